@@ -1,0 +1,339 @@
+#include "core/import.h"
+
+#include "core/import_common.h"
+
+#include <tbb/parallel_pipeline.h>
+#include <tbb/info.h>
+
+#include <algorithm>
+#include <exception>
+#include <fstream>
+#include <numeric>
+#include <unordered_map>
+
+namespace routepack {
+
+namespace {
+
+struct FormatName {
+    TraceFormat format;
+    const char* name;
+};
+constexpr FormatName kFormats[] = {
+    {TraceFormat::Auto, "auto"},           {TraceFormat::SGLang, "sglang"},
+    {TraceFormat::VLLM, "vllm"},           {TraceFormat::Npy, "npy"},
+    {TraceFormat::Npz, "npz"},             {TraceFormat::NestedJson, "nested-json"},
+    {TraceFormat::NemoRL, "nrlre1"},       {TraceFormat::StepJson, "step-json"},
+    {TraceFormat::PromptCsv, "prompt-csv"}, {TraceFormat::Aggregate, "aggregate"},
+};
+
+std::string read_whole_file(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    if (!in) throw InputError(p.string() + ": cannot open file");
+    in.seekg(0, std::ios::end);
+    const auto size = static_cast<std::size_t>(in.tellg());
+    in.seekg(0);
+    std::string bytes(size, '\0');
+    if (size > 0 && !in.read(bytes.data(), static_cast<std::streamsize>(size)))
+        throw InputError(p.string() + ": read error");
+    return bytes;
+}
+
+bool is_trace_extension(const std::filesystem::path& p) {
+    const auto ext = p.extension().string();
+    return ext == ".csv" || ext == ".json" || ext == ".jsonl" || ext == ".npy" || ext == ".npz" || ext == ".txt" ||
+           ext == ".nrlre1";
+}
+
+std::size_t skip_ws(const std::string& s, std::size_t i) {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t')) ++i;
+    return i;
+}
+
+}  // namespace
+
+const char* to_string(TraceFormat f) {
+    for (const auto& fn : kFormats)
+        if (fn.format == f) return fn.name;
+    return "?";
+}
+
+std::vector<std::string> trace_format_names() {
+    std::vector<std::string> out;
+    for (const auto& fn : kFormats) out.emplace_back(fn.name);
+    return out;
+}
+
+TraceFormat parse_trace_format(const std::string& name) {
+    for (const auto& fn : kFormats)
+        if (name == fn.name) return fn.format;
+    std::string list;
+    for (const auto& fn : kFormats) list += (list.empty() ? "" : ", ") + std::string(fn.name);
+    throw InputError("unknown format '" + name + "' (valid: " + list + ")");
+}
+
+TraceFormat detect_format(const SourceFile& f) {
+    const auto ext = f.path.extension().string();
+    const std::string& b = f.bytes;
+    if (ext == ".npy" || b.rfind("\x93NUMPY", 0) == 0) return TraceFormat::Npy;
+    if (ext == ".npz" || b.rfind("PK\x03\x04", 0) == 0) return TraceFormat::Npz;
+    if (ext == ".csv") return TraceFormat::PromptCsv;
+    const std::size_t i = skip_ws(b, 0);
+    if (b.compare(i, 7, "nrlre1:") == 0) return TraceFormat::NemoRL;
+    if (i >= b.size()) return TraceFormat::Auto;
+    // Look at the first few KiB for distinguishing keys; cheap and good enough for the closed list.
+    const std::string head = b.substr(i, 4096);
+    if (head[0] == '[') {
+        const std::size_t j = skip_ws(b, i + 1);
+        if (j < b.size() && b[j] == '{') {
+            if (head.find("\"meta_info\"") != std::string::npos) return TraceFormat::SGLang;
+            if (head.find("\"choices\"") != std::string::npos) return TraceFormat::VLLM;
+            return TraceFormat::StepJson;
+        }
+        if (j < b.size() && (b[j] == '[' || b[j] == ']')) return TraceFormat::NestedJson;
+        return TraceFormat::Auto;
+    }
+    if (head[0] == '{') {
+        if (head.find("\"meta_info\"") != std::string::npos) return TraceFormat::SGLang;
+        if (head.find("\"choices\"") != std::string::npos) return TraceFormat::VLLM;
+        // Derived counts JSON: {"counts": [[...]], "num_layers", "num_experts", "src"} (keys may come late).
+        if (head.find("\"counts\"") != std::string::npos &&
+            (head.find("\"num_experts\"") != std::string::npos || b.find("\"num_experts\"") != std::string::npos))
+            return TraceFormat::Aggregate;
+        if (head.find("\"data\"") != std::string::npos) return TraceFormat::NestedJson;
+    }
+    return TraceFormat::Auto;
+}
+
+std::vector<std::filesystem::path> collect_trace_files(const std::vector<std::filesystem::path>& inputs) {
+    std::vector<std::filesystem::path> files;
+    for (const auto& in : inputs) {
+        std::error_code ec;
+        if (std::filesystem::is_directory(in, ec)) {
+            std::vector<std::filesystem::path> found;
+            for (const auto& entry : std::filesystem::recursive_directory_iterator(in))
+                if (entry.is_regular_file() && is_trace_extension(entry.path())) found.push_back(entry.path());
+            if (found.empty()) throw InputError(in.string() + ": folder holds no trace files");
+            std::sort(found.begin(), found.end(),
+                      [](const auto& a, const auto& b) { return natural_less(a.string(), b.string()); });
+            files.insert(files.end(), found.begin(), found.end());
+        } else if (std::filesystem::is_regular_file(in, ec)) {
+            files.push_back(in);
+        } else {
+            throw InputError(in.string() + ": no such file or folder");
+        }
+    }
+    if (files.empty()) throw InputError("no input files");
+    return files;
+}
+
+namespace {
+
+/// Fills a partial model description for the formats that describe their own layers.
+ModelDescription resolve_model(const ModelDescription& given, TraceFormat format, const SourceFile& first) {
+    ModelDescription m = given;
+    if (format == TraceFormat::Aggregate) return m;  // the aggregate file describes itself
+    if (m.experts <= 0 || m.top_k <= 0)
+        throw InputError("no model description for " + first.path.string() +
+                         ": give --model NAME, --model-config config.json, or --experts E --top-k K");
+    if (m.moe_layers.empty()) {
+        m.moe_layers = detail::self_described_moe_layers(first, format);
+        if (m.moe_layers.empty()) {
+            if (m.num_hidden_layers <= 0)
+                throw InputError(std::string("format ") + to_string(format) +
+                                 " does not list its MoE layers: give --moe-layers LIST or --layers N");
+            m.moe_layers.resize(static_cast<std::size_t>(m.num_hidden_layers));
+            std::iota(m.moe_layers.begin(), m.moe_layers.end(), 0);
+        }
+    }
+    if (m.num_hidden_layers <= 0) m.num_hidden_layers = m.moe_layers.back() + 1;
+    if (m.source.empty()) m.source = "flags";
+    m.validate();
+    return m;
+}
+
+void parse_file(TraceFormat format, const SourceFile& f, const ModelDescription& m, const detail::EmitFn& emit) {
+    switch (format) {
+    case TraceFormat::SGLang: return detail::parse_sglang(f, m, emit);
+    case TraceFormat::VLLM: return detail::parse_vllm(f, m, emit);
+    case TraceFormat::Npy: return detail::parse_npy_file(f, m, emit);
+    case TraceFormat::Npz: return detail::parse_npz(f, m, emit);
+    case TraceFormat::NestedJson: return detail::parse_nested_json(f, m, emit);
+    case TraceFormat::NemoRL: return detail::parse_nemo_rl(f, m, emit);
+    case TraceFormat::StepJson: return detail::parse_step_json(f, m, emit);
+    case TraceFormat::PromptCsv: return detail::parse_prompt_csv(f, m, emit);
+    case TraceFormat::Aggregate:
+    case TraceFormat::Auto: break;
+    }
+    throw std::logic_error("parse_file: no parser");
+}
+
+struct Token {
+    std::size_t index = 0;
+    SourceFile file;
+    TraceFormat format = TraceFormat::Auto;
+    std::vector<SampleRecord> records;
+    std::exception_ptr error;
+};
+
+}  // namespace
+
+ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, const ImportOptions& options,
+                           ImportSink& sink, const ImportProgressFn& progress, const std::atomic<bool>* cancel) {
+    const auto files = collect_trace_files(inputs);
+    ImportSummary summary;
+    summary.files = files.size();
+    ImportProgress prog;
+    prog.files_total = files.size();
+    for (const auto& p : files) {
+        std::error_code ec;
+        prog.bytes_total += std::filesystem::file_size(p, ec);
+    }
+    auto cancelled = [&] { return cancel && cancel->load(std::memory_order_relaxed); };
+
+    // The first file fixes the format (and, for self-describing formats, the MoE layer list).
+    SourceFile first{files.front(), read_whole_file(files.front())};
+    if (first.bytes.empty()) throw InputError(first.path.string() + ": empty file");
+    TraceFormat format = options.format;
+    if (format == TraceFormat::Auto) {
+        format = detect_format(first);
+        if (format == TraceFormat::Auto)
+            throw InputError(first.path.string() + ": unrecognized trace format (use --format; valid: sglang, vllm, "
+                                                   "npy, npz, nested-json, nrlre1, step-json, prompt-csv, aggregate)");
+    }
+    summary.format = format;
+
+    if (format == TraceFormat::Aggregate) {
+        if (files.size() != 1)
+            throw InputError("aggregate traces are imported one file at a time (got " + std::to_string(files.size()) +
+                             " files)");
+        AggregateCounts agg = detail::parse_aggregate(first, options.model);
+        summary.model = agg.model;
+        summary.bytes = first.bytes.size();
+        summary.fingerprint = fnv1a64(first.bytes.data(), first.bytes.size());
+        summary.notes.push_back("load-only trace: per-layer expert totals, usable for placement views, not for packing");
+        sink.begin(agg.model, format);
+        sink.aggregate(std::move(agg));
+        prog.files_done = 1;
+        prog.bytes_done = summary.bytes;
+        if (progress) progress(prog);
+        return summary;
+    }
+
+    const ModelDescription model = resolve_model(options.model, format, first);
+    summary.model = model;
+    sink.begin(model, format);
+
+    std::unordered_map<std::string, std::string> id_to_file;
+    std::uint64_t fingerprint = 0xcbf29ce484222325ULL;
+    std::int64_t length_sum = 0;
+    std::size_t next = 0;
+    // Tokens live in `pool` so that nothing leaks when a stage throws and the pipeline is cancelled.
+    std::vector<std::unique_ptr<Token>> pool(files.size());
+    const auto threads = static_cast<std::size_t>(std::max(1, tbb::info::default_concurrency()));
+
+    tbb::parallel_pipeline(
+        2 * threads,
+        tbb::make_filter<void, Token*>(tbb::filter_mode::serial_in_order,
+                                       [&](tbb::flow_control& fc) -> Token* {
+                                           if (next >= files.size() || cancelled()) {
+                                               fc.stop();
+                                               return nullptr;
+                                           }
+                                           pool[next] = std::make_unique<Token>();
+                                           Token* t = pool[next].get();
+                                           t->index = next;
+                                           try {
+                                               if (next == 0) {
+                                                   t->file = std::move(first);
+                                               } else {
+                                                   t->file.path = files[next];
+                                                   t->file.bytes = read_whole_file(files[next]);
+                                               }
+                                           } catch (...) {
+                                               t->error = std::current_exception();
+                                           }
+                                           ++next;
+                                           return t;
+                                       }) &
+            tbb::make_filter<Token*, Token*>(tbb::filter_mode::parallel,
+                                             [&](Token* t) -> Token* {
+                                                 if (t->error) return t;
+                                                 try {
+                                                     if (t->file.bytes.empty())
+                                                         throw InputError(t->file.path.string() + ": empty file");
+                                                     t->format = format;
+                                                     if (options.format == TraceFormat::Auto) {
+                                                         const TraceFormat f = detect_format(t->file);
+                                                         if (f != format)
+                                                             throw InputError(
+                                                                 t->file.path.string() + ": format " + to_string(f) +
+                                                                 " differs from " + to_string(format) + " of " +
+                                                                 files.front().string() +
+                                                                 "; import different formats as separate traces");
+                                                     }
+                                                     parse_file(format, t->file, model, [&](SampleRecord&& r) {
+                                                         t->records.push_back(std::move(r));
+                                                     });
+                                                     if (t->records.empty())
+                                                         throw InputError(t->file.path.string() + ": no samples");
+                                                 } catch (...) {
+                                                     t->error = std::current_exception();
+                                                 }
+                                                 return t;
+                                             }) &
+            tbb::make_filter<Token*, void>(tbb::filter_mode::serial_in_order, [&](Token* t) {
+                struct Release {
+                    std::unique_ptr<Token>& slot;
+                    ~Release() { slot.reset(); }
+                } release{pool[t->index]};
+                if (t->error) std::rethrow_exception(t->error);
+                if (cancelled()) return;
+                fingerprint = fnv1a64(t->file.bytes.data(), t->file.bytes.size(), fingerprint);
+                for (auto& r : t->records) {
+                    auto [it, fresh] = id_to_file.emplace(r.info.id, r.info.source_file);
+                    if (!fresh)
+                        throw InputError(r.info.source_file + ": duplicate sample id '" + r.info.id +
+                                         "' (first seen in " + it->second + ")");
+                    if (summary.samples == 0 || r.info.length < summary.min_length) summary.min_length = r.info.length;
+                    summary.max_length = std::max(summary.max_length, r.info.length);
+                    length_sum += r.info.length;
+                    summary.missing_routes += r.info.missing_routes;
+                    ++summary.samples;
+                    sink.sample(std::move(r));
+                }
+                summary.bytes += t->file.bytes.size();
+                prog.files_done = t->index + 1;
+                prog.bytes_done = summary.bytes;
+                prog.samples = summary.samples;
+                prog.current_file = t->file.path.string();
+                if (progress) progress(prog);
+            }));
+    if (cancelled()) throw Cancelled();
+    summary.fingerprint = fingerprint;
+    summary.mean_length = summary.samples ? static_cast<double>(length_sum) / summary.samples : 0.0;
+    if (summary.missing_routes > 0)
+        summary.notes.push_back(std::to_string(summary.missing_routes) +
+                                " route slots held the format's missing-route marker and were counted as nothing");
+    return summary;
+}
+
+Trace import_trace_to_memory(const std::vector<std::filesystem::path>& inputs, const ImportOptions& options,
+                             ImportSummary* summary) {
+    struct MemorySink : ImportSink {
+        Trace trace;
+        void begin(const ModelDescription& m, TraceFormat f) override {
+            trace.model = m;
+            trace.format = to_string(f);
+        }
+        void sample(SampleRecord&& r) override { trace.append(std::move(r)); }
+        void aggregate(AggregateCounts&&) override {
+            throw InputError("aggregate traces hold per-layer totals only: usable for placement views, not for packing");
+        }
+    } sink;
+    ImportSummary s = import_trace(inputs, options, sink);
+    if (summary) *summary = s;
+    return std::move(sink.trace);
+}
+
+}  // namespace routepack

@@ -1,0 +1,83 @@
+#pragma once
+// Internal to the per-sample importers (import_codec/sglang/vllm/npz/nemo/nested_json.cpp): wire
+// integer types, JSON document/JSON-lines splitting with user-facing parse errors, error prefixes.
+// Not part of the public interface.
+#include "core/import_common.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace routepack::detail {
+
+/// An integer element type as stored on the wire (npy descr, nrlre1 tag, routed_experts_dtype).
+struct WireInt {
+    int size = 4;             ///< bytes per element: 1, 2, 4 or 8
+    bool is_signed = true;
+    bool big_endian = false;  ///< byte order of multi-byte elements
+    /// numpy-style name: "int32", "uint8", ...
+    std::string name() const;
+};
+
+/// Parses a dtype name ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+/// optionally prefixed "torch." or "np."); false when unknown.
+bool wire_int_from_name(std::string_view name, WireInt& out);
+
+/// Converts `n` elements of `t` starting at `src` (no alignment required) into int32 at `dst`.
+/// Returns the index of the first element whose value does not fit int32, or n when all fit.
+std::size_t convert_wire_ints(const char* src, std::size_t n, WireInt t, std::int32_t* dst);
+/// Element `index` of `t` at `src`, as decimal text (for error messages).
+std::string wire_value_text(const char* src, std::size_t index, WireInt t);
+
+/// "<path>: sample <id>" — the prefix of every error about one sample.
+std::string sample_where(const SourceFile& f, const std::string& id);
+
+/// The description part of an nlohmann parse error ("syntax error while parsing value - ...").
+std::string json_error_description(const std::exception& e);
+
+/// How a JSON file is laid out: one document (possibly spanning lines) or JSON lines.
+struct JsonLayout {
+    bool json_lines = false;
+};
+
+/// Decides the layout of `f`: JSON lines when it has at least two non-empty lines and the first
+/// one alone is a complete JSON value; a single document otherwise. InputError "<path>: empty
+/// file" when it holds only whitespace.
+JsonLayout json_layout(const SourceFile& f);
+
+/// Calls `fn(text, byte_offset, line_number)` for every non-blank line of `text` (line numbers
+/// 1-based; a trailing '\r' is stripped).
+void for_each_line(std::string_view text,
+                   const std::function<void(std::string_view, std::size_t, std::size_t)>& fn);
+
+/// Parses `text` (a whole file, or one line of it starting at file byte `offset`) into a DOM;
+/// InputError "<path>: [line N: ]malformed JSON at byte B: <description>" on failure (B counts
+/// from the start of the file, as nlohmann counts: the number of bytes read when the error was
+/// found).
+nlohmann::json parse_json_text(const SourceFile& f, std::string_view text, std::size_t offset, std::size_t line);
+
+/// Calls `fn(value)` for every top-level JSON value of `f`: the whole document once, or every
+/// non-blank line when the file is JSON lines. `single` tells which.
+void for_each_json_value(const SourceFile& f, const std::function<void(nlohmann::json&&, bool single)>& fn);
+
+/// Member `key` of object `obj` as an integer; nullopt when absent or null. InputError
+/// "<where>: <field> is not an integer" for any other type.
+std::optional<std::int64_t> json_int(const nlohmann::json& obj, const char* key, const std::string& where,
+                                     const std::string& field);
+
+/// Member `key` of `obj` when present and not null; nullptr otherwise.
+const nlohmann::json* json_member(const nlohmann::json& obj, const char* key);
+
+/// A JSON scalar (string or integer) as text; empty for null/absent. Used for ids and groups.
+std::string json_id_text(const nlohmann::json* v);
+
+/// Number of rows that are not entirely -1 at the end of `ids` ([rows][width]): trailing all -1
+/// rows are padding.
+std::int64_t rows_without_trailing_padding(const std::vector<std::int32_t>& ids, std::int64_t rows,
+                                           std::size_t width);
+
+}  // namespace routepack::detail

@@ -1,0 +1,147 @@
+// SGLang /generate responses with meta_info.routed_experts (trace-formats.md §2 "SGLang").
+//
+// File: one response object, a JSON array of them, or JSON lines (each line an object or an array
+// of objects). Record k (0-based over the whole file) is sample "<stem>#<k>".
+//
+// Per record:
+//   meta_info.routed_experts        base64 of a raw little-endian C-order buffer [rows][num_hidden_layers][top_k]
+//   meta_info.routed_experts_dtype  int32 (default), int16, uint16, uint8 or int8 (sglang PR #31219)
+//   meta_info.routed_experts_start_len  rows the response omits at the front (default 0) -> start_offset
+//   meta_info.prompt_tokens + completion_tokens  explicit t_i (prompt_len = prompt_tokens)
+//   meta_info.id | "rid" | "id"     request id;  "group" | "group_id"  GRPO group
+//   physical_to_logical_map (meta_info or top level), [axis layers][physical slots]: its layer axis
+//       is the routes' layer axis (all num_hidden_layers, as SGLang's ExpertLocationMetadata); ids
+//       at MoE layers are mapped to logical ids before counting (rule 5). -1 stays missing.
+// Without explicit token counts t_i = rows + 1 + start_len (rule 1). Dense layers (0 on the wire)
+// are ignored by make_sample_record.
+#include "core/import_detail.h"
+
+namespace routepack::detail {
+
+namespace {
+
+bool sglang_dtype(const std::string& name, WireInt& t) {
+    for (const char* ok : {"int32", "int16", "uint16", "uint8", "int8"})
+        if (name == ok) return wire_int_from_name(name, t);
+    return false;
+}
+
+void apply_physical_map(const nlohmann::json& map, RouteArray& r, const ModelDescription& m, const std::string& where) {
+    const std::size_t axis = static_cast<std::size_t>(r.axis_layers);
+    if (!map.is_array() || map.size() != axis)
+        throw InputError(where + ": physical_to_logical_map has " + std::to_string(map.is_array() ? map.size() : 0) +
+                         " layers, expected " + std::to_string(axis) + " (the routed_experts layer axis)");
+    std::vector<std::int32_t> lut;
+    const std::size_t k = static_cast<std::size_t>(r.top_k);
+    for (std::size_t a = 0; a < axis; ++a) {
+        const int layer = r.axis_layer_ids[a];
+        if (m.moe_index(layer) < 0) continue;  // dense axis position: routes there are ignored
+        const auto& row = map[a];
+        if (!row.is_array() || row.empty())
+            throw InputError(where + ": physical_to_logical_map[" + std::to_string(a) + "] is not a list of expert ids");
+        lut.resize(row.size());
+        for (std::size_t j = 0; j < row.size(); ++j) {
+            const auto& v = row[j];
+            if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() >= m.experts)
+                throw InputError(where + ": physical_to_logical_map[" + std::to_string(a) + "][" + std::to_string(j) +
+                                 "] = " + v.dump() + " is not a logical expert id (0.." + std::to_string(m.experts - 1) +
+                                 ")");
+            lut[j] = static_cast<std::int32_t>(v.get<std::int64_t>());
+        }
+        for (std::int64_t row_i = 0; row_i < r.rows; ++row_i) {
+            std::int32_t* ids = r.ids.data() + (static_cast<std::size_t>(row_i) * axis + a) * k;
+            for (std::size_t s = 0; s < k; ++s) {
+                const std::int32_t p = ids[s];
+                if (p == -1) continue;
+                if (p < 0 || static_cast<std::size_t>(p) >= lut.size())
+                    throw InputError(where + ": row " + std::to_string(row_i) + ", layer " + std::to_string(layer) +
+                                     ": physical expert id " + std::to_string(p) +
+                                     " is outside physical_to_logical_map (" + std::to_string(lut.size()) + " slots)");
+                ids[s] = lut[static_cast<std::size_t>(p)];
+            }
+        }
+    }
+}
+
+}  // namespace
+
+void parse_sglang(const SourceFile& f, const ModelDescription& m, const EmitFn& emit) {
+    const std::string stem = f.stem();
+    const std::vector<int> axis = resolve_layer_axis(m.num_hidden_layers, m, f.path.string());
+    RouteArray routes;
+    routes.axis_layers = m.num_hidden_layers;
+    routes.top_k = m.top_k;
+    routes.axis_layer_ids = axis;
+    std::size_t k = 0;
+
+    auto record = [&](const nlohmann::json& rec) {
+        SampleMeta meta;
+        meta.id = stem + "#" + std::to_string(k++);
+        meta.source_file = f.path.string();
+        meta.rows_rule = LengthRule::RowsPlusOne;
+        const std::string where = sample_where(f, meta.id);
+        if (!rec.is_object()) throw InputError(where + ": record is not a JSON object");
+        const nlohmann::json* info = json_member(rec, "meta_info");
+        if (!info || !info->is_object()) throw InputError(where + ": meta_info is missing");
+        const nlohmann::json* re = json_member(*info, "routed_experts");
+        if (!re) throw InputError(where + ": meta_info.routed_experts is missing");
+        if (!re->is_string()) throw InputError(where + ": meta_info.routed_experts is not a base64 string");
+
+        WireInt t{4, true, false};
+        if (const nlohmann::json* dt = json_member(*info, "routed_experts_dtype")) {
+            if (!dt->is_string() || !sglang_dtype(dt->get<std::string>(), t))
+                throw InputError(where + ": meta_info.routed_experts_dtype " + dt->dump() +
+                                 " is not one of int32, int16, uint16, uint8, int8");
+        }
+        const std::string bytes = base64_decode(re->get_ref<const std::string&>(), where + ": meta_info.routed_experts");
+        const std::size_t row_bytes =
+            static_cast<std::size_t>(m.num_hidden_layers) * static_cast<std::size_t>(m.top_k) * t.size;
+        if (bytes.empty()) throw InputError(where + ": meta_info.routed_experts is empty");
+        if (bytes.size() % row_bytes != 0)
+            throw InputError(where + ": meta_info.routed_experts holds " + std::to_string(bytes.size()) +
+                             " bytes, not a multiple of num_hidden_layers " + std::to_string(m.num_hidden_layers) +
+                             " x top_k " + std::to_string(m.top_k) + " x " + std::to_string(t.size) + " bytes (" +
+                             t.name() + ")");
+        const std::size_t count = bytes.size() / t.size;
+        routes.rows = static_cast<std::int64_t>(bytes.size() / row_bytes);
+        routes.ids.resize(count);
+        const std::size_t bad = convert_wire_ints(bytes.data(), count, t, routes.ids.data());
+        if (bad != count)
+            throw InputError(where + ": meta_info.routed_experts value " + wire_value_text(bytes.data(), bad, t) +
+                             " at element " + std::to_string(bad) + " does not fit int32");
+
+        const nlohmann::json* map = json_member(*info, "physical_to_logical_map");
+        if (!map) map = json_member(rec, "physical_to_logical_map");
+        if (map) apply_physical_map(*map, routes, m, where);
+
+        if (auto start = json_int(*info, "routed_experts_start_len", where, "meta_info.routed_experts_start_len")) {
+            if (*start < 0) throw InputError(where + ": meta_info.routed_experts_start_len is negative");
+            meta.start_offset = *start;
+        }
+        const auto prompt = json_int(*info, "prompt_tokens", where, "meta_info.prompt_tokens");
+        const auto completion = json_int(*info, "completion_tokens", where, "meta_info.completion_tokens");
+        if (prompt) meta.prompt_len = *prompt;
+        if (prompt && completion) meta.explicit_length = *prompt + *completion;
+
+        const nlohmann::json* rid = json_member(*info, "id");
+        if (!rid) rid = json_member(rec, "rid");
+        if (!rid) rid = json_member(rec, "id");
+        meta.request_id = json_id_text(rid);
+        const nlohmann::json* group = json_member(rec, "group");
+        if (!group) group = json_member(rec, "group_id");
+        meta.group = json_id_text(group);
+
+        emit(make_sample_record(routes, m, meta));
+    };
+
+    for_each_json_value(f, [&](nlohmann::json&& v, bool) {
+        if (v.is_array()) {
+            for (const auto& rec : v) record(rec);
+        } else {
+            record(v);
+        }
+    });
+    if (k == 0) throw InputError(f.path.string() + ": no SGLang responses in the file");
+}
+
+}  // namespace routepack::detail

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# One entry point for a fresh Debian 12 machine (as root, or with sudo):
+#   bash setup.sh demo   installs what is missing, builds, runs the main job on the embedded demo input
+#   bash setup.sh test   installs what is missing, builds, runs the whole test suite (what CI runs)
+set -euo pipefail
+cd "$(dirname "$0")"
+
+mode=${1:-}
+case "$mode" in demo|test|build) ;; *) echo "usage: bash setup.sh demo|test|build" >&2; exit 2 ;; esac
+
+# Debian 12 packages the project needs (DESIGN.md "Measured facts about the platform").
+packages=(build-essential cmake pkg-config git
+          qt6-base-dev qt6-charts-dev qt6-svg-dev libgl-dev
+          libtbb-dev nlohmann-json3-dev libcli11-dev libsqlite3-dev zlib1g-dev libzip-dev libcsv-dev)
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+jobs=$(nproc 2>/dev/null || echo 2)
+cmake --preset default
+cmake --build --preset default -j"$jobs"
+
+case "$mode" in
+  demo)
+    ./build/app/routepack demo --out routepack-demo
+    ;;
+  test)
+    ctest --preset default -j1 --timeout 1500
+    ;;
+esac

@@ -1,0 +1,478 @@
+// The trace library (storage/library.h): open + migrate + check, atomic imports, queries, windows.
+#include "storage/library.h"
+
+#include "core/errors.h"
+#include "storage/counts_codec.h"
+#include "storage/library_internal.h"
+#include "storage/migrations.h"
+#include "storage/sqlite_util.h"
+
+#include <nlohmann/json.hpp>
+
+#include <sqlite3.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <unordered_map>
+
+namespace routepack::storage {
+
+using detail::Statement;
+using detail::Transaction;
+
+int supported_schema_version() { return detail::latest_schema_version(); }
+
+namespace {
+
+constexpr int kBusyTimeoutMs = 5000;
+
+[[noreturn]] void not_sqlite(const std::filesystem::path& file) {
+    throw InputError(file.string() + ": not a RoutePack library (file is not an SQLite database)");
+}
+
+/// Refuses an existing non-empty file whose first 16 bytes are not the SQLite header, before
+/// SQLite (and its WAL/SHM side files) ever touch it.
+void check_sqlite_header(const std::filesystem::path& file) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(file, ec))
+        throw InputError(file.string() + ": is a folder, not a RoutePack library file");
+    const auto size = std::filesystem::file_size(file, ec);
+    if (ec || size == 0) return;  // unreadable: SQLite reports it; empty: a new library
+    static constexpr char kMagic[16] = {'S', 'Q', 'L', 'i', 't', 'e', ' ', 'f',
+                                        'o', 'r', 'm', 'a', 't', ' ', '3', '\0'};
+    std::ifstream in(file, std::ios::binary);
+    char head[16] = {};
+    in.read(head, sizeof head);
+    if (in.gcount() != static_cast<std::streamsize>(sizeof head) || !std::equal(head, head + 16, kMagic))
+        not_sqlite(file);
+}
+
+int pragma_int(sqlite3* db, const std::filesystem::path& file, const char* pragma) {
+    Statement st(db, file, std::string("PRAGMA ") + pragma);
+    return st.step() ? static_cast<int>(st.int64(0)) : 0;
+}
+
+std::string hex32(std::uint32_t v) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "0x%08x", v);
+    return buf;
+}
+
+/// Identifies the file before anything is written to it: newer schema, another program's
+/// application id or tables.
+void check_identity(sqlite3* db, const std::filesystem::path& file) {
+    const int version = pragma_int(db, file, "user_version");
+    const int app_id = pragma_int(db, file, "application_id");
+    if (version > detail::latest_schema_version())
+        throw InputError(file.string() + ": library schema version " + std::to_string(version) +
+                         " is newer than this build supports (" + std::to_string(detail::latest_schema_version()) +
+                         "); use a newer RoutePack Studio");
+    if (app_id != 0 && app_id != detail::kApplicationId)
+        throw InputError(file.string() + ": not a RoutePack library (SQLite application id " +
+                         hex32(static_cast<std::uint32_t>(app_id)) + " belongs to another program)");
+    if (version > 0 && app_id == 0)
+        throw InputError(file.string() + ": not a RoutePack library (SQLite database with schema version " +
+                         std::to_string(version) + " but no RoutePack application id)");
+    if (version == 0) {
+        Statement st(db, file,
+                     "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
+                     "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name");
+        std::string names;
+        int n = 0;
+        while (st.step()) {
+            if (n < 5) names += (n ? ", " : "") + st.text(0);
+            ++n;
+        }
+        if (n > 0) {
+            if (n > 5) names += ", ...";
+            throw InputError(file.string() + ": not a RoutePack library (SQLite database with " + std::to_string(n) +
+                             " tables of another program: " + names + ")");
+        }
+    }
+}
+
+void quick_check(sqlite3* db, const std::filesystem::path& file) {
+    Statement st(db, file, "PRAGMA quick_check");
+    std::vector<std::string> problems;
+    while (st.step()) {
+        std::string line = st.text(0);
+        if (line != "ok") problems.push_back(std::move(line));
+    }
+    if (!problems.empty()) {
+        std::string msg = file.string() + ": library is damaged (quick_check: " + problems.front();
+        if (problems.size() > 1) msg += "; " + std::to_string(problems.size() - 1) + " more problems";
+        throw InputError(msg + ")");
+    }
+}
+
+ModelDescription read_model(const Statement& st, int col, const std::filesystem::path& file,
+                            const std::string& trace) {
+    ModelDescription m;
+    m.name = st.text(col);
+    m.num_hidden_layers = static_cast<int>(st.int64(col + 1));
+    m.experts = static_cast<int>(st.int64(col + 2));
+    m.top_k = static_cast<int>(st.int64(col + 3));
+    try {
+        m.moe_layers = nlohmann::json::parse(st.text(col + 4)).get<std::vector<int>>();
+    } catch (const nlohmann::json::exception& e) {
+        throw InputError(file.string() + ": trace '" + trace + "': damaged model row (moe_layers: " + e.what() + ")");
+    }
+    m.source = st.text(col + 5);
+    return m;
+}
+
+constexpr const char* kTraceColumns =
+    "SELECT t.id, t.name, t.format, t.load_only, t.sample_count, t.fingerprint, t.imported_at, t.notes, "
+    "m.name, m.num_hidden_layers, m.experts, m.top_k, m.moe_layers, m.source "
+    "FROM traces t JOIN models m ON m.id = t.model_id ";
+
+TraceEntry read_trace_entry(const Statement& st, const std::filesystem::path& file) {
+    TraceEntry t;
+    t.id = st.int64(0);
+    t.name = st.text(1);
+    t.format = st.text(2);
+    t.load_only = st.int64(3) != 0;
+    t.samples = static_cast<std::size_t>(st.int64(4));
+    t.fingerprint = st.text(5);
+    t.imported_at = st.text(6);
+    try {
+        t.notes = nlohmann::json::parse(st.text(7)).get<std::vector<std::string>>();
+    } catch (const nlohmann::json::exception& e) {
+        throw InputError(file.string() + ": trace '" + t.name + "': damaged notes (" + e.what() + ")");
+    }
+    t.model = read_model(st, 8, file, t.name);
+    return t;
+}
+
+TraceEntry find_trace(sqlite3* db, const std::filesystem::path& file, const std::string& name) {
+    Statement st(db, file, std::string(kTraceColumns) + "WHERE t.name = ?1");
+    st.bind(1, name);
+    if (!st.step()) throw InputError("no trace named '" + name + "' in " + file.string());
+    return read_trace_entry(st, file);
+}
+
+void require_samples(const TraceEntry& t, const std::filesystem::path& file, const std::string& what) {
+    if (t.load_only)
+        throw InputError("trace '" + t.name + "' in " + file.string() +
+                         " is load-only (per-layer expert totals, no samples): " + what);
+}
+
+/// Columns of a sample row, in the order read_sample expects (prefix with the table alias s).
+constexpr const char* kSampleColumns =
+    "s.sample_id, s.length, s.routed_rows, s.prompt_len, s.request_id, s.group_id, s.source_file, "
+    "s.length_rule, s.missing_routes, s.counts";
+
+/// Reads one sample row (kSampleColumns) into trace.samples and appends its counts.
+void read_sample(const Statement& st, Trace& trace, const std::filesystem::path& file, const std::string& name) {
+    SampleInfo info;
+    info.id = st.text(0);
+    info.length = st.int64(1);
+    info.routed_rows = st.int64(2);
+    if (!st.is_null(3)) info.prompt_len = st.int64(3);
+    info.request_id = st.text(4);
+    info.group = st.text(5);
+    info.source_file = st.text(6);
+    const std::string rule = st.text(7);
+    if (!detail::parse_length_rule_key(rule, info.length_rule))
+        throw InputError(file.string() + ": trace '" + name + "' sample '" + info.id + "': unknown length rule '" +
+                         rule + "'");
+    info.missing_routes = st.int64(8);
+    const std::size_t stride = trace.stride();
+    const std::size_t at = trace.counts.size();
+    trace.counts.resize(at + stride);
+    try {
+        detail::decode_counts(st.blob(9), std::span<std::uint32_t>(trace.counts.data() + at, stride));
+    } catch (const detail::BlobError& e) {
+        throw InputError(file.string() + ": trace '" + name + "' sample '" + info.id + "': damaged counts (" +
+                         e.what() + ")");
+    }
+    trace.samples.push_back(std::move(info));
+}
+
+Trace empty_trace(const TraceEntry& t) {
+    Trace trace;
+    trace.model = t.model;
+    trace.format = t.format;
+    return trace;
+}
+
+std::int64_t find_window_id(sqlite3* db, const std::filesystem::path& file, const TraceEntry& t,
+                            const std::string& window) {
+    Statement st(db, file, "SELECT id FROM windows WHERE trace_id = ?1 AND name = ?2");
+    st.bind(1, t.id).bind(2, window);
+    if (!st.step())
+        throw InputError("trace '" + t.name + "' has no window named '" + window + "' in " + file.string());
+    return st.int64(0);
+}
+
+}  // namespace
+
+Library::Library(sqlite3* db, std::filesystem::path path) : db_(db), path_(std::move(path)) {}
+
+Library::~Library() {
+    if (db_) sqlite3_close_v2(db_);
+}
+
+std::unique_ptr<Library> Library::open(const std::filesystem::path& file, bool create) {
+    const bool in_memory = file == ":memory:";
+    std::error_code ec;
+    if (!in_memory) {
+        if (!std::filesystem::exists(file, ec)) {
+            if (!create) throw InputError(file.string() + ": no such library");
+        } else {
+            check_sqlite_header(file);
+        }
+    }
+    sqlite3* raw = nullptr;
+    const int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
+    const int rc = sqlite3_open_v2(file.string().c_str(), &raw, flags, nullptr);
+    std::unique_ptr<Library> lib(new Library(raw, file));  // closes `raw` on every error below
+    if (rc != SQLITE_OK) detail::throw_sqlite(raw, rc, file, "cannot open library");
+    sqlite3_extended_result_codes(raw, 1);
+    sqlite3_busy_timeout(raw, kBusyTimeoutMs);
+
+    check_identity(raw, file);                     // read-only: nothing written to a foreign/newer file
+    detail::exec(raw, file, "PRAGMA foreign_keys = ON");
+    {
+        Statement wal(raw, file, "PRAGMA journal_mode = WAL");  // "memory" for :memory:
+        while (wal.step()) {
+        }
+    }
+    quick_check(raw, file);
+    detail::apply_migrations(raw, file);
+    return lib;
+}
+
+int Library::schema_version() const { return pragma_int(db_, path_, "user_version"); }
+
+ImportSummary Library::import_trace(const std::string& name, const std::vector<std::filesystem::path>& inputs,
+                                    const ImportOptions& options, const ImportProgressFn& progress,
+                                    const std::atomic<bool>* cancel) {
+    if (name.empty()) throw InputError("trace name must not be empty");
+    detail::ImportHooks hooks;
+    hooks.fail_after_samples = fail_after_;
+    if (const char* env = std::getenv("ROUTEPACK_TEST_EXIT_AFTER_SAMPLES"))
+        hooks.exit_after_samples = static_cast<std::size_t>(std::strtoull(env, nullptr, 10));
+
+    Transaction tx(db_, path_);  // BEGIN IMMEDIATE: one writer; readers keep the last commit (WAL)
+    {
+        Statement exists(db_, path_, "SELECT 1 FROM traces WHERE name = ?1");
+        exists.bind(1, name);
+        if (exists.step()) throw InputError("trace '" + name + "' already exists in " + path_.string());
+    }
+    const std::vector<std::filesystem::path> files = collect_trace_files(inputs);
+    detail::TraceWriter writer(db_, path_, name, hooks, cancel);
+    ImportSummary summary = routepack::import_trace(files, options, writer, progress, cancel);
+    if (cancel && cancel->load()) throw Cancelled();
+    writer.finish(summary, files);
+    {
+        Statement dup(db_, path_, "SELECT name FROM traces WHERE fingerprint = ?1 AND id <> ?2 ORDER BY id LIMIT 1");
+        dup.bind(1, hex64(summary.fingerprint)).bind(2, writer.trace_id());
+        if (dup.step()) throw InputError("these files were already imported as trace '" + dup.text(0) + "'");
+    }
+    tx.commit();
+    return summary;
+}
+
+std::vector<TraceEntry> Library::traces() const {
+    Statement st(db_, path_, std::string(kTraceColumns) + "ORDER BY t.id");
+    std::vector<TraceEntry> out;
+    while (st.step()) out.push_back(read_trace_entry(st, path_));
+    return out;
+}
+
+TraceEntry Library::trace(const std::string& name) const { return find_trace(db_, path_, name); }
+
+std::vector<SampleInfo> Library::samples(const std::string& trace) const {
+    const TraceEntry t = find_trace(db_, path_, trace);
+    Statement st(db_, path_,
+                 "SELECT sample_id, length, routed_rows, prompt_len, request_id, group_id, source_file, length_rule, "
+                 "missing_routes FROM samples WHERE trace_id = ?1 ORDER BY position");
+    st.bind(1, t.id);
+    std::vector<SampleInfo> out;
+    out.reserve(t.samples);
+    while (st.step()) {
+        SampleInfo info;
+        info.id = st.text(0);
+        info.length = st.int64(1);
+        info.routed_rows = st.int64(2);
+        if (!st.is_null(3)) info.prompt_len = st.int64(3);
+        info.request_id = st.text(4);
+        info.group = st.text(5);
+        info.source_file = st.text(6);
+        const std::string rule = st.text(7);
+        if (!detail::parse_length_rule_key(rule, info.length_rule))
+            throw InputError(path_.string() + ": trace '" + trace + "' sample '" + info.id +
+                             "': unknown length rule '" + rule + "'");
+        info.missing_routes = st.int64(8);
+        out.push_back(std::move(info));
+    }
+    return out;
+}
+
+Trace Library::load_trace(const std::string& trace) const {
+    const TraceEntry t = find_trace(db_, path_, trace);
+    require_samples(t, path_, "it cannot be loaded as samples");
+    Trace out = empty_trace(t);
+    out.samples.reserve(t.samples);
+    out.counts.reserve(t.samples * out.stride());
+    Statement st(db_, path_,
+                 std::string("SELECT ") + kSampleColumns + " FROM samples s WHERE s.trace_id = ?1 ORDER BY s.position");
+    st.bind(1, t.id);
+    while (st.step()) read_sample(st, out, path_, trace);
+    return out;
+}
+
+Trace Library::load_samples(const std::string& trace, const std::vector<std::string>& sample_ids) const {
+    const TraceEntry t = find_trace(db_, path_, trace);
+    require_samples(t, path_, "it cannot be loaded as samples");
+    Trace out = empty_trace(t);
+    out.samples.reserve(sample_ids.size());
+    out.counts.reserve(sample_ids.size() * out.stride());
+    Statement st(db_, path_,
+                 std::string("SELECT ") + kSampleColumns + " FROM samples s WHERE s.trace_id = ?1 AND s.sample_id = ?2");
+    for (const std::string& id : sample_ids) {
+        st.bind(1, t.id).bind(2, id);
+        if (!st.step()) throw InputError("trace '" + trace + "' has no sample '" + id + "'");
+        read_sample(st, out, path_, trace);
+        st.reset();
+    }
+    return out;
+}
+
+std::vector<std::uint64_t> Library::layer_totals(const std::string& trace) const {
+    const TraceEntry t = find_trace(db_, path_, trace);
+    const std::size_t stride = static_cast<std::size_t>(t.model.num_moe_layers()) * t.model.experts;
+    std::vector<std::uint64_t> totals(stride, 0);
+    Statement st(db_, path_, "SELECT totals FROM aggregate_totals WHERE trace_id = ?1");
+    st.bind(1, t.id);
+    if (st.step()) {
+        try {
+            detail::decode_totals(st.blob(0), totals);
+        } catch (const detail::BlobError& e) {
+            throw InputError(path_.string() + ": trace '" + trace + "': damaged layer totals (" + e.what() + ")");
+        }
+        return totals;
+    }
+    // No stored totals (not written by this build): sum the samples.
+    require_samples(t, path_, "its layer totals are missing");
+    Statement rows(db_, path_, "SELECT sample_id, counts FROM samples WHERE trace_id = ?1");
+    rows.bind(1, t.id);
+    std::vector<std::uint32_t> counts(stride);
+    while (rows.step()) {
+        try {
+            detail::decode_counts(rows.blob(1), counts);
+        } catch (const detail::BlobError& e) {
+            throw InputError(path_.string() + ": trace '" + trace + "' sample '" + rows.text(0) +
+                             "': damaged counts (" + e.what() + ")");
+        }
+        for (std::size_t k = 0; k < stride; ++k) totals[k] += counts[k];
+    }
+    return totals;
+}
+
+WindowEntry Library::create_window(const std::string& trace, const std::string& name,
+                                   const std::vector<std::string>& sample_ids, const std::string& definition) {
+    Transaction tx(db_, path_);
+    const TraceEntry t = find_trace(db_, path_, trace);
+    require_samples(t, path_, "windows need samples");
+    if (name.empty()) throw InputError("window name must not be empty (trace '" + trace + "')");
+    if (sample_ids.empty()) throw InputError("window '" + name + "' of trace '" + trace + "' lists no samples");
+    {
+        Statement st(db_, path_, "SELECT 1 FROM windows WHERE trace_id = ?1 AND name = ?2");
+        st.bind(1, t.id).bind(2, name);
+        if (st.step())
+            throw InputError("trace '" + trace + "' already has a window named '" + name + "' in " + path_.string());
+    }
+    {
+        std::unordered_map<std::string, std::size_t> first;
+        first.reserve(sample_ids.size());
+        for (std::size_t k = 0; k < sample_ids.size(); ++k) {
+            const auto [it, fresh] = first.emplace(sample_ids[k], k);
+            if (!fresh)
+                throw InputError("window '" + name + "' of trace '" + trace + "' lists sample '" + sample_ids[k] +
+                                 "' twice (entries " + std::to_string(it->second + 1) + " and " +
+                                 std::to_string(k + 1) + ")");
+        }
+    }
+    Statement insert(db_, path_,
+                     "INSERT INTO windows (trace_id, name, definition, sample_count, created_at) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5)");
+    insert.bind(1, t.id).bind(2, name).bind(3, definition).bind(4, static_cast<std::int64_t>(sample_ids.size()));
+    insert.bind(5, detail::utc_now_iso8601());
+    insert.run();
+    const std::int64_t window_id = sqlite3_last_insert_rowid(db_);
+
+    Statement find(db_, path_, "SELECT id FROM samples WHERE trace_id = ?1 AND sample_id = ?2");
+    Statement member(db_, path_, "INSERT INTO window_samples (window_id, position, sample_ref) VALUES (?1, ?2, ?3)");
+    for (std::size_t k = 0; k < sample_ids.size(); ++k) {
+        find.bind(1, t.id).bind(2, sample_ids[k]);
+        if (!find.step())
+            throw InputError("window '" + name + "': trace '" + trace + "' has no sample '" + sample_ids[k] + "'");
+        const std::int64_t ref = find.int64(0);
+        find.reset();
+        member.bind(1, window_id).bind(2, static_cast<std::int64_t>(k)).bind(3, ref);
+        member.run();
+    }
+    tx.commit();
+
+    WindowEntry w;
+    w.id = window_id;
+    w.trace = trace;
+    w.name = name;
+    w.definition = definition;
+    w.samples = sample_ids.size();
+    return w;
+}
+
+std::vector<WindowEntry> Library::windows(const std::string& trace) const {
+    std::string sql =
+        "SELECT w.id, t.name, w.name, w.definition, w.sample_count FROM windows w JOIN traces t ON t.id = w.trace_id ";
+    std::int64_t trace_id = 0;
+    if (!trace.empty()) {
+        trace_id = find_trace(db_, path_, trace).id;
+        sql += "WHERE w.trace_id = ?1 ";
+    }
+    sql += "ORDER BY t.id, w.id";
+    Statement st(db_, path_, sql);
+    if (!trace.empty()) st.bind(1, trace_id);
+    std::vector<WindowEntry> out;
+    while (st.step()) {
+        WindowEntry w;
+        w.id = st.int64(0);
+        w.trace = st.text(1);
+        w.name = st.text(2);
+        w.definition = st.text(3);
+        w.samples = static_cast<std::size_t>(st.int64(4));
+        out.push_back(std::move(w));
+    }
+    return out;
+}
+
+std::vector<std::string> Library::window_sample_ids(const std::string& trace, const std::string& window) const {
+    const TraceEntry t = find_trace(db_, path_, trace);
+    const std::int64_t window_id = find_window_id(db_, path_, t, window);
+    Statement st(db_, path_,
+                 "SELECT s.sample_id FROM window_samples ws JOIN samples s ON s.id = ws.sample_ref "
+                 "WHERE ws.window_id = ?1 ORDER BY ws.position");
+    st.bind(1, window_id);
+    std::vector<std::string> out;
+    while (st.step()) out.push_back(st.text(0));
+    return out;
+}
+
+Trace Library::load_window(const std::string& trace, const std::string& window) const {
+    const TraceEntry t = find_trace(db_, path_, trace);
+    const std::int64_t window_id = find_window_id(db_, path_, t, window);
+    Trace out = empty_trace(t);
+    Statement st(db_, path_,
+                 std::string("SELECT ") + kSampleColumns +
+                     " FROM window_samples ws JOIN samples s ON s.id = ws.sample_ref "
+                     "WHERE ws.window_id = ?1 ORDER BY ws.position");
+    st.bind(1, window_id);
+    while (st.step()) read_sample(st, out, path_, trace);
+    return out;
+}
+
+}  // namespace routepack::storage

@@ -1,0 +1,94 @@
+#pragma once
+// The trace library: one SQLite file (schema versioned by numbered migrations compiled into this
+// library, WAL, foreign keys, quick_check on open). One Library object per thread.
+#include "core/import.h"
+#include "core/trace.h"
+
+#include <atomic>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+struct sqlite3;
+
+namespace routepack::storage {
+
+/// Schema version this build writes and understands (PRAGMA user_version).
+int supported_schema_version();
+
+/// A trace as listed in the library.
+struct TraceEntry {
+    std::int64_t id = 0;
+    std::string name;
+    std::string format;        ///< importer name (to_string(TraceFormat))
+    bool load_only = false;    ///< aggregate per-layer totals only: no samples, cannot be packed
+    ModelDescription model;
+    std::size_t samples = 0;
+    std::string fingerprint;   ///< hex FNV-1a of the imported files' bytes, in order
+    std::string imported_at;   ///< UTC ISO-8601
+    std::vector<std::string> notes;
+};
+
+/// A named optimizer-step window: an ordered subset of one trace's samples.
+struct WindowEntry {
+    std::int64_t id = 0;
+    std::string trace;
+    std::string name;
+    std::string definition;  ///< how it was made, e.g. "first 512", "random 64 seed 7", "ids FILE"
+    std::size_t samples = 0;
+};
+
+class Library {
+public:
+    /// Opens (creating when `create` and the file is absent) a library file, applies pending
+    /// migrations in one transaction, runs PRAGMA quick_check. InputError naming the file when it
+    /// is not an SQLite database, fails quick_check, or was written by a newer schema version.
+    static std::unique_ptr<Library> open(const std::filesystem::path& file, bool create = true);
+    ~Library();
+    Library(const Library&) = delete;
+    Library& operator=(const Library&) = delete;
+
+    int schema_version() const;
+    const std::filesystem::path& path() const { return path_; }
+
+    /// Imports files/folders as trace `name` atomically: everything lands or nothing does (one
+    /// transaction; failure, cancellation or a killed process leave the file as before).
+    /// InputError when the name is taken or the same bytes were already imported (names the
+    /// existing trace), plus every importer error. Throws Cancelled when `cancel` was set.
+    ImportSummary import_trace(const std::string& name, const std::vector<std::filesystem::path>& inputs,
+                               const ImportOptions& options, const ImportProgressFn& progress = {},
+                               const std::atomic<bool>* cancel = nullptr);
+
+    std::vector<TraceEntry> traces() const;
+    /// InputError "no trace named 'X' in <file>" when absent.
+    TraceEntry trace(const std::string& name) const;
+    /// All samples' metadata in import order.
+    std::vector<SampleInfo> samples(const std::string& trace) const;
+    /// Whole trace (or the listed sample ids, in the given order) with counts.
+    Trace load_trace(const std::string& trace) const;
+    Trace load_samples(const std::string& trace, const std::vector<std::string>& sample_ids) const;
+    /// Per-layer expert totals [L][E] (sum over samples, or the aggregate file's totals).
+    std::vector<std::uint64_t> layer_totals(const std::string& trace) const;
+
+    /// Defines a window. InputError for an unknown trace or sample id, a duplicate id in the list,
+    /// an empty list, a name already used for that trace, or a load-only trace.
+    WindowEntry create_window(const std::string& trace, const std::string& name,
+                              const std::vector<std::string>& sample_ids, const std::string& definition);
+    std::vector<WindowEntry> windows(const std::string& trace = {}) const;
+    std::vector<std::string> window_sample_ids(const std::string& trace, const std::string& window) const;
+    Trace load_window(const std::string& trace, const std::string& window) const;
+
+    /// Test hook: when > 0, import throws after that many samples were written (inside the
+    /// transaction), so tests can prove atomicity under a failure mid-import.
+    void set_fail_after_samples_for_testing(std::size_t n) { fail_after_ = n; }
+
+private:
+    Library(sqlite3* db, std::filesystem::path path);
+    sqlite3* db_ = nullptr;
+    std::filesystem::path path_;
+    std::size_t fail_after_ = 0;
+};
+
+}  // namespace routepack::storage

@@ -1,0 +1,48 @@
+#include "tests/testutil.h"
+
+#include <QDir>
+
+#include <fstream>
+#include <sstream>
+
+namespace routepack::test {
+
+std::filesystem::path shared_dir() {
+    const QByteArray env = qgetenv("ROUTEPACK_SHARED_DIR");
+    if (!env.isEmpty()) return std::filesystem::path(env.toStdString());
+    return std::filesystem::path(ROUTEPACK_SHARED_DIR);
+}
+
+std::filesystem::path shared_path(const std::string& rel, QString* skip_reason) {
+    const auto p = shared_dir() / rel;
+    if (std::filesystem::exists(p)) return p;
+    if (skip_reason)
+        *skip_reason = QStringLiteral("shared data %1 is absent (expected ../shared beside the checkout)")
+                           .arg(QString::fromStdString(p.string()));
+    return {};
+}
+
+std::filesystem::path temp_dir(const QString& tag) {
+    static int counter = 0;
+    const auto base = std::filesystem::temp_directory_path() /
+                      ("routepack-test-" + std::to_string(::getpid()) + "-" + tag.toStdString() + "-" +
+                       std::to_string(counter++));
+    std::filesystem::remove_all(base);
+    std::filesystem::create_directories(base);
+    return base;
+}
+
+void write_file(const std::filesystem::path& p, const std::string& bytes) {
+    if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
+    std::ofstream out(p, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string read_file(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+}  // namespace routepack::test

@@ -1,0 +1,30 @@
+#pragma once
+// Helpers shared by the test executables.
+#include <QString>
+
+#include <filesystem>
+#include <string>
+
+namespace routepack::test {
+
+/// ../shared beside the checkout (compiled in), or $ROUTEPACK_SHARED_DIR.
+std::filesystem::path shared_dir();
+/// Path under shared/ when it exists. When absent: QSKIP-able message via `skip_reason` if CI is
+/// unset; a failure (empty path + reason) when CI is set, because CI always has shared/.
+std::filesystem::path shared_path(const std::string& rel, QString* skip_reason);
+/// A fresh empty temporary folder for one test (removed by the caller's QTemporaryDir usually).
+std::filesystem::path temp_dir(const QString& tag);
+/// Writes bytes to a file (creating parent folders).
+void write_file(const std::filesystem::path& p, const std::string& bytes);
+std::string read_file(const std::filesystem::path& p);
+
+}  // namespace routepack::test
+
+/// Resolves `rel` under shared/ into `var`, skipping (no CI) or failing (CI set) when absent.
+#define ROUTEPACK_REQUIRE_SHARED(var, rel)                                              \
+    QString var##_why;                                                                  \
+    const std::filesystem::path var = routepack::test::shared_path(rel, &var##_why);   \
+    if (var.empty()) {                                                                  \
+        if (qEnvironmentVariableIsSet("CI")) QFAIL(qPrintable(var##_why));              \
+        QSKIP(qPrintable(var##_why));                                                   \
+    }

@@ -1,0 +1,776 @@
+// Per-sample trace parsers on hand-made vectors built from the documented layouts
+// (trace-formats.md §1, §2, §4): base64, .npy (byte by byte), SGLang, vLLM, .npy/.npz, NeMo-RL
+// nrlre1, nested JSON. Every bad input is checked for its exact message.
+#include "core/errors.h"
+#include "core/import_common.h"
+#include "tests/testutil.h"
+
+#include <QtTest>
+
+#include <zip.h>
+
+#include <cstring>
+#include <functional>
+
+using namespace routepack;
+using namespace routepack::detail;
+
+namespace {
+
+/// 3 decoder layers, layer 0 dense, MoE layers 1 and 2, 4 experts, top-2.
+ModelDescription model3() {
+    ModelDescription m;
+    m.name = "t3";
+    m.num_hidden_layers = 3;
+    m.experts = 4;
+    m.top_k = 2;
+    m.moe_layers = {1, 2};
+    return m;
+}
+
+/// 2 decoder layers, MoE layer 1 only, 4 experts, top-2 (fits the NeMo-RL reference vector).
+ModelDescription model1() {
+    ModelDescription m = model3();
+    m.num_hidden_layers = 2;
+    m.moe_layers = {1};
+    return m;
+}
+
+enum Parser { SGLang, VLLM, NpyFile, Npz, Nemo, Nested };
+
+SourceFile source(const std::string& name, std::string bytes) {
+    return SourceFile{std::filesystem::path("in") / name, std::move(bytes)};
+}
+
+std::vector<SampleRecord> run(Parser p, const SourceFile& f, const ModelDescription& m) {
+    std::vector<SampleRecord> out;
+    const EmitFn emit = [&](SampleRecord&& r) { out.push_back(std::move(r)); };
+    switch (p) {
+    case SGLang: parse_sglang(f, m, emit); break;
+    case VLLM: parse_vllm(f, m, emit); break;
+    case NpyFile: parse_npy_file(f, m, emit); break;
+    case Npz: parse_npz(f, m, emit); break;
+    case Nemo: parse_nemo_rl(f, m, emit); break;
+    case Nested: parse_nested_json(f, m, emit); break;
+    }
+    return out;
+}
+
+QString error_of(const std::function<void()>& fn) {
+    try {
+        fn();
+    } catch (const InputError& e) {
+        return QString::fromStdString(e.what());
+    }
+    return QStringLiteral("no error");
+}
+
+/// a[l][e] as "c c c c | c c c c" (MoE layers in order).
+QString counts_text(const SampleRecord& r, const ModelDescription& m) {
+    QStringList layers;
+    for (int l = 0; l < m.num_moe_layers(); ++l) {
+        QStringList c;
+        for (int e = 0; e < m.experts; ++e) c << QString::number(r.counts[static_cast<std::size_t>(l) * m.experts + e]);
+        layers << c.join(QLatin1Char(' '));
+    }
+    return layers.join(QStringLiteral(" | "));
+}
+
+std::string bytes(std::initializer_list<int> b) {
+    std::string s;
+    for (int x : b) s.push_back(static_cast<char>(x));
+    return s;
+}
+
+/// An .npy file written by hand from the format spec: magic, version, header length (2 bytes for
+/// v1, 4 for v2/v3, little-endian), the dict padded with spaces to a multiple of 64 and '\n', data.
+std::string npy_file(int major, const std::string& dict, const std::string& data) {
+    const std::size_t len_bytes = major == 1 ? 2 : 4;
+    std::string header = dict;
+    while ((6 + 2 + len_bytes + header.size() + 1) % 64 != 0) header.push_back(' ');
+    header.push_back('\n');
+    std::string out = "\x93NUMPY";
+    out.push_back(static_cast<char>(major));
+    out.push_back('\0');
+    for (std::size_t i = 0; i < len_bytes; ++i) out.push_back(static_cast<char>((header.size() >> (8 * i)) & 0xFF));
+    return out + header + data;
+}
+
+// The routes of the SGLang vectors: 2 rows x 3 layers x top-2,
+//   row 0: L0 [0,0]  L1 [1,3]  L2 [0,2]
+//   row 1: L0 [0,0]  L1 [3,2]  L2 [2,1]
+// -> a[L1] = 0 1 1 2, a[L2] = 1 1 2 0. Base64 of the little-endian buffer, written out.
+const char* const kRoutesI32 = "AAAAAAAAAAABAAAAAwAAAAAAAAACAAAAAAAAAAAAAAADAAAAAgAAAAIAAAABAAAA";
+const char* const kRoutesU8 = "AAABAwACAAADAgIB";
+const char* const kRoutesI16 = "AAAAAAEAAwAAAAIAAAAAAAMAAgACAAEA";
+const QString kCounts = QStringLiteral("0 1 1 2 | 1 1 2 0");
+
+// vLLM: base64 of whole .npy v1.0 files (numpy layout, header padded to 128 bytes).
+// '<i2' shape (2, 2, 2) (MoE layers only): [[[1,3],[0,2]],[[3,2],[2,1]]] -> kCounts.
+const char* const kNpyI2 =
+    "k05VTVBZAQB2AHsnZGVzY3InOiAnPGkyJywgJ2ZvcnRyYW5fb3JkZXInOiBGYWxzZSwgJ3NoYXBlJzogKDIsIDIsIDIpLCB9ICAgICAgICAgICAg"
+    "ICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgIAoBAAMAAAACAAMAAgACAAEA";
+// '<i4' shape (1, 2, 2): [[[0,1],[2,3]]] -> "1 1 0 0 | 0 0 1 1".
+const char* const kNpyI4 =
+    "k05VTVBZAQB2AHsnZGVzY3InOiAnPGk0JywgJ2ZvcnRyYW5fb3JkZXInOiBGYWxzZSwgJ3NoYXBlJzogKDEsIDIsIDIpLCB9ICAgICAgICAgICAg"
+    "ICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgIAoAAAAAAQAAAAIAAAADAAAA";
+
+std::string sglang_record(const std::string& routes, const std::string& extra_meta = "",
+                          const std::string& extra_top = "") {
+    return "{\"text\": \"hi\", " + extra_top + "\"meta_info\": {" + extra_meta + "\"routed_experts\": \"" + routes +
+           "\"}}";
+}
+
+std::string vllm_response(const std::string& id, const std::vector<std::string>& choices,
+                          const std::string& extra = "") {
+    std::string s = "{\"id\": \"" + id + "\", \"object\": \"text_completion\", " + extra + "\"choices\": [";
+    for (std::size_t i = 0; i < choices.size(); ++i) {
+        if (i) s += ", ";
+        s += "{\"index\": " + std::to_string(i) + ", \"text\": \"x\", " + choices[i] + "}";
+    }
+    return s + "]}";
+}
+
+std::string re(const std::string& b64) { return "\"routed_experts\": \"" + b64 + "\""; }
+
+/// Builds an .npz with libzip: each entry stored or deflated as asked, plus a directory entry.
+std::string make_npz(const std::vector<std::tuple<std::string, std::string, bool>>& entries) {
+    const auto dir = routepack::test::temp_dir(QStringLiteral("npz"));
+    const auto path = dir / "a.npz";
+    int err = 0;
+    zip_t* za = zip_open(path.string().c_str(), ZIP_CREATE | ZIP_TRUNCATE, &err);
+    if (!za) return {};
+    zip_dir_add(za, "sub", ZIP_FL_ENC_UTF_8);
+    for (const auto& [name, data, deflate] : entries) {
+        zip_source_t* s = zip_source_buffer(za, data.data(), data.size(), 0);
+        const zip_int64_t idx = zip_file_add(za, name.c_str(), s, ZIP_FL_ENC_UTF_8);
+        zip_set_file_compression(za, static_cast<zip_uint64_t>(idx), deflate ? ZIP_CM_DEFLATE : ZIP_CM_STORE, 0);
+    }
+    if (zip_close(za) != 0) return {};
+    std::string out = routepack::test::read_file(path);
+    std::filesystem::remove_all(dir);
+    return out;
+}
+
+}  // namespace
+
+class TestImportFormats : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    // ---------------------------------------------------------------- base64
+    void base64Decode_data() {
+        QTest::addColumn<QByteArray>("text");
+        QTest::addColumn<QByteArray>("decoded");
+        // RFC 4648 §10 test vectors.
+        QTest::newRow("empty") << QByteArray("") << QByteArray("");
+        QTest::newRow("f") << QByteArray("Zg==") << QByteArray("f");
+        QTest::newRow("fo") << QByteArray("Zm8=") << QByteArray("fo");
+        QTest::newRow("foo") << QByteArray("Zm9v") << QByteArray("foo");
+        QTest::newRow("foob") << QByteArray("Zm9vYg==") << QByteArray("foob");
+        QTest::newRow("fooba") << QByteArray("Zm9vYmE=") << QByteArray("fooba");
+        QTest::newRow("foobar") << QByteArray("Zm9vYmFy") << QByteArray("foobar");
+        QTest::newRow("nemo int16") << QByteArray("AAABAAIAAwA=") << QByteArray("\x00\x00\x01\x00\x02\x00\x03\x00", 8);
+        QTest::newRow("high bits") << QByteArray("//79") << QByteArray("\xff\xfe\xfd", 3);
+        QTest::newRow("plus slash") << QByteArray("+/+/") << QByteArray("\xfb\xff\xbf", 3);
+    }
+    void base64Decode() {
+        QFETCH(QByteArray, text);
+        QFETCH(QByteArray, decoded);
+        const std::string out = base64_decode(std::string_view(text.constData(), text.size()), "w");
+        QCOMPARE(QByteArray(out.data(), static_cast<int>(out.size())), decoded);
+        QCOMPARE(QByteArray::fromStdString(base64_encode(out)), text);
+    }
+    void base64Errors_data() {
+        QTest::addColumn<QByteArray>("text");
+        QTest::addColumn<QString>("error");
+        QTest::newRow("bad char") << QByteArray("AAAAAAAAAAAAA#AA")
+                                  << "ctx: malformed base64 at offset 13: unexpected character '#'";
+        QTest::newRow("length") << QByteArray("Zm9vYmF") << "ctx: malformed base64: length 7 is not a multiple of 4";
+        QTest::newRow("padding inside") << QByteArray("Zm=vYmFy")
+                                        << "ctx: malformed base64 at offset 2: unexpected character '='";
+        QTest::newRow("three pads") << QByteArray("Zm9vY===")
+                                    << "ctx: malformed base64 at offset 5: unexpected character '='";
+        QTest::newRow("only pads") << QByteArray("====") << "ctx: malformed base64 at offset 0: unexpected character '='";
+        QTest::newRow("newline") << QByteArray("Zm9vYmE\n") << "ctx: malformed base64 at offset 7: unexpected byte 0x0a";
+        QTest::newRow("space") << QByteArray("Zm9v Zg=") << "ctx: malformed base64 at offset 4: unexpected character ' '";
+        QTest::newRow("url alphabet") << QByteArray("Zm9-") << "ctx: malformed base64 at offset 3: unexpected character '-'";
+        QTest::newRow("pad in last quantum") << QByteArray("Zm9vZ=g=")
+                                             << "ctx: malformed base64 at offset 5: unexpected character '='";
+    }
+    void base64Errors() {
+        QFETCH(QByteArray, text);
+        QFETCH(QString, error);
+        QCOMPARE(error_of([&] { base64_decode(std::string_view(text.constData(), text.size()), "ctx"); }), error);
+    }
+    void base64RoundTrip() {
+        std::string s;
+        for (int n = 0; n < 70; ++n) {
+            QCOMPARE(base64_decode(base64_encode(s), "w"), s);
+            s.push_back(static_cast<char>((n * 37 + 11) & 0xFF));
+        }
+    }
+
+    // ---------------------------------------------------------------- .npy
+    void npyHandMade_data() {
+        QTest::addColumn<QByteArray>("file");
+        QTest::addColumn<QString>("shape");
+        QTest::addColumn<QString>("values");
+        auto add = [](const char* name, const std::string& f, const char* shape, const char* values) {
+            QTest::newRow(name) << QByteArray::fromStdString(f) << QString::fromLatin1(shape) << QString::fromLatin1(values);
+        };
+        add("v1 <i4", npy_file(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 1, 2), }",
+                               bytes({0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0})),
+            "2 1 2", "0 1 2 3");
+        add("v2 <i2", npy_file(2, "{'descr': '<i2', 'fortran_order': False, 'shape': (1, 2, 2), }",
+                               bytes({5, 0, 0xff, 0xff, 0x10, 0x01, 0, 0})),
+            "1 2 2", "5 -1 272 0");
+        add("v3 |u1", npy_file(3, "{'descr': '|u1', 'fortran_order': False, 'shape': (4,), }", bytes({0, 7, 200, 255})),
+            "4", "0 7 200 255");
+        add("|i1", npy_file(1, "{'descr': '|i1', 'fortran_order': False, 'shape': (3,), }", bytes({0xff, 0x7f, 0x80})),
+            "3", "-1 127 -128");
+        add(">i4 big-endian", npy_file(1, "{'descr': '>i4', 'fortran_order': False, 'shape': (2,), }",
+                                       bytes({0, 0, 1, 2, 0xff, 0xff, 0xff, 0xfe})),
+            "2", "258 -2");
+        add(">u2 big-endian", npy_file(1, "{'descr': '>u2', 'fortran_order': False, 'shape': (2,), }",
+                                       bytes({0x01, 0x00, 0xff, 0xff})),
+            "2", "256 65535");
+        add("<u2", npy_file(1, "{'descr': '<u2', 'fortran_order': False, 'shape': (2,), }", bytes({0x01, 0x00, 0xff, 0xff})),
+            "2", "1 65535");
+        add("<i8", npy_file(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }",
+                            bytes({3, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})),
+            "2", "3 -1");
+        add(">i8", npy_file(1, "{'descr': '>i8', 'fortran_order': False, 'shape': (1,), }", bytes({0, 0, 0, 0, 0x7f, 0xff, 0xff, 0xff})),
+            "1", "2147483647");
+        add("<u8", npy_file(1, "{'descr': '<u8', 'fortran_order': False, 'shape': (1,), }", bytes({9, 0, 0, 0, 0, 0, 0, 0})),
+            "1", "9");
+        add("<u4", npy_file(1, "{'descr': '<u4', 'fortran_order': False, 'shape': (1,), }", bytes({0xff, 0xff, 0xff, 0x7f})),
+            "1", "2147483647");
+        add("=i2 native", npy_file(1, "{'descr': '=i2', 'fortran_order': False, 'shape': (1,), }", bytes({2, 1})),
+            "1", "258");
+        // Fortran order: memory holds column-major; result is C order.
+        // C array [[0,1,2],[3,4,5]] (2x3) in Fortran memory order: 0 3 1 4 2 5.
+        add("fortran 2-D", npy_file(1, "{'descr': '|u1', 'fortran_order': True, 'shape': (2, 3), }", bytes({0, 3, 1, 4, 2, 5})),
+            "2 3", "0 1 2 3 4 5");
+        // C array [[[0,1,2]],[[3,4,5]]] (2x1x3): Fortran memory order 0 3 1 4 2 5 again.
+        add("fortran 3-D", npy_file(1, "{'descr': '<i2', 'fortran_order': True, 'shape': (2, 1, 3), }",
+                                    bytes({0, 0, 3, 0, 1, 0, 4, 0, 2, 0, 5, 0})),
+            "2 1 3", "0 1 2 3 4 5");
+        add("key order, double quotes", npy_file(1, "{\"shape\": (1, 1, 2), \"fortran_order\": False, \"descr\": \"<i4\"}",
+                                                 bytes({1, 0, 0, 0, 2, 0, 0, 0})),
+            "1 1 2", "1 2");
+        add("empty shape dim", npy_file(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (0, 3, 2), }", ""),
+            "0 3 2", "");
+        add("trailing bytes ignored", npy_file(1, "{'descr': '|u1', 'fortran_order': False, 'shape': (1,), }", "\x04zz"),
+            "1", "4");
+    }
+    void npyHandMade() {
+        QFETCH(QByteArray, file);
+        QFETCH(QString, shape);
+        QFETCH(QString, values);
+        const NpyArray a = parse_npy(std::string_view(file.constData(), file.size()), "w");
+        QStringList s, v;
+        for (auto d : a.shape) s << QString::number(d);
+        for (auto x : a.values) v << QString::number(x);
+        QCOMPARE(s.join(QLatin1Char(' ')), shape);
+        QCOMPARE(v.join(QLatin1Char(' ')), values);
+    }
+    void npyErrors_data() {
+        QTest::addColumn<QByteArray>("file");
+        QTest::addColumn<QString>("error");
+        const std::string i4 = "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 1, 2), }";
+        const std::string data16 = bytes({0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0});
+        auto add = [](const char* name, const std::string& f, const char* error) {
+            QTest::newRow(name) << QByteArray::fromStdString(f) << QString::fromLatin1(error);
+        };
+        add("bad magic", "\x93NUMPZ\x01\x00" + std::string(60, ' '), "w: not an .npy file (bad magic)");
+        add("too short", "\x93NUM", "w: not an .npy file (bad magic)");
+        add("no header length", std::string("\x93NUMPY\x01\x00\x10", 9), "w: truncated .npy header");
+        add("version 4", npy_file(1, i4, data16).replace(6, 1, "\x04"), "w: unsupported .npy version 4.0");
+        add("header cut", npy_file(1, i4, data16).substr(0, 40), "w: truncated .npy header (declares 118 bytes, 30 present)");
+        add("truncated data", npy_file(1, i4, data16.substr(0, 12)),
+            "w: truncated .npy data: shape (2, 1, 2) of <i4 needs 16 bytes, 12 present");
+        add("float dtype", npy_file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 1, 2), }", data16),
+            "w: unsupported .npy dtype '<f4' (routes need an integer dtype)");
+        add("bool dtype", npy_file(1, "{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }", "\x01\x00"),
+            "w: unsupported .npy dtype '|b1' (routes need an integer dtype)");
+        add("structured dtype", npy_file(1, "{'descr': [('a', '<i4')], 'fortran_order': False, 'shape': (1,), }", data16),
+            "w: unsupported .npy dtype (structured arrays are not routes)");
+        add("missing shape", npy_file(1, "{'descr': '<i4', 'fortran_order': False, }", data16),
+            "w: bad .npy header: missing 'shape'");
+        add("unknown key", npy_file(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (4,), 'x': 1}", data16),
+            "w: bad .npy header: unexpected key 'x'");
+        add("not a dict", npy_file(1, "descr", data16), "w: bad .npy header: expected '{' at offset 0");
+        add("bad fortran", npy_file(1, "{'descr': '<i4', 'fortran_order': 0, 'shape': (4,), }", data16),
+            "w: bad .npy header: 'fortran_order' is not True or False");
+        add("bad shape", npy_file(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (2, x), }", data16),
+            "w: bad .npy header: 'shape' holds a non-integer at offset 55");
+        add("u4 out of int32", npy_file(1, "{'descr': '<u4', 'fortran_order': False, 'shape': (2,), }",
+                                        bytes({1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff})),
+            "w: .npy value 4294967295 at element 1 does not fit int32");
+        add("i8 out of int32", npy_file(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (1,), }",
+                                        bytes({0, 0, 0, 0x80, 0, 0, 0, 0})),
+            "w: .npy value 2147483648 at element 0 does not fit int32");
+        add("huge shape", npy_file(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 2), }", ""),
+            "w: bad .npy header: shape (4294967296, 4294967296, 2) is too large");
+    }
+    void npyErrors() {
+        QFETCH(QByteArray, file);
+        QFETCH(QString, error);
+        QCOMPARE(error_of([&] { parse_npy(std::string_view(file.constData(), file.size()), "w"); }), error);
+    }
+    void encodeNpy() {
+        // Exact bytes of the v1.0 file numpy writes for np.array([[[0,1]],[[2,3]]], dtype='<i4').
+        const std::string f = encode_npy({2, 1, 2}, {0, 1, 2, 3}, "<i4");
+        const std::string dict = "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 1, 2), }";
+        QCOMPARE(f.substr(0, 8), std::string("\x93NUMPY\x01\x00", 8));
+        const std::size_t hlen = static_cast<unsigned char>(f[8]) | (static_cast<unsigned char>(f[9]) << 8);
+        QCOMPARE(hlen, std::size_t(118));
+        QCOMPARE((10 + hlen) % 64, std::size_t(0));
+        QCOMPARE(f.substr(10, dict.size()), dict);
+        QCOMPARE(f[10 + hlen - 1], '\n');
+        QCOMPARE(f.substr(10 + dict.size(), hlen - dict.size() - 1), std::string(hlen - dict.size() - 1, ' '));
+        QCOMPARE(f.substr(128), bytes({0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0}));
+        QCOMPARE(f, npy_file(1, dict, bytes({0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0})));
+        // 1-D shape text and narrow / big-endian descrs round trip through the reader.
+        QCOMPARE(encode_npy({3}, {1, 2, 3}, "|u1").substr(10, 56),
+                 std::string("{'descr': '|u1', 'fortran_order': False, 'shape': (3,), }"));
+        const std::vector<std::int32_t> v = {0, 1, -1, 127, -128, 5};
+        for (const char* d : {"|i1", "<i2", ">i2", "<i4", ">i4", "<i8", ">i8"}) {
+            const NpyArray a = parse_npy(encode_npy({2, 3}, v, d), d);
+            QCOMPARE(a.descr, std::string(d));
+            QCOMPARE(a.values, v);
+            QCOMPARE(a.shape, (std::vector<std::int64_t>{2, 3}));
+        }
+        const std::vector<std::int32_t> u = {0, 1, 255};
+        for (const char* d : {"|u1", "<u2", ">u2", "<u4", "<u8"}) QCOMPARE(parse_npy(encode_npy({3}, u, d), d).values, u);
+        QCOMPARE(encode_npy({1}, {0x0102}, ">i2").substr(64), bytes({1, 2}));
+        QCOMPARE(error_of([] { encode_npy({1}, {300}, "|u1"); }),
+                 QStringLiteral("encode_npy: value 300 at element 0 does not fit |u1"));
+        QCOMPARE(error_of([] { encode_npy({1}, {-1}, "<u2"); }),
+                 QStringLiteral("encode_npy: value -1 at element 0 does not fit <u2"));
+        QCOMPARE(error_of([] { encode_npy({2}, {1}, "<i4"); }),
+                 QStringLiteral("encode_npy: shape (2,) holds 2 values, given 1"));
+        QCOMPARE(error_of([] { encode_npy({1}, {1}, "<f4"); }), QStringLiteral("encode_npy: unsupported descr '<f4'"));
+    }
+
+    // ---------------------------------------------------------------- SGLang
+    void sglangSingleObject() {
+        const auto m = model3();
+        const auto recs =
+            run(SGLang,
+                source("run.json", sglang_record(kRoutesI32, "\"id\": \"req-7\", \"routed_experts_start_len\": 5, ",
+                                                 "\"group\": 12, ")),
+                m);
+        QCOMPARE(recs.size(), std::size_t(1));
+        const SampleInfo& i = recs[0].info;
+        QCOMPARE(i.id, std::string("run#0"));
+        QCOMPARE(i.request_id, std::string("req-7"));
+        QCOMPARE(i.group, std::string("12"));
+        QCOMPARE(i.source_file, std::string("in/run.json"));
+        QCOMPARE(i.routed_rows, std::int64_t(2));
+        QCOMPARE(i.length, std::int64_t(2 + 1 + 5));  // rows + 1 + start_len
+        QCOMPARE(i.length_rule, LengthRule::RowsPlusOne);
+        QVERIFY(!i.prompt_len);
+        QCOMPARE(i.missing_routes, std::int64_t(0));
+        QCOMPARE(counts_text(recs[0], m), kCounts);
+    }
+    void sglangArrayAndLines() {
+        const auto m = model3();
+        const std::string a = sglang_record(kRoutesI32, "\"prompt_tokens\": 1, \"completion_tokens\": 2, ",
+                                            "\"rid\": \"r-a\", \"group_id\": \"g1\", ");
+        const std::string b = sglang_record(kRoutesU8, "\"routed_experts_dtype\": \"uint8\", \"prompt_tokens\": 4, ",
+                                            "\"id\": 99, ");
+        const std::string c = sglang_record(kRoutesI16, "\"routed_experts_dtype\": \"int16\", \"id\": \"m-c\", ",
+                                            "\"rid\": \"r-c\", ");
+        for (const std::string& text : {"[" + a + ",\n " + b + ", " + c + "]", a + "\n" + b + "\r\n\n" + c + "\n"}) {
+            const auto recs = run(SGLang, source("batch.jsonl", text), m);
+            QCOMPARE(recs.size(), std::size_t(3));
+            QCOMPARE(recs[0].info.id, std::string("batch#0"));
+            QCOMPARE(recs[1].info.id, std::string("batch#1"));
+            QCOMPARE(recs[2].info.id, std::string("batch#2"));
+            QCOMPARE(recs[0].info.request_id, std::string("r-a"));
+            QCOMPARE(recs[1].info.request_id, std::string("99"));
+            QCOMPARE(recs[2].info.request_id, std::string("m-c"));  // meta_info.id wins over rid
+            QCOMPARE(recs[0].info.group, std::string("g1"));
+            QCOMPARE(recs[1].info.group, std::string());
+            QCOMPARE(recs[0].info.length, std::int64_t(3));  // explicit: 1 + 2
+            QCOMPARE(recs[0].info.length_rule, LengthRule::ExplicitTokens);
+            QCOMPARE(recs[0].info.prompt_len, std::optional<std::int64_t>(1));
+            QCOMPARE(recs[1].info.length, std::int64_t(3));  // rows + 1: no completion_tokens
+            QCOMPARE(recs[1].info.prompt_len, std::optional<std::int64_t>(4));
+            for (const auto& r : recs) QCOMPARE(counts_text(r, m), kCounts);
+        }
+    }
+    void sglangMissingDenseAndMap() {
+        const auto m = model3();
+        // sglang-jax style -1 placeholders: row [L0 0,0][L1 1,-1][L2 -1,3].
+        auto recs = run(SGLang, source("m.json", sglang_record("AAAAAAAAAAABAAAA//////////8DAAAA")), m);
+        QCOMPARE(recs[0].info.missing_routes, std::int64_t(2));
+        QCOMPARE(counts_text(recs[0], m), QStringLiteral("0 1 0 0 | 0 0 0 1"));
+        QCOMPARE(recs[0].info.routed_rows, std::int64_t(1));
+        // Dense layer 0 holds anything ([9,-5]); only MoE axis positions are read.
+        recs = run(SGLang, source("d.json", sglang_record("CQAAAPv///8BAAAAAwAAAAAAAAACAAAA")), m);
+        QCOMPARE(counts_text(recs[0], m), QStringLiteral("0 1 0 1 | 1 0 1 0"));
+        // Physical slots [L1 5,4][L2 1,2] through a [3 layers][6 slots] map.
+        const std::string map = "\"physical_to_logical_map\": [[9,9,9,9,9,9],[0,1,2,3,0,3],[3,2,1,0,1,2]], ";
+        recs = run(SGLang, source("p.json", sglang_record("AAAAAAAAAAAFAAAABAAAAAEAAAACAAAA", map)), m);
+        QCOMPARE(counts_text(recs[0], m), QStringLiteral("1 0 0 1 | 0 1 1 0"));
+        recs = run(SGLang, source("p.json", sglang_record("AAAAAAAAAAAFAAAABAAAAAEAAAACAAAA", "", map)), m);
+        QCOMPARE(counts_text(recs[0], m), QStringLiteral("1 0 0 1 | 0 1 1 0"));
+    }
+
+    // ---------------------------------------------------------------- vLLM
+    void vllmChoices() {
+        const auto m = model3();
+        // One request, two choices: MoE-only '<i2' and '<i4' arrays; a third choice with the
+        // all-layers axis ([1 row][3 layers][2]: L0 [0,0] L1 [1,2] L2 [3,0]) built by hand here.
+        const std::string all_layers = base64_encode(npy_file(
+            1, "{'descr': '<i4', 'fortran_order': False, 'shape': (1, 3, 2), }",
+            bytes({0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0})));
+        const std::string resp = vllm_response("cmpl-1", {re(kNpyI2), re(kNpyI4), re(all_layers)});
+        const auto recs = run(VLLM, source("v.json", resp), m);
+        QCOMPARE(recs.size(), std::size_t(3));
+        QCOMPARE(recs[0].info.id, std::string("v#0"));
+        QCOMPARE(recs[2].info.id, std::string("v#2"));
+        for (const auto& r : recs) {
+            QCOMPARE(r.info.request_id, std::string("cmpl-1"));
+            QCOMPARE(r.info.group, std::string("cmpl-1"));
+            QCOMPARE(r.info.length_rule, LengthRule::RowsPlusOne);
+        }
+        QCOMPARE(recs[0].info.length, std::int64_t(3));
+        QCOMPARE(recs[1].info.length, std::int64_t(2));
+        QCOMPARE(counts_text(recs[0], m), kCounts);
+        QCOMPARE(counts_text(recs[1], m), QStringLiteral("1 1 0 0 | 0 0 1 1"));
+        QCOMPARE(counts_text(recs[2], m), QStringLiteral("0 1 1 0 | 1 0 0 1"));
+    }
+    void vllmSplitModeAndTokens() {
+        const auto m = model3();
+        // v0.21 split mode: 1 prompt row ('<i4') prepended to the 2 completion rows ('<i2').
+        std::string resp = vllm_response("chat-9", {re(kNpyI2)},
+                                         "\"prompt_routed_experts\": \"" + std::string(kNpyI4) +
+                                             "\", \"usage\": {\"prompt_tokens\": 1, \"completion_tokens\": 2}, ");
+        auto recs = run(VLLM, source("s.json", resp), m);
+        QCOMPARE(recs[0].info.routed_rows, std::int64_t(3));
+        QCOMPARE(recs[0].info.length, std::int64_t(4));
+        QCOMPARE(recs[0].info.prompt_len, std::optional<std::int64_t>(1));
+        QCOMPARE(counts_text(recs[0], m), QStringLiteral("1 2 1 2 | 1 1 3 1"));
+        // Explicit token ids (response prompt_token_ids + choice token_ids) win over rows + 1.
+        resp = vllm_response("c2", {re(kNpyI2) + ", \"token_ids\": [7, 8]"}, "\"prompt_token_ids\": [1, 2, 3], ");
+        recs = run(VLLM, source("t.json", resp), m);
+        QCOMPARE(recs[0].info.length, std::int64_t(5));
+        QCOMPARE(recs[0].info.prompt_len, std::optional<std::int64_t>(3));
+        QCOMPARE(recs[0].info.length_rule, LengthRule::ExplicitTokens);
+        // JSON lines and arrays of responses: k counts choices across the file.
+        const std::string r1 = vllm_response("a", {re(kNpyI2), re(kNpyI4)});
+        const std::string r2 = vllm_response("b", {re(kNpyI4)});
+        for (const std::string& text : {r1 + "\n" + r2 + "\n", "[" + r1 + ",\n" + r2 + "]"}) {
+            recs = run(VLLM, source("l.jsonl", text), m);
+            QCOMPARE(recs.size(), std::size_t(3));
+            QCOMPARE(recs[2].info.id, std::string("l#2"));
+            QCOMPARE(recs[1].info.group, std::string("a"));
+            QCOMPARE(recs[2].info.group, std::string("b"));
+        }
+    }
+
+    // ---------------------------------------------------------------- .npy / .npz files
+    void npyFile() {
+        const auto m = model3();
+        const std::string f = base64_decode(kNpyI2, "w");
+        auto recs = run(NpyFile, source("sample_3.npy", f), m);
+        QCOMPARE(recs.size(), std::size_t(1));
+        QCOMPARE(recs[0].info.id, std::string("sample_3"));
+        QCOMPARE(recs[0].info.length, std::int64_t(3));
+        QCOMPARE(counts_text(recs[0], m), kCounts);
+        // Big-endian int32 and little-endian int64 files, MoE-only axis: [[[1,3],[0,2]]].
+        const std::string be = npy_file(1, "{'descr': '>i4', 'fortran_order': False, 'shape': (1, 2, 2), }",
+                                        bytes({0, 0, 0, 1, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 2}));
+        recs = run(NpyFile, source("be.npy", be), m);
+        QCOMPARE(counts_text(recs[0], m), QStringLiteral("0 1 0 1 | 1 0 1 0"));
+        std::string le8;
+        for (int v : {1, 3, 0, 2}) le8 += bytes({v, 0, 0, 0, 0, 0, 0, 0});
+        recs = run(NpyFile, source("i8.npy", npy_file(2, "{'descr': '<i8', 'fortran_order': False, 'shape': (1, 2, 2), }", le8)), m);
+        QCOMPARE(counts_text(recs[0], m), QStringLiteral("0 1 0 1 | 1 0 1 0"));
+        // Fortran-ordered [rows=2][layers=2][k=2]: C [[[1,3],[0,2]],[[3,2],[2,1]]] in column-major memory.
+        const std::string fo = npy_file(1, "{'descr': '|u1', 'fortran_order': True, 'shape': (2, 2, 2), }",
+                                        bytes({1, 3, 0, 2, 3, 2, 2, 1}));
+        recs = run(NpyFile, source("f.npy", fo), m);
+        QCOMPARE(counts_text(recs[0], m), kCounts);
+    }
+    void npzArchive() {
+        const auto m = model3();
+        const std::string i2 = base64_decode(kNpyI2, "w"), i4 = base64_decode(kNpyI4, "w");
+        const std::string z =
+            make_npz({{"first.npy", i4, false}, {"second.npy", i2, true}, {"sub/third.npy", i4, true}});
+        QVERIFY(!z.empty());
+        const auto recs = run(Npz, source("roll.npz", z), m);
+        QCOMPARE(recs.size(), std::size_t(3));
+        QCOMPARE(recs[0].info.id, std::string("roll#0"));
+        QCOMPARE(recs[1].info.id, std::string("roll#1"));
+        QCOMPARE(recs[2].info.id, std::string("roll#2"));
+        QCOMPARE(recs[0].info.request_id, std::string("first"));
+        QCOMPARE(recs[1].info.request_id, std::string("second"));
+        QCOMPARE(recs[2].info.request_id, std::string("sub/third"));
+        QCOMPARE(counts_text(recs[0], m), QStringLiteral("1 1 0 0 | 0 0 1 1"));
+        QCOMPARE(counts_text(recs[1], m), kCounts);
+        QCOMPARE(recs[1].info.length, std::int64_t(3));
+        QCOMPARE(recs[2].info.length, std::int64_t(2));
+    }
+    void npzErrors() {
+        const auto m = model3();
+        const std::string i4 = base64_decode(kNpyI4, "w");
+        const std::string z = make_npz({{"first.npy", i4, false}, {"second.npy", i4, true}});
+        QCOMPARE(error_of([&] { run(Npz, source("z.npz", z.substr(0, z.size() / 2)), m); }),
+                 QStringLiteral("in/z.npz: not a valid .npz (zip) archive: Not a zip archive"));
+        QCOMPARE(error_of([&] { run(Npz, source("z.npz", z.substr(0, z.size() - 3)), m); }),
+                 QStringLiteral("in/z.npz: not a valid .npz (zip) archive: Not a zip archive"));
+        QCOMPARE(error_of([&] { run(Npz, source("z.npz", "")), m); }), QStringLiteral("in/z.npz: empty file"));
+        // Flip the last data byte of the stored entry: libzip's CRC check fails on reading.
+        std::string bad = z;
+        const std::size_t at = bad.find(i4);
+        QVERIFY(at != std::string::npos);
+        bad[at + i4.size() - 1] ^= 0x01;
+        QCOMPARE(error_of([&] { run(Npz, source("z.npz", bad), m); }),
+                 QStringLiteral("in/z.npz: sample z#0: entry 'first.npy': CRC error"));
+        // An entry that is not an .npy file, and one with a truncated .npy.
+        const std::string junk = make_npz({{"notes.txt", "hello", true}});
+        QCOMPARE(error_of([&] { run(Npz, source("z.npz", junk), m); }),
+                 QStringLiteral("in/z.npz: sample z#0: entry 'notes.txt': not an .npy file (bad magic)"));
+        const std::string cut = make_npz({{"a.npy", i4, false}, {"b.npy", i4.substr(0, i4.size() - 1), true}});
+        QCOMPARE(error_of([&] { run(Npz, source("z.npz", cut), m); }),
+                 QStringLiteral("in/z.npz: sample z#1: entry 'b.npy': truncated .npy data: shape (1, 2, 2) of <i4 "
+                                "needs 16 bytes, 15 present"));
+        QCOMPARE(error_of([&] { run(Npz, source("z.npz", make_npz({})), m); }),
+                 QStringLiteral("in/z.npz: the .npz archive holds no arrays"));
+    }
+
+    // ---------------------------------------------------------------- NeMo-RL
+    void nemoReferenceVector() {
+        const auto m = model1();
+        const auto recs = run(Nemo, source("n.txt", "nrlre1:int16:2x1x2:AAABAAIAAwA=\n"), m);
+        QCOMPARE(recs.size(), std::size_t(1));
+        QCOMPARE(recs[0].info.id, std::string("n#0"));
+        QCOMPARE(recs[0].info.routed_rows, std::int64_t(2));  // [[[0, 1]], [[2, 3]]]
+        QCOMPARE(recs[0].info.length, std::int64_t(3));
+        QCOMPARE(counts_text(recs[0], m), QStringLiteral("1 1 1 1"));
+    }
+    void nemoPaddingAndLines() {
+        const auto m = model1();
+        // int8 3x1x2 [[0,1]],[[2,-1]],[[-1,-1]]: last row is padding, the -1 in row 1 is missing.
+        // int32 1x2x2 all-layers axis [L0 0,0][L1 3,2].
+        const std::string text = "nrlre1:int8:3x1x2:AAEC////\n\n  nrlre1:int32:1x2x2:AAAAAAAAAAADAAAAAgAAAA==  \r\n"
+                                 "nrlre1:int16:2x1x2:AAABAAIAAwA=";
+        const auto recs = run(Nemo, source("n.nrlre1", text), m);
+        QCOMPARE(recs.size(), std::size_t(3));
+        QCOMPARE(recs[0].info.routed_rows, std::int64_t(2));
+        QCOMPARE(recs[0].info.length, std::int64_t(3));
+        QCOMPARE(recs[0].info.missing_routes, std::int64_t(1));
+        QCOMPARE(counts_text(recs[0], m), QStringLiteral("1 1 1 0"));
+        QCOMPARE(recs[1].info.id, std::string("n#1"));
+        QCOMPARE(counts_text(recs[1], m), QStringLiteral("0 0 1 1"));
+        QCOMPARE(recs[2].info.id, std::string("n#2"));
+    }
+
+    // ---------------------------------------------------------------- nested JSON
+    void nestedJson() {
+        const auto m = model3();
+        auto recs = run(Nested, source("j.json", "[[[0,0],[1,3],[0,2]],[[0,0],[3,2],[2,1]]]"), m);
+        QCOMPARE(recs.size(), std::size_t(1));
+        QCOMPARE(recs[0].info.id, std::string("j"));
+        QCOMPARE(recs[0].info.length, std::int64_t(3));
+        QCOMPARE(counts_text(recs[0], m), kCounts);
+        // Pretty-printed single document (spans lines, still one sample), MoE-only axis.
+        recs = run(Nested, source("j.json", "[\n  [[1, 3], [0, 2]],\n  [[3, 2], [2, 1]]\n]\n"), m);
+        QCOMPARE(recs.size(), std::size_t(1));
+        QCOMPARE(recs[0].info.id, std::string("j"));
+        QCOMPARE(counts_text(recs[0], m), kCounts);
+        // JSON lines: arrays and Megatron {"data", "dtype"} objects; null and -1 are missing.
+        recs = run(Nested,
+                   source("j.jsonl", "[[[1,3],[0,2]],[[3,2],[2,1]]]\n"
+                                     "{\"dtype\": \"int32\", \"shape\": [1, 2, 2], \"data\": [[[1,null],[-1,2]]]}\n"
+                                     "{\"data\": [[[0,1],[2,3]]], \"meta\": {\"x\": [1, {\"y\": 2}]}}\n"),
+                   m);
+        QCOMPARE(recs.size(), std::size_t(3));
+        QCOMPARE(recs[0].info.id, std::string("j#0"));
+        QCOMPARE(recs[1].info.id, std::string("j#1"));
+        QCOMPARE(recs[2].info.id, std::string("j#2"));
+        QCOMPARE(counts_text(recs[0], m), kCounts);
+        QCOMPARE(recs[1].info.missing_routes, std::int64_t(2));
+        QCOMPARE(counts_text(recs[1], m), QStringLiteral("0 1 0 0 | 0 0 1 0"));
+        QCOMPARE(counts_text(recs[2], m), QStringLiteral("1 1 0 0 | 0 0 1 1"));
+        QCOMPARE(recs[2].info.length, std::int64_t(2));
+    }
+
+    // ---------------------------------------------------------------- every bad input
+    void formatErrors_data() {
+        QTest::addColumn<int>("parser");
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<QByteArray>("content");
+        QTest::addColumn<QString>("error");
+        auto add = [](const char* name, Parser p, const char* file, const std::string& content, const QString& error) {
+            QTest::newRow(name) << int(p) << QString::fromLatin1(file) << QByteArray::fromStdString(content) << error;
+        };
+        const QString neither = QStringLiteral(
+            "layer axis has 5 entries, matching neither the model's 3 decoder layers nor its 2 MoE layers");
+
+        // SGLang
+        add("sglang malformed base64", SGLang, "s.json", sglang_record("AAAAAAAAAAAAA#AA"),
+            "in/s.json: sample s#0: meta_info.routed_experts: malformed base64 at offset 13: unexpected character '#'");
+        add("sglang base64 length", SGLang, "s.json", sglang_record("AAAAAAA"),
+            "in/s.json: sample s#0: meta_info.routed_experts: malformed base64: length 7 is not a multiple of 4");
+        add("sglang bytes not divisible", SGLang, "s.json", sglang_record("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=="),
+            "in/s.json: sample s#0: meta_info.routed_experts holds 28 bytes, not a multiple of num_hidden_layers 3 "
+            "x top_k 2 x 4 bytes (int32)");
+        add("sglang uint8 not divisible", SGLang, "s.json",
+            sglang_record("AAAA", "\"routed_experts_dtype\": \"uint8\", "),
+            "in/s.json: sample s#0: meta_info.routed_experts holds 3 bytes, not a multiple of num_hidden_layers 3 "
+            "x top_k 2 x 1 bytes (uint8)");
+        add("sglang id out of range", SGLang, "s.json", sglang_record("AAAAAAAAAAAEAAAAAQAAAAAAAAABAAAA"),
+            "in/s.json: sample s#0: row 0, layer 1: expert id 4 out of range 0..3");
+        add("sglang negative id", SGLang, "s.json", sglang_record("AAAAAAAAAAABAAAA/v///wAAAAABAAAA"),
+            "in/s.json: sample s#0: row 0, layer 1: negative expert id -2 (only -1 marks a missing route)");
+        add("sglang duplicate expert", SGLang, "s.json", sglang_record("AAAAAAAAAAACAAAAAgAAAAAAAAABAAAA"),
+            "in/s.json: sample s#0: row 0, layer 1: expert 2 listed twice, so counts cannot add up to rows x top-k");
+        add("sglang bad dtype", SGLang, "s.json", sglang_record(kRoutesI32, "\"routed_experts_dtype\": \"float16\", "),
+            "in/s.json: sample s#0: meta_info.routed_experts_dtype \"float16\" is not one of int32, int16, uint16, "
+            "uint8, int8");
+        add("sglang no meta_info", SGLang, "s.json", "[{\"text\": \"a\"}]", "in/s.json: sample s#0: meta_info is missing");
+        add("sglang no routes", SGLang, "s.jsonl",
+            sglang_record(kRoutesI32) + "\n{\"meta_info\": {\"id\": \"x\"}}\n",
+            "in/s.jsonl: sample s#1: meta_info.routed_experts is missing");
+        add("sglang routes not a string", SGLang, "s.json", "{\"meta_info\": {\"routed_experts\": [1, 2]}}",
+            "in/s.json: sample s#0: meta_info.routed_experts is not a base64 string");
+        add("sglang start_len type", SGLang, "s.json",
+            sglang_record(kRoutesI32, "\"routed_experts_start_len\": \"5\", "),
+            "in/s.json: sample s#0: meta_info.routed_experts_start_len is not an integer");
+        add("sglang map layers", SGLang, "s.json",
+            sglang_record(kRoutesI32, "\"physical_to_logical_map\": [[0, 1], [0, 1]], "),
+            "in/s.json: sample s#0: physical_to_logical_map has 2 layers, expected 3 (the routed_experts layer axis)");
+        add("sglang map value", SGLang, "s.json",
+            sglang_record(kRoutesI32, "\"physical_to_logical_map\": [[0], [0, 1, 2, 3], [0, 1, 7, 3]], "),
+            "in/s.json: sample s#0: physical_to_logical_map[2][2] = 7 is not a logical expert id (0..3)");
+        add("sglang physical id outside map", SGLang, "s.json",
+            sglang_record("AAAAAAAAAAAFAAAABAAAAAEAAAACAAAA",
+                          "\"physical_to_logical_map\": [[0], [0, 1, 2, 3], [0, 1, 2, 3]], "),
+            "in/s.json: sample s#0: row 0, layer 1: physical expert id 5 is outside physical_to_logical_map (4 slots)");
+        add("sglang empty file", SGLang, "s.json", " \n\t\n", "in/s.json: empty file");
+        add("sglang empty array", SGLang, "s.json", "[]", "in/s.json: no SGLang responses in the file");
+        add("sglang truncated JSON", SGLang, "s.json", "{\"meta_info\": {\"routed_experts\": \"AAAA",
+            "in/s.json: malformed JSON at byte 39: syntax error while parsing value - invalid string: missing closing "
+            "quote; last read: '\"AAAA'");
+        add("sglang truncated line", SGLang, "s.jsonl", sglang_record(kRoutesI32) + "\n{\"meta_info\": {",
+            "in/s.jsonl: line 2: malformed JSON at byte 113: syntax error while parsing object key - unexpected end "
+            "of input; expected string literal");
+
+        // vLLM
+        const std::string i4 = base64_decode(kNpyI4, "w");
+        const std::string k3 = base64_encode(encode_npy({1, 2, 3}, {0, 1, 2, 0, 1, 2}, "<i4"));
+        const std::string ax5 = base64_encode(encode_npy({1, 5, 2}, std::vector<std::int32_t>(10, 0), "<i4"));
+        const std::string f4 = base64_encode(npy_file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2, 2), }",
+                                                      std::string(16, '\0')));
+        const std::string flat = base64_encode(encode_npy({2, 2}, {0, 1, 2, 3}, "<i4"));
+        add("vllm top-k mismatch", VLLM, "v.json", vllm_response("r", {re(kNpyI4), re(k3)}),
+            "in/v.json: sample v#1: routes have top-k 3, model says 2");
+        add("vllm layer axis neither", VLLM, "v.json", vllm_response("r", {re(ax5)}),
+            "in/v.json: sample v#0: choices[0].routed_experts: " + neither);
+        add("vllm non-integer dtype", VLLM, "v.json", vllm_response("r", {re(f4)}),
+            "in/v.json: sample v#0: choices[0].routed_experts: unsupported .npy dtype '<f4' (routes need an integer "
+            "dtype)");
+        add("vllm truncated npy", VLLM, "v.json", vllm_response("r", {re(base64_encode(i4.substr(0, i4.size() - 2)))}),
+            "in/v.json: sample v#0: choices[0].routed_experts: truncated .npy data: shape (1, 2, 2) of <i4 needs 16 "
+            "bytes, 14 present");
+        add("vllm 2-D array", VLLM, "v.json", vllm_response("r", {re(flat)}),
+            "in/v.json: sample v#0: choices[0].routed_experts has shape (2, 2), expected [rows][layers][top_k]");
+        add("vllm malformed base64", VLLM, "v.json", vllm_response("r", {re("k05VTVBZ!")}),
+            "in/v.json: sample v#0: choices[0].routed_experts: malformed base64: length 9 is not a multiple of 4");
+        add("vllm missing routes", VLLM, "v.json", vllm_response("r", {re(kNpyI4), "\"logprobs\": null"}),
+            "in/v.json: sample v#1: choices[1].routed_experts is missing");
+        add("vllm no choices", VLLM, "v.json", "{\"id\": \"r\"}", "in/v.json: response 0: choices is missing");
+        add("vllm prompt axis mismatch", VLLM, "v.json",
+            vllm_response("r", {re(kNpyI4)}, "\"prompt_routed_experts\": \"" + ax5 + "\", "),
+            "in/v.json: sample v#0: choices[0].routed_experts has shape (1, 2, 2) but prompt_routed_experts has "
+            "(1, 5, 2): layer axis and top-k must match");
+        add("vllm empty", VLLM, "v.json", "", "in/v.json: empty file");
+        add("vllm truncated JSON", VLLM, "v.json", "{\"id\": \"r\", \"choices\": [",
+            "in/v.json: malformed JSON at byte 25: syntax error while parsing value - unexpected end of input; "
+            "expected '[', '{', or a literal");
+
+        // .npy file
+        add("npy out of range", NpyFile, "x.npy", encode_npy({1, 2, 2}, {0, 1, 2, 9}, "<i2"),
+            "in/x.npy: sample x: row 0, layer 2: expert id 9 out of range 0..3");
+        add("npy truncated", NpyFile, "x.npy", i4.substr(0, 131),
+            "in/x.npy: sample x: truncated .npy data: shape (1, 2, 2) of <i4 needs 16 bytes, 3 present");
+        add("npy layer axis neither", NpyFile, "x.npy", encode_npy({1, 5, 2}, std::vector<std::int32_t>(10, 0)),
+            "in/x.npy: sample x: " + neither);
+        add("npy no rows", NpyFile, "x.npy", encode_npy({0, 2, 2}, {}), "in/x.npy: sample x: no routed rows");
+        add("npy empty", NpyFile, "x.npy", "", "in/x.npy: empty file");
+
+        // NeMo-RL
+        add("nemo dtype", Nemo, "n.txt", "nrlre1:float32:1x1x2:AAAAAAAAAAA=",
+            "in/n.txt: sample n#0 (line 1): dtype 'float32' is not one of int8, int16, int32");
+        add("nemo byte count", Nemo, "n.txt", "nrlre1:int16:2x1x2:AAABAAIAAwA=\n\nnrlre1:int16:2x1x2:AAABAAIA\n",
+            "in/n.txt: sample n#1 (line 3): 6 bytes of data, expected 2x1x2 x 2 = 8 bytes (int16)");
+        add("nemo prefix", Nemo, "n.txt", "nrlre2:int16:2x1x2:AAABAAIAAwA=",
+            "in/n.txt: sample n#0 (line 1): is not 'nrlre1:<dtype>:<S>x<L>x<K>:<base64>'");
+        add("nemo shape", Nemo, "n.txt", "nrlre1:int16:2x1:AAABAAIAAwA=",
+            "in/n.txt: sample n#0 (line 1): shape '2x1' is not <S>x<L>x<K>");
+        add("nemo base64", Nemo, "n.txt", "nrlre1:int16:2x1x2:AAA*AAIAAwA=",
+            "in/n.txt: sample n#0 (line 1): malformed base64 at offset 3: unexpected character '*'");
+        add("nemo all padding", Nemo, "n.txt", "nrlre1:int8:1x1x2://8=",
+            "in/n.txt: sample n#0 (line 1): no routed rows (every row is -1 padding)");
+        add("nemo negative", Nemo, "n.txt", "nrlre1:int8:1x1x2:/v8=",
+            "in/n.txt: sample n#0: row 0, layer 1: negative expert id -2 (only -1 marks a missing route)");
+        add("nemo layer axis", Nemo, "n.txt", "nrlre1:int8:1x3x2:AAAAAAAA",
+            "in/n.txt: sample n#0 (line 1): layer axis has 3 entries, matching neither the model's 2 decoder layers "
+            "nor its 1 MoE layers");
+        add("nemo empty", Nemo, "n.txt", "\n\n", "in/n.txt: empty file");
+
+        // nested JSON
+        add("nested width", Nested, "j.json", "[[[1,3],[0,2]],[[3],[2,1]]]",
+            "in/j.json: sample j: row 1, layer 0 has 1 expert ids, expected top-k 2");
+        add("nested width jsonl", Nested, "j.jsonl", "[[[1,3],[0,2]]]\n[[[1,3],[0,2]],[[3,2],[2,1]],[[0,1],[0,1,2]]]",
+            "in/j.jsonl: sample j#1: row 2, layer 1 has 3 expert ids, expected top-k 2");
+        add("nested layer count", Nested, "j.json", "[[[1,3],[0,2]],[[3,2]]]",
+            "in/j.json: sample j: row 1 has 1 layers, expected 2 (as row 0)");
+        add("nested float", Nested, "j.json", "[[[1.5,3],[0,2]]]",
+            "in/j.json: sample j: row 0, layer 0, slot 0: expert id 1.5 is not an integer");
+        add("nested string", Nested, "j.json", "[[[1,\"3\"],[0,2]]]",
+            "in/j.json: sample j: row 0, layer 0, slot 1: expected an expert id, found a string");
+        add("nested flat row", Nested, "j.json", "[[1,3]]", "in/j.json: sample j: row 0, layer 0 is a number, expected a list of expert ids");
+        add("nested huge id", Nested, "j.json", "[[[1,3],[0,4294967296]]]",
+            "in/j.json: sample j: row 0, layer 1, slot 1: expert id 4294967296 does not fit int32");
+        add("nested out of range", Nested, "j.json", "[[[1,3],[0,4]]]",
+            "in/j.json: sample j: row 0, layer 2: expert id 4 out of range 0..3");
+        add("nested negative", Nested, "j.json", "[[[1,3],[-3,2]]]",
+            "in/j.json: sample j: row 0, layer 2: negative expert id -3 (only -1 marks a missing route)");
+        add("nested duplicate", Nested, "j.json", "[[[1,3],[0,2]],[[1,1],[0,2]]]",
+            "in/j.json: sample j: row 1, layer 1: expert 1 listed twice, so counts cannot add up to rows x top-k");
+        add("nested layer axis neither", Nested, "j.json", "[[[1,3],[0,2],[0,1],[0,1],[0,1]]]",
+            "in/j.json: sample j: " + neither);
+        add("nested truncated", Nested, "j.json", "[[[1,3],[0,2]],[[3,2",
+            "in/j.json: malformed JSON at byte 20: syntax error while parsing value - unexpected end of input; "
+            "expected '[', '{', or a literal");
+        add("nested truncated line", Nested, "j.jsonl", "[[[1,3],[0,2]]]\n[[[1,3]",
+            "in/j.jsonl: line 2: malformed JSON at byte 23: syntax error while parsing value - unexpected end of "
+            "input; expected '[', '{', or a literal");
+        add("nested empty", Nested, "j.json", "", "in/j.json: empty file");
+        add("nested no data", Nested, "j.json", "{\"dtype\": \"int32\"}", "in/j.json: sample j: object has no \"data\" list");
+        add("nested data not list", Nested, "j.json", "{\"data\": 5}", "in/j.json: sample j: \"data\" is not a list");
+        add("nested dtype", Nested, "j.json", "{\"data\": [[[1,3],[0,2]]], \"dtype\": \"float32\"}",
+            "in/j.json: sample j: dtype 'float32' is not an integer type");
+        add("nested scalar", Nested, "j.json", "5",
+            "in/j.json: sample j: expected a [rows][layers][top_k] list or an object with \"data\", found a number");
+        add("nested no rows", Nested, "j.json", "[]", "in/j.json: sample j: no routed rows");
+    }
+    void formatErrors() {
+        QFETCH(int, parser);
+        QFETCH(QString, file);
+        QFETCH(QByteArray, content);
+        QFETCH(QString, error);
+        const auto m = parser == Nemo ? model1() : model3();
+        const SourceFile f = source(file.toStdString(), content.toStdString());
+        QCOMPARE(error_of([&] { run(static_cast<Parser>(parser), f, m); }), error);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestImportFormats)
+#include "tst_import_formats.moc"

@@ -1,0 +1,354 @@
+// Importers of the bundled real sets (per-prompt CSV, per-request step JSON, aggregate totals) on
+// the real data in ../shared/traces, and every bad-input case of those formats plus the driver's
+// own checks (duplicate ids, mixed formats, missing model, empty files).
+#include "core/errors.h"
+#include "core/import.h"
+#include "tests/testutil.h"
+
+#include <QtTest>
+
+#include <numeric>
+
+using namespace routepack;
+namespace fs = std::filesystem;
+
+namespace {
+
+ModelDescription tiny_model() {
+    ModelDescription m;
+    m.name = "tiny";
+    m.num_hidden_layers = 3;
+    m.experts = 4;
+    m.top_k = 2;
+    m.moe_layers = {1, 2};
+    return m;
+}
+
+QString import_error(const std::vector<fs::path>& inputs, const ImportOptions& opt) {
+    try {
+        import_trace_to_memory(inputs, opt);
+    } catch (const InputError& e) {
+        return QString::fromStdString(e.what());
+    }
+    return QStringLiteral("(no error)");
+}
+
+/// Per-layer sums must equal rows x top_k - missing for every sample.
+void check_conservation(const Trace& t) {
+    const int L = t.model.num_moe_layers(), E = t.model.experts;
+    for (std::size_t i = 0; i < t.size(); ++i) {
+        for (int l = 0; l < L; ++l) {
+            std::uint64_t sum = 0;
+            for (int e = 0; e < E; ++e) sum += t.count(i, l, e);
+            QCOMPARE(static_cast<std::int64_t>(sum), t.samples[i].routed_rows * t.model.top_k);
+        }
+    }
+}
+
+std::size_t index_of(const Trace& t, const std::string& id) {
+    for (std::size_t i = 0; i < t.size(); ++i)
+        if (t.samples[i].id == id) return i;
+    return SIZE_MAX;
+}
+
+}  // namespace
+
+class TestImportReal : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void deepseekCsvSet() {
+        ROUTEPACK_REQUIRE_SHARED(dir, "traces/deepseek-v2-lite");
+        ImportOptions opt;
+        opt.model = known_model("deepseek-v2-lite");
+        ImportSummary s;
+        const Trace t = import_trace_to_memory({dir}, opt, &s);
+        QCOMPARE(s.format, TraceFormat::PromptCsv);
+        QCOMPARE(t.size(), std::size_t(599));
+        QCOMPARE(t.model.num_moe_layers(), 26);
+        QCOMPARE(t.samples.front().id, std::string("prompt_1_data"));  // numeric-aware file order
+        QCOMPARE(t.samples[1].id, std::string("prompt_2_data"));
+        QCOMPARE(t.samples.back().id, std::string("prompt_600_data"));
+        QCOMPARE(index_of(t, "prompt_317_data"), SIZE_MAX);  // absent upstream
+        check_conservation(t);
+        std::int64_t total = 0;
+        for (const auto& x : t.samples) {
+            QCOMPARE(x.length, x.routed_rows);  // prompt-only forwards: t_i = rows
+            QCOMPARE(x.length_rule, LengthRule::Rows);
+            total += x.length;
+        }
+        QCOMPARE(total, std::int64_t(55918));
+        QCOMPARE(s.min_length, std::int64_t(2));
+        QCOMPARE(s.max_length, std::int64_t(2850));
+        // Hand-counted (python csv module over the file) values.
+        const auto p1 = index_of(t, "prompt_1_data");
+        QCOMPARE(t.samples[p1].length, std::int64_t(33));
+        QCOMPARE(t.count(p1, 0, 6), 14u);   // layer 1, expert 6
+        QCOMPARE(t.count(p1, 0, 8), 13u);   // layer 1, expert 8
+        QCOMPARE(t.count(p1, 0, 0), 1u);
+        QCOMPARE(t.count(p1, 25, 50), 11u);  // layer 26, expert 50
+        const auto p600 = index_of(t, "prompt_600_data");
+        QCOMPARE(t.samples[p600].length, std::int64_t(7));
+        QCOMPARE(t.count(p600, 0, 8), 6u);
+        QCOMPARE(t.count(p600, 0, 56), 6u);
+        QCOMPARE(t.count(p600, 25, 56), 4u);
+        QCOMPARE(s.missing_routes, std::int64_t(0));
+    }
+
+    void llamaStepJsonSet() {
+        ROUTEPACK_REQUIRE_SHARED(dir, "traces/llama4-maverick");
+        ImportOptions opt;
+        opt.model = known_model("llama4-maverick");
+        ImportSummary s;
+        const Trace t = import_trace_to_memory({dir}, opt, &s);
+        QCOMPARE(s.format, TraceFormat::StepJson);
+        QCOMPARE(t.size(), std::size_t(235));
+        QCOMPARE(t.model.num_moe_layers(), 24);
+        QCOMPARE(t.samples.front().id, std::string("llama4-mmlu-abstract_algebra/0"));
+        check_conservation(t);
+        for (const auto& x : t.samples) {
+            QCOMPARE(x.length, x.routed_rows + 1);  // replay rows: t_i = rows + 1
+            QCOMPARE(x.length_rule, LengthRule::RowsPlusOne);
+        }
+        const auto a = index_of(t, "llama4-mmlu-anatomy/101");
+        QVERIFY(a != SIZE_MAX);
+        QCOMPARE(t.samples[a].routed_rows, std::int64_t(138));  // 10 prefill + 128 decode steps
+        QCOMPARE(t.samples[a].length, std::int64_t(139));
+        QCOMPARE(t.samples[a].prompt_len, std::optional<std::int64_t>(10));
+        QCOMPARE(t.count(a, 0, 119), 15u);   // layer 1
+        QCOMPARE(t.count(a, 23, 2), 43u);    // layer 47
+        const auto b = index_of(t, "llama4-mmlu-abstract_algebra/0");
+        QCOMPARE(t.samples[b].routed_rows, std::int64_t(153));
+        QCOMPARE(t.samples[b].prompt_len, std::optional<std::int64_t>(25));
+        QCOMPARE(t.count(b, 0, 119), 38u);
+        QCOMPARE(t.count(b, 23, 108), 31u);
+    }
+
+    void aggregateSet() {
+        ROUTEPACK_REQUIRE_SHARED(file, "traces/aggregate/qwen3-30b-a3b-counts.json");
+        struct Sink : ImportSink {
+            AggregateCounts agg;
+            int samples = 0;
+            void begin(const ModelDescription&, TraceFormat) override {}
+            void sample(SampleRecord&&) override { ++samples; }
+            void aggregate(AggregateCounts&& a) override { agg = std::move(a); }
+        } sink;
+        ImportOptions opt;
+        const auto s = import_trace({file}, opt, sink);
+        QCOMPARE(s.format, TraceFormat::Aggregate);
+        QCOMPARE(sink.samples, 0);
+        QCOMPARE(sink.agg.model.num_moe_layers(), 48);
+        QCOMPARE(sink.agg.model.experts, 128);
+        QCOMPARE(sink.agg.totals.size(), std::size_t(48 * 128));
+        QCOMPARE(sink.agg.totals[0], std::uint64_t(147896));
+        QCOMPARE(sink.agg.totals[1], std::uint64_t(246086));
+        // Aggregate totals cannot be packed.
+        QCOMPARE(import_error({file}, opt),
+                 QStringLiteral("aggregate traces hold per-layer totals only: usable for placement views, not for packing"));
+    }
+
+    void csvQuotingIsRfc4180() {
+        const auto dir = test::temp_dir(QStringLiteral("csvq"));
+        // Tokens holding commas, doubled quotes and a newline inside quotes are legal.
+        test::write_file(dir / "p.csv", "Layer ID,Batch Number,Token,Activated Expert IDs\n"
+                                        "1,0,\"a,\"\"b\",\"[0, 1]\"\n"
+                                        "1,0,\"x\ny\",\"[2, 3]\"\n"
+                                        "2,0,\",\",\"[3, 0]\"\n"
+                                        "2,0,plain,\"[1, 3]\"\n");
+        ImportOptions opt;
+        opt.model = tiny_model();
+        const Trace t = import_trace_to_memory({dir / "p.csv"}, opt);
+        QCOMPARE(t.size(), std::size_t(1));
+        QCOMPARE(t.samples[0].id, std::string("p"));
+        QCOMPARE(t.samples[0].length, std::int64_t(2));
+        const std::vector<std::uint32_t> expect{1, 1, 1, 1, 1, 1, 0, 2};
+        QCOMPARE(std::vector<std::uint32_t>(t.counts.begin(), t.counts.end()), expect);
+    }
+
+    void csvBadInput_data() {
+        QTest::addColumn<QString>("body");
+        QTest::addColumn<QString>("error");  // after "<path>"
+        const QString h = QStringLiteral("Layer ID,Batch Number,Token,Activated Expert IDs\n");
+        QTest::newRow("truncated") << h + QStringLiteral("1,0,a,\"[0, 1]\"\n2,0,b,\"[0,")
+                                   << ": malformed CSV in record 2 (error parsing data while strict checking enabled)";
+        QTest::newRow("bad quote") << h + QStringLiteral("1,0,a\"b\"c,\"[0, 1]\"\n")
+                                   << ": malformed CSV in record 1 (error parsing data while strict checking enabled)";
+        QTest::newRow("header") << QStringLiteral("Layer,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[0, 1]\"\n")
+                                << ": header column 1 is 'Layer', expected 'Layer ID'";
+        QTest::newRow("columns") << h + QStringLiteral("1,0,\"[0, 1]\"\n") << ": record 1: 3 columns, expected 4";
+        QTest::newRow("width") << h + QStringLiteral("1,0,a,\"[0, 1]\"\n1,0,b,\"[0, 1, 2]\"\n2,0,a,\"[0, 1]\"\n")
+                               << ": record 2 (layer 1): 3 expert ids, expected top-k 2";
+        QTest::newRow("out of range") << h + QStringLiteral("1,0,a,\"[0, 4]\"\n2,0,a,\"[0, 1]\"\n")
+                                      << ": sample p: row 0, layer 1: expert id 4 out of range 0..3";
+        QTest::newRow("negative") << h + QStringLiteral("1,0,a,\"[0, -2]\"\n2,0,a,\"[0, 1]\"\n")
+                                  << ": sample p: row 0, layer 1: negative expert id -2 (only -1 marks a missing route)";
+        QTest::newRow("duplicate id in row")
+            << h + QStringLiteral("1,0,a,\"[3, 3]\"\n2,0,a,\"[0, 1]\"\n")
+            << ": sample p: row 0, layer 1: expert 3 listed twice, so counts cannot add up to rows x top-k";
+        QTest::newRow("rows differ") << h + QStringLiteral("1,0,a,\"[0, 1]\"\n1,0,b,\"[0, 1]\"\n2,0,a,\"[0, 1]\"\n")
+                                     << ": layer 2 has 1 token rows, layer 1 has 2";
+        QTest::newRow("layer set") << h + QStringLiteral("1,0,a,\"[0, 1]\"\n")
+                                   << ": layer set 1 differs from the model's MoE layers 1-2";
+        QTest::newRow("not a list") << h + QStringLiteral("1,0,a,\"0 1\"\n")
+                                    << ": record 1: Activated Expert IDs '0 1' is not a list like [1, 2]";
+        QTest::newRow("only header") << h << ": no routing records after the header";
+    }
+    void csvBadInput() {
+        QFETCH(QString, body);
+        QFETCH(QString, error);
+        const auto dir = test::temp_dir(QStringLiteral("csvbad"));
+        const auto f = dir / "p.csv";
+        test::write_file(f, body.toStdString());
+        ImportOptions opt;
+        opt.model = tiny_model();
+        QCOMPARE(import_error({f}, opt), QString::fromStdString(f.string()) + error);
+    }
+
+    void stepJsonBadInput_data() {
+        QTest::addColumn<QString>("body");
+        QTest::addColumn<QString>("error");
+        QTest::newRow("truncated") << QStringLiteral(R"([{"0": null, "1": [[0, 1]], "2": [[1)")
+                                   << ": malformed JSON at byte 37: syntax error while parsing array - unexpected end of input; "
+                                      "expected ']'";
+        QTest::newRow("layer set differs")
+            << QStringLiteral(R"([{"0": null, "1": [[0, 1]], "2": [[1, 2]]}, {"0": null, "1": [[0, 1]], "2": null}])")
+            << ": step 1: layer set differs from step 0 (1-2)";
+        QTest::newRow("width") << QStringLiteral(R"([{"0": null, "1": [[0, 1]], "2": [[1]]}])")
+                               << ": step 0, layer 2, token 0: 1 expert ids, expected top-k 2";
+        QTest::newRow("token count") << QStringLiteral(R"([{"0": null, "1": [[0, 1], [1, 2]], "2": [[1, 2]]}])")
+                                     << ": step 0, layer 2: 1 tokens, layer 1 has 2";
+        QTest::newRow("model layers") << QStringLiteral(R"([{"0": [[0, 1]], "1": [[0, 1]], "2": [[1, 2]]}])")
+                                      << ": MoE layer set 0-2 differs from the model's 1-2";
+        QTest::newRow("not steps") << QStringLiteral(R"({"0": null})") << ": expected a JSON list of forward steps";
+        QTest::newRow("string id") << QStringLiteral(R"([{"0": null, "1": [["a", 1]], "2": [[1, 2]]}])")
+                                   << ": step 0, layer 1, token 0: expert id is not an integer";
+    }
+    void stepJsonBadInput() {
+        QFETCH(QString, body);
+        QFETCH(QString, error);
+        const auto dir = test::temp_dir(QStringLiteral("stepbad"));
+        const auto f = dir / "req" / "7.json";
+        test::write_file(f, body.toStdString());
+        ImportOptions opt;
+        opt.model = tiny_model();
+        opt.format = TraceFormat::StepJson;
+        QCOMPARE(import_error({f}, opt), QString::fromStdString(f.string()) + error);
+    }
+
+    void stepJsonNullRouteIsMissing() {
+        // A null inside a token's list is a missing route: counted as nothing and reported.
+        const auto dir = test::temp_dir(QStringLiteral("stepnull"));
+        const auto f = dir / "req" / "7.json";
+        test::write_file(f, R"([{"0": null, "1": [[0, 1], [2, null]], "2": [[1, 2], [3, 0]]}, )"
+                            R"({"0": null, "1": [[3, 2]], "2": [[0, 1]]}])");
+        ImportOptions opt;
+        opt.model = tiny_model();
+        ImportSummary s;
+        const Trace t = import_trace_to_memory({f}, opt, &s);
+        QCOMPARE(t.samples[0].id, std::string("req/7"));
+        QCOMPARE(t.samples[0].routed_rows, std::int64_t(3));
+        QCOMPARE(t.samples[0].length, std::int64_t(4));
+        QCOMPARE(t.samples[0].prompt_len, std::optional<std::int64_t>(2));
+        QCOMPARE(t.samples[0].missing_routes, std::int64_t(1));
+        QCOMPARE(s.missing_routes, std::int64_t(1));
+        const std::vector<std::uint32_t> expect{1, 1, 2, 1, 2, 2, 1, 1};
+        QCOMPARE(std::vector<std::uint32_t>(t.counts.begin(), t.counts.end()), expect);
+    }
+
+    void aggregateBadInput_data() {
+        QTest::addColumn<QString>("body");
+        QTest::addColumn<QString>("error");
+        QTest::newRow("shape") << QStringLiteral(R"({"counts": [[1, 2], [3]], "num_layers": 2, "num_experts": 2})")
+                               << ": counts[1] must hold num_experts = 2 integers";
+        QTest::newRow("layers") << QStringLiteral(R"({"counts": [[1, 2]], "num_layers": 2, "num_experts": 2})")
+                                << ": counts must be a list of num_layers = 2 lists";
+        QTest::newRow("negative") << QStringLiteral(R"({"counts": [[1, -2]], "num_layers": 1, "num_experts": 2})")
+                                  << ": counts[0][1] is not a non-negative integer";
+        QTest::newRow("missing") << QStringLiteral(R"({"counts": [[1, 2]], "num_experts": 2})")
+                                 << ": missing field 'num_layers'";
+    }
+    void aggregateBadInput() {
+        QFETCH(QString, body);
+        QFETCH(QString, error);
+        const auto dir = test::temp_dir(QStringLiteral("aggbad"));
+        const auto f = dir / "agg.json";
+        test::write_file(f, body.toStdString());
+        ImportOptions opt;
+        opt.format = TraceFormat::Aggregate;
+        struct Sink : ImportSink {
+            void begin(const ModelDescription&, TraceFormat) override {}
+            void sample(SampleRecord&&) override {}
+            void aggregate(AggregateCounts&&) override {}
+        } sink;
+        try {
+            import_trace({f}, opt, sink);
+            QFAIL("no error");
+        } catch (const InputError& e) {
+            QCOMPARE(QString::fromStdString(e.what()), QString::fromStdString(f.string()) + error);
+        }
+    }
+
+    void driverChecks() {
+        const auto dir = test::temp_dir(QStringLiteral("driver"));
+        const std::string csv = "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[0, 1]\"\n2,0,a,\"[2, 3]\"\n";
+        test::write_file(dir / "a" / "p.csv", csv);
+        test::write_file(dir / "b" / "p.csv", csv);
+        test::write_file(dir / "empty.csv", "");
+        test::write_file(dir / "s.json", R"([{"0": null, "1": [[0, 1]], "2": [[1, 2]]}])");
+        ImportOptions opt;
+        opt.model = tiny_model();
+        // Same stem in two folders: one-sample CSV ids are file stems, so they collide.
+        QCOMPARE(import_error({dir / "a", dir / "b"}, opt),
+                 QString::fromStdString((dir / "b" / "p.csv").string() + ": duplicate sample id 'p' (first seen in " +
+                                        (dir / "a" / "p.csv").string() + ")"));
+        QCOMPARE(import_error({dir / "empty.csv"}, opt),
+                 QString::fromStdString((dir / "empty.csv").string() + ": empty file"));
+        QCOMPARE(import_error({dir / "a" / "p.csv", dir / "s.json"}, opt),
+                 QString::fromStdString((dir / "s.json").string() + ": format step-json differs from prompt-csv of " +
+                                        (dir / "a" / "p.csv").string() +
+                                        "; import different formats as separate traces"));
+        QCOMPARE(import_error({dir / "nowhere"}, opt),
+                 QString::fromStdString((dir / "nowhere").string() + ": no such file or folder"));
+        ImportOptions nomodel;
+        QCOMPARE(import_error({dir / "a" / "p.csv"}, nomodel),
+                 QString::fromStdString("no model description for " + (dir / "a" / "p.csv").string() +
+                                        ": give --model NAME, --model-config config.json, or --experts E --top-k K"));
+        // Experts and top-k alone suffice for self-describing formats: the layers come from the file.
+        ImportOptions flags;
+        flags.model.experts = 4;
+        flags.model.top_k = 2;
+        const Trace t = import_trace_to_memory({dir / "a" / "p.csv"}, flags);
+        QCOMPARE(t.model.moe_layers, (std::vector<int>{1, 2}));
+        QCOMPARE(t.model.num_hidden_layers, 3);
+        // Unknown --format names list the valid ones.
+        try {
+            parse_trace_format("pt");
+            QFAIL("no error");
+        } catch (const InputError& e) {
+            QCOMPARE(QString::fromStdString(e.what()),
+                     QStringLiteral("unknown format 'pt' (valid: auto, sglang, vllm, npy, npz, nested-json, nrlre1, "
+                                    "step-json, prompt-csv, aggregate)"));
+        }
+    }
+
+    void cancellation() {
+        ROUTEPACK_REQUIRE_SHARED(dir, "traces/deepseek-v2-lite");
+        std::atomic<bool> cancel{false};
+        struct Sink : ImportSink {
+            std::atomic<bool>* cancel;
+            int samples = 0;
+            void begin(const ModelDescription&, TraceFormat) override {}
+            void sample(SampleRecord&&) override {
+                if (++samples == 10) cancel->store(true);
+            }
+            void aggregate(AggregateCounts&&) override {}
+        } sink;
+        sink.cancel = &cancel;
+        ImportOptions opt;
+        opt.model = known_model("deepseek-v2-lite");
+        QVERIFY_THROWS_EXCEPTION(Cancelled, import_trace({dir}, opt, sink, {}, &cancel));
+        QVERIFY(sink.samples < 599);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestImportReal)
+#include "tst_import_real.moc"

@@ -1,0 +1,725 @@
+// The SQLite trace library on real files in temporary folders: migrations, refusals, the counts
+// blob codec, imports and their atomicity (failure, cancellation, a killed process), queries and
+// windows.
+#include "core/errors.h"
+#include "core/import.h"
+#include "storage/counts_codec.h"
+#include "storage/library.h"
+#include "storage/library_internal.h"
+#include "storage/migrations.h"
+#include "tests/testutil.h"
+
+#include <QCoreApplication>
+#include <QtTest>
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace routepack;
+using namespace routepack::storage;
+namespace fs = std::filesystem;
+
+namespace {
+
+QString q(const std::string& s) { return QString::fromStdString(s); }
+
+/// what() of the expected exception type, or a description of what happened instead.
+template <typename E, typename F>
+std::string error_of(F&& f) {
+    try {
+        f();
+    } catch (const E& e) {
+        return e.what();
+    } catch (const std::exception& e) {
+        return std::string("<other exception: ") + e.what() + ">";
+    }
+    return "<no exception>";
+}
+
+ModelDescription tiny_model() {
+    ModelDescription m;
+    m.name = "tiny";
+    m.num_hidden_layers = 2;
+    m.experts = 4;
+    m.top_k = 2;
+    m.moe_layers = {0, 1};
+    m.source = "tst_storage";
+    return m;
+}
+
+ImportOptions nested_options() {
+    ImportOptions o;
+    o.format = TraceFormat::NestedJson;
+    o.model = tiny_model();
+    return o;
+}
+
+/// Routes of one sample [rows][2 layers][top-2], distinct experts per slot list.
+using Routes = std::vector<std::array<std::array<int, 2>, 2>>;
+
+std::vector<Routes> make_routes(int samples, std::uint32_t seed) {
+    std::vector<Routes> out;
+    std::uint32_t x = seed * 2654435761u + 1;
+    auto next = [&x] {
+        x = x * 1664525u + 1013904223u;
+        return x >> 16;
+    };
+    for (int i = 0; i < samples; ++i) {
+        Routes r(3 + next() % 9);
+        for (auto& row : r)
+            for (auto& slots : row) {
+                slots[0] = static_cast<int>(next() % 4);
+                slots[1] = static_cast<int>((slots[0] + 1 + next() % 3) % 4);
+            }
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
+/// One JSON array [rows][layers][top_k] per line (nested-JSON lines).
+std::string nested_jsonl(const std::vector<Routes>& samples) {
+    std::string text;
+    for (const Routes& r : samples) {
+        text += '[';
+        for (std::size_t t = 0; t < r.size(); ++t) {
+            text += t ? ",[" : "[";
+            for (int l = 0; l < 2; ++l)
+                text += (l ? ",[" : "[") + std::to_string(r[t][l][0]) + "," + std::to_string(r[t][l][1]) + "]";
+            text += ']';
+        }
+        text += "]\n";
+    }
+    return text;
+}
+
+/// a[l][e] of one sample, [2][4].
+std::vector<std::uint32_t> expected_counts(const Routes& r) {
+    std::vector<std::uint32_t> c(8, 0);
+    for (const auto& row : r)
+        for (int l = 0; l < 2; ++l)
+            for (int e : row[l]) ++c[static_cast<std::size_t>(l) * 4 + e];
+    return c;
+}
+
+/// A raw connection for checking the file behind the library's back.
+struct RawDb {
+    sqlite3* db = nullptr;
+    explicit RawDb(const fs::path& p) {
+        if (sqlite3_open_v2(p.string().c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK)
+            qFatal("cannot open %s", p.string().c_str());
+    }
+    ~RawDb() { sqlite3_close_v2(db); }
+    void exec(const std::string& sql) {
+        char* err = nullptr;
+        if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+            const std::string msg = err ? err : "?";
+            sqlite3_free(err);
+            qFatal("%s: %s", sql.c_str(), msg.c_str());
+        }
+    }
+    /// All rows of a query, each as "v1|v2|..." (blobs as hex, NULL as <null>).
+    std::vector<std::string> rows(const std::string& sql) {
+        sqlite3_stmt* st = nullptr;
+        if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) != SQLITE_OK) qFatal("prepare %s", sql.c_str());
+        std::vector<std::string> out;
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            std::string line;
+            for (int c = 0; c < sqlite3_column_count(st); ++c) {
+                if (c) line += '|';
+                switch (sqlite3_column_type(st, c)) {
+                case SQLITE_NULL: line += "<null>"; break;
+                case SQLITE_BLOB: {
+                    const auto* p = static_cast<const unsigned char*>(sqlite3_column_blob(st, c));
+                    static const char* hex = "0123456789abcdef";
+                    line += "x'";
+                    for (int k = 0; k < sqlite3_column_bytes(st, c); ++k) {
+                        line += hex[p[k] >> 4];
+                        line += hex[p[k] & 15];
+                    }
+                    line += "'";
+                    break;
+                }
+                default: line += reinterpret_cast<const char*>(sqlite3_column_text(st, c));
+                }
+            }
+            out.push_back(std::move(line));
+        }
+        sqlite3_finalize(st);
+        return out;
+    }
+    std::string one(const std::string& sql) {
+        const auto r = rows(sql);
+        return r.empty() ? std::string("<none>") : r.front();
+    }
+    std::vector<std::string> tables() {
+        return rows("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name");
+    }
+    /// Every table's rows (sorted), the schema and the version: equal dumps = equal contents.
+    std::string dump() {
+        std::string out = "user_version=" + one("PRAGMA user_version") + "\n";
+        for (const auto& s : rows("SELECT type, name, sql FROM sqlite_master ORDER BY type, name")) out += s + "\n";
+        for (const auto& t : tables()) {
+            auto r = rows("SELECT * FROM \"" + t + "\"");
+            std::sort(r.begin(), r.end());
+            out += "== " + t + " (" + std::to_string(r.size()) + " rows)\n";
+            for (const auto& line : r) out += line + "\n";
+        }
+        return out;
+    }
+    std::string counts() {
+        return one("SELECT (SELECT count(*) FROM traces) || ' traces, ' || (SELECT count(*) FROM samples) || "
+                   "' samples, ' || (SELECT count(*) FROM source_files) || ' files, ' || "
+                   "(SELECT count(*) FROM aggregate_totals) || ' totals, ' || (SELECT count(*) FROM models) || ' models'");
+    }
+};
+
+std::string dump_of(const fs::path& p) { return RawDb(p).dump(); }
+
+const std::vector<std::string> kTablesV2 = {"aggregate_totals", "annealing_history", "models",       "plans",
+                                            "run_results",      "runs",              "samples",      "source_files",
+                                            "topologies",       "traces",            "window_samples", "windows"};
+
+constexpr const char* kChildLibraryEnv = "ROUTEPACK_TEST_CHILD_LIBRARY";
+constexpr const char* kChildInputEnv = "ROUTEPACK_TEST_CHILD_INPUT";
+
+}  // namespace
+
+class TstStorage : public QObject {
+    Q_OBJECT
+
+private:
+    fs::path dir_;
+    fs::path library_file(const std::string& name) { return dir_ / name; }
+
+    /// Writes `samples` routes as nested-JSON lines to `name` under the temp folder.
+    fs::path write_trace(const std::string& name, const std::vector<Routes>& samples) {
+        const fs::path p = dir_ / name;
+        test::write_file(p, nested_jsonl(samples));
+        return p;
+    }
+
+private Q_SLOTS:
+    void initTestCase() {
+        // Child mode of killedImportLeavesFileUnchanged: import until the sink _exit(3)s.
+        if (const char* lib = std::getenv(kChildLibraryEnv)) {
+            try {
+                auto library = Library::open(lib);
+                library->import_trace("killed", {fs::path(std::getenv(kChildInputEnv))}, nested_options());
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "child import failed: %s\n", e.what());
+                ::_exit(5);
+            }
+            ::_exit(4);  // the exit hook never fired
+        }
+        dir_ = test::temp_dir(QStringLiteral("storage"));
+    }
+    void cleanupTestCase() { fs::remove_all(dir_); }
+
+    void migratesEmptyFileToCurrentVersion() {
+        QCOMPARE(supported_schema_version(), 2);
+        const fs::path f = library_file("fresh.routepack");
+        {
+            auto lib = Library::open(f);
+            QCOMPARE(lib->schema_version(), supported_schema_version());
+            QCOMPARE(lib->path(), f);
+            QVERIFY(lib->traces().empty());
+            QVERIFY(lib->windows().empty());
+        }
+        RawDb raw(f);
+        QCOMPARE(q(raw.one("PRAGMA user_version")), QStringLiteral("2"));
+        QCOMPARE(q(raw.one("PRAGMA application_id")), QString::number(detail::kApplicationId));
+        QCOMPARE(q(raw.one("PRAGMA journal_mode")), QStringLiteral("wal"));
+        QCOMPARE(raw.tables(), kTablesV2);
+        // Foreign keys are declared (spot checks).
+        QCOMPARE(q(raw.one("SELECT \"table\" FROM pragma_foreign_key_list('samples')")), QStringLiteral("traces"));
+        QCOMPARE(q(raw.one("SELECT \"table\" FROM pragma_foreign_key_list('window_samples') WHERE \"from\" = "
+                           "'sample_ref'")),
+                 QStringLiteral("samples"));
+        QCOMPARE(raw.rows("SELECT \"table\" FROM pragma_foreign_key_list('plans') ORDER BY 1"),
+                 (std::vector<std::string>{"topologies", "windows"}));
+    }
+
+    void migratesZeroByteFile() {
+        const fs::path f = library_file("empty.routepack");
+        test::write_file(f, "");
+        auto lib = Library::open(f, /*create=*/false);
+        QCOMPARE(lib->schema_version(), 2);
+    }
+
+    void migratesFromVersion1() {
+        const fs::path f = library_file("v1.routepack");
+        {
+            RawDb raw(f);
+            raw.exec(detail::migrations()[0].sql);
+            raw.exec("PRAGMA application_id = " + std::to_string(detail::kApplicationId));
+            raw.exec("PRAGMA user_version = 1");
+            raw.exec("INSERT INTO models (name, num_hidden_layers, experts, top_k, moe_layers, source) "
+                     "VALUES ('m', 1, 2, 1, '[0]', 's')");
+            QCOMPARE(raw.tables().size(), std::size_t{7});
+        }
+        auto lib = Library::open(f, false);
+        QCOMPARE(lib->schema_version(), 2);
+        RawDb raw(f);
+        QCOMPARE(raw.tables(), kTablesV2);
+        QCOMPARE(q(raw.one("SELECT count(*) FROM models")), QStringLiteral("1"));
+    }
+
+    void failedMigrationChangesNothing() {
+        // A file at version 1 holding a table that migration 2 wants to create: migration 2 fails
+        // and, all pending migrations being one transaction, nothing of it remains.
+        const fs::path f = library_file("v1-conflict.routepack");
+        {
+            RawDb raw(f);
+            raw.exec(detail::migrations()[0].sql);
+            raw.exec("CREATE TABLE runs (x)");
+            raw.exec("PRAGMA application_id = " + std::to_string(detail::kApplicationId));
+            raw.exec("PRAGMA user_version = 1");
+        }
+        const std::string before = dump_of(f);
+        const std::string err = error_of<std::runtime_error>([&] { Library::open(f, false); });
+        QVERIFY2(err.find("schema migration 2") != std::string::npos, err.c_str());
+        QCOMPARE(q(dump_of(f)), q(before));
+        RawDb raw(f);
+        QCOMPARE(q(raw.one("PRAGMA user_version")), QStringLiteral("1"));
+        QCOMPARE(q(raw.one("SELECT count(*) FROM sqlite_master WHERE name = 'topologies'")), QStringLiteral("0"));
+    }
+
+    void refusesNewerSchema() {
+        const fs::path f = library_file("newer.routepack");
+        Library::open(f).reset();
+        const int newer = supported_schema_version() + 1;
+        RawDb(f).exec("PRAGMA user_version = " + std::to_string(newer));
+        const std::string before = dump_of(f);
+        QCOMPARE(q(error_of<InputError>([&] { Library::open(f); })),
+                 q(f.string() + ": library schema version " + std::to_string(newer) +
+                   " is newer than this build supports (" + std::to_string(supported_schema_version()) +
+                   "); use a newer RoutePack Studio"));
+        QCOMPARE(q(dump_of(f)), q(before));
+    }
+
+    void refusesNonSqliteFile() {
+        const fs::path f = library_file("notes.txt");
+        const std::string text = "these are my notes, not a database; long enough to look like a header.\n";
+        test::write_file(f, text);
+        QCOMPARE(q(error_of<InputError>([&] { Library::open(f); })),
+                 q(f.string() + ": not a RoutePack library (file is not an SQLite database)"));
+        QCOMPARE(q(test::read_file(f)), q(text));
+        QVERIFY(!fs::exists(f.string() + "-wal"));
+        // A short file too.
+        const fs::path g = library_file("short.bin");
+        test::write_file(g, "SQLite");
+        QCOMPARE(q(error_of<InputError>([&] { Library::open(g, false); })),
+                 q(g.string() + ": not a RoutePack library (file is not an SQLite database)"));
+    }
+
+    void refusesMissingFileWithoutCreate() {
+        const fs::path f = library_file("absent.routepack");
+        QCOMPARE(q(error_of<InputError>([&] { Library::open(f, false); })), q(f.string() + ": no such library"));
+        QVERIFY(!fs::exists(f));
+    }
+
+    void refusesForeignSqliteDatabase() {
+        const fs::path f = library_file("music.db");
+        RawDb(f).exec("CREATE TABLE songs (title TEXT); CREATE TABLE albums (name TEXT); INSERT INTO songs VALUES ('x')");
+        const std::string before = dump_of(f);
+        QCOMPARE(q(error_of<InputError>([&] { Library::open(f); })),
+                 q(f.string() + ": not a RoutePack library (SQLite database with 2 tables of another program: "
+                                "albums, songs)"));
+        QCOMPARE(q(dump_of(f)), q(before));
+        // Another program's application id.
+        const fs::path g = library_file("other-app.db");
+        RawDb(g).exec("PRAGMA application_id = 1234");
+        QCOMPARE(q(error_of<InputError>([&] { Library::open(g); })),
+                 q(g.string() + ": not a RoutePack library (SQLite application id 0x000004d2 belongs to another "
+                                "program)"));
+    }
+
+    void inMemoryLibrary() {
+        auto lib = Library::open(":memory:");
+        QCOMPARE(lib->schema_version(), 2);
+        QVERIFY(lib->traces().empty());
+    }
+
+    void countsBlobRoundTrip() {
+        const std::vector<std::uint32_t> values = {0, 127, 128, 16383, 16384, 1, 255, 300, 4294967295u};
+        const auto blob = detail::encode_counts(values);
+        const std::vector<std::uint8_t> expected = {0x01, 0x00, 0x7f, 0x80, 0x01, 0xff, 0x7f, 0x80, 0x80, 0x01,
+                                                    0x01, 0xff, 0x01, 0xac, 0x02, 0xff, 0xff, 0xff, 0xff, 0x0f};
+        QCOMPARE(blob, expected);
+        std::vector<std::uint32_t> back(values.size());
+        detail::decode_counts(blob, back);
+        QCOMPARE(back, values);
+        // Empty shape, and the uint64 totals with their own tag.
+        QCOMPARE(detail::encode_counts({}), std::vector<std::uint8_t>{0x01});
+        const std::vector<std::uint64_t> totals = {0, 127, 128, 4294967295ull, 4294967296ull, ~0ull};
+        const auto tblob = detail::encode_totals(totals);
+        QCOMPARE(tblob.front(), std::uint8_t{0x02});
+        QCOMPARE(tblob.size(), std::size_t{1 + 1 + 1 + 2 + 5 + 5 + 10});
+        std::vector<std::uint64_t> tback(totals.size());
+        detail::decode_totals(tblob, tback);
+        QCOMPARE(tback, totals);
+    }
+
+    void countsBlobRejectsDamage_data() {
+        QTest::addColumn<QByteArray>("blob");
+        QTest::addColumn<int>("n");
+        QTest::addColumn<QString>("why");
+        auto b = [](std::initializer_list<int> v) {
+            QByteArray a;
+            for (int x : v) a.append(static_cast<char>(x));
+            return a;
+        };
+        QTest::newRow("empty") << b({}) << 1 << QStringLiteral("empty counts blob");
+        QTest::newRow("tag") << b({0x02, 0x00}) << 1 << QStringLiteral("unknown counts blob format tag 2 (expected 1)");
+        QTest::newRow("truncated") << b({0x01, 0x05, 0x80}) << 2 << QStringLiteral("counts blob ends after 1 of 2 values");
+        QTest::newRow("short") << b({0x01, 0x05}) << 2 << QStringLiteral("counts blob ends after 1 of 2 values");
+        QTest::newRow("trailing") << b({0x01, 0x05, 0x06}) << 1
+                                  << QStringLiteral("counts blob has 1 bytes after its 1 values");
+        QTest::newRow("overflow") << b({0x01, 0xff, 0xff, 0xff, 0xff, 0x1f}) << 1
+                                  << QStringLiteral("value 0 overflows 32 bits");
+        QTest::newRow("too long") << b({0x01, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00}) << 1
+                                  << QStringLiteral("value 0 is too long");
+        QTest::newRow("overlong") << b({0x01, 0x80, 0x00}) << 1 << QStringLiteral("value 0 has an overlong encoding");
+    }
+    void countsBlobRejectsDamage() {
+        QFETCH(QByteArray, blob);
+        QFETCH(int, n);
+        QFETCH(QString, why);
+        std::vector<std::uint8_t> bytes(blob.begin(), blob.end());
+        std::vector<std::uint32_t> out(static_cast<std::size_t>(n));
+        QCOMPARE(q(error_of<detail::BlobError>([&] { detail::decode_counts(bytes, out); })), why);
+    }
+
+    void importAndLoadBack() {
+        const fs::path f = library_file("import.routepack");
+        const auto routes = make_routes(6, 1);
+        const fs::path input = write_trace("in/a.jsonl", routes);
+        auto lib = Library::open(f);
+        std::vector<ImportProgress> seen;
+        const ImportSummary s =
+            lib->import_trace("t1", {input}, nested_options(), [&](const ImportProgress& p) { seen.push_back(p); });
+        QCOMPARE(s.samples, std::size_t{6});
+        QCOMPARE(s.files, std::size_t{1});
+        QVERIFY(!seen.empty());
+        QCOMPARE(seen.back().samples, std::size_t{6});
+
+        const auto list = lib->traces();
+        QCOMPARE(list.size(), std::size_t{1});
+        const TraceEntry& t = list.front();
+        QCOMPARE(q(t.name), QStringLiteral("t1"));
+        QCOMPARE(q(t.format), QStringLiteral("nested-json"));
+        QVERIFY(!t.load_only);
+        QCOMPARE(t.samples, std::size_t{6});
+        QVERIFY(t.model == tiny_model());
+        QCOMPARE(q(t.fingerprint), q(hex64(s.fingerprint)));
+        QCOMPARE(q(t.fingerprint), q(hex64(fnv1a64(test::read_file(input).data(), test::read_file(input).size()))));
+        QCOMPARE(t.notes, s.notes);
+        QVERIFY(t.imported_at.size() == 20 && t.imported_at.back() == 'Z');
+        QCOMPARE(lib->trace("t1").id, t.id);
+
+        // Whole trace: exact counts, metadata equal to the in-memory import of the same file.
+        const Trace mem = import_trace_to_memory({input}, nested_options());
+        const Trace loaded = lib->load_trace("t1");
+        QVERIFY(loaded.model == tiny_model());
+        QCOMPARE(q(loaded.format), QStringLiteral("nested-json"));
+        QCOMPARE(loaded.size(), std::size_t{6});
+        QVERIFY(loaded.samples == mem.samples);
+        QCOMPARE(loaded.counts, mem.counts);
+        for (std::size_t i = 0; i < routes.size(); ++i) {
+            const auto c = loaded.sample_counts(i);
+            QCOMPARE(std::vector<std::uint32_t>(c.begin(), c.end()), expected_counts(routes[i]));
+            QCOMPARE(loaded.samples[i].routed_rows, static_cast<std::int64_t>(routes[i].size()));
+        }
+        QVERIFY(lib->samples("t1") == mem.samples);
+
+        // Per-layer totals.
+        std::vector<std::uint64_t> totals(8, 0);
+        for (const auto& r : routes) {
+            const auto c = expected_counts(r);
+            for (std::size_t k = 0; k < 8; ++k) totals[k] += c[k];
+        }
+        QCOMPARE(lib->layer_totals("t1"), totals);
+
+        // Chosen samples in the given order.
+        const std::vector<std::string> ids = {mem.samples[4].id, mem.samples[0].id, mem.samples[2].id};
+        const Trace some = lib->load_samples("t1", ids);
+        QCOMPARE(some.size(), std::size_t{3});
+        for (std::size_t k = 0; k < 3; ++k) {
+            const std::size_t i = k == 0 ? 4 : k == 1 ? 0 : 2;
+            QVERIFY(some.samples[k] == mem.samples[i]);
+            const auto c = some.sample_counts(k);
+            QCOMPARE(std::vector<std::uint32_t>(c.begin(), c.end()), expected_counts(routes[i]));
+        }
+        QCOMPARE(q(error_of<InputError>([&] { lib->load_samples("t1", {ids[0], "nope"}); })),
+                 QStringLiteral("trace 't1' has no sample 'nope'"));
+        QCOMPARE(q(error_of<InputError>([&] { lib->trace("t9"); })), q("no trace named 't9' in " + f.string()));
+        QCOMPARE(q(error_of<InputError>([&] { lib->load_trace("t9"); })), q("no trace named 't9' in " + f.string()));
+
+        // Source files with their sizes; counts are one blob per sample.
+        RawDb raw(f);
+        QCOMPARE(raw.rows("SELECT position, path, size FROM source_files"),
+                 (std::vector<std::string>{"0|" + input.string() + "|" + std::to_string(fs::file_size(input))}));
+        QCOMPARE(q(raw.one("SELECT count(*) FROM samples")), QStringLiteral("6"));
+        QCOMPARE(q(raw.one("SELECT DISTINCT hex(substr(counts, 1, 1)) FROM samples")), QStringLiteral("01"));
+    }
+
+    void reopenKeepsData() {
+        const fs::path f = library_file("reopen.routepack");
+        const auto routes = make_routes(5, 2);
+        const fs::path input = write_trace("reopen/a.jsonl", routes);
+        Trace before;
+        {
+            auto lib = Library::open(f);
+            lib->import_trace("t", {input}, nested_options());
+            before = lib->load_trace("t");
+            lib->create_window("t", "w", {before.samples[1].id, before.samples[3].id}, "ids");
+        }
+        const std::string dump = dump_of(f);
+        auto lib = Library::open(f, false);
+        QCOMPARE(lib->schema_version(), 2);
+        const Trace after = lib->load_trace("t");
+        QVERIFY(after.samples == before.samples);
+        QCOMPARE(after.counts, before.counts);
+        QCOMPARE(lib->window_sample_ids("t", "w"), (std::vector<std::string>{before.samples[1].id, before.samples[3].id}));
+        lib.reset();
+        QCOMPARE(q(dump_of(f)), q(dump));
+    }
+
+    void failedImportLeavesFileUnchanged() {
+        const fs::path f = library_file("fail.routepack");
+        const fs::path first = write_trace("fail/a.jsonl", make_routes(4, 3));
+        const fs::path second = write_trace("fail/b.jsonl", make_routes(8, 4));
+        auto lib = Library::open(f);
+        lib->import_trace("kept", {first}, nested_options());
+        lib->create_window("kept", "w", {lib->samples("kept")[0].id}, "first 1");
+        const std::string counts = RawDb(f).counts();
+        const std::string dump = dump_of(f);
+
+        lib->set_fail_after_samples_for_testing(3);
+        QCOMPARE(q(error_of<std::runtime_error>([&] { lib->import_trace("broken", {second}, nested_options()); })),
+                 QStringLiteral("injected failure after 3 samples"));
+        QCOMPARE(q(RawDb(f).counts()), q(counts));
+        QCOMPARE(q(dump_of(f)), q(dump));
+        QCOMPARE(lib->traces().size(), std::size_t{1});
+
+        // The same connection still works, and the import succeeds without the hook.
+        lib->set_fail_after_samples_for_testing(0);
+        lib->import_trace("broken", {second}, nested_options());
+        QCOMPARE(lib->trace("broken").samples, std::size_t{8});
+        lib.reset();
+        QCOMPARE(q(RawDb(f).one("PRAGMA quick_check")), QStringLiteral("ok"));
+    }
+
+    void importerErrorLeavesFileUnchanged() {
+        const fs::path f = library_file("bad.routepack");
+        const fs::path good = write_trace("bad/a.jsonl", make_routes(3, 5));
+        const fs::path bad = dir_ / "bad/b.jsonl";
+        test::write_file(bad, "[[[0,1],[2,3]]]\n[[[0,9],[2,3]]]\n");  // expert 9 >= E
+        auto lib = Library::open(f);
+        lib->import_trace("kept", {good}, nested_options());
+        const std::string dump = dump_of(f);
+        const std::string err = error_of<InputError>([&] { lib->import_trace("bad", {bad}, nested_options()); });
+        QVERIFY2(err.find(bad.string()) != std::string::npos, err.c_str());
+        QCOMPARE(q(dump_of(f)), q(dump));
+    }
+
+    void cancelledImportLeavesFileUnchanged() {
+        const fs::path f = library_file("cancel.routepack");
+        std::vector<fs::path> inputs;
+        for (int k = 0; k < 4; ++k)
+            inputs.push_back(write_trace("cancel/part" + std::to_string(k) + ".jsonl", make_routes(5, 10 + k)));
+        auto lib = Library::open(f);
+        lib->import_trace("kept", {inputs[0]}, nested_options());
+        const std::string dump = dump_of(f);
+
+        // Set before the import starts.
+        std::atomic<bool> cancel{true};
+        QCOMPARE(q(error_of<Cancelled>([&] { lib->import_trace("c1", {inputs[1]}, nested_options(), {}, &cancel); })),
+                 QStringLiteral("cancelled"));
+        QCOMPARE(q(dump_of(f)), q(dump));
+
+        // Set from the progress callback after the first file's samples were written.
+        cancel = false;
+        std::size_t written = 0;
+        auto progress = [&](const ImportProgress& p) {
+            written = p.samples;
+            cancel = true;
+        };
+        const std::vector<fs::path> rest(inputs.begin() + 1, inputs.end());
+        QCOMPARE(q(error_of<Cancelled>([&] { lib->import_trace("c2", rest, nested_options(), progress, &cancel); })),
+                 QStringLiteral("cancelled"));
+        QVERIFY(written >= 5);
+        QCOMPARE(q(dump_of(f)), q(dump));
+    }
+
+    void duplicateImportDetected() {
+        const fs::path f = library_file("dup.routepack");
+        const auto routes = make_routes(3, 6);
+        const fs::path input = write_trace("dup/a.jsonl", routes);
+        const fs::path copy = write_trace("dup/copy-of-a.jsonl", routes);  // same bytes, other path
+        auto lib = Library::open(f);
+        lib->import_trace("original", {input}, nested_options());
+        const std::string dump = dump_of(f);
+        QCOMPARE(q(error_of<InputError>([&] { lib->import_trace("again", {copy}, nested_options()); })),
+                 QStringLiteral("these files were already imported as trace 'original'"));
+        QCOMPARE(q(dump_of(f)), q(dump));
+        QCOMPARE(q(error_of<InputError>([&] { lib->import_trace("original", {input}, nested_options()); })),
+                 q("trace 'original' already exists in " + f.string()));
+        QCOMPARE(q(error_of<InputError>([&] { lib->import_trace("", {input}, nested_options()); })),
+                 QStringLiteral("trace name must not be empty"));
+        QCOMPARE(q(dump_of(f)), q(dump));
+    }
+
+    void windowsInOrder() {
+        const fs::path f = library_file("windows.routepack");
+        const auto routes = make_routes(8, 7);
+        const auto routes2 = make_routes(3, 8);
+        auto lib = Library::open(f);
+        lib->import_trace("t", {write_trace("win/a.jsonl", routes)}, nested_options());
+        lib->import_trace("u", {write_trace("win/b.jsonl", routes2)}, nested_options());
+        const auto all = lib->samples("t");
+        const std::vector<std::string> ids = {all[5].id, all[1].id, all[7].id, all[0].id};
+        const WindowEntry w = lib->create_window("t", "step-1", ids, "ids chosen by hand");
+        QCOMPARE(q(w.trace), QStringLiteral("t"));
+        QCOMPARE(q(w.name), QStringLiteral("step-1"));
+        QCOMPARE(w.samples, std::size_t{4});
+        lib->create_window("t", "step-0", {all[2].id, all[3].id}, "first 2");
+        lib->create_window("u", "step-0", {lib->samples("u")[0].id}, "first 1");
+
+        const auto listed = lib->windows();
+        QCOMPARE(listed.size(), std::size_t{3});
+        QCOMPARE(q(listed[0].name + "/" + listed[1].name + "/" + listed[2].trace + ":" + listed[2].name),
+                 QStringLiteral("step-1/step-0/u:step-0"));
+        QCOMPARE(listed[0].id, w.id);
+        QCOMPARE(q(listed[0].definition), QStringLiteral("ids chosen by hand"));
+        QCOMPARE(lib->windows("t").size(), std::size_t{2});
+        QCOMPARE(lib->windows("u").size(), std::size_t{1});
+
+        QCOMPARE(lib->window_sample_ids("t", "step-1"), ids);
+        const Trace loaded = lib->load_window("t", "step-1");
+        QCOMPARE(loaded.size(), std::size_t{4});
+        const std::size_t order[] = {5, 1, 7, 0};
+        for (std::size_t k = 0; k < 4; ++k) {
+            QVERIFY(loaded.samples[k] == all[order[k]]);
+            const auto c = loaded.sample_counts(k);
+            QCOMPARE(std::vector<std::uint32_t>(c.begin(), c.end()), expected_counts(routes[order[k]]));
+        }
+    }
+
+    void windowErrors() {
+        const fs::path f = library_file("window-errors.routepack");
+        auto lib = Library::open(f);
+        lib->import_trace("t", {write_trace("werr/a.jsonl", make_routes(4, 9))}, nested_options());
+        const auto all = lib->samples("t");
+        lib->create_window("t", "w", {all[0].id}, "first 1");
+        const std::string dump = dump_of(f);
+        const std::string file = f.string();
+
+        QCOMPARE(q(error_of<InputError>([&] { lib->create_window("nope", "x", {all[0].id}, ""); })),
+                 q("no trace named 'nope' in " + file));
+        QCOMPARE(q(error_of<InputError>([&] { lib->create_window("t", "x", {all[0].id, "ghost"}, ""); })),
+                 QStringLiteral("window 'x': trace 't' has no sample 'ghost'"));
+        QCOMPARE(q(error_of<InputError>([&] { lib->create_window("t", "x", {all[0].id, all[1].id, all[0].id}, ""); })),
+                 q("window 'x' of trace 't' lists sample '" + all[0].id + "' twice (entries 1 and 3)"));
+        QCOMPARE(q(error_of<InputError>([&] { lib->create_window("t", "x", {}, ""); })),
+                 QStringLiteral("window 'x' of trace 't' lists no samples"));
+        QCOMPARE(q(error_of<InputError>([&] { lib->create_window("t", "w", {all[1].id}, ""); })),
+                 q("trace 't' already has a window named 'w' in " + file));
+        QCOMPARE(q(error_of<InputError>([&] { lib->create_window("t", "", {all[1].id}, ""); })),
+                 QStringLiteral("window name must not be empty (trace 't')"));
+        QCOMPARE(q(error_of<InputError>([&] { lib->window_sample_ids("t", "zz"); })),
+                 q("trace 't' has no window named 'zz' in " + file));
+        QCOMPARE(q(error_of<InputError>([&] { lib->load_window("t", "zz"); })),
+                 q("trace 't' has no window named 'zz' in " + file));
+        QCOMPARE(q(error_of<InputError>([&] { lib->windows("nope"); })), q("no trace named 'nope' in " + file));
+        QCOMPARE(q(dump_of(f)), q(dump));
+    }
+
+    void aggregateTraceIsLoadOnly() {
+        const fs::path f = library_file("aggregate.routepack");
+        const fs::path input = dir_ / "agg/counts.json";
+        test::write_file(input, R"({"counts": [[1, 2, 3], [4, 5, 4294967296]], "num_layers": 2, "num_experts": 3,)"
+                                R"( "src": "unit test"})");
+        auto lib = Library::open(f);
+        ImportOptions o;
+        o.format = TraceFormat::Aggregate;
+        lib->import_trace("agg", {input}, o);
+        const TraceEntry t = lib->trace("agg");
+        QVERIFY(t.load_only);
+        QCOMPARE(t.samples, std::size_t{0});
+        QCOMPARE(q(t.format), QStringLiteral("aggregate"));
+        QCOMPARE(t.model.experts, 3);
+        QCOMPARE(t.model.num_moe_layers(), 2);
+        QCOMPARE(lib->layer_totals("agg"), (std::vector<std::uint64_t>{1, 2, 3, 4, 5, 4294967296ull}));
+        QVERIFY(lib->samples("agg").empty());
+        const std::string file = f.string();
+        QCOMPARE(q(error_of<InputError>([&] { lib->load_trace("agg"); })),
+                 q("trace 'agg' in " + file +
+                   " is load-only (per-layer expert totals, no samples): it cannot be loaded as samples"));
+        QCOMPARE(q(error_of<InputError>([&] { lib->create_window("agg", "w", {"x"}, ""); })),
+                 q("trace 'agg' in " + file + " is load-only (per-layer expert totals, no samples): windows need samples"));
+        QCOMPARE(q(RawDb(f).one("SELECT source FROM aggregate_totals")), QStringLiteral("unit test"));
+    }
+
+    void killedImportLeavesFileUnchanged() {
+        const fs::path f = library_file("killed.routepack");
+        const fs::path first = write_trace("killed/a.jsonl", make_routes(3, 11));
+        std::vector<Routes> many = make_routes(40, 12);
+        const fs::path second = write_trace("killed/b.jsonl", many);
+        {
+            auto lib = Library::open(f);
+            lib->import_trace("kept", {first}, nested_options());
+        }
+        const std::string dump = dump_of(f);
+
+        // fork() + exec of this test binary (not a bare fork: the parent already runs TBB and Qt
+        // threads, which a forked child must not use). The child imports until its sink calls
+        // _exit(3) after 25 samples, inside the open transaction.
+        const std::string exe = QCoreApplication::applicationFilePath().toStdString();
+        const std::string env_lib = std::string(kChildLibraryEnv) + "=" + f.string();
+        const std::string env_in = std::string(kChildInputEnv) + "=" + second.string();
+        const std::string env_exit = "ROUTEPACK_TEST_EXIT_AFTER_SAMPLES=25";
+        std::vector<std::string> env_strings = {env_lib, env_in, env_exit};
+        for (char** e = environ; *e; ++e) {
+            const std::string s = *e;
+            if (s.rfind("ROUTEPACK_TEST_", 0) != 0) env_strings.push_back(s);
+        }
+        std::vector<char*> envp;
+        for (auto& s : env_strings) envp.push_back(s.data());
+        envp.push_back(nullptr);
+        std::string arg0 = exe, arg1 = "initTestCase", arg2 = "-silent";
+        char* argv[] = {arg0.data(), arg1.data(), arg2.data(), nullptr};
+
+        const pid_t pid = ::fork();
+        QVERIFY(pid >= 0);
+        if (pid == 0) {
+            ::execve(exe.c_str(), argv, envp.data());
+            ::_exit(127);
+        }
+        int status = 0;
+        QCOMPARE(::waitpid(pid, &status, 0), pid);
+        QVERIFY(WIFEXITED(status));
+        QCOMPARE(WEXITSTATUS(status), 3);  // died inside the import, not after it
+        QVERIFY(fs::exists(f.string() + "-wal"));  // the dead writer's WAL is still there
+
+        {
+            RawDb raw(f);
+            QCOMPARE(q(raw.one("PRAGMA quick_check")), QStringLiteral("ok"));
+        }
+        QCOMPARE(q(dump_of(f)), q(dump));
+        auto lib = Library::open(f, false);
+        QCOMPARE(lib->traces().size(), std::size_t{1});
+        QCOMPARE(q(lib->traces().front().name), QStringLiteral("kept"));
+        // And the interrupted import can be redone.
+        lib->import_trace("killed", {second}, nested_options());
+        QCOMPARE(lib->trace("killed").samples, std::size_t{40});
+    }
+};
+
+QTEST_GUILESS_MAIN(TstStorage)
+#include "tst_storage.moc"
