@@ -228,6 +228,7 @@ void parse_nested_json(const SourceFile& f, const ModelDescription& m, const Emi
             if (!wire_int_from_name(*sax.dtype, t))
                 throw InputError(where + ": dtype '" + *sax.dtype + "' is not an integer type");
         }
+        if (sax.rows == 0) throw InputError(where + ": no routed rows");
         routes.rows = sax.rows;
         routes.axis_layers = sax.layers;
         routes.axis_layer_ids = resolve_layer_axis(routes.axis_layers, m, where);

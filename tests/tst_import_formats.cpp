@@ -303,7 +303,7 @@ private Q_SLOTS:
         add("bad fortran", npy_file(1, "{'descr': '<i4', 'fortran_order': 0, 'shape': (4,), }", data16),
             "w: bad .npy header: 'fortran_order' is not True or False");
         add("bad shape", npy_file(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (2, x), }", data16),
-            "w: bad .npy header: 'shape' holds a non-integer at offset 55");
+            "w: bad .npy header: 'shape' holds a non-integer at offset 54");
         add("u4 out of int32", npy_file(1, "{'descr': '<u4', 'fortran_order': False, 'shape': (2,), }",
                                         bytes({1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff})),
             "w: .npy value 4294967295 at element 1 does not fit int32");
@@ -332,8 +332,8 @@ private Q_SLOTS:
         QCOMPARE(f.substr(128), bytes({0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0}));
         QCOMPARE(f, npy_file(1, dict, bytes({0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0})));
         // 1-D shape text and narrow / big-endian descrs round trip through the reader.
-        QCOMPARE(encode_npy({3}, {1, 2, 3}, "|u1").substr(10, 56),
-                 std::string("{'descr': '|u1', 'fortran_order': False, 'shape': (3,), }"));
+        const std::string dict1 = "{'descr': '|u1', 'fortran_order': False, 'shape': (3,), }";
+        QCOMPARE(encode_npy({3}, {1, 2, 3}, "|u1").substr(10, dict1.size()), dict1);
         const std::vector<std::int32_t> v = {0, 1, -1, 127, -128, 5};
         for (const char* d : {"|i1", "<i2", ">i2", "<i4", ">i4", "<i8", ">i8"}) {
             const NpyArray a = parse_npy(encode_npy({2, 3}, v, d), d);
@@ -523,7 +523,7 @@ private Q_SLOTS:
                  QStringLiteral("in/z.npz: not a valid .npz (zip) archive: Not a zip archive"));
         QCOMPARE(error_of([&] { run(Npz, source("z.npz", z.substr(0, z.size() - 3)), m); }),
                  QStringLiteral("in/z.npz: not a valid .npz (zip) archive: Not a zip archive"));
-        QCOMPARE(error_of([&] { run(Npz, source("z.npz", "")), m); }), QStringLiteral("in/z.npz: empty file"));
+        QCOMPARE(error_of([&] { run(Npz, source("z.npz", ""), m); }), QStringLiteral("in/z.npz: empty file"));
         // Flip the last data byte of the stored entry: libzip's CRC check fails on reading.
         std::string bad = z;
         const std::size_t at = bad.find(i4);
@@ -658,7 +658,7 @@ private Q_SLOTS:
             "in/s.json: malformed JSON at byte 39: syntax error while parsing value - invalid string: missing closing "
             "quote; last read: '\"AAAA'");
         add("sglang truncated line", SGLang, "s.jsonl", sglang_record(kRoutesI32) + "\n{\"meta_info\": {",
-            "in/s.jsonl: line 2: malformed JSON at byte 113: syntax error while parsing object key - unexpected end "
+            "in/s.jsonl: line 2: malformed JSON at byte 132: syntax error while parsing object key - unexpected end "
             "of input; expected string literal");
 
         // vLLM
@@ -747,11 +747,11 @@ private Q_SLOTS:
         add("nested layer axis neither", Nested, "j.json", "[[[1,3],[0,2],[0,1],[0,1],[0,1]]]",
             "in/j.json: sample j: " + neither);
         add("nested truncated", Nested, "j.json", "[[[1,3],[0,2]],[[3,2",
-            "in/j.json: malformed JSON at byte 20: syntax error while parsing value - unexpected end of input; "
-            "expected '[', '{', or a literal");
+            "in/j.json: malformed JSON at byte 21: syntax error while parsing array - unexpected end of input; "
+            "expected ']'");
         add("nested truncated line", Nested, "j.jsonl", "[[[1,3],[0,2]]]\n[[[1,3]",
-            "in/j.jsonl: line 2: malformed JSON at byte 23: syntax error while parsing value - unexpected end of "
-            "input; expected '[', '{', or a literal");
+            "in/j.jsonl: line 2: malformed JSON at byte 24: syntax error while parsing array - unexpected end of "
+            "input; expected ']'");
         add("nested empty", Nested, "j.json", "", "in/j.json: empty file");
         add("nested no data", Nested, "j.json", "{\"dtype\": \"int32\"}", "in/j.json: sample j: object has no \"data\" list");
         add("nested data not list", Nested, "j.json", "{\"data\": 5}", "in/j.json: sample j: \"data\" is not a list");

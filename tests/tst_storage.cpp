@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <set>
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -338,6 +339,36 @@ private Q_SLOTS:
         QCOMPARE(q(error_of<InputError>([&] { Library::open(g); })),
                  q(g.string() + ": not a RoutePack library (SQLite application id 0x000004d2 belongs to another "
                                 "program)"));
+    }
+
+    void refusesDamagedFile() {
+        const fs::path f = library_file("damaged.routepack");
+        {
+            auto lib = Library::open(f);
+            lib->import_trace("t", {write_trace("damaged/a.jsonl", make_routes(3000, 13))}, nested_options());
+        }
+        const auto pages = fs::file_size(f) / 4096;
+        QVERIFY(pages > 8);
+        {
+            // Overwrite the b-tree page header of a page in the middle of the file.
+            std::fstream io(f, std::ios::in | std::ios::out | std::ios::binary);
+            io.seekp(static_cast<std::streamoff>((pages / 2) * 4096));
+            const char junk[8] = {0x0d, '\xff', '\xff', '\xff', '\xff', '\xff', '\xff', '\xff'};
+            io.write(junk, sizeof junk);
+        }
+        const std::string err = error_of<InputError>([&] { Library::open(f, false); });
+        qInfo("%s", err.c_str());
+        QVERIFY2(err.rfind(f.string() + ": library is damaged (", 0) == 0, err.c_str());
+    }
+
+    void damagedCountsBlobNamesTheSample() {
+        const fs::path f = library_file("blob.routepack");
+        auto lib = Library::open(f);
+        lib->import_trace("t", {write_trace("blob/a.jsonl", make_routes(3, 14))}, nested_options());
+        const std::string id = lib->samples("t")[1].id;
+        RawDb(f).exec("UPDATE samples SET counts = x'0105' WHERE position = 1");
+        QCOMPARE(q(error_of<InputError>([&] { lib->load_trace("t"); })),
+                 q(f.string() + ": trace 't' sample '" + id + "': damaged counts (counts blob ends after 1 of 8 values)"));
     }
 
     void inMemoryLibrary() {
@@ -712,6 +743,7 @@ private Q_SLOTS:
         QCOMPARE(WEXITSTATUS(status), 3);  // died inside the import, not after it
         const auto wal_size = fs::file_size(f.string() + "-wal");  // the dead writer's WAL is still there
         qInfo("WAL left by the killed import: %llu bytes", static_cast<unsigned long long>(wal_size));
+        QVERIFY(wal_size > 0);  // uncommitted frames, which the next open must ignore
 
         {
             RawDb raw(f);
