@@ -155,7 +155,7 @@ JsonLayout json_layout(const SourceFile& f) {
     const std::size_t first = text.find_first_not_of(" \t\r\n");
     if (first == std::string_view::npos) throw InputError(f.path.string() + ": empty file");
     std::size_t eol = text.find('\n', first);
-    if (eol == std::string_view::npos || is_blank(text.substr(eol))) return {false};
+    if (eol == std::string_view::npos || is_blank(text.substr(eol))) return {f.path.extension() == ".jsonl"};
     const char* b = text.data() + first;
     const char* e = text.data() + eol;
     return {nlohmann::json::accept(b, e)};

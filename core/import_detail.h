@@ -44,8 +44,9 @@ struct JsonLayout {
     bool json_lines = false;
 };
 
-/// Decides the layout of `f`: JSON lines when it has at least two non-empty lines and the first
-/// one alone is a complete JSON value; a single document otherwise. InputError "<path>: empty
+/// Decides the layout of `f`: JSON lines when it has at least two non-blank lines and the first
+/// one alone is a complete JSON value, or when it has one non-blank line and the extension
+/// ".jsonl"; a single document otherwise (a one-line ".json" file is one document). InputError "<path>: empty
 /// file" when it holds only whitespace.
 JsonLayout json_layout(const SourceFile& f);
 

@@ -3,7 +3,7 @@
 // A record is a list [rows][layers][top_k] of expert ids, or an object {"data": that list,
 // "dtype": "..."} (Megatron's generic ndarray; dtype, when present, must name an integer type;
 // other keys are ignored). The file is either one record (sample id = file stem) or JSON lines of
-// records (line k -> "<stem>#<k>"). null or -1 = missing route. Every row must have the same
+// records (line k -> "<stem>#<k>"; a one-line ".jsonl" file is JSON lines too). null or -1 = missing route. Every row must have the same
 // number of layers and every layer exactly top_k ids; layer axis via resolve_layer_axis (all
 // layers or MoE only). t_i = rows + 1 (rule 1).
 //

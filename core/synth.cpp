@@ -167,8 +167,8 @@ void validate(const SynthConfig& c) {
     if (c.first_dense_layers >= c.num_hidden_layers)
         fail("first_dense_layers " + std::to_string(c.first_dense_layers) + " leaves no MoE layer (num_hidden_layers " +
              std::to_string(c.num_hidden_layers) + ")");
-    if (c.experts < 1 || c.experts > (1 << 24))
-        fail("experts must be in 1..16777216 (got " + std::to_string(c.experts) + ")");
+    if (c.experts < 1 || c.experts > (1 << 20))
+        fail("experts must be in 1..1048576 (got " + std::to_string(c.experts) + ")");
     if (c.top_k < 1) fail("top_k must be >= 1 (got " + std::to_string(c.top_k) + ")");
     if (c.top_k > c.experts)
         fail("top_k " + std::to_string(c.top_k) + " exceeds experts " + std::to_string(c.experts));

@@ -12,8 +12,7 @@ void put_varint(std::vector<std::uint8_t>& out, std::uint64_t v) {
     out.push_back(static_cast<std::uint8_t>(v));
 }
 
-template <typename T>
-std::vector<std::uint8_t> encode(std::uint8_t tag, std::span<const T> values) {
+template <typename T> std::vector<std::uint8_t> encode(std::uint8_t tag, std::span<const T> values) {
     std::vector<std::uint8_t> out;
     out.reserve(1 + values.size() + values.size() / 4);
     out.push_back(tag);
@@ -22,8 +21,7 @@ std::vector<std::uint8_t> encode(std::uint8_t tag, std::span<const T> values) {
 }
 
 /// Decodes values of `MaxBits` bits (32 or 64) into `out`.
-template <typename T, int MaxBits>
-void decode(std::span<const std::uint8_t> blob, std::uint8_t tag, std::span<T> out) {
+template <typename T, int MaxBits> void decode(std::span<const std::uint8_t> blob, std::uint8_t tag, std::span<T> out) {
     constexpr int max_bytes = (MaxBits + 6) / 7;  // 5 for 32 bits, 10 for 64 bits
     if (blob.empty()) throw BlobError("empty counts blob");
     if (blob[0] != tag)
@@ -36,8 +34,8 @@ void decode(std::span<const std::uint8_t> blob, std::uint8_t tag, std::span<T> o
         int shift = 0;
         for (int b = 0;; ++b) {
             if (pos >= n)
-                throw BlobError("counts blob ends after " + std::to_string(k) + " of " +
-                                std::to_string(out.size()) + " values");
+                throw BlobError("counts blob ends after " + std::to_string(k) + " of " + std::to_string(out.size()) +
+                                " values");
             if (b == max_bytes) throw BlobError("value " + std::to_string(k) + " is too long");
             const std::uint8_t byte = blob[pos++];
             const std::uint64_t bits = byte & 0x7f;

@@ -28,7 +28,7 @@ inline constexpr std::uint8_t kTotalsBlobTag = 0x02;  ///< LEB128 uint64 [L][E]
 
 /// A blob that does not decode; what() says why (without naming the file).
 class BlobError : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 

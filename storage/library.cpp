@@ -21,7 +21,9 @@ namespace routepack::storage {
 using detail::Statement;
 using detail::Transaction;
 
-int supported_schema_version() { return detail::latest_schema_version(); }
+int supported_schema_version() {
+    return detail::latest_schema_version();
+}
 
 namespace {
 
@@ -95,9 +97,15 @@ void check_identity(sqlite3* db, const std::filesystem::path& file) {
 void quick_check(sqlite3* db, const std::filesystem::path& file) {
     Statement st(db, file, "PRAGMA quick_check");
     std::vector<std::string> problems;
-    while (st.step()) {
-        std::string line = st.text(0);
-        if (line != "ok") problems.push_back(std::move(line));
+    try {
+        while (st.step()) {
+            std::string line = st.text(0);
+            if (line != "ok") problems.push_back(std::move(line));
+        }
+    } catch (const InputError&) {
+        // A damaged page can stop quick_check itself (SQLITE_CORRUPT) instead of being reported.
+        if ((sqlite3_errcode(db) & 0xff) != SQLITE_CORRUPT) throw;
+        problems.emplace_back(sqlite3_errmsg(db));
     }
     if (!problems.empty()) {
         std::string msg = file.string() + ": library is damaged (quick_check: " + problems.front();
@@ -106,8 +114,7 @@ void quick_check(sqlite3* db, const std::filesystem::path& file) {
     }
 }
 
-ModelDescription read_model(const Statement& st, int col, const std::filesystem::path& file,
-                            const std::string& trace) {
+ModelDescription read_model(const Statement& st, int col, const std::filesystem::path& file, const std::string& trace) {
     ModelDescription m;
     m.name = st.text(col);
     m.num_hidden_layers = static_cast<int>(st.int64(col + 1));
@@ -201,8 +208,7 @@ std::int64_t find_window_id(sqlite3* db, const std::filesystem::path& file, cons
                             const std::string& window) {
     Statement st(db, file, "SELECT id FROM windows WHERE trace_id = ?1 AND name = ?2");
     st.bind(1, t.id).bind(2, window);
-    if (!st.step())
-        throw InputError("trace '" + t.name + "' has no window named '" + window + "' in " + file.string());
+    if (!st.step()) throw InputError("trace '" + t.name + "' has no window named '" + window + "' in " + file.string());
     return st.int64(0);
 }
 
@@ -232,19 +238,20 @@ std::unique_ptr<Library> Library::open(const std::filesystem::path& file, bool c
     sqlite3_extended_result_codes(raw, 1);
     sqlite3_busy_timeout(raw, kBusyTimeoutMs);
 
-    check_identity(raw, file);                     // read-only: nothing written to a foreign/newer file
+    check_identity(raw, file);  // read-only: nothing written to a foreign/newer file
     detail::exec(raw, file, "PRAGMA foreign_keys = ON");
     {
         Statement wal(raw, file, "PRAGMA journal_mode = WAL");  // "memory" for :memory:
-        while (wal.step()) {
-        }
+        while (wal.step()) {}
     }
     quick_check(raw, file);
     detail::apply_migrations(raw, file);
     return lib;
 }
 
-int Library::schema_version() const { return pragma_int(db_, path_, "user_version"); }
+int Library::schema_version() const {
+    return pragma_int(db_, path_, "user_version");
+}
 
 ImportSummary Library::import_trace(const std::string& name, const std::vector<std::filesystem::path>& inputs,
                                     const ImportOptions& options, const ImportProgressFn& progress,
@@ -282,7 +289,9 @@ std::vector<TraceEntry> Library::traces() const {
     return out;
 }
 
-TraceEntry Library::trace(const std::string& name) const { return find_trace(db_, path_, name); }
+TraceEntry Library::trace(const std::string& name) const {
+    return find_trace(db_, path_, name);
+}
 
 std::vector<SampleInfo> Library::samples(const std::string& trace) const {
     const TraceEntry t = find_trace(db_, path_, trace);
@@ -331,7 +340,8 @@ Trace Library::load_samples(const std::string& trace, const std::vector<std::str
     out.samples.reserve(sample_ids.size());
     out.counts.reserve(sample_ids.size() * out.stride());
     Statement st(db_, path_,
-                 std::string("SELECT ") + kSampleColumns + " FROM samples s WHERE s.trace_id = ?1 AND s.sample_id = ?2");
+                 std::string("SELECT ") + kSampleColumns +
+                     " FROM samples s WHERE s.trace_id = ?1 AND s.sample_id = ?2");
     for (const std::string& id : sample_ids) {
         st.bind(1, t.id).bind(2, id);
         if (!st.step()) throw InputError("trace '" + trace + "' has no sample '" + id + "'");
@@ -427,8 +437,8 @@ WindowEntry Library::create_window(const std::string& trace, const std::string& 
 }
 
 std::vector<WindowEntry> Library::windows(const std::string& trace) const {
-    std::string sql =
-        "SELECT w.id, t.name, w.name, w.definition, w.sample_count FROM windows w JOIN traces t ON t.id = w.trace_id ";
+    std::string sql = "SELECT w.id, t.name, w.name, w.definition, w.sample_count FROM windows w JOIN traces "
+                      "t ON t.id = w.trace_id ";
     std::int64_t trace_id = 0;
     if (!trace.empty()) {
         trace_id = find_trace(db_, path_, trace).id;

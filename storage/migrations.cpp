@@ -200,9 +200,13 @@ int read_user_version(sqlite3* db, const std::filesystem::path& file) {
 
 }  // namespace
 
-std::span<const Migration> migrations() { return kMigrations; }
+std::span<const Migration> migrations() {
+    return kMigrations;
+}
 
-int latest_schema_version() { return kMigrations[std::size(kMigrations) - 1].version; }
+int latest_schema_version() {
+    return kMigrations[std::size(kMigrations) - 1].version;
+}
 
 int apply_migrations(sqlite3* db, const std::filesystem::path& file) {
     if (read_user_version(db, file) == latest_schema_version()) return latest_schema_version();

@@ -11,24 +11,20 @@ void throw_sqlite(sqlite3* db, int rc, const std::filesystem::path& file, std::s
     const std::string detail = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     const std::string prefix = file.string() + ": ";
     switch (rc & 0xff) {
-    case SQLITE_NOTADB:
-        throw InputError(prefix + "not a RoutePack library (file is not an SQLite database)");
-    case SQLITE_CORRUPT:
-        throw InputError(prefix + "library is damaged (" + detail + ") while " + std::string(what));
+    case SQLITE_NOTADB: throw InputError(prefix + "not a RoutePack library (file is not an SQLite database)");
+    case SQLITE_CORRUPT: throw InputError(prefix + "library is damaged (" + detail + ") while " + std::string(what));
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
-        throw InputError(prefix + "library is in use by another process (" + detail + ") while " +
-                         std::string(what) + "; try again");
+        throw InputError(prefix + "library is in use by another process (" + detail + ") while " + std::string(what) +
+                         "; try again");
     case SQLITE_FULL:
     case SQLITE_IOERR:
     case SQLITE_CANTOPEN:
     case SQLITE_READONLY:
     case SQLITE_PERM:
     case SQLITE_NOMEM:
-    case SQLITE_AUTH:
-        throw InputError(prefix + std::string(what) + ": " + detail);
-    default:
-        throw std::runtime_error(prefix + std::string(what) + ": " + detail);
+    case SQLITE_AUTH: throw InputError(prefix + std::string(what) + ": " + detail);
+    default: throw std::runtime_error(prefix + std::string(what) + ": " + detail);
     }
 }
 
@@ -39,13 +35,14 @@ void exec(sqlite3* db, const std::filesystem::path& file, const char* sql) {
     if (rc != SQLITE_OK) throw_sqlite(db, rc, file, std::string("executing '") + sql + "'");
 }
 
-Statement::Statement(sqlite3* db, const std::filesystem::path& file, std::string_view sql)
-    : db_(db), file_(file) {
+Statement::Statement(sqlite3* db, const std::filesystem::path& file, std::string_view sql) : db_(db), file_(file) {
     const int rc = sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()), &stmt_, nullptr);
     if (rc != SQLITE_OK) throw_sqlite(db, rc, file, "preparing '" + std::string(sql) + "'");
 }
 
-Statement::~Statement() { sqlite3_finalize(stmt_); }
+Statement::~Statement() {
+    sqlite3_finalize(stmt_);
+}
 
 namespace {
 void check_bind(sqlite3* db, int rc, const std::filesystem::path& file) {
@@ -64,8 +61,7 @@ Statement& Statement::bind(int index, double value) {
 }
 
 Statement& Statement::bind(int index, std::string_view text) {
-    check_bind(db_, sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_TRANSIENT, SQLITE_UTF8),
-               file_);
+    check_bind(db_, sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_TRANSIENT, SQLITE_UTF8), file_);
     return *this;
 }
 
@@ -94,8 +90,7 @@ bool Statement::step() {
 }
 
 void Statement::run() {
-    while (step()) {
-    }
+    while (step()) {}
     reset();
 }
 
@@ -104,9 +99,15 @@ void Statement::reset() {
     sqlite3_clear_bindings(stmt_);
 }
 
-bool Statement::is_null(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
-std::int64_t Statement::int64(int column) const { return sqlite3_column_int64(stmt_, column); }
-double Statement::real(int column) const { return sqlite3_column_double(stmt_, column); }
+bool Statement::is_null(int column) const {
+    return sqlite3_column_type(stmt_, column) == SQLITE_NULL;
+}
+std::int64_t Statement::int64(int column) const {
+    return sqlite3_column_int64(stmt_, column);
+}
+double Statement::real(int column) const {
+    return sqlite3_column_double(stmt_, column);
+}
 
 std::string Statement::text(int column) const {
     const auto* p = sqlite3_column_text(stmt_, column);

@@ -23,7 +23,7 @@ void exec(sqlite3* db, const std::filesystem::path& file, const char* sql);
 
 /// One prepared statement. Bind indices are 1-based, column indices 0-based (as in SQLite).
 class Statement {
-public:
+  public:
     Statement(sqlite3* db, const std::filesystem::path& file, std::string_view sql);
     ~Statement();
     Statement(const Statement&) = delete;
@@ -55,7 +55,7 @@ public:
     /// Bytes of a BLOB column, valid until the next step/reset.
     std::span<const std::uint8_t> blob(int column) const;
 
-private:
+  private:
     sqlite3* db_;
     std::filesystem::path file_;
     sqlite3_stmt* stmt_ = nullptr;
@@ -64,14 +64,14 @@ private:
 /// BEGIN IMMEDIATE ... COMMIT; the destructor rolls back unless commit() succeeded, so every
 /// exception (InputError, Cancelled, an injected test failure) leaves the file as before.
 class Transaction {
-public:
+  public:
     Transaction(sqlite3* db, const std::filesystem::path& file);
     ~Transaction();
     Transaction(const Transaction&) = delete;
     Transaction& operator=(const Transaction&) = delete;
     void commit();
 
-private:
+  private:
     sqlite3* db_;
     std::filesystem::path file_;
     bool open_ = false;

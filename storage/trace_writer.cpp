@@ -81,8 +81,8 @@ void TraceWriter::sample(SampleRecord&& record) {
     if (trace_id_ == 0) throw std::logic_error("TraceWriter::sample before begin");
     if (cancel_ && cancel_->load(std::memory_order_relaxed)) throw Cancelled();
     if (load_only_)
-        throw InputError(record.info.source_file + ": per-sample file in an aggregate (load-only) trace '" +
-                         name_ + "'; import aggregate totals and samples as separate traces");
+        throw InputError(record.info.source_file + ": per-sample file in an aggregate (load-only) trace '" + name_ +
+                         "'; import aggregate totals and samples as separate traces");
     if (record.counts.size() != stride_)
         throw std::logic_error("sample '" + record.info.id + "' has " + std::to_string(record.counts.size()) +
                                " counts, expected L*E = " + std::to_string(stride_));

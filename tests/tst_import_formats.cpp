@@ -343,7 +343,7 @@ private Q_SLOTS:
         }
         const std::vector<std::int32_t> u = {0, 1, 255};
         for (const char* d : {"|u1", "<u2", ">u2", "<u4", "<u8"}) QCOMPARE(parse_npy(encode_npy({3}, u, d), d).values, u);
-        QCOMPARE(encode_npy({1}, {0x0102}, ">i2").substr(64), bytes({1, 2}));
+        QCOMPARE(encode_npy({1}, {0x0102}, ">i2").substr(128), bytes({1, 2}));
         QCOMPARE(error_of([] { encode_npy({1}, {300}, "|u1"); }),
                  QStringLiteral("encode_npy: value 300 at element 0 does not fit |u1"));
         QCOMPARE(error_of([] { encode_npy({1}, {-1}, "<u2"); }),
@@ -583,6 +583,10 @@ private Q_SLOTS:
         QCOMPARE(recs.size(), std::size_t(1));
         QCOMPARE(recs[0].info.id, std::string("j"));
         QCOMPARE(counts_text(recs[0], m), kCounts);
+        // A one-line ".jsonl" file is JSON lines all the same: id "<stem>#0".
+        recs = run(Nested, source("one.jsonl", "[[[1,3],[0,2]],[[3,2],[2,1]]]\n"), m);
+        QCOMPARE(recs.size(), std::size_t(1));
+        QCOMPARE(recs[0].info.id, std::string("one#0"));
         // JSON lines: arrays and Megatron {"data", "dtype"} objects; null and -1 are missing.
         recs = run(Nested,
                    source("j.jsonl", "[[[1,3],[0,2]],[[3,2],[2,1]]]\n"

@@ -16,9 +16,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fcntl.h>
 #include <fstream>
 #include <set>
-#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,11 +28,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-QString q(const std::string& s) { return QString::fromStdString(s); }
+QString q(const std::string& s) {
+    return QString::fromStdString(s);
+}
 
 /// what() of the expected exception type, or a description of what happened instead.
-template <typename E, typename F>
-std::string error_of(F&& f) {
+template <typename E, typename F> std::string error_of(F&& f) {
     try {
         f();
     } catch (const E& e) {
@@ -176,15 +177,18 @@ struct RawDb {
     std::string counts() {
         return one("SELECT (SELECT count(*) FROM traces) || ' traces, ' || (SELECT count(*) FROM samples) || "
                    "' samples, ' || (SELECT count(*) FROM source_files) || ' files, ' || "
-                   "(SELECT count(*) FROM aggregate_totals) || ' totals, ' || (SELECT count(*) FROM models) || ' models'");
+                   "(SELECT count(*) FROM aggregate_totals) || ' totals, ' || (SELECT count(*) FROM models) "
+                   "|| ' models'");
     }
 };
 
-std::string dump_of(const fs::path& p) { return RawDb(p).dump(); }
+std::string dump_of(const fs::path& p) {
+    return RawDb(p).dump();
+}
 
-const std::vector<std::string> kTablesV2 = {"aggregate_totals", "annealing_history", "models",       "plans",
-                                            "run_results",      "runs",              "samples",      "source_files",
-                                            "topologies",       "traces",            "window_samples", "windows"};
+const std::vector<std::string> kTablesV2 = {
+    "aggregate_totals", "annealing_history", "models",     "plans",  "run_results",    "runs",
+    "samples",          "source_files",      "topologies", "traces", "window_samples", "windows"};
 
 constexpr const char* kChildLibraryEnv = "ROUTEPACK_TEST_CHILD_LIBRARY";
 constexpr const char* kChildInputEnv = "ROUTEPACK_TEST_CHILD_INPUT";
@@ -194,7 +198,7 @@ constexpr const char* kChildInputEnv = "ROUTEPACK_TEST_CHILD_INPUT";
 class TstStorage : public QObject {
     Q_OBJECT
 
-private:
+  private:
     fs::path dir_;
     fs::path library_file(const std::string& name) { return dir_ / name; }
 
@@ -205,7 +209,7 @@ private:
         return p;
     }
 
-private Q_SLOTS:
+  private Q_SLOTS:
     void initTestCase() {
         // Child mode of killedImportLeavesFileUnchanged: import until the sink _exit(3)s.
         if (const char* lib = std::getenv(kChildLibraryEnv)) {
@@ -327,7 +331,8 @@ private Q_SLOTS:
 
     void refusesForeignSqliteDatabase() {
         const fs::path f = library_file("music.db");
-        RawDb(f).exec("CREATE TABLE songs (title TEXT); CREATE TABLE albums (name TEXT); INSERT INTO songs VALUES ('x')");
+        RawDb(f).exec("CREATE TABLE songs (title TEXT); CREATE TABLE albums (name TEXT); INSERT INTO songs "
+                      "VALUES ('x')");
         const std::string before = dump_of(f);
         QCOMPARE(q(error_of<InputError>([&] { Library::open(f); })),
                  q(f.string() + ": not a RoutePack library (SQLite database with 2 tables of another program: "
@@ -357,8 +362,7 @@ private Q_SLOTS:
             io.write(junk, sizeof junk);
         }
         const std::string err = error_of<InputError>([&] { Library::open(f, false); });
-        qInfo("%s", err.c_str());
-        QVERIFY2(err.rfind(f.string() + ": library is damaged (", 0) == 0, err.c_str());
+        QVERIFY2(err.rfind(f.string() + ": library is damaged (quick_check: ", 0) == 0, err.c_str());
     }
 
     void damagedCountsBlobNamesTheSample() {
@@ -367,8 +371,9 @@ private Q_SLOTS:
         lib->import_trace("t", {write_trace("blob/a.jsonl", make_routes(3, 14))}, nested_options());
         const std::string id = lib->samples("t")[1].id;
         RawDb(f).exec("UPDATE samples SET counts = x'0105' WHERE position = 1");
-        QCOMPARE(q(error_of<InputError>([&] { lib->load_trace("t"); })),
-                 q(f.string() + ": trace 't' sample '" + id + "': damaged counts (counts blob ends after 1 of 8 values)"));
+        QCOMPARE(
+            q(error_of<InputError>([&] { lib->load_trace("t"); })),
+            q(f.string() + ": trace 't' sample '" + id + "': damaged counts (counts blob ends after 1 of 8 values)"));
     }
 
     void inMemoryLibrary() {
@@ -408,7 +413,8 @@ private Q_SLOTS:
         };
         QTest::newRow("empty") << b({}) << 1 << QStringLiteral("empty counts blob");
         QTest::newRow("tag") << b({0x02, 0x00}) << 1 << QStringLiteral("unknown counts blob format tag 2 (expected 1)");
-        QTest::newRow("truncated") << b({0x01, 0x05, 0x80}) << 2 << QStringLiteral("counts blob ends after 1 of 2 values");
+        QTest::newRow("truncated") << b({0x01, 0x05, 0x80}) << 2
+                                   << QStringLiteral("counts blob ends after 1 of 2 values");
         QTest::newRow("short") << b({0x01, 0x05}) << 2 << QStringLiteral("counts blob ends after 1 of 2 values");
         QTest::newRow("trailing") << b({0x01, 0x05, 0x06}) << 1
                                   << QStringLiteral("counts blob has 1 bytes after its 1 values");
@@ -487,7 +493,9 @@ private Q_SLOTS:
             const auto c = some.sample_counts(k);
             QCOMPARE(std::vector<std::uint32_t>(c.begin(), c.end()), expected_counts(routes[i]));
         }
-        QCOMPARE(q(error_of<InputError>([&] { lib->load_samples("t1", {ids[0], "nope"}); })),
+        QCOMPARE(q(error_of<InputError>([&] {
+                     lib->load_samples("t1", {ids[0], "nope"});
+                 })),
                  QStringLiteral("trace 't1' has no sample 'nope'"));
         QCOMPARE(q(error_of<InputError>([&] { lib->trace("t9"); })), q("no trace named 't9' in " + f.string()));
         QCOMPARE(q(error_of<InputError>([&] { lib->load_trace("t9"); })), q("no trace named 't9' in " + f.string()));
@@ -498,6 +506,7 @@ private Q_SLOTS:
                  (std::vector<std::string>{"0|" + input.string() + "|" + std::to_string(fs::file_size(input))}));
         QCOMPARE(q(raw.one("SELECT count(*) FROM samples")), QStringLiteral("6"));
         QCOMPARE(q(raw.one("SELECT DISTINCT hex(substr(counts, 1, 1)) FROM samples")), QStringLiteral("01"));
+        QVERIFY(raw.rows("PRAGMA foreign_key_check").empty());
     }
 
     void reopenKeepsData() {
@@ -517,7 +526,8 @@ private Q_SLOTS:
         const Trace after = lib->load_trace("t");
         QVERIFY(after.samples == before.samples);
         QCOMPARE(after.counts, before.counts);
-        QCOMPARE(lib->window_sample_ids("t", "w"), (std::vector<std::string>{before.samples[1].id, before.samples[3].id}));
+        QCOMPARE(lib->window_sample_ids("t", "w"),
+                 (std::vector<std::string>{before.samples[1].id, before.samples[3].id}));
         lib.reset();
         QCOMPARE(q(dump_of(f)), q(dump));
     }
@@ -654,9 +664,13 @@ private Q_SLOTS:
 
         QCOMPARE(q(error_of<InputError>([&] { lib->create_window("nope", "x", {all[0].id}, ""); })),
                  q("no trace named 'nope' in " + file));
-        QCOMPARE(q(error_of<InputError>([&] { lib->create_window("t", "x", {all[0].id, "ghost"}, ""); })),
+        QCOMPARE(q(error_of<InputError>([&] {
+                     lib->create_window("t", "x", {all[0].id, "ghost"}, "");
+                 })),
                  QStringLiteral("window 'x': trace 't' has no sample 'ghost'"));
-        QCOMPARE(q(error_of<InputError>([&] { lib->create_window("t", "x", {all[0].id, all[1].id, all[0].id}, ""); })),
+        QCOMPARE(q(error_of<InputError>([&] {
+                     lib->create_window("t", "x", {all[0].id, all[1].id, all[0].id}, "");
+                 })),
                  q("window 'x' of trace 't' lists sample '" + all[0].id + "' twice (entries 1 and 3)"));
         QCOMPARE(q(error_of<InputError>([&] { lib->create_window("t", "x", {}, ""); })),
                  QStringLiteral("window 'x' of trace 't' lists no samples"));
@@ -693,8 +707,9 @@ private Q_SLOTS:
         QCOMPARE(q(error_of<InputError>([&] { lib->load_trace("agg"); })),
                  q("trace 'agg' in " + file +
                    " is load-only (per-layer expert totals, no samples): it cannot be loaded as samples"));
-        QCOMPARE(q(error_of<InputError>([&] { lib->create_window("agg", "w", {"x"}, ""); })),
-                 q("trace 'agg' in " + file + " is load-only (per-layer expert totals, no samples): windows need samples"));
+        QCOMPARE(
+            q(error_of<InputError>([&] { lib->create_window("agg", "w", {"x"}, ""); })),
+            q("trace 'agg' in " + file + " is load-only (per-layer expert totals, no samples): windows need samples"));
         QCOMPARE(q(RawDb(f).one("SELECT source FROM aggregate_totals")), QStringLiteral("unit test"));
     }
 
@@ -740,7 +755,7 @@ private Q_SLOTS:
         int status = 0;
         QCOMPARE(::waitpid(pid, &status, 0), pid);
         QVERIFY(WIFEXITED(status));
-        QCOMPARE(WEXITSTATUS(status), 3);  // died inside the import, not after it
+        QCOMPARE(WEXITSTATUS(status), 3);                          // died inside the import, not after it
         const auto wal_size = fs::file_size(f.string() + "-wal");  // the dead writer's WAL is still there
         qInfo("WAL left by the killed import: %llu bytes", static_cast<unsigned long long>(wal_size));
         QVERIFY(wal_size > 0);  // uncommitted frames, which the next open must ignore
