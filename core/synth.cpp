@@ -27,9 +27,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <fstream>
-#include <limits>
 #include <sstream>
 #include <system_error>
 #include <utility>
@@ -371,8 +369,8 @@ void route_rows(Rng& rng_ref, Scratch& s, int k, std::int64_t tokens, std::int32
     const AliasCell* const table = s.table.data();
     std::uint32_t* const marks = s.marks.data();
     const int attempt_limit = 64 * k + 256;
-    // The draws use a splitmix64 sequence seeded from the stream: its only loop-carried dependency
-    // is one addition, so consecutive draws overlap in the pipeline (xoshiro's state chain does not).
+    // The draws use a splitmix64 sequence seeded from the (sample or group, layer) stream: one
+    // addition of state per draw, the mixing is off the loop-carried path.
     std::uint64_t sm = rng_ref.next();
     for (std::int64_t t = 0; t < tokens; ++t) {
         std::int32_t* const dst = dst_rows ? dst_rows + static_cast<std::size_t>(t) * stride
