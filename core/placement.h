@@ -1,0 +1,47 @@
+#pragma once
+// Layer-wise expert placement (paper section 3.3, Algorithm 1, eqs. 10 and 22).
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace routepack {
+
+/// pi_l for every MoE layer: slot[l*E + e] = physical slot v (0..E-1) of logical expert e at MoE
+/// layer index l (0..L-1, in the model's moe_layers order). owner(v) = v / H, H = E / P.
+struct Placement {
+    int layers = 0;    ///< L
+    int experts = 0;   ///< E
+    int ep_ranks = 0;  ///< P
+    std::vector<int> slot;  ///< [L][E]
+
+    int slots_per_rank() const { return experts / ep_ranks; }
+    int owner(int v) const { return v / slots_per_rank(); }
+    int at(int l, int e) const { return slot[static_cast<std::size_t>(l) * experts + e]; }
+    /// EP rank holding logical expert e at layer l.
+    int rank_of(int l, int e) const { return owner(at(l, e)); }
+    bool operator==(const Placement&) const = default;
+};
+
+/// Aggregate expert loads L[l][e] = sum_i a[i][l][e] over a window. `counts` is [n][L][E].
+std::vector<std::uint64_t> aggregate_expert_loads(std::span<const std::uint32_t> counts, std::size_t n, int L, int E);
+
+/// Identity placement pi_l(e) = e.
+Placement identity_placement(int L, int E, int P);
+
+/// Algorithm 1 for every layer (layers in parallel with oneTBB): experts in argsort(-L[l][e], e)
+/// order, each to argmin over ranks with open slots of (G[l][p], p), taking that rank's next slot
+/// slot(p, n_p) = p*H + n_p. `loads` is [L][E]. Requires E % P == 0 (std::invalid_argument otherwise).
+Placement lpt_placement(std::span<const std::uint64_t> loads, int L, int E, int P);
+
+/// Aggregate physical-rank loads G[l][p] = sum_{e: owner(pi_l(e)) = p} L[l][e] (eq. 10), [L][P].
+std::vector<std::uint64_t> rank_loads(std::span<const std::uint64_t> loads, const Placement& pi);
+
+/// CV_global (eq. 22): mean over MoE layers of the population std / mean of G[l][.] over ranks
+/// (a layer with zero load contributes 0). `G` is [L][P].
+double cv_global(std::span<const std::uint64_t> G, int L, int P);
+
+/// Inverse map: logical[l*E + v] = e with pi_l(e) = v (the physical_to_logical shape serving
+/// stacks load).
+std::vector<int> physical_to_logical(const Placement& pi);
+
+}  // namespace routepack

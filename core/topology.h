@@ -1,0 +1,50 @@
+#pragma once
+// Execution topology of one training step: EP ranks, DP slots, EDP shards, token cap, attention
+// stages (DESIGN.md "Inputs", paper section 3.1-3.4).
+#include "core/model.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace routepack {
+
+/// One attention stage s of eq. 12: cost alpha_s * T[r][d] + beta_s * Q[r][d] per cell. alpha and
+/// beta are >= 0 and may absorb the number of layers of that type.
+struct AttentionStage {
+    std::string name;
+    double alpha = 0;
+    double beta = 0;
+    bool operator==(const AttentionStage&) const = default;
+};
+
+/// The topology file (JSON): {"ep_ranks": P, "experts_per_layer": E (optional), "dp_slots": D,
+/// "edp_shards": [[d...]...] (partition of 0..D-1; default one shard), "token_cap": C,
+/// "attention_stages": [{"name", "alpha", "beta"}...], "min_rows": optional}.
+/// Physical slot v is owned by EP rank v / H with H = E / P (rank-major slots).
+struct Topology {
+    int ep_ranks = 0;                         ///< P
+    int experts_per_layer = 0;                ///< E when the file states it (0 = take the trace's)
+    int dp_slots = 0;                         ///< D
+    std::vector<std::vector<int>> edp_shards;  ///< G shards, each a list of DP slots
+    std::int64_t token_cap = 0;               ///< C, tokens per cell (hard)
+    std::vector<AttentionStage> attention_stages;
+    int min_rows = 0;                         ///< optional lower bound on R (pipeline occupancy)
+
+    int shards() const { return static_cast<int>(edp_shards.size()); }
+    /// [D] -> shard index g of each DP slot.
+    std::vector<int> shard_of_slot() const;
+    bool operator==(const Topology&) const = default;
+};
+
+/// Parses a topology JSON text; `origin` (file name) prefixes every error. Fills the default single
+/// shard when edp_shards is absent. InputError on a missing/ill-typed field, P/D/C < 1, negative or
+/// non-finite alpha/beta, shards that do not partition 0..D-1 (names the slot), min_rows < 0.
+Topology parse_topology(const std::string& json_text, const std::string& origin);
+/// Serializes to the same JSON shape (edp_shards always written).
+std::string topology_to_json(const Topology& t);
+/// Checks the topology against a model: E % P == 0, experts_per_layer == E when given. InputError
+/// "topology: 64 experts are not divisible by 6 EP ranks".
+void check_topology_for_model(const Topology& t, const ModelDescription& m);
+
+}  // namespace routepack
