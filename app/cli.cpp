@@ -2,6 +2,9 @@
 
 #include "core/errors.h"
 #include "core/import.h"
+#include "core/import_detail.h"
+#include "core/plan_file.h"
+#include "core/planner.h"
 #include "core/synth.h"
 #include "gpu/device.h"
 #include "storage/library.h"
@@ -11,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -19,6 +23,7 @@
 #include <numeric>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 #include <unistd.h>
 
 namespace routepack::cli {
@@ -68,12 +73,19 @@ struct ModelFlags {
         ModelDescription m;
         if (!model.empty()) m = known_model(model);
         if (!model_config.empty()) {
+            std::error_code ec;
+            if (std::filesystem::is_directory(model_config, ec))
+                throw InputError(model_config + ": is a folder, not a model config (config.json)");
+            if (std::filesystem::exists(model_config, ec) && !std::filesystem::is_regular_file(model_config, ec))
+                throw InputError(model_config + ": not a regular file, not a model config (config.json)");
             std::ifstream in(model_config, std::ios::binary);
             if (!in) throw InputError(model_config + ": cannot open model config");
             std::stringstream ss;
             ss << in.rdbuf();
             m = model_from_hf_config(ss.str(), model_config);
         }
+        for (const auto& [flag, v] : {std::pair{"--experts", experts}, {"--top-k", top_k}, {"--layers", layers}})
+            if (v < 0) throw InputError(std::string(flag) + " must be >= 1 (got " + std::to_string(v) + ")");
         if (experts) m.experts = experts;
         if (top_k) m.top_k = top_k;
         if (layers) m.num_hidden_layers = layers;
@@ -193,6 +205,38 @@ std::vector<std::string> split_list(const std::string& s) {
     return out;
 }
 
+/// --db values: a file path. ":memory:" would open a library that vanishes at exit.
+void check_db_path(const std::string& db) {
+    if (db.empty() || db == ":memory:")
+        throw InputError("--db must be a file path (got '" + detail::printable(db) + "')");
+}
+
+/// Removes a library file this command created (and its -wal/-shm side files) when the command
+/// failed: a failed import into a new path leaves nothing behind. Existing files are never touched.
+class NewLibraryGuard {
+public:
+    explicit NewLibraryGuard(std::string db) : db_(std::move(db)) {
+        std::error_code ec;
+        existed_ = std::filesystem::exists(db_, ec) || ec;
+        for (const char* side : {"-wal", "-shm"}) side_existed_.push_back(std::filesystem::exists(db_ + side, ec) || ec);
+    }
+    void commit() { done_ = true; }
+    /// Call after the library connection is closed.
+    void cleanup() {
+        if (done_ || existed_) return;
+        std::error_code ec;
+        std::filesystem::remove(db_, ec);
+        const char* sides[] = {"-wal", "-shm"};
+        for (std::size_t k = 0; k < 2; ++k)
+            if (!side_existed_[k]) std::filesystem::remove(db_ + sides[k], ec);
+    }
+
+private:
+    std::string db_;
+    bool existed_ = true, done_ = false;
+    std::vector<bool> side_existed_;
+};
+
 struct ImportCmd {
     std::string db, name, format = "auto";
     ModelFlags model;
@@ -201,10 +245,18 @@ struct ImportCmd {
 };
 
 int do_import(const ImportCmd& c) {
+    check_db_path(c.db);
     ImportOptions opt;
     opt.format = parse_trace_format(c.format);
     opt.model = c.model.resolve();
-    auto lib = storage::Library::open(c.db);
+    NewLibraryGuard guard(c.db);
+    std::unique_ptr<storage::Library> lib;
+    try {
+        lib = storage::Library::open(c.db);
+    } catch (...) {
+        guard.cleanup();
+        throw;
+    }
     std::vector<std::filesystem::path> inputs(c.paths.begin(), c.paths.end());
     const bool tty = isatty(STDERR_FILENO) && !c.quiet;
     auto last = std::chrono::steady_clock::now();
@@ -224,8 +276,11 @@ int do_import(const ImportCmd& c) {
         s = lib->import_trace(c.name, inputs, opt, progress, &g_cancel);
     } catch (...) {
         if (tty) std::fputs("\n", stderr);
+        lib.reset();      // close (and let SQLite remove its side files) before cleaning up
+        guard.cleanup();  // a library created by this failed import is removed again
         throw;
     }
+    guard.commit();
     if (tty) std::fputs("\n", stderr);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::cout << "imported trace '" << c.name << "' into " << c.db << ": " << s.samples << " samples from " << s.files
@@ -251,61 +306,91 @@ int do_import(const ImportCmd& c) {
 
 struct WindowCmd {
     std::string db, trace, name, ids_file, groups;
-    std::size_t first = 0, random = 0;
-    std::uint64_t seed = 0;
-    bool seed_given = false;
+    std::int64_t first = 0, random = 0;
+    std::string seed_text;  ///< parsed by do_window: 0..2^64-1, never a wrapped negative
+    bool ids_given = false, first_given = false, random_given = false, seed_given = false, groups_given = false;
 };
 
+/// --seed as an unsigned 64-bit integer; InputError for anything else (a negative number included).
+std::uint64_t parse_seed(const std::string& text) {
+    std::uint64_t v = 0;
+    const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (text.empty() || ec != std::errc() || p != text.data() + text.size())
+        throw InputError("window: --seed must be an integer in 0..18446744073709551615 (got '" +
+                         detail::printable(text) + "')");
+    return v;
+}
+
 int do_window(const WindowCmd& c) {
-    const int modes = (!c.ids_file.empty()) + (c.first > 0) + (c.random > 0) + (!c.groups.empty());
+    check_db_path(c.db);
+    const int modes = c.ids_given + c.first_given + c.random_given + c.groups_given;
     if (modes != 1) throw InputError("window: give exactly one of --ids FILE, --first N, --random N --seed S, --groups LIST");
-    if (c.random > 0 && !c.seed_given) throw InputError("window: --random needs --seed S (plans must be reproducible)");
-    auto lib = storage::Library::open(c.db, false);
-    const auto samples = lib->samples(c.trace);
+    if (c.first_given && c.first < 1) throw InputError("window: --first must be >= 1 (got " + std::to_string(c.first) + ")");
+    if (c.random_given && c.random < 1)
+        throw InputError("window: --random must be >= 1 (got " + std::to_string(c.random) + ")");
+    if (c.random_given && !c.seed_given) throw InputError("window: --random needs --seed S (plans must be reproducible)");
+    const std::uint64_t seed = c.seed_given ? parse_seed(c.seed_text) : 0;
+    const std::size_t first = static_cast<std::size_t>(c.first), random = static_cast<std::size_t>(c.random);
     std::vector<std::string> ids;
-    std::string definition;
-    if (!c.ids_file.empty()) {
-        std::ifstream in(c.ids_file);
+    if (c.ids_given) {
+        // Read the list before touching the library: a bad list changes nothing.
+        std::error_code ec;
+        if (std::filesystem::is_directory(c.ids_file, ec)) throw InputError(c.ids_file + ": is a folder, not an id list");
+        if (std::filesystem::exists(c.ids_file, ec) && !std::filesystem::is_regular_file(c.ids_file, ec))
+            throw InputError(c.ids_file + ": not a regular file, not an id list");
+        std::ifstream in(c.ids_file, std::ios::binary);
         if (!in) throw InputError(c.ids_file + ": cannot open id list");
         std::string line;
+        bool first_line = true;
         while (std::getline(in, line)) {
-            while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-            if (line.empty() || line[0] == '#') continue;
-            ids.push_back(line);
+            if (first_line && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // UTF-8 BOM
+            first_line = false;
+            const auto is_space = [](char ch) { return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\v' || ch == '\f'; };
+            std::size_t b = 0, e = line.size();
+            while (b < e && is_space(line[b])) ++b;
+            while (e > b && is_space(line[e - 1])) --e;
+            if (b == e || line[b] == '#') continue;
+            ids.push_back(line.substr(b, e - b));
         }
+        if (in.bad()) throw InputError(c.ids_file + ": read error");
         if (ids.empty()) throw InputError(c.ids_file + ": no sample ids");
+    }
+    auto lib = storage::Library::open(c.db, storage::OpenMode::ReadWrite);
+    const auto samples = lib->samples(c.trace);
+    std::string definition;
+    if (c.ids_given) {
         definition = "ids from " + c.ids_file;
-    } else if (c.first > 0) {
-        if (c.first > samples.size())
-            throw InputError("window: --first " + std::to_string(c.first) + " but trace '" + c.trace + "' has only " +
+    } else if (c.first_given) {
+        if (first > samples.size())
+            throw InputError("window: --first " + std::to_string(first) + " but trace '" + detail::printable(c.trace) + "' has only " +
                              std::to_string(samples.size()) + " samples");
         for (const auto& s : samples) ids.push_back(s.id);
         std::sort(ids.begin(), ids.end(), natural_less);
-        ids.resize(c.first);
-        definition = "first " + std::to_string(c.first) + " in numeric id order";
-    } else if (c.random > 0) {
-        if (c.random > samples.size())
-            throw InputError("window: --random " + std::to_string(c.random) + " but trace '" + c.trace + "' has only " +
+        ids.resize(first);
+        definition = "first " + std::to_string(first) + " in numeric id order";
+    } else if (c.random_given) {
+        if (random > samples.size())
+            throw InputError("window: --random " + std::to_string(random) + " but trace '" + detail::printable(c.trace) + "' has only " +
                              std::to_string(samples.size()) + " samples");
         std::vector<std::size_t> idx(samples.size());
         std::iota(idx.begin(), idx.end(), 0);
-        std::uint64_t state = c.seed;
-        for (std::size_t i = 0; i < c.random; ++i) {
+        std::uint64_t state = seed;
+        for (std::size_t i = 0; i < random; ++i) {
             const std::size_t j = i + splitmix64(state) % (idx.size() - i);
             std::swap(idx[i], idx[j]);
         }
-        idx.resize(c.random);
+        idx.resize(random);
         std::sort(idx.begin(), idx.end());
         for (auto i : idx) ids.push_back(samples[i].id);
-        definition = "random " + std::to_string(c.random) + " seed " + std::to_string(c.seed);
+        definition = "random " + std::to_string(random) + " seed " + std::to_string(seed);
     } else {
         const auto wanted = split_list(c.groups);
         std::set<std::string> have;
         for (const auto& s : samples)
             if (!s.group.empty()) have.insert(s.group);
-        if (have.empty()) throw InputError("window: trace '" + c.trace + "' has no GRPO groups");
+        if (have.empty()) throw InputError("window: trace '" + detail::printable(c.trace) + "' has no GRPO groups");
         for (const auto& g : wanted)
-            if (!have.count(g)) throw InputError("window: trace '" + c.trace + "' has no group '" + g + "'");
+            if (!have.count(g)) throw InputError("window: trace '" + detail::printable(c.trace) + "' has no group '" + detail::printable(g) + "'");
         const std::set<std::string> want(wanted.begin(), wanted.end());
         for (const auto& s : samples)
             if (want.count(s.group)) ids.push_back(s.id);
@@ -370,7 +455,254 @@ int do_demo(const DemoCmd& c) {
     return 0;
 }
 
+
+std::string read_text(const std::string& path, const char* what) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError(path + ": cannot open " + what);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+/// Inputs shared by plan, compare and validate: a library window, or trace files read straight.
+struct WindowSource {
+    std::string db, trace, window, format = "auto";
+    std::vector<std::string> inputs;
+    ModelFlags model;
+
+    void add(CLI::App& app, bool window_flag = true) {
+        app.add_option("--db", db, "library file");
+        app.add_option("--trace", trace, "trace name in the library");
+        if (window_flag) app.add_option("--window", window, "window name (default: the whole trace)");
+        app.add_option("--input", inputs, "trace files or folders read straight (no library)");
+        app.add_option("--format", format, "format of --input (default auto)");
+        model.add(app);
+    }
+    bool given() const { return !db.empty() || !inputs.empty(); }
+
+    /// Loads the window; `ids` (when non-empty) selects and orders samples by id.
+    Trace load(std::string* trace_name, std::string* window_name, const std::vector<std::string>& ids = {}) const {
+        if (!db.empty() && !inputs.empty()) throw InputError("give either --db or --input, not both");
+        if (!db.empty()) {
+            if (trace.empty()) throw InputError("--db needs --trace NAME");
+            auto lib = storage::Library::open(db, storage::OpenMode::ReadOnly);
+            *trace_name = trace;
+            *window_name = window;
+            if (!ids.empty()) return lib->load_samples(trace, ids);
+            if (!window.empty()) return lib->load_window(trace, window);
+            return lib->load_trace(trace);
+        }
+        if (inputs.empty()) throw InputError("give the window: --db DB --trace NAME [--window W], or --input PATH...");
+        ImportOptions opt;
+        opt.format = parse_trace_format(format);
+        opt.model = model.resolve();
+        std::vector<std::filesystem::path> paths(inputs.begin(), inputs.end());
+        Trace t = import_trace_to_memory(paths, opt);
+        *trace_name = inputs.size() == 1 ? std::filesystem::path(inputs[0]).filename().string() : "inputs";
+        *window_name = "";
+        if (ids.empty()) return t;
+        std::unordered_map<std::string, std::size_t> at;
+        for (std::size_t i = 0; i < t.size(); ++i) at.emplace(t.samples[i].id, i);
+        Trace sel;
+        sel.model = t.model;
+        sel.format = t.format;
+        for (const auto& id : ids) {
+            auto it = at.find(id);
+            if (it == at.end()) throw InputError("the inputs have no sample '" + id + "'");
+            SampleRecord r;
+            r.info = t.samples[it->second];
+            auto c = t.sample_counts(it->second);
+            r.counts.assign(c.begin(), c.end());
+            sel.append(std::move(r));
+        }
+        return sel;
+    }
+};
+
+struct PlanCmd {
+    WindowSource src;
+    std::string topology, out;
+    PlannerBudgets budgets;
+    bool json = false;
+    bool quiet = false;
+};
+
+void add_budget_flags(CLI::App& app, PlanCmd& c) {
+    auto& b = c.budgets;
+    app.add_option("--topology", c.topology, "topology JSON (ep_ranks, dp_slots, edp_shards, token_cap, attention_stages)")
+        ->required();
+    app.add_option("--seed", b.seed, "random seed (same inputs + seed + threads => same plan)");
+    app.add_option("--threads", b.workers, "worker threads (default: all cores)");
+    app.add_option("--time-limit", b.time_limit_s, "wall-clock limit in seconds (recorded when it fires)");
+    app.add_option("--seeds", b.seeding.candidates, "M: fixed-row seed candidates");
+    app.add_option("--population", b.seeding.population, "P_pop: annealing chains");
+    app.add_option("--choice-width", b.seeding.choice_width, "w: seeding choice width");
+    app.add_option("--eta", b.seeding.eta, "diversity weight");
+    app.add_option("--levels", b.annealing.levels, "N_T: temperature levels");
+    app.add_option("--steps", b.annealing.steps, "K: proposals per chain per level");
+    app.add_option("--t0", b.annealing.t0, "T_0 on the normalized energy delta");
+    app.add_option("--cooling", b.annealing.cooling, "geometric cooling factor");
+    app.add_option("--p-guide", b.annealing.p_guide, "probability of a guided proposal");
+    app.add_option("--rho", b.annealing.rho, "relocation probability");
+    app.add_option("--row-nodes", b.row_nodes, "node budget of the exact row-count search");
+}
+
+std::string pct(double from, double to) {
+    if (from == 0) return to == 0 ? "+0.00%" : "n/a";
+    return fmt("%+.2f%%", 100.0 * (to - from) / from);
+}
+
+nlohmann::json compare_json(const PlanResult& r) {
+    nlohmann::json j;
+    j["trace"] = r.trace_name;
+    j["window"] = r.window_name;
+    j["samples"] = r.samples.size();
+    j["row_count"] = r.rows.rows;
+    j["row_count_certified"] = r.rows.certified;
+    j["row_lower_bound"] = r.rows.lower_bound;
+    nlohmann::json methods;
+    for (const MethodResult* m : {&r.baseline, &r.reorder, &r.karmarkar_karp, &r.routepack}) {
+        const auto& x = m->metrics;
+        methods[m->name] = {{"placement", m->lpt ? "lpt" : "identity"},
+                            {"score", {x.score.max_u, x.score.sum_u, x.score.max_j}},
+                            {"cv_global", x.cv_global},
+                            {"ep_peak_sum", x.ep_peak_sum},
+                            {"ep_tail_peak", x.ep_tail_peak},
+                            {"ep_balance_efficiency", x.ep_balance_efficiency},
+                            {"attention_sum", x.attention_sum},
+                            {"joint", x.joint},
+                            {"cap_violations", x.cap_violations},
+                            {"empty_cells", x.empty_cells}};
+    }
+    j["methods"] = methods;
+    auto change = [](const LayoutMetrics& a, const LayoutMetrics& b) {
+        auto rel = [](double x, double y) { return x == 0 ? 0.0 : 100.0 * (y - x) / x; };
+        return nlohmann::json{{"joint_pct", rel(a.joint, b.joint)},
+                              {"ep_peak_sum_pct", rel(double(a.ep_peak_sum), double(b.ep_peak_sum))},
+                              {"ep_tail_peak_pct", rel(double(a.ep_tail_peak), double(b.ep_tail_peak))},
+                              {"ep_balance_efficiency", {a.ep_balance_efficiency, b.ep_balance_efficiency}},
+                              {"attention_pct", rel(a.attention_sum, b.attention_sum)}};
+    };
+    j["routepack_vs_reorder"] = change(r.reorder.metrics, r.routepack.metrics);
+    j["routepack_vs_baseline"] = change(r.baseline.metrics, r.routepack.metrics);
+    j["routepack_vs_karmarkar_karp"] = change(r.karmarkar_karp.metrics, r.routepack.metrics);
+    j["planner"] = {{"seconds", r.timings.count("total") ? r.timings.at("total") : 0.0},
+                    {"proposals", r.proposals},
+                    {"cancelled", r.cancelled},
+                    {"time_limit_hit", r.time_limit_hit}};
+    return j;
+}
+
+void print_comparison(const PlanResult& r) {
+    const auto& t = r.topology;
+    std::cout << "window " << (r.window_name.empty() ? std::string("(whole trace)") : "'" + r.window_name + "'")
+              << " of '" << r.trace_name << "': " << r.samples.size() << " samples; " << t.ep_ranks << " EP ranks, "
+              << t.dp_slots << " DP slots in " << t.shards() << " EDP shards, cap C = " << t.token_cap << "\n";
+    std::cout << "rows R* = " << r.rows.rows << (r.rows.certified ? " (certified: " : " (best-known, not certified: ")
+              << r.rows.how << "), lower bound " << r.rows.lower_bound << "\n";
+    std::cout << "CV_global: identity " << fmt("%.4f", r.cv_identity) << " -> LPT " << fmt("%.4f", r.cv_lpt) << "\n";
+    std::printf("%-15s %9s %12s %12s %10s %12s %10s %8s %12s %5s\n", "method", "placement", "max_g U", "sum_g U",
+                "max J", "S_EP", "T_EP", "eta_EP", "attention", "cap!");
+    for (const MethodResult* m : {&r.baseline, &r.reorder, &r.karmarkar_karp, &r.routepack}) {
+        const auto& x = m->metrics;
+        std::printf("%-15s %9s %12.4f %12.4f %10.4f %12lld %10lld %8.4f %12.4f %5d\n", m->name.c_str(),
+                    m->lpt ? "lpt" : "identity", x.score.max_u, x.score.sum_u, x.score.max_j,
+                    static_cast<long long>(x.ep_peak_sum), static_cast<long long>(x.ep_tail_peak),
+                    x.ep_balance_efficiency, x.attention_sum, x.cap_violations + x.empty_cells);
+    }
+    std::fflush(stdout);
+    auto line = [&](const char* label, const LayoutMetrics& a, const LayoutMetrics& b) {
+        std::cout << label << ": joint " << pct(a.joint, b.joint) << "  S_EP " << pct(double(a.ep_peak_sum), double(b.ep_peak_sum))
+                  << "  T_EP " << pct(double(a.ep_tail_peak), double(b.ep_tail_peak)) << "  eta_EP "
+                  << fmt("%.3f", a.ep_balance_efficiency) << " -> " << fmt("%.3f", b.ep_balance_efficiency)
+                  << "  attention " << pct(a.attention_sum, b.attention_sum) << "\n";
+    };
+    line("routepack vs reorder       ", r.reorder.metrics, r.routepack.metrics);
+    line("routepack vs baseline      ", r.baseline.metrics, r.routepack.metrics);
+    line("routepack vs karmarkar_karp", r.karmarkar_karp.metrics, r.routepack.metrics);
+    if (r.karmarkar_karp.metrics.cap_violations > 0)
+        std::cout << "note: karmarkar_karp puts " << r.karmarkar_karp.metrics.cap_violations
+                  << " cell(s) over the cap C (reported, still scored)\n";
+    std::cout << "planner: " << fmt("%.3f", r.timings.count("total") ? r.timings.at("total") : 0.0) << " s, "
+              << r.proposals << " proposals, " << r.accepted << " accepted"
+              << (r.cancelled ? ", CANCELLED (best valid plan so far)" : "")
+              << (r.time_limit_hit ? ", time limit hit" : "") << "\n";
+}
+
+PlanResult run_planner(const PlanCmd& c) {
+    PlanInput in;
+    in.window = c.src.load(&in.trace_name, &in.window_name);
+    in.topology = parse_topology(read_text(c.topology, "topology"), c.topology);
+    in.budgets = c.budgets;
+    std::signal(SIGINT, on_sigint);
+    const bool tty = isatty(STDERR_FILENO) && !c.quiet;
+    return plan_window(in, [&](const PlanEvent& e) {
+        if (!tty) return;
+        std::fprintf(stderr, "\r%-10s %3.0f%%", e.stage.c_str(), 100 * e.fraction);
+        if (e.stage == "done") std::fputs("\n", stderr);
+        std::fflush(stderr);
+    }, &g_cancel);
+}
+
+int do_plan(const PlanCmd& c, bool write) {
+    if (write && c.out.empty()) throw InputError("plan: --out PLAN.json is required");
+    const PlanResult r = run_planner(c);
+    if (write) {
+        const std::string text = plan_to_json(r);
+        const std::filesystem::path out(c.out);
+        const auto tmp = out.string() + ".tmp";
+        {
+            std::ofstream f(tmp, std::ios::binary);
+            if (!f) throw InputError(c.out + ": cannot write plan");
+            f << text << "\n";
+            if (!f) throw InputError(c.out + ": write failed");
+        }
+        std::filesystem::rename(tmp, out);
+    }
+    if (c.json) {
+        std::cout << compare_json(r).dump(2) << "\n";
+    } else {
+        print_comparison(r);
+        if (write) std::cout << "plan written to " << c.out << "\n";
+    }
+    return r.cancelled ? 130 : 0;
+}
+
+struct ValidateCmd {
+    std::string plan;
+    WindowSource src;
+};
+
+int do_validate(const ValidateCmd& c) {
+    const PlanFile f = parse_plan(read_text(c.plan, "plan"), c.plan);
+    std::cout << c.plan << ": structure valid: " << f.sample_ids.size() << " samples in " << f.row_count << " x "
+              << f.topology.dp_slots << " cells, " << f.placement.layers << " MoE layers x " << f.placement.experts
+              << " experts on " << f.placement.ep_ranks << " EP ranks\n";
+    if (!c.src.given()) return 0;
+    WindowSource src = c.src;
+    if (!src.db.empty() && src.trace.empty()) src.trace = f.trace_name;
+    std::string tn, wn;
+    const Trace w = src.load(&tn, &wn, f.sample_ids);
+    const std::string diff = rescore_plan(f, w);
+    if (!diff.empty()) throw InputError(c.plan + ": does not match its trace: " + diff);
+    std::cout << c.plan << ": rescored against trace '" << tn << "': identical score [" << fmt("%.6f", f.score.max_u)
+              << ", " << fmt("%.6f", f.score.sum_u) << ", " << fmt("%.6f", f.score.max_j) << "] and metrics\n";
+    return 0;
+}
+
 }  // namespace
+
+/// Last resort for the one-line rule: any line break left in a message becomes a visible escape.
+std::string one_line(std::string msg) {
+    std::string out;
+    out.reserve(msg.size());
+    for (char ch : msg) {
+        if (ch == '\n') out += "\\n";
+        else if (ch == '\r') out += "\\r";
+        else out.push_back(ch);
+    }
+    return out;
+}
 
 int run(int argc, char** argv) {
     CLI::App app{"routepack: plan MoE RL training steps from routing-replay traces (RoutePack)", "routepack"};
@@ -398,11 +730,21 @@ int run(int argc, char** argv) {
     win->add_option("--db", wc.db, "library file")->required();
     win->add_option("--trace", wc.trace, "trace name")->required();
     win->add_option("--name", wc.name, "window name")->required();
-    win->add_option("--ids", wc.ids_file, "file with one sample id per line");
-    win->add_option("--first", wc.first, "first N samples in numeric-aware id order");
-    win->add_option("--random", wc.random, "N samples drawn with --seed");
-    win->add_option("--seed", wc.seed, "seed for --random")->each([&](const std::string&) { wc.seed_given = true; });
-    win->add_option("--groups", wc.groups, "comma-separated GRPO groups");
+    win->add_option("--ids", wc.ids_file, "file with one sample id per line")->each([&](const std::string&) {
+        wc.ids_given = true;
+    });
+    win->add_option("--first", wc.first, "first N samples in numeric-aware id order")->each([&](const std::string&) {
+        wc.first_given = true;
+    });
+    win->add_option("--random", wc.random, "N samples drawn with --seed")->each([&](const std::string&) {
+        wc.random_given = true;
+    });
+    win->add_option("--seed", wc.seed_text, "seed for --random (0..2^64-1)")->each([&](const std::string&) {
+        wc.seed_given = true;
+    });
+    win->add_option("--groups", wc.groups, "comma-separated GRPO groups")->each([&](const std::string&) {
+        wc.groups_given = true;
+    });
 
     SynthCmd sc;
     auto* syn = app.add_subcommand("synth", "write a deterministic synthetic GRPO trace");
@@ -424,6 +766,26 @@ int run(int argc, char** argv) {
     auto* demo = app.add_subcommand("demo", "run the main job on the embedded demo input (synthetic GRPO window)");
     demo->add_option("--out", dc.out, "output folder (default routepack-demo)");
 
+    PlanCmd pc;
+    auto* plan = app.add_subcommand("plan", "plan a window: LPT placement, certified rows, RoutePack packing; writes the plan JSON");
+    pc.src.add(*plan);
+    add_budget_flags(*plan, pc);
+    plan->add_option("--out", pc.out, "plan file to write")->required();
+    plan->add_flag("--json", pc.json, "print the comparison as JSON");
+    plan->add_flag("--quiet", pc.quiet, "no progress on stderr");
+
+    PlanCmd cc;
+    auto* cmp = app.add_subcommand("compare", "compare baseline / reorder / karmarkar-karp / routepack on a window");
+    cc.src.add(*cmp);
+    add_budget_flags(*cmp, cc);
+    cmp->add_flag("--json", cc.json, "machine-readable output");
+    cmp->add_flag("--quiet", cc.quiet, "no progress on stderr");
+
+    ValidateCmd vc;
+    auto* val = app.add_subcommand("validate", "check a plan's structure, and rescore it against its trace when given one");
+    val->add_option("plan", vc.plan, "plan JSON")->required();
+    vc.src.add(*val, false);
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -439,10 +801,13 @@ int run(int argc, char** argv) {
         return 2;
     }
 
+    std::string command = "routepack";
+    for (const auto* sub : app.get_subcommands()) command = sub->get_name();
     try {
         if (*imp) return do_import(ic);
         if (*info) {
-            auto lib = storage::Library::open(info_db, false);
+            check_db_path(info_db);
+            auto lib = storage::Library::open(info_db, storage::OpenMode::ReadOnly);
             nlohmann::json all = nlohmann::json::array();
             if (!info_trace.empty()) {
                 all.push_back(trace_json(*lib, lib->trace(info_trace), true));
@@ -460,14 +825,27 @@ int run(int argc, char** argv) {
         if (*win) return do_window(wc);
         if (*syn) return do_synth(sc);
         if (*demo) return do_demo(dc);
+        if (*plan) return do_plan(pc, true);
+        if (*cmp) return do_plan(cc, false);
+        if (*val) return do_validate(vc);
     } catch (const Cancelled&) {
         std::cerr << "routepack: cancelled; nothing was changed\n";
         return 130;
+    } catch (const std::bad_alloc&) {
+        std::cerr << "routepack: error: out of memory while running '" << command << "'\n";
+        return 1;
     } catch (const InputError& e) {
-        std::cerr << "routepack: error: " << e.what() << "\n";
+        std::cerr << "routepack: error: " << one_line(e.what()) << "\n";
+        return 1;
+    } catch (const nlohmann::json::exception& e) {
+        std::cerr << "routepack: error: " << one_line(detail::json_error_description(e)) << "\n";
+        return 1;
+    } catch (const std::filesystem::filesystem_error& e) {
+        const std::string p = e.path1().empty() ? std::string() : e.path1().string() + ": ";
+        std::cerr << "routepack: error: " << one_line(p + e.code().message()) << "\n";
         return 1;
     } catch (const std::exception& e) {
-        std::cerr << "routepack: error: " << e.what() << "\n";
+        std::cerr << "routepack: error: " << one_line(e.what()) << "\n";
         return 1;
     }
     return 2;

@@ -29,8 +29,9 @@ struct LevelStats {
     double temperature = 0;
     Score best;                 ///< incumbent x* after the level
     double mean_energy = 0;     ///< mean E(z_j) of terminal states
-    double acceptance = 0;      ///< accepted / proposed over the level's chains
+    double acceptance = 0;      ///< accepted / proposed over the level's chains (infeasible proposals count as proposed)
     std::int64_t proposals = 0;
+    std::int64_t infeasible = 0;  ///< proposals skipped at line 6 (cap, empty source, same cell)
 };
 
 struct AnnealResult {
@@ -57,5 +58,12 @@ AnnealResult population_anneal(const PackingProblem& p, const std::vector<SeedMe
                                const AnnealingBudget& b, const std::function<void(const LevelStats&)>& on_level = {},
                                const std::atomic<bool>* cancel = nullptr,
                                std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
+
+/// Systematic resampling between levels (Algorithm 3 lines 15-18, paper section 4.1.3): with
+/// E~_j = (E_j - E_min) / max(|E_min|, 1), w^_j = exp(-(1/t_next - 1/t_now) E~_j), w_j = w^_j / sum_h w^_h,
+/// F_j = sum_{h<=j} w_h and u_m = u0 + m/P (u0 in [0, 1/P), P = energies.size()), returns for every
+/// m = 0..P-1 the index min{j : F_j >= u_m} (the last index when rounding leaves F_{P-1} < u_m).
+/// std::invalid_argument when u0 is outside [0, 1/P] or a temperature is not positive.
+std::vector<int> systematic_resample(const std::vector<double>& energies, double t_now, double t_next, double u0);
 
 }  // namespace routepack

@@ -1,6 +1,6 @@
 #include "core/import.h"
 
-#include "core/import_common.h"
+#include "core/import_detail.h"
 
 #include <tbb/parallel_pipeline.h>
 #include <tbb/info.h>
@@ -28,14 +28,22 @@ constexpr FormatName kFormats[] = {
 };
 
 std::string read_whole_file(const std::filesystem::path& p) {
+    std::error_code ec;
+    const auto status = std::filesystem::status(p, ec);
+    if (ec) throw InputError(p.string() + ": cannot open file (" + ec.message() + ")");
+    if (std::filesystem::is_directory(status)) throw InputError(p.string() + ": is a folder, not a trace file");
+    if (!std::filesystem::is_regular_file(status))
+        throw InputError(p.string() + ": not a regular file (devices, pipes and sockets are not trace files)");
+    const std::uintmax_t size = std::filesystem::file_size(p, ec);
+    if (ec) throw InputError(p.string() + ": cannot read the file size (" + ec.message() + ")");
+    if (size > static_cast<std::uintmax_t>(std::string().max_size()))
+        throw InputError(p.string() + ": file too large (" + std::to_string(size) + " bytes)");
     std::ifstream in(p, std::ios::binary);
     if (!in) throw InputError(p.string() + ": cannot open file");
-    in.seekg(0, std::ios::end);
-    const auto size = static_cast<std::size_t>(in.tellg());
-    in.seekg(0);
-    std::string bytes(size, '\0');
+    std::string bytes(static_cast<std::size_t>(size), '\0');
     if (size > 0 && !in.read(bytes.data(), static_cast<std::streamsize>(size)))
-        throw InputError(p.string() + ": read error");
+        throw InputError(p.string() + ": read error (" + std::to_string(in.gcount()) + " of " + std::to_string(size) +
+                         " bytes read)");
     return bytes;
 }
 
@@ -69,7 +77,7 @@ TraceFormat parse_trace_format(const std::string& name) {
         if (name == fn.name) return fn.format;
     std::string list;
     for (const auto& fn : kFormats) list += (list.empty() ? "" : ", ") + std::string(fn.name);
-    throw InputError("unknown format '" + name + "' (valid: " + list + ")");
+    throw InputError("unknown format '" + detail::printable(name) + "' (valid: " + list + ")");
 }
 
 TraceFormat detect_format(const SourceFile& f) {
@@ -78,7 +86,7 @@ TraceFormat detect_format(const SourceFile& f) {
     if (ext == ".npy" || b.rfind("\x93NUMPY", 0) == 0) return TraceFormat::Npy;
     if (ext == ".npz" || b.rfind("PK\x03\x04", 0) == 0) return TraceFormat::Npz;
     if (ext == ".csv") return TraceFormat::PromptCsv;
-    const std::size_t i = skip_ws(b, 0);
+    const std::size_t i = skip_ws(b, detail::bom_length(b));
     if (b.compare(i, 7, "nrlre1:") == 0) return TraceFormat::NemoRL;
     if (i >= b.size()) return TraceFormat::Auto;
     // Look at the first few KiB for distinguishing keys; cheap and good enough for the closed list.
@@ -106,19 +114,35 @@ TraceFormat detect_format(const SourceFile& f) {
 }
 
 std::vector<std::filesystem::path> collect_trace_files(const std::vector<std::filesystem::path>& inputs) {
-    std::vector<std::filesystem::path> files;
+    namespace fs = std::filesystem;
+    std::vector<fs::path> files;
     for (const auto& in : inputs) {
         std::error_code ec;
-        if (std::filesystem::is_directory(in, ec)) {
-            std::vector<std::filesystem::path> found;
-            for (const auto& entry : std::filesystem::recursive_directory_iterator(in))
-                if (entry.is_regular_file() && is_trace_extension(entry.path())) found.push_back(entry.path());
+        const auto status = fs::status(in, ec);
+        if (fs::is_directory(status)) {
+            std::vector<fs::path> found;
+            auto fail = [&](const fs::path& where, const std::error_code& e) {
+                throw InputError(where.string() + ": cannot read folder (" + e.message() + ")");
+            };
+            fs::recursive_directory_iterator it(in, ec), end;
+            if (ec) fail(in, ec);
+            for (; it != end; it.increment(ec)) {
+                if (ec) fail(in, ec);
+                std::error_code e2;
+                if (it->is_regular_file(e2) && is_trace_extension(it->path())) found.push_back(it->path());
+            }
+            if (ec) fail(in, ec);
             if (found.empty()) throw InputError(in.string() + ": folder holds no trace files");
             std::sort(found.begin(), found.end(),
                       [](const auto& a, const auto& b) { return natural_less(a.string(), b.string()); });
             files.insert(files.end(), found.begin(), found.end());
-        } else if (std::filesystem::is_regular_file(in, ec)) {
+        } else if (fs::is_regular_file(status)) {
             files.push_back(in);
+        } else if (fs::exists(status)) {
+            throw InputError(in.string() + ": not a regular file or folder (devices, pipes and sockets are not trace "
+                                           "files)");
+        } else if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory) {
+            throw InputError(in.string() + ": cannot open (" + ec.message() + ")");
         } else {
             throw InputError(in.string() + ": no such file or folder");
         }
@@ -142,11 +166,22 @@ ModelDescription resolve_model(const ModelDescription& given, TraceFormat format
             if (m.num_hidden_layers <= 0)
                 throw InputError(std::string("format ") + to_string(format) +
                                  " does not list its MoE layers: give --moe-layers LIST or --layers N");
+            // Check the sizes (num_hidden_layers, experts, top_k bounds) before allocating from them.
+            ModelDescription probe = m;
+            probe.moe_layers = {0};
+            probe.validate();
             m.moe_layers.resize(static_cast<std::size_t>(m.num_hidden_layers));
             std::iota(m.moe_layers.begin(), m.moe_layers.end(), 0);
         }
     }
-    if (m.num_hidden_layers <= 0) m.num_hidden_layers = m.moe_layers.back() + 1;
+    if (m.num_hidden_layers <= 0 && format == TraceFormat::StepJson)
+        m.num_hidden_layers = detail::step_json_hidden_layers(first);  // dense keys after the last MoE layer count
+    if (m.num_hidden_layers <= 0) {
+        // Layer ids come bounded (<= detail::kMaxLayerId) from the self-describing formats; stay
+        // safe for any given list all the same.
+        const std::int64_t n = static_cast<std::int64_t>(m.moe_layers.back()) + 1;
+        m.num_hidden_layers = n > detail::kMaxLayerId + 1 ? detail::kMaxLayerId + 2 : static_cast<int>(n);
+    }
     if (m.source.empty()) m.source = "flags";
     m.validate();
     return m;
@@ -168,6 +203,21 @@ void parse_file(TraceFormat format, const SourceFile& f, const ModelDescription&
     throw std::logic_error("parse_file: no parser");
 }
 
+/// The fingerprint of a set of files: independent of their order (the same files named in another
+/// order, or found in another folder walk, are the same import). One file: its own FNV-1a hash;
+/// several: FNV-1a over their hashes sorted ascending (8 bytes each, little-endian).
+std::uint64_t combine_file_hashes(std::vector<std::uint64_t> hashes) {
+    if (hashes.size() == 1) return hashes.front();
+    std::sort(hashes.begin(), hashes.end());
+    std::uint64_t h = 0xcbf29ce484222325ULL;
+    for (std::uint64_t x : hashes) {
+        unsigned char b[8];
+        for (int k = 0; k < 8; ++k) b[k] = static_cast<unsigned char>(x >> (8 * k));
+        h = fnv1a64(b, sizeof b, h);
+    }
+    return h;
+}
+
 struct Token {
     std::size_t index = 0;
     SourceFile file;
@@ -181,6 +231,18 @@ struct Token {
 ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, const ImportOptions& options,
                            ImportSink& sink, const ImportProgressFn& progress, const std::atomic<bool>* cancel) {
     const auto files = collect_trace_files(inputs);
+    // Turns library exceptions escaping a parser into one line naming the file.
+    auto file_error = [](const std::filesystem::path& p) -> std::exception_ptr {
+        try {
+            throw;
+        } catch (const nlohmann::json::exception& e) {
+            return std::make_exception_ptr(InputError(p.string() + ": " + detail::json_error_description(e)));
+        } catch (const std::filesystem::filesystem_error& e) {
+            return std::make_exception_ptr(InputError(p.string() + ": " + e.code().message()));
+        } catch (...) {
+            return std::current_exception();
+        }
+    };
     ImportSummary summary;
     summary.files = files.size();
     ImportProgress prog;
@@ -207,10 +269,15 @@ ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, con
         if (files.size() != 1)
             throw InputError("aggregate traces are imported one file at a time (got " + std::to_string(files.size()) +
                              " files)");
-        AggregateCounts agg = detail::parse_aggregate(first, options.model);
+        AggregateCounts agg;
+        try {
+            agg = detail::parse_aggregate(first, options.model);
+        } catch (...) {
+            std::rethrow_exception(file_error(first.path));
+        }
         summary.model = agg.model;
         summary.bytes = first.bytes.size();
-        summary.fingerprint = fnv1a64(first.bytes.data(), first.bytes.size());
+        summary.fingerprint = fnv1a64(first.bytes.data(), first.bytes.size());  // = combined over one file
         summary.notes.push_back("load-only trace: per-layer expert totals, usable for placement views, not for packing");
         sink.begin(agg.model, format);
         sink.aggregate(std::move(agg));
@@ -225,7 +292,8 @@ ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, con
     sink.begin(model, format);
 
     std::unordered_map<std::string, std::string> id_to_file;
-    std::uint64_t fingerprint = 0xcbf29ce484222325ULL;
+    std::vector<std::uint64_t> file_hashes;  // per file, in input order
+    file_hashes.reserve(files.size());
     std::int64_t length_sum = 0;
     std::size_t next = 0;
     // Tokens live in `pool` so that nothing leaks when a stage throws and the pipeline is cancelled.
@@ -251,7 +319,7 @@ ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, con
                                                    t->file.bytes = read_whole_file(files[next]);
                                                }
                                            } catch (...) {
-                                               t->error = std::current_exception();
+                                               t->error = file_error(files[next]);
                                            }
                                            ++next;
                                            return t;
@@ -278,7 +346,7 @@ ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, con
                                                      if (t->records.empty())
                                                          throw InputError(t->file.path.string() + ": no samples");
                                                  } catch (...) {
-                                                     t->error = std::current_exception();
+                                                     t->error = file_error(t->file.path);
                                                  }
                                                  return t;
                                              }) &
@@ -289,11 +357,11 @@ ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, con
                 } release{pool[t->index]};
                 if (t->error) std::rethrow_exception(t->error);
                 if (cancelled()) return;
-                fingerprint = fnv1a64(t->file.bytes.data(), t->file.bytes.size(), fingerprint);
+                file_hashes.push_back(fnv1a64(t->file.bytes.data(), t->file.bytes.size()));
                 for (auto& r : t->records) {
                     auto [it, fresh] = id_to_file.emplace(r.info.id, r.info.source_file);
                     if (!fresh)
-                        throw InputError(r.info.source_file + ": duplicate sample id '" + r.info.id +
+                        throw InputError(r.info.source_file + ": duplicate sample id '" + detail::printable(r.info.id) +
                                          "' (first seen in " + it->second + ")");
                     if (summary.samples == 0 || r.info.length < summary.min_length) summary.min_length = r.info.length;
                     summary.max_length = std::max(summary.max_length, r.info.length);
@@ -310,7 +378,7 @@ ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, con
                 if (progress) progress(prog);
             }));
     if (cancelled()) throw Cancelled();
-    summary.fingerprint = fingerprint;
+    summary.fingerprint = combine_file_hashes(file_hashes);
     summary.mean_length = summary.samples ? static_cast<double>(length_sum) / summary.samples : 0.0;
     if (summary.missing_routes > 0)
         summary.notes.push_back(std::to_string(summary.missing_routes) +

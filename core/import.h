@@ -89,7 +89,7 @@ struct ImportSummary {
     std::int64_t min_length = 0, max_length = 0;
     double mean_length = 0;
     std::vector<std::string> notes;    ///< e.g. "dropped 3 padding rows"; printed by the CLI
-    std::uint64_t fingerprint = 0;     ///< FNV-1a over the files' contents, in order
+    std::uint64_t fingerprint = 0;     ///< order-independent: one file's FNV-1a, or FNV-1a over the sorted per-file hashes
 };
 
 /// Expands folders recursively into their trace files (.csv .json .jsonl .npy .npz .txt .nrlre1),

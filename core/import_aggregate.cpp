@@ -15,33 +15,52 @@ std::vector<int> step_json_layer_ids(const SourceFile& f);  // import_step_json.
 
 AggregateCounts parse_aggregate(const SourceFile& f, const ModelDescription& given) {
     const std::string file = f.path.string();
-    const nlohmann::json j = parse_json_text(f, f.bytes, 0, 0);
+    const std::string_view text = text_of(f);
+    const nlohmann::json j = parse_json_text(f, text, f.bytes.size() - text.size(), 0);
     if (!j.is_object()) throw InputError(file + ": expected an object with counts, num_layers, num_experts");
     for (const char* k : {"counts", "num_layers", "num_experts"})
-        if (!j.contains(k)) throw InputError(file + ": missing field '" + k + "'");
-    if (!j["num_layers"].is_number_integer() || !j["num_experts"].is_number_integer())
+        if (j.find(k) == j.end()) throw InputError(file + ": missing field '" + k + "'");
+    const auto& jl = *j.find("num_layers");
+    const auto& je = *j.find("num_experts");
+    if (!jl.is_number_integer() || !je.is_number_integer())
         throw InputError(file + ": num_layers and num_experts must be integers");
-    const int L = j["num_layers"].get<int>();
-    const int E = j["num_experts"].get<int>();
-    if (L < 1 || E < 1) throw InputError(file + ": num_layers and num_experts must be >= 1");
-    const auto& c = j["counts"];
-    if (!c.is_array() || static_cast<int>(c.size()) != L)
+    if ((jl.is_number_unsigned() ? jl.get<std::uint64_t>() < 1 : jl.get<std::int64_t>() < 1) ||
+        (je.is_number_unsigned() ? je.get<std::uint64_t>() < 1 : je.get<std::int64_t>() < 1))
+        throw InputError(file + ": num_layers and num_experts must be >= 1");
+    // Range checks without wrapping (4294967298 is not 2); the model bounds follow from validate().
+    const std::int64_t L = json_int_value(jl, file, "num_layers", 1, kMaxLayerId + 1);
+    const std::int64_t E = json_int_value(je, file, "num_experts", 1, std::int64_t(1) << 20);
+    const auto& c = *j.find("counts");
+    if (!c.is_array() || static_cast<std::int64_t>(c.size()) != L)
         throw InputError(file + ": counts must be a list of num_layers = " + std::to_string(L) + " lists");
-
-    AggregateCounts out;
-    out.source = j.value("src", std::string());
-    out.totals.resize(static_cast<std::size_t>(L) * E);
-    for (int l = 0; l < L; ++l) {
+    // Check every row against the real arrays before allocating [L][E] from the declared sizes.
+    for (std::int64_t l = 0; l < L; ++l) {
         const auto& row = c[static_cast<std::size_t>(l)];
-        if (!row.is_array() || static_cast<int>(row.size()) != E)
+        if (!row.is_array() || static_cast<std::int64_t>(row.size()) != E)
             throw InputError(file + ": counts[" + std::to_string(l) + "] must hold num_experts = " + std::to_string(E) +
                              " integers");
-        for (int e = 0; e < E; ++e) {
+    }
+
+    AggregateCounts out;
+    if (const auto src = j.find("src"); src != j.end() && !src->is_null()) {
+        if (!src->is_string()) throw InputError(file + ": src must be a string, not " + json_kind(*src));
+        out.source = src->get<std::string>();
+    }
+    out.totals.resize(static_cast<std::size_t>(L * E));
+    for (std::int64_t l = 0; l < L; ++l) {
+        const auto& row = c[static_cast<std::size_t>(l)];
+        std::uint64_t layer_sum = 0;
+        for (std::int64_t e = 0; e < E; ++e) {
             const auto& v = row[static_cast<std::size_t>(e)];
-            if (!v.is_number_integer() || v.get<std::int64_t>() < 0)
-                throw InputError(file + ": counts[" + std::to_string(l) + "][" + std::to_string(e) +
-                                 "] is not a non-negative integer");
-            out.totals[static_cast<std::size_t>(l) * E + e] = v.get<std::uint64_t>();
+            const std::string field = "counts[" + std::to_string(l) + "][" + std::to_string(e) + "]";
+            if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<std::int64_t>() < 0))
+                throw InputError(file + ": " + field + " is not a non-negative integer");
+            const std::uint64_t x = v.get<std::uint64_t>();
+            if (x > static_cast<std::uint64_t>(INT64_MAX) || __builtin_add_overflow(layer_sum, x, &layer_sum) ||
+                layer_sum > static_cast<std::uint64_t>(INT64_MAX))
+                throw InputError(file + ": counts[" + std::to_string(l) + "] adds up to more than " +
+                                 std::to_string(INT64_MAX));
+            out.totals[static_cast<std::size_t>(l * E + e)] = x;
         }
     }
     ModelDescription m = given;
@@ -51,7 +70,7 @@ AggregateCounts parse_aggregate(const SourceFile& f, const ModelDescription& giv
     if (!m.moe_layers.empty() && m.num_moe_layers() != L)
         throw InputError(file + ": num_layers " + std::to_string(L) + " differs from the model's " +
                          std::to_string(m.num_moe_layers()) + " MoE layers");
-    m.experts = E;
+    m.experts = static_cast<int>(E);
     if (m.moe_layers.empty()) {
         m.moe_layers.resize(static_cast<std::size_t>(L));
         std::iota(m.moe_layers.begin(), m.moe_layers.end(), 0);
@@ -59,6 +78,13 @@ AggregateCounts parse_aggregate(const SourceFile& f, const ModelDescription& giv
     if (m.num_hidden_layers <= 0) m.num_hidden_layers = m.moe_layers.back() + 1;
     if (m.name.empty()) m.name = f.stem();
     if (m.source.empty()) m.source = file;
+    if (m.top_k > 0) {
+        m.validate();  // bounds (layers x experts) for a described model
+    } else {
+        ModelDescription probe = m;  // top_k unknown: check the rest
+        probe.top_k = 1;
+        probe.validate();
+    }
     // top_k stays 0 (unknown) when no model was given: aggregate totals do not say.
     out.model = m;
     return out;

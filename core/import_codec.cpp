@@ -156,6 +156,9 @@ public:
             ws();
             expect(':');
             ws();
+            if ((key == "descr" && have_descr) || (key == "fortran_order" && have_fortran) ||
+                (key == "shape" && have_shape))
+                fail("duplicate key '" + key + "'");
             if (key == "descr") {
                 if (peek() != '\'' && peek() != '"')
                     throw InputError(where_ + ": unsupported .npy dtype (structured arrays are not routes)");
@@ -168,7 +171,7 @@ public:
                 shape = tuple();
                 have_shape = true;
             } else {
-                fail("unexpected key '" + key + "'");
+                fail("unexpected key '" + printable(key) + "'");
             }
             ws();
             if (peek() == ',') {
@@ -276,7 +279,7 @@ NpyArray parse_npy(std::string_view bytes, const std::string& where) {
     NpyHeaderParser(bytes.substr(header_start, header_len), where).parse(out.descr, fortran, out.shape);
     WireInt t;
     if (!parse_int_descr(out.descr, t))
-        throw InputError(where + ": unsupported .npy dtype '" + out.descr + "' (routes need an integer dtype)");
+        throw InputError(where + ": unsupported .npy dtype '" + printable(out.descr) + "' (routes need an integer dtype)");
 
     std::size_t count = 1;
     for (const std::int64_t d : out.shape)
@@ -290,6 +293,10 @@ NpyArray parse_npy(std::string_view bytes, const std::string& where) {
     if (have < need)
         throw InputError(where + ": truncated .npy data: shape " + shape_text(out.shape) + " of " + out.descr +
                          " needs " + std::to_string(need) + " bytes, " + std::to_string(have) + " present");
+
+    if (count > kMaxRouteValues)
+        throw InputError(where + ": shape " + shape_text(out.shape) + " holds " + std::to_string(count) +
+                         " values, more than the per-sample limit of " + std::to_string(kMaxRouteValues));
 
     const char* data = bytes.data() + data_start;
     out.values.resize(count);

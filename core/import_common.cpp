@@ -1,4 +1,4 @@
-#include "core/import_common.h"
+#include "core/import_detail.h"
 
 #include <algorithm>
 
@@ -101,13 +101,21 @@ SampleRecord make_sample_record(const RouteArray& routes, const ModelDescription
         if (info.length < routes.rows)
             throw InputError(where + ": token count " + std::to_string(info.length) + " is smaller than its " +
                              std::to_string(routes.rows) + " routed rows");
-    } else if (meta.rows_rule == LengthRule::Rows) {
-        info.length = routes.rows + meta.start_offset;
-        info.length_rule = LengthRule::Rows;
     } else {
-        info.length = routes.rows + 1 + meta.start_offset;
-        info.length_rule = LengthRule::RowsPlusOne;
+        // rows <= ids.size() (checked above) and 0 <= start_offset <= kMaxTokens: no overflow.
+        if (meta.start_offset < 0 || meta.start_offset > kMaxTokens)
+            throw std::logic_error(where + ": start offset out of range");
+        const std::int64_t extra = meta.rows_rule == LengthRule::Rows ? 0 : 1;
+        info.length = routes.rows + extra + meta.start_offset;
+        info.length_rule = meta.rows_rule == LengthRule::Rows ? LengthRule::Rows : LengthRule::RowsPlusOne;
     }
+    if (info.length > kMaxTokens)
+        throw InputError(where + ": sample length t_i = " + std::to_string(info.length) + " tokens is more than " +
+                         std::to_string(kMaxTokens));
+    if (info.prompt_len && (*info.prompt_len < 0 || *info.prompt_len > info.length))
+        throw InputError(where + ": prompt length " + std::to_string(*info.prompt_len) +
+                         (*info.prompt_len < 0 ? std::string(" is negative")
+                                               : " exceeds the sample length t_i = " + std::to_string(info.length)));
     return rec;
 }
 

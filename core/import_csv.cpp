@@ -2,7 +2,7 @@
 // `Layer ID,Batch Number,Token,Activated Expert IDs`, one record per (layer, token), expert ids a
 // quoted JSON-style list. RFC 4180 quoting (tokens may hold commas and quotes) is parsed by libcsv.
 // Length rule: prompt-only forwards, t_i = rows per layer (LengthRule::Rows). Sample id = file stem.
-#include "core/import_common.h"
+#include "core/import_detail.h"
 
 #include <csv.h>
 
@@ -32,7 +32,7 @@ struct CsvState {
     }
 };
 
-bool parse_int_field(std::string_view s, int& out) {
+bool parse_int_field(std::string_view s, std::int64_t& out) {
     while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
     while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
@@ -46,31 +46,52 @@ void on_field(void* data, std::size_t len, void* user) {
     const int f = st.field++;
     if (st.record == 0) {
         if (f < 4 && s != kHeader[f])
-            st.fail(st.file->path.string() + ": header column " + std::to_string(f + 1) + " is '" + std::string(s) +
+            st.fail(st.file->path.string() + ": header column " + std::to_string(f + 1) + " is '" + printable(s) +
                     "', expected '" + kHeader[f] + "'");
         return;
     }
     if (f == 0) {
-        if (!parse_int_field(s, st.layer)) st.fail(st.where() + ": Layer ID '" + std::string(s) + "' is not an integer");
+        std::int64_t layer = 0;
+        if (!parse_int_field(s, layer)) {
+            st.fail(st.where() + ": Layer ID '" + printable(s) + "' is not an integer");
+        } else if (layer < 0 || layer > kMaxLayerId) {
+            st.fail(st.where() + ": Layer ID " + std::to_string(layer) + " is out of range 0.." +
+                    std::to_string(kMaxLayerId));
+        } else {
+            st.layer = static_cast<int>(layer);
+        }
     } else if (f == 3) {
         // "[8, 26, 56, 57, 60, 43]"
         std::string_view t = s;
         while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
         while (!t.empty() && t.back() == ' ') t.remove_suffix(1);
         if (t.size() < 2 || t.front() != '[' || t.back() != ']') {
-            st.fail(st.where() + ": Activated Expert IDs '" + std::string(s) + "' is not a list like [1, 2]");
+            st.fail(st.where() + ": Activated Expert IDs '" + printable(s) + "' is not a list like [1, 2]");
             return;
         }
         t = t.substr(1, t.size() - 2);
         st.row_ids.clear();
-        while (!t.empty()) {
-            auto comma = t.find(',');
-            int v = 0;
+        bool empty_list = true;
+        for (char c : t) empty_list = empty_list && c == ' ';
+        while (!empty_list) {
+            const auto comma = t.find(',');
+            std::int64_t v = 0;
             if (!parse_int_field(t.substr(0, comma), v)) {
-                st.fail(st.where() + ": Activated Expert IDs '" + std::string(s) + "' holds a non-integer");
+                // Also "[1, 2,]" (a trailing comma) and "[1,, 2]" (an empty item).
+                st.fail(st.where() + ": Activated Expert IDs '" + printable(s) + "' holds a non-integer");
                 return;
             }
-            st.row_ids.push_back(v);
+            if (v == -1) {
+                st.fail(st.where() + " (layer " + std::to_string(st.layer) +
+                        "): expert id -1, but this format has no missing-route marker");
+                return;
+            }
+            if (v < INT32_MIN || v > INT32_MAX) {
+                st.fail(st.where() + " (layer " + std::to_string(st.layer) + "): expert id " + std::to_string(v) +
+                        " out of range 0.." + std::to_string(st.model->experts - 1));
+                return;
+            }
+            st.row_ids.push_back(static_cast<std::int32_t>(v));
             if (comma == std::string_view::npos) break;
             t.remove_prefix(comma + 1);
         }
@@ -103,8 +124,9 @@ void run_csv(const SourceFile& f, CsvState& st) {
     csv_parser p;
     if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI | CSV_EMPTY_IS_NULL) != 0)
         throw std::runtime_error("csv_init failed");
-    const std::size_t n = csv_parse(&p, f.bytes.data(), f.bytes.size(), on_field, on_row, &st);
-    const bool parse_failed = n != f.bytes.size() || csv_fini(&p, on_field, on_row, &st) != 0;
+    const std::string_view text = text_of(f);  // after a BOM
+    const std::size_t n = csv_parse(&p, text.data(), text.size(), on_field, on_row, &st);
+    const bool parse_failed = n != text.size() || csv_fini(&p, on_field, on_row, &st) != 0;
     const int err = csv_error(&p);
     csv_free(&p);
     if (parse_failed && st.error.empty())
@@ -154,18 +176,22 @@ void parse_prompt_csv(const SourceFile& f, const ModelDescription& m, const Emit
 
 std::vector<int> csv_layer_ids(const SourceFile& f) {
     // Only the first column of each record matters; a light scan that does not need the model.
+    // Ids outside 0..kMaxLayerId are skipped here: the full parse reports them with their record.
+    const std::string_view text = text_of(f);
     std::vector<int> layers;
-    std::size_t pos = f.bytes.find('\n');
-    while (pos != std::string::npos && pos + 1 < f.bytes.size()) {
+    std::size_t pos = text.find('\n');
+    while (pos != std::string_view::npos && pos + 1 < text.size()) {
         int v = 0;
-        const char* b = f.bytes.data() + pos + 1;
-        auto [p, ec] = std::from_chars(b, f.bytes.data() + f.bytes.size(), v);
-        if (ec == std::errc() && p != b && *p == ',' && (layers.empty() || layers.back() != v)) {
+        const char* b = text.data() + pos + 1;
+        const char* e = text.data() + text.size();
+        auto [p, ec] = std::from_chars(b, e, v);
+        if (ec == std::errc() && p != b && p != e && *p == ',' && v >= 0 && v <= kMaxLayerId &&
+            (layers.empty() || layers.back() != v)) {
             if (std::find(layers.begin(), layers.end(), v) == layers.end()) layers.push_back(v);
         }
         // Skip to the next line that begins a record: tokens may hold newlines only inside quotes,
         // which the real set never does; a full parse validates later anyway.
-        pos = f.bytes.find('\n', pos + 1);
+        pos = text.find('\n', pos + 1);
     }
     std::sort(layers.begin(), layers.end());
     return layers;

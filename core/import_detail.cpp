@@ -2,10 +2,13 @@
 // user-facing JSON parse errors. See import_detail.h.
 #include "core/import_detail.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <limits>
+#include <unordered_set>
 #include <utility>
+#include <vector>
 
 namespace routepack::detail {
 
@@ -115,15 +118,98 @@ std::string sample_where(const SourceFile& f, const std::string& id) {
     return f.path.string() + ": sample " + id;
 }
 
-std::string json_error_description(const std::exception& e) {
-    // nlohmann: "[json.exception.parse_error.101] parse error at line 1, column 7: <description>"
-    const std::string s = e.what();
-    std::size_t p = s.find("parse error");
-    if (p != std::string::npos) {
-        p = s.find(": ", p);
-        if (p != std::string::npos) return s.substr(p + 2);
+std::string printable(std::string_view text, std::size_t max_chars) {
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(std::min(text.size(), max_chars) + 8);
+    std::size_t chars = 0, i = 0;
+    const auto* u = reinterpret_cast<const unsigned char*>(text.data());
+    const std::size_t n = text.size();
+    while (i < n) {
+        if (chars == max_chars) {
+            out += "...";
+            break;
+        }
+        const unsigned char c = u[i];
+        // Length of a well-formed UTF-8 sequence starting at i (0: not one).
+        std::size_t len = 0;
+        if (c < 0x80) len = 1;
+        else if (c >= 0xC2 && c <= 0xDF) len = 2;
+        else if (c >= 0xE0 && c <= 0xEF) len = 3;
+        else if (c >= 0xF0 && c <= 0xF4) len = 4;
+        if (len > 1) {
+            if (i + len > n) len = 0;
+            for (std::size_t k = 1; len && k < len; ++k)
+                if ((u[i + k] & 0xC0) != 0x80) len = 0;
+            if (len == 3 && ((c == 0xE0 && u[i + 1] < 0xA0) || (c == 0xED && u[i + 1] > 0x9F))) len = 0;
+            if (len == 4 && ((c == 0xF0 && u[i + 1] < 0x90) || (c == 0xF4 && u[i + 1] > 0x8F))) len = 0;
+        }
+        if (len == 1 && c >= 0x20 && c != 0x7F) {
+            out.push_back(static_cast<char>(c));
+        } else if (len == 1 && c == '\n') {
+            out += "\\n";
+        } else if (len == 1 && c == '\r') {
+            out += "\\r";
+        } else if (len == 1 && c == '\t') {
+            out += "\\t";
+        } else if (len > 1 && !(len == 3 && c == 0xEF && u[i + 1] == 0xBB && u[i + 2] == 0xBF)) {
+            out.append(text.data() + i, len);  // a well-formed multi-byte character (a BOM is escaped below)
+        } else {
+            // Control character, invalid byte, or an invisible BOM: one escape per byte.
+            const std::size_t m = len > 1 ? len : 1;
+            for (std::size_t k = 0; k < m; ++k) {
+                out += "\\x";
+                out.push_back(hex[u[i + k] >> 4]);
+                out.push_back(hex[u[i + k] & 15]);
+            }
+            len = m;
+        }
+        i += len == 0 ? 1 : len;
+        ++chars;
     }
-    return s;
+    return out;
+}
+
+std::string json_kind(const nlohmann::json& v) {
+    switch (v.type()) {
+    case nlohmann::json::value_t::null: return "null";
+    case nlohmann::json::value_t::boolean: return "a boolean";
+    case nlohmann::json::value_t::string: return "a string";
+    case nlohmann::json::value_t::array: return "a list";
+    case nlohmann::json::value_t::object: return "an object";
+    case nlohmann::json::value_t::binary: return "binary data";
+    case nlohmann::json::value_t::number_float: return "a non-integer number";
+    default: return "an integer";
+    }
+}
+
+std::string json_brief(const nlohmann::json& v) {
+    if (v.is_string()) return "\"" + printable(v.get_ref<const std::string&>()) + "\"";
+    if (v.is_array() || v.is_object() || v.is_binary()) return json_kind(v);
+    return printable(v.dump());  // a scalar: no recursion
+}
+
+std::string json_error_description(const std::exception& e) {
+    // nlohmann: "[json.exception.parse_error.101] parse error at line 1, column 7: <description>",
+    // "[json.exception.out_of_range.406] number overflow parsing '1e400'".
+    std::string_view s = e.what();
+    if (s.rfind("[json.exception.", 0) == 0) {
+        const std::size_t close = s.find("] ");
+        if (close != std::string_view::npos) s.remove_prefix(close + 2);
+    }
+    if (s.rfind("parse error", 0) == 0) {
+        const std::size_t p = s.find(": ");
+        if (p != std::string_view::npos) s.remove_prefix(p + 2);
+    }
+    return printable(s, 400);
+}
+
+std::size_t bom_length(std::string_view bytes) {
+    return bytes.size() >= 3 && bytes.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;
+}
+
+std::string_view text_of(const SourceFile& f) {
+    return std::string_view(f.bytes).substr(bom_length(f.bytes));
 }
 
 namespace {
@@ -133,6 +219,48 @@ bool is_blank(std::string_view s) {
         if (c != ' ' && c != '\t' && c != '\r' && c != '\n') return false;
     return true;
 }
+
+/// nlohmann's DOM builder plus a check that no object repeats a key (a repeated key would
+/// silently replace the earlier value). Parse errors behave exactly as nlohmann::json::parse.
+class CheckedDomParser {
+public:
+    explicit CheckedDomParser(nlohmann::json& result) : dom_(result, true) {}
+
+    bool null() { return dom_.null(); }
+    bool boolean(bool v) { return dom_.boolean(v); }
+    bool number_integer(nlohmann::json::number_integer_t v) { return dom_.number_integer(v); }
+    bool number_unsigned(nlohmann::json::number_unsigned_t v) { return dom_.number_unsigned(v); }
+    bool number_float(nlohmann::json::number_float_t v, const std::string& s) { return dom_.number_float(v, s); }
+    bool string(std::string& v) { return dom_.string(v); }
+    bool binary(nlohmann::json::binary_t& v) { return dom_.binary(v); }
+    bool start_object(std::size_t n) {
+        keys_.emplace_back();
+        return dom_.start_object(n);
+    }
+    bool key(std::string& k) {
+        if (!keys_.back().insert(k).second) {
+            duplicate = k;
+            return false;
+        }
+        return dom_.key(k);
+    }
+    bool end_object() {
+        keys_.pop_back();
+        return dom_.end_object();
+    }
+    bool start_array(std::size_t n) { return dom_.start_array(n); }
+    bool end_array() { return dom_.end_array(); }
+    template <class Exception>
+    bool parse_error(std::size_t pos, const std::string& token, const Exception& ex) {
+        return dom_.parse_error(pos, token, ex);  // throws, as nlohmann::json::parse does
+    }
+
+    std::optional<std::string> duplicate;
+
+private:
+    nlohmann::detail::json_sax_dom_parser<nlohmann::json> dom_;
+    std::vector<std::unordered_set<std::string>> keys_;
+};
 
 }  // namespace
 
@@ -151,7 +279,7 @@ void for_each_line(std::string_view text,
 }
 
 JsonLayout json_layout(const SourceFile& f) {
-    const std::string_view text = f.bytes;
+    const std::string_view text = text_of(f);
     const std::size_t first = text.find_first_not_of(" \t\r\n");
     if (first == std::string_view::npos) throw InputError(f.path.string() + ": empty file");
     std::size_t eol = text.find('\n', first);
@@ -162,23 +290,33 @@ JsonLayout json_layout(const SourceFile& f) {
 }
 
 nlohmann::json parse_json_text(const SourceFile& f, std::string_view text, std::size_t offset, std::size_t line) {
+    std::string msg = f.path.string() + ": ";
+    if (line > 0) msg += "line " + std::to_string(line) + ": ";
+    nlohmann::json out;
+    CheckedDomParser sax(out);
     try {
-        return nlohmann::json::parse(text.data(), text.data() + text.size());
+        const bool ok = nlohmann::json::sax_parse(text.data(), text.data() + text.size(), &sax);
+        if (!ok && sax.duplicate)
+            throw InputError(msg + "malformed JSON: duplicate key '" + printable(*sax.duplicate) + "' in one object");
+        if (!ok) throw InputError(msg + "malformed JSON");
     } catch (const nlohmann::json::parse_error& e) {
-        std::string msg = f.path.string() + ": ";
-        if (line > 0) msg += "line " + std::to_string(line) + ": ";
-        msg += "malformed JSON at byte " + std::to_string(offset + e.byte) + ": " + json_error_description(e);
-        throw InputError(msg);
+        throw InputError(msg + "malformed JSON at byte " + std::to_string(offset + e.byte) + ": " +
+                         json_error_description(e));
+    } catch (const nlohmann::json::exception& e) {
+        throw InputError(msg + "malformed JSON: " + json_error_description(e));
     }
+    return out;
 }
 
 void for_each_json_value(const SourceFile& f, const std::function<void(nlohmann::json&&, bool single)>& fn) {
+    const std::string_view text = text_of(f);
+    const std::size_t skip = f.bytes.size() - text.size();
     if (!json_layout(f).json_lines) {
-        fn(parse_json_text(f, f.bytes, 0, 0), true);
+        fn(parse_json_text(f, text, skip, 0), true);
         return;
     }
-    for_each_line(f.bytes, [&](std::string_view s, std::size_t offset, std::size_t line) {
-        fn(parse_json_text(f, s, offset, line), false);
+    for_each_line(text, [&](std::string_view s, std::size_t offset, std::size_t line) {
+        fn(parse_json_text(f, s, skip + offset, line), false);
     });
 }
 
@@ -189,19 +327,33 @@ const nlohmann::json* json_member(const nlohmann::json& obj, const char* key) {
     return &*it;
 }
 
-std::optional<std::int64_t> json_int(const nlohmann::json& obj, const char* key, const std::string& where,
-                                     const std::string& field) {
-    const nlohmann::json* v = json_member(obj, key);
-    if (!v) return std::nullopt;
-    if (v->is_number_integer() && (!v->is_number_unsigned() || v->get<std::uint64_t>() <= INT64_MAX))
-        return v->get<std::int64_t>();
-    throw InputError(where + ": " + field + " is not an integer");
+std::int64_t json_int_value(const nlohmann::json& v, const std::string& where, const std::string& field,
+                            std::int64_t lo, std::int64_t hi) {
+    if (!v.is_number_integer()) throw InputError(where + ": " + field + " is not an integer");
+    const bool too_big = v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX);
+    const std::int64_t x = too_big ? 0 : v.get<std::int64_t>();
+    if (too_big || x < lo || x > hi) {
+        const std::string text = too_big ? std::to_string(v.get<std::uint64_t>()) : std::to_string(x);
+        if (!too_big && x < 0 && lo == 0) throw InputError(where + ": " + field + " " + text + " is negative");
+        throw InputError(where + ": " + field + " " + text + " is out of range " + std::to_string(lo) + ".." +
+                         std::to_string(hi));
+    }
+    return x;
 }
 
-std::string json_id_text(const nlohmann::json* v) {
+std::optional<std::int64_t> json_int(const nlohmann::json& obj, const char* key, const std::string& where,
+                                     const std::string& field, std::int64_t lo, std::int64_t hi) {
+    const nlohmann::json* v = json_member(obj, key);
+    if (!v) return std::nullopt;
+    return json_int_value(*v, where, field, lo, hi);
+}
+
+std::string json_id_text(const nlohmann::json* v, const std::string& where, const std::string& field) {
     if (!v || v->is_null()) return {};
     if (v->is_string()) return v->get<std::string>();
-    return v->dump();
+    if (v->is_number_unsigned()) return std::to_string(v->get<std::uint64_t>());
+    if (v->is_number_integer()) return std::to_string(v->get<std::int64_t>());
+    throw InputError(where + ": " + field + " must be a string or integer, not " + json_kind(*v));
 }
 
 std::int64_t rows_without_trailing_padding(const std::vector<std::int32_t>& ids, std::int64_t rows,

@@ -36,8 +36,40 @@ std::string wire_value_text(const char* src, std::size_t index, WireInt t);
 /// "<path>: sample <id>" — the prefix of every error about one sample.
 std::string sample_where(const SourceFile& f, const std::string& id);
 
-/// The description part of an nlohmann parse error ("syntax error while parsing value - ...").
+/// Input text made safe to echo inside a one-line error message: line breaks, tabs and other
+/// control characters, and bytes that are not valid UTF-8 become escapes (\n, \r, \t, \xNN); text
+/// longer than `max_chars` characters is cut there and ends in "...". Every importer, the library
+/// and the CLI pass echoed input (field values, keys, ids, names) through it.
+std::string printable(std::string_view text, std::size_t max_chars = 80);
+
+/// A JSON value for an error message without ever serializing a container (which could be deeply
+/// nested or huge): strings quoted and passed through printable(), numbers / booleans / null as
+/// JSON text, "a list" / "an object" for containers.
+std::string json_brief(const nlohmann::json& v);
+
+/// The kind of a JSON value for messages: "a string", "a number", "a list", "an object", ...
+std::string json_kind(const nlohmann::json& v);
+
+/// The description part of an nlohmann error, without its "[json.exception.<kind>.<id>]" tag and
+/// "parse error at line L, column C: " prefix ("syntax error while parsing value - ...",
+/// "number overflow parsing '1e400'"); echoed input in it passes through printable().
 std::string json_error_description(const std::exception& e);
+
+/// Decoder layers a per-request step-JSON file names: its largest layer key in step 0 (null, i.e.
+/// dense, keys included) + 1; 0 when the file does not say. InputError for malformed JSON or keys.
+int step_json_hidden_layers(const SourceFile& f);
+
+/// Length of a leading UTF-8 byte-order mark of a text file (3 or 0). Text formats (CSV, JSON,
+/// nrlre1) skip it; byte offsets in messages still count from the start of the file.
+std::size_t bom_length(std::string_view bytes);
+/// The file's text after a leading BOM.
+std::string_view text_of(const SourceFile& f);
+
+/// Limits that keep memory tied to real data (every size an input declares is checked against
+/// them before anything is allocated from it).
+inline constexpr std::int64_t kMaxTokens = std::int64_t(1) << 40;         ///< t_i, token counts, start_len
+inline constexpr std::uint64_t kMaxRouteValues = std::uint64_t(1) << 29;  ///< rows x layers x top_k of one sample
+inline constexpr int kMaxLayerId = 99999;                                  ///< absolute decoder-layer ids
 
 /// How a JSON file is laid out: one document (possibly spanning lines) or JSON lines.
 struct JsonLayout {
@@ -58,23 +90,34 @@ void for_each_line(std::string_view text,
 /// Parses `text` (a whole file, or one line of it starting at file byte `offset`) into a DOM;
 /// InputError "<path>: [line N: ]malformed JSON at byte B: <description>" on failure (B counts
 /// from the start of the file, as nlohmann counts: the number of bytes read when the error was
-/// found).
+/// found), "<path>: [line N: ]malformed JSON: number overflow parsing '1e400'" for numbers beyond
+/// double, and "<path>: [line N: ]malformed JSON: duplicate key '<k>' in one object" (the value
+/// of a repeated key would otherwise be lost silently).
 nlohmann::json parse_json_text(const SourceFile& f, std::string_view text, std::size_t offset, std::size_t line);
 
 /// Calls `fn(value)` for every top-level JSON value of `f`: the whole document once, or every
-/// non-blank line when the file is JSON lines. `single` tells which.
+/// non-blank line when the file is JSON lines. `single` tells which. A leading BOM is skipped.
 void for_each_json_value(const SourceFile& f, const std::function<void(nlohmann::json&&, bool single)>& fn);
 
-/// Member `key` of object `obj` as an integer; nullopt when absent or null. InputError
-/// "<where>: <field> is not an integer" for any other type.
+/// An integer JSON value checked against lo..hi: InputError "<where>: <field> is not an integer"
+/// for another type, "<where>: <field> <v> is out of range lo..hi" otherwise (unsigned values
+/// above INT64_MAX included: never wrapped).
+std::int64_t json_int_value(const nlohmann::json& v, const std::string& where, const std::string& field,
+                            std::int64_t lo = INT64_MIN, std::int64_t hi = INT64_MAX);
+
+/// Member `key` of object `obj` as an integer in lo..hi; nullopt when absent or null. Errors as
+/// json_int_value.
 std::optional<std::int64_t> json_int(const nlohmann::json& obj, const char* key, const std::string& where,
-                                     const std::string& field);
+                                     const std::string& field, std::int64_t lo = INT64_MIN,
+                                     std::int64_t hi = INT64_MAX);
 
 /// Member `key` of `obj` when present and not null; nullptr otherwise.
 const nlohmann::json* json_member(const nlohmann::json& obj, const char* key);
 
-/// A JSON scalar (string or integer) as text; empty for null/absent. Used for ids and groups.
-std::string json_id_text(const nlohmann::json* v);
+/// A JSON id (string or integer) as text; empty for null/absent. Used for request ids and groups.
+/// InputError "<where>: <field> must be a string or integer" for any other type (never
+/// serialized: a container could be nested deeper than the stack allows).
+std::string json_id_text(const nlohmann::json* v, const std::string& where, const std::string& field);
 
 /// Number of rows that are not entirely -1 at the end of `ids` ([rows][width]): trailing all -1
 /// rows are padding.

@@ -26,7 +26,7 @@ void parse_nemo_rl(const SourceFile& f, const ModelDescription& m, const EmitFn&
     std::size_t k = 0;
     RouteArray routes;
     constexpr std::string_view kTag = "nrlre1:";
-    for_each_line(f.bytes, [&](std::string_view line, std::size_t, std::size_t line_no) {
+    for_each_line(text_of(f), [&](std::string_view line, std::size_t, std::size_t line_no) {
         SampleMeta meta;
         meta.id = stem + "#" + std::to_string(k++);
         meta.source_file = f.path.string();
@@ -46,28 +46,31 @@ void parse_nemo_rl(const SourceFile& f, const ModelDescription& m, const EmitFn&
 
         WireInt t;
         if ((dtype != "int8" && dtype != "int16" && dtype != "int32") || !wire_int_from_name(dtype, t))
-            throw InputError(where + ": dtype '" + dtype + "' is not one of int8, int16, int32");
+            throw InputError(where + ": dtype '" + printable(dtype) + "' is not one of int8, int16, int32");
         std::int64_t d[3];
         std::size_t pos = 0;
         for (int j = 0; j < 3; ++j) {
             const std::size_t x = j < 2 ? dims.find('x', pos) : dims.size();
             if (x == std::string_view::npos || !parse_dim(dims.substr(pos, x - pos), d[j]) || (j == 2 && x != dims.size()))
-                throw InputError(where + ": shape '" + std::string(dims) + "' is not <S>x<L>x<K>");
+                throw InputError(where + ": shape '" + printable(dims) + "' is not <S>x<L>x<K>");
             pos = x + 1;
         }
         if (d[1] > INT32_MAX || d[2] > INT32_MAX)
-            throw InputError(where + ": shape '" + std::string(dims) + "' is too large");
+            throw InputError(where + ": shape '" + printable(dims) + "' is too large");
         std::size_t count = 0, need = 0;
         if (__builtin_mul_overflow(static_cast<std::size_t>(d[0]), static_cast<std::size_t>(d[1]), &count) ||
             __builtin_mul_overflow(count, static_cast<std::size_t>(d[2]), &count) ||
             __builtin_mul_overflow(count, static_cast<std::size_t>(t.size), &need))
-            throw InputError(where + ": shape '" + std::string(dims) + "' is too large");
+            throw InputError(where + ": shape '" + printable(dims) + "' is too large");
 
         const std::string bytes = base64_decode(data, where);
         if (bytes.size() != need)
             throw InputError(where + ": " + std::to_string(bytes.size()) + " bytes of data, expected " +
                              std::string(dims) + " x " + std::to_string(t.size) + " = " + std::to_string(need) +
                              " bytes (" + dtype + ")");
+        if (count > kMaxRouteValues)
+            throw InputError(where + ": shape '" + std::string(dims) + "' holds " + std::to_string(count) +
+                             " values, more than the per-sample limit of " + std::to_string(kMaxRouteValues));
         routes.ids.resize(count);
         convert_wire_ints(bytes.data(), count, t, routes.ids.data());  // int8..int32 always fit
         routes.axis_layers = static_cast<int>(d[1]);

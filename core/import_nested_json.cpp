@@ -66,7 +66,7 @@ public:
     }
     bool number_float(double, const std::string& s) {
         if (skip_) return true;
-        if (d_ == 3) fail(position() + ": expert id " + s + " is not an integer");
+        if (d_ == 3) fail(position() + ": expert id " + printable(s) + " is not an integer");
         return unexpected("a number");
     }
     bool string(std::string& s) {
@@ -168,6 +168,8 @@ private:
         return ": row " + std::to_string(rows) + ", layer " + std::to_string(layer_) + ", slot " + std::to_string(slot_);
     }
     bool push(std::int32_t v) {
+        if (ids_.size() >= kMaxRouteValues)
+            fail(": more than the per-sample limit of " + std::to_string(kMaxRouteValues) + " route values");
         ids_.push_back(v);
         ++slot_;
         return true;
@@ -226,7 +228,7 @@ void parse_nested_json(const SourceFile& f, const ModelDescription& m, const Emi
         if (sax.dtype) {
             WireInt t;
             if (!wire_int_from_name(*sax.dtype, t))
-                throw InputError(where + ": dtype '" + *sax.dtype + "' is not an integer type");
+                throw InputError(where + ": dtype '" + printable(*sax.dtype) + "' is not an integer type");
         }
         if (sax.rows == 0) throw InputError(where + ": no routed rows");
         routes.rows = sax.rows;
@@ -235,10 +237,12 @@ void parse_nested_json(const SourceFile& f, const ModelDescription& m, const Emi
         emit(make_sample_record(routes, m, meta));
     };
 
+    const std::string_view text = text_of(f);
+    const std::size_t skip = f.bytes.size() - text.size();  // a BOM
     if (lines) {
-        for_each_line(f.bytes, record);
+        for_each_line(text, [&](std::string_view s, std::size_t offset, std::size_t line) { record(s, skip + offset, line); });
     } else {
-        record(f.bytes, 0, 0);
+        record(text, skip, 0);
     }
 }
 

@@ -46,7 +46,12 @@ struct ZipFileCloser {
 };
 
 // Largest uncompressed entry accepted (a hostile archive may declare anything).
-constexpr zip_uint64_t kMaxEntryBytes = zip_uint64_t(4) << 30;
+constexpr zip_uint64_t kMaxEntryBytes = zip_uint64_t(2) << 30;
+// Deflate expands at most ~1032:1; an entry declaring more than that (plus slack for tiny
+// entries) is a lie or a bomb, refused before anything is read.
+constexpr zip_uint64_t kMaxRatio = 1032;
+constexpr zip_uint64_t kRatioSlack = zip_uint64_t(1) << 20;
+constexpr std::size_t kReadChunk = std::size_t(1) << 20;
 
 }  // namespace
 
@@ -89,7 +94,7 @@ void parse_npz(const SourceFile& f, const ModelDescription& m, const EmitFn& emi
         zip_stat_t st;
         zip_stat_init(&st);
         if (zip_stat_index(za.get(), static_cast<zip_uint64_t>(i), 0, &st) != 0)
-            throw InputError(path + ": entry " + std::to_string(i) + ": " + zip_strerror(za.get()));
+            throw InputError(path + ": entry " + std::to_string(i) + ": " + printable(zip_strerror(za.get())));
         const std::string name = (st.valid & ZIP_STAT_NAME) && st.name ? st.name : "entry" + std::to_string(i);
         if (!name.empty() && name.back() == '/') continue;  // directory
 
@@ -97,29 +102,37 @@ void parse_npz(const SourceFile& f, const ModelDescription& m, const EmitFn& emi
         meta.id = stem + "#" + std::to_string(k++);
         meta.source_file = path;
         meta.request_id = name.size() > 4 && name.ends_with(".npy") ? name.substr(0, name.size() - 4) : name;
-        const std::string where = sample_where(f, meta.id) + ": entry '" + name + "'";
-        if (!(st.valid & ZIP_STAT_SIZE)) throw InputError(where + ": size unknown");
+        const std::string where = sample_where(f, meta.id) + ": entry '" + printable(name) + "'";
+        if (!(st.valid & ZIP_STAT_SIZE) || !(st.valid & ZIP_STAT_COMP_SIZE)) throw InputError(where + ": size unknown");
         if (st.size > kMaxEntryBytes)
-            throw InputError(where + ": declares " + std::to_string(st.size) + " bytes, more than the 4 GiB limit");
+            throw InputError(where + ": declares " + std::to_string(st.size) + " bytes, more than the " +
+                             std::to_string(kMaxEntryBytes) + "-byte limit per entry");
+        const bool stored = (st.valid & ZIP_STAT_COMP_METHOD) && st.comp_method == ZIP_CM_STORE;
+        if (stored ? st.size != st.comp_size : st.size > kMaxRatio * st.comp_size + kRatioSlack)
+            throw InputError(where + ": declares " + std::to_string(st.size) + " bytes from " +
+                             std::to_string(st.comp_size) + " bytes in the archive, more than " +
+                             (stored ? std::string("a stored entry holds") : "compression can expand to"));
 
         std::unique_ptr<zip_file_t, ZipFileCloser> zf(zip_fopen_index(za.get(), static_cast<zip_uint64_t>(i), 0));
-        if (!zf) throw InputError(where + ": " + zip_strerror(za.get()));
-        buf.resize(static_cast<std::size_t>(st.size));
-        std::size_t got = 0;
+        if (!zf) throw InputError(where + ": " + printable(zip_strerror(za.get())));
+        // Read in chunks until the end (so that libzip checks the CRC): memory follows the data
+        // actually there, never the declared size.
+        buf.clear();
         for (;;) {
-            // Read to the end (one byte past the declared size) so that libzip checks the CRC.
-            char extra;
-            char* dst = got < buf.size() ? buf.data() + got : &extra;
-            const zip_uint64_t want = got < buf.size() ? buf.size() - got : 1;
-            const zip_int64_t r = zip_fread(zf.get(), dst, want);
-            if (r < 0) throw InputError(where + ": " + zip_file_strerror(zf.get()));
+            const std::size_t at = buf.size();
+            buf.resize(at + kReadChunk);
+            const zip_int64_t r = zip_fread(zf.get(), buf.data() + at, kReadChunk);
+            if (r < 0) {
+                buf.resize(at);
+                throw InputError(where + ": " + printable(zip_file_strerror(zf.get())));
+            }
+            buf.resize(at + static_cast<std::size_t>(r));
+            if (buf.size() > st.size) throw InputError(where + ": holds more data than its declared size");
             if (r == 0) break;
-            if (got >= buf.size()) throw InputError(where + ": holds more data than its declared size");
-            got += static_cast<std::size_t>(r);
         }
-        if (got != buf.size())
-            throw InputError(where + ": truncated entry (" + std::to_string(got) + " of " + std::to_string(buf.size()) +
-                             " bytes)");
+        if (buf.size() != st.size)
+            throw InputError(where + ": truncated entry (" + std::to_string(buf.size()) + " of " +
+                             std::to_string(st.size) + " bytes)");
         emit_npy_sample(parse_npy(buf, where), routes, m, std::move(meta), where, emit);
     }
     if (k == 0) throw InputError(path + ": the .npz archive holds no arrays");

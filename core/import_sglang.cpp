@@ -42,10 +42,14 @@ void apply_physical_map(const nlohmann::json& map, RouteArray& r, const ModelDes
         lut.resize(row.size());
         for (std::size_t j = 0; j < row.size(); ++j) {
             const auto& v = row[j];
-            if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() >= m.experts)
-                throw InputError(where + ": physical_to_logical_map[" + std::to_string(a) + "][" + std::to_string(j) +
-                                 "] = " + v.dump() + " is not a logical expert id (0.." + std::to_string(m.experts - 1) +
-                                 ")");
+            const std::string at = "physical_to_logical_map[" + std::to_string(a) + "][" + std::to_string(j) + "]";
+            const std::string range = " (0.." + std::to_string(m.experts - 1) + ")";
+            if (v.is_array() || v.is_object() || v.is_binary())
+                throw InputError(where + ": " + at + " is " + json_kind(v) + ", not a logical expert id" + range);
+            const bool ok = v.is_number_integer() &&
+                            !(v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) &&
+                            v.get<std::int64_t>() >= 0 && v.get<std::int64_t>() < m.experts;
+            if (!ok) throw InputError(where + ": " + at + " = " + json_brief(v) + " is not a logical expert id" + range);
             lut[j] = static_cast<std::int32_t>(v.get<std::int64_t>());
         }
         for (std::int64_t row_i = 0; row_i < r.rows; ++row_i) {
@@ -89,8 +93,11 @@ void parse_sglang(const SourceFile& f, const ModelDescription& m, const EmitFn& 
 
         WireInt t{4, true, false};
         if (const nlohmann::json* dt = json_member(*info, "routed_experts_dtype")) {
-            if (!dt->is_string() || !sglang_dtype(dt->get<std::string>(), t))
-                throw InputError(where + ": meta_info.routed_experts_dtype " + dt->dump() +
+            if (!dt->is_string())
+                throw InputError(where + ": meta_info.routed_experts_dtype must be a string (one of int32, int16, "
+                                         "uint16, uint8, int8), not " + json_kind(*dt));
+            if (!sglang_dtype(dt->get_ref<const std::string&>(), t))
+                throw InputError(where + ": meta_info.routed_experts_dtype " + json_brief(*dt) +
                                  " is not one of int32, int16, uint16, uint8, int8");
         }
         const std::string bytes = base64_decode(re->get_ref<const std::string&>(), where + ": meta_info.routed_experts");
@@ -103,6 +110,9 @@ void parse_sglang(const SourceFile& f, const ModelDescription& m, const EmitFn& 
                              " x top_k " + std::to_string(m.top_k) + " x " + std::to_string(t.size) + " bytes (" +
                              t.name() + ")");
         const std::size_t count = bytes.size() / t.size;
+        if (count > kMaxRouteValues)
+            throw InputError(where + ": meta_info.routed_experts holds " + std::to_string(count) +
+                             " values, more than the per-sample limit of " + std::to_string(kMaxRouteValues));
         routes.rows = static_cast<std::int64_t>(bytes.size() / row_bytes);
         routes.ids.resize(count);
         const std::size_t bad = convert_wire_ints(bytes.data(), count, t, routes.ids.data());
@@ -114,22 +124,29 @@ void parse_sglang(const SourceFile& f, const ModelDescription& m, const EmitFn& 
         if (!map) map = json_member(rec, "physical_to_logical_map");
         if (map) apply_physical_map(*map, routes, m, where);
 
-        if (auto start = json_int(*info, "routed_experts_start_len", where, "meta_info.routed_experts_start_len")) {
-            if (*start < 0) throw InputError(where + ": meta_info.routed_experts_start_len is negative");
+        const auto prompt = json_int(*info, "prompt_tokens", where, "meta_info.prompt_tokens", 0, kMaxTokens);
+        const auto completion =
+            json_int(*info, "completion_tokens", where, "meta_info.completion_tokens", 0, kMaxTokens);
+        if (auto start = json_int(*info, "routed_experts_start_len", where, "meta_info.routed_experts_start_len", 0,
+                                  kMaxTokens)) {
+            // The response covers [start_len, seqlen - 1): start_len never exceeds the prompt.
+            if (prompt && *start > *prompt)
+                throw InputError(where + ": meta_info.routed_experts_start_len " + std::to_string(*start) +
+                                 " exceeds meta_info.prompt_tokens " + std::to_string(*prompt));
             meta.start_offset = *start;
         }
-        const auto prompt = json_int(*info, "prompt_tokens", where, "meta_info.prompt_tokens");
-        const auto completion = json_int(*info, "completion_tokens", where, "meta_info.completion_tokens");
         if (prompt) meta.prompt_len = *prompt;
-        if (prompt && completion) meta.explicit_length = *prompt + *completion;
+        if (prompt && completion) meta.explicit_length = *prompt + *completion;  // each <= 2^40: no overflow
 
+        const char* rid_field = "meta_info.id";
         const nlohmann::json* rid = json_member(*info, "id");
-        if (!rid) rid = json_member(rec, "rid");
-        if (!rid) rid = json_member(rec, "id");
-        meta.request_id = json_id_text(rid);
-        const nlohmann::json* group = json_member(rec, "group");
-        if (!group) group = json_member(rec, "group_id");
-        meta.group = json_id_text(group);
+        if (!rid) rid = json_member(rec, rid_field = "rid");
+        if (!rid) rid = json_member(rec, rid_field = "id");
+        meta.request_id = json_id_text(rid, where, rid_field);
+        const char* group_field = "group";
+        const nlohmann::json* group = json_member(rec, group_field);
+        if (!group) group = json_member(rec, group_field = "group_id");
+        meta.group = json_id_text(group, where, group_field);
 
         emit(make_sample_record(routes, m, meta));
     };

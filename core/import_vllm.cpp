@@ -48,7 +48,7 @@ void parse_vllm(const SourceFile& f, const ModelDescription& m, const EmitFn& em
         if (!resp.is_object()) throw InputError(rwhere + ": not a JSON object");
         const nlohmann::json* choices = json_member(resp, "choices");
         if (!choices || !choices->is_array()) throw InputError(rwhere + ": choices is missing");
-        const std::string request_id = json_id_text(json_member(resp, "id"));
+        const std::string request_id = json_id_text(json_member(resp, "id"), rwhere, "id");
 
         NpyArray prompt;
         bool have_prompt = false;
@@ -58,8 +58,10 @@ void parse_vllm(const SourceFile& f, const ModelDescription& m, const EmitFn& em
         }
         const nlohmann::json* resp_prompt_ids = json_member(resp, "prompt_token_ids");
         std::optional<std::int64_t> usage_prompt;
-        if (const nlohmann::json* usage = json_member(resp, "usage"))
-            usage_prompt = json_int(*usage, "prompt_tokens", rwhere, "usage.prompt_tokens");
+        if (const nlohmann::json* usage = json_member(resp, "usage")) {
+            if (!usage->is_object()) throw InputError(rwhere + ": usage is " + json_kind(*usage) + ", not an object");
+            usage_prompt = json_int(*usage, "prompt_tokens", rwhere, "usage.prompt_tokens", 0, kMaxTokens);
+        }
 
         for (std::size_t c = 0; c < choices->size(); ++c) {
             const nlohmann::json& choice = (*choices)[c];

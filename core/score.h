@@ -29,18 +29,38 @@ struct CostBreakdown {
     Score score;
 };
 
-/// Exact cost model written out in DESIGN.md: T[r][d] = sum t_i / C, Q[r][d] = sum (t_i/C)^2,
-/// A[r][g] = sum_s max_{d in D_g} (alpha_s T + beta_s Q), W[r][g][l][p] = sum_{d in D_g} sum_i q[i][l][p],
-/// E[r][g] = (1/C) sum_l max_p W, J = A + E, U_g = sum_r J. Token sums, sum t_i^2 and W are kept in
-/// 64-bit integers; doubles are formed only for A and E, always by the same expressions as
-/// IncrementalScorer so the two agree bitwise. The layout must be rectangular (R x D cells).
+/// Exact cost model written out in DESIGN.md (eqs. 11-15), per cell k = (r, d), row-shard (r, g):
+///   T[r][d] = (sum_i t_i) / C,  Q[r][d] = (sum_i t_i^2) / C^2           (eq. 11; both sums int64)
+///   A[r][g] = sum_s max_{d in D_g} (alpha_s T[r][d] + beta_s Q[r][d])   (eq. 12; stages in order)
+///   W[r][g][l][p] = sum_{d in D_g} sum_{i in B[r][d]} q[i][l][p]         (eq. 13; int64 tokens)
+///   E[r][g] = (sum_l max_p W[r][g][l][p]) / C                           (eq. 14; the sum is int64)
+///   J = A + E,  U_g = sum_r J[r][g] (left fold over r = 0..R-1),
+///   Score = (max_g U_g, sum_g U_g (left fold over g), max_{r,g} J)      (eq. 15)
+/// Doubles are formed only from the integer sums, by the same functions IncrementalScorer uses, so
+/// the two agree bitwise. The layout must have rows x D cells and sample indices in 0..n-1 (empty
+/// cells and cells over C are scored as they are); std::invalid_argument otherwise.
+/// Cost O(n*L*P + R*G*L*P + R*D*S).
 CostBreakdown cost_breakdown(const Layout& x, const PackingProblem& p);
 Score score_layout(const Layout& x, const PackingProblem& p);
 
+/// Instruction set of the integer rank-load kernels that new IncrementalScorers and the full path
+/// use: "avx512", "avx2" or "scalar" (all three give identical integers, hence identical scores).
+const char* score_kernel_isa();
+/// Chooses the kernels for objects created afterwards ("auto" = best the CPU supports); for tests
+/// and benchmarks. Returns false (and changes nothing) when this CPU/build lacks that ISA.
+bool set_score_kernel_isa(const char* isa);
+
 /// Maintains a layout with cached integer cell and row-shard state, and rescoring of swap and
-/// relocation moves that touches only the affected cells and row-shards (eq. 17: O(L*P) per
-/// affected row-shard plus O(R*G) for the U and max J upkeep). After any sequence of moves,
-/// score() is bitwise equal to score_layout(layout(), problem).
+/// relocation moves that touches only the affected cells and row-shards (paper 4.1.2 "Incremental
+/// Score"): per move the two cells' sum t and sum t^2, the two row-shards' per-layer peaks of
+/// W +- q (O(L*P) each; nothing when both cells share a row-shard, where only A changes), their
+/// A, E, J, then U of the affected shards refolded from the first changed row (O(R)), max J per
+/// affected shard (O(R)) and the score (O(G)). W itself is written lazily, when the next move is
+/// applied, so undo() is O(S + R) and never touches W. After any sequence of moves score(),
+/// row_shard_cost() and shard_total() are bitwise equal to cost_breakdown(layout(), problem()).
+/// The problem must outlive the scorer; copies are independent (chains may copy their state).
+/// Memory: R*G*L*P int64 for W. std::invalid_argument when the layout does not fit the problem or
+/// names a sample twice.
 class IncrementalScorer {
 public:
     IncrementalScorer(const PackingProblem& p, const Layout& x);
@@ -51,38 +71,79 @@ public:
     int cell_of(int i) const { return cell_of_[i]; }
     std::int64_t cell_tokens(int k) const { return tokens_[k]; }
     /// J[r][g] of the current layout.
-    double row_shard_cost(int r, int g) const { return J_[static_cast<std::size_t>(r) * G_ + g]; }
+    double row_shard_cost(int r, int g) const { return J_[static_cast<std::size_t>(row_shard(r, g))]; }
     double shard_total(int g) const { return U_[g]; }
 
-    /// Whether swapping samples i and j (in different cells) keeps both cells <= C.
+    /// Whether swapping samples i and j (in different cells) keeps both cells <= C. O(1).
     bool swap_feasible(int i, int j) const;
-    /// Whether moving sample i to cell k keeps its source cell non-empty and k <= C.
+    /// Whether moving sample i to cell k (a valid cell other than i's own) keeps its source cell
+    /// non-empty and k <= C. O(1).
     bool relocate_feasible(int i, int k) const;
-    /// Applies the move (which must be feasible) and returns the new score.
+    /// Applies the move (which must be feasible) and returns the new score. A swap within one cell
+    /// or a relocation to i's own cell changes nothing (and undo() after it does nothing).
     const Score& apply_swap(int i, int j);
     const Score& apply_relocate(int i, int k);
-    /// Undoes the last applied move (exactly: the cached state returns to its previous bits).
+    /// Undoes the last applied move (exactly: the cached state, the layout's cell order included,
+    /// returns to its previous bits). Only one level: a second undo() in a row does nothing.
     void undo();
 
 private:
-    void recompute_row_shard(int r, int g);
-    void recompute_totals();
+    /// Index of row-shard (r, g) in the per-row-shard arrays, which are shard-major ([G][R]) so that
+    /// a shard's column J[.][g] is contiguous for the U fold and the max.
+    int row_shard(int r, int g) const { return g * R_ + r; }
+    /// Applies the pending W update of the last kept move (lazy: apply_* only reads W to form the new
+    /// peaks; the write happens here, before the next move, so that undo() never touches W).
+    void commit_pending();
+    void begin_move(int ka, int kb, int* rsa, int* rsb);
+    void finish_move();
+    void save_cell(int slot, int k);
+    void save_row_shard(int slot, int rs);
+    void save_shard(int slot, int g, int r0);
+    void refresh_cell(int k);
+    void refresh_attention(int rs);
+    void refresh_shard(int g, int r0);
+
     const PackingProblem* p_;
     Layout layout_;
-    int G_ = 0;
+    int R_ = 0, G_ = 0, D_ = 0, L_ = 0, P_ = 0, S_ = 0;
+    std::size_t LP_ = 0;                      // L*P, one row-shard's W block
+    double c_ = 0;                            // C as double (eqs. 11, 14)
+    const void* kernels_ = nullptr;           // integer kernel table (ISA chosen at construction)
+    std::vector<int> slot_shard_;             // [D] -> g
+    std::vector<int> shard_begin_;            // [G+1] offsets into shard_slots_
+    std::vector<int> shard_slots_;            // D_g lists, concatenated
+    std::vector<double> alpha_, beta_;        // [S]
     std::vector<int> cell_of_;                // [n]
     std::vector<int> pos_in_cell_;            // [n]
-    std::vector<std::int64_t> tokens_;        // [R*D] sum t_i
-    std::vector<std::int64_t> squares_;       // [R*D] sum t_i^2
-    std::vector<std::int64_t> W_;             // [R][G][L][P]
-    std::vector<std::int64_t> peak_sum_;      // [R][G] sum_l max_p W
-    std::vector<double> A_, E_, J_;           // [R][G]
+    std::vector<std::int64_t> tokens_;        // [R*D] sum t_i (tokens)
+    std::vector<std::int64_t> squares_;       // [R*D] sum t_i^2 (tokens^2)
+    std::vector<double> cell_cost_;           // [R*D][S] alpha_s T + beta_s Q
+    std::vector<std::int64_t> W_;             // [G][R][L][P] rank loads (tokens)
+    std::vector<std::int64_t> peak_sum_;      // [G][R] sum_l max_p W (tokens)
+    std::vector<double> A_, E_, J_;           // [G][R]
+    std::vector<double> prefix_;              // [G][R] left fold of J[0..r][g]; U_g = prefix[g][R-1]
     std::vector<double> U_;                   // [G]
+    std::vector<double> max_j_;               // [G] max_r J[r][g]
     Score score_;
+    /// What undo() needs: the move, and the previous bits of everything it changed except W
+    /// (W is only written by commit_pending(), after the move was kept).
     struct Undo {
-        enum Kind { None, Swap, Relocate } kind = None;
-        int i = -1, j = -1, from = -1;
+        enum Kind { None, Noop, Swap, Relocate } kind = None;
+        int i = -1, j = -1;
+        int from = -1, to = -1;               // cells: i's source, j's cell / relocation target
+        int pos_i = -1;                       // i's position in `from` before the move
+        bool w_pending = false;               // the move changed W and commit_pending() has not run
+        int cell[2] = {-1, -1};
+        std::int64_t tokens[2] = {0, 0}, squares[2] = {0, 0};
+        int nrs = 0, rs[2] = {-1, -1};
+        double A[2] = {0, 0}, E[2] = {0, 0}, J[2] = {0, 0};
+        std::int64_t peak_sum[2] = {0, 0};
+        int ng = 0, g[2] = {-1, -1}, r0[2] = {0, 0};
+        double U[2] = {0, 0}, max_j[2] = {0, 0};
+        Score score;
     } last_;
+    std::vector<double> undo_cost_;           // [2][S] previous cell_cost_ of the two cells
+    std::vector<double> undo_prefix_;         // [2][R] previous prefix_ of the affected shards (from r0)
 };
 
 }  // namespace routepack

@@ -2,6 +2,7 @@
 #include "storage/library.h"
 
 #include "core/errors.h"
+#include "core/import_detail.h"
 #include "storage/counts_codec.h"
 #include "storage/library_internal.h"
 #include "storage/migrations.h"
@@ -15,6 +16,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <unordered_map>
+#include <unistd.h>
 
 namespace routepack::storage {
 
@@ -28,6 +30,11 @@ int supported_schema_version() {
 namespace {
 
 constexpr int kBusyTimeoutMs = 5000;
+
+/// Names and ids as echoed in messages: one line, at most 80 characters.
+std::string shown(const std::string& s) {
+    return routepack::detail::printable(s);
+}
 
 [[noreturn]] void not_sqlite(const std::filesystem::path& file) {
     throw InputError(file.string() + ": not a RoutePack library (file is not an SQLite database)");
@@ -123,7 +130,7 @@ ModelDescription read_model(const Statement& st, int col, const std::filesystem:
     try {
         m.moe_layers = nlohmann::json::parse(st.text(col + 4)).get<std::vector<int>>();
     } catch (const nlohmann::json::exception& e) {
-        throw InputError(file.string() + ": trace '" + trace + "': damaged model row (moe_layers: " + e.what() + ")");
+        throw InputError(file.string() + ": trace '" + shown(trace) + "': damaged model row (moe_layers: " + e.what() + ")");
     }
     m.source = st.text(col + 5);
     return m;
@@ -146,7 +153,7 @@ TraceEntry read_trace_entry(const Statement& st, const std::filesystem::path& fi
     try {
         t.notes = nlohmann::json::parse(st.text(7)).get<std::vector<std::string>>();
     } catch (const nlohmann::json::exception& e) {
-        throw InputError(file.string() + ": trace '" + t.name + "': damaged notes (" + e.what() + ")");
+        throw InputError(file.string() + ": trace '" + shown(t.name) + "': damaged notes (" + e.what() + ")");
     }
     t.model = read_model(st, 8, file, t.name);
     return t;
@@ -155,13 +162,13 @@ TraceEntry read_trace_entry(const Statement& st, const std::filesystem::path& fi
 TraceEntry find_trace(sqlite3* db, const std::filesystem::path& file, const std::string& name) {
     Statement st(db, file, std::string(kTraceColumns) + "WHERE t.name = ?1");
     st.bind(1, name);
-    if (!st.step()) throw InputError("no trace named '" + name + "' in " + file.string());
+    if (!st.step()) throw InputError("no trace named '" + shown(name) + "' in " + file.string());
     return read_trace_entry(st, file);
 }
 
 void require_samples(const TraceEntry& t, const std::filesystem::path& file, const std::string& what) {
     if (t.load_only)
-        throw InputError("trace '" + t.name + "' in " + file.string() +
+        throw InputError("trace '" + shown(t.name) + "' in " + file.string() +
                          " is load-only (per-layer expert totals, no samples): " + what);
 }
 
@@ -182,8 +189,8 @@ void read_sample(const Statement& st, Trace& trace, const std::filesystem::path&
     info.source_file = st.text(6);
     const std::string rule = st.text(7);
     if (!detail::parse_length_rule_key(rule, info.length_rule))
-        throw InputError(file.string() + ": trace '" + name + "' sample '" + info.id + "': unknown length rule '" +
-                         rule + "'");
+        throw InputError(file.string() + ": trace '" + shown(name) + "' sample '" + shown(info.id) + "': unknown length rule '" +
+                         shown(rule) + "'");
     info.missing_routes = st.int64(8);
     const std::size_t stride = trace.stride();
     const std::size_t at = trace.counts.size();
@@ -191,7 +198,7 @@ void read_sample(const Statement& st, Trace& trace, const std::filesystem::path&
     try {
         detail::decode_counts(st.blob(9), std::span<std::uint32_t>(trace.counts.data() + at, stride));
     } catch (const detail::BlobError& e) {
-        throw InputError(file.string() + ": trace '" + name + "' sample '" + info.id + "': damaged counts (" +
+        throw InputError(file.string() + ": trace '" + shown(name) + "' sample '" + shown(info.id) + "': damaged counts (" +
                          e.what() + ")");
     }
     trace.samples.push_back(std::move(info));
@@ -208,7 +215,7 @@ std::int64_t find_window_id(sqlite3* db, const std::filesystem::path& file, cons
                             const std::string& window) {
     Statement st(db, file, "SELECT id FROM windows WHERE trace_id = ?1 AND name = ?2");
     st.bind(1, t.id).bind(2, window);
-    if (!st.step()) throw InputError("trace '" + t.name + "' has no window named '" + window + "' in " + file.string());
+    if (!st.step()) throw InputError("trace '" + shown(t.name) + "' has no window named '" + shown(window) + "' in " + file.string());
     return st.int64(0);
 }
 
@@ -221,25 +228,60 @@ Library::~Library() {
 }
 
 std::unique_ptr<Library> Library::open(const std::filesystem::path& file, bool create) {
+    return open(file, create ? OpenMode::Create : OpenMode::ReadWrite);
+}
+
+std::unique_ptr<Library> Library::open(const std::filesystem::path& file, OpenMode mode) {
     const bool in_memory = file == ":memory:";
+    const bool writable = mode != OpenMode::ReadOnly;
     std::error_code ec;
+    if (in_memory && !writable)
+        throw InputError(":memory:: an in-memory library has nothing to read; give a library file");
     if (!in_memory) {
         if (!std::filesystem::exists(file, ec)) {
-            if (!create) throw InputError(file.string() + ": no such library");
+            if (mode != OpenMode::Create) throw InputError(file.string() + ": no such library");
         } else {
             check_sqlite_header(file);
+            if (!std::filesystem::is_regular_file(file, ec))
+                throw InputError(file.string() + ": not a regular file, not a RoutePack library file");
+        }
+        if (writable) {
+            // Refuse before SQLite touches anything: a read-only file opens silently read-only and
+            // a read-only folder cannot hold the -wal/-shm files; both would fail at the first
+            // write and leave side files behind.
+            const std::filesystem::path dir = file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
+            const bool exists = std::filesystem::exists(file, ec);
+            if (exists && ::access(file.c_str(), W_OK) != 0)
+                throw InputError(file.string() + ": library is read-only (cannot write)");
+            if (::access(dir.c_str(), W_OK) != 0) {
+                if (exists) throw InputError(file.string() + ": library is read-only (cannot write)");
+                if (::access(dir.c_str(), F_OK) != 0)
+                    throw InputError(file.string() + ": cannot create library (no folder " + dir.string() + ")");
+                throw InputError(file.string() + ": cannot create library (folder " + dir.string() +
+                                 " is read-only)");
+            }
         }
     }
     sqlite3* raw = nullptr;
-    const int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
+    const int flags = mode == OpenMode::ReadOnly ? SQLITE_OPEN_READONLY
+                                                 : SQLITE_OPEN_READWRITE | (mode == OpenMode::Create ? SQLITE_OPEN_CREATE : 0);
     const int rc = sqlite3_open_v2(file.string().c_str(), &raw, flags, nullptr);
     std::unique_ptr<Library> lib(new Library(raw, file));  // closes `raw` on every error below
     if (rc != SQLITE_OK) detail::throw_sqlite(raw, rc, file, "cannot open library");
+    lib->read_only_ = !writable;
     sqlite3_extended_result_codes(raw, 1);
     sqlite3_busy_timeout(raw, kBusyTimeoutMs);
+    if (writable && sqlite3_db_readonly(raw, "main") == 1)
+        throw InputError(file.string() + ": library is read-only (cannot write)");
 
     check_identity(raw, file);  // read-only: nothing written to a foreign/newer file
     detail::exec(raw, file, "PRAGMA foreign_keys = ON");
+    if (!writable) {
+        if (pragma_int(raw, file, "user_version") == 0)
+            throw InputError(file.string() + ": not a RoutePack library yet (no schema: nothing was ever imported)");
+        quick_check(raw, file);
+        return lib;
+    }
     {
         Statement wal(raw, file, "PRAGMA journal_mode = WAL");  // "memory" for :memory:
         while (wal.step()) {}
@@ -266,7 +308,7 @@ ImportSummary Library::import_trace(const std::string& name, const std::vector<s
     {
         Statement exists(db_, path_, "SELECT 1 FROM traces WHERE name = ?1");
         exists.bind(1, name);
-        if (exists.step()) throw InputError("trace '" + name + "' already exists in " + path_.string());
+        if (exists.step()) throw InputError("trace '" + shown(name) + "' already exists in " + path_.string());
     }
     const std::vector<std::filesystem::path> files = collect_trace_files(inputs);
     detail::TraceWriter writer(db_, path_, name, hooks, cancel);
@@ -276,7 +318,7 @@ ImportSummary Library::import_trace(const std::string& name, const std::vector<s
     {
         Statement dup(db_, path_, "SELECT name FROM traces WHERE fingerprint = ?1 AND id <> ?2 ORDER BY id LIMIT 1");
         dup.bind(1, hex64(summary.fingerprint)).bind(2, writer.trace_id());
-        if (dup.step()) throw InputError("these files were already imported as trace '" + dup.text(0) + "'");
+        if (dup.step()) throw InputError("these files were already imported as trace '" + shown(dup.text(0)) + "'");
     }
     tx.commit();
     return summary;
@@ -312,8 +354,8 @@ std::vector<SampleInfo> Library::samples(const std::string& trace) const {
         info.source_file = st.text(6);
         const std::string rule = st.text(7);
         if (!detail::parse_length_rule_key(rule, info.length_rule))
-            throw InputError(path_.string() + ": trace '" + trace + "' sample '" + info.id +
-                             "': unknown length rule '" + rule + "'");
+            throw InputError(path_.string() + ": trace '" + shown(trace) + "' sample '" + shown(info.id) +
+                             "': unknown length rule '" + shown(rule) + "'");
         info.missing_routes = st.int64(8);
         out.push_back(std::move(info));
     }
@@ -344,7 +386,7 @@ Trace Library::load_samples(const std::string& trace, const std::vector<std::str
                      " FROM samples s WHERE s.trace_id = ?1 AND s.sample_id = ?2");
     for (const std::string& id : sample_ids) {
         st.bind(1, t.id).bind(2, id);
-        if (!st.step()) throw InputError("trace '" + trace + "' has no sample '" + id + "'");
+        if (!st.step()) throw InputError("trace '" + shown(trace) + "' has no sample '" + shown(id) + "'");
         read_sample(st, out, path_, trace);
         st.reset();
     }
@@ -361,7 +403,7 @@ std::vector<std::uint64_t> Library::layer_totals(const std::string& trace) const
         try {
             detail::decode_totals(st.blob(0), totals);
         } catch (const detail::BlobError& e) {
-            throw InputError(path_.string() + ": trace '" + trace + "': damaged layer totals (" + e.what() + ")");
+            throw InputError(path_.string() + ": trace '" + shown(trace) + "': damaged layer totals (" + e.what() + ")");
         }
         return totals;
     }
@@ -374,7 +416,7 @@ std::vector<std::uint64_t> Library::layer_totals(const std::string& trace) const
         try {
             detail::decode_counts(rows.blob(1), counts);
         } catch (const detail::BlobError& e) {
-            throw InputError(path_.string() + ": trace '" + trace + "' sample '" + rows.text(0) +
+            throw InputError(path_.string() + ": trace '" + shown(trace) + "' sample '" + shown(rows.text(0)) +
                              "': damaged counts (" + e.what() + ")");
         }
         for (std::size_t k = 0; k < stride; ++k) totals[k] += counts[k];
@@ -387,13 +429,13 @@ WindowEntry Library::create_window(const std::string& trace, const std::string& 
     Transaction tx(db_, path_);
     const TraceEntry t = find_trace(db_, path_, trace);
     require_samples(t, path_, "windows need samples");
-    if (name.empty()) throw InputError("window name must not be empty (trace '" + trace + "')");
-    if (sample_ids.empty()) throw InputError("window '" + name + "' of trace '" + trace + "' lists no samples");
+    if (name.empty()) throw InputError("window name must not be empty (trace '" + shown(trace) + "')");
+    if (sample_ids.empty()) throw InputError("window '" + shown(name) + "' of trace '" + shown(trace) + "' lists no samples");
     {
         Statement st(db_, path_, "SELECT 1 FROM windows WHERE trace_id = ?1 AND name = ?2");
         st.bind(1, t.id).bind(2, name);
         if (st.step())
-            throw InputError("trace '" + trace + "' already has a window named '" + name + "' in " + path_.string());
+            throw InputError("trace '" + shown(trace) + "' already has a window named '" + shown(name) + "' in " + path_.string());
     }
     {
         std::unordered_map<std::string, std::size_t> first;
@@ -401,7 +443,7 @@ WindowEntry Library::create_window(const std::string& trace, const std::string& 
         for (std::size_t k = 0; k < sample_ids.size(); ++k) {
             const auto [it, fresh] = first.emplace(sample_ids[k], k);
             if (!fresh)
-                throw InputError("window '" + name + "' of trace '" + trace + "' lists sample '" + sample_ids[k] +
+                throw InputError("window '" + shown(name) + "' of trace '" + shown(trace) + "' lists sample '" + shown(sample_ids[k]) +
                                  "' twice (entries " + std::to_string(it->second + 1) + " and " +
                                  std::to_string(k + 1) + ")");
         }
@@ -419,7 +461,7 @@ WindowEntry Library::create_window(const std::string& trace, const std::string& 
     for (std::size_t k = 0; k < sample_ids.size(); ++k) {
         find.bind(1, t.id).bind(2, sample_ids[k]);
         if (!find.step())
-            throw InputError("window '" + name + "': trace '" + trace + "' has no sample '" + sample_ids[k] + "'");
+            throw InputError("window '" + shown(name) + "': trace '" + shown(trace) + "' has no sample '" + shown(sample_ids[k]) + "'");
         const std::int64_t ref = find.int64(0);
         find.reset();
         member.bind(1, window_id).bind(2, static_cast<std::int64_t>(k)).bind(3, ref);

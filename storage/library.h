@@ -26,7 +26,7 @@ struct TraceEntry {
     bool load_only = false;    ///< aggregate per-layer totals only: no samples, cannot be packed
     ModelDescription model;
     std::size_t samples = 0;
-    std::string fingerprint;   ///< hex FNV-1a of the imported files' bytes, in order
+    std::string fingerprint;   ///< hex64 of ImportSummary::fingerprint (order-independent over the files)
     std::string imported_at;   ///< UTC ISO-8601
     std::vector<std::string> notes;
 };
@@ -40,18 +40,33 @@ struct WindowEntry {
     std::size_t samples = 0;
 };
 
+/// How Library::open treats the file.
+enum class OpenMode {
+    Create,     ///< read-write; an absent file becomes a new, empty library
+    ReadWrite,  ///< read-write; InputError "<file>: no such library" when absent
+    ReadOnly,   ///< reads only (SQLITE_OPEN_READONLY): nothing is written, no migration, works on
+                ///< read-only files and folders; every write fails "<file>: library is read-only (cannot write)"
+};
+
 class Library {
 public:
     /// Opens (creating when `create` and the file is absent) a library file, applies pending
     /// migrations in one transaction, runs PRAGMA quick_check. InputError naming the file when it
     /// is not an SQLite database, fails quick_check, or was written by a newer schema version.
+    /// Same as open(file, create ? OpenMode::Create : OpenMode::ReadWrite).
     static std::unique_ptr<Library> open(const std::filesystem::path& file, bool create = true);
+    /// Opens in the given mode. The writable modes refuse up front, with "<file>: library is
+    /// read-only (cannot write)", a file or folder the process cannot write (so that no -wal/-shm
+    /// files are left behind); ReadOnly reads a library of an older schema version as it is
+    /// (reads use only tables of version 1) and refuses a file without any schema.
+    static std::unique_ptr<Library> open(const std::filesystem::path& file, OpenMode mode);
     ~Library();
     Library(const Library&) = delete;
     Library& operator=(const Library&) = delete;
 
     int schema_version() const;
     const std::filesystem::path& path() const { return path_; }
+    bool read_only() const { return read_only_; }
 
     /// Imports files/folders as trace `name` atomically: everything lands or nothing does (one
     /// transaction; failure, cancellation or a killed process leave the file as before).
@@ -88,6 +103,7 @@ private:
     Library(sqlite3* db, std::filesystem::path path);
     sqlite3* db_ = nullptr;
     std::filesystem::path path_;
+    bool read_only_ = false;
     std::size_t fail_after_ = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include "core/errors.h"
 
+#include <cctype>
 #include <ctime>
 #include <stdexcept>
 
@@ -12,6 +13,7 @@ void throw_sqlite(sqlite3* db, int rc, const std::filesystem::path& file, std::s
     const std::string prefix = file.string() + ": ";
     switch (rc & 0xff) {
     case SQLITE_NOTADB: throw InputError(prefix + "not a RoutePack library (file is not an SQLite database)");
+    case SQLITE_READONLY: throw InputError(prefix + "library is read-only (cannot write)");
     case SQLITE_CORRUPT: throw InputError(prefix + "library is damaged (" + detail + ") while " + std::string(what));
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
@@ -20,7 +22,6 @@ void throw_sqlite(sqlite3* db, int rc, const std::filesystem::path& file, std::s
     case SQLITE_FULL:
     case SQLITE_IOERR:
     case SQLITE_CANTOPEN:
-    case SQLITE_READONLY:
     case SQLITE_PERM:
     case SQLITE_NOMEM:
     case SQLITE_AUTH: throw InputError(prefix + std::string(what) + ": " + detail);
@@ -32,12 +33,27 @@ void exec(sqlite3* db, const std::filesystem::path& file, const char* sql) {
     char* err = nullptr;
     const int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err);
     if (err) sqlite3_free(err);  // sqlite3_errmsg(db) still holds the message
-    if (rc != SQLITE_OK) throw_sqlite(db, rc, file, std::string("executing '") + sql + "'");
+    if (rc != SQLITE_OK) throw_sqlite(db, rc, file, statement_purpose(sql));
 }
 
-Statement::Statement(sqlite3* db, const std::filesystem::path& file, std::string_view sql) : db_(db), file_(file) {
+std::string statement_purpose(std::string_view sql) {
+    // The first keyword says what the statement does; SQL text itself never reaches a user.
+    std::size_t i = 0;
+    while (i < sql.size() && (sql[i] == ' ' || sql[i] == '\n' || sql[i] == '\t')) ++i;
+    std::string word;
+    while (i < sql.size() && std::isalpha(static_cast<unsigned char>(sql[i])))
+        word.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(sql[i++]))));
+    if (word == "SELECT" || word == "PRAGMA" || word == "WITH") return "reading the library";
+    if (word == "BEGIN") return "starting a transaction";
+    if (word == "COMMIT") return "committing";
+    if (word == "ROLLBACK") return "rolling back";
+    return "writing the library";
+}
+
+Statement::Statement(sqlite3* db, const std::filesystem::path& file, std::string_view sql)
+    : db_(db), file_(file), purpose_(statement_purpose(sql)) {
     const int rc = sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()), &stmt_, nullptr);
-    if (rc != SQLITE_OK) throw_sqlite(db, rc, file, "preparing '" + std::string(sql) + "'");
+    if (rc != SQLITE_OK) throw_sqlite(db, rc, file, purpose_ + " (preparing a statement)");
 }
 
 Statement::~Statement() {
@@ -85,8 +101,7 @@ bool Statement::step() {
     const int rc = sqlite3_step(stmt_);
     if (rc == SQLITE_ROW) return true;
     if (rc == SQLITE_DONE) return false;
-    const char* sql = sqlite3_sql(stmt_);
-    throw_sqlite(db_, rc, file_, std::string("running '") + (sql ? sql : "?") + "'");
+    throw_sqlite(db_, rc, file_, purpose_);
 }
 
 void Statement::run() {

@@ -15,11 +15,16 @@
 namespace routepack::storage::detail {
 
 /// Throws the exception for SQLite result code `rc` (extended codes allowed): "<file>: <what>:
-/// <sqlite3_errmsg>". `db` may be null (then sqlite3_errstr(rc) is used).
+/// <sqlite3_errmsg>" ("<file>: library is read-only (cannot write)" for SQLITE_READONLY). `db` may
+/// be null (then sqlite3_errstr(rc) is used). `what` describes the operation, never SQL text.
 [[noreturn]] void throw_sqlite(sqlite3* db, int rc, const std::filesystem::path& file, std::string_view what);
 
 /// Runs one or more SQL statements without results (sqlite3_exec); throws on error.
 void exec(sqlite3* db, const std::filesystem::path& file, const char* sql);
+
+/// What a statement does, for error messages ("reading the library", "writing the library",
+/// "committing", ...): messages never quote SQL text.
+std::string statement_purpose(std::string_view sql);
 
 /// One prepared statement. Bind indices are 1-based, column indices 0-based (as in SQLite).
 class Statement {
@@ -58,6 +63,7 @@ class Statement {
   private:
     sqlite3* db_;
     std::filesystem::path file_;
+    std::string purpose_;
     sqlite3_stmt* stmt_ = nullptr;
 };
 

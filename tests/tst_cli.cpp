@@ -3,9 +3,12 @@
 #include "tests/testutil.h"
 
 #include <QProcess>
+#include <QStandardPaths>
 #include <QtTest>
 
 #include <nlohmann/json.hpp>
+
+#include <unistd.h>
 
 namespace fs = std::filesystem;
 using routepack::test::temp_dir;
@@ -194,10 +197,207 @@ private Q_SLOTS:
         QCOMPARE(r.code, 1);
         QCOMPARE(r.err, QStringLiteral("routepack: error: ") + q(tmp / "in" / "p.csv") +
                             QStringLiteral(": sample p: row 0, layer 1: expert id 99 out of range 0..3\n"));
+        // The library file did not exist before this failed import: it is removed again, with its
+        // -wal/-shm files, instead of staying behind as an empty schema-only library.
+        QVERIFY(!fs::exists(tmp / "a.routepack"));
+        QVERIFY(!fs::exists(tmp / "a.routepack-wal"));
+        QVERIFY(!fs::exists(tmp / "a.routepack-shm"));
         r = cli({QStringLiteral("info"), QStringLiteral("--db"), q(tmp / "a.routepack")});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, QStringLiteral("routepack: error: ") + q(tmp / "a.routepack") + QStringLiteral(": no such library\n"));
+    }
+
+    void failedImportKeepsAnExistingLibrary() {
+        const auto tmp = temp_dir(QStringLiteral("cli-keep"));
+        const QString db = q(tmp / "lib.routepack");
+        write_file(tmp / "good" / "p.csv", "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[0, 1]\"\n2,0,a,\"[2, 3]\"\n");
+        write_file(tmp / "bad" / "q.csv", "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[0, 9]\"\n2,0,a,\"[2, 3]\"\n");
+        const QStringList model = {QStringLiteral("--experts"), QStringLiteral("4"), QStringLiteral("--top-k"), QStringLiteral("2")};
+        Run r = cli(QStringList{QStringLiteral("import"), QStringLiteral("--db"), db, QStringLiteral("--name"),
+                                QStringLiteral("good")} + model + QStringList{q(tmp / "good")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        r = cli(QStringList{QStringLiteral("import"), QStringLiteral("--db"), db, QStringLiteral("--name"),
+                            QStringLiteral("bad")} + model + QStringList{q(tmp / "bad")});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, QStringLiteral("routepack: error: ") + q(tmp / "bad" / "q.csv") +
+                            QStringLiteral(": sample q: row 0, layer 1: expert id 9 out of range 0..3\n"));
+        r = cli({QStringLiteral("info"), QStringLiteral("--db"), db});
         QCOMPARE(r.code, 0);
-        QVERIFY2(r.out.startsWith(QStringLiteral("library ") + q(tmp / "a.routepack") + QStringLiteral(": 0 trace(s)")),
-                 qPrintable(r.out));
+        QVERIFY2(r.out.startsWith(QStringLiteral("library ") + db + QStringLiteral(": 1 trace(s)")), qPrintable(r.out));
+        // A failure before anything is read (a missing input) does not create the file either.
+        const QString fresh = q(tmp / "fresh.routepack");
+        r = cli(QStringList{QStringLiteral("import"), QStringLiteral("--db"), fresh, QStringLiteral("--name"),
+                            QStringLiteral("x")} + model + QStringList{q(tmp / "nowhere")});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, QStringLiteral("routepack: error: ") + q(tmp / "nowhere") + QStringLiteral(": no such file or folder\n"));
+        QVERIFY(!fs::exists(tmp / "fresh.routepack"));
+    }
+
+    void libraryPathChecks() {
+        const auto tmp = temp_dir(QStringLiteral("cli-memory"));
+        write_file(tmp / "p.csv", "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[0, 1]\"\n2,0,a,\"[2, 3]\"\n");
+        const QString expected = QStringLiteral("routepack: error: --db must be a file path (got ':memory:')\n");
+        Run r = cli({QStringLiteral("import"), QStringLiteral("--db"), QStringLiteral(":memory:"), QStringLiteral("--name"),
+                     QStringLiteral("t"), QStringLiteral("--experts"), QStringLiteral("4"), QStringLiteral("--top-k"),
+                     QStringLiteral("2"), q(tmp / "p.csv")});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, expected);
+        r = cli({QStringLiteral("info"), QStringLiteral("--db"), QStringLiteral(":memory:")});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, expected);
+        r = cli({QStringLiteral("window"), QStringLiteral("--db"), QStringLiteral(":memory:"), QStringLiteral("--trace"),
+                 QStringLiteral("t"), QStringLiteral("--name"), QStringLiteral("w"), QStringLiteral("--first"), QStringLiteral("1")});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, expected);
+    }
+
+    void windowFlagChecks() {
+        const auto tmp = temp_dir(QStringLiteral("cli-winflags"));
+        const QString db = q(tmp / "lib.routepack");
+        write_file(tmp / "in" / "p.csv", "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[0, 1]\"\n2,0,a,\"[2, 3]\"\n");
+        write_file(tmp / "in" / "q.csv", "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[1, 2]\"\n2,0,a,\"[2, 3]\"\n");
+        Run r = cli({QStringLiteral("import"), QStringLiteral("--db"), db, QStringLiteral("--name"), QStringLiteral("t"),
+                     QStringLiteral("--experts"), QStringLiteral("4"), QStringLiteral("--top-k"), QStringLiteral("2"),
+                     q(tmp / "in")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const QStringList w = {QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"),
+                               QStringLiteral("t"), QStringLiteral("--name"), QStringLiteral("w")};
+        auto check = [&](const QStringList& extra, const QString& error) {
+            const Run x = cli(w + extra);
+            QCOMPARE(x.code, 1);
+            QCOMPARE(x.err, QStringLiteral("routepack: error: ") + error + QStringLiteral("\n"));
+        };
+        check({QStringLiteral("--first"), QStringLiteral("0")}, QStringLiteral("window: --first must be >= 1 (got 0)"));
+        check({QStringLiteral("--first"), QStringLiteral("-1")}, QStringLiteral("window: --first must be >= 1 (got -1)"));
+        check({QStringLiteral("--random"), QStringLiteral("-3"), QStringLiteral("--seed"), QStringLiteral("1")},
+              QStringLiteral("window: --random must be >= 1 (got -3)"));
+        check({QStringLiteral("--random"), QStringLiteral("1"), QStringLiteral("--seed"), QStringLiteral("-5")},
+              QStringLiteral("window: --seed must be an integer in 0..18446744073709551615 (got '-5')"));
+        check({QStringLiteral("--ids"), q(tmp / "in")}, q(tmp / "in") + QStringLiteral(": is a folder, not an id list"));
+        // Seeds use the whole unsigned 64-bit range.
+        Run ok = cli(w + QStringList{QStringLiteral("--random"), QStringLiteral("1"), QStringLiteral("--seed"),
+                                     QStringLiteral("18446744073709551615")});
+        QVERIFY2(ok.code == 0, qPrintable(ok.err));
+        QVERIFY2(ok.out.contains(QStringLiteral("(random 1 seed 18446744073709551615)")), qPrintable(ok.out));
+        // Id lists: a BOM, indentation and trailing blanks around ids are not part of them.
+        write_file(tmp / "ids.txt", "\xEF\xBB\xBF  p \t\r\n\t q\n   # comment\n");
+        ok = cli({QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("t"),
+                  QStringLiteral("--name"), QStringLiteral("ids"), QStringLiteral("--ids"), q(tmp / "ids.txt")});
+        QVERIFY2(ok.code == 0, qPrintable(ok.err));
+        QVERIFY2(ok.out.startsWith(QStringLiteral("window 'ids' of trace 't': 2 samples")), qPrintable(ok.out));
+        // Unknown ids are echoed on one line.
+        write_file(tmp / "bad.txt", std::string("p\nx\x01\xff") + std::string(300, 'y') + "\n");
+        check({QStringLiteral("--ids"), q(tmp / "bad.txt")},
+              QStringLiteral("window 'w': trace 't' has no sample 'x\\x01\\xff") + QString(78, QLatin1Char('y')) +
+                  QStringLiteral("...'"));
+    }
+
+    void hostileImportFlagsAndInputs() {
+        const auto tmp = temp_dir(QStringLiteral("cli-hostile"));
+        write_file(tmp / "n.json", "[[[0, 1]]]");
+        const QString db = q(tmp / "lib.routepack");
+        auto import = [&](const QStringList& extra, const QString& input) {
+            return cli(QStringList{QStringLiteral("import"), QStringLiteral("--db"), db, QStringLiteral("--name"),
+                                   QStringLiteral("t")} + extra + QStringList{input});
+        };
+        // Model sizes are checked before anything is allocated from them (bug 5).
+        Run r = import({QStringLiteral("--format"), QStringLiteral("nested-json"), QStringLiteral("--experts"),
+                        QStringLiteral("4"), QStringLiteral("--top-k"), QStringLiteral("2"), QStringLiteral("--layers"),
+                        QStringLiteral("1000000000")},
+                       q(tmp / "n.json"));
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, QStringLiteral("routepack: error: model: num_hidden_layers must be in 1..100000 (got 1000000000)\n"));
+        r = import({QStringLiteral("--experts"), QStringLiteral("4"), QStringLiteral("--top-k"), QStringLiteral("2"),
+                    QStringLiteral("--moe-layers"), QStringLiteral("0-2147483647")},
+                   q(tmp / "n.json"));
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, QStringLiteral("routepack: error: --moe-layers: layer id 2147483647 in '0-2147483647' is larger "
+                                       "than 1000000\n"));
+        r = import({QStringLiteral("--experts"), QStringLiteral("-4"), QStringLiteral("--top-k"), QStringLiteral("2")},
+                   q(tmp / "n.json"));
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, QStringLiteral("routepack: error: --experts must be >= 1 (got -4)\n"));
+        write_file(tmp / "cfg.json", R"({"num_hidden_layers": 4294967308, "num_experts": 8, "num_experts_per_tok": 2})");
+        r = import({QStringLiteral("--model-config"), q(tmp / "cfg.json")}, q(tmp / "n.json"));
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, QStringLiteral("routepack: error: ") + q(tmp / "cfg.json") +
+                            QStringLiteral(": field 'num_hidden_layers' = 4294967308 is out of range 1..100000\n"));
+        r = import({QStringLiteral("--model-config"), q(tmp)}, q(tmp / "n.json"));
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, QStringLiteral("routepack: error: ") + q(tmp) +
+                            QStringLiteral(": is a folder, not a model config (config.json)\n"));
+        QVERIFY(!fs::exists(tmp / "lib.routepack"));
+        // Every error is one line, whatever the input holds (bugs 16/17): a field with a line
+        // break, and a file whose very name holds one.
+        write_file(tmp / "h" / "p.csv", "\"Layer\nID\",Batch Number,Token,Activated Expert IDs\n1,0,a,\"[0, 1]\"\n");
+        r = import({QStringLiteral("--experts"), QStringLiteral("4"), QStringLiteral("--top-k"), QStringLiteral("2")},
+                   q(tmp / "h" / "p.csv"));
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, QStringLiteral("routepack: error: ") + q(tmp / "h" / "p.csv") +
+                            QStringLiteral(": header column 1 is 'Layer\\nID', expected 'Layer ID'\n"));
+        write_file(tmp / "a\nb.json", "[[[0, 9]]]");
+        r = import({QStringLiteral("--format"), QStringLiteral("nested-json"), QStringLiteral("--experts"),
+                    QStringLiteral("4"), QStringLiteral("--top-k"), QStringLiteral("2"), QStringLiteral("--layers"),
+                    QStringLiteral("1")},
+                   q(tmp / "a\nb.json"));
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, QStringLiteral("routepack: error: ") + q(tmp) +
+                            QStringLiteral("/a\\nb.json: sample a\\nb: row 0, layer 0: expert id 9 out of range 0..3\n"));
+        QVERIFY(!fs::exists(tmp / "lib.routepack"));
+    }
+
+    void readOnlyLibrary() {
+        // A library in a folder the user cannot write: reads work, writes get one clear line, and
+        // no -wal/-shm files appear. As root the commands run as uid 65534 through setpriv.
+        const auto tmp = temp_dir(QStringLiteral("cli-ro"));
+        write_file(tmp / "in" / "p.csv", "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[0, 1]\"\n2,0,a,\"[2, 3]\"\n");
+        const fs::path lib = tmp / "ro" / "lib.routepack";
+        fs::create_directories(lib.parent_path());
+        Run r = cli({QStringLiteral("import"), QStringLiteral("--db"), q(lib), QStringLiteral("--name"), QStringLiteral("t"),
+                     QStringLiteral("--experts"), QStringLiteral("4"), QStringLiteral("--top-k"), QStringLiteral("2"),
+                     q(tmp / "in")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const auto rx = fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read | fs::perms::group_exec |
+                        fs::perms::others_read | fs::perms::others_exec;
+        fs::permissions(lib.parent_path(), rx);
+        fs::permissions(lib, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+        fs::permissions(tmp, fs::perms::others_read | fs::perms::others_exec, fs::perm_options::add);
+        QStringList prefix;
+        QString program = QStringLiteral(ROUTEPACK_CLI);
+        if (::geteuid() == 0) {
+            if (QStandardPaths::findExecutable(QStringLiteral("setpriv")).isEmpty())
+                QSKIP("running as root without setpriv: cannot drop privileges to test permissions");
+            prefix = {QStringLiteral("--reuid=65534"), QStringLiteral("--regid=65534"), QStringLiteral("--clear-groups"),
+                      program};
+            program = QStandardPaths::findExecutable(QStringLiteral("setpriv"));
+        }
+        auto run_as_user = [&](const QStringList& args) {
+            QProcess p;
+            p.start(program, prefix + args);
+            p.waitForFinished(600000);
+            Run x;
+            x.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+            x.out = QString::fromUtf8(p.readAllStandardOutput());
+            x.err = QString::fromUtf8(p.readAllStandardError());
+            return x;
+        };
+        r = run_as_user({QStringLiteral("info"), QStringLiteral("--db"), q(lib)});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QVERIFY2(r.out.startsWith(QStringLiteral("library ") + q(lib) + QStringLiteral(": 1 trace(s)")), qPrintable(r.out));
+        r = run_as_user({QStringLiteral("window"), QStringLiteral("--db"), q(lib), QStringLiteral("--trace"),
+                         QStringLiteral("t"), QStringLiteral("--name"), QStringLiteral("w"), QStringLiteral("--first"),
+                         QStringLiteral("1")});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, QStringLiteral("routepack: error: ") + q(lib) + QStringLiteral(": library is read-only (cannot write)\n"));
+        r = run_as_user({QStringLiteral("import"), QStringLiteral("--db"), q(lib), QStringLiteral("--name"),
+                         QStringLiteral("u"), QStringLiteral("--experts"), QStringLiteral("4"), QStringLiteral("--top-k"),
+                         QStringLiteral("2"), q(tmp / "in")});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, QStringLiteral("routepack: error: ") + q(lib) + QStringLiteral(": library is read-only (cannot write)\n"));
+        QVERIFY(!fs::exists(lib.string() + "-wal"));
+        QVERIFY(!fs::exists(lib.string() + "-shm"));
+        fs::permissions(lib.parent_path(), fs::perms::all);
+        fs::permissions(lib, fs::perms::owner_read | fs::perms::owner_write);
     }
 
     void demo() {

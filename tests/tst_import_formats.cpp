@@ -2,7 +2,7 @@
 // (trace-formats.md §1, §2, §4): base64, .npy (byte by byte), SGLang, vLLM, .npy/.npz, NeMo-RL
 // nrlre1, nested JSON. Every bad input is checked for its exact message.
 #include "core/errors.h"
-#include "core/import_common.h"
+#include "core/import_detail.h"
 #include "tests/testutil.h"
 
 #include <QtTest>
@@ -150,6 +150,43 @@ std::string make_npz(const std::vector<std::tuple<std::string, std::string, bool
     std::string out = routepack::test::read_file(path);
     std::filesystem::remove_all(dir);
     return out;
+}
+
+/// Sets the declared uncompressed size of every entry named `name` in an archive, in its local
+/// header and in the central directory alike (as a lying or hostile writer would).
+std::string with_declared_size(std::string z, const std::string& name, std::uint32_t size) {
+    auto u16 = [&](std::size_t at) { return std::size_t(static_cast<unsigned char>(z[at])) | (std::size_t(static_cast<unsigned char>(z[at + 1])) << 8); };
+    auto put32 = [&](std::size_t at, std::uint32_t v) {
+        for (int k = 0; k < 4; ++k) z[at + k] = static_cast<char>((v >> (8 * k)) & 0xFF);
+    };
+    for (const auto& [sig, name_len_at, name_at, size_at] :
+         {std::tuple{std::string("PK\x03\x04"), 26, 30, 22}, std::tuple{std::string("PK\x01\x02"), 28, 46, 24}}) {
+        for (std::size_t at = z.find(sig); at != std::string::npos; at = z.find(sig, at + 4))
+            if (z.compare(at + name_at, u16(at + name_len_at), name) == 0 && u16(at + name_len_at) == name.size())
+                put32(at + size_at, size);
+    }
+    return z;
+}
+
+/// The compressed size the central directory records for entry `name`.
+std::uint32_t compressed_size(const std::string& z, const std::string& name) {
+    for (std::size_t at = z.find("PK\x01\x02"); at != std::string::npos; at = z.find("PK\x01\x02", at + 4)) {
+        const auto* u = reinterpret_cast<const unsigned char*>(z.data() + at);
+        const std::size_t len = u[28] | (u[29] << 8);
+        if (len == name.size() && z.compare(at + 46, len, name) == 0)
+            return std::uint32_t(u[20]) | (std::uint32_t(u[21]) << 8) | (std::uint32_t(u[22]) << 16) |
+                   (std::uint32_t(u[23]) << 24);
+    }
+    return 0;
+}
+
+/// JSON nested `depth` levels deep: lists ("[[[...]]]") or objects ({"a": {"a": ... 1}}).
+std::string deep_list(int depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+std::string deep_object(int depth) {
+    std::string s;
+    for (int i = 0; i < depth; ++i) s += "{\"a\": ";
+    s += "1";
+    return s + std::string(depth, '}');
 }
 
 }  // namespace
@@ -312,6 +349,15 @@ private Q_SLOTS:
             "w: .npy value 2147483648 at element 0 does not fit int32");
         add("huge shape", npy_file(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 2), }", ""),
             "w: bad .npy header: shape (4294967296, 4294967296, 2) is too large");
+        // Breaker report: a repeated key would silently win; keys and dtypes are echoed escaped.
+        add("duplicate shape", npy_file(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 1, 2), 'shape': (1, 1, 2), }", data16),
+            "w: bad .npy header: duplicate key 'shape'");
+        add("duplicate descr", npy_file(1, "{'descr': '<i4', 'descr': '<i2', 'fortran_order': False, 'shape': (2,), }", data16),
+            "w: bad .npy header: duplicate key 'descr'");
+        add("binary key", npy_file(1, "{'descr': '<i4', 'fortran_order': False, 'x\n\xff': 1}", data16),
+            "w: bad .npy header: unexpected key 'x\\n\\xff'");
+        add("binary dtype", npy_file(1, "{'descr': '<\x01\x02', 'fortran_order': False, 'shape': (2,), }", data16),
+            "w: unsupported .npy dtype '<\\x01\\x02' (routes need an integer dtype)");
     }
     void npyErrors() {
         QFETCH(QByteArray, file);
@@ -378,7 +424,8 @@ private Q_SLOTS:
         const auto m = model3();
         const std::string a = sglang_record(kRoutesI32, "\"prompt_tokens\": 1, \"completion_tokens\": 2, ",
                                             "\"rid\": \"r-a\", \"group_id\": \"g1\", ");
-        const std::string b = sglang_record(kRoutesU8, "\"routed_experts_dtype\": \"uint8\", \"prompt_tokens\": 4, ",
+        // prompt_tokens alone never exceeds t_i = rows + 1 (see formatErrors "sglang prompt beyond the sample").
+        const std::string b = sglang_record(kRoutesU8, "\"routed_experts_dtype\": \"uint8\", \"prompt_tokens\": 3, ",
                                             "\"id\": 99, ");
         const std::string c = sglang_record(kRoutesI16, "\"routed_experts_dtype\": \"int16\", \"id\": \"m-c\", ",
                                             "\"rid\": \"r-c\", ");
@@ -397,7 +444,7 @@ private Q_SLOTS:
             QCOMPARE(recs[0].info.length_rule, LengthRule::ExplicitTokens);
             QCOMPARE(recs[0].info.prompt_len, std::optional<std::int64_t>(1));
             QCOMPARE(recs[1].info.length, std::int64_t(3));  // rows + 1: no completion_tokens
-            QCOMPARE(recs[1].info.prompt_len, std::optional<std::int64_t>(4));
+            QCOMPARE(recs[1].info.prompt_len, std::optional<std::int64_t>(3));
             for (const auto& r : recs) QCOMPARE(counts_text(r, m), kCounts);
         }
     }
@@ -604,6 +651,77 @@ private Q_SLOTS:
         QCOMPARE(recs[2].info.length, std::int64_t(2));
     }
 
+    // ---------------------------------------------------------------- hostile input (breaker report)
+    void printableEscapes() {
+        QCOMPARE(printable("plain text, quotes ' \" ok"), std::string("plain text, quotes ' \" ok"));
+        QCOMPARE(printable("a\nb\r\tc"), std::string("a\\nb\\r\\tc"));
+        QCOMPARE(printable(std::string("x\0y\x7f\x1b", 5)), std::string("x\\x00y\\x7f\\x1b"));
+        QCOMPARE(printable("\xff\xfe ok"), std::string("\\xff\\xfe ok"));           // not UTF-8
+        QCOMPARE(printable("caf\xc3\xa9 \xe2\x82\xac"), std::string("caf\xc3\xa9 \xe2\x82\xac"));  // UTF-8 kept
+        QCOMPARE(printable("end \xc3"), std::string("end \\xc3"));                      // cut sequence
+        QCOMPARE(printable("\xed\xa0\x80"), std::string("\\xed\\xa0\\x80"));         // surrogate
+        QCOMPARE(printable("\xef\xbb\xbfid"), std::string("\\xef\\xbb\\xbfid"));       // invisible BOM shown
+        QCOMPARE(printable(std::string(80, 'a')), std::string(80, 'a'));
+        QCOMPARE(printable(std::string(81, 'a')), std::string(80, 'a') + "...");
+        std::string newlines;
+        for (int i = 0; i < 80; ++i) newlines += "\\n";
+        QCOMPARE(printable(std::string(1000000, '\n')), newlines + "...");  // a megabyte of line breaks
+        QCOMPARE(printable("abcdef", 3), std::string("abc..."));
+        QCOMPARE(json_brief(nlohmann::json::parse(deep_list(50000))), std::string("a list"));
+        QCOMPARE(json_brief(nlohmann::json::parse(deep_object(50000))), std::string("an object"));
+        QCOMPARE(json_brief(nlohmann::json("a\nb")), std::string("\"a\\nb\""));
+        QCOMPARE(json_brief(nlohmann::json(7)), std::string("7"));
+    }
+    void byteOrderMarkIsSkipped() {
+        const auto m = model3();
+        const std::string bom = "\xEF\xBB\xBF";
+        auto recs = run(SGLang, source("s.json", bom + sglang_record(kRoutesI32)), m);
+        QCOMPARE(recs.size(), std::size_t(1));
+        QCOMPARE(counts_text(recs[0], m), kCounts);
+        recs = run(SGLang, source("s.jsonl", bom + sglang_record(kRoutesI32) + "\n" + sglang_record(kRoutesI32) + "\n"), m);
+        QCOMPARE(recs.size(), std::size_t(2));
+        recs = run(VLLM, source("v.json", bom + vllm_response("r", {re(kNpyI2)})), m);
+        QCOMPARE(counts_text(recs[0], m), kCounts);
+        recs = run(Nested, source("j.json", bom + "[[[1,3],[0,2]],[[3,2],[2,1]]]"), m);
+        QCOMPARE(counts_text(recs[0], m), kCounts);
+        recs = run(Nemo, source("n.txt", bom + "nrlre1:int16:2x1x2:AAABAAIAAwA=\n"), model1());
+        QCOMPARE(counts_text(recs[0], model1()), QStringLiteral("1 1 1 1"));
+        // Byte offsets in messages still count from the start of the file (BOM included).
+        QCOMPARE(error_of([&] { run(Nested, source("j.json", bom + "[[[1,3],[0,2]],[[3,2"), m); }),
+                 QStringLiteral("in/j.json: malformed JSON at byte 24: syntax error while parsing array - unexpected "
+                                "end of input; expected ']'"));
+    }
+    void npzDeclaredSizes() {
+        const auto m = model3();
+        const std::string i4 = base64_decode(kNpyI4, "w");  // 144 bytes
+        const std::string deflated = make_npz({{"a.npy", i4, true}});
+        const std::string stored = make_npz({{"a.npy", i4, false}});
+        QVERIFY(!deflated.empty() && !stored.empty());
+        const std::uint32_t packed = compressed_size(deflated, "a.npy");
+        QVERIFY(packed > 0 && packed < i4.size());
+        const QString where = QStringLiteral("in/z.npz: sample z#0: entry 'a.npy': ");
+        // Beyond the per-entry limit: refused before anything is allocated or read.
+        QCOMPARE(error_of([&] { run(Npz, source("z.npz", with_declared_size(deflated, "a.npy", 0xFFFFFFF0u)), m); }),
+                 where + QStringLiteral("declares 4294967280 bytes, more than the 2147483648-byte limit per entry"));
+        // Within the limit, but beyond what deflate can expand its compressed bytes to.
+        QCOMPARE(error_of([&] { run(Npz, source("z.npz", with_declared_size(deflated, "a.npy", 200000000u)), m); }),
+                 where + QStringLiteral("declares 200000000 bytes from %1 bytes in the archive, more than compression "
+                                        "can expand to").arg(packed));
+        // A stored entry holds exactly its compressed bytes.
+        QCOMPARE(error_of([&] { run(Npz, source("z.npz", with_declared_size(stored, "a.npy", 145u)), m); }),
+                 where + QStringLiteral("declares 145 bytes from 144 bytes in the archive, more than a stored entry "
+                                        "holds"));
+        // Plausible lies are caught by reading: memory follows the data, never the declared size.
+        QCOMPARE(error_of([&] { run(Npz, source("z.npz", with_declared_size(deflated, "a.npy", 150u)), m); }),
+                 where + QStringLiteral("truncated entry (144 of 150 bytes)"));
+        QCOMPARE(error_of([&] { run(Npz, source("z.npz", with_declared_size(deflated, "a.npy", 10u)), m); }),
+                 where + QStringLiteral("holds more data than its declared size"));
+        // Entry names are echoed escaped.
+        const std::string odd = make_npz({{"a\nb.npy", "junk", false}});
+        QCOMPARE(error_of([&] { run(Npz, source("z.npz", odd), m); }),
+                 QStringLiteral("in/z.npz: sample z#0: entry 'a\\nb.npy': not an .npy file (bad magic)"));
+    }
+
     // ---------------------------------------------------------------- every bad input
     void formatErrors_data() {
         QTest::addColumn<int>("parser");
@@ -764,6 +882,105 @@ private Q_SLOTS:
         add("nested scalar", Nested, "j.json", "5",
             "in/j.json: sample j: expected a [rows][layers][top_k] list or an object with \"data\", found a number");
         add("nested no rows", Nested, "j.json", "[]", "in/j.json: sample j: no routed rows");
+
+        // Breaker report: deeply nested values where an id, group or dtype belongs are refused
+        // without serializing them (that recursion overflowed the stack).
+        const std::string deep = deep_list(100000), deep_obj = deep_object(100000);
+        add("sglang deep dtype", SGLang, "s.json", sglang_record(kRoutesI32, "\"routed_experts_dtype\": " + deep + ", "),
+            "in/s.json: sample s#0: meta_info.routed_experts_dtype must be a string (one of int32, int16, uint16, "
+            "uint8, int8), not a list");
+        add("sglang dtype number", SGLang, "s.json", sglang_record(kRoutesI32, "\"routed_experts_dtype\": 4, "),
+            "in/s.json: sample s#0: meta_info.routed_experts_dtype must be a string (one of int32, int16, uint16, "
+            "uint8, int8), not an integer");
+        add("sglang dtype control chars", SGLang, "s.json",
+            sglang_record(kRoutesI32, "\"routed_experts_dtype\": \"in\\nt32\", "),
+            "in/s.json: sample s#0: meta_info.routed_experts_dtype \"in\\nt32\" is not one of int32, int16, uint16, "
+            "uint8, int8");
+        add("sglang deep meta id", SGLang, "s.json", sglang_record(kRoutesI32, "\"id\": " + deep_obj + ", "),
+            "in/s.json: sample s#0: meta_info.id must be a string or integer, not an object");
+        add("sglang deep rid", SGLang, "s.json", sglang_record(kRoutesI32, "", "\"rid\": " + deep + ", "),
+            "in/s.json: sample s#0: rid must be a string or integer, not a list");
+        add("sglang deep record id", SGLang, "s.json", sglang_record(kRoutesI32, "", "\"id\": " + deep + ", "),
+            "in/s.json: sample s#0: id must be a string or integer, not a list");
+        add("sglang deep group", SGLang, "s.json", sglang_record(kRoutesI32, "", "\"group\": " + deep_obj + ", "),
+            "in/s.json: sample s#0: group must be a string or integer, not an object");
+        add("sglang float group_id", SGLang, "s.json", sglang_record(kRoutesI32, "", "\"group_id\": 1.5, "),
+            "in/s.json: sample s#0: group_id must be a string or integer, not a non-integer number");
+        add("sglang boolean id", SGLang, "s.json", sglang_record(kRoutesI32, "\"id\": true, "),
+            "in/s.json: sample s#0: meta_info.id must be a string or integer, not a boolean");
+        add("sglang deep map entry", SGLang, "s.json",
+            sglang_record(kRoutesI32, "\"physical_to_logical_map\": [[0], [0, 1, " + deep + ", 3], [0, 1, 2, 3]], "),
+            "in/s.json: sample s#0: physical_to_logical_map[1][2] is a list, not a logical expert id (0..3)");
+        add("sglang huge map entry", SGLang, "s.json",
+            sglang_record(kRoutesI32, "\"physical_to_logical_map\": [[0], [0, 1, 18446744073709551615, 3], [0, 1, 2, 3]], "),
+            "in/s.json: sample s#0: physical_to_logical_map[1][2] = 18446744073709551615 is not a logical expert id "
+            "(0..3)");
+        add("sglang string map entry", SGLang, "s.json",
+            sglang_record(kRoutesI32, "\"physical_to_logical_map\": [[0], [0, 1, \"" + std::string(200, 'x') +
+                                          "\", 3], [0, 1, 2, 3]], "),
+            QString::fromStdString("in/s.json: sample s#0: physical_to_logical_map[1][2] = \"" + std::string(80, 'x') +
+                                   "...\" is not a logical expert id (0..3)"));
+        add("vllm deep id", VLLM, "v.json", "{\"id\": " + deep + ", \"choices\": [{" + re(kNpyI4) + "}]}",
+            "in/v.json: response 0: id must be a string or integer, not a list");
+
+        // Token counts: never negative, never beyond the sample (bug 8), start_len within the prompt (bug 9).
+        add("sglang negative prompt", SGLang, "s.json",
+            sglang_record(kRoutesI32, "\"prompt_tokens\": -5, \"completion_tokens\": 20, "),
+            "in/s.json: sample s#0: meta_info.prompt_tokens -5 is negative");
+        add("sglang negative prompt alone", SGLang, "s.json", sglang_record(kRoutesI32, "\"prompt_tokens\": -5, "),
+            "in/s.json: sample s#0: meta_info.prompt_tokens -5 is negative");
+        add("sglang negative completion", SGLang, "s.json",
+            sglang_record(kRoutesI32, "\"prompt_tokens\": 1000, \"completion_tokens\": -990, "),
+            "in/s.json: sample s#0: meta_info.completion_tokens -990 is negative");
+        add("sglang prompt beyond the sample", SGLang, "s.json", sglang_record(kRoutesI32, "\"prompt_tokens\": 4, "),
+            "in/s.json: sample s#0: prompt length 4 exceeds the sample length t_i = 3");
+        add("sglang prompt int64 max", SGLang, "s.json",
+            sglang_record(kRoutesI32, "\"prompt_tokens\": 9223372036854775807, \"completion_tokens\": 1, "),
+            "in/s.json: sample s#0: meta_info.prompt_tokens 9223372036854775807 is out of range 0..1099511627776");
+        add("sglang start_len above prompt", SGLang, "s.json",
+            sglang_record(kRoutesI32, "\"prompt_tokens\": 4, \"completion_tokens\": 1, "
+                                      "\"routed_experts_start_len\": 10, "),
+            "in/s.json: sample s#0: meta_info.routed_experts_start_len 10 exceeds meta_info.prompt_tokens 4");
+        add("sglang start_len int64 max", SGLang, "s.json",
+            sglang_record(kRoutesI32, "\"routed_experts_start_len\": 9223372036854775807, "),
+            "in/s.json: sample s#0: meta_info.routed_experts_start_len 9223372036854775807 is out of range "
+            "0..1099511627776");
+        add("sglang start_len uint64", SGLang, "s.json",
+            sglang_record(kRoutesI32, "\"routed_experts_start_len\": 18446744073709551615, "),
+            "in/s.json: sample s#0: meta_info.routed_experts_start_len 18446744073709551615 is out of range "
+            "0..1099511627776");
+        add("sglang start_len negative", SGLang, "s.json", sglang_record(kRoutesI32, "\"routed_experts_start_len\": -3, "),
+            "in/s.json: sample s#0: meta_info.routed_experts_start_len -3 is negative");
+        add("vllm negative usage", VLLM, "v.json", vllm_response("r", {re(kNpyI4)}, "\"usage\": {\"prompt_tokens\": -3}, "),
+            "in/v.json: response 0: usage.prompt_tokens -3 is negative");
+        add("vllm usage beyond the sample", VLLM, "v.json",
+            vllm_response("r", {re(kNpyI4)}, "\"usage\": {\"prompt_tokens\": 1000000000000}, "),
+            "in/v.json: sample v#0: prompt length 1000000000000 exceeds the sample length t_i = 2");
+        add("vllm usage not an object", VLLM, "v.json", vllm_response("r", {re(kNpyI4)}, "\"usage\": 5, "),
+            "in/v.json: response 0: usage is an integer, not an object");
+
+        // Raw library errors never reach the user (bug 14); repeated keys are not silently merged.
+        add("sglang number overflow", SGLang, "s.json", sglang_record(kRoutesI32, "\"x\": 1e400, "),
+            "in/s.json: malformed JSON: number overflow parsing '1e400'");
+        add("sglang number overflow line", SGLang, "s.jsonl", sglang_record(kRoutesI32) + "\n" + sglang_record(kRoutesI32, "\"x\": -1e999, ") + "\n",
+            "in/s.jsonl: line 2: malformed JSON: number overflow parsing '-1e999'");
+        add("sglang duplicate key", SGLang, "s.json",
+            "{\"meta_info\": {\"routed_experts\": \"" + std::string(kRoutesI32) + "\", \"routed_experts\": \"" +
+                kRoutesU8 + "\"}}",
+            "in/s.json: malformed JSON: duplicate key 'routed_experts' in one object");
+        add("vllm duplicate key", VLLM, "v.json", "{\"id\": \"a\", \"id\": \"b\", \"choices\": []}",
+            "in/v.json: malformed JSON: duplicate key 'id' in one object");
+        add("nested number overflow", Nested, "j.json", "[[[1e400,1],[0,2]]]",
+            "in/j.json: malformed JSON at byte 8: number overflow parsing '1e400'");
+
+        // Echoed input is escaped and cut (bugs 16/17).
+        add("nemo dtype with a carriage return", Nemo, "n.txt", "nrlre1:in\rt16:2x1x2:AAABAAIAAwA=",
+            "in/n.txt: sample n#0 (line 1): dtype 'in\\rt16' is not one of int8, int16, int32");
+        add("nemo huge dtype", Nemo, "n.txt", "nrlre1:" + std::string(5000, 'q') + ":2x1x2:AAABAAIAAwA=",
+            QString::fromStdString("in/n.txt: sample n#0 (line 1): dtype '" + std::string(80, 'q') +
+                                   "...' is not one of int8, int16, int32"));
+        add("nested dtype bytes", Nested, "j.json", "{\"data\": [[[1,3],[0,2]]], \"dtype\": \"\\u0007x\"}",
+            "in/j.json: sample j: dtype '\\x07x' is not an integer type");
     }
     void formatErrors() {
         QFETCH(int, parser);

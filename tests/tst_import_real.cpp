@@ -8,6 +8,7 @@
 #include <QtTest>
 
 #include <numeric>
+#include <sys/stat.h>
 
 using namespace routepack;
 namespace fs = std::filesystem;
@@ -191,6 +192,27 @@ private Q_SLOTS:
         QTest::newRow("not a list") << h + QStringLiteral("1,0,a,\"0 1\"\n")
                                     << ": record 1: Activated Expert IDs '0 1' is not a list like [1, 2]";
         QTest::newRow("only header") << h << ": no routing records after the header";
+        // Breaker report.
+        QTest::newRow("missing-route marker") << h + QStringLiteral("1,0,a,\"[0, -1]\"\n2,0,a,\"[0, 1]\"\n")
+                                              << ": record 1 (layer 1): expert id -1, but this format has no "
+                                                 "missing-route marker";
+        QTest::newRow("trailing comma") << h + QStringLiteral("1,0,a,\"[0, 1,]\"\n2,0,a,\"[0, 1]\"\n")
+                                        << ": record 1: Activated Expert IDs '[0, 1,]' holds a non-integer";
+        QTest::newRow("empty item") << h + QStringLiteral("1,0,a,\"[0,, 1]\"\n")
+                                    << ": record 1: Activated Expert IDs '[0,, 1]' holds a non-integer";
+        QTest::newRow("id beyond int32") << h + QStringLiteral("1,0,a,\"[0, 99999999999999]\"\n")
+                                         << ": record 1 (layer 1): expert id 99999999999999 out of range 0..3";
+        QTest::newRow("layer id int max") << h + QStringLiteral("1,0,a,\"[0, 1]\"\n2147483647,0,a,\"[0, 1]\"\n")
+                                          << ": record 2: Layer ID 2147483647 is out of range 0..99999";
+        QTest::newRow("layer id beyond int64") << h + QStringLiteral("99999999999999999999,0,a,\"[0, 1]\"\n")
+                                               << ": record 1: Layer ID '99999999999999999999' is not an integer";
+        QTest::newRow("negative layer id") << h + QStringLiteral("-1,0,a,\"[0, 1]\"\n")
+                                           << ": record 1: Layer ID -1 is out of range 0..99999";
+        QTest::newRow("line break in a field") << QStringLiteral("\"Layer\nID\",Batch Number,Token,Activated Expert IDs\n")
+                                               << ": header column 1 is 'Layer\\nID', expected 'Layer ID'";
+        QTest::newRow("huge field") << h + QStringLiteral("%1,0,a,\"[0, 1]\"\n").arg(QString(100000, QLatin1Char('X')))
+                                    << QStringLiteral(": record 1: Layer ID '%1...' is not an integer")
+                                           .arg(QString(80, QLatin1Char('X')));
     }
     void csvBadInput() {
         QFETCH(QString, body);
@@ -221,6 +243,37 @@ private Q_SLOTS:
         QTest::newRow("not steps") << QStringLiteral(R"({"0": null})") << ": expected a JSON list of forward steps";
         QTest::newRow("string id") << QStringLiteral(R"([{"0": null, "1": [["a", 1]], "2": [[1, 2]]}])")
                                    << ": step 0, layer 1, token 0: expert id is not an integer";
+        // Breaker report: keys are canonical layer ids (bug 2), ids never wrap (bugs 6/7), no
+        // missing-route marker inside a slot (bug 10), keys name layers of the model (bug 18).
+        const QString key_rule = QStringLiteral(" is not a layer id (a decimal number 0..99999 without sign, spaces or "
+                                                "leading zeros)");
+        QTest::newRow("leading zero key")
+            << QStringLiteral(R"([{"0": null, "1": [[0, 1]], "2": [[1, 2]]}, {"0": null, "01": [[0, 1]], "2": [[1, 2]]}])")
+            << ": step 1: key '01'" + key_rule;
+        QTest::newRow("plus key") << QStringLiteral(R"([{"0": null, "+1": [[0, 1]], "2": [[1, 2]]}])")
+                                  << ": step 0: key '+1'" + key_rule;
+        QTest::newRow("space key") << QStringLiteral(R"([{"0": null, " 1": [[0, 1]], "2": [[1, 2]]}])")
+                                   << ": step 0: key ' 1'" + key_rule;
+        QTest::newRow("huge key") << QStringLiteral(R"([{"0": null, "99999999999": null, "1": [[0, 1]], "2": [[1, 2]]}])")
+                                  << ": step 0: key '99999999999'" + key_rule;
+        QTest::newRow("key beyond the model")
+            << QStringLiteral(R"([{"0": null, "1": [[0, 1]], "2": [[1, 2]], "3": null}])")
+            << ": step 0: layer id 3 is not below the model's 3 decoder layers";
+        QTest::newRow("uint64 max id") << QStringLiteral(R"([{"0": null, "1": [[0, 18446744073709551615]], "2": [[1, 2]]}])")
+                                       << ": step 0, layer 1, token 0: expert id 18446744073709551615 out of range 0..3";
+        QTest::newRow("2^63 id") << QStringLiteral(R"([{"0": null, "1": [[0, 9223372036854775808]], "2": [[1, 2]]}])")
+                                 << ": step 0, layer 1, token 0: expert id 9223372036854775808 out of range 0..3";
+        QTest::newRow("2^31 id") << QStringLiteral(R"([{"0": null, "1": [[0, 2147483648]], "2": [[1, 2]]}])")
+                                 << ": step 0, layer 1, token 0: expert id 2147483648 out of range 0..3";
+        QTest::newRow("-1 id") << QStringLiteral(R"([{"0": null, "1": [[0, -1]], "2": [[1, 2]]}])")
+                               << ": step 0, layer 1, token 0: expert id -1 (this format has no missing-route marker)";
+        QTest::newRow("null id") << QStringLiteral(R"([{"0": null, "1": [[0, null]], "2": [[1, 2]]}])")
+                                 << ": step 0, layer 1, token 0: expert id is null (this format has no missing-route "
+                                    "marker: null stands only for a whole dense layer)";
+        QTest::newRow("number overflow") << QStringLiteral(R"([{"0": null, "1": [[0, 1e400]], "2": [[1, 2]]}])")
+                                         << ": malformed JSON: number overflow parsing '1e400'";
+        QTest::newRow("duplicate key") << QStringLiteral(R"([{"0": null, "1": [[3, 2]], "1": [[0, 1]], "2": [[1, 2]]}])")
+                                       << ": malformed JSON: duplicate key '1' in one object";
     }
     void stepJsonBadInput() {
         QFETCH(QString, body);
@@ -234,24 +287,76 @@ private Q_SLOTS:
         QCOMPARE(import_error({f}, opt), QString::fromStdString(f.string()) + error);
     }
 
-    void stepJsonNullRouteIsMissing() {
-        // A null inside a token's list is a missing route: counted as nothing and reported.
+    void stepJsonNullRouteIsRefused() {
+        // trace-formats.md §5.2: the step JSON set's only missing marker is null for a whole dense
+        // layer. A null inside a token's list was once counted as a missing route; it is an error
+        // now, and nothing of the file is kept.
         const auto dir = test::temp_dir(QStringLiteral("stepnull"));
         const auto f = dir / "req" / "7.json";
         test::write_file(f, R"([{"0": null, "1": [[0, 1], [2, null]], "2": [[1, 2], [3, 0]]}, )"
                             R"({"0": null, "1": [[3, 2]], "2": [[0, 1]]}])");
         ImportOptions opt;
         opt.model = tiny_model();
+        QCOMPARE(import_error({f}, opt),
+                 QString::fromStdString(f.string()) +
+                     QStringLiteral(": step 0, layer 1, token 1: expert id is null (this format has no missing-route "
+                                    "marker: null stands only for a whole dense layer)"));
+        // Dense layers (null for the whole layer) stay legal: without the bad slot it imports.
+        test::write_file(f, R"([{"0": null, "1": [[0, 1], [2, 3]], "2": [[1, 2], [3, 0]]}, )"
+                            R"({"0": null, "1": [[3, 2]], "2": [[0, 1]]}])");
         ImportSummary s;
         const Trace t = import_trace_to_memory({f}, opt, &s);
         QCOMPARE(t.samples[0].id, std::string("req/7"));
         QCOMPARE(t.samples[0].routed_rows, std::int64_t(3));
         QCOMPARE(t.samples[0].length, std::int64_t(4));
         QCOMPARE(t.samples[0].prompt_len, std::optional<std::int64_t>(2));
-        QCOMPARE(t.samples[0].missing_routes, std::int64_t(1));
-        QCOMPARE(s.missing_routes, std::int64_t(1));
-        const std::vector<std::uint32_t> expect{1, 1, 2, 1, 2, 2, 1, 1};
+        QCOMPARE(t.samples[0].missing_routes, std::int64_t(0));
+        QCOMPARE(s.missing_routes, std::int64_t(0));
+        const std::vector<std::uint32_t> expect{1, 1, 2, 2, 2, 2, 1, 1};
         QCOMPARE(std::vector<std::uint32_t>(t.counts.begin(), t.counts.end()), expect);
+    }
+
+    void stepJsonTrailingDenseLayers() {
+        // Self-described layers: dense keys after the last MoE layer still belong to the model.
+        const auto dir = test::temp_dir(QStringLiteral("steptail"));
+        const auto f = dir / "req" / "1.json";
+        test::write_file(f, R"([{"0": null, "1": [[0, 1]], "2": [[1, 2]], "3": null}])");
+        ImportOptions opt;
+        opt.model.experts = 4;
+        opt.model.top_k = 2;
+        const Trace t = import_trace_to_memory({f}, opt);
+        QCOMPARE(t.model.moe_layers, (std::vector<int>{1, 2}));
+        QCOMPARE(t.model.num_hidden_layers, 4);
+    }
+
+    void byteOrderMarkIsSkipped() {
+        const auto dir = test::temp_dir(QStringLiteral("bom"));
+        const std::string bom = "\xEF\xBB\xBF";
+        test::write_file(dir / "p.csv", bom + "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[0, 1]\"\n"
+                                              "2,0,a,\"[2, 3]\"\n");
+        test::write_file(dir / "s" / "1.json", bom + R"([{"0": null, "1": [[0, 1]], "2": [[1, 2]]}])");
+        test::write_file(dir / "agg.json", bom + R"({"counts": [[1, 2]], "num_layers": 1, "num_experts": 2})");
+        ImportOptions opt;
+        opt.model = tiny_model();
+        Trace t = import_trace_to_memory({dir / "p.csv"}, opt);
+        QCOMPARE(t.samples[0].id, std::string("p"));
+        QCOMPARE(std::vector<std::uint32_t>(t.counts.begin(), t.counts.end()), (std::vector<std::uint32_t>{1, 1, 0, 0, 0, 0, 1, 1}));
+        ImportOptions flags;  // self-described layers read past the BOM too
+        flags.model.experts = 4;
+        flags.model.top_k = 2;
+        t = import_trace_to_memory({dir / "p.csv"}, flags);
+        QCOMPARE(t.model.moe_layers, (std::vector<int>{1, 2}));
+        t = import_trace_to_memory({dir / "s" / "1.json"}, opt);
+        QCOMPARE(t.samples[0].id, std::string("s/1"));
+        struct Sink : ImportSink {
+            AggregateCounts agg;
+            void begin(const ModelDescription&, TraceFormat) override {}
+            void sample(SampleRecord&&) override {}
+            void aggregate(AggregateCounts&& a) override { agg = std::move(a); }
+        } sink;
+        const auto s = import_trace({dir / "agg.json"}, ImportOptions{}, sink);
+        QCOMPARE(s.format, TraceFormat::Aggregate);
+        QCOMPARE(sink.agg.totals, (std::vector<std::uint64_t>{1, 2}));
     }
 
     void aggregateBadInput_data() {
@@ -265,6 +370,26 @@ private Q_SLOTS:
                                   << ": counts[0][1] is not a non-negative integer";
         QTest::newRow("missing") << QStringLiteral(R"({"counts": [[1, 2]], "num_experts": 2})")
                                  << ": missing field 'num_layers'";
+        // Breaker report: sizes never wrap (bugs 6/7) and are checked against the arrays before
+        // anything is allocated from them (bug 4); raw library errors never escape (bug 14).
+        QTest::newRow("layers wrap") << QStringLiteral(R"({"counts": [[1, 2], [3, 4]], "num_layers": 4294967298, "num_experts": 2})")
+                                     << ": num_layers 4294967298 is out of range 1..100000";
+        QTest::newRow("experts wrap") << QStringLiteral(R"({"counts": [[1, 2, 3]], "num_layers": 1, "num_experts": 4294967299})")
+                                      << ": num_experts 4294967299 is out of range 1..1048576";
+        QTest::newRow("experts uint64") << QStringLiteral(R"({"counts": [[1]], "num_layers": 1, "num_experts": 18446744073709551615})")
+                                        << ": num_experts 18446744073709551615 is out of range 1..1048576";
+        QTest::newRow("declared experts, short rows")
+            << QStringLiteral(R"({"counts": [[1, 2, 3]], "num_layers": 1, "num_experts": 1000000})")
+            << ": counts[0] must hold num_experts = 1000000 integers";
+        QTest::newRow("layer sum overflows")
+            << QStringLiteral(R"({"counts": [[9223372036854775807, 1], [1, 1]], "num_layers": 2, "num_experts": 2})")
+            << ": counts[0] adds up to more than 9223372036854775807";
+        QTest::newRow("src number") << QStringLiteral(R"({"counts": [[1, 2]], "num_layers": 1, "num_experts": 2, "src": 5})")
+                                    << ": src must be a string, not an integer";
+        QTest::newRow("src deep") << QStringLiteral(R"({"counts": [[1, 2]], "num_layers": 1, "num_experts": 2, "src": [[[]]]})")
+                                  << ": src must be a string, not a list";
+        QTest::newRow("number overflow") << QStringLiteral(R"({"counts": [[1, 1e500]], "num_layers": 1, "num_experts": 2})")
+                                         << ": malformed JSON: number overflow parsing '1e500'";
     }
     void aggregateBadInput() {
         QFETCH(QString, body);
@@ -328,6 +453,53 @@ private Q_SLOTS:
                      QStringLiteral("unknown format 'pt' (valid: auto, sglang, vllm, npy, npz, nested-json, nrlre1, "
                                     "step-json, prompt-csv, aggregate)"));
         }
+    }
+
+    void driverHostileInputs() {
+        const auto dir = test::temp_dir(QStringLiteral("hostile"));
+        const std::string csv = "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[0, 1]\"\n2,0,a,\"[2, 3]\"\n";
+        test::write_file(dir / "p.csv", csv);
+        ImportOptions opt;
+        opt.model = tiny_model();
+        // Sizes are checked before anything is allocated from them (bug 5).
+        ImportOptions huge;
+        huge.format = TraceFormat::NestedJson;
+        huge.model.experts = 4;
+        huge.model.top_k = 2;
+        huge.model.num_hidden_layers = 1000000000;
+        test::write_file(dir / "n.json", "[[[0, 1]]]");
+        QCOMPARE(import_error({dir / "n.json"}, huge),
+                 QStringLiteral("model: num_hidden_layers must be in 1..100000 (got 1000000000)"));
+        huge.model.num_hidden_layers = 0;
+        huge.model.moe_layers = {0};
+        huge.model.experts = 20000000;
+        QCOMPARE(import_error({dir / "n.json"}, huge), QStringLiteral("model: experts must be in 1..1048576 (got 20000000)"));
+        // Self-described layer ids stay bounded (bug 13): no overflow of num_hidden_layers.
+        test::write_file(dir / "big.csv", "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[0, 1]\"\n"
+                                          "2147483647,0,a,\"[2, 3]\"\n");
+        ImportOptions flags;
+        flags.model.experts = 4;
+        flags.model.top_k = 2;
+        QCOMPARE(import_error({dir / "big.csv"}, flags),
+                 QString::fromStdString((dir / "big.csv").string() + ": record 2: Layer ID 2147483647 is out of range 0..99999"));
+        // Not a regular file, a folder that cannot be walked (bug 14).
+        const auto fifo = dir / "pipe.json";
+        QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
+        QCOMPARE(import_error({fifo}, opt),
+                 QString::fromStdString(fifo.string() + ": not a regular file or folder (devices, pipes and sockets are "
+                                                        "not trace files)"));
+        std::filesystem::remove(fifo);
+        // The fingerprint does not depend on the order of the files (bug 11).
+        test::write_file(dir / "q.csv", "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[1, 2]\"\n2,0,a,\"[2, 3]\"\n");
+        ImportSummary ab, ba, a, again;
+        import_trace_to_memory({dir / "p.csv", dir / "q.csv"}, opt, &ab);
+        import_trace_to_memory({dir / "q.csv", dir / "p.csv"}, opt, &ba);
+        import_trace_to_memory({dir / "p.csv"}, opt, &a);
+        import_trace_to_memory({dir / "p.csv"}, opt, &again);
+        QCOMPARE(hex64(ab.fingerprint), hex64(ba.fingerprint));
+        QVERIFY(ab.fingerprint != a.fingerprint);
+        QCOMPARE(hex64(a.fingerprint), hex64(fnv1a64(csv.data(), csv.size())));  // one file: its own hash
+        QCOMPARE(hex64(a.fingerprint), hex64(again.fingerprint));
     }
 
     void cancellation() {

@@ -382,6 +382,134 @@ class TstStorage : public QObject {
         QVERIFY(lib->traces().empty());
     }
 
+    void readOnlyOpen() {
+        const fs::path f = library_file("read-only-mode.routepack");
+        {
+            auto lib = Library::open(f);
+            lib->import_trace("t", {write_trace("romode/a.jsonl", make_routes(3, 21))}, nested_options());
+        }
+        const std::string dump = dump_of(f);
+        const std::string readonly = f.string() + ": library is read-only (cannot write)";
+        {
+            auto ro = Library::open(f, OpenMode::ReadOnly);
+            QVERIFY(ro->read_only());
+            QCOMPARE(ro->traces().size(), std::size_t{1});
+            QCOMPARE(ro->load_trace("t").size(), std::size_t{3});
+            const std::string id = ro->samples("t")[0].id;
+            QCOMPARE(q(error_of<InputError>([&] {
+                         ro->import_trace("u", {write_trace("romode/b.jsonl", make_routes(2, 22))}, nested_options());
+                     })),
+                     q(readonly));
+            QCOMPARE(q(error_of<InputError>([&] { ro->create_window("t", "w", {id}, "first 1"); })), q(readonly));
+        }
+        QCOMPARE(q(dump_of(f)), q(dump));
+        QVERIFY(!fs::exists(f.string() + "-wal"));
+        QVERIFY(!fs::exists(f.string() + "-shm"));
+        // What read-only mode refuses.
+        const fs::path absent = library_file("absent-ro.routepack");
+        QCOMPARE(q(error_of<InputError>([&] { Library::open(absent, OpenMode::ReadOnly); })),
+                 q(absent.string() + ": no such library"));
+        QVERIFY(!fs::exists(absent));
+        const fs::path empty = library_file("empty-ro.routepack");
+        test::write_file(empty, "");
+        QCOMPARE(q(error_of<InputError>([&] { Library::open(empty, OpenMode::ReadOnly); })),
+                 q(empty.string() + ": not a RoutePack library yet (no schema: nothing was ever imported)"));
+        QCOMPARE(q(test::read_file(empty)), QString());
+        QCOMPARE(q(error_of<InputError>([&] { Library::open(":memory:", OpenMode::ReadOnly); })),
+                 QStringLiteral(":memory:: an in-memory library has nothing to read; give a library file"));
+        QCOMPARE(q(error_of<InputError>([&] { Library::open(dir_, OpenMode::ReadOnly); })),
+                 q(dir_.string() + ": is a folder, not a RoutePack library file"));
+    }
+
+    void readOnlyFileAndFolder() {
+        // A library the process may not write (file mode 0444, or a folder without write
+        // permission): writable opens refuse up front with one clear line and leave no -wal/-shm
+        // files; read-only opens read it. As root (whom permissions do not stop) the checks run
+        // in a child process that drops to the unprivileged uid 65534.
+        const fs::path base = dir_ / "perm";
+        fs::create_directories(base / "rodir");
+        fs::create_directories(base / "rwdir");
+        const fs::path in_ro_dir = base / "rodir" / "lib.routepack", ro_file = base / "rwdir" / "lib.routepack";
+        for (const fs::path& f : {in_ro_dir, ro_file}) {
+            auto lib = Library::open(f);
+            lib->import_trace("t", {write_trace("perm/in.jsonl", make_routes(2, 23))}, nested_options());
+        }
+        fs::permissions(in_ro_dir, fs::perms::all, fs::perm_options::add);
+        fs::permissions(base / "rodir", fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                                            fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+        fs::permissions(ro_file, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+        fs::permissions(base / "rwdir", fs::perms::all);
+        fs::permissions(dir_, fs::perms::others_exec | fs::perms::others_read, fs::perm_options::add);
+        fs::permissions(base, fs::perms::others_exec | fs::perms::others_read, fs::perm_options::add);
+
+        int pipefd[2];
+        QCOMPARE(::pipe(pipefd), 0);
+        const pid_t pid = ::fork();
+        QVERIFY(pid >= 0);
+        if (pid == 0) {
+            ::close(pipefd[0]);
+            std::string out;
+            if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) out = "cannot drop privileges\n";
+            for (const fs::path& f : {in_ro_dir, ro_file}) {
+                try {
+                    Library::open(f);
+                    out += "opened for writing\n";
+                } catch (const std::exception& e) {
+                    out += std::string(e.what()) + "\n";
+                }
+                try {
+                    auto lib = Library::open(f, OpenMode::ReadOnly);
+                    out += std::to_string(lib->traces().size()) + " trace, " + std::to_string(lib->load_trace("t").size()) +
+                           " samples\n";
+                } catch (const std::exception& e) {
+                    out += std::string(e.what()) + "\n";
+                }
+            }
+            [[maybe_unused]] auto n = ::write(pipefd[1], out.data(), out.size());
+            ::_exit(0);
+        }
+        ::close(pipefd[1]);
+        std::string got;
+        char buf[4096];
+        for (ssize_t n; (n = ::read(pipefd[0], buf, sizeof buf)) > 0;) got.append(buf, static_cast<std::size_t>(n));
+        ::close(pipefd[0]);
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        fs::permissions(base / "rodir", fs::perms::all);
+        fs::permissions(ro_file, fs::perms::owner_read | fs::perms::owner_write);
+        QCOMPARE(q(got), q(in_ro_dir.string() + ": library is read-only (cannot write)\n1 trace, 2 samples\n" +
+                           ro_file.string() + ": library is read-only (cannot write)\n1 trace, 2 samples\n"));
+        for (const fs::path& f : {in_ro_dir, ro_file}) {
+            QVERIFY(!fs::exists(f.string() + "-wal"));
+            QVERIFY(!fs::exists(f.string() + "-shm"));
+        }
+    }
+
+    void errorsNeverQuoteSql() {
+        QCOMPARE(q(detail::statement_purpose("  select 1")), QStringLiteral("reading the library"));
+        QCOMPARE(q(detail::statement_purpose("PRAGMA quick_check")), QStringLiteral("reading the library"));
+        QCOMPARE(q(detail::statement_purpose("INSERT INTO x VALUES (1)")), QStringLiteral("writing the library"));
+        QCOMPARE(q(detail::statement_purpose("BEGIN IMMEDIATE")), QStringLiteral("starting a transaction"));
+        QCOMPARE(q(detail::statement_purpose("COMMIT")), QStringLiteral("committing"));
+        // A file whose pages after the header are junk: one line, no SQL.
+        const fs::path f = library_file("junk-body.routepack");
+        {
+            auto lib = Library::open(f);
+            lib->import_trace("t", {write_trace("junk/a.jsonl", make_routes(30, 24))}, nested_options());
+        }
+        std::string bytes = test::read_file(f);
+        std::uint32_t x = 12345;
+        for (std::size_t i = 100; i < bytes.size(); ++i) {
+            x = x * 1664525u + 1013904223u;
+            bytes[i] = static_cast<char>(x >> 24);
+        }
+        test::write_file(f, bytes);
+        const std::string err = error_of<InputError>([&] { Library::open(f, false); });
+        QVERIFY2(err.rfind(f.string() + ": library is damaged (", 0) == 0, err.c_str());
+        for (const char* sql : {"SELECT", "PRAGMA", "INSERT", "'"}) QVERIFY2(err.find(sql) == std::string::npos, err.c_str());
+        QVERIFY(err.find('\n') == std::string::npos);
+    }
+
     void countsBlobRoundTrip() {
         const std::vector<std::uint32_t> values = {0, 127, 128, 16383, 16384, 1, 255, 300, 4294967295u};
         const auto blob = detail::encode_counts(values);
@@ -615,6 +743,34 @@ class TstStorage : public QObject {
         QCOMPARE(q(error_of<InputError>([&] { lib->import_trace("", {input}, nested_options()); })),
                  QStringLiteral("trace name must not be empty"));
         QCOMPARE(q(dump_of(f)), q(dump));
+    }
+
+    void duplicateImportIgnoresFileOrder() {
+        const fs::path f = library_file("dup-order.routepack");
+        const fs::path a = write_trace("duporder/a.jsonl", make_routes(2, 31));
+        const fs::path b = write_trace("duporder/b.jsonl", make_routes(3, 32));
+        auto lib = Library::open(f);
+        const ImportSummary s = lib->import_trace("ab", {a, b}, nested_options());
+        const std::string dump = dump_of(f);
+        QCOMPARE(q(error_of<InputError>([&] { lib->import_trace("ba", {b, a}, nested_options()); })),
+                 QStringLiteral("these files were already imported as trace 'ab'"));
+        QCOMPARE(q(error_of<InputError>([&] { lib->import_trace("folder", {dir_ / "duporder"}, nested_options()); })),
+                 QStringLiteral("these files were already imported as trace 'ab'"));
+        QCOMPARE(q(dump_of(f)), q(dump));
+        // One file alone is another set of files.
+        lib->import_trace("a-alone", {a}, nested_options());
+        QVERIFY(lib->trace("a-alone").fingerprint != lib->trace("ab").fingerprint);
+        QCOMPARE(q(lib->trace("ab").fingerprint), q(hex64(s.fingerprint)));
+    }
+
+    void echoedNamesAreOneLine() {
+        const fs::path f = library_file("names.routepack");
+        auto lib = Library::open(f);
+        lib->import_trace("t", {write_trace("names/a.jsonl", make_routes(2, 33))}, nested_options());
+        QCOMPARE(q(error_of<InputError>([&] { lib->trace("bad\nname"); })),
+                 q("no trace named 'bad\\nname' in " + f.string()));
+        QCOMPARE(q(error_of<InputError>([&] { lib->create_window("t", "w", {std::string("\xff\x01") + std::string(200, 'z')}, ""); })),
+                 q("window 'w': trace 't' has no sample '\\xff\\x01" + std::string(78, 'z') + "...'"));
     }
 
     void windowsInOrder() {

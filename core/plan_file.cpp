@@ -1,0 +1,311 @@
+#include "core/plan_file.h"
+
+#include "core/errors.h"
+#include "core/packing.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <unordered_map>
+
+namespace routepack {
+
+namespace {
+
+using nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+ojson score_json(const Score& s) { return ojson::array({s.max_u, s.sum_u, s.max_j}); }
+
+ojson metrics_json(const MethodResult& m) {
+    const auto& x = m.metrics;
+    ojson j;
+    j["placement"] = m.lpt ? "lpt" : "identity";
+    j["score"] = score_json(x.score);
+    j["cv_global"] = x.cv_global;
+    j["ep_peak_sum"] = x.ep_peak_sum;
+    j["ep_tail_peak"] = x.ep_tail_peak;
+    j["ep_balance_efficiency"] = x.ep_balance_efficiency;
+    j["attention_sum"] = x.attention_sum;
+    j["joint"] = x.joint;
+    j["cap_violations"] = x.cap_violations;
+    j["empty_cells"] = x.empty_cells;
+    return j;
+}
+
+ojson topology_ojson(const Topology& t) { return ojson::parse(topology_to_json(t)); }
+
+}  // namespace
+
+std::string plan_to_json(const PlanResult& r) {
+    ojson j;
+    j["format"] = "routepack-plan";
+    j["version"] = 1;
+    j["inputs"] = {{"trace", r.trace_name}, {"window", r.window_name}, {"fingerprint", r.fingerprint},
+                   {"samples", r.samples.size()}};
+    j["model"] = {{"name", r.model.name},
+                  {"num_hidden_layers", r.model.num_hidden_layers},
+                  {"top_k", r.model.top_k},
+                  {"experts", r.model.experts}};
+    j["topology"] = topology_ojson(r.topology);
+    j["moe_layers"] = r.model.moe_layers;
+    ojson placement = ojson::array();
+    for (int l = 0; l < r.lpt.layers; ++l) {
+        ojson layer = ojson::array();
+        for (int e = 0; e < r.lpt.experts; ++e) layer.push_back(r.lpt.at(l, e));
+        placement.push_back(std::move(layer));
+    }
+    j["placement"] = std::move(placement);
+    ojson samples = ojson::array();
+    for (std::size_t i = 0; i < r.samples.size(); ++i)
+        samples.push_back({{"id", r.samples[i].id}, {"index", i}, {"length", r.samples[i].length}});
+    j["samples"] = std::move(samples);
+    j["row_count"] = r.rows.rows;
+    j["row_count_certified"] = r.rows.certified;
+    j["row_lower_bound"] = r.rows.lower_bound;
+    j["row_count_how"] = r.rows.how;
+    const Layout& x = r.routepack.layout;
+    ojson rows = ojson::array();
+    for (int rr = 0; rr < x.rows; ++rr) {
+        ojson row = ojson::array();
+        for (int d = 0; d < x.dp_slots; ++d) {
+            ojson cell = ojson::array();
+            for (int i : x.cells[static_cast<std::size_t>(x.cell_index(rr, d))]) cell.push_back(r.samples[static_cast<std::size_t>(i)].id);
+            row.push_back(std::move(cell));
+        }
+        rows.push_back(std::move(row));
+    }
+    j["rows"] = std::move(rows);
+    j["score"] = score_json(r.routepack.metrics.score);
+    j["metrics"] = {{"baseline", metrics_json(r.baseline)},
+                    {"reorder", metrics_json(r.reorder)},
+                    {"karmarkar_karp", metrics_json(r.karmarkar_karp)},
+                    {"routepack", metrics_json(r.routepack)}};
+    const auto& sb = r.budgets.seeding;
+    const auto& ab = r.budgets.annealing;
+    ojson conv = ojson::array();
+    for (const auto& s : r.convergence)
+        conv.push_back({{"level", s.level},
+                        {"temperature", s.temperature},
+                        {"best", score_json(s.best)},
+                        {"mean_energy", s.mean_energy},
+                        {"acceptance", s.acceptance},
+                        {"proposals", s.proposals}});
+    j["planner"] = {{"seed", r.budgets.seed},
+                    {"workers", r.budgets.workers},
+                    {"budgets",
+                     {{"seeds_M", sb.candidates},
+                      {"population", sb.population},
+                      {"choice_width", sb.choice_width},
+                      {"eta", sb.eta},
+                      {"projections", sb.projections},
+                      {"pair_candidates", sb.pair_candidates},
+                      {"levels", ab.levels},
+                      {"t0", ab.t0},
+                      {"cooling", ab.cooling},
+                      {"steps_per_level", ab.steps},
+                      {"p_guide", ab.p_guide},
+                      {"rho", ab.rho},
+                      {"row_nodes", r.budgets.row_nodes},
+                      {"time_limit_s", r.budgets.time_limit_s}}},
+                    {"population", r.population_origins},
+                    {"proposals", r.proposals},
+                    {"accepted", r.accepted},
+                    {"cancelled", r.cancelled},
+                    {"time_limit_hit", r.time_limit_hit},
+                    {"convergence", std::move(conv)}};
+    ojson timings;
+    for (const auto& [k, v] : r.timings) timings[k] = v;
+    j["timings"] = std::move(timings);
+    return j.dump(2);
+}
+
+namespace {
+
+const json& need(const json& j, const char* key, const std::string& where) {
+    if (!j.is_object() || !j.contains(key)) throw InputError(where + ": missing field '" + key + "'");
+    return j[key];
+}
+
+std::int64_t need_int(const json& j, const char* key, const std::string& where) {
+    const auto& v = need(j, key, where);
+    if (!v.is_number_integer()) throw InputError(where + ": field '" + std::string(key) + "' must be an integer");
+    return v.get<std::int64_t>();
+}
+
+Score parse_score(const json& v, const std::string& where) {
+    if (!v.is_array() || v.size() != 3 || !v[0].is_number() || !v[1].is_number() || !v[2].is_number())
+        throw InputError(where + " must be [max_g U_g, sum_g U_g, max J]");
+    return Score{v[0].get<double>(), v[1].get<double>(), v[2].get<double>()};
+}
+
+LayoutMetrics parse_metrics(const json& j, const std::string& where) {
+    LayoutMetrics m;
+    m.score = parse_score(need(j, "score", where), where + ".score");
+    m.cv_global = need(j, "cv_global", where).get<double>();
+    m.ep_peak_sum = need_int(j, "ep_peak_sum", where);
+    m.ep_tail_peak = need_int(j, "ep_tail_peak", where);
+    m.ep_balance_efficiency = need(j, "ep_balance_efficiency", where).get<double>();
+    m.attention_sum = need(j, "attention_sum", where).get<double>();
+    m.joint = need(j, "joint", where).get<double>();
+    m.cap_violations = static_cast<int>(need_int(j, "cap_violations", where));
+    m.empty_cells = static_cast<int>(need_int(j, "empty_cells", where));
+    return m;
+}
+
+}  // namespace
+
+PlanFile parse_plan(const std::string& text, const std::string& origin) {
+    json j;
+    try {
+        j = json::parse(text);
+    } catch (const json::parse_error& e) {
+        throw InputError(origin + ": malformed JSON at byte " + std::to_string(e.byte));
+    }
+    if (!j.is_object()) throw InputError(origin + ": a plan must be a JSON object");
+    if (j.value("format", std::string()) != "routepack-plan")
+        throw InputError(origin + ": not a RoutePack plan (format must be \"routepack-plan\")");
+    if (need_int(j, "version", origin) != 1)
+        throw InputError(origin + ": plan version " + j["version"].dump() + " is not supported (expected 1)");
+    PlanFile f;
+    const auto& in = need(j, "inputs", origin);
+    f.trace_name = in.value("trace", std::string());
+    f.window_name = in.value("window", std::string());
+    f.fingerprint = in.value("fingerprint", std::string());
+    const auto& m = need(j, "model", origin);
+    f.model.name = m.value("name", std::string());
+    f.model.num_hidden_layers = static_cast<int>(need_int(m, "num_hidden_layers", origin + ": model"));
+    f.model.experts = static_cast<int>(need_int(m, "experts", origin + ": model"));
+    f.model.top_k = static_cast<int>(need_int(m, "top_k", origin + ": model"));
+    const auto& ml = need(j, "moe_layers", origin);
+    if (!ml.is_array()) throw InputError(origin + ": moe_layers must be a list of layer ids");
+    for (const auto& v : ml) f.model.moe_layers.push_back(v.get<int>());
+    try {
+        f.model.validate();
+    } catch (const InputError& e) {
+        throw InputError(origin + ": " + e.what());
+    }
+    f.topology = parse_topology(need(j, "topology", origin).dump(), origin + ": topology");
+    try {
+        check_topology_for_model(f.topology, f.model);
+    } catch (const InputError& e) {
+        throw InputError(origin + ": " + e.what());
+    }
+    const int L = f.model.num_moe_layers(), E = f.model.experts;
+    const auto& pl = need(j, "placement", origin);
+    if (!pl.is_array() || static_cast<int>(pl.size()) != L)
+        throw InputError(origin + ": placement must hold one list per MoE layer (" + std::to_string(L) + ")");
+    f.placement.layers = L;
+    f.placement.experts = E;
+    f.placement.ep_ranks = f.topology.ep_ranks;
+    f.placement.slot.assign(static_cast<std::size_t>(L) * E, -1);
+    for (int l = 0; l < L; ++l) {
+        const auto& layer = pl[static_cast<std::size_t>(l)];
+        const std::string where = origin + ": placement[" + std::to_string(l) + "] (layer " + std::to_string(f.model.moe_layers[l]) + ")";
+        if (!layer.is_array() || static_cast<int>(layer.size()) != E)
+            throw InputError(where + " must list the slot of each of the " + std::to_string(E) + " experts");
+        std::vector<char> used(static_cast<std::size_t>(E), 0);
+        for (int e = 0; e < E; ++e) {
+            const auto& v = layer[static_cast<std::size_t>(e)];
+            if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() >= E)
+                throw InputError(where + ": expert " + std::to_string(e) + " has no slot in 0.." + std::to_string(E - 1));
+            const int s = v.get<int>();
+            if (used[static_cast<std::size_t>(s)]) throw InputError(where + ": slot " + std::to_string(s) + " used twice");
+            used[static_cast<std::size_t>(s)] = 1;
+            f.placement.slot[static_cast<std::size_t>(l) * E + e] = s;
+        }
+    }
+    const auto& samples = need(j, "samples", origin);
+    if (!samples.is_array() || samples.empty()) throw InputError(origin + ": samples must be a non-empty list");
+    std::unordered_map<std::string, int> index;
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+        const std::string where = origin + ": samples[" + std::to_string(i) + "]";
+        const auto& s = samples[i];
+        const std::string id = need(s, "id", where).get<std::string>();
+        if (need_int(s, "index", where) != static_cast<std::int64_t>(i))
+            throw InputError(where + ": index must be " + std::to_string(i));
+        const auto len = need_int(s, "length", where);
+        if (len < 1 || len > f.topology.token_cap)
+            throw InputError(where + ": length " + std::to_string(len) + " outside 1..C=" + std::to_string(f.topology.token_cap));
+        if (!index.emplace(id, static_cast<int>(i)).second) throw InputError(where + ": duplicate sample id '" + id + "'");
+        f.sample_ids.push_back(id);
+        f.lengths.push_back(len);
+    }
+    f.row_count = static_cast<int>(need_int(j, "row_count", origin));
+    f.row_count_certified = need(j, "row_count_certified", origin).get<bool>();
+    f.row_lower_bound = static_cast<int>(need_int(j, "row_lower_bound", origin));
+    const auto& rows = need(j, "rows", origin);
+    const int D = f.topology.dp_slots;
+    if (!rows.is_array() || static_cast<int>(rows.size()) != f.row_count || f.row_count < 1)
+        throw InputError(origin + ": rows must hold row_count = " + std::to_string(f.row_count) + " rows");
+    f.layout.rows = f.row_count;
+    f.layout.dp_slots = D;
+    f.layout.cells.resize(static_cast<std::size_t>(f.row_count) * D);
+    for (int r = 0; r < f.row_count; ++r) {
+        const auto& row = rows[static_cast<std::size_t>(r)];
+        if (!row.is_array() || static_cast<int>(row.size()) != D)
+            throw InputError(origin + ": rows[" + std::to_string(r) + "] must hold D = " + std::to_string(D) + " cells");
+        for (int d = 0; d < D; ++d) {
+            for (const auto& v : row[static_cast<std::size_t>(d)]) {
+                auto it = v.is_string() ? index.find(v.get<std::string>()) : index.end();
+                if (it == index.end())
+                    throw InputError(origin + ": rows[" + std::to_string(r) + "][" + std::to_string(d) + "] names " + v.dump() +
+                                     ", not a sample of the plan");
+                f.layout.cells[static_cast<std::size_t>(f.layout.cell_index(r, d))].push_back(it->second);
+            }
+        }
+    }
+    // Structure: coverage, cap, non-empty, rectangle — with the plan's own lengths.
+    PackingProblem shape;
+    shape.n = static_cast<int>(f.lengths.size());
+    shape.D = D;
+    shape.C = f.topology.token_cap;
+    shape.length = f.lengths;
+    const std::string bad = validate_layout(f.layout, shape);
+    if (!bad.empty()) throw InputError(origin + ": rows: " + bad);
+    f.score = parse_score(need(j, "score", origin), origin + ": score");
+    const auto& metrics = need(j, "metrics", origin);
+    for (const char* k : {"baseline", "reorder", "karmarkar_karp", "routepack"})
+        f.metrics[k] = parse_metrics(need(metrics, k, origin + ": metrics"), origin + ": metrics." + k);
+    if (!(f.metrics["routepack"].score == f.score)) throw InputError(origin + ": score differs from metrics.routepack.score");
+    const auto& planner = need(j, "planner", origin);
+    f.seed = need(planner, "seed", origin + ": planner").get<std::uint64_t>();
+    f.workers = static_cast<int>(need_int(planner, "workers", origin + ": planner"));
+    return f;
+}
+
+std::string rescore_plan(const PlanFile& plan, const Trace& window) {
+    if (window.size() != plan.sample_ids.size())
+        return "window has " + std::to_string(window.size()) + " samples, plan has " + std::to_string(plan.sample_ids.size());
+    for (std::size_t i = 0; i < window.size(); ++i) {
+        if (window.samples[i].id != plan.sample_ids[i])
+            return "sample " + std::to_string(i) + " is '" + window.samples[i].id + "' in the trace, '" + plan.sample_ids[i] + "' in the plan";
+        if (window.samples[i].length != plan.lengths[i])
+            return "sample '" + plan.sample_ids[i] + "' has length " + std::to_string(window.samples[i].length) +
+                   " in the trace, " + std::to_string(plan.lengths[i]) + " in the plan";
+    }
+    if (window.model.experts != plan.model.experts || window.model.moe_layers != plan.model.moe_layers)
+        return "the trace's model (experts, MoE layers) differs from the plan's";
+    const std::string fp = window_fingerprint(window);
+    if (!plan.fingerprint.empty() && fp != plan.fingerprint)
+        return "routing counts differ from the plan's inputs (fingerprint " + fp + " != " + plan.fingerprint + ")";
+    const PackingProblem p = make_packing_problem(window, plan.topology, plan.placement);
+    const std::string bad = validate_layout(plan.layout, p);
+    if (!bad.empty()) return bad;
+    const auto& want = plan.metrics.at("routepack");
+    const auto loads = aggregate_expert_loads(window.counts, window.size(), window.model.num_moe_layers(),
+                                              window.model.experts);
+    const double cv = cv_global(rank_loads(loads, plan.placement), plan.placement.layers, plan.placement.ep_ranks);
+    if (cv != want.cv_global) return "rescored CV_global differs from the plan's";
+    const LayoutMetrics got = layout_metrics(plan.layout, p, cv);
+    auto same = [](double a, double b) { return a == b; };
+    if (!(got.score == plan.score))
+        return "rescored score differs from the plan's (" + std::to_string(got.score.max_u) + " vs " +
+               std::to_string(plan.score.max_u) + ")";
+    if (got.ep_peak_sum != want.ep_peak_sum || got.ep_tail_peak != want.ep_tail_peak ||
+        !same(got.attention_sum, want.attention_sum) || !same(got.ep_balance_efficiency, want.ep_balance_efficiency))
+        return "rescored metrics differ from the plan's";
+    return {};
+}
+
+}  // namespace routepack

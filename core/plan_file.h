@@ -1,0 +1,42 @@
+#pragma once
+// The plan file: the contract with training jobs (README "Plan file", resources/plan.schema.json).
+#include "core/planner.h"
+
+#include <string>
+
+namespace routepack {
+
+/// Serializes a plan (format "routepack-plan", version 1) to JSON text (2-space indent). Every
+/// field but "timings" is a function of inputs, seed, budgets and worker count.
+std::string plan_to_json(const PlanResult& r);
+
+/// A plan read back from its file.
+struct PlanFile {
+    std::string trace_name, window_name, fingerprint;
+    ModelDescription model;     ///< name, num_hidden_layers, experts, top_k, moe_layers
+    Topology topology;
+    Placement placement;        ///< routepack's (LPT) placement
+    std::vector<std::string> sample_ids;  ///< window order
+    std::vector<std::int64_t> lengths;    ///< window order
+    int row_count = 0;
+    bool row_count_certified = false;
+    int row_lower_bound = 0;
+    Layout layout;              ///< rows as sample indices (window order)
+    Score score;
+    std::map<std::string, LayoutMetrics> metrics;  ///< baseline, reorder, karmarkar_karp, routepack
+    std::uint64_t seed = 0;
+    int workers = 0;
+};
+
+/// Parses and checks a plan's structure alone: format/version, every layer's placement a permutation
+/// of 0..E-1 with E % P == 0, topology valid, R x D non-empty cells, every sample exactly once, cell
+/// token sums <= C (from the plan's own lengths), score == metrics.routepack.score. InputError naming
+/// `origin` and the field.
+PlanFile parse_plan(const std::string& json_text, const std::string& origin);
+
+/// Rescores a parsed plan against its window (samples in the plan's order, with counts): lengths
+/// must match, the fingerprint must match, and the recomputed routepack metrics must equal the
+/// stored ones exactly. Returns "" when they agree, else the first difference in words.
+std::string rescore_plan(const PlanFile& plan, const Trace& window);
+
+}  // namespace routepack

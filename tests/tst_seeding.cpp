@@ -1,0 +1,432 @@
+// Diverse fixed-row seeding (core/seeding.h, paper section 4.1.1, Algorithm 2): the xoshiro256** Rng
+// (golden values, unbiased bounds), WindowShuffle, Canonicalize, the sliced-Wasserstein sketch,
+// EDPAwarePair on a hand case and as a cell permutation, and diverse_population's contract
+// (validity on 100 random windows, winner first and never worse than the FFD seed, canonical-distinct
+// members, cyclic fill, determinism across runs and thread counts).
+#include "core/packing.h"
+#include "core/rowcount.h"
+#include "core/score.h"
+#include "core/seeding.h"
+
+#include <QtTest>
+
+#include <tbb/global_control.h>
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+using namespace routepack;
+
+namespace {
+
+/// Contiguous EDP shards: `sizes` slots each, in DP-slot order.
+void set_shards(PackingProblem& p, const std::vector<int>& sizes) {
+    p.shards.clear();
+    p.shard_of_slot.assign(static_cast<std::size_t>(p.D), -1);
+    int d = 0;
+    for (int s : sizes) {
+        std::vector<int> g;
+        for (int j = 0; j < s; ++j) {
+            p.shard_of_slot[static_cast<std::size_t>(d)] = static_cast<int>(p.shards.size());
+            g.push_back(d++);
+        }
+        p.shards.push_back(g);
+    }
+    p.G = static_cast<int>(p.shards.size());
+}
+
+/// Random problem: lengths uniform in [lo, hi], top-2 routing with skewed, sample-correlated rank
+/// popularity (q[i][l][.] sums to 2 t_i). Two attention stages (linear and quadratic).
+PackingProblem random_problem(int n, int L, int P, int D, const std::vector<int>& shard_sizes, std::int64_t C,
+                              std::int64_t lo, std::int64_t hi, std::uint64_t seed) {
+    Rng rng(seed);
+    PackingProblem p;
+    p.n = n;
+    p.L = L;
+    p.P = P;
+    p.D = D;
+    p.C = C;
+    set_shards(p, shard_sizes);
+    p.stages = {AttentionStage{"kda", 1.0, 0.0}, AttentionStage{"mla", 0.5, 2.0}};
+    p.length.resize(static_cast<std::size_t>(n));
+    p.demand.assign(static_cast<std::size_t>(n) * L * P, 0);
+    for (int i = 0; i < n; ++i) {
+        const std::int64_t t = lo + static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(hi - lo + 1)));
+        p.length[static_cast<std::size_t>(i)] = t;
+        for (int l = 0; l < L; ++l) {
+            const int hot = static_cast<int>(rng.below(static_cast<std::uint64_t>(P)));
+            std::int64_t* q = p.demand.data() + (static_cast<std::size_t>(i) * L + l) * P;
+            std::int64_t left = 2 * t;
+            const std::int64_t h = left * (30 + static_cast<std::int64_t>(rng.below(50))) / 100;
+            q[hot] += h;
+            left -= h;
+            for (int r = 0; r < P && left > 0; ++r) {
+                const std::int64_t part = r == P - 1 ? left : static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(left) + 1));
+                q[r] += part;
+                left -= part;
+            }
+            q[0] += left;
+        }
+    }
+    return p;
+}
+
+/// FixedRowFFD at the smallest R for which it succeeds (the caller's R* in the planner).
+Layout ffd_at_smallest_rows(const PackingProblem& p) {
+    const std::int64_t total = std::accumulate(p.length.begin(), p.length.end(), std::int64_t{0});
+    int R = static_cast<int>(std::max<std::int64_t>(1, (total + p.C * p.D - 1) / (p.C * p.D)));
+    Layout x;
+    for (; R * p.D <= p.n; ++R)
+        if (fixed_row_ffd(p.length, p.C, R, p.D, &x)) return x;
+    return {};
+}
+
+/// sum over row-shards and layers of max_p W[r][g][l][p] (tokens), computed independently here.
+std::int64_t peak_sum(const Layout& x, const PackingProblem& p) {
+    std::int64_t total = 0;
+    std::vector<std::int64_t> W(static_cast<std::size_t>(p.L) * p.P);
+    for (int r = 0; r < x.rows; ++r)
+        for (const auto& slots : p.shards) {
+            std::fill(W.begin(), W.end(), 0);
+            for (int d : slots)
+                for (int i : x.cells[static_cast<std::size_t>(r * x.dp_slots + d)])
+                    for (std::size_t k = 0; k < W.size(); ++k) W[k] += p.q(i)[k];
+            for (int l = 0; l < p.L; ++l)
+                total += *std::max_element(W.begin() + l * p.P, W.begin() + (l + 1) * p.P);
+        }
+    return total;
+}
+
+std::multiset<std::vector<int>> cell_multiset(const Layout& x) {
+    std::multiset<std::vector<int>> s;
+    for (auto c : x.cells) {
+        std::sort(c.begin(), c.end());
+        s.insert(c);
+    }
+    return s;
+}
+
+QString describe(const Score& s) { return QStringLiteral("(%1, %2, %3)").arg(s.max_u, 0, 'g', 17).arg(s.sum_u, 0, 'g', 17).arg(s.max_j, 0, 'g', 17); }
+
+/// A 3 x 4 layout over 12+ samples with shards {0,1} and {2,3}.
+PackingProblem small_problem() { return random_problem(20, 2, 2, 4, {2, 2}, 4096, 100, 1200, 99); }
+Layout small_layout() {
+    Layout x;
+    x.rows = 3;
+    x.dp_slots = 4;
+    x.cells = {{0, 12}, {1}, {2, 13, 14}, {3}, {4}, {5, 15}, {6}, {7, 16}, {8, 17}, {9}, {10, 18, 19}, {11}};
+    return x;
+}
+
+}  // namespace
+
+class TestSeeding : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void rngGoldenValues() {
+        Rng r(1);
+        const std::uint64_t golden[] = {0xb3f2af6d0fc710c5ULL, 0x853b559647364ceaULL, 0x92f89756082a4514ULL,
+                                        0x642e1c7bc266a3a7ULL, 0xb27a48e29a233673ULL};
+        for (std::uint64_t g : golden) QCOMPARE(r.next(), g);
+        Rng a(42), b(42), c(43);
+        QCOMPARE(a.next(), b.next());
+        QVERIFY(Rng(42).next() != c.next());
+    }
+
+    void rngBelowAndUniform() {
+        Rng r(7);
+        for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{2}, std::uint64_t{3}, std::uint64_t{7}, std::uint64_t{1000},
+                                (std::uint64_t{1} << 63) + 1, ~std::uint64_t{0}}) {
+            for (int k = 0; k < 2000; ++k) QVERIFY(r.below(n) < n);
+        }
+        QCOMPARE(r.below(0), std::uint64_t{0});
+        std::vector<int> hist(6, 0);
+        for (int k = 0; k < 60000; ++k) ++hist[r.below(6)];
+        for (int h : hist) QVERIFY2(h > 9000 && h < 11000, qPrintable(QString::number(h)));
+        for (int k = 0; k < 10000; ++k) {
+            const double u = r.uniform();
+            QVERIFY(u >= 0.0 && u < 1.0);
+        }
+    }
+
+    void windowShuffle() {
+        std::vector<int> order(200);
+        std::iota(order.begin(), order.end(), 0);
+        std::reverse(order.begin(), order.end());
+        Rng r(3);
+        QCOMPARE(window_shuffle(order, 1, r), order);
+        QCOMPARE(window_shuffle(order, 0, r), order);
+        for (int w : {2, 4, 8, 1000}) {
+            for (int rep = 0; rep < 20; ++rep) {
+                const auto s = window_shuffle(order, w, r);
+                auto sorted = s;
+                std::sort(sorted.begin(), sorted.end());
+                std::vector<int> ident(order.size());
+                std::iota(ident.begin(), ident.end(), 0);
+                QCOMPARE(sorted, ident);
+                // The h-th output comes from the first w remaining items: its index in `order` < h + w.
+                for (std::size_t h = 0; h < s.size(); ++h) QVERIFY(199 - s[h] < static_cast<int>(h) + w);
+            }
+        }
+        QVERIFY(window_shuffle(order, 4, r) != order);
+        QVERIFY(window_shuffle({}, 4, r).empty());
+    }
+
+    void canonicalSignature() {
+        const PackingProblem p = small_problem();
+        const Layout x = small_layout();
+        QCOMPARE(validate_layout(x, p), std::string());
+        const auto sig = canonical_signature(x, p);
+
+        Layout rows_permuted = x;  // rows 2, 0, 1
+        for (int d = 0; d < 4; ++d) {
+            rows_permuted.cells[static_cast<std::size_t>(d)] = x.cells[static_cast<std::size_t>(8 + d)];
+            rows_permuted.cells[static_cast<std::size_t>(4 + d)] = x.cells[static_cast<std::size_t>(d)];
+            rows_permuted.cells[static_cast<std::size_t>(8 + d)] = x.cells[static_cast<std::size_t>(4 + d)];
+        }
+        QCOMPARE(canonical_signature(rows_permuted, p), sig);
+
+        Layout within_shard = x;  // exchange slots 0 <-> 1 of row 0 and 2 <-> 3 of row 2
+        std::swap(within_shard.cells[0], within_shard.cells[1]);
+        std::swap(within_shard.cells[10], within_shard.cells[11]);
+        QCOMPARE(canonical_signature(within_shard, p), sig);
+
+        Layout in_cell = x;
+        std::reverse(in_cell.cells[2].begin(), in_cell.cells[2].end());
+        std::reverse(in_cell.cells[10].begin(), in_cell.cells[10].end());
+        QCOMPARE(canonical_signature(in_cell, p), sig);
+
+        Layout across_shards = x;  // slots 1 and 2 of row 0 are in different shards
+        std::swap(across_shards.cells[1], across_shards.cells[2]);
+        QVERIFY(canonical_signature(across_shards, p) != sig);
+
+        Layout moved = x;  // sample 12 moves from cell (0,0) in shard 0 to cell (0,3) in shard 1
+        moved.cells[0] = {0};
+        moved.cells[3] = {3, 12};
+        QVERIFY(canonical_signature(moved, p) != sig);
+
+        Layout across_rows = x;  // cell contents swap between rows: different row grouping
+        std::swap(across_rows.cells[0], across_rows.cells[4]);
+        QVERIFY(canonical_signature(across_rows, p) != sig);
+    }
+
+    void sketchInvariance() {
+        const PackingProblem p = small_problem();
+        const Layout x = small_layout();
+        const Sketch s = sketch_layout(x, p, 8);
+        QCOMPARE(s.phi.size(), std::size_t{8 * 3});
+        QCOMPARE(sketch_distance(s, s, 8), 0.0);
+        Layout rows_permuted = x;
+        std::rotate(rows_permuted.cells.begin(), rows_permuted.cells.begin() + 4, rows_permuted.cells.end());
+        const Sketch t = sketch_layout(rows_permuted, p, 8);
+        QCOMPARE(t.phi, s.phi);
+        QCOMPARE(sketch_distance(s, t, 8), 0.0);
+        Layout within_shard = x;
+        std::swap(within_shard.cells[4], within_shard.cells[5]);
+        QCOMPARE(sketch_distance(s, sketch_layout(within_shard, p, 8), 8), 0.0);
+        Layout moved = x;  // a long-ish sample moves to another row: row features change
+        moved.cells[2] = {2, 13};
+        moved.cells[7] = {7, 16, 14};
+        QCOMPARE(validate_layout(moved, p), std::string());
+        const double d = sketch_distance(s, sketch_layout(moved, p, 8), 8);
+        QVERIFY2(d > 0, qPrintable(QString::number(d)));
+        QCOMPARE(sketch_distance(sketch_layout(moved, p, 8), s, 8), d);
+    }
+
+    void edpAwarePairHandCase() {
+        // L = 1, P = 2, D = 2 (one shard), R = 2. Cells A, B load rank 0; C, D load rank 1.
+        PackingProblem p;
+        p.n = 4;
+        p.L = 1;
+        p.P = 2;
+        p.D = 2;
+        p.C = 100;
+        set_shards(p, {2});
+        p.stages = {AttentionStage{"mla", 1.0, 1.0}};
+        p.length = {10, 10, 10, 10};
+        p.demand = {10, 0, 10, 0, 0, 10, 0, 10};
+        Layout length_only;  // rows {A, B}, {C, D}: both rows hot on one rank, peak sum 20 + 20
+        length_only.rows = 2;
+        length_only.dp_slots = 2;
+        length_only.cells = {{0}, {1}, {2}, {3}};
+        QCOMPARE(peak_sum(length_only, p), std::int64_t{40});
+        Rng r(1);
+        const Layout paired = edp_aware_pair(length_only.cells, 2, p, 1, r);
+        QCOMPARE(validate_layout(paired, p), std::string());
+        QCOMPARE(cell_multiset(paired), cell_multiset(length_only));
+        QCOMPARE(peak_sum(paired, p), std::int64_t{20});  // each row pairs a rank-0 with a rank-1 cell
+        // w = 1 is the deterministic greedy: A -> (0,0), B -> (1,0) (same increase, smaller peak),
+        // C -> (0,1) (lowest slot among the two zero increases), D -> (1,1).
+        const std::vector<std::vector<int>> expected{{0}, {2}, {1}, {3}};
+        QCOMPARE(paired.cells, expected);
+
+        // Randomized (w = 4) pairing on random problems: a permutation of the cells, never invalid.
+        for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+            const PackingProblem q = random_problem(60, 3, 4, 4, {2, 2}, 4096, 200, 2500, seed);
+            const Layout x = ffd_at_smallest_rows(q);
+            QVERIFY(x.rows > 0);
+            Rng rr(seed);
+            const Layout y = edp_aware_pair(x.cells, x.rows, q, 4, rr, seed % 2 ? 1 : 64);
+            QCOMPARE(validate_layout(y, q), std::string());
+            QCOMPARE(cell_multiset(y), cell_multiset(x));
+        }
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, edp_aware_pair(length_only.cells, 3, p, 1, r));
+    }
+
+    void populationValidOnRandomWindows() {
+        int distinct_total = 0;
+        for (std::uint64_t seed = 1; seed <= 100; ++seed) {
+            Rng shape(seed * 7919);
+            const int D = 2 + static_cast<int>(shape.below(3));  // 2..4
+            std::vector<int> sizes;
+            for (int left = D; left > 0;) {
+                const int s = 1 + static_cast<int>(shape.below(static_cast<std::uint64_t>(left)));
+                sizes.push_back(s);
+                left -= s;
+            }
+            const int n = 16 + static_cast<int>(shape.below(64));
+            const int L = 1 + static_cast<int>(shape.below(4));
+            const int P = 2 << shape.below(2);
+            PackingProblem p = random_problem(n, L, P, D, sizes, 4096, 64, 3000, seed);
+            if (seed % 3 == 0) {  // interleaved shards: slot d in shard d % 2
+                p.shards = {{}, {}};
+                for (int d = 0; d < D; ++d) {
+                    p.shard_of_slot[static_cast<std::size_t>(d)] = d % 2;
+                    p.shards[static_cast<std::size_t>(d % 2)].push_back(d);
+                }
+                p.G = 2;
+            }
+            const Layout ffd = ffd_at_smallest_rows(p);
+            QVERIFY(ffd.rows > 0);
+            SeedingBudget b;
+            b.candidates = 12;
+            b.population = 4;
+            b.seed = seed;
+            const auto members = diverse_population(p, ffd, b);
+            QCOMPARE(static_cast<int>(members.size()), 4);
+            const Score ffd_score = score_layout(ffd, p);
+            Score best = members.front().score;
+            std::vector<std::vector<int>> sigs;
+            for (const auto& m : members) {
+                const std::string why = validate_layout(m.layout, p);
+                QVERIFY2(why.empty(), qPrintable(QString::fromStdString(why)));
+                QCOMPARE(m.layout.rows, ffd.rows);
+                QCOMPARE(m.layout.dp_slots, D);
+                QCOMPARE(m.score, score_layout(m.layout, p));
+                QVERIFY(!m.origin.empty());
+                best = std::min(best, m.score);
+                sigs.push_back(canonical_signature(m.layout, p));
+            }
+            QCOMPARE(best, members.front().score);
+            QVERIFY2(members.front().score <= ffd_score,
+                     qPrintable(describe(members.front().score) + " vs ffd " + describe(ffd_score)));
+            // All selected canonical-distinct seeds before repetition, then cyclic.
+            int k = 1;
+            while (k < static_cast<int>(sigs.size()) &&
+                   std::find(sigs.begin(), sigs.begin() + k, sigs[static_cast<std::size_t>(k)]) == sigs.begin() + k)
+                ++k;
+            for (std::size_t j = static_cast<std::size_t>(k); j < sigs.size(); ++j) QCOMPARE(sigs[j], sigs[j - static_cast<std::size_t>(k)]);
+            distinct_total += k;
+        }
+        QVERIFY2(distinct_total > 300, qPrintable(QString::number(distinct_total)));  // mostly 4 distinct of 4
+    }
+
+    void membersDistinctWhenSeedsAbound() {
+        const PackingProblem p = random_problem(96, 4, 4, 4, {2, 2}, 8192, 200, 4000, 5);
+        const Layout ffd = ffd_at_smallest_rows(p);
+        SeedingBudget b;
+        b.candidates = 32;
+        b.population = 8;
+        b.seed = 11;
+        const auto members = diverse_population(p, ffd, b);
+        QCOMPARE(members.size(), std::size_t{8});
+        std::set<std::vector<int>> sigs;
+        std::set<std::string> origins;
+        for (const auto& m : members) {
+            sigs.insert(canonical_signature(m.layout, p));
+            origins.insert(m.origin);
+        }
+        QCOMPARE(sigs.size(), std::size_t{8});
+        QCOMPARE(origins.size(), std::size_t{8});
+        QVERIFY(members.front().score <= score_layout(ffd, p));
+    }
+
+    void deterministicAcrossRunsAndThreads() {
+        const PackingProblem p = random_problem(120, 3, 4, 4, {1, 3}, 8192, 100, 5000, 17);
+        const Layout ffd = ffd_at_smallest_rows(p);
+        SeedingBudget b;
+        b.candidates = 24;
+        b.population = 6;
+        b.seed = 123;
+        auto run = [&](int threads) {
+            tbb::global_control gc(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
+            return diverse_population(p, ffd, b);
+        };
+        const auto a = run(2), c = run(2), one = run(1);
+        QCOMPARE(a.size(), one.size());
+        for (std::size_t j = 0; j < a.size(); ++j) {
+            QCOMPARE(a[j].layout, c[j].layout);
+            QCOMPARE(a[j].layout, one[j].layout);
+            QCOMPARE(a[j].origin, one[j].origin);
+            QCOMPARE(a[j].score, one[j].score);
+        }
+        SeedingBudget other = b;
+        other.seed = 124;
+        const auto d = diverse_population(p, ffd, other);
+        bool differs = false;
+        for (std::size_t j = 0; j < a.size(); ++j) differs = differs || !(a[j].layout == d[j].layout);
+        QVERIFY(differs);
+    }
+
+    void cyclicFillWithOneDistinctSeed() {
+        // n == D and R = 1 with one shard: every layout is the same row up to exchangeable slots.
+        PackingProblem p = random_problem(4, 2, 2, 4, {4}, 1000, 100, 900, 3);
+        Layout ffd = ffd_at_smallest_rows(p);
+        QCOMPARE(ffd.rows, 1);
+        SeedingBudget b;
+        b.candidates = 10;
+        b.population = 5;
+        auto members = diverse_population(p, ffd, b);
+        QCOMPARE(members.size(), std::size_t{5});
+        for (const auto& m : members) {
+            QCOMPARE(m.layout, members.front().layout);
+            QCOMPARE(m.origin, std::string("ffd"));
+            QCOMPARE(m.score, score_layout(ffd, p));
+        }
+        // D = 1, n == R: one sample per row, rows exchangeable; one signature.
+        p = random_problem(6, 2, 2, 1, {1}, 1000, 600, 900, 4);
+        ffd = ffd_at_smallest_rows(p);
+        QCOMPARE(ffd.rows, 6);
+        members = diverse_population(p, ffd, b);
+        QCOMPARE(members.size(), std::size_t{5});
+        const auto sig = canonical_signature(ffd, p);
+        for (const auto& m : members) {
+            QCOMPARE(canonical_signature(m.layout, p), sig);
+            QCOMPARE(m.layout, members.front().layout);
+            QVERIFY(m.score <= score_layout(ffd, p));
+        }
+    }
+
+    void budgetsAndErrors() {
+        const PackingProblem p = random_problem(40, 2, 4, 2, {1, 1}, 4096, 100, 2000, 8);
+        const Layout ffd = ffd_at_smallest_rows(p);
+        SeedingBudget b;
+        b.candidates = 1;  // FFD only
+        b.population = 3;
+        auto m = diverse_population(p, ffd, b);
+        QCOMPARE(m.size(), std::size_t{3});
+        for (const auto& x : m) QCOMPARE(x.layout, ffd);
+        b.candidates = 20;
+        std::atomic<bool> cancel{true};  // cancelled before any trial: still one valid member
+        m = diverse_population(p, ffd, b, &cancel);
+        QCOMPARE(m.size(), std::size_t{3});
+        QCOMPARE(m.front().layout, ffd);
+        Layout bad = ffd;
+        bad.cells.front().push_back(bad.cells.back().front());
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, diverse_population(p, bad, b));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestSeeding)
+#include "tst_seeding.moc"
