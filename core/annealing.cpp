@@ -88,8 +88,8 @@ struct StopState {
 
 /// Fixed per-level chain parameters.
 struct ChainConfig {
-    double inv_t = 1;  ///< 1 / T_n
-    int steps = 0;     ///< K
+    double inv_t = 1; ///< 1 / T_n
+    int steps = 0;    ///< K
     double p_guide = 0;
     double rho = 0;
 };
@@ -159,7 +159,8 @@ void run_chain(const PackingProblem& p, const Layout& start, const ChainConfig& 
             int d = slots[0];
             if (slots.size() > 1) {
                 std::int64_t sum = 0;
-                for (int s : slots) sum += sc.cell_tokens(r * D + s);
+                for (int s : slots)
+                    sum += sc.cell_tokens(r * D + s);
                 if (sum > 0) {
                     std::int64_t x = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(sum)));
                     for (int s : slots) {
@@ -201,7 +202,8 @@ void run_chain(const PackingProblem& p, const Layout& start, const ChainConfig& 
                 }
                 const std::int64_t room = p.C - sc.cell_tokens(to);
                 std::uint64_t count = 0;
-                for (int c : src) count += p.length[static_cast<std::size_t>(c)] <= room;
+                for (int c : src)
+                    count += p.length[static_cast<std::size_t>(c)] <= room;
                 if (count == 0) {
                     ++out.infeasible;
                     continue;
@@ -270,7 +272,7 @@ void run_chain(const PackingProblem& p, const Layout& start, const ChainConfig& 
         if (accept) {
             cur = next;
             ++out.accepted;
-            if (cur < out.best_score) {  // line 11: b_j <- minScore(b_j, y)
+            if (cur < out.best_score) { // line 11: b_j <- minScore(b_j, y)
                 out.best_score = cur;
                 out.best = lay;
             }
@@ -278,7 +280,7 @@ void run_chain(const PackingProblem& p, const Layout& start, const ChainConfig& 
             sc.undo();
         }
     }
-    out.terminal = lay;  // line 12
+    out.terminal = lay; // line 12
     out.terminal_score = cur;
 }
 
@@ -287,17 +289,15 @@ void check_budget(const AnnealingBudget& b) {
     if (b.levels < 0) bad("levels must be >= 0 (got " + std::to_string(b.levels) + ")");
     if (b.steps < 0) bad("steps must be >= 0 (got " + std::to_string(b.steps) + ")");
     if (!(b.t0 > 0) || !std::isfinite(b.t0)) bad("t0 must be a positive number (got " + std::to_string(b.t0) + ")");
-    if (!(b.cooling > 0 && b.cooling <= 1))
-        bad("cooling must be in (0, 1] (got " + std::to_string(b.cooling) + ")");
-    if (!(b.p_guide >= 0 && b.p_guide <= 1))
-        bad("p_guide must be in [0, 1] (got " + std::to_string(b.p_guide) + ")");
+    if (!(b.cooling > 0 && b.cooling <= 1)) bad("cooling must be in (0, 1] (got " + std::to_string(b.cooling) + ")");
+    if (!(b.p_guide >= 0 && b.p_guide <= 1)) bad("p_guide must be in [0, 1] (got " + std::to_string(b.p_guide) + ")");
     if (!(b.rho >= 0 && b.rho <= 1)) bad("rho must be in [0, 1] (got " + std::to_string(b.rho) + ")");
     if (b.workers < 0) bad("workers must be >= 0 (got " + std::to_string(b.workers) + ")");
     if (b.levels > 0 && !(b.t0 * std::pow(b.cooling, b.levels - 1) > 0))
         bad("the last temperature t0 * cooling^(levels-1) underflows to 0");
 }
 
-}  // namespace
+} // namespace
 
 std::vector<int> systematic_resample(const std::vector<double>& energies, double t_now, double t_next, double u0) {
     const std::size_t P = energies.size();
@@ -312,7 +312,7 @@ std::vector<int> systematic_resample(const std::vector<double>& energies, double
     std::vector<double> w(P);
     double sum = 0;
     for (std::size_t j = 0; j < P; ++j) {
-        w[j] = std::exp(-c * ((energies[j] - e_min) / norm));  // E~_min = 0: the minimum has weight 1
+        w[j] = std::exp(-c * ((energies[j] - e_min) / norm)); // E~_min = 0: the minimum has weight 1
         sum += w[j];
     }
     // Line 16: normalized weights, cumulative F.
@@ -326,7 +326,8 @@ std::vector<int> systematic_resample(const std::vector<double>& energies, double
     std::size_t j = 0;
     for (std::size_t m = 0; m < P; ++m) {
         const double u = u0 + static_cast<double>(m) * step;
-        while (j + 1 < P && w[j] < u) ++j;
+        while (j + 1 < P && w[j] < u)
+            ++j;
         out[m] = static_cast<int>(j);
     }
     return out;
@@ -351,11 +352,13 @@ AnnealResult population_anneal(const PackingProblem& p, const std::vector<SeedMe
     tbb::task_arena arena(b.workers > 0 ? b.workers : tbb::task_arena::automatic);
     auto parallel_members = [&](auto&& body) {
         arena.execute([&] {
-            tbb::parallel_for(tbb::blocked_range<int>(0, P, 1),
-                              [&](const tbb::blocked_range<int>& range) {
-                                  for (int j = range.begin(); j != range.end(); ++j) body(j);
-                              },
-                              tbb::simple_partitioner());
+            tbb::parallel_for(
+                tbb::blocked_range<int>(0, P, 1),
+                [&](const tbb::blocked_range<int>& range) {
+                    for (int j = range.begin(); j != range.end(); ++j)
+                        body(j);
+                },
+                tbb::simple_partitioner());
         });
     };
 
@@ -374,7 +377,8 @@ AnnealResult population_anneal(const PackingProblem& p, const std::vector<SeedMe
     Score x_star_score = result.initial_best;
 
     std::vector<Layout> members(static_cast<std::size_t>(P));
-    for (int j = 0; j < P; ++j) members[static_cast<std::size_t>(j)] = population[static_cast<std::size_t>(j)].layout;
+    for (int j = 0; j < P; ++j)
+        members[static_cast<std::size_t>(j)] = population[static_cast<std::size_t>(j)].layout;
     std::vector<ChainOutcome> outcomes(static_cast<std::size_t>(P));
     std::vector<double> terminal_energy(static_cast<std::size_t>(P));
 
@@ -394,9 +398,8 @@ AnnealResult population_anneal(const PackingProblem& p, const std::vector<SeedMe
         parallel_members([&](int j) {
             ChainOutcome& o = outcomes[static_cast<std::size_t>(j)];
             o.proposals = o.accepted = o.infeasible = 0;
-            run_chain(p, members[static_cast<std::size_t>(j)], cfg, stream_seed(b.seed, static_cast<std::uint64_t>(n),
-                                                                                 static_cast<std::uint64_t>(j)),
-                      stop, o);
+            run_chain(p, members[static_cast<std::size_t>(j)], cfg,
+                      stream_seed(b.seed, static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(j)), stop, o);
         });
 
         // Line 13, serially in member order. Trajectory bests are valid states even when a chain was
@@ -433,7 +436,8 @@ AnnealResult population_anneal(const PackingProblem& p, const std::vector<SeedMe
             const double u0 = level_rng.uniform() / P;
             const std::vector<int> pick = systematic_resample(terminal_energy, t, t * b.cooling, u0);
             for (int m = 0; m < P; ++m)
-                members[static_cast<std::size_t>(m)] = outcomes[static_cast<std::size_t>(pick[static_cast<std::size_t>(m)])].terminal;
+                members[static_cast<std::size_t>(m)] =
+                    outcomes[static_cast<std::size_t>(pick[static_cast<std::size_t>(m)])].terminal;
         }
     }
     result.cancelled = stop.cancelled.load() || stop.time_limit.load();
@@ -449,4 +453,4 @@ AnnealResult population_anneal(const PackingProblem& p, const std::vector<SeedMe
     return result;
 }
 
-}  // namespace routepack
+} // namespace routepack

@@ -13,10 +13,10 @@ namespace routepack {
 
 /// Budgets of Algorithm 3 (defaults justified by tests/bench/bench_planner and listed in README).
 struct AnnealingBudget {
-    int levels = 12;            ///< N_T temperature levels
-    double t0 = 0.02;           ///< T_0 on the normalized energy delta of line 9
-    double cooling = 0.6;       ///< geometric factor: T_{n+1} = cooling * T_n
-    int steps = 2000;           ///< K proposals per chain per level
+    int levels = 24;            ///< N_T temperature levels
+    double t0 = 0.01;           ///< T_0 on the normalized energy delta of line 9
+    double cooling = 0.5;       ///< geometric factor: T_{n+1} = cooling * T_n
+    int steps = 1000;           ///< K proposals per chain per level
     double p_guide = 0.8;       ///< probability of a guided proposal
     double rho = 0.3;           ///< relocation probability (else swap)
     int workers = 0;            ///< TBB arena size; 0 = all cores
@@ -53,7 +53,11 @@ struct AnnealResult {
 /// trajectory-best archive, systematic resampling between levels with weights
 /// exp(-(1/T_{n+1} - 1/T_n) E~_j), E~_j = (E(z_j) - E_min) / max(|E_min|, 1). Validates the result
 /// and asserts non-regression (std::logic_error if violated). `on_level` is called after each level
-/// on the calling thread. Cancellation / deadline are checked between proposal batches.
+/// on the calling thread. Cancellation / deadline are checked before each level and every 256
+/// proposals inside each chain; when hit, the run stops at once and returns the best valid x* so far
+/// (trajectory bests of the interrupted level included) with cancelled = true (and time_limit_hit for
+/// the deadline); the interrupted level gets no LevelStats. Budgets out of range: InputError; an empty
+/// population or an invalid member: std::invalid_argument. Proposal details: core/annealing.cpp.
 AnnealResult population_anneal(const PackingProblem& p, const std::vector<SeedMember>& population,
                                const AnnealingBudget& b, const std::function<void(const LevelStats&)>& on_level = {},
                                const std::atomic<bool>* cancel = nullptr,

@@ -50,7 +50,9 @@ std::uint64_t splitmix64(std::uint64_t& x) {
     return z ^ (z >> 31);
 }
 
-inline std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+inline std::uint64_t rotl(std::uint64_t x, int k) {
+    return (x << k) | (x >> (64 - k));
+}
 
 /// Seed of the independent stream `stream` of master seed `seed` (trial t of Algorithm 2 uses stream t;
 /// stream 0 is the pairing of the FFD seed). Both inputs pass through splitmix64, so neighbouring seeds
@@ -78,13 +80,16 @@ int decaying_pick(int m, Rng& rng) {
     return j;
 }
 
-int clamp_width(int w) { return std::clamp(w, 1, 62); }
+int clamp_width(int w) {
+    return std::clamp(w, 1, 62);
+}
 
 void check_problem(const PackingProblem& p, const char* who) {
     if (p.n < 0 || p.L < 0 || p.P < 1 || p.D < 1 || static_cast<int>(p.length.size()) != p.n ||
         p.demand.size() != static_cast<std::size_t>(p.n) * p.L * p.P || static_cast<int>(p.shards.size()) != p.G ||
         static_cast<int>(p.shard_of_slot.size()) != p.D)
-        throw std::invalid_argument(std::string(who) + ": inconsistent packing problem (sizes of length, demand, shards)");
+        throw std::invalid_argument(std::string(who) +
+                                    ": inconsistent packing problem (sizes of length, demand, shards)");
     for (const auto& slots : p.shards)
         if (slots.empty()) throw std::invalid_argument(std::string(who) + ": empty EDP shard");
 }
@@ -99,12 +104,14 @@ void check_shape(const Layout& x, const PackingProblem& p, const char* who) {
 // These streams over the [n][L][P] demand are the memory-bound part of seeding at scale.
 
 void add_scalar(std::int64_t* __restrict w, const std::int64_t* __restrict q, std::size_t n) {
-    for (std::size_t k = 0; k < n; ++k) w[k] += q[k];
+    for (std::size_t k = 0; k < n; ++k)
+        w[k] += q[k];
 }
 /// max_p (w[p] + c[p]) over one layer (P values).
 std::int64_t peak_of_sum_scalar(const std::int64_t* w, const std::int64_t* c, int P) {
     std::int64_t m = std::numeric_limits<std::int64_t>::min();
-    for (int k = 0; k < P; ++k) m = std::max(m, w[k] + c[k]);
+    for (int k = 0; k < P; ++k)
+        m = std::max(m, w[k] + c[k]);
     return m;
 }
 
@@ -116,7 +123,8 @@ std::int64_t peak_of_sum_scalar(const std::int64_t* w, const std::int64_t* c, in
         const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + k));
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(w + k), _mm256_add_epi64(a, b));
     }
-    for (; k < n; ++k) w[k] += q[k];
+    for (; k < n; ++k)
+        w[k] += q[k];
 }
 [[gnu::target("avx2")]] std::int64_t peak_of_sum_avx2(const std::int64_t* w, const std::int64_t* c, int P) {
     std::int64_t m = std::numeric_limits<std::int64_t>::min();
@@ -132,7 +140,8 @@ std::int64_t peak_of_sum_scalar(const std::int64_t* w, const std::int64_t* c, in
         _mm256_store_si256(reinterpret_cast<__m256i*>(t), v);
         m = std::max(std::max(t[0], t[1]), std::max(t[2], t[3]));
     }
-    for (; k < P; ++k) m = std::max(m, w[k] + c[k]);
+    for (; k < P; ++k)
+        m = std::max(m, w[k] + c[k]);
     return m;
 }
 const bool kAvx2 = __builtin_cpu_supports("avx2");
@@ -154,7 +163,8 @@ inline std::int64_t peak_of_sum(const std::int64_t* w, const std::int64_t* c, in
 /// Adds the rank demand of the samples of `cell` to `load` ([L][P], zeroed by the caller).
 void add_cell_load(const std::vector<int>& cell, const PackingProblem& p, std::int64_t* load) {
     const std::size_t LP = static_cast<std::size_t>(p.L) * p.P;
-    for (int i : cell) add_into(load, p.q(i), LP);
+    for (int i : cell)
+        add_into(load, p.q(i), LP);
 }
 
 }  // namespace
@@ -164,7 +174,8 @@ void add_cell_load(const std::vector<int>& cell, const PackingProblem& p, std::i
 
 Rng::Rng(std::uint64_t seed) {
     std::uint64_t x = seed;
-    for (auto& s : s_) s = splitmix64(x);
+    for (auto& s : s_)
+        s = splitmix64(x);
 }
 
 std::uint64_t Rng::next() {
@@ -179,7 +190,9 @@ std::uint64_t Rng::next() {
     return result;
 }
 
-double Rng::uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+double Rng::uniform() {
+    return static_cast<double>(next() >> 11) * 0x1.0p-53;
+}
 
 std::uint64_t Rng::below(std::uint64_t n) {
     if (n <= 1) return 0;  // no draw: the only value
@@ -202,7 +215,8 @@ std::vector<int> window_shuffle(const std::vector<int>& order, int w, Rng& rng) 
     std::vector<int> window;
     window.reserve(width);
     std::size_t next = 0;
-    while (next < order.size() && window.size() < width) window.push_back(order[next++]);
+    while (next < order.size() && window.size() < width)
+        window.push_back(order[next++]);
     while (!window.empty()) {
         const std::size_t j = static_cast<std::size_t>(rng.below(window.size()));
         out.push_back(window[j]);
@@ -244,13 +258,19 @@ Layout pair_cells(const std::vector<std::vector<int>>& cells, int rows, const Pa
     std::vector<std::int64_t> cached(cache ? static_cast<std::size_t>(K) * LP : 0, 0);
     std::vector<std::int64_t> scratch(LP);
     for (int c = 0; c < K; ++c) {
+        for (int i : cells[static_cast<std::size_t>(c)])
+            if (i < 0 || i >= p.n)
+                throw std::invalid_argument("edp_aware_pair: sample index " + std::to_string(i) + " outside 0.." +
+                                            std::to_string(p.n - 1));
         std::int64_t* load = cache ? cached.data() + static_cast<std::size_t>(c) * LP : scratch.data();
         if (!cache) std::fill(scratch.begin(), scratch.end(), 0);
         add_cell_load(cells[static_cast<std::size_t>(c)], p, load);
         std::int64_t s = 0;
-        for (int l = 0; l < L; ++l) s += *std::max_element(load + l * P, load + (l + 1) * P);
+        for (int l = 0; l < L; ++l)
+            s += *std::max_element(load + l * P, load + (l + 1) * P);
         cell_peak[static_cast<std::size_t>(c)] = s;
-        for (int i : cells[static_cast<std::size_t>(c)]) cell_tokens[static_cast<std::size_t>(c)] += p.length[static_cast<std::size_t>(i)];
+        for (int i : cells[static_cast<std::size_t>(c)])
+            cell_tokens[static_cast<std::size_t>(c)] += p.length[static_cast<std::size_t>(i)];
     }
     std::vector<int> order(static_cast<std::size_t>(K));
     std::iota(order.begin(), order.end(), 0);
@@ -266,7 +286,8 @@ Layout pair_cells(const std::vector<std::vector<int>>& cells, int rows, const Pa
     std::vector<int> filled(static_cast<std::size_t>(RS), 0);
     std::set<int> empty_first;  // first slot index of each still-empty row-shard
     for (int r = 0; r < rows; ++r)
-        for (int g = 0; g < G; ++g) empty_first.insert(r * D + p.shards[static_cast<std::size_t>(g)].front());
+        for (int g = 0; g < G; ++g)
+            empty_first.insert(r * D + p.shards[static_cast<std::size_t>(g)].front());
     struct Open {
         std::vector<std::int64_t> W;     // [L][P]
         std::vector<std::int64_t> peak;  // [L]
@@ -306,7 +327,8 @@ Layout pair_cells(const std::vector<std::vector<int>>& cells, int rows, const Pa
     auto add_row_peak = [&](int rs, const std::vector<std::int64_t>& peak) {
         if (!row_peak) return;
         std::int64_t* out = row_peak->data() + static_cast<std::size_t>(rs / G) * L;
-        for (int l = 0; l < L; ++l) out[l] += peak[static_cast<std::size_t>(l)];
+        for (int l = 0; l < L; ++l)
+            out[l] += peak[static_cast<std::size_t>(l)];
     };
     std::vector<std::int64_t> cpeak(static_cast<std::size_t>(L));
     std::vector<int> position(static_cast<std::size_t>(K), -1);  // slot k -> input cell
@@ -347,9 +369,12 @@ Layout pair_cells(const std::vector<std::vector<int>>& cells, int rows, const Pa
         for (int j = 0; j < examine; ++j) {
             const int rs = partial[static_cast<std::size_t>(j)];
             const int r = rs / G, g = rs % G;
-            const int k = r * D + p.shards[static_cast<std::size_t>(g)][static_cast<std::size_t>(filled[static_cast<std::size_t>(rs)])];
+            const int k =
+                r * D +
+                p.shards[static_cast<std::size_t>(g)][static_cast<std::size_t>(filled[static_cast<std::size_t>(rs)])];
             const Open& o = pool[static_cast<std::size_t>(buffer_of[static_cast<std::size_t>(rs)])];
-            const std::int64_t bound = static_cast<int>(best.size()) == w ? best.back().inc : std::numeric_limits<std::int64_t>::max();
+            const std::int64_t bound =
+                static_cast<int>(best.size()) == w ? best.back().inc : std::numeric_limits<std::int64_t>::max();
             std::int64_t inc = 0, top = 0;
             bool pruned = false;
             for (int l = 0; l < L; ++l) {
@@ -382,7 +407,8 @@ Layout pair_cells(const std::vector<std::vector<int>>& cells, int rows, const Pa
                     free_pool.pop_back();
                 } else {
                     buf = static_cast<int>(pool.size());
-                    pool.push_back(Open{std::vector<std::int64_t>(LP), std::vector<std::int64_t>(static_cast<std::size_t>(L))});
+                    pool.push_back(
+                        Open{std::vector<std::int64_t>(LP), std::vector<std::int64_t>(static_cast<std::size_t>(L))});
                 }
                 std::copy(load, load + LP, pool[static_cast<std::size_t>(buf)].W.begin());
                 pool[static_cast<std::size_t>(buf)].peak = cpeak;
@@ -411,7 +437,8 @@ Layout pair_cells(const std::vector<std::vector<int>>& cells, int rows, const Pa
     x.rows = rows;
     x.dp_slots = D;
     x.cells.resize(static_cast<std::size_t>(K));
-    for (int k = 0; k < K; ++k) x.cells[static_cast<std::size_t>(k)] = cells[static_cast<std::size_t>(position[static_cast<std::size_t>(k)])];
+    for (int k = 0; k < K; ++k)
+        x.cells[static_cast<std::size_t>(k)] = cells[static_cast<std::size_t>(position[static_cast<std::size_t>(k)])];
     return x;
 }
 
@@ -429,15 +456,18 @@ std::vector<int> canonical_signature(const Layout& x, const PackingProblem& p) {
     check_shape(x, p, "canonical_signature");
     const int D = x.dp_slots;
     std::vector<std::vector<int>> sorted_cells(x.cells);
-    for (auto& c : sorted_cells) std::sort(c.begin(), c.end());
+    for (auto& c : sorted_cells)
+        std::sort(c.begin(), c.end());
     std::vector<std::vector<int>> row_code(static_cast<std::size_t>(x.rows));
     std::vector<const std::vector<int>*> group;
     for (int r = 0; r < x.rows; ++r) {
         auto& code = row_code[static_cast<std::size_t>(r)];
         for (const auto& slots : p.shards) {
             group.clear();
-            for (int d : slots) group.push_back(&sorted_cells[static_cast<std::size_t>(r * D + d)]);
-            std::sort(group.begin(), group.end(), [](const std::vector<int>* a, const std::vector<int>* b) { return *a < *b; });
+            for (int d : slots)
+                group.push_back(&sorted_cells[static_cast<std::size_t>(r * D + d)]);
+            std::sort(group.begin(), group.end(),
+                      [](const std::vector<int>* a, const std::vector<int>* b) { return *a < *b; });
             for (const auto* c : group) {
                 code.insert(code.end(), c->begin(), c->end());
                 code.push_back(-1);  // end of cell
@@ -467,16 +497,19 @@ std::vector<std::int64_t> layer_totals(const PackingProblem& p) {
     Acc per_rank = tbb::parallel_reduce(
         tbb::blocked_range<int>(0, p.n, 64), Acc(LP, 0),
         [&](const tbb::blocked_range<int>& range, Acc acc) {
-            for (int i = range.begin(); i < range.end(); ++i) add_into(acc.data(), p.q(i), LP);
+            for (int i = range.begin(); i < range.end(); ++i)
+                add_into(acc.data(), p.q(i), LP);
             return acc;
         },
         [](Acc a, const Acc& b) {
-            for (std::size_t k = 0; k < a.size(); ++k) a[k] += b[k];
+            for (std::size_t k = 0; k < a.size(); ++k)
+                a[k] += b[k];
             return a;
         });
     std::vector<std::int64_t> total(static_cast<std::size_t>(p.L), 0);
     for (int l = 0; l < p.L; ++l)
-        for (int e = 0; e < p.P; ++e) total[static_cast<std::size_t>(l)] += per_rank[static_cast<std::size_t>(l) * p.P + e];
+        for (int e = 0; e < p.P; ++e)
+            total[static_cast<std::size_t>(l)] += per_rank[static_cast<std::size_t>(l) * p.P + e];
     return total;
 }
 
@@ -488,10 +521,11 @@ std::vector<std::int64_t> row_peaks(const Layout& x, const PackingProblem& p) {
     for (int r = 0; r < x.rows; ++r)
         for (const auto& slots : p.shards) {
             std::fill(W.begin(), W.end(), 0);
-            for (int d : slots) add_cell_load(x.cells[static_cast<std::size_t>(r * D + d)], p, W.data());
+            for (int d : slots)
+                add_cell_load(x.cells[static_cast<std::size_t>(r * D + d)], p, W.data());
             for (int l = 0; l < L; ++l)
-                out[static_cast<std::size_t>(r) * L + l] +=
-                    *std::max_element(W.begin() + static_cast<std::ptrdiff_t>(l) * P, W.begin() + static_cast<std::ptrdiff_t>(l + 1) * P);
+                out[static_cast<std::size_t>(r) * L + l] += *std::max_element(
+                    W.begin() + static_cast<std::ptrdiff_t>(l) * P, W.begin() + static_cast<std::ptrdiff_t>(l + 1) * P);
         }
     return out;
 }
@@ -538,7 +572,8 @@ std::vector<double> row_features(const Layout& x, const PackingProblem& p, const
         h[2] = a_ref > 0 ? static_cast<double>(amax_sum) / a_ref : 0.0;
         for (int l = 0; l < L; ++l) {
             const double ref = static_cast<double>(layer_total[static_cast<std::size_t>(l)]) / (rows * P);
-            h[3 + l] = ref > 0 ? static_cast<double>(row_peak[static_cast<std::size_t>(r) * L + l]) / ref * layer_scale : 0.0;
+            h[3 + l] =
+                ref > 0 ? static_cast<double>(row_peak[static_cast<std::size_t>(r) * L + l]) / ref * layer_scale : 0.0;
         }
     }
     return H;
@@ -559,7 +594,8 @@ std::vector<double> projections(int q, int F) {
             norm2 += uk[f] * uk[f];
         }
         const double inv = norm2 > 0 ? 1.0 / std::sqrt(norm2) : 0.0;
-        for (int f = 0; f < F; ++f) uk[f] *= inv;
+        for (int f = 0; f < F; ++f)
+            uk[f] *= inv;
     }
     return u;
 }
@@ -579,7 +615,8 @@ Sketch sketch_from(const Layout& x, const PackingProblem& p, const std::vector<s
         for (int r = 0; r < R; ++r) {
             const double* h = H.data() + static_cast<std::size_t>(r) * F;
             double v = 0;
-            for (int f = 0; f < F; ++f) v += h[f] * uk[f];
+            for (int f = 0; f < F; ++f)
+                v += h[f] * uk[f];
             phi[r] = v;
         }
         std::sort(phi, phi + R);
@@ -600,7 +637,8 @@ double sketch_distance(const Sketch& a, const Sketch& b, int q) {
     const std::size_t R = a.phi.size() / static_cast<std::size_t>(q);
     if (R == 0) return 0.0;
     double s = 0;
-    for (std::size_t j = 0; j < a.phi.size(); ++j) s += std::abs(a.phi[j] - b.phi[j]);
+    for (std::size_t j = 0; j < a.phi.size(); ++j)
+        s += std::abs(a.phi[j] - b.phi[j]);
     return s / (static_cast<double>(q) * static_cast<double>(R));
 }
 
@@ -624,7 +662,8 @@ struct Candidate {
 
 void cyclic_successors(std::vector<int>& ids, std::vector<int>& succ) {
     std::sort(ids.begin(), ids.end());
-    for (std::size_t j = 0; j < ids.size(); ++j) succ[static_cast<std::size_t>(ids[j])] = ids[(j + 1) % ids.size()];
+    for (std::size_t j = 0; j < ids.size(); ++j)
+        succ[static_cast<std::size_t>(ids[j])] = ids[(j + 1) % ids.size()];
 }
 
 void co_assignment_profile(Candidate& c, const PackingProblem& p) {
@@ -691,9 +730,11 @@ std::optional<std::vector<std::vector<int>>> randomized_best_fit(const std::vect
     for (std::size_t h = static_cast<std::size_t>(K); h < sigma.size(); ++h) {
         const int i = sigma[h];
         const std::int64_t t = p.length[static_cast<std::size_t>(i)];
-        auto it = ranked.lower_bound(Key{p.C - t + 1, std::numeric_limits<int>::min(), std::numeric_limits<int>::min()});
+        auto it =
+            ranked.lower_bound(Key{p.C - t + 1, std::numeric_limits<int>::min(), std::numeric_limits<int>::min()});
         lead.clear();
-        while (it != ranked.begin() && static_cast<int>(lead.size()) < w) lead.push_back(*--it);
+        while (it != ranked.begin() && static_cast<int>(lead.size()) < w)
+            lead.push_back(*--it);
         if (lead.empty()) return std::nullopt;
         const Key chosen = lead[static_cast<std::size_t>(decaying_pick(static_cast<int>(lead.size()), rng))];
         const int k = -chosen.neg_index;
@@ -803,11 +844,15 @@ std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout
         double d_ref = 0;
         for (double v : sw_w)
             if (std::isfinite(v)) d_ref = std::max(d_ref, v);
-        auto combine = [&](double co, double sw) { return 0.5 * co + (d_ref > 0 && std::isfinite(sw) ? 0.5 * sw / d_ref : 0.0); };
+        auto combine = [&](double co, double sw) {
+            return 0.5 * co + (d_ref > 0 && std::isfinite(sw) ? 0.5 * sw / d_ref : 0.0);
+        };
         std::vector<double> min_d(static_cast<std::size_t>(M));
         std::vector<char> taken(static_cast<std::size_t>(M), 0);
         taken[static_cast<std::size_t>(winner)] = 1;
-        for (int j = 0; j < M; ++j) min_d[static_cast<std::size_t>(j)] = combine(co_w[static_cast<std::size_t>(j)], sw_w[static_cast<std::size_t>(j)]);
+        for (int j = 0; j < M; ++j)
+            min_d[static_cast<std::size_t>(j)] =
+                combine(co_w[static_cast<std::size_t>(j)], sw_w[static_cast<std::size_t>(j)]);
         while (static_cast<int>(selected.size()) < distinct) {
             int pick = -1;
             double pick_value = 0;
@@ -815,7 +860,8 @@ std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout
                 if (taken[static_cast<std::size_t>(j)]) continue;
                 const double v = min_d[static_cast<std::size_t>(j)] - b.eta * delta0[static_cast<std::size_t>(j)];
                 if (pick < 0 || v > pick_value ||
-                    (v == pick_value && cand[static_cast<std::size_t>(j)].score < cand[static_cast<std::size_t>(pick)].score)) {
+                    (v == pick_value &&
+                     cand[static_cast<std::size_t>(j)].score < cand[static_cast<std::size_t>(pick)].score)) {
                     pick = j;
                     pick_value = v;
                 }

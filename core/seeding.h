@@ -13,12 +13,12 @@ namespace routepack {
 
 /// Budgets of Algorithm 2.
 struct SeedingBudget {
-    int candidates = 32;      ///< M: fixed-row candidates tried (including FixedRowFFD and its pairing)
-    int population = 8;       ///< P_pop: members returned
-    int choice_width = 4;     ///< w: WindowShuffle prefix / RandomizedBestFit / EDPAwarePair top-w
-    double eta = 0.5;         ///< diversity weight on the normalized primary-score gap
-    int projections = 8;      ///< q: sliced-Wasserstein projections
-    int pair_candidates = 64; ///< bound on partially filled row-shards examined per cell by EDPAwarePair (B^2 cap)
+    int candidates = 32;       ///< M: fixed-row candidates tried (including FixedRowFFD and its pairing)
+    int population = 8;        ///< P_pop: members returned
+    int choice_width = 4;      ///< w: WindowShuffle prefix / RandomizedBestFit / EDPAwarePair top-w
+    double eta = 0.5;          ///< diversity weight on the normalized primary-score gap
+    int projections = 8;       ///< q: sliced-Wasserstein projections
+    int pair_candidates = 64;  ///< bound on partially filled row-shards examined per cell by EDPAwarePair (B^2 cap)
     std::uint64_t seed = 1;
 };
 
@@ -40,6 +40,7 @@ public:
     /// Uniform integer in [0, n), unbiased: draws r until r >= 2^64 mod n, returns r mod n. n <= 1
     /// returns 0 without drawing.
     std::uint64_t below(std::uint64_t n);
+
 private:
     std::uint64_t s_[4];
 };

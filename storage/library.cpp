@@ -12,6 +12,7 @@
 
 #include <sqlite3.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -66,6 +67,25 @@ std::string hex32(std::uint32_t v) {
     char buf[16];
     std::snprintf(buf, sizeof buf, "0x%08x", v);
     return buf;
+}
+
+/// `file` as the path part of an SQLite URI ("file:<path>?..."): every byte outside the
+/// unreserved set and '/' percent-encoded.
+std::string uri_path(const std::filesystem::path& file) {
+    static constexpr char hex[] = "0123456789ABCDEF";
+    const std::string p = std::filesystem::absolute(file).string();
+    std::string out;
+    for (const char ch : p) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (std::isalnum(c) || c == '/' || c == '-' || c == '_' || c == '.' || c == '~') {
+            out.push_back(ch);
+        } else {
+            out.push_back('%');
+            out.push_back(hex[c >> 4]);
+            out.push_back(hex[c & 15]);
+        }
+    }
+    return out;
 }
 
 /// Identifies the file before anything is written to it: newer schema, another program's
@@ -262,10 +282,30 @@ std::unique_ptr<Library> Library::open(const std::filesystem::path& file, OpenMo
             }
         }
     }
+    std::string open_name = file.string();
+    int flags = SQLITE_OPEN_READWRITE | (mode == OpenMode::Create ? SQLITE_OPEN_CREATE : 0);
+    if (!writable && !in_memory) {
+        // Reads only. A process that may write the file opens it read-write and switches
+        // query_only on: SQLite then removes its -wal/-shm files at close as usual (a read-only
+        // connection would leave them behind). A process that may not write it reads the file
+        // as immutable when no -wal file holds pending changes, so that SQLite needs no -shm
+        // (impossible in a read-only folder) and creates nothing; with pending changes it reads
+        // through a plain read-only connection.
+        const std::filesystem::path dir = file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
+        const bool can_write = ::access(file.c_str(), W_OK) == 0 && ::access(dir.c_str(), W_OK) == 0;
+        if (!can_write) {
+            std::error_code wec;
+            const std::filesystem::path wal = file.string() + "-wal";
+            const bool pending = std::filesystem::exists(wal, wec) && std::filesystem::file_size(wal, wec) > 0;
+            flags = SQLITE_OPEN_READONLY;
+            if (!pending) {
+                open_name = "file:" + uri_path(file) + "?immutable=1";
+                flags |= SQLITE_OPEN_URI;
+            }
+        }
+    }
     sqlite3* raw = nullptr;
-    const int flags = mode == OpenMode::ReadOnly ? SQLITE_OPEN_READONLY
-                                                 : SQLITE_OPEN_READWRITE | (mode == OpenMode::Create ? SQLITE_OPEN_CREATE : 0);
-    const int rc = sqlite3_open_v2(file.string().c_str(), &raw, flags, nullptr);
+    const int rc = sqlite3_open_v2(open_name.c_str(), &raw, flags, nullptr);
     std::unique_ptr<Library> lib(new Library(raw, file));  // closes `raw` on every error below
     if (rc != SQLITE_OK) detail::throw_sqlite(raw, rc, file, "cannot open library");
     lib->read_only_ = !writable;
@@ -277,6 +317,7 @@ std::unique_ptr<Library> Library::open(const std::filesystem::path& file, OpenMo
     check_identity(raw, file);  // read-only: nothing written to a foreign/newer file
     detail::exec(raw, file, "PRAGMA foreign_keys = ON");
     if (!writable) {
+        detail::exec(raw, file, "PRAGMA query_only = ON");  // every write fails: "library is read-only"
         if (pragma_int(raw, file, "user_version") == 0)
             throw InputError(file.string() + ": not a RoutePack library yet (no schema: nothing was ever imported)");
         quick_check(raw, file);
@@ -298,6 +339,7 @@ int Library::schema_version() const {
 ImportSummary Library::import_trace(const std::string& name, const std::vector<std::filesystem::path>& inputs,
                                     const ImportOptions& options, const ImportProgressFn& progress,
                                     const std::atomic<bool>* cancel) {
+    if (read_only_) throw InputError(path_.string() + ": library is read-only (cannot write)");
     if (name.empty()) throw InputError("trace name must not be empty");
     detail::ImportHooks hooks;
     hooks.fail_after_samples = fail_after_;
@@ -426,6 +468,7 @@ std::vector<std::uint64_t> Library::layer_totals(const std::string& trace) const
 
 WindowEntry Library::create_window(const std::string& trace, const std::string& name,
                                    const std::vector<std::string>& sample_ids, const std::string& definition) {
+    if (read_only_) throw InputError(path_.string() + ": library is read-only (cannot write)");
     Transaction tx(db_, path_);
     const TraceEntry t = find_trace(db_, path_, trace);
     require_samples(t, path_, "windows need samples");

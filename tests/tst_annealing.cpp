@@ -22,8 +22,8 @@ namespace {
 
 /// A random window: lengths in [lo, hi], C fixed, per-(sample, layer) routed tokens t_i * k spread
 /// over P ranks by a per-layer popularity plus per-sample noise; contiguous EDP shards; two stages.
-PackingProblem random_problem(std::mt19937_64& g, int n, int L, int P, int D, int G, std::int64_t C,
-                              std::int64_t lo, std::int64_t hi) {
+PackingProblem random_problem(std::mt19937_64& g, int n, int L, int P, int D, int G, std::int64_t C, std::int64_t lo,
+                              std::int64_t hi) {
     PackingProblem p;
     p.n = n;
     p.L = L;
@@ -33,18 +33,21 @@ PackingProblem random_problem(std::mt19937_64& g, int n, int L, int P, int D, in
     p.C = C;
     std::uniform_int_distribution<std::int64_t> len(lo, hi);
     std::uniform_real_distribution<double> u(0.0, 1.0);
-    for (int i = 0; i < n; ++i) p.length.push_back(len(g));
+    for (int i = 0; i < n; ++i)
+        p.length.push_back(len(g));
     std::vector<double> pop(static_cast<std::size_t>(L) * P);
-    for (double& w : pop) w = std::pow(u(g), 3.0);
+    for (double& w : pop)
+        w = std::pow(u(g), 3.0);
     p.demand.assign(static_cast<std::size_t>(n) * L * P, 0);
     for (int i = 0; i < n; ++i)
         for (int l = 0; l < L; ++l) {
             std::vector<double> w(static_cast<std::size_t>(P));
             double sum = 0;
-            for (int r = 0; r < P; ++r) sum += (w[static_cast<std::size_t>(r)] = pop[static_cast<std::size_t>(l) * P + r] + 0.5 * u(g));
             for (int r = 0; r < P; ++r)
-                p.demand[(static_cast<std::size_t>(i) * L + l) * P + r] =
-                    static_cast<std::int64_t>(std::floor(2.0 * p.length[static_cast<std::size_t>(i)] * w[static_cast<std::size_t>(r)] / sum));
+                sum += (w[static_cast<std::size_t>(r)] = pop[static_cast<std::size_t>(l) * P + r] + 0.5 * u(g));
+            for (int r = 0; r < P; ++r)
+                p.demand[(static_cast<std::size_t>(i) * L + l) * P + r] = static_cast<std::int64_t>(
+                    std::floor(2.0 * p.length[static_cast<std::size_t>(i)] * w[static_cast<std::size_t>(r)] / sum));
         }
     p.shard_of_slot.resize(static_cast<std::size_t>(D));
     p.shards.assign(static_cast<std::size_t>(G), {});
@@ -79,7 +82,8 @@ bool first_fit(const PackingProblem& p, int rows, const std::vector<int>& order,
             for (int c = 0; c < K; ++c)
                 if (tokens[static_cast<std::size_t>(c)] + t <= p.C) fits.push_back(c);
             if (fits.empty()) return false;
-            k = random_fit ? fits[std::uniform_int_distribution<std::size_t>(0, fits.size() - 1)(*random_fit)] : fits[0];
+            k = random_fit ? fits[std::uniform_int_distribution<std::size_t>(0, fits.size() - 1)(*random_fit)]
+                           : fits[0];
         }
         x.cells[static_cast<std::size_t>(k)].push_back(i);
         tokens[static_cast<std::size_t>(k)] += t;
@@ -123,7 +127,8 @@ std::vector<SeedMember> make_population(const PackingProblem& p, int rows, int c
         std::shuffle(order.begin(), order.end(), g);
         // Keep the longest samples first often enough that random fits succeed.
         std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-            return p.length[static_cast<std::size_t>(a)] / (p.C / 4 + 1) > p.length[static_cast<std::size_t>(b)] / (p.C / 4 + 1);
+            return p.length[static_cast<std::size_t>(a)] / (p.C / 4 + 1) >
+                   p.length[static_cast<std::size_t>(b)] / (p.C / 4 + 1);
         });
         if (first_fit(p, rows, order, &g, &s.layout)) {
             s.origin = "random#" + std::to_string(m);
@@ -139,7 +144,8 @@ std::vector<SeedMember> make_population(const PackingProblem& p, int rows, int c
 
 Score best_seed_score(const std::vector<SeedMember>& pop, const PackingProblem& p) {
     Score best = score_layout(pop[0].layout, p);
-    for (const auto& m : pop) best = std::min(best, score_layout(m.layout, p));
+    for (const auto& m : pop)
+        best = std::min(best, score_layout(m.layout, p));
     return best;
 }
 
@@ -171,7 +177,7 @@ AnnealingBudget small_budget() {
     return b;
 }
 
-}  // namespace
+} // namespace
 
 class TestAnnealing : public QObject {
     Q_OBJECT
@@ -256,7 +262,8 @@ void TestAnnealing::reachesBruteForceOptimum() {
             x.rows = 2;
             x.dp_slots = 2;
             x.cells.assign(4, {});
-            for (int i = 0, c = code; i < 6; ++i, c /= 4) x.cells[static_cast<std::size_t>(c % 4)].push_back(i);
+            for (int i = 0, c = code; i < 6; ++i, c /= 4)
+                x.cells[static_cast<std::size_t>(c % 4)].push_back(i);
             if (!validate_layout(x, p).empty()) continue;
             all.emplace_back(score_layout(x, p), x);
         }
@@ -279,8 +286,12 @@ void TestAnnealing::reachesBruteForceOptimum() {
         const AnnealResult r = population_anneal(p, pop, b);
         QVERIFY(validate_layout(r.best, p).empty());
         QVERIFY2(r.score == opt, qPrintable(QString("annealed (%1, %2, %3) vs optimum (%4, %5, %6)")
-                                                 .arg(r.score.max_u).arg(r.score.sum_u).arg(r.score.max_j)
-                                                 .arg(opt.max_u).arg(opt.sum_u).arg(opt.max_j)));
+                                                .arg(r.score.max_u)
+                                                .arg(r.score.sum_u)
+                                                .arg(r.score.max_j)
+                                                .arg(opt.max_u)
+                                                .arg(opt.sum_u)
+                                                .arg(opt.max_j)));
         // Another demand draw for the next round.
         p = random_problem(g, 6, 2, 2, 2, 2, 7, 1, 5);
         p.length = {5, 4, 3, 3, 2, 1};
@@ -361,7 +372,7 @@ void TestAnnealing::deadlineDuringRun() {
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     QVERIFY(r.time_limit_hit);
     QVERIFY(r.cancelled);
-    QVERIFY(r.levels.empty());  // the interrupted level is not reported
+    QVERIFY(r.levels.empty()); // the interrupted level is not reported
     QVERIFY(r.proposals > 0);
     QVERIFY2(secs < 5.0, qPrintable(QString("took %1 s").arg(secs)));
     QVERIFY(validate_layout(r.best, p).empty());
@@ -374,7 +385,7 @@ void TestAnnealing::acceptanceRateFollowsTemperature() {
     AnnealingBudget b = small_budget();
     b.levels = 1;
     b.steps = 2000;
-    b.t0 = 1.0;  // a 1 % worse energy is accepted with probability ~ 0.99
+    b.t0 = 1.0; // a 1 % worse energy is accepted with probability ~ 0.99
     const AnnealResult hot = population_anneal(p, pop, b);
     b.t0 = 1e-7;
     const AnnealResult cold = population_anneal(p, pop, b);

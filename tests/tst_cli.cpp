@@ -275,8 +275,9 @@ private Q_SLOTS:
               QStringLiteral("window: --seed must be an integer in 0..18446744073709551615 (got '-5')"));
         check({QStringLiteral("--ids"), q(tmp / "in")}, q(tmp / "in") + QStringLiteral(": is a folder, not an id list"));
         // Seeds use the whole unsigned 64-bit range.
-        Run ok = cli(w + QStringList{QStringLiteral("--random"), QStringLiteral("1"), QStringLiteral("--seed"),
-                                     QStringLiteral("18446744073709551615")});
+        Run ok = cli({QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("t"),
+                      QStringLiteral("--name"), QStringLiteral("r"), QStringLiteral("--random"), QStringLiteral("1"),
+                      QStringLiteral("--seed"), QStringLiteral("18446744073709551615")});
         QVERIFY2(ok.code == 0, qPrintable(ok.err));
         QVERIFY2(ok.out.contains(QStringLiteral("(random 1 seed 18446744073709551615)")), qPrintable(ok.out));
         // Id lists: a BOM, indentation and trailing blanks around ids are not part of them.
@@ -288,7 +289,7 @@ private Q_SLOTS:
         // Unknown ids are echoed on one line.
         write_file(tmp / "bad.txt", std::string("p\nx\x01\xff") + std::string(300, 'y') + "\n");
         check({QStringLiteral("--ids"), q(tmp / "bad.txt")},
-              QStringLiteral("window 'w': trace 't' has no sample 'x\\x01\\xff") + QString(78, QLatin1Char('y')) +
+              QStringLiteral("window 'w': trace 't' has no sample 'x\\x01\\xff") + QString(77, QLatin1Char('y')) +
                   QStringLiteral("...'"));
     }
 

@@ -62,7 +62,8 @@ PackingProblem random_problem(int n, int L, int P, int D, const std::vector<int>
             q[hot] += h;
             left -= h;
             for (int r = 0; r < P && left > 0; ++r) {
-                const std::int64_t part = r == P - 1 ? left : static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(left) + 1));
+                const std::int64_t part =
+                    r == P - 1 ? left : static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(left) + 1));
                 q[r] += part;
                 left -= part;
             }
@@ -91,7 +92,8 @@ std::int64_t peak_sum(const Layout& x, const PackingProblem& p) {
             std::fill(W.begin(), W.end(), 0);
             for (int d : slots)
                 for (int i : x.cells[static_cast<std::size_t>(r * x.dp_slots + d)])
-                    for (std::size_t k = 0; k < W.size(); ++k) W[k] += p.q(i)[k];
+                    for (std::size_t k = 0; k < W.size(); ++k)
+                        W[k] += p.q(i)[k];
             for (int l = 0; l < p.L; ++l)
                 total += *std::max_element(W.begin() + l * p.P, W.begin() + (l + 1) * p.P);
         }
@@ -107,10 +109,14 @@ std::multiset<std::vector<int>> cell_multiset(const Layout& x) {
     return s;
 }
 
-QString describe(const Score& s) { return QStringLiteral("(%1, %2, %3)").arg(s.max_u, 0, 'g', 17).arg(s.sum_u, 0, 'g', 17).arg(s.max_j, 0, 'g', 17); }
+QString describe(const Score& s) {
+    return QStringLiteral("(%1, %2, %3)").arg(s.max_u, 0, 'g', 17).arg(s.sum_u, 0, 'g', 17).arg(s.max_j, 0, 'g', 17);
+}
 
 /// A 3 x 4 layout over 12+ samples with shards {0,1} and {2,3}.
-PackingProblem small_problem() { return random_problem(20, 2, 2, 4, {2, 2}, 4096, 100, 1200, 99); }
+PackingProblem small_problem() {
+    return random_problem(20, 2, 2, 4, {2, 2}, 4096, 100, 1200, 99);
+}
 Layout small_layout() {
     Layout x;
     x.rows = 3;
@@ -128,7 +134,8 @@ private Q_SLOTS:
         Rng r(1);
         const std::uint64_t golden[] = {0xb3f2af6d0fc710c5ULL, 0x853b559647364ceaULL, 0x92f89756082a4514ULL,
                                         0x642e1c7bc266a3a7ULL, 0xb27a48e29a233673ULL};
-        for (std::uint64_t g : golden) QCOMPARE(r.next(), g);
+        for (std::uint64_t g : golden)
+            QCOMPARE(r.next(), g);
         Rng a(42), b(42), c(43);
         QCOMPARE(a.next(), b.next());
         QVERIFY(Rng(42).next() != c.next());
@@ -136,14 +143,17 @@ private Q_SLOTS:
 
     void rngBelowAndUniform() {
         Rng r(7);
-        for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{2}, std::uint64_t{3}, std::uint64_t{7}, std::uint64_t{1000},
-                                (std::uint64_t{1} << 63) + 1, ~std::uint64_t{0}}) {
-            for (int k = 0; k < 2000; ++k) QVERIFY(r.below(n) < n);
+        for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{2}, std::uint64_t{3}, std::uint64_t{7},
+                                std::uint64_t{1000}, (std::uint64_t{1} << 63) + 1, ~std::uint64_t{0}}) {
+            for (int k = 0; k < 2000; ++k)
+                QVERIFY(r.below(n) < n);
         }
         QCOMPARE(r.below(0), std::uint64_t{0});
         std::vector<int> hist(6, 0);
-        for (int k = 0; k < 60000; ++k) ++hist[r.below(6)];
-        for (int h : hist) QVERIFY2(h > 9000 && h < 11000, qPrintable(QString::number(h)));
+        for (int k = 0; k < 60000; ++k)
+            ++hist[r.below(6)];
+        for (int h : hist)
+            QVERIFY2(h > 9000 && h < 11000, qPrintable(QString::number(h)));
         for (int k = 0; k < 10000; ++k) {
             const double u = r.uniform();
             QVERIFY(u >= 0.0 && u < 1.0);
@@ -166,7 +176,8 @@ private Q_SLOTS:
                 std::iota(ident.begin(), ident.end(), 0);
                 QCOMPARE(sorted, ident);
                 // The h-th output comes from the first w remaining items: its index in `order` < h + w.
-                for (std::size_t h = 0; h < s.size(); ++h) QVERIFY(199 - s[h] < static_cast<int>(h) + w);
+                for (std::size_t h = 0; h < s.size(); ++h)
+                    QVERIFY(199 - s[h] < static_cast<int>(h) + w);
             }
         }
         QVERIFY(window_shuffle(order, 4, r) != order);
@@ -326,7 +337,8 @@ private Q_SLOTS:
             while (k < static_cast<int>(sigs.size()) &&
                    std::find(sigs.begin(), sigs.begin() + k, sigs[static_cast<std::size_t>(k)]) == sigs.begin() + k)
                 ++k;
-            for (std::size_t j = static_cast<std::size_t>(k); j < sigs.size(); ++j) QCOMPARE(sigs[j], sigs[j - static_cast<std::size_t>(k)]);
+            for (std::size_t j = static_cast<std::size_t>(k); j < sigs.size(); ++j)
+                QCOMPARE(sigs[j], sigs[j - static_cast<std::size_t>(k)]);
             distinct_total += k;
         }
         QVERIFY2(distinct_total > 300, qPrintable(QString::number(distinct_total)));  // mostly 4 distinct of 4
@@ -375,7 +387,8 @@ private Q_SLOTS:
         other.seed = 124;
         const auto d = diverse_population(p, ffd, other);
         bool differs = false;
-        for (std::size_t j = 0; j < a.size(); ++j) differs = differs || !(a[j].layout == d[j].layout);
+        for (std::size_t j = 0; j < a.size(); ++j)
+            differs = differs || !(a[j].layout == d[j].layout);
         QVERIFY(differs);
     }
 
@@ -416,7 +429,8 @@ private Q_SLOTS:
         b.population = 3;
         auto m = diverse_population(p, ffd, b);
         QCOMPARE(m.size(), std::size_t{3});
-        for (const auto& x : m) QCOMPARE(x.layout, ffd);
+        for (const auto& x : m)
+            QCOMPARE(x.layout, ffd);
         b.candidates = 20;
         std::atomic<bool> cancel{true};  // cancelled before any trial: still one valid member
         m = diverse_population(p, ffd, b, &cancel);

@@ -22,7 +22,9 @@ using namespace routepack;
 
 namespace {
 
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+double now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 struct Instance {
     PackingProblem p;
@@ -63,26 +65,35 @@ Instance make_instance(int samples, std::uint64_t seed) {
     sb.seed = seed;
     in.pop = diverse_population(in.p, ffd, sb);
     in.best_seed = in.pop.front().score;
-    for (const auto& m : in.pop) in.best_seed = std::min(in.best_seed, m.score);
+    for (const auto& m : in.pop)
+        in.best_seed = std::min(in.best_seed, m.score);
     return in;
 }
 
 /// Relative gain of the primary score term over a reference, in percent.
-double gain(const Score& ref, const Score& s) { return 100.0 * (ref.max_u - s.max_u) / ref.max_u; }
+double gain(const Score& ref, const Score& s) {
+    return 100.0 * (ref.max_u - s.max_u) / ref.max_u;
+}
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv) {
     int windows = 3, samples = 512, workers = 0;
     bool grid = false, skip_schedules = false;
     for (int a = 1; a < argc; ++a) {
-        if (!std::strcmp(argv[a], "--windows") && a + 1 < argc) windows = std::atoi(argv[++a]);
-        else if (!std::strcmp(argv[a], "--samples") && a + 1 < argc) samples = std::atoi(argv[++a]);
-        else if (!std::strcmp(argv[a], "--workers") && a + 1 < argc) workers = std::atoi(argv[++a]);
-        else if (!std::strcmp(argv[a], "--grid")) grid = true;
-        else if (!std::strcmp(argv[a], "--no-schedules")) skip_schedules = grid = true;
+        if (!std::strcmp(argv[a], "--windows") && a + 1 < argc)
+            windows = std::atoi(argv[++a]);
+        else if (!std::strcmp(argv[a], "--samples") && a + 1 < argc)
+            samples = std::atoi(argv[++a]);
+        else if (!std::strcmp(argv[a], "--workers") && a + 1 < argc)
+            workers = std::atoi(argv[++a]);
+        else if (!std::strcmp(argv[a], "--grid"))
+            grid = true;
+        else if (!std::strcmp(argv[a], "--no-schedules"))
+            skip_schedules = grid = true;
         else {
-            std::fprintf(stderr, "usage: bench_annealing [--windows N] [--samples N] [--grid | --no-schedules] [--workers W]\n");
+            std::fprintf(
+                stderr, "usage: bench_annealing [--windows N] [--samples N] [--grid | --no-schedules] [--workers W]\n");
             return 2;
         }
     }
@@ -90,9 +101,10 @@ int main(int argc, char** argv) {
     for (int w = 0; w < windows; ++w) {
         inst.push_back(make_instance(samples, 100 + static_cast<std::uint64_t>(w)));
         const auto& in = inst.back();
-        std::printf("window %d: n=%d L=%d P=%d D=%d G=%d R*=%d pop=%zu  reorder max_u=%.4f best seed max_u=%.4f (%.2f%%)\n",
-                    w, in.p.n, in.p.L, in.p.P, in.p.D, in.p.G, in.pop.front().layout.rows, in.pop.size(),
-                    in.reorder.max_u, in.best_seed.max_u, gain(in.reorder, in.best_seed));
+        std::printf(
+            "window %d: n=%d L=%d P=%d D=%d G=%d R*=%d pop=%zu  reorder max_u=%.4f best seed max_u=%.4f (%.2f%%)\n", w,
+            in.p.n, in.p.L, in.p.P, in.p.D, in.p.G, in.pop.front().layout.rows, in.pop.size(), in.reorder.max_u,
+            in.best_seed.max_u, gain(in.reorder, in.best_seed));
     }
 
     // Throughput: one worker, then `workers` (0 = all cores).
@@ -103,7 +115,8 @@ int main(int argc, char** argv) {
         b.steps = 20000;
         const double t0 = now();
         std::int64_t props = 0;
-        for (const auto& in : inst) props += population_anneal(in.p, in.pop, b).proposals;
+        for (const auto& in : inst)
+            props += population_anneal(in.p, in.pop, b).proposals;
         const double dt = now() - t0;
         std::printf("throughput workers=%d: %.0f proposals/s (%.3f us/proposal, %lld proposals in %.2f s)\n", wk,
                     props / dt, 1e6 * dt / props, static_cast<long long>(props), dt);
@@ -119,7 +132,8 @@ int main(int argc, char** argv) {
             g_reorder += gain(in.reorder, r.score) / windows;
             acc0 += r.levels.front().acceptance / windows;
             accN += r.levels.back().acceptance / windows;
-            for (const auto& s : r.levels) infeasible += static_cast<double>(s.infeasible) / r.proposals / windows;
+            for (const auto& s : r.levels)
+                infeasible += static_cast<double>(s.infeasible) / r.proposals / windows;
         }
         std::printf("%-10s t0=%-7g cooling=%-5g N_T=%-3d K=%-6d  gain vs best seed %6.3f%%  vs reorder %6.3f%%  "
                     "accept first %.3f last %.3f infeasible %.3f  %.2f s/window\n",
@@ -134,7 +148,8 @@ int main(int argc, char** argv) {
     if (!skip_schedules)
         for (double t0 : {0.0003, 0.001, 0.003, 0.01, 0.03})
             for (double cooling : {0.5, 0.6, 0.75})
-                for (auto [levels, steps] : {std::pair{6, 4000}, std::pair{12, 2000}, std::pair{24, 1000}, std::pair{48, 500}}) {
+                for (auto [levels, steps] :
+                     {std::pair{6, 4000}, std::pair{12, 2000}, std::pair{24, 1000}, std::pair{48, 500}}) {
                     AnnealingBudget b;
                     b.t0 = t0;
                     b.cooling = cooling;
@@ -142,6 +157,17 @@ int main(int argc, char** argv) {
                     b.steps = steps;
                     run("schedule", b);
                 }
+    // Seed-to-seed spread of the current defaults and of t0 = 0.003, cooling = 0.5, N_T = 24, K = 1000.
+    for (std::uint64_t seed : {2, 3, 4}) {
+        AnnealingBudget b;
+        b.seed = seed;
+        run("default", b);
+        b.t0 = 0.003;
+        b.cooling = 0.5;
+        b.levels = 24;
+        b.steps = 1000;
+        run("t.003/c.5", b);
+    }
     // Budget scaling (N_T x K) at t0 = 0.003, cooling = 0.5.
     for (int levels : {12, 16, 24, 32})
         for (int steps : {250, 500, 1000, 2000}) {

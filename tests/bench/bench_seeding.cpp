@@ -24,7 +24,9 @@ using namespace routepack;
 
 namespace {
 
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+double now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 /// Long-tailed lengths (log-normal, clipped to [16, C]); top-8 routing whose rank demand mixes a global
 /// skew per layer with a per-sample hot rank (q[i][l][.] sums to 8 t_i).
@@ -53,7 +55,8 @@ PackingProblem make_problem(int n, int L, int P, int D, int G, std::int64_t C, d
         t = std::clamp<std::int64_t>(static_cast<std::int64_t>(std::exp(mu + sigma * z)), 16, C);
     }
     std::vector<double> skew(static_cast<std::size_t>(L) * P);
-    for (auto& s : skew) s = 0.5 + rng.uniform();
+    for (auto& s : skew)
+        s = 0.5 + rng.uniform();
     p.demand.assign(static_cast<std::size_t>(n) * L * P, 0);
     std::vector<double> wgt(static_cast<std::size_t>(P));
     for (int i = 0; i < n; ++i) {
@@ -62,7 +65,8 @@ PackingProblem make_problem(int n, int L, int P, int D, int G, std::int64_t C, d
             const int hot = static_cast<int>(rng.below(static_cast<std::uint64_t>(P)));
             double total = 0;
             for (int r = 0; r < P; ++r) {
-                wgt[static_cast<std::size_t>(r)] = skew[static_cast<std::size_t>(l) * P + r] * (r == hot ? 4.0 : 1.0) * (0.5 + rng.uniform());
+                wgt[static_cast<std::size_t>(r)] =
+                    skew[static_cast<std::size_t>(l) * P + r] * (r == hot ? 4.0 : 1.0) * (0.5 + rng.uniform());
                 total += wgt[static_cast<std::size_t>(r)];
             }
             std::int64_t* q = p.demand.data() + (static_cast<std::size_t>(i) * L + l) * P;
@@ -86,19 +90,32 @@ int main(int argc, char** argv) {
     SeedingBudget b;
     for (int i = 1; i < argc; ++i) {
         auto arg = [&](const char* name) { return !std::strcmp(argv[i], name) && i + 1 < argc; };
-        if (arg("--samples")) n = std::atoi(argv[++i]);
-        else if (arg("--dp")) D = std::atoi(argv[++i]);
-        else if (arg("--shards")) G = std::atoi(argv[++i]);
-        else if (arg("--layers")) L = std::atoi(argv[++i]);
-        else if (arg("--ranks")) P = std::atoi(argv[++i]);
-        else if (arg("--cap")) C = std::atoll(argv[++i]);
-        else if (arg("--mean-length")) mean_len = std::atof(argv[++i]);
-        else if (arg("--candidates")) b.candidates = std::atoi(argv[++i]);
-        else if (arg("--population")) b.population = std::atoi(argv[++i]);
-        else if (arg("--width")) b.choice_width = std::atoi(argv[++i]);
-        else if (arg("--pair-candidates")) b.pair_candidates = std::atoi(argv[++i]);
-        else if (arg("--threads")) threads = std::atoi(argv[++i]);
-        else if (arg("--seed")) b.seed = std::strtoull(argv[++i], nullptr, 10);
+        if (arg("--samples"))
+            n = std::atoi(argv[++i]);
+        else if (arg("--dp"))
+            D = std::atoi(argv[++i]);
+        else if (arg("--shards"))
+            G = std::atoi(argv[++i]);
+        else if (arg("--layers"))
+            L = std::atoi(argv[++i]);
+        else if (arg("--ranks"))
+            P = std::atoi(argv[++i]);
+        else if (arg("--cap"))
+            C = std::atoll(argv[++i]);
+        else if (arg("--mean-length"))
+            mean_len = std::atof(argv[++i]);
+        else if (arg("--candidates"))
+            b.candidates = std::atoi(argv[++i]);
+        else if (arg("--population"))
+            b.population = std::atoi(argv[++i]);
+        else if (arg("--width"))
+            b.choice_width = std::atoi(argv[++i]);
+        else if (arg("--pair-candidates"))
+            b.pair_candidates = std::atoi(argv[++i]);
+        else if (arg("--threads"))
+            threads = std::atoi(argv[++i]);
+        else if (arg("--seed"))
+            b.seed = std::strtoull(argv[++i], nullptr, 10);
         else {
             std::printf("usage: bench_seeding [--samples N] [--dp D] [--shards G] [--layers L] [--ranks P] [--cap C]\n"
                         "                     [--mean-length T] [--candidates M] [--population P] [--width W]\n"
@@ -115,7 +132,8 @@ int main(int argc, char** argv) {
     double t0 = now();
     Layout ffd;
     int R = static_cast<int>(std::max<std::int64_t>(1, (total + C * D - 1) / (C * D)));
-    while (R * D <= n && !fixed_row_ffd(p.length, C, R, D, &ffd)) ++R;
+    while (R * D <= n && !fixed_row_ffd(p.length, C, R, D, &ffd))
+        ++R;
     if (ffd.rows == 0) {
         std::printf("no FFD layout\n");
         return 1;
@@ -133,8 +151,9 @@ int main(int argc, char** argv) {
     const auto members = diverse_population(p, ffd, b);
     const double t_seed = now() - t0;
 
-    std::printf("n=%d L=%d P=%d D=%d G=%d C=%lld  R*=%d  B=R*D=%d  threads=%s\n", n, L, P, D, G, static_cast<long long>(C),
-                ffd.rows, ffd.rows * D, threads > 0 ? std::to_string(threads).c_str() : "all");
+    std::printf("n=%d L=%d P=%d D=%d G=%d C=%lld  R*=%d  B=R*D=%d  threads=%s\n", n, L, P, D, G,
+                static_cast<long long>(C), ffd.rows, ffd.rows * D,
+                threads > 0 ? std::to_string(threads).c_str() : "all");
     std::printf("budget: M=%d P_pop=%d w=%d q=%d pair_candidates=%d eta=%.2f\n", b.candidates, b.population,
                 b.choice_width, b.projections, b.pair_candidates, b.eta);
     std::printf("baseline FFD + score_layout : %8.4f s\n", t_base);

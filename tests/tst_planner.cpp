@@ -1,0 +1,281 @@
+// The planner facade end to end (core/planner.h): topology parsing, bad input, determinism,
+// cancellation, time limit, non-regression, the plan file round trip and its validation, and plans
+// on windows of the real traces in ../shared/traces.
+#include "core/errors.h"
+#include "core/import.h"
+#include "core/plan_file.h"
+#include "core/planner.h"
+#include "core/synth.h"
+#include "tests/testutil.h"
+
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+
+using namespace routepack;
+
+namespace {
+
+Topology topo(int P, int D, std::vector<std::vector<int>> shards, std::int64_t C) {
+    Topology t;
+    t.ep_ranks = P;
+    t.dp_slots = D;
+    t.edp_shards = std::move(shards);
+    t.token_cap = C;
+    t.attention_stages = {AttentionStage{"mla", 27.0, 27.0}, AttentionStage{"kda", 10.0, 0.0}};
+    return t;
+}
+
+PlanInput synth_input(int groups, std::uint64_t seed) {
+    SynthConfig c;
+    c.groups = groups;
+    c.group_size = 8;
+    c.seed = seed;
+    PlanInput in;
+    in.window = synth_trace(c);
+    in.trace_name = "synth";
+    in.window_name = "all";
+    in.topology = topo(8, 4, {{0, 1}, {2, 3}}, 4096);
+    in.budgets.annealing.levels = 4;
+    in.budgets.annealing.steps = 300;
+    in.budgets.seeding.candidates = 8;
+    in.budgets.seeding.population = 4;
+    return in;
+}
+
+/// The plan JSON without its timings object (the only part allowed to differ between runs).
+std::string without_timings(const std::string& text) {
+    auto j = nlohmann::json::parse(text);
+    j.erase("timings");
+    return j.dump();
+}
+
+QString plan_error(const PlanInput& in) {
+    try {
+        plan_window(in);
+    } catch (const InputError& e) {
+        return QString::fromStdString(e.what());
+    }
+    return QStringLiteral("(no error)");
+}
+
+}  // namespace
+
+class TestPlanner : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void topologyParsing() {
+        const auto t = parse_topology(R"({"ep_ranks": 8, "experts_per_layer": 64, "dp_slots": 4,
+            "edp_shards": [[0, 1], [3, 2]], "token_cap": 4096,
+            "attention_stages": [{"name": "mla", "alpha": 27.0, "beta": 27.0}]})",
+                                      "t.json");
+        QCOMPARE(t.ep_ranks, 8);
+        QCOMPARE(t.shards(), 2);
+        QCOMPARE(t.edp_shards[1], (std::vector<int>{2, 3}));
+        QCOMPARE(t.shard_of_slot(), (std::vector<int>{0, 0, 1, 1}));
+        QCOMPARE(parse_topology(topology_to_json(t), "again"), t);
+        const auto single = parse_topology(R"({"ep_ranks": 2, "dp_slots": 3, "token_cap": 10, "attention_stages": []})", "s");
+        QCOMPARE(single.edp_shards, (std::vector<std::vector<int>>{{0, 1, 2}}));
+    }
+    void topologyErrors_data() {
+        QTest::addColumn<QString>("json");
+        QTest::addColumn<QString>("error");
+        const QString st = QStringLiteral(R"("attention_stages": [{"name": "a", "alpha": 1, "beta": 1}])");
+        QTest::newRow("not partition") << R"({"ep_ranks": 2, "dp_slots": 4, "edp_shards": [[0, 1], [2]], "token_cap": 10, )" + st + "}"
+                                       << "t.json: DP slot 3 is in no EDP shard; edp_shards must partition 0..3";
+        QTest::newRow("overlap") << R"({"ep_ranks": 2, "dp_slots": 2, "edp_shards": [[0, 1], [1]], "token_cap": 10, )" + st + "}"
+                                 << "t.json: DP slot 1 is in edp_shards[0] and edp_shards[1]; shards must partition the DP slots";
+        QTest::newRow("outside") << R"({"ep_ranks": 2, "dp_slots": 2, "edp_shards": [[0, 5]], "token_cap": 10, )" + st + "}"
+                                 << "t.json: edp_shards[0] names DP slot 5, outside 0..1";
+        QTest::newRow("negative alpha")
+            << R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 10, "attention_stages": [{"name": "a", "alpha": -1, "beta": 1}]})"
+            << "t.json: attention_stages[0]: 'alpha' must be finite and >= 0 (got -1)";
+        QTest::newRow("zero cap") << R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 0, )" + st + "}"
+                                  << "t.json: field 'token_cap' must be >= 1 (got 0)";
+        QTest::newRow("missing") << R"({"ep_ranks": 2, "token_cap": 3, )" + st + "}" << "t.json: missing field 'dp_slots'";
+    }
+    void topologyErrors() {
+        QFETCH(QString, json);
+        QFETCH(QString, error);
+        try {
+            parse_topology(json.toStdString(), "t.json");
+            QFAIL("no error");
+        } catch (const InputError& e) {
+            QCOMPARE(QString::fromStdString(e.what()), error);
+        }
+    }
+
+    void badInput() {
+        PlanInput in = synth_input(2, 3);
+        in.topology.ep_ranks = 6;  // 32 experts
+        QCOMPARE(plan_error(in), QStringLiteral("topology: 32 experts are not divisible by 6 EP ranks"));
+        in = synth_input(2, 3);
+        in.topology.token_cap = 100;
+        QVERIFY2(plan_error(in).contains(QStringLiteral("tokens, more than the cap C = 100")), qPrintable(plan_error(in)));
+        in = synth_input(2, 3);
+        in.topology.dp_slots = 32;  // 16 samples
+        in.topology.edp_shards = {{}};
+        for (int d = 0; d < 32; ++d) in.topology.edp_shards[0].push_back(d);
+        QVERIFY2(plan_error(in).startsWith(QStringLiteral("no rectangular layout exists: ")), qPrintable(plan_error(in)));
+        in = synth_input(2, 3);
+        in.window.samples.clear();
+        in.window.counts.clear();
+        QCOMPARE(plan_error(in), QStringLiteral("the window is empty"));
+    }
+
+    void planIsValidAndNeverWorseThanReorder() {
+        for (std::uint64_t seed : {1, 2, 3}) {
+            const PlanInput in = synth_input(8, seed);
+            const PlanResult r = plan_window(in);
+            QCOMPARE(r.routepack.layout.rows, r.rows.rows);
+            QCOMPARE(r.baseline.layout, r.reorder.layout);  // same FixedRowFFD layout, other placement
+            QVERIFY(!(r.reorder.metrics.score < r.routepack.metrics.score));
+            QVERIFY(r.cv_lpt <= r.cv_identity);
+            QCOMPARE(r.routepack.metrics.cap_violations, 0);
+            QCOMPARE(r.routepack.metrics.empty_cells, 0);
+            QVERIFY(!r.convergence.empty());
+            QCOMPARE(int(r.convergence.size()), in.budgets.annealing.levels);
+        }
+    }
+
+    void determinism() {
+        PlanInput in = synth_input(8, 5);
+        in.budgets.workers = 2;
+        const std::string a = without_timings(plan_to_json(plan_window(in)));
+        const std::string b = without_timings(plan_to_json(plan_window(in)));
+        QCOMPARE(a, b);
+        in.budgets.workers = 1;
+        const std::string c = without_timings(plan_to_json(plan_window(in)));
+        // workers is recorded in the plan; apart from it the plan is the same for 1 and 2 workers.
+        auto ja = nlohmann::json::parse(a), jc = nlohmann::json::parse(c);
+        ja["planner"].erase("workers");
+        jc["planner"].erase("workers");
+        QCOMPARE(ja.dump(), jc.dump());
+        in.budgets.seed = 99;
+        QVERIFY(without_timings(plan_to_json(plan_window(in))) != c);
+    }
+
+    void progressAndCancellation() {
+        PlanInput in = synth_input(8, 7);
+        std::vector<std::string> stages;
+        std::atomic<bool> cancel{false};
+        const PlanResult r = plan_window(in, [&](const PlanEvent& e) {
+            stages.push_back(e.stage);
+            if (e.level) cancel.store(true);  // cancel after the first annealing level
+        }, &cancel);
+        QVERIFY(r.cancelled);
+        QCOMPARE(r.convergence.size(), std::size_t(1));
+        QVERIFY(std::find(stages.begin(), stages.end(), "placement") != stages.end());
+        QVERIFY(std::find(stages.begin(), stages.end(), "seeding") != stages.end());
+        // The best valid plan so far comes back.
+        QVERIFY(!(r.reorder.metrics.score < r.routepack.metrics.score));
+        QCOMPARE(r.routepack.layout.cell_count(), r.rows.rows * in.topology.dp_slots);
+    }
+
+    void timeLimit() {
+        PlanInput in = synth_input(8, 7);
+        in.budgets.time_limit_s = 1e-9;
+        in.budgets.annealing.steps = 100000;
+        const PlanResult r = plan_window(in);
+        QVERIFY(r.time_limit_hit);
+        QVERIFY(!r.cancelled);
+        const auto j = nlohmann::json::parse(plan_to_json(r));
+        QCOMPARE(j["planner"]["time_limit_hit"].get<bool>(), true);
+    }
+
+    void planFileRoundTrip() {
+        const PlanInput in = synth_input(8, 11);
+        const PlanResult r = plan_window(in);
+        const std::string text = plan_to_json(r);
+        const PlanFile f = parse_plan(text, "p.json");
+        QCOMPARE(f.score, r.routepack.metrics.score);
+        QCOMPARE(f.layout, r.routepack.layout);
+        QCOMPARE(f.placement, r.lpt);
+        QCOMPARE(f.row_count, r.rows.rows);
+        QCOMPARE(rescore_plan(f, in.window), std::string());
+        // Schema fields the training job relies on.
+        const auto j = nlohmann::json::parse(text);
+        QCOMPARE(j["format"].get<std::string>(), std::string("routepack-plan"));
+        QCOMPARE(j["version"].get<int>(), 1);
+        QCOMPARE(j["placement"].size(), std::size_t(in.window.model.num_moe_layers()));
+        QCOMPARE(j["moe_layers"][0].get<int>(), in.window.model.moe_layers[0]);
+        for (const char* k : {"baseline", "reorder", "karmarkar_karp", "routepack"}) QVERIFY(j["metrics"].contains(k));
+
+        // Tampering is caught: structure (sample twice) and rescoring (counts changed).
+        auto bad = j;
+        bad["rows"][0][1][0] = bad["rows"][0][0][0];  // one sample twice, another missing
+        try {
+            parse_plan(bad.dump(), "p.json");
+            QFAIL("no error");
+        } catch (const InputError& e) {
+            QVERIFY2(QString::fromStdString(e.what()).contains(QStringLiteral("appears twice")), e.what());
+        }
+        auto swapped = j;
+        std::swap(swapped["placement"][0][0], swapped["placement"][0][1]);
+        const PlanFile g = parse_plan(swapped.dump(), "p.json");
+        QVERIFY(!rescore_plan(g, in.window).empty());
+        Trace other = in.window;
+        other.counts[0] += 1;
+        QVERIFY(QString::fromStdString(rescore_plan(f, other)).contains(QStringLiteral("fingerprint")));
+        try {
+            parse_plan(R"({"format": "something-else"})", "x.json");
+            QFAIL("no error");
+        } catch (const InputError& e) {
+            QCOMPARE(QString::fromStdString(e.what()),
+                     QStringLiteral("x.json: not a RoutePack plan (format must be \"routepack-plan\")"));
+        }
+    }
+
+    void realWindows_data() {
+        QTest::addColumn<QString>("set");
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<int>("samples");
+        QTest::addColumn<int>("P");
+        QTest::addColumn<int>("D");
+        QTest::addColumn<int>("cap");
+        QTest::newRow("deepseek csv 512, ep8 dp4") << "traces/deepseek-v2-lite" << "deepseek-v2-lite" << 512 << 8 << 4 << 4096;
+        QTest::newRow("deepseek csv 512, ep16 dp8") << "traces/deepseek-v2-lite" << "deepseek-v2-lite" << 512 << 16 << 8 << 4096;
+        QTest::newRow("maverick json all, ep8 dp4") << "traces/llama4-maverick" << "llama4-maverick" << 235 << 8 << 4 << 2048;
+    }
+    void realWindows() {
+        QFETCH(QString, set);
+        QFETCH(QString, model);
+        QFETCH(int, samples);
+        QFETCH(int, P);
+        QFETCH(int, D);
+        QFETCH(int, cap);
+        ROUTEPACK_REQUIRE_SHARED(dir, set.toStdString());
+        ImportOptions opt;
+        opt.model = known_model(model.toStdString());
+        Trace all = import_trace_to_memory({dir}, opt);
+        // The first `samples` in numeric-aware id order.
+        std::vector<std::size_t> order(all.size());
+        std::iota(order.begin(), order.end(), 0);
+        std::sort(order.begin(), order.end(),
+                  [&](std::size_t a, std::size_t b) { return natural_less(all.samples[a].id, all.samples[b].id); });
+        PlanInput in;
+        in.window.model = all.model;
+        for (int k = 0; k < samples; ++k) {
+            SampleRecord rec;
+            rec.info = all.samples[order[static_cast<std::size_t>(k)]];
+            const auto c = all.sample_counts(order[static_cast<std::size_t>(k)]);
+            rec.counts.assign(c.begin(), c.end());
+            in.window.append(std::move(rec));
+        }
+        std::vector<std::vector<int>> shards(2);
+        for (int d = 0; d < D; ++d) shards[static_cast<std::size_t>(d * 2 / D)].push_back(d);
+        in.topology = topo(P, D, shards, cap);
+        in.trace_name = set.toStdString();
+        const PlanResult r = plan_window(in);
+        QVERIFY(r.rows.certified);
+        QVERIFY(r.cv_lpt < r.cv_identity);
+        // At default budgets RoutePack beats both reorder and karmarkar-karp on the joint score.
+        QVERIFY2(r.routepack.metrics.score < r.reorder.metrics.score, "routepack must beat reorder");
+        QVERIFY2(r.routepack.metrics.score < r.karmarkar_karp.metrics.score, "routepack must beat karmarkar-karp");
+        const PlanFile f = parse_plan(plan_to_json(r), "real.json");
+        QCOMPARE(rescore_plan(f, in.window), std::string());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestPlanner)
+#include "tst_planner.moc"
