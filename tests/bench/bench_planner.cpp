@@ -1,0 +1,189 @@
+// Planner benchmark (issue: quality on real windows, speed per stage, the scale point).
+//   bench_planner [--shared DIR] [--skip-real] [--skip-grid] [--skip-scale]
+// (a) Table-4 columns of reorder vs routepack (and baseline, karmarkar-karp) on the real windows with
+//     the shipped topologies; (b) time per stage, proposals/s per worker and total for 512-sample
+//     synthetic windows across model/topology sizes, 1 and 2 workers; (c) the scale point 8192 samples
+//     x 64 MoE layers x 256 experts x 64 EP ranks x 64 DP slots in 8 EDP shards, 1 and 2 workers.
+// Ratios are against `reorder` (same window, same R*) measured in the same process.
+#include "core/import.h"
+#include "core/planner.h"
+#include "core/synth.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+
+namespace fs = std::filesystem;
+using namespace routepack;
+
+namespace {
+
+Topology read_topology(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return parse_topology(ss.str(), p.string());
+}
+
+Topology make_topology(int P, int D, int G, std::int64_t C) {
+    Topology t;
+    t.ep_ranks = P;
+    t.dp_slots = D;
+    t.token_cap = C;
+    t.edp_shards.assign(static_cast<std::size_t>(G), {});
+    for (int d = 0; d < D; ++d) t.edp_shards[static_cast<std::size_t>(d * G / D)].push_back(d);
+    t.attention_stages = {AttentionStage{"kda", 10.0, 0.0}, AttentionStage{"mla", 27.0, 27.0}};
+    return t;
+}
+
+Trace first_n(const Trace& all, int n) {
+    std::vector<std::size_t> order(all.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t a, std::size_t b) { return natural_less(all.samples[a].id, all.samples[b].id); });
+    Trace w;
+    w.model = all.model;
+    for (int k = 0; k < n && k < static_cast<int>(all.size()); ++k) {
+        SampleRecord r;
+        r.info = all.samples[order[static_cast<std::size_t>(k)]];
+        const auto c = all.sample_counts(order[static_cast<std::size_t>(k)]);
+        r.counts.assign(c.begin(), c.end());
+        w.append(std::move(r));
+    }
+    return w;
+}
+
+double pct(double a, double b) { return a == 0 ? 0 : 100.0 * (b - a) / a; }
+
+void quality_row(const char* label, const PlanResult& r) {
+    const auto& a = r.reorder.metrics;
+    const auto& b = r.routepack.metrics;
+    const auto& k = r.karmarkar_karp.metrics;
+    std::printf("| %-34s | %3d%s | %+7.2f%% | %+7.2f%% | %.3f -> %.3f | %+6.2f%% | %+7.2f%% | %+7.2f%% | %d | %.3f s |\n",
+                label, r.rows.rows, r.rows.certified ? "c" : "?", pct(double(a.ep_peak_sum), double(b.ep_peak_sum)),
+                pct(double(a.ep_tail_peak), double(b.ep_tail_peak)), a.ep_balance_efficiency, b.ep_balance_efficiency,
+                pct(a.attention_sum, b.attention_sum), pct(a.joint, b.joint), pct(k.joint, b.joint), k.cap_violations,
+                r.timings.at("total"));
+}
+
+void speed_row(const char* label, const PlanResult& r, int workers) {
+    const double t_anneal = r.timings.at("annealing");
+    std::printf("| %-40s | %d | %6.3f | %6.3f | %6.3f | %6.3f | %7.3f | %8.0f | %7.3f |\n", label, workers,
+                r.timings.at("placement"), r.timings.at("row count"), r.timings.at("baselines"), r.timings.at("seeding"),
+                t_anneal, t_anneal > 0 ? r.proposals / t_anneal / workers : 0.0, r.timings.at("total"));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    fs::path shared = ROUTEPACK_SHARED_DIR;
+    bool real = true, grid = true, scale = true;
+    for (int i = 1; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "--shared") && i + 1 < argc) shared = argv[++i];
+        else if (!std::strcmp(argv[i], "--skip-real")) real = false;
+        else if (!std::strcmp(argv[i], "--skip-grid")) grid = false;
+        else if (!std::strcmp(argv[i], "--skip-scale")) scale = false;
+        else {
+            std::printf("usage: bench_planner [--shared DIR] [--skip-real] [--skip-grid] [--skip-scale]\n");
+            return 2;
+        }
+    }
+    const fs::path topo_dir = fs::path(ROUTEPACK_SOURCE_DIR) / "resources/topologies";
+    try {
+        if (real && fs::exists(shared / "traces")) {
+            std::printf("(a) quality, routepack vs reorder (c = R* certified), default budgets, 2 workers\n");
+            std::printf("| window / topology | R* | S_EP | T_EP | eta_EP | attention | joint | joint vs KK | KK cap viol. | planner |\n");
+            std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+            struct Set {
+                const char* dir;
+                const char* model;
+                int n;
+                const char* topos[2];
+            } sets[] = {{"traces/deepseek-v2-lite", "deepseek-v2-lite", 512,
+                         {"deepseek-v2-lite-ep8-dp4", "deepseek-v2-lite-ep16-dp8"}},
+                        {"traces/llama4-maverick", "llama4-maverick", 235,
+                         {"llama4-maverick-ep8-dp4", "llama4-maverick-ep16-dp8"}}};
+            for (const auto& s : sets) {
+                ImportOptions o;
+                o.model = known_model(s.model);
+                const Trace all = import_trace_to_memory({shared / s.dir}, o);
+                for (const char* t : s.topos) {
+                    PlanInput in;
+                    in.window = first_n(all, s.n);
+                    in.topology = read_topology(topo_dir / (std::string(t) + ".json"));
+                    in.budgets.workers = 2;
+                    const auto r = plan_window(in);
+                    const std::string label = std::string(s.model) + " " + std::to_string(s.n) + " / " + t;
+                    quality_row(label.c_str(), r);
+                }
+            }
+        }
+        if (grid) {
+            std::printf("\n(b) speed, synthetic 512-sample windows (64 groups x 8), seconds per stage\n");
+            std::printf("| window | workers | placement | rows | baselines | seeding | annealing | proposals/s/worker | total |\n");
+            std::printf("|---|---|---|---|---|---|---|---|---|\n");
+            struct Point {
+                int layers, experts, top_k, P, D, G;
+            } points[] = {{26, 64, 6, 8, 4, 2}, {48, 128, 8, 16, 8, 2}, {64, 256, 8, 64, 16, 4}, {64, 256, 8, 64, 64, 8}};
+            for (const auto& pt : points) {
+                SynthConfig c;
+                c.groups = 64;
+                c.group_size = 8;
+                c.num_hidden_layers = pt.layers + 1;
+                c.experts = pt.experts;
+                c.top_k = pt.top_k;
+                c.prompt_mean = 256;
+                c.response_mean = 768;
+                c.max_length = 8192;
+                const Trace w = synth_trace(c);
+                for (int workers : {1, 2}) {
+                    PlanInput in;
+                    in.window = w;
+                    in.topology = make_topology(pt.P, pt.D, pt.G, 8192);
+                    in.budgets.workers = workers;
+                    const auto r = plan_window(in);
+                    char label[128];
+                    std::snprintf(label, sizeof label, "L%d E%d k%d P%d D%d G%d (R*=%d)", pt.layers, pt.experts, pt.top_k,
+                                  pt.P, pt.D, pt.G, r.rows.rows);
+                    speed_row(label, r, workers);
+                }
+            }
+        }
+        if (scale) {
+            std::printf("\n(c) scale point: 8192 samples x 64 MoE layers x 256 experts (top-8), 64 EP ranks, 64 DP slots in 8 EDP shards\n");
+            SynthConfig c;
+            c.groups = 1024;
+            c.group_size = 8;
+            c.num_hidden_layers = 65;
+            c.experts = 256;
+            c.top_k = 8;
+            c.prompt_mean = 256;
+            c.response_mean = 512;
+            c.max_length = 8192;
+            const auto t0 = std::chrono::steady_clock::now();
+            const Trace w = synth_trace(c);
+            std::printf("synthetic trace generated in %.1f s\n",
+                        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+            std::printf("| window | workers | placement | rows | baselines | seeding | annealing | proposals/s/worker | total |\n");
+            std::printf("|---|---|---|---|---|---|---|---|---|\n");
+            for (int workers : {1, 2}) {
+                PlanInput in;
+                in.window = w;
+                in.topology = make_topology(64, 64, 8, 8192);
+                in.budgets.workers = workers;
+                const auto r = plan_window(in);
+                char label[128];
+                std::snprintf(label, sizeof label, "scale (R*=%d, joint %+.2f%% vs reorder)", r.rows.rows,
+                              pct(r.reorder.metrics.joint, r.routepack.metrics.joint));
+                speed_row(label, r, workers);
+            }
+        }
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "bench_planner: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}
