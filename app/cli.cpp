@@ -221,9 +221,15 @@ public:
         for (const char* side : {"-wal", "-shm"}) side_existed_.push_back(std::filesystem::exists(db_ + side, ec) || ec);
     }
     void commit() { done_ = true; }
-    /// Call after the library connection is closed.
+    /// Call after the library connection is closed. Keeps the file should another process have
+    /// imported into it meanwhile (it holds a trace).
     void cleanup() {
         if (done_ || existed_) return;
+        try {
+            if (!storage::Library::open(db_, storage::OpenMode::ReadOnly)->traces().empty()) return;
+        } catch (const std::exception&) {
+            // No readable library there (never created, no schema, damaged): remove what is ours.
+        }
         std::error_code ec;
         std::filesystem::remove(db_, ec);
         const char* sides[] = {"-wal", "-shm"};

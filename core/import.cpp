@@ -126,12 +126,15 @@ std::vector<std::filesystem::path> collect_trace_files(const std::vector<std::fi
             };
             fs::recursive_directory_iterator it(in, ec), end;
             if (ec) fail(in, ec);
-            for (; it != end; it.increment(ec)) {
-                if (ec) fail(in, ec);
+            fs::path current = in;  // the folder being read: the last subfolder entered, else its parent
+            while (it != end) {
                 std::error_code e2;
+                const bool dir = it->is_directory(e2);
                 if (it->is_regular_file(e2) && is_trace_extension(it->path())) found.push_back(it->path());
+                current = dir ? it->path() : it->path().parent_path();
+                it.increment(ec);
+                if (ec) fail(current, ec);
             }
-            if (ec) fail(in, ec);
             if (found.empty()) throw InputError(in.string() + ": folder holds no trace files");
             std::sort(found.begin(), found.end(),
                       [](const auto& a, const auto& b) { return natural_less(a.string(), b.string()); });

@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 namespace routepack::detail {
 
@@ -255,7 +256,23 @@ std::uint32_t read_le32(const char* p) {
 
 }  // namespace
 
-NpyArray parse_npy(std::string_view bytes, const std::string& where) {
+namespace {
+
+/// The parsed header of an .npy file and where its data starts.
+struct NpyHeader {
+    std::vector<std::int64_t> shape;
+    std::string descr;
+    bool fortran = false;
+    WireInt type;
+    std::size_t count = 0;       ///< values the shape holds
+    std::size_t data_bytes = 0;  ///< count x element size
+    std::size_t data_start = 0;
+};
+
+/// Parses the header at the start of `bytes`; nullopt when `allow_partial` and the bytes end
+/// before the header does. InputError naming `where` for anything malformed.
+std::optional<NpyHeader> parse_npy_header(std::string_view bytes, const std::string& where, bool allow_partial) {
+    if (allow_partial && bytes.size() < 12) return std::nullopt;
     if (bytes.size() < kNpyMagicLen || bytes.substr(0, kNpyMagicLen) != std::string_view(kNpyMagic, kNpyMagicLen))
         throw InputError(where + ": not an .npy file (bad magic)");
     if (bytes.size() < 10) throw InputError(where + ": truncated .npy header");
@@ -270,33 +287,54 @@ NpyArray parse_npy(std::string_view bytes, const std::string& where) {
         header_len = read_le32(bytes.data() + 8);
         header_start = 12;
     }
-    if (bytes.size() - header_start < header_len)
+    if (bytes.size() - header_start < header_len) {
+        if (allow_partial) return std::nullopt;
         throw InputError(where + ": truncated .npy header (declares " + std::to_string(header_len) + " bytes, " +
                          std::to_string(bytes.size() - header_start) + " present)");
+    }
 
+    NpyHeader h;
+    NpyHeaderParser(bytes.substr(header_start, header_len), where).parse(h.descr, h.fortran, h.shape);
+    if (!parse_int_descr(h.descr, h.type))
+        throw InputError(where + ": unsupported .npy dtype '" + printable(h.descr) + "' (routes need an integer dtype)");
+    h.count = 1;
+    for (const std::int64_t d : h.shape)
+        if (__builtin_mul_overflow(h.count, static_cast<std::size_t>(d), &h.count))
+            throw InputError(where + ": bad .npy header: shape " + shape_text(h.shape) + " is too large");
+    if (__builtin_mul_overflow(h.count, static_cast<std::size_t>(h.type.size), &h.data_bytes))
+        throw InputError(where + ": bad .npy header: shape " + shape_text(h.shape) + " is too large");
+    h.data_start = header_start + header_len;
+    return h;
+}
+
+void check_value_limit(const NpyHeader& h, const std::string& where) {
+    if (h.count > kMaxRouteValues)
+        throw InputError(where + ": shape " + shape_text(h.shape) + " holds " + std::to_string(h.count) +
+                         " values, more than the per-sample limit of " + std::to_string(kMaxRouteValues));
+}
+
+}  // namespace
+
+bool npy_header_checked(std::string_view prefix, const std::string& where) {
+    const auto h = parse_npy_header(prefix, where, true);
+    if (!h) return false;
+    check_value_limit(*h, where);
+    return true;
+}
+
+NpyArray parse_npy(std::string_view bytes, const std::string& where) {
+    const NpyHeader h = *parse_npy_header(bytes, where, false);
     NpyArray out;
-    bool fortran = false;
-    NpyHeaderParser(bytes.substr(header_start, header_len), where).parse(out.descr, fortran, out.shape);
-    WireInt t;
-    if (!parse_int_descr(out.descr, t))
-        throw InputError(where + ": unsupported .npy dtype '" + printable(out.descr) + "' (routes need an integer dtype)");
-
-    std::size_t count = 1;
-    for (const std::int64_t d : out.shape)
-        if (__builtin_mul_overflow(count, static_cast<std::size_t>(d), &count))
-            throw InputError(where + ": bad .npy header: shape " + shape_text(out.shape) + " is too large");
-    std::size_t need = 0;
-    if (__builtin_mul_overflow(count, static_cast<std::size_t>(t.size), &need))
-        throw InputError(where + ": bad .npy header: shape " + shape_text(out.shape) + " is too large");
-    const std::size_t data_start = header_start + header_len;
+    out.shape = h.shape;
+    out.descr = h.descr;
+    const bool fortran = h.fortran;
+    const WireInt t = h.type;
+    const std::size_t count = h.count, need = h.data_bytes, data_start = h.data_start;
     const std::size_t have = bytes.size() - data_start;
     if (have < need)
         throw InputError(where + ": truncated .npy data: shape " + shape_text(out.shape) + " of " + out.descr +
                          " needs " + std::to_string(need) + " bytes, " + std::to_string(have) + " present");
-
-    if (count > kMaxRouteValues)
-        throw InputError(where + ": shape " + shape_text(out.shape) + " holds " + std::to_string(count) +
-                         " values, more than the per-sample limit of " + std::to_string(kMaxRouteValues));
+    check_value_limit(h, where);
 
     const char* data = bytes.data() + data_start;
     out.values.resize(count);
@@ -355,7 +393,9 @@ std::string encode_npy(const std::vector<std::int64_t>& shape, const std::vector
     out.push_back(static_cast<char>(header.size() >> 8));
     out += header;
 
-    const std::int64_t lo = t.is_signed ? -(std::int64_t(1) << (t.size * 8 - 1)) : 0;
+    const std::int64_t lo = !t.is_signed ? 0
+                            : t.size == 8 ? std::numeric_limits<std::int64_t>::min()
+                                          : -(std::int64_t(1) << (t.size * 8 - 1));
     const std::int64_t hi = t.size == 8 ? std::numeric_limits<std::int64_t>::max()
                                         : (std::int64_t(1) << (t.size * 8 - (t.is_signed ? 1 : 0))) - 1;
     const std::size_t start = out.size();

@@ -124,6 +124,9 @@ void run_csv(const SourceFile& f, CsvState& st) {
     csv_parser p;
     if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI | CSV_EMPTY_IS_NULL) != 0)
         throw std::runtime_error("csv_init failed");
+    // libcsv grows its field buffer by a fixed block (128 bytes by default): a multi-megabyte
+    // field would cost one realloc (and copy) per block, quadratic in the field size.
+    csv_set_blk_size(&p, std::size_t(1) << 20);
     const std::string_view text = text_of(f);  // after a BOM
     const std::size_t n = csv_parse(&p, text.data(), text.size(), on_field, on_row, &st);
     const bool parse_failed = n != text.size() || csv_fini(&p, on_field, on_row, &st) != 0;

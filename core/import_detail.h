@@ -59,6 +59,11 @@ std::string json_error_description(const std::exception& e);
 /// dense, keys included) + 1; 0 when the file does not say. InputError for malformed JSON or keys.
 int step_json_hidden_layers(const SourceFile& f);
 
+/// Checks the header of an .npy file from its first bytes, before the rest is read: false while
+/// `prefix` ends inside the header, true once it was checked; InputError (as parse_npy) for a
+/// malformed header or a shape over the per-sample limit (kMaxRouteValues, declared below).
+bool npy_header_checked(std::string_view prefix, const std::string& where);
+
 /// Length of a leading UTF-8 byte-order mark of a text file (3 or 0). Text formats (CSV, JSON,
 /// nrlre1) skip it; byte offsets in messages still count from the start of the file.
 std::size_t bom_length(std::string_view bytes);

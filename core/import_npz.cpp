@@ -118,6 +118,7 @@ void parse_npz(const SourceFile& f, const ModelDescription& m, const EmitFn& emi
         // Read in chunks until the end (so that libzip checks the CRC): memory follows the data
         // actually there, never the declared size.
         buf.clear();
+        bool header_checked = false;
         for (;;) {
             const std::size_t at = buf.size();
             buf.resize(at + kReadChunk);
@@ -128,6 +129,8 @@ void parse_npz(const SourceFile& f, const ModelDescription& m, const EmitFn& emi
             }
             buf.resize(at + static_cast<std::size_t>(r));
             if (buf.size() > st.size) throw InputError(where + ": holds more data than its declared size");
+            // Refuse an array over the per-sample limit from its header, before reading its data.
+            if (!header_checked && r > 0) header_checked = npy_header_checked(buf, where);
             if (r == 0) break;
         }
         if (buf.size() != st.size)

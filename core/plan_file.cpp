@@ -64,6 +64,7 @@ std::string plan_to_json(const PlanResult& r) {
     j["row_count_certified"] = r.rows.certified;
     j["row_lower_bound"] = r.rows.lower_bound;
     j["row_count_how"] = r.rows.how;
+    j["baseline_is_fixed_row_ffd"] = !r.baseline_not_ffd;
     const Layout& x = r.routepack.layout;
     ojson rows = ojson::array();
     for (int rr = 0; rr < x.rows; ++rr) {

@@ -96,7 +96,10 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
         t0 = Clock::now();
         emit("baselines", 0.2);
         Layout ffd;
-        if (!fixed_row_ffd(p_lpt.length, p_lpt.C, r.rows.rows, p_lpt.D, &ffd)) ffd = r.rows.layout;
+        if (!fixed_row_ffd(p_lpt.length, p_lpt.C, r.rows.rows, p_lpt.D, &ffd)) {
+            ffd = r.rows.layout;
+            r.baseline_not_ffd = true;
+        }
         r.baseline = make_method("baseline", false, ffd, p_id, r.cv_identity);
         r.reorder = make_method("reorder", true, ffd, p_lpt, r.cv_lpt);
         r.karmarkar_karp =

@@ -75,6 +75,9 @@ struct PlanResult {
     std::int64_t proposals = 0, accepted = 0;
     bool cancelled = false;
     bool time_limit_hit = false;
+    /// FixedRowFFD could not fill R* rows (the exact search found a layout it misses); the length-only
+    /// layout of `baseline`/`reorder` is then the row-count stage's layout, and this says so.
+    bool baseline_not_ffd = false;
     std::map<std::string, double> timings;  ///< seconds per stage, and "total"
 };
 

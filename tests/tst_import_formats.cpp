@@ -716,6 +716,12 @@ private Q_SLOTS:
                  where + QStringLiteral("truncated entry (144 of 150 bytes)"));
         QCOMPARE(error_of([&] { run(Npz, source("z.npz", with_declared_size(deflated, "a.npy", 10u)), m); }),
                  where + QStringLiteral("holds more data than its declared size"));
+        // An array over the per-sample limit is refused from its header, before its data is read.
+        const std::string big = npy_file(1, "{'descr': '|u1', 'fortran_order': False, 'shape': (536870913, 1, 1), }",
+                                         std::string(64, '\0'));
+        QCOMPARE(error_of([&] { run(Npz, source("z.npz", make_npz({{"a.npy", big, true}})), m); }),
+                 where + QStringLiteral("shape (536870913, 1, 1) holds 536870913 values, more than the per-sample "
+                                        "limit of 536870912"));
         // Entry names are echoed escaped.
         const std::string odd = make_npz({{"a\nb.npy", "junk", false}});
         QCOMPARE(error_of([&] { run(Npz, source("z.npz", odd), m); }),

@@ -9,6 +9,8 @@
 
 #include <numeric>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace routepack;
 namespace fs = std::filesystem;
@@ -489,6 +491,39 @@ private Q_SLOTS:
                  QString::fromStdString(fifo.string() + ": not a regular file or folder (devices, pipes and sockets are "
                                                         "not trace files)"));
         std::filesystem::remove(fifo);
+        // A subfolder the user may not read: named, not skipped and not a raw filesystem_error.
+        // As root (whom permissions do not stop) the walk runs in a child that drops to uid 65534.
+        test::write_file(dir / "walk" / "a.csv", csv);
+        test::write_file(dir / "walk" / "locked" / "b.csv", csv);
+        std::filesystem::permissions(dir / "walk" / "locked", std::filesystem::perms::owner_all);
+        std::filesystem::permissions(dir, std::filesystem::perms::others_read | std::filesystem::perms::others_exec,
+                                     std::filesystem::perm_options::add);
+        int pipefd[2];
+        QCOMPARE(::pipe(pipefd), 0);
+        const pid_t pid = ::fork();
+        QVERIFY(pid >= 0);
+        if (pid == 0) {
+            ::close(pipefd[0]);
+            std::string out;
+            if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) out = "cannot drop privileges: ";
+            try {
+                collect_trace_files({dir / "walk"});
+                out += "(no error)";
+            } catch (const std::exception& e) {
+                out += e.what();
+            }
+            [[maybe_unused]] auto n = ::write(pipefd[1], out.data(), out.size());
+            ::_exit(0);
+        }
+        ::close(pipefd[1]);
+        std::string got;
+        char buf[4096];
+        for (ssize_t n; (n = ::read(pipefd[0], buf, sizeof buf)) > 0;) got.append(buf, static_cast<std::size_t>(n));
+        ::close(pipefd[0]);
+        ::waitpid(pid, nullptr, 0);
+        std::filesystem::permissions(dir / "walk" / "locked", std::filesystem::perms::all);
+        QCOMPARE(QString::fromStdString(got),
+                 QString::fromStdString((dir / "walk" / "locked").string() + ": cannot read folder (Permission denied)"));
         // The fingerprint does not depend on the order of the files (bug 11).
         test::write_file(dir / "q.csv", "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[1, 2]\"\n2,0,a,\"[2, 3]\"\n");
         ImportSummary ab, ba, a, again;
