@@ -44,8 +44,10 @@ struct WindowEntry {
 enum class OpenMode {
     Create,     ///< read-write; an absent file becomes a new, empty library
     ReadWrite,  ///< read-write; InputError "<file>: no such library" when absent
-    ReadOnly,   ///< reads only (SQLITE_OPEN_READONLY): nothing is written, no migration, works on
-                ///< read-only files and folders; every write fails "<file>: library is read-only (cannot write)"
+    ReadOnly,   ///< reads only: nothing is written, no migration, works on read-only files and
+                ///< folders and leaves no -wal/-shm behind (query_only when the process could
+                ///< write, else SQLITE_OPEN_READONLY, immutable while no -wal holds pending
+                ///< changes); every write fails "<file>: library is read-only (cannot write)"
 };
 
 class Library {

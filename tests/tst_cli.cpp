@@ -401,6 +401,61 @@ private Q_SLOTS:
         fs::permissions(lib, fs::perms::owner_read | fs::perms::owner_write);
     }
 
+    void planCompareValidate() {
+        // A synthetic GRPO window: import, plan to a file, validate it structurally and by rescoring,
+        // compare as JSON, and the errors for bad topologies and tampered plans.
+        const auto tmp = temp_dir(QStringLiteral("cli-plan"));
+        const QString db = q(tmp / "lib.routepack");
+        Run r = cli({QStringLiteral("synth"), QStringLiteral("--out"), q(tmp / "syn"), QStringLiteral("--groups"),
+                     QStringLiteral("8"), QStringLiteral("--seed"), QStringLiteral("3")});
+        QCOMPARE(r.code, 0);
+        r = cli({QStringLiteral("import"), QStringLiteral("--db"), db, QStringLiteral("--name"), QStringLiteral("syn"),
+                 QStringLiteral("--experts"), QStringLiteral("32"), QStringLiteral("--top-k"), QStringLiteral("4"),
+                 QStringLiteral("--layers"), QStringLiteral("12"), QStringLiteral("--moe-layers"), QStringLiteral("1-11"),
+                 q(tmp / "syn")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const QString topo = QStringLiteral(ROUTEPACK_SOURCE_DIR) + QStringLiteral("/resources/topologies/synthetic-demo-ep8-dp4.json");
+        const QString plan = q(tmp / "plan.json");
+        const QStringList common{QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
+                                 QStringLiteral("--topology"), topo, QStringLiteral("--levels"), QStringLiteral("4"),
+                                 QStringLiteral("--steps"), QStringLiteral("200"), QStringLiteral("--threads"),
+                                 QStringLiteral("1")};
+        r = cli(QStringList{QStringLiteral("plan")} + common + QStringList{QStringLiteral("--out"), plan});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QVERIFY2(r.out.contains(QStringLiteral("routepack vs reorder")), qPrintable(r.out));
+        QVERIFY(r.out.endsWith(QStringLiteral("plan written to ") + plan + QStringLiteral("\n")));
+        r = cli({QStringLiteral("validate"), plan, QStringLiteral("--db"), db});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QVERIFY2(r.out.contains(QStringLiteral(": rescored against trace 'syn': identical score")), qPrintable(r.out));
+
+        // compare --json gives the same routepack score as the plan file (same seed, threads, budgets).
+        r = cli(QStringList{QStringLiteral("compare")} + common + QStringList{QStringLiteral("--json")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const auto cmp = nlohmann::json::parse(r.out.toStdString());
+        const auto pj = nlohmann::json::parse(routepack::test::read_file(tmp / "plan.json"));
+        QCOMPARE(cmp["methods"]["routepack"]["score"].dump(), pj["score"].dump());
+        QVERIFY(cmp["routepack_vs_reorder"]["joint_pct"].get<double>() <= 0.0);
+
+        // A tampered plan fails validation against its trace.
+        auto bad = pj;
+        std::swap(bad["placement"][0][0], bad["placement"][0][1]);
+        routepack::test::write_file(tmp / "bad.json", bad.dump());
+        r = cli({QStringLiteral("validate"), q(tmp / "bad.json"), QStringLiteral("--db"), db});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err.count(QLatin1Char('\n')), 1);
+        QVERIFY2(r.err.startsWith(QStringLiteral("routepack: error: ") + q(tmp / "bad.json") +
+                                  QStringLiteral(": does not match its trace: ")), qPrintable(r.err));
+
+        // Bad topology: E not divisible by P; and an aggregate-only trace cannot be planned.
+        routepack::test::write_file(tmp / "t6.json", R"({"ep_ranks": 6, "dp_slots": 4, "token_cap": 8192,
+            "attention_stages": [{"name": "mla", "alpha": 1, "beta": 1}]})");
+        r = cli({QStringLiteral("plan"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
+                 QStringLiteral("--topology"), q(tmp / "t6.json"), QStringLiteral("--out"), q(tmp / "x.json")});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, QStringLiteral("routepack: error: topology: 32 experts are not divisible by 6 EP ranks\n"));
+        QVERIFY(!fs::exists(tmp / "x.json"));
+    }
+
     void demo() {
         const auto tmp = temp_dir(QStringLiteral("cli-demo"));
         const Run r = cli({QStringLiteral("demo"), QStringLiteral("--out"), q(tmp / "d")});

@@ -13,7 +13,7 @@ bool TraceListModel::openLibrary(const QString& file) {
     error_.clear();
     bool ok = true;
     try {
-        auto lib = storage::Library::open(file.toStdString(), false);
+        auto lib = storage::Library::open(file.toStdString(), storage::OpenMode::ReadOnly);
         for (auto& t : lib->traces()) rows_.push_back(std::make_unique<storage::TraceEntry>(std::move(t)));
     } catch (const std::exception& e) {
         error_ = QString::fromStdString(e.what());
