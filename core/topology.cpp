@@ -38,6 +38,9 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
         j = nlohmann::json::parse(json_text);
     } catch (const nlohmann::json::parse_error& e) {
         throw InputError(origin + ": malformed JSON at byte " + std::to_string(e.byte));
+    } catch (const nlohmann::json::exception&) {
+        // e.g. out_of_range.406 for a number such as 1e999 that is not finite as a double
+        throw InputError(origin + ": a number is out of range (coefficients must be finite)");
     }
     if (!j.is_object()) throw InputError(origin + ": a topology must be a JSON object");
     Topology t;

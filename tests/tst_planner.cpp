@@ -92,6 +92,9 @@ private Q_SLOTS:
             << "t.json: attention_stages[0]: 'alpha' must be finite and >= 0 (got -1)";
         QTest::newRow("zero cap") << R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 0, )" + st + "}"
                                   << "t.json: field 'token_cap' must be >= 1 (got 0)";
+        QTest::newRow("infinite beta")
+            << R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 10, "attention_stages": [{"name": "a", "alpha": 1, "beta": 1e999}]})"
+            << "t.json: a number is out of range (coefficients must be finite)";
         QTest::newRow("missing") << R"({"ep_ranks": 2, "token_cap": 3, )" + st + "}" << "t.json: missing field 'dp_slots'";
     }
     void topologyErrors() {
