@@ -3,6 +3,7 @@
 #include "core/errors.h"
 #include "core/import.h"
 #include "core/import_detail.h"
+#include "core/expert_map.h"
 #include "core/plan_file.h"
 #include "core/planner.h"
 #include "core/synth.h"
@@ -718,6 +719,29 @@ int do_validate(const ValidateCmd& c) {
     return 0;
 }
 
+struct ExportMapCmd {
+    std::string plan, format = "routepack", out;
+};
+
+int do_export_map(const ExportMapCmd& c) {
+    const ExpertMapFormat f = parse_expert_map_format(c.format);
+    const PlanFile p = parse_plan(read_text(c.plan, "plan"), c.plan);
+    const std::string text = expert_map_json(p.placement, p.model, f);
+    const std::string tmp = c.out + ".tmp";
+    {
+        std::ofstream o(tmp, std::ios::binary);
+        if (!o) throw InputError(c.out + ": cannot write expert map");
+        o << text << "\n";
+        if (!o) throw InputError(c.out + ": write failed");
+    }
+    std::filesystem::rename(tmp, c.out);
+    std::cout << "expert map (" << c.format << ", rows = "
+              << (f == ExpertMapFormat::SGLang ? "all " + std::to_string(p.model.num_hidden_layers) + " decoder layers"
+                                               : std::to_string(p.model.num_moe_layers()) + " MoE layers")
+              << ", " << p.model.experts << " experts) written to " << c.out << "\n";
+    return 0;
+}
+
 }  // namespace
 
 /// Last resort for the one-line rule: any line break left in a message becomes a visible escape.
@@ -814,6 +838,12 @@ int run(int argc, char** argv) {
     val->add_option("plan", vc.plan, "plan JSON")->required();
     vc.src.add(*val, false);
 
+    ExportMapCmd ec;
+    auto* exm = app.add_subcommand("export-map", "export a plan's placement as physical_to_logical_map (routepack, sglang, vllm)");
+    exm->add_option("--plan", ec.plan, "plan JSON")->required();
+    exm->add_option("--format", ec.format, "routepack (default; rows = MoE layers), sglang (rows = all decoder layers), vllm (rows = MoE layers)");
+    exm->add_option("--out", ec.out, "output file")->required();
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -856,6 +886,7 @@ int run(int argc, char** argv) {
         if (*plan) return do_plan(pc, true);
         if (*cmp) return do_plan(cc, false);
         if (*val) return do_validate(vc);
+        if (*exm) return do_export_map(ec);
     } catch (const Cancelled&) {
         std::cerr << "routepack: cancelled; nothing was changed\n";
         return 130;

@@ -436,6 +436,18 @@ private Q_SLOTS:
         QCOMPARE(cmp["methods"]["routepack"]["score"].dump(), pj["score"].dump());
         QVERIFY(cmp["routepack_vs_reorder"]["joint_pct"].get<double>() <= 0.0);
 
+        // The placement exports as SGLang (absolute layers: 12 rows) and vLLM (MoE layers: 11 rows) maps.
+        r = cli({QStringLiteral("export-map"), QStringLiteral("--plan"), plan, QStringLiteral("--format"),
+                 QStringLiteral("sglang"), QStringLiteral("--out"), q(tmp / "sglang.json")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QCOMPARE(r.out, QStringLiteral("expert map (sglang, rows = all 12 decoder layers, 32 experts) written to ") +
+                            q(tmp / "sglang.json") + QStringLiteral("\n"));
+        const auto sg = nlohmann::json::parse(routepack::test::read_file(tmp / "sglang.json"));
+        QCOMPARE(sg["physical_to_logical_map"].size(), std::size_t(12));
+        for (int l = 0; l < 11; ++l)
+            for (int e = 0; e < 32; ++e)
+                QCOMPARE(sg["physical_to_logical_map"][l + 1][pj["placement"][l][e].get<int>()].get<int>(), e);
+
         // A tampered plan fails validation against its trace.
         auto bad = pj;
         std::swap(bad["placement"][0][0], bad["placement"][0][1]);

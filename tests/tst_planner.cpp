@@ -2,6 +2,7 @@
 // cancellation, time limit, non-regression, the plan file round trip and its validation, and plans
 // on windows of the real traces in ../shared/traces.
 #include "core/errors.h"
+#include "core/expert_map.h"
 #include "core/import.h"
 #include "core/plan_file.h"
 #include "core/planner.h"
@@ -226,6 +227,39 @@ private Q_SLOTS:
         } catch (const InputError& e) {
             QCOMPARE(QString::fromStdString(e.what()),
                      QStringLiteral("x.json: not a RoutePack plan (format must be \"routepack-plan\")"));
+        }
+    }
+
+    void expertMaps() {
+        // Model: 4 decoder layers, MoE layers 1 and 3, E = 4, P = 2. Layer-1 placement is a 3-cycle plus a
+        // fixed point (not its own inverse): pi(0)=1, pi(1)=2, pi(2)=0, pi(3)=3 -> p2l = [2, 0, 1, 3].
+        ModelDescription m;
+        m.num_hidden_layers = 4;
+        m.experts = 4;
+        m.top_k = 2;
+        m.moe_layers = {1, 3};
+        Placement pi;
+        pi.layers = 2;
+        pi.experts = 4;
+        pi.ep_ranks = 2;
+        pi.slot = {1, 2, 0, 3, /* layer 3: */ 3, 2, 1, 0};
+        const auto v = nlohmann::json::parse(expert_map_json(pi, m, ExpertMapFormat::VLLM));
+        QCOMPARE(v["physical_to_logical_map"].dump(), std::string("[[2,0,1,3],[3,2,1,0]]"));
+        const auto s = nlohmann::json::parse(expert_map_json(pi, m, ExpertMapFormat::SGLang));
+        // Rows = absolute decoder layers; dense layers 0 and 2 get the trivial map.
+        QCOMPARE(s["physical_to_logical_map"].dump(), std::string("[[0,1,2,3],[2,0,1,3],[0,1,2,3],[3,2,1,0]]"));
+        const auto r = nlohmann::json::parse(expert_map_json(pi, m, ExpertMapFormat::RoutePack));
+        QCOMPARE(r["placement"][0].dump(), std::string("[1,2,0,3]"));
+        QCOMPARE(r["moe_layers"].dump(), std::string("[1,3]"));
+        QCOMPARE(r["slots_per_rank"].get<int>(), 2);
+        pi.slot[1] = 1;  // slot 1 used twice
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, expert_map_json(pi, m, ExpertMapFormat::VLLM));
+        try {
+            parse_expert_map_format("deepep");
+            QFAIL("no error");
+        } catch (const InputError& e) {
+            QCOMPARE(QString::fromStdString(e.what()),
+                     QStringLiteral("unknown expert-map format 'deepep' (valid: routepack, sglang, vllm)"));
         }
     }
 
