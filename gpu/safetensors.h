@@ -5,7 +5,7 @@
 // buffer. The reader validates as the reference reader (`SafeTensors::read_metadata` +
 // `Metadata::validate`, safetensors 24b0b28) does; every refusal is a routepack::InputError whose message is
 //   "<file>: <ReferenceErrorKind>: <field>: <detail>"
-// so it names the file, the reference error kind and the field.
+// so it names the file, the reference error kind (or ours: IoError, NotFound, DuplicateTensor) and the field.
 //
 // Documented deviation: a tensor name that appears twice in the header is refused
 // ("DuplicateTensor"), as the safetensors README requires, although the reference reader silently keeps

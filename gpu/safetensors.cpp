@@ -1,0 +1,584 @@
+#include "gpu/safetensors.h"
+
+#include "core/errors.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <utility>
+
+namespace routepack::gpu {
+
+namespace {
+
+constexpr std::uint64_t kMaxHeaderSize = 100'000'000;  // reference MAX_HEADER_SIZE
+
+struct DtypeRow {
+    Dtype dtype;
+    std::string_view name;
+    unsigned bits;
+};
+
+constexpr std::array<DtypeRow, 22> kDtypes{{
+    {Dtype::BOOL, "BOOL", 8},         {Dtype::F4, "F4", 4},
+    {Dtype::F6_E2M3, "F6_E2M3", 6},   {Dtype::F6_E3M2, "F6_E3M2", 6},
+    {Dtype::U8, "U8", 8},             {Dtype::I8, "I8", 8},
+    {Dtype::F8_E5M2, "F8_E5M2", 8},   {Dtype::F8_E4M3, "F8_E4M3", 8},
+    {Dtype::F8_E8M0, "F8_E8M0", 8},   {Dtype::F8_E4M3FNUZ, "F8_E4M3FNUZ", 8},
+    {Dtype::F8_E5M2FNUZ, "F8_E5M2FNUZ", 8}, {Dtype::I16, "I16", 16},
+    {Dtype::U16, "U16", 16},          {Dtype::F16, "F16", 16},
+    {Dtype::BF16, "BF16", 16},        {Dtype::I32, "I32", 32},
+    {Dtype::U32, "U32", 32},          {Dtype::F32, "F32", 32},
+    {Dtype::C64, "C64", 64},          {Dtype::F64, "F64", 64},
+    {Dtype::I64, "I64", 64},          {Dtype::U64, "U64", 64},
+}};
+
+using ojson = nlohmann::ordered_json;
+
+[[noreturn]] void fail(const std::filesystem::path& file, const std::string& kind, const std::string& detail) {
+    throw InputError(file.string() + ": " + kind + ": " + detail);
+}
+
+std::string tensor_field(const std::string& name) {
+    return "tensor '" + name + "'";
+}
+
+/// Rust's str::from_utf8 rules: no overlongs, no surrogates, nothing above U+10FFFF.
+/// Returns the offset of the first invalid byte, or npos.
+std::size_t invalid_utf8_at(std::string_view s) {
+    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+    const std::size_t n = s.size();
+    std::size_t i = 0;
+    while (i < n) {
+        const unsigned char c = p[i];
+        if (c < 0x80) {
+            ++i;
+            continue;
+        }
+        std::size_t len = 0;
+        unsigned char lo = 0x80, hi = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF) {
+            len = 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            len = 3;
+            if (c == 0xE0) lo = 0xA0;
+            if (c == 0xED) hi = 0x9F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            len = 4;
+            if (c == 0xF0) lo = 0x90;
+            if (c == 0xF4) hi = 0x8F;
+        } else {
+            return i;
+        }
+        if (i + len > n) return i;
+        if (p[i + 1] < lo || p[i + 1] > hi) return i;
+        for (std::size_t k = 2; k < len; ++k)
+            if (p[i + k] < 0x80 || p[i + k] > 0xBF) return i;
+        i += len;
+    }
+    return std::string_view::npos;
+}
+
+/// serde_json's string escaping (compact writer): \" \\ \b \f \n \r \t, other controls \u00xx.
+void append_json_string(std::string& out, std::string_view s) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    out.push_back('"');
+    for (const char ch : s) {
+        const auto c = static_cast<unsigned char>(ch);
+        switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\b': out += "\\b"; break;
+        case '\f': out += "\\f"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        default:
+            if (c < 0x20) {
+                out += "\\u00";
+                out.push_back(kHex[c >> 4]);
+                out.push_back(kHex[c & 0xF]);
+            } else {
+                out.push_back(ch);
+            }
+        }
+    }
+    out.push_back('"');
+}
+
+std::string offsets_text(std::uint64_t b, std::uint64_t e) {
+    return "[" + std::to_string(b) + ", " + std::to_string(e) + "]";
+}
+
+std::string shape_text(const std::vector<std::uint64_t>& shape) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        if (i) s += ", ";
+        s += std::to_string(shape[i]);
+    }
+    return s + "]";
+}
+
+/// Checked product(shape) * bits. nullopt on overflow.
+std::optional<std::uint64_t> checked_bits(const std::vector<std::uint64_t>& shape, unsigned bits,
+                                          std::uint64_t* elements) {
+    std::uint64_t n = 1;
+    for (const auto d : shape)
+        if (__builtin_mul_overflow(n, d, &n)) return std::nullopt;
+    if (elements) *elements = n;
+    std::uint64_t total = 0;
+    if (__builtin_mul_overflow(n, static_cast<std::uint64_t>(bits), &total)) return std::nullopt;
+    return total;
+}
+
+/// Duplicate keys seen while parsing (nlohmann keeps the last one silently).
+struct DuplicateKey {
+    int level = 0;           ///< 1: top-level object, 2: an object directly inside it
+    std::string owner;       ///< the top-level key owning a level-2 object
+    std::string key;
+};
+
+struct Frame {
+    bool is_object = false;
+    std::string owner;  ///< top-level key this container belongs to ("" for the top level)
+    std::set<std::string> keys;
+    std::string last_key;
+};
+
+std::string describe_json_type(const ojson& v) {
+    return v.type_name();
+}
+
+std::vector<std::uint64_t> unsigned_array(const std::filesystem::path& file, const std::string& field,
+                                          const ojson& v) {
+    if (!v.is_array()) fail(file, "InvalidHeaderDeserialization", field + ": expected an array, got " + describe_json_type(v));
+    std::vector<std::uint64_t> out;
+    out.reserve(v.size());
+    for (const auto& x : v) {
+        if (!x.is_number_unsigned())
+            fail(file, "InvalidHeaderDeserialization",
+                 field + ": expected non-negative integers, got " + (x.is_number() ? x.dump() : describe_json_type(x)));
+        out.push_back(x.get<std::uint64_t>());
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string_view dtype_name(Dtype d) {
+    return kDtypes[static_cast<std::size_t>(d)].name;
+}
+
+std::optional<Dtype> parse_dtype(std::string_view name) {
+    for (const auto& row : kDtypes)
+        if (row.name == name) return row.dtype;
+    return std::nullopt;
+}
+
+unsigned dtype_bits(Dtype d) {
+    return kDtypes[static_cast<std::size_t>(d)].bits;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Reader
+
+SafetensorsFile::SafetensorsFile(SafetensorsFile&& o) noexcept {
+    *this = std::move(o);
+}
+
+SafetensorsFile& SafetensorsFile::operator=(SafetensorsFile&& o) noexcept {
+    if (this != &o) {
+        release();
+        path_ = std::move(o.path_);
+        map_ = std::exchange(o.map_, nullptr);
+        size_ = std::exchange(o.size_, 0);
+        header_size_ = o.header_size_;
+        tensors_ = std::move(o.tensors_);
+        index_ = std::move(o.index_);
+        metadata_ = std::move(o.metadata_);
+        has_metadata_ = o.has_metadata_;
+    }
+    return *this;
+}
+
+SafetensorsFile::~SafetensorsFile() {
+    release();
+}
+
+void SafetensorsFile::release() noexcept {
+    if (map_ && size_ > 0) ::munmap(const_cast<std::byte*>(map_), size_);
+    map_ = nullptr;
+    size_ = 0;
+}
+
+SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
+    SafetensorsFile f;
+    f.path_ = path;
+
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail(path, "IoError", std::string("cannot open: ") + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+        const int err = errno;
+        ::close(fd);
+        fail(path, "IoError", std::string("cannot stat: ") + std::strerror(err));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        ::close(fd);
+        fail(path, "IoError", "not a regular file");
+    }
+    const auto size = static_cast<std::uint64_t>(st.st_size);
+    if (size < 8) {
+        ::close(fd);
+        fail(path, "HeaderTooSmall", "file is " + std::to_string(size) + " bytes, less than the 8-byte header length");
+    }
+    void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    const int map_err = errno;
+    ::close(fd);
+    if (m == MAP_FAILED) fail(path, "IoError", std::string("cannot map: ") + std::strerror(map_err));
+    f.map_ = static_cast<const std::byte*>(m);
+    f.size_ = size;
+
+    // 1..3: header length.
+    std::uint64_t n = 0;
+    for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<std::uint8_t>(f.map_[i]);
+    if (n > kMaxHeaderSize)
+        fail(path, "HeaderTooLarge",
+             "header length " + std::to_string(n) + " exceeds the limit of " + std::to_string(kMaxHeaderSize) + " bytes");
+    if (8 + n > size)
+        fail(path, "InvalidHeaderLength",
+             "header length " + std::to_string(n) + " runs past the end of the file (" + std::to_string(size) + " bytes)");
+    f.header_size_ = n;
+
+    // 4: UTF-8.
+    const std::string_view header(reinterpret_cast<const char*>(f.map_ + 8), n);
+    if (const auto bad = invalid_utf8_at(header); bad != std::string_view::npos)
+        fail(path, "InvalidHeader", "header: invalid UTF-8 at header byte " + std::to_string(bad));
+
+    // 5: JSON.
+    if (header.size() >= 3 && header.substr(0, 3) == "\xEF\xBB\xBF")
+        fail(path, "InvalidHeaderDeserialization", "header: byte order mark before the JSON object");
+    std::vector<Frame> stack;
+    std::optional<DuplicateKey> dup;
+    const ojson::parser_callback_t cb = [&](int, ojson::parse_event_t ev, ojson& parsed) -> bool {
+        switch (ev) {
+        case ojson::parse_event_t::object_start:
+        case ojson::parse_event_t::array_start: {
+            Frame fr;
+            fr.is_object = ev == ojson::parse_event_t::object_start;
+            if (stack.size() == 1) fr.owner = stack.back().last_key;
+            else if (!stack.empty()) fr.owner = stack.back().owner;
+            stack.push_back(std::move(fr));
+            break;
+        }
+        case ojson::parse_event_t::object_end:
+        case ojson::parse_event_t::array_end:
+            if (!stack.empty()) stack.pop_back();
+            break;
+        case ojson::parse_event_t::key: {
+            if (stack.empty()) break;
+            auto& top = stack.back();
+            const auto key = parsed.get<std::string>();
+            if (!top.keys.insert(key).second && !dup) {
+                if (stack.size() == 1) dup = DuplicateKey{1, "", key};
+                else if (stack.size() == 2 && top.is_object && stack[0].is_object && top.owner != "__metadata__" &&
+                         (key == "dtype" || key == "shape" || key == "data_offsets"))
+                    dup = DuplicateKey{2, top.owner, key};
+            }
+            top.last_key = key;
+            break;
+        }
+        case ojson::parse_event_t::value:
+            break;
+        }
+        return true;
+    };
+    // nlohmann's lexer takes a NUL byte for the end of input; a raw NUL is never valid JSON, so parse up
+    // to the first one and refuse it when the text before it parsed (trailing NUL padding).
+    const std::size_t nul = header.find('\0');
+    const std::string_view text = header.substr(0, nul);
+    ojson doc;
+    try {
+        doc = ojson::parse(text.begin(), text.end(), cb, /*allow_exceptions=*/true, /*ignore_comments=*/false);
+    } catch (const ojson::parse_error& e) {
+        // e.byte counts the characters read, so the offending one is at e.byte - 1 (0-based).
+        const std::size_t at = std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
+        fail(path, "InvalidHeaderDeserialization", "header: not valid JSON (error at header byte " + std::to_string(at) + ")");
+    }
+    if (nul != std::string_view::npos)
+        fail(path, "InvalidHeaderDeserialization", "header: not valid JSON (error at header byte " + std::to_string(nul) + ")");
+    if (!doc.is_object())
+        fail(path, "InvalidHeaderDeserialization", "header: expected a JSON object, got " + describe_json_type(doc));
+    if (dup) {
+        if (dup->level == 1 && dup->key == "__metadata__")
+            fail(path, "InvalidHeaderDeserialization", "__metadata__: duplicate field");
+        if (dup->level == 1)
+            fail(path, "DuplicateTensor",
+                 tensor_field(dup->key) + ": appears more than once in the header (refused; the reference keeps the last)");
+        fail(path, "InvalidHeaderDeserialization", tensor_field(dup->owner) + " " + dup->key + ": duplicate field");
+    }
+
+    std::vector<TensorInfo> tensors;
+    for (const auto& [key, value] : doc.items()) {
+        if (key == "__metadata__") {
+            if (value.is_null()) {
+                f.has_metadata_ = true;
+                continue;
+            }
+            if (!value.is_object())
+                fail(path, "InvalidHeaderDeserialization", "__metadata__: expected a map of string to string, got " + describe_json_type(value));
+            for (const auto& [mk, mv] : value.items()) {
+                if (!mv.is_string())
+                    fail(path, "InvalidHeaderDeserialization",
+                         "__metadata__ '" + mk + "': expected a string, got " + describe_json_type(mv));
+                f.metadata_[mk] = mv.get<std::string>();
+            }
+            f.has_metadata_ = true;
+            continue;
+        }
+        const std::string field = tensor_field(key);
+        if (!value.is_object())
+            fail(path, "InvalidHeaderDeserialization", field + ": expected an object, got " + describe_json_type(value));
+        TensorInfo t;
+        t.name = key;
+        const auto dt = value.find("dtype");
+        if (dt == value.end()) fail(path, "InvalidHeaderDeserialization", field + ": missing field dtype");
+        if (!dt->is_string())
+            fail(path, "InvalidHeaderDeserialization", field + " dtype: expected a string, got " + describe_json_type(*dt));
+        const auto parsed = parse_dtype(dt->get<std::string>());
+        if (!parsed) fail(path, "InvalidHeaderDeserialization", field + " dtype: unknown dtype '" + dt->get<std::string>() + "'");
+        t.dtype = *parsed;
+        const auto sh = value.find("shape");
+        if (sh == value.end()) fail(path, "InvalidHeaderDeserialization", field + ": missing field shape");
+        t.shape = unsigned_array(path, field + " shape", *sh);
+        const auto off = value.find("data_offsets");
+        if (off == value.end()) fail(path, "InvalidHeaderDeserialization", field + ": missing field data_offsets");
+        const auto o = unsigned_array(path, field + " data_offsets", *off);
+        if (o.size() != 2)
+            fail(path, "InvalidHeaderDeserialization",
+                 field + " data_offsets: expected 2 offsets, got " + std::to_string(o.size()));
+        t.data_begin = o[0];
+        t.data_end = o[1];
+        tensors.push_back(std::move(t));
+    }
+
+    // 6, 7: contiguous coverage and sizes, in offset order.
+    std::stable_sort(tensors.begin(), tensors.end(), [](const TensorInfo& a, const TensorInfo& b) {
+        return std::pair(a.data_begin, a.data_end) < std::pair(b.data_begin, b.data_end);
+    });
+    std::uint64_t start = 0;
+    for (const auto& t : tensors) {
+        const std::string field = tensor_field(t.name);
+        if (t.data_begin != start)
+            fail(path, "InvalidOffset",
+                 field + " data_offsets " + offsets_text(t.data_begin, t.data_end) + ": expected to begin at " +
+                     std::to_string(start) + " (a gap or an overlap)");
+        if (t.data_end < t.data_begin)
+            fail(path, "InvalidOffset", field + " data_offsets " + offsets_text(t.data_begin, t.data_end) + ": end before begin");
+        std::uint64_t elements = 0;
+        const auto bits = checked_bits(t.shape, dtype_bits(t.dtype), &elements);
+        if (!bits) fail(path, "ValidationOverflow", field + " shape " + shape_text(t.shape) + ": size overflows 64 bits");
+        if (*bits % 8 != 0)
+            fail(path, "MisalignedSlice",
+                 field + " shape " + shape_text(t.shape) + ": " + std::to_string(elements) + " elements of " +
+                     std::string(dtype_name(t.dtype)) + " are not a whole number of bytes");
+        if (t.data_end - t.data_begin != *bits / 8)
+            fail(path, "TensorInvalidInfo",
+                 field + " data_offsets " + offsets_text(t.data_begin, t.data_end) + ": " +
+                     std::to_string(t.data_end - t.data_begin) + " bytes, but " + std::string(dtype_name(t.dtype)) +
+                     " shape " + shape_text(t.shape) + " needs " + std::to_string(*bits / 8));
+        start = t.data_end;
+    }
+    // 8: the buffer ends exactly at the end of the file.
+    std::uint64_t expected = 0;
+    if (__builtin_add_overflow(start, 8 + n, &expected) || expected != size)
+        fail(path, "MetadataIncompleteBuffer",
+             "data: tensors cover " + std::to_string(start) + " bytes, but the file holds " + std::to_string(size - 8 - n) +
+                 " after the header");
+
+    for (std::size_t i = 0; i < tensors.size(); ++i) f.index_.emplace(tensors[i].name, i);
+    f.tensors_ = std::move(tensors);
+    return f;
+}
+
+std::vector<std::string> SafetensorsFile::names() const {
+    std::vector<std::string> out;
+    out.reserve(tensors_.size());
+    for (const auto& t : tensors_) out.push_back(t.name);
+    return out;
+}
+
+const TensorInfo& SafetensorsFile::info(const std::string& name) const {
+    const auto it = index_.find(name);
+    if (it == index_.end()) fail(path_, "NotFound", tensor_field(name) + ": no such tensor in the file");
+    return tensors_[it->second];
+}
+
+std::span<const std::byte> SafetensorsFile::data(const TensorInfo& t) const {
+    return {map_ + 8 + header_size_ + t.data_begin, static_cast<std::size_t>(t.nbytes())};
+}
+
+std::span<const std::byte> SafetensorsFile::data(const std::string& name) const {
+    return data(info(name));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Writer
+
+std::string serialize_safetensors(const std::vector<TensorData>& tensors, const SafetensorsMetadata& metadata) {
+    std::vector<const TensorData*> order;
+    order.reserve(tensors.size());
+    std::set<std::string_view> seen;
+    for (const auto& t : tensors) {
+        if (!seen.insert(t.name).second) throw InputError("safetensors writer: " + tensor_field(t.name) + ": duplicate tensor name");
+        const auto bits = checked_bits(t.shape, dtype_bits(t.dtype), nullptr);
+        if (!bits) throw InputError("safetensors writer: " + tensor_field(t.name) + " shape: size overflows 64 bits");
+        if (*bits % 8 != 0)
+            throw InputError("safetensors writer: " + tensor_field(t.name) + " shape " + shape_text(t.shape) +
+                             ": not a whole number of bytes");
+        if (*bits / 8 != t.data.size())
+            throw InputError("safetensors writer: " + tensor_field(t.name) + " data: " + std::to_string(t.data.size()) +
+                             " bytes, shape " + shape_text(t.shape) + " of " + std::string(dtype_name(t.dtype)) +
+                             " needs " + std::to_string(*bits / 8));
+        order.push_back(&t);
+    }
+    std::sort(order.begin(), order.end(), [](const TensorData* a, const TensorData* b) {
+        if (a->dtype != b->dtype) return a->dtype > b->dtype;
+        return a->name < b->name;
+    });
+
+    std::string header = "{";
+    bool first = true;
+    if (!metadata.empty()) {
+        header += "\"__metadata__\":{";
+        bool mfirst = true;
+        for (const auto& [k, v] : metadata) {
+            if (!mfirst) header.push_back(',');
+            mfirst = false;
+            append_json_string(header, k);
+            header.push_back(':');
+            append_json_string(header, v);
+        }
+        header += "}";
+        first = false;
+    }
+    std::uint64_t offset = 0;
+    for (const auto* t : order) {
+        if (!first) header.push_back(',');
+        first = false;
+        append_json_string(header, t->name);
+        header += ":{\"dtype\":\"";
+        header += dtype_name(t->dtype);
+        header += "\",\"shape\":[";
+        for (std::size_t i = 0; i < t->shape.size(); ++i) {
+            if (i) header.push_back(',');
+            header += std::to_string(t->shape[i]);
+        }
+        header += "],\"data_offsets\":[";
+        header += std::to_string(offset);
+        header.push_back(',');
+        offset += t->data.size();
+        header += std::to_string(offset);
+        header += "]}";
+    }
+    header.push_back('}');
+    header.append((8 - header.size() % 8) % 8, ' ');
+    if (header.size() > kMaxHeaderSize)
+        throw InputError("safetensors writer: HeaderTooLarge: header of " + std::to_string(header.size()) + " bytes");
+
+    std::string out;
+    out.reserve(8 + header.size() + offset);
+    std::uint64_t n = header.size();
+    for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xFF));
+    out += header;
+    for (const auto* t : order) out.append(reinterpret_cast<const char*>(t->data.data()), t->data.size());
+    return out;
+}
+
+void write_safetensors(const std::filesystem::path& path, const std::vector<TensorData>& tensors,
+                       const SafetensorsMetadata& metadata) {
+    const std::string bytes = serialize_safetensors(tensors, metadata);
+    auto tmp = path;
+    tmp += ".tmp." + std::to_string(::getpid());
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) fail(path, "IoError", "cannot create " + tmp.string() + ": " + std::strerror(errno));
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+        const auto w = ::write(fd, bytes.data() + done, bytes.size() - done);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            const int err = errno;
+            ::close(fd);
+            ::unlink(tmp.c_str());
+            fail(path, "IoError", std::string("write failed: ") + std::strerror(err));
+        }
+        done += static_cast<std::size_t>(w);
+    }
+    if (::fsync(fd) != 0 || ::close(fd) != 0) {
+        const int err = errno;
+        ::unlink(tmp.c_str());
+        fail(path, "IoError", std::string("flush failed: ") + std::strerror(err));
+    }
+    if (::rename(tmp.c_str(), path.c_str()) != 0) {
+        const int err = errno;
+        ::unlink(tmp.c_str());
+        fail(path, "IoError", std::string("rename failed: ") + std::strerror(err));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Index
+
+std::vector<std::string> CheckpointIndex::shards() const {
+    std::set<std::string> s;
+    for (const auto& [name, shard] : weight_map) s.insert(shard);
+    return {s.begin(), s.end()};
+}
+
+CheckpointIndex read_index(const std::filesystem::path& dir) {
+    const auto file = dir / "model.safetensors.index.json";
+    std::ifstream in(file, std::ios::binary);
+    if (!in) fail(file, "IoError", "cannot open");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    nlohmann::json doc;
+    try {
+        doc = nlohmann::json::parse(ss.str());
+    } catch (const nlohmann::json::parse_error& e) {
+        fail(file, "InvalidIndex", "not valid JSON (error at byte " + std::to_string(e.byte) + ")");
+    }
+    if (!doc.is_object()) fail(file, "InvalidIndex", "top level: expected a JSON object");
+    CheckpointIndex idx;
+    idx.dir = dir;
+    if (const auto m = doc.find("metadata"); m != doc.end() && !m->is_null()) {
+        if (!m->is_object()) fail(file, "InvalidIndex", "metadata: expected an object");
+        for (const auto& [k, v] : m->items()) idx.metadata[k] = v.is_string() ? v.get<std::string>() : v.dump();
+        if (const auto ts = m->find("total_size"); ts != m->end()) {
+            if (!ts->is_number_unsigned()) fail(file, "InvalidIndex", "metadata.total_size: expected a non-negative integer");
+            idx.total_size = ts->get<std::uint64_t>();
+        }
+    }
+    const auto wm = doc.find("weight_map");
+    if (wm == doc.end()) fail(file, "InvalidIndex", "weight_map: missing");
+    if (!wm->is_object()) fail(file, "InvalidIndex", "weight_map: expected an object");
+    for (const auto& [name, shard] : wm->items()) {
+        if (!shard.is_string()) fail(file, "InvalidIndex", "weight_map '" + name + "': expected a shard file name");
+        const auto s = shard.get<std::string>();
+        if (s.empty() || s.find('/') != std::string::npos || s.find('\\') != std::string::npos || s == "." || s == "..")
+            fail(file, "InvalidIndex", "weight_map '" + name + "': shard '" + s + "' is not a plain file name");
+        idx.weight_map[name] = s;
+    }
+    return idx;
+}
+
+}  // namespace routepack::gpu
