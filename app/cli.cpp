@@ -8,6 +8,7 @@
 #include "core/planner.h"
 #include "core/synth.h"
 #include "gpu/device.h"
+#include "gpu/synth_checkpoint.h"
 #include "storage/library.h"
 
 #include <CLI/CLI.hpp>
@@ -429,6 +430,24 @@ int do_synth(const SynthCmd& c) {
     return 0;
 }
 
+struct SynthCheckpointCmd {
+    std::string out, model;
+    gpu::SynthCheckpointConfig cfg;
+};
+
+int do_synth_checkpoint(SynthCheckpointCmd c) {
+    if (!c.model.empty()) c.cfg.model = known_model(c.model);
+    gpu::write_synth_checkpoint(c.cfg, c.out);
+    const auto index = gpu::read_index(c.out);
+    std::cout << "wrote synthetic checkpoint (" << (c.cfg.model.name.empty() ? std::string("model") : c.cfg.model.name)
+              << ", " << c.cfg.dtype << ", hidden " << c.cfg.hidden << ") to " << c.out << ": "
+              << index.shards().size() << " shards, " << index.weight_map.size() << " tensors, "
+              << index.total_size.value_or(0) << " bytes, " << c.cfg.model.experts << " experts x "
+              << c.cfg.model.num_moe_layers() << " MoE layers (" << format_layer_list(c.cfg.model.moe_layers)
+              << " of " << c.cfg.model.num_hidden_layers << ")\n";
+    return 0;
+}
+
 void print_comparison(const PlanResult& r);
 
 struct DemoCmd {
@@ -814,6 +833,14 @@ int run(int argc, char** argv) {
     syn->add_option("--skew", sc.cfg.skew, "Zipf exponent of expert popularity");
     syn->add_option("--seed", sc.cfg.seed, "random seed");
 
+    SynthCheckpointCmd skc;
+    auto* synck = app.add_subcommand("synth-checkpoint",
+                                     "write a small sharded safetensors checkpoint shaped like the model (HF DeepSeek-V2 names)");
+    synck->add_option("--out", skc.out, "output folder (must not exist or be empty)")->required();
+    synck->add_option("--model", skc.model, "shipped model description (default deepseek-v2-lite)");
+    synck->add_option("--hidden", skc.cfg.hidden, "hidden size (default 16)");
+    synck->add_option("--max-shard-bytes", skc.cfg.max_shard_bytes, "largest shard data size (default 1048576)");
+
     DemoCmd dc;
     auto* demo = app.add_subcommand("demo", "run the main job on the embedded demo input (synthetic GRPO window)");
     demo->add_option("--out", dc.out, "output folder (default routepack-demo)");
@@ -882,6 +909,7 @@ int run(int argc, char** argv) {
         }
         if (*win) return do_window(wc);
         if (*syn) return do_synth(sc);
+        if (*synck) return do_synth_checkpoint(skc);
         if (*demo) return do_demo(dc);
         if (*plan) return do_plan(pc, true);
         if (*cmp) return do_plan(cc, false);
