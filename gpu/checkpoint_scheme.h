@@ -1,0 +1,50 @@
+#pragma once
+// Expert-indexing scheme of a Hugging Face / Megatron MoE checkpoint (issue 5, checkpoint rewriter).
+// Qt-free. Decides, from tensor names + shapes and the model description (config.json), which tensors are
+// expert-indexed (one tensor per expert, or stacked [E, ...] on axis 0), which are routers and router
+// biases (rows in logical expert order; they never move in apply mode), and which are anything else.
+// See shared/reference/checkpoint-formats.md §2-3 and shared/checkpoints/README.md.
+#include "core/model.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace routepack::gpu {
+
+enum class TensorRole {
+    Other,            ///< not expert-indexed (attention, norms, dense MLP, shared experts, embeddings, ...)
+    ExpertPerTensor,  ///< `layers.{l}.(mlp|block_sparse_moe).experts.{e}.*`: one tensor per expert
+    ExpertStacked,    ///< `layers.{l}.mlp.experts.<name>` with first dimension E (expert axis 0)
+    Router,           ///< router weight [E, H] of an MoE layer (`mlp.gate.weight`, `block_sparse_moe.gate.weight`, `mlp.router.weight`)
+    RouterBias,       ///< router bias / correction [E] (`mlp.router.bias`, `mlp.gate.e_score_correction_bias`, `expert_bias`)
+};
+
+struct TensorClass {
+    std::string name;
+    TensorRole role = TensorRole::Other;
+    int layer = -1;        ///< absolute decoder layer; -1 when the name has no `layers.{l}.`
+    int expert = -1;       ///< per-expert tensors only: logical expert id
+    int expert_axis = -1;  ///< stacked tensors only: 0
+};
+
+struct SchemeReport {
+    std::string scheme;           ///< "hf-per-expert" | "hf-stacked" | "megatron-stacked"
+    std::vector<int> moe_layers;  ///< layers holding expert tensors, ascending (== model.moe_layers)
+    int experts = 0;              ///< E
+    std::vector<TensorClass> tensors;  ///< one per input tensor, in input order
+};
+
+/// Classifies every tensor. Names may carry a `model.` / `decoder.` prefix and a Megatron
+/// `optimizer.state.{fp32_param,exp_avg,exp_avg_sq}.` prefix (Megatron: `mlp.experts.experts.*` is the
+/// expert tensor). `mlp.gate.weight` is a router only in an MoE layer and with first dimension E (a dense
+/// layer's `mlp.gate_proj.weight` is Other); shared experts (`shared_experts`, `shared_expert`) are Other.
+/// Throws routepack::InputError naming the tensor (or layer) on: an expert index >= E, an expert tensor
+/// or router in a dense layer, a stacked tensor whose first dimension != E, an MoE layer of the model
+/// without expert tensors, per-expert tensors of a layer that miss an expert
+/// ("layer 1: expert 7 has no up_proj while others do"), or per-expert and stacked tensors mixed.
+SchemeReport classify_checkpoint(const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& names_and_shapes,
+                                 const ModelDescription& model);
+
+}  // namespace routepack::gpu
