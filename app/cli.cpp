@@ -5,6 +5,7 @@
 #include "core/import_detail.h"
 #include "core/expert_map.h"
 #include "core/plan_file.h"
+#include "core/rng.h"
 #include "core/planner.h"
 #include "core/synth.h"
 #include "gpu/device.h"
@@ -190,13 +191,6 @@ void print_trace_text(const nlohmann::json& j, bool detail) {
                   << w["definition"].get<std::string>() << ")\n";
 }
 
-/// Deterministic PRNG for --random (splitmix64), independent of the standard library.
-std::uint64_t splitmix64(std::uint64_t& s) {
-    std::uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
 
 std::vector<std::string> split_list(const std::string& s) {
     std::vector<std::string> out;

@@ -2,6 +2,7 @@
 // Diverse fixed-row population initialization (paper section 4.1.1, Algorithm 2; costs in the
 // complexity paragraph after Algorithm 3). Notation: n samples, R = R* rows, D DP slots, B = R*D
 // cells, G EDP shards, L MoE layers, P EP ranks; token quantities in tokens unless said otherwise.
+#include "core/rng.h"
 #include "core/score.h"
 
 #include <atomic>
@@ -27,22 +28,6 @@ struct SeedMember {
     Layout layout;
     Score score;
     std::string origin;
-};
-
-/// Deterministic PRNG used by seeding and annealing: xoshiro256** 1.0, its four state words the first
-/// four splitmix64 outputs of `seed` (golden values for seed 1 frozen in tests/tst_seeding.cpp).
-class Rng {
-public:
-    explicit Rng(std::uint64_t seed);
-    std::uint64_t next();
-    /// Uniform in [0, 1) from the top 53 bits of one draw.
-    double uniform();
-    /// Uniform integer in [0, n), unbiased: draws r until r >= 2^64 mod n, returns r mod n. n <= 1
-    /// returns 0 without drawing.
-    std::uint64_t below(std::uint64_t n);
-
-private:
-    std::uint64_t s_[4];
 };
 
 /// WindowShuffle: perturbs `order` (nonincreasing length order) by repeatedly drawing uniformly from

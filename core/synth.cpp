@@ -17,6 +17,8 @@
 // indices) through splitmix64, so results do not depend on thread count or scheduling.
 #include "core/synth.h"
 
+#include "core/rng.h"
+
 #include "core/errors.h"
 #include "core/import_common.h"
 
@@ -41,38 +43,14 @@ namespace {
 
 constexpr double kTwoPi = 6.283185307179586476925286766559;
 
-inline std::uint64_t splitmix64_next(std::uint64_t& x) {
-    x += 0x9e3779b97f4a7c15ULL;
-    std::uint64_t z = x;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
+inline std::uint64_t mix64(std::uint64_t x) { return splitmix64(x); }
 
-inline std::uint64_t mix64(std::uint64_t x) { return splitmix64_next(x); }
 
-inline std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-/// xoshiro256** with the transforms the generator needs. A Box-Muller spare is cached.
-class Rng {
+/// The project's xoshiro256** stream (core/rng.h) with the transforms the generator needs. A
+/// Box-Muller spare is cached.
+class SynthRng : public Rng {
 public:
-    explicit Rng(std::uint64_t seed) {
-        std::uint64_t x = seed;
-        for (auto& w : s_) w = splitmix64_next(x);
-    }
-    std::uint64_t next() {
-        const std::uint64_t result = rotl(s_[1] * 5, 7) * 9;
-        const std::uint64_t t = s_[1] << 17;
-        s_[2] ^= s_[0];
-        s_[3] ^= s_[1];
-        s_[1] ^= s_[2];
-        s_[0] ^= s_[3];
-        s_[2] ^= t;
-        s_[3] = rotl(s_[3], 45);
-        return result;
-    }
-    /// Uniform in [0, 1) from the top 53 bits.
-    double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+    explicit SynthRng(std::uint64_t seed) : Rng(seed) {}
     /// Uniform in (0, 1): never 0, safe for log.
     double uniform_open() { return (static_cast<double>(next() >> 11) + 0.5) * 0x1.0p-53; }
     /// Standard normal by Box-Muller (both values used, the second cached).
@@ -112,7 +90,6 @@ public:
     }
 
 private:
-    std::uint64_t s_[4];
     bool has_spare_ = false;
     double spare_ = 0.0;
 };
@@ -127,11 +104,11 @@ enum class Purpose : std::uint64_t {
 };
 
 /// Independent stream for (seed, purpose, a, b).
-Rng stream(std::uint64_t seed, Purpose purpose, std::uint64_t a, std::uint64_t b = 0) {
+SynthRng stream(std::uint64_t seed, Purpose purpose, std::uint64_t a, std::uint64_t b = 0) {
     std::uint64_t h = mix64(seed ^ static_cast<std::uint64_t>(purpose));
     h = mix64(h ^ a);
     h = mix64(h ^ (b * 0xd1342543de82ef95ULL + 0x2545f4914f6cdd1dULL));
-    return Rng(h);
+    return SynthRng(h);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -201,13 +178,13 @@ Lengths make_lengths(const SynthConfig& c) {
     const double var_r = kGroupLengthSigma * kGroupLengthSigma + kSampleLengthSigma * kSampleLengthSigma;
     const double mu_r = std::log(static_cast<double>(c.response_mean)) - 0.5 * var_r;
     for (int g = 0; g < c.groups; ++g) {
-        Rng rg = stream(c.seed, Purpose::GroupLength, static_cast<std::uint64_t>(g));
+        SynthRng rg = stream(c.seed, Purpose::GroupLength, static_cast<std::uint64_t>(g));
         const std::int64_t p = round_clamp(std::exp(mu_p + kPromptSigma * rg.normal()), 1, c.max_length - 1);
         const double group_factor = kGroupLengthSigma * rg.normal();
         out.prompt[g] = p;
         for (int j = 0; j < c.group_size; ++j) {
             const std::size_t i = static_cast<std::size_t>(g) * c.group_size + j;
-            Rng rs = stream(c.seed, Purpose::SampleLength, i);
+            SynthRng rs = stream(c.seed, Purpose::SampleLength, i);
             const double x = std::exp(mu_r + group_factor + kSampleLengthSigma * rs.normal());
             out.response[i] = round_clamp(x, 1, c.max_length - p);
         }
@@ -224,7 +201,7 @@ std::vector<double> layer_popularity(const SynthConfig& c, int moe_layers) {
     std::vector<double> base(static_cast<std::size_t>(moe_layers) * E);
     std::vector<int> perm(E);
     for (int l = 0; l < moe_layers; ++l) {
-        Rng r = stream(c.seed, Purpose::LayerPermutation, static_cast<std::uint64_t>(l));
+        SynthRng r = stream(c.seed, Purpose::LayerPermutation, static_cast<std::uint64_t>(l));
         for (int e = 0; e < E; ++e) perm[e] = e;
         for (int e = E - 1; e > 0; --e) {  // Fisher-Yates with multiply-shift bounded draws
             const auto j = static_cast<int>(((r.next() >> 32) * static_cast<std::uint64_t>(e + 1)) >> 32);
@@ -243,7 +220,7 @@ std::vector<double> layer_popularity(const SynthConfig& c, int moe_layers) {
 }
 
 /// Mean-1 gamma tilt with variance `conc` (1 exactly when conc == 0).
-inline double tilt(Rng& r, double conc) {
+inline double tilt(SynthRng& r, double conc) {
     if (conc <= 0.0) return 1.0;
     const double shape = 1.0 / conc;
     return r.gamma(shape) / shape;
@@ -343,7 +320,7 @@ void prepare_sampler(Scratch& s, int k) {
 /// Picks `need` further distinct experts (not marked with `stamp`) by the exponential race
 /// (Gumbel-top-k): the `need` smallest -log(U_e) / w_e, in increasing order. Exact sequential
 /// sampling without replacement.
-void race_pick(Rng& rng, Scratch& s, std::uint32_t stamp, int need, std::int32_t* dst) {
+void race_pick(SynthRng& rng, Scratch& s, std::uint32_t stamp, int need, std::int32_t* dst) {
     const int E = static_cast<int>(s.weights.size());
     int m = 0;
     for (int e = 0; e < E; ++e) {
@@ -360,7 +337,7 @@ void race_pick(Rng& rng, Scratch& s, std::uint32_t stamp, int need, std::int32_t
 
 /// Routes `tokens` rows: each gets k distinct experts written to dst_rows + t * stride (when
 /// dst_rows is non-null) and counted into counts[E].
-void route_rows(Rng& rng_ref, Scratch& s, int k, std::int64_t tokens, std::int32_t* dst_rows, std::size_t stride,
+void route_rows(SynthRng& rng_ref, Scratch& s, int k, std::int64_t tokens, std::int32_t* dst_rows, std::size_t stride,
                 std::uint32_t* counts) {
     const auto E = static_cast<std::uint64_t>(s.weights.size());
     std::int32_t tmp_row[64];
@@ -379,7 +356,7 @@ void route_rows(Rng& rng_ref, Scratch& s, int k, std::int64_t tokens, std::int32
         int got = 0;
         if (!s.use_race) {
             for (int attempts = 0; got < k && attempts < attempt_limit; ++attempts) {
-                const std::uint64_t r = splitmix64_next(sm);
+                const std::uint64_t r = splitmix64(sm);
                 const auto col = static_cast<std::uint32_t>(((r >> 32) * E) >> 32);
                 const AliasCell cell = table[col];
                 // Branch-free: both the alias choice and the duplicate test are unpredictable.
@@ -438,7 +415,7 @@ void group_pass(Plan& plan, int g, Scratch& s, std::int32_t* routes, std::uint32
         local.assign(static_cast<std::size_t>(E), 0);
     }
     for (int l = 0; l < L; ++l) {
-        Rng rng = stream(plan.c.seed, Purpose::GroupRouting, static_cast<std::uint64_t>(g), static_cast<std::uint64_t>(l));
+        SynthRng rng = stream(plan.c.seed, Purpose::GroupRouting, static_cast<std::uint64_t>(g), static_cast<std::uint64_t>(l));
         float* tilt_row = plan.group_tilt.data() + (static_cast<std::size_t>(g) * L + l) * E;
         const double* base = plan.base.data() + static_cast<std::size_t>(l) * E;
         for (int e = 0; e < E; ++e) {
@@ -466,7 +443,7 @@ void sample_pass(const Plan& plan, std::int64_t i, Scratch& s, std::int32_t* rou
     if (!counts) local.assign(static_cast<std::size_t>(E), 0);
     const double lambda = kGroupResponseMix;
     for (int l = 0; l < L; ++l) {
-        Rng rng = stream(plan.c.seed, Purpose::SampleRouting, static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(l));
+        SynthRng rng = stream(plan.c.seed, Purpose::SampleRouting, static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(l));
         const float* gt = plan.group_tilt.data() + (static_cast<std::size_t>(g) * L + l) * E;
         const double* base = plan.base.data() + static_cast<std::size_t>(l) * E;
         for (int e = 0; e < E; ++e) {

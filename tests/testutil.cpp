@@ -1,6 +1,7 @@
 #include "tests/testutil.h"
 
 #include <QDir>
+#include <QProcess>
 
 #include <fstream>
 #include <sstream>
@@ -43,6 +44,17 @@ std::string read_file(const std::filesystem::path& p) {
     std::ostringstream ss;
     ss << in.rdbuf();
     return ss.str();
+}
+
+CliRun run_cli(const QStringList& args) {
+    QProcess p;
+    p.start(QStringLiteral(ROUTEPACK_CLI), args);
+    p.waitForFinished(600000);
+    CliRun r;
+    r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+    r.out = QString::fromUtf8(p.readAllStandardOutput());
+    r.err = QString::fromUtf8(p.readAllStandardError());
+    return r;
 }
 
 }  // namespace routepack::test

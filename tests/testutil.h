@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by the test executables.
 #include <QString>
+#include <QStringList>
 
 #include <filesystem>
 #include <string>
@@ -17,6 +18,16 @@ std::filesystem::path temp_dir(const QString& tag);
 /// Writes bytes to a file (creating parent folders).
 void write_file(const std::filesystem::path& p, const std::string& bytes);
 std::string read_file(const std::filesystem::path& p);
+
+/// One run of the `routepack` CLI binary: exit status (-1 when it crashed), stdout, stderr.
+struct CliRun {
+    int code = -1;
+    QString out, err;
+};
+/// Runs the built CLI (ROUTEPACK_CLI) with `args` and waits up to 10 minutes.
+CliRun run_cli(const QStringList& args);
+/// A path as QString.
+inline QString qpath(const std::filesystem::path& p) { return QString::fromStdString(p.string()); }
 
 }  // namespace routepack::test
 

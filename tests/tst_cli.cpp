@@ -16,23 +16,9 @@ using routepack::test::write_file;
 
 namespace {
 
-struct Run {
-    int code = -1;
-    QString out, err;
-};
-
-Run cli(const QStringList& args) {
-    QProcess p;
-    p.start(QStringLiteral(ROUTEPACK_CLI), args);
-    p.waitForFinished(600000);
-    Run r;
-    r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-    r.out = QString::fromUtf8(p.readAllStandardOutput());
-    r.err = QString::fromUtf8(p.readAllStandardError());
-    return r;
-}
-
-QString q(const fs::path& p) { return QString::fromStdString(p.string()); }
+using Run = routepack::test::CliRun;
+QString q(const fs::path& p) { return routepack::test::qpath(p); }
+Run cli(const QStringList& args) { return routepack::test::run_cli(args); }
 
 }  // namespace
 

@@ -12,20 +12,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Run {
-    int code = -1;
-    QString out, err;
-};
-
-Run cli(const QStringList& args) {
-    QProcess p;
-    p.start(QStringLiteral(ROUTEPACK_CLI), args);
-    p.waitForFinished(600000);
-    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, QString::fromUtf8(p.readAllStandardOutput()),
-            QString::fromUtf8(p.readAllStandardError())};
-}
-
-QString q(const fs::path& p) { return QString::fromStdString(p.string()); }
+using Run = routepack::test::CliRun;
+QString q(const fs::path& p) { return routepack::test::qpath(p); }
+Run cli(const QStringList& args) { return routepack::test::run_cli(args); }
 QString topology(const char* name) {
     return QStringLiteral(ROUTEPACK_SOURCE_DIR) + QStringLiteral("/resources/topologies/") + QLatin1String(name) +
            QStringLiteral(".json");
