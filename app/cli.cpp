@@ -9,6 +9,7 @@
 #include "core/planner.h"
 #include "core/synth.h"
 #include "gpu/device.h"
+#include "gpu/rewrite_cli.h"
 #include "gpu/synth_checkpoint.h"
 #include "storage/library.h"
 
@@ -865,6 +866,11 @@ int run(int argc, char** argv) {
     exm->add_option("--format", ec.format, "routepack (default; rows = MoE layers), sglang (rows = all decoder layers), vllm (rows = MoE layers)");
     exm->add_option("--out", ec.out, "output file")->required();
 
+    gpu::RewriteCliOptions rwc;
+    auto* rw = app.add_subcommand("rewrite",
+                                  "rewrite a checkpoint so that expert state follows a plan's placement (or back)");
+    gpu::add_rewrite_options(*rw, rwc);
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -909,6 +915,7 @@ int run(int argc, char** argv) {
         if (*cmp) return do_plan(cc, false);
         if (*val) return do_validate(vc);
         if (*exm) return do_export_map(ec);
+        if (*rw) return gpu::run_rewrite_cli(rwc, std::cout, std::cerr);
     } catch (const Cancelled&) {
         std::cerr << "routepack: cancelled; nothing was changed\n";
         return 130;

@@ -1,0 +1,98 @@
+#include "gpu/rewrite_cli.h"
+
+#include "core/errors.h"
+#include "core/plan_file.h"
+#include "gpu/rewrite.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <unistd.h>
+
+namespace routepack::gpu {
+
+void add_rewrite_options(CLI::App& app, RewriteCliOptions& o) {
+    app.add_option("--plan", o.plan, "plan JSON (routepack plan --out)")->required();
+    app.add_option("--input", o.input, "checkpoint folder (safetensors shards + index, config.json) or one .safetensors file")
+        ->required();
+    app.add_option("--output", o.output, "folder to create (must not exist or be empty; never the input)")->required();
+    app.add_flag("--inverse", o.inverse, "physical -> logical (canonical order) instead of logical -> physical");
+    app.add_flag("--permute-router", o.permute_router,
+                 "also permute router rows and router biases (self-contained inference checkpoint)");
+    app.add_option("--layer-map", o.layer_map,
+                   "plan layer -> checkpoint layer: P:C, P-Q:C or +N/-N, comma-separated (default: same ids)");
+    app.add_option("--device", o.device, "auto (CUDA when a device exists), cpu or cuda");
+    app.add_flag("--verify", o.verify, "re-read the output and compare every tensor with its source");
+    app.add_option("--workers", o.workers, "CPU threads (default: all cores)");
+    app.add_flag("--quiet", o.quiet, "no progress on stderr");
+}
+
+namespace {
+
+std::string gb(std::uint64_t b) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f GB", static_cast<double>(b) / 1e9);
+    return buf;
+}
+
+}  // namespace
+
+int run_rewrite_cli(const RewriteCliOptions& o, std::ostream& out, std::ostream& err) {
+    std::ifstream f(o.plan, std::ios::binary);
+    if (!f) throw InputError(o.plan + ": cannot read plan");
+    std::ostringstream text;
+    text << f.rdbuf();
+    const PlanFile plan = parse_plan(text.str(), o.plan);
+
+    RewriteRequest req;
+    req.input = o.input;
+    req.output = o.output;
+    req.placement = plan.placement;
+    req.plan_layers = plan.model.moe_layers;
+    req.plan_model = plan.model;
+    req.plan_fingerprint = plan.fingerprint;
+    req.plan_origin = o.plan;
+    req.direction = o.inverse ? RewriteDirection::Inverse : RewriteDirection::Apply;
+    req.permute_router = o.permute_router;
+    if (!o.layer_map.empty()) req.layer_map = parse_layer_map(o.layer_map, plan.model.moe_layers);
+    req.device = parse_rewrite_device(o.device);
+    req.verify = o.verify;
+    req.workers = o.workers;
+
+    const bool tty = !o.quiet && ::isatty(STDERR_FILENO);
+    int last = -1;
+    RewriteProgressFn progress = [&](const std::string& stage, std::uint64_t done, std::uint64_t total) {
+        if (!tty || total == 0) return;
+        const int pct = static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total));
+        if (pct == last) return;
+        last = pct;
+        err << "\r" << stage << " " << pct << "%" << std::flush;
+    };
+    const RewritePlan rp = plan_rewrite(req);  // report the plan's facts (rewrite_checkpoint replans; cheap)
+    const RewriteReport rep = rewrite_checkpoint(req, progress);
+    if (tty) err << "\r" << std::string(16, ' ') << "\r" << std::flush;
+
+    out << (o.inverse ? "inverse" : "apply") << (o.permute_router ? " (router permuted)" : "") << ": " << o.input
+        << " -> " << o.output << "\n";
+    out << "checkpoint: " << rp.scheme << ", " << rp.outputs.size() << " shard(s), MoE layers "
+        << format_layer_list(rp.checkpoint_layers) << ", " << rp.experts << " experts; placement "
+        << rp.placement_fingerprint << "\n";
+    out << "moved: " << rep.moved_tensors << " of " << (rp.expert_tensors + rp.router_tensors)
+        << " expert-indexed tensors, " << gb(rep.moved_bytes) << " of " << gb(rp.total_bytes) << "\n";
+    char line[160];
+    std::snprintf(line, sizeof line, "wrote %s on %s in %.3f s (%.2f GB/s)", gb(rep.bytes_written).c_str(),
+                  rep.device.c_str(), rep.seconds, rep.gb_per_s());
+    out << line << "\n";
+    if (rep.verified) {
+        std::snprintf(line, sizeof line, "verified: every output file equals its planned source bytes (%.3f s)",
+                      rep.verify_seconds);
+        out << line << "\n";
+    }
+    out << "provenance: " << (std::filesystem::path(o.output) / kRewriteSidecar).string() << "\n";
+    return 0;
+}
+
+}  // namespace routepack::gpu

@@ -1,0 +1,29 @@
+#pragma once
+// Command-line front end of the checkpoint rewrite, shared by `routepack rewrite` (app/) and the Qt-free
+// `routepack-rewrite` executable (gpu/rewrite_main.cpp) that runs on GPU machines without Qt.
+#include <iosfwd>
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace routepack::gpu {
+
+/// The rewrite command's options (README "Rewriting a checkpoint").
+struct RewriteCliOptions {
+    std::string plan, input, output, layer_map, device = "auto";
+    bool inverse = false, permute_router = false, verify = false, quiet = false;
+    int workers = 0;
+};
+
+/// Adds --plan --input --output [--inverse] [--permute-router] [--layer-map] [--device] [--verify]
+/// [--workers] [--quiet] to `app`.
+void add_rewrite_options(CLI::App& app, RewriteCliOptions& o);
+
+/// Reads the plan (core/plan_file.h parse_plan), rewrites, prints a summary to `out` and progress to `err`
+/// (when err is a terminal and not quiet). Returns 0; throws routepack::InputError on bad input or a failed
+/// rewrite (nothing is left at --output then).
+int run_rewrite_cli(const RewriteCliOptions& o, std::ostream& out, std::ostream& err);
+
+}  // namespace routepack::gpu

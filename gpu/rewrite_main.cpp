@@ -1,0 +1,36 @@
+// `routepack-rewrite`: the checkpoint rewrite as a Qt-free executable (runs on GPU machines without Qt).
+// Same options and output as `routepack rewrite`.
+#include "core/errors.h"
+#include "gpu/rewrite_cli.h"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+
+int main(int argc, char** argv) {
+    CLI::App app{"routepack-rewrite: make a checkpoint's expert state follow a plan's placement", "routepack-rewrite"};
+    routepack::gpu::RewriteCliOptions o;
+    routepack::gpu::add_rewrite_options(app, o);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == 0) return app.exit(e);
+        std::string msg = e.what();
+        std::replace(msg.begin(), msg.end(), '\n', ' ');
+        std::cerr << "routepack-rewrite: error: " << msg << " (see routepack-rewrite --help)\n";
+        return 2;
+    }
+    try {
+        return routepack::gpu::run_rewrite_cli(o, std::cout, std::cerr);
+    } catch (const std::filesystem::filesystem_error& e) {
+        std::cerr << "routepack-rewrite: error: " << (e.path1().empty() ? "" : e.path1().string() + ": ")
+                  << e.code().message() << "\n";
+    } catch (const std::exception& e) {
+        std::string msg = e.what();
+        std::replace(msg.begin(), msg.end(), '\n', ' ');
+        std::cerr << "routepack-rewrite: error: " << msg << "\n";
+    }
+    return 1;
+}

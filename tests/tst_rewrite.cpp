@@ -1,0 +1,737 @@
+// Checkpoint rewriter (issue 5): planning checks, CPU executor, round trips on the five real checkpoints
+// in ../shared/checkpoints, identity, synthetic expert slots, refusals before writing, atomic output,
+// sidecar provenance, --layer-map, --verify, free space, the CLI.
+#include "core/errors.h"
+#include "core/model.h"
+#include "core/plan_file.h"
+#include "core/planner.h"
+#include "core/rng.h"
+#include "core/synth.h"
+#include "gpu/checkpoint_scheme.h"
+#include "gpu/rewrite.h"
+#include "gpu/safetensors.h"
+#include "gpu/synth_checkpoint.h"
+#include "tests/testutil.h"
+
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <numeric>
+
+using namespace routepack;
+using namespace routepack::gpu;
+namespace fs = std::filesystem;
+using routepack::test::qpath;
+using routepack::test::read_file;
+using routepack::test::temp_dir;
+using routepack::test::write_file;
+
+namespace {
+
+const char* kCheckpoints[] = {"qwen3_moe", "mixtral", "olmoe", "deepseek_v3", "gpt_oss"};
+
+ModelDescription model_of(const fs::path& dir) {
+    return model_from_hf_config(read_file(dir / "config.json"), (dir / "config.json").string());
+}
+
+/// A random permutation per layer that is not its own inverse (so apply != inverse).
+Placement random_placement(int layers, int experts, std::uint64_t seed) {
+    Placement p;
+    p.layers = layers;
+    p.experts = experts;
+    p.ep_ranks = 1;
+    Rng rng(seed);
+    for (int l = 0; l < layers; ++l) {
+        std::vector<int> perm(static_cast<std::size_t>(experts));
+        for (;;) {
+            std::iota(perm.begin(), perm.end(), 0);
+            for (int i = experts - 1; i > 0; --i)
+                std::swap(perm[static_cast<std::size_t>(i)], perm[rng.below(static_cast<std::uint64_t>(i) + 1)]);
+            bool self_inverse = true, moves_all = true;
+            for (int e = 0; e < experts; ++e) {
+                if (perm[static_cast<std::size_t>(perm[static_cast<std::size_t>(e)])] != e) self_inverse = false;
+                if (perm[static_cast<std::size_t>(e)] == e) moves_all = false;
+            }
+            if (!self_inverse && moves_all) break;
+        }
+        p.slot.insert(p.slot.end(), perm.begin(), perm.end());
+    }
+    return p;
+}
+
+/// Swaps whole contiguous groups of `gs` experts (a group-preserving placement), shifted by one group,
+/// and rotates inside each group.
+Placement group_placement(int layers, int experts, int gs) {
+    Placement p;
+    p.layers = layers;
+    p.experts = experts;
+    p.ep_ranks = 1;
+    const int groups = experts / gs;
+    for (int l = 0; l < layers; ++l)
+        for (int e = 0; e < experts; ++e) {
+            const int g = e / gs, i = e % gs;
+            p.slot.push_back(((g + 1 + l) % groups) * gs + (i + 1) % gs);
+        }
+    return p;
+}
+
+Placement identity_placement(int layers, int experts) {
+    Placement p;
+    p.layers = layers;
+    p.experts = experts;
+    p.ep_ranks = 1;
+    for (int l = 0; l < layers; ++l)
+        for (int e = 0; e < experts; ++e) p.slot.push_back(e);
+    return p;
+}
+
+RewriteRequest request(const fs::path& in, const fs::path& out, const Placement& pi, const ModelDescription& m,
+                       RewriteDirection dir = RewriteDirection::Apply) {
+    RewriteRequest r;
+    r.input = in;
+    r.output = out;
+    r.placement = pi;
+    r.plan_layers = m.moe_layers;
+    r.plan_model = m;
+    r.plan_fingerprint = "test";
+    r.plan_origin = "test-plan.json";
+    r.direction = dir;
+    r.device = RewriteDevice::Cpu;
+    r.workers = 2;
+    return r;
+}
+
+/// Every regular file of `a` (recursively) exists in `b` with the same bytes; `b` may hold the sidecar too.
+void expect_same_files(const fs::path& a, const fs::path& b) {
+    int n = 0;
+    for (const auto& de : fs::recursive_directory_iterator(a)) {
+        if (!de.is_regular_file()) continue;
+        const fs::path rel = fs::relative(de.path(), a);
+        QVERIFY2(fs::exists(b / rel), qPrintable(qpath(b / rel) + QStringLiteral(" missing")));
+        QVERIFY2(read_file(de.path()) == read_file(b / rel), qPrintable(qpath(rel) + QStringLiteral(" differs")));
+        ++n;
+    }
+    QVERIFY(n > 0);
+}
+
+/// Bytes of tensor `name` anywhere in the folder's shards.
+std::string tensor_bytes(const fs::path& dir, const std::string& name) {
+    for (const auto& de : fs::directory_iterator(dir)) {
+        if (de.path().extension() != ".safetensors") continue;
+        const SafetensorsFile f = SafetensorsFile::open(de.path());
+        if (f.contains(name)) {
+            const auto d = f.data(name);
+            return std::string(reinterpret_cast<const char*>(d.data()), d.size());
+        }
+    }
+    return "<missing " + name + ">";
+}
+
+std::vector<std::pair<std::string, std::vector<std::int64_t>>> names_shapes(const fs::path& dir) {
+    std::vector<std::pair<std::string, std::vector<std::int64_t>>> v;
+    for (const auto& de : fs::directory_iterator(dir)) {
+        if (de.path().extension() != ".safetensors") continue;
+        const SafetensorsFile f = SafetensorsFile::open(de.path());
+        for (const TensorInfo& t : f.tensors()) v.emplace_back(t.name, std::vector<std::int64_t>(t.shape.begin(), t.shape.end()));
+    }
+    return v;
+}
+
+std::vector<int> p2l_row(const Placement& pi, int r) {
+    std::vector<int> p2l(static_cast<std::size_t>(pi.experts));
+    for (int e = 0; e < pi.experts; ++e) p2l[static_cast<std::size_t>(pi.at(r, e))] = e;
+    return p2l;
+}
+
+/// Checks that every expert-indexed tensor of `out` holds, at index v, the source's index p2l[v]
+/// (stacked: slab v = source slab p2l[v]); routers likewise when `router_moved`, else unchanged.
+void expect_slots(const fs::path& src, const fs::path& out, const Placement& pi, const ModelDescription& m,
+                  bool router_moved) {
+    const SchemeReport rep = classify_checkpoint(names_shapes(src), m);
+    int checked = 0;
+    for (const TensorClass& tc : rep.tensors) {
+        const int r = m.moe_index(tc.layer);
+        if (tc.layer < 0 || r < 0) continue;
+        const std::vector<int> p2l = p2l_row(pi, r);
+        if (tc.role == TensorRole::ExpertPerTensor) {
+            const std::string needle = "experts." + std::to_string(tc.expert) + ".";
+            const std::size_t pos = tc.name.rfind(needle);
+            const std::string from = tc.name.substr(0, pos) + "experts." +
+                                     std::to_string(p2l[static_cast<std::size_t>(tc.expert)]) + "." +
+                                     tc.name.substr(pos + needle.size());
+            QVERIFY2(tensor_bytes(out, tc.name) == tensor_bytes(src, from),
+                     qPrintable(QString::fromStdString(tc.name + " != source " + from)));
+            ++checked;
+        } else if (tc.role == TensorRole::ExpertStacked ||
+                   (tc.role == TensorRole::Router || tc.role == TensorRole::RouterBias)) {
+            const std::string a = tensor_bytes(out, tc.name), b = tensor_bytes(src, tc.name);
+            QCOMPARE(a.size(), b.size());
+            const bool moved = tc.role == TensorRole::ExpertStacked || router_moved;
+            const std::size_t slab = a.size() / static_cast<std::size_t>(pi.experts);
+            for (int v = 0; v < pi.experts; ++v) {
+                const int s = moved ? p2l[static_cast<std::size_t>(v)] : v;
+                QVERIFY2(a.compare(static_cast<std::size_t>(v) * slab, slab, b, static_cast<std::size_t>(s) * slab, slab) == 0,
+                         qPrintable(QString::fromStdString(tc.name + " slab " + std::to_string(v))));
+            }
+            ++checked;
+        }
+    }
+    QVERIFY(checked > 0);
+}
+
+std::string error_of(const RewriteRequest& r) {
+    try {
+        rewrite_checkpoint(r);
+    } catch (const InputError& e) {
+        return e.what();
+    }
+    return "<no error>";
+}
+
+}  // namespace
+
+class TestRewrite : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void layerMap();
+    void layerMapErrors_data();
+    void layerMapErrors();
+    void realRoundTrip_data();
+    void realRoundTrip();
+    void realPermuteRouter_data();
+    void realPermuteRouter();
+    void groupLimitedRefused();
+    void identityIsByteIdentical();
+    void synthExpertSlots();
+    void mismatchRefusedBeforeWriting();
+    void missingExpertTensorRefused();
+    void outputChecks();
+    void sidecarGuards();
+    void layerMapRewrite();
+    void singleFileWithoutConfig();
+    void verifyFindsCorruption();
+    void freeSpace();
+    void cancelLeavesNothing();
+    void cliInterruptedLeavesNoOutput();
+    void cliRewriteAndInverse();
+};
+
+void TestRewrite::layerMap() {
+    const std::vector<int> plan{1, 2, 3};
+    QCOMPARE(parse_layer_map("1:0,2:1", plan), (std::map<int, int>{{1, 0}, {2, 1}}));
+    QCOMPARE(parse_layer_map("1-3:10", plan), (std::map<int, int>{{1, 10}, {2, 11}, {3, 12}}));
+    QCOMPARE(parse_layer_map("-1", plan), (std::map<int, int>{{1, 0}, {2, 1}, {3, 2}}));
+    QCOMPARE(parse_layer_map("+4", plan), (std::map<int, int>{{1, 5}, {2, 6}, {3, 7}}));
+}
+
+void TestRewrite::layerMapErrors_data() {
+    QTest::addColumn<QString>("text");
+    QTest::addColumn<QString>("error");
+    QTest::newRow("empty") << "" << "--layer-map: empty";
+    QTest::newRow("no colon") << "5" << "--layer-map: '5': expected P:C, P-Q:C or a shift +N / -N";
+    QTest::newRow("twice") << "1:0,1:2" << "--layer-map: plan layer 1 is mapped twice";
+    QTest::newRow("same target") << "1:0,2:0" << "--layer-map: checkpoint layer 0 is the target of two plan layers";
+    QTest::newRow("negative") << "-2" << "--layer-map: '-2': checkpoint layer -1 is negative";
+    QTest::newRow("garbage") << "1:x" << "--layer-map: '1:x': expected a layer id";
+    QTest::newRow("descending") << "3-1:0" << "--layer-map: '3-1:0': range must be ascending";
+    QTest::newRow("empty item") << "1:0,,2:1" << "--layer-map: empty item in '1:0,,2:1'";
+}
+
+void TestRewrite::layerMapErrors() {
+    QFETCH(QString, text);
+    QFETCH(QString, error);
+    try {
+        parse_layer_map(text.toStdString(), {1, 2, 3});
+        QFAIL("no error");
+    } catch (const InputError& e) {
+        QCOMPARE(QString::fromStdString(e.what()), error);
+    }
+}
+
+void TestRewrite::realRoundTrip_data() {
+    QTest::addColumn<QString>("name");
+    for (const char* n : kCheckpoints) QTest::newRow(n) << QString::fromLatin1(n);
+}
+
+void TestRewrite::realRoundTrip() {
+    QFETCH(QString, name);
+    ROUTEPACK_REQUIRE_SHARED(root, "checkpoints/" + name.toStdString());
+    const fs::path src = root / "checkpoint";
+    const ModelDescription m = model_of(src);
+    const Placement pi = random_placement(m.num_moe_layers(), m.experts, 41);
+    const fs::path tmp = temp_dir(QStringLiteral("rw-") + name);
+    const fs::path phys = tmp / "physical", back = tmp / "logical";
+
+    const RewriteReport a = rewrite_checkpoint(request(src, phys, pi, m));
+    QCOMPARE(a.device, std::string("cpu"));
+    QVERIFY(a.moved_bytes > 0);
+    // Names, shapes, headers, index and config stay; expert contents moved; routers untouched.
+    for (const auto& de : fs::directory_iterator(src)) {
+        const std::string s = read_file(de.path()), o = read_file(phys / de.path().filename());
+        if (de.path().extension() == ".safetensors") {
+            std::uint64_t n = 0;
+            std::memcpy(&n, s.data(), 8);
+            QCOMPARE(o.size(), s.size());
+            QVERIFY(o.compare(0, 8 + n, s, 0, 8 + n) == 0);
+        } else {
+            QVERIFY2(o == s, qPrintable(qpath(de.path().filename())));
+        }
+    }
+    expect_slots(src, phys, pi, m, false);
+    const nlohmann::json sc = nlohmann::json::parse(read_file(phys / kRewriteSidecar));
+    QCOMPARE(sc.at("direction").get<std::string>(), std::string("apply"));
+    QCOMPARE(sc.at("output_order").get<std::string>(), std::string("physical"));
+    QCOMPARE(sc.at("physical_to_logical_map").at(std::to_string(m.moe_layers[0])).get<std::vector<int>>(), p2l_row(pi, 0));
+
+    RewriteRequest inv = request(phys, back, pi, m, RewriteDirection::Inverse);
+    inv.verify = true;
+    const RewriteReport b = rewrite_checkpoint(inv);
+    QVERIFY(b.verified);
+    expect_same_files(src, back);
+    QCOMPARE(nlohmann::json::parse(read_file(back / kRewriteSidecar)).at("output_order").get<std::string>(),
+             std::string("logical"));
+    fs::remove_all(tmp);
+}
+
+void TestRewrite::realPermuteRouter_data() { realRoundTrip_data(); }
+
+void TestRewrite::realPermuteRouter() {
+    QFETCH(QString, name);
+    ROUTEPACK_REQUIRE_SHARED(root, "checkpoints/" + name.toStdString());
+    const fs::path src = root / "checkpoint";
+    const ModelDescription m = model_of(src);
+    // deepseek_v3 routes group-limited (4 groups of 4): keep groups together there.
+    const Placement pi = name == QStringLiteral("deepseek_v3") ? group_placement(m.num_moe_layers(), m.experts, 4)
+                                                               : random_placement(m.num_moe_layers(), m.experts, 7);
+    const fs::path tmp = temp_dir(QStringLiteral("rwr-") + name);
+    RewriteRequest r = request(src, tmp / "inference", pi, m);
+    r.permute_router = true;
+    rewrite_checkpoint(r);
+    expect_slots(src, tmp / "inference", pi, m, true);
+    RewriteRequest inv = request(tmp / "inference", tmp / "back", pi, m, RewriteDirection::Inverse);
+    inv.permute_router = true;
+    rewrite_checkpoint(inv);
+    expect_same_files(src, tmp / "back");
+    fs::remove_all(tmp);
+}
+
+void TestRewrite::groupLimitedRefused() {
+    ROUTEPACK_REQUIRE_SHARED(root, "checkpoints/deepseek_v3");
+    const fs::path src = root / "checkpoint";
+    const ModelDescription m = model_of(src);
+    Placement pi = identity_placement(m.num_moe_layers(), m.experts);
+    std::swap(pi.slot[0], pi.slot[4]);  // layer 1: expert 0 <-> expert 4 (groups 0 and 1)
+    const fs::path tmp = temp_dir(QStringLiteral("rwg"));
+    RewriteRequest r = request(src, tmp / "out", pi, m);
+    r.permute_router = true;
+    QCOMPARE(QString::fromStdString(error_of(r)),
+             QStringLiteral("--permute-router: layer 1: the placement splits expert group 0 (experts 0-3) across slot "
+                            "groups 1 and 0; the model routes group-limited (n_group 4), so permuting the router would "
+                            "change its output. Use a placement that keeps each group's experts together, or rewrite "
+                            "without --permute-router"));
+    QVERIFY(!fs::exists(tmp / "out"));
+    // Without router permutation (training with a dispatcher map) the same placement is fine.
+    r.permute_router = false;
+    rewrite_checkpoint(r);
+    QVERIFY(fs::exists(tmp / "out" / "config.json"));
+    fs::remove_all(tmp);
+}
+
+void TestRewrite::identityIsByteIdentical() {
+    ROUTEPACK_REQUIRE_SHARED(root, "checkpoints/qwen3_moe");
+    const fs::path src = root / "checkpoint";
+    const ModelDescription m = model_of(src);
+    const fs::path tmp = temp_dir(QStringLiteral("rwi"));
+    const RewritePlan plan = plan_rewrite(request(src, tmp / "out", identity_placement(m.num_moe_layers(), m.experts), m));
+    QCOMPARE(plan.moved_bytes, std::uint64_t(0));
+    QCOMPARE(plan.moved_tensors, 0);
+    QCOMPARE(plan.expert_tensors, 96);
+    for (const OutputFile& f : plan.outputs) QCOMPARE(f.segments.size(), std::size_t(1));  // one straight copy each
+    const RewriteReport rep = rewrite_checkpoint(request(src, tmp / "out", identity_placement(m.num_moe_layers(), m.experts), m));
+    QCOMPARE(rep.moved_bytes, std::uint64_t(0));
+    expect_same_files(src, tmp / "out");
+    fs::remove_all(tmp);
+}
+
+void TestRewrite::synthExpertSlots() {
+    const fs::path tmp = temp_dir(QStringLiteral("rws"));
+    SynthCheckpointConfig cfg;  // DeepSeek-V2-Lite shape: 64 experts at layers 1-26
+    cfg.max_shard_bytes = 200000;
+    write_synth_checkpoint(cfg, tmp / "src");
+    const ModelDescription m = cfg.model;
+    const Placement pi = random_placement(m.num_moe_layers(), m.experts, 99);
+    const RewriteReport rep = rewrite_checkpoint(request(tmp / "src", tmp / "phys", pi, m));
+    QCOMPARE(rep.moved_tensors, 26 * 64 * 3);
+    int checked = 0;
+    for (const auto& de : fs::directory_iterator(tmp / "phys")) {
+        if (de.path().extension() != ".safetensors") continue;
+        const SafetensorsFile f = SafetensorsFile::open(de.path());
+        for (const TensorInfo& t : f.tensors()) {
+            const std::size_t pos = t.name.find(".mlp.experts.");
+            if (pos == std::string::npos) continue;
+            const int layer = std::stoi(t.name.substr(std::strlen("model.layers."), pos - std::strlen("model.layers.")));
+            const int slot = std::stoi(t.name.substr(pos + std::strlen(".mlp.experts.")));
+            const auto d = f.data(t);
+            const std::size_t esz = dtype_bits(t.dtype) / 8;
+            for (std::size_t k = 0; k < d.size(); k += esz) {
+                const auto le = decode_synth_expert_element(t.dtype, d.data() + k);
+                QVERIFY(le.has_value());
+                QCOMPARE(le->first, layer);
+                QCOMPARE(le->second, p2l_row(pi, m.moe_index(layer))[static_cast<std::size_t>(slot)]);
+            }
+            ++checked;
+        }
+    }
+    QCOMPARE(checked, 26 * 64 * 3);
+    fs::remove_all(tmp);
+}
+
+void TestRewrite::mismatchRefusedBeforeWriting() {
+    ROUTEPACK_REQUIRE_SHARED(root, "checkpoints/qwen3_moe");
+    const fs::path src = root / "checkpoint";
+    const ModelDescription m = model_of(src);
+    const fs::path tmp = temp_dir(QStringLiteral("rwm"));
+    const fs::path out = tmp / "out";
+    // Expert count.
+    {
+        ModelDescription pm = m;
+        pm.experts = 32;
+        const RewriteRequest r = request(src, out, random_placement(pm.num_moe_layers(), 32, 1), pm);
+        QCOMPARE(QString::fromStdString(error_of(r)),
+                 QStringLiteral("test-plan.json: plan has 32 experts per MoE layer, the checkpoint (") + qpath(src) +
+                     QStringLiteral("/config.json) has 16"));
+    }
+    // Layer count: a DeepSeek-V2-Lite plan (MoE layers 1-26) on a 2-MoE-layer checkpoint.
+    {
+        ModelDescription pm = m;
+        pm.moe_layers = parse_layer_list("1-26");
+        pm.num_hidden_layers = 27;
+        const RewriteRequest r = request(src, out, random_placement(26, 16, 1), pm);
+        QCOMPARE(QString::fromStdString(error_of(r)),
+                 QStringLiteral("test-plan.json: plan layer 3 is not a MoE layer of the checkpoint (MoE layers 1-2); "
+                                "use --layer-map"));
+    }
+    // Fewer plan layers than the checkpoint has.
+    {
+        ModelDescription pm = m;
+        pm.moe_layers = {1};
+        const RewriteRequest r = request(src, out, random_placement(1, 16, 1), pm);
+        QCOMPARE(QString::fromStdString(error_of(r)),
+                 qpath(fs::canonical(src)) +
+                     QStringLiteral(": checkpoint MoE layer 2 has no placement row in the plan (plan MoE layers 1); use --layer-map"));
+    }
+    // Not a permutation.
+    {
+        Placement pi = identity_placement(2, 16);
+        pi.slot[3] = 0;
+        QCOMPARE(QString::fromStdString(error_of(request(src, out, pi, m))),
+                 QStringLiteral("test-plan.json: placement of plan layer 1 is not a permutation of 0..15"));
+    }
+    QVERIFY(!fs::exists(out));
+    fs::remove_all(tmp);
+}
+
+void TestRewrite::missingExpertTensorRefused() {
+    ROUTEPACK_REQUIRE_SHARED(root, "checkpoints/qwen3_moe");
+    const fs::path src = root / "checkpoint";
+    const ModelDescription m = model_of(src);
+    const fs::path tmp = temp_dir(QStringLiteral("rwx"));
+    fs::copy(src, tmp / "ck", fs::copy_options::recursive);
+    // Drop experts.7.up_proj of layer 1 from its shard and from the index.
+    const std::string victim = "model.layers.1.mlp.experts.7.up_proj.weight";
+    CheckpointIndex idx = read_index(tmp / "ck");
+    const fs::path shard = tmp / "ck" / idx.weight_map.at(victim);
+    {
+        const SafetensorsFile f = SafetensorsFile::open(shard);
+        std::vector<std::string> keep_bytes;
+        std::vector<TensorData> ts;
+        for (const TensorInfo& t : f.tensors()) {
+            if (t.name == victim) continue;
+            const auto d = f.data(t);
+            ts.push_back({t.name, t.dtype, t.shape, d});
+        }
+        const std::string bytes = serialize_safetensors(ts, f.metadata());
+        write_file(shard.string() + ".new", bytes);
+    }
+    fs::rename(shard.string() + ".new", shard);
+    nlohmann::json ij = nlohmann::json::parse(read_file(tmp / "ck" / "model.safetensors.index.json"));
+    ij["weight_map"].erase(victim);
+    write_file(tmp / "ck" / "model.safetensors.index.json", ij.dump(2));
+    const RewriteRequest r = request(tmp / "ck", tmp / "out", random_placement(2, 16, 3), m);
+    QCOMPARE(QString::fromStdString(error_of(r)), QStringLiteral("layer 1: expert 7 has no up_proj while others do"));
+    QVERIFY(!fs::exists(tmp / "out"));
+    // An index that names a tensor no shard holds.
+    ij["weight_map"][victim] = idx.weight_map.at(victim);
+    write_file(tmp / "ck" / "model.safetensors.index.json", ij.dump(2));
+    QCOMPARE(QString::fromStdString(error_of(r)),
+             qpath(fs::canonical(tmp / "ck") / "model.safetensors.index.json") +
+                 QStringLiteral(": weight_map names tensor ") + QString::fromStdString(victim) +
+                 QStringLiteral(", which is in no shard"));
+    QVERIFY(!fs::exists(tmp / "out"));
+    fs::remove_all(tmp);
+}
+
+void TestRewrite::outputChecks() {
+    ROUTEPACK_REQUIRE_SHARED(root, "checkpoints/mixtral");
+    const fs::path src = root / "checkpoint";
+    const ModelDescription m = model_of(src);
+    const Placement pi = random_placement(2, 8, 5);
+    const fs::path tmp = temp_dir(QStringLiteral("rwo"));
+    fs::copy(src, tmp / "ck", fs::copy_options::recursive);
+    const fs::path ck = fs::canonical(tmp / "ck");
+    QCOMPARE(QString::fromStdString(error_of(request(ck, ck, pi, m))),
+             qpath(ck) + QStringLiteral(": output is the input; the rewrite never overwrites its input"));
+    QCOMPARE(QString::fromStdString(error_of(request(ck, ck / "sub", pi, m))),
+             qpath(ck / "sub") + QStringLiteral(": output lies inside the input folder ") + qpath(ck));
+    write_file(tmp / "full" / "x", "x");
+    QCOMPARE(QString::fromStdString(error_of(request(ck, tmp / "full", pi, m))),
+             qpath(tmp / "full") + QStringLiteral(": output exists and is not an empty folder"));
+    QCOMPARE(QString::fromStdString(error_of(request(tmp / "nope", tmp / "o", pi, m))),
+             qpath(tmp / "nope") + QStringLiteral(": no such file or folder"));
+    // An existing empty folder is accepted and filled.
+    fs::create_directory(tmp / "empty");
+    rewrite_checkpoint(request(ck, tmp / "empty", pi, m));
+    QVERIFY(fs::exists(tmp / "empty" / kRewriteSidecar));
+    // Nothing of the input changed.
+    expect_same_files(src, ck);
+    fs::remove_all(tmp);
+}
+
+void TestRewrite::sidecarGuards() {
+    ROUTEPACK_REQUIRE_SHARED(root, "checkpoints/olmoe");
+    const fs::path src = root / "checkpoint";
+    const ModelDescription m = model_of(src);
+    const Placement pi = random_placement(2, 16, 11), other = random_placement(2, 16, 12);
+    const fs::path tmp = temp_dir(QStringLiteral("rwsc"));
+    rewrite_checkpoint(request(src, tmp / "phys", pi, m));
+    const RewritePlan p = plan_rewrite(request(src, tmp / "x", pi, m));
+    const std::string fp = p.placement_fingerprint;
+    const QString phys = qpath(fs::canonical(tmp / "phys"));
+    QCOMPARE(QString::fromStdString(error_of(request(tmp / "phys", tmp / "twice", pi, m))),
+             phys + QStringLiteral(": already in physical order (routepack-rewrite.json: placement ") +
+                 QString::fromStdString(fp) + QStringLiteral("); invert it first (--inverse with that plan)"));
+    const RewritePlan po = plan_rewrite(request(src, tmp / "x", other, m));
+    QCOMPARE(QString::fromStdString(error_of(request(tmp / "phys", tmp / "bad", other, m, RewriteDirection::Inverse))),
+             phys + QStringLiteral(": was rewritten with placement ") + QString::fromStdString(fp) +
+                 QStringLiteral(" (test-plan.json), not this plan's ") + QString::fromStdString(po.placement_fingerprint));
+    RewriteRequest pr = request(tmp / "phys", tmp / "bad", pi, m, RewriteDirection::Inverse);
+    pr.permute_router = true;
+    QCOMPARE(QString::fromStdString(error_of(pr)),
+             phys + QStringLiteral(": was rewritten without --permute-router; invert it the same way"));
+    rewrite_checkpoint(request(tmp / "phys", tmp / "back", pi, m, RewriteDirection::Inverse));
+    QCOMPARE(QString::fromStdString(error_of(request(tmp / "back", tmp / "again", pi, m, RewriteDirection::Inverse))),
+             qpath(fs::canonical(tmp / "back")) +
+                 QStringLiteral(": already in logical order (routepack-rewrite.json); nothing to invert"));
+    QVERIFY(!fs::exists(tmp / "twice") && !fs::exists(tmp / "bad") && !fs::exists(tmp / "again"));
+    fs::remove_all(tmp);
+}
+
+void TestRewrite::layerMapRewrite() {
+    ROUTEPACK_REQUIRE_SHARED(root, "checkpoints/qwen3_moe");
+    const fs::path src = root / "checkpoint";
+    const ModelDescription m = model_of(src);
+    // A plan whose MoE layers are numbered 5, 6 (e.g. a later pipeline stage) for checkpoint layers 1, 2.
+    ModelDescription pm = m;
+    pm.moe_layers = {5, 6};
+    pm.num_hidden_layers = 7;
+    const Placement pi = random_placement(2, 16, 21);
+    const fs::path tmp = temp_dir(QStringLiteral("rwl"));
+    QCOMPARE(QString::fromStdString(error_of(request(src, tmp / "a", pi, pm))),
+             QStringLiteral("test-plan.json: plan layer 5 is not a MoE layer of the checkpoint (MoE layers 1-2); use --layer-map"));
+    RewriteRequest r = request(src, tmp / "a", pi, pm);
+    r.layer_map = parse_layer_map("5-6:1", pm.moe_layers);
+    rewrite_checkpoint(r);
+    rewrite_checkpoint(request(src, tmp / "b", pi, m));  // same rows at the checkpoint's own ids
+    for (const auto& de : fs::directory_iterator(tmp / "b"))
+        if (de.path().extension() == ".safetensors")
+            QVERIFY(read_file(de.path()) == read_file(tmp / "a" / de.path().filename()));
+    fs::remove_all(tmp);
+}
+
+void TestRewrite::singleFileWithoutConfig() {
+    // One .safetensors file, no config.json: the plan's model describes it (stacked [E, ...] tensors).
+    const fs::path tmp = temp_dir(QStringLiteral("rw1"));
+    const int E = 6;
+    std::vector<std::string> payload;
+    std::vector<TensorData> ts;
+    std::string stacked(E * 5 * 2, '\0'), router(E * 3 * 4, '\0');
+    for (std::size_t i = 0; i < stacked.size(); ++i) stacked[i] = static_cast<char>(i / 10);  // slab e filled with e
+    for (std::size_t i = 0; i < router.size(); ++i) router[i] = static_cast<char>(100 + i / 12);
+    ts.push_back({"model.layers.0.mlp.experts.down_proj", Dtype::BF16, {6, 5}, std::as_bytes(std::span(stacked))});
+    ts.push_back({"model.layers.0.mlp.router.weight", Dtype::F32, {6, 3}, std::as_bytes(std::span(router))});
+    ts.push_back({"model.norm.weight", Dtype::U8, {3}, std::as_bytes(std::span(router).subspan(0, 3))});
+    write_safetensors(tmp / "model.safetensors", ts, {{"format", "pt"}});
+    ModelDescription pm;
+    pm.name = "tiny";
+    pm.num_hidden_layers = 1;
+    pm.experts = E;
+    pm.top_k = 2;
+    pm.moe_layers = {0};
+    Placement pi = identity_placement(1, E);
+    pi.slot = {2, 0, 1, 5, 3, 4};  // p2l = {1, 2, 0, 4, 5, 3}
+    RewriteRequest r = request(tmp / "model.safetensors", tmp / "out", pi, pm);
+    r.permute_router = true;
+    const RewriteReport rep = rewrite_checkpoint(r);
+    QCOMPARE(rep.moved_tensors, 2);
+    const std::string out = tensor_bytes(tmp / "out", "model.layers.0.mlp.experts.down_proj");
+    const int p2l[] = {1, 2, 0, 4, 5, 3};
+    for (int v = 0; v < E; ++v) QCOMPARE(int(out[static_cast<std::size_t>(v) * 10]), p2l[v]);
+    const std::string rt = tensor_bytes(tmp / "out", "model.layers.0.mlp.router.weight");
+    for (int v = 0; v < E; ++v) QCOMPARE(int(rt[static_cast<std::size_t>(v) * 12 + 11]), 100 + p2l[v]);
+    QVERIFY(nlohmann::json::parse(read_file(tmp / "out" / kRewriteSidecar)).at("source").at("scheme") == "hf-stacked");
+    fs::remove_all(tmp);
+}
+
+void TestRewrite::verifyFindsCorruption() {
+    ROUTEPACK_REQUIRE_SHARED(root, "checkpoints/gpt_oss");
+    const fs::path src = root / "checkpoint";
+    const ModelDescription m = model_of(src);
+    const fs::path tmp = temp_dir(QStringLiteral("rwv"));
+    fs::create_directories(tmp / "out");
+    const RewritePlan plan = plan_rewrite(request(src, tmp / "out", random_placement(2, 8, 2), m));
+    execute_rewrite_cpu(plan, tmp / "out", 2, {}, nullptr);
+    QCOMPARE(QString::fromStdString(verify_rewrite(plan, tmp / "out")), QString());
+    // Flip one byte inside layer 0's stacked down_proj.
+    const fs::path shard = tmp / "out" / read_index(src).weight_map.at("model.layers.0.mlp.experts.down_proj");
+    std::uint64_t off = 0;
+    {
+        const SafetensorsFile f = SafetensorsFile::open(shard);
+        off = 8 + f.header_size() + f.info("model.layers.0.mlp.experts.down_proj").data_begin + 3;
+    }
+    std::string bytes = read_file(shard);
+    bytes[off] = static_cast<char>(bytes[off] ^ 0x40);
+    write_file(shard, bytes);
+    QCOMPARE(QString::fromStdString(verify_rewrite(plan, tmp / "out")),
+             qpath(shard) + QStringLiteral(": byte ") + QString::number(off) +
+                 QStringLiteral(" (model.layers.0.mlp.experts.down_proj) differs from its source"));
+    fs::remove_all(tmp);
+}
+
+void TestRewrite::freeSpace() {
+    ROUTEPACK_REQUIRE_SHARED(root, "checkpoints/mixtral");
+    const fs::path src = root / "checkpoint";
+    const fs::path tmp = temp_dir(QStringLiteral("rwf"));
+    const fs::path plan = tmp / "plan.json";
+    qputenv("ROUTEPACK_TEST_FREE_BYTES", "1000");
+    const ModelDescription m = model_of(src);
+    const std::string err = error_of(request(src, tmp / "out", random_placement(2, 8, 1), m));
+    qunsetenv("ROUTEPACK_TEST_FREE_BYTES");
+    QVERIFY2(QString::fromStdString(err).startsWith(qpath(tmp) + QStringLiteral(": not enough free space: the rewrite writes ")),
+             err.c_str());
+    QVERIFY2(QString::fromStdString(err).endsWith(QStringLiteral(" (+16 MB margin), 1000 bytes free")), err.c_str());
+    QVERIFY(!fs::exists(tmp / "out"));
+    fs::remove_all(tmp);
+}
+
+void TestRewrite::cancelLeavesNothing() {
+    ROUTEPACK_REQUIRE_SHARED(root, "checkpoints/qwen3_moe");
+    const fs::path src = root / "checkpoint";
+    const ModelDescription m = model_of(src);
+    const fs::path tmp = temp_dir(QStringLiteral("rwc"));
+    std::atomic<bool> cancel{false};
+    int calls = 0;
+    try {
+        rewrite_checkpoint(request(src, tmp / "out", random_placement(2, 16, 1), m),
+                           [&](const std::string&, std::uint64_t, std::uint64_t) {
+                               if (++calls == 1) cancel = true;
+                           },
+                           &cancel);
+        QFAIL("not cancelled");
+    } catch (const InputError& e) {
+        QCOMPARE(std::string(e.what()), std::string("cancelled"));
+    }
+    QCOMPARE(calls, 1);
+    QVERIFY(!fs::exists(tmp / "out"));
+    int entries = 0;
+    for ([[maybe_unused]] const auto& de : fs::directory_iterator(tmp)) ++entries;
+    QCOMPARE(entries, 0);  // no partial folder either
+    fs::remove_all(tmp);
+}
+
+namespace {
+
+/// A real plan file for a checkpoint's model: synthetic trace with that model's shape, planned.
+fs::path write_plan_for(const ModelDescription& m, const fs::path& file, int ep_ranks) {
+    SynthConfig sc;
+    sc.groups = 4;
+    sc.group_size = 4;
+    sc.num_hidden_layers = m.num_hidden_layers;
+    sc.first_dense_layers = m.moe_layers.front();
+    sc.experts = m.experts;
+    sc.top_k = m.top_k;
+    sc.max_length = 512;
+    sc.prompt_mean = 64;
+    sc.response_mean = 128;
+    PlanInput in;
+    in.window = synth_trace(sc);
+    in.trace_name = "synthetic";
+    in.window_name = "all";
+    in.topology = parse_topology("{\"ep_ranks\": " + std::to_string(ep_ranks) +
+                                     ", \"dp_slots\": 2, \"token_cap\": 1024, \"attention_stages\": "
+                                     "[{\"name\": \"a\", \"alpha\": 1.0, \"beta\": 1.0}]}",
+                                 "test-topology");
+    in.budgets.workers = 1;
+    in.budgets.annealing.steps = 50;
+    write_file(file, plan_to_json(plan_window(in)));
+    return file;
+}
+
+}  // namespace
+
+void TestRewrite::cliInterruptedLeavesNoOutput() {
+    ROUTEPACK_REQUIRE_SHARED(root, "checkpoints/qwen3_moe");
+    const fs::path src = root / "checkpoint";
+    const fs::path tmp = temp_dir(QStringLiteral("rwk"));
+    const fs::path plan = write_plan_for(model_of(src), tmp / "plan.json", 4);
+    qputenv("ROUTEPACK_TEST_REWRITE_EXIT_AFTER_FILES", "1");
+    const auto killed = routepack::test::run_cli({QStringLiteral("rewrite"), QStringLiteral("--plan"), qpath(plan),
+                                                  QStringLiteral("--input"), qpath(src), QStringLiteral("--output"),
+                                                  qpath(tmp / "out"), QStringLiteral("--device"), QStringLiteral("cpu")});
+    qunsetenv("ROUTEPACK_TEST_REWRITE_EXIT_AFTER_FILES");
+    QCOMPARE(killed.code, 3);
+    QVERIFY(!fs::exists(tmp / "out"));
+    // The next run succeeds and removes the dead run's partial folder.
+    const auto ok = routepack::test::run_cli({QStringLiteral("rewrite"), QStringLiteral("--plan"), qpath(plan),
+                                              QStringLiteral("--input"), qpath(src), QStringLiteral("--output"),
+                                              qpath(tmp / "out"), QStringLiteral("--device"), QStringLiteral("cpu")});
+    QCOMPARE(ok.code, 0);
+    int partial = 0;
+    for (const auto& de : fs::directory_iterator(tmp))
+        if (de.path().filename().string().find("routepack-partial") != std::string::npos) ++partial;
+    QCOMPARE(partial, 0);
+    fs::remove_all(tmp);
+}
+
+void TestRewrite::cliRewriteAndInverse() {
+    ROUTEPACK_REQUIRE_SHARED(root, "checkpoints/deepseek_v3");
+    const fs::path src = root / "checkpoint";
+    const fs::path tmp = temp_dir(QStringLiteral("rwcli"));
+    const fs::path plan = write_plan_for(model_of(src), tmp / "plan.json", 4);
+    const auto a = routepack::test::run_cli({QStringLiteral("rewrite"), QStringLiteral("--plan"), qpath(plan),
+                                             QStringLiteral("--input"), qpath(src), QStringLiteral("--output"),
+                                             qpath(tmp / "phys"), QStringLiteral("--verify"), QStringLiteral("--device"),
+                                             QStringLiteral("cpu")});
+    QVERIFY2(a.code == 0, qPrintable(a.err));
+    QVERIFY2(a.out.contains(QStringLiteral("checkpoint: hf-per-expert, 3 shard(s), MoE layers 1-2, 16 experts")), qPrintable(a.out));
+    QVERIFY2(a.out.contains(QStringLiteral("verified: every output file equals its planned source bytes")), qPrintable(a.out));
+    const auto b = routepack::test::run_cli({QStringLiteral("rewrite"), QStringLiteral("--plan"), qpath(plan),
+                                             QStringLiteral("--input"), qpath(tmp / "phys"), QStringLiteral("--output"),
+                                             qpath(tmp / "back"), QStringLiteral("--inverse"), QStringLiteral("--verify")});
+    QVERIFY2(b.code == 0, qPrintable(b.err));
+    expect_same_files(src, tmp / "back");
+    // Bad flags: one-line errors.
+    const auto c = routepack::test::run_cli({QStringLiteral("rewrite"), QStringLiteral("--plan"), qpath(plan),
+                                             QStringLiteral("--input"), qpath(src), QStringLiteral("--output"),
+                                             qpath(tmp / "x"), QStringLiteral("--device"), QStringLiteral("tpu")});
+    QCOMPARE(c.code, 1);
+    QCOMPARE(c.err, QStringLiteral("routepack: error: --device: unknown device 'tpu' (valid: auto, cpu, cuda)\n"));
+    QVERIFY(!fs::exists(tmp / "x"));
+    fs::remove_all(tmp);
+}
+
+QTEST_GUILESS_MAIN(TestRewrite)
+#include "tst_rewrite.moc"
