@@ -426,11 +426,19 @@ int do_synth(const SynthCmd& c) {
 }
 
 struct SynthCheckpointCmd {
-    std::string out, model;
+    std::string out, model, check;
     gpu::SynthCheckpointConfig cfg;
 };
 
 int do_synth_checkpoint(SynthCheckpointCmd c) {
+    if (c.out.empty() == c.check.empty()) throw InputError("synth-checkpoint: give exactly one of --out DIR and --check DIR");
+    if (!c.check.empty()) {
+        const gpu::SynthSlotCheck r = gpu::check_synth_checkpoint(c.check);
+        std::cout << c.check << ": " << r.tensors << " routed-expert tensors checked: every slot holds the expected "
+                  << "logical expert (" << r.order << " order"
+                  << (r.placement.empty() ? std::string() : ", placement " + r.placement) << ")\n";
+        return 0;
+    }
     if (!c.model.empty()) c.cfg.model = known_model(c.model);
     gpu::write_synth_checkpoint(c.cfg, c.out);
     const auto index = gpu::read_index(c.out);
@@ -831,7 +839,9 @@ int run(int argc, char** argv) {
     SynthCheckpointCmd skc;
     auto* synck = app.add_subcommand("synth-checkpoint",
                                      "write a small sharded safetensors checkpoint shaped like the model (HF DeepSeek-V2 names)");
-    synck->add_option("--out", skc.out, "output folder (must not exist or be empty)")->required();
+    synck->add_option("--out", skc.out, "output folder (must not exist or be empty)");
+    synck->add_option("--check", skc.check,
+                      "check instead: every expert slot of a (rewritten) synthetic checkpoint holds the expected expert");
     synck->add_option("--model", skc.model, "shipped model description (default deepseek-v2-lite)");
     synck->add_option("--hidden", skc.cfg.hidden, "hidden size (default 16)");
     synck->add_option("--max-shard-bytes", skc.cfg.max_shard_bytes, "largest shard data size (default 1048576)");

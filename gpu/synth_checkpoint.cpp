@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
 #include <system_error>
 #include <unistd.h>
@@ -318,6 +319,60 @@ std::vector<fs::path> write_synth_checkpoint(const SynthCheckpointConfig& cfg, c
         fs::remove_all(tmp, ec);
         throw;
     }
+}
+
+SynthSlotCheck check_synth_checkpoint(const fs::path& dir) {
+    SynthSlotCheck out;
+    out.order = "logical";
+    std::map<int, std::vector<int>> p2l;
+    const fs::path sc = dir / "routepack-rewrite.json";
+    std::error_code ec;
+    if (fs::is_regular_file(sc, ec)) {
+        std::ifstream f(sc, std::ios::binary);
+        try {
+            const nlohmann::json j = nlohmann::json::parse(f);
+            out.order = j.at("output_order").get<std::string>();
+            out.placement = j.at("plan").at("placement_fingerprint").get<std::string>();
+            for (const auto& [layer, row] : j.at("physical_to_logical_map").items())
+                p2l[std::stoi(layer)] = row.get<std::vector<int>>();
+        } catch (const std::exception& e) {
+            throw InputError(sc.string() + ": not a routepack rewrite sidecar: " + e.what());
+        }
+    }
+    std::vector<fs::path> shards;
+    for (const auto& de : fs::directory_iterator(dir))
+        if (de.path().extension() == ".safetensors") shards.push_back(de.path());
+    std::sort(shards.begin(), shards.end());
+    const std::string prefix = "model.layers.", mid = ".mlp.experts.";
+    for (const fs::path& p : shards) {
+        const SafetensorsFile f = SafetensorsFile::open(p);
+        for (const TensorInfo& t : f.tensors()) {
+            const std::size_t m = t.name.find(mid);
+            if (t.name.compare(0, prefix.size(), prefix) != 0 || m == std::string::npos) continue;
+            const int layer = std::atoi(t.name.c_str() + prefix.size());
+            const int slot = std::atoi(t.name.c_str() + m + mid.size());
+            int want = slot;
+            if (out.order == "physical") {
+                auto it = p2l.find(layer);
+                if (it == p2l.end() || slot >= static_cast<int>(it->second.size()))
+                    throw InputError(sc.string() + ": no physical_to_logical_map row for layer " + std::to_string(layer));
+                want = it->second[static_cast<std::size_t>(slot)];
+            }
+            const auto d = f.data(t);
+            const std::size_t esz = dtype_bits(t.dtype) / 8;
+            for (std::size_t k = 0; esz > 0 && k + esz <= d.size(); k += esz) {
+                const auto le = decode_synth_expert_element(t.dtype, d.data() + k);
+                if (!le || le->first != layer || le->second != want)
+                    throw InputError(p.string() + ": " + t.name + " element " + std::to_string(k / esz) + " holds " +
+                                     (le ? "layer " + std::to_string(le->first) + " expert " + std::to_string(le->second)
+                                         : std::string("no expert code")) +
+                                     ", expected layer " + std::to_string(layer) + " expert " + std::to_string(want));
+            }
+            ++out.tensors;
+        }
+    }
+    if (out.tensors == 0) throw InputError(dir.string() + ": no routed-expert tensors (model.layers.{l}.mlp.experts.{e}.*)");
+    return out;
 }
 
 }  // namespace routepack::gpu

@@ -68,4 +68,18 @@ std::uint32_t synth_expert_bits(Dtype dtype, int layer, int expert);
 /// nullopt when the bits are not of the expert form (sign set, subnormal/zero, inf/NaN, negative layer).
 std::optional<std::pair<int, int>> decode_synth_expert_element(Dtype dtype, const std::byte* p);
 
+/// Result of check_synth_checkpoint().
+struct SynthSlotCheck {
+    int tensors = 0;             ///< routed-expert tensors checked (every element of each)
+    std::string order;           ///< "logical" (no sidecar, or an inverse output) or "physical"
+    std::string placement;       ///< the sidecar's placement fingerprint ("" in logical order without sidecar)
+};
+
+/// Checks that every routed-expert tensor `model.layers.{l}.mlp.experts.{v}.*` of a synthetic checkpoint
+/// folder (written by write_synth_checkpoint, possibly rewritten) holds expert (l, e) in every element,
+/// where e = v in logical order, or e = physical_to_logical_map[l][v] of the folder's routepack-rewrite.json
+/// when that says physical order. InputError naming the tensor, the element index and both experts at
+/// the first mismatch; InputError when the folder has no expert tensors.
+SynthSlotCheck check_synth_checkpoint(const std::filesystem::path& dir);
+
 }  // namespace routepack::gpu

@@ -1,6 +1,7 @@
 // End to end on the real traces, as a new user runs the CLI (issue 6 steps 1-5 so far): import both
 // sets with the shipped model descriptions, define the windows, plan with the shipped topologies,
-// compare, validate, export expert maps, write a synthetic DeepSeek-V2-Lite-shaped checkpoint.
+// compare, validate, export expert maps, write a synthetic DeepSeek-V2-Lite-shaped checkpoint, rewrite it
+// with the CSV window's plan, check its expert slots and invert it back to byte equality.
 #include "tests/testutil.h"
 
 #include <QProcess>
@@ -75,6 +76,37 @@ private Q_SLOTS:
         QVERIFY2(r.code == 0, qPrintable(r.err));
         QVERIFY(fs::exists(tmp / "ckpt" / "model.safetensors.index.json"));
         QVERIFY(r.out.contains(QStringLiteral("64 experts x 26 MoE layers (1-26 of 27)")));
+        // Step 5: rewrite it with the CSV window's plan, verify the expert slots, invert back to byte equality.
+        const QString dsplan = q(tmp / "deepseek-v2-lite-ep8-dp4.plan.json");
+        r = cli({QStringLiteral("rewrite"), QStringLiteral("--plan"), dsplan, QStringLiteral("--input"), q(tmp / "ckpt"),
+                 QStringLiteral("--output"), q(tmp / "ckpt-physical"), QStringLiteral("--verify")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QVERIFY2(r.out.contains(QStringLiteral("checkpoint: hf-per-expert, 2 shard(s), MoE layers 1-26, 64 experts")),
+                 qPrintable(r.out));
+        QVERIFY2(r.out.contains(QStringLiteral("verified: every output file equals its planned source bytes")), qPrintable(r.out));
+        r = cli({QStringLiteral("synth-checkpoint"), QStringLiteral("--check"), q(tmp / "ckpt-physical")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QVERIFY2(r.out.contains(QStringLiteral(": 4992 routed-expert tensors checked: every slot holds the expected logical "
+                                               "expert (physical order, placement ")),
+                 qPrintable(r.out));
+        // The rewritten slots are not the logical order: the check against logical order must fail there.
+        fs::remove(tmp / "ckpt-physical" / "routepack-rewrite.json");
+        r = cli({QStringLiteral("synth-checkpoint"), QStringLiteral("--check"), q(tmp / "ckpt-physical")});
+        QCOMPARE(r.code, 1);
+        QVERIFY2(r.err.contains(QStringLiteral(", expected layer 1 expert ")), qPrintable(r.err));
+        r = cli({QStringLiteral("rewrite"), QStringLiteral("--plan"), dsplan, QStringLiteral("--input"), q(tmp / "ckpt-physical"),
+                 QStringLiteral("--output"), q(tmp / "ckpt-logical"), QStringLiteral("--inverse"), QStringLiteral("--verify")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        int files = 0;
+        for (const auto& de : fs::directory_iterator(tmp / "ckpt")) {
+            QVERIFY2(routepack::test::read_file(de.path()) ==
+                         routepack::test::read_file(tmp / "ckpt-logical" / de.path().filename()),
+                     qPrintable(q(de.path().filename())));
+            ++files;
+        }
+        QCOMPARE(files, 4);  // 2 shards, index, config.json
+        r = cli({QStringLiteral("synth-checkpoint"), QStringLiteral("--check"), q(tmp / "ckpt-logical")});
+        QVERIFY2(r.code == 0 && r.out.contains(QStringLiteral("(logical order")), qPrintable(r.out + r.err));
         fs::remove_all(tmp);
     }
 };

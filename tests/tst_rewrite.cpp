@@ -387,6 +387,21 @@ void TestRewrite::synthExpertSlots() {
         }
     }
     QCOMPARE(checked, 26 * 64 * 3);
+    const SynthSlotCheck c = check_synth_checkpoint(tmp / "phys");
+    QCOMPARE(c.tensors, 26 * 64 * 3);
+    QCOMPARE(c.order, std::string("physical"));
+    QCOMPARE(check_synth_checkpoint(tmp / "src").order, std::string("logical"));
+    // Checked against logical order, the rewritten folder fails at its first moved slot.
+    fs::remove(tmp / "phys" / kRewriteSidecar);
+    try {
+        check_synth_checkpoint(tmp / "phys");
+        QFAIL("no error");
+    } catch (const InputError& e) {
+        QVERIFY2(QString::fromUtf8(e.what()).contains(QStringLiteral(".mlp.experts.0.down_proj.weight element 0 holds layer 1 expert ") +
+                                                      QString::number(p2l_row(pi, 0)[0]) +
+                                                      QStringLiteral(", expected layer 1 expert 0")),
+                 e.what());
+    }
     fs::remove_all(tmp);
 }
 
