@@ -624,17 +624,23 @@ RewritePlan plan_rewrite(const RewriteRequest& req) {
     for (const auto& [p, c] : plan.layer_map)
         if (ck_layers.count(c)) lm[std::to_string(p)] = c;
     sc["layer_map"] = lm;
-    json rows = json::object();
-    for (const auto& [c, r] : row_of_ck) {
-        std::vector<int> p2l(static_cast<std::size_t>(E));
-        for (int e = 0; e < E; ++e) p2l[static_cast<std::size_t>(pi.at(r, e))] = e;
-        rows[std::to_string(c)] = p2l;
-    }
-    sc["physical_to_logical_map"] = rows;
     sc["physical_to_logical_map_rows"] = "absolute checkpoint layer ids";
     sc["moved_tensors"] = plan.moved_tensors;
     sc["moved_bytes"] = plan.moved_bytes;
-    plan.sidecar_json = sc.dump(2) + "\n";
+    // Pretty-printed, but each map row on one line (E ints), appended as the last member.
+    std::string text = sc.dump(2);
+    text.erase(text.find_last_of('}'));
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+    text += ",\n  \"physical_to_logical_map\": {";
+    bool first_row = true;
+    for (const auto& [c, r] : row_of_ck) {
+        std::vector<int> p2l(static_cast<std::size_t>(E));
+        for (int e = 0; e < E; ++e) p2l[static_cast<std::size_t>(pi.at(r, e))] = e;
+        text += std::string(first_row ? "" : ",") + "\n    \"" + std::to_string(c) + "\": " + json(p2l).dump();
+        first_row = false;
+    }
+    text += "\n  }\n}\n";
+    plan.sidecar_json = std::move(text);
     plan.total_bytes += plan.sidecar_json.size();
     return plan;
 }

@@ -32,9 +32,11 @@ void add_rewrite_options(CLI::App& app, RewriteCliOptions& o) {
 
 namespace {
 
+/// Bytes in GB from 1 GB on, MB below.
 std::string gb(std::uint64_t b) {
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%.3f GB", static_cast<double>(b) / 1e9);
+    if (b >= 1000000000ull) std::snprintf(buf, sizeof buf, "%.2f GB", static_cast<double>(b) / 1e9);
+    else std::snprintf(buf, sizeof buf, "%.2f MB", static_cast<double>(b) / 1e6);
     return buf;
 }
 
@@ -83,8 +85,8 @@ int run_rewrite_cli(const RewriteCliOptions& o, std::ostream& out, std::ostream&
     out << "moved: " << rep.moved_tensors << " of " << (rp.expert_tensors + rp.router_tensors)
         << " expert-indexed tensors, " << gb(rep.moved_bytes) << " of " << gb(rp.total_bytes) << "\n";
     char line[160];
-    std::snprintf(line, sizeof line, "wrote %s on %s in %.3f s (%.2f GB/s)", gb(rep.bytes_written).c_str(),
-                  rep.device.c_str(), rep.seconds, rep.gb_per_s());
+    std::snprintf(line, sizeof line, "wrote %s on %s in %.3f s (%.2f GB/s, written bytes per second)",
+                  gb(rep.bytes_written).c_str(), rep.device.c_str(), rep.seconds, rep.gb_per_s());
     out << line << "\n";
     if (rep.verified) {
         std::snprintf(line, sizeof line, "verified: every output file equals its planned source bytes (%.3f s)",
