@@ -213,6 +213,8 @@ private Q_SLOTS:
     void sidecarGuards();
     void layerMapRewrite();
     void singleFileWithoutConfig();
+    void fp8ScalesMoveWithExpert();
+    void megatronStackedWithOptimizerState();
     void verifyFindsCorruption();
     void freeSpace();
     void cancelLeavesNothing();
@@ -598,6 +600,106 @@ void TestRewrite::singleFileWithoutConfig() {
     const std::string rt = tensor_bytes(tmp / "out", "model.layers.0.mlp.router.weight");
     for (int v = 0; v < E; ++v) QCOMPARE(int(rt[static_cast<std::size_t>(v) * 12 + 11]), 100 + p2l[v]);
     QVERIFY(nlohmann::json::parse(read_file(tmp / "out" / kRewriteSidecar)).at("source").at("scheme") == "hf-stacked");
+    fs::remove_all(tmp);
+}
+
+void TestRewrite::fp8ScalesMoveWithExpert() {
+    // DeepSeek-V3 FP8 style: every expert weight has a weight_scale_inv beside it; both move together.
+    const fs::path tmp = temp_dir(QStringLiteral("rw8"));
+    const int E = 4;
+    std::vector<std::string> store;
+    store.reserve(2 * E + 1);
+    std::vector<TensorData> ts;
+    for (int e = 0; e < E; ++e) {
+        store.push_back(std::string(6, static_cast<char>(0x10 + e)));                       // F8_E4M3 [2, 3]
+        ts.push_back({"model.layers.3.mlp.experts." + std::to_string(e) + ".down_proj.weight", Dtype::F8_E4M3, {2, 3},
+                      std::as_bytes(std::span(store.back()))});
+        store.push_back(std::string(4, static_cast<char>(0x60 + e)));                       // F32 [1, 1]
+        ts.push_back({"model.layers.3.mlp.experts." + std::to_string(e) + ".down_proj.weight_scale_inv", Dtype::F32,
+                      {1, 1}, std::as_bytes(std::span(store.back()))});
+    }
+    store.push_back(std::string(E * 2 * 2, '\x7f'));
+    ts.push_back({"model.layers.3.mlp.gate.weight", Dtype::BF16, {4, 2}, std::as_bytes(std::span(store.back()))});
+    fs::create_directories(tmp / "ck");
+    write_safetensors(tmp / "ck" / "model.safetensors", ts, {});
+    ModelDescription pm;
+    pm.num_hidden_layers = 4;
+    pm.experts = E;
+    pm.top_k = 1;
+    pm.moe_layers = {3};
+    Placement pi = identity_placement(1, E);
+    pi.slot = {1, 2, 3, 0};  // p2l = {3, 0, 1, 2}
+    RewriteReport rep;
+    try {
+        rep = rewrite_checkpoint(request(tmp / "ck", tmp / "out", pi, pm));
+    } catch (const std::exception& e) {
+        QFAIL(e.what());
+    }
+    QCOMPARE(rep.moved_tensors, 8);
+    const int p2l[] = {3, 0, 1, 2};
+    for (int v = 0; v < E; ++v) {
+        const std::string w = tensor_bytes(tmp / "out", "model.layers.3.mlp.experts." + std::to_string(v) + ".down_proj.weight");
+        const std::string sc = tensor_bytes(tmp / "out", "model.layers.3.mlp.experts." + std::to_string(v) + ".down_proj.weight_scale_inv");
+        QCOMPARE(w, std::string(6, static_cast<char>(0x10 + p2l[v])));
+        QCOMPARE(sc, std::string(4, static_cast<char>(0x60 + p2l[v])));
+    }
+    QCOMPARE(tensor_bytes(tmp / "out", "model.layers.3.mlp.gate.weight"), std::string(E * 2 * 2, '\x7f'));
+    fs::remove_all(tmp);
+}
+
+void TestRewrite::megatronStackedWithOptimizerState() {
+    // Megatron-Core fully_reshardable export converted to safetensors: stacked [E, ...] expert weights and
+    // their optimizer.state.* copies, router rows in logical order, layers numbered per pipeline stage.
+    const fs::path tmp = temp_dir(QStringLiteral("rwmg"));
+    const int E = 4;
+    std::vector<std::string> store;
+    store.reserve(8);
+    std::vector<TensorData> ts;
+    auto stacked = [&](const std::string& name, Dtype dt, std::uint64_t per_expert_elems, char base) {
+        const std::size_t esz = dtype_bits(dt) / 8;
+        std::string b(static_cast<std::size_t>(E) * per_expert_elems * esz, '\0');
+        for (int e = 0; e < E; ++e)
+            std::fill_n(b.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(e) * per_expert_elems * esz),
+                        per_expert_elems * esz, static_cast<char>(base + e));
+        store.push_back(std::move(b));
+        ts.push_back({name, dt, {std::uint64_t(E), 2, per_expert_elems / 2}, std::as_bytes(std::span(store.back()))});
+    };
+    stacked("decoder.layers.0.mlp.experts.experts.linear_fc1.weight", Dtype::BF16, 8, 0x10);
+    stacked("optimizer.state.exp_avg.decoder.layers.0.mlp.experts.experts.linear_fc1.weight", Dtype::F32, 8, 0x20);
+    stacked("optimizer.state.exp_avg_sq.decoder.layers.0.mlp.experts.experts.linear_fc1.weight", Dtype::F32, 8, 0x30);
+    stacked("optimizer.state.fp32_param.decoder.layers.0.mlp.experts.experts.linear_fc1.weight", Dtype::F32, 8, 0x40);
+    store.push_back(std::string(E * 4 * 4, '\0'));
+    for (int e = 0; e < E; ++e) std::fill_n(store.back().begin() + e * 16, 16, static_cast<char>(0x50 + e));
+    ts.push_back({"decoder.layers.0.mlp.router.weight", Dtype::F32, {std::uint64_t(E), 4}, std::as_bytes(std::span(store.back()))});
+    fs::create_directories(tmp / "stage1");
+    write_safetensors(tmp / "stage1" / "model.safetensors", ts, {});
+    // The plan numbers this stage's only MoE layer 12.
+    ModelDescription pm;
+    pm.num_hidden_layers = 24;
+    pm.experts = E;
+    pm.top_k = 2;
+    pm.moe_layers = {12};
+    Placement pi = identity_placement(1, E);
+    pi.slot = {2, 3, 1, 0};  // p2l = {3, 2, 0, 1}
+    RewriteRequest r = request(tmp / "stage1" / "model.safetensors", tmp / "out", pi, pm);
+    r.layer_map = parse_layer_map("12:0", pm.moe_layers);
+    const RewriteReport rep = rewrite_checkpoint(r);
+    QCOMPARE(rep.moved_tensors, 4);
+    const int p2l[] = {3, 2, 0, 1};
+    const char bases[] = {0x10, 0x20, 0x30, 0x40};
+    const char* names[] = {"decoder.layers.0.mlp.experts.experts.linear_fc1.weight",
+                           "optimizer.state.exp_avg.decoder.layers.0.mlp.experts.experts.linear_fc1.weight",
+                           "optimizer.state.exp_avg_sq.decoder.layers.0.mlp.experts.experts.linear_fc1.weight",
+                           "optimizer.state.fp32_param.decoder.layers.0.mlp.experts.experts.linear_fc1.weight"};
+    for (int k = 0; k < 4; ++k) {
+        const std::string b = tensor_bytes(tmp / "out", names[k]);
+        const std::size_t slab = b.size() / E;
+        for (int v = 0; v < E; ++v) QCOMPARE(b[static_cast<std::size_t>(v) * slab], static_cast<char>(bases[k] + p2l[v]));
+    }
+    QCOMPARE(tensor_bytes(tmp / "out", "decoder.layers.0.mlp.router.weight"), store.back());  // never moved
+    const nlohmann::json sc = nlohmann::json::parse(read_file(tmp / "out" / kRewriteSidecar));
+    QCOMPARE(sc.at("source").at("scheme").get<std::string>(), std::string("megatron-stacked"));
+    QCOMPARE(sc.at("layer_map").at("12").get<int>(), 0);
     fs::remove_all(tmp);
 }
 
