@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <limits>
 #include <unordered_map>
 
 namespace routepack {
@@ -134,6 +135,15 @@ std::int64_t need_int(const json& j, const char* key, const std::string& where) 
     return v.get<std::int64_t>();
 }
 
+/// An integer field that must fit 0..INT_MAX (no silent wrap or truncation of 2^32+16 or 1.7).
+int need_count(const json& j, const char* key, const std::string& where) {
+    const std::int64_t v = need_int(j, key, where);
+    if (v < 0 || v > std::numeric_limits<int>::max())
+        throw InputError(where + ": field '" + std::string(key) + "' must be an integer in 0.." +
+                         std::to_string(std::numeric_limits<int>::max()));
+    return static_cast<int>(v);
+}
+
 Score parse_score(const json& v, const std::string& where) {
     if (!v.is_array() || v.size() != 3 || !v[0].is_number() || !v[1].is_number() || !v[2].is_number())
         throw InputError(where + " must be [max_g U_g, sum_g U_g, max J]");
@@ -175,12 +185,18 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
     f.fingerprint = in.value("fingerprint", std::string());
     const auto& m = need(j, "model", origin);
     f.model.name = m.value("name", std::string());
-    f.model.num_hidden_layers = static_cast<int>(need_int(m, "num_hidden_layers", origin + ": model"));
-    f.model.experts = static_cast<int>(need_int(m, "experts", origin + ": model"));
-    f.model.top_k = static_cast<int>(need_int(m, "top_k", origin + ": model"));
+    f.model.num_hidden_layers = need_count(m, "num_hidden_layers", origin + ": model");
+    f.model.experts = need_count(m, "experts", origin + ": model");
+    f.model.top_k = need_count(m, "top_k", origin + ": model");
     const auto& ml = need(j, "moe_layers", origin);
     if (!ml.is_array()) throw InputError(origin + ": moe_layers must be a list of layer ids");
-    for (const auto& v : ml) f.model.moe_layers.push_back(v.get<int>());
+    for (std::size_t i = 0; i < ml.size(); ++i) {
+        const auto& v = ml[i];
+        if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > std::numeric_limits<int>::max())
+            throw InputError(origin + ": moe_layers[" + std::to_string(i) + "] must be a layer id (integer in 0.." +
+                             std::to_string(std::numeric_limits<int>::max()) + ")");
+        f.model.moe_layers.push_back(v.get<int>());
+    }
     try {
         f.model.validate();
     } catch (const InputError& e) {
@@ -270,7 +286,11 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
         f.metrics[k] = parse_metrics(need(metrics, k, origin + ": metrics"), origin + ": metrics." + k);
     if (!(f.metrics["routepack"].score == f.score)) throw InputError(origin + ": score differs from metrics.routepack.score");
     const auto& planner = need(j, "planner", origin);
-    f.seed = need(planner, "seed", origin + ": planner").get<std::uint64_t>();
+    {
+        const auto& seed = need(planner, "seed", origin + ": planner");
+        if (!seed.is_number_unsigned()) throw InputError(origin + ": planner: field 'seed' must be an integer in 0..2^64-1");
+        f.seed = seed.get<std::uint64_t>();
+    }
     f.workers = static_cast<int>(need_int(planner, "workers", origin + ": planner"));
     return f;
 }

@@ -13,11 +13,13 @@ namespace {
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
-/// Parses leading decimal digits followed by '.'; returns -1 when absent. Advances `s` past the dot.
+/// Parses leading decimal digits followed by '.'; returns -1 when absent, -2 when there are more than 9
+/// digits (an index no real checkpoint has; refused by the caller). Advances `s` past the dot.
 long long take_index(std::string_view& s) {
     std::size_t i = 0;
     while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
-    if (i == 0 || i >= s.size() || s[i] != '.' || i > 9) return -1;
+    if (i == 0 || i >= s.size() || s[i] != '.') return -1;
+    if (i > 9) return -2;
     long long v = std::stoll(std::string(s.substr(0, i)));
     s.remove_prefix(i + 1);
     return v;
@@ -30,6 +32,7 @@ bool find_layer(std::string_view name, int& layer, std::string_view& rest) {
         if (pos == 0 || name[pos - 1] == '.') {
             std::string_view r = name.substr(pos + 7);
             long long l = take_index(r);
+            if (l == -2) throw InputError(std::string(name) + ": layer index has more than 9 digits");
             if (l >= 0) {
                 layer = static_cast<int>(l);
                 rest = r;
@@ -103,6 +106,7 @@ SchemeReport classify_checkpoint(const std::vector<std::pair<std::string, std::v
             if (starts_with(sub, "experts.")) sub.remove_prefix(8);  // Megatron dist-ckpt `experts.experts.`
             std::string_view after = sub;
             const long long e = take_index(after);
+            if (e == -2) throw InputError(full + ": expert index has more than 9 digits");
             if (!moe_layer)
                 throw InputError(full + ": expert tensor in dense layer " + std::to_string(layer));
             if (e >= 0) {

@@ -52,9 +52,8 @@ std::string fmt_bytes(std::uint64_t b) {
 
 /// Parses a non-negative or signed decimal integer; InputError naming --layer-map otherwise.
 int parse_int(const std::string& s, const std::string& item) {
-    if (s.empty() || s.size() > 9) throw InputError("--layer-map: '" + item + "': expected a layer id");
-    std::size_t i = (s[0] == '+' || s[0] == '-') ? 1 : 0;
-    if (i == s.size()) throw InputError("--layer-map: '" + item + "': expected a layer id");
+    const std::size_t i = (!s.empty() && (s[0] == '+' || s[0] == '-')) ? 1 : 0;
+    if (s.size() == i || s.size() - i > 9) throw InputError("--layer-map: '" + item + "': expected a layer id");
     for (std::size_t k = i; k < s.size(); ++k)
         if (s[k] < '0' || s[k] > '9') throw InputError("--layer-map: '" + item + "': expected a layer id");
     return std::stoi(s);
@@ -75,6 +74,16 @@ std::string shape_text(const std::vector<std::uint64_t>& s) {
     for (std::size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
     return t + "]";
 }
+
+/// Absolute, normalised, without a trailing separator ("out/" names the folder "out").
+fs::path output_path(const fs::path& p) {
+    fs::path o = fs::absolute(p).lexically_normal();
+    while (o.has_relative_path() && o.filename().empty()) o = o.parent_path();
+    return o;
+}
+
+/// Marker file inside a temporary output folder: only folders holding it are ever removed as stale.
+constexpr const char* kPartialMarker = ".routepack-partial";
 
 bool pid_alive(long pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
 
@@ -156,9 +165,13 @@ void for_pieces(const std::vector<Piece>& pieces, int workers, const std::string
         while (j < pieces.size() && (j == i || bytes + pieces[j].len <= kBatch)) bytes += pieces[j++].len;
         arena.execute([&] {
             tbb::parallel_for(tbb::blocked_range<std::size_t>(i, j, 1), [&](const tbb::blocked_range<std::size_t>& r) {
-                for (std::size_t k = r.begin(); k != r.end(); ++k) fn(pieces[k]);
+                for (std::size_t k = r.begin(); k != r.end(); ++k) {
+                    if (cancel && cancel->load(std::memory_order_relaxed)) return;
+                    fn(pieces[k]);
+                }
             });
         });
+        if (cancel && cancel->load()) throw InputError("cancelled");
         done += bytes;
         if (progress) progress(stage, done, total);
         i = j;
@@ -211,17 +224,23 @@ struct InputSidecar {
 std::optional<InputSidecar> read_input_sidecar(const fs::path& dir) {
     const fs::path p = dir / kRewriteSidecar;
     std::error_code ec;
-    if (!fs::is_regular_file(p, ec)) return std::nullopt;
+    if (!fs::exists(fs::symlink_status(p, ec))) return std::nullopt;
+    if (!fs::is_regular_file(p, ec)) throw InputError(p.string() + ": not a file");
     try {
         const json j = json::parse(read_text(p));
         InputSidecar s;
         s.order = j.at("output_order").get<std::string>();
+        if (s.order != "physical" && s.order != "logical")
+            throw InputError(p.string() + ": output_order must be \"physical\" or \"logical\", not " + j["output_order"].dump());
         s.placement_fingerprint = j.at("plan").at("placement_fingerprint").get<std::string>();
         s.permute_router = j.at("permute_router").get<bool>();
         s.plan_origin = j.at("plan").value("origin", std::string());
         return s;
-    } catch (const json::exception& e) {
-        throw InputError(p.string() + ": not a routepack rewrite sidecar: " + e.what());
+    } catch (const json::parse_error& e) {
+        throw InputError(p.string() + ": not a routepack rewrite sidecar: malformed JSON at byte " + std::to_string(e.byte));
+    } catch (const json::exception&) {
+        throw InputError(p.string() + ": not a routepack rewrite sidecar (needs output_order, permute_router, "
+                                      "plan.placement_fingerprint)");
     }
 }
 
@@ -237,17 +256,20 @@ RewriteDevice parse_rewrite_device(const std::string& name) {
 std::map<int, int> parse_layer_map(const std::string& text, const std::vector<int>& plan_layers) {
     std::map<int, int> m;
     if (text.empty()) throw InputError("--layer-map: empty");
+    if (text.back() == ',') throw InputError("--layer-map: empty item in '" + text + "'");
     std::stringstream ss(text);
     std::string item;
-    auto put = [&](int p, int c, const std::string& it) {
+    auto put = [&](int p, long long c, const std::string& it) {
         if (c < 0) throw InputError("--layer-map: '" + it + "': checkpoint layer " + std::to_string(c) + " is negative");
-        if (!m.emplace(p, c).second) throw InputError("--layer-map: plan layer " + std::to_string(p) + " is mapped twice");
+        if (c > 999999999) throw InputError("--layer-map: '" + it + "': checkpoint layer " + std::to_string(c) + " is too large");
+        if (!m.emplace(p, static_cast<int>(c)).second)
+            throw InputError("--layer-map: plan layer " + std::to_string(p) + " is mapped twice");
     };
     while (std::getline(ss, item, ',')) {
         if (item.empty()) throw InputError("--layer-map: empty item in '" + text + "'");
         if ((item[0] == '+' || item[0] == '-') && item.find(':') == std::string::npos) {
             const int shift = parse_int(item, item);
-            for (int p : plan_layers) put(p, p + shift, item);
+            for (int p : plan_layers) put(p, static_cast<long long>(p) + shift, item);
             continue;
         }
         const std::size_t colon = item.find(':');
@@ -261,7 +283,9 @@ std::map<int, int> parse_layer_map(const std::string& text, const std::vector<in
         } else {
             const int a = parse_int(lhs.substr(0, dash), item), b = parse_int(lhs.substr(dash + 1), item);
             if (a < 0 || b < a) throw InputError("--layer-map: '" + item + "': range must be ascending");
-            for (int p = a; p <= b; ++p) put(p, c + (p - a), item);
+            // Only the plan's MoE layers inside the range get an entry (a range never allocates per id).
+            for (int p : plan_layers)
+                if (p >= a && p <= b) put(p, static_cast<long long>(c) + (p - a), item);
         }
     }
     std::set<int> targets;
@@ -282,7 +306,11 @@ RewritePlan plan_rewrite(const RewriteRequest& req) {
     const fs::path input_dir = input_is_dir ? input : input.parent_path();
 
     // --- output location -------------------------------------------------------------------------
-    const fs::path output = fs::absolute(req.output).lexically_normal();
+    if (req.workers < 0 || req.workers > 1024)
+        throw InputError("--workers: expected 0 (all cores) to 1024, got " + std::to_string(req.workers));
+    const fs::path output = output_path(req.output);
+    if (fs::is_symlink(output, ec))
+        throw InputError(req.output.string() + ": output is a symbolic link; name a folder to create");
     {
         fs::path out_canon = fs::weakly_canonical(output);
         if (out_canon == input || out_canon == input_dir)
@@ -314,8 +342,16 @@ RewritePlan plan_rewrite(const RewriteRequest& req) {
         }
         if (plan.sources.empty()) throw InputError(input.string() + ": no .safetensors files in the folder");
         std::set<fs::path> srcset(plan.sources.begin(), plan.sources.end());
+        auto check_kind = [](const fs::path& p) {
+            const fs::file_status st = fs::symlink_status(p);
+            if (!fs::is_regular_file(st) && !fs::is_directory(st) && !fs::is_symlink(st))
+                throw InputError(p.string() + ": not a regular file, folder or symbolic link; the rewrite copies only those");
+        };
         for (const auto& de : fs::directory_iterator(input)) {
             if (srcset.count(de.path()) || de.path().filename() == kRewriteSidecar) continue;
+            check_kind(de.path());
+            if (fs::is_directory(fs::symlink_status(de.path())))
+                for (const auto& sub : fs::recursive_directory_iterator(de.path())) check_kind(sub.path());
             plan.other_files.push_back(de.path());
         }
         std::sort(plan.other_files.begin(), plan.other_files.end());
@@ -368,10 +404,19 @@ RewritePlan plan_rewrite(const RewriteRequest& req) {
         model = model_from_hf_config(text, config.string());
         try {
             const json j = json::parse(text);
-            if (j.contains("n_group") && j["n_group"].is_number_integer()) n_group = j["n_group"].get<int>();
+            if (j.contains("n_group") && !j["n_group"].is_null()) {
+                const json& g = j["n_group"];
+                if (!g.is_number_integer() || g.get<std::int64_t>() < 1 || g.get<std::int64_t>() > (1 << 20))
+                    throw InputError(config.string() + ": n_group: expected a positive integer, got " + g.dump());
+                n_group = g.get<int>();
+            }
         } catch (const json::exception&) {
+            // model_from_hf_config already refused malformed JSON
         }
         model_origin = config.string();
+    } else if (req.permute_router) {
+        throw InputError("--permute-router: no config.json beside " + input.string() +
+                         "; it is needed to check group-limited routing (n_group) before router rows move");
     }
     const Placement& pi = req.placement;
     const int E = pi.experts;
@@ -399,7 +444,13 @@ RewritePlan plan_rewrite(const RewriteRequest& req) {
     if (model.experts != E)
         throw InputError(req.plan_origin + ": plan has " + std::to_string(E) + " experts per MoE layer, the checkpoint (" +
                          model_origin + ") has " + std::to_string(model.experts));
-    const SchemeReport rep = classify_checkpoint(names_and_shapes, model);
+    SchemeReport rep;
+    try {
+        rep = classify_checkpoint(names_and_shapes, model);
+    } catch (const InputError& e) {
+        throw InputError(std::string(e.what()) + " (MoE layers " + join_layers(model.moe_layers) + " from " + model_origin +
+                         (req.layer_map.empty() ? std::string() : " and --layer-map") + ")");
+    }
     plan.scheme = rep.scheme;
     plan.experts = E;
     plan.checkpoint_layers = rep.moe_layers;
@@ -417,10 +468,25 @@ RewritePlan plan_rewrite(const RewriteRequest& req) {
         row_of_ck[it->second] = static_cast<int>(r);
     }
     for (int c : rep.moe_layers)
-        if (!row_of_ck.count(c))
+        if (!row_of_ck.count(c)) {
+            std::vector<int> covered;
+            for (const auto& [pc, r] : row_of_ck) covered.push_back(pc);
             throw InputError(input.string() + ": checkpoint MoE layer " + std::to_string(c) +
                              " has no placement row in the plan (plan MoE layers " + join_layers(req.plan_layers) + ")" +
-                             (req.layer_map.empty() ? "; use --layer-map" : ""));
+                             (req.layer_map.empty() ? std::string("; use --layer-map")
+                                                    : "; --layer-map covers checkpoint layers " + join_layers(covered)));
+        }
+    if (req.permute_router) {
+        std::set<int> with_router;
+        for (const TensorClass& tc : rep.tensors)
+            if (tc.role == TensorRole::Router) with_router.insert(tc.layer);
+        for (int c : rep.moe_layers)
+            if (!with_router.count(c))
+                throw InputError("--permute-router: checkpoint MoE layer " + std::to_string(c) +
+                                 " has no router tensor with " + std::to_string(E) +
+                                 " rows (mlp.gate.weight, block_sparse_moe.gate.weight or mlp.router.weight); "
+                                 "a self-contained export needs it");
+    }
 
     // --- index maps ---------------------------------------------------------------------------------
     std::vector<std::uint64_t> fp_words;
@@ -475,8 +541,8 @@ RewritePlan plan_rewrite(const RewriteRequest& req) {
     }
 
     // --- input sidecar: refuse rewriting twice / inverting with another placement -----------------
-    if (input_is_dir) {
-        if (auto sc = read_input_sidecar(input)) {
+    {
+        if (auto sc = read_input_sidecar(input_dir)) {
             if (req.direction == RewriteDirection::Apply && sc->order == "physical")
                 throw InputError(input.string() + ": already in physical order (" + std::string(kRewriteSidecar) +
                                  ": placement " + sc->placement_fingerprint +
@@ -594,10 +660,11 @@ RewritePlan plan_rewrite(const RewriteRequest& req) {
         plan.outputs.push_back(std::move(out));
     }
     for (const fs::path& p : plan.other_files) {
-        if (fs::is_regular_file(p, ec)) plan.total_bytes += fs::file_size(p);
-        else if (fs::is_directory(p, ec))
-            for (const auto& de : fs::recursive_directory_iterator(p))
-                if (de.is_regular_file()) plan.total_bytes += de.file_size();
+        const fs::file_status st = fs::symlink_status(p);
+        if (fs::is_regular_file(st)) plan.total_bytes += fs::file_size(p);
+        else if (fs::is_directory(st))
+            for (const auto& de : fs::recursive_directory_iterator(p))  // does not follow symlinks
+                if (fs::is_regular_file(de.symlink_status())) plan.total_bytes += de.file_size();
     }
 
     // --- provenance sidecar --------------------------------------------------------------------------
@@ -653,7 +720,8 @@ std::uint64_t execute_rewrite_cpu(const RewritePlan& plan, const fs::path& dir, 
     for (const OutputFile& f : plan.outputs) total += f.size;
     long exit_after = -1;
     if (const char* e = std::getenv("ROUTEPACK_TEST_REWRITE_EXIT_AFTER_FILES")) exit_after = std::atol(e);
-    long files_done = 0;
+    long files_done = 0, raise_after = -1;
+    if (const char* e = std::getenv("ROUTEPACK_TEST_REWRITE_SIGINT_AFTER_FILES")) raise_after = std::atol(e);
     for (const OutputFile& f : plan.outputs) {
         const fs::path out_path = dir / f.name;
         Fd out(::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
@@ -668,7 +736,9 @@ std::uint64_t execute_rewrite_cpu(const RewritePlan& plan, const fs::path& dir, 
         });
         if (::fdatasync(out.fd) != 0) throw InputError(out_path.string() + ": sync failed: " + std::strerror(errno));
         written += f.size;
-        if (exit_after >= 0 && ++files_done >= exit_after) ::_exit(3);  // test hook: a killed rewrite
+        ++files_done;
+        if (exit_after >= 0 && files_done >= exit_after) ::_exit(3);  // test hook: a killed rewrite
+        if (raise_after >= 0 && files_done == raise_after) ::raise(SIGINT);  // test hook: Ctrl-C mid-rewrite
     }
     return written;
 }
@@ -732,7 +802,7 @@ RewriteReport rewrite_checkpoint(const RewriteRequest& req, const RewriteProgres
         use_cuda = cuda_rewrite_available(&why);
     }
 
-    const fs::path output = fs::absolute(req.output).lexically_normal();
+    const fs::path output = output_path(req.output);
     fs::path parent = output.parent_path();
     std::error_code ec;
     if (!fs::is_directory(parent, ec)) throw InputError(parent.string() + ": no such folder (for --output)");
@@ -741,10 +811,13 @@ RewriteReport rewrite_checkpoint(const RewriteRequest& req, const RewriteProgres
     const std::string stem = "." + output.filename().string() + ".routepack-partial-";
     for (const auto& de : fs::directory_iterator(parent, ec)) {
         const std::string n = de.path().filename().string();
-        if (n.compare(0, stem.size(), stem) == 0) {
-            const long pid = std::atol(n.c_str() + stem.size());
-            if (!pid_alive(pid)) fs::remove_all(de.path(), ec);
-        }
+        if (n.compare(0, stem.size(), stem) != 0 || n.size() == stem.size() || n.size() - stem.size() > 9) continue;
+        if (n.find_first_not_of("0123456789", stem.size()) != std::string::npos) continue;
+        const long pid = std::atol(n.c_str() + stem.size());
+        // Only our own folders (marker inside), only of processes that are gone.
+        if (pid > 1 && !pid_alive(pid) && fs::is_directory(fs::symlink_status(de.path())) &&
+            fs::is_regular_file(fs::symlink_status(de.path() / kPartialMarker)))
+            fs::remove_all(de.path(), ec);
     }
 
     // Free space on the output's file system.
@@ -766,6 +839,7 @@ RewriteReport rewrite_checkpoint(const RewriteRequest& req, const RewriteProgres
     if (!fs::create_directory(tmp, ec))
         throw InputError(tmp.string() + ": cannot create the temporary output folder: " + ec.message());
     try {
+        std::ofstream(tmp / kPartialMarker) << "routepack rewrite in progress, pid " << ::getpid() << "\n";
         const auto t0 = std::chrono::steady_clock::now();
         if (use_cuda) {
             std::string dev;
@@ -776,9 +850,9 @@ RewriteReport rewrite_checkpoint(const RewriteRequest& req, const RewriteProgres
             rep.device = "cpu";
         }
         for (const fs::path& p : plan.other_files) {
-            fs::copy(p, tmp / p.filename(), fs::copy_options::recursive, ec);
+            fs::copy(p, tmp / p.filename(), fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
             if (ec) throw InputError(p.string() + ": cannot copy: " + ec.message());
-            if (fs::is_regular_file(p)) rep.bytes_written += fs::file_size(p);
+            if (fs::is_regular_file(fs::symlink_status(p))) rep.bytes_written += fs::file_size(p);
         }
         {
             const fs::path scp = tmp / kRewriteSidecar;
@@ -800,6 +874,7 @@ RewriteReport rewrite_checkpoint(const RewriteRequest& req, const RewriteProgres
             rep.verified = true;
             rep.verify_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - v0).count();
         }
+        fs::remove(tmp / kPartialMarker, ec);
         if (fs::exists(output, ec)) fs::remove(output, ec);  // an empty folder (checked when planning)
         fs::rename(tmp, output, ec);
         if (ec) throw InputError(output.string() + ": cannot move the finished output into place: " + ec.message());

@@ -6,6 +6,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/import_detail.h"
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -23,7 +29,8 @@ void add_rewrite_options(CLI::App& app, RewriteCliOptions& o) {
     app.add_flag("--permute-router", o.permute_router,
                  "also permute router rows and router biases (self-contained inference checkpoint)");
     app.add_option("--layer-map", o.layer_map,
-                   "plan layer -> checkpoint layer: P:C, P-Q:C or +N/-N, comma-separated (default: same ids)");
+                   "plan layer -> checkpoint layer: P:C, P-Q:C or +N/-N, comma-separated (default: same ids)")
+        ->each([&o](const std::string&) { o.layer_map_given = true; });
     app.add_option("--device", o.device, "auto (CUDA when a device exists), cpu or cuda");
     app.add_flag("--verify", o.verify, "re-read the output and compare every tensor with its source");
     app.add_option("--workers", o.workers, "CPU threads (default: all cores)");
@@ -31,6 +38,29 @@ void add_rewrite_options(CLI::App& app, RewriteCliOptions& o) {
 }
 
 namespace {
+
+std::atomic<bool> g_cancel{false};
+extern "C" void on_signal(int) { g_cancel.store(true); }
+
+/// Routes SIGINT/SIGTERM/SIGHUP to the rewrite's cancel flag while alive (the rewrite then removes its
+/// temporary folder), and restores the previous handlers.
+struct SignalScope {
+    struct sigaction old_int {}, old_term {}, old_hup {};
+    SignalScope() {
+        g_cancel.store(false);
+        struct sigaction sa {};
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        ::sigaction(SIGINT, &sa, &old_int);
+        ::sigaction(SIGTERM, &sa, &old_term);
+        ::sigaction(SIGHUP, &sa, &old_hup);
+    }
+    ~SignalScope() {
+        ::sigaction(SIGINT, &old_int, nullptr);
+        ::sigaction(SIGTERM, &old_term, nullptr);
+        ::sigaction(SIGHUP, &old_hup, nullptr);
+    }
+};
 
 /// Bytes in GB from 1 GB on, MB below.
 std::string gb(std::uint64_t b) {
@@ -43,11 +73,18 @@ std::string gb(std::uint64_t b) {
 }  // namespace
 
 int run_rewrite_cli(const RewriteCliOptions& o, std::ostream& out, std::ostream& err) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(o.plan, ec)) throw InputError(o.plan + ": no such plan file");
     std::ifstream f(o.plan, std::ios::binary);
     if (!f) throw InputError(o.plan + ": cannot read plan");
     std::ostringstream text;
     text << f.rdbuf();
-    const PlanFile plan = parse_plan(text.str(), o.plan);
+    PlanFile plan;
+    try {
+        plan = parse_plan(text.str(), o.plan);
+    } catch (const nlohmann::json::exception& e) {
+        throw InputError(o.plan + ": " + detail::json_error_description(e));
+    }
 
     RewriteRequest req;
     req.input = o.input;
@@ -59,7 +96,7 @@ int run_rewrite_cli(const RewriteCliOptions& o, std::ostream& out, std::ostream&
     req.plan_origin = o.plan;
     req.direction = o.inverse ? RewriteDirection::Inverse : RewriteDirection::Apply;
     req.permute_router = o.permute_router;
-    if (!o.layer_map.empty()) req.layer_map = parse_layer_map(o.layer_map, plan.model.moe_layers);
+    if (o.layer_map_given || !o.layer_map.empty()) req.layer_map = parse_layer_map(o.layer_map, plan.model.moe_layers);
     req.device = parse_rewrite_device(o.device);
     req.verify = o.verify;
     req.workers = o.workers;
@@ -74,7 +111,20 @@ int run_rewrite_cli(const RewriteCliOptions& o, std::ostream& out, std::ostream&
         err << "\r" << stage << " " << pct << "%" << std::flush;
     };
     const RewritePlan rp = plan_rewrite(req);  // report the plan's facts (rewrite_checkpoint replans; cheap)
-    const RewriteReport rep = rewrite_checkpoint(req, progress);
+    RewriteReport rep;
+    {
+        SignalScope signals;
+        try {
+            rep = rewrite_checkpoint(req, progress, &g_cancel);
+        } catch (const InputError& e) {
+            if (g_cancel.load() && std::string(e.what()) == "cancelled") {
+                if (tty) err << "\n";
+                err << "rewrite cancelled; nothing was written at " << o.output << "\n";
+                return 130;
+            }
+            throw;
+        }
+    }
     if (tty) err << "\r" << std::string(16, ' ') << "\r" << std::flush;
 
     out << (o.inverse ? "inverse" : "apply") << (o.permute_router ? " (router permuted)" : "") << ": " << o.input

@@ -11,6 +11,8 @@
 
 #include <QtTest>
 
+#include <functional>
+
 #include <nlohmann/json.hpp>
 
 using namespace routepack;
@@ -221,6 +223,31 @@ private Q_SLOTS:
         Trace other = in.window;
         other.counts[0] += 1;
         QVERIFY(QString::fromStdString(rescore_plan(f, other)).contains(QStringLiteral("fingerprint")));
+        // Numbers that do not fit are refused, never wrapped or truncated (2^32 + 16 is not 16, 1.7 is not 1).
+        const std::pair<std::function<void(nlohmann::json&)>, QString> wraps[] = {
+            {[](nlohmann::json& x) { x["model"]["experts"] = (1LL << 32) + 16; },
+             QStringLiteral("p.json: model: field 'experts' must be an integer in 0..2147483647")},
+            {[](nlohmann::json& x) { x["model"]["num_hidden_layers"] = (1LL << 32) + 3; },
+             QStringLiteral("p.json: model: field 'num_hidden_layers' must be an integer in 0..2147483647")},
+            {[](nlohmann::json& x) { x["moe_layers"][0] = 1.7; },
+             QStringLiteral("p.json: moe_layers[0] must be a layer id (integer in 0..2147483647)")},
+            {[](nlohmann::json& x) { x["moe_layers"][1] = (1LL << 32) + 2; },
+             QStringLiteral("p.json: moe_layers[1] must be a layer id (integer in 0..2147483647)")},
+            {[](nlohmann::json& x) { x["moe_layers"][0] = "1"; },
+             QStringLiteral("p.json: moe_layers[0] must be a layer id (integer in 0..2147483647)")},
+            {[](nlohmann::json& x) { x["planner"]["seed"] = -1; },
+             QStringLiteral("p.json: planner: field 'seed' must be an integer in 0..2^64-1")},
+        };
+        for (const auto& [edit, want] : wraps) {
+            auto w = j;
+            edit(w);
+            try {
+                parse_plan(w.dump(), "p.json");
+                QFAIL(qPrintable(QStringLiteral("no error, expected ") + want));
+            } catch (const InputError& e) {
+                QCOMPARE(QString::fromStdString(e.what()), want);
+            }
+        }
         try {
             parse_plan(R"({"format": "something-else"})", "x.json");
             QFAIL("no error");

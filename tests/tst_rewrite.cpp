@@ -21,6 +21,7 @@
 #include <cstring>
 #include <filesystem>
 #include <numeric>
+#include <sys/stat.h>
 
 using namespace routepack;
 using namespace routepack::gpu;
@@ -196,6 +197,7 @@ std::string error_of(const RewriteRequest& r) {
 
 class TestRewrite : public QObject {
     Q_OBJECT
+    void breakItBody();
 private Q_SLOTS:
     void layerMap();
     void layerMapErrors_data();
@@ -220,6 +222,8 @@ private Q_SLOTS:
     void cancelLeavesNothing();
     void cliInterruptedLeavesNoOutput();
     void cliRewriteAndInverse();
+    void breakItRegressions();
+    void cliSigintCancels();
 };
 
 void TestRewrite::layerMap() {
@@ -228,6 +232,8 @@ void TestRewrite::layerMap() {
     QCOMPARE(parse_layer_map("1-3:10", plan), (std::map<int, int>{{1, 10}, {2, 11}, {3, 12}}));
     QCOMPARE(parse_layer_map("-1", plan), (std::map<int, int>{{1, 0}, {2, 1}, {3, 2}}));
     QCOMPARE(parse_layer_map("+4", plan), (std::map<int, int>{{1, 5}, {2, 6}, {3, 7}}));
+    // A huge range only maps the plan's layers (no entry per id: this returns at once).
+    QCOMPARE(parse_layer_map("0-999999999:0", plan), (std::map<int, int>{{1, 1}, {2, 2}, {3, 3}}));
 }
 
 void TestRewrite::layerMapErrors_data() {
@@ -241,6 +247,9 @@ void TestRewrite::layerMapErrors_data() {
     QTest::newRow("garbage") << "1:x" << "--layer-map: '1:x': expected a layer id";
     QTest::newRow("descending") << "3-1:0" << "--layer-map: '3-1:0': range must be ascending";
     QTest::newRow("empty item") << "1:0,,2:1" << "--layer-map: empty item in '1:0,,2:1'";
+    QTest::newRow("trailing comma") << "1:1," << "--layer-map: empty item in '1:1,'";
+    QTest::newRow("too large") << "+999999999" << "--layer-map: '+999999999': checkpoint layer 1000000000 is too large";
+    QTest::newRow("ten digits") << "1:1234567890" << "--layer-map: '1:1234567890': expected a layer id";
 }
 
 void TestRewrite::layerMapErrors() {
@@ -479,7 +488,9 @@ void TestRewrite::missingExpertTensorRefused() {
     ij["weight_map"].erase(victim);
     write_file(tmp / "ck" / "model.safetensors.index.json", ij.dump(2));
     const RewriteRequest r = request(tmp / "ck", tmp / "out", random_placement(2, 16, 3), m);
-    QCOMPARE(QString::fromStdString(error_of(r)), QStringLiteral("layer 1: expert 7 has no up_proj while others do"));
+    QCOMPARE(QString::fromStdString(error_of(r)),
+             QStringLiteral("layer 1: expert 7 has no up_proj while others do (MoE layers 1-2 from ") +
+                 qpath(fs::canonical(tmp / "ck") / "config.json") + QStringLiteral(")"));
     QVERIFY(!fs::exists(tmp / "out"));
     // An index that names a tensor no shard holds.
     ij["weight_map"][victim] = idx.weight_map.at(victim);
@@ -591,7 +602,12 @@ void TestRewrite::singleFileWithoutConfig() {
     Placement pi = identity_placement(1, E);
     pi.slot = {2, 0, 1, 5, 3, 4};  // p2l = {1, 2, 0, 4, 5, 3}
     RewriteRequest r = request(tmp / "model.safetensors", tmp / "out", pi, pm);
+    // Router rows move only with --permute-router, which needs config.json (n_group) beside the file.
     r.permute_router = true;
+    QCOMPARE(QString::fromStdString(error_of(r)),
+             QStringLiteral("--permute-router: no config.json beside ") + qpath(fs::canonical(tmp / "model.safetensors")) +
+                 QStringLiteral("; it is needed to check group-limited routing (n_group) before router rows move"));
+    write_file(tmp / "config.json", R"({"num_hidden_layers": 1, "num_local_experts": 6, "num_experts_per_tok": 2})");
     const RewriteReport rep = rewrite_checkpoint(r);
     QCOMPARE(rep.moved_tensors, 2);
     const std::string out = tensor_bytes(tmp / "out", "model.layers.0.mlp.experts.down_proj");
@@ -847,6 +863,155 @@ void TestRewrite::cliRewriteAndInverse() {
     QCOMPARE(c.code, 1);
     QCOMPARE(c.err, QStringLiteral("routepack: error: --device: unknown device 'tpu' (valid: auto, cpu, cuda)\n"));
     QVERIFY(!fs::exists(tmp / "x"));
+    fs::remove_all(tmp);
+}
+
+void TestRewrite::breakItRegressions() {
+    try {
+        breakItBody();
+    } catch (const std::exception& e) {
+        QFAIL(e.what());
+    }
+}
+
+void TestRewrite::breakItBody() {
+    ROUTEPACK_REQUIRE_SHARED(root, "checkpoints/qwen3_moe");
+    const fs::path src = root / "checkpoint";
+    const ModelDescription m = model_of(src);
+    const Placement pi = random_placement(2, 16, 31);
+    const fs::path tmp = temp_dir(QStringLiteral("rwb"));
+    // --workers out of range (65537 crashed the TBB arena).
+    {
+        RewriteRequest r = request(src, tmp / "w", pi, m);
+        r.workers = 65537;
+        QCOMPARE(QString::fromStdString(error_of(r)), QStringLiteral("--workers: expected 0 (all cores) to 1024, got 65537"));
+        r.workers = -1;
+        QCOMPARE(QString::fromStdString(error_of(r)), QStringLiteral("--workers: expected 0 (all cores) to 1024, got -1"));
+    }
+    // The sidecar guard also holds when --input names a file inside a rewritten folder.
+    {
+        // One model.safetensors holding every tensor of the sharded source.
+        fs::create_directories(tmp / "one");
+        std::vector<SafetensorsFile> shards;
+        for (const std::string& sh : read_index(src).shards()) shards.push_back(SafetensorsFile::open(src / sh));
+        std::vector<TensorData> ts;
+        for (const SafetensorsFile& f : shards)
+            for (const TensorInfo& t : f.tensors()) ts.push_back({t.name, t.dtype, t.shape, f.data(t)});
+        write_safetensors(tmp / "one" / "model.safetensors", ts, {{"format", "pt"}});
+        fs::copy(src / "config.json", tmp / "one" / "config.json");
+        rewrite_checkpoint(request(tmp / "one", tmp / "one-phys", pi, m));
+        QVERIFY(QString::fromStdString(error_of(request(tmp / "one-phys" / "model.safetensors", tmp / "twice", pi, m)))
+                    .contains(QStringLiteral(": already in physical order (routepack-rewrite.json: placement ")));
+        QVERIFY(!fs::exists(tmp / "twice"));
+    }
+    // Folders that merely look like partial outputs are never removed (no marker, or not a pid).
+    {
+        write_file(tmp / ".victim.routepack-partial-notes" / "f", "precious");
+        write_file(tmp / ".victim.routepack-partial-999999999" / "f", "precious");
+        write_file(tmp / ".victim.routepack-partial-0" / "f", "precious");
+        rewrite_checkpoint(request(src, tmp / "victim", pi, m));
+        QCOMPARE(read_file(tmp / ".victim.routepack-partial-notes" / "f"), std::string("precious"));
+        QCOMPARE(read_file(tmp / ".victim.routepack-partial-999999999" / "f"), std::string("precious"));
+        QCOMPARE(read_file(tmp / ".victim.routepack-partial-0" / "f"), std::string("precious"));
+        QVERIFY(!fs::exists(tmp / "victim" / ".routepack-partial"));  // marker removed from the finished output
+    }
+    // A trailing slash names the folder (absent or empty).
+    {
+        rewrite_checkpoint(request(src, qpath(tmp / "slash").toStdString() + "/", pi, m));
+        QVERIFY(fs::exists(tmp / "slash" / kRewriteSidecar));
+        fs::create_directory(tmp / "slash2");
+        rewrite_checkpoint(request(src, qpath(tmp / "slash2").toStdString() + "/", pi, m));
+        QVERIFY(fs::exists(tmp / "slash2" / kRewriteSidecar));
+    }
+    // Output as a symbolic link (dangling or to an empty folder) is refused before writing.
+    {
+        fs::create_symlink(tmp / "nowhere", tmp / "dangling");
+        QCOMPARE(QString::fromStdString(error_of(request(src, tmp / "dangling", pi, m))),
+                 qpath(tmp / "dangling") + QStringLiteral(": output is a symbolic link; name a folder to create"));
+    }
+    // Input folder: a fifo is refused at planning; a symlink is copied as a symlink (not its target).
+    {
+        fs::copy(src, tmp / "ck", fs::copy_options::recursive);
+        fs::create_symlink("/usr/share/doc", tmp / "ck" / "docs");
+        rewrite_checkpoint(request(tmp / "ck", tmp / "ck-out", pi, m));
+        QVERIFY(fs::is_symlink(tmp / "ck-out" / "docs"));
+        QCOMPARE(fs::read_symlink(tmp / "ck-out" / "docs"), fs::path("/usr/share/doc"));
+        QVERIFY(::mkfifo((tmp / "ck" / "pipe").c_str(), 0600) == 0);
+        QCOMPARE(QString::fromStdString(error_of(request(tmp / "ck", tmp / "ck-out2", pi, m))),
+                 qpath(fs::canonical(tmp / "ck") / "pipe") +
+                     QStringLiteral(": not a regular file, folder or symbolic link; the rewrite copies only those"));
+        QVERIFY(!fs::exists(tmp / "ck-out2"));
+    }
+    // Malformed n_group is refused (a string "4" must not silently mean 1 for group-limited routing).
+    {
+        ROUTEPACK_REQUIRE_SHARED(dsv3, "checkpoints/deepseek_v3");
+        fs::copy(dsv3 / "checkpoint", tmp / "ds", fs::copy_options::recursive);
+        nlohmann::json cfg = nlohmann::json::parse(read_file(tmp / "ds" / "config.json"));
+        for (const nlohmann::json& bad : {nlohmann::json("4"), nlohmann::json(4.0), nlohmann::json(0), nlohmann::json(-4),
+                                          nlohmann::json(1LL << 40)}) {
+            cfg["n_group"] = bad;
+            write_file(tmp / "ds" / "config.json", cfg.dump());
+            QCOMPARE(QString::fromStdString(error_of(request(tmp / "ds", tmp / "ds-out", pi, model_of(dsv3 / "checkpoint")))),
+                     qpath(fs::canonical(tmp / "ds") / "config.json") +
+                         QStringLiteral(": n_group: expected a positive integer, got ") + QString::fromStdString(bad.dump()));
+        }
+        QVERIFY(!fs::exists(tmp / "ds-out"));
+    }
+    // --permute-router with a MoE layer whose router is missing: refused, naming the layer.
+    {
+        fs::create_directories(tmp / "nr");
+        std::string a(4 * 6 * 2, 'a'), b(4 * 6 * 2, 'b'), rt(6 * 4 * 4, 'r');
+        std::vector<TensorData> ts{
+            {"model.layers.0.mlp.experts.down_proj", Dtype::BF16, {6, 4}, std::as_bytes(std::span(a))},
+            {"model.layers.1.mlp.experts.down_proj", Dtype::BF16, {6, 4}, std::as_bytes(std::span(b))},
+            {"model.layers.0.mlp.router.weight", Dtype::F32, {6, 4}, std::as_bytes(std::span(rt))}};
+        write_safetensors(tmp / "nr" / "model.safetensors", ts, {});
+        write_file(tmp / "nr" / "config.json", R"({"num_hidden_layers": 2, "num_local_experts": 6, "num_experts_per_tok": 2})");
+        ModelDescription pm = model_of(tmp / "nr");
+        RewriteRequest r = request(tmp / "nr", tmp / "nr-out", random_placement(2, 6, 3), pm);
+        r.permute_router = true;
+        QCOMPARE(QString::fromStdString(error_of(r)),
+                 QStringLiteral("--permute-router: checkpoint MoE layer 1 has no router tensor with 6 rows (mlp.gate.weight, "
+                                "block_sparse_moe.gate.weight or mlp.router.weight); a self-contained export needs it"));
+        r.permute_router = false;  // training-side rewrite needs no router
+        rewrite_checkpoint(r);
+    }
+    // An expert index of more than 9 digits is named as such (not mistaken for a stacked tensor).
+    {
+        fs::create_directories(tmp / "big-index");
+        std::string a(8, 'a');
+        std::vector<TensorData> ts{{"model.layers.0.mlp.experts.99999999999999999999.down_proj.weight", Dtype::BF16, {2, 2},
+                                    std::as_bytes(std::span(a))}};
+        write_safetensors(tmp / "big-index" / "model.safetensors", ts, {});
+        ModelDescription pm;
+        pm.num_hidden_layers = 1;
+        pm.experts = 4;
+        pm.top_k = 1;
+        pm.moe_layers = {0};
+        QCOMPARE(QString::fromStdString(error_of(request(tmp / "big-index" / "model.safetensors", tmp / "bi-out",
+                                                         random_placement(1, 4, 1), pm))),
+                 QStringLiteral("model.layers.0.mlp.experts.99999999999999999999.down_proj.weight: expert index has more "
+                                "than 9 digits (MoE layers 0 from the plan's model (no config.json beside the checkpoint))"));
+    }
+    fs::remove_all(tmp);
+}
+
+void TestRewrite::cliSigintCancels() {
+    // Ctrl-C mid-rewrite (the process signals itself after the first shard): exit 130, no output, no partial folder.
+    ROUTEPACK_REQUIRE_SHARED(root, "checkpoints/qwen3_moe");
+    const fs::path src = root / "checkpoint";
+    const fs::path tmp = temp_dir(QStringLiteral("rwint"));
+    const fs::path plan = write_plan_for(model_of(src), tmp / "plan.json", 4);
+    qputenv("ROUTEPACK_TEST_REWRITE_SIGINT_AFTER_FILES", "1");
+    const auto r = routepack::test::run_cli({QStringLiteral("rewrite"), QStringLiteral("--plan"), qpath(plan),
+                                             QStringLiteral("--input"), qpath(src), QStringLiteral("--output"),
+                                             qpath(tmp / "out"), QStringLiteral("--device"), QStringLiteral("cpu")});
+    qunsetenv("ROUTEPACK_TEST_REWRITE_SIGINT_AFTER_FILES");
+    QCOMPARE(r.code, 130);
+    QCOMPARE(r.err, QStringLiteral("rewrite cancelled; nothing was written at ") + qpath(tmp / "out") + QStringLiteral("\n"));
+    int entries = 0;
+    for (const auto& de : fs::directory_iterator(tmp)) entries += de.path().filename() != "plan.json";
+    QCOMPARE(entries, 0);
     fs::remove_all(tmp);
 }
 
