@@ -8,9 +8,11 @@
 #include "core/rng.h"
 #include "core/planner.h"
 #include "core/synth.h"
+#include "core/window_select.h"
 #include "gpu/device.h"
 #include "gpu/rewrite_cli.h"
 #include "gpu/synth_checkpoint.h"
+#include "storage/demo.h"
 #include "storage/library.h"
 
 #include <CLI/CLI.hpp>
@@ -363,41 +365,14 @@ int do_window(const WindowCmd& c) {
     std::string definition;
     if (c.ids_given) {
         definition = "ids from " + c.ids_file;
-    } else if (c.first_given) {
-        if (first > samples.size())
-            throw InputError("window: --first " + std::to_string(first) + " but trace '" + detail::printable(c.trace) + "' has only " +
-                             std::to_string(samples.size()) + " samples");
-        for (const auto& s : samples) ids.push_back(s.id);
-        std::sort(ids.begin(), ids.end(), natural_less);
-        ids.resize(first);
-        definition = "first " + std::to_string(first) + " in numeric id order";
-    } else if (c.random_given) {
-        if (random > samples.size())
-            throw InputError("window: --random " + std::to_string(random) + " but trace '" + detail::printable(c.trace) + "' has only " +
-                             std::to_string(samples.size()) + " samples");
-        std::vector<std::size_t> idx(samples.size());
-        std::iota(idx.begin(), idx.end(), 0);
-        std::uint64_t state = seed;
-        for (std::size_t i = 0; i < random; ++i) {
-            const std::size_t j = i + splitmix64(state) % (idx.size() - i);
-            std::swap(idx[i], idx[j]);
-        }
-        idx.resize(random);
-        std::sort(idx.begin(), idx.end());
-        for (auto i : idx) ids.push_back(samples[i].id);
-        definition = "random " + std::to_string(random) + " seed " + std::to_string(seed);
     } else {
-        const auto wanted = split_list(c.groups);
-        std::set<std::string> have;
-        for (const auto& s : samples)
-            if (!s.group.empty()) have.insert(s.group);
-        if (have.empty()) throw InputError("window: trace '" + detail::printable(c.trace) + "' has no GRPO groups");
-        for (const auto& g : wanted)
-            if (!have.count(g)) throw InputError("window: trace '" + detail::printable(c.trace) + "' has no group '" + detail::printable(g) + "'");
-        const std::set<std::string> want(wanted.begin(), wanted.end());
-        for (const auto& s : samples)
-            if (want.count(s.group)) ids.push_back(s.id);
-        definition = "groups " + c.groups;
+        // The selection rules live in core/window_select.h (shared with the studio).
+        WindowSelection sel = c.first_given    ? select_first(samples, first, c.trace)
+                              : c.random_given ? select_random(samples, random, seed, c.trace)
+                                               : select_groups(samples, split_list(c.groups), c.trace);
+        ids = std::move(sel.ids);
+        definition = std::move(sel.definition);
+        if (c.groups_given) definition = "groups " + c.groups;
     }
     const auto w = lib->create_window(c.trace, c.name, ids, definition);
     std::cout << "window '" << w.name << "' of trace '" << c.trace << "': " << w.samples << " samples (" << definition
@@ -457,50 +432,18 @@ struct DemoCmd {
     std::string out = "routepack-demo";
 };
 
-/// The main job on the embedded demo input: synthesize a GRPO window, import it into a fresh
-/// library, define the window and print what the library holds.
+/// The main job on the embedded demo input (storage/demo.h, shared with the studio): synthesize a
+/// GRPO window, import it into a fresh library, define the window, plan it, save the run and write
+/// plan.json; then print what the library holds and the comparison.
 int do_demo(const DemoCmd& c) {
-    const std::filesystem::path out(c.out);
-    std::filesystem::create_directories(out);
-    const auto db = out / "demo.routepack";
-    const auto traces = out / "trace";
-    std::filesystem::remove(db);
-    std::filesystem::remove(db.string() + "-wal");
-    std::filesystem::remove(db.string() + "-shm");
-    std::filesystem::remove_all(traces);
-    SynthConfig cfg;  // the embedded demo: 8 GRPO groups x 8 rollouts
-    const auto files = write_synth(cfg, TraceFormat::VLLM, traces);
-    std::cout << "demo: wrote " << files.size() << " synthetic vLLM response files (" << cfg.groups << " GRPO groups x "
-              << cfg.group_size << " rollouts) to " << traces.string() << "\n";
-    auto lib = storage::Library::open(db);
-    ImportOptions opt;
-    opt.format = TraceFormat::VLLM;
-    opt.model = synth_model(cfg);
-    const auto s = lib->import_trace("demo", {traces}, opt);
-    std::cout << "demo: imported " << s.samples << " samples into " << db.string() << "\n";
-    std::vector<std::string> ids;
-    for (const auto& x : lib->samples("demo")) ids.push_back(x.id);
-    lib->create_window("demo", "step-0", ids, "all samples of the demo GRPO window");
-    print_trace_text(trace_json(*lib, lib->trace("demo"), true), true);
-
-    // Plan the window with the demo topology (resources/topologies/synthetic-demo-ep8-dp4.json).
-    PlanInput in;
-    in.window = lib->load_window("demo", "step-0");
-    in.trace_name = "demo";
-    in.window_name = "step-0";
-    in.topology = parse_topology(R"({"ep_ranks": 8, "experts_per_layer": 32, "dp_slots": 4, "edp_shards": [[0, 1], [2, 3]],
-        "token_cap": 8192, "attention_stages": [{"name": "kda", "alpha": 10.0, "beta": 0.0},
-        {"name": "mla", "alpha": 27.0, "beta": 27.0}]})",
-                                 "demo topology");
-    const PlanResult r = plan_window(in);
-    const auto plan_path = out / "plan.json";
-    {
-        std::ofstream f(plan_path, std::ios::binary);
-        f << plan_to_json(r) << "\n";
-        if (!f) throw InputError(plan_path.string() + ": write failed");
-    }
-    print_comparison(r);
-    std::cout << "demo: plan written to " << plan_path.string() << "\n";
+    const storage::DemoBuild d = storage::build_demo(c.out);
+    std::cout << "demo: wrote " << d.trace_files.size() << " synthetic vLLM response files (" << d.config.groups
+              << " GRPO groups x " << d.config.group_size << " rollouts) to " << d.traces.string() << "\n";
+    std::cout << "demo: imported " << d.import.samples << " samples into " << d.library.string() << "\n";
+    auto lib = storage::Library::open(d.library, storage::OpenMode::ReadOnly);
+    print_trace_text(trace_json(*lib, lib->trace(storage::kDemoTrace), true), true);
+    print_comparison(d.plan);
+    std::cout << "demo: plan written to " << d.plan_file.string() << "\n";
     std::cout << "demo: devices: " << gpu::query_devices().description << "\n";
     return 0;
 }
@@ -579,7 +522,11 @@ struct PlanCmd {
 
 void add_budget_flags(CLI::App& app, PlanCmd& c) {
     auto& b = c.budgets;
-    app.add_option("--topology", c.topology, "topology JSON (ep_ranks, dp_slots, edp_shards, token_cap, attention_stages)")
+    app.add_option("--topology", c.topology, "topology JSON file (ep_ranks, dp_slots, edp_shards, token_cap, attention_stages) or a shipped name (" + [] {
+        std::string s;
+        for (const auto& n : known_topology_names()) s += (s.empty() ? "" : ", ") + n;
+        return s;
+    }() + ")")
         ->required();
     app.add_option("--seed", b.seed, "random seed (same inputs + seed + threads => same plan)");
     app.add_option("--threads", b.workers, "worker threads (default: all cores)");
@@ -683,7 +630,7 @@ void print_comparison(const PlanResult& r) {
 PlanResult run_planner(const PlanCmd& c) {
     PlanInput in;
     in.window = c.src.load(&in.trace_name, &in.window_name);
-    in.topology = parse_topology(read_text(c.topology, "topology"), c.topology);
+    in.topology = load_topology(c.topology);  // a topology file, or a shipped name (resources/topologies)
     in.budgets = c.budgets;
     std::signal(SIGINT, on_sigint);
     const bool tty = isatty(STDERR_FILENO) && !c.quiet;

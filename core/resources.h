@@ -1,5 +1,5 @@
 #pragma once
-// Small JSON resources compiled into the binaries (resources/models/*.json).
+// Small JSON resources compiled into the binaries (resources/models/*.json, resources/topologies/*.json).
 #include <string>
 #include <vector>
 
@@ -13,5 +13,8 @@ struct EmbeddedResource {
 
 /// The shipped model descriptions, sorted by name. Generated at build time by resources/embed.cmake.
 const std::vector<EmbeddedResource>& embedded_model_descriptions();
+
+/// The shipped example topologies (resources/topologies/*.json), sorted by name.
+const std::vector<EmbeddedResource>& embedded_topologies();
 
 }  // namespace routepack

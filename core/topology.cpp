@@ -1,11 +1,16 @@
 #include "core/topology.h"
 
 #include "core/errors.h"
+#include "core/import_detail.h"
+#include "core/resources.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace routepack {
 
@@ -129,6 +134,45 @@ void check_topology_for_model(const Topology& t, const ModelDescription& m) {
     if (m.experts % t.ep_ranks != 0)
         throw InputError("topology: " + std::to_string(m.experts) + " experts are not divisible by " +
                          std::to_string(t.ep_ranks) + " EP ranks");
+}
+
+std::vector<std::string> known_topology_names() {
+    std::vector<std::string> names;
+    for (const auto& r : embedded_topologies()) names.push_back(r.name);
+    return names;
+}
+
+namespace {
+
+std::string known_topology_list() {
+    std::string list;
+    for (const auto& n : known_topology_names()) list += (list.empty() ? "" : ", ") + n;
+    return list;
+}
+
+}  // namespace
+
+Topology known_topology(const std::string& name) {
+    for (const auto& r : embedded_topologies())
+        if (r.name == name) return parse_topology(r.text, "resources/topologies/" + r.name + ".json");
+    throw InputError("unknown topology '" + detail::printable(name) + "' (known: " + known_topology_list() + ")");
+}
+
+Topology load_topology(const std::string& spec) {
+    std::error_code ec;
+    const std::filesystem::path p(spec);
+    if (!spec.empty() && std::filesystem::exists(p, ec)) {
+        if (std::filesystem::is_directory(p, ec)) throw InputError(spec + ": is a folder, not a topology file");
+        std::ifstream in(p, std::ios::binary);
+        if (!in) throw InputError(spec + ": cannot open topology");
+        std::stringstream ss;
+        ss << in.rdbuf();
+        return parse_topology(ss.str(), spec);
+    }
+    for (const auto& r : embedded_topologies())
+        if (r.name == spec) return parse_topology(r.text, "resources/topologies/" + r.name + ".json");
+    throw InputError(detail::printable(spec) + ": no such topology file or shipped topology (known: " +
+                     known_topology_list() + ")");
 }
 
 }  // namespace routepack

@@ -47,4 +47,14 @@ std::string topology_to_json(const Topology& t);
 /// "topology: 64 experts are not divisible by 6 EP ranks".
 void check_topology_for_model(const Topology& t, const ModelDescription& m);
 
+/// Names of the shipped example topologies (resources/topologies/*.json, compiled in), sorted,
+/// e.g. "deepseek-v2-lite-ep8-dp4", "synthetic-demo-ep8-dp4".
+std::vector<std::string> known_topology_names();
+/// A shipped topology by name; InputError listing the known names otherwise.
+Topology known_topology(const std::string& name);
+/// The topology named by `spec`: an existing file is read and parsed (errors name the file);
+/// otherwise a shipped topology name; InputError "<spec>: no such topology file or shipped
+/// topology (known: ...)" when it is neither. Used by `routepack plan --topology` and the studio.
+Topology load_topology(const std::string& spec);
+
 }  // namespace routepack

@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <future>
 #include <numeric>
 #include <utility>
 #include <vector>
@@ -105,6 +106,15 @@ struct Chunk {
     std::uint64_t size = 0;
     bool last_of_file = false;
     std::vector<Piece> pieces;  ///< in output order, covering [0, size)
+};
+
+/// What the writer task needs of a chunk (a copy: the chunk's slot is refilled meanwhile).
+struct WriteJob {
+    std::size_t file = 0;
+    std::uint64_t offset = 0;
+    std::uint64_t size = 0;
+    bool last_of_file = false;
+    std::byte* data = nullptr;  ///< the slot's pinned output buffer
 };
 
 /// Walks the outputs' segments in order and cuts them into chunks of at most `chunk_bytes` output bytes and
@@ -266,26 +276,45 @@ public:
         if (device) *device = stager.device();
         ChunkCursor cursor(plan_, chunk_bytes_, max_pieces_);
         Chunk chunks[cuda::Stager::kSlots];
-        std::uint64_t done = 0;
-        int in_flight = -1;  // slot whose chunk the device works on and the host has not written yet
+        // Three stages overlap: the host reads chunk k (this thread), the device works on chunk k-1, and
+        // a writer task writes chunk k-2 to its file. Slot k % 2 holds chunk k; its input buffer is free
+        // once the device finished chunk k-2 (waited for in the previous iteration), its output buffer once
+        // chunk k-2 is written (joined before chunk k is submitted). One writer at a time, chunks in order.
+        // Declared after `stager`: a running writer finishes (the future's destructor waits) before the
+        // buffers it reads are freed.
+        std::future<void> writer;
+        int writing = -1;  // slot whose output the writer task is writing
+        int in_gpu = -1;   // slot submitted to the device and not yet waited for
+        std::uint64_t done = 0, writing_bytes = 0;
+        auto join_writer = [&] {
+            if (writing < 0) return;
+            writing = -1;
+            writer.get();  // rethrows the writer's error
+            done += writing_bytes;
+            if (progress) progress("write", done, total_);
+        };
         for (std::uint64_t k = 0;; ++k) {
             if (cancel && cancel->load()) throw InputError("cancelled");
             const int slot = static_cast<int>(k % cuda::Stager::kSlots);
-            // This slot's previous chunk (k - 2) was waited for and written in the previous iteration.
             const bool more = cursor.next(chunks[slot]);
             if (more) {
                 const auto [in_bytes, entries] = pack(chunks[slot], stager, slot);
+                if (writing == slot) join_writer();
                 stager.submit(slot, in_bytes, entries, static_cast<std::size_t>(chunks[slot].size));
             }
-            if (in_flight >= 0) {
-                stager.wait(in_flight);
-                write_chunk(chunks[in_flight], stager.output(in_flight));
-                done += chunks[in_flight].size;
-                if (progress) progress("write", done, total_);
+            if (in_gpu >= 0) {
+                stager.wait(in_gpu);
+                join_writer();
+                const Chunk& c = chunks[in_gpu];
+                const WriteJob job{c.file, c.offset, c.size, c.last_of_file, stager.output(in_gpu)};
+                writing = in_gpu;
+                writing_bytes = c.size;
+                writer = std::async(std::launch::async, [this, job] { write_chunk(job); });
             }
             if (!more) break;
-            in_flight = slot;
+            in_gpu = slot;
         }
+        join_writer();
         return total_;
     }
 
@@ -357,12 +386,13 @@ private:
         if (exit_after_ >= 0 && ++files_done_ >= exit_after_) ::_exit(3);  // test hook, as execute_rewrite_cpu
     }
 
-    void write_chunk(const Chunk& c, std::byte* data) {
+    /// Writes one chunk's output (the writer task; one at a time, in chunk order).
+    void write_chunk(const WriteJob& c) {
         if (c.offset == 0) open_output(c.file);
         if (out_file_ != c.file || out_.get() < 0)
             throw InputError("cuda: internal error: chunk of " + plan_.outputs[c.file].name + " out of order");
         writes_.clear();
-        add_io_jobs(writes_, out_.get(), c.file, c.offset, data, c.size);
+        add_io_jobs(writes_, out_.get(), c.file, c.offset, c.data, c.size);
         run_io(writes_, true, out_paths_);
         if (c.last_of_file) finish_output(c.file);
     }

@@ -8,8 +8,10 @@
 // pinned input buffer; the device copies it in, a gather kernel writes every piece to its output position
 // (table of out_off / in_off / len tiles, 16-byte vector moves where alignment allows), the result comes
 // back into a pinned output buffer and the host pwrites it at the chunk's output offset. Two buffer sets and
-// two streams: while the device works on chunk k, the host reads chunk k+1 and writes chunk k-1. Each output
-// file is fdatasync'ed after its last chunk. Device memory: about 2 x (2 x chunk_bytes + tables).
+// two streams, three stages in flight: while the device works on chunk k, the calling thread reads chunk
+// k+1 and a writer thread writes chunk k-1 (reads and writes of a chunk are split into parallel 4 MiB
+// preads / pwrites on oneTBB). Each output file is fdatasync'ed after its last chunk. Memory: about
+// 2 x (2 x chunk_bytes + tables) of device memory and as much pinned host memory.
 //
 // The CUDA part lives in gpu/cuda_gather.cu (C++17, see gpu/cuda_gather.h); without CUDA in the build
 // (no ROUTEPACK_HAVE_CUDA) every function here reports "not available".

@@ -2,10 +2,13 @@
 // The trace library: one SQLite file (schema versioned by numbered migrations compiled into this
 // library, WAL, foreign keys, quick_check on open). One Library object per thread.
 #include "core/import.h"
+#include "core/planner.h"
+#include "core/topology.h"
 #include "core/trace.h"
 
 #include <atomic>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +41,47 @@ struct WindowEntry {
     std::string name;
     std::string definition;  ///< how it was made, e.g. "first 512", "random 64 seed 7", "ids FILE"
     std::size_t samples = 0;
+};
+
+/// A named topology saved in the library (table `topologies`), with the planner budgets kept with
+/// it (the studio's topology editor saves both; `budgets` is empty when none were saved).
+struct TopologyEntry {
+    std::int64_t id = 0;
+    std::string name;
+    Topology topology;
+    std::optional<PlannerBudgets> budgets;
+    std::string created_at;  ///< UTC ISO-8601
+};
+
+/// One compared method of a saved run (table `run_results`).
+struct RunMethodEntry {
+    std::string method;     ///< core name: "baseline", "reorder", "karmarkar_karp", "routepack"
+    int rows = 0;           ///< R of its layout
+    LayoutMetrics metrics;  ///< score tuple (exact) and the Table 3-4 quantities
+};
+
+/// One planner run saved in the library (tables `runs`, `plans`, `run_results`,
+/// `annealing_history`).
+struct RunEntry {
+    std::int64_t id = 0;
+    std::string trace, window, topology;  ///< names
+    Topology topology_value;              ///< the topology the run used
+    std::int64_t plan_id = 0;             ///< 0: the run produced no plan (failed)
+    PlannerBudgets budgets;               ///< as given to the planner (workers 0 = all cores)
+    int workers = 0;                      ///< worker threads actually used (> 0)
+    std::string status;                   ///< "finished", "cancelled" (best valid plan so far) or "failed"
+    std::string message;                  ///< error of a failed run, or a note ("time limit hit")
+    std::string started_at, finished_at;  ///< UTC ISO-8601
+    std::map<std::string, double> timings;  ///< seconds per stage, and "total"
+    // Facts of the plan (zero for a failed run).
+    std::string fingerprint;
+    int rows = 0;            ///< R*
+    bool certified = false;  ///< R* certified
+    Score score;             ///< routepack's exact score tuple
+    /// baseline, reorder, karmarkar_karp, routepack (empty for a failed run).
+    std::vector<RunMethodEntry> results;
+    /// Annealing convergence per temperature level (LevelStats::infeasible is not stored: 0).
+    std::vector<LevelStats> levels;
 };
 
 /// How Library::open treats the file.
@@ -96,6 +140,40 @@ public:
     std::vector<WindowEntry> windows(const std::string& trace = {}) const;
     std::vector<std::string> window_sample_ids(const std::string& trace, const std::string& window) const;
     Trace load_window(const std::string& trace, const std::string& window) const;
+
+    // --- Topologies and planner runs (schema migration 2) ---
+
+    /// Saves topology `name` (with the budgets kept beside it, if given) in one transaction. An
+    /// existing name is updated when its topology is unchanged (budgets only) or no saved run uses
+    /// it; otherwise InputError "topology 'X' is used by N saved run(s); save the change under
+    /// another name". InputError for an empty name or an invalid topology (parse_topology rules).
+    TopologyEntry save_topology(const std::string& name, const Topology& topology,
+                                const std::optional<PlannerBudgets>& budgets = std::nullopt);
+    /// Every saved topology, by name.
+    std::vector<TopologyEntry> topologies() const;
+    /// InputError "no topology named 'X' in <file>" when absent.
+    TopologyEntry topology(const std::string& name) const;
+
+    /// Saves a finished or cancelled planner run atomically: its topology (the row named
+    /// `topology_name` when it holds the same topology, else any row holding it, else a new row
+    /// under that name, or "<name> (2)", "(3)", ... when the name is taken by another topology),
+    /// the plan (plan_to_json(result) and its key facts), the run row (status "cancelled" when
+    /// result.cancelled, else "finished"), one run_results row per method and one
+    /// annealing_history row per temperature level (chain 0 = the population aggregate).
+    /// `started_at` defaults to now. InputError when the result's trace or window is not in the
+    /// library (runs belong to windows), or the library is read-only.
+    RunEntry save_run(const PlanResult& result, const std::string& topology_name, const std::string& started_at = {});
+    /// Saves a run that failed with `message` (no plan, no results), same topology rule.
+    RunEntry save_failed_run(const std::string& trace, const std::string& window, const std::string& topology_name,
+                             const Topology& topology, const PlannerBudgets& budgets, const std::string& message,
+                             const std::string& started_at = {});
+    /// Runs of one window, oldest first. InputError for an unknown trace or window.
+    std::vector<RunEntry> runs(const std::string& trace, const std::string& window) const;
+    /// One run by id; InputError "no run N in <file>" when absent.
+    RunEntry run(std::int64_t run_id) const;
+    /// The plan JSON a run produced (plan_to_json text, parse_plan reads it). InputError when the
+    /// run is unknown or produced no plan.
+    std::string run_plan_json(std::int64_t run_id) const;
 
     /// Test hook: when > 0, import throws after that many samples were written (inside the
     /// transaction), so tests can prove atomicity under a failure mid-import.

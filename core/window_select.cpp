@@ -1,0 +1,88 @@
+#include "core/window_select.h"
+
+#include "core/errors.h"
+#include "core/import_detail.h"
+#include "core/rng.h"
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+#include <unordered_set>
+
+namespace routepack {
+
+namespace {
+
+std::string quoted(const std::string& s) {
+    return "'" + detail::printable(s) + "'";
+}
+
+void check_count(const char* flag, std::size_t n, std::size_t have, const std::string& trace) {
+    if (n < 1) throw InputError(std::string("window: ") + flag + " must be >= 1 (got 0)");
+    if (n > have)
+        throw InputError(std::string("window: ") + flag + " " + std::to_string(n) + " but trace " + quoted(trace) +
+                         " has only " + std::to_string(have) + " samples");
+}
+
+} // namespace
+
+WindowSelection select_first(const std::vector<SampleInfo>& samples, std::size_t n, const std::string& trace) {
+    check_count("--first", n, samples.size(), trace);
+    WindowSelection w;
+    w.ids.reserve(samples.size());
+    for (const auto& s : samples)
+        w.ids.push_back(s.id);
+    std::sort(w.ids.begin(), w.ids.end(), natural_less);
+    w.ids.resize(n);
+    w.definition = "first " + std::to_string(n) + " in numeric id order";
+    return w;
+}
+
+WindowSelection select_random(const std::vector<SampleInfo>& samples, std::size_t n, std::uint64_t seed,
+                              const std::string& trace) {
+    check_count("--random", n, samples.size(), trace);
+    std::vector<std::size_t> idx(samples.size());
+    std::iota(idx.begin(), idx.end(), std::size_t{0});
+    std::uint64_t state = seed;
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::size_t j = i + splitmix64(state) % (idx.size() - i);
+        std::swap(idx[i], idx[j]);
+    }
+    idx.resize(n);
+    std::sort(idx.begin(), idx.end());
+    WindowSelection w;
+    for (auto i : idx)
+        w.ids.push_back(samples[i].id);
+    w.definition = "random " + std::to_string(n) + " seed " + std::to_string(seed);
+    return w;
+}
+
+WindowSelection select_groups(const std::vector<SampleInfo>& samples, const std::vector<std::string>& groups,
+                              const std::string& trace) {
+    std::set<std::string> have;
+    for (const auto& s : samples)
+        if (!s.group.empty()) have.insert(s.group);
+    if (have.empty()) throw InputError("window: trace " + quoted(trace) + " has no GRPO groups");
+    if (groups.empty()) throw InputError("window: no GRPO group given for trace " + quoted(trace));
+    for (const auto& g : groups)
+        if (!have.count(g)) throw InputError("window: trace " + quoted(trace) + " has no group " + quoted(g));
+    const std::set<std::string> want(groups.begin(), groups.end());
+    WindowSelection w;
+    for (const auto& s : samples)
+        if (want.count(s.group)) w.ids.push_back(s.id);
+    std::string list;
+    for (const auto& g : groups)
+        list += (list.empty() ? "" : ",") + g;
+    w.definition = "groups " + list;
+    return w;
+}
+
+std::vector<std::string> sample_groups(const std::vector<SampleInfo>& samples) {
+    std::vector<std::string> out;
+    std::unordered_set<std::string> seen;
+    for (const auto& s : samples)
+        if (!s.group.empty() && seen.insert(s.group).second) out.push_back(s.group);
+    return out;
+}
+
+} // namespace routepack

@@ -1,0 +1,331 @@
+// Topologies and planner runs in a library (storage/library.h, schema migration 2) on a real SQLite
+// file in a temporary folder: round trips of every stored value, the topology naming rule, failed
+// and cancelled runs, read-only refusals, and the embedded demo (storage/demo.h).
+#include "core/budgets_json.h"
+#include "core/errors.h"
+#include "core/plan_file.h"
+#include "core/synth.h"
+#include "storage/demo.h"
+#include "storage/library.h"
+#include "tests/testutil.h"
+
+#include <QtTest>
+
+#include <algorithm>
+
+using namespace routepack;
+using namespace routepack::storage;
+namespace fs = std::filesystem;
+
+namespace {
+
+template <typename E, typename F> std::string error_of(F&& f) {
+    try {
+        f();
+    } catch (const E& e) {
+        return e.what();
+    } catch (const std::exception& e) {
+        return std::string("<other exception: ") + e.what() + ">";
+    }
+    return "<no exception>";
+}
+
+QString q(const std::string& s) {
+    return QString::fromStdString(s);
+}
+
+/// A library with a 16-sample synthetic trace "syn" and window "w" (all samples).
+fs::path make_library(const QString& tag) {
+    const auto tmp = test::temp_dir(tag);
+    SynthConfig c;
+    c.groups = 4;
+    c.group_size = 4;
+    write_synth(c, TraceFormat::VLLM, tmp / "syn");
+    auto lib = Library::open(tmp / "lib.routepack");
+    ImportOptions o;
+    o.model = synth_model(c);
+    lib->import_trace("syn", {tmp / "syn"}, o);
+    std::vector<std::string> ids;
+    for (const auto& s : lib->samples("syn"))
+        ids.push_back(s.id);
+    lib->create_window("syn", "w", ids, "all");
+    return tmp / "lib.routepack";
+}
+
+PlannerBudgets small_budgets() {
+    PlannerBudgets b;
+    b.annealing.levels = 4;
+    b.annealing.steps = 60;
+    b.seeding.candidates = 6;
+    b.seeding.population = 3;
+    b.workers = 1;
+    b.seed = 0xFEDCBA9876543210ULL; // above 2^63: must survive SQLite's signed INTEGER
+    return b;
+}
+
+PlanResult plan_of(const Library& lib, const PlannerBudgets& b, const std::atomic<bool>* cancel = nullptr) {
+    PlanInput in;
+    in.window = lib.load_window("syn", "w");
+    in.trace_name = "syn";
+    in.window_name = "w";
+    in.topology = known_topology("synthetic-demo-ep8-dp4");
+    in.budgets = b;
+    return plan_window(in, {}, cancel);
+}
+
+void compare_metrics(const LayoutMetrics& a, const LayoutMetrics& b) {
+    QCOMPARE(a.score, b.score);
+    QCOMPARE(a.cv_global, b.cv_global);
+    QCOMPARE(a.ep_peak_sum, b.ep_peak_sum);
+    QCOMPARE(a.ep_tail_peak, b.ep_tail_peak);
+    QCOMPARE(a.ep_balance_efficiency, b.ep_balance_efficiency);
+    QCOMPARE(a.attention_sum, b.attention_sum);
+    QCOMPARE(a.joint, b.joint);
+    QCOMPARE(a.cap_violations, b.cap_violations);
+    QCOMPARE(a.empty_cells, b.empty_cells);
+}
+
+} // namespace
+
+namespace QTest {
+template <> char* toString(const routepack::Score& s) {
+    return qstrdup(QByteArray::number(s.max_u, 'g', 17) + " " + QByteArray::number(s.sum_u, 'g', 17) + " " +
+                   QByteArray::number(s.max_j, 'g', 17));
+}
+} // namespace QTest
+
+class TestStorageRuns : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void shippedTopologies() {
+        const auto names = known_topology_names();
+        QVERIFY(names.size() >= 5);
+        QVERIFY(std::is_sorted(names.begin(), names.end()));
+        for (const char* n : {"deepseek-v2-lite-ep8-dp4", "deepseek-v2-lite-ep16-dp8", "llama4-maverick-ep8-dp4",
+                              "llama4-maverick-ep16-dp8", "synthetic-demo-ep8-dp4"})
+            QVERIFY2(std::find(names.begin(), names.end(), n) != names.end(), n);
+        const Topology t = known_topology("synthetic-demo-ep8-dp4");
+        QCOMPARE(t.ep_ranks, 8);
+        QCOMPARE(t.dp_slots, 4);
+        QCOMPARE(t.token_cap, std::int64_t(8192));
+        QCOMPARE(t.attention_stages.size(), std::size_t(2));
+        QCOMPARE(t.edp_shards, (std::vector<std::vector<int>>{{0, 1}, {2, 3}}));
+        // load_topology: a file wins, else a shipped name, else an error listing the names.
+        const auto tmp = test::temp_dir(QStringLiteral("topo"));
+        test::write_file(tmp / "t.json", topology_to_json(t));
+        QCOMPARE(load_topology((tmp / "t.json").string()), t);
+        QCOMPARE(load_topology("synthetic-demo-ep8-dp4"), t);
+        QVERIFY(error_of<InputError>([] {
+                    load_topology("nope");
+                }).starts_with("nope: no such topology file or shipped topology (known: deepseek-v2-lite-ep16-dp8, "));
+        QCOMPARE(q(error_of<InputError>([] { known_topology("nope"); })).left(38),
+                 QStringLiteral("unknown topology 'nope' (known: deepse"));
+    }
+
+    void budgetsJsonRoundTrip() {
+        PlannerBudgets b = small_budgets();
+        b.annealing.t0 = 0.0123456789012345;
+        b.annealing.cooling = 0.61;
+        b.seeding.eta = 0.3;
+        b.time_limit_s = 2.5;
+        b.row_nodes = 12345;
+        const std::string j = planner_budgets_to_json(b);
+        const PlannerBudgets r = parse_planner_budgets(j, "b");
+        QCOMPARE(planner_budgets_to_json(r), j);
+        QCOMPARE(r.seed, b.seed);
+        QCOMPARE(r.annealing.t0, b.annealing.t0);
+        QCOMPARE(r.seeding.population, 3);
+        QCOMPARE(r.row_nodes, std::int64_t(12345));
+        QCOMPARE(q(error_of<InputError>([] { parse_planner_budgets(R"({"rho": 1.5})", "b"); })),
+                 QStringLiteral("b: budget 'rho' is out of range (got 1.5)"));
+        QCOMPARE(q(error_of<InputError>([] { parse_planner_budgets(R"({"levels": "x"})", "b"); })),
+                 QStringLiteral("b: budget 'levels' must be an integer"));
+        QCOMPARE(q(error_of<InputError>([] { parse_planner_budgets("[", "b"); })),
+                 QStringLiteral("b: malformed budgets JSON"));
+    }
+
+    void topologyRoundTrip() {
+        const auto db = make_library(QStringLiteral("topo-rt"));
+        Topology t = known_topology("llama4-maverick-ep8-dp4");
+        t.min_rows = 3;
+        const PlannerBudgets b = small_budgets();
+        {
+            auto lib = Library::open(db);
+            QCOMPARE(lib->topologies().size(), std::size_t(0));
+            const TopologyEntry e = lib->save_topology("mav", t, b);
+            QVERIFY(e.id > 0);
+            QCOMPARE(e.topology, t);
+            QVERIFY(e.budgets.has_value());
+            lib->save_topology("plain", known_topology("deepseek-v2-lite-ep8-dp4"));
+        }
+        auto lib = Library::open(db, OpenMode::ReadOnly);
+        const auto all = lib->topologies();
+        QCOMPARE(all.size(), std::size_t(2));
+        QCOMPARE(all[0].name, std::string("mav"));
+        QCOMPARE(all[0].topology, t);
+        QCOMPARE(planner_budgets_to_json(*all[0].budgets), planner_budgets_to_json(b));
+        QCOMPARE(all[1].name, std::string("plain"));
+        QVERIFY(!all[1].budgets.has_value());
+        QCOMPARE(lib->topology("plain").topology, known_topology("deepseek-v2-lite-ep8-dp4"));
+        QVERIFY(error_of<InputError>([&] { lib->topology("x"); }).starts_with("no topology named 'x' in "));
+        QVERIFY(error_of<InputError>([&] {
+                    lib->save_topology("y", t);
+                }).ends_with(": library is read-only (cannot write)"));
+        lib.reset();
+
+        // Unused: a saved topology may change; bad ones are refused with the file format's words.
+        auto rw = Library::open(db);
+        Topology t2 = t;
+        t2.token_cap = 4096;
+        QCOMPARE(rw->save_topology("mav", t2).topology.token_cap, std::int64_t(4096));
+        QVERIFY(!rw->topology("mav").budgets.has_value());
+        QCOMPARE(q(error_of<InputError>([&] { rw->save_topology("", t); })),
+                 QStringLiteral("topology name must not be empty"));
+        Topology bad = t;
+        bad.edp_shards = {{0, 1}, {1, 2, 3}};
+        QVERIFY(error_of<InputError>([&] { rw->save_topology("bad", bad); }).starts_with("topology 'bad': "));
+        QCOMPARE(rw->topologies().size(), std::size_t(2));
+    }
+
+    void runRoundTrip() {
+        const auto db = make_library(QStringLiteral("run-rt"));
+        const PlannerBudgets b = small_budgets();
+        PlanResult r;
+        std::int64_t id = 0;
+        {
+            auto lib = Library::open(db);
+            r = plan_of(*lib, b);
+            QVERIFY(r.convergence.size() == 4);
+            const RunEntry e = lib->save_run(r, "demo-topo", "2025-01-02T03:04:05Z");
+            id = e.id;
+            QVERIFY(id > 0);
+            QCOMPARE(e.started_at, std::string("2025-01-02T03:04:05Z"));
+        }
+        auto lib = Library::open(db, OpenMode::ReadOnly); // read back from the file
+        const auto runs = lib->runs("syn", "w");
+        QCOMPARE(runs.size(), std::size_t(1));
+        const RunEntry& e = runs[0];
+        QCOMPARE(e.id, id);
+        QCOMPARE(e.trace, std::string("syn"));
+        QCOMPARE(e.window, std::string("w"));
+        QCOMPARE(e.topology, std::string("demo-topo"));
+        QCOMPARE(e.topology_value, r.topology);
+        QCOMPARE(e.status, std::string("finished"));
+        QCOMPARE(e.message, std::string());
+        QCOMPARE(e.workers, 1);
+        QCOMPARE(planner_budgets_to_json(e.budgets), planner_budgets_to_json(b));
+        QCOMPARE(e.budgets.seed, 0xFEDCBA9876543210ULL);
+        QVERIFY(e.plan_id > 0);
+        QCOMPARE(e.fingerprint, r.fingerprint);
+        QCOMPARE(e.rows, r.rows.rows);
+        QCOMPARE(e.certified, r.rows.certified);
+        QCOMPARE(e.score, r.routepack.metrics.score);
+        QCOMPARE(e.timings, r.timings);
+        QVERIFY(!e.finished_at.empty());
+        QCOMPARE(e.results.size(), std::size_t(4));
+        const MethodResult* methods[] = {&r.baseline, &r.reorder, &r.karmarkar_karp, &r.routepack};
+        for (std::size_t k = 0; k < 4; ++k) {
+            QCOMPARE(e.results[k].method, methods[k]->name);
+            QCOMPARE(e.results[k].rows, methods[k]->layout.rows);
+            compare_metrics(e.results[k].metrics, methods[k]->metrics);
+        }
+        QCOMPARE(e.levels.size(), r.convergence.size());
+        for (std::size_t k = 0; k < e.levels.size(); ++k) {
+            const LevelStats &a = e.levels[k], &x = r.convergence[k];
+            QCOMPARE(a.level, x.level);
+            QCOMPARE(a.temperature, x.temperature);
+            QCOMPARE(a.best, x.best);
+            QCOMPARE(a.mean_energy, x.mean_energy);
+            QCOMPARE(a.acceptance, x.acceptance);
+            QCOMPARE(a.proposals, x.proposals);
+        }
+        // The stored plan is the plan file, and it rescores against its window to the same numbers.
+        const std::string json = lib->run_plan_json(id);
+        QCOMPARE(json, plan_to_json(r));
+        const PlanFile f = parse_plan(json, "stored plan");
+        QCOMPARE(f.score, r.routepack.metrics.score);
+        QCOMPARE(rescore_plan(f, lib->load_window("syn", "w")), std::string());
+        QCOMPARE(lib->run(id).id, id);
+        QVERIFY(error_of<InputError>([&] { lib->run(999); }).starts_with("no run 999 in "));
+        QVERIFY(error_of<InputError>([&] {
+                    lib->runs("syn", "nope");
+                }).starts_with("trace 'syn' has no window named 'nope' in "));
+        QVERIFY(
+            error_of<InputError>([&] { lib->save_run(r, "x"); }).ends_with(": library is read-only (cannot write)"));
+    }
+
+    void topologyNamingRule() {
+        const auto db = make_library(QStringLiteral("run-names"));
+        auto lib = Library::open(db);
+        const PlanResult r = plan_of(*lib, small_budgets());
+        // "t" already holds another topology: the run's topology gets "t (2)".
+        lib->save_topology("t", known_topology("deepseek-v2-lite-ep8-dp4"));
+        QCOMPARE(lib->save_run(r, "t").topology, std::string("t (2)"));
+        // The same topology again, under any name: the existing row is reused.
+        QCOMPARE(lib->save_run(r, "other").topology, std::string("t (2)"));
+        QCOMPARE(lib->topologies().size(), std::size_t(2));
+        // A topology used by runs cannot change; its budgets can.
+        Topology changed = r.topology;
+        changed.token_cap = 4096;
+        QCOMPARE(q(error_of<InputError>([&] { lib->save_topology("t (2)", changed); })),
+                 QStringLiteral("topology 't (2)' is used by 2 saved run(s); save the change under another name"));
+        QVERIFY(lib->save_topology("t (2)", r.topology, small_budgets()).budgets.has_value());
+        QCOMPARE(lib->runs("syn", "w").size(), std::size_t(2));
+    }
+
+    void cancelledAndFailedRuns() {
+        const auto db = make_library(QStringLiteral("run-cancel"));
+        auto lib = Library::open(db);
+        std::atomic<bool> cancel{true};
+        const PlanResult r = plan_of(*lib, small_budgets(), &cancel);
+        QVERIFY(r.cancelled);
+        const RunEntry c = lib->save_run(r, "t");
+        QCOMPARE(c.status, std::string("cancelled"));
+        QCOMPARE(c.message, std::string("cancelled: best valid plan so far"));
+        QCOMPARE(c.score, r.routepack.metrics.score);
+        QCOMPARE(c.levels.size(), std::size_t(0));
+
+        const RunEntry f = lib->save_failed_run("syn", "w", "t", r.topology, small_budgets(),
+                                                "sample 'x' is longer than the cap C = 8192");
+        QCOMPARE(f.status, std::string("failed"));
+        QCOMPARE(f.message, std::string("sample 'x' is longer than the cap C = 8192"));
+        QCOMPARE(f.plan_id, std::int64_t(0));
+        QCOMPARE(f.topology, std::string("t"));
+        QCOMPARE(f.results.size(), std::size_t(0));
+        QCOMPARE(f.score, Score{});
+        QVERIFY(error_of<InputError>([&] { lib->run_plan_json(f.id); }).ends_with(" produced no plan"));
+        QCOMPARE(lib->runs("syn", "w").size(), std::size_t(2));
+        QVERIFY(error_of<InputError>([&] {
+                    lib->save_failed_run("syn", "", "t", r.topology, {}, "m");
+                }).starts_with("runs are saved per window"));
+        // Nothing of a refused run was written.
+        QCOMPARE(lib->runs("syn", "w").size(), std::size_t(2));
+    }
+
+    void demoLibrary() {
+        const auto tmp = test::temp_dir(QStringLiteral("demo"));
+        PlannerBudgets b;
+        b.workers = 2;
+        const DemoBuild d = build_demo(tmp / "d", b);
+        QCOMPARE(d.import.samples, std::size_t(64));
+        QCOMPARE(d.window.samples, std::size_t(64));
+        QVERIFY(fs::exists(d.plan_file));
+        QCOMPARE(d.run.status, std::string("finished"));
+        auto lib = Library::open(d.library, OpenMode::ReadOnly);
+        QCOMPARE(lib->topology(kDemoTopology).topology, known_topology(kDemoTopology));
+        const auto runs = lib->runs(kDemoTrace, kDemoWindow);
+        QCOMPARE(runs.size(), std::size_t(1));
+        QCOMPARE(runs[0].score, d.plan.routepack.metrics.score);
+        const PlanFile f = parse_plan(test::read_file(d.plan_file), "plan.json");
+        QCOMPARE(f.score, d.plan.routepack.metrics.score);
+        lib.reset();
+        // A second build in the same folder starts over (one trace, one run).
+        const DemoBuild again = build_demo(tmp / "d", b);
+        QCOMPARE(again.plan.routepack.metrics.score, d.plan.routepack.metrics.score);
+        QCOMPARE(Library::open(again.library, OpenMode::ReadOnly)->runs(kDemoTrace, kDemoWindow).size(),
+                 std::size_t(1));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestStorageRuns)
+#include "tst_storage_runs.moc"

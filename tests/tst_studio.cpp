@@ -1,0 +1,792 @@
+// The studio (issue 4), offscreen: import of a real trace through the import dialog's code path
+// (its ImportJob worker, no modal exec), cancelled and failed imports leave the library unchanged,
+// the sample table's numbers, planner jobs to completion (equal to a direct plan_window call),
+// cancelled, stale and failed jobs, QAbstractItemModelTester on every model and proxy, the main
+// window (screenshots via QWidget::grab into $ROUTEPACK_SCREENSHOT_DIR or a temporary folder), and
+// the headless mode of the built routepack-studio binary as a child process.
+#include "core/plan_file.h"
+#include "core/synth.h"
+#include "storage/demo.h"
+#include "storage/library.h"
+#include "tests/testutil.h"
+#include "views/import_dialog.h"
+#include "views/library_tree_model.h"
+#include "views/plan_jobs.h"
+#include "views/plan_views.h"
+#include "views/sample_table_model.h"
+#include "views/studio_app.h"
+#include "views/studio_window.h"
+#include "views/topology_editor.h"
+#include "views/window_dialog.h"
+
+#include <QAbstractItemModelTester>
+#include <QApplication>
+#include <QDockWidget>
+#include <QImage>
+#include <QProcess>
+#include <QSettings>
+#include <QStandardPaths>
+#include <QStyle>
+#include <QTableView>
+#include <QTreeView>
+#include <QtTest>
+
+#include <algorithm>
+#include <set>
+
+using namespace routepack;
+using namespace routepack::views;
+namespace fs = std::filesystem;
+
+namespace {
+
+QString q(const fs::path& p) {
+    return QString::fromStdString(p.string());
+}
+
+PlannerBudgets small_budgets() {
+    PlannerBudgets b;
+    b.annealing.levels = 6;
+    b.annealing.steps = 200;
+    b.seeding.candidates = 8;
+    b.seeding.population = 4;
+    b.workers = 2;
+    b.seed = 7;
+    return b;
+}
+
+} // namespace
+
+namespace QTest {
+template <> char* toString(const routepack::Score& s) {
+    return qstrdup(QByteArray::number(s.max_u, 'g', 17) + " " + QByteArray::number(s.sum_u, 'g', 17) + " " +
+                   QByteArray::number(s.max_j, 'g', 17));
+}
+} // namespace QTest
+
+class TestStudio : public QObject {
+    Q_OBJECT
+
+    fs::path tmp_;
+    QString shots_;
+    fs::path mavLib_; ///< maverick imported through the dialog (empty when shared/ is absent)
+    StudioOptions options_;
+
+    void shot(QWidget* w, const QString& name) {
+        const QString file = shots_ + QLatin1Char('/') + name + QStringLiteral(".png");
+        QVERIFY2(w->grab().save(file), qPrintable(file));
+        qInfo("screenshot %s", qPrintable(file));
+    }
+
+    /// A synthetic library (no shared data needed): trace "syn" (4 groups x 8), window "all".
+    fs::path synthLibrary(const QString& tag) {
+        const auto dir = test::temp_dir(tag);
+        SynthConfig c;
+        c.groups = 4;
+        c.group_size = 8;
+        write_synth(c, TraceFormat::VLLM, dir / "syn");
+        auto lib = storage::Library::open(dir / "lib.routepack");
+        ImportOptions o;
+        o.model = synth_model(c);
+        lib->import_trace("syn", {dir / "syn"}, o);
+        std::vector<std::string> ids;
+        for (const auto& s : lib->samples("syn"))
+            ids.push_back(s.id);
+        lib->create_window("syn", "all", ids, "all samples");
+        return dir / "lib.routepack";
+    }
+
+    PlanJobRequest request(const fs::path& lib, const QString& trace, const QString& window, const Topology& t,
+                           const PlannerBudgets& b) {
+        PlanJobRequest r;
+        r.library = q(lib);
+        r.trace = trace;
+        r.window = window;
+        r.topologyName = QStringLiteral("test-topology");
+        r.topology = t;
+        r.budgets = b;
+        return r;
+    }
+
+private Q_SLOTS:
+    void initTestCase() {
+        QStandardPaths::setTestModeEnabled(true); // settings and app data under ~/.qttest
+        options_.settingsOrganization = QStringLiteral("RoutePackTest");
+        options_.settingsApplication = QStringLiteral("tst_studio-%1").arg(QCoreApplication::applicationPid());
+        tmp_ = test::temp_dir(QStringLiteral("studio"));
+        shots_ = qEnvironmentVariable("ROUTEPACK_SCREENSHOT_DIR");
+        if (shots_.isEmpty()) shots_ = q(tmp_ / "screenshots");
+        QDir().mkpath(shots_);
+    }
+
+    void cleanupTestCase() { QSettings(options_.settingsOrganization, options_.settingsApplication).clear(); }
+
+    // --- Import through the dialog's code path ---
+
+    void importRealTraceThroughDialog() {
+        ROUTEPACK_REQUIRE_SHARED(mav, "traces/llama4-maverick");
+        const auto lib = tmp_ / "maverick.routepack";
+        ImportDialog dlg(q(lib));
+        QSignalSpy detected(&dlg, &ImportDialog::formatDetected);
+        dlg.setInputs({q(mav)});
+        QTRY_COMPARE_WITH_TIMEOUT(detected.count(), 1, 30000);
+        QCOMPARE(dlg.detectedFormat(), QStringLiteral("step-json"));
+        QCOMPARE(dlg.traceName(), QStringLiteral("llama4-maverick")); // proposed from the folder name
+        dlg.setTraceName(QStringLiteral("maverick"));
+        // Errors in words, before anything runs.
+        dlg.setModelConfig(q(tmp_ / "missing-config.json"));
+        QVERIFY(!dlg.startImport());
+        QCOMPARE(dlg.errorText(), q(tmp_ / "missing-config.json") + QStringLiteral(": cannot open model config"));
+        dlg.setKnownModel(QStringLiteral("llama4-maverick"));
+        QSignalSpy progress(dlg.job(), &ImportJob::progress);
+        QSignalSpy finished(dlg.job(), &ImportJob::finished);
+        QSignalSpy imported(&dlg, &ImportDialog::imported);
+        dlg.resize(640, 540);
+        dlg.show();
+        QVERIFY(dlg.startImport());
+        QVERIFY(dlg.job()->isRunning());
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+        QCOMPARE(imported.count(), 1);
+        QVERIFY(progress.count() >= 1);
+        const auto summary = finished.at(0).at(1).value<ImportSummary>();
+        QCOMPARE(summary.samples, std::size_t(235));
+        QCOMPARE(summary.format, TraceFormat::StepJson);
+        shot(&dlg, QStringLiteral("import-dialog-done"));
+
+        auto l = storage::Library::open(lib, storage::OpenMode::ReadOnly);
+        QCOMPARE(l->traces().size(), std::size_t(1));
+        QCOMPARE(l->trace("maverick").samples, std::size_t(235));
+        mavLib_ = lib;
+    }
+
+    void sampleTableOfRealTrace() {
+        if (mavLib_.empty()) QSKIP("needs the maverick import of importRealTraceThroughDialog");
+        auto lib = storage::Library::open(mavLib_, storage::OpenMode::ReadOnly);
+        const Trace t = lib->load_trace("maverick");
+        SampleTableModel model;
+        SampleFilterProxy proxy;
+        proxy.setSourceModel(&model);
+        QAbstractItemModelTester t1(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QAbstractItemModelTester t2(&proxy, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.setData(buildSampleTable(t, QStringLiteral("maverick")));
+        QCOMPARE(model.rowCount(), 235);
+        QCOMPARE(proxy.rowCount(), 235);
+        // Every row against the trace, computed here independently.
+        const int L = t.model.num_moe_layers(), E = t.model.experts;
+        QCOMPARE(L, 24);
+        QCOMPARE(E, 128);
+        double max_share = 0;
+        for (int i = 0; i < 235; ++i) {
+            const auto& s = t.samples[static_cast<std::size_t>(i)];
+            QCOMPARE(model.index(i, SampleTableModel::Id).data().toString(), QString::fromStdString(s.id));
+            QCOMPARE(model.index(i, SampleTableModel::Length).data(Qt::UserRole).toLongLong(), s.length);
+            QCOMPARE(model.index(i, SampleTableModel::RoutedRows).data(Qt::UserRole).toLongLong(), s.routed_rows);
+            QCOMPARE(s.length, s.routed_rows + 1); // step JSON: t_i = rows + 1
+            double best = 0, mean = 0;
+            int best_layer = -1;
+            for (int l = 0; l < L; ++l) {
+                std::uint64_t sum = 0, mx = 0;
+                for (int e = 0; e < E; ++e) {
+                    sum += t.count(static_cast<std::size_t>(i), l, e);
+                    mx = std::max<std::uint64_t>(mx, t.count(static_cast<std::size_t>(i), l, e));
+                }
+                QCOMPARE(sum, static_cast<std::uint64_t>(s.routed_rows) * 1u); // top-1: one route per row
+                const double share = static_cast<double>(mx) / static_cast<double>(sum);
+                mean += share / L;
+                if (share > best) {
+                    best = share;
+                    best_layer = t.model.moe_layers[static_cast<std::size_t>(l)];
+                }
+            }
+            QCOMPARE(model.index(i, SampleTableModel::HotShare).data(Qt::UserRole).toDouble(), best);
+            QCOMPARE(model.index(i, SampleTableModel::HotLayer).data(Qt::UserRole).toInt(), best_layer);
+            QCOMPARE(model.index(i, SampleTableModel::MeanHotShare).data(Qt::UserRole).toDouble(), mean);
+            max_share = std::max(max_share, best);
+        }
+        // The per-layer list is in the tooltip: 24 layers, "L1 ..." first.
+        const QString tip = model.index(0, SampleTableModel::HotShare).data(Qt::ToolTipRole).toString();
+        QCOMPARE(tip.count(QStringLiteral("(e")), 24);
+        QVERIFY(tip.contains(QStringLiteral("\nL1 ")));
+        QVERIFY(max_share > 0.9); // README: layer 45 routes almost everything to expert 40
+
+        // Sorting by the raw value: longest first.
+        proxy.sort(SampleTableModel::Length, Qt::DescendingOrder);
+        qint64 longest = 0, total = 0;
+        for (const auto& s : t.samples) {
+            longest = std::max<qint64>(longest, s.length);
+            total += s.length;
+        }
+        QCOMPARE(proxy.index(0, SampleTableModel::Length).data(Qt::UserRole).toLongLong(), longest);
+        for (int r = 1; r < proxy.rowCount(); ++r)
+            QVERIFY(proxy.index(r - 1, SampleTableModel::Length).data(Qt::UserRole).toLongLong() >=
+                    proxy.index(r, SampleTableModel::Length).data(Qt::UserRole).toLongLong());
+        // Filter by id text and by length.
+        proxy.setTextFilter(QStringLiteral("ANATOMY"));
+        int anatomy = 0;
+        for (const auto& s : t.samples)
+            anatomy += QString::fromStdString(s.id).contains(QStringLiteral("anatomy"));
+        QVERIFY(anatomy > 0 && anatomy < 235);
+        QCOMPARE(proxy.rowCount(), anatomy);
+        proxy.setTextFilter(QString());
+        proxy.setLengthRange(longest, 0);
+        QVERIFY(proxy.rowCount() >= 1);
+        proxy.setLengthRange(0, 0);
+        QCOMPARE(proxy.rowCount(), 235);
+        // Histogram of the lengths: every sample in one bin.
+        std::vector<qint64> lengths;
+        for (const auto& s : t.samples)
+            lengths.push_back(s.length);
+        const LengthHistogram h = lengthHistogram(lengths, 16);
+        int n = 0;
+        for (int c : h.counts)
+            n += c;
+        QCOMPARE(n, 235);
+        QCOMPARE(h.counts.size(), std::size_t(16));
+        qInfo("maverick: 235 samples, %lld tokens, longest %lld, highest hot-expert share %.4f", total, longest,
+              max_share);
+    }
+
+    void cancelledImportLeavesLibraryUnchanged() {
+        ROUTEPACK_REQUIRE_SHARED(mav, "traces/llama4-maverick");
+        const auto lib = synthLibrary(QStringLiteral("cancel-import"));
+        auto count_samples = [&] {
+            auto l = storage::Library::open(lib, storage::OpenMode::ReadOnly);
+            std::size_t n = 0;
+            for (const auto& t : l->traces())
+                n += t.samples;
+            return std::make_pair(l->traces().size(), n);
+        };
+        const auto base = count_samples();
+        QCOMPARE(base, std::make_pair(std::size_t(1), std::size_t(32)));
+
+        ImportDialog dlg(q(lib));
+        dlg.setInputs({q(mav)});
+        dlg.setTraceName(QStringLiteral("maverick"));
+        dlg.setKnownModel(QStringLiteral("llama4-maverick"));
+        dlg.job()->setCancelAfterSamplesForTesting(40); // cancel in the middle (after 40 of 235)
+        QSignalSpy cancelled(dlg.job(), &ImportJob::cancelled);
+        QSignalSpy finished(dlg.job(), &ImportJob::finished);
+        QVERIFY(dlg.startImport());
+        QTRY_COMPARE_WITH_TIMEOUT(cancelled.count(), 1, 120000);
+        QCOMPARE(finished.count(), 0);
+        QCOMPARE(count_samples(), base);
+        QVERIFY(storage::Library::open(lib, storage::OpenMode::ReadOnly)->windows().size() == 1);
+
+        // A failed import (wrong model: 64 experts for a 128-expert trace) says why, writes nothing.
+        dlg.job()->setCancelAfterSamplesForTesting(0);
+        dlg.setKnownModel(QStringLiteral("deepseek-v2-lite"));
+        QSignalSpy failed(dlg.job(), &ImportJob::failed);
+        QVERIFY(dlg.startImport());
+        QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 120000);
+        const QString message = failed.at(0).at(0).toString();
+        QVERIFY2(message.contains(QStringLiteral("llama4-mmlu-")), qPrintable(message)); // names the file
+        QVERIFY2(dlg.errorText().startsWith(QStringLiteral("Import failed; nothing was written. ")),
+                 qPrintable(dlg.errorText()));
+        QCOMPARE(count_samples(), base);
+        shot(&dlg, QStringLiteral("import-dialog-failed"));
+        qInfo("failed import says: %s", qPrintable(message));
+    }
+
+    // --- Planner jobs ---
+
+    void planningRunMatchesDirectCall() {
+        if (mavLib_.empty()) QSKIP("needs the maverick import of importRealTraceThroughDialog");
+        {
+            auto lib = storage::Library::open(mavLib_);
+            lib->create_window(
+                "maverick", "all",
+                [&] {
+                    std::vector<std::string> ids;
+                    for (const auto& s : lib->samples("maverick"))
+                        ids.push_back(s.id);
+                    return ids;
+                }(),
+                "all 235 samples");
+        }
+        const Topology topo = known_topology("llama4-maverick-ep8-dp4");
+        const PlannerBudgets b = small_budgets();
+        PlanJobQueue jobs;
+        QSignalSpy started(&jobs, &PlanJobQueue::jobStarted);
+        QSignalSpy progress(&jobs, &PlanJobQueue::progress);
+        QSignalSpy levels(&jobs, &PlanJobQueue::levelFinished);
+        QSignalSpy finished(&jobs, &PlanJobQueue::finished);
+        QSignalSpy idle(&jobs, &PlanJobQueue::idle);
+        const quint64 id = jobs.enqueue(request(mavLib_, QStringLiteral("maverick"), QStringLiteral("all"), topo, b));
+        QCOMPARE(id, quint64(1));
+        QCOMPARE(started.count(), 1);
+        QVERIFY(jobs.isBusy());
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 300000);
+        QTRY_COMPARE_WITH_TIMEOUT(idle.count(), 1, 5000);
+        QCOMPARE(levels.count(), 6);
+        QStringList stages;
+        for (const auto& a : progress)
+            stages << a.at(1).toString();
+        QVERIFY2(stages.contains(QStringLiteral("placement")) && stages.contains(QStringLiteral("annealing")),
+                 qPrintable(stages.join(QLatin1Char(','))));
+        QCOMPARE(stages.last(), QStringLiteral("done"));
+        QCOMPARE(progress.last().at(2).toDouble(), 1.0);
+        const auto r = finished.at(0).at(0).value<PlanJobResult>();
+        QCOMPARE(r.job, id);
+        QVERIFY(r.plan && r.window);
+        QVERIFY(!r.plan->cancelled);
+        QCOMPARE(r.window->size(), std::size_t(235));
+
+        // The same inputs through plan_window directly: the same plan, score exact.
+        PlanInput in;
+        in.window = storage::Library::open(mavLib_, storage::OpenMode::ReadOnly)->load_window("maverick", "all");
+        in.trace_name = "maverick";
+        in.window_name = "all";
+        in.topology = topo;
+        in.budgets = b;
+        const PlanResult direct = plan_window(in);
+        QCOMPARE(r.plan->routepack.metrics.score, direct.routepack.metrics.score);
+        QCOMPARE(r.plan->routepack.layout, direct.routepack.layout);
+        QCOMPARE(r.plan->rows.rows, direct.rows.rows);
+        QCOMPARE(r.plan->baseline.metrics.score, direct.baseline.metrics.score);
+        QCOMPARE(r.plan->convergence.size(), std::size_t(6));
+        for (int k = 0; k < 6; ++k)
+            QCOMPARE(levels.at(k).at(1).value<LevelStats>().best, direct.convergence[static_cast<std::size_t>(k)].best);
+        QCOMPARE(r.plan->rows.rows, 5); // README: R* = 5, certified, for EP 8 / DP 4 / C 2048
+        QVERIFY(r.plan->rows.certified);
+        // Saved as a finished run with the same numbers.
+        QVERIFY(r.runId > 0);
+        QVERIFY(r.saveError.isEmpty());
+        const auto run = storage::Library::open(mavLib_, storage::OpenMode::ReadOnly)->run(r.runId);
+        QCOMPARE(run.status, std::string("finished"));
+        QCOMPARE(run.score, direct.routepack.metrics.score);
+        QCOMPARE(run.topology, std::string("test-topology"));
+        qInfo("maverick all/EP8-DP4: R* %d, max U %.4f (reorder %.4f), %zu progress events", r.plan->rows.rows,
+              r.plan->routepack.metrics.score.max_u, r.plan->reorder.metrics.score.max_u,
+              static_cast<std::size_t>(progress.count()));
+    }
+
+    void cancelledRunKeepsBestValidPlan() {
+        const auto lib = synthLibrary(QStringLiteral("cancel-run"));
+        PlannerBudgets b = small_budgets();
+        b.annealing.levels = 400; // long enough that the cancel lands in the middle
+        b.annealing.steps = 20000;
+        const Topology topo = known_topology("synthetic-demo-ep8-dp4");
+        PlanJobQueue jobs;
+        QSignalSpy finished(&jobs, &PlanJobQueue::finished);
+        QSignalSpy levels(&jobs, &PlanJobQueue::levelFinished);
+        const quint64 id = jobs.enqueue(request(lib, QStringLiteral("syn"), QStringLiteral("all"), topo, b));
+        connect(&jobs, &PlanJobQueue::levelFinished, &jobs, [&jobs, id](quint64 job, const LevelStats&) {
+            if (job == id) jobs.cancel(id);
+        });
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 300000);
+        const auto r = finished.at(0).at(0).value<PlanJobResult>();
+        QVERIFY(r.plan->cancelled);
+        QVERIFY(levels.count() >= 1 && levels.count() < 400);
+        // A valid plan, never worse than its reorder seed.
+        const PackingProblem p = make_packing_problem(*r.window, r.plan->topology, r.plan->lpt);
+        QCOMPARE(validate_layout(r.plan->routepack.layout, p), std::string());
+        QVERIFY(!(r.plan->reorder.metrics.score < r.plan->routepack.metrics.score));
+        const auto run = storage::Library::open(lib, storage::OpenMode::ReadOnly)->run(r.runId);
+        QCOMPARE(run.status, std::string("cancelled"));
+        QCOMPARE(run.score, r.plan->routepack.metrics.score);
+    }
+
+    void staleResultsDroppedAndQueue() {
+        const auto lib = synthLibrary(QStringLiteral("stale"));
+        const Topology topo = known_topology("synthetic-demo-ep8-dp4");
+        PlanJobQueue jobs;
+        QSignalSpy finished(&jobs, &PlanJobQueue::finished);
+        QSignalSpy stale(&jobs, &PlanJobQueue::staleDropped);
+        QSignalSpy removed(&jobs, &PlanJobQueue::cancelledQueued);
+        QSignalSpy levels(&jobs, &PlanJobQueue::levelFinished);
+        const quint64 a =
+            jobs.enqueue(request(lib, QStringLiteral("syn"), QStringLiteral("all"), topo, small_budgets()));
+        const quint64 bq =
+            jobs.enqueue(request(lib, QStringLiteral("syn"), QStringLiteral("all"), topo, small_budgets()));
+        const quint64 c =
+            jobs.enqueue(request(lib, QStringLiteral("syn"), QStringLiteral("all"), topo, small_budgets()));
+        QCOMPARE(jobs.queuedCount(), 2);
+        QCOMPARE(jobs.currentJob(), a);
+        QVERIFY(jobs.cancel(bq)); // a queued job is removed before it starts
+        QCOMPARE(removed.count(), 1);
+        QCOMPARE(jobs.queuedCount(), 1);
+        QVERIFY(!jobs.cancel(999));
+        const quint64 generation = jobs.generation();
+        jobs.invalidate(); // e.g. another library was opened: a and c become stale
+        QCOMPARE(jobs.generation(), generation + 1);
+        const quint64 d =
+            jobs.enqueue(request(lib, QStringLiteral("syn"), QStringLiteral("all"), topo, small_budgets()));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 300000);
+        QCOMPARE(stale.count(), 2);
+        QCOMPARE(stale.at(0).at(0).toULongLong(), a);
+        QCOMPARE(stale.at(1).at(0).toULongLong(), c);
+        QCOMPARE(finished.at(0).at(0).value<PlanJobResult>().job, d);
+        QCOMPARE(levels.count(), 6); // only the current generation's levels reach the GUI
+        // Stale jobs still saved their runs: no work is lost.
+        QCOMPARE(storage::Library::open(lib, storage::OpenMode::ReadOnly)->runs("syn", "all").size(), std::size_t(3));
+    }
+
+    void failedRunShowsError() {
+        const auto lib = synthLibrary(QStringLiteral("fail"));
+        PlanJobQueue jobs;
+        QSignalSpy failed(&jobs, &PlanJobQueue::failed);
+        // 32 experts on 6 EP ranks: the planner refuses, naming the field.
+        Topology t = known_topology("synthetic-demo-ep8-dp4");
+        t.ep_ranks = 6;
+        t.experts_per_layer = 0;
+        jobs.enqueue(request(lib, QStringLiteral("syn"), QStringLiteral("all"), t, small_budgets()));
+        QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 60000);
+        QCOMPARE(failed.at(0).at(1).toString(), QStringLiteral("topology: 32 experts are not divisible by 6 EP ranks"));
+        const auto runs = storage::Library::open(lib, storage::OpenMode::ReadOnly)->runs("syn", "all");
+        QCOMPARE(runs.size(), std::size_t(1));
+        QCOMPARE(runs[0].status, std::string("failed"));
+        QCOMPARE(runs[0].message, std::string("topology: 32 experts are not divisible by 6 EP ranks"));
+        // An unknown window fails in words too.
+        jobs.enqueue(request(lib, QStringLiteral("syn"), QStringLiteral("nope"), t, small_budgets()));
+        QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 2, 60000);
+        QVERIFY(failed.at(1).at(1).toString().startsWith(QStringLiteral("trace 'syn' has no window named 'nope'")));
+    }
+
+    // --- Models, editor, window dialog ---
+
+    void libraryTreeModel() {
+        const auto lib = synthLibrary(QStringLiteral("tree"));
+        PlanJobQueue jobs;
+        QSignalSpy finished(&jobs, &PlanJobQueue::finished);
+        jobs.enqueue(request(lib, QStringLiteral("syn"), QStringLiteral("all"),
+                             known_topology("synthetic-demo-ep8-dp4"), small_budgets()));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 300000);
+        auto l = storage::Library::open(lib);
+        l->create_window("syn", "g0", select_groups(l->samples("syn"), {"synth-group-0"}, "syn").ids,
+                         "groups synth-group-0");
+        LibraryTreeModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.setSnapshot(readLibrarySnapshot(*l));
+        QCOMPARE(model.rowCount(), 1);
+        const QModelIndex t = model.traceIndex(QStringLiteral("syn"));
+        QCOMPARE(model.rowCount(t), 2);
+        QCOMPARE(t.data().toString(), QStringLiteral("syn"));
+        QCOMPARE(model.index(0, LibraryTreeModel::Details).data().toString(), QStringLiteral("32 samples, vllm"));
+        const QModelIndex w = model.windowIndex(QStringLiteral("syn"), QStringLiteral("all"));
+        QCOMPARE(model.rowCount(w), 1);
+        const QModelIndex g = model.windowIndex(QStringLiteral("syn"), QStringLiteral("g0"));
+        QCOMPARE(model.index(g.row(), LibraryTreeModel::Details, t).data().toString(), QStringLiteral("8 samples"));
+        const qint64 run = finished.at(0).at(0).value<PlanJobResult>().runId;
+        const QModelIndex ri = model.runIndex(run);
+        QVERIFY(ri.isValid());
+        QCOMPARE(ri.parent(), w);
+        QCOMPARE(ri.data(LibraryTreeModel::KindRole).toInt(), int(LibraryTreeModel::RunNode));
+        QCOMPARE(model.runAt(ri)->score, finished.at(0).at(0).value<PlanJobResult>().plan->routepack.metrics.score);
+        QVERIFY(ri.sibling(ri.row(), 1).data().toString().startsWith(QStringLiteral("finished, R*=")));
+        model.setSnapshot({});
+        QCOMPARE(model.rowCount(), 0);
+    }
+
+    void topologyEditorRoundTrip() {
+        TopologyEditor ed;
+        QVERIFY(ed.selectPreset(QStringLiteral("llama4-maverick-ep16-dp8")));
+        QString why;
+        auto t = ed.topology(&why);
+        QVERIFY2(t.has_value(), qPrintable(why));
+        QCOMPARE(*t, known_topology("llama4-maverick-ep16-dp8"));
+        QCOMPARE(ed.topologyName(), QStringLiteral("llama4-maverick-ep16-dp8"));
+        PlannerBudgets b = small_budgets();
+        b.annealing.t0 = 0.02;
+        b.seed = 18446744073709551615ULL;
+        ed.setBudgets(b);
+        const PlannerBudgets back = ed.budgets();
+        QCOMPARE(back.annealing.levels, 6);
+        QCOMPARE(back.annealing.t0, 0.02);
+        QCOMPARE(back.seed, 18446744073709551615ULL);
+        QCOMPARE(back.workers, 2);
+        // Shards text both ways; bad partitions are refused by the topology file rules.
+        QCOMPARE(shardText({{0, 1, 2, 3}, {4, 5, 6, 7}}), QStringLiteral("0-3 | 4-7"));
+        QCOMPARE(parseShardText(QStringLiteral("0-3 | 4,5;6,7")),
+                 (std::vector<std::vector<int>>{{0, 1, 2, 3}, {4, 5}, {6, 7}}));
+        Topology bad = *t;
+        bad.edp_shards = {{0, 1, 2}, {2, 3, 4, 5, 6, 7}};
+        ed.setTopology(QStringLiteral("bad"), bad);
+        QVERIFY(!ed.topology(&why));
+        QVERIFY2(why.startsWith(QStringLiteral("topology: ")), qPrintable(why));
+        // Library presets come first.
+        storage::TopologyEntry e;
+        e.name = "mine";
+        e.topology = known_topology("deepseek-v2-lite-ep8-dp4");
+        e.budgets = b;
+        ed.setLibraryTopologies({e});
+        QVERIFY(ed.selectPreset(QStringLiteral("mine")));
+        QCOMPARE(*ed.topology(), e.topology);
+        QCOMPARE(ed.budgets().seed, b.seed);
+    }
+
+    void windowDialogRules() {
+        std::vector<SampleInfo> samples;
+        for (int i = 0; i < 12; ++i) {
+            SampleInfo s;
+            s.id = "s" + std::to_string(11 - i);
+            s.group = std::to_string(i % 3);
+            s.length = 10 + i;
+            samples.push_back(s);
+        }
+        WindowDialog dlg(QStringLiteral("t"), samples, {QStringLiteral("s3"), QStringLiteral("s10")});
+        dlg.setMode(WindowDialog::Selection);
+        auto sel = dlg.selection();
+        QVERIFY(sel);
+        QCOMPARE(sel->ids, (std::vector<std::string>{"s10", "s3"})); // import order
+        dlg.setMode(WindowDialog::First);
+        dlg.setCount(3);
+        sel = dlg.selection();
+        QCOMPARE(sel->ids, (std::vector<std::string>{"s0", "s1", "s2"})); // numeric id order
+        QCOMPARE(sel->definition, std::string("first 3 in numeric id order"));
+        dlg.setMode(WindowDialog::Groups);
+        dlg.setGroups({QStringLiteral("1")});
+        sel = dlg.selection();
+        QCOMPARE(sel->ids.size(), std::size_t(4));
+        QCOMPARE(sel->definition, std::string("groups 1"));
+        dlg.setGroups({});
+        QString why;
+        QVERIFY(!dlg.selection(&why));
+        QCOMPARE(why, QStringLiteral("window: no GRPO group given for trace 't'"));
+    }
+
+    // --- The main window ---
+
+    void studioWindow() {
+        const fs::path lib = mavLib_.empty() ? synthLibrary(QStringLiteral("window")) : mavLib_;
+        const QString trace = mavLib_.empty() ? QStringLiteral("syn") : QStringLiteral("maverick");
+        QSettings(options_.settingsOrganization, options_.settingsApplication).clear();
+        {
+            StudioWindow w(options_);
+            QAbstractItemModelTester t1(w.libraryModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+            QAbstractItemModelTester t2(w.sampleModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+            QAbstractItemModelTester t3(w.sampleProxy(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+            QAbstractItemModelTester t4(w.compareView()->model(),
+                                        QAbstractItemModelTester::FailureReportingMode::QtTest);
+            w.resize(1600, 1000);
+            w.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&w));
+            QSignalSpy loaded(&w, &StudioWindow::samplesLoaded);
+            QSignalSpy shown(&w, &StudioWindow::planShown);
+            QString err;
+            QVERIFY2(w.openLibrary(q(lib), false, &err), qPrintable(err));
+            QCOMPARE(w.lastLibrary(), QFileInfo(q(lib)).absoluteFilePath());
+            QTRY_VERIFY_WITH_TIMEOUT(loaded.count() >= 1, 60000);
+            QTRY_COMPARE_WITH_TIMEOUT(w.sampleModel()->rowCount(), mavLib_.empty() ? 32 : 235, 60000);
+            QVERIFY(w.selectWindow(trace, QStringLiteral("all")));
+            if (!mavLib_.empty())
+                QVERIFY(w.topologyEditor()->selectPreset(QStringLiteral("llama4-maverick-ep8-dp4")));
+            else
+                QVERIFY(w.topologyEditor()->selectPreset(QStringLiteral("synthetic-demo-ep8-dp4")));
+            const quint64 job = w.runPlanner();
+            QVERIFY2(job > 0, qPrintable(w.statusText()));
+            QTRY_VERIFY_WITH_TIMEOUT(shown.count() >= 1, 300000);
+            QTRY_VERIFY_WITH_TIMEOUT(!w.jobs()->isBusy(), 60000);
+            QVERIFY(w.planView()->plan() != nullptr);
+            QVERIFY2(w.statusText().startsWith(QStringLiteral("Run ")), qPrintable(w.statusText()));
+            QVERIFY(w.shownRunId() > 0);
+            QCOMPARE(w.compareView()->model()->rowCount(), 4); // one run x four methods
+            // The new run is in the tree; selecting another window drops nothing.
+            QVERIFY(w.libraryModel()->runIndex(w.shownRunId()).isValid());
+            QTest::qWait(200);
+            w.resultTabs()->setCurrentIndex(0);
+            for (const QString& name : w.planView()->viewNames()) {
+                w.planView()->setCurrentWidget(w.planView()->viewWidget(name));
+                QTest::qWait(50);
+                shot(&w, QStringLiteral("studio-%1").arg(name));
+            }
+            // Saved runs of the same window (run 1 of planningRunMatchesDirectCall) join the
+            // comparison by replay; each adds its four methods.
+            const int replays = w.compareSavedRuns();
+            QCOMPARE(replays, mavLib_.empty() ? 0 : 1);
+            QTRY_COMPARE_WITH_TIMEOUT(w.compareView()->model()->rowCount(), 4 * (1 + replays), 300000);
+            QTRY_VERIFY_WITH_TIMEOUT(!w.jobs()->isBusy(), 60000);
+            QCOMPARE(w.resultTabs()->currentWidget(), static_cast<QWidget*>(w.compareView()));
+            QTest::qWait(50);
+            shot(&w, QStringLiteral("studio-compare"));
+            // Filter the sample table and select a grid cell's samples.
+            w.sampleProxy()->setTextFilter(QStringLiteral("zzzz-no-such-sample"));
+            QCOMPARE(w.sampleProxy()->rowCount(), 0);
+            w.sampleProxy()->setTextFilter(QString());
+            w.close();
+        }
+        // Geometry and dock layout were saved and come back.
+        QSettings s(options_.settingsOrganization, options_.settingsApplication);
+        QVERIFY(!s.value(QStringLiteral("window/geometry")).toByteArray().isEmpty());
+        QVERIFY(!s.value(QStringLiteral("window/state")).toByteArray().isEmpty());
+        StudioWindow again(options_);
+        QCOMPARE(again.lastLibrary(), QFileInfo(q(lib)).absoluteFilePath());
+        QCOMPARE(again.size(), QSize(1600, 1000));
+    }
+
+    void studioReplaysSavedRun() {
+        // A run saved in an earlier session is replayed (same inputs, seed, worker count) and shown.
+        const auto dir = test::temp_dir(QStringLiteral("replay"));
+        PlannerBudgets b = small_budgets();
+        const storage::DemoBuild d = storage::build_demo(dir / "demo", b);
+        StudioWindow w(options_);
+        w.resize(1600, 1000);
+        w.show();
+        QSignalSpy shown(&w, &StudioWindow::planShown);
+        QVERIFY(w.openLibrary(q(d.library)));
+        QVERIFY(w.selectRun(d.run.id));
+        QTRY_VERIFY_WITH_TIMEOUT(shown.count() >= 1, 300000);
+        QCOMPARE(shown.last().at(0).toLongLong(), d.run.id);
+        QCOMPARE(w.planView()->plan()->routepack.metrics.score, d.plan.routepack.metrics.score);
+        QCOMPARE(w.statusText(), QStringLiteral("run %1 replayed: identical score").arg(d.run.id));
+        QTest::qWait(100);
+        shot(&w, QStringLiteral("studio-demo-replayed"));
+        // The import dialog, as a user first sees it.
+        ImportDialog* dlg = w.showImportDialog();
+        QVERIFY(dlg);
+        QTest::qWait(50);
+        shot(dlg, QStringLiteral("import-dialog"));
+        dlg->close();
+    }
+
+    void studioOpensDemoLibrary() {
+        // First start: the embedded demo library is built under AppDataLocation (test mode: under
+        // ~/.qttest) on a worker thread, opened, and its planned run shown.
+        const QString dir = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/demo");
+        QDir(dir).removeRecursively();
+        StudioWindow w(options_);
+        w.resize(1600, 1000);
+        w.show();
+        QSignalSpy ready(&w, &StudioWindow::demoReady);
+        QSignalSpy shown(&w, &StudioWindow::planShown);
+        w.openDemoLibrary();
+        QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 1, 300000);
+        QCOMPARE(ready.at(0).at(0).toString(), dir + QStringLiteral("/demo.routepack"));
+        QCOMPARE(w.libraryPath(), dir + QStringLiteral("/demo.routepack"));
+        QTRY_VERIFY_WITH_TIMEOUT(shown.count() >= 1, 300000);
+        QTRY_COMPARE_WITH_TIMEOUT(w.sampleModel()->rowCount(), 64, 60000);
+        QVERIFY2(w.statusText().endsWith(QStringLiteral("replayed: identical score")), qPrintable(w.statusText()));
+        QCOMPARE(w.planView()->plan()->samples.size(), std::size_t(64));
+        // Keyboard: Ctrl+R queues a run of the selected window, Esc cancels it (the best valid plan
+        // so far is kept and shown).
+        QVERIFY(w.selectWindow(QStringLiteral("demo"), QStringLiteral("step-0")));
+        w.activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(&w));
+        const int before = static_cast<int>(shown.count());
+        QSignalSpy started(w.jobs(), &PlanJobQueue::jobStarted);
+        QTest::keyClick(&w, Qt::Key_R, Qt::ControlModifier);
+        QCOMPARE(started.count(), 1);
+        QTest::keyClick(&w, Qt::Key_Escape);
+        QTRY_VERIFY_WITH_TIMEOUT(shown.count() > before, 300000);
+        QTRY_VERIFY_WITH_TIMEOUT(!w.jobs()->isBusy(), 60000);
+        const auto runs = storage::Library::open(dir.toStdString() + "/demo.routepack", storage::OpenMode::ReadOnly)
+                              ->runs("demo", "step-0");
+        QCOMPARE(runs.size(), std::size_t(2));
+        QVERIFY(runs[1].status == "cancelled" || runs[1].status == "finished"); // Esc may land after the end
+        // Second start: the existing demo library is opened as it is (no rebuild).
+        StudioWindow again(options_);
+        QSignalSpy ready2(&again, &StudioWindow::demoReady);
+        again.openDemoLibrary();
+        QCOMPARE(ready2.count(), 1); // synchronous: nothing to build
+        QCOMPARE(storage::Library::open(dir.toStdString() + "/demo.routepack", storage::OpenMode::ReadOnly)
+                     ->runs("demo", "step-0")
+                     .size(),
+                 std::size_t(2));
+        QTRY_VERIFY_WITH_TIMEOUT(!again.jobs()->isBusy(), 300000);
+    }
+
+    void studioDarkPalette() {
+        // The same window in a dark palette (Fusion), for the screenshots.
+        const fs::path lib = synthLibrary(QStringLiteral("dark"));
+        const QPalette light = QApplication::palette();
+        QString style = QApplication::style()->name();
+        QApplication::setStyle(QStringLiteral("Fusion"));
+        QPalette dark;
+        dark.setColor(QPalette::Window, QColor(0x2b, 0x2b, 0x2b));
+        dark.setColor(QPalette::WindowText, QColor(0xe0, 0xe0, 0xe0));
+        dark.setColor(QPalette::Base, QColor(0x1e, 0x1e, 0x1e));
+        dark.setColor(QPalette::AlternateBase, QColor(0x26, 0x26, 0x26));
+        dark.setColor(QPalette::Text, QColor(0xe0, 0xe0, 0xe0));
+        dark.setColor(QPalette::Button, QColor(0x35, 0x35, 0x35));
+        dark.setColor(QPalette::ButtonText, QColor(0xe0, 0xe0, 0xe0));
+        dark.setColor(QPalette::Highlight, QColor(0x3d, 0x7a, 0xd6));
+        dark.setColor(QPalette::HighlightedText, Qt::white);
+        dark.setColor(QPalette::Mid, QColor(0x50, 0x50, 0x50));
+        dark.setColor(QPalette::ToolTipBase, QColor(0x35, 0x35, 0x35));
+        dark.setColor(QPalette::ToolTipText, QColor(0xe0, 0xe0, 0xe0));
+        dark.setColor(QPalette::PlaceholderText, QColor(0x90, 0x90, 0x90));
+        for (auto role : {QPalette::WindowText, QPalette::Text, QPalette::ButtonText})
+            dark.setColor(QPalette::Disabled, role, QColor(0x80, 0x80, 0x80));
+        QApplication::setPalette(dark);
+        {
+            StudioWindow w(options_);
+            w.resize(1600, 1000);
+            w.show();
+            QSignalSpy shown(&w, &StudioWindow::planShown);
+            QVERIFY(w.openLibrary(q(lib)));
+            QVERIFY(w.selectWindow(QStringLiteral("syn"), QStringLiteral("all")));
+            QVERIFY(w.runPlanner() > 0);
+            QTRY_VERIFY_WITH_TIMEOUT(shown.count() >= 1, 300000);
+            QTRY_COMPARE_WITH_TIMEOUT(w.sampleModel()->rowCount(), 32, 60000);
+            QTest::qWait(100);
+            shot(&w, QStringLiteral("studio-dark"));
+        }
+        QApplication::setPalette(light);
+        QApplication::setStyle(style);
+    }
+
+    // --- Headless mode of the binary ---
+
+    void headlessChildProcess() {
+        const auto out = tmp_ / "headless";
+        QProcess p;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.remove(QStringLiteral("DISPLAY"));
+        env.remove(QStringLiteral("WAYLAND_DISPLAY"));
+        env.remove(QStringLiteral("QT_QPA_PLATFORM"));
+        env.insert(QStringLiteral("XDG_DATA_HOME"), q(tmp_ / "xdg-data"));
+        env.insert(QStringLiteral("XDG_CONFIG_HOME"), q(tmp_ / "xdg-config"));
+        p.setProcessEnvironment(env);
+        p.start(QStringLiteral(ROUTEPACK_STUDIO), {QStringLiteral("--headless-out"), q(out)});
+        QVERIFY(p.waitForFinished(600000));
+        const QString stdout_text = QString::fromUtf8(p.readAllStandardOutput());
+        const QString stderr_text = QString::fromUtf8(p.readAllStandardError());
+        QVERIFY2(p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0, qPrintable(stderr_text));
+        const QStringList lines = stdout_text.split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+        QCOMPARE(lines.value(0), QStringLiteral("routepack-studio: no display found; running the demo headless"));
+        QCOMPARE(lines.value(1), QStringLiteral("routepack-studio: headless demo written to ") + q(fs::absolute(out)));
+        const QStringList expected = {QStringLiteral("demo.routepack"),
+                                      QStringLiteral("trace/"),
+                                      QStringLiteral("plan.json"),
+                                      QStringLiteral("comparison.csv"),
+                                      QStringLiteral("comparison-chart.png"),
+                                      QStringLiteral("plan-ep-heatmap.png"),
+                                      QStringLiteral("plan-row-heatmap.png"),
+                                      QStringLiteral("plan-costs.png"),
+                                      QStringLiteral("plan-grid.png"),
+                                      QStringLiteral("plan-convergence.png")};
+        QCOMPARE(lines.mid(2), [&] {
+            QStringList l;
+            for (const QString& f : expected)
+                l << QStringLiteral("  ") + f;
+            return l;
+        }());
+        const PlanFile plan = parse_plan(test::read_file(out / "plan.json"), "plan.json");
+        QCOMPARE(plan.sample_ids.size(), std::size_t(64));
+        QCOMPARE(plan.trace_name, std::string("demo"));
+        const QStringList csv = QString::fromStdString(test::read_file(out / "comparison.csv"))
+                                    .split(QStringLiteral("\r\n"), Qt::SkipEmptyParts);
+        QCOMPARE(csv.size(), 5); // header + baseline, reorder, karmarkar_karp, routepack
+        QVERIFY(csv[4].contains(QStringLiteral("routepack")) || csv[4].contains(QStringLiteral("RoutePack")));
+        for (const QString& f : expected) {
+            if (!f.endsWith(QStringLiteral(".png"))) continue;
+            const QImage img(q(out) + QLatin1Char('/') + f);
+            QVERIFY2(!img.isNull() && img.width() >= 400 && img.height() >= 300, qPrintable(f));
+            QFile::remove(shots_ + QStringLiteral("/headless-") + f);
+            QFile::copy(q(out) + QLatin1Char('/') + f, shots_ + QStringLiteral("/headless-") + f);
+        }
+        // The explicit flag does the same with a display platform set.
+        const auto out2 = tmp_ / "headless2";
+        env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+        p.setProcessEnvironment(env);
+        p.start(QStringLiteral(ROUTEPACK_STUDIO),
+                {QStringLiteral("--headless"), QStringLiteral("--headless-out"), q(out2)});
+        QVERIFY(p.waitForFinished(600000));
+        QCOMPARE(p.exitCode(), 0);
+        QVERIFY(QString::fromUtf8(p.readAllStandardOutput())
+                    .startsWith(QStringLiteral("routepack-studio: headless demo written to ")));
+        QCOMPARE(parse_plan(test::read_file(out2 / "plan.json"), "plan.json").score, plan.score);
+    }
+};
+
+QTEST_MAIN(TestStudio)
+#include "tst_studio.moc"

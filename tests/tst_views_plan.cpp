@@ -1,0 +1,670 @@
+// Plan-inspection and compare views (views/plan_views.h) on a real plan of a synthetic window:
+// every number a view shows is checked against an independent computation from the window's
+// counts, the placements and the layouts (or against the planner's own metrics), every model runs
+// under QAbstractItemModelTester, exports are read back, and every view is written as a screenshot
+// (light and dark palette, and 2x) to $ROUTEPACK_SCREENSHOT_DIR or a temporary folder.
+#include "core/packing.h"
+#include "core/planner.h"
+#include "core/score.h"
+#include "core/synth.h"
+#include "views/heatmap_widget.h"
+#include "views/plan_data.h"
+#include "views/plan_models.h"
+#include "views/plan_panels.h"
+#include "views/plan_views.h"
+
+#include <QAbstractItemModelTester>
+#include <QApplication>
+#include <QBarSeries>
+#include <QBarSet>
+#include <QChartView>
+#include <QComboBox>
+#include <QDir>
+#include <QHelpEvent>
+#include <QLineSeries>
+#include <QSignalSpy>
+#include <QSortFilterProxyModel>
+#include <QStandardItemModel>
+#include <QStyleFactory>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QToolTip>
+#include <QtTest>
+
+#include <cmath>
+
+using namespace routepack;
+using namespace routepack::views;
+
+namespace {
+
+Topology test_topology() {
+    Topology t;
+    t.ep_ranks = 8;
+    t.dp_slots = 4;
+    t.edp_shards = {{0, 1}, {2, 3}};
+    t.token_cap = 4096;
+    t.attention_stages = {AttentionStage{"mla", 27.0, 27.0}, AttentionStage{"kda", 10.0, 0.0}};
+    return t;
+}
+
+/// The synthetic window `window_seed` (64 samples, 11 MoE layers, 32 experts) planned with `seed`.
+PlanInput test_input(std::uint64_t window_seed, std::uint64_t seed) {
+    SynthConfig c;
+    c.groups = 8;
+    c.group_size = 8;
+    c.seed = window_seed;
+    PlanInput in;
+    in.window = synth_trace(c);
+    in.trace_name = "synth";
+    in.window_name = "all";
+    in.topology = test_topology();
+    in.budgets.annealing.levels = 6;
+    in.budgets.annealing.steps = 300;
+    in.budgets.seeding.candidates = 8;
+    in.budgets.seeding.population = 4;
+    in.budgets.workers = 2;
+    in.budgets.seed = seed;
+    return in;
+}
+
+/// G[l][p] straight from the counts and a placement (eq. 10).
+std::vector<std::uint64_t> independent_rank_loads(const Trace& w, const Placement& pi) {
+    const int L = w.model.num_moe_layers(), E = w.model.experts, P = pi.ep_ranks;
+    std::vector<std::uint64_t> G(static_cast<std::size_t>(L) * P, 0);
+    for (std::size_t i = 0; i < w.size(); ++i)
+        for (int l = 0; l < L; ++l)
+            for (int e = 0; e < E; ++e) G[static_cast<std::size_t>(l) * P + pi.rank_of(l, e)] += w.count(i, l, e);
+    return G;
+}
+
+/// Independent per-row-shard costs (eqs. 11-14) of a layout: A, E [R][G], peaks [R][G][L].
+struct Costs {
+    std::vector<double> A, E;
+    std::vector<std::int64_t> peak;
+};
+Costs independent_costs(const Trace& w, const Topology& t, const Placement& pi, const Layout& x) {
+    const int L = w.model.num_moe_layers(), E = w.model.experts, P = pi.ep_ranks, G = t.shards(), R = x.rows;
+    const double C = static_cast<double>(t.token_cap);
+    Costs out;
+    out.A.assign(static_cast<std::size_t>(R) * G, 0);
+    out.E.assign(static_cast<std::size_t>(R) * G, 0);
+    out.peak.assign(static_cast<std::size_t>(R) * G * L, 0);
+    for (int r = 0; r < R; ++r)
+        for (int g = 0; g < G; ++g) {
+            for (const auto& st : t.attention_stages) {
+                double worst = 0;
+                for (int d : t.edp_shards[static_cast<std::size_t>(g)]) {
+                    std::int64_t s = 0, s2 = 0;
+                    for (int i : x.cells[static_cast<std::size_t>(x.cell_index(r, d))]) {
+                        const std::int64_t len = w.samples[static_cast<std::size_t>(i)].length;
+                        s += len;
+                        s2 += len * len;
+                    }
+                    worst = std::max(worst, st.alpha * (static_cast<double>(s) / C) + st.beta * (static_cast<double>(s2) / (C * C)));
+                }
+                out.A[static_cast<std::size_t>(r) * G + g] += worst;
+            }
+            std::int64_t peakSum = 0;
+            for (int l = 0; l < L; ++l) {
+                std::vector<std::int64_t> W(static_cast<std::size_t>(P), 0);
+                for (int d : t.edp_shards[static_cast<std::size_t>(g)])
+                    for (int i : x.cells[static_cast<std::size_t>(x.cell_index(r, d))])
+                        for (int e = 0; e < E; ++e) W[static_cast<std::size_t>(pi.rank_of(l, e))] += w.count(static_cast<std::size_t>(i), l, e);
+                const std::int64_t pk = *std::max_element(W.begin(), W.end());
+                out.peak[(static_cast<std::size_t>(r) * G + g) * L + l] = pk;
+                peakSum += pk;
+            }
+            out.E[static_cast<std::size_t>(r) * G + g] = static_cast<double>(peakSum) / C;
+        }
+    return out;
+}
+
+bool close(double a, double b, double rel = 1e-12) { return std::abs(a - b) <= rel * std::max({1.0, std::abs(a), std::abs(b)}); }
+
+QPalette darkPalette() {
+    QPalette p;
+    const QColor window(0x2d, 0x2d, 0x30), base(0x1e, 0x1e, 0x1e), text(0xe6, 0xe6, 0xe6);
+    p.setColor(QPalette::Window, window);
+    p.setColor(QPalette::WindowText, text);
+    p.setColor(QPalette::Base, base);
+    p.setColor(QPalette::AlternateBase, QColor(0x2a, 0x2a, 0x2c));
+    p.setColor(QPalette::Text, text);
+    p.setColor(QPalette::Button, QColor(0x3a, 0x3a, 0x3d));
+    p.setColor(QPalette::ButtonText, text);
+    p.setColor(QPalette::Mid, QColor(0x6a, 0x6a, 0x6a));
+    p.setColor(QPalette::Highlight, QColor(0x2f, 0x65, 0xca));
+    p.setColor(QPalette::HighlightedText, Qt::white);
+    p.setColor(QPalette::PlaceholderText, QColor(0x99, 0x99, 0x99));
+    p.setColor(QPalette::ToolTipBase, base);
+    p.setColor(QPalette::ToolTipText, text);
+    return p;
+}
+
+/// A plan with hand-set metrics only (for exact CSV text and percentage changes).
+std::shared_ptr<PlanResult> tiny_plan() {
+    auto p = std::make_shared<PlanResult>();
+    auto set = [](MethodResult& m, const char* name, double maxU, double sumU, double maxJ, double cv, std::int64_t sep,
+                  std::int64_t tep, double eta, double att, int viol) {
+        m.name = name;
+        m.layout.rows = 2;
+        m.layout.dp_slots = 1;
+        m.layout.cells = {{0}, {1}};
+        m.metrics.score = Score{maxU, sumU, maxJ};
+        m.metrics.cv_global = cv;
+        m.metrics.ep_peak_sum = sep;
+        m.metrics.ep_tail_peak = tep;
+        m.metrics.ep_balance_efficiency = eta;
+        m.metrics.attention_sum = att;
+        m.metrics.cap_violations = viol;
+    };
+    set(p->baseline, "baseline", 300, 500, 80, 0.25, 1000, 90, 0.5, 12.5, 0);
+    set(p->reorder, "reorder", 200, 400, 70, 0.125, 900, 80, 0.75, 12.5, 0);
+    set(p->karmarkar_karp, "karmarkar_karp", 250, 450, 75, 0.125, 950, 85, 0.625, 11, 1);
+    set(p->routepack, "routepack", 150, 350, 60, 0.125, 800, 70, 0.875, 13, 0);
+    return p;
+}
+
+}  // namespace
+
+class TestViewsPlan : public QObject {
+    Q_OBJECT
+private:
+    std::shared_ptr<const PlanResult> plan_, plan2_;
+    std::shared_ptr<const Trace> window_;
+    QString shots_;
+    QTemporaryDir tmp_;
+
+    void shoot(QWidget* w, const QString& name) {
+        QVERIFY(w);
+        const QPixmap pm = w->grab();
+        QVERIFY(!pm.isNull());
+        QVERIFY(pm.save(shots_ + QLatin1Char('/') + name + QStringLiteral(".png")));
+    }
+
+private Q_SLOTS:
+    void initTestCase() {
+        QApplication::setStyle(QStyleFactory::create(QStringLiteral("Fusion")));
+        QVERIFY(tmp_.isValid());
+        shots_ = qEnvironmentVariable("ROUTEPACK_SCREENSHOT_DIR");
+        if (shots_.isEmpty()) shots_ = tmp_.filePath(QStringLiteral("screens"));
+        QVERIFY(QDir().mkpath(shots_));
+        qInfo("screenshots in %s", qPrintable(shots_));
+        const PlanInput in = test_input(7, 1);
+        window_ = std::make_shared<const Trace>(in.window);
+        plan_ = std::make_shared<const PlanResult>(plan_window(in));
+        plan2_ = std::make_shared<const PlanResult>(plan_window(test_input(8, 2)));  // another step
+        QVERIFY(plan_->rows.rows >= 2);
+        QVERIFY(!plan_->convergence.empty());
+    }
+
+    void epHeatmap() {
+        PlanView view;
+        view.resize(1280, 760);
+        view.setPlan(plan_, window_);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        QCOMPARE(view.viewNames(),
+                 (QStringList{QStringLiteral("ep-heatmap"), QStringLiteral("row-heatmap"), QStringLiteral("costs"),
+                              QStringLiteral("grid"), QStringLiteral("convergence")}));
+        QCOMPARE(view.viewWidget(QStringLiteral("ep-heatmap")), static_cast<QWidget*>(view.epHeatmapPanel()));
+        QCOMPARE(view.viewWidget(QStringLiteral("nope")), nullptr);
+        const int L = plan_->model.num_moe_layers(), P = plan_->topology.ep_ranks;
+        for (bool planned : {false, true}) {
+            const Placement& pi = planned ? plan_->lpt : plan_->identity;
+            const auto G = independent_rank_loads(*window_, pi);
+            QCOMPARE(G, planned ? plan_->rank_loads_lpt : plan_->rank_loads_identity);
+            HeatmapWidget* map = view.epHeatmapPanel()->map(planned);
+            QCOMPARE(map->rowCount(), L);
+            QCOMPARE(map->columnCount(), P);
+            const QImage shot = map->grab().toImage();
+            double cvSum = 0;
+            for (int l = 0; l < L; ++l) {
+                std::uint64_t sum = 0;
+                for (int p = 0; p < P; ++p) sum += G[static_cast<std::size_t>(l) * P + p];
+                const double mean = static_cast<double>(sum) / P;
+                double var = 0;
+                for (int p = 0; p < P; ++p) {
+                    const std::uint64_t g = G[static_cast<std::size_t>(l) * P + p];
+                    QVERIFY2(close(map->value(l, p), static_cast<double>(g) / mean), qPrintable(QStringLiteral("l %1 p %2").arg(l).arg(p)));
+                    var += (static_cast<double>(g) - mean) * (static_cast<double>(g) - mean);
+                    // The tooltip names the absolute layer and the exact load.
+                    const QString tip = map->toolTipFor(l, p);
+                    QVERIFY2(tip.contains(QStringLiteral("G = %1 tokens").arg(g)), qPrintable(tip));
+                    QVERIFY(tip.contains(QStringLiteral("<b>Layer %1</b>").arg(plan_->model.moe_layers[static_cast<std::size_t>(l)])));
+                    // The painted pixel at the cell centre has the cell's colour.
+                    const QRect cell = map->cellRect(l, p);
+                    QCOMPARE(QColor(shot.pixel(cell.center())), map->colourFor(map->value(l, p)));
+                }
+                const double cv = std::sqrt(var / P) / mean;
+                QVERIFY(close(view.epHeatmapPanel()->layerCv(planned)[static_cast<std::size_t>(l)], cv, 1e-9));
+                QCOMPARE(map->sideColumn().at(l), QString::number(view.epHeatmapPanel()->layerCv(planned)[static_cast<std::size_t>(l)], 'f', 4));
+                cvSum += cv;
+            }
+            // Mean of the per-layer CVs is the planner's CV_global (eq. 22).
+            QVERIFY(close(cvSum / L, planned ? plan_->cv_lpt : plan_->cv_identity, 1e-9));
+            // Both maps share one scale centred on the layer mean.
+            QCOMPARE(map->rangeLow(), view.epHeatmapPanel()->map(!planned)->rangeLow());
+            QCOMPARE(map->rangeHigh(), view.epHeatmapPanel()->map(!planned)->rangeHigh());
+        }
+        // LPT flattens the layers: its CV_global is below identity's.
+        QVERIFY(plan_->cv_lpt < plan_->cv_identity);
+        // Tooltip through the event path: the hovered cell's text.
+        HeatmapWidget* map = view.epHeatmapPanel()->map(false);
+        const QPoint pos = map->cellRect(2, 3).center();
+        QCOMPARE(map->cellAt(pos), QPoint(3, 2));
+        QHelpEvent help(QEvent::ToolTip, pos, map->mapToGlobal(pos));
+        QApplication::sendEvent(map, &help);
+        QTRY_COMPARE(QToolTip::text(), map->toolTipFor(2, 3));
+        QCOMPARE(map->cellAt(QPoint(1, 1)), QPoint(-1, -1));
+    }
+
+    void rowHeatmapAndCosts() {
+        PlanView view;
+        view.resize(1280, 760);
+        view.setPlan(plan_, window_);
+        const Topology& t = plan_->topology;
+        const int L = plan_->model.num_moe_layers(), G = t.shards();
+        RowHeatmapPanel* rows = view.rowHeatmapPanel();
+        CostsPanel* costs = view.costsPanel();
+        QCOMPARE(rows->method(), 3);
+        QCOMPARE(rows->shardCombo()->count(), G);
+        for (int m = 0; m < kMethodCount; ++m) {
+            const MethodResult& mr = method_of(*plan_, m);
+            const Placement& pi = mr.lpt ? plan_->lpt : plan_->identity;
+            const Costs ind = independent_costs(*window_, t, pi, mr.layout);
+            const int R = mr.layout.rows;
+            // The core's breakdown on the planner's own problem.
+            const CostBreakdown cb = cost_breakdown(mr.layout, make_packing_problem(*window_, t, pi));
+            QCOMPARE(cb.peak, ind.peak);
+            rows->setMethod(m);
+            for (int g = 0; g < G; ++g) {
+                rows->setShard(g);
+                QCOMPARE(rows->map()->rowCount(), R);
+                QCOMPARE(rows->map()->columnCount(), L);
+                for (int r = 0; r < R; ++r)
+                    for (int l = 0; l < L; ++l)
+                        QCOMPARE(rows->map()->value(r, l), static_cast<double>(ind.peak[(static_cast<std::size_t>(r) * G + g) * L + l]));
+            }
+            costs->setMethod(m);
+            QCOMPARE(costs->attentionSet()->count(), R * G);
+            QCOMPARE(costs->shardTotalSet()->count(), G);
+            for (int k = 0; k < R * G; ++k) {
+                QCOMPARE(costs->attentionSet()->at(k), cb.A[static_cast<std::size_t>(k)]);
+                QCOMPARE(costs->expertSet()->at(k), cb.E[static_cast<std::size_t>(k)]);
+                QVERIFY(close(cb.A[static_cast<std::size_t>(k)], ind.A[static_cast<std::size_t>(k)]));
+                QVERIFY(close(cb.E[static_cast<std::size_t>(k)], ind.E[static_cast<std::size_t>(k)]));
+            }
+            int straggler = 0;
+            double maxU = -1, sumU = 0;
+            for (int g = 0; g < G; ++g) {
+                double u = 0;
+                for (int r = 0; r < R; ++r) u += ind.A[static_cast<std::size_t>(r) * G + g] + ind.E[static_cast<std::size_t>(r) * G + g];
+                QVERIFY(close(costs->shardTotalSet()->at(g), u));
+                if (u > maxU) maxU = u, straggler = g;
+                sumU += u;
+            }
+            QCOMPARE(costs->stragglerShard(), straggler);
+            QVERIFY(costs->shardTotalSet()->isBarSelected(straggler));
+            // The planner's metrics: joint = max_g U, sum U (bitwise: same integer sums, same fold).
+            QCOMPARE(costs->shardTotalSet()->at(straggler), mr.metrics.score.max_u);
+            QVERIFY(close(sumU, mr.metrics.score.sum_u));
+            QCOMPARE(costs->categories().size(), R * G);
+            QCOMPARE(costs->categories().first(), QStringLiteral("r0 g0"));
+        }
+        // Without the window, the two views that need counts say so instead of guessing.
+        view.setPlan(plan_);
+        QVERIFY(!view.window());
+        QCOMPARE(costs->attentionSet(), nullptr);
+        QCOMPARE(rows->map()->rowCount(), 0);
+        QCOMPARE(view.epHeatmapPanel()->map(true)->rowCount(), plan_->model.num_moe_layers());
+        // A window that is not the plan's is refused.
+        auto other = std::make_shared<Trace>(*window_);
+        other->samples.pop_back();
+        other->counts.resize(other->samples.size() * other->stride());
+        view.setPlan(plan_, other);
+        QVERIFY(!view.window());
+    }
+
+    void executionGrid() {
+        PlanView view;
+        view.resize(1280, 760);
+        view.setPlan(plan_, window_);
+        view.setCurrentWidget(view.viewWidget(QStringLiteral("grid")));
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        ExecutionGridModel* model = view.gridPanel()->model();
+        QAbstractItemModelTester tester(model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        for (int m = 0; m < kMethodCount; ++m) {
+            view.gridPanel()->setMethod(m);
+            const Layout& x = method_of(*plan_, m).layout;
+            QCOMPARE(model->rowCount(), x.rows);
+            QCOMPARE(model->columnCount(), plan_->topology.dp_slots);
+            for (int r = 0; r < x.rows; ++r)
+                for (int d = 0; d < x.dp_slots; ++d) {
+                    const auto& cell = x.cells[static_cast<std::size_t>(x.cell_index(r, d))];
+                    qint64 tokens = 0;
+                    QList<int> idx;
+                    for (int i : cell) tokens += window_->samples[static_cast<std::size_t>(i)].length, idx.append(i);
+                    const QModelIndex mi = model->index(r, d);
+                    QCOMPARE(mi.data(RawValueRole).toLongLong(), tokens);
+                    QCOMPARE(mi.data(FillRole).toDouble(), static_cast<double>(tokens) / 4096.0);
+                    QCOMPARE(mi.data(SampleCountRole).toInt(), static_cast<int>(cell.size()));
+                    QCOMPARE(mi.data(SampleIndicesRole).value<QList<int>>(), idx);
+                    const QString tip = mi.data(Qt::ToolTipRole).toString();
+                    for (int i : cell)
+                        QVERIFY(tip.contains(QStringLiteral("%1 &mdash; %2 tokens")
+                                                 .arg(QString::fromStdString(window_->samples[static_cast<std::size_t>(i)].id))
+                                                 .arg(window_->samples[static_cast<std::size_t>(i)].length)));
+                }
+        }
+        QCOMPARE(model->headerData(1, Qt::Horizontal).toString(), QStringLiteral("DP 1 (g0)"));
+        QCOMPARE(model->headerData(2, Qt::Horizontal).toString(), QStringLiteral("DP 2 (g1)"));
+        // Click -> cellActivated with the cell's samples in window order.
+        view.gridPanel()->setMethod(3);
+        QSignalSpy spy(&view, &PlanView::cellActivated);
+        QTableView* table = view.gridPanel()->view();
+        const QModelIndex target = model->index(1, 2);
+        QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, table->visualRect(target).center());
+        QCOMPARE(spy.count(), 1);
+        QCOMPARE(spy.at(0).at(0).toInt(), 1);
+        QCOMPARE(spy.at(0).at(1).toInt(), 2);
+        QList<int> expected;
+        for (int i : plan_->routepack.layout.cells[static_cast<std::size_t>(plan_->routepack.layout.cell_index(1, 2))]) expected.append(i);
+        QCOMPARE(spy.at(0).at(2).value<QList<int>>(), expected);
+
+        // Karmarkar-Karp may overfill cells: the grid shows exactly the cells the metrics count.
+        view.setPlan(plan2_);
+        view.gridPanel()->setMethod(2);
+        int over = 0;
+        for (int r = 0; r < model->rowCount(); ++r)
+            for (int d = 0; d < model->columnCount(); ++d) over += model->index(r, d).data(FillRole).toDouble() > 1.0;
+        QCOMPARE(over, plan2_->karmarkar_karp.metrics.cap_violations);
+        QVERIFY(over > 0);  // this window is one where KK breaks the cap (a real finding about that packer)
+        QCoreApplication::processEvents();
+        shoot(&view, QStringLiteral("plan-grid-karmarkar-karp-over-cap"));
+    }
+
+    void convergence() {
+        PlanView view;
+        view.setPlan(plan_, window_);
+        ConvergencePanel* c = view.convergencePanel();
+        const auto& levels = plan_->convergence;
+        auto check = [&](int n) {
+            QCOMPARE(c->bestSeries()->count(), n);
+            QCOMPARE(c->energySeries()->count(), n);
+            QCOMPARE(c->acceptanceSeries()->count(), n);
+            for (int k = 0; k < n; ++k) {
+                const LevelStats& s = levels[static_cast<std::size_t>(k)];
+                QCOMPARE(c->bestSeries()->at(k), QPointF(s.level, s.best.max_u));
+                QCOMPARE(c->energySeries()->at(k), QPointF(s.level, s.mean_energy));
+                QCOMPARE(c->acceptanceSeries()->at(k), QPointF(s.level, s.acceptance));
+            }
+        };
+        check(static_cast<int>(levels.size()));
+        // The last level's incumbent is never better than the final routepack score's joint.
+        QVERIFY(levels.back().best.max_u >= plan_->routepack.metrics.score.max_u);
+        view.clearConvergence();
+        check(0);
+        for (std::size_t k = 0; k < levels.size(); ++k) {
+            view.addConvergenceLevel(levels[k]);
+            check(static_cast<int>(k) + 1);
+        }
+        view.setPlan(nullptr);
+        check(0);
+        QCOMPARE(view.gridPanel()->model()->rowCount(), 0);
+        QCOMPARE(view.epHeatmapPanel()->map(false)->rowCount(), 0);
+        QCOMPARE(view.plan(), nullptr);
+    }
+
+    void compareTable() {
+        CompareView cv;
+        QAbstractItemModelTester tester(cv.model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        cv.setRuns({plan_, nullptr, plan2_}, {QStringLiteral("step 7"), QStringLiteral("skipped"), QStringLiteral("step 8")});
+        QAbstractItemModel* m = cv.model();
+        QCOMPARE(m->rowCount(), 8);
+        QCOMPARE(m->columnCount(), int(CompareTableModel::ColumnCount));
+        const std::shared_ptr<const PlanResult> runs[] = {plan_, plan2_};
+        for (int k = 0; k < 2; ++k)
+            for (int meth = 0; meth < kMethodCount; ++meth) {
+                const int row = k * kMethodCount + meth;
+                const MethodResult& mr = method_of(*runs[k], meth);
+                const LayoutMetrics& x = mr.metrics;
+                auto raw = [&](int col) { return m->index(row, col).data(RawValueRole); };
+                QCOMPARE(raw(CompareTableModel::Run).toString(), k == 0 ? QStringLiteral("step 7") : QStringLiteral("step 8"));
+                QCOMPARE(raw(CompareTableModel::Method).toString(), QString::fromStdString(mr.name));
+                QCOMPARE(raw(CompareTableModel::Rows).toLongLong(), runs[k]->rows.rows);
+                QCOMPARE(raw(CompareTableModel::Joint).toDouble(), x.score.max_u);
+                QCOMPARE(raw(CompareTableModel::SumU).toDouble(), x.score.sum_u);
+                QCOMPARE(raw(CompareTableModel::MaxJ).toDouble(), x.score.max_j);
+                QCOMPARE(raw(CompareTableModel::CvGlobal).toDouble(), x.cv_global);
+                QCOMPARE(raw(CompareTableModel::EpPeakSum).toLongLong(), x.ep_peak_sum);
+                QCOMPARE(raw(CompareTableModel::EpTailPeak).toLongLong(), x.ep_tail_peak);
+                QCOMPARE(raw(CompareTableModel::EpBalance).toDouble(), x.ep_balance_efficiency);
+                QCOMPARE(raw(CompareTableModel::Attention).toDouble(), x.attention_sum);
+                QCOMPARE(raw(CompareTableModel::CapViolations).toLongLong(), x.cap_violations);
+                const double vsReorder = 100.0 * (x.score.max_u - runs[k]->reorder.metrics.score.max_u) / runs[k]->reorder.metrics.score.max_u;
+                QCOMPARE(raw(CompareTableModel::JointVsReorder).toDouble(), vsReorder);
+            }
+        // routepack never regresses below its reorder seed.
+        QVERIFY(m->index(3, CompareTableModel::JointVsReorder).data(RawValueRole).toDouble() <= 0);
+        QCOMPARE(m->index(1, CompareTableModel::JointVsReorder).data(RawValueRole).toDouble(), 0.0);
+
+        // Hand-checked percentages on the tiny plan: joints baseline 300, reorder 200, KK 250, routepack 150.
+        cv.setRuns({tiny_plan()}, {QStringLiteral("tiny")});
+        auto pct = [&](int row, int col) { return m->index(row, col).data(RawValueRole).toDouble(); };
+        QCOMPARE(pct(0, CompareTableModel::JointVsReorder), 50.0);
+        QCOMPARE(pct(0, CompareTableModel::JointVsKarmarkarKarp), 20.0);
+        QCOMPARE(pct(2, CompareTableModel::JointVsReorder), 25.0);
+        QCOMPARE(pct(3, CompareTableModel::JointVsReorder), -25.0);
+        QCOMPARE(pct(3, CompareTableModel::JointVsKarmarkarKarp), -40.0);
+        QCOMPARE(m->index(3, CompareTableModel::JointVsReorder).data().toString(), QStringLiteral("-25.00 %"));
+        QCOMPARE(m->index(0, CompareTableModel::JointVsReorder).data().toString(), QStringLiteral("+50.00 %"));
+
+        // The raw sort role orders numerically through a proxy.
+        cv.setRuns({plan_, plan2_}, {QStringLiteral("a"), QStringLiteral("b")});
+        QSortFilterProxyModel proxy;
+        QAbstractItemModelTester proxyTester(&proxy, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        proxy.setSourceModel(m);
+        proxy.setSortRole(RawValueRole);
+        proxy.sort(CompareTableModel::Joint, Qt::AscendingOrder);
+        for (int r = 1; r < proxy.rowCount(); ++r)
+            QVERIFY(proxy.index(r - 1, CompareTableModel::Joint).data(RawValueRole).toDouble() <=
+                    proxy.index(r, CompareTableModel::Joint).data(RawValueRole).toDouble());
+
+        // The chart: one bar set per run, joint per method.
+        auto* chart = qobject_cast<QChartView*>(cv.chartWidget());
+        QVERIFY(chart);
+        const auto series = chart->chart()->series();
+        QCOMPARE(series.size(), 1);
+        auto* bars = qobject_cast<QAbstractBarSeries*>(series.first());
+        QVERIFY(bars);
+        QCOMPARE(bars->count(), 2);
+        for (int k = 0; k < 2; ++k)
+            for (int meth = 0; meth < kMethodCount; ++meth)
+                QCOMPARE(bars->barSets().at(k)->at(meth), method_of(*runs[k], meth).metrics.score.max_u);
+    }
+
+    void csvExport() {
+        // RFC 4180 quoting on a generic model (no raw role: edit values).
+        QStandardItemModel sm(2, 3);
+        sm.setHorizontalHeaderLabels({QStringLiteral("name"), QStringLiteral("a,b"), QStringLiteral("q\"x")});
+        sm.setItem(0, 0, new QStandardItem(QStringLiteral("plain")));
+        sm.setItem(0, 1, new QStandardItem(QStringLiteral("with, comma")));
+        sm.setItem(0, 2, new QStandardItem(QStringLiteral("say \"hi\"")));
+        sm.setItem(1, 0, new QStandardItem(QStringLiteral("two\nlines")));
+        auto* num = new QStandardItem;
+        num->setData(0.1, Qt::EditRole);
+        sm.setItem(1, 1, num);
+        const QString f1 = tmp_.filePath(QStringLiteral("generic.csv"));
+        QString error;
+        QVERIFY2(exportModelCsv(sm, f1, &error), qPrintable(error));
+        QFile in1(f1);
+        QVERIFY(in1.open(QIODevice::ReadOnly));
+        QCOMPARE(QString::fromUtf8(in1.readAll()),
+                 QStringLiteral("name,\"a,b\",\"q\"\"x\"\r\nplain,\"with, comma\",\"say \"\"hi\"\"\"\r\n\"two\nlines\",0.1,\r\n"));
+
+        // The compare table of the tiny plan, exact text.
+        CompareView cv;
+        cv.setRuns({tiny_plan()}, {QStringLiteral("tiny, run")});
+        const QString f2 = tmp_.filePath(QStringLiteral("compare.csv"));
+        QVERIFY2(cv.exportTableCsv(f2, &error), qPrintable(error));
+        QFile in2(f2);
+        QVERIFY(in2.open(QIODevice::ReadOnly));
+        QCOMPARE(QString::fromUtf8(in2.readAll()),
+                 QStringLiteral("run,method,rows,max U (joint),sum U,max J,CV_global,S_EP,T_EP,eta_EP,attention,"
+                                "over cap,vs reorder,vs KK\r\n"
+                                "\"tiny, run\",baseline,2,300,500,80,0.25,1000,90,0.5,12.5,0,50,20\r\n"
+                                "\"tiny, run\",reorder,2,200,400,70,0.125,900,80,0.75,12.5,0,0,-20\r\n"
+                                "\"tiny, run\",karmarkar_karp,2,250,450,75,0.125,950,85,0.625,11,1,25,0\r\n"
+                                "\"tiny, run\",routepack,2,150,350,60,0.125,800,70,0.875,13,0,-25,-40\r\n"));
+
+        // Real plan: every double reads back bit for bit.
+        cv.setRuns({plan_}, {QStringLiteral("real")});
+        const QString f3 = tmp_.filePath(QStringLiteral("real.csv"));
+        QVERIFY(cv.exportTableCsv(f3));
+        QFile in3(f3);
+        QVERIFY(in3.open(QIODevice::ReadOnly));
+        const QStringList lines = QString::fromUtf8(in3.readAll()).split(QStringLiteral("\r\n"), Qt::SkipEmptyParts);
+        QCOMPARE(lines.size(), 1 + kMethodCount);
+        for (int meth = 0; meth < kMethodCount; ++meth) {
+            const QStringList f = lines[meth + 1].split(QLatin1Char(','));
+            QCOMPARE(f.size(), int(CompareTableModel::ColumnCount));
+            const LayoutMetrics& x = method_of(*plan_, meth).metrics;
+            QCOMPARE(f[CompareTableModel::Joint].toDouble(), x.score.max_u);
+            QCOMPARE(f[CompareTableModel::SumU].toDouble(), x.score.sum_u);
+            QCOMPARE(f[CompareTableModel::CvGlobal].toDouble(), x.cv_global);
+            QCOMPARE(f[CompareTableModel::EpPeakSum].toLongLong(), x.ep_peak_sum);
+        }
+        // A folder that does not exist: false with a message.
+        QVERIFY(!cv.exportTableCsv(tmp_.filePath(QStringLiteral("no/such/dir/x.csv")), &error));
+        QVERIFY(error.contains(QStringLiteral("Cannot write")));
+    }
+
+    void imageExport() {
+        PlanView view;
+        view.resize(1200, 720);
+        view.setPlan(plan_, window_);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        QString error;
+        for (const QString& name : view.viewNames()) {
+            view.setCurrentWidget(view.viewWidget(name));
+            QWidget* w = view.viewWidget(name);
+            const QString png = tmp_.filePath(name + QStringLiteral(".png"));
+            const QString svg = tmp_.filePath(name + QStringLiteral(".svg"));
+            QVERIFY2(view.exportView(name, png, &error), qPrintable(error));
+            QVERIFY2(view.exportView(name, svg, &error), qPrintable(error));
+            QImage img(png);
+            QVERIFY(!img.isNull());
+            QCOMPARE(img.size(), w->size() * w->devicePixelRatio());
+            QFile s(svg);
+            QVERIFY(s.open(QIODevice::ReadOnly));
+            const QByteArray head = s.read(64);
+            QVERIFY2(head.startsWith("<?xml") || head.startsWith("<svg"), head.constData());
+            QVERIFY(s.size() > 1000);
+        }
+        // A tab that is not shown exports at the size of the shown one.
+        view.setCurrentWidget(view.viewWidget(QStringLiteral("ep-heatmap")));
+        QVERIFY(view.exportView(QStringLiteral("costs"), tmp_.filePath(QStringLiteral("hidden.png")), &error));
+        QCOMPARE(QImage(tmp_.filePath(QStringLiteral("hidden.png"))).size(),
+                 view.currentWidget()->size() * view.currentWidget()->devicePixelRatio());
+        QVERIFY(!view.exportView(QStringLiteral("nope"), tmp_.filePath(QStringLiteral("x.png")), &error));
+        QVERIFY(error.contains(QStringLiteral("nope")));
+        QVERIFY(!view.exportView(QStringLiteral("grid"), tmp_.filePath(QStringLiteral("x.jpg")), &error));
+        QVERIFY(error.contains(QStringLiteral(".png or .svg")));
+        QVERIFY(!exportWidgetImage(nullptr, tmp_.filePath(QStringLiteral("x.png")), &error));
+
+        CompareView cv;
+        cv.resize(900, 600);
+        cv.setRuns({plan_, plan2_}, {QStringLiteral("step 7"), QStringLiteral("step 8")});
+        cv.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&cv));
+        QVERIFY(cv.exportChart(tmp_.filePath(QStringLiteral("compare.png")), &error));
+        QVERIFY(cv.exportChart(tmp_.filePath(QStringLiteral("compare.svg")), &error));
+        QVERIFY(!QImage(tmp_.filePath(QStringLiteral("compare.png"))).isNull());
+    }
+
+    void screenshots() {
+        PlanView view;
+        view.resize(1280, 760);
+        view.setPlan(plan_, window_);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        for (bool dark : {false, true}) {
+            if (dark) view.setPalette(darkPalette());
+            for (const QString& name : view.viewNames()) {
+                view.setCurrentWidget(view.viewWidget(name));
+                QCoreApplication::processEvents();
+                shoot(&view, QStringLiteral("plan-%1%2").arg(name, dark ? QStringLiteral("-dark") : QString()));
+            }
+        }
+        // 2x device pixel ratio: render the heatmaps into a 2x image; cells keep their colours.
+        view.setPalette(QPalette());
+        view.setCurrentWidget(view.viewWidget(QStringLiteral("ep-heatmap")));
+        QCoreApplication::processEvents();
+        QImage hi(view.size() * 2, QImage::Format_ARGB32_Premultiplied);
+        hi.setDevicePixelRatio(2);
+        hi.fill(Qt::transparent);
+        view.render(&hi);
+        QVERIFY(hi.save(shots_ + QStringLiteral("/plan-ep-heatmap-2x.png")));
+        HeatmapWidget* map = view.epHeatmapPanel()->map(false);
+        const QPoint c = map->mapTo(&view, map->cellRect(1, 1).center());
+        QCOMPARE(QColor(hi.pixel(c * 2)), map->colourFor(map->value(1, 1)));
+
+        CompareView cv;
+        cv.resize(1100, 700);
+        cv.setRuns({plan_, plan2_}, {QStringLiteral("step 7"), QStringLiteral("step 8")});
+        cv.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&cv));
+        shoot(&cv, QStringLiteral("compare"));
+        cv.setPalette(darkPalette());
+        QCoreApplication::processEvents();
+        shoot(&cv, QStringLiteral("compare-dark"));
+    }
+
+    /// A larger step (256 samples, 27 MoE layers, 64 experts, 16 EP ranks, 8 DP slots in 4 shards):
+    /// labels thin out instead of overlapping; the numbers still match the core.
+    void largerPlanScreenshots() {
+        SynthConfig c;
+        c.groups = 32;
+        c.group_size = 8;
+        c.num_hidden_layers = 28;
+        c.experts = 64;
+        c.top_k = 6;
+        c.max_length = 8192;
+        c.seed = 11;
+        PlanInput in;
+        in.window = synth_trace(c);
+        in.topology = test_topology();
+        in.topology.ep_ranks = 16;
+        in.topology.dp_slots = 8;
+        in.topology.edp_shards = {{0, 1}, {2, 3}, {4, 5}, {6, 7}};
+        in.topology.token_cap = 8192;
+        in.budgets.annealing.levels = 3;
+        in.budgets.annealing.steps = 100;
+        in.budgets.seeding.candidates = 4;
+        in.budgets.seeding.population = 2;
+        in.budgets.workers = 2;
+        auto window = std::make_shared<const Trace>(in.window);
+        auto plan = std::make_shared<const PlanResult>(plan_window(in));
+        PlanView view;
+        view.resize(1400, 860);
+        view.setPlan(plan, window);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        const CostBreakdown cb = cost_breakdown(plan->routepack.layout, make_packing_problem(*window, plan->topology, plan->lpt));
+        QCOMPARE(view.costsPanel()->categories().size(), cb.rows * cb.shards);
+        for (int k = 0; k < cb.rows * cb.shards; ++k) QCOMPARE(view.costsPanel()->expertSet()->at(k), cb.E[static_cast<std::size_t>(k)]);
+        QCOMPARE(view.epHeatmapPanel()->map(true)->rowCount(), 27);
+        QCOMPARE(view.epHeatmapPanel()->map(true)->columnCount(), 16);
+        for (const QString& name : view.viewNames()) {
+            view.setCurrentWidget(view.viewWidget(name));
+            QCoreApplication::processEvents();
+            shoot(&view, QStringLiteral("large-%1").arg(name));
+        }
+    }
+};
+
+QTEST_MAIN(TestViewsPlan)
+#include "tst_views_plan.moc"

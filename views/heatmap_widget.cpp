@@ -1,0 +1,417 @@
+#include "views/heatmap_widget.h"
+
+#include <QHelpEvent>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QToolTip>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace routepack::views {
+
+namespace {
+
+constexpr int kMargin = 6;
+constexpr int kLegendBarWidth = 14;
+constexpr int kGap = 18;
+const QRgb kNoDataColour = qRgb(0x9e, 0x9e, 0x9e);
+
+/// Anchor colours of the two maps, low to high. Both ends are mid-tone so a cell stays distinct
+/// from a white and from a near-black background.
+const std::vector<QColor>& anchors(HeatmapWidget::ColourMap map) {
+    static const std::vector<QColor> sequential = {QColor(0x3b, 0x3f, 0x9a), QColor(0x2f, 0x74, 0xa8),
+                                                   QColor(0x2a, 0xa0, 0x8e), QColor(0x7c, 0xc3, 0x5a),
+                                                   QColor(0xf2, 0xd5, 0x3c)};
+    static const std::vector<QColor> diverging = {QColor(0x2f, 0x5f, 0xa8), QColor(0x8c, 0xbb, 0xdb),
+                                                  QColor(0xf3, 0xef, 0xc6), QColor(0xf2, 0xa2, 0x5c),
+                                                  QColor(0xc3, 0x2f, 0x36)};
+    return map == HeatmapWidget::ColourMap::Diverging ? diverging : sequential;
+}
+
+/// `digits` significant digits, but never an exponent for values of 1000 and above (token counts).
+QString formatNumber(double v, int digits) {
+    if (std::isnan(v)) return QStringLiteral("n/a");
+    if (std::abs(v) >= 1000) return QString::number(v, 'f', 0);
+    return QString::number(v, 'g', digits);
+}
+
+}  // namespace
+
+HeatmapWidget::HeatmapWidget(QWidget* parent) : QWidget(parent) {
+    setMouseTracking(false);
+    setAttribute(Qt::WA_OpaquePaintEvent);
+    emptyText_ = tr("No data");
+    rebuildLut();
+}
+
+void HeatmapWidget::setData(int rows, int cols, std::vector<double> values, const QStringList& rowLabels,
+                            const QStringList& colLabels) {
+    if (rows < 0 || cols < 0 || values.size() != static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols)) {
+        clear();
+        return;
+    }
+    rows_ = rows;
+    cols_ = cols;
+    values_ = std::move(values);
+    rowLabels_ = rowLabels;
+    colLabels_ = colLabels;
+    if (autoRange_) {
+        double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+        for (double v : values_)
+            if (std::isfinite(v)) {
+                lo = std::min(lo, v);
+                hi = std::max(hi, v);
+            }
+        if (!std::isfinite(lo)) lo = 0, hi = 1;
+        lo_ = lo;
+        hi_ = hi;
+        centre_ = 0.5 * (lo + hi);
+    }
+    imageDirty_ = true;
+    updateGeometry();
+    update();
+}
+
+void HeatmapWidget::clear() {
+    rows_ = cols_ = 0;
+    values_.clear();
+    rowLabels_.clear();
+    colLabels_.clear();
+    side_.clear();
+    imageDirty_ = true;
+    update();
+}
+
+void HeatmapWidget::setRange(double lo, double hi, double centre) {
+    autoRange_ = false;
+    lo_ = lo;
+    hi_ = hi;
+    centre_ = centre;
+    imageDirty_ = true;
+    update();
+}
+
+void HeatmapWidget::setColourMap(ColourMap map) {
+    map_ = map;
+    rebuildLut();
+    imageDirty_ = true;
+    update();
+}
+
+void HeatmapWidget::setTitle(const QString& title) {
+    title_ = title;
+    update();
+}
+
+void HeatmapWidget::setAxisTitles(const QString& rowTitle, const QString& columnTitle) {
+    rowTitle_ = rowTitle;
+    colTitle_ = columnTitle;
+    update();
+}
+
+void HeatmapWidget::setSideColumn(const QString& header, const QStringList& texts) {
+    sideHeader_ = header;
+    side_ = texts;
+    update();
+}
+
+void HeatmapWidget::setLegendTitle(const QString& title) {
+    legendTitle_ = title;
+    update();
+}
+
+void HeatmapWidget::setEmptyText(const QString& text) {
+    emptyText_ = text;
+    update();
+}
+
+void HeatmapWidget::setToolTipProvider(std::function<QString(int, int)> provider) { tooltip_ = std::move(provider); }
+
+void HeatmapWidget::setPrecision(int digits) {
+    precision_ = std::clamp(digits, 1, 17);
+    update();
+}
+
+double HeatmapWidget::value(int row, int col) const {
+    if (row < 0 || col < 0 || row >= rows_ || col >= cols_) return std::numeric_limits<double>::quiet_NaN();
+    return values_[static_cast<std::size_t>(row) * cols_ + col];
+}
+
+void HeatmapWidget::rebuildLut() {
+    const auto& a = anchors(map_);
+    const int segments = static_cast<int>(a.size()) - 1;
+    for (int i = 0; i < 256; ++i) {
+        const double t = i / 255.0 * segments;
+        const int s = std::min(static_cast<int>(t), segments - 1);
+        const double f = t - s;
+        const QColor& c0 = a[static_cast<std::size_t>(s)];
+        const QColor& c1 = a[static_cast<std::size_t>(s) + 1];
+        auto mix = [f](int x, int y) { return static_cast<int>(std::lround(x + (y - x) * f)); };
+        lut_[static_cast<std::size_t>(i)] = qRgb(mix(c0.red(), c1.red()), mix(c0.green(), c1.green()), mix(c0.blue(), c1.blue()));
+    }
+}
+
+int HeatmapWidget::lutIndex(double v) const {
+    if (!std::isfinite(v)) return -1;
+    double t;
+    if (map_ == ColourMap::Diverging) {
+        if (v <= centre_)
+            t = centre_ > lo_ ? 0.5 * (v - lo_) / (centre_ - lo_) : 0.5;
+        else
+            t = hi_ > centre_ ? 0.5 + 0.5 * (v - centre_) / (hi_ - centre_) : 0.5;
+    } else {
+        t = hi_ > lo_ ? (v - lo_) / (hi_ - lo_) : 0.5;
+    }
+    t = std::clamp(t, 0.0, 1.0);
+    return static_cast<int>(std::lround(t * 255.0));
+}
+
+QColor HeatmapWidget::colourFor(double v) const {
+    const int i = lutIndex(v);
+    return QColor(i < 0 ? kNoDataColour : lut_[static_cast<std::size_t>(i)]);
+}
+
+void HeatmapWidget::rebuildImage() const {
+    imageDirty_ = false;
+    if (rows_ == 0 || cols_ == 0) {
+        image_ = QImage();
+        return;
+    }
+    image_ = QImage(cols_, rows_, QImage::Format_RGB32);
+    for (int r = 0; r < rows_; ++r) {
+        auto* line = reinterpret_cast<QRgb*>(image_.scanLine(r));
+        const double* v = values_.data() + static_cast<std::size_t>(r) * cols_;
+        for (int c = 0; c < cols_; ++c) {
+            const int i = lutIndex(v[c]);
+            line[c] = i < 0 ? kNoDataColour : lut_[static_cast<std::size_t>(i)];
+        }
+    }
+}
+
+HeatmapWidget::Geometry HeatmapWidget::geometry() const {
+    Geometry g;
+    const QFontMetrics fm(font());
+    const int lineH = fm.height();
+    g.titleH = title_.isEmpty() ? 0 : lineH + 6;
+    // Header row of the side column and the legend; the legend's top tick label reaches half a
+    // line above the bar, so the row leaves that much room below the header text.
+    const double headerH = (side_.isEmpty() && legendTitle_.isEmpty()) ? lineH / 2.0 + 2 : 1.5 * lineH + 4;
+    const double rowTitleW = rowTitle_.isEmpty() ? 0 : lineH + 4;
+    int rowLabelW = 0;
+    for (int r = 0; r < rows_; ++r)
+        rowLabelW = std::max(rowLabelW, fm.horizontalAdvance(r < rowLabels_.size() ? rowLabels_[r] : QString::number(r)));
+    rowLabelW += 6;
+    const double colLabelH = lineH + 2;
+    const double colTitleH = colTitle_.isEmpty() ? 0 : lineH + 2;
+    g.sideW = 0;
+    if (!side_.isEmpty()) {
+        int w = fm.horizontalAdvance(sideHeader_);
+        for (const QString& s : side_) w = std::max(w, fm.horizontalAdvance(s));
+        g.sideW = w + 12;
+    }
+    int tickW = 0;
+    for (double v : {lo_, hi_, centre_, 0.5 * (lo_ + hi_)})
+        tickW = std::max(tickW, fm.horizontalAdvance(formatNumber(v, precision_)));
+    const double legendW = std::max<double>(kLegendBarWidth + 5 + tickW, fm.horizontalAdvance(legendTitle_));
+
+    const double x0 = kMargin + rowTitleW + rowLabelW;
+    const double y0 = kMargin + g.titleH + headerH;
+    double w = width() - x0 - g.sideW - kGap - legendW - kMargin;
+    double h = height() - y0 - colLabelH - colTitleH - kMargin;
+    w = std::max(w, 1.0);
+    h = std::max(h, 1.0);
+    // Integer cell sizes when cells are large enough: crisp edges and separators.
+    if (cols_ > 0 && w / cols_ >= 4) w = std::floor(w / cols_) * cols_;
+    if (rows_ > 0 && h / rows_ >= 4) h = std::floor(h / rows_) * rows_;
+    g.cells = QRectF(x0, y0, w, h);
+    g.headerY = kMargin + g.titleH;
+    g.sideX = g.cells.right() + 6;
+    g.legendBar = QRectF(g.sideX + g.sideW + kGap - 6, y0, kLegendBarWidth, h);
+    return g;
+}
+
+QRect HeatmapWidget::cellRect(int row, int col) const {
+    if (row < 0 || col < 0 || row >= rows_ || col >= cols_) return {};
+    const QRectF a = geometry().cells;
+    const double cw = a.width() / cols_, ch = a.height() / rows_;
+    const int l = static_cast<int>(std::lround(a.left() + col * cw));
+    const int r = static_cast<int>(std::lround(a.left() + (col + 1) * cw));
+    const int t = static_cast<int>(std::lround(a.top() + row * ch));
+    const int b = static_cast<int>(std::lround(a.top() + (row + 1) * ch));
+    return QRect(QPoint(l, t), QPoint(r - 1, b - 1));
+}
+
+QPoint HeatmapWidget::cellAt(const QPoint& pos) const {
+    if (rows_ == 0 || cols_ == 0) return {-1, -1};
+    const QRectF a = geometry().cells;
+    if (!a.contains(pos)) return {-1, -1};
+    const int c = std::clamp(static_cast<int>((pos.x() - a.left()) / a.width() * cols_), 0, cols_ - 1);
+    const int r = std::clamp(static_cast<int>((pos.y() - a.top()) / a.height() * rows_), 0, rows_ - 1);
+    return {c, r};
+}
+
+QString HeatmapWidget::toolTipFor(int row, int col) const {
+    if (row < 0 || col < 0 || row >= rows_ || col >= cols_) return {};
+    if (tooltip_) return tooltip_(row, col);
+    const QString rl = row < rowLabels_.size() ? rowLabels_[row] : QString::number(row);
+    const QString cl = col < colLabels_.size() ? colLabels_[col] : QString::number(col);
+    return QStringLiteral("%1 %2, %3 %4: %5")
+        .arg(rowTitle_, rl, colTitle_, cl, formatNumber(value(row, col), precision_))
+        .trimmed();
+}
+
+QSize HeatmapWidget::sizeHint() const {
+    const QFontMetrics fm(font());
+    const int w = std::clamp(cols_ * 28, 160, 720) + 220;
+    const int h = std::clamp(rows_ * (fm.height() + 2), 120, 640) + 4 * fm.height() + 2 * kMargin;
+    return {w, h};
+}
+
+QSize HeatmapWidget::minimumSizeHint() const { return {240, 160}; }
+
+bool HeatmapWidget::event(QEvent* e) {
+    if (e->type() == QEvent::ToolTip) {
+        auto* he = static_cast<QHelpEvent*>(e);
+        const QPoint cell = cellAt(he->pos());
+        if (cell.x() >= 0) {
+            QToolTip::showText(he->globalPos(), toolTipFor(cell.y(), cell.x()), this, cellRect(cell.y(), cell.x()));
+        } else {
+            QToolTip::hideText();
+            e->ignore();
+        }
+        return true;
+    }
+    return QWidget::event(e);
+}
+
+void HeatmapWidget::mousePressEvent(QMouseEvent* e) {
+    const QPoint cell = cellAt(e->position().toPoint());
+    if (e->button() == Qt::LeftButton && cell.x() >= 0) Q_EMIT cellClicked(cell.y(), cell.x());
+    QWidget::mousePressEvent(e);
+}
+
+void HeatmapWidget::changeEvent(QEvent* e) {
+    if (e->type() == QEvent::PaletteChange || e->type() == QEvent::FontChange) update();
+    QWidget::changeEvent(e);
+}
+
+void HeatmapWidget::paintEvent(QPaintEvent*) {
+    QPainter p(this);
+    p.setRenderHint(QPainter::Antialiasing, false);
+    p.setRenderHint(QPainter::SmoothPixmapTransform, false);
+    const QPalette& pal = palette();
+    p.fillRect(rect(), pal.color(QPalette::Window));
+    const QFontMetrics fm(font());
+    const int lineH = fm.height();
+    const QColor text = pal.color(QPalette::WindowText);
+
+    if (rows_ == 0 || cols_ == 0) {
+        p.setPen(pal.color(QPalette::PlaceholderText));
+        p.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap, emptyText_);
+        return;
+    }
+    if (imageDirty_) rebuildImage();
+    const Geometry g = geometry();
+    const QRectF& a = g.cells;
+    const double cw = a.width() / cols_, ch = a.height() / rows_;
+
+    // Title.
+    if (!title_.isEmpty()) {
+        QFont bold = font();
+        bold.setBold(true);
+        p.setFont(bold);
+        p.setPen(text);
+        p.drawText(QRectF(kMargin, kMargin, width() - 2 * kMargin, lineH + 2), Qt::AlignLeft | Qt::AlignVCenter,
+                   QFontMetrics(bold).elidedText(title_, Qt::ElideRight, width() - 2 * kMargin));
+        p.setFont(font());
+    }
+
+    // Cells: the cached one-pixel-per-cell image, scaled without smoothing.
+    p.drawImage(a, image_);
+    if (cw >= 8 && ch >= 8) {
+        p.setPen(QPen(pal.color(QPalette::Window), 1));
+        for (int c = 1; c < cols_; ++c) {
+            const int x = static_cast<int>(std::lround(a.left() + c * cw));
+            p.drawLine(x, static_cast<int>(a.top()), x, static_cast<int>(a.bottom()) - 1);
+        }
+        for (int r = 1; r < rows_; ++r) {
+            const int y = static_cast<int>(std::lround(a.top() + r * ch));
+            p.drawLine(static_cast<int>(a.left()), y, static_cast<int>(a.right()) - 1, y);
+        }
+    }
+    p.setPen(pal.color(QPalette::Mid));
+    p.setBrush(Qt::NoBrush);
+    p.drawRect(a.adjusted(-0.5, -0.5, 0, 0));
+
+    // Row labels (every k-th when rows are thinner than a text line).
+    p.setPen(text);
+    const int rowStep = std::max(1, static_cast<int>(std::ceil(lineH / std::max(ch, 1e-9))));
+    for (int r = 0; r < rows_; r += rowStep) {
+        const QString s = r < rowLabels_.size() ? rowLabels_[r] : QString::number(r);
+        p.drawText(QRectF(kMargin, a.top() + r * ch + ch / 2 - lineH / 2.0, a.left() - kMargin - 4, lineH),
+                   Qt::AlignRight | Qt::AlignVCenter, s);
+    }
+    // Column labels.
+    int colLabelW = 0;
+    for (int c = 0; c < cols_; ++c)
+        colLabelW = std::max(colLabelW, fm.horizontalAdvance(c < colLabels_.size() ? colLabels_[c] : QString::number(c)));
+    const int colStep = std::max(1, static_cast<int>(std::ceil((colLabelW + 6) / std::max(cw, 1e-9))));
+    for (int c = 0; c < cols_; c += colStep) {
+        const QString s = c < colLabels_.size() ? colLabels_[c] : QString::number(c);
+        const double cx = a.left() + c * cw + cw / 2;
+        p.drawText(QRectF(cx - colLabelW / 2.0 - 3, a.bottom() + 2, colLabelW + 6, lineH), Qt::AlignCenter, s);
+    }
+    // Axis titles.
+    if (!colTitle_.isEmpty())
+        p.drawText(QRectF(a.left(), a.bottom() + 2 + lineH, a.width(), lineH + 2), Qt::AlignCenter, colTitle_);
+    if (!rowTitle_.isEmpty()) {
+        p.save();
+        p.translate(kMargin, a.center().y());
+        p.rotate(-90);
+        p.drawText(QRectF(-a.height() / 2, 0, a.height(), lineH + 2), Qt::AlignCenter, rowTitle_);
+        p.restore();
+    }
+
+    // Side column (e.g. per-layer CV), right-aligned numbers.
+    if (!side_.isEmpty()) {
+        QFont bold = font();
+        bold.setBold(true);
+        p.setFont(bold);
+        p.drawText(QRectF(g.sideX, g.headerY, g.sideW - 4, lineH), Qt::AlignRight | Qt::AlignVCenter, sideHeader_);
+        p.setFont(font());
+        for (int r = 0; r < rows_ && r < side_.size(); r += rowStep)
+            p.drawText(QRectF(g.sideX, a.top() + r * ch + ch / 2 - lineH / 2.0, g.sideW - 4, lineH),
+                       Qt::AlignRight | Qt::AlignVCenter, side_[r]);
+    }
+
+    // Legend: colour bar (high at the top) with ticks and numbers.
+    const QRectF& lb = g.legendBar;
+    QImage bar(1, 256, QImage::Format_RGB32);
+    for (int i = 0; i < 256; ++i) *reinterpret_cast<QRgb*>(bar.scanLine(255 - i)) = lut_[static_cast<std::size_t>(i)];
+    p.drawImage(lb, bar);
+    p.setPen(pal.color(QPalette::Mid));
+    p.drawRect(lb.adjusted(-0.5, -0.5, 0, 0));
+    if (!legendTitle_.isEmpty()) {
+        p.setPen(text);
+        p.drawText(QRectF(lb.left(), g.headerY, width() - lb.left(), lineH), Qt::AlignLeft | Qt::AlignVCenter,
+                   legendTitle_);
+    }
+    std::vector<double> ticks;
+    if (map_ == ColourMap::Diverging)
+        ticks = {lo_, 0.5 * (lo_ + centre_), centre_, 0.5 * (centre_ + hi_), hi_};
+    else
+        ticks = {lo_, lo_ + 0.25 * (hi_ - lo_), 0.5 * (lo_ + hi_), lo_ + 0.75 * (hi_ - lo_), hi_};
+    if (lb.height() < 5 * lineH) ticks = {ticks.front(), ticks[2], ticks.back()};
+    p.setPen(text);
+    for (double t : ticks) {
+        const double y = lb.bottom() - lutIndex(t) / 255.0 * lb.height();
+        // No tick mark: a dash before a number would read as a minus sign.
+        const double ty = std::clamp(y - lineH / 2.0, lb.top() - lineH / 2.0, lb.bottom() - lineH / 2.0);
+        p.drawText(QRectF(lb.right() + 5, ty, width() - lb.right() - 5, lineH), Qt::AlignLeft | Qt::AlignVCenter,
+                   formatNumber(t, precision_));
+    }
+}
+
+}  // namespace routepack::views

@@ -1,0 +1,112 @@
+#pragma once
+// A hand-painted heatmap (Qt Charts has no heatmap series): one colour-mapped cell per value, axis
+// labels, an optional per-row side column (e.g. a layer's CV), a colour legend with numbers and
+// exact values in the tooltip.
+#include <QColor>
+#include <QImage>
+#include <QStringList>
+#include <QWidget>
+
+#include <array>
+#include <functional>
+#include <vector>
+
+namespace routepack::views {
+
+/// Paints rows x cols values through a 256-entry colour lookup table into a cached QImage (one
+/// pixel per cell, rebuilt only when data, range or map change) that is scaled to the cell area
+/// without smoothing; antialiasing off. Text uses the widget palette (light and dark); the colour
+/// maps are mid-tone at their ends so cells read on both backgrounds. NaN values paint as a
+/// neutral "no data" grey. Tooltips: event(QEvent::ToolTip) maps the position to a cell and asks
+/// the tooltip provider (default: labels and value).
+class HeatmapWidget : public QWidget {
+    Q_OBJECT
+public:
+    enum class ColourMap {
+        Sequential,  ///< dark violet (low) -> teal -> yellow (high)
+        Diverging,   ///< blue (below centre) -> pale yellow (centre) -> red (above)
+    };
+
+    explicit HeatmapWidget(QWidget* parent = nullptr);
+
+    /// Sets the values, row-major [rows][cols], and the axis tick labels (one per row / column; an
+    /// empty list draws indices). Range defaults to [min, max] of the finite values.
+    void setData(int rows, int cols, std::vector<double> values, const QStringList& rowLabels,
+                 const QStringList& colLabels);
+    /// Empties the map (paints the `emptyText` placeholder).
+    void clear();
+    /// Colour range: values <= lo take the first colour, >= hi the last. For Diverging, `centre`
+    /// takes the middle colour and [lo, centre], [centre, hi] map linearly onto the two halves.
+    void setRange(double lo, double hi, double centre = 0);
+    void setColourMap(ColourMap map);
+    void setTitle(const QString& title);
+    /// Axis titles drawn beside the row labels (rotated) and under the column labels.
+    void setAxisTitles(const QString& rowTitle, const QString& columnTitle);
+    /// A text column to the right of the cells, one entry per row, under `header` (e.g. "CV").
+    void setSideColumn(const QString& header, const QStringList& texts);
+    /// Title of the colour legend (e.g. "G / mean").
+    void setLegendTitle(const QString& title);
+    /// Text shown while there is no data.
+    void setEmptyText(const QString& text);
+    /// Rich or plain tooltip text of cell (row, col); default shows labels and the value.
+    void setToolTipProvider(std::function<QString(int row, int col)> provider);
+    /// Number format of legend ticks and the default tooltip ('g' with this many digits; default 4).
+    void setPrecision(int digits);
+
+    int rowCount() const { return rows_; }
+    int columnCount() const { return cols_; }
+    /// Value of a cell (NaN outside).
+    double value(int row, int col) const;
+    QStringList sideColumn() const { return side_; }
+    double rangeLow() const { return lo_; }
+    double rangeHigh() const { return hi_; }
+    /// Colour a value is painted with.
+    QColor colourFor(double v) const;
+    /// Cell rectangle in widget coordinates (empty when out of range or no data).
+    QRect cellRect(int row, int col) const;
+    /// The cell under a widget position, or (-1, -1).
+    QPoint cellAt(const QPoint& pos) const;
+    /// Tooltip text of a cell (what event(QEvent::ToolTip) shows).
+    QString toolTipFor(int row, int col) const;
+
+    QSize sizeHint() const override;
+    QSize minimumSizeHint() const override;
+
+Q_SIGNALS:
+    void cellClicked(int row, int col);
+
+protected:
+    bool event(QEvent* e) override;
+    void paintEvent(QPaintEvent* e) override;
+    void mousePressEvent(QMouseEvent* e) override;
+    void changeEvent(QEvent* e) override;
+
+private:
+    struct Geometry {
+        QRectF cells;       // cell area
+        QRectF legendBar;   // colour bar
+        double sideX = 0;   // left edge of the side column
+        double sideW = 0;
+        double titleH = 0;
+        double headerY = 0; // top of the header row (side column header, legend title)
+    };
+    Geometry geometry() const;
+    int lutIndex(double v) const;
+    void rebuildLut();
+    void rebuildImage() const;
+
+    int rows_ = 0, cols_ = 0;
+    std::vector<double> values_;
+    QStringList rowLabels_, colLabels_, side_;
+    QString sideHeader_, title_, rowTitle_, colTitle_, legendTitle_, emptyText_;
+    double lo_ = 0, hi_ = 1, centre_ = 0;
+    bool autoRange_ = true;
+    ColourMap map_ = ColourMap::Sequential;
+    int precision_ = 4;
+    std::array<QRgb, 256> lut_{};
+    std::function<QString(int, int)> tooltip_;
+    mutable QImage image_;
+    mutable bool imageDirty_ = true;
+};
+
+}  // namespace routepack::views

@@ -1,0 +1,494 @@
+#include "views/import_dialog.h"
+
+#include "core/errors.h"
+#include "core/model.h"
+#include "storage/library.h"
+
+#include <QComboBox>
+#include <QDialogButtonBox>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QStackedWidget>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include <chrono>
+#include <fstream>
+
+namespace routepack::views {
+
+namespace {
+
+constexpr std::int64_t kProgressIntervalMs = 50;
+
+std::vector<std::filesystem::path> to_paths(const QStringList& list) {
+    std::vector<std::filesystem::path> out;
+    for (const QString& s : list)
+        out.emplace_back(s.toStdString());
+    return out;
+}
+
+} // namespace
+
+QString detectInputFormat(const QStringList& inputs) {
+    try {
+        const auto files = collect_trace_files(to_paths(inputs));
+        if (files.empty()) return {};
+        std::ifstream in(files.front(), std::ios::binary);
+        std::string head(64 * 1024, '\0');
+        in.read(head.data(), static_cast<std::streamsize>(head.size()));
+        head.resize(static_cast<std::size_t>(in.gcount()));
+        const TraceFormat f = detect_format(SourceFile{files.front(), head});
+        return f == TraceFormat::Auto ? QString() : QString::fromLatin1(to_string(f));
+    } catch (const std::exception&) {
+        return {};
+    }
+}
+
+// --- ImportJob ---
+
+struct ImportJob::Outcome {
+    enum Kind { Ok, Failed, Cancelled } kind = Failed;
+    QString name;
+    ImportSummary summary;
+    QString message;
+};
+
+ImportJob::ImportJob(QObject* parent) : QObject(parent), watcher_(new QFutureWatcher<void>(this)) {
+    qRegisterMetaType<routepack::views::ImportProgressInfo>();
+    qRegisterMetaType<routepack::ImportSummary>();
+    connect(watcher_, &QFutureWatcher<void>::finished, this, [this] {
+        running_ = false;
+        const std::shared_ptr<Outcome> o = std::move(outcome_);
+        cancel_.reset();
+        if (!o) return;
+        switch (o->kind) {
+        case Outcome::Ok:
+            Q_EMIT finished(o->name, o->summary);
+            break;
+        case Outcome::Cancelled:
+            Q_EMIT cancelled();
+            break;
+        case Outcome::Failed:
+            Q_EMIT failed(o->message);
+            break;
+        }
+    });
+}
+
+ImportJob::~ImportJob() {
+    if (cancel_) cancel_->store(true);
+    watcher_->waitForFinished();
+}
+
+bool ImportJob::start(const ImportRequest& request) {
+    if (running_) return false;
+    running_ = true;
+    cancel_ = std::make_shared<std::atomic<bool>>(false);
+    outcome_ = std::make_shared<Outcome>();
+    auto cancel = cancel_;
+    auto outcome = outcome_;
+    const qint64 cancel_after = cancelAfter_;
+    watcher_->setFuture(QtConcurrent::run([this, request, cancel, outcome, cancel_after] {
+        auto last = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+        auto on_progress = [&](const ImportProgress& p) {
+            if (cancel_after > 0 && static_cast<qint64>(p.samples) >= cancel_after) cancel->store(true);
+            const auto now = std::chrono::steady_clock::now();
+            if (now - last < std::chrono::milliseconds(kProgressIntervalMs) && p.files_done != p.files_total) return;
+            last = now;
+            ImportProgressInfo info;
+            info.filesDone = static_cast<qint64>(p.files_done);
+            info.filesTotal = static_cast<qint64>(p.files_total);
+            info.bytesDone = static_cast<qint64>(p.bytes_done);
+            info.bytesTotal = static_cast<qint64>(p.bytes_total);
+            info.samples = static_cast<qint64>(p.samples);
+            info.currentFile = QString::fromStdString(p.current_file);
+            QMetaObject::invokeMethod(
+                this, [this, info] { Q_EMIT progress(info); }, Qt::QueuedConnection);
+        };
+        outcome->name = request.traceName;
+        try {
+            // One connection per thread: this worker's own.
+            auto lib = storage::Library::open(request.library.toStdString(), storage::OpenMode::Create);
+            outcome->summary = lib->import_trace(request.traceName.toStdString(), to_paths(request.inputs),
+                                                 request.options, on_progress, cancel.get());
+            outcome->kind = Outcome::Ok;
+        } catch (const Cancelled&) {
+            outcome->kind = Outcome::Cancelled;
+        } catch (const std::bad_alloc&) {
+            outcome->kind = Outcome::Failed;
+            outcome->message = tr("out of memory while importing");
+        } catch (const std::exception& e) {
+            outcome->kind = Outcome::Failed;
+            outcome->message = QString::fromStdString(e.what());
+        }
+    }));
+    return true;
+}
+
+void ImportJob::cancel() {
+    if (cancel_) cancel_->store(true);
+}
+
+// --- ImportDialog ---
+
+ImportDialog::ImportDialog(const QString& library, QWidget* parent)
+    : QDialog(parent), library_(library), job_(new ImportJob(this)) {
+    setWindowTitle(tr("Import trace"));
+    auto* layout = new QVBoxLayout(this);
+    auto* form = new QFormLayout();
+    layout->addLayout(form);
+
+    inputs_ = new QListWidget(this);
+    inputs_->setSelectionMode(QAbstractItemView::ExtendedSelection);
+    inputs_->setMinimumHeight(90);
+    auto* addFilesButton = new QPushButton(tr("Add files…"), this);
+    auto* addFolderButton = new QPushButton(tr("Add folder…"), this);
+    auto* removeButton = new QPushButton(tr("Remove"), this);
+    auto* inputButtons = new QVBoxLayout();
+    inputButtons->addWidget(addFilesButton);
+    inputButtons->addWidget(addFolderButton);
+    inputButtons->addWidget(removeButton);
+    inputButtons->addStretch(1);
+    auto* inputRow = new QHBoxLayout();
+    inputRow->addWidget(inputs_, 1);
+    inputRow->addLayout(inputButtons);
+    form->addRow(tr("Files and folders"), inputRow);
+
+    name_ = new QLineEdit(this);
+    name_->setPlaceholderText(tr("name of the trace in the library"));
+    form->addRow(tr("Trace name"), name_);
+
+    format_ = new QComboBox(this);
+    format_->addItem(tr("Auto-detect"), QStringLiteral("auto"));
+    for (const auto& n : trace_format_names())
+        if (n != "auto") format_->addItem(QString::fromStdString(n), QString::fromStdString(n));
+    form->addRow(tr("Format"), format_);
+
+    modelSource_ = new QComboBox(this);
+    modelSource_->addItem(tr("Shipped model"), KnownModel);
+    modelSource_->addItem(tr("Hugging Face config.json"), ConfigJson);
+    modelSource_->addItem(tr("Fields"), Fields);
+    modelSource_->addItem(tr("From the files (aggregate totals)"), FromFiles);
+    form->addRow(tr("Model"), modelSource_);
+
+    modelStack_ = new QStackedWidget(this);
+    auto* knownPage = new QWidget(this);
+    auto* knownRow = new QVBoxLayout(knownPage);
+    knownRow->setContentsMargins(0, 0, 0, 0);
+    knownModel_ = new QComboBox(knownPage);
+    for (const auto& n : known_model_names())
+        knownModel_->addItem(QString::fromStdString(n));
+    knownRow->addWidget(knownModel_);
+    knownRow->addStretch(1);
+    modelStack_->addWidget(knownPage);
+    auto* configPage = new QWidget(this);
+    auto* configCol = new QVBoxLayout(configPage);
+    configCol->setContentsMargins(0, 0, 0, 0);
+    auto* configRow = new QHBoxLayout();
+    configPath_ = new QLineEdit(configPage);
+    configPath_->setPlaceholderText(tr("path of config.json"));
+    auto* browse = new QPushButton(tr("Browse…"), configPage);
+    configRow->addWidget(configPath_, 1);
+    configRow->addWidget(browse);
+    configCol->addLayout(configRow);
+    configCol->addStretch(1);
+    modelStack_->addWidget(configPage);
+    auto* fieldsPage = new QWidget(this);
+    auto* fields = new QFormLayout(fieldsPage);
+    fields->setContentsMargins(0, 0, 0, 0);
+    experts_ = new QSpinBox(fieldsPage);
+    experts_->setRange(1, 1 << 20);
+    experts_->setValue(64);
+    topK_ = new QSpinBox(fieldsPage);
+    topK_->setRange(1, 1 << 20);
+    topK_->setValue(6);
+    layers_ = new QSpinBox(fieldsPage);
+    layers_->setRange(0, 65536);
+    layers_->setSpecialValueText(tr("from the files"));
+    moeLayers_ = new QLineEdit(fieldsPage);
+    moeLayers_->setPlaceholderText(tr("e.g. 1-26 or 1-47:2 (empty: from the files)"));
+    fields->addRow(tr("Experts E"), experts_);
+    fields->addRow(tr("Top-k"), topK_);
+    fields->addRow(tr("Decoder layers"), layers_);
+    fields->addRow(tr("MoE layers"), moeLayers_);
+    modelStack_->addWidget(fieldsPage);
+    auto* fromFiles = new QLabel(tr("Aggregate totals files describe their own model."), this);
+    fromFiles->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+    modelStack_->addWidget(fromFiles);
+    modelStack_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Maximum);
+    form->addRow(QString(), modelStack_);
+
+    progress_ = new QProgressBar(this);
+    progress_->setRange(0, 1000);
+    progress_->setValue(0);
+    progress_->setTextVisible(true);
+    progress_->setFormat(QString());
+    progress_->hide(); // shown once an import starts
+    layout->addWidget(progress_);
+    status_ = new QLabel(this);
+    status_->setWordWrap(true);
+    status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    layout->addWidget(status_);
+
+    auto* buttons = new QDialogButtonBox(this);
+    importButton_ = buttons->addButton(tr("Import"), QDialogButtonBox::AcceptRole);
+    cancelButton_ = buttons->addButton(tr("Cancel import"), QDialogButtonBox::ActionRole);
+    closeButton_ = buttons->addButton(QDialogButtonBox::Close);
+    cancelButton_->setEnabled(false);
+    layout->addWidget(buttons);
+    fieldWidgets_ = {inputs_, addFilesButton, addFolderButton, removeButton, name_, format_, modelSource_, modelStack_};
+
+    connect(addFilesButton, &QPushButton::clicked, this, &ImportDialog::addFiles);
+    connect(addFolderButton, &QPushButton::clicked, this, &ImportDialog::addFolder);
+    connect(removeButton, &QPushButton::clicked, this, &ImportDialog::removeSelected);
+    connect(browse, &QPushButton::clicked, this, [this] {
+        const QString f =
+            QFileDialog::getOpenFileName(this, tr("Model config.json"), QString(), tr("JSON (*.json);;All files (*)"));
+        if (!f.isEmpty()) configPath_->setText(f);
+    });
+    // The stack takes the height of the page shown, not of its tallest page.
+    auto fitStack = [this](int index) {
+        for (int i = 0; i < modelStack_->count(); ++i)
+            modelStack_->widget(i)->setSizePolicy(QSizePolicy::Preferred,
+                                                  i == index ? QSizePolicy::Maximum : QSizePolicy::Ignored);
+        modelStack_->setCurrentIndex(index);
+        modelStack_->adjustSize();
+    };
+    fitStack(0);
+    connect(modelSource_, &QComboBox::currentIndexChanged, this, fitStack);
+    connect(importButton_, &QPushButton::clicked, this, [this] { startImport(); });
+    connect(cancelButton_, &QPushButton::clicked, job_, &ImportJob::cancel);
+    connect(closeButton_, &QPushButton::clicked, this, &QDialog::reject);
+
+    connect(job_, &ImportJob::progress, this, [this](const ImportProgressInfo& p) {
+        const double f = p.bytesTotal > 0   ? static_cast<double>(p.bytesDone) / static_cast<double>(p.bytesTotal)
+                         : p.filesTotal > 0 ? static_cast<double>(p.filesDone) / static_cast<double>(p.filesTotal)
+                                            : 0.0;
+        progress_->setValue(static_cast<int>(1000 * f));
+        progress_->setFormat(tr("%1 of %2 files, %3 samples").arg(p.filesDone).arg(p.filesTotal).arg(p.samples));
+    });
+    connect(job_, &ImportJob::finished, this, [this](const QString& name, const ImportSummary& s) {
+        setBusy(false);
+        progress_->setValue(1000);
+        progress_->setFormat(tr("done"));
+        showInfo(tr("Imported trace '%1': %2 samples from %3 files (format %4), lengths %5-%6 tokens.")
+                     .arg(name)
+                     .arg(s.samples)
+                     .arg(s.files)
+                     .arg(QString::fromLatin1(to_string(s.format)))
+                     .arg(s.min_length)
+                     .arg(s.max_length));
+        Q_EMIT imported(name);
+    });
+    connect(job_, &ImportJob::failed, this, [this](const QString& message) {
+        setBusy(false);
+        progress_->setValue(0);
+        progress_->setFormat(QString());
+        showError(tr("Import failed; nothing was written. %1").arg(message));
+    });
+    connect(job_, &ImportJob::cancelled, this, [this] {
+        setBusy(false);
+        progress_->setValue(0);
+        progress_->setFormat(QString());
+        showInfo(tr("Import cancelled; the library is unchanged."));
+    });
+    resize(620, 520);
+}
+
+ImportDialog::~ImportDialog() = default;
+
+void ImportDialog::setInputs(const QStringList& paths) {
+    inputs_->clear();
+    inputs_->addItems(paths);
+    inputsChanged();
+}
+
+QStringList ImportDialog::inputs() const {
+    QStringList out;
+    for (int i = 0; i < inputs_->count(); ++i)
+        out << inputs_->item(i)->text();
+    return out;
+}
+
+void ImportDialog::setTraceName(const QString& name) {
+    name_->setText(name);
+}
+
+QString ImportDialog::traceName() const {
+    return name_->text().trimmed();
+}
+
+void ImportDialog::setFormat(const QString& name) {
+    const int i = format_->findData(name);
+    if (i >= 0) format_->setCurrentIndex(i);
+}
+
+void ImportDialog::setModelSource(ModelSource s) {
+    modelSource_->setCurrentIndex(modelSource_->findData(s));
+}
+
+void ImportDialog::setKnownModel(const QString& name) {
+    setModelSource(KnownModel);
+    knownModel_->setCurrentText(name);
+}
+
+void ImportDialog::setModelConfig(const QString& configJson) {
+    setModelSource(ConfigJson);
+    configPath_->setText(configJson);
+}
+
+void ImportDialog::setModelFields(int experts, int topK, int layers, const QString& moeLayers) {
+    setModelSource(Fields);
+    experts_->setValue(experts);
+    topK_->setValue(topK);
+    layers_->setValue(layers);
+    moeLayers_->setText(moeLayers);
+}
+
+void ImportDialog::addFiles() {
+    const QStringList files = QFileDialog::getOpenFileNames(
+        this, tr("Trace files"), QString(),
+        tr("Trace files (*.json *.jsonl *.csv *.npy *.npz *.txt *.nrlre1);;All files (*)"));
+    if (files.isEmpty()) return;
+    inputs_->addItems(files);
+    inputsChanged();
+}
+
+void ImportDialog::addFolder() {
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Folder of trace files"));
+    if (dir.isEmpty()) return;
+    inputs_->addItem(dir);
+    inputsChanged();
+}
+
+void ImportDialog::removeSelected() {
+    qDeleteAll(inputs_->selectedItems());
+    inputsChanged();
+}
+
+void ImportDialog::inputsChanged() {
+    const QStringList list = inputs();
+    if (name_->text().isEmpty() && !list.isEmpty()) name_->setText(QFileInfo(list.front()).completeBaseName());
+    // Detect the format off the GUI thread (folders may hold many files); stale answers are dropped.
+    const quint64 generation = ++detectGeneration_;
+    detected_.clear();
+    format_->setItemText(0, tr("Auto-detect"));
+    if (list.isEmpty()) return;
+    auto* watcher = new QFutureWatcher<QString>(this);
+    connect(watcher, &QFutureWatcher<QString>::finished, this, [this, watcher, generation] {
+        watcher->deleteLater();
+        if (generation != detectGeneration_) return;
+        detected_ = watcher->result();
+        format_->setItemText(0, detected_.isEmpty() ? tr("Auto-detect (not recognized)")
+                                                    : tr("Auto-detect (detected: %1)").arg(detected_));
+        Q_EMIT formatDetected(detected_);
+    });
+    watcher->setFuture(QtConcurrent::run([list] { return detectInputFormat(list); }));
+}
+
+std::optional<ImportRequest> ImportDialog::request(QString* error) const {
+    auto fail = [&](const QString& why) -> std::optional<ImportRequest> {
+        if (error) *error = why;
+        return std::nullopt;
+    };
+    ImportRequest r;
+    r.library = library_;
+    r.inputs = inputs();
+    r.traceName = traceName();
+    if (library_.isEmpty()) return fail(tr("Open or create a library first."));
+    if (r.inputs.isEmpty()) return fail(tr("Add the trace files or folders to import."));
+    if (r.traceName.isEmpty()) return fail(tr("Give the trace a name."));
+    try {
+        r.options.format = parse_trace_format(format_->currentData().toString().toStdString());
+        switch (static_cast<ModelSource>(modelSource_->currentData().toInt())) {
+        case KnownModel:
+            r.options.model = known_model(knownModel_->currentText().toStdString());
+            break;
+        case ConfigJson: {
+            const QString path = configPath_->text().trimmed();
+            if (path.isEmpty()) return fail(tr("Choose the model's config.json."));
+            QFile f(path);
+            if (QFileInfo(path).isDir()) return fail(tr("%1: is a folder, not a model config (config.json)").arg(path));
+            if (!f.open(QIODevice::ReadOnly)) return fail(tr("%1: cannot open model config").arg(path));
+            r.options.model = model_from_hf_config(f.readAll().toStdString(), path.toStdString());
+            break;
+        }
+        case Fields: {
+            ModelDescription m;
+            m.experts = experts_->value();
+            m.top_k = topK_->value();
+            m.num_hidden_layers = layers_->value();
+            const QString list = moeLayers_->text().trimmed();
+            if (!list.isEmpty()) m.moe_layers = parse_layer_list(list.toStdString(), "MoE layers");
+            m.source = "fields";
+            r.options.model = m;
+            break;
+        }
+        case FromFiles:
+            break;
+        }
+    } catch (const std::exception& e) {
+        return fail(QString::fromStdString(e.what()));
+    }
+    return r;
+}
+
+bool ImportDialog::startImport() {
+    if (job_->isRunning()) {
+        error_ = tr("An import is already running.");
+        return false;
+    }
+    QString why;
+    const auto r = request(&why);
+    if (!r) {
+        showError(why);
+        return false;
+    }
+    error_.clear();
+    status_->clear();
+    progress_->setValue(0);
+    progress_->setFormat(tr("starting…"));
+    progress_->show();
+    setBusy(true);
+    job_->start(*r);
+    return true;
+}
+
+void ImportDialog::reject() {
+    if (job_->isRunning()) { // Esc / Close during an import cancels it first
+        job_->cancel();
+        return;
+    }
+    QDialog::reject();
+}
+
+void ImportDialog::setBusy(bool busy) {
+    for (QWidget* w : fieldWidgets_)
+        w->setEnabled(!busy);
+    importButton_->setEnabled(!busy);
+    cancelButton_->setEnabled(busy);
+}
+
+void ImportDialog::showError(const QString& message) {
+    error_ = message;
+    status_->setStyleSheet(
+        QStringLiteral("color: white; background-color: #b3261e; padding: 4px; border-radius: 3px;"));
+    status_->setText(message);
+}
+
+void ImportDialog::showInfo(const QString& message) {
+    status_->setStyleSheet(QString());
+    status_->setText(message);
+}
+
+} // namespace routepack::views

@@ -1,0 +1,164 @@
+#pragma once
+// Trace import of the studio (issue 4, "Import traces through a dialog"): ImportJob runs
+// Library::import_trace on a worker thread with its own library connection, progress and Cancel;
+// ImportDialog collects files/folders, the trace name, the format (auto-detected one shown) and the
+// model description, and drives an ImportJob. An import is one SQLite transaction: a failed or
+// cancelled import leaves the library exactly as before.
+#include "core/import.h"
+
+#include <QDialog>
+#include <QFutureWatcher>
+#include <QString>
+#include <QStringList>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+
+class QComboBox;
+class QDialogButtonBox;
+class QLabel;
+class QLineEdit;
+class QListWidget;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QStackedWidget;
+
+namespace routepack::views {
+
+/// What one import needs.
+struct ImportRequest {
+    QString library; ///< library file (created when absent)
+    QString traceName;
+    QStringList inputs; ///< files or folders
+    routepack::ImportOptions options;
+};
+
+/// Progress of an import as a value for the GUI thread.
+struct ImportProgressInfo {
+    qint64 filesDone = 0, filesTotal = 0;
+    qint64 bytesDone = 0, bytesTotal = 0;
+    qint64 samples = 0;
+    QString currentFile;
+};
+
+/// Runs one import at a time on a worker thread. Signals arrive on the owner's thread; progress is
+/// throttled (at most 20 per second).
+class ImportJob : public QObject {
+    Q_OBJECT
+public:
+    explicit ImportJob(QObject* parent = nullptr);
+    /// Cancels a running import and waits for it to roll back.
+    ~ImportJob() override;
+
+    /// Starts an import; false when one is already running.
+    bool start(const ImportRequest& request);
+    /// Asks the running import to stop; it rolls back and emits `cancelled`.
+    void cancel();
+    bool isRunning() const { return running_; }
+    /// Test hook: the worker sets the cancel flag itself once `n` samples were read (> 0), so
+    /// tests can cancel deterministically in the middle of an import.
+    void setCancelAfterSamplesForTesting(qint64 n) { cancelAfter_ = n; }
+
+Q_SIGNALS:
+    void progress(const routepack::views::ImportProgressInfo& info);
+    /// The trace was imported (committed).
+    void finished(const QString& traceName, const routepack::ImportSummary& summary);
+    /// The import failed; `message` is the error in words (InputError's message); nothing was written.
+    void failed(const QString& message);
+    /// The import was cancelled; nothing was written.
+    void cancelled();
+
+private:
+    struct Outcome;
+    QFutureWatcher<void>* watcher_ = nullptr;
+    std::shared_ptr<std::atomic<bool>> cancel_;
+    std::shared_ptr<Outcome> outcome_;
+    bool running_ = false;
+    qint64 cancelAfter_ = 0;
+};
+
+/// The import dialog. Use it modeless or modal; the import runs in its ImportJob (job()), and the
+/// dialog stays responsive. startImport() is what the Import button does.
+class ImportDialog : public QDialog {
+    Q_OBJECT
+public:
+    /// How the model description is given.
+    enum ModelSource { KnownModel, ConfigJson, Fields, FromFiles };
+
+    explicit ImportDialog(const QString& library, QWidget* parent = nullptr);
+    ~ImportDialog() override;
+
+    void setInputs(const QStringList& paths);
+    QStringList inputs() const;
+    void setTraceName(const QString& name);
+    QString traceName() const;
+    /// "auto" or a format name of trace_format_names().
+    void setFormat(const QString& name);
+    /// The auto-detected format of the first input file ("" while unknown / detecting).
+    QString detectedFormat() const { return detected_; }
+    void setModelSource(ModelSource s);
+    void setKnownModel(const QString& name);
+    void setModelConfig(const QString& configJson);
+    /// Fields: E, k, num_hidden_layers (0 = from the files), MoE layer list text ("" = from the files).
+    void setModelFields(int experts, int topK, int layers, const QString& moeLayers);
+
+    /// The request the dialog would run; nullopt with `error` set in words when a field is wrong
+    /// (no input, empty name, unreadable config.json, bad layer list, ...).
+    std::optional<ImportRequest> request(QString* error) const;
+    /// Validates and starts the import; false (with the reason shown in the dialog and in
+    /// errorText()) when the fields are wrong or an import runs.
+    bool startImport();
+    QString errorText() const { return error_; }
+    ImportJob* job() const { return job_; }
+
+Q_SIGNALS:
+    /// A trace was imported into the library.
+    void imported(const QString& traceName);
+    /// The auto-detected format changed (after setInputs / adding files).
+    void formatDetected(const QString& format);
+
+protected:
+    void reject() override;
+
+private:
+    void addFiles();
+    void addFolder();
+    void removeSelected();
+    void inputsChanged();
+    void setBusy(bool busy);
+    void showError(const QString& message);
+    void showInfo(const QString& message);
+
+    QString library_;
+    ImportJob* job_ = nullptr;
+    QString error_, detected_;
+    quint64 detectGeneration_ = 0;
+    QListWidget* inputs_ = nullptr;
+    QLineEdit* name_ = nullptr;
+    QComboBox* format_ = nullptr;
+    QComboBox* modelSource_ = nullptr;
+    QStackedWidget* modelStack_ = nullptr;
+    QComboBox* knownModel_ = nullptr;
+    QLineEdit* configPath_ = nullptr;
+    QSpinBox* experts_ = nullptr;
+    QSpinBox* topK_ = nullptr;
+    QSpinBox* layers_ = nullptr;
+    QLineEdit* moeLayers_ = nullptr;
+    QProgressBar* progress_ = nullptr;
+    QLabel* status_ = nullptr;
+    QPushButton* importButton_ = nullptr;
+    QPushButton* cancelButton_ = nullptr;
+    QPushButton* closeButton_ = nullptr;
+    QList<QWidget*> fieldWidgets_;
+};
+
+/// Reads up to 64 KiB of the first trace file under `inputs` and returns detect_format's name
+/// ("" when unknown or nothing readable). Does file-system work: call it off the GUI thread.
+QString detectInputFormat(const QStringList& inputs);
+
+} // namespace routepack::views
+
+Q_DECLARE_METATYPE(routepack::views::ImportProgressInfo)
+Q_DECLARE_METATYPE(routepack::ImportSummary)

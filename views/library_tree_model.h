@@ -1,0 +1,74 @@
+#pragma once
+// Tree of a library's contents for the studio's left dock: traces, their windows, and the planner
+// runs of each window. Checked by QAbstractItemModelTester.
+#include "storage/library.h"
+
+#include <QAbstractItemModel>
+#include <QString>
+
+#include <vector>
+
+namespace routepack::views {
+
+/// Everything the tree shows, read from a library in one go (a few small queries).
+struct LibrarySnapshot {
+    QString file;
+    std::vector<storage::TraceEntry> traces;
+    std::vector<storage::WindowEntry> windows; ///< every window, grouped by trace
+    std::vector<storage::RunEntry> runs;       ///< every run, grouped by window, oldest first
+};
+
+/// Reads a snapshot (traces, windows, runs of every window). Throws what Library throws.
+LibrarySnapshot readLibrarySnapshot(const storage::Library& lib);
+
+/// Three-level tree: trace -> window -> run. Columns: name, details ("235 samples, step-json";
+/// "64 samples: first 64 ..."; "finished, joint 228.76"). Qt::UserRole gives the raw sort value of
+/// the column; the roles below identify a node.
+class LibraryTreeModel : public QAbstractItemModel {
+    Q_OBJECT
+public:
+    enum Column { Name, Details, ColumnCount };
+    enum Kind { TraceNode, WindowNode, RunNode };
+    enum Role {
+        SortRole = Qt::UserRole,
+        KindRole = Qt::UserRole + 32, ///< Kind
+        TraceRole,                    ///< trace name (every node)
+        WindowRole,                   ///< window name (windows and runs)
+        RunIdRole,                    ///< run id (runs), qint64
+    };
+
+    explicit LibraryTreeModel(QObject* parent = nullptr);
+    ~LibraryTreeModel() override;
+
+    void setSnapshot(LibrarySnapshot snapshot);
+    const LibrarySnapshot& snapshot() const { return snap_; }
+    /// Index (column 0) of a trace, window or run; invalid when absent.
+    QModelIndex traceIndex(const QString& trace) const;
+    QModelIndex windowIndex(const QString& trace, const QString& window) const;
+    QModelIndex runIndex(qint64 runId) const;
+    /// The run of a RunNode index (nullptr otherwise).
+    const storage::RunEntry* runAt(const QModelIndex& index) const;
+
+    QModelIndex index(int row, int column, const QModelIndex& parent = {}) const override;
+    QModelIndex parent(const QModelIndex& child) const override;
+    int rowCount(const QModelIndex& parent = {}) const override;
+    int columnCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
+
+private:
+    struct Node {
+        Kind kind;
+        int parent;       ///< node index, -1 for top level
+        int row;          ///< row within its parent
+        std::size_t item; ///< index into snap_.traces / windows / runs
+        std::vector<int> children;
+    };
+    const Node* node(const QModelIndex& index) const;
+
+    LibrarySnapshot snap_;
+    std::vector<Node> nodes_;
+    std::vector<int> top_; ///< node indices of the traces
+};
+
+} // namespace routepack::views

@@ -1,0 +1,105 @@
+#include "views/plan_data.h"
+
+#include "core/packing.h"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace routepack::views {
+
+const char* method_id(int m) {
+    static const char* const ids[kMethodCount] = {"baseline", "reorder", "karmarkar_karp", "routepack"};
+    if (m < 0 || m >= kMethodCount) throw std::out_of_range("method_id: method index out of range");
+    return ids[m];
+}
+
+const char* method_label(int m) {
+    static const char* const labels[kMethodCount] = {"Baseline", "Reorder", "Karmarkar-Karp", "RoutePack"};
+    if (m < 0 || m >= kMethodCount) throw std::out_of_range("method_label: method index out of range");
+    return labels[m];
+}
+
+const MethodResult& method_of(const PlanResult& plan, int m) {
+    switch (m) {
+    case 0: return plan.baseline;
+    case 1: return plan.reorder;
+    case 2: return plan.karmarkar_karp;
+    case 3: return plan.routepack;
+    default: throw std::out_of_range("method_of: method index out of range");
+    }
+}
+
+std::vector<double> layer_rank_cv(std::span<const std::uint64_t> G, int L, int P) {
+    if (L < 0 || P < 1 || G.size() != static_cast<std::size_t>(L) * static_cast<std::size_t>(P))
+        throw std::invalid_argument("layer_rank_cv: G must hold L*P values");
+    std::vector<double> cv(static_cast<std::size_t>(L), 0.0);
+    for (int l = 0; l < L; ++l) {
+        const std::uint64_t* g = G.data() + static_cast<std::size_t>(l) * P;
+        // Two-pass in long double: exact enough for display and for comparing with eq. 22.
+        long double sum = 0;
+        for (int p = 0; p < P; ++p) sum += static_cast<long double>(g[p]);
+        if (sum == 0) continue;
+        const long double mean = sum / P;
+        long double var = 0;
+        for (int p = 0; p < P; ++p) {
+            const long double d = static_cast<long double>(g[p]) - mean;
+            var += d * d;
+        }
+        cv[static_cast<std::size_t>(l)] = static_cast<double>(std::sqrt(var / P) / mean);
+    }
+    return cv;
+}
+
+std::vector<double> normalized_rank_loads(std::span<const std::uint64_t> G, int L, int P) {
+    if (L < 0 || P < 1 || G.size() != static_cast<std::size_t>(L) * static_cast<std::size_t>(P))
+        throw std::invalid_argument("normalized_rank_loads: G must hold L*P values");
+    std::vector<double> out(G.size(), std::numeric_limits<double>::quiet_NaN());
+    for (int l = 0; l < L; ++l) {
+        const std::size_t base = static_cast<std::size_t>(l) * P;
+        std::uint64_t sum = 0;
+        for (int p = 0; p < P; ++p) sum += G[base + p];
+        if (sum == 0) continue;
+        const double mean = static_cast<double>(sum) / P;
+        for (int p = 0; p < P; ++p) out[base + p] = static_cast<double>(G[base + p]) / mean;
+    }
+    return out;
+}
+
+bool window_matches(const PlanResult& plan, const Trace& window) {
+    if (window.size() != plan.samples.size()) return false;
+    if (window.model.num_moe_layers() != plan.model.num_moe_layers() || window.model.experts != plan.model.experts)
+        return false;
+    if (window.counts.size() != window.size() * window.stride()) return false;
+    for (std::size_t i = 0; i < window.size(); ++i)
+        if (window.samples[i].length != plan.samples[i].length) return false;
+    return true;
+}
+
+std::shared_ptr<const PlanCosts> plan_costs(const PlanResult& plan, const Trace& window) {
+    if (!window_matches(plan, window)) return nullptr;
+    const std::uint64_t counts = static_cast<std::uint64_t>(window.size()) * window.stride();
+    if (counts > kMaxCostCounts) return nullptr;
+    auto out = std::make_shared<PlanCosts>();
+    const PackingProblem p_id = make_packing_problem(window, plan.topology, plan.identity);
+    const PackingProblem p_lpt = make_packing_problem(window, plan.topology, plan.lpt);
+    for (int m = 0; m < kMethodCount; ++m) {
+        const MethodResult& r = method_of(plan, m);
+        CostBreakdown cb = cost_breakdown(r.layout, r.lpt ? p_lpt : p_id);
+        int straggler = 0;
+        for (int g = 1; g < cb.shards; ++g)
+            if (cb.U[static_cast<std::size_t>(g)] > cb.U[static_cast<std::size_t>(straggler)]) straggler = g;
+        out->method[static_cast<std::size_t>(m)] = std::move(cb);
+        out->straggler[static_cast<std::size_t>(m)] = straggler;
+    }
+    return out;
+}
+
+std::vector<std::int64_t> cell_tokens(const Layout& x, const std::vector<SampleInfo>& samples) {
+    std::vector<std::int64_t> tokens(x.cells.size(), 0);
+    for (std::size_t k = 0; k < x.cells.size(); ++k)
+        for (int i : x.cells[k]) tokens[k] += samples.at(static_cast<std::size_t>(i)).length;
+    return tokens;
+}
+
+}  // namespace routepack::views

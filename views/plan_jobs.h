@@ -1,0 +1,116 @@
+#pragma once
+// The studio's planner job queue (issue 4, "Run the planner in the background"): one job at a
+// time on a worker thread, several can queue; throttled progress with the stage name; live
+// annealing levels; cooperative cancel that keeps the best valid plan so far; generation ids so that
+// results of a superseded library are dropped; results as immutable values.
+#include "core/annealing.h"
+#include "core/planner.h"
+#include "core/topology.h"
+#include "core/trace.h"
+
+#include <QObject>
+#include <QString>
+
+#include <atomic>
+#include <deque>
+
+class QThreadPool;
+#include <memory>
+
+namespace routepack::views {
+
+/// What one planning job needs. The worker opens its own connection to `library` (one SQLite
+/// connection per thread), loads window `window` of trace `trace`, plans it with `topology` and
+/// `budgets`, and, when `saveRun`, saves the finished (or cancelled, or failed) run there.
+struct PlanJobRequest {
+    QString library; ///< library file
+    QString trace;
+    QString window;
+    QString topologyName; ///< name the run's topology is saved under (Library::save_run rule)
+    routepack::Topology topology;
+    routepack::PlannerBudgets budgets;
+    bool saveRun = true; ///< false for replays of saved runs (nothing is written)
+    QString label;       ///< shown in the status bar; default "<trace>/<window>"
+};
+
+/// The outcome of a finished job, handed to the GUI thread as an immutable value.
+struct PlanJobResult {
+    quint64 job = 0;                                   ///< PlanJobQueue::enqueue's id
+    std::shared_ptr<const routepack::PlanResult> plan; ///< never null
+    std::shared_ptr<const routepack::Trace> window;    ///< the planned window (for the cost views)
+    qint64 runId = 0;                                  ///< saved run id (0 when not saved)
+    QString saveError;                                 ///< why saving failed, if it did (the plan is still good)
+    double seconds = 0;                                ///< wall time of the job
+};
+
+/// FIFO of planning jobs run one at a time on a private worker thread (QThreadPool with one
+/// thread; the planner's own oneTBB arena does the parallel work). All signals are emitted on the
+/// thread that owns the queue (the GUI thread); values are copied there from the worker.
+///
+/// Progress is throttled to at most one `progress` per 50 ms per job (a stage change and the final
+/// "done" always pass); every finished annealing level is delivered by `levelFinished`.
+/// Each job records the queue's generation when it was enqueued; invalidate() starts a new
+/// generation, after which older jobs still run to completion (the worker never blocks the GUI)
+/// but their results are dropped (`staleDropped`) instead of being delivered.
+class PlanJobQueue : public QObject {
+    Q_OBJECT
+public:
+    explicit PlanJobQueue(QObject* parent = nullptr);
+    /// Cancels every job and waits for the running one to stop (the planner stops within one
+    /// check interval: 256 proposals per chain).
+    ~PlanJobQueue() override;
+
+    /// Queues a job; returns its id (1, 2, ...). It starts at once when nothing runs.
+    quint64 enqueue(const PlanJobRequest& request);
+    /// Cancels the running job (it returns the best valid plan so far, delivered as `finished` with
+    /// plan->cancelled) or, for a queued id, removes it (`cancelledQueued`). False for an unknown id.
+    bool cancel(quint64 job);
+    /// Cancels the running job, if any.
+    void cancelCurrent();
+    /// Cancels the running job and removes every queued one.
+    void cancelAll();
+    /// Starts a new generation: results of every job enqueued before are dropped (see class doc).
+    void invalidate();
+
+    quint64 generation() const { return generation_; }
+    /// Id of the running job, 0 when idle.
+    quint64 currentJob() const;
+    /// Jobs waiting behind the running one.
+    int queuedCount() const { return static_cast<int>(queue_.size()); }
+    bool isBusy() const { return current_ != nullptr; }
+    /// Blocks until the running job ended (tests and shutdown only; never in GUI code paths).
+    void waitForIdle();
+
+Q_SIGNALS:
+    void jobStarted(quint64 job, const QString& label);
+    /// Stage name of PlanEvent ("placement", "row count", "baselines", "seeding", "annealing",
+    /// "validate", "done") and the overall fraction in [0, 1].
+    void progress(quint64 job, const QString& stage, double fraction);
+    /// One finished temperature level of the running job (live convergence).
+    void levelFinished(quint64 job, const routepack::LevelStats& level);
+    void finished(const routepack::views::PlanJobResult& result);
+    /// The planner (or loading the window) failed; `message` is the error in words (InputError's).
+    void failed(quint64 job, const QString& message);
+    /// A queued job was removed by cancel() before it started.
+    void cancelledQueued(quint64 job);
+    /// A job of an older generation ended; its result was dropped.
+    void staleDropped(quint64 job);
+    /// No job runs and none waits.
+    void idle();
+
+private:
+    struct Job;
+    void startNext();
+    void onJobEnded(const std::shared_ptr<Job>& job);
+
+    std::deque<std::shared_ptr<Job>> queue_;
+    std::shared_ptr<Job> current_;
+    quint64 nextId_ = 1;
+    quint64 generation_ = 1;
+    QThreadPool* pool_ = nullptr;
+};
+
+} // namespace routepack::views
+
+Q_DECLARE_METATYPE(routepack::LevelStats)
+Q_DECLARE_METATYPE(routepack::views::PlanJobResult)

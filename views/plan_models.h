@@ -1,0 +1,93 @@
+#pragma once
+// Table models of the plan views: the execution grid of one method and the run comparison table.
+// Both answer RawValueRole (views/plan_views.h) with raw numbers and pass QAbstractItemModelTester.
+#include "core/planner.h"
+#include "views/plan_views.h"
+
+#include <QAbstractTableModel>
+#include <QList>
+#include <QStringList>
+
+#include <memory>
+#include <vector>
+
+namespace routepack::views {
+
+/// The R x D execution grid of one method of a plan: row r = execution row, column d = DP slot.
+/// Per cell: DisplayRole "tokens / C" and the sample count, RawValueRole token sum (qint64; sum of
+/// t_i of the cell's samples), FillRole tokens / C, SampleCountRole, SampleIndicesRole (window
+/// order indices, in the layout's cell order), ToolTipRole the sample ids and their t_i.
+/// Headers: "row r" and "DP d (g)" with the EDP shard of the slot.
+class ExecutionGridModel : public QAbstractTableModel {
+    Q_OBJECT
+public:
+    explicit ExecutionGridModel(QObject* parent = nullptr);
+
+    /// Shows method `method` (0..3, see method_id) of `plan`; nullptr empties the model.
+    void setPlan(std::shared_ptr<const routepack::PlanResult> plan, int method);
+    int method() const { return method_; }
+    /// Cap C of the shown plan (0 when empty).
+    qint64 cap() const { return cap_; }
+
+    int rowCount(const QModelIndex& parent = {}) const override;
+    int columnCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
+
+private:
+    std::shared_ptr<const routepack::PlanResult> plan_;
+    int method_ = 3;
+    int rows_ = 0, cols_ = 0;
+    qint64 cap_ = 0;
+    std::vector<std::int64_t> tokens_;  // [R*D]
+};
+
+/// One row per (run, method): runs in the order given, methods baseline, reorder, karmarkar_karp,
+/// routepack. Columns (Column enum) hold LayoutMetrics of that method (core/metrics.h): R* rows,
+/// joint = max_g U (Score::max_u, eq. 15), sum_g U, max J, CV_global (eq. 22), S_EP and T_EP
+/// (tokens), eta_EP (eq. 23), attention sum_{r,g} A, cap violations, and the percentage change of
+/// the joint cost against the same run's reorder and karmarkar_karp: 100 * (joint - ref) / ref
+/// (negative = better; no value when ref is 0). RawValueRole: QString for Run/Method, qint64 for
+/// counts and tokens, double otherwise (an invalid QVariant where there is no value).
+class CompareTableModel : public QAbstractTableModel {
+    Q_OBJECT
+public:
+    enum Column {
+        Run,
+        Method,
+        Rows,
+        Joint,
+        SumU,
+        MaxJ,
+        CvGlobal,
+        EpPeakSum,
+        EpTailPeak,
+        EpBalance,
+        Attention,
+        CapViolations,
+        JointVsReorder,
+        JointVsKarmarkarKarp,
+        ColumnCount
+    };
+    explicit CompareTableModel(QObject* parent = nullptr);
+
+    /// Replaces every run (null entries skipped; missing names become "run k").
+    void setRuns(const QList<std::shared_ptr<const routepack::PlanResult>>& runs, const QStringList& runNames);
+    int runCount() const { return static_cast<int>(runs_.size()); }
+    QString runName(int run) const { return names_.value(run); }
+    const routepack::PlanResult& run(int k) const { return *runs_[static_cast<std::size_t>(k)]; }
+
+    int rowCount(const QModelIndex& parent = {}) const override;
+    int columnCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
+
+    /// The raw value of (row, column) (what RawValueRole returns).
+    QVariant rawValue(int row, int column) const;
+
+private:
+    std::vector<std::shared_ptr<const routepack::PlanResult>> runs_;
+    QStringList names_;
+};
+
+}  // namespace routepack::views

@@ -1,0 +1,693 @@
+#include "views/plan_panels.h"
+
+#include "views/heatmap_widget.h"
+#include "views/plan_models.h"
+
+#include <QBarCategoryAxis>
+#include <QBarSeries>
+#include <QBarSet>
+#include <QChart>
+#include <QChartView>
+#include <QComboBox>
+#include <QEvent>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLegend>
+#include <QLineSeries>
+#include <QPainter>
+#include <QSplitter>
+#include <QStackedBarSeries>
+#include <QStyledItemDelegate>
+#include <QTableView>
+#include <QVBoxLayout>
+#include <QValueAxis>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace routepack::views {
+
+namespace {
+
+// Series colours: mid-tone, distinct on white and on dark grey backgrounds.
+const QColor kAttentionColour(0x4c, 0x78, 0xa8);
+const QColor kExpertColour(0xf5, 0x85, 0x18);
+const QColor kStragglerAttention(0x8e, 0x44, 0xad);
+const QColor kStragglerExpert(0xd6, 0x27, 0x28);
+const QColor kTotalColour(0x54, 0xa2, 0x4b);
+const QColor kBestColour(0xe4, 0x57, 0x56);
+const QColor kEnergyColour(0x4c, 0x78, 0xa8);
+const QColor kRateColour(0x54, 0xa2, 0x4b);
+
+QComboBox* methodCombo(QWidget* parent) {
+    auto* box = new QComboBox(parent);
+    for (int m = 0; m < kMethodCount; ++m)
+        box->addItem(QString::fromLatin1(method_label(m)), QString::fromLatin1(method_id(m)));
+    box->setCurrentIndex(kMethodCount - 1);
+    box->setToolTip(QObject::tr("Method whose layout is shown"));
+    return box;
+}
+
+QString layerLabel(const PlanResult& plan, int l) {
+    const auto& ids = plan.model.moe_layers;
+    return QString::number(l < static_cast<int>(ids.size()) ? ids[static_cast<std::size_t>(l)] : l);
+}
+
+QStringList layerLabels(const PlanResult& plan) {
+    QStringList out;
+    for (int l = 0; l < plan.model.num_moe_layers(); ++l) out.append(layerLabel(plan, l));
+    return out;
+}
+
+QChartView* makeChartView(QWidget* parent) {
+    auto* chart = new QChart;
+    chart->setBackgroundRoundness(0);
+    chart->setMargins(QMargins(4, 4, 4, 4));
+    chart->legend()->setAlignment(Qt::AlignBottom);
+    auto* view = new QChartView(chart, parent);
+    view->setRenderHint(QPainter::Antialiasing, true);
+    view->setMinimumSize(240, 200);
+    return view;
+}
+
+QLabel* headingLabel(QWidget* parent) {
+    auto* l = new QLabel(parent);
+    l->setWordWrap(true);
+    l->setTextFormat(Qt::RichText);
+    return l;
+}
+
+}  // namespace
+
+void styleChart(QChart* chart, const QPalette& pal) {
+    if (!chart) return;
+    const QColor text = pal.color(QPalette::Text);
+    QColor grid = pal.color(QPalette::Mid);
+    grid.setAlpha(110);
+    chart->setBackgroundBrush(pal.brush(QPalette::Base));
+    chart->setBackgroundPen(Qt::NoPen);
+    chart->setPlotAreaBackgroundVisible(false);
+    chart->setTitleBrush(text);
+    chart->legend()->setLabelColor(text);
+    const auto axes = chart->axes();
+    for (QAbstractAxis* a : axes) {
+        a->setLabelsColor(text);
+        a->setTitleBrush(text);
+        a->setGridLineColor(grid);
+        a->setLinePenColor(pal.color(QPalette::Mid));
+    }
+}
+
+// =============================================================================================
+// EpHeatmapPanel
+
+EpHeatmapPanel::EpHeatmapPanel(QWidget* parent) : QWidget(parent) {
+    summary_ = headingLabel(this);
+    identity_ = new HeatmapWidget(this);
+    lpt_ = new HeatmapWidget(this);
+    for (HeatmapWidget* h : {identity_, lpt_}) {
+        h->setColourMap(HeatmapWidget::ColourMap::Diverging);
+        h->setAxisTitles(tr("MoE layer"), tr("EP rank"));
+        h->setLegendTitle(tr("G / mean"));
+        h->setEmptyText(tr("No plan"));
+    }
+    auto* maps = new QHBoxLayout;
+    maps->addWidget(identity_, 1);
+    maps->addWidget(lpt_, 1);
+    auto* v = new QVBoxLayout(this);
+    v->addWidget(summary_);
+    v->addLayout(maps, 1);
+}
+
+void EpHeatmapPanel::setPlan(const std::shared_ptr<const PlanResult>& plan) {
+    plan_ = plan;
+    cvIdentity_.clear();
+    cvLpt_.clear();
+    if (!plan_) {
+        identity_->clear();
+        lpt_->clear();
+        summary_->clear();
+        return;
+    }
+    const int L = plan_->model.num_moe_layers(), P = plan_->topology.ep_ranks;
+    if (L < 1 || P < 1 || plan_->rank_loads_identity.size() != static_cast<std::size_t>(L) * P ||
+        plan_->rank_loads_lpt.size() != static_cast<std::size_t>(L) * P) {
+        identity_->clear();
+        lpt_->clear();
+        summary_->setText(tr("This plan carries no rank loads."));
+        return;
+    }
+    cvIdentity_ = layer_rank_cv(plan_->rank_loads_identity, L, P);
+    cvLpt_ = layer_rank_cv(plan_->rank_loads_lpt, L, P);
+    auto normId = normalized_rank_loads(plan_->rank_loads_identity, L, P);
+    auto normLpt = normalized_rank_loads(plan_->rank_loads_lpt, L, P);
+    // One scale for both maps, centred on the layer mean; never degenerate.
+    double lo = 1.0, hi = 1.0;
+    for (const auto* v : {&normId, &normLpt})
+        for (double x : *v)
+            if (std::isfinite(x)) lo = std::min(lo, x), hi = std::max(hi, x);
+    lo = std::min(lo, 0.98);
+    hi = std::max(hi, 1.02);
+
+    QStringList ranks;
+    for (int p = 0; p < P; ++p) ranks.append(QString::number(p));
+    const QStringList layers = layerLabels(*plan_);
+    auto fill = [&](HeatmapWidget* h, std::vector<double> norm, const std::vector<double>& cv,
+                    const std::vector<std::uint64_t>* G, const QString& title) {
+        QStringList side;
+        for (double c : cv) side.append(QString::number(c, 'f', 4));
+        h->setTitle(title);
+        h->setRange(lo, hi, 1.0);
+        h->setData(L, P, std::move(norm), layers, ranks);
+        h->setSideColumn(tr("CV"), side);
+        const std::shared_ptr<const PlanResult> keep = plan_;
+        h->setToolTipProvider([keep, G, L, P](int l, int p) {
+            const std::size_t base = static_cast<std::size_t>(l) * P;
+            std::uint64_t sum = 0;
+            for (int q = 0; q < P; ++q) sum += (*G)[base + q];
+            const double mean = static_cast<double>(sum) / P;
+            const std::uint64_t g = (*G)[base + p];
+            return tr("<b>Layer %1</b> (MoE layer %2 of %3), <b>EP rank %4</b><br>G = %5 tokens<br>"
+                      "= %6 x layer mean (%7 tokens)")
+                .arg(layerLabel(*keep, l))
+                .arg(l + 1)
+                .arg(L)
+                .arg(p)
+                .arg(g)
+                .arg(sum > 0 ? QString::number(static_cast<double>(g) / mean, 'f', 4) : QStringLiteral("n/a"))
+                .arg(mean, 0, 'f', 1);
+        });
+    };
+    fill(identity_, std::move(normId), cvIdentity_, &plan_->rank_loads_identity,
+         tr("Identity placement (CV_global %1)").arg(plan_->cv_identity, 0, 'f', 4));
+    fill(lpt_, std::move(normLpt), cvLpt_, &plan_->rank_loads_lpt,
+         tr("Planned LPT placement (CV_global %1)").arg(plan_->cv_lpt, 0, 'f', 4));
+    summary_->setText(tr("EP-rank load G[l][p] of the window (eq. 10) divided by the layer mean; %1 MoE layers x %2 EP "
+                         "ranks, %3 experts. CV = std/mean of the layer's rank loads (eq. 22 averages it over layers).")
+                          .arg(L)
+                          .arg(P)
+                          .arg(plan_->model.experts));
+}
+
+// =============================================================================================
+// RowHeatmapPanel
+
+RowHeatmapPanel::RowHeatmapPanel(QWidget* parent) : QWidget(parent) {
+    methodBox_ = methodCombo(this);
+    shardBox_ = new QComboBox(this);
+    shardBox_->setToolTip(tr("EDP shard shown"));
+    note_ = headingLabel(this);
+    map_ = new HeatmapWidget(this);
+    map_->setColourMap(HeatmapWidget::ColourMap::Sequential);
+    map_->setAxisTitles(tr("execution row"), tr("MoE layer"));
+    map_->setLegendTitle(tr("tokens"));
+    map_->setPrecision(4);
+    map_->setEmptyText(tr("No plan"));
+    auto* bar = new QHBoxLayout;
+    bar->addWidget(new QLabel(tr("Method:"), this));
+    bar->addWidget(methodBox_);
+    bar->addSpacing(12);
+    bar->addWidget(new QLabel(tr("EDP shard:"), this));
+    bar->addWidget(shardBox_);
+    bar->addStretch(1);
+    auto* v = new QVBoxLayout(this);
+    v->addLayout(bar);
+    v->addWidget(note_);
+    v->addWidget(map_, 1);
+    connect(methodBox_, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
+    connect(shardBox_, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
+}
+
+void RowHeatmapPanel::setPlan(const std::shared_ptr<const PlanResult>& plan, std::shared_ptr<const PlanCosts> costs) {
+    plan_ = plan;
+    costs_ = std::move(costs);
+    {
+        const QSignalBlocker block(shardBox_);
+        shardBox_->clear();
+        if (plan_)
+            for (int g = 0; g < plan_->topology.shards(); ++g) {
+                QStringList slots;
+                for (int d : plan_->topology.edp_shards[static_cast<std::size_t>(g)]) slots.append(QString::number(d));
+                shardBox_->addItem(tr("g%1 (DP %2)").arg(g).arg(slots.join(QLatin1Char(','))), g);
+            }
+    }
+    refresh();
+}
+
+void RowHeatmapPanel::setShard(int g) { shardBox_->setCurrentIndex(g); }
+void RowHeatmapPanel::setMethod(int method) { methodBox_->setCurrentIndex(method); }
+int RowHeatmapPanel::shard() const { return shardBox_->currentIndex(); }
+int RowHeatmapPanel::method() const { return methodBox_->currentIndex(); }
+
+void RowHeatmapPanel::refresh() {
+    if (!plan_) {
+        map_->setEmptyText(tr("No plan"));
+        map_->clear();
+        note_->clear();
+        return;
+    }
+    if (!costs_) {
+        map_->setEmptyText(tr("Row peaks need the window's routing counts (not loaded for this plan, or the window is "
+                              "too large to score on the GUI thread)."));
+        map_->clear();
+        note_->clear();
+        return;
+    }
+    const int m = std::clamp(method(), 0, kMethodCount - 1);
+    const CostBreakdown& cb = costs_->method[static_cast<std::size_t>(m)];
+    const int g = std::clamp(shard(), 0, std::max(cb.shards - 1, 0));
+    const int R = cb.rows, G = cb.shards, L = plan_->model.num_moe_layers();
+    if (R < 1 || G < 1 || cb.peak.size() != static_cast<std::size_t>(R) * G * L) {
+        map_->clear();
+        return;
+    }
+    // One colour scale for every shard of the method: min .. max of its peaks.
+    std::int64_t top = 1, bottom = std::numeric_limits<std::int64_t>::max();
+    for (std::int64_t v : cb.peak) top = std::max(top, v), bottom = std::min(bottom, v);
+    if (bottom >= top) bottom = 0;
+    std::vector<double> values(static_cast<std::size_t>(R) * L);
+    for (int r = 0; r < R; ++r)
+        for (int l = 0; l < L; ++l)
+            values[static_cast<std::size_t>(r) * L + l] =
+                static_cast<double>(cb.peak[(static_cast<std::size_t>(r) * G + g) * L + l]);
+    QStringList rows, side;
+    for (int r = 0; r < R; ++r) {
+        rows.append(QString::number(r));
+        side.append(QString::number(cb.E[static_cast<std::size_t>(r) * G + g], 'f', 3));
+    }
+    map_->setTitle(tr("%1: per-layer peak rank load max_p W[r][g%2][l][p]").arg(QString::fromLatin1(method_label(m))).arg(g));
+    map_->setRange(static_cast<double>(bottom), static_cast<double>(top));
+    map_->setData(R, L, std::move(values), rows, layerLabels(*plan_));
+    map_->setSideColumn(tr("E[r][g]"), side);
+    const std::shared_ptr<const PlanResult> keep = plan_;
+    const std::shared_ptr<const PlanCosts> costs = costs_;
+    const qint64 C = plan_->topology.token_cap;
+    map_->setToolTipProvider([keep, costs, m, g, G, L, C](int r, int l) {
+        const CostBreakdown& c = costs->method[static_cast<std::size_t>(m)];
+        const std::int64_t w = c.peak[(static_cast<std::size_t>(r) * G + g) * L + l];
+        return tr("<b>Row %1, shard g%2, layer %3</b><br>max_p W = %4 tokens (%5 of C)<br>E[r][g] = %6")
+            .arg(r)
+            .arg(g)
+            .arg(layerLabel(*keep, l))
+            .arg(w)
+            .arg(static_cast<double>(w) / static_cast<double>(C), 0, 'f', 4)
+            .arg(c.E[static_cast<std::size_t>(r) * G + g], 0, 'f', 4);
+    });
+    note_->setText(tr("Colour scale %1 .. %2 tokens, the same for every shard of this method. E[r][g] = sum_l max_p W / C "
+                      "(eq. 14).")
+                       .arg(bottom)
+                       .arg(top));
+}
+
+// =============================================================================================
+// CostsPanel
+
+CostsPanel::CostsPanel(QWidget* parent) : QWidget(parent) {
+    methodBox_ = methodCombo(this);
+    heading_ = headingLabel(this);
+    rowView_ = makeChartView(this);
+    shardView_ = makeChartView(this);
+    auto* split = new QSplitter(Qt::Horizontal, this);
+    split->addWidget(rowView_);
+    split->addWidget(shardView_);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 1);
+    auto* bar = new QHBoxLayout;
+    bar->addWidget(new QLabel(tr("Method:"), this));
+    bar->addWidget(methodBox_);
+    bar->addStretch(1);
+    auto* v = new QVBoxLayout(this);
+    v->addLayout(bar);
+    v->addWidget(heading_);
+    v->addWidget(split, 1);
+    connect(methodBox_, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
+}
+
+void CostsPanel::setPlan(const std::shared_ptr<const PlanResult>& plan, std::shared_ptr<const PlanCosts> costs) {
+    plan_ = plan;
+    costs_ = std::move(costs);
+    refresh();
+}
+
+void CostsPanel::setMethod(int method) { methodBox_->setCurrentIndex(method); }
+int CostsPanel::method() const { return methodBox_->currentIndex(); }
+
+void CostsPanel::changeEvent(QEvent* e) {
+    if (e->type() == QEvent::PaletteChange) {
+        styleChart(rowView_->chart(), palette());
+        styleChart(shardView_->chart(), palette());
+        if (attention_) attention_->setLabelColor(palette().color(QPalette::Text));
+        if (total_) total_->setLabelColor(palette().color(QPalette::Text));
+    }
+    QWidget::changeEvent(e);
+}
+
+void CostsPanel::refresh() {
+    QChart* rc = rowView_->chart();
+    QChart* sc = shardView_->chart();
+    rc->removeAllSeries();
+    sc->removeAllSeries();
+    for (QAbstractAxis* a : rc->axes()) rc->removeAxis(a), delete a;
+    for (QAbstractAxis* a : sc->axes()) sc->removeAxis(a), delete a;
+    attention_ = expert_ = total_ = nullptr;
+    categories_.clear();
+    straggler_ = -1;
+    rc->setTitle(QString());
+    sc->setTitle(QString());
+    if (!plan_) {
+        heading_->clear();
+        return;
+    }
+    if (!costs_) {
+        heading_->setText(tr("Row-shard costs need the window's routing counts (not loaded for this plan, or the window "
+                             "is too large to score on the GUI thread). Method metrics are in the compare view."));
+        return;
+    }
+    const int m = std::clamp(method(), 0, kMethodCount - 1);
+    const CostBreakdown& cb = costs_->method[static_cast<std::size_t>(m)];
+    const int R = cb.rows, G = cb.shards;
+    straggler_ = costs_->straggler[static_cast<std::size_t>(m)];
+    const QColor text = palette().color(QPalette::Text);
+
+    // Stacked A + E per (r, g): categories rows outer, shards inner.
+    attention_ = new QBarSet(tr("attention A[r][g]"));
+    expert_ = new QBarSet(tr("expert E[r][g]"));
+    attention_->setColor(kAttentionColour);
+    expert_->setColor(kExpertColour);
+    attention_->setBorderColor(kAttentionColour);
+    expert_->setBorderColor(kExpertColour);
+    attention_->setSelectedColor(kStragglerAttention);
+    expert_->setSelectedColor(kStragglerExpert);
+    QList<int> stragglerBars;
+    for (int r = 0; r < R; ++r)
+        for (int g = 0; g < G; ++g) {
+            const std::size_t k = static_cast<std::size_t>(r) * G + g;
+            attention_->append(cb.A[k]);
+            expert_->append(cb.E[k]);
+            categories_.append(G > 1 ? QStringLiteral("r%1 g%2").arg(r).arg(g) : QStringLiteral("r%1").arg(r));
+            if (g == straggler_) stragglerBars.append(static_cast<int>(k));
+        }
+    if (G > 1) {
+        attention_->selectBars(stragglerBars);
+        expert_->selectBars(stragglerBars);
+    }
+    auto* stacked = new QStackedBarSeries;
+    stacked->append(attention_);
+    stacked->append(expert_);
+    stacked->setBarWidth(0.8);
+    rc->addSeries(stacked);
+    auto* cx = new QBarCategoryAxis;
+    cx->append(categories_);
+    if (categories_.size() > 16) cx->setLabelsAngle(-90);
+    if (categories_.size() > 64) {
+        cx->setLabelsVisible(false);
+        cx->setTitleText(tr("%1 row-shards (r, g), rows outer").arg(categories_.size()));
+    } else {
+        cx->setTitleText(G > 1 ? tr("row r, EDP shard g") : tr("row r"));
+    }
+    auto* cy = new QValueAxis;
+    cy->setTitleText(tr("cost J = A + E"));
+    cy->setLabelFormat(QStringLiteral("%.3g"));
+    rc->addAxis(cx, Qt::AlignBottom);
+    rc->addAxis(cy, Qt::AlignLeft);
+    stacked->attachAxis(cx);
+    stacked->attachAxis(cy);
+    double maxJ = 0;
+    for (double j : cb.J) maxJ = std::max(maxJ, j);
+    cy->setRange(0, maxJ > 0 ? maxJ * 1.05 : 1);
+    cy->applyNiceNumbers();
+    rc->setTitle(G > 1 ? tr("%1: row-shard costs; straggler shard g%2 in purple (A) and red (E)")
+                             .arg(QString::fromLatin1(method_label(m)))
+                             .arg(straggler_)
+                       : tr("%1: row costs").arg(QString::fromLatin1(method_label(m))));
+
+    // U[g] per shard, straggler selected.
+    total_ = new QBarSet(tr("U[g] = sum_r J[r][g]"));
+    total_->setColor(kTotalColour);
+    total_->setBorderColor(kTotalColour);
+    total_->setSelectedColor(kStragglerExpert);
+    total_->setLabelColor(text);
+    QStringList shards;
+    double maxU = 0;
+    for (int g = 0; g < G; ++g) {
+        total_->append(cb.U[static_cast<std::size_t>(g)]);
+        shards.append(QStringLiteral("g%1").arg(g));
+        maxU = std::max(maxU, cb.U[static_cast<std::size_t>(g)]);
+    }
+    total_->selectBar(straggler_);
+    auto* bars = new QBarSeries;
+    bars->append(total_);
+    bars->setLabelsVisible(true);
+    bars->setLabelsPosition(QAbstractBarSeries::LabelsInsideEnd);
+    bars->setLabelsFormat(QStringLiteral("@value"));
+    bars->setLabelsPrecision(5);
+    bars->setLabelsAngle(G > 2 ? -90 : 0);  // horizontal labels of 3+ shards overlap in the narrow chart
+    sc->addSeries(bars);
+    auto* sx = new QBarCategoryAxis;
+    sx->append(shards);
+    sx->setTitleText(tr("EDP shard"));
+    auto* sy = new QValueAxis;
+    sy->setLabelFormat(QStringLiteral("%.3g"));
+    sy->setRange(0, maxU > 0 ? maxU * 1.1 : 1);
+    sy->applyNiceNumbers();
+    sc->addAxis(sx, Qt::AlignBottom);
+    sc->addAxis(sy, Qt::AlignLeft);
+    bars->attachAxis(sx);
+    bars->attachAxis(sy);
+    sc->setTitle(tr("Shard totals U[g]"));
+    sc->legend()->setVisible(false);
+    styleChart(rc, palette());
+    styleChart(sc, palette());
+
+    const LayoutMetrics& metrics = method_of(*plan_, m).metrics;
+    heading_->setText(tr("<b>Straggler: shard g%1</b>, U = %2 (= joint, max_g U, eq. 15); sum U = %3; max J = %4. "
+                         "%5 rows x %6 EDP shards.")
+                          .arg(straggler_)
+                          .arg(cb.U[static_cast<std::size_t>(straggler_)], 0, 'f', 4)
+                          .arg(metrics.score.sum_u, 0, 'f', 4)
+                          .arg(metrics.score.max_j, 0, 'f', 4)
+                          .arg(R)
+                          .arg(G));
+}
+
+// =============================================================================================
+// GridPanel
+
+namespace {
+
+/// Paints a grid cell: a fill bar proportional to tokens / C (red when over C), then the model's
+/// two text lines in the palette's text colour.
+class FillDelegate : public QStyledItemDelegate {
+public:
+    using QStyledItemDelegate::QStyledItemDelegate;
+    void paint(QPainter* p, const QStyleOptionViewItem& option, const QModelIndex& index) const override {
+        const QPalette& pal = option.palette;
+        const bool selected = option.state & QStyle::State_Selected;
+        p->save();
+        p->setRenderHint(QPainter::Antialiasing, false);
+        p->fillRect(option.rect, pal.brush(selected ? QPalette::Highlight : QPalette::Base));
+        const double fill = index.data(FillRole).toDouble();
+        QColor bar = fill > 1.0 ? QColor(0xd6, 0x27, 0x28) : QColor(0x2a, 0x9d, 0x8f);
+        bar.setAlpha(150);
+        // A gauge band (two text lines high, centred) filled to tokens / C, with its outline = C.
+        const QRect cell = option.rect.adjusted(3, 3, -3, -3);
+        const int bandH = std::min(cell.height(), 2 * option.fontMetrics.height() + 10);
+        const QRect band(cell.left(), cell.center().y() - bandH / 2, cell.width(), bandH);
+        const int w = static_cast<int>(std::lround(band.width() * std::clamp(fill, 0.0, 1.0)));
+        p->fillRect(QRect(band.left(), band.top(), w, band.height()), bar);
+        p->setPen(pal.color(QPalette::Mid));
+        p->drawRect(band.adjusted(0, 0, -1, -1));
+        p->setPen(pal.color(selected ? QPalette::HighlightedText : QPalette::Text));
+        p->drawText(band, Qt::AlignCenter, index.data(Qt::DisplayRole).toString());
+        p->restore();
+    }
+    QSize sizeHint(const QStyleOptionViewItem& option, const QModelIndex& index) const override {
+        const QFontMetrics fm(option.font);
+        const QSize text = fm.size(0, index.data(Qt::DisplayRole).toString());
+        return {text.width() + 16, text.height() + 10};
+    }
+};
+
+}  // namespace
+
+GridPanel::GridPanel(QWidget* parent) : QWidget(parent) {
+    methodBox_ = methodCombo(this);
+    summary_ = headingLabel(this);
+    model_ = new ExecutionGridModel(this);
+    view_ = new QTableView(this);
+    view_->setModel(model_);
+    view_->setItemDelegate(new FillDelegate(view_));
+    view_->setSelectionMode(QAbstractItemView::SingleSelection);
+    view_->setSelectionBehavior(QAbstractItemView::SelectItems);
+    view_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    view_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    view_->horizontalHeader()->setMinimumSectionSize(90);
+    // Rows share the height (at least two text lines each; the view scrolls beyond that).
+    view_->verticalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    view_->verticalHeader()->setMinimumSectionSize(2 * view_->fontMetrics().height() + 12);
+    auto* bar = new QHBoxLayout;
+    bar->addWidget(new QLabel(tr("Method:"), this));
+    bar->addWidget(methodBox_);
+    bar->addStretch(1);
+    auto* v = new QVBoxLayout(this);
+    v->addLayout(bar);
+    v->addWidget(summary_);
+    v->addWidget(view_, 1);
+    connect(methodBox_, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
+    connect(view_, &QTableView::clicked, this, [this](const QModelIndex& index) {
+        if (!index.isValid()) return;
+        Q_EMIT cellActivated(index.row(), index.column(), index.data(SampleIndicesRole).value<QList<int>>());
+    });
+}
+
+void GridPanel::setPlan(const std::shared_ptr<const PlanResult>& plan) {
+    plan_ = plan;
+    refresh();
+}
+
+void GridPanel::setMethod(int method) { methodBox_->setCurrentIndex(method); }
+int GridPanel::method() const { return methodBox_->currentIndex(); }
+
+void GridPanel::refresh() {
+    const int m = std::clamp(method(), 0, kMethodCount - 1);
+    model_->setPlan(plan_, m);
+    if (!plan_) {
+        summary_->clear();
+        return;
+    }
+    const Layout& x = method_of(*plan_, m).layout;
+    const auto tokens = cell_tokens(x, plan_->samples);
+    std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = 0, sum = 0;
+    for (std::int64_t t : tokens) lo = std::min(lo, t), hi = std::max(hi, t), sum += t;
+    if (tokens.empty()) lo = 0;
+    const double C = static_cast<double>(plan_->topology.token_cap);
+    const double mean = tokens.empty() ? 0.0 : static_cast<double>(sum) / static_cast<double>(tokens.size());
+    summary_->setText(tr("%1: R = %2 rows x D = %3 DP slots, cap C = %4 tokens (%5). Fill min / mean / max = "
+                         "%6 / %7 / %8 %. Click a cell to list its samples.")
+                          .arg(QString::fromLatin1(method_label(m)))
+                          .arg(x.rows)
+                          .arg(x.dp_slots)
+                          .arg(plan_->topology.token_cap)
+                          .arg(plan_->rows.certified ? tr("R* certified") : tr("R* best known"))
+                          .arg(100.0 * static_cast<double>(lo) / C, 0, 'f', 1)
+                          .arg(100.0 * mean / C, 0, 'f', 1)
+                          .arg(100.0 * static_cast<double>(hi) / C, 0, 'f', 1));
+}
+
+// =============================================================================================
+// ConvergencePanel
+
+ConvergencePanel::ConvergencePanel(QWidget* parent) : QWidget(parent) {
+    summary_ = headingLabel(this);
+    view_ = makeChartView(this);
+    QChart* c = view_->chart();
+    best_ = new QLineSeries;
+    best_->setName(tr("best joint max_g U"));
+    energy_ = new QLineSeries;
+    energy_->setName(tr("mean energy of chains"));
+    acceptance_ = new QLineSeries;
+    acceptance_->setName(tr("acceptance rate (right axis)"));
+    best_->setPen(QPen(kBestColour, 2));
+    energy_->setPen(QPen(kEnergyColour, 2, Qt::DashLine));
+    acceptance_->setPen(QPen(kRateColour, 2, Qt::DotLine));
+    for (QLineSeries* s : {best_, energy_, acceptance_}) {
+        s->setPointsVisible(true);
+        c->addSeries(s);
+    }
+    best_->setColor(kBestColour);
+    energy_->setColor(kEnergyColour);
+    acceptance_->setColor(kRateColour);
+    x_ = new QValueAxis;
+    x_->setTitleText(tr("temperature level"));
+    x_->setLabelFormat(QStringLiteral("%d"));
+    y_ = new QValueAxis;
+    y_->setTitleText(tr("cost"));
+    y_->setLabelFormat(QStringLiteral("%.5g"));
+    yRate_ = new QValueAxis;
+    yRate_->setTitleText(tr("acceptance"));
+    yRate_->setRange(0, 1);
+    yRate_->setLabelFormat(QStringLiteral("%.2f"));
+    yRate_->setGridLineVisible(false);  // the cost axis owns the grid
+    c->addAxis(x_, Qt::AlignBottom);
+    c->addAxis(y_, Qt::AlignLeft);
+    c->addAxis(yRate_, Qt::AlignRight);
+    for (QLineSeries* s : {best_, energy_}) {
+        s->attachAxis(x_);
+        s->attachAxis(y_);
+    }
+    acceptance_->attachAxis(x_);
+    acceptance_->attachAxis(yRate_);
+    c->setTitle(tr("Population annealing convergence"));
+    auto* v = new QVBoxLayout(this);
+    v->addWidget(summary_);
+    v->addWidget(view_, 1);
+    styleChart(c, palette());
+    rescale();
+}
+
+void ConvergencePanel::changeEvent(QEvent* e) {
+    if (e->type() == QEvent::PaletteChange) styleChart(view_->chart(), palette());
+    QWidget::changeEvent(e);
+}
+
+void ConvergencePanel::clear() {
+    best_->clear();
+    energy_->clear();
+    acceptance_->clear();
+    rescale();
+}
+
+void ConvergencePanel::addLevel(const LevelStats& s) {
+    best_->append(s.level, s.best.max_u);
+    energy_->append(s.level, s.mean_energy);
+    acceptance_->append(s.level, s.acceptance);
+    rescale();
+}
+
+void ConvergencePanel::setLevels(const std::vector<LevelStats>& levels) {
+    QList<QPointF> b, e, a;
+    for (const LevelStats& s : levels) {
+        b.append(QPointF(s.level, s.best.max_u));
+        e.append(QPointF(s.level, s.mean_energy));
+        a.append(QPointF(s.level, s.acceptance));
+    }
+    best_->replace(b);
+    energy_->replace(e);
+    acceptance_->replace(a);
+    rescale();
+}
+
+void ConvergencePanel::rescale() {
+    const int n = static_cast<int>(best_->count());
+    if (n == 0) {
+        x_->setRange(0, 1);
+        y_->setRange(0, 1);
+        summary_->setText(tr("No annealing levels yet."));
+        return;
+    }
+    double xmin = std::numeric_limits<double>::infinity(), xmax = -xmin, ymin = xmin, ymax = -xmin, rmax = 0;
+    for (int i = 0; i < n; ++i) {
+        const QPointF b = best_->at(i), e = energy_->at(i);
+        xmin = std::min(xmin, b.x()), xmax = std::max(xmax, b.x());
+        ymin = std::min({ymin, b.y(), e.y()});
+        ymax = std::max({ymax, b.y(), e.y()});
+        rmax = std::max(rmax, acceptance_->at(i).y());
+    }
+    if (xmax <= xmin) xmax = xmin + 1;
+    x_->setRange(xmin, xmax);
+    x_->setTickCount(std::min(n, 11) >= 2 ? std::min(n, 11) : 2);
+    const double pad = std::max((ymax - ymin) * 0.08, std::abs(ymax) * 1e-4 + 1e-12);
+    y_->setRange(ymin - pad, ymax + pad);
+    y_->applyNiceNumbers();
+    yRate_->setRange(0, rmax > 0 ? std::min(1.0, rmax * 1.15) : 1.0);
+    const QPointF last = best_->at(n - 1), first = best_->at(0);
+    summary_->setText(tr("%n level(s); best joint %1 -> %2 (%3%), last acceptance %4.", nullptr, n)
+                          .arg(first.y(), 0, 'f', 4)
+                          .arg(last.y(), 0, 'f', 4)
+                          .arg(first.y() != 0 ? 100.0 * (last.y() - first.y()) / first.y() : 0.0, 0, 'f', 2)
+                          .arg(acceptance_->at(n - 1).y(), 0, 'f', 3));
+}
+
+}  // namespace routepack::views

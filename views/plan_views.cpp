@@ -1,0 +1,337 @@
+#include "views/plan_views.h"
+
+#include "views/heatmap_widget.h"
+#include "views/plan_data.h"
+#include "views/plan_models.h"
+#include "views/plan_panels.h"
+
+#include <QBarCategoryAxis>
+#include <QBarSeries>
+#include <QBarSet>
+#include <QChart>
+#include <QChartView>
+#include <QFileInfo>
+#include <QHeaderView>
+#include <QLegend>
+#include <QPainter>
+#include <QPixmap>
+#include <QSaveFile>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QSvgGenerator>
+#include <QTableView>
+#include <QVBoxLayout>
+#include <QValueAxis>
+
+#include <cmath>
+
+namespace routepack::views {
+
+namespace {
+
+void setError(QString* error, const QString& text) {
+    if (error) *error = text;
+}
+
+/// One CSV field (RFC 4180): quoted when it holds a comma, quote, CR or LF; quotes doubled.
+QString csvField(const QString& s) {
+    if (!s.contains(QLatin1Char(',')) && !s.contains(QLatin1Char('"')) && !s.contains(QLatin1Char('\n')) &&
+        !s.contains(QLatin1Char('\r')))
+        return s;
+    QString out = s;
+    out.replace(QLatin1Char('"'), QStringLiteral("\"\""));
+    return QLatin1Char('"') + out + QLatin1Char('"');
+}
+
+/// Raw value as CSV text: doubles in the shortest form that reads back to the same double.
+QString csvValue(const QVariant& v) {
+    if (!v.isValid()) return {};
+    switch (v.typeId()) {
+    case QMetaType::Double:
+    case QMetaType::Float: {
+        const double d = v.toDouble();
+        if (std::isnan(d)) return {};
+        return QString::number(d, 'g', QLocale::FloatingPointShortest);
+    }
+    case QMetaType::Bool: return v.toBool() ? QStringLiteral("true") : QStringLiteral("false");
+    default: return v.toString();
+    }
+}
+
+const char* const kViewIds[] = {"ep-heatmap", "row-heatmap", "costs", "grid", "convergence"};
+
+}  // namespace
+
+// =============================================================================================
+// Export helpers
+
+bool exportModelCsv(const QAbstractItemModel& model, const QString& file, QString* error) {
+    QSaveFile out(file);
+    if (!out.open(QIODevice::WriteOnly)) {
+        setError(error, QObject::tr("Cannot write %1: %2").arg(file, out.errorString()));
+        return false;
+    }
+    const int rows = model.rowCount(), cols = model.columnCount();
+    QString text;
+    QStringList fields;
+    for (int c = 0; c < cols; ++c) fields.append(csvField(model.headerData(c, Qt::Horizontal, Qt::DisplayRole).toString()));
+    text += fields.join(QLatin1Char(',')) + QStringLiteral("\r\n");
+    for (int r = 0; r < rows; ++r) {
+        fields.clear();
+        for (int c = 0; c < cols; ++c) {
+            const QModelIndex idx = model.index(r, c);
+            // Raw role first; models without it export their edit value (QStandardItemModel: the
+            // text). An invalid raw value of our models means "no value" and stays empty.
+            QVariant v = model.data(idx, RawValueRole);
+            if (!v.isValid()) v = model.data(idx, Qt::EditRole);
+            fields.append(csvField(csvValue(v)));
+        }
+        text += fields.join(QLatin1Char(',')) + QStringLiteral("\r\n");
+    }
+    const QByteArray bytes = text.toUtf8();
+    if (out.write(bytes) != bytes.size() || !out.commit()) {
+        setError(error, QObject::tr("Cannot write %1: %2").arg(file, out.errorString()));
+        return false;
+    }
+    return true;
+}
+
+bool exportWidgetImage(QWidget* widget, const QString& file, QString* error) {
+    if (!widget) {
+        setError(error, QObject::tr("Nothing to export"));
+        return false;
+    }
+    const QString suffix = QFileInfo(file).suffix().toLower();
+    QSaveFile out(file);
+    if (suffix != QStringLiteral("png") && suffix != QStringLiteral("svg")) {
+        setError(error, QObject::tr("Cannot export %1: use a .png or .svg file name").arg(file));
+        return false;
+    }
+    if (!out.open(QIODevice::WriteOnly)) {
+        setError(error, QObject::tr("Cannot write %1: %2").arg(file, out.errorString()));
+        return false;
+    }
+    if (suffix == QStringLiteral("png")) {
+        const QPixmap pm = widget->grab();
+        if (pm.isNull() || !pm.save(&out, "PNG")) {
+            out.cancelWriting();
+            setError(error, QObject::tr("Cannot render %1").arg(file));
+            return false;
+        }
+    } else {
+        QSvgGenerator svg;
+        svg.setOutputDevice(&out);
+        svg.setSize(widget->size());
+        svg.setViewBox(QRect(QPoint(0, 0), widget->size()));
+        svg.setTitle(widget->windowTitle().isEmpty() ? QFileInfo(file).completeBaseName() : widget->windowTitle());
+        svg.setDescription(QStringLiteral("RoutePack Studio"));
+        QPainter p;
+        if (!p.begin(&svg)) {
+            out.cancelWriting();
+            setError(error, QObject::tr("Cannot render %1").arg(file));
+            return false;
+        }
+        widget->render(&p);
+        p.end();
+    }
+    if (!out.commit()) {
+        setError(error, QObject::tr("Cannot write %1: %2").arg(file, out.errorString()));
+        return false;
+    }
+    return true;
+}
+
+// =============================================================================================
+// PlanView
+
+PlanView::PlanView(QWidget* parent) : QTabWidget(parent) {
+    ep_ = new EpHeatmapPanel(this);
+    rowHeat_ = new RowHeatmapPanel(this);
+    costs_ = new CostsPanel(this);
+    grid_ = new GridPanel(this);
+    conv_ = new ConvergencePanel(this);
+    const QString titles[] = {tr("EP-rank loads"), tr("Row peaks"), tr("Costs"), tr("Execution grid"), tr("Convergence")};
+    QWidget* pages[] = {ep_, rowHeat_, costs_, grid_, conv_};
+    for (int i = 0; i < 5; ++i) {
+        pages[i]->setObjectName(QString::fromLatin1(kViewIds[i]));
+        addTab(pages[i], titles[i]);
+    }
+    connect(grid_, &GridPanel::cellActivated, this, &PlanView::cellActivated);
+}
+
+PlanView::~PlanView() = default;
+
+void PlanView::setPlan(std::shared_ptr<const PlanResult> plan) { setPlan(std::move(plan), nullptr); }
+
+void PlanView::setPlan(std::shared_ptr<const PlanResult> plan, std::shared_ptr<const Trace> window) {
+    plan_ = std::move(plan);
+    window_ = (plan_ && window && window_matches(*plan_, *window)) ? std::move(window) : nullptr;
+    refill();
+}
+
+std::shared_ptr<const PlanResult> PlanView::plan() const { return plan_; }
+std::shared_ptr<const Trace> PlanView::window() const { return window_; }
+
+void PlanView::refill() {
+    std::shared_ptr<const PlanCosts> costs;
+    if (plan_ && window_) costs = plan_costs(*plan_, *window_);
+    ep_->setPlan(plan_);
+    rowHeat_->setPlan(plan_, costs);
+    costs_->setPlan(plan_, costs);
+    grid_->setPlan(plan_);
+    if (plan_)
+        conv_->setLevels(plan_->convergence);
+    else
+        conv_->clear();
+}
+
+void PlanView::clearConvergence() { conv_->clear(); }
+void PlanView::addConvergenceLevel(const LevelStats& level) { conv_->addLevel(level); }
+
+QStringList PlanView::viewNames() const {
+    QStringList out;
+    for (const char* id : kViewIds) out.append(QString::fromLatin1(id));
+    return out;
+}
+
+QWidget* PlanView::viewWidget(const QString& name) const {
+    for (QWidget* w : std::initializer_list<QWidget*>{ep_, rowHeat_, costs_, grid_, conv_})
+        if (w->objectName() == name) return w;
+    return nullptr;
+}
+
+bool PlanView::exportView(const QString& name, const QString& file, QString* error) const {
+    QWidget* w = viewWidget(name);
+    if (!w) {
+        setError(error, tr("Unknown view '%1'").arg(name));
+        return false;
+    }
+    // A hidden tab has never been laid out: give it the size of the visible one first.
+    if (!w->isVisible() && currentWidget() && w != currentWidget()) w->resize(currentWidget()->size());
+    return exportWidgetImage(w, file, error);
+}
+
+// =============================================================================================
+// CompareView
+
+struct CompareView::Private {
+    CompareTableModel* model = nullptr;
+    QSortFilterProxyModel* proxy = nullptr;
+    QTableView* table = nullptr;
+    QChartView* chart = nullptr;
+};
+
+namespace {
+
+/// Bar colours of successive runs (mid-tone, readable on light and dark).
+QColor runColour(int k) {
+    static const QColor colours[] = {QColor(0x4c, 0x78, 0xa8), QColor(0xf5, 0x85, 0x18), QColor(0x54, 0xa2, 0x4b),
+                                     QColor(0xe4, 0x57, 0x56), QColor(0x72, 0xb7, 0xb2), QColor(0xb2, 0x79, 0xa2),
+                                     QColor(0xee, 0xca, 0x3b), QColor(0x9d, 0x75, 0x5d)};
+    return colours[k % 8];
+}
+
+}  // namespace
+
+CompareView::CompareView(QWidget* parent) : QWidget(parent), d_(std::make_unique<Private>()) {
+    d_->model = new CompareTableModel(this);
+    d_->proxy = new QSortFilterProxyModel(this);
+    d_->proxy->setSourceModel(d_->model);
+    d_->proxy->setSortRole(RawValueRole);
+    d_->table = new QTableView(this);
+    d_->table->setModel(d_->proxy);
+    d_->table->setSortingEnabled(true);
+    d_->table->sortByColumn(-1, Qt::AscendingOrder);
+    d_->table->setSelectionBehavior(QAbstractItemView::SelectRows);
+    d_->table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    d_->table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    d_->table->verticalHeader()->setVisible(false);
+    d_->table->horizontalHeader()->setStretchLastSection(true);
+    d_->table->setAlternatingRowColors(true);
+    auto* chart = new QChart;
+    chart->setBackgroundRoundness(0);
+    chart->setMargins(QMargins(4, 4, 4, 4));
+    chart->legend()->setAlignment(Qt::AlignBottom);
+    d_->chart = new QChartView(chart, this);
+    d_->chart->setRenderHint(QPainter::Antialiasing, true);
+    d_->chart->setMinimumHeight(220);
+    auto* split = new QSplitter(Qt::Vertical, this);
+    split->addWidget(d_->table);
+    split->addWidget(d_->chart);
+    split->setStretchFactor(0, 2);
+    split->setStretchFactor(1, 3);
+    split->setSizes({400, 600});  // proportions kept on resize: the chart gets 60 %
+    auto* v = new QVBoxLayout(this);
+    v->setContentsMargins(0, 0, 0, 0);
+    v->addWidget(split);
+}
+
+CompareView::~CompareView() = default;
+
+void CompareView::setRuns(const QList<std::shared_ptr<const PlanResult>>& runs, const QStringList& runNames) {
+    d_->model->setRuns(runs, runNames);
+    QChart* c = d_->chart->chart();
+    c->removeAllSeries();
+    for (QAbstractAxis* a : c->axes()) {
+        c->removeAxis(a);
+        delete a;
+    }
+    const int n = d_->model->runCount();
+    if (n == 0) {
+        c->setTitle(QString());
+        styleChart(c, palette());
+        return;
+    }
+    auto* series = new QBarSeries;
+    double top = 0;
+    for (int k = 0; k < n; ++k) {
+        auto* set = new QBarSet(d_->model->runName(k));
+        set->setColor(runColour(k));
+        set->setBorderColor(runColour(k));
+        for (int m = 0; m < kMethodCount; ++m) {
+            const double joint = method_of(d_->model->run(k), m).metrics.score.max_u;
+            set->append(joint);
+            top = std::max(top, joint);
+        }
+        series->append(set);
+    }
+    series->setLabelsVisible(true);
+    series->setLabelsPosition(QAbstractBarSeries::LabelsInsideEnd);
+    series->setLabelsFormat(QStringLiteral("@value"));
+    series->setLabelsPrecision(5);
+    series->setLabelsAngle(n * kMethodCount > 12 ? -90 : 0);
+    c->addSeries(series);
+    auto* x = new QBarCategoryAxis;
+    for (int m = 0; m < kMethodCount; ++m) x->append(QString::fromLatin1(method_label(m)));
+    auto* y = new QValueAxis;
+    y->setTitleText(tr("max_g U"));
+    y->setLabelFormat(QStringLiteral("%.4g"));
+    y->setRange(0, top > 0 ? top * 1.08 : 1);
+    y->applyNiceNumbers();
+    c->addAxis(x, Qt::AlignBottom);
+    c->addAxis(y, Qt::AlignLeft);
+    series->attachAxis(x);
+    series->attachAxis(y);
+    c->setTitle(tr("Joint cost per method (eq. 15), one bar per run"));
+    c->legend()->setVisible(true);
+    styleChart(c, palette());
+}
+
+void CompareView::changeEvent(QEvent* e) {
+    if (e->type() == QEvent::PaletteChange) styleChart(d_->chart->chart(), palette());
+    QWidget::changeEvent(e);
+}
+
+QAbstractItemModel* CompareView::model() const { return d_->model; }
+
+bool CompareView::exportTableCsv(const QString& file, QString* error) const {
+    return exportModelCsv(*d_->model, file, error);
+}
+
+bool CompareView::exportChart(const QString& file, QString* error) const {
+    return exportWidgetImage(d_->chart, file, error);
+}
+
+QWidget* CompareView::chartWidget() const { return d_->chart; }
+
+}  // namespace routepack::views

@@ -1,0 +1,156 @@
+#pragma once
+// Plan-inspection and run-comparison views of the studio (issue 4, "Inspect a plan", "Compare runs").
+// Every view paints precomputed values of one immutable routepack::PlanResult; nothing here runs the
+// planner. Only Qt and core value types cross this header (no TBB).
+#include "core/annealing.h"
+#include "core/planner.h"
+#include "core/trace.h"
+
+#include <QList>
+#include <QString>
+#include <QStringList>
+#include <QTabWidget>
+#include <QWidget>
+
+#include <memory>
+
+class QAbstractItemModel;
+
+namespace routepack::views {
+
+class HeatmapWidget;
+class ExecutionGridModel;
+class CompareTableModel;
+class CostsPanel;
+class ConvergencePanel;
+class EpHeatmapPanel;
+class RowHeatmapPanel;
+class GridPanel;
+
+/// Item-data roles of the plan and compare models (one place for all of them).
+enum ViewRole : int {
+    /// Raw (unformatted) value of a cell: numbers as double / qint64, text as QString. Every table
+    /// model of these views answers it; sort proxies and CSV export use it.
+    RawValueRole = Qt::UserRole,
+    FillRole,           ///< execution grid: cell tokens / C (double; > 1 is a cap violation)
+    SampleCountRole,    ///< execution grid: samples in the cell (int)
+    SampleIndicesRole,  ///< execution grid: QList<int> of the cell's sample indices (window order)
+};
+
+/// A tab widget with every plan-inspection view; all data from one immutable PlanResult.
+///
+/// Tabs, in order, with the stable ids of viewNames():
+/// - "ep-heatmap": per MoE layer (rows, absolute layer ids from model.moe_layers) x EP rank (columns)
+///   G[l][p] / mean_p G[l][p] (eq. 10), identity and LPT placement side by side, CV of each layer's
+///   G[l][.] (population std / mean, the per-layer term of eq. 22) beside each map.
+/// - "row-heatmap": rows x MoE layers, max_p W[r][g][l][p] (tokens, eq. 13) of a selectable method's
+///   layout (default routepack) for one EDP shard g at a time (shard combo box).
+/// - "costs": stacked bars A[r][g] (eq. 12) + E[r][g] (eq. 14) per (r, g), and U[g] with the
+///   straggler shard argmax_g U[g] highlighted, for a selectable method.
+/// - "grid": the R x D execution grid of a selectable method (default routepack): token fill of each
+///   cell against C, sample count; clicking a cell emits cellActivated().
+/// - "convergence": best score max_g U (Score::max_u) and mean energy per temperature level, and
+///   the acceptance rate on a second axis (LevelStats), updated live by addConvergenceLevel().
+///
+/// The costs and row-heatmap views need the per-sample routing counts, which PlanResult does not
+/// carry: pass the planned window (the PlanInput::window the plan came from) to the two-argument
+/// setPlan(). With the one-argument form those two views show a note instead of data.
+/// cost_breakdown() runs at setPlan time for the four methods, bounded: O(n*L*P + R*G*L*P) each;
+/// when n*L*E exceeds 2^26 counts it is skipped and the two views say so.
+class PlanView : public QTabWidget {
+    Q_OBJECT
+public:
+    explicit PlanView(QWidget* parent = nullptr);
+    ~PlanView() override;
+
+    /// Fills every view that needs only the plan; nullptr clears all views.
+    void setPlan(std::shared_ptr<const routepack::PlanResult> plan);
+    /// Fills every view; `window` must be the window the plan was computed on (same sample order,
+    /// counts [n][L][E]); a window that does not match (sample count, lengths, L, E) is ignored as
+    /// if null.
+    void setPlan(std::shared_ptr<const routepack::PlanResult> plan, std::shared_ptr<const routepack::Trace> window);
+    std::shared_ptr<const routepack::PlanResult> plan() const;
+    /// The window passed to setPlan (nullptr when none or when it did not match the plan).
+    std::shared_ptr<const routepack::Trace> window() const;
+
+    /// Empties the convergence chart (before a new run). setPlan() replaces it with plan->convergence.
+    void clearConvergence();
+    /// Appends one temperature level to the convergence chart (live, during a run; GUI thread).
+    void addConvergenceLevel(const routepack::LevelStats& level);
+
+    /// Stable ids: "ep-heatmap", "row-heatmap", "costs", "grid", "convergence" (tab order).
+    QStringList viewNames() const;
+    /// The tab page of a view id; nullptr for an unknown id.
+    QWidget* viewWidget(const QString& name) const;
+    /// Renders a view to `file`: ".png" (QWidget::grab at the screen's device pixel ratio) or ".svg"
+    /// (QSvgGenerator). False with `error` set on an unknown id, suffix or write failure.
+    bool exportView(const QString& name, const QString& file, QString* error = nullptr) const;
+
+    // Typed access to the panels (tests, export code, the studio's status bar).
+    EpHeatmapPanel* epHeatmapPanel() const { return ep_; }
+    RowHeatmapPanel* rowHeatmapPanel() const { return rowHeat_; }
+    CostsPanel* costsPanel() const { return costs_; }
+    GridPanel* gridPanel() const { return grid_; }
+    ConvergencePanel* convergencePanel() const { return conv_; }
+
+Q_SIGNALS:
+    /// A cell (row r, DP slot d) of the execution grid was clicked; `sampleIndices` are the cell's
+    /// samples as indices into plan->samples (window order), in the layout's cell order.
+    void cellActivated(int row, int slot, QList<int> sampleIndices);
+
+private:
+    void refill();
+
+    std::shared_ptr<const routepack::PlanResult> plan_;
+    std::shared_ptr<const routepack::Trace> window_;
+    EpHeatmapPanel* ep_ = nullptr;
+    RowHeatmapPanel* rowHeat_ = nullptr;
+    CostsPanel* costs_ = nullptr;
+    GridPanel* grid_ = nullptr;
+    ConvergencePanel* conv_ = nullptr;
+};
+
+/// Compare table (+ overlaid bar chart) of methods of one or more PlanResults.
+///
+/// One row per (run, method) in the order runs x (baseline, reorder, karmarkar_karp, routepack);
+/// columns are CompareTableModel::Column. The chart groups bars by method with one bar set per run
+/// (joint = max_g U[g] of each method).
+class CompareView : public QWidget {
+    Q_OBJECT
+public:
+    explicit CompareView(QWidget* parent = nullptr);
+    ~CompareView() override;
+
+    /// Replaces every run. `runNames[k]` names runs[k] (missing names become "run k+1"); null
+    /// entries are skipped.
+    void setRuns(const QList<std::shared_ptr<const routepack::PlanResult>>& runs, const QStringList& runNames);
+    /// The table model (a CompareTableModel); RawValueRole gives raw numbers for sorting.
+    QAbstractItemModel* model() const;
+    /// CSV of the table (exportModelCsv). False with `error` set on a write failure.
+    bool exportTableCsv(const QString& file, QString* error = nullptr) const;
+    /// The chart as ".png" or ".svg" (exportWidgetImage).
+    bool exportChart(const QString& file, QString* error = nullptr) const;
+    /// The chart's widget (a QChartView).
+    QWidget* chartWidget() const;
+
+protected:
+    void changeEvent(QEvent* e) override;
+
+private:
+    struct Private;
+    std::unique_ptr<Private> d_;
+};
+
+/// Writes `model`'s top-level table as CSV (RFC 4180: comma separator, CRLF line ends, fields with
+/// comma, quote, CR or LF quoted with doubled quotes): a header row of the horizontal headers, then
+/// one line per row of raw values (RawValueRole when valid, else Qt::EditRole; an invalid value is
+/// an empty field); doubles in the shortest form that reads back to the same double. Atomic
+/// (QSaveFile). False with `error` set on a write failure.
+bool exportModelCsv(const QAbstractItemModel& model, const QString& file, QString* error = nullptr);
+
+/// Renders `widget` to `file` by suffix: ".png" = QWidget::grab() at the widget's device pixel
+/// ratio (so 2x on a 200% screen); ".svg" = QSvgGenerator of the widget's logical size, via
+/// QWidget::render. False with `error` set for a null widget, another suffix or a write failure.
+bool exportWidgetImage(QWidget* widget, const QString& file, QString* error = nullptr);
+
+}  // namespace routepack::views

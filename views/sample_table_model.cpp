@@ -1,0 +1,301 @@
+#include "views/sample_table_model.h"
+
+#include <QtCharts/QBarCategoryAxis>
+#include <QtCharts/QBarSeries>
+#include <QtCharts/QBarSet>
+#include <QtCharts/QChart>
+#include <QtCharts/QValueAxis>
+
+#include <QEvent>
+
+#include <algorithm>
+#include <cmath>
+
+namespace routepack::views {
+
+std::shared_ptr<const SampleTableData> buildSampleTable(const Trace& trace, const QString& name) {
+    auto out = std::make_shared<SampleTableData>();
+    out->trace = name;
+    out->moeLayers = trace.model.moe_layers;
+    const int L = trace.model.num_moe_layers(), E = trace.model.experts;
+    const bool has_counts = trace.stride() > 0 && trace.counts.size() == trace.size() * trace.stride();
+    out->rows.reserve(trace.size());
+    for (std::size_t i = 0; i < trace.size(); ++i) {
+        SampleTableData::Row row;
+        row.info = trace.samples[i];
+        if (has_counts) {
+            row.layerShare.assign(static_cast<std::size_t>(L), 0.f);
+            row.layerHotExpert.assign(static_cast<std::size_t>(L), -1);
+            const auto c = trace.sample_counts(i);
+            for (int l = 0; l < L; ++l) {
+                std::uint64_t sum = 0;
+                std::uint32_t best = 0;
+                int arg = -1;
+                for (int e = 0; e < E; ++e) {
+                    const std::uint32_t v = c[static_cast<std::size_t>(l) * E + e];
+                    sum += v;
+                    if (v > best) {
+                        best = v;
+                        arg = e;
+                    }
+                }
+                if (sum == 0) continue;
+                const double share = static_cast<double>(best) / static_cast<double>(sum);
+                row.meanHotShare += share / L;
+                row.layerShare[static_cast<std::size_t>(l)] = static_cast<float>(share);
+                row.layerHotExpert[static_cast<std::size_t>(l)] = arg;
+                if (share > row.hotShare) {
+                    row.hotShare = share;
+                    row.hotLayer = trace.model.moe_layers[static_cast<std::size_t>(l)];
+                    row.hotExpert = arg;
+                }
+            }
+        }
+        out->rows.push_back(std::move(row));
+    }
+    return out;
+}
+
+SampleTableModel::SampleTableModel(QObject* parent) : QAbstractTableModel(parent) {}
+SampleTableModel::~SampleTableModel() = default;
+
+void SampleTableModel::setData(std::shared_ptr<const SampleTableData> data) {
+    beginResetModel();
+    data_ = std::move(data);
+    endResetModel();
+}
+
+QString SampleTableModel::sampleId(int row) const {
+    if (!data_ || row < 0 || row >= rowCount()) return {};
+    return QString::fromStdString(data_->rows[static_cast<std::size_t>(row)].info.id);
+}
+
+int SampleTableModel::rowCount(const QModelIndex& parent) const {
+    return parent.isValid() || !data_ ? 0 : static_cast<int>(data_->rows.size());
+}
+
+int SampleTableModel::columnCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : ColumnCount;
+}
+
+QVariant SampleTableModel::data(const QModelIndex& index, int role) const {
+    if (!index.isValid() || !data_ || index.row() >= rowCount() || index.column() >= ColumnCount) return {};
+    const auto& r = data_->rows[static_cast<std::size_t>(index.row())];
+    const auto& s = r.info;
+    if (role == SampleIndexRole) return index.row();
+    if (role == Qt::TextAlignmentRole)
+        return index.column() != Id && index.column() != Group ? QVariant(Qt::AlignRight | Qt::AlignVCenter)
+                                                               : QVariant();
+    if (role == Qt::ToolTipRole) {
+        if ((index.column() == HotShare || index.column() == MeanHotShare) && !r.layerShare.empty()) {
+            QString tip = tr("Hottest expert share per MoE layer (max_e a / sum_e a):");
+            for (std::size_t l = 0; l < r.layerShare.size(); ++l) {
+                tip += (l % 4 == 0) ? QStringLiteral("\n") : QStringLiteral("    ");
+                tip += QStringLiteral("L%1 %2 (e%3)")
+                           .arg(data_->moeLayers[l])
+                           .arg(static_cast<double>(r.layerShare[l]), 0, 'f', 3)
+                           .arg(r.layerHotExpert[l]);
+            }
+            return tip;
+        }
+        if (index.column() == Id && !s.source_file.empty())
+            return tr("%1\nfrom %2").arg(QString::fromStdString(s.id), QString::fromStdString(s.source_file));
+        return {};
+    }
+    const bool raw = role == SortRole;
+    if (role != Qt::DisplayRole && !raw) return {};
+    switch (index.column()) {
+    case Id:
+        return QString::fromStdString(s.id);
+    case Group:
+        return QString::fromStdString(s.group);
+    case Length:
+        return static_cast<qint64>(s.length);
+    case Prompt:
+        if (raw) return static_cast<qint64>(s.prompt_len.value_or(-1));
+        return s.prompt_len ? QVariant(static_cast<qint64>(*s.prompt_len)) : QVariant(QString());
+    case RoutedRows:
+        return static_cast<qint64>(s.routed_rows);
+    case HotShare:
+        if (raw) return r.hotShare;
+        return r.hotLayer < 0 ? QString() : QString::number(r.hotShare, 'f', 3);
+    case HotLayer:
+        if (raw) return r.hotLayer;
+        return r.hotLayer < 0 ? QString() : QStringLiteral("L%1 e%2").arg(r.hotLayer).arg(r.hotExpert);
+    case MeanHotShare:
+        if (raw) return r.meanHotShare;
+        return r.hotLayer < 0 ? QString() : QString::number(r.meanHotShare, 'f', 3);
+    default:
+        return {};
+    }
+}
+
+QVariant SampleTableModel::headerData(int section, Qt::Orientation o, int role) const {
+    if (o != Qt::Horizontal) return {};
+    if (role == Qt::ToolTipRole) {
+        switch (section) {
+        case Length:
+            return tr("t_i: training sequence length in tokens (prompt + response)");
+        case Prompt:
+            return tr("Prompt tokens, when the source says");
+        case RoutedRows:
+            return tr("Rows (tokens) whose routes the source holds");
+        case HotShare:
+            return tr("Largest share of one expert in a layer's routed tokens, max over MoE layers");
+        case HotLayer:
+            return tr("MoE layer (absolute id) and expert of that largest share");
+        case MeanHotShare:
+            return tr("Largest share of one expert in a layer's routed tokens, mean over MoE layers");
+        default:
+            return {};
+        }
+    }
+    if (role != Qt::DisplayRole) return {};
+    switch (section) {
+    case Id:
+        return tr("Sample");
+    case Group:
+        return tr("Group");
+    case Length:
+        return tr("Length t_i");
+    case Prompt:
+        return tr("Prompt");
+    case RoutedRows:
+        return tr("Routed rows");
+    case HotShare:
+        return tr("Hot expert share");
+    case HotLayer:
+        return tr("Hot layer / expert");
+    case MeanHotShare:
+        return tr("Mean hot share");
+    default:
+        return {};
+    }
+}
+
+SampleFilterProxy::SampleFilterProxy(QObject* parent) : QSortFilterProxyModel(parent) {
+    setSortRole(SampleTableModel::SortRole);
+    setDynamicSortFilter(true);
+}
+
+void SampleFilterProxy::setLengthRange(qint64 minLength, qint64 maxLength) {
+    min_ = minLength;
+    max_ = maxLength;
+    invalidateFilter();
+}
+
+void SampleFilterProxy::setTextFilter(const QString& text) {
+    text_ = text;
+    invalidateFilter();
+}
+
+bool SampleFilterProxy::filterAcceptsRow(int sourceRow, const QModelIndex& sourceParent) const {
+    const QAbstractItemModel* m = sourceModel();
+    if (!m) return true;
+    if (min_ > 0 || max_ > 0) {
+        const qint64 len =
+            m->index(sourceRow, SampleTableModel::Length, sourceParent).data(SampleTableModel::SortRole).toLongLong();
+        if ((min_ > 0 && len < min_) || (max_ > 0 && len > max_)) return false;
+    }
+    const QString& needle = text_;
+    if (needle.isEmpty()) return true;
+    for (int c : {int(SampleTableModel::Id), int(SampleTableModel::Group)})
+        if (m->index(sourceRow, c, sourceParent).data().toString().contains(needle, Qt::CaseInsensitive)) return true;
+    return false;
+}
+
+LengthHistogram lengthHistogram(const std::vector<qint64>& lengths, int bins) {
+    LengthHistogram h;
+    if (lengths.empty() || bins < 1) return h;
+    const auto [mn, mx] = std::minmax_element(lengths.begin(), lengths.end());
+    h.lo = *mn;
+    if (*mx == *mn) {
+        h.width = 1;
+        h.counts.assign(1, static_cast<int>(lengths.size()));
+        return h;
+    }
+    h.width = static_cast<double>(*mx - *mn) / bins;
+    h.counts.assign(static_cast<std::size_t>(bins), 0);
+    for (qint64 v : lengths) {
+        int b = static_cast<int>(std::floor(static_cast<double>(v - h.lo) / h.width));
+        b = std::clamp(b, 0, bins - 1);
+        ++h.counts[static_cast<std::size_t>(b)];
+    }
+    return h;
+}
+
+LengthHistogramView::LengthHistogramView(QWidget* parent) : QChartView(parent) {
+    setRenderHint(QPainter::Antialiasing);
+    setMinimumHeight(160);
+    auto* chart = new QChart();
+    chart->legend()->hide();
+    chart->setMargins(QMargins(4, 4, 4, 4));
+    setChart(chart);
+}
+
+void LengthHistogramView::changeEvent(QEvent* event) {
+    QChartView::changeEvent(event);
+    if (event->type() == QEvent::PaletteChange) setLengths(std::vector<qint64>(lengths_), QString(title_));
+}
+
+void LengthHistogramView::setLengths(const std::vector<qint64>& lengths, const QString& title) {
+    lengths_ = lengths;
+    title_ = title;
+    hist_ = lengthHistogram(lengths, 12);
+    QChart* chart = this->chart();
+    chart->removeAllSeries();
+    for (QAbstractAxis* a : chart->axes()) {
+        chart->removeAxis(a);
+        delete a;
+    }
+    chart->setTitle(title);
+    chart->setBackgroundBrush(palette().color(QPalette::Base));
+    chart->setTitleBrush(palette().color(QPalette::Text));
+    if (hist_.counts.empty()) return;
+    auto* set = new QBarSet(tr("samples"));
+    QStringList labels;
+    int peak = 0;
+    for (std::size_t b = 0; b < hist_.counts.size(); ++b) {
+        *set << hist_.counts[b];
+        peak = std::max(peak, hist_.counts[b]);
+        const qint64 from = hist_.lo + static_cast<qint64>(std::llround(static_cast<double>(b) * hist_.width));
+        // Short labels so that they fit under the bars unrotated: 950, 1.2k, 12k.
+        labels << (from < 1000 ? QString::number(from)
+                   : from < 10000
+                       ? QString::number(static_cast<double>(from) / 1000.0, 'f', 1) + QLatin1Char('k')
+                       : QString::number(std::llround(static_cast<double>(from) / 1000.0)) + QLatin1Char('k'));
+    }
+    set->setColor(palette().color(QPalette::Highlight));
+    set->setBorderColor(palette().color(QPalette::Highlight).darker(130));
+    auto* series = new QBarSeries();
+    series->setBarWidth(0.95);
+    series->append(set);
+    chart->addSeries(series);
+    auto* x = new QBarCategoryAxis();
+    x->append(labels);
+    x->setTitleText(tr("length t_i (tokens, bin start)"));
+    QFont small = x->labelsFont();
+    small.setPointSizeF(std::max(6.0, small.pointSizeF() * 0.85));
+    x->setLabelsFont(small);
+    auto* y = new QValueAxis();
+    y->setRange(0, std::max(1, peak));
+    y->setLabelFormat(QStringLiteral("%d"));
+    y->applyNiceNumbers();
+    if (peak < 4) y->setTickCount(std::max(peak, 1) + 1);
+    y->setTitleText(tr("samples"));
+    chart->addAxis(x, Qt::AlignBottom);
+    chart->addAxis(y, Qt::AlignLeft);
+    series->attachAxis(x);
+    series->attachAxis(y);
+    const QColor grid = palette().color(QPalette::Mid);
+    x->setGridLineColor(grid);
+    y->setGridLineColor(grid);
+    x->setLinePenColor(grid);
+    y->setLinePenColor(grid);
+    x->setLabelsColor(palette().color(QPalette::Text));
+    y->setLabelsColor(palette().color(QPalette::Text));
+    x->setTitleBrush(palette().color(QPalette::Text));
+    y->setTitleBrush(palette().color(QPalette::Text));
+}
+
+} // namespace routepack::views

@@ -1,0 +1,117 @@
+#pragma once
+// The studio's sample table (issue 4, "Browse traces, windows and samples"): one row per sample of
+// a trace with id, group, length t_i, prompt length, routed rows and the per-layer hottest-expert
+// share; a sort/filter proxy; the length histogram.
+#include "core/trace.h"
+
+#include <QAbstractTableModel>
+#include <QSortFilterProxyModel>
+#include <QString>
+#include <QtCharts/QChartView>
+
+#include <memory>
+#include <vector>
+
+namespace routepack::views {
+
+/// Per-sample summary rows of one trace, computed once off the GUI thread (buildSampleTable) and
+/// shown by SampleTableModel. Immutable once built.
+struct SampleTableData {
+    QString trace;              ///< trace name
+    std::vector<int> moeLayers; ///< absolute MoE layer ids (model.moe_layers)
+    struct Row {
+        SampleInfo info;
+        /// Per MoE layer l: max_e a[i][l][e] / sum_e a[i][l][e] (0 for a layer without routed tokens).
+        std::vector<float> layerShare;
+        std::vector<int> layerHotExpert; ///< argmax_e a[i][l][e] per layer (lowest e on ties)
+        double hotShare = 0;             ///< max over layers of layerShare
+        double meanHotShare = 0;         ///< mean over layers of layerShare
+        int hotLayer = -1;               ///< absolute id of that layer (-1 when no layer has tokens)
+        int hotExpert = -1;              ///< the hottest expert of that layer
+    };
+    std::vector<Row> rows; ///< import order
+};
+
+/// Builds the summary rows of a loaded trace (samples + counts): O(n * L * E).
+std::shared_ptr<const SampleTableData> buildSampleTable(const Trace& trace, const QString& name);
+
+/// Table of SampleTableData rows (columns: id, t_i, routed rows, hottest-expert share, its layer
+/// and expert, mean over layers of the hottest-expert share, prompt length, GRPO group). Qt::DisplayRole is formatted
+/// text; Qt::UserRole (the same role as views::RawValueRole of plan_views.h) is the raw value used for sorting (qint64
+/// / double / QString; an absent prompt length is -1); Qt::ToolTipRole of HotShare lists every layer's share.
+class SampleTableModel : public QAbstractTableModel {
+    Q_OBJECT
+public:
+    enum Column { Id, Length, RoutedRows, HotShare, HotLayer, MeanHotShare, Prompt, Group, ColumnCount };
+    /// Sort role = Qt::UserRole; SampleIndexRole: the row's index in the data (import order).
+    enum Role { SortRole = Qt::UserRole, SampleIndexRole = Qt::UserRole + 16 };
+
+    explicit SampleTableModel(QObject* parent = nullptr);
+    ~SampleTableModel() override;
+
+    /// Replaces every row (nullptr empties the table).
+    void setData(std::shared_ptr<const SampleTableData> data);
+    std::shared_ptr<const SampleTableData> tableData() const { return data_; }
+    /// Sample id of row `row` (data order).
+    QString sampleId(int row) const;
+
+    int rowCount(const QModelIndex& parent = {}) const override;
+    int columnCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
+
+private:
+    std::shared_ptr<const SampleTableData> data_;
+};
+
+/// Sort/filter proxy of the sample table: sorts by Qt::UserRole (raw values), filters rows whose id
+/// or group contains the filter text (case-insensitive), and optionally keeps only lengths in
+/// [minLength, maxLength].
+class SampleFilterProxy : public QSortFilterProxyModel {
+    Q_OBJECT
+public:
+    explicit SampleFilterProxy(QObject* parent = nullptr);
+    /// Only samples with minLength <= t_i <= maxLength (0 = no bound).
+    void setLengthRange(qint64 minLength, qint64 maxLength);
+    /// Only samples whose id or group contains `text` (case-insensitive; empty = all).
+    void setTextFilter(const QString& text);
+    QString textFilter() const { return text_; }
+
+protected:
+    bool filterAcceptsRow(int sourceRow, const QModelIndex& sourceParent) const override;
+
+private:
+    qint64 min_ = 0, max_ = 0;
+    QString text_;
+};
+
+/// Histogram of sample lengths: `bins` equal-width bins over [min, max] (the last bin closed).
+struct LengthHistogram {
+    qint64 lo = 0;           ///< left edge of bin 0
+    double width = 1;        ///< bin width in tokens
+    std::vector<int> counts; ///< samples per bin
+};
+/// An empty histogram (no counts) for no lengths; one bin when all lengths are equal.
+LengthHistogram lengthHistogram(const std::vector<qint64>& lengths, int bins);
+
+/// Bar chart (Qt Charts) of a LengthHistogram with bin labels and axis titles.
+class LengthHistogramView : public QChartView {
+    Q_OBJECT
+public:
+    explicit LengthHistogramView(QWidget* parent = nullptr);
+    /// Redraws the chart for these lengths (an empty list clears it); `title` above the chart.
+    void setLengths(const std::vector<qint64>& lengths, const QString& title);
+    /// The histogram currently shown.
+    const LengthHistogram& histogram() const { return hist_; }
+
+protected:
+    /// Redraws in the new colours when the palette changes (light / dark).
+    void changeEvent(QEvent* event) override;
+
+private:
+    LengthHistogram hist_;
+    std::vector<qint64> lengths_;
+    QString title_;
+};
+
+} // namespace routepack::views

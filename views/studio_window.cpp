@@ -1,0 +1,916 @@
+#include "views/studio_window.h"
+
+#include "core/expert_map.h"
+#include "core/plan_file.h"
+#include "storage/demo.h"
+#include "views/import_dialog.h"
+#include "views/library_tree_model.h"
+#include "views/plan_views.h"
+#include "views/sample_table_model.h"
+#include "views/topology_editor.h"
+#include "views/window_dialog.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDir>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFutureWatcher>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QItemSelectionModel>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QSaveFile>
+#include <QScrollArea>
+#include <QSettings>
+#include <QSplitter>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTableView>
+#include <QToolButton>
+#include <QTreeView>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include <set>
+
+namespace routepack::views {
+
+namespace {
+
+/// What a sample-loading worker hands back.
+struct SampleLoad {
+    std::shared_ptr<const SampleTableData> data;
+    QString error;
+};
+
+bool writeTextFile(const QString& file, const std::string& text, QString* error) {
+    QSaveFile f(file);
+    if (!f.open(QIODevice::WriteOnly)) {
+        if (error) *error = QStringLiteral("%1: cannot write (%2)").arg(file, f.errorString());
+        return false;
+    }
+    f.write(text.data(), static_cast<qint64>(text.size()));
+    f.write("\n", 1);
+    if (!f.commit()) {
+        if (error) *error = QStringLiteral("%1: write failed (%2)").arg(file, f.errorString());
+        return false;
+    }
+    return true;
+}
+
+} // namespace
+
+StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
+    : QMainWindow(parent), options_(options), jobs_(new PlanJobQueue(this)) {
+    setWindowTitle(tr("RoutePack Studio"));
+    buildUi();
+    buildActions();
+    resize(1560, 960);
+    {
+        auto s = settings();
+        restoreGeometry(s->value(QStringLiteral("window/geometry")).toByteArray());
+        restoreState(s->value(QStringLiteral("window/state")).toByteArray());
+    }
+
+    connect(jobs_, &PlanJobQueue::jobStarted, this, [this](quint64 job, const QString& label) {
+        jobProgress_->setRange(0, 1000);
+        jobProgress_->setValue(0);
+        jobProgress_->show();
+        cancelButton_->setEnabled(true);
+        planView_->clearConvergence();
+        setStatus(tr("Planning %1 (job %2)…").arg(label).arg(job));
+        updateActions();
+    });
+    connect(jobs_, &PlanJobQueue::progress, this, [this](quint64 job, const QString& stage, double fraction) {
+        jobProgress_->setValue(static_cast<int>(1000 * fraction));
+        const int queued = jobs_->queuedCount();
+        setStatus(tr("Job %1: %2 (%3%)%4")
+                      .arg(job)
+                      .arg(stage)
+                      .arg(static_cast<int>(100 * fraction))
+                      .arg(queued > 0 ? tr(", %1 more queued").arg(queued) : QString()));
+    });
+    connect(jobs_, &PlanJobQueue::levelFinished, this,
+            [this](quint64, const LevelStats& level) { planView_->addConvergenceLevel(level); });
+    connect(jobs_, &PlanJobQueue::finished, this, [this](const PlanJobResult& r) {
+        qint64 id = r.runId;
+        QString note;
+        bool show = true;
+        if (const auto it = replays_.find(r.job); it != replays_.end()) {
+            id = it->second.run;
+            show = it->second.show;
+            replays_.erase(it);
+            const storage::RunEntry* run = nullptr;
+            const QModelIndex ri = tree_->runIndex(id);
+            if (ri.isValid()) run = tree_->runAt(ri);
+            note = run && run->score == r.plan->routepack.metrics.score
+                       ? tr("run %1 replayed: identical score").arg(id)
+                       : tr("run %1 replayed: the score differs from the stored one (another worker count or a time "
+                            "limit?)")
+                             .arg(id);
+        }
+        if (id == 0) id = nextUnsaved_--;
+        cache_[id] = {r.plan, r.window};
+        if (!show) {
+            updateCompare();
+            setStatus(note);
+            return;
+        }
+        if (r.runId > 0) refreshLibrary();
+        showPlan(r.plan, r.window, id);
+        if (r.runId > 0) {
+            const QModelIndex ri = tree_->runIndex(r.runId);
+            if (ri.isValid()) {
+                QSignalBlocker block(treeView_->selectionModel());
+                treeView_->setCurrentIndex(ri);
+            }
+        }
+        if (!r.saveError.isEmpty()) {
+            setStatus(tr("Planned, but the run was not saved: %1").arg(r.saveError), true);
+        } else if (!note.isEmpty()) {
+            setStatus(note);
+        } else {
+            setStatus(tr("Run %1 %2 in %3 s: max U %4, R* = %5%6")
+                          .arg(r.runId)
+                          .arg(r.plan->cancelled ? tr("cancelled (best valid plan so far)") : tr("finished"))
+                          .arg(r.seconds, 0, 'f', 2)
+                          .arg(r.plan->routepack.metrics.score.max_u, 0, 'f', 4)
+                          .arg(r.plan->rows.rows)
+                          .arg(r.plan->rows.certified ? tr(" (certified)") : QString()));
+        }
+    });
+    connect(jobs_, &PlanJobQueue::failed, this, [this](quint64 job, const QString& message) {
+        replays_.erase(job);
+        refreshLibrary();
+        setStatus(tr("Planner failed: %1").arg(message), true);
+    });
+    connect(jobs_, &PlanJobQueue::staleDropped, this, [this](quint64 job) {
+        replays_.erase(job);
+        setStatus(
+            tr("Job %1 belonged to the previous library; its result was not shown (it is saved there).").arg(job));
+    });
+    connect(jobs_, &PlanJobQueue::cancelledQueued, this, [this](quint64 job) {
+        replays_.erase(job);
+        setStatus(tr("Queued job %1 removed.").arg(job));
+    });
+    connect(jobs_, &PlanJobQueue::idle, this, [this] {
+        jobProgress_->hide();
+        cancelButton_->setEnabled(false);
+        updateActions();
+    });
+    updateActions();
+}
+
+StudioWindow::~StudioWindow() = default;
+
+std::unique_ptr<QSettings> StudioWindow::settings() const {
+    return std::make_unique<QSettings>(options_.settingsOrganization, options_.settingsApplication);
+}
+
+void StudioWindow::buildUi() {
+    // Centre: the sample table of the selected trace or window, and its length histogram.
+    auto* centre = new QWidget(this);
+    auto* cl = new QVBoxLayout(centre);
+    cl->setContentsMargins(6, 6, 6, 6);
+    sampleHeader_ = new QLabel(tr("Open a library (Ctrl+O) or import a trace (Ctrl+I)."), centre);
+    QFont hf = sampleHeader_->font();
+    hf.setBold(true);
+    sampleHeader_->setFont(hf);
+    cl->addWidget(sampleHeader_);
+    auto* filterRow = new QHBoxLayout();
+    filter_ = new QLineEdit(centre);
+    filter_->setPlaceholderText(tr("Filter samples by id or group"));
+    filter_->setClearButtonEnabled(true);
+    auto* defineButton = new QToolButton(centre);
+    filterRow->addWidget(filter_, 1);
+    filterRow->addWidget(defineButton);
+    cl->addLayout(filterRow);
+    samples_ = new SampleTableModel(this);
+    proxy_ = new SampleFilterProxy(this);
+    proxy_->setSourceModel(samples_);
+    sampleView_ = new QTableView(centre);
+    sampleView_->setModel(proxy_);
+    sampleView_->setSortingEnabled(true);
+    sampleView_->sortByColumn(-1, Qt::AscendingOrder);
+    sampleView_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    sampleView_->setSelectionMode(QAbstractItemView::ExtendedSelection);
+    sampleView_->setAlternatingRowColors(true);
+    sampleView_->verticalHeader()->hide();
+    sampleView_->verticalHeader()->setDefaultSectionSize(sampleView_->fontMetrics().height() + 6);
+    sampleView_->horizontalHeader()->setStretchLastSection(true);
+    sampleView_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
+    sampleView_->setColumnWidth(SampleTableModel::Id, 230);
+    histogram_ = new LengthHistogramView(centre);
+    auto* split = new QSplitter(Qt::Vertical, centre);
+    split->addWidget(sampleView_);
+    split->addWidget(histogram_);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 2);
+    cl->addWidget(split, 1);
+    setCentralWidget(centre);
+    connect(filter_, &QLineEdit::textChanged, proxy_, &SampleFilterProxy::setTextFilter);
+
+    // Left: the library tree, and below it the topology / budget editor.
+    tree_ = new LibraryTreeModel(this);
+    treeView_ = new QTreeView(this);
+    treeView_->setModel(tree_);
+    treeView_->setUniformRowHeights(true);
+    treeView_->header()->setStretchLastSection(true);
+    treeView_->setColumnWidth(LibraryTreeModel::Name, 150);
+    auto* libraryDock = new QDockWidget(tr("Library"), this);
+    libraryDock->setObjectName(QStringLiteral("libraryDock"));
+    libraryDock->setWidget(treeView_);
+    addDockWidget(Qt::LeftDockWidgetArea, libraryDock);
+    connect(treeView_->selectionModel(), &QItemSelectionModel::currentChanged, this, [this] { onTreeSelection(); });
+
+    editor_ = new TopologyEditor(this);
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidget(editor_);
+    scroll->setWidgetResizable(true);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    auto* setupDock = new QDockWidget(tr("Topology and budgets"), this);
+    setupDock->setObjectName(QStringLiteral("setupDock"));
+    setupDock->setWidget(scroll);
+    addDockWidget(Qt::LeftDockWidgetArea, setupDock);
+    splitDockWidget(libraryDock, setupDock, Qt::Vertical);
+    connect(editor_, &TopologyEditor::saveRequested, this, &StudioWindow::saveTopology);
+
+    // Right: the plan views and the run comparison.
+    planView_ = new PlanView(this);
+    compareView_ = new CompareView(this);
+    resultTabs_ = new QTabWidget(this);
+    resultTabs_->setDocumentMode(true);
+    resultTabs_->addTab(planView_, tr("Plan"));
+    resultTabs_->addTab(compareView_, tr("Compare runs"));
+    auto* resultDock = new QDockWidget(tr("Plan and comparison"), this);
+    resultDock->setObjectName(QStringLiteral("resultDock"));
+    resultDock->setWidget(resultTabs_);
+    addDockWidget(Qt::RightDockWidgetArea, resultDock);
+    resizeDocks({libraryDock, resultDock}, {300, 700}, Qt::Horizontal);
+    resizeDocks({libraryDock, setupDock}, {260, 600}, Qt::Vertical);
+    connect(planView_, &PlanView::cellActivated, this, &StudioWindow::onCellActivated);
+
+    // Status bar: stage text, progress, Cancel, the library file.
+    status_ = new QLabel(this);
+    status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    jobProgress_ = new QProgressBar(this);
+    jobProgress_->setMaximumWidth(220);
+    jobProgress_->setTextVisible(false);
+    jobProgress_->hide();
+    cancelButton_ = new QToolButton(this);
+    cancelButton_->setText(tr("Cancel"));
+    cancelButton_->setToolTip(tr("Cancel the running job (Esc); the planner keeps its best valid plan so far"));
+    cancelButton_->setEnabled(false);
+    libraryLabel_ = new QLabel(this);
+    statusBar()->addWidget(status_, 1);
+    statusBar()->addPermanentWidget(jobProgress_);
+    statusBar()->addPermanentWidget(cancelButton_);
+    statusBar()->addPermanentWidget(libraryLabel_);
+    connect(cancelButton_, &QToolButton::clicked, this, &StudioWindow::cancelJob);
+
+    windowAction_ = new QAction(tr("Define &window…"), this);
+    defineButton->setDefaultAction(windowAction_);
+}
+
+void StudioWindow::buildActions() {
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    QAction* open = file->addAction(tr("&Open library…"));
+    open->setShortcut(QKeySequence::Open);
+    connect(open, &QAction::triggered, this, [this] {
+        const QString f =
+            QFileDialog::getOpenFileName(this, tr("Open library"), QFileInfo(libraryPath()).absolutePath(),
+                                         tr("RoutePack libraries (*.routepack);;All files (*)"));
+        if (!f.isEmpty()) openLibrary(f);
+    });
+    QAction* create = file->addAction(tr("&New library…"));
+    create->setShortcut(QKeySequence::New);
+    connect(create, &QAction::triggered, this, [this] {
+        QString f =
+            QFileDialog::getSaveFileName(this, tr("New library"), QString(), tr("RoutePack libraries (*.routepack)"));
+        if (f.isEmpty()) return;
+        if (QFileInfo(f).suffix().isEmpty()) f += QStringLiteral(".routepack");
+        openLibrary(f, true);
+    });
+    QAction* demo = file->addAction(tr("Open the &demo library"));
+    connect(demo, &QAction::triggered, this, &StudioWindow::openDemoLibrary);
+    file->addSeparator();
+    importAction_ = file->addAction(tr("&Import trace…"));
+    importAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_I));
+    connect(importAction_, &QAction::triggered, this, [this] { showImportDialog(); });
+    file->addAction(windowAction_);
+    windowAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_D));
+    connect(windowAction_, &QAction::triggered, this, &StudioWindow::defineWindow);
+    file->addSeparator();
+    QMenu* exp = file->addMenu(tr("&Export"));
+    exportAction_ = exp->addAction(tr("Export what is shown…"));
+    exportAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
+    connect(exportAction_, &QAction::triggered, this, &StudioWindow::exportCurrent);
+    exp->addSeparator();
+    QAction* planJson = exp->addAction(tr("Plan JSON…"));
+    connect(planJson, &QAction::triggered, this, &StudioWindow::exportPlanJson);
+    QMenu* maps = exp->addMenu(tr("Expert map"));
+    for (const char* f : {"routepack", "sglang", "vllm"}) {
+        QAction* a = maps->addAction(QString::fromLatin1(f));
+        connect(a, &QAction::triggered, this, [this, f] { exportExpertMap(QString::fromLatin1(f)); });
+        planActions_ << a;
+    }
+    QAction* viewImage = exp->addAction(tr("Current plan view (PNG/SVG)…"));
+    connect(viewImage, &QAction::triggered, this, &StudioWindow::exportPlanViewImage);
+    QAction* cmpCsv = exp->addAction(tr("Comparison table (CSV)…"));
+    connect(cmpCsv, &QAction::triggered, this, &StudioWindow::exportComparisonCsv);
+    QAction* cmpChart = exp->addAction(tr("Comparison chart (PNG/SVG)…"));
+    connect(cmpChart, &QAction::triggered, this, &StudioWindow::exportComparisonChart);
+    QAction* sampleCsv = exp->addAction(tr("Sample table (CSV)…"));
+    connect(sampleCsv, &QAction::triggered, this, &StudioWindow::exportSampleCsv);
+    planActions_ << planJson << viewImage << cmpCsv << cmpChart;
+    file->addSeparator();
+    QAction* quit = file->addAction(tr("&Quit"));
+    quit->setShortcut(QKeySequence::Quit);
+    connect(quit, &QAction::triggered, this, &QWidget::close);
+
+    QMenu* plan = menuBar()->addMenu(tr("&Plan"));
+    runAction_ = plan->addAction(tr("&Run planner"));
+    runAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
+    connect(runAction_, &QAction::triggered, this, [this] { runPlanner(); });
+    cancelAction_ = plan->addAction(tr("&Cancel job"));
+    cancelAction_->setShortcuts({QKeySequence(Qt::Key_Escape), QKeySequence(Qt::CTRL | Qt::Key_Period)});
+    connect(cancelAction_, &QAction::triggered, this, &StudioWindow::cancelJob);
+    QAction* compareAll = plan->addAction(tr("Compare all saved runs of this &window"));
+    connect(compareAll, &QAction::triggered, this, [this] { compareSavedRuns(); });
+    planActions_ << compareAll;
+    QAction* cancelAll = plan->addAction(tr("Cancel all &queued jobs"));
+    connect(cancelAll, &QAction::triggered, jobs_, &PlanJobQueue::cancelAll);
+
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    for (QDockWidget* d : findChildren<QDockWidget*>())
+        view->addAction(d->toggleViewAction());
+}
+
+QString StudioWindow::libraryPath() const {
+    return lib_ ? QString::fromStdString(lib_->path().string()) : QString();
+}
+
+QString StudioWindow::lastLibrary() const {
+    return settings()->value(QStringLiteral("library/last")).toString();
+}
+
+QString StudioWindow::statusText() const {
+    return status_->text();
+}
+
+void StudioWindow::setStatus(const QString& text, bool error) {
+    status_->setText(text);
+    status_->setStyleSheet(error ? QStringLiteral("color: white; background-color: #b3261e; padding: 1px 4px;")
+                                 : QString());
+}
+
+bool StudioWindow::openLibrary(const QString& file, bool create, QString* error) {
+    std::unique_ptr<storage::Library> lib;
+    try {
+        try {
+            lib = storage::Library::open(file.toStdString(),
+                                         create ? storage::OpenMode::Create : storage::OpenMode::ReadWrite);
+        } catch (const InputError& e) {
+            // A library we may only read still opens, read-only (no import, no saved runs).
+            if (create || !std::string(e.what()).ends_with("library is read-only (cannot write)")) throw;
+            lib = storage::Library::open(file.toStdString(), storage::OpenMode::ReadOnly);
+        }
+    } catch (const std::exception& e) {
+        const QString why = QString::fromStdString(e.what());
+        if (error) *error = why;
+        setStatus(tr("Cannot open library: %1").arg(why), true);
+        return false;
+    }
+    jobs_->invalidate(); // results of jobs for the previous library are no longer shown
+    lib_ = std::move(lib);
+    cache_.clear();
+    replays_.clear();
+    shownRun_ = 0;
+    shownTrace_.clear();
+    shownWindow_.clear();
+    samples_->setData(nullptr);
+    histogram_->setLengths({}, QString());
+    planView_->setPlan(nullptr);
+    compareView_->setRuns({}, {});
+    if (importDialog_) {
+        importDialog_->close();
+        importDialog_->deleteLater();
+        importDialog_ = nullptr;
+    }
+    settings()->setValue(QStringLiteral("library/last"), QFileInfo(file).absoluteFilePath());
+    libraryLabel_->setText(QFileInfo(file).fileName() + (lib_->read_only() ? tr(" (read-only)") : QString()));
+    libraryLabel_->setToolTip(QFileInfo(file).absoluteFilePath());
+    setWindowTitle(tr("%1 — RoutePack Studio").arg(QFileInfo(file).fileName()));
+    refreshLibrary();
+    try {
+        editor_->setLibraryTopologies(lib_->topologies());
+    } catch (const std::exception& e) {
+        setStatus(QString::fromStdString(e.what()), true);
+    }
+    sampleHeader_->setText(tr("Select a trace or a window in the library."));
+    const auto& snap = tree_->snapshot();
+    if (!snap.windows.empty()) {
+        selectWindow(QString::fromStdString(snap.windows.front().trace),
+                     QString::fromStdString(snap.windows.front().name));
+    } else if (!snap.traces.empty()) {
+        selectTrace(QString::fromStdString(snap.traces.front().name));
+    }
+    setStatus(tr("Opened %1: %2 trace(s), %3 window(s), %4 run(s).")
+                  .arg(QFileInfo(file).fileName())
+                  .arg(snap.traces.size())
+                  .arg(snap.windows.size())
+                  .arg(snap.runs.size()));
+    updateActions();
+    Q_EMIT libraryOpened(file);
+    return true;
+}
+
+void StudioWindow::openDemoLibrary() {
+    if (demoBuilding_) return;
+    const QString dir = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/demo");
+    const QString file = dir + QLatin1Char('/') + QString::fromLatin1(storage::kDemoLibraryFile);
+    auto finish = [this, file] {
+        const auto& snap = tree_->snapshot();
+        if (!snap.runs.empty()) selectRun(snap.runs.back().id);
+        Q_EMIT demoReady(file);
+    };
+    if (QFileInfo::exists(file)) {
+        try {
+            if (!storage::Library::open(file.toStdString(), storage::OpenMode::ReadOnly)
+                     ->runs(storage::kDemoTrace, storage::kDemoWindow)
+                     .empty()) {
+                if (openLibrary(file)) {
+                    finish();
+                    return;
+                }
+            }
+        } catch (const std::exception&) {
+            // Incomplete or damaged: build it again below.
+        }
+    }
+    demoBuilding_ = true;
+    setStatus(tr("Building the demo library in %1 (synthetic GRPO window: synth, import, window, plan)…").arg(dir));
+    jobProgress_->setRange(0, 0);
+    jobProgress_->show();
+    auto* watcher = new QFutureWatcher<QString>(this);
+    connect(watcher, &QFutureWatcher<QString>::finished, this, [this, watcher, file, finish] {
+        watcher->deleteLater();
+        demoBuilding_ = false;
+        jobProgress_->setRange(0, 1000);
+        if (!jobs_->isBusy()) jobProgress_->hide();
+        const QString error = watcher->result();
+        if (!error.isEmpty()) {
+            setStatus(tr("Could not build the demo library: %1").arg(error), true);
+            return;
+        }
+        if (openLibrary(file)) finish();
+    });
+    watcher->setFuture(QtConcurrent::run([dir]() -> QString {
+        try {
+            storage::build_demo(dir.toStdString());
+            return {};
+        } catch (const std::exception& e) {
+            return QString::fromStdString(e.what());
+        }
+    }));
+}
+
+void StudioWindow::refreshLibrary() {
+    if (!lib_) return;
+    // Keep the selection across the reset.
+    const QModelIndex cur = treeView_->currentIndex();
+    const int kind = cur.isValid() ? cur.data(LibraryTreeModel::KindRole).toInt() : -1;
+    const QString trace = cur.data(LibraryTreeModel::TraceRole).toString();
+    const QString window = cur.data(LibraryTreeModel::WindowRole).toString();
+    const qint64 run = cur.data(LibraryTreeModel::RunIdRole).toLongLong();
+    try {
+        tree_->setSnapshot(readLibrarySnapshot(*lib_));
+    } catch (const std::exception& e) {
+        setStatus(tr("Cannot read the library: %1").arg(QString::fromStdString(e.what())), true);
+        return;
+    }
+    treeView_->expandAll();
+    for (int c = 0; c < LibraryTreeModel::ColumnCount; ++c)
+        treeView_->resizeColumnToContents(c);
+    QModelIndex again;
+    if (kind == LibraryTreeModel::RunNode)
+        again = tree_->runIndex(run);
+    else if (kind == LibraryTreeModel::WindowNode)
+        again = tree_->windowIndex(trace, window);
+    else if (kind == LibraryTreeModel::TraceNode)
+        again = tree_->traceIndex(trace);
+    if (again.isValid()) {
+        QSignalBlocker block(treeView_->selectionModel());
+        treeView_->setCurrentIndex(again);
+    }
+}
+
+bool StudioWindow::selectTrace(const QString& trace) {
+    const QModelIndex i = tree_->traceIndex(trace);
+    if (!i.isValid()) return false;
+    treeView_->setCurrentIndex(i);
+    return true;
+}
+
+bool StudioWindow::selectWindow(const QString& trace, const QString& window) {
+    const QModelIndex i = tree_->windowIndex(trace, window);
+    if (!i.isValid()) return false;
+    treeView_->setCurrentIndex(i);
+    return true;
+}
+
+bool StudioWindow::selectRun(qint64 runId) {
+    const QModelIndex i = tree_->runIndex(runId);
+    if (!i.isValid()) return false;
+    treeView_->setCurrentIndex(i);
+    return true;
+}
+
+void StudioWindow::onTreeSelection() {
+    const QModelIndex cur = treeView_->currentIndex();
+    if (!cur.isValid() || !lib_) return;
+    const int kind = cur.data(LibraryTreeModel::KindRole).toInt();
+    const QString trace = cur.data(LibraryTreeModel::TraceRole).toString();
+    const QString window =
+        kind == LibraryTreeModel::TraceNode ? QString() : cur.data(LibraryTreeModel::WindowRole).toString();
+    if (trace != shownTrace_ || window != shownWindow_) loadSamples(trace, window);
+    if (kind != LibraryTreeModel::RunNode) {
+        updateActions();
+        return;
+    }
+    const storage::RunEntry* run = tree_->runAt(cur.sibling(cur.row(), 0));
+    if (!run) return;
+    if (const auto it = cache_.find(run->id); it != cache_.end()) {
+        showPlan(it->second.first, it->second.second, run->id);
+        return;
+    }
+    if (run->status == "failed") {
+        setStatus(tr("Run %1 failed: %2").arg(run->id).arg(QString::fromStdString(run->message)), true);
+        return;
+    }
+    replay(*run, true);
+}
+
+quint64 StudioWindow::replay(const storage::RunEntry& run, bool show) {
+    // A run saved in an earlier session: replay it (same inputs, topology, budgets, seed and worker
+    // count give the same plan), without saving it again.
+    for (const auto& [job, r] : replays_)
+        if (r.run == run.id) return job; // already on its way
+    PlanJobRequest rq;
+    rq.library = libraryPath();
+    rq.trace = QString::fromStdString(run.trace);
+    rq.window = QString::fromStdString(run.window);
+    rq.topologyName = QString::fromStdString(run.topology);
+    rq.topology = run.topology_value;
+    rq.budgets = run.budgets;
+    rq.saveRun = false;
+    rq.label = tr("replay of run %1").arg(run.id);
+    const quint64 job = jobs_->enqueue(rq);
+    replays_[job] = Replay{run.id, show};
+    return job;
+}
+
+int StudioWindow::compareSavedRuns() {
+    const auto shown = planView_->plan();
+    if (!shown) {
+        setStatus(tr("Show a plan first: the comparison is per window."), true);
+        return 0;
+    }
+    int queued = 0;
+    for (const auto& run : tree_->snapshot().runs) {
+        if (run.trace != shown->trace_name || run.window != shown->window_name || run.status == "failed") continue;
+        if (cache_.count(run.id)) continue;
+        replay(run, false);
+        ++queued;
+    }
+    resultTabs_->setCurrentWidget(compareView_);
+    setStatus(queued ? tr("Replaying %1 saved run(s) of this window for the comparison…").arg(queued)
+                     : tr("Every saved run of this window is in the comparison."));
+    return queued;
+}
+
+void StudioWindow::loadSamples(const QString& trace, const QString& window) {
+    shownTrace_ = trace;
+    shownWindow_ = window;
+    const quint64 generation = ++sampleGeneration_;
+    sampleHeader_->setText(tr("Loading %1…").arg(window.isEmpty() ? trace : trace + QLatin1Char('/') + window));
+    const QString file = libraryPath();
+    auto* watcher = new QFutureWatcher<SampleLoad>(this);
+    connect(watcher, &QFutureWatcher<SampleLoad>::finished, this, [this, watcher, generation, trace, window] {
+        watcher->deleteLater();
+        if (generation != sampleGeneration_) return; // another selection superseded this load
+        const SampleLoad r = watcher->result();
+        samples_->setData(r.data);
+        sampleView_->resizeColumnsToContents();
+        sampleView_->setColumnWidth(SampleTableModel::Id,
+                                    std::min(sampleView_->columnWidth(SampleTableModel::Id), 220));
+        if (!r.error.isEmpty()) {
+            sampleHeader_->setText(r.error);
+            histogram_->setLengths({}, QString());
+            Q_EMIT samplesLoaded(trace);
+            return;
+        }
+        std::vector<qint64> lengths;
+        qint64 total = 0;
+        for (const auto& row : r.data->rows) {
+            lengths.push_back(row.info.length);
+            total += row.info.length;
+        }
+        const QString what =
+            window.isEmpty() ? tr("Trace %1").arg(trace) : tr("Window %1 of trace %2").arg(window, trace);
+        sampleHeader_->setText(tr("%1: %2 samples, %3 tokens").arg(what).arg(lengths.size()).arg(total));
+        histogram_->setLengths(lengths, tr("Length distribution (%1 samples)").arg(lengths.size()));
+        // Offer a topology that fits the trace's model when the current one does not.
+        for (const auto& t : tree_->snapshot().traces) {
+            if (QString::fromStdString(t.name) != trace) continue;
+            const auto topo = editor_->topology();
+            if (topo && topo->experts_per_layer != 0 && topo->experts_per_layer != t.model.experts &&
+                !t.model.name.empty()) {
+                for (const auto& n : known_topology_names())
+                    if (n.rfind(t.model.name, 0) == 0 && editor_->selectPreset(QString::fromStdString(n))) break;
+            }
+        }
+        Q_EMIT samplesLoaded(trace);
+    });
+    watcher->setFuture(QtConcurrent::run([file, trace, window]() -> SampleLoad {
+        SampleLoad out;
+        try {
+            auto lib = storage::Library::open(file.toStdString(), storage::OpenMode::ReadOnly); // this thread's own
+            const Trace t = window.isEmpty() ? lib->load_trace(trace.toStdString())
+                                             : lib->load_window(trace.toStdString(), window.toStdString());
+            out.data = buildSampleTable(t, trace);
+        } catch (const std::exception& e) {
+            out.error = QString::fromStdString(e.what());
+        }
+        return out;
+    }));
+}
+
+quint64 StudioWindow::runPlanner() {
+    if (!lib_) {
+        setStatus(tr("Open a library first."), true);
+        return 0;
+    }
+    const QModelIndex cur = treeView_->currentIndex();
+    const int kind = cur.isValid() ? cur.data(LibraryTreeModel::KindRole).toInt() : -1;
+    if (kind != LibraryTreeModel::WindowNode && kind != LibraryTreeModel::RunNode) {
+        setStatus(tr("Select a window to plan (define one with Ctrl+D)."), true);
+        return 0;
+    }
+    QString why;
+    const auto topo = editor_->topology(&why);
+    if (!topo) {
+        setStatus(tr("The topology is not valid: %1").arg(why), true);
+        return 0;
+    }
+    PlanJobRequest rq;
+    rq.library = libraryPath();
+    rq.trace = cur.data(LibraryTreeModel::TraceRole).toString();
+    rq.window = cur.data(LibraryTreeModel::WindowRole).toString();
+    rq.topologyName = editor_->topologyName().isEmpty() ? QStringLiteral("topology") : editor_->topologyName();
+    rq.topology = *topo;
+    rq.budgets = editor_->budgets();
+    rq.saveRun = !lib_->read_only();
+    const quint64 id = jobs_->enqueue(rq);
+    if (jobs_->currentJob() != id) setStatus(tr("Job %1 queued (%2 waiting).").arg(id).arg(jobs_->queuedCount()));
+    updateActions();
+    return id;
+}
+
+void StudioWindow::cancelJob() {
+    if (!jobs_->isBusy()) return;
+    jobs_->cancelCurrent();
+    setStatus(tr("Cancelling job %1: keeping the best valid plan so far…").arg(jobs_->currentJob()));
+}
+
+void StudioWindow::showPlan(std::shared_ptr<const PlanResult> plan, std::shared_ptr<const Trace> window, qint64 runId) {
+    shownRun_ = runId;
+    planView_->setPlan(plan, window);
+    updateCompare();
+    updateActions();
+    Q_EMIT planShown(runId);
+}
+
+void StudioWindow::updateCompare() {
+    const auto shown = planView_->plan();
+    if (!shown) {
+        compareView_->setRuns({}, {});
+        return;
+    }
+    QList<std::shared_ptr<const PlanResult>> runs;
+    QStringList names;
+    for (const auto& [id, entry] : cache_) {
+        const auto& p = entry.first;
+        if (p->trace_name != shown->trace_name || p->window_name != shown->window_name) continue;
+        runs << p;
+        names << (id > 0 ? tr("run %1").arg(id) : tr("unsaved %1").arg(-id));
+    }
+    compareView_->setRuns(runs, names);
+}
+
+ImportDialog* StudioWindow::showImportDialog() {
+    if (!lib_) {
+        setStatus(tr("Open or create a library first (Ctrl+O, Ctrl+N)."), true);
+        return nullptr;
+    }
+    if (lib_->read_only()) {
+        setStatus(tr("This library is read-only: nothing can be imported into it."), true);
+        return nullptr;
+    }
+    if (!importDialog_) {
+        importDialog_ = new ImportDialog(libraryPath(), this);
+        connect(importDialog_, &ImportDialog::imported, this, [this](const QString& name) {
+            refreshLibrary();
+            selectTrace(name);
+            setStatus(tr("Imported trace %1.").arg(name));
+        });
+    }
+    importDialog_->show();
+    importDialog_->raise();
+    importDialog_->activateWindow();
+    return importDialog_;
+}
+
+void StudioWindow::defineWindow() {
+    if (!lib_ || shownTrace_.isEmpty()) {
+        setStatus(tr("Select a trace first."), true);
+        return;
+    }
+    std::vector<SampleInfo> all;
+    try {
+        all = lib_->samples(shownTrace_.toStdString());
+    } catch (const std::exception& e) {
+        setStatus(QString::fromStdString(e.what()), true);
+        return;
+    }
+    QStringList selected;
+    for (const QModelIndex& i : sampleView_->selectionModel()->selectedRows())
+        selected << samples_->sampleId(proxy_->mapToSource(i).row());
+    WindowDialog dlg(shownTrace_, std::move(all), selected, this);
+    dlg.setWindowName(tr("step-%1").arg(lib_->windows(shownTrace_.toStdString()).size()));
+    if (dlg.exec() != QDialog::Accepted) return;
+    const auto sel = dlg.selection();
+    if (!sel) return;
+    try {
+        lib_->create_window(shownTrace_.toStdString(), dlg.windowName().toStdString(), sel->ids, sel->definition);
+    } catch (const std::exception& e) {
+        setStatus(tr("Cannot create the window: %1").arg(QString::fromStdString(e.what())), true);
+        return;
+    }
+    const QString trace = shownTrace_;
+    refreshLibrary();
+    selectWindow(trace, dlg.windowName());
+    setStatus(tr("Window %1 defined: %2 samples (%3).")
+                  .arg(dlg.windowName())
+                  .arg(sel->ids.size())
+                  .arg(QString::fromStdString(sel->definition)));
+}
+
+void StudioWindow::saveTopology() {
+    if (!lib_) {
+        setStatus(tr("Open a library first."), true);
+        return;
+    }
+    QString why;
+    const auto t = editor_->topology(&why);
+    if (!t) {
+        setStatus(tr("The topology is not valid: %1").arg(why), true);
+        return;
+    }
+    try {
+        lib_->save_topology(editor_->topologyName().toStdString(), *t, editor_->budgets());
+        editor_->setLibraryTopologies(lib_->topologies());
+        editor_->selectPreset(editor_->topologyName());
+        setStatus(tr("Topology %1 saved in the library.").arg(editor_->topologyName()));
+    } catch (const std::exception& e) {
+        setStatus(tr("Cannot save the topology: %1").arg(QString::fromStdString(e.what())), true);
+    }
+}
+
+void StudioWindow::updateActions() {
+    const bool has_lib = lib_ != nullptr;
+    const bool has_plan = planView_->plan() != nullptr;
+    importAction_->setEnabled(has_lib && !lib_->read_only());
+    windowAction_->setEnabled(has_lib && !lib_->read_only() && !shownTrace_.isEmpty());
+    runAction_->setEnabled(has_lib);
+    cancelAction_->setEnabled(jobs_->isBusy());
+    for (QAction* a : planActions_)
+        a->setEnabled(has_plan);
+}
+
+void StudioWindow::onCellActivated(int row, int slot, const QList<int>& sampleIndices) {
+    const auto plan = planView_->plan();
+    if (!plan) return;
+    std::set<std::string> ids;
+    for (int i : sampleIndices)
+        if (i >= 0 && static_cast<std::size_t>(i) < plan->samples.size())
+            ids.insert(plan->samples[static_cast<std::size_t>(i)].id);
+    setStatus(tr("Row %1, DP slot %2: %3 samples").arg(row).arg(slot).arg(ids.size()));
+    if (QString::fromStdString(plan->trace_name) != shownTrace_) return;
+    QItemSelection sel;
+    QModelIndex first;
+    for (int r = 0; r < samples_->rowCount(); ++r) {
+        if (!ids.count(samples_->sampleId(r).toStdString())) continue;
+        const QModelIndex p = proxy_->mapFromSource(samples_->index(r, 0));
+        if (!p.isValid()) continue;
+        sel.select(p, p.sibling(p.row(), SampleTableModel::ColumnCount - 1));
+        if (!first.isValid()) first = p;
+    }
+    sampleView_->selectionModel()->select(sel, QItemSelectionModel::ClearAndSelect);
+    if (first.isValid()) sampleView_->scrollTo(first);
+}
+
+void StudioWindow::exportCurrent() {
+    if (resultTabs_->currentWidget() == planView_ && planView_->plan()) return exportPlanViewImage();
+    if (resultTabs_->currentWidget() == compareView_ && planView_->plan()) return exportComparisonCsv();
+    exportSampleCsv();
+}
+
+void StudioWindow::exportPlanJson() {
+    const auto plan = planView_->plan();
+    if (!plan) return;
+    const QString f =
+        QFileDialog::getSaveFileName(this, tr("Export plan JSON"), QStringLiteral("plan.json"), tr("JSON (*.json)"));
+    if (f.isEmpty()) return;
+    QString err;
+    if (!writeTextFile(f, plan_to_json(*plan), &err)) return setStatus(err, true);
+    setStatus(tr("Plan written to %1.").arg(f));
+}
+
+void StudioWindow::exportExpertMap(const QString& format) {
+    const auto plan = planView_->plan();
+    if (!plan) return;
+    const QString f =
+        QFileDialog::getSaveFileName(this, tr("Export expert map (%1)").arg(format),
+                                     QStringLiteral("expert-map-%1.json").arg(format), tr("JSON (*.json)"));
+    if (f.isEmpty()) return;
+    QString err;
+    try {
+        const std::string text = expert_map_json(plan->lpt, plan->model, parse_expert_map_format(format.toStdString()));
+        if (!writeTextFile(f, text, &err)) return setStatus(err, true);
+    } catch (const std::exception& e) {
+        return setStatus(QString::fromStdString(e.what()), true);
+    }
+    setStatus(tr("Expert map (%1) written to %2.").arg(format, f));
+}
+
+void StudioWindow::exportPlanViewImage() {
+    if (!planView_->plan()) return;
+    const QStringList names = planView_->viewNames();
+    const int i = planView_->currentIndex();
+    const QString name = i >= 0 && i < names.size() ? names[i] : names.value(0);
+    const QString f = QFileDialog::getSaveFileName(this, tr("Export %1").arg(name), name + QStringLiteral(".png"),
+                                                   tr("PNG image (*.png);;SVG drawing (*.svg)"));
+    if (f.isEmpty()) return;
+    QString err;
+    if (!planView_->exportView(name, f, &err)) return setStatus(err, true);
+    setStatus(tr("%1 written to %2.").arg(name, f));
+}
+
+void StudioWindow::exportComparisonCsv() {
+    const QString f = QFileDialog::getSaveFileName(this, tr("Export comparison"), QStringLiteral("comparison.csv"),
+                                                   tr("CSV (*.csv)"));
+    if (f.isEmpty()) return;
+    QString err;
+    if (!compareView_->exportTableCsv(f, &err)) return setStatus(err, true);
+    setStatus(tr("Comparison written to %1.").arg(f));
+}
+
+void StudioWindow::exportComparisonChart() {
+    const QString f =
+        QFileDialog::getSaveFileName(this, tr("Export comparison chart"), QStringLiteral("comparison.png"),
+                                     tr("PNG image (*.png);;SVG drawing (*.svg)"));
+    if (f.isEmpty()) return;
+    QString err;
+    if (!compareView_->exportChart(f, &err)) return setStatus(err, true);
+    setStatus(tr("Comparison chart written to %1.").arg(f));
+}
+
+void StudioWindow::exportSampleCsv() {
+    if (samples_->rowCount() == 0) return;
+    const QString f =
+        QFileDialog::getSaveFileName(this, tr("Export samples"), QStringLiteral("samples.csv"), tr("CSV (*.csv)"));
+    if (f.isEmpty()) return;
+    QString err;
+    if (!exportModelCsv(*proxy_, f, &err)) return setStatus(err, true);
+    setStatus(tr("Sample table written to %1.").arg(f));
+}
+
+void StudioWindow::closeEvent(QCloseEvent* event) {
+    auto s = settings();
+    s->setValue(QStringLiteral("window/geometry"), saveGeometry());
+    s->setValue(QStringLiteral("window/state"), saveState());
+    // Stop the running job: the planner returns its best valid plan, which the worker still saves.
+    jobs_->cancelAll();
+    QMainWindow::closeEvent(event);
+}
+
+} // namespace routepack::views

@@ -1,0 +1,177 @@
+#pragma once
+// The studio's main window (issue 4): library tree (traces, windows, runs) on the left with the
+// topology/budget editor, the sample table and length histogram in the centre, the plan views and
+// the run comparison on the right, job progress with Cancel in the status bar. All long work runs
+// on worker threads (ImportJob, PlanJobQueue, sample loading, demo building); results arrive as
+// immutable values and stale ones are dropped.
+#include "storage/library.h"
+#include "views/plan_jobs.h"
+
+#include <QMainWindow>
+#include <QString>
+
+#include <map>
+#include <memory>
+
+class QAction;
+class QLabel;
+class QLineEdit;
+class QProgressBar;
+class QSettings;
+class QTabWidget;
+class QTableView;
+class QToolButton;
+class QTreeView;
+
+namespace routepack::views {
+
+class CompareView;
+class ImportDialog;
+class LengthHistogramView;
+class LibraryTreeModel;
+class PlanView;
+class SampleFilterProxy;
+class SampleTableModel;
+class TopologyEditor;
+struct SampleTableData;
+
+/// Where the studio keeps its settings (QSettings organization / application): the last library,
+/// window geometry and dock layout. Tests pass their own names so they never touch the user's.
+struct StudioOptions {
+    QString settingsOrganization = QStringLiteral("RoutePack");
+    QString settingsApplication = QStringLiteral("RoutePack Studio");
+};
+
+/// The main window. Keyboard: Ctrl+O open library, Ctrl+N new library, Ctrl+I import trace,
+/// Ctrl+D define window, Ctrl+R run the planner, Esc / Ctrl+. cancel the running job, Ctrl+E export
+/// what is shown (plan view image, comparison CSV or sample table CSV), Ctrl+Q quit.
+class StudioWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    explicit StudioWindow(const StudioOptions& options = {}, QWidget* parent = nullptr);
+    ~StudioWindow() override;
+
+    /// Opens (`create`: creating when absent) a library, remembers it as the last one, refreshes the
+    /// tree and selects the first window. False with `error` set (and shown) on failure. Results of
+    /// jobs started for the previous library are dropped from display (they are still saved there).
+    bool openLibrary(const QString& file, bool create = false, QString* error = nullptr);
+    QString libraryPath() const;
+    /// The library remembered in the settings ("" when none).
+    QString lastLibrary() const;
+    /// Opens the embedded demo library under QStandardPaths::AppDataLocation/demo, building it on
+    /// a worker thread first when it is missing (storage::build_demo); emits demoReady.
+    void openDemoLibrary();
+    /// Re-reads traces, windows and runs (keeps the selection).
+    void refreshLibrary();
+
+    /// Selects a trace / window / run in the tree (loading its samples or showing its plan).
+    bool selectTrace(const QString& trace);
+    bool selectWindow(const QString& trace, const QString& window);
+    bool selectRun(qint64 runId);
+    /// Queues a planner run on the selected window with the editor's topology and budgets; returns
+    /// the job id (0 with the reason in the status bar when no window is selected or the topology
+    /// is invalid).
+    quint64 runPlanner();
+    /// Cancels the running job (the planner keeps its best valid plan so far).
+    void cancelJob();
+    /// Adds every saved run of the shown plan's window to the comparison, replaying (without
+    /// saving) those not computed in this session. Returns the number of replays queued.
+    int compareSavedRuns();
+    /// Shows a plan (and its window, for the cost views) in the plan views and the comparison.
+    void showPlan(std::shared_ptr<const routepack::PlanResult> plan, std::shared_ptr<const routepack::Trace> window,
+                  qint64 runId);
+    /// Opens the import dialog (modeless) for the open library.
+    ImportDialog* showImportDialog();
+
+    PlanJobQueue* jobs() const { return jobs_; }
+    LibraryTreeModel* libraryModel() const { return tree_; }
+    SampleTableModel* sampleModel() const { return samples_; }
+    SampleFilterProxy* sampleProxy() const { return proxy_; }
+    QTableView* sampleView() const { return sampleView_; }
+    QTreeView* libraryView() const { return treeView_; }
+    LengthHistogramView* histogramView() const { return histogram_; }
+    PlanView* planView() const { return planView_; }
+    CompareView* compareView() const { return compareView_; }
+    TopologyEditor* topologyEditor() const { return editor_; }
+    QTabWidget* resultTabs() const { return resultTabs_; }
+    /// Text of the status line (job stage, errors).
+    QString statusText() const;
+    /// Run id of the plan shown (0 when none or not saved).
+    qint64 shownRunId() const { return shownRun_; }
+
+Q_SIGNALS:
+    void libraryOpened(const QString& file);
+    /// The sample table shows `trace` (or a window of it).
+    void samplesLoaded(const QString& trace);
+    /// A plan is shown (runId 0 when it was not saved).
+    void planShown(qint64 runId);
+    /// The embedded demo library is open.
+    void demoReady(const QString& file);
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+
+private:
+    std::unique_ptr<QSettings> settings() const;
+    void buildUi();
+    void buildActions();
+    void onTreeSelection();
+    quint64 replay(const storage::RunEntry& run, bool show);
+    void loadSamples(const QString& trace, const QString& window);
+    void defineWindow();
+    void saveTopology();
+    void exportCurrent();
+    void exportPlanJson();
+    void exportExpertMap(const QString& format);
+    void exportPlanViewImage();
+    void exportComparisonCsv();
+    void exportComparisonChart();
+    void exportSampleCsv();
+    void updateCompare();
+    void updateActions();
+    void setStatus(const QString& text, bool error = false);
+    void onCellActivated(int row, int slot, const QList<int>& sampleIndices);
+
+    StudioOptions options_;
+    std::unique_ptr<storage::Library> lib_;
+    PlanJobQueue* jobs_ = nullptr;
+    LibraryTreeModel* tree_ = nullptr;
+    QTreeView* treeView_ = nullptr;
+    SampleTableModel* samples_ = nullptr;
+    SampleFilterProxy* proxy_ = nullptr;
+    QTableView* sampleView_ = nullptr;
+    QLabel* sampleHeader_ = nullptr;
+    QLineEdit* filter_ = nullptr;
+    LengthHistogramView* histogram_ = nullptr;
+    PlanView* planView_ = nullptr;
+    CompareView* compareView_ = nullptr;
+    QTabWidget* resultTabs_ = nullptr;
+    TopologyEditor* editor_ = nullptr;
+    QLabel* status_ = nullptr;
+    QLabel* libraryLabel_ = nullptr;
+    QProgressBar* jobProgress_ = nullptr;
+    QToolButton* cancelButton_ = nullptr;
+    ImportDialog* importDialog_ = nullptr;
+    QAction* runAction_ = nullptr;
+    QAction* cancelAction_ = nullptr;
+    QAction* importAction_ = nullptr;
+    QAction* windowAction_ = nullptr;
+    QAction* exportAction_ = nullptr;
+    QList<QAction*> planActions_;
+
+    QString shownTrace_, shownWindow_; ///< what the sample table shows
+    quint64 sampleGeneration_ = 0;
+    /// Plans made or replayed this session, by run id (negative ids: unsaved results).
+    std::map<qint64, std::pair<std::shared_ptr<const routepack::PlanResult>, std::shared_ptr<const routepack::Trace>>>
+        cache_;
+    struct Replay {
+        qint64 run = 0;   ///< the saved run it reproduces
+        bool show = true; ///< show it when done (false: only add it to the comparison)
+    };
+    std::map<quint64, Replay> replays_; ///< replay job -> what it reproduces
+    qint64 shownRun_ = 0;
+    qint64 nextUnsaved_ = -1;
+    bool demoBuilding_ = false;
+};
+
+} // namespace routepack::views

@@ -1,0 +1,389 @@
+#include "views/topology_editor.h"
+
+#include "core/errors.h"
+
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QSpinBox>
+#include <QTableWidget>
+#include <QThread>
+#include <QVBoxLayout>
+
+#include <limits>
+
+namespace routepack::views {
+
+std::vector<std::vector<int>> parseShardText(const QString& text) {
+    std::vector<std::vector<int>> out;
+    const QStringList groups = text.split(QRegularExpression(QStringLiteral("[|;]")), Qt::KeepEmptyParts);
+    for (const QString& g : groups) {
+        std::vector<int> slots;
+        for (const QString& raw : g.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+            const QString tok = raw.trimmed();
+            if (tok.isEmpty()) continue;
+            bool ok1 = false, ok2 = false;
+            const int dash = tok.indexOf(QLatin1Char('-'));
+            if (dash > 0) {
+                const int a = tok.left(dash).trimmed().toInt(&ok1), b = tok.mid(dash + 1).trimmed().toInt(&ok2);
+                if (!ok1 || !ok2 || a > b || a < 0)
+                    throw InputError("EDP shards: bad range '" + tok.toStdString() + "' (write e.g. 0-3)");
+                for (int d = a; d <= b; ++d)
+                    slots.push_back(d);
+            } else {
+                const int d = tok.toInt(&ok1);
+                if (!ok1 || d < 0) throw InputError("EDP shards: bad DP slot '" + tok.toStdString() + "'");
+                slots.push_back(d);
+            }
+        }
+        if (slots.empty()) throw InputError("EDP shards: an empty shard (write e.g. 0,1 | 2,3)");
+        out.push_back(std::move(slots));
+    }
+    return out;
+}
+
+QString shardText(const std::vector<std::vector<int>>& shards) {
+    QStringList groups;
+    for (const auto& g : shards) {
+        QStringList parts;
+        for (std::size_t k = 0; k < g.size();) {
+            std::size_t j = k;
+            while (j + 1 < g.size() && g[j + 1] == g[j] + 1)
+                ++j;
+            if (j - k >= 2) {
+                parts << QStringLiteral("%1-%2").arg(g[k]).arg(g[j]);
+                k = j + 1;
+            } else {
+                parts << QString::number(g[k]);
+                ++k;
+            }
+        }
+        groups << parts.join(QLatin1Char(','));
+    }
+    return groups.join(QStringLiteral(" | "));
+}
+
+namespace {
+
+QSpinBox* spin(QWidget* parent, int lo, int hi, int value) {
+    auto* s = new QSpinBox(parent);
+    s->setRange(lo, hi);
+    s->setValue(value);
+    s->setGroupSeparatorShown(true);
+    return s;
+}
+
+QDoubleSpinBox* dspin(QWidget* parent, double lo, double hi, double value, int decimals, double step) {
+    auto* s = new QDoubleSpinBox(parent);
+    s->setDecimals(decimals);
+    s->setRange(lo, hi);
+    s->setSingleStep(step);
+    s->setValue(value);
+    return s;
+}
+
+} // namespace
+
+TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
+    auto* layout = new QVBoxLayout(this);
+    auto* presetRow = new QHBoxLayout();
+    preset_ = new QComboBox(this);
+    preset_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    preset_->setMinimumContentsLength(12);
+    preset_->setToolTip(tr("Topologies saved in the library, and the shipped ones (resources/topologies)"));
+    auto* save = new QPushButton(tr("Save"), this);
+    save->setToolTip(tr("Store this topology and these budgets in the open library, under the name below"));
+    presetRow->addWidget(new QLabel(tr("Preset"), this));
+    presetRow->addWidget(preset_, 1);
+    presetRow->addWidget(save);
+    layout->addLayout(presetRow);
+
+    auto* topoBox = new QGroupBox(tr("Topology"), this);
+    auto* tf = new QFormLayout(topoBox);
+    tf->setRowWrapPolicy(QFormLayout::WrapLongRows);
+    name_ = new QLineEdit(topoBox);
+    ranks_ = spin(topoBox, 1, 65536, 8);
+    experts_ = spin(topoBox, 0, 1 << 20, 0);
+    experts_->setSpecialValueText(tr("from the trace"));
+    slots_ = spin(topoBox, 1, 65536, 4);
+    shards_ = new QLineEdit(QStringLiteral("0,1 | 2,3"), topoBox);
+    shards_->setToolTip(tr("Partition of the DP slots 0..D-1 into EDP shards, e.g. 0,1 | 2,3 or 0-3 | 4-7"));
+    cap_ = spin(topoBox, 1, std::numeric_limits<int>::max(), 8192);
+    minRows_ = spin(topoBox, 0, 1 << 20, 0);
+    minRows_->setSpecialValueText(tr("none"));
+    tf->addRow(tr("Name"), name_);
+    tf->addRow(tr("EP ranks P"), ranks_);
+    tf->addRow(tr("Experts per layer E"), experts_);
+    tf->addRow(tr("DP slots D"), slots_);
+    tf->addRow(tr("EDP shards"), shards_);
+    tf->addRow(tr("Token cap C"), cap_);
+    tf->addRow(tr("Minimum rows"), minRows_);
+    stages_ = new QTableWidget(0, 3, topoBox);
+    stages_->setHorizontalHeaderLabels({tr("Attention stage"), tr("alpha"), tr("beta")});
+    stages_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+    stages_->horizontalHeader()->setSectionResizeMode(1, QHeaderView::ResizeToContents);
+    stages_->horizontalHeader()->setSectionResizeMode(2, QHeaderView::ResizeToContents);
+    stages_->verticalHeader()->hide();
+    stages_->setMinimumHeight(90);
+    stages_->setMaximumHeight(130);
+    auto* addStageButton = new QPushButton(tr("Add stage"), topoBox);
+    auto* removeStageButton = new QPushButton(tr("Remove"), topoBox);
+    auto* stageButtons = new QHBoxLayout();
+    stageButtons->addWidget(addStageButton);
+    stageButtons->addWidget(removeStageButton);
+    stageButtons->addStretch(1);
+    tf->addRow(stages_);
+    tf->addRow(stageButtons);
+    layout->addWidget(topoBox);
+
+    auto* budgetBox = new QGroupBox(tr("Planner budgets"), this);
+    auto* bf = new QFormLayout(budgetBox);
+    bf->setRowWrapPolicy(QFormLayout::WrapLongRows);
+    const PlannerBudgets d;
+    seeds_ = spin(budgetBox, 1, 100000, d.seeding.candidates);
+    population_ = spin(budgetBox, 1, 4096, d.seeding.population);
+    choiceWidth_ = spin(budgetBox, 1, 1024, d.seeding.choice_width);
+    eta_ = dspin(budgetBox, 0, 100, d.seeding.eta, 3, 0.05);
+    levels_ = spin(budgetBox, 0, 10000, d.annealing.levels);
+    t0_ = dspin(budgetBox, 1e-6, 1000, d.annealing.t0, 6, 0.001);
+    cooling_ = dspin(budgetBox, 0.001, 1, d.annealing.cooling, 3, 0.05);
+    steps_ = spin(budgetBox, 0, 100000000, d.annealing.steps);
+    pGuide_ = dspin(budgetBox, 0, 1, d.annealing.p_guide, 2, 0.05);
+    rho_ = dspin(budgetBox, 0, 1, d.annealing.rho, 2, 0.05);
+    rowNodes_ = spin(budgetBox, 0, std::numeric_limits<int>::max(), static_cast<int>(d.row_nodes));
+    timeLimit_ = dspin(budgetBox, 0, 86400, 0, 1, 1);
+    timeLimit_->setSpecialValueText(tr("none"));
+    workers_ = spin(budgetBox, 0, 4096, std::max(1, QThread::idealThreadCount()));
+    workers_->setSpecialValueText(tr("all cores"));
+    workers_->setToolTip(tr("Same inputs + seed + worker count give the same plan"));
+    seed_ = new QLineEdit(QString::number(d.seed), budgetBox);
+    bf->addRow(tr("Seeds M"), seeds_);
+    bf->addRow(tr("Population P_pop"), population_);
+    bf->addRow(tr("Choice width w"), choiceWidth_);
+    bf->addRow(tr("Diversity weight eta"), eta_);
+    bf->addRow(tr("Temperature levels N_T"), levels_);
+    bf->addRow(tr("T_0"), t0_);
+    bf->addRow(tr("Cooling"), cooling_);
+    bf->addRow(tr("Steps K per level"), steps_);
+    bf->addRow(tr("p_guide"), pGuide_);
+    bf->addRow(tr("Relocation rho"), rho_);
+    bf->addRow(tr("Row-count nodes"), rowNodes_);
+    bf->addRow(tr("Time limit (s)"), timeLimit_);
+    bf->addRow(tr("Workers"), workers_);
+    bf->addRow(tr("Seed"), seed_);
+    layout->addWidget(budgetBox);
+
+    validity_ = new QLabel(this);
+    validity_->setWordWrap(true);
+    layout->addWidget(validity_);
+    layout->addStretch(1);
+
+    setLibraryTopologies({});
+    connect(preset_, &QComboBox::activated, this, &TopologyEditor::applyPreset);
+    connect(save, &QPushButton::clicked, this, &TopologyEditor::saveRequested);
+    connect(addStageButton, &QPushButton::clicked, this,
+            [this] { addStage(tr("stage %1").arg(stages_->rowCount() + 1), 1.0, 0.0); });
+    connect(removeStageButton, &QPushButton::clicked, this, [this] {
+        const int r = stages_->currentRow();
+        if (r >= 0) stages_->removeRow(r);
+        updateValidity();
+    });
+    auto notify = [this] {
+        if (filling_) return;
+        updateValidity();
+        Q_EMIT changed();
+    };
+    for (QSpinBox* s : {ranks_, experts_, slots_, cap_, minRows_, seeds_, population_, choiceWidth_, levels_, steps_,
+                        rowNodes_, workers_})
+        connect(s, &QSpinBox::valueChanged, this, notify);
+    for (QDoubleSpinBox* s : {eta_, t0_, cooling_, pGuide_, rho_, timeLimit_})
+        connect(s, &QDoubleSpinBox::valueChanged, this, notify);
+    for (QLineEdit* e : {name_, shards_, seed_})
+        connect(e, &QLineEdit::textChanged, this, notify);
+    connect(stages_, &QTableWidget::cellChanged, this, notify);
+
+    // Start on the demo preset.
+    if (!selectPreset(QStringLiteral("synthetic-demo-ep8-dp4")) && preset_->count() > 0) applyPreset(0);
+}
+
+TopologyEditor::~TopologyEditor() = default;
+
+void TopologyEditor::setLibraryTopologies(const std::vector<storage::TopologyEntry>& entries) {
+    library_ = entries;
+    const QString current = preset_->currentData().toString();
+    preset_->blockSignals(true);
+    preset_->clear();
+    for (std::size_t k = 0; k < library_.size(); ++k)
+        preset_->addItem(tr("library: %1").arg(QString::fromStdString(library_[k].name)),
+                         QStringLiteral("library:") + QString::fromStdString(library_[k].name));
+    for (const auto& n : known_topology_names())
+        preset_->addItem(tr("shipped: %1").arg(QString::fromStdString(n)),
+                         QStringLiteral("shipped:") + QString::fromStdString(n));
+    const int i = preset_->findData(current);
+    if (i >= 0) preset_->setCurrentIndex(i);
+    preset_->blockSignals(false);
+}
+
+bool TopologyEditor::selectPreset(const QString& name) {
+    int i = preset_->findData(QStringLiteral("library:") + name);
+    if (i < 0) i = preset_->findData(QStringLiteral("shipped:") + name);
+    if (i < 0) return false;
+    preset_->setCurrentIndex(i);
+    applyPreset(i);
+    return true;
+}
+
+void TopologyEditor::applyPreset(int index) {
+    const QString key = preset_->itemData(index).toString();
+    if (key.startsWith(QStringLiteral("library:"))) {
+        const std::string name = key.mid(8).toStdString();
+        for (const auto& e : library_) {
+            if (e.name != name) continue;
+            setTopology(QString::fromStdString(e.name), e.topology);
+            if (e.budgets) setBudgets(*e.budgets);
+        }
+    } else if (key.startsWith(QStringLiteral("shipped:"))) {
+        const QString name = key.mid(8);
+        setTopology(name, known_topology(name.toStdString()));
+    }
+}
+
+void TopologyEditor::addStage(const QString& name, double alpha, double beta) {
+    const int r = stages_->rowCount();
+    stages_->insertRow(r);
+    stages_->setItem(r, 0, new QTableWidgetItem(name));
+    auto* a = new QTableWidgetItem();
+    a->setData(Qt::EditRole, alpha);
+    auto* b = new QTableWidgetItem();
+    b->setData(Qt::EditRole, beta);
+    stages_->setItem(r, 1, a);
+    stages_->setItem(r, 2, b);
+}
+
+void TopologyEditor::setTopology(const QString& name, const Topology& t) {
+    filling_ = true;
+    name_->setText(name);
+    name_->setCursorPosition(0);
+    ranks_->setValue(t.ep_ranks);
+    experts_->setValue(t.experts_per_layer);
+    slots_->setValue(t.dp_slots);
+    shards_->setText(shardText(t.edp_shards));
+    cap_->setValue(static_cast<int>(std::min<std::int64_t>(t.token_cap, std::numeric_limits<int>::max())));
+    minRows_->setValue(t.min_rows);
+    stages_->setRowCount(0);
+    for (const auto& s : t.attention_stages)
+        addStage(QString::fromStdString(s.name), s.alpha, s.beta);
+    filling_ = false;
+    updateValidity();
+    Q_EMIT changed();
+}
+
+void TopologyEditor::setBudgets(const PlannerBudgets& b) {
+    filling_ = true;
+    hidden_ = b;
+    seeds_->setValue(b.seeding.candidates);
+    population_->setValue(b.seeding.population);
+    choiceWidth_->setValue(b.seeding.choice_width);
+    eta_->setValue(b.seeding.eta);
+    levels_->setValue(b.annealing.levels);
+    t0_->setValue(b.annealing.t0);
+    cooling_->setValue(b.annealing.cooling);
+    steps_->setValue(b.annealing.steps);
+    pGuide_->setValue(b.annealing.p_guide);
+    rho_->setValue(b.annealing.rho);
+    rowNodes_->setValue(static_cast<int>(std::min<std::int64_t>(b.row_nodes, std::numeric_limits<int>::max())));
+    timeLimit_->setValue(b.time_limit_s);
+    workers_->setValue(b.workers);
+    seed_->setText(QString::number(b.seed));
+    filling_ = false;
+    updateValidity();
+    Q_EMIT changed();
+}
+
+QString TopologyEditor::topologyName() const {
+    return name_->text().trimmed();
+}
+
+std::optional<Topology> TopologyEditor::topology(QString* error) const {
+    try {
+        Topology t;
+        t.ep_ranks = ranks_->value();
+        t.experts_per_layer = experts_->value();
+        t.dp_slots = slots_->value();
+        t.edp_shards = parseShardText(shards_->text());
+        t.token_cap = cap_->value();
+        t.min_rows = minRows_->value();
+        for (int r = 0; r < stages_->rowCount(); ++r) {
+            AttentionStage s;
+            const QTableWidgetItem* n = stages_->item(r, 0);
+            const QTableWidgetItem* a = stages_->item(r, 1);
+            const QTableWidgetItem* b = stages_->item(r, 2);
+            s.name = n ? n->text().toStdString() : std::string();
+            bool oka = true, okb = true;
+            s.alpha = a ? a->data(Qt::EditRole).toDouble(&oka) : 0.0;
+            s.beta = b ? b->data(Qt::EditRole).toDouble(&okb) : 0.0;
+            if (!oka || !okb)
+                throw InputError("attention stage " + std::to_string(r + 1) + ": alpha and beta must be numbers");
+            t.attention_stages.push_back(s);
+        }
+        // The topology file rules decide what is valid (one place for them).
+        return parse_topology(topology_to_json(t), "topology");
+    } catch (const std::exception& e) {
+        if (error) *error = QString::fromStdString(e.what());
+        return std::nullopt;
+    }
+}
+
+PlannerBudgets TopologyEditor::budgets() const {
+    PlannerBudgets b = hidden_;
+    b.seeding.candidates = seeds_->value();
+    b.seeding.population = population_->value();
+    b.seeding.choice_width = choiceWidth_->value();
+    b.seeding.eta = eta_->value();
+    b.annealing.levels = levels_->value();
+    b.annealing.t0 = t0_->value();
+    b.annealing.cooling = cooling_->value();
+    b.annealing.steps = steps_->value();
+    b.annealing.p_guide = pGuide_->value();
+    b.annealing.rho = rho_->value();
+    b.row_nodes = rowNodes_->value();
+    b.time_limit_s = timeLimit_->value();
+    b.workers = workers_->value();
+    bool ok = false;
+    const qulonglong seed = seed_->text().trimmed().toULongLong(&ok);
+    if (ok) b.seed = seed;
+    return b;
+}
+
+void TopologyEditor::updateValidity() {
+    QString why;
+    const auto t = topology(&why);
+    bool ok = t.has_value();
+    bool seed_ok = false;
+    seed_->text().trimmed().toULongLong(&seed_ok);
+    if (ok && !seed_ok) {
+        ok = false;
+        why = tr("seed must be an integer in 0..18446744073709551615");
+    }
+    if (ok && name_->text().trimmed().isEmpty()) {
+        ok = false;
+        why = tr("give the topology a name");
+    }
+    validity_->setText(ok ? tr("Valid: %1 EP ranks, %2 DP slots in %3 EDP shards, cap %4.")
+                                .arg(t->ep_ranks)
+                                .arg(t->dp_slots)
+                                .arg(t->shards())
+                                .arg(t->token_cap)
+                          : why);
+    validity_->setStyleSheet(
+        ok ? QString() : QStringLiteral("color: white; background-color: #b3261e; padding: 3px; border-radius: 3px;"));
+}
+
+} // namespace routepack::views

@@ -1,0 +1,95 @@
+#pragma once
+// Topology and planner-budget editor of the studio (issue 4, "Edit a topology ... and budgets,
+// saved with the library; presets for the common shapes"): P, D, EDP shards, cap C, min rows,
+// attention stages (alpha, beta), and every PlannerBudgets field. Presets: the shipped topologies
+// (resources/topologies) and the topologies saved in the open library.
+#include "core/planner.h"
+#include "core/topology.h"
+#include "storage/library.h"
+
+#include <QString>
+#include <QWidget>
+
+#include <optional>
+#include <vector>
+
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QSpinBox;
+class QTableWidget;
+
+namespace routepack::views {
+
+/// Parses EDP shards written as "0,1 | 2,3" or "0-3 | 4-7" (groups separated by '|' or ';', slots
+/// by ',', ranges a-b). InputError naming the bad token; the partition itself is checked by
+/// parse_topology.
+std::vector<std::vector<int>> parseShardText(const QString& text);
+/// Inverse of parseShardText, with ranges for runs of 3 or more ("0-3 | 4-7", "0,1 | 2,3").
+QString shardText(const std::vector<std::vector<int>>& shards);
+
+/// The editor widget. Edits are local until saveRequested (the studio saves to the library).
+class TopologyEditor : public QWidget {
+    Q_OBJECT
+public:
+    explicit TopologyEditor(QWidget* parent = nullptr);
+    ~TopologyEditor() override;
+
+    /// Fills the fields (name, topology, budgets).
+    void setTopology(const QString& name, const routepack::Topology& t);
+    void setBudgets(const routepack::PlannerBudgets& b);
+    /// The topologies saved in the open library, offered as presets beside the shipped ones.
+    void setLibraryTopologies(const std::vector<storage::TopologyEntry>& entries);
+    /// Selects a preset by name ("library: " entries first, then shipped names); false when absent.
+    bool selectPreset(const QString& name);
+
+    QString topologyName() const;
+    /// The edited topology, validated by the topology file rules (parse_topology); nullopt with
+    /// `error` set in words otherwise.
+    std::optional<routepack::Topology> topology(QString* error = nullptr) const;
+    /// The edited budgets.
+    routepack::PlannerBudgets budgets() const;
+
+Q_SIGNALS:
+    /// The Save button: store name + topology + budgets in the library.
+    void saveRequested();
+    /// Any field changed.
+    void changed();
+
+private:
+    void applyPreset(int index);
+    void addStage(const QString& name, double alpha, double beta);
+    void updateValidity();
+
+    std::vector<storage::TopologyEntry> library_;
+    QComboBox* preset_ = nullptr;
+    QLineEdit* name_ = nullptr;
+    QSpinBox* ranks_ = nullptr;
+    QSpinBox* experts_ = nullptr;
+    QSpinBox* slots_ = nullptr;
+    QLineEdit* shards_ = nullptr;
+    QSpinBox* cap_ = nullptr;
+    QSpinBox* minRows_ = nullptr;
+    QTableWidget* stages_ = nullptr;
+    QLabel* validity_ = nullptr;
+    // Budgets.
+    QSpinBox* seeds_ = nullptr;
+    QSpinBox* population_ = nullptr;
+    QSpinBox* choiceWidth_ = nullptr;
+    QDoubleSpinBox* eta_ = nullptr;
+    QSpinBox* levels_ = nullptr;
+    QDoubleSpinBox* t0_ = nullptr;
+    QDoubleSpinBox* cooling_ = nullptr;
+    QSpinBox* steps_ = nullptr;
+    QDoubleSpinBox* pGuide_ = nullptr;
+    QDoubleSpinBox* rho_ = nullptr;
+    QSpinBox* rowNodes_ = nullptr;
+    QDoubleSpinBox* timeLimit_ = nullptr;
+    QSpinBox* workers_ = nullptr;
+    QLineEdit* seed_ = nullptr;
+    routepack::PlannerBudgets hidden_; ///< fields the editor does not show (projections, pair candidates)
+    bool filling_ = false;
+};
+
+} // namespace routepack::views

@@ -1,0 +1,172 @@
+#include "views/window_dialog.h"
+
+#include "core/errors.h"
+
+#include <QButtonGroup>
+#include <QDialogButtonBox>
+#include <QFormLayout>
+#include <QGridLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QRadioButton>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+#include <unordered_set>
+
+namespace routepack::views {
+
+WindowDialog::WindowDialog(const QString& trace, std::vector<SampleInfo> samples, const QStringList& selectedIds,
+                           QWidget* parent)
+    : QDialog(parent), trace_(trace), samples_(std::move(samples)), selected_(selectedIds) {
+    setWindowTitle(tr("Define window of %1").arg(trace));
+    auto* layout = new QVBoxLayout(this);
+    auto* form = new QFormLayout();
+    name_ = new QLineEdit(this);
+    name_->setPlaceholderText(tr("e.g. step-0"));
+    form->addRow(tr("Window name"), name_);
+    layout->addLayout(form);
+
+    const int n = static_cast<int>(samples_.size());
+    auto* grid = new QGridLayout();
+    mode_ = new QButtonGroup(this);
+    auto* bySel = new QRadioButton(tr("Selected samples (%1)").arg(selected_.size()), this);
+    auto* byFirst = new QRadioButton(tr("First N in numeric id order"), this);
+    auto* byRandom = new QRadioButton(tr("N random samples, seed"), this);
+    auto* byGroups = new QRadioButton(tr("GRPO groups"), this);
+    mode_->addButton(bySel, Selection);
+    mode_->addButton(byFirst, First);
+    mode_->addButton(byRandom, Random);
+    mode_->addButton(byGroups, Groups);
+    count_ = new QSpinBox(this);
+    count_->setRange(1, std::max(1, n));
+    count_->setValue(std::max(1, n));
+    randomCount_ = new QSpinBox(this);
+    randomCount_->setRange(1, std::max(1, n));
+    randomCount_->setValue(std::max(1, n / 2));
+    seed_ = new QLineEdit(QStringLiteral("1"), this);
+    groups_ = new QListWidget(this);
+    const auto groups = sample_groups(samples_);
+    for (const auto& g : groups) {
+        auto* item = new QListWidgetItem(QString::fromStdString(g), groups_);
+        item->setFlags(item->flags() | Qt::ItemIsUserCheckable);
+        item->setCheckState(Qt::Unchecked);
+    }
+    groups_->setMaximumHeight(140);
+    byGroups->setEnabled(!groups.empty());
+    groups_->setEnabled(!groups.empty());
+    if (groups.empty()) byGroups->setText(tr("GRPO groups (this trace has none)"));
+    bySel->setEnabled(!selected_.isEmpty());
+    grid->addWidget(bySel, 0, 0, 1, 3);
+    grid->addWidget(byFirst, 1, 0);
+    grid->addWidget(count_, 1, 1);
+    grid->addWidget(byRandom, 2, 0);
+    grid->addWidget(randomCount_, 2, 1);
+    grid->addWidget(seed_, 2, 2);
+    grid->addWidget(byGroups, 3, 0, 1, 3);
+    grid->addWidget(groups_, 4, 0, 1, 3);
+    layout->addLayout(grid);
+    summary_ = new QLabel(this);
+    summary_->setWordWrap(true);
+    layout->addWidget(summary_);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
+    layout->addWidget(buttons);
+    connect(buttons, &QDialogButtonBox::accepted, this, &WindowDialog::accept);
+    connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+    connect(mode_, &QButtonGroup::idClicked, this, [this] { updateSummary(); });
+    connect(count_, &QSpinBox::valueChanged, this, [this] { updateSummary(); });
+    connect(randomCount_, &QSpinBox::valueChanged, this, [this] { updateSummary(); });
+    connect(seed_, &QLineEdit::textChanged, this, [this] { updateSummary(); });
+    connect(groups_, &QListWidget::itemChanged, this, [this] { updateSummary(); });
+    setMode(selected_.size() > 1 ? Selection : First);
+}
+
+void WindowDialog::setMode(Mode m) {
+    if (QAbstractButton* b = mode_->button(m)) b->setChecked(true);
+    updateSummary();
+}
+
+void WindowDialog::setWindowName(const QString& name) {
+    name_->setText(name);
+}
+
+QString WindowDialog::windowName() const {
+    return name_->text().trimmed();
+}
+
+void WindowDialog::setCount(int n) {
+    count_->setValue(n);
+    randomCount_->setValue(n);
+}
+
+void WindowDialog::setSeed(qulonglong seed) {
+    seed_->setText(QString::number(seed));
+}
+
+void WindowDialog::setGroups(const QStringList& groups) {
+    for (int i = 0; i < groups_->count(); ++i)
+        groups_->item(i)->setCheckState(groups.contains(groups_->item(i)->text()) ? Qt::Checked : Qt::Unchecked);
+    updateSummary();
+}
+
+std::optional<WindowSelection> WindowDialog::selection(QString* error) const {
+    try {
+        const std::string trace = trace_.toStdString();
+        switch (mode_->checkedId()) {
+        case Selection: {
+            if (selected_.isEmpty()) throw InputError("select samples in the sample table first");
+            // Import order, whatever order the rows were selected in.
+            std::unordered_set<std::string> want;
+            for (const QString& id : selected_)
+                want.insert(id.toStdString());
+            WindowSelection w;
+            for (const auto& s : samples_)
+                if (want.count(s.id)) w.ids.push_back(s.id);
+            w.definition = "selection of " + std::to_string(w.ids.size()) + " samples";
+            return w;
+        }
+        case First:
+            return select_first(samples_, static_cast<std::size_t>(count_->value()), trace);
+        case Random: {
+            bool ok = false;
+            const qulonglong seed = seed_->text().trimmed().toULongLong(&ok);
+            if (!ok) throw InputError("the seed must be an integer in 0..18446744073709551615");
+            return select_random(samples_, static_cast<std::size_t>(randomCount_->value()), seed, trace);
+        }
+        case Groups: {
+            std::vector<std::string> groups;
+            for (int i = 0; i < groups_->count(); ++i)
+                if (groups_->item(i)->checkState() == Qt::Checked)
+                    groups.push_back(groups_->item(i)->text().toStdString());
+            return select_groups(samples_, groups, trace);
+        }
+        default:
+            throw InputError("choose how to define the window");
+        }
+    } catch (const std::exception& e) {
+        if (error) *error = QString::fromStdString(e.what());
+        return std::nullopt;
+    }
+}
+
+void WindowDialog::updateSummary() {
+    QString why;
+    const auto s = selection(&why);
+    summary_->setText(s ? tr("%1 samples: %2").arg(s->ids.size()).arg(QString::fromStdString(s->definition)) : why);
+}
+
+void WindowDialog::accept() {
+    QString why;
+    if (windowName().isEmpty()) {
+        summary_->setText(tr("Give the window a name."));
+        return;
+    }
+    if (!selection(&why)) {
+        summary_->setText(why);
+        return;
+    }
+    QDialog::accept();
+}
+
+} // namespace routepack::views
