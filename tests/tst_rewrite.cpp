@@ -12,6 +12,7 @@
 #include "gpu/safetensors.h"
 #include "gpu/synth_checkpoint.h"
 #include "tests/testutil.h"
+#include "tests/rewrite_testutil.h"
 
 #include <QtTest>
 
@@ -31,63 +32,16 @@ using routepack::test::read_file;
 using routepack::test::temp_dir;
 using routepack::test::write_file;
 
+using routepack::test::random_placement;
+using routepack::test::identity_placement;
+using routepack::test::group_placement;
+
 namespace {
 
 const char* kCheckpoints[] = {"qwen3_moe", "mixtral", "olmoe", "deepseek_v3", "gpt_oss"};
 
 ModelDescription model_of(const fs::path& dir) {
     return model_from_hf_config(read_file(dir / "config.json"), (dir / "config.json").string());
-}
-
-/// A random permutation per layer that is not its own inverse (so apply != inverse).
-Placement random_placement(int layers, int experts, std::uint64_t seed) {
-    Placement p;
-    p.layers = layers;
-    p.experts = experts;
-    p.ep_ranks = 1;
-    Rng rng(seed);
-    for (int l = 0; l < layers; ++l) {
-        std::vector<int> perm(static_cast<std::size_t>(experts));
-        for (;;) {
-            std::iota(perm.begin(), perm.end(), 0);
-            for (int i = experts - 1; i > 0; --i)
-                std::swap(perm[static_cast<std::size_t>(i)], perm[rng.below(static_cast<std::uint64_t>(i) + 1)]);
-            bool self_inverse = true, moves_all = true;
-            for (int e = 0; e < experts; ++e) {
-                if (perm[static_cast<std::size_t>(perm[static_cast<std::size_t>(e)])] != e) self_inverse = false;
-                if (perm[static_cast<std::size_t>(e)] == e) moves_all = false;
-            }
-            if (!self_inverse && moves_all) break;
-        }
-        p.slot.insert(p.slot.end(), perm.begin(), perm.end());
-    }
-    return p;
-}
-
-/// Swaps whole contiguous groups of `gs` experts (a group-preserving placement), shifted by one group,
-/// and rotates inside each group.
-Placement group_placement(int layers, int experts, int gs) {
-    Placement p;
-    p.layers = layers;
-    p.experts = experts;
-    p.ep_ranks = 1;
-    const int groups = experts / gs;
-    for (int l = 0; l < layers; ++l)
-        for (int e = 0; e < experts; ++e) {
-            const int g = e / gs, i = e % gs;
-            p.slot.push_back(((g + 1 + l) % groups) * gs + (i + 1) % gs);
-        }
-    return p;
-}
-
-Placement identity_placement(int layers, int experts) {
-    Placement p;
-    p.layers = layers;
-    p.experts = experts;
-    p.ep_ranks = 1;
-    for (int l = 0; l < layers; ++l)
-        for (int e = 0; e < experts; ++e) p.slot.push_back(e);
-    return p;
 }
 
 RewriteRequest request(const fs::path& in, const fs::path& out, const Placement& pi, const ModelDescription& m,

@@ -13,6 +13,7 @@
 #include "gpu/rewrite_cuda.h"
 #include "gpu/synth_checkpoint.h"
 #include "tests/testutil.h"
+#include "tests/rewrite_testutil.h"
 
 #include <QtTest>
 
@@ -29,34 +30,11 @@ using routepack::test::read_file;
 using routepack::test::temp_dir;
 using routepack::test::write_file;
 
+using routepack::test::random_placement;
+
 namespace {
 
 const char* kCheckpoints[] = {"qwen3_moe", "mixtral", "olmoe", "deepseek_v3", "gpt_oss"};
-
-/// A random permutation per layer that moves every expert and is not its own inverse.
-Placement random_placement(int layers, int experts, std::uint64_t seed) {
-    Placement p;
-    p.layers = layers;
-    p.experts = experts;
-    p.ep_ranks = 1;
-    Rng rng(seed);
-    for (int l = 0; l < layers; ++l) {
-        std::vector<int> perm(static_cast<std::size_t>(experts));
-        for (;;) {
-            std::iota(perm.begin(), perm.end(), 0);
-            for (int i = experts - 1; i > 0; --i)
-                std::swap(perm[static_cast<std::size_t>(i)], perm[rng.below(static_cast<std::uint64_t>(i) + 1)]);
-            bool self_inverse = true, moves_all = true;
-            for (int e = 0; e < experts; ++e) {
-                if (perm[static_cast<std::size_t>(perm[static_cast<std::size_t>(e)])] != e) self_inverse = false;
-                if (perm[static_cast<std::size_t>(e)] == e) moves_all = false;
-            }
-            if (!self_inverse && moves_all) break;
-        }
-        p.slot.insert(p.slot.end(), perm.begin(), perm.end());
-    }
-    return p;
-}
 
 RewriteRequest request(const fs::path& in, const fs::path& out, const Placement& pi, const ModelDescription& m) {
     RewriteRequest r;

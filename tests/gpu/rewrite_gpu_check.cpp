@@ -27,6 +27,7 @@
 #include "gpu/rewrite.h"
 #include "gpu/rewrite_cuda.h"
 #include "gpu/safetensors.h"
+#include "tests/rewrite_testutil.h"
 
 #include <nlohmann/json.hpp>
 #include <tbb/blocked_range.h>
@@ -54,6 +55,9 @@
 using namespace routepack;
 using namespace routepack::gpu;
 namespace fs = std::filesystem;
+
+using routepack::test::random_placement;
+using routepack::test::group_placement;
 
 namespace {
 
@@ -151,43 +155,6 @@ std::string compare_outputs(const RewritePlan& plan, const fs::path& a, const fs
 /// Copies config.json, the index and the other non-safetensors files into `dir`, as rewrite_checkpoint does.
 void copy_other_files(const RewritePlan& plan, const fs::path& dir) {
     for (const fs::path& p : plan.other_files) fs::copy(p, dir / p.filename(), fs::copy_options::recursive);
-}
-
-/// A random permutation per layer moving every expert, not its own inverse.
-Placement random_placement(int layers, int experts, std::uint64_t seed) {
-    Placement p;
-    p.layers = layers;
-    p.experts = experts;
-    p.ep_ranks = 1;
-    Rng rng(seed);
-    for (int l = 0; l < layers; ++l) {
-        std::vector<int> perm(static_cast<std::size_t>(experts));
-        for (;;) {
-            std::iota(perm.begin(), perm.end(), 0);
-            for (int i = experts - 1; i > 0; --i)
-                std::swap(perm[static_cast<std::size_t>(i)], perm[rng.below(static_cast<std::uint64_t>(i) + 1)]);
-            bool self_inverse = true, moves_all = true;
-            for (int e = 0; e < experts; ++e) {
-                if (perm[static_cast<std::size_t>(perm[static_cast<std::size_t>(e)])] != e) self_inverse = false;
-                if (perm[static_cast<std::size_t>(e)] == e) moves_all = false;
-            }
-            if ((!self_inverse || experts < 3) && (moves_all || experts < 2)) break;
-        }
-        p.slot.insert(p.slot.end(), perm.begin(), perm.end());
-    }
-    return p;
-}
-
-/// Keeps contiguous groups of `group` experts together: whole groups shift by 1 + l, and rotate inside.
-Placement group_placement(int layers, int experts, int group) {
-    Placement p;
-    p.layers = layers;
-    p.experts = experts;
-    p.ep_ranks = 1;
-    const int groups = experts / group;
-    for (int l = 0; l < layers; ++l)
-        for (int e = 0; e < experts; ++e) p.slot.push_back(((e / group + 1 + l) % groups) * group + (e % group + 1) % group);
-    return p;
 }
 
 RewriteRequest request(const fs::path& in, const fs::path& out, const Placement& pi, const ModelDescription& m) {
