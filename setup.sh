@@ -31,7 +31,9 @@ cmake --build --preset default -j"$jobs"
 
 case "$mode" in
   demo)
-    ./build/app/routepack demo --out routepack-demo
+    # The studio on the embedded demo library; without a display it says so and runs the same
+    # pipeline headless, writing plan.json, comparison.csv and PNG renderings into routepack-demo/.
+    ./build/app/routepack-studio --headless-out routepack-demo
     ;;
   test)
     ctest --preset default -j1 --timeout 1500

@@ -5,6 +5,7 @@
 #include "views/studio_window.h"
 
 #include <QApplication>
+#include <QFile>
 #include <QDir>
 #include <QFileInfo>
 
@@ -57,6 +58,33 @@ bool runHeadlessDemo(const QString& folder, HeadlessOutput* output, QString* err
     }
 }
 
+namespace {
+
+/// The offscreen platform's notices about window hints are noise in a headless run.
+void quietOffscreen(QtMsgType type, const QMessageLogContext& ctx, const QString& msg) {
+    if (msg.contains(QStringLiteral("does not support propagateSizeHints")) ||
+        msg.startsWith(QStringLiteral("QStandardPaths: XDG_RUNTIME_DIR not set")))
+        return;
+    qt_message_output(type, ctx, msg);
+}
+
+/// Prints the headless demo's comparison (comparison.csv, written by the CompareView) as a table.
+void printComparison(const QString& csv) {
+    QFile f(csv);
+    if (!f.open(QIODevice::ReadOnly | QIODevice::Text)) return;
+    const QStringList lines = QString::fromUtf8(f.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    std::printf("\n%-16s %4s %12s %12s %10s %8s %10s\n", "method", "rows", "max_g U", "sum_g U", "max J", "eta_EP",
+                "vs reorder");
+    for (int i = 1; i < lines.size(); ++i) {
+        const QStringList c = lines[i].trimmed().split(QLatin1Char(','));
+        if (c.size() < 14) continue;
+        std::printf("%-16s %4s %12.4f %12.4f %10.4f %8.4f %+9.2f%%\n", qPrintable(c[1]), qPrintable(c[2]), c[3].toDouble(),
+                    c[4].toDouble(), c[5].toDouble(), c[9].toDouble(), c[12].toDouble());
+    }
+}
+
+}  // namespace
+
 int runStudio(int argc, char** argv) {
     bool headless = false;
     QString out = QStringLiteral("routepack-demo");
@@ -92,7 +120,10 @@ int runStudio(int argc, char** argv) {
         std::fflush(stdout);
         headless = true;
     }
-    if (headless) qputenv("QT_QPA_PLATFORM", "offscreen");
+    if (headless) {
+        qputenv("QT_QPA_PLATFORM", "offscreen");
+        qInstallMessageHandler(quietOffscreen);
+    }
 
     QApplication app(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("RoutePack"));
@@ -109,6 +140,7 @@ int runStudio(int argc, char** argv) {
         std::printf("routepack-studio: headless demo written to %s\n", qPrintable(result.folder));
         for (const QString& f : result.files)
             std::printf("  %s\n", qPrintable(f));
+        printComparison(result.folder + QStringLiteral("/comparison.csv"));
         return 0;
     }
 

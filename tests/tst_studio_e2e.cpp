@@ -1,0 +1,164 @@
+// Issue 6 step 6: the end-to-end walk-through on the real CSV set through the studio, offscreen:
+// import ../shared/traces/deepseek-v2-lite through the import dialog's code path with the shipped
+// DeepSeek-V2-Lite description, define the window of the first 512 samples, plan it in the background
+// with the two shipped DeepSeek topologies, check that the studio's plans equal direct planner calls
+// (exact scores) and that the views show the planner's numbers, compare the runs, and write the
+// screenshots of the real window (heatmaps, costs, grid, convergence, comparison) into
+// $ROUTEPACK_SCREENSHOT_DIR (README's docs/screenshots come from here) or a temporary folder.
+#include "core/planner.h"
+#include "core/window_select.h"
+#include "storage/library.h"
+#include "tests/testutil.h"
+#include "views/import_dialog.h"
+#include "views/plan_jobs.h"
+#include "views/plan_views.h"
+#include "views/sample_table_model.h"
+#include "views/studio_window.h"
+#include "views/topology_editor.h"
+
+#include <QAbstractItemModel>
+#include <QSettings>
+#include <QStandardPaths>
+#include <QTabWidget>
+#include <QtTest>
+
+using namespace routepack;
+using namespace routepack::views;
+namespace fs = std::filesystem;
+
+class TestStudioEndToEnd : public QObject {
+    Q_OBJECT
+    QString shots_;
+
+    void shot(QWidget* w, const QString& name) {
+        const QString file = shots_ + QLatin1Char('/') + name + QStringLiteral(".png");
+        QVERIFY2(w->grab().save(file), qPrintable(file));
+        qInfo("screenshot %s", qPrintable(file));
+    }
+
+private Q_SLOTS:
+    void realWindowThroughTheStudio() {
+        ROUTEPACK_REQUIRE_SHARED(ds, "traces/deepseek-v2-lite");
+        QStandardPaths::setTestModeEnabled(true);
+        const fs::path tmp = test::temp_dir(QStringLiteral("studio-e2e"));
+        shots_ = qEnvironmentVariable("ROUTEPACK_SCREENSHOT_DIR");
+        if (shots_.isEmpty()) shots_ = test::qpath(tmp / "screenshots");
+        QDir().mkpath(shots_);
+        const fs::path lib = tmp / "real.routepack";
+
+        // 1. Import through the dialog's worker, with the shipped model description.
+        {
+            ImportDialog dlg(test::qpath(lib));
+            QSignalSpy detected(&dlg, &ImportDialog::formatDetected);
+            dlg.setInputs({test::qpath(ds)});
+            QTRY_COMPARE_WITH_TIMEOUT(detected.count(), 1, 60000);
+            QCOMPARE(dlg.detectedFormat(), QStringLiteral("prompt-csv"));
+            dlg.setTraceName(QStringLiteral("ds"));
+            dlg.setKnownModel(QStringLiteral("deepseek-v2-lite"));
+            QSignalSpy finished(dlg.job(), &ImportJob::finished);
+            QVERIFY2(dlg.startImport(), qPrintable(dlg.errorText()));
+            QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 300000);
+            QCOMPARE(finished.at(0).at(1).value<ImportSummary>().samples, std::size_t(599));
+        }
+        // 2. The window of the first 512 samples in numeric id order (prompt_1_data .. prompt_513_data).
+        {
+            auto l = storage::Library::open(lib);
+            const WindowSelection sel = select_first(l->samples("ds"), 512, "ds");
+            QCOMPARE(sel.ids.front(), std::string("prompt_1_data"));
+            QCOMPARE(sel.ids.back(), std::string("prompt_513_data"));
+            l->create_window("ds", "step0", sel.ids, sel.definition);
+        }
+
+        // 3. Plan it from the studio with both shipped DeepSeek topologies (default budgets, 2 workers).
+        QSettings(QStringLiteral("RoutePackTest"), QStringLiteral("tst_studio_e2e")).clear();
+        StudioOptions options;
+        options.settingsOrganization = QStringLiteral("RoutePackTest");
+        options.settingsApplication = QStringLiteral("tst_studio_e2e");
+        StudioWindow w(options);
+        w.resize(1600, 1000);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QString err;
+        QVERIFY2(w.openLibrary(test::qpath(lib), false, &err), qPrintable(err));
+        QSignalSpy loaded(&w, &StudioWindow::samplesLoaded);
+        QVERIFY(w.selectWindow(QStringLiteral("ds"), QStringLiteral("step0")));
+        QTRY_COMPARE_WITH_TIMEOUT(w.sampleModel()->rowCount(), 512, 60000);
+        const Trace window = storage::Library::open(lib, storage::OpenMode::ReadOnly)->load_window("ds", "step0");
+
+        struct Case {
+            const char* preset;
+            int rows;
+        } cases[] = {{"deepseek-v2-lite-ep16-dp8", 2}, {"deepseek-v2-lite-ep8-dp4", 4}};
+        QSignalSpy shown(&w, &StudioWindow::planShown);
+        for (const Case& c : cases) {
+            QVERIFY(w.topologyEditor()->selectPreset(QString::fromLatin1(c.preset)));
+            PlannerBudgets b;  // the defaults of `routepack plan`, on 2 workers as in README's figures
+            b.workers = 2;
+            w.topologyEditor()->setBudgets(b);
+            const int before = static_cast<int>(shown.count());
+            QVERIFY2(w.runPlanner() > 0, qPrintable(w.statusText()));
+            QTRY_VERIFY_WITH_TIMEOUT(shown.count() > before, 600000);
+            QTRY_VERIFY_WITH_TIMEOUT(!w.jobs()->isBusy(), 60000);
+            const auto plan = w.planView()->plan();
+            QVERIFY(plan);
+            // The same inputs through the planner directly: the same plan (scores exact).
+            PlanInput in;
+            in.window = window;
+            in.trace_name = "ds";
+            in.window_name = "step0";
+            in.topology = known_topology(c.preset);
+            in.budgets = b;
+            const PlanResult direct = plan_window(in);
+            QCOMPARE(plan->rows.rows, c.rows);
+            QVERIFY(plan->rows.certified);
+            QCOMPARE(plan->routepack.metrics.score.max_u, direct.routepack.metrics.score.max_u);
+            QCOMPARE(plan->routepack.metrics.score.sum_u, direct.routepack.metrics.score.sum_u);
+            QCOMPARE(plan->reorder.metrics.score.max_u, direct.reorder.metrics.score.max_u);
+            QCOMPARE(plan->karmarkar_karp.metrics.score.max_u, direct.karmarkar_karp.metrics.score.max_u);
+            QCOMPARE(plan->cv_lpt, direct.cv_lpt);
+            qInfo("studio ds step0 %s: R* %d, reorder %.4f -> routepack %.4f (%.2f%%), KK %.4f", c.preset,
+                  plan->rows.rows, plan->reorder.metrics.score.max_u, plan->routepack.metrics.score.max_u,
+                  100.0 * (plan->routepack.metrics.score.max_u / plan->reorder.metrics.score.max_u - 1.0),
+                  plan->karmarkar_karp.metrics.score.max_u);
+        }
+        // README's figures for EP 8 / DP 4 (the plan shown last): reorder 252.95 -> routepack 228.76.
+        const auto plan = w.planView()->plan();
+        QCOMPARE(QString::number(plan->reorder.metrics.score.max_u, 'f', 2), QStringLiteral("252.95"));
+        QCOMPARE(QString::number(plan->routepack.metrics.score.max_u, 'f', 2), QStringLiteral("228.76"));
+
+        // 4. The views show the planner's numbers: the compare table lists both runs' four methods.
+        QAbstractItemModel* cmp = w.compareView()->model();
+        w.compareSavedRuns();
+        QTRY_COMPARE_WITH_TIMEOUT(cmp->rowCount(), 8, 600000);
+        QTRY_VERIFY_WITH_TIMEOUT(!w.jobs()->isBusy(), 600000);
+        int routepack_rows = 0;
+        for (int r = 0; r < cmp->rowCount(); ++r) {
+            const QString method = cmp->index(r, 1).data().toString();
+            if (method != QStringLiteral("RoutePack")) continue;
+            const double joint = cmp->index(r, 3).data(Qt::UserRole).toDouble();
+            QVERIFY2(QString::number(joint, 'f', 2) == QStringLiteral("228.76") ||
+                         QString::number(joint, 'f', 2) == QStringLiteral("116.03"),
+                     qPrintable(QString::number(joint, 'f', 4)));
+            ++routepack_rows;
+        }
+        QCOMPARE(routepack_rows, 2);
+
+        // 5. Screenshots of the real window for the README.
+        w.selectRun(w.shownRunId());
+        w.resultTabs()->setCurrentWidget(w.planView());
+        for (const QString& name : w.planView()->viewNames()) {
+            w.planView()->setCurrentWidget(w.planView()->viewWidget(name));
+            QTest::qWait(50);
+            shot(&w, QStringLiteral("real-ds-") + name);
+        }
+        w.resultTabs()->setCurrentWidget(w.compareView());
+        QTest::qWait(50);
+        shot(&w, QStringLiteral("real-ds-compare"));
+        w.close();
+        QSettings(options.settingsOrganization, options.settingsApplication).clear();
+        fs::remove_all(tmp);
+    }
+};
+
+QTEST_MAIN(TestStudioEndToEnd)
+#include "tst_studio_e2e.moc"
