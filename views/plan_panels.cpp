@@ -400,7 +400,7 @@ void CostsPanel::refresh() {
     rc->addSeries(stacked);
     auto* cx = new QBarCategoryAxis;
     cx->append(categories_);
-    if (categories_.size() > 16) cx->setLabelsAngle(-90);
+    if (categories_.size() > 6) cx->setLabelsAngle(-90);  // "r3 g1" labels are elided side by side in a narrow dock
     if (categories_.size() > 64) {
         cx->setLabelsVisible(false);
         cx->setTitleText(tr("%1 row-shards (r, g), rows outer").arg(categories_.size()));
