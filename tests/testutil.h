@@ -1,6 +1,10 @@
 #pragma once
 // Helpers shared by the test executables.
+#include "core/score.h"
+
+#include <QByteArray>
 #include <QString>
+#include <QTest>
 #include <QStringList>
 
 #include <filesystem>
@@ -26,6 +30,19 @@ struct CliRun {
 };
 /// Runs the built CLI (ROUTEPACK_CLI) with `args` and waits up to 10 minutes.
 CliRun run_cli(const QStringList& args);
+/// what() of the expected exception type E thrown by f(), or a description of what happened instead.
+template <typename E, typename F>
+std::string error_of(F&& f) {
+    try {
+        f();
+    } catch (const E& e) {
+        return e.what();
+    } catch (const std::exception& e) {
+        return std::string("<other exception: ") + e.what() + ">";
+    }
+    return "<no exception>";
+}
+
 /// A path as QString.
 inline QString qpath(const std::filesystem::path& p) { return QString::fromStdString(p.string()); }
 
@@ -39,3 +56,12 @@ inline QString qpath(const std::filesystem::path& p) { return QString::fromStdSt
         if (qEnvironmentVariableIsSet("CI")) QFAIL(qPrintable(var##_why));              \
         QSKIP(qPrintable(var##_why));                                                   \
     }
+
+namespace QTest {
+/// Scores print as their three components with full precision in QCOMPARE failures.
+template <>
+inline char* toString(const routepack::Score& s) {
+    return qstrdup(QByteArray::number(s.max_u, 'g', 17) + " " + QByteArray::number(s.sum_u, 'g', 17) + " " +
+                   QByteArray::number(s.max_j, 'g', 17));
+}
+}  // namespace QTest

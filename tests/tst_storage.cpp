@@ -26,22 +26,12 @@ using namespace routepack;
 using namespace routepack::storage;
 namespace fs = std::filesystem;
 
+using routepack::test::error_of;
+
 namespace {
 
 QString q(const std::string& s) {
     return QString::fromStdString(s);
-}
-
-/// what() of the expected exception type, or a description of what happened instead.
-template <typename E, typename F> std::string error_of(F&& f) {
-    try {
-        f();
-    } catch (const E& e) {
-        return e.what();
-    } catch (const std::exception& e) {
-        return std::string("<other exception: ") + e.what() + ">";
-    }
-    return "<no exception>";
 }
 
 ModelDescription tiny_model() {

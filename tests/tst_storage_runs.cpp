@@ -17,18 +17,9 @@ using namespace routepack;
 using namespace routepack::storage;
 namespace fs = std::filesystem;
 
-namespace {
+using routepack::test::error_of;
 
-template <typename E, typename F> std::string error_of(F&& f) {
-    try {
-        f();
-    } catch (const E& e) {
-        return e.what();
-    } catch (const std::exception& e) {
-        return std::string("<other exception: ") + e.what() + ">";
-    }
-    return "<no exception>";
-}
+namespace {
 
 QString q(const std::string& s) {
     return QString::fromStdString(s);
@@ -86,13 +77,6 @@ void compare_metrics(const LayoutMetrics& a, const LayoutMetrics& b) {
 }
 
 } // namespace
-
-namespace QTest {
-template <> char* toString(const routepack::Score& s) {
-    return qstrdup(QByteArray::number(s.max_u, 'g', 17) + " " + QByteArray::number(s.sum_u, 'g', 17) + " " +
-                   QByteArray::number(s.max_j, 'g', 17));
-}
-} // namespace QTest
 
 class TestStorageRuns : public QObject {
     Q_OBJECT

@@ -57,13 +57,6 @@ PlannerBudgets small_budgets() {
 
 } // namespace
 
-namespace QTest {
-template <> char* toString(const routepack::Score& s) {
-    return qstrdup(QByteArray::number(s.max_u, 'g', 17) + " " + QByteArray::number(s.sum_u, 'g', 17) + " " +
-                   QByteArray::number(s.max_j, 'g', 17));
-}
-} // namespace QTest
-
 class TestStudio : public QObject {
     Q_OBJECT
 
@@ -754,13 +747,23 @@ private Q_SLOTS:
                                       QStringLiteral("plan-costs.png"),
                                       QStringLiteral("plan-grid.png"),
                                       QStringLiteral("plan-convergence.png")};
-        QCOMPARE(lines.mid(2), [&] {
+        QCOMPARE(lines.mid(2, 10), [&] {
             QStringList l;
             for (const QString& f : expected)
                 l << QStringLiteral("  ") + f;
             return l;
         }());
         const PlanFile plan = parse_plan(test::read_file(out / "plan.json"), "plan.json");
+        // Then the comparison table: header and one line per method, joint cost as in the plan.
+        QCOMPARE(lines.size(), 17);
+        QVERIFY2(lines.value(12).startsWith(QStringLiteral("method")) && lines.value(12).contains(QStringLiteral("max_g U")),
+                 qPrintable(lines.value(12)));
+        const char* methods[] = {"baseline", "reorder", "karmarkar_karp", "routepack"};
+        for (int k = 0; k < 4; ++k) {
+            const QStringList cols = lines.value(13 + k).simplified().split(QLatin1Char(' '));
+            QCOMPARE(cols.value(0), QString::fromLatin1(methods[k]));
+            QCOMPARE(cols.value(2), QString::number(plan.metrics.at(methods[k]).score.max_u, 'f', 4));
+        }
         QCOMPARE(plan.sample_ids.size(), std::size_t(64));
         QCOMPARE(plan.trace_name, std::string("demo"));
         const QStringList csv = QString::fromStdString(test::read_file(out / "comparison.csv"))
