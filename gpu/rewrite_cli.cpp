@@ -62,38 +62,48 @@ struct SignalScope {
     }
 };
 
-/// Bytes in GB from 1 GB on, MB below.
-std::string gb(std::uint64_t b) {
+}  // namespace
+
+std::string format_gb(std::uint64_t b) {
     char buf[32];
     if (b >= 1000000000ull) std::snprintf(buf, sizeof buf, "%.2f GB", static_cast<double>(b) / 1e9);
     else std::snprintf(buf, sizeof buf, "%.2f MB", static_cast<double>(b) / 1e6);
     return buf;
 }
 
-}  // namespace
+PlanFile parse_plan_text(const std::string& json_text, const std::string& origin) {
+    try {
+        return parse_plan(json_text, origin);
+    } catch (const nlohmann::json::exception& e) {
+        throw InputError(origin + ": " + detail::json_error_description(e));
+    }
+}
 
-int run_rewrite_cli(const RewriteCliOptions& o, std::ostream& out, std::ostream& err) {
+PlanFile read_plan_file(const std::string& path) {
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(o.plan, ec)) throw InputError(o.plan + ": no such plan file");
-    std::ifstream f(o.plan, std::ios::binary);
-    if (!f) throw InputError(o.plan + ": cannot read plan");
+    if (!std::filesystem::is_regular_file(path, ec)) throw InputError(path + ": no such plan file");
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw InputError(path + ": cannot read plan");
     std::ostringstream text;
     text << f.rdbuf();
-    PlanFile plan;
-    try {
-        plan = parse_plan(text.str(), o.plan);
-    } catch (const nlohmann::json::exception& e) {
-        throw InputError(o.plan + ": " + detail::json_error_description(e));
-    }
+    return parse_plan_text(text.str(), path);
+}
 
+RewriteRequest request_from_plan(const PlanFile& plan, const std::string& origin) {
     RewriteRequest req;
-    req.input = o.input;
-    req.output = o.output;
     req.placement = plan.placement;
     req.plan_layers = plan.model.moe_layers;
     req.plan_model = plan.model;
     req.plan_fingerprint = plan.fingerprint;
-    req.plan_origin = o.plan;
+    req.plan_origin = origin;
+    return req;
+}
+
+int run_rewrite_cli(const RewriteCliOptions& o, std::ostream& out, std::ostream& err) {
+    const PlanFile plan = read_plan_file(o.plan);
+    RewriteRequest req = request_from_plan(plan, o.plan);
+    req.input = o.input;
+    req.output = o.output;
     req.direction = o.inverse ? RewriteDirection::Inverse : RewriteDirection::Apply;
     req.permute_router = o.permute_router;
     if (o.layer_map_given || !o.layer_map.empty()) req.layer_map = parse_layer_map(o.layer_map, plan.model.moe_layers);
@@ -133,10 +143,10 @@ int run_rewrite_cli(const RewriteCliOptions& o, std::ostream& out, std::ostream&
         << format_layer_list(rp.checkpoint_layers) << ", " << rp.experts << " experts; placement "
         << rp.placement_fingerprint << "\n";
     out << "moved: " << rep.moved_tensors << " of " << (rp.expert_tensors + rp.router_tensors)
-        << " expert-indexed tensors, " << gb(rep.moved_bytes) << " of " << gb(rp.total_bytes) << "\n";
+        << " expert-indexed tensors, " << format_gb(rep.moved_bytes) << " of " << format_gb(rp.total_bytes) << "\n";
     char line[160];
     std::snprintf(line, sizeof line, "wrote %s on %s in %.3f s (%.2f GB/s, written bytes per second)",
-                  gb(rep.bytes_written).c_str(), rep.device.c_str(), rep.seconds, rep.gb_per_s());
+                  format_gb(rep.bytes_written).c_str(), rep.device.c_str(), rep.seconds, rep.gb_per_s());
     out << line << "\n";
     if (rep.verified) {
         std::snprintf(line, sizeof line, "verified: every output file equals its planned source bytes (%.3f s)",

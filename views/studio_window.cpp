@@ -6,6 +6,7 @@
 #include "views/import_dialog.h"
 #include "views/library_tree_model.h"
 #include "views/plan_views.h"
+#include "views/rewrite_dialog.h"
 #include "views/sample_table_model.h"
 #include "views/topology_editor.h"
 #include "views/window_dialog.h"
@@ -348,6 +349,12 @@ void StudioWindow::buildActions() {
     planActions_ << compareAll;
     QAction* cancelAll = plan->addAction(tr("Cancel all &queued jobs"));
     connect(cancelAll, &QAction::triggered, jobs_, &PlanJobQueue::cancelAll);
+    plan->addSeparator();
+    rewriteAction_ = plan->addAction(tr("Rewrite check&point…"));
+    rewriteAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_W));
+    rewriteAction_->setToolTip(tr("Rewrite a checkpoint so that expert state follows the shown plan's placement"));
+    connect(rewriteAction_, &QAction::triggered, this, [this] { showRewriteDialog(); });
+    planActions_ << rewriteAction_;
 
     QMenu* view = menuBar()->addMenu(tr("&View"));
     for (QDockWidget* d : findChildren<QDockWidget*>())
@@ -548,6 +555,7 @@ void StudioWindow::onTreeSelection() {
     }
     const storage::RunEntry* run = tree_->runAt(cur.sibling(cur.row(), 0));
     if (!run) return;
+    loadRunSetup(*run);
     if (const auto it = cache_.find(run->id); it != cache_.end()) {
         showPlan(it->second.first, it->second.second, run->id);
         return;
@@ -557,6 +565,19 @@ void StudioWindow::onTreeSelection() {
         return;
     }
     replay(*run, true);
+}
+
+void StudioWindow::loadRunSetup(const storage::RunEntry& run) {
+    // The editor shows what the run was planned with, so that planning again starts from it.
+    try {
+        editor_->setLibraryTopologies(lib_->topologies()); // the run may have saved a new one
+    } catch (const std::exception&) {
+        // The presets stay as they were; the fields below are still the run's.
+    }
+    const QString name = QString::fromStdString(run.topology);
+    editor_->selectPreset(name);
+    editor_->setTopology(name, run.topology_value);
+    editor_->setBudgets(run.budgets);
 }
 
 quint64 StudioWindow::replay(const storage::RunEntry& run, bool show) {
@@ -737,6 +758,40 @@ ImportDialog* StudioWindow::showImportDialog() {
     importDialog_->raise();
     importDialog_->activateWindow();
     return importDialog_;
+}
+
+RewriteDialog* StudioWindow::showRewriteDialog() {
+    const auto plan = planView_->plan();
+    if (!plan) {
+        setStatus(tr("Show a plan first: select a planned run in the library, or run the planner (Ctrl+R)."), true);
+        return nullptr;
+    }
+    if (!rewriteDialog_) {
+        rewriteDialog_ = new RewriteDialog(this);
+        connect(rewriteDialog_, &RewriteDialog::rewritten, this,
+                [this](const QString& output) { setStatus(tr("Checkpoint rewritten into %1.").arg(output)); });
+    }
+    if (!rewriteDialog_->job()->isRunning()) {
+        QString json, origin;
+        if (shownRun_ > 0 && lib_) {
+            try {
+                json = QString::fromStdString(lib_->run_plan_json(shownRun_));
+                origin = QStringLiteral("run %1 in %2").arg(shownRun_).arg(QFileInfo(libraryPath()).fileName());
+            } catch (const std::exception&) {
+                json.clear(); // fall back to the plan shown
+            }
+        }
+        if (json.isEmpty()) {
+            json = QString::fromStdString(plan_to_json(*plan));
+            origin = QStringLiteral("unsaved plan of %1/%2")
+                         .arg(QString::fromStdString(plan->trace_name), QString::fromStdString(plan->window_name));
+        }
+        rewriteDialog_->setPlanJson(json, origin);
+    }
+    rewriteDialog_->show();
+    rewriteDialog_->raise();
+    rewriteDialog_->activateWindow();
+    return rewriteDialog_;
 }
 
 void StudioWindow::defineWindow() {

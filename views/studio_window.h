@@ -30,6 +30,7 @@ class ImportDialog;
 class LengthHistogramView;
 class LibraryTreeModel;
 class PlanView;
+class RewriteDialog;
 class SampleFilterProxy;
 class SampleTableModel;
 class TopologyEditor;
@@ -43,8 +44,10 @@ struct StudioOptions {
 };
 
 /// The main window. Keyboard: Ctrl+O open library, Ctrl+N new library, Ctrl+I import trace,
-/// Ctrl+D define window, Ctrl+R run the planner, Esc / Ctrl+. cancel the running job, Ctrl+E export
-/// what is shown (plan view image, comparison CSV or sample table CSV), Ctrl+Q quit.
+/// Ctrl+D define window, Ctrl+R run the planner, Esc / Ctrl+. cancel the running job, Ctrl+Shift+W
+/// rewrite a checkpoint with the shown plan, Ctrl+E export what is shown (plan view image, comparison
+/// CSV or sample table CSV), Ctrl+Q quit. Selecting a saved run shows its plan and loads its topology
+/// and budgets into the editor.
 class StudioWindow : public QMainWindow {
     Q_OBJECT
 public:
@@ -82,6 +85,12 @@ public:
                   qint64 runId);
     /// Opens the import dialog (modeless) for the open library.
     ImportDialog* showImportDialog();
+    /// Opens the checkpoint rewrite dialog (modeless) with the shown plan: a saved run's stored plan
+    /// JSON (Library::run_plan_json), else plan_to_json of the unsaved plan. While a rewrite runs the
+    /// dialog keeps its plan. nullptr (with the reason in the status bar) when no plan is shown.
+    RewriteDialog* showRewriteDialog();
+    /// The rewrite dialog, once opened (nullptr before).
+    RewriteDialog* rewriteDialog() const { return rewriteDialog_; }
 
     PlanJobQueue* jobs() const { return jobs_; }
     LibraryTreeModel* libraryModel() const { return tree_; }
@@ -116,6 +125,8 @@ private:
     void buildUi();
     void buildActions();
     void onTreeSelection();
+    /// Loads a saved run's topology (selecting its library preset) and budgets into the editor.
+    void loadRunSetup(const storage::RunEntry& run);
     quint64 replay(const storage::RunEntry& run, bool show);
     void loadSamples(const QString& trace, const QString& window);
     void defineWindow();
@@ -152,11 +163,13 @@ private:
     QProgressBar* jobProgress_ = nullptr;
     QToolButton* cancelButton_ = nullptr;
     ImportDialog* importDialog_ = nullptr;
+    RewriteDialog* rewriteDialog_ = nullptr;
     QAction* runAction_ = nullptr;
     QAction* cancelAction_ = nullptr;
     QAction* importAction_ = nullptr;
     QAction* windowAction_ = nullptr;
     QAction* exportAction_ = nullptr;
+    QAction* rewriteAction_ = nullptr;
     QList<QAction*> planActions_;
 
     QString shownTrace_, shownWindow_; ///< what the sample table shows

@@ -1,0 +1,236 @@
+#pragma once
+// Checkpoint rewrite from the studio (issue 4, "launch a checkpoint rewrite (from the rewriter issue)
+// with progress"; the rewriter is gpu/rewrite.h, issue 5). RewriteJob runs gpu::plan_rewrite ("Check":
+// headers only) and gpu::rewrite_checkpoint ("Rewrite") on worker threads and hands every result back
+// to the GUI thread as a value; RewriteDialog collects the plan, the checkpoint, the output folder and
+// the options, and drives a RewriteJob. The request is built exactly as `routepack rewrite` builds it
+// (gpu::request_from_plan), so the dialog and the CLI write the same bytes.
+#include "core/plan_file.h"
+#include "gpu/rewrite.h"
+
+#include <QDialog>
+#include <QMetaType>
+#include <QString>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QProgressBar;
+class QPushButton;
+class QTextBrowser;
+class QThreadPool;
+
+namespace routepack::views {
+
+/// What Check found: the facts of gpu::plan_rewrite's RewritePlan, or why the rewrite is refused.
+struct RewriteCheck {
+    quint64 id = 0;     ///< RewriteJob::check's id (0 for the facts of a rewrite)
+    bool ok = false;    ///< false: `error` says why (plan_rewrite's InputError message, verbatim)
+    QString error;
+    QString scheme;                      ///< hf-per-expert | hf-stacked | megatron-stacked
+    int experts = 0;                     ///< experts per MoE layer of the checkpoint
+    std::vector<int> checkpointLayers;   ///< MoE layers of the checkpoint, ascending
+    std::map<int, int> layerMap;         ///< plan layer -> checkpoint layer used
+    int shards = 0;                      ///< safetensors files
+    int otherFiles = 0;                  ///< files copied verbatim (config.json, index, ...)
+    int movedTensors = 0;                ///< expert (and router) tensors whose bytes move
+    int expertTensors = 0, routerTensors = 0;
+    quint64 movedBytes = 0, totalBytes = 0;
+    QString placementFingerprint, sourceFingerprint;
+};
+
+/// A finished rewrite, as a value.
+struct RewriteOutcome {
+    quint64 id = 0;              ///< RewriteJob::start's id
+    RewriteCheck check;          ///< the facts of the plan that was executed
+    gpu::RewriteReport report;   ///< device, bytes written, seconds, GB/s, verified
+    QString output;              ///< the output folder (now in place)
+};
+
+/// Runs rewrite checks and one rewrite at a time on worker threads (a private QThreadPool; the CPU
+/// executor's own oneTBB arena does the parallel copying). Signals are emitted on the thread that owns
+/// the job (the GUI thread); workers never touch widgets. Progress is throttled to at most one signal
+/// per 50 ms (a stage change and each stage's end always pass). Only the latest check's answer is
+/// delivered; dropPendingChecks() drops the answers of checks already started (the fields changed).
+class RewriteJob : public QObject {
+    Q_OBJECT
+public:
+    explicit RewriteJob(QObject* parent = nullptr);
+    /// Cancels a running rewrite (its temporary folder is removed) and waits for the workers.
+    ~RewriteJob() override;
+
+    /// Starts gpu::plan_rewrite(request) on a worker; returns its id. `checked` delivers the answer.
+    quint64 check(const gpu::RewriteRequest& request);
+    /// Starts gpu::rewrite_checkpoint(request) on a worker; returns its id, or 0 when a rewrite already
+    /// runs. Ends with exactly one of `finished`, `failed`, `cancelled`.
+    quint64 start(const gpu::RewriteRequest& request);
+    /// Asks the running rewrite to stop; it removes its temporary folder and emits `cancelled`.
+    void cancel();
+    bool isRunning() const { return running_ != 0; }
+    /// Answers of checks started so far will not be delivered.
+    void dropPendingChecks();
+    /// Blocks until every worker ended (tests and shutdown only; never in GUI code paths).
+    void waitForDone();
+    /// Test hook: the worker sets the cancel flag itself in the rewrite's first progress callback, so
+    /// tests can cancel deterministically in the middle of a (small, fast) rewrite.
+    void setCancelAtFirstProgressForTesting(bool on) { cancelAtFirstProgress_ = on; }
+
+Q_SIGNALS:
+    /// The latest check's answer.
+    void checked(const routepack::views::RewriteCheck& result);
+    /// Stage ("write" or "verify") and the fraction of that stage's bytes done, in [0, 1].
+    void progress(const QString& stage, double fraction);
+    /// The rewrite is complete and renamed into place.
+    void finished(const routepack::views::RewriteOutcome& outcome);
+    /// The rewrite was refused or failed; `message` is the error in words (InputError's message);
+    /// nothing was left at the output.
+    void failed(const QString& message);
+    /// The rewrite was cancelled; nothing was left at the output.
+    void cancelled();
+
+private:
+    QThreadPool* pool_ = nullptr;
+    quint64 nextId_ = 1;
+    quint64 latestCheck_ = 0;     ///< the only check whose answer is delivered
+    quint64 running_ = 0;         ///< id of the running rewrite, 0 when none
+    std::shared_ptr<std::atomic<bool>> cancel_;
+    bool cancelAtFirstProgress_ = false;
+};
+
+/// The rewrite dialog: plan (a saved run's plan JSON, a shown plan, or a plan file), input checkpoint
+/// (folder or .safetensors file), output folder (must not exist or be empty), direction, router
+/// permutation, layer map (checked as typed, error shown inline), device (auto/cpu/cuda, with what the
+/// machine has) and verify. Check shows the scheme, MoE layers, experts, moved tensors and bytes (or
+/// the refusal in words); Rewrite runs with a progress bar and Cancel and shows the report. Use it
+/// modeless or modal; startCheck() / startRewrite() are what the buttons do.
+class RewriteDialog : public QDialog {
+    Q_OBJECT
+public:
+    explicit RewriteDialog(QWidget* parent = nullptr);
+    ~RewriteDialog() override;
+
+    /// Uses a plan given as JSON text (a saved run's Library::run_plan_json, or plan_to_json of an
+    /// unsaved plan); `origin` names it in messages and in the output's provenance sidecar (e.g.
+    /// "run 3 in demo.routepack"). False, with the error shown and the previous plan dropped, when it
+    /// does not parse (parse_plan's checks).
+    bool setPlanJson(const QString& json, const QString& origin);
+    /// Reads and uses a plan file (`routepack plan --out`); origin = the path. False with the error shown.
+    bool loadPlanFile(const QString& path);
+    bool hasPlan() const { return plan_ != nullptr; }
+    /// The plan in use (null when none).
+    std::shared_ptr<const routepack::PlanFile> plan() const { return plan_; }
+    QString planOrigin() const { return planOrigin_; }
+
+    /// The input checkpoint: a folder (shards + index, config.json) or one .safetensors file.
+    void setInput(const QString& path);
+    QString input() const;
+    /// The output folder: must not exist or be empty (gpu::plan_rewrite checks it).
+    void setOutput(const QString& path);
+    QString output() const;
+    /// Direction: false = apply the placement (logical -> physical), true = inverse.
+    void setInverse(bool inverse);
+    bool inverse() const;
+    /// Also permute router rows and router biases (self-contained inference checkpoint).
+    void setPermuteRouter(bool on);
+    /// Layer map text, as `routepack rewrite --layer-map` ("" = the plan's layer ids); checked as set.
+    void setLayerMap(const QString& text);
+    /// The layer map's error as gpu::parse_layer_map words it ("" when empty, valid, or no plan yet).
+    QString layerMapError() const { return layerMapError_; }
+    /// "auto", "cpu" or "cuda".
+    void setDevice(const QString& name);
+    /// Re-read the output and compare every tensor with its source before the rename (default on).
+    void setVerify(bool on);
+    /// gpu::query_devices().description once the (background) query answered, "" before.
+    QString deviceDescription() const { return deviceDescription_; }
+
+    /// The request the dialog would run; nullopt with `error` set in words when a field is wrong (no
+    /// plan, no input or output, the layer map's error, ...).
+    std::optional<gpu::RewriteRequest> request(QString* error) const;
+    /// Check: validates the fields and runs gpu::plan_rewrite on the worker; the answer is shown when it
+    /// arrives (job()->checked). False, with the reason shown, when a field is wrong or a rewrite runs.
+    bool startCheck();
+    /// Rewrite: validates the fields and runs gpu::rewrite_checkpoint on the worker with progress. False,
+    /// with the reason shown, when a field is wrong or a rewrite runs.
+    bool startRewrite();
+    /// Cancels the running rewrite (nothing is written).
+    void cancelRewrite();
+
+    RewriteJob* job() const { return job_; }
+    /// The last error in words, verbatim from the library that raised it ("" after a success).
+    QString errorText() const { return error_; }
+    /// The status line as shown.
+    QString statusText() const;
+    /// The check / report panel as plain text.
+    QString summaryText() const;
+    /// The answer of the last Check shown (nullopt before one, and after the fields changed).
+    const std::optional<RewriteCheck>& lastCheck() const { return lastCheck_; }
+    /// The last successful rewrite.
+    const std::optional<RewriteOutcome>& lastOutcome() const { return lastOutcome_; }
+    QProgressBar* progressBar() const { return progress_; }
+
+Q_SIGNALS:
+    /// A rewrite finished; `output` holds the rewritten checkpoint.
+    void rewritten(const QString& output);
+    /// The device query answered (deviceDescription()).
+    void devicesQueried(const QString& description);
+
+protected:
+    /// Esc / Close while a rewrite runs cancels it first (the dialog stays open to show that).
+    void reject() override;
+
+private:
+    void choosePlanFile();
+    void browseInputFolder();
+    void browseInputFile();
+    void browseOutput();
+    void fieldsChanged();
+    void updateLayerMapError();
+    void setBusy(bool busy);
+    void showPlanInfo();
+    void showCheck(const RewriteCheck& c);
+    void showOutcome(const RewriteOutcome& o);
+    void showError(const QString& prefix, const QString& message);
+    void showInfo(const QString& message);
+    void suggestOutput();
+
+    RewriteJob* job_ = nullptr;
+    std::shared_ptr<const routepack::PlanFile> plan_;
+    QString planOrigin_;
+    QString error_, layerMapError_, deviceDescription_;
+    quint64 pendingCheck_ = 0;
+    std::optional<RewriteCheck> lastCheck_;
+    std::optional<RewriteOutcome> lastOutcome_;
+    bool filling_ = false;
+
+    QLabel* planInfo_ = nullptr;
+    QPushButton* planButton_ = nullptr;
+    QLineEdit* input_ = nullptr;
+    QLineEdit* output_ = nullptr;
+    QComboBox* direction_ = nullptr;
+    QCheckBox* permuteRouter_ = nullptr;
+    QLineEdit* layerMap_ = nullptr;
+    QLabel* layerMapNote_ = nullptr;
+    QComboBox* device_ = nullptr;
+    QLabel* deviceInfo_ = nullptr;
+    QCheckBox* verify_ = nullptr;
+    QTextBrowser* summary_ = nullptr;
+    QProgressBar* progress_ = nullptr;
+    QLabel* status_ = nullptr;
+    QPushButton* checkButton_ = nullptr;
+    QPushButton* rewriteButton_ = nullptr;
+    QPushButton* cancelButton_ = nullptr;
+    QPushButton* closeButton_ = nullptr;
+    QList<QWidget*> fieldWidgets_;
+};
+
+} // namespace routepack::views
+
+Q_DECLARE_METATYPE(routepack::views::RewriteCheck)
+Q_DECLARE_METATYPE(routepack::views::RewriteOutcome)
