@@ -2,16 +2,20 @@
 // import ../shared/traces/deepseek-v2-lite through the import dialog's code path with the shipped
 // DeepSeek-V2-Lite description, define the window of the first 512 samples, plan it in the background
 // with the two shipped DeepSeek topologies, check that the studio's plans equal direct planner calls
-// (exact scores) and that the views show the planner's numbers, compare the runs, and write the
+// (exact scores) and that the views show the planner's numbers, compare the runs, rewrite a
+// DeepSeek-V2-Lite-shaped checkpoint with the plan through the rewrite dialog (slots checked, inverse
+// byte-identical), and write the
 // screenshots of the real window (heatmaps, costs, grid, convergence, comparison) into
 // $ROUTEPACK_SCREENSHOT_DIR (README's docs/screenshots come from here) or a temporary folder.
 #include "core/planner.h"
+#include "gpu/synth_checkpoint.h"
 #include "core/window_select.h"
 #include "storage/library.h"
 #include "tests/testutil.h"
 #include "views/import_dialog.h"
 #include "views/plan_jobs.h"
 #include "views/plan_views.h"
+#include "views/rewrite_dialog.h"
 #include "views/sample_table_model.h"
 #include "views/studio_window.h"
 #include "views/topology_editor.h"
@@ -154,6 +158,34 @@ private Q_SLOTS:
         w.resultTabs()->setCurrentWidget(w.compareView());
         QTest::qWait(50);
         shot(&w, QStringLiteral("real-ds-compare"));
+
+        // 6. Step 5 from the studio: rewrite a DeepSeek-V2-Lite-shaped checkpoint with the shown plan
+        //    (EP 8 / DP 4) through the rewrite dialog, check every slot, invert back to byte equality.
+        gpu::SynthCheckpointConfig cc;
+        gpu::write_synth_checkpoint(cc, tmp / "ckpt");
+        RewriteDialog* dlg = w.showRewriteDialog();
+        QVERIFY(dlg);
+        auto run_dialog = [&](const fs::path& in, const fs::path& out, bool inverse) {
+            dlg->setInput(test::qpath(in));
+            dlg->setOutput(test::qpath(out));
+            dlg->setInverse(inverse);
+            dlg->setDevice(QStringLiteral("cpu"));
+            dlg->setVerify(true);
+            QSignalSpy done(dlg, &RewriteDialog::rewritten);
+            QVERIFY2(dlg->startRewrite(), qPrintable(dlg->errorText()));
+            QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, 300000);
+            QVERIFY(dlg->lastOutcome().has_value());
+        };
+        run_dialog(tmp / "ckpt", tmp / "ckpt-physical", false);
+        const gpu::SynthSlotCheck phys = gpu::check_synth_checkpoint(tmp / "ckpt-physical");
+        QCOMPARE(phys.tensors, 26 * 64 * 3);
+        QCOMPARE(phys.order, std::string("physical"));
+        shot(dlg, QStringLiteral("real-ds-rewrite"));
+        run_dialog(tmp / "ckpt-physical", tmp / "ckpt-logical", true);
+        for (const auto& de : fs::directory_iterator(tmp / "ckpt"))
+            QVERIFY2(test::read_file(de.path()) == test::read_file(tmp / "ckpt-logical" / de.path().filename()),
+                     qPrintable(test::qpath(de.path().filename())));
+        dlg->close();
         w.close();
         QSettings(options.settingsOrganization, options.settingsApplication).clear();
         fs::remove_all(tmp);
