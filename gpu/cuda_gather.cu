@@ -122,11 +122,11 @@ bool device_available(std::string* why, std::string* name) {
     const cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess) {
         cudaGetLastError();
-        if (why) *why = cudaGetErrorString(e);
+        if (why) *why = std::string("no usable CUDA device (CUDA runtime: ") + cudaGetErrorString(e) + ")";
         return false;
     }
     if (n < 1) {
-        if (why) *why = "no CUDA device";
+        if (why) *why = "no CUDA device found";
         return false;
     }
     if (name) {

@@ -382,7 +382,7 @@ void TestRewrite::mismatchRefusedBeforeWriting() {
         pm.experts = 32;
         const RewriteRequest r = request(src, out, random_placement(pm.num_moe_layers(), 32, 1), pm);
         QCOMPARE(QString::fromStdString(error_of(r)),
-                 QStringLiteral("test-plan.json: plan has 32 experts per MoE layer, the checkpoint (") + qpath(src) +
+                 QStringLiteral("test-plan.json: plan has 32 experts per MoE layer, the checkpoint (") + qpath(fs::canonical(src)) +
                      QStringLiteral("/config.json) has 16"));
     }
     // Layer count: a DeepSeek-V2-Lite plan (MoE layers 1-26) on a 2-MoE-layer checkpoint.

@@ -677,7 +677,15 @@ void ConvergencePanel::rescale() {
     }
     if (xmax <= xmin) xmax = xmin + 1;
     x_->setRange(xmin, xmax);
-    x_->setTickCount(std::min(n, 11) >= 2 ? std::min(n, 11) : 2);
+    // Integer levels on whole ticks: interval 1, 2, 5, 10, 20, ... giving at most ~12 labels.
+    double step = 1;
+    for (const double m : {1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0}) {
+        step = m;
+        if ((xmax - xmin) / m <= 12) break;
+    }
+    x_->setTickType(QValueAxis::TicksDynamic);
+    x_->setTickAnchor(0);
+    x_->setTickInterval(step);
     const double pad = std::max((ymax - ymin) * 0.08, std::abs(ymax) * 1e-4 + 1e-12);
     y_->setRange(ymin - pad, ymax + pad);
     y_->applyNiceNumbers();
