@@ -1,10 +1,15 @@
 #pragma once
 // Placements for rewrite tests (Qt-free: shared by the QtTest executables and tests/gpu/rewrite_gpu_check).
 #include "core/placement.h"
+#include "core/plan_file.h"
+#include "core/planner.h"
 #include "core/rng.h"
+#include "core/synth.h"
+#include "core/topology.h"
 
 #include <cstdint>
 #include <numeric>
+#include <string>
 #include <vector>
 
 namespace routepack::test {
@@ -60,6 +65,36 @@ inline Placement group_placement(int layers, int experts, int gs) {
             p.slot.push_back(((g + 1 + l) % groups) * gs + (i + 1) % gs);
         }
     return p;
+}
+
+/// The five real checkpoints of ../shared/checkpoints.
+inline const char* const kSharedCheckpoints[] = {"qwen3_moe", "mixtral", "olmoe", "deepseek_v3", "gpt_oss"};
+
+/// The JSON text of a real plan for a checkpoint's model: a synthetic GRPO trace of that model's shape
+/// (16 samples, lengths <= 512) planned on `ep_ranks` EP ranks x 2 DP slots, cap 1024, one worker and a
+/// short annealing budget (deterministic).
+inline std::string plan_json_for_model(const ModelDescription& m, int ep_ranks = 4) {
+    SynthConfig sc;
+    sc.groups = 4;
+    sc.group_size = 4;
+    sc.num_hidden_layers = m.num_hidden_layers;
+    sc.first_dense_layers = m.moe_layers.front();
+    sc.experts = m.experts;
+    sc.top_k = m.top_k;
+    sc.max_length = 512;
+    sc.prompt_mean = 64;
+    sc.response_mean = 128;
+    PlanInput in;
+    in.window = synth_trace(sc);
+    in.trace_name = "synthetic";
+    in.window_name = "all";
+    in.topology = parse_topology("{\"ep_ranks\": " + std::to_string(ep_ranks) +
+                                     ", \"dp_slots\": 2, \"token_cap\": 1024, \"attention_stages\": "
+                                     "[{\"name\": \"a\", \"alpha\": 1.0, \"beta\": 1.0}]}",
+                                 "test-topology");
+    in.budgets.workers = 1;
+    in.budgets.annealing.steps = 50;
+    return plan_to_json(plan_window(in));
 }
 
 }  // namespace routepack::test

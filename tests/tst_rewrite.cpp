@@ -38,7 +38,6 @@ using routepack::test::group_placement;
 
 namespace {
 
-const char* kCheckpoints[] = {"qwen3_moe", "mixtral", "olmoe", "deepseek_v3", "gpt_oss"};
 
 ModelDescription model_of(const fs::path& dir) {
     return model_from_hf_config(read_file(dir / "config.json"), (dir / "config.json").string());
@@ -219,7 +218,7 @@ void TestRewrite::layerMapErrors() {
 
 void TestRewrite::realRoundTrip_data() {
     QTest::addColumn<QString>("name");
-    for (const char* n : kCheckpoints) QTest::newRow(n) << QString::fromLatin1(n);
+    for (const char* n : routepack::test::kSharedCheckpoints) QTest::newRow(n) << QString::fromLatin1(n);
 }
 
 void TestRewrite::realRoundTrip() {
@@ -741,29 +740,9 @@ void TestRewrite::cancelLeavesNothing() {
 
 namespace {
 
-/// A real plan file for a checkpoint's model: synthetic trace with that model's shape, planned.
+/// A real plan file for a checkpoint's model (rewrite_testutil.h plan_json_for_model).
 fs::path write_plan_for(const ModelDescription& m, const fs::path& file, int ep_ranks) {
-    SynthConfig sc;
-    sc.groups = 4;
-    sc.group_size = 4;
-    sc.num_hidden_layers = m.num_hidden_layers;
-    sc.first_dense_layers = m.moe_layers.front();
-    sc.experts = m.experts;
-    sc.top_k = m.top_k;
-    sc.max_length = 512;
-    sc.prompt_mean = 64;
-    sc.response_mean = 128;
-    PlanInput in;
-    in.window = synth_trace(sc);
-    in.trace_name = "synthetic";
-    in.window_name = "all";
-    in.topology = parse_topology("{\"ep_ranks\": " + std::to_string(ep_ranks) +
-                                     ", \"dp_slots\": 2, \"token_cap\": 1024, \"attention_stages\": "
-                                     "[{\"name\": \"a\", \"alpha\": 1.0, \"beta\": 1.0}]}",
-                                 "test-topology");
-    in.budgets.workers = 1;
-    in.budgets.annealing.steps = 50;
-    write_file(file, plan_to_json(plan_window(in)));
+    write_file(file, routepack::test::plan_json_for_model(m, ep_ranks));
     return file;
 }
 

@@ -34,7 +34,6 @@ using routepack::test::random_placement;
 
 namespace {
 
-const char* kCheckpoints[] = {"qwen3_moe", "mixtral", "olmoe", "deepseek_v3", "gpt_oss"};
 
 RewriteRequest request(const fs::path& in, const fs::path& out, const Placement& pi, const ModelDescription& m) {
     RewriteRequest r;
@@ -271,7 +270,7 @@ void TestRewriteCuda::emulatedSynthMatchesCpu() {
 void TestRewriteCuda::emulatedRealMatchesCpu_data() {
     QTest::addColumn<QString>("name");
     QTest::addColumn<qulonglong>("chunk");
-    for (const char* n : kCheckpoints) {
+    for (const char* n : routepack::test::kSharedCheckpoints) {
         QTest::newRow(n) << QString::fromLatin1(n) << qulonglong(64ull << 20);
         QTest::newRow((std::string(n) + " chunk 4099").c_str()) << QString::fromLatin1(n) << qulonglong(4099);
     }
@@ -382,7 +381,7 @@ void TestRewriteCuda::cudaSynthMatchesCpu() {
 
 void TestRewriteCuda::cudaRealMatchesCpu_data() {
     QTest::addColumn<QString>("name");
-    for (const char* n : kCheckpoints) QTest::newRow(n) << QString::fromLatin1(n);
+    for (const char* n : routepack::test::kSharedCheckpoints) QTest::newRow(n) << QString::fromLatin1(n);
 }
 
 void TestRewriteCuda::cudaRealMatchesCpu() {

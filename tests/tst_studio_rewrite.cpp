@@ -14,6 +14,7 @@
 #include "gpu/rewrite.h"
 #include "gpu/rewrite_cli.h"
 #include "storage/demo.h"
+#include "tests/rewrite_testutil.h"
 #include "tests/testutil.h"
 #include "views/plan_views.h"
 #include "views/rewrite_dialog.h"
@@ -42,30 +43,8 @@ ModelDescription model_of(const fs::path& dir) {
     return model_from_hf_config(read_file(dir / "config.json"), (dir / "config.json").string());
 }
 
-/// A real plan for model `m` as JSON text: a synthetic GRPO trace of that shape, planned on a small
-/// EP-4 topology with a short annealing budget.
-std::string plan_json_for(const ModelDescription& m) {
-    SynthConfig sc;
-    sc.groups = 4;
-    sc.group_size = 4;
-    sc.num_hidden_layers = m.num_hidden_layers;
-    sc.first_dense_layers = m.moe_layers.front();
-    sc.experts = m.experts;
-    sc.top_k = m.top_k;
-    sc.max_length = 512;
-    sc.prompt_mean = 64;
-    sc.response_mean = 128;
-    PlanInput in;
-    in.window = synth_trace(sc);
-    in.trace_name = "synthetic";
-    in.window_name = "all";
-    in.topology = parse_topology("{\"ep_ranks\": 4, \"dp_slots\": 2, \"token_cap\": 1024, \"attention_stages\": "
-                                 "[{\"name\": \"a\", \"alpha\": 1.0, \"beta\": 1.0}]}",
-                                 "test-topology");
-    in.budgets.workers = 1;
-    in.budgets.annealing.steps = 50;
-    return plan_to_json(plan_window(in));
-}
+/// A real plan for a checkpoint's model (EP 4, short budget).
+std::string plan_json_for(const ModelDescription& m) { return routepack::test::plan_json_for_model(m, 4); }
 
 /// Every regular file under `dir`, by relative path, with its bytes.
 std::map<std::string, std::string> files_of(const fs::path& dir) {

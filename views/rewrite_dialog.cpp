@@ -408,9 +408,9 @@ RewriteDialog::RewriteDialog(QWidget* parent) : QDialog(parent), job_(new Rewrit
 
 RewriteDialog::~RewriteDialog() = default;
 
-bool RewriteDialog::setPlanJson(const QString& json, const QString& origin) {
+bool RewriteDialog::usePlan(const std::function<PlanFile()>& load, const QString& origin) {
     try {
-        plan_ = std::make_shared<const PlanFile>(gpu::parse_plan_text(json.toStdString(), origin.toStdString()));
+        plan_ = std::make_shared<const PlanFile>(load());
         planOrigin_ = origin;
     } catch (const std::exception& e) {
         plan_.reset();
@@ -429,25 +429,12 @@ bool RewriteDialog::setPlanJson(const QString& json, const QString& origin) {
     return true;
 }
 
+bool RewriteDialog::setPlanJson(const QString& json, const QString& origin) {
+    return usePlan([&] { return gpu::parse_plan_text(json.toStdString(), origin.toStdString()); }, origin);
+}
+
 bool RewriteDialog::loadPlanFile(const QString& path) {
-    try {
-        plan_ = std::make_shared<const PlanFile>(gpu::read_plan_file(path.toStdString()));
-        planOrigin_ = path;
-    } catch (const std::exception& e) {
-        plan_.reset();
-        planOrigin_.clear();
-        showPlanInfo();
-        updateLayerMapError();
-        fieldsChanged();
-        showError(tr("Cannot use the plan: "), words(e, "reading the plan"));
-        return false;
-    }
-    showPlanInfo();
-    updateLayerMapError();
-    fieldsChanged();
-    error_.clear();
-    showInfo(QString());
-    return true;
+    return usePlan([&] { return gpu::read_plan_file(path.toStdString()); }, path);
 }
 
 void RewriteDialog::setInput(const QString& path) {

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <map>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -186,6 +187,8 @@ protected:
     void reject() override;
 
 private:
+    /// Loads a plan through `load` (its errors shown in words); shared by setPlanJson and loadPlanFile.
+    bool usePlan(const std::function<routepack::PlanFile()>& load, const QString& origin);
     void choosePlanFile();
     void browseInputFolder();
     void browseInputFile();
