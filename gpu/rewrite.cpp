@@ -288,6 +288,10 @@ std::map<int, int> parse_layer_map(const std::string& text, const std::vector<in
                 if (p >= a && p <= b) put(p, static_cast<long long>(c) + (p - a), item);
         }
     }
+    for (const auto& [p, c] : m)
+        if (std::find(plan_layers.begin(), plan_layers.end(), p) == plan_layers.end())
+            throw InputError("--layer-map: plan layer " + std::to_string(p) + " is not a MoE layer of the plan (" +
+                             join_layers(plan_layers) + ")");
     std::set<int> targets;
     for (const auto& [p, c] : m)
         if (!targets.insert(c).second)
@@ -322,6 +326,8 @@ RewritePlan plan_rewrite(const RewriteRequest& req) {
             if (!fs::is_directory(output, ec) || !fs::is_empty(output, ec))
                 throw InputError(req.output.string() + ": output exists and is not an empty folder");
         }
+        if (!fs::is_directory(output.parent_path(), ec))
+            throw InputError(output.parent_path().string() + ": no such folder (for --output)");
     }
 
     // --- source files --------------------------------------------------------------------------------
@@ -709,6 +715,22 @@ RewritePlan plan_rewrite(const RewriteRequest& req) {
     text += "\n  }\n}\n";
     plan.sidecar_json = std::move(text);
     plan.total_bytes += plan.sidecar_json.size();
+
+    // Free space on the output's file system (checked again by nothing later: the rename is atomic).
+    {
+        const fs::path parent = output.parent_path();
+        std::uint64_t free_bytes = 0;
+        if (const char* f = std::getenv("ROUTEPACK_TEST_FREE_BYTES")) {
+            free_bytes = std::strtoull(f, nullptr, 10);
+        } else {
+            struct statvfs st {};
+            if (::statvfs(parent.c_str(), &st) == 0) free_bytes = static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize;
+            else free_bytes = UINT64_MAX;
+        }
+        if (free_bytes < plan.total_bytes + (16ull << 20))
+            throw InputError(parent.string() + ": not enough free space: the rewrite writes " +
+                             fmt_bytes(plan.total_bytes) + " (+16 MB margin), " + fmt_bytes(free_bytes) + " free");
+    }
     return plan;
 }
 
@@ -803,9 +825,8 @@ RewriteReport rewrite_checkpoint(const RewriteRequest& req, const RewriteProgres
     }
 
     const fs::path output = output_path(req.output);
-    fs::path parent = output.parent_path();
+    const fs::path parent = output.parent_path();  // a folder (checked when planning)
     std::error_code ec;
-    if (!fs::is_directory(parent, ec)) throw InputError(parent.string() + ": no such folder (for --output)");
 
     // Stale partial folders of killed rewrites of the same output.
     const std::string stem = "." + output.filename().string() + ".routepack-partial-";
@@ -819,20 +840,6 @@ RewriteReport rewrite_checkpoint(const RewriteRequest& req, const RewriteProgres
             fs::is_regular_file(fs::symlink_status(de.path() / kPartialMarker)))
             fs::remove_all(de.path(), ec);
     }
-
-    // Free space on the output's file system.
-    std::uint64_t free_bytes = 0;
-    if (const char* f = std::getenv("ROUTEPACK_TEST_FREE_BYTES")) {
-        free_bytes = std::strtoull(f, nullptr, 10);
-    } else {
-        struct statvfs st {};
-        if (::statvfs(parent.c_str(), &st) == 0) free_bytes = static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize;
-        else free_bytes = UINT64_MAX;
-    }
-    const std::uint64_t need = plan.total_bytes + (16ull << 20);
-    if (free_bytes < need)
-        throw InputError(parent.string() + ": not enough free space: the rewrite writes " + fmt_bytes(plan.total_bytes) +
-                         " (+16 MB margin), " + fmt_bytes(free_bytes) + " free");
 
     const fs::path tmp = parent / (stem + std::to_string(::getpid()));
     fs::remove_all(tmp, ec);

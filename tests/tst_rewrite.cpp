@@ -201,6 +201,8 @@ void TestRewrite::layerMapErrors_data() {
     QTest::newRow("descending") << "3-1:0" << "--layer-map: '3-1:0': range must be ascending";
     QTest::newRow("empty item") << "1:0,,2:1" << "--layer-map: empty item in '1:0,,2:1'";
     QTest::newRow("trailing comma") << "1:1," << "--layer-map: empty item in '1:1,'";
+    QTest::newRow("not a plan layer") << "9:0" << "--layer-map: plan layer 9 is not a MoE layer of the plan (1-3)";
+    QTest::newRow("negative plan layer") << "-1:3" << "--layer-map: plan layer -1 is not a MoE layer of the plan (1-3)";
     QTest::newRow("too large") << "+999999999" << "--layer-map: '+999999999': checkpoint layer 1000000000 is too large";
     QTest::newRow("ten digits") << "1:1234567890" << "--layer-map: '1:1234567890': expected a layer id";
 }
@@ -473,6 +475,17 @@ void TestRewrite::outputChecks() {
              qpath(tmp / "full") + QStringLiteral(": output exists and is not an empty folder"));
     QCOMPARE(QString::fromStdString(error_of(request(tmp / "nope", tmp / "o", pi, m))),
              qpath(tmp / "nope") + QStringLiteral(": no such file or folder"));
+    // The output's parent must be a folder; planning (the studio's Check) already says so.
+    write_file(tmp / "afile", "x");
+    QCOMPARE(QString::fromStdString([&] {
+                 try {
+                     plan_rewrite(request(ck, tmp / "afile" / "out", pi, m));
+                 } catch (const InputError& e) {
+                     return std::string(e.what());
+                 }
+                 return std::string("<no error>");
+             }()),
+             qpath(tmp / "afile") + QStringLiteral(": no such folder (for --output)"));
     // An existing empty folder is accepted and filled.
     fs::create_directory(tmp / "empty");
     rewrite_checkpoint(request(ck, tmp / "empty", pi, m));
@@ -705,6 +718,13 @@ void TestRewrite::freeSpace() {
     qputenv("ROUTEPACK_TEST_FREE_BYTES", "1000");
     const ModelDescription m = model_of(src);
     const std::string err = error_of(request(src, tmp / "out", random_placement(2, 8, 1), m));
+    bool planning_refuses = false;  // the studio's Check (planning only) refuses the same way
+    try {
+        plan_rewrite(request(src, tmp / "out", random_placement(2, 8, 1), m));
+    } catch (const InputError& e) {
+        planning_refuses = std::string(e.what()) == err;
+    }
+    QVERIFY(planning_refuses);
     qunsetenv("ROUTEPACK_TEST_FREE_BYTES");
     QVERIFY2(QString::fromStdString(err).startsWith(qpath(tmp) + QStringLiteral(": not enough free space: the rewrite writes ")),
              err.c_str());
