@@ -81,7 +81,8 @@ PlanFile parse_plan_text(const std::string& json_text, const std::string& origin
 
 PlanFile read_plan_file(const std::string& path) {
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) throw InputError(path + ": no such plan file");
+    if (!std::filesystem::exists(path, ec)) throw InputError(path + ": no such plan file");
+    if (!std::filesystem::is_regular_file(path, ec)) throw InputError(path + ": not a regular file");
     std::ifstream f(path, std::ios::binary);
     if (!f) throw InputError(path + ": cannot read plan");
     std::ostringstream text;

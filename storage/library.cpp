@@ -12,6 +12,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -247,6 +248,11 @@ Library::~Library() {
     if (db_) sqlite3_close_v2(db_);
 }
 
+void Library::set_busy_timeout_ms(int ms) {
+    busy_timeout_ms_ = std::max(0, ms);
+    sqlite3_busy_timeout(db_, busy_timeout_ms_);
+}
+
 std::unique_ptr<Library> Library::open(const std::filesystem::path& file, bool create) {
     return open(file, create ? OpenMode::Create : OpenMode::ReadWrite);
 }
@@ -264,6 +270,10 @@ std::unique_ptr<Library> Library::open(const std::filesystem::path& file, OpenMo
             check_sqlite_header(file);
             if (!std::filesystem::is_regular_file(file, ec))
                 throw InputError(file.string() + ": not a regular file, not a RoutePack library file");
+            // Only Create turns an empty file into a library: opening one that exists is never a
+            // way to make a library by accident (e.g. a file truncated by a full disk).
+            if (mode != OpenMode::Create && std::filesystem::file_size(file, ec) == 0 && !ec)
+                throw InputError(file.string() + ": not a RoutePack library (empty file)");
         }
         if (writable) {
             // Refuse before SQLite touches anything: a read-only file opens silently read-only and
@@ -310,7 +320,7 @@ std::unique_ptr<Library> Library::open(const std::filesystem::path& file, OpenMo
     if (rc != SQLITE_OK) detail::throw_sqlite(raw, rc, file, "cannot open library");
     lib->read_only_ = !writable;
     sqlite3_extended_result_codes(raw, 1);
-    sqlite3_busy_timeout(raw, kBusyTimeoutMs);
+    lib->set_busy_timeout_ms(kBusyTimeoutMs);
     if (writable && sqlite3_db_readonly(raw, "main") == 1)
         throw InputError(file.string() + ": library is read-only (cannot write)");
 

@@ -84,14 +84,25 @@ struct RunEntry {
     std::vector<LevelStats> levels;
 };
 
+/// Another connection holds the library's write lock past the busy timeout (SQLITE_BUSY /
+/// SQLITE_LOCKED): "<file>: library is in use by another process (<sqlite message>) while <what>;
+/// try again". A caller may retry the same call later.
+class LibraryBusy : public InputError {
+public:
+    using InputError::InputError;
+};
+
 /// How Library::open treats the file.
 enum class OpenMode {
     Create,     ///< read-write; an absent file becomes a new, empty library
-    ReadWrite,  ///< read-write; InputError "<file>: no such library" when absent
+    ReadWrite,  ///< read-write; InputError "<file>: no such library" when absent, and
+                ///< "<file>: not a RoutePack library (empty file)" for an existing 0-byte file
+                ///< (only Create turns an empty file into a library)
     ReadOnly,   ///< reads only: nothing is written, no migration, works on read-only files and
                 ///< folders and leaves no -wal/-shm behind (query_only when the process could
                 ///< write, else SQLITE_OPEN_READONLY, immutable while no -wal holds pending
-                ///< changes); every write fails "<file>: library is read-only (cannot write)"
+                ///< changes); every write fails "<file>: library is read-only (cannot write)";
+                ///< an existing 0-byte file: "<file>: not a RoutePack library (empty file)"
 };
 
 class Library {
@@ -111,6 +122,11 @@ public:
     Library& operator=(const Library&) = delete;
 
     int schema_version() const;
+    /// How long a statement waits for another connection's lock before it fails with LibraryBusy
+    /// (default 5000 ms). A connection used on a GUI thread sets a short one (e.g. 200 ms) so
+    /// that a busy library is reported at once instead of freezing the window.
+    void set_busy_timeout_ms(int ms);
+    int busy_timeout_ms() const { return busy_timeout_ms_; }
     const std::filesystem::path& path() const { return path_; }
     bool read_only() const { return read_only_; }
 
@@ -184,6 +200,7 @@ private:
     sqlite3* db_ = nullptr;
     std::filesystem::path path_;
     bool read_only_ = false;
+    int busy_timeout_ms_ = 0;
     std::size_t fail_after_ = 0;
 };
 

@@ -1,6 +1,7 @@
 #include "storage/sqlite_util.h"
 
 #include "core/errors.h"
+#include "storage/library.h"
 
 #include <cctype>
 #include <ctime>
@@ -17,8 +18,8 @@ void throw_sqlite(sqlite3* db, int rc, const std::filesystem::path& file, std::s
     case SQLITE_CORRUPT: throw InputError(prefix + "library is damaged (" + detail + ") while " + std::string(what));
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
-        throw InputError(prefix + "library is in use by another process (" + detail + ") while " + std::string(what) +
-                         "; try again");
+        throw LibraryBusy(prefix + "library is in use by another process (" + detail + ") while " + std::string(what) +
+                          "; try again");
     case SQLITE_FULL:
     case SQLITE_IOERR:
     case SQLITE_CANTOPEN:

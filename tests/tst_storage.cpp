@@ -3,6 +3,7 @@
 // windows.
 #include "core/errors.h"
 #include "core/import.h"
+#include "core/topology.h"
 #include "storage/counts_codec.h"
 #include "storage/library.h"
 #include "storage/library_internal.h"
@@ -10,6 +11,7 @@
 #include "tests/testutil.h"
 
 #include <QCoreApplication>
+#include <QElapsedTimer>
 #include <QtTest>
 
 #include <sqlite3.h>
@@ -241,10 +243,45 @@ class TstStorage : public QObject {
     }
 
     void migratesZeroByteFile() {
+        // Only Create turns an existing 0-byte file into a library; opening one is refused and
+        // leaves it as it was (no schema written, no -wal/-shm).
         const fs::path f = library_file("empty.routepack");
         test::write_file(f, "");
-        auto lib = Library::open(f, /*create=*/false);
+        QCOMPARE(q(error_of<InputError>([&] { Library::open(f, /*create=*/false); })),
+                 q(f.string() + ": not a RoutePack library (empty file)"));
+        QCOMPARE(q(error_of<InputError>([&] { Library::open(f, OpenMode::ReadOnly); })),
+                 q(f.string() + ": not a RoutePack library (empty file)"));
+        QCOMPARE(fs::file_size(f), std::uintmax_t(0));
+        QVERIFY(!fs::exists(f.string() + "-wal"));
+        QVERIFY(!fs::exists(f.string() + "-shm"));
+        auto lib = Library::open(f, OpenMode::Create);
         QCOMPARE(lib->schema_version(), 2);
+    }
+
+    void busyLibraryFailsAfterTheBusyTimeout() {
+        // Another connection holds the write lock: a write waits the connection's busy timeout,
+        // then fails with LibraryBusy in words (the studio's GUI thread uses a short timeout).
+        const fs::path f = library_file("busy.routepack");
+        auto lib = Library::open(f);
+        QCOMPARE(lib->busy_timeout_ms(), 5000);
+        lib->set_busy_timeout_ms(200);
+        QCOMPARE(lib->busy_timeout_ms(), 200);
+        RawDb other(f);
+        other.exec("BEGIN IMMEDIATE");
+        QElapsedTimer timer;
+        timer.start();
+        std::string err;
+        try {
+            lib->save_topology("t", known_topology("synthetic-demo-ep8-dp4"));
+        } catch (const LibraryBusy& e) {
+            err = e.what();
+        }
+        const qint64 ms = timer.elapsed();
+        QCOMPARE(q(err), q(f.string() + ": library is in use by another process (database is locked) while starting "
+                                        "a transaction; try again"));
+        QVERIFY2(ms < 2000, qPrintable(QString::number(ms))); // not the default 5 s
+        other.exec("ROLLBACK");
+        QCOMPARE(lib->save_topology("t", known_topology("synthetic-demo-ep8-dp4")).name, std::string("t"));
     }
 
     void migratesFromVersion1() {
@@ -403,8 +440,19 @@ class TstStorage : public QObject {
         const fs::path empty = library_file("empty-ro.routepack");
         test::write_file(empty, "");
         QCOMPARE(q(error_of<InputError>([&] { Library::open(empty, OpenMode::ReadOnly); })),
-                 q(empty.string() + ": not a RoutePack library yet (no schema: nothing was ever imported)"));
+                 q(empty.string() + ": not a RoutePack library (empty file)"));
         QCOMPARE(q(test::read_file(empty)), QString());
+        // An SQLite file without any schema (not empty: a table came and went).
+        const fs::path bare = library_file("bare-ro.routepack");
+        {
+            RawDb raw(bare);
+            raw.exec("CREATE TABLE x (a); DROP TABLE x;");
+        }
+        const std::string bareBytes = test::read_file(bare);
+        QVERIFY(!bareBytes.empty());
+        QCOMPARE(q(error_of<InputError>([&] { Library::open(bare, OpenMode::ReadOnly); })),
+                 q(bare.string() + ": not a RoutePack library yet (no schema: nothing was ever imported)"));
+        QVERIFY(test::read_file(bare) == bareBytes);
         QCOMPARE(q(error_of<InputError>([&] { Library::open(":memory:", OpenMode::ReadOnly); })),
                  QStringLiteral(":memory:: an in-memory library has nothing to read; give a library file"));
         QCOMPARE(q(error_of<InputError>([&] { Library::open(dir_, OpenMode::ReadOnly); })),

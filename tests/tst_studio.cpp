@@ -4,6 +4,7 @@
 // cancelled, stale and failed jobs, QAbstractItemModelTester on every model and proxy, the main
 // window (screenshots via QWidget::grab into $ROUTEPACK_SCREENSHOT_DIR or a temporary folder), and
 // the headless mode of the built routepack-studio binary as a child process.
+#include "core/errors.h"
 #include "core/plan_file.h"
 #include "core/synth.h"
 #include "storage/demo.h"
@@ -22,14 +23,22 @@
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QDockWidget>
+#include <QElapsedTimer>
 #include <QImage>
+#include <QLabel>
+#include <QLineEdit>
 #include <QProcess>
 #include <QSettings>
 #include <QStandardPaths>
 #include <QStyle>
 #include <QTableView>
+#include <QThreadPool>
+#include <QTimer>
 #include <QTreeView>
 #include <QtTest>
+
+#include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <set>
@@ -43,6 +52,38 @@ namespace {
 QString q(const fs::path& p) {
     return QString::fromStdString(p.string());
 }
+
+/// Texts of every QLabel under `w`.
+QStringList labelTexts(const QWidget& w) {
+    QStringList out;
+    for (const QLabel* l : w.findChildren<QLabel*>())
+        out << l->text();
+    return out;
+}
+
+/// The line edit under `w` whose text satisfies `pick` (nullptr when none).
+template <class Pick> QLineEdit* lineEdit(const QWidget& w, Pick pick) {
+    for (QLineEdit* e : w.findChildren<QLineEdit*>())
+        if (pick(e->text())) return e;
+    return nullptr;
+}
+
+/// A second SQLite connection that holds a library's write lock (BEGIN IMMEDIATE) until release()
+/// or destruction, as another process (an import, a second studio) would.
+struct WriteLockHolder {
+    sqlite3* db = nullptr;
+    explicit WriteLockHolder(const fs::path& file) {
+        if (sqlite3_open_v2(file.string().c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK ||
+            sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK)
+            qFatal("cannot lock %s", file.string().c_str());
+    }
+    void release() {
+        if (db) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+        sqlite3_close_v2(db);
+        db = nullptr;
+    }
+    ~WriteLockHolder() { release(); }
+};
 
 PlannerBudgets small_budgets() {
     PlannerBudgets b;
@@ -715,6 +756,232 @@ private Q_SLOTS:
         }
         QApplication::setPalette(light);
         QApplication::setStyle(style);
+    }
+
+    // --- Hostile input and races (regressions) ---
+
+    void shardTextIsBoundedBeforeExpanding() {
+        // A range is checked against D before it is expanded (the text is parsed at every
+        // keystroke on the GUI thread): "0-2147483647" used to take 36 s, then bad_alloc.
+        QCOMPARE(QString::fromStdString(test::error_of<InputError>([] { parseShardText(QStringLiteral("0-2147483647"), 4); })),
+                 QStringLiteral("EDP shards: range '0-2147483647' names DP slot 2147483647, outside 0..3 (D = 4)"));
+        QCOMPARE(QString::fromStdString(test::error_of<InputError>([] { parseShardText(QStringLiteral("0-99999999")); })),
+                 QStringLiteral("EDP shards: range '0-99999999' names DP slot 99999999, outside 0..65535"));
+        QStringList many;
+        for (int k = 0; k < 17; ++k)
+            many << QStringLiteral("0-65535");
+        const QString manyText = many.join(QStringLiteral(" | "));
+        QCOMPARE(QString::fromStdString(test::error_of<InputError>([&] { parseShardText(manyText, 65536); })),
+                 QStringLiteral("EDP shards: the ranges list more than 1048576 DP slots (D = 65536); every DP slot "
+                                "belongs to exactly one shard"));
+        QCOMPARE(parseShardText(QStringLiteral("0-1 | 2-3"), 4), (std::vector<std::vector<int>>{{0, 1}, {2, 3}}));
+        QCOMPARE(parseShardText(QStringLiteral("0-65535")).front().size(), std::size_t(65536));
+        // Through the editor: the validity label says why, at once.
+        TopologyEditor ed;
+        QVERIFY(ed.selectPreset(QStringLiteral("synthetic-demo-ep8-dp4")));
+        QLineEdit* shards = lineEdit(ed, [](const QString& t) { return t.contains(QLatin1Char('|')); });
+        QVERIFY(shards);
+        QElapsedTimer timer;
+        timer.start();
+        shards->setText(QStringLiteral("0-2147483647"));
+        QString why;
+        QVERIFY(!ed.topology(&why));
+        QVERIFY2(timer.elapsed() < 1000, qPrintable(QString::number(timer.elapsed())));
+        QCOMPARE(why, QStringLiteral("EDP shards: range '0-2147483647' names DP slot 2147483647, outside 0..3 (D = 4)"));
+        QVERIFY(labelTexts(ed).contains(why));
+    }
+
+    void invalidSeedRefusesToPlan() {
+        // The validity label says the seed is wrong; Run planner refuses with the same reason
+        // instead of planning with the previous seed.
+        const auto lib = synthLibrary(QStringLiteral("bad-seed"));
+        StudioWindow w(options_);
+        QVERIFY(w.openLibrary(q(lib)));
+        QVERIFY(w.selectWindow(QStringLiteral("syn"), QStringLiteral("all")));
+        TopologyEditor* ed = w.topologyEditor();
+        QVERIFY(ed->selectPreset(QStringLiteral("synthetic-demo-ep8-dp4")));
+        ed->setBudgets(small_budgets());
+        QString why;
+        QVERIFY(ed->budgets(&why).has_value());
+        QLineEdit* seed = lineEdit(*ed, [](const QString& t) { return t == QStringLiteral("7"); });
+        QVERIFY(seed);
+        seed->setText(QStringLiteral("seed?!"));
+        QVERIFY(!ed->budgets(&why));
+        QCOMPARE(why, QStringLiteral("seed must be an integer in 0..18446744073709551615"));
+        QVERIFY(labelTexts(*ed).contains(why));
+        QSignalSpy started(w.jobs(), &PlanJobQueue::jobStarted);
+        QCOMPARE(w.runPlanner(), quint64(0));
+        QCOMPARE(w.statusText(),
+                 QStringLiteral("The planner budgets are not valid: seed must be an integer in 0..18446744073709551615"));
+        QCOMPARE(started.count(), 0);
+        QVERIFY(!w.jobs()->isBusy());
+        QVERIFY(storage::Library::open(lib, storage::OpenMode::ReadOnly)->runs("syn", "all").empty());
+    }
+
+    void busyLibraryIsReportedAtOnce() {
+        // Another process holds the library's write lock: a GUI-thread write (Save topology)
+        // fails within the GUI connection's short busy timeout, in words; the planner's save
+        // waits on its worker and lands once the lock is gone.
+        const auto lib = synthLibrary(QStringLiteral("busy"));
+        StudioWindow w(options_);
+        QVERIFY(w.openLibrary(q(lib)));
+        QVERIFY(w.topologyEditor()->selectPreset(QStringLiteral("synthetic-demo-ep8-dp4")));
+        WriteLockHolder other(lib);
+        QElapsedTimer timer;
+        timer.start();
+        Q_EMIT w.topologyEditor()->saveRequested();
+        const qint64 ms = timer.elapsed();
+        QVERIFY2(ms < 2000, qPrintable(QString::number(ms)));
+        QCOMPARE(w.statusText(), QStringLiteral("Cannot save the topology: ") + q(lib) +
+                                     QStringLiteral(": library is in use by another process (database is locked) "
+                                                    "while starting a transaction; try again"));
+        // The lock outlives the worker's busy timeout (1 s): the save is retried, not given up.
+        QVERIFY(w.selectWindow(QStringLiteral("syn"), QStringLiteral("all")));
+        w.topologyEditor()->setBudgets(small_budgets());
+        QSignalSpy finished(w.jobs(), &PlanJobQueue::finished);
+        bool released = false, finishedAfterRelease = false;
+        const auto c = connect(w.jobs(), &PlanJobQueue::finished, this, [&] { finishedAfterRelease = released; });
+        QTimer::singleShot(3000, this, [&] {
+            other.release();
+            released = true;
+        });
+        QVERIFY(w.runPlanner() > 0);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+        disconnect(c);
+        QTRY_VERIFY_WITH_TIMEOUT(released, 10000); // the timer's lambda must not outlive this test
+        QVERIFY(finishedAfterRelease);
+        const auto r = finished.at(0).at(0).value<PlanJobResult>();
+        QCOMPARE(r.saveError, QString());
+        QVERIFY(r.runId > 0);
+        QVERIFY(w.libraryModel()->runIndex(r.runId).isValid());
+        QVERIFY2(w.statusText().startsWith(QStringLiteral("Run %1 finished").arg(r.runId)), qPrintable(w.statusText()));
+    }
+
+    void switchingLibrariesDropsTheOldSampleLoad() {
+        // A sample load still running for the previous library never fills the table of the next.
+        const auto lib = synthLibrary(QStringLiteral("stale-samples"));
+        const auto fresh = test::temp_dir(QStringLiteral("stale-samples-new")) / "new.routepack";
+        StudioWindow w(options_);
+        QSignalSpy loaded(&w, &StudioWindow::samplesLoaded);
+        QVERIFY(w.openLibrary(q(lib)));          // starts loading syn/all on a worker
+        QVERIFY(w.openLibrary(q(fresh), true)); // an empty library: nothing to load
+        QThreadPool::globalInstance()->waitForDone();
+        QTest::qWait(100); // deliver the old load's result
+        QCOMPARE(loaded.count(), 0);
+        QCOMPARE(w.sampleModel()->rowCount(), 0);
+        QCOMPARE(w.libraryPath(), q(fresh));
+    }
+
+    void importDialogRefusesOddConfigFiles() {
+        // config.json is read on the GUI thread: what is not a regular file, or is huge, is
+        // refused unread.
+        const auto dir = test::temp_dir(QStringLiteral("odd-config"));
+        fs::create_directories(dir / "traces");
+        const auto fifo = dir / "config.fifo";
+        QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
+        const auto big = dir / "config.json";
+        test::write_file(big, "{}");
+        fs::resize_file(big, 16 * 1024 * 1024 + 1);
+        ImportDialog dlg(q(dir / "lib.routepack"));
+        dlg.setInputs({q(dir / "traces")});
+        dlg.setTraceName(QStringLiteral("x"));
+        dlg.setModelConfig(q(fifo));
+        QElapsedTimer timer;
+        timer.start();
+        QVERIFY(!dlg.startImport());
+        QVERIFY2(timer.elapsed() < 1000, qPrintable(QString::number(timer.elapsed())));
+        QCOMPARE(dlg.errorText(), q(fifo) + QStringLiteral(": not a regular file"));
+        dlg.setModelConfig(q(big));
+        QVERIFY(!dlg.startImport());
+        QCOMPARE(dlg.errorText(), q(big) + QStringLiteral(": config.json larger than 16 MiB"));
+        QVERIFY(labelTexts(dlg).contains(dlg.errorText()));
+        dlg.setModelConfig(q(dir));
+        QVERIFY(!dlg.startImport());
+        QCOMPARE(dlg.errorText(), q(dir) + QStringLiteral(": is a folder, not a model config (config.json)"));
+        QVERIFY(!dlg.job()->isRunning());
+    }
+
+    void secondImportIsRefusedVisibly() {
+        const auto dir = test::temp_dir(QStringLiteral("import-twice"));
+        SynthConfig c;
+        c.groups = 2;
+        c.group_size = 4;
+        write_synth(c, TraceFormat::VLLM, dir / "syn");
+        const ModelDescription m = synth_model(c);
+        ImportDialog dlg(q(dir / "lib.routepack"));
+        dlg.setInputs({q(dir / "syn")});
+        dlg.setTraceName(QStringLiteral("syn"));
+        dlg.setModelFields(m.experts, m.top_k, m.num_hidden_layers,
+                           QStringLiteral("%1-%2").arg(m.moe_layers.front()).arg(m.moe_layers.back()));
+        QSignalSpy finished(dlg.job(), &ImportJob::finished);
+        QSignalSpy failed(dlg.job(), &ImportJob::failed);
+        QVERIFY(dlg.startImport());
+        QVERIFY(!dlg.startImport()); // the first still runs (its end is delivered by the event loop)
+        QCOMPARE(dlg.errorText(), QStringLiteral("An import is already running."));
+        QVERIFY(labelTexts(dlg).contains(QStringLiteral("An import is already running.")));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count() + failed.count(), 1, 60000);
+        QVERIFY2(failed.isEmpty(), qPrintable(dlg.errorText()));
+    }
+
+    void selectionOfUnknownIdsIsRefused() {
+        std::vector<SampleInfo> samples;
+        for (int i = 0; i < 4; ++i) {
+            SampleInfo s;
+            s.id = "s" + std::to_string(i);
+            s.length = 10;
+            samples.push_back(s);
+        }
+        WindowDialog dlg(QStringLiteral("T"), samples, {QStringLiteral("ghost-1"), QStringLiteral("ghost-2")});
+        dlg.setMode(WindowDialog::Selection);
+        QString why;
+        QVERIFY(!dlg.selection(&why));
+        QCOMPARE(why, QStringLiteral("the selection holds no samples of trace 'T'"));
+        dlg.setWindowName(QStringLiteral("w"));
+        dlg.accept();
+        QCOMPARE(dlg.result(), int(QDialog::Rejected));
+        QVERIFY(labelTexts(dlg).contains(why));
+    }
+
+    void reopeningTheLibraryKeepsItsJobs() {
+        const auto lib = synthLibrary(QStringLiteral("reopen"));
+        const auto other = synthLibrary(QStringLiteral("reopen-other"));
+        const QString sameLib = q(lib.parent_path() / "." / lib.filename()); // another spelling, same file
+        StudioWindow w(options_);
+        QVERIFY(w.openLibrary(q(lib)));
+        QVERIFY(w.selectWindow(QStringLiteral("syn"), QStringLiteral("all")));
+        QVERIFY(w.topologyEditor()->selectPreset(QStringLiteral("synthetic-demo-ep8-dp4")));
+        w.topologyEditor()->setBudgets(small_budgets());
+        QSignalSpy finished(w.jobs(), &PlanJobQueue::finished);
+        QSignalSpy stale(w.jobs(), &PlanJobQueue::staleDropped);
+        // The same library opened again: its jobs are delivered, their runs are in the tree.
+        QVERIFY(w.runPlanner() > 0);
+        QVERIFY(w.runPlanner() > 0);
+        QVERIFY(w.openLibrary(sameLib));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(!w.jobs()->isBusy(), 60000);
+        QCOMPARE(stale.count(), 0);
+        for (int k = 0; k < 2; ++k) {
+            const qint64 run = finished.at(k).at(0).value<PlanJobResult>().runId;
+            QVERIFY(run > 0);
+            QVERIFY(w.libraryModel()->runIndex(run).isValid());
+        }
+        // Another library and back: the jobs queued before are not shown, but the runs they
+        // saved join the tree of the library open again.
+        QVERIFY(w.selectWindow(QStringLiteral("syn"), QStringLiteral("all")));
+        QVERIFY(w.runPlanner() > 0);
+        const quint64 last = w.runPlanner();
+        QVERIFY(last > 0);
+        QVERIFY(w.openLibrary(q(other)));
+        QVERIFY(w.openLibrary(q(lib)));
+        QTRY_COMPARE_WITH_TIMEOUT(stale.count(), 2, 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(!w.jobs()->isBusy(), 60000);
+        QCOMPARE(finished.count(), 2);
+        QCOMPARE(stale.at(1).at(0).toULongLong(), last);
+        QCOMPARE(QFileInfo(stale.at(1).at(1).toString()).canonicalFilePath(), QFileInfo(q(lib)).canonicalFilePath());
+        QCOMPARE(w.libraryModel()->snapshot().runs.size(), std::size_t(4));
+        QCOMPARE(w.statusText(), QStringLiteral("Job %1 was queued before this library was opened again; its result "
+                                                "was not shown (a saved run is in the library tree).")
+                                     .arg(last));
     }
 
     // --- Headless mode of the binary ---

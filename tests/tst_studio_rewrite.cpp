@@ -22,12 +22,15 @@
 #include "views/topology_editor.h"
 
 #include <QAction>
+#include <QElapsedTimer>
 #include <QApplication>
 #include <QProgressBar>
 #include <QStandardPaths>
 #include <QtTest>
 
 #include <map>
+
+#include <sys/stat.h>
 
 using namespace routepack;
 using namespace routepack::views;
@@ -136,6 +139,27 @@ private Q_SLOTS:
     void cleanupTestCase() {
         std::error_code ec;
         fs::remove_all(tmp_, ec);
+    }
+
+    void planFileMustBeARegularFile() {
+        // A folder or a FIFO given as the plan file is refused unread (a FIFO would block the GUI
+        // thread), in words; a missing file keeps the library's message.
+        const fs::path dir = tmp_ / "odd-plans";
+        fs::create_directories(dir / "plan.json");
+        const fs::path fifo = dir / "plan.fifo";
+        QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
+        RewriteDialog d;
+        QVERIFY(!d.loadPlanFile(qpath(dir / "plan.json")));
+        QCOMPARE(d.errorText(), qpath(dir / "plan.json") + QStringLiteral(": not a regular file"));
+        QCOMPARE(d.statusText(), QStringLiteral("Cannot use the plan: ") + d.errorText());
+        QElapsedTimer timer;
+        timer.start();
+        QVERIFY(!d.loadPlanFile(qpath(fifo)));
+        QVERIFY2(timer.elapsed() < 1000, qPrintable(QString::number(timer.elapsed())));
+        QCOMPARE(d.errorText(), qpath(fifo) + QStringLiteral(": not a regular file"));
+        QVERIFY(!d.hasPlan());
+        QVERIFY(!d.loadPlanFile(qpath(dir / "missing.json")));
+        QCOMPARE(d.errorText(), qpath(dir / "missing.json") + QStringLiteral(": no such plan file"));
     }
 
     void checkReportsThePlan() {

@@ -22,6 +22,7 @@
 #include <QtConcurrent/QtConcurrentRun>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 
 namespace routepack::views {
@@ -29,6 +30,8 @@ namespace routepack::views {
 namespace {
 
 constexpr std::int64_t kProgressIntervalMs = 50;
+/// The largest model config.json the dialog reads (a real one is a few KiB).
+constexpr qint64 kMaxConfigBytes = 16 * 1024 * 1024;
 
 std::vector<std::filesystem::path> to_paths(const QStringList& list) {
     std::vector<std::filesystem::path> out;
@@ -417,10 +420,18 @@ std::optional<ImportRequest> ImportDialog::request(QString* error) const {
         case ConfigJson: {
             const QString path = configPath_->text().trimmed();
             if (path.isEmpty()) return fail(tr("Choose the model's config.json."));
+            // Read on the GUI thread, so only what cannot block or take long: a regular file of at
+            // most kMaxConfigBytes (a FIFO or device would block the window, a huge file stall it).
+            std::error_code ec;
+            const auto st = std::filesystem::status(path.toStdString(), ec);
+            if (std::filesystem::is_directory(st))
+                return fail(tr("%1: is a folder, not a model config (config.json)").arg(path));
+            if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+                return fail(tr("%1: not a regular file").arg(path));
             QFile f(path);
-            if (QFileInfo(path).isDir()) return fail(tr("%1: is a folder, not a model config (config.json)").arg(path));
             if (!f.open(QIODevice::ReadOnly)) return fail(tr("%1: cannot open model config").arg(path));
-            r.options.model = model_from_hf_config(f.readAll().toStdString(), path.toStdString());
+            if (f.size() > kMaxConfigBytes) return fail(tr("%1: config.json larger than 16 MiB").arg(path));
+            r.options.model = model_from_hf_config(f.read(kMaxConfigBytes).toStdString(), path.toStdString());
             break;
         }
         case Fields: {
@@ -445,7 +456,7 @@ std::optional<ImportRequest> ImportDialog::request(QString* error) const {
 
 bool ImportDialog::startImport() {
     if (job_->isRunning()) {
-        error_ = tr("An import is already running.");
+        showError(tr("An import is already running."));
         return false;
     }
     QString why;

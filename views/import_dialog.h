@@ -105,10 +105,13 @@ public:
     void setModelFields(int experts, int topK, int layers, const QString& moeLayers);
 
     /// The request the dialog would run; nullopt with `error` set in words when a field is wrong
-    /// (no input, empty name, unreadable config.json, bad layer list, ...).
+    /// (no input, empty name, unreadable config.json, bad layer list, ...). The config.json is read
+    /// here, on the caller's (GUI) thread, so it is refused unread when it is not a regular file
+    /// ("<path>: not a regular file", e.g. a FIFO) or larger than 16 MiB ("<path>: config.json
+    /// larger than 16 MiB").
     std::optional<ImportRequest> request(QString* error) const;
     /// Validates and starts the import; false (with the reason shown in the dialog and in
-    /// errorText()) when the fields are wrong or an import runs.
+    /// errorText()) when the fields are wrong or an import runs ("An import is already running.").
     bool startImport();
     QString errorText() const { return error_; }
     ImportJob* job() const { return job_; }

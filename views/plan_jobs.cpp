@@ -8,7 +8,9 @@
 #include <QMetaObject>
 #include <QThreadPool>
 
+#include <algorithm>
 #include <chrono>
+#include <thread>
 
 namespace routepack::views {
 
@@ -16,6 +18,32 @@ namespace {
 
 /// Throttle interval of progress events: at most 20 per second.
 constexpr std::int64_t kProgressIntervalMs = 50;
+
+/// The worker's library connection waits this long for another writer's lock per attempt ...
+constexpr int kWorkerBusyTimeoutMs = 1000;
+/// ... and a save that still finds the library busy is tried again, with growing pauses, until
+/// this much time has passed since the first attempt (on the worker, never on the GUI thread).
+constexpr auto kSaveRetryFor = std::chrono::seconds(60);
+
+/// Runs `save` (a write to the library) and, while another process holds the library
+/// (storage::LibraryBusy), runs it again after 100 ms, 200 ms, ... (at most 2 s apart) until
+/// kSaveRetryFor has passed or `stop` is set; then the last LibraryBusy propagates.
+template <class Fn> auto retryWhileBusy(Fn&& save, const std::atomic<bool>& stop) {
+    const auto deadline = std::chrono::steady_clock::now() + kSaveRetryFor;
+    auto pause = std::chrono::milliseconds(100);
+    for (;;) {
+        try {
+            return save();
+        } catch (const storage::LibraryBusy&) {
+            if (stop.load() || std::chrono::steady_clock::now() + pause >= deadline) throw;
+        }
+        // Sleep in short slices so that shutting the queue down is not held up.
+        const auto until = std::chrono::steady_clock::now() + pause;
+        while (!stop.load() && std::chrono::steady_clock::now() < until)
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        pause = std::min<std::chrono::milliseconds>(pause * 2, std::chrono::milliseconds(2000));
+    }
+}
 
 QString describe(const std::exception& e) {
     if (dynamic_cast<const std::bad_alloc*>(&e)) return QStringLiteral("out of memory while planning");
@@ -29,6 +57,7 @@ struct PlanJobQueue::Job {
     quint64 generation = 0;
     PlanJobRequest request;
     std::atomic<bool> cancel{false};
+    std::atomic<bool> shutdown{false}; ///< the queue is being destroyed: stop waiting for a busy library
     // Written by the worker, read on the GUI thread after the worker posted its end.
     PlanJobResult result;
     QString error;
@@ -44,7 +73,10 @@ PlanJobQueue::PlanJobQueue(QObject* parent) : QObject(parent), pool_(new QThread
 
 PlanJobQueue::~PlanJobQueue() {
     queue_.clear();
-    if (current_) current_->cancel.store(true);
+    if (current_) {
+        current_->cancel.store(true);
+        current_->shutdown.store(true);
+    }
     pool_->waitForDone();
 }
 
@@ -144,6 +176,7 @@ void PlanJobQueue::startNext() {
         try {
             lib = storage::Library::open(rq.library.toStdString(),
                                          rq.saveRun ? storage::OpenMode::ReadWrite : storage::OpenMode::ReadOnly);
+            lib->set_busy_timeout_ms(kWorkerBusyTimeoutMs);
             PlanInput in;
             in.window = lib->load_window(rq.trace.toStdString(), rq.window.toStdString());
             in.trace_name = rq.trace.toStdString();
@@ -156,7 +189,11 @@ void PlanJobQueue::startNext() {
             job->ok = true;
             if (rq.saveRun) {
                 try {
-                    job->result.runId = lib->save_run(*plan, rq.topologyName.toStdString(), started).id;
+                    // Another process (an import, a second studio) may hold the library for a
+                    // while: keep the finished plan and try again before giving up.
+                    job->result.runId = retryWhileBusy(
+                        [&] { return lib->save_run(*plan, rq.topologyName.toStdString(), started).id; },
+                        job->shutdown);
                 } catch (const std::exception& e) {
                     job->result.saveError = describe(e);
                 }
@@ -165,8 +202,13 @@ void PlanJobQueue::startNext() {
             job->error = describe(e);
             if (rq.saveRun && lib) {
                 try {
-                    lib->save_failed_run(rq.trace.toStdString(), rq.window.toStdString(), rq.topologyName.toStdString(),
-                                         rq.topology, rq.budgets, job->error.toStdString(), started);
+                    retryWhileBusy(
+                        [&] {
+                            return lib->save_failed_run(rq.trace.toStdString(), rq.window.toStdString(),
+                                                        rq.topologyName.toStdString(), rq.topology, rq.budgets,
+                                                        job->error.toStdString(), started);
+                        },
+                        job->shutdown);
                 } catch (const std::exception&) {
                     // The failure itself is what the user needs to see; a record of it is secondary.
                 }
@@ -183,7 +225,7 @@ void PlanJobQueue::startNext() {
 void PlanJobQueue::onJobEnded(const std::shared_ptr<Job>& job) {
     if (current_ == job) current_.reset();
     if (job->generation != generation_) {
-        Q_EMIT staleDropped(job->id);
+        Q_EMIT staleDropped(job->id, job->request.library);
     } else if (job->ok) {
         Q_EMIT finished(job->result);
     } else {

@@ -21,7 +21,9 @@ namespace routepack::views {
 
 /// What one planning job needs. The worker opens its own connection to `library` (one SQLite
 /// connection per thread), loads window `window` of trace `trace`, plans it with `topology` and
-/// `budgets`, and, when `saveRun`, saves the finished (or cancelled, or failed) run there.
+/// `budgets`, and, when `saveRun`, saves the finished (or cancelled, or failed) run there. While
+/// another process holds the library's write lock the worker tries the save again, with growing
+/// pauses, for up to 60 s before it reports PlanJobResult::saveError.
 struct PlanJobRequest {
     QString library; ///< library file
     QString trace;
@@ -93,8 +95,9 @@ Q_SIGNALS:
     void failed(quint64 job, const QString& message);
     /// A queued job was removed by cancel() before it started.
     void cancelledQueued(quint64 job);
-    /// A job of an older generation ended; its result was dropped.
-    void staleDropped(quint64 job);
+    /// A job of an older generation ended; its result was dropped. `library`: the job's library
+    /// file (PlanJobRequest::library), where its run was saved.
+    void staleDropped(quint64 job, const QString& library);
     /// No job runs and none waits.
     void idle();
 

@@ -26,6 +26,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 
 namespace routepack::views {
 
@@ -434,7 +435,16 @@ bool RewriteDialog::setPlanJson(const QString& json, const QString& origin) {
 }
 
 bool RewriteDialog::loadPlanFile(const QString& path) {
-    return usePlan([&] { return gpu::read_plan_file(path.toStdString()); }, path);
+    return usePlan(
+        [&] {
+            // A folder, FIFO or device is refused unread (a FIFO would block the GUI thread).
+            std::error_code ec;
+            const auto st = std::filesystem::status(path.toStdString(), ec);
+            if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+                throw InputError(path.toStdString() + ": not a regular file");
+            return gpu::read_plan_file(path.toStdString());
+        },
+        path);
 }
 
 void RewriteDialog::setInput(const QString& path) {

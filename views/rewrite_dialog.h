@@ -122,7 +122,8 @@ public:
     /// "run 3 in demo.routepack"). False, with the error shown and the previous plan dropped, when it
     /// does not parse (parse_plan's checks).
     bool setPlanJson(const QString& json, const QString& origin);
-    /// Reads and uses a plan file (`routepack plan --out`); origin = the path. False with the error shown.
+    /// Reads and uses a plan file (`routepack plan --out`); origin = the path. False with the error shown
+    /// ("<path>: not a regular file" for a folder, FIFO or device, refused unread).
     bool loadPlanFile(const QString& path);
     bool hasPlan() const { return plan_ != nullptr; }
     /// The plan in use (null when none).

@@ -46,6 +46,9 @@ namespace routepack::views {
 
 namespace {
 
+/// Busy timeout of the GUI thread's library connection (Library::set_busy_timeout_ms).
+constexpr int kGuiBusyTimeoutMs = 200;
+
 /// What a sample-loading worker hands back.
 struct SampleLoad {
     std::shared_ptr<const SampleTableData> data;
@@ -120,6 +123,7 @@ StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
         }
         if (id == 0) id = nextUnsaved_--;
         cache_[id] = {r.plan, r.window};
+        if (r.runId > 0 && !show) refreshLibrary(); // the saved run joins the tree
         if (!show) {
             updateCompare();
             setStatus(note);
@@ -153,8 +157,16 @@ StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
         refreshLibrary();
         setStatus(tr("Planner failed: %1").arg(message), true);
     });
-    connect(jobs_, &PlanJobQueue::staleDropped, this, [this](quint64 job) {
+    connect(jobs_, &PlanJobQueue::staleDropped, this, [this](quint64 job, const QString& library) {
         replays_.erase(job);
+        if (isOpenLibrary(library)) {
+            // Queued before this library was opened again: its run (if it saved one) is here.
+            refreshLibrary();
+            setStatus(tr("Job %1 was queued before this library was opened again; its result was not shown (a saved "
+                         "run is in the library tree).")
+                          .arg(job));
+            return;
+        }
         setStatus(
             tr("Job %1 belonged to the previous library; its result was not shown (it is saved there).").arg(job));
     });
@@ -361,6 +373,14 @@ void StudioWindow::buildActions() {
         view->addAction(d->toggleViewAction());
 }
 
+bool StudioWindow::isOpenLibrary(const QString& file) const {
+    if (!lib_ || file.isEmpty()) return false;
+    const QFileInfo a(file), b(libraryPath());
+    const QString ca = a.canonicalFilePath(), cb = b.canonicalFilePath();
+    if (!ca.isEmpty() && !cb.isEmpty()) return ca == cb;
+    return a.absoluteFilePath() == b.absoluteFilePath();
+}
+
 QString StudioWindow::libraryPath() const {
     return lib_ ? QString::fromStdString(lib_->path().string()) : QString();
 }
@@ -396,10 +416,18 @@ bool StudioWindow::openLibrary(const QString& file, bool create, QString* error)
         setStatus(tr("Cannot open library: %1").arg(why), true);
         return false;
     }
-    jobs_->invalidate(); // results of jobs for the previous library are no longer shown
+    // The GUI thread's connection waits only briefly for another writer (an import, another
+    // studio): a busy library is reported at once ("... in use by another process ...; try
+    // again") instead of freezing the window for the default busy timeout.
+    lib->set_busy_timeout_ms(kGuiBusyTimeoutMs);
+    const bool sameLibrary = isOpenLibrary(file);
+    if (!sameLibrary) {
+        jobs_->invalidate(); // results of jobs for the previous library are no longer shown
+        cache_.clear();      // run ids of another library
+        replays_.clear();
+    }
+    ++sampleGeneration_; // a sample load still running for what was shown is dropped
     lib_ = std::move(lib);
-    cache_.clear();
-    replays_.clear();
     shownRun_ = 0;
     shownTrace_.clear();
     shownWindow_.clear();
@@ -407,7 +435,7 @@ bool StudioWindow::openLibrary(const QString& file, bool create, QString* error)
     histogram_->setLengths({}, QString());
     planView_->setPlan(nullptr);
     compareView_->setRuns({}, {});
-    if (importDialog_) {
+    if (importDialog_ && !sameLibrary) { // an import into this same library goes on
         importDialog_->close();
         importDialog_->deleteLater();
         importDialog_ = nullptr;
@@ -692,13 +720,18 @@ quint64 StudioWindow::runPlanner() {
         setStatus(tr("The topology is not valid: %1").arg(why), true);
         return 0;
     }
+    const auto budgets = editor_->budgets(&why);
+    if (!budgets) {
+        setStatus(tr("The planner budgets are not valid: %1").arg(why), true);
+        return 0;
+    }
     PlanJobRequest rq;
     rq.library = libraryPath();
     rq.trace = cur.data(LibraryTreeModel::TraceRole).toString();
     rq.window = cur.data(LibraryTreeModel::WindowRole).toString();
     rq.topologyName = editor_->topologyName().isEmpty() ? QStringLiteral("topology") : editor_->topologyName();
     rq.topology = *topo;
-    rq.budgets = editor_->budgets();
+    rq.budgets = *budgets;
     rq.saveRun = !lib_->read_only();
     const quint64 id = jobs_->enqueue(rq);
     if (jobs_->currentJob() != id) setStatus(tr("Job %1 queued (%2 waiting).").arg(id).arg(jobs_->queuedCount()));
@@ -840,8 +873,13 @@ void StudioWindow::saveTopology() {
         setStatus(tr("The topology is not valid: %1").arg(why), true);
         return;
     }
+    const auto budgets = editor_->budgets(&why);
+    if (!budgets) {
+        setStatus(tr("The planner budgets are not valid: %1").arg(why), true);
+        return;
+    }
     try {
-        lib_->save_topology(editor_->topologyName().toStdString(), *t, editor_->budgets());
+        lib_->save_topology(editor_->topologyName().toStdString(), *t, *budgets);
         editor_->setLibraryTopologies(lib_->topologies());
         editor_->selectPreset(editor_->topologyName());
         setStatus(tr("Topology %1 saved in the library.").arg(editor_->topologyName()));

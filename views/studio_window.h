@@ -56,7 +56,10 @@ public:
 
     /// Opens (`create`: creating when absent) a library, remembers it as the last one, refreshes the
     /// tree and selects the first window. False with `error` set (and shown) on failure. Results of
-    /// jobs started for the previous library are dropped from display (they are still saved there).
+    /// jobs started for the previous library are dropped from display (they are still saved there);
+    /// opening the library that is already open (same canonical path) keeps its jobs. The GUI
+    /// thread's connection has a short busy timeout (200 ms): a write while another process holds
+    /// the library fails at once with "... library is in use by another process ...; try again".
     bool openLibrary(const QString& file, bool create = false, QString* error = nullptr);
     QString libraryPath() const;
     /// The library remembered in the settings ("" when none).
@@ -73,7 +76,7 @@ public:
     bool selectRun(qint64 runId);
     /// Queues a planner run on the selected window with the editor's topology and budgets; returns
     /// the job id (0 with the reason in the status bar when no window is selected or the topology
-    /// is invalid).
+    /// or the budgets are invalid).
     quint64 runPlanner();
     /// Cancels the running job (the planner keeps its best valid plan so far).
     void cancelJob();
@@ -122,6 +125,8 @@ protected:
 
 private:
     std::unique_ptr<QSettings> settings() const;
+    /// True when `file` is the open library (same canonical path).
+    bool isOpenLibrary(const QString& file) const;
     void buildUi();
     void buildActions();
     void onTreeSelection();

@@ -21,7 +21,17 @@
 
 namespace routepack::views {
 
-std::vector<std::vector<int>> parseShardText(const QString& text) {
+std::vector<std::vector<int>> parseShardText(const QString& text, int dpSlots) {
+    // Bounds first, expansion second: the text is parsed on the GUI thread at every keystroke, so a
+    // range is never expanded past the DP slots there are (or kMaxShardSlots when D is unknown),
+    // and all ranges together never list more than kMaxListed slots (a valid partition lists D;
+    // overlaps below that bound are left to parse_topology, which names the slot).
+    constexpr int kMaxShardSlots = 65536;
+    constexpr std::int64_t kMaxListed = std::int64_t{1} << 20;
+    const int limit = dpSlots > 0 ? dpSlots : kMaxShardSlots;
+    const std::string dText = dpSlots > 0 ? " (D = " + std::to_string(dpSlots) + ")" : std::string();
+    const std::string slotsText = "0.." + std::to_string(limit - 1) + dText;
+    std::int64_t listed = 0;
     std::vector<std::vector<int>> out;
     const QStringList groups = text.split(QRegularExpression(QStringLiteral("[|;]")), Qt::KeepEmptyParts);
     for (const QString& g : groups) {
@@ -35,6 +45,13 @@ std::vector<std::vector<int>> parseShardText(const QString& text) {
                 const int a = tok.left(dash).trimmed().toInt(&ok1), b = tok.mid(dash + 1).trimmed().toInt(&ok2);
                 if (!ok1 || !ok2 || a > b || a < 0)
                     throw InputError("EDP shards: bad range '" + tok.toStdString() + "' (write e.g. 0-3)");
+                if (b >= limit)
+                    throw InputError("EDP shards: range '" + tok.toStdString() + "' names DP slot " + std::to_string(b) +
+                                     ", outside " + slotsText);
+                listed += static_cast<std::int64_t>(b) - a + 1;
+                if (listed > kMaxListed)
+                    throw InputError("EDP shards: the ranges list more than " + std::to_string(kMaxListed) +
+                                     " DP slots" + dText + "; every DP slot belongs to exactly one shard");
                 for (int d = a; d <= b; ++d)
                     slots.push_back(d);
             } else {
@@ -317,7 +334,7 @@ std::optional<Topology> TopologyEditor::topology(QString* error) const {
         t.ep_ranks = ranks_->value();
         t.experts_per_layer = experts_->value();
         t.dp_slots = slots_->value();
-        t.edp_shards = parseShardText(shards_->text());
+        t.edp_shards = parseShardText(shards_->text(), t.dp_slots);
         t.token_cap = cap_->value();
         t.min_rows = minRows_->value();
         for (int r = 0; r < stages_->rowCount(); ++r) {
@@ -362,16 +379,21 @@ PlannerBudgets TopologyEditor::budgets() const {
     return b;
 }
 
+std::optional<PlannerBudgets> TopologyEditor::budgets(QString* error) const {
+    bool ok = false;
+    seed_->text().trimmed().toULongLong(&ok);
+    if (!ok) {
+        if (error) *error = tr("seed must be an integer in 0..18446744073709551615");
+        return std::nullopt;
+    }
+    return budgets();
+}
+
 void TopologyEditor::updateValidity() {
     QString why;
     const auto t = topology(&why);
     bool ok = t.has_value();
-    bool seed_ok = false;
-    seed_->text().trimmed().toULongLong(&seed_ok);
-    if (ok && !seed_ok) {
-        ok = false;
-        why = tr("seed must be an integer in 0..18446744073709551615");
-    }
+    if (ok && !budgets(&why)) ok = false;
     if (ok && name_->text().trimmed().isEmpty()) {
         ok = false;
         why = tr("give the topology a name");

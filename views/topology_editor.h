@@ -24,8 +24,10 @@ namespace routepack::views {
 
 /// Parses EDP shards written as "0,1 | 2,3" or "0-3 | 4-7" (groups separated by '|' or ';', slots
 /// by ',', ranges a-b). InputError naming the bad token; the partition itself is checked by
-/// parse_topology.
-std::vector<std::vector<int>> parseShardText(const QString& text);
+/// parse_topology. Cheap enough for every keystroke: before a range is expanded its upper bound is
+/// checked against `dpSlots` (D; 0 = unknown: at most DP slot 65535), "EDP shards: range '0-9'
+/// names DP slot 9, outside 0..3 (D = 4)", and all ranges together may list at most 2^20 slots.
+std::vector<std::vector<int>> parseShardText(const QString& text, int dpSlots = 0);
 /// Inverse of parseShardText, with ranges for runs of 3 or more ("0-3 | 4-7", "0,1 | 2,3").
 QString shardText(const std::vector<std::vector<int>>& shards);
 
@@ -48,8 +50,11 @@ public:
     /// The edited topology, validated by the topology file rules (parse_topology); nullopt with
     /// `error` set in words otherwise.
     std::optional<routepack::Topology> topology(QString* error = nullptr) const;
-    /// The edited budgets.
+    /// The edited budgets (an invalid seed text keeps the seed last set by setBudgets).
     routepack::PlannerBudgets budgets() const;
+    /// The edited budgets, or nullopt with `error` set in words when a field is invalid (the seed
+    /// text: "seed must be an integer in 0..18446744073709551615").
+    std::optional<routepack::PlannerBudgets> budgets(QString* error) const;
 
 Q_SIGNALS:
     /// The Save button: store name + topology + budgets in the library.

@@ -38,7 +38,8 @@ public:
     void setGroups(const QStringList& groups);
 
     /// The window's sample ids and definition text; nullopt with `error` set in words when the
-    /// choice is empty or invalid (core/window_select.h messages).
+    /// choice is empty or invalid (core/window_select.h messages; a table selection none of whose
+    /// ids is in the trace: "the selection holds no samples of trace 'T'").
     std::optional<routepack::WindowSelection> selection(QString* error = nullptr) const;
 
 public Q_SLOTS:
