@@ -6,8 +6,10 @@
 #include "core/rng.h"
 #include "core/synth.h"
 #include "core/topology.h"
+#include "gpu/rewrite.h"
 
 #include <cstdint>
+#include <filesystem>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -95,6 +97,25 @@ inline std::string plan_json_for_model(const ModelDescription& m, int ep_ranks =
     in.budgets.workers = 1;
     in.budgets.annealing.steps = 50;
     return plan_to_json(plan_window(in));
+}
+
+/// A rewrite request for tests: the placement's rows are the model's MoE layers, CPU executor, 2 workers,
+/// plan origin "test-plan.json" (as error messages name it), inputs fingerprint "test".
+inline gpu::RewriteRequest rewrite_request(const std::filesystem::path& in, const std::filesystem::path& out,
+                                           const Placement& pi, const ModelDescription& m,
+                                           gpu::RewriteDirection dir = gpu::RewriteDirection::Apply) {
+    gpu::RewriteRequest r;
+    r.input = in;
+    r.output = out;
+    r.placement = pi;
+    r.plan_layers = m.moe_layers;
+    r.plan_model = m;
+    r.plan_fingerprint = "test";
+    r.plan_origin = "test-plan.json";
+    r.direction = dir;
+    r.device = gpu::RewriteDevice::Cpu;
+    r.workers = 2;
+    return r;
 }
 
 }  // namespace routepack::test

@@ -36,27 +36,13 @@ using routepack::test::random_placement;
 using routepack::test::identity_placement;
 using routepack::test::group_placement;
 
+using routepack::test::rewrite_request;
+
 namespace {
 
 
 ModelDescription model_of(const fs::path& dir) {
     return model_from_hf_config(read_file(dir / "config.json"), (dir / "config.json").string());
-}
-
-RewriteRequest request(const fs::path& in, const fs::path& out, const Placement& pi, const ModelDescription& m,
-                       RewriteDirection dir = RewriteDirection::Apply) {
-    RewriteRequest r;
-    r.input = in;
-    r.output = out;
-    r.placement = pi;
-    r.plan_layers = m.moe_layers;
-    r.plan_model = m;
-    r.plan_fingerprint = "test";
-    r.plan_origin = "test-plan.json";
-    r.direction = dir;
-    r.device = RewriteDevice::Cpu;
-    r.workers = 2;
-    return r;
 }
 
 /// Every regular file of `a` (recursively) exists in `b` with the same bytes; `b` may hold the sidecar too.
@@ -232,7 +218,7 @@ void TestRewrite::realRoundTrip() {
     const fs::path tmp = temp_dir(QStringLiteral("rw-") + name);
     const fs::path phys = tmp / "physical", back = tmp / "logical";
 
-    const RewriteReport a = rewrite_checkpoint(request(src, phys, pi, m));
+    const RewriteReport a = rewrite_checkpoint(rewrite_request(src, phys, pi, m));
     QCOMPARE(a.device, std::string("cpu"));
     QVERIFY(a.moved_bytes > 0);
     // Names, shapes, headers, index and config stay; expert contents moved; routers untouched.
@@ -253,7 +239,7 @@ void TestRewrite::realRoundTrip() {
     QCOMPARE(sc.at("output_order").get<std::string>(), std::string("physical"));
     QCOMPARE(sc.at("physical_to_logical_map").at(std::to_string(m.moe_layers[0])).get<std::vector<int>>(), p2l_row(pi, 0));
 
-    RewriteRequest inv = request(phys, back, pi, m, RewriteDirection::Inverse);
+    RewriteRequest inv = rewrite_request(phys, back, pi, m, RewriteDirection::Inverse);
     inv.verify = true;
     const RewriteReport b = rewrite_checkpoint(inv);
     QVERIFY(b.verified);
@@ -274,11 +260,11 @@ void TestRewrite::realPermuteRouter() {
     const Placement pi = name == QStringLiteral("deepseek_v3") ? group_placement(m.num_moe_layers(), m.experts, 4)
                                                                : random_placement(m.num_moe_layers(), m.experts, 7);
     const fs::path tmp = temp_dir(QStringLiteral("rwr-") + name);
-    RewriteRequest r = request(src, tmp / "inference", pi, m);
+    RewriteRequest r = rewrite_request(src, tmp / "inference", pi, m);
     r.permute_router = true;
     rewrite_checkpoint(r);
     expect_slots(src, tmp / "inference", pi, m, true);
-    RewriteRequest inv = request(tmp / "inference", tmp / "back", pi, m, RewriteDirection::Inverse);
+    RewriteRequest inv = rewrite_request(tmp / "inference", tmp / "back", pi, m, RewriteDirection::Inverse);
     inv.permute_router = true;
     rewrite_checkpoint(inv);
     expect_same_files(src, tmp / "back");
@@ -292,7 +278,7 @@ void TestRewrite::groupLimitedRefused() {
     Placement pi = identity_placement(m.num_moe_layers(), m.experts);
     std::swap(pi.slot[0], pi.slot[4]);  // layer 1: expert 0 <-> expert 4 (groups 0 and 1)
     const fs::path tmp = temp_dir(QStringLiteral("rwg"));
-    RewriteRequest r = request(src, tmp / "out", pi, m);
+    RewriteRequest r = rewrite_request(src, tmp / "out", pi, m);
     r.permute_router = true;
     QCOMPARE(QString::fromStdString(error_of(r)),
              QStringLiteral("--permute-router: layer 1: the placement splits expert group 0 (experts 0-3) across slot "
@@ -312,12 +298,12 @@ void TestRewrite::identityIsByteIdentical() {
     const fs::path src = root / "checkpoint";
     const ModelDescription m = model_of(src);
     const fs::path tmp = temp_dir(QStringLiteral("rwi"));
-    const RewritePlan plan = plan_rewrite(request(src, tmp / "out", identity_placement(m.num_moe_layers(), m.experts), m));
+    const RewritePlan plan = plan_rewrite(rewrite_request(src, tmp / "out", identity_placement(m.num_moe_layers(), m.experts), m));
     QCOMPARE(plan.moved_bytes, std::uint64_t(0));
     QCOMPARE(plan.moved_tensors, 0);
     QCOMPARE(plan.expert_tensors, 96);
     for (const OutputFile& f : plan.outputs) QCOMPARE(f.segments.size(), std::size_t(1));  // one straight copy each
-    const RewriteReport rep = rewrite_checkpoint(request(src, tmp / "out", identity_placement(m.num_moe_layers(), m.experts), m));
+    const RewriteReport rep = rewrite_checkpoint(rewrite_request(src, tmp / "out", identity_placement(m.num_moe_layers(), m.experts), m));
     QCOMPARE(rep.moved_bytes, std::uint64_t(0));
     expect_same_files(src, tmp / "out");
     fs::remove_all(tmp);
@@ -330,7 +316,7 @@ void TestRewrite::synthExpertSlots() {
     write_synth_checkpoint(cfg, tmp / "src");
     const ModelDescription m = cfg.model;
     const Placement pi = random_placement(m.num_moe_layers(), m.experts, 99);
-    const RewriteReport rep = rewrite_checkpoint(request(tmp / "src", tmp / "phys", pi, m));
+    const RewriteReport rep = rewrite_checkpoint(rewrite_request(tmp / "src", tmp / "phys", pi, m));
     QCOMPARE(rep.moved_tensors, 26 * 64 * 3);
     int checked = 0;
     for (const auto& de : fs::directory_iterator(tmp / "phys")) {
@@ -381,7 +367,7 @@ void TestRewrite::mismatchRefusedBeforeWriting() {
     {
         ModelDescription pm = m;
         pm.experts = 32;
-        const RewriteRequest r = request(src, out, random_placement(pm.num_moe_layers(), 32, 1), pm);
+        const RewriteRequest r = rewrite_request(src, out, random_placement(pm.num_moe_layers(), 32, 1), pm);
         QCOMPARE(QString::fromStdString(error_of(r)),
                  QStringLiteral("test-plan.json: plan has 32 experts per MoE layer, the checkpoint (") + qpath(fs::canonical(src)) +
                      QStringLiteral("/config.json) has 16"));
@@ -391,7 +377,7 @@ void TestRewrite::mismatchRefusedBeforeWriting() {
         ModelDescription pm = m;
         pm.moe_layers = parse_layer_list("1-26");
         pm.num_hidden_layers = 27;
-        const RewriteRequest r = request(src, out, random_placement(26, 16, 1), pm);
+        const RewriteRequest r = rewrite_request(src, out, random_placement(26, 16, 1), pm);
         QCOMPARE(QString::fromStdString(error_of(r)),
                  QStringLiteral("test-plan.json: plan layer 3 is not a MoE layer of the checkpoint (MoE layers 1-2); "
                                 "use --layer-map"));
@@ -400,7 +386,7 @@ void TestRewrite::mismatchRefusedBeforeWriting() {
     {
         ModelDescription pm = m;
         pm.moe_layers = {1};
-        const RewriteRequest r = request(src, out, random_placement(1, 16, 1), pm);
+        const RewriteRequest r = rewrite_request(src, out, random_placement(1, 16, 1), pm);
         QCOMPARE(QString::fromStdString(error_of(r)),
                  qpath(fs::canonical(src)) +
                      QStringLiteral(": checkpoint MoE layer 2 has no placement row in the plan (plan MoE layers 1); use --layer-map"));
@@ -409,7 +395,7 @@ void TestRewrite::mismatchRefusedBeforeWriting() {
     {
         Placement pi = identity_placement(2, 16);
         pi.slot[3] = 0;
-        QCOMPARE(QString::fromStdString(error_of(request(src, out, pi, m))),
+        QCOMPARE(QString::fromStdString(error_of(rewrite_request(src, out, pi, m))),
                  QStringLiteral("test-plan.json: placement of plan layer 1 is not a permutation of 0..15"));
     }
     QVERIFY(!fs::exists(out));
@@ -442,7 +428,7 @@ void TestRewrite::missingExpertTensorRefused() {
     nlohmann::json ij = nlohmann::json::parse(read_file(tmp / "ck" / "model.safetensors.index.json"));
     ij["weight_map"].erase(victim);
     write_file(tmp / "ck" / "model.safetensors.index.json", ij.dump(2));
-    const RewriteRequest r = request(tmp / "ck", tmp / "out", random_placement(2, 16, 3), m);
+    const RewriteRequest r = rewrite_request(tmp / "ck", tmp / "out", random_placement(2, 16, 3), m);
     QCOMPARE(QString::fromStdString(error_of(r)),
              QStringLiteral("layer 1: expert 7 has no up_proj while others do (MoE layers 1-2 from ") +
                  qpath(fs::canonical(tmp / "ck") / "config.json") + QStringLiteral(")"));
@@ -466,20 +452,20 @@ void TestRewrite::outputChecks() {
     const fs::path tmp = temp_dir(QStringLiteral("rwo"));
     fs::copy(src, tmp / "ck", fs::copy_options::recursive);
     const fs::path ck = fs::canonical(tmp / "ck");
-    QCOMPARE(QString::fromStdString(error_of(request(ck, ck, pi, m))),
+    QCOMPARE(QString::fromStdString(error_of(rewrite_request(ck, ck, pi, m))),
              qpath(ck) + QStringLiteral(": output is the input; the rewrite never overwrites its input"));
-    QCOMPARE(QString::fromStdString(error_of(request(ck, ck / "sub", pi, m))),
+    QCOMPARE(QString::fromStdString(error_of(rewrite_request(ck, ck / "sub", pi, m))),
              qpath(ck / "sub") + QStringLiteral(": output lies inside the input folder ") + qpath(ck));
     write_file(tmp / "full" / "x", "x");
-    QCOMPARE(QString::fromStdString(error_of(request(ck, tmp / "full", pi, m))),
+    QCOMPARE(QString::fromStdString(error_of(rewrite_request(ck, tmp / "full", pi, m))),
              qpath(tmp / "full") + QStringLiteral(": output exists and is not an empty folder"));
-    QCOMPARE(QString::fromStdString(error_of(request(tmp / "nope", tmp / "o", pi, m))),
+    QCOMPARE(QString::fromStdString(error_of(rewrite_request(tmp / "nope", tmp / "o", pi, m))),
              qpath(tmp / "nope") + QStringLiteral(": no such file or folder"));
     // The output's parent must be a folder; planning (the studio's Check) already says so.
     write_file(tmp / "afile", "x");
     QCOMPARE(QString::fromStdString([&] {
                  try {
-                     plan_rewrite(request(ck, tmp / "afile" / "out", pi, m));
+                     plan_rewrite(rewrite_request(ck, tmp / "afile" / "out", pi, m));
                  } catch (const InputError& e) {
                      return std::string(e.what());
                  }
@@ -488,7 +474,7 @@ void TestRewrite::outputChecks() {
              qpath(tmp / "afile") + QStringLiteral(": no such folder (for --output)"));
     // An existing empty folder is accepted and filled.
     fs::create_directory(tmp / "empty");
-    rewrite_checkpoint(request(ck, tmp / "empty", pi, m));
+    rewrite_checkpoint(rewrite_request(ck, tmp / "empty", pi, m));
     QVERIFY(fs::exists(tmp / "empty" / kRewriteSidecar));
     // Nothing of the input changed.
     expect_same_files(src, ck);
@@ -501,23 +487,23 @@ void TestRewrite::sidecarGuards() {
     const ModelDescription m = model_of(src);
     const Placement pi = random_placement(2, 16, 11), other = random_placement(2, 16, 12);
     const fs::path tmp = temp_dir(QStringLiteral("rwsc"));
-    rewrite_checkpoint(request(src, tmp / "phys", pi, m));
-    const RewritePlan p = plan_rewrite(request(src, tmp / "x", pi, m));
+    rewrite_checkpoint(rewrite_request(src, tmp / "phys", pi, m));
+    const RewritePlan p = plan_rewrite(rewrite_request(src, tmp / "x", pi, m));
     const std::string fp = p.placement_fingerprint;
     const QString phys = qpath(fs::canonical(tmp / "phys"));
-    QCOMPARE(QString::fromStdString(error_of(request(tmp / "phys", tmp / "twice", pi, m))),
+    QCOMPARE(QString::fromStdString(error_of(rewrite_request(tmp / "phys", tmp / "twice", pi, m))),
              phys + QStringLiteral(": already in physical order (routepack-rewrite.json: placement ") +
                  QString::fromStdString(fp) + QStringLiteral("); invert it first (--inverse with that plan)"));
-    const RewritePlan po = plan_rewrite(request(src, tmp / "x", other, m));
-    QCOMPARE(QString::fromStdString(error_of(request(tmp / "phys", tmp / "bad", other, m, RewriteDirection::Inverse))),
+    const RewritePlan po = plan_rewrite(rewrite_request(src, tmp / "x", other, m));
+    QCOMPARE(QString::fromStdString(error_of(rewrite_request(tmp / "phys", tmp / "bad", other, m, RewriteDirection::Inverse))),
              phys + QStringLiteral(": was rewritten with placement ") + QString::fromStdString(fp) +
                  QStringLiteral(" (test-plan.json), not this plan's ") + QString::fromStdString(po.placement_fingerprint));
-    RewriteRequest pr = request(tmp / "phys", tmp / "bad", pi, m, RewriteDirection::Inverse);
+    RewriteRequest pr = rewrite_request(tmp / "phys", tmp / "bad", pi, m, RewriteDirection::Inverse);
     pr.permute_router = true;
     QCOMPARE(QString::fromStdString(error_of(pr)),
              phys + QStringLiteral(": was rewritten without --permute-router; invert it the same way"));
-    rewrite_checkpoint(request(tmp / "phys", tmp / "back", pi, m, RewriteDirection::Inverse));
-    QCOMPARE(QString::fromStdString(error_of(request(tmp / "back", tmp / "again", pi, m, RewriteDirection::Inverse))),
+    rewrite_checkpoint(rewrite_request(tmp / "phys", tmp / "back", pi, m, RewriteDirection::Inverse));
+    QCOMPARE(QString::fromStdString(error_of(rewrite_request(tmp / "back", tmp / "again", pi, m, RewriteDirection::Inverse))),
              qpath(fs::canonical(tmp / "back")) +
                  QStringLiteral(": already in logical order (routepack-rewrite.json); nothing to invert"));
     QVERIFY(!fs::exists(tmp / "twice") && !fs::exists(tmp / "bad") && !fs::exists(tmp / "again"));
@@ -534,12 +520,12 @@ void TestRewrite::layerMapRewrite() {
     pm.num_hidden_layers = 7;
     const Placement pi = random_placement(2, 16, 21);
     const fs::path tmp = temp_dir(QStringLiteral("rwl"));
-    QCOMPARE(QString::fromStdString(error_of(request(src, tmp / "a", pi, pm))),
+    QCOMPARE(QString::fromStdString(error_of(rewrite_request(src, tmp / "a", pi, pm))),
              QStringLiteral("test-plan.json: plan layer 5 is not a MoE layer of the checkpoint (MoE layers 1-2); use --layer-map"));
-    RewriteRequest r = request(src, tmp / "a", pi, pm);
+    RewriteRequest r = rewrite_request(src, tmp / "a", pi, pm);
     r.layer_map = parse_layer_map("5-6:1", pm.moe_layers);
     rewrite_checkpoint(r);
-    rewrite_checkpoint(request(src, tmp / "b", pi, m));  // same rows at the checkpoint's own ids
+    rewrite_checkpoint(rewrite_request(src, tmp / "b", pi, m));  // same rows at the checkpoint's own ids
     for (const auto& de : fs::directory_iterator(tmp / "b"))
         if (de.path().extension() == ".safetensors")
             QVERIFY(read_file(de.path()) == read_file(tmp / "a" / de.path().filename()));
@@ -567,7 +553,7 @@ void TestRewrite::singleFileWithoutConfig() {
     pm.moe_layers = {0};
     Placement pi = identity_placement(1, E);
     pi.slot = {2, 0, 1, 5, 3, 4};  // p2l = {1, 2, 0, 4, 5, 3}
-    RewriteRequest r = request(tmp / "model.safetensors", tmp / "out", pi, pm);
+    RewriteRequest r = rewrite_request(tmp / "model.safetensors", tmp / "out", pi, pm);
     // Router rows move only with --permute-router, which needs config.json (n_group) beside the file.
     r.permute_router = true;
     QCOMPARE(QString::fromStdString(error_of(r)),
@@ -613,7 +599,7 @@ void TestRewrite::fp8ScalesMoveWithExpert() {
     pi.slot = {1, 2, 3, 0};  // p2l = {3, 0, 1, 2}
     RewriteReport rep;
     try {
-        rep = rewrite_checkpoint(request(tmp / "ck", tmp / "out", pi, pm));
+        rep = rewrite_checkpoint(rewrite_request(tmp / "ck", tmp / "out", pi, pm));
     } catch (const std::exception& e) {
         QFAIL(e.what());
     }
@@ -663,7 +649,7 @@ void TestRewrite::megatronStackedWithOptimizerState() {
     pm.moe_layers = {12};
     Placement pi = identity_placement(1, E);
     pi.slot = {2, 3, 1, 0};  // p2l = {3, 2, 0, 1}
-    RewriteRequest r = request(tmp / "stage1" / "model.safetensors", tmp / "out", pi, pm);
+    RewriteRequest r = rewrite_request(tmp / "stage1" / "model.safetensors", tmp / "out", pi, pm);
     r.layer_map = parse_layer_map("12:0", pm.moe_layers);
     const RewriteReport rep = rewrite_checkpoint(r);
     QCOMPARE(rep.moved_tensors, 4);
@@ -691,7 +677,7 @@ void TestRewrite::verifyFindsCorruption() {
     const ModelDescription m = model_of(src);
     const fs::path tmp = temp_dir(QStringLiteral("rwv"));
     fs::create_directories(tmp / "out");
-    const RewritePlan plan = plan_rewrite(request(src, tmp / "out", random_placement(2, 8, 2), m));
+    const RewritePlan plan = plan_rewrite(rewrite_request(src, tmp / "out", random_placement(2, 8, 2), m));
     execute_rewrite_cpu(plan, tmp / "out", 2, {}, nullptr);
     QCOMPARE(QString::fromStdString(verify_rewrite(plan, tmp / "out")), QString());
     // Flip one byte inside layer 0's stacked down_proj.
@@ -717,10 +703,10 @@ void TestRewrite::freeSpace() {
     const fs::path plan = tmp / "plan.json";
     qputenv("ROUTEPACK_TEST_FREE_BYTES", "1000");
     const ModelDescription m = model_of(src);
-    const std::string err = error_of(request(src, tmp / "out", random_placement(2, 8, 1), m));
+    const std::string err = error_of(rewrite_request(src, tmp / "out", random_placement(2, 8, 1), m));
     bool planning_refuses = false;  // the studio's Check (planning only) refuses the same way
     try {
-        plan_rewrite(request(src, tmp / "out", random_placement(2, 8, 1), m));
+        plan_rewrite(rewrite_request(src, tmp / "out", random_placement(2, 8, 1), m));
     } catch (const InputError& e) {
         planning_refuses = std::string(e.what()) == err;
     }
@@ -741,7 +727,7 @@ void TestRewrite::cancelLeavesNothing() {
     std::atomic<bool> cancel{false};
     int calls = 0;
     try {
-        rewrite_checkpoint(request(src, tmp / "out", random_placement(2, 16, 1), m),
+        rewrite_checkpoint(rewrite_request(src, tmp / "out", random_placement(2, 16, 1), m),
                            [&](const std::string&, std::uint64_t, std::uint64_t) {
                                if (++calls == 1) cancel = true;
                            },
@@ -835,7 +821,7 @@ void TestRewrite::breakItBody() {
     const fs::path tmp = temp_dir(QStringLiteral("rwb"));
     // --workers out of range (65537 crashed the TBB arena).
     {
-        RewriteRequest r = request(src, tmp / "w", pi, m);
+        RewriteRequest r = rewrite_request(src, tmp / "w", pi, m);
         r.workers = 65537;
         QCOMPARE(QString::fromStdString(error_of(r)), QStringLiteral("--workers: expected 0 (all cores) to 1024, got 65537"));
         r.workers = -1;
@@ -852,8 +838,8 @@ void TestRewrite::breakItBody() {
             for (const TensorInfo& t : f.tensors()) ts.push_back({t.name, t.dtype, t.shape, f.data(t)});
         write_safetensors(tmp / "one" / "model.safetensors", ts, {{"format", "pt"}});
         fs::copy(src / "config.json", tmp / "one" / "config.json");
-        rewrite_checkpoint(request(tmp / "one", tmp / "one-phys", pi, m));
-        QVERIFY(QString::fromStdString(error_of(request(tmp / "one-phys" / "model.safetensors", tmp / "twice", pi, m)))
+        rewrite_checkpoint(rewrite_request(tmp / "one", tmp / "one-phys", pi, m));
+        QVERIFY(QString::fromStdString(error_of(rewrite_request(tmp / "one-phys" / "model.safetensors", tmp / "twice", pi, m)))
                     .contains(QStringLiteral(": already in physical order (routepack-rewrite.json: placement ")));
         QVERIFY(!fs::exists(tmp / "twice"));
     }
@@ -862,7 +848,7 @@ void TestRewrite::breakItBody() {
         write_file(tmp / ".victim.routepack-partial-notes" / "f", "precious");
         write_file(tmp / ".victim.routepack-partial-999999999" / "f", "precious");
         write_file(tmp / ".victim.routepack-partial-0" / "f", "precious");
-        rewrite_checkpoint(request(src, tmp / "victim", pi, m));
+        rewrite_checkpoint(rewrite_request(src, tmp / "victim", pi, m));
         QCOMPARE(read_file(tmp / ".victim.routepack-partial-notes" / "f"), std::string("precious"));
         QCOMPARE(read_file(tmp / ".victim.routepack-partial-999999999" / "f"), std::string("precious"));
         QCOMPARE(read_file(tmp / ".victim.routepack-partial-0" / "f"), std::string("precious"));
@@ -870,27 +856,27 @@ void TestRewrite::breakItBody() {
     }
     // A trailing slash names the folder (absent or empty).
     {
-        rewrite_checkpoint(request(src, qpath(tmp / "slash").toStdString() + "/", pi, m));
+        rewrite_checkpoint(rewrite_request(src, qpath(tmp / "slash").toStdString() + "/", pi, m));
         QVERIFY(fs::exists(tmp / "slash" / kRewriteSidecar));
         fs::create_directory(tmp / "slash2");
-        rewrite_checkpoint(request(src, qpath(tmp / "slash2").toStdString() + "/", pi, m));
+        rewrite_checkpoint(rewrite_request(src, qpath(tmp / "slash2").toStdString() + "/", pi, m));
         QVERIFY(fs::exists(tmp / "slash2" / kRewriteSidecar));
     }
     // Output as a symbolic link (dangling or to an empty folder) is refused before writing.
     {
         fs::create_symlink(tmp / "nowhere", tmp / "dangling");
-        QCOMPARE(QString::fromStdString(error_of(request(src, tmp / "dangling", pi, m))),
+        QCOMPARE(QString::fromStdString(error_of(rewrite_request(src, tmp / "dangling", pi, m))),
                  qpath(tmp / "dangling") + QStringLiteral(": output is a symbolic link; name a folder to create"));
     }
     // Input folder: a fifo is refused at planning; a symlink is copied as a symlink (not its target).
     {
         fs::copy(src, tmp / "ck", fs::copy_options::recursive);
         fs::create_symlink("/usr/share/doc", tmp / "ck" / "docs");
-        rewrite_checkpoint(request(tmp / "ck", tmp / "ck-out", pi, m));
+        rewrite_checkpoint(rewrite_request(tmp / "ck", tmp / "ck-out", pi, m));
         QVERIFY(fs::is_symlink(tmp / "ck-out" / "docs"));
         QCOMPARE(fs::read_symlink(tmp / "ck-out" / "docs"), fs::path("/usr/share/doc"));
         QVERIFY(::mkfifo((tmp / "ck" / "pipe").c_str(), 0600) == 0);
-        QCOMPARE(QString::fromStdString(error_of(request(tmp / "ck", tmp / "ck-out2", pi, m))),
+        QCOMPARE(QString::fromStdString(error_of(rewrite_request(tmp / "ck", tmp / "ck-out2", pi, m))),
                  qpath(fs::canonical(tmp / "ck") / "pipe") +
                      QStringLiteral(": not a regular file, folder or symbolic link; the rewrite copies only those"));
         QVERIFY(!fs::exists(tmp / "ck-out2"));
@@ -904,7 +890,7 @@ void TestRewrite::breakItBody() {
                                           nlohmann::json(1LL << 40)}) {
             cfg["n_group"] = bad;
             write_file(tmp / "ds" / "config.json", cfg.dump());
-            QCOMPARE(QString::fromStdString(error_of(request(tmp / "ds", tmp / "ds-out", pi, model_of(dsv3 / "checkpoint")))),
+            QCOMPARE(QString::fromStdString(error_of(rewrite_request(tmp / "ds", tmp / "ds-out", pi, model_of(dsv3 / "checkpoint")))),
                      qpath(fs::canonical(tmp / "ds") / "config.json") +
                          QStringLiteral(": n_group: expected a positive integer, got ") + QString::fromStdString(bad.dump()));
         }
@@ -921,7 +907,7 @@ void TestRewrite::breakItBody() {
         write_safetensors(tmp / "nr" / "model.safetensors", ts, {});
         write_file(tmp / "nr" / "config.json", R"({"num_hidden_layers": 2, "num_local_experts": 6, "num_experts_per_tok": 2})");
         ModelDescription pm = model_of(tmp / "nr");
-        RewriteRequest r = request(tmp / "nr", tmp / "nr-out", random_placement(2, 6, 3), pm);
+        RewriteRequest r = rewrite_request(tmp / "nr", tmp / "nr-out", random_placement(2, 6, 3), pm);
         r.permute_router = true;
         QCOMPARE(QString::fromStdString(error_of(r)),
                  QStringLiteral("--permute-router: checkpoint MoE layer 1 has no router tensor with 6 rows (mlp.gate.weight, "
@@ -941,7 +927,7 @@ void TestRewrite::breakItBody() {
         pm.experts = 4;
         pm.top_k = 1;
         pm.moe_layers = {0};
-        QCOMPARE(QString::fromStdString(error_of(request(tmp / "big-index" / "model.safetensors", tmp / "bi-out",
+        QCOMPARE(QString::fromStdString(error_of(rewrite_request(tmp / "big-index" / "model.safetensors", tmp / "bi-out",
                                                          random_placement(1, 4, 1), pm))),
                  QStringLiteral("model.layers.0.mlp.experts.99999999999999999999.down_proj.weight: expert index has more "
                                 "than 9 digits (MoE layers 0 from the plan's model (no config.json beside the checkpoint))"));

@@ -32,23 +32,10 @@ using routepack::test::write_file;
 
 using routepack::test::random_placement;
 
+using routepack::test::rewrite_request;
+
 namespace {
 
-
-RewriteRequest request(const fs::path& in, const fs::path& out, const Placement& pi, const ModelDescription& m) {
-    RewriteRequest r;
-    r.input = in;
-    r.output = out;
-    r.placement = pi;
-    r.plan_layers = m.moe_layers;
-    r.plan_model = m;
-    r.plan_fingerprint = "test";
-    r.plan_origin = "test-plan.json";
-    r.direction = RewriteDirection::Apply;
-    r.device = RewriteDevice::Cpu;
-    r.workers = 2;
-    return r;
-}
 
 std::string random_bytes(std::size_t n, std::uint64_t seed) {
     Rng rng(seed);
@@ -222,7 +209,7 @@ void run_synth(const StagedRewriteOptions& opt) {
     cfg.max_shard_bytes = 40000;
     write_synth_checkpoint(cfg, root / "in");
     const Placement pi = random_placement(3, cfg.model.experts, 7);
-    RewriteRequest req = request(root / "in", root / "out", pi, cfg.model);
+    RewriteRequest req = rewrite_request(root / "in", root / "out", pi, cfg.model);
     req.permute_router = true;
     const RewritePlan plan = plan_rewrite(req);
     QVERIFY(plan.outputs.size() > 1);
@@ -242,7 +229,7 @@ void run_real(const fs::path& ckpt, const StagedRewriteOptions& opt) {
     const fs::path in = ckpt / "checkpoint";
     const ModelDescription m = model_from_hf_config(read_file(in / "config.json"), (in / "config.json").string());
     const Placement pi = random_placement(m.num_moe_layers(), m.experts, 11);
-    const RewritePlan plan = plan_rewrite(request(in, root / "out", pi, m));
+    const RewritePlan plan = plan_rewrite(rewrite_request(in, root / "out", pi, m));
     fs::create_directories(root / "cpu");
     fs::create_directories(root / "staged");
     execute_rewrite_cpu(plan, root / "cpu", 2, {}, nullptr);
@@ -394,7 +381,7 @@ void TestRewriteCuda::cudaRealMatchesCpu() {
     const fs::path root = temp_dir(QStringLiteral("cuda-real-full"));
     const fs::path in = ckpt / "checkpoint";
     const ModelDescription m = model_from_hf_config(read_file(in / "config.json"), (in / "config.json").string());
-    RewriteRequest req = request(in, root / "out", random_placement(m.num_moe_layers(), m.experts, 3), m);
+    RewriteRequest req = rewrite_request(in, root / "out", random_placement(m.num_moe_layers(), m.experts, 3), m);
     req.device = RewriteDevice::Cuda;
     req.verify = true;
     const RewriteReport rep = rewrite_checkpoint(req);

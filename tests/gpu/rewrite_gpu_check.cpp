@@ -59,6 +59,8 @@ namespace fs = std::filesystem;
 using routepack::test::random_placement;
 using routepack::test::group_placement;
 
+using routepack::test::rewrite_request;
+
 namespace {
 
 struct Options {
@@ -155,18 +157,6 @@ std::string compare_outputs(const RewritePlan& plan, const fs::path& a, const fs
 /// Copies config.json, the index and the other non-safetensors files into `dir`, as rewrite_checkpoint does.
 void copy_other_files(const RewritePlan& plan, const fs::path& dir) {
     for (const fs::path& p : plan.other_files) fs::copy(p, dir / p.filename(), fs::copy_options::recursive);
-}
-
-RewriteRequest request(const fs::path& in, const fs::path& out, const Placement& pi, const ModelDescription& m) {
-    RewriteRequest r;
-    r.input = in;
-    r.output = out;
-    r.placement = pi;
-    r.plan_layers = m.moe_layers;
-    r.plan_model = m;
-    r.plan_fingerprint = "rewrite_gpu_check";
-    r.plan_origin = "rewrite_gpu_check";
-    return r;
 }
 
 /// The CUDA executor under test (or its host emulation).
@@ -267,7 +257,7 @@ void check_real(const Options& o) {
                                                            : random_placement(m.num_moe_layers(), m.experts, 5);
                 const fs::path root = o.work / (std::string("real-") + n);
                 fresh_dir(root);
-                RewriteRequest req = request(in, root / "planned", pi, m);
+                RewriteRequest req = rewrite_request(in, root / "planned", pi, m);
                 req.permute_router = router;
                 const RewritePlan plan = plan_rewrite(req);
                 fresh_dir(root / "cpu");
@@ -468,7 +458,7 @@ BigResult check_big(const Options& o) {
         info("synthetic checkpoint: " + std::to_string(shape.layers) + " MoE layer(s) x " + std::to_string(shape.experts) +
              " experts x 3 x [" + std::to_string(shape.moe_inter) + ", " + std::to_string(shape.hidden) + "] bf16, " +
              fmt("%.2f GB", static_cast<double>(bytes) / 1e9) + " in " + fmt("%.1f s", seconds_since(t0)));
-        RewriteRequest req = request(src, root / "planned", random_placement(shape.layers, shape.experts, 42), model);
+        RewriteRequest req = rewrite_request(src, root / "planned", random_placement(shape.layers, shape.experts, 42), model);
         req.permute_router = true;
         const RewritePlan plan = plan_rewrite(req);
         r.bytes = bytes;
