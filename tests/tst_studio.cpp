@@ -9,6 +9,7 @@
 #include "core/synth.h"
 #include "storage/demo.h"
 #include "storage/library.h"
+#include "tests/gui_testutil.h"
 #include "tests/testutil.h"
 #include "views/import_dialog.h"
 #include "views/library_tree_model.h"
@@ -724,22 +725,7 @@ private Q_SLOTS:
         const QPalette light = QApplication::palette();
         QString style = QApplication::style()->name();
         QApplication::setStyle(QStringLiteral("Fusion"));
-        QPalette dark;
-        dark.setColor(QPalette::Window, QColor(0x2b, 0x2b, 0x2b));
-        dark.setColor(QPalette::WindowText, QColor(0xe0, 0xe0, 0xe0));
-        dark.setColor(QPalette::Base, QColor(0x1e, 0x1e, 0x1e));
-        dark.setColor(QPalette::AlternateBase, QColor(0x26, 0x26, 0x26));
-        dark.setColor(QPalette::Text, QColor(0xe0, 0xe0, 0xe0));
-        dark.setColor(QPalette::Button, QColor(0x35, 0x35, 0x35));
-        dark.setColor(QPalette::ButtonText, QColor(0xe0, 0xe0, 0xe0));
-        dark.setColor(QPalette::Highlight, QColor(0x3d, 0x7a, 0xd6));
-        dark.setColor(QPalette::HighlightedText, Qt::white);
-        dark.setColor(QPalette::Mid, QColor(0x50, 0x50, 0x50));
-        dark.setColor(QPalette::ToolTipBase, QColor(0x35, 0x35, 0x35));
-        dark.setColor(QPalette::ToolTipText, QColor(0xe0, 0xe0, 0xe0));
-        dark.setColor(QPalette::PlaceholderText, QColor(0x90, 0x90, 0x90));
-        for (auto role : {QPalette::WindowText, QPalette::Text, QPalette::ButtonText})
-            dark.setColor(QPalette::Disabled, role, QColor(0x80, 0x80, 0x80));
+        const QPalette dark = test::dark_palette();
         QApplication::setPalette(dark);
         {
             StudioWindow w(options_);

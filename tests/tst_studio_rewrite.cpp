@@ -15,6 +15,7 @@
 #include "gpu/rewrite_cli.h"
 #include "storage/demo.h"
 #include "tests/rewrite_testutil.h"
+#include "tests/gui_testutil.h"
 #include "tests/testutil.h"
 #include "views/plan_views.h"
 #include "views/rewrite_dialog.h"
@@ -255,19 +256,7 @@ private Q_SLOTS:
         {
             // The same in a dark palette.
             const QPalette light = d.palette();
-            QPalette dark;
-            dark.setColor(QPalette::Window, QColor(45, 45, 48));
-            dark.setColor(QPalette::WindowText, QColor(230, 230, 230));
-            dark.setColor(QPalette::Base, QColor(30, 30, 30));
-            dark.setColor(QPalette::AlternateBase, QColor(50, 50, 54));
-            dark.setColor(QPalette::Text, QColor(230, 230, 230));
-            dark.setColor(QPalette::Button, QColor(55, 55, 58));
-            dark.setColor(QPalette::ButtonText, QColor(230, 230, 230));
-            dark.setColor(QPalette::Highlight, QColor(42, 130, 218));
-            dark.setColor(QPalette::HighlightedText, Qt::white);
-            dark.setColor(QPalette::PlaceholderText, QColor(150, 150, 150));
-            for (QPalette::ColorRole r : {QPalette::WindowText, QPalette::Text, QPalette::ButtonText})
-                dark.setColor(QPalette::Disabled, r, QColor(120, 120, 120));
+            const QPalette dark = routepack::test::dark_palette();
             d.setPalette(dark);
             QTest::qWait(50);
             shot(&d, QStringLiteral("rewrite-dialog-done-dark"));

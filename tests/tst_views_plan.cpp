@@ -7,6 +7,7 @@
 #include "core/planner.h"
 #include "core/score.h"
 #include "core/synth.h"
+#include "tests/gui_testutil.h"
 #include "views/heatmap_widget.h"
 #include "views/plan_data.h"
 #include "views/plan_models.h"
@@ -122,24 +123,7 @@ Costs independent_costs(const Trace& w, const Topology& t, const Placement& pi, 
 
 bool close(double a, double b, double rel = 1e-12) { return std::abs(a - b) <= rel * std::max({1.0, std::abs(a), std::abs(b)}); }
 
-QPalette darkPalette() {
-    QPalette p;
-    const QColor window(0x2d, 0x2d, 0x30), base(0x1e, 0x1e, 0x1e), text(0xe6, 0xe6, 0xe6);
-    p.setColor(QPalette::Window, window);
-    p.setColor(QPalette::WindowText, text);
-    p.setColor(QPalette::Base, base);
-    p.setColor(QPalette::AlternateBase, QColor(0x2a, 0x2a, 0x2c));
-    p.setColor(QPalette::Text, text);
-    p.setColor(QPalette::Button, QColor(0x3a, 0x3a, 0x3d));
-    p.setColor(QPalette::ButtonText, text);
-    p.setColor(QPalette::Mid, QColor(0x6a, 0x6a, 0x6a));
-    p.setColor(QPalette::Highlight, QColor(0x2f, 0x65, 0xca));
-    p.setColor(QPalette::HighlightedText, Qt::white);
-    p.setColor(QPalette::PlaceholderText, QColor(0x99, 0x99, 0x99));
-    p.setColor(QPalette::ToolTipBase, base);
-    p.setColor(QPalette::ToolTipText, text);
-    return p;
-}
+QPalette darkPalette() { return routepack::test::dark_palette(); }
 
 /// A plan with hand-set metrics only (for exact CSV text and percentage changes).
 std::shared_ptr<PlanResult> tiny_plan() {

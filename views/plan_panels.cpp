@@ -79,6 +79,19 @@ QLabel* headingLabel(QWidget* parent) {
     return l;
 }
 
+/// The layout every per-method panel shares: a bar "Method: [box] <extra widgets>", then the heading,
+/// then the body taking the remaining height. Returns the bar for further widgets.
+QHBoxLayout* methodPanelLayout(QWidget* self, QComboBox* methodBox, QWidget* heading, QWidget* body) {
+    auto* bar = new QHBoxLayout;
+    bar->addWidget(new QLabel(QObject::tr("Method:"), self));
+    bar->addWidget(methodBox);
+    auto* v = new QVBoxLayout(self);
+    v->addLayout(bar);
+    v->addWidget(heading);
+    v->addWidget(body, 1);
+    return bar;
+}
+
 }  // namespace
 
 void styleChart(QChart* chart, const QPalette& pal) {
@@ -205,17 +218,11 @@ RowHeatmapPanel::RowHeatmapPanel(QWidget* parent) : QWidget(parent) {
     map_->setLegendTitle(tr("tokens"));
     map_->setPrecision(4);
     map_->setEmptyText(tr("No plan"));
-    auto* bar = new QHBoxLayout;
-    bar->addWidget(new QLabel(tr("Method:"), this));
-    bar->addWidget(methodBox_);
+    QHBoxLayout* bar = methodPanelLayout(this, methodBox_, note_, map_);
     bar->addSpacing(12);
     bar->addWidget(new QLabel(tr("EDP shard:"), this));
     bar->addWidget(shardBox_);
     bar->addStretch(1);
-    auto* v = new QVBoxLayout(this);
-    v->addLayout(bar);
-    v->addWidget(note_);
-    v->addWidget(map_, 1);
     connect(methodBox_, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
     connect(shardBox_, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
 }
@@ -314,14 +321,7 @@ CostsPanel::CostsPanel(QWidget* parent) : QWidget(parent) {
     split->addWidget(shardView_);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 1);
-    auto* bar = new QHBoxLayout;
-    bar->addWidget(new QLabel(tr("Method:"), this));
-    bar->addWidget(methodBox_);
-    bar->addStretch(1);
-    auto* v = new QVBoxLayout(this);
-    v->addLayout(bar);
-    v->addWidget(heading_);
-    v->addWidget(split, 1);
+    methodPanelLayout(this, methodBox_, heading_, split)->addStretch(1);
     connect(methodBox_, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
 }
 
@@ -527,14 +527,7 @@ GridPanel::GridPanel(QWidget* parent) : QWidget(parent) {
     // Rows share the height (at least two text lines each; the view scrolls beyond that).
     view_->verticalHeader()->setSectionResizeMode(QHeaderView::Stretch);
     view_->verticalHeader()->setMinimumSectionSize(2 * view_->fontMetrics().height() + 12);
-    auto* bar = new QHBoxLayout;
-    bar->addWidget(new QLabel(tr("Method:"), this));
-    bar->addWidget(methodBox_);
-    bar->addStretch(1);
-    auto* v = new QVBoxLayout(this);
-    v->addLayout(bar);
-    v->addWidget(summary_);
-    v->addWidget(view_, 1);
+    methodPanelLayout(this, methodBox_, summary_, view_)->addStretch(1);
     connect(methodBox_, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
     connect(view_, &QTableView::clicked, this, [this](const QModelIndex& index) {
         if (!index.isValid()) return;
