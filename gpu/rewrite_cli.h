@@ -29,7 +29,8 @@ void add_rewrite_options(CLI::App& app, RewriteCliOptions& o);
 /// parse_plan, with JSON syntax errors also reported as InputError "<origin>: <what and where>".
 PlanFile parse_plan_text(const std::string& json_text, const std::string& origin);
 
-/// Reads and parses a plan file: InputError "<path>: no such plan file", "<path>: cannot read plan", or
+/// Reads and parses a plan file: InputError "<path>: no such plan file", "<path>: not a regular file",
+/// "<path>: cannot read plan", or
 /// parse_plan_text's errors (origin = path).
 PlanFile read_plan_file(const std::string& path);
 
