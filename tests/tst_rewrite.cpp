@@ -801,6 +801,12 @@ void TestRewrite::cliRewriteAndInverse() {
                                              qpath(tmp / "x"), QStringLiteral("--device"), QStringLiteral("tpu")});
     QCOMPARE(c.code, 1);
     QCOMPARE(c.err, QStringLiteral("routepack: error: --device: unknown device 'tpu' (valid: auto, cpu, cuda)\n"));
+    // A plan path that is a folder is named as such (not "no such plan file").
+    const auto d = routepack::test::run_cli({QStringLiteral("rewrite"), QStringLiteral("--plan"), qpath(tmp),
+                                             QStringLiteral("--input"), qpath(src), QStringLiteral("--output"),
+                                             qpath(tmp / "x")});
+    QCOMPARE(d.code, 1);
+    QCOMPARE(d.err, QStringLiteral("routepack: error: ") + qpath(tmp) + QStringLiteral(": not a regular file\n"));
     QVERIFY(!fs::exists(tmp / "x"));
     fs::remove_all(tmp);
 }
