@@ -8,10 +8,9 @@ cd "$(dirname "$0")"
 mode=${1:-}
 case "$mode" in demo|test|build) ;; *) echo "usage: bash setup.sh demo|test|build" >&2; exit 2 ;; esac
 
-# Debian 12 packages the project needs (../shared/DESIGN.md, "Measured facts about the platform").
-packages=(build-essential cmake pkg-config git
-          qt6-base-dev qt6-charts-dev qt6-svg-dev libgl-dev
-          libtbb-dev nlohmann-json3-dev libcli11-dev libsqlite3-dev zlib1g-dev libzip-dev libcsv-dev)
+# Debian 12 packages the project needs: one list, read here and by the guard test
+# tests/deps/check_packages.sh (../shared/DESIGN.md, "Measured facts about the platform").
+mapfile -t packages < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' resources/setup/debian-packages.txt)
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
