@@ -30,9 +30,13 @@ cmake --build --preset default -j"$jobs"
 
 case "$mode" in
   demo)
-    # The studio on the embedded demo library; without a display it says so and runs the same
-    # pipeline headless, writing plan.json, comparison.csv and PNG renderings into routepack-demo/.
-    ./build/app/routepack-studio --headless-out routepack-demo
+    # The studio on the embedded demo library when a display exists; without one, the same pipeline
+    # headless, writing plan.json, comparison.csv and PNG renderings into routepack-demo/.
+    if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
+      ./build/app/routepack-studio
+    else
+      ./build/app/routepack-studio --headless-out routepack-demo
+    fi
     ;;
   test)
     ctest --preset default -j1 --timeout 1500

@@ -1041,6 +1041,15 @@ private Q_SLOTS:
         QVERIFY(QString::fromUtf8(p.readAllStandardOutput())
                     .startsWith(QStringLiteral("routepack-studio: headless demo written to ")));
         QCOMPARE(parse_plan(test::read_file(out2 / "plan.json"), "plan.json").score, plan.score);
+        // An output folder alone means headless too, even with a display platform set (the offscreen
+        // one here): it used to open an invisible window that never ended and wrote nothing.
+        const auto out3 = tmp_ / "headless3";
+        p.start(QStringLiteral(ROUTEPACK_STUDIO), {QStringLiteral("--headless-out"), q(out3)});
+        QVERIFY(p.waitForFinished(120000));
+        QCOMPARE(p.exitCode(), 0);
+        QCOMPARE(QString::fromUtf8(p.readAllStandardOutput()).split(QLatin1Char('\n')).value(0),
+                 QStringLiteral("routepack-studio: headless demo written to ") + q(fs::absolute(out3)));
+        QCOMPARE(parse_plan(test::read_file(out3 / "plan.json"), "plan.json").score, plan.score);
     }
 };
 

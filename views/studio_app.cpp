@@ -87,6 +87,7 @@ void printComparison(const QString& csv) {
 
 int runStudio(int argc, char** argv) {
     bool headless = false;
+    bool outGiven = false;
     QString out = QStringLiteral("routepack-demo");
     QString library;
     for (int i = 1; i < argc; ++i) {
@@ -94,15 +95,20 @@ int runStudio(int argc, char** argv) {
         if (a == QStringLiteral("--headless")) {
             headless = true;
         } else if (a == QStringLiteral("--headless-out") && i + 1 < argc) {
+            // An output folder is only written by the headless run, so asking for one means headless
+            // whatever the platform (an invisible GUI that writes nothing would never end).
             out = QString::fromLocal8Bit(argv[++i]);
+            outGiven = true;
         } else if (a.startsWith(QStringLiteral("--headless-out="))) {
             out = a.mid(15);
+            outGiven = true;
         } else if (a == QStringLiteral("-h") || a == QStringLiteral("--help")) {
             std::printf("usage: routepack-studio [LIBRARY]\n"
                         "       routepack-studio --headless [--headless-out DIR]\n"
                         "Opens LIBRARY (else the last library, else the embedded demo library). Without a display,\n"
-                        "or with --headless, runs the demo pipeline and writes plan.json, comparison.csv and PNG\n"
-                        "renderings of the plan views and the comparison chart to DIR (default ./routepack-demo).\n");
+                        "with --headless, or with --headless-out DIR, runs the demo pipeline without a window and\n"
+                        "writes plan.json, comparison.csv and PNG renderings of the plan views and the comparison\n"
+                        "chart to DIR (default ./routepack-demo).\n");
             return 0;
         } else if (a.startsWith(QLatin1Char('-')) && !a.startsWith(QStringLiteral("-platform")) &&
                    a != QStringLiteral("-style")) {
@@ -120,6 +126,7 @@ int runStudio(int argc, char** argv) {
         std::fflush(stdout);
         headless = true;
     }
+    headless = headless || outGiven;
     if (headless) {
         qputenv("QT_QPA_PLATFORM", "offscreen");
         qInstallMessageHandler(quietOffscreen);
