@@ -2,9 +2,12 @@
 
 #include "core/errors.h"
 #include "core/packing.h"
+#include "core/placement.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <unordered_map>
@@ -327,6 +330,39 @@ std::string rescore_plan(const PlanFile& plan, const Trace& window) {
         !same(got.attention_sum, want.attention_sum) || !same(got.ep_balance_efficiency, want.ep_balance_efficiency))
         return "rescored metrics differ from the plan's";
     return {};
+}
+
+PlanResult restore_plan(const PlanFile& plan, const Trace& window, const std::string& origin) {
+    if (const std::string bad = rescore_plan(plan, window); !bad.empty())
+        throw InputError(origin + ": the saved plan does not match its window (" + bad + ")");
+    PlanInput in;
+    in.window = window;
+    in.trace_name = plan.trace_name;
+    in.window_name = plan.window_name;
+    in.topology = plan.topology;
+    in.budgets.seed = plan.seed;
+    in.budgets.workers = std::max(1, plan.workers);
+    // A planner cancelled before it starts stops right after the baselines (placement, R*, the three
+    // baselines): exactly the deterministic part a saved plan needs around its own layout.
+    const std::atomic<bool> stop{true};
+    PlanResult r = plan_window(in, {}, &stop);
+    r.cancelled = false;
+    r.timings.clear();
+    if (!(r.lpt == plan.placement)) {
+        // The saved placement is the truth; the rank loads and CV follow it.
+        r.lpt = plan.placement;
+        const auto loads = aggregate_expert_loads(window.counts, window.size(), window.model.num_moe_layers(),
+                                                  window.model.experts);
+        r.rank_loads_lpt = rank_loads(loads, r.lpt);
+        r.cv_lpt = cv_global(r.rank_loads_lpt, r.lpt.layers, r.lpt.ep_ranks);
+    }
+    r.rows.rows = plan.row_count;
+    r.rows.certified = plan.row_count_certified;
+    r.rows.lower_bound = plan.row_lower_bound;
+    r.routepack.layout = plan.layout;
+    for (MethodResult* m : {&r.baseline, &r.reorder, &r.karmarkar_karp, &r.routepack})
+        if (const auto it = plan.metrics.find(m->name); it != plan.metrics.end()) m->metrics = it->second;
+    return r;
 }
 
 }  // namespace routepack

@@ -39,4 +39,15 @@ PlanFile parse_plan(const std::string& json_text, const std::string& origin);
 /// stored ones exactly. Returns "" when they agree, else the first difference in words.
 std::string rescore_plan(const PlanFile& plan, const Trace& window);
 
+/// Rebuilds everything the views show for a saved plan without searching again: the window's
+/// placements, rank loads, R* and the three baselines are recomputed (deterministic and cheap: the
+/// planner's stages 1-3, no seeding or annealing), the routepack layout and placement are the
+/// plan's own, and every method's metrics are the plan's stored ones, so the views, the comparison
+/// and the numbers are exactly what was saved. The caller adds what the plan file does not hold
+/// (convergence levels, timings, cancelled) from the run record. `window` must be the plan's window
+/// (rescore_plan agrees); otherwise InputError "<origin>: the saved plan does not match its window
+/// (<difference>)". Shapes: as PlanResult; no threads beyond the planner's own arena of
+/// `plan.workers` (1 when 0).
+PlanResult restore_plan(const PlanFile& plan, const Trace& window, const std::string& origin);
+
 }  // namespace routepack

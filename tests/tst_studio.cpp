@@ -625,7 +625,7 @@ private Q_SLOTS:
                 shot(&w, QStringLiteral("studio-%1").arg(name));
             }
             // Saved runs of the same window (run 1 of planningRunMatchesDirectCall) join the
-            // comparison by replay; each adds its four methods.
+            // comparison from their stored plans; each adds its four methods.
             const int replays = w.compareSavedRuns();
             QCOMPARE(replays, mavLib_.empty() ? 0 : 1);
             QTRY_COMPARE_WITH_TIMEOUT(w.compareView()->model()->rowCount(), 4 * (1 + replays), 300000);
@@ -648,23 +648,54 @@ private Q_SLOTS:
         QCOMPARE(again.size(), QSize(1600, 1000));
     }
 
-    void studioReplaysSavedRun() {
-        // A run saved in an earlier session is replayed (same inputs, seed, worker count) and shown.
-        const auto dir = test::temp_dir(QStringLiteral("replay"));
+    void studioShowsSavedRun() {
+        // A run saved in an earlier session is shown exactly as saved, rebuilt from its stored plan
+        // JSON: same layout, the four methods' stored metrics, the stored convergence levels.
+        const auto dir = test::temp_dir(QStringLiteral("saved-run"));
         PlannerBudgets b = small_budgets();
         const storage::DemoBuild d = storage::build_demo(dir / "demo", b);
+        // A second run whose recorded budgets differ from the ones that made its plan (as a
+        // cancelled or time-limited run's do): planning again would search anew and could find
+        // another plan; showing it must not.
+        PlanResult other = d.plan;
+        other.budgets.annealing.steps *= 50;
+        other.budgets.seed = 99;
+        std::int64_t otherRun = 0;
+        {
+            auto lib = storage::Library::open(d.library, storage::OpenMode::ReadWrite);
+            otherRun = lib->save_run(other, d.run.topology).id;
+        }
         StudioWindow w(options_);
         w.resize(1600, 1000);
         w.show();
         QSignalSpy shown(&w, &StudioWindow::planShown);
+        QSignalSpy started(w.jobs(), &PlanJobQueue::jobStarted);
         QVERIFY(w.openLibrary(q(d.library)));
         QVERIFY(w.selectRun(d.run.id));
         QTRY_VERIFY_WITH_TIMEOUT(shown.count() >= 1, 300000);
         QCOMPARE(shown.last().at(0).toLongLong(), d.run.id);
-        QCOMPARE(w.planView()->plan()->routepack.metrics.score, d.plan.routepack.metrics.score);
-        QCOMPARE(w.statusText(), QStringLiteral("run %1 replayed: identical score").arg(d.run.id));
+        const auto& got = *w.planView()->plan();
+        QCOMPARE(got.routepack.layout, d.plan.routepack.layout);
+        QCOMPARE(got.routepack.metrics.score, d.plan.routepack.metrics.score);
+        QCOMPARE(got.baseline.metrics.score, d.plan.baseline.metrics.score);
+        QCOMPARE(got.reorder.metrics.score, d.plan.reorder.metrics.score);
+        QCOMPARE(got.karmarkar_karp.metrics.score, d.plan.karmarkar_karp.metrics.score);
+        QCOMPARE(got.baseline.layout, d.plan.baseline.layout);
+        QCOMPARE(got.lpt, d.plan.lpt);
+        QCOMPARE(got.rows.rows, d.plan.rows.rows);
+        QCOMPARE(got.convergence.size(), d.plan.convergence.size());
+        QCOMPARE(w.statusText(), QStringLiteral("Run %1: the saved plan (max U %2, R* = %3)")
+                                     .arg(d.run.id)
+                                     .arg(d.plan.routepack.metrics.score.max_u, 0, 'f', 4)
+                                     .arg(d.plan.rows.rows));
         QTest::qWait(100);
-        shot(&w, QStringLiteral("studio-demo-replayed"));
+        shot(&w, QStringLiteral("studio-demo-saved-run"));
+        QVERIFY(w.selectRun(otherRun));
+        QTRY_VERIFY_WITH_TIMEOUT(shown.count() >= 2, 300000);
+        QCOMPARE(shown.last().at(0).toLongLong(), otherRun);
+        QCOMPARE(w.planView()->plan()->routepack.layout, d.plan.routepack.layout);
+        QCOMPARE(w.planView()->plan()->budgets.seed, std::uint64_t(99));
+        QCOMPARE(started.count(), 2);
         // The import dialog, as a user first sees it.
         ImportDialog* dlg = w.showImportDialog();
         QVERIFY(dlg);
@@ -689,7 +720,7 @@ private Q_SLOTS:
         QCOMPARE(w.libraryPath(), dir + QStringLiteral("/demo.routepack"));
         QTRY_VERIFY_WITH_TIMEOUT(shown.count() >= 1, 300000);
         QTRY_COMPARE_WITH_TIMEOUT(w.sampleModel()->rowCount(), 64, 60000);
-        QVERIFY2(w.statusText().endsWith(QStringLiteral("replayed: identical score")), qPrintable(w.statusText()));
+        QVERIFY2(w.statusText().contains(QStringLiteral(": the saved plan (max U ")), qPrintable(w.statusText()));
         QCOMPARE(w.planView()->plan()->samples.size(), std::size_t(64));
         // Keyboard: Ctrl+R queues a run of the selected window, Esc cancels it (the best valid plan
         // so far is kept and shown).

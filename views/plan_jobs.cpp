@@ -1,6 +1,7 @@
 #include "views/plan_jobs.h"
 
 #include "core/errors.h"
+#include "core/plan_file.h"
 #include "storage/library.h"
 
 #include <QDateTime>
@@ -174,8 +175,9 @@ void PlanJobQueue::startNext() {
         };
         std::unique_ptr<storage::Library> lib;
         try {
+            const bool writes = rq.saveRun && rq.restoreRun <= 0;
             lib = storage::Library::open(rq.library.toStdString(),
-                                         rq.saveRun ? storage::OpenMode::ReadWrite : storage::OpenMode::ReadOnly);
+                                         writes ? storage::OpenMode::ReadWrite : storage::OpenMode::ReadOnly);
             lib->set_busy_timeout_ms(kWorkerBusyTimeoutMs);
             PlanInput in;
             in.window = lib->load_window(rq.trace.toStdString(), rq.window.toStdString());
@@ -183,11 +185,24 @@ void PlanJobQueue::startNext() {
             in.window_name = rq.window.toStdString();
             in.topology = rq.topology;
             in.budgets = rq.budgets;
-            auto plan = std::make_shared<PlanResult>(plan_window(in, on_event, &job->cancel));
+            std::shared_ptr<PlanResult> plan;
+            if (rq.restoreRun > 0) {
+                const std::string origin = "run " + std::to_string(rq.restoreRun);
+                const storage::RunEntry run = lib->run(rq.restoreRun);
+                plan = std::make_shared<PlanResult>(
+                    restore_plan(parse_plan(lib->run_plan_json(rq.restoreRun), origin), in.window, origin));
+                plan->budgets = run.budgets;
+                plan->convergence = run.levels;
+                plan->timings = run.timings;
+                plan->cancelled = run.status == "cancelled";
+                plan->time_limit_hit = run.message.find("time limit") != std::string::npos;
+            } else {
+                plan = std::make_shared<PlanResult>(plan_window(in, on_event, &job->cancel));
+            }
             job->result.window = std::make_shared<const Trace>(std::move(in.window));
             job->result.plan = plan;
             job->ok = true;
-            if (rq.saveRun) {
+            if (rq.saveRun && rq.restoreRun <= 0) {
                 try {
                     // Another process (an import, a second studio) may hold the library for a
                     // while: keep the finished plan and try again before giving up.
@@ -200,7 +215,7 @@ void PlanJobQueue::startNext() {
             }
         } catch (const std::exception& e) {
             job->error = describe(e);
-            if (rq.saveRun && lib) {
+            if (rq.saveRun && rq.restoreRun <= 0 && lib) {
                 try {
                     retryWhileBusy(
                         [&] {

@@ -31,7 +31,11 @@ struct PlanJobRequest {
     QString topologyName; ///< name the run's topology is saved under (Library::save_run rule)
     routepack::Topology topology;
     routepack::PlannerBudgets budgets;
-    bool saveRun = true; ///< false for replays of saved runs (nothing is written)
+    bool saveRun = true; ///< false for jobs that write nothing (showing a saved run)
+    /// > 0: show this saved run instead of planning: its stored plan JSON is rebuilt against the
+    /// window (restore_plan) with the run's convergence, timings, budgets and status; nothing is
+    /// searched and nothing is written (saveRun is ignored).
+    qint64 restoreRun = 0;
     QString label;       ///< shown in the status bar; default "<trace>/<window>"
 };
 

@@ -108,18 +108,15 @@ StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
         qint64 id = r.runId;
         QString note;
         bool show = true;
-        if (const auto it = replays_.find(r.job); it != replays_.end()) {
+        if (const auto it = restores_.find(r.job); it != restores_.end()) {
             id = it->second.run;
             show = it->second.show;
-            replays_.erase(it);
-            const storage::RunEntry* run = nullptr;
-            const QModelIndex ri = tree_->runIndex(id);
-            if (ri.isValid()) run = tree_->runAt(ri);
-            note = run && run->score == r.plan->routepack.metrics.score
-                       ? tr("run %1 replayed: identical score").arg(id)
-                       : tr("run %1 replayed: the score differs from the stored one (another worker count or a time "
-                            "limit?)")
-                             .arg(id);
+            restores_.erase(it);
+            note = tr("Run %1: the saved plan (max U %2, R* = %3%4)")
+                       .arg(id)
+                       .arg(r.plan->routepack.metrics.score.max_u, 0, 'f', 4)
+                       .arg(r.plan->rows.rows)
+                       .arg(r.plan->cancelled ? tr(", cancelled: best valid plan at the time") : QString());
         }
         if (id == 0) id = nextUnsaved_--;
         cache_[id] = {r.plan, r.window};
@@ -153,12 +150,12 @@ StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
         }
     });
     connect(jobs_, &PlanJobQueue::failed, this, [this](quint64 job, const QString& message) {
-        replays_.erase(job);
+        restores_.erase(job);
         refreshLibrary();
         setStatus(tr("Planner failed: %1").arg(message), true);
     });
     connect(jobs_, &PlanJobQueue::staleDropped, this, [this](quint64 job, const QString& library) {
-        replays_.erase(job);
+        restores_.erase(job);
         if (isOpenLibrary(library)) {
             // Queued before this library was opened again: its run (if it saved one) is here.
             refreshLibrary();
@@ -171,7 +168,7 @@ StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
             tr("Job %1 belonged to the previous library; its result was not shown (it is saved there).").arg(job));
     });
     connect(jobs_, &PlanJobQueue::cancelledQueued, this, [this](quint64 job) {
-        replays_.erase(job);
+        restores_.erase(job);
         setStatus(tr("Queued job %1 removed.").arg(job));
     });
     connect(jobs_, &PlanJobQueue::idle, this, [this] {
@@ -424,7 +421,7 @@ bool StudioWindow::openLibrary(const QString& file, bool create, QString* error)
     if (!sameLibrary) {
         jobs_->invalidate(); // results of jobs for the previous library are no longer shown
         cache_.clear();      // run ids of another library
-        replays_.clear();
+        restores_.clear();
     }
     ++sampleGeneration_; // a sample load still running for what was shown is dropped
     lib_ = std::move(lib);
@@ -592,7 +589,7 @@ void StudioWindow::onTreeSelection() {
         setStatus(tr("Run %1 failed: %2").arg(run->id).arg(QString::fromStdString(run->message)), true);
         return;
     }
-    replay(*run, true);
+    restoreRun(*run, true);
 }
 
 void StudioWindow::loadRunSetup(const storage::RunEntry& run) {
@@ -608,10 +605,10 @@ void StudioWindow::loadRunSetup(const storage::RunEntry& run) {
     editor_->setBudgets(run.budgets);
 }
 
-quint64 StudioWindow::replay(const storage::RunEntry& run, bool show) {
-    // A run saved in an earlier session: replay it (same inputs, topology, budgets, seed and worker
-    // count give the same plan), without saving it again.
-    for (const auto& [job, r] : replays_)
+quint64 StudioWindow::restoreRun(const storage::RunEntry& run, bool show) {
+    // A run saved in an earlier session: show exactly its stored plan, rebuilt on the worker thread
+    // (the window, its placements and baselines are recomputed; nothing is searched or written).
+    for (const auto& [job, r] : restores_)
         if (r.run == run.id) return job; // already on its way
     PlanJobRequest rq;
     rq.library = libraryPath();
@@ -621,9 +618,10 @@ quint64 StudioWindow::replay(const storage::RunEntry& run, bool show) {
     rq.topology = run.topology_value;
     rq.budgets = run.budgets;
     rq.saveRun = false;
-    rq.label = tr("replay of run %1").arg(run.id);
+    rq.restoreRun = run.id;
+    rq.label = tr("saved run %1").arg(run.id);
     const quint64 job = jobs_->enqueue(rq);
-    replays_[job] = Replay{run.id, show};
+    restores_[job] = Restore{run.id, show};
     return job;
 }
 
@@ -637,11 +635,11 @@ int StudioWindow::compareSavedRuns() {
     for (const auto& run : tree_->snapshot().runs) {
         if (run.trace != shown->trace_name || run.window != shown->window_name || run.status == "failed") continue;
         if (cache_.count(run.id)) continue;
-        replay(run, false);
+        restoreRun(run, false);
         ++queued;
     }
     resultTabs_->setCurrentWidget(compareView_);
-    setStatus(queued ? tr("Replaying %1 saved run(s) of this window for the comparison…").arg(queued)
+    setStatus(queued ? tr("Loading %1 saved run(s) of this window for the comparison…").arg(queued)
                      : tr("Every saved run of this window is in the comparison."));
     return queued;
 }

@@ -80,8 +80,9 @@ public:
     quint64 runPlanner();
     /// Cancels the running job (the planner keeps its best valid plan so far).
     void cancelJob();
-    /// Adds every saved run of the shown plan's window to the comparison, replaying (without
-    /// saving) those not computed in this session. Returns the number of replays queued.
+    /// Adds every saved run of the shown plan's window to the comparison, restoring from their stored
+    /// plan JSON those not shown in this session (nothing is planned again). Returns the number of
+    /// restores queued.
     int compareSavedRuns();
     /// Shows a plan (and its window, for the cost views) in the plan views and the comparison.
     void showPlan(std::shared_ptr<const routepack::PlanResult> plan, std::shared_ptr<const routepack::Trace> window,
@@ -132,7 +133,8 @@ private:
     void onTreeSelection();
     /// Loads a saved run's topology (selecting its library preset) and budgets into the editor.
     void loadRunSetup(const storage::RunEntry& run);
-    quint64 replay(const storage::RunEntry& run, bool show);
+    /// Queues a background restore of a saved run's stored plan (PlanJobRequest::restoreRun).
+    quint64 restoreRun(const storage::RunEntry& run, bool show);
     void loadSamples(const QString& trace, const QString& window);
     void defineWindow();
     void saveTopology();
@@ -179,14 +181,14 @@ private:
 
     QString shownTrace_, shownWindow_; ///< what the sample table shows
     quint64 sampleGeneration_ = 0;
-    /// Plans made or replayed this session, by run id (negative ids: unsaved results).
+    /// Plans made or restored this session, by run id (negative ids: unsaved results).
     std::map<qint64, std::pair<std::shared_ptr<const routepack::PlanResult>, std::shared_ptr<const routepack::Trace>>>
         cache_;
-    struct Replay {
-        qint64 run = 0;   ///< the saved run it reproduces
+    struct Restore {
+        qint64 run = 0;   ///< the saved run it shows
         bool show = true; ///< show it when done (false: only add it to the comparison)
     };
-    std::map<quint64, Replay> replays_; ///< replay job -> what it reproduces
+    std::map<quint64, Restore> restores_; ///< restore job -> the saved run it shows
     qint64 shownRun_ = 0;
     qint64 nextUnsaved_ = -1;
     bool demoBuilding_ = false;
