@@ -696,6 +696,16 @@ private Q_SLOTS:
         QCOMPARE(w.planView()->plan()->routepack.layout, d.plan.routepack.layout);
         QCOMPARE(w.planView()->plan()->budgets.seed, std::uint64_t(99));
         QCOMPARE(started.count(), 2);
+        // Selecting the trace (no plan of its own) empties the plan views and the comparison instead
+        // of leaving the run's views under the trace's heading; the run comes back from the cache.
+        QVERIFY(w.compareView()->model()->rowCount() > 0);
+        QVERIFY(w.selectTrace(QStringLiteral("demo")));
+        QVERIFY(!w.planView()->plan());
+        QCOMPARE(w.compareView()->model()->rowCount(), 0);
+        QVERIFY(w.selectRun(d.run.id));
+        QVERIFY(w.planView()->plan());
+        QCOMPARE(w.planView()->plan()->routepack.layout, d.plan.routepack.layout);
+        QCOMPARE(started.count(), 2);
         // The import dialog, as a user first sees it.
         ImportDialog* dlg = w.showImportDialog();
         QVERIFY(dlg);

@@ -141,7 +141,8 @@ void EpHeatmapPanel::setPlan(const std::shared_ptr<const PlanResult>& plan) {
     if (!plan_) {
         identity_->clear();
         lpt_->clear();
-        summary_->clear();
+        summary_->setText(tr("No plan for this selection: plan a window (Plan > Plan window, Ctrl+R) or select a "
+                             "saved run."));
         return;
     }
     const int L = plan_->model.num_moe_layers(), P = plan_->topology.ep_ranks;

@@ -574,12 +574,19 @@ void StudioWindow::onTreeSelection() {
     const QString window =
         kind == LibraryTreeModel::TraceNode ? QString() : cur.data(LibraryTreeModel::WindowRole).toString();
     if (trace != shownTrace_ || window != shownWindow_) loadSamples(trace, window);
+    // The plan views show the selection or nothing: a plan of another window (or the whole trace)
+    // is cleared at once instead of lingering under the new heading.
+    if (const auto shown = planView_->plan();
+        shown && (kind == LibraryTreeModel::TraceNode || shown->trace_name != trace.toStdString() ||
+                  shown->window_name != window.toStdString()))
+        clearPlan();
     if (kind != LibraryTreeModel::RunNode) {
         updateActions();
         return;
     }
     const storage::RunEntry* run = tree_->runAt(cur.sibling(cur.row(), 0));
     if (!run) return;
+    if (shownRun_ != run->id) clearPlan(); // until this run's plan arrives
     loadRunSetup(*run);
     if (const auto it = cache_.find(run->id); it != cache_.end()) {
         showPlan(it->second.first, it->second.second, run->id);
@@ -749,6 +756,13 @@ void StudioWindow::showPlan(std::shared_ptr<const PlanResult> plan, std::shared_
     updateCompare();
     updateActions();
     Q_EMIT planShown(runId);
+}
+
+void StudioWindow::clearPlan() {
+    shownRun_ = 0;
+    planView_->setPlan(nullptr, nullptr);
+    updateCompare();
+    updateActions();
 }
 
 void StudioWindow::updateCompare() {

@@ -135,6 +135,8 @@ private:
     void loadRunSetup(const storage::RunEntry& run);
     /// Queues a background restore of a saved run's stored plan (PlanJobRequest::restoreRun).
     quint64 restoreRun(const storage::RunEntry& run, bool show);
+    /// Empties the plan views and the comparison (nothing selected has a plan shown yet).
+    void clearPlan();
     void loadSamples(const QString& trace, const QString& window);
     void defineWindow();
     void saveTopology();
