@@ -14,6 +14,7 @@
 #include "views/import_dialog.h"
 #include "views/library_tree_model.h"
 #include "views/plan_jobs.h"
+#include "views/plan_panels.h"
 #include "views/plan_views.h"
 #include "views/sample_table_model.h"
 #include "views/studio_app.h"
@@ -42,6 +43,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 using namespace routepack;
@@ -712,6 +714,51 @@ private Q_SLOTS:
         QTest::qWait(50);
         shot(dlg, QStringLiteral("import-dialog"));
         dlg->close();
+    }
+
+    void studioShowsPlacementOfLoadOnlyTrace() {
+        // An aggregate trace (per-layer expert totals only) shows its identity vs LPT placement on
+        // the editor's topology (here the demo run's: 8 EP ranks), nothing else. Layer 0's totals
+        // 16..1 over 16 experts put (16+15, 14+13, ..., 2+1) = 31, 27, ..., 3 tokens on the ranks
+        // under identity (mean 17, variance 84, CV sqrt(84)/17) and 17 on every rank under LPT.
+        const auto dir = test::temp_dir(QStringLiteral("load-only"));
+        const storage::DemoBuild d = storage::build_demo(dir / "demo", small_budgets());
+        const auto input = dir / "agg" / "counts.json";
+        test::write_file(input, R"({"counts": [[16,15,14,13,12,11,10,9,8,7,6,5,4,3,2,1],)"
+                                R"( [1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]], "num_layers": 2, "num_experts": 16})");
+        {
+            auto lib = storage::Library::open(d.library, storage::OpenMode::ReadWrite);
+            ImportOptions o;
+            o.format = TraceFormat::Aggregate;
+            lib->import_trace("agg", {input}, o);
+        }
+        StudioWindow w(options_);
+        w.resize(1600, 1000);
+        w.show();
+        QSignalSpy shown(&w, &StudioWindow::planShown);
+        QVERIFY(w.openLibrary(q(d.library)));
+        QVERIFY(w.selectRun(d.run.id));
+        QTRY_VERIFY_WITH_TIMEOUT(shown.count() >= 1, 300000);
+        QVERIFY(w.selectTrace(QStringLiteral("agg")));
+        QVERIFY(!w.planView()->plan());
+        QCOMPARE(w.planView()->currentWidget(), w.planView()->viewWidget(QStringLiteral("ep-heatmap")));
+        const EpHeatmapPanel* ep = w.planView()->epHeatmapPanel();
+        QCOMPARE(ep->layerCv(false).size(), std::size_t(2));
+        QCOMPARE(ep->layerCv(false)[0], std::sqrt(84.0) / 17.0);
+        QCOMPARE(ep->layerCv(true)[0], 0.0);
+        QCOMPARE(ep->layerCv(false)[1], 0.0);
+        QVERIFY2(w.statusText().startsWith(QStringLiteral("Trace agg is load-only: placement on 8 EP ranks")),
+                 qPrintable(w.statusText()));
+        QTRY_COMPARE_WITH_TIMEOUT(w.sampleHeaderText(),
+                                  QStringLiteral("Trace agg: load-only (per-layer expert totals of 2 MoE layers x 16 "
+                                                 "experts), no samples"),
+                                  60000);
+        QTest::qWait(100);
+        shot(&w, QStringLiteral("studio-load-only-placement"));
+        // Selecting the run again shows its plan, not the placement-only view.
+        QVERIFY(w.selectRun(d.run.id));
+        QVERIFY(w.planView()->plan());
+        QCOMPARE(w.planView()->epHeatmapPanel()->layerCv(true).size(), std::size_t(d.plan.model.num_moe_layers()));
     }
 
     void studioOpensDemoLibrary() {

@@ -169,6 +169,14 @@ void PlanView::setPlan(std::shared_ptr<const PlanResult> plan, std::shared_ptr<c
     refill();
 }
 
+void PlanView::setPlacement(std::shared_ptr<const PlanResult> placement) {
+    plan_ = nullptr;
+    window_ = nullptr;
+    refill();
+    ep_->setPlan(placement);
+    setCurrentWidget(ep_);
+}
+
 std::shared_ptr<const PlanResult> PlanView::plan() const { return plan_; }
 std::shared_ptr<const Trace> PlanView::window() const { return window_; }
 

@@ -1,5 +1,7 @@
 #include "views/studio_window.h"
 
+#include "core/placement.h"
+
 #include "core/expert_map.h"
 #include "core/plan_file.h"
 #include "storage/demo.h"
@@ -386,6 +388,8 @@ QString StudioWindow::lastLibrary() const {
     return settings()->value(QStringLiteral("library/last")).toString();
 }
 
+QString StudioWindow::sampleHeaderText() const { return sampleHeader_->text(); }
+
 QString StudioWindow::statusText() const {
     return status_->text();
 }
@@ -580,6 +584,7 @@ void StudioWindow::onTreeSelection() {
         shown && (kind == LibraryTreeModel::TraceNode || shown->trace_name != trace.toStdString() ||
                   shown->window_name != window.toStdString()))
         clearPlan();
+    if (kind == LibraryTreeModel::TraceNode) showPlacementIfLoadOnly(trace);
     if (kind != LibraryTreeModel::RunNode) {
         updateActions();
         return;
@@ -668,6 +673,13 @@ void StudioWindow::loadSamples(const QString& trace, const QString& window) {
                                     std::min(sampleView_->columnWidth(SampleTableModel::Id), 220));
         if (!r.error.isEmpty()) {
             sampleHeader_->setText(r.error);
+            for (const auto& t : tree_->snapshot().traces)
+                if (t.load_only && QString::fromStdString(t.name) == trace)
+                    sampleHeader_->setText(tr("Trace %1: load-only (per-layer expert totals of %2 MoE layers x %3 "
+                                              "experts), no samples")
+                                               .arg(trace)
+                                               .arg(t.model.num_moe_layers())
+                                               .arg(t.model.experts));
             histogram_->setLengths({}, QString());
             Q_EMIT samplesLoaded(trace);
             return;
@@ -756,6 +768,50 @@ void StudioWindow::showPlan(std::shared_ptr<const PlanResult> plan, std::shared_
     updateCompare();
     updateActions();
     Q_EMIT planShown(runId);
+}
+
+void StudioWindow::showPlacementIfLoadOnly(const QString& trace) {
+    const auto& traces = tree_->snapshot().traces;
+    const auto it = std::find_if(traces.begin(), traces.end(),
+                                 [&](const storage::TraceEntry& t) { return t.name == trace.toStdString(); });
+    if (it == traces.end() || !it->load_only) return;
+    // An aggregate trace holds per-layer expert totals only: what it is for is the placement, identity
+    // against LPT on the editor's topology (milliseconds for L x E totals, so on this thread).
+    QString why;
+    const std::optional<Topology> topo = editor_->topology(&why);
+    const ModelDescription& m = it->model;
+    const int L = m.num_moe_layers(), E = m.experts;
+    if (!topo || topo->ep_ranks < 1 || E % topo->ep_ranks != 0) {
+        clearPlan();
+        setStatus(tr("Trace %1 is load-only: its placement needs a topology whose EP ranks divide its %2 experts%3.")
+                      .arg(trace)
+                      .arg(E)
+                      .arg(why.isEmpty() ? QString() : QStringLiteral(" (") + why + QLatin1Char(')')),
+                  true);
+        return;
+    }
+    try {
+        const std::vector<std::uint64_t> loads = lib_->layer_totals(it->name);
+        auto p = std::make_shared<PlanResult>();
+        p->model = m;
+        p->topology = *topo;
+        p->trace_name = it->name;
+        p->identity = identity_placement(L, E, topo->ep_ranks);
+        p->lpt = lpt_placement(loads, L, E, topo->ep_ranks);
+        p->rank_loads_identity = rank_loads(loads, p->identity);
+        p->rank_loads_lpt = rank_loads(loads, p->lpt);
+        p->cv_identity = cv_global(p->rank_loads_identity, L, topo->ep_ranks);
+        p->cv_lpt = cv_global(p->rank_loads_lpt, L, topo->ep_ranks);
+        clearPlan();
+        planView_->setPlacement(p);
+        setStatus(tr("Trace %1 is load-only: placement on %2 EP ranks, CV_global %3 (identity) -> %4 (LPT).")
+                      .arg(trace)
+                      .arg(topo->ep_ranks)
+                      .arg(p->cv_identity, 0, 'f', 4)
+                      .arg(p->cv_lpt, 0, 'f', 4));
+    } catch (const std::exception& e) {
+        setStatus(tr("Trace %1: %2").arg(trace, QString::fromStdString(e.what())), true);
+    }
 }
 
 void StudioWindow::clearPlan() {

@@ -107,6 +107,8 @@ public:
     CompareView* compareView() const { return compareView_; }
     TopologyEditor* topologyEditor() const { return editor_; }
     QTabWidget* resultTabs() const { return resultTabs_; }
+    /// The heading above the sample table (what it shows, or why it is empty).
+    QString sampleHeaderText() const;
     /// Text of the status line (job stage, errors).
     QString statusText() const;
     /// Run id of the plan shown (0 when none or not saved).
@@ -137,6 +139,9 @@ private:
     quint64 restoreRun(const storage::RunEntry& run, bool show);
     /// Empties the plan views and the comparison (nothing selected has a plan shown yet).
     void clearPlan();
+    /// For a load-only (aggregate) trace: shows its identity vs LPT placement views on the editor's
+    /// topology (PlanView::setPlacement). Does nothing for a trace with samples.
+    void showPlacementIfLoadOnly(const QString& trace);
     void loadSamples(const QString& trace, const QString& window);
     void defineWindow();
     void saveTopology();
