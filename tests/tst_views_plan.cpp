@@ -15,6 +15,7 @@
 #include "views/plan_views.h"
 
 #include <QAbstractItemModelTester>
+#include <QBarCategoryAxis>
 #include <QApplication>
 #include <QBarSeries>
 #include <QBarSet>
@@ -444,6 +445,21 @@ private Q_SLOTS:
         QCOMPARE(pct(3, CompareTableModel::JointVsKarmarkarKarp), -40.0);
         QCOMPARE(m->index(3, CompareTableModel::JointVsReorder).data().toString(), QStringLiteral("-25.00 %"));
         QCOMPARE(m->index(0, CompareTableModel::JointVsReorder).data().toString(), QStringLiteral("+50.00 %"));
+        // One run: each method's gain against the baseline under its name; tooltips with the exact
+        // numbers (baseline 300, reorder 200, KK 250, routepack 150).
+        {
+            auto* axis = qobject_cast<QBarCategoryAxis*>(
+                qobject_cast<QChartView*>(cv.chartWidget())->chart()->axes(Qt::Horizontal).value(0));
+            QVERIFY(axis);
+            QCOMPARE(axis->categories(), (QStringList{QStringLiteral("Baseline"), QStringLiteral("Reorder (-33.3 % vs baseline)"),
+                                                      QStringLiteral("Karmarkar-Karp (-16.7 % vs baseline)"),
+                                                      QStringLiteral("RoutePack (-50.0 % vs baseline)")}));
+            QCOMPARE(compareBarToolTip(*tiny_plan(), 3, QStringLiteral("tiny <1>")),
+                     QStringLiteral("<b>tiny &lt;1&gt;</b>: RoutePack<br>max_g U = 150.0000<br>-50.00 % vs baseline, "
+                                    "-25.00 % vs reorder"));
+            QCOMPARE(compareBarToolTip(*tiny_plan(), 0, QStringLiteral("t")),
+                     QStringLiteral("<b>t</b>: Baseline<br>max_g U = 300.0000<br>+0.00 % vs baseline, +50.00 % vs reorder"));
+        }
 
         // The raw sort role orders numerically through a proxy.
         cv.setRuns({plan_, plan2_}, {QStringLiteral("a"), QStringLiteral("b")});
@@ -467,6 +483,15 @@ private Q_SLOTS:
         for (int k = 0; k < 2; ++k)
             for (int meth = 0; meth < kMethodCount; ++meth)
                 QCOMPARE(bars->barSets().at(k)->at(meth), method_of(*runs[k], meth).metrics.score.max_u);
+        QVERIFY(bars->isLabelsVisible());  // two runs: the values fit on the bars
+        cv.setRuns({plan_, plan2_, plan_}, {QStringLiteral("a"), QStringLiteral("b"), QStringLiteral("c")});
+        bars = qobject_cast<QAbstractBarSeries*>(chart->chart()->series().first());
+        QVERIFY(!bars->isLabelsVisible());  // three: they would run into each other; tooltips carry them
+        QCOMPARE(chart->chart()->title(), QStringLiteral("Joint cost per method (eq. 15), one bar per run"));
+        auto other = std::make_shared<PlanResult>(*plan2_);
+        other->topology.ep_ranks *= 2;
+        cv.setRuns({plan_, other}, {QStringLiteral("a"), QStringLiteral("b")});
+        QVERIFY2(chart->chart()->title().contains(QStringLiteral("runs on 2 topologies (EP")), qPrintable(chart->chart()->title()));
     }
 
     void csvExport() {

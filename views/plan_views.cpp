@@ -10,6 +10,7 @@
 #include <QBarSet>
 #include <QChart>
 #include <QChartView>
+#include <QCursor>
 #include <QFileInfo>
 #include <QHeaderView>
 #include <QLegend>
@@ -20,9 +21,11 @@
 #include <QSplitter>
 #include <QSvgGenerator>
 #include <QTableView>
+#include <QToolTip>
 #include <QVBoxLayout>
 #include <QValueAxis>
 
+#include <algorithm>
 #include <cmath>
 
 namespace routepack::views {
@@ -241,6 +244,18 @@ QColor runColour(int k) {
 
 }  // namespace
 
+QString compareBarToolTip(const PlanResult& run, int method, const QString& runName) {
+    const double joint = method_of(run, method).metrics.score.max_u;
+    auto vs = [&](const MethodResult& ref) {
+        const double b = ref.metrics.score.max_u;
+        return b > 0 ? QString::asprintf("%+.2f %%", 100.0 * (joint - b) / b) : QStringLiteral("n/a");
+    };
+    return QObject::tr("<b>%1</b>: %2<br>max_g U = %3<br>%4 vs baseline, %5 vs reorder")
+        .arg(runName.toHtmlEscaped(), QString::fromLatin1(method_label(method)))
+        .arg(joint, 0, 'f', 4)
+        .arg(vs(run.baseline), vs(run.reorder));
+}
+
 CompareView::CompareView(QWidget* parent) : QWidget(parent), d_(std::make_unique<Private>()) {
     d_->model = new CompareTableModel(this);
     d_->proxy = new QSortFilterProxyModel(this);
@@ -296,6 +311,7 @@ void CompareView::setRuns(const QList<std::shared_ptr<const PlanResult>>& runs, 
         auto* set = new QBarSet(d_->model->runName(k));
         set->setColor(runColour(k));
         set->setBorderColor(runColour(k));
+        set->setLabelColor(palette().color(QPalette::Text));  // labels sit above the bars, on the background
         for (int m = 0; m < kMethodCount; ++m) {
             const double joint = method_of(d_->model->run(k), m).metrics.score.max_u;
             set->append(joint);
@@ -303,14 +319,38 @@ void CompareView::setRuns(const QList<std::shared_ptr<const PlanResult>>& runs, 
         }
         series->append(set);
     }
-    series->setLabelsVisible(true);
-    series->setLabelsPosition(QAbstractBarSeries::LabelsInsideEnd);
+    // Values on the bars only while they fit (two runs); beyond that the tooltips carry them, since
+    // labels of narrow bars run into each other.
+    series->setLabelsVisible(n <= 2);
+    series->setLabelsPosition(QAbstractBarSeries::LabelsOutsideEnd);
     series->setLabelsFormat(QStringLiteral("@value"));
     series->setLabelsPrecision(5);
-    series->setLabelsAngle(n * kMethodCount > 12 ? -90 : 0);
+    connect(series, &QAbstractBarSeries::hovered, d_->chart, [this](bool on, int index, QBarSet* set) {
+        if (!on) {
+            QToolTip::hideText();
+            return;
+        }
+        const int k = d_->chart->chart()->series().isEmpty()
+                          ? -1
+                          : static_cast<int>(qobject_cast<QAbstractBarSeries*>(d_->chart->chart()->series().first())
+                                                 ->barSets()
+                                                 .indexOf(set));
+        if (k < 0 || k >= d_->model->runCount() || index < 0 || index >= kMethodCount) return;
+        QToolTip::showText(QCursor::pos(), compareBarToolTip(d_->model->run(k), index, d_->model->runName(k)),
+                           d_->chart);
+    });
     c->addSeries(series);
     auto* x = new QBarCategoryAxis;
-    for (int m = 0; m < kMethodCount; ++m) x->append(QString::fromLatin1(method_label(m)));
+    for (int m = 0; m < kMethodCount; ++m) {
+        QString label = QString::fromLatin1(method_label(m));
+        if (n == 1 && m > 0) {
+            // One run: the gain against its baseline under each method's name.
+            const double b = d_->model->run(0).baseline.metrics.score.max_u;
+            const double j = method_of(d_->model->run(0), m).metrics.score.max_u;
+            if (b > 0) label += QString::asprintf(" (%+.1f %% vs baseline)", 100.0 * (j - b) / b);
+        }
+        x->append(label);
+    }
     auto* y = new QValueAxis;
     y->setTitleText(tr("max_g U"));
     y->setLabelFormat(QStringLiteral("%.4g"));
@@ -320,13 +360,36 @@ void CompareView::setRuns(const QList<std::shared_ptr<const PlanResult>>& runs, 
     c->addAxis(y, Qt::AlignLeft);
     series->attachAxis(x);
     series->attachAxis(y);
-    c->setTitle(tr("Joint cost per method (eq. 15), one bar per run"));
+    // Runs on different topologies are not comparable on one axis: the title says so.
+    QStringList topologies;
+    std::vector<Topology> seen;
+    for (int k = 0; k < n; ++k) {
+        const Topology& t = d_->model->run(k).topology;
+        if (std::find(seen.begin(), seen.end(), t) != seen.end()) continue;
+        seen.push_back(t);
+        topologies << QStringLiteral("EP%1/DP%2 in %3 shards, C %4")
+                          .arg(t.ep_ranks)
+                          .arg(t.dp_slots)
+                          .arg(t.shards())
+                          .arg(t.token_cap);
+    }
+    c->setTitle(topologies.size() > 1
+                    ? tr("Joint cost per method (eq. 15), one bar per run; runs on %1 topologies (%2) share this axis: "
+                         "compare within one topology")
+                          .arg(topologies.size())
+                          .arg(topologies.join(QStringLiteral("; ")))
+                    : tr("Joint cost per method (eq. 15), one bar per run"));
     c->legend()->setVisible(true);
     styleChart(c, palette());
 }
 
 void CompareView::changeEvent(QEvent* e) {
-    if (e->type() == QEvent::PaletteChange) styleChart(d_->chart->chart(), palette());
+    if (e->type() == QEvent::PaletteChange) {
+        styleChart(d_->chart->chart(), palette());
+        for (QAbstractSeries* series : d_->chart->chart()->series())
+            if (auto* bars = qobject_cast<QAbstractBarSeries*>(series))
+                for (QBarSet* set : bars->barSets()) set->setLabelColor(palette().color(QPalette::Text));
+    }
     QWidget::changeEvent(e);
 }
 

@@ -145,6 +145,11 @@ private:
     std::unique_ptr<Private> d_;
 };
 
+/// Tooltip of one comparison bar: run name, method, exact max_g U (eq. 15) and the change against
+/// the same run's baseline and reorder in percent ("<b>step 7</b>: routepack<br>max_g U = 150.0000<br>
+/// -50.00 % vs baseline, -25.00 % vs reorder"); `method` indexes method_of (0..kMethodCount-1).
+QString compareBarToolTip(const routepack::PlanResult& run, int method, const QString& runName);
+
 /// Writes `model`'s top-level table as CSV (RFC 4180: comma separator, CRLF line ends, fields with
 /// comma, quote, CR or LF quoted with doubled quotes): a header row of the horizontal headers, then
 /// one line per row of raw values (RawValueRole when valid, else Qt::EditRole; an invalid value is

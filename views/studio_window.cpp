@@ -833,7 +833,14 @@ void StudioWindow::updateCompare() {
         const auto& p = entry.first;
         if (p->trace_name != shown->trace_name || p->window_name != shown->window_name) continue;
         runs << p;
-        names << (id > 0 ? tr("run %1").arg(id) : tr("unsaved %1").arg(-id));
+        // The legend says what differs between runs: topology, seed and the annealing budget.
+        names << tr("%1: EP%2/DP%3, seed %4, %5x%6 steps")
+                     .arg(id > 0 ? tr("run %1").arg(id) : tr("unsaved %1").arg(-id))
+                     .arg(p->topology.ep_ranks)
+                     .arg(p->topology.dp_slots)
+                     .arg(p->budgets.seed)
+                     .arg(p->budgets.annealing.levels)
+                     .arg(p->budgets.annealing.steps);
     }
     compareView_->setRuns(runs, names);
 }
