@@ -302,3 +302,20 @@ def test_gil_released_while_planning():
         stop.set()
         th.join()
     assert during > 10000  # the other thread ran (pure-Python increments) while the planner worked
+
+
+def test_readme_example(tmp_path, monkeypatch):
+    """The README's example runs as written."""
+    import os
+
+    readme = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")
+    text = open(readme, encoding="utf-8").read()
+    start = text.index("    import numpy as np, routepack\n")
+    block = text[start:text.index("\n\n", start)]
+    code = "\n".join(line[4:] for line in block.splitlines())
+    monkeypatch.chdir(tmp_path)
+    env = {}
+    exec(compile(code, "README.md", "exec"), env)
+    assert len(env["mine"]) == env["plan"].row_count
+    assert routepack.load_plan("plan.json").rows == env["plan"].rows
+    assert len(env["copies"]) == 3
