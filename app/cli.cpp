@@ -971,7 +971,12 @@ int run(int argc, char** argv) {
 
     PlaceCmd plc;
     auto* plcmd = app.add_subcommand("place", "LPT placement from expert totals alone (a trace, window, aggregate trace or --loads FILE); writes an expert map");
-    plc.src.add(*plcmd);
+    plcmd->add_option("--db", plc.src.db, "library file");
+    plcmd->add_option("--trace", plc.src.trace, "trace name in the library (aggregate traces too)");
+    plcmd->add_option("--window", plc.src.window, "window name (default: the whole trace)");
+    plcmd->add_option("--input", plc.src.inputs, "trace files or folders read straight (no library)");
+    plcmd->add_option("--input-format", plc.src.format, "format of --input (default auto)");
+    plc.src.model.add(*plcmd);
     plcmd->add_option("--loads", plc.loads, "JSON [L][E] expert loads, or {\"loads\", \"moe_layers\", \"num_hidden_layers\"}");
     plcmd->add_option("--ep-ranks", plc.ep_ranks, "EP ranks P");
     plcmd->add_option("--topology", plc.topology, "take P from a topology file or shipped name");

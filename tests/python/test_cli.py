@@ -35,7 +35,8 @@ def library(exe, tmp_path_factory):
     run(exe, "synth", "--out", str(d / "synth"), "--groups", "4", "--group-size", "8", "--layers", "6",
         "--dense-layers", "1", "--experts", "16", "--top-k", "2", "--seed", "3")
     db = str(d / "lib.routepack")
-    run(exe, "import", "--db", db, "--name", "syn", "--quiet", str(d / "synth"))
+    run(exe, "import", "--db", db, "--name", "syn", "--quiet", "--experts", "16", "--top-k", "2", "--layers", "6",
+        "--moe-layers", "1-5", str(d / "synth"))
     run(exe, "window", "--db", db, "--trace", "syn", "--name", "w", "--first", "24")
     topo = d / "topo.json"
     topo.write_text(json.dumps({"ep_ranks": 4, "dp_slots": 4, "edp_shards": [[0, 1], [2, 3]], "token_cap": 8192,
