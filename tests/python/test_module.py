@@ -235,6 +235,9 @@ def test_plan_errors(window):
     assert plan_error(lengths, counts, budgets={"stepz": 3}).startswith("budgets: unknown budget 'stepz' (known: seeds,")
     assert plan_error(lengths, counts, sample_ids=["a"]) == "sample_ids holds 1 ids for 24 samples"
     assert plan_error(lengths, counts, top_k=9) == "model: top_k must be in 1..8 (got 9)"
+    assert plan_error([[1, 2], [3]], counts) == "lengths must be a numpy array or a nested list of numbers"
+    assert plan_error(lengths, counts.astype(object)) == "counts must hold integers (got dtype object)"
+    assert plan_error(lengths, "counts") == "counts must be 3-dimensional [N, L, E] (got shape ())"
 
 
 def big_window():
@@ -319,3 +322,24 @@ def test_readme_example(tmp_path, monkeypatch):
     assert len(env["mine"]) == env["plan"].row_count
     assert routepack.load_plan("plan.json").rows == env["plan"].rows
     assert len(env["copies"]) == 3
+
+
+def test_plan_same_in_another_process(window):
+    """Ranks planning independently agree bit for bit: a fresh interpreter gives the same plan file."""
+    import os
+    import subprocess
+    import sys
+
+    lengths, counts = window
+    here = routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], seed=11, workers=2)
+    code = ("import sys, json; sys.path.insert(0, sys.argv[1]); import routepack; from conftest import make_window; "
+            "l, c = make_window(); "
+            "t = routepack.Topology(4, 4, 2, 2048, stages=[('kda', 10.0, 0.0), ('mla', 27.0, 27.0)]); "
+            "print(routepack.plan(l, c, t, moe_layers=[1, 3], seed=11, workers=1).to_json())")
+    out = subprocess.run([sys.executable, "-c", code, os.path.dirname(__file__)], capture_output=True, text=True,
+                         check=True, env=dict(os.environ)).stdout
+    a, b = json.loads(out), json.loads(here.to_json())
+    for j in (a, b):
+        j.pop("timings")
+        j["planner"].pop("workers")
+    assert a == b
