@@ -130,3 +130,28 @@ def test_cli_place_errors(exe, tmp_path, content, args, message):
     r = run(exe, "place", "--loads", str(f), *args, "--out", str(tmp_path / "m.json"), ok=False)
     assert r.returncode == 1
     assert r.stderr.strip() == "routepack: error: " + message.format(f=f)
+
+
+def test_cli_place_aggregate_trace(exe, tmp_path):
+    """An aggregate (load-only) trace cannot be packed but can be placed."""
+    from conftest import shared_dir
+
+    shared = shared_dir()
+    if shared is None:
+        if os.environ.get("CI"):
+            pytest.fail("ROUTEPACK_SHARED_DIR is absent")
+        pytest.skip("../shared is absent")
+    db = str(tmp_path / "agg.routepack")
+    src = os.path.join(shared, "traces", "aggregate", "qwen3-30b-a3b-counts.json")
+    run(exe, "import", "--db", db, "--name", "agg", "--model", "qwen3-30b-a3b", "--quiet", src)
+    out = str(tmp_path / "map.json")
+    r = run(exe, "place", "--db", db, "--trace", "agg", "--ep-ranks", "8", "--format", "vllm", "--out", out)
+    lib = routepack.Library(db)
+    totals = lib.layer_totals("agg")
+    t = lib.traces()[0]
+    assert t["load_only"]
+    want = routepack.place(totals, 8, moe_layers=t["moe_layers"], num_hidden_layers=t["num_hidden_layers"])
+    assert json.load(open(out)) == want.vllm_map()
+    # LPT never has a larger peak than identity here, layer by layer (the printed table).
+    rows = [line.split() for line in r.stdout.splitlines()[2:2 + len(t["moe_layers"])]]
+    assert all(float(lpt) <= float(ident) for _, ident, lpt in rows)
