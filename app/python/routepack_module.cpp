@@ -237,9 +237,13 @@ py::list moves_list(const Placement& next, const Placement& previous) {
 
 Placement placement_of(const py::handle& obj);
 
+/// A plan: the plan file's fields (`file`), and the planner's result while it came from plan() (its
+/// plan file text is then written on the first to_json(), so a trainer that only reads the rows does
+/// not pay for the JSON).
 struct PyPlan {
     PlanFile file;
-    std::string json;
+    mutable std::string json;
+    std::shared_ptr<const PlanResult> result;
     bool cancelled = false;
     bool time_limit_hit = false;
     std::map<std::string, double> timings;
@@ -357,6 +361,36 @@ Trace make_window(const py::object& lengths_obj, const py::object& counts_obj, c
     return w;
 }
 
+/// The plan file's fields of a planner result, as parse_plan(plan_to_json(r)) gives them (the
+/// Python tests check that both agree).
+PlanFile plan_file_of(const PlanResult& r) {
+    PlanFile f;
+    f.trace_name = r.trace_name;
+    f.window_name = r.window_name;
+    f.fingerprint = r.fingerprint;
+    f.model = r.model;
+    f.topology = r.topology;
+    f.placement = r.lpt;
+    for (const auto& s : r.samples) {
+        f.sample_ids.push_back(s.id);
+        f.lengths.push_back(s.length);
+    }
+    f.row_count = r.rows.rows;
+    f.row_count_certified = r.rows.certified;
+    f.row_lower_bound = r.rows.lower_bound;
+    f.layout = r.routepack.layout;
+    f.score = r.routepack.metrics.score;
+    for (const MethodResult* m : {&r.baseline, &r.reorder, &r.karmarkar_karp, &r.routepack}) f.metrics[m->name] = m->metrics;
+    f.seed = r.budgets.seed;
+    f.workers = r.budgets.workers;
+    return f;
+}
+
+const std::string& plan_json(const PyPlan& p) {
+    if (p.json.empty() && p.result) p.json = plan_to_json(*p.result);
+    return p.json;
+}
+
 struct PlannerThread {
     std::mutex m;
     std::condition_variable cv;
@@ -449,11 +483,13 @@ PyPlan run_plan(const py::object& lengths, const py::object& counts, const Topol
     }
     if (interrupted) throw *interrupted;
     if (st->error) std::rethrow_exception(st->error);
-    const PlanResult& r = *st->result;
-    PyPlan p = plan_from_text(plan_to_json(r), "plan");
-    p.cancelled = r.cancelled;
-    p.time_limit_hit = r.time_limit_hit;
-    p.timings = r.timings;
+    auto r = std::make_shared<const PlanResult>(std::move(*st->result));
+    PyPlan p;
+    p.file = plan_file_of(*r);
+    p.cancelled = r->cancelled;
+    p.time_limit_hit = r->time_limit_hit;
+    p.timings = r->timings;
+    p.result = std::move(r);
     return p;
 }
 
@@ -796,7 +832,7 @@ Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scal
         .def_property_readonly("logical_to_physical", [](const PyPlan& p) {
             return layer_matrix(p.file.placement.slot, p.file.placement.layers, p.file.placement.experts);
         }, "int64 [L, E]: physical slot of each logical expert, rows = moe_layers")
-        .def("to_json", [](const PyPlan& p) { return p.json; }, "The plan file text (format routepack-plan, version 1).")
+        .def("to_json", [](const PyPlan& p) { return plan_json(p); }, "The plan file text (format routepack-plan, version 1).")
         .def("export_map", [](const PyPlan& p, const std::string& format) {
             return expert_map_json(p.file.placement, p.file.model, parse_expert_map_format(format));
         }, py::arg("format"));

@@ -121,6 +121,11 @@ def test_plan_json_roundtrip(tmp_path, window):
     p.save(str(path))
     q = routepack.load_plan(str(path))
     assert q.rows == p.rows and q.score == p.score and q.metrics == p.metrics
+    # Every field of the fresh plan is what its own plan file says.
+    for field in ("row_count", "certified", "row_lower_bound", "dp_slots", "moe_layers", "num_hidden_layers",
+                  "num_experts", "sample_ids", "seed", "fingerprint", "topology"):
+        assert getattr(q, field) == getattr(p, field), field
+    assert (q.lengths == p.lengths).all() and (q.cell_of == p.cell_of).all()
     assert q.sample_ids == [f"s{i}" for i in range(24)]
     assert (q.physical_to_logical == p.physical_to_logical).all()
     assert q.to_json() == p.to_json()
