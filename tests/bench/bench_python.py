@@ -6,7 +6,8 @@
    routes with a [B, S] mask), throughput in routed tokens per second;
 2. binding overhead per plan() call at N = 64 and N = 8192 (wall time of routepack.plan minus the
    planner's own "total" timing, tiny budgets so the overhead is visible);
-3. with --deepseek: the 512-sample DeepSeek-V2-Lite window through routepack.plan vs `routepack
+3. with --adapters (only): one run per stack adapter with its invariants printed;
+4. with --deepseek: the 512-sample DeepSeek-V2-Lite window through routepack.plan vs `routepack
    plan` on the same library window (same plan? and the wall-time overhead in %).
 """
 
@@ -106,11 +107,61 @@ def bench_deepseek(cli):
               f"same plan: {same}")
 
 
+def run_adapters():
+    """One run per stack adapter on a synthetic batch, with its invariants printed."""
+    from types import SimpleNamespace
+
+    from routepack.adapters import megatron, nemo_rl, slime, verl
+
+    rng = np.random.default_rng(1)
+    n, E = 64, 16
+    lengths = [int(x) for x in rng.integers(200, 4000, size=n)]
+    routes = [rng.integers(0, E, size=(t - 1, 4, 2)).astype(np.int16) for t in lengths]
+    args = SimpleNamespace(use_dynamic_batch_size=True, max_tokens_per_gpu=8192, num_layers=4,
+                           moe_layer_freq=[0, 1, 1, 1], num_experts=E, expert_model_parallel_size=4)
+    cfg = {"dp_size": 4, "cp_size": 1, "vpp_size": 2, "microbatch_group_size_per_vp_stage": 2}
+    parts, mbi, nmb, _ = slime.build_dp_schedule(args, cfg, lengths, global_batch_size=n, rollout_indices=list(range(n)),
+                                                 rollout_routed_experts=routes)
+    per_rank = [len(m) for m in mbi]
+    once = sorted(i for p in parts for i in p) == list(range(n))
+    peak = max(sum(lengths[parts[r][j]] for j in mb) for r in range(4) for mb in mbi[r])
+    print(f"slime build_dp_schedule: micro-batches per rank {per_rank} (multiple of 2: {all(c % 2 == 0 for c in per_rank)}), "
+          f"every sample once: {once}, peak micro-batch {peak} <= 8192 tokens")
+    counts = routepack.counts_from_routes(routes, E, moe_layers=[1, 2, 3])
+    packer = nemo_rl.RoutePackPacker(8192, min_bin_count=4, bin_count_multiple=4, ep_ranks=4)
+    packer.set_routing(counts, [1, 2, 3])
+    bins = packer.pack(lengths)
+    print(f"NeMo-RL RoutePackPacker: {len(bins)} bins (multiple of 4: {len(bins) % 4 == 0}), per shard "
+          f"{[len(bins[d::4]) for d in range(4)]}, every sample once: {sorted(i for b in bins for i in b) == list(range(n))}, "
+          f"peak bin {max(sum(lengths[i] for i in b) for b in bins)} <= 8192")
+    sched = megatron.RoutePackScheduler(4096, 2, 4, 2, ep_ranks=4)
+    sched.set_routing(counts, [1, 2, 3])
+    groups = sched.get_groups_and_subsamples([(1000 + i, t) for i, t in enumerate(lengths)])
+    seen = sorted(i for mb in groups for d in range(4) for i in mb[2 * d])
+    print(f"Megatron RoutePackScheduler: {len(groups)} micro-batches x {len(groups[0])} DPxCP ranks (multiple of 2: "
+          f"{len(groups) % 2 == 0}), every sample once: {seen == list(range(n))}, peak group "
+          f"{max(sum(lengths[i] for i in g) for mb in groups for g in mb)} <= 8192")
+    S = 600
+    mask = np.zeros((32, S), dtype=np.int64)
+    mask[:, :300] = 1
+    p, idx, rows = verl.plan_batch(mask, 4, max_token_len=600, routed_experts=rng.integers(0, E, size=(32, S, 4, 2)).astype(np.int16),
+                                   num_experts=E, moe_layers=[1, 2, 3], ep_ranks=4)
+    local = {"attention_mask": mask[idx][:8], "routepack_row": np.array(rows[:8])}
+    mbs, mb_idx = verl.rearrange_micro_batches(local, 600)
+    print(f"verl balance_batch + rearrange_micro_batches: {p.row_count} rows, rank 0 micro-batches {len(mbs)} "
+          f"(= R: {len(mbs) == p.row_count}), every sample once: {sorted(idx) == list(range(32))}, peak "
+          f"{max(int(m['attention_mask'].sum()) for m in mbs)} <= 600")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", default=os.environ.get("ROUTEPACK_CLI", "build/app/routepack"))
     ap.add_argument("--deepseek", action="store_true")
+    ap.add_argument("--adapters", action="store_true", help="one run per stack adapter, invariants printed")
     args = ap.parse_args()
+    if args.adapters:
+        run_adapters()
+        return 0
     bench_counts()
     bench_overhead()
     if args.deepseek:
