@@ -5,6 +5,7 @@
 #include "core/metrics.h"
 #include "core/packing.h"
 #include "core/placement.h"
+#include "core/route_counts.h"
 #include "core/rowcount.h"
 #include "tests/testutil.h"
 
@@ -117,6 +118,7 @@ private Q_SLOTS:
     void movesHand();
     void movesRandomInvariants();
     void movesErrors();
+    void routeCountsHand();
     // ---- row count ---------------------------------------------------------------------------
     void ffdHandCases();
     void ffdFailures();
@@ -372,6 +374,38 @@ void TestPlacement::movesErrors() {
     Placement bad = identity_placement(1, 4, 2);
     bad.slot[0] = 1;  // two experts in slot 1
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, placement_moves(bad, identity_placement(1, 4, 2)));
+}
+
+void TestPlacement::routeCountsHand() {
+    // 3 tokens x 3 decoder layers (layer 0 dense) x top-2, E = 4, MoE layers 1 and 2.
+    const std::vector<std::int16_t> routes = {9, 9, 0, 1, 3, 3,  //
+                                              9, 9, 1, -1, 2, 0,  //
+                                              9, 9, 1, 2, -1, -1};
+    const std::vector<int> moe = {1, 2};
+    const auto index = route_layer_rows(3, true, moe);
+    QCOMPARE(index, (std::vector<int>{-1, 0, 1}));
+    std::vector<std::int32_t> out(2 * 4, 0);
+    QVERIFY(add_route_counts<std::int16_t>(routes.data(), 3, 3, 2, nullptr, index, 4, out.data()).ok);
+    // Layer 1: 0, 1, 1, 1, 2 (one -1 dropped) -> (1, 3, 1, 0). Layer 2: 3, 3, 2, 0 -> (1, 0, 1, 2).
+    QCOMPARE(out, (std::vector<std::int32_t>{1, 3, 1, 0, 1, 0, 1, 2}));
+    // Token 1 masked out: layer 1 (1, 2, 1, 0), layer 2 (0, 0, 0, 2).
+    const std::vector<std::uint8_t> valid = {1, 0, 1};
+    std::fill(out.begin(), out.end(), 0);
+    QVERIFY(add_route_counts<std::int16_t>(routes.data(), 3, 3, 2, valid.data(), index, 4, out.data()).ok);
+    QCOMPARE(out, (std::vector<std::int32_t>{1, 2, 1, 0, 0, 0, 0, 2}));
+    // With layer rows = the MoE layers only, rows map one to one.
+    QCOMPARE(route_layer_rows(2, false, moe), (std::vector<int>{0, 1}));
+    // The dense rows hold 9 >= E, but are never read; a 4 in a MoE row is reported with its place.
+    std::vector<std::int16_t> bad = routes;
+    bad[2 * 6 + 3] = 4;  // token 2, layer row 1, choice 1
+    const RouteCountError e = add_route_counts<std::int16_t>(bad.data(), 3, 3, 2, nullptr, index, 4, out.data());
+    QVERIFY(!e.ok);
+    QCOMPARE(e.token, std::int64_t{2});
+    QCOMPARE(e.layer_row, 1);
+    QCOMPARE(e.choice, 1);
+    QCOMPARE(e.value, std::int64_t{4});
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, route_layer_rows(2, true, moe));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, route_layer_rows(3, false, moe));
 }
 
 void TestPlacement::ffdHandCases() {
