@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <cmath>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -711,6 +712,151 @@ int do_export_map(const ExportMapCmd& c) {
     return 0;
 }
 
+struct PlaceCmd {
+    WindowSource src;
+    std::string loads, topology, format = "routepack", out;
+    int ep_ranks = 0;
+};
+
+/// Reads `--loads FILE`: a JSON [L][E] array of non-negative whole numbers, or an object
+/// {"loads": [L][E], "moe_layers": [...] (optional), "num_hidden_layers": N (optional)}.
+/// The model gets E from the rows, moe_layers from the file, else --moe-layers, else 0..L-1.
+std::vector<std::uint64_t> read_loads_file(const std::string& path, const ModelFlags& flags, ModelDescription* model) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) throw InputError(path + ": is a folder, not a loads file");
+    const std::string text = read_text(path, "loads file");
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+        throw InputError(path + ": malformed JSON at byte " + std::to_string(e.byte));
+    }
+    nlohmann::json rows = j;
+    std::string field = "";
+    if (j.is_object()) {
+        if (!j.contains("loads")) throw InputError(path + ": missing field 'loads'");
+        rows = j["loads"];
+        field = "loads";
+    }
+    if (!rows.is_array() || rows.empty() || !rows[0].is_array() || rows[0].empty())
+        throw InputError(path + ": " + (field.empty() ? std::string("the loads") : field) +
+                         " must be a non-empty [L][E] list of lists");
+    const std::size_t L = rows.size(), E = rows[0].size();
+    std::vector<std::uint64_t> loads;
+    loads.reserve(L * E);
+    for (std::size_t l = 0; l < L; ++l) {
+        const std::string at = field + "[" + std::to_string(l) + "]";
+        if (!rows[l].is_array() || rows[l].size() != E)
+            throw InputError(path + ": " + at + " must be a list of " + std::to_string(E) + " loads (as row 0)");
+        for (std::size_t e = 0; e < E; ++e) {
+            const auto& v = rows[l][e];
+            const std::string where = path + ": " + at + "[" + std::to_string(e) + "]";
+            if (v.is_number_unsigned()) {
+                loads.push_back(v.get<std::uint64_t>());
+            } else if (v.is_number_float() && std::isfinite(v.get<double>()) && v.get<double>() >= 0 &&
+                       v.get<double>() == std::floor(v.get<double>()) && v.get<double>() < 1.8e19) {
+                loads.push_back(static_cast<std::uint64_t>(v.get<double>()));
+            } else {
+                throw InputError(where + " must be a non-negative whole number (got " + v.dump() + ")");
+            }
+        }
+    }
+    ModelDescription m;
+    m.name = "";
+    m.experts = static_cast<int>(E);
+    m.top_k = 1;
+    if (j.is_object() && j.contains("moe_layers")) {
+        try {
+            m.moe_layers = j["moe_layers"].get<std::vector<int>>();
+        } catch (const nlohmann::json::exception&) {
+            throw InputError(path + ": moe_layers must be a list of layer ids");
+        }
+    } else if (!flags.moe_layers.empty()) {
+        m.moe_layers = parse_layer_list(flags.moe_layers);
+    } else {
+        for (std::size_t l = 0; l < L; ++l) m.moe_layers.push_back(static_cast<int>(l));
+    }
+    if (m.moe_layers.size() != L)
+        throw InputError(path + ": " + std::to_string(L) + " rows of loads but " + std::to_string(m.moe_layers.size()) +
+                         " MoE layers named");
+    m.num_hidden_layers = flags.layers > 0 ? flags.layers : m.moe_layers.back() + 1;
+    if (j.is_object() && j.contains("num_hidden_layers")) {
+        if (!j["num_hidden_layers"].is_number_integer())
+            throw InputError(path + ": field 'num_hidden_layers' must be an integer");
+        m.num_hidden_layers = j["num_hidden_layers"].get<int>();
+    }
+    m.source = path;
+    m.validate();
+    *model = m;
+    return loads;
+}
+
+/// `routepack place`: LPT placement (the planner's stage 1) from expert totals alone; writes an
+/// expert map and prints identity vs LPT max/mean rank load per layer.
+int do_place(const PlaceCmd& c) {
+    const ExpertMapFormat format = parse_expert_map_format(c.format);
+    int P = c.ep_ranks;
+    if (!c.topology.empty()) {
+        if (P) throw InputError("place: give either --ep-ranks or --topology, not both");
+        P = load_topology(c.topology).ep_ranks;
+    }
+    if (P < 1) throw InputError("place: give --ep-ranks P (or --topology)");
+    ModelDescription model;
+    std::vector<std::uint64_t> loads;
+    std::string what;
+    if (!c.loads.empty()) {
+        if (c.src.given()) throw InputError("place: give either --loads FILE or the trace (--db/--input), not both");
+        loads = read_loads_file(c.loads, c.src.model, &model);
+        what = c.loads;
+    } else if (!c.src.db.empty() && c.src.window.empty()) {
+        if (c.src.trace.empty()) throw InputError("--db needs --trace NAME");
+        auto lib = storage::Library::open(c.src.db, storage::OpenMode::ReadOnly);
+        model = lib->trace(c.src.trace).model;
+        loads = lib->layer_totals(c.src.trace);  // aggregate (load-only) traces included
+        what = "trace '" + c.src.trace + "'";
+    } else {
+        std::string tn, wn;
+        const Trace w = c.src.load(&tn, &wn);
+        model = w.model;
+        loads = aggregate_expert_loads(w.counts, w.size(), model.num_moe_layers(), model.experts);
+        what = (wn.empty() ? "trace '" + tn + "'" : "window '" + wn + "' of '" + tn + "'") + " (" +
+               std::to_string(w.size()) + " samples)";
+    }
+    const int L = model.num_moe_layers(), E = model.experts;
+    if (E % P != 0)
+        throw InputError("topology: " + std::to_string(E) + " experts are not divisible by " + std::to_string(P) +
+                         " EP ranks");
+    const Placement ident = identity_placement(L, E, P);
+    const Placement lpt = lpt_placement(loads, L, E, P);
+    const auto Gi = rank_loads(loads, ident), Gl = rank_loads(loads, lpt);
+    const auto mi = rank_max_over_mean(Gi, L, P), ml = rank_max_over_mean(Gl, L, P);
+    const std::string text = expert_map_json(lpt, model, format);
+    const std::string tmp = c.out + ".tmp";
+    {
+        std::ofstream o(tmp, std::ios::binary);
+        if (!o) throw InputError(c.out + ": cannot write expert map");
+        o << text << "\n";
+        if (!o) throw InputError(c.out + ": write failed");
+    }
+    std::filesystem::rename(tmp, c.out);
+    std::cout << "placement of " << what << ": " << L << " MoE layers x " << E << " experts on " << P
+              << " EP ranks (LPT, Algorithm 1)\n";
+    std::printf("%7s %14s %14s\n", "layer", "identity max/mean", "LPT max/mean");
+    double si = 0, sl = 0;
+    for (int l = 0; l < L; ++l) {
+        std::printf("%7d %17.4f %14.4f\n", model.moe_layers[static_cast<std::size_t>(l)], mi[static_cast<std::size_t>(l)],
+                    ml[static_cast<std::size_t>(l)]);
+        si += mi[static_cast<std::size_t>(l)];
+        sl += ml[static_cast<std::size_t>(l)];
+    }
+    std::printf("%7s %17.4f %14.4f\n", "mean", L ? si / L : 1.0, L ? sl / L : 1.0);
+    std::fflush(stdout);
+    std::cout << "CV_global: identity " << fmt("%.4f", cv_global(Gi, L, P)) << " -> LPT " << fmt("%.4f", cv_global(Gl, L, P))
+              << "\n";
+    std::cout << "expert map (" << c.format << ") written to " << c.out << "\n";
+    return 0;
+}
+
 }  // namespace
 
 /// Last resort for the one-line rule: any line break left in a message becomes a visible escape.
@@ -823,6 +969,20 @@ int run(int argc, char** argv) {
     exm->add_option("--format", ec.format, "routepack (default; rows = MoE layers), sglang (rows = all decoder layers), vllm (rows = MoE layers)");
     exm->add_option("--out", ec.out, "output file")->required();
 
+    PlaceCmd plc;
+    auto* plcmd = app.add_subcommand("place", "LPT placement from expert totals alone (a trace, window, aggregate trace or --loads FILE); writes an expert map");
+    plcmd->add_option("--db", plc.src.db, "library file");
+    plcmd->add_option("--trace", plc.src.trace, "trace name in the library (aggregate traces too)");
+    plcmd->add_option("--window", plc.src.window, "window name (default: the whole trace)");
+    plcmd->add_option("--input", plc.src.inputs, "trace files or folders read straight (no library)");
+    plcmd->add_option("--input-format", plc.src.format, "format of --input (default auto)");
+    plc.src.model.add(*plcmd);
+    plcmd->add_option("--loads", plc.loads, "JSON [L][E] expert loads, or {\"loads\", \"moe_layers\", \"num_hidden_layers\"}");
+    plcmd->add_option("--ep-ranks", plc.ep_ranks, "EP ranks P");
+    plcmd->add_option("--topology", plc.topology, "take P from a topology file or shipped name");
+    plcmd->add_option("--format", plc.format, "routepack (default), sglang, vllm");
+    plcmd->add_option("--out", plc.out, "expert map file to write")->required();
+
     gpu::RewriteCliOptions rwc;
     auto* rw = app.add_subcommand("rewrite",
                                   "rewrite a checkpoint so that expert state follows a plan's placement (or back)");
@@ -872,6 +1032,7 @@ int run(int argc, char** argv) {
         if (*cmp) return do_plan(cc, false);
         if (*val) return do_validate(vc);
         if (*exm) return do_export_map(ec);
+        if (*plcmd) return do_place(plc);
         if (*rw) return gpu::run_rewrite_cli(rwc, std::cout, std::cerr);
     } catch (const Cancelled&) {
         std::cerr << "routepack: cancelled; nothing was changed\n";

@@ -204,4 +204,48 @@ std::vector<int> physical_to_logical(const Placement& pi) {
     return logical;
 }
 
+/// max_p G[l][p] / ((1/P) sum_p G[l][p]) per layer; 1 for a layer with zero load.
+std::vector<double> rank_max_over_mean(std::span<const std::uint64_t> G, int L, int P) {
+    if (L < 0 || P < 1) throw std::invalid_argument("rank_max_over_mean: need L >= 0 and P >= 1");
+    if (G.size() != static_cast<std::size_t>(L) * P)
+        throw std::invalid_argument("rank_max_over_mean: G holds " + std::to_string(G.size()) +
+                                    " values, expected L*P = " + std::to_string(static_cast<std::size_t>(L) * P));
+    std::vector<double> out(L, 1.0);
+    for (int l = 0; l < L; ++l) {
+        const std::uint64_t* g = G.data() + static_cast<std::size_t>(l) * P;
+        std::uint64_t mx = 0;
+        long double sum = 0;
+        for (int p = 0; p < P; ++p) {
+            mx = std::max(mx, g[p]);
+            sum += static_cast<long double>(g[p]);
+        }
+        if (sum > 0) out[l] = static_cast<double>(static_cast<long double>(mx) * P / sum);
+    }
+    return out;
+}
+
+/// For every layer, compares physical_to_logical of both placements slot by slot; a differing slot
+/// v yields {v, next's expert at v, previous slot of that expert, previous expert at v}.
+std::vector<std::vector<SlotMove>> placement_moves(const Placement& next, const Placement& previous) {
+    if (next.layers != previous.layers || next.experts != previous.experts || next.ep_ranks != previous.ep_ranks)
+        throw std::invalid_argument(
+            "placement_moves: placements differ in shape (" + std::to_string(next.layers) + " layers x " +
+            std::to_string(next.experts) + " experts on " + std::to_string(next.ep_ranks) + " EP ranks vs " +
+            std::to_string(previous.layers) + " x " + std::to_string(previous.experts) + " on " +
+            std::to_string(previous.ep_ranks) + ")");
+    const int L = next.layers, E = next.experts;
+    const std::vector<int> now = physical_to_logical(next);
+    const std::vector<int> before = physical_to_logical(previous);
+    std::vector<std::vector<SlotMove>> moves(static_cast<std::size_t>(L));
+    for (int l = 0; l < L; ++l) {
+        const std::size_t row = static_cast<std::size_t>(l) * E;
+        for (int v = 0; v < E; ++v) {
+            const int e = now[row + v];
+            if (e == before[row + v]) continue;
+            moves[l].push_back(SlotMove{v, e, previous.at(l, e), before[row + v]});
+        }
+    }
+    return moves;
+}
+
 }  // namespace routepack

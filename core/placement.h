@@ -40,6 +40,28 @@ std::vector<std::uint64_t> rank_loads(std::span<const std::uint64_t> loads, cons
 /// (a layer with zero load contributes 0). `G` is [L][P].
 double cv_global(std::span<const std::uint64_t> G, int L, int P);
 
+/// Per-layer max/mean of the rank loads G[l][.] (1 = perfectly balanced; a layer with zero load
+/// gives 1). `G` is [L][P]; result [L]. std::invalid_argument on a size mismatch.
+std::vector<double> rank_max_over_mean(std::span<const std::uint64_t> G, int L, int P);
+
+/// One physical slot whose expert changes between two placements of the same shape: slot v of MoE
+/// layer index l now holds logical expert `expert`, which `previous` kept in slot `from_slot`
+/// (on EP rank from_slot / H); v held `previous_expert` before. A trainer copies the state of
+/// `expert` (weights, master weights, both Adam moments, FP8 scales) from `from_slot` to `slot`.
+struct SlotMove {
+    int slot = 0;             ///< physical slot v in 0..E-1
+    int expert = 0;           ///< logical expert now at v
+    int from_slot = 0;        ///< slot of `expert` in the previous placement
+    int previous_expert = 0;  ///< logical expert at v in the previous placement
+    bool operator==(const SlotMove&) const = default;
+};
+
+/// The slots whose logical expert changes from `previous` to `next`, per MoE layer index
+/// ([L] lists, each in ascending slot order; an empty list = nothing to copy at that layer).
+/// Both placements must have the same L, E and P and be permutations (std::invalid_argument
+/// naming the mismatch or the layer otherwise).
+std::vector<std::vector<SlotMove>> placement_moves(const Placement& next, const Placement& previous);
+
 /// Inverse map: logical[l*E + v] = e with pi_l(e) = v (the physical_to_logical shape serving
 /// stacks load).
 std::vector<int> physical_to_logical(const Placement& pi);

@@ -5,6 +5,7 @@
 #include "core/metrics.h"
 #include "core/packing.h"
 #include "core/placement.h"
+#include "core/route_counts.h"
 #include "core/rowcount.h"
 #include "tests/testutil.h"
 
@@ -113,6 +114,11 @@ private Q_SLOTS:
     void lptIndependentOfWorkers();
     void cvGlobalHand();
     void physicalToLogicalInverse();
+    void rankMaxOverMeanHand();
+    void movesHand();
+    void movesRandomInvariants();
+    void movesErrors();
+    void routeCountsHand();
     // ---- row count ---------------------------------------------------------------------------
     void ffdHandCases();
     void ffdFailures();
@@ -294,6 +300,112 @@ void TestPlacement::physicalToLogicalInverse() {
     Placement bad = pi;
     bad.slot[1] = 3;  // two experts in slot 3
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, physical_to_logical(bad));
+}
+
+void TestPlacement::rankMaxOverMeanHand() {
+    // Layer 0: G = (1, 3): max 3 / mean 2 = 1.5. Layer 1: (2, 2): 1. Layer 2: (0, 0): no load -> 1.
+    QCOMPARE(rank_max_over_mean(std::vector<std::uint64_t>{1, 3, 2, 2, 0, 0}, 3, 2),
+             (std::vector<double>{1.5, 1.0, 1.0}));
+    // (0, 0, 6): max 6 / mean 2 = 3.
+    QCOMPARE(rank_max_over_mean(std::vector<std::uint64_t>{0, 0, 6}, 1, 3), (std::vector<double>{3.0}));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, rank_max_over_mean(std::vector<std::uint64_t>{1, 2, 3}, 1, 2));
+}
+
+void TestPlacement::movesHand() {
+    // E = 4, P = 2, two layers. Previous: identity. Next layer 0: logical -> slot (1, 0, 2, 3), i.e.
+    // experts 0 and 1 swap slots: slot 0 now holds e1 (was in slot 1), slot 1 holds e0 (was in 0).
+    // Next layer 1: identity (nothing moves).
+    const Placement prev = identity_placement(2, 4, 2);
+    Placement next = prev;
+    next.slot = {1, 0, 2, 3, 0, 1, 2, 3};
+    const auto m = placement_moves(next, prev);
+    QCOMPARE(m.size(), std::size_t{2});
+    QCOMPARE(m[0], (std::vector<SlotMove>{{0, 1, 1, 0}, {1, 0, 0, 1}}));
+    QVERIFY(m[1].empty());
+    // A 3-cycle on layer 1: logical -> slot (2, 0, 1, 3): slot 0 holds e1 (was slot 1), slot 1 holds
+    // e2 (was slot 2), slot 2 holds e0 (was slot 0); slot 3 keeps e3.
+    next.slot = {0, 1, 2, 3, 2, 0, 1, 3};
+    const auto c = placement_moves(next, prev);
+    QVERIFY(c[0].empty());
+    QCOMPARE(c[1], (std::vector<SlotMove>{{0, 1, 1, 0}, {1, 2, 2, 1}, {2, 0, 0, 2}}));
+    // Nothing moves between a placement and itself.
+    for (const auto& layer : placement_moves(next, next)) QVERIFY(layer.empty());
+}
+
+void TestPlacement::movesRandomInvariants() {
+    std::mt19937_64 rng(11);
+    for (int round = 0; round < 20; ++round) {
+        const int L = 1 + static_cast<int>(rng() % 4), P = 1 + static_cast<int>(rng() % 4);
+        const int E = P * (1 + static_cast<int>(rng() % 5));
+        std::vector<std::uint64_t> a(static_cast<std::size_t>(L) * E), b(a.size());
+        for (auto& v : a) v = rng() % 50;
+        for (auto& v : b) v = rng() % 50;
+        const Placement pa = lpt_placement(a, L, E, P), pb = lpt_placement(b, L, E, P);
+        const auto m = placement_moves(pb, pa);
+        const auto now = physical_to_logical(pb), before = physical_to_logical(pa);
+        for (int l = 0; l < L; ++l) {
+            // Exactly the slots that differ, ascending; applying the moves to `before` gives `now`.
+            std::vector<int> applied(before.begin() + l * E, before.begin() + (l + 1) * E);
+            int differing = 0;
+            for (int v = 0; v < E; ++v) differing += now[l * E + v] != before[l * E + v];
+            QCOMPARE(static_cast<int>(m[l].size()), differing);
+            for (std::size_t i = 0; i < m[l].size(); ++i) {
+                const SlotMove& mv = m[l][i];
+                if (i > 0) QVERIFY(m[l][i - 1].slot < mv.slot);
+                QCOMPARE(before[l * E + mv.from_slot], mv.expert);  // the source slot held the expert
+                QCOMPARE(mv.previous_expert, before[l * E + mv.slot]);
+                QVERIFY(mv.expert != mv.previous_expert);
+                applied[mv.slot] = mv.expert;
+            }
+            QVERIFY(std::equal(applied.begin(), applied.end(), now.begin() + l * E));
+        }
+    }
+}
+
+void TestPlacement::movesErrors() {
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, placement_moves(identity_placement(2, 4, 2), identity_placement(1, 4, 2)));
+    try {
+        placement_moves(identity_placement(1, 4, 2), identity_placement(1, 4, 4));
+        QFAIL("no error");
+    } catch (const std::invalid_argument& e) {
+        QCOMPARE(QString::fromStdString(e.what()),
+                 QStringLiteral("placement_moves: placements differ in shape (1 layers x 4 experts on 2 EP ranks vs 1 x 4 on 4)"));
+    }
+    Placement bad = identity_placement(1, 4, 2);
+    bad.slot[0] = 1;  // two experts in slot 1
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, placement_moves(bad, identity_placement(1, 4, 2)));
+}
+
+void TestPlacement::routeCountsHand() {
+    // 3 tokens x 3 decoder layers (layer 0 dense) x top-2, E = 4, MoE layers 1 and 2.
+    const std::vector<std::int16_t> routes = {9, 9, 0, 1, 3, 3,  //
+                                              9, 9, 1, -1, 2, 0,  //
+                                              9, 9, 1, 2, -1, -1};
+    const std::vector<int> moe = {1, 2};
+    const auto index = route_layer_rows(3, true, moe);
+    QCOMPARE(index, (std::vector<int>{-1, 0, 1}));
+    std::vector<std::int32_t> out(2 * 4, 0);
+    QVERIFY(add_route_counts<std::int16_t>(routes.data(), 3, 3, 2, nullptr, index, 4, out.data()).ok);
+    // Layer 1: 0, 1, 1, 1, 2 (one -1 dropped) -> (1, 3, 1, 0). Layer 2: 3, 3, 2, 0 -> (1, 0, 1, 2).
+    QCOMPARE(out, (std::vector<std::int32_t>{1, 3, 1, 0, 1, 0, 1, 2}));
+    // Token 1 masked out: layer 1 (1, 2, 1, 0), layer 2 (0, 0, 0, 2).
+    const std::vector<std::uint8_t> valid = {1, 0, 1};
+    std::fill(out.begin(), out.end(), 0);
+    QVERIFY(add_route_counts<std::int16_t>(routes.data(), 3, 3, 2, valid.data(), index, 4, out.data()).ok);
+    QCOMPARE(out, (std::vector<std::int32_t>{1, 2, 1, 0, 0, 0, 0, 2}));
+    // With layer rows = the MoE layers only, rows map one to one.
+    QCOMPARE(route_layer_rows(2, false, moe), (std::vector<int>{0, 1}));
+    // The dense rows hold 9 >= E, but are never read; a 4 in a MoE row is reported with its place.
+    std::vector<std::int16_t> bad = routes;
+    bad[2 * 6 + 3] = 4;  // token 2, layer row 1, choice 1
+    const RouteCountError e = add_route_counts<std::int16_t>(bad.data(), 3, 3, 2, nullptr, index, 4, out.data());
+    QVERIFY(!e.ok);
+    QCOMPARE(e.token, std::int64_t{2});
+    QCOMPARE(e.layer_row, 1);
+    QCOMPARE(e.choice, 1);
+    QCOMPARE(e.value, std::int64_t{4});
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, route_layer_rows(2, true, moe));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, route_layer_rows(3, false, moe));
 }
 
 void TestPlacement::ffdHandCases() {

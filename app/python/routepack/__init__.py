@@ -1,0 +1,187 @@
+"""RoutePack as a library call inside the training job.
+
+The planner, the placement and the plan file of the C++ core (``routepack._core``, pybind11), with
+the names of the paper (``../shared/papers/routepack-paper.txt``): a window of N samples with lengths
+t_i and routing counts a[i][l][e] (``[N, L, E]``, L = MoE layers in ``moe_layers`` order, absolute
+decoder-layer ids), a :class:`Topology` (P EP ranks, D DP slots in EDP shards, token cap C), and a
+:class:`Plan`: R x D execution rows of whole samples plus the LPT placement of experts on EP ranks.
+
+Errors are ``ValueError`` with the CLI's texts (``routepack: error: ...`` without the prefix).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Callable, Optional, Sequence
+
+from . import _core
+from ._core import Library, Placement, Topology, Window, counts_from_routes
+
+__all__ = [
+    "Library",
+    "Placement",
+    "Plan",
+    "Topology",
+    "Window",
+    "counts_from_routes",
+    "identity",
+    "load_plan",
+    "place",
+    "plan",
+    "plan_from_json",
+]
+
+Plan = _core.Plan
+
+
+def plan(
+    lengths,
+    counts,
+    topology: Topology,
+    *,
+    moe_layers: Sequence[int],
+    seed: int = 1,
+    workers: int = 1,
+    time_limit_s: float = 0.0,
+    budgets: Optional[dict] = None,
+    progress: Optional[Callable[[str, float], Optional[bool]]] = None,
+    top_k: Optional[int] = None,
+    num_hidden_layers: Optional[int] = None,
+    sample_ids: Optional[Sequence[str]] = None,
+    trace_name: str = "python",
+    window_name: str = "",
+    model_name: str = "",
+) -> Plan:
+    """Plans one window: LPT placement (Algorithm 1), certified row count R* (eq. 9), RoutePack
+    packing (seeding + population annealing) and the three baselines.
+
+    lengths: integer [N], t_i >= 1 tokens. counts: integer [N, L, E] (any integer dtype, values in
+    0..2^32-1), L = len(moe_layers). moe_layers: absolute decoder-layer ids, ascending.
+    seed: master seed. workers: planner threads (1 by default, a Ray actor usually reserves one CPU;
+    0 = all cores); the plan is the same for a seed whatever ``workers``, as long as
+    ``time_limit_s`` is 0. budgets: optional dict with the CLI's budget names (seeds, population,
+    choice_width, eta, projections, pair_candidates, levels, steps, t0, cooling, p_guide, rho,
+    row_nodes). progress: called on the calling thread as ``progress(stage, fraction)``; returning
+    False cancels (the best valid plan so far comes back with ``plan.cancelled`` True). The GIL is
+    released while the planner runs; Ctrl-C (KeyboardInterrupt) stops it and propagates.
+    top_k / num_hidden_layers / model_name / sample_ids / trace_name / window_name are recorded in
+    the plan file (defaults: 1, max(moe_layers) + 1, "", "0".."N-1", "python", "").
+
+    Raises ValueError for bad input (a sample longer than C, fewer samples than D, E not divisible
+    by P, bad shapes or dtypes, negative counts, NaN), with the CLI's text.
+    """
+    return _core._plan(
+        lengths,
+        counts,
+        topology,
+        moe_layers=list(moe_layers),
+        seed=seed,
+        workers=workers,
+        time_limit_s=time_limit_s,
+        budgets=budgets,
+        progress=progress,
+        top_k=top_k,
+        num_hidden_layers=num_hidden_layers,
+        sample_ids=None if sample_ids is None else [str(s) for s in sample_ids],
+        trace_name=trace_name,
+        window_name=window_name,
+        model_name=model_name,
+    )
+
+
+def plan_window(window: Window, topology: Topology, **kwargs) -> Plan:
+    """Plans a :class:`Window` read from a :class:`Library` (its lengths, counts, model and sample
+    ids; the plan's inputs name its trace and window, as ``routepack plan --db`` does)."""
+    return plan(
+        window.lengths,
+        window.counts,
+        topology,
+        moe_layers=window.moe_layers,
+        top_k=window.top_k,
+        num_hidden_layers=window.num_hidden_layers,
+        sample_ids=window.sample_ids,
+        trace_name=window.trace_name,
+        window_name=window.window_name,
+        model_name=window.model_name,
+        **kwargs,
+    )
+
+
+def place(loads, ep_ranks: int, *, moe_layers: Optional[Sequence[int]] = None,
+          num_hidden_layers: Optional[int] = None) -> Placement:
+    """LPT placement (Algorithm 1, the planner's stage 1) from aggregate expert loads alone.
+
+    loads: [L, E] non-negative token counts (integers, or floats holding whole numbers, e.g. SGLang's
+    expert-distribution recorder or an EPLB load tensor), or [N, L, E] per-sample counts (summed
+    over N). ep_ranks: P, must divide E. moe_layers: absolute ids of the L rows (default 0..L-1).
+    """
+    import numpy as np
+
+    a = np.asarray(loads)
+    if a.ndim == 3:
+        if a.dtype.kind == "f" and not np.isfinite(a).all():
+            raise ValueError("loads must be finite")
+        if a.dtype.kind in "iu" and a.size and a.min() < 0:
+            raise ValueError("loads must be non-negative")
+        a = a.sum(axis=0, dtype=np.float64 if a.dtype.kind == "f" else np.uint64)
+    return _core._place(a, ep_ranks, None if moe_layers is None else list(moe_layers), num_hidden_layers)
+
+
+def identity(layers: int, num_experts: int, ep_ranks: int, *, moe_layers: Optional[Sequence[int]] = None,
+             num_hidden_layers: Optional[int] = None) -> Placement:
+    """The identity placement pi_l(e) = e (what a job runs before any placement)."""
+    ids = list(range(layers)) if moe_layers is None else list(moe_layers)
+    return _core._identity(layers, num_experts, ep_ranks, ids, num_hidden_layers)
+
+
+def rank_max_over_mean(G) -> list:
+    """Per-layer max/mean of rank loads G [L, P] (1.0 = balanced)."""
+    return _core._rank_max_over_mean(G)
+
+
+def load_plan(path: str) -> Plan:
+    """Reads a plan file (format routepack-plan, version 1) as written by ``routepack plan`` or
+    :meth:`Plan.to_json`; ValueError naming the file and field when it is not a valid plan."""
+    return _core._load_plan(str(path))
+
+
+def plan_from_json(text: str) -> Plan:
+    """Parses plan file text (see :func:`load_plan`)."""
+    return _core._plan_from_json(text)
+
+
+def _dp_partitions(self) -> list:
+    """Per DP slot d, its samples in row order (cells (0, d), (1, d), ...), concatenated."""
+    return [[i for row in self.rows for i in row[d]] for d in range(self.dp_slots)]
+
+
+def _micro_batches(self) -> list:
+    """Per DP slot d, per row r, the sample indices of cell (r, d): every DP slot runs
+    ``row_count`` micro-batches."""
+    return [[row[d] for row in self.rows] for d in range(self.dp_slots)]
+
+
+def _save(self, path: str) -> None:
+    """Writes the plan file (the same text as ``routepack plan --out``)."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(self.to_json())
+        f.write("\n")
+
+
+def _map_dict(fmt: str):
+    def get(self) -> dict:
+        return json.loads(self.export_map(fmt))
+
+    get.__doc__ = f"The expert map as ``routepack export-map --format {fmt}`` writes it (a dict)."
+    return get
+
+
+Plan.dp_partitions = _dp_partitions
+Plan.micro_batches = _micro_batches
+Plan.save = _save
+for _cls in (Plan, Placement):
+    _cls.sglang_map = _map_dict("sglang")
+    _cls.vllm_map = _map_dict("vllm")
+    _cls.routepack_map = _map_dict("routepack")
+Plan.moves = lambda self, previous: self.placement.moves(previous)
+Plan.moves.__doc__ = Placement.moves.__doc__

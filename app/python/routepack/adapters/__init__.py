@@ -1,0 +1,14 @@
+"""Drop-in replacements for the packing functions of RL training stacks (pure Python; none of
+them imports its stack). Each module reproduces one upstream calling convention and return shape
+at a cited commit and fills it from a RoutePack plan: every DP rank runs the same number of
+micro-batches (R rows), every sample appears exactly once, no micro-batch holds more tokens than
+the cap, and the micro-batch count honours the stack's required multiple.
+
+- :mod:`routepack.adapters.slime`: ``build_dp_schedule`` (THUDM/slime 624b824a) and a
+  ``--custom-megatron-before-train-step-hook-path`` hook.
+- :mod:`routepack.adapters.nemo_rl`: a ``SequencePacker`` (NVIDIA-NeMo/RL 7ea279ab).
+- :mod:`routepack.adapters.megatron`: a packing scheduler with ``get_groups_and_subsamples``
+  (NVIDIA/Megatron-LM d48bd6be).
+- :mod:`routepack.adapters.verl`: ``balance_batch`` / ``rearrange_micro_batches``
+  (verl-project/verl 1dda039b).
+"""

@@ -1,0 +1,56 @@
+"""Shared planning step of the adapters: a RoutePack plan whose row count honours a stack's
+required micro-batch multiple."""
+
+from __future__ import annotations
+
+from math import gcd
+from typing import Optional, Sequence
+
+import numpy as np
+
+import routepack
+
+
+def plan_rows(
+    lengths: Sequence[int],
+    *,
+    dp_slots: int,
+    token_cap: int,
+    counts=None,
+    moe_layers: Optional[Sequence[int]] = None,
+    ep_ranks: int = 1,
+    edp_shards=None,
+    stages=(("attention", 1.0, 0.0),),
+    row_multiple: int = 1,
+    min_rows: int = 0,
+    seed: int = 1,
+    workers: int = 1,
+    budgets: Optional[dict] = None,
+) -> "routepack.Plan":
+    """Plans `lengths` (and `counts` [N, L, E] when given; otherwise a lengths-only plan with zero
+    routing counts on one EP rank) on D = dp_slots DP slots with cap C = token_cap, with a row count
+    R that is a multiple of `row_multiple` and >= min_rows: when the planner's R* is not a multiple,
+    it is planned again with min_rows = the next multiple (R* is the smallest feasible R >= min_rows,
+    so the result is the smallest feasible multiple found this way)."""
+    n = len(lengths)
+    if row_multiple < 1:
+        raise ValueError(f"row_multiple must be >= 1 (got {row_multiple})")
+    if counts is None:
+        counts = np.zeros((n, 1, 1), dtype=np.uint32)
+        moe_layers = [0]
+        ep_ranks = 1
+    elif moe_layers is None:
+        raise ValueError("moe_layers is required with counts")
+    lengths = np.asarray(lengths, dtype=np.int64) if not isinstance(lengths, np.ndarray) else lengths
+    rows_floor = max(min_rows, 0)
+    while True:
+        topo = routepack.Topology(ep_ranks, dp_slots, edp_shards, token_cap, stages=list(stages), min_rows=rows_floor)
+        p = routepack.plan(lengths, counts, topo, moe_layers=moe_layers, seed=seed, workers=workers, budgets=budgets)
+        if p.row_count % row_multiple == 0:
+            return p
+        rows_floor = -(-p.row_count // row_multiple) * row_multiple
+
+
+def rows_multiple_for_bins(bin_multiple: int, dp_slots: int) -> int:
+    """Smallest m such that R * D is a multiple of `bin_multiple` whenever R is a multiple of m."""
+    return bin_multiple // gcd(bin_multiple, dp_slots)

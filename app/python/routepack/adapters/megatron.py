@@ -1,0 +1,79 @@
+"""Megatron-Core: RoutePack as a sequence-packing scheduler.
+
+Contract of NVIDIA/Megatron-LM dev d48bd6be, ``megatron/core/datasets/data_schedule.py``: a
+scheduler is built as ``Scheduler(max_seqlen_per_dp_cp_rank, cp_size, dp_size,
+microbatch_group_size_per_vp_stage, max_num_seqs=None)``;
+``get_groups_and_subsamples(sample_id_seqlens)`` takes ``[(global_id, seqlen), ...]`` and returns
+``sample_id_groups[microbatch][j]`` for ``j in range(cp_size * dp_size)``: the list of INDICES
+into ``sample_id_seqlens`` that DP x CP rank j runs in that micro-batch (the CP ranks of one DP
+rank, j // cp_size, share a group), each group holding <= ``max_seqlen_per_dp_cp_rank * cp_size``
+tokens and the micro-batch count (times dp_size) a multiple of ``dp_size *
+microbatch_group_size_per_vp_stage`` (when that is not None). ``run`` then checks that every
+sample appears exactly once.
+
+:class:`RoutePackScheduler` answers with a RoutePack plan: micro-batch r, DP rank d is cell (r, d).
+Routing counts for the next call are given with :meth:`RoutePackScheduler.set_routing`.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from ._common import plan_rows
+
+
+class RoutePackScheduler:
+    """``get_groups_and_subsamples`` from a RoutePack plan (see the module docstring)."""
+
+    def __init__(self, max_seqlen_per_dp_cp_rank: int, cp_size: int, dp_size: int,
+                 microbatch_group_size_per_vp_stage: Optional[int], max_num_seqs: Optional[int] = None, *,
+                 ep_ranks: int = 1, edp_shards=None, stages=(("attention", 1.0, 0.0),), seed: int = 1,
+                 workers: int = 1, budgets: Optional[dict] = None):
+        self.max_seqlen_per_dp_cp_rank = max_seqlen_per_dp_cp_rank
+        self.cp_size = cp_size
+        self.dp_size = dp_size
+        self.microbatch_group_size_per_vp_stage = microbatch_group_size_per_vp_stage
+        self.max_num_seqs = max_num_seqs
+        self.max_seq_len_all_ranks = max_seqlen_per_dp_cp_rank * cp_size
+        self.is_dynamic_cp = False
+        self.ep_ranks = ep_ranks
+        self.edp_shards = edp_shards
+        self.stages = stages
+        self.seed = seed
+        self.workers = workers
+        self.budgets = budgets
+        self._counts = None
+        self._moe_layers = None
+        self.last_plan = None
+
+    def get_required_sample_keys(self):
+        """The sample keys Megatron's DpBalancedScheduler needs (the same batches feed this one)."""
+        return ["tokens", "labels", "loss_mask", "position_ids", "original_seq_len", "padded_seq_len"]
+
+    def set_routing(self, counts, moe_layers: Sequence[int]) -> None:
+        """Routing counts [N, L, E] of the samples of the next call, in sample_id_seqlens order."""
+        self._counts = counts
+        self._moe_layers = list(moe_layers)
+
+    def get_groups_and_subsamples(self, sample_id_seqlens):
+        lengths = [int(s[1]) for s in sample_id_seqlens]
+        for i, length in enumerate(lengths):
+            if length > self.max_seq_len_all_ranks:
+                raise ValueError(f"sample {i} has {length} tokens, more than max_seqlen_per_dp_cp_rank * cp_size = "
+                                 f"{self.max_seq_len_all_ranks}")
+        counts = self._counts
+        if counts is not None and len(counts) != len(lengths):
+            raise ValueError(f"set_routing gave counts for {len(counts)} samples; got {len(lengths)}")
+        p = plan_rows(lengths, dp_slots=self.dp_size, token_cap=self.max_seq_len_all_ranks, counts=counts,
+                      moe_layers=self._moe_layers, ep_ranks=self.ep_ranks, edp_shards=self.edp_shards,
+                      stages=self.stages, row_multiple=self.microbatch_group_size_per_vp_stage or 1,
+                      seed=self.seed, workers=self.workers, budgets=self.budgets)
+        self._counts = None
+        self.last_plan = p
+        if self.max_num_seqs is not None:
+            for r, row in enumerate(p.rows):
+                for d, cell in enumerate(row):
+                    if len(cell) > self.max_num_seqs:
+                        raise ValueError(f"micro-batch {r} of DP rank {d} packs {len(cell)} sequences, more than "
+                                         f"max_num_seqs = {self.max_num_seqs}")
+        return [[list(row[j // self.cp_size]) for j in range(self.cp_size * self.dp_size)] for row in p.rows]

@@ -1,0 +1,85 @@
+"""NeMo-RL: RoutePack as a sequence packer.
+
+Contract of NVIDIA-NeMo/RL 7ea279ab, ``nemo_rl/data/packing/algorithms.py``: a packer is built as
+``Packer(bin_capacity, collect_metrics=False, min_bin_count=None, bin_count_multiple=None)``;
+``pack(sequence_lengths) -> list[list[int]]`` returns bins of indices into ``sequence_lengths``,
+at least ``min_bin_count`` of them and a multiple of ``bin_count_multiple``; a sequence longer
+than the capacity is ``ValueError("Sequence length {l} exceeds bin capacity {c}")``.
+``BatchedDataDict.shard_by_batch_size`` (``nemo_rl/distributed/batched_data_dict.py``) builds the
+packer with ``min_bin_count = bin_count_multiple = shards`` and deals the bins round-robin,
+``bins[shard::shards]``, so bin b runs on DP shard b % D as its (b // D)-th micro-batch.
+
+:class:`RoutePackPacker` returns the plan's cells in that order: bin b = cell (b // D, b % D), so
+DP shard d runs exactly the plan's row sequence (0, d), (1, d), ... and every shard the same
+number R of micro-batches. D (``dp_slots``) defaults to ``bin_count_multiple`` (else
+``min_bin_count``, else 1). Routing counts for the next ``pack`` call are given with
+:meth:`RoutePackPacker.set_routing` (``[N, L, E]`` per sequence, e.g. from
+``routepack.counts_from_routes``); without them the plan balances lengths alone.
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional, Sequence
+
+from ._common import plan_rows, rows_multiple_for_bins
+
+
+class RoutePackPacker:
+    """A ``SequencePacker`` whose bins are a RoutePack plan's cells (see the module docstring)."""
+
+    def __init__(self, bin_capacity: int, collect_metrics: bool = False, min_bin_count: Optional[int] = None,
+                 bin_count_multiple: Optional[int] = None, *, dp_slots: Optional[int] = None, ep_ranks: int = 1,
+                 edp_shards=None, stages=(("attention", 1.0, 0.0),), seed: int = 1, workers: int = 1,
+                 budgets: Optional[dict] = None):
+        if min_bin_count is not None and min_bin_count < 0:
+            raise ValueError("min_bin_count must be nonnegative")
+        if bin_count_multiple is not None and bin_count_multiple < 1:
+            raise ValueError("bin_count_multiple must be positive")
+        self.bin_capacity = bin_capacity
+        self.collect_metrics = collect_metrics
+        self.min_bin_count = min_bin_count
+        self.bin_count_multiple = bin_count_multiple
+        self.metrics = None
+        self.dp_slots = dp_slots or bin_count_multiple or min_bin_count or 1
+        self.ep_ranks = ep_ranks
+        self.edp_shards = edp_shards
+        self.stages = stages
+        self.seed = seed
+        self.workers = workers
+        self.budgets = budgets
+        self._counts = None
+        self._moe_layers = None
+        #: The plan of the last pack() call.
+        self.last_plan = None
+
+    def set_routing(self, counts, moe_layers: Sequence[int]) -> None:
+        """Routing counts a[i][l][e] ([N, L, E], L = len(moe_layers)) of the sequences the next
+        ``pack`` call receives, in the same order."""
+        self._counts = counts
+        self._moe_layers = list(moe_layers)
+
+    def _validate_sequence_lengths(self, sequence_lengths: List[int]) -> None:
+        for length in sequence_lengths:
+            if length > self.bin_capacity:
+                raise ValueError(f"Sequence length {length} exceeds bin capacity {self.bin_capacity}")
+
+    def _pack_implementation(self, sequence_lengths: List[int]) -> List[List[int]]:
+        """Bins of the plan, row-major: bin r * D + d = cell (r, d)."""
+        self._validate_sequence_lengths(sequence_lengths)
+        D = self.dp_slots
+        multiple = rows_multiple_for_bins(self.bin_count_multiple or 1, D)
+        min_rows = -(-(self.min_bin_count or 0) // D)
+        counts = self._counts
+        if counts is not None and len(counts) != len(sequence_lengths):
+            raise ValueError(f"set_routing gave counts for {len(counts)} sequences; pack got {len(sequence_lengths)}")
+        p = plan_rows(sequence_lengths, dp_slots=D, token_cap=self.bin_capacity, counts=counts,
+                      moe_layers=self._moe_layers, ep_ranks=self.ep_ranks, edp_shards=self.edp_shards,
+                      stages=self.stages, row_multiple=multiple, min_rows=min_rows, seed=self.seed,
+                      workers=self.workers, budgets=self.budgets)
+        self._counts = None
+        self.last_plan = p
+        return [list(cell) for row in p.rows for cell in row]
+
+    def pack(self, sequence_lengths: List[int]) -> List[List[int]]:
+        """The plan's bins; their count already meets min_bin_count and bin_count_multiple."""
+        return self._pack_implementation(list(sequence_lengths))

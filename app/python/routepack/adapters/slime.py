@@ -1,0 +1,180 @@
+"""slime: RoutePack in place of ``slime.utils.dp_schedule.build_dp_schedule``.
+
+Calling convention and return shape of THUDM/slime 624b824a, ``slime/utils/dp_schedule.py``
+``build_dp_schedule(args, train_parallel_config, total_lengths, *, global_batch_size,
+rollout_indices) -> (partitions, micro_batch_indices, num_microbatches, global_batch_sizes)``:
+
+- samples are grouped by rollout id (first-occurrence order) and split into steps of
+  ``global_batch_size`` rollouts; trailing rollouts that do not fill a step are dropped;
+- ``partitions[r]``: global sample indices of DP rank r, steps concatenated;
+- ``micro_batch_indices[r]``: per micro-batch, LOCAL indices into ``partitions[r]``, tiling
+  ``range(len(partitions[r]))`` in order;
+- ``num_microbatches[s]``: micro-batches per rank at step s (the same on every rank);
+- ``global_batch_sizes[s]``: rollouts in step s.
+
+Each step is one RoutePack plan: DP rank r's micro-batches are the plan's cells (0, r), (1, r),
+..., so every rank runs R micro-batches, each holding <= ``max_tokens_per_gpu * cp_size`` tokens
+(a longer sample is a ValueError, not an oversize micro-batch), and with virtual pipelining
+(``vpp_size > 1``) R is a multiple of ``microbatch_group_size_per_vp_stage``.
+
+Routing counts come from ``rollout_routed_experts`` (slime's per-sample ``[T, num_layers, topk]``
+replay arrays, every decoder layer, ``layer_axis='all'``), passed as the keyword
+``rollout_routed_experts`` (``data["rollout_routed_experts"]`` at the call site
+``RolloutManager._split_train_data_by_dp``). Without it the plan balances lengths alone.
+
+RoutePack settings are read from ``args`` (Megatron argument names where they exist):
+``num_experts``, ``num_layers``, ``moe_layer_freq`` (list: layers with a non-zero entry; else
+every layer, as slime's replay validation), ``expert_model_parallel_size`` (EP ranks P),
+``routepack_edp_shards`` (None = one shard), ``routepack_attention_stages``
+(default ``[("attention", 1.0, 0.0)]``), ``routepack_seed`` (default 1), ``routepack_workers``
+(default 1), ``routepack_plan_dir`` (when set, step s's plan is written to
+``<dir>/step_<s>.json`` for the train-step hook on the training ranks).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Optional
+
+import numpy as np
+
+import routepack
+
+from ._common import plan_rows
+
+#: Plans of the last build_dp_schedule call in this process, one per step.
+last_plans: list = []
+#: Per absolute MoE layer id, the physical_to_logical row the hook handed out last (int64 [E]).
+current_physical_to_logical: dict = {}
+#: The slot moves of the hook's last placement change (Placement.moves of the new vs the old plan).
+last_moves: list = []
+_applied_plan = None
+
+
+def moe_layers_of(args: Any) -> list:
+    """Absolute MoE layer ids from Megatron args: non-zero entries of a ``moe_layer_freq`` list,
+    else every layer of ``num_layers``."""
+    num_layers = int(args.num_layers)
+    freq = getattr(args, "moe_layer_freq", None)
+    if isinstance(freq, (list, tuple)):
+        return [i for i, f in enumerate(freq[:num_layers]) if int(f) != 0]
+    return list(range(num_layers))
+
+
+def build_dp_schedule(
+    args: Any,
+    train_parallel_config: dict,
+    total_lengths: list,
+    *,
+    global_batch_size: int,
+    rollout_indices: list,
+    rollout_routed_experts: Optional[list] = None,
+) -> tuple:
+    """RoutePack's schedule in slime's shape (see the module docstring for the contract)."""
+    dp_size = int(train_parallel_config["dp_size"])
+    cp_size = int(train_parallel_config["cp_size"])
+    vpp_size = int(train_parallel_config["vpp_size"])
+    mb_group = train_parallel_config["microbatch_group_size_per_vp_stage"]
+    if not getattr(args, "use_dynamic_batch_size", False) or getattr(args, "max_tokens_per_gpu", None) is None:
+        raise ValueError("routepack packs by tokens: set --use-dynamic-batch-size and --max-tokens-per-gpu")
+    cap = int(args.max_tokens_per_gpu) * cp_size
+    row_multiple = int(mb_group) if vpp_size > 1 and mb_group else 1
+    if len(rollout_indices) != len(total_lengths):
+        raise ValueError(f"rollout_indices holds {len(rollout_indices)} ids for {len(total_lengths)} samples")
+    if rollout_routed_experts is not None and len(rollout_routed_experts) != len(total_lengths):
+        raise ValueError(
+            f"rollout_routed_experts holds {len(rollout_routed_experts)} samples, total_lengths {len(total_lengths)}")
+
+    by_rollout: dict = {}
+    for pos, rid in enumerate(rollout_indices):
+        by_rollout.setdefault(rid, []).append(pos)
+    rollout_ids = list(by_rollout)
+    num_steps = len(rollout_ids) // global_batch_size
+    if num_steps < 1:
+        raise ValueError(f"num_rollouts ({len(rollout_ids)}) < global_batch_size ({global_batch_size}); "
+                         "need at least one rollout per step.")
+
+    moe_layers = ep_ranks = num_experts = None
+    if rollout_routed_experts is not None:
+        moe_layers = moe_layers_of(args)
+        num_experts = int(args.num_experts)
+        ep_ranks = int(getattr(args, "expert_model_parallel_size", 1) or 1)
+    stages = getattr(args, "routepack_attention_stages", None) or [("attention", 1.0, 0.0)]
+    seed = int(getattr(args, "routepack_seed", 1))
+    workers = int(getattr(args, "routepack_workers", 1))
+    plan_dir = getattr(args, "routepack_plan_dir", None)
+
+    partitions = [[] for _ in range(dp_size)]
+    micro_batch_indices = [[] for _ in range(dp_size)]
+    num_microbatches = []
+    global_batch_sizes = []
+    last_plans.clear()
+    for step in range(num_steps):
+        step_rollouts = rollout_ids[step * global_batch_size:(step + 1) * global_batch_size]
+        sample_indices = [pos for rid in step_rollouts for pos in by_rollout[rid]]
+        lengths = [int(total_lengths[i]) for i in sample_indices]
+        if len(sample_indices) < dp_size:
+            raise ValueError(f"step {step}: {len(sample_indices)} samples < dp_size {dp_size}; "
+                             "each step needs at least one sample per rank.")
+        counts = None
+        if rollout_routed_experts is not None:
+            counts = routepack.counts_from_routes([np.asarray(rollout_routed_experts[i]) for i in sample_indices],
+                                                  num_experts, moe_layers=moe_layers, layer_axis="all")
+        p = plan_rows(lengths, dp_slots=dp_size, token_cap=cap, counts=counts, moe_layers=moe_layers,
+                      ep_ranks=ep_ranks or 1, edp_shards=getattr(args, "routepack_edp_shards", None),
+                      stages=stages, row_multiple=row_multiple, seed=seed, workers=workers)
+        last_plans.append(p)
+        if plan_dir:
+            os.makedirs(plan_dir, exist_ok=True)
+            p.save(os.path.join(plan_dir, f"step_{step}.json"))
+        cells = p.micro_batches()
+        for r in range(dp_size):
+            for cell in cells[r]:
+                start = len(partitions[r])
+                partitions[r].extend(sample_indices[i] for i in cell)
+                micro_batch_indices[r].append(list(range(start, start + len(cell))))
+        num_microbatches.append(p.row_count)
+        global_batch_sizes.append(global_batch_size)
+    return partitions, micro_batch_indices, num_microbatches, global_batch_sizes
+
+
+def _modules(model):
+    chunks = model if isinstance(model, (list, tuple)) else [model]
+    for chunk in chunks:
+        walk = getattr(chunk, "modules", None)
+        yield from (walk() if callable(walk) else [chunk])
+
+
+def before_train_step_hook(args, rollout_id, step_id, model, optimizer, opt_param_scheduler) -> None:
+    """A ``--custom-megatron-before-train-step-hook-path routepack.adapters.slime.before_train_step_hook``
+    hook (slime 624b824a ``slime/backends/megatron_utils/model.py`` calls it as
+    ``hook(args, rollout_id, step_id, model, optimizer, opt_param_scheduler)``).
+
+    Takes step ``step_id``'s plan (this process's last build_dp_schedule, else
+    ``<args.routepack_plan_dir>/step_<step_id>.json``) and hands each MoE layer its row of
+    ``physical_to_logical``: every module of the model chunks with a 1-based ``layer_number``
+    (Megatron's TransformerLayer) whose layer is a MoE layer gets ``routepack_physical_to_logical``
+    (int64 [E]); the rows also land in ``current_physical_to_logical`` and the slots that changed
+    since the previous plan in ``last_moves`` (what the trainer must copy: weights, master weights,
+    both Adam moments, FP8 scales).
+    """
+    global _applied_plan
+    if step_id < len(last_plans):
+        p = last_plans[step_id]
+    else:
+        plan_dir = getattr(args, "routepack_plan_dir", None)
+        if not plan_dir:
+            raise ValueError(f"no RoutePack plan for step {step_id}: set args.routepack_plan_dir")
+        p = routepack.load_plan(os.path.join(plan_dir, f"step_{step_id}.json"))
+    p2l = p.physical_to_logical
+    rows = {layer: p2l[l] for l, layer in enumerate(p.moe_layers)}
+    current_physical_to_logical.clear()
+    current_physical_to_logical.update(rows)
+    last_moves.clear()
+    if _applied_plan is not None and _applied_plan.placement.layers == p.placement.layers:
+        last_moves.extend(p.placement.moves(_applied_plan))
+    _applied_plan = p
+    for module in _modules(model):
+        number = getattr(module, "layer_number", None)
+        if isinstance(number, int) and (number - 1) in rows:
+            module.routepack_physical_to_logical = rows[number - 1]

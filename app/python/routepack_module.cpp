@@ -1,0 +1,931 @@
+// The Python extension `routepack._core` (pybind11): the Qt-free core as library calls a trainer
+// makes every step. Only the public core API is used (core/planner.h, core/plan_file.h,
+// core/placement.h, core/route_counts.h, core/expert_map.h, core/topology.h, storage/library.h).
+// Errors: InputError and std::invalid_argument become ValueError with the core's (= the CLI's) text;
+// bad shapes, dtypes, negative counts and NaN are refused with ValueError naming the argument and index.
+#include "core/errors.h"
+#include "core/expert_map.h"
+#include "core/placement.h"
+#include "core/plan_file.h"
+#include "core/planner.h"
+#include "core/route_counts.h"
+#include "core/topology.h"
+#include "storage/library.h"
+
+#include <nlohmann/json.hpp>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+namespace py = pybind11;
+using namespace routepack;
+
+namespace {
+
+[[noreturn]] void value_error(const std::string& msg) { throw py::value_error(msg); }
+
+std::string dtype_name(const py::array& a) { return py::str(a.dtype()).cast<std::string>(); }
+
+std::string shape_text(const py::array& a) {
+    std::string s = "(";
+    for (py::ssize_t d = 0; d < a.ndim(); ++d) s += (d ? ", " : "") + std::to_string(a.shape(d));
+    if (a.ndim() == 1) s += ",";
+    return s + ")";
+}
+
+std::string index_text(const std::vector<py::ssize_t>& idx) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < idx.size(); ++i) s += (i ? ", " : "") + std::to_string(idx[i]);
+    return s + "]";
+}
+
+/// Flat index -> multi-index of a C-contiguous array of `shape`.
+std::vector<py::ssize_t> unravel(py::ssize_t flat, const py::array& a) {
+    std::vector<py::ssize_t> idx(static_cast<std::size_t>(a.ndim()));
+    for (py::ssize_t d = a.ndim() - 1; d >= 0; --d) {
+        idx[static_cast<std::size_t>(d)] = flat % a.shape(d);
+        flat /= a.shape(d);
+    }
+    return idx;
+}
+
+/// Any array-like as a numpy array (lists included); ValueError naming `what` otherwise.
+py::array as_array(const py::handle& obj, const std::string& what) {
+    py::array a = py::array::ensure(obj);
+    if (!a) value_error(what + " must be a numpy array or a nested list of numbers");
+    return a;
+}
+
+/// Calls f(typed C-contiguous array) for an integer (or bool) array; ValueError for anything else
+/// (floats, objects, strings), naming `what` and the dtype.
+template <class F>
+decltype(auto) with_integer_array(const py::array& a, const std::string& what, F&& f) {
+    const char kind = a.dtype().kind();
+    const auto size = a.dtype().itemsize();
+    auto typed = [&](auto tag) -> decltype(auto) {
+        using T = decltype(tag);
+        return f(py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(a));
+    };
+    if (kind == 'b') return typed(std::uint8_t{});
+    if (kind == 'i') {
+        if (size == 1) return typed(std::int8_t{});
+        if (size == 2) return typed(std::int16_t{});
+        if (size == 4) return typed(std::int32_t{});
+        if (size == 8) return typed(std::int64_t{});
+    }
+    if (kind == 'u') {
+        if (size == 1) return typed(std::uint8_t{});
+        if (size == 2) return typed(std::uint16_t{});
+        if (size == 4) return typed(std::uint32_t{});
+        if (size == 8) return typed(std::uint64_t{});
+    }
+    value_error(what + " must hold integers (got dtype " + dtype_name(a) + ")");
+}
+
+/// Integer values of an array, each checked to lie in [lo, hi]; ValueError "what[i, j] = v is ..." otherwise.
+template <class Out>
+std::vector<Out> checked_values(const py::array& a, const std::string& what, std::int64_t lo, std::uint64_t hi,
+                                const char* lo_words) {
+    return with_integer_array(a, what, [&](auto typed) {
+        std::vector<Out> out(static_cast<std::size_t>(typed.size()));
+        const auto* p = typed.data();
+        for (py::ssize_t i = 0; i < typed.size(); ++i) {
+            const auto v = p[i];
+            if constexpr (std::is_signed_v<std::remove_cv_t<std::remove_reference_t<decltype(v)>>>) {
+                if (static_cast<std::int64_t>(v) < lo)
+                    value_error(what + index_text(unravel(i, typed)) + " = " + std::to_string(v) + " " + lo_words);
+                if (v > 0 && static_cast<std::uint64_t>(v) > hi)
+                    value_error(what + index_text(unravel(i, typed)) + " = " + std::to_string(v) + " exceeds " +
+                                std::to_string(hi));
+            } else {
+                if (static_cast<std::uint64_t>(v) > hi)
+                    value_error(what + index_text(unravel(i, typed)) + " = " + std::to_string(v) + " exceeds " +
+                                std::to_string(hi));
+            }
+            out[static_cast<std::size_t>(i)] = static_cast<Out>(v);
+        }
+        return out;
+    });
+}
+
+/// Non-negative loads from an integer array, or from a float array whose values are finite,
+/// >= 0 and whole (EPLB-style float tensors of token counts).
+std::vector<std::uint64_t> load_values(const py::array& a, const std::string& what) {
+    if (a.dtype().kind() == 'f') {
+        auto d = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(a);
+        std::vector<std::uint64_t> out(static_cast<std::size_t>(d.size()));
+        for (py::ssize_t i = 0; i < d.size(); ++i) {
+            const double v = d.data()[i];
+            if (!std::isfinite(v) || v < 0 || v != std::floor(v) || v >= 1.8e19)
+                value_error(what + index_text(unravel(i, d)) + " = " + py::repr(py::float_(v)).cast<std::string>() +
+                            " is not a finite non-negative whole number");
+            out[static_cast<std::size_t>(i)] = static_cast<std::uint64_t>(v);
+        }
+        return out;
+    }
+    return checked_values<std::uint64_t>(a, what, 0, std::numeric_limits<std::uint64_t>::max(), "is negative");
+}
+
+/// Absolute MoE layer ids: ascending, unique, >= 0.
+std::vector<int> check_moe_layers(const std::vector<int>& moe_layers) {
+    if (moe_layers.empty()) value_error("moe_layers must name at least one MoE layer");
+    for (std::size_t i = 0; i < moe_layers.size(); ++i) {
+        if (moe_layers[i] < 0)
+            value_error("moe_layers[" + std::to_string(i) + "] = " + std::to_string(moe_layers[i]) + " is negative");
+        if (i > 0 && moe_layers[i] <= moe_layers[i - 1])
+            value_error("moe_layers[" + std::to_string(i) + "] = " + std::to_string(moe_layers[i]) +
+                        " is not above moe_layers[" + std::to_string(i - 1) + "] = " + std::to_string(moe_layers[i - 1]) +
+                        " (absolute decoder-layer ids, ascending)");
+    }
+    return moe_layers;
+}
+
+ModelDescription make_model(const std::vector<int>& moe_layers, int experts, std::optional<int> top_k,
+                            std::optional<int> num_hidden_layers, const std::string& name) {
+    ModelDescription m;
+    m.name = name;
+    m.moe_layers = check_moe_layers(moe_layers);
+    m.experts = experts;
+    m.top_k = top_k.value_or(1);
+    m.num_hidden_layers = num_hidden_layers.value_or(m.moe_layers.back() + 1);
+    m.source = "python";
+    m.validate();
+    return m;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Topology
+
+Topology make_topology(int ep_ranks, int dp_slots, const py::object& edp_shards, std::int64_t token_cap,
+                       const std::vector<std::tuple<std::string, double, double>>& stages, int min_rows,
+                       int experts_per_layer) {
+    nlohmann::json j;
+    j["ep_ranks"] = ep_ranks;
+    j["dp_slots"] = dp_slots;
+    j["token_cap"] = token_cap;
+    if (min_rows) j["min_rows"] = min_rows;
+    if (experts_per_layer) j["experts_per_layer"] = experts_per_layer;
+    if (!edp_shards.is_none()) {
+        if (py::isinstance<py::int_>(edp_shards)) {
+            const int g = edp_shards.cast<int>();
+            if (g < 1 || dp_slots < 1 || dp_slots % g != 0)
+                value_error("topology: edp_shards = " + std::to_string(g) + " must be >= 1 and divide dp_slots = " +
+                            std::to_string(dp_slots));
+            nlohmann::json shards = nlohmann::json::array();
+            const int per = dp_slots / g;
+            for (int s = 0; s < g; ++s) {
+                nlohmann::json one = nlohmann::json::array();
+                for (int d = s * per; d < (s + 1) * per; ++d) one.push_back(d);
+                shards.push_back(one);
+            }
+            j["edp_shards"] = shards;
+        } else {
+            j["edp_shards"] = edp_shards.cast<std::vector<std::vector<int>>>();
+        }
+    }
+    nlohmann::json st = nlohmann::json::array();
+    for (std::size_t s = 0; s < stages.size(); ++s) {
+        const auto& [name, alpha, beta] = stages[s];
+        for (const auto& [key, v] : {std::pair<const char*, double>{"alpha", alpha}, {"beta", beta}})
+            if (!std::isfinite(v) || v < 0)
+                value_error("topology: attention_stages[" + std::to_string(s) + "]: '" + key +
+                            "' must be finite and >= 0 (got " + py::repr(py::float_(v)).cast<std::string>() + ")");
+        st.push_back({{"name", name}, {"alpha", alpha}, {"beta", beta}});
+    }
+    j["attention_stages"] = st;
+    return parse_topology(j.dump(), "topology");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Placement and plan wrappers
+
+/// A placement with the model facts its maps need (absolute MoE layer ids, decoder layer count).
+struct PyPlacement {
+    Placement pi;
+    ModelDescription model;
+};
+
+py::array_t<std::int64_t> layer_matrix(const std::vector<int>& v, int L, int E) {
+    py::array_t<std::int64_t> out({static_cast<py::ssize_t>(L), static_cast<py::ssize_t>(E)});
+    auto* p = out.mutable_data();
+    for (std::size_t i = 0; i < v.size(); ++i) p[i] = v[i];
+    return out;
+}
+
+py::list moves_list(const Placement& next, const Placement& previous) {
+    const auto moves = placement_moves(next, previous);
+    py::list out;
+    for (const auto& layer : moves) {
+        py::list l;
+        for (const auto& m : layer) l.append(py::make_tuple(m.slot, m.expert, m.from_slot, m.previous_expert));
+        out.append(std::move(l));
+    }
+    return out;
+}
+
+Placement placement_of(const py::handle& obj);
+
+/// A plan: the plan file's fields (`file`), and the planner's result while it came from plan() (its
+/// plan file text is then written on the first to_json(), so a trainer that only reads the rows does
+/// not pay for the JSON).
+struct PyPlan {
+    PlanFile file;
+    mutable std::string json;
+    std::shared_ptr<const PlanResult> result;
+    bool cancelled = false;
+    bool time_limit_hit = false;
+    std::map<std::string, double> timings;
+};
+
+Placement placement_of(const py::handle& obj) {
+    if (py::isinstance<PyPlacement>(obj)) return obj.cast<const PyPlacement&>().pi;
+    if (py::isinstance<PyPlan>(obj)) return obj.cast<const PyPlan&>().file.placement;
+    value_error("previous must be a routepack Placement or Plan (got " +
+                py::str(py::type::handle_of(obj).attr("__name__")).cast<std::string>() + ")");
+}
+
+py::dict metrics_dict(const LayoutMetrics& x) {
+    py::dict d;
+    d["score"] = py::make_tuple(x.score.max_u, x.score.sum_u, x.score.max_j);
+    d["cv_global"] = x.cv_global;
+    d["ep_peak_sum"] = x.ep_peak_sum;
+    d["ep_tail_peak"] = x.ep_tail_peak;
+    d["ep_balance_efficiency"] = x.ep_balance_efficiency;
+    d["attention_sum"] = x.attention_sum;
+    d["joint"] = x.joint;
+    d["cap_violations"] = x.cap_violations;
+    d["empty_cells"] = x.empty_cells;
+    return d;
+}
+
+/// The plan of a plan file's text; to_json() gives the text back without the file's final newline.
+PyPlan plan_from_text(std::string text, const std::string& origin) {
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+    PyPlan p;
+    p.file = parse_plan(text, origin);
+    p.json = std::move(text);
+    return p;
+}
+
+std::string read_file_text(const std::string& path, const char* what) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError(path + ": cannot open " + what);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// ---------------------------------------------------------------------------------------------
+// plan(): the planner on its own thread, the GIL released, cancellation from Python
+
+PlannerBudgets make_budgets(const py::object& budgets) {
+    PlannerBudgets b;
+    if (budgets.is_none()) return b;
+    if (!py::isinstance<py::dict>(budgets)) value_error("budgets must be a dict of budget names to numbers");
+    for (auto [k, v] : budgets.cast<py::dict>()) {
+        const std::string key = py::str(k);
+        try {
+            if (key == "seeds") b.seeding.candidates = v.cast<int>();
+            else if (key == "population") b.seeding.population = v.cast<int>();
+            else if (key == "choice_width") b.seeding.choice_width = v.cast<int>();
+            else if (key == "eta") b.seeding.eta = v.cast<double>();
+            else if (key == "projections") b.seeding.projections = v.cast<int>();
+            else if (key == "pair_candidates") b.seeding.pair_candidates = v.cast<int>();
+            else if (key == "levels") b.annealing.levels = v.cast<int>();
+            else if (key == "steps") b.annealing.steps = v.cast<int>();
+            else if (key == "t0") b.annealing.t0 = v.cast<double>();
+            else if (key == "cooling") b.annealing.cooling = v.cast<double>();
+            else if (key == "p_guide") b.annealing.p_guide = v.cast<double>();
+            else if (key == "rho") b.annealing.rho = v.cast<double>();
+            else if (key == "row_nodes") b.row_nodes = v.cast<std::int64_t>();
+            else
+                value_error("budgets: unknown budget '" + key +
+                            "' (known: seeds, population, choice_width, eta, projections, pair_candidates, levels, "
+                            "steps, t0, cooling, p_guide, rho, row_nodes)");
+        } catch (const py::cast_error&) {
+            value_error("budgets['" + key + "'] must be a number");
+        }
+    }
+    for (double v : {b.seeding.eta, b.annealing.t0, b.annealing.cooling, b.annealing.p_guide, b.annealing.rho})
+        if (!std::isfinite(v)) value_error("budgets: every budget must be finite");
+    return b;
+}
+
+Trace make_window(const py::object& lengths_obj, const py::object& counts_obj, const std::vector<int>& moe_layers,
+                  std::optional<int> top_k, std::optional<int> num_hidden_layers, const py::object& sample_ids,
+                  const std::string& model_name) {
+    const py::array lengths = as_array(lengths_obj, "lengths");
+    const py::array counts = as_array(counts_obj, "counts");
+    if (lengths.ndim() != 1) value_error("lengths must be 1-dimensional [N] (got shape " + shape_text(lengths) + ")");
+    if (counts.ndim() != 3)
+        value_error("counts must be 3-dimensional [N, L, E] (got shape " + shape_text(counts) + ")");
+    const auto n = lengths.shape(0);
+    if (counts.shape(0) != n || counts.shape(1) != static_cast<py::ssize_t>(moe_layers.size()) || counts.shape(2) < 1)
+        value_error("counts has shape " + shape_text(counts) + "; expected (N, L, E) = (" + std::to_string(n) + ", " +
+                    std::to_string(moe_layers.size()) + ", E >= 1) for " + std::to_string(n) +
+                    " lengths and len(moe_layers) = " + std::to_string(moe_layers.size()));
+    if (counts.shape(2) > std::numeric_limits<int>::max()) value_error("counts: too many experts");
+    Trace w;
+    w.model = make_model(moe_layers, static_cast<int>(counts.shape(2)), top_k, num_hidden_layers, model_name);
+    w.format = "python";
+    const auto len = checked_values<std::int64_t>(lengths, "lengths", 1,
+                                                  static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
+                                                  "must be >= 1");
+    w.counts = checked_values<std::uint32_t>(counts, "counts", 0, std::numeric_limits<std::uint32_t>::max(), "is negative");
+    std::vector<std::string> ids;
+    if (!sample_ids.is_none()) {
+        ids = sample_ids.cast<std::vector<std::string>>();
+        if (static_cast<py::ssize_t>(ids.size()) != n)
+            value_error("sample_ids holds " + std::to_string(ids.size()) + " ids for " + std::to_string(n) + " samples");
+    }
+    w.samples.resize(static_cast<std::size_t>(n));
+    for (py::ssize_t i = 0; i < n; ++i) {
+        SampleInfo& s = w.samples[static_cast<std::size_t>(i)];
+        s.id = ids.empty() ? std::to_string(i) : ids[static_cast<std::size_t>(i)];
+        s.length = len[static_cast<std::size_t>(i)];
+        s.routed_rows = s.length;
+        s.length_rule = LengthRule::ExplicitTokens;
+    }
+    return w;
+}
+
+/// The plan file's fields of a planner result, as parse_plan(plan_to_json(r)) gives them (the
+/// Python tests check that both agree).
+PlanFile plan_file_of(const PlanResult& r) {
+    PlanFile f;
+    f.trace_name = r.trace_name;
+    f.window_name = r.window_name;
+    f.fingerprint = r.fingerprint;
+    f.model = r.model;
+    f.topology = r.topology;
+    f.placement = r.lpt;
+    for (const auto& s : r.samples) {
+        f.sample_ids.push_back(s.id);
+        f.lengths.push_back(s.length);
+    }
+    f.row_count = r.rows.rows;
+    f.row_count_certified = r.rows.certified;
+    f.row_lower_bound = r.rows.lower_bound;
+    f.layout = r.routepack.layout;
+    f.score = r.routepack.metrics.score;
+    for (const MethodResult* m : {&r.baseline, &r.reorder, &r.karmarkar_karp, &r.routepack}) f.metrics[m->name] = m->metrics;
+    f.seed = r.budgets.seed;
+    f.workers = r.budgets.workers;
+    return f;
+}
+
+const std::string& plan_json(const PyPlan& p) {
+    if (p.json.empty() && p.result) p.json = plan_to_json(*p.result);
+    return p.json;
+}
+
+struct PlannerThread {
+    std::mutex m;
+    std::condition_variable cv;
+    std::deque<PlanEvent> events;
+    bool done = false;
+    std::optional<PlanResult> result;
+    std::exception_ptr error;
+    std::atomic<bool> cancel{false};
+};
+
+PyPlan run_plan(const py::object& lengths, const py::object& counts, const Topology& topology,
+                const std::vector<int>& moe_layers, std::uint64_t seed, int workers, double time_limit_s,
+                const py::object& budgets, const py::object& progress, std::optional<int> top_k,
+                std::optional<int> num_hidden_layers, const py::object& sample_ids, const std::string& trace_name,
+                const std::string& window_name, const std::string& model_name) {
+    if (workers < 0) value_error("workers must be >= 0 (0 = all cores; got " + std::to_string(workers) + ")");
+    if (!std::isfinite(time_limit_s) || time_limit_s < 0)
+        value_error("time_limit_s must be finite and >= 0 (0 = none)");
+    if (!progress.is_none() && !PyCallable_Check(progress.ptr())) value_error("progress must be callable or None");
+    PlanInput in;
+    in.window = make_window(lengths, counts, moe_layers, top_k, num_hidden_layers, sample_ids, model_name);
+    in.trace_name = trace_name;
+    in.window_name = window_name;
+    in.topology = topology;
+    in.budgets = make_budgets(budgets);
+    in.budgets.seed = seed;
+    in.budgets.workers = workers;
+    in.budgets.time_limit_s = time_limit_s;
+
+    auto st = std::make_shared<PlannerThread>();
+    std::thread worker([st, in = std::move(in)] {
+        try {
+            PlanResult r = plan_window(in, [&st](const PlanEvent& e) {
+                std::lock_guard lk(st->m);
+                if (st->events.size() >= 256) st->events.pop_front();  // the caller only needs recent progress
+                st->events.push_back(e);
+                st->cv.notify_all();
+            }, &st->cancel);
+            std::lock_guard lk(st->m);
+            st->result = std::move(r);
+        } catch (...) {
+            std::lock_guard lk(st->m);
+            st->error = std::current_exception();
+        }
+        std::lock_guard lk(st->m);
+        st->done = true;
+        st->cv.notify_all();
+    });
+    // Whatever leaves this function (a Python exception included) first stops and joins the planner.
+    struct Joiner {
+        std::thread& t;
+        PlannerThread& st;
+        ~Joiner() {
+            if (!t.joinable()) return;
+            st.cancel = true;
+            py::gil_scoped_release release;
+            t.join();
+        }
+    } joiner{worker, *st};
+
+    std::optional<py::error_already_set> interrupted;
+    while (true) {
+        std::deque<PlanEvent> events;
+        bool done = false;
+        {
+            py::gil_scoped_release release;
+            std::unique_lock lk(st->m);
+            st->cv.wait_for(lk, std::chrono::milliseconds(50), [&] { return st->done || !st->events.empty(); });
+            events.swap(st->events);
+            done = st->done;
+        }
+        if (!interrupted && PyErr_CheckSignals() != 0) {
+            interrupted.emplace();  // fetches KeyboardInterrupt (or whatever the handler raised)
+            st->cancel = true;
+        }
+        if (!interrupted && !progress.is_none() && !st->cancel) {
+            for (const auto& e : events) {
+                py::object keep = progress(e.stage, e.fraction);
+                if (keep.ptr() == Py_False) {
+                    st->cancel = true;
+                    break;
+                }
+            }
+        }
+        if (done) break;
+    }
+    {
+        py::gil_scoped_release release;
+        worker.join();
+    }
+    if (interrupted) throw *interrupted;
+    if (st->error) std::rethrow_exception(st->error);
+    auto r = std::make_shared<const PlanResult>(std::move(*st->result));
+    PyPlan p;
+    p.file = plan_file_of(*r);
+    p.cancelled = r->cancelled;
+    p.time_limit_hit = r->time_limit_hit;
+    p.timings = r->timings;
+    p.result = std::move(r);
+    return p;
+}
+
+// ---------------------------------------------------------------------------------------------
+// counts_from_routes
+
+struct RouteBlock {
+    py::array routes;     ///< C-contiguous [T][L_rows][K]
+    const std::uint8_t* valid = nullptr;
+    std::int64_t tokens = 0;
+    std::size_t offset = 0;  ///< element offset of the block in `routes`
+};
+
+template <class T>
+RouteCountError count_block(const py::array& a, std::size_t offset, std::int64_t tokens, int layer_rows, int k,
+                            const std::uint8_t* valid, const std::vector<int>& index, int E, std::int32_t* out) {
+    const T* p = static_cast<const T*>(a.data()) + offset;
+    return add_route_counts<T>(p, tokens, layer_rows, k, valid, index, E, out);
+}
+
+RouteCountError count_any(const py::array& a, std::size_t offset, std::int64_t tokens, int layer_rows, int k,
+                          const std::uint8_t* valid, const std::vector<int>& index, int E, std::int32_t* out) {
+    const char kind = a.dtype().kind();
+    const auto size = a.dtype().itemsize();
+    if (kind == 'i' && size == 1) return count_block<std::int8_t>(a, offset, tokens, layer_rows, k, valid, index, E, out);
+    if (kind == 'i' && size == 2) return count_block<std::int16_t>(a, offset, tokens, layer_rows, k, valid, index, E, out);
+    if (kind == 'i' && size == 4) return count_block<std::int32_t>(a, offset, tokens, layer_rows, k, valid, index, E, out);
+    if (kind == 'i' && size == 8) return count_block<std::int64_t>(a, offset, tokens, layer_rows, k, valid, index, E, out);
+    return count_block<std::uint8_t>(a, offset, tokens, layer_rows, k, valid, index, E, out);
+}
+
+py::array routes_array(const py::handle& obj, const std::string& what) {
+    py::array a = as_array(obj, what);
+    const char kind = a.dtype().kind();
+    const auto size = a.dtype().itemsize();
+    if (!((kind == 'i' && (size == 1 || size == 2 || size == 4 || size == 8)) || (kind == 'u' && size == 1)))
+        value_error(what + " must be int16, int32 or uint8 (int8 and int64 also accepted; got dtype " + dtype_name(a) + ")");
+    return py::array::ensure(a, py::array::c_style);
+}
+
+py::array_t<std::int32_t> counts_from_routes(const py::object& routes, int num_experts, const std::vector<int>& moe_layers,
+                                             const std::string& layer_axis, const py::object& valid) {
+    if (num_experts < 1) value_error("num_experts must be >= 1 (got " + std::to_string(num_experts) + ")");
+    if (layer_axis != "all" && layer_axis != "moe")
+        value_error("layer_axis must be 'all' or 'moe' (got '" + layer_axis + "')");
+    check_moe_layers(moe_layers);
+    const bool all = layer_axis == "all";
+    std::vector<RouteBlock> blocks;
+    std::vector<py::array> keep;  // arrays the blocks point into
+    int layer_rows = -1, k = -1;
+    auto check_lk = [&](const py::array& a, int dim_l, const std::string& what) {
+        const int L = static_cast<int>(a.shape(dim_l)), K = static_cast<int>(a.shape(dim_l + 1));
+        if (layer_rows < 0) {
+            layer_rows = L;
+            k = K;
+        } else if (L != layer_rows || K != k) {
+            value_error(what + " has shape " + shape_text(a) + "; every sample needs the same [L, K] = [" +
+                        std::to_string(layer_rows) + ", " + std::to_string(k) + "]");
+        }
+    };
+    if (py::isinstance<py::list>(routes) || py::isinstance<py::tuple>(routes)) {
+        if (!valid.is_none()) value_error("valid applies to a [B, S, L, K] array; a list of [T, L, K] arrays has no mask");
+        const py::sequence seq = routes.cast<py::sequence>();
+        for (std::size_t i = 0; i < seq.size(); ++i) {
+            const std::string what = "routes[" + std::to_string(i) + "]";
+            py::array a = routes_array(seq[i], what);
+            if (a.ndim() != 3) value_error(what + " must be 3-dimensional [T, L, K] (got shape " + shape_text(a) + ")");
+            check_lk(a, 1, what);
+            keep.push_back(a);
+            blocks.push_back(RouteBlock{a, nullptr, a.shape(0), 0});
+        }
+    } else {
+        py::array a = routes_array(routes, "routes");
+        if (a.ndim() != 4)
+            value_error("routes must be [B, S, L, K] or a list of [T, L, K] arrays (got shape " + shape_text(a) + ")");
+        check_lk(a, 2, "routes");
+        keep.push_back(a);
+        const auto B = a.shape(0), S = a.shape(1);
+        const std::uint8_t* mask = nullptr;
+        if (!valid.is_none()) {
+            py::array m = as_array(valid, "valid");
+            if (m.ndim() != 2 || m.shape(0) != B || m.shape(1) != S)
+                value_error("valid has shape " + shape_text(m) + "; expected [B, S] = (" + std::to_string(B) + ", " +
+                            std::to_string(S) + ")");
+            const char kind = m.dtype().kind();
+            if (kind != 'b' && kind != 'i' && kind != 'u')
+                value_error("valid must be a bool or integer mask (got dtype " + dtype_name(m) + ")");
+            // Normalize to one byte per token: nonzero = the token's routes count.
+            py::array_t<std::uint8_t> bytes({B, S});
+            auto* dst = bytes.mutable_data();
+            py::array mb = py::array::ensure(m.attr("astype")("bool"), py::array::c_style);
+            const auto* src = static_cast<const bool*>(mb.data());
+            for (py::ssize_t i = 0; i < B * S; ++i) dst[i] = src[i] ? 1 : 0;
+            keep.push_back(bytes);
+            mask = bytes.data();
+        }
+        for (py::ssize_t b = 0; b < B; ++b)
+            blocks.push_back(RouteBlock{a, mask ? mask + b * S : nullptr, S,
+                                        static_cast<std::size_t>(b) * static_cast<std::size_t>(S) * layer_rows * k});
+    }
+    const int Lm = static_cast<int>(moe_layers.size());
+    const std::vector<int> index = blocks.empty() ? std::vector<int>{} : route_layer_rows(layer_rows, all, moe_layers);
+    py::array_t<std::int32_t> out({static_cast<py::ssize_t>(blocks.size()), static_cast<py::ssize_t>(Lm),
+                                   static_cast<py::ssize_t>(num_experts)});
+    std::int32_t* o = out.mutable_data();
+    std::fill(o, o + out.size(), 0);
+    const std::size_t stride = static_cast<std::size_t>(Lm) * num_experts;
+    std::size_t bad_block = 0;
+    RouteCountError bad;
+    {
+        py::gil_scoped_release release;
+        for (std::size_t i = 0; i < blocks.size() && bad.ok; ++i) {
+            bad = count_any(blocks[i].routes, blocks[i].offset, blocks[i].tokens, layer_rows, k, blocks[i].valid, index,
+                            num_experts, o + i * stride);
+            bad_block = i;
+        }
+    }
+    if (!bad.ok) {
+        const bool list = py::isinstance<py::list>(routes) || py::isinstance<py::tuple>(routes);
+        const std::string where = list ? "routes[" + std::to_string(bad_block) + "][" + std::to_string(bad.token) + ", " +
+                                             std::to_string(bad.layer_row) + ", " + std::to_string(bad.choice) + "]"
+                                       : "routes[" + std::to_string(bad_block) + ", " + std::to_string(bad.token) + ", " +
+                                             std::to_string(bad.layer_row) + ", " + std::to_string(bad.choice) + "]";
+        value_error(where + " = " + std::to_string(bad.value) + " is outside 0.." + std::to_string(num_experts - 1) +
+                    " (-1 = no route)");
+    }
+    return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Library (read-only)
+
+struct PyWindow {
+    std::shared_ptr<const Trace> trace;
+    std::string trace_name, window_name;
+};
+
+struct PyLibrary {
+    std::unique_ptr<storage::Library> lib;
+};
+
+py::dict trace_entry_dict(const storage::TraceEntry& t) {
+    py::dict d;
+    d["name"] = t.name;
+    d["format"] = t.format;
+    d["load_only"] = t.load_only;
+    d["samples"] = t.samples;
+    d["model"] = t.model.name;
+    d["num_hidden_layers"] = t.model.num_hidden_layers;
+    d["num_experts"] = t.model.experts;
+    d["top_k"] = t.model.top_k;
+    d["moe_layers"] = t.model.moe_layers;
+    d["fingerprint"] = t.fingerprint;
+    return d;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+    m.doc() = "RoutePack core (C++): placement, row count, packing planner, plan files, route counting";
+
+    static py::exception<Cancelled> cancelled_exc(m, "Cancelled", PyExc_KeyboardInterrupt);
+    py::register_exception_translator([](std::exception_ptr p) {
+        try {
+            if (p) std::rethrow_exception(p);
+        } catch (const InputError& e) {
+            PyErr_SetString(PyExc_ValueError, e.what());
+        } catch (const Cancelled& e) {
+            cancelled_exc(e.what());
+        } catch (const nlohmann::json::exception& e) {
+            PyErr_SetString(PyExc_ValueError, e.what());
+        }
+    });
+
+    py::class_<Topology>(m, "Topology", R"doc(
+Execution topology of one training step: P EP ranks, D DP slots grouped in EDP shards, token cap C
+per cell, attention stages (alpha_s, beta_s) of the cost model (paper eq. 12).
+
+Topology(ep_ranks, dp_slots, edp_shards=None, token_cap, stages=[("attention", 1.0, 0.0)], min_rows=0,
+experts_per_layer=0). edp_shards: None = one shard of all DP slots, an int G = G shards of
+consecutive slots, or a list of lists partitioning 0..D-1. Validated with the topology file's rules
+(ValueError with the same text as the CLI, prefixed "topology: ").)doc")
+        .def(py::init(&make_topology), py::arg("ep_ranks"), py::arg("dp_slots"), py::arg("edp_shards") = py::none(),
+             py::arg("token_cap"), py::arg("stages") = std::vector<std::tuple<std::string, double, double>>{{"attention", 1.0, 0.0}},
+             py::arg("min_rows") = 0, py::arg("experts_per_layer") = 0)
+        .def_static("from_json", [](const std::string& text) { return parse_topology(text, "topology"); }, py::arg("text"),
+                    "Parses topology JSON text (the CLI's --topology file format).")
+        .def_static("load", &load_topology, py::arg("spec"),
+                    "A topology file path or the name of a shipped topology (as `routepack plan --topology`).")
+        .def_static("known_names", &known_topology_names)
+        .def("to_json", &topology_to_json)
+        .def_readonly("ep_ranks", &Topology::ep_ranks)
+        .def_readonly("dp_slots", &Topology::dp_slots)
+        .def_readonly("edp_shards", &Topology::edp_shards)
+        .def_readonly("token_cap", &Topology::token_cap)
+        .def_readonly("min_rows", &Topology::min_rows)
+        .def_readonly("experts_per_layer", &Topology::experts_per_layer)
+        .def_property_readonly("stages", [](const Topology& t) {
+            py::list l;
+            for (const auto& s : t.attention_stages) l.append(py::make_tuple(s.name, s.alpha, s.beta));
+            return l;
+        })
+        .def("__eq__", [](const Topology& a, const Topology& b) { return a == b; })
+        .def("__repr__", [](const Topology& t) { return "routepack.Topology(" + topology_to_json(t) + ")"; });
+
+    py::class_<PyPlacement>(m, "Placement", R"doc(
+Layer-wise expert placement pi_l (paper section 3.3): logical_to_physical[l, e] = physical slot of
+logical expert e at MoE layer index l; slot v is on EP rank v // (E / P).)doc")
+        .def_property_readonly("layers", [](const PyPlacement& p) { return p.pi.layers; })
+        .def_property_readonly("num_experts", [](const PyPlacement& p) { return p.pi.experts; })
+        .def_property_readonly("ep_ranks", [](const PyPlacement& p) { return p.pi.ep_ranks; })
+        .def_property_readonly("moe_layers", [](const PyPlacement& p) { return p.model.moe_layers; })
+        .def_property_readonly("num_hidden_layers", [](const PyPlacement& p) { return p.model.num_hidden_layers; })
+        .def_property_readonly("logical_to_physical",
+                               [](const PyPlacement& p) { return layer_matrix(p.pi.slot, p.pi.layers, p.pi.experts); },
+                               "int64 [L, E]: slot of each logical expert")
+        .def_property_readonly("physical_to_logical",
+                               [](const PyPlacement& p) {
+                                   return layer_matrix(physical_to_logical(p.pi), p.pi.layers, p.pi.experts);
+                               },
+                               "int64 [L, E]: logical expert in each physical slot")
+        .def("moves", [](const PyPlacement& p, const py::object& prev) { return moves_list(p.pi, placement_of(prev)); },
+             py::arg("previous"), R"doc(
+The slots whose expert changes from `previous` (a Placement or Plan of the same shape) to this one,
+per MoE layer index: [L] lists of (slot, expert, from_slot, previous_expert) tuples, ascending slot.
+Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scales) from
+`from_slot` to `slot`.)doc")
+        .def("rank_loads", [](const PyPlacement& p, const py::object& loads) {
+            const py::array a = as_array(loads, "loads");
+            if (a.ndim() != 2 || a.shape(0) != p.pi.layers || a.shape(1) != p.pi.experts)
+                value_error("loads has shape " + shape_text(a) + "; expected [L, E] = (" + std::to_string(p.pi.layers) +
+                            ", " + std::to_string(p.pi.experts) + ")");
+            const auto G = rank_loads(load_values(a, "loads"), p.pi);
+            py::array_t<std::uint64_t> out({static_cast<py::ssize_t>(p.pi.layers), static_cast<py::ssize_t>(p.pi.ep_ranks)});
+            std::copy(G.begin(), G.end(), out.mutable_data());
+            return out;
+        }, py::arg("loads"), "uint64 [L, P]: G[l][p] = sum of loads of the experts on rank p (eq. 10)")
+        .def("export_map", [](const PyPlacement& p, const std::string& format) {
+            return expert_map_json(p.pi, p.model, parse_expert_map_format(format));
+        }, py::arg("format"), "Expert map JSON text as `routepack export-map --format routepack|sglang|vllm` writes it.")
+        .def("__eq__", [](const PyPlacement& a, const PyPlacement& b) { return a.pi == b.pi && a.model.moe_layers == b.model.moe_layers; });
+
+    m.def("_place", [](const py::object& loads, int ep_ranks, std::optional<std::vector<int>> moe_layers,
+                       std::optional<int> num_hidden_layers) {
+        const py::array a = as_array(loads, "loads");
+        if (a.ndim() != 2 || a.shape(0) < 1 || a.shape(1) < 1)
+            value_error("loads must be 2-dimensional [L, E] with L, E >= 1 (got shape " + shape_text(a) + ")");
+        const int L = static_cast<int>(a.shape(0)), E = static_cast<int>(a.shape(1));
+        if (ep_ranks < 1) value_error("ep_ranks must be >= 1 (got " + std::to_string(ep_ranks) + ")");
+        if (E % ep_ranks != 0)
+            throw InputError("topology: " + std::to_string(E) + " experts are not divisible by " + std::to_string(ep_ranks) +
+                             " EP ranks");
+        std::vector<int> layers;
+        if (moe_layers) {
+            layers = *moe_layers;
+            if (static_cast<int>(layers.size()) != L)
+                value_error("moe_layers names " + std::to_string(layers.size()) + " layers for " + std::to_string(L) +
+                            " rows of loads");
+        } else {
+            for (int l = 0; l < L; ++l) layers.push_back(l);
+        }
+        PyPlacement p;
+        p.model = make_model(layers, E, std::nullopt, num_hidden_layers, "");
+        const auto v = load_values(a, "loads");
+        py::gil_scoped_release release;
+        p.pi = lpt_placement(v, L, E, ep_ranks);
+        return p;
+    }, py::arg("loads"), py::arg("ep_ranks"), py::arg("moe_layers") = py::none(), py::arg("num_hidden_layers") = py::none());
+
+    m.def("_identity", [](int layers, int experts, int ep_ranks, std::vector<int> moe_layers, std::optional<int> num_hidden_layers) {
+        PyPlacement p;
+        p.model = make_model(moe_layers, experts, std::nullopt, num_hidden_layers, "");
+        if (static_cast<int>(moe_layers.size()) != layers) value_error("moe_layers must name every layer");
+        if (ep_ranks < 1 || experts % ep_ranks != 0)
+            throw InputError("topology: " + std::to_string(experts) + " experts are not divisible by " +
+                             std::to_string(ep_ranks) + " EP ranks");
+        p.pi = identity_placement(layers, experts, ep_ranks);
+        return p;
+    });
+
+    m.def("_rank_max_over_mean", [](const py::object& G) {
+        const py::array a = as_array(G, "G");
+        if (a.ndim() != 2) value_error("G must be [L, P]");
+        return rank_max_over_mean(load_values(a, "G"), static_cast<int>(a.shape(0)), static_cast<int>(a.shape(1)));
+    });
+
+    py::class_<PyPlan>(m, "Plan", "A RoutePack plan (the plan file's content; see routepack.Plan in the package).")
+        .def_property_readonly("rows", [](const PyPlan& p) {
+            py::list rows;
+            const Layout& x = p.file.layout;
+            for (int r = 0; r < x.rows; ++r) {
+                py::list row;
+                for (int d = 0; d < x.dp_slots; ++d) row.append(py::cast(x.cells[static_cast<std::size_t>(x.cell_index(r, d))]));
+                rows.append(std::move(row));
+            }
+            return rows;
+        }, "R x D lists of sample indices (window order): rows[r][d] is cell (r, d)")
+        .def_property_readonly("cell_of", [](const PyPlan& p) {
+            const Layout& x = p.file.layout;
+            py::array_t<std::int64_t> out({static_cast<py::ssize_t>(p.file.lengths.size()), py::ssize_t{2}});
+            auto* o = out.mutable_data();
+            for (int k = 0; k < x.cell_count(); ++k)
+                for (int i : x.cells[static_cast<std::size_t>(k)]) {
+                    o[2 * i] = k / x.dp_slots;
+                    o[2 * i + 1] = k % x.dp_slots;
+                }
+            return out;
+        }, "int64 [N, 2]: (row, DP slot) of each sample")
+        .def_property_readonly("row_count", [](const PyPlan& p) { return p.file.row_count; })
+        .def_property_readonly("certified", [](const PyPlan& p) { return p.file.row_count_certified; })
+        .def_property_readonly("row_lower_bound", [](const PyPlan& p) { return p.file.row_lower_bound; })
+        .def_property_readonly("dp_slots", [](const PyPlan& p) { return p.file.layout.dp_slots; })
+        .def_property_readonly("score", [](const PyPlan& p) {
+            return py::make_tuple(p.file.score.max_u, p.file.score.sum_u, p.file.score.max_j);
+        }, "(max_g U_g, sum_g U_g, max J) (eq. 15)")
+        .def_property_readonly("metrics", [](const PyPlan& p) {
+            py::dict d;
+            for (const auto& [name, x] : p.file.metrics) d[py::str(name)] = metrics_dict(x);
+            return d;
+        }, "per method (baseline, reorder, karmarkar_karp, routepack) the Table 3-4 metrics")
+        .def_property_readonly("moe_layers", [](const PyPlan& p) { return p.file.model.moe_layers; })
+        .def_property_readonly("num_hidden_layers", [](const PyPlan& p) { return p.file.model.num_hidden_layers; })
+        .def_property_readonly("num_experts", [](const PyPlan& p) { return p.file.model.experts; })
+        .def_property_readonly("sample_ids", [](const PyPlan& p) { return p.file.sample_ids; })
+        .def_property_readonly("lengths", [](const PyPlan& p) {
+            py::array_t<std::int64_t> out(static_cast<py::ssize_t>(p.file.lengths.size()));
+            std::copy(p.file.lengths.begin(), p.file.lengths.end(), out.mutable_data());
+            return out;
+        })
+        .def_property_readonly("topology", [](const PyPlan& p) { return p.file.topology; })
+        .def_property_readonly("seed", [](const PyPlan& p) { return p.file.seed; })
+        .def_property_readonly("fingerprint", [](const PyPlan& p) { return p.file.fingerprint; })
+        .def_property_readonly("cancelled", [](const PyPlan& p) { return p.cancelled; })
+        .def_property_readonly("time_limit_hit", [](const PyPlan& p) { return p.time_limit_hit; })
+        .def_property_readonly("timings", [](const PyPlan& p) { return p.timings; })
+        .def_property_readonly("placement", [](const PyPlan& p) { return PyPlacement{p.file.placement, p.file.model}; })
+        .def_property_readonly("physical_to_logical", [](const PyPlan& p) {
+            return layer_matrix(physical_to_logical(p.file.placement), p.file.placement.layers, p.file.placement.experts);
+        }, "int64 [L, E]: logical expert in each physical slot, rows = moe_layers")
+        .def_property_readonly("logical_to_physical", [](const PyPlan& p) {
+            return layer_matrix(p.file.placement.slot, p.file.placement.layers, p.file.placement.experts);
+        }, "int64 [L, E]: physical slot of each logical expert, rows = moe_layers")
+        .def("to_json", [](const PyPlan& p) { return plan_json(p); }, "The plan file text (format routepack-plan, version 1).")
+        .def("export_map", [](const PyPlan& p, const std::string& format) {
+            return expert_map_json(p.file.placement, p.file.model, parse_expert_map_format(format));
+        }, py::arg("format"));
+
+    m.def("_plan", &run_plan, py::arg("lengths"), py::arg("counts"), py::arg("topology"), py::kw_only(),
+          py::arg("moe_layers"), py::arg("seed") = 1, py::arg("workers") = 1, py::arg("time_limit_s") = 0.0,
+          py::arg("budgets") = py::none(), py::arg("progress") = py::none(), py::arg("top_k") = py::none(),
+          py::arg("num_hidden_layers") = py::none(), py::arg("sample_ids") = py::none(), py::arg("trace_name") = "python",
+          py::arg("window_name") = "", py::arg("model_name") = "");
+
+    m.def("_plan_from_json", [](std::string text, const std::string& origin) { return plan_from_text(std::move(text), origin); },
+          py::arg("text"), py::arg("origin") = "plan");
+    m.def("_load_plan", [](const std::string& path) { return plan_from_text(read_file_text(path, "plan"), path); },
+          py::arg("path"));
+
+    m.def("counts_from_routes", &counts_from_routes, py::arg("routes"), py::arg("num_experts"), py::kw_only(),
+          py::arg("moe_layers"), py::arg("layer_axis") = "all", py::arg("valid") = py::none(), R"doc(
+Routing counts a[i][l][e] from per-token routes: int32 [N, len(moe_layers), E].
+
+routes: an int16/int32/uint8 (also int8/int64) array [B, S, L, K] with an optional `valid` mask
+[B, S] (nonzero = the token counts), or a list of [T, L, K] arrays (one per sample). L is every
+decoder layer (layer_axis='all'; rows of dense layers ignored) or only the MoE layers
+(layer_axis='moe'). moe_layers are absolute decoder-layer ids. A route of -1 never counts; any other
+value outside 0..num_experts-1 is a ValueError naming its index. The GIL is released while counting.)doc");
+
+    py::class_<PyWindow>(m, "Window", "A trace or window read from a library: lengths, counts, moe_layers, sample ids.")
+        .def_property_readonly("lengths", [](const PyWindow& w) {
+            py::array_t<std::int64_t> out(static_cast<py::ssize_t>(w.trace->size()));
+            for (std::size_t i = 0; i < w.trace->size(); ++i) out.mutable_data()[i] = w.trace->samples[i].length;
+            return out;
+        }, "int64 [N]: t_i")
+        .def_property_readonly("counts", [](const PyWindow& w) {
+            // No copy: the array views the loaded trace, which the capsule keeps alive.
+            auto* keep = new std::shared_ptr<const Trace>(w.trace);
+            py::capsule owner(keep, [](void* p) { delete static_cast<std::shared_ptr<const Trace>*>(p); });
+            const auto& t = *w.trace;
+            py::array_t<std::uint32_t> a({static_cast<py::ssize_t>(t.size()), static_cast<py::ssize_t>(t.model.num_moe_layers()),
+                                          static_cast<py::ssize_t>(t.model.experts)},
+                                         t.counts.data(), owner);
+            py::detail::array_proxy(a.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+            return a;
+        }, "uint32 [N, L, E] (read-only view): a[i][l][e]")
+        .def_property_readonly("moe_layers", [](const PyWindow& w) { return w.trace->model.moe_layers; })
+        .def_property_readonly("num_experts", [](const PyWindow& w) { return w.trace->model.experts; })
+        .def_property_readonly("top_k", [](const PyWindow& w) { return w.trace->model.top_k; })
+        .def_property_readonly("num_hidden_layers", [](const PyWindow& w) { return w.trace->model.num_hidden_layers; })
+        .def_property_readonly("model_name", [](const PyWindow& w) { return w.trace->model.name; })
+        .def_property_readonly("sample_ids", [](const PyWindow& w) {
+            std::vector<std::string> ids;
+            for (const auto& s : w.trace->samples) ids.push_back(s.id);
+            return ids;
+        })
+        .def_readonly("trace_name", &PyWindow::trace_name)
+        .def_readonly("window_name", &PyWindow::window_name)
+        .def("__len__", [](const PyWindow& w) { return w.trace->size(); });
+
+    py::class_<PyLibrary>(m, "Library", "A RoutePack library (SQLite), opened read-only.")
+        .def(py::init([](const std::string& path) {
+            if (!std::filesystem::exists(path)) throw InputError(path + ": no such library file");
+            return PyLibrary{storage::Library::open(path, storage::OpenMode::ReadOnly)};
+        }), py::arg("path"))
+        .def("traces", [](const PyLibrary& l) {
+            py::list out;
+            for (const auto& t : l.lib->traces()) out.append(trace_entry_dict(t));
+            return out;
+        }, "Every trace: name, format, load_only, samples, model, num_hidden_layers, num_experts, top_k, moe_layers")
+        .def("windows", [](const PyLibrary& l, const std::string& trace) {
+            py::list out;
+            for (const auto& w : l.lib->windows(trace)) {
+                py::dict d;
+                d["trace"] = w.trace;
+                d["name"] = w.name;
+                d["definition"] = w.definition;
+                d["samples"] = w.samples;
+                out.append(d);
+            }
+            return out;
+        }, py::arg("trace") = "")
+        .def("load", [](const PyLibrary& l, const std::string& trace, const std::string& window) {
+            Trace t;
+            {
+                py::gil_scoped_release release;
+                t = window.empty() ? l.lib->load_trace(trace) : l.lib->load_window(trace, window);
+            }
+            return PyWindow{std::make_shared<const Trace>(std::move(t)), trace, window};
+        }, py::arg("trace"), py::arg("window") = "", "The whole trace, or one of its windows, with counts.")
+        .def("layer_totals", [](const PyLibrary& l, const std::string& trace) {
+            const auto e = l.lib->trace(trace);
+            const auto v = l.lib->layer_totals(trace);
+            py::array_t<std::uint64_t> out({static_cast<py::ssize_t>(e.model.num_moe_layers()), static_cast<py::ssize_t>(e.model.experts)});
+            if (v.size() != static_cast<std::size_t>(out.size())) throw InputError("trace '" + trace + "' has no expert totals");
+            std::copy(v.begin(), v.end(), out.mutable_data());
+            return out;
+        }, py::arg("trace"), "uint64 [L, E]: per-layer expert totals (aggregate traces included)")
+        .def_property_readonly("path", [](const PyLibrary& l) { return l.lib->path().string(); });
+}

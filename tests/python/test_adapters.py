@@ -1,0 +1,276 @@
+"""The stack adapters against their upstream contracts (slime 624b824a build_dp_schedule, NeMo-RL
+7ea279ab SequencePacker, Megatron-LM d48bd6be get_groups_and_subsamples), with small inputs."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import routepack
+from routepack.adapters import megatron, nemo_rl, slime
+
+
+def slime_inputs(seed=2, rollouts=10, cap=1024):
+    """Rollouts of one or two samples (compact/subagent rollouts emit two), lengths 60..cap,
+    replay routes [T, num_layers=4, top_k=2] int16 over 8 experts (layer 0 dense)."""
+    rng = np.random.default_rng(seed)
+    lengths, rollout_ids, routes = [], [], []
+    for rid in range(rollouts):
+        for _ in range(1 + (rid % 3 == 0)):
+            t = int(rng.integers(60, cap))
+            lengths.append(t)
+            rollout_ids.append(100 + rid)
+            r = rng.integers(0, 8, size=(t - 1, 4, 2)).astype(np.int16)
+            r[:, 0, :] = 0  # slime keeps a row for the dense layer
+            routes.append(r)
+    return lengths, rollout_ids, routes
+
+
+def slime_args(**kw):
+    a = dict(use_dynamic_batch_size=True, max_tokens_per_gpu=1024, num_layers=4, moe_layer_freq=[0, 1, 1, 1],
+             num_experts=8, expert_model_parallel_size=2, balance_data=False, micro_batch_size=None)
+    a.update(kw)
+    return SimpleNamespace(**a)
+
+
+def check_slime_schedule(out, lengths, rollout_ids, gbs, dp, cap, multiple):
+    partitions, mbi, nmb, gbs_per_step = out
+    order = list(dict.fromkeys(rollout_ids))
+    steps = len(order) // gbs
+    assert gbs_per_step == [gbs] * steps and len(nmb) == steps
+    kept = sorted(i for i, rid in enumerate(rollout_ids) if rid in set(order[:steps * gbs]))
+    assert sorted(i for part in partitions for i in part) == kept  # every kept sample exactly once
+    for r in range(dp):
+        assert len(mbi[r]) == sum(nmb)  # every rank runs the same micro-batch count
+        assert [i for mb in mbi[r] for i in mb] == list(range(len(partitions[r])))  # local indices tile the rank
+        pos = 0
+        for s, n in enumerate(nmb):
+            assert n % multiple == 0
+            step_rollouts = set(order[s * gbs:(s + 1) * gbs])
+            for mb in mbi[r][pos:pos + n]:
+                samples = [partitions[r][j] for j in mb]
+                assert mb and sum(lengths[i] for i in samples) <= cap
+                assert all(rollout_ids[i] in step_rollouts for i in samples)  # a step's samples stay in it
+            pos += n
+
+
+def test_slime_schedule_contract():
+    lengths, rids, routes = slime_inputs()
+    cfg = {"dp_size": 2, "cp_size": 1, "vpp_size": 1, "microbatch_group_size_per_vp_stage": 1}
+    out = slime.build_dp_schedule(slime_args(), cfg, lengths, global_batch_size=4, rollout_indices=rids,
+                                  rollout_routed_experts=routes)
+    check_slime_schedule(out, lengths, rids, 4, 2, 1024, 1)
+    # Two steps of 4 rollouts; the last 2 rollouts are dropped, as upstream does.
+    assert len(out[2]) == 2
+    # The placement of step 0 is LPT on that step's routed-expert counts (MoE layers 1..3).
+    p = slime.last_plans[0]
+    order = list(dict.fromkeys(rids))[:4]
+    idx = [i for rid in order for i, x in enumerate(rids) if x == rid]
+    counts = routepack.counts_from_routes([routes[i] for i in idx], 8, moe_layers=[1, 2, 3])
+    assert (routepack.place(counts.sum(axis=0), 2, moe_layers=[1, 2, 3]).logical_to_physical
+            == p.logical_to_physical).all()
+
+
+def test_slime_vpp_multiple_and_cp():
+    lengths, rids, routes = slime_inputs(seed=5, rollouts=16, cap=700)
+    cfg = {"dp_size": 2, "cp_size": 2, "vpp_size": 2, "microbatch_group_size_per_vp_stage": 3}
+    out = slime.build_dp_schedule(slime_args(max_tokens_per_gpu=350), cfg, lengths, global_batch_size=16,
+                                  rollout_indices=rids, rollout_routed_experts=routes)
+    check_slime_schedule(out, lengths, rids, 16, 2, 700, 3)
+    # Without routes the schedule still holds (a lengths-only plan).
+    out2 = slime.build_dp_schedule(slime_args(max_tokens_per_gpu=350), cfg, lengths, global_batch_size=16,
+                                   rollout_indices=rids)
+    check_slime_schedule(out2, lengths, rids, 16, 2, 700, 3)
+
+
+def test_slime_errors():
+    lengths, rids, routes = slime_inputs()
+    cfg = {"dp_size": 2, "cp_size": 1, "vpp_size": 1, "microbatch_group_size_per_vp_stage": 1}
+    with pytest.raises(ValueError, match="more than the cap C = 500|> token cap 500"):
+        slime.build_dp_schedule(slime_args(max_tokens_per_gpu=500), cfg, lengths, global_batch_size=4,
+                                rollout_indices=rids)
+    with pytest.raises(ValueError, match="set --use-dynamic-batch-size"):
+        slime.build_dp_schedule(slime_args(use_dynamic_batch_size=False), cfg, lengths, global_batch_size=4,
+                                rollout_indices=rids)
+    with pytest.raises(ValueError, match=r"num_rollouts \(10\) < global_batch_size \(11\)"):
+        slime.build_dp_schedule(slime_args(), cfg, lengths, global_batch_size=11, rollout_indices=rids)
+
+
+class FakeLayer:
+    def __init__(self, number):
+        self.layer_number = number
+
+
+class FakeChunk:
+    def __init__(self, layers):
+        self.layers = layers
+
+    def modules(self):
+        return iter([self] + self.layers)
+
+
+def test_slime_hook_hands_out_physical_to_logical(tmp_path):
+    lengths, rids, routes = slime_inputs()
+    cfg = {"dp_size": 2, "cp_size": 1, "vpp_size": 1, "microbatch_group_size_per_vp_stage": 1}
+    args = slime_args(routepack_plan_dir=str(tmp_path))
+    slime.build_dp_schedule(args, cfg, lengths, global_batch_size=4, rollout_indices=rids,
+                            rollout_routed_experts=routes)
+    chunk = FakeChunk([FakeLayer(n) for n in (1, 2, 3, 4)])  # 1-based: layer 1 is the dense layer 0
+    slime.before_train_step_hook(args, 0, 1, [chunk], None, None)
+    p = slime.last_plans[1]
+    assert not hasattr(chunk.layers[0], "routepack_physical_to_logical")
+    for l in range(3):
+        assert (chunk.layers[l + 1].routepack_physical_to_logical == p.physical_to_logical[l]).all()
+    # From the plan files alone (a training rank in another process), the same rows.
+    slime.last_plans.clear()
+    chunk2 = FakeChunk([FakeLayer(n) for n in (1, 2, 3, 4)])
+    slime.before_train_step_hook(args, 0, 1, [chunk2], None, None)
+    for l in range(3):
+        assert (chunk2.layers[l + 1].routepack_physical_to_logical == p.physical_to_logical[l]).all()
+
+
+def test_nemo_rl_packer_contract():
+    rng = np.random.default_rng(6)
+    lengths = [int(x) for x in rng.integers(50, 1000, size=30)]
+    counts = rng.integers(0, 50, size=(30, 2, 8)).astype(np.int32)
+    packer = nemo_rl.RoutePackPacker(1000, min_bin_count=4, bin_count_multiple=4, ep_ranks=2)
+    packer.set_routing(counts, moe_layers=[1, 3])
+    bins = packer.pack(lengths)
+    assert len(bins) >= 4 and len(bins) % 4 == 0
+    assert sorted(i for b in bins for i in b) == list(range(30))
+    assert all(b and sum(lengths[i] for i in b) <= 1000 for b in bins)
+    # NeMo-RL deals bins[shard::shards]: shard d runs the plan's rows of DP slot d, in order.
+    p = packer.last_plan
+    for d in range(4):
+        assert bins[d::4] == p.micro_batches()[d]
+    assert (p.logical_to_physical == routepack.place(counts.sum(axis=0), 2, moe_layers=[1, 3]).logical_to_physical).all()
+    # bin_count_multiple 8 on 4 shards: an even row count.
+    bins8 = nemo_rl.RoutePackPacker(1000, min_bin_count=4, bin_count_multiple=8, dp_slots=4).pack(lengths)
+    assert len(bins8) % 8 == 0 and sorted(i for b in bins8 for i in b) == list(range(30))
+    with pytest.raises(ValueError) as e:
+        nemo_rl.RoutePackPacker(100, min_bin_count=2, bin_count_multiple=2).pack([50, 150, 20])
+    assert str(e.value) == "Sequence length 150 exceeds bin capacity 100"
+    with pytest.raises(ValueError, match="bin_count_multiple must be positive"):
+        nemo_rl.RoutePackPacker(100, bin_count_multiple=0)
+
+
+def test_megatron_scheduler_contract():
+    rng = np.random.default_rng(7)
+    n = 26
+    seqlens = [(1000 + i, int(x)) for i, x in enumerate(rng.integers(40, 900, size=n))]
+    sched = megatron.RoutePackScheduler(450, 2, 3, 2)
+    groups = sched.get_groups_and_subsamples(seqlens)
+    assert len(groups) % 2 == 0  # microbatch_group_size_per_vp_stage
+    seen = []
+    for mb in groups:
+        assert len(mb) == 2 * 3  # one entry per DP x CP rank
+        for d in range(3):
+            assert mb[2 * d] == mb[2 * d + 1]  # the CP ranks of one DP rank share its group
+            assert mb[2 * d] and sum(seqlens[i][1] for i in mb[2 * d]) <= 900
+            seen.extend(mb[2 * d])
+    assert sorted(seen) == list(range(n))  # indices into sample_id_seqlens, each exactly once
+    assert sched.get_required_sample_keys()[0] == "tokens"
+    with pytest.raises(ValueError, match="sample 1 has 2000 tokens, more than max_seqlen_per_dp_cp_rank"):
+        megatron.RoutePackScheduler(450, 2, 3, None).get_groups_and_subsamples([(0, 10), (1, 2000)])
+    with pytest.raises(ValueError, match="more than max_num_seqs = 1"):
+        megatron.RoutePackScheduler(5000, 1, 1, None, max_num_seqs=1).get_groups_and_subsamples([(0, 10), (1, 20)])
+
+
+def test_placement_applied_in_a_megatron_style_moe_layer():
+    """Reordering the router's probs / routing_map columns with [:, physical_to_logical] after
+    routing sends each token to the physical slot (and EP rank) the placement gives its expert;
+    router weights and replay indices stay logical."""
+    rng = np.random.default_rng(1)
+    T, E, P, k = 40, 8, 2, 2
+    loads = rng.integers(0, 100, size=(1, E))
+    pl = routepack.place(loads, P)
+    p2l, l2p = pl.physical_to_logical[0], pl.logical_to_physical[0]
+    logits = rng.normal(size=(T, E))
+    top = np.argsort(-logits, axis=1)[:, :k]  # logical experts (replay indices stay logical)
+    routing_map = np.zeros((T, E), dtype=bool)
+    np.put_along_axis(routing_map, top, True, axis=1)
+    probs = np.where(routing_map, np.exp(logits), 0.0)
+    phys_map, phys_probs = routing_map[:, p2l], probs[:, p2l]
+    H = E // P
+    for t in range(T):
+        for e in top[t]:
+            v = l2p[e]
+            assert phys_map[t, v] and phys_probs[t, v] == probs[t, e]
+            assert v // H == pl.logical_to_physical[0, e] // H  # the EP rank the placement chose
+    assert phys_map.sum() == routing_map.sum()
+
+
+class FakeDataProto:
+    """The parts of verl's DataProto that _balance_batch touches: .batch (dict of arrays), reorder."""
+
+    def __init__(self, batch):
+        self.batch = batch
+        self.meta_info = {}
+
+    def reorder(self, idx):
+        for k in list(self.batch):
+            self.batch[k] = self.batch[k][idx]
+
+    def chunk(self, chunks):
+        n = len(self.batch["attention_mask"]) // chunks
+        return [{k: v[c * n:(c + 1) * n] for k, v in self.batch.items()} for c in range(chunks)]
+
+
+class FakeTrainer:
+    actor_rollout_wg = None
+
+    def __init__(self, dp):
+        self.dp = dp
+
+    def _get_dp_size(self, wg, role):
+        assert role == "actor"
+        return self.dp
+
+
+def test_verl_balance_then_rearrange():
+    import types
+
+    from routepack.adapters import verl
+
+    rng = np.random.default_rng(3)
+    B, S, L, K, E = 16, 100, 3, 2, 8
+    mask = np.zeros((B, S), dtype=np.int64)
+    mask[:, :90] = 1  # every sample 90 tokens: cap 180 holds two per cell, so every slot gets 4
+    routes = rng.integers(0, E, size=(B, S, L, K)).astype(np.int16)
+    routes[:, 90:] = -1
+    batch = FakeDataProto({"attention_mask": mask.copy(), "routed_experts": routes.copy(),
+                           "uid": np.arange(B)})
+    trainer = FakeTrainer(4)
+    trainer._balance_batch = types.MethodType(
+        verl.make_balance_batch(max_token_len=180, num_experts=E, moe_layers=[1, 2], ep_ranks=2), trainer)
+    metrics = {}
+    trainer._balance_batch(batch, metrics)
+    p = trainer.routepack_plan
+    assert metrics["global_seqlen/routepack_rows"] == p.row_count == 2
+    # DP-slot-major, then by row: the equal chunks are exactly the plan's DP partitions.
+    chunks = batch.chunk(4)
+    for d, local in enumerate(chunks):
+        assert local["uid"].tolist() == p.dp_partitions()[d]
+        mbs, idx = verl.rearrange_micro_batches(local, max_token_len=180, num_batches_divided_by=2)
+        assert len(mbs) == p.row_count  # every rank the same micro-batch count
+        assert [local["uid"][i].tolist() for i in idx] == [list(c) for c in p.micro_batches()[d]]
+        assert all(mb["attention_mask"].sum() <= 180 for mb in mbs)
+    # The placement follows the masked routed_experts counts.
+    counts = routepack.counts_from_routes(routes, E, moe_layers=[1, 2], valid=mask.astype(bool))
+    assert (p.logical_to_physical == routepack.place(counts.sum(axis=0), 2, moe_layers=[1, 2]).logical_to_physical).all()
+    with pytest.raises(ValueError, match="2 micro-batches are not a multiple of num_batches_divided_by = 3"):
+        verl.rearrange_micro_batches(chunks[0], max_token_len=180, num_batches_divided_by=3)
+    with pytest.raises(ValueError, match="micro-batch 0 holds 180 tokens > max_token_len 100"):
+        verl.rearrange_micro_batches(chunks[0], max_token_len=100)
+    with pytest.raises(ValueError, match="has no 'routepack_row' field"):
+        verl.rearrange_micro_batches({"attention_mask": mask}, max_token_len=180)
+
+
+def test_verl_refuses_unequal_slots():
+    from routepack.adapters import verl
+
+    mask = np.zeros((6, 10), dtype=np.int64)
+    for i, t in enumerate([10, 1, 1, 1, 1, 1]):
+        mask[i, :t] = 1
+    with pytest.raises(ValueError, match=r"verl dispatches 2 equal chunks of the batch, but the plan gives the DP slots"):
+        verl.plan_batch(mask, 2, max_token_len=10)

@@ -1,0 +1,157 @@
+"""The module against the CLI: Library windows planned in Python give the CLI's plan, the maps
+match `routepack export-map`, and `routepack place` (placement-only planning)."""
+
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import routepack
+from conftest import cli
+
+
+@pytest.fixture(scope="module")
+def exe():
+    path = cli()
+    if not path or not os.path.exists(path):
+        if os.environ.get("CI"):
+            pytest.fail("ROUTEPACK_CLI does not name the built routepack binary")
+        pytest.skip("ROUTEPACK_CLI is not set (run through ctest)")
+    return path
+
+
+def run(exe, *args, ok=True):
+    r = subprocess.run([exe, *args], capture_output=True, text=True)
+    if ok:
+        assert r.returncode == 0, r.stderr
+    return r
+
+
+@pytest.fixture(scope="module")
+def library(exe, tmp_path_factory):
+    d = tmp_path_factory.mktemp("lib")
+    run(exe, "synth", "--out", str(d / "synth"), "--groups", "4", "--group-size", "8", "--layers", "6",
+        "--dense-layers", "1", "--experts", "16", "--top-k", "2", "--seed", "3")
+    db = str(d / "lib.routepack")
+    run(exe, "import", "--db", db, "--name", "syn", "--quiet", "--experts", "16", "--top-k", "2", "--layers", "6",
+        "--moe-layers", "1-5", str(d / "synth"))
+    run(exe, "window", "--db", db, "--trace", "syn", "--name", "w", "--first", "24")
+    topo = d / "topo.json"
+    topo.write_text(json.dumps({"ep_ranks": 4, "dp_slots": 4, "edp_shards": [[0, 1], [2, 3]], "token_cap": 8192,
+                                "attention_stages": [{"name": "attn", "alpha": 1.0, "beta": 2.0}]}))
+    return db, str(topo), d
+
+
+def test_library_reads_traces_and_windows(library):
+    db, _, _ = library
+    lib = routepack.Library(db)
+    traces = lib.traces()
+    assert [t["name"] for t in traces] == ["syn"]
+    assert traces[0]["samples"] == 32 and traces[0]["num_experts"] == 16 and traces[0]["moe_layers"] == [1, 2, 3, 4, 5]
+    assert [w["name"] for w in lib.windows("syn")] == ["w"]
+    w = lib.load("syn", "w")
+    assert len(w) == 24 and w.counts.shape == (24, 5, 16) and w.counts.dtype == np.uint32
+    assert not w.counts.flags.writeable
+    assert w.lengths.dtype == np.int64 and (w.lengths >= 1).all()
+    whole = lib.load("syn")
+    assert len(whole) == 32
+    assert (lib.layer_totals("syn") == whole.counts.sum(axis=0)).all()
+    with pytest.raises(ValueError, match="no trace named 'nope'"):
+        lib.load("nope")
+    with pytest.raises(ValueError, match="no such library file"):
+        routepack.Library(db + ".missing")
+
+
+def test_python_plan_is_the_cli_plan(exe, library):
+    db, topo, d = library
+    out = str(d / "cli-plan.json")
+    run(exe, "plan", "--db", db, "--trace", "syn", "--window", "w", "--topology", topo, "--seed", "4",
+        "--threads", "1", "--quiet", "--out", out)
+    w = routepack.Library(db).load("syn", "w")
+    p = routepack.plan_window(w, routepack.Topology.load(topo), seed=4, workers=1)
+    a, b = json.loads(p.to_json()), json.load(open(out))
+    a.pop("timings"), b.pop("timings")
+    assert a == b
+    # The CLI validates the Python plan file against the library window.
+    mine = str(d / "py-plan.json")
+    p.save(mine)
+    r = run(exe, "validate", mine, "--db", db)
+    assert "identical score" in r.stdout
+    # Maps: the same bytes as `routepack export-map`.
+    for fmt, got in (("sglang", p.sglang_map()), ("vllm", p.vllm_map()), ("routepack", p.routepack_map())):
+        m = str(d / f"{fmt}.json")
+        run(exe, "export-map", "--plan", out, "--format", fmt, "--out", m)
+        assert json.load(open(m)) == got
+
+
+def test_cli_place_from_loads(exe, tmp_path):
+    loads = tmp_path / "loads.json"
+    loads.write_text(json.dumps({"loads": [[8, 5, 5, 6, 10, 1], [1, 1, 1, 1, 1, 1]], "moe_layers": [2, 4],
+                                 "num_hidden_layers": 5}))
+    out = tmp_path / "map.json"
+    r = run(exe, "place", "--loads", str(loads), "--ep-ranks", "2", "--format", "vllm", "--out", str(out))
+    # Identity (8+5+5, 6+10+1) = (18, 17): max/mean 18/17.5; LPT (16, 19): 19/17.5. Layer 4 is flat.
+    lines = r.stdout.splitlines()
+    assert lines[0] == "placement of " + str(loads) + ": 2 MoE layers x 6 experts on 2 EP ranks (LPT, Algorithm 1)"
+    assert lines[2].split() == ["2", f"{18 / 17.5:.4f}", f"{19 / 17.5:.4f}"]
+    assert lines[3].split() == ["4", "1.0000", "1.0000"]
+    want = routepack.place([[8, 5, 5, 6, 10, 1], [1, 1, 1, 1, 1, 1]], 2, moe_layers=[2, 4], num_hidden_layers=5)
+    assert json.load(open(out)) == want.vllm_map()
+    run(exe, "place", "--loads", str(loads), "--ep-ranks", "2", "--format", "sglang", "--out", str(out))
+    assert json.load(open(out)) == want.sglang_map()
+
+
+def test_cli_place_from_library(exe, library):
+    db, _, d = library
+    out = str(d / "place.json")
+    r = run(exe, "place", "--db", db, "--trace", "syn", "--window", "w", "--topology", "synthetic-demo-ep8-dp4",
+            "--out", out)
+    assert "placement of window 'w' of 'syn' (24 samples): 5 MoE layers x 16 experts on 8 EP ranks" in r.stdout
+    w = routepack.Library(db).load("syn", "w")
+    want = routepack.place(w.counts.sum(axis=0, dtype=np.uint64), 8, moe_layers=w.moe_layers,
+                           num_hidden_layers=w.num_hidden_layers)
+    assert json.load(open(out)) == want.routepack_map()
+    r = run(exe, "place", "--db", db, "--trace", "syn", "--ep-ranks", "8", "--out", out)
+    assert "placement of trace 'syn'" in r.stdout
+
+
+@pytest.mark.parametrize("content, args, message", [
+    ("[[1, -2]]", ["--ep-ranks", "1"], "{f}: [0][1] must be a non-negative whole number (got -2)"),
+    ('{"loads": [[1, 2], [3]]}', ["--ep-ranks", "1"], "{f}: loads[1] must be a list of 2 loads (as row 0)"),
+    ("[[1, 2, 3]]", ["--ep-ranks", "2"], "topology: 3 experts are not divisible by 2 EP ranks"),
+    ("[[1, 2]]", [], "place: give --ep-ranks P (or --topology)"),
+    ("[[1, 2", ["--ep-ranks", "1"], "{f}: malformed JSON at byte 7"),
+])
+def test_cli_place_errors(exe, tmp_path, content, args, message):
+    f = tmp_path / "loads.json"
+    f.write_text(content)
+    r = run(exe, "place", "--loads", str(f), *args, "--out", str(tmp_path / "m.json"), ok=False)
+    assert r.returncode == 1
+    assert r.stderr.strip() == "routepack: error: " + message.format(f=f)
+
+
+def test_cli_place_aggregate_trace(exe, tmp_path):
+    """An aggregate (load-only) trace cannot be packed but can be placed."""
+    from conftest import shared_dir
+
+    shared = shared_dir()
+    if shared is None:
+        if os.environ.get("CI"):
+            pytest.fail("ROUTEPACK_SHARED_DIR is absent")
+        pytest.skip("../shared is absent")
+    db = str(tmp_path / "agg.routepack")
+    src = os.path.join(shared, "traces", "aggregate", "qwen3-30b-a3b-counts.json")
+    run(exe, "import", "--db", db, "--name", "agg", "--model", "qwen3-30b-a3b", "--quiet", src)
+    out = str(tmp_path / "map.json")
+    r = run(exe, "place", "--db", db, "--trace", "agg", "--ep-ranks", "8", "--format", "vllm", "--out", out)
+    lib = routepack.Library(db)
+    totals = lib.layer_totals("agg")
+    t = lib.traces()[0]
+    assert t["load_only"]
+    want = routepack.place(totals, 8, moe_layers=t["moe_layers"], num_hidden_layers=t["num_hidden_layers"])
+    assert json.load(open(out)) == want.vllm_map()
+    # LPT never has a larger peak than identity here, layer by layer (the printed table).
+    rows = [line.split() for line in r.stdout.splitlines()[2:2 + len(t["moe_layers"])]]
+    assert all(float(lpt) <= float(ident) for _, ident, lpt in rows)
