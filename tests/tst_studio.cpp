@@ -279,6 +279,20 @@ private Q_SLOTS:
             n += c;
         QCOMPARE(n, 235);
         QCOMPARE(h.counts.size(), std::size_t(16));
+        // Hand cases: lengths spanning a factor of 16 get log-spaced edges 100, 200, 400, 800, 1600
+        // (the maximum in the last bin); a factor of 4 keeps linear edges 10, 17.5, 25, 32.5, 40.
+        const LengthHistogram lg = lengthHistogram({100, 200, 400, 800, 1600, 150}, 4);
+        QVERIFY(lg.logarithmic);
+        const double logEdges[] = {100, 200, 400, 800, 1600};
+        QCOMPARE(lg.edges.size(), std::size_t(5));
+        for (int b = 0; b < 5; ++b) QCOMPARE(lg.edges[b], logEdges[b]);  // fuzzy: pow() need not be exact
+        QCOMPARE(lg.counts, (std::vector<int>{2, 1, 1, 2}));
+        const LengthHistogram lin = lengthHistogram({10, 20, 30, 40}, 4);
+        QVERIFY(!lin.logarithmic);
+        QCOMPARE(lin.edges, (std::vector<double>{10, 17.5, 25, 32.5, 40}));
+        QCOMPARE(lin.counts, (std::vector<int>{1, 1, 1, 1}));
+        const LengthHistogram one = lengthHistogram({7, 7}, 4);
+        QCOMPARE(one.counts, (std::vector<int>{2}));
         qInfo("maverick: 235 samples, %lld tokens, longest %lld, highest hot-expert share %.4f", total, longest,
               max_share);
     }

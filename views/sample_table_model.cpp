@@ -208,17 +208,23 @@ LengthHistogram lengthHistogram(const std::vector<qint64>& lengths, int bins) {
     LengthHistogram h;
     if (lengths.empty() || bins < 1) return h;
     const auto [mn, mx] = std::minmax_element(lengths.begin(), lengths.end());
-    h.lo = *mn;
+    const double lo = static_cast<double>(*mn), hi = static_cast<double>(*mx);
     if (*mx == *mn) {
-        h.width = 1;
+        h.edges = {lo, hi};
         h.counts.assign(1, static_cast<int>(lengths.size()));
         return h;
     }
-    h.width = static_cast<double>(*mx - *mn) / bins;
+    h.logarithmic = *mn > 0 && hi / lo >= 8.0;
+    h.edges.resize(static_cast<std::size_t>(bins) + 1);
+    for (int b = 0; b <= bins; ++b)
+        h.edges[static_cast<std::size_t>(b)] =
+            b == bins ? hi : h.logarithmic ? lo * std::pow(hi / lo, static_cast<double>(b) / bins)
+                                           : lo + (hi - lo) * b / bins;
     h.counts.assign(static_cast<std::size_t>(bins), 0);
     for (qint64 v : lengths) {
-        int b = static_cast<int>(std::floor(static_cast<double>(v - h.lo) / h.width));
-        b = std::clamp(b, 0, bins - 1);
+        // The bin whose [edge_b, edge_b+1) holds v; the maximum goes into the last bin.
+        const auto it = std::upper_bound(h.edges.begin(), h.edges.end(), static_cast<double>(v));
+        const int b = std::clamp(static_cast<int>(it - h.edges.begin()) - 1, 0, bins - 1);
         ++h.counts[static_cast<std::size_t>(b)];
     }
     return h;
@@ -258,7 +264,7 @@ void LengthHistogramView::setLengths(const std::vector<qint64>& lengths, const Q
     for (std::size_t b = 0; b < hist_.counts.size(); ++b) {
         *set << hist_.counts[b];
         peak = std::max(peak, hist_.counts[b]);
-        const qint64 from = hist_.lo + static_cast<qint64>(std::llround(static_cast<double>(b) * hist_.width));
+        const qint64 from = std::llround(hist_.edges[b]);
         // Short labels so that they fit under the bars unrotated: 950, 1.2k, 12k.
         labels << (from < 1000 ? QString::number(from)
                    : from < 10000
@@ -273,7 +279,8 @@ void LengthHistogramView::setLengths(const std::vector<qint64>& lengths, const Q
     chart->addSeries(series);
     auto* x = new QBarCategoryAxis();
     x->append(labels);
-    x->setTitleText(tr("length t_i (tokens, bin start)"));
+    x->setTitleText(hist_.logarithmic ? tr("length t_i (tokens, bin start; log-spaced bins)")
+                                      : tr("length t_i (tokens, bin start)"));
     QFont small = x->labelsFont();
     small.setPointSizeF(std::max(6.0, small.pointSizeF() * 0.85));
     x->setLabelsFont(small);

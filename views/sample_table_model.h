@@ -87,11 +87,13 @@ private:
 
 /// Histogram of sample lengths: `bins` equal-width bins over [min, max] (the last bin closed).
 struct LengthHistogram {
-    qint64 lo = 0;           ///< left edge of bin 0
-    double width = 1;        ///< bin width in tokens
-    std::vector<int> counts; ///< samples per bin
+    std::vector<double> edges; ///< bins + 1 bin edges in tokens (the last bin includes its right edge)
+    bool logarithmic = false;  ///< log-spaced edges (lengths spanning a factor of 8 or more)
+    std::vector<int> counts;   ///< samples per bin
 };
-/// An empty histogram (no counts) for no lengths; one bin when all lengths are equal.
+/// Histogram of sample lengths t_i in `bins` bins: log-spaced edges when max/min >= 8 (RL rollouts
+/// have long tails: linear bins would put almost every sample in the first one), else linear. An
+/// empty histogram (no counts) for no lengths; one bin [t, t] when all lengths are equal.
 LengthHistogram lengthHistogram(const std::vector<qint64>& lengths, int bins);
 
 /// Bar chart (Qt Charts) of a LengthHistogram with bin labels and axis titles.
