@@ -9,7 +9,7 @@ namespace routepack {
 
 /// {"seed", "workers", "seeds_M", "population", "choice_width", "eta", "projections",
 /// "pair_candidates", "levels", "t0", "cooling", "steps_per_level", "p_guide", "rho", "row_nodes",
-/// "time_limit_s"} (compact JSON; doubles with round-trip precision). The annealing and seeding
+/// "polish_evaluations", "time_limit_s"} (compact JSON; doubles with round-trip precision). The annealing and seeding
 /// seeds/workers are derived by the planner and are not part of it.
 std::string planner_budgets_to_json(const PlannerBudgets& b);
 

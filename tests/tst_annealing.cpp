@@ -46,7 +46,7 @@ PackingProblem random_problem(std::mt19937_64& g, int n, int L, int P, int D, in
             for (int r = 0; r < P; ++r)
                 sum += (w[static_cast<std::size_t>(r)] = pop[static_cast<std::size_t>(l) * P + r] + 0.5 * u(g));
             for (int r = 0; r < P; ++r)
-                p.demand[(static_cast<std::size_t>(i) * L + l) * P + r] = static_cast<std::int64_t>(
+                p.demand[(static_cast<std::size_t>(i) * L + l) * P + r] = static_cast<std::int32_t>(
                     std::floor(2.0 * p.length[static_cast<std::size_t>(i)] * w[static_cast<std::size_t>(r)] / sum));
         }
     p.shard_of_slot.resize(static_cast<std::size_t>(D));
@@ -183,6 +183,7 @@ class TestAnnealing : public QObject {
     Q_OBJECT
 private Q_SLOTS:
     void systematicResampleHandComputed();
+    void resampleReuseHandComputed();
     void neverWorseThanBestSeedOnRandomWindows();
     void reachesBruteForceOptimum();
     void deterministicAcrossRunsAndWorkers();
@@ -213,6 +214,35 @@ void TestAnnealing::systematicResampleHandComputed() {
     QCOMPARE(systematic_resample({}, 1.0, 0.5, 0.0), std::vector<int>{});
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, systematic_resample(E, 1.0, 0.5, 0.3));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, systematic_resample(E, 0.0, 0.5, 0.1));
+}
+
+void TestAnnealing::resampleReuseHandComputed() {
+    using Copies = std::vector<std::pair<int, int>>;
+    ResampleReuse r;
+    // {0, 0, 2, 2}: members 0 and 2 keep their objects; 1 and 3 (picked by nobody) receive copies.
+    plan_resample_reuse({0, 0, 2, 2}, {0, 1, 2, 3}, r);
+    QCOMPARE(r.obj, (std::vector<int>{0, 1, 2, 3}));
+    QCOMPARE(r.copies, (Copies{{1, 0}, {3, 2}}));
+    // A member resampled to itself copies nothing: the identity moves no state.
+    plan_resample_reuse({0, 1, 2, 3}, {2, 0, 3, 1}, r);
+    QCOMPARE(r.obj, (std::vector<int>{2, 0, 3, 1}));
+    QVERIFY(r.copies.empty());
+    // {1, 1, 1, 3} with objects {3, 2, 1, 0}: member 1 keeps object 2, member 3 keeps object 0;
+    // members 0 and 2 take the objects of non-sources 0 (object 3) and 2 (object 1), copied from 2.
+    plan_resample_reuse({1, 1, 1, 3}, {3, 2, 1, 0}, r);
+    QCOMPARE(r.obj, (std::vector<int>{3, 2, 1, 0}));
+    QCOMPARE(r.copies, (Copies{{3, 2}, {1, 2}}));
+    // {1, 2, 3, 3}: member 3 keeps object 3; members 0 and 1 take the objects of their sources 1 and 2
+    // (moved, not copied); member 2 gets member 0's object with a copy of object 3: one copy in all.
+    plan_resample_reuse({1, 2, 3, 3}, {0, 1, 2, 3}, r);
+    QCOMPARE(r.obj, (std::vector<int>{1, 2, 0, 3}));
+    QCOMPARE(r.copies, (Copies{{0, 3}}));
+    // Everything from the coldest member: P - 1 copies.
+    plan_resample_reuse({2, 2, 2}, {0, 1, 2}, r);
+    QCOMPARE(r.obj, (std::vector<int>{0, 1, 2}));
+    QCOMPARE(r.copies, (Copies{{0, 2}, {1, 2}}));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, plan_resample_reuse({0, 4}, {0, 1}, r));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, plan_resample_reuse({0}, {0, 1}, r));
 }
 
 void TestAnnealing::neverWorseThanBestSeedOnRandomWindows() {
@@ -319,6 +349,13 @@ void TestAnnealing::deterministicAcrossRunsAndWorkers() {
         QCOMPARE(r->accepted, a.accepted);
     }
     QCOMPARE(a.proposals, static_cast<std::int64_t>(b.levels) * b.steps * 6);
+    // Resampling copies at most P - 1 states per level, none after the last, the same for every
+    // worker count.
+    for (std::size_t n = 0; n < a.levels.size(); ++n) {
+        QVERIFY(a.levels[n].state_copies >= 0 && a.levels[n].state_copies <= 5);
+        QCOMPARE(c.levels[n].state_copies, a.levels[n].state_copies);
+    }
+    QCOMPARE(a.levels.back().state_copies, 0);
     // A different seed explores differently (statistics differ).
     b.seed = 12;
     const AnnealResult e = population_anneal(p, pop, b);

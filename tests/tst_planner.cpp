@@ -202,7 +202,48 @@ private Q_SLOTS:
         // Schema fields the training job relies on.
         const auto j = nlohmann::json::parse(text);
         QCOMPARE(j["format"].get<std::string>(), std::string("routepack-plan"));
-        QCOMPARE(j["version"].get<int>(), 1);
+        QCOMPARE(j["version"].get<int>(), 2);
+        // The lower bound: recomputed from the window (core/bound.h) and below the plan's max_g U.
+        const PackingProblem pl = make_packing_problem(in.window, in.topology, r.lpt);
+        const MaxULowerBound want = max_u_lower_bound(pl);
+        QCOMPARE(j["max_u_lower_bound"]["value"].get<double>(), want.value);
+        QCOMPARE(j["max_u_lower_bound"]["mean"].get<double>(), want.mean);
+        QCOMPARE(j["max_u_lower_bound"]["sample"].get<double>(), want.sample);
+        QCOMPARE(j["max_u_lower_bound"]["gap"].get<double>(), r.routepack.metrics.score.max_u / want.value - 1.0);
+        QVERIFY(want.value > 0 && want.value <= r.routepack.metrics.score.max_u);
+        QCOMPARE(f.version, 2);
+        QVERIFY(f.has_bound);
+        QCOMPARE(f.bound.value, want.value);
+        {
+            // A version 1 file (no bound) still reads; a bound above the score or a wrong gap does not.
+            auto v1 = j;
+            v1["version"] = 1;
+            v1.erase("max_u_lower_bound");
+            const PlanFile old = parse_plan(v1.dump(), "p.json");
+            QVERIFY(!old.has_bound);
+            QCOMPARE(rescore_plan(old, in.window), std::string());
+            auto high = j;
+            high["max_u_lower_bound"]["value"] = r.routepack.metrics.score.max_u * 2;
+            QVERIFY(QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(high.dump(), "p.json"); }))
+                        .startsWith(QStringLiteral("p.json: max_u_lower_bound: value ")));
+            auto gap = j;
+            gap["max_u_lower_bound"]["gap"] = 0.5;
+            QCOMPARE(QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(gap.dump(), "p.json"); })),
+                     QStringLiteral("p.json: max_u_lower_bound: gap 0.5 differs from score[0] / value - 1"));
+            auto missing = j;
+            missing.erase("max_u_lower_bound");
+            QCOMPARE(QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(missing.dump(), "p.json"); })),
+                     QStringLiteral("p.json: missing field 'max_u_lower_bound'"));
+            auto v3 = j;
+            v3["version"] = 3;
+            QCOMPARE(QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v3.dump(), "p.json"); })),
+                     QStringLiteral("p.json: plan version 3 is not supported (expected 1 or 2)"));
+            auto lower = j;
+            lower["max_u_lower_bound"]["value"] = want.value / 2;
+            lower["max_u_lower_bound"]["gap"] = r.routepack.metrics.score.max_u / (want.value / 2) - 1.0;
+            QVERIFY(QString::fromStdString(rescore_plan(parse_plan(lower.dump(), "p.json"), in.window))
+                        .startsWith(QStringLiteral("recomputed max_u_lower_bound differs")));
+        }
         QCOMPARE(j["placement"].size(), std::size_t(in.window.model.num_moe_layers()));
         QCOMPARE(j["moe_layers"][0].get<int>(), in.window.model.moe_layers[0]);
         for (const char* k : {"baseline", "reorder", "karmarkar_karp", "routepack"}) QVERIFY(j["metrics"].contains(k));
