@@ -541,6 +541,8 @@ void add_budget_flags(CLI::App& app, PlanCmd& c) {
     app.add_option("--cooling", b.annealing.cooling, "geometric cooling factor");
     app.add_option("--p-guide", b.annealing.p_guide, "probability of a guided proposal");
     app.add_option("--rho", b.annealing.rho, "relocation probability");
+    app.add_option("--p-straggler", b.annealing.p_straggler,
+                   "share of guided proposals aimed at the straggler EDP shard");
     app.add_option("--row-nodes", b.row_nodes, "node budget of the exact row-count search");
     app.add_option("--polish", b.polish_evaluations,
                    "scored moves of the final exact improvement pass on the straggler shard (0 = none)");

@@ -97,6 +97,7 @@ struct ChainConfig {
     int steps = 0;    ///< K
     double p_guide = 0;
     double rho = 0;
+    double p_straggler = 0;
 };
 
 /// What a chain returns (Algorithm 3 lines 11-12): trajectory-best b_j (as a flat per-sample
@@ -117,7 +118,10 @@ struct ChainOutcome {
 /// GuidedProposal (paper section 4.1.2), with probability p_guide:
 ///  - source row-shard (r, g) drawn with probability exactly proportional to J[r][g] (the straggler,
 ///    "in proportion to its current contribution"), by rejection sampling against max J, which is
-///    s2 of the current score; within it, the cell (r, d), d in D_g, drawn with probability
+///    s2 of the current score; or, with probability p_straggler (G > 1), a row-shard (r, g*) of the
+///    straggler shard g* (U_{g*} = s0) with probability J[r][g*] / U_{g*}, the target then drawn
+///    among the other shards' row-shards only (a move that leaves g* untouched cannot lower s0);
+///    within the source row-shard, the cell (r, d), d in D_g, drawn with probability
 ///    proportional to its token sum (the attention straggler of the shard maximum);
 ///  - target row-shard: the smallest J among kTargetDraws = 3 uniform draws (tournament: biased
 ///    toward small J, every row-shard possible); the target cell (r', d') with d' uniform in D_{g'};
@@ -155,11 +159,24 @@ void run_chain(const PackingProblem& p, IncrementalScorer& sc, const ChainConfig
             // the current score (expected max J / mean J draws, no per-move upkeep).
             // The draw count is bounded so that no cost vector can stall a chain; J = max J always
             // accepts, so the bound is never reached in practice.
-            int rs = static_cast<int>(rng.below(static_cast<std::uint64_t>(RG)));
-            for (int t = 0; t < kMaxRejections && cur.max_j > 0 &&
-                            !(rng.uniform() * cur.max_j < sc.row_shard_cost(rs / G, rs % G));
-                 ++t)
+            const bool aim = G > 1 && cfg.p_straggler > 0 && rng.uniform() < cfg.p_straggler;
+            const int gs = aim ? sc.straggler_shard() : -1;
+            int rs;
+            if (aim) {
+                // Straggler branch: a row of g* with probability J[r][g*] / U_{g*} (rejection against
+                // max_r J[r][g*]); only a move out of g*'s row-shards can lower s0.
+                const double mj = sc.shard_max_j(gs);
+                int r = static_cast<int>(rng.below(static_cast<std::uint64_t>(R)));
+                for (int t = 0; t < kMaxRejections && mj > 0 && !(rng.uniform() * mj < sc.row_shard_cost(r, gs)); ++t)
+                    r = static_cast<int>(rng.below(static_cast<std::uint64_t>(R)));
+                rs = r * G + gs;
+            } else {
                 rs = static_cast<int>(rng.below(static_cast<std::uint64_t>(RG)));
+                for (int t = 0; t < kMaxRejections && cur.max_j > 0 &&
+                                !(rng.uniform() * cur.max_j < sc.row_shard_cost(rs / G, rs % G));
+                     ++t)
+                    rs = static_cast<int>(rng.below(static_cast<std::uint64_t>(RG)));
+            }
             const int r = rs / G;
             const auto& slots = p.shards[static_cast<std::size_t>(rs % G)];
             int d = slots[0];
@@ -181,11 +198,18 @@ void run_chain(const PackingProblem& p, IncrementalScorer& sc, const ChainConfig
                 }
             }
             from = r * D + d;
-            // Target row-shard: the smallest J among kTargetDraws uniform draws (first wins ties).
-            int rt = static_cast<int>(rng.below(static_cast<std::uint64_t>(RG)));
+            // Target row-shard: the smallest J among kTargetDraws uniform draws (first wins ties);
+            // in the straggler branch the draws skip g* (uniform over the R (G-1) others).
+            auto draw_target = [&] {
+                if (!aim) return static_cast<int>(rng.below(static_cast<std::uint64_t>(RG)));
+                const int c = static_cast<int>(rng.below(static_cast<std::uint64_t>(R * (G - 1))));
+                const int g = c % (G - 1);
+                return (c / (G - 1)) * G + (g >= gs ? g + 1 : g);
+            };
+            int rt = draw_target();
             double jt = sc.row_shard_cost(rt / G, rt % G);
             for (int t = 1; t < kTargetDraws; ++t) {
-                const int c = static_cast<int>(rng.below(static_cast<std::uint64_t>(RG)));
+                const int c = draw_target();
                 const double jc = sc.row_shard_cost(c / G, c % G);
                 if (jc < jt) {
                     rt = c;
@@ -297,6 +321,8 @@ void check_budget(const AnnealingBudget& b) {
     if (!(b.cooling > 0 && b.cooling <= 1)) bad("cooling must be in (0, 1] (got " + std::to_string(b.cooling) + ")");
     if (!(b.p_guide >= 0 && b.p_guide <= 1)) bad("p_guide must be in [0, 1] (got " + std::to_string(b.p_guide) + ")");
     if (!(b.rho >= 0 && b.rho <= 1)) bad("rho must be in [0, 1] (got " + std::to_string(b.rho) + ")");
+    if (!(b.p_straggler >= 0 && b.p_straggler <= 1))
+        bad("p_straggler must be in [0, 1] (got " + std::to_string(b.p_straggler) + ")");
     if (b.workers < 0) bad("workers must be >= 0 (got " + std::to_string(b.workers) + ")");
     if (b.levels > 0 && !(b.t0 * std::pow(b.cooling, b.levels - 1) > 0))
         bad("the last temperature t0 * cooling^(levels-1) underflows to 0");
@@ -527,6 +553,7 @@ AnnealResult population_anneal(const PackingProblem& p, const std::vector<SeedMe
         cfg.steps = b.steps;
         cfg.p_guide = b.p_guide;
         cfg.rho = b.rho;
+        cfg.p_straggler = b.p_straggler;
         // Lines 3-12, one task per member.
         parallel_members([&](int j) {
             ChainOutcome& o = outcomes[static_cast<std::size_t>(j)];

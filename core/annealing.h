@@ -20,6 +20,9 @@ struct AnnealingBudget {
     int steps = 1000;           ///< K proposals per chain per level
     double p_guide = 0.8;       ///< probability of a guided proposal
     double rho = 0.3;           ///< relocation probability (else swap)
+    /// Probability that a guided proposal is aimed at the straggler shard (source row-shard in the
+    /// shard with U = max_g U, target in another shard); needs G > 1.
+    double p_straggler = 0.0;
     int workers = 0;            ///< TBB arena size; 0 = all cores
     std::uint64_t seed = 1;
 };
@@ -50,7 +53,8 @@ struct AnnealResult {
 /// Algorithm 3 on population P0: chains in parallel on a TBB arena of `workers` threads (each chain
 /// has its own RNG stream seeded from (seed, level, member), so the result depends only on inputs,
 /// seed and budgets, not on scheduling), GuidedProposal (p_guide: source biased toward large J,
-/// target toward small J; else uniform; relocation with probability rho), acceptance when the score
+/// a share p_straggler of them inside the straggler shard with the target outside it, target toward
+/// small J; else uniform; relocation with probability rho), acceptance when the score
 /// tuple improves or u < exp(-max(Delta, 0)/T_n) with Delta = (E(y') - E(y)) / max(|E(y)|, 1),
 /// trajectory-best archive, systematic resampling between levels with weights
 /// exp(-(1/T_{n+1} - 1/T_n) E~_j), E~_j = (E(z_j) - E_min) / max(|E_min|, 1). Validates the result

@@ -112,6 +112,7 @@ std::string plan_to_json(const PlanResult& r) {
                       {"steps_per_level", ab.steps},
                       {"p_guide", ab.p_guide},
                       {"rho", ab.rho},
+                      {"p_straggler", ab.p_straggler},
                       {"row_nodes", r.budgets.row_nodes},
                       {"polish_evaluations", r.budgets.polish_evaluations},
                       {"time_limit_s", r.budgets.time_limit_s}}},

@@ -28,7 +28,7 @@ struct PlannerBudgets {
     std::int64_t row_nodes = 1000000;  ///< node budget of the exact row-count search
     /// Scored moves of the final exact improvement pass (straggler_descent) on the annealing's best;
     /// 0 = no pass.
-    std::int64_t polish_evaluations = 200000;
+    std::int64_t polish_evaluations = 100000;
     double time_limit_s = 0;           ///< 0 = none
     int workers = 0;                   ///< worker threads (0 = all cores)
     std::uint64_t seed = 1;            ///< master seed; seeding and annealing streams derive from it

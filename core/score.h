@@ -100,6 +100,15 @@ public:
     /// J[r][g] of the current layout.
     double row_shard_cost(int r, int g) const { return J_[static_cast<std::size_t>(row_shard(r, g))]; }
     double shard_total(int g) const { return U_[g]; }
+    /// max_r J[r][g] of the current layout.
+    double shard_max_j(int g) const { return max_j_[g]; }
+    /// The straggler: the first shard g with U_g = max_g U (s0). O(G).
+    int straggler_shard() const {
+        int gs = 0;
+        for (int g = 1; g < G_; ++g)
+            if (U_[g] > U_[gs]) gs = g;
+        return gs;
+    }
 
     /// Whether swapping samples i and j (in different cells) keeps both cells <= C. O(1).
     bool swap_feasible(int i, int j) const;

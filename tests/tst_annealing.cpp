@@ -1,7 +1,8 @@
 // Fixed-row population annealing (core/annealing.h; paper section 4.1.2-4.1.3, Algorithm 3):
 // non-regression and validity on random windows, reaching a brute-forced optimum, determinism across
 // runs and worker counts, cancellation and deadline, systematic resampling (lines 15-18) on a
-// hand-computed case, acceptance at high and low temperature, budget and population checks.
+// hand-computed case, acceptance at high and low temperature, budget and population checks; the
+// resampling's state reuse by hand; the straggler descent's local optimum checked by brute force.
 // Problems and seed populations are built here directly (no seeding or row-count stage involved).
 #include "core/annealing.h"
 #include "core/errors.h"
@@ -193,6 +194,8 @@ private Q_SLOTS:
     void acceptanceRateFollowsTemperature();
     void zeroLevelsReturnsBestSeed();
     void rejectsBadBudgetAndPopulation();
+    void stragglerAimedProposalsDeterministic();
+    void descentReachesLocalOptimum();
 };
 
 void TestAnnealing::systematicResampleHandComputed() {
@@ -471,6 +474,89 @@ void TestAnnealing::rejectsBadBudgetAndPopulation() {
     auto broken = pop;
     broken[1].layout.cells[0].clear();
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, population_anneal(p, broken, small_budget()));
+}
+
+void TestAnnealing::stragglerAimedProposalsDeterministic() {
+    const PackingProblem p = standard_problem(31);
+    const auto pop = make_population(p, ffd_rows(p), 5, 9);
+    AnnealingBudget b = small_budget();
+    b.p_straggler = 0.7;
+    b.workers = 1;
+    const AnnealResult a = population_anneal(p, pop, b);
+    b.workers = 2;
+    const AnnealResult c = population_anneal(p, pop, b);
+    QVERIFY(a.best == c.best);
+    QVERIFY(a.score == c.score);
+    QVERIFY(same_stats(a.levels, c.levels));
+    QVERIFY(!(best_seed_score(pop, p) < a.score));
+    QCOMPARE(validate_layout(a.best, p), std::string());
+    // The branch draws differently: the run differs from the plain guided proposal.
+    b.p_straggler = 0;
+    const AnnealResult plain = population_anneal(p, pop, b);
+    QVERIFY(!same_stats(plain.levels, a.levels));
+    b.p_straggler = 1.5;
+    QCOMPARE(QString::fromStdString([&] {
+                 try {
+                     population_anneal(p, pop, b);
+                 } catch (const InputError& e) {
+                     return std::string(e.what());
+                 }
+                 return std::string("<no error>");
+             }()),
+             QStringLiteral("annealing budget: p_straggler must be in [0, 1] (got 1.500000)"));
+}
+
+void TestAnnealing::descentReachesLocalOptimum() {
+    for (std::uint64_t seed : {41, 42, 43}) {
+        std::mt19937_64 g(seed);
+        const PackingProblem p = random_problem(g, 24, 2, 3, 4, 2, 900, 40, 500);
+        const int rows = ffd_rows(p);
+        QVERIFY(rows > 0);
+        const auto pop = make_population(p, rows, 1, seed);
+        const Layout& x = pop[0].layout;
+        const DescentResult d = straggler_descent(p, x, 10000000);
+        QCOMPARE(validate_layout(d.layout, p), std::string());
+        QVERIFY(d.local_optimum);
+        QVERIFY(!d.cancelled);
+        QVERIFY(d.improvements > 0);
+        QVERIFY(d.score < score_layout(x, p));
+        QVERIFY(d.score == score_layout(d.layout, p));
+        // Brute force with full rescoring: no relocation or swap of a sample of the straggler shard
+        // (the first shard with U = max U) improves the score tuple.
+        const CostBreakdown cb = cost_breakdown(d.layout, p);
+        int gs = 0;
+        for (int h = 1; h < p.G; ++h)
+            if (cb.U[h] > cb.U[gs]) gs = h;
+        const int K = d.layout.cell_count();
+        for (int k = 0; k < K; ++k) {
+            if (p.shard_of_slot[static_cast<std::size_t>(k % p.D)] != gs) continue;
+            for (std::size_t pos = 0; pos < d.layout.cells[static_cast<std::size_t>(k)].size(); ++pos) {
+                for (int k2 = 0; k2 < K; ++k2) {
+                    if (k2 == k) continue;
+                    Layout y = d.layout;
+                    auto& src = y.cells[static_cast<std::size_t>(k)];
+                    const int i = src[pos];
+                    src.erase(src.begin() + static_cast<std::ptrdiff_t>(pos));
+                    y.cells[static_cast<std::size_t>(k2)].push_back(i);
+                    if (validate_layout(y, p).empty()) QVERIFY(!(score_layout(y, p) < d.score));
+                    for (std::size_t pos2 = 0; pos2 < d.layout.cells[static_cast<std::size_t>(k2)].size(); ++pos2) {
+                        Layout z = d.layout;
+                        std::swap(z.cells[static_cast<std::size_t>(k)][pos], z.cells[static_cast<std::size_t>(k2)][pos2]);
+                        if (validate_layout(z, p).empty()) QVERIFY(!(score_layout(z, p) < d.score));
+                    }
+                }
+            }
+        }
+        // RNG-free: the same input gives the same layout; a budget stops it early, never worse.
+        QVERIFY(straggler_descent(p, x, 10000000).layout == d.layout);
+        const DescentResult short_run = straggler_descent(p, x, 3);
+        QCOMPARE(short_run.evaluations, std::int64_t{3});
+        QVERIFY(!short_run.local_optimum);
+        QVERIFY(!(score_layout(x, p) < short_run.score));
+        const DescentResult none = straggler_descent(p, x, 0);
+        QVERIFY(none.layout == x);
+        QCOMPARE(none.evaluations, std::int64_t{0});
+    }
 }
 
 QTEST_GUILESS_MAIN(TestAnnealing)

@@ -803,6 +803,37 @@ private Q_SLOTS:
         QVERIFY(b.value >= std::max(b.mean, b.sample) * (1 - 2e-12));
     }
 
+    /// The flat cells hold as many samples as a cell within C can: here two (C = 2, unit lengths);
+    /// a relocation into a full cell is refused before anything changes.
+    void flatCellCapacity() {
+        PackingProblem p = skeleton(3, 1, 2, 2, {{0}, {1}}, 2, {{"kda", 1.0, 0.0}});
+        p.length = {1, 1, 1};
+        for (int i = 0; i < 3; ++i)
+            set_q(p, i, 0, {i, 1});
+        Layout x;
+        x.rows = 1;
+        x.dp_slots = 2;
+        x.cells = {{0, 1}, {2}};
+        IncrementalScorer s(p, x);
+        QVERIFY(s.relocate_feasible(0, 1));
+        s.apply_relocate(0, 1);
+        QCOMPARE(s.cell_size(1), 2);
+        QCOMPARE(std::vector<int>(s.cell(1).begin(), s.cell(1).end()), (std::vector<int>{2, 0}));
+        QVERIFY(same_score(s.score(), score_layout(s.layout(), p)));
+        const Score before = s.score();
+        QVERIFY(!s.relocate_feasible(1, 1));
+        QString what;
+        try {
+            s.apply_relocate(1, 1);
+        } catch (const std::logic_error& e) {
+            what = QString::fromUtf8(e.what());
+        }
+        QCOMPARE(what, QStringLiteral("IncrementalScorer: relocation of sample 1 into a full cell (the move is infeasible)"));
+        QVERIFY(same_score(s.score(), before));
+        s.undo();  // the relocation of sample 0 is still the one undone
+        QCOMPARE(s.layout(), x);
+    }
+
     /// A copied scorer (as chains copy their state) continues independently and exactly.
     void copiesAreIndependent() {
         RandomCase rc = random_case(21, 40, 2, 4, 4, {{0, 1}, {2, 3}}, 3, 2, 800, 2);
@@ -812,6 +843,12 @@ private Q_SLOTS:
         QVERIFY2(random_walk(a, 5, 500, 50, &st, &why), why.constData());
         IncrementalScorer b = a; // may carry a pending (uncommitted) move
         QVERIFY2(random_walk(b, 6, 2000, 50, &st, &why), why.constData());
+        // Assignment into an existing scorer of the same shape (how resampling hands states over).
+        IncrementalScorer c(rc.p, rc.x);
+        c = a;
+        QVERIFY(same_score(c.score(), a.score()));
+        QCOMPARE(c.layout(), a.layout());
+        QVERIFY2(random_walk(c, 8, 2000, 50, &st, &why), why.constData());
         QVERIFY2(matches_full(a, true, &why), why.constData());
         QVERIFY2(random_walk(a, 7, 2000, 50, &st, &why), why.constData());
     }

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <numeric>
@@ -76,6 +77,9 @@ void quality_row(const char* label, const PlanResult& r) {
                 r.timings.at("total"));
 }
 
+/// Budgets every run starts from (defaults, or the command line's overrides).
+PlannerBudgets g_budgets;
+
 double timing(const PlanResult& r, const char* k) { return r.timings.count(k) ? r.timings.at(k) : 0.0; }
 
 void speed_row(const char* label, const PlanResult& r, int workers) {
@@ -113,14 +117,23 @@ int main(int argc, char** argv) {
         else if (!std::strcmp(argv[i], "--skip-scale")) scale = false;
         else if (!std::strcmp(argv[i], "--skip-anytime")) anytime = false;
         else if (!std::strcmp(argv[i], "--x100")) x100 = true;
+        else if (!std::strcmp(argv[i], "--p-straggler") && i + 1 < argc) g_budgets.annealing.p_straggler = std::atof(argv[++i]);
+        else if (!std::strcmp(argv[i], "--polish") && i + 1 < argc) g_budgets.polish_evaluations = std::atoll(argv[++i]);
+        else if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) g_budgets.annealing.steps = std::atoi(argv[++i]);
+        else if (!std::strcmp(argv[i], "--levels") && i + 1 < argc) g_budgets.annealing.levels = std::atoi(argv[++i]);
+        else if (!std::strcmp(argv[i], "--t0") && i + 1 < argc) g_budgets.annealing.t0 = std::atof(argv[++i]);
+        else if (!std::strcmp(argv[i], "--cooling") && i + 1 < argc) g_budgets.annealing.cooling = std::atof(argv[++i]);
+        else if (!std::strcmp(argv[i], "--population") && i + 1 < argc) g_budgets.seeding.population = std::atoi(argv[++i]);
         else {
-            std::printf("usage: bench_planner [--shared DIR] [--skip-real] [--skip-grid] [--skip-scale] [--skip-anytime] [--x100]\n");
+            std::printf("usage: bench_planner [--shared DIR] [--skip-real] [--skip-grid] [--skip-scale] [--skip-anytime] [--x100]"
+                        " [--p-straggler X] [--polish N] [--steps K] [--levels N] [--t0 T] [--cooling F] [--population P]\n");
             return 2;
         }
     }
     const fs::path topo_dir = fs::path(ROUTEPACK_SOURCE_DIR) / "resources/topologies";
     try {
         if (real && fs::exists(shared / "traces")) {
+            std::vector<std::pair<std::string, PlanResult>> real_runs;
             std::printf("(a) quality, routepack vs reorder (c = R* certified), default budgets, 2 workers\n");
             std::printf("| window / topology | R* | S_EP | T_EP | eta_EP | attention | joint | joint vs KK | KK cap viol. | planner |\n");
             std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
@@ -141,12 +154,16 @@ int main(int argc, char** argv) {
                     PlanInput in;
                     in.window = first_n(all, s.n);
                     in.topology = read_topology(topo_dir / (std::string(t) + ".json"));
+                    in.budgets = g_budgets;
                     in.budgets.workers = 2;
                     const auto r = plan_window(in);
                     const std::string label = std::string(s.model) + " " + std::to_string(s.n) + " / " + t;
                     quality_row(label.c_str(), r);
+                    real_runs.emplace_back(label, r);
                 }
             }
+            std::printf("\nthe same runs, seconds per stage\n%s", kSpeedHeader);
+            for (const auto& [label, r] : real_runs) speed_row(label.c_str(), r, 2);
             std::printf("\n(d) max_g U, median over seeds 1, 2, 3 (2 workers): default budgets%s; lower bound LB and gap\n",
                         x100 ? " and 100x steps per level" : "");
             std::printf("| window / topology | reorder | default | time | gap to LB |%s LB |\n", x100 ? " 100x steps | time |" : "");
@@ -161,6 +178,7 @@ int main(int argc, char** argv) {
                     PlanInput in;
                     in.window = first_n(all, s.n);
                     in.topology = read_topology(topo_dir / (std::string(t) + ".json"));
+                    in.budgets = g_budgets;
                     in.budgets.workers = 2;
                     if (anytime_window.size() == 0) {
                         anytime_window = in.window;
@@ -170,14 +188,14 @@ int main(int argc, char** argv) {
                     double lb = 0, reorder = 0;
                     for (std::uint64_t seed : {1, 2, 3}) {
                         in.budgets.seed = seed;
-                        in.budgets.annealing.steps = AnnealingBudget{}.steps;
+                        in.budgets.annealing.steps = g_budgets.annealing.steps;
                         const auto r = plan_window(in);
                         u.push_back(r.routepack.metrics.score.max_u);
                         secs.push_back(timing(r, "total"));
                         lb = r.bound.value;
                         reorder = r.reorder.metrics.score.max_u;
                         if (x100) {
-                            in.budgets.annealing.steps = 100 * AnnealingBudget{}.steps;
+                            in.budgets.annealing.steps = 100 * g_budgets.annealing.steps;
                             const auto h = plan_window(in);
                             u100.push_back(h.routepack.metrics.score.max_u);
                             secs100.push_back(timing(h, "total"));
@@ -196,17 +214,18 @@ int main(int argc, char** argv) {
                 PlanInput in;
                 in.window = anytime_window;
                 in.topology = anytime_topology;
+                in.budgets = g_budgets;
                 in.budgets.workers = 2;
                 const auto base = plan_window(in);
                 const double t_base = timing(base, "total");
                 const double t_fixed = t_base - timing(base, "annealing") - timing(base, "polish");
-                const double per_step = (timing(base, "annealing") + timing(base, "polish")) / AnnealingBudget{}.steps;
+                const double per_step = (timing(base, "annealing") + timing(base, "polish")) / g_budgets.annealing.steps;
                 std::printf("| budget | steps per level | polish evaluations | time | max_g U | gap to LB |\n|---|---|---|---|---|---|\n");
                 for (double budget : {0.05, 0.1, 0.5, 1.0, 5.0}) {
-                    const double scale = std::max(0.05, (budget - t_fixed) / (per_step * AnnealingBudget{}.steps));
-                    in.budgets.annealing.steps = std::max(1, static_cast<int>(AnnealingBudget{}.steps * scale));
+                    const double scale = std::max(0.05, (budget - t_fixed) / (per_step * g_budgets.annealing.steps));
+                    in.budgets.annealing.steps = std::max(1, static_cast<int>(g_budgets.annealing.steps * scale));
                     in.budgets.polish_evaluations =
-                        std::max<std::int64_t>(1000, static_cast<std::int64_t>(PlannerBudgets{}.polish_evaluations * scale));
+                        std::max<std::int64_t>(1000, static_cast<std::int64_t>(g_budgets.polish_evaluations * scale));
                     const auto r = plan_window(in);
                     std::printf("| %.2f s | %d | %lld | %.3f s | %.3f | %.2f%% |\n", budget, in.budgets.annealing.steps,
                                 static_cast<long long>(in.budgets.polish_evaluations), timing(r, "total"),
@@ -235,6 +254,7 @@ int main(int argc, char** argv) {
                     PlanInput in;
                     in.window = w;
                     in.topology = make_topology(pt.P, pt.D, pt.G, 8192);
+                    in.budgets = g_budgets;
                     in.budgets.workers = workers;
                     const auto r = plan_window(in);
                     char label[128];
@@ -266,6 +286,7 @@ int main(int argc, char** argv) {
             std::printf("%s", kSpeedHeader);
             double anneal[3] = {0, 0, 0};
             for (int workers : {1, 2}) {
+                in.budgets = g_budgets;
                 in.budgets.workers = workers;
                 const auto r = plan_window(in);
                 anneal[workers] = timing(r, "annealing");
