@@ -477,6 +477,8 @@ void CostsPanel::refresh() {
                            : QString()));
 }
 
+QString CostsPanel::headingText() const { return heading_->text(); }
+
 // =============================================================================================
 // GridPanel
 
