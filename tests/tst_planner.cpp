@@ -178,6 +178,31 @@ private Q_SLOTS:
         QCOMPARE(r.routepack.layout.cell_count(), r.rows.rows * in.topology.dp_slots);
     }
 
+    /// Rank demand is int32: a window where t_i * top_k, or a layer's routed total, reaches 2^31 is
+    /// refused with the sample's name instead of wrapping.
+    void int32DemandGuard() {
+        const PlanInput in = synth_input(2, 5);
+        const Trace& w = in.window;
+        const int L = w.model.num_moe_layers(), E = w.model.experts, k = w.model.top_k;
+        const Placement pi = identity_placement(L, E, in.topology.ep_ranks);
+        Topology t = in.topology;
+        Trace big = w;
+        const std::int64_t len = (std::int64_t{1} << 31) / k;  // t * k = 2^31 exactly
+        big.samples[1].length = len;
+        t.token_cap = len;
+        QCOMPARE(QString::fromStdString(routepack::test::error_of<InputError>([&] { make_packing_problem(big, t, pi); })),
+                 QString::fromStdString("sample '" + w.samples[1].id + "': t_i * top_k = " + std::to_string(len) + " * " +
+                                        std::to_string(k) + " does not fit the int32 rank demand (must stay below 2^31)"));
+        big.samples[1].length = len - 1;  // (2^31 / k - 1) * k < 2^31: accepted
+        QCOMPARE(make_packing_problem(big, t, pi).length[1], len - 1);
+        Trace heavy = w;
+        heavy.counts[heavy.stride() * 2 + 0] = 0x7fffffffu;  // sample 2, MoE layer 0: 2^31 - 1 + more
+        heavy.counts[heavy.stride() * 2 + 1] = 5;
+        QCOMPARE(QString::fromStdString(routepack::test::error_of<InputError>([&] { make_packing_problem(heavy, t, pi); })),
+                 QString::fromStdString("sample '" + w.samples[2].id + "': MoE layer " + std::to_string(w.model.moe_layers[0]) +
+                                        " routes 2^31 or more tokens, beyond the int32 rank demand"));
+    }
+
     void timeLimit() {
         PlanInput in = synth_input(8, 7);
         in.budgets.time_limit_s = 1e-9;
