@@ -542,7 +542,11 @@ void add_budget_flags(CLI::App& app, PlanCmd& c) {
     app.add_option("--cooling", b.annealing.cooling, "geometric cooling factor");
     app.add_option("--p-guide", b.annealing.p_guide, "probability of a guided proposal");
     app.add_option("--rho", b.annealing.rho, "relocation probability");
+    app.add_option("--p-straggler", b.annealing.p_straggler,
+                   "share of guided proposals aimed at the straggler EDP shard");
     app.add_option("--row-nodes", b.row_nodes, "node budget of the exact row-count search");
+    app.add_option("--polish", b.polish_evaluations,
+                   "scored moves of the final exact improvement pass on the straggler shard (0 = none)");
 }
 
 std::string pct(double from, double to) {
@@ -581,6 +585,10 @@ nlohmann::json compare_json(const PlanResult& r) {
                               {"ep_balance_efficiency", {a.ep_balance_efficiency, b.ep_balance_efficiency}},
                               {"attention_pct", rel(a.attention_sum, b.attention_sum)}};
     };
+    j["max_u_lower_bound"] = {{"value", r.bound.value},
+                              {"mean", r.bound.mean},
+                              {"sample", r.bound.sample},
+                              {"gap", bound_gap(r.routepack.metrics.score.max_u, r.bound.value)}};
     j["routepack_vs_reorder"] = change(r.reorder.metrics, r.routepack.metrics);
     j["routepack_vs_baseline"] = change(r.baseline.metrics, r.routepack.metrics);
     j["routepack_vs_karmarkar_karp"] = change(r.karmarkar_karp.metrics, r.routepack.metrics);
@@ -616,6 +624,9 @@ void print_comparison(const PlanResult& r) {
                   << fmt("%.3f", a.ep_balance_efficiency) << " -> " << fmt("%.3f", b.ep_balance_efficiency)
                   << "  attention " << pct(a.attention_sum, b.attention_sum) << "\n";
     };
+    std::cout << "lower bound on max_g U: " << fmt("%.4f", r.bound.value) << " (mean bound " << fmt("%.4f", r.bound.mean)
+              << ", largest sample " << fmt("%.4f", r.bound.sample) << "); routepack is "
+              << fmt("%.2f%%", 100.0 * bound_gap(r.routepack.metrics.score.max_u, r.bound.value)) << " above it\n";
     line("routepack vs reorder       ", r.reorder.metrics, r.routepack.metrics);
     line("routepack vs baseline      ", r.baseline.metrics, r.routepack.metrics);
     line("routepack vs karmarkar_karp", r.karmarkar_karp.metrics, r.routepack.metrics);
@@ -623,7 +634,8 @@ void print_comparison(const PlanResult& r) {
         std::cout << "note: karmarkar_karp puts " << r.karmarkar_karp.metrics.cap_violations
                   << " cell(s) over the cap C (reported, still scored)\n";
     std::cout << "planner: " << fmt("%.3f", r.timings.count("total") ? r.timings.at("total") : 0.0) << " s, "
-              << r.proposals << " proposals, " << r.accepted << " accepted"
+              << r.proposals << " proposals, " << r.accepted << " accepted, polish " << r.polish_improvements << "/"
+              << r.polish_evaluations << (r.polish_local_optimum ? " (local optimum)" : "")
               << (r.cancelled ? ", CANCELLED (best valid plan so far)" : "")
               << (r.time_limit_hit ? ", time limit hit" : "") << "\n";
 }

@@ -3,12 +3,15 @@
 // Control flow (line numbers of Algorithm 3):
 //   1     x* <- the best seed by the exact score tuple (eq. 15), every seed rescored here.
 //   2-12  per level n (T_n = t0 * cooling^n), all P_pop chains run in parallel on one TBB arena; a
-//         chain owns an IncrementalScorer over its member and K proposals of GuidedProposal;
+//         chain runs K proposals of GuidedProposal on its member's IncrementalScorer, which lives
+//         for the whole run (built once from P0; resampling hands objects over and copies state only
+//         where a terminal state is picked twice, see ResampleReuse);
 //         infeasible proposals are skipped (line 6-7) but counted as proposed; Metropolis acceptance
 //         on the normalized energy delta (line 9-10, energy = eq. 16); the trajectory-best b_j is
 //         kept (line 11) and the terminal state z_j returned (line 12).
 //   13    x* <- minScore(x*, b_0..b_{P-1}) in member order (first strict improvement wins).
-//   14-18 systematic resampling of the terminal states (systematic_resample below).
+//   14-18 systematic resampling of the terminal states (systematic_resample below), applied to the
+//         scorers by plan_resample_reuse.
 //   19    validate x* and assert non-regression against the best seed (std::logic_error).
 //
 // Determinism: chain j at level n draws from an Rng seeded by (seed, n, j) only, the level's u0 from
@@ -25,6 +28,8 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <span>
+#include <utility>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -92,25 +97,31 @@ struct ChainConfig {
     int steps = 0;    ///< K
     double p_guide = 0;
     double rho = 0;
+    double p_straggler = 0;
 };
 
-/// What a chain returns (Algorithm 3 lines 11-12): trajectory-best b_j and terminal z_j, plus counts.
+/// What a chain returns (Algorithm 3 lines 11-12): trajectory-best b_j (as a flat per-sample
+/// placement, copied into reused storage) and the terminal score, plus counts. The terminal state
+/// z_j itself stays in the chain's scorer.
 struct ChainOutcome {
-    Layout best;
+    SamplePlacement best;
     Score best_score;
-    Layout terminal;
     Score terminal_score;
     std::int64_t proposals = 0;
     std::int64_t accepted = 0;
     std::int64_t infeasible = 0;
 };
 
-/// One fixed-temperature chain (Algorithm 3 lines 3-12) from `start`.
+/// One fixed-temperature chain (Algorithm 3 lines 3-12) from the scorer's current state, which it
+/// leaves at the terminal state z_j.
 ///
 /// GuidedProposal (paper section 4.1.2), with probability p_guide:
 ///  - source row-shard (r, g) drawn with probability exactly proportional to J[r][g] (the straggler,
 ///    "in proportion to its current contribution"), by rejection sampling against max J, which is
-///    s2 of the current score; within it, the cell (r, d), d in D_g, drawn with probability
+///    s2 of the current score; or, with probability p_straggler (G > 1), a row-shard (r, g*) of the
+///    straggler shard g* (U_{g*} = s0) with probability J[r][g*] / U_{g*}, the target then drawn
+///    among the other shards' row-shards only (a move that leaves g* untouched cannot lower s0);
+///    within the source row-shard, the cell (r, d), d in D_g, drawn with probability
 ///    proportional to its token sum (the attention straggler of the shard maximum);
 ///  - target row-shard: the smallest J among kTargetDraws = 3 uniform draws (tournament: biased
 ///    toward small J, every row-shard possible); the target cell (r', d') with d' uniform in D_{g'};
@@ -123,22 +134,21 @@ struct ChainOutcome {
 /// (line 6-7) and counted as proposed and infeasible.
 ///
 /// Both guided draws are O(1) expected and read only cached J values, so nothing needs upkeep per
-/// accepted move beyond the scorer's own; nothing is allocated per proposal; b_j's layout is copied
-/// (into reused capacity) only when the chain's score strictly improves on b_j.
-void run_chain(const PackingProblem& p, const Layout& start, const ChainConfig& cfg, std::uint64_t seed,
+/// accepted move beyond the scorer's own; nothing is allocated per proposal (the scorer's cells are
+/// flat); b_j is copied (2n ints, into reused storage) only when the chain's score strictly
+/// improves on b_j.
+void run_chain(const PackingProblem& p, IncrementalScorer& sc, const ChainConfig& cfg, std::uint64_t seed,
                StopState& stop, ChainOutcome& out) {
-    IncrementalScorer sc(p, start);
     Rng rng(seed);
-    const int R = start.rows;
+    const int R = sc.rows();
     const int D = p.D;
     const int G = p.G;
     const int RG = R * G;
     const int cells = R * D;
     Score cur = sc.score();
-    out.best = start;
+    sc.copy_placement_to(out.best);
     out.best_score = cur;
 
-    const auto& lay = sc.layout();
     for (int step = 0; step < cfg.steps; ++step) {
         if ((step & kPollMask) == kPollMask && stop.poll()) break;
         ++out.proposals;
@@ -149,11 +159,24 @@ void run_chain(const PackingProblem& p, const Layout& start, const ChainConfig& 
             // the current score (expected max J / mean J draws, no per-move upkeep).
             // The draw count is bounded so that no cost vector can stall a chain; J = max J always
             // accepts, so the bound is never reached in practice.
-            int rs = static_cast<int>(rng.below(static_cast<std::uint64_t>(RG)));
-            for (int t = 0; t < kMaxRejections && cur.max_j > 0 &&
-                            !(rng.uniform() * cur.max_j < sc.row_shard_cost(rs / G, rs % G));
-                 ++t)
+            const bool aim = G > 1 && cfg.p_straggler > 0 && rng.uniform() < cfg.p_straggler;
+            const int gs = aim ? sc.straggler_shard() : -1;
+            int rs;
+            if (aim) {
+                // Straggler branch: a row of g* with probability J[r][g*] / U_{g*} (rejection against
+                // max_r J[r][g*]); only a move out of g*'s row-shards can lower s0.
+                const double mj = sc.shard_max_j(gs);
+                int r = static_cast<int>(rng.below(static_cast<std::uint64_t>(R)));
+                for (int t = 0; t < kMaxRejections && mj > 0 && !(rng.uniform() * mj < sc.row_shard_cost(r, gs)); ++t)
+                    r = static_cast<int>(rng.below(static_cast<std::uint64_t>(R)));
+                rs = r * G + gs;
+            } else {
                 rs = static_cast<int>(rng.below(static_cast<std::uint64_t>(RG)));
+                for (int t = 0; t < kMaxRejections && cur.max_j > 0 &&
+                                !(rng.uniform() * cur.max_j < sc.row_shard_cost(rs / G, rs % G));
+                     ++t)
+                    rs = static_cast<int>(rng.below(static_cast<std::uint64_t>(RG)));
+            }
             const int r = rs / G;
             const auto& slots = p.shards[static_cast<std::size_t>(rs % G)];
             int d = slots[0];
@@ -175,11 +198,18 @@ void run_chain(const PackingProblem& p, const Layout& start, const ChainConfig& 
                 }
             }
             from = r * D + d;
-            // Target row-shard: the smallest J among kTargetDraws uniform draws (first wins ties).
-            int rt = static_cast<int>(rng.below(static_cast<std::uint64_t>(RG)));
+            // Target row-shard: the smallest J among kTargetDraws uniform draws (first wins ties);
+            // in the straggler branch the draws skip g* (uniform over the R (G-1) others).
+            auto draw_target = [&] {
+                if (!aim) return static_cast<int>(rng.below(static_cast<std::uint64_t>(RG)));
+                const int c = static_cast<int>(rng.below(static_cast<std::uint64_t>(R * (G - 1))));
+                const int g = c % (G - 1);
+                return (c / (G - 1)) * G + (g >= gs ? g + 1 : g);
+            };
+            int rt = draw_target();
             double jt = sc.row_shard_cost(rt / G, rt % G);
             for (int t = 1; t < kTargetDraws; ++t) {
-                const int c = static_cast<int>(rng.below(static_cast<std::uint64_t>(RG)));
+                const int c = draw_target();
                 const double jc = sc.row_shard_cost(c / G, c % G);
                 if (jc < jt) {
                     rt = c;
@@ -192,7 +222,7 @@ void run_chain(const PackingProblem& p, const Layout& start, const ChainConfig& 
                 ++out.infeasible;
                 continue;
             }
-            const auto& src = lay.cells[static_cast<std::size_t>(from)];
+            const std::span<const int> src = sc.cell(from);
             relocate = rng.uniform() < cfg.rho;
             if (relocate) {
                 // A sample of the source cell that fits the target cell's free room.
@@ -238,7 +268,7 @@ void run_chain(const PackingProblem& p, const Layout& start, const ChainConfig& 
         } else {
             // Swap partner: a uniform sample j of the target cell among those that keep both cells
             // within C (t_j in [t_i - free(to), t_i + free(from)]); none -> infeasible.
-            const auto& dst = lay.cells[static_cast<std::size_t>(to)];
+            const std::span<const int> dst = sc.cell(to);
             const std::int64_t ti = p.length[static_cast<std::size_t>(i)];
             const std::int64_t lo = ti - (p.C - sc.cell_tokens(to));
             const std::int64_t hi = ti + (p.C - sc.cell_tokens(from));
@@ -274,14 +304,13 @@ void run_chain(const PackingProblem& p, const Layout& start, const ChainConfig& 
             ++out.accepted;
             if (cur < out.best_score) { // line 11: b_j <- minScore(b_j, y)
                 out.best_score = cur;
-                out.best = lay;
+                sc.copy_placement_to(out.best);
             }
         } else {
             sc.undo();
         }
     }
-    out.terminal = lay; // line 12
-    out.terminal_score = cur;
+    out.terminal_score = cur; // line 12: z_j is the scorer's state
 }
 
 void check_budget(const AnnealingBudget& b) {
@@ -292,6 +321,8 @@ void check_budget(const AnnealingBudget& b) {
     if (!(b.cooling > 0 && b.cooling <= 1)) bad("cooling must be in (0, 1] (got " + std::to_string(b.cooling) + ")");
     if (!(b.p_guide >= 0 && b.p_guide <= 1)) bad("p_guide must be in [0, 1] (got " + std::to_string(b.p_guide) + ")");
     if (!(b.rho >= 0 && b.rho <= 1)) bad("rho must be in [0, 1] (got " + std::to_string(b.rho) + ")");
+    if (!(b.p_straggler >= 0 && b.p_straggler <= 1))
+        bad("p_straggler must be in [0, 1] (got " + std::to_string(b.p_straggler) + ")");
     if (b.workers < 0) bad("workers must be >= 0 (got " + std::to_string(b.workers) + ")");
     if (b.levels > 0 && !(b.t0 * std::pow(b.cooling, b.levels - 1) > 0))
         bad("the last temperature t0 * cooling^(levels-1) underflows to 0");
@@ -333,6 +364,108 @@ std::vector<int> systematic_resample(const std::vector<double>& energies, double
     return out;
 }
 
+DescentResult straggler_descent(const PackingProblem& p, const Layout& x, std::int64_t max_evaluations,
+                                const std::atomic<bool>* cancel, std::optional<Clock::time_point> deadline) {
+    const std::string why = validate_layout(x, p);
+    if (!why.empty()) throw std::invalid_argument("straggler_descent: layout is invalid: " + why);
+    IncrementalScorer sc(p, x);
+    DescentResult res;
+    const int R = sc.rows(), K = sc.cell_count(), D = p.D;
+    std::vector<int> order(static_cast<std::size_t>(R));
+    std::vector<int> mine;  // samples of the straggler's row-shard, scanned
+    mine.reserve(static_cast<std::size_t>(p.n));
+    auto stopped = [&] {
+        if ((res.evaluations & kPollMask) != 0) return false;
+        if ((cancel && cancel->load(std::memory_order_relaxed)) || (deadline && Clock::now() >= *deadline)) {
+            res.cancelled = true;
+            return true;
+        }
+        return false;
+    };
+    // Tries one move already applied to the scorer: keeps it when the score drops.
+    auto judge = [&](const Score& before) {
+        ++res.evaluations;
+        if (sc.score() < before) {
+            ++res.improvements;
+            return true;
+        }
+        sc.undo();
+        return false;
+    };
+    bool improved = true;
+    while (improved && res.evaluations < max_evaluations && !res.cancelled) {
+        improved = false;
+        // The straggler shard g*: the first with U = s0.
+        int gs = 0;
+        for (int g = 1; g < p.G; ++g)
+            if (sc.shard_total(g) > sc.shard_total(gs)) gs = g;
+        for (int r = 0; r < R; ++r) order[static_cast<std::size_t>(r)] = r;
+        std::stable_sort(order.begin(), order.end(),
+                         [&](int a, int b) { return sc.row_shard_cost(a, gs) > sc.row_shard_cost(b, gs); });
+        for (int r : order) {
+            mine.clear();
+            for (int d : p.shards[static_cast<std::size_t>(gs)])
+                for (int i : sc.cell(r * D + d)) mine.push_back(i);
+            for (int i : mine) {
+                const Score before = sc.score();
+                const int from = sc.cell_of(i);
+                for (int k = 0; k < K && !improved; ++k) {
+                    if (!sc.relocate_feasible(i, k)) continue;
+                    if (res.evaluations >= max_evaluations || stopped()) break;
+                    sc.apply_relocate(i, k);
+                    improved = judge(before);
+                }
+                for (int j = 0; j < p.n && !improved; ++j) {
+                    if (sc.cell_of(j) == from || !sc.swap_feasible(i, j)) continue;
+                    if (res.evaluations >= max_evaluations || stopped()) break;
+                    sc.apply_swap(i, j);
+                    improved = judge(before);
+                }
+                if (improved || res.evaluations >= max_evaluations || res.cancelled) break;
+            }
+            if (improved || res.evaluations >= max_evaluations || res.cancelled) break;
+        }
+        if (!improved && res.evaluations < max_evaluations && !res.cancelled) res.local_optimum = true;
+    }
+    res.score = sc.score();
+    res.layout = sc.layout();
+    return res;
+}
+
+void plan_resample_reuse(const std::vector<int>& pick, const std::vector<int>& obj, ResampleReuse& out) {
+    const std::size_t P = pick.size();
+    if (obj.size() != P) throw std::invalid_argument("plan_resample_reuse: pick and obj differ in size");
+    for (int k : pick)
+        if (k < 0 || static_cast<std::size_t>(k) >= P) throw std::invalid_argument("plan_resample_reuse: pick out of range");
+    out.obj.assign(P, -1);
+    out.copies.clear();
+    out.claimed.assign(P, 0);   // source member k's object already taken by a member of P_{n+1}
+    out.is_source.assign(P, 0);
+    for (int k : pick) out.is_source[static_cast<std::size_t>(k)] = 1;
+    // Members that keep their own state take their own object.
+    for (std::size_t m = 0; m < P; ++m)
+        if (pick[m] == static_cast<int>(m)) {
+            out.obj[m] = obj[m];
+            out.claimed[m] = 1;
+        }
+    // The first member picking an unclaimed source takes that source's object (no copy).
+    for (std::size_t m = 0; m < P; ++m) {
+        const auto k = static_cast<std::size_t>(pick[m]);
+        if (out.obj[m] < 0 && !out.claimed[k]) {
+            out.obj[m] = obj[k];
+            out.claimed[k] = 1;
+        }
+    }
+    // The rest copy their source's state into an object nobody picked (as many as they need).
+    std::size_t free_member = 0;
+    for (std::size_t m = 0; m < P; ++m) {
+        if (out.obj[m] >= 0) continue;
+        while (out.is_source[free_member]) ++free_member;
+        out.obj[m] = obj[free_member++];
+        out.copies.emplace_back(out.obj[m], obj[static_cast<std::size_t>(pick[m])]);
+    }
+}
+
 AnnealResult population_anneal(const PackingProblem& p, const std::vector<SeedMember>& population,
                                const AnnealingBudget& b, const std::function<void(const LevelStats&)>& on_level,
                                const std::atomic<bool>* cancel, std::optional<Clock::time_point> deadline) {
@@ -362,25 +495,51 @@ AnnealResult population_anneal(const PackingProblem& p, const std::vector<SeedMe
         });
     };
 
-    // Line 1: x* <- argmin Score over P0 (exact rescoring; the members' stored scores are not trusted).
-    std::vector<Score> seed_scores(static_cast<std::size_t>(P));
+    auto parallel_for_count = [&](int count, auto&& body) {
+        if (count == 0) return;
+        arena.execute([&] {
+            tbb::parallel_for(
+                tbb::blocked_range<int>(0, count, 1),
+                [&](const tbb::blocked_range<int>& range) {
+                    for (int c = range.begin(); c != range.end(); ++c)
+                        body(c);
+                },
+                tbb::simple_partitioner());
+        });
+    };
+
+    // Every member's chain state lives in one IncrementalScorer for the whole run (`pool`, member m
+    // at pool[obj[m]]); resampling moves objects between members and copies state only where a
+    // terminal state is picked more than once (ResampleReuse).
+    std::vector<std::optional<IncrementalScorer>> slots(static_cast<std::size_t>(P));
     parallel_members([&](int j) {
-        seed_scores[static_cast<std::size_t>(j)] = score_layout(population[static_cast<std::size_t>(j)].layout, p);
+        slots[static_cast<std::size_t>(j)].emplace(p, population[static_cast<std::size_t>(j)].layout);
     });
+    std::vector<IncrementalScorer> pool;
+    pool.reserve(static_cast<std::size_t>(P));
+    for (auto& x : slots) pool.push_back(std::move(*x));
+    slots.clear();
+    std::vector<int> obj(static_cast<std::size_t>(P));
+    for (int j = 0; j < P; ++j) obj[static_cast<std::size_t>(j)] = j;
+
+    // Line 1: x* <- argmin Score over P0 (exact rescoring: a new scorer's score is bitwise the full
+    // score of eqs. 11-15; the members' stored scores are not trusted).
     int first = 0;
     for (int j = 1; j < P; ++j)
-        if (seed_scores[static_cast<std::size_t>(j)] < seed_scores[static_cast<std::size_t>(first)]) first = j;
+        if (pool[static_cast<std::size_t>(j)].score() < pool[static_cast<std::size_t>(first)].score()) first = j;
 
     AnnealResult result;
-    result.initial_best = seed_scores[static_cast<std::size_t>(first)];
+    result.initial_best = pool[static_cast<std::size_t>(first)].score();
     Layout x_star = population[static_cast<std::size_t>(first)].layout;
     Score x_star_score = result.initial_best;
 
-    std::vector<Layout> members(static_cast<std::size_t>(P));
-    for (int j = 0; j < P; ++j)
-        members[static_cast<std::size_t>(j)] = population[static_cast<std::size_t>(j)].layout;
     std::vector<ChainOutcome> outcomes(static_cast<std::size_t>(P));
+    for (auto& o : outcomes) {
+        o.best.cell.reserve(static_cast<std::size_t>(p.n));
+        o.best.pos.reserve(static_cast<std::size_t>(p.n));
+    }
     std::vector<double> terminal_energy(static_cast<std::size_t>(P));
+    ResampleReuse reuse;
 
     StopState stop;
     stop.cancel = cancel;
@@ -394,11 +553,12 @@ AnnealResult population_anneal(const PackingProblem& p, const std::vector<SeedMe
         cfg.steps = b.steps;
         cfg.p_guide = b.p_guide;
         cfg.rho = b.rho;
+        cfg.p_straggler = b.p_straggler;
         // Lines 3-12, one task per member.
         parallel_members([&](int j) {
             ChainOutcome& o = outcomes[static_cast<std::size_t>(j)];
             o.proposals = o.accepted = o.infeasible = 0;
-            run_chain(p, members[static_cast<std::size_t>(j)], cfg,
+            run_chain(p, pool[static_cast<std::size_t>(obj[static_cast<std::size_t>(j)])], cfg,
                       stream_seed(b.seed, static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(j)), stop, o);
         });
 
@@ -408,11 +568,12 @@ AnnealResult population_anneal(const PackingProblem& p, const std::vector<SeedMe
         st.level = n;
         st.temperature = t;
         double energy_sum = 0;
+        int improved = -1;
         for (int j = 0; j < P; ++j) {
             const ChainOutcome& o = outcomes[static_cast<std::size_t>(j)];
             if (o.best_score < x_star_score) {
                 x_star_score = o.best_score;
-                x_star = o.best;
+                improved = j;
             }
             terminal_energy[static_cast<std::size_t>(j)] = o.terminal_score.energy();
             energy_sum += terminal_energy[static_cast<std::size_t>(j)];
@@ -421,24 +582,30 @@ AnnealResult population_anneal(const PackingProblem& p, const std::vector<SeedMe
             result.accepted += o.accepted;
             st.acceptance += static_cast<double>(o.accepted);
         }
+        if (improved >= 0)
+            x_star = layout_from_placement(outcomes[static_cast<std::size_t>(improved)].best, pool[0].rows(), p.D);
         result.proposals += st.proposals;
         // An interrupted level is not reported (its statistics would describe partial chains).
         if (stop.stop.load(std::memory_order_relaxed)) break;
         st.acceptance = st.proposals > 0 ? st.acceptance / static_cast<double>(st.proposals) : 0.0;
         st.mean_energy = energy_sum / P;
         st.best = x_star_score;
-        result.levels.push_back(st);
-        if (on_level) on_level(st);
 
         // Lines 14-18: systematic resampling of the terminal states into P_{n+1}.
         if (n + 1 < b.levels) {
             Rng level_rng(stream_seed(b.seed, static_cast<std::uint64_t>(n), kLevelStream));
             const double u0 = level_rng.uniform() / P;
             const std::vector<int> pick = systematic_resample(terminal_energy, t, t * b.cooling, u0);
-            for (int m = 0; m < P; ++m)
-                members[static_cast<std::size_t>(m)] =
-                    outcomes[static_cast<std::size_t>(pick[static_cast<std::size_t>(m)])].terminal;
+            plan_resample_reuse(pick, obj, reuse);
+            parallel_for_count(static_cast<int>(reuse.copies.size()), [&](int c) {
+                const auto [dst, src] = reuse.copies[static_cast<std::size_t>(c)];
+                pool[static_cast<std::size_t>(dst)] = pool[static_cast<std::size_t>(src)];
+            });
+            obj.swap(reuse.obj);
+            st.state_copies = static_cast<int>(reuse.copies.size());
         }
+        result.levels.push_back(st);
+        if (on_level) on_level(st);
     }
     result.cancelled = stop.cancelled.load() || stop.time_limit.load();
     result.time_limit_hit = stop.time_limit.load();

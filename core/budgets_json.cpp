@@ -27,7 +27,9 @@ std::string planner_budgets_to_json(const PlannerBudgets& b) {
     j["steps_per_level"] = a.steps;
     j["p_guide"] = a.p_guide;
     j["rho"] = a.rho;
+    j["p_straggler"] = a.p_straggler;
     j["row_nodes"] = b.row_nodes;
+    j["polish_evaluations"] = b.polish_evaluations;
     j["time_limit_s"] = b.time_limit_s;
     return j.dump();
 }
@@ -96,7 +98,9 @@ PlannerBudgets parse_planner_budgets(const std::string& json_text, const std::st
     r.integer("steps_per_level", b.annealing.steps, 0, kIntMax);
     r.real("p_guide", b.annealing.p_guide, 0, 1);
     r.real("rho", b.annealing.rho, 0, 1);
+    r.real("p_straggler", b.annealing.p_straggler, 0, 1);
     r.integer("row_nodes", b.row_nodes, 0);
+    r.integer("polish_evaluations", b.polish_evaluations, 0);
     r.real("time_limit_s", b.time_limit_s, 0, inf);
     return b;
 }

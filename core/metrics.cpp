@@ -53,7 +53,7 @@ LayoutMetrics layout_metrics(const Layout& x, const PackingProblem& p, double cv
             for (int d = 0; d < p.D; ++d) {
                 std::int64_t* Wg = W.data() + static_cast<std::size_t>(p.shard_of_slot[d]) * L * P;
                 for (int i : x.cells[static_cast<std::size_t>(x.cell_index(r, d))]) {
-                    const std::int64_t* q = p.q(i);
+                    const std::int32_t* q = p.q(i);
                     for (int lp = 0; lp < L * P; ++lp) Wg[lp] += q[lp];
                 }
             }

@@ -4,6 +4,10 @@
 
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
+#include <atomic>
+#include <limits>
+
 namespace routepack {
 
 PackingProblem make_packing_problem(const Trace& window, const Topology& topo, const Placement& pi) {
@@ -29,22 +33,44 @@ PackingProblem make_packing_problem(const Trace& window, const Topology& topo, c
             throw InputError("sample '" + s.id + "' has " + std::to_string(s.length) + " tokens, more than the cap C = " +
                              std::to_string(p.C));
         p.length[static_cast<std::size_t>(i)] = s.length;
+        const std::int64_t top_k = std::max(1, window.model.top_k);
+        if (s.length > std::numeric_limits<std::int32_t>::max() / top_k)
+            throw InputError("sample '" + s.id + "': t_i * top_k = " + std::to_string(s.length) + " * " +
+                             std::to_string(top_k) + " does not fit the int32 rank demand (must stay below 2^31)");
     }
     // q[i][l][p] (eq. 5): rank of each (l, e) precomputed once.
     std::vector<int> rank(static_cast<std::size_t>(p.L) * E);
     for (int l = 0; l < p.L; ++l)
         for (int e = 0; e < E; ++e) rank[static_cast<std::size_t>(l) * E + e] = pi.rank_of(l, e);
     p.demand.assign(static_cast<std::size_t>(p.n) * p.L * p.P, 0);
+    // A layer's routed total bounds every rank's share of it; totals below 2^31 keep q exact in int32.
+    std::atomic<std::int64_t> bad{-1};  // (sample << 32) | layer of the first overflow
     tbb::parallel_for(0, p.n, [&](int i) {
         const auto a = window.sample_counts(static_cast<std::size_t>(i));
-        std::int64_t* q = p.demand.data() + static_cast<std::size_t>(i) * p.L * p.P;
+        std::int32_t* q = p.demand.data() + static_cast<std::size_t>(i) * p.L * p.P;
         for (int l = 0; l < p.L; ++l) {
             const std::uint32_t* al = a.data() + static_cast<std::size_t>(l) * E;
             const int* rl = rank.data() + static_cast<std::size_t>(l) * E;
-            std::int64_t* ql = q + static_cast<std::size_t>(l) * p.P;
-            for (int e = 0; e < E; ++e) ql[rl[e]] += al[e];
+            std::int32_t* ql = q + static_cast<std::size_t>(l) * p.P;
+            std::uint64_t total = 0;
+            for (int e = 0; e < E; ++e) total += al[e];
+            if (total > static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max())) {
+                // Keep the smallest (sample, layer), so the error does not depend on scheduling.
+                const std::int64_t key = (static_cast<std::int64_t>(i) << 32) | l;
+                std::int64_t cur = bad.load();
+                while ((cur < 0 || key < cur) && !bad.compare_exchange_weak(cur, key)) {
+                }
+                return;
+            }
+            for (int e = 0; e < E; ++e) ql[rl[e]] += static_cast<std::int32_t>(al[e]);
         }
     });
+    if (bad.load() >= 0) {
+        const int i = static_cast<int>(bad.load() >> 32), l = static_cast<int>(bad.load() & 0xffffffff);
+        throw InputError("sample '" + window.samples[static_cast<std::size_t>(i)].id + "': MoE layer " +
+                         std::to_string(window.model.moe_layers.empty() ? l : window.model.moe_layers[static_cast<std::size_t>(l)]) +
+                         " routes 2^31 or more tokens, beyond the int32 rank demand");
+    }
     return p;
 }
 

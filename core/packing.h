@@ -21,18 +21,21 @@ struct PackingProblem {
     std::int64_t C = 0;  ///< token cap
     std::vector<std::int64_t> length;  ///< t_i, [n]
     /// Per-sample rank demand q[i][l][p] = sum_{e: owner(pi_l(e)) = p} a[i][l][e] (eq. 5), [n][L][P].
-    /// 64-bit so that counts up to 2^31 summed over H experts cannot overflow.
-    std::vector<std::int64_t> demand;
+    /// int32 (half the bytes every move reads): q[i][l][p] <= sum_e a[i][l][e] <= t_i * top_k, and
+    /// make_packing_problem refuses a window where t_i * top_k or a layer's routed total reaches
+    /// 2^31. Every sum over samples (rank loads W, eq. 13) is formed in int64.
+    std::vector<std::int32_t> demand;
     std::vector<int> shard_of_slot;          ///< [D] -> g
     std::vector<std::vector<int>> shards;    ///< [G] -> DP slots of D_g, ascending
     std::vector<AttentionStage> stages;
 
-    const std::int64_t* q(int i) const { return demand.data() + static_cast<std::size_t>(i) * L * P; }
+    const std::int32_t* q(int i) const { return demand.data() + static_cast<std::size_t>(i) * L * P; }
 };
 
 /// Builds the problem from a window (samples + counts), a topology and a placement. InputError
-/// naming the sample when t_i > C, when the window is empty, or when the trace's E/L differ from the
-/// placement's.
+/// naming the sample when t_i > C, when t_i * top_k >= 2^31 or a layer's routed count total does
+/// (int32 demand), or when the window is empty; std::invalid_argument when the trace's E/L differ
+/// from the placement's.
 PackingProblem make_packing_problem(const Trace& window, const Topology& topo, const Placement& pi);
 
 /// An R x D layout: cells[k] holds the sample indices of cell k = r*D + d (row r, DP slot d).

@@ -44,7 +44,7 @@ ojson topology_ojson(const Topology& t) { return ojson::parse(topology_to_json(t
 std::string plan_to_json(const PlanResult& r) {
     ojson j;
     j["format"] = "routepack-plan";
-    j["version"] = 1;
+    j["version"] = kPlanVersion;
     j["inputs"] = {{"trace", r.trace_name}, {"window", r.window_name}, {"fingerprint", r.fingerprint},
                    {"samples", r.samples.size()}};
     j["model"] = {{"name", r.model.name},
@@ -82,6 +82,10 @@ std::string plan_to_json(const PlanResult& r) {
     }
     j["rows"] = std::move(rows);
     j["score"] = score_json(r.routepack.metrics.score);
+    j["max_u_lower_bound"] = {{"value", r.bound.value},
+                              {"mean", r.bound.mean},
+                              {"sample", r.bound.sample},
+                              {"gap", bound_gap(r.routepack.metrics.score.max_u, r.bound.value)}};
     j["metrics"] = {{"baseline", metrics_json(r.baseline)},
                     {"reorder", metrics_json(r.reorder)},
                     {"karmarkar_karp", metrics_json(r.karmarkar_karp)},
@@ -111,11 +115,16 @@ std::string plan_to_json(const PlanResult& r) {
                       {"steps_per_level", ab.steps},
                       {"p_guide", ab.p_guide},
                       {"rho", ab.rho},
+                      {"p_straggler", ab.p_straggler},
                       {"row_nodes", r.budgets.row_nodes},
+                      {"polish_evaluations", r.budgets.polish_evaluations},
                       {"time_limit_s", r.budgets.time_limit_s}}},
                     {"population", r.population_origins},
                     {"proposals", r.proposals},
                     {"accepted", r.accepted},
+                    {"polish", {{"evaluations", r.polish_evaluations},
+                                {"improvements", r.polish_improvements},
+                                {"local_optimum", r.polish_local_optimum}}},
                     {"cancelled", r.cancelled},
                     {"time_limit_hit", r.time_limit_hit},
                     {"convergence", std::move(conv)}};
@@ -179,9 +188,12 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
     if (!j.is_object()) throw InputError(origin + ": a plan must be a JSON object");
     if (j.value("format", std::string()) != "routepack-plan")
         throw InputError(origin + ": not a RoutePack plan (format must be \"routepack-plan\")");
-    if (need_int(j, "version", origin) != 1)
-        throw InputError(origin + ": plan version " + j["version"].dump() + " is not supported (expected 1)");
+    const std::int64_t version = need_int(j, "version", origin);
+    if (version != 1 && version != kPlanVersion)
+        throw InputError(origin + ": plan version " + j["version"].dump() + " is not supported (expected 1 or " +
+                         std::to_string(kPlanVersion) + ")");
     PlanFile f;
+    f.version = static_cast<int>(version);
     const auto& in = need(j, "inputs", origin);
     f.trace_name = in.value("trace", std::string());
     f.window_name = in.value("window", std::string());
@@ -288,6 +300,25 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
     for (const char* k : {"baseline", "reorder", "karmarkar_karp", "routepack"})
         f.metrics[k] = parse_metrics(need(metrics, k, origin + ": metrics"), origin + ": metrics." + k);
     if (!(f.metrics["routepack"].score == f.score)) throw InputError(origin + ": score differs from metrics.routepack.score");
+    if (f.version >= 2) {
+        const std::string where = origin + ": max_u_lower_bound";
+        const auto& b = need(j, "max_u_lower_bound", origin);
+        auto num = [&](const char* key) {
+            const auto& v = need(b, key, where);
+            if (!v.is_number()) throw InputError(where + ": field '" + std::string(key) + "' must be a number");
+            return v.get<double>();
+        };
+        f.bound.value = num("value");
+        f.bound.mean = num("mean");
+        f.bound.sample = num("sample");
+        const double gap = num("gap");
+        if (!(f.bound.value <= f.score.max_u))
+            throw InputError(where + ": value " + b["value"].dump() + " is above the plan's max_g U " +
+                             nlohmann::json(f.score.max_u).dump());
+        if (gap != bound_gap(f.score.max_u, f.bound.value))
+            throw InputError(where + ": gap " + b["gap"].dump() + " differs from score[0] / value - 1");
+        f.has_bound = true;
+    }
     const auto& planner = need(j, "planner", origin);
     {
         const auto& seed = need(planner, "seed", origin + ": planner");
@@ -329,6 +360,12 @@ std::string rescore_plan(const PlanFile& plan, const Trace& window) {
     if (got.ep_peak_sum != want.ep_peak_sum || got.ep_tail_peak != want.ep_tail_peak ||
         !same(got.attention_sum, want.attention_sum) || !same(got.ep_balance_efficiency, want.ep_balance_efficiency))
         return "rescored metrics differ from the plan's";
+    if (plan.has_bound) {
+        const MaxULowerBound b = max_u_lower_bound(p);
+        if (b.value != plan.bound.value || b.mean != plan.bound.mean || b.sample != plan.bound.sample)
+            return "recomputed max_u_lower_bound differs from the plan's (" + std::to_string(b.value) + " vs " +
+                   std::to_string(plan.bound.value) + ")";
+    }
     return {};
 }
 

@@ -35,6 +35,8 @@ MethodResult make_method(const char* name, bool lpt, Layout layout, const Packin
 
 }  // namespace
 
+double bound_gap(double max_u, double bound) { return bound > 0 ? max_u / bound - 1.0 : 0.0; }
+
 std::string window_fingerprint(const Trace& window) {
     std::uint64_t h = 0xcbf29ce484222325ULL;
     for (const auto& s : window.samples) h = fnv1a64(&s.length, sizeof s.length, h);
@@ -85,6 +87,9 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
         const PackingProblem p_id = make_packing_problem(w, in.topology, r.identity);
         const PackingProblem p_lpt = make_packing_problem(w, in.topology, r.lpt);
         r.timings["placement"] = seconds_since(t0);
+        t0 = Clock::now();
+        r.bound = max_u_lower_bound(p_lpt);
+        r.timings["bound"] = seconds_since(t0);
 
         // 2. Row count R*.
         t0 = Clock::now();
@@ -150,7 +155,24 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
         if (res.score < r.routepack.metrics.score) r.routepack = make_method("routepack", true, res.best, p_lpt, r.cv_lpt);
         r.timings["annealing"] = seconds_since(t0);
 
-        // 6. Validate + non-regression (the routepack layout is never worse than reorder, one of its seeds).
+        // 6. Final exact improvement pass on the straggler (serial, RNG-free).
+        t0 = Clock::now();
+        emit("polish", 0.95);
+        if (in.budgets.polish_evaluations > 0 && !cancelled() && !r.time_limit_hit) {
+            const DescentResult d =
+                straggler_descent(p_lpt, r.routepack.layout, in.budgets.polish_evaluations, cancel, deadline);
+            r.polish_evaluations = d.evaluations;
+            r.polish_improvements = d.improvements;
+            r.polish_local_optimum = d.local_optimum;
+            if (d.cancelled) {
+                if (cancelled()) r.cancelled = true;
+                else r.time_limit_hit = true;
+            }
+            if (d.score < r.routepack.metrics.score) r.routepack = make_method("routepack", true, d.layout, p_lpt, r.cv_lpt);
+        }
+        r.timings["polish"] = seconds_since(t0);
+
+        // 7. Validate + non-regression (the routepack layout is never worse than reorder, one of its seeds).
         t0 = Clock::now();
         emit("validate", 0.97);
         const std::string bad = validate_layout(r.routepack.layout, p_lpt);

@@ -3,6 +3,7 @@
 // window with progress events, cooperative cancellation, a time limit and a fixed seed (DESIGN.md
 // "Pipeline"). The only place in core that owns threads (a oneTBB arena of `workers`).
 #include "core/annealing.h"
+#include "core/bound.h"
 #include "core/metrics.h"
 #include "core/rowcount.h"
 #include "core/seeding.h"
@@ -25,6 +26,9 @@ struct PlannerBudgets {
     SeedingBudget seeding;
     AnnealingBudget annealing;
     std::int64_t row_nodes = 1000000;  ///< node budget of the exact row-count search
+    /// Scored moves of the final exact improvement pass (straggler_descent) on the annealing's best;
+    /// 0 = no pass.
+    std::int64_t polish_evaluations = 100000;
     double time_limit_s = 0;           ///< 0 = none
     int workers = 0;                   ///< worker threads (0 = all cores)
     std::uint64_t seed = 1;            ///< master seed; seeding and annealing streams derive from it
@@ -70,9 +74,14 @@ struct PlanResult {
     double cv_identity = 0, cv_lpt = 0;                               ///< eq. 22
     RowCount rows;
     MethodResult baseline, reorder, karmarkar_karp, routepack;
+    /// Certified lower bound on routepack's max_g U at its (LPT) placement, over every layout
+    /// (core/bound.h); the plan's gap is routepack.metrics.score.max_u / bound.value - 1.
+    MaxULowerBound bound;
     std::vector<LevelStats> convergence;
     std::vector<std::string> population_origins;
     std::int64_t proposals = 0, accepted = 0;
+    std::int64_t polish_evaluations = 0, polish_improvements = 0;  ///< straggler_descent's counts
+    bool polish_local_optimum = false;
     bool cancelled = false;
     bool time_limit_hit = false;
     /// FixedRowFFD could not fill R* rows (the exact search found a layout it misses); the length-only
@@ -80,6 +89,9 @@ struct PlanResult {
     bool baseline_not_ffd = false;
     std::map<std::string, double> timings;  ///< seconds per stage, and "total"
 };
+
+/// Relative gap of a max_g U above its lower bound: max_u / bound - 1 (0 when bound <= 0).
+double bound_gap(double max_u, double bound);
 
 /// Hex FNV-1a fingerprint of a window's lengths and counts (the plan's `inputs.fingerprint`).
 std::string window_fingerprint(const Trace& window);

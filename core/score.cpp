@@ -43,6 +43,7 @@ namespace routepack {
 namespace {
 
 using i64 = std::int64_t;
+using q32 = std::int32_t;  // rank demand q (PackingProblem::demand); widened to int64 before any sum
 constexpr i64 kMin = std::numeric_limits<i64>::min();
 
 // ------------------------------------------------------------------------------------------------
@@ -144,22 +145,22 @@ inline Score finish_score(const double* U, const double* max_j, int G) {
 struct Kernels {
     const char* name;
     /// w[x] += q[x], x < n.
-    void (*add)(i64* w, const i64* q, std::size_t n);
+    void (*add)(i64* w, const q32* q, std::size_t n);
     /// sum_l max_p w[l][p]; per_layer[l] = max_p w[l][p] when non-null.
     i64 (*peaks)(const i64* w, int L, int P, i64* per_layer);
     /// Swap i (in a) <-> j (in b), d = q_j - q_i: *sa = sum_l max_p (wa + d), *sb = sum_l max_p (wb - d).
-    void (*eval_swap)(const i64* wa, const i64* wb, const i64* qi, const i64* qj, int L, int P, i64* sa, i64* sb);
+    void (*eval_swap)(const i64* wa, const i64* wb, const q32* qi, const q32* qj, int L, int P, i64* sa, i64* sb);
     /// Relocate i from a to b: *sa = sum_l max_p (wa - q_i), *sb = sum_l max_p (wb + q_i).
-    void (*eval_relocate)(const i64* wa, const i64* wb, const i64* qi, int L, int P, i64* sa, i64* sb);
+    void (*eval_relocate)(const i64* wa, const i64* wb, const q32* qi, int L, int P, i64* sa, i64* sb);
     /// wa += q_j - q_i, wb -= q_j - q_i.
-    void (*commit_swap)(i64* wa, i64* wb, const i64* qi, const i64* qj, std::size_t n);
+    void (*commit_swap)(i64* wa, i64* wb, const q32* qi, const q32* qj, std::size_t n);
     /// wa -= q_i, wb += q_i.
-    void (*commit_relocate)(i64* wa, i64* wb, const i64* qi, std::size_t n);
+    void (*commit_relocate)(i64* wa, i64* wb, const q32* qi, std::size_t n);
 };
 
 // ---- scalar ----
 
-void add_scalar(i64* w, const i64* q, std::size_t n) {
+void add_scalar(i64* w, const q32* q, std::size_t n) {
     for (std::size_t x = 0; x < n; ++x)
         w[x] += q[x];
 }
@@ -176,12 +177,12 @@ i64 peaks_scalar(const i64* w, int L, int P, i64* per_layer) {
     return sum;
 }
 
-void eval_swap_scalar(const i64* wa, const i64* wb, const i64* qi, const i64* qj, int L, int P, i64* sa, i64* sb) {
+void eval_swap_scalar(const i64* wa, const i64* wb, const q32* qi, const q32* qj, int L, int P, i64* sa, i64* sb) {
     i64 ta = 0, tb = 0;
     for (int l = 0; l < L; ++l, wa += P, wb += P, qi += P, qj += P) {
         i64 ma = kMin, mb = kMin;
         for (int p = 0; p < P; ++p) {
-            const i64 d = qj[p] - qi[p];
+            const i64 d = static_cast<i64>(qj[p]) - qi[p];
             ma = std::max(ma, wa[p] + d);
             mb = std::max(mb, wb[p] - d);
         }
@@ -192,7 +193,7 @@ void eval_swap_scalar(const i64* wa, const i64* wb, const i64* qi, const i64* qj
     *sb = tb;
 }
 
-void eval_relocate_scalar(const i64* wa, const i64* wb, const i64* qi, int L, int P, i64* sa, i64* sb) {
+void eval_relocate_scalar(const i64* wa, const i64* wb, const q32* qi, int L, int P, i64* sa, i64* sb) {
     i64 ta = 0, tb = 0;
     for (int l = 0; l < L; ++l, wa += P, wb += P, qi += P) {
         i64 ma = kMin, mb = kMin;
@@ -207,15 +208,15 @@ void eval_relocate_scalar(const i64* wa, const i64* wb, const i64* qi, int L, in
     *sb = tb;
 }
 
-void commit_swap_scalar(i64* wa, i64* wb, const i64* qi, const i64* qj, std::size_t n) {
+void commit_swap_scalar(i64* wa, i64* wb, const q32* qi, const q32* qj, std::size_t n) {
     for (std::size_t x = 0; x < n; ++x) {
-        const i64 d = qj[x] - qi[x];
+        const i64 d = static_cast<i64>(qj[x]) - qi[x];
         wa[x] += d;
         wb[x] -= d;
     }
 }
 
-void commit_relocate_scalar(i64* wa, i64* wb, const i64* qi, std::size_t n) {
+void commit_relocate_scalar(i64* wa, i64* wb, const q32* qi, std::size_t n) {
     for (std::size_t x = 0; x < n; ++x) {
         wa[x] -= qi[x];
         wb[x] += qi[x];
@@ -244,11 +245,13 @@ constexpr Kernels kScalar{"scalar",
 }
 #define RP_LD4(ptr) _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ptr))
 #define RP_ST4(ptr, v) _mm256_storeu_si256(reinterpret_cast<__m256i*>(ptr), v)
+// 4 int32 demands widened to 4 int64 lanes.
+#define RP_LDQ4(ptr) _mm256_cvtepi32_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ptr)))
 
-[[gnu::target("avx2")]] void add_avx2(i64* w, const i64* q, std::size_t n) {
+[[gnu::target("avx2")]] void add_avx2(i64* w, const q32* q, std::size_t n) {
     std::size_t x = 0;
     for (; x + 4 <= n; x += 4)
-        RP_ST4(w + x, _mm256_add_epi64(RP_LD4(w + x), RP_LD4(q + x)));
+        RP_ST4(w + x, _mm256_add_epi64(RP_LD4(w + x), RP_LDQ4(q + x)));
     for (; x < n; ++x)
         w[x] += q[x];
 }
@@ -270,7 +273,7 @@ constexpr Kernels kScalar{"scalar",
     return sum;
 }
 
-[[gnu::target("avx2")]] void eval_swap_avx2(const i64* wa, const i64* wb, const i64* qi, const i64* qj, int L, int P,
+[[gnu::target("avx2")]] void eval_swap_avx2(const i64* wa, const i64* wb, const q32* qi, const q32* qj, int L, int P,
                                             i64* sa, i64* sb) {
     i64 ta = 0, tb = 0;
     const __m256i lo = _mm256_set1_epi64x(kMin);
@@ -278,13 +281,13 @@ constexpr Kernels kScalar{"scalar",
         __m256i ma = lo, mb = lo;
         int p = 0;
         for (; p + 4 <= P; p += 4) {
-            const __m256i d = _mm256_sub_epi64(RP_LD4(qj + p), RP_LD4(qi + p));
+            const __m256i d = _mm256_sub_epi64(RP_LDQ4(qj + p), RP_LDQ4(qi + p));
             ma = max4(ma, _mm256_add_epi64(RP_LD4(wa + p), d));
             mb = max4(mb, _mm256_sub_epi64(RP_LD4(wb + p), d));
         }
         i64 xa = hmax4(ma), xb = hmax4(mb);
         for (; p < P; ++p) {
-            const i64 d = qj[p] - qi[p];
+            const i64 d = static_cast<i64>(qj[p]) - qi[p];
             xa = std::max(xa, wa[p] + d);
             xb = std::max(xb, wb[p] - d);
         }
@@ -295,7 +298,7 @@ constexpr Kernels kScalar{"scalar",
     *sb = tb;
 }
 
-[[gnu::target("avx2")]] void eval_relocate_avx2(const i64* wa, const i64* wb, const i64* qi, int L, int P, i64* sa,
+[[gnu::target("avx2")]] void eval_relocate_avx2(const i64* wa, const i64* wb, const q32* qi, int L, int P, i64* sa,
                                                 i64* sb) {
     i64 ta = 0, tb = 0;
     const __m256i lo = _mm256_set1_epi64x(kMin);
@@ -303,7 +306,7 @@ constexpr Kernels kScalar{"scalar",
         __m256i ma = lo, mb = lo;
         int p = 0;
         for (; p + 4 <= P; p += 4) {
-            const __m256i q = RP_LD4(qi + p);
+            const __m256i q = RP_LDQ4(qi + p);
             ma = max4(ma, _mm256_sub_epi64(RP_LD4(wa + p), q));
             mb = max4(mb, _mm256_add_epi64(RP_LD4(wb + p), q));
         }
@@ -319,24 +322,24 @@ constexpr Kernels kScalar{"scalar",
     *sb = tb;
 }
 
-[[gnu::target("avx2")]] void commit_swap_avx2(i64* wa, i64* wb, const i64* qi, const i64* qj, std::size_t n) {
+[[gnu::target("avx2")]] void commit_swap_avx2(i64* wa, i64* wb, const q32* qi, const q32* qj, std::size_t n) {
     std::size_t x = 0;
     for (; x + 4 <= n; x += 4) {
-        const __m256i d = _mm256_sub_epi64(RP_LD4(qj + x), RP_LD4(qi + x));
+        const __m256i d = _mm256_sub_epi64(RP_LDQ4(qj + x), RP_LDQ4(qi + x));
         RP_ST4(wa + x, _mm256_add_epi64(RP_LD4(wa + x), d));
         RP_ST4(wb + x, _mm256_sub_epi64(RP_LD4(wb + x), d));
     }
     for (; x < n; ++x) {
-        const i64 d = qj[x] - qi[x];
+        const i64 d = static_cast<i64>(qj[x]) - qi[x];
         wa[x] += d;
         wb[x] -= d;
     }
 }
 
-[[gnu::target("avx2")]] void commit_relocate_avx2(i64* wa, i64* wb, const i64* qi, std::size_t n) {
+[[gnu::target("avx2")]] void commit_relocate_avx2(i64* wa, i64* wb, const q32* qi, std::size_t n) {
     std::size_t x = 0;
     for (; x + 4 <= n; x += 4) {
-        const __m256i q = RP_LD4(qi + x);
+        const __m256i q = RP_LDQ4(qi + x);
         RP_ST4(wa + x, _mm256_sub_epi64(RP_LD4(wa + x), q));
         RP_ST4(wb + x, _mm256_add_epi64(RP_LD4(wb + x), q));
     }
@@ -347,6 +350,7 @@ constexpr Kernels kScalar{"scalar",
 }
 #undef RP_LD4
 #undef RP_ST4
+#undef RP_LDQ4
 
 constexpr Kernels kAvx2{
     "avx2", add_avx2, peaks_avx2, eval_swap_avx2, eval_relocate_avx2, commit_swap_avx2, commit_relocate_avx2};
@@ -360,15 +364,20 @@ constexpr Kernels kAvx2{
 
 #define RP_LD8(ptr) _mm512_loadu_si512(static_cast<const void*>(ptr))
 #define RP_LD8M(mask, ptr) _mm512_maskz_loadu_epi64(mask, static_cast<const void*>(ptr))
+// 8 int32 demands widened to 8 int64 lanes; the masked form loads only the lanes in `mask` (a
+// 512-bit masked load, AVX-512F only, never touching memory past them).
+#define RP_LDQ8(ptr) _mm512_cvtepi32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ptr)))
+#define RP_LDQ8M(mask, ptr) \
+    _mm512_cvtepi32_epi64(_mm512_castsi512_si256(_mm512_maskz_loadu_epi32(static_cast<__mmask16>(mask), static_cast<const void*>(ptr))))
 
 [[gnu::target("avx512f")]] inline __mmask8 tail_mask(int rem) {
     return static_cast<__mmask8>((1u << rem) - 1u);
 }
 
-[[gnu::target("avx512f")]] void add_avx512(i64* w, const i64* q, std::size_t n) {
+[[gnu::target("avx512f")]] void add_avx512(i64* w, const q32* q, std::size_t n) {
     std::size_t x = 0;
     for (; x + 8 <= n; x += 8)
-        _mm512_storeu_si512(w + x, _mm512_add_epi64(RP_LD8(w + x), RP_LD8(q + x)));
+        _mm512_storeu_si512(w + x, _mm512_add_epi64(RP_LD8(w + x), RP_LDQ8(q + x)));
     for (; x < n; ++x)
         w[x] += q[x];
 }
@@ -398,16 +407,16 @@ constexpr Kernels kAvx2{
 }
 
 /// One layer of a swap: lane-wise max of wa + d and wb - d, d = q_j - q_i.
-[[gnu::target("avx512f")]] inline void swap_layer8(const i64* wa, const i64* wb, const i64* qi, const i64* qj, int full,
+[[gnu::target("avx512f")]] inline void swap_layer8(const i64* wa, const i64* wb, const q32* qi, const q32* qj, int full,
                                                    __mmask8 tm, __m512i* ma, __m512i* mb) {
     __m512i xa = _mm512_set1_epi64(kMin), xb = xa;
     for (int p = 0; p < full; p += 8) {
-        const __m512i d = _mm512_sub_epi64(RP_LD8(qj + p), RP_LD8(qi + p));
+        const __m512i d = _mm512_sub_epi64(RP_LDQ8(qj + p), RP_LDQ8(qi + p));
         xa = _mm512_max_epi64(xa, _mm512_add_epi64(RP_LD8(wa + p), d));
         xb = _mm512_max_epi64(xb, _mm512_sub_epi64(RP_LD8(wb + p), d));
     }
     if (tm) {
-        const __m512i d = _mm512_sub_epi64(RP_LD8M(tm, qj + full), RP_LD8M(tm, qi + full));
+        const __m512i d = _mm512_sub_epi64(RP_LDQ8M(tm, qj + full), RP_LDQ8M(tm, qi + full));
         xa = _mm512_mask_max_epi64(xa, tm, xa, _mm512_add_epi64(RP_LD8M(tm, wa + full), d));
         xb = _mm512_mask_max_epi64(xb, tm, xb, _mm512_sub_epi64(RP_LD8M(tm, wb + full), d));
     }
@@ -416,16 +425,16 @@ constexpr Kernels kAvx2{
 }
 
 /// One layer of a relocation: lane-wise max of wa - q_i and wb + q_i.
-[[gnu::target("avx512f")]] inline void relocate_layer8(const i64* wa, const i64* wb, const i64* qi, int full,
+[[gnu::target("avx512f")]] inline void relocate_layer8(const i64* wa, const i64* wb, const q32* qi, int full,
                                                        __mmask8 tm, __m512i* ma, __m512i* mb) {
     __m512i xa = _mm512_set1_epi64(kMin), xb = xa;
     for (int p = 0; p < full; p += 8) {
-        const __m512i q = RP_LD8(qi + p);
+        const __m512i q = RP_LDQ8(qi + p);
         xa = _mm512_max_epi64(xa, _mm512_sub_epi64(RP_LD8(wa + p), q));
         xb = _mm512_max_epi64(xb, _mm512_add_epi64(RP_LD8(wb + p), q));
     }
     if (tm) {
-        const __m512i q = RP_LD8M(tm, qi + full);
+        const __m512i q = RP_LDQ8M(tm, qi + full);
         xa = _mm512_mask_max_epi64(xa, tm, xa, _mm512_sub_epi64(RP_LD8M(tm, wa + full), q));
         xb = _mm512_mask_max_epi64(xb, tm, xb, _mm512_add_epi64(RP_LD8M(tm, wb + full), q));
     }
@@ -457,7 +466,7 @@ constexpr Kernels kAvx2{
     return sum;
 }
 
-[[gnu::target("avx512f")]] void eval_swap_avx512(const i64* wa, const i64* wb, const i64* qi, const i64* qj, int L,
+[[gnu::target("avx512f")]] void eval_swap_avx512(const i64* wa, const i64* wb, const q32* qi, const q32* qj, int L,
                                                  int P, i64* sa, i64* sb) {
     const int full = P & ~7;
     const __mmask8 tm = tail_mask(P & 7);
@@ -486,7 +495,7 @@ constexpr Kernels kAvx2{
     *sb = tb;
 }
 
-[[gnu::target("avx512f")]] void eval_relocate_avx512(const i64* wa, const i64* wb, const i64* qi, int L, int P, i64* sa,
+[[gnu::target("avx512f")]] void eval_relocate_avx512(const i64* wa, const i64* wb, const q32* qi, int L, int P, i64* sa,
                                                      i64* sb) {
     const int full = P & ~7;
     const __mmask8 tm = tail_mask(P & 7);
@@ -515,24 +524,24 @@ constexpr Kernels kAvx2{
     *sb = tb;
 }
 
-[[gnu::target("avx512f")]] void commit_swap_avx512(i64* wa, i64* wb, const i64* qi, const i64* qj, std::size_t n) {
+[[gnu::target("avx512f")]] void commit_swap_avx512(i64* wa, i64* wb, const q32* qi, const q32* qj, std::size_t n) {
     std::size_t x = 0;
     for (; x + 8 <= n; x += 8) {
-        const __m512i d = _mm512_sub_epi64(RP_LD8(qj + x), RP_LD8(qi + x));
+        const __m512i d = _mm512_sub_epi64(RP_LDQ8(qj + x), RP_LDQ8(qi + x));
         _mm512_storeu_si512(wa + x, _mm512_add_epi64(RP_LD8(wa + x), d));
         _mm512_storeu_si512(wb + x, _mm512_sub_epi64(RP_LD8(wb + x), d));
     }
     for (; x < n; ++x) {
-        const i64 d = qj[x] - qi[x];
+        const i64 d = static_cast<i64>(qj[x]) - qi[x];
         wa[x] += d;
         wb[x] -= d;
     }
 }
 
-[[gnu::target("avx512f")]] void commit_relocate_avx512(i64* wa, i64* wb, const i64* qi, std::size_t n) {
+[[gnu::target("avx512f")]] void commit_relocate_avx512(i64* wa, i64* wb, const q32* qi, std::size_t n) {
     std::size_t x = 0;
     for (; x + 8 <= n; x += 8) {
-        const __m512i q = RP_LD8(qi + x);
+        const __m512i q = RP_LDQ8(qi + x);
         _mm512_storeu_si512(wa + x, _mm512_sub_epi64(RP_LD8(wa + x), q));
         _mm512_storeu_si512(wb + x, _mm512_add_epi64(RP_LD8(wb + x), q));
     }
@@ -543,6 +552,8 @@ constexpr Kernels kAvx2{
 }
 #undef RP_LD8
 #undef RP_LD8M
+#undef RP_LDQ8
+#undef RP_LDQ8M
 
 #pragma GCC diagnostic pop
 
@@ -721,7 +732,55 @@ Score score_layout(const Layout& x, const PackingProblem& p) {
 // IncrementalScorer
 // ------------------------------------------------------------------------------------------------
 
-IncrementalScorer::IncrementalScorer(const PackingProblem& p, const Layout& x) : p_(&p), layout_(x) {
+Layout layout_from_placement(const SamplePlacement& x, int rows, int dp_slots) {
+    if (rows < 0 || dp_slots < 1 || x.cell.size() != x.pos.size())
+        throw std::invalid_argument("layout_from_placement: bad shape");
+    Layout out;
+    out.rows = rows;
+    out.dp_slots = dp_slots;
+    const std::size_t K = static_cast<std::size_t>(rows) * dp_slots;
+    out.cells.assign(K, {});
+    std::vector<int> count(K, 0);
+    for (std::size_t i = 0; i < x.cell.size(); ++i) {
+        if (x.cell[i] < 0 || static_cast<std::size_t>(x.cell[i]) >= K)
+            throw std::invalid_argument("layout_from_placement: sample " + std::to_string(i) + " has no valid cell");
+        ++count[static_cast<std::size_t>(x.cell[i])];
+    }
+    for (std::size_t k = 0; k < K; ++k)
+        out.cells[k].assign(static_cast<std::size_t>(count[k]), -1);
+    for (std::size_t i = 0; i < x.cell.size(); ++i) {
+        auto& c = out.cells[static_cast<std::size_t>(x.cell[i])];
+        const int pos = x.pos[i];
+        if (pos < 0 || static_cast<std::size_t>(pos) >= c.size() || c[static_cast<std::size_t>(pos)] != -1)
+            throw std::invalid_argument("layout_from_placement: sample " + std::to_string(i) + " has no valid position");
+        c[static_cast<std::size_t>(pos)] = static_cast<int>(i);
+    }
+    return out;
+}
+
+Layout IncrementalScorer::layout() const {
+    Layout out;
+    copy_layout_to(out);
+    return out;
+}
+
+void IncrementalScorer::copy_layout_to(Layout& out) const {
+    out.rows = R_;
+    out.dp_slots = D_;
+    const std::size_t K = static_cast<std::size_t>(R_) * D_;
+    out.cells.resize(K);
+    for (std::size_t k = 0; k < K; ++k) {
+        const int* c = cells_.data() + k * cap_;
+        out.cells[k].assign(c, c + cell_size_[k]);
+    }
+}
+
+void IncrementalScorer::copy_placement_to(SamplePlacement& out) const {
+    out.cell = cell_of_;
+    out.pos = pos_in_cell_;
+}
+
+IncrementalScorer::IncrementalScorer(const PackingProblem& p, const Layout& x) : p_(&p) {
     check_shapes(x, p);
     const Kernels* k = kernels();
     kernels_ = k;
@@ -750,13 +809,33 @@ IncrementalScorer::IncrementalScorer(const PackingProblem& p, const Layout& x) :
     undo_prefix_.assign(static_cast<std::size_t>(2) * R_, 0.0);
 
     const std::size_t K = x.cells.size();
+    // Cell capacity: a cell within C holds at most m samples (the m shortest fit), and while every
+    // move keeps the source non-empty a cell holds at most n - (non-empty cells) + 1.
+    {
+        std::vector<i64> sorted(p.length);
+        std::sort(sorted.begin(), sorted.end());
+        int m = 0;
+        i64 sum = 0;
+        while (m < p.n && sum + sorted[static_cast<std::size_t>(m)] <= p.C)
+            sum += sorted[static_cast<std::size_t>(m++)];
+        int nonempty = 0, largest = 0;
+        for (const auto& c : x.cells) {
+            nonempty += !c.empty();
+            largest = std::max(largest, static_cast<int>(c.size()));
+        }
+        cap_ = std::max({1, largest, std::min(m, p.n - nonempty + 1)});
+    }
+    cells_.assign(K * static_cast<std::size_t>(cap_), -1);
+    cell_size_.assign(K, 0);
     cell_of_.assign(p.n, -1);
     pos_in_cell_.assign(p.n, -1);
     tokens_.assign(K, 0);
     squares_.assign(K, 0);
     cell_cost_.assign(K * S_, 0.0);
     for (std::size_t kc = 0; kc < K; ++kc) {
-        const auto& cell = layout_.cells[kc];
+        const auto& cell = x.cells[kc];
+        std::copy(cell.begin(), cell.end(), cells_.begin() + static_cast<std::ptrdiff_t>(kc * cap_));
+        cell_size_[kc] = static_cast<int>(cell.size());
         for (std::size_t pos = 0; pos < cell.size(); ++pos) {
             const int i = cell[pos];
             if (cell_of_[i] != -1)
@@ -779,7 +858,7 @@ IncrementalScorer::IncrementalScorer(const PackingProblem& p, const Layout& x) :
     for (int r = 0; r < R_; ++r) {
         for (int d = 0; d < D_; ++d) {
             i64* w = W_.data() + static_cast<std::size_t>(row_shard(r, slot_shard_[d])) * LP_;
-            for (int i : layout_.cells[static_cast<std::size_t>(r) * D_ + d])
+            for (int i : x.cells[static_cast<std::size_t>(r) * D_ + d])
                 k->add(w, p.q(i), LP_);
         }
     }
@@ -900,7 +979,7 @@ bool IncrementalScorer::swap_feasible(int i, int j) const {
 bool IncrementalScorer::relocate_feasible(int i, int k) const {
     const int ka = cell_of_[i];
     if (k < 0 || static_cast<std::size_t>(k) >= tokens_.size() || k == ka) return false;
-    if (layout_.cells[ka].size() < 2) return false;
+    if (cell_size_[ka] < 2) return false;
     return tokens_[k] + p_->length[i] <= p_->C;
 }
 
@@ -921,8 +1000,8 @@ const Score& IncrementalScorer::apply_swap(int i, int j) {
 
     // Layout: in-place exchange keeps every other sample's position.
     const int pi = pos_in_cell_[i], pj = pos_in_cell_[j];
-    layout_.cells[ka][pi] = j;
-    layout_.cells[kb][pj] = i;
+    cell_data(ka)[pi] = j;
+    cell_data(kb)[pj] = i;
     pos_in_cell_[i] = pj;
     pos_in_cell_[j] = pi;
     cell_of_[i] = kb;
@@ -957,6 +1036,9 @@ const Score& IncrementalScorer::apply_swap(int i, int j) {
 }
 
 const Score& IncrementalScorer::apply_relocate(int i, int k) {
+    if (k != cell_of_[i] && cell_size_[k] == cap_)  // checked before any state changes
+        throw std::logic_error("IncrementalScorer: relocation of sample " + std::to_string(i) +
+                               " into a full cell (the move is infeasible)");
     commit_pending();
     const int ka = cell_of_[i], kb = k;
     if (ka == kb) {
@@ -972,15 +1054,13 @@ const Score& IncrementalScorer::apply_relocate(int i, int k) {
     begin_move(ka, kb, &rsa, &rsb);
 
     // Layout: O(1) removal by moving the source cell's last sample into i's place.
-    auto& src = layout_.cells[ka];
+    int* src = cell_data(ka);
     const int pi = pos_in_cell_[i];
-    const int last = src.back();
+    const int last = src[--cell_size_[ka]];
     src[pi] = last;
     pos_in_cell_[last] = pi;
-    src.pop_back();
-    auto& dst = layout_.cells[kb];
-    pos_in_cell_[i] = static_cast<int>(dst.size());
-    dst.push_back(i);
+    pos_in_cell_[i] = cell_size_[kb];
+    cell_data(kb)[cell_size_[kb]++] = i;
     cell_of_[i] = kb;
     last_.pos_i = pi;
 
@@ -1017,23 +1097,23 @@ void IncrementalScorer::undo() {
     if (last_.kind == Undo::Swap) {
         const int j = last_.j;
         const int pi = pos_in_cell_[j], pj = pos_in_cell_[i]; // after the swap j sits at i's old place
-        layout_.cells[ka][pi] = i;
-        layout_.cells[kb][pj] = j;
+        cell_data(ka)[pi] = i;
+        cell_data(kb)[pj] = j;
         pos_in_cell_[i] = pi;
         pos_in_cell_[j] = pj;
         cell_of_[i] = ka;
         cell_of_[j] = kb;
     } else {
         // i is the last sample of kb; put it back at pos_i in ka, the displaced sample back at the end.
-        layout_.cells[kb].pop_back();
-        auto& src = layout_.cells[ka];
+        --cell_size_[kb];
+        int* src = cell_data(ka);
         const int pi = last_.pos_i;
-        if (static_cast<std::size_t>(pi) == src.size()) {
-            src.push_back(i);
+        if (pi == cell_size_[ka]) {
+            src[cell_size_[ka]++] = i;
         } else {
             const int moved = src[pi];
-            pos_in_cell_[moved] = static_cast<int>(src.size());
-            src.push_back(moved);
+            pos_in_cell_[moved] = cell_size_[ka];
+            src[cell_size_[ka]++] = moved;
             src[pi] = i;
         }
         pos_in_cell_[i] = pi;

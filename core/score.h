@@ -4,6 +4,7 @@
 
 #include <compare>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace routepack {
@@ -50,6 +51,16 @@ const char* score_kernel_isa();
 /// and benchmarks. Returns false (and changes nothing) when this CPU/build lacks that ISA.
 bool set_score_kernel_isa(const char* isa);
 
+/// A layout stored as each sample's cell and position inside it ([n] ints each): a flat snapshot
+/// that rebuilds the exact Layout (cell order included) with layout_from_placement.
+struct SamplePlacement {
+    std::vector<int> cell;  ///< [n] cell k = r*D + d of sample i
+    std::vector<int> pos;   ///< [n] position of sample i inside its cell
+};
+/// The R x D Layout of a placement; std::invalid_argument when a cell or position is out of range
+/// or two samples share a position.
+Layout layout_from_placement(const SamplePlacement& x, int rows, int dp_slots);
+
 /// Maintains a layout with cached integer cell and row-shard state, and rescoring of swap and
 /// relocation moves that touches only the affected cells and row-shards (paper 4.1.2 "Incremental
 /// Score"): per move the two cells' sum t and sum t^2, the two row-shards' per-layer peaks of
@@ -58,21 +69,46 @@ bool set_score_kernel_isa(const char* isa);
 /// affected shard (O(R)) and the score (O(G)). W itself is written lazily, when the next move is
 /// applied, so undo() is O(S + R) and never touches W. After any sequence of moves score(),
 /// row_shard_cost() and shard_total() are bitwise equal to cost_breakdown(layout(), problem()).
-/// The problem must outlive the scorer; copies are independent (chains may copy their state).
-/// Memory: R*G*L*P int64 for W. std::invalid_argument when the layout does not fit the problem or
-/// names a sample twice.
+/// The problem must outlive the scorer; copies are independent (chains may copy their state), and
+/// copy-assigning a scorer of the same problem and layout shape into another reuses its storage
+/// (no allocation). The layout is flat: every cell is a fixed-capacity slice of one [R*D][cap]
+/// array, cap = the most samples a cell within C can hold (the shortest samples first, at most
+/// n - (non-empty cells) + 1), so no move allocates. Memory: R*G*L*P int64 for W plus R*D*cap ints.
+/// std::invalid_argument when the layout does not fit the problem or names a sample twice;
+/// std::logic_error when a relocation would overfill a cell's capacity (an infeasible move).
 class IncrementalScorer {
 public:
     IncrementalScorer(const PackingProblem& p, const Layout& x);
 
     const Score& score() const { return score_; }
-    const Layout& layout() const { return layout_; }
+    /// The current layout, built (allocating) from the flat cells; for callers off the hot path.
+    Layout layout() const;
+    /// Writes the current layout into `out`, reusing its storage.
+    void copy_layout_to(Layout& out) const;
+    /// Writes every sample's cell and position into `out` ([n] each, reusing its storage).
+    void copy_placement_to(SamplePlacement& out) const;
+    int rows() const { return R_; }
+    int cell_count() const { return R_ * D_; }
+    /// Samples of cell k in their order (valid until the next move).
+    std::span<const int> cell(int k) const {
+        return {cells_.data() + static_cast<std::size_t>(k) * cap_, static_cast<std::size_t>(cell_size_[k])};
+    }
+    int cell_size(int k) const { return cell_size_[k]; }
     const PackingProblem& problem() const { return *p_; }
     int cell_of(int i) const { return cell_of_[i]; }
     std::int64_t cell_tokens(int k) const { return tokens_[k]; }
     /// J[r][g] of the current layout.
     double row_shard_cost(int r, int g) const { return J_[static_cast<std::size_t>(row_shard(r, g))]; }
     double shard_total(int g) const { return U_[g]; }
+    /// max_r J[r][g] of the current layout.
+    double shard_max_j(int g) const { return max_j_[g]; }
+    /// The straggler: the first shard g with U_g = max_g U (s0). O(G).
+    int straggler_shard() const {
+        int gs = 0;
+        for (int g = 1; g < G_; ++g)
+            if (U_[g] > U_[gs]) gs = g;
+        return gs;
+    }
 
     /// Whether swapping samples i and j (in different cells) keeps both cells <= C. O(1).
     bool swap_feasible(int i, int j) const;
@@ -103,8 +139,12 @@ private:
     void refresh_attention(int rs);
     void refresh_shard(int g, int r0);
 
+    int* cell_data(int k) { return cells_.data() + static_cast<std::size_t>(k) * cap_; }
+
     const PackingProblem* p_;
-    Layout layout_;
+    int cap_ = 1;                             // samples a cell can hold (stride of cells_)
+    std::vector<int> cells_;                  // [R*D][cap_] sample indices, cell_size_[k] used
+    std::vector<int> cell_size_;              // [R*D]
     int R_ = 0, G_ = 0, D_ = 0, L_ = 0, P_ = 0, S_ = 0;
     std::size_t LP_ = 0;                      // L*P, one row-shard's W block
     double c_ = 0;                            // C as double (eqs. 11, 14)

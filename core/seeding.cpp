@@ -137,6 +137,30 @@ std::int64_t peak_of_sum_scalar(const std::int64_t* w, const std::int64_t* c, in
 const bool kAvx2 = __builtin_cpu_supports("avx2");
 #endif
 
+/// w[k] += q[k] for an int32 demand row q (PackingProblem::demand), widened to int64.
+void add_demand_scalar(std::int64_t* __restrict w, const std::int32_t* __restrict q, std::size_t n) {
+    for (std::size_t k = 0; k < n; ++k)
+        w[k] += q[k];
+}
+#if ROUTEPACK_SEEDING_X86
+[[gnu::target("avx2")]] void add_demand_avx2(std::int64_t* w, const std::int32_t* q, std::size_t n) {
+    std::size_t k = 0;
+    for (; k + 4 <= n; k += 4) {
+        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + k));
+        const __m256i b = _mm256_cvtepi32_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + k)));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(w + k), _mm256_add_epi64(a, b));
+    }
+    for (; k < n; ++k)
+        w[k] += q[k];
+}
+#endif
+inline void add_into(std::int64_t* w, const std::int32_t* q, std::size_t n) {
+#if ROUTEPACK_SEEDING_X86
+    if (kAvx2) return add_demand_avx2(w, q, n);
+#endif
+    add_demand_scalar(w, q, n);
+}
+
 inline void add_into(std::int64_t* w, const std::int64_t* q, std::size_t n) {
 #if ROUTEPACK_SEEDING_X86
     if (kAvx2) return add_avx2(w, q, n);

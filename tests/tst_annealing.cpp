@@ -1,7 +1,8 @@
 // Fixed-row population annealing (core/annealing.h; paper section 4.1.2-4.1.3, Algorithm 3):
 // non-regression and validity on random windows, reaching a brute-forced optimum, determinism across
 // runs and worker counts, cancellation and deadline, systematic resampling (lines 15-18) on a
-// hand-computed case, acceptance at high and low temperature, budget and population checks.
+// hand-computed case, acceptance at high and low temperature, budget and population checks; the
+// resampling's state reuse by hand; the straggler descent's local optimum checked by brute force.
 // Problems and seed populations are built here directly (no seeding or row-count stage involved).
 #include "core/annealing.h"
 #include "core/errors.h"
@@ -46,7 +47,7 @@ PackingProblem random_problem(std::mt19937_64& g, int n, int L, int P, int D, in
             for (int r = 0; r < P; ++r)
                 sum += (w[static_cast<std::size_t>(r)] = pop[static_cast<std::size_t>(l) * P + r] + 0.5 * u(g));
             for (int r = 0; r < P; ++r)
-                p.demand[(static_cast<std::size_t>(i) * L + l) * P + r] = static_cast<std::int64_t>(
+                p.demand[(static_cast<std::size_t>(i) * L + l) * P + r] = static_cast<std::int32_t>(
                     std::floor(2.0 * p.length[static_cast<std::size_t>(i)] * w[static_cast<std::size_t>(r)] / sum));
         }
     p.shard_of_slot.resize(static_cast<std::size_t>(D));
@@ -183,6 +184,7 @@ class TestAnnealing : public QObject {
     Q_OBJECT
 private Q_SLOTS:
     void systematicResampleHandComputed();
+    void resampleReuseHandComputed();
     void neverWorseThanBestSeedOnRandomWindows();
     void reachesBruteForceOptimum();
     void deterministicAcrossRunsAndWorkers();
@@ -192,6 +194,8 @@ private Q_SLOTS:
     void acceptanceRateFollowsTemperature();
     void zeroLevelsReturnsBestSeed();
     void rejectsBadBudgetAndPopulation();
+    void stragglerAimedProposalsDeterministic();
+    void descentReachesLocalOptimum();
 };
 
 void TestAnnealing::systematicResampleHandComputed() {
@@ -213,6 +217,35 @@ void TestAnnealing::systematicResampleHandComputed() {
     QCOMPARE(systematic_resample({}, 1.0, 0.5, 0.0), std::vector<int>{});
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, systematic_resample(E, 1.0, 0.5, 0.3));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, systematic_resample(E, 0.0, 0.5, 0.1));
+}
+
+void TestAnnealing::resampleReuseHandComputed() {
+    using Copies = std::vector<std::pair<int, int>>;
+    ResampleReuse r;
+    // {0, 0, 2, 2}: members 0 and 2 keep their objects; 1 and 3 (picked by nobody) receive copies.
+    plan_resample_reuse({0, 0, 2, 2}, {0, 1, 2, 3}, r);
+    QCOMPARE(r.obj, (std::vector<int>{0, 1, 2, 3}));
+    QCOMPARE(r.copies, (Copies{{1, 0}, {3, 2}}));
+    // A member resampled to itself copies nothing: the identity moves no state.
+    plan_resample_reuse({0, 1, 2, 3}, {2, 0, 3, 1}, r);
+    QCOMPARE(r.obj, (std::vector<int>{2, 0, 3, 1}));
+    QVERIFY(r.copies.empty());
+    // {1, 1, 1, 3} with objects {3, 2, 1, 0}: member 1 keeps object 2, member 3 keeps object 0;
+    // members 0 and 2 take the objects of non-sources 0 (object 3) and 2 (object 1), copied from 2.
+    plan_resample_reuse({1, 1, 1, 3}, {3, 2, 1, 0}, r);
+    QCOMPARE(r.obj, (std::vector<int>{3, 2, 1, 0}));
+    QCOMPARE(r.copies, (Copies{{3, 2}, {1, 2}}));
+    // {1, 2, 3, 3}: member 3 keeps object 3; members 0 and 1 take the objects of their sources 1 and 2
+    // (moved, not copied); member 2 gets member 0's object with a copy of object 3: one copy in all.
+    plan_resample_reuse({1, 2, 3, 3}, {0, 1, 2, 3}, r);
+    QCOMPARE(r.obj, (std::vector<int>{1, 2, 0, 3}));
+    QCOMPARE(r.copies, (Copies{{0, 3}}));
+    // Everything from the coldest member: P - 1 copies.
+    plan_resample_reuse({2, 2, 2}, {0, 1, 2}, r);
+    QCOMPARE(r.obj, (std::vector<int>{0, 1, 2}));
+    QCOMPARE(r.copies, (Copies{{0, 2}, {1, 2}}));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, plan_resample_reuse({0, 4}, {0, 1}, r));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, plan_resample_reuse({0}, {0, 1}, r));
 }
 
 void TestAnnealing::neverWorseThanBestSeedOnRandomWindows() {
@@ -319,6 +352,13 @@ void TestAnnealing::deterministicAcrossRunsAndWorkers() {
         QCOMPARE(r->accepted, a.accepted);
     }
     QCOMPARE(a.proposals, static_cast<std::int64_t>(b.levels) * b.steps * 6);
+    // Resampling copies at most P - 1 states per level, none after the last, the same for every
+    // worker count.
+    for (std::size_t n = 0; n < a.levels.size(); ++n) {
+        QVERIFY(a.levels[n].state_copies >= 0 && a.levels[n].state_copies <= 5);
+        QCOMPARE(c.levels[n].state_copies, a.levels[n].state_copies);
+    }
+    QCOMPARE(a.levels.back().state_copies, 0);
     // A different seed explores differently (statistics differ).
     b.seed = 12;
     const AnnealResult e = population_anneal(p, pop, b);
@@ -434,6 +474,89 @@ void TestAnnealing::rejectsBadBudgetAndPopulation() {
     auto broken = pop;
     broken[1].layout.cells[0].clear();
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, population_anneal(p, broken, small_budget()));
+}
+
+void TestAnnealing::stragglerAimedProposalsDeterministic() {
+    const PackingProblem p = standard_problem(31);
+    const auto pop = make_population(p, ffd_rows(p), 5, 9);
+    AnnealingBudget b = small_budget();
+    b.p_straggler = 0.7;
+    b.workers = 1;
+    const AnnealResult a = population_anneal(p, pop, b);
+    b.workers = 2;
+    const AnnealResult c = population_anneal(p, pop, b);
+    QVERIFY(a.best == c.best);
+    QVERIFY(a.score == c.score);
+    QVERIFY(same_stats(a.levels, c.levels));
+    QVERIFY(!(best_seed_score(pop, p) < a.score));
+    QCOMPARE(validate_layout(a.best, p), std::string());
+    // The branch draws differently: the run differs from the plain guided proposal.
+    b.p_straggler = 0;
+    const AnnealResult plain = population_anneal(p, pop, b);
+    QVERIFY(!same_stats(plain.levels, a.levels));
+    b.p_straggler = 1.5;
+    QCOMPARE(QString::fromStdString([&] {
+                 try {
+                     population_anneal(p, pop, b);
+                 } catch (const InputError& e) {
+                     return std::string(e.what());
+                 }
+                 return std::string("<no error>");
+             }()),
+             QStringLiteral("annealing budget: p_straggler must be in [0, 1] (got 1.500000)"));
+}
+
+void TestAnnealing::descentReachesLocalOptimum() {
+    for (std::uint64_t seed : {41, 42, 43}) {
+        std::mt19937_64 g(seed);
+        const PackingProblem p = random_problem(g, 24, 2, 3, 4, 2, 900, 40, 500);
+        const int rows = ffd_rows(p);
+        QVERIFY(rows > 0);
+        const auto pop = make_population(p, rows, 1, seed);
+        const Layout& x = pop[0].layout;
+        const DescentResult d = straggler_descent(p, x, 10000000);
+        QCOMPARE(validate_layout(d.layout, p), std::string());
+        QVERIFY(d.local_optimum);
+        QVERIFY(!d.cancelled);
+        QVERIFY(d.improvements > 0);
+        QVERIFY(d.score < score_layout(x, p));
+        QVERIFY(d.score == score_layout(d.layout, p));
+        // Brute force with full rescoring: no relocation or swap of a sample of the straggler shard
+        // (the first shard with U = max U) improves the score tuple.
+        const CostBreakdown cb = cost_breakdown(d.layout, p);
+        int gs = 0;
+        for (int h = 1; h < p.G; ++h)
+            if (cb.U[h] > cb.U[gs]) gs = h;
+        const int K = d.layout.cell_count();
+        for (int k = 0; k < K; ++k) {
+            if (p.shard_of_slot[static_cast<std::size_t>(k % p.D)] != gs) continue;
+            for (std::size_t pos = 0; pos < d.layout.cells[static_cast<std::size_t>(k)].size(); ++pos) {
+                for (int k2 = 0; k2 < K; ++k2) {
+                    if (k2 == k) continue;
+                    Layout y = d.layout;
+                    auto& src = y.cells[static_cast<std::size_t>(k)];
+                    const int i = src[pos];
+                    src.erase(src.begin() + static_cast<std::ptrdiff_t>(pos));
+                    y.cells[static_cast<std::size_t>(k2)].push_back(i);
+                    if (validate_layout(y, p).empty()) QVERIFY(!(score_layout(y, p) < d.score));
+                    for (std::size_t pos2 = 0; pos2 < d.layout.cells[static_cast<std::size_t>(k2)].size(); ++pos2) {
+                        Layout z = d.layout;
+                        std::swap(z.cells[static_cast<std::size_t>(k)][pos], z.cells[static_cast<std::size_t>(k2)][pos2]);
+                        if (validate_layout(z, p).empty()) QVERIFY(!(score_layout(z, p) < d.score));
+                    }
+                }
+            }
+        }
+        // RNG-free: the same input gives the same layout; a budget stops it early, never worse.
+        QVERIFY(straggler_descent(p, x, 10000000).layout == d.layout);
+        const DescentResult short_run = straggler_descent(p, x, 3);
+        QCOMPARE(short_run.evaluations, std::int64_t{3});
+        QVERIFY(!short_run.local_optimum);
+        QVERIFY(!(score_layout(x, p) < short_run.score));
+        const DescentResult none = straggler_descent(p, x, 0);
+        QVERIFY(none.layout == x);
+        QCOMPARE(none.evaluations, std::int64_t{0});
+    }
 }
 
 QTEST_GUILESS_MAIN(TestAnnealing)

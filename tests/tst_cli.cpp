@@ -409,6 +409,18 @@ private Q_SLOTS:
         r = cli(QStringList{QStringLiteral("plan")} + common + QStringList{QStringLiteral("--out"), plan});
         QVERIFY2(r.code == 0, qPrintable(r.err));
         QVERIFY2(r.out.contains(QStringLiteral("routepack vs reorder")), qPrintable(r.out));
+        {
+            // The summary states the plan's lower bound and gap with the numbers of the plan file.
+            const auto pj = nlohmann::json::parse(routepack::test::read_file(tmp / "plan.json"));
+            const auto& b = pj["max_u_lower_bound"];
+            const QString want = QString::asprintf("lower bound on max_g U: %.4f (mean bound %.4f, largest sample %.4f); "
+                                                   "routepack is %.2f%% above it\n",
+                                                   b["value"].get<double>(), b["mean"].get<double>(),
+                                                   b["sample"].get<double>(), 100.0 * b["gap"].get<double>());
+            QVERIFY2(r.out.contains(want), qPrintable(r.out + QStringLiteral("\nwanted: ") + want));
+            QVERIFY(b["value"].get<double>() > 0);
+            QVERIFY(b["value"].get<double>() <= pj["score"][0].get<double>());
+        }
         QVERIFY(r.out.endsWith(QStringLiteral("plan written to ") + plan + QStringLiteral("\n")));
         r = cli({QStringLiteral("validate"), plan, QStringLiteral("--db"), db});
         QVERIFY2(r.code == 0, qPrintable(r.err));
@@ -420,6 +432,7 @@ private Q_SLOTS:
         const auto cmp = nlohmann::json::parse(r.out.toStdString());
         const auto pj = nlohmann::json::parse(routepack::test::read_file(tmp / "plan.json"));
         QCOMPARE(cmp["methods"]["routepack"]["score"].dump(), pj["score"].dump());
+        QCOMPARE(cmp["max_u_lower_bound"].dump(), pj["max_u_lower_bound"].dump());
         QVERIFY(cmp["routepack_vs_reorder"]["joint_pct"].get<double>() <= 0.0);
 
         // The placement exports as SGLang (absolute layers: 12 rows) and vLLM (MoE layers: 11 rows) maps.

@@ -178,6 +178,31 @@ private Q_SLOTS:
         QCOMPARE(r.routepack.layout.cell_count(), r.rows.rows * in.topology.dp_slots);
     }
 
+    /// Rank demand is int32: a window where t_i * top_k, or a layer's routed total, reaches 2^31 is
+    /// refused with the sample's name instead of wrapping.
+    void int32DemandGuard() {
+        const PlanInput in = synth_input(2, 5);
+        const Trace& w = in.window;
+        const int L = w.model.num_moe_layers(), E = w.model.experts, k = w.model.top_k;
+        const Placement pi = identity_placement(L, E, in.topology.ep_ranks);
+        Topology t = in.topology;
+        Trace big = w;
+        const std::int64_t len = (std::int64_t{1} << 31) / k;  // t * k = 2^31 exactly
+        big.samples[1].length = len;
+        t.token_cap = len;
+        QCOMPARE(QString::fromStdString(routepack::test::error_of<InputError>([&] { make_packing_problem(big, t, pi); })),
+                 QString::fromStdString("sample '" + w.samples[1].id + "': t_i * top_k = " + std::to_string(len) + " * " +
+                                        std::to_string(k) + " does not fit the int32 rank demand (must stay below 2^31)"));
+        big.samples[1].length = len - 1;  // (2^31 / k - 1) * k < 2^31: accepted
+        QCOMPARE(make_packing_problem(big, t, pi).length[1], len - 1);
+        Trace heavy = w;
+        heavy.counts[heavy.stride() * 2 + 0] = 0x7fffffffu;  // sample 2, MoE layer 0: 2^31 - 1 + more
+        heavy.counts[heavy.stride() * 2 + 1] = 5;
+        QCOMPARE(QString::fromStdString(routepack::test::error_of<InputError>([&] { make_packing_problem(heavy, t, pi); })),
+                 QString::fromStdString("sample '" + w.samples[2].id + "': MoE layer " + std::to_string(w.model.moe_layers[0]) +
+                                        " routes 2^31 or more tokens, beyond the int32 rank demand"));
+    }
+
     void timeLimit() {
         PlanInput in = synth_input(8, 7);
         in.budgets.time_limit_s = 1e-9;
@@ -202,7 +227,48 @@ private Q_SLOTS:
         // Schema fields the training job relies on.
         const auto j = nlohmann::json::parse(text);
         QCOMPARE(j["format"].get<std::string>(), std::string("routepack-plan"));
-        QCOMPARE(j["version"].get<int>(), 1);
+        QCOMPARE(j["version"].get<int>(), 2);
+        // The lower bound: recomputed from the window (core/bound.h) and below the plan's max_g U.
+        const PackingProblem pl = make_packing_problem(in.window, in.topology, r.lpt);
+        const MaxULowerBound want = max_u_lower_bound(pl);
+        QCOMPARE(j["max_u_lower_bound"]["value"].get<double>(), want.value);
+        QCOMPARE(j["max_u_lower_bound"]["mean"].get<double>(), want.mean);
+        QCOMPARE(j["max_u_lower_bound"]["sample"].get<double>(), want.sample);
+        QCOMPARE(j["max_u_lower_bound"]["gap"].get<double>(), r.routepack.metrics.score.max_u / want.value - 1.0);
+        QVERIFY(want.value > 0 && want.value <= r.routepack.metrics.score.max_u);
+        QCOMPARE(f.version, 2);
+        QVERIFY(f.has_bound);
+        QCOMPARE(f.bound.value, want.value);
+        {
+            // A version 1 file (no bound) still reads; a bound above the score or a wrong gap does not.
+            auto v1 = j;
+            v1["version"] = 1;
+            v1.erase("max_u_lower_bound");
+            const PlanFile old = parse_plan(v1.dump(), "p.json");
+            QVERIFY(!old.has_bound);
+            QCOMPARE(rescore_plan(old, in.window), std::string());
+            auto high = j;
+            high["max_u_lower_bound"]["value"] = r.routepack.metrics.score.max_u * 2;
+            QVERIFY(QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(high.dump(), "p.json"); }))
+                        .startsWith(QStringLiteral("p.json: max_u_lower_bound: value ")));
+            auto gap = j;
+            gap["max_u_lower_bound"]["gap"] = 0.5;
+            QCOMPARE(QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(gap.dump(), "p.json"); })),
+                     QStringLiteral("p.json: max_u_lower_bound: gap 0.5 differs from score[0] / value - 1"));
+            auto missing = j;
+            missing.erase("max_u_lower_bound");
+            QCOMPARE(QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(missing.dump(), "p.json"); })),
+                     QStringLiteral("p.json: missing field 'max_u_lower_bound'"));
+            auto v3 = j;
+            v3["version"] = 3;
+            QCOMPARE(QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v3.dump(), "p.json"); })),
+                     QStringLiteral("p.json: plan version 3 is not supported (expected 1 or 2)"));
+            auto lower = j;
+            lower["max_u_lower_bound"]["value"] = want.value / 2;
+            lower["max_u_lower_bound"]["gap"] = r.routepack.metrics.score.max_u / (want.value / 2) - 1.0;
+            QVERIFY(QString::fromStdString(rescore_plan(parse_plan(lower.dump(), "p.json"), in.window))
+                        .startsWith(QStringLiteral("recomputed max_u_lower_bound differs")));
+        }
         QCOMPARE(j["placement"].size(), std::size_t(in.window.model.num_moe_layers()));
         QCOMPARE(j["moe_layers"][0].get<int>(), in.window.model.moe_layers[0]);
         for (const char* k : {"baseline", "reorder", "karmarkar_karp", "routepack"}) QVERIFY(j["metrics"].contains(k));

@@ -2,16 +2,22 @@
 // incremental form: hand-computed tiny cases (stage order: max inside the shard per stage, then the
 // stage sum), 64-bit overflow safety, feasibility rules, undo bit-for-bit, and incremental == full
 // bitwise after 10^5 random feasible moves (swaps and relocations, same-row-shard moves, undos) on
-// randomized problems, for every kernel ISA this CPU has.
+// randomized problems, for every kernel ISA this CPU has; the lower bound on max_g U (core/bound.h)
+// by hand and against exhaustive search over every layout of tiny windows.
+#include "core/bound.h"
 #include "core/score.h"
 
 #include <QtTest>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
+#include <span>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace routepack;
@@ -145,8 +151,37 @@ RandomCase random_case(std::uint64_t seed, int n, int L, int P, int D, std::vect
     return rc;
 }
 
+/// Smallest max_g U over every valid layout of `p` with any row count R (1 <= R*D <= n): every
+/// assignment of the n samples to R*D cells is enumerated (order inside a cell does not change the
+/// score). Also returns how many valid layouts were scored.
+double exhaustive_min_max_u(const PackingProblem& p, long* layouts) {
+    double best = std::numeric_limits<double>::infinity();
+    *layouts = 0;
+    for (int R = 1; R * p.D <= p.n; ++R) {
+        const int K = R * p.D;
+        std::vector<int> cell(p.n, 0);
+        for (;;) {
+            Layout x;
+            x.rows = R;
+            x.dp_slots = p.D;
+            x.cells.assign(K, {});
+            for (int i = 0; i < p.n; ++i)
+                x.cells[cell[i]].push_back(i);
+            if (validate_layout(x, p).empty()) {
+                ++*layouts;
+                best = std::min(best, score_layout(x, p).max_u);
+            }
+            int i = 0;
+            while (i < p.n && ++cell[i] == K)
+                cell[i++] = 0;
+            if (i == p.n) break;
+        }
+    }
+    return best;
+}
+
 /// Independent feasibility rules (cap and non-empty source) on the scorer's layout.
-i64 cell_sum(const PackingProblem& p, const std::vector<int>& cell) {
+i64 cell_sum(const PackingProblem& p, std::span<const int> cell) {
     i64 s = 0;
     for (int i : cell)
         s += p.length[i];
@@ -173,12 +208,12 @@ bool matches_full(const IncrementalScorer& s, bool all, QByteArray* why) {
             return false;
         }
     for (int k = 0; k < s.layout().cell_count(); ++k)
-        if (s.cell_tokens(k) != cell_sum(s.problem(), s.layout().cells[k])) {
+        if (s.cell_tokens(k) != cell_sum(s.problem(), s.cell(k))) {
             *why = "cell_tokens(" + QByteArray::number(k) + ") differs";
             return false;
         }
     for (int i = 0; i < s.problem().n; ++i) {
-        const auto& c = s.layout().cells[s.cell_of(i)];
+        const auto& c = s.cell(s.cell_of(i));
         if (std::find(c.begin(), c.end(), i) == c.end()) {
             *why = "cell_of(" + QByteArray::number(i) + ") is stale";
             return false;
@@ -253,14 +288,14 @@ bool random_walk(IncrementalScorer& s, std::uint64_t seed, int moves, int full_e
         if (swap) {
             int j;
             if (local) {
-                const auto& c = s.layout().cells[cell_in_row_shard(ki)];
+                const auto& c = s.cell(cell_in_row_shard(ki));
                 j = c[rng() % c.size()];
             } else {
                 j = static_cast<int>(rng() % p.n);
             }
             const int kj = s.cell_of(j);
-            const bool expect = ki != kj && cell_sum(p, s.layout().cells[ki]) - p.length[i] + p.length[j] <= p.C &&
-                                cell_sum(p, s.layout().cells[kj]) - p.length[j] + p.length[i] <= p.C;
+            const bool expect = ki != kj && cell_sum(p, s.cell(ki)) - p.length[i] + p.length[j] <= p.C &&
+                                cell_sum(p, s.cell(kj)) - p.length[j] + p.length[i] <= p.C;
             if (s.swap_feasible(i, j) != expect) {
                 *why = "swap_feasible disagrees at step " + QByteArray::number(step);
                 return false;
@@ -277,7 +312,7 @@ bool random_walk(IncrementalScorer& s, std::uint64_t seed, int moves, int full_e
         } else {
             const int k = local ? cell_in_row_shard(ki) : static_cast<int>(rng() % K);
             const bool expect =
-                k != ki && s.layout().cells[ki].size() > 1 && cell_sum(p, s.layout().cells[k]) + p.length[i] <= p.C;
+                k != ki && s.cell(ki).size() > 1 && cell_sum(p, s.cell(k)) + p.length[i] <= p.C;
             if (s.relocate_feasible(i, k) != expect) {
                 *why = "relocate_feasible disagrees at step " + QByteArray::number(step);
                 return false;
@@ -548,18 +583,18 @@ private Q_SLOTS:
             QVERIFY2(matches_full(s, true, &why), why);
         };
         // Swap across rows (cells (0,0) and (1,3), both in shard {0,3}).
-        const int a = s.layout().cells[0][0], b = s.layout().cells[7][0];
+        const int a = s.cell(0)[0], b = s.cell(7)[0];
         QVERIFY(s.swap_feasible(a, b));
         check([&] { s.apply_swap(a, b); });
         // Same row-shard swap (cells (0,0) and (0,3) are both in shard {0,3}): only attention changes.
-        const int c = s.layout().cells[3][0];
+        const int c = s.cell(3)[0];
         QVERIFY(s.swap_feasible(a, c));
         check([&] { s.apply_swap(a, c); });
         // Relocate the first (not last) sample of a multi-sample cell, and the last one.
         int k = 0;
-        while (s.layout().cells[k].size() < 2)
+        while (s.cell(k).size() < 2)
             ++k;
-        const int first = s.layout().cells[k].front(), last = s.layout().cells[k].back();
+        const int first = s.cell(k).front(), last = s.cell(k).back();
         const int target = (k + 5) % s.layout().cell_count();
         QVERIFY(s.relocate_feasible(first, target));
         check([&] { s.apply_relocate(first, target); });
@@ -575,9 +610,9 @@ private Q_SLOTS:
         s.apply_swap(a, b);
         const Snapshot kept = snapshot(s);
         int src = 0;
-        while (s.layout().cells[src].size() < 2)
+        while (s.cell(src).size() < 2)
             ++src;
-        const int mover = s.layout().cells[src][0], dest = (src + 3) % s.layout().cell_count();
+        const int mover = s.cell(src)[0], dest = (src + 3) % s.layout().cell_count();
         QVERIFY(s.relocate_feasible(mover, dest));
         check([&] { s.apply_relocate(mover, dest); });
         QVERIFY(same_snapshot(kept, snapshot(s)));
@@ -678,6 +713,127 @@ private Q_SLOTS:
             }
     }
 
+    /// Case B by hand: L[l0] = (23, 17), L[l1] = (19, 21) -> sum_l max_p L = 44, E part 44/16 = 2.75;
+    /// sum t = 40 (T 2.5), sum t^2 = 328 (Q 1.28125): A part 2.5 + (1.25 + 2.5625) = 6.3125 over
+    /// max |D_g| = 1; mean bound (2.75 + 6.3125) / G = 4.53125. Sample bound: sample 2 (t 12,
+    /// peaks 12 + 7 = 19 -> 1.1875, A 0.75 + 0.375 + 1.125 = 2.25) = 3.4375, the largest.
+    void lowerBoundByHand() {
+        const PackingProblem p = case_b();
+        const MaxULowerBound b = max_u_lower_bound(p);
+        QCOMPARE(b.mean, 4.53125);
+        QCOMPARE(b.sample, 3.4375);
+        QCOMPARE(b.value, 4.53125 * (1.0 - 1e-12));
+        QVERIFY(b.value < 4.53125);
+        QVERIFY(b.value <= score_layout(layout_b(), p).max_u);  // 5.96875
+        // One shard, one slot, one row: the only layout's score is the mean bound itself.
+        PackingProblem one = skeleton(3, 2, 2, 1, {{0}}, 100, {{"kda", 1.0, 0.0}, {"mla", 0.5, 2.0}});
+        one.length = {8, 4, 12};
+        for (int i = 0; i < 3; ++i)
+            for (int l = 0; l < 2; ++l)
+                set_q(one, i, l, {case_b().q(i)[l * 2], case_b().q(i)[l * 2 + 1]});
+        Layout x;
+        x.rows = 1;
+        x.dp_slots = 1;
+        x.cells = {{0, 1, 2}};
+        const double s = score_layout(x, one).max_u;
+        const MaxULowerBound t = max_u_lower_bound(one);
+        QVERIFY2(std::abs(t.mean - s) <= 1e-15 * s, describe(score_layout(x, one)));
+        QVERIFY(t.value <= s);
+        QVERIFY(t.value >= s * (1 - 2e-12));
+        // Bad input is named.
+        PackingProblem neg = case_b();
+        neg.stages[1].beta = -1;
+        QString what;
+        try {
+            max_u_lower_bound(neg);
+        } catch (const std::invalid_argument& e) {
+            what = QString::fromUtf8(e.what());
+        }
+        QCOMPARE(what, QStringLiteral("max_u_lower_bound: stage 'mla' has a negative alpha or beta"));
+    }
+
+    /// LB <= the optimum found by enumerating every layout (every row count) of tiny random windows,
+    /// with equal and unequal shard sizes, one and several shards, tight and loose caps.
+    void lowerBoundBelowExhaustiveOptimum_data() {
+        QTest::addColumn<int>("seed");
+        QTest::addColumn<int>("n");
+        QTest::addColumn<int>("D");
+        QTest::addColumn<int>("shape");  // 0: one slot per shard, 1: one shard, 2: shards {0,1} {2}
+        QTest::addColumn<int>("loose");  // 1: C = sum t (every partition fits), 0: C = max(max t, sum t / 3)
+        int row = 0;
+        for (int seed = 1; seed <= 4; ++seed)
+            for (const auto& [n, D, shape] : {std::tuple{6, 2, 0}, std::tuple{6, 2, 1}, std::tuple{6, 3, 2}, std::tuple{6, 1, 0}, std::tuple{5, 4, 0}})
+                for (int loose = 0; loose <= 1; ++loose)
+                    QTest::addRow("%d", row++) << seed << n << D << shape << loose;
+    }
+    void lowerBoundBelowExhaustiveOptimum() {
+        QFETCH(int, seed);
+        QFETCH(int, n);
+        QFETCH(int, D);
+        QFETCH(int, shape);
+        QFETCH(int, loose);
+        std::vector<std::vector<int>> shards;
+        if (shape == 0)
+            for (int d = 0; d < D; ++d)
+                shards.push_back({d});
+        else if (shape == 1) {
+            shards.emplace_back();
+            for (int d = 0; d < D; ++d)
+                shards[0].push_back(d);
+        } else
+            shards = {{0, 1}, {2}};
+        RandomCase rc = random_case(static_cast<std::uint64_t>(seed) * 977 + n, n, 2, 3, D, shards, 1, 2, 40, 2);
+        PackingProblem& p = rc.p;
+        i64 total = 0, longest = 0;
+        for (i64 t : p.length) {
+            total += t;
+            longest = std::max(longest, t);
+        }
+        p.C = loose ? total : std::max(longest, total / 3);
+        long layouts = 0;
+        const double best = exhaustive_min_max_u(p, &layouts);
+        QVERIFY(layouts > 0);
+        const MaxULowerBound b = max_u_lower_bound(p);
+        // The certified value is below the optimum; its parts are, up to the rounding the margin
+        // covers (one slot in one shard: the whole window in one cell is optimal and equals LB_mean
+        // in exact arithmetic, so the computed parts may land an ulp above the computed score).
+        QVERIFY2(b.value <= best, QByteArray::number(b.value, 'g', 17) + " > optimum " + QByteArray::number(best, 'g', 17));
+        QVERIFY(b.mean <= best * (1 + 1e-13) && b.sample <= best * (1 + 1e-13));
+        QVERIFY(b.value > 0);
+        QVERIFY(b.value >= std::max(b.mean, b.sample) * (1 - 2e-12));
+    }
+
+    /// The flat cells hold as many samples as a cell within C can: here two (C = 2, unit lengths);
+    /// a relocation into a full cell is refused before anything changes.
+    void flatCellCapacity() {
+        PackingProblem p = skeleton(3, 1, 2, 2, {{0}, {1}}, 2, {{"kda", 1.0, 0.0}});
+        p.length = {1, 1, 1};
+        for (int i = 0; i < 3; ++i)
+            set_q(p, i, 0, {i, 1});
+        Layout x;
+        x.rows = 1;
+        x.dp_slots = 2;
+        x.cells = {{0, 1}, {2}};
+        IncrementalScorer s(p, x);
+        QVERIFY(s.relocate_feasible(0, 1));
+        s.apply_relocate(0, 1);
+        QCOMPARE(s.cell_size(1), 2);
+        QCOMPARE(std::vector<int>(s.cell(1).begin(), s.cell(1).end()), (std::vector<int>{2, 0}));
+        QVERIFY(same_score(s.score(), score_layout(s.layout(), p)));
+        const Score before = s.score();
+        QVERIFY(!s.relocate_feasible(1, 1));
+        QString what;
+        try {
+            s.apply_relocate(1, 1);
+        } catch (const std::logic_error& e) {
+            what = QString::fromUtf8(e.what());
+        }
+        QCOMPARE(what, QStringLiteral("IncrementalScorer: relocation of sample 1 into a full cell (the move is infeasible)"));
+        QVERIFY(same_score(s.score(), before));
+        s.undo();  // the relocation of sample 0 is still the one undone
+        QCOMPARE(s.layout(), x);
+    }
+
     /// A copied scorer (as chains copy their state) continues independently and exactly.
     void copiesAreIndependent() {
         RandomCase rc = random_case(21, 40, 2, 4, 4, {{0, 1}, {2, 3}}, 3, 2, 800, 2);
@@ -687,6 +843,12 @@ private Q_SLOTS:
         QVERIFY2(random_walk(a, 5, 500, 50, &st, &why), why.constData());
         IncrementalScorer b = a; // may carry a pending (uncommitted) move
         QVERIFY2(random_walk(b, 6, 2000, 50, &st, &why), why.constData());
+        // Assignment into an existing scorer of the same shape (how resampling hands states over).
+        IncrementalScorer c(rc.p, rc.x);
+        c = a;
+        QVERIFY(same_score(c.score(), a.score()));
+        QCOMPARE(c.layout(), a.layout());
+        QVERIFY2(random_walk(c, 8, 2000, 50, &st, &why), why.constData());
         QVERIFY2(matches_full(a, true, &why), why.constData());
         QVERIFY2(random_walk(a, 7, 2000, 50, &st, &why), why.constData());
     }

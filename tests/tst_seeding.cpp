@@ -56,7 +56,7 @@ PackingProblem random_problem(int n, int L, int P, int D, const std::vector<int>
         p.length[static_cast<std::size_t>(i)] = t;
         for (int l = 0; l < L; ++l) {
             const int hot = static_cast<int>(rng.below(static_cast<std::uint64_t>(P)));
-            std::int64_t* q = p.demand.data() + (static_cast<std::size_t>(i) * L + l) * P;
+            std::int32_t* q = p.demand.data() + (static_cast<std::size_t>(i) * L + l) * P;
             std::int64_t left = 2 * t;
             const std::int64_t h = left * (30 + static_cast<std::int64_t>(rng.below(50))) / 100;
             q[hot] += h;

@@ -296,6 +296,12 @@ private Q_SLOTS:
             QVERIFY(close(sumU, mr.metrics.score.sum_u));
             QCOMPARE(costs->categories().size(), R * G);
             QCOMPARE(costs->categories().first(), QStringLiteral("r0 g0"));
+            // The plan's lower bound (at the LPT placement) and this method's gap to it.
+            const QString bound = QStringLiteral(" Lower bound on max_g U at this placement (any layout): %1, gap %2%.")
+                                      .arg(plan_->bound.value, 0, 'f', 4)
+                                      .arg(100.0 * (mr.metrics.score.max_u / plan_->bound.value - 1.0), 0, 'f', 2);
+            QVERIFY(plan_->bound.value > 0);
+            QCOMPARE(costs->headingText().endsWith(bound), mr.lpt);
         }
         // Without the window, the two views that need counts say so instead of guessing.
         view.setPlan(plan_);

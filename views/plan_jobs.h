@@ -90,7 +90,7 @@ public:
 Q_SIGNALS:
     void jobStarted(quint64 job, const QString& label);
     /// Stage name of PlanEvent ("placement", "row count", "baselines", "seeding", "annealing",
-    /// "validate", "done") and the overall fraction in [0, 1].
+    /// "polish", "validate", "done") and the overall fraction in [0, 1].
     void progress(quint64 job, const QString& stage, double fraction);
     /// One finished temperature level of the running job (live convergence).
     void levelFinished(quint64 job, const routepack::LevelStats& level);

@@ -470,8 +470,15 @@ void CostsPanel::refresh() {
                           .arg(metrics.score.sum_u, 0, 'f', 4)
                           .arg(metrics.score.max_j, 0, 'f', 4)
                           .arg(R)
-                          .arg(G));
+                          .arg(G) +
+                      (method_of(*plan_, m).lpt && plan_->bound.value > 0
+                           ? tr(" Lower bound on max_g U at this placement (any layout): %1, gap %2%.")
+                                 .arg(plan_->bound.value, 0, 'f', 4)
+                                 .arg(100.0 * bound_gap(metrics.score.max_u, plan_->bound.value), 0, 'f', 2)
+                           : QString()));
 }
+
+QString CostsPanel::headingText() const { return heading_->text(); }
 
 // =============================================================================================
 // GridPanel

@@ -94,6 +94,8 @@ public:
     QStringList categories() const { return categories_; }
     QChartView* rowChartView() const { return rowView_; }
     QChartView* shardChartView() const { return shardView_; }
+    /// The straggler heading: U, sum U, max J, and (LPT methods) the plan's lower bound and gap.
+    QString headingText() const;
 
 protected:
     void changeEvent(QEvent* e) override;

@@ -1,16 +1,24 @@
-// Planner benchmark (issue: quality on real windows, speed per stage, the scale point).
-//   bench_planner [--shared DIR] [--skip-real] [--skip-grid] [--skip-scale]
+// Planner benchmark (quality on real windows, speed per stage, the scale point).
+//   bench_planner [--shared DIR] [--skip-real] [--skip-grid] [--skip-scale] [--skip-anytime] [--x100]
 // (a) Table-4 columns of reorder vs routepack (and baseline, karmarkar-karp) on the real windows with
 //     the shipped topologies; (b) time per stage, proposals/s per worker and total for 512-sample
 //     synthetic windows across model/topology sizes, 1 and 2 workers; (c) the scale point 8192 samples
 //     x 64 MoE layers x 256 experts x 64 EP ranks x 64 DP slots in 8 EDP shards, 1 and 2 workers.
-// Ratios are against `reorder` (same window, same R*) measured in the same process.
+// (d) on the real windows: median over seeds 1, 2, 3 of max_g U with default budgets (and with 100x
+//     the proposals when --x100), the lower bound and the gap; (e) the anytime curve: max_g U when
+//     the steps per level are scaled so that one run takes about 0.05, 0.1, 0.5, 1 and 5 s
+//     (calibrated on the default run in the same process).
+// Ratios are against `reorder` (same window, same R*) or the 1-worker run, measured in the same process.
 #include "core/import.h"
 #include "core/planner.h"
 #include "core/synth.h"
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <numeric>
@@ -69,31 +77,63 @@ void quality_row(const char* label, const PlanResult& r) {
                 r.timings.at("total"));
 }
 
+/// Budgets every run starts from (defaults, or the command line's overrides).
+PlannerBudgets g_budgets;
+
+double timing(const PlanResult& r, const char* k) { return r.timings.count(k) ? r.timings.at(k) : 0.0; }
+
 void speed_row(const char* label, const PlanResult& r, int workers) {
-    const double t_anneal = r.timings.at("annealing");
-    std::printf("| %-40s | %d | %6.3f | %6.3f | %6.3f | %6.3f | %7.3f | %8.0f | %7.3f |\n", label, workers,
-                r.timings.at("placement"), r.timings.at("row count"), r.timings.at("baselines"), r.timings.at("seeding"),
-                t_anneal, t_anneal > 0 ? r.proposals / t_anneal / workers : 0.0, r.timings.at("total"));
+    const double t_anneal = timing(r, "annealing");
+    std::printf("| %-40s | %d | %6.3f | %6.3f | %6.3f | %6.3f | %6.3f | %7.3f | %8.0f | %6.3f | %7.3f | %.2f%% |\n", label,
+                workers, timing(r, "placement"), timing(r, "bound"), timing(r, "row count"), timing(r, "baselines"),
+                timing(r, "seeding"), t_anneal, t_anneal > 0 ? r.proposals / t_anneal / workers : 0.0, timing(r, "polish"),
+                timing(r, "total"), 100.0 * bound_gap(r.routepack.metrics.score.max_u, r.bound.value));
+}
+const char* kSpeedHeader =
+    "| window | workers | placement | bound | rows | baselines | seeding | annealing | proposals/s/worker | polish | total | gap to LB |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+
+/// Peak resident set of this process so far (MiB).
+double peak_rss_mib() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return static_cast<double>(u.ru_maxrss) / 1024.0;
+}
+
+double median3(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
     fs::path shared = ROUTEPACK_SHARED_DIR;
-    bool real = true, grid = true, scale = true;
+    bool real = true, grid = true, scale = true, anytime = true, x100 = false;
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--shared") && i + 1 < argc) shared = argv[++i];
         else if (!std::strcmp(argv[i], "--skip-real")) real = false;
         else if (!std::strcmp(argv[i], "--skip-grid")) grid = false;
         else if (!std::strcmp(argv[i], "--skip-scale")) scale = false;
+        else if (!std::strcmp(argv[i], "--skip-anytime")) anytime = false;
+        else if (!std::strcmp(argv[i], "--x100")) x100 = true;
+        else if (!std::strcmp(argv[i], "--p-straggler") && i + 1 < argc) g_budgets.annealing.p_straggler = std::atof(argv[++i]);
+        else if (!std::strcmp(argv[i], "--polish") && i + 1 < argc) g_budgets.polish_evaluations = std::atoll(argv[++i]);
+        else if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) g_budgets.annealing.steps = std::atoi(argv[++i]);
+        else if (!std::strcmp(argv[i], "--levels") && i + 1 < argc) g_budgets.annealing.levels = std::atoi(argv[++i]);
+        else if (!std::strcmp(argv[i], "--t0") && i + 1 < argc) g_budgets.annealing.t0 = std::atof(argv[++i]);
+        else if (!std::strcmp(argv[i], "--cooling") && i + 1 < argc) g_budgets.annealing.cooling = std::atof(argv[++i]);
+        else if (!std::strcmp(argv[i], "--population") && i + 1 < argc) g_budgets.seeding.population = std::atoi(argv[++i]);
         else {
-            std::printf("usage: bench_planner [--shared DIR] [--skip-real] [--skip-grid] [--skip-scale]\n");
+            std::printf("usage: bench_planner [--shared DIR] [--skip-real] [--skip-grid] [--skip-scale] [--skip-anytime] [--x100]"
+                        " [--p-straggler X] [--polish N] [--steps K] [--levels N] [--t0 T] [--cooling F] [--population P]\n");
             return 2;
         }
     }
     const fs::path topo_dir = fs::path(ROUTEPACK_SOURCE_DIR) / "resources/topologies";
     try {
         if (real && fs::exists(shared / "traces")) {
+            std::vector<std::pair<std::string, PlanResult>> real_runs;
             std::printf("(a) quality, routepack vs reorder (c = R* certified), default budgets, 2 workers\n");
             std::printf("| window / topology | R* | S_EP | T_EP | eta_EP | attention | joint | joint vs KK | KK cap viol. | planner |\n");
             std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
@@ -114,17 +154,88 @@ int main(int argc, char** argv) {
                     PlanInput in;
                     in.window = first_n(all, s.n);
                     in.topology = read_topology(topo_dir / (std::string(t) + ".json"));
+                    in.budgets = g_budgets;
                     in.budgets.workers = 2;
                     const auto r = plan_window(in);
                     const std::string label = std::string(s.model) + " " + std::to_string(s.n) + " / " + t;
                     quality_row(label.c_str(), r);
+                    real_runs.emplace_back(label, r);
+                }
+            }
+            std::printf("\nthe same runs, seconds per stage\n%s", kSpeedHeader);
+            for (const auto& [label, r] : real_runs) speed_row(label.c_str(), r, 2);
+            std::printf("\n(d) max_g U, median over seeds 1, 2, 3 (2 workers): default budgets%s; lower bound LB and gap\n",
+                        x100 ? " and 100x steps per level" : "");
+            std::printf("| window / topology | reorder | default | time | gap to LB |%s LB |\n", x100 ? " 100x steps | time |" : "");
+            std::printf("|---|---|---|---|---|%s---|\n", x100 ? "---|---|" : "");
+            Trace anytime_window;
+            Topology anytime_topology;
+            for (const auto& s : sets) {
+                ImportOptions o;
+                o.model = known_model(s.model);
+                const Trace all = import_trace_to_memory({shared / s.dir}, o);
+                for (const char* t : s.topos) {
+                    PlanInput in;
+                    in.window = first_n(all, s.n);
+                    in.topology = read_topology(topo_dir / (std::string(t) + ".json"));
+                    in.budgets = g_budgets;
+                    in.budgets.workers = 2;
+                    if (anytime_window.size() == 0) {
+                        anytime_window = in.window;
+                        anytime_topology = in.topology;
+                    }
+                    std::vector<double> u, secs, u100, secs100;
+                    double lb = 0, reorder = 0;
+                    for (std::uint64_t seed : {1, 2, 3}) {
+                        in.budgets.seed = seed;
+                        in.budgets.annealing.steps = g_budgets.annealing.steps;
+                        const auto r = plan_window(in);
+                        u.push_back(r.routepack.metrics.score.max_u);
+                        secs.push_back(timing(r, "total"));
+                        lb = r.bound.value;
+                        reorder = r.reorder.metrics.score.max_u;
+                        if (x100) {
+                            in.budgets.annealing.steps = 100 * g_budgets.annealing.steps;
+                            const auto h = plan_window(in);
+                            u100.push_back(h.routepack.metrics.score.max_u);
+                            secs100.push_back(timing(h, "total"));
+                        }
+                    }
+                    const double m = median3(u);
+                    std::printf("| %s %d / %s | %.3f | %.3f | %.3f s | %.2f%% |", s.model, s.n, t, reorder, m, median3(secs),
+                                100.0 * bound_gap(m, lb));
+                    if (x100) std::printf(" %.3f | %.3f s |", median3(u100), median3(secs100));
+                    std::printf(" %.3f |\n", lb);
+                }
+            }
+            if (anytime && anytime_window.size() > 0) {
+                std::printf("\n(e) anytime curve, %zu-sample DeepSeek window / first topology, seed 1, 2 workers: steps per"
+                            " level scaled to the time budget\n", anytime_window.size());
+                PlanInput in;
+                in.window = anytime_window;
+                in.topology = anytime_topology;
+                in.budgets = g_budgets;
+                in.budgets.workers = 2;
+                const auto base = plan_window(in);
+                const double t_base = timing(base, "total");
+                const double t_fixed = t_base - timing(base, "annealing") - timing(base, "polish");
+                const double per_step = (timing(base, "annealing") + timing(base, "polish")) / g_budgets.annealing.steps;
+                std::printf("| budget | steps per level | polish evaluations | time | max_g U | gap to LB |\n|---|---|---|---|---|---|\n");
+                for (double budget : {0.05, 0.1, 0.5, 1.0, 5.0}) {
+                    const double scale = std::max(0.05, (budget - t_fixed) / (per_step * g_budgets.annealing.steps));
+                    in.budgets.annealing.steps = std::max(1, static_cast<int>(g_budgets.annealing.steps * scale));
+                    in.budgets.polish_evaluations =
+                        std::max<std::int64_t>(1000, static_cast<std::int64_t>(g_budgets.polish_evaluations * scale));
+                    const auto r = plan_window(in);
+                    std::printf("| %.2f s | %d | %lld | %.3f s | %.3f | %.2f%% |\n", budget, in.budgets.annealing.steps,
+                                static_cast<long long>(in.budgets.polish_evaluations), timing(r, "total"),
+                                r.routepack.metrics.score.max_u, 100.0 * bound_gap(r.routepack.metrics.score.max_u, r.bound.value));
                 }
             }
         }
         if (grid) {
             std::printf("\n(b) speed, synthetic 512-sample windows (64 groups x 8), seconds per stage\n");
-            std::printf("| window | workers | placement | rows | baselines | seeding | annealing | proposals/s/worker | total |\n");
-            std::printf("|---|---|---|---|---|---|---|---|---|\n");
+            std::printf("%s", kSpeedHeader);
             struct Point {
                 int layers, experts, top_k, P, D, G;
             } points[] = {{26, 64, 6, 8, 4, 2}, {48, 128, 8, 16, 8, 2}, {64, 256, 8, 64, 16, 4}, {64, 256, 8, 64, 64, 8}};
@@ -143,6 +254,7 @@ int main(int argc, char** argv) {
                     PlanInput in;
                     in.window = w;
                     in.topology = make_topology(pt.P, pt.D, pt.G, 8192);
+                    in.budgets = g_budgets;
                     in.budgets.workers = workers;
                     const auto r = plan_window(in);
                     char label[128];
@@ -164,22 +276,29 @@ int main(int argc, char** argv) {
             c.response_mean = 512;
             c.max_length = 8192;
             const auto t0 = std::chrono::steady_clock::now();
-            const Trace w = synth_trace(c);
+            PlanInput in;  // one input for both runs: the window is held once, as a training job would
+            in.window = synth_trace(c);
+            in.topology = make_topology(64, 64, 8, 8192);
+            const Trace& w = in.window;
             std::printf("synthetic trace generated in %.1f s\n",
                         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-            std::printf("| window | workers | placement | rows | baselines | seeding | annealing | proposals/s/worker | total |\n");
-            std::printf("|---|---|---|---|---|---|---|---|---|\n");
+            const double counts_mib = static_cast<double>(w.counts.size()) * sizeof(std::uint32_t) / (1 << 20);
+            std::printf("%s", kSpeedHeader);
+            double anneal[3] = {0, 0, 0};
             for (int workers : {1, 2}) {
-                PlanInput in;
-                in.window = w;
-                in.topology = make_topology(64, 64, 8, 8192);
+                in.budgets = g_budgets;
                 in.budgets.workers = workers;
                 const auto r = plan_window(in);
+                anneal[workers] = timing(r, "annealing");
                 char label[128];
                 std::snprintf(label, sizeof label, "scale (R*=%d, joint %+.2f%% vs reorder)", r.rows.rows,
                               pct(r.reorder.metrics.joint, r.routepack.metrics.joint));
                 speed_row(label, r, workers);
             }
+            std::printf("annealing speed-up with 2 workers (same proposals): x%.2f\n",
+                        anneal[2] > 0 ? anneal[1] / anneal[2] : 0.0);
+            std::printf("peak RSS %.0f MiB = x%.2f the uint32 [N][L][E] counts (%.0f MiB)\n", peak_rss_mib(),
+                        peak_rss_mib() / counts_mib, counts_mib);
         }
     } catch (const std::exception& e) {
         std::fprintf(stderr, "bench_planner: %s\n", e.what());

@@ -84,7 +84,7 @@ Case make_case(int n, int L, int P, int D, int G, std::uint64_t seed) {
             std::uint64_t sum = 0;
             for (auto& x : w)
                 sum += (x = rng.below(1024));
-            i64* q = p.demand.data() + (static_cast<std::size_t>(i) * L + l) * P;
+            std::int32_t* q = p.demand.data() + (static_cast<std::size_t>(i) * L + l) * P;
             i64 left = t * top_k;
             for (int r = 0; r < P - 1; ++r) {
                 q[r] = sum ? static_cast<i64>(t * top_k * w[r] / sum) : 0;
@@ -181,7 +181,7 @@ void bench(int n, int L, int P, int D, int G, double seconds, const std::vector<
     const Case c = make_case(n, L, P, D, G, 42);
     const double t_build = now() - tb;
     std::printf("\nproblem n=%d L=%d P=%d D=%d G=%d  R=%d cells=%d C=%lld  (demand %.0f MiB, built in %.2f s)\n", n, L,
-                P, D, G, c.x.rows, c.x.cell_count(), static_cast<long long>(c.p.C), c.p.demand.size() * 8.0 / (1 << 20),
+                P, D, G, c.x.rows, c.x.cell_count(), static_cast<long long>(c.p.C), c.p.demand.size() * double(sizeof(c.p.demand[0])) / (1 << 20),
                 t_build);
     for (const std::string& isa : isas) {
         if (!set_score_kernel_isa(isa.c_str())) continue;

@@ -69,7 +69,7 @@ PackingProblem make_problem(int n, int L, int P, int D, int G, std::int64_t C, d
                     skew[static_cast<std::size_t>(l) * P + r] * (r == hot ? 4.0 : 1.0) * (0.5 + rng.uniform());
                 total += wgt[static_cast<std::size_t>(r)];
             }
-            std::int64_t* q = p.demand.data() + (static_cast<std::size_t>(i) * L + l) * P;
+            std::int32_t* q = p.demand.data() + (static_cast<std::size_t>(i) * L + l) * P;
             std::int64_t left = routed;
             for (int r = 0; r < P; ++r) {
                 q[r] = std::min(left, static_cast<std::int64_t>(routed * wgt[static_cast<std::size_t>(r)] / total));
