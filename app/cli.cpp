@@ -312,10 +312,42 @@ int do_import(const ImportCmd& c) {
 
 struct WindowCmd {
     std::string db, trace, name, ids_file, groups;
-    std::int64_t first = 0, random = 0;
+    std::int64_t first = 0, random = 0, split = 0, split_groups = 0;
     std::string seed_text;  ///< parsed by do_window: 0..2^64-1, never a wrapped negative
     bool ids_given = false, first_given = false, random_given = false, seed_given = false, groups_given = false;
+    bool split_given = false, split_groups_given = false;
 };
+
+/// `window --split N` / `--split-groups G`: consecutive windows named <name>-000, <name>-001, ... (at
+/// least three digits, more when needed) in run order. Every name is checked before any window is
+/// created, so a clash changes nothing.
+int do_window_split(const WindowCmd& c) {
+    if (c.split_given && c.split < 1) throw InputError("window: --split must be >= 1 (got " + std::to_string(c.split) + ")");
+    if (c.split_groups_given && c.split_groups < 1)
+        throw InputError("window: --split-groups must be >= 1 (got " + std::to_string(c.split_groups) + ")");
+    auto lib = storage::Library::open(c.db, storage::OpenMode::ReadWrite);
+    const auto samples = lib->samples(c.trace);
+    const std::vector<WindowSelection> parts =
+        c.split_given ? split_consecutive(samples, static_cast<std::size_t>(c.split), c.trace)
+                      : split_groups(samples, static_cast<std::size_t>(c.split_groups), c.trace);
+    const std::size_t digits = std::max<std::size_t>(3, std::to_string(parts.size() - 1).size());
+    std::vector<std::string> names;
+    std::set<std::string> taken;
+    for (const auto& w : lib->windows(c.trace)) taken.insert(w.name);
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+        std::string num = std::to_string(k);
+        names.push_back(c.name + "-" + std::string(digits - num.size(), '0') + num);
+        if (taken.count(names.back()))
+            throw InputError("window: trace '" + detail::printable(c.trace) + "' already has a window named '" +
+                             detail::printable(names.back()) + "' (no window was created)");
+    }
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+        const auto w = lib->create_window(c.trace, names[k], parts[k].ids, parts[k].definition);
+        std::cout << "window '" << w.name << "' of trace '" << c.trace << "': " << w.samples << " samples ("
+                  << parts[k].definition << ")\n";
+    }
+    return 0;
+}
 
 /// --seed as an unsigned 64-bit integer; InputError for anything else (a negative number included).
 std::uint64_t parse_seed(const std::string& text) {
@@ -329,8 +361,11 @@ std::uint64_t parse_seed(const std::string& text) {
 
 int do_window(const WindowCmd& c) {
     check_db_path(c.db);
-    const int modes = c.ids_given + c.first_given + c.random_given + c.groups_given;
-    if (modes != 1) throw InputError("window: give exactly one of --ids FILE, --first N, --random N --seed S, --groups LIST");
+    const int modes = c.ids_given + c.first_given + c.random_given + c.groups_given + c.split_given + c.split_groups_given;
+    if (modes != 1)
+        throw InputError("window: give exactly one of --ids FILE, --first N, --random N --seed S, --groups LIST, "
+                         "--split N, --split-groups G");
+    if (c.split_given || c.split_groups_given) return do_window_split(c);
     if (c.first_given && c.first < 1) throw InputError("window: --first must be >= 1 (got " + std::to_string(c.first) + ")");
     if (c.random_given && c.random < 1)
         throw InputError("window: --random must be >= 1 (got " + std::to_string(c.random) + ")");
@@ -921,6 +956,11 @@ int run(int argc, char** argv) {
     win->add_option("--seed", wc.seed_text, "seed for --random (0..2^64-1)")->each([&](const std::string&) {
         wc.seed_given = true;
     });
+    win->add_option("--split", wc.split, "cut the trace into consecutive windows of N samples (import order), "
+                                         "named NAME-000, NAME-001, ...")
+        ->each([&](const std::string&) { wc.split_given = true; });
+    win->add_option("--split-groups", wc.split_groups, "cut the trace into consecutive windows of G whole GRPO groups")
+        ->each([&](const std::string&) { wc.split_groups_given = true; });
     win->add_option("--groups", wc.groups, "comma-separated GRPO groups")->each([&](const std::string&) {
         wc.groups_given = true;
     });

@@ -392,6 +392,7 @@ PlanResult restore_plan(const PlanFile& plan, const Trace& window, const std::st
                                                   window.model.experts);
         r.rank_loads_lpt = rank_loads(loads, r.lpt);
         r.cv_lpt = cv_global(r.rank_loads_lpt, r.lpt.layers, r.lpt.ep_ranks);
+        r.bound = max_u_lower_bound(make_packing_problem(window, plan.topology, r.lpt));
     }
     r.rows.rows = plan.row_count;
     r.rows.certified = plan.row_count_certified;

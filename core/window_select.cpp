@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <numeric>
 #include <set>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace routepack {
@@ -75,6 +76,46 @@ WindowSelection select_groups(const std::vector<SampleInfo>& samples, const std:
         list += (list.empty() ? "" : ",") + g;
     w.definition = "groups " + list;
     return w;
+}
+
+std::vector<WindowSelection> split_consecutive(const std::vector<SampleInfo>& samples, std::size_t n,
+                                               const std::string& trace) {
+    check_count("--split", n, samples.size(), trace);
+    std::vector<WindowSelection> out;
+    const std::size_t total = samples.size();
+    for (std::size_t b = 0; b < total; b += n) {
+        const std::size_t e = std::min(total, b + n);
+        WindowSelection w;
+        for (std::size_t i = b; i < e; ++i) w.ids.push_back(samples[i].id);
+        w.definition = "split " + std::to_string(n) + ": samples " + std::to_string(b + 1) + "-" + std::to_string(e) +
+                       " of " + std::to_string(total);
+        if (e - b < n) w.definition += ", remainder of " + std::to_string(e - b);
+        out.push_back(std::move(w));
+    }
+    return out;
+}
+
+std::vector<WindowSelection> split_groups(const std::vector<SampleInfo>& samples, std::size_t g,
+                                          const std::string& trace) {
+    const std::vector<std::string> groups = sample_groups(samples);
+    if (groups.empty()) throw InputError("window: trace " + quoted(trace) + " has no GRPO groups");
+    if (g < 1) throw InputError("window: --split-groups must be >= 1 (got 0)");
+    if (g > groups.size())
+        throw InputError("window: --split-groups " + std::to_string(g) + " but trace " + quoted(trace) + " has only " +
+                         std::to_string(groups.size()) + " GRPO groups");
+    std::unordered_map<std::string, std::size_t> window_of;
+    for (std::size_t k = 0; k < groups.size(); ++k) window_of[groups[k]] = k / g;
+    const std::size_t count = (groups.size() + g - 1) / g;
+    std::vector<WindowSelection> out(count);
+    for (const auto& s : samples)
+        if (!s.group.empty()) out[window_of.at(s.group)].ids.push_back(s.id);
+    for (std::size_t w = 0; w < count; ++w) {
+        const std::size_t b = w * g, e = std::min(groups.size(), b + g);
+        out[w].definition = "split-groups " + std::to_string(g) + ": groups " + std::to_string(b + 1) + "-" +
+                            std::to_string(e) + " of " + std::to_string(groups.size());
+        if (e - b < g) out[w].definition += ", remainder of " + std::to_string(e - b);
+    }
+    return out;
 }
 
 std::vector<std::string> sample_groups(const std::vector<SampleInfo>& samples) {

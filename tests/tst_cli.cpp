@@ -1,5 +1,6 @@
 // The headless CLI as a user runs it: real processes, real library files, exact stdout/stderr lines
 // and exit codes.
+#include "storage/library.h"
 #include "tests/testutil.h"
 
 #include <QProcess>
@@ -113,7 +114,7 @@ private Q_SLOTS:
                  QStringLiteral("--name"), QStringLiteral("w")});
         QCOMPARE(r.code, 1);
         QCOMPARE(r.err, QStringLiteral("routepack: error: window: give exactly one of --ids FILE, --first N, --random N "
-                                       "--seed S, --groups LIST\n"));
+                                       "--seed S, --groups LIST, --split N, --split-groups G\n"));
         r = cli({QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("ds"),
                  QStringLiteral("--name"), QStringLiteral("w"), QStringLiteral("--groups"), QStringLiteral("g1")});
         QCOMPARE(r.code, 1);
@@ -145,6 +146,41 @@ private Q_SLOTS:
                  QStringLiteral("--name"), QStringLiteral("h"), QStringLiteral("--groups"), QStringLiteral("zzz")});
         QCOMPARE(r.code, 1);
         QCOMPARE(r.err, QStringLiteral("routepack: error: window: trace 'syn' has no group 'zzz'\n"));
+
+        // A whole run: consecutive windows of 5 samples (the last one shorter, marked), and of 2 GRPO
+        // groups (4 samples each); a second split under a used name changes nothing.
+        const QStringList split = {QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"),
+                                   QStringLiteral("syn"), QStringLiteral("--name")};
+        r = cli(split + QStringList{QStringLiteral("step"), QStringLiteral("--split"), QStringLiteral("5")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QCOMPARE(r.out, QStringLiteral("window 'step-000' of trace 'syn': 5 samples (split 5: samples 1-5 of 12)\n"
+                                       "window 'step-001' of trace 'syn': 5 samples (split 5: samples 6-10 of 12)\n"
+                                       "window 'step-002' of trace 'syn': 2 samples (split 5: samples 11-12 of 12, "
+                                       "remainder of 2)\n"));
+        r = cli(split + QStringList{QStringLiteral("grp"), QStringLiteral("--split-groups"), QStringLiteral("2")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QCOMPARE(r.out, QStringLiteral("window 'grp-000' of trace 'syn': 8 samples (split-groups 2: groups 1-2 of 3)\n"
+                                       "window 'grp-001' of trace 'syn': 4 samples (split-groups 2: groups 3-3 of 3, "
+                                       "remainder of 1)\n"));
+        r = cli(split + QStringList{QStringLiteral("step"), QStringLiteral("--split"), QStringLiteral("4")});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, QStringLiteral("routepack: error: window: trace 'syn' already has a window named 'step-000' (no "
+                                       "window was created)\n"));
+        r = cli(split + QStringList{QStringLiteral("x"), QStringLiteral("--split"), QStringLiteral("13")});
+        QCOMPARE(r.err, QStringLiteral("routepack: error: window: --split 13 but trace 'syn' has only 12 samples\n"));
+        r = cli(split + QStringList{QStringLiteral("x"), QStringLiteral("--split"), QStringLiteral("0")});
+        QCOMPARE(r.err, QStringLiteral("routepack: error: window: --split must be >= 1 (got 0)\n"));
+        r = cli(split + QStringList{QStringLiteral("x"), QStringLiteral("--split-groups"), QStringLiteral("4")});
+        QCOMPARE(r.err, QStringLiteral("routepack: error: window: --split-groups 4 but trace 'syn' has only 3 GRPO "
+                                       "groups\n"));
+        {
+            auto lib = storage::Library::open(db.toStdString(), storage::OpenMode::ReadOnly);
+            const auto all = lib->samples("syn");
+            std::vector<std::string> want;
+            for (std::size_t i = 5; i < 10; ++i) want.push_back(all[i].id);
+            QCOMPARE(lib->window_sample_ids("syn", "step-001"), want);  // import order, consecutive
+            QCOMPARE(lib->windows("syn").size(), std::size_t(6));        // g + 3 + 2: the refused split added none
+        }
 
         write_file(tmp / "ids.txt", "# chosen by hand\ngroup_1#2\n\ngroup_0#0\n");
         r = cli({QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
