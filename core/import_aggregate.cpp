@@ -1,11 +1,15 @@
 // Aggregate per-layer expert totals (trace-formats.md §3 "Derived counts JSON", the aggregate/ set):
 // {"counts": [num_layers][num_experts] non-negative integers, "num_layers", "num_experts", "src"}.
+// Counts may be JSON floats with integral values (232795.0: the SGLang expert-distribution recorder,
+// sgl-project/sglang python/sglang/srt/eplb/expert_distribution.py, keeps float tensors and the
+// dump script writes them with .tolist()); a non-integral one is refused naming counts[l][e].
 // Layer axis = all decoder layers (every layer is MoE in the bundled models). No sequences: the
 // trace is load-only (placement views), never packed.
 #include "core/import_detail.h"
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <numeric>
 
 namespace routepack::detail {
@@ -20,16 +24,10 @@ AggregateCounts parse_aggregate(const SourceFile& f, const ModelDescription& giv
     if (!j.is_object()) throw InputError(file + ": expected an object with counts, num_layers, num_experts");
     for (const char* k : {"counts", "num_layers", "num_experts"})
         if (j.find(k) == j.end()) throw InputError(file + ": missing field '" + k + "'");
-    const auto& jl = *j.find("num_layers");
-    const auto& je = *j.find("num_experts");
-    if (!jl.is_number_integer() || !je.is_number_integer())
-        throw InputError(file + ": num_layers and num_experts must be integers");
-    if ((jl.is_number_unsigned() ? jl.get<std::uint64_t>() < 1 : jl.get<std::int64_t>() < 1) ||
-        (je.is_number_unsigned() ? je.get<std::uint64_t>() < 1 : je.get<std::int64_t>() < 1))
-        throw InputError(file + ": num_layers and num_experts must be >= 1");
-    // Range checks without wrapping (4294967298 is not 2); the model bounds follow from validate().
-    const std::int64_t L = json_int_value(jl, file, "num_layers", 1, kMaxLayerId + 1);
-    const std::int64_t E = json_int_value(je, file, "num_experts", 1, std::int64_t(1) << 20);
+    // Range checks without wrapping (4294967298 is not 2); integral floats (28.0) are integers. The
+    // model bounds follow from validate().
+    const std::int64_t L = json_int_value(*j.find("num_layers"), file, "num_layers", 1, kMaxLayerId + 1);
+    const std::int64_t E = json_int_value(*j.find("num_experts"), file, "num_experts", 1, std::int64_t(1) << 20);
     const auto& c = *j.find("counts");
     if (!c.is_array() || static_cast<std::int64_t>(c.size()) != L)
         throw InputError(file + ": counts must be a list of num_layers = " + std::to_string(L) + " lists");
@@ -53,9 +51,20 @@ AggregateCounts parse_aggregate(const SourceFile& f, const ModelDescription& giv
         for (std::int64_t e = 0; e < E; ++e) {
             const auto& v = row[static_cast<std::size_t>(e)];
             const std::string field = "counts[" + std::to_string(l) + "][" + std::to_string(e) + "]";
-            if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<std::int64_t>() < 0))
+            // SGLang's recorder dumps float tensors: 232795.0 is the count 232795; 1.5 is refused.
+            if (v.is_number_float()) {
+                const double d = v.get<double>();
+                if (!std::isfinite(d) || d != std::floor(d))
+                    throw InputError(file + ": " + field + " = " + json_brief(v) + " is not an integer count");
+                if (d < 0) throw InputError(file + ": " + field + " is not a non-negative integer");
+                if (d >= 9223372036854775808.0)
+                    throw InputError(file + ": counts[" + std::to_string(l) + "] adds up to more than " +
+                                     std::to_string(INT64_MAX));
+            } else if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<std::int64_t>() < 0)) {
                 throw InputError(file + ": " + field + " is not a non-negative integer");
-            const std::uint64_t x = v.get<std::uint64_t>();
+            }
+            const std::uint64_t x =
+                v.is_number_float() ? static_cast<std::uint64_t>(v.get<double>()) : v.get<std::uint64_t>();
             if (x > static_cast<std::uint64_t>(INT64_MAX) || __builtin_add_overflow(layer_sum, x, &layer_sum) ||
                 layer_sum > static_cast<std::uint64_t>(INT64_MAX))
                 throw InputError(file + ": counts[" + std::to_string(l) + "] adds up to more than " +

@@ -393,7 +393,10 @@ void ImportDialog::inputsChanged() {
         if (generation != detectGeneration_) return;
         detected_ = watcher->result();
         format_->setItemText(0, detected_.isEmpty() ? tr("Auto-detect (not recognized)")
-                                                    : tr("Auto-detect (detected: %1)").arg(detected_));
+                                                    : tr("Auto-detect (detected: %1, %2)")
+                                                          .arg(detected_,
+                                                               QString::fromUtf8(format_stack(
+                                                                   parse_trace_format(detected_.toStdString())))));
         Q_EMIT formatDetected(detected_);
     });
     watcher->setFuture(QtConcurrent::run([list] { return detectInputFormat(list); }));
