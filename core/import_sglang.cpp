@@ -4,7 +4,9 @@
 // of objects). Record k (0-based over the whole file) is sample "<stem>#<k>".
 //
 // Per record:
-//   meta_info.routed_experts        base64 of a raw little-endian C-order buffer [rows][num_hidden_layers][top_k]
+//   meta_info.routed_experts        base64 of a raw little-endian C-order buffer [rows][num_hidden_layers][top_k],
+//                                   or that array as a nested JSON list (slime's patched SGLang 0.5.6,
+//                                   THUDM/slime 624b824a slime/utils/types.py)
 //   meta_info.routed_experts_dtype  int32 (default), int16, uint16, uint8 or int8 (sglang PR #31219)
 //   meta_info.routed_experts_start_len  rows the response omits at the front (default 0) -> start_offset
 //   meta_info.prompt_tokens + completion_tokens  explicit t_i (prompt_len = prompt_tokens)
@@ -114,36 +116,49 @@ void parse_sglang(const SourceFile& f, const ModelDescription& m, const EmitFn& 
         if (!info || !info->is_object()) throw InputError(where + ": meta_info is missing");
         const nlohmann::json* re = json_member(*info, "routed_experts");
         if (!re) throw InputError(where + ": meta_info.routed_experts is missing");
-        if (!re->is_string()) throw InputError(where + ": meta_info.routed_experts is not a base64 string");
-
-        WireInt t{4, true, false};
-        if (const nlohmann::json* dt = json_member(*info, "routed_experts_dtype")) {
-            if (!dt->is_string())
-                throw InputError(where + ": meta_info.routed_experts_dtype must be a string (one of int32, int16, "
-                                         "uint16, uint8, int8), not " + json_kind(*dt));
-            if (!sglang_dtype(dt->get_ref<const std::string&>(), t))
-                throw InputError(where + ": meta_info.routed_experts_dtype " + json_brief(*dt) +
-                                 " is not one of int32, int16, uint16, uint8, int8");
+        if (re->is_array()) {
+            // slime's patched SGLang 0.5.6 returns the nested list [rows][num_hidden_layers][top_k].
+            routes_from_json(*re, where, "meta_info.routed_experts", routes);
+            if (routes.rows == 0) throw InputError(where + ": meta_info.routed_experts is empty");
+            if (routes.axis_layers != m.num_hidden_layers)
+                throw InputError(where + ": meta_info.routed_experts rows have " + std::to_string(routes.axis_layers) +
+                                 " layers, expected num_hidden_layers " + std::to_string(m.num_hidden_layers));
+            if (routes.top_k != m.top_k)
+                throw InputError(where + ": meta_info.routed_experts layers have " + std::to_string(routes.top_k) +
+                                 " expert ids, expected top_k " + std::to_string(m.top_k));
+        } else if (!re->is_string()) {
+            throw InputError(where + ": meta_info.routed_experts is not a base64 string or a nested list");
+        } else {
+            WireInt t{4, true, false};
+            if (const nlohmann::json* dt = json_member(*info, "routed_experts_dtype")) {
+                if (!dt->is_string())
+                    throw InputError(where + ": meta_info.routed_experts_dtype must be a string (one of int32, int16, "
+                                             "uint16, uint8, int8), not " + json_kind(*dt));
+                if (!sglang_dtype(dt->get_ref<const std::string&>(), t))
+                    throw InputError(where + ": meta_info.routed_experts_dtype " + json_brief(*dt) +
+                                     " is not one of int32, int16, uint16, uint8, int8");
+            }
+            const std::string bytes =
+                base64_decode(re->get_ref<const std::string&>(), where + ": meta_info.routed_experts");
+            const std::size_t row_bytes =
+                static_cast<std::size_t>(m.num_hidden_layers) * static_cast<std::size_t>(m.top_k) * t.size;
+            if (bytes.empty()) throw InputError(where + ": meta_info.routed_experts is empty");
+            if (bytes.size() % row_bytes != 0)
+                throw InputError(where + ": meta_info.routed_experts holds " + std::to_string(bytes.size()) +
+                                 " bytes, not a multiple of num_hidden_layers " + std::to_string(m.num_hidden_layers) +
+                                 " x top_k " + std::to_string(m.top_k) + " x " + std::to_string(t.size) + " bytes (" +
+                                 t.name() + ")");
+            const std::size_t count = bytes.size() / t.size;
+            if (count > kMaxRouteValues)
+                throw InputError(where + ": meta_info.routed_experts holds " + std::to_string(count) +
+                                 " values, more than the per-sample limit of " + std::to_string(kMaxRouteValues));
+            routes.rows = static_cast<std::int64_t>(bytes.size() / row_bytes);
+            routes.ids.resize(count);
+            const std::size_t bad = convert_wire_ints(bytes.data(), count, t, routes.ids.data());
+            if (bad != count)
+                throw InputError(where + ": meta_info.routed_experts value " + wire_value_text(bytes.data(), bad, t) +
+                                 " at element " + std::to_string(bad) + " does not fit int32");
         }
-        const std::string bytes = base64_decode(re->get_ref<const std::string&>(), where + ": meta_info.routed_experts");
-        const std::size_t row_bytes =
-            static_cast<std::size_t>(m.num_hidden_layers) * static_cast<std::size_t>(m.top_k) * t.size;
-        if (bytes.empty()) throw InputError(where + ": meta_info.routed_experts is empty");
-        if (bytes.size() % row_bytes != 0)
-            throw InputError(where + ": meta_info.routed_experts holds " + std::to_string(bytes.size()) +
-                             " bytes, not a multiple of num_hidden_layers " + std::to_string(m.num_hidden_layers) +
-                             " x top_k " + std::to_string(m.top_k) + " x " + std::to_string(t.size) + " bytes (" +
-                             t.name() + ")");
-        const std::size_t count = bytes.size() / t.size;
-        if (count > kMaxRouteValues)
-            throw InputError(where + ": meta_info.routed_experts holds " + std::to_string(count) +
-                             " values, more than the per-sample limit of " + std::to_string(kMaxRouteValues));
-        routes.rows = static_cast<std::int64_t>(bytes.size() / row_bytes);
-        routes.ids.resize(count);
-        const std::size_t bad = convert_wire_ints(bytes.data(), count, t, routes.ids.data());
-        if (bad != count)
-            throw InputError(where + ": meta_info.routed_experts value " + wire_value_text(bytes.data(), bad, t) +
-                             " at element " + std::to_string(bad) + " does not fit int32");
 
         const nlohmann::json* map = json_member(*info, "physical_to_logical_map");
         if (!map) map = json_member(rec, "physical_to_logical_map");

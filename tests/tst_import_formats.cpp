@@ -777,7 +777,11 @@ private Q_SLOTS:
             sglang_record(kRoutesI32) + "\n{\"meta_info\": {\"id\": \"x\"}}\n",
             "in/s.jsonl: sample s#1: meta_info.routed_experts is missing");
         add("sglang routes not a string", SGLang, "s.json", "{\"meta_info\": {\"routed_experts\": [1, 2]}}",
-            "in/s.json: sample s#0: meta_info.routed_experts is not a base64 string");
+            "in/s.json: sample s#0: meta_info.routed_experts[0] is an integer, expected a list of layers");
+        add("sglang routes an object", SGLang, "s.json", "{\"meta_info\": {\"routed_experts\": {\"a\": 1}}}",
+            "in/s.json: sample s#0: meta_info.routed_experts is not a base64 string or a nested list");
+        add("sglang nested layers", SGLang, "s.json", "{\"meta_info\": {\"routed_experts\": [[[1, 3], [0, 2]]]}}",
+            "in/s.json: sample s#0: meta_info.routed_experts rows have 2 layers, expected num_hidden_layers 3");
         add("sglang start_len type", SGLang, "s.json",
             sglang_record(kRoutesI32, "\"routed_experts_start_len\": \"5\", "),
             "in/s.json: sample s#0: meta_info.routed_experts_start_len is not an integer");

@@ -476,6 +476,41 @@ private Q_SLOTS:
                    "prompt_tokens + completion_tokens = 7 needs 6"));
     }
 
+    void slimeNestedList() {
+        // slime's patched SGLang 0.5.6: meta_info.routed_experts as a nested list over all layers.
+        const auto dir = test::temp_dir(QStringLiteral("slime"));
+        test::write_file(dir / "r.json",
+                         "{\"text\": \"a\", \"meta_info\": {\"id\": \"s1\", \"prompt_tokens\": 2, "
+                         "\"completion_tokens\": 1, \"routed_experts\": [[[0, 0], [1, 3], [0, 2]], [[0, 0], [3, 2], "
+                         "[2, 1]]]}}");
+        ImportSummary s;
+        const Trace t = import_auto({dir}, &s);
+        QCOMPARE(s.format, TraceFormat::SGLang);
+        QCOMPARE(t.samples[0].length, std::int64_t(3));
+        QCOMPARE(t.samples[0].routed_rows, std::int64_t(2));
+        QCOMPARE(counts_text(t, 0), QStringLiteral("0 1 1 2 | 1 1 2 0"));
+    }
+
+    void arealTopOneNeedsMask() {
+        const auto dir = test::temp_dir(QStringLiteral("areal-top1"));
+        ModelDescription m = model3();
+        m.top_k = 1;
+        write_zip(dir / "r3.npz", {{"routed_experts.npy", npy("<i4", "(1, 2, 2, 1)", le({0, 1, 0, 0}, 4))},
+                                   {"r3_routing_valid.npy", npy("|b1", "(1,)", std::string(1, '\x01'))}});
+        QCOMPARE(import_error({dir / "r3.npz"}, m),
+                 q((dir / "r3.npz").string() +
+                   ": entry 'routed_experts': top-1 routes to expert 0 cannot be told from zero padding: save "
+                   "attention_mask beside r3_routing_valid"));
+        // With the mask the same rows import: seq_len 2, one route row (L1 expert 0, L2 expert 1).
+        write_zip(dir / "r3.npz", {{"routed_experts.npy", npy("<i4", "(1, 2, 2, 1)", le({0, 1, 0, 1}, 4))},
+                                   {"attention_mask.npy", npy("|b1", "(1, 2)", std::string(2, '\x01'))},
+                                   {"r3_routing_valid.npy", npy("|b1", "(1,)", std::string(1, '\x01'))}});
+        ImportSummary s;
+        const Trace t = import_auto({dir / "r3.npz"}, &s, m);
+        QCOMPARE(t.samples[0].length, std::int64_t(2));
+        QCOMPARE(counts_text(t, 0), QStringLiteral("1 0 0 0 | 0 1 0 0"));
+    }
+
     // ------------------------------------------------------------------ aggregate totals as floats
     void aggregateIntegralFloats() {
         ROUTEPACK_REQUIRE_SHARED(file, "traces/aggregate/qwen2-57b-a14b-counts.json");
