@@ -222,7 +222,15 @@ ModelDescription model_with_config(const std::vector<std::filesystem::path>& inp
                          ") has MoE layers " + format_layer_list(given.moe_layers) + " but " + path.string() +
                          " says " + format_layer_list(c.moe_layers) +
                          "; remove the config from the folder or give the matching model");
-    return given;
+    // What the given description leaves open (e.g. --experts/--top-k alone) comes from the config.
+    ModelDescription m = given;
+    if (m.experts <= 0) m.experts = c.experts;
+    if (m.top_k <= 0) m.top_k = c.top_k;
+    if (m.num_hidden_layers <= 0) m.num_hidden_layers = c.num_hidden_layers;
+    if (m.moe_layers.empty()) m.moe_layers = c.moe_layers;
+    if (m.name.empty()) m.name = c.name;
+    if (!(m == given)) notes.push_back("model completed from " + path.string());
+    return m;
 }
 
 /// Fills a partial model description for the formats that describe their own layers.

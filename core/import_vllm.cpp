@@ -13,7 +13,8 @@
 // axis and top_k must match); prompt_len = its rows. v0.21 servers send both as nested JSON lists
 // [rows][layers][top_k] instead of base64 .npy (vllm-project/vllm v0.21.0
 // vllm/entrypoints/openai/completion/serving.py, docs training/routed_experts_replay); both are read.
-// usage.prompt_tokens sums every prompt of a request, so it is only a fallback prompt_len.
+// usage.prompt_tokens sums every prompt of a request, so it is only a fallback prompt_len; the
+// choices of different prompts (per-choice prompt_token_ids that differ) get groups "<id>/p<j>".
 // A surplus final row (rows = t_i when token ids say t_i) is dropped.
 // Length: explicit when the choice has "token_ids" and the choice or response has
 // "prompt_token_ids" (t_i = both counts, prompt_len = prompt ids); otherwise rows + 1 (rule 1),
@@ -77,13 +78,30 @@ void parse_vllm(const SourceFile& f, const ModelDescription& m, const EmitFn& em
             usage_prompt = json_int(*usage, "prompt_tokens", rwhere, "usage.prompt_tokens", 0, kMaxTokens);
         }
 
+        // A request over several prompts answers choices of different prompts: they are different
+        // GRPO groups. Choices carrying prompt_token_ids are grouped by them ("<id>/p<j>", j the
+        // j-th distinct prompt) when more than one distinct prompt appears.
+        std::vector<std::size_t> prompt_no(choices->size(), 0);
+        std::size_t distinct = 0;
+        {
+            std::vector<const nlohmann::json*> seen;
+            for (std::size_t c = 0; c < choices->size(); ++c) {
+                const nlohmann::json* p = json_member((*choices)[c], "prompt_token_ids");
+                if (!p) continue;
+                std::size_t j = 0;
+                while (j < seen.size() && !(*seen[j] == *p)) ++j;
+                if (j == seen.size()) seen.push_back(p);
+                prompt_no[c] = j;
+            }
+            distinct = seen.size();
+        }
         for (std::size_t c = 0; c < choices->size(); ++c) {
             const nlohmann::json& choice = (*choices)[c];
             SampleMeta meta;
             meta.id = stem + "#" + std::to_string(k++);
             meta.source_file = f.path.string();
             meta.request_id = request_id;
-            meta.group = request_id;
+            meta.group = distinct > 1 ? request_id + "/p" + std::to_string(prompt_no[c]) : request_id;
             meta.rows_rule = LengthRule::RowsPlusOne;
             const std::string where = sample_where(f, meta.id);
             const std::string field = "choices[" + std::to_string(c) + "].routed_experts";

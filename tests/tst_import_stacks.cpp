@@ -322,6 +322,23 @@ private Q_SLOTS:
         QCOMPARE(t.samples[1].routed_rows, std::int64_t(2));
         QCOMPARE(t.samples[1].length, std::int64_t(3));
         QCOMPARE(counts_text(t, 1), QStringLiteral("2 1 0 1 | 0 1 2 1"));
+        QCOMPARE(t.samples[0].group, std::string("cmpl-9"));
+        QCOMPARE(t.samples[1].group, std::string("cmpl-9"));
+        // Two prompts in one request: choices of different prompts are different groups.
+        test::write_file(dir / "two.json",
+                         "{\"id\": \"cmpl-2\", \"choices\": [{\"index\": 0, \"prompt_token_ids\": [1], "
+                         "\"token_ids\": [5], \"routed_experts\": [[[0, 1], [2, 3]]]}, {\"index\": 1, "
+                         "\"prompt_token_ids\": [1], \"token_ids\": [6], \"routed_experts\": [[[0, 2], [3, 1]]]}, "
+                         "{\"index\": 2, \"prompt_token_ids\": [4, 4], \"token_ids\": [6], \"routed_experts\": "
+                         "[[[1, 3], [0, 2]], [[0, 1], [2, 3]]]}], \"usage\": {\"prompt_tokens\": 3}}");
+        const Trace two = import_auto({dir / "two.json"}, &s);
+        QCOMPARE(two.size(), std::size_t(3));
+        QCOMPARE(two.samples[0].group, std::string("cmpl-2/p0"));
+        QCOMPARE(two.samples[1].group, std::string("cmpl-2/p0"));
+        QCOMPARE(two.samples[2].group, std::string("cmpl-2/p1"));
+        QCOMPARE(two.samples[2].prompt_len, std::optional<std::int64_t>(2));  // its own prompt, not usage's 3
+        QCOMPARE(two.samples[2].length, std::int64_t(3));
+        QCOMPARE(counts_text(two, 2), QStringLiteral("1 2 0 1 | 1 0 2 1"));
         QCOMPARE(import_error({dir / "w.json"}), q((dir / "w.json").string() + ": no such file or folder"));
         test::write_file(dir / "w.json",
                          "{\"choices\": [{\"routed_experts\": [[[3, 1], [0]]]}]}");
@@ -564,6 +581,16 @@ private Q_SLOTS:
                               "4 route slots held the format's missing-route marker and were counted as nothing"}));
         // A given model wins when it agrees, and is refused naming both when it does not.
         QCOMPARE(import_auto({dir}, &s).size(), std::size_t(1));
+        QCOMPARE(s.notes.size(), std::size_t(1));  // the missing-route note only
+        // --experts / --top-k alone: the layers come from the config.
+        ModelDescription partial;
+        partial.experts = 4;
+        partial.top_k = 2;
+        partial.source = "flags";
+        const Trace p = import_auto({dir}, &s, partial);
+        QCOMPARE(p.model.moe_layers, (std::vector<int>{1, 2}));
+        QCOMPARE(p.model.num_hidden_layers, 3);
+        QCOMPARE(s.notes.front(), "model completed from " + (dir / "config.json").string());
         ModelDescription other = model3();
         other.experts = 8;
         QCOMPARE(import_error({dir}, other),
