@@ -200,11 +200,11 @@ void parse_npz_batch(zip_t* za, const std::map<std::string, zip_uint64_t>& entri
         throw InputError(rwhere + ": shape too large");
     const int L = static_cast<int>(h.shape[2]), K = static_cast<int>(h.shape[3]);
     if (have_mask && (mask.shape.size() != 2 || mask.shape[0] != B || mask.shape[1] != S))
-        throw InputError(path + ": entry 'attention_mask' has shape " + std::to_string(mask.shape.size()) +
-                         "-D, expected [" + std::to_string(B) + ", " + std::to_string(S) + "] as routed_experts");
+        throw InputError(path + ": entry 'attention_mask' has shape " + shape_str(mask.shape) + ", expected " +
+                         shape_str({B, S}) + " to match routed_experts " + shape_str(h.shape));
     if (have_valid && (valid.shape.size() != 1 || valid.shape[0] != B))
-        throw InputError(path + ": entry 'r3_routing_valid' must have shape [" + std::to_string(B) +
-                         "] (one flag per batch row)");
+        throw InputError(path + ": entry 'r3_routing_valid' has shape " + shape_str(valid.shape) + ", expected " +
+                         shape_str({B}) + " (one flag per batch row)");
     if (have_valid && !have_mask && K == 1)
         throw InputError(rwhere + ": top-1 routes to expert 0 cannot be told from zero padding: save attention_mask "
                                   "beside r3_routing_valid");

@@ -433,6 +433,35 @@ private Q_SLOTS:
         QCOMPARE(import_error({dir / "batch.pt"}), q((dir / "batch.pt").string() + ": " + pickle));
     }
 
+    void batchShapeRefusals() {
+        const auto dir = test::temp_dir(QStringLiteral("batch-shapes"));
+        const std::string re = npy("<i2", "(1, 2, 2, 2)", le({0, 1, 2, 3, 0, 0, 0, 0}, 2));
+        const auto p = dir / "b.npz";
+        write_zip(p, {{"routed_experts.npy", re}, {"attention_mask.npy", npy("<i8", "(1, 3)", le({1, 1, 0}, 8))}});
+        QCOMPARE(import_error({p}), q(p.string() + ": entry 'attention_mask' has shape (1, 3), expected (1, 2) to "
+                                                   "match routed_experts (1, 2, 2, 2)"));
+        write_zip(p, {{"routed_experts.npy", re}, {"r3_routing_valid.npy", npy("|b1", "(2,)", std::string(2, '\x01'))}});
+        QCOMPARE(import_error({p}),
+                 q(p.string() + ": entry 'r3_routing_valid' has shape (2,), expected (1,) (one flag per batch row)"));
+        write_zip(p, {{"routed_experts.npy", npy("<i2", "(2, 2, 2)", le({0, 1, 2, 3, 0, 0, 0, 0}, 2))},
+                      {"attention_mask.npy", npy("<i8", "(1, 2)", le({1, 1}, 8))}});
+        QCOMPARE(import_error({p}), q(p.string() + ": entry 'routed_experts': has 3 dimensions, expected a padded "
+                                                   "batch [batch][tokens][layers][top_k]"));
+        std::string fortran = re;
+        fortran.replace(fortran.find("False"), 5, "True ");
+        write_zip(p, {{"routed_experts.npy", fortran}, {"attention_mask.npy", npy("<i8", "(1, 2)", le({1, 1}, 8))}});
+        QCOMPARE(import_error({p}), q(p.string() + ": entry 'routed_experts': is stored in Fortran order; save a "
+                                                   "C-order array (np.ascontiguousarray)"));
+        // Routes are never bool.
+        write_zip(p, {{"routed_experts.npy", npy("|b1", "(1, 2, 2, 2)", std::string(8, '\x01'))},
+                      {"attention_mask.npy", npy("<i8", "(1, 2)", le({1, 1}, 8))}});
+        QCOMPARE(import_error({p}), q(p.string() + ": entry 'routed_experts': unsupported .npy dtype '|b1' (routes "
+                                                   "need an integer dtype)"));
+        // A whole batch of empty rows leaves no samples.
+        write_zip(p, {{"routed_experts.npy", re}, {"attention_mask.npy", npy("<i8", "(1, 2)", le({0, 0}, 8))}});
+        QCOMPARE(import_error({p}), q(p.string() + ": no samples"));
+    }
+
     // ------------------------------------------------------------------ SGLang multi-turn
     void sglangStitching() {
         const auto dir = test::temp_dir(QStringLiteral("sglang-turns"));
@@ -481,6 +510,16 @@ private Q_SLOTS:
                  q((dir / "s.jsonl").string() +
                    ": sample s#1: meta_info.routed_experts_start_len 3 is past the 2 rows request 'conv-1' has so far "
                    "(from sample s#0): the turn between is missing, so this record cannot be placed"));
+        // A turn that starts before the conversation's first row cannot be placed either.
+        test::write_file(dir / "s.jsonl",
+                         "{\"meta_info\": {\"id\": \"conv-1\", \"routed_experts_start_len\": 2, \"routed_experts\": \"" +
+                             t1 + "\"}}\n{\"meta_info\": {\"id\": \"conv-1\", \"routed_experts_start_len\": 1, "
+                                  "\"routed_experts\": \"" +
+                             t2 + "\"}}\n");
+        QCOMPARE(import_error({dir}),
+                 q((dir / "s.jsonl").string() +
+                   ": sample s#1: meta_info.routed_experts_start_len 1 is before the first row 2 of request 'conv-1' "
+                   "(sample s#0), so this record cannot be placed"));
         // Stitched rows must match the last turn's token counts.
         test::write_file(dir / "s.jsonl",
                          "{\"meta_info\": {\"id\": \"conv-1\", \"routed_experts\": \"" + t1 +
@@ -591,6 +630,12 @@ private Q_SLOTS:
         QCOMPARE(p.model.moe_layers, (std::vector<int>{1, 2}));
         QCOMPARE(p.model.num_hidden_layers, 3);
         QCOMPARE(s.notes.front(), "model completed from " + (dir / "config.json").string());
+        ModelDescription layers = model3();
+        layers.num_hidden_layers = 0;
+        layers.moe_layers = {2};
+        QCOMPARE(import_error({dir}, layers),
+                 q("the model given (test) has MoE layers 2 but " + (dir / "config.json").string() +
+                   " says 1-2; remove the config from the folder or give the matching model"));
         ModelDescription other = model3();
         other.experts = 8;
         QCOMPARE(import_error({dir}, other),
