@@ -78,7 +78,7 @@ const char* format_stack(TraceFormat f) {
     case TraceFormat::Megatron: return "Megatron-LM inference server / example script";
     case TraceFormat::StepJson: return "per-request step JSON (llama4-maverick set)";
     case TraceFormat::PromptCsv: return "per-prompt CSV (deepseek-v2-lite set)";
-    case TraceFormat::Aggregate: return "SGLang expert-distribution totals (load-only)";
+    case TraceFormat::Aggregate: return "SGLang expert-distribution totals or Megatron-LM router trace (load-only)";
     case TraceFormat::Auto: break;
     }
     return "";
@@ -135,6 +135,8 @@ TraceFormat detect_format(const SourceFile& f) {
         if (head.find("\"counts\"") != std::string::npos &&
             (head.find("\"num_experts\"") != std::string::npos || b.find("\"num_experts\"") != std::string::npos))
             return TraceFormat::Aggregate;
+        if (head.find("\"top_indices\"") != std::string::npos && head.find("\"num_tokens\"") != std::string::npos)
+            return TraceFormat::Aggregate;  // Megatron-LM router trace (load-only)
         if (head.find("\"data\"") != std::string::npos) return TraceFormat::NestedJson;
     }
     return TraceFormat::Auto;

@@ -600,6 +600,45 @@ private Q_SLOTS:
                  q((dir / "a.json").string() + ": num_layers 1.5 is not an integer"));
     }
 
+    void megatronRouterTraceIsLoadOnly() {
+        const auto dir = test::temp_dir(QStringLiteral("router-trace"));
+        const auto p = dir / "router_trace_rank0.jsonl";
+        auto rec = [](int step, int layer, const std::string& top, const std::string& extra = "") {
+            return "{\"step\": " + std::to_string(step) + ", \"stage\": \"pre_dispatch\", \"block\": " +
+                   (extra.empty() ? std::string("\"decoder\"") : extra) + ", \"layer\": " + std::to_string(layer) +
+                   ", \"rank\": 0, \"num_tokens\": 2, \"topk\": 2, \"top_indices\": " + top + "}\n";
+        };
+        test::write_file(p, rec(0, 1, "[[0, 1], [2, 3]]") + rec(0, 2, "[[1, 3], [0, 2]]") +
+                                rec(0, 1, "[[3, 3]]", "\"mtp\", \"mtp_idx\": 0") + rec(1, 1, "[[3, 2]]"));
+        struct AggSink : ImportSink {
+            AggregateCounts agg;
+            void begin(const ModelDescription&, TraceFormat) override {}
+            void sample(SampleRecord&&) override {}
+            void aggregate(AggregateCounts&& a) override { agg = std::move(a); }
+        } sink;
+        ImportOptions opt;
+        opt.model = model3();
+        const ImportSummary s = import_trace({p}, opt, sink);
+        QCOMPARE(s.format, TraceFormat::Aggregate);
+        QCOMPARE(sink.agg.totals, (std::vector<std::uint64_t>{1, 1, 2, 2, 1, 1, 1, 1}));
+        QCOMPARE(sink.agg.source, std::string("Megatron router trace router_trace_rank0.jsonl, steps 0..1"));
+        // Without a layer list the layers seen are the MoE layers.
+        opt.model.moe_layers.clear();
+        opt.model.num_hidden_layers = 0;
+        import_trace({p}, opt, sink);
+        QCOMPARE(sink.agg.model.moe_layers, (std::vector<int>{1, 2}));
+        auto err = [&](const ImportOptions& o) {
+            return q(test::error_of<InputError>([&] { import_trace({p}, o, sink); }));
+        };
+        test::write_file(p, rec(0, 1, "[[0, 9]]"));
+        QCOMPARE(err(opt), q(p.string() + ": line 1: top_indices[0][1] 9 is out of range 0..3"));
+        opt.model = model3();
+        test::write_file(p, rec(0, 0, "[[0, 1]]"));
+        QCOMPARE(err(opt), q(p.string() + ": line 1: layer 0 is not a MoE layer of the model (MoE layers 1-2)"));
+        QCOMPARE(err(ImportOptions{}), q(p.string() + ": a Megatron router trace does not say the expert count: give "
+                                                      "--model NAME, --model-config config.json or --experts E"));
+    }
+
     // ------------------------------------------------------------------ config.json beside the traces
     void configBesideTraces() {
         const auto dir = test::temp_dir(QStringLiteral("config-beside"));
