@@ -185,14 +185,13 @@ std::vector<std::filesystem::path> collect_trace_files(const std::vector<std::fi
 }
 
 std::filesystem::path model_config_beside(const std::vector<std::filesystem::path>& inputs) {
-    for (const auto& in : inputs) {
-        std::error_code ec;
-        if (!std::filesystem::is_directory(in, ec)) continue;
-        const auto c = in / "config.json";
-        if (std::filesystem::is_regular_file(c, ec)) return c;
-        return {};
-    }
-    return {};
+    if (inputs.empty()) return {};
+    const auto& in = inputs.front();
+    std::error_code ec;
+    auto c = std::filesystem::is_directory(in, ec) ? in / "config.json" : in.parent_path() / "config.json";
+    if (c.parent_path().empty()) c = "config.json";
+    if (in.filename() == "config.json" || !std::filesystem::is_regular_file(c, ec)) return {};
+    return c;
 }
 
 namespace {

@@ -103,7 +103,8 @@ struct ImportSummary {
 std::vector<std::filesystem::path> collect_trace_files(const std::vector<std::filesystem::path>& inputs);
 
 /// The Hugging Face `config.json` that describes the model of `inputs`: the one in the first input
-/// folder (or beside the first input file); empty when there is none.
+/// folder, or beside the first input file (Library::import_trace passes folders already expanded
+/// into their files); empty when there is none.
 std::filesystem::path model_config_beside(const std::vector<std::filesystem::path>& inputs);
 
 /// Imports `inputs` (files or folders): detects or checks the format, parses files in parallel

@@ -669,6 +669,10 @@ private Q_SLOTS:
         QCOMPARE(p.model.moe_layers, (std::vector<int>{1, 2}));
         QCOMPARE(p.model.num_hidden_layers, 3);
         QCOMPARE(s.notes.front(), "model completed from " + (dir / "config.json").string());
+        // The files of a folder (as the library passes them) find the config beside them too.
+        const Trace f = import_trace_to_memory({dir / "r.nrlre1"}, opt, &s);
+        QCOMPARE(f.model.moe_layers, (std::vector<int>{1, 2}));
+        QCOMPARE(model_config_beside({dir / "config.json"}), std::filesystem::path());
         ModelDescription layers = model3();
         layers.num_hidden_layers = 0;
         layers.moe_layers = {2};
