@@ -927,7 +927,7 @@ int run(int argc, char** argv) {
     auto* imp = app.add_subcommand("import", "import routing traces (files or folders) into a library");
     imp->add_option("--db", ic.db, "library file (SQLite; created when absent)")->required();
     imp->add_option("--name", ic.name, "trace name")->required();
-    imp->add_option("--format", ic.format, "auto, sglang, vllm, npy, npz, nested-json, nrlre1, step-json, prompt-csv, aggregate");
+    imp->add_option("--format", ic.format, "auto, sglang, vllm, npy, npz, nested-json, nrlre1, megatron, step-json, prompt-csv, aggregate");
     ic.model.add(*imp);
     imp->add_flag("--quiet", ic.quiet, "no progress on stderr");
     imp->add_option("paths", ic.paths, "trace files or folders")->required();

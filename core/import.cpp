@@ -23,7 +23,8 @@ constexpr FormatName kFormats[] = {
     {TraceFormat::Auto, "auto"},           {TraceFormat::SGLang, "sglang"},
     {TraceFormat::VLLM, "vllm"},           {TraceFormat::Npy, "npy"},
     {TraceFormat::Npz, "npz"},             {TraceFormat::NestedJson, "nested-json"},
-    {TraceFormat::NemoRL, "nrlre1"},       {TraceFormat::StepJson, "step-json"},
+    {TraceFormat::NemoRL, "nrlre1"},       {TraceFormat::Megatron, "megatron"},
+    {TraceFormat::StepJson, "step-json"},
     {TraceFormat::PromptCsv, "prompt-csv"}, {TraceFormat::Aggregate, "aggregate"},
 };
 
@@ -66,6 +67,23 @@ const char* to_string(TraceFormat f) {
     return "?";
 }
 
+const char* format_stack(TraceFormat f) {
+    switch (f) {
+    case TraceFormat::SGLang: return "SGLang /generate (slime's patched SGLang too)";
+    case TraceFormat::VLLM: return "vLLM OpenAI server (v0.21 nested lists or base64 .npy)";
+    case TraceFormat::Npy: return "numpy .npy arrays";
+    case TraceFormat::Npz: return "numpy .npz (per-sample arrays, or a verl / AReaL padded batch)";
+    case TraceFormat::NestedJson: return "nested JSON lists";
+    case TraceFormat::NemoRL: return "NeMo-RL / NeMo Gym (nrlre1)";
+    case TraceFormat::Megatron: return "Megatron-LM inference server / example script";
+    case TraceFormat::StepJson: return "per-request step JSON (llama4-maverick set)";
+    case TraceFormat::PromptCsv: return "per-prompt CSV (deepseek-v2-lite set)";
+    case TraceFormat::Aggregate: return "SGLang expert-distribution totals or Megatron-LM router trace (load-only)";
+    case TraceFormat::Auto: break;
+    }
+    return "";
+}
+
 std::vector<std::string> trace_format_names() {
     std::vector<std::string> out;
     for (const auto& fn : kFormats) out.emplace_back(fn.name);
@@ -89,6 +107,15 @@ TraceFormat detect_format(const SourceFile& f) {
     const std::size_t i = skip_ws(b, detail::bom_length(b));
     if (b.compare(i, 7, "nrlre1:") == 0) return TraceFormat::NemoRL;
     if (i >= b.size()) return TraceFormat::Auto;
+    if (b[i] == '{' || b[i] == '[') {
+        // Stack-specific keys may come after long texts: searched in the whole file.
+        if (b.find("\"nrlre1:") != std::string::npos) return TraceFormat::NemoRL;
+        if (b.find("\"moe_topk_indices\"") != std::string::npos || b.find("\"routing_indices\"") != std::string::npos)
+            return TraceFormat::Megatron;
+        // NeMo-RL chat answers with the legacy nested-list routed_experts beside its token ids.
+        if (b.find("\"generation_token_ids\"") != std::string::npos && b.find("\"routed_experts\"") != std::string::npos)
+            return TraceFormat::NemoRL;
+    }
     // Look at the first few KiB for distinguishing keys; cheap and good enough for the closed list.
     const std::string head = b.substr(i, 4096);
     if (head[0] == '[') {
@@ -108,6 +135,8 @@ TraceFormat detect_format(const SourceFile& f) {
         if (head.find("\"counts\"") != std::string::npos &&
             (head.find("\"num_experts\"") != std::string::npos || b.find("\"num_experts\"") != std::string::npos))
             return TraceFormat::Aggregate;
+        if (head.find("\"top_indices\"") != std::string::npos && head.find("\"num_tokens\"") != std::string::npos)
+            return TraceFormat::Aggregate;  // Megatron-LM router trace (load-only)
         if (head.find("\"data\"") != std::string::npos) return TraceFormat::NestedJson;
     }
     return TraceFormat::Auto;
@@ -130,7 +159,8 @@ std::vector<std::filesystem::path> collect_trace_files(const std::vector<std::fi
             while (it != end) {
                 std::error_code e2;
                 const bool dir = it->is_directory(e2);
-                if (it->is_regular_file(e2) && is_trace_extension(it->path())) found.push_back(it->path());
+                if (it->is_regular_file(e2) && is_trace_extension(it->path()) && it->path().filename() != "config.json")
+                    found.push_back(it->path());
                 current = dir ? it->path() : it->path().parent_path();
                 it.increment(ec);
                 if (ec) fail(current, ec);
@@ -154,7 +184,55 @@ std::vector<std::filesystem::path> collect_trace_files(const std::vector<std::fi
     return files;
 }
 
+std::filesystem::path model_config_beside(const std::vector<std::filesystem::path>& inputs) {
+    if (inputs.empty()) return {};
+    const auto& in = inputs.front();
+    std::error_code ec;
+    auto c = std::filesystem::is_directory(in, ec) ? in / "config.json" : in.parent_path() / "config.json";
+    if (c.parent_path().empty()) c = "config.json";
+    if (in.filename() == "config.json" || !std::filesystem::is_regular_file(c, ec)) return {};
+    return c;
+}
+
 namespace {
+
+/// The model from the config.json beside the inputs when none was given; a given model that
+/// disagrees with that config is refused naming both. Adds a note when the config was used.
+ModelDescription model_with_config(const std::vector<std::filesystem::path>& inputs, const ModelDescription& given,
+                                   std::vector<std::string>& notes) {
+    const auto path = model_config_beside(inputs);
+    if (path.empty()) return given;
+    const ModelDescription c = model_from_hf_config(read_whole_file(path), path.string());
+    if (given.experts <= 0 && given.top_k <= 0 && given.moe_layers.empty() && given.num_hidden_layers <= 0) {
+        notes.push_back("model from " + path.string() + " (" + std::to_string(c.num_moe_layers()) + " MoE layers of " +
+                        std::to_string(c.num_hidden_layers) + ", " + std::to_string(c.experts) + " experts, top-" +
+                        std::to_string(c.top_k) + ")");
+        return c;
+    }
+    auto differs = [&](const char* what, long long a, long long b) {
+        if (a > 0 && a != b)
+            throw InputError("the model given (" + (given.source.empty() ? std::string("flags") : given.source) +
+                             ") has " + what + " " + std::to_string(a) + " but " + path.string() + " says " +
+                             std::to_string(b) + "; remove the config from the folder or give the matching model");
+    };
+    differs("experts", given.experts, c.experts);
+    differs("top-k", given.top_k, c.top_k);
+    differs("num_hidden_layers", given.num_hidden_layers, c.num_hidden_layers);
+    if (!given.moe_layers.empty() && given.moe_layers != c.moe_layers)
+        throw InputError("the model given (" + (given.source.empty() ? std::string("flags") : given.source) +
+                         ") has MoE layers " + format_layer_list(given.moe_layers) + " but " + path.string() +
+                         " says " + format_layer_list(c.moe_layers) +
+                         "; remove the config from the folder or give the matching model");
+    // What the given description leaves open (e.g. --experts/--top-k alone) comes from the config.
+    ModelDescription m = given;
+    if (m.experts <= 0) m.experts = c.experts;
+    if (m.top_k <= 0) m.top_k = c.top_k;
+    if (m.num_hidden_layers <= 0) m.num_hidden_layers = c.num_hidden_layers;
+    if (m.moe_layers.empty()) m.moe_layers = c.moe_layers;
+    if (m.name.empty()) m.name = c.name;
+    if (!(m == given)) notes.push_back("model completed from " + path.string());
+    return m;
+}
 
 /// Fills a partial model description for the formats that describe their own layers.
 ModelDescription resolve_model(const ModelDescription& given, TraceFormat format, const SourceFile& first) {
@@ -198,6 +276,7 @@ void parse_file(TraceFormat format, const SourceFile& f, const ModelDescription&
     case TraceFormat::Npz: return detail::parse_npz(f, m, emit);
     case TraceFormat::NestedJson: return detail::parse_nested_json(f, m, emit);
     case TraceFormat::NemoRL: return detail::parse_nemo_rl(f, m, emit);
+    case TraceFormat::Megatron: return detail::parse_megatron(f, m, emit);
     case TraceFormat::StepJson: return detail::parse_step_json(f, m, emit);
     case TraceFormat::PromptCsv: return detail::parse_prompt_csv(f, m, emit);
     case TraceFormat::Aggregate:
@@ -226,6 +305,7 @@ struct Token {
     SourceFile file;
     TraceFormat format = TraceFormat::Auto;
     std::vector<SampleRecord> records;
+    std::vector<std::string> notes;
     std::exception_ptr error;
 };
 
@@ -262,9 +342,13 @@ ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, con
     TraceFormat format = options.format;
     if (format == TraceFormat::Auto) {
         format = detect_format(first);
-        if (format == TraceFormat::Auto)
+        if (format == TraceFormat::Auto) {
+            if (static_cast<unsigned char>(first.bytes[0]) == 0x80)
+                throw InputError(first.path.string() + ": " + detail::kPickleHint);
             throw InputError(first.path.string() + ": unrecognized trace format (use --format; valid: sglang, vllm, "
-                                                   "npy, npz, nested-json, nrlre1, step-json, prompt-csv, aggregate)");
+                                                   "npy, npz, nested-json, nrlre1, megatron, step-json, prompt-csv, "
+                                                   "aggregate)");
+        }
     }
     summary.format = format;
 
@@ -290,7 +374,8 @@ ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, con
         return summary;
     }
 
-    const ModelDescription model = resolve_model(options.model, format, first);
+    const ModelDescription model =
+        resolve_model(model_with_config(inputs, options.model, summary.notes), format, first);
     summary.model = model;
     sink.begin(model, format);
 
@@ -343,6 +428,7 @@ ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, con
                                                                  files.front().string() +
                                                                  "; import different formats as separate traces");
                                                      }
+                                                     const detail::NoteScope notes(t->notes);
                                                      parse_file(format, t->file, model, [&](SampleRecord&& r) {
                                                          t->records.push_back(std::move(r));
                                                      });
@@ -361,6 +447,7 @@ ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, con
                 if (t->error) std::rethrow_exception(t->error);
                 if (cancelled()) return;
                 file_hashes.push_back(fnv1a64(t->file.bytes.data(), t->file.bytes.size()));
+                for (auto& n : t->notes) summary.notes.push_back(std::move(n));
                 for (auto& r : t->records) {
                     auto [it, fresh] = id_to_file.emplace(r.info.id, r.info.source_file);
                     if (!fresh)

@@ -20,7 +20,8 @@ enum class TraceFormat {
     Npy,         ///< one plain .npy array [rows][layers][top_k] = one sample
     Npz,         ///< .npz archive (stored or deflated), one sample per entry
     NestedJson,  ///< nested JSON lists [rows][layers][top_k] (one array per file, or JSONL)
-    NemoRL,      ///< NeMo-RL `nrlre1:<dtype>:<S>x<L>x<K>:<base64>` strings, one per line
+    NemoRL,      ///< NeMo-RL `nrlre1:<dtype>:<S>x<L>x<K>:<base64>` strings: one per line, in chat answers or NeMo Gym results
+    Megatron,    ///< Megatron-LM inference: choices[i].moe_topk_indices ndarray wrapper, or {request_id: {routing_indices}}
     StepJson,    ///< per-request step JSON (llama4-maverick set): list of {layer id: [[ids]...] | null}
     PromptCsv,   ///< per-prompt CSV (deepseek-v2-lite set): Layer ID,Batch Number,Token,Activated Expert IDs
     Aggregate,   ///< per-layer expert totals JSON {"counts", "num_layers", "num_experts", "src"} (load-only)
@@ -29,6 +30,9 @@ const char* to_string(TraceFormat f);
 /// Parses a --format value; InputError listing the valid names otherwise.
 TraceFormat parse_trace_format(const std::string& name);
 std::vector<std::string> trace_format_names();
+/// The stack (and version) whose output a format reads, for the import dialog and the README's
+/// format table: "NeMo-RL 7ea279ab / NeMo Gym" and the like; "" for Auto.
+const char* format_stack(TraceFormat f);
 
 /// One input file, read whole.
 struct SourceFile {
@@ -93,15 +97,24 @@ struct ImportSummary {
 };
 
 /// Expands folders recursively into their trace files (.csv .json .jsonl .npy .npz .txt .nrlre1),
-/// sorted with natural_less on the path; files are taken as given. InputError for a missing path
-/// or when nothing is found.
+/// sorted with natural_less on the path; files are taken as given. A `config.json` met in a folder
+/// walk is the model's Hugging Face config, not a trace file, and is left out (import_trace reads
+/// it). InputError for a missing path or when nothing is found.
 std::vector<std::filesystem::path> collect_trace_files(const std::vector<std::filesystem::path>& inputs);
+
+/// The Hugging Face `config.json` that describes the model of `inputs`: the one in the first input
+/// folder, or beside the first input file (Library::import_trace passes folders already expanded
+/// into their files); empty when there is none.
+std::filesystem::path model_config_beside(const std::vector<std::filesystem::path>& inputs);
 
 /// Imports `inputs` (files or folders): detects or checks the format, parses files in parallel
 /// (oneTBB pipeline, results in input order), validates every sample (ids in range, top-k width,
 /// per-layer counts == rows x top_k - missing, same layer set, unique sample ids) and hands them
-/// to `sink`. Throws InputError (naming file/sample/field) or Cancelled; the sink must then
-/// discard everything (storage rolls back its transaction).
+/// to `sink`. Without a model in `options` (no experts / top-k) the config.json beside the
+/// inputs (model_config_beside) describes it, and the summary says so in a note; a given model
+/// that disagrees with that config is refused naming both. Throws InputError (naming
+/// file/sample/field) or Cancelled; the sink must then discard everything (storage rolls back its
+/// transaction).
 ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, const ImportOptions& options,
                            ImportSink& sink, const ImportProgressFn& progress = {},
                            const std::atomic<bool>* cancel = nullptr);

@@ -271,7 +271,8 @@ struct NpyHeader {
 
 /// Parses the header at the start of `bytes`; nullopt when `allow_partial` and the bytes end
 /// before the header does. InputError naming `where` for anything malformed.
-std::optional<NpyHeader> parse_npy_header(std::string_view bytes, const std::string& where, bool allow_partial) {
+std::optional<NpyHeader> parse_npy_header(std::string_view bytes, const std::string& where, bool allow_partial,
+                                          bool allow_bool = false) {
     if (allow_partial && bytes.size() < 12) return std::nullopt;
     if (bytes.size() < kNpyMagicLen || bytes.substr(0, kNpyMagicLen) != std::string_view(kNpyMagic, kNpyMagicLen))
         throw InputError(where + ": not an .npy file (bad magic)");
@@ -295,7 +296,9 @@ std::optional<NpyHeader> parse_npy_header(std::string_view bytes, const std::str
 
     NpyHeader h;
     NpyHeaderParser(bytes.substr(header_start, header_len), where).parse(h.descr, h.fortran, h.shape);
-    if (!parse_int_descr(h.descr, h.type))
+    if (allow_bool && h.descr == "|b1") {
+        h.type = WireInt{1, false, false};  // numpy bool (masks, validity flags): one byte 0/1
+    } else if (!parse_int_descr(h.descr, h.type))
         throw InputError(where + ": unsupported .npy dtype '" + printable(h.descr) + "' (routes need an integer dtype)");
     h.count = 1;
     for (const std::int64_t d : h.shape)
@@ -315,6 +318,12 @@ void check_value_limit(const NpyHeader& h, const std::string& where) {
 
 }  // namespace
 
+std::optional<NpyHeaderInfo> read_npy_header(std::string_view prefix, const std::string& where, bool allow_bool) {
+    const auto h = parse_npy_header(prefix, where, true, allow_bool);
+    if (!h) return std::nullopt;
+    return NpyHeaderInfo{h->shape, h->descr, h->fortran, h->type, h->count, h->data_start};
+}
+
 bool npy_header_checked(std::string_view prefix, const std::string& where) {
     const auto h = parse_npy_header(prefix, where, true);
     if (!h) return false;
@@ -322,8 +331,8 @@ bool npy_header_checked(std::string_view prefix, const std::string& where) {
     return true;
 }
 
-NpyArray parse_npy(std::string_view bytes, const std::string& where) {
-    const NpyHeader h = *parse_npy_header(bytes, where, false);
+NpyArray parse_npy(std::string_view bytes, const std::string& where, bool allow_bool) {
+    const NpyHeader h = *parse_npy_header(bytes, where, false, allow_bool);
     NpyArray out;
     out.shape = h.shape;
     out.descr = h.descr;

@@ -56,6 +56,12 @@ void parse_npy_file(const SourceFile& f, const ModelDescription& m, const EmitFn
 void parse_npz(const SourceFile& f, const ModelDescription& m, const EmitFn& emit);
 void parse_nested_json(const SourceFile& f, const ModelDescription& m, const EmitFn& emit);
 void parse_nemo_rl(const SourceFile& f, const ModelDescription& m, const EmitFn& emit);
+void parse_megatron(const SourceFile& f, const ModelDescription& m, const EmitFn& emit);
+
+/// The refusal of a Python pickle (torch.save) in place of arrays, after "<path>: ".
+inline constexpr const char* kPickleHint =
+    "a Python pickle (torch.save), which cannot be read without Python; save the arrays with numpy instead: "
+    "np.savez(path, routed_experts=t.cpu().numpy(), attention_mask=m.cpu().numpy())";
 void parse_step_json(const SourceFile& f, const ModelDescription& m, const EmitFn& emit);
 void parse_prompt_csv(const SourceFile& f, const ModelDescription& m, const EmitFn& emit);
 AggregateCounts parse_aggregate(const SourceFile& f, const ModelDescription& m);
@@ -66,13 +72,14 @@ std::vector<int> self_described_moe_layers(const SourceFile& f, TraceFormat form
 
 /// Decoded .npy array (v1/v2/v3 header; integer dtypes |i1 |u1 <i2 <u2 <i4 <u4 <i8 <u8 and
 /// big-endian forms; C or Fortran order) converted to int32 in C order; values outside int32
-/// become an InputError. `where` names the file/entry in errors.
+/// become an InputError. `allow_bool` also reads numpy bool '|b1' as 0/1 (masks and validity
+/// flags, never routes). `where` names the file/entry in errors.
 struct NpyArray {
     std::vector<std::int64_t> shape;
     std::string descr;
     std::vector<std::int32_t> values;
 };
-NpyArray parse_npy(std::string_view bytes, const std::string& where);
+NpyArray parse_npy(std::string_view bytes, const std::string& where, bool allow_bool = false);
 
 /// Writes an .npy v1.0 file (C order) holding `values` with `shape`, stored as `descr` (one of the
 /// integer descrs above; values must fit). Used by the synthetic writers and tests.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <unordered_set>
@@ -329,6 +330,24 @@ const nlohmann::json* json_member(const nlohmann::json& obj, const char* key) {
 
 std::int64_t json_int_value(const nlohmann::json& v, const std::string& where, const std::string& field,
                             std::int64_t lo, std::int64_t hi) {
+    if (v.is_number_float()) {
+        // Integral floats (232795.0, as JSON writers emit float tensors) are integers; 1.5, nan
+        // and values beyond int64 are not.
+        const double d = v.get<double>();
+        if (!std::isfinite(d) || d != std::floor(d))
+            throw InputError(where + ": " + field + " " + json_brief(v) + " is not an integer");
+        if (d < -9223372036854775808.0 || d >= 9223372036854775808.0 || d < static_cast<double>(lo) ||
+            d > static_cast<double>(hi)) {
+            if (d < 0 && lo == 0) throw InputError(where + ": " + field + " " + json_brief(v) + " is negative");
+            throw InputError(where + ": " + field + " " + json_brief(v) + " is out of range " + std::to_string(lo) +
+                             ".." + std::to_string(hi));
+        }
+        const auto x = static_cast<std::int64_t>(d);
+        if (x < lo || x > hi)
+            throw InputError(where + ": " + field + " " + json_brief(v) + " is out of range " + std::to_string(lo) +
+                             ".." + std::to_string(hi));
+        return x;
+    }
     if (!v.is_number_integer()) throw InputError(where + ": " + field + " is not an integer");
     const bool too_big = v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX);
     const std::int64_t x = too_big ? 0 : v.get<std::int64_t>();
@@ -366,6 +385,66 @@ std::int64_t rows_without_trailing_padding(const std::vector<std::int32_t>& ids,
         --rows;
     }
     return rows;
+}
+
+namespace {
+thread_local std::vector<std::string>* t_notes = nullptr;
+}  // namespace
+
+NoteScope::NoteScope(std::vector<std::string>& notes) : previous_(t_notes) { t_notes = &notes; }
+NoteScope::~NoteScope() { t_notes = previous_; }
+
+void add_import_note(std::string note) {
+    if (t_notes) t_notes->push_back(std::move(note));
+}
+
+void routes_from_json(const nlohmann::json& v, const std::string& where, const std::string& field, RouteArray& out) {
+    const std::string at = where + ": " + field;
+    if (!v.is_array()) throw InputError(at + " is " + json_kind(v) + ", not a [rows][layers][top_k] list");
+    out.ids.clear();
+    out.rows = static_cast<std::int64_t>(v.size());
+    out.axis_layers = -1;
+    out.top_k = -1;
+    for (std::size_t r = 0; r < v.size(); ++r) {
+        const auto& row = v[r];
+        const std::string rat = at + "[" + std::to_string(r) + "]";
+        if (!row.is_array()) throw InputError(rat + " is " + json_kind(row) + ", expected a list of layers");
+        if (out.axis_layers < 0) {
+            if (row.size() > static_cast<std::size_t>(INT32_MAX)) throw InputError(rat + " has too many layers");
+            out.axis_layers = static_cast<int>(row.size());
+        } else if (row.size() != static_cast<std::size_t>(out.axis_layers)) {
+            throw InputError(rat + " has " + std::to_string(row.size()) + " layers, expected " +
+                             std::to_string(out.axis_layers) + " (as row 0)");
+        }
+        for (std::size_t l = 0; l < row.size(); ++l) {
+            const auto& slots = row[l];
+            const std::string lat = rat + "[" + std::to_string(l) + "]";
+            if (!slots.is_array()) throw InputError(lat + " is " + json_kind(slots) + ", expected a list of expert ids");
+            if (out.top_k < 0) {
+                if (slots.size() > static_cast<std::size_t>(INT32_MAX)) throw InputError(lat + " is too long");
+                out.top_k = static_cast<int>(slots.size());
+            } else if (slots.size() != static_cast<std::size_t>(out.top_k)) {
+                throw InputError(lat + " has " + std::to_string(slots.size()) + " expert ids, expected " +
+                                 std::to_string(out.top_k) + " (as row 0, layer 0)");
+            }
+            if (out.ids.size() + slots.size() > kMaxRouteValues)
+                throw InputError(at + ": more than the per-sample limit of " + std::to_string(kMaxRouteValues) +
+                                 " route values");
+            for (std::size_t s = 0; s < slots.size(); ++s) {
+                const auto& e = slots[s];
+                if (e.is_null()) {
+                    out.ids.push_back(-1);
+                    continue;
+                }
+                out.ids.push_back(static_cast<std::int32_t>(
+                    json_int_value(e, where, field + "[" + std::to_string(r) + "][" + std::to_string(l) + "][" +
+                                                 std::to_string(s) + "]",
+                                   INT32_MIN, INT32_MAX)));
+            }
+        }
+    }
+    if (out.axis_layers < 0) out.axis_layers = 0;
+    if (out.top_k < 0) out.top_k = 0;
 }
 
 }  // namespace routepack::detail

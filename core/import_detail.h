@@ -64,6 +64,20 @@ int step_json_hidden_layers(const SourceFile& f);
 /// malformed header or a shape over the per-sample limit (kMaxRouteValues, declared below).
 bool npy_header_checked(std::string_view prefix, const std::string& where);
 
+/// The header of an .npy file read from its first bytes (integer dtype, or bool '|b1' when
+/// `allow_bool`; any shape):
+/// nullopt while `prefix` ends inside the header; InputError (as parse_npy) when malformed.
+struct NpyHeaderInfo {
+    std::vector<std::int64_t> shape;
+    std::string descr;
+    bool fortran = false;
+    WireInt type;
+    std::size_t count = 0;       ///< values the shape holds
+    std::size_t data_start = 0;  ///< byte offset of the data
+};
+std::optional<NpyHeaderInfo> read_npy_header(std::string_view prefix, const std::string& where,
+                                             bool allow_bool = false);
+
 /// Length of a leading UTF-8 byte-order mark of a text file (3 or 0). Text formats (CSV, JSON,
 /// nrlre1) skip it; byte offsets in messages still count from the start of the file.
 std::size_t bom_length(std::string_view bytes);
@@ -106,7 +120,9 @@ void for_each_json_value(const SourceFile& f, const std::function<void(nlohmann:
 
 /// An integer JSON value checked against lo..hi: InputError "<where>: <field> is not an integer"
 /// for another type, "<where>: <field> <v> is out of range lo..hi" otherwise (unsigned values
-/// above INT64_MAX included: never wrapped).
+/// above INT64_MAX included: never wrapped). A float with an integral value (232795.0, as JSON
+/// dumps of float tensors write counts) is that integer; any other float is refused as
+/// "<where>: <field> 1.5 is not an integer".
 std::int64_t json_int_value(const nlohmann::json& v, const std::string& where, const std::string& field,
                             std::int64_t lo = INT64_MIN, std::int64_t hi = INT64_MAX);
 
@@ -128,5 +144,26 @@ std::string json_id_text(const nlohmann::json* v, const std::string& where, cons
 /// rows are padding.
 std::int64_t rows_without_trailing_padding(const std::vector<std::int32_t>& ids, std::int64_t rows,
                                            std::size_t width);
+
+/// Notes an importer adds to the import summary ("skipped 2 batch rows ..."). import_trace opens a
+/// NoteScope around each file's parse (on the parsing thread); add_import_note appends to the
+/// innermost open scope of the calling thread and does nothing without one.
+class NoteScope {
+public:
+    explicit NoteScope(std::vector<std::string>& notes);
+    ~NoteScope();
+    NoteScope(const NoteScope&) = delete;
+    NoteScope& operator=(const NoteScope&) = delete;
+
+private:
+    std::vector<std::string>* previous_;
+};
+void add_import_note(std::string note);
+
+/// A nested JSON list [rows][layers][top_k] of expert ids (a DOM) into `out`: null = -1 (missing),
+/// integral floats accepted as ids. Every row must have as many layers as row 0 and every layer
+/// as many ids as row 0 layer 0 (out.top_k); out.axis_layer_ids is left to the caller. InputError
+/// "<where>: <field>[r][l] has N expert ids, expected K (as row 0, layer 0)" and the like.
+void routes_from_json(const nlohmann::json& v, const std::string& where, const std::string& field, RouteArray& out);
 
 }  // namespace routepack::detail

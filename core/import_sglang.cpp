@@ -4,7 +4,9 @@
 // of objects). Record k (0-based over the whole file) is sample "<stem>#<k>".
 //
 // Per record:
-//   meta_info.routed_experts        base64 of a raw little-endian C-order buffer [rows][num_hidden_layers][top_k]
+//   meta_info.routed_experts        base64 of a raw little-endian C-order buffer [rows][num_hidden_layers][top_k],
+//                                   or that array as a nested JSON list (slime's patched SGLang 0.5.6,
+//                                   THUDM/slime 624b824a slime/utils/types.py)
 //   meta_info.routed_experts_dtype  int32 (default), int16, uint16, uint8 or int8 (sglang PR #31219)
 //   meta_info.routed_experts_start_len  rows the response omits at the front (default 0) -> start_offset
 //   meta_info.prompt_tokens + completion_tokens  explicit t_i (prompt_len = prompt_tokens)
@@ -14,7 +16,20 @@
 //       at MoE layers are mapped to logical ids before counting (rule 5). -1 stays missing.
 // Without explicit token counts t_i = rows + 1 + start_len (rule 1). Dense layers (0 on the wire)
 // are ignored by make_sample_record.
+//
+// Multi-turn stitching (sglang routed_experts_start_len, THUDM/slime 624b824a slime/utils/types.py
+// and slime/rollout/sglang_rollout.py concatenate the partial returns at start_len): a record with
+// start_len s > 0 whose request id names an earlier record of the same file continues that
+// conversation: its rows replace the conversation's rows from s on (rows [0, s) kept, so
+// s <= rows so far; a larger s leaves a gap and is refused naming both records). The stitched
+// sample keeps the first record's id, prompt length and start offset, and takes t_i from the last
+// record's prompt_tokens + completion_tokens (then rows + first start_len must be t_i - 1). A
+// record with s > 0 and no earlier record of its id is a sample of its own, offset by s. Samples
+// come out in the order of their first record.
 #include "core/import_detail.h"
+
+#include <memory>
+#include <unordered_map>
 
 namespace routepack::detail {
 
@@ -78,6 +93,18 @@ void parse_sglang(const SourceFile& f, const ModelDescription& m, const EmitFn& 
     routes.axis_layer_ids = axis;
     std::size_t k = 0;
 
+    // One slot per sample in order of its first record: finished, or a conversation still open.
+    struct Conversation {
+        RouteArray routes;
+        SampleMeta meta;
+        std::string first_where;
+        std::size_t turns = 1;
+    };
+    std::vector<std::optional<SampleRecord>> done;
+    std::vector<std::unique_ptr<Conversation>> open;
+    std::unordered_map<std::string, std::size_t> open_by_id;
+    std::size_t stitched_records = 0, stitched_samples = 0;
+
     auto record = [&](const nlohmann::json& rec) {
         SampleMeta meta;
         meta.id = stem + "#" + std::to_string(k++);
@@ -89,36 +116,49 @@ void parse_sglang(const SourceFile& f, const ModelDescription& m, const EmitFn& 
         if (!info || !info->is_object()) throw InputError(where + ": meta_info is missing");
         const nlohmann::json* re = json_member(*info, "routed_experts");
         if (!re) throw InputError(where + ": meta_info.routed_experts is missing");
-        if (!re->is_string()) throw InputError(where + ": meta_info.routed_experts is not a base64 string");
-
-        WireInt t{4, true, false};
-        if (const nlohmann::json* dt = json_member(*info, "routed_experts_dtype")) {
-            if (!dt->is_string())
-                throw InputError(where + ": meta_info.routed_experts_dtype must be a string (one of int32, int16, "
-                                         "uint16, uint8, int8), not " + json_kind(*dt));
-            if (!sglang_dtype(dt->get_ref<const std::string&>(), t))
-                throw InputError(where + ": meta_info.routed_experts_dtype " + json_brief(*dt) +
-                                 " is not one of int32, int16, uint16, uint8, int8");
+        if (re->is_array()) {
+            // slime's patched SGLang 0.5.6 returns the nested list [rows][num_hidden_layers][top_k].
+            routes_from_json(*re, where, "meta_info.routed_experts", routes);
+            if (routes.rows == 0) throw InputError(where + ": meta_info.routed_experts is empty");
+            if (routes.axis_layers != m.num_hidden_layers)
+                throw InputError(where + ": meta_info.routed_experts rows have " + std::to_string(routes.axis_layers) +
+                                 " layers, expected num_hidden_layers " + std::to_string(m.num_hidden_layers));
+            if (routes.top_k != m.top_k)
+                throw InputError(where + ": meta_info.routed_experts layers have " + std::to_string(routes.top_k) +
+                                 " expert ids, expected top_k " + std::to_string(m.top_k));
+        } else if (!re->is_string()) {
+            throw InputError(where + ": meta_info.routed_experts is not a base64 string or a nested list");
+        } else {
+            WireInt t{4, true, false};
+            if (const nlohmann::json* dt = json_member(*info, "routed_experts_dtype")) {
+                if (!dt->is_string())
+                    throw InputError(where + ": meta_info.routed_experts_dtype must be a string (one of int32, int16, "
+                                             "uint16, uint8, int8), not " + json_kind(*dt));
+                if (!sglang_dtype(dt->get_ref<const std::string&>(), t))
+                    throw InputError(where + ": meta_info.routed_experts_dtype " + json_brief(*dt) +
+                                     " is not one of int32, int16, uint16, uint8, int8");
+            }
+            const std::string bytes =
+                base64_decode(re->get_ref<const std::string&>(), where + ": meta_info.routed_experts");
+            const std::size_t row_bytes =
+                static_cast<std::size_t>(m.num_hidden_layers) * static_cast<std::size_t>(m.top_k) * t.size;
+            if (bytes.empty()) throw InputError(where + ": meta_info.routed_experts is empty");
+            if (bytes.size() % row_bytes != 0)
+                throw InputError(where + ": meta_info.routed_experts holds " + std::to_string(bytes.size()) +
+                                 " bytes, not a multiple of num_hidden_layers " + std::to_string(m.num_hidden_layers) +
+                                 " x top_k " + std::to_string(m.top_k) + " x " + std::to_string(t.size) + " bytes (" +
+                                 t.name() + ")");
+            const std::size_t count = bytes.size() / t.size;
+            if (count > kMaxRouteValues)
+                throw InputError(where + ": meta_info.routed_experts holds " + std::to_string(count) +
+                                 " values, more than the per-sample limit of " + std::to_string(kMaxRouteValues));
+            routes.rows = static_cast<std::int64_t>(bytes.size() / row_bytes);
+            routes.ids.resize(count);
+            const std::size_t bad = convert_wire_ints(bytes.data(), count, t, routes.ids.data());
+            if (bad != count)
+                throw InputError(where + ": meta_info.routed_experts value " + wire_value_text(bytes.data(), bad, t) +
+                                 " at element " + std::to_string(bad) + " does not fit int32");
         }
-        const std::string bytes = base64_decode(re->get_ref<const std::string&>(), where + ": meta_info.routed_experts");
-        const std::size_t row_bytes =
-            static_cast<std::size_t>(m.num_hidden_layers) * static_cast<std::size_t>(m.top_k) * t.size;
-        if (bytes.empty()) throw InputError(where + ": meta_info.routed_experts is empty");
-        if (bytes.size() % row_bytes != 0)
-            throw InputError(where + ": meta_info.routed_experts holds " + std::to_string(bytes.size()) +
-                             " bytes, not a multiple of num_hidden_layers " + std::to_string(m.num_hidden_layers) +
-                             " x top_k " + std::to_string(m.top_k) + " x " + std::to_string(t.size) + " bytes (" +
-                             t.name() + ")");
-        const std::size_t count = bytes.size() / t.size;
-        if (count > kMaxRouteValues)
-            throw InputError(where + ": meta_info.routed_experts holds " + std::to_string(count) +
-                             " values, more than the per-sample limit of " + std::to_string(kMaxRouteValues));
-        routes.rows = static_cast<std::int64_t>(bytes.size() / row_bytes);
-        routes.ids.resize(count);
-        const std::size_t bad = convert_wire_ints(bytes.data(), count, t, routes.ids.data());
-        if (bad != count)
-            throw InputError(where + ": meta_info.routed_experts value " + wire_value_text(bytes.data(), bad, t) +
-                             " at element " + std::to_string(bad) + " does not fit int32");
 
         const nlohmann::json* map = json_member(*info, "physical_to_logical_map");
         if (!map) map = json_member(rec, "physical_to_logical_map");
@@ -148,7 +188,50 @@ void parse_sglang(const SourceFile& f, const ModelDescription& m, const EmitFn& 
         if (!group) group = json_member(rec, group_field = "group_id");
         meta.group = json_id_text(group, where, group_field);
 
-        emit(make_sample_record(routes, m, meta));
+        if (!meta.request_id.empty() && meta.start_offset > 0) {
+            if (const auto it = open_by_id.find(meta.request_id); it != open_by_id.end()) {
+                Conversation& c = *open[it->second];
+                const std::int64_t s = meta.start_offset;
+                const std::int64_t have = c.routes.rows + c.meta.start_offset;
+                if (s > have)
+                    throw InputError(where + ": meta_info.routed_experts_start_len " + std::to_string(s) +
+                                     " is past the " + std::to_string(have) + " rows request '" +
+                                     printable(meta.request_id) + "' has so far (from sample " + c.meta.id +
+                                     "): the turn between is missing, so this record cannot be placed");
+                if (s < c.meta.start_offset)
+                    throw InputError(where + ": meta_info.routed_experts_start_len " + std::to_string(s) +
+                                     " is before the first row " + std::to_string(c.meta.start_offset) +
+                                     " of request '" + printable(meta.request_id) + "' (sample " + c.meta.id +
+                                     "), so this record cannot be placed");
+                const std::size_t width = static_cast<std::size_t>(routes.axis_layers) * routes.top_k;
+                c.routes.ids.resize(static_cast<std::size_t>(s - c.meta.start_offset) * width);
+                if (c.routes.ids.size() + routes.ids.size() > kMaxRouteValues)
+                    throw InputError(where + ": request '" + printable(meta.request_id) +
+                                     "' stitched holds more than the per-sample limit of " +
+                                     std::to_string(kMaxRouteValues) + " route values");
+                c.routes.ids.insert(c.routes.ids.end(), routes.ids.begin(), routes.ids.end());
+                c.routes.rows = s - c.meta.start_offset + routes.rows;
+                c.meta.explicit_length = meta.explicit_length;
+                if (!c.meta.group.empty() && !meta.group.empty() && c.meta.group != meta.group)
+                    throw InputError(where + ": group '" + printable(meta.group) + "' differs from group '" +
+                                     printable(c.meta.group) + "' of the same request in sample " + c.meta.id);
+                if (++c.turns == 2) ++stitched_samples;
+                ++stitched_records;
+                return;
+            }
+        }
+        if (meta.request_id.empty()) {
+            done.push_back(make_sample_record(routes, m, meta));
+            open.push_back(nullptr);
+            return;
+        }
+        auto c = std::make_unique<Conversation>();
+        c->routes = routes;
+        c->meta = std::move(meta);
+        c->first_where = where;
+        open_by_id[c->meta.request_id] = open.size();
+        open.push_back(std::move(c));
+        done.emplace_back();
     };
 
     for_each_json_value(f, [&](nlohmann::json&& v, bool) {
@@ -159,6 +242,27 @@ void parse_sglang(const SourceFile& f, const ModelDescription& m, const EmitFn& 
         }
     });
     if (k == 0) throw InputError(f.path.string() + ": no SGLang responses in the file");
+    for (std::size_t i = 0; i < open.size(); ++i) {
+        if (!open[i]) {
+            emit(std::move(*done[i]));
+            continue;
+        }
+        Conversation& c = *open[i];
+        if (c.turns > 1 && c.meta.explicit_length &&
+            c.routes.rows + c.meta.start_offset != *c.meta.explicit_length - 1)
+            throw InputError(c.first_where + ": request '" + printable(c.meta.request_id) + "' stitched from " +
+                             std::to_string(c.turns) + " records holds " +
+                             std::to_string(c.routes.rows + c.meta.start_offset) +
+                             " rows, but its last record's prompt_tokens + completion_tokens = " +
+                             std::to_string(*c.meta.explicit_length) + " needs " +
+                             std::to_string(*c.meta.explicit_length - 1));
+        emit(make_sample_record(c.routes, m, c.meta));
+        open[i].reset();
+    }
+    if (stitched_records > 0)
+        add_import_note(f.path.string() + ": stitched " + std::to_string(stitched_records + stitched_samples) +
+                        " multi-turn records into " + std::to_string(stitched_samples) +
+                        " samples by request id and routed_experts_start_len");
 }
 
 }  // namespace routepack::detail

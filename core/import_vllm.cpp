@@ -10,7 +10,12 @@
 // The .npy header is always read: dtype from its descr, layer axis from shape[1] (num_hidden_layers
 // = all layers, number of MoE layers = MoE only, via resolve_layer_axis), top_k from shape[2].
 // v0.21 split mode: prompt_routed_experts rows are prepended to every choice's rows (their layer
-// axis and top_k must match).
+// axis and top_k must match); prompt_len = its rows. v0.21 servers send both as nested JSON lists
+// [rows][layers][top_k] instead of base64 .npy (vllm-project/vllm v0.21.0
+// vllm/entrypoints/openai/completion/serving.py, docs training/routed_experts_replay); both are read.
+// usage.prompt_tokens sums every prompt of a request, so it is only a fallback prompt_len; the
+// choices of different prompts (per-choice prompt_token_ids that differ) get groups "<id>/p<j>".
+// A surplus final row (rows = t_i when token ids say t_i) is dropped.
 // Length: explicit when the choice has "token_ids" and the choice or response has
 // "prompt_token_ids" (t_i = both counts, prompt_len = prompt ids); otherwise rows + 1 (rule 1),
 // with prompt_len from usage.prompt_tokens when present (the same prompt for every choice).
@@ -28,7 +33,17 @@ std::string shape_str(const std::vector<std::int64_t>& shape) {
 }
 
 NpyArray decode_npy_field(const nlohmann::json& v, const std::string& where, const std::string& field) {
-    if (!v.is_string()) throw InputError(where + ": " + field + " is not a base64 string");
+    if (v.is_array()) {
+        // v0.21 server: nested JSON lists [rows][layers][top_k] (int16 values).
+        RouteArray r;
+        routes_from_json(v, where, field, r);
+        NpyArray a;
+        a.shape = {r.rows, r.axis_layers, r.top_k};
+        a.descr = "json";
+        a.values = std::move(r.ids);
+        return a;
+    }
+    if (!v.is_string()) throw InputError(where + ": " + field + " is not a base64 string or a nested list");
     const std::string bytes = base64_decode(v.get_ref<const std::string&>(), where + ": " + field);
     NpyArray a = parse_npy(bytes, where + ": " + field);
     if (a.shape.size() != 3)
@@ -63,13 +78,30 @@ void parse_vllm(const SourceFile& f, const ModelDescription& m, const EmitFn& em
             usage_prompt = json_int(*usage, "prompt_tokens", rwhere, "usage.prompt_tokens", 0, kMaxTokens);
         }
 
+        // A request over several prompts answers choices of different prompts: they are different
+        // GRPO groups. Choices carrying prompt_token_ids are grouped by them ("<id>/p<j>", j the
+        // j-th distinct prompt) when more than one distinct prompt appears.
+        std::vector<std::size_t> prompt_no(choices->size(), 0);
+        std::size_t distinct = 0;
+        {
+            std::vector<const nlohmann::json*> seen;
+            for (std::size_t c = 0; c < choices->size(); ++c) {
+                const nlohmann::json* p = json_member((*choices)[c], "prompt_token_ids");
+                if (!p) continue;
+                std::size_t j = 0;
+                while (j < seen.size() && !(*seen[j] == *p)) ++j;
+                if (j == seen.size()) seen.push_back(p);
+                prompt_no[c] = j;
+            }
+            distinct = seen.size();
+        }
         for (std::size_t c = 0; c < choices->size(); ++c) {
             const nlohmann::json& choice = (*choices)[c];
             SampleMeta meta;
             meta.id = stem + "#" + std::to_string(k++);
             meta.source_file = f.path.string();
             meta.request_id = request_id;
-            meta.group = request_id;
+            meta.group = distinct > 1 ? request_id + "/p" + std::to_string(prompt_no[c]) : request_id;
             meta.rows_rule = LengthRule::RowsPlusOne;
             const std::string where = sample_where(f, meta.id);
             const std::string field = "choices[" + std::to_string(c) + "].routed_experts";
@@ -100,6 +132,14 @@ void parse_vllm(const SourceFile& f, const ModelDescription& m, const EmitFn& em
             if (token_ids && prompt_ids && token_ids->is_array() && prompt_ids->is_array()) {
                 meta.prompt_len = static_cast<std::int64_t>(prompt_ids->size());
                 meta.explicit_length = static_cast<std::int64_t>(prompt_ids->size() + token_ids->size());
+                // One surplus final row (the last sampled token's) may appear: rows = t_i.
+                if (routes.rows == *meta.explicit_length && routes.rows > 0) {
+                    --routes.rows;
+                    routes.ids.resize(routes.ids.size() - static_cast<std::size_t>(routes.axis_layers) *
+                                                              static_cast<std::size_t>(routes.top_k));
+                }
+            } else if (have_prompt) {
+                meta.prompt_len = prompt.shape[0];  // the prompt part covers every prompt token
             } else if (usage_prompt) {
                 meta.prompt_len = *usage_prompt;
             }

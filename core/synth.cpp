@@ -783,9 +783,12 @@ std::vector<std::filesystem::path> write_synth(const SynthConfig& c, TraceFormat
         const bool narrow = plan.E <= 32767;
         std::string text;
         for (const SynthSample& s : samples) {
-            const std::vector<std::int32_t> ids = moe_only(s, plan);
+            // NeMo-RL's layout: S = t_i rows, the last one the default route arange(top_k).
+            std::vector<std::int32_t> ids = moe_only(s, plan);
+            for (int l = 0; l < plan.L; ++l)
+                for (int q = 0; q < plan.K; ++q) ids.push_back(q);
             text += narrow ? "nrlre1:int16:" : "nrlre1:int32:";
-            text += std::to_string(s.length - 1) + "x" + std::to_string(plan.L) + "x" + std::to_string(plan.K) + ":";
+            text += std::to_string(s.length) + "x" + std::to_string(plan.L) + "x" + std::to_string(plan.K) + ":";
             text += detail::base64_encode(narrow ? le_bytes_int16(ids) : le_bytes_int32(ids));
             text += '\n';
         }

@@ -593,28 +593,39 @@ private Q_SLOTS:
     // ---------------------------------------------------------------- NeMo-RL
     void nemoReferenceVector() {
         const auto m = model1();
-        const auto recs = run(Nemo, source("n.txt", "nrlre1:int16:2x1x2:AAABAAIAAwA=\n"), m);
+        // The codec's test vector decodes to [[[0, 1]], [[2, 3]]]; NeMo-RL's samples end in the
+        // default route [0, 1] (pad_and_align_routed_expert_indices), which [2, 3] is not.
+        QCOMPARE(error_of([&] { run(Nemo, source("n.txt", "nrlre1:int16:2x1x2:AAABAAIAAwA=\n"), m); }),
+                 QStringLiteral("in/n.txt: sample n#0 (line 1): last row (row 1) at layer position 0 is not the "
+                                "default route [0, 1] that NeMo-RL writes for the final token; not a NeMo-RL "
+                                "routed_experts array"));
+        // The same routes as NeMo-RL writes them: S = 3 tokens, rows 0..1 routes, row 2 = [0, 1].
+        const auto recs = run(Nemo, source("n.txt", "nrlre1:int16:3x1x2:AAABAAIAAwAAAAEA\n"), m);
         QCOMPARE(recs.size(), std::size_t(1));
         QCOMPARE(recs[0].info.id, std::string("n#0"));
-        QCOMPARE(recs[0].info.routed_rows, std::int64_t(2));  // [[[0, 1]], [[2, 3]]]
+        QCOMPARE(recs[0].info.routed_rows, std::int64_t(2));
         QCOMPARE(recs[0].info.length, std::int64_t(3));
         QCOMPARE(counts_text(recs[0], m), QStringLiteral("1 1 1 1"));
     }
-    void nemoPaddingAndLines() {
+    void nemoMissingAndLines() {
         const auto m = model1();
-        // int8 3x1x2 [[0,1]],[[2,-1]],[[-1,-1]]: last row is padding, the -1 in row 1 is missing.
-        // int32 1x2x2 all-layers axis [L0 0,0][L1 3,2].
-        const std::string text = "nrlre1:int8:3x1x2:AAEC////\n\n  nrlre1:int32:1x2x2:AAAAAAAAAAADAAAAAgAAAA==  \r\n"
-                                 "nrlre1:int16:2x1x2:AAABAAIAAwA=";
+        // int8 4x1x2 [[0,1]],[[2,-1]],[[-1,-1]],[[0,1]]: the last row is the default route (dropped),
+        // the -1 slots of rows 1 and 2 are missing routes of real tokens (t_i = S = 4).
+        // int32 2x2x2 all-layers axis [L0 0,0][L1 3,2], then the default row.
+        const std::string text = "nrlre1:int8:4x1x2:AAEC////AAE=\n\n  "
+                                 "nrlre1:int32:2x2x2:AAAAAAAAAAADAAAAAgAAAAAAAAABAAAAAAAAAAEAAAA=  \r\n"
+                                 "nrlre1:int16:3x1x2:AAABAAIAAwAAAAEA";
         const auto recs = run(Nemo, source("n.nrlre1", text), m);
         QCOMPARE(recs.size(), std::size_t(3));
-        QCOMPARE(recs[0].info.routed_rows, std::int64_t(2));
-        QCOMPARE(recs[0].info.length, std::int64_t(3));
-        QCOMPARE(recs[0].info.missing_routes, std::int64_t(1));
+        QCOMPARE(recs[0].info.routed_rows, std::int64_t(3));
+        QCOMPARE(recs[0].info.length, std::int64_t(4));
+        QCOMPARE(recs[0].info.missing_routes, std::int64_t(3));
         QCOMPARE(counts_text(recs[0], m), QStringLiteral("1 1 1 0"));
         QCOMPARE(recs[1].info.id, std::string("n#1"));
+        QCOMPARE(recs[1].info.length, std::int64_t(2));
         QCOMPARE(counts_text(recs[1], m), QStringLiteral("0 0 1 1"));
         QCOMPARE(recs[2].info.id, std::string("n#2"));
+        QCOMPARE(counts_text(recs[2], m), QStringLiteral("1 1 1 1"));
     }
 
     // ---------------------------------------------------------------- nested JSON
@@ -684,7 +695,7 @@ private Q_SLOTS:
         QCOMPARE(counts_text(recs[0], m), kCounts);
         recs = run(Nested, source("j.json", bom + "[[[1,3],[0,2]],[[3,2],[2,1]]]"), m);
         QCOMPARE(counts_text(recs[0], m), kCounts);
-        recs = run(Nemo, source("n.txt", bom + "nrlre1:int16:2x1x2:AAABAAIAAwA=\n"), model1());
+        recs = run(Nemo, source("n.txt", bom + "nrlre1:int16:3x1x2:AAABAAIAAwAAAAEA\n"), model1());
         QCOMPARE(counts_text(recs[0], model1()), QStringLiteral("1 1 1 1"));
         // Byte offsets in messages still count from the start of the file (BOM included).
         QCOMPARE(error_of([&] { run(Nested, source("j.json", bom + "[[[1,3],[0,2]],[[3,2"), m); }),
@@ -766,7 +777,11 @@ private Q_SLOTS:
             sglang_record(kRoutesI32) + "\n{\"meta_info\": {\"id\": \"x\"}}\n",
             "in/s.jsonl: sample s#1: meta_info.routed_experts is missing");
         add("sglang routes not a string", SGLang, "s.json", "{\"meta_info\": {\"routed_experts\": [1, 2]}}",
-            "in/s.json: sample s#0: meta_info.routed_experts is not a base64 string");
+            "in/s.json: sample s#0: meta_info.routed_experts[0] is an integer, expected a list of layers");
+        add("sglang routes an object", SGLang, "s.json", "{\"meta_info\": {\"routed_experts\": {\"a\": 1}}}",
+            "in/s.json: sample s#0: meta_info.routed_experts is not a base64 string or a nested list");
+        add("sglang nested layers", SGLang, "s.json", "{\"meta_info\": {\"routed_experts\": [[[1, 3], [0, 2]]]}}",
+            "in/s.json: sample s#0: meta_info.routed_experts rows have 2 layers, expected num_hidden_layers 3");
         add("sglang start_len type", SGLang, "s.json",
             sglang_record(kRoutesI32, "\"routed_experts_start_len\": \"5\", "),
             "in/s.json: sample s#0: meta_info.routed_experts_start_len is not an integer");
@@ -835,7 +850,7 @@ private Q_SLOTS:
         // NeMo-RL
         add("nemo dtype", Nemo, "n.txt", "nrlre1:float32:1x1x2:AAAAAAAAAAA=",
             "in/n.txt: sample n#0 (line 1): dtype 'float32' is not one of int8, int16, int32");
-        add("nemo byte count", Nemo, "n.txt", "nrlre1:int16:2x1x2:AAABAAIAAwA=\n\nnrlre1:int16:2x1x2:AAABAAIA\n",
+        add("nemo byte count", Nemo, "n.txt", "nrlre1:int16:3x1x2:AAABAAIAAwAAAAEA\n\nnrlre1:int16:2x1x2:AAABAAIA\n",
             "in/n.txt: sample n#1 (line 3): 6 bytes of data, expected 2x1x2 x 2 = 8 bytes (int16)");
         add("nemo prefix", Nemo, "n.txt", "nrlre2:int16:2x1x2:AAABAAIAAwA=",
             "in/n.txt: sample n#0 (line 1): is not 'nrlre1:<dtype>:<S>x<L>x<K>:<base64>'");
@@ -843,9 +858,12 @@ private Q_SLOTS:
             "in/n.txt: sample n#0 (line 1): shape '2x1' is not <S>x<L>x<K>");
         add("nemo base64", Nemo, "n.txt", "nrlre1:int16:2x1x2:AAA*AAIAAwA=",
             "in/n.txt: sample n#0 (line 1): malformed base64 at offset 3: unexpected character '*'");
-        add("nemo all padding", Nemo, "n.txt", "nrlre1:int8:1x1x2://8=",
-            "in/n.txt: sample n#0 (line 1): no routed rows (every row is -1 padding)");
-        add("nemo negative", Nemo, "n.txt", "nrlre1:int8:1x1x2:/v8=",
+        add("nemo last row missing", Nemo, "n.txt", "nrlre1:int8:1x1x2://8=",
+            "in/n.txt: sample n#0 (line 1): last row (row 0) at layer position 0 is not the default route [0, 1] "
+            "that NeMo-RL writes for the final token; not a NeMo-RL routed_experts array");
+        add("nemo only the default row", Nemo, "n.txt", "nrlre1:int8:1x1x2:AAE=",
+            "in/n.txt: sample n#0 (line 1): no routed rows (only the default route row)");
+        add("nemo negative", Nemo, "n.txt", "nrlre1:int8:2x1x2:/v8AAQ==",
             "in/n.txt: sample n#0: row 0, layer 1: negative expert id -2 (only -1 marks a missing route)");
         add("nemo layer axis", Nemo, "n.txt", "nrlre1:int8:1x3x2:AAAAAAAA",
             "in/n.txt: sample n#0 (line 1): layer axis has 3 entries, matching neither the model's 2 decoder layers "

@@ -453,7 +453,7 @@ private Q_SLOTS:
         } catch (const InputError& e) {
             QCOMPARE(QString::fromStdString(e.what()),
                      QStringLiteral("unknown format 'pt' (valid: auto, sglang, vllm, npy, npz, nested-json, nrlre1, "
-                                    "step-json, prompt-csv, aggregate)"));
+                                    "megatron, step-json, prompt-csv, aggregate)"));
         }
     }
 

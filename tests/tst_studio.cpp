@@ -24,6 +24,7 @@
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
+#include <QComboBox>
 #include <QDockWidget>
 #include <QElapsedTimer>
 #include <QImage>
@@ -168,6 +169,18 @@ private Q_SLOTS:
         dlg.setInputs({q(mav)});
         QTRY_COMPARE_WITH_TIMEOUT(detected.count(), 1, 30000);
         QCOMPARE(dlg.detectedFormat(), QStringLiteral("step-json"));
+        QCOMPARE(dlg.detectedStack(), QStringLiteral("per-request step JSON (llama4-maverick set)"));
+        {
+            // The format box names the detected format and its stack; it offers every format.
+            QComboBox* box = nullptr;
+            for (QComboBox* c : dlg.findChildren<QComboBox*>())
+                if (c->count() > 0 && c->itemData(0).toString() == QStringLiteral("auto")) box = c;
+            QVERIFY(box);
+            QCOMPARE(box->itemText(0),
+                     QStringLiteral("Auto-detect (detected: step-json, per-request step JSON (llama4-maverick set))"));
+            QCOMPARE(box->count(), static_cast<int>(trace_format_names().size()));
+            QVERIFY(box->findData(QStringLiteral("megatron")) > 0);
+        }
         QCOMPARE(dlg.traceName(), QStringLiteral("llama4-maverick")); // proposed from the folder name
         dlg.setTraceName(QStringLiteral("maverick"));
         // Errors in words, before anything runs.

@@ -331,6 +331,11 @@ QString ImportDialog::traceName() const {
     return name_->text().trimmed();
 }
 
+QString ImportDialog::detectedStack() const {
+    if (detected_.isEmpty()) return {};
+    return QString::fromUtf8(format_stack(parse_trace_format(detected_.toStdString())));
+}
+
 void ImportDialog::setFormat(const QString& name) {
     const int i = format_->findData(name);
     if (i >= 0) format_->setCurrentIndex(i);
@@ -393,7 +398,7 @@ void ImportDialog::inputsChanged() {
         if (generation != detectGeneration_) return;
         detected_ = watcher->result();
         format_->setItemText(0, detected_.isEmpty() ? tr("Auto-detect (not recognized)")
-                                                    : tr("Auto-detect (detected: %1)").arg(detected_));
+                                                    : tr("Auto-detect (detected: %1, %2)").arg(detected_, detectedStack()));
         Q_EMIT formatDetected(detected_);
     });
     watcher->setFuture(QtConcurrent::run([list] { return detectInputFormat(list); }));

@@ -98,6 +98,9 @@ public:
     void setFormat(const QString& name);
     /// The auto-detected format of the first input file ("" while unknown / detecting).
     QString detectedFormat() const { return detected_; }
+    /// The stack whose output the detected format reads (format_stack), shown beside it in the
+    /// format box; empty when nothing was detected.
+    QString detectedStack() const;
     void setModelSource(ModelSource s);
     void setKnownModel(const QString& name);
     void setModelConfig(const QString& configJson);

@@ -1,0 +1,700 @@
+// The routing replay real stacks emit, shaped as each stack's code writes it (NeMo-RL and NeMo Gym,
+// Megatron-LM, vLLM v0.21, verl and AReaL padded batches, SGLang multi-turn, SGLang recorder
+// totals), on small files written here byte by byte from the layouts in the importers' comments.
+// Every file is imported with --format auto through import_trace, every count is checked against
+// a hand count, and every refusal against its exact message.
+#include "core/errors.h"
+#include "core/import.h"
+#include "core/import_detail.h"
+#include "tests/testutil.h"
+
+#include <QtTest>
+
+#include <zip.h>
+
+using namespace routepack;
+
+namespace {
+
+/// 3 decoder layers, layer 0 dense, MoE layers 1 and 2, 4 experts, top-2.
+ModelDescription model3() {
+    ModelDescription m;
+    m.name = "t3";
+    m.num_hidden_layers = 3;
+    m.experts = 4;
+    m.top_k = 2;
+    m.moe_layers = {1, 2};
+    m.source = "test";
+    return m;
+}
+
+/// a[i][l][e] as "c c c c | c c c c" (MoE layers in order).
+QString counts_text(const Trace& t, std::size_t i) {
+    QStringList layers;
+    for (int l = 0; l < t.model.num_moe_layers(); ++l) {
+        QStringList c;
+        for (int e = 0; e < t.model.experts; ++e) c << QString::number(t.count(i, l, e));
+        layers << c.join(QLatin1Char(' '));
+    }
+    return layers.join(QStringLiteral(" | "));
+}
+
+/// Little-endian bytes of `v` at `size` bytes per value.
+std::string le(const std::vector<std::int64_t>& v, int size) {
+    std::string s;
+    for (std::int64_t x : v)
+        for (int b = 0; b < size; ++b) s.push_back(static_cast<char>((static_cast<std::uint64_t>(x) >> (8 * b)) & 0xFF));
+    return s;
+}
+
+std::string b64(const std::string& bytes) { return detail::base64_encode(bytes); }
+
+/// An .npy v1.0 file written from the spec: magic, version, header length, dict padded to 64, data.
+std::string npy(const std::string& descr, const std::string& shape, const std::string& data) {
+    std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+    while ((10 + header.size() + 1) % 64 != 0) header.push_back(' ');
+    header.push_back('\n');
+    std::string out = "\x93NUMPY";
+    out.push_back('\x01');
+    out.push_back('\0');
+    out.push_back(static_cast<char>(header.size() & 0xFF));
+    out.push_back(static_cast<char>(header.size() >> 8));
+    return out + header + data;
+}
+
+/// A zip archive as np.savez writes it (stored entries), built with libzip.
+void write_zip(const std::filesystem::path& path, const std::vector<std::pair<std::string, std::string>>& entries) {
+    int err = 0;
+    zip_t* za = zip_open(path.string().c_str(), ZIP_CREATE | ZIP_TRUNCATE, &err);
+    QVERIFY(za);
+    for (const auto& [name, data] : entries) {
+        zip_source_t* s = zip_source_buffer(za, data.data(), data.size(), 0);
+        const zip_int64_t idx = zip_file_add(za, name.c_str(), s, ZIP_FL_ENC_UTF_8);
+        QVERIFY(idx >= 0);
+        zip_set_file_compression(za, static_cast<zip_uint64_t>(idx), ZIP_CM_STORE, 0);
+    }
+    QCOMPARE(zip_close(za), 0);
+}
+
+Trace import_auto(const std::vector<std::filesystem::path>& in, ImportSummary* s, const ModelDescription& m = model3()) {
+    ImportOptions opt;
+    opt.format = TraceFormat::Auto;
+    opt.model = m;
+    return import_trace_to_memory(in, opt, s);
+}
+
+QString import_error(const std::vector<std::filesystem::path>& in, const ModelDescription& m = model3()) {
+    return QString::fromStdString(test::error_of<InputError>([&] {
+        ImportSummary s;
+        import_auto(in, &s, m);
+    }));
+}
+
+QString q(const std::string& s) { return QString::fromStdString(s); }
+
+// Routes written as [rows][layers][top_k] over the MoE-only axis (layers 1, 2):
+//   A: row0 L1 [0,1] L2 [2,3]; row1 L1 [0,2] L2 [3,1]; row2 -1 everywhere (a route vLLM did not
+//      return); row3 the default route [0,1] [0,1]  ->  rows 3, missing 4,
+//      a[L1] = 2 1 1 0, a[L2] = 0 1 1 2 (counting row3 would give 3 2 1 0 | 1 2 1 2).
+const std::vector<std::int64_t> kA = {0, 1, 2, 3, 0, 2, 3, 1, -1, -1, -1, -1, 0, 1, 0, 1};
+//   B: row0 L1 [3,1] L2 [2,0]; row1 default  ->  rows 1, a = 0 1 0 1 | 1 0 1 0.
+const std::vector<std::int64_t> kB = {3, 1, 2, 0, 0, 1, 0, 1};
+
+std::string nrl(const std::string& dtype, int size, const std::string& shape, const std::vector<std::int64_t>& v) {
+    return "nrlre1:" + dtype + ":" + shape + ":" + b64(le(v, size));
+}
+
+}  // namespace
+
+class TestImportStacks : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    // ------------------------------------------------------------------ NeMo-RL
+    void nemoLinesDropTheDefaultRoute() {
+        const auto dir = test::temp_dir(QStringLiteral("nemo-lines"));
+        test::write_file(dir / "r.nrlre1", nrl("int8", 1, "4x2x2", kA) + "\n" + nrl("int16", 2, "2x2x2", kB) + "\n");
+        ImportSummary s;
+        const Trace t = import_auto({dir}, &s);
+        QCOMPARE(s.format, TraceFormat::NemoRL);
+        QCOMPARE(t.size(), std::size_t(2));
+        QCOMPARE(t.samples[0].id, std::string("r#0"));
+        QCOMPARE(t.samples[0].routed_rows, std::int64_t(3));
+        QCOMPARE(t.samples[0].length, std::int64_t(4));  // S = prompt + generated tokens
+        QCOMPARE(t.samples[0].missing_routes, std::int64_t(4));
+        QCOMPARE(counts_text(t, 0), QStringLiteral("2 1 1 0 | 0 1 1 2"));
+        QCOMPARE(t.samples[1].routed_rows, std::int64_t(1));
+        QCOMPARE(t.samples[1].length, std::int64_t(2));
+        QCOMPARE(counts_text(t, 1), QStringLiteral("0 1 0 1 | 1 0 1 0"));
+        QCOMPARE(s.missing_routes, std::int64_t(4));
+    }
+
+    void nemoChatAnswerAndGymResult() {
+        const auto dir = test::temp_dir(QStringLiteral("nemo-json"));
+        // OpenAI chat answer with NeMo-RL's token information (S = 2 + 2 = 4).
+        test::write_file(dir / "a_chat.json",
+                         "{\"id\": \"chatcmpl-1\", \"object\": \"chat.completion\", \"choices\": [{\"index\": 0, "
+                         "\"message\": {\"role\": \"assistant\", \"content\": \"hi\", \"routed_experts\": \"" +
+                             nrl("int16", 2, "4x2x2", kA) +
+                             "\", \"prompt_token_ids\": [5, 6], \"generation_token_ids\": [7, 8], "
+                             "\"generation_log_probs\": [-0.5, -0.25]}, \"finish_reason\": \"stop\"}]}\n");
+        // NeMo Gym results (JSON lines): only output items carrying routed_experts are samples.
+        test::write_file(dir / "b_gym.jsonl",
+                         "{\"response\": {\"id\": \"resp_1\", \"output\": [{\"type\": \"reasoning\", \"summary\": []}, "
+                         "{\"type\": \"message\", \"prompt_token_ids\": [1], \"generation_token_ids\": [4], "
+                         "\"routed_experts\": \"" +
+                             nrl("int32", 4, "2x2x2", kB) +
+                             "\"}]}, \"reward\": 1.0}\n"
+                             "{\"response\": {\"id\": \"resp_2\", \"output\": [{\"type\": \"message\", "
+                             "\"prompt_token_ids\": [1, 2, 3], \"generation_token_ids\": [4], \"routed_experts\": \"" +
+                             nrl("int8", 1, "4x2x2", kA) + "\"}]}, \"reward\": 0.0}\n");
+        ImportSummary s;
+        const Trace t = import_auto({dir / "a_chat.json"}, &s);
+        QCOMPARE(s.format, TraceFormat::NemoRL);
+        QCOMPARE(t.size(), std::size_t(1));
+        QCOMPARE(t.samples[0].id, std::string("a_chat#0"));
+        QCOMPARE(t.samples[0].request_id, std::string("chatcmpl-1"));
+        QCOMPARE(t.samples[0].group, std::string("chatcmpl-1"));
+        QCOMPARE(t.samples[0].length, std::int64_t(4));
+        QCOMPARE(t.samples[0].prompt_len, std::optional<std::int64_t>(2));
+        QCOMPARE(t.samples[0].routed_rows, std::int64_t(3));
+        QCOMPARE(counts_text(t, 0), QStringLiteral("2 1 1 0 | 0 1 1 2"));
+
+        const Trace g = import_auto({dir / "b_gym.jsonl"}, &s);
+        QCOMPARE(s.format, TraceFormat::NemoRL);
+        QCOMPARE(g.size(), std::size_t(2));
+        QCOMPARE(g.samples[0].id, std::string("b_gym#0"));
+        QCOMPARE(g.samples[0].request_id, std::string("resp_1"));
+        QCOMPARE(g.samples[0].group, std::string());
+        QCOMPARE(g.samples[0].length, std::int64_t(2));
+        QCOMPARE(g.samples[0].prompt_len, std::optional<std::int64_t>(1));
+        QCOMPARE(counts_text(g, 0), QStringLiteral("0 1 0 1 | 1 0 1 0"));
+        QCOMPARE(g.samples[1].id, std::string("b_gym#1"));
+        QCOMPARE(g.samples[1].length, std::int64_t(4));
+        QCOMPARE(g.samples[1].prompt_len, std::optional<std::int64_t>(3));
+        QCOMPARE(counts_text(g, 1), QStringLiteral("2 1 1 0 | 0 1 1 2"));
+
+        // The legacy nested list decode_routed_experts also accepts, beside the token ids.
+        test::write_file(dir / "c.json",
+                         "{\"id\": \"x\", \"choices\": [{\"message\": {\"routed_experts\": [[[3, 1], [2, 0]], "
+                         "[[0, 1], [0, 1]]], \"prompt_token_ids\": [1], \"generation_token_ids\": [2]}}]}");
+        const Trace c = import_auto({dir / "c.json"}, &s);
+        QCOMPARE(s.format, TraceFormat::NemoRL);
+        QCOMPARE(c.samples[0].length, std::int64_t(2));
+        QCOMPARE(counts_text(c, 0), QStringLiteral("0 1 0 1 | 1 0 1 0"));
+    }
+
+    void nemoRefusals_data() {
+        QTest::addColumn<QString>("name");
+        QTest::addColumn<QString>("body");
+        QTest::addColumn<QString>("error");  // after "<path>: "
+        QTest::newRow("last row is a route") << "n.nrlre1" << q(nrl("int16", 2, "2x2x2", {0, 1, 2, 3, 3, 2, 1, 0}))
+                                             << "sample n#0 (line 1): last row (row 1) at layer position 0 is not the "
+                                                "default route [0, 1] that NeMo-RL writes for the final token; not a "
+                                                "NeMo-RL routed_experts array";
+        QTest::newRow("only the default row") << "n.nrlre1" << q(nrl("int8", 1, "1x2x2", {0, 1, 0, 1}))
+                                              << "sample n#0 (line 1): no routed rows (only the default route row)";
+        QTest::newRow("token count") << "n.json"
+                                     << q("{\"choices\": [{\"message\": {\"routed_experts\": \"" +
+                                          nrl("int8", 1, "4x2x2", kA) +
+                                          "\", \"prompt_token_ids\": [5, 6], \"generation_token_ids\": [7]}}]}")
+                                     << "sample n#0: choices[0].message.routed_experts has 4 rows, but "
+                                        "choices[0].message.prompt_token_ids + generation_token_ids = 2 + 1 tokens "
+                                        "(NeMo-RL writes one row per token)";
+        QTest::newRow("gym without routes") << "n.json"
+                                            << q("{\"response\": {\"output\": [{\"type\": \"message\"}]}, "
+                                                 "\"x\": \"nrlre1:\"}")
+                                            << "record 0: no response.output item carries routed_experts";
+        QTest::newRow("neither carrier") << "n.json" << q("{\"note\": \"nrlre1:\"}")
+                                         << "record 0: neither choices[].message.routed_experts (a NeMo-RL chat "
+                                            "answer) nor response.output[].routed_experts (a NeMo Gym result)";
+    }
+    void nemoRefusals() {
+        QFETCH(QString, name);
+        QFETCH(QString, body);
+        QFETCH(QString, error);
+        const auto dir = test::temp_dir(QStringLiteral("nemo-bad"));
+        test::write_file(dir / name.toStdString(), body.toStdString());
+        QCOMPARE(import_error({dir / name.toStdString()}), q((dir / name.toStdString()).string() + ": ") + error);
+    }
+
+    // ------------------------------------------------------------------ Megatron-LM
+    void megatronServerAnswer() {
+        const auto dir = test::temp_dir(QStringLiteral("megatron"));
+        // rows = total_tokens - 1 = 3: L1 {0,1} {0,2} {1,3}, L2 {2,3} {3,1} {0,2}.
+        const std::string data = "[[[0, 1], [2, 3]], [[0, 2], [3, 1]], [[1, 3], [0, 2]]]";
+        const std::string wrapper = "[\"ndarray\", {\"data\": " + data + ", \"dtype\": \"int16\"}]";
+        test::write_file(dir / "m.json",
+                         "{\"id\": \"cmpl-m\", \"object\": \"text_completion\", \"choices\": [{\"index\": 0, \"text\": "
+                         "\"ab\", \"prompt_token_ids\": [1, 2], \"generation_token_ids\": [3, 4], "
+                         "\"moe_topk_indices\": " +
+                             wrapper + ", \"prompt_moe_topk_indices\": " + wrapper +
+                             "}, {\"index\": 1, \"message\": {\"prompt_token_ids\": [1, 2], \"generation_token_ids\": "
+                             "[9]}, \"moe_topk_indices\": [[[3, 2], [1, 0]], [[0, 3], [2, 1]]], "
+                             "\"prompt_moe_topk_indices\": [[[3, 2], [1, 0]], [[0, 3], [2, 1]]]}]}");
+        ImportSummary s;
+        const Trace t = import_auto({dir / "m.json"}, &s);
+        QCOMPARE(s.format, TraceFormat::Megatron);
+        QCOMPARE(t.size(), std::size_t(2));
+        QCOMPARE(t.samples[0].id, std::string("m#0"));
+        QCOMPARE(t.samples[0].request_id, std::string("cmpl-m"));
+        QCOMPARE(t.samples[0].routed_rows, std::int64_t(3));
+        QCOMPARE(t.samples[0].length, std::int64_t(4));
+        QCOMPARE(t.samples[0].prompt_len, std::optional<std::int64_t>(2));
+        QCOMPARE(counts_text(t, 0), QStringLiteral("2 2 1 1 | 1 1 2 2"));
+        // Plain nested lists (older servers), token ids in the chat message: L1 {3,2} {0,3}, L2 {1,0} {2,1}.
+        QCOMPARE(t.samples[1].length, std::int64_t(3));
+        QCOMPARE(t.samples[1].routed_rows, std::int64_t(2));
+        QCOMPARE(counts_text(t, 1), QStringLiteral("1 0 1 2 | 1 2 1 0"));
+    }
+
+    void megatronScriptResults() {
+        const auto dir = test::temp_dir(QStringLiteral("megatron-script"));
+        test::write_file(dir / "out.json",
+                         "{\n    \"17\": {\"input_prompt\": \"a\", \"generated_text\": \"b\", \"generated_tokens\": [5], "
+                         "\"latency\": 0.1, \"routing_indices\": [[[0, 1], [2, 3]]]},\n    \"18\": {\"input_prompt\": "
+                         "\"c\", \"generated_text\": \"d\", \"generated_tokens\": [6, 7], \"latency\": 0.2, "
+                         "\"routing_indices\": [[[3, 2], [1, 0]], [[0, 3], [2, 1]]]}\n}\n");
+        ImportSummary s;
+        const Trace t = import_auto({dir}, &s);
+        QCOMPARE(s.format, TraceFormat::Megatron);
+        QCOMPARE(t.size(), std::size_t(2));
+        QCOMPARE(t.samples[0].id, std::string("out#0"));
+        QCOMPARE(t.samples[0].request_id, std::string("17"));
+        QCOMPARE(t.samples[0].length, std::int64_t(2));
+        QCOMPARE(counts_text(t, 0), QStringLiteral("1 1 0 0 | 0 0 1 1"));
+        QCOMPARE(t.samples[1].request_id, std::string("18"));
+        QCOMPARE(t.samples[1].length, std::int64_t(3));
+        QCOMPARE(counts_text(t, 1), QStringLiteral("1 0 1 2 | 1 2 1 0"));
+    }
+
+    void megatronRefusals_data() {
+        QTest::addColumn<QString>("body");
+        QTest::addColumn<QString>("error");
+        QTest::newRow("rows vs tokens")
+            << "{\"choices\": [{\"prompt_token_ids\": [1, 2], \"generation_token_ids\": [3], \"moe_topk_indices\": "
+               "[\"ndarray\", {\"data\": [[[0, 1], [2, 3]], [[0, 2], [3, 1]], [[1, 3], [0, 2]]], \"dtype\": \"int16\"}]}]}"
+            << "sample m#0: choices[0].moe_topk_indices has 3 rows, but choices[0].prompt_token_ids + "
+               "generation_token_ids = 2 + 1 tokens need total_tokens - 1 = 2";
+        QTest::newRow("float dtype")
+            << "{\"choices\": [{\"moe_topk_indices\": [\"ndarray\", {\"data\": [[[0, 1], [2, 3]]], \"dtype\": "
+               "\"float32\"}]}]}"
+            << "sample m#0: choices[0].moe_topk_indices[1].dtype \"float32\" is not an integer type";
+        QTest::newRow("no data")
+            << "{\"choices\": [{\"moe_topk_indices\": [\"ndarray\", {\"dtype\": \"int16\"}]}]}"
+            << "sample m#0: choices[0].moe_topk_indices[1].data is missing";
+        QTest::newRow("non-integral id")
+            << "{\"choices\": [{\"moe_topk_indices\": [[[0, 1.5], [2, 3]]]}]}"
+            << "sample m#0: choices[0].moe_topk_indices[0][0][1] 1.5 is not an integer";
+        QTest::newRow("choice without routes")
+            << "{\"choices\": [{\"moe_topk_indices\": [[[0, 1], [2, 3]]]}, {\"text\": \"x\"}]}"
+            << "record 0: choices[1].moe_topk_indices is missing";
+    }
+    void megatronRefusals() {
+        QFETCH(QString, body);
+        QFETCH(QString, error);
+        const auto dir = test::temp_dir(QStringLiteral("megatron-bad"));
+        test::write_file(dir / "m.json", body.toStdString());
+        QCOMPARE(import_error({dir / "m.json"}), q((dir / "m.json").string() + ": ") + error);
+    }
+
+    // ------------------------------------------------------------------ vLLM v0.21 nested lists
+    void vllmNestedLists() {
+        const auto dir = test::temp_dir(QStringLiteral("vllm21"));
+        // prompt part [1 prompt row]: L1 {0,1} L2 {2,3}.
+        // choice 0: one completion row L1 {3,1} L2 {0,2}; no token ids: t_i = rows + 1, prompt_len = 1.
+        // choice 1: token_ids [7, 8] with prompt_token_ids [1]: t_i = 3; its 2 rows + 1 prompt row = 3
+        //   = t_i rows: the surplus final row (L1 {1,2} L2 {3,0}) is dropped.
+        test::write_file(dir / "v.json",
+                         "{\"id\": \"cmpl-9\", \"object\": \"text_completion\", \"prompt_token_ids\": [1], "
+                         "\"prompt_routed_experts\": [[[0, 1], [2, 3]]], \"choices\": [{\"index\": 0, \"text\": \"x\", "
+                         "\"routed_experts\": [[[3, 1], [0, 2]]]}, {\"index\": 1, \"text\": \"y\", \"token_ids\": [7, "
+                         "8], \"routed_experts\": [[[0, 3], [1, 2]], [[1, 2], [3, 0]]]}], \"usage\": "
+                         "{\"prompt_tokens\": 2, \"completion_tokens\": 3, \"total_tokens\": 5}}");
+        ImportSummary s;
+        const Trace t = import_auto({dir / "v.json"}, &s);
+        QCOMPARE(s.format, TraceFormat::VLLM);
+        QCOMPARE(t.size(), std::size_t(2));
+        QCOMPARE(t.samples[0].routed_rows, std::int64_t(2));
+        QCOMPARE(t.samples[0].length, std::int64_t(3));
+        QCOMPARE(t.samples[0].prompt_len, std::optional<std::int64_t>(1));  // not usage.prompt_tokens
+        QCOMPARE(counts_text(t, 0), QStringLiteral("1 2 0 1 | 1 0 2 1"));
+        QCOMPARE(t.samples[1].routed_rows, std::int64_t(2));
+        QCOMPARE(t.samples[1].length, std::int64_t(3));
+        QCOMPARE(counts_text(t, 1), QStringLiteral("2 1 0 1 | 0 1 2 1"));
+        QCOMPARE(t.samples[0].group, std::string("cmpl-9"));
+        QCOMPARE(t.samples[1].group, std::string("cmpl-9"));
+        // Two prompts in one request: choices of different prompts are different groups.
+        test::write_file(dir / "two.json",
+                         "{\"id\": \"cmpl-2\", \"choices\": [{\"index\": 0, \"prompt_token_ids\": [1], "
+                         "\"token_ids\": [5], \"routed_experts\": [[[0, 1], [2, 3]]]}, {\"index\": 1, "
+                         "\"prompt_token_ids\": [1], \"token_ids\": [6], \"routed_experts\": [[[0, 2], [3, 1]]]}, "
+                         "{\"index\": 2, \"prompt_token_ids\": [4, 4], \"token_ids\": [6], \"routed_experts\": "
+                         "[[[1, 3], [0, 2]], [[0, 1], [2, 3]]]}], \"usage\": {\"prompt_tokens\": 3}}");
+        const Trace two = import_auto({dir / "two.json"}, &s);
+        QCOMPARE(two.size(), std::size_t(3));
+        QCOMPARE(two.samples[0].group, std::string("cmpl-2/p0"));
+        QCOMPARE(two.samples[1].group, std::string("cmpl-2/p0"));
+        QCOMPARE(two.samples[2].group, std::string("cmpl-2/p1"));
+        QCOMPARE(two.samples[2].prompt_len, std::optional<std::int64_t>(2));  // its own prompt, not usage's 3
+        QCOMPARE(two.samples[2].length, std::int64_t(3));
+        QCOMPARE(counts_text(two, 2), QStringLiteral("1 2 0 1 | 1 0 2 1"));
+        QCOMPARE(import_error({dir / "w.json"}), q((dir / "w.json").string() + ": no such file or folder"));
+        test::write_file(dir / "w.json",
+                         "{\"choices\": [{\"routed_experts\": [[[3, 1], [0]]]}]}");
+        QCOMPARE(import_error({dir / "w.json"}),
+                 q((dir / "w.json").string() +
+                   ": sample w#0: choices[0].routed_experts[0][1] has 1 expert ids, expected 2 (as row 0, layer 0)"));
+    }
+
+    // ------------------------------------------------------------------ padded batches (.npz)
+    void verlBatch() {
+        const auto dir = test::temp_dir(QStringLiteral("verl"));
+        // [B=3, S=5, 3 layers (layer 0 dense, zeros), top-2] int16. Prompt area 3, responses 2.
+        std::vector<std::int64_t> re(3 * 5 * 3 * 2, 0);
+        auto put = [&](int b, int s, int l, int e0, int e1) {
+            re[((b * 5 + s) * 3 + l) * 2] = e0;
+            re[((b * 5 + s) * 3 + l) * 2 + 1] = e1;
+        };
+        // row 0: mask 0 1 1 1 0 (left-padded prompt of 2, one response token): routes at positions 1, 2.
+        put(0, 1, 1, 1, 3);
+        put(0, 1, 2, 0, 2);
+        put(0, 2, 1, 3, 2);
+        put(0, 2, 2, 2, 1);
+        // row 1: all-zero mask (an empty slot of the batch).
+        // row 2: mask 1 1 1 1 1: routes at positions 0..3, position 4 (last token) zero.
+        put(2, 0, 1, 0, 1);
+        put(2, 0, 2, 2, 3);
+        put(2, 1, 1, 0, 2);
+        put(2, 1, 2, 3, 1);
+        put(2, 2, 1, 0, 3);
+        put(2, 2, 2, 1, 2);
+        put(2, 3, 1, 1, 2);
+        put(2, 3, 2, 0, 3);
+        const std::vector<std::int64_t> mask = {0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1};
+        write_zip(dir / "batch.npz", {{"prompts.npy", npy("<i8", "(3, 3)", le(std::vector<std::int64_t>(9, 5), 8))},
+                                      {"responses.npy", npy("<i8", "(3, 2)", le(std::vector<std::int64_t>(6, 7), 8))},
+                                      {"routed_experts.npy", npy("<i2", "(3, 5, 3, 2)", le(re, 2))},
+                                      {"attention_mask.npy", npy("<i8", "(3, 5)", le(mask, 8))}});
+        ImportSummary s;
+        const Trace t = import_auto({dir}, &s);
+        QCOMPARE(s.format, TraceFormat::Npz);
+        QCOMPARE(t.size(), std::size_t(2));
+        QCOMPARE(t.samples[0].id, std::string("batch#0"));
+        QCOMPARE(t.samples[0].length, std::int64_t(3));
+        QCOMPARE(t.samples[0].routed_rows, std::int64_t(2));
+        QCOMPARE(t.samples[0].prompt_len, std::optional<std::int64_t>(2));
+        QCOMPARE(counts_text(t, 0), QStringLiteral("0 1 1 2 | 1 1 2 0"));
+        QCOMPARE(t.samples[1].id, std::string("batch#2"));
+        QCOMPARE(t.samples[1].length, std::int64_t(5));
+        QCOMPARE(t.samples[1].routed_rows, std::int64_t(4));
+        QCOMPARE(t.samples[1].prompt_len, std::optional<std::int64_t>(3));
+        QCOMPARE(counts_text(t, 1), QStringLiteral("3 2 2 1 | 1 2 2 3"));
+        QCOMPARE(s.notes, std::vector<std::string>{(dir / "batch.npz").string() +
+                                                   ": skipped 1 batch rows whose attention_mask is all zero (rows 1)"});
+    }
+
+    void arealBatch() {
+        const auto dir = test::temp_dir(QStringLiteral("areal"));
+        // [B=2, S=4, 2 MoE layers, top-2] int32 + r3_routing_valid (bool) [1, 0], no mask.
+        // row 0: seq_len 3: rows 0, 1 routes, row 2 a copy of row 1 (fill), row 3 zero.
+        const std::vector<std::int64_t> re = {0, 1, 2, 3, 0, 2, 3, 1, 0, 2, 3, 1, 0, 0, 0, 0,
+                                              // row 1 (invalid): never counted
+                                              1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 0, 0, 0, 0};
+        write_zip(dir / "r3.npz", {{"routed_experts.npy", npy("<i4", "(2, 4, 2, 2)", le(re, 4))},
+                                   {"r3_routing_valid.npy", npy("|b1", "(2,)", std::string("\x01\x00", 2))}});
+        ImportSummary s;
+        const Trace t = import_auto({dir / "r3.npz"}, &s);
+        QCOMPARE(t.size(), std::size_t(1));
+        QCOMPARE(t.samples[0].id, std::string("r3#0"));
+        QCOMPARE(t.samples[0].length, std::int64_t(3));
+        QCOMPARE(t.samples[0].routed_rows, std::int64_t(2));
+        QCOMPARE(counts_text(t, 0), QStringLiteral("2 1 1 0 | 0 1 1 2"));
+        QCOMPARE(s.notes, std::vector<std::string>{(dir / "r3.npz").string() +
+                                                   ": skipped 1 batch rows marked invalid by r3_routing_valid (rows 1)"});
+    }
+
+    void batchRefusals() {
+        const auto dir = test::temp_dir(QStringLiteral("batch-bad"));
+        write_zip(dir / "nomask.npz", {{"routed_experts.npy", npy("<i2", "(1, 2, 2, 2)", le({0, 1, 2, 3, 0, 0, 0, 0}, 2))}});
+        QCOMPARE(import_error({dir / "nomask.npz"}),
+                 q((dir / "nomask.npz").string() +
+                   ": entry 'routed_experts': a padded batch [B, S, layers, top_k] needs attention_mask [B, S] (verl) "
+                   "or r3_routing_valid [B] (AReaL) beside it in the archive to tell routes from padding"));
+        const std::string pickle = "a Python pickle (torch.save), which cannot be read without Python; save the "
+                                   "arrays with numpy instead: np.savez(path, routed_experts=t.cpu().numpy(), "
+                                   "attention_mask=m.cpu().numpy())";
+        // torch.save (zip form): archive/data.pkl + storages.
+        write_zip(dir / "batch.npz", {{"archive/data.pkl", std::string("\x80\x02}q\x00.", 6)},
+                                      {"archive/data/0", std::string(8, '\0')}, {"archive/version", "3\n"}});
+        QCOMPARE(import_error({dir / "batch.npz"}), q((dir / "batch.npz").string() + ": " + pickle));
+        // torch.save (legacy pickle form), named as given.
+        test::write_file(dir / "batch.pt", std::string("\x80\x02\x8a\x0a", 4) + "lj" + std::string(8, '\x01') + ".");
+        QCOMPARE(import_error({dir / "batch.pt"}), q((dir / "batch.pt").string() + ": " + pickle));
+    }
+
+    void batchShapeRefusals() {
+        const auto dir = test::temp_dir(QStringLiteral("batch-shapes"));
+        const std::string re = npy("<i2", "(1, 2, 2, 2)", le({0, 1, 2, 3, 0, 0, 0, 0}, 2));
+        const auto p = dir / "b.npz";
+        write_zip(p, {{"routed_experts.npy", re}, {"attention_mask.npy", npy("<i8", "(1, 3)", le({1, 1, 0}, 8))}});
+        QCOMPARE(import_error({p}), q(p.string() + ": entry 'attention_mask' has shape (1, 3), expected (1, 2) to "
+                                                   "match routed_experts (1, 2, 2, 2)"));
+        write_zip(p, {{"routed_experts.npy", re}, {"r3_routing_valid.npy", npy("|b1", "(2,)", std::string(2, '\x01'))}});
+        QCOMPARE(import_error({p}),
+                 q(p.string() + ": entry 'r3_routing_valid' has shape (2,), expected (1,) (one flag per batch row)"));
+        write_zip(p, {{"routed_experts.npy", npy("<i2", "(2, 2, 2)", le({0, 1, 2, 3, 0, 0, 0, 0}, 2))},
+                      {"attention_mask.npy", npy("<i8", "(1, 2)", le({1, 1}, 8))}});
+        QCOMPARE(import_error({p}), q(p.string() + ": entry 'routed_experts': has 3 dimensions, expected a padded "
+                                                   "batch [batch][tokens][layers][top_k]"));
+        std::string fortran = re;
+        fortran.replace(fortran.find("False"), 5, "True ");
+        write_zip(p, {{"routed_experts.npy", fortran}, {"attention_mask.npy", npy("<i8", "(1, 2)", le({1, 1}, 8))}});
+        QCOMPARE(import_error({p}), q(p.string() + ": entry 'routed_experts': is stored in Fortran order; save a "
+                                                   "C-order array (np.ascontiguousarray)"));
+        // Routes are never bool.
+        write_zip(p, {{"routed_experts.npy", npy("|b1", "(1, 2, 2, 2)", std::string(8, '\x01'))},
+                      {"attention_mask.npy", npy("<i8", "(1, 2)", le({1, 1}, 8))}});
+        QCOMPARE(import_error({p}), q(p.string() + ": entry 'routed_experts': unsupported .npy dtype '|b1' (routes "
+                                                   "need an integer dtype)"));
+        // A whole batch of empty rows leaves no samples.
+        write_zip(p, {{"routed_experts.npy", re}, {"attention_mask.npy", npy("<i8", "(1, 2)", le({0, 0}, 8))}});
+        QCOMPARE(import_error({p}), q(p.string() + ": no samples"));
+    }
+
+    // ------------------------------------------------------------------ SGLang multi-turn
+    void sglangStitching() {
+        const auto dir = test::temp_dir(QStringLiteral("sglang-turns"));
+        // All-layer axis (3 layers, layer 0 dense = 0). Turn 1: 2 rows; turn 2: start_len 2, 3 rows.
+        auto routes = [](const std::vector<std::int64_t>& v) { return b64(le(v, 4)); };
+        const std::string t1 = routes({0, 0, 1, 3, 0, 2, /**/ 0, 0, 3, 2, 2, 1});
+        const std::string t2 = routes({0, 0, 0, 1, 2, 3, /**/ 0, 0, 0, 2, 3, 1, /**/ 0, 0, 1, 3, 0, 2});
+        const std::string other = routes({0, 0, 2, 3, 0, 1});
+        test::write_file(dir / "s.jsonl",
+                         "{\"text\": \"a\", \"meta_info\": {\"id\": \"conv-1\", \"prompt_tokens\": 2, "
+                         "\"completion_tokens\": 1, \"routed_experts\": \"" +
+                             t1 +
+                             "\"}}\n"
+                             "{\"text\": \"b\", \"meta_info\": {\"id\": \"other\", \"prompt_tokens\": 1, "
+                             "\"completion_tokens\": 1, \"routed_experts\": \"" +
+                             other +
+                             "\"}}\n"
+                             "{\"text\": \"c\", \"meta_info\": {\"id\": \"conv-1\", \"prompt_tokens\": 4, "
+                             "\"completion_tokens\": 2, \"routed_experts_start_len\": 2, \"routed_experts\": \"" +
+                             t2 + "\"}}\n");
+        ImportSummary s;
+        const Trace t = import_auto({dir}, &s);
+        QCOMPARE(s.format, TraceFormat::SGLang);
+        QCOMPARE(t.size(), std::size_t(2));
+        QCOMPARE(t.samples[0].id, std::string("s#0"));
+        QCOMPARE(t.samples[0].request_id, std::string("conv-1"));
+        QCOMPARE(t.samples[0].routed_rows, std::int64_t(5));
+        QCOMPARE(t.samples[0].length, std::int64_t(6));
+        QCOMPARE(t.samples[0].prompt_len, std::optional<std::int64_t>(2));
+        // L1: {1,3} {3,2} {0,1} {0,2} {1,3}; L2: {0,2} {2,1} {2,3} {3,1} {0,2}.
+        QCOMPARE(counts_text(t, 0), QStringLiteral("2 3 2 3 | 2 2 4 2"));
+        QCOMPARE(t.samples[1].id, std::string("s#1"));
+        QCOMPARE(t.samples[1].length, std::int64_t(2));
+        QCOMPARE(counts_text(t, 1), QStringLiteral("0 0 1 1 | 1 1 0 0"));
+        QCOMPARE(s.notes, std::vector<std::string>{(dir / "s.jsonl").string() +
+                                                   ": stitched 2 multi-turn records into 1 samples by request id and "
+                                                   "routed_experts_start_len"});
+
+        // A turn whose start_len leaves a gap cannot be placed.
+        test::write_file(dir / "s.jsonl",
+                         "{\"meta_info\": {\"id\": \"conv-1\", \"routed_experts\": \"" + t1 +
+                             "\"}}\n{\"meta_info\": {\"id\": \"conv-1\", \"routed_experts_start_len\": 3, "
+                             "\"routed_experts\": \"" +
+                             t2 + "\"}}\n");
+        QCOMPARE(import_error({dir}),
+                 q((dir / "s.jsonl").string() +
+                   ": sample s#1: meta_info.routed_experts_start_len 3 is past the 2 rows request 'conv-1' has so far "
+                   "(from sample s#0): the turn between is missing, so this record cannot be placed"));
+        // A turn that starts before the conversation's first row cannot be placed either.
+        test::write_file(dir / "s.jsonl",
+                         "{\"meta_info\": {\"id\": \"conv-1\", \"routed_experts_start_len\": 2, \"routed_experts\": \"" +
+                             t1 + "\"}}\n{\"meta_info\": {\"id\": \"conv-1\", \"routed_experts_start_len\": 1, "
+                                  "\"routed_experts\": \"" +
+                             t2 + "\"}}\n");
+        QCOMPARE(import_error({dir}),
+                 q((dir / "s.jsonl").string() +
+                   ": sample s#1: meta_info.routed_experts_start_len 1 is before the first row 2 of request 'conv-1' "
+                   "(sample s#0), so this record cannot be placed"));
+        // Stitched rows must match the last turn's token counts.
+        test::write_file(dir / "s.jsonl",
+                         "{\"meta_info\": {\"id\": \"conv-1\", \"routed_experts\": \"" + t1 +
+                             "\"}}\n{\"meta_info\": {\"id\": \"conv-1\", \"routed_experts_start_len\": 2, "
+                             "\"prompt_tokens\": 4, \"completion_tokens\": 3, \"routed_experts\": \"" +
+                             t2 + "\"}}\n");
+        QCOMPARE(import_error({dir}),
+                 q((dir / "s.jsonl").string() +
+                   ": sample s#0: request 'conv-1' stitched from 2 records holds 5 rows, but its last record's "
+                   "prompt_tokens + completion_tokens = 7 needs 6"));
+    }
+
+    void slimeNestedList() {
+        // slime's patched SGLang 0.5.6: meta_info.routed_experts as a nested list over all layers.
+        const auto dir = test::temp_dir(QStringLiteral("slime"));
+        test::write_file(dir / "r.json",
+                         "{\"text\": \"a\", \"meta_info\": {\"id\": \"s1\", \"prompt_tokens\": 2, "
+                         "\"completion_tokens\": 1, \"routed_experts\": [[[0, 0], [1, 3], [0, 2]], [[0, 0], [3, 2], "
+                         "[2, 1]]]}}");
+        ImportSummary s;
+        const Trace t = import_auto({dir}, &s);
+        QCOMPARE(s.format, TraceFormat::SGLang);
+        QCOMPARE(t.samples[0].length, std::int64_t(3));
+        QCOMPARE(t.samples[0].routed_rows, std::int64_t(2));
+        QCOMPARE(counts_text(t, 0), QStringLiteral("0 1 1 2 | 1 1 2 0"));
+    }
+
+    void arealTopOneNeedsMask() {
+        const auto dir = test::temp_dir(QStringLiteral("areal-top1"));
+        ModelDescription m = model3();
+        m.top_k = 1;
+        write_zip(dir / "r3.npz", {{"routed_experts.npy", npy("<i4", "(1, 2, 2, 1)", le({0, 1, 0, 0}, 4))},
+                                   {"r3_routing_valid.npy", npy("|b1", "(1,)", std::string(1, '\x01'))}});
+        QCOMPARE(import_error({dir / "r3.npz"}, m),
+                 q((dir / "r3.npz").string() +
+                   ": entry 'routed_experts': top-1 routes to expert 0 cannot be told from zero padding: save "
+                   "attention_mask beside r3_routing_valid"));
+        // With the mask the same rows import: seq_len 2, one route row (L1 expert 0, L2 expert 1).
+        write_zip(dir / "r3.npz", {{"routed_experts.npy", npy("<i4", "(1, 2, 2, 1)", le({0, 1, 0, 1}, 4))},
+                                   {"attention_mask.npy", npy("|b1", "(1, 2)", std::string(2, '\x01'))},
+                                   {"r3_routing_valid.npy", npy("|b1", "(1,)", std::string(1, '\x01'))}});
+        ImportSummary s;
+        const Trace t = import_auto({dir / "r3.npz"}, &s, m);
+        QCOMPARE(t.samples[0].length, std::int64_t(2));
+        QCOMPARE(counts_text(t, 0), QStringLiteral("1 0 0 0 | 0 1 0 0"));
+    }
+
+    // ------------------------------------------------------------------ aggregate totals as floats
+    void aggregateIntegralFloats() {
+        ROUTEPACK_REQUIRE_SHARED(file, "traces/aggregate/qwen2-57b-a14b-counts.json");
+        struct AggSink : ImportSink {
+            AggregateCounts agg;
+            void begin(const ModelDescription&, TraceFormat) override {}
+            void sample(SampleRecord&&) override {}
+            void aggregate(AggregateCounts&& a) override { agg = std::move(a); }
+        } sink;
+        const ImportSummary s = import_trace({file}, ImportOptions{}, sink);
+        QCOMPARE(s.format, TraceFormat::Aggregate);
+        QCOMPARE(sink.agg.model.num_moe_layers(), 28);
+        QCOMPARE(sink.agg.model.experts, 64);
+        QCOMPARE(sink.agg.totals.size(), std::size_t(28 * 64));
+        // The file's first values: 166869.0, 494313.0, 166477.0, 410178.0, 837600.0.
+        QCOMPARE(sink.agg.totals[0], std::uint64_t(166869));
+        QCOMPARE(sink.agg.totals[1], std::uint64_t(494313));
+        QCOMPARE(sink.agg.totals[2], std::uint64_t(166477));
+        QCOMPARE(sink.agg.totals[3], std::uint64_t(410178));
+        QCOMPARE(sink.agg.totals[4], std::uint64_t(837600));
+
+        const auto dir = test::temp_dir(QStringLiteral("agg-float"));
+        test::write_file(dir / "a.json", R"({"counts": [[232795.0, 2.0], [0.0, 7]], "num_layers": 2.0, "num_experts": 2})");
+        import_trace({dir / "a.json"}, ImportOptions{}, sink);
+        QCOMPARE(sink.agg.totals, (std::vector<std::uint64_t>{232795, 2, 0, 7}));
+        test::write_file(dir / "a.json", R"({"counts": [[232795.0, 2.5]], "num_layers": 1, "num_experts": 2})");
+        QCOMPARE(q(test::error_of<InputError>([&] { import_trace({dir / "a.json"}, ImportOptions{}, sink); })),
+                 q((dir / "a.json").string() + ": counts[0][1] = 2.5 is not an integer count"));
+        test::write_file(dir / "a.json", R"({"counts": [[1, 2]], "num_layers": 1.5, "num_experts": 2})");
+        QCOMPARE(q(test::error_of<InputError>([&] { import_trace({dir / "a.json"}, ImportOptions{}, sink); })),
+                 q((dir / "a.json").string() + ": num_layers 1.5 is not an integer"));
+    }
+
+    void megatronRouterTraceIsLoadOnly() {
+        const auto dir = test::temp_dir(QStringLiteral("router-trace"));
+        const auto p = dir / "router_trace_rank0.jsonl";
+        auto rec = [](int step, int layer, const std::string& top, const std::string& extra = "") {
+            return "{\"step\": " + std::to_string(step) + ", \"stage\": \"pre_dispatch\", \"block\": " +
+                   (extra.empty() ? std::string("\"decoder\"") : extra) + ", \"layer\": " + std::to_string(layer) +
+                   ", \"rank\": 0, \"num_tokens\": 2, \"topk\": 2, \"top_indices\": " + top + "}\n";
+        };
+        test::write_file(p, rec(0, 1, "[[0, 1], [2, 3]]") + rec(0, 2, "[[1, 3], [0, 2]]") +
+                                rec(0, 1, "[[3, 3]]", "\"mtp\", \"mtp_idx\": 0") + rec(1, 1, "[[3, 2]]"));
+        struct AggSink : ImportSink {
+            AggregateCounts agg;
+            void begin(const ModelDescription&, TraceFormat) override {}
+            void sample(SampleRecord&&) override {}
+            void aggregate(AggregateCounts&& a) override { agg = std::move(a); }
+        } sink;
+        ImportOptions opt;
+        opt.model = model3();
+        const ImportSummary s = import_trace({p}, opt, sink);
+        QCOMPARE(s.format, TraceFormat::Aggregate);
+        QCOMPARE(sink.agg.totals, (std::vector<std::uint64_t>{1, 1, 2, 2, 1, 1, 1, 1}));
+        QCOMPARE(sink.agg.source, std::string("Megatron router trace router_trace_rank0.jsonl, steps 0..1"));
+        // Without a layer list the layers seen are the MoE layers.
+        opt.model.moe_layers.clear();
+        opt.model.num_hidden_layers = 0;
+        import_trace({p}, opt, sink);
+        QCOMPARE(sink.agg.model.moe_layers, (std::vector<int>{1, 2}));
+        auto err = [&](const ImportOptions& o) {
+            return q(test::error_of<InputError>([&] { import_trace({p}, o, sink); }));
+        };
+        test::write_file(p, rec(0, 1, "[[0, 9]]"));
+        QCOMPARE(err(opt), q(p.string() + ": line 1: top_indices[0][1] 9 is out of range 0..3"));
+        opt.model = model3();
+        test::write_file(p, rec(0, 0, "[[0, 1]]"));
+        QCOMPARE(err(opt), q(p.string() + ": line 1: layer 0 is not a MoE layer of the model (MoE layers 1-2)"));
+        QCOMPARE(err(ImportOptions{}), q(p.string() + ": a Megatron router trace does not say the expert count: give "
+                                                      "--model NAME, --model-config config.json or --experts E"));
+    }
+
+    // ------------------------------------------------------------------ config.json beside the traces
+    void configBesideTraces() {
+        const auto dir = test::temp_dir(QStringLiteral("config-beside"));
+        test::write_file(dir / "config.json",
+                         R"({"model_type": "qwen2_moe", "num_hidden_layers": 3, "num_experts": 4,
+                             "num_experts_per_tok": 2, "decoder_sparse_step": 1, "mlp_only_layers": [0]})");
+        test::write_file(dir / "r.nrlre1", nrl("int8", 1, "4x2x2", kA) + "\n");
+        ImportSummary s;
+        ImportOptions opt;  // no model given
+        const Trace t = import_trace_to_memory({dir}, opt, &s);
+        QCOMPARE(s.files, std::size_t(1));  // config.json is not a trace file
+        QCOMPARE(t.model.moe_layers, (std::vector<int>{1, 2}));
+        QCOMPARE(t.model.experts, 4);
+        QCOMPARE(t.model.top_k, 2);
+        QCOMPARE(counts_text(t, 0), QStringLiteral("2 1 1 0 | 0 1 1 2"));
+        QCOMPARE(s.notes, (std::vector<std::string>{
+                              "model from " + (dir / "config.json").string() + " (2 MoE layers of 3, 4 experts, top-2)",
+                              "4 route slots held the format's missing-route marker and were counted as nothing"}));
+        // A given model wins when it agrees, and is refused naming both when it does not.
+        QCOMPARE(import_auto({dir}, &s).size(), std::size_t(1));
+        QCOMPARE(s.notes.size(), std::size_t(1));  // the missing-route note only
+        // --experts / --top-k alone: the layers come from the config.
+        ModelDescription partial;
+        partial.experts = 4;
+        partial.top_k = 2;
+        partial.source = "flags";
+        const Trace p = import_auto({dir}, &s, partial);
+        QCOMPARE(p.model.moe_layers, (std::vector<int>{1, 2}));
+        QCOMPARE(p.model.num_hidden_layers, 3);
+        QCOMPARE(s.notes.front(), "model completed from " + (dir / "config.json").string());
+        // The files of a folder (as the library passes them) find the config beside them too.
+        const Trace f = import_trace_to_memory({dir / "r.nrlre1"}, opt, &s);
+        QCOMPARE(f.model.moe_layers, (std::vector<int>{1, 2}));
+        QCOMPARE(model_config_beside({dir / "config.json"}), std::filesystem::path());
+        ModelDescription layers = model3();
+        layers.num_hidden_layers = 0;
+        layers.moe_layers = {2};
+        QCOMPARE(import_error({dir}, layers),
+                 q("the model given (test) has MoE layers 2 but " + (dir / "config.json").string() +
+                   " says 1-2; remove the config from the folder or give the matching model"));
+        ModelDescription other = model3();
+        other.experts = 8;
+        QCOMPARE(import_error({dir}, other),
+                 q("the model given (test) has experts 8 but " + (dir / "config.json").string() +
+                   " says 4; remove the config from the folder or give the matching model"));
+    }
+
+    void stackNames() {
+        QCOMPARE(std::string(format_stack(TraceFormat::NemoRL)), std::string("NeMo-RL / NeMo Gym (nrlre1)"));
+        QCOMPARE(std::string(format_stack(TraceFormat::Megatron)),
+                 std::string("Megatron-LM inference server / example script"));
+        QCOMPARE(parse_trace_format("megatron"), TraceFormat::Megatron);
+        for (const auto& n : trace_format_names())
+            if (n != "auto") QVERIFY2(*format_stack(parse_trace_format(n)) != '\0', n.c_str());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestImportStacks)
+#include "tst_import_stacks.moc"
