@@ -1,6 +1,7 @@
 #include "core/plan_file.h"
 
 #include "core/errors.h"
+#include "core/import_detail.h"
 #include "core/packing.h"
 
 #include <nlohmann/json.hpp>
@@ -129,11 +130,21 @@ const json& need(const json& j, const char* key, const std::string& where) {
     return j[key];
 }
 
-std::int64_t need_int(const json& j, const char* key, const std::string& where) {
+/// An integer field in lo..hi, never narrowed or wrapped: "<where>: field 'k' must be an integer in
+/// lo..hi (got x)" (x as written, values above INT64_MAX included).
+std::int64_t need_int(const json& j, const char* key, const std::string& where,
+                      std::int64_t lo = std::numeric_limits<std::int64_t>::min(),
+                      std::int64_t hi = std::numeric_limits<std::int64_t>::max()) {
     const auto& v = need(j, key, where);
     if (!v.is_number_integer()) throw InputError(where + ": field '" + std::string(key) + "' must be an integer");
+    const bool huge = v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi);
+    if (huge || v.get<std::int64_t>() < lo || v.get<std::int64_t>() > hi)
+        throw InputError(where + ": field '" + std::string(key) + "' must be an integer in " + std::to_string(lo) + ".." +
+                         std::to_string(hi) + " (got " + v.dump() + ")");
     return v.get<std::int64_t>();
 }
+
+constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
 
 /// An integer field that must fit 0..INT_MAX (no silent wrap or truncation of 2^32+16 or 1.7).
 int need_count(const json& j, const char* key, const std::string& where) {
@@ -154,13 +165,13 @@ LayoutMetrics parse_metrics(const json& j, const std::string& where) {
     LayoutMetrics m;
     m.score = parse_score(need(j, "score", where), where + ".score");
     m.cv_global = need(j, "cv_global", where).get<double>();
-    m.ep_peak_sum = need_int(j, "ep_peak_sum", where);
-    m.ep_tail_peak = need_int(j, "ep_tail_peak", where);
+    m.ep_peak_sum = need_int(j, "ep_peak_sum", where, 0);
+    m.ep_tail_peak = need_int(j, "ep_tail_peak", where, 0);
     m.ep_balance_efficiency = need(j, "ep_balance_efficiency", where).get<double>();
     m.attention_sum = need(j, "attention_sum", where).get<double>();
     m.joint = need(j, "joint", where).get<double>();
-    m.cap_violations = static_cast<int>(need_int(j, "cap_violations", where));
-    m.empty_cells = static_cast<int>(need_int(j, "empty_cells", where));
+    m.cap_violations = static_cast<int>(need_int(j, "cap_violations", where, 0, kIntMax));
+    m.empty_cells = static_cast<int>(need_int(j, "empty_cells", where, 0, kIntMax));
     return m;
 }
 
@@ -169,7 +180,7 @@ LayoutMetrics parse_metrics(const json& j, const std::string& where) {
 PlanFile parse_plan(const std::string& text, const std::string& origin) {
     json j;
     try {
-        j = json::parse(text);
+        j = detail::parse_json_strict(text, origin);
     } catch (const json::parse_error& e) {
         throw InputError(origin + ": malformed JSON at byte " + std::to_string(e.byte));
     }
@@ -215,12 +226,19 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
     f.placement.layers = L;
     f.placement.experts = E;
     f.placement.ep_ranks = f.topology.ep_ranks;
+    auto layer_where = [&](int l) {
+        return origin + ": placement[" + std::to_string(l) + "] (layer " + std::to_string(f.model.moe_layers[l]) + ")";
+    };
+    // The shape first: the [L][E] table is allocated only for a file that really holds it.
+    for (int l = 0; l < L; ++l) {
+        const auto& layer = pl[static_cast<std::size_t>(l)];
+        if (!layer.is_array() || static_cast<int>(layer.size()) != E)
+            throw InputError(layer_where(l) + " must list the slot of each of the " + std::to_string(E) + " experts");
+    }
     f.placement.slot.assign(static_cast<std::size_t>(L) * E, -1);
     for (int l = 0; l < L; ++l) {
         const auto& layer = pl[static_cast<std::size_t>(l)];
-        const std::string where = origin + ": placement[" + std::to_string(l) + "] (layer " + std::to_string(f.model.moe_layers[l]) + ")";
-        if (!layer.is_array() || static_cast<int>(layer.size()) != E)
-            throw InputError(where + " must list the slot of each of the " + std::to_string(E) + " experts");
+        const std::string where = layer_where(l);
         std::vector<char> used(static_cast<std::size_t>(E), 0);
         for (int e = 0; e < E; ++e) {
             const auto& v = layer[static_cast<std::size_t>(e)];
@@ -248,9 +266,10 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
         f.sample_ids.push_back(id);
         f.lengths.push_back(len);
     }
-    f.row_count = static_cast<int>(need_int(j, "row_count", origin));
+    // Every row holds D non-empty cells, so there are at most as many rows as samples.
+    f.row_count = static_cast<int>(need_int(j, "row_count", origin, 1, static_cast<std::int64_t>(f.sample_ids.size())));
     f.row_count_certified = need(j, "row_count_certified", origin).get<bool>();
-    f.row_lower_bound = static_cast<int>(need_int(j, "row_lower_bound", origin));
+    f.row_lower_bound = static_cast<int>(need_int(j, "row_lower_bound", origin, 0, kIntMax));
     const auto& rows = need(j, "rows", origin);
     const int D = f.topology.dp_slots;
     if (!rows.is_array() || static_cast<int>(rows.size()) != f.row_count || f.row_count < 1)
@@ -291,7 +310,7 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
         if (!seed.is_number_unsigned()) throw InputError(origin + ": planner: field 'seed' must be an integer in 0..2^64-1");
         f.seed = seed.get<std::uint64_t>();
     }
-    f.workers = static_cast<int>(need_int(planner, "workers", origin + ": planner"));
+    f.workers = static_cast<int>(need_int(planner, "workers", origin + ": planner", 0, 4096));
     return f;
 }
 
