@@ -159,6 +159,72 @@ struct Frame {
     std::string last_key;
 };
 
+/// SAX handler of the header: builds the DOM with nlohmann's plain DOM builder (linear; the
+/// callback parser rescans the parent container at every object end, O(n^2) in the tensor count),
+/// notes the top-level keys in file order and the first repeated key of the top-level object or of
+/// a tensor's own object.
+class HeaderSax {
+public:
+    explicit HeaderSax(hjson& out) : dom_(out, /*allow_exceptions=*/true) {}
+
+    bool null() { return dom_.null(); }
+    bool boolean(bool v) { return dom_.boolean(v); }
+    bool number_integer(hjson::number_integer_t v) { return dom_.number_integer(v); }
+    bool number_unsigned(hjson::number_unsigned_t v) { return dom_.number_unsigned(v); }
+    bool number_float(hjson::number_float_t v, const std::string& s) { return dom_.number_float(v, s); }
+    bool string(std::string& v) { return dom_.string(v); }
+    bool binary(hjson::binary_t& v) { return dom_.binary(v); }
+    bool start_object(std::size_t n) {
+        open(true);
+        return dom_.start_object(n);
+    }
+    bool start_array(std::size_t n) {
+        open(false);
+        return dom_.start_array(n);
+    }
+    bool end_object() {
+        if (!stack_.empty()) stack_.pop_back();
+        return dom_.end_object();
+    }
+    bool end_array() {
+        if (!stack_.empty()) stack_.pop_back();
+        return dom_.end_array();
+    }
+    bool key(std::string& key) {
+        if (!stack_.empty()) {
+            auto& top = stack_.back();
+            if (stack_.size() == 1) top_keys.push_back(key);
+            if (!top.keys.insert(key).second && !dup) {
+                if (stack_.size() == 1) dup = DuplicateKey{1, "", key};
+                else if (stack_.size() == 2 && top.is_object && stack_[0].is_object && top.owner != "__metadata__" &&
+                         (key == "dtype" || key == "shape" || key == "data_offsets"))
+                    dup = DuplicateKey{2, top.owner, key};
+            }
+            top.last_key = key;
+        }
+        return dom_.key(key);
+    }
+    template <class Exception>
+    bool parse_error(std::size_t pos, const std::string& token, const Exception& ex) {
+        return dom_.parse_error(pos, token, ex);  // throws, as hjson::parse does
+    }
+
+    std::optional<DuplicateKey> dup;
+    std::vector<std::string> top_keys;  ///< the header's keys in file order
+
+private:
+    void open(bool is_object) {
+        Frame fr;
+        fr.is_object = is_object;
+        if (stack_.size() == 1) fr.owner = stack_.back().last_key;
+        else if (!stack_.empty()) fr.owner = stack_.back().owner;
+        stack_.push_back(std::move(fr));
+    }
+
+    nlohmann::detail::json_sax_dom_parser<hjson> dom_;
+    std::vector<Frame> stack_;
+};
+
 std::string describe_json_type(const hjson& v) {
     return v.type_name();
 }
@@ -273,50 +339,15 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
     // 5: JSON.
     if (header.size() >= 3 && header.substr(0, 3) == "\xEF\xBB\xBF")
         fail(path, "InvalidHeaderDeserialization", "header: byte order mark before the JSON object");
-    std::vector<Frame> stack;
-    std::optional<DuplicateKey> dup;
-    std::vector<std::string> top_keys;  // the header's keys in file order
-    const hjson::parser_callback_t cb = [&](int, hjson::parse_event_t ev, hjson& parsed) -> bool {
-        switch (ev) {
-        case hjson::parse_event_t::object_start:
-        case hjson::parse_event_t::array_start: {
-            Frame fr;
-            fr.is_object = ev == hjson::parse_event_t::object_start;
-            if (stack.size() == 1) fr.owner = stack.back().last_key;
-            else if (!stack.empty()) fr.owner = stack.back().owner;
-            stack.push_back(std::move(fr));
-            break;
-        }
-        case hjson::parse_event_t::object_end:
-        case hjson::parse_event_t::array_end:
-            if (!stack.empty()) stack.pop_back();
-            break;
-        case hjson::parse_event_t::key: {
-            if (stack.empty()) break;
-            auto& top = stack.back();
-            const auto key = parsed.get<std::string>();
-            if (stack.size() == 1) top_keys.push_back(key);
-            if (!top.keys.insert(key).second && !dup) {
-                if (stack.size() == 1) dup = DuplicateKey{1, "", key};
-                else if (stack.size() == 2 && top.is_object && stack[0].is_object && top.owner != "__metadata__" &&
-                         (key == "dtype" || key == "shape" || key == "data_offsets"))
-                    dup = DuplicateKey{2, top.owner, key};
-            }
-            top.last_key = key;
-            break;
-        }
-        case hjson::parse_event_t::value:
-            break;
-        }
-        return true;
-    };
+    hjson doc;
+    HeaderSax sax(doc);
     // nlohmann's lexer takes a NUL byte for the end of input; a raw NUL is never valid JSON, so parse up
     // to the first one and refuse it when the text before it parsed (trailing NUL padding).
     const std::size_t nul = header.find('\0');
     const std::string_view text = header.substr(0, nul);
-    hjson doc;
     try {
-        doc = hjson::parse(text.begin(), text.end(), cb, /*allow_exceptions=*/true, /*ignore_comments=*/false);
+        hjson::sax_parse(text.begin(), text.end(), &sax, nlohmann::json::input_format_t::json, /*strict=*/true,
+                         /*ignore_comments=*/false);
     } catch (const hjson::parse_error& e) {
         // e.byte counts the characters read, so the offending one is at e.byte - 1 (0-based).
         const std::size_t at = std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
@@ -329,6 +360,8 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
         fail(path, "InvalidHeaderDeserialization", "header: not valid JSON (error at header byte " + std::to_string(nul) + ")");
     if (!doc.is_object())
         fail(path, "InvalidHeaderDeserialization", "header: expected a JSON object, got " + describe_json_type(doc));
+    const std::optional<DuplicateKey>& dup = sax.dup;
+    const std::vector<std::string>& top_keys = sax.top_keys;
     if (dup) {
         if (dup->level == 1 && dup->key == "__metadata__")
             fail(path, "InvalidHeaderDeserialization", "__metadata__: duplicate field");
