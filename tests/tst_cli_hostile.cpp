@@ -432,6 +432,30 @@ private Q_SLOTS:
                                   QStringLiteral("...' into ")),
                  qPrintable(r.out.left(200)));
     }
+    void checkpointFifosAndHugeNumbersAreRefused() {
+        const auto tmp = temp_dir(QStringLiteral("hostile-ckpt"));
+        const fs::path ck = tmp / "ck";
+        Run r = cli({QStringLiteral("synth-checkpoint"), QStringLiteral("--out"), q(ck)});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        fs::path shard;
+        for (const auto& de : fs::directory_iterator(ck))
+            if (de.path().extension() == ".safetensors" && (shard.empty() || de.path() < shard)) shard = de.path();
+        QVERIFY(!shard.empty());
+        fs::remove(shard);
+        QCOMPARE(::mkfifo(shard.c_str(), 0600), 0);
+        r = cli({QStringLiteral("synth-checkpoint"), QStringLiteral("--check"), q(ck)});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, err_line(q(shard) + QStringLiteral(": IoError: not a regular file")));
+        // A number beyond double in a header is the file's fault, named as such.
+        const std::string header = R"({"t": {"dtype": "F32", "shape": [1e400], "data_offsets": [0, 4]}})";
+        std::string bytes(8, '\0');
+        for (int b = 0; b < 8; ++b) bytes[b] = static_cast<char>((header.size() >> (8 * b)) & 0xff);
+        write_file(tmp / "big.safetensors", bytes + header + std::string(4, '\0'));
+        QCOMPARE(qs(error_of<InputError>([&] { gpu::SafetensorsFile::open(tmp / "big.safetensors"); })),
+                 q(tmp / "big.safetensors") +
+                     QStringLiteral(": InvalidHeaderDeserialization: header: not valid JSON (number overflow parsing "
+                                    "'1e400')"));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestCliHostile)
