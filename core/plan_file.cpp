@@ -256,7 +256,10 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
     for (std::size_t i = 0; i < samples.size(); ++i) {
         const std::string where = origin + ": samples[" + std::to_string(i) + "]";
         const auto& s = samples[i];
-        const std::string id = need(s, "id", where).get<std::string>();
+        const auto& id_value = need(s, "id", where);
+        if (!id_value.is_string())
+            throw InputError(where + ": field 'id' must be a string, not " + detail::json_kind(id_value));
+        const std::string id = id_value.get<std::string>();
         if (need_int(s, "index", where) != static_cast<std::int64_t>(i))
             throw InputError(where + ": index must be " + std::to_string(i));
         const auto len = need_int(s, "length", where);
@@ -268,7 +271,10 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
     }
     // Every row holds D non-empty cells, so there are at most as many rows as samples.
     f.row_count = static_cast<int>(need_int(j, "row_count", origin, 1, static_cast<std::int64_t>(f.sample_ids.size())));
-    f.row_count_certified = need(j, "row_count_certified", origin).get<bool>();
+    const auto& certified = need(j, "row_count_certified", origin);
+    if (!certified.is_boolean())
+        throw InputError(origin + ": field 'row_count_certified' must be true or false, not " + detail::json_kind(certified));
+    f.row_count_certified = certified.get<bool>();
     f.row_lower_bound = static_cast<int>(need_int(j, "row_lower_bound", origin, 0, kIntMax));
     const auto& rows = need(j, "rows", origin);
     const int D = f.topology.dp_slots;
@@ -282,10 +288,14 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
         if (!row.is_array() || static_cast<int>(row.size()) != D)
             throw InputError(origin + ": rows[" + std::to_string(r) + "] must hold D = " + std::to_string(D) + " cells");
         for (int d = 0; d < D; ++d) {
-            for (const auto& v : row[static_cast<std::size_t>(d)]) {
+            const auto& cell = row[static_cast<std::size_t>(d)];
+            if (!cell.is_array())
+                throw InputError(origin + ": rows[" + std::to_string(r) + "][" + std::to_string(d) +
+                                 "] must be a list of sample ids, not " + detail::json_kind(cell));
+            for (const auto& v : cell) {
                 auto it = v.is_string() ? index.find(v.get<std::string>()) : index.end();
                 if (it == index.end())
-                    throw InputError(origin + ": rows[" + std::to_string(r) + "][" + std::to_string(d) + "] names " + v.dump() +
+                    throw InputError(origin + ": rows[" + std::to_string(r) + "][" + std::to_string(d) + "] names " + detail::json_brief(v) +
                                      ", not a sample of the plan");
                 f.layout.cells[static_cast<std::size_t>(f.layout.cell_index(r, d))].push_back(it->second);
             }

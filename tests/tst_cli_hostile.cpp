@@ -333,6 +333,15 @@ private Q_SLOTS:
              QStringLiteral(": topology: field 'ep_ranks' must be at most 1048576 (got 4294967295)")},
             {[](nlohmann::json& j) { j["planner"]["workers"] = 1ull << 63; },
              QStringLiteral(": planner: field 'workers' must be an integer in 0..4096 (got 9223372036854775808)")},
+            // Wrong types are named with the field, not in the JSON library's words.
+            {[](nlohmann::json& j) { j["rows"][0][0] = nlohmann::json::object({{"a", 1}}); },
+             QStringLiteral(": rows[0][0] must be a list of sample ids, not an object")},
+            {[](nlohmann::json& j) { j["samples"][0]["id"] = 5; },
+             QStringLiteral(": samples[0]: field 'id' must be a string, not an integer")},
+            {[](nlohmann::json& j) { j["row_count_certified"] = "yes"; },
+             QStringLiteral(": field 'row_count_certified' must be true or false, not a string")},
+            {[](nlohmann::json& j) { j["rows"][0][0] = nlohmann::json::array({nlohmann::json::array({1, 2})}); },
+             QStringLiteral(": rows[0][0] names a list, not a sample of the plan")},
         };
         for (const auto& [change, err] : cases) {
             nlohmann::json bad = good;
