@@ -4,6 +4,7 @@
 #include "core/budgets_json.h"
 #include "core/errors.h"
 #include "core/input_file.h"
+#include "core/model.h"
 #include "core/planner.h"
 #include "core/topology.h"
 #include "gpu/safetensors.h"
@@ -306,6 +307,20 @@ private Q_SLOTS:
                  })),
                  QStringLiteral("t.json: attention_stages[0]: 'alpha' must be at most 1e+12 (got 1e+308)"));
         QCOMPARE(parse_topology(kTopologyOk, "t.json").ep_ranks, 2);
+        std::string stages;
+        for (int s = 0; s < 65; ++s) stages += std::string(s ? "," : "") + R"({"alpha": 1, "beta": 1})";
+        QCOMPARE(qs(error_of<InputError>([&] {
+                     parse_topology(R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 100, "attention_stages": [)" + stages +
+                                        "]}",
+                                    "t.json");
+                 })),
+                 QStringLiteral("t.json: attention_stages lists 65 stages, at most 64 are allowed"));
+        QCOMPARE(qs(error_of<InputError>([] {
+                     parse_topology(R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 100,
+                                        "attention_stages": [{"name": 7, "alpha": 1, "beta": 1}]})",
+                                    "t.json");
+                 })),
+                 QStringLiteral("t.json: attention_stages[0]: 'name' must be a string, not an integer"));
     }
 
     void planIntegersAreNeverNarrowed() {
@@ -392,6 +407,12 @@ private Q_SLOTS:
                  QStringLiteral("t.json: malformed JSON: duplicate key 'ep_ranks' in one object"));
         QCOMPARE(qs(error_of<InputError>([] { parse_planner_budgets(R"({"eta": 1, "eta": 2})", "lib"); })),
                  QStringLiteral("lib: malformed JSON: duplicate key 'eta' in one object"));
+        QCOMPARE(qs(error_of<InputError>([] {
+                     model_from_hf_config(R"({"num_hidden_layers": 2, "num_experts": 8, "num_experts": 4,
+                                              "num_experts_per_tok": 2})",
+                                          "config.json");
+                 })),
+                 QStringLiteral("config.json: malformed JSON: duplicate key 'num_experts' in one object"));
         const auto tmp = temp_dir(QStringLiteral("hostile-index"));
         const fs::path index = tmp / "model.safetensors.index.json";
         write_file(index, R"({"weight_map": {"a": "model-00001-of-00001.safetensors"}, "weight_map": {}})");
