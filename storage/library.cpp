@@ -126,6 +126,36 @@ void check_identity(sqlite3* db, const std::filesystem::path& file) {
     }
 }
 
+[[noreturn]] void refuse_wal(const std::filesystem::path& file, const std::string& inner) {
+    std::string why = inner;
+    if (why.rfind(file.string() + ": ", 0) == 0) why.erase(0, file.string().size() + 2);
+    throw InputError(file.string() + ": cannot be read with the write-ahead log beside it (" + file.string() +
+                     "-wal): " + why + "; nothing was changed (if that -wal file belongs to another database, move it "
+                     "away)");
+}
+
+/// Opens `file` read-only through the -wal beside it and checks its identity (check_identity);
+/// refuse_wal when that fails. Changes no file.
+void probe_through_wal(const std::filesystem::path& file) {
+    sqlite3* raw = nullptr;
+    const int rc = sqlite3_open_v2(file.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
+    struct Closer {
+        sqlite3* db;
+        ~Closer() { sqlite3_close_v2(db); }
+    } closer{raw};
+    if (rc != SQLITE_OK) return;  // the read-write open reports it
+    sqlite3_extended_result_codes(raw, 1);
+    sqlite3_db_config(raw, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+    sqlite3_busy_timeout(raw, kBusyTimeoutMs);
+    try {
+        check_identity(raw, file);
+    } catch (const LibraryBusy&) {
+        throw;
+    } catch (const InputError& e) {
+        refuse_wal(file, e.what());
+    }
+}
+
 void quick_check(sqlite3* db, const std::filesystem::path& file) {
     Statement st(db, file, "PRAGMA quick_check");
     std::vector<std::string> problems;
@@ -312,6 +342,14 @@ std::unique_ptr<Library> Library::open(const std::filesystem::path& file, OpenMo
             }
         }
     }
+    if (writable && !in_memory && std::filesystem::exists(file.string() + "-wal", ec) &&
+        std::filesystem::file_size(file, ec) > 0 && !ec) {
+        // A read-write connection replays and checkpoints the -wal beside the file into it; when
+        // that -wal belongs to another database the library would be overwritten. Look through a
+        // read-only connection first (which changes nothing) and refuse what does not read as a
+        // RoutePack library.
+        probe_through_wal(file);
+    }
     std::string open_name = file.string();
     int flags = SQLITE_OPEN_READWRITE | (mode == OpenMode::Create ? SQLITE_OPEN_CREATE : 0);
     const std::filesystem::path wal = file.string() + "-wal";
@@ -356,11 +394,7 @@ std::unique_ptr<Library> Library::open(const std::filesystem::path& file, OpenMo
             throw;
         } catch (const InputError& e) {
             if (!through_wal) throw;
-            std::string why = e.what();
-            if (why.rfind(file.string() + ": ", 0) == 0) why.erase(0, file.string().size() + 2);
-            throw InputError(file.string() + ": cannot be read with the write-ahead log beside it (" + wal.string() +
-                             "): " + why + "; nothing was changed (if that -wal file belongs to another "
-                             "database, move it away)");
+            refuse_wal(file, e.what());
         }
         return lib;
     }

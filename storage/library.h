@@ -119,7 +119,9 @@ public:
     static std::unique_ptr<Library> open(const std::filesystem::path& file, bool create = true);
     /// Opens in the given mode. The writable modes refuse up front, with "<file>: library is
     /// read-only (cannot write)", a file or folder the process cannot write (so that no -wal/-shm
-    /// files are left behind); ReadOnly reads a library of an older schema version as it is
+    /// files are left behind), and with the ReadOnly message "<file>: cannot be read with the
+    /// write-ahead log beside it (...)" a library whose -wal does not read as a RoutePack library
+    /// (a read-write connection would checkpoint it into the file); ReadOnly reads a library of an older schema version as it is
     /// (reads use only tables of version 1) and refuses a file without any schema.
     static std::unique_ptr<Library> open(const std::filesystem::path& file, OpenMode mode);
     ~Library();

@@ -121,6 +121,21 @@ private Q_SLOTS:
         QCOMPARE(qs(error_of<InputError>([&] { storage::Library::open(lib, storage::OpenMode::ReadOnly); })), expected);
         QVERIFY(read_file(lib) == bytes);
         QVERIFY(read_file(lib.string() + "-wal") == wal);
+        // A writing command looks first too: a read-write connection would checkpoint that -wal
+        // into the library and lose it.
+        write_file(tmp / "in2" / "b.jsonl", "[[[3, 1], [2, 0]]]\n");
+        r = cli({QStringLiteral("import"), QStringLiteral("--db"), q(lib), QStringLiteral("--name"), QStringLiteral("u"),
+                 QStringLiteral("--format"), QStringLiteral("nested-json"), QStringLiteral("--experts"),
+                 QStringLiteral("4"), QStringLiteral("--top-k"), QStringLiteral("2"), QStringLiteral("--layers"),
+                 QStringLiteral("2"), q(tmp / "in2")});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, err_line(expected));
+        r = cli({QStringLiteral("window"), QStringLiteral("--db"), q(lib), QStringLiteral("--trace"), QStringLiteral("t"),
+                 QStringLiteral("--name"), QStringLiteral("w"), QStringLiteral("--first"), QStringLiteral("1")});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, err_line(expected));
+        QVERIFY(read_file(lib) == bytes);
+        QVERIFY(read_file(lib.string() + "-wal") == wal);
         // Moved away, the library reads as before.
         fs::remove(lib.string() + "-wal");
         fs::remove(lib.string() + "-shm");
