@@ -2,7 +2,9 @@
 
 #include "core/errors.h"
 #include "core/import.h"
+#include "core/budgets_json.h"
 #include "core/import_detail.h"
+#include "core/input_file.h"
 #include "core/expert_map.h"
 #include "core/plan_file.h"
 #include "core/rng.h"
@@ -80,16 +82,7 @@ struct ModelFlags {
         ModelDescription m;
         if (!model.empty()) m = known_model(model);
         if (!model_config.empty()) {
-            std::error_code ec;
-            if (std::filesystem::is_directory(model_config, ec))
-                throw InputError(model_config + ": is a folder, not a model config (config.json)");
-            if (std::filesystem::exists(model_config, ec) && !std::filesystem::is_regular_file(model_config, ec))
-                throw InputError(model_config + ": not a regular file, not a model config (config.json)");
-            std::ifstream in(model_config, std::ios::binary);
-            if (!in) throw InputError(model_config + ": cannot open model config");
-            std::stringstream ss;
-            ss << in.rdbuf();
-            m = model_from_hf_config(ss.str(), model_config);
+            m = model_from_hf_config(read_input_file(model_config, input_files::kModelConfig), model_config);
         }
         for (const auto& [flag, v] : {std::pair{"--experts", experts}, {"--top-k", top_k}, {"--layers", layers}})
             if (v < 0) throw InputError(std::string(flag) + " must be >= 1 (got " + std::to_string(v) + ")");
@@ -158,11 +151,22 @@ nlohmann::json trace_json(const storage::Library& lib, const storage::TraceEntry
     return j;
 }
 
+/// A name or other stored text as echoed on a terminal: one line, escapes for control
+/// characters and invalid UTF-8, cut at 80 characters with "..." (the library keeps it whole).
+std::string shown(const std::string& s) {
+    return detail::printable(s);
+}
+/// A path as echoed: escapes as shown(), never cut.
+std::string shown_path(const std::string& s) {
+    return detail::printable(s, s.size());
+}
+
 void print_trace_text(const nlohmann::json& j, bool detail) {
-    std::cout << "trace " << j["name"].get<std::string>() << "  (" << j["format"].get<std::string>()
+    const auto text = [&j](const char* key) { return shown(j[key].get<std::string>()); };
+    std::cout << "trace " << text("name") << "  (" << text("format")
               << (j["load_only"].get<bool>() ? ", load-only" : "") << ")\n";
     const auto& m = j["model"];
-    std::cout << "  model     " << (m["name"].get<std::string>().empty() ? "-" : m["name"].get<std::string>()) << ": "
+    std::cout << "  model     " << (m["name"].get<std::string>().empty() ? "-" : shown(m["name"].get<std::string>())) << ": "
               << m["moe_layers"].size() << " MoE layers ("
               << format_layer_list(m["moe_layers"].get<std::vector<int>>()) << " of "
               << m["num_hidden_layers"].get<int>() << "), " << m["experts"].get<int>() << " experts, top-"
@@ -191,8 +195,8 @@ void print_trace_text(const nlohmann::json& j, bool detail) {
         }
     }
     for (const auto& w : j["windows"])
-        std::cout << "  window    " << w["name"].get<std::string>() << ": " << w["samples"] << " samples ("
-                  << w["definition"].get<std::string>() << ")\n";
+        std::cout << "  window    " << shown(w["name"].get<std::string>()) << ": " << w["samples"] << " samples ("
+                  << shown(w["definition"].get<std::string>()) << ")\n";
 }
 
 
@@ -289,11 +293,11 @@ int do_import(const ImportCmd& c) {
     guard.commit();
     if (tty) std::fputs("\n", stderr);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::cout << "imported trace '" << c.name << "' into " << c.db << ": " << s.samples << " samples from " << s.files
+    std::cout << "imported trace '" << shown(c.name) << "' into " << shown_path(c.db) << ": " << s.samples << " samples from " << s.files
               << " files (" << human_bytes(s.bytes) << ", format " << to_string(s.format) << ") in "
               << fmt("%.2f", secs) << " s\n";
     const auto& m = s.model;
-    std::cout << "  model    " << (m.name.empty() ? "-" : m.name) << ": " << m.num_moe_layers() << " MoE layers ("
+    std::cout << "  model    " << (m.name.empty() ? "-" : shown(m.name)) << ": " << m.num_moe_layers() << " MoE layers ("
               << format_layer_list(m.moe_layers) << " of " << m.num_hidden_layers << "), " << m.experts
               << " experts, top-" << m.top_k << "\n";
     if (s.samples > 0) {
@@ -306,7 +310,7 @@ int do_import(const ImportCmd& c) {
                   << s.max_length << " tokens (t_i rule: " << r << ")\n";
     }
     std::cout << "  missing routes " << s.missing_routes << "\n";
-    for (const auto& n : s.notes) std::cout << "  note: " << n << "\n";
+    for (const auto& n : s.notes) std::cout << "  note: " << detail::printable(n, 400) << "\n";
     return 0;
 }
 
@@ -349,12 +353,13 @@ int do_window_split(const WindowCmd& c) {
     return 0;
 }
 
-/// --seed as an unsigned 64-bit integer; InputError for anything else (a negative number included).
-std::uint64_t parse_seed(const std::string& text) {
+/// --seed of `command` as an unsigned 64-bit integer; InputError for anything else (a negative
+/// number, or one above 2^64-1, included: never wrapped).
+std::uint64_t parse_seed(const std::string& text, const std::string& command = "window") {
     std::uint64_t v = 0;
     const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
     if (text.empty() || ec != std::errc() || p != text.data() + text.size())
-        throw InputError("window: --seed must be an integer in 0..18446744073709551615 (got '" +
+        throw InputError(command + ": --seed must be an integer in 0..18446744073709551615 (got '" +
                          detail::printable(text) + "')");
     return v;
 }
@@ -375,12 +380,7 @@ int do_window(const WindowCmd& c) {
     std::vector<std::string> ids;
     if (c.ids_given) {
         // Read the list before touching the library: a bad list changes nothing.
-        std::error_code ec;
-        if (std::filesystem::is_directory(c.ids_file, ec)) throw InputError(c.ids_file + ": is a folder, not an id list");
-        if (std::filesystem::exists(c.ids_file, ec) && !std::filesystem::is_regular_file(c.ids_file, ec))
-            throw InputError(c.ids_file + ": not a regular file, not an id list");
-        std::ifstream in(c.ids_file, std::ios::binary);
-        if (!in) throw InputError(c.ids_file + ": cannot open id list");
+        std::istringstream in(read_input_file(c.ids_file, input_files::kIdList));
         std::string line;
         bool first_line = true;
         while (std::getline(in, line)) {
@@ -393,7 +393,6 @@ int do_window(const WindowCmd& c) {
             if (b == e || line[b] == '#') continue;
             ids.push_back(line.substr(b, e - b));
         }
-        if (in.bad()) throw InputError(c.ids_file + ": read error");
         if (ids.empty()) throw InputError(c.ids_file + ": no sample ids");
     }
     auto lib = storage::Library::open(c.db, storage::OpenMode::ReadWrite);
@@ -411,8 +410,8 @@ int do_window(const WindowCmd& c) {
         if (c.groups_given) definition = "groups " + c.groups;
     }
     const auto w = lib->create_window(c.trace, c.name, ids, definition);
-    std::cout << "window '" << w.name << "' of trace '" << c.trace << "': " << w.samples << " samples (" << definition
-              << ")\n";
+    std::cout << "window '" << shown(w.name) << "' of trace '" << shown(c.trace) << "': " << w.samples << " samples ("
+              << shown(definition) << ")\n";
     return 0;
 }
 
@@ -485,12 +484,8 @@ int do_demo(const DemoCmd& c) {
 }
 
 
-std::string read_text(const std::string& path, const char* what) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw InputError(path + ": cannot open " + what);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
+std::string read_text(const std::string& path, const InputFileKind& kind) {
+    return read_input_file(path, kind);
 }
 
 /// Inputs shared by plan, compare and validate: a library window, or trace files read straight.
@@ -549,8 +544,10 @@ struct WindowSource {
 };
 
 struct PlanCmd {
+    std::string command;  ///< "plan" or "compare", for messages
     WindowSource src;
     std::string topology, out;
+    std::string seed_text;  ///< --seed, parsed by run_planner (0..2^64-1, never wrapped)
     PlannerBudgets budgets;
     bool json = false;
     bool quiet = false;
@@ -564,7 +561,7 @@ void add_budget_flags(CLI::App& app, PlanCmd& c) {
         return s;
     }() + ")")
         ->required();
-    app.add_option("--seed", b.seed, "random seed (same inputs + seed + threads => same plan)");
+    app.add_option("--seed", c.seed_text, "random seed, 0..2^64-1 (same inputs + seed + threads => same plan)");
     app.add_option("--threads", b.workers, "worker threads (default: all cores)");
     app.add_option("--time-limit", b.time_limit_s, "wall-clock limit in seconds (recorded when it fires)");
     app.add_option("--seeds", b.seeding.candidates, "M: fixed-row seed candidates");
@@ -636,8 +633,8 @@ nlohmann::json compare_json(const PlanResult& r) {
 
 void print_comparison(const PlanResult& r) {
     const auto& t = r.topology;
-    std::cout << "window " << (r.window_name.empty() ? std::string("(whole trace)") : "'" + r.window_name + "'")
-              << " of '" << r.trace_name << "': " << r.samples.size() << " samples; " << t.ep_ranks << " EP ranks, "
+    std::cout << "window " << (r.window_name.empty() ? std::string("(whole trace)") : "'" + shown(r.window_name) + "'")
+              << " of '" << shown(r.trace_name) << "': " << r.samples.size() << " samples; " << t.ep_ranks << " EP ranks, "
               << t.dp_slots << " DP slots in " << t.shards() << " EDP shards, cap C = " << t.token_cap << "\n";
     std::cout << "rows: " << r.rows.how << "; lower bound " << r.rows.lower_bound << "\n";
     if (r.baseline_not_ffd)
@@ -676,10 +673,14 @@ void print_comparison(const PlanResult& r) {
 }
 
 PlanResult run_planner(const PlanCmd& c) {
+    PlannerBudgets budgets = c.budgets;
+    if (!c.seed_text.empty()) budgets.seed = parse_seed(c.seed_text, c.command);
+    check_planner_budgets(budgets, c.command, BudgetNames::Flags);  // before anything is read
     PlanInput in;
+    // The topology first: a file or a shipped name (resources/topologies), small and quick to refuse.
+    in.topology = load_topology(c.topology);
     in.window = c.src.load(&in.trace_name, &in.window_name);
-    in.topology = load_topology(c.topology);  // a topology file, or a shipped name (resources/topologies)
-    in.budgets = c.budgets;
+    in.budgets = budgets;
     std::signal(SIGINT, on_sigint);
     const bool tty = isatty(STDERR_FILENO) && !c.quiet;
     return plan_window(in, [&](const PlanEvent& e) {
@@ -690,21 +691,40 @@ PlanResult run_planner(const PlanCmd& c) {
     }, &g_cancel);
 }
 
-int do_plan(const PlanCmd& c, bool write) {
-    if (write && c.out.empty()) throw InputError("plan: --out PLAN.json is required");
-    const PlanResult r = run_planner(c);
-    if (write) {
-        const std::string text = plan_to_json(r);
-        const std::filesystem::path out(c.out);
-        const auto tmp = out.string() + ".tmp";
+/// Refuses an output path that is a folder (or another non-file), before any work is done.
+void check_output_file(const std::string& out, const char* flag) {
+    std::error_code ec;
+    const auto st = std::filesystem::status(out, ec);
+    if (std::filesystem::is_directory(st)) throw InputError(out + ": is a folder (" + flag + " names the file to write)");
+    if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+        throw InputError(out + ": not a regular file (" + flag + " names the file to write)");
+}
+
+/// Writes `text` + "\n" to `out` through `out`.tmp and a rename; the .tmp file never stays behind.
+void write_file_atomically(const std::string& out, const std::string& text, const char* what) {
+    const std::string tmp = out + ".tmp";
+    std::error_code ec;
+    try {
         {
             std::ofstream f(tmp, std::ios::binary);
-            if (!f) throw InputError(c.out + ": cannot write plan");
+            if (!f) throw InputError(out + ": cannot write " + what);
             f << text << "\n";
-            if (!f) throw InputError(c.out + ": write failed");
+            f.close();
+            if (!f) throw InputError(out + ": write failed");
         }
-        std::filesystem::rename(tmp, out);
+        std::filesystem::rename(tmp, out, ec);
+        if (ec) throw InputError(out + ": cannot write " + what + " (" + ec.message() + ")");
+    } catch (...) {
+        std::filesystem::remove(tmp, ec);
+        throw;
     }
+}
+
+int do_plan(const PlanCmd& c, bool write) {
+    if (write && c.out.empty()) throw InputError("plan: --out PLAN.json is required");
+    if (write) check_output_file(c.out, "--out");
+    const PlanResult r = run_planner(c);
+    if (write) write_file_atomically(c.out, plan_to_json(r), "plan");
     if (c.json) {
         std::cout << compare_json(r).dump(2) << "\n";
     } else {
@@ -720,7 +740,7 @@ struct ValidateCmd {
 };
 
 int do_validate(const ValidateCmd& c) {
-    const PlanFile f = parse_plan(read_text(c.plan, "plan"), c.plan);
+    const PlanFile f = parse_plan(read_text(c.plan, input_files::kPlan), c.plan);
     std::cout << c.plan << ": structure valid: " << f.sample_ids.size() << " samples in " << f.row_count << " x "
               << f.topology.dp_slots << " cells, " << f.placement.layers << " MoE layers x " << f.placement.experts
               << " experts on " << f.placement.ep_ranks << " EP ranks\n";
@@ -742,16 +762,9 @@ struct ExportMapCmd {
 
 int do_export_map(const ExportMapCmd& c) {
     const ExpertMapFormat f = parse_expert_map_format(c.format);
-    const PlanFile p = parse_plan(read_text(c.plan, "plan"), c.plan);
-    const std::string text = expert_map_json(p.placement, p.model, f);
-    const std::string tmp = c.out + ".tmp";
-    {
-        std::ofstream o(tmp, std::ios::binary);
-        if (!o) throw InputError(c.out + ": cannot write expert map");
-        o << text << "\n";
-        if (!o) throw InputError(c.out + ": write failed");
-    }
-    std::filesystem::rename(tmp, c.out);
+    const PlanFile p = parse_plan(read_text(c.plan, input_files::kPlan), c.plan);
+    check_output_file(c.out, "--out");
+    write_file_atomically(c.out, expert_map_json(p.placement, p.model, f), "expert map");
     std::cout << "expert map (" << c.format << ", rows = "
               << (f == ExpertMapFormat::SGLang ? "all " + std::to_string(p.model.num_hidden_layers) + " decoder layers"
                                                : std::to_string(p.model.num_moe_layers()) + " MoE layers")
@@ -996,6 +1009,7 @@ int run(int argc, char** argv) {
     demo->add_option("--out", dc.out, "output folder (default routepack-demo)");
 
     PlanCmd pc;
+    pc.command = "plan";
     auto* plan = app.add_subcommand("plan", "plan a window: LPT placement, certified rows, RoutePack packing; writes the plan JSON");
     pc.src.add(*plan);
     add_budget_flags(*plan, pc);
@@ -1004,6 +1018,7 @@ int run(int argc, char** argv) {
     plan->add_flag("--quiet", pc.quiet, "no progress on stderr");
 
     PlanCmd cc;
+    cc.command = "compare";
     auto* cmp = app.add_subcommand("compare", "compare baseline / reorder / karmarkar-karp / routepack on a window");
     cc.src.add(*cmp);
     add_budget_flags(*cmp, cc);
@@ -1071,7 +1086,7 @@ int run(int argc, char** argv) {
             if (info_json) {
                 std::cout << nlohmann::json{{"library", info_db}, {"traces", all}}.dump(2) << "\n";
             } else {
-                std::cout << "library " << info_db << ": " << all.size() << " trace(s)\n";
+                std::cout << "library " << shown_path(info_db) << ": " << all.size() << " trace(s)\n";
                 for (const auto& t : all) print_trace_text(t, !info_trace.empty());
             }
             return 0;

@@ -1,10 +1,15 @@
 #include "core/budgets_json.h"
 
 #include "core/errors.h"
+#include "core/import_detail.h"
 
 #include <nlohmann/json.hpp>
 
+#include <tbb/info.h>
+
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 namespace routepack {
@@ -66,12 +71,60 @@ struct Reader {
     }
 };
 
+std::string number_text(double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+}
+
 } // namespace
+
+int max_planner_workers() {
+    return 4 * std::max(1, tbb::info::default_concurrency());
+}
+
+void check_planner_budgets(const PlannerBudgets& b, const std::string& origin, BudgetNames names, bool check_workers) {
+    const bool flags = names == BudgetNames::Flags;
+    auto bad = [&](const char* flag, const char* key, const std::string& rule, const std::string& got) {
+        const std::string name = flags ? std::string(flag) : "budget '" + std::string(key) + "'";
+        throw InputError(origin + ": " + name + " must be " + rule + " (got " + got + ")");
+    };
+    const int max_workers = max_planner_workers();
+    if (b.workers < 0 || (check_workers && b.workers > max_workers))
+        bad("--threads", "workers",
+            "0 (all cores) or in 1.." + std::to_string(max_workers) + " = 4 x " + std::to_string(max_workers / 4) +
+                " cores",
+            std::to_string(b.workers));
+    if (!std::isfinite(b.time_limit_s) || b.time_limit_s < 0 || b.time_limit_s > kMaxTimeLimitSeconds)
+        bad("--time-limit", "time_limit_s", "finite seconds in 0..31536000 (one year; 0 = no limit)",
+            number_text(b.time_limit_s));
+    const auto& s = b.seeding;
+    const auto& a = b.annealing;
+    auto at_least = [&](const char* flag, const char* key, std::int64_t v, std::int64_t lo) {
+        if (v < lo) bad(flag, key, ">= " + std::to_string(lo), std::to_string(v));
+    };
+    at_least("--seeds", "seeds_M", s.candidates, 1);
+    at_least("--population", "population", s.population, 1);
+    at_least("--choice-width", "choice_width", s.choice_width, 1);
+    at_least("projections", "projections", s.projections, 1);
+    at_least("pair_candidates", "pair_candidates", s.pair_candidates, 1);
+    if (!std::isfinite(s.eta) || s.eta < 0) bad("--eta", "eta", "a finite number >= 0", number_text(s.eta));
+    at_least("--levels", "levels", a.levels, 0);
+    at_least("--steps", "steps_per_level", a.steps, 0);
+    if (!std::isfinite(a.t0) || !(a.t0 > 0)) bad("--t0", "t0", "a finite number > 0", number_text(a.t0));
+    if (!(a.cooling > 0 && a.cooling <= 1)) bad("--cooling", "cooling", "in (0, 1]", number_text(a.cooling));
+    if (!(a.p_guide >= 0 && a.p_guide <= 1)) bad("--p-guide", "p_guide", "in [0, 1]", number_text(a.p_guide));
+    if (!(a.rho >= 0 && a.rho <= 1)) bad("--rho", "rho", "in [0, 1]", number_text(a.rho));
+    if (!(a.p_straggler >= 0 && a.p_straggler <= 1))
+        bad("--p-straggler", "p_straggler", "in [0, 1]", number_text(a.p_straggler));
+    at_least("--row-nodes", "row_nodes", b.row_nodes, 0);
+    at_least("--polish", "polish_evaluations", b.polish_evaluations, 0);
+}
 
 PlannerBudgets parse_planner_budgets(const std::string& json_text, const std::string& origin) {
     nlohmann::json j;
     try {
-        j = nlohmann::json::parse(json_text);
+        j = detail::parse_json_strict(json_text, origin);
     } catch (const nlohmann::json::exception&) {
         throw InputError(origin + ": malformed budgets JSON");
     }
@@ -102,6 +155,7 @@ PlannerBudgets parse_planner_budgets(const std::string& json_text, const std::st
     r.integer("row_nodes", b.row_nodes, 0);
     r.integer("polish_evaluations", b.polish_evaluations, 0);
     r.real("time_limit_s", b.time_limit_s, 0, inf);
+    check_planner_budgets(b, origin, BudgetNames::Keys, false);
     return b;
 }
 

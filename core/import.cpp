@@ -1,6 +1,7 @@
 #include "core/import.h"
 
 #include "core/import_detail.h"
+#include "core/input_file.h"
 
 #include <tbb/parallel_pipeline.h>
 #include <tbb/info.h>
@@ -29,23 +30,7 @@ constexpr FormatName kFormats[] = {
 };
 
 std::string read_whole_file(const std::filesystem::path& p) {
-    std::error_code ec;
-    const auto status = std::filesystem::status(p, ec);
-    if (ec) throw InputError(p.string() + ": cannot open file (" + ec.message() + ")");
-    if (std::filesystem::is_directory(status)) throw InputError(p.string() + ": is a folder, not a trace file");
-    if (!std::filesystem::is_regular_file(status))
-        throw InputError(p.string() + ": not a regular file (devices, pipes and sockets are not trace files)");
-    const std::uintmax_t size = std::filesystem::file_size(p, ec);
-    if (ec) throw InputError(p.string() + ": cannot read the file size (" + ec.message() + ")");
-    if (size > static_cast<std::uintmax_t>(std::string().max_size()))
-        throw InputError(p.string() + ": file too large (" + std::to_string(size) + " bytes)");
-    std::ifstream in(p, std::ios::binary);
-    if (!in) throw InputError(p.string() + ": cannot open file");
-    std::string bytes(static_cast<std::size_t>(size), '\0');
-    if (size > 0 && !in.read(bytes.data(), static_cast<std::streamsize>(size)))
-        throw InputError(p.string() + ": read error (" + std::to_string(in.gcount()) + " of " + std::to_string(size) +
-                         " bytes read)");
-    return bytes;
+    return read_input_file(p, input_files::kTraceFile);
 }
 
 bool is_trace_extension(const std::filesystem::path& p) {

@@ -265,6 +265,16 @@ private:
 
 }  // namespace
 
+nlohmann::json parse_json_strict(std::string_view text, const std::string& origin) {
+    nlohmann::json out;
+    CheckedDomParser sax(out);
+    const bool ok = nlohmann::json::sax_parse(text.data(), text.data() + text.size(), &sax);
+    if (!ok && sax.duplicate)
+        throw InputError(origin + ": malformed JSON: duplicate key '" + printable(*sax.duplicate) + "' in one object");
+    if (!ok) throw InputError(origin + ": malformed JSON");
+    return out;
+}
+
 void for_each_line(std::string_view text,
                    const std::function<void(std::string_view, std::size_t, std::size_t)>& fn) {
     std::size_t pos = 0, line = 0;

@@ -114,6 +114,11 @@ void for_each_line(std::string_view text,
 /// of a repeated key would otherwise be lost silently).
 nlohmann::json parse_json_text(const SourceFile& f, std::string_view text, std::size_t offset, std::size_t line);
 
+/// nlohmann::json::parse of a whole document with repeated keys refused: InputError "<origin>:
+/// malformed JSON: duplicate key '<k>' in one object" (printable, cut at 80 characters); every
+/// other error is nlohmann's own exception, as json::parse throws it, for the caller's message.
+nlohmann::json parse_json_strict(std::string_view text, const std::string& origin);
+
 /// Calls `fn(value)` for every top-level JSON value of `f`: the whole document once, or every
 /// non-blank line when the file is JSON lines. `single` tells which. A leading BOM is skipped.
 void for_each_json_value(const SourceFile& f, const std::function<void(nlohmann::json&&, bool single)>& fn);

@@ -189,7 +189,7 @@ std::vector<int> layer_array(const nlohmann::json& v, const std::string& origin,
 
 nlohmann::json parse_json_text(const std::string& text, const std::string& origin) {
     try {
-        return nlohmann::json::parse(text);
+        return detail::parse_json_strict(text, origin);
     } catch (const nlohmann::json::parse_error& e) {
         throw InputError(origin + ": malformed JSON at byte " + std::to_string(e.byte) + "");
     } catch (const nlohmann::json::exception& e) {

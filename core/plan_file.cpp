@@ -1,6 +1,7 @@
 #include "core/plan_file.h"
 
 #include "core/errors.h"
+#include "core/import_detail.h"
 #include "core/packing.h"
 #include "core/placement.h"
 
@@ -141,11 +142,21 @@ const json& need(const json& j, const char* key, const std::string& where) {
     return j[key];
 }
 
-std::int64_t need_int(const json& j, const char* key, const std::string& where) {
+/// An integer field in lo..hi, never narrowed or wrapped: "<where>: field 'k' must be an integer in
+/// lo..hi (got x)" (x as written, values above INT64_MAX included).
+std::int64_t need_int(const json& j, const char* key, const std::string& where,
+                      std::int64_t lo = std::numeric_limits<std::int64_t>::min(),
+                      std::int64_t hi = std::numeric_limits<std::int64_t>::max()) {
     const auto& v = need(j, key, where);
     if (!v.is_number_integer()) throw InputError(where + ": field '" + std::string(key) + "' must be an integer");
+    const bool huge = v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi);
+    if (huge || v.get<std::int64_t>() < lo || v.get<std::int64_t>() > hi)
+        throw InputError(where + ": field '" + std::string(key) + "' must be an integer in " + std::to_string(lo) + ".." +
+                         std::to_string(hi) + " (got " + v.dump() + ")");
     return v.get<std::int64_t>();
 }
+
+constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
 
 /// An integer field that must fit 0..INT_MAX (no silent wrap or truncation of 2^32+16 or 1.7).
 int need_count(const json& j, const char* key, const std::string& where) {
@@ -166,13 +177,13 @@ LayoutMetrics parse_metrics(const json& j, const std::string& where) {
     LayoutMetrics m;
     m.score = parse_score(need(j, "score", where), where + ".score");
     m.cv_global = need(j, "cv_global", where).get<double>();
-    m.ep_peak_sum = need_int(j, "ep_peak_sum", where);
-    m.ep_tail_peak = need_int(j, "ep_tail_peak", where);
+    m.ep_peak_sum = need_int(j, "ep_peak_sum", where, 0);
+    m.ep_tail_peak = need_int(j, "ep_tail_peak", where, 0);
     m.ep_balance_efficiency = need(j, "ep_balance_efficiency", where).get<double>();
     m.attention_sum = need(j, "attention_sum", where).get<double>();
     m.joint = need(j, "joint", where).get<double>();
-    m.cap_violations = static_cast<int>(need_int(j, "cap_violations", where));
-    m.empty_cells = static_cast<int>(need_int(j, "empty_cells", where));
+    m.cap_violations = static_cast<int>(need_int(j, "cap_violations", where, 0, kIntMax));
+    m.empty_cells = static_cast<int>(need_int(j, "empty_cells", where, 0, kIntMax));
     return m;
 }
 
@@ -181,7 +192,7 @@ LayoutMetrics parse_metrics(const json& j, const std::string& where) {
 PlanFile parse_plan(const std::string& text, const std::string& origin) {
     json j;
     try {
-        j = json::parse(text);
+        j = detail::parse_json_strict(text, origin);
     } catch (const json::parse_error& e) {
         throw InputError(origin + ": malformed JSON at byte " + std::to_string(e.byte));
     }
@@ -230,12 +241,19 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
     f.placement.layers = L;
     f.placement.experts = E;
     f.placement.ep_ranks = f.topology.ep_ranks;
+    auto layer_where = [&](int l) {
+        return origin + ": placement[" + std::to_string(l) + "] (layer " + std::to_string(f.model.moe_layers[l]) + ")";
+    };
+    // The shape first: the [L][E] table is allocated only for a file that really holds it.
+    for (int l = 0; l < L; ++l) {
+        const auto& layer = pl[static_cast<std::size_t>(l)];
+        if (!layer.is_array() || static_cast<int>(layer.size()) != E)
+            throw InputError(layer_where(l) + " must list the slot of each of the " + std::to_string(E) + " experts");
+    }
     f.placement.slot.assign(static_cast<std::size_t>(L) * E, -1);
     for (int l = 0; l < L; ++l) {
         const auto& layer = pl[static_cast<std::size_t>(l)];
-        const std::string where = origin + ": placement[" + std::to_string(l) + "] (layer " + std::to_string(f.model.moe_layers[l]) + ")";
-        if (!layer.is_array() || static_cast<int>(layer.size()) != E)
-            throw InputError(where + " must list the slot of each of the " + std::to_string(E) + " experts");
+        const std::string where = layer_where(l);
         std::vector<char> used(static_cast<std::size_t>(E), 0);
         for (int e = 0; e < E; ++e) {
             const auto& v = layer[static_cast<std::size_t>(e)];
@@ -253,7 +271,10 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
     for (std::size_t i = 0; i < samples.size(); ++i) {
         const std::string where = origin + ": samples[" + std::to_string(i) + "]";
         const auto& s = samples[i];
-        const std::string id = need(s, "id", where).get<std::string>();
+        const auto& id_value = need(s, "id", where);
+        if (!id_value.is_string())
+            throw InputError(where + ": field 'id' must be a string, not " + detail::json_kind(id_value));
+        const std::string id = id_value.get<std::string>();
         if (need_int(s, "index", where) != static_cast<std::int64_t>(i))
             throw InputError(where + ": index must be " + std::to_string(i));
         const auto len = need_int(s, "length", where);
@@ -263,9 +284,13 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
         f.sample_ids.push_back(id);
         f.lengths.push_back(len);
     }
-    f.row_count = static_cast<int>(need_int(j, "row_count", origin));
-    f.row_count_certified = need(j, "row_count_certified", origin).get<bool>();
-    f.row_lower_bound = static_cast<int>(need_int(j, "row_lower_bound", origin));
+    // Every row holds D non-empty cells, so there are at most as many rows as samples.
+    f.row_count = static_cast<int>(need_int(j, "row_count", origin, 1, static_cast<std::int64_t>(f.sample_ids.size())));
+    const auto& certified = need(j, "row_count_certified", origin);
+    if (!certified.is_boolean())
+        throw InputError(origin + ": field 'row_count_certified' must be true or false, not " + detail::json_kind(certified));
+    f.row_count_certified = certified.get<bool>();
+    f.row_lower_bound = static_cast<int>(need_int(j, "row_lower_bound", origin, 0, kIntMax));
     const auto& rows = need(j, "rows", origin);
     const int D = f.topology.dp_slots;
     if (!rows.is_array() || static_cast<int>(rows.size()) != f.row_count || f.row_count < 1)
@@ -278,10 +303,14 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
         if (!row.is_array() || static_cast<int>(row.size()) != D)
             throw InputError(origin + ": rows[" + std::to_string(r) + "] must hold D = " + std::to_string(D) + " cells");
         for (int d = 0; d < D; ++d) {
-            for (const auto& v : row[static_cast<std::size_t>(d)]) {
+            const auto& cell = row[static_cast<std::size_t>(d)];
+            if (!cell.is_array())
+                throw InputError(origin + ": rows[" + std::to_string(r) + "][" + std::to_string(d) +
+                                 "] must be a list of sample ids, not " + detail::json_kind(cell));
+            for (const auto& v : cell) {
                 auto it = v.is_string() ? index.find(v.get<std::string>()) : index.end();
                 if (it == index.end())
-                    throw InputError(origin + ": rows[" + std::to_string(r) + "][" + std::to_string(d) + "] names " + v.dump() +
+                    throw InputError(origin + ": rows[" + std::to_string(r) + "][" + std::to_string(d) + "] names " + detail::json_brief(v) +
                                      ", not a sample of the plan");
                 f.layout.cells[static_cast<std::size_t>(f.layout.cell_index(r, d))].push_back(it->second);
             }
@@ -325,7 +354,7 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
         if (!seed.is_number_unsigned()) throw InputError(origin + ": planner: field 'seed' must be an integer in 0..2^64-1");
         f.seed = seed.get<std::uint64_t>();
     }
-    f.workers = static_cast<int>(need_int(planner, "workers", origin + ": planner"));
+    f.workers = static_cast<int>(need_int(planner, "workers", origin + ": planner", 0, 4096));
     return f;
 }
 

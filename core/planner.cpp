@@ -1,5 +1,6 @@
 #include "core/planner.h"
 
+#include "core/budgets_json.h"
 #include "core/errors.h"
 #include "core/placement.h"
 
@@ -45,6 +46,7 @@ std::string window_fingerprint(const Trace& window) {
 }
 
 PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, const std::atomic<bool>* cancel) {
+    check_planner_budgets(in.budgets, "planner", BudgetNames::Keys);
     const auto t_start = Clock::now();
     std::optional<Clock::time_point> deadline;
     if (in.budgets.time_limit_s > 0)

@@ -96,7 +96,8 @@ double bound_gap(double max_u, double bound);
 /// Hex FNV-1a fingerprint of a window's lengths and counts (the plan's `inputs.fingerprint`).
 std::string window_fingerprint(const Trace& window);
 
-/// Runs the whole planner. InputError for bad input (sample longer than C, fewer samples than D, E
+/// Runs the whole planner. InputError for bad input (budgets out of range, as check_planner_budgets
+/// with origin "planner" and JSON key names: "planner: budget 'workers' must be ..."; sample longer than C, fewer samples than D, E
 /// not divisible by P, no rectangular layout, empty window, ...), naming the sample or field.
 /// When `cancel` is set, returns the best valid plan found so far (at worst `reorder`) with
 /// cancelled = true.

@@ -52,7 +52,7 @@ private:
     std::vector<std::int64_t> tree_;
 };
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a <= 0 ? 0 : (a + b - 1) / b; }
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a <= 0 ? 0 : 1 + (a - 1) / b; }  // no a + b overflow
 
 /// Martello-Toth L2 lower bound on the number of bins of capacity C for items `w` (each 1..C):
 /// max over alpha in {0} U {w_j : 2 w_j <= C} of

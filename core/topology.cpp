@@ -1,5 +1,7 @@
 #include "core/topology.h"
 
+#include "core/input_file.h"
+
 #include "core/errors.h"
 #include "core/import_detail.h"
 #include "core/resources.h"
@@ -24,13 +26,33 @@ std::vector<int> Topology::shard_of_slot() const {
 
 namespace {
 
-std::int64_t need_int(const nlohmann::json& j, const char* key, const std::string& origin, std::int64_t min) {
+/// Largest EP rank and DP slot counts, experts per layer (as ModelDescription), token cap C (the
+/// token limit of the importers: no cell holds more tokens than a trace can) and min_rows.
+constexpr std::int64_t kMaxRanks = std::int64_t(1) << 20;
+constexpr std::int64_t kMaxExpertsPerLayer = std::int64_t(1) << 20;
+constexpr std::int64_t kMaxTokenCap = detail::kMaxTokens;
+constexpr std::int64_t kMaxMinRows = std::int64_t(1) << 30;
+/// Most attention stages (a model has a handful of attention kinds; each costs a pass per cell).
+constexpr std::size_t kMaxAttentionStages = 64;
+/// Largest attention-stage alpha / beta (cost per token).
+constexpr double kMaxStageCoefficient = 1e12;
+
+/// Integer field `key` in min..max, never narrowed: "<origin>: field 'k' must be >= min (got x)",
+/// "... must be at most max (got x)" (values above INT64_MAX included, as written).
+std::int64_t need_int(const nlohmann::json& j, const char* key, const std::string& origin, std::int64_t min,
+                      std::int64_t max) {
     if (!j.contains(key)) throw InputError(origin + ": missing field '" + key + "'");
     const auto& v = j[key];
     if (!v.is_number_integer()) throw InputError(origin + ": field '" + std::string(key) + "' must be an integer");
+    if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(max))
+        throw InputError(origin + ": field '" + std::string(key) + "' must be at most " + std::to_string(max) + " (got " +
+                         std::to_string(v.get<std::uint64_t>()) + ")");
     const auto x = v.get<std::int64_t>();
     if (x < min)
         throw InputError(origin + ": field '" + std::string(key) + "' must be >= " + std::to_string(min) + " (got " +
+                         std::to_string(x) + ")");
+    if (x > max)
+        throw InputError(origin + ": field '" + std::string(key) + "' must be at most " + std::to_string(max) + " (got " +
                          std::to_string(x) + ")");
     return x;
 }
@@ -40,7 +62,7 @@ std::int64_t need_int(const nlohmann::json& j, const char* key, const std::strin
 Topology parse_topology(const std::string& json_text, const std::string& origin) {
     nlohmann::json j;
     try {
-        j = nlohmann::json::parse(json_text);
+        j = detail::parse_json_strict(json_text, origin);
     } catch (const nlohmann::json::parse_error& e) {
         throw InputError(origin + ": malformed JSON at byte " + std::to_string(e.byte));
     } catch (const nlohmann::json::exception&) {
@@ -49,13 +71,12 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
     }
     if (!j.is_object()) throw InputError(origin + ": a topology must be a JSON object");
     Topology t;
-    t.ep_ranks = static_cast<int>(need_int(j, "ep_ranks", origin, 1));
-    t.dp_slots = static_cast<int>(need_int(j, "dp_slots", origin, 1));
-    t.token_cap = need_int(j, "token_cap", origin, 1);
-    if (j.contains("experts_per_layer")) t.experts_per_layer = static_cast<int>(need_int(j, "experts_per_layer", origin, 1));
-    if (j.contains("min_rows")) t.min_rows = static_cast<int>(need_int(j, "min_rows", origin, 0));
-    if (t.ep_ranks > (1 << 20) || t.dp_slots > (1 << 20))
-        throw InputError(origin + ": ep_ranks and dp_slots must be at most 1048576");
+    t.ep_ranks = static_cast<int>(need_int(j, "ep_ranks", origin, 1, kMaxRanks));
+    t.dp_slots = static_cast<int>(need_int(j, "dp_slots", origin, 1, kMaxRanks));
+    t.token_cap = need_int(j, "token_cap", origin, 1, kMaxTokenCap);
+    if (j.contains("experts_per_layer"))
+        t.experts_per_layer = static_cast<int>(need_int(j, "experts_per_layer", origin, 1, kMaxExpertsPerLayer));
+    if (j.contains("min_rows")) t.min_rows = static_cast<int>(need_int(j, "min_rows", origin, 0, kMaxMinRows));
 
     if (j.contains("edp_shards")) {
         const auto& s = j["edp_shards"];
@@ -68,7 +89,9 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
             for (const auto& v : s[g]) {
                 if (!v.is_number_integer())
                     throw InputError(origin + ": edp_shards[" + std::to_string(g) + "] holds a non-integer");
-                const auto d = v.get<std::int64_t>();
+                const auto d = v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t(INT64_MAX)
+                                   ? std::int64_t(INT64_MAX)
+                                   : v.get<std::int64_t>();
                 if (d < 0 || d >= t.dp_slots)
                     throw InputError(origin + ": edp_shards[" + std::to_string(g) + "] names DP slot " +
                                      std::to_string(d) + ", outside 0.." + std::to_string(t.dp_slots - 1));
@@ -95,17 +118,26 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
     if (!j.contains("attention_stages")) throw InputError(origin + ": missing field 'attention_stages'");
     const auto& st = j["attention_stages"];
     if (!st.is_array()) throw InputError(origin + ": attention_stages must be a list of {name, alpha, beta}");
+    if (st.size() > kMaxAttentionStages)
+        throw InputError(origin + ": attention_stages lists " + std::to_string(st.size()) + " stages, at most " +
+                         std::to_string(kMaxAttentionStages) + " are allowed");
     for (std::size_t s = 0; s < st.size(); ++s) {
         const std::string where = origin + ": attention_stages[" + std::to_string(s) + "]";
         if (!st[s].is_object()) throw InputError(where + " must be an object {name, alpha, beta}");
         AttentionStage a;
-        a.name = st[s].value("name", "stage" + std::to_string(s));
+        const auto name = st[s].find("name");
+        if (name != st[s].end() && !name->is_string())
+            throw InputError(where + ": 'name' must be a string, not " + detail::json_kind(*name));
+        a.name = name != st[s].end() ? name->get<std::string>() : "stage" + std::to_string(s);
         for (const char* key : {"alpha", "beta"}) {
             if (!st[s].contains(key) || !st[s][key].is_number())
                 throw InputError(where + ": '" + key + "' must be a number");
             const double v = st[s][key].get<double>();
             if (!std::isfinite(v) || v < 0)
                 throw InputError(where + ": '" + key + "' must be finite and >= 0 (got " + st[s][key].dump() + ")");
+            // Costs stay finite: alpha * T + beta * Q for any window (T, Q < 2^40 tokens) is far below DBL_MAX.
+            if (v > kMaxStageCoefficient)
+                throw InputError(where + ": '" + key + "' must be at most 1e+12 (got " + st[s][key].dump() + ")");
             (key[0] == 'a' ? a.alpha : a.beta) = v;
         }
         t.attention_stages.push_back(std::move(a));
@@ -162,12 +194,7 @@ Topology load_topology(const std::string& spec) {
     std::error_code ec;
     const std::filesystem::path p(spec);
     if (!spec.empty() && std::filesystem::exists(p, ec)) {
-        if (std::filesystem::is_directory(p, ec)) throw InputError(spec + ": is a folder, not a topology file");
-        std::ifstream in(p, std::ios::binary);
-        if (!in) throw InputError(spec + ": cannot open topology");
-        std::stringstream ss;
-        ss << in.rdbuf();
-        return parse_topology(ss.str(), spec);
+        return parse_topology(read_input_file(p, input_files::kTopology), spec);
     }
     for (const auto& r : embedded_topologies())
         if (r.name == spec) return parse_topology(r.text, "resources/topologies/" + r.name + ".json");

@@ -38,8 +38,10 @@ struct Topology {
 };
 
 /// Parses a topology JSON text; `origin` (file name) prefixes every error. Fills the default single
-/// shard when edp_shards is absent. InputError on a missing/ill-typed field, P/D/C < 1, negative or
-/// non-finite alpha/beta, shards that do not partition 0..D-1 (names the slot), min_rows < 0.
+/// shard when edp_shards is absent. InputError on a missing/ill-typed field, an integer out of range
+/// (never narrowed: P and D in 1..2^20, experts_per_layer in 1..2^20, C in 1..2^40, min_rows in
+/// 0..2^30; "<origin>: field 'ep_ranks' must be at most 1048576 (got 4294967304)"), negative,
+/// non-finite or larger than 1e12 alpha/beta, shards that do not partition 0..D-1 (names the slot).
 Topology parse_topology(const std::string& json_text, const std::string& origin);
 /// Serializes to the same JSON shape (edp_shards always written).
 std::string topology_to_json(const Topology& t);

@@ -1,6 +1,8 @@
 #include "gpu/rewrite.h"
 
 #include "core/errors.h"
+#include "core/import_detail.h"
+#include "core/input_file.h"
 #include "core/trace.h"
 #include "gpu/checkpoint_scheme.h"
 #include "gpu/rewrite_cuda.h"
@@ -33,13 +35,11 @@ namespace {
 
 constexpr std::uint64_t kPiece = 8ull << 20;    ///< largest single copy (bytes)
 constexpr std::uint64_t kBatch = 256ull << 20;  ///< bytes between progress reports / cancel checks
+/// Shards are mapped, not read whole: only the regular-file check applies.
+constexpr InputFileKind kShard{"safetensors shard", ~std::uint64_t(0)};
 
-std::string read_text(const fs::path& p) {
-    std::ifstream f(p, std::ios::binary);
-    if (!f) throw InputError(p.string() + ": cannot read");
-    std::ostringstream s;
-    s << f.rdbuf();
-    return s.str();
+std::string read_text(const fs::path& p, const InputFileKind& kind) {
+    return read_input_file(p, kind);
 }
 
 std::string fmt_bytes(std::uint64_t b) {
@@ -227,7 +227,7 @@ std::optional<InputSidecar> read_input_sidecar(const fs::path& dir) {
     if (!fs::exists(fs::symlink_status(p, ec))) return std::nullopt;
     if (!fs::is_regular_file(p, ec)) throw InputError(p.string() + ": not a file");
     try {
-        const json j = json::parse(read_text(p));
+        const json j = detail::parse_json_strict(read_text(p, input_files::kRewriteSidecar), p.string());
         InputSidecar s;
         s.order = j.at("output_order").get<std::string>();
         if (s.order != "physical" && s.order != "logical")
@@ -336,9 +336,10 @@ RewritePlan plan_rewrite(const RewriteRequest& req) {
         if (fs::exists(input / "model.safetensors.index.json")) {
             index = read_index(input);
             for (const std::string& s : index->shards()) {
-                if (!fs::is_regular_file(input / s, ec))
+                if (!fs::exists(input / s, ec))
                     throw InputError((input / "model.safetensors.index.json").string() + ": weight_map names shard " +
                                      s + ", which is missing");
+                check_input_file(input / s, kShard);
                 plan.sources.push_back(input / s);
             }
         } else {
@@ -406,7 +407,7 @@ RewritePlan plan_rewrite(const RewriteRequest& req) {
     int n_group = 1;
     std::string model_origin;
     if (fs::is_regular_file(config, ec)) {
-        const std::string text = read_text(config);
+        const std::string text = read_text(config, input_files::kModelConfig);
         model = model_from_hf_config(text, config.string());
         try {
             const json j = json::parse(text);

@@ -1,6 +1,7 @@
 #include "gpu/rewrite_cli.h"
 
 #include "core/errors.h"
+#include "core/input_file.h"
 #include "core/plan_file.h"
 #include "gpu/rewrite.h"
 
@@ -80,14 +81,7 @@ PlanFile parse_plan_text(const std::string& json_text, const std::string& origin
 }
 
 PlanFile read_plan_file(const std::string& path) {
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) throw InputError(path + ": no such plan file");
-    if (!std::filesystem::is_regular_file(path, ec)) throw InputError(path + ": not a regular file");
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw InputError(path + ": cannot read plan");
-    std::ostringstream text;
-    text << f.rdbuf();
-    return parse_plan_text(text.str(), path);
+    return parse_plan_text(read_input_file(path, input_files::kPlan), path);
 }
 
 RewriteRequest request_from_plan(const PlanFile& plan, const std::string& origin) {

@@ -1,6 +1,8 @@
 #include "gpu/safetensors.h"
 
 #include "core/errors.h"
+#include "core/import_detail.h"
+#include "core/input_file.h"
 
 #include <nlohmann/json.hpp>
 
@@ -43,7 +45,9 @@ constexpr std::array<DtypeRow, 22> kDtypes{{
     {Dtype::I64, "I64", 64},          {Dtype::U64, "U64", 64},
 }};
 
-using ojson = nlohmann::ordered_json;
+/// The header DOM: std::map objects (O(log n) per key; an ordered_json object inserts in O(n), which
+/// made a header of n tensors cost O(n^2)). The file order of the tensors is kept aside.
+using hjson = nlohmann::json;
 
 [[noreturn]] void fail(const std::filesystem::path& file, const std::string& kind, const std::string& detail) {
     throw InputError(file.string() + ": " + kind + ": " + detail);
@@ -155,12 +159,78 @@ struct Frame {
     std::string last_key;
 };
 
-std::string describe_json_type(const ojson& v) {
+/// SAX handler of the header: builds the DOM with nlohmann's plain DOM builder (linear; the
+/// callback parser rescans the parent container at every object end, O(n^2) in the tensor count),
+/// notes the top-level keys in file order and the first repeated key of the top-level object or of
+/// a tensor's own object.
+class HeaderSax {
+public:
+    explicit HeaderSax(hjson& out) : dom_(out, /*allow_exceptions=*/true) {}
+
+    bool null() { return dom_.null(); }
+    bool boolean(bool v) { return dom_.boolean(v); }
+    bool number_integer(hjson::number_integer_t v) { return dom_.number_integer(v); }
+    bool number_unsigned(hjson::number_unsigned_t v) { return dom_.number_unsigned(v); }
+    bool number_float(hjson::number_float_t v, const std::string& s) { return dom_.number_float(v, s); }
+    bool string(std::string& v) { return dom_.string(v); }
+    bool binary(hjson::binary_t& v) { return dom_.binary(v); }
+    bool start_object(std::size_t n) {
+        open(true);
+        return dom_.start_object(n);
+    }
+    bool start_array(std::size_t n) {
+        open(false);
+        return dom_.start_array(n);
+    }
+    bool end_object() {
+        if (!stack_.empty()) stack_.pop_back();
+        return dom_.end_object();
+    }
+    bool end_array() {
+        if (!stack_.empty()) stack_.pop_back();
+        return dom_.end_array();
+    }
+    bool key(std::string& key) {
+        if (!stack_.empty()) {
+            auto& top = stack_.back();
+            if (stack_.size() == 1) top_keys.push_back(key);
+            if (!top.keys.insert(key).second && !dup) {
+                if (stack_.size() == 1) dup = DuplicateKey{1, "", key};
+                else if (stack_.size() == 2 && top.is_object && stack_[0].is_object && top.owner != "__metadata__" &&
+                         (key == "dtype" || key == "shape" || key == "data_offsets"))
+                    dup = DuplicateKey{2, top.owner, key};
+            }
+            top.last_key = key;
+        }
+        return dom_.key(key);
+    }
+    template <class Exception>
+    bool parse_error(std::size_t pos, const std::string& token, const Exception& ex) {
+        return dom_.parse_error(pos, token, ex);  // throws, as hjson::parse does
+    }
+
+    std::optional<DuplicateKey> dup;
+    std::vector<std::string> top_keys;  ///< the header's keys in file order
+
+private:
+    void open(bool is_object) {
+        Frame fr;
+        fr.is_object = is_object;
+        if (stack_.size() == 1) fr.owner = stack_.back().last_key;
+        else if (!stack_.empty()) fr.owner = stack_.back().owner;
+        stack_.push_back(std::move(fr));
+    }
+
+    nlohmann::detail::json_sax_dom_parser<hjson> dom_;
+    std::vector<Frame> stack_;
+};
+
+std::string describe_json_type(const hjson& v) {
     return v.type_name();
 }
 
 std::vector<std::uint64_t> unsigned_array(const std::filesystem::path& file, const std::string& field,
-                                          const ojson& v) {
+                                          const hjson& v) {
     if (!v.is_array()) fail(file, "InvalidHeaderDeserialization", field + ": expected an array, got " + describe_json_type(v));
     std::vector<std::uint64_t> out;
     out.reserve(v.size());
@@ -225,7 +295,8 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
     SafetensorsFile f;
     f.path_ = path;
 
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO named like a shard must not wait for a writer (fstat refuses it).
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) fail(path, "IoError", std::string("cannot open: ") + std::strerror(errno));
     struct stat st {};
     if (::fstat(fd, &st) != 0) {
@@ -268,57 +339,29 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
     // 5: JSON.
     if (header.size() >= 3 && header.substr(0, 3) == "\xEF\xBB\xBF")
         fail(path, "InvalidHeaderDeserialization", "header: byte order mark before the JSON object");
-    std::vector<Frame> stack;
-    std::optional<DuplicateKey> dup;
-    const ojson::parser_callback_t cb = [&](int, ojson::parse_event_t ev, ojson& parsed) -> bool {
-        switch (ev) {
-        case ojson::parse_event_t::object_start:
-        case ojson::parse_event_t::array_start: {
-            Frame fr;
-            fr.is_object = ev == ojson::parse_event_t::object_start;
-            if (stack.size() == 1) fr.owner = stack.back().last_key;
-            else if (!stack.empty()) fr.owner = stack.back().owner;
-            stack.push_back(std::move(fr));
-            break;
-        }
-        case ojson::parse_event_t::object_end:
-        case ojson::parse_event_t::array_end:
-            if (!stack.empty()) stack.pop_back();
-            break;
-        case ojson::parse_event_t::key: {
-            if (stack.empty()) break;
-            auto& top = stack.back();
-            const auto key = parsed.get<std::string>();
-            if (!top.keys.insert(key).second && !dup) {
-                if (stack.size() == 1) dup = DuplicateKey{1, "", key};
-                else if (stack.size() == 2 && top.is_object && stack[0].is_object && top.owner != "__metadata__" &&
-                         (key == "dtype" || key == "shape" || key == "data_offsets"))
-                    dup = DuplicateKey{2, top.owner, key};
-            }
-            top.last_key = key;
-            break;
-        }
-        case ojson::parse_event_t::value:
-            break;
-        }
-        return true;
-    };
+    hjson doc;
+    HeaderSax sax(doc);
     // nlohmann's lexer takes a NUL byte for the end of input; a raw NUL is never valid JSON, so parse up
     // to the first one and refuse it when the text before it parsed (trailing NUL padding).
     const std::size_t nul = header.find('\0');
     const std::string_view text = header.substr(0, nul);
-    ojson doc;
     try {
-        doc = ojson::parse(text.begin(), text.end(), cb, /*allow_exceptions=*/true, /*ignore_comments=*/false);
-    } catch (const ojson::parse_error& e) {
+        hjson::sax_parse(text.begin(), text.end(), &sax, nlohmann::json::input_format_t::json, /*strict=*/true,
+                         /*ignore_comments=*/false);
+    } catch (const hjson::parse_error& e) {
         // e.byte counts the characters read, so the offending one is at e.byte - 1 (0-based).
         const std::size_t at = std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
         fail(path, "InvalidHeaderDeserialization", "header: not valid JSON (error at header byte " + std::to_string(at) + ")");
+    } catch (const hjson::exception& e) {
+        // out_of_range.406: a number beyond double ("1e400").
+        fail(path, "InvalidHeaderDeserialization", "header: not valid JSON (" + detail::json_error_description(e) + ")");
     }
     if (nul != std::string_view::npos)
         fail(path, "InvalidHeaderDeserialization", "header: not valid JSON (error at header byte " + std::to_string(nul) + ")");
     if (!doc.is_object())
         fail(path, "InvalidHeaderDeserialization", "header: expected a JSON object, got " + describe_json_type(doc));
+    const std::optional<DuplicateKey>& dup = sax.dup;
+    const std::vector<std::string>& top_keys = sax.top_keys;
     if (dup) {
         if (dup->level == 1 && dup->key == "__metadata__")
             fail(path, "InvalidHeaderDeserialization", "__metadata__: duplicate field");
@@ -329,7 +372,9 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
     }
 
     std::vector<TensorInfo> tensors;
-    for (const auto& [key, value] : doc.items()) {
+    tensors.reserve(top_keys.size());
+    for (const std::string& key : top_keys) {
+        const hjson& value = doc.find(key).value();
         if (key == "__metadata__") {
             if (value.is_null()) {
                 f.has_metadata_ = true;
@@ -547,13 +592,10 @@ std::vector<std::string> CheckpointIndex::shards() const {
 
 CheckpointIndex read_index(const std::filesystem::path& dir) {
     const auto file = dir / "model.safetensors.index.json";
-    std::ifstream in(file, std::ios::binary);
-    if (!in) fail(file, "IoError", "cannot open");
-    std::stringstream ss;
-    ss << in.rdbuf();
+    const std::string text = read_input_file(file, input_files::kCheckpointIndex);
     nlohmann::json doc;
     try {
-        doc = nlohmann::json::parse(ss.str());
+        doc = detail::parse_json_strict(text, file.string());
     } catch (const nlohmann::json::parse_error& e) {
         fail(file, "InvalidIndex", "not valid JSON (error at byte " + std::to_string(e.byte) + ")");
     }
@@ -571,11 +613,18 @@ CheckpointIndex read_index(const std::filesystem::path& dir) {
     const auto wm = doc.find("weight_map");
     if (wm == doc.end()) fail(file, "InvalidIndex", "weight_map: missing");
     if (!wm->is_object()) fail(file, "InvalidIndex", "weight_map: expected an object");
+    if (wm->empty()) fail(file, "InvalidIndex", "weight_map: empty (it must name the shard of every tensor)");
     for (const auto& [name, shard] : wm->items()) {
-        if (!shard.is_string()) fail(file, "InvalidIndex", "weight_map '" + name + "': expected a shard file name");
+        const std::string shown_name = detail::printable(name);
+        if (!shard.is_string()) fail(file, "InvalidIndex", "weight_map '" + shown_name + "': expected a shard file name");
         const auto s = shard.get<std::string>();
-        if (s.empty() || s.find('/') != std::string::npos || s.find('\\') != std::string::npos || s == "." || s == "..")
-            fail(file, "InvalidIndex", "weight_map '" + name + "': shard '" + s + "' is not a plain file name");
+        const bool control = std::any_of(s.begin(), s.end(), [](char c) {
+            return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+        });
+        if (s.empty() || control || s.find('/') != std::string::npos || s.find('\\') != std::string::npos || s == "." ||
+            s == "..")
+            fail(file, "InvalidIndex",
+                 "weight_map '" + shown_name + "': shard '" + detail::printable(s) + "' is not a plain file name");
         idx.weight_map[name] = s;
     }
     return idx;

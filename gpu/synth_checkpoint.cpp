@@ -1,6 +1,8 @@
 #include "gpu/synth_checkpoint.h"
 
 #include "core/errors.h"
+#include "core/import_detail.h"
+#include "core/input_file.h"
 
 #include <nlohmann/json.hpp>
 
@@ -328,15 +330,17 @@ SynthSlotCheck check_synth_checkpoint(const fs::path& dir) {
     const fs::path sc = dir / "routepack-rewrite.json";
     std::error_code ec;
     if (fs::is_regular_file(sc, ec)) {
-        std::ifstream f(sc, std::ios::binary);
+        const std::string text = read_input_file(sc, input_files::kRewriteSidecar);
         try {
-            const nlohmann::json j = nlohmann::json::parse(f);
+            const nlohmann::json j = detail::parse_json_strict(text, sc.string());
             out.order = j.at("output_order").get<std::string>();
             out.placement = j.at("plan").at("placement_fingerprint").get<std::string>();
             for (const auto& [layer, row] : j.at("physical_to_logical_map").items())
                 p2l[std::stoi(layer)] = row.get<std::vector<int>>();
+        } catch (const InputError&) {
+            throw;
         } catch (const std::exception& e) {
-            throw InputError(sc.string() + ": not a routepack rewrite sidecar: " + e.what());
+            throw InputError(sc.string() + ": not a routepack rewrite sidecar: " + detail::json_error_description(e));
         }
     }
     std::vector<fs::path> shards;

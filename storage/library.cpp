@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <unordered_map>
 #include <unistd.h>
 
@@ -94,6 +95,9 @@ std::string uri_path(const std::filesystem::path& file) {
 void check_identity(sqlite3* db, const std::filesystem::path& file) {
     const int version = pragma_int(db, file, "user_version");
     const int app_id = pragma_int(db, file, "application_id");
+    if (version < 0)
+        throw InputError(file.string() + ": not a RoutePack library (SQLite schema version " + std::to_string(version) +
+                         " is negative; RoutePack libraries count 1, 2, ...)");
     if (version > detail::latest_schema_version())
         throw InputError(file.string() + ": library schema version " + std::to_string(version) +
                          " is newer than this build supports (" + std::to_string(detail::latest_schema_version()) +
@@ -122,6 +126,36 @@ void check_identity(sqlite3* db, const std::filesystem::path& file) {
     }
 }
 
+[[noreturn]] void refuse_wal(const std::filesystem::path& file, const std::string& inner) {
+    std::string why = inner;
+    if (why.rfind(file.string() + ": ", 0) == 0) why.erase(0, file.string().size() + 2);
+    throw InputError(file.string() + ": cannot be read with the write-ahead log beside it (" + file.string() +
+                     "-wal): " + why + "; nothing was changed (if that -wal file belongs to another database, move it "
+                     "away)");
+}
+
+/// Opens `file` read-only through the -wal beside it and checks its identity (check_identity);
+/// refuse_wal when that fails. Changes no file.
+void probe_through_wal(const std::filesystem::path& file) {
+    sqlite3* raw = nullptr;
+    const int rc = sqlite3_open_v2(file.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
+    struct Closer {
+        sqlite3* db;
+        ~Closer() { sqlite3_close_v2(db); }
+    } closer{raw};
+    if (rc != SQLITE_OK) return;  // the read-write open reports it
+    sqlite3_extended_result_codes(raw, 1);
+    sqlite3_db_config(raw, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+    sqlite3_busy_timeout(raw, kBusyTimeoutMs);
+    try {
+        check_identity(raw, file);
+    } catch (const LibraryBusy&) {
+        throw;
+    } catch (const InputError& e) {
+        refuse_wal(file, e.what());
+    }
+}
+
 void quick_check(sqlite3* db, const std::filesystem::path& file) {
     Statement st(db, file, "PRAGMA quick_check");
     std::vector<std::string> problems;
@@ -142,12 +176,26 @@ void quick_check(sqlite3* db, const std::filesystem::path& file) {
     }
 }
 
+/// Integer column `col` in lo..hi, never narrowed: InputError "<file>: <where>: damaged <row>
+/// (<field> = <v> is outside lo..hi)".
+std::int64_t checked_int(const Statement& st, int col, std::int64_t lo, std::int64_t hi, const std::filesystem::path& file,
+                         const std::string& where, const char* row, const char* field) {
+    const std::int64_t v = st.int64(col);
+    if (v < lo || v > hi)
+        throw InputError(file.string() + ": " + where + ": damaged " + row + " (" + field + " = " + std::to_string(v) +
+                         " is outside " + std::to_string(lo) + ".." + std::to_string(hi) + ")");
+    return v;
+}
+
+constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
+
 ModelDescription read_model(const Statement& st, int col, const std::filesystem::path& file, const std::string& trace) {
     ModelDescription m;
+    const std::string where = "trace '" + shown(trace) + "'";
     m.name = st.text(col);
-    m.num_hidden_layers = static_cast<int>(st.int64(col + 1));
-    m.experts = static_cast<int>(st.int64(col + 2));
-    m.top_k = static_cast<int>(st.int64(col + 3));
+    m.num_hidden_layers = static_cast<int>(checked_int(st, col + 1, 1, kIntMax, file, where, "model row", "num_hidden_layers"));
+    m.experts = static_cast<int>(checked_int(st, col + 2, 1, kIntMax, file, where, "model row", "experts"));
+    m.top_k = static_cast<int>(checked_int(st, col + 3, 0, kIntMax, file, where, "model row", "top_k"));
     try {
         m.moe_layers = nlohmann::json::parse(st.text(col + 4)).get<std::vector<int>>();
     } catch (const nlohmann::json::exception& e) {
@@ -168,7 +216,9 @@ TraceEntry read_trace_entry(const Statement& st, const std::filesystem::path& fi
     t.name = st.text(1);
     t.format = st.text(2);
     t.load_only = st.int64(3) != 0;
-    t.samples = static_cast<std::size_t>(st.int64(4));
+    t.samples = static_cast<std::size_t>(
+        checked_int(st, 4, 0, std::numeric_limits<std::int64_t>::max(), file, "trace '" + shown(t.name) + "'", "trace row",
+                    "sample_count"));
     t.fingerprint = st.text(5);
     t.imported_at = st.text(6);
     try {
@@ -292,26 +342,31 @@ std::unique_ptr<Library> Library::open(const std::filesystem::path& file, OpenMo
             }
         }
     }
+    if (writable && !in_memory && std::filesystem::exists(file.string() + "-wal", ec) &&
+        std::filesystem::file_size(file, ec) > 0 && !ec) {
+        // A read-write connection replays and checkpoints the -wal beside the file into it; when
+        // that -wal belongs to another database the library would be overwritten. Look through a
+        // read-only connection first (which changes nothing) and refuse what does not read as a
+        // RoutePack library.
+        probe_through_wal(file);
+    }
     std::string open_name = file.string();
     int flags = SQLITE_OPEN_READWRITE | (mode == OpenMode::Create ? SQLITE_OPEN_CREATE : 0);
+    const std::filesystem::path wal = file.string() + "-wal";
+    bool through_wal = false;  // a read-only open that reads the -wal file beside the library
     if (!writable && !in_memory) {
-        // Reads only. A process that may write the file opens it read-write and switches
-        // query_only on: SQLite then removes its -wal/-shm files at close as usual (a read-only
-        // connection would leave them behind). A process that may not write it reads the file
-        // as immutable when no -wal file holds pending changes, so that SQLite needs no -shm
-        // (impossible in a read-only folder) and creates nothing; with pending changes it reads
-        // through a plain read-only connection.
-        const std::filesystem::path dir = file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
-        const bool can_write = ::access(file.c_str(), W_OK) == 0 && ::access(dir.c_str(), W_OK) == 0;
-        if (!can_write) {
-            std::error_code wec;
-            const std::filesystem::path wal = file.string() + "-wal";
-            const bool pending = std::filesystem::exists(wal, wec) && std::filesystem::file_size(wal, wec) > 0;
-            flags = SQLITE_OPEN_READONLY;
-            if (!pending) {
-                open_name = "file:" + uri_path(file) + "?immutable=1";
-                flags |= SQLITE_OPEN_URI;
-            }
+        // Reads only, through a read-only connection: it never writes the library file (a
+        // read-write connection, even with query_only, checkpoints the -wal beside it into the
+        // file at close, and that -wal may belong to another database). Without a -wal file the
+        // file holds every committed change and is read as immutable, so that SQLite creates no
+        // -wal/-shm (and needs none in a read-only folder); with one (another connection is
+        // open, or one died) it is read through that -wal, whose -shm SQLite may create.
+        std::error_code wec;
+        through_wal = std::filesystem::exists(std::filesystem::symlink_status(wal, wec));
+        flags = SQLITE_OPEN_READONLY;
+        if (!through_wal) {
+            open_name = "file:" + uri_path(file) + "?immutable=1";
+            flags |= SQLITE_OPEN_URI;
         }
     }
     sqlite3* raw = nullptr;
@@ -324,18 +379,30 @@ std::unique_ptr<Library> Library::open(const std::filesystem::path& file, OpenMo
     if (writable && sqlite3_db_readonly(raw, "main") == 1)
         throw InputError(file.string() + ": library is read-only (cannot write)");
 
-    check_identity(raw, file);  // read-only: nothing written to a foreign/newer file
-    detail::exec(raw, file, "PRAGMA foreign_keys = ON");
     if (!writable) {
-        detail::exec(raw, file, "PRAGMA query_only = ON");  // every write fails: "library is read-only"
-        if (pragma_int(raw, file, "user_version") == 0)
-            throw InputError(file.string() + ": not a RoutePack library yet (no schema: nothing was ever imported)");
-        quick_check(raw, file);
+        // Belt and braces: never checkpoint at close, whatever the connection believes it may do.
+        sqlite3_db_config(raw, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+        try {
+            check_identity(raw, file);
+            detail::exec(raw, file, "PRAGMA foreign_keys = ON");
+            detail::exec(raw, file, "PRAGMA query_only = ON");  // every write fails: "library is read-only"
+            if (pragma_int(raw, file, "user_version") == 0)
+                throw InputError(file.string() +
+                                 ": not a RoutePack library yet (no schema: nothing was ever imported)");
+            quick_check(raw, file);
+        } catch (const LibraryBusy&) {
+            throw;
+        } catch (const InputError& e) {
+            if (!through_wal) throw;
+            refuse_wal(file, e.what());
+        }
         return lib;
     }
+    check_identity(raw, file);  // nothing written to a foreign/newer file
+    detail::exec(raw, file, "PRAGMA foreign_keys = ON");
     {
-        Statement wal(raw, file, "PRAGMA journal_mode = WAL");  // "memory" for :memory:
-        while (wal.step()) {}
+        Statement journal(raw, file, "PRAGMA journal_mode = WAL");  // "memory" for :memory:
+        while (journal.step()) {}
     }
     quick_check(raw, file);
     detail::apply_migrations(raw, file);

@@ -98,11 +98,16 @@ enum class OpenMode {
     ReadWrite,  ///< read-write; InputError "<file>: no such library" when absent, and
                 ///< "<file>: not a RoutePack library (empty file)" for an existing 0-byte file
                 ///< (only Create turns an empty file into a library)
-    ReadOnly,   ///< reads only: nothing is written, no migration, works on read-only files and
-                ///< folders and leaves no -wal/-shm behind (query_only when the process could
-                ///< write, else SQLITE_OPEN_READONLY, immutable while no -wal holds pending
-                ///< changes); every write fails "<file>: library is read-only (cannot write)";
-                ///< an existing 0-byte file: "<file>: not a RoutePack library (empty file)"
+    ReadOnly,   ///< reads only, through an SQLITE_OPEN_READONLY connection that never changes the
+                ///< file's bytes: no write, no migration, no checkpoint (not even of a -wal file
+                ///< beside it); works on read-only files and folders. Without a -wal file the
+                ///< library is read as immutable and no -wal/-shm is created; with one it is
+                ///< read through it (SQLite may create the -shm), and when what it then reads is
+                ///< not a readable library (e.g. the -wal belongs to another database):
+                ///< "<file>: cannot be read with the write-ahead log beside it (<file>-wal):
+                ///< <why>; nothing was changed (...)". Every write fails "<file>: library is
+                ///< read-only (cannot write)"; an existing 0-byte file: "<file>: not a RoutePack
+                ///< library (empty file)"
 };
 
 class Library {
@@ -114,7 +119,9 @@ public:
     static std::unique_ptr<Library> open(const std::filesystem::path& file, bool create = true);
     /// Opens in the given mode. The writable modes refuse up front, with "<file>: library is
     /// read-only (cannot write)", a file or folder the process cannot write (so that no -wal/-shm
-    /// files are left behind); ReadOnly reads a library of an older schema version as it is
+    /// files are left behind), and with the ReadOnly message "<file>: cannot be read with the
+    /// write-ahead log beside it (...)" a library whose -wal does not read as a RoutePack library
+    /// (a read-write connection would checkpoint it into the file); ReadOnly reads a library of an older schema version as it is
     /// (reads use only tables of version 1) and refuses a file without any schema.
     static std::unique_ptr<Library> open(const std::filesystem::path& file, OpenMode mode);
     ~Library();

@@ -806,7 +806,7 @@ void TestRewrite::cliRewriteAndInverse() {
                                              QStringLiteral("--input"), qpath(src), QStringLiteral("--output"),
                                              qpath(tmp / "x")});
     QCOMPARE(d.code, 1);
-    QCOMPARE(d.err, QStringLiteral("routepack: error: ") + qpath(tmp) + QStringLiteral(": not a regular file\n"));
+    QCOMPARE(d.err, QStringLiteral("routepack: error: ") + qpath(tmp) + QStringLiteral(": is a folder, not a plan file\n"));
     QVERIFY(!fs::exists(tmp / "x"));
     fs::remove_all(tmp);
 }

@@ -186,7 +186,7 @@ private Q_SLOTS:
         // Errors in words, before anything runs.
         dlg.setModelConfig(q(tmp_ / "missing-config.json"));
         QVERIFY(!dlg.startImport());
-        QCOMPARE(dlg.errorText(), q(tmp_ / "missing-config.json") + QStringLiteral(": cannot open model config"));
+        QCOMPARE(dlg.errorText(), q(tmp_ / "missing-config.json") + QStringLiteral(": no such model config (config.json)"));
         dlg.setKnownModel(QStringLiteral("llama4-maverick"));
         QSignalSpy progress(dlg.job(), &ImportJob::progress);
         QSignalSpy finished(dlg.job(), &ImportJob::finished);
@@ -991,10 +991,11 @@ private Q_SLOTS:
         timer.start();
         QVERIFY(!dlg.startImport());
         QVERIFY2(timer.elapsed() < 1000, qPrintable(QString::number(timer.elapsed())));
-        QCOMPARE(dlg.errorText(), q(fifo) + QStringLiteral(": not a regular file"));
+        QCOMPARE(dlg.errorText(), q(fifo) + QStringLiteral(": is a pipe (FIFO), not a model config (config.json)"));
         dlg.setModelConfig(q(big));
         QVERIFY(!dlg.startImport());
-        QCOMPARE(dlg.errorText(), q(big) + QStringLiteral(": config.json larger than 16 MiB"));
+        QCOMPARE(dlg.errorText(), q(big) + QStringLiteral(": too large for a model config (config.json): 16777217 bytes, "
+                                                          "the limit is 16777216 bytes"));
         QVERIFY(labelTexts(dlg).contains(dlg.errorText()));
         dlg.setModelConfig(q(dir));
         QVERIFY(!dlg.startImport());

@@ -151,13 +151,13 @@ private Q_SLOTS:
         QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
         RewriteDialog d;
         QVERIFY(!d.loadPlanFile(qpath(dir / "plan.json")));
-        QCOMPARE(d.errorText(), qpath(dir / "plan.json") + QStringLiteral(": not a regular file"));
+        QCOMPARE(d.errorText(), qpath(dir / "plan.json") + QStringLiteral(": is a folder, not a plan file"));
         QCOMPARE(d.statusText(), QStringLiteral("Cannot use the plan: ") + d.errorText());
         QElapsedTimer timer;
         timer.start();
         QVERIFY(!d.loadPlanFile(qpath(fifo)));
         QVERIFY2(timer.elapsed() < 1000, qPrintable(QString::number(timer.elapsed())));
-        QCOMPARE(d.errorText(), qpath(fifo) + QStringLiteral(": not a regular file"));
+        QCOMPARE(d.errorText(), qpath(fifo) + QStringLiteral(": is a pipe (FIFO), not a plan file"));
         QVERIFY(!d.hasPlan());
         QVERIFY(!d.loadPlanFile(qpath(dir / "missing.json")));
         QCOMPARE(d.errorText(), qpath(dir / "missing.json") + QStringLiteral(": no such plan file"));

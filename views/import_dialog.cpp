@@ -1,6 +1,7 @@
 #include "views/import_dialog.h"
 
 #include "core/errors.h"
+#include "core/input_file.h"
 #include "core/model.h"
 #include "storage/library.h"
 
@@ -30,8 +31,6 @@ namespace routepack::views {
 namespace {
 
 constexpr std::int64_t kProgressIntervalMs = 50;
-/// The largest model config.json the dialog reads (a real one is a few KiB).
-constexpr qint64 kMaxConfigBytes = 16 * 1024 * 1024;
 
 std::vector<std::filesystem::path> to_paths(const QStringList& list) {
     std::vector<std::filesystem::path> out;
@@ -425,18 +424,10 @@ std::optional<ImportRequest> ImportDialog::request(QString* error) const {
         case ConfigJson: {
             const QString path = configPath_->text().trimmed();
             if (path.isEmpty()) return fail(tr("Choose the model's config.json."));
-            // Read on the GUI thread, so only what cannot block or take long: a regular file of at
-            // most kMaxConfigBytes (a FIFO or device would block the window, a huge file stall it).
-            std::error_code ec;
-            const auto st = std::filesystem::status(path.toStdString(), ec);
-            if (std::filesystem::is_directory(st))
-                return fail(tr("%1: is a folder, not a model config (config.json)").arg(path));
-            if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
-                return fail(tr("%1: not a regular file").arg(path));
-            QFile f(path);
-            if (!f.open(QIODevice::ReadOnly)) return fail(tr("%1: cannot open model config").arg(path));
-            if (f.size() > kMaxConfigBytes) return fail(tr("%1: config.json larger than 16 MiB").arg(path));
-            r.options.model = model_from_hf_config(f.read(kMaxConfigBytes).toStdString(), path.toStdString());
+            // Read on the GUI thread, so only what cannot block or take long: a regular file within
+            // the model-config cap (a FIFO or device would block the window, a huge file stall it).
+            r.options.model = model_from_hf_config(
+                read_input_file(path.toStdString(), input_files::kModelConfig), path.toStdString());
             break;
         }
         case Fields: {

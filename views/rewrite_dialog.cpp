@@ -437,11 +437,7 @@ bool RewriteDialog::setPlanJson(const QString& json, const QString& origin) {
 bool RewriteDialog::loadPlanFile(const QString& path) {
     return usePlan(
         [&] {
-            // A folder, FIFO or device is refused unread (a FIFO would block the GUI thread).
-            std::error_code ec;
-            const auto st = std::filesystem::status(path.toStdString(), ec);
-            if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
-                throw InputError(path.toStdString() + ": not a regular file");
+            // A folder, FIFO or device is refused unread (read_plan_file never blocks on a FIFO).
             return gpu::read_plan_file(path.toStdString());
         },
         path);

@@ -1,5 +1,6 @@
 #include "views/topology_editor.h"
 
+#include "core/budgets_json.h"
 #include "core/errors.h"
 
 #include <QComboBox>
@@ -177,7 +178,7 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
     rowNodes_ = spin(budgetBox, 0, std::numeric_limits<int>::max(), static_cast<int>(d.row_nodes));
     timeLimit_ = dspin(budgetBox, 0, 86400, 0, 1, 1);
     timeLimit_->setSpecialValueText(tr("none"));
-    workers_ = spin(budgetBox, 0, 4096, std::max(1, QThread::idealThreadCount()));
+    workers_ = spin(budgetBox, 0, max_planner_workers(), std::max(1, QThread::idealThreadCount()));
     workers_->setSpecialValueText(tr("all cores"));
     workers_->setToolTip(tr("Same inputs + seed + worker count give the same plan"));
     seed_ = new QLineEdit(QString::number(d.seed), budgetBox);

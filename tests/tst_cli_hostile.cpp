@@ -1,0 +1,507 @@
+// Hostile and careless input, as a user or a script would give it: a foreign -wal file beside a
+// library, FIFOs and devices where files belong, out-of-range numbers in flags and files. Each case
+// asserts the exact message and that no file changed.
+#include "core/budgets_json.h"
+#include "core/errors.h"
+#include "core/input_file.h"
+#include "core/model.h"
+#include "core/planner.h"
+#include "core/topology.h"
+#include "gpu/safetensors.h"
+#include "storage/library.h"
+#include "tests/testutil.h"
+
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+#include <sqlite3.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using namespace routepack;
+using routepack::test::error_of;
+using routepack::test::read_file;
+using routepack::test::temp_dir;
+using routepack::test::write_file;
+
+namespace {
+
+using Run = routepack::test::CliRun;
+QString q(const fs::path& p) { return routepack::test::qpath(p); }
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+Run cli(const QStringList& args) { return routepack::test::run_cli(args); }
+
+/// A tiny library with one trace imported through the CLI (nested JSON, 4 experts, top-2).
+fs::path make_library(const fs::path& dir) {
+    write_file(dir / "in" / "a.jsonl", "[[[0, 1], [2, 3]], [[1, 2], [3, 0]]]\n[[[3, 1], [0, 2]]]\n");
+    const fs::path lib = dir / "lib.routepack";
+    const Run r = cli({QStringLiteral("import"), QStringLiteral("--db"), q(lib), QStringLiteral("--name"),
+                       QStringLiteral("t"), QStringLiteral("--format"), QStringLiteral("nested-json"),
+                       QStringLiteral("--experts"), QStringLiteral("4"), QStringLiteral("--top-k"), QStringLiteral("2"),
+                       QStringLiteral("--layers"), QStringLiteral("2"), q(dir / "in")});
+    if (r.code != 0) qFatal("import failed: %s", qPrintable(r.err));
+    return lib;
+}
+
+/// The -wal file of another SQLite database (one table "other", one row), taken while that
+/// database is still open so that its frames were never checkpointed.
+std::string foreign_wal(const fs::path& dir) {
+    const fs::path other = dir / "other.db";
+    sqlite3* db = nullptr;
+    if (sqlite3_open_v2(other.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK)
+        qFatal("cannot create %s", other.c_str());
+    const char* sql = "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0; CREATE TABLE other (a); "
+                      "INSERT INTO other VALUES (1);";
+    if (sqlite3_exec(db, sql, nullptr, nullptr, nullptr) != SQLITE_OK) qFatal("%s", sqlite3_errmsg(db));
+    std::string wal = read_file(other.string() + "-wal");
+    sqlite3_close_v2(db);
+    if (wal.empty()) qFatal("no WAL frames");
+    return wal;
+}
+
+/// Runs one SQL text on a library file behind the program's back (tampering, as a test of damage).
+void tamper(const fs::path& file, const std::string& sql) {
+    sqlite3* db = nullptr;
+    if (sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) qFatal("cannot open");
+    char* err = nullptr;
+    if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) qFatal("%s: %s", sql.c_str(), err);
+    sqlite3_close_v2(db);
+}
+
+QString err_line(const QString& what) { return QStringLiteral("routepack: error: ") + what + QStringLiteral("\n"); }
+
+const char* kTopologyOk = R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 100,
+    "attention_stages": [{"name": "a", "alpha": 1, "beta": 1}]})";
+
+}  // namespace
+
+class TestCliHostile : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase() {
+        // A read that blocks (a FIFO opened without O_NONBLOCK) must fail this test, not hang it.
+        ::alarm(600);
+    }
+
+    void readOnlyCommandsLeaveAForeignWalAndTheLibraryAlone() {
+        const auto tmp = temp_dir(QStringLiteral("hostile-wal"));
+        const fs::path lib = make_library(tmp);
+        QVERIFY(!fs::exists(lib.string() + "-wal"));
+        const std::string bytes = read_file(lib);
+        // Every read-only command on the clean library leaves its bytes as they were and no side files.
+        for (const QStringList& args :
+             {QStringList{QStringLiteral("info"), QStringLiteral("--db"), q(lib)},
+              QStringList{QStringLiteral("info"), QStringLiteral("--db"), q(lib), QStringLiteral("--trace"),
+                          QStringLiteral("t"), QStringLiteral("--json")}}) {
+            const Run r = cli(args);
+            QVERIFY2(r.code == 0, qPrintable(r.err));
+            QVERIFY(read_file(lib) == bytes);
+            QVERIFY(!fs::exists(lib.string() + "-wal"));
+            QVERIFY(!fs::exists(lib.string() + "-shm"));
+        }
+        // Another database's WAL beside it: refused, and neither file changes.
+        const std::string wal = foreign_wal(tmp);
+        write_file(lib.string() + "-wal", wal);
+        const QString expected = q(lib) + QStringLiteral(": cannot be read with the write-ahead log beside it (") + q(lib) +
+                                 QStringLiteral("-wal): not a RoutePack library (SQLite database with 1 tables of "
+                                                "another program: other); nothing was changed (if that -wal file "
+                                                "belongs to another database, move it away)");
+        Run r = cli({QStringLiteral("info"), QStringLiteral("--db"), q(lib)});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, QStringLiteral("routepack: error: ") + expected + QStringLiteral("\n"));
+        QVERIFY(read_file(lib) == bytes);
+        QVERIFY(read_file(lib.string() + "-wal") == wal);
+        r = cli({QStringLiteral("compare"), QStringLiteral("--db"), q(lib), QStringLiteral("--trace"), QStringLiteral("t"),
+                 QStringLiteral("--topology"), QStringLiteral("synthetic-demo-ep8-dp4")});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, QStringLiteral("routepack: error: ") + expected + QStringLiteral("\n"));
+        QVERIFY(read_file(lib) == bytes);
+        QCOMPARE(qs(error_of<InputError>([&] { storage::Library::open(lib, storage::OpenMode::ReadOnly); })), expected);
+        QVERIFY(read_file(lib) == bytes);
+        QVERIFY(read_file(lib.string() + "-wal") == wal);
+        // A writing command looks first too: a read-write connection would checkpoint that -wal
+        // into the library and lose it.
+        write_file(tmp / "in2" / "b.jsonl", "[[[3, 1], [2, 0]]]\n");
+        r = cli({QStringLiteral("import"), QStringLiteral("--db"), q(lib), QStringLiteral("--name"), QStringLiteral("u"),
+                 QStringLiteral("--format"), QStringLiteral("nested-json"), QStringLiteral("--experts"),
+                 QStringLiteral("4"), QStringLiteral("--top-k"), QStringLiteral("2"), QStringLiteral("--layers"),
+                 QStringLiteral("2"), q(tmp / "in2")});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, err_line(expected));
+        r = cli({QStringLiteral("window"), QStringLiteral("--db"), q(lib), QStringLiteral("--trace"), QStringLiteral("t"),
+                 QStringLiteral("--name"), QStringLiteral("w"), QStringLiteral("--first"), QStringLiteral("1")});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, err_line(expected));
+        QVERIFY(read_file(lib) == bytes);
+        QVERIFY(read_file(lib.string() + "-wal") == wal);
+        // Moved away, the library reads as before.
+        fs::remove(lib.string() + "-wal");
+        fs::remove(lib.string() + "-shm");
+        r = cli({QStringLiteral("info"), QStringLiteral("--db"), q(lib)});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QVERIFY2(r.out.startsWith(QStringLiteral("library ") + q(lib) + QStringLiteral(": 1 trace(s)")), qPrintable(r.out));
+        QVERIFY(read_file(lib) == bytes);
+    }
+
+    void readOnlyOpenReadsThroughAGenuineWal() {
+        // A -wal holding committed changes of this very library (its writer is still open) is read,
+        // not checkpointed: the reader sees the new trace and the library file keeps its bytes.
+        const auto tmp = temp_dir(QStringLiteral("hostile-wal-own"));
+        const fs::path lib = make_library(tmp);
+        const std::string before = read_file(lib);
+        auto writer = storage::Library::open(lib, storage::OpenMode::ReadWrite);
+        write_file(tmp / "in2" / "b.json", "[[[3, 1], [2, 0]]]");
+        ImportOptions opt;
+        opt.format = TraceFormat::NestedJson;
+        opt.model.experts = 4;
+        opt.model.top_k = 2;
+        opt.model.num_hidden_layers = 2;
+        opt.model.moe_layers = {0, 1};
+        opt.model.source = "flags";
+        writer->import_trace("u", {tmp / "in2"}, opt);
+        QVERIFY(fs::file_size(lib.string() + "-wal") > 0);
+        const std::string main_bytes = read_file(lib);
+        {
+            auto ro = storage::Library::open(lib, storage::OpenMode::ReadOnly);
+            QCOMPARE(ro->traces().size(), std::size_t{2});
+            QCOMPARE(ro->load_trace("u").size(), std::size_t{1});
+        }
+        QVERIFY(read_file(lib) == main_bytes);
+        QVERIFY(fs::exists(lib.string() + "-wal"));
+        writer.reset();
+        QVERIFY(read_file(lib) != before);  // the writer's own close checkpoints, as it should
+    }
+
+    void oneReaderRefusesFifosDevicesFoldersAndHugeFiles() {
+        const auto tmp = temp_dir(QStringLiteral("hostile-reader"));
+        const fs::path fifo = tmp / "pipe.json";
+        QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
+        QCOMPARE(qs(error_of<InputError>([&] { read_input_file(fifo, input_files::kTopology); })),
+                 q(fifo) + QStringLiteral(": is a pipe (FIFO), not a topology file"));
+        QCOMPARE(qs(error_of<InputError>([&] { read_input_file("/dev/zero", input_files::kPlan); })),
+                 QStringLiteral("/dev/zero: is a device, not a plan file"));
+        QCOMPARE(qs(error_of<InputError>([&] { read_input_file(tmp, input_files::kIdList); })),
+                 q(tmp) + QStringLiteral(": is a folder, not an id list"));
+        QCOMPARE(qs(error_of<InputError>([&] { read_input_file(tmp / "absent.json", input_files::kModelConfig); })),
+                 q(tmp / "absent.json") + QStringLiteral(": no such model config (config.json)"));
+        const fs::path big = tmp / "big.json";
+        write_file(big, "{}");
+        fs::resize_file(big, (1 << 20) + 1);  // sparse: the cap is checked before a byte is read
+        QCOMPARE(qs(error_of<InputError>([&] { read_input_file(big, input_files::kTopology); })),
+                 q(big) + QStringLiteral(": too large for a topology file: 1048577 bytes, the limit is 1048576 bytes"));
+        fs::resize_file(big, 1 << 20);
+        QCOMPARE(read_input_file(big, input_files::kTopology).size(), std::size_t{1} << 20);
+        write_file(tmp / "small.json", "{\"a\": 1}\n");
+        QCOMPARE(qs(read_input_file(tmp / "small.json", input_files::kTopology)), QStringLiteral("{\"a\": 1}\n"));
+        QCOMPARE(check_input_file(tmp / "small.json", input_files::kTopology), std::uint64_t{9});
+        QCOMPARE(qs(error_of<InputError>([&] { check_input_file(fifo, input_files::kTopology); })),
+                 q(fifo) + QStringLiteral(": is a pipe (FIFO), not a topology file"));
+        // A shard that is a FIFO is refused by the safetensors reader, without waiting for a writer.
+        const fs::path shard = tmp / "model-00001-of-00002.safetensors";
+        QCOMPARE(::mkfifo(shard.c_str(), 0600), 0);
+        QCOMPARE(qs(error_of<InputError>([&] { gpu::SafetensorsFile::open(shard); })),
+                 q(shard) + QStringLiteral(": IoError: not a regular file"));
+    }
+
+    void commandsRefuseFifosAndDevicesWhereFilesBelong() {
+        const auto tmp = temp_dir(QStringLiteral("hostile-fifo-cli"));
+        const fs::path fifo = tmp / "fifo";
+        QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
+        const fs::path lib = make_library(tmp);
+        const std::string bytes = read_file(lib);
+        const QStringList plan_src{QStringLiteral("--db"), q(lib), QStringLiteral("--trace"), QStringLiteral("t")};
+        struct Case {
+            QStringList args;
+            QString err;
+        };
+        const Case cases[] = {
+            {QStringList{QStringLiteral("compare")} + plan_src + QStringList{QStringLiteral("--topology"), QStringLiteral("/dev/zero")},
+             QStringLiteral("/dev/zero: is a device, not a topology file")},
+            {QStringList{QStringLiteral("compare")} + plan_src + QStringList{QStringLiteral("--topology"), q(fifo)},
+             q(fifo) + QStringLiteral(": is a pipe (FIFO), not a topology file")},
+            {{QStringLiteral("validate"), QStringLiteral("/dev/zero")}, QStringLiteral("/dev/zero: is a device, not a plan file")},
+            {{QStringLiteral("validate"), q(fifo)}, q(fifo) + QStringLiteral(": is a pipe (FIFO), not a plan file")},
+            {{QStringLiteral("export-map"), QStringLiteral("--plan"), QStringLiteral("/dev/zero"), QStringLiteral("--out"),
+              q(tmp / "map.json")},
+             QStringLiteral("/dev/zero: is a device, not a plan file")},
+            {{QStringLiteral("window"), QStringLiteral("--db"), q(lib), QStringLiteral("--trace"), QStringLiteral("t"),
+              QStringLiteral("--name"), QStringLiteral("w"), QStringLiteral("--ids"), q(fifo)},
+             q(fifo) + QStringLiteral(": is a pipe (FIFO), not an id list")},
+            {{QStringLiteral("import"), QStringLiteral("--db"), q(lib), QStringLiteral("--name"), QStringLiteral("u"),
+              QStringLiteral("--model-config"), q(fifo), q(tmp / "in")},
+             q(fifo) + QStringLiteral(": is a pipe (FIFO), not a model config (config.json)")},
+        };
+        for (const Case& c : cases) {
+            const Run r = cli(c.args);
+            QCOMPARE(r.code, 1);
+            QCOMPARE(r.err, err_line(c.err));
+        }
+        QVERIFY(!fs::exists(tmp / "map.json"));
+        QVERIFY(read_file(lib) == bytes);
+    }
+
+    void budgetFlagsAreRangeChecked() {
+        // Checked before anything is read: the library named here does not even exist.
+        const int maxw = max_planner_workers();
+        const QString workers = QStringLiteral("0 (all cores) or in 1..%1 = 4 x %2 cores").arg(maxw).arg(maxw / 4);
+        const QStringList base{QStringLiteral("compare"), QStringLiteral("--db"), QStringLiteral("/nonexistent/lib"),
+                               QStringLiteral("--trace"), QStringLiteral("t"), QStringLiteral("--topology"),
+                               QStringLiteral("synthetic-demo-ep8-dp4")};
+        const std::pair<QStringList, QString> cases[] = {
+            {{QStringLiteral("--threads"), QStringLiteral("2147483647")},
+             QStringLiteral("compare: --threads must be ") + workers + QStringLiteral(" (got 2147483647)")},
+            {{QStringLiteral("--threads"), QString::number(maxw + 1)},
+             QStringLiteral("compare: --threads must be ") + workers + QStringLiteral(" (got %1)").arg(maxw + 1)},
+            {{QStringLiteral("--threads=-1")}, QStringLiteral("compare: --threads must be ") + workers + QStringLiteral(" (got -1)")},
+            {{QStringLiteral("--time-limit"), QStringLiteral("1e308")},
+             QStringLiteral("compare: --time-limit must be finite seconds in 0..31536000 (one year; 0 = no limit) (got 1e+308)")},
+            {{QStringLiteral("--time-limit=-1")},
+             QStringLiteral("compare: --time-limit must be finite seconds in 0..31536000 (one year; 0 = no limit) (got -1)")},
+            {{QStringLiteral("--time-limit"), QStringLiteral("nan")},
+             QStringLiteral("compare: --time-limit must be finite seconds in 0..31536000 (one year; 0 = no limit) (got nan)")},
+            {{QStringLiteral("--seed=-1")},
+             QStringLiteral("compare: --seed must be an integer in 0..18446744073709551615 (got '-1')")},
+            {{QStringLiteral("--seed"), QStringLiteral("18446744073709551616")},
+             QStringLiteral("compare: --seed must be an integer in 0..18446744073709551615 (got '18446744073709551616')")},
+            {{QStringLiteral("--seeds=-5")}, QStringLiteral("compare: --seeds must be >= 1 (got -5)")},
+            {{QStringLiteral("--population=-1")}, QStringLiteral("compare: --population must be >= 1 (got -1)")},
+            {{QStringLiteral("--row-nodes=-1")}, QStringLiteral("compare: --row-nodes must be >= 0 (got -1)")},
+            {{QStringLiteral("--eta"), QStringLiteral("nan")}, QStringLiteral("compare: --eta must be a finite number >= 0 (got nan)")},
+        };
+        for (const auto& [extra, err] : cases) {
+            const Run r = cli(base + extra);
+            QCOMPARE(r.code, 1);
+            QCOMPARE(r.err, err_line(err));
+        }
+        // The same rules in the planner itself (the studio's path) and in stored budgets.
+        PlanInput in;
+        in.budgets.workers = 100000;
+        QCOMPARE(qs(error_of<InputError>([&] { plan_window(in); })),
+                 QStringLiteral("planner: budget 'workers' must be ") + workers + QStringLiteral(" (got 100000)"));
+        in.budgets.workers = 1;
+        in.budgets.time_limit_s = std::numeric_limits<double>::infinity();
+        QCOMPARE(qs(error_of<InputError>([&] { plan_window(in); })),
+                 QStringLiteral("planner: budget 'time_limit_s' must be finite seconds in 0..31536000 (one year; 0 = no "
+                                "limit) (got inf)"));
+        QCOMPARE(qs(error_of<InputError>([] { parse_planner_budgets(R"({"population": 0})", "lib"); })),
+                 QStringLiteral("lib: budget 'population' must be in 1..2147483647 (got 0)"));
+        QCOMPARE(qs(error_of<InputError>([] { parse_planner_budgets(R"({"time_limit_s": 1e300})", "lib"); })),
+                 QStringLiteral("lib: budget 'time_limit_s' must be finite seconds in 0..31536000 (one year; 0 = no "
+                                "limit) (got 1e+300)"));
+        QCOMPARE(parse_planner_budgets(R"({"workers": 4096})", "lib").workers, 4096);  // another machine's run
+    }
+
+    void integersAreNeverNarrowed() {
+        auto topo = [](const std::string& fields) {
+            return qs(error_of<InputError>([&] {
+                parse_topology("{" + fields + R"(, "attention_stages": [{"name": "a", "alpha": 1, "beta": 1}]})", "t.json");
+            }));
+        };
+        QCOMPARE(topo(R"("ep_ranks": 4294967304, "dp_slots": 4, "token_cap": 100)"),
+                 QStringLiteral("t.json: field 'ep_ranks' must be at most 1048576 (got 4294967304)"));
+        QCOMPARE(topo(R"("ep_ranks": 4294967295, "dp_slots": 4, "token_cap": 100)"),
+                 QStringLiteral("t.json: field 'ep_ranks' must be at most 1048576 (got 4294967295)"));
+        QCOMPARE(topo(R"("ep_ranks": 8, "dp_slots": 4294967300, "token_cap": 100)"),
+                 QStringLiteral("t.json: field 'dp_slots' must be at most 1048576 (got 4294967300)"));
+        QCOMPARE(topo(R"("ep_ranks": 8, "dp_slots": 2147483648, "token_cap": 100)"),
+                 QStringLiteral("t.json: field 'dp_slots' must be at most 1048576 (got 2147483648)"));
+        QCOMPARE(topo(R"("ep_ranks": 8, "experts_per_layer": 4294967328, "dp_slots": 4, "token_cap": 100)"),
+                 QStringLiteral("t.json: field 'experts_per_layer' must be at most 1048576 (got 4294967328)"));
+        QCOMPARE(topo(R"("ep_ranks": 8, "dp_slots": 4, "token_cap": 9223372036854775807)"),
+                 QStringLiteral("t.json: field 'token_cap' must be at most 1099511627776 (got 9223372036854775807)"));
+        QCOMPARE(topo(R"("ep_ranks": 8, "dp_slots": 4, "token_cap": 18446744073709551615)"),
+                 QStringLiteral("t.json: field 'token_cap' must be at most 1099511627776 (got 18446744073709551615)"));
+        QCOMPARE(topo(R"("ep_ranks": 8, "dp_slots": 4, "token_cap": 100, "min_rows": 2147483648)"),
+                 QStringLiteral("t.json: field 'min_rows' must be at most 1073741824 (got 2147483648)"));
+        QCOMPARE(qs(error_of<InputError>([] {
+                     parse_topology(R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 100,
+                                        "attention_stages": [{"name": "a", "alpha": 1e308, "beta": 1}]})",
+                                    "t.json");
+                 })),
+                 QStringLiteral("t.json: attention_stages[0]: 'alpha' must be at most 1e+12 (got 1e+308)"));
+        QCOMPARE(parse_topology(kTopologyOk, "t.json").ep_ranks, 2);
+        std::string stages;
+        for (int s = 0; s < 65; ++s) stages += std::string(s ? "," : "") + R"({"alpha": 1, "beta": 1})";
+        QCOMPARE(qs(error_of<InputError>([&] {
+                     parse_topology(R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 100, "attention_stages": [)" + stages +
+                                        "]}",
+                                    "t.json");
+                 })),
+                 QStringLiteral("t.json: attention_stages lists 65 stages, at most 64 are allowed"));
+        QCOMPARE(qs(error_of<InputError>([] {
+                     parse_topology(R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 100,
+                                        "attention_stages": [{"name": 7, "alpha": 1, "beta": 1}]})",
+                                    "t.json");
+                 })),
+                 QStringLiteral("t.json: attention_stages[0]: 'name' must be a string, not an integer"));
+    }
+
+    void planIntegersAreNeverNarrowed() {
+        const auto tmp = temp_dir(QStringLiteral("hostile-plan"));
+        const fs::path lib = make_library(tmp);
+        write_file(tmp / "topo.json", kTopologyOk);
+        const fs::path plan = tmp / "plan.json";
+        Run r = cli({QStringLiteral("plan"), QStringLiteral("--db"), q(lib), QStringLiteral("--trace"), QStringLiteral("t"),
+                     QStringLiteral("--topology"), q(tmp / "topo.json"), QStringLiteral("--levels"), QStringLiteral("2"),
+                     QStringLiteral("--steps"), QStringLiteral("20"), QStringLiteral("--threads"), QStringLiteral("1"),
+                     QStringLiteral("--out"), q(plan)});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const nlohmann::json good = nlohmann::json::parse(read_file(plan));
+        r = cli({QStringLiteral("validate"), q(plan)});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const std::pair<std::function<void(nlohmann::json&)>, QString> cases[] = {
+            {[](nlohmann::json& j) { j["row_count"] = (1ull << 32) + 1; },
+             QStringLiteral(": field 'row_count' must be an integer in 1..2 (got 4294967297)")},
+            {[](nlohmann::json& j) { j["topology"]["min_rows"] = 1ull << 31; },
+             QStringLiteral(": topology: field 'min_rows' must be at most 1073741824 (got 2147483648)")},
+            {[](nlohmann::json& j) { j["metrics"]["routepack"]["cap_violations"] = 1ull << 40; },
+             QStringLiteral(": metrics.routepack: field 'cap_violations' must be an integer in 0..2147483647 (got "
+                            "1099511627776)")},
+            {[](nlohmann::json& j) { j["topology"]["ep_ranks"] = 4294967295ull; },
+             QStringLiteral(": topology: field 'ep_ranks' must be at most 1048576 (got 4294967295)")},
+            {[](nlohmann::json& j) { j["planner"]["workers"] = 1ull << 63; },
+             QStringLiteral(": planner: field 'workers' must be an integer in 0..4096 (got 9223372036854775808)")},
+            // Wrong types are named with the field, not in the JSON library's words.
+            {[](nlohmann::json& j) { j["rows"][0][0] = nlohmann::json::object({{"a", 1}}); },
+             QStringLiteral(": rows[0][0] must be a list of sample ids, not an object")},
+            {[](nlohmann::json& j) { j["samples"][0]["id"] = 5; },
+             QStringLiteral(": samples[0]: field 'id' must be a string, not an integer")},
+            {[](nlohmann::json& j) { j["row_count_certified"] = "yes"; },
+             QStringLiteral(": field 'row_count_certified' must be true or false, not a string")},
+            {[](nlohmann::json& j) { j["rows"][0][0] = nlohmann::json::array({nlohmann::json::array({1, 2})}); },
+             QStringLiteral(": rows[0][0] names a list, not a sample of the plan")},
+        };
+        for (const auto& [change, err] : cases) {
+            nlohmann::json bad = good;
+            change(bad);
+            write_file(tmp / "bad.json", bad.dump());
+            r = cli({QStringLiteral("validate"), q(tmp / "bad.json")});
+            QCOMPARE(r.code, 1);
+            QCOMPARE(r.err, err_line(q(tmp / "bad.json") + err));
+        }
+    }
+
+    void libraryIntegersAreNeverNarrowed() {
+        const auto tmp = temp_dir(QStringLiteral("hostile-lib-int"));
+        const fs::path lib = make_library(tmp);
+        tamper(lib, "UPDATE models SET experts = 4294967328");
+        QCOMPARE(qs(error_of<InputError>([&] { storage::Library::open(lib, storage::OpenMode::ReadOnly)->traces(); })),
+                 q(lib) + QStringLiteral(": trace 't': damaged model row (experts = 4294967328 is outside 1..2147483647)"));
+        tamper(lib, "UPDATE models SET experts = 4; PRAGMA user_version = -1");
+        QCOMPARE(qs(error_of<InputError>([&] { storage::Library::open(lib, storage::OpenMode::ReadOnly); })),
+                 q(lib) + QStringLiteral(": not a RoutePack library (SQLite schema version -1 is negative; RoutePack "
+                                         "libraries count 1, 2, ...)"));
+        const std::string bytes = read_file(lib);
+        QCOMPARE(qs(error_of<InputError>([&] { storage::Library::open(lib, storage::OpenMode::ReadWrite); })),
+                 q(lib) + QStringLiteral(": not a RoutePack library (SQLite schema version -1 is negative; RoutePack "
+                                         "libraries count 1, 2, ...)"));
+        QVERIFY(read_file(lib) == bytes);
+    }
+
+    void planOutIntoAFolderLeavesNothing() {
+        const auto tmp = temp_dir(QStringLiteral("hostile-out"));
+        const fs::path lib = make_library(tmp);
+        write_file(tmp / "topo.json", kTopologyOk);
+        fs::create_directories(tmp / "outdir");
+        const Run r = cli({QStringLiteral("plan"), QStringLiteral("--db"), q(lib), QStringLiteral("--trace"),
+                           QStringLiteral("t"), QStringLiteral("--topology"), q(tmp / "topo.json"),
+                           QStringLiteral("--out"), q(tmp / "outdir")});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, err_line(q(tmp / "outdir") + QStringLiteral(": is a folder (--out names the file to write)")));
+        QVERIFY(!fs::exists(tmp / "outdir.tmp"));
+        QVERIFY(fs::is_empty(tmp / "outdir"));
+    }
+    void duplicateKeysAndControlCharactersAreRefused() {
+        QCOMPARE(qs(error_of<InputError>([] {
+                     parse_topology(R"({"ep_ranks": 2, "ep_ranks": 4, "dp_slots": 2, "token_cap": 100,
+                                        "attention_stages": []})",
+                                    "t.json");
+                 })),
+                 QStringLiteral("t.json: malformed JSON: duplicate key 'ep_ranks' in one object"));
+        QCOMPARE(qs(error_of<InputError>([] { parse_planner_budgets(R"({"eta": 1, "eta": 2})", "lib"); })),
+                 QStringLiteral("lib: malformed JSON: duplicate key 'eta' in one object"));
+        QCOMPARE(qs(error_of<InputError>([] {
+                     model_from_hf_config(R"({"num_hidden_layers": 2, "num_experts": 8, "num_experts": 4,
+                                              "num_experts_per_tok": 2})",
+                                          "config.json");
+                 })),
+                 QStringLiteral("config.json: malformed JSON: duplicate key 'num_experts' in one object"));
+        const auto tmp = temp_dir(QStringLiteral("hostile-index"));
+        const fs::path index = tmp / "model.safetensors.index.json";
+        write_file(index, R"({"weight_map": {"a": "model-00001-of-00001.safetensors"}, "weight_map": {}})");
+        QCOMPARE(qs(error_of<InputError>([&] { gpu::read_index(tmp); })),
+                 q(index) + QStringLiteral(": malformed JSON: duplicate key 'weight_map' in one object"));
+        write_file(index, R"({"weight_map": {}})");
+        QCOMPARE(qs(error_of<InputError>([&] { gpu::read_index(tmp); })),
+                 q(index) + QStringLiteral(": InvalidIndex: weight_map: empty (it must name the shard of every tensor)"));
+        write_file(index, "{\"weight_map\": {\"a\": \"model-00001-of-00002.safetensors\\u0000x\"}}");
+        QCOMPARE(qs(error_of<InputError>([&] { gpu::read_index(tmp); })),
+                 q(index) + QStringLiteral(": InvalidIndex: weight_map 'a': shard 'model-00001-of-00002.safetensors\\x00x' "
+                                           "is not a plain file name"));
+        write_file(index, "{\"weight_map\": {\"a\\u001b[31m\": \"s\\n\"}}");
+        QCOMPARE(qs(error_of<InputError>([&] { gpu::read_index(tmp); })),
+                 q(index) + QStringLiteral(": InvalidIndex: weight_map 'a\\x1b[31m': shard 's\\n' is not a plain file name"));
+    }
+
+    void namesAreEchoedPrintable() {
+        // A trace name with a line break and a terminal escape is stored whole, shown escaped, and
+        // a long one is cut at 80 characters.
+        const auto tmp = temp_dir(QStringLiteral("hostile-names"));
+        write_file(tmp / "in" / "a.jsonl", "[[[0, 1], [2, 3]]]\n[[[3, 1], [0, 2]]]\n");
+        const fs::path lib = tmp / "lib.routepack";
+        const QString name = QStringLiteral("red\x1b[31m\nname");
+        Run r = cli({QStringLiteral("import"), QStringLiteral("--db"), q(lib), QStringLiteral("--name"), name,
+                     QStringLiteral("--format"), QStringLiteral("nested-json"), QStringLiteral("--experts"),
+                     QStringLiteral("4"), QStringLiteral("--top-k"), QStringLiteral("2"), QStringLiteral("--layers"),
+                     QStringLiteral("2"), q(tmp / "in")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QVERIFY2(r.out.startsWith(QStringLiteral("imported trace 'red\\x1b[31m\\nname' into ") + q(lib) +
+                                  QStringLiteral(": 2 samples")),
+                 qPrintable(r.out));
+        QVERIFY(!r.out.contains(QChar(0x1b)));
+        r = cli({QStringLiteral("info"), QStringLiteral("--db"), q(lib)});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QVERIFY2(r.out.contains(QStringLiteral("\ntrace red\\x1b[31m\\nname  (nested-json)\n")), qPrintable(r.out));
+        QVERIFY(!r.out.contains(QChar(0x1b)));
+        QCOMPARE(storage::Library::open(lib, storage::OpenMode::ReadOnly)->traces().front().name, name.toStdString());
+        const QString longName(100000, QLatin1Char('n'));
+        write_file(tmp / "in2" / "b.jsonl", "[[[1, 0], [2, 3]]]\n");
+        r = cli({QStringLiteral("import"), QStringLiteral("--db"), q(lib), QStringLiteral("--name"), longName,
+                 QStringLiteral("--format"), QStringLiteral("nested-json"), QStringLiteral("--experts"),
+                 QStringLiteral("4"), QStringLiteral("--top-k"), QStringLiteral("2"), QStringLiteral("--layers"),
+                 QStringLiteral("2"), q(tmp / "in2")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QVERIFY2(r.out.startsWith(QStringLiteral("imported trace '") + QString(80, QLatin1Char('n')) +
+                                  QStringLiteral("...' into ")),
+                 qPrintable(r.out.left(200)));
+    }
+    void checkpointFifosAndHugeNumbersAreRefused() {
+        const auto tmp = temp_dir(QStringLiteral("hostile-ckpt"));
+        const fs::path ck = tmp / "ck";
+        Run r = cli({QStringLiteral("synth-checkpoint"), QStringLiteral("--out"), q(ck)});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        fs::path shard;
+        for (const auto& de : fs::directory_iterator(ck))
+            if (de.path().extension() == ".safetensors" && (shard.empty() || de.path() < shard)) shard = de.path();
+        QVERIFY(!shard.empty());
+        fs::remove(shard);
+        QCOMPARE(::mkfifo(shard.c_str(), 0600), 0);
+        r = cli({QStringLiteral("synth-checkpoint"), QStringLiteral("--check"), q(ck)});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, err_line(q(shard) + QStringLiteral(": IoError: not a regular file")));
+        // A number beyond double in a header is the file's fault, named as such.
+        const std::string header = R"({"t": {"dtype": "F32", "shape": [1e400], "data_offsets": [0, 4]}})";
+        std::string bytes(8, '\0');
+        for (int b = 0; b < 8; ++b) bytes[b] = static_cast<char>((header.size() >> (8 * b)) & 0xff);
+        write_file(tmp / "big.safetensors", bytes + header + std::string(4, '\0'));
+        QCOMPARE(qs(error_of<InputError>([&] { gpu::SafetensorsFile::open(tmp / "big.safetensors"); })),
+                 q(tmp / "big.safetensors") +
+                     QStringLiteral(": InvalidHeaderDeserialization: header: not valid JSON (number overflow parsing "
+                                    "'1e400')"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCliHostile)
+#include "tst_cli_hostile.moc"
