@@ -784,7 +784,7 @@ struct PlaceCmd {
 std::vector<std::uint64_t> read_loads_file(const std::string& path, const ModelFlags& flags, ModelDescription* model) {
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec)) throw InputError(path + ": is a folder, not a loads file");
-    const std::string text = read_text(path, "loads file");
+    const std::string text = read_text(path, input_files::kLoadsFile);
     nlohmann::json j;
     try {
         j = nlohmann::json::parse(text);

@@ -174,7 +174,7 @@ private Q_SLOTS:
         QCOMPARE(r.err, QStringLiteral("routepack: error: window: --split-groups 4 but trace 'syn' has only 3 GRPO "
                                        "groups\n"));
         {
-            auto lib = storage::Library::open(db.toStdString(), storage::OpenMode::ReadOnly);
+            auto lib = routepack::storage::Library::open(db.toStdString(), routepack::storage::OpenMode::ReadOnly);
             const auto all = lib->samples("syn");
             std::vector<std::string> want;
             for (std::size_t i = 5; i < 10; ++i) want.push_back(all[i].id);
