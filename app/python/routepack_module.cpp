@@ -378,6 +378,8 @@ PlanFile plan_file_of(const PlanResult& r) {
     f.row_count = r.rows.rows;
     f.row_count_certified = r.rows.certified;
     f.row_lower_bound = r.rows.lower_bound;
+    f.has_bound = true;
+    f.bound = r.bound;
     f.layout = r.routepack.layout;
     f.score = r.routepack.metrics.score;
     for (const MethodResult* m : {&r.baseline, &r.reorder, &r.karmarkar_karp, &r.routepack}) f.metrics[m->name] = m->metrics;
@@ -801,6 +803,16 @@ Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scal
         .def_property_readonly("row_count", [](const PyPlan& p) { return p.file.row_count; })
         .def_property_readonly("certified", [](const PyPlan& p) { return p.file.row_count_certified; })
         .def_property_readonly("row_lower_bound", [](const PyPlan& p) { return p.file.row_lower_bound; })
+        .def_property_readonly("lower_bound", [](const PyPlan& p) -> py::object {
+            if (!p.file.has_bound) return py::none();
+            py::dict d;
+            d["value"] = p.file.bound.value;
+            d["mean"] = p.file.bound.mean;
+            d["sample"] = p.file.bound.sample;
+            d["gap"] = bound_gap(p.file.score.max_u, p.file.bound.value);
+            return d;
+        }, "certified lower bound on max_g U at the plan's placement over every layout (core/bound.h): "
+           "{value, mean, sample, gap = max_g U / value - 1}; None for a version-1 plan file")
         .def_property_readonly("dp_slots", [](const PyPlan& p) { return p.file.layout.dp_slots; })
         .def_property_readonly("score", [](const PyPlan& p) {
             return py::make_tuple(p.file.score.max_u, p.file.score.sum_u, p.file.score.max_j);

@@ -122,7 +122,7 @@ def test_plan_json_roundtrip(tmp_path, window):
     q = routepack.load_plan(str(path))
     assert q.rows == p.rows and q.score == p.score and q.metrics == p.metrics
     # Every field of the fresh plan is what its own plan file says.
-    for field in ("row_count", "certified", "row_lower_bound", "dp_slots", "moe_layers", "num_hidden_layers",
+    for field in ("row_count", "certified", "row_lower_bound", "lower_bound", "dp_slots", "moe_layers", "num_hidden_layers",
                   "num_experts", "sample_ids", "seed", "fingerprint", "topology"):
         assert getattr(q, field) == getattr(p, field), field
     assert (q.lengths == p.lengths).all() and (q.cell_of == p.cell_of).all()
@@ -132,7 +132,11 @@ def test_plan_json_roundtrip(tmp_path, window):
     assert path.read_text() == p.to_json() + "\n"  # the file is the text plus a newline, as the CLI writes it
     assert routepack.plan_from_json(p.to_json()).rows == p.rows
     j = json.loads(p.to_json())
-    assert j["format"] == "routepack-plan" and j["version"] == 1
+    assert j["format"] == "routepack-plan" and j["version"] == 2
+    lb = p.lower_bound
+    assert lb["value"] == j["max_u_lower_bound"]["value"] and 0 < lb["value"] <= p.score[0]
+    assert lb["value"] <= max(lb["mean"], lb["sample"]) and lb["value"] > 0.999 * max(lb["mean"], lb["sample"])
+    assert abs(lb["gap"] - (p.score[0] / lb["value"] - 1)) < 1e-12
     assert j["moe_layers"] == [1, 3]
 
 
