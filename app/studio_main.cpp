@@ -1,4 +1,4 @@
-// The studio `routepack-studio` (issue 4). Everything lives in routepack_views (views/studio_app.h):
+// The studio `routepack-studio`. Everything lives in routepack_views (views/studio_app.h):
 // this file only hands over the command line.
 #include "views/studio_app.h"
 

@@ -1,5 +1,5 @@
 #pragma once
-// Expert-indexing scheme of a Hugging Face / Megatron MoE checkpoint (issue 5, checkpoint rewriter).
+// Expert-indexing scheme of a Hugging Face / Megatron MoE checkpoint.
 // Qt-free. Decides, from tensor names + shapes and the model description (config.json), which tensors are
 // expert-indexed (one tensor per expert, or stacked [E, ...] on axis 0), which are routers and router
 // biases (rows in logical expert order; they never move in apply mode), and which are anything else.

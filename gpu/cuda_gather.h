@@ -1,5 +1,5 @@
 #pragma once
-// Plain C++17 interface to the CUDA side of the checkpoint rewriter (issue 5): staging buffers, streams
+// Plain C++17 interface to the CUDA side of the checkpoint rewriter: staging buffers, streams
 // and the gather kernel (gpu/cuda_gather.cu, compiled by nvcc as CUDA 17). Nothing here includes the C++20
 // core headers; gpu/rewrite_cuda.cpp adapts a RewritePlan onto it.
 //

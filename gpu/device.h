@@ -1,5 +1,5 @@
 #pragma once
-// Accelerator discovery for the checkpoint rewriter (issue 5 builds the executors on this).
+// Accelerator discovery for the checkpoint rewriter (the executors build on it).
 #include <string>
 
 namespace routepack::gpu {

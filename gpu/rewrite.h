@@ -1,5 +1,5 @@
 #pragma once
-// Checkpoint rewriter (issue 5): makes expert state follow a plan's placement. Qt-free.
+// Checkpoint rewriter: makes expert state follow a plan's placement. Qt-free.
 //
 // Conventions (shared/reference/checkpoint-formats.md section 4). A placement row pi_l maps logical
 // expert e to physical slot v = pi_l(e); physical_to_logical_map[l][v] = e.

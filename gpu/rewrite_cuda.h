@@ -1,5 +1,5 @@
 #pragma once
-// CUDA executor of the checkpoint rewriter (issue 5). Qt-free. Executes a RewritePlan (gpu/rewrite.h) with
+// CUDA executor of the checkpoint rewriter. Qt-free. Executes a RewritePlan (gpu/rewrite.h) with
 // the same output bytes as execute_rewrite_cpu, staging through the GPU:
 //
 // The output files are cut into chunks of at most StagedRewriteOptions::chunk_bytes output bytes (a

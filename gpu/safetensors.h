@@ -1,5 +1,5 @@
 #pragma once
-// safetensors reader and writer of our own (issue 5, checkpoint rewriter). Qt-free.
+// safetensors reader and writer of our own. Qt-free.
 //
 // Format (huggingface/safetensors): u64 LE header length N, N bytes of UTF-8 JSON header, then the data
 // buffer. The reader validates as the reference reader (`SafeTensors::read_metadata` +

@@ -1,4 +1,4 @@
-// End to end on the real traces, as a new user runs the CLI (issue 6 steps 1-5 so far): import both
+// End to end on the real traces, as a new user runs the CLI: import both
 // sets with the shipped model descriptions, define the windows, plan with the shipped topologies,
 // compare, validate, export expert maps, write a synthetic DeepSeek-V2-Lite-shaped checkpoint, rewrite it
 // with the CSV window's plan, check its expert slots and invert it back to byte equality.

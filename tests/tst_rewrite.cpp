@@ -1,4 +1,4 @@
-// Checkpoint rewriter (issue 5): planning checks, CPU executor, round trips on the five real checkpoints
+// Checkpoint rewriter: planning checks, CPU executor, round trips on the five real checkpoints
 // in ../shared/checkpoints, identity, synthetic expert slots, refusals before writing, atomic output,
 // sidecar provenance, --layer-map, --verify, free space, the CLI.
 #include "core/errors.h"

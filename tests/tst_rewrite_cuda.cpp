@@ -1,4 +1,4 @@
-// CUDA executor of the checkpoint rewriter (issue 5): same output bytes as the CPU executor.
+// CUDA executor of the checkpoint rewriter: same output bytes as the CPU executor.
 //
 // Two layers of tests:
 // - host emulation (always, in a CUDA build): the staged executor's chunking, packing into source order,

@@ -1,4 +1,4 @@
-// The studio (issue 4), offscreen: import of a real trace through the import dialog's code path
+// The studio, offscreen: import of a real trace through the import dialog's code path
 // (its ImportJob worker, no modal exec), cancelled and failed imports leave the library unchanged,
 // the sample table's numbers, planner jobs to completion (equal to a direct plan_window call),
 // cancelled, stale and failed jobs, QAbstractItemModelTester on every model and proxy, the main

@@ -1,4 +1,4 @@
-// Issue 6 step 6: the end-to-end walk-through on the real CSV set through the studio, offscreen:
+// The end-to-end walk-through on the real CSV set through the studio, offscreen:
 // import ../shared/traces/deepseek-v2-lite through the import dialog's code path with the shipped
 // DeepSeek-V2-Lite description, define the window of the first 512 samples, plan it in the background
 // with the two shipped DeepSeek topologies, check that the studio's plans equal direct planner calls

@@ -1,5 +1,4 @@
-// The studio's checkpoint rewrite (issue 4 "launch a checkpoint rewrite (from the rewriter issue) with
-// progress", on issue 5's gpu/rewrite.h), offscreen, driven through the dialog's worker API (no modal
+// The studio's checkpoint rewrite (gpu/rewrite.h) with progress, offscreen, driven through the dialog's worker API (no modal
 // exec): Check reports what gpu::plan_rewrite reports; a rewrite to completion with progress signals
 // writes the same bytes as a direct gpu::rewrite_checkpoint call; the inverse from the dialog gives the
 // source back byte for byte; a bad layer map and a mismatched plan show the library's exact error and

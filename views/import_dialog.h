@@ -1,5 +1,5 @@
 #pragma once
-// Trace import of the studio (issue 4, "Import traces through a dialog"): ImportJob runs
+// Trace import of the studio: ImportJob runs
 // Library::import_trace on a worker thread with its own library connection, progress and Cancel;
 // ImportDialog collects files/folders, the trace name, the format (auto-detected one shown) and the
 // model description, and drives an ImportJob. An import is one SQLite transaction: a failed or

@@ -1,5 +1,5 @@
 #pragma once
-// The studio's planner job queue (issue 4, "Run the planner in the background"): one job at a
+// The studio's planner job queue: one job at a
 // time on a worker thread, several can queue; throttled progress with the stage name; live
 // annealing levels; cooperative cancel that keeps the best valid plan so far; generation ids so that
 // results of a superseded library are dropped; results as immutable values.

@@ -1,5 +1,5 @@
 #pragma once
-// Plan-inspection and run-comparison views of the studio (issue 4, "Inspect a plan", "Compare runs").
+// Plan-inspection and run-comparison views of the studio.
 // Every view paints precomputed values of one immutable routepack::PlanResult; nothing here runs the
 // planner. Only Qt and core value types cross this header (no TBB).
 #include "core/annealing.h"

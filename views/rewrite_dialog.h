@@ -1,6 +1,6 @@
 #pragma once
-// Checkpoint rewrite from the studio (issue 4, "launch a checkpoint rewrite (from the rewriter issue)
-// with progress"; the rewriter is gpu/rewrite.h, issue 5). RewriteJob runs gpu::plan_rewrite ("Check":
+// Checkpoint rewrite from the studio (the rewriter is gpu/rewrite.h).
+// RewriteJob runs gpu::plan_rewrite ("Check":
 // headers only) and gpu::rewrite_checkpoint ("Rewrite") on worker threads and hands every result back
 // to the GUI thread as a value; RewriteDialog collects the plan, the checkpoint, the output folder and
 // the options, and drives a RewriteJob. The request is built exactly as `routepack rewrite` builds it

@@ -1,5 +1,5 @@
 #pragma once
-// The studio's sample table (issue 4, "Browse traces, windows and samples"): one row per sample of
+// The studio's sample table: one row per sample of
 // a trace with id, group, length t_i, prompt length, routed rows and the per-layer hottest-expert
 // share; a sort/filter proxy; the length histogram.
 #include "core/trace.h"

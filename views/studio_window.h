@@ -1,5 +1,5 @@
 #pragma once
-// The studio's main window (issue 4): library tree (traces, windows, runs) on the left with the
+// The studio's main window: library tree (traces, windows, runs) on the left with the
 // topology/budget editor, the sample table and length histogram in the centre, the plan views and
 // the run comparison on the right, job progress with Cancel in the status bar. All long work runs
 // on worker threads (ImportJob, PlanJobQueue, sample loading, demo building); results arrive as

@@ -1,6 +1,5 @@
 #pragma once
-// Topology and planner-budget editor of the studio (issue 4, "Edit a topology ... and budgets,
-// saved with the library; presets for the common shapes"): P, D, EDP shards, cap C, min rows,
+// Topology and planner-budget editor of the studio: P, D, EDP shards, cap C, min rows,
 // attention stages (alpha, beta), and every PlannerBudgets field. Presets: the shipped topologies
 // (resources/topologies) and the topologies saved in the open library.
 #include "core/planner.h"

@@ -1,4 +1,4 @@
-// Checkpoint rewrite throughput on CPU (issue 5 "Benchmark"): a synthetic checkpoint shaped like
+// Checkpoint rewrite throughput on CPU: a synthetic checkpoint shaped like
 // Qwen3-30B-A3B's routed experts (H 2048, moe-ffn 768, 128 experts; 2..4 layers; BF16 gate/up [768, 2048]
 // and down [2048, 768] per expert = 9 MiB per expert, 1.21 GB per layer; one shard per layer), rewritten
 // with a random permutation per layer (every expert moves), against `cp -r` of the same files on the same

@@ -1,4 +1,4 @@
-// rewrite_gpu_check: the CUDA checks of the checkpoint rewriter for a GPU machine without Qt (issue 5).
+// rewrite_gpu_check: the CUDA checks of the checkpoint rewriter for a GPU machine without Qt.
 //
 //   rewrite_gpu_check [--gb N] [--work DIR] [--checkpoints DIR] [--bandwidth-mb M] [--keep] [--emulate]
 //
