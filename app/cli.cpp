@@ -18,6 +18,9 @@
 #include "storage/library.h"
 
 #include <CLI/CLI.hpp>
+#include <fnmatch.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -46,6 +49,16 @@ std::string fmt(const char* f, double v) {
     char buf[64];
     std::snprintf(buf, sizeof buf, f, v);
     return buf;
+}
+
+/// printf of several values into a string (table lines).
+template <class... Args>
+std::string fmt_line(const char* f, Args... args) {
+    const int n = std::snprintf(nullptr, 0, f, args...);
+    std::string out(static_cast<std::size_t>(std::max(n, 0)) + 1, '\0');
+    std::snprintf(out.data(), out.size(), f, args...);
+    out.pop_back();
+    return out;
 }
 
 std::string human_bytes(std::uint64_t b) {
@@ -734,6 +747,169 @@ int do_plan(const PlanCmd& c, bool write) {
     return r.cancelled ? 130 : 0;
 }
 
+/// `routepack sweep`: every window of a trace (a whole training run, e.g. from `window --split`)
+/// planned on one topology with the same budgets and seed.
+struct SweepCmd {
+    PlanCmd plan;                ///< topology, budgets, --seed, --threads, --json, --quiet
+    std::string db, trace, windows = "*", out;
+    std::int64_t expert_bytes = 0;  ///< bytes one expert's parameters + optimizer state take per replica
+};
+
+/// One window's line of the sweep table.
+struct SweepRow {
+    std::string window;
+    PlanResult plan;
+    std::int64_t run_id = 0;
+    std::int64_t churn = -1;  ///< slots whose expert changes against the previous window (-1: first window)
+};
+
+/// Plans the windows matching `--windows` (a shell pattern, default every window) in natural name
+/// order. The windows run in parallel on a oneTBB arena of --threads workers (0 = all cores), one
+/// planner worker each, so every plan is the one `routepack plan --threads 1` gives for that window
+/// and seed. Each finished plan is saved as a run of its window; churn is placement_moves(next,
+/// previous) summed over MoE layers, bytes = churn x --expert-bytes. Output: one line per window (or
+/// --json), and with --out DIR: DIR/sweep.csv, DIR/sweep.json and DIR/<window>.plan.json.
+int do_sweep(const SweepCmd& c) {
+    PlannerBudgets budgets = c.plan.budgets;
+    if (!c.plan.seed_text.empty()) budgets.seed = parse_seed(c.plan.seed_text, "sweep");
+    check_planner_budgets(budgets, "sweep", BudgetNames::Flags);
+    if (c.expert_bytes < 0)
+        throw InputError("sweep: --expert-bytes must be >= 0 (got " + std::to_string(c.expert_bytes) + ")");
+    check_db_path(c.db);
+    if (!c.out.empty()) {
+        std::error_code ec;
+        const auto st = std::filesystem::status(c.out, ec);
+        if (std::filesystem::exists(st) && !std::filesystem::is_directory(st))
+            throw InputError(c.out + ": is not a folder (--out names the folder to write the sweep into)");
+    }
+    const Topology topology = load_topology(c.plan.topology);
+    auto lib = storage::Library::open(c.db, storage::OpenMode::ReadWrite);
+    lib->trace(c.trace);  // an unknown trace is refused by name
+    std::vector<std::string> names;
+    for (const auto& w : lib->windows(c.trace))
+        if (fnmatch(c.windows.c_str(), w.name.c_str(), 0) == 0) names.push_back(w.name);
+    std::sort(names.begin(), names.end(), natural_less);
+    if (names.empty())
+        throw InputError("sweep: trace '" + detail::printable(c.trace) + "' has no window matching '" +
+                         detail::printable(c.windows) + "'");
+    std::vector<PlanInput> inputs(names.size());
+    for (std::size_t k = 0; k < names.size(); ++k) {
+        inputs[k].window = lib->load_window(c.trace, names[k]);
+        inputs[k].trace_name = c.trace;
+        inputs[k].window_name = names[k];
+        inputs[k].topology = topology;
+        inputs[k].budgets = budgets;
+        inputs[k].budgets.workers = 1;
+    }
+    std::signal(SIGINT, on_sigint);
+    std::vector<SweepRow> rows(names.size());
+    std::vector<std::string> errors(names.size());
+    const int arena_workers = budgets.workers > 0 ? budgets.workers : tbb::this_task_arena::max_concurrency();
+    tbb::task_arena arena(arena_workers);
+    std::atomic<std::size_t> done{0};
+    const bool tty = isatty(STDERR_FILENO) && !c.plan.quiet;
+    arena.execute([&] {
+        tbb::parallel_for(std::size_t{0}, names.size(), [&](std::size_t k) {
+            try {
+                rows[k].window = names[k];
+                rows[k].plan = plan_window(inputs[k], {}, &g_cancel);
+            } catch (const std::exception& e) {
+                errors[k] = e.what();
+            }
+            const std::size_t n = ++done;
+            if (tty) std::fprintf(stderr, "\rsweep %zu/%zu windows", n, names.size());
+        });
+    });
+    if (tty) std::fputs("\n", stderr);
+    for (std::size_t k = 0; k < names.size(); ++k)
+        if (!errors[k].empty()) throw InputError("sweep: window '" + detail::printable(names[k]) + "': " + errors[k]);
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+        rows[k].run_id = lib->save_run(rows[k].plan, c.plan.topology).id;
+        if (k > 0) {
+            rows[k].churn = 0;
+            for (const auto& layer : placement_moves(rows[k].plan.lpt, rows[k - 1].plan.lpt))
+                rows[k].churn += static_cast<std::int64_t>(layer.size());
+        }
+    }
+
+    auto gain = [](double base, double x) { return base > 0 ? 100.0 * (x - base) / base : 0.0; };
+    nlohmann::json j = nlohmann::json::array();
+    std::ostringstream csv;
+    csv << "window,samples,rows,certified,baseline,reorder,karmarkar_karp,routepack,routepack_vs_baseline_pct,"
+           "routepack_vs_reorder_pct,lower_bound,planner_s,churn_slots,churn_bytes,run\r\n";
+    for (const auto& r : rows) {
+        const PlanResult& p = r.plan;
+        const double base = p.baseline.metrics.score.max_u, rp = p.routepack.metrics.score.max_u;
+        nlohmann::json o = {{"window", r.window},
+                            {"samples", p.samples.size()},
+                            {"rows", p.rows.rows},
+                            {"certified", p.rows.certified},
+                            {"baseline", base},
+                            {"reorder", p.reorder.metrics.score.max_u},
+                            {"karmarkar_karp", p.karmarkar_karp.metrics.score.max_u},
+                            {"routepack", rp},
+                            {"routepack_vs_baseline_pct", gain(base, rp)},
+                            {"routepack_vs_reorder_pct", gain(p.reorder.metrics.score.max_u, rp)},
+                            {"lower_bound", p.bound.value},
+                            {"planner_s", p.timings.count("total") ? p.timings.at("total") : 0.0},
+                            {"run", r.run_id}};
+        if (r.churn >= 0) {
+            o["churn_slots"] = r.churn;
+            o["churn_bytes"] = r.churn * c.expert_bytes;
+        } else {
+            o["churn_slots"] = nullptr;
+            o["churn_bytes"] = nullptr;
+        }
+        j.push_back(o);
+        csv << r.window << "," << p.samples.size() << "," << p.rows.rows << "," << (p.rows.certified ? 1 : 0) << ","
+            << fmt("%.17g", base) << "," << fmt("%.17g", p.reorder.metrics.score.max_u) << ","
+            << fmt("%.17g", p.karmarkar_karp.metrics.score.max_u) << "," << fmt("%.17g", rp) << ","
+            << fmt("%.6f", gain(base, rp)) << "," << fmt("%.6f", gain(p.reorder.metrics.score.max_u, rp)) << ","
+            << fmt("%.17g", p.bound.value) << "," << fmt("%.6f", o["planner_s"].get<double>()) << ","
+            << (r.churn >= 0 ? std::to_string(r.churn) : "") << ","
+            << (r.churn >= 0 ? std::to_string(r.churn * c.expert_bytes) : "") << "," << r.run_id << "\r\n";
+    }
+    if (!c.out.empty()) {
+        std::filesystem::create_directories(c.out);
+        const std::filesystem::path dir(c.out);
+        write_file_atomically((dir / "sweep.json").string(), j.dump(2), "sweep table");
+        std::string text = csv.str();
+        text.pop_back();  // write_file_atomically adds the last line end
+        text.pop_back();
+        write_file_atomically((dir / "sweep.csv").string(), text + "\r", "sweep table");
+        for (const auto& r : rows)
+            write_file_atomically((dir / (r.window + ".plan.json")).string(), plan_to_json(r.plan), "plan");
+    }
+    if (c.plan.json) {
+        std::cout << j.dump(2) << "\n";
+    } else {
+        std::cout << fmt_line("%-16s %7s %4s %11s %11s %11s %11s %9s %8s %7s", "window", "samples", "rows", "baseline",
+                         "reorder", "kk", "routepack", "vs base", "time_s", "churn")
+                  << (c.expert_bytes > 0 ? "  churn bytes" : "") << "\n";
+        double sum_gain = 0;
+        for (const auto& o : j) {
+            sum_gain += o["routepack_vs_baseline_pct"].get<double>();
+            std::cout << fmt_line("%-16s %7zu %4d %11.4f %11.4f %11.4f %11.4f %+8.2f%% %8.3f %7s",
+                             detail::printable(o["window"].get<std::string>()).c_str(), o["samples"].get<std::size_t>(),
+                             o["rows"].get<int>(), o["baseline"].get<double>(), o["reorder"].get<double>(),
+                             o["karmarkar_karp"].get<double>(), o["routepack"].get<double>(),
+                             o["routepack_vs_baseline_pct"].get<double>(), o["planner_s"].get<double>(),
+                             o["churn_slots"].is_null() ? "-" : std::to_string(o["churn_slots"].get<std::int64_t>()).c_str())
+                      << (c.expert_bytes > 0 && !o["churn_bytes"].is_null()
+                              ? "  " + std::to_string(o["churn_bytes"].get<std::int64_t>())
+                              : std::string())
+                      << "\n";
+        }
+        std::cout << "sweep: " << rows.size() << " windows of trace '" << detail::printable(c.trace)
+                  << "' planned and saved as runs " << rows.front().run_id << ".." << rows.back().run_id
+                  << "; mean routepack vs baseline " << fmt("%+.2f%%", sum_gain / static_cast<double>(rows.size()))
+                  << (c.out.empty() ? std::string() : "; written to " + c.out) << "\n";
+    }
+    bool cancelled = false;
+    for (const auto& r : rows) cancelled = cancelled || r.plan.cancelled;
+    return cancelled ? 130 : 0;
+}
+
 struct ValidateCmd {
     std::string plan;
     WindowSource src;
@@ -1025,6 +1201,19 @@ int run(int argc, char** argv) {
     cmp->add_flag("--json", cc.json, "machine-readable output");
     cmp->add_flag("--quiet", cc.quiet, "no progress on stderr");
 
+    SweepCmd swc;
+    swc.plan.command = "sweep";
+    auto* sweep = app.add_subcommand("sweep", "plan every window of a trace (a whole run) and report per-window costs, gains and placement churn");
+    sweep->add_option("--db", swc.db, "library file")->required();
+    sweep->add_option("--trace", swc.trace, "trace name")->required();
+    sweep->add_option("--windows", swc.windows, "shell pattern of window names (default *: every window)");
+    sweep->add_option("--out", swc.out, "folder for sweep.csv, sweep.json and one plan JSON per window");
+    sweep->add_option("--expert-bytes", swc.expert_bytes,
+                      "bytes of one expert's parameters plus optimizer state per replica (churn in bytes)");
+    add_budget_flags(*sweep, swc.plan);
+    sweep->add_flag("--json", swc.plan.json, "print the table as JSON");
+    sweep->add_flag("--quiet", swc.plan.quiet, "no progress on stderr");
+
     ValidateCmd vc;
     auto* val = app.add_subcommand("validate", "check a plan's structure, and rescore it against its trace when given one");
     val->add_option("plan", vc.plan, "plan JSON")->required();
@@ -1097,6 +1286,7 @@ int run(int argc, char** argv) {
         if (*demo) return do_demo(dc);
         if (*plan) return do_plan(pc, true);
         if (*cmp) return do_plan(cc, false);
+        if (*sweep) return do_sweep(swc);
         if (*val) return do_validate(vc);
         if (*exm) return do_export_map(ec);
         if (*plcmd) return do_place(plc);

@@ -1,5 +1,7 @@
 // The headless CLI as a user runs it: real processes, real library files, exact stdout/stderr lines
 // and exit codes.
+#include "core/placement.h"
+#include "core/plan_file.h"
 #include "storage/library.h"
 #include "tests/testutil.h"
 
@@ -13,6 +15,7 @@
 
 namespace fs = std::filesystem;
 using routepack::test::temp_dir;
+using routepack::test::read_file;
 using routepack::test::write_file;
 
 namespace {
@@ -181,6 +184,56 @@ private Q_SLOTS:
             QCOMPARE(lib->window_sample_ids("syn", "step-001"), want);  // import order, consecutive
             QCOMPARE(lib->windows("syn").size(), std::size_t(6));        // g + 3 + 2: the refused split added none
         }
+
+        // sweep: every window of the run planned and saved, one line each; each plan is the one `plan
+        // --threads 1` gives that window; churn recounted from the two plan files' placements.
+        r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
+                 QStringLiteral("--windows"), QStringLiteral("grp-*"), QStringLiteral("--topology"),
+                 QStringLiteral("synthetic-demo-ep8-dp4"), QStringLiteral("--seed"), QStringLiteral("3"),
+                 QStringLiteral("--expert-bytes"), QStringLiteral("1000"), QStringLiteral("--out"), q(tmp / "sweep"),
+                 QStringLiteral("--json"), QStringLiteral("--quiet")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        {
+            const auto sj = nlohmann::json::parse(r.out.toStdString());
+            QCOMPARE(sj.size(), std::size_t(2));
+            QCOMPARE(sj[0]["window"].get<std::string>(), std::string("grp-000"));
+            QCOMPARE(sj[1]["window"].get<std::string>(), std::string("grp-001"));
+            QCOMPARE(sj[0]["samples"].get<int>(), 8);
+            QVERIFY(sj[0]["churn_slots"].is_null());
+            QVERIFY(sj[1]["run"].get<std::int64_t>() > sj[0]["run"].get<std::int64_t>());
+            const routepack::PlanFile p0 = routepack::parse_plan(read_file(tmp / "sweep" / "grp-000.plan.json"), "p0");
+            const routepack::PlanFile p1 = routepack::parse_plan(read_file(tmp / "sweep" / "grp-001.plan.json"), "p1");
+            const std::vector<int> m0 = routepack::physical_to_logical(p0.placement),
+                                   m1 = routepack::physical_to_logical(p1.placement);
+            std::int64_t churn = 0;
+            for (std::size_t v = 0; v < m0.size(); ++v) churn += m0[v] != m1[v];
+            QCOMPARE(sj[1]["churn_slots"].get<std::int64_t>(), churn);
+            QCOMPARE(sj[1]["churn_bytes"].get<std::int64_t>(), 1000 * churn);
+            QCOMPARE(sj[1]["routepack"].get<double>(), p1.score.max_u);
+            const double base = sj[1]["baseline"].get<double>();
+            QCOMPARE(sj[1]["routepack_vs_baseline_pct"].get<double>(), 100.0 * (p1.score.max_u - base) / base);
+            r = cli({QStringLiteral("plan"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
+                     QStringLiteral("--window"), QStringLiteral("grp-001"), QStringLiteral("--topology"),
+                     QStringLiteral("synthetic-demo-ep8-dp4"), QStringLiteral("--seed"), QStringLiteral("3"),
+                     QStringLiteral("--threads"), QStringLiteral("1"), QStringLiteral("--quiet"), QStringLiteral("--out"),
+                     q(tmp / "grp-001.json")});
+            QVERIFY2(r.code == 0, qPrintable(r.err));
+            const routepack::PlanFile direct = routepack::parse_plan(read_file(tmp / "grp-001.json"), "direct");
+            QCOMPARE(direct.score, p1.score);
+            QCOMPARE(direct.layout, p1.layout);
+            const QString csv = QString::fromStdString(read_file(tmp / "sweep" / "sweep.csv"));
+            QCOMPARE(csv.count(QStringLiteral("\r\n")), 3);  // header + two windows
+            QVERIFY(csv.startsWith(QStringLiteral("window,samples,rows,certified,baseline,")));
+        }
+        r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
+                 QStringLiteral("--windows"), QStringLiteral("nope*"), QStringLiteral("--topology"),
+                 QStringLiteral("synthetic-demo-ep8-dp4")});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, QStringLiteral("routepack: error: sweep: trace 'syn' has no window matching 'nope*'\n"));
+        r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
+                 QStringLiteral("--expert-bytes"), QStringLiteral("-1"), QStringLiteral("--topology"),
+                 QStringLiteral("synthetic-demo-ep8-dp4")});
+        QCOMPARE(r.err, QStringLiteral("routepack: error: sweep: --expert-bytes must be >= 0 (got -1)\n"));
 
         write_file(tmp / "ids.txt", "# chosen by hand\ngroup_1#2\n\ngroup_0#0\n");
         r = cli({QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
