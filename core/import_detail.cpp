@@ -338,6 +338,14 @@ const nlohmann::json* json_member(const nlohmann::json& obj, const char* key) {
     return &*it;
 }
 
+std::optional<std::int64_t> token_id_count(const nlohmann::json& obj, const char* key, const std::string& where,
+                                           const std::string& field) {
+    const nlohmann::json* v = json_member(obj, key);
+    if (!v) return std::nullopt;
+    if (!v->is_array()) throw InputError(where + ": " + field + " is " + json_kind(*v) + ", not a list of token ids");
+    return static_cast<std::int64_t>(v->size());
+}
+
 std::int64_t json_int_value(const nlohmann::json& v, const std::string& where, const std::string& field,
                             std::int64_t lo, std::int64_t hi) {
     if (v.is_number_float()) {

@@ -140,6 +140,12 @@ std::optional<std::int64_t> json_int(const nlohmann::json& obj, const char* key,
 /// Member `key` of `obj` when present and not null; nullptr otherwise.
 const nlohmann::json* json_member(const nlohmann::json& obj, const char* key);
 
+/// Length of the token-id list `obj[key]` (prompt_token_ids, generation_token_ids of NeMo-RL and
+/// Megatron-LM answers); nullopt when absent or null. InputError "<where>: <field> is <kind>, not a
+/// list of token ids" when it is not a list.
+std::optional<std::int64_t> token_id_count(const nlohmann::json& obj, const char* key, const std::string& where,
+                                           const std::string& field);
+
 /// A JSON id (string or integer) as text; empty for null/absent. Used for request ids and groups.
 /// InputError "<where>: <field> must be a string or integer" for any other type (never
 /// serialized: a container could be nested deeper than the stack allows).

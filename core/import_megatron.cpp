@@ -57,14 +57,6 @@ void megatron_routes(const nlohmann::json& v, const std::string& where, const st
     routes_from_json(*data, where, data_field, routes);
 }
 
-std::optional<std::int64_t> id_count(const nlohmann::json& obj, const char* key, const std::string& where,
-                                     const std::string& field) {
-    const nlohmann::json* v = json_member(obj, key);
-    if (!v) return std::nullopt;
-    if (!v->is_array()) throw InputError(where + ": " + field + " is " + json_kind(*v) + ", not a list of token ids");
-    return static_cast<std::int64_t>(v->size());
-}
-
 }  // namespace
 
 void parse_megatron(const SourceFile& f, const ModelDescription& m, const EmitFn& emit) {
@@ -83,8 +75,8 @@ void parse_megatron(const SourceFile& f, const ModelDescription& m, const EmitFn
         const std::string where = sample_where(f, meta.id);
         megatron_routes(routes_json, where, field, routes);
         if (tokens) {
-            const auto p = id_count(*tokens, "prompt_token_ids", where, tokens_prefix + "prompt_token_ids");
-            const auto g = id_count(*tokens, "generation_token_ids", where, tokens_prefix + "generation_token_ids");
+            const auto p = token_id_count(*tokens, "prompt_token_ids", where, tokens_prefix + "prompt_token_ids");
+            const auto g = token_id_count(*tokens, "generation_token_ids", where, tokens_prefix + "generation_token_ids");
             if (p && g) {
                 if (routes.rows != *p + *g - 1)
                     throw InputError(where + ": " + field + " has " + std::to_string(routes.rows) + " rows, but " +

@@ -120,14 +120,6 @@ void routes_from_value(const nlohmann::json& v, const std::string& where, const 
     }
 }
 
-std::optional<std::int64_t> id_list_size(const nlohmann::json& obj, const char* key, const std::string& where,
-                                         const std::string& field) {
-    const nlohmann::json* v = json_member(obj, key);
-    if (!v) return std::nullopt;
-    if (!v->is_array()) throw InputError(where + ": " + field + " is " + json_kind(*v) + ", not a list of token ids");
-    return static_cast<std::int64_t>(v->size());
-}
-
 }  // namespace
 
 void parse_nemo_rl(const SourceFile& f, const ModelDescription& m, const EmitFn& emit) {
@@ -171,8 +163,8 @@ void parse_nemo_rl(const SourceFile& f, const ModelDescription& m, const EmitFn&
         routes_from_value(holder["routed_experts"], where, field, routes);
         routes.axis_layer_ids = resolve_layer_axis(routes.axis_layers, m, where + ": " + field);
         const std::int64_t S = drop_default_route(routes, where + ": " + field);
-        const auto prompt = id_list_size(holder, "prompt_token_ids", where, field_prefix + "prompt_token_ids");
-        const auto gen = id_list_size(holder, "generation_token_ids", where, field_prefix + "generation_token_ids");
+        const auto prompt = token_id_count(holder, "prompt_token_ids", where, field_prefix + "prompt_token_ids");
+        const auto gen = token_id_count(holder, "generation_token_ids", where, field_prefix + "generation_token_ids");
         if (prompt && gen) {
             if (*prompt + *gen != S)
                 throw InputError(where + ": " + field + " has " + std::to_string(S) + " rows, but " + field_prefix +
