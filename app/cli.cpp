@@ -1037,6 +1037,7 @@ int do_place(const PlaceCmd& c) {
         P = load_topology(c.topology).ep_ranks;
     }
     if (P < 1) throw InputError("place: give --ep-ranks P (or --topology)");
+    check_output_file(c.out, "--out");
     ModelDescription model;
     std::vector<std::uint64_t> loads;
     std::string what;
@@ -1067,14 +1068,7 @@ int do_place(const PlaceCmd& c) {
     const auto Gi = rank_loads(loads, ident), Gl = rank_loads(loads, lpt);
     const auto mi = rank_max_over_mean(Gi, L, P), ml = rank_max_over_mean(Gl, L, P);
     const std::string text = expert_map_json(lpt, model, format);
-    const std::string tmp = c.out + ".tmp";
-    {
-        std::ofstream o(tmp, std::ios::binary);
-        if (!o) throw InputError(c.out + ": cannot write expert map");
-        o << text << "\n";
-        if (!o) throw InputError(c.out + ": write failed");
-    }
-    std::filesystem::rename(tmp, c.out);
+    write_file_atomically(c.out, text, "expert map");
     std::cout << "placement of " << what << ": " << L << " MoE layers x " << E << " experts on " << P
               << " EP ranks (LPT, Algorithm 1)\n";
     std::printf("%7s %14s %14s\n", "layer", "identity max/mean", "LPT max/mean");

@@ -412,6 +412,14 @@ private Q_SLOTS:
         QCOMPARE(r.err, err_line(q(tmp / "outdir") + QStringLiteral(": is a folder (--out names the file to write)")));
         QVERIFY(!fs::exists(tmp / "outdir.tmp"));
         QVERIFY(fs::is_empty(tmp / "outdir"));
+        // place writes its map the same way: a folder is refused before any work, nothing is left.
+        write_file(tmp / "loads.json", "[[3, 1], [2, 2]]");
+        const Run p = cli({QStringLiteral("place"), QStringLiteral("--loads"), q(tmp / "loads.json"),
+                           QStringLiteral("--ep-ranks"), QStringLiteral("2"), QStringLiteral("--out"), q(tmp / "outdir")});
+        QCOMPARE(p.code, 1);
+        QCOMPARE(p.err, err_line(q(tmp / "outdir") + QStringLiteral(": is a folder (--out names the file to write)")));
+        QVERIFY(!fs::exists(tmp / "outdir.tmp"));
+        QVERIFY(fs::is_empty(tmp / "outdir"));
     }
     void duplicateKeysAndControlCharactersAreRefused() {
         QCOMPARE(qs(error_of<InputError>([] {
