@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <chrono>
@@ -768,7 +769,8 @@ struct SweepRow {
 /// planner worker each, so every plan is the one `routepack plan --threads 1` gives for that window
 /// and seed. Each finished plan is saved as a run of its window; churn is placement_moves(next,
 /// previous) summed over MoE layers, bytes = churn x --expert-bytes. Output: one line per window (or
-/// --json), and with --out DIR: DIR/sweep.csv, DIR/sweep.json and DIR/<window>.plan.json.
+/// --json), and with --out DIR: DIR/sweep.csv, DIR/sweep.json and one DIR/<window>.plan.json per
+/// window (the name reduced to [A-Za-z0-9._-], recorded as plan_file).
 int do_sweep(const SweepCmd& c) {
     PlannerBudgets budgets = c.plan.budgets;
     if (!c.plan.seed_text.empty()) budgets.seed = parse_seed(c.plan.seed_text, "sweep");
@@ -832,6 +834,27 @@ int do_sweep(const SweepCmd& c) {
         }
     }
 
+    // Window names are free text: their plan files keep [A-Za-z0-9._-] only (no separators, no
+    // leading dot), so every plan lands inside --out; clashes get the window's position appended.
+    std::vector<std::string> plan_files(rows.size());
+    std::set<std::string> used;
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+        std::string stem;
+        for (unsigned char ch : rows[k].window)
+            stem += (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.') ? static_cast<char>(ch) : '_';
+        if (stem.size() > 120) stem.resize(120);
+        if (stem.empty() || stem[0] == '.') stem = "_" + stem;
+        if (!used.insert(stem).second) stem += "-" + std::to_string(k);
+        used.insert(stem);
+        plan_files[k] = stem + ".plan.json";
+    }
+    // RFC 4180 field: quoted (quotes doubled) when it holds a comma, quote, CR or LF.
+    auto csv_field = [](const std::string& v) {
+        if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
+        std::string out = "\"";
+        for (char ch : v) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+        return out + "\"";
+    };
     auto gain = [](double base, double x) { return base > 0 ? 100.0 * (x - base) / base : 0.0; };
     nlohmann::json j = nlohmann::json::array();
     std::ostringstream csv;
@@ -852,7 +875,8 @@ int do_sweep(const SweepCmd& c) {
                             {"routepack_vs_reorder_pct", gain(p.reorder.metrics.score.max_u, rp)},
                             {"lower_bound", p.bound.value},
                             {"planner_s", p.timings.count("total") ? p.timings.at("total") : 0.0},
-                            {"run", r.run_id}};
+                            {"run", r.run_id},
+                            {"plan_file", c.out.empty() ? std::string() : plan_files[j.size()]}};
         if (r.churn >= 0) {
             o["churn_slots"] = r.churn;
             o["churn_bytes"] = r.churn * c.expert_bytes;
@@ -861,7 +885,7 @@ int do_sweep(const SweepCmd& c) {
             o["churn_bytes"] = nullptr;
         }
         j.push_back(o);
-        csv << r.window << "," << p.samples.size() << "," << p.rows.rows << "," << (p.rows.certified ? 1 : 0) << ","
+        csv << csv_field(r.window) << "," << p.samples.size() << "," << p.rows.rows << "," << (p.rows.certified ? 1 : 0) << ","
             << fmt("%.17g", base) << "," << fmt("%.17g", p.reorder.metrics.score.max_u) << ","
             << fmt("%.17g", p.karmarkar_karp.metrics.score.max_u) << "," << fmt("%.17g", rp) << ","
             << fmt("%.6f", gain(base, rp)) << "," << fmt("%.6f", gain(p.reorder.metrics.score.max_u, rp)) << ","
@@ -877,8 +901,8 @@ int do_sweep(const SweepCmd& c) {
         text.pop_back();  // write_file_atomically adds the last line end
         text.pop_back();
         write_file_atomically((dir / "sweep.csv").string(), text + "\r", "sweep table");
-        for (const auto& r : rows)
-            write_file_atomically((dir / (r.window + ".plan.json")).string(), plan_to_json(r.plan), "plan");
+        for (std::size_t k = 0; k < rows.size(); ++k)
+            write_file_atomically((dir / plan_files[k]).string(), plan_to_json(rows[k].plan), "plan");
     }
     if (c.plan.json) {
         std::cout << j.dump(2) << "\n";

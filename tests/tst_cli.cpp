@@ -225,6 +225,18 @@ private Q_SLOTS:
             QCOMPARE(csv.count(QStringLiteral("\r\n")), 3);  // header + two windows
             QVERIFY(csv.startsWith(QStringLiteral("window,samples,rows,certified,baseline,")));
         }
+        // A window name is free text: its plan file stays inside --out ("../up-000" -> "_.._up-000").
+        r = cli(split + QStringList{QStringLiteral("../up"), QStringLiteral("--split-groups"), QStringLiteral("3")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
+                 QStringLiteral("--windows"), QStringLiteral("../up-*"), QStringLiteral("--topology"),
+                 QStringLiteral("synthetic-demo-ep8-dp4"), QStringLiteral("--out"), q(tmp / "sw2" / "out"),
+                 QStringLiteral("--json"), QStringLiteral("--quiet")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QCOMPARE(nlohmann::json::parse(r.out.toStdString())[0]["plan_file"].get<std::string>(),
+                 std::string("_.._up-000.plan.json"));
+        QVERIFY(std::filesystem::exists(tmp / "sw2" / "out" / "_.._up-000.plan.json"));
+        QVERIFY(!std::filesystem::exists(tmp / "sw2" / "up-000.plan.json"));
         r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
                  QStringLiteral("--windows"), QStringLiteral("nope*"), QStringLiteral("--topology"),
                  QStringLiteral("synthetic-demo-ep8-dp4")});
