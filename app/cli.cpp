@@ -340,6 +340,7 @@ struct WindowCmd {
 /// least three digits, more when needed) in run order. Every name is checked before any window is
 /// created, so a clash changes nothing.
 int do_window_split(const WindowCmd& c) {
+    if (c.name.empty()) throw InputError("window: --name must not be empty (it prefixes the split windows' names)");
     if (c.split_given && c.split < 1) throw InputError("window: --split must be >= 1 (got " + std::to_string(c.split) + ")");
     if (c.split_groups_given && c.split_groups < 1)
         throw InputError("window: --split-groups must be >= 1 (got " + std::to_string(c.split_groups) + ")");
@@ -753,6 +754,7 @@ int do_plan(const PlanCmd& c, bool write) {
 struct SweepCmd {
     PlanCmd plan;                ///< topology, budgets, --seed, --threads, --json, --quiet
     std::string db, trace, windows = "*", out;
+    bool out_given = false;
     std::int64_t expert_bytes = 0;  ///< bytes one expert's parameters + optimizer state take per replica
 };
 
@@ -775,8 +777,12 @@ int do_sweep(const SweepCmd& c) {
     PlannerBudgets budgets = c.plan.budgets;
     if (!c.plan.seed_text.empty()) budgets.seed = parse_seed(c.plan.seed_text, "sweep");
     check_planner_budgets(budgets, "sweep", BudgetNames::Flags);
-    if (c.expert_bytes < 0)
-        throw InputError("sweep: --expert-bytes must be >= 0 (got " + std::to_string(c.expert_bytes) + ")");
+    // One expert's state is far below 1 TiB; with at most 2^22 slots per placement the churn in bytes
+    // then fits 64 bits.
+    if (c.expert_bytes < 0 || c.expert_bytes > (std::int64_t(1) << 40))
+        throw InputError("sweep: --expert-bytes must be in 0..1099511627776 (1 TiB; got " +
+                         std::to_string(c.expert_bytes) + ")");
+    if (c.out_given && c.out.empty()) throw InputError("sweep: --out must name a folder (got '')");
     check_db_path(c.db);
     if (!c.out.empty()) {
         std::error_code ec;
@@ -794,6 +800,45 @@ int do_sweep(const SweepCmd& c) {
     if (names.empty())
         throw InputError("sweep: trace '" + detail::printable(c.trace) + "' has no window matching '" +
                          detail::printable(c.windows) + "'");
+    // Window names are free text: their plan files keep [A-Za-z0-9._-] only (no separators, no
+    // leading dot), so every plan lands inside --out; clashes get the window's position appended.
+    std::vector<std::string> plan_files(names.size());
+    std::set<std::string> used;
+    for (std::size_t k = 0; k < names.size(); ++k) {
+        std::string stem;
+        for (unsigned char ch : names[k])
+            stem += (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.') ? static_cast<char>(ch) : '_';
+        if (stem.size() > 120) stem.resize(120);
+        if (stem.empty() || stem[0] == '.') stem = "_" + stem;
+        if (!used.insert(stem).second) stem += "-" + std::to_string(k);
+        used.insert(stem);
+        plan_files[k] = stem + ".plan.json";
+    }
+    for (const auto& n : names) {
+        try {
+            (void)nlohmann::json(n).dump();
+        } catch (const nlohmann::json::exception&) {
+            throw InputError("sweep: window '" + detail::printable(n) + "' of trace '" + detail::printable(c.trace) +
+                             "' has a name that is not valid UTF-8 (plans and tables are JSON); nothing was planned");
+        }
+    }
+    if (!c.out.empty()) {
+        // The folder and every target are checked before planning: a sweep that cannot write saves nothing.
+        std::error_code ec;
+        std::filesystem::create_directories(c.out, ec);
+        if (ec || !std::filesystem::is_directory(c.out))
+            throw InputError(c.out + ": cannot create the sweep folder (" + (ec ? ec.message() : "not a folder") + ")");
+        std::vector<std::string> targets = plan_files;
+        targets.push_back("sweep.csv");
+        targets.push_back("sweep.json");
+        for (const auto& t : targets) {
+            const auto st = std::filesystem::symlink_status(std::filesystem::path(c.out) / t, ec);
+            if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+                throw InputError((std::filesystem::path(c.out) / t).string() +
+                                 ": exists and is not a regular file; nothing was planned");
+        }
+        if (access(c.out.c_str(), W_OK) != 0) throw InputError(c.out + ": folder is not writable; nothing was planned");
+    }
     std::vector<PlanInput> inputs(names.size());
     for (std::size_t k = 0; k < names.size(); ++k) {
         inputs[k].window = lib->load_window(c.trace, names[k]);
@@ -812,8 +857,9 @@ int do_sweep(const SweepCmd& c) {
     const bool tty = isatty(STDERR_FILENO) && !c.plan.quiet;
     arena.execute([&] {
         tbb::parallel_for(std::size_t{0}, names.size(), [&](std::size_t k) {
+            rows[k].window = names[k];
+            if (g_cancel.load()) return;  // interrupted: the windows not yet started are not planned
             try {
-                rows[k].window = names[k];
                 rows[k].plan = plan_window(inputs[k], {}, &g_cancel);
             } catch (const std::exception& e) {
                 errors[k] = e.what();
@@ -823,6 +869,12 @@ int do_sweep(const SweepCmd& c) {
         });
     });
     if (tty) std::fputs("\n", stderr);
+    if (g_cancel.load()) {
+        // A sweep is a table of finished plans: an interrupted one keeps nothing rather than mixing
+        // best-so-far plans into it.
+        std::cerr << "routepack: sweep interrupted: no run was saved and nothing was written\n";
+        return 130;
+    }
     for (std::size_t k = 0; k < names.size(); ++k)
         if (!errors[k].empty()) throw InputError("sweep: window '" + detail::printable(names[k]) + "': " + errors[k]);
     for (std::size_t k = 0; k < rows.size(); ++k) {
@@ -834,20 +886,6 @@ int do_sweep(const SweepCmd& c) {
         }
     }
 
-    // Window names are free text: their plan files keep [A-Za-z0-9._-] only (no separators, no
-    // leading dot), so every plan lands inside --out; clashes get the window's position appended.
-    std::vector<std::string> plan_files(rows.size());
-    std::set<std::string> used;
-    for (std::size_t k = 0; k < rows.size(); ++k) {
-        std::string stem;
-        for (unsigned char ch : rows[k].window)
-            stem += (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.') ? static_cast<char>(ch) : '_';
-        if (stem.size() > 120) stem.resize(120);
-        if (stem.empty() || stem[0] == '.') stem = "_" + stem;
-        if (!used.insert(stem).second) stem += "-" + std::to_string(k);
-        used.insert(stem);
-        plan_files[k] = stem + ".plan.json";
-    }
     // RFC 4180 field: quoted (quotes doubled) when it holds a comma, quote, CR or LF.
     auto csv_field = [](const std::string& v) {
         if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
@@ -879,7 +917,7 @@ int do_sweep(const SweepCmd& c) {
                             {"plan_file", c.out.empty() ? std::string() : plan_files[j.size()]}};
         if (r.churn >= 0) {
             o["churn_slots"] = r.churn;
-            o["churn_bytes"] = r.churn * c.expert_bytes;
+            o["churn_bytes"] = c.expert_bytes > 0 ? nlohmann::json(r.churn * c.expert_bytes) : nlohmann::json(nullptr);
         } else {
             o["churn_slots"] = nullptr;
             o["churn_bytes"] = nullptr;
@@ -891,10 +929,10 @@ int do_sweep(const SweepCmd& c) {
             << fmt("%.6f", gain(base, rp)) << "," << fmt("%.6f", gain(p.reorder.metrics.score.max_u, rp)) << ","
             << fmt("%.17g", p.bound.value) << "," << fmt("%.6f", o["planner_s"].get<double>()) << ","
             << (r.churn >= 0 ? std::to_string(r.churn) : "") << ","
-            << (r.churn >= 0 ? std::to_string(r.churn * c.expert_bytes) : "") << "," << r.run_id << "\r\n";
+            << (r.churn >= 0 && c.expert_bytes > 0 ? std::to_string(r.churn * c.expert_bytes) : "") << ","
+            << r.run_id << "\r\n";
     }
     if (!c.out.empty()) {
-        std::filesystem::create_directories(c.out);
         const std::filesystem::path dir(c.out);
         write_file_atomically((dir / "sweep.json").string(), j.dump(2), "sweep table");
         std::string text = csv.str();
@@ -1062,6 +1100,11 @@ int do_place(const PlaceCmd& c) {
     }
     if (P < 1) throw InputError("place: give --ep-ranks P (or --topology)");
     check_output_file(c.out, "--out");
+    {
+        std::error_code ec;
+        if (!c.loads.empty() && std::filesystem::equivalent(c.loads, c.out, ec))
+            throw InputError(c.out + ": is the --loads file itself (--out names a new expert map file)");
+    }
     ModelDescription model;
     std::vector<std::uint64_t> loads;
     std::string what;
@@ -1225,7 +1268,8 @@ int run(int argc, char** argv) {
     sweep->add_option("--db", swc.db, "library file")->required();
     sweep->add_option("--trace", swc.trace, "trace name")->required();
     sweep->add_option("--windows", swc.windows, "shell pattern of window names (default *: every window)");
-    sweep->add_option("--out", swc.out, "folder for sweep.csv, sweep.json and one plan JSON per window");
+    sweep->add_option("--out", swc.out, "folder for sweep.csv, sweep.json and one plan JSON per window")
+        ->each([&](const std::string&) { swc.out_given = true; });
     sweep->add_option("--expert-bytes", swc.expert_bytes,
                       "bytes of one expert's parameters plus optimizer state per replica (churn in bytes)");
     add_budget_flags(*sweep, swc.plan);

@@ -245,7 +245,33 @@ private Q_SLOTS:
         r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
                  QStringLiteral("--expert-bytes"), QStringLiteral("-1"), QStringLiteral("--topology"),
                  QStringLiteral("synthetic-demo-ep8-dp4")});
-        QCOMPARE(r.err, QStringLiteral("routepack: error: sweep: --expert-bytes must be >= 0 (got -1)\n"));
+        QCOMPARE(r.err, QStringLiteral("routepack: error: sweep: --expert-bytes must be in 0..1099511627776 (1 TiB; got "
+                                       "-1)\n"));
+        // Bytes that would overflow the churn product are refused up front.
+        r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
+                 QStringLiteral("--expert-bytes"), QStringLiteral("6000000000000000"), QStringLiteral("--topology"),
+                 QStringLiteral("synthetic-demo-ep8-dp4")});
+        QCOMPARE(r.err, QStringLiteral("routepack: error: sweep: --expert-bytes must be in 0..1099511627776 (1 TiB; got "
+                                       "6000000000000000)\n"));
+        // Without --expert-bytes the churn in bytes is unknown (null), not zero.
+        r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
+                 QStringLiteral("--windows"), QStringLiteral("grp-*"), QStringLiteral("--topology"),
+                 QStringLiteral("synthetic-demo-ep8-dp4"), QStringLiteral("--json"), QStringLiteral("--quiet")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QVERIFY(nlohmann::json::parse(r.out.toStdString())[1]["churn_bytes"].is_null());
+        // A target in --out that cannot be written is found before planning: nothing is written.
+        std::filesystem::create_directories(tmp / "sw3" / "grp-001.plan.json");
+        r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
+                 QStringLiteral("--windows"), QStringLiteral("grp-*"), QStringLiteral("--topology"),
+                 QStringLiteral("synthetic-demo-ep8-dp4"), QStringLiteral("--out"), q(tmp / "sw3"), QStringLiteral("--quiet")});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, QStringLiteral("routepack: error: ") + q(tmp / "sw3" / "grp-001.plan.json") +
+                            QStringLiteral(": exists and is not a regular file; nothing was planned\n"));
+        QVERIFY(!std::filesystem::exists(tmp / "sw3" / "sweep.csv"));
+        QVERIFY(!std::filesystem::exists(tmp / "sw3" / "grp-000.plan.json"));
+        r = cli(split + QStringList{QString(), QStringLiteral("--split"), QStringLiteral("5")});
+        QCOMPARE(r.err, QStringLiteral("routepack: error: window: --name must not be empty (it prefixes the split "
+                                       "windows' names)\n"));
 
         write_file(tmp / "ids.txt", "# chosen by hand\ngroup_1#2\n\ngroup_0#0\n");
         r = cli({QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),

@@ -420,6 +420,14 @@ private Q_SLOTS:
         QCOMPARE(p.err, err_line(q(tmp / "outdir") + QStringLiteral(": is a folder (--out names the file to write)")));
         QVERIFY(!fs::exists(tmp / "outdir.tmp"));
         QVERIFY(fs::is_empty(tmp / "outdir"));
+        // ... and never over its own input.
+        const Run same = cli({QStringLiteral("place"), QStringLiteral("--loads"), q(tmp / "loads.json"),
+                              QStringLiteral("--ep-ranks"), QStringLiteral("2"), QStringLiteral("--out"),
+                              q(tmp / "loads.json")});
+        QCOMPARE(same.code, 1);
+        QCOMPARE(same.err, err_line(q(tmp / "loads.json") +
+                                    QStringLiteral(": is the --loads file itself (--out names a new expert map file)")));
+        QCOMPARE(QString::fromStdString(read_file(tmp / "loads.json")), QStringLiteral("[[3, 1], [2, 2]]"));
     }
     void duplicateKeysAndControlCharactersAreRefused() {
         QCOMPARE(qs(error_of<InputError>([] {
