@@ -360,11 +360,12 @@ int do_window_split(const WindowCmd& c) {
             throw InputError("window: trace '" + detail::printable(c.trace) + "' already has a window named '" +
                              detail::printable(names.back()) + "' (no window was created)");
     }
-    for (std::size_t k = 0; k < parts.size(); ++k) {
-        const auto w = lib->create_window(c.trace, names[k], parts[k].ids, parts[k].definition);
-        std::cout << "window '" << w.name << "' of trace '" << c.trace << "': " << w.samples << " samples ("
-                  << parts[k].definition << ")\n";
-    }
+    std::vector<storage::Library::WindowSpec> specs;
+    for (std::size_t k = 0; k < parts.size(); ++k) specs.push_back({names[k], parts[k].ids, parts[k].definition});
+    const auto created = lib->create_windows(c.trace, specs);  // one transaction: all windows or none
+    for (std::size_t k = 0; k < created.size(); ++k)
+        std::cout << "window '" << created[k].name << "' of trace '" << c.trace << "': " << created[k].samples
+                  << " samples (" << parts[k].definition << ")\n";
     return 0;
 }
 

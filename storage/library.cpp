@@ -545,57 +545,67 @@ std::vector<std::uint64_t> Library::layer_totals(const std::string& trace) const
 
 WindowEntry Library::create_window(const std::string& trace, const std::string& name,
                                    const std::vector<std::string>& sample_ids, const std::string& definition) {
+    return create_windows(trace, {WindowSpec{name, sample_ids, definition}}).front();
+}
+
+std::vector<WindowEntry> Library::create_windows(const std::string& trace, const std::vector<WindowSpec>& windows) {
     if (read_only_) throw InputError(path_.string() + ": library is read-only (cannot write)");
     Transaction tx(db_, path_);
     const TraceEntry t = find_trace(db_, path_, trace);
     require_samples(t, path_, "windows need samples");
-    if (name.empty()) throw InputError("window name must not be empty (trace '" + shown(trace) + "')");
-    if (sample_ids.empty()) throw InputError("window '" + shown(name) + "' of trace '" + shown(trace) + "' lists no samples");
-    {
-        Statement st(db_, path_, "SELECT 1 FROM windows WHERE trace_id = ?1 AND name = ?2");
-        st.bind(1, t.id).bind(2, name);
-        if (st.step())
-            throw InputError("trace '" + shown(trace) + "' already has a window named '" + shown(name) + "' in " + path_.string());
-    }
-    {
-        std::unordered_map<std::string, std::size_t> first;
-        first.reserve(sample_ids.size());
-        for (std::size_t k = 0; k < sample_ids.size(); ++k) {
-            const auto [it, fresh] = first.emplace(sample_ids[k], k);
-            if (!fresh)
-                throw InputError("window '" + shown(name) + "' of trace '" + shown(trace) + "' lists sample '" + shown(sample_ids[k]) +
-                                 "' twice (entries " + std::to_string(it->second + 1) + " and " +
-                                 std::to_string(k + 1) + ")");
+    std::vector<WindowEntry> out;
+    for (const WindowSpec& spec : windows) {
+        const std::string& name = spec.name;
+        const std::vector<std::string>& sample_ids = spec.sample_ids;
+        const std::string& definition = spec.definition;
+        if (name.empty()) throw InputError("window name must not be empty (trace '" + shown(trace) + "')");
+        if (sample_ids.empty()) throw InputError("window '" + shown(name) + "' of trace '" + shown(trace) + "' lists no samples");
+        {
+            Statement st(db_, path_, "SELECT 1 FROM windows WHERE trace_id = ?1 AND name = ?2");
+            st.bind(1, t.id).bind(2, name);
+            if (st.step())
+                throw InputError("trace '" + shown(trace) + "' already has a window named '" + shown(name) + "' in " + path_.string());
         }
-    }
-    Statement insert(db_, path_,
-                     "INSERT INTO windows (trace_id, name, definition, sample_count, created_at) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5)");
-    insert.bind(1, t.id).bind(2, name).bind(3, definition).bind(4, static_cast<std::int64_t>(sample_ids.size()));
-    insert.bind(5, detail::utc_now_iso8601());
-    insert.run();
-    const std::int64_t window_id = sqlite3_last_insert_rowid(db_);
+        {
+            std::unordered_map<std::string, std::size_t> first;
+            first.reserve(sample_ids.size());
+            for (std::size_t k = 0; k < sample_ids.size(); ++k) {
+                const auto [it, fresh] = first.emplace(sample_ids[k], k);
+                if (!fresh)
+                    throw InputError("window '" + shown(name) + "' of trace '" + shown(trace) + "' lists sample '" + shown(sample_ids[k]) +
+                                     "' twice (entries " + std::to_string(it->second + 1) + " and " +
+                                     std::to_string(k + 1) + ")");
+            }
+        }
+        Statement insert(db_, path_,
+                         "INSERT INTO windows (trace_id, name, definition, sample_count, created_at) "
+                         "VALUES (?1, ?2, ?3, ?4, ?5)");
+        insert.bind(1, t.id).bind(2, name).bind(3, definition).bind(4, static_cast<std::int64_t>(sample_ids.size()));
+        insert.bind(5, detail::utc_now_iso8601());
+        insert.run();
+        const std::int64_t window_id = sqlite3_last_insert_rowid(db_);
 
-    Statement find(db_, path_, "SELECT id FROM samples WHERE trace_id = ?1 AND sample_id = ?2");
-    Statement member(db_, path_, "INSERT INTO window_samples (window_id, position, sample_ref) VALUES (?1, ?2, ?3)");
-    for (std::size_t k = 0; k < sample_ids.size(); ++k) {
-        find.bind(1, t.id).bind(2, sample_ids[k]);
-        if (!find.step())
-            throw InputError("window '" + shown(name) + "': trace '" + shown(trace) + "' has no sample '" + shown(sample_ids[k]) + "'");
-        const std::int64_t ref = find.int64(0);
-        find.reset();
-        member.bind(1, window_id).bind(2, static_cast<std::int64_t>(k)).bind(3, ref);
-        member.run();
+        Statement find(db_, path_, "SELECT id FROM samples WHERE trace_id = ?1 AND sample_id = ?2");
+        Statement member(db_, path_, "INSERT INTO window_samples (window_id, position, sample_ref) VALUES (?1, ?2, ?3)");
+        for (std::size_t k = 0; k < sample_ids.size(); ++k) {
+            find.bind(1, t.id).bind(2, sample_ids[k]);
+            if (!find.step())
+                throw InputError("window '" + shown(name) + "': trace '" + shown(trace) + "' has no sample '" + shown(sample_ids[k]) + "'");
+            const std::int64_t ref = find.int64(0);
+            find.reset();
+            member.bind(1, window_id).bind(2, static_cast<std::int64_t>(k)).bind(3, ref);
+            member.run();
+        }
+        WindowEntry w;
+        w.id = window_id;
+        w.trace = trace;
+        w.name = name;
+        w.definition = definition;
+        w.samples = sample_ids.size();
+        out.push_back(std::move(w));
     }
     tx.commit();
-
-    WindowEntry w;
-    w.id = window_id;
-    w.trace = trace;
-    w.name = name;
-    w.definition = definition;
-    w.samples = sample_ids.size();
-    return w;
+    return out;
 }
 
 std::vector<WindowEntry> Library::windows(const std::string& trace) const {

@@ -160,6 +160,15 @@ public:
     /// an empty list, a name already used for that trace, or a load-only trace.
     WindowEntry create_window(const std::string& trace, const std::string& name,
                               const std::vector<std::string>& sample_ids, const std::string& definition);
+    /// One window to create: name, sample ids in window order, definition text.
+    struct WindowSpec {
+        std::string name;
+        std::vector<std::string> sample_ids;
+        std::string definition;
+    };
+    /// Creates several windows of one trace in one transaction (all or none; the rules and errors of
+    /// create_window, for each in order), e.g. the consecutive windows of `window --split`.
+    std::vector<WindowEntry> create_windows(const std::string& trace, const std::vector<WindowSpec>& windows);
     std::vector<WindowEntry> windows(const std::string& trace = {}) const;
     std::vector<std::string> window_sample_ids(const std::string& trace, const std::string& window) const;
     Trace load_window(const std::string& trace, const std::string& window) const;

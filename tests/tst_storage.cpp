@@ -848,6 +848,32 @@ class TstStorage : public QObject {
     }
 
     void windowErrors() {
+        {
+            // Several windows in one transaction: a clash in the second leaves the first uncreated.
+            const fs::path f = library_file("windows-batch.routepack");
+            auto lib = Library::open(f);
+            const fs::path input = dir_ / "batch";
+            test::write_file(input / "p.csv", "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[0, 1]\"\n");
+            test::write_file(input / "q.csv", "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[2, 3]\"\n");
+            ImportOptions o;
+            o.model.experts = 4;
+            o.model.top_k = 2;
+            o.model.num_hidden_layers = 2;
+            o.model.moe_layers = {1};
+            lib->import_trace("t", {input}, o);
+            const auto ids = lib->samples("t");
+            QCOMPARE(ids.size(), std::size_t(2));
+            lib->create_window("t", "w-001", {ids[0].id}, "");
+            QCOMPARE(q(error_of<InputError>([&] {
+                         lib->create_windows("t", {{"w-000", {ids[0].id}, "a"}, {"w-001", {ids[1].id}, "b"}});
+                     })),
+                     q("trace 't' already has a window named 'w-001' in " + f.string()));
+            QCOMPARE(lib->windows("t").size(), std::size_t(1));
+            const auto made = lib->create_windows("t", {{"w-000", {ids[0].id}, "a"}, {"w-002", {ids[1].id}, "b"}});
+            QCOMPARE(made.size(), std::size_t(2));
+            QCOMPARE(lib->windows("t").size(), std::size_t(3));
+        }
+
         const fs::path f = library_file("window-errors.routepack");
         auto lib = Library::open(f);
         lib->import_trace("t", {write_trace("werr/a.jsonl", make_routes(4, 9))}, nested_options());
