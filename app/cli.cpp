@@ -345,6 +345,9 @@ int do_window_split(const WindowCmd& c) {
     if (c.split_groups_given && c.split_groups < 1)
         throw InputError("window: --split-groups must be >= 1 (got " + std::to_string(c.split_groups) + ")");
     auto lib = storage::Library::open(c.db, storage::OpenMode::ReadWrite);
+    if (lib->trace(c.trace).load_only)
+        throw InputError("window: trace '" + detail::printable(c.trace) +
+                         "' is load-only (per-layer expert totals, no samples): windows need samples");
     const auto samples = lib->samples(c.trace);
     const std::vector<WindowSelection> parts =
         c.split_given ? split_consecutive(samples, static_cast<std::size_t>(c.split), c.trace)
@@ -793,7 +796,9 @@ int do_sweep(const SweepCmd& c) {
     }
     const Topology topology = load_topology(c.plan.topology);
     auto lib = storage::Library::open(c.db, storage::OpenMode::ReadWrite);
-    lib->trace(c.trace);  // an unknown trace is refused by name
+    if (lib->trace(c.trace).load_only)  // an unknown trace is refused by name
+        throw InputError("sweep: trace '" + detail::printable(c.trace) +
+                         "' is load-only (per-layer expert totals, no samples): sweeps need windows of samples");
     std::vector<std::string> names;
     for (const auto& w : lib->windows(c.trace))
         if (fnmatch(c.windows.c_str(), w.name.c_str(), 0) == 0) names.push_back(w.name);

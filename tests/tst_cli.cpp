@@ -269,6 +269,19 @@ private Q_SLOTS:
                             QStringLiteral(": exists and is not a regular file; nothing was planned\n"));
         QVERIFY(!std::filesystem::exists(tmp / "sw3" / "sweep.csv"));
         QVERIFY(!std::filesystem::exists(tmp / "sw3" / "grp-000.plan.json"));
+        // A load-only (aggregate) trace has no samples to cut or plan: both commands say so.
+        write_file(tmp / "agg.json", R"({"counts": [[1, 2, 3, 4], [4, 3, 2, 1]], "num_layers": 2, "num_experts": 4})");
+        r = cli({QStringLiteral("import"), QStringLiteral("--db"), db, QStringLiteral("--name"), QStringLiteral("agg"),
+                 QStringLiteral("--format"), QStringLiteral("aggregate"), q(tmp / "agg.json")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        r = cli({QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("agg"),
+                 QStringLiteral("--name"), QStringLiteral("a"), QStringLiteral("--split"), QStringLiteral("1")});
+        QCOMPARE(r.err, QStringLiteral("routepack: error: window: trace 'agg' is load-only (per-layer expert totals, no "
+                                       "samples): windows need samples\n"));
+        r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("agg"),
+                 QStringLiteral("--topology"), QStringLiteral("synthetic-demo-ep8-dp4")});
+        QCOMPARE(r.err, QStringLiteral("routepack: error: sweep: trace 'agg' is load-only (per-layer expert totals, no "
+                                       "samples): sweeps need windows of samples\n"));
         r = cli(split + QStringList{QString(), QStringLiteral("--split"), QStringLiteral("5")});
         QCOMPARE(r.err, QStringLiteral("routepack: error: window: --name must not be empty (it prefixes the split "
                                        "windows' names)\n"));
