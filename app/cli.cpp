@@ -1,16 +1,18 @@
 #include "app/cli.h"
 
-#include "core/errors.h"
-#include "core/import.h"
-#include "core/budgets_json.h"
-#include "core/import_detail.h"
-#include "core/input_file.h"
-#include "core/expert_map.h"
-#include "core/plan_file.h"
-#include "core/rng.h"
-#include "core/planner.h"
-#include "core/synth.h"
-#include "core/window_select.h"
+#include "core/util/errors.h"
+#include "core/import/import.h"
+#include "core/plan/budgets_json.h"
+#include "core/util/atomic_file.h"
+#include "core/util/json.h"
+#include "core/util/text.h"
+#include "core/util/input_file.h"
+#include "core/plan/expert_map.h"
+#include "core/plan/plan_file.h"
+#include "core/util/rng.h"
+#include "core/plan/planner.h"
+#include "core/synth/synth.h"
+#include "core/model/window_select.h"
 #include "gpu/device.h"
 #include "gpu/rewrite_cli.h"
 #include "gpu/synth_checkpoint.h"
@@ -168,11 +170,11 @@ nlohmann::json trace_json(const storage::Library& lib, const storage::TraceEntry
 /// A name or other stored text as echoed on a terminal: one line, escapes for control
 /// characters and invalid UTF-8, cut at 80 characters with "..." (the library keeps it whole).
 std::string shown(const std::string& s) {
-    return detail::printable(s);
+    return util::printable(s);
 }
 /// A path as echoed: escapes as shown(), never cut.
 std::string shown_path(const std::string& s) {
-    return detail::printable(s, s.size());
+    return util::printable(s, s.size());
 }
 
 void print_trace_text(const nlohmann::json& j, bool detail) {
@@ -226,7 +228,7 @@ std::vector<std::string> split_list(const std::string& s) {
 /// --db values: a file path. ":memory:" would open a library that vanishes at exit.
 void check_db_path(const std::string& db) {
     if (db.empty() || db == ":memory:")
-        throw InputError("--db must be a file path (got '" + detail::printable(db) + "')");
+        throw InputError("--db must be a file path (got '" + util::printable(db) + "')");
 }
 
 /// Removes a library file this command created (and its -wal/-shm side files) when the command
@@ -324,7 +326,7 @@ int do_import(const ImportCmd& c) {
                   << s.max_length << " tokens (t_i rule: " << r << ")\n";
     }
     std::cout << "  missing routes " << s.missing_routes << "\n";
-    for (const auto& n : s.notes) std::cout << "  note: " << detail::printable(n, 400) << "\n";
+    for (const auto& n : s.notes) std::cout << "  note: " << util::printable(n, 400) << "\n";
     return 0;
 }
 
@@ -346,7 +348,7 @@ int do_window_split(const WindowCmd& c) {
         throw InputError("window: --split-groups must be >= 1 (got " + std::to_string(c.split_groups) + ")");
     auto lib = storage::Library::open(c.db, storage::OpenMode::ReadWrite);
     if (lib->trace(c.trace).load_only)
-        throw InputError("window: trace '" + detail::printable(c.trace) +
+        throw InputError("window: trace '" + util::printable(c.trace) +
                          "' is load-only (per-layer expert totals, no samples): windows need samples");
     const auto samples = lib->samples(c.trace);
     const std::vector<WindowSelection> parts =
@@ -360,8 +362,8 @@ int do_window_split(const WindowCmd& c) {
         std::string num = std::to_string(k);
         names.push_back(c.name + "-" + std::string(digits - num.size(), '0') + num);
         if (taken.count(names.back()))
-            throw InputError("window: trace '" + detail::printable(c.trace) + "' already has a window named '" +
-                             detail::printable(names.back()) + "' (no window was created)");
+            throw InputError("window: trace '" + util::printable(c.trace) + "' already has a window named '" +
+                             util::printable(names.back()) + "' (no window was created)");
     }
     std::vector<storage::Library::WindowSpec> specs;
     for (std::size_t k = 0; k < parts.size(); ++k) specs.push_back({names[k], parts[k].ids, parts[k].definition});
@@ -379,7 +381,7 @@ std::uint64_t parse_seed(const std::string& text, const std::string& command = "
     const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
     if (text.empty() || ec != std::errc() || p != text.data() + text.size())
         throw InputError(command + ": --seed must be an integer in 0..18446744073709551615 (got '" +
-                         detail::printable(text) + "')");
+                         util::printable(text) + "')");
     return v;
 }
 
@@ -420,7 +422,7 @@ int do_window(const WindowCmd& c) {
     if (c.ids_given) {
         definition = "ids from " + c.ids_file;
     } else {
-        // The selection rules live in core/window_select.h (shared with the studio).
+        // The selection rules live in core/model/window_select.h (shared with the studio).
         WindowSelection sel = c.first_given    ? select_first(samples, first, c.trace)
                               : c.random_given ? select_random(samples, random, seed, c.trace)
                                                : select_groups(samples, split_list(c.groups), c.trace);
@@ -719,23 +721,13 @@ void check_output_file(const std::string& out, const char* flag) {
         throw InputError(out + ": not a regular file (" + flag + " names the file to write)");
 }
 
-/// Writes `text` + "\n" to `out` through `out`.tmp and a rename; the .tmp file never stays behind.
-void write_file_atomically(const std::string& out, const std::string& text, const char* what) {
-    const std::string tmp = out + ".tmp";
-    std::error_code ec;
+/// Writes `text` + "\n" to `out` atomically (util::write_file_atomically); InputError "<out>: cannot
+/// write <what> (<step>: <reason>)" when that fails.
+void write_output(const std::string& out, const std::string& text, const char* what) {
     try {
-        {
-            std::ofstream f(tmp, std::ios::binary);
-            if (!f) throw InputError(out + ": cannot write " + what);
-            f << text << "\n";
-            f.close();
-            if (!f) throw InputError(out + ": write failed");
-        }
-        std::filesystem::rename(tmp, out, ec);
-        if (ec) throw InputError(out + ": cannot write " + what + " (" + ec.message() + ")");
-    } catch (...) {
-        std::filesystem::remove(tmp, ec);
-        throw;
+        util::write_file_atomically(out, text + "\n");
+    } catch (const util::AtomicWriteError& e) {
+        throw InputError(out + ": cannot write " + what + " (" + e.what() + ")");
     }
 }
 
@@ -743,7 +735,7 @@ int do_plan(const PlanCmd& c, bool write) {
     if (write && c.out.empty()) throw InputError("plan: --out PLAN.json is required");
     if (write) check_output_file(c.out, "--out");
     const PlanResult r = run_planner(c);
-    if (write) write_file_atomically(c.out, plan_to_json(r), "plan");
+    if (write) write_output(c.out, plan_to_json(r), "plan");
     if (c.json) {
         std::cout << compare_json(r).dump(2) << "\n";
     } else {
@@ -797,15 +789,15 @@ int do_sweep(const SweepCmd& c) {
     const Topology topology = load_topology(c.plan.topology);
     auto lib = storage::Library::open(c.db, storage::OpenMode::ReadWrite);
     if (lib->trace(c.trace).load_only)  // an unknown trace is refused by name
-        throw InputError("sweep: trace '" + detail::printable(c.trace) +
+        throw InputError("sweep: trace '" + util::printable(c.trace) +
                          "' is load-only (per-layer expert totals, no samples): sweeps need windows of samples");
     std::vector<std::string> names;
     for (const auto& w : lib->windows(c.trace))
         if (fnmatch(c.windows.c_str(), w.name.c_str(), 0) == 0) names.push_back(w.name);
     std::sort(names.begin(), names.end(), natural_less);
     if (names.empty())
-        throw InputError("sweep: trace '" + detail::printable(c.trace) + "' has no window matching '" +
-                         detail::printable(c.windows) + "'");
+        throw InputError("sweep: trace '" + util::printable(c.trace) + "' has no window matching '" +
+                         util::printable(c.windows) + "'");
     // Window names are free text: their plan files keep [A-Za-z0-9._-] only (no separators, no
     // leading dot), so every plan lands inside --out; clashes get the window's position appended.
     std::vector<std::string> plan_files(names.size());
@@ -824,7 +816,7 @@ int do_sweep(const SweepCmd& c) {
         try {
             (void)nlohmann::json(n).dump();
         } catch (const nlohmann::json::exception&) {
-            throw InputError("sweep: window '" + detail::printable(n) + "' of trace '" + detail::printable(c.trace) +
+            throw InputError("sweep: window '" + util::printable(n) + "' of trace '" + util::printable(c.trace) +
                              "' has a name that is not valid UTF-8 (plans and tables are JSON); nothing was planned");
         }
     }
@@ -882,7 +874,7 @@ int do_sweep(const SweepCmd& c) {
         return 130;
     }
     for (std::size_t k = 0; k < names.size(); ++k)
-        if (!errors[k].empty()) throw InputError("sweep: window '" + detail::printable(names[k]) + "': " + errors[k]);
+        if (!errors[k].empty()) throw InputError("sweep: window '" + util::printable(names[k]) + "': " + errors[k]);
     for (std::size_t k = 0; k < rows.size(); ++k) {
         rows[k].run_id = lib->save_run(rows[k].plan, c.plan.topology).id;
         if (k > 0) {
@@ -940,13 +932,13 @@ int do_sweep(const SweepCmd& c) {
     }
     if (!c.out.empty()) {
         const std::filesystem::path dir(c.out);
-        write_file_atomically((dir / "sweep.json").string(), j.dump(2), "sweep table");
+        write_output((dir / "sweep.json").string(), j.dump(2), "sweep table");
         std::string text = csv.str();
-        text.pop_back();  // write_file_atomically adds the last line end
+        text.pop_back();  // write_output adds the last line end
         text.pop_back();
-        write_file_atomically((dir / "sweep.csv").string(), text + "\r", "sweep table");
+        write_output((dir / "sweep.csv").string(), text + "\r", "sweep table");
         for (std::size_t k = 0; k < rows.size(); ++k)
-            write_file_atomically((dir / plan_files[k]).string(), plan_to_json(rows[k].plan), "plan");
+            write_output((dir / plan_files[k]).string(), plan_to_json(rows[k].plan), "plan");
     }
     if (c.plan.json) {
         std::cout << j.dump(2) << "\n";
@@ -958,7 +950,7 @@ int do_sweep(const SweepCmd& c) {
         for (const auto& o : j) {
             sum_gain += o["routepack_vs_baseline_pct"].get<double>();
             std::cout << fmt_line("%-16s %7zu %4d %11.4f %11.4f %11.4f %11.4f %+8.2f%% %8.3f %7s",
-                             detail::printable(o["window"].get<std::string>()).c_str(), o["samples"].get<std::size_t>(),
+                             util::printable(o["window"].get<std::string>()).c_str(), o["samples"].get<std::size_t>(),
                              o["rows"].get<int>(), o["baseline"].get<double>(), o["reorder"].get<double>(),
                              o["karmarkar_karp"].get<double>(), o["routepack"].get<double>(),
                              o["routepack_vs_baseline_pct"].get<double>(), o["planner_s"].get<double>(),
@@ -968,7 +960,7 @@ int do_sweep(const SweepCmd& c) {
                               : std::string())
                       << "\n";
         }
-        std::cout << "sweep: " << rows.size() << " windows of trace '" << detail::printable(c.trace)
+        std::cout << "sweep: " << rows.size() << " windows of trace '" << util::printable(c.trace)
                   << "' planned and saved as runs " << rows.front().run_id << ".." << rows.back().run_id
                   << "; mean routepack vs baseline " << fmt("%+.2f%%", sum_gain / static_cast<double>(rows.size()))
                   << (c.out.empty() ? std::string() : "; written to " + c.out) << "\n";
@@ -1008,7 +1000,7 @@ int do_export_map(const ExportMapCmd& c) {
     const ExpertMapFormat f = parse_expert_map_format(c.format);
     const PlanFile p = parse_plan(read_text(c.plan, input_files::kPlan), c.plan);
     check_output_file(c.out, "--out");
-    write_file_atomically(c.out, expert_map_json(p.placement, p.model, f), "expert map");
+    write_output(c.out, expert_map_json(p.placement, p.model, f), "expert map");
     std::cout << "expert map (" << c.format << ", rows = "
               << (f == ExpertMapFormat::SGLang ? "all " + std::to_string(p.model.num_hidden_layers) + " decoder layers"
                                                : std::to_string(p.model.num_moe_layers()) + " MoE layers")
@@ -1141,7 +1133,7 @@ int do_place(const PlaceCmd& c) {
     const auto Gi = rank_loads(loads, ident), Gl = rank_loads(loads, lpt);
     const auto mi = rank_max_over_mean(Gi, L, P), ml = rank_max_over_mean(Gl, L, P);
     const std::string text = expert_map_json(lpt, model, format);
-    write_file_atomically(c.out, text, "expert map");
+    write_output(c.out, text, "expert map");
     std::cout << "placement of " << what << ": " << L << " MoE layers x " << E << " experts on " << P
               << " EP ranks (LPT, Algorithm 1)\n";
     std::printf("%7s %14s %14s\n", "layer", "identity max/mean", "LPT max/mean");
@@ -1369,7 +1361,7 @@ int run(int argc, char** argv) {
         std::cerr << "routepack: error: " << one_line(e.what()) << "\n";
         return 1;
     } catch (const nlohmann::json::exception& e) {
-        std::cerr << "routepack: error: " << one_line(detail::json_error_description(e)) << "\n";
+        std::cerr << "routepack: error: " << one_line(util::json_error_description(e)) << "\n";
         return 1;
     } catch (const std::filesystem::filesystem_error& e) {
         const std::string p = e.path1().empty() ? std::string() : e.path1().string() + ": ";

@@ -1,6 +1,6 @@
 #include "gpu/checkpoint_scheme.h"
 
-#include "core/errors.h"
+#include "core/util/errors.h"
 
 #include <algorithm>
 #include <cctype>

@@ -4,7 +4,7 @@
 // expert-indexed (one tensor per expert, or stacked [E, ...] on axis 0), which are routers and router
 // biases (rows in logical expert order; they never move in apply mode), and which are anything else.
 // See shared/reference/checkpoint-formats.md §2-3 and shared/checkpoints/README.md.
-#include "core/model.h"
+#include "core/model/model.h"
 
 #include <cstdint>
 #include <string>

@@ -1,9 +1,9 @@
 #include "gpu/rewrite.h"
 
-#include "core/errors.h"
-#include "core/import_detail.h"
-#include "core/input_file.h"
-#include "core/trace.h"
+#include "core/util/errors.h"
+#include "core/util/json.h"
+#include "core/util/input_file.h"
+#include "core/model/trace.h"
 #include "gpu/checkpoint_scheme.h"
 #include "gpu/rewrite_cuda.h"
 #include "gpu/safetensors.h"
@@ -227,7 +227,7 @@ std::optional<InputSidecar> read_input_sidecar(const fs::path& dir) {
     if (!fs::exists(fs::symlink_status(p, ec))) return std::nullopt;
     if (!fs::is_regular_file(p, ec)) throw InputError(p.string() + ": not a file");
     try {
-        const json j = detail::parse_json_strict(read_text(p, input_files::kRewriteSidecar), p.string());
+        const json j = util::parse_json_strict(read_text(p, input_files::kRewriteSidecar), p.string());
         InputSidecar s;
         s.order = j.at("output_order").get<std::string>();
         if (s.order != "physical" && s.order != "logical")

@@ -18,8 +18,8 @@
 // temporary sibling folder renamed into place when complete; the provenance sidecar
 // `routepack-rewrite.json` (plan and placement fingerprints, direction, source fingerprint, layer map,
 // physical_to_logical_map rows) is written into it.
-#include "core/model.h"
-#include "core/placement.h"
+#include "core/model/model.h"
+#include "core/plan/placement.h"
 
 #include <atomic>
 #include <cstdint>

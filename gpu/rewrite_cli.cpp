@@ -1,13 +1,13 @@
 #include "gpu/rewrite_cli.h"
 
-#include "core/errors.h"
-#include "core/input_file.h"
-#include "core/plan_file.h"
+#include "core/util/errors.h"
+#include "core/util/input_file.h"
+#include "core/plan/plan_file.h"
 #include "gpu/rewrite.h"
 
 #include <CLI/CLI.hpp>
 
-#include "core/import_detail.h"
+#include "core/util/json.h"
 
 #include <nlohmann/json.hpp>
 
@@ -76,7 +76,7 @@ PlanFile parse_plan_text(const std::string& json_text, const std::string& origin
     try {
         return parse_plan(json_text, origin);
     } catch (const nlohmann::json::exception& e) {
-        throw InputError(origin + ": " + detail::json_error_description(e));
+        throw InputError(origin + ": " + util::json_error_description(e));
     }
 }
 

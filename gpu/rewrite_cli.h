@@ -1,7 +1,7 @@
 #pragma once
 // Command-line front end of the checkpoint rewrite, shared by `routepack rewrite` (app/) and the Qt-free
 // `routepack-rewrite` executable (gpu/rewrite_main.cpp) that runs on GPU machines without Qt.
-#include "core/plan_file.h"
+#include "core/plan/plan_file.h"
 #include "gpu/rewrite.h"
 
 #include <cstdint>

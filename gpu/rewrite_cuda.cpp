@@ -2,7 +2,7 @@
 // The device side is gpu/cuda_gather.cu behind the C++17 interface gpu/cuda_gather.h.
 #include "gpu/rewrite_cuda.h"
 
-#include "core/errors.h"
+#include "core/util/errors.h"
 
 #ifdef ROUTEPACK_HAVE_CUDA
 #include "gpu/cuda_gather.h"

@@ -1,6 +1,6 @@
 // `routepack-rewrite`: the checkpoint rewrite as a Qt-free executable (runs on GPU machines without Qt).
 // Same options and output as `routepack rewrite`.
-#include "core/errors.h"
+#include "core/util/errors.h"
 #include "gpu/rewrite_cli.h"
 
 #include <CLI/CLI.hpp>

@@ -1,8 +1,10 @@
 #include "gpu/safetensors.h"
 
-#include "core/errors.h"
-#include "core/import_detail.h"
-#include "core/input_file.h"
+#include "core/util/errors.h"
+#include "core/util/atomic_file.h"
+#include "core/util/json.h"
+#include "core/util/text.h"
+#include "core/util/input_file.h"
 
 #include <nlohmann/json.hpp>
 
@@ -354,7 +356,7 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
         fail(path, "InvalidHeaderDeserialization", "header: not valid JSON (error at header byte " + std::to_string(at) + ")");
     } catch (const hjson::exception& e) {
         // out_of_range.406: a number beyond double ("1e400").
-        fail(path, "InvalidHeaderDeserialization", "header: not valid JSON (" + detail::json_error_description(e) + ")");
+        fail(path, "InvalidHeaderDeserialization", "header: not valid JSON (" + util::json_error_description(e) + ")");
     }
     if (nul != std::string_view::npos)
         fail(path, "InvalidHeaderDeserialization", "header: not valid JSON (error at header byte " + std::to_string(nul) + ")");
@@ -553,31 +555,17 @@ std::string serialize_safetensors(const std::vector<TensorData>& tensors, const 
 void write_safetensors(const std::filesystem::path& path, const std::vector<TensorData>& tensors,
                        const SafetensorsMetadata& metadata) {
     const std::string bytes = serialize_safetensors(tensors, metadata);
-    auto tmp = path;
-    tmp += ".tmp." + std::to_string(::getpid());
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) fail(path, "IoError", "cannot create " + tmp.string() + ": " + std::strerror(errno));
-    std::size_t done = 0;
-    while (done < bytes.size()) {
-        const auto w = ::write(fd, bytes.data() + done, bytes.size() - done);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            const int err = errno;
-            ::close(fd);
-            ::unlink(tmp.c_str());
-            fail(path, "IoError", std::string("write failed: ") + std::strerror(err));
+    try {
+        util::write_file_atomically(path, bytes);
+    } catch (const util::AtomicWriteError& e) {
+        using Step = util::AtomicWriteError::Step;
+        const std::string reason = std::strerror(e.error);
+        switch (e.step) {
+        case Step::Create: fail(path, "IoError", "cannot create " + e.temp.string() + ": " + reason);
+        case Step::Write: fail(path, "IoError", "write failed: " + reason);
+        case Step::Flush: fail(path, "IoError", "flush failed: " + reason);
+        case Step::Rename: fail(path, "IoError", "rename failed: " + reason);
         }
-        done += static_cast<std::size_t>(w);
-    }
-    if (::fsync(fd) != 0 || ::close(fd) != 0) {
-        const int err = errno;
-        ::unlink(tmp.c_str());
-        fail(path, "IoError", std::string("flush failed: ") + std::strerror(err));
-    }
-    if (::rename(tmp.c_str(), path.c_str()) != 0) {
-        const int err = errno;
-        ::unlink(tmp.c_str());
-        fail(path, "IoError", std::string("rename failed: ") + std::strerror(err));
     }
 }
 
@@ -595,7 +583,7 @@ CheckpointIndex read_index(const std::filesystem::path& dir) {
     const std::string text = read_input_file(file, input_files::kCheckpointIndex);
     nlohmann::json doc;
     try {
-        doc = detail::parse_json_strict(text, file.string());
+        doc = util::parse_json_strict(text, file.string());
     } catch (const nlohmann::json::parse_error& e) {
         fail(file, "InvalidIndex", "not valid JSON (error at byte " + std::to_string(e.byte) + ")");
     }
@@ -615,7 +603,7 @@ CheckpointIndex read_index(const std::filesystem::path& dir) {
     if (!wm->is_object()) fail(file, "InvalidIndex", "weight_map: expected an object");
     if (wm->empty()) fail(file, "InvalidIndex", "weight_map: empty (it must name the shard of every tensor)");
     for (const auto& [name, shard] : wm->items()) {
-        const std::string shown_name = detail::printable(name);
+        const std::string shown_name = util::printable(name);
         if (!shard.is_string()) fail(file, "InvalidIndex", "weight_map '" + shown_name + "': expected a shard file name");
         const auto s = shard.get<std::string>();
         const bool control = std::any_of(s.begin(), s.end(), [](char c) {
@@ -624,7 +612,7 @@ CheckpointIndex read_index(const std::filesystem::path& dir) {
         if (s.empty() || control || s.find('/') != std::string::npos || s.find('\\') != std::string::npos || s == "." ||
             s == "..")
             fail(file, "InvalidIndex",
-                 "weight_map '" + shown_name + "': shard '" + detail::printable(s) + "' is not a plain file name");
+                 "weight_map '" + shown_name + "': shard '" + util::printable(s) + "' is not a plain file name");
         idx.weight_map[name] = s;
     }
     return idx;

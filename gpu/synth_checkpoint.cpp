@@ -1,8 +1,8 @@
 #include "gpu/synth_checkpoint.h"
 
-#include "core/errors.h"
-#include "core/import_detail.h"
-#include "core/input_file.h"
+#include "core/util/errors.h"
+#include "core/util/json.h"
+#include "core/util/input_file.h"
 
 #include <nlohmann/json.hpp>
 
@@ -332,7 +332,7 @@ SynthSlotCheck check_synth_checkpoint(const fs::path& dir) {
     if (fs::is_regular_file(sc, ec)) {
         const std::string text = read_input_file(sc, input_files::kRewriteSidecar);
         try {
-            const nlohmann::json j = detail::parse_json_strict(text, sc.string());
+            const nlohmann::json j = util::parse_json_strict(text, sc.string());
             out.order = j.at("output_order").get<std::string>();
             out.placement = j.at("plan").at("placement_fingerprint").get<std::string>();
             for (const auto& [layer, row] : j.at("physical_to_logical_map").items())
@@ -340,7 +340,7 @@ SynthSlotCheck check_synth_checkpoint(const fs::path& dir) {
         } catch (const InputError&) {
             throw;
         } catch (const std::exception& e) {
-            throw InputError(sc.string() + ": not a routepack rewrite sidecar: " + detail::json_error_description(e));
+            throw InputError(sc.string() + ": not a routepack rewrite sidecar: " + util::json_error_description(e));
         }
     }
     std::vector<fs::path> shards;

@@ -27,7 +27,7 @@
 // normal exponent range (BF16/F32: l <= 127, F16: l <= 15); otherwise write_synth_checkpoint throws.
 // Non-expert tensors hold deterministic small values k/64, k in -8..8 (norms: 1.0); the encoding is only
 // meaningful for routed-expert tensors (identified by name).
-#include "core/model.h"
+#include "core/model/model.h"
 #include "gpu/safetensors.h"
 
 #include <cstddef>

@@ -1,7 +1,8 @@
 #include "storage/demo.h"
 
-#include "core/errors.h"
-#include "core/plan_file.h"
+#include "core/util/errors.h"
+#include "core/plan/plan_file.h"
+#include "core/util/atomic_file.h"
 
 #include <fstream>
 
@@ -42,14 +43,11 @@ DemoBuild build_demo(const std::filesystem::path& folder, const PlannerBudgets& 
     d.plan = plan_window(in, progress, cancel);
     d.run = lib->save_run(d.plan, kDemoTopology);
 
-    const auto tmp = d.plan_file.string() + ".tmp";
-    {
-        std::ofstream f(tmp, std::ios::binary);
-        if (!f) throw InputError(d.plan_file.string() + ": cannot write plan");
-        f << plan_to_json(d.plan) << "\n";
-        if (!f) throw InputError(d.plan_file.string() + ": write failed");
+    try {
+        util::write_file_atomically(d.plan_file, plan_to_json(d.plan) + "\n");
+    } catch (const util::AtomicWriteError& e) {
+        throw InputError(d.plan_file.string() + ": cannot write plan (" + e.what() + ")");
     }
-    std::filesystem::rename(tmp, d.plan_file);
     return d;
 }
 

@@ -2,8 +2,8 @@
 // The embedded demo (README "Set-up", `routepack demo`, the studio's first start and its headless
 // mode): a synthetic GRPO window written as vLLM responses, imported into a fresh library, defined
 // as a window, planned on the shipped demo topology, saved as a run and written as plan.json.
-#include "core/planner.h"
-#include "core/synth.h"
+#include "core/plan/planner.h"
+#include "core/synth/synth.h"
 #include "storage/library.h"
 
 #include <atomic>

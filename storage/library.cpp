@@ -1,8 +1,8 @@
 // The trace library (storage/library.h): open + migrate + check, atomic imports, queries, windows.
 #include "storage/library.h"
 
-#include "core/errors.h"
-#include "core/import_detail.h"
+#include "core/util/errors.h"
+#include "core/util/text.h"
 #include "storage/counts_codec.h"
 #include "storage/library_internal.h"
 #include "storage/migrations.h"
@@ -36,7 +36,7 @@ constexpr int kBusyTimeoutMs = 5000;
 
 /// Names and ids as echoed in messages: one line, at most 80 characters.
 std::string shown(const std::string& s) {
-    return routepack::detail::printable(s);
+    return routepack::util::printable(s);
 }
 
 [[noreturn]] void not_sqlite(const std::filesystem::path& file) {

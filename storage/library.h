@@ -1,10 +1,10 @@
 #pragma once
 // The trace library: one SQLite file (schema versioned by numbered migrations compiled into this
 // library, WAL, foreign keys, quick_check on open). One Library object per thread.
-#include "core/import.h"
-#include "core/planner.h"
-#include "core/topology.h"
-#include "core/trace.h"
+#include "core/import/import.h"
+#include "core/plan/planner.h"
+#include "core/model/topology.h"
+#include "core/model/trace.h"
 
 #include <atomic>
 #include <filesystem>

@@ -2,7 +2,7 @@
 // Internal to routepack_storage (and its tests): the import sink that writes a trace into an open
 // transaction as samples stream from routepack::import_trace, and the row helpers it shares
 // with Library.
-#include "core/import.h"
+#include "core/import/import.h"
 #include "storage/sqlite_util.h"
 
 #include <atomic>

@@ -3,7 +3,7 @@
 // runs inside the single transaction of apply_migrations(); user_version = the last one applied.
 #include "storage/migrations.h"
 
-#include "core/errors.h"
+#include "core/util/errors.h"
 #include "storage/sqlite_util.h"
 
 #include <string>

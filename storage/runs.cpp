@@ -2,10 +2,10 @@
 // save_run / save_failed_run, runs, run_plan_json.
 #include "storage/library.h"
 
-#include "core/budgets_json.h"
-#include "core/errors.h"
-#include "core/import_detail.h"
-#include "core/plan_file.h"
+#include "core/plan/budgets_json.h"
+#include "core/util/errors.h"
+#include "core/util/text.h"
+#include "core/plan/plan_file.h"
 #include "storage/sqlite_util.h"
 
 #include <nlohmann/json.hpp>
@@ -24,7 +24,7 @@ using detail::Transaction;
 namespace {
 
 std::string shown(const std::string& s) {
-    return routepack::detail::printable(s);
+    return routepack::util::printable(s);
 }
 
 void require_writable(bool read_only, const std::filesystem::path& file) {

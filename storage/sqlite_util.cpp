@@ -1,6 +1,6 @@
 #include "storage/sqlite_util.h"
 
-#include "core/errors.h"
+#include "core/util/errors.h"
 #include "storage/library.h"
 
 #include <cctype>

@@ -1,5 +1,5 @@
-#include "core/errors.h"
-#include "core/import_detail.h"
+#include "core/util/errors.h"
+#include "core/util/text.h"
 #include "storage/counts_codec.h"
 #include "storage/library_internal.h"
 
@@ -62,7 +62,7 @@ void TraceWriter::begin(const ModelDescription& model, TraceFormat format) {
     {
         Statement exists(db_, file_, "SELECT 1 FROM traces WHERE name = ?1");
         exists.bind(1, name_);
-        if (exists.step()) throw InputError("trace '" + routepack::detail::printable(name_) + "' already exists in " + file_.string());
+        if (exists.step()) throw InputError("trace '" + routepack::util::printable(name_) + "' already exists in " + file_.string());
     }
     Statement insert(db_, file_,
                      "INSERT INTO traces (name, format, load_only, model_id, imported_at) "
@@ -101,7 +101,7 @@ void TraceWriter::sample(SampleRecord&& record) {
         st.reset();
         // The importer guarantees unique ids; say it clearly should a duplicate slip through.
         if (code == SQLITE_CONSTRAINT_UNIQUE)
-            throw InputError(s.source_file + ": sample id '" + routepack::detail::printable(s.id) + "' occurs twice in trace '" + routepack::detail::printable(name_) + "'");
+            throw InputError(s.source_file + ": sample id '" + routepack::util::printable(s.id) + "' occurs twice in trace '" + routepack::util::printable(name_) + "'");
         throw;
     }
     for (std::size_t k = 0; k < stride_; ++k) totals_[k] += record.counts[k];
@@ -150,7 +150,7 @@ void TraceWriter::finish(const ImportSummary& summary, const std::vector<std::fi
     if (trace_id_ == 0 || (!load_only_ && written_ == 0)) {
         std::string where = files.empty() ? std::string("the inputs") : files.front().string();
         if (files.size() > 1) where += " and " + std::to_string(files.size() - 1) + " more files";
-        throw InputError(where + ": no samples found; nothing imported as trace '" + routepack::detail::printable(name_) + "'");
+        throw InputError(where + ": no samples found; nothing imported as trace '" + routepack::util::printable(name_) + "'");
     }
     Statement update(db_, file_,
                      "UPDATE traces SET sample_count = ?1, fingerprint = ?2, notes = ?3, file_count = ?4, "

@@ -1,11 +1,11 @@
 #pragma once
 // Placements for rewrite tests (Qt-free: shared by the QtTest executables and tests/gpu/rewrite_gpu_check).
-#include "core/placement.h"
-#include "core/plan_file.h"
-#include "core/planner.h"
-#include "core/rng.h"
-#include "core/synth.h"
-#include "core/topology.h"
+#include "core/plan/placement.h"
+#include "core/plan/plan_file.h"
+#include "core/plan/planner.h"
+#include "core/util/rng.h"
+#include "core/synth/synth.h"
+#include "core/model/topology.h"
 #include "gpu/rewrite.h"
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 #pragma once
 // Helpers shared by the test executables.
-#include "core/score.h"
+#include "core/plan/score.h"
 
 #include <QByteArray>
 #include <QString>

@@ -1,8 +1,8 @@
 // Checkpoint scheme detection (gpu/checkpoint_scheme.h): the five shared HF checkpoints (expert tensors,
 // routers, router biases and MoE layers counted by hand from their file lists) and every InputError case
 // on hand-made name lists, with its exact message.
-#include "core/errors.h"
-#include "core/model.h"
+#include "core/util/errors.h"
+#include "core/model/model.h"
 #include "gpu/checkpoint_scheme.h"
 #include "gpu/safetensors.h"
 #include "tests/testutil.h"

@@ -1,7 +1,7 @@
 // The headless CLI as a user runs it: real processes, real library files, exact stdout/stderr lines
 // and exit codes.
-#include "core/placement.h"
-#include "core/plan_file.h"
+#include "core/plan/placement.h"
+#include "core/plan/plan_file.h"
 #include "storage/library.h"
 #include "tests/testutil.h"
 

@@ -1,12 +1,12 @@
 // Hostile and careless input, as a user or a script would give it: a foreign -wal file beside a
 // library, FIFOs and devices where files belong, out-of-range numbers in flags and files. Each case
 // asserts the exact message and that no file changed.
-#include "core/budgets_json.h"
-#include "core/errors.h"
-#include "core/input_file.h"
-#include "core/model.h"
-#include "core/planner.h"
-#include "core/topology.h"
+#include "core/plan/budgets_json.h"
+#include "core/util/errors.h"
+#include "core/util/input_file.h"
+#include "core/model/model.h"
+#include "core/plan/planner.h"
+#include "core/model/topology.h"
 #include "gpu/safetensors.h"
 #include "storage/library.h"
 #include "tests/testutil.h"

@@ -1,7 +1,7 @@
 // Model descriptions, layer lists, natural id order, fingerprints, load CV.
-#include "core/errors.h"
-#include "core/model.h"
-#include "core/trace.h"
+#include "core/util/errors.h"
+#include "core/model/model.h"
+#include "core/model/trace.h"
 #include "tests/testutil.h"
 
 #include <QtTest>

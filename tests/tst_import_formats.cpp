@@ -1,8 +1,8 @@
 // Per-sample trace parsers on hand-made vectors built from the documented layouts
 // (trace-formats.md §1, §2, §4): base64, .npy (byte by byte), SGLang, vLLM, .npy/.npz, NeMo-RL
 // nrlre1, nested JSON. Every bad input is checked for its exact message.
-#include "core/errors.h"
-#include "core/import_detail.h"
+#include "core/util/errors.h"
+#include "core/import/import_detail.h"
 #include "tests/testutil.h"
 
 #include <QtTest>

@@ -1,8 +1,8 @@
 // Importers of the bundled real sets (per-prompt CSV, per-request step JSON, aggregate totals) on
 // the real data in ../shared/traces, and every bad-input case of those formats plus the driver's
 // own checks (duplicate ids, mixed formats, missing model, empty files).
-#include "core/errors.h"
-#include "core/import.h"
+#include "core/util/errors.h"
+#include "core/import/import.h"
 #include "tests/testutil.h"
 
 #include <QtTest>

@@ -3,9 +3,9 @@
 // totals), on small files written here byte by byte from the layouts in the importers' comments.
 // Every file is imported with --format auto through import_trace, every count is checked against
 // a hand count, and every refusal against its exact message.
-#include "core/errors.h"
-#include "core/import.h"
-#include "core/import_detail.h"
+#include "core/util/errors.h"
+#include "core/import/import.h"
+#include "core/import/import_detail.h"
 #include "tests/testutil.h"
 
 #include <QtTest>
@@ -47,7 +47,7 @@ std::string le(const std::vector<std::int64_t>& v, int size) {
     return s;
 }
 
-std::string b64(const std::string& bytes) { return detail::base64_encode(bytes); }
+std::string b64(const std::string& bytes) { return util::base64_encode(bytes); }
 
 /// An .npy v1.0 file written from the spec: magic, version, header length, dict padded to 64, data.
 std::string npy(const std::string& descr, const std::string& shape, const std::string& data) {

@@ -1,12 +1,12 @@
 // Placement (Algorithm 1, eqs. 10, 22), row count (eq. 9: bounds, FixedRowFFD, exact search) and
 // metrics (eqs. 21-23, karmarkar-karp baseline): hand-worked cases with the arithmetic in comments,
 // invariants on random cases with fixed seeds, and a brute-force property test of R*.
-#include "core/errors.h"
-#include "core/metrics.h"
-#include "core/packing.h"
-#include "core/placement.h"
-#include "core/route_counts.h"
-#include "core/rowcount.h"
+#include "core/util/errors.h"
+#include "core/plan/metrics.h"
+#include "core/plan/packing.h"
+#include "core/plan/placement.h"
+#include "core/model/route_counts.h"
+#include "core/plan/rowcount.h"
 #include "tests/testutil.h"
 
 #include <QtTest>

@@ -1,12 +1,12 @@
-// The planner facade end to end (core/planner.h): topology parsing, bad input, determinism,
+// The planner facade end to end (core/plan/planner.h): topology parsing, bad input, determinism,
 // cancellation, time limit, non-regression, the plan file round trip and its validation, and plans
 // on windows of the real traces in ../shared/traces.
-#include "core/errors.h"
-#include "core/expert_map.h"
-#include "core/import.h"
-#include "core/plan_file.h"
-#include "core/planner.h"
-#include "core/synth.h"
+#include "core/util/errors.h"
+#include "core/plan/expert_map.h"
+#include "core/import/import.h"
+#include "core/plan/plan_file.h"
+#include "core/plan/planner.h"
+#include "core/synth/synth.h"
 #include "tests/testutil.h"
 
 #include <QtTest>
@@ -228,7 +228,7 @@ private Q_SLOTS:
         const auto j = nlohmann::json::parse(text);
         QCOMPARE(j["format"].get<std::string>(), std::string("routepack-plan"));
         QCOMPARE(j["version"].get<int>(), 2);
-        // The lower bound: recomputed from the window (core/bound.h) and below the plan's max_g U.
+        // The lower bound: recomputed from the window (core/plan/bound.h) and below the plan's max_g U.
         const PackingProblem pl = make_packing_problem(in.window, in.topology, r.lpt);
         const MaxULowerBound want = max_u_lower_bound(pl);
         QCOMPARE(j["max_u_lower_bound"]["value"].get<double>(), want.value);

@@ -1,12 +1,12 @@
 // Checkpoint rewriter: planning checks, CPU executor, round trips on the five real checkpoints
 // in ../shared/checkpoints, identity, synthetic expert slots, refusals before writing, atomic output,
 // sidecar provenance, --layer-map, --verify, free space, the CLI.
-#include "core/errors.h"
-#include "core/model.h"
-#include "core/plan_file.h"
-#include "core/planner.h"
-#include "core/rng.h"
-#include "core/synth.h"
+#include "core/util/errors.h"
+#include "core/model/model.h"
+#include "core/plan/plan_file.h"
+#include "core/plan/planner.h"
+#include "core/util/rng.h"
+#include "core/synth/synth.h"
 #include "gpu/checkpoint_scheme.h"
 #include "gpu/rewrite.h"
 #include "gpu/safetensors.h"

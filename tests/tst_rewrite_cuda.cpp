@@ -6,9 +6,9 @@
 //   host for every simulated thread. Catches everything but the CUDA calls themselves.
 // - device (when cuda_rewrite_available()): the same checks on CUDA device 0, plus the bandwidth probe;
 //   they skip with "no CUDA device: <why>" otherwise.
-#include "core/errors.h"
-#include "core/model.h"
-#include "core/rng.h"
+#include "core/util/errors.h"
+#include "core/model/model.h"
+#include "core/util/rng.h"
 #include "gpu/rewrite.h"
 #include "gpu/rewrite_cuda.h"
 #include "gpu/synth_checkpoint.h"

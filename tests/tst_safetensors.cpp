@@ -1,7 +1,7 @@
 // The safetensors reader and writer (gpu/safetensors.h): every shard of every shared checkpoint opens
 // and rewrites byte for byte, the reference writer's golden bytes, each malformed case of the reference
 // table (checkpoint-formats.md §1.4) with its exact message, and the sharded index.
-#include "core/errors.h"
+#include "core/util/errors.h"
 #include "gpu/safetensors.h"
 #include "tests/testutil.h"
 

@@ -1,11 +1,11 @@
-// The exact score (core/score.h, paper eqs. 11-15, DESIGN.md "The cost model, written out") and its
+// The exact score (core/plan/score.h, paper eqs. 11-15, DESIGN.md "The cost model, written out") and its
 // incremental form: hand-computed tiny cases (stage order: max inside the shard per stage, then the
 // stage sum), 64-bit overflow safety, feasibility rules, undo bit-for-bit, and incremental == full
 // bitwise after 10^5 random feasible moves (swaps and relocations, same-row-shard moves, undos) on
-// randomized problems, for every kernel ISA this CPU has; the lower bound on max_g U (core/bound.h)
+// randomized problems, for every kernel ISA this CPU has; the lower bound on max_g U (core/plan/bound.h)
 // by hand and against exhaustive search over every layout of tiny windows.
-#include "core/bound.h"
-#include "core/score.h"
+#include "core/plan/bound.h"
+#include "core/plan/score.h"
 
 #include <QtTest>
 

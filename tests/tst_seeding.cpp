@@ -1,12 +1,12 @@
-// Diverse fixed-row seeding (core/seeding.h, paper section 4.1.1, Algorithm 2): the xoshiro256** Rng
+// Diverse fixed-row seeding (core/plan/seeding.h, paper section 4.1.1, Algorithm 2): the xoshiro256** Rng
 // (golden values, unbiased bounds), WindowShuffle, Canonicalize, the sliced-Wasserstein sketch,
 // EDPAwarePair on a hand case and as a cell permutation, and diverse_population's contract
 // (validity on 100 random windows, winner first and never worse than the FFD seed, canonical-distinct
 // members, cyclic fill, determinism across runs and thread counts).
-#include "core/packing.h"
-#include "core/rowcount.h"
-#include "core/score.h"
-#include "core/seeding.h"
+#include "core/plan/packing.h"
+#include "core/plan/rowcount.h"
+#include "core/plan/score.h"
+#include "core/plan/seeding.h"
 
 #include <QtTest>
 

@@ -1,9 +1,9 @@
 // The SQLite trace library on real files in temporary folders: migrations, refusals, the counts
 // blob codec, imports and their atomicity (failure, cancellation, a killed process), queries and
 // windows.
-#include "core/errors.h"
-#include "core/import.h"
-#include "core/topology.h"
+#include "core/util/errors.h"
+#include "core/import/import.h"
+#include "core/model/topology.h"
 #include "storage/counts_codec.h"
 #include "storage/library.h"
 #include "storage/library_internal.h"

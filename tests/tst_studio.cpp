@@ -4,9 +4,9 @@
 // cancelled, stale and failed jobs, QAbstractItemModelTester on every model and proxy, the main
 // window (screenshots via QWidget::grab into $ROUTEPACK_SCREENSHOT_DIR or a temporary folder), and
 // the headless mode of the built routepack-studio binary as a child process.
-#include "core/errors.h"
-#include "core/plan_file.h"
-#include "core/synth.h"
+#include "core/util/errors.h"
+#include "core/plan/plan_file.h"
+#include "core/synth/synth.h"
 #include "storage/demo.h"
 #include "storage/library.h"
 #include "tests/gui_testutil.h"

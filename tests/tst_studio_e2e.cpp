@@ -7,9 +7,9 @@
 // byte-identical), and write the
 // screenshots of the real window (heatmaps, costs, grid, convergence, comparison) into
 // $ROUTEPACK_SCREENSHOT_DIR (README's docs/screenshots come from here) or a temporary folder.
-#include "core/planner.h"
+#include "core/plan/planner.h"
 #include "gpu/synth_checkpoint.h"
-#include "core/window_select.h"
+#include "core/model/window_select.h"
 #include "storage/library.h"
 #include "tests/testutil.h"
 #include "views/import_dialog.h"

@@ -5,11 +5,11 @@
 // write nothing; a cancelled rewrite leaves no output. The studio's Plan menu opens the dialog with the
 // selected saved run's plan, and selecting that run loads its topology and budgets into the editor.
 // Screenshots via QWidget::grab into $ROUTEPACK_SCREENSHOT_DIR or a temporary folder.
-#include "core/errors.h"
-#include "core/model.h"
-#include "core/plan_file.h"
-#include "core/planner.h"
-#include "core/synth.h"
+#include "core/util/errors.h"
+#include "core/model/model.h"
+#include "core/plan/plan_file.h"
+#include "core/plan/planner.h"
+#include "core/synth/synth.h"
 #include "gpu/rewrite.h"
 #include "gpu/rewrite_cli.h"
 #include "storage/demo.h"

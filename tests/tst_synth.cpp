@@ -1,11 +1,11 @@
-// Synthetic GRPO-window traces (core/synth.h): determinism (bytes and thread count), the routing
+// Synthetic GRPO-window traces (core/synth/synth.h): determinism (bytes and thread count), the routing
 // invariants every importer checks (k distinct per row, per-layer sums = rows x k, dense layers 0),
 // GRPO structure (shared prompt routes and lengths per group), long-tailed lengths, skewed and
 // sample-correlated popularity, config validation, a frozen golden value, and a round trip through
 // every writable format and the real importers.
-#include "core/errors.h"
-#include "core/import.h"
-#include "core/synth.h"
+#include "core/util/errors.h"
+#include "core/import/import.h"
+#include "core/synth/synth.h"
 #include "tests/testutil.h"
 
 #include <QtTest>

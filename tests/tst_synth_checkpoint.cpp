@@ -1,8 +1,8 @@
 // The synthetic DeepSeek-V2-Lite-shaped checkpoint (gpu/synth_checkpoint.h): shards open with our reader,
 // the index maps every tensor to its shard, layer 0 is dense and layer 1 MoE with HF names and shapes,
 // every expert element decodes to its own (layer, expert), and config.json reads back as the model.
-#include "core/errors.h"
-#include "core/model.h"
+#include "core/util/errors.h"
+#include "core/model/model.h"
 #include "gpu/safetensors.h"
 #include "gpu/synth_checkpoint.h"
 

@@ -1,5 +1,5 @@
 // Qt models of the studio, checked by QAbstractItemModelTester on real library files.
-#include "core/synth.h"
+#include "core/synth/synth.h"
 #include "storage/library.h"
 #include "tests/testutil.h"
 #include "views/trace_list_model.h"

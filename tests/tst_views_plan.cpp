@@ -3,10 +3,10 @@
 // counts, the placements and the layouts (or against the planner's own metrics), every model runs
 // under QAbstractItemModelTester, exports are read back, and every view is written as a screenshot
 // (light and dark palette, and 2x) to $ROUTEPACK_SCREENSHOT_DIR or a temporary folder.
-#include "core/packing.h"
-#include "core/planner.h"
-#include "core/score.h"
-#include "core/synth.h"
+#include "core/plan/packing.h"
+#include "core/plan/planner.h"
+#include "core/plan/score.h"
+#include "core/synth/synth.h"
 #include "tests/gui_testutil.h"
 #include "views/heatmap_widget.h"
 #include "views/plan_data.h"

@@ -1,8 +1,8 @@
 #include "views/import_dialog.h"
 
-#include "core/errors.h"
-#include "core/input_file.h"
-#include "core/model.h"
+#include "core/util/errors.h"
+#include "core/util/input_file.h"
+#include "core/model/model.h"
 #include "storage/library.h"
 
 #include <QComboBox>

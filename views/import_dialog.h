@@ -4,7 +4,7 @@
 // ImportDialog collects files/folders, the trace name, the format (auto-detected one shown) and the
 // model description, and drives an ImportJob. An import is one SQLite transaction: a failed or
 // cancelled import leaves the library exactly as before.
-#include "core/import.h"
+#include "core/import/import.h"
 
 #include <QDialog>
 #include <QFutureWatcher>

@@ -1,6 +1,6 @@
 #include "views/plan_data.h"
 
-#include "core/packing.h"
+#include "core/plan/packing.h"
 
 #include <cmath>
 #include <limits>

@@ -1,8 +1,8 @@
 #pragma once
 // Values the plan views paint, derived from one PlanResult (and its window) once, at setPlan time.
 // Plain C++ (no widgets) so that tests can check each number against an independent computation.
-#include "core/planner.h"
-#include "core/score.h"
+#include "core/plan/planner.h"
+#include "core/plan/score.h"
 
 #include <array>
 #include <cstdint>

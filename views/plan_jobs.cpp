@@ -1,7 +1,7 @@
 #include "views/plan_jobs.h"
 
-#include "core/errors.h"
-#include "core/plan_file.h"
+#include "core/util/errors.h"
+#include "core/plan/plan_file.h"
 #include "storage/library.h"
 
 #include <QDateTime>

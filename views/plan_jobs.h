@@ -3,10 +3,10 @@
 // time on a worker thread, several can queue; throttled progress with the stage name; live
 // annealing levels; cooperative cancel that keeps the best valid plan so far; generation ids so that
 // results of a superseded library are dropped; results as immutable values.
-#include "core/annealing.h"
-#include "core/planner.h"
-#include "core/topology.h"
-#include "core/trace.h"
+#include "core/plan/annealing.h"
+#include "core/plan/planner.h"
+#include "core/model/topology.h"
+#include "core/model/trace.h"
 
 #include <QObject>
 #include <QString>

@@ -1,7 +1,7 @@
 #pragma once
 // Table models of the plan views: the execution grid of one method and the run comparison table.
 // Both answer RawValueRole (views/plan_views.h) with raw numbers and pass QAbstractItemModelTester.
-#include "core/planner.h"
+#include "core/plan/planner.h"
 #include "views/plan_views.h"
 
 #include <QAbstractTableModel>
@@ -43,7 +43,7 @@ private:
 };
 
 /// One row per (run, method): runs in the order given, methods baseline, reorder, karmarkar_karp,
-/// routepack. Columns (Column enum) hold LayoutMetrics of that method (core/metrics.h): R* rows,
+/// routepack. Columns (Column enum) hold LayoutMetrics of that method (core/plan/metrics.h): R* rows,
 /// joint = max_g U (Score::max_u, eq. 15), sum_g U, max J, CV_global (eq. 22), S_EP and T_EP
 /// (tokens), eta_EP (eq. 23), attention sum_{r,g} A, cap violations, and the percentage change of
 /// the joint cost against the same run's reorder and karmarkar_karp: 100 * (joint - ref) / ref

@@ -1,8 +1,8 @@
 #pragma once
 // The five tab pages of PlanView (views/plan_views.h). Each panel only paints values prepared at
 // setPlan time (views/plan_data.h); accessors expose what they show, for tests and exports.
-#include "core/annealing.h"
-#include "core/planner.h"
+#include "core/plan/annealing.h"
+#include "core/plan/planner.h"
 #include "views/plan_data.h"
 
 #include <QWidget>

@@ -2,9 +2,9 @@
 // Plan-inspection and run-comparison views of the studio.
 // Every view paints precomputed values of one immutable routepack::PlanResult; nothing here runs the
 // planner. Only Qt and core value types cross this header (no TBB).
-#include "core/annealing.h"
-#include "core/planner.h"
-#include "core/trace.h"
+#include "core/plan/annealing.h"
+#include "core/plan/planner.h"
+#include "core/model/trace.h"
 
 #include <QList>
 #include <QString>

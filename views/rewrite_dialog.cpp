@@ -1,7 +1,7 @@
 #include "views/rewrite_dialog.h"
 
-#include "core/errors.h"
-#include "core/model.h"
+#include "core/util/errors.h"
+#include "core/model/model.h"
 #include "gpu/device.h"
 #include "gpu/rewrite_cli.h"
 

@@ -5,7 +5,7 @@
 // to the GUI thread as a value; RewriteDialog collects the plan, the checkpoint, the output folder and
 // the options, and drives a RewriteJob. The request is built exactly as `routepack rewrite` builds it
 // (gpu::request_from_plan), so the dialog and the CLI write the same bytes.
-#include "core/plan_file.h"
+#include "core/plan/plan_file.h"
 #include "gpu/rewrite.h"
 
 #include <QDialog>

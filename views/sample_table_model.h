@@ -2,7 +2,7 @@
 // The studio's sample table: one row per sample of
 // a trace with id, group, length t_i, prompt length, routed rows and the per-layer hottest-expert
 // share; a sort/filter proxy; the length histogram.
-#include "core/trace.h"
+#include "core/model/trace.h"
 
 #include <QAbstractTableModel>
 #include <QSortFilterProxyModel>

@@ -1,9 +1,9 @@
 #include "views/studio_window.h"
 
-#include "core/placement.h"
+#include "core/plan/placement.h"
 
-#include "core/expert_map.h"
-#include "core/plan_file.h"
+#include "core/plan/expert_map.h"
+#include "core/plan/plan_file.h"
 #include "storage/demo.h"
 #include "views/import_dialog.h"
 #include "views/library_tree_model.h"

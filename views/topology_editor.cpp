@@ -1,7 +1,7 @@
 #include "views/topology_editor.h"
 
-#include "core/budgets_json.h"
-#include "core/errors.h"
+#include "core/plan/budgets_json.h"
+#include "core/util/errors.h"
 
 #include <QComboBox>
 #include <QDoubleSpinBox>

@@ -1,6 +1,6 @@
 #include "views/window_dialog.h"
 
-#include "core/errors.h"
+#include "core/util/errors.h"
 
 #include <QButtonGroup>
 #include <QDialogButtonBox>

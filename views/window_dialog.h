@@ -1,9 +1,9 @@
 #pragma once
 // "Define window" dialog of the studio: an optimizer-step window from the sample table's selection,
 // the first N samples (numeric id order), N random samples with a seed, or whole GRPO groups. The
-// rules are core/window_select.h, shared with `routepack window`.
-#include "core/trace.h"
-#include "core/window_select.h"
+// rules are core/model/window_select.h, shared with `routepack window`.
+#include "core/model/trace.h"
+#include "core/model/window_select.h"
 
 #include <QDialog>
 #include <QStringList>
@@ -38,7 +38,7 @@ public:
     void setGroups(const QStringList& groups);
 
     /// The window's sample ids and definition text; nullopt with `error` set in words when the
-    /// choice is empty or invalid (core/window_select.h messages; a table selection none of whose
+    /// choice is empty or invalid (core/model/window_select.h messages; a table selection none of whose
     /// ids is in the trace: "the selection holds no samples of trace 'T'").
     std::optional<routepack::WindowSelection> selection(QString* error = nullptr) const;
 

@@ -1,15 +1,15 @@
 // The Python extension `routepack._core` (pybind11): the Qt-free core as library calls a trainer
-// makes every step. Only the public core API is used (core/planner.h, core/plan_file.h,
-// core/placement.h, core/route_counts.h, core/expert_map.h, core/topology.h, storage/library.h).
+// makes every step. Only the public core API is used (core/plan/planner.h, core/plan/plan_file.h,
+// core/plan/placement.h, core/model/route_counts.h, core/plan/expert_map.h, core/model/topology.h, storage/library.h).
 // Errors: InputError and std::invalid_argument become ValueError with the core's (= the CLI's) text;
 // bad shapes, dtypes, negative counts and NaN are refused with ValueError naming the argument and index.
-#include "core/errors.h"
-#include "core/expert_map.h"
-#include "core/placement.h"
-#include "core/plan_file.h"
-#include "core/planner.h"
-#include "core/route_counts.h"
-#include "core/topology.h"
+#include "core/util/errors.h"
+#include "core/plan/expert_map.h"
+#include "core/plan/placement.h"
+#include "core/plan/plan_file.h"
+#include "core/plan/planner.h"
+#include "core/model/route_counts.h"
+#include "core/model/topology.h"
 #include "storage/library.h"
 
 #include <nlohmann/json.hpp>
@@ -811,7 +811,7 @@ Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scal
             d["sample"] = p.file.bound.sample;
             d["gap"] = bound_gap(p.file.score.max_u, p.file.bound.value);
             return d;
-        }, "certified lower bound on max_g U at the plan's placement over every layout (core/bound.h): "
+        }, "certified lower bound on max_g U at the plan's placement over every layout (core/plan/bound.h): "
            "{value, mean, sample, gap = max_g U / value - 1}; None for a version-1 plan file")
         .def_property_readonly("dp_slots", [](const PyPlan& p) { return p.file.layout.dp_slots; })
         .def_property_readonly("score", [](const PyPlan& p) {

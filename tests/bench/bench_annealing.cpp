@@ -1,16 +1,16 @@
 // Population annealing (Algorithm 3) on the paper's window shape: proposals per second per worker,
 // and the gain over the best seed for a grid of schedules (T0, cooling, N_T, K), so that the
-// defaults of AnnealingBudget can be justified. Windows: synthetic GRPO traces (core/synth.h) with
+// defaults of AnnealingBudget can be justified. Windows: synthetic GRPO traces (core/synth/synth.h) with
 // 512 samples, DeepSeek-V2-Lite shape (26 MoE layers, 64 experts, top-6), P = 8 EP ranks, D = 4 DP
 // slots in G = 2 EDP shards, cap 8192; LPT placement, R* from minimum_rows, seeds from
 // diverse_population (Algorithm 2), all as the planner does. The baseline in the same process is the
 // best seed itself (gains are relative, machine-independent); proposals/s is absolute.
 //
 //   bench_annealing [--windows N] [--samples N] [--grid | --no-schedules] [--workers W]
-#include "core/annealing.h"
-#include "core/placement.h"
-#include "core/rowcount.h"
-#include "core/synth.h"
+#include "core/plan/annealing.h"
+#include "core/plan/placement.h"
+#include "core/plan/rowcount.h"
+#include "core/synth/synth.h"
 
 #include <chrono>
 #include <cstdio>

@@ -3,8 +3,8 @@
 // files and hashing them (the floor any importer pays), so the ratios are machine-independent.
 //
 //   bench_import [--shared DIR] [--synth-samples N]
-#include "core/import.h"
-#include "core/synth.h"
+#include "core/import/import.h"
+#include "core/synth/synth.h"
 #include "storage/library.h"
 
 #include <chrono>

@@ -9,9 +9,9 @@
 //     the steps per level are scaled so that one run takes about 0.05, 0.1, 0.5, 1 and 5 s
 //     (calibrated on the default run in the same process).
 // Ratios are against `reorder` (same window, same R*) or the 1-worker run, measured in the same process.
-#include "core/import.h"
-#include "core/planner.h"
-#include "core/synth.h"
+#include "core/import/import.h"
+#include "core/plan/planner.h"
+#include "core/synth/synth.h"
 
 #include <sys/resource.h>
 

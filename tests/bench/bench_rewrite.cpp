@@ -6,7 +6,7 @@
 //
 //   bench_rewrite [--dir DIR] [--layers N] [--experts E] [--workers W] [--keep]
 // DIR must have room for 3 x the checkpoint (input, output, cp copy): 2 layers = 2.4 GB each.
-#include "core/rng.h"
+#include "core/util/rng.h"
 #include "gpu/rewrite.h"
 #include "gpu/safetensors.h"
 

@@ -21,9 +21,9 @@
 // Prints PASS / FAIL per check and one SUMMARY line; exits 1 on any failure, 2 on bad arguments, 0 with a
 // SKIP line when there is no CUDA device. --emulate runs the CUDA executor's host emulation instead (no
 // GPU needed, no bandwidth figures): a smoke test of this program on a build machine.
-#include "core/errors.h"
-#include "core/model.h"
-#include "core/rng.h"
+#include "core/util/errors.h"
+#include "core/model/model.h"
+#include "core/util/rng.h"
 #include "gpu/rewrite.h"
 #include "gpu/rewrite_cuda.h"
 #include "gpu/safetensors.h"

@@ -1,0 +1,482 @@
+#include "core/import/import.h"
+
+#include "core/import/import_detail.h"
+#include "core/util/input_file.h"
+
+#include <tbb/parallel_pipeline.h>
+#include <tbb/info.h>
+
+#include <algorithm>
+#include <exception>
+#include <fstream>
+#include <numeric>
+#include <unordered_map>
+
+namespace routepack {
+
+namespace {
+
+struct FormatName {
+    TraceFormat format;
+    const char* name;
+};
+constexpr FormatName kFormats[] = {
+    {TraceFormat::Auto, "auto"},           {TraceFormat::SGLang, "sglang"},
+    {TraceFormat::VLLM, "vllm"},           {TraceFormat::Npy, "npy"},
+    {TraceFormat::Npz, "npz"},             {TraceFormat::NestedJson, "nested-json"},
+    {TraceFormat::NemoRL, "nrlre1"},       {TraceFormat::Megatron, "megatron"},
+    {TraceFormat::StepJson, "step-json"},
+    {TraceFormat::PromptCsv, "prompt-csv"}, {TraceFormat::Aggregate, "aggregate"},
+};
+
+std::string read_whole_file(const std::filesystem::path& p) {
+    return read_input_file(p, input_files::kTraceFile);
+}
+
+bool is_trace_extension(const std::filesystem::path& p) {
+    const auto ext = p.extension().string();
+    return ext == ".csv" || ext == ".json" || ext == ".jsonl" || ext == ".npy" || ext == ".npz" || ext == ".txt" ||
+           ext == ".nrlre1";
+}
+
+std::size_t skip_ws(const std::string& s, std::size_t i) {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t')) ++i;
+    return i;
+}
+
+}  // namespace
+
+const char* to_string(TraceFormat f) {
+    for (const auto& fn : kFormats)
+        if (fn.format == f) return fn.name;
+    return "?";
+}
+
+const char* format_stack(TraceFormat f) {
+    switch (f) {
+    case TraceFormat::SGLang: return "SGLang /generate (slime's patched SGLang too)";
+    case TraceFormat::VLLM: return "vLLM OpenAI server (v0.21 nested lists or base64 .npy)";
+    case TraceFormat::Npy: return "numpy .npy arrays";
+    case TraceFormat::Npz: return "numpy .npz (per-sample arrays, or a verl / AReaL padded batch)";
+    case TraceFormat::NestedJson: return "nested JSON lists";
+    case TraceFormat::NemoRL: return "NeMo-RL / NeMo Gym (nrlre1)";
+    case TraceFormat::Megatron: return "Megatron-LM inference server / example script";
+    case TraceFormat::StepJson: return "per-request step JSON (llama4-maverick set)";
+    case TraceFormat::PromptCsv: return "per-prompt CSV (deepseek-v2-lite set)";
+    case TraceFormat::Aggregate: return "SGLang expert-distribution totals or Megatron-LM router trace (load-only)";
+    case TraceFormat::Auto: break;
+    }
+    return "";
+}
+
+std::vector<std::string> trace_format_names() {
+    std::vector<std::string> out;
+    for (const auto& fn : kFormats) out.emplace_back(fn.name);
+    return out;
+}
+
+TraceFormat parse_trace_format(const std::string& name) {
+    for (const auto& fn : kFormats)
+        if (name == fn.name) return fn.format;
+    std::string list;
+    for (const auto& fn : kFormats) list += (list.empty() ? "" : ", ") + std::string(fn.name);
+    throw InputError("unknown format '" + detail::printable(name) + "' (valid: " + list + ")");
+}
+
+TraceFormat detect_format(const SourceFile& f) {
+    const auto ext = f.path.extension().string();
+    const std::string& b = f.bytes;
+    if (ext == ".npy" || b.rfind("\x93NUMPY", 0) == 0) return TraceFormat::Npy;
+    if (ext == ".npz" || b.rfind("PK\x03\x04", 0) == 0) return TraceFormat::Npz;
+    if (ext == ".csv") return TraceFormat::PromptCsv;
+    const std::size_t i = skip_ws(b, detail::bom_length(b));
+    if (b.compare(i, 7, "nrlre1:") == 0) return TraceFormat::NemoRL;
+    if (i >= b.size()) return TraceFormat::Auto;
+    if (b[i] == '{' || b[i] == '[') {
+        // Stack-specific keys may come after long texts: searched in the whole file.
+        if (b.find("\"nrlre1:") != std::string::npos) return TraceFormat::NemoRL;
+        if (b.find("\"moe_topk_indices\"") != std::string::npos || b.find("\"routing_indices\"") != std::string::npos)
+            return TraceFormat::Megatron;
+        // NeMo-RL chat answers with the legacy nested-list routed_experts beside its token ids.
+        if (b.find("\"generation_token_ids\"") != std::string::npos && b.find("\"routed_experts\"") != std::string::npos)
+            return TraceFormat::NemoRL;
+    }
+    // Look at the first few KiB for distinguishing keys; cheap and good enough for the closed list.
+    const std::string head = b.substr(i, 4096);
+    if (head[0] == '[') {
+        const std::size_t j = skip_ws(b, i + 1);
+        if (j < b.size() && b[j] == '{') {
+            if (head.find("\"meta_info\"") != std::string::npos) return TraceFormat::SGLang;
+            if (head.find("\"choices\"") != std::string::npos) return TraceFormat::VLLM;
+            return TraceFormat::StepJson;
+        }
+        if (j < b.size() && (b[j] == '[' || b[j] == ']')) return TraceFormat::NestedJson;
+        return TraceFormat::Auto;
+    }
+    if (head[0] == '{') {
+        if (head.find("\"meta_info\"") != std::string::npos) return TraceFormat::SGLang;
+        if (head.find("\"choices\"") != std::string::npos) return TraceFormat::VLLM;
+        // Derived counts JSON: {"counts": [[...]], "num_layers", "num_experts", "src"} (keys may come late).
+        if (head.find("\"counts\"") != std::string::npos &&
+            (head.find("\"num_experts\"") != std::string::npos || b.find("\"num_experts\"") != std::string::npos))
+            return TraceFormat::Aggregate;
+        if (head.find("\"top_indices\"") != std::string::npos && head.find("\"num_tokens\"") != std::string::npos)
+            return TraceFormat::Aggregate;  // Megatron-LM router trace (load-only)
+        if (head.find("\"data\"") != std::string::npos) return TraceFormat::NestedJson;
+    }
+    return TraceFormat::Auto;
+}
+
+std::vector<std::filesystem::path> collect_trace_files(const std::vector<std::filesystem::path>& inputs) {
+    namespace fs = std::filesystem;
+    std::vector<fs::path> files;
+    for (const auto& in : inputs) {
+        std::error_code ec;
+        const auto status = fs::status(in, ec);
+        if (fs::is_directory(status)) {
+            std::vector<fs::path> found;
+            auto fail = [&](const fs::path& where, const std::error_code& e) {
+                throw InputError(where.string() + ": cannot read folder (" + e.message() + ")");
+            };
+            fs::recursive_directory_iterator it(in, ec), end;
+            if (ec) fail(in, ec);
+            fs::path current = in;  // the folder being read: the last subfolder entered, else its parent
+            while (it != end) {
+                std::error_code e2;
+                const bool dir = it->is_directory(e2);
+                if (it->is_regular_file(e2) && is_trace_extension(it->path()) && it->path().filename() != "config.json")
+                    found.push_back(it->path());
+                current = dir ? it->path() : it->path().parent_path();
+                it.increment(ec);
+                if (ec) fail(current, ec);
+            }
+            if (found.empty()) throw InputError(in.string() + ": folder holds no trace files");
+            std::sort(found.begin(), found.end(),
+                      [](const auto& a, const auto& b) { return natural_less(a.string(), b.string()); });
+            files.insert(files.end(), found.begin(), found.end());
+        } else if (fs::is_regular_file(status)) {
+            files.push_back(in);
+        } else if (fs::exists(status)) {
+            throw InputError(in.string() + ": not a regular file or folder (devices, pipes and sockets are not trace "
+                                           "files)");
+        } else if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory) {
+            throw InputError(in.string() + ": cannot open (" + ec.message() + ")");
+        } else {
+            throw InputError(in.string() + ": no such file or folder");
+        }
+    }
+    if (files.empty()) throw InputError("no input files");
+    return files;
+}
+
+std::filesystem::path model_config_beside(const std::vector<std::filesystem::path>& inputs) {
+    if (inputs.empty()) return {};
+    const auto& in = inputs.front();
+    std::error_code ec;
+    auto c = std::filesystem::is_directory(in, ec) ? in / "config.json" : in.parent_path() / "config.json";
+    if (c.parent_path().empty()) c = "config.json";
+    if (in.filename() == "config.json" || !std::filesystem::is_regular_file(c, ec)) return {};
+    return c;
+}
+
+namespace {
+
+/// The model from the config.json beside the inputs when none was given; a given model that
+/// disagrees with that config is refused naming both. Adds a note when the config was used.
+ModelDescription model_with_config(const std::vector<std::filesystem::path>& inputs, const ModelDescription& given,
+                                   std::vector<std::string>& notes) {
+    const auto path = model_config_beside(inputs);
+    if (path.empty()) return given;
+    const ModelDescription c = model_from_hf_config(read_whole_file(path), path.string());
+    if (given.experts <= 0 && given.top_k <= 0 && given.moe_layers.empty() && given.num_hidden_layers <= 0) {
+        notes.push_back("model from " + path.string() + " (" + std::to_string(c.num_moe_layers()) + " MoE layers of " +
+                        std::to_string(c.num_hidden_layers) + ", " + std::to_string(c.experts) + " experts, top-" +
+                        std::to_string(c.top_k) + ")");
+        return c;
+    }
+    auto differs = [&](const char* what, long long a, long long b) {
+        if (a > 0 && a != b)
+            throw InputError("the model given (" + (given.source.empty() ? std::string("flags") : given.source) +
+                             ") has " + what + " " + std::to_string(a) + " but " + path.string() + " says " +
+                             std::to_string(b) + "; remove the config from the folder or give the matching model");
+    };
+    differs("experts", given.experts, c.experts);
+    differs("top-k", given.top_k, c.top_k);
+    differs("num_hidden_layers", given.num_hidden_layers, c.num_hidden_layers);
+    if (!given.moe_layers.empty() && given.moe_layers != c.moe_layers)
+        throw InputError("the model given (" + (given.source.empty() ? std::string("flags") : given.source) +
+                         ") has MoE layers " + format_layer_list(given.moe_layers) + " but " + path.string() +
+                         " says " + format_layer_list(c.moe_layers) +
+                         "; remove the config from the folder or give the matching model");
+    // What the given description leaves open (e.g. --experts/--top-k alone) comes from the config.
+    ModelDescription m = given;
+    if (m.experts <= 0) m.experts = c.experts;
+    if (m.top_k <= 0) m.top_k = c.top_k;
+    if (m.num_hidden_layers <= 0) m.num_hidden_layers = c.num_hidden_layers;
+    if (m.moe_layers.empty()) m.moe_layers = c.moe_layers;
+    if (m.name.empty()) m.name = c.name;
+    if (!(m == given)) notes.push_back("model completed from " + path.string());
+    return m;
+}
+
+/// Fills a partial model description for the formats that describe their own layers.
+ModelDescription resolve_model(const ModelDescription& given, TraceFormat format, const SourceFile& first) {
+    ModelDescription m = given;
+    if (format == TraceFormat::Aggregate) return m;  // the aggregate file describes itself
+    if (m.experts <= 0 || m.top_k <= 0)
+        throw InputError("no model description for " + first.path.string() +
+                         ": give --model NAME, --model-config config.json, or --experts E --top-k K");
+    if (m.moe_layers.empty()) {
+        m.moe_layers = detail::self_described_moe_layers(first, format);
+        if (m.moe_layers.empty()) {
+            if (m.num_hidden_layers <= 0)
+                throw InputError(std::string("format ") + to_string(format) +
+                                 " does not list its MoE layers: give --moe-layers LIST or --layers N");
+            // Check the sizes (num_hidden_layers, experts, top_k bounds) before allocating from them.
+            ModelDescription probe = m;
+            probe.moe_layers = {0};
+            probe.validate();
+            m.moe_layers.resize(static_cast<std::size_t>(m.num_hidden_layers));
+            std::iota(m.moe_layers.begin(), m.moe_layers.end(), 0);
+        }
+    }
+    if (m.num_hidden_layers <= 0 && format == TraceFormat::StepJson)
+        m.num_hidden_layers = detail::step_json_hidden_layers(first);  // dense keys after the last MoE layer count
+    if (m.num_hidden_layers <= 0) {
+        // Layer ids come bounded (<= kMaxLayerId) from the self-describing formats; stay
+        // safe for any given list all the same.
+        const std::int64_t n = static_cast<std::int64_t>(m.moe_layers.back()) + 1;
+        m.num_hidden_layers = n > kMaxLayerId + 1 ? kMaxLayerId + 2 : static_cast<int>(n);
+    }
+    if (m.source.empty()) m.source = "flags";
+    m.validate();
+    return m;
+}
+
+void parse_file(TraceFormat format, const SourceFile& f, const ModelDescription& m, const detail::EmitFn& emit) {
+    switch (format) {
+    case TraceFormat::SGLang: return detail::parse_sglang(f, m, emit);
+    case TraceFormat::VLLM: return detail::parse_vllm(f, m, emit);
+    case TraceFormat::Npy: return detail::parse_npy_file(f, m, emit);
+    case TraceFormat::Npz: return detail::parse_npz(f, m, emit);
+    case TraceFormat::NestedJson: return detail::parse_nested_json(f, m, emit);
+    case TraceFormat::NemoRL: return detail::parse_nemo_rl(f, m, emit);
+    case TraceFormat::Megatron: return detail::parse_megatron(f, m, emit);
+    case TraceFormat::StepJson: return detail::parse_step_json(f, m, emit);
+    case TraceFormat::PromptCsv: return detail::parse_prompt_csv(f, m, emit);
+    case TraceFormat::Aggregate:
+    case TraceFormat::Auto: break;
+    }
+    throw std::logic_error("parse_file: no parser");
+}
+
+/// The fingerprint of a set of files: independent of their order (the same files named in another
+/// order, or found in another folder walk, are the same import). One file: its own FNV-1a hash;
+/// several: FNV-1a over their hashes sorted ascending (8 bytes each, little-endian).
+std::uint64_t combine_file_hashes(std::vector<std::uint64_t> hashes) {
+    if (hashes.size() == 1) return hashes.front();
+    std::sort(hashes.begin(), hashes.end());
+    std::uint64_t h = 0xcbf29ce484222325ULL;
+    for (std::uint64_t x : hashes) {
+        unsigned char b[8];
+        for (int k = 0; k < 8; ++k) b[k] = static_cast<unsigned char>(x >> (8 * k));
+        h = fnv1a64(b, sizeof b, h);
+    }
+    return h;
+}
+
+struct Token {
+    std::size_t index = 0;
+    SourceFile file;
+    TraceFormat format = TraceFormat::Auto;
+    std::vector<SampleRecord> records;
+    std::vector<std::string> notes;
+    std::exception_ptr error;
+};
+
+}  // namespace
+
+ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, const ImportOptions& options,
+                           ImportSink& sink, const ImportProgressFn& progress, const std::atomic<bool>* cancel) {
+    const auto files = collect_trace_files(inputs);
+    // Turns library exceptions escaping a parser into one line naming the file.
+    auto file_error = [](const std::filesystem::path& p) -> std::exception_ptr {
+        try {
+            throw;
+        } catch (const nlohmann::json::exception& e) {
+            return std::make_exception_ptr(InputError(p.string() + ": " + detail::json_error_description(e)));
+        } catch (const std::filesystem::filesystem_error& e) {
+            return std::make_exception_ptr(InputError(p.string() + ": " + e.code().message()));
+        } catch (...) {
+            return std::current_exception();
+        }
+    };
+    ImportSummary summary;
+    summary.files = files.size();
+    ImportProgress prog;
+    prog.files_total = files.size();
+    for (const auto& p : files) {
+        std::error_code ec;
+        prog.bytes_total += std::filesystem::file_size(p, ec);
+    }
+    auto cancelled = [&] { return cancel && cancel->load(std::memory_order_relaxed); };
+
+    // The first file fixes the format (and, for self-describing formats, the MoE layer list).
+    SourceFile first{files.front(), read_whole_file(files.front())};
+    if (first.bytes.empty()) throw InputError(first.path.string() + ": empty file");
+    TraceFormat format = options.format;
+    if (format == TraceFormat::Auto) {
+        format = detect_format(first);
+        if (format == TraceFormat::Auto) {
+            if (static_cast<unsigned char>(first.bytes[0]) == 0x80)
+                throw InputError(first.path.string() + ": " + detail::kPickleHint);
+            throw InputError(first.path.string() + ": unrecognized trace format (use --format; valid: sglang, vllm, "
+                                                   "npy, npz, nested-json, nrlre1, megatron, step-json, prompt-csv, "
+                                                   "aggregate)");
+        }
+    }
+    summary.format = format;
+
+    if (format == TraceFormat::Aggregate) {
+        if (files.size() != 1)
+            throw InputError("aggregate traces are imported one file at a time (got " + std::to_string(files.size()) +
+                             " files)");
+        AggregateCounts agg;
+        try {
+            agg = detail::parse_aggregate(first, options.model);
+        } catch (...) {
+            std::rethrow_exception(file_error(first.path));
+        }
+        summary.model = agg.model;
+        summary.bytes = first.bytes.size();
+        summary.fingerprint = fnv1a64(first.bytes.data(), first.bytes.size());  // = combined over one file
+        summary.notes.push_back("load-only trace: per-layer expert totals, usable for placement views, not for packing");
+        sink.begin(agg.model, format);
+        sink.aggregate(std::move(agg));
+        prog.files_done = 1;
+        prog.bytes_done = summary.bytes;
+        if (progress) progress(prog);
+        return summary;
+    }
+
+    const ModelDescription model =
+        resolve_model(model_with_config(inputs, options.model, summary.notes), format, first);
+    summary.model = model;
+    sink.begin(model, format);
+
+    std::unordered_map<std::string, std::string> id_to_file;
+    std::vector<std::uint64_t> file_hashes;  // per file, in input order
+    file_hashes.reserve(files.size());
+    std::int64_t length_sum = 0;
+    std::size_t next = 0;
+    // Tokens live in `pool` so that nothing leaks when a stage throws and the pipeline is cancelled.
+    std::vector<std::unique_ptr<Token>> pool(files.size());
+    const auto threads = static_cast<std::size_t>(std::max(1, tbb::info::default_concurrency()));
+
+    tbb::parallel_pipeline(
+        2 * threads,
+        tbb::make_filter<void, Token*>(tbb::filter_mode::serial_in_order,
+                                       [&](tbb::flow_control& fc) -> Token* {
+                                           if (next >= files.size() || cancelled()) {
+                                               fc.stop();
+                                               return nullptr;
+                                           }
+                                           pool[next] = std::make_unique<Token>();
+                                           Token* t = pool[next].get();
+                                           t->index = next;
+                                           try {
+                                               if (next == 0) {
+                                                   t->file = std::move(first);
+                                               } else {
+                                                   t->file.path = files[next];
+                                                   t->file.bytes = read_whole_file(files[next]);
+                                               }
+                                           } catch (...) {
+                                               t->error = file_error(files[next]);
+                                           }
+                                           ++next;
+                                           return t;
+                                       }) &
+            tbb::make_filter<Token*, Token*>(tbb::filter_mode::parallel,
+                                             [&](Token* t) -> Token* {
+                                                 if (t->error) return t;
+                                                 try {
+                                                     if (t->file.bytes.empty())
+                                                         throw InputError(t->file.path.string() + ": empty file");
+                                                     t->format = format;
+                                                     if (options.format == TraceFormat::Auto) {
+                                                         const TraceFormat f = detect_format(t->file);
+                                                         if (f != format)
+                                                             throw InputError(
+                                                                 t->file.path.string() + ": format " + to_string(f) +
+                                                                 " differs from " + to_string(format) + " of " +
+                                                                 files.front().string() +
+                                                                 "; import different formats as separate traces");
+                                                     }
+                                                     const detail::NoteScope notes(t->notes);
+                                                     parse_file(format, t->file, model, [&](SampleRecord&& r) {
+                                                         t->records.push_back(std::move(r));
+                                                     });
+                                                     if (t->records.empty())
+                                                         throw InputError(t->file.path.string() + ": no samples");
+                                                 } catch (...) {
+                                                     t->error = file_error(t->file.path);
+                                                 }
+                                                 return t;
+                                             }) &
+            tbb::make_filter<Token*, void>(tbb::filter_mode::serial_in_order, [&](Token* t) {
+                struct Release {
+                    std::unique_ptr<Token>& slot;
+                    ~Release() { slot.reset(); }
+                } release{pool[t->index]};
+                if (t->error) std::rethrow_exception(t->error);
+                if (cancelled()) return;
+                file_hashes.push_back(fnv1a64(t->file.bytes.data(), t->file.bytes.size()));
+                for (auto& n : t->notes) summary.notes.push_back(std::move(n));
+                for (auto& r : t->records) {
+                    auto [it, fresh] = id_to_file.emplace(r.info.id, r.info.source_file);
+                    if (!fresh)
+                        throw InputError(r.info.source_file + ": duplicate sample id '" + detail::printable(r.info.id) +
+                                         "' (first seen in " + it->second + ")");
+                    if (summary.samples == 0 || r.info.length < summary.min_length) summary.min_length = r.info.length;
+                    summary.max_length = std::max(summary.max_length, r.info.length);
+                    length_sum += r.info.length;
+                    summary.missing_routes += r.info.missing_routes;
+                    ++summary.samples;
+                    sink.sample(std::move(r));
+                }
+                summary.bytes += t->file.bytes.size();
+                prog.files_done = t->index + 1;
+                prog.bytes_done = summary.bytes;
+                prog.samples = summary.samples;
+                prog.current_file = t->file.path.string();
+                if (progress) progress(prog);
+            }));
+    if (cancelled()) throw Cancelled();
+    summary.fingerprint = combine_file_hashes(file_hashes);
+    summary.mean_length = summary.samples ? static_cast<double>(length_sum) / summary.samples : 0.0;
+    if (summary.missing_routes > 0)
+        summary.notes.push_back(std::to_string(summary.missing_routes) +
+                                " route slots held the format's missing-route marker and were counted as nothing");
+    return summary;
+}
+
+Trace import_trace_to_memory(const std::vector<std::filesystem::path>& inputs, const ImportOptions& options,
+                             ImportSummary* summary) {
+    struct MemorySink : ImportSink {
+        Trace trace;
+        void begin(const ModelDescription& m, TraceFormat f) override {
+            trace.model = m;
+            trace.format = to_string(f);
+        }
+        void sample(SampleRecord&& r) override { trace.append(std::move(r)); }
+        void aggregate(AggregateCounts&&) override {
+            throw InputError("aggregate traces hold per-layer totals only: usable for placement views, not for packing");
+        }
+    } sink;
+    ImportSummary s = import_trace(inputs, options, sink);
+    if (summary) *summary = s;
+    return std::move(sink.trace);
+}
+
+}  // namespace routepack

@@ -1,0 +1,189 @@
+// Aggregate per-layer expert totals (trace-formats.md §3 "Derived counts JSON", the aggregate/ set):
+// {"counts": [num_layers][num_experts] non-negative integers, "num_layers", "num_experts", "src"}.
+// Counts may be JSON floats with integral values (232795.0: the SGLang expert-distribution recorder,
+// sgl-project/sglang python/sglang/srt/eplb/expert_distribution.py, keeps float tensors and the
+// dump script writes them with .tolist()); a non-integral one is refused naming counts[l][e].
+// Layer axis = all decoder layers (every layer is MoE in the bundled models). No sequences: the
+// trace is load-only (placement views), never packed. Megatron-LM's router trace JSONL is read here
+// too (parse_router_trace): it has no request boundaries either.
+#include "core/import/import_detail.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+namespace routepack::detail {
+
+std::vector<int> csv_layer_ids(const SourceFile& f);        // import_csv.cpp
+std::vector<int> step_json_layer_ids(const SourceFile& f);  // import_step_json.cpp
+
+namespace {
+
+/// Megatron-LM's router trace (NVIDIA/Megatron-LM d98e8a64 megatron/core/transformer/moe/router_trace.py,
+/// --moe-routing-trace-path): router_trace_rank<r>.jsonl, one record per (step, block, layer)
+/// {"step", "stage", "block", "layer", "rank", "num_tokens", "topk", "top_indices": [num_tokens][topk]}.
+/// No request boundaries, so only totals: a[l][e] = occurrences of e in the decoder records of
+/// layer l (MTP records, block "mtp", are skipped). `layer` is the decoder.layers index; it must be
+/// a MoE layer of the given model, or, without a layer list, the MoE layers are the layers seen.
+/// The expert count must be given (the trace does not say it).
+AggregateCounts parse_router_trace(const SourceFile& f, const ModelDescription& given) {
+    const std::string file = f.path.string();
+    if (given.experts <= 0)
+        throw InputError(file + ": a Megatron router trace does not say the expert count: give --model NAME, "
+                                "--model-config config.json or --experts E");
+    const int E = given.experts;
+    std::map<int, std::vector<std::uint64_t>> by_layer;  // layer -> [E]
+    std::int64_t steps_lo = INT64_MAX, steps_hi = INT64_MIN;
+    int topk_seen = 0;
+    for_each_line(text_of(f), [&](std::string_view line, std::size_t offset, std::size_t line_no) {
+        const nlohmann::json rec = parse_json_text(f, line, offset + (f.bytes.size() - text_of(f).size()), line_no);
+        const std::string where = file + ": line " + std::to_string(line_no);
+        if (!rec.is_object()) throw InputError(where + ": not a JSON object");
+        if (const nlohmann::json* block = json_member(rec, "block"))
+            if (!block->is_string() || block->get_ref<const std::string&>() != "decoder") return;
+        if (json_member(rec, "mtp_idx")) return;
+        const auto layer = json_int(rec, "layer", where, "layer", 0, kMaxLayerId);
+        if (!layer) throw InputError(where + ": layer is missing");
+        if (const auto step = json_int(rec, "step", where, "step", 0, kMaxTokens)) {
+            steps_lo = std::min(steps_lo, *step);
+            steps_hi = std::max(steps_hi, *step);
+        }
+        if (!given.moe_layers.empty() && given.moe_index(static_cast<int>(*layer)) < 0)
+            throw InputError(where + ": layer " + std::to_string(*layer) + " is not a MoE layer of the model (MoE layers " +
+                             format_layer_list(given.moe_layers) + ")");
+        const nlohmann::json* top = json_member(rec, "top_indices");
+        if (!top || !top->is_array()) throw InputError(where + ": top_indices is missing or not a list");
+        auto& row = by_layer[static_cast<int>(*layer)];
+        row.resize(static_cast<std::size_t>(E), 0);
+        for (std::size_t t = 0; t < top->size(); ++t) {
+            const auto& slots = (*top)[t];
+            const std::string tf = "top_indices[" + std::to_string(t) + "]";
+            if (!slots.is_array()) throw InputError(where + ": " + tf + " is " + json_kind(slots) + ", not a list");
+            if (given.top_k > 0 && static_cast<int>(slots.size()) != given.top_k)
+                throw InputError(where + ": " + tf + " has " + std::to_string(slots.size()) +
+                                 " expert ids, the model's top-k is " + std::to_string(given.top_k));
+            topk_seen = static_cast<int>(slots.size());
+            for (std::size_t s = 0; s < slots.size(); ++s) {
+                const std::int64_t e = json_int_value(slots[s], where, tf + "[" + std::to_string(s) + "]", 0, E - 1);
+                ++row[static_cast<std::size_t>(e)];
+            }
+        }
+    });
+    if (by_layer.empty()) throw InputError(file + ": no decoder records in the router trace");
+    ModelDescription m = given;
+    if (m.moe_layers.empty())
+        for (const auto& [l, _] : by_layer) m.moe_layers.push_back(l);
+    if (m.num_hidden_layers <= 0) m.num_hidden_layers = m.moe_layers.back() + 1;
+    if (m.top_k <= 0) m.top_k = topk_seen;
+    if (m.name.empty()) m.name = f.stem();
+    if (m.source.empty()) m.source = file;
+    m.validate();
+    AggregateCounts out;
+    out.totals.assign(static_cast<std::size_t>(m.num_moe_layers()) * E, 0);
+    for (const auto& [l, row] : by_layer)
+        std::copy(row.begin(), row.end(), out.totals.begin() + static_cast<std::ptrdiff_t>(m.moe_index(l)) * E);
+    out.source = "Megatron router trace " + f.path.filename().string() +
+                 (steps_lo <= steps_hi ? ", steps " + std::to_string(steps_lo) + ".." + std::to_string(steps_hi) : "");
+    out.model = m;
+    return out;
+}
+
+}  // namespace
+
+AggregateCounts parse_aggregate(const SourceFile& f, const ModelDescription& given) {
+    const std::string file = f.path.string();
+    const std::string_view text = text_of(f);
+    if (const std::size_t eol = text.find('\n');
+        text.substr(0, eol).find("\"top_indices\"") != std::string_view::npos)
+        return parse_router_trace(f, given);
+    const nlohmann::json j = parse_json_text(f, text, f.bytes.size() - text.size(), 0);
+    if (!j.is_object()) throw InputError(file + ": expected an object with counts, num_layers, num_experts");
+    for (const char* k : {"counts", "num_layers", "num_experts"})
+        if (j.find(k) == j.end()) throw InputError(file + ": missing field '" + k + "'");
+    // Range checks without wrapping (4294967298 is not 2); integral floats (28.0) are integers. The
+    // model bounds follow from validate().
+    const std::int64_t L = json_int_value(*j.find("num_layers"), file, "num_layers", 1, kMaxLayerId + 1);
+    const std::int64_t E = json_int_value(*j.find("num_experts"), file, "num_experts", 1, std::int64_t(1) << 20);
+    const auto& c = *j.find("counts");
+    if (!c.is_array() || static_cast<std::int64_t>(c.size()) != L)
+        throw InputError(file + ": counts must be a list of num_layers = " + std::to_string(L) + " lists");
+    // Check every row against the real arrays before allocating [L][E] from the declared sizes.
+    for (std::int64_t l = 0; l < L; ++l) {
+        const auto& row = c[static_cast<std::size_t>(l)];
+        if (!row.is_array() || static_cast<std::int64_t>(row.size()) != E)
+            throw InputError(file + ": counts[" + std::to_string(l) + "] must hold num_experts = " + std::to_string(E) +
+                             " integers");
+    }
+
+    AggregateCounts out;
+    if (const auto src = j.find("src"); src != j.end() && !src->is_null()) {
+        if (!src->is_string()) throw InputError(file + ": src must be a string, not " + json_kind(*src));
+        out.source = src->get<std::string>();
+    }
+    out.totals.resize(static_cast<std::size_t>(L * E));
+    for (std::int64_t l = 0; l < L; ++l) {
+        const auto& row = c[static_cast<std::size_t>(l)];
+        std::uint64_t layer_sum = 0;
+        for (std::int64_t e = 0; e < E; ++e) {
+            const auto& v = row[static_cast<std::size_t>(e)];
+            const std::string field = "counts[" + std::to_string(l) + "][" + std::to_string(e) + "]";
+            // SGLang's recorder dumps float tensors: 232795.0 is the count 232795; 1.5 is refused.
+            if (v.is_number_float()) {
+                const double d = v.get<double>();
+                if (!std::isfinite(d) || d != std::floor(d))
+                    throw InputError(file + ": " + field + " = " + json_brief(v) + " is not an integer count");
+                if (d < 0) throw InputError(file + ": " + field + " is not a non-negative integer");
+                if (d >= 9223372036854775808.0)
+                    throw InputError(file + ": counts[" + std::to_string(l) + "] adds up to more than " +
+                                     std::to_string(INT64_MAX));
+            } else if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<std::int64_t>() < 0)) {
+                throw InputError(file + ": " + field + " is not a non-negative integer");
+            }
+            const std::uint64_t x =
+                v.is_number_float() ? static_cast<std::uint64_t>(v.get<double>()) : v.get<std::uint64_t>();
+            if (x > static_cast<std::uint64_t>(INT64_MAX) || __builtin_add_overflow(layer_sum, x, &layer_sum) ||
+                layer_sum > static_cast<std::uint64_t>(INT64_MAX))
+                throw InputError(file + ": counts[" + std::to_string(l) + "] adds up to more than " +
+                                 std::to_string(INT64_MAX));
+            out.totals[static_cast<std::size_t>(l * E + e)] = x;
+        }
+    }
+    ModelDescription m = given;
+    if (m.experts > 0 && m.experts != E)
+        throw InputError(file + ": num_experts " + std::to_string(E) + " differs from the model's " +
+                         std::to_string(m.experts));
+    if (!m.moe_layers.empty() && m.num_moe_layers() != L)
+        throw InputError(file + ": num_layers " + std::to_string(L) + " differs from the model's " +
+                         std::to_string(m.num_moe_layers()) + " MoE layers");
+    m.experts = static_cast<int>(E);
+    if (m.moe_layers.empty()) {
+        m.moe_layers.resize(static_cast<std::size_t>(L));
+        std::iota(m.moe_layers.begin(), m.moe_layers.end(), 0);
+    }
+    if (m.num_hidden_layers <= 0) m.num_hidden_layers = m.moe_layers.back() + 1;
+    if (m.name.empty()) m.name = f.stem();
+    if (m.source.empty()) m.source = file;
+    if (m.top_k > 0) {
+        m.validate();  // bounds (layers x experts) for a described model
+    } else {
+        ModelDescription probe = m;  // top_k unknown: check the rest
+        probe.top_k = 1;
+        probe.validate();
+    }
+    // top_k stays 0 (unknown) when no model was given: aggregate totals do not say.
+    out.model = m;
+    return out;
+}
+
+std::vector<int> self_described_moe_layers(const SourceFile& f, TraceFormat format) {
+    switch (format) {
+    case TraceFormat::PromptCsv: return csv_layer_ids(f);
+    case TraceFormat::StepJson: return step_json_layer_ids(f);
+    default: return {};
+    }
+}
+
+}  // namespace routepack::detail

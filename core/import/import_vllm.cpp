@@ -1,0 +1,160 @@
+// vLLM OpenAI completion / chat-completion responses with routed experts (trace-formats.md §2
+// "vLLM").
+//
+// File: one response object, a JSON array of them, or JSON lines of them. Response shape:
+//   {"id", "choices": [{"index", "routed_experts": "<base64 of an .npy file>", "token_ids"?,
+//     "prompt_token_ids"?, ...}], "prompt_routed_experts"?: "<base64 .npy>", "prompt_token_ids"?,
+//    "usage"?: {"prompt_tokens", ...}}
+// Every choice is one sample "<stem>#<k>", k counting choices across the whole file; request_id and
+// group are the response "id" (the choices of one request form one GRPO group).
+// The .npy header is always read: dtype from its descr, layer axis from shape[1] (num_hidden_layers
+// = all layers, number of MoE layers = MoE only, via resolve_layer_axis), top_k from shape[2].
+// v0.21 split mode: prompt_routed_experts rows are prepended to every choice's rows (their layer
+// axis and top_k must match); prompt_len = its rows. v0.21 servers send both as nested JSON lists
+// [rows][layers][top_k] instead of base64 .npy (vllm-project/vllm v0.21.0
+// vllm/entrypoints/openai/completion/serving.py, docs training/routed_experts_replay); both are read.
+// usage.prompt_tokens sums every prompt of a request, so it is only a fallback prompt_len; the
+// choices of different prompts (per-choice prompt_token_ids that differ) get groups "<id>/p<j>".
+// A surplus final row (rows = t_i when token ids say t_i) is dropped.
+// Length: explicit when the choice has "token_ids" and the choice or response has
+// "prompt_token_ids" (t_i = both counts, prompt_len = prompt ids); otherwise rows + 1 (rule 1),
+// with prompt_len from usage.prompt_tokens when present (the same prompt for every choice).
+#include "core/import/import_detail.h"
+
+namespace routepack::detail {
+
+namespace {
+
+std::string shape_str(const std::vector<std::int64_t>& shape) {
+    std::string s = "(";
+    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+    if (shape.size() == 1) s += ",";
+    return s + ")";
+}
+
+NpyArray decode_npy_field(const nlohmann::json& v, const std::string& where, const std::string& field) {
+    if (v.is_array()) {
+        // v0.21 server: nested JSON lists [rows][layers][top_k] (int16 values).
+        RouteArray r;
+        routes_from_json(v, where, field, r);
+        NpyArray a;
+        a.shape = {r.rows, r.axis_layers, r.top_k};
+        a.descr = "json";
+        a.values = std::move(r.ids);
+        return a;
+    }
+    if (!v.is_string()) throw InputError(where + ": " + field + " is not a base64 string or a nested list");
+    const std::string bytes = base64_decode(v.get_ref<const std::string&>(), where + ": " + field);
+    NpyArray a = parse_npy(bytes, where + ": " + field);
+    if (a.shape.size() != 3)
+        throw InputError(where + ": " + field + " has shape " + shape_str(a.shape) + ", expected [rows][layers][top_k]");
+    return a;
+}
+
+}  // namespace
+
+void parse_vllm(const SourceFile& f, const ModelDescription& m, const EmitFn& emit) {
+    const std::string stem = f.stem();
+    std::size_t k = 0, response_no = 0;
+    RouteArray routes;
+
+    auto response = [&](const nlohmann::json& resp) {
+        const std::string rwhere = f.path.string() + ": response " + std::to_string(response_no++);
+        if (!resp.is_object()) throw InputError(rwhere + ": not a JSON object");
+        const nlohmann::json* choices = json_member(resp, "choices");
+        if (!choices || !choices->is_array()) throw InputError(rwhere + ": choices is missing");
+        const std::string request_id = json_id_text(json_member(resp, "id"), rwhere, "id");
+
+        NpyArray prompt;
+        bool have_prompt = false;
+        if (const nlohmann::json* p = json_member(resp, "prompt_routed_experts")) {
+            prompt = decode_npy_field(*p, rwhere, "prompt_routed_experts");
+            have_prompt = true;
+        }
+        const nlohmann::json* resp_prompt_ids = json_member(resp, "prompt_token_ids");
+        std::optional<std::int64_t> usage_prompt;
+        if (const nlohmann::json* usage = json_member(resp, "usage")) {
+            if (!usage->is_object()) throw InputError(rwhere + ": usage is " + json_kind(*usage) + ", not an object");
+            usage_prompt = json_int(*usage, "prompt_tokens", rwhere, "usage.prompt_tokens", 0, kMaxTokens);
+        }
+
+        // A request over several prompts answers choices of different prompts: they are different
+        // GRPO groups. Choices carrying prompt_token_ids are grouped by them ("<id>/p<j>", j the
+        // j-th distinct prompt) when more than one distinct prompt appears.
+        std::vector<std::size_t> prompt_no(choices->size(), 0);
+        std::size_t distinct = 0;
+        {
+            std::vector<const nlohmann::json*> seen;
+            for (std::size_t c = 0; c < choices->size(); ++c) {
+                const nlohmann::json* p = json_member((*choices)[c], "prompt_token_ids");
+                if (!p) continue;
+                std::size_t j = 0;
+                while (j < seen.size() && !(*seen[j] == *p)) ++j;
+                if (j == seen.size()) seen.push_back(p);
+                prompt_no[c] = j;
+            }
+            distinct = seen.size();
+        }
+        for (std::size_t c = 0; c < choices->size(); ++c) {
+            const nlohmann::json& choice = (*choices)[c];
+            SampleMeta meta;
+            meta.id = stem + "#" + std::to_string(k++);
+            meta.source_file = f.path.string();
+            meta.request_id = request_id;
+            meta.group = distinct > 1 ? request_id + "/p" + std::to_string(prompt_no[c]) : request_id;
+            meta.rows_rule = LengthRule::RowsPlusOne;
+            const std::string where = sample_where(f, meta.id);
+            const std::string field = "choices[" + std::to_string(c) + "].routed_experts";
+            const nlohmann::json* re = json_member(choice, "routed_experts");
+            if (!re) throw InputError(where + ": " + field + " is missing");
+            NpyArray a = decode_npy_field(*re, where, field);
+            if (have_prompt && (prompt.shape[1] != a.shape[1] || prompt.shape[2] != a.shape[2]))
+                throw InputError(where + ": " + field + " has shape " + shape_str(a.shape) +
+                                 " but prompt_routed_experts has " + shape_str(prompt.shape) +
+                                 ": layer axis and top-k must match");
+
+            if (a.shape[1] > INT32_MAX || a.shape[2] > INT32_MAX)
+                throw InputError(where + ": " + field + " has shape " + shape_str(a.shape) + ", too large");
+            routes.axis_layers = static_cast<int>(a.shape[1]);
+            routes.top_k = static_cast<int>(a.shape[2]);
+            routes.rows = a.shape[0] + (have_prompt ? prompt.shape[0] : 0);
+            if (have_prompt) {
+                routes.ids.assign(prompt.values.begin(), prompt.values.end());
+                routes.ids.insert(routes.ids.end(), a.values.begin(), a.values.end());
+            } else {
+                routes.ids.swap(a.values);
+            }
+            routes.axis_layer_ids = resolve_layer_axis(routes.axis_layers, m, where + ": " + field);
+
+            const nlohmann::json* token_ids = json_member(choice, "token_ids");
+            const nlohmann::json* prompt_ids = json_member(choice, "prompt_token_ids");
+            if (!prompt_ids) prompt_ids = resp_prompt_ids;
+            if (token_ids && prompt_ids && token_ids->is_array() && prompt_ids->is_array()) {
+                meta.prompt_len = static_cast<std::int64_t>(prompt_ids->size());
+                meta.explicit_length = static_cast<std::int64_t>(prompt_ids->size() + token_ids->size());
+                // One surplus final row (the last sampled token's) may appear: rows = t_i.
+                if (routes.rows == *meta.explicit_length && routes.rows > 0) {
+                    --routes.rows;
+                    routes.ids.resize(routes.ids.size() - static_cast<std::size_t>(routes.axis_layers) *
+                                                              static_cast<std::size_t>(routes.top_k));
+                }
+            } else if (have_prompt) {
+                meta.prompt_len = prompt.shape[0];  // the prompt part covers every prompt token
+            } else if (usage_prompt) {
+                meta.prompt_len = *usage_prompt;
+            }
+            emit(make_sample_record(routes, m, meta));
+        }
+    };
+
+    for_each_json_value(f, [&](nlohmann::json&& v, bool) {
+        if (v.is_array()) {
+            for (const auto& r : v) response(r);
+        } else {
+            response(v);
+        }
+    });
+    if (k == 0) throw InputError(f.path.string() + ": no choices with routed_experts in the file");
+}
+
+}  // namespace routepack::detail

@@ -1,0 +1,12 @@
+#pragma once
+// Limits that keep memory tied to real data: every size an input declares (a trace, a topology, a
+// model description) is checked against them before anything is allocated from it.
+#include <cstdint>
+
+namespace routepack {
+
+inline constexpr std::int64_t kMaxTokens = std::int64_t(1) << 40;         ///< t_i, token counts, start_len
+inline constexpr std::uint64_t kMaxRouteValues = std::uint64_t(1) << 29;  ///< rows x layers x top_k of one sample
+inline constexpr int kMaxLayerId = 99999;                                  ///< absolute decoder-layer ids
+
+}  // namespace routepack

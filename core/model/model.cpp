@@ -1,0 +1,302 @@
+#include "core/model/model.h"
+
+#include "core/util/errors.h"
+#include "core/util/json.h"
+#include "core/util/text.h"
+#include "core/util/resources.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+
+namespace routepack {
+
+int ModelDescription::moe_index(int layer) const {
+    auto it = std::lower_bound(moe_layers.begin(), moe_layers.end(), layer);
+    if (it == moe_layers.end() || *it != layer) return -1;
+    return static_cast<int>(it - moe_layers.begin());
+}
+
+namespace {
+
+// Size bounds of a model description: every allocation sized by a model (per-sample counts
+// [L][E], layer axes, placement tables) is checked against them before it happens.
+constexpr int kMaxHiddenLayers = 100000;
+constexpr int kMaxExperts = 1 << 20;
+constexpr int kMaxTopK = 1024;
+constexpr std::int64_t kMaxCountsPerSample = std::int64_t(1) << 28;  // L x E
+// parse_layer_list: largest id and most ids a list may name.
+constexpr std::int64_t kMaxListedLayerId = 1000000;
+constexpr std::int64_t kMaxListedLayers = kMaxHiddenLayers;
+
+}  // namespace
+
+void ModelDescription::validate() const {
+    const std::string who = name.empty() ? std::string("model") : "model '" + util::printable(name) + "'";
+    if (experts < 1 || experts > kMaxExperts)
+        throw InputError(who + ": experts must be in 1.." + std::to_string(kMaxExperts) + " (got " +
+                         std::to_string(experts) + ")");
+    const int max_k = std::min(experts, kMaxTopK);
+    if (top_k < 1 || top_k > max_k)
+        throw InputError(who + ": top_k must be in 1.." + std::to_string(max_k) + " (got " + std::to_string(top_k) +
+                         ")");
+    if (moe_layers.empty()) throw InputError(who + ": no MoE layers");
+    if (num_hidden_layers < 1 || num_hidden_layers > kMaxHiddenLayers)
+        throw InputError(who + ": num_hidden_layers must be in 1.." + std::to_string(kMaxHiddenLayers) + " (got " +
+                         std::to_string(num_hidden_layers) + ")");
+    for (std::size_t i = 0; i < moe_layers.size(); ++i) {
+        if (moe_layers[i] < 0 || moe_layers[i] >= num_hidden_layers)
+            throw InputError(who + ": MoE layer " + std::to_string(moe_layers[i]) + " outside 0.." +
+                             std::to_string(num_hidden_layers - 1));
+        if (i > 0 && moe_layers[i] <= moe_layers[i - 1])
+            throw InputError(who + ": MoE layers must be ascending and unique");
+    }
+    const std::int64_t counts = static_cast<std::int64_t>(moe_layers.size()) * experts;
+    if (counts > kMaxCountsPerSample)
+        throw InputError(who + ": " + std::to_string(moe_layers.size()) + " MoE layers x " + std::to_string(experts) +
+                         " experts = " + std::to_string(counts) + " counts per sample, more than " +
+                         std::to_string(kMaxCountsPerSample));
+}
+
+namespace {
+
+std::int64_t parse_int(std::string_view s, const std::string& field, const std::string& text) {
+    std::int64_t v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec == std::errc::result_out_of_range || (ec == std::errc() && p == s.data() + s.size() && v > kMaxListedLayerId))
+        throw InputError(field + ": layer id " + util::printable(s) + " in '" + util::printable(text) +
+                         "' is larger than " + std::to_string(kMaxListedLayerId));
+    if (ec != std::errc() || p != s.data() + s.size() || s.empty())
+        throw InputError(field + ": malformed layer list '" + util::printable(text) +
+                         "' (expected e.g. 1-26, 1-47:2 or 0,3,5)");
+    return v;
+}
+
+}  // namespace
+
+std::vector<int> parse_layer_list(const std::string& text, const std::string& field) {
+    std::vector<int> out;
+    const std::string shown = util::printable(text);
+    std::string_view rest(text);
+    while (!rest.empty()) {
+        auto comma = rest.find(',');
+        std::string_view item = rest.substr(0, comma);
+        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+        while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+        while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+        std::int64_t step = 1;
+        if (auto colon = item.find(':'); colon != std::string_view::npos) {
+            step = parse_int(item.substr(colon + 1), field, text);
+            item = item.substr(0, colon);
+            if (step < 1) throw InputError(field + ": step must be >= 1 in '" + shown + "'");
+        }
+        auto dash = item.find('-', 1);
+        std::int64_t a = 0, b = 0;
+        if (dash == std::string_view::npos) {
+            a = b = parse_int(item, field, text);
+        } else {
+            a = parse_int(item.substr(0, dash), field, text);
+            b = parse_int(item.substr(dash + 1), field, text);
+        }
+        if (a < 0 || b < a)
+            throw InputError(field + ": bad range '" + util::printable(item) + "' in '" + shown + "'");
+        // a, b <= 1e6 and step >= 1: no overflow; count before expanding.
+        const std::int64_t n = (b - a) / step + 1;
+        if (static_cast<std::int64_t>(out.size()) + n > kMaxListedLayers)
+            throw InputError(field + ": '" + shown + "' lists more than " + std::to_string(kMaxListedLayers) +
+                             " layers");
+        for (std::int64_t v = a; v <= b; v += step) {
+            if (!out.empty() && v <= out.back())
+                throw InputError(field + ": layers must be ascending and unique in '" + shown + "'");
+            out.push_back(static_cast<int>(v));
+        }
+    }
+    if (out.empty()) throw InputError(field + ": empty layer list");
+    return out;
+}
+
+std::string format_layer_list(const std::vector<int>& layers) {
+    std::string out;
+    std::size_t i = 0;
+    auto emit = [&](const std::string& s) { out += (out.empty() ? "" : ",") + s; };
+    while (i < layers.size()) {
+        // Longest arithmetic run starting at i with at least 3 members (or 2 for step 1).
+        std::size_t j = i + 1;
+        int step = j < layers.size() ? layers[j] - layers[i] : 1;
+        while (j < layers.size() && layers[j] - layers[j - 1] == step) ++j;
+        const std::size_t run = j - i;
+        if (run >= 3 || (run == 2 && step == 1)) {
+            std::string s = std::to_string(layers[i]) + "-" + std::to_string(layers[j - 1]);
+            if (step != 1) s += ":" + std::to_string(step);
+            emit(s);
+            i = j;
+        } else {
+            emit(std::to_string(layers[i]));
+            ++i;
+        }
+    }
+    return out;
+}
+
+namespace {
+
+/// Member `key` of object `j` when present (null counts as present: it is the wrong type).
+const nlohmann::json* member(const nlohmann::json& j, const char* key) {
+    const auto it = j.find(key);
+    return it == j.end() ? nullptr : &*it;
+}
+
+/// An integer field checked against lo..hi without ever wrapping (4294967308 is not 12).
+int int_in(const nlohmann::json& v, const std::string& origin, const std::string& field, std::int64_t lo,
+           std::int64_t hi) {
+    if (!v.is_number_integer()) throw InputError(origin + ": field '" + field + "' must be an integer");
+    const bool huge = v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX);
+    const std::int64_t x = huge ? INT64_MAX : v.get<std::int64_t>();
+    if (huge || x < lo || x > hi)
+        throw InputError(origin + ": field '" + field + "' = " +
+                         (huge ? std::to_string(v.get<std::uint64_t>()) : std::to_string(x)) + " is out of range " +
+                         std::to_string(lo) + ".." + std::to_string(hi));
+    return static_cast<int>(x);
+}
+
+int need_int(const nlohmann::json& j, const char* key, const std::string& origin, std::int64_t lo, std::int64_t hi) {
+    const nlohmann::json* v = member(j, key);
+    if (!v) throw InputError(origin + ": missing field '" + key + "'");
+    return int_in(*v, origin, key, lo, hi);
+}
+
+/// A string field, or `fallback` when absent; InputError when present with another type.
+std::string string_or(const nlohmann::json& j, const char* key, const std::string& origin, const std::string& fallback) {
+    const nlohmann::json* v = member(j, key);
+    if (!v) return fallback;
+    if (!v->is_string()) throw InputError(origin + ": field '" + std::string(key) + "' must be a string");
+    return v->get<std::string>();
+}
+
+/// An integer array field as layer ids (each 0..kMaxHiddenLayers - 1).
+std::vector<int> layer_array(const nlohmann::json& v, const std::string& origin, const std::string& field) {
+    if (!v.is_array()) throw InputError(origin + ": field '" + field + "' must be a list of layer ids");
+    if (v.size() > static_cast<std::size_t>(kMaxHiddenLayers))
+        throw InputError(origin + ": field '" + field + "' lists more than " + std::to_string(kMaxHiddenLayers) +
+                         " layers");
+    std::vector<int> out;
+    out.reserve(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i)
+        out.push_back(int_in(v[i], origin, field + "[" + std::to_string(i) + "]", 0, kMaxHiddenLayers - 1));
+    return out;
+}
+
+nlohmann::json parse_json_text(const std::string& text, const std::string& origin) {
+    try {
+        return util::parse_json_strict(text, origin);
+    } catch (const nlohmann::json::parse_error& e) {
+        throw InputError(origin + ": malformed JSON at byte " + std::to_string(e.byte) + "");
+    } catch (const nlohmann::json::exception& e) {
+        throw InputError(origin + ": malformed JSON: " + util::json_error_description(e));
+    }
+}
+
+}  // namespace
+
+ModelDescription parse_model_description(const std::string& json_text, const std::string& origin) {
+    const auto j = parse_json_text(json_text, origin);
+    if (!j.is_object()) throw InputError(origin + ": a model description must be a JSON object");
+    ModelDescription m;
+    m.name = string_or(j, "name", origin, "");
+    m.num_hidden_layers = need_int(j, "num_hidden_layers", origin, 1, kMaxHiddenLayers);
+    m.experts = need_int(j, "experts", origin, 1, kMaxExperts);
+    m.top_k = need_int(j, "top_k", origin, 1, kMaxTopK);
+    const nlohmann::json* ml = member(j, "moe_layers");
+    if (!ml) throw InputError(origin + ": missing field 'moe_layers'");
+    if (ml->is_string()) {
+        m.moe_layers = parse_layer_list(ml->get<std::string>(), origin + ": moe_layers");
+    } else if (ml->is_array()) {
+        for (const auto& v : *ml)
+            if (!v.is_number_integer()) throw InputError(origin + ": moe_layers must hold integers");
+        m.moe_layers = layer_array(*ml, origin, "moe_layers");
+    } else {
+        throw InputError(origin + ": moe_layers must be a layer list string or an array");
+    }
+    m.source = string_or(j, "source", origin, origin);
+    m.validate();
+    return m;
+}
+
+std::string model_description_to_json(const ModelDescription& m) {
+    nlohmann::json j;
+    j["name"] = m.name;
+    j["num_hidden_layers"] = m.num_hidden_layers;
+    j["experts"] = m.experts;
+    j["top_k"] = m.top_k;
+    j["moe_layers"] = m.moe_layers;
+    j["source"] = m.source;
+    return j.dump();
+}
+
+std::vector<std::string> known_model_names() {
+    std::vector<std::string> names;
+    for (const auto& r : embedded_model_descriptions()) names.push_back(r.name);
+    return names;
+}
+
+ModelDescription known_model(const std::string& name) {
+    for (const auto& r : embedded_model_descriptions())
+        if (r.name == name) return parse_model_description(r.text, "resources/models/" + r.name + ".json");
+    std::string list;
+    for (const auto& n : known_model_names()) list += (list.empty() ? "" : ", ") + n;
+    throw InputError("unknown model '" + util::printable(name) + "' (known: " + list + ")");
+}
+
+ModelDescription model_from_hf_config(const std::string& json_text, const std::string& origin) {
+    const auto j = parse_json_text(json_text, origin);
+    if (!j.is_object()) throw InputError(origin + ": config.json must be a JSON object");
+    // Llama 4 nests the text model's settings.
+    const nlohmann::json* text_config = member(j, "text_config");
+    const nlohmann::json& c = text_config && text_config->is_object() ? *text_config : j;
+    // The first of `keys` present, checked against lo..hi (never wrapped to int).
+    auto get_int = [&](std::initializer_list<const char*> keys, std::int64_t lo,
+                       std::int64_t hi) -> std::optional<int> {
+        for (const char* k : keys)
+            if (const nlohmann::json* v = member(c, k); v && v->is_number_integer()) return int_in(*v, origin, k, lo, hi);
+        return std::nullopt;
+    };
+    ModelDescription m;
+    m.name = string_or(c, "model_type", origin, string_or(j, "model_type", origin, ""));
+    m.source = origin;
+    auto layers = get_int({"num_hidden_layers", "num_layers", "n_layer"}, 1, kMaxHiddenLayers);
+    if (!layers) throw InputError(origin + ": no num_hidden_layers");
+    m.num_hidden_layers = *layers;
+    auto experts = get_int({"n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts"}, 1, kMaxExperts);
+    if (!experts) throw InputError(origin + ": no expert count (n_routed_experts, num_local_experts or num_experts)");
+    m.experts = *experts;
+    auto topk = get_int({"num_experts_per_tok", "moe_topk", "num_experts_per_token", "top_k"}, 1, kMaxTopK);
+    if (!topk) throw InputError(origin + ": no top-k (num_experts_per_tok)");
+    m.top_k = *topk;
+
+    std::set<int> mlp_only;
+    if (const nlohmann::json* v = member(c, "mlp_only_layers"); v && !v->is_null())
+        for (int l : layer_array(*v, origin, "mlp_only_layers")) mlp_only.insert(l);
+    const int first_dense = get_int({"first_k_dense_replace"}, 0, kMaxHiddenLayers).value_or(0);
+    const int freq = std::max(1, get_int({"moe_layer_freq"}, 0, kMaxHiddenLayers).value_or(1));
+    const int sparse_step = std::max(1, get_int({"decoder_sparse_step"}, 0, kMaxHiddenLayers).value_or(1));
+    if (const nlohmann::json* v = member(c, "moe_layers"); v && v->is_array()) {
+        m.moe_layers = layer_array(*v, origin, "moe_layers");
+    } else if (auto step = get_int({"interleave_moe_layer_step"}, 0, kMaxHiddenLayers); step && *step > 0) {
+        // Llama 4: layer i is MoE when (i + 1) % step == 0.
+        for (int i = 0; i < m.num_hidden_layers; ++i)
+            if ((i + 1) % *step == 0) m.moe_layers.push_back(i);
+    } else {
+        for (int i = 0; i < m.num_hidden_layers; ++i) {
+            if (i < first_dense || mlp_only.count(i)) continue;
+            if (freq > 1 && i % freq != 0) continue;               // DeepSeek moe_layer_freq
+            if (sparse_step > 1 && (i + 1) % sparse_step != 0) continue;  // Qwen decoder_sparse_step
+            m.moe_layers.push_back(i);
+        }
+    }
+    m.validate();
+    return m;
+}
+
+}  // namespace routepack

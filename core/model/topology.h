@@ -1,0 +1,62 @@
+#pragma once
+// Execution topology of one training step: EP ranks, DP slots, EDP shards, token cap, attention
+// stages (DESIGN.md "Inputs", paper section 3.1-3.4).
+#include "core/model/model.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace routepack {
+
+/// One attention stage s of eq. 12: cost alpha_s * T[r][d] + beta_s * Q[r][d] per cell. alpha and
+/// beta are >= 0 and may absorb the number of layers of that type.
+struct AttentionStage {
+    std::string name;
+    double alpha = 0;
+    double beta = 0;
+    bool operator==(const AttentionStage&) const = default;
+};
+
+/// The topology file (JSON): {"ep_ranks": P, "experts_per_layer": E (optional), "dp_slots": D,
+/// "edp_shards": [[d...]...] (partition of 0..D-1; default one shard), "token_cap": C,
+/// "attention_stages": [{"name", "alpha", "beta"}...], "min_rows": optional}.
+/// Physical slot v is owned by EP rank v / H with H = E / P (rank-major slots).
+struct Topology {
+    int ep_ranks = 0;                         ///< P
+    int experts_per_layer = 0;                ///< E when the file states it (0 = take the trace's)
+    int dp_slots = 0;                         ///< D
+    std::vector<std::vector<int>> edp_shards;  ///< G shards, each a list of DP slots
+    std::int64_t token_cap = 0;               ///< C, tokens per cell (hard)
+    std::vector<AttentionStage> attention_stages;
+    int min_rows = 0;                         ///< optional lower bound on R (pipeline occupancy)
+
+    int shards() const { return static_cast<int>(edp_shards.size()); }
+    /// [D] -> shard index g of each DP slot.
+    std::vector<int> shard_of_slot() const;
+    bool operator==(const Topology&) const = default;
+};
+
+/// Parses a topology JSON text; `origin` (file name) prefixes every error. Fills the default single
+/// shard when edp_shards is absent. InputError on a missing/ill-typed field, an integer out of range
+/// (never narrowed: P and D in 1..2^20, experts_per_layer in 1..2^20, C in 1..2^40, min_rows in
+/// 0..2^30; "<origin>: field 'ep_ranks' must be at most 1048576 (got 4294967304)"), negative,
+/// non-finite or larger than 1e12 alpha/beta, shards that do not partition 0..D-1 (names the slot).
+Topology parse_topology(const std::string& json_text, const std::string& origin);
+/// Serializes to the same JSON shape (edp_shards always written).
+std::string topology_to_json(const Topology& t);
+/// Checks the topology against a model: E % P == 0, experts_per_layer == E when given. InputError
+/// "topology: 64 experts are not divisible by 6 EP ranks".
+void check_topology_for_model(const Topology& t, const ModelDescription& m);
+
+/// Names of the shipped example topologies (resources/topologies/*.json, compiled in), sorted,
+/// e.g. "deepseek-v2-lite-ep8-dp4", "synthetic-demo-ep8-dp4".
+std::vector<std::string> known_topology_names();
+/// A shipped topology by name; InputError listing the known names otherwise.
+Topology known_topology(const std::string& name);
+/// The topology named by `spec`: an existing file is read and parsed (errors name the file);
+/// otherwise a shipped topology name; InputError "<spec>: no such topology file or shipped
+/// topology (known: ...)" when it is neither. Used by `routepack plan --topology` and the studio.
+Topology load_topology(const std::string& spec);
+
+}  // namespace routepack

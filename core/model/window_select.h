@@ -1,0 +1,52 @@
+#pragma once
+// How optimizer-step windows are chosen from a trace's samples: the rules of `routepack window`
+// (--first, --random, --groups) and of the studio's window dialog, in one place.
+#include "core/model/trace.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace routepack {
+
+/// Sample ids of a window and the definition text stored with it ("first 512 in numeric id order").
+struct WindowSelection {
+    std::vector<std::string> ids;
+    std::string definition;
+};
+
+/// The first `n` samples in numeric-aware id order (natural_less). InputError "window: --first N
+/// but trace 'T' has only M samples" when n exceeds the trace, "window: --first must be >= 1" for 0.
+WindowSelection select_first(const std::vector<SampleInfo>& samples, std::size_t n, const std::string& trace);
+
+/// `n` samples drawn without replacement by a splitmix64 Fisher-Yates prefix seeded with `seed`,
+/// kept in import order. InputError when n is 0 or exceeds the trace.
+WindowSelection select_random(const std::vector<SampleInfo>& samples, std::size_t n, std::uint64_t seed,
+                              const std::string& trace);
+
+/// Every sample whose GRPO group is one of `groups`, in import order; the definition lists the
+/// groups comma-separated as given. InputError "window: trace 'T' has no GRPO groups", "window:
+/// trace 'T' has no group 'G'", or for an empty list.
+WindowSelection select_groups(const std::vector<SampleInfo>& samples, const std::vector<std::string>& groups,
+                              const std::string& trace);
+
+/// Consecutive windows of a whole run: the trace's samples in import order cut into windows of `n`
+/// samples (steps of a training run, in order). The last window holds the remainder when n does not
+/// divide the sample count; its definition says so ("split 128: samples 513-599 of 599, remainder
+/// of 87"). Definitions of full windows: "split 128: samples 1-128 of 599". InputError "window:
+/// --split must be >= 1 (got 0)" or "window: --split N but trace 'T' has only M samples".
+std::vector<WindowSelection> split_consecutive(const std::vector<SampleInfo>& samples, std::size_t n,
+                                               const std::string& trace);
+
+/// Consecutive windows of `g` whole GRPO groups each (groups in first-appearance order, samples of a
+/// window in import order); the last holds the remaining groups when g does not divide the group
+/// count ("split-groups 4: groups 9-10 of 10, remainder of 2"); samples without a group belong to
+/// no window. InputError "window: trace 'T' has
+/// no GRPO groups", "window: --split-groups must be >= 1 (got 0)", or when g exceeds the groups.
+std::vector<WindowSelection> split_groups(const std::vector<SampleInfo>& samples, std::size_t g,
+                                          const std::string& trace);
+
+/// The distinct GRPO groups of the samples in first-appearance order (empty when none has one).
+std::vector<std::string> sample_groups(const std::vector<SampleInfo>& samples);
+
+} // namespace routepack

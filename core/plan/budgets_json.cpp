@@ -1,0 +1,162 @@
+#include "core/plan/budgets_json.h"
+
+#include "core/util/errors.h"
+#include "core/util/json.h"
+
+#include <nlohmann/json.hpp>
+
+#include <tbb/info.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+namespace routepack {
+
+std::string planner_budgets_to_json(const PlannerBudgets& b) {
+    const auto& s = b.seeding;
+    const auto& a = b.annealing;
+    nlohmann::ordered_json j;
+    j["seed"] = b.seed;
+    j["workers"] = b.workers;
+    j["seeds_M"] = s.candidates;
+    j["population"] = s.population;
+    j["choice_width"] = s.choice_width;
+    j["eta"] = s.eta;
+    j["projections"] = s.projections;
+    j["pair_candidates"] = s.pair_candidates;
+    j["levels"] = a.levels;
+    j["t0"] = a.t0;
+    j["cooling"] = a.cooling;
+    j["steps_per_level"] = a.steps;
+    j["p_guide"] = a.p_guide;
+    j["rho"] = a.rho;
+    j["p_straggler"] = a.p_straggler;
+    j["row_nodes"] = b.row_nodes;
+    j["polish_evaluations"] = b.polish_evaluations;
+    j["time_limit_s"] = b.time_limit_s;
+    return j.dump();
+}
+
+namespace {
+
+struct Reader {
+    const nlohmann::json& j;
+    const std::string& origin;
+
+    template <class Int>
+    void integer(const char* key, Int& out, std::int64_t lo,
+                 std::int64_t hi = std::numeric_limits<std::int64_t>::max()) const {
+        if (!j.contains(key)) return;
+        const auto& v = j[key];
+        if (!v.is_number_integer()) throw InputError(origin + ": budget '" + key + "' must be an integer");
+        const bool is_unsigned = v.is_number_unsigned();
+        if (is_unsigned && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi))
+            throw InputError(origin + ": budget '" + key + "' is too large");
+        const std::int64_t x = is_unsigned ? static_cast<std::int64_t>(v.get<std::uint64_t>()) : v.get<std::int64_t>();
+        if (x < lo || x > hi)
+            throw InputError(origin + ": budget '" + key + "' must be in " + std::to_string(lo) + ".." +
+                             std::to_string(hi) + " (got " + std::to_string(x) + ")");
+        out = static_cast<Int>(x);
+    }
+    void real(const char* key, double& out, double lo, double hi, bool lo_open = false) const {
+        if (!j.contains(key)) return;
+        const auto& v = j[key];
+        if (!v.is_number()) throw InputError(origin + ": budget '" + key + "' must be a number");
+        const double x = v.get<double>();
+        if (!std::isfinite(x) || x < lo || x > hi || (lo_open && x == lo))
+            throw InputError(origin + ": budget '" + key + "' is out of range (got " + v.dump() + ")");
+        out = x;
+    }
+};
+
+std::string number_text(double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+}
+
+} // namespace
+
+int max_planner_workers() {
+    return 4 * std::max(1, tbb::info::default_concurrency());
+}
+
+void check_planner_budgets(const PlannerBudgets& b, const std::string& origin, BudgetNames names, bool check_workers) {
+    const bool flags = names == BudgetNames::Flags;
+    auto bad = [&](const char* flag, const char* key, const std::string& rule, const std::string& got) {
+        const std::string name = flags ? std::string(flag) : "budget '" + std::string(key) + "'";
+        throw InputError(origin + ": " + name + " must be " + rule + " (got " + got + ")");
+    };
+    const int max_workers = max_planner_workers();
+    if (b.workers < 0 || (check_workers && b.workers > max_workers))
+        bad("--threads", "workers",
+            "0 (all cores) or in 1.." + std::to_string(max_workers) + " = 4 x " + std::to_string(max_workers / 4) +
+                " cores",
+            std::to_string(b.workers));
+    if (!std::isfinite(b.time_limit_s) || b.time_limit_s < 0 || b.time_limit_s > kMaxTimeLimitSeconds)
+        bad("--time-limit", "time_limit_s", "finite seconds in 0..31536000 (one year; 0 = no limit)",
+            number_text(b.time_limit_s));
+    const auto& s = b.seeding;
+    const auto& a = b.annealing;
+    auto at_least = [&](const char* flag, const char* key, std::int64_t v, std::int64_t lo) {
+        if (v < lo) bad(flag, key, ">= " + std::to_string(lo), std::to_string(v));
+    };
+    at_least("--seeds", "seeds_M", s.candidates, 1);
+    at_least("--population", "population", s.population, 1);
+    at_least("--choice-width", "choice_width", s.choice_width, 1);
+    at_least("projections", "projections", s.projections, 1);
+    at_least("pair_candidates", "pair_candidates", s.pair_candidates, 1);
+    if (!std::isfinite(s.eta) || s.eta < 0) bad("--eta", "eta", "a finite number >= 0", number_text(s.eta));
+    at_least("--levels", "levels", a.levels, 0);
+    at_least("--steps", "steps_per_level", a.steps, 0);
+    if (!std::isfinite(a.t0) || !(a.t0 > 0)) bad("--t0", "t0", "a finite number > 0", number_text(a.t0));
+    if (!(a.cooling > 0 && a.cooling <= 1)) bad("--cooling", "cooling", "in (0, 1]", number_text(a.cooling));
+    if (!(a.p_guide >= 0 && a.p_guide <= 1)) bad("--p-guide", "p_guide", "in [0, 1]", number_text(a.p_guide));
+    if (!(a.rho >= 0 && a.rho <= 1)) bad("--rho", "rho", "in [0, 1]", number_text(a.rho));
+    if (!(a.p_straggler >= 0 && a.p_straggler <= 1))
+        bad("--p-straggler", "p_straggler", "in [0, 1]", number_text(a.p_straggler));
+    at_least("--row-nodes", "row_nodes", b.row_nodes, 0);
+    at_least("--polish", "polish_evaluations", b.polish_evaluations, 0);
+}
+
+PlannerBudgets parse_planner_budgets(const std::string& json_text, const std::string& origin) {
+    nlohmann::json j;
+    try {
+        j = util::parse_json_strict(json_text, origin);
+    } catch (const nlohmann::json::exception&) {
+        throw InputError(origin + ": malformed budgets JSON");
+    }
+    if (!j.is_object()) throw InputError(origin + ": budgets must be a JSON object");
+    PlannerBudgets b;
+    const Reader r{j, origin};
+    const double inf = std::numeric_limits<double>::max();
+    constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
+    if (j.contains("seed")) {
+        if (!j["seed"].is_number_unsigned() && !(j["seed"].is_number_integer() && j["seed"].get<std::int64_t>() >= 0))
+            throw InputError(origin + ": budget 'seed' must be an integer in 0..2^64-1");
+        b.seed = j["seed"].get<std::uint64_t>();
+    }
+    r.integer("workers", b.workers, 0, 4096);
+    r.integer("seeds_M", b.seeding.candidates, 1, kIntMax);
+    r.integer("population", b.seeding.population, 1, kIntMax);
+    r.integer("choice_width", b.seeding.choice_width, 1, kIntMax);
+    r.real("eta", b.seeding.eta, 0, inf);
+    r.integer("projections", b.seeding.projections, 1, kIntMax);
+    r.integer("pair_candidates", b.seeding.pair_candidates, 1, kIntMax);
+    r.integer("levels", b.annealing.levels, 0, kIntMax);
+    r.real("t0", b.annealing.t0, 0, inf, true);
+    r.real("cooling", b.annealing.cooling, 0, 1, true);
+    r.integer("steps_per_level", b.annealing.steps, 0, kIntMax);
+    r.real("p_guide", b.annealing.p_guide, 0, 1);
+    r.real("rho", b.annealing.rho, 0, 1);
+    r.real("p_straggler", b.annealing.p_straggler, 0, 1);
+    r.integer("row_nodes", b.row_nodes, 0);
+    r.integer("polish_evaluations", b.polish_evaluations, 0);
+    r.real("time_limit_s", b.time_limit_s, 0, inf);
+    check_planner_budgets(b, origin, BudgetNames::Keys, false);
+    return b;
+}
+
+} // namespace routepack

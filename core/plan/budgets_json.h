@@ -1,0 +1,47 @@
+#pragma once
+// Planner budgets as JSON: how the library stores a run's budgets and a topology's default budgets.
+// The keys are those of the plan file's "planner.budgets" object plus "seed" and "workers".
+#include "core/plan/planner.h"
+
+#include <string>
+
+namespace routepack {
+
+/// {"seed", "workers", "seeds_M", "population", "choice_width", "eta", "projections",
+/// "pair_candidates", "levels", "t0", "cooling", "steps_per_level", "p_guide", "rho", "p_straggler", "row_nodes",
+/// "polish_evaluations", "time_limit_s"} (compact JSON; doubles with round-trip precision). The annealing and seeding
+/// seeds/workers are derived by the planner and are not part of it.
+std::string planner_budgets_to_json(const PlannerBudgets& b);
+
+/// How check_planner_budgets names a budget: by its CLI flag ("--threads", "--time-limit", ...)
+/// or by its JSON key ('workers', 'time_limit_s', ...).
+enum class BudgetNames { Flags, Keys };
+
+/// Largest planner worker count on this machine: 4 x the cores this process may use
+/// (tbb::info::default_concurrency()).
+int max_planner_workers();
+/// Longest planner time limit: one year, in seconds.
+inline constexpr double kMaxTimeLimitSeconds = 365.0 * 24 * 3600;
+
+/// The one validation of planner budgets, shared by the CLI (flags), the studio and the planner
+/// (plan_window checks its input with BudgetNames::Keys and origin "planner"). InputError
+/// "<origin>: --flag must be <rule> (got <value>)" or "<origin>: budget 'key' must be <rule> (got
+/// <value>)" for the first budget out of range:
+///   workers          0 (all cores) or 1..max_planner_workers() (skipped when !check_workers)
+///   time_limit_s     finite, 0..kMaxTimeLimitSeconds (0 = none)
+///   seeds_M, population, choice_width, projections, pair_candidates   >= 1
+///   eta              finite, >= 0;  t0  finite, > 0;  cooling in (0, 1];  p_guide, rho, p_straggler in [0, 1]
+///   levels, steps_per_level, row_nodes, polish_evaluations   >= 0
+/// (the seed is any 64-bit unsigned value; its text is checked where it is parsed).
+void check_planner_budgets(const PlannerBudgets& b, const std::string& origin, BudgetNames names,
+                           bool check_workers = true);
+
+/// Inverse of planner_budgets_to_json. Absent keys keep their defaults (PlannerBudgets{}); a key of
+/// the wrong type, a malformed text or an out-of-range value (negative counts, p_guide/rho/p_straggler
+/// outside [0, 1], cooling outside (0, 1], t0 <= 0, non-finite numbers, any rule of
+/// check_planner_budgets except the machine's worker bound: workers are 0..4096 there) is an
+/// InputError naming `origin`
+/// and the key.
+PlannerBudgets parse_planner_budgets(const std::string& json_text, const std::string& origin);
+
+} // namespace routepack

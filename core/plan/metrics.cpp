@@ -1,0 +1,225 @@
+// Metrics of any layout (paper section 5.3, eqs. 21-23) and the karmarkar-karp baseline layout.
+#include "core/plan/metrics.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <iterator>
+#include <limits>
+#include <queue>
+#include <stdexcept>
+#include <string>
+
+namespace routepack {
+
+/// Metrics of a rectangular R x D layout under the problem's placement (its demand q, eq. 5).
+/// score / attention_sum / joint come from cost_breakdown (eqs. 12-15; attention_sum =
+/// sum_{r,g} A[r][g], joint = max_g U_g). The EP figures of eq. 23 come from the integer loads
+/// W[r][g][l][p] (eq. 13): S_EP = sum_{r,l} max_{g,p} W, T_EP = max_{r,g,l,p} W (tokens),
+/// eta_EP = sum_{r,l} max_g ((1/P) sum_p W) / S_EP (1 when S_EP = 0: nothing to balance).
+/// Cells over C and empty cells are counted, never refused (the karmarkar-karp baseline has them).
+/// std::invalid_argument when the layout is not R x D with D = p.D or names a sample outside 0..n-1.
+LayoutMetrics layout_metrics(const Layout& x, const PackingProblem& p, double cv_global) {
+    if (x.dp_slots != p.D || x.rows < 0 ||
+        x.cells.size() != static_cast<std::size_t>(x.rows) * static_cast<std::size_t>(x.dp_slots))
+        throw std::invalid_argument("layout_metrics: layout is not R x D with D = " + std::to_string(p.D));
+    for (const auto& cell : x.cells)
+        for (int i : cell)
+            if (i < 0 || i >= p.n)
+                throw std::invalid_argument("layout_metrics: sample index " + std::to_string(i) + " outside 0.." +
+                                            std::to_string(p.n - 1));
+    LayoutMetrics m;
+    m.cv_global = cv_global;
+    const CostBreakdown cb = cost_breakdown(x, p);
+    m.score = cb.score;
+    for (double a : cb.A) m.attention_sum += a;
+    m.joint = cb.score.max_u;
+
+    for (const auto& cell : x.cells) {
+        if (cell.empty()) ++m.empty_cells;
+        std::int64_t tokens = 0;
+        for (int i : cell) tokens += p.length[static_cast<std::size_t>(i)];
+        if (tokens > p.C) ++m.cap_violations;
+    }
+
+    // Per row: sum_l max_{g,p} W, max W, sum_l max_g sum_p W. Rows in parallel, reduced in row order.
+    const int R = x.rows, L = p.L, P = p.P, G = p.G;
+    std::vector<std::int64_t> row_peak_sum(R, 0), row_tail(R, 0), row_mean_sum(R, 0);
+    tbb::parallel_for(tbb::blocked_range<int>(0, R), [&](const tbb::blocked_range<int>& range) {
+        std::vector<std::int64_t> W(static_cast<std::size_t>(G) * L * P);
+        for (int r = range.begin(); r != range.end(); ++r) {
+            std::fill(W.begin(), W.end(), 0);
+            for (int d = 0; d < p.D; ++d) {
+                std::int64_t* Wg = W.data() + static_cast<std::size_t>(p.shard_of_slot[d]) * L * P;
+                for (int i : x.cells[static_cast<std::size_t>(x.cell_index(r, d))]) {
+                    const std::int32_t* q = p.q(i);
+                    for (int lp = 0; lp < L * P; ++lp) Wg[lp] += q[lp];
+                }
+            }
+            std::int64_t peak_sum = 0, tail = 0, mean_sum = 0;
+            for (int l = 0; l < L; ++l) {
+                std::int64_t peak = 0, best_total = 0;
+                for (int g = 0; g < G; ++g) {
+                    const std::int64_t* w = W.data() + (static_cast<std::size_t>(g) * L + l) * P;
+                    std::int64_t total = 0;
+                    for (int pp = 0; pp < P; ++pp) {
+                        peak = std::max(peak, w[pp]);
+                        total += w[pp];
+                    }
+                    best_total = std::max(best_total, total);
+                }
+                peak_sum += peak;
+                tail = std::max(tail, peak);
+                mean_sum += best_total;
+            }
+            row_peak_sum[r] = peak_sum;
+            row_tail[r] = tail;
+            row_mean_sum[r] = mean_sum;
+        }
+    });
+    std::int64_t mean_total = 0;  // sum_{r,l} max_g sum_p W  (P times the numerator of eq. 23)
+    for (int r = 0; r < R; ++r) {
+        m.ep_peak_sum += row_peak_sum[r];
+        m.ep_tail_peak = std::max(m.ep_tail_peak, row_tail[r]);
+        mean_total += row_mean_sum[r];
+    }
+    m.ep_balance_efficiency = m.ep_peak_sum == 0 ? 1.0
+                                                  : static_cast<double>(mean_total) /
+                                                        (static_cast<double>(P) * static_cast<double>(m.ep_peak_sum));
+    return m;
+}
+
+namespace {
+
+/// One part of a KK tuple: token sum and members as a linked list through `next` (shared arena).
+struct Part {
+    std::int64_t sum = 0;
+    int head = -1, tail = -1;  ///< first / last member (indices into the arena `next`)
+    int first = 0;             ///< smallest member index
+};
+
+/// A KK tuple: only its non-empty parts, kept in canonical order (sum desc, smallest member asc);
+/// the remaining K - parts.size() parts are empty (sum 0) and come last.
+struct Tuple {
+    std::vector<Part> parts;
+    int first = 0;  ///< smallest member index over all parts
+    std::int64_t diff(int K) const {
+        if (parts.empty()) return 0;
+        const std::int64_t lo = static_cast<int>(parts.size()) < K ? 0 : parts.back().sum;
+        return parts.front().sum - lo;
+    }
+};
+
+bool canonical_less(const Part& a, const Part& b) {
+    if (a.sum != b.sum) return a.sum > b.sum;
+    return a.first < b.first;
+}
+
+}  // namespace
+
+/// Largest differencing method (Karmarkar-Karp, multi-way) into K = rows*D parts: every sample
+/// starts as a K-tuple with its length in one part; repeatedly the two tuples with the largest
+/// (max part - min part) difference (ties: smallest member index first) are combined by adding the
+/// first tuple's parts in descending order to the second's in ascending order (parts ordered by
+/// (sum, smallest member); empty parts are sum 0); the last tuple is the partition. Its parts are
+/// sorted by token sum descending (ties by smallest member index, empty parts last) and dealt to
+/// cells k = 0..K-1 as (k / D, k % D), members ascending. Parts over C and empty parts (n < K) are
+/// kept: layout_metrics reports them. O(n K log K) time at worst (only overlapping parts are
+/// sorted; a tuple growing by one sample costs O(K)), O(n + K) memory. std::invalid_argument
+/// when rows < 1 or D < 1.
+Layout karmarkar_karp_layout(const std::vector<std::int64_t>& length, int rows, int D) {
+    if (rows < 1 || D < 1)
+        throw std::invalid_argument("karmarkar_karp_layout: need rows >= 1 and D >= 1 (got " + std::to_string(rows) +
+                                    ", " + std::to_string(D) + ")");
+    const int K = rows * D;
+    const int n = static_cast<int>(length.size());
+    Layout x;
+    x.rows = rows;
+    x.dp_slots = D;
+    x.cells.assign(static_cast<std::size_t>(K), {});
+    if (n == 0) return x;
+
+    std::vector<int> next(n, -1);  // member linked lists
+    std::vector<Tuple> tuples(n);
+    for (int i = 0; i < n; ++i) {
+        tuples[i].parts.push_back(Part{length[i], i, i, i});
+        tuples[i].first = i;
+    }
+    struct Key {
+        std::int64_t diff;
+        int first;
+        int id;
+    };
+    // Max-heap on diff, then min on smallest member index (unique per live tuple: members are disjoint).
+    auto worse = [](const Key& a, const Key& b) {
+        if (a.diff != b.diff) return a.diff < b.diff;
+        return a.first > b.first;
+    };
+    std::priority_queue<Key, std::vector<Key>, decltype(worse)> heap(worse);
+    for (int i = 0; i < n; ++i) heap.push(Key{tuples[i].diff(K), tuples[i].first, i});
+
+    auto concat = [&](Part& a, const Part& b) {  // a += b
+        if (b.head < 0) return;
+        if (a.head < 0) {
+            a = b;
+            return;
+        }
+        next[a.tail] = b.head;
+        a.tail = b.tail;
+        a.sum += b.sum;
+        a.first = std::min(a.first, b.first);
+    };
+
+    while (heap.size() > 1) {
+        const Key ka = heap.top();
+        heap.pop();
+        const Key kb = heap.top();
+        heap.pop();
+        Tuple& A = tuples[ka.id];
+        Tuple& B = tuples[kb.id];
+        // A descending (canonical order, empties last) paired with B ascending: position k of the
+        // result is A[k] (k < a) plus B's canonical part K-1-k (k >= K-b). Positions where only A or
+        // only B contributes are already in canonical order; only the overlap needs sorting, then the
+        // three sorted runs are merged (the order is a strict total order: members are disjoint).
+        const int a = static_cast<int>(A.parts.size());
+        const int b = static_cast<int>(B.parts.size());
+        const int emptyB = K - b;
+        const int onlyA = std::min(a, emptyB);                    // k in [0, onlyA): A[k]
+        const int overlap = std::max(0, a - emptyB);               // k in [emptyB, a): A[k] + B[K-1-k]
+        const int onlyB = K - std::max(a, emptyB);                 // B[0 .. onlyB)
+        std::vector<Part> mixed;
+        mixed.reserve(static_cast<std::size_t>(overlap));
+        for (int k = emptyB; k < a; ++k) {
+            Part part = A.parts[static_cast<std::size_t>(k)];
+            concat(part, B.parts[static_cast<std::size_t>(K - 1 - k)]);
+            mixed.push_back(part);
+        }
+        std::sort(mixed.begin(), mixed.end(), canonical_less);
+        std::vector<Part> ab;
+        ab.reserve(static_cast<std::size_t>(onlyA + onlyB));
+        std::merge(A.parts.begin(), A.parts.begin() + onlyA, B.parts.begin(), B.parts.begin() + onlyB,
+                   std::back_inserter(ab), canonical_less);
+        std::vector<Part> merged;
+        merged.reserve(ab.size() + mixed.size());
+        std::merge(ab.begin(), ab.end(), mixed.begin(), mixed.end(), std::back_inserter(merged), canonical_less);
+        A.parts = std::move(merged);
+        A.first = std::min(A.first, B.first);
+        B.parts.clear();
+        B.parts.shrink_to_fit();
+        heap.push(Key{A.diff(K), A.first, ka.id});
+    }
+    const Tuple& final_tuple = tuples[heap.top().id];
+    // Canonical order is already "sum desc, smallest member asc", empties last.
+    for (std::size_t k = 0; k < final_tuple.parts.size(); ++k) {
+        std::vector<int>& cell = x.cells[k];
+        for (int i = final_tuple.parts[k].head; i >= 0; i = next[i]) {
+            cell.push_back(i);
+            if (i == final_tuple.parts[k].tail) break;
+        }
+        std::sort(cell.begin(), cell.end());
+    }
+    return x;
+}
+
+}  // namespace routepack

@@ -1,0 +1,251 @@
+// Layer-wise expert placement (paper section 3.3, Algorithm 1, eqs. 10 and 22).
+#include "core/plan/placement.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+namespace routepack {
+
+namespace {
+
+__extension__ typedef unsigned __int128 u128;
+
+void check_shape(int L, int E, int P, const char* who) {
+    if (L < 0 || E < 1 || P < 1)
+        throw std::invalid_argument(std::string(who) + ": need L >= 0, E >= 1, P >= 1 (got L=" + std::to_string(L) +
+                                    ", E=" + std::to_string(E) + ", P=" + std::to_string(P) + ")");
+    if (E % P != 0)
+        throw std::invalid_argument(std::string(who) + ": " + std::to_string(E) + " experts are not divisible by " +
+                                    std::to_string(P) + " EP ranks");
+}
+
+}  // namespace
+
+/// L[l][e] = sum_i a[i][l][e] (the aggregate of section 3.3). `counts` is [n][L][E] row-major (the
+/// Trace layout); the result is [L][E] in 64-bit so that any window sums without overflow.
+/// std::invalid_argument when counts.size() != n*L*E.
+std::vector<std::uint64_t> aggregate_expert_loads(std::span<const std::uint32_t> counts, std::size_t n, int L,
+                                                  int E) {
+    if (L < 0 || E < 0) throw std::invalid_argument("aggregate_expert_loads: negative L or E");
+    const std::size_t stride = static_cast<std::size_t>(L) * static_cast<std::size_t>(E);
+    if (counts.size() != n * stride)
+        throw std::invalid_argument("aggregate_expert_loads: counts hold " + std::to_string(counts.size()) +
+                                    " values, expected n*L*E = " + std::to_string(n * stride));
+    std::vector<std::uint64_t> loads(stride, 0);
+    if (stride == 0) return loads;
+    // Parallel over (layer, expert) columns: each output is summed by one task in sample order, so
+    // the result does not depend on the worker count (integers anyway).
+    tbb::parallel_for(tbb::blocked_range<int>(0, L), [&](const tbb::blocked_range<int>& range) {
+        for (int l = range.begin(); l != range.end(); ++l) {
+            std::uint64_t* out = loads.data() + static_cast<std::size_t>(l) * E;
+            for (std::size_t i = 0; i < n; ++i) {
+                const std::uint32_t* a = counts.data() + i * stride + static_cast<std::size_t>(l) * E;
+                for (int e = 0; e < E; ++e) out[e] += a[e];
+            }
+        }
+    });
+    return loads;
+}
+
+/// pi_l(e) = e for every layer (the `baseline` placement). std::invalid_argument when E % P != 0
+/// or a dimension is out of range.
+Placement identity_placement(int L, int E, int P) {
+    check_shape(L, E, P, "identity_placement");
+    Placement pi;
+    pi.layers = L;
+    pi.experts = E;
+    pi.ep_ranks = P;
+    pi.slot.resize(static_cast<std::size_t>(L) * E);
+    for (int l = 0; l < L; ++l)
+        for (int e = 0; e < E; ++e) pi.slot[static_cast<std::size_t>(l) * E + e] = e;
+    return pi;
+}
+
+/// Algorithm 1, applied independently to every MoE layer (layers in parallel). Per layer: experts
+/// in argsort(-L[l][e], e) order (heaviest first, ties by smaller logical id); each goes to
+/// p = argmin over ranks with n_p < H of (G[l][p], p) and takes slot p*H + n_p (the paper's
+/// 1-based slot(p, n_p + 1)); then G[l][p] += L[l][e], n_p += 1. `loads` is [L][E]; the result does
+/// not depend on the worker count. std::invalid_argument when E % P != 0 or loads.size() != L*E.
+Placement lpt_placement(std::span<const std::uint64_t> loads, int L, int E, int P) {
+    check_shape(L, E, P, "lpt_placement");
+    if (loads.size() != static_cast<std::size_t>(L) * E)
+        throw std::invalid_argument("lpt_placement: loads hold " + std::to_string(loads.size()) +
+                                    " values, expected L*E = " + std::to_string(static_cast<std::size_t>(L) * E));
+    const int H = E / P;
+    Placement pi;
+    pi.layers = L;
+    pi.experts = E;
+    pi.ep_ranks = P;
+    pi.slot.assign(static_cast<std::size_t>(L) * E, -1);
+    tbb::parallel_for(tbb::blocked_range<int>(0, L), [&](const tbb::blocked_range<int>& range) {
+        std::vector<int> order(E);
+        std::vector<std::uint64_t> G(P);
+        std::vector<int> filled(P);
+        for (int l = range.begin(); l != range.end(); ++l) {
+            const std::uint64_t* Ll = loads.data() + static_cast<std::size_t>(l) * E;
+            std::iota(order.begin(), order.end(), 0);
+            // argsort(-L, e): descending load, ties by ascending logical id (a strict total order).
+            std::sort(order.begin(), order.end(), [Ll](int a, int b) {
+                if (Ll[a] != Ll[b]) return Ll[a] > Ll[b];
+                return a < b;
+            });
+            std::fill(G.begin(), G.end(), 0);
+            std::fill(filled.begin(), filled.end(), 0);
+            int* out = pi.slot.data() + static_cast<std::size_t>(l) * E;
+            for (int e : order) {
+                int best = -1;
+                for (int p = 0; p < P; ++p) {
+                    if (filled[p] >= H) continue;
+                    // Strict < keeps the smallest p among equal G (lexicographic (G_p, p)).
+                    if (best < 0 || G[p] < G[best]) best = p;
+                }
+                out[e] = best * H + filled[best];
+                G[best] += Ll[e];
+                ++filled[best];
+            }
+        }
+    });
+    return pi;
+}
+
+/// G[l][p] = sum_{e: owner(pi_l(e)) = p} L[l][e] (eq. 10). `loads` is [L][E] of the placement's
+/// L and E; result [L][P]. std::invalid_argument on a size mismatch or a slot out of range.
+std::vector<std::uint64_t> rank_loads(std::span<const std::uint64_t> loads, const Placement& pi) {
+    const int L = pi.layers, E = pi.experts, P = pi.ep_ranks;
+    check_shape(L, E, P, "rank_loads");
+    const std::size_t LE = static_cast<std::size_t>(L) * E;
+    if (loads.size() != LE || pi.slot.size() != LE)
+        throw std::invalid_argument("rank_loads: loads (" + std::to_string(loads.size()) + ") and placement (" +
+                                    std::to_string(pi.slot.size()) + ") must both hold L*E = " + std::to_string(LE) +
+                                    " values");
+    std::vector<std::uint64_t> G(static_cast<std::size_t>(L) * P, 0);
+    for (int l = 0; l < L; ++l)
+        for (int e = 0; e < E; ++e) {
+            const int v = pi.at(l, e);
+            if (v < 0 || v >= E)
+                throw std::invalid_argument("rank_loads: layer " + std::to_string(l) + " expert " + std::to_string(e) +
+                                            " has slot " + std::to_string(v) + " outside 0.." + std::to_string(E - 1));
+            G[static_cast<std::size_t>(l) * P + pi.owner(v)] += loads[static_cast<std::size_t>(l) * E + e];
+        }
+    return G;
+}
+
+/// CV_global (eq. 22) = (1/L) sum_l sqrt((1/P) sum_p (G[l][p] - Gbar_l)^2) / Gbar_l with Gbar_l
+/// from eq. 21; dimensionless. Computed per layer as sqrt(P * sum G^2 - (sum G)^2) / sum G with
+/// the integer part exact in 128 bits (so a perfectly balanced layer gives exactly 0). A layer with
+/// zero load contributes 0; L == 0 gives 0. `G` is [L][P]; std::invalid_argument on a size mismatch.
+double cv_global(std::span<const std::uint64_t> G, int L, int P) {
+    if (L < 0 || P < 1) throw std::invalid_argument("cv_global: need L >= 0 and P >= 1");
+    if (G.size() != static_cast<std::size_t>(L) * P)
+        throw std::invalid_argument("cv_global: G holds " + std::to_string(G.size()) + " values, expected L*P = " +
+                                    std::to_string(static_cast<std::size_t>(L) * P));
+    if (L == 0) return 0.0;
+    double total = 0.0;
+    for (int l = 0; l < L; ++l) {
+        const std::uint64_t* g = G.data() + static_cast<std::size_t>(l) * P;
+        u128 sum = 0, sumsq = 0;
+        bool exact = true;
+        for (int p = 0; p < P; ++p) {
+            if (g[p] >= (std::uint64_t{1} << 52)) exact = false;  // keep P * sum g^2 inside 128 bits
+            sum += g[p];
+            sumsq += static_cast<u128>(g[p]) * g[p];
+        }
+        if (sum == 0) continue;
+        double cv;
+        if (exact) {
+            const u128 num = static_cast<u128>(P) * sumsq - sum * sum;  // >= 0 by Cauchy-Schwarz
+            cv = std::sqrt(static_cast<double>(num)) / static_cast<double>(sum);
+        } else {
+            long double mean = 0;
+            for (int p = 0; p < P; ++p) mean += static_cast<long double>(g[p]);
+            mean /= P;
+            long double var = 0;
+            for (int p = 0; p < P; ++p) {
+                const long double d = static_cast<long double>(g[p]) - mean;
+                var += d * d;
+            }
+            var /= P;
+            cv = static_cast<double>(std::sqrt(var) / mean);
+        }
+        total += cv;
+    }
+    return total / L;
+}
+
+/// logical[l*E + v] = e with pi_l(e) = v, [L][E] (the physical_to_logical map of serving stacks).
+/// std::invalid_argument when some pi_l is not a permutation of 0..E-1.
+std::vector<int> physical_to_logical(const Placement& pi) {
+    const int L = pi.layers, E = pi.experts;
+    if (L < 0 || E < 0 || pi.slot.size() != static_cast<std::size_t>(L) * E)
+        throw std::invalid_argument("physical_to_logical: placement holds " + std::to_string(pi.slot.size()) +
+                                    " slots, expected L*E");
+    std::vector<int> logical(pi.slot.size(), -1);
+    for (int l = 0; l < L; ++l)
+        for (int e = 0; e < E; ++e) {
+            const int v = pi.at(l, e);
+            if (v < 0 || v >= E)
+                throw std::invalid_argument("physical_to_logical: layer " + std::to_string(l) + " expert " +
+                                            std::to_string(e) + " has slot " + std::to_string(v) + " outside 0.." +
+                                            std::to_string(E - 1));
+            int& dst = logical[static_cast<std::size_t>(l) * E + v];
+            if (dst >= 0)
+                throw std::invalid_argument("physical_to_logical: layer " + std::to_string(l) + " slot " +
+                                            std::to_string(v) + " holds experts " + std::to_string(dst) + " and " +
+                                            std::to_string(e));
+            dst = e;
+        }
+    return logical;
+}
+
+/// max_p G[l][p] / ((1/P) sum_p G[l][p]) per layer; 1 for a layer with zero load.
+std::vector<double> rank_max_over_mean(std::span<const std::uint64_t> G, int L, int P) {
+    if (L < 0 || P < 1) throw std::invalid_argument("rank_max_over_mean: need L >= 0 and P >= 1");
+    if (G.size() != static_cast<std::size_t>(L) * P)
+        throw std::invalid_argument("rank_max_over_mean: G holds " + std::to_string(G.size()) +
+                                    " values, expected L*P = " + std::to_string(static_cast<std::size_t>(L) * P));
+    std::vector<double> out(L, 1.0);
+    for (int l = 0; l < L; ++l) {
+        const std::uint64_t* g = G.data() + static_cast<std::size_t>(l) * P;
+        std::uint64_t mx = 0;
+        long double sum = 0;
+        for (int p = 0; p < P; ++p) {
+            mx = std::max(mx, g[p]);
+            sum += static_cast<long double>(g[p]);
+        }
+        if (sum > 0) out[l] = static_cast<double>(static_cast<long double>(mx) * P / sum);
+    }
+    return out;
+}
+
+/// For every layer, compares physical_to_logical of both placements slot by slot; a differing slot
+/// v yields {v, next's expert at v, previous slot of that expert, previous expert at v}.
+std::vector<std::vector<SlotMove>> placement_moves(const Placement& next, const Placement& previous) {
+    if (next.layers != previous.layers || next.experts != previous.experts || next.ep_ranks != previous.ep_ranks)
+        throw std::invalid_argument(
+            "placement_moves: placements differ in shape (" + std::to_string(next.layers) + " layers x " +
+            std::to_string(next.experts) + " experts on " + std::to_string(next.ep_ranks) + " EP ranks vs " +
+            std::to_string(previous.layers) + " x " + std::to_string(previous.experts) + " on " +
+            std::to_string(previous.ep_ranks) + ")");
+    const int L = next.layers, E = next.experts;
+    const std::vector<int> now = physical_to_logical(next);
+    const std::vector<int> before = physical_to_logical(previous);
+    std::vector<std::vector<SlotMove>> moves(static_cast<std::size_t>(L));
+    for (int l = 0; l < L; ++l) {
+        const std::size_t row = static_cast<std::size_t>(l) * E;
+        for (int v = 0; v < E; ++v) {
+            const int e = now[row + v];
+            if (e == before[row + v]) continue;
+            moves[l].push_back(SlotMove{v, e, previous.at(l, e), before[row + v]});
+        }
+    }
+    return moves;
+}
+
+}  // namespace routepack

@@ -1,0 +1,435 @@
+#include "core/plan/plan_file.h"
+
+#include "core/util/errors.h"
+#include "core/util/json.h"
+#include "core/plan/packing.h"
+#include "core/plan/placement.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+
+namespace routepack {
+
+namespace {
+
+using nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+ojson score_json(const Score& s) { return ojson::array({s.max_u, s.sum_u, s.max_j}); }
+
+ojson metrics_json(const MethodResult& m) {
+    const auto& x = m.metrics;
+    ojson j;
+    j["placement"] = m.lpt ? "lpt" : "identity";
+    j["score"] = score_json(x.score);
+    j["cv_global"] = x.cv_global;
+    j["ep_peak_sum"] = x.ep_peak_sum;
+    j["ep_tail_peak"] = x.ep_tail_peak;
+    j["ep_balance_efficiency"] = x.ep_balance_efficiency;
+    j["attention_sum"] = x.attention_sum;
+    j["joint"] = x.joint;
+    j["cap_violations"] = x.cap_violations;
+    j["empty_cells"] = x.empty_cells;
+    return j;
+}
+
+ojson topology_ojson(const Topology& t) { return ojson::parse(topology_to_json(t)); }
+
+}  // namespace
+
+std::string plan_to_json(const PlanResult& r) {
+    ojson j;
+    j["format"] = "routepack-plan";
+    j["version"] = kPlanVersion;
+    j["inputs"] = {{"trace", r.trace_name}, {"window", r.window_name}, {"fingerprint", r.fingerprint},
+                   {"samples", r.samples.size()}};
+    j["model"] = {{"name", r.model.name},
+                  {"num_hidden_layers", r.model.num_hidden_layers},
+                  {"top_k", r.model.top_k},
+                  {"experts", r.model.experts}};
+    j["topology"] = topology_ojson(r.topology);
+    j["moe_layers"] = r.model.moe_layers;
+    ojson placement = ojson::array();
+    for (int l = 0; l < r.lpt.layers; ++l) {
+        ojson layer = ojson::array();
+        for (int e = 0; e < r.lpt.experts; ++e) layer.push_back(r.lpt.at(l, e));
+        placement.push_back(std::move(layer));
+    }
+    j["placement"] = std::move(placement);
+    ojson samples = ojson::array();
+    for (std::size_t i = 0; i < r.samples.size(); ++i)
+        samples.push_back({{"id", r.samples[i].id}, {"index", i}, {"length", r.samples[i].length}});
+    j["samples"] = std::move(samples);
+    j["row_count"] = r.rows.rows;
+    j["row_count_certified"] = r.rows.certified;
+    j["row_lower_bound"] = r.rows.lower_bound;
+    j["row_count_how"] = r.rows.how;
+    j["baseline_is_fixed_row_ffd"] = !r.baseline_not_ffd;
+    const Layout& x = r.routepack.layout;
+    ojson rows = ojson::array();
+    for (int rr = 0; rr < x.rows; ++rr) {
+        ojson row = ojson::array();
+        for (int d = 0; d < x.dp_slots; ++d) {
+            ojson cell = ojson::array();
+            for (int i : x.cells[static_cast<std::size_t>(x.cell_index(rr, d))]) cell.push_back(r.samples[static_cast<std::size_t>(i)].id);
+            row.push_back(std::move(cell));
+        }
+        rows.push_back(std::move(row));
+    }
+    j["rows"] = std::move(rows);
+    j["score"] = score_json(r.routepack.metrics.score);
+    j["max_u_lower_bound"] = {{"value", r.bound.value},
+                              {"mean", r.bound.mean},
+                              {"sample", r.bound.sample},
+                              {"gap", bound_gap(r.routepack.metrics.score.max_u, r.bound.value)}};
+    j["metrics"] = {{"baseline", metrics_json(r.baseline)},
+                    {"reorder", metrics_json(r.reorder)},
+                    {"karmarkar_karp", metrics_json(r.karmarkar_karp)},
+                    {"routepack", metrics_json(r.routepack)}};
+    const auto& sb = r.budgets.seeding;
+    const auto& ab = r.budgets.annealing;
+    ojson conv = ojson::array();
+    for (const auto& s : r.convergence)
+        conv.push_back({{"level", s.level},
+                        {"temperature", s.temperature},
+                        {"best", score_json(s.best)},
+                        {"mean_energy", s.mean_energy},
+                        {"acceptance", s.acceptance},
+                        {"proposals", s.proposals}});
+    j["planner"] = {{"seed", r.budgets.seed},
+                    {"workers", r.budgets.workers},
+                    {"budgets",
+                     {{"seeds_M", sb.candidates},
+                      {"population", sb.population},
+                      {"choice_width", sb.choice_width},
+                      {"eta", sb.eta},
+                      {"projections", sb.projections},
+                      {"pair_candidates", sb.pair_candidates},
+                      {"levels", ab.levels},
+                      {"t0", ab.t0},
+                      {"cooling", ab.cooling},
+                      {"steps_per_level", ab.steps},
+                      {"p_guide", ab.p_guide},
+                      {"rho", ab.rho},
+                      {"p_straggler", ab.p_straggler},
+                      {"row_nodes", r.budgets.row_nodes},
+                      {"polish_evaluations", r.budgets.polish_evaluations},
+                      {"time_limit_s", r.budgets.time_limit_s}}},
+                    {"population", r.population_origins},
+                    {"proposals", r.proposals},
+                    {"accepted", r.accepted},
+                    {"polish", {{"evaluations", r.polish_evaluations},
+                                {"improvements", r.polish_improvements},
+                                {"local_optimum", r.polish_local_optimum}}},
+                    {"cancelled", r.cancelled},
+                    {"time_limit_hit", r.time_limit_hit},
+                    {"convergence", std::move(conv)}};
+    ojson timings;
+    for (const auto& [k, v] : r.timings) timings[k] = v;
+    j["timings"] = std::move(timings);
+    return j.dump(2);
+}
+
+namespace {
+
+const json& need(const json& j, const char* key, const std::string& where) {
+    if (!j.is_object() || !j.contains(key)) throw InputError(where + ": missing field '" + key + "'");
+    return j[key];
+}
+
+/// An integer field in lo..hi, never narrowed or wrapped: "<where>: field 'k' must be an integer in
+/// lo..hi (got x)" (x as written, values above INT64_MAX included).
+std::int64_t need_int(const json& j, const char* key, const std::string& where,
+                      std::int64_t lo = std::numeric_limits<std::int64_t>::min(),
+                      std::int64_t hi = std::numeric_limits<std::int64_t>::max()) {
+    const auto& v = need(j, key, where);
+    if (!v.is_number_integer()) throw InputError(where + ": field '" + std::string(key) + "' must be an integer");
+    const bool huge = v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi);
+    if (huge || v.get<std::int64_t>() < lo || v.get<std::int64_t>() > hi)
+        throw InputError(where + ": field '" + std::string(key) + "' must be an integer in " + std::to_string(lo) + ".." +
+                         std::to_string(hi) + " (got " + v.dump() + ")");
+    return v.get<std::int64_t>();
+}
+
+constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
+
+/// An integer field that must fit 0..INT_MAX (no silent wrap or truncation of 2^32+16 or 1.7).
+int need_count(const json& j, const char* key, const std::string& where) {
+    const std::int64_t v = need_int(j, key, where);
+    if (v < 0 || v > std::numeric_limits<int>::max())
+        throw InputError(where + ": field '" + std::string(key) + "' must be an integer in 0.." +
+                         std::to_string(std::numeric_limits<int>::max()));
+    return static_cast<int>(v);
+}
+
+Score parse_score(const json& v, const std::string& where) {
+    if (!v.is_array() || v.size() != 3 || !v[0].is_number() || !v[1].is_number() || !v[2].is_number())
+        throw InputError(where + " must be [max_g U_g, sum_g U_g, max J]");
+    return Score{v[0].get<double>(), v[1].get<double>(), v[2].get<double>()};
+}
+
+LayoutMetrics parse_metrics(const json& j, const std::string& where) {
+    LayoutMetrics m;
+    m.score = parse_score(need(j, "score", where), where + ".score");
+    m.cv_global = need(j, "cv_global", where).get<double>();
+    m.ep_peak_sum = need_int(j, "ep_peak_sum", where, 0);
+    m.ep_tail_peak = need_int(j, "ep_tail_peak", where, 0);
+    m.ep_balance_efficiency = need(j, "ep_balance_efficiency", where).get<double>();
+    m.attention_sum = need(j, "attention_sum", where).get<double>();
+    m.joint = need(j, "joint", where).get<double>();
+    m.cap_violations = static_cast<int>(need_int(j, "cap_violations", where, 0, kIntMax));
+    m.empty_cells = static_cast<int>(need_int(j, "empty_cells", where, 0, kIntMax));
+    return m;
+}
+
+}  // namespace
+
+PlanFile parse_plan(const std::string& text, const std::string& origin) {
+    json j;
+    try {
+        j = util::parse_json_strict(text, origin);
+    } catch (const json::parse_error& e) {
+        throw InputError(origin + ": malformed JSON at byte " + std::to_string(e.byte));
+    }
+    if (!j.is_object()) throw InputError(origin + ": a plan must be a JSON object");
+    if (j.value("format", std::string()) != "routepack-plan")
+        throw InputError(origin + ": not a RoutePack plan (format must be \"routepack-plan\")");
+    const std::int64_t version = need_int(j, "version", origin);
+    if (version != 1 && version != kPlanVersion)
+        throw InputError(origin + ": plan version " + j["version"].dump() + " is not supported (expected 1 or " +
+                         std::to_string(kPlanVersion) + ")");
+    PlanFile f;
+    f.version = static_cast<int>(version);
+    const auto& in = need(j, "inputs", origin);
+    f.trace_name = in.value("trace", std::string());
+    f.window_name = in.value("window", std::string());
+    f.fingerprint = in.value("fingerprint", std::string());
+    const auto& m = need(j, "model", origin);
+    f.model.name = m.value("name", std::string());
+    f.model.num_hidden_layers = need_count(m, "num_hidden_layers", origin + ": model");
+    f.model.experts = need_count(m, "experts", origin + ": model");
+    f.model.top_k = need_count(m, "top_k", origin + ": model");
+    const auto& ml = need(j, "moe_layers", origin);
+    if (!ml.is_array()) throw InputError(origin + ": moe_layers must be a list of layer ids");
+    for (std::size_t i = 0; i < ml.size(); ++i) {
+        const auto& v = ml[i];
+        if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > std::numeric_limits<int>::max())
+            throw InputError(origin + ": moe_layers[" + std::to_string(i) + "] must be a layer id (integer in 0.." +
+                             std::to_string(std::numeric_limits<int>::max()) + ")");
+        f.model.moe_layers.push_back(v.get<int>());
+    }
+    try {
+        f.model.validate();
+    } catch (const InputError& e) {
+        throw InputError(origin + ": " + e.what());
+    }
+    f.topology = parse_topology(need(j, "topology", origin).dump(), origin + ": topology");
+    try {
+        check_topology_for_model(f.topology, f.model);
+    } catch (const InputError& e) {
+        throw InputError(origin + ": " + e.what());
+    }
+    const int L = f.model.num_moe_layers(), E = f.model.experts;
+    const auto& pl = need(j, "placement", origin);
+    if (!pl.is_array() || static_cast<int>(pl.size()) != L)
+        throw InputError(origin + ": placement must hold one list per MoE layer (" + std::to_string(L) + ")");
+    f.placement.layers = L;
+    f.placement.experts = E;
+    f.placement.ep_ranks = f.topology.ep_ranks;
+    auto layer_where = [&](int l) {
+        return origin + ": placement[" + std::to_string(l) + "] (layer " + std::to_string(f.model.moe_layers[l]) + ")";
+    };
+    // The shape first: the [L][E] table is allocated only for a file that really holds it.
+    for (int l = 0; l < L; ++l) {
+        const auto& layer = pl[static_cast<std::size_t>(l)];
+        if (!layer.is_array() || static_cast<int>(layer.size()) != E)
+            throw InputError(layer_where(l) + " must list the slot of each of the " + std::to_string(E) + " experts");
+    }
+    f.placement.slot.assign(static_cast<std::size_t>(L) * E, -1);
+    for (int l = 0; l < L; ++l) {
+        const auto& layer = pl[static_cast<std::size_t>(l)];
+        const std::string where = layer_where(l);
+        std::vector<char> used(static_cast<std::size_t>(E), 0);
+        for (int e = 0; e < E; ++e) {
+            const auto& v = layer[static_cast<std::size_t>(e)];
+            if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() >= E)
+                throw InputError(where + ": expert " + std::to_string(e) + " has no slot in 0.." + std::to_string(E - 1));
+            const int s = v.get<int>();
+            if (used[static_cast<std::size_t>(s)]) throw InputError(where + ": slot " + std::to_string(s) + " used twice");
+            used[static_cast<std::size_t>(s)] = 1;
+            f.placement.slot[static_cast<std::size_t>(l) * E + e] = s;
+        }
+    }
+    const auto& samples = need(j, "samples", origin);
+    if (!samples.is_array() || samples.empty()) throw InputError(origin + ": samples must be a non-empty list");
+    std::unordered_map<std::string, int> index;
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+        const std::string where = origin + ": samples[" + std::to_string(i) + "]";
+        const auto& s = samples[i];
+        const auto& id_value = need(s, "id", where);
+        if (!id_value.is_string())
+            throw InputError(where + ": field 'id' must be a string, not " + util::json_kind(id_value));
+        const std::string id = id_value.get<std::string>();
+        if (need_int(s, "index", where) != static_cast<std::int64_t>(i))
+            throw InputError(where + ": index must be " + std::to_string(i));
+        const auto len = need_int(s, "length", where);
+        if (len < 1 || len > f.topology.token_cap)
+            throw InputError(where + ": length " + std::to_string(len) + " outside 1..C=" + std::to_string(f.topology.token_cap));
+        if (!index.emplace(id, static_cast<int>(i)).second) throw InputError(where + ": duplicate sample id '" + id + "'");
+        f.sample_ids.push_back(id);
+        f.lengths.push_back(len);
+    }
+    // Every row holds D non-empty cells, so there are at most as many rows as samples.
+    f.row_count = static_cast<int>(need_int(j, "row_count", origin, 1, static_cast<std::int64_t>(f.sample_ids.size())));
+    const auto& certified = need(j, "row_count_certified", origin);
+    if (!certified.is_boolean())
+        throw InputError(origin + ": field 'row_count_certified' must be true or false, not " + util::json_kind(certified));
+    f.row_count_certified = certified.get<bool>();
+    f.row_lower_bound = static_cast<int>(need_int(j, "row_lower_bound", origin, 0, kIntMax));
+    const auto& rows = need(j, "rows", origin);
+    const int D = f.topology.dp_slots;
+    if (!rows.is_array() || static_cast<int>(rows.size()) != f.row_count || f.row_count < 1)
+        throw InputError(origin + ": rows must hold row_count = " + std::to_string(f.row_count) + " rows");
+    f.layout.rows = f.row_count;
+    f.layout.dp_slots = D;
+    f.layout.cells.resize(static_cast<std::size_t>(f.row_count) * D);
+    for (int r = 0; r < f.row_count; ++r) {
+        const auto& row = rows[static_cast<std::size_t>(r)];
+        if (!row.is_array() || static_cast<int>(row.size()) != D)
+            throw InputError(origin + ": rows[" + std::to_string(r) + "] must hold D = " + std::to_string(D) + " cells");
+        for (int d = 0; d < D; ++d) {
+            const auto& cell = row[static_cast<std::size_t>(d)];
+            if (!cell.is_array())
+                throw InputError(origin + ": rows[" + std::to_string(r) + "][" + std::to_string(d) +
+                                 "] must be a list of sample ids, not " + util::json_kind(cell));
+            for (const auto& v : cell) {
+                auto it = v.is_string() ? index.find(v.get<std::string>()) : index.end();
+                if (it == index.end())
+                    throw InputError(origin + ": rows[" + std::to_string(r) + "][" + std::to_string(d) + "] names " + util::json_brief(v) +
+                                     ", not a sample of the plan");
+                f.layout.cells[static_cast<std::size_t>(f.layout.cell_index(r, d))].push_back(it->second);
+            }
+        }
+    }
+    // Structure: coverage, cap, non-empty, rectangle — with the plan's own lengths.
+    PackingProblem shape;
+    shape.n = static_cast<int>(f.lengths.size());
+    shape.D = D;
+    shape.C = f.topology.token_cap;
+    shape.length = f.lengths;
+    const std::string bad = validate_layout(f.layout, shape);
+    if (!bad.empty()) throw InputError(origin + ": rows: " + bad);
+    f.score = parse_score(need(j, "score", origin), origin + ": score");
+    const auto& metrics = need(j, "metrics", origin);
+    for (const char* k : {"baseline", "reorder", "karmarkar_karp", "routepack"})
+        f.metrics[k] = parse_metrics(need(metrics, k, origin + ": metrics"), origin + ": metrics." + k);
+    if (!(f.metrics["routepack"].score == f.score)) throw InputError(origin + ": score differs from metrics.routepack.score");
+    if (f.version >= 2) {
+        const std::string where = origin + ": max_u_lower_bound";
+        const auto& b = need(j, "max_u_lower_bound", origin);
+        auto num = [&](const char* key) {
+            const auto& v = need(b, key, where);
+            if (!v.is_number()) throw InputError(where + ": field '" + std::string(key) + "' must be a number");
+            return v.get<double>();
+        };
+        f.bound.value = num("value");
+        f.bound.mean = num("mean");
+        f.bound.sample = num("sample");
+        const double gap = num("gap");
+        if (!(f.bound.value <= f.score.max_u))
+            throw InputError(where + ": value " + b["value"].dump() + " is above the plan's max_g U " +
+                             nlohmann::json(f.score.max_u).dump());
+        if (gap != bound_gap(f.score.max_u, f.bound.value))
+            throw InputError(where + ": gap " + b["gap"].dump() + " differs from score[0] / value - 1");
+        f.has_bound = true;
+    }
+    const auto& planner = need(j, "planner", origin);
+    {
+        const auto& seed = need(planner, "seed", origin + ": planner");
+        if (!seed.is_number_unsigned()) throw InputError(origin + ": planner: field 'seed' must be an integer in 0..2^64-1");
+        f.seed = seed.get<std::uint64_t>();
+    }
+    f.workers = static_cast<int>(need_int(planner, "workers", origin + ": planner", 0, 4096));
+    return f;
+}
+
+std::string rescore_plan(const PlanFile& plan, const Trace& window) {
+    if (window.size() != plan.sample_ids.size())
+        return "window has " + std::to_string(window.size()) + " samples, plan has " + std::to_string(plan.sample_ids.size());
+    for (std::size_t i = 0; i < window.size(); ++i) {
+        if (window.samples[i].id != plan.sample_ids[i])
+            return "sample " + std::to_string(i) + " is '" + window.samples[i].id + "' in the trace, '" + plan.sample_ids[i] + "' in the plan";
+        if (window.samples[i].length != plan.lengths[i])
+            return "sample '" + plan.sample_ids[i] + "' has length " + std::to_string(window.samples[i].length) +
+                   " in the trace, " + std::to_string(plan.lengths[i]) + " in the plan";
+    }
+    if (window.model.experts != plan.model.experts || window.model.moe_layers != plan.model.moe_layers)
+        return "the trace's model (experts, MoE layers) differs from the plan's";
+    const std::string fp = window_fingerprint(window);
+    if (!plan.fingerprint.empty() && fp != plan.fingerprint)
+        return "routing counts differ from the plan's inputs (fingerprint " + fp + " != " + plan.fingerprint + ")";
+    const PackingProblem p = make_packing_problem(window, plan.topology, plan.placement);
+    const std::string bad = validate_layout(plan.layout, p);
+    if (!bad.empty()) return bad;
+    const auto& want = plan.metrics.at("routepack");
+    const auto loads = aggregate_expert_loads(window.counts, window.size(), window.model.num_moe_layers(),
+                                              window.model.experts);
+    const double cv = cv_global(rank_loads(loads, plan.placement), plan.placement.layers, plan.placement.ep_ranks);
+    if (cv != want.cv_global) return "rescored CV_global differs from the plan's";
+    const LayoutMetrics got = layout_metrics(plan.layout, p, cv);
+    auto same = [](double a, double b) { return a == b; };
+    if (!(got.score == plan.score))
+        return "rescored score differs from the plan's (" + std::to_string(got.score.max_u) + " vs " +
+               std::to_string(plan.score.max_u) + ")";
+    if (got.ep_peak_sum != want.ep_peak_sum || got.ep_tail_peak != want.ep_tail_peak ||
+        !same(got.attention_sum, want.attention_sum) || !same(got.ep_balance_efficiency, want.ep_balance_efficiency))
+        return "rescored metrics differ from the plan's";
+    if (plan.has_bound) {
+        const MaxULowerBound b = max_u_lower_bound(p);
+        if (b.value != plan.bound.value || b.mean != plan.bound.mean || b.sample != plan.bound.sample)
+            return "recomputed max_u_lower_bound differs from the plan's (" + std::to_string(b.value) + " vs " +
+                   std::to_string(plan.bound.value) + ")";
+    }
+    return {};
+}
+
+PlanResult restore_plan(const PlanFile& plan, const Trace& window, const std::string& origin) {
+    if (const std::string bad = rescore_plan(plan, window); !bad.empty())
+        throw InputError(origin + ": the saved plan does not match its window (" + bad + ")");
+    PlanInput in;
+    in.window = window;
+    in.trace_name = plan.trace_name;
+    in.window_name = plan.window_name;
+    in.topology = plan.topology;
+    in.budgets.seed = plan.seed;
+    in.budgets.workers = std::max(1, plan.workers);
+    // A planner cancelled before it starts stops right after the baselines (placement, R*, the three
+    // baselines): exactly the deterministic part a saved plan needs around its own layout.
+    const std::atomic<bool> stop{true};
+    PlanResult r = plan_window(in, {}, &stop);
+    r.cancelled = false;
+    r.timings.clear();
+    if (!(r.lpt == plan.placement)) {
+        // The saved placement is the truth; the rank loads and CV follow it.
+        r.lpt = plan.placement;
+        const auto loads = aggregate_expert_loads(window.counts, window.size(), window.model.num_moe_layers(),
+                                                  window.model.experts);
+        r.rank_loads_lpt = rank_loads(loads, r.lpt);
+        r.cv_lpt = cv_global(r.rank_loads_lpt, r.lpt.layers, r.lpt.ep_ranks);
+        r.bound = max_u_lower_bound(make_packing_problem(window, plan.topology, r.lpt));
+    }
+    r.rows.rows = plan.row_count;
+    r.rows.certified = plan.row_count_certified;
+    r.rows.lower_bound = plan.row_lower_bound;
+    r.routepack.layout = plan.layout;
+    for (MethodResult* m : {&r.baseline, &r.reorder, &r.karmarkar_karp, &r.routepack})
+        if (const auto it = plan.metrics.find(m->name); it != plan.metrics.end()) m->metrics = it->second;
+    return r;
+}
+
+}  // namespace routepack

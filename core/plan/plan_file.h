@@ -1,0 +1,62 @@
+#pragma once
+// The plan file: the contract with training jobs (README "Plan file", resources/plan.schema.json).
+#include "core/plan/planner.h"
+
+#include <string>
+
+namespace routepack {
+
+/// Plan file version written by plan_to_json. Version 2 added "max_u_lower_bound"; parse_plan also
+/// reads version 1 files (which have no bound).
+constexpr int kPlanVersion = 2;
+
+/// Serializes a plan (format "routepack-plan", version kPlanVersion) to JSON text (2-space indent). Every
+/// field but "timings" is a function of inputs, seed, budgets and worker count.
+std::string plan_to_json(const PlanResult& r);
+
+/// A plan read back from its file.
+struct PlanFile {
+    std::string trace_name, window_name, fingerprint;
+    ModelDescription model;     ///< name, num_hidden_layers, experts, top_k, moe_layers
+    Topology topology;
+    Placement placement;        ///< routepack's (LPT) placement
+    std::vector<std::string> sample_ids;  ///< window order
+    std::vector<std::int64_t> lengths;    ///< window order
+    int row_count = 0;
+    bool row_count_certified = false;
+    int row_lower_bound = 0;
+    Layout layout;              ///< rows as sample indices (window order)
+    Score score;
+    int version = 0;            ///< the file's format version (1 or 2)
+    /// "max_u_lower_bound" (version 2; absent in version 1 files: has_bound false).
+    bool has_bound = false;
+    MaxULowerBound bound;
+    std::map<std::string, LayoutMetrics> metrics;  ///< baseline, reorder, karmarkar_karp, routepack
+    std::uint64_t seed = 0;
+    int workers = 0;
+};
+
+/// Parses and checks a plan's structure alone: format/version (1 or 2), every layer's placement a permutation
+/// of 0..E-1 with E % P == 0, topology valid, R x D non-empty cells, every sample exactly once, cell
+/// token sums <= C (from the plan's own lengths), score == metrics.routepack.score, and (version 2) a
+/// bound with value <= score[0] and gap == score[0] / value - 1. InputError naming
+/// `origin` and the field.
+PlanFile parse_plan(const std::string& json_text, const std::string& origin);
+
+/// Rescores a parsed plan against its window (samples in the plan's order, with counts): lengths
+/// must match, the fingerprint must match, and the recomputed routepack metrics must equal the
+/// stored ones exactly, the lower bound included (version 2). Returns "" when they agree, else the first difference in words.
+std::string rescore_plan(const PlanFile& plan, const Trace& window);
+
+/// Rebuilds everything the views show for a saved plan without searching again: the window's
+/// placements, rank loads, R* and the three baselines are recomputed (deterministic and cheap: the
+/// planner's stages 1-3, no seeding or annealing), the routepack layout and placement are the
+/// plan's own, and every method's metrics are the plan's stored ones, so the views, the comparison
+/// and the numbers are exactly what was saved. The caller adds what the plan file does not hold
+/// (convergence levels, timings, cancelled) from the run record. `window` must be the plan's window
+/// (rescore_plan agrees); otherwise InputError "<origin>: the saved plan does not match its window
+/// (<difference>)". Shapes: as PlanResult; no threads beyond the planner's own arena of
+/// `plan.workers` (1 when 0).
+PlanResult restore_plan(const PlanFile& plan, const Trace& window, const std::string& origin);
+
+}  // namespace routepack

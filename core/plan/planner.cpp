@@ -1,0 +1,191 @@
+#include "core/plan/planner.h"
+
+#include "core/plan/budgets_json.h"
+#include "core/util/errors.h"
+#include "core/plan/placement.h"
+
+#include <tbb/global_control.h>
+#include <tbb/task_arena.h>
+
+#include <chrono>
+
+namespace routepack {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+/// splitmix64 step: derives independent seeds for the stages from the master seed.
+std::uint64_t derive_seed(std::uint64_t seed, std::uint64_t stream) {
+    std::uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (stream + 1);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+MethodResult make_method(const char* name, bool lpt, Layout layout, const PackingProblem& p, double cv) {
+    MethodResult m;
+    m.name = name;
+    m.lpt = lpt;
+    m.layout = std::move(layout);
+    m.metrics = layout_metrics(m.layout, p, cv);
+    return m;
+}
+
+}  // namespace
+
+double bound_gap(double max_u, double bound) { return bound > 0 ? max_u / bound - 1.0 : 0.0; }
+
+std::string window_fingerprint(const Trace& window) {
+    std::uint64_t h = 0xcbf29ce484222325ULL;
+    for (const auto& s : window.samples) h = fnv1a64(&s.length, sizeof s.length, h);
+    h = fnv1a64(window.counts.data(), window.counts.size() * sizeof(std::uint32_t), h);
+    return hex64(h);
+}
+
+PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, const std::atomic<bool>* cancel) {
+    check_planner_budgets(in.budgets, "planner", BudgetNames::Keys);
+    const auto t_start = Clock::now();
+    std::optional<Clock::time_point> deadline;
+    if (in.budgets.time_limit_s > 0)
+        deadline = t_start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(in.budgets.time_limit_s));
+    auto emit = [&](const char* stage, double f) {
+        if (progress) progress(PlanEvent{stage, f, std::nullopt});
+    };
+    auto cancelled = [&] { return cancel && cancel->load(std::memory_order_relaxed); };
+
+    const Trace& w = in.window;
+    if (w.size() == 0) throw InputError("the window is empty");
+    if (w.model.top_k <= 0 || w.stride() == 0 || w.counts.size() != w.size() * w.stride())
+        throw InputError("the window has no per-sample routing counts (aggregate traces cannot be packed)");
+    check_topology_for_model(in.topology, w.model);
+
+    PlanResult r;
+    r.model = w.model;
+    r.topology = in.topology;
+    r.budgets = in.budgets;
+    r.trace_name = in.trace_name;
+    r.window_name = in.window_name;
+    r.samples = w.samples;
+    r.fingerprint = window_fingerprint(w);
+
+    const int workers = in.budgets.workers > 0 ? in.budgets.workers : tbb::this_task_arena::max_concurrency();
+    tbb::task_arena arena(workers);
+    arena.execute([&] {
+        const int L = w.model.num_moe_layers(), E = w.model.experts, P = in.topology.ep_ranks;
+
+        // 1. Placement (Algorithm 1, layers in parallel).
+        auto t0 = Clock::now();
+        emit("placement", 0.0);
+        const auto loads = aggregate_expert_loads(w.counts, w.size(), L, E);
+        r.identity = identity_placement(L, E, P);
+        r.lpt = lpt_placement(loads, L, E, P);
+        r.rank_loads_identity = rank_loads(loads, r.identity);
+        r.rank_loads_lpt = rank_loads(loads, r.lpt);
+        r.cv_identity = cv_global(r.rank_loads_identity, L, P);
+        r.cv_lpt = cv_global(r.rank_loads_lpt, L, P);
+        const PackingProblem p_id = make_packing_problem(w, in.topology, r.identity);
+        const PackingProblem p_lpt = make_packing_problem(w, in.topology, r.lpt);
+        r.timings["placement"] = seconds_since(t0);
+        t0 = Clock::now();
+        r.bound = max_u_lower_bound(p_lpt);
+        r.timings["bound"] = seconds_since(t0);
+
+        // 2. Row count R*.
+        t0 = Clock::now();
+        emit("row count", 0.1);
+        r.rows = minimum_rows(p_lpt.length, p_lpt.C, p_lpt.D, in.topology.min_rows, in.budgets.row_nodes);
+        r.timings["row count"] = seconds_since(t0);
+
+        // 3. Baselines on the same window and R*.
+        t0 = Clock::now();
+        emit("baselines", 0.2);
+        Layout ffd;
+        if (!fixed_row_ffd(p_lpt.length, p_lpt.C, r.rows.rows, p_lpt.D, &ffd)) {
+            ffd = r.rows.layout;
+            r.baseline_not_ffd = true;
+        }
+        r.baseline = make_method("baseline", false, ffd, p_id, r.cv_identity);
+        r.reorder = make_method("reorder", true, ffd, p_lpt, r.cv_lpt);
+        r.karmarkar_karp =
+            make_method("karmarkar_karp", true, karmarkar_karp_layout(p_lpt.length, r.rows.rows, p_lpt.D), p_lpt, r.cv_lpt);
+        r.routepack = make_method("routepack", true, ffd, p_lpt, r.cv_lpt);  // until the search improves it
+        r.timings["baselines"] = seconds_since(t0);
+        if (cancelled()) {
+            r.cancelled = true;
+            return;
+        }
+
+        // 4. Seeding (Algorithm 2).
+        t0 = Clock::now();
+        emit("seeding", 0.3);
+        SeedingBudget sb = in.budgets.seeding;
+        sb.seed = derive_seed(in.budgets.seed, 1);
+        const auto population = diverse_population(p_lpt, ffd, sb, cancel);
+        for (const auto& m : population) r.population_origins.push_back(m.origin);
+        r.timings["seeding"] = seconds_since(t0);
+        const SeedMember* best_seed = &population.front();
+        for (const auto& m : population)
+            if (m.score < best_seed->score) best_seed = &m;
+        if (best_seed->score < r.routepack.metrics.score)
+            r.routepack = make_method("routepack", true, best_seed->layout, p_lpt, r.cv_lpt);
+        if (cancelled()) {
+            r.cancelled = true;
+            return;
+        }
+
+        // 5. Population annealing (Algorithm 3).
+        t0 = Clock::now();
+        emit("annealing", 0.4);
+        AnnealingBudget ab = in.budgets.annealing;
+        ab.seed = derive_seed(in.budgets.seed, 2);
+        ab.workers = workers;
+        const int levels = std::max(1, ab.levels);
+        const auto res = population_anneal(
+            p_lpt, population, ab,
+            [&](const LevelStats& s) {
+                r.convergence.push_back(s);
+                if (progress) progress(PlanEvent{"annealing", 0.4 + 0.55 * (s.level + 1) / levels, s});
+            },
+            cancel, deadline);
+        r.proposals = res.proposals;
+        r.accepted = res.accepted;
+        r.cancelled = res.cancelled && !res.time_limit_hit;
+        r.time_limit_hit = res.time_limit_hit;
+        if (res.score < r.routepack.metrics.score) r.routepack = make_method("routepack", true, res.best, p_lpt, r.cv_lpt);
+        r.timings["annealing"] = seconds_since(t0);
+
+        // 6. Final exact improvement pass on the straggler (serial, RNG-free).
+        t0 = Clock::now();
+        emit("polish", 0.95);
+        if (in.budgets.polish_evaluations > 0 && !cancelled() && !r.time_limit_hit) {
+            const DescentResult d =
+                straggler_descent(p_lpt, r.routepack.layout, in.budgets.polish_evaluations, cancel, deadline);
+            r.polish_evaluations = d.evaluations;
+            r.polish_improvements = d.improvements;
+            r.polish_local_optimum = d.local_optimum;
+            if (d.cancelled) {
+                if (cancelled()) r.cancelled = true;
+                else r.time_limit_hit = true;
+            }
+            if (d.score < r.routepack.metrics.score) r.routepack = make_method("routepack", true, d.layout, p_lpt, r.cv_lpt);
+        }
+        r.timings["polish"] = seconds_since(t0);
+
+        // 7. Validate + non-regression (the routepack layout is never worse than reorder, one of its seeds).
+        t0 = Clock::now();
+        emit("validate", 0.97);
+        const std::string bad = validate_layout(r.routepack.layout, p_lpt);
+        if (!bad.empty()) throw std::logic_error("planner produced an invalid layout: " + bad);
+        if (r.reorder.metrics.score < r.routepack.metrics.score)
+            throw std::logic_error("planner regressed below its reorder seed");
+        r.timings["validate"] = seconds_since(t0);
+    });
+    r.timings["total"] = seconds_since(t_start);
+    emit("done", 1.0);
+    return r;
+}
+
+}  // namespace routepack

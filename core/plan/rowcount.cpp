@@ -1,0 +1,396 @@
+// Row count R* (paper eq. 9; DESIGN.md "Row count"): lower bounds, fixed-row FFD, bounded exact
+// feasibility search.
+#include "core/plan/rowcount.h"
+
+#include "core/util/errors.h"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+#include <string>
+
+namespace routepack {
+
+namespace {
+
+/// Sample indices in nonincreasing length, ties by smaller index (the FixedRowFFD order).
+std::vector<int> ffd_order(const std::vector<std::int64_t>& length) {
+    std::vector<int> order(length.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](int a, int b) {
+        if (length[a] != length[b]) return length[a] > length[b];
+        return a < b;
+    });
+    return order;
+}
+
+/// Max segment tree over cell residuals: leftmost cell with residual >= t in O(log K).
+class FirstFitTree {
+public:
+    explicit FirstFitTree(const std::vector<std::int64_t>& residual) : n_(static_cast<int>(residual.size())) {
+        size_ = 1;
+        while (size_ < n_) size_ <<= 1;
+        tree_.assign(2 * static_cast<std::size_t>(size_), std::numeric_limits<std::int64_t>::min());
+        for (int k = 0; k < n_; ++k) tree_[size_ + k] = residual[k];
+        for (int v = size_ - 1; v >= 1; --v) tree_[v] = std::max(tree_[2 * v], tree_[2 * v + 1]);
+    }
+    /// Leftmost k with residual[k] >= t, or -1.
+    int find(std::int64_t t) const {
+        if (n_ == 0 || tree_[1] < t) return -1;
+        int v = 1;
+        while (v < size_) v = tree_[2 * v] >= t ? 2 * v : 2 * v + 1;
+        return v - size_;
+    }
+    void set(int k, std::int64_t residual) {
+        int v = size_ + k;
+        tree_[v] = residual;
+        for (v >>= 1; v >= 1; v >>= 1) tree_[v] = std::max(tree_[2 * v], tree_[2 * v + 1]);
+    }
+
+private:
+    int n_ = 0, size_ = 1;
+    std::vector<std::int64_t> tree_;
+};
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a <= 0 ? 0 : 1 + (a - 1) / b; }  // no a + b overflow
+
+/// Martello-Toth L2 lower bound on the number of bins of capacity C for items `w` (each 1..C):
+/// max over alpha in {0} U {w_j : 2 w_j <= C} of
+/// |J1| + |J2| + max(0, ceil((sum J3 - (|J2| C - sum J2)) / C)) with J1 = {w > C - alpha},
+/// J2 = {C - alpha >= w > C/2}, J3 = {C/2 >= w >= alpha}. L2 >= ceil(sum w / C) (alpha = 0).
+std::int64_t martello_toth_l2(std::vector<std::int64_t> w, std::int64_t C) {
+    if (w.empty()) return 0;
+    std::sort(w.begin(), w.end(), std::greater<>());
+    const std::size_t n = w.size();
+    std::vector<std::int64_t> prefix(n + 1, 0);
+    for (std::size_t j = 0; j < n; ++j) prefix[j + 1] = prefix[j] + w[j];
+    // Items are sorted descending: count of items > x, and of items >= x, are prefix lengths.
+    // (lower_bound with greater<> stops at the first w <= x; upper_bound at the first w < x.)
+    auto count_gt = [&](std::int64_t x) {
+        return static_cast<std::int64_t>(std::lower_bound(w.begin(), w.end(), x, std::greater<>()) - w.begin());
+    };
+    auto count_ge = [&](std::int64_t x) {
+        return static_cast<std::int64_t>(std::upper_bound(w.begin(), w.end(), x, std::greater<>()) - w.begin());
+    };
+    const std::int64_t n12 = count_gt(C / 2);  // w > C/2  <=>  w > floor(C/2) for integers
+    std::vector<std::int64_t> alphas{0};
+    for (std::size_t j = n12; j < n; ++j)
+        if (j == static_cast<std::size_t>(n12) || w[j] != w[j - 1]) alphas.push_back(w[j]);
+    std::int64_t best = 0;
+    for (std::int64_t alpha : alphas) {
+        const std::int64_t n1 = count_gt(C - alpha);
+        const std::int64_t n2 = n12 - n1;
+        const std::int64_t n123 = alpha == 0 ? static_cast<std::int64_t>(n) : count_ge(alpha);
+        const std::int64_t sum2 = prefix[n12] - prefix[n1];
+        const std::int64_t sum3 = prefix[n123] - prefix[n12];
+        const std::int64_t bound = n12 + ceil_div(sum3 - (n2 * C - sum2), C);
+        best = std::max(best, bound);
+    }
+    return best;
+}
+
+enum class Exact { Feasible, Infeasible, Unknown };
+
+/// Exact bin-packing feasibility: can items t (sorted nonincreasing, each <= C) go into at most K
+/// bins of capacity C? Iterative DFS over items in order; each item tries the distinct bin loads
+/// that fit in decreasing order (bins with equal loads are interchangeable: symmetry breaking,
+/// and all empty bins are one choice); an item that fills a bin exactly is placed there with no
+/// alternative (dominance: the items a solution puts beside it are no larger in total, so they can
+/// trade places); volume pruning: the residuals of bins that can still take the smallest item must
+/// hold the remaining volume. Every placement is one node; stops with Unknown when `budget` nodes
+/// are spent. On Feasible, bin_of[j] is item j's bin.
+Exact exact_bin_feasible(const std::vector<std::int64_t>& t, std::int64_t C, int K, std::int64_t budget,
+                         std::int64_t& nodes, std::vector<int>& bin_of) {
+    const int m = static_cast<int>(t.size());
+    bin_of.assign(m, -1);
+    if (m == 0) return Exact::Feasible;
+    if (K <= 0) return Exact::Infeasible;
+    std::int64_t rem = 0;
+    for (std::int64_t v : t) rem += v;
+    if (t.front() > C || rem > static_cast<std::int64_t>(K) * C) return Exact::Infeasible;
+    const std::int64_t tmin = t.back();
+    std::vector<std::int64_t> load(K, 0);
+    auto usable_of = [&](std::int64_t l) { return C - l >= tmin ? C - l : 0; };
+    std::int64_t usable = static_cast<std::int64_t>(K) * C;  // every bin empty, C >= tmin
+    constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::max();
+    std::vector<std::int64_t> tried(m + 1, kNone);  // load (before placing) of the bin tried at depth j
+    int j = 0;
+    tried[0] = kNone;
+    while (true) {
+        if (j == m) return Exact::Feasible;
+        // Next candidate for item j: the fullest bin with load < tried[j] that still fits t[j].
+        int b = -1;
+        if (tried[j] == kNone || tried[j] + t[j] != C) {  // after an exact fit there is no alternative
+            const std::int64_t limit = std::min(tried[j], C - t[j] + 1);  // load < limit
+            for (int k = 0; k < K; ++k)
+                if (load[k] < limit && (b < 0 || load[k] > load[b])) b = k;
+        }
+        if (b < 0) {  // exhausted item j: undo item j-1
+            if (j == 0) return Exact::Infeasible;
+            --j;
+            const int pb = bin_of[j];
+            usable -= usable_of(load[pb]);
+            load[pb] -= t[j];
+            usable += usable_of(load[pb]);
+            rem += t[j];
+            bin_of[j] = -1;
+            continue;
+        }
+        if (nodes >= budget) return Exact::Unknown;
+        ++nodes;
+        tried[j] = load[b];
+        usable -= usable_of(load[b]);
+        load[b] += t[j];
+        usable += usable_of(load[b]);
+        rem -= t[j];
+        bin_of[j] = b;
+        if (usable < rem) {  // volume pruning: undo and try the next candidate for item j
+            usable -= usable_of(load[b]);
+            load[b] -= t[j];
+            usable += usable_of(load[b]);
+            rem += t[j];
+            bin_of[j] = -1;
+            continue;
+        }
+        ++j;
+        tried[j] = kNone;
+    }
+}
+
+/// Turns a bin assignment (items in `order`, bin_of per position) into exactly K non-empty cells:
+/// bins in first-use order, then the last-placed (smallest) member of multi-sample bins is split
+/// off into a new cell until there are K; cells sorted by token sum descending (ties by smallest
+/// member) and dealt as k = (k / D, k % D); members ascending within a cell.
+Layout layout_from_bins(const std::vector<std::int64_t>& length, const std::vector<int>& order,
+                        const std::vector<int>& bin_of, int rows, int D) {
+    const int K = rows * D;
+    std::vector<int> bin_cell(K, -1);
+    std::vector<std::vector<int>> cells;
+    for (std::size_t j = 0; j < order.size(); ++j) {
+        int& c = bin_cell[bin_of[j]];
+        if (c < 0) {
+            c = static_cast<int>(cells.size());
+            cells.emplace_back();
+        }
+        cells[c].push_back(order[j]);
+    }
+    const std::size_t used = cells.size();
+    for (std::size_t c = 0; c < used && static_cast<int>(cells.size()) < K; ++c)
+        while (cells[c].size() > 1 && static_cast<int>(cells.size()) < K) {
+            cells.push_back({cells[c].back()});
+            cells[c].pop_back();
+        }
+    std::vector<std::int64_t> sum(cells.size(), 0);
+    std::vector<int> first(cells.size(), 0);
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+        std::sort(cells[c].begin(), cells[c].end());
+        for (int i : cells[c]) sum[c] += length[i];
+        first[c] = cells[c].front();
+    }
+    std::vector<int> idx(cells.size());
+    std::iota(idx.begin(), idx.end(), 0);
+    std::sort(idx.begin(), idx.end(), [&](int a, int b) {
+        if (sum[a] != sum[b]) return sum[a] > sum[b];
+        return first[a] < first[b];
+    });
+    Layout x;
+    x.rows = rows;
+    x.dp_slots = D;
+    x.cells.reserve(K);
+    for (int c : idx) x.cells.push_back(std::move(cells[c]));
+    return x;
+}
+
+std::string str(std::int64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+/// FixedRowFFD (Algorithm 2 line 1): K = rows*D; the K longest samples (nonincreasing length, ties
+/// by index) seed cells 0..K-1, the rest follow in the same order into the lowest-index cell whose
+/// token sum stays <= C (first fit, O(n log K) with a max-residual tree). Cell k is (k / D, k % D);
+/// within a cell samples appear in placement order. Returns false and leaves *x untouched when
+/// rows < 1, D < 1, n < K or some sample fits nowhere; x may be null (feasibility test only).
+bool fixed_row_ffd(const std::vector<std::int64_t>& length, std::int64_t C, int rows, int D, Layout* x) {
+    if (rows < 1 || D < 1) return false;
+    const std::int64_t K64 = static_cast<std::int64_t>(rows) * D;
+    if (static_cast<std::int64_t>(length.size()) < K64) return false;
+    const int K = static_cast<int>(K64);
+    const std::vector<int> order = ffd_order(length);
+    std::vector<std::vector<int>> cells(K);
+    std::vector<std::int64_t> residual(K);
+    for (int k = 0; k < K; ++k) {
+        const int i = order[k];
+        if (length[i] > C) return false;
+        cells[k].push_back(i);
+        residual[k] = C - length[i];
+    }
+    FirstFitTree tree(residual);
+    for (std::size_t j = K; j < order.size(); ++j) {
+        const int i = order[j];
+        const int k = tree.find(length[i]);
+        if (k < 0) return false;
+        cells[k].push_back(i);
+        residual[k] -= length[i];
+        tree.set(k, residual[k]);
+    }
+    if (x) {
+        x->rows = rows;
+        x->dp_slots = D;
+        x->cells = std::move(cells);
+    }
+    return true;
+}
+
+/// R* (eq. 9) for lengths t_i (tokens, [n]), cap C (tokens per cell), D DP slots, min_rows (0 =
+/// none) and an exact-search budget in nodes (total over the call; counted in nodes, never time).
+/// Lower bound lb = max(ceil(sum t / (C*D)), ceil(L2 / D), min_rows, 1) with L2 the Martello-Toth
+/// bin-packing bound on the number of cells. The exact search decides "all samples in <= R*D bins
+/// of C", which is equivalent to exactly R*D non-empty cells because n >= R*D (a multi-sample bin
+/// splits). Feasibility is monotone in R (a layout with R rows splits into one with R+1 while
+/// (R+1)*D <= n), so a proof of infeasibility at R raises the lower bound to R+1.
+///   Phase 1, R = lb upward: FixedRowFFD; where it fails, the exact search's first descent (at most
+///     n nodes); the first R that either finds is the incumbent (if none up to n/D does, the full
+///     search at R = n/D decides whether any layout exists).
+///   Phase 2, R = incumbent - 1 downward to the lower bound: the full exact search with the rest of
+///     the budget; a layout found lowers the incumbent, a proof certifies it, an exhausted budget
+///     leaves it best-known.
+/// certified == (lower_bound == rows); `layout` is FixedRowFFD's or the search's (cells sorted by
+/// token sum descending). InputError: t_i < 1 or t_i > C (names the sample), D < 1, C < 1,
+/// min_rows < 0, and "no rectangular layout exists: ..." when n < D, min_rows*D > n, the bounds
+/// need more cells than samples, or the search proves every R <= n/D infeasible.
+RowCount minimum_rows(const std::vector<std::int64_t>& length, std::int64_t C, int D, int min_rows,
+                      std::int64_t node_budget) {
+    if (D < 1) throw InputError("row count: the topology needs at least 1 DP slot (got " + str(D) + ")");
+    if (C < 1) throw InputError("row count: the token cap must be at least 1 (got " + str(C) + ")");
+    if (min_rows < 0) throw InputError("row count: min_rows must be >= 0 (got " + str(min_rows) + ")");
+    const std::int64_t n = static_cast<std::int64_t>(length.size());
+    std::int64_t total = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+        if (length[i] < 1)
+            throw InputError("sample " + str(i) + " has length " + str(length[i]) + "; every sample needs >= 1 token");
+        if (length[i] > C)
+            throw InputError("sample " + str(i) + " has length " + str(length[i]) + " > token cap " + str(C) +
+                             "; it fits in no cell");
+        total += length[i];
+    }
+    const std::string prefix = "no rectangular layout exists: ";
+    if (n < D) throw InputError(prefix + str(n) + " samples cannot fill " + str(D) + " DP slots");
+    const std::int64_t rmax = n / D;
+    if (min_rows > rmax)
+        throw InputError(prefix + "min_rows " + str(min_rows) + " needs " + str(min_rows) + " x " + str(D) + " = " +
+                         str(static_cast<std::int64_t>(min_rows) * D) + " non-empty cells but the window has only " +
+                         str(n) + " samples");
+    const std::int64_t vol_rows = ceil_div(ceil_div(total, C), D);  // == ceil(total / (C*D))
+    const std::int64_t l2_cells = martello_toth_l2(length, C);
+    const std::int64_t l2_rows = ceil_div(l2_cells, D);
+    const std::int64_t lb = std::max({vol_rows, l2_rows, static_cast<std::int64_t>(min_rows), std::int64_t{1}});
+    if (lb > rmax) {
+        if (vol_rows == lb)
+            throw InputError(prefix + str(total) + " tokens at cap " + str(C) + " need at least " + str(lb) +
+                             " rows of " + str(D) + " cells = " + str(lb * D) + " non-empty cells, but there are only " +
+                             str(n) + " samples");
+        throw InputError(prefix + "the samples need at least " + str(l2_cells) + " cells of cap " + str(C) +
+                         " (bin-packing bound L2), i.e. " + str(lb) + " rows of " + str(D) + " = " + str(lb * D) +
+                         " non-empty cells, but there are only " + str(n) + " samples");
+    }
+    std::string lb_why;
+    if (vol_rows == lb)
+        lb_why = "volume bound ceil(" + str(total) + " / (" + str(C) + " x " + str(D) + ")) = " + str(lb);
+    else if (l2_rows == lb)
+        lb_why = "bin-packing bound L2 = " + str(l2_cells) + " cells -> " + str(lb) + " rows";
+    else
+        lb_why = "min_rows " + str(lb);
+
+    RowCount out;
+    out.lower_bound = static_cast<int>(lb);
+    const std::int64_t budget = std::max<std::int64_t>(0, node_budget);
+    std::vector<int> order;  // FFD order, built on the first exact search
+    std::vector<std::int64_t> sorted_len;
+    std::vector<int> bin_of;
+    // Exact search at R, spending at most `cap` more nodes (and never more than the whole budget).
+    auto exact = [&](std::int64_t R, std::int64_t cap) {
+        if (order.empty()) {
+            order = ffd_order(length);
+            sorted_len.resize(order.size());
+            for (std::size_t j = 0; j < order.size(); ++j) sorted_len[j] = length[order[j]];
+        }
+        const std::int64_t limit = cap >= budget - out.nodes ? budget : out.nodes + cap;
+        return exact_bin_feasible(sorted_len, C, static_cast<int>(R * D), limit, out.nodes, bin_of);
+    };
+    std::string searched;  // the last infeasibility proof, for `how`
+    std::int64_t unknown_at = -1;
+    std::int64_t found = -1;
+    std::string by;
+    Layout best;
+    auto take_search = [&](std::int64_t R, std::int64_t before) {
+        found = R;
+        best = layout_from_bins(length, order, bin_of, static_cast<int>(R), D);
+        by = "the exact search (" + str(out.nodes - before) + " nodes; FixedRowFFD failed at " + str(R) + ")";
+    };
+    auto proved = [&](std::int64_t R, std::int64_t before) {
+        out.lower_bound = static_cast<int>(R + 1);
+        searched = "exact search proved R = " + str(R) + " (so every smaller R) infeasible (" +
+                   str(out.nodes - before) + " nodes)";
+    };
+
+    // Phase 1, upward from the bound: FixedRowFFD, else a first descent of the exact search (at most
+    // n nodes: its first dive is best-fit decreasing into K bins; small windows are decided here).
+    for (std::int64_t R = lb; R <= rmax && found < 0; ++R) {
+        if (R < out.lower_bound) continue;
+        if (fixed_row_ffd(length, C, static_cast<int>(R), D, &best)) {
+            found = R;
+            by = "FixedRowFFD";
+            break;
+        }
+        const std::int64_t before = out.nodes;
+        const Exact r = exact(R, n);
+        if (r == Exact::Feasible) take_search(R, before);
+        else if (r == Exact::Infeasible) proved(R, before);
+    }
+    if (found < 0 && out.lower_bound <= rmax) {
+        // Feasibility is monotone in R, so a layout exists at all iff one exists at R = n / D.
+        const std::int64_t before = out.nodes;
+        const Exact r = exact(rmax, budget);
+        if (r == Exact::Feasible) take_search(rmax, before);
+        else if (r == Exact::Infeasible) proved(rmax, before);
+        else
+            throw InputError("no rectangular layout found: FixedRowFFD failed at every R in " + str(lb) + ".." +
+                             str(rmax) + " and the exact search ran out of its node budget (" + str(budget) +
+                             " nodes); raise the node budget");
+    }
+    if (found < 0)
+        throw InputError(prefix + "the exact search proved every R <= " + str(n) + " / " + str(D) + " = " + str(rmax) +
+                         " infeasible (" + str(out.nodes) + " nodes)");
+
+    // Phase 2, downward from the layout found: the rest of the budget goes to R* - 1, R* - 2, ... until
+    // a proof of infeasibility (certified: by monotonicity every smaller R is infeasible too) or the
+    // budget runs out (best-known).
+    for (std::int64_t R = found - 1; R >= out.lower_bound; --R) {
+        const std::int64_t before = out.nodes;
+        const Exact r = exact(R, budget);
+        if (r == Exact::Feasible) {
+            take_search(R, before);
+        } else if (r == Exact::Infeasible) {
+            proved(R, before);
+            break;
+        } else {
+            unknown_at = R;
+            break;
+        }
+    }
+
+    out.rows = static_cast<int>(found);
+    out.layout = std::move(best);
+    out.certified = out.lower_bound == out.rows;
+    if (!out.certified)
+        out.how = "R* = " + str(found) + " best-known (not certified): lower bound " + str(out.lower_bound) +
+                  ", exact search at R = " + str(unknown_at) + " ran out of its node budget (" + str(budget) +
+                  " nodes); layout by " + by;
+    else if (found == lb)
+        out.how = "R* = " + str(found) + " certified: " + lb_why + " met by " + by;
+    else
+        out.how = "R* = " + str(found) + " certified: " + searched + ", layout by " + by;
+    return out;
+}
+
+}  // namespace routepack

@@ -1,0 +1,36 @@
+#pragma once
+// Row count R* (paper eq. 9; DESIGN.md "Row count"): lower bounds, fixed-row FFD, bounded exact
+// feasibility search.
+#include "core/plan/packing.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace routepack {
+
+/// FixedRowFFD (Algorithm 2 line 1; DESIGN.md `baseline`): the K = rows*D longest samples seed cells
+/// 0..K-1 in nonincreasing length (ties by sample index), the rest follow in the same order into the
+/// first cell (lowest index) that still fits C; cell k is (row k / D, DP slot k % D). Returns false
+/// (x untouched) when some sample fits nowhere or n < K.
+bool fixed_row_ffd(const std::vector<std::int64_t>& length, std::int64_t C, int rows, int D, Layout* x);
+
+/// Outcome of the row-count stage.
+struct RowCount {
+    int rows = 0;            ///< R*: smallest certified or best-known feasible row count
+    bool certified = false;  ///< a lower bound met `rows`, or the exact search proved every smaller R infeasible
+    int lower_bound = 0;     ///< best lower bound on R found (volume, bin-packing, min_rows)
+    std::int64_t nodes = 0;  ///< exact-search nodes spent
+    std::string how;         ///< one line: which bound / search decided it
+    Layout layout;           ///< a feasible layout with `rows` rows (FixedRowFFD or the exact search's)
+};
+
+/// R* = min { R >= min_rows : a layout exists }. Lower bounds: token volume ceil(sum t / (C*D)), a
+/// bin-packing bound (Martello-Toth L2) on the number of cells, min_rows. Feasibility: FixedRowFFD,
+/// then an exact bin-packing search bounded by `node_budget` nodes (counted in nodes, never time).
+/// InputError "no rectangular layout exists: ..." with the reason when no R <= n/D admits a layout
+/// (fewer samples than D; min_rows beyond n/D; cells needed exceed samples).
+RowCount minimum_rows(const std::vector<std::int64_t>& length, std::int64_t C, int D, int min_rows,
+                      std::int64_t node_budget);
+
+}  // namespace routepack

@@ -1,0 +1,1148 @@
+// The exact score (paper eqs. 11-15, DESIGN.md "The cost model, written out") and its incremental
+// form for swap / relocation moves (paper section 4.1.2, "Incremental Score").
+//
+// Exactness contract. Everything that is summed is kept in 64-bit integers: per cell the token sum
+// sum t_i and the squared-length sum sum t_i^2, per row-shard the rank loads W[r][g][l][p] and
+// sum_l max_p W. Doubles are formed from those integers by the few functions in the "formulas"
+// block below, which both the full path (cost_breakdown / score_layout) and IncrementalScorer call,
+// with the same operands in the same order:
+//   cell_stage_costs  c[k][s] = alpha_s * T + beta_s * Q, T = tok / C, Q = sq / C^2   (eq. 11-12)
+//   attention_cost    A = sum_s (max_{d in D_g} c[(r,d)][s]), stages in order       (eq. 12)
+//   expert_cost       E = peak_sum / C                                               (eq. 14)
+//   joint_cost        J = A + E
+//   fold_rows         U_g = sum_r J[r][g], a left fold over r = 0..R-1 in order         (eq. 15)
+//   column_max        max_r J[r][g]
+//   finish_score      (max_g U, sum_g U in g order, max_g max_r J)                   (eq. 15)
+// cell_stage_costs is the only place with a product feeding a sum; it is opaque to inlining and
+// cloning so that the compiler cannot contract it into an FMA differently in the two paths. The integer kernels
+// (AVX-512 / AVX2 / scalar) are exact, so the ISA does not change any bit either.
+#include "core/plan/score.h"
+
+#include <algorithm>
+#include <atomic>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#include <immintrin.h>
+#define ROUTEPACK_SCORE_X86 1
+#else
+#define ROUTEPACK_SCORE_X86 0
+#endif
+
+// One compiled body for the only multiply-add of the cost model: no inlining, cloning or other
+// interprocedural specialization (GCC's noipa), so FMA contraction cannot differ between callers.
+#if defined(__GNUC__) && !defined(__clang__)
+#define ROUTEPACK_SCORE_OPAQUE [[gnu::noipa]]
+#else
+#define ROUTEPACK_SCORE_OPAQUE [[gnu::noinline]]
+#endif
+
+namespace routepack {
+namespace {
+
+using i64 = std::int64_t;
+using q32 = std::int32_t;  // rank demand q (PackingProblem::demand); widened to int64 before any sum
+constexpr i64 kMin = std::numeric_limits<i64>::min();
+
+// ------------------------------------------------------------------------------------------------
+// Formulas shared by the full and the incremental path.
+// ------------------------------------------------------------------------------------------------
+
+/// Per-cell per-stage attention cost, eqs. 11-12: out[s] = alpha_s * T + beta_s * Q with
+/// T = tokens / C and Q = squares / C^2 (C^2 formed in double: exact while C < 9.4e7).
+/// `tokens` = sum t_i, `squares` = sum t_i^2 of the cell (integers, tokens and tokens^2).
+ROUTEPACK_SCORE_OPAQUE void cell_stage_costs(i64 tokens, i64 squares, double c, const double* alpha, const double* beta,
+                                             int S, double* out) {
+    const double T = static_cast<double>(tokens) / c;
+    const double Q = static_cast<double>(squares) / (c * c);
+    for (int s = 0; s < S; ++s) {
+        const double lin = alpha[s] * T;
+        const double quad = beta[s] * Q;
+        out[s] = lin + quad;
+    }
+}
+
+/// Eq. 12 for row-shard (r, g): A = sum over stages s (in order) of max over d in D_g of
+/// cost[(r*D + d)*S + s]. `row_cost` points at row r's first cell cost ([D][S]); `slots` = D_g.
+inline double attention_cost(const double* row_cost, int S, const int* slots, int n_slots) {
+    double a = 0.0;
+    for (int s = 0; s < S; ++s) {
+        double m = row_cost[static_cast<std::size_t>(slots[0]) * S + s];
+        for (int x = 1; x < n_slots; ++x) {
+            const double v = row_cost[static_cast<std::size_t>(slots[x]) * S + s];
+            if (v > m) m = v;
+        }
+        a += m;
+    }
+    return a;
+}
+
+/// Eq. 14: E = (sum_l max_p W[l][p]) / C, from the integer peak sum (tokens).
+inline double expert_cost(i64 peak_sum, double c) {
+    return static_cast<double>(peak_sum) / c;
+}
+
+/// J = A + E.
+inline double joint_cost(double a, double e) {
+    return a + e;
+}
+
+/// U_g = sum_{r=0..R-1} J[r][g] as a left fold in row order, resumed at row r0 from `start` (the
+/// fold of rows 0..r0-1, i.e. 0.0 when r0 = 0). `col` is shard g's column J[.][g] (contiguous, [R]);
+/// prefix[r] receives the partial fold after row r when non-null. Returns the fold of all R rows.
+/// Resuming at r0 performs exactly the additions a fold from 0 performs after row r0 - 1, so
+/// IncrementalScorer (which refolds from the first changed row) and the full path agree bitwise.
+inline double fold_rows(const double* col, int r0, int R, double start, double* prefix) {
+    double sum = start;
+    for (int r = r0; r < R; ++r) {
+        sum += col[r];
+        if (prefix) prefix[r] = sum;
+    }
+    return sum;
+}
+
+/// max_r J[r][g] over shard g's column ([R], R >= 1); J >= +0, so the order of comparison does not
+/// change the result (four independent chains).
+inline double column_max(const double* col, int R) {
+    double m0 = col[0], m1 = col[0], m2 = col[0], m3 = col[0];
+    int r = 1;
+    for (; r + 4 <= R; r += 4) {
+        m0 = col[r] > m0 ? col[r] : m0;
+        m1 = col[r + 1] > m1 ? col[r + 1] : m1;
+        m2 = col[r + 2] > m2 ? col[r + 2] : m2;
+        m3 = col[r + 3] > m3 ? col[r + 3] : m3;
+    }
+    for (; r < R; ++r)
+        m0 = col[r] > m0 ? col[r] : m0;
+    m0 = m1 > m0 ? m1 : m0;
+    m2 = m3 > m2 ? m3 : m2;
+    return m2 > m0 ? m2 : m0;
+}
+
+/// Eq. 15 from the per-shard totals: (max_g U, sum_g U in g order, max_g max_j[g]).
+inline Score finish_score(const double* U, const double* max_j, int G) {
+    Score sc;
+    if (G <= 0) return sc;
+    double mu = U[0], su = 0.0, mj = max_j[0];
+    for (int g = 0; g < G; ++g) {
+        su += U[g];
+        if (U[g] > mu) mu = U[g];
+        if (max_j[g] > mj) mj = max_j[g];
+    }
+    sc.max_u = mu;
+    sc.sum_u = su;
+    sc.max_j = mj;
+    return sc;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Integer rank-load kernels. A row-shard's W block is [L][P] contiguous int64 (tokens); q_i is the
+// sample's [L][P] demand row. All results are exact integers, identical across ISAs.
+// ------------------------------------------------------------------------------------------------
+
+struct Kernels {
+    const char* name;
+    /// w[x] += q[x], x < n.
+    void (*add)(i64* w, const q32* q, std::size_t n);
+    /// sum_l max_p w[l][p]; per_layer[l] = max_p w[l][p] when non-null.
+    i64 (*peaks)(const i64* w, int L, int P, i64* per_layer);
+    /// Swap i (in a) <-> j (in b), d = q_j - q_i: *sa = sum_l max_p (wa + d), *sb = sum_l max_p (wb - d).
+    void (*eval_swap)(const i64* wa, const i64* wb, const q32* qi, const q32* qj, int L, int P, i64* sa, i64* sb);
+    /// Relocate i from a to b: *sa = sum_l max_p (wa - q_i), *sb = sum_l max_p (wb + q_i).
+    void (*eval_relocate)(const i64* wa, const i64* wb, const q32* qi, int L, int P, i64* sa, i64* sb);
+    /// wa += q_j - q_i, wb -= q_j - q_i.
+    void (*commit_swap)(i64* wa, i64* wb, const q32* qi, const q32* qj, std::size_t n);
+    /// wa -= q_i, wb += q_i.
+    void (*commit_relocate)(i64* wa, i64* wb, const q32* qi, std::size_t n);
+};
+
+// ---- scalar ----
+
+void add_scalar(i64* w, const q32* q, std::size_t n) {
+    for (std::size_t x = 0; x < n; ++x)
+        w[x] += q[x];
+}
+
+i64 peaks_scalar(const i64* w, int L, int P, i64* per_layer) {
+    i64 sum = 0;
+    for (int l = 0; l < L; ++l, w += P) {
+        i64 m = kMin;
+        for (int p = 0; p < P; ++p)
+            m = std::max(m, w[p]);
+        if (per_layer) per_layer[l] = m;
+        sum += m;
+    }
+    return sum;
+}
+
+void eval_swap_scalar(const i64* wa, const i64* wb, const q32* qi, const q32* qj, int L, int P, i64* sa, i64* sb) {
+    i64 ta = 0, tb = 0;
+    for (int l = 0; l < L; ++l, wa += P, wb += P, qi += P, qj += P) {
+        i64 ma = kMin, mb = kMin;
+        for (int p = 0; p < P; ++p) {
+            const i64 d = static_cast<i64>(qj[p]) - qi[p];
+            ma = std::max(ma, wa[p] + d);
+            mb = std::max(mb, wb[p] - d);
+        }
+        ta += ma;
+        tb += mb;
+    }
+    *sa = ta;
+    *sb = tb;
+}
+
+void eval_relocate_scalar(const i64* wa, const i64* wb, const q32* qi, int L, int P, i64* sa, i64* sb) {
+    i64 ta = 0, tb = 0;
+    for (int l = 0; l < L; ++l, wa += P, wb += P, qi += P) {
+        i64 ma = kMin, mb = kMin;
+        for (int p = 0; p < P; ++p) {
+            ma = std::max(ma, wa[p] - qi[p]);
+            mb = std::max(mb, wb[p] + qi[p]);
+        }
+        ta += ma;
+        tb += mb;
+    }
+    *sa = ta;
+    *sb = tb;
+}
+
+void commit_swap_scalar(i64* wa, i64* wb, const q32* qi, const q32* qj, std::size_t n) {
+    for (std::size_t x = 0; x < n; ++x) {
+        const i64 d = static_cast<i64>(qj[x]) - qi[x];
+        wa[x] += d;
+        wb[x] -= d;
+    }
+}
+
+void commit_relocate_scalar(i64* wa, i64* wb, const q32* qi, std::size_t n) {
+    for (std::size_t x = 0; x < n; ++x) {
+        wa[x] -= qi[x];
+        wb[x] += qi[x];
+    }
+}
+
+constexpr Kernels kScalar{"scalar",
+                          add_scalar,
+                          peaks_scalar,
+                          eval_swap_scalar,
+                          eval_relocate_scalar,
+                          commit_swap_scalar,
+                          commit_relocate_scalar};
+
+#if ROUTEPACK_SCORE_X86
+
+// ---- AVX2 (4 x int64; max by compare + blend, tails scalar) ----
+
+[[gnu::target("avx2")]] inline __m256i max4(__m256i a, __m256i b) {
+    return _mm256_blendv_epi8(b, a, _mm256_cmpgt_epi64(a, b));
+}
+[[gnu::target("avx2")]] inline i64 hmax4(__m256i v) {
+    alignas(32) i64 t[4];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(t), v);
+    return std::max(std::max(t[0], t[1]), std::max(t[2], t[3]));
+}
+#define RP_LD4(ptr) _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ptr))
+#define RP_ST4(ptr, v) _mm256_storeu_si256(reinterpret_cast<__m256i*>(ptr), v)
+// 4 int32 demands widened to 4 int64 lanes.
+#define RP_LDQ4(ptr) _mm256_cvtepi32_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ptr)))
+
+[[gnu::target("avx2")]] void add_avx2(i64* w, const q32* q, std::size_t n) {
+    std::size_t x = 0;
+    for (; x + 4 <= n; x += 4)
+        RP_ST4(w + x, _mm256_add_epi64(RP_LD4(w + x), RP_LDQ4(q + x)));
+    for (; x < n; ++x)
+        w[x] += q[x];
+}
+
+[[gnu::target("avx2")]] i64 peaks_avx2(const i64* w, int L, int P, i64* per_layer) {
+    i64 sum = 0;
+    const __m256i lo = _mm256_set1_epi64x(kMin);
+    for (int l = 0; l < L; ++l, w += P) {
+        __m256i m = lo;
+        int p = 0;
+        for (; p + 4 <= P; p += 4)
+            m = max4(m, RP_LD4(w + p));
+        i64 s = hmax4(m);
+        for (; p < P; ++p)
+            s = std::max(s, w[p]);
+        if (per_layer) per_layer[l] = s;
+        sum += s;
+    }
+    return sum;
+}
+
+[[gnu::target("avx2")]] void eval_swap_avx2(const i64* wa, const i64* wb, const q32* qi, const q32* qj, int L, int P,
+                                            i64* sa, i64* sb) {
+    i64 ta = 0, tb = 0;
+    const __m256i lo = _mm256_set1_epi64x(kMin);
+    for (int l = 0; l < L; ++l, wa += P, wb += P, qi += P, qj += P) {
+        __m256i ma = lo, mb = lo;
+        int p = 0;
+        for (; p + 4 <= P; p += 4) {
+            const __m256i d = _mm256_sub_epi64(RP_LDQ4(qj + p), RP_LDQ4(qi + p));
+            ma = max4(ma, _mm256_add_epi64(RP_LD4(wa + p), d));
+            mb = max4(mb, _mm256_sub_epi64(RP_LD4(wb + p), d));
+        }
+        i64 xa = hmax4(ma), xb = hmax4(mb);
+        for (; p < P; ++p) {
+            const i64 d = static_cast<i64>(qj[p]) - qi[p];
+            xa = std::max(xa, wa[p] + d);
+            xb = std::max(xb, wb[p] - d);
+        }
+        ta += xa;
+        tb += xb;
+    }
+    *sa = ta;
+    *sb = tb;
+}
+
+[[gnu::target("avx2")]] void eval_relocate_avx2(const i64* wa, const i64* wb, const q32* qi, int L, int P, i64* sa,
+                                                i64* sb) {
+    i64 ta = 0, tb = 0;
+    const __m256i lo = _mm256_set1_epi64x(kMin);
+    for (int l = 0; l < L; ++l, wa += P, wb += P, qi += P) {
+        __m256i ma = lo, mb = lo;
+        int p = 0;
+        for (; p + 4 <= P; p += 4) {
+            const __m256i q = RP_LDQ4(qi + p);
+            ma = max4(ma, _mm256_sub_epi64(RP_LD4(wa + p), q));
+            mb = max4(mb, _mm256_add_epi64(RP_LD4(wb + p), q));
+        }
+        i64 xa = hmax4(ma), xb = hmax4(mb);
+        for (; p < P; ++p) {
+            xa = std::max(xa, wa[p] - qi[p]);
+            xb = std::max(xb, wb[p] + qi[p]);
+        }
+        ta += xa;
+        tb += xb;
+    }
+    *sa = ta;
+    *sb = tb;
+}
+
+[[gnu::target("avx2")]] void commit_swap_avx2(i64* wa, i64* wb, const q32* qi, const q32* qj, std::size_t n) {
+    std::size_t x = 0;
+    for (; x + 4 <= n; x += 4) {
+        const __m256i d = _mm256_sub_epi64(RP_LDQ4(qj + x), RP_LDQ4(qi + x));
+        RP_ST4(wa + x, _mm256_add_epi64(RP_LD4(wa + x), d));
+        RP_ST4(wb + x, _mm256_sub_epi64(RP_LD4(wb + x), d));
+    }
+    for (; x < n; ++x) {
+        const i64 d = static_cast<i64>(qj[x]) - qi[x];
+        wa[x] += d;
+        wb[x] -= d;
+    }
+}
+
+[[gnu::target("avx2")]] void commit_relocate_avx2(i64* wa, i64* wb, const q32* qi, std::size_t n) {
+    std::size_t x = 0;
+    for (; x + 4 <= n; x += 4) {
+        const __m256i q = RP_LDQ4(qi + x);
+        RP_ST4(wa + x, _mm256_sub_epi64(RP_LD4(wa + x), q));
+        RP_ST4(wb + x, _mm256_add_epi64(RP_LD4(wb + x), q));
+    }
+    for (; x < n; ++x) {
+        wa[x] -= qi[x];
+        wb[x] += qi[x];
+    }
+}
+#undef RP_LD4
+#undef RP_ST4
+#undef RP_LDQ4
+
+constexpr Kernels kAvx2{
+    "avx2", add_avx2, peaks_avx2, eval_swap_avx2, eval_relocate_avx2, commit_swap_avx2, commit_relocate_avx2};
+
+// ---- AVX-512F (8 x int64, native max; tails by mask) ----
+// GCC 12's intrinsics pass _mm512_undefined_epi32() as the pass-through of unmasked ops, which
+// -Wmaybe-uninitialized reports spuriously; the values are never read.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#define RP_LD8(ptr) _mm512_loadu_si512(static_cast<const void*>(ptr))
+#define RP_LD8M(mask, ptr) _mm512_maskz_loadu_epi64(mask, static_cast<const void*>(ptr))
+// 8 int32 demands widened to 8 int64 lanes; the masked form loads only the lanes in `mask` (a
+// 512-bit masked load, AVX-512F only, never touching memory past them).
+#define RP_LDQ8(ptr) _mm512_cvtepi32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ptr)))
+#define RP_LDQ8M(mask, ptr) \
+    _mm512_cvtepi32_epi64(_mm512_castsi512_si256(_mm512_maskz_loadu_epi32(static_cast<__mmask16>(mask), static_cast<const void*>(ptr))))
+
+[[gnu::target("avx512f")]] inline __mmask8 tail_mask(int rem) {
+    return static_cast<__mmask8>((1u << rem) - 1u);
+}
+
+[[gnu::target("avx512f")]] void add_avx512(i64* w, const q32* q, std::size_t n) {
+    std::size_t x = 0;
+    for (; x + 8 <= n; x += 8)
+        _mm512_storeu_si512(w + x, _mm512_add_epi64(RP_LD8(w + x), RP_LDQ8(q + x)));
+    for (; x < n; ++x)
+        w[x] += q[x];
+}
+
+/// Per-layer maxima of 8 layers at once: lane x of the result = max over the 8 lanes of v[x]
+/// (an in-register transpose: 7 maxima and 14 shuffles instead of 8 horizontal reductions).
+[[gnu::target("avx512f")]] inline __m512i transpose_max8(__m512i v0, __m512i v1, __m512i v2, __m512i v3, __m512i v4,
+                                                         __m512i v5, __m512i v6, __m512i v7) {
+    // Within 128-bit lanes k: (max(v0[2k], v0[2k+1]), max(v1[2k], v1[2k+1])), etc.
+    const __m512i a = _mm512_max_epi64(_mm512_unpacklo_epi64(v0, v1), _mm512_unpackhi_epi64(v0, v1));
+    const __m512i b = _mm512_max_epi64(_mm512_unpacklo_epi64(v2, v3), _mm512_unpackhi_epi64(v2, v3));
+    const __m512i c = _mm512_max_epi64(_mm512_unpacklo_epi64(v4, v5), _mm512_unpackhi_epi64(v4, v5));
+    const __m512i d = _mm512_max_epi64(_mm512_unpacklo_epi64(v6, v7), _mm512_unpackhi_epi64(v6, v7));
+    // Lanes (0,1) and (2,3) combined: ab = [(v0,v1) over 0..3, (v0,v1) over 4..7, (v2,v3) 0..3, (v2,v3) 4..7].
+    const __m512i ab = _mm512_max_epi64(_mm512_shuffle_i64x2(a, b, 0x88), _mm512_shuffle_i64x2(a, b, 0xDD));
+    const __m512i cd = _mm512_max_epi64(_mm512_shuffle_i64x2(c, d, 0x88), _mm512_shuffle_i64x2(c, d, 0xDD));
+    return _mm512_max_epi64(_mm512_shuffle_i64x2(ab, cd, 0x88), _mm512_shuffle_i64x2(ab, cd, 0xDD));
+}
+
+/// Lane-wise max of one layer's P values of w into 8 lanes (tail lanes masked).
+[[gnu::target("avx512f")]] inline __m512i layer_max8(const i64* w, int full, __mmask8 tm) {
+    __m512i m = _mm512_set1_epi64(kMin);
+    for (int p = 0; p < full; p += 8)
+        m = _mm512_max_epi64(m, RP_LD8(w + p));
+    if (tm) m = _mm512_mask_max_epi64(m, tm, m, RP_LD8M(tm, w + full));
+    return m;
+}
+
+/// One layer of a swap: lane-wise max of wa + d and wb - d, d = q_j - q_i.
+[[gnu::target("avx512f")]] inline void swap_layer8(const i64* wa, const i64* wb, const q32* qi, const q32* qj, int full,
+                                                   __mmask8 tm, __m512i* ma, __m512i* mb) {
+    __m512i xa = _mm512_set1_epi64(kMin), xb = xa;
+    for (int p = 0; p < full; p += 8) {
+        const __m512i d = _mm512_sub_epi64(RP_LDQ8(qj + p), RP_LDQ8(qi + p));
+        xa = _mm512_max_epi64(xa, _mm512_add_epi64(RP_LD8(wa + p), d));
+        xb = _mm512_max_epi64(xb, _mm512_sub_epi64(RP_LD8(wb + p), d));
+    }
+    if (tm) {
+        const __m512i d = _mm512_sub_epi64(RP_LDQ8M(tm, qj + full), RP_LDQ8M(tm, qi + full));
+        xa = _mm512_mask_max_epi64(xa, tm, xa, _mm512_add_epi64(RP_LD8M(tm, wa + full), d));
+        xb = _mm512_mask_max_epi64(xb, tm, xb, _mm512_sub_epi64(RP_LD8M(tm, wb + full), d));
+    }
+    *ma = xa;
+    *mb = xb;
+}
+
+/// One layer of a relocation: lane-wise max of wa - q_i and wb + q_i.
+[[gnu::target("avx512f")]] inline void relocate_layer8(const i64* wa, const i64* wb, const q32* qi, int full,
+                                                       __mmask8 tm, __m512i* ma, __m512i* mb) {
+    __m512i xa = _mm512_set1_epi64(kMin), xb = xa;
+    for (int p = 0; p < full; p += 8) {
+        const __m512i q = RP_LDQ8(qi + p);
+        xa = _mm512_max_epi64(xa, _mm512_sub_epi64(RP_LD8(wa + p), q));
+        xb = _mm512_max_epi64(xb, _mm512_add_epi64(RP_LD8(wb + p), q));
+    }
+    if (tm) {
+        const __m512i q = RP_LDQ8M(tm, qi + full);
+        xa = _mm512_mask_max_epi64(xa, tm, xa, _mm512_sub_epi64(RP_LD8M(tm, wa + full), q));
+        xb = _mm512_mask_max_epi64(xb, tm, xb, _mm512_add_epi64(RP_LD8M(tm, wb + full), q));
+    }
+    *ma = xa;
+    *mb = xb;
+}
+
+[[gnu::target("avx512f")]] i64 peaks_avx512(const i64* w, int L, int P, i64* per_layer) {
+    const int full = P & ~7;
+    const __mmask8 tm = tail_mask(P & 7);
+    const std::size_t sP = static_cast<std::size_t>(P);
+    __m512i acc = _mm512_setzero_si512();
+    int l = 0;
+    for (; l + 8 <= L; l += 8) {
+        const i64* b = w + l * sP;
+        const __m512i m = transpose_max8(layer_max8(b, full, tm), layer_max8(b + sP, full, tm),
+                                         layer_max8(b + 2 * sP, full, tm), layer_max8(b + 3 * sP, full, tm),
+                                         layer_max8(b + 4 * sP, full, tm), layer_max8(b + 5 * sP, full, tm),
+                                         layer_max8(b + 6 * sP, full, tm), layer_max8(b + 7 * sP, full, tm));
+        if (per_layer) _mm512_storeu_si512(per_layer + l, m);
+        acc = _mm512_add_epi64(acc, m);
+    }
+    i64 sum = _mm512_reduce_add_epi64(acc);
+    for (; l < L; ++l) {
+        const i64 s = _mm512_reduce_max_epi64(layer_max8(w + l * sP, full, tm));
+        if (per_layer) per_layer[l] = s;
+        sum += s;
+    }
+    return sum;
+}
+
+[[gnu::target("avx512f")]] void eval_swap_avx512(const i64* wa, const i64* wb, const q32* qi, const q32* qj, int L,
+                                                 int P, i64* sa, i64* sb) {
+    const int full = P & ~7;
+    const __mmask8 tm = tail_mask(P & 7);
+    const std::size_t sP = static_cast<std::size_t>(P);
+    __m512i acc_a = _mm512_setzero_si512(), acc_b = acc_a;
+    int l = 0;
+    for (; l + 8 <= L; l += 8) {
+        __m512i a[8], b[8];
+#pragma GCC unroll 8
+        for (int x = 0; x < 8; ++x) {
+            const std::size_t o = (l + x) * sP;
+            swap_layer8(wa + o, wb + o, qi + o, qj + o, full, tm, &a[x], &b[x]);
+        }
+        acc_a = _mm512_add_epi64(acc_a, transpose_max8(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]));
+        acc_b = _mm512_add_epi64(acc_b, transpose_max8(b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]));
+    }
+    i64 ta = _mm512_reduce_add_epi64(acc_a), tb = _mm512_reduce_add_epi64(acc_b);
+    for (; l < L; ++l) {
+        const std::size_t o = l * sP;
+        __m512i a, b;
+        swap_layer8(wa + o, wb + o, qi + o, qj + o, full, tm, &a, &b);
+        ta += _mm512_reduce_max_epi64(a);
+        tb += _mm512_reduce_max_epi64(b);
+    }
+    *sa = ta;
+    *sb = tb;
+}
+
+[[gnu::target("avx512f")]] void eval_relocate_avx512(const i64* wa, const i64* wb, const q32* qi, int L, int P, i64* sa,
+                                                     i64* sb) {
+    const int full = P & ~7;
+    const __mmask8 tm = tail_mask(P & 7);
+    const std::size_t sP = static_cast<std::size_t>(P);
+    __m512i acc_a = _mm512_setzero_si512(), acc_b = acc_a;
+    int l = 0;
+    for (; l + 8 <= L; l += 8) {
+        __m512i a[8], b[8];
+#pragma GCC unroll 8
+        for (int x = 0; x < 8; ++x) {
+            const std::size_t o = (l + x) * sP;
+            relocate_layer8(wa + o, wb + o, qi + o, full, tm, &a[x], &b[x]);
+        }
+        acc_a = _mm512_add_epi64(acc_a, transpose_max8(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]));
+        acc_b = _mm512_add_epi64(acc_b, transpose_max8(b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]));
+    }
+    i64 ta = _mm512_reduce_add_epi64(acc_a), tb = _mm512_reduce_add_epi64(acc_b);
+    for (; l < L; ++l) {
+        const std::size_t o = l * sP;
+        __m512i a, b;
+        relocate_layer8(wa + o, wb + o, qi + o, full, tm, &a, &b);
+        ta += _mm512_reduce_max_epi64(a);
+        tb += _mm512_reduce_max_epi64(b);
+    }
+    *sa = ta;
+    *sb = tb;
+}
+
+[[gnu::target("avx512f")]] void commit_swap_avx512(i64* wa, i64* wb, const q32* qi, const q32* qj, std::size_t n) {
+    std::size_t x = 0;
+    for (; x + 8 <= n; x += 8) {
+        const __m512i d = _mm512_sub_epi64(RP_LDQ8(qj + x), RP_LDQ8(qi + x));
+        _mm512_storeu_si512(wa + x, _mm512_add_epi64(RP_LD8(wa + x), d));
+        _mm512_storeu_si512(wb + x, _mm512_sub_epi64(RP_LD8(wb + x), d));
+    }
+    for (; x < n; ++x) {
+        const i64 d = static_cast<i64>(qj[x]) - qi[x];
+        wa[x] += d;
+        wb[x] -= d;
+    }
+}
+
+[[gnu::target("avx512f")]] void commit_relocate_avx512(i64* wa, i64* wb, const q32* qi, std::size_t n) {
+    std::size_t x = 0;
+    for (; x + 8 <= n; x += 8) {
+        const __m512i q = RP_LDQ8(qi + x);
+        _mm512_storeu_si512(wa + x, _mm512_sub_epi64(RP_LD8(wa + x), q));
+        _mm512_storeu_si512(wb + x, _mm512_add_epi64(RP_LD8(wb + x), q));
+    }
+    for (; x < n; ++x) {
+        wa[x] -= qi[x];
+        wb[x] += qi[x];
+    }
+}
+#undef RP_LD8
+#undef RP_LD8M
+#undef RP_LDQ8
+#undef RP_LDQ8M
+
+#pragma GCC diagnostic pop
+
+constexpr Kernels kAvx512{"avx512",
+                          add_avx512,
+                          peaks_avx512,
+                          eval_swap_avx512,
+                          eval_relocate_avx512,
+                          commit_swap_avx512,
+                          commit_relocate_avx512};
+
+bool cpu_has(const char* isa) {
+    __builtin_cpu_init();
+    if (std::string(isa) == "avx512") return __builtin_cpu_supports("avx512f");
+    if (std::string(isa) == "avx2") return __builtin_cpu_supports("avx2");
+    return std::string(isa) == "scalar";
+}
+#else
+bool cpu_has(const char* isa) {
+    return std::string(isa) == "scalar";
+}
+#endif
+
+const Kernels* best_kernels() {
+#if ROUTEPACK_SCORE_X86
+    if (cpu_has("avx512")) return &kAvx512;
+    if (cpu_has("avx2")) return &kAvx2;
+#endif
+    return &kScalar;
+}
+
+std::atomic<const Kernels*>& kernel_choice() {
+    static std::atomic<const Kernels*> choice{best_kernels()};
+    return choice;
+}
+
+const Kernels* kernels() {
+    return kernel_choice().load(std::memory_order_relaxed);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Shape checks and the full path.
+// ------------------------------------------------------------------------------------------------
+
+void check_shapes(const Layout& x, const PackingProblem& p) {
+    auto fail = [](const std::string& what) { throw std::invalid_argument("score: " + what); };
+    if (p.n < 0 || p.L < 0 || p.P < 1 || p.D < 1 || p.G < 1 || p.C < 1) fail("problem dimensions out of range");
+    if (p.length.size() != static_cast<std::size_t>(p.n)) fail("length has the wrong size");
+    if (p.demand.size() != static_cast<std::size_t>(p.n) * p.L * p.P) fail("demand is not [n][L][P]");
+    if (p.shard_of_slot.size() != static_cast<std::size_t>(p.D)) fail("shard_of_slot is not [D]");
+    if (p.shards.size() != static_cast<std::size_t>(p.G)) fail("shards is not [G]");
+    std::size_t listed = 0;
+    for (int g = 0; g < p.G; ++g) {
+        listed += p.shards[g].size();
+        if (p.shards[g].empty()) fail("EDP shard " + std::to_string(g) + " has no DP slot");
+        for (int d : p.shards[g])
+            if (d < 0 || d >= p.D || p.shard_of_slot[d] != g)
+                fail("shards and shard_of_slot disagree at DP slot " + std::to_string(d));
+    }
+    if (listed != static_cast<std::size_t>(p.D)) fail("EDP shards do not partition the DP slots");
+    if (x.dp_slots != p.D)
+        fail("layout has " + std::to_string(x.dp_slots) + " DP slots, problem " + std::to_string(p.D));
+    if (x.rows < 0 || x.cells.size() != static_cast<std::size_t>(x.rows) * x.dp_slots)
+        fail("layout is not rows x dp_slots cells");
+    for (const auto& cell : x.cells)
+        for (int i : cell)
+            if (i < 0 || i >= p.n) fail("sample index " + std::to_string(i) + " out of range");
+}
+
+/// Full evaluation, O(n*L*P + R*G*L*P + R*D*S). Fills `out` (with per-layer peaks) when non-null.
+Score full_evaluate(const Layout& x, const PackingProblem& p, CostBreakdown* out) {
+    check_shapes(x, p);
+    const Kernels* k = kernels();
+    const int R = x.rows, D = p.D, G = p.G, L = p.L, P = p.P;
+    const int S = static_cast<int>(p.stages.size());
+    const std::size_t LP = static_cast<std::size_t>(L) * P;
+    const double c = static_cast<double>(p.C);
+    std::vector<double> alpha(S), beta(S);
+    for (int s = 0; s < S; ++s) {
+        alpha[s] = p.stages[s].alpha;
+        beta[s] = p.stages[s].beta;
+    }
+    // Per-cell integer sums (eq. 11) and stage costs.
+    const std::size_t K = x.cells.size();
+    std::vector<double> cost(K * S);
+    for (std::size_t kc = 0; kc < K; ++kc) {
+        i64 tok = 0, sq = 0;
+        for (int i : x.cells[kc]) {
+            const i64 t = p.length[i];
+            tok += t;
+            sq += t * t;
+        }
+        cell_stage_costs(tok, sq, c, alpha.data(), beta.data(), S, cost.data() + kc * S);
+    }
+    const std::size_t RG = static_cast<std::size_t>(R) * G;
+    std::vector<double> Jc(RG); // [G][R]: shard columns, as IncrementalScorer keeps them
+    if (out) {
+        out->rows = R;
+        out->shards = G;
+        out->A.assign(RG, 0.0);
+        out->E.assign(RG, 0.0);
+        out->J.assign(RG, 0.0);
+        out->peak.assign(RG * L, 0);
+    }
+    std::vector<i64> w(LP);
+    for (int r = 0; r < R; ++r) {
+        for (int g = 0; g < G; ++g) {
+            // W[r][g] (eq. 13) accumulated sample by sample, then sum_l max_p (eq. 14).
+            std::fill(w.begin(), w.end(), 0);
+            for (int d : p.shards[g])
+                for (int i : x.cells[static_cast<std::size_t>(r) * D + d])
+                    k->add(w.data(), p.q(i), LP);
+            const std::size_t rg = static_cast<std::size_t>(r) * G + g;
+            const i64 ps = k->peaks(w.data(), L, P, out ? out->peak.data() + rg * L : nullptr);
+            const double a = attention_cost(cost.data() + static_cast<std::size_t>(r) * D * S, S, p.shards[g].data(),
+                                            static_cast<int>(p.shards[g].size()));
+            const double e = expert_cost(ps, c);
+            const double j = joint_cost(a, e);
+            Jc[static_cast<std::size_t>(g) * R + r] = j;
+            if (out) {
+                out->A[rg] = a;
+                out->E[rg] = e;
+                out->J[rg] = j;
+            }
+        }
+    }
+    std::vector<double> U(G, 0.0), mj(G, 0.0);
+    for (int g = 0; g < G; ++g) {
+        const double* col = Jc.data() + static_cast<std::size_t>(g) * R;
+        U[g] = fold_rows(col, 0, R, 0.0, nullptr);
+        mj[g] = R > 0 ? column_max(col, R) : 0.0;
+    }
+    const Score sc = finish_score(U.data(), mj.data(), G);
+    if (out) {
+        out->U = std::move(U);
+        out->score = sc;
+    }
+    return sc;
+}
+
+} // namespace
+
+const char* score_kernel_isa() {
+    return kernels()->name;
+}
+
+bool set_score_kernel_isa(const char* isa) {
+    const std::string s = isa ? isa : "";
+    const Kernels* k = nullptr;
+    if (s == "auto")
+        k = best_kernels();
+    else if (s == "scalar")
+        k = &kScalar;
+#if ROUTEPACK_SCORE_X86
+    else if (s == "avx2" && cpu_has("avx2"))
+        k = &kAvx2;
+    else if (s == "avx512" && cpu_has("avx512"))
+        k = &kAvx512;
+#endif
+    if (!k) return false;
+    kernel_choice().store(k, std::memory_order_relaxed);
+    return true;
+}
+
+CostBreakdown cost_breakdown(const Layout& x, const PackingProblem& p) {
+    CostBreakdown b;
+    full_evaluate(x, p, &b);
+    return b;
+}
+
+Score score_layout(const Layout& x, const PackingProblem& p) {
+    return full_evaluate(x, p, nullptr);
+}
+
+// ------------------------------------------------------------------------------------------------
+// IncrementalScorer
+// ------------------------------------------------------------------------------------------------
+
+Layout layout_from_placement(const SamplePlacement& x, int rows, int dp_slots) {
+    if (rows < 0 || dp_slots < 1 || x.cell.size() != x.pos.size())
+        throw std::invalid_argument("layout_from_placement: bad shape");
+    Layout out;
+    out.rows = rows;
+    out.dp_slots = dp_slots;
+    const std::size_t K = static_cast<std::size_t>(rows) * dp_slots;
+    out.cells.assign(K, {});
+    std::vector<int> count(K, 0);
+    for (std::size_t i = 0; i < x.cell.size(); ++i) {
+        if (x.cell[i] < 0 || static_cast<std::size_t>(x.cell[i]) >= K)
+            throw std::invalid_argument("layout_from_placement: sample " + std::to_string(i) + " has no valid cell");
+        ++count[static_cast<std::size_t>(x.cell[i])];
+    }
+    for (std::size_t k = 0; k < K; ++k)
+        out.cells[k].assign(static_cast<std::size_t>(count[k]), -1);
+    for (std::size_t i = 0; i < x.cell.size(); ++i) {
+        auto& c = out.cells[static_cast<std::size_t>(x.cell[i])];
+        const int pos = x.pos[i];
+        if (pos < 0 || static_cast<std::size_t>(pos) >= c.size() || c[static_cast<std::size_t>(pos)] != -1)
+            throw std::invalid_argument("layout_from_placement: sample " + std::to_string(i) + " has no valid position");
+        c[static_cast<std::size_t>(pos)] = static_cast<int>(i);
+    }
+    return out;
+}
+
+Layout IncrementalScorer::layout() const {
+    Layout out;
+    copy_layout_to(out);
+    return out;
+}
+
+void IncrementalScorer::copy_layout_to(Layout& out) const {
+    out.rows = R_;
+    out.dp_slots = D_;
+    const std::size_t K = static_cast<std::size_t>(R_) * D_;
+    out.cells.resize(K);
+    for (std::size_t k = 0; k < K; ++k) {
+        const int* c = cells_.data() + k * cap_;
+        out.cells[k].assign(c, c + cell_size_[k]);
+    }
+}
+
+void IncrementalScorer::copy_placement_to(SamplePlacement& out) const {
+    out.cell = cell_of_;
+    out.pos = pos_in_cell_;
+}
+
+IncrementalScorer::IncrementalScorer(const PackingProblem& p, const Layout& x) : p_(&p) {
+    check_shapes(x, p);
+    const Kernels* k = kernels();
+    kernels_ = k;
+    R_ = x.rows;
+    G_ = p.G;
+    D_ = p.D;
+    L_ = p.L;
+    P_ = p.P;
+    S_ = static_cast<int>(p.stages.size());
+    LP_ = static_cast<std::size_t>(L_) * P_;
+    c_ = static_cast<double>(p.C);
+    slot_shard_ = p.shard_of_slot;
+    shard_begin_.assign(1, 0);
+    shard_slots_.clear();
+    for (const auto& sh : p.shards) {
+        shard_slots_.insert(shard_slots_.end(), sh.begin(), sh.end());
+        shard_begin_.push_back(static_cast<int>(shard_slots_.size()));
+    }
+    alpha_.resize(S_);
+    beta_.resize(S_);
+    for (int s = 0; s < S_; ++s) {
+        alpha_[s] = p.stages[s].alpha;
+        beta_[s] = p.stages[s].beta;
+    }
+    undo_cost_.assign(static_cast<std::size_t>(2) * S_, 0.0);
+    undo_prefix_.assign(static_cast<std::size_t>(2) * R_, 0.0);
+
+    const std::size_t K = x.cells.size();
+    // Cell capacity: a cell within C holds at most m samples (the m shortest fit), and while every
+    // move keeps the source non-empty a cell holds at most n - (non-empty cells) + 1.
+    {
+        std::vector<i64> sorted(p.length);
+        std::sort(sorted.begin(), sorted.end());
+        int m = 0;
+        i64 sum = 0;
+        while (m < p.n && sum + sorted[static_cast<std::size_t>(m)] <= p.C)
+            sum += sorted[static_cast<std::size_t>(m++)];
+        int nonempty = 0, largest = 0;
+        for (const auto& c : x.cells) {
+            nonempty += !c.empty();
+            largest = std::max(largest, static_cast<int>(c.size()));
+        }
+        cap_ = std::max({1, largest, std::min(m, p.n - nonempty + 1)});
+    }
+    cells_.assign(K * static_cast<std::size_t>(cap_), -1);
+    cell_size_.assign(K, 0);
+    cell_of_.assign(p.n, -1);
+    pos_in_cell_.assign(p.n, -1);
+    tokens_.assign(K, 0);
+    squares_.assign(K, 0);
+    cell_cost_.assign(K * S_, 0.0);
+    for (std::size_t kc = 0; kc < K; ++kc) {
+        const auto& cell = x.cells[kc];
+        std::copy(cell.begin(), cell.end(), cells_.begin() + static_cast<std::ptrdiff_t>(kc * cap_));
+        cell_size_[kc] = static_cast<int>(cell.size());
+        for (std::size_t pos = 0; pos < cell.size(); ++pos) {
+            const int i = cell[pos];
+            if (cell_of_[i] != -1)
+                throw std::invalid_argument("score: sample " + std::to_string(i) + " appears twice in the layout");
+            cell_of_[i] = static_cast<int>(kc);
+            pos_in_cell_[i] = static_cast<int>(pos);
+            const i64 t = p.length[i];
+            tokens_[kc] += t;
+            squares_[kc] += t * t;
+        }
+        refresh_cell(static_cast<int>(kc));
+    }
+    const std::size_t RG = static_cast<std::size_t>(R_) * G_;
+    W_.assign(RG * LP_, 0);
+    peak_sum_.assign(RG, 0);
+    A_.assign(RG, 0.0);
+    E_.assign(RG, 0.0);
+    J_.assign(RG, 0.0);
+    prefix_.assign(RG, 0.0);
+    for (int r = 0; r < R_; ++r) {
+        for (int d = 0; d < D_; ++d) {
+            i64* w = W_.data() + static_cast<std::size_t>(row_shard(r, slot_shard_[d])) * LP_;
+            for (int i : x.cells[static_cast<std::size_t>(r) * D_ + d])
+                k->add(w, p.q(i), LP_);
+        }
+    }
+    for (int g = 0; g < G_; ++g) {
+        for (int r = 0; r < R_; ++r) {
+            const int rs = row_shard(r, g);
+            peak_sum_[rs] = k->peaks(W_.data() + static_cast<std::size_t>(rs) * LP_, L_, P_, nullptr);
+            E_[rs] = expert_cost(peak_sum_[rs], c_);
+            refresh_attention(rs);
+        }
+    }
+    U_.assign(G_, 0.0);
+    max_j_.assign(G_, 0.0);
+    for (int g = 0; g < G_; ++g)
+        refresh_shard(g, 0);
+    score_ = finish_score(U_.data(), max_j_.data(), G_);
+}
+
+/// Recomputes cell k's per-stage costs from its integer sums.
+void IncrementalScorer::refresh_cell(int k) {
+    cell_stage_costs(tokens_[k], squares_[k], c_, alpha_.data(), beta_.data(), S_,
+                     cell_cost_.data() + static_cast<std::size_t>(k) * S_);
+}
+
+/// A and J of row-shard rs = g*R + r from the cached cell costs and E.
+void IncrementalScorer::refresh_attention(int rs) {
+    const int g = rs / R_, r = rs - g * R_;
+    const int b = shard_begin_[g];
+    A_[rs] = attention_cost(cell_cost_.data() + static_cast<std::size_t>(r) * D_ * S_, S_, shard_slots_.data() + b,
+                            shard_begin_[g + 1] - b);
+    J_[rs] = joint_cost(A_[rs], E_[rs]);
+}
+
+/// U_g refolded from row r0 on (rows before r0 unchanged, their partial fold is prefix_[g][r0-1])
+/// and max_r J[r][g].
+void IncrementalScorer::refresh_shard(int g, int r0) {
+    if (R_ == 0) return;
+    const std::size_t base = static_cast<std::size_t>(g) * R_;
+    const double start = r0 > 0 ? prefix_[base + r0 - 1] : 0.0;
+    U_[g] = fold_rows(J_.data() + base, r0, R_, start, prefix_.data() + base);
+    max_j_[g] = column_max(J_.data() + base, R_);
+}
+
+void IncrementalScorer::save_cell(int slot, int k) {
+    last_.cell[slot] = k;
+    last_.tokens[slot] = tokens_[k];
+    last_.squares[slot] = squares_[k];
+    std::copy_n(cell_cost_.data() + static_cast<std::size_t>(k) * S_, S_, undo_cost_.data() + slot * S_);
+}
+
+void IncrementalScorer::save_row_shard(int slot, int rs) {
+    last_.rs[slot] = rs;
+    last_.A[slot] = A_[rs];
+    last_.E[slot] = E_[rs];
+    last_.J[slot] = J_[rs];
+    last_.peak_sum[slot] = peak_sum_[rs];
+}
+
+/// Saves shard g's U, max J and the prefix folds from row r0 on (the part refresh_shard rewrites).
+void IncrementalScorer::save_shard(int slot, int g, int r0) {
+    last_.g[slot] = g;
+    last_.r0[slot] = r0;
+    last_.U[slot] = U_[g];
+    last_.max_j[slot] = max_j_[g];
+    std::copy(prefix_.begin() + static_cast<std::ptrdiff_t>(g) * R_ + r0,
+              prefix_.begin() + static_cast<std::ptrdiff_t>(g + 1) * R_,
+              undo_prefix_.begin() + static_cast<std::ptrdiff_t>(slot) * R_ + r0);
+}
+
+/// Records the undo state of a move between cells ka and kb, and returns their row-shards.
+void IncrementalScorer::begin_move(int ka, int kb, int* rsa, int* rsb) {
+    const int ra = ka / D_, rb = kb / D_;
+    const int ga = slot_shard_[ka - ra * D_], gb = slot_shard_[kb - rb * D_];
+    *rsa = row_shard(ra, ga);
+    *rsb = row_shard(rb, gb);
+    last_.score = score_;
+    save_cell(0, ka);
+    save_cell(1, kb);
+    last_.nrs = *rsa == *rsb ? 1 : 2;
+    save_row_shard(0, *rsa);
+    if (*rsa != *rsb) save_row_shard(1, *rsb);
+    if (ga == gb) {
+        last_.ng = 1;
+        save_shard(0, ga, std::min(ra, rb));
+    } else {
+        last_.ng = 2;
+        save_shard(0, ga, ra);
+        save_shard(1, gb, rb);
+    }
+}
+
+/// U and max J of the affected shards (refold from the first changed row), then the score (O(G)).
+void IncrementalScorer::finish_move() {
+    for (int x = 0; x < last_.ng; ++x)
+        refresh_shard(last_.g[x], last_.r0[x]);
+    score_ = finish_score(U_.data(), max_j_.data(), G_);
+}
+
+void IncrementalScorer::commit_pending() {
+    if (!last_.w_pending) return;
+    const auto* k = static_cast<const Kernels*>(kernels_);
+    i64* wa = W_.data() + static_cast<std::size_t>(last_.rs[0]) * LP_;
+    i64* wb = W_.data() + static_cast<std::size_t>(last_.rs[1]) * LP_;
+    if (last_.kind == Undo::Swap)
+        k->commit_swap(wa, wb, p_->q(last_.i), p_->q(last_.j), LP_);
+    else
+        k->commit_relocate(wa, wb, p_->q(last_.i), LP_);
+    last_.w_pending = false;
+}
+
+bool IncrementalScorer::swap_feasible(int i, int j) const {
+    const int ka = cell_of_[i], kb = cell_of_[j];
+    if (ka == kb) return false;
+    const i64 dt = p_->length[j] - p_->length[i];
+    return tokens_[ka] + dt <= p_->C && tokens_[kb] - dt <= p_->C;
+}
+
+bool IncrementalScorer::relocate_feasible(int i, int k) const {
+    const int ka = cell_of_[i];
+    if (k < 0 || static_cast<std::size_t>(k) >= tokens_.size() || k == ka) return false;
+    if (cell_size_[ka] < 2) return false;
+    return tokens_[k] + p_->length[i] <= p_->C;
+}
+
+const Score& IncrementalScorer::apply_swap(int i, int j) {
+    commit_pending();
+    const int ka = cell_of_[i], kb = cell_of_[j];
+    if (ka == kb) {
+        last_.kind = Undo::Noop;
+        return score_;
+    }
+    last_.kind = Undo::Swap;
+    last_.i = i;
+    last_.j = j;
+    last_.from = ka;
+    last_.to = kb;
+    int rsa, rsb;
+    begin_move(ka, kb, &rsa, &rsb);
+
+    // Layout: in-place exchange keeps every other sample's position.
+    const int pi = pos_in_cell_[i], pj = pos_in_cell_[j];
+    cell_data(ka)[pi] = j;
+    cell_data(kb)[pj] = i;
+    pos_in_cell_[i] = pj;
+    pos_in_cell_[j] = pi;
+    cell_of_[i] = kb;
+    cell_of_[j] = ka;
+    last_.pos_i = pi;
+
+    // Cells (eq. 11): integer deltas of sum t and sum t^2.
+    const i64 ti = p_->length[i], tj = p_->length[j];
+    const i64 dt = tj - ti, dq = tj * tj - ti * ti;
+    tokens_[ka] += dt;
+    tokens_[kb] -= dt;
+    squares_[ka] += dq;
+    squares_[kb] -= dq;
+    refresh_cell(ka);
+    refresh_cell(kb);
+
+    if (rsa != rsb) {
+        // Expert term (eqs. 13-14): peaks of W_a + (q_j - q_i) and W_b - (q_j - q_i), read-only;
+        // W itself is written by commit_pending() once the move is kept.
+        const auto* k = static_cast<const Kernels*>(kernels_);
+        k->eval_swap(W_.data() + static_cast<std::size_t>(rsa) * LP_, W_.data() + static_cast<std::size_t>(rsb) * LP_,
+                     p_->q(i), p_->q(j), L_, P_, &peak_sum_[rsa], &peak_sum_[rsb]);
+        last_.w_pending = true;
+        E_[rsa] = expert_cost(peak_sum_[rsa], c_);
+        E_[rsb] = expert_cost(peak_sum_[rsb], c_);
+        refresh_attention(rsb);
+    }
+    // Same row-shard: W, its peaks and E are unchanged; only attention moves.
+    refresh_attention(rsa);
+    finish_move();
+    return score_;
+}
+
+const Score& IncrementalScorer::apply_relocate(int i, int k) {
+    if (k != cell_of_[i] && cell_size_[k] == cap_)  // checked before any state changes
+        throw std::logic_error("IncrementalScorer: relocation of sample " + std::to_string(i) +
+                               " into a full cell (the move is infeasible)");
+    commit_pending();
+    const int ka = cell_of_[i], kb = k;
+    if (ka == kb) {
+        last_.kind = Undo::Noop;
+        return score_;
+    }
+    last_.kind = Undo::Relocate;
+    last_.i = i;
+    last_.j = -1;
+    last_.from = ka;
+    last_.to = kb;
+    int rsa, rsb;
+    begin_move(ka, kb, &rsa, &rsb);
+
+    // Layout: O(1) removal by moving the source cell's last sample into i's place.
+    int* src = cell_data(ka);
+    const int pi = pos_in_cell_[i];
+    const int last = src[--cell_size_[ka]];
+    src[pi] = last;
+    pos_in_cell_[last] = pi;
+    pos_in_cell_[i] = cell_size_[kb];
+    cell_data(kb)[cell_size_[kb]++] = i;
+    cell_of_[i] = kb;
+    last_.pos_i = pi;
+
+    const i64 ti = p_->length[i];
+    tokens_[ka] -= ti;
+    tokens_[kb] += ti;
+    squares_[ka] -= ti * ti;
+    squares_[kb] += ti * ti;
+    refresh_cell(ka);
+    refresh_cell(kb);
+
+    if (rsa != rsb) {
+        const auto* kt = static_cast<const Kernels*>(kernels_);
+        kt->eval_relocate(W_.data() + static_cast<std::size_t>(rsa) * LP_,
+                          W_.data() + static_cast<std::size_t>(rsb) * LP_, p_->q(i), L_, P_, &peak_sum_[rsa],
+                          &peak_sum_[rsb]);
+        last_.w_pending = true;
+        E_[rsa] = expert_cost(peak_sum_[rsa], c_);
+        E_[rsb] = expert_cost(peak_sum_[rsb], c_);
+        refresh_attention(rsb);
+    }
+    refresh_attention(rsa);
+    finish_move();
+    return score_;
+}
+
+void IncrementalScorer::undo() {
+    if (last_.kind == Undo::None) return;
+    if (last_.kind == Undo::Noop) {
+        last_.kind = Undo::None;
+        return;
+    }
+    const int i = last_.i, ka = last_.from, kb = last_.to;
+    if (last_.kind == Undo::Swap) {
+        const int j = last_.j;
+        const int pi = pos_in_cell_[j], pj = pos_in_cell_[i]; // after the swap j sits at i's old place
+        cell_data(ka)[pi] = i;
+        cell_data(kb)[pj] = j;
+        pos_in_cell_[i] = pi;
+        pos_in_cell_[j] = pj;
+        cell_of_[i] = ka;
+        cell_of_[j] = kb;
+    } else {
+        // i is the last sample of kb; put it back at pos_i in ka, the displaced sample back at the end.
+        --cell_size_[kb];
+        int* src = cell_data(ka);
+        const int pi = last_.pos_i;
+        if (pi == cell_size_[ka]) {
+            src[cell_size_[ka]++] = i;
+        } else {
+            const int moved = src[pi];
+            pos_in_cell_[moved] = cell_size_[ka];
+            src[cell_size_[ka]++] = moved;
+            src[pi] = i;
+        }
+        pos_in_cell_[i] = pi;
+        cell_of_[i] = ka;
+    }
+    for (int x = 0; x < 2; ++x) {
+        const int kc = last_.cell[x];
+        tokens_[kc] = last_.tokens[x];
+        squares_[kc] = last_.squares[x];
+        std::copy_n(undo_cost_.data() + x * S_, S_, cell_cost_.data() + static_cast<std::size_t>(kc) * S_);
+    }
+    for (int x = 0; x < last_.nrs; ++x) {
+        const int rs = last_.rs[x];
+        A_[rs] = last_.A[x];
+        E_[rs] = last_.E[x];
+        J_[rs] = last_.J[x];
+        peak_sum_[rs] = last_.peak_sum[x];
+    }
+    for (int x = 0; x < last_.ng; ++x) {
+        const int g = last_.g[x], r0 = last_.r0[x];
+        U_[g] = last_.U[x];
+        max_j_[g] = last_.max_j[x];
+        std::copy(undo_prefix_.begin() + static_cast<std::ptrdiff_t>(x) * R_ + r0,
+                  undo_prefix_.begin() + static_cast<std::ptrdiff_t>(x + 1) * R_,
+                  prefix_.begin() + static_cast<std::ptrdiff_t>(g) * R_ + r0);
+    }
+    score_ = last_.score;
+    last_.w_pending = false; // W was never written for this move
+    last_.kind = Undo::None;
+}
+
+} // namespace routepack

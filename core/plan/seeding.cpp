@@ -1,0 +1,873 @@
+// Diverse fixed-row population initialization (paper section 4.1.1, Algorithm 2; complexity paragraph
+// after Algorithm 3). Qt-free, deterministic for a given (problem, ffd, budget), independent of the
+// number of TBB threads.
+//
+// Chosen details the paper leaves open (all documented in core/plan/seeding.h as well):
+// - RandomizedBestFit ranks F_i by (token occupancy descending, cell cardinality ascending, cell index
+//   ascending) and samples rank j of the leading w with weight 2^-j (rank-decaying, like EDPAwarePair):
+//   the plain best fit is kept half of the time, which keeps trials feasible at a tight R* while every
+//   placement can still deviate.
+// - EDPAwarePair examines candidate row-shards, not slots (every empty slot of a row-shard has the same
+//   key); still-empty row-shards share one O(1) key; partially filled ones are bounded by
+//   SeedingBudget::pair_candidates per cell.
+// - The QualityDiversitySelect distance is d = 0.5 * d_co + 0.5 * d_sw / d_ref, where d_co is the O(n)
+//   co-assignment distance (below) and d_sw the sliced-Wasserstein sketch distance normalized by
+//   d_ref = max_x d_sw(x, winner).
+#include "core/plan/seeding.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/parallel_reduce.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <utility>
+
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#include <immintrin.h>
+#define ROUTEPACK_SEEDING_X86 1
+#else
+#define ROUTEPACK_SEEDING_X86 0
+#endif
+
+namespace routepack {
+
+namespace {
+
+inline std::uint64_t rotl(std::uint64_t x, int k) {
+    return (x << k) | (x >> (64 - k));
+}
+
+/// Seed of the independent stream `stream` of master seed `seed` (trial t of Algorithm 2 uses stream t;
+/// stream 0 is the pairing of the FFD seed). Both inputs pass through splitmix64, so neighbouring seeds
+/// and neighbouring streams give unrelated states.
+std::uint64_t stream_seed(std::uint64_t seed, std::uint64_t stream) {
+    std::uint64_t a = seed, b = stream ^ 0x6a09e667f3bcc909ULL;
+    const std::uint64_t ha = splitmix64(a);
+    const std::uint64_t hb = splitmix64(b);
+    return ha ^ rotl(hb, 23);
+}
+
+/// Rank j in [0, m) with weight 2^-j (exact integer arithmetic: weights 2^(m-1-j) out of 2^m - 1).
+/// One draw when m >= 2, none when m <= 1.
+int decaying_pick(int m, Rng& rng) {
+    if (m <= 1) return 0;
+    m = std::min(m, 62);
+    std::uint64_t r = rng.below((std::uint64_t{1} << m) - 1);
+    std::uint64_t weight = std::uint64_t{1} << (m - 1);
+    int j = 0;
+    while (r >= weight) {
+        r -= weight;
+        weight >>= 1;
+        ++j;
+    }
+    return j;
+}
+
+int clamp_width(int w) {
+    return std::clamp(w, 1, 62);
+}
+
+void check_problem(const PackingProblem& p, const char* who) {
+    if (p.n < 0 || p.L < 0 || p.P < 1 || p.D < 1 || static_cast<int>(p.length.size()) != p.n ||
+        p.demand.size() != static_cast<std::size_t>(p.n) * p.L * p.P || static_cast<int>(p.shards.size()) != p.G ||
+        static_cast<int>(p.shard_of_slot.size()) != p.D)
+        throw std::invalid_argument(std::string(who) +
+                                    ": inconsistent packing problem (sizes of length, demand, shards)");
+    for (const auto& slots : p.shards)
+        if (slots.empty()) throw std::invalid_argument(std::string(who) + ": empty EDP shard");
+}
+
+void check_shape(const Layout& x, const PackingProblem& p, const char* who) {
+    check_problem(p, who);
+    if (x.dp_slots != p.D || x.rows < 0 || static_cast<std::size_t>(x.rows) * x.dp_slots != x.cells.size())
+        throw std::invalid_argument(std::string(who) + ": layout is not R x D with D = " + std::to_string(p.D));
+}
+
+// Integer kernels (exact, so the ISA never changes a result): AVX2 when the CPU has it, else scalar.
+// These streams over the [n][L][P] demand are the memory-bound part of seeding at scale.
+
+void add_scalar(std::int64_t* __restrict w, const std::int64_t* __restrict q, std::size_t n) {
+    for (std::size_t k = 0; k < n; ++k)
+        w[k] += q[k];
+}
+/// max_p (w[p] + c[p]) over one layer (P values).
+std::int64_t peak_of_sum_scalar(const std::int64_t* w, const std::int64_t* c, int P) {
+    std::int64_t m = std::numeric_limits<std::int64_t>::min();
+    for (int k = 0; k < P; ++k)
+        m = std::max(m, w[k] + c[k]);
+    return m;
+}
+
+#if ROUTEPACK_SEEDING_X86
+[[gnu::target("avx2")]] void add_avx2(std::int64_t* w, const std::int64_t* q, std::size_t n) {
+    std::size_t k = 0;
+    for (; k + 4 <= n; k += 4) {
+        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + k));
+        const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + k));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(w + k), _mm256_add_epi64(a, b));
+    }
+    for (; k < n; ++k)
+        w[k] += q[k];
+}
+[[gnu::target("avx2")]] std::int64_t peak_of_sum_avx2(const std::int64_t* w, const std::int64_t* c, int P) {
+    std::int64_t m = std::numeric_limits<std::int64_t>::min();
+    int k = 0;
+    if (P >= 4) {
+        __m256i v = _mm256_set1_epi64x(m);
+        for (; k + 4 <= P; k += 4) {
+            const __m256i s = _mm256_add_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + k)),
+                                               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c + k)));
+            v = _mm256_blendv_epi8(v, s, _mm256_cmpgt_epi64(s, v));
+        }
+        alignas(32) std::int64_t t[4];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(t), v);
+        m = std::max(std::max(t[0], t[1]), std::max(t[2], t[3]));
+    }
+    for (; k < P; ++k)
+        m = std::max(m, w[k] + c[k]);
+    return m;
+}
+const bool kAvx2 = __builtin_cpu_supports("avx2");
+#endif
+
+/// w[k] += q[k] for an int32 demand row q (PackingProblem::demand), widened to int64.
+void add_demand_scalar(std::int64_t* __restrict w, const std::int32_t* __restrict q, std::size_t n) {
+    for (std::size_t k = 0; k < n; ++k)
+        w[k] += q[k];
+}
+#if ROUTEPACK_SEEDING_X86
+[[gnu::target("avx2")]] void add_demand_avx2(std::int64_t* w, const std::int32_t* q, std::size_t n) {
+    std::size_t k = 0;
+    for (; k + 4 <= n; k += 4) {
+        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + k));
+        const __m256i b = _mm256_cvtepi32_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + k)));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(w + k), _mm256_add_epi64(a, b));
+    }
+    for (; k < n; ++k)
+        w[k] += q[k];
+}
+#endif
+inline void add_into(std::int64_t* w, const std::int32_t* q, std::size_t n) {
+#if ROUTEPACK_SEEDING_X86
+    if (kAvx2) return add_demand_avx2(w, q, n);
+#endif
+    add_demand_scalar(w, q, n);
+}
+
+inline void add_into(std::int64_t* w, const std::int64_t* q, std::size_t n) {
+#if ROUTEPACK_SEEDING_X86
+    if (kAvx2) return add_avx2(w, q, n);
+#endif
+    add_scalar(w, q, n);
+}
+inline std::int64_t peak_of_sum(const std::int64_t* w, const std::int64_t* c, int P) {
+#if ROUTEPACK_SEEDING_X86
+    if (kAvx2) return peak_of_sum_avx2(w, c, P);
+#endif
+    return peak_of_sum_scalar(w, c, P);
+}
+
+/// Adds the rank demand of the samples of `cell` to `load` ([L][P], zeroed by the caller).
+void add_cell_load(const std::vector<int>& cell, const PackingProblem& p, std::int64_t* load) {
+    const std::size_t LP = static_cast<std::size_t>(p.L) * p.P;
+    for (int i : cell)
+        add_into(load, p.q(i), LP);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------------
+
+// ---------------------------------------------------------------------------------------------------
+// WindowShuffle: a window buffer holding the first min(w, remaining) remaining items in order; O(n w).
+
+std::vector<int> window_shuffle(const std::vector<int>& order, int w, Rng& rng) {
+    if (w <= 1 || order.size() <= 1) return order;
+    const std::size_t width = static_cast<std::size_t>(w);
+    std::vector<int> out;
+    out.reserve(order.size());
+    std::vector<int> window;
+    window.reserve(width);
+    std::size_t next = 0;
+    while (next < order.size() && window.size() < width)
+        window.push_back(order[next++]);
+    while (!window.empty()) {
+        const std::size_t j = static_cast<std::size_t>(rng.below(window.size()));
+        out.push_back(window[j]);
+        window.erase(window.begin() + static_cast<std::ptrdiff_t>(j));
+        if (next < order.size()) window.push_back(order[next++]);
+    }
+    return out;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// EDPAwarePair.
+
+namespace {
+
+/// Cell loads are cached across the two passes of EDPAwarePair when they take at most this many bytes
+/// (else they are recomputed: one more streaming pass over the demand of the samples).
+#ifndef ROUTEPACK_SEEDING_CELL_CACHE_BYTES
+#define ROUTEPACK_SEEDING_CELL_CACHE_BYTES (std::size_t{64} << 20)
+#endif
+constexpr std::size_t kCellLoadCacheBytes = ROUTEPACK_SEEDING_CELL_CACHE_BYTES;
+
+/// EDPAwarePair; when `row_peak` is given it receives sum_g max_p W[r][g][l][p] of the result, [R][L]
+/// (the expert half of the sketch features, at no extra pass over the demand).
+Layout pair_cells(const std::vector<std::vector<int>>& cells, int rows, const PackingProblem& p, int w, Rng& rng,
+                  int max_candidates, std::vector<std::int64_t>* row_peak) {
+    const int D = p.D, G = p.G, L = p.L, P = p.P;
+    const int K = rows * D;
+    if (rows < 1 || static_cast<int>(cells.size()) != K)
+        throw std::invalid_argument("edp_aware_pair: expected rows x D = " + std::to_string(K) + " cells, got " +
+                                    std::to_string(cells.size()));
+    check_problem(p, "edp_aware_pair");
+    w = clamp_width(w);
+    max_candidates = std::max(1, max_candidates);
+    const std::size_t LP = static_cast<std::size_t>(L) * P;
+
+    // Per-cell routed-token peak sum_l max_p c[l][p] and token sum, for the processing order.
+    std::vector<std::int64_t> cell_peak(static_cast<std::size_t>(K), 0), cell_tokens(static_cast<std::size_t>(K), 0);
+    const bool cache = static_cast<std::size_t>(K) * LP * sizeof(std::int64_t) <= kCellLoadCacheBytes;
+    std::vector<std::int64_t> cached(cache ? static_cast<std::size_t>(K) * LP : 0, 0);
+    std::vector<std::int64_t> scratch(LP);
+    for (int c = 0; c < K; ++c) {
+        for (int i : cells[static_cast<std::size_t>(c)])
+            if (i < 0 || i >= p.n)
+                throw std::invalid_argument("edp_aware_pair: sample index " + std::to_string(i) + " outside 0.." +
+                                            std::to_string(p.n - 1));
+        std::int64_t* load = cache ? cached.data() + static_cast<std::size_t>(c) * LP : scratch.data();
+        if (!cache) std::fill(scratch.begin(), scratch.end(), 0);
+        add_cell_load(cells[static_cast<std::size_t>(c)], p, load);
+        std::int64_t s = 0;
+        for (int l = 0; l < L; ++l)
+            s += *std::max_element(load + l * P, load + (l + 1) * P);
+        cell_peak[static_cast<std::size_t>(c)] = s;
+        for (int i : cells[static_cast<std::size_t>(c)])
+            cell_tokens[static_cast<std::size_t>(c)] += p.length[static_cast<std::size_t>(i)];
+    }
+    std::vector<int> order(static_cast<std::size_t>(K));
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](int a, int b) {
+        if (cell_peak[a] != cell_peak[b]) return cell_peak[a] > cell_peak[b];
+        if (cell_tokens[a] != cell_tokens[b]) return cell_tokens[a] > cell_tokens[b];
+        return a < b;
+    });
+
+    // Row-shard rs = r*G + g. Empty row-shards are kept ordered by their first slot index r*D + D_g[0];
+    // partially filled ones carry W [L][P] and the per-layer peaks in a pooled buffer.
+    const int RS = rows * G;
+    std::vector<int> filled(static_cast<std::size_t>(RS), 0);
+    std::set<int> empty_first;  // first slot index of each still-empty row-shard
+    for (int r = 0; r < rows; ++r)
+        for (int g = 0; g < G; ++g)
+            empty_first.insert(r * D + p.shards[static_cast<std::size_t>(g)].front());
+    struct Open {
+        std::vector<std::int64_t> W;     // [L][P]
+        std::vector<std::int64_t> peak;  // [L]
+    };
+    std::vector<Open> pool;
+    std::vector<int> free_pool;
+    std::vector<int> buffer_of(static_cast<std::size_t>(RS), -1);
+    std::vector<int> partial;  // open, non-empty row-shards
+    std::vector<int> partial_pos(static_cast<std::size_t>(RS), -1);
+    auto remove_partial = [&](int rs) {
+        const int pos = partial_pos[static_cast<std::size_t>(rs)];
+        const int last = partial.back();
+        partial[static_cast<std::size_t>(pos)] = last;
+        partial_pos[static_cast<std::size_t>(last)] = pos;
+        partial.pop_back();
+        partial_pos[static_cast<std::size_t>(rs)] = -1;
+    };
+
+    struct Cand {
+        std::int64_t inc, top;  // increase of sum_l peak, largest resulting layer peak
+        int k, rs;              // slot index taken, row-shard
+        bool operator<(const Cand& o) const {
+            if (inc != o.inc) return inc < o.inc;
+            if (top != o.top) return top < o.top;
+            return k < o.k;
+        }
+    };
+    std::vector<Cand> best;  // sorted, size <= w
+    best.reserve(static_cast<std::size_t>(w) + 1);
+    auto offer = [&](const Cand& c) {
+        if (static_cast<int>(best.size()) == w && !(c < best.back())) return;
+        best.insert(std::upper_bound(best.begin(), best.end(), c), c);
+        if (static_cast<int>(best.size()) > w) best.pop_back();
+    };
+
+    if (row_peak) row_peak->assign(static_cast<std::size_t>(rows) * L, 0);
+    auto add_row_peak = [&](int rs, const std::vector<std::int64_t>& peak) {
+        if (!row_peak) return;
+        std::int64_t* out = row_peak->data() + static_cast<std::size_t>(rs / G) * L;
+        for (int l = 0; l < L; ++l)
+            out[l] += peak[static_cast<std::size_t>(l)];
+    };
+    std::vector<std::int64_t> cpeak(static_cast<std::size_t>(L));
+    std::vector<int> position(static_cast<std::size_t>(K), -1);  // slot k -> input cell
+    for (int c : order) {
+        const std::int64_t* load = scratch.data();
+        if (cache) {
+            load = cached.data() + static_cast<std::size_t>(c) * LP;
+        } else {
+            std::fill(scratch.begin(), scratch.end(), 0);
+            add_cell_load(cells[static_cast<std::size_t>(c)], p, scratch.data());
+        }
+        std::int64_t csum = 0, cmax = 0;
+        for (int l = 0; l < L; ++l) {
+            cpeak[static_cast<std::size_t>(l)] = *std::max_element(load + l * P, load + (l + 1) * P);
+            csum += cpeak[static_cast<std::size_t>(l)];
+            cmax = std::max(cmax, cpeak[static_cast<std::size_t>(l)]);
+        }
+        best.clear();
+        // Still-empty row-shards: key (csum, cmax, first slot); only the w lowest slots can rank.
+        {
+            int taken = 0;
+            for (auto it = empty_first.begin(); it != empty_first.end() && taken < w; ++it, ++taken) {
+                const int k = *it;
+                offer(Cand{csum, cmax, k, (k / D) * G + p.shard_of_slot[static_cast<std::size_t>(k % D)]});
+            }
+        }
+        // Partially filled row-shards: all of them, or a random subset of max_candidates.
+        int examine = static_cast<int>(partial.size());
+        if (examine > max_candidates) {
+            for (int j = 0; j < max_candidates; ++j) {
+                const int pick = j + static_cast<int>(rng.below(static_cast<std::uint64_t>(partial.size() - j)));
+                std::swap(partial[static_cast<std::size_t>(j)], partial[static_cast<std::size_t>(pick)]);
+                partial_pos[static_cast<std::size_t>(partial[static_cast<std::size_t>(j)])] = j;
+                partial_pos[static_cast<std::size_t>(partial[static_cast<std::size_t>(pick)])] = pick;
+            }
+            examine = max_candidates;
+        }
+        for (int j = 0; j < examine; ++j) {
+            const int rs = partial[static_cast<std::size_t>(j)];
+            const int r = rs / G, g = rs % G;
+            const int k =
+                r * D +
+                p.shards[static_cast<std::size_t>(g)][static_cast<std::size_t>(filled[static_cast<std::size_t>(rs)])];
+            const Open& o = pool[static_cast<std::size_t>(buffer_of[static_cast<std::size_t>(rs)])];
+            const std::int64_t bound =
+                static_cast<int>(best.size()) == w ? best.back().inc : std::numeric_limits<std::int64_t>::max();
+            std::int64_t inc = 0, top = 0;
+            bool pruned = false;
+            for (int l = 0; l < L; ++l) {
+                const std::int64_t* Wl = o.W.data() + static_cast<std::size_t>(l) * P;
+                const std::int64_t* cl = load + static_cast<std::size_t>(l) * P;
+                const std::int64_t m = std::max<std::int64_t>(0, peak_of_sum(Wl, cl, P));
+                inc += m - o.peak[static_cast<std::size_t>(l)];
+                top = std::max(top, m);
+                if (inc > bound) {
+                    pruned = true;
+                    break;
+                }
+            }
+            if (!pruned) offer(Cand{inc, top, k, rs});
+        }
+        const Cand chosen = best[static_cast<std::size_t>(decaying_pick(static_cast<int>(best.size()), rng))];
+        const int rs = chosen.rs;
+        const int g = rs % G;
+        const int size_g = static_cast<int>(p.shards[static_cast<std::size_t>(g)].size());
+        position[static_cast<std::size_t>(chosen.k)] = c;
+        const int before = filled[static_cast<std::size_t>(rs)]++;
+        if (before == 0) {
+            empty_first.erase(chosen.k);
+            if (size_g == 1) {
+                add_row_peak(rs, cpeak);
+            } else {
+                int buf;
+                if (!free_pool.empty()) {
+                    buf = free_pool.back();
+                    free_pool.pop_back();
+                } else {
+                    buf = static_cast<int>(pool.size());
+                    pool.push_back(
+                        Open{std::vector<std::int64_t>(LP), std::vector<std::int64_t>(static_cast<std::size_t>(L))});
+                }
+                std::copy(load, load + LP, pool[static_cast<std::size_t>(buf)].W.begin());
+                pool[static_cast<std::size_t>(buf)].peak = cpeak;
+                buffer_of[static_cast<std::size_t>(rs)] = buf;
+                partial_pos[static_cast<std::size_t>(rs)] = static_cast<int>(partial.size());
+                partial.push_back(rs);
+            }
+        } else {
+            Open& o = pool[static_cast<std::size_t>(buffer_of[static_cast<std::size_t>(rs)])];
+            for (int l = 0; l < L; ++l) {
+                std::int64_t* Wl = o.W.data() + static_cast<std::size_t>(l) * P;
+                const std::int64_t* cl = load + static_cast<std::size_t>(l) * P;
+                add_into(Wl, cl, static_cast<std::size_t>(P));
+                o.peak[static_cast<std::size_t>(l)] = std::max<std::int64_t>(0, *std::max_element(Wl, Wl + P));
+            }
+            if (before + 1 == size_g) {  // full: record its peaks, recycle the buffer
+                add_row_peak(rs, o.peak);
+                free_pool.push_back(buffer_of[static_cast<std::size_t>(rs)]);
+                buffer_of[static_cast<std::size_t>(rs)] = -1;
+                remove_partial(rs);
+            }
+        }
+    }
+
+    Layout x;
+    x.rows = rows;
+    x.dp_slots = D;
+    x.cells.resize(static_cast<std::size_t>(K));
+    for (int k = 0; k < K; ++k)
+        x.cells[static_cast<std::size_t>(k)] = cells[static_cast<std::size_t>(position[static_cast<std::size_t>(k)])];
+    return x;
+}
+
+}  // namespace
+
+Layout edp_aware_pair(const std::vector<std::vector<int>>& cells, int rows, const PackingProblem& p, int w, Rng& rng,
+                      int max_candidates) {
+    return pair_cells(cells, rows, p, w, rng, max_candidates, nullptr);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Canonicalize.
+
+std::vector<int> canonical_signature(const Layout& x, const PackingProblem& p) {
+    check_shape(x, p, "canonical_signature");
+    const int D = x.dp_slots;
+    std::vector<std::vector<int>> sorted_cells(x.cells);
+    for (auto& c : sorted_cells)
+        std::sort(c.begin(), c.end());
+    std::vector<std::vector<int>> row_code(static_cast<std::size_t>(x.rows));
+    std::vector<const std::vector<int>*> group;
+    for (int r = 0; r < x.rows; ++r) {
+        auto& code = row_code[static_cast<std::size_t>(r)];
+        for (const auto& slots : p.shards) {
+            group.clear();
+            for (int d : slots)
+                group.push_back(&sorted_cells[static_cast<std::size_t>(r * D + d)]);
+            std::sort(group.begin(), group.end(),
+                      [](const std::vector<int>* a, const std::vector<int>* b) { return *a < *b; });
+            for (const auto* c : group) {
+                code.insert(code.end(), c->begin(), c->end());
+                code.push_back(-1);  // end of cell
+            }
+            code.push_back(-2);  // end of shard
+        }
+    }
+    std::sort(row_code.begin(), row_code.end());
+    std::vector<int> out{x.rows, D};
+    for (const auto& code : row_code) {
+        out.insert(out.end(), code.begin(), code.end());
+        out.push_back(-3);  // end of row
+    }
+    return out;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Sliced-Wasserstein sketch.
+
+namespace {
+
+/// sum_i sum_p q[i][l][p] per layer, [L] (tokens; a problem constant, one pass over the demand).
+/// Integer sums, so the parallel reduction is exact and independent of the split.
+std::vector<std::int64_t> layer_totals(const PackingProblem& p) {
+    using Acc = std::vector<std::int64_t>;
+    const std::size_t LP = static_cast<std::size_t>(p.L) * p.P;
+    Acc per_rank = tbb::parallel_reduce(
+        tbb::blocked_range<int>(0, p.n, 64), Acc(LP, 0),
+        [&](const tbb::blocked_range<int>& range, Acc acc) {
+            for (int i = range.begin(); i < range.end(); ++i)
+                add_into(acc.data(), p.q(i), LP);
+            return acc;
+        },
+        [](Acc a, const Acc& b) {
+            for (std::size_t k = 0; k < a.size(); ++k)
+                a[k] += b[k];
+            return a;
+        });
+    std::vector<std::int64_t> total(static_cast<std::size_t>(p.L), 0);
+    for (int l = 0; l < p.L; ++l)
+        for (int e = 0; e < p.P; ++e)
+            total[static_cast<std::size_t>(l)] += per_rank[static_cast<std::size_t>(l) * p.P + e];
+    return total;
+}
+
+/// sum_g max_p W[r][g][l][p] per row and layer, [R][L] (tokens; one pass over the demand).
+std::vector<std::int64_t> row_peaks(const Layout& x, const PackingProblem& p) {
+    const int D = x.dp_slots, L = p.L, P = p.P;
+    std::vector<std::int64_t> out(static_cast<std::size_t>(x.rows) * L, 0);
+    std::vector<std::int64_t> W(static_cast<std::size_t>(L) * P);
+    for (int r = 0; r < x.rows; ++r)
+        for (const auto& slots : p.shards) {
+            std::fill(W.begin(), W.end(), 0);
+            for (int d : slots)
+                add_cell_load(x.cells[static_cast<std::size_t>(r * D + d)], p, W.data());
+            for (int l = 0; l < L; ++l)
+                out[static_cast<std::size_t>(r) * L + l] += *std::max_element(
+                    W.begin() + static_cast<std::ptrdiff_t>(l) * P, W.begin() + static_cast<std::ptrdiff_t>(l + 1) * P);
+        }
+    return out;
+}
+
+/// Row features H(x) [R][F], F = 3 + L, each about 1 on a balanced layout (dimensionless):
+///   f0 = sum_{i in row} t_i / (sum_i t_i / R)                         (token moment 1)
+///   f1 = sum_{i in row} t_i^2 / (sum_i t_i^2 / R)                     (token moment 2, the beta term)
+///   f2 = sum_g max_{d in D_g} T[r][d] / (G * sum_i t_i / (R D))       (shard-max cell load, the A proxy)
+///   f_{3+l} = sum_g max_p W[r][g][l][p] / (sum_i sum_p q[i][l][p] / (R P)) / sqrt(L)   (layer-l EDP peak)
+/// The 1/sqrt(L) keeps the L expert columns from swamping the three token columns in a random
+/// projection. `row_peak` [R][L] and `layer_total` [L] as from row_peaks / layer_totals.
+std::vector<double> row_features(const Layout& x, const PackingProblem& p, const std::vector<std::int64_t>& row_peak,
+                                 const std::vector<std::int64_t>& layer_total) {
+    const int R = x.rows, D = x.dp_slots, G = p.G, L = p.L, P = p.P;
+    const int F = 3 + L;
+    double tsum = 0, t2sum = 0;
+    for (std::int64_t t : p.length) {
+        tsum += static_cast<double>(t);
+        t2sum += static_cast<double>(t) * static_cast<double>(t);
+    }
+    const double rows = std::max(R, 1);
+    const double t_ref = tsum / rows, t2_ref = t2sum / rows, a_ref = G * tsum / (rows * D);
+    const double layer_scale = L > 0 ? 1.0 / std::sqrt(static_cast<double>(L)) : 0.0;
+    std::vector<double> H(static_cast<std::size_t>(R) * F, 0.0);
+    for (int r = 0; r < R; ++r) {
+        double* h = H.data() + static_cast<std::size_t>(r) * F;
+        std::int64_t row_t = 0, row_t2 = 0, amax_sum = 0;
+        for (const auto& slots : p.shards) {
+            std::int64_t amax = 0;
+            for (int d : slots) {
+                std::int64_t ct = 0;
+                for (int i : x.cells[static_cast<std::size_t>(r * D + d)]) {
+                    const std::int64_t t = p.length[static_cast<std::size_t>(i)];
+                    ct += t;
+                    row_t2 += t * t;
+                }
+                row_t += ct;
+                amax = std::max(amax, ct);
+            }
+            amax_sum += amax;
+        }
+        h[0] = t_ref > 0 ? static_cast<double>(row_t) / t_ref : 0.0;
+        h[1] = t2_ref > 0 ? static_cast<double>(row_t2) / t2_ref : 0.0;
+        h[2] = a_ref > 0 ? static_cast<double>(amax_sum) / a_ref : 0.0;
+        for (int l = 0; l < L; ++l) {
+            const double ref = static_cast<double>(layer_total[static_cast<std::size_t>(l)]) / (rows * P);
+            h[3 + l] =
+                ref > 0 ? static_cast<double>(row_peak[static_cast<std::size_t>(r) * L + l]) / ref * layer_scale : 0.0;
+        }
+    }
+    return H;
+}
+
+/// Fixed projections u_k in R^F: Gaussian components (Box-Muller) from a fixed-seed Rng, unit norm.
+/// Independent of the budget seed, so sketches of different runs are comparable. [q][F].
+std::vector<double> projections(int q, int F) {
+    Rng rng(0x534b45544348ULL);  // "SKETCH"
+    std::vector<double> u(static_cast<std::size_t>(q) * F);
+    constexpr double two_pi = 6.283185307179586476925286766559;
+    for (int k = 0; k < q; ++k) {
+        double* uk = u.data() + static_cast<std::size_t>(k) * F;
+        double norm2 = 0;
+        for (int f = 0; f < F; ++f) {
+            const double u1 = 1.0 - rng.uniform(), u2 = rng.uniform();
+            uk[f] = std::sqrt(-2.0 * std::log(u1)) * std::cos(two_pi * u2);
+            norm2 += uk[f] * uk[f];
+        }
+        const double inv = norm2 > 0 ? 1.0 / std::sqrt(norm2) : 0.0;
+        for (int f = 0; f < F; ++f)
+            uk[f] *= inv;
+    }
+    return u;
+}
+
+/// phi_k = sort(H u_k), [q][R].
+Sketch sketch_from(const Layout& x, const PackingProblem& p, const std::vector<std::int64_t>& row_peak,
+                   const std::vector<std::int64_t>& layer_total, int q) {
+    q = std::max(q, 0);
+    const int R = x.rows, F = 3 + p.L;
+    const std::vector<double> H = row_features(x, p, row_peak, layer_total);
+    const std::vector<double> u = projections(q, F);
+    Sketch s;
+    s.phi.resize(static_cast<std::size_t>(q) * R);
+    for (int k = 0; k < q; ++k) {
+        double* phi = s.phi.data() + static_cast<std::size_t>(k) * R;
+        const double* uk = u.data() + static_cast<std::size_t>(k) * F;
+        for (int r = 0; r < R; ++r) {
+            const double* h = H.data() + static_cast<std::size_t>(r) * F;
+            double v = 0;
+            for (int f = 0; f < F; ++f)
+                v += h[f] * uk[f];
+            phi[r] = v;
+        }
+        std::sort(phi, phi + R);
+    }
+    return s;
+}
+
+}  // namespace
+
+Sketch sketch_layout(const Layout& x, const PackingProblem& p, int q) {
+    check_shape(x, p, "sketch_layout");
+    return sketch_from(x, p, row_peaks(x, p), layer_totals(p), q);
+}
+
+double sketch_distance(const Sketch& a, const Sketch& b, int q) {
+    if (q <= 0 || a.phi.size() != b.phi.size() || a.phi.size() % static_cast<std::size_t>(q) != 0)
+        return std::numeric_limits<double>::infinity();
+    const std::size_t R = a.phi.size() / static_cast<std::size_t>(q);
+    if (R == 0) return 0.0;
+    double s = 0;
+    for (std::size_t j = 0; j < a.phi.size(); ++j)
+        s += std::abs(a.phi[j] - b.phi[j]);
+    return s / (static_cast<double>(q) * static_cast<double>(R));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Algorithm 2.
+
+namespace {
+
+/// One CanonicalMap entry with the cached data of QualityDiversitySelect.
+struct Candidate {
+    Layout layout;
+    Score score;
+    std::string origin;
+    std::vector<int> signature;
+    std::vector<std::int64_t> row_peak;  ///< sum_g max_p W[r][g][l][p], [R][L] (sketch input)
+    Sketch sketch;
+    /// Cyclic successor of each sample among its cell-mates / row-shard-mates in ascending id order
+    /// (itself when alone), [n] each: the O(n) co-assignment profile.
+    std::vector<int> succ_cell, succ_rowshard;
+};
+
+void cyclic_successors(std::vector<int>& ids, std::vector<int>& succ) {
+    std::sort(ids.begin(), ids.end());
+    for (std::size_t j = 0; j < ids.size(); ++j)
+        succ[static_cast<std::size_t>(ids[j])] = ids[(j + 1) % ids.size()];
+}
+
+void co_assignment_profile(Candidate& c, const PackingProblem& p) {
+    const Layout& x = c.layout;
+    c.succ_cell.assign(static_cast<std::size_t>(p.n), -1);
+    c.succ_rowshard.assign(static_cast<std::size_t>(p.n), -1);
+    std::vector<int> ids;
+    for (const auto& cell : x.cells) {
+        ids = cell;
+        cyclic_successors(ids, c.succ_cell);
+    }
+    for (int r = 0; r < x.rows; ++r)
+        for (const auto& slots : p.shards) {
+            ids.clear();
+            for (int d : slots) {
+                const auto& cell = x.cells[static_cast<std::size_t>(r * x.dp_slots + d)];
+                ids.insert(ids.end(), cell.begin(), cell.end());
+            }
+            cyclic_successors(ids, c.succ_rowshard);
+        }
+}
+
+/// Co-assignment distance in [0, 1]: mean over the cell and row-shard levels of the fraction of samples
+/// whose successor among their mates differs. A sample moved between cells changes O(1) successors, so
+/// the measure grows smoothly with the number of moves. O(n).
+double co_assignment_distance(const Candidate& a, const Candidate& b) {
+    const std::size_t n = a.succ_cell.size();
+    if (n == 0) return 0.0;
+    std::size_t cell = 0, rs = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        cell += a.succ_cell[i] != b.succ_cell[i];
+        rs += a.succ_rowshard[i] != b.succ_rowshard[i];
+    }
+    return 0.5 * (static_cast<double>(cell) + static_cast<double>(rs)) / static_cast<double>(n);
+}
+
+/// RandomizedBestFit over the K cells seeded with sigma[0..K-1] (Algorithm 2 lines 5-8). nullopt when
+/// some sample fits nowhere (F_i empty).
+std::optional<std::vector<std::vector<int>>> randomized_best_fit(const std::vector<int>& sigma, const PackingProblem& p,
+                                                                 int K, int w, Rng& rng) {
+    // Ascending (tokens, -cardinality, -index) is the reverse of the rank order (occupancy descending,
+    // cardinality ascending, index ascending): the leading feasible cells sit just below the first
+    // cell with tokens > C - t_i.
+    struct Key {
+        std::int64_t tokens;
+        int neg_card, neg_index;
+        bool operator<(const Key& o) const {
+            if (tokens != o.tokens) return tokens < o.tokens;
+            if (neg_card != o.neg_card) return neg_card < o.neg_card;
+            return neg_index < o.neg_index;
+        }
+    };
+    std::vector<std::vector<int>> cells(static_cast<std::size_t>(K));
+    std::vector<std::int64_t> tokens(static_cast<std::size_t>(K));
+    std::set<Key> ranked;
+    for (int k = 0; k < K; ++k) {
+        const int i = sigma[static_cast<std::size_t>(k)];
+        cells[static_cast<std::size_t>(k)].push_back(i);
+        tokens[static_cast<std::size_t>(k)] = p.length[static_cast<std::size_t>(i)];
+        ranked.insert(Key{tokens[static_cast<std::size_t>(k)], -1, -k});
+    }
+    std::vector<Key> lead;
+    lead.reserve(static_cast<std::size_t>(w));
+    for (std::size_t h = static_cast<std::size_t>(K); h < sigma.size(); ++h) {
+        const int i = sigma[h];
+        const std::int64_t t = p.length[static_cast<std::size_t>(i)];
+        auto it =
+            ranked.lower_bound(Key{p.C - t + 1, std::numeric_limits<int>::min(), std::numeric_limits<int>::min()});
+        lead.clear();
+        while (it != ranked.begin() && static_cast<int>(lead.size()) < w)
+            lead.push_back(*--it);
+        if (lead.empty()) return std::nullopt;
+        const Key chosen = lead[static_cast<std::size_t>(decaying_pick(static_cast<int>(lead.size()), rng))];
+        const int k = -chosen.neg_index;
+        ranked.erase(chosen);
+        cells[static_cast<std::size_t>(k)].push_back(i);
+        tokens[static_cast<std::size_t>(k)] += t;
+        ranked.insert(Key{tokens[static_cast<std::size_t>(k)], chosen.neg_card - 1, chosen.neg_index});
+    }
+    return cells;
+}
+
+}  // namespace
+
+std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout& ffd, const SeedingBudget& b,
+                                           const std::atomic<bool>* cancel) {
+    check_problem(p, "diverse_population");
+    if (const std::string why = validate_layout(ffd, p); !why.empty())
+        throw std::invalid_argument("diverse_population: the FFD seed is not a valid layout: " + why);
+    check_shape(ffd, p, "diverse_population");
+    const int R = ffd.rows, K = R * p.D;
+    const int w = clamp_width(b.choice_width);
+    const int q = std::max(1, b.projections);
+    const int pair_cap = std::max(1, b.pair_candidates);
+    const int pop = std::max(1, b.population);
+    auto stop = [&] { return cancel != nullptr && cancel->load(std::memory_order_relaxed); };
+
+    // Tasks, run in parallel, each on its own RNG stream: 0 = the FFD seed itself, 1 = EDPAwarePair of
+    // its cells (stream 0), 1 + t = trial t = 1..M-2 (stream t). Results land in task order, so nothing
+    // below depends on scheduling.
+    std::vector<int> order(static_cast<std::size_t>(p.n));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int c) {
+        return p.length[static_cast<std::size_t>(a)] > p.length[static_cast<std::size_t>(c)];
+    });
+    const int trials = std::max(0, b.candidates - 2);
+    const int tasks = b.candidates >= 2 ? 2 + trials : 1;
+    std::vector<std::optional<Candidate>> raw(static_cast<std::size_t>(tasks));
+    tbb::parallel_for(0, tasks, [&](int j) {
+        Candidate c;
+        if (j == 0) {
+            c.layout = ffd;  // row_peak filled lazily, only when selection needs sketches
+            c.origin = "ffd";
+        } else {
+            if (stop()) return;
+            const int trial = j - 1;
+            Rng rng(stream_seed(b.seed, static_cast<std::uint64_t>(trial)));
+            if (trial == 0) {
+                c.layout = pair_cells(ffd.cells, R, p, w, rng, pair_cap, &c.row_peak);
+                c.origin = "ffd+pair";
+            } else {
+                const std::vector<int> sigma = window_shuffle(order, w, rng);
+                auto cells = randomized_best_fit(sigma, p, K, w, rng);
+                if (!cells) return;  // abort trial: a sample fits nowhere
+                c.layout = pair_cells(*cells, R, p, w, rng, pair_cap, &c.row_peak);
+                if (!validate_layout(c.layout, p).empty()) return;  // abort trial: not in X_R*
+                c.origin = "shuffle#" + std::to_string(trial);
+            }
+        }
+        c.score = score_layout(c.layout, p);
+        c.signature = canonical_signature(c.layout, p);
+        raw[static_cast<std::size_t>(j)] = std::move(c);
+    });
+    // x_paired = minScore{x_length, EDPAwarePair(cells(x_length))} (Algorithm 2 line 2).
+    if (tasks > 1 && raw[1] && !(raw[1]->score < raw[0]->score)) raw[1].reset();
+
+    // Canonicalize + CanonicalMap: lowest exact score per signature, ties to the earlier candidate.
+    std::map<std::vector<int>, int> slot_of_signature;
+    std::vector<Candidate> cand;
+    for (auto& c : raw) {
+        if (!c) continue;
+        auto [it, inserted] = slot_of_signature.try_emplace(c->signature, static_cast<int>(cand.size()));
+        if (inserted) {
+            cand.push_back(std::move(*c));
+        } else if (c->score < cand[static_cast<std::size_t>(it->second)].score) {
+            cand[static_cast<std::size_t>(it->second)] = std::move(*c);
+        }
+    }
+    raw.clear();
+    slot_of_signature.clear();
+    const int M = static_cast<int>(cand.size());
+
+    // QualityDiversitySelect.
+    int winner = 0;
+    for (int j = 1; j < M; ++j)
+        if (cand[static_cast<std::size_t>(j)].score < cand[static_cast<std::size_t>(winner)].score) winner = j;
+    std::vector<int> selected{winner};
+    const int distinct = std::min(pop, M);
+    if (distinct > 1) {
+        const std::vector<std::int64_t> totals = layer_totals(p);
+        tbb::parallel_for(0, M, [&](int j) {
+            Candidate& c = cand[static_cast<std::size_t>(j)];
+            if (c.row_peak.size() != static_cast<std::size_t>(c.layout.rows) * p.L) c.row_peak = row_peaks(c.layout, p);
+            c.sketch = sketch_from(c.layout, p, c.row_peak, totals, q);
+            co_assignment_profile(c, p);
+        });
+        const double s0_best = cand[static_cast<std::size_t>(winner)].score.max_u;
+        const double gap_norm = std::max(std::abs(s0_best), 1e-12);
+        std::vector<double> delta0(static_cast<std::size_t>(M)), sw_w(static_cast<std::size_t>(M)),
+            co_w(static_cast<std::size_t>(M));
+        const Candidate& cw = cand[static_cast<std::size_t>(winner)];
+        tbb::parallel_for(0, M, [&](int j) {
+            const Candidate& c = cand[static_cast<std::size_t>(j)];
+            delta0[static_cast<std::size_t>(j)] = (c.score.max_u - s0_best) / gap_norm;
+            sw_w[static_cast<std::size_t>(j)] = sketch_distance(c.sketch, cw.sketch, q);
+            co_w[static_cast<std::size_t>(j)] = co_assignment_distance(c, cw);
+        });
+        double d_ref = 0;
+        for (double v : sw_w)
+            if (std::isfinite(v)) d_ref = std::max(d_ref, v);
+        auto combine = [&](double co, double sw) {
+            return 0.5 * co + (d_ref > 0 && std::isfinite(sw) ? 0.5 * sw / d_ref : 0.0);
+        };
+        std::vector<double> min_d(static_cast<std::size_t>(M));
+        std::vector<char> taken(static_cast<std::size_t>(M), 0);
+        taken[static_cast<std::size_t>(winner)] = 1;
+        for (int j = 0; j < M; ++j)
+            min_d[static_cast<std::size_t>(j)] =
+                combine(co_w[static_cast<std::size_t>(j)], sw_w[static_cast<std::size_t>(j)]);
+        while (static_cast<int>(selected.size()) < distinct) {
+            int pick = -1;
+            double pick_value = 0;
+            for (int j = 0; j < M; ++j) {
+                if (taken[static_cast<std::size_t>(j)]) continue;
+                const double v = min_d[static_cast<std::size_t>(j)] - b.eta * delta0[static_cast<std::size_t>(j)];
+                if (pick < 0 || v > pick_value ||
+                    (v == pick_value &&
+                     cand[static_cast<std::size_t>(j)].score < cand[static_cast<std::size_t>(pick)].score)) {
+                    pick = j;
+                    pick_value = v;
+                }
+            }
+            taken[static_cast<std::size_t>(pick)] = 1;
+            selected.push_back(pick);
+            if (static_cast<int>(selected.size()) == distinct) break;
+            const Candidate& cp = cand[static_cast<std::size_t>(pick)];
+            tbb::parallel_for(0, M, [&](int j) {
+                if (taken[static_cast<std::size_t>(j)]) return;
+                const Candidate& c = cand[static_cast<std::size_t>(j)];
+                const double d = combine(co_assignment_distance(c, cp), sketch_distance(c.sketch, cp.sketch, q));
+                min_d[static_cast<std::size_t>(j)] = std::min(min_d[static_cast<std::size_t>(j)], d);
+            });
+        }
+    }
+
+    // Members; P_pop filled cyclically with the selected distinct seeds (Algorithm 2 line 14).
+    std::vector<SeedMember> members;
+    members.reserve(static_cast<std::size_t>(pop));
+    for (int j = 0; j < pop; ++j) {
+        const Candidate& c = cand[static_cast<std::size_t>(selected[static_cast<std::size_t>(j) % selected.size()])];
+        members.push_back(SeedMember{c.layout, c.score, c.origin});
+    }
+    return members;
+}
+
+}  // namespace routepack

@@ -1,0 +1,149 @@
+// JSON helpers: strict parsing, message text and range-checked integers. See json.h.
+#include "core/util/json.h"
+
+#include "core/util/errors.h"
+#include "core/util/text.h"
+
+#include <cmath>
+#include <unordered_set>
+#include <vector>
+
+namespace routepack::util {
+
+std::string json_kind(const nlohmann::json& v) {
+    switch (v.type()) {
+    case nlohmann::json::value_t::null: return "null";
+    case nlohmann::json::value_t::boolean: return "a boolean";
+    case nlohmann::json::value_t::string: return "a string";
+    case nlohmann::json::value_t::array: return "a list";
+    case nlohmann::json::value_t::object: return "an object";
+    case nlohmann::json::value_t::binary: return "binary data";
+    case nlohmann::json::value_t::number_float: return "a non-integer number";
+    default: return "an integer";
+    }
+}
+
+std::string json_brief(const nlohmann::json& v) {
+    if (v.is_string()) return "\"" + printable(v.get_ref<const std::string&>()) + "\"";
+    if (v.is_array() || v.is_object() || v.is_binary()) return json_kind(v);
+    return printable(v.dump());  // a scalar: no recursion
+}
+
+std::string json_error_description(const std::exception& e) {
+    // nlohmann: "[json.exception.parse_error.101] parse error at line 1, column 7: <description>",
+    // "[json.exception.out_of_range.406] number overflow parsing '1e400'".
+    std::string_view s = e.what();
+    if (s.rfind("[json.exception.", 0) == 0) {
+        const std::size_t close = s.find("] ");
+        if (close != std::string_view::npos) s.remove_prefix(close + 2);
+    }
+    if (s.rfind("parse error", 0) == 0) {
+        const std::size_t p = s.find(": ");
+        if (p != std::string_view::npos) s.remove_prefix(p + 2);
+    }
+    return printable(s, 400);
+}
+
+namespace {
+
+/// nlohmann's DOM builder plus a check that no object repeats a key (a repeated key would
+/// silently replace the earlier value). Parse errors behave exactly as nlohmann::json::parse.
+class CheckedDomParser {
+public:
+    explicit CheckedDomParser(nlohmann::json& result) : dom_(result, true) {}
+
+    bool null() { return dom_.null(); }
+    bool boolean(bool v) { return dom_.boolean(v); }
+    bool number_integer(nlohmann::json::number_integer_t v) { return dom_.number_integer(v); }
+    bool number_unsigned(nlohmann::json::number_unsigned_t v) { return dom_.number_unsigned(v); }
+    bool number_float(nlohmann::json::number_float_t v, const std::string& s) { return dom_.number_float(v, s); }
+    bool string(std::string& v) { return dom_.string(v); }
+    bool binary(nlohmann::json::binary_t& v) { return dom_.binary(v); }
+    bool start_object(std::size_t n) {
+        keys_.emplace_back();
+        return dom_.start_object(n);
+    }
+    bool key(std::string& k) {
+        if (!keys_.back().insert(k).second) {
+            duplicate = k;
+            return false;
+        }
+        return dom_.key(k);
+    }
+    bool end_object() {
+        keys_.pop_back();
+        return dom_.end_object();
+    }
+    bool start_array(std::size_t n) { return dom_.start_array(n); }
+    bool end_array() { return dom_.end_array(); }
+    template <class Exception>
+    bool parse_error(std::size_t pos, const std::string& token, const Exception& ex) {
+        return dom_.parse_error(pos, token, ex);  // throws, as nlohmann::json::parse does
+    }
+
+    std::optional<std::string> duplicate;
+
+private:
+    nlohmann::detail::json_sax_dom_parser<nlohmann::json> dom_;
+    std::vector<std::unordered_set<std::string>> keys_;
+};
+
+}  // namespace
+
+nlohmann::json parse_json_strict(std::string_view text, const std::string& origin) {
+    nlohmann::json out;
+    CheckedDomParser sax(out);
+    const bool ok = nlohmann::json::sax_parse(text.data(), text.data() + text.size(), &sax);
+    if (!ok && sax.duplicate)
+        throw InputError(origin + ": malformed JSON: duplicate key '" + printable(*sax.duplicate) + "' in one object");
+    if (!ok) throw InputError(origin + ": malformed JSON");
+    return out;
+}
+
+const nlohmann::json* json_member(const nlohmann::json& obj, const char* key) {
+    if (!obj.is_object()) return nullptr;
+    const auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return nullptr;
+    return &*it;
+}
+
+std::int64_t json_int_value(const nlohmann::json& v, const std::string& where, const std::string& field,
+                            std::int64_t lo, std::int64_t hi) {
+    if (v.is_number_float()) {
+        // Integral floats (232795.0, as JSON writers emit float tensors) are integers; 1.5, nan
+        // and values beyond int64 are not.
+        const double d = v.get<double>();
+        if (!std::isfinite(d) || d != std::floor(d))
+            throw InputError(where + ": " + field + " " + json_brief(v) + " is not an integer");
+        if (d < -9223372036854775808.0 || d >= 9223372036854775808.0 || d < static_cast<double>(lo) ||
+            d > static_cast<double>(hi)) {
+            if (d < 0 && lo == 0) throw InputError(where + ": " + field + " " + json_brief(v) + " is negative");
+            throw InputError(where + ": " + field + " " + json_brief(v) + " is out of range " + std::to_string(lo) +
+                             ".." + std::to_string(hi));
+        }
+        const auto x = static_cast<std::int64_t>(d);
+        if (x < lo || x > hi)
+            throw InputError(where + ": " + field + " " + json_brief(v) + " is out of range " + std::to_string(lo) +
+                             ".." + std::to_string(hi));
+        return x;
+    }
+    if (!v.is_number_integer()) throw InputError(where + ": " + field + " is not an integer");
+    const bool too_big = v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX);
+    const std::int64_t x = too_big ? 0 : v.get<std::int64_t>();
+    if (too_big || x < lo || x > hi) {
+        const std::string text = too_big ? std::to_string(v.get<std::uint64_t>()) : std::to_string(x);
+        if (!too_big && x < 0 && lo == 0) throw InputError(where + ": " + field + " " + text + " is negative");
+        throw InputError(where + ": " + field + " " + text + " is out of range " + std::to_string(lo) + ".." +
+                         std::to_string(hi));
+    }
+    return x;
+}
+
+std::optional<std::int64_t> json_int(const nlohmann::json& obj, const char* key, const std::string& where,
+                                     const std::string& field, std::int64_t lo, std::int64_t hi) {
+    const nlohmann::json* v = json_member(obj, key);
+    if (!v) return std::nullopt;
+    return json_int_value(*v, where, field, lo, hi);
+}
+
+}  // namespace routepack::util

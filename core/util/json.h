@@ -1,0 +1,51 @@
+#pragma once
+// JSON helpers on nlohmann::json (Debian nlohmann-json3-dev 3.11) for every JSON input the
+// project reads (traces, model configs, topologies, plans, budgets, safetensors headers): strict
+// parsing (a repeated key is an error, not a silent overwrite), user-facing error text, and
+// range-checked integers. Include it only where JSON is parsed; it pulls in nlohmann/json.hpp.
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace routepack::util {
+
+/// The kind of a JSON value for messages: "a string", "a number", "a list", "an object", ...
+std::string json_kind(const nlohmann::json& v);
+
+/// A JSON value for an error message without ever serializing a container (which could be deeply
+/// nested or huge): strings quoted and passed through printable(), numbers / booleans / null as
+/// JSON text, "a list" / "an object" for containers.
+std::string json_brief(const nlohmann::json& v);
+
+/// The description part of an nlohmann error, without its "[json.exception.<kind>.<id>]" tag and
+/// "parse error at line L, column C: " prefix ("syntax error while parsing value - ...",
+/// "number overflow parsing '1e400'"); echoed input in it passes through printable().
+std::string json_error_description(const std::exception& e);
+
+/// nlohmann::json::parse of a whole document with repeated keys refused: InputError "<origin>:
+/// malformed JSON: duplicate key '<k>' in one object" (printable, cut at 80 characters); every
+/// other error is nlohmann's own exception, as json::parse throws it, for the caller's message.
+nlohmann::json parse_json_strict(std::string_view text, const std::string& origin);
+
+/// Member `key` of `obj` when present and not null; nullptr otherwise.
+const nlohmann::json* json_member(const nlohmann::json& obj, const char* key);
+
+/// An integer JSON value checked against lo..hi: InputError "<where>: <field> is not an integer"
+/// for another type, "<where>: <field> <v> is out of range lo..hi" otherwise (unsigned values
+/// above INT64_MAX included: never wrapped). A float with an integral value (232795.0, as JSON
+/// dumps of float tensors write counts) is that integer; any other float is refused as
+/// "<where>: <field> 1.5 is not an integer".
+std::int64_t json_int_value(const nlohmann::json& v, const std::string& where, const std::string& field,
+                            std::int64_t lo = INT64_MIN, std::int64_t hi = INT64_MAX);
+
+/// Member `key` of object `obj` as an integer in lo..hi; nullopt when absent or null. Errors as
+/// json_int_value.
+std::optional<std::int64_t> json_int(const nlohmann::json& obj, const char* key, const std::string& where,
+                                     const std::string& field, std::int64_t lo = INT64_MIN,
+                                     std::int64_t hi = INT64_MAX);
+
+}  // namespace routepack::util

@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Checks the include arrows between the project's modules by reading every #include.
+
+Static libraries do not stop a header of a lower stage from including a higher one, so this test
+does: it reads every `#include "..."` and `#include <...>` of the sources under core/, gpu/,
+storage/, views/ and app/ and fails on one that runs against the arrows
+
+    core/util <- core/model <- core/import <- core/synth
+                 core/model <- core/plan
+    core/* <- storage, core/* <- gpu, core/* + storage + gpu <- views, everything <- app
+
+or that reaches a module's private header, pulls Qt into core/, gpu/ or storage/, or exposes
+nlohmann/json or oneTBB in a header (both are linked PRIVATE; only core/util/json.h and the
+importers' private header carry nlohmann types).
+
+Usage: check_includes.py --source DIR [--inject FILE:HEADER]
+  --inject pretends FILE holds one more `#include "HEADER"` (`#include <HEADER>` when HEADER is
+  written <...>): the test that proves each kind of violation is caught. Prints `check_includes: FILE:LINE: ...` per violation and exits 1; prints
+  `check_includes: OK (N files, M includes)` and exits 0 otherwise.
+"""
+import argparse
+import os
+import re
+import sys
+
+# Which project modules each module may include (its own always allowed).
+ALLOWED = {
+    "core/util": set(),
+    "core/model": {"core/util"},
+    "core/import": {"core/util", "core/model"},
+    "core/synth": {"core/util", "core/model", "core/import"},
+    "core/plan": {"core/util", "core/model"},
+    "storage": {"core/util", "core/model", "core/import", "core/synth", "core/plan"},
+    "gpu": {"core/util", "core/model", "core/import", "core/synth", "core/plan"},
+    "views": {"core/util", "core/model", "core/import", "core/synth", "core/plan", "storage", "gpu"},
+    "app": {"core/util", "core/model", "core/import", "core/synth", "core/plan", "storage", "gpu", "views"},
+}
+# Headers private to one module: nothing outside it (tests aside) includes them.
+PRIVATE = {
+    "core/import/import_detail.h": "core/import",
+    "core/import/import_common.h": "core/import",
+    "storage/library_internal.h": "storage",
+}
+# Headers that may expose nlohmann types (they are included only by targets linking nlohmann_json).
+NLOHMANN_HEADERS = {"core/util/json.h", "core/import/import_detail.h"}
+QT_FREE = ("core/", "gpu/", "storage/")
+SOURCE_EXT = (".h", ".cpp", ".cu", ".cuh")
+INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
+
+
+def module_of(path):
+    """The module a repository-relative path belongs to, or None (tests, resources, docs)."""
+    parts = path.split("/")
+    if parts[0] == "core" and len(parts) >= 3:
+        return "core/" + parts[1]
+    if parts[0] in ("gpu", "storage", "views", "app"):
+        return parts[0]
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--source", required=True)
+    ap.add_argument("--inject", action="append", default=[])
+    args = ap.parse_args()
+    root = os.path.abspath(args.source)
+    injected = {}
+    for item in args.inject:
+        f, _, h = item.partition(":")
+        injected.setdefault(f, []).append(h)
+
+    files = []
+    for top in ("core", "gpu", "storage", "views", "app"):
+        for d, _, names in os.walk(os.path.join(root, top)):
+            for n in names:
+                if n.endswith(SOURCE_EXT):
+                    files.append(os.path.relpath(os.path.join(d, n), root))
+    files.sort()
+    errors = []
+    count = 0
+    for rel in files:
+        mod = module_of(rel)
+        if mod is None:
+            errors.append(f"{rel}: not inside a module folder (core/<stage>/, gpu/, storage/, views/, app/)")
+            continue
+        with open(os.path.join(root, rel), encoding="utf-8") as fh:
+            lines = [(i + 1, l) for i, l in enumerate(fh)]
+        lines += [(0, f"#include {h}\n" if h.startswith("<") else f'#include "{h}"\n') for h in injected.get(rel, [])]
+        is_header = rel.endswith((".h", ".cuh"))
+        for lineno, line in lines:
+            m = INCLUDE.match(line)
+            if not m:
+                continue
+            count += 1
+            where = f"{rel}:{lineno if lineno else 'injected'}"
+            kind, target = m.groups()
+            if kind == "<":
+                if rel.startswith(QT_FREE) and (target.startswith("Q") or target.startswith("Qt")):
+                    errors.append(f"{where}: includes Qt <{target}>; {mod} is Qt-free")
+                if is_header and target.startswith("nlohmann/") and rel not in NLOHMANN_HEADERS:
+                    errors.append(f"{where}: header exposes <{target}>; nlohmann_json is linked PRIVATE "
+                                  "(include it in the .cpp, or core/util/json.h there)")
+                if is_header and target.startswith(("tbb/", "oneapi/tbb")):
+                    errors.append(f"{where}: header exposes <{target}>; oneTBB is linked PRIVATE")
+                continue
+            if target.startswith("."):
+                errors.append(f'{where}: relative include "{target}"; name it from the repository root')
+                continue
+            tmod = module_of(target)
+            if tmod is None:
+                continue  # generated headers (ui_*.h, moc), CLI11 and the like
+            if not os.path.isfile(os.path.join(root, target)):
+                errors.append(f'{where}: includes "{target}", which does not exist')
+                continue
+            if is_header and target == "core/util/json.h" and rel not in NLOHMANN_HEADERS:
+                errors.append(f'{where}: header includes "core/util/json.h"; keep nlohmann types out of headers')
+            owner = PRIVATE.get(target)
+            if owner and owner != mod:
+                errors.append(f'{where}: includes "{target}", private to {owner}')
+                continue
+            if tmod != mod and tmod not in ALLOWED[mod]:
+                errors.append(f'{where}: {mod} includes "{target}" of {tmod}: the arrow runs the other way '
+                              f"({mod} may include {', '.join(sorted(ALLOWED[mod])) or 'nothing else'})")
+    for e in errors:
+        print("check_includes: " + e)
+    if errors:
+        print(f"check_includes: FAILED ({len(errors)} violations)")
+        return 1
+    print(f"check_includes: OK ({len(files)} files, {count} includes)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
