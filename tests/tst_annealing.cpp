@@ -9,6 +9,8 @@
 
 #include <QtTest>
 
+#include <tbb/task_arena.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -331,18 +333,23 @@ void TestAnnealing::reachesBruteForceOptimum() {
     }
 }
 
+/// Runs `fn` on a TBB arena of `workers` threads (the planner's role in production).
+template <class Fn>
+auto on_workers(int workers, Fn&& fn) {
+    tbb::task_arena arena(workers);
+    return arena.execute(std::forward<Fn>(fn));
+}
+
 void TestAnnealing::deterministicAcrossRunsAndWorkers() {
     const PackingProblem p = standard_problem(21);
     const int rows = ffd_rows(p);
     QVERIFY(rows > 0);
     const auto pop = make_population(p, rows, 6, 5);
     AnnealingBudget b = small_budget();
-    b.workers = 1;
-    const AnnealResult a = population_anneal(p, pop, b);
-    const AnnealResult a2 = population_anneal(p, pop, b);
-    b.workers = 2;
-    const AnnealResult c = population_anneal(p, pop, b);
-    b.workers = 0;
+    // The chains run on the caller's arena: one, two and all cores.
+    const AnnealResult a = on_workers(1, [&] { return population_anneal(p, pop, b); });
+    const AnnealResult a2 = on_workers(1, [&] { return population_anneal(p, pop, b); });
+    const AnnealResult c = on_workers(2, [&] { return population_anneal(p, pop, b); });
     const AnnealResult d = population_anneal(p, pop, b);
     for (const AnnealResult* r : {&a2, &c, &d}) {
         QVERIFY(r->best == a.best);
@@ -481,10 +488,8 @@ void TestAnnealing::stragglerAimedProposalsDeterministic() {
     const auto pop = make_population(p, ffd_rows(p), 5, 9);
     AnnealingBudget b = small_budget();
     b.p_straggler = 0.7;
-    b.workers = 1;
-    const AnnealResult a = population_anneal(p, pop, b);
-    b.workers = 2;
-    const AnnealResult c = population_anneal(p, pop, b);
+    const AnnealResult a = on_workers(1, [&] { return population_anneal(p, pop, b); });
+    const AnnealResult c = on_workers(2, [&] { return population_anneal(p, pop, b); });
     QVERIFY(a.best == c.best);
     QVERIFY(a.score == c.score);
     QVERIFY(same_stats(a.levels, c.levels));

@@ -161,6 +161,31 @@ private Q_SLOTS:
         QVERIFY(without_timings(plan_to_json(plan_window(in))) != c);
     }
 
+    void planWindowsMatchesSingleWorkerPlans() {
+        // A run of three windows on two workers: each plan is exactly plan_window's single-worker
+        // plan of its window; a bad window reports its error without stopping the others; a set
+        // cancel flag plans nothing.
+        std::vector<PlanInput> inputs = {synth_input(4, 1), synth_input(5, 2), synth_input(4, 3)};
+        for (auto& in : inputs) in.budgets.workers = 2;  // forced to 1 per window
+        inputs[1].topology.token_cap = 8;               // shorter than its samples
+        std::vector<int> done(inputs.size(), 0);
+        const auto out = plan_windows(inputs, 2, [&](std::size_t k) { ++done[k]; });
+        QCOMPARE(out.size(), std::size_t(3));
+        for (std::size_t k : {std::size_t(0), std::size_t(2)}) {
+            PlanInput one = inputs[k];
+            one.budgets.workers = 1;
+            QVERIFY(out[k].started);
+            QCOMPARE(QString::fromStdString(out[k].error), QString());
+            QCOMPARE(without_timings(plan_to_json(out[k].plan)), without_timings(plan_to_json(plan_window(one))));
+            QCOMPARE(done[k], 1);
+        }
+        QVERIFY(out[1].started);
+        QCOMPARE(QString::fromStdString(out[1].error), plan_error(inputs[1]));
+        QVERIFY(!out[1].error.empty());
+        std::atomic<bool> cancel{true};
+        for (const auto& w : plan_windows(inputs, 2, {}, &cancel)) QVERIFY(!w.started);
+    }
+
     void progressAndCancellation() {
         PlanInput in = synth_input(8, 7);
         std::vector<std::string> stages;

@@ -2,7 +2,7 @@
 //
 // Control flow (line numbers of Algorithm 3):
 //   1     x* <- the best seed by the exact score tuple (eq. 15), every seed rescored here.
-//   2-12  per level n (T_n = t0 * cooling^n), all P_pop chains run in parallel on one TBB arena; a
+//   2-12  per level n (T_n = t0 * cooling^n), all P_pop chains run in parallel on the caller's TBB arena; a
 //         chain runs K proposals of GuidedProposal on its member's IncrementalScorer, which lives
 //         for the whole run (built once from P0; resampling hands objects over and copies state only
 //         where a terminal state is picked twice, see ResampleReuse);
@@ -19,13 +19,13 @@
 // reduction runs serially in member order on the calling thread. The result is therefore the same
 // for every worker count (unless cancellation or the deadline stops the run).
 #include "core/plan/annealing.h"
+#include "core/util/seeds.h"
 
 #include "core/util/errors.h"
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 #include <tbb/partitioner.h>
-#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <span>
@@ -48,20 +48,6 @@ constexpr int kTargetDraws = 3;
 /// Bound on the rejection draws of the guided source row-shard.
 constexpr int kMaxRejections = 1024;
 
-/// splitmix64 finalizer: a bijective 64-bit mixer.
-std::uint64_t mix64(std::uint64_t x) {
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
-/// RNG stream seed from (seed, level, member) only: the determinism contract of the header.
-std::uint64_t stream_seed(std::uint64_t seed, std::uint64_t level, std::uint64_t member) {
-    std::uint64_t h = mix64(seed);
-    h = mix64(h ^ (0xd1b54a32d192ed03ULL * (level + 1)));
-    return mix64(h ^ (0x8cb92ba72f3d8dd7ULL * (member + 1)));
-}
 /// The member index used for the level's own stream (resampling u0); never a real member.
 constexpr std::uint64_t kLevelStream = std::numeric_limits<std::uint64_t>::max();
 
@@ -323,7 +309,6 @@ void check_budget(const AnnealingBudget& b) {
     if (!(b.rho >= 0 && b.rho <= 1)) bad("rho must be in [0, 1] (got " + std::to_string(b.rho) + ")");
     if (!(b.p_straggler >= 0 && b.p_straggler <= 1))
         bad("p_straggler must be in [0, 1] (got " + std::to_string(b.p_straggler) + ")");
-    if (b.workers < 0) bad("workers must be >= 0 (got " + std::to_string(b.workers) + ")");
     if (b.levels > 0 && !(b.t0 * std::pow(b.cooling, b.levels - 1) > 0))
         bad("the last temperature t0 * cooling^(levels-1) underflows to 0");
 }
@@ -482,30 +467,27 @@ AnnealResult population_anneal(const PackingProblem& p, const std::vector<SeedMe
             throw std::invalid_argument("population_anneal: members have different row counts");
     }
 
-    tbb::task_arena arena(b.workers > 0 ? b.workers : tbb::task_arena::automatic);
+    // The chains run on the caller's TBB arena (the planner owns the threads); the result does not
+    // depend on its size.
     auto parallel_members = [&](auto&& body) {
-        arena.execute([&] {
-            tbb::parallel_for(
-                tbb::blocked_range<int>(0, P, 1),
-                [&](const tbb::blocked_range<int>& range) {
-                    for (int j = range.begin(); j != range.end(); ++j)
-                        body(j);
-                },
-                tbb::simple_partitioner());
-        });
+        tbb::parallel_for(
+            tbb::blocked_range<int>(0, P, 1),
+            [&](const tbb::blocked_range<int>& range) {
+                for (int j = range.begin(); j != range.end(); ++j)
+                    body(j);
+            },
+            tbb::simple_partitioner());
     };
 
     auto parallel_for_count = [&](int count, auto&& body) {
         if (count == 0) return;
-        arena.execute([&] {
-            tbb::parallel_for(
-                tbb::blocked_range<int>(0, count, 1),
-                [&](const tbb::blocked_range<int>& range) {
-                    for (int c = range.begin(); c != range.end(); ++c)
-                        body(c);
-                },
-                tbb::simple_partitioner());
-        });
+        tbb::parallel_for(
+            tbb::blocked_range<int>(0, count, 1),
+            [&](const tbb::blocked_range<int>& range) {
+                for (int c = range.begin(); c != range.end(); ++c)
+                    body(c);
+            },
+            tbb::simple_partitioner());
     };
 
     // Every member's chain state lives in one IncrementalScorer for the whole run (`pool`, member m
@@ -559,7 +541,7 @@ AnnealResult population_anneal(const PackingProblem& p, const std::vector<SeedMe
             ChainOutcome& o = outcomes[static_cast<std::size_t>(j)];
             o.proposals = o.accepted = o.infeasible = 0;
             run_chain(p, pool[static_cast<std::size_t>(obj[static_cast<std::size_t>(j)])], cfg,
-                      stream_seed(b.seed, static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(j)), stop, o);
+                      seeds::annealing_chain(b.seed, static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(j)), stop, o);
         });
 
         // Line 13, serially in member order. Trajectory bests are valid states even when a chain was
@@ -593,7 +575,7 @@ AnnealResult population_anneal(const PackingProblem& p, const std::vector<SeedMe
 
         // Lines 14-18: systematic resampling of the terminal states into P_{n+1}.
         if (n + 1 < b.levels) {
-            Rng level_rng(stream_seed(b.seed, static_cast<std::uint64_t>(n), kLevelStream));
+            Rng level_rng(seeds::annealing_chain(b.seed, static_cast<std::uint64_t>(n), kLevelStream));
             const double u0 = level_rng.uniform() / P;
             const std::vector<int> pick = systematic_resample(terminal_energy, t, t * b.cooling, u0);
             plan_resample_reuse(pick, obj, reuse);

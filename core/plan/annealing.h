@@ -13,7 +13,7 @@
 namespace routepack {
 
 /// Budgets of Algorithm 3 (defaults justified by tests/bench/bench_planner and listed in README).
-struct AnnealingBudget {
+struct AnnealingSettings {
     int levels = 24;            ///< N_T temperature levels
     double t0 = 0.01;           ///< T_0 on the normalized energy delta of line 9
     double cooling = 0.5;       ///< geometric factor: T_{n+1} = cooling * T_n
@@ -23,7 +23,13 @@ struct AnnealingBudget {
     /// Probability that a guided proposal is aimed at the straggler shard (source row-shard in the
     /// shard with U = max_g U, target in another shard); needs G > 1.
     double p_straggler = 0.0;
-    int workers = 0;            ///< TBB arena size; 0 = all cores
+};
+
+/// The settings of one run of Algorithm 3 plus the seed of its chain streams (the planner derives
+/// it from the master seed: seeds::planner_stage(seed, 2)). Threads are not a budget of the stage:
+/// the chains run on the calling thread's TBB arena (the planner's, sized by PlannerBudgets::workers),
+/// and the result does not depend on its size.
+struct AnnealingBudget : AnnealingSettings {
     std::uint64_t seed = 1;
 };
 
@@ -50,7 +56,7 @@ struct AnnealResult {
     bool time_limit_hit = false;
 };
 
-/// Algorithm 3 on population P0: chains in parallel on a TBB arena of `workers` threads (each chain
+/// Algorithm 3 on population P0: chains in parallel on the calling thread's TBB arena (each chain
 /// has its own RNG stream seeded from (seed, level, member), so the result depends only on inputs,
 /// seed and budgets, not on scheduling), GuidedProposal (p_guide: source biased toward large J,
 /// a share p_straggler of them inside the straggler shard with the target outside it, target toward

@@ -1,10 +1,12 @@
 #include "core/plan/planner.h"
+#include "core/util/seeds.h"
 
 #include "core/plan/budgets_json.h"
 #include "core/util/errors.h"
 #include "core/plan/placement.h"
 
 #include <tbb/global_control.h>
+#include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
 #include <chrono>
@@ -16,14 +18,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-/// splitmix64 step: derives independent seeds for the stages from the master seed.
-std::uint64_t derive_seed(std::uint64_t seed, std::uint64_t stream) {
-    std::uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (stream + 1);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
 
 MethodResult make_method(const char* name, bool lpt, Layout layout, const PackingProblem& p, double cv) {
     MethodResult m;
@@ -121,8 +115,9 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
         // 4. Seeding (Algorithm 2).
         t0 = Clock::now();
         emit("seeding", 0.3);
-        SeedingBudget sb = in.budgets.seeding;
-        sb.seed = derive_seed(in.budgets.seed, 1);
+        SeedingBudget sb;
+        static_cast<SeedingSettings&>(sb) = in.budgets.seeding;
+        sb.seed = seeds::planner_stage(in.budgets.seed, 1);
         const auto population = diverse_population(p_lpt, ffd, sb, cancel);
         for (const auto& m : population) r.population_origins.push_back(m.origin);
         r.timings["seeding"] = seconds_since(t0);
@@ -139,9 +134,9 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
         // 5. Population annealing (Algorithm 3).
         t0 = Clock::now();
         emit("annealing", 0.4);
-        AnnealingBudget ab = in.budgets.annealing;
-        ab.seed = derive_seed(in.budgets.seed, 2);
-        ab.workers = workers;
+        AnnealingBudget ab;
+        static_cast<AnnealingSettings&>(ab) = in.budgets.annealing;
+        ab.seed = seeds::planner_stage(in.budgets.seed, 2);
         const int levels = std::max(1, ab.levels);
         const auto res = population_anneal(
             p_lpt, population, ab,
@@ -186,6 +181,28 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
     r.timings["total"] = seconds_since(t_start);
     emit("done", 1.0);
     return r;
+}
+
+std::vector<WindowPlan> plan_windows(const std::vector<PlanInput>& inputs, int workers,
+                                     const std::function<void(std::size_t)>& on_done,
+                                     const std::atomic<bool>* cancel) {
+    std::vector<WindowPlan> out(inputs.size());
+    tbb::task_arena arena(workers > 0 ? workers : tbb::task_arena::automatic);
+    arena.execute([&] {
+        tbb::parallel_for(std::size_t{0}, inputs.size(), [&](std::size_t k) {
+            if (cancel && cancel->load()) return;  // not started: nothing planned for it
+            out[k].started = true;
+            PlanInput in = inputs[k];
+            in.budgets.workers = 1;
+            try {
+                out[k].plan = plan_window(in, {}, cancel);
+            } catch (const std::exception& e) {
+                out[k].error = e.what();
+            }
+            if (on_done) on_done(k);
+        });
+    });
+    return out;
 }
 
 }  // namespace routepack

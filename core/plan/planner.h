@@ -23,8 +23,8 @@ namespace routepack {
 /// seed and worker count give the same plan; `time_limit_s` > 0 adds a wall-clock stop whose firing is
 /// recorded (and then the plan may differ).
 struct PlannerBudgets {
-    SeedingBudget seeding;
-    AnnealingBudget annealing;
+    SeedingSettings seeding;
+    AnnealingSettings annealing;
     std::int64_t row_nodes = 1000000;  ///< node budget of the exact row-count search
     /// Scored moves of the final exact improvement pass (straggler_descent) on the annealing's best;
     /// 0 = no pass.
@@ -103,5 +103,23 @@ std::string window_fingerprint(const Trace& window);
 /// cancelled = true.
 PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress = {},
                        const std::atomic<bool>* cancel = nullptr);
+
+/// One window's outcome in plan_windows.
+struct WindowPlan {
+    PlanResult plan;
+    std::string error;     ///< what() of the exception that stopped it; empty when planned
+    bool started = false;  ///< false when `cancel` was set before the window began
+};
+
+/// Plans many windows (the steps of a training run) on one TBB arena of `workers` threads (0 = all
+/// cores): windows run in parallel, each planned exactly as plan_window(inputs[k]) with
+/// budgets.workers forced to 1, so every plan is the single-worker plan of its window whatever
+/// `workers` is. Result k belongs to inputs[k]. `on_done(k)` is called (on a worker thread) when
+/// window k finished or failed. Once `cancel` is set, windows not yet started are skipped and
+/// running ones return their best plan so far (cancelled = true). Errors of one window (InputError
+/// and the like) are caught into its `error`; the others still run.
+std::vector<WindowPlan> plan_windows(const std::vector<PlanInput>& inputs, int workers,
+                                     const std::function<void(std::size_t)>& on_done = {},
+                                     const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace routepack

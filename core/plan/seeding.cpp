@@ -14,6 +14,7 @@
 //   co-assignment distance (below) and d_sw the sliced-Wasserstein sketch distance normalized by
 //   d_ref = max_x d_sw(x, winner).
 #include "core/plan/seeding.h"
+#include "core/util/seeds.h"
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -39,20 +40,6 @@
 namespace routepack {
 
 namespace {
-
-inline std::uint64_t rotl(std::uint64_t x, int k) {
-    return (x << k) | (x >> (64 - k));
-}
-
-/// Seed of the independent stream `stream` of master seed `seed` (trial t of Algorithm 2 uses stream t;
-/// stream 0 is the pairing of the FFD seed). Both inputs pass through splitmix64, so neighbouring seeds
-/// and neighbouring streams give unrelated states.
-std::uint64_t stream_seed(std::uint64_t seed, std::uint64_t stream) {
-    std::uint64_t a = seed, b = stream ^ 0x6a09e667f3bcc909ULL;
-    const std::uint64_t ha = splitmix64(a);
-    const std::uint64_t hb = splitmix64(b);
-    return ha ^ rotl(hb, 23);
-}
 
 /// Rank j in [0, m) with weight 2^-j (exact integer arithmetic: weights 2^(m-1-j) out of 2^m - 1).
 /// One draw when m >= 2, none when m <= 1.
@@ -761,7 +748,7 @@ std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout
         } else {
             if (stop()) return;
             const int trial = j - 1;
-            Rng rng(stream_seed(b.seed, static_cast<std::uint64_t>(trial)));
+            Rng rng(seeds::seeding_trial(b.seed, static_cast<std::uint64_t>(trial)));
             if (trial == 0) {
                 c.layout = pair_cells(ffd.cells, R, p, w, rng, pair_cap, &c.row_peak);
                 c.origin = "ffd+pair";

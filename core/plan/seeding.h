@@ -13,13 +13,18 @@
 namespace routepack {
 
 /// Budgets of Algorithm 2.
-struct SeedingBudget {
+struct SeedingSettings {
     int candidates = 32;       ///< M: fixed-row candidates tried (including FixedRowFFD and its pairing)
     int population = 8;        ///< P_pop: members returned
     int choice_width = 4;      ///< w: WindowShuffle prefix / RandomizedBestFit / EDPAwarePair top-w
     double eta = 0.5;          ///< diversity weight on the normalized primary-score gap
     int projections = 8;       ///< q: sliced-Wasserstein projections
     int pair_candidates = 64;  ///< bound on partially filled row-shards examined per cell by EDPAwarePair (B^2 cap)
+};
+
+/// The settings of one run of Algorithm 2 plus the seed of its random streams (the planner derives
+/// it from the master seed: seeds::planner_stage(seed, 1)).
+struct SeedingBudget : SeedingSettings {
     std::uint64_t seed = 1;
 };
 

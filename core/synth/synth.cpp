@@ -16,6 +16,7 @@
 // Every random quantity comes from its own xoshiro256** stream seeded by (config seed, purpose,
 // indices) through splitmix64, so results do not depend on thread count or scheduling.
 #include "core/synth/synth.h"
+#include "core/util/seeds.h"
 
 #include "core/util/rng.h"
 
@@ -41,10 +42,8 @@ namespace {
 
 // ---------------------------------------------------------------------------------------------
 // Random numbers: splitmix64 (seeding), xoshiro256** (streams), own transforms.
-
 constexpr double kTwoPi = 6.283185307179586476925286766559;
 
-inline std::uint64_t mix64(std::uint64_t x) { return splitmix64(x); }
 
 
 /// The project's xoshiro256** stream (core/util/rng.h) with the transforms the generator needs. A
@@ -106,10 +105,7 @@ enum class Purpose : std::uint64_t {
 
 /// Independent stream for (seed, purpose, a, b).
 SynthRng stream(std::uint64_t seed, Purpose purpose, std::uint64_t a, std::uint64_t b = 0) {
-    std::uint64_t h = mix64(seed ^ static_cast<std::uint64_t>(purpose));
-    h = mix64(h ^ a);
-    h = mix64(h ^ (b * 0xd1342543de82ef95ULL + 0x2545f4914f6cdd1dULL));
-    return SynthRng(h);
+    return SynthRng(seeds::synth_stream(seed, static_cast<std::uint64_t>(purpose), a, b));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -12,6 +12,8 @@
 #include "core/plan/rowcount.h"
 #include "core/synth/synth.h"
 
+#include <tbb/task_arena.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -110,24 +112,26 @@ int main(int argc, char** argv) {
     // Throughput: one worker, then `workers` (0 = all cores).
     for (int wk : {1, workers}) {
         AnnealingBudget b;
-        b.workers = wk;
         b.levels = 4;
         b.steps = 20000;
         const double t0 = now();
         std::int64_t props = 0;
-        for (const auto& in : inst)
-            props += population_anneal(in.p, in.pop, b).proposals;
+        tbb::task_arena arena(wk > 0 ? wk : tbb::task_arena::automatic);
+        arena.execute([&] {
+            for (const auto& in : inst)
+                props += population_anneal(in.p, in.pop, b).proposals;
+        });
         const double dt = now() - t0;
         std::printf("throughput workers=%d: %.0f proposals/s (%.3f us/proposal, %lld proposals in %.2f s)\n", wk,
                     props / dt, 1e6 * dt / props, static_cast<long long>(props), dt);
     }
 
+    tbb::task_arena arena(workers > 0 ? workers : tbb::task_arena::automatic);
     auto run = [&](const char* tag, AnnealingBudget b) {
-        b.workers = workers;
         double g_seed = 0, g_reorder = 0, acc0 = 0, accN = 0, infeasible = 0;
         const double t0 = now();
         for (const auto& in : inst) {
-            const AnnealResult r = population_anneal(in.p, in.pop, b);
+            const AnnealResult r = arena.execute([&] { return population_anneal(in.p, in.pop, b); });
             g_seed += gain(in.best_seed, r.score) / windows;
             g_reorder += gain(in.reorder, r.score) / windows;
             acc0 += r.levels.front().acceptance / windows;
