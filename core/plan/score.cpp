@@ -13,10 +13,13 @@
 //   fold_rows         U_g = sum_r J[r][g], a left fold over r = 0..R-1 in order         (eq. 15)
 //   column_max        max_r J[r][g]
 //   finish_score      (max_g U, sum_g U in g order, max_g max_r J)                   (eq. 15)
-// cell_stage_costs is the only place with a product feeding a sum; it is opaque to inlining and
-// cloning so that the compiler cannot contract it into an FMA differently in the two paths. The integer kernels
-// (AVX-512 / AVX2 / scalar) are exact, so the ISA does not change any bit either.
+// cell_stage_costs is the only place with a product feeding a sum; the core libraries are compiled
+// with -ffp-contract=off (core/CMakeLists.txt), so no caller can contract it into an FMA, inlined or
+// not. The integer kernels (core/plan/score_kernels.h: AVX-512 / AVX2 / scalar) are exact, so the ISA
+// does not change any bit either.
 #include "core/plan/score.h"
+
+#include "core/plan/score_kernels.h"
 
 #include <algorithm>
 #include <atomic>
@@ -24,19 +27,10 @@
 #include <stdexcept>
 #include <string>
 
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
-#include <immintrin.h>
+#if defined(__x86_64__)
 #define ROUTEPACK_SCORE_X86 1
 #else
 #define ROUTEPACK_SCORE_X86 0
-#endif
-
-// One compiled body for the only multiply-add of the cost model: no inlining, cloning or other
-// interprocedural specialization (GCC's noipa), so FMA contraction cannot differ between callers.
-#if defined(__GNUC__) && !defined(__clang__)
-#define ROUTEPACK_SCORE_OPAQUE [[gnu::noipa]]
-#else
-#define ROUTEPACK_SCORE_OPAQUE [[gnu::noinline]]
 #endif
 
 namespace routepack {
@@ -53,7 +47,7 @@ constexpr i64 kMin = std::numeric_limits<i64>::min();
 /// Per-cell per-stage attention cost, eqs. 11-12: out[s] = alpha_s * T + beta_s * Q with
 /// T = tokens / C and Q = squares / C^2 (C^2 formed in double: exact while C < 9.4e7).
 /// `tokens` = sum t_i, `squares` = sum t_i^2 of the cell (integers, tokens and tokens^2).
-ROUTEPACK_SCORE_OPAQUE void cell_stage_costs(i64 tokens, i64 squares, double c, const double* alpha, const double* beta,
+void cell_stage_costs(i64 tokens, i64 squares, double c, const double* alpha, const double* beta,
                                              int S, double* out) {
     const double T = static_cast<double>(tokens) / c;
     const double Q = static_cast<double>(squares) / (c * c);
@@ -138,451 +132,26 @@ inline Score finish_score(const double* U, const double* max_j, int G) {
 }
 
 // ------------------------------------------------------------------------------------------------
-// Integer rank-load kernels. A row-shard's W block is [L][P] contiguous int64 (tokens); q_i is the
-// sample's [L][P] demand row. All results are exact integers, identical across ISAs.
+// Integer rank-load kernels (core/plan/score_kernels.h: one file per ISA, chosen by CPU support).
 // ------------------------------------------------------------------------------------------------
 
-struct Kernels {
-    const char* name;
-    /// w[x] += q[x], x < n.
-    void (*add)(i64* w, const q32* q, std::size_t n);
-    /// sum_l max_p w[l][p]; per_layer[l] = max_p w[l][p] when non-null.
-    i64 (*peaks)(const i64* w, int L, int P, i64* per_layer);
-    /// Swap i (in a) <-> j (in b), d = q_j - q_i: *sa = sum_l max_p (wa + d), *sb = sum_l max_p (wb - d).
-    void (*eval_swap)(const i64* wa, const i64* wb, const q32* qi, const q32* qj, int L, int P, i64* sa, i64* sb);
-    /// Relocate i from a to b: *sa = sum_l max_p (wa - q_i), *sb = sum_l max_p (wb + q_i).
-    void (*eval_relocate)(const i64* wa, const i64* wb, const q32* qi, int L, int P, i64* sa, i64* sb);
-    /// wa += q_j - q_i, wb -= q_j - q_i.
-    void (*commit_swap)(i64* wa, i64* wb, const q32* qi, const q32* qj, std::size_t n);
-    /// wa -= q_i, wb += q_i.
-    void (*commit_relocate)(i64* wa, i64* wb, const q32* qi, std::size_t n);
-};
-
-// ---- scalar ----
-
-void add_scalar(i64* w, const q32* q, std::size_t n) {
-    for (std::size_t x = 0; x < n; ++x)
-        w[x] += q[x];
-}
-
-i64 peaks_scalar(const i64* w, int L, int P, i64* per_layer) {
-    i64 sum = 0;
-    for (int l = 0; l < L; ++l, w += P) {
-        i64 m = kMin;
-        for (int p = 0; p < P; ++p)
-            m = std::max(m, w[p]);
-        if (per_layer) per_layer[l] = m;
-        sum += m;
-    }
-    return sum;
-}
-
-void eval_swap_scalar(const i64* wa, const i64* wb, const q32* qi, const q32* qj, int L, int P, i64* sa, i64* sb) {
-    i64 ta = 0, tb = 0;
-    for (int l = 0; l < L; ++l, wa += P, wb += P, qi += P, qj += P) {
-        i64 ma = kMin, mb = kMin;
-        for (int p = 0; p < P; ++p) {
-            const i64 d = static_cast<i64>(qj[p]) - qi[p];
-            ma = std::max(ma, wa[p] + d);
-            mb = std::max(mb, wb[p] - d);
-        }
-        ta += ma;
-        tb += mb;
-    }
-    *sa = ta;
-    *sb = tb;
-}
-
-void eval_relocate_scalar(const i64* wa, const i64* wb, const q32* qi, int L, int P, i64* sa, i64* sb) {
-    i64 ta = 0, tb = 0;
-    for (int l = 0; l < L; ++l, wa += P, wb += P, qi += P) {
-        i64 ma = kMin, mb = kMin;
-        for (int p = 0; p < P; ++p) {
-            ma = std::max(ma, wa[p] - qi[p]);
-            mb = std::max(mb, wb[p] + qi[p]);
-        }
-        ta += ma;
-        tb += mb;
-    }
-    *sa = ta;
-    *sb = tb;
-}
-
-void commit_swap_scalar(i64* wa, i64* wb, const q32* qi, const q32* qj, std::size_t n) {
-    for (std::size_t x = 0; x < n; ++x) {
-        const i64 d = static_cast<i64>(qj[x]) - qi[x];
-        wa[x] += d;
-        wb[x] -= d;
-    }
-}
-
-void commit_relocate_scalar(i64* wa, i64* wb, const q32* qi, std::size_t n) {
-    for (std::size_t x = 0; x < n; ++x) {
-        wa[x] -= qi[x];
-        wb[x] += qi[x];
-    }
-}
-
-constexpr Kernels kScalar{"scalar",
-                          add_scalar,
-                          peaks_scalar,
-                          eval_swap_scalar,
-                          eval_relocate_scalar,
-                          commit_swap_scalar,
-                          commit_relocate_scalar};
-
-#if ROUTEPACK_SCORE_X86
-
-// ---- AVX2 (4 x int64; max by compare + blend, tails scalar) ----
-
-[[gnu::target("avx2")]] inline __m256i max4(__m256i a, __m256i b) {
-    return _mm256_blendv_epi8(b, a, _mm256_cmpgt_epi64(a, b));
-}
-[[gnu::target("avx2")]] inline i64 hmax4(__m256i v) {
-    alignas(32) i64 t[4];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(t), v);
-    return std::max(std::max(t[0], t[1]), std::max(t[2], t[3]));
-}
-#define RP_LD4(ptr) _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ptr))
-#define RP_ST4(ptr, v) _mm256_storeu_si256(reinterpret_cast<__m256i*>(ptr), v)
-// 4 int32 demands widened to 4 int64 lanes.
-#define RP_LDQ4(ptr) _mm256_cvtepi32_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ptr)))
-
-[[gnu::target("avx2")]] void add_avx2(i64* w, const q32* q, std::size_t n) {
-    std::size_t x = 0;
-    for (; x + 4 <= n; x += 4)
-        RP_ST4(w + x, _mm256_add_epi64(RP_LD4(w + x), RP_LDQ4(q + x)));
-    for (; x < n; ++x)
-        w[x] += q[x];
-}
-
-[[gnu::target("avx2")]] i64 peaks_avx2(const i64* w, int L, int P, i64* per_layer) {
-    i64 sum = 0;
-    const __m256i lo = _mm256_set1_epi64x(kMin);
-    for (int l = 0; l < L; ++l, w += P) {
-        __m256i m = lo;
-        int p = 0;
-        for (; p + 4 <= P; p += 4)
-            m = max4(m, RP_LD4(w + p));
-        i64 s = hmax4(m);
-        for (; p < P; ++p)
-            s = std::max(s, w[p]);
-        if (per_layer) per_layer[l] = s;
-        sum += s;
-    }
-    return sum;
-}
-
-[[gnu::target("avx2")]] void eval_swap_avx2(const i64* wa, const i64* wb, const q32* qi, const q32* qj, int L, int P,
-                                            i64* sa, i64* sb) {
-    i64 ta = 0, tb = 0;
-    const __m256i lo = _mm256_set1_epi64x(kMin);
-    for (int l = 0; l < L; ++l, wa += P, wb += P, qi += P, qj += P) {
-        __m256i ma = lo, mb = lo;
-        int p = 0;
-        for (; p + 4 <= P; p += 4) {
-            const __m256i d = _mm256_sub_epi64(RP_LDQ4(qj + p), RP_LDQ4(qi + p));
-            ma = max4(ma, _mm256_add_epi64(RP_LD4(wa + p), d));
-            mb = max4(mb, _mm256_sub_epi64(RP_LD4(wb + p), d));
-        }
-        i64 xa = hmax4(ma), xb = hmax4(mb);
-        for (; p < P; ++p) {
-            const i64 d = static_cast<i64>(qj[p]) - qi[p];
-            xa = std::max(xa, wa[p] + d);
-            xb = std::max(xb, wb[p] - d);
-        }
-        ta += xa;
-        tb += xb;
-    }
-    *sa = ta;
-    *sb = tb;
-}
-
-[[gnu::target("avx2")]] void eval_relocate_avx2(const i64* wa, const i64* wb, const q32* qi, int L, int P, i64* sa,
-                                                i64* sb) {
-    i64 ta = 0, tb = 0;
-    const __m256i lo = _mm256_set1_epi64x(kMin);
-    for (int l = 0; l < L; ++l, wa += P, wb += P, qi += P) {
-        __m256i ma = lo, mb = lo;
-        int p = 0;
-        for (; p + 4 <= P; p += 4) {
-            const __m256i q = RP_LDQ4(qi + p);
-            ma = max4(ma, _mm256_sub_epi64(RP_LD4(wa + p), q));
-            mb = max4(mb, _mm256_add_epi64(RP_LD4(wb + p), q));
-        }
-        i64 xa = hmax4(ma), xb = hmax4(mb);
-        for (; p < P; ++p) {
-            xa = std::max(xa, wa[p] - qi[p]);
-            xb = std::max(xb, wb[p] + qi[p]);
-        }
-        ta += xa;
-        tb += xb;
-    }
-    *sa = ta;
-    *sb = tb;
-}
-
-[[gnu::target("avx2")]] void commit_swap_avx2(i64* wa, i64* wb, const q32* qi, const q32* qj, std::size_t n) {
-    std::size_t x = 0;
-    for (; x + 4 <= n; x += 4) {
-        const __m256i d = _mm256_sub_epi64(RP_LDQ4(qj + x), RP_LDQ4(qi + x));
-        RP_ST4(wa + x, _mm256_add_epi64(RP_LD4(wa + x), d));
-        RP_ST4(wb + x, _mm256_sub_epi64(RP_LD4(wb + x), d));
-    }
-    for (; x < n; ++x) {
-        const i64 d = static_cast<i64>(qj[x]) - qi[x];
-        wa[x] += d;
-        wb[x] -= d;
-    }
-}
-
-[[gnu::target("avx2")]] void commit_relocate_avx2(i64* wa, i64* wb, const q32* qi, std::size_t n) {
-    std::size_t x = 0;
-    for (; x + 4 <= n; x += 4) {
-        const __m256i q = RP_LDQ4(qi + x);
-        RP_ST4(wa + x, _mm256_sub_epi64(RP_LD4(wa + x), q));
-        RP_ST4(wb + x, _mm256_add_epi64(RP_LD4(wb + x), q));
-    }
-    for (; x < n; ++x) {
-        wa[x] -= qi[x];
-        wb[x] += qi[x];
-    }
-}
-#undef RP_LD4
-#undef RP_ST4
-#undef RP_LDQ4
-
-constexpr Kernels kAvx2{
-    "avx2", add_avx2, peaks_avx2, eval_swap_avx2, eval_relocate_avx2, commit_swap_avx2, commit_relocate_avx2};
-
-// ---- AVX-512F (8 x int64, native max; tails by mask) ----
-// GCC 12's intrinsics pass _mm512_undefined_epi32() as the pass-through of unmasked ops, which
-// -Wmaybe-uninitialized reports spuriously; the values are never read.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-
-#define RP_LD8(ptr) _mm512_loadu_si512(static_cast<const void*>(ptr))
-#define RP_LD8M(mask, ptr) _mm512_maskz_loadu_epi64(mask, static_cast<const void*>(ptr))
-// 8 int32 demands widened to 8 int64 lanes; the masked form loads only the lanes in `mask` (a
-// 512-bit masked load, AVX-512F only, never touching memory past them).
-#define RP_LDQ8(ptr) _mm512_cvtepi32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ptr)))
-#define RP_LDQ8M(mask, ptr) \
-    _mm512_cvtepi32_epi64(_mm512_castsi512_si256(_mm512_maskz_loadu_epi32(static_cast<__mmask16>(mask), static_cast<const void*>(ptr))))
-
-[[gnu::target("avx512f")]] inline __mmask8 tail_mask(int rem) {
-    return static_cast<__mmask8>((1u << rem) - 1u);
-}
-
-[[gnu::target("avx512f")]] void add_avx512(i64* w, const q32* q, std::size_t n) {
-    std::size_t x = 0;
-    for (; x + 8 <= n; x += 8)
-        _mm512_storeu_si512(w + x, _mm512_add_epi64(RP_LD8(w + x), RP_LDQ8(q + x)));
-    for (; x < n; ++x)
-        w[x] += q[x];
-}
-
-/// Per-layer maxima of 8 layers at once: lane x of the result = max over the 8 lanes of v[x]
-/// (an in-register transpose: 7 maxima and 14 shuffles instead of 8 horizontal reductions).
-[[gnu::target("avx512f")]] inline __m512i transpose_max8(__m512i v0, __m512i v1, __m512i v2, __m512i v3, __m512i v4,
-                                                         __m512i v5, __m512i v6, __m512i v7) {
-    // Within 128-bit lanes k: (max(v0[2k], v0[2k+1]), max(v1[2k], v1[2k+1])), etc.
-    const __m512i a = _mm512_max_epi64(_mm512_unpacklo_epi64(v0, v1), _mm512_unpackhi_epi64(v0, v1));
-    const __m512i b = _mm512_max_epi64(_mm512_unpacklo_epi64(v2, v3), _mm512_unpackhi_epi64(v2, v3));
-    const __m512i c = _mm512_max_epi64(_mm512_unpacklo_epi64(v4, v5), _mm512_unpackhi_epi64(v4, v5));
-    const __m512i d = _mm512_max_epi64(_mm512_unpacklo_epi64(v6, v7), _mm512_unpackhi_epi64(v6, v7));
-    // Lanes (0,1) and (2,3) combined: ab = [(v0,v1) over 0..3, (v0,v1) over 4..7, (v2,v3) 0..3, (v2,v3) 4..7].
-    const __m512i ab = _mm512_max_epi64(_mm512_shuffle_i64x2(a, b, 0x88), _mm512_shuffle_i64x2(a, b, 0xDD));
-    const __m512i cd = _mm512_max_epi64(_mm512_shuffle_i64x2(c, d, 0x88), _mm512_shuffle_i64x2(c, d, 0xDD));
-    return _mm512_max_epi64(_mm512_shuffle_i64x2(ab, cd, 0x88), _mm512_shuffle_i64x2(ab, cd, 0xDD));
-}
-
-/// Lane-wise max of one layer's P values of w into 8 lanes (tail lanes masked).
-[[gnu::target("avx512f")]] inline __m512i layer_max8(const i64* w, int full, __mmask8 tm) {
-    __m512i m = _mm512_set1_epi64(kMin);
-    for (int p = 0; p < full; p += 8)
-        m = _mm512_max_epi64(m, RP_LD8(w + p));
-    if (tm) m = _mm512_mask_max_epi64(m, tm, m, RP_LD8M(tm, w + full));
-    return m;
-}
-
-/// One layer of a swap: lane-wise max of wa + d and wb - d, d = q_j - q_i.
-[[gnu::target("avx512f")]] inline void swap_layer8(const i64* wa, const i64* wb, const q32* qi, const q32* qj, int full,
-                                                   __mmask8 tm, __m512i* ma, __m512i* mb) {
-    __m512i xa = _mm512_set1_epi64(kMin), xb = xa;
-    for (int p = 0; p < full; p += 8) {
-        const __m512i d = _mm512_sub_epi64(RP_LDQ8(qj + p), RP_LDQ8(qi + p));
-        xa = _mm512_max_epi64(xa, _mm512_add_epi64(RP_LD8(wa + p), d));
-        xb = _mm512_max_epi64(xb, _mm512_sub_epi64(RP_LD8(wb + p), d));
-    }
-    if (tm) {
-        const __m512i d = _mm512_sub_epi64(RP_LDQ8M(tm, qj + full), RP_LDQ8M(tm, qi + full));
-        xa = _mm512_mask_max_epi64(xa, tm, xa, _mm512_add_epi64(RP_LD8M(tm, wa + full), d));
-        xb = _mm512_mask_max_epi64(xb, tm, xb, _mm512_sub_epi64(RP_LD8M(tm, wb + full), d));
-    }
-    *ma = xa;
-    *mb = xb;
-}
-
-/// One layer of a relocation: lane-wise max of wa - q_i and wb + q_i.
-[[gnu::target("avx512f")]] inline void relocate_layer8(const i64* wa, const i64* wb, const q32* qi, int full,
-                                                       __mmask8 tm, __m512i* ma, __m512i* mb) {
-    __m512i xa = _mm512_set1_epi64(kMin), xb = xa;
-    for (int p = 0; p < full; p += 8) {
-        const __m512i q = RP_LDQ8(qi + p);
-        xa = _mm512_max_epi64(xa, _mm512_sub_epi64(RP_LD8(wa + p), q));
-        xb = _mm512_max_epi64(xb, _mm512_add_epi64(RP_LD8(wb + p), q));
-    }
-    if (tm) {
-        const __m512i q = RP_LDQ8M(tm, qi + full);
-        xa = _mm512_mask_max_epi64(xa, tm, xa, _mm512_sub_epi64(RP_LD8M(tm, wa + full), q));
-        xb = _mm512_mask_max_epi64(xb, tm, xb, _mm512_add_epi64(RP_LD8M(tm, wb + full), q));
-    }
-    *ma = xa;
-    *mb = xb;
-}
-
-[[gnu::target("avx512f")]] i64 peaks_avx512(const i64* w, int L, int P, i64* per_layer) {
-    const int full = P & ~7;
-    const __mmask8 tm = tail_mask(P & 7);
-    const std::size_t sP = static_cast<std::size_t>(P);
-    __m512i acc = _mm512_setzero_si512();
-    int l = 0;
-    for (; l + 8 <= L; l += 8) {
-        const i64* b = w + l * sP;
-        const __m512i m = transpose_max8(layer_max8(b, full, tm), layer_max8(b + sP, full, tm),
-                                         layer_max8(b + 2 * sP, full, tm), layer_max8(b + 3 * sP, full, tm),
-                                         layer_max8(b + 4 * sP, full, tm), layer_max8(b + 5 * sP, full, tm),
-                                         layer_max8(b + 6 * sP, full, tm), layer_max8(b + 7 * sP, full, tm));
-        if (per_layer) _mm512_storeu_si512(per_layer + l, m);
-        acc = _mm512_add_epi64(acc, m);
-    }
-    i64 sum = _mm512_reduce_add_epi64(acc);
-    for (; l < L; ++l) {
-        const i64 s = _mm512_reduce_max_epi64(layer_max8(w + l * sP, full, tm));
-        if (per_layer) per_layer[l] = s;
-        sum += s;
-    }
-    return sum;
-}
-
-[[gnu::target("avx512f")]] void eval_swap_avx512(const i64* wa, const i64* wb, const q32* qi, const q32* qj, int L,
-                                                 int P, i64* sa, i64* sb) {
-    const int full = P & ~7;
-    const __mmask8 tm = tail_mask(P & 7);
-    const std::size_t sP = static_cast<std::size_t>(P);
-    __m512i acc_a = _mm512_setzero_si512(), acc_b = acc_a;
-    int l = 0;
-    for (; l + 8 <= L; l += 8) {
-        __m512i a[8], b[8];
-#pragma GCC unroll 8
-        for (int x = 0; x < 8; ++x) {
-            const std::size_t o = (l + x) * sP;
-            swap_layer8(wa + o, wb + o, qi + o, qj + o, full, tm, &a[x], &b[x]);
-        }
-        acc_a = _mm512_add_epi64(acc_a, transpose_max8(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]));
-        acc_b = _mm512_add_epi64(acc_b, transpose_max8(b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]));
-    }
-    i64 ta = _mm512_reduce_add_epi64(acc_a), tb = _mm512_reduce_add_epi64(acc_b);
-    for (; l < L; ++l) {
-        const std::size_t o = l * sP;
-        __m512i a, b;
-        swap_layer8(wa + o, wb + o, qi + o, qj + o, full, tm, &a, &b);
-        ta += _mm512_reduce_max_epi64(a);
-        tb += _mm512_reduce_max_epi64(b);
-    }
-    *sa = ta;
-    *sb = tb;
-}
-
-[[gnu::target("avx512f")]] void eval_relocate_avx512(const i64* wa, const i64* wb, const q32* qi, int L, int P, i64* sa,
-                                                     i64* sb) {
-    const int full = P & ~7;
-    const __mmask8 tm = tail_mask(P & 7);
-    const std::size_t sP = static_cast<std::size_t>(P);
-    __m512i acc_a = _mm512_setzero_si512(), acc_b = acc_a;
-    int l = 0;
-    for (; l + 8 <= L; l += 8) {
-        __m512i a[8], b[8];
-#pragma GCC unroll 8
-        for (int x = 0; x < 8; ++x) {
-            const std::size_t o = (l + x) * sP;
-            relocate_layer8(wa + o, wb + o, qi + o, full, tm, &a[x], &b[x]);
-        }
-        acc_a = _mm512_add_epi64(acc_a, transpose_max8(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]));
-        acc_b = _mm512_add_epi64(acc_b, transpose_max8(b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]));
-    }
-    i64 ta = _mm512_reduce_add_epi64(acc_a), tb = _mm512_reduce_add_epi64(acc_b);
-    for (; l < L; ++l) {
-        const std::size_t o = l * sP;
-        __m512i a, b;
-        relocate_layer8(wa + o, wb + o, qi + o, full, tm, &a, &b);
-        ta += _mm512_reduce_max_epi64(a);
-        tb += _mm512_reduce_max_epi64(b);
-    }
-    *sa = ta;
-    *sb = tb;
-}
-
-[[gnu::target("avx512f")]] void commit_swap_avx512(i64* wa, i64* wb, const q32* qi, const q32* qj, std::size_t n) {
-    std::size_t x = 0;
-    for (; x + 8 <= n; x += 8) {
-        const __m512i d = _mm512_sub_epi64(RP_LDQ8(qj + x), RP_LDQ8(qi + x));
-        _mm512_storeu_si512(wa + x, _mm512_add_epi64(RP_LD8(wa + x), d));
-        _mm512_storeu_si512(wb + x, _mm512_sub_epi64(RP_LD8(wb + x), d));
-    }
-    for (; x < n; ++x) {
-        const i64 d = static_cast<i64>(qj[x]) - qi[x];
-        wa[x] += d;
-        wb[x] -= d;
-    }
-}
-
-[[gnu::target("avx512f")]] void commit_relocate_avx512(i64* wa, i64* wb, const q32* qi, std::size_t n) {
-    std::size_t x = 0;
-    for (; x + 8 <= n; x += 8) {
-        const __m512i q = RP_LDQ8(qi + x);
-        _mm512_storeu_si512(wa + x, _mm512_sub_epi64(RP_LD8(wa + x), q));
-        _mm512_storeu_si512(wb + x, _mm512_add_epi64(RP_LD8(wb + x), q));
-    }
-    for (; x < n; ++x) {
-        wa[x] -= qi[x];
-        wb[x] += qi[x];
-    }
-}
-#undef RP_LD8
-#undef RP_LD8M
-#undef RP_LDQ8
-#undef RP_LDQ8M
-
-#pragma GCC diagnostic pop
-
-constexpr Kernels kAvx512{"avx512",
-                          add_avx512,
-                          peaks_avx512,
-                          eval_swap_avx512,
-                          eval_relocate_avx512,
-                          commit_swap_avx512,
-                          commit_relocate_avx512};
+using score_kernels::Kernels;
 
 bool cpu_has(const char* isa) {
+#if ROUTEPACK_SCORE_X86
     __builtin_cpu_init();
     if (std::string(isa) == "avx512") return __builtin_cpu_supports("avx512f");
     if (std::string(isa) == "avx2") return __builtin_cpu_supports("avx2");
-    return std::string(isa) == "scalar";
-}
-#else
-bool cpu_has(const char* isa) {
-    return std::string(isa) == "scalar";
-}
 #endif
+    return std::string(isa) == "scalar";
+}
 
 const Kernels* best_kernels() {
 #if ROUTEPACK_SCORE_X86
-    if (cpu_has("avx512")) return &kAvx512;
-    if (cpu_has("avx2")) return &kAvx2;
+    if (cpu_has("avx512")) return &score_kernels::kAvx512;
+    if (cpu_has("avx2")) return &score_kernels::kAvx2;
 #endif
-    return &kScalar;
+    return &score_kernels::kScalar;
 }
 
 std::atomic<const Kernels*>& kernel_choice() {
@@ -706,12 +275,12 @@ bool set_score_kernel_isa(const char* isa) {
     if (s == "auto")
         k = best_kernels();
     else if (s == "scalar")
-        k = &kScalar;
+        k = &score_kernels::kScalar;
 #if ROUTEPACK_SCORE_X86
     else if (s == "avx2" && cpu_has("avx2"))
-        k = &kAvx2;
+        k = &score_kernels::kAvx2;
     else if (s == "avx512" && cpu_has("avx512"))
-        k = &kAvx512;
+        k = &score_kernels::kAvx512;
 #endif
     if (!k) return false;
     kernel_choice().store(k, std::memory_order_relaxed);
