@@ -1,5 +1,7 @@
 #include "app/cli.h"
 
+#include "app/cmd_rewrite.h"
+
 #include "core/util/errors.h"
 #include "core/import/import.h"
 #include "core/plan/budgets_json.h"
@@ -13,9 +15,8 @@
 #include "core/plan/planner.h"
 #include "core/synth/synth.h"
 #include "core/model/window_select.h"
-#include "gpu/device.h"
-#include "gpu/rewrite_cli.h"
-#include "gpu/synth_checkpoint.h"
+#include "gpu/cuda/device.h"
+#include "gpu/safetensors/synth_checkpoint.h"
 #include "storage/demo.h"
 #include "storage/library.h"
 
@@ -1299,10 +1300,10 @@ int run(int argc, char** argv) {
     plcmd->add_option("--format", plc.format, "routepack (default), sglang, vllm");
     plcmd->add_option("--out", plc.out, "expert map file to write")->required();
 
-    gpu::RewriteCliOptions rwc;
+    RewriteCliOptions rwc;
     auto* rw = app.add_subcommand("rewrite",
                                   "rewrite a checkpoint so that expert state follows a plan's placement (or back)");
-    gpu::add_rewrite_options(*rw, rwc);
+    add_rewrite_options(*rw, rwc);
 
     try {
         app.parse(argc, argv);
@@ -1350,7 +1351,7 @@ int run(int argc, char** argv) {
         if (*val) return do_validate(vc);
         if (*exm) return do_export_map(ec);
         if (*plcmd) return do_place(plc);
-        if (*rw) return gpu::run_rewrite_cli(rwc, std::cout, std::cerr);
+        if (*rw) return run_rewrite_cli(rwc, std::cout, std::cerr);
     } catch (const Cancelled&) {
         std::cerr << "routepack: cancelled; nothing was changed\n";
         return 130;

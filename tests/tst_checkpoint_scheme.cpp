@@ -3,8 +3,8 @@
 // on hand-made name lists, with its exact message.
 #include "core/util/errors.h"
 #include "core/model/model.h"
-#include "gpu/checkpoint_scheme.h"
-#include "gpu/safetensors.h"
+#include "gpu/safetensors/checkpoint_scheme.h"
+#include "gpu/safetensors/safetensors.h"
 #include "tests/testutil.h"
 
 #include <QtTest>

@@ -7,7 +7,7 @@
 #include "core/model/model.h"
 #include "core/plan/planner.h"
 #include "core/model/topology.h"
-#include "gpu/safetensors.h"
+#include "gpu/safetensors/safetensors.h"
 #include "storage/library.h"
 #include "tests/testutil.h"
 

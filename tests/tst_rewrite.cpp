@@ -7,10 +7,10 @@
 #include "core/plan/planner.h"
 #include "core/util/rng.h"
 #include "core/synth/synth.h"
-#include "gpu/checkpoint_scheme.h"
+#include "gpu/safetensors/checkpoint_scheme.h"
 #include "gpu/rewrite.h"
-#include "gpu/safetensors.h"
-#include "gpu/synth_checkpoint.h"
+#include "gpu/safetensors/safetensors.h"
+#include "gpu/safetensors/synth_checkpoint.h"
 #include "tests/testutil.h"
 #include "tests/rewrite_testutil.h"
 

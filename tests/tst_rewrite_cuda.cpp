@@ -10,8 +10,9 @@
 #include "core/model/model.h"
 #include "core/util/rng.h"
 #include "gpu/rewrite.h"
-#include "gpu/rewrite_cuda.h"
-#include "gpu/synth_checkpoint.h"
+#include "gpu/cuda/device.h"
+#include "gpu/cuda/rewrite_cuda.h"
+#include "gpu/safetensors/synth_checkpoint.h"
 #include "tests/testutil.h"
 #include "tests/rewrite_testutil.h"
 
@@ -123,13 +124,7 @@ void add_staged_rows() {
     QTest::newRow("chunk 65539") << qulonglong(65539) << qulonglong(5);
 }
 
-bool cuda_build() {
-#ifdef ROUTEPACK_HAVE_CUDA
-    return true;
-#else
-    return false;
-#endif
-}
+bool cuda_build() { return gpu::cuda_compiled(); }
 
 }  // namespace
 

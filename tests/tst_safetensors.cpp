@@ -2,7 +2,7 @@
 // and rewrites byte for byte, the reference writer's golden bytes, each malformed case of the reference
 // table (checkpoint-formats.md §1.4) with its exact message, and the sharded index.
 #include "core/util/errors.h"
-#include "gpu/safetensors.h"
+#include "gpu/safetensors/safetensors.h"
 #include "tests/testutil.h"
 
 #include <QtTest>

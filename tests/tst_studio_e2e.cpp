@@ -8,7 +8,7 @@
 // screenshots of the real window (heatmaps, costs, grid, convergence, comparison) into
 // $ROUTEPACK_SCREENSHOT_DIR (README's docs/screenshots come from here) or a temporary folder.
 #include "core/plan/planner.h"
-#include "gpu/synth_checkpoint.h"
+#include "gpu/safetensors/synth_checkpoint.h"
 #include "core/model/window_select.h"
 #include "storage/library.h"
 #include "tests/testutil.h"

@@ -11,7 +11,7 @@
 #include "core/plan/planner.h"
 #include "core/synth/synth.h"
 #include "gpu/rewrite.h"
-#include "gpu/rewrite_cli.h"
+#include "gpu/rewrite/request.h"
 #include "storage/demo.h"
 #include "tests/rewrite_testutil.h"
 #include "tests/gui_testutil.h"

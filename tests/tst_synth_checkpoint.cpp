@@ -3,8 +3,8 @@
 // every expert element decodes to its own (layer, expert), and config.json reads back as the model.
 #include "core/util/errors.h"
 #include "core/model/model.h"
-#include "gpu/safetensors.h"
-#include "gpu/synth_checkpoint.h"
+#include "gpu/safetensors/safetensors.h"
+#include "gpu/safetensors/synth_checkpoint.h"
 
 #include <QTemporaryDir>
 #include <QtTest>

@@ -2,8 +2,8 @@
 
 #include "core/util/errors.h"
 #include "core/model/model.h"
-#include "gpu/device.h"
-#include "gpu/rewrite_cli.h"
+#include "gpu/cuda/device.h"
+#include "gpu/rewrite/request.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -502,7 +502,7 @@ std::optional<gpu::RewriteRequest> RewriteDialog::request(QString* error) const 
     if (output().isEmpty()) return fail(tr("Choose the output folder (it must not exist or be empty)."));
     if (!layerMapError_.isEmpty()) return fail(layerMapError_);
     try {
-        // Exactly as `routepack rewrite` fills it (gpu/rewrite_cli.h).
+        // Exactly as `routepack rewrite` fills it (gpu/rewrite/request.h).
         gpu::RewriteRequest r = gpu::request_from_plan(*plan_, planOrigin_.toStdString());
         r.input = std::filesystem::path(input().toStdString());
         r.output = std::filesystem::path(output().toStdString());

@@ -8,7 +8,7 @@
 // DIR must have room for 3 x the checkpoint (input, output, cp copy): 2 layers = 2.4 GB each.
 #include "core/util/rng.h"
 #include "gpu/rewrite.h"
-#include "gpu/safetensors.h"
+#include "gpu/safetensors/safetensors.h"
 
 #include <chrono>
 #include <cstdio>

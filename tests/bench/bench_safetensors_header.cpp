@@ -2,7 +2,7 @@
 // F32 shape [1], 4 bytes each, contiguous) into a temporary folder and times
 // SafetensorsFile::open on it (best of 3). Linear cost means the per-tensor time stays flat as n
 // grows. Usage: bench_safetensors_header [max_tensors, default 800000; 1.6M tensors pass the 100 MB header limit]
-#include "gpu/safetensors.h"
+#include "gpu/safetensors/safetensors.h"
 
 #include <chrono>
 #include <cstdio>

@@ -8,10 +8,12 @@ storage/, views/ and app/ and fails on one that runs against the arrows
     core/util <- core/model <- core/import <- core/synth
                  core/model <- core/plan
     core/* <- storage, core/* <- gpu, core/* + storage + gpu <- views, everything <- app
+    inside gpu:  gpu/io <- gpu/safetensors <- gpu/rewrite <- gpu/cpu, gpu/cuda <- gpu (gpu/rewrite.h)
 
 or that reaches a module's private header, pulls Qt into core/, gpu/ or storage/, or exposes
 nlohmann/json or oneTBB in a header (both are linked PRIVATE; only core/util/json.h and the
-importers' private header carry nlohmann types).
+importers' private header carry nlohmann types), or includes the CUDA runtime outside gpu/cuda (the only
+part compiled by nvcc).
 
 Usage: check_includes.py --source DIR [--inject FILE:HEADER]
   --inject pretends FILE holds one more `#include "HEADER"` (`#include <HEADER>` when HEADER is
@@ -23,7 +25,10 @@ import os
 import re
 import sys
 
-# Which project modules each module may include (its own always allowed).
+CORE = {"core/util", "core/model", "core/import", "core/synth", "core/plan"}
+GPU_PARTS = {"gpu/io", "gpu/safetensors", "gpu/rewrite", "gpu/cpu", "gpu/cuda"}
+# Which project modules each module may include (its own always allowed). gpu/rewrite.h and
+# gpu/rewrite.cpp (module "gpu") are the umbrella over gpu's parts.
 ALLOWED = {
     "core/util": set(),
     "core/model": {"core/util"},
@@ -31,9 +36,14 @@ ALLOWED = {
     "core/synth": {"core/util", "core/model", "core/import"},
     "core/plan": {"core/util", "core/model"},
     "storage": {"core/util", "core/model", "core/import", "core/synth", "core/plan"},
-    "gpu": {"core/util", "core/model", "core/import", "core/synth", "core/plan"},
-    "views": {"core/util", "core/model", "core/import", "core/synth", "core/plan", "storage", "gpu"},
-    "app": {"core/util", "core/model", "core/import", "core/synth", "core/plan", "storage", "gpu", "views"},
+    "gpu/io": {"core/util"},
+    "gpu/safetensors": CORE | {"gpu/io"},
+    "gpu/rewrite": CORE | {"gpu/io", "gpu/safetensors"},
+    "gpu/cpu": CORE | {"gpu/io", "gpu/safetensors", "gpu/rewrite"},
+    "gpu/cuda": CORE | {"gpu/io", "gpu/safetensors", "gpu/rewrite"},
+    "gpu": CORE | GPU_PARTS,
+    "views": CORE | {"storage", "gpu"} | GPU_PARTS,
+    "app": CORE | {"storage", "gpu", "views"} | GPU_PARTS,
 }
 # Headers private to one module: nothing outside it (tests aside) includes them.
 PRIVATE = {
@@ -41,10 +51,13 @@ PRIVATE = {
     "core/import/import_common.h": "core/import",
     "core/plan/score_kernels.h": "core/plan",
     "storage/library_internal.h": "storage",
+    "gpu/cuda/cuda_gather.h": "gpu/cuda",
 }
 # Headers that may expose nlohmann types (they are included only by targets linking nlohmann_json).
 NLOHMANN_HEADERS = {"core/util/json.h", "core/import/import_detail.h"}
 QT_FREE = ("core/", "gpu/", "storage/")
+# The CUDA runtime's headers: only gpu/cuda (the part nvcc compiles) includes them.
+CUDA_HEADER = re.compile(r"^(cuda|cuda_runtime|cuda_runtime_api|cuda_fp16|cuda_bf16|device_launch_parameters)(\.h)?$")
 SOURCE_EXT = (".h", ".cpp", ".cu", ".cuh")
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 
@@ -54,6 +67,8 @@ def module_of(path):
     parts = path.split("/")
     if parts[0] == "core" and len(parts) >= 3:
         return "core/" + parts[1]
+    if parts[0] == "gpu" and len(parts) >= 3:
+        return "gpu/" + parts[1]
     if parts[0] in ("gpu", "storage", "views", "app"):
         return parts[0]
     return None
@@ -84,6 +99,9 @@ def main():
         if mod is None:
             errors.append(f"{rel}: not inside a module folder (core/<stage>/, gpu/, storage/, views/, app/)")
             continue
+        if mod not in ALLOWED:
+            errors.append(f"{rel}: {mod} is not a known module (add it to ALLOWED in this script)")
+            continue
         with open(os.path.join(root, rel), encoding="utf-8") as fh:
             lines = [(i + 1, l) for i, l in enumerate(fh)]
         lines += [(0, f"#include {h}\n" if h.startswith("<") else f'#include "{h}"\n') for h in injected.get(rel, [])]
@@ -101,6 +119,8 @@ def main():
                 if is_header and target.startswith("nlohmann/") and rel not in NLOHMANN_HEADERS:
                     errors.append(f"{where}: header exposes <{target}>; nlohmann_json is linked PRIVATE "
                                   "(include it in the .cpp, or core/util/json.h there)")
+                if CUDA_HEADER.match(target) and mod != "gpu/cuda":
+                    errors.append(f"{where}: includes <{target}>; only gpu/cuda includes the CUDA runtime")
                 if is_header and target.startswith(("tbb/", "oneapi/tbb")):
                     errors.append(f"{where}: header exposes <{target}>; oneTBB is linked PRIVATE")
                 continue

@@ -32,7 +32,7 @@ OUT=${2:-gpu-carry}
 SHARED=${ROUTEPACK_SHARED_DIR:-$REPO/../shared}
 
 CHECK=$BUILD/tests/gpu/rewrite_gpu_check
-REWRITE=$BUILD/gpu/routepack-rewrite
+REWRITE=$BUILD/app/routepack-rewrite
 CLI=$BUILD/app/routepack
 for b in "$CHECK" "$REWRITE" "$CLI"; do
     [[ -x $b ]] || die "$b is missing: cmake --build $1 --target rewrite_gpu_check routepack-rewrite routepack"

@@ -25,8 +25,8 @@
 #include "core/model/model.h"
 #include "core/util/rng.h"
 #include "gpu/rewrite.h"
-#include "gpu/rewrite_cuda.h"
-#include "gpu/safetensors.h"
+#include "gpu/cuda/rewrite_cuda.h"
+#include "gpu/safetensors/safetensors.h"
 #include "tests/rewrite_testutil.h"
 
 #include <nlohmann/json.hpp>

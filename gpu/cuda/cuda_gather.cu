@@ -1,6 +1,6 @@
 // CUDA side of the checkpoint rewriter: staging slots, gather kernel, bandwidth probe (see cuda_gather.h).
 // Compiled by nvcc as CUDA 17; includes no C++20 core header.
-#include "gpu/cuda_gather.h"
+#include "gpu/cuda/cuda_gather.h"
 
 #include <cuda_runtime.h>
 

@@ -13,9 +13,9 @@
 // preads / pwrites on oneTBB). Each output file is fdatasync'ed after its last chunk. Memory: about
 // 2 x (2 x chunk_bytes + tables) of device memory and as much pinned host memory.
 //
-// The CUDA part lives in gpu/cuda_gather.cu (C++17, see gpu/cuda_gather.h); without CUDA in the build
-// (no ROUTEPACK_HAVE_CUDA) every function here reports "not available".
-#include "gpu/rewrite.h"
+// The CUDA part lives in gpu/cuda/cuda_gather.cu (C++17, see gpu/cuda/cuda_gather.h); in a build without
+// nvcc (cuda_compiled() false, gpu/cuda/device.h) every function here reports "not available".
+#include "gpu/rewrite/rewrite_plan.h"
 
 #include <atomic>
 #include <cstddef>

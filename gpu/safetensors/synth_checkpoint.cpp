@@ -1,5 +1,6 @@
-#include "gpu/synth_checkpoint.h"
+#include "gpu/safetensors/synth_checkpoint.h"
 
+#include "core/util/atomic_file.h"
 #include "core/util/errors.h"
 #include "core/util/json.h"
 #include "core/util/input_file.h"
@@ -9,7 +10,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <set>
 #include <system_error>
@@ -147,12 +147,15 @@ std::vector<std::byte> tensor_bytes(const Spec& s, Dtype d, const FloatFormat& f
     return out;
 }
 
+/// Writes a whole file (util::write_file_atomically). InputError "<p>: IoError: cannot create file" or
+/// "<p>: IoError: write failed".
 void write_text(const fs::path& p, const std::string& text) {
-    std::ofstream f(p, std::ios::binary | std::ios::trunc);
-    if (!f) throw InputError(p.string() + ": IoError: cannot create file");
-    f.write(text.data(), static_cast<std::streamsize>(text.size()));
-    f.close();
-    if (!f) throw InputError(p.string() + ": IoError: write failed");
+    try {
+        util::write_file_atomically(p, text);
+    } catch (const util::AtomicWriteError& e) {
+        throw InputError(p.string() + (e.step == util::AtomicWriteError::Step::Create ? ": IoError: cannot create file"
+                                                                                     : ": IoError: write failed"));
+    }
 }
 
 std::string shard_name(std::size_t k, std::size_t n) {

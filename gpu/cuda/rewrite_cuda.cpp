@@ -1,11 +1,12 @@
 // CUDA executor of the checkpoint rewriter: chunking, packing, double-buffered pipeline (see rewrite_cuda.h).
-// The device side is gpu/cuda_gather.cu behind the C++17 interface gpu/cuda_gather.h.
-#include "gpu/rewrite_cuda.h"
+// The device side is gpu/cuda/cuda_gather.cu behind the C++17 interface gpu/cuda/cuda_gather.h.
+#include "gpu/cuda/rewrite_cuda.h"
 
 #include "core/util/errors.h"
 
 #ifdef ROUTEPACK_HAVE_CUDA
-#include "gpu/cuda_gather.h"
+#include "gpu/cuda/cuda_gather.h"
+#include "gpu/io/posix_io.h"
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -35,61 +36,6 @@ namespace fs = std::filesystem;
 constexpr std::uint64_t kAlignSplit = 4096;
 /// Largest single pread / pwrite of the parallel host I/O (bytes).
 constexpr std::uint64_t kIoBytes = 4ull << 20;
-
-/// An owned file descriptor.
-class FileHandle {
-public:
-    FileHandle() = default;
-    explicit FileHandle(int fd) : fd_(fd) {}
-    FileHandle(FileHandle&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-    FileHandle& operator=(FileHandle&& o) noexcept {
-        if (this != &o) {
-            reset();
-            fd_ = std::exchange(o.fd_, -1);
-        }
-        return *this;
-    }
-    FileHandle(const FileHandle&) = delete;
-    FileHandle& operator=(const FileHandle&) = delete;
-    ~FileHandle() { reset(); }
-    int get() const { return fd_; }
-    void reset() {
-        if (fd_ >= 0) ::close(fd_);
-        fd_ = -1;
-    }
-
-private:
-    int fd_ = -1;
-};
-
-std::string errno_text(int e) { return std::strerror(e); }
-
-/// Reads exactly `len` bytes at `off`; InputError naming `path` otherwise.
-void read_exact(int fd, std::byte* dst, std::uint64_t len, std::uint64_t off, const fs::path& path) {
-    while (len > 0) {
-        const ssize_t n = ::pread(fd, dst, static_cast<std::size_t>(len), static_cast<off_t>(off));
-        if (n < 0 && errno == EINTR) continue;
-        if (n == 0) throw InputError(path.string() + ": read failed at offset " + std::to_string(off) + ": unexpected end of file");
-        if (n < 0) throw InputError(path.string() + ": read failed at offset " + std::to_string(off) + ": " + errno_text(errno));
-        dst += n;
-        off += static_cast<std::uint64_t>(n);
-        len -= static_cast<std::uint64_t>(n);
-    }
-}
-
-/// Writes exactly `len` bytes at `off`; InputError naming `path` otherwise.
-void write_exact(int fd, const std::byte* src, std::uint64_t len, std::uint64_t off, const fs::path& path) {
-    while (len > 0) {
-        const ssize_t n = ::pwrite(fd, src, static_cast<std::size_t>(len), static_cast<off_t>(off));
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0)
-            throw InputError(path.string() + ": write failed at offset " + std::to_string(off) + ": " +
-                             errno_text(n == 0 ? EIO : errno));
-        src += n;
-        off += static_cast<std::uint64_t>(n);
-        len -= static_cast<std::uint64_t>(n);
-    }
-}
 
 /// A contiguous copy inside one chunk: chunk output bytes [out, out+len) come from source `src_file` at `src`.
 struct Piece {
@@ -222,8 +168,8 @@ void add_io_jobs(std::vector<IoJob>& jobs, int fd, std::size_t path, std::uint64
 /// Runs the jobs (reads when `write` is false), in parallel when there is more than one.
 void run_io(const std::vector<IoJob>& jobs, bool write, const std::vector<fs::path>& paths) {
     auto one = [&](const IoJob& j) {
-        if (write) write_exact(j.fd, j.buf, j.len, j.file_off, paths[j.path]);
-        else read_exact(j.fd, j.buf, j.len, j.file_off, paths[j.path]);
+        if (write) io::pwrite_exact(j.fd, j.buf, j.len, j.file_off, paths[j.path]);
+        else io::pread_exact(j.fd, j.buf, j.len, j.file_off, paths[j.path]);
     };
     if (jobs.size() == 1) {
         one(jobs[0]);
@@ -258,10 +204,8 @@ public:
     std::uint64_t run(const RewriteProgressFn& progress, const std::atomic<bool>* cancel, std::string* device) {
         check_plan(plan_);
         for (const fs::path& p : plan_.sources) {
-            const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
-            if (fd < 0) throw InputError(p.string() + ": cannot open: " + errno_text(errno));
-            sources_.emplace_back(fd);
-            ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+            sources_.push_back(io::open_read(p));
+            ::posix_fadvise(sources_.back().get(), 0, 0, POSIX_FADV_SEQUENTIAL);
         }
         out_paths_.clear();
         for (const OutputFile& f : plan_.outputs) out_paths_.push_back(dir_ / f.name);
@@ -371,17 +315,12 @@ private:
 
     void open_output(std::size_t i) {
         const fs::path& p = out_paths_[i];
-        const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0) throw InputError(p.string() + ": cannot create: " + errno_text(errno));
-        out_ = FileHandle(fd);
+        out_ = io::create_sized(p, plan_.outputs[i].size);
         out_file_ = i;
-        if (::ftruncate(fd, static_cast<off_t>(plan_.outputs[i].size)) != 0)
-            throw InputError(p.string() + ": cannot size to " + std::to_string(plan_.outputs[i].size) +
-                             " bytes: " + errno_text(errno));
     }
 
     void finish_output(std::size_t i) {
-        if (::fdatasync(out_.get()) != 0) throw InputError(out_paths_[i].string() + ": sync failed: " + errno_text(errno));
+        io::sync_data(out_.get(), out_paths_[i]);
         out_.reset();
         if (exit_after_ >= 0 && ++files_done_ >= exit_after_) ::_exit(3);  // test hook, as execute_rewrite_cpu
     }
@@ -404,9 +343,9 @@ private:
     std::uint64_t total_ = 0;
     cuda::StagerConfig config_;
     long exit_after_ = -1, files_done_ = 0;
-    std::vector<FileHandle> sources_;
+    std::vector<io::Fd> sources_;
     std::vector<fs::path> out_paths_;
-    FileHandle out_;
+    io::Fd out_;
     std::size_t out_file_ = 0;
     // Scratch reused across chunks.
     std::vector<std::size_t> order_;
@@ -415,7 +354,7 @@ private:
 };
 
 }  // namespace
-#endif  // ROUTEPACK_HAVE_CUDA
+#endif
 
 bool cuda_rewrite_available(std::string* why) {
 #ifdef ROUTEPACK_HAVE_CUDA

@@ -1,7 +1,7 @@
 #pragma once
 // Plain C++17 interface to the CUDA side of the checkpoint rewriter: staging buffers, streams
-// and the gather kernel (gpu/cuda_gather.cu, compiled by nvcc as CUDA 17). Nothing here includes the C++20
-// core headers; gpu/rewrite_cuda.cpp adapts a RewritePlan onto it.
+// and the gather kernel (gpu/cuda/cuda_gather.cu, compiled by nvcc as CUDA 17). Nothing here includes the C++20
+// core headers; gpu/cuda/rewrite_cuda.cpp adapts a RewritePlan onto it.
 //
 // Model. The rewrite's output is cut into chunks. For each chunk the host packs the source bytes it needs
 // into a pinned input buffer and describes, in a table of GatherEntry, where each byte range goes in the

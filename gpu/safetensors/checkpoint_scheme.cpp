@@ -1,4 +1,4 @@
-#include "gpu/checkpoint_scheme.h"
+#include "gpu/safetensors/checkpoint_scheme.h"
 
 #include "core/util/errors.h"
 

@@ -1,25 +1,22 @@
-#include "gpu/rewrite_cli.h"
+// `routepack rewrite` and `routepack-rewrite`: the rewrite command's options and run (app/cmd_rewrite.h).
+#include "app/cmd_rewrite.h"
 
-#include "core/util/errors.h"
-#include "core/util/input_file.h"
 #include "core/plan/plan_file.h"
+#include "core/util/errors.h"
 #include "gpu/rewrite.h"
+#include "gpu/rewrite/request.h"
 
 #include <CLI/CLI.hpp>
-
-#include "core/util/json.h"
-
-#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <csignal>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <unistd.h>
 
-namespace routepack::gpu {
+namespace routepack::cli {
+
+using namespace routepack::gpu;
 
 void add_rewrite_options(CLI::App& app, RewriteCliOptions& o) {
     app.add_option("--plan", o.plan, "plan JSON (routepack plan --out)")->required();
@@ -64,35 +61,6 @@ struct SignalScope {
 };
 
 }  // namespace
-
-std::string format_gb(std::uint64_t b) {
-    char buf[32];
-    if (b >= 1000000000ull) std::snprintf(buf, sizeof buf, "%.2f GB", static_cast<double>(b) / 1e9);
-    else std::snprintf(buf, sizeof buf, "%.2f MB", static_cast<double>(b) / 1e6);
-    return buf;
-}
-
-PlanFile parse_plan_text(const std::string& json_text, const std::string& origin) {
-    try {
-        return parse_plan(json_text, origin);
-    } catch (const nlohmann::json::exception& e) {
-        throw InputError(origin + ": " + util::json_error_description(e));
-    }
-}
-
-PlanFile read_plan_file(const std::string& path) {
-    return parse_plan_text(read_input_file(path, input_files::kPlan), path);
-}
-
-RewriteRequest request_from_plan(const PlanFile& plan, const std::string& origin) {
-    RewriteRequest req;
-    req.placement = plan.placement;
-    req.plan_layers = plan.model.moe_layers;
-    req.plan_model = plan.model;
-    req.plan_fingerprint = plan.fingerprint;
-    req.plan_origin = origin;
-    return req;
-}
 
 int run_rewrite_cli(const RewriteCliOptions& o, std::ostream& out, std::ostream& err) {
     const PlanFile plan = read_plan_file(o.plan);
@@ -152,4 +120,4 @@ int run_rewrite_cli(const RewriteCliOptions& o, std::ostream& out, std::ostream&
     return 0;
 }
 
-}  // namespace routepack::gpu
+}  // namespace routepack::cli

@@ -1,10 +1,18 @@
-#include "gpu/device.h"
+#include "gpu/cuda/device.h"
 
 namespace routepack::gpu {
 
 #ifdef ROUTEPACK_HAVE_CUDA
 int cuda_device_count(std::string* name);  // device_cuda.cu
 #endif
+
+bool cuda_compiled() {
+#ifdef ROUTEPACK_HAVE_CUDA
+    return true;
+#else
+    return false;
+#endif
+}
 
 DeviceInfo query_devices() {
     DeviceInfo info;

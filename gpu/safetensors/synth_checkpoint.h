@@ -28,7 +28,7 @@
 // Non-expert tensors hold deterministic small values k/64, k in -8..8 (norms: 1.0); the encoding is only
 // meaningful for routed-expert tensors (identified by name).
 #include "core/model/model.h"
-#include "gpu/safetensors.h"
+#include "gpu/safetensors/safetensors.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "gpu/safetensors.h"
+#include "gpu/safetensors/safetensors.h"
 
 #include "core/util/errors.h"
 #include "core/util/atomic_file.h"
@@ -13,7 +13,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
-#include <fstream>
 #include <set>
 #include <sstream>
 #include <sys/mman.h>

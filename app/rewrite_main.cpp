@@ -1,7 +1,7 @@
 // `routepack-rewrite`: the checkpoint rewrite as a Qt-free executable (runs on GPU machines without Qt).
 // Same options and output as `routepack rewrite`.
 #include "core/util/errors.h"
-#include "gpu/rewrite_cli.h"
+#include "app/cmd_rewrite.h"
 
 #include <CLI/CLI.hpp>
 
@@ -11,8 +11,8 @@
 
 int main(int argc, char** argv) {
     CLI::App app{"routepack-rewrite: make a checkpoint's expert state follow a plan's placement", "routepack-rewrite"};
-    routepack::gpu::RewriteCliOptions o;
-    routepack::gpu::add_rewrite_options(app, o);
+    routepack::cli::RewriteCliOptions o;
+    routepack::cli::add_rewrite_options(app, o);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
         return 2;
     }
     try {
-        return routepack::gpu::run_rewrite_cli(o, std::cout, std::cerr);
+        return routepack::cli::run_rewrite_cli(o, std::cout, std::cerr);
     } catch (const std::filesystem::filesystem_error& e) {
         std::cerr << "routepack-rewrite: error: " << (e.path1().empty() ? "" : e.path1().string() + ": ")
                   << e.code().message() << "\n";
