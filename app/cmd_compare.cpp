@@ -1,6 +1,6 @@
 // `routepack compare`: baseline / reorder / karmarkar-karp / routepack on a window, nothing written.
-#include "app/commands.h"
 #include "app/cli_report.h"
+#include "app/commands.h"
 
 #include <CLI/CLI.hpp>
 

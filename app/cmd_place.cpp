@@ -7,7 +7,6 @@
 #include "core/plan/placement.h"
 #include "core/util/errors.h"
 #include "core/util/input_file.h"
-#include "core/util/json.h"
 #include "storage/library.h"
 
 #include <CLI/CLI.hpp>

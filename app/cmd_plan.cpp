@@ -1,7 +1,7 @@
 // `routepack plan`: plan a window (LPT placement, certified rows, RoutePack packing) and write
 // the plan JSON (core/plan/plan_file.h).
-#include "app/commands.h"
 #include "app/cli_report.h"
+#include "app/commands.h"
 
 #include "core/plan/plan_file.h"
 #include "core/util/errors.h"

@@ -32,7 +32,7 @@ std::vector<std::string> split_list(const std::string& s) {
 struct WindowCmd {
     std::string db, trace, name, ids_file, groups;
     std::int64_t first = 0, random = 0, split = 0, split_groups = 0;
-    std::string seed_text;  ///< parsed by do_window: 0..2^64-1, never a wrapped negative
+    std::string seed_text;  ///< parsed by run_window: 0..2^64-1, never a wrapped negative
     bool ids_given = false, first_given = false, random_given = false, seed_given = false, groups_given = false;
     bool split_given = false, split_groups_given = false;
 };
