@@ -2,6 +2,13 @@
 // The embedded demo (README "Set-up", `routepack demo`, the studio's first start and its headless
 // mode): a synthetic GRPO window written as vLLM responses, imported into a fresh library, defined
 // as a window, planned on the shipped demo topology, saved as a run and written as plan.json.
+//
+// Why a workflow lives in storage/: it drives a storage::Library (import, window, topology, run)
+// and is called by both the CLI (app/cmd_demo.cpp) and the studio (views/studio_app.cpp,
+// views/studio_window.cpp). Of the module folders (the top level is fixed), storage is the only
+// Qt-free one that can reach the library (core and gpu may not include storage) and that views may
+// link (views may not include app). It adds no SQL of its own: only calls of the Library API and
+// core (write_synth, plan_window, plan_to_json, util::write_file_atomically).
 #include "core/plan/planner.h"
 #include "core/synth/synth.h"
 #include "storage/library.h"

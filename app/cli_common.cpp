@@ -1,0 +1,204 @@
+#include "app/cli_common.h"
+
+#include "core/import/import.h"
+#include "core/model/topology.h"
+#include "core/plan/budgets_json.h"
+#include "core/util/atomic_file.h"
+#include "core/util/errors.h"
+#include "core/util/input_file.h"
+#include "core/util/text.h"
+#include "storage/library.h"
+
+#include <CLI/CLI.hpp>
+
+#include <charconv>
+#include <csignal>
+#include <filesystem>
+#include <unordered_map>
+#include <unistd.h>
+
+namespace routepack::cli {
+
+namespace {
+
+std::atomic<bool> g_cancel{false};
+extern "C" void on_sigint(int) { g_cancel.store(true); }
+
+/// "a, b, c" of `names`.
+std::string joined(const std::vector<std::string>& names) {
+    std::string s;
+    for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+    return s;
+}
+
+}  // namespace
+
+void catch_sigint() { std::signal(SIGINT, on_sigint); }
+
+std::atomic<bool>& sigint_flag() { return g_cancel; }
+
+std::string fmt(const char* f, double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, f, v);
+    return buf;
+}
+
+std::string human_bytes(std::uint64_t b) {
+    if (b >= (1ull << 20)) return fmt("%.1f MiB", b / 1048576.0);
+    if (b >= 1024) return fmt("%.1f KiB", b / 1024.0);
+    return std::to_string(b) + " B";
+}
+
+std::string shown(const std::string& s) { return util::printable(s); }
+
+std::string shown_path(const std::string& s) { return util::printable(s, s.size()); }
+
+void check_db_path(const std::string& db) {
+    if (db.empty() || db == ":memory:")
+        throw InputError("--db must be a file path (got '" + util::printable(db) + "')");
+}
+
+void check_output_file(const std::string& out, const char* flag) {
+    std::error_code ec;
+    const auto st = std::filesystem::status(out, ec);
+    if (std::filesystem::is_directory(st)) throw InputError(out + ": is a folder (" + flag + " names the file to write)");
+    if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+        throw InputError(out + ": not a regular file (" + flag + " names the file to write)");
+}
+
+void write_output(const std::string& out, const std::string& text, const char* what) {
+    try {
+        util::write_file_atomically(out, text + "\n");
+    } catch (const util::AtomicWriteError& e) {
+        throw InputError(out + ": cannot write " + what + " (" + e.what() + ")");
+    }
+}
+
+std::uint64_t parse_seed(const std::string& text, const std::string& command) {
+    std::uint64_t v = 0;
+    const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (text.empty() || ec != std::errc() || p != text.data() + text.size())
+        throw InputError(command + ": --seed must be an integer in 0..18446744073709551615 (got '" +
+                         util::printable(text) + "')");
+    return v;
+}
+
+void ModelFlags::add(CLI::App& app) {
+    app.add_option("--model", model, "shipped model description (" + joined(known_model_names()) + ")");
+    app.add_option("--model-config", model_config, "Hugging Face config.json of the model");
+    app.add_option("--experts", experts, "routed experts per MoE layer (E)");
+    app.add_option("--top-k", top_k, "experts per token (k)");
+    app.add_option("--layers", layers, "decoder layers (num_hidden_layers)");
+    app.add_option("--moe-layers", moe_layers, "absolute MoE layer ids, e.g. 1-26 or 1-47:2 or 0,2,4");
+}
+
+ModelDescription ModelFlags::resolve() const {
+    const int given = (!model.empty()) + (!model_config.empty());
+    if (given > 1) throw InputError("give either --model or --model-config, not both");
+    ModelDescription m;
+    if (!model.empty()) m = known_model(model);
+    if (!model_config.empty()) {
+        m = model_from_hf_config(read_input_file(model_config, input_files::kModelConfig), model_config);
+    }
+    for (const auto& [flag, v] : {std::pair{"--experts", experts}, {"--top-k", top_k}, {"--layers", layers}})
+        if (v < 0) throw InputError(std::string(flag) + " must be >= 1 (got " + std::to_string(v) + ")");
+    if (experts) m.experts = experts;
+    if (top_k) m.top_k = top_k;
+    if (layers) m.num_hidden_layers = layers;
+    if (!moe_layers.empty()) m.moe_layers = parse_layer_list(moe_layers);
+    if ((experts || top_k || layers || !moe_layers.empty()) && given == 0) m.source = "flags";
+    return m;
+}
+
+void WindowSource::add(CLI::App& app, bool window_flag) {
+    app.add_option("--db", db, "library file");
+    app.add_option("--trace", trace, "trace name in the library");
+    if (window_flag) app.add_option("--window", window, "window name (default: the whole trace)");
+    app.add_option("--input", inputs, "trace files or folders read straight (no library)");
+    app.add_option("--format", format, "format of --input (default auto)");
+    model.add(app);
+}
+
+Trace WindowSource::load(std::string* trace_name, std::string* window_name, const std::vector<std::string>& ids) const {
+    if (!db.empty() && !inputs.empty()) throw InputError("give either --db or --input, not both");
+    if (!db.empty()) {
+        if (trace.empty()) throw InputError("--db needs --trace NAME");
+        auto lib = storage::Library::open(db, storage::OpenMode::ReadOnly);
+        *trace_name = trace;
+        *window_name = window;
+        if (!ids.empty()) return lib->load_samples(trace, ids);
+        if (!window.empty()) return lib->load_window(trace, window);
+        return lib->load_trace(trace);
+    }
+    if (inputs.empty()) throw InputError("give the window: --db DB --trace NAME [--window W], or --input PATH...");
+    ImportOptions opt;
+    opt.format = parse_trace_format(format);
+    opt.model = model.resolve();
+    std::vector<std::filesystem::path> paths(inputs.begin(), inputs.end());
+    Trace t = import_trace_to_memory(paths, opt);
+    *trace_name = inputs.size() == 1 ? std::filesystem::path(inputs[0]).filename().string() : "inputs";
+    *window_name = "";
+    if (ids.empty()) return t;
+    std::unordered_map<std::string, std::size_t> at;
+    for (std::size_t i = 0; i < t.size(); ++i) at.emplace(t.samples[i].id, i);
+    Trace sel;
+    sel.model = t.model;
+    sel.format = t.format;
+    for (const auto& id : ids) {
+        auto it = at.find(id);
+        if (it == at.end()) throw InputError("the inputs have no sample '" + id + "'");
+        SampleRecord r;
+        r.info = t.samples[it->second];
+        auto c = t.sample_counts(it->second);
+        r.counts.assign(c.begin(), c.end());
+        sel.append(std::move(r));
+    }
+    return sel;
+}
+
+void add_budget_flags(CLI::App& app, PlanCmd& c) {
+    auto& b = c.budgets;
+    app.add_option("--topology", c.topology,
+                   "topology JSON file (ep_ranks, dp_slots, edp_shards, token_cap, attention_stages) or a shipped name (" +
+                       joined(known_topology_names()) + ")")
+        ->required();
+    app.add_option("--seed", c.seed_text, "random seed, 0..2^64-1 (same inputs + seed + threads => same plan)");
+    app.add_option("--threads", b.workers, "worker threads (default: all cores)");
+    app.add_option("--time-limit", b.time_limit_s, "wall-clock limit in seconds (recorded when it fires)");
+    app.add_option("--seeds", b.seeding.candidates, "M: fixed-row seed candidates");
+    app.add_option("--population", b.seeding.population, "P_pop: annealing chains");
+    app.add_option("--choice-width", b.seeding.choice_width, "w: seeding choice width");
+    app.add_option("--eta", b.seeding.eta, "diversity weight");
+    app.add_option("--levels", b.annealing.levels, "N_T: temperature levels");
+    app.add_option("--steps", b.annealing.steps, "K: proposals per chain per level");
+    app.add_option("--t0", b.annealing.t0, "T_0 on the normalized energy delta");
+    app.add_option("--cooling", b.annealing.cooling, "geometric cooling factor");
+    app.add_option("--p-guide", b.annealing.p_guide, "probability of a guided proposal");
+    app.add_option("--rho", b.annealing.rho, "relocation probability");
+    app.add_option("--p-straggler", b.annealing.p_straggler,
+                   "share of guided proposals aimed at the straggler EDP shard");
+    app.add_option("--row-nodes", b.row_nodes, "node budget of the exact row-count search");
+    app.add_option("--polish", b.polish_evaluations,
+                   "scored moves of the final exact improvement pass on the straggler shard (0 = none)");
+}
+
+PlanResult run_planner(const PlanCmd& c) {
+    PlannerBudgets budgets = c.budgets;
+    if (!c.seed_text.empty()) budgets.seed = parse_seed(c.seed_text, c.command);
+    check_planner_budgets(budgets, c.command, BudgetNames::Flags);  // before anything is read
+    PlanInput in;
+    // The topology first: a file or a shipped name (resources/topologies), small and quick to refuse.
+    in.topology = load_topology(c.topology);
+    in.window = c.src.load(&in.trace_name, &in.window_name);
+    in.budgets = budgets;
+    catch_sigint();
+    const bool tty = isatty(STDERR_FILENO) && !c.quiet;
+    return plan_window(in, [&](const PlanEvent& e) {
+        if (!tty) return;
+        std::fprintf(stderr, "\r%-10s %3.0f%%", e.stage.c_str(), 100 * e.fraction);
+        if (e.stage == "done") std::fputs("\n", stderr);
+        std::fflush(stderr);
+    }, &g_cancel);
+}
+
+}  // namespace routepack::cli

@@ -1,0 +1,132 @@
+#pragma once
+// What the `routepack` commands share (app/cmd_*.cpp): the command table entry, the SIGINT flag,
+// the option groups more than one command takes (model flags, the window source, the planner's
+// budget flags), output checks, the atomic output write and how names and numbers are echoed.
+// Error messages here are part of the CLI's contract (tests/tst_cli*.cpp assert them verbatim).
+#include "core/model/model.h"
+#include "core/model/trace.h"
+#include "core/plan/planner.h"
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace routepack::cli {
+
+/// One `routepack` command: the CLI11 subcommand its register function added (with its options)
+/// and the function that runs it after a successful parse. `run` returns the exit status (0
+/// success, 130 cancelled); errors are thrown (InputError, Cancelled, ...) and reported by
+/// cli::run() as one "routepack: error: ..." line.
+struct Command {
+    CLI::App* sub = nullptr;
+    std::function<int()> run;
+};
+
+/// Installs the SIGINT handler that sets sigint_flag() (importer, planner and sweep poll it and
+/// stop; the command then exits 130).
+void catch_sigint();
+/// The flag the SIGINT handler sets: the cancel flag handed to the importer and the planner.
+std::atomic<bool>& sigint_flag();
+
+/// snprintf of one value with format `f` ("%.4f", "%+.2f%%", ...).
+std::string fmt(const char* f, double v);
+
+/// snprintf of several values into a string (table lines).
+template <class... Args>
+std::string fmt_line(const char* f, Args... args) {
+    const int n = std::snprintf(nullptr, 0, f, args...);
+    std::string out(static_cast<std::size_t>(n > 0 ? n : 0) + 1, '\0');
+    std::snprintf(out.data(), out.size(), f, args...);
+    out.pop_back();
+    return out;
+}
+
+/// A byte count as "N B", "x.y KiB" (>= 1024) or "x.y MiB" (>= 2^20).
+std::string human_bytes(std::uint64_t b);
+
+/// A name or other stored text as echoed on a terminal: one line, escapes for control characters
+/// and invalid UTF-8, cut at 80 characters with "..." (the library keeps it whole).
+std::string shown(const std::string& s);
+/// A path as echoed: escapes as shown(), never cut.
+std::string shown_path(const std::string& s);
+
+/// --db values: a file path. InputError "--db must be a file path (got '<db>')" for "" and
+/// ":memory:" (which would open a library that vanishes at exit).
+void check_db_path(const std::string& db);
+
+/// Refuses an output path that is a folder (or another non-file), before any work is done:
+/// InputError "<out>: is a folder (<flag> names the file to write)" / "<out>: not a regular file (...)".
+void check_output_file(const std::string& out, const char* flag);
+
+/// Writes `text` + "\n" to `out` atomically (util::write_file_atomically, core/util/atomic_file.h);
+/// InputError "<out>: cannot write <what> (<step>: <reason>)" when that fails.
+void write_output(const std::string& out, const std::string& text, const char* what);
+
+/// --seed of `command` as an unsigned 64-bit integer; InputError "<command>: --seed must be an
+/// integer in 0..18446744073709551615 (got '<text>')" for anything else (a negative number, or one
+/// above 2^64-1, included: never wrapped).
+std::uint64_t parse_seed(const std::string& text, const std::string& command = "window");
+
+/// Model flags (--model, --model-config, --experts, --top-k, --layers, --moe-layers) of import,
+/// plan, compare, validate and place.
+struct ModelFlags {
+    std::string model;         ///< shipped model description name
+    std::string model_config;  ///< Hugging Face config.json path
+    int experts = 0;           ///< E override (0 = not given)
+    int top_k = 0;             ///< k override
+    int layers = 0;            ///< num_hidden_layers override
+    std::string moe_layers;    ///< layer list text (parse_layer_list), "" = not given
+
+    /// Adds the six options to `app`.
+    void add(CLI::App& app);
+    /// The model the flags describe: the shipped model or config.json, then the overrides.
+    /// InputError for both --model and --model-config, a negative override or a bad layer list.
+    ModelDescription resolve() const;
+};
+
+/// Inputs shared by plan, compare, validate and place: a library window, or trace files read
+/// straight (imported in memory).
+struct WindowSource {
+    std::string db, trace, window, format = "auto";
+    std::vector<std::string> inputs;
+    ModelFlags model;
+
+    /// Adds --db, --trace, [--window,] --input, --format and the model flags to `app`.
+    void add(CLI::App& app, bool window_flag = true);
+    /// True when --db or --input was given.
+    bool given() const { return !db.empty() || !inputs.empty(); }
+
+    /// Loads the window; `ids` (when non-empty) selects and orders samples by id. Sets the trace
+    /// and window names the plan records (the file name, or "inputs", for --input).
+    Trace load(std::string* trace_name, std::string* window_name, const std::vector<std::string>& ids = {}) const;
+};
+
+/// The planner's options shared by plan, compare and sweep: window, topology, --seed and the
+/// budget flags, --json and --quiet.
+struct PlanCmd {
+    std::string command;  ///< "plan", "compare" or "sweep", for messages
+    WindowSource src;
+    std::string topology, out;
+    std::string seed_text;  ///< --seed, parsed by run_planner (0..2^64-1, never wrapped)
+    PlannerBudgets budgets;
+    bool json = false;
+    bool quiet = false;
+};
+
+/// Adds --topology (required), --seed, --threads, --time-limit and the seeding / annealing /
+/// row-count / polish budget flags to `app`, stored in `c`.
+void add_budget_flags(CLI::App& app, PlanCmd& c);
+
+/// Plans `c`'s window: --seed parsed, budgets checked (before anything is read), the topology
+/// loaded, the window loaded, plan_window run with a one-line progress on a terminal's stderr
+/// (unless --quiet) and SIGINT as its cancel flag.
+PlanResult run_planner(const PlanCmd& c);
+
+}  // namespace routepack::cli

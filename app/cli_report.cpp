@@ -1,0 +1,225 @@
+#include "app/cli_report.h"
+
+#include "app/cli_common.h"
+#include "core/model/route_counts.h"
+#include "core/plan/bound.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <numeric>
+#include <set>
+
+namespace routepack::cli {
+
+namespace {
+
+double median(std::vector<std::int64_t> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? static_cast<double>(v[n / 2]) : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
+nlohmann::json trace_json(const storage::Library& lib, const storage::TraceEntry& t, bool detail) {
+    nlohmann::json j;
+    j["name"] = t.name;
+    j["format"] = t.format;
+    j["load_only"] = t.load_only;
+    j["samples"] = t.samples;
+    j["model"] = {{"name", t.model.name},
+                  {"num_hidden_layers", t.model.num_hidden_layers},
+                  {"experts", t.model.experts},
+                  {"top_k", t.model.top_k},
+                  {"moe_layers", t.model.moe_layers}};
+    j["fingerprint"] = t.fingerprint;
+    j["imported_at"] = t.imported_at;
+    if (!t.load_only) {
+        std::vector<std::int64_t> lengths;
+        std::int64_t sum = 0;
+        std::set<std::string> groups;
+        for (const auto& s : lib.samples(t.name)) {
+            lengths.push_back(s.length);
+            sum += s.length;
+            if (!s.group.empty()) groups.insert(s.group);
+        }
+        if (!lengths.empty())
+            j["length"] = {{"min", *std::min_element(lengths.begin(), lengths.end())},
+                           {"mean", static_cast<double>(sum) / lengths.size()},
+                           {"median", median(lengths)},
+                           {"max", *std::max_element(lengths.begin(), lengths.end())},
+                           {"total", sum}};
+        j["groups"] = groups.size();
+    }
+    const auto totals = lib.layer_totals(t.name);
+    const auto cv = layer_load_cv(totals, t.model.num_moe_layers(), t.model.experts);
+    if (!cv.empty()) {
+        j["layer_load_cv"] = {{"mean", std::accumulate(cv.begin(), cv.end(), 0.0) / cv.size()},
+                              {"max", *std::max_element(cv.begin(), cv.end())}};
+        if (detail) {
+            nlohmann::json per = nlohmann::json::array();
+            for (std::size_t l = 0; l < cv.size(); ++l)
+                per.push_back({{"layer", t.model.moe_layers[l]}, {"cv", cv[l]}});
+            j["layer_load_cv"]["per_layer"] = per;
+        }
+    }
+    nlohmann::json wins = nlohmann::json::array();
+    for (const auto& w : lib.windows(t.name))
+        wins.push_back({{"name", w.name}, {"samples", w.samples}, {"definition", w.definition}});
+    j["windows"] = wins;
+    return j;
+}
+
+void print_trace_text(const nlohmann::json& j, bool detail) {
+    const auto text = [&j](const char* key) { return shown(j[key].get<std::string>()); };
+    std::cout << "trace " << text("name") << "  (" << text("format")
+              << (j["load_only"].get<bool>() ? ", load-only" : "") << ")\n";
+    const auto& m = j["model"];
+    std::cout << "  model     " << (m["name"].get<std::string>().empty() ? "-" : shown(m["name"].get<std::string>())) << ": "
+              << m["moe_layers"].size() << " MoE layers ("
+              << format_layer_list(m["moe_layers"].get<std::vector<int>>()) << " of "
+              << m["num_hidden_layers"].get<int>() << "), " << m["experts"].get<int>() << " experts, top-"
+              << m["top_k"].get<int>() << "\n";
+    std::cout << "  samples   " << j["samples"].get<std::size_t>();
+    if (j.contains("groups") && j["groups"].get<std::size_t>() > 0) std::cout << " in " << j["groups"] << " groups";
+    std::cout << "\n";
+    if (j.contains("length")) {
+        const auto& l = j["length"];
+        std::cout << "  length    min " << l["min"] << "  mean " << fmt("%.1f", l["mean"].get<double>()) << "  median "
+                  << fmt("%.1f", l["median"].get<double>()) << "  max " << l["max"] << "  total " << l["total"]
+                  << " tokens\n";
+    }
+    if (j.contains("layer_load_cv")) {
+        const auto& c = j["layer_load_cv"];
+        std::cout << "  load CV   mean " << fmt("%.3f", c["mean"].get<double>()) << "  max "
+                  << fmt("%.3f", c["max"].get<double>()) << "  (per MoE layer, over experts)\n";
+        if (detail && c.contains("per_layer")) {
+            int n = 0;
+            for (const auto& p : c["per_layer"]) {
+                std::cout << (n % 8 == 0 ? "    " : "  ") << "L" << p["layer"].get<int>() << " "
+                          << fmt("%.3f", p["cv"].get<double>());
+                if (++n % 8 == 0) std::cout << "\n";
+            }
+            if (n % 8) std::cout << "\n";
+        }
+    }
+    for (const auto& w : j["windows"])
+        std::cout << "  window    " << shown(w["name"].get<std::string>()) << ": " << w["samples"] << " samples ("
+                  << shown(w["definition"].get<std::string>()) << ")\n";
+}
+
+
+std::string pct(double from, double to) {
+    if (from == 0) return to == 0 ? "+0.00%" : "n/a";
+    return fmt("%+.2f%%", 100.0 * (to - from) / from);
+}
+
+nlohmann::json compare_json(const PlanResult& r) {
+    nlohmann::json j;
+    j["trace"] = r.trace_name;
+    j["window"] = r.window_name;
+    j["samples"] = r.samples.size();
+    j["row_count"] = r.rows.rows;
+    j["row_count_certified"] = r.rows.certified;
+    j["row_lower_bound"] = r.rows.lower_bound;
+    nlohmann::json methods;
+    for (const MethodResult* m : {&r.baseline, &r.reorder, &r.karmarkar_karp, &r.routepack}) {
+        const auto& x = m->metrics;
+        methods[m->name] = {{"placement", m->lpt ? "lpt" : "identity"},
+                            {"score", {x.score.max_u, x.score.sum_u, x.score.max_j}},
+                            {"cv_global", x.cv_global},
+                            {"ep_peak_sum", x.ep_peak_sum},
+                            {"ep_tail_peak", x.ep_tail_peak},
+                            {"ep_balance_efficiency", x.ep_balance_efficiency},
+                            {"attention_sum", x.attention_sum},
+                            {"joint", x.joint},
+                            {"cap_violations", x.cap_violations},
+                            {"empty_cells", x.empty_cells}};
+    }
+    j["methods"] = methods;
+    auto change = [](const LayoutMetrics& a, const LayoutMetrics& b) {
+        auto rel = [](double x, double y) { return x == 0 ? 0.0 : 100.0 * (y - x) / x; };
+        return nlohmann::json{{"joint_pct", rel(a.joint, b.joint)},
+                              {"ep_peak_sum_pct", rel(double(a.ep_peak_sum), double(b.ep_peak_sum))},
+                              {"ep_tail_peak_pct", rel(double(a.ep_tail_peak), double(b.ep_tail_peak))},
+                              {"ep_balance_efficiency", {a.ep_balance_efficiency, b.ep_balance_efficiency}},
+                              {"attention_pct", rel(a.attention_sum, b.attention_sum)}};
+    };
+    j["max_u_lower_bound"] = {{"value", r.bound.value},
+                              {"mean", r.bound.mean},
+                              {"sample", r.bound.sample},
+                              {"gap", bound_gap(r.routepack.metrics.score.max_u, r.bound.value)}};
+    j["routepack_vs_reorder"] = change(r.reorder.metrics, r.routepack.metrics);
+    j["routepack_vs_baseline"] = change(r.baseline.metrics, r.routepack.metrics);
+    j["routepack_vs_karmarkar_karp"] = change(r.karmarkar_karp.metrics, r.routepack.metrics);
+    j["planner"] = {{"seconds", r.timings.count("total") ? r.timings.at("total") : 0.0},
+                    {"proposals", r.proposals},
+                    {"cancelled", r.cancelled},
+                    {"time_limit_hit", r.time_limit_hit}};
+    return j;
+}
+
+}  // namespace
+
+void print_comparison(const PlanResult& r) {
+    const auto& t = r.topology;
+    std::cout << "window " << (r.window_name.empty() ? std::string("(whole trace)") : "'" + shown(r.window_name) + "'")
+              << " of '" << shown(r.trace_name) << "': " << r.samples.size() << " samples; " << t.ep_ranks << " EP ranks, "
+              << t.dp_slots << " DP slots in " << t.shards() << " EDP shards, cap C = " << t.token_cap << "\n";
+    std::cout << "rows: " << r.rows.how << "; lower bound " << r.rows.lower_bound << "\n";
+    if (r.baseline_not_ffd)
+        std::cout << "note: FixedRowFFD cannot fill R* rows; baseline and reorder use the row-count search's layout\n";
+    std::cout << "CV_global: identity " << fmt("%.4f", r.cv_identity) << " -> LPT " << fmt("%.4f", r.cv_lpt) << "\n";
+    std::printf("%-15s %9s %12s %12s %10s %12s %10s %8s %12s %5s\n", "method", "placement", "max_g U", "sum_g U",
+                "max J", "S_EP", "T_EP", "eta_EP", "attention", "cap!");
+    for (const MethodResult* m : {&r.baseline, &r.reorder, &r.karmarkar_karp, &r.routepack}) {
+        const auto& x = m->metrics;
+        std::printf("%-15s %9s %12.4f %12.4f %10.4f %12lld %10lld %8.4f %12.4f %5d\n", m->name.c_str(),
+                    m->lpt ? "lpt" : "identity", x.score.max_u, x.score.sum_u, x.score.max_j,
+                    static_cast<long long>(x.ep_peak_sum), static_cast<long long>(x.ep_tail_peak),
+                    x.ep_balance_efficiency, x.attention_sum, x.cap_violations + x.empty_cells);
+    }
+    std::fflush(stdout);
+    auto line = [&](const char* label, const LayoutMetrics& a, const LayoutMetrics& b) {
+        std::cout << label << ": joint " << pct(a.joint, b.joint) << "  S_EP " << pct(double(a.ep_peak_sum), double(b.ep_peak_sum))
+                  << "  T_EP " << pct(double(a.ep_tail_peak), double(b.ep_tail_peak)) << "  eta_EP "
+                  << fmt("%.3f", a.ep_balance_efficiency) << " -> " << fmt("%.3f", b.ep_balance_efficiency)
+                  << "  attention " << pct(a.attention_sum, b.attention_sum) << "\n";
+    };
+    std::cout << "lower bound on max_g U: " << fmt("%.4f", r.bound.value) << " (mean bound " << fmt("%.4f", r.bound.mean)
+              << ", largest sample " << fmt("%.4f", r.bound.sample) << "); routepack is "
+              << fmt("%.2f%%", 100.0 * bound_gap(r.routepack.metrics.score.max_u, r.bound.value)) << " above it\n";
+    line("routepack vs reorder       ", r.reorder.metrics, r.routepack.metrics);
+    line("routepack vs baseline      ", r.baseline.metrics, r.routepack.metrics);
+    line("routepack vs karmarkar_karp", r.karmarkar_karp.metrics, r.routepack.metrics);
+    if (r.karmarkar_karp.metrics.cap_violations > 0)
+        std::cout << "note: karmarkar_karp puts " << r.karmarkar_karp.metrics.cap_violations
+                  << " cell(s) over the cap C (reported, still scored)\n";
+    std::cout << "planner: " << fmt("%.3f", r.timings.count("total") ? r.timings.at("total") : 0.0) << " s, "
+              << r.proposals << " proposals, " << r.accepted << " accepted, polish " << r.polish_improvements << "/"
+              << r.polish_evaluations << (r.polish_local_optimum ? " (local optimum)" : "")
+              << (r.cancelled ? ", CANCELLED (best valid plan so far)" : "")
+              << (r.time_limit_hit ? ", time limit hit" : "") << "\n";
+}
+
+void print_comparison_json(const PlanResult& r) { std::cout << compare_json(r).dump(2) << "\n"; }
+
+void print_library_info(const storage::Library& lib, const std::string& db,
+                        const std::vector<storage::TraceEntry>& traces, bool detail, bool json) {
+    nlohmann::json all = nlohmann::json::array();
+    for (const auto& t : traces) all.push_back(trace_json(lib, t, detail));
+    if (json) {
+        std::cout << nlohmann::json{{"library", db}, {"traces", all}}.dump(2) << "\n";
+    } else {
+        std::cout << "library " << shown_path(db) << ": " << all.size() << " trace(s)\n";
+        for (const auto& t : all) print_trace_text(t, detail);
+    }
+}
+
+void print_trace_detail(const storage::Library& lib, const storage::TraceEntry& trace) {
+    print_trace_text(trace_json(lib, trace, true), true);
+}
+
+}  // namespace routepack::cli

@@ -1,0 +1,136 @@
+// `routepack import`: routing traces (files or folders, any supported format) into a library.
+#include "app/commands.h"
+
+#include "core/import/import.h"
+#include "core/util/errors.h"
+#include "core/util/text.h"
+#include "storage/library.h"
+
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <set>
+#include <unistd.h>
+
+namespace routepack::cli {
+
+namespace {
+
+/// Removes a library file this command created (and its -wal/-shm side files) when the command
+/// failed: a failed import into a new path leaves nothing behind. Existing files are never touched.
+class NewLibraryGuard {
+public:
+    explicit NewLibraryGuard(std::string db) : db_(std::move(db)) {
+        std::error_code ec;
+        existed_ = std::filesystem::exists(db_, ec) || ec;
+        for (const char* side : {"-wal", "-shm"}) side_existed_.push_back(std::filesystem::exists(db_ + side, ec) || ec);
+    }
+    void commit() { done_ = true; }
+    /// Call after the library connection is closed. Keeps the file should another process have
+    /// imported into it meanwhile (it holds a trace).
+    void cleanup() {
+        if (done_ || existed_) return;
+        try {
+            if (!storage::Library::open(db_, storage::OpenMode::ReadOnly)->traces().empty()) return;
+        } catch (const std::exception&) {
+            // No readable library there (never created, no schema, damaged): remove what is ours.
+        }
+        std::error_code ec;
+        std::filesystem::remove(db_, ec);
+        const char* sides[] = {"-wal", "-shm"};
+        for (std::size_t k = 0; k < 2; ++k)
+            if (!side_existed_[k]) std::filesystem::remove(db_ + sides[k], ec);
+    }
+
+private:
+    std::string db_;
+    bool existed_ = true, done_ = false;
+    std::vector<bool> side_existed_;
+};
+
+struct ImportCmd {
+    std::string db, name, format = "auto";
+    ModelFlags model;
+    std::vector<std::string> paths;
+    bool quiet = false;
+};
+
+int run_import(const ImportCmd& c) {
+    check_db_path(c.db);
+    ImportOptions opt;
+    opt.format = parse_trace_format(c.format);
+    opt.model = c.model.resolve();
+    NewLibraryGuard guard(c.db);
+    std::unique_ptr<storage::Library> lib;
+    try {
+        lib = storage::Library::open(c.db);
+    } catch (...) {
+        guard.cleanup();
+        throw;
+    }
+    std::vector<std::filesystem::path> inputs(c.paths.begin(), c.paths.end());
+    const bool tty = isatty(STDERR_FILENO) && !c.quiet;
+    auto last = std::chrono::steady_clock::now();
+    auto progress = [&](const ImportProgress& p) {
+        if (!tty) return;
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last < std::chrono::milliseconds(100) && p.files_done != p.files_total) return;
+        last = now;
+        std::fprintf(stderr, "\rimporting %zu/%zu files, %zu samples, %s", p.files_done, p.files_total, p.samples,
+                     human_bytes(p.bytes_done).c_str());
+        std::fflush(stderr);
+    };
+    catch_sigint();
+    const auto t0 = std::chrono::steady_clock::now();
+    ImportSummary s;
+    try {
+        s = lib->import_trace(c.name, inputs, opt, progress, &sigint_flag());
+    } catch (...) {
+        if (tty) std::fputs("\n", stderr);
+        lib.reset();      // close (and let SQLite remove its side files) before cleaning up
+        guard.cleanup();  // a library created by this failed import is removed again
+        throw;
+    }
+    guard.commit();
+    if (tty) std::fputs("\n", stderr);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::cout << "imported trace '" << shown(c.name) << "' into " << shown_path(c.db) << ": " << s.samples << " samples from " << s.files
+              << " files (" << human_bytes(s.bytes) << ", format " << to_string(s.format) << ") in "
+              << fmt("%.2f", secs) << " s\n";
+    const auto& m = s.model;
+    std::cout << "  model    " << (m.name.empty() ? "-" : shown(m.name)) << ": " << m.num_moe_layers() << " MoE layers ("
+              << format_layer_list(m.moe_layers) << " of " << m.num_hidden_layers << "), " << m.experts
+              << " experts, top-" << m.top_k << "\n";
+    if (s.samples > 0) {
+        const auto samples = lib->samples(c.name);
+        std::set<std::string> rules;
+        for (const auto& x : samples) rules.insert(to_string(x.length_rule));
+        std::string r;
+        for (const auto& x : rules) r += (r.empty() ? "" : ", ") + x;
+        std::cout << "  lengths  min " << s.min_length << "  mean " << fmt("%.1f", s.mean_length) << "  max "
+                  << s.max_length << " tokens (t_i rule: " << r << ")\n";
+    }
+    std::cout << "  missing routes " << s.missing_routes << "\n";
+    for (const auto& n : s.notes) std::cout << "  note: " << util::printable(n, 400) << "\n";
+    return 0;
+}
+
+}  // namespace
+
+Command register_import(CLI::App& app) {
+    auto c = std::make_shared<ImportCmd>();
+    auto* imp = app.add_subcommand("import", "import routing traces (files or folders) into a library");
+    imp->add_option("--db", c->db, "library file (SQLite; created when absent)")->required();
+    imp->add_option("--name", c->name, "trace name")->required();
+    imp->add_option("--format", c->format, "auto, sglang, vllm, npy, npz, nested-json, nrlre1, megatron, step-json, prompt-csv, aggregate");
+    c->model.add(*imp);
+    imp->add_flag("--quiet", c->quiet, "no progress on stderr");
+    imp->add_option("paths", c->paths, "trace files or folders")->required();
+    return {imp, [c] { return run_import(*c); }};
+}
+
+}  // namespace routepack::cli

@@ -1,0 +1,188 @@
+// `routepack place`: LPT placement (Algorithm 1) from expert totals alone, written as an expert map.
+#include "app/commands.h"
+
+#include "core/model/topology.h"
+#include "core/plan/expert_map.h"
+#include "core/plan/metrics.h"
+#include "core/plan/placement.h"
+#include "core/util/errors.h"
+#include "core/util/input_file.h"
+#include "storage/library.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+namespace routepack::cli {
+
+namespace {
+
+struct PlaceCmd {
+    WindowSource src;
+    std::string loads, topology, format = "routepack", out;
+    int ep_ranks = 0;
+};
+
+/// Reads `--loads FILE`: a JSON [L][E] array of non-negative whole numbers, or an object
+/// {"loads": [L][E], "moe_layers": [...] (optional), "num_hidden_layers": N (optional)}.
+/// The model gets E from the rows, moe_layers from the file, else --moe-layers, else 0..L-1.
+std::vector<std::uint64_t> read_loads_file(const std::string& path, const ModelFlags& flags, ModelDescription* model) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) throw InputError(path + ": is a folder, not a loads file");
+    const std::string text = read_input_file(path, input_files::kLoadsFile);
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+        throw InputError(path + ": malformed JSON at byte " + std::to_string(e.byte));
+    }
+    nlohmann::json rows = j;
+    std::string field = "";
+    if (j.is_object()) {
+        if (!j.contains("loads")) throw InputError(path + ": missing field 'loads'");
+        rows = j["loads"];
+        field = "loads";
+    }
+    if (!rows.is_array() || rows.empty() || !rows[0].is_array() || rows[0].empty())
+        throw InputError(path + ": " + (field.empty() ? std::string("the loads") : field) +
+                         " must be a non-empty [L][E] list of lists");
+    const std::size_t L = rows.size(), E = rows[0].size();
+    std::vector<std::uint64_t> loads;
+    loads.reserve(L * E);
+    for (std::size_t l = 0; l < L; ++l) {
+        const std::string at = field + "[" + std::to_string(l) + "]";
+        if (!rows[l].is_array() || rows[l].size() != E)
+            throw InputError(path + ": " + at + " must be a list of " + std::to_string(E) + " loads (as row 0)");
+        for (std::size_t e = 0; e < E; ++e) {
+            const auto& v = rows[l][e];
+            const std::string where = path + ": " + at + "[" + std::to_string(e) + "]";
+            if (v.is_number_unsigned()) {
+                loads.push_back(v.get<std::uint64_t>());
+            } else if (v.is_number_float() && std::isfinite(v.get<double>()) && v.get<double>() >= 0 &&
+                       v.get<double>() == std::floor(v.get<double>()) && v.get<double>() < 1.8e19) {
+                loads.push_back(static_cast<std::uint64_t>(v.get<double>()));
+            } else {
+                throw InputError(where + " must be a non-negative whole number (got " + v.dump() + ")");
+            }
+        }
+    }
+    ModelDescription m;
+    m.name = "";
+    m.experts = static_cast<int>(E);
+    m.top_k = 1;
+    if (j.is_object() && j.contains("moe_layers")) {
+        try {
+            m.moe_layers = j["moe_layers"].get<std::vector<int>>();
+        } catch (const nlohmann::json::exception&) {
+            throw InputError(path + ": moe_layers must be a list of layer ids");
+        }
+    } else if (!flags.moe_layers.empty()) {
+        m.moe_layers = parse_layer_list(flags.moe_layers);
+    } else {
+        for (std::size_t l = 0; l < L; ++l) m.moe_layers.push_back(static_cast<int>(l));
+    }
+    if (m.moe_layers.size() != L)
+        throw InputError(path + ": " + std::to_string(L) + " rows of loads but " + std::to_string(m.moe_layers.size()) +
+                         " MoE layers named");
+    m.num_hidden_layers = flags.layers > 0 ? flags.layers : m.moe_layers.back() + 1;
+    if (j.is_object() && j.contains("num_hidden_layers")) {
+        if (!j["num_hidden_layers"].is_number_integer())
+            throw InputError(path + ": field 'num_hidden_layers' must be an integer");
+        m.num_hidden_layers = j["num_hidden_layers"].get<int>();
+    }
+    m.source = path;
+    m.validate();
+    *model = m;
+    return loads;
+}
+
+/// `routepack place`: LPT placement (the planner's stage 1) from expert totals alone; writes an
+/// expert map and prints identity vs LPT max/mean rank load per layer.
+int run_place(const PlaceCmd& c) {
+    const ExpertMapFormat format = parse_expert_map_format(c.format);
+    int P = c.ep_ranks;
+    if (!c.topology.empty()) {
+        if (P) throw InputError("place: give either --ep-ranks or --topology, not both");
+        P = load_topology(c.topology).ep_ranks;
+    }
+    if (P < 1) throw InputError("place: give --ep-ranks P (or --topology)");
+    check_output_file(c.out, "--out");
+    {
+        std::error_code ec;
+        if (!c.loads.empty() && std::filesystem::equivalent(c.loads, c.out, ec))
+            throw InputError(c.out + ": is the --loads file itself (--out names a new expert map file)");
+    }
+    ModelDescription model;
+    std::vector<std::uint64_t> loads;
+    std::string what;
+    if (!c.loads.empty()) {
+        if (c.src.given()) throw InputError("place: give either --loads FILE or the trace (--db/--input), not both");
+        loads = read_loads_file(c.loads, c.src.model, &model);
+        what = c.loads;
+    } else if (!c.src.db.empty() && c.src.window.empty()) {
+        if (c.src.trace.empty()) throw InputError("--db needs --trace NAME");
+        auto lib = storage::Library::open(c.src.db, storage::OpenMode::ReadOnly);
+        model = lib->trace(c.src.trace).model;
+        loads = lib->layer_totals(c.src.trace);  // aggregate (load-only) traces included
+        what = "trace '" + c.src.trace + "'";
+    } else {
+        std::string tn, wn;
+        const Trace w = c.src.load(&tn, &wn);
+        model = w.model;
+        loads = aggregate_expert_loads(w.counts, w.size(), model.num_moe_layers(), model.experts);
+        what = (wn.empty() ? "trace '" + tn + "'" : "window '" + wn + "' of '" + tn + "'") + " (" +
+               std::to_string(w.size()) + " samples)";
+    }
+    const int L = model.num_moe_layers(), E = model.experts;
+    if (E % P != 0)
+        throw InputError("topology: " + std::to_string(E) + " experts are not divisible by " + std::to_string(P) +
+                         " EP ranks");
+    const Placement ident = identity_placement(L, E, P);
+    const Placement lpt = lpt_placement(loads, L, E, P);
+    const auto Gi = rank_loads(loads, ident), Gl = rank_loads(loads, lpt);
+    const auto mi = rank_max_over_mean(Gi, L, P), ml = rank_max_over_mean(Gl, L, P);
+    const std::string text = expert_map_json(lpt, model, format);
+    write_output(c.out, text, "expert map");
+    std::cout << "placement of " << what << ": " << L << " MoE layers x " << E << " experts on " << P
+              << " EP ranks (LPT, Algorithm 1)\n";
+    std::printf("%7s %14s %14s\n", "layer", "identity max/mean", "LPT max/mean");
+    double si = 0, sl = 0;
+    for (int l = 0; l < L; ++l) {
+        std::printf("%7d %17.4f %14.4f\n", model.moe_layers[static_cast<std::size_t>(l)], mi[static_cast<std::size_t>(l)],
+                    ml[static_cast<std::size_t>(l)]);
+        si += mi[static_cast<std::size_t>(l)];
+        sl += ml[static_cast<std::size_t>(l)];
+    }
+    std::printf("%7s %17.4f %14.4f\n", "mean", L ? si / L : 1.0, L ? sl / L : 1.0);
+    std::fflush(stdout);
+    std::cout << "CV_global: identity " << fmt("%.4f", cv_global(Gi, L, P)) << " -> LPT " << fmt("%.4f", cv_global(Gl, L, P))
+              << "\n";
+    std::cout << "expert map (" << c.format << ") written to " << c.out << "\n";
+    return 0;
+}
+
+}  // namespace
+
+Command register_place(CLI::App& app) {
+    auto c = std::make_shared<PlaceCmd>();
+    auto* place = app.add_subcommand("place", "LPT placement from expert totals alone (a trace, window, aggregate trace or --loads FILE); writes an expert map");
+    place->add_option("--db", c->src.db, "library file");
+    place->add_option("--trace", c->src.trace, "trace name in the library (aggregate traces too)");
+    place->add_option("--window", c->src.window, "window name (default: the whole trace)");
+    place->add_option("--input", c->src.inputs, "trace files or folders read straight (no library)");
+    place->add_option("--input-format", c->src.format, "format of --input (default auto)");
+    c->src.model.add(*place);
+    place->add_option("--loads", c->loads, "JSON [L][E] expert loads, or {\"loads\", \"moe_layers\", \"num_hidden_layers\"}");
+    place->add_option("--ep-ranks", c->ep_ranks, "EP ranks P");
+    place->add_option("--topology", c->topology, "take P from a topology file or shipped name");
+    place->add_option("--format", c->format, "routepack (default), sglang, vllm");
+    place->add_option("--out", c->out, "expert map file to write")->required();
+    return {place, [c] { return run_place(*c); }};
+}
+
+}  // namespace routepack::cli
