@@ -4,6 +4,7 @@
 // 50 ms progress throttle on explicit clock values, and the exact bytes and messages of the exports.
 #include "core/plan/expert_map.h"
 #include "core/plan/placement.h"
+#include "core/util/errors.h"
 #include "core/plan/plan_file.h"
 #include "tests/testutil.h"
 #include "views/exports.h"
@@ -310,7 +311,7 @@ private Q_SLOTS:
         const ExportResult unknown = writeExpertMap(*plan, QStringLiteral("nope"), vllm);
         QVERIFY(unknown.error);
         QCOMPARE(unknown.message,
-                 QString::fromStdString(test::error_of<std::exception>([] { parse_expert_map_format("nope"); })));
+                 QString::fromStdString(test::error_of<InputError>([] { parse_expert_map_format("nope"); })));
         QCOMPARE(test::read_file(vllm.toStdString()), text); // the refused export left the file alone
 
         const ExportResult json = writePlanJson(*plan, dir.filePath(QStringLiteral("plan.json")));

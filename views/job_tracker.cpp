@@ -159,6 +159,7 @@ void JobTracker::shutdown() {
     pending_.clear();
     cancelRunning();
     pool_->waitForDone();
+    running_.clear(); // their ends are queued but never delivered
 }
 
 } // namespace routepack::views
