@@ -534,7 +534,7 @@ private Q_SLOTS:
         const QModelIndex ri = model.runIndex(run);
         QVERIFY(ri.isValid());
         QCOMPARE(ri.parent(), w);
-        QCOMPARE(ri.data(LibraryTreeModel::KindRole).toInt(), int(LibraryTreeModel::RunNode));
+        QCOMPARE(ri.data(KindRole).toInt(), int(LibraryTreeModel::RunNode));
         QCOMPARE(model.runAt(ri)->score, finished.at(0).at(0).value<PlanJobResult>().plan->routepack.metrics.score);
         QVERIFY(ri.sibling(ri.row(), 1).data().toString().startsWith(QStringLiteral("finished, R*=")));
         model.setSnapshot({});

@@ -20,17 +20,13 @@
 #include <QSpinBox>
 #include <QStackedWidget>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 
 namespace routepack::views {
 
 namespace {
-
-constexpr std::int64_t kProgressIntervalMs = 50;
 
 std::vector<std::filesystem::path> to_paths(const QStringList& list) {
     std::vector<std::filesystem::path> out;
@@ -65,86 +61,79 @@ struct ImportJob::Outcome {
     QString message;
 };
 
-ImportJob::ImportJob(QObject* parent) : QObject(parent), watcher_(new QFutureWatcher<void>(this)) {
+ImportJob::ImportJob(QObject* parent)
+    : QObject(parent), tracker_(new JobTracker(JobTracker::Policy::EveryResult, 1, false, this)) {
     qRegisterMetaType<routepack::views::ImportProgressInfo>();
     qRegisterMetaType<routepack::ImportSummary>();
-    connect(watcher_, &QFutureWatcher<void>::finished, this, [this] {
-        running_ = false;
-        const std::shared_ptr<Outcome> o = std::move(outcome_);
-        cancel_.reset();
-        if (!o) return;
-        switch (o->kind) {
-        case Outcome::Ok:
-            Q_EMIT finished(o->name, o->summary);
-            break;
-        case Outcome::Cancelled:
-            Q_EMIT cancelled();
-            break;
-        case Outcome::Failed:
-            Q_EMIT failed(o->message);
-            break;
-        }
-    });
 }
 
 ImportJob::~ImportJob() {
-    if (cancel_) cancel_->store(true);
-    watcher_->waitForFinished();
+    tracker_->shutdown(); // cancels the running import and waits for it to roll back
 }
 
 bool ImportJob::start(const ImportRequest& request) {
-    if (running_) return false;
-    running_ = true;
-    cancel_ = std::make_shared<std::atomic<bool>>(false);
-    outcome_ = std::make_shared<Outcome>();
-    auto cancel = cancel_;
-    auto outcome = outcome_;
+    if (isRunning()) return false;
     const qint64 cancel_after = cancelAfter_;
-    watcher_->setFuture(QtConcurrent::run([this, request, cancel, outcome, cancel_after] {
-        auto last = std::chrono::steady_clock::now() - std::chrono::seconds(1);
-        auto on_progress = [&](const ImportProgress& p) {
-            if (cancel_after > 0 && static_cast<qint64>(p.samples) >= cancel_after) cancel->store(true);
-            const auto now = std::chrono::steady_clock::now();
-            if (now - last < std::chrono::milliseconds(kProgressIntervalMs) && p.files_done != p.files_total) return;
-            last = now;
-            ImportProgressInfo info;
-            info.filesDone = static_cast<qint64>(p.files_done);
-            info.filesTotal = static_cast<qint64>(p.files_total);
-            info.bytesDone = static_cast<qint64>(p.bytes_done);
-            info.bytesTotal = static_cast<qint64>(p.bytes_total);
-            info.samples = static_cast<qint64>(p.samples);
-            info.currentFile = QString::fromStdString(p.current_file);
-            QMetaObject::invokeMethod(
-                this, [this, info] { Q_EMIT progress(info); }, Qt::QueuedConnection);
-        };
-        outcome->name = request.traceName;
-        try {
-            // One connection per thread: this worker's own.
-            auto lib = storage::Library::open(request.library.toStdString(), storage::OpenMode::Create);
-            outcome->summary = lib->import_trace(request.traceName.toStdString(), to_paths(request.inputs),
-                                                 request.options, on_progress, cancel.get());
-            outcome->kind = Outcome::Ok;
-        } catch (const Cancelled&) {
-            outcome->kind = Outcome::Cancelled;
-        } catch (const std::bad_alloc&) {
-            outcome->kind = Outcome::Failed;
-            outcome->message = tr("out of memory while importing");
-        } catch (const std::exception& e) {
-            outcome->kind = Outcome::Failed;
-            outcome->message = QString::fromStdString(e.what());
-        }
-    }));
+    tracker_->start<Outcome>(
+        [this, request, cancel_after](JobContext& context) {
+            std::atomic<bool>* cancel = context.cancelFlag();
+            auto on_progress = [&](const ImportProgress& p) {
+                if (cancel_after > 0 && static_cast<qint64>(p.samples) >= cancel_after) cancel->store(true);
+                if (!context.throttle().pass(p.files_done == p.files_total)) return;
+                ImportProgressInfo info;
+                info.filesDone = static_cast<qint64>(p.files_done);
+                info.filesTotal = static_cast<qint64>(p.files_total);
+                info.bytesDone = static_cast<qint64>(p.bytes_done);
+                info.bytesTotal = static_cast<qint64>(p.bytes_total);
+                info.samples = static_cast<qint64>(p.samples);
+                info.currentFile = QString::fromStdString(p.current_file);
+                context.post([this, info] { Q_EMIT progress(info); });
+            };
+            Outcome outcome;
+            outcome.name = request.traceName;
+            try {
+                // One connection per thread: this worker's own.
+                auto lib = storage::Library::open(request.library.toStdString(), storage::OpenMode::Create);
+                outcome.summary = lib->import_trace(request.traceName.toStdString(), to_paths(request.inputs),
+                                                    request.options, on_progress, cancel);
+                outcome.kind = Outcome::Ok;
+            } catch (const Cancelled&) {
+                outcome.kind = Outcome::Cancelled;
+            } catch (const std::bad_alloc&) {
+                outcome.kind = Outcome::Failed;
+                outcome.message = tr("out of memory while importing");
+            } catch (const std::exception& e) {
+                outcome.kind = Outcome::Failed;
+                outcome.message = QString::fromStdString(e.what());
+            }
+            return outcome;
+        },
+        [this](quint64, std::shared_ptr<const Outcome> o) {
+            if (!o) return;
+            switch (o->kind) {
+            case Outcome::Ok:
+                Q_EMIT finished(o->name, o->summary);
+                break;
+            case Outcome::Cancelled:
+                Q_EMIT cancelled();
+                break;
+            case Outcome::Failed:
+                Q_EMIT failed(o->message);
+                break;
+            }
+        });
     return true;
 }
 
 void ImportJob::cancel() {
-    if (cancel_) cancel_->store(true);
+    tracker_->cancelRunning();
 }
 
 // --- ImportDialog ---
 
 ImportDialog::ImportDialog(const QString& library, QWidget* parent)
-    : QDialog(parent), library_(library), job_(new ImportJob(this)) {
+    : QDialog(parent), library_(library), job_(new ImportJob(this)),
+      detects_(new JobTracker(JobTracker::Policy::LatestResult, 2, false, this)) {
     setWindowTitle(tr("Import trace"));
     auto* layout = new QVBoxLayout(this);
     auto* form = new QFormLayout();
@@ -387,20 +376,19 @@ void ImportDialog::inputsChanged() {
     const QStringList list = inputs();
     if (name_->text().isEmpty() && !list.isEmpty()) name_->setText(QFileInfo(list.front()).completeBaseName());
     // Detect the format off the GUI thread (folders may hold many files); stale answers are dropped.
-    const quint64 generation = ++detectGeneration_;
+    detects_->invalidate();
     detected_.clear();
     format_->setItemText(0, tr("Auto-detect"));
     if (list.isEmpty()) return;
-    auto* watcher = new QFutureWatcher<QString>(this);
-    connect(watcher, &QFutureWatcher<QString>::finished, this, [this, watcher, generation] {
-        watcher->deleteLater();
-        if (generation != detectGeneration_) return;
-        detected_ = watcher->result();
-        format_->setItemText(0, detected_.isEmpty() ? tr("Auto-detect (not recognized)")
-                                                    : tr("Auto-detect (detected: %1, %2)").arg(detected_, detectedStack()));
-        Q_EMIT formatDetected(detected_);
-    });
-    watcher->setFuture(QtConcurrent::run([list] { return detectInputFormat(list); }));
+    detects_->start<QString>([list](JobContext&) { return detectInputFormat(list); },
+                             [this](quint64, std::shared_ptr<const QString> format) {
+                                 detected_ = format ? *format : QString();
+                                 format_->setItemText(0, detected_.isEmpty()
+                                                             ? tr("Auto-detect (not recognized)")
+                                                             : tr("Auto-detect (detected: %1, %2)")
+                                                                   .arg(detected_, detectedStack()));
+                                 Q_EMIT formatDetected(detected_);
+                             });
 }
 
 std::optional<ImportRequest> ImportDialog::request(QString* error) const {

@@ -1,17 +1,17 @@
 #pragma once
 // Trace import of the studio: ImportJob runs
-// Library::import_trace on a worker thread with its own library connection, progress and Cancel;
+// Library::import_trace on a worker thread (a JobTracker, views/job_tracker.h) with its own library
+// connection, progress and Cancel;
 // ImportDialog collects files/folders, the trace name, the format (auto-detected one shown) and the
 // model description, and drives an ImportJob. An import is one SQLite transaction: a failed or
 // cancelled import leaves the library exactly as before.
 #include "core/import/import.h"
+#include "views/job_tracker.h"
 
 #include <QDialog>
-#include <QFutureWatcher>
 #include <QString>
 #include <QStringList>
 
-#include <atomic>
 #include <memory>
 #include <optional>
 
@@ -44,7 +44,7 @@ struct ImportProgressInfo {
 };
 
 /// Runs one import at a time on a worker thread. Signals arrive on the owner's thread; progress is
-/// throttled (at most 20 per second).
+/// throttled by ProgressThrottle (at most 20 per second; the last file's report always passes).
 class ImportJob : public QObject {
     Q_OBJECT
 public:
@@ -56,7 +56,7 @@ public:
     bool start(const ImportRequest& request);
     /// Asks the running import to stop; it rolls back and emits `cancelled`.
     void cancel();
-    bool isRunning() const { return running_; }
+    bool isRunning() const { return tracker_->runningCount() > 0; }
     /// Test hook: the worker sets the cancel flag itself once `n` samples were read (> 0), so
     /// tests can cancel deterministically in the middle of an import.
     void setCancelAfterSamplesForTesting(qint64 n) { cancelAfter_ = n; }
@@ -72,10 +72,7 @@ Q_SIGNALS:
 
 private:
     struct Outcome;
-    QFutureWatcher<void>* watcher_ = nullptr;
-    std::shared_ptr<std::atomic<bool>> cancel_;
-    std::shared_ptr<Outcome> outcome_;
-    bool running_ = false;
+    JobTracker* tracker_ = nullptr;
     qint64 cancelAfter_ = 0;
 };
 
@@ -140,7 +137,7 @@ private:
     QString library_;
     ImportJob* job_ = nullptr;
     QString error_, detected_;
-    quint64 detectGeneration_ = 0;
+    JobTracker* detects_ = nullptr; ///< format detection: the latest inputs' answer wins
     QListWidget* inputs_ = nullptr;
     QLineEdit* name_ = nullptr;
     QComboBox* format_ = nullptr;

@@ -122,7 +122,7 @@ QVariant LibraryTreeModel::data(const QModelIndex& index, int role) const {
     const Node* n = node(index);
     if (!n) return {};
     if (role == KindRole) return static_cast<int>(n->kind);
-    const bool raw = role == SortRole;
+    const bool raw = role == RawValueRole;
     switch (n->kind) {
     case TraceNode: {
         const auto& t = snap_.traces[n->item];

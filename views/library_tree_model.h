@@ -2,6 +2,7 @@
 // Tree of a library's contents for the studio's left dock: traces, their windows, and the planner
 // runs of each window. Checked by QAbstractItemModelTester.
 #include "storage/library.h"
+#include "views/roles.h"
 
 #include <QAbstractItemModel>
 #include <QString>
@@ -22,20 +23,14 @@ struct LibrarySnapshot {
 LibrarySnapshot readLibrarySnapshot(const storage::Library& lib);
 
 /// Three-level tree: trace -> window -> run. Columns: name, details ("235 samples, step-json";
-/// "64 samples: first 64 ..."; "finished, joint 228.76"). Qt::UserRole gives the raw sort value of
-/// the column; the roles below identify a node.
+/// "64 samples: first 64 ..."; "finished, joint 228.76"). RawValueRole (= Qt::UserRole) gives the raw
+/// sort value of the column; KindRole, TraceRole, WindowRole and RunIdRole (views/roles.h) identify a
+/// node.
 class LibraryTreeModel : public QAbstractItemModel {
     Q_OBJECT
 public:
     enum Column { Name, Details, ColumnCount };
     enum Kind { TraceNode, WindowNode, RunNode };
-    enum Role {
-        SortRole = Qt::UserRole,
-        KindRole = Qt::UserRole + 32, ///< Kind
-        TraceRole,                    ///< trace name (every node)
-        WindowRole,                   ///< window name (windows and runs)
-        RunIdRole,                    ///< run id (runs), qint64
-    };
 
     explicit LibraryTreeModel(QObject* parent = nullptr);
     ~LibraryTreeModel() override;

@@ -1,20 +1,18 @@
 #pragma once
-// The studio's planner job queue: one job at a
-// time on a worker thread, several can queue; throttled progress with the stage name; live
-// annealing levels; cooperative cancel that keeps the best valid plan so far; generation ids so that
-// results of a superseded library are dropped; results as immutable values.
+// The studio's planner job queue, a JobTracker user (views/job_tracker.h): one job at a time on a
+// worker thread, several can queue; throttled progress with the stage name; live annealing levels;
+// cooperative cancel that keeps the best valid plan so far; generation ids so that results of a
+// superseded library are dropped; results as immutable values.
 #include "core/plan/annealing.h"
 #include "core/plan/planner.h"
 #include "core/model/topology.h"
 #include "core/model/trace.h"
+#include "views/job_tracker.h"
 
 #include <QObject>
 #include <QString>
 
-#include <atomic>
-#include <deque>
-
-class QThreadPool;
+#include <map>
 #include <memory>
 
 namespace routepack::views {
@@ -49,12 +47,12 @@ struct PlanJobResult {
     double seconds = 0;                                ///< wall time of the job
 };
 
-/// FIFO of planning jobs run one at a time on a private worker thread (QThreadPool with one
-/// thread; the planner's own oneTBB arena does the parallel work). All signals are emitted on the
+/// FIFO of planning jobs run one at a time on a private worker thread (a JobTracker with one thread
+/// that never expires; the planner's own oneTBB arena does the parallel work). All signals are emitted on the
 /// thread that owns the queue (the GUI thread); values are copied there from the worker.
 ///
-/// Progress is throttled to at most one `progress` per 50 ms per job (a stage change and the final
-/// "done" always pass); every finished annealing level is delivered by `levelFinished`.
+/// Progress is throttled by ProgressThrottle: at most one `progress` per 50 ms per job (a stage
+/// change and the final "done" always pass); every finished annealing level is delivered by `levelFinished`.
 /// Each job records the queue's generation when it was enqueued; invalidate() starts a new
 /// generation, after which older jobs still run to completion (the worker never blocks the GUI)
 /// but their results are dropped (`staleDropped`) instead of being delivered.
@@ -78,12 +76,13 @@ public:
     /// Starts a new generation: results of every job enqueued before are dropped (see class doc).
     void invalidate();
 
-    quint64 generation() const { return generation_; }
+    quint64 generation() const;
     /// Id of the running job, 0 when idle.
     quint64 currentJob() const;
     /// Jobs waiting behind the running one.
-    int queuedCount() const { return static_cast<int>(queue_.size()); }
-    bool isBusy() const { return current_ != nullptr; }
+    int queuedCount() const;
+    /// A job runs (false while the end of one is being delivered, before the next starts).
+    bool isBusy() const;
     /// Blocks until the running job ended (tests and shutdown only; never in GUI code paths).
     void waitForIdle();
 
@@ -106,15 +105,20 @@ Q_SIGNALS:
     void idle();
 
 private:
-    struct Job;
-    void startNext();
-    void onJobEnded(const std::shared_ptr<Job>& job);
+    /// What the worker hands back: the result, or the error in words.
+    struct Outcome {
+        PlanJobResult result;
+        QString error;
+        bool ok = false;
+    };
+    /// The worker's part: opens its own library connection, plans (or restores) and saves.
+    Outcome run(const PlanJobRequest& request, JobContext& context);
+    /// On the GUI thread: `finished`, `failed` or (`stale`) `staleDropped`.
+    void onEnded(quint64 job, const std::shared_ptr<const Outcome>& outcome, bool stale);
 
-    std::deque<std::shared_ptr<Job>> queue_;
-    std::shared_ptr<Job> current_;
-    quint64 nextId_ = 1;
-    quint64 generation_ = 1;
-    QThreadPool* pool_ = nullptr;
+    JobTracker* tracker_ = nullptr;
+    /// Label (PlanJobRequest::label) and library of every job that runs or waits.
+    std::map<quint64, std::pair<QString, QString>> jobs_;
 };
 
 } // namespace routepack::views

@@ -1,6 +1,6 @@
 #pragma once
 // Table models of the plan views: the execution grid of one method and the run comparison table.
-// Both answer RawValueRole (views/plan_views.h) with raw numbers and pass QAbstractItemModelTester.
+// Both answer RawValueRole (views/roles.h) with raw numbers and pass QAbstractItemModelTester.
 #include "core/plan/planner.h"
 #include "views/plan_views.h"
 

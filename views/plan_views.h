@@ -5,6 +5,7 @@
 #include "core/plan/annealing.h"
 #include "core/plan/planner.h"
 #include "core/model/trace.h"
+#include "views/roles.h"
 
 #include <QList>
 #include <QString>
@@ -26,16 +27,6 @@ class ConvergencePanel;
 class EpHeatmapPanel;
 class RowHeatmapPanel;
 class GridPanel;
-
-/// Item-data roles of the plan and compare models (one place for all of them).
-enum ViewRole : int {
-    /// Raw (unformatted) value of a cell: numbers as double / qint64, text as QString. Every table
-    /// model of these views answers it; sort proxies and CSV export use it.
-    RawValueRole = Qt::UserRole,
-    FillRole,           ///< execution grid: cell tokens / C (double; > 1 is a cap violation)
-    SampleCountRole,    ///< execution grid: samples in the cell (int)
-    SampleIndicesRole,  ///< execution grid: QList<int> of the cell's sample indices (window order)
-};
 
 /// A tab widget with every plan-inspection view; all data from one immutable PlanResult.
 ///

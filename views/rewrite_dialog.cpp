@@ -12,28 +12,20 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
-#include <QFutureWatcher>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
-#include <QMetaObject>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QTextBrowser>
-#include <QThreadPool>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 
 namespace routepack::views {
 
 namespace {
-
-/// Throttle interval of progress signals: at most 20 per second.
-constexpr std::int64_t kProgressIntervalMs = 50;
 
 /// Style of error text: white on red, readable in light and dark palettes.
 const char* const kErrorStyle = "color: white; background-color: #b3261e; padding: 4px; border-radius: 3px;";
@@ -99,126 +91,110 @@ QString row(const QString& name, const QString& value) {
 
 // --- RewriteJob ---
 
-RewriteJob::RewriteJob(QObject* parent) : QObject(parent), pool_(new QThreadPool(this)) {
+RewriteJob::RewriteJob(QObject* parent)
+    : QObject(parent), checks_(new JobTracker(JobTracker::Policy::LatestResult, 2, false, this)),
+      rewrites_(new JobTracker(JobTracker::Policy::EveryResult, 1, false, this)) {
     qRegisterMetaType<routepack::views::RewriteCheck>();
     qRegisterMetaType<routepack::views::RewriteOutcome>();
-    pool_->setMaxThreadCount(2); // one rewrite and one check at a time
 }
 
 RewriteJob::~RewriteJob() {
-    if (cancel_) cancel_->store(true);
-    pool_->waitForDone();
+    rewrites_->shutdown(); // a running rewrite removes its temporary folder
+    checks_->shutdown();
 }
 
 quint64 RewriteJob::check(const gpu::RewriteRequest& request) {
     const quint64 id = nextId_++;
-    latestCheck_ = id;
-    pool_->start([this, id, request] {
-        RewriteCheck c;
-        try {
-            c = describe(gpu::plan_rewrite(request));
-        } catch (const std::exception& e) {
-            c = RewriteCheck{};
-            c.error = words(e, "checking the rewrite");
-        }
-        c.id = id;
-        QMetaObject::invokeMethod(
-            this,
-            [this, c] {
-                if (c.id == latestCheck_) Q_EMIT checked(c);
-            },
-            Qt::QueuedConnection);
-    });
+    checks_->start<RewriteCheck>(
+        [id, request](JobContext&) {
+            RewriteCheck c;
+            try {
+                c = describe(gpu::plan_rewrite(request));
+            } catch (const std::exception& e) {
+                c = RewriteCheck{};
+                c.error = words(e, "checking the rewrite");
+            }
+            c.id = id;
+            return c;
+        },
+        [this](quint64, std::shared_ptr<const RewriteCheck> c) {
+            if (c) Q_EMIT checked(*c);
+        });
     return id;
 }
 
 void RewriteJob::dropPendingChecks() {
-    latestCheck_ = 0;
+    checks_->invalidate();
 }
 
 quint64 RewriteJob::start(const gpu::RewriteRequest& request) {
-    if (running_) return 0;
+    if (isRunning()) return 0;
     const quint64 id = nextId_++;
-    running_ = id;
-    auto cancel = std::make_shared<std::atomic<bool>>(false);
-    cancel_ = cancel;
+    enum Kind { Ok, Failed, Cancelled };
+    struct Result {
+        Kind kind = Failed;
+        RewriteOutcome outcome;
+        QString message;
+    };
     const bool cancelAtFirst = cancelAtFirstProgress_;
-    pool_->start([this, id, request, cancel, cancelAtFirst] {
-        enum Kind { Ok, Failed, Cancelled };
-        struct Result {
-            Kind kind = Failed;
-            RewriteOutcome outcome;
-            QString message;
-        };
-        auto res = std::make_shared<Result>();
-        res->outcome.id = id;
-        res->outcome.output = QString::fromStdString(request.output.string());
-        // Progress, throttled here on the worker: only values cross to the GUI thread.
-        std::string last_stage;
-        auto last_emit = std::chrono::steady_clock::now() - std::chrono::seconds(1);
-        bool first = true;
-        const gpu::RewriteProgressFn on_progress = [&](const std::string& stage, std::uint64_t done,
-                                                       std::uint64_t total) {
-            if (first && cancelAtFirst) cancel->store(true);
-            first = false;
-            const auto now = std::chrono::steady_clock::now();
-            const bool must = stage != last_stage || done >= total;
-            if (!must && now - last_emit < std::chrono::milliseconds(kProgressIntervalMs)) return;
-            last_stage = stage;
-            last_emit = now;
-            const QString s = QString::fromStdString(stage);
-            const double f = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
-            QMetaObject::invokeMethod(
-                this,
-                [this, id, s, f] {
-                    if (running_ == id) Q_EMIT progress(s, f);
-                },
-                Qt::QueuedConnection);
-        };
-        try {
-            // The facts to report (rewrite_checkpoint plans again: headers only, cheap), then the rewrite.
-            res->outcome.check = describe(gpu::plan_rewrite(request));
-            res->outcome.report = gpu::rewrite_checkpoint(request, on_progress, cancel.get());
-            res->kind = Ok;
-        } catch (const InputError& e) {
-            if (cancel->load() && std::string(e.what()) == "cancelled") {
-                res->kind = Cancelled;
-            } else {
-                res->kind = Failed;
-                res->message = QString::fromStdString(e.what());
-            }
-        } catch (const std::exception& e) {
-            res->kind = Failed;
-            res->message = words(e, "rewriting");
-        }
-        QMetaObject::invokeMethod(
-            this,
-            [this, id, res] {
-                if (running_ == id) running_ = 0;
-                cancel_.reset();
-                switch (res->kind) {
-                case Ok:
-                    Q_EMIT finished(res->outcome);
-                    break;
-                case Cancelled:
-                    Q_EMIT cancelled();
-                    break;
-                case Failed:
-                    Q_EMIT failed(res->message);
-                    break;
+    rewrites_->start<Result>(
+        [this, id, request, cancelAtFirst](JobContext& context) {
+            std::atomic<bool>* cancel = context.cancelFlag();
+            Result res;
+            res.outcome.id = id;
+            res.outcome.output = QString::fromStdString(request.output.string());
+            // Progress, throttled here on the worker: only values cross to the GUI thread.
+            bool first = true;
+            const gpu::RewriteProgressFn on_progress = [&](const std::string& stage, std::uint64_t done,
+                                                           std::uint64_t total) {
+                if (first && cancelAtFirst) cancel->store(true);
+                first = false;
+                if (!context.throttle().passStage(stage, done >= total)) return;
+                const double f = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
+                context.post([this, s = QString::fromStdString(stage), f] { Q_EMIT progress(s, f); });
+            };
+            try {
+                // The facts to report (rewrite_checkpoint plans again: headers only, cheap), then the rewrite.
+                res.outcome.check = describe(gpu::plan_rewrite(request));
+                res.outcome.report = gpu::rewrite_checkpoint(request, on_progress, cancel);
+                res.kind = Ok;
+            } catch (const InputError& e) {
+                if (cancel->load() && std::string(e.what()) == "cancelled") {
+                    res.kind = Cancelled;
+                } else {
+                    res.kind = Failed;
+                    res.message = QString::fromStdString(e.what());
                 }
-            },
-            Qt::QueuedConnection);
-    });
+            } catch (const std::exception& e) {
+                res.kind = Failed;
+                res.message = words(e, "rewriting");
+            }
+            return res;
+        },
+        [this](quint64, std::shared_ptr<const Result> res) {
+            if (!res) return;
+            switch (res->kind) {
+            case Ok:
+                Q_EMIT finished(res->outcome);
+                break;
+            case Cancelled:
+                Q_EMIT cancelled();
+                break;
+            case Failed:
+                Q_EMIT failed(res->message);
+                break;
+            }
+        });
     return id;
 }
 
 void RewriteJob::cancel() {
-    if (cancel_) cancel_->store(true);
+    rewrites_->cancelRunning();
 }
 
 void RewriteJob::waitForDone() {
-    pool_->waitForDone();
+    rewrites_->waitForDone();
+    checks_->waitForDone();
 }
 
 // --- RewriteDialog ---
@@ -394,14 +370,13 @@ RewriteDialog::RewriteDialog(QWidget* parent) : QDialog(parent), job_(new Rewrit
     });
 
     // What the machine can run on: the CUDA runtime may take a while to answer, so ask off the GUI thread.
-    auto* devices = new QFutureWatcher<QString>(this);
-    connect(devices, &QFutureWatcher<QString>::finished, this, [this, devices] {
-        devices->deleteLater();
-        deviceDescription_ = devices->result();
-        deviceInfo_->setText(deviceDescription_);
-        Q_EMIT devicesQueried(deviceDescription_);
-    });
-    devices->setFuture(QtConcurrent::run([] { return QString::fromStdString(gpu::query_devices().description); }));
+    devices_ = new JobTracker(JobTracker::Policy::EveryResult, 1, false, this);
+    devices_->start<QString>([](JobContext&) { return QString::fromStdString(gpu::query_devices().description); },
+                             [this](quint64, std::shared_ptr<const QString> description) {
+                                 deviceDescription_ = description ? *description : QString();
+                                 deviceInfo_->setText(deviceDescription_);
+                                 Q_EMIT devicesQueried(deviceDescription_);
+                             });
 
     summary_->setPlainText(tr("Check reads the checkpoint's headers and shows what the rewrite will move."));
     resize(760, 580);

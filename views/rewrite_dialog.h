@@ -1,18 +1,19 @@
 #pragma once
 // Checkpoint rewrite from the studio (the rewriter is gpu/rewrite.h).
 // RewriteJob runs gpu::plan_rewrite ("Check":
-// headers only) and gpu::rewrite_checkpoint ("Rewrite") on worker threads and hands every result back
+// headers only) and gpu::rewrite_checkpoint ("Rewrite") on worker threads (two JobTrackers,
+// views/job_tracker.h) and hands every result back
 // to the GUI thread as a value; RewriteDialog collects the plan, the checkpoint, the output folder and
 // the options, and drives a RewriteJob. The request is built exactly as `routepack rewrite` builds it
 // (gpu::request_from_plan), so the dialog and the CLI write the same bytes.
 #include "core/plan/plan_file.h"
 #include "gpu/rewrite.h"
+#include "views/job_tracker.h"
 
 #include <QDialog>
 #include <QMetaType>
 #include <QString>
 
-#include <atomic>
 #include <map>
 #include <functional>
 #include <memory>
@@ -26,7 +27,6 @@ class QLineEdit;
 class QProgressBar;
 class QPushButton;
 class QTextBrowser;
-class QThreadPool;
 
 namespace routepack::views {
 
@@ -55,11 +55,12 @@ struct RewriteOutcome {
     QString output;              ///< the output folder (now in place)
 };
 
-/// Runs rewrite checks and one rewrite at a time on worker threads (a private QThreadPool; the CPU
-/// executor's own oneTBB arena does the parallel copying). Signals are emitted on the thread that owns
-/// the job (the GUI thread); workers never touch widgets. Progress is throttled to at most one signal
-/// per 50 ms (a stage change and each stage's end always pass). Only the latest check's answer is
-/// delivered; dropPendingChecks() drops the answers of checks already started (the fields changed).
+/// Runs rewrite checks and one rewrite at a time on worker threads (two JobTrackers: checks, two at a
+/// time, latest answer wins; rewrites; the CPU executor's own oneTBB arena does the parallel copying).
+/// Signals are emitted on the thread that owns the job (the GUI thread); workers never touch widgets.
+/// Progress is throttled by ProgressThrottle: at most one signal per 50 ms (a stage change and each
+/// stage's end always pass). Only the latest check's answer is delivered; dropPendingChecks() drops
+/// the answers of checks already started (the fields changed).
 class RewriteJob : public QObject {
     Q_OBJECT
 public:
@@ -74,7 +75,7 @@ public:
     quint64 start(const gpu::RewriteRequest& request);
     /// Asks the running rewrite to stop; it removes its temporary folder and emits `cancelled`.
     void cancel();
-    bool isRunning() const { return running_ != 0; }
+    bool isRunning() const { return rewrites_->runningCount() > 0; }
     /// Answers of checks started so far will not be delivered.
     void dropPendingChecks();
     /// Blocks until every worker ended (tests and shutdown only; never in GUI code paths).
@@ -97,11 +98,9 @@ Q_SIGNALS:
     void cancelled();
 
 private:
-    QThreadPool* pool_ = nullptr;
-    quint64 nextId_ = 1;
-    quint64 latestCheck_ = 0;     ///< the only check whose answer is delivered
-    quint64 running_ = 0;         ///< id of the running rewrite, 0 when none
-    std::shared_ptr<std::atomic<bool>> cancel_;
+    JobTracker* checks_ = nullptr;   ///< Policy::LatestResult
+    JobTracker* rewrites_ = nullptr; ///< one rewrite at a time
+    quint64 nextId_ = 1;             ///< ids of checks and rewrites, one sequence
     bool cancelAtFirstProgress_ = false;
 };
 
@@ -205,6 +204,7 @@ private:
     void suggestOutput();
 
     RewriteJob* job_ = nullptr;
+    JobTracker* devices_ = nullptr; ///< the device query (the CUDA runtime may take a while)
     std::shared_ptr<const routepack::PlanFile> plan_;
     QString planOrigin_;
     QString error_, layerMapError_, deviceDescription_;

@@ -102,7 +102,7 @@ QVariant SampleTableModel::data(const QModelIndex& index, int role) const {
             return tr("%1\nfrom %2").arg(QString::fromStdString(s.id), QString::fromStdString(s.source_file));
         return {};
     }
-    const bool raw = role == SortRole;
+    const bool raw = role == RawValueRole;
     if (role != Qt::DisplayRole && !raw) return {};
     switch (index.column()) {
     case Id:
@@ -174,7 +174,7 @@ QVariant SampleTableModel::headerData(int section, Qt::Orientation o, int role) 
 }
 
 SampleFilterProxy::SampleFilterProxy(QObject* parent) : QSortFilterProxyModel(parent) {
-    setSortRole(SampleTableModel::SortRole);
+    setSortRole(RawValueRole);
     setDynamicSortFilter(true);
 }
 
@@ -194,7 +194,7 @@ bool SampleFilterProxy::filterAcceptsRow(int sourceRow, const QModelIndex& sourc
     if (!m) return true;
     if (min_ > 0 || max_ > 0) {
         const qint64 len =
-            m->index(sourceRow, SampleTableModel::Length, sourceParent).data(SampleTableModel::SortRole).toLongLong();
+            m->index(sourceRow, SampleTableModel::Length, sourceParent).data(RawValueRole).toLongLong();
         if ((min_ > 0 && len < min_) || (max_ > 0 && len > max_)) return false;
     }
     const QString& needle = text_;

@@ -3,6 +3,7 @@
 // a trace with id, group, length t_i, prompt length, routed rows and the per-layer hottest-expert
 // share; a sort/filter proxy; the length histogram.
 #include "core/model/trace.h"
+#include "views/roles.h"
 
 #include <QAbstractTableModel>
 #include <QSortFilterProxyModel>
@@ -37,14 +38,13 @@ std::shared_ptr<const SampleTableData> buildSampleTable(const Trace& trace, cons
 
 /// Table of SampleTableData rows (columns: id, t_i, routed rows, hottest-expert share, its layer
 /// and expert, mean over layers of the hottest-expert share, prompt length, GRPO group). Qt::DisplayRole is formatted
-/// text; Qt::UserRole (the same role as views::RawValueRole of plan_views.h) is the raw value used for sorting (qint64
+/// text; RawValueRole (views/roles.h, = Qt::UserRole) is the raw value used for sorting (qint64
 /// / double / QString; an absent prompt length is -1); Qt::ToolTipRole of HotShare lists every layer's share.
 class SampleTableModel : public QAbstractTableModel {
     Q_OBJECT
 public:
     enum Column { Id, Length, RoutedRows, HotShare, HotLayer, MeanHotShare, Prompt, Group, ColumnCount };
-    /// Sort role = Qt::UserRole; SampleIndexRole: the row's index in the data (import order).
-    enum Role { SortRole = Qt::UserRole, SampleIndexRole = Qt::UserRole + 16 };
+    // Sort role: RawValueRole; SampleIndexRole: the row's index in the data (import order).
 
     explicit SampleTableModel(QObject* parent = nullptr);
     ~SampleTableModel() override;
@@ -64,7 +64,7 @@ private:
     std::shared_ptr<const SampleTableData> data_;
 };
 
-/// Sort/filter proxy of the sample table: sorts by Qt::UserRole (raw values), filters rows whose id
+/// Sort/filter proxy of the sample table: sorts by RawValueRole (raw values), filters rows whose id
 /// or group contains the filter text (case-insensitive), and optionally keeps only lengths in
 /// [minLength, maxLength].
 class SampleFilterProxy : public QSortFilterProxyModel {

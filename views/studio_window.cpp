@@ -2,7 +2,6 @@
 
 #include "core/plan/placement.h"
 
-#include "core/plan/expert_map.h"
 #include "core/plan/plan_file.h"
 #include "storage/demo.h"
 #include "views/import_dialog.h"
@@ -20,7 +19,6 @@
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QFutureWatcher>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QItemSelectionModel>
@@ -29,7 +27,6 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QProgressBar>
-#include <QSaveFile>
 #include <QScrollArea>
 #include <QSettings>
 #include <QSplitter>
@@ -40,7 +37,6 @@
 #include <QToolButton>
 #include <QTreeView>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 
 #include <set>
 
@@ -57,25 +53,12 @@ struct SampleLoad {
     QString error;
 };
 
-bool writeTextFile(const QString& file, const std::string& text, QString* error) {
-    QSaveFile f(file);
-    if (!f.open(QIODevice::WriteOnly)) {
-        if (error) *error = QStringLiteral("%1: cannot write (%2)").arg(file, f.errorString());
-        return false;
-    }
-    f.write(text.data(), static_cast<qint64>(text.size()));
-    f.write("\n", 1);
-    if (!f.commit()) {
-        if (error) *error = QStringLiteral("%1: write failed (%2)").arg(file, f.errorString());
-        return false;
-    }
-    return true;
-}
-
 } // namespace
 
 StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
-    : QMainWindow(parent), options_(options), jobs_(new PlanJobQueue(this)) {
+    : QMainWindow(parent), options_(options), jobs_(new PlanJobQueue(this)),
+      sampleLoads_(new JobTracker(JobTracker::Policy::LatestResult, 2, false, this)),
+      demoBuild_(new JobTracker(JobTracker::Policy::EveryResult, 1, false, this)) {
     setWindowTitle(tr("RoutePack Studio"));
     buildUi();
     buildActions();
@@ -110,18 +93,16 @@ StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
         qint64 id = r.runId;
         QString note;
         bool show = true;
-        if (const auto it = restores_.find(r.job); it != restores_.end()) {
-            id = it->second.run;
-            show = it->second.show;
-            restores_.erase(it);
+        if (const auto restore = replay_.takeRestore(r.job)) {
+            id = restore->run;
+            show = restore->show;
             note = tr("Run %1: the saved plan (max U %2, R* = %3%4)")
                        .arg(id)
                        .arg(r.plan->routepack.metrics.score.max_u, 0, 'f', 4)
                        .arg(r.plan->rows.rows)
                        .arg(r.plan->cancelled ? tr(", cancelled: best valid plan at the time") : QString());
         }
-        if (id == 0) id = nextUnsaved_--;
-        cache_[id] = {r.plan, r.window};
+        id = replay_.store(id, r.plan, r.window);
         if (r.runId > 0 && !show) refreshLibrary(); // the saved run joins the tree
         if (!show) {
             updateCompare();
@@ -152,12 +133,12 @@ StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
         }
     });
     connect(jobs_, &PlanJobQueue::failed, this, [this](quint64 job, const QString& message) {
-        restores_.erase(job);
+        replay_.takeRestore(job);
         refreshLibrary();
         setStatus(tr("Planner failed: %1").arg(message), true);
     });
     connect(jobs_, &PlanJobQueue::staleDropped, this, [this](quint64 job, const QString& library) {
-        restores_.erase(job);
+        replay_.takeRestore(job);
         if (isOpenLibrary(library)) {
             // Queued before this library was opened again: its run (if it saved one) is here.
             refreshLibrary();
@@ -170,7 +151,7 @@ StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
             tr("Job %1 belonged to the previous library; its result was not shown (it is saved there).").arg(job));
     });
     connect(jobs_, &PlanJobQueue::cancelledQueued, this, [this](quint64 job) {
-        restores_.erase(job);
+        replay_.takeRestore(job);
         setStatus(tr("Queued job %1 removed.").arg(job));
     });
     connect(jobs_, &PlanJobQueue::idle, this, [this] {
@@ -181,7 +162,11 @@ StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
     updateActions();
 }
 
-StudioWindow::~StudioWindow() = default;
+StudioWindow::~StudioWindow() {
+    // The workers end before the widgets their results would go to (nothing is delivered after this).
+    sampleLoads_->shutdown();
+    demoBuild_->shutdown();
+}
 
 std::unique_ptr<QSettings> StudioWindow::settings() const {
     return std::make_unique<QSettings>(options_.settingsOrganization, options_.settingsApplication);
@@ -290,6 +275,7 @@ void StudioWindow::buildUi() {
 
     windowAction_ = new QAction(tr("Define &window…"), this);
     defineButton->setDefaultAction(windowAction_);
+    exports_ = std::make_unique<StudioExports>(this, planView_, compareView_, samples_, proxy_, resultTabs_);
 }
 
 void StudioWindow::buildActions() {
@@ -324,24 +310,25 @@ void StudioWindow::buildActions() {
     QMenu* exp = file->addMenu(tr("&Export"));
     exportAction_ = exp->addAction(tr("Export what is shown…"));
     exportAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
-    connect(exportAction_, &QAction::triggered, this, &StudioWindow::exportCurrent);
+    connect(exportAction_, &QAction::triggered, this, [this] { showExport(exports_->exportCurrent()); });
     exp->addSeparator();
     QAction* planJson = exp->addAction(tr("Plan JSON…"));
-    connect(planJson, &QAction::triggered, this, &StudioWindow::exportPlanJson);
+    connect(planJson, &QAction::triggered, this, [this] { showExport(exports_->exportPlanJson()); });
     QMenu* maps = exp->addMenu(tr("Expert map"));
     for (const char* f : {"routepack", "sglang", "vllm"}) {
         QAction* a = maps->addAction(QString::fromLatin1(f));
-        connect(a, &QAction::triggered, this, [this, f] { exportExpertMap(QString::fromLatin1(f)); });
+        connect(a, &QAction::triggered, this,
+                [this, f] { showExport(exports_->exportExpertMap(QString::fromLatin1(f))); });
         planActions_ << a;
     }
     QAction* viewImage = exp->addAction(tr("Current plan view (PNG/SVG)…"));
-    connect(viewImage, &QAction::triggered, this, &StudioWindow::exportPlanViewImage);
+    connect(viewImage, &QAction::triggered, this, [this] { showExport(exports_->exportPlanViewImage()); });
     QAction* cmpCsv = exp->addAction(tr("Comparison table (CSV)…"));
-    connect(cmpCsv, &QAction::triggered, this, &StudioWindow::exportComparisonCsv);
+    connect(cmpCsv, &QAction::triggered, this, [this] { showExport(exports_->exportComparisonCsv()); });
     QAction* cmpChart = exp->addAction(tr("Comparison chart (PNG/SVG)…"));
-    connect(cmpChart, &QAction::triggered, this, &StudioWindow::exportComparisonChart);
+    connect(cmpChart, &QAction::triggered, this, [this] { showExport(exports_->exportComparisonChart()); });
     QAction* sampleCsv = exp->addAction(tr("Sample table (CSV)…"));
-    connect(sampleCsv, &QAction::triggered, this, &StudioWindow::exportSampleCsv);
+    connect(sampleCsv, &QAction::triggered, this, [this] { showExport(exports_->exportSampleCsv()); });
     planActions_ << planJson << viewImage << cmpCsv << cmpChart;
     file->addSeparator();
     QAction* quit = file->addAction(tr("&Quit"));
@@ -424,10 +411,9 @@ bool StudioWindow::openLibrary(const QString& file, bool create, QString* error)
     const bool sameLibrary = isOpenLibrary(file);
     if (!sameLibrary) {
         jobs_->invalidate(); // results of jobs for the previous library are no longer shown
-        cache_.clear();      // run ids of another library
-        restores_.clear();
+        replay_.clear();     // run ids of another library
     }
-    ++sampleGeneration_; // a sample load still running for what was shown is dropped
+    sampleLoads_->invalidate(); // a sample load still running for what was shown is dropped
     lib_ = std::move(lib);
     shownRun_ = 0;
     shownTrace_.clear();
@@ -470,7 +456,7 @@ bool StudioWindow::openLibrary(const QString& file, bool create, QString* error)
 }
 
 void StudioWindow::openDemoLibrary() {
-    if (demoBuilding_) return;
+    if (demoBuild_->runningCount() > 0) return;
     const QString dir = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/demo");
     const QString file = dir + QLatin1Char('/') + QString::fromLatin1(storage::kDemoLibraryFile);
     auto finish = [this, file] {
@@ -492,41 +478,37 @@ void StudioWindow::openDemoLibrary() {
             // Incomplete or damaged: build it again below.
         }
     }
-    demoBuilding_ = true;
     setStatus(tr("Building the demo library in %1 (synthetic GRPO window: synth, import, window, plan)…").arg(dir));
     jobProgress_->setRange(0, 0);
     jobProgress_->show();
-    auto* watcher = new QFutureWatcher<QString>(this);
-    connect(watcher, &QFutureWatcher<QString>::finished, this, [this, watcher, file, finish] {
-        watcher->deleteLater();
-        demoBuilding_ = false;
-        jobProgress_->setRange(0, 1000);
-        if (!jobs_->isBusy()) jobProgress_->hide();
-        const QString error = watcher->result();
-        if (!error.isEmpty()) {
-            setStatus(tr("Could not build the demo library: %1").arg(error), true);
-            return;
-        }
-        if (openLibrary(file)) finish();
-    });
-    watcher->setFuture(QtConcurrent::run([dir]() -> QString {
-        try {
-            storage::build_demo(dir.toStdString());
-            return {};
-        } catch (const std::exception& e) {
-            return QString::fromStdString(e.what());
-        }
-    }));
+    demoBuild_->start<QString>(
+        [dir](JobContext&) -> QString {
+            try {
+                storage::build_demo(dir.toStdString());
+                return {};
+            } catch (const std::exception& e) {
+                return QString::fromStdString(e.what());
+            }
+        },
+        [this, file, finish](quint64, std::shared_ptr<const QString> error) {
+            jobProgress_->setRange(0, 1000);
+            if (!jobs_->isBusy()) jobProgress_->hide();
+            if (!error || !error->isEmpty()) {
+                setStatus(tr("Could not build the demo library: %1").arg(error ? *error : QString()), true);
+                return;
+            }
+            if (openLibrary(file)) finish();
+        });
 }
 
 void StudioWindow::refreshLibrary() {
     if (!lib_) return;
     // Keep the selection across the reset.
     const QModelIndex cur = treeView_->currentIndex();
-    const int kind = cur.isValid() ? cur.data(LibraryTreeModel::KindRole).toInt() : -1;
-    const QString trace = cur.data(LibraryTreeModel::TraceRole).toString();
-    const QString window = cur.data(LibraryTreeModel::WindowRole).toString();
-    const qint64 run = cur.data(LibraryTreeModel::RunIdRole).toLongLong();
+    const int kind = cur.isValid() ? cur.data(KindRole).toInt() : -1;
+    const QString trace = cur.data(TraceRole).toString();
+    const QString window = cur.data(WindowRole).toString();
+    const qint64 run = cur.data(RunIdRole).toLongLong();
     try {
         tree_->setSnapshot(readLibrarySnapshot(*lib_));
     } catch (const std::exception& e) {
@@ -573,10 +555,10 @@ bool StudioWindow::selectRun(qint64 runId) {
 void StudioWindow::onTreeSelection() {
     const QModelIndex cur = treeView_->currentIndex();
     if (!cur.isValid() || !lib_) return;
-    const int kind = cur.data(LibraryTreeModel::KindRole).toInt();
-    const QString trace = cur.data(LibraryTreeModel::TraceRole).toString();
+    const int kind = cur.data(KindRole).toInt();
+    const QString trace = cur.data(TraceRole).toString();
     const QString window =
-        kind == LibraryTreeModel::TraceNode ? QString() : cur.data(LibraryTreeModel::WindowRole).toString();
+        kind == LibraryTreeModel::TraceNode ? QString() : cur.data(WindowRole).toString();
     if (trace != shownTrace_ || window != shownWindow_) loadSamples(trace, window);
     // The plan views show the selection or nothing: a plan of another window (or the whole trace)
     // is cleared at once instead of lingering under the new heading.
@@ -593,8 +575,8 @@ void StudioWindow::onTreeSelection() {
     if (!run) return;
     if (shownRun_ != run->id) clearPlan(); // until this run's plan arrives
     loadRunSetup(*run);
-    if (const auto it = cache_.find(run->id); it != cache_.end()) {
-        showPlan(it->second.first, it->second.second, run->id);
+    if (const RunReplay::Entry* cached = replay_.find(run->id)) {
+        showPlan(cached->plan, cached->window, run->id);
         return;
     }
     if (run->status == "failed") {
@@ -620,21 +602,7 @@ void StudioWindow::loadRunSetup(const storage::RunEntry& run) {
 quint64 StudioWindow::restoreRun(const storage::RunEntry& run, bool show) {
     // A run saved in an earlier session: show exactly its stored plan, rebuilt on the worker thread
     // (the window, its placements and baselines are recomputed; nothing is searched or written).
-    for (const auto& [job, r] : restores_)
-        if (r.run == run.id) return job; // already on its way
-    PlanJobRequest rq;
-    rq.library = libraryPath();
-    rq.trace = QString::fromStdString(run.trace);
-    rq.window = QString::fromStdString(run.window);
-    rq.topologyName = QString::fromStdString(run.topology);
-    rq.topology = run.topology_value;
-    rq.budgets = run.budgets;
-    rq.saveRun = false;
-    rq.restoreRun = run.id;
-    rq.label = tr("saved run %1").arg(run.id);
-    const quint64 job = jobs_->enqueue(rq);
-    restores_[job] = Restore{run.id, show};
-    return job;
+    return replay_.restore(*jobs_, libraryPath(), run, show, tr("saved run %1").arg(run.id));
 }
 
 int StudioWindow::compareSavedRuns() {
@@ -646,7 +614,7 @@ int StudioWindow::compareSavedRuns() {
     int queued = 0;
     for (const auto& run : tree_->snapshot().runs) {
         if (run.trace != shown->trace_name || run.window != shown->window_name || run.status == "failed") continue;
-        if (cache_.count(run.id)) continue;
+        if (replay_.contains(run.id)) continue;
         restoreRun(run, false);
         ++queued;
     }
@@ -659,14 +627,11 @@ int StudioWindow::compareSavedRuns() {
 void StudioWindow::loadSamples(const QString& trace, const QString& window) {
     shownTrace_ = trace;
     shownWindow_ = window;
-    const quint64 generation = ++sampleGeneration_;
     sampleHeader_->setText(tr("Loading %1…").arg(window.isEmpty() ? trace : trace + QLatin1Char('/') + window));
     const QString file = libraryPath();
-    auto* watcher = new QFutureWatcher<SampleLoad>(this);
-    connect(watcher, &QFutureWatcher<SampleLoad>::finished, this, [this, watcher, generation, trace, window] {
-        watcher->deleteLater();
-        if (generation != sampleGeneration_) return; // another selection superseded this load
-        const SampleLoad r = watcher->result();
+    // Latest selection wins: a load superseded by another selection (or another library) is dropped.
+    auto show = [this, trace, window](quint64, std::shared_ptr<const SampleLoad> load) {
+        const SampleLoad r = load ? *load : SampleLoad{nullptr, tr("Loading the samples failed.")};
         samples_->setData(r.data);
         sampleView_->resizeColumnsToContents();
         sampleView_->setColumnWidth(SampleTableModel::Id,
@@ -705,19 +670,21 @@ void StudioWindow::loadSamples(const QString& trace, const QString& window) {
             }
         }
         Q_EMIT samplesLoaded(trace);
-    });
-    watcher->setFuture(QtConcurrent::run([file, trace, window]() -> SampleLoad {
-        SampleLoad out;
-        try {
-            auto lib = storage::Library::open(file.toStdString(), storage::OpenMode::ReadOnly); // this thread's own
-            const Trace t = window.isEmpty() ? lib->load_trace(trace.toStdString())
-                                             : lib->load_window(trace.toStdString(), window.toStdString());
-            out.data = buildSampleTable(t, trace);
-        } catch (const std::exception& e) {
-            out.error = QString::fromStdString(e.what());
-        }
-        return out;
-    }));
+    };
+    sampleLoads_->start<SampleLoad>(
+        [file, trace, window](JobContext&) -> SampleLoad {
+            SampleLoad out;
+            try {
+                auto lib = storage::Library::open(file.toStdString(), storage::OpenMode::ReadOnly); // this thread's own
+                const Trace t = window.isEmpty() ? lib->load_trace(trace.toStdString())
+                                                 : lib->load_window(trace.toStdString(), window.toStdString());
+                out.data = buildSampleTable(t, trace);
+            } catch (const std::exception& e) {
+                out.error = QString::fromStdString(e.what());
+            }
+            return out;
+        },
+        show);
 }
 
 quint64 StudioWindow::runPlanner() {
@@ -726,7 +693,7 @@ quint64 StudioWindow::runPlanner() {
         return 0;
     }
     const QModelIndex cur = treeView_->currentIndex();
-    const int kind = cur.isValid() ? cur.data(LibraryTreeModel::KindRole).toInt() : -1;
+    const int kind = cur.isValid() ? cur.data(KindRole).toInt() : -1;
     if (kind != LibraryTreeModel::WindowNode && kind != LibraryTreeModel::RunNode) {
         setStatus(tr("Select a window to plan (define one with Ctrl+D)."), true);
         return 0;
@@ -744,8 +711,8 @@ quint64 StudioWindow::runPlanner() {
     }
     PlanJobRequest rq;
     rq.library = libraryPath();
-    rq.trace = cur.data(LibraryTreeModel::TraceRole).toString();
-    rq.window = cur.data(LibraryTreeModel::WindowRole).toString();
+    rq.trace = cur.data(TraceRole).toString();
+    rq.window = cur.data(WindowRole).toString();
     rq.topologyName = editor_->topologyName().isEmpty() ? QStringLiteral("topology") : editor_->topologyName();
     rq.topology = *topo;
     rq.budgets = *budgets;
@@ -829,8 +796,8 @@ void StudioWindow::updateCompare() {
     }
     QList<std::shared_ptr<const PlanResult>> runs;
     QStringList names;
-    for (const auto& [id, entry] : cache_) {
-        const auto& p = entry.first;
+    for (const auto& [id, entry] : replay_.entries()) {
+        const auto& p = entry.plan;
         if (p->trace_name != shown->trace_name || p->window_name != shown->window_name) continue;
         runs << p;
         // The legend says what differs between runs: topology, seed and the annealing budget.
@@ -996,80 +963,8 @@ void StudioWindow::onCellActivated(int row, int slot, const QList<int>& sampleIn
     if (first.isValid()) sampleView_->scrollTo(first);
 }
 
-void StudioWindow::exportCurrent() {
-    if (resultTabs_->currentWidget() == planView_ && planView_->plan()) return exportPlanViewImage();
-    if (resultTabs_->currentWidget() == compareView_ && planView_->plan()) return exportComparisonCsv();
-    exportSampleCsv();
-}
-
-void StudioWindow::exportPlanJson() {
-    const auto plan = planView_->plan();
-    if (!plan) return;
-    const QString f =
-        QFileDialog::getSaveFileName(this, tr("Export plan JSON"), QStringLiteral("plan.json"), tr("JSON (*.json)"));
-    if (f.isEmpty()) return;
-    QString err;
-    if (!writeTextFile(f, plan_to_json(*plan), &err)) return setStatus(err, true);
-    setStatus(tr("Plan written to %1.").arg(f));
-}
-
-void StudioWindow::exportExpertMap(const QString& format) {
-    const auto plan = planView_->plan();
-    if (!plan) return;
-    const QString f =
-        QFileDialog::getSaveFileName(this, tr("Export expert map (%1)").arg(format),
-                                     QStringLiteral("expert-map-%1.json").arg(format), tr("JSON (*.json)"));
-    if (f.isEmpty()) return;
-    QString err;
-    try {
-        const std::string text = expert_map_json(plan->lpt, plan->model, parse_expert_map_format(format.toStdString()));
-        if (!writeTextFile(f, text, &err)) return setStatus(err, true);
-    } catch (const std::exception& e) {
-        return setStatus(QString::fromStdString(e.what()), true);
-    }
-    setStatus(tr("Expert map (%1) written to %2.").arg(format, f));
-}
-
-void StudioWindow::exportPlanViewImage() {
-    if (!planView_->plan()) return;
-    const QStringList names = planView_->viewNames();
-    const int i = planView_->currentIndex();
-    const QString name = i >= 0 && i < names.size() ? names[i] : names.value(0);
-    const QString f = QFileDialog::getSaveFileName(this, tr("Export %1").arg(name), name + QStringLiteral(".png"),
-                                                   tr("PNG image (*.png);;SVG drawing (*.svg)"));
-    if (f.isEmpty()) return;
-    QString err;
-    if (!planView_->exportView(name, f, &err)) return setStatus(err, true);
-    setStatus(tr("%1 written to %2.").arg(name, f));
-}
-
-void StudioWindow::exportComparisonCsv() {
-    const QString f = QFileDialog::getSaveFileName(this, tr("Export comparison"), QStringLiteral("comparison.csv"),
-                                                   tr("CSV (*.csv)"));
-    if (f.isEmpty()) return;
-    QString err;
-    if (!compareView_->exportTableCsv(f, &err)) return setStatus(err, true);
-    setStatus(tr("Comparison written to %1.").arg(f));
-}
-
-void StudioWindow::exportComparisonChart() {
-    const QString f =
-        QFileDialog::getSaveFileName(this, tr("Export comparison chart"), QStringLiteral("comparison.png"),
-                                     tr("PNG image (*.png);;SVG drawing (*.svg)"));
-    if (f.isEmpty()) return;
-    QString err;
-    if (!compareView_->exportChart(f, &err)) return setStatus(err, true);
-    setStatus(tr("Comparison chart written to %1.").arg(f));
-}
-
-void StudioWindow::exportSampleCsv() {
-    if (samples_->rowCount() == 0) return;
-    const QString f =
-        QFileDialog::getSaveFileName(this, tr("Export samples"), QStringLiteral("samples.csv"), tr("CSV (*.csv)"));
-    if (f.isEmpty()) return;
-    QString err;
-    if (!exportModelCsv(*proxy_, f, &err)) return setStatus(err, true);
-    setStatus(tr("Sample table written to %1.").arg(f));
+void StudioWindow::showExport(const std::optional<ExportResult>& result) {
+    if (result) setStatus(result->message, result->error);
 }
 
 void StudioWindow::closeEvent(QCloseEvent* event) {

@@ -2,16 +2,20 @@
 // The studio's main window: library tree (traces, windows, runs) on the left with the
 // topology/budget editor, the sample table and length histogram in the centre, the plan views and
 // the run comparison on the right, job progress with Cancel in the status bar. All long work runs
-// on worker threads (ImportJob, PlanJobQueue, sample loading, demo building); results arrive as
-// immutable values and stale ones are dropped.
+// on worker threads (JobTracker users: ImportJob, PlanJobQueue, sample loading, demo building);
+// results arrive as immutable values and stale ones are dropped. The exports are views/exports.h, the
+// session's plans and restores of saved runs views/run_replay.h.
 #include "storage/library.h"
+#include "views/exports.h"
+#include "views/job_tracker.h"
 #include "views/plan_jobs.h"
+#include "views/run_replay.h"
 
 #include <QMainWindow>
 #include <QString>
 
-#include <map>
 #include <memory>
+#include <optional>
 
 class QAction;
 class QLabel;
@@ -135,7 +139,7 @@ private:
     void onTreeSelection();
     /// Loads a saved run's topology (selecting its library preset) and budgets into the editor.
     void loadRunSetup(const storage::RunEntry& run);
-    /// Queues a background restore of a saved run's stored plan (PlanJobRequest::restoreRun).
+    /// Queues a background restore of a saved run's stored plan (RunReplay::restore).
     quint64 restoreRun(const storage::RunEntry& run, bool show);
     /// Empties the plan views and the comparison (nothing selected has a plan shown yet).
     void clearPlan();
@@ -145,13 +149,8 @@ private:
     void loadSamples(const QString& trace, const QString& window);
     void defineWindow();
     void saveTopology();
-    void exportCurrent();
-    void exportPlanJson();
-    void exportExpertMap(const QString& format);
-    void exportPlanViewImage();
-    void exportComparisonCsv();
-    void exportComparisonChart();
-    void exportSampleCsv();
+    /// Shows what an export did in the status line (nothing when it was cancelled).
+    void showExport(const std::optional<ExportResult>& result);
     void updateCompare();
     void updateActions();
     void setStatus(const QString& text, bool error = false);
@@ -187,18 +186,11 @@ private:
     QList<QAction*> planActions_;
 
     QString shownTrace_, shownWindow_; ///< what the sample table shows
-    quint64 sampleGeneration_ = 0;
-    /// Plans made or restored this session, by run id (negative ids: unsaved results).
-    std::map<qint64, std::pair<std::shared_ptr<const routepack::PlanResult>, std::shared_ptr<const routepack::Trace>>>
-        cache_;
-    struct Restore {
-        qint64 run = 0;   ///< the saved run it shows
-        bool show = true; ///< show it when done (false: only add it to the comparison)
-    };
-    std::map<quint64, Restore> restores_; ///< restore job -> the saved run it shows
+    JobTracker* sampleLoads_ = nullptr; ///< the sample table's loads: the latest selection wins
+    JobTracker* demoBuild_ = nullptr;   ///< building the demo library
+    std::unique_ptr<StudioExports> exports_;
+    RunReplay replay_; ///< plans of this session by run id, restores of saved runs on their way
     qint64 shownRun_ = 0;
-    qint64 nextUnsaved_ = -1;
-    bool demoBuilding_ = false;
 };
 
 } // namespace routepack::views

@@ -1,0 +1,327 @@
+// The studio's background-work tracker (views/job_tracker.h), the run replay cache
+// (views/run_replay.h) and the export writers (views/exports.h): ids, FIFO order, generations
+// (latest result wins, stale results dropped), cooperative cancel, delivery on the GUI thread, the
+// 50 ms progress throttle on explicit clock values, and the exact bytes and messages of the exports.
+#include "core/plan/expert_map.h"
+#include "core/plan/placement.h"
+#include "core/util/errors.h"
+#include "core/plan/plan_file.h"
+#include "tests/testutil.h"
+#include "views/exports.h"
+#include "views/job_tracker.h"
+#include "views/plan_jobs.h"
+#include "views/run_replay.h"
+
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QThread>
+#include <QtTest>
+
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+
+using namespace routepack;
+using namespace routepack::views;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// Spins (sleeping) until `flag` is set or `cancel` is requested; true when released by `flag`.
+bool waitFor(const std::atomic<bool>& flag, const JobContext& context) {
+    while (!flag.load() && !context.cancelRequested())
+        std::this_thread::sleep_for(1ms);
+    return flag.load();
+}
+
+/// Deliveries of a tracker, in order, as text ("done 1 = 10", "stale 2", "post 1 = 7").
+struct Log {
+    QStringList lines;
+    std::function<void(quint64, std::shared_ptr<const int>)> done() {
+        return [this](quint64 id, std::shared_ptr<const int> r) {
+            lines << (r ? QStringLiteral("done %1 = %2").arg(id).arg(*r) : QStringLiteral("done %1 = null").arg(id));
+        };
+    }
+    std::function<void(quint64)> stale() {
+        return [this](quint64 id) { lines << QStringLiteral("stale %1").arg(id); };
+    }
+};
+
+} // namespace
+
+class TestViewsJobs : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void throttlePassesFirstForcedAndEvery50ms() {
+        QCOMPARE(ProgressThrottle::kInterval, 50ms);
+        ProgressThrottle t;
+        const auto t0 = ProgressThrottle::Clock::time_point{} + 10s;
+        QVERIFY(t.pass(false, t0));        // the first report always goes out
+        QVERIFY(!t.pass(false, t0 + 10ms));
+        QVERIFY(t.pass(true, t0 + 10ms));  // forced: goes out and restarts the interval
+        QVERIFY(!t.pass(false, t0 + 59ms)); // 49 ms after the forced one
+        QVERIFY(t.pass(false, t0 + 60ms)); // 50 ms after it
+        QVERIFY(!t.pass(false, t0 + 109ms));
+        QVERIFY(t.pass(false, t0 + 200ms));
+
+        ProgressThrottle s;
+        QVERIFY(s.passStage("placement", false, t0));
+        QVERIFY(!s.passStage("placement", false, t0 + 1ms));
+        QVERIFY(s.passStage("annealing", false, t0 + 2ms)); // a stage change always passes
+        QVERIFY(!s.passStage("annealing", false, t0 + 3ms));
+        QVERIFY(s.passStage("annealing", true, t0 + 4ms)); // e.g. the stage's end
+        QVERIFY(!s.passStage("annealing", false, t0 + 53ms));
+        QVERIFY(s.passStage("annealing", false, t0 + 54ms));
+    }
+
+    void fifoIdsAndDeliveryOnTheTrackerThread() {
+        JobTracker tracker(JobTracker::Policy::EveryResult, 1);
+        QSignalSpy started(&tracker, &JobTracker::started);
+        QSignalSpy idle(&tracker, &JobTracker::idle);
+        std::atomic<bool> release{false};
+        Log log;
+        QThread* const gui = QThread::currentThread();
+        std::atomic<QThread*> worker{nullptr};
+        QThread* deliveredOn = nullptr;
+        QCOMPARE(tracker.nextId(), quint64(1));
+        const quint64 a = tracker.start<int>(
+            [&](JobContext& c) {
+                worker = QThread::currentThread();
+                waitFor(release, c);
+                return 10;
+            },
+            [&](quint64 id, std::shared_ptr<const int> r) {
+                deliveredOn = QThread::currentThread();
+                log.done()(id, r);
+            });
+        const quint64 b = tracker.start<int>([](JobContext&) { return 20; }, log.done());
+        const quint64 c = tracker.start<int>([](JobContext&) { return 30; }, log.done());
+        QCOMPARE(a, quint64(1));
+        QCOMPARE(b, quint64(2));
+        QCOMPARE(c, quint64(3));
+        // One thread: a runs (started inside start()), b and c wait in order.
+        QCOMPARE(started.count(), 1);
+        QCOMPARE(started.at(0).at(0).toULongLong(), a);
+        QCOMPARE(tracker.runningCount(), 1);
+        QCOMPARE(tracker.pendingCount(), 2);
+        QCOMPARE(tracker.runningJobs(), std::vector<quint64>{a});
+        QVERIFY(tracker.isActive(b));
+        QVERIFY(!tracker.isActive(4));
+        release = true;
+        QTRY_COMPARE_WITH_TIMEOUT(idle.count(), 1, 20000);
+        QCOMPARE(log.lines, (QStringList{QStringLiteral("done 1 = 10"), QStringLiteral("done 2 = 20"),
+                                         QStringLiteral("done 3 = 30")}));
+        QCOMPARE(started.count(), 3);
+        QCOMPARE(started.at(2).at(0).toULongLong(), c);
+        QVERIFY(worker.load() != nullptr && worker.load() != gui);
+        QCOMPARE(deliveredOn, gui);
+        QCOMPARE(tracker.runningCount(), 0);
+        QVERIFY(!tracker.isActive(a));
+    }
+
+    void cancelRemovesPendingAndFlagsRunning() {
+        JobTracker tracker(JobTracker::Policy::EveryResult, 1);
+        QSignalSpy removed(&tracker, &JobTracker::removed);
+        QSignalSpy idle(&tracker, &JobTracker::idle);
+        Log log;
+        std::atomic<bool> never{false};
+        const quint64 a = tracker.start<int>([&](JobContext& c) { return waitFor(never, c) ? 1 : -1; }, log.done());
+        const quint64 b = tracker.start<int>([](JobContext&) { return 2; }, log.done());
+        const quint64 c = tracker.start<int>([](JobContext&) { return 3; }, log.done());
+        QVERIFY(tracker.cancel(b)); // pending: removed, never runs
+        QCOMPARE(removed.count(), 1);
+        QCOMPARE(removed.at(0).at(0).toULongLong(), b);
+        QVERIFY(!tracker.cancel(b));
+        QVERIFY(!tracker.cancel(99));
+        QCOMPARE(tracker.pendingCount(), 1);
+        QVERIFY(tracker.cancel(a)); // running: its flag is set, it returns what it has
+        QTRY_COMPARE_WITH_TIMEOUT(idle.count(), 1, 20000);
+        QCOMPARE(log.lines, (QStringList{QStringLiteral("done %1 = -1").arg(a), QStringLiteral("done %1 = 3").arg(c)}));
+
+        // cancelAll: pending ones removed oldest first, the running one flagged.
+        const quint64 d = tracker.start<int>([&](JobContext& c) { return waitFor(never, c) ? 4 : -4; }, log.done());
+        const quint64 e = tracker.start<int>([](JobContext&) { return 5; }, log.done());
+        const quint64 f = tracker.start<int>([](JobContext&) { return 6; }, log.done());
+        tracker.cancelAll();
+        QCOMPARE(removed.count(), 3);
+        QCOMPARE(removed.at(1).at(0).toULongLong(), e);
+        QCOMPARE(removed.at(2).at(0).toULongLong(), f);
+        QTRY_COMPARE_WITH_TIMEOUT(idle.count(), 2, 20000);
+        QCOMPARE(log.lines.last(), QStringLiteral("done %1 = -4").arg(d));
+    }
+
+    void invalidateDropsValuesAndResultsOfOlderJobs() {
+        JobTracker tracker(JobTracker::Policy::EveryResult, 1);
+        QSignalSpy idle(&tracker, &JobTracker::idle);
+        Log log;
+        std::atomic<bool> release{false};
+        QCOMPARE(tracker.generation(), quint64(1));
+        const auto work = [&](JobContext& c) {
+            const quint64 id = c.id();
+            c.post([&log, id] { log.lines << QStringLiteral("post %1").arg(id); });
+            waitFor(release, c);
+            c.post([&log, id] { log.lines << QStringLiteral("late post %1").arg(id); });
+            return static_cast<int>(100 + id);
+        };
+        const quint64 a = tracker.start<int>(work, log.done(), log.stale());
+        const quint64 b = tracker.start<int>(work, log.done(), log.stale()); // waits behind a
+        QTRY_COMPARE_WITH_TIMEOUT(log.lines.size(), 1, 20000);                // a's first post arrived
+        tracker.invalidate(); // a and b (already queued) belong to generation 1
+        QCOMPARE(tracker.generation(), quint64(2));
+        const quint64 c = tracker.start<int>(work, log.done(), log.stale());
+        release = true;
+        QTRY_COMPARE_WITH_TIMEOUT(idle.count(), 1, 20000);
+        // Superseded jobs still ran (they are not cancelled) but only their end is reported, as stale.
+        QCOMPARE(log.lines, (QStringList{QStringLiteral("post %1").arg(a), QStringLiteral("stale %1").arg(a),
+                                         QStringLiteral("stale %1").arg(b), QStringLiteral("post %1").arg(c),
+                                         QStringLiteral("late post %1").arg(c),
+                                         QStringLiteral("done %1 = %2").arg(c).arg(100 + c)}));
+    }
+
+    void latestResultWins() {
+        JobTracker tracker(JobTracker::Policy::LatestResult, 2);
+        QSignalSpy idle(&tracker, &JobTracker::idle);
+        Log log;
+        std::atomic<bool> releaseA{false}, releaseB{false};
+        const quint64 a = tracker.start<int>([&](JobContext& c) { return waitFor(releaseA, c) ? 1 : -1; },
+                                             log.done(), log.stale());
+        const quint64 b = tracker.start<int>([&](JobContext& c) { return waitFor(releaseB, c) ? 2 : -2; },
+                                             log.done(), log.stale());
+        QCOMPARE(tracker.generation(), quint64(3)); // each start() began a generation
+        QCOMPARE(tracker.runningCount(), 2);        // two threads: both run
+        releaseB = true;                            // the newer one ends first ...
+        QTRY_COMPARE_WITH_TIMEOUT(log.lines.size(), 1, 20000);
+        releaseA = true; // ... and the older one's later answer is dropped
+        QTRY_COMPARE_WITH_TIMEOUT(idle.count(), 1, 20000);
+        QCOMPARE(log.lines, (QStringList{QStringLiteral("done %1 = 2").arg(b), QStringLiteral("stale %1").arg(a)}));
+    }
+
+    void throwingWorkEndsWithNullResult() {
+        JobTracker tracker(JobTracker::Policy::EveryResult, 1);
+        QSignalSpy idle(&tracker, &JobTracker::idle);
+        Log log;
+        tracker.start<int>([](JobContext&) -> int { throw std::runtime_error("boom"); }, log.done());
+        QTRY_COMPARE_WITH_TIMEOUT(idle.count(), 1, 20000);
+        QCOMPARE(log.lines, QStringList{QStringLiteral("done 1 = null")});
+    }
+
+    void shutdownCancelsWaitsAndDeliversNothing() {
+        Log log;
+        std::atomic<bool> never{false};
+        std::atomic<bool> sawCancel{false}, sawShutdown{false};
+        {
+            JobTracker tracker(JobTracker::Policy::EveryResult, 1);
+            tracker.start<int>(
+                [&](JobContext& c) {
+                    waitFor(never, c);
+                    sawCancel = c.cancelRequested();
+                    sawShutdown = c.shutdownFlag().load();
+                    c.post([&log] { log.lines << QStringLiteral("post"); });
+                    return 1;
+                },
+                log.done());
+            tracker.start<int>([](JobContext&) { return 2; }, log.done()); // pending: dropped
+            tracker.shutdown();
+            QVERIFY(sawCancel.load());
+            QVERIFY(sawShutdown.load());
+            QCOMPARE(tracker.pendingCount(), 0);
+            // A start after shutdown never runs.
+            tracker.start<int>([](JobContext&) { return 3; }, log.done());
+            QCOMPARE(tracker.runningCount(), 0);
+            QCoreApplication::processEvents();
+            QCoreApplication::processEvents();
+        }
+        QCoreApplication::processEvents();
+        QVERIFY2(log.lines.isEmpty(), qPrintable(log.lines.join(QLatin1Char(','))));
+    }
+
+    void runReplayIdsAndRestores() {
+        RunReplay replay;
+        auto plan = std::make_shared<const PlanResult>();
+        auto window = std::make_shared<const Trace>();
+        QCOMPARE(replay.store(0, plan, window), qint64(-1)); // unsaved plans count down
+        QCOMPARE(replay.store(0, plan, window), qint64(-2));
+        QCOMPARE(replay.store(7, plan, window), qint64(7));
+        QCOMPARE(replay.store(7, plan, window), qint64(7)); // a saved id is replaced, not added
+        std::vector<qint64> ids;
+        for (const auto& [id, entry] : replay.entries())
+            ids.push_back(id);
+        QCOMPARE(ids, (std::vector<qint64>{-2, -1, 7}));
+        QVERIFY(replay.contains(-1));
+        QVERIFY(replay.find(7) && replay.find(7)->plan == plan && replay.find(7)->window == window);
+        QVERIFY(!replay.find(8));
+
+        // Restores go through the planner queue; a second restore of the same run queues nothing.
+        PlanJobQueue jobs;
+        QSignalSpy failed(&jobs, &PlanJobQueue::failed);
+        storage::RunEntry run;
+        run.id = 3;
+        run.trace = "syn";
+        run.window = "all";
+        const QString missing = QDir::temp().filePath(QStringLiteral("routepack-no-such-dir/none.routepack"));
+        const quint64 job = replay.restore(jobs, missing, run, false, QStringLiteral("saved run 3"));
+        QCOMPARE(job, quint64(1));
+        QCOMPARE(replay.restore(jobs, missing, run, true, QStringLiteral("saved run 3")), job);
+        QCOMPARE(replay.pendingRestores(), 1);
+        QCOMPARE(jobs.queuedCount() + (jobs.isBusy() ? 1 : 0), 1);
+        QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 20000); // the library does not exist
+        QCOMPARE(failed.at(0).at(0).toULongLong(), job);
+        const auto r = replay.takeRestore(job);
+        QVERIFY(r.has_value());
+        QCOMPARE(r->run, qint64(3));
+        QCOMPARE(r->show, false); // as first asked
+        QVERIFY(!replay.takeRestore(job));
+
+        replay.clear();
+        QVERIFY(replay.entries().empty());
+        QCOMPARE(replay.store(0, plan, window), qint64(-3)); // unique in the session
+    }
+
+    void exportWritersWriteExactBytesAndWordErrors() {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        // writeTextFile: the text and one newline; an unwritable path named in the error.
+        const QString f = dir.filePath(QStringLiteral("a.txt"));
+        QString error;
+        QVERIFY(writeTextFile(f, "abc", &error));
+        QCOMPARE(test::read_file(f.toStdString()), std::string("abc\n"));
+        const QString bad = dir.filePath(QStringLiteral("no/such/dir/a.txt"));
+        QVERIFY(!writeTextFile(bad, "abc", &error));
+        QVERIFY2(error.startsWith(bad + QStringLiteral(": cannot write (")), qPrintable(error));
+
+        // A plan of 1 MoE layer (absolute layer 1 of 2) with 4 experts on 2 EP ranks, LPT = swap of 0 and 3.
+        auto plan = std::make_shared<PlanResult>();
+        plan->model.name = "tiny";
+        plan->model.num_hidden_layers = 2;
+        plan->model.experts = 4;
+        plan->model.top_k = 1;
+        plan->model.moe_layers = {1};
+        plan->lpt = identity_placement(1, 4, 2);
+        std::swap(plan->lpt.slot[0], plan->lpt.slot[3]);
+        const QString vllm = dir.filePath(QStringLiteral("map.json"));
+        const ExportResult ok = writeExpertMap(*plan, QStringLiteral("vllm"), vllm);
+        QVERIFY2(!ok.error, qPrintable(ok.message));
+        QCOMPARE(ok.message, QStringLiteral("Expert map (vllm) written to %1.").arg(vllm));
+        const std::string text = test::read_file(vllm.toStdString());
+        QCOMPARE(text, expert_map_json(plan->lpt, plan->model, ExpertMapFormat::VLLM) + "\n");
+        QVERIFY2(QString::fromStdString(text).remove(QLatin1Char(' ')).remove(QLatin1Char('\n')).contains(
+                     QStringLiteral("[[3,1,2,0]]")),
+                 text.c_str());
+        const ExportResult unknown = writeExpertMap(*plan, QStringLiteral("nope"), vllm);
+        QVERIFY(unknown.error);
+        QCOMPARE(unknown.message,
+                 QString::fromStdString(test::error_of<InputError>([] { parse_expert_map_format("nope"); })));
+        QCOMPARE(test::read_file(vllm.toStdString()), text); // the refused export left the file alone
+
+        const ExportResult json = writePlanJson(*plan, dir.filePath(QStringLiteral("plan.json")));
+        QVERIFY2(!json.error, qPrintable(json.message));
+        QCOMPARE(test::read_file(dir.filePath(QStringLiteral("plan.json")).toStdString()), plan_to_json(*plan) + "\n");
+        const ExportResult denied = writePlanJson(*plan, bad);
+        QVERIFY(denied.error);
+        QVERIFY2(denied.message.startsWith(bad + QStringLiteral(": cannot write (")), qPrintable(denied.message));
+    }
+};
+
+QTEST_MAIN(TestViewsJobs)
+#include "tst_views_jobs.moc"

@@ -1,0 +1,81 @@
+#pragma once
+// The studio's exports (File > Export): the plan JSON, the expert maps, the shown plan view as an
+// image, the run comparison as CSV or chart, and the sample table as CSV. The write* functions do the
+// writing and word the outcome for the status line; StudioExports adds the save dialog in front of
+// each and picks what Ctrl+E exports from what is shown.
+#include "core/plan/planner.h"
+
+#include <QCoreApplication>
+#include <QString>
+
+#include <optional>
+#include <string>
+
+class QTabWidget;
+class QWidget;
+
+namespace routepack::views {
+
+class CompareView;
+class PlanView;
+class SampleFilterProxy;
+class SampleTableModel;
+
+/// What an export did, worded for the status line.
+struct ExportResult {
+    QString message; ///< "Plan written to <file>." or the error in words
+    bool error = false;
+};
+
+/// Writes `text` and one final "\n" to `file` through QSaveFile (a temporary beside it, renamed into
+/// place on commit: a failed write leaves an existing file as it was). False with `error` =
+/// "<file>: cannot write (<reason>)" when it cannot be opened, "<file>: write failed (<reason>)" when
+/// writing or the rename fails.
+bool writeTextFile(const QString& file, const std::string& text, QString* error);
+
+/// plan_to_json(plan) (the plan file of core/plan/plan_file.h, read by `routepack rewrite`) to `file`.
+ExportResult writePlanJson(const routepack::PlanResult& plan, const QString& file);
+/// expert_map_json of the plan's LPT placement (core/plan/expert_map.h) in `format` ("routepack",
+/// "sglang" or "vllm") to `file`; an unknown format is refused with parse_expert_map_format's message.
+ExportResult writeExpertMap(const routepack::PlanResult& plan, const QString& format, const QString& file);
+/// PlanView::exportView(name, file): ".png" or ".svg" by the file's suffix.
+ExportResult writePlanViewImage(const PlanView& view, const QString& name, const QString& file);
+/// CompareView::exportTableCsv: one line per compared run (raw values).
+ExportResult writeComparisonCsv(const CompareView& view, const QString& file);
+/// CompareView::exportChart: ".png" or ".svg".
+ExportResult writeComparisonChart(const CompareView& view, const QString& file);
+/// exportModelCsv of the sample table as filtered and sorted (the proxy's rows, raw values).
+ExportResult writeSampleCsv(const SampleFilterProxy& proxy, const QString& file);
+
+/// The Export menu of the studio window: each function asks for the file with a save dialog (parented
+/// to `parent`) and then writes it. nullopt when there is nothing to export (no plan shown, an empty
+/// sample table) or the dialog was cancelled; the caller shows the result in its status line.
+class StudioExports {
+    Q_DECLARE_TR_FUNCTIONS(StudioExports)
+public:
+    /// Every pointer must outlive this object (they are the window's own widgets and models).
+    StudioExports(QWidget* parent, PlanView* plan, CompareView* compare, SampleTableModel* samples,
+                  SampleFilterProxy* proxy, QTabWidget* tabs);
+
+    /// Ctrl+E: the shown plan view as an image when the plan tab is current, the comparison CSV when
+    /// the comparison tab is, else the sample table CSV.
+    std::optional<ExportResult> exportCurrent() const;
+    std::optional<ExportResult> exportPlanJson() const;
+    /// `format`: "routepack", "sglang" or "vllm".
+    std::optional<ExportResult> exportExpertMap(const QString& format) const;
+    /// The plan view tab that is shown (its viewNames() id names the file).
+    std::optional<ExportResult> exportPlanViewImage() const;
+    std::optional<ExportResult> exportComparisonCsv() const;
+    std::optional<ExportResult> exportComparisonChart() const;
+    std::optional<ExportResult> exportSampleCsv() const;
+
+private:
+    QWidget* parent_;
+    PlanView* plan_;
+    CompareView* compare_;
+    SampleTableModel* samples_;
+    SampleFilterProxy* proxy_;
+    QTabWidget* tabs_;
+};
+
+} // namespace routepack::views
