@@ -2,7 +2,7 @@
 #include "app/cli_report.h"
 #include "app/commands.h"
 
-#include "gpu/device.h"
+#include "gpu/cuda/device.h"
 #include "storage/demo.h"
 #include "storage/library.h"
 

@@ -1,6 +1,6 @@
 // `routepack sweep`: every window of a trace (a whole training run) planned on one topology, with
-// per-window costs, gains and placement churn. The windows run in parallel on this command's own
-// oneTBB arena (one planner worker per window).
+// per-window costs, gains and placement churn. The windows run in parallel through the planner's
+// plan_windows (one planner worker per window).
 #include "app/commands.h"
 
 #include "core/model/window_select.h"
@@ -14,8 +14,6 @@
 #include <CLI/CLI.hpp>
 #include <fnmatch.h>
 #include <nlohmann/json.hpp>
-#include <tbb/parallel_for.h>
-#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <atomic>
@@ -49,7 +47,7 @@ struct SweepRow {
 };
 
 /// Plans the windows matching `--windows` (a shell pattern, default every window) in natural name
-/// order. The windows run in parallel on a oneTBB arena of --threads workers (0 = all cores), one
+/// order. The windows run in parallel (plan_windows) on --threads workers (0 = all cores), one
 /// planner worker each, so every plan is the one `routepack plan --threads 1` gives for that window
 /// and seed. Each finished plan is saved as a run of its window; churn is placement_moves(next,
 /// previous) summed over MoE layers, bytes = churn x --expert-bytes. Output: one line per window (or
@@ -135,24 +133,23 @@ int run_sweep(const SweepCmd& c) {
     catch_sigint();
     std::atomic<bool>& cancel = sigint_flag();
     std::vector<SweepRow> rows(names.size());
-    std::vector<std::string> errors(names.size());
-    const int arena_workers = budgets.workers > 0 ? budgets.workers : tbb::this_task_arena::max_concurrency();
-    tbb::task_arena arena(arena_workers);
     std::atomic<std::size_t> done{0};
     const bool tty = isatty(STDERR_FILENO) && !c.plan.quiet;
-    arena.execute([&] {
-        tbb::parallel_for(std::size_t{0}, names.size(), [&](std::size_t k) {
-            rows[k].window = names[k];
-            if (cancel.load()) return;  // interrupted: the windows not yet started are not planned
-            try {
-                rows[k].plan = plan_window(inputs[k], {}, &cancel);
-            } catch (const std::exception& e) {
-                errors[k] = e.what();
-            }
+    // The planner owns the threads: plan_windows runs the windows on --threads workers, one planner
+    // worker each.
+    auto planned = plan_windows(
+        inputs, budgets.workers,
+        [&](std::size_t) {
             const std::size_t n = ++done;
             if (tty) std::fprintf(stderr, "\rsweep %zu/%zu windows", n, names.size());
-        });
-    });
+        },
+        &cancel);
+    std::vector<std::string> errors(names.size());
+    for (std::size_t k = 0; k < names.size(); ++k) {
+        rows[k].window = names[k];
+        rows[k].plan = std::move(planned[k].plan);
+        errors[k] = std::move(planned[k].error);
+    }
     if (tty) std::fputs("\n", stderr);
     if (cancel.load()) {
         // A sweep is a table of finished plans: an interrupted one keeps nothing rather than mixing

@@ -3,7 +3,7 @@
 #include "app/commands.h"
 
 #include "core/util/errors.h"
-#include "gpu/synth_checkpoint.h"
+#include "gpu/safetensors/synth_checkpoint.h"
 
 #include <CLI/CLI.hpp>
 
