@@ -269,6 +269,8 @@ void check_topology_for_model(const Topology& t, const ModelDescription& m) {
 std::vector<std::string> known_topology_names() {
     std::vector<std::string> names;
     for (const auto& r : embedded_topologies()) names.push_back(r.name);
+    // The files come in file-name order, where "x-2nodes.json" sorts before "x.json".
+    std::sort(names.begin(), names.end());
     return names;
 }
 
