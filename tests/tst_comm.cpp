@@ -2,10 +2,13 @@
 // gpus_per_node, explicit lists, exact errors), the per-token routes the importers keep
 // (core/model/trace.h SampleRoutes, narrowest id width), and the dispatch volume of a layout
 // (core/plan/comm.h): a hand-computed top-2 case where de-duplication per (token, destination node)
-// matters, and fixed-seed random cases against a brute-force recount straight from the routes.
+// matters, and fixed-seed random cases against a brute-force recount straight from the routes; the
+// Grouter pipeline (core/plan/grouter.h): Hungarian matching against every permutation, and a planted
+// window of two sample families on their own halves of the experts, whose grouping it must find.
 #include "core/import/import.h"
 #include "core/model/topology.h"
 #include "core/plan/comm.h"
+#include "core/plan/grouter.h"
 #include "core/plan/placement.h"
 #include "core/util/errors.h"
 #include "tests/testutil.h"
@@ -435,6 +438,101 @@ private Q_SLOTS:
             QCOMPARE(all, k.intra_total + k.inter_total);
             if (N > 1 && K > 1) QVERIFY(k.inter_total > 0);
         }
+    }
+
+    void hungarianMatchesExhaustive() {
+        QCOMPARE(hungarian_max({7, 5, 1, 2, 8, 3, 4, 1, 9}, 3), (std::vector<int>{0, 1, 2}));
+        QCOMPARE(hungarian_max({1, 9, 1, 9, 1, 1, 1, 1, 9}, 3), (std::vector<int>{1, 0, 2}));
+        for (const unsigned seed : {11u, 12u, 13u, 14u, 15u}) {
+            std::mt19937 rng(seed);
+            const int n = 5;
+            std::vector<double> w(n * n);
+            for (double& x : w) x = std::uniform_int_distribution<int>(0, 20)(rng);
+            std::vector<int> perm(n);
+            std::iota(perm.begin(), perm.end(), 0);
+            double best = -1;
+            do {
+                double s = 0;
+                for (int i = 0; i < n; ++i) s += w[i * n + perm[i]];
+                best = std::max(best, s);
+            } while (std::next_permutation(perm.begin(), perm.end()));
+            const auto col = hungarian_max(w, n);
+            std::vector<int> sorted = col;
+            std::sort(sorted.begin(), sorted.end());
+            QCOMPARE(sorted, (std::vector<int>{0, 1, 2, 3, 4}));
+            double got = 0;
+            for (int i = 0; i < n; ++i) got += w[i * n + col[i]];
+            QCOMPARE(got, best);
+        }
+    }
+
+    void grouterFindsPlantedGrouping() {
+        // E = 8, top-2, 2 MoE layers; P = 4 EP ranks (2 slots each), 2 GPUs per node: ranks 0-1 and
+        // DP slot 0 on node 0, ranks 2-3 and DP slot 1 on node 1. Family A uses experts {0,2,4,6} at
+        // layer 0 and {0,1,2,3} at layer 1; family B {1,3,5,7} and {4,5,6,7}. Two uniform samples
+        // (all 8 experts equally) are filtered out by the entropy rule (log 8 > 0.95 log 8 is false
+        // for nothing else: a family sample has entropy log 4).
+        const ModelDescription m = tiny_model(2, 8, 2);
+        const std::vector<std::vector<int>> fa = {{0, 2, 4, 6}, {0, 1, 2, 3}}, fb = {{1, 3, 5, 7}, {4, 5, 6, 7}};
+        auto family = [&](const std::vector<std::vector<int>>& f, int shift) {
+            std::vector<std::vector<std::vector<int>>> r(2);
+            for (int l = 0; l < 2; ++l)
+                for (int t = 0; t < 8; ++t) r[l].push_back({f[l][(t + shift) % 4], f[l][(t + shift + 1 + t / 4) % 4]});
+            return r;
+        };
+        auto uniform = [&](int shift) {
+            std::vector<std::vector<std::vector<int>>> r(2);
+            for (int l = 0; l < 2; ++l)
+                for (int t = 0; t < 8; ++t) r[l].push_back({(2 * t + shift) % 8, (2 * t + 1 + shift) % 8});
+            return r;
+        };
+        Trace families, with_uniform;
+        families.model = with_uniform.model = m;
+        for (int k = 0; k < 4; ++k) {
+            families.append(sample_of("a" + std::to_string(k), m, family(fa, k)));
+            families.append(sample_of("b" + std::to_string(k), m, family(fb, k)));
+        }
+        with_uniform = families;
+        with_uniform.append(sample_of("u0", m, uniform(0)));
+        with_uniform.append(sample_of("u1", m, uniform(3)));
+        const Topology topo = parse_topology(
+            std::string(R"({"ep_ranks": 4, "dp_slots": 2, "token_cap": 100, "gpus_per_node": 2, )") + kStages + "}", "t");
+
+        for (const Trace* w : {&families, &with_uniform}) {
+            const GrouterGrouping g = grouter_placement(*w, topo);
+            QCOMPARE(g.kept_samples, (std::vector<int>{8, 8}));
+            // Each family's experts share a node, the two families' nodes differ, at both layers.
+            const int na = g.expert_node[0];
+            for (int l = 0; l < 2; ++l) {
+                for (int e : fa[l]) QCOMPARE(g.expert_node[l * 8 + e], na);
+                for (int e : fb[l]) QCOMPARE(g.expert_node[l * 8 + e], 1 - na);
+                std::vector<int> slots(g.placement.slot.begin() + l * 8, g.placement.slot.begin() + (l + 1) * 8);
+                std::sort(slots.begin(), slots.end());
+                QCOMPARE(slots, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+                for (int e = 0; e < 8; ++e) QCOMPARE(topo.node_of_rank()[g.placement.rank_of(l, e)], g.expert_node[l * 8 + e]);
+            }
+            // Each sample goes to its family's node.
+            const CommDemand c = make_comm_demand(*w, topo, g.placement);
+            const auto nodes = grouter_sample_nodes(c);
+            for (int i = 0; i < 8; ++i) QCOMPARE(nodes[i], i % 2 == 0 ? na : 1 - na);
+        }
+        // Laid out by those nodes (4 rows, family A on the DP slot of its node), nothing crosses nodes:
+        // the planted minimum. LPT's placement on the same layout sends copies.
+        const GrouterGrouping g = grouter_placement(families, topo);
+        const auto nodes = grouter_sample_nodes(make_comm_demand(families, topo, g.placement));
+        Layout x{4, 2, std::vector<std::vector<int>>(8)};
+        std::vector<int> next(2, 0);
+        for (int i = 0; i < 8; ++i) {
+            const int d = nodes[i];  // DP slot d is on node d
+            x.cells[x.cell_index(next[d]++, d)].push_back(i);
+        }
+        const CommCost k = *comm_cost_if_available(x, families, topo, g.placement);
+        QCOMPARE(k.inter_total, i64(0));
+        QCOMPARE(k.intra_total, i64(8 * 8 * 2));
+        const auto loads = aggregate_expert_loads(families.counts, families.size(), 2, 8);
+        const CommCost lpt = *comm_cost_if_available(x, families, topo, lpt_placement(loads, 2, 8, 4));
+        QVERIFY2(lpt.inter_total > 0, std::to_string(lpt.inter_total).c_str());
+        expect_equal(lpt, brute_force(x, families, topo, lpt_placement(loads, 2, 8, 4)));
     }
 };
 
