@@ -7,6 +7,7 @@
 // window of two sample families on their own halves of the experts, whose grouping it must find.
 #include "core/import/import.h"
 #include "core/model/topology.h"
+#include "core/model/window_select.h"
 #include "core/plan/comm.h"
 #include "core/plan/grouter.h"
 #include "core/plan/placement.h"
@@ -533,6 +534,71 @@ private Q_SLOTS:
         const CommCost lpt = *comm_cost_if_available(x, families, topo, lpt_placement(loads, 2, 8, 4));
         QVERIFY2(lpt.inter_total > 0, std::to_string(lpt.inter_total).c_str());
         expect_equal(lpt, brute_force(x, families, topo, lpt_placement(loads, 2, 8, 4)));
+    }
+
+    void deepseekFirst512() {
+        // The real window on the multi-node topologies: the cost equals the brute-force recount, and
+        // the inter-node copies of a few placements are printed (not asserted: no layout search here).
+        ROUTEPACK_REQUIRE_SHARED(ds, "traces/deepseek-v2-lite");
+        ImportOptions opt;
+        opt.model = known_model("deepseek-v2-lite");
+        const Trace all = import_trace_to_memory({ds}, opt);
+        const WindowSelection sel = select_first(all.samples, 512, "ds");
+        Trace w;
+        w.model = all.model;
+        for (const auto& id : sel.ids) {
+            std::size_t i = 0;
+            while (all.samples[i].id != id) ++i;
+            SampleRecord r;
+            r.info = all.samples[i];
+            const auto c = all.sample_counts(i);
+            r.counts.assign(c.begin(), c.end());
+            r.routes = all.routes[i];
+            w.append(std::move(r));
+        }
+        QVERIFY(w.has_routes());
+        const int L = w.model.num_moe_layers(), E = w.model.experts, n = static_cast<int>(w.size());
+        const auto loads = aggregate_expert_loads(w.counts, w.size(), L, E);
+        for (const char* name : {"deepseek-v2-lite-ep16-dp8-2nodes", "deepseek-v2-lite-ep32-dp16-4nodes"}) {
+            const Topology topo = known_topology(name);
+            const int D = topo.dp_slots, R = (n + D - 1) / D;
+            Layout x{R, D, std::vector<std::vector<int>>(static_cast<std::size_t>(R) * D)};
+            for (int i = 0; i < n; ++i) x.cells[i].push_back(i);  // row-major, in window order
+            const Placement lpt = lpt_placement(loads, L, E, topo.ep_ranks);
+            const GrouterGrouping g = grouter_placement(w, topo);
+            const CommCost k_lpt = *comm_cost_if_available(x, w, topo, lpt);
+            expect_equal(k_lpt, brute_force(x, w, topo, lpt));
+            const i64 id_inter = comm_cost_if_available(x, w, topo, identity_placement(L, E, topo.ep_ranks))->inter_total;
+            const i64 g_inter = comm_cost_if_available(x, w, topo, g.placement)->inter_total;
+            // Grouter's sample-to-node assignment, round-robin over each node's DP slots (rows as needed).
+            const auto nodes = grouter_sample_nodes(make_comm_demand(w, topo, g.placement));
+            const auto slot_node = topo.node_of_dp_slot();
+            std::vector<std::vector<int>> per_slot(D);
+            std::vector<int> turn(topo.nodes(), 0);
+            for (int i = 0; i < n; ++i) {
+                std::vector<int> slots;
+                for (int d = 0; d < D; ++d)
+                    if (slot_node[d] == nodes[i]) slots.push_back(d);
+                per_slot[slots[turn[nodes[i]]++ % slots.size()]].push_back(i);
+            }
+            int R2 = 1;
+            for (const auto& v : per_slot) R2 = std::max(R2, static_cast<int>(v.size()));
+            Layout y{R2, D, std::vector<std::vector<int>>(static_cast<std::size_t>(R2) * D)};
+            for (int d = 0; d < D; ++d)
+                for (std::size_t r = 0; r < per_slot[d].size(); ++r) y.cells[y.cell_index(static_cast<int>(r), d)].push_back(per_slot[d][r]);
+            const CommCost k_g = *comm_cost_if_available(y, w, topo, g.placement);
+            expect_equal(k_g, brute_force(y, w, topo, g.placement));
+            std::vector<int> on(topo.nodes(), 0);
+            for (int v : nodes) ++on[v];
+            QString spread;
+            for (int v : on) spread += QString::number(v) + QStringLiteral(" ");
+            qInfo("%s: inter-node copies, window order %d rows: identity %lld, LPT %lld, grouter placement %lld; "
+                  "grouter placement + sample-to-node (%d rows, samples per node %s): %lld; intra %lld",
+                  name, R, static_cast<long long>(id_inter), static_cast<long long>(k_lpt.inter_total),
+                  static_cast<long long>(g_inter), R2, qPrintable(spread.trimmed()), static_cast<long long>(k_g.inter_total),
+                  static_cast<long long>(k_g.intra_total));
+            QVERIFY(k_lpt.inter_total > 0);
+        }
     }
 };
 
