@@ -248,7 +248,17 @@ constexpr const char* kSampleColumns =
     "s.sample_id, s.length, s.routed_rows, s.prompt_len, s.request_id, s.group_id, s.source_file, "
     "s.length_rule, s.missing_routes, s.counts";
 
-/// Reads one sample row (kSampleColumns) into trace.samples and appends its counts.
+/// "SELECT <kSampleColumns>, <routes> FROM <from>": the routes column is the sample's sample_routes blob
+/// (NULL when it has none), or NULL throughout in a library older than schema version 3 (opened
+/// read-only as it is). `from` names the samples table s.
+std::string select_samples(int schema_version, const std::string& from) {
+    if (schema_version < 3) return std::string("SELECT ") + kSampleColumns + ", NULL FROM " + from;
+    return std::string("SELECT ") + kSampleColumns + ", r.routes FROM " + from +
+           " LEFT JOIN sample_routes r ON r.sample_ref = s.id";
+}
+
+/// Reads one sample row (select_samples) into trace.samples, appends its counts and, when the row has
+/// them, its routes (trace.routes stays empty while no sample has routes).
 void read_sample(const Statement& st, Trace& trace, const std::filesystem::path& file, const std::string& name) {
     SampleInfo info;
     info.id = st.text(0);
@@ -271,6 +281,20 @@ void read_sample(const Statement& st, Trace& trace, const std::filesystem::path&
     } catch (const detail::BlobError& e) {
         throw InputError(file.string() + ": trace '" + shown(name) + "' sample '" + shown(info.id) + "': damaged counts (" +
                          e.what() + ")");
+    }
+    if (!st.is_null(10)) {
+        SampleRoutes routes;
+        try {
+            routes = detail::decode_routes(st.blob(10), info.routed_rows, trace.model.num_moe_layers(), trace.model.top_k,
+                                           trace.model.experts);
+        } catch (const detail::BlobError& e) {
+            throw InputError(file.string() + ": trace '" + shown(name) + "' sample '" + shown(info.id) +
+                             "': damaged routes (" + e.what() + ")");
+        }
+        trace.routes.resize(trace.samples.size());
+        trace.routes.push_back(std::move(routes));
+    } else if (!trace.routes.empty()) {
+        trace.routes.emplace_back();
     }
     trace.samples.push_back(std::move(info));
 }
@@ -488,7 +512,7 @@ Trace Library::load_trace(const std::string& trace) const {
     out.samples.reserve(t.samples);
     out.counts.reserve(t.samples * out.stride());
     Statement st(db_, path_,
-                 std::string("SELECT ") + kSampleColumns + " FROM samples s WHERE s.trace_id = ?1 ORDER BY s.position");
+                 select_samples(schema_version(), "samples s") + " WHERE s.trace_id = ?1 ORDER BY s.position");
     st.bind(1, t.id);
     while (st.step()) read_sample(st, out, path_, trace);
     return out;
@@ -501,8 +525,7 @@ Trace Library::load_samples(const std::string& trace, const std::vector<std::str
     out.samples.reserve(sample_ids.size());
     out.counts.reserve(sample_ids.size() * out.stride());
     Statement st(db_, path_,
-                 std::string("SELECT ") + kSampleColumns +
-                     " FROM samples s WHERE s.trace_id = ?1 AND s.sample_id = ?2");
+                 select_samples(schema_version(), "samples s") + " WHERE s.trace_id = ?1 AND s.sample_id = ?2");
     for (const std::string& id : sample_ids) {
         st.bind(1, t.id).bind(2, id);
         if (!st.step()) throw InputError("trace '" + shown(trace) + "' has no sample '" + shown(id) + "'");
@@ -649,9 +672,8 @@ Trace Library::load_window(const std::string& trace, const std::string& window) 
     const std::int64_t window_id = find_window_id(db_, path_, t, window);
     Trace out = empty_trace(t);
     Statement st(db_, path_,
-                 std::string("SELECT ") + kSampleColumns +
-                     " FROM window_samples ws JOIN samples s ON s.id = ws.sample_ref "
-                     "WHERE ws.window_id = ?1 ORDER BY ws.position");
+                 select_samples(schema_version(), "window_samples ws JOIN samples s ON s.id = ws.sample_ref") +
+                     " WHERE ws.window_id = ?1 ORDER BY ws.position");
     st.bind(1, window_id);
     while (st.step()) read_sample(st, out, path_, trace);
     return out;

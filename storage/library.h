@@ -150,7 +150,10 @@ public:
     TraceEntry trace(const std::string& name) const;
     /// All samples' metadata in import order.
     std::vector<SampleInfo> samples(const std::string& trace) const;
-    /// Whole trace (or the listed sample ids, in the given order) with counts.
+    /// Whole trace (or the listed sample ids, in the given order) with counts, and with each sample's
+    /// per-token routes (Trace::routes) when it was imported with them (schema version 3 on); a
+    /// sample imported before has none (Trace::has_routes() false: communication figures n/a).
+    /// InputError "...: damaged routes (...)" for a routes blob that does not decode.
     Trace load_trace(const std::string& trace) const;
     Trace load_samples(const std::string& trace, const std::vector<std::string>& sample_ids) const;
     /// Per-layer expert totals [L][E] (sum over samples, or the aggregate file's totals).

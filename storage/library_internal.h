@@ -70,6 +70,7 @@ class TraceWriter final : public ImportSink {
     std::size_t written_ = 0;
     std::vector<std::uint64_t> totals_;  ///< [L][E]
     std::unique_ptr<Statement> insert_sample_;
+    std::unique_ptr<Statement> insert_routes_;  ///< sample_routes rows (samples whose source has routes)
 };
 
 }  // namespace routepack::storage::detail

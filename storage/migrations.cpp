@@ -188,9 +188,40 @@ CREATE TABLE annealing_history (
 ) WITHOUT ROWID;
 )sql";
 
+// Migration 3: per-token routes and the communication-aware methods.
+//   sample_routes   one row per sample whose source had per-token routes: its top-k routes
+//                   [L][tokens][K] in the narrowest id width, zlib-compressed (storage/counts_codec.h,
+//                   tag 0x03). Samples imported before have no row: communication figures for them
+//                   are "n/a (re-import the trace)". The counts blobs stay as they are.
+//   run_results     rebuilt (SQLite cannot alter a CHECK) so that its method check also accepts
+//                   'grouter' and 'routepack+comm'; rows are copied unchanged.
+constexpr const char* kMigration3 = R"sql(
+CREATE TABLE sample_routes (
+    sample_ref INTEGER PRIMARY KEY REFERENCES samples(id) ON DELETE CASCADE,
+    routes     BLOB    NOT NULL  -- [L][tokens][K] ids, tag 0x03: width, shape, zlib stream
+);
+
+CREATE TABLE run_results_v3 (
+    run_id       INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    method       TEXT    NOT NULL CHECK (method IN ('baseline', 'reorder', 'karmarkar-karp', 'routepack',
+                                                    'grouter', 'routepack+comm')),
+    rows         INTEGER NOT NULL CHECK (rows > 0),
+    score_max_u  REAL    NOT NULL,
+    score_sum_u  REAL    NOT NULL,
+    score_max_j  REAL    NOT NULL,
+    metrics      TEXT    NOT NULL,  -- JSON: CV_global, S_EP, T_EP, eta_EP, attention sum, joint
+    PRIMARY KEY (run_id, method)
+) WITHOUT ROWID;
+INSERT INTO run_results_v3 (run_id, method, rows, score_max_u, score_sum_u, score_max_j, metrics)
+    SELECT run_id, method, rows, score_max_u, score_sum_u, score_max_j, metrics FROM run_results;
+DROP TABLE run_results;
+ALTER TABLE run_results_v3 RENAME TO run_results;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "models, traces, source files, samples (counts blobs), aggregate totals, windows", kMigration1},
     {2, "topologies, plans, runs, run results, annealing history", kMigration2},
+    {3, "per-token sample routes; run results accept grouter and routepack+comm", kMigration3},
 };
 
 int read_user_version(sqlite3* db, const std::filesystem::path& file) {

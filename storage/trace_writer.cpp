@@ -76,6 +76,7 @@ void TraceWriter::begin(const ModelDescription& model, TraceFormat format) {
         "INSERT INTO samples (trace_id, position, sample_id, length, routed_rows, prompt_len, request_id, "
         "group_id, source_file, length_rule, missing_routes, counts) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
+    insert_routes_ = std::make_unique<Statement>(db_, file_, "INSERT INTO sample_routes (sample_ref, routes) VALUES (?1, ?2)");
 }
 
 void TraceWriter::sample(SampleRecord&& record) {
@@ -103,6 +104,14 @@ void TraceWriter::sample(SampleRecord&& record) {
         if (code == SQLITE_CONSTRAINT_UNIQUE)
             throw InputError(s.source_file + ": sample id '" + routepack::util::printable(s.id) + "' occurs twice in trace '" + routepack::util::printable(name_) + "'");
         throw;
+    }
+    if (!record.routes.empty()) {
+        if (record.routes.tokens != s.routed_rows)
+            throw std::logic_error("sample '" + record.info.id + "' has routes of " + std::to_string(record.routes.tokens) +
+                                   " tokens, routed_rows " + std::to_string(s.routed_rows));
+        Statement& rt = *insert_routes_;
+        rt.bind(1, static_cast<std::int64_t>(sqlite3_last_insert_rowid(db_))).bind_blob(2, encode_routes(record.routes));
+        rt.run();
     }
     for (std::size_t k = 0; k < stride_; ++k) totals_[k] += record.counts[k];
     ++written_;

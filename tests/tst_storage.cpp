@@ -178,9 +178,10 @@ std::string dump_of(const fs::path& p) {
     return RawDb(p).dump();
 }
 
-const std::vector<std::string> kTablesV2 = {
-    "aggregate_totals", "annealing_history", "models",     "plans",  "run_results",    "runs",
-    "samples",          "source_files",      "topologies", "traces", "window_samples", "windows"};
+const std::vector<std::string> kTablesV3 = {
+    "aggregate_totals", "annealing_history", "models",       "plans",      "run_results", "runs",
+    "sample_routes",    "samples",           "source_files", "topologies", "traces",      "window_samples",
+    "windows"};
 
 constexpr const char* kChildLibraryEnv = "ROUTEPACK_TEST_CHILD_LIBRARY";
 constexpr const char* kChildInputEnv = "ROUTEPACK_TEST_CHILD_INPUT";
@@ -219,7 +220,7 @@ class TstStorage : public QObject {
     void cleanupTestCase() { fs::remove_all(dir_); }
 
     void migratesEmptyFileToCurrentVersion() {
-        QCOMPARE(supported_schema_version(), 2);
+        QCOMPARE(supported_schema_version(), 3);
         const fs::path f = library_file("fresh.routepack");
         {
             auto lib = Library::open(f);
@@ -229,10 +230,10 @@ class TstStorage : public QObject {
             QVERIFY(lib->windows().empty());
         }
         RawDb raw(f);
-        QCOMPARE(q(raw.one("PRAGMA user_version")), QStringLiteral("2"));
+        QCOMPARE(q(raw.one("PRAGMA user_version")), QStringLiteral("3"));
         QCOMPARE(q(raw.one("PRAGMA application_id")), QString::number(detail::kApplicationId));
         QCOMPARE(q(raw.one("PRAGMA journal_mode")), QStringLiteral("wal"));
-        QCOMPARE(raw.tables(), kTablesV2);
+        QCOMPARE(raw.tables(), kTablesV3);
         // Foreign keys are declared (spot checks).
         QCOMPARE(q(raw.one("SELECT \"table\" FROM pragma_foreign_key_list('samples')")), QStringLiteral("traces"));
         QCOMPARE(q(raw.one("SELECT \"table\" FROM pragma_foreign_key_list('window_samples') WHERE \"from\" = "
@@ -255,7 +256,7 @@ class TstStorage : public QObject {
         QVERIFY(!fs::exists(f.string() + "-wal"));
         QVERIFY(!fs::exists(f.string() + "-shm"));
         auto lib = Library::open(f, OpenMode::Create);
-        QCOMPARE(lib->schema_version(), 2);
+        QCOMPARE(lib->schema_version(), 3);
     }
 
     void busyLibraryFailsAfterTheBusyTimeout() {
@@ -296,9 +297,9 @@ class TstStorage : public QObject {
             QCOMPARE(raw.tables().size(), std::size_t{7});
         }
         auto lib = Library::open(f, false);
-        QCOMPARE(lib->schema_version(), 2);
+        QCOMPARE(lib->schema_version(), 3);
         RawDb raw(f);
-        QCOMPARE(raw.tables(), kTablesV2);
+        QCOMPARE(raw.tables(), kTablesV3);
         QCOMPARE(q(raw.one("SELECT count(*) FROM models")), QStringLiteral("1"));
     }
 
@@ -405,7 +406,7 @@ class TstStorage : public QObject {
 
     void inMemoryLibrary() {
         auto lib = Library::open(":memory:");
-        QCOMPARE(lib->schema_version(), 2);
+        QCOMPARE(lib->schema_version(), 3);
         QVERIFY(lib->traces().empty());
     }
 
@@ -688,7 +689,7 @@ class TstStorage : public QObject {
         }
         const std::string dump = dump_of(f);
         auto lib = Library::open(f, false);
-        QCOMPARE(lib->schema_version(), 2);
+        QCOMPARE(lib->schema_version(), 3);
         const Trace after = lib->load_trace("t");
         QVERIFY(after.samples == before.samples);
         QCOMPARE(after.counts, before.counts);

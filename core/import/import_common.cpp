@@ -34,6 +34,8 @@ SampleRecord make_sample_record(const RouteArray& routes, const ModelDescription
 
     SampleRecord rec;
     rec.counts.assign(static_cast<std::size_t>(L) * E, 0u);
+    // The per-token routes at the MoE layers, [L][rows][K] (missing routes stay all-ones).
+    rec.routes = SampleRoutes::make(routes.rows, L, K, E);
     // axis position -> MoE index (or -1 for dense layers, which are skipped).
     std::vector<int> axis_to_moe(static_cast<std::size_t>(routes.axis_layers));
     for (int j = 0; j < routes.axis_layers; ++j) axis_to_moe[j] = model.moe_index(routes.axis_layer_ids[j]);
@@ -66,6 +68,7 @@ SampleRecord make_sample_record(const RouteArray& routes, const ModelDescription
                                          std::to_string(routes.axis_layer_ids[j]) + ": expert " +
                                          std::to_string(e) + " listed twice, so counts cannot add up to rows x top-k");
                 ++row[e];
+                rec.routes.set(l, r, s, e);
             }
         }
     }

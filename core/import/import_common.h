@@ -36,7 +36,8 @@ struct SampleMeta {
     LengthRule rows_rule = LengthRule::RowsPlusOne;
 };
 
-/// Aggregates routes into a[l][e] over the model's MoE layers (dense axis positions ignored),
+/// Aggregates routes into a[l][e] over the model's MoE layers (dense axis positions ignored) and
+/// keeps them, [L][rows][K] in the narrowest id width, as the record's SampleRoutes;
 /// computes t_i by the rule (explicit tokens win; else rows + 1 + start_offset, or rows) and
 /// checks: ids in 0..E-1 or -1 (missing, counted in missing_routes), no expert twice in one slot
 /// list, top_k equal to the model's, per-layer sum == rows*top_k - missing. Errors name

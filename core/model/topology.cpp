@@ -26,6 +26,35 @@ std::vector<int> Topology::shard_of_slot() const {
     return out;
 }
 
+int Topology::nodes() const {
+    if (gpus_per_node > 0 && ep_ranks > 0) return std::max(1, ep_ranks / gpus_per_node);
+    int n = 0;
+    for (int v : ep_rank_nodes) n = std::max(n, v + 1);
+    for (int v : dp_slot_nodes) n = std::max(n, v + 1);
+    return std::max(n, 1);
+}
+
+std::vector<int> Topology::node_of_rank() const {
+    std::vector<int> out(static_cast<std::size_t>(std::max(ep_ranks, 0)), 0);
+    if (gpus_per_node > 0) {
+        for (int p = 0; p < ep_ranks; ++p) out[static_cast<std::size_t>(p)] = p / gpus_per_node;
+    } else if (ep_rank_nodes.size() == out.size()) {
+        out = ep_rank_nodes;
+    }
+    return out;
+}
+
+std::vector<int> Topology::node_of_dp_slot() const {
+    std::vector<int> out(static_cast<std::size_t>(std::max(dp_slots, 0)), 0);
+    if (gpus_per_node > 0) {
+        const std::int64_t n = nodes();
+        for (int d = 0; d < dp_slots; ++d) out[static_cast<std::size_t>(d)] = static_cast<int>(d * n / dp_slots);
+    } else if (dp_slot_nodes.size() == out.size()) {
+        out = dp_slot_nodes;
+    }
+    return out;
+}
+
 namespace {
 
 /// Largest EP rank and DP slot counts, experts per layer (as ModelDescription), token cap C (the
@@ -59,6 +88,69 @@ std::int64_t need_int(const nlohmann::json& j, const char* key, const std::strin
     return x;
 }
 
+/// The node list `key` ([expect] node ids, each in 0..max_id): errors name the field and element.
+std::vector<int> need_node_list(const nlohmann::json& j, const char* key, std::size_t expect, int max_id,
+                                const std::string& origin, const char* counted) {
+    const auto& v = j[key];
+    if (!v.is_array())
+        throw InputError(origin + ": field '" + std::string(key) + "' must be a list of node ids, one per " + counted);
+    if (v.size() != expect)
+        throw InputError(origin + ": field '" + std::string(key) + "' lists " + std::to_string(v.size()) +
+                         " nodes, expected one per " + counted + " (" + std::to_string(expect) + ")");
+    std::vector<int> out;
+    out.reserve(expect);
+    for (std::size_t k = 0; k < v.size(); ++k) {
+        const std::string where = origin + ": " + key + "[" + std::to_string(k) + "]";
+        if (!v[k].is_number_integer()) throw InputError(where + " must be an integer node id");
+        const bool huge = v[k].is_number_unsigned() && v[k].get<std::uint64_t>() > std::uint64_t(INT64_MAX);
+        const std::int64_t id = huge ? std::int64_t(INT64_MAX) : v[k].get<std::int64_t>();
+        if (id < 0 || id > max_id)
+            throw InputError(where + " is " + (huge ? v[k].dump() : std::to_string(id)) + ", outside 0.." +
+                             std::to_string(max_id) + " (a node holds at least one EP rank and one DP slot)");
+        out.push_back(static_cast<int>(id));
+    }
+    return out;
+}
+
+/// Reads gpus_per_node or ep_rank_nodes + dp_slot_nodes into `t` (P and D already read).
+void parse_nodes(const nlohmann::json& j, Topology& t, const std::string& origin) {
+    const bool g = j.contains("gpus_per_node"), r = j.contains("ep_rank_nodes"), s = j.contains("dp_slot_nodes");
+    if (g && (r || s))
+        throw InputError(origin + ": give either 'gpus_per_node' or the lists 'ep_rank_nodes' and 'dp_slot_nodes', "
+                                  "not both");
+    if (g) {
+        t.gpus_per_node = static_cast<int>(need_int(j, "gpus_per_node", origin, 1, t.ep_ranks));
+        if (t.ep_ranks % t.gpus_per_node != 0)
+            throw InputError(origin + ": field 'gpus_per_node' (" + std::to_string(t.gpus_per_node) +
+                             ") must divide ep_ranks (" + std::to_string(t.ep_ranks) + ")");
+        const int n = t.ep_ranks / t.gpus_per_node;
+        if (t.dp_slots % n != 0)
+            throw InputError(origin + ": dp_slots (" + std::to_string(t.dp_slots) + ") cannot be spread evenly over " +
+                             std::to_string(n) + " nodes (ep_ranks / gpus_per_node = " + std::to_string(t.ep_ranks) +
+                             " / " + std::to_string(t.gpus_per_node) + "); give ep_rank_nodes and dp_slot_nodes");
+        return;
+    }
+    if (!r && !s) return;
+    if (!r || !s)
+        throw InputError(origin + ": field '" + std::string(r ? "ep_rank_nodes" : "dp_slot_nodes") + "' needs '" +
+                         (r ? "dp_slot_nodes" : "ep_rank_nodes") + "' beside it");
+    const int max_id = std::min(t.ep_ranks, t.dp_slots) - 1;
+    t.ep_rank_nodes = need_node_list(j, "ep_rank_nodes", static_cast<std::size_t>(t.ep_ranks), max_id, origin, "EP rank");
+    t.dp_slot_nodes = need_node_list(j, "dp_slot_nodes", static_cast<std::size_t>(t.dp_slots), max_id, origin, "DP slot");
+    const int n = t.nodes();
+    std::vector<char> has_rank(static_cast<std::size_t>(n), 0), has_slot(static_cast<std::size_t>(n), 0);
+    for (int v : t.ep_rank_nodes) has_rank[static_cast<std::size_t>(v)] = 1;
+    for (int v : t.dp_slot_nodes) has_slot[static_cast<std::size_t>(v)] = 1;
+    for (int m = 0; m < n; ++m) {
+        if (!has_rank[static_cast<std::size_t>(m)])
+            throw InputError(origin + ": node " + std::to_string(m) + " holds no EP rank in ep_rank_nodes (node ids 0.." +
+                             std::to_string(n - 1) + " must each hold one)");
+        if (!has_slot[static_cast<std::size_t>(m)])
+            throw InputError(origin + ": node " + std::to_string(m) + " holds no DP slot in dp_slot_nodes (node ids 0.." +
+                             std::to_string(n - 1) + " must each hold one)");
+    }
+}
+
 }  // namespace
 
 Topology parse_topology(const std::string& json_text, const std::string& origin) {
@@ -79,6 +171,7 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
     if (j.contains("experts_per_layer"))
         t.experts_per_layer = static_cast<int>(need_int(j, "experts_per_layer", origin, 1, kMaxExpertsPerLayer));
     if (j.contains("min_rows")) t.min_rows = static_cast<int>(need_int(j, "min_rows", origin, 0, kMaxMinRows));
+    parse_nodes(j, t, origin);
 
     if (j.contains("edp_shards")) {
         const auto& s = j["edp_shards"];
@@ -158,6 +251,9 @@ std::string topology_to_json(const Topology& t) {
     for (const auto& s : t.attention_stages) st.push_back({{"name", s.name}, {"alpha", s.alpha}, {"beta", s.beta}});
     j["attention_stages"] = st;
     if (t.min_rows) j["min_rows"] = t.min_rows;
+    if (t.gpus_per_node) j["gpus_per_node"] = t.gpus_per_node;
+    if (!t.ep_rank_nodes.empty()) j["ep_rank_nodes"] = t.ep_rank_nodes;
+    if (!t.dp_slot_nodes.empty()) j["dp_slot_nodes"] = t.dp_slot_nodes;
     return j.dump();
 }
 
@@ -173,6 +269,8 @@ void check_topology_for_model(const Topology& t, const ModelDescription& m) {
 std::vector<std::string> known_topology_names() {
     std::vector<std::string> names;
     for (const auto& r : embedded_topologies()) names.push_back(r.name);
+    // The files come in file-name order, where "x-2nodes.json" sorts before "x.json".
+    std::sort(names.begin(), names.end());
     return names;
 }
 

@@ -20,8 +20,18 @@ struct AttentionStage {
 
 /// The topology file (JSON): {"ep_ranks": P, "experts_per_layer": E (optional), "dp_slots": D,
 /// "edp_shards": [[d...]...] (partition of 0..D-1; default one shard), "token_cap": C,
-/// "attention_stages": [{"name", "alpha", "beta"}...], "min_rows": optional}.
+/// "attention_stages": [{"name", "alpha", "beta"}...], "min_rows": optional, and where things run,
+/// optional: "gpus_per_node": g, or "ep_rank_nodes": [P] with "dp_slot_nodes": [D]}.
 /// Physical slot v is owned by EP rank v / H with H = E / P (rank-major slots).
+///
+/// Nodes (machines; traffic between them crosses the network, traffic inside one stays on NVLink):
+/// - neither field: one node holds every EP rank and DP slot (no inter-node traffic);
+/// - gpus_per_node g: EP rank p is GPU p, so N = P / g nodes and rank p on node p / g; the D DP slots
+///   are spread over the nodes in order, D / N per node: slot d on node d * N / D (g must divide P and
+///   N must divide D). EP16/DP8 with g = 8: ranks 0-7 and DP slots 0-3 on node 0, the rest on node 1;
+/// - ep_rank_nodes [P] and dp_slot_nodes [D]: the node of every EP rank and DP slot, ids 0..N-1 with
+///   N = 1 + the largest id; every node holds at least one EP rank and one DP slot.
+/// The node fields do not enter the compute score (eqs. 11-15); plans are the same with or without.
 struct Topology {
     int ep_ranks = 0;                         ///< P
     int experts_per_layer = 0;                ///< E when the file states it (0 = take the trace's)
@@ -30,10 +40,19 @@ struct Topology {
     std::int64_t token_cap = 0;               ///< C, tokens per cell (hard)
     std::vector<AttentionStage> attention_stages;
     int min_rows = 0;                         ///< optional lower bound on R (pipeline occupancy)
+    int gpus_per_node = 0;                    ///< g as written (0 = not given)
+    std::vector<int> ep_rank_nodes;           ///< [P] node of each EP rank as written (empty = not given)
+    std::vector<int> dp_slot_nodes;           ///< [D] node of each DP slot as written (empty = not given)
 
     int shards() const { return static_cast<int>(edp_shards.size()); }
     /// [D] -> shard index g of each DP slot.
     std::vector<int> shard_of_slot() const;
+    /// N, the number of nodes (1 when the topology names none).
+    int nodes() const;
+    /// [P] -> node of each EP rank (all 0 on one node).
+    std::vector<int> node_of_rank() const;
+    /// [D] -> node of each DP slot (all 0 on one node).
+    std::vector<int> node_of_dp_slot() const;
     bool operator==(const Topology&) const = default;
 };
 
@@ -41,9 +60,14 @@ struct Topology {
 /// shard when edp_shards is absent. InputError on a missing/ill-typed field, an integer out of range
 /// (never narrowed: P and D in 1..2^20, experts_per_layer in 1..2^20, C in 1..2^40, min_rows in
 /// 0..2^30; "<origin>: field 'ep_ranks' must be at most 1048576 (got 4294967304)"), negative,
-/// non-finite or larger than 1e12 alpha/beta, shards that do not partition 0..D-1 (names the slot).
+/// non-finite or larger than 1e12 alpha/beta, shards that do not partition 0..D-1 (names the slot);
+/// node fields: gpus_per_node in 1..P dividing P with N = P / g dividing D; gpus_per_node together
+/// with the lists; one list without the other; a list of the wrong length or with a non-integer, or
+/// an id outside 0..min(P, D)-1 ("<origin>: ep_rank_nodes[3] is 9, outside 0..7"); a node below the
+/// largest id that holds no EP rank or no DP slot.
 Topology parse_topology(const std::string& json_text, const std::string& origin);
-/// Serializes to the same JSON shape (edp_shards always written).
+/// Serializes to the same JSON shape (edp_shards always written; the node fields only when given, so
+/// a one-node topology serializes exactly as before they existed).
 std::string topology_to_json(const Topology& t);
 /// Checks the topology against a model: E % P == 0, experts_per_layer == E when given. InputError
 /// "topology: 64 experts are not divisible by 6 EP ranks".

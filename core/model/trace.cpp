@@ -16,11 +16,82 @@ const char* to_string(LengthRule r) {
     return "?";
 }
 
+int route_id_width(int experts) {
+    if (experts <= 0xff) return 1;
+    if (experts <= 0xffff) return 2;
+    return 4;
+}
+
+SampleRoutes SampleRoutes::make(std::int64_t tokens, int layers, int top_k, int experts) {
+    if (tokens < 0 || layers < 0 || top_k < 0 || experts < 1)
+        throw std::logic_error("SampleRoutes::make: negative shape");
+    SampleRoutes r;
+    r.tokens = tokens;
+    r.layers = layers;
+    r.top_k = top_k;
+    r.width = route_id_width(experts);
+    r.bytes.assign(static_cast<std::size_t>(tokens) * static_cast<std::size_t>(layers) *
+                       static_cast<std::size_t>(top_k) * static_cast<std::size_t>(r.width),
+                   0xff);
+    return r;
+}
+
+std::int32_t SampleRoutes::at(int l, std::int64_t t, int s) const {
+    const std::uint8_t* p = bytes.data() + index(l, t, s) * static_cast<std::size_t>(width);
+    switch (width) {
+    case 1: return p[0] == 0xff ? -1 : p[0];
+    case 2: {
+        const std::uint32_t v = p[0] | (std::uint32_t(p[1]) << 8);
+        return v == 0xffff ? -1 : static_cast<std::int32_t>(v);
+    }
+    default: {
+        const std::uint32_t v = p[0] | (std::uint32_t(p[1]) << 8) | (std::uint32_t(p[2]) << 16) | (std::uint32_t(p[3]) << 24);
+        return v == 0xffffffffu ? -1 : static_cast<std::int32_t>(v);
+    }
+    }
+}
+
+void SampleRoutes::set(int l, std::int64_t t, int s, std::int32_t id) {
+    std::uint8_t* p = bytes.data() + index(l, t, s) * static_cast<std::size_t>(width);
+    const std::uint32_t v = id < 0 ? 0xffffffffu : static_cast<std::uint32_t>(id);
+    for (int b = 0; b < width; ++b) p[b] = static_cast<std::uint8_t>(v >> (8 * b));
+}
+
+void SampleRoutes::layer_ids(int l, std::vector<std::int32_t>& out) const {
+    const std::size_t n = static_cast<std::size_t>(tokens) * static_cast<std::size_t>(top_k);
+    out.resize(n);
+    const std::uint8_t* p = bytes.data() + index(l, 0, 0) * static_cast<std::size_t>(width);
+    if (width == 1) {
+        for (std::size_t k = 0; k < n; ++k) out[k] = p[k] == 0xff ? -1 : p[k];
+        return;
+    }
+    for (std::size_t k = 0; k < n; ++k) out[k] = at(l, static_cast<std::int64_t>(k / static_cast<std::size_t>(top_k)),
+                                                    static_cast<int>(k % static_cast<std::size_t>(top_k)));
+}
+
+bool Trace::has_routes() const {
+    if (samples.empty() || routes.size() != samples.size()) return false;
+    for (const auto& r : routes)
+        if (r.empty()) return false;
+    return true;
+}
+
 void Trace::append(SampleRecord&& r) {
     if (r.counts.size() != stride())
         throw std::logic_error("Trace::append: sample " + r.info.id + " has " + std::to_string(r.counts.size()) +
                                " counts, expected " + std::to_string(stride()));
+    if (!r.routes.empty()) {
+        const SampleRoutes& x = r.routes;
+        if (x.layers != model.num_moe_layers() || x.top_k != model.top_k || x.width != route_id_width(model.experts) ||
+            x.tokens < 0 ||
+            x.bytes.size() != static_cast<std::size_t>(x.tokens) * x.layers * x.top_k * static_cast<std::size_t>(x.width))
+            throw std::logic_error("Trace::append: sample " + r.info.id + " has routes of another shape than the model's");
+    }
     counts.insert(counts.end(), r.counts.begin(), r.counts.end());
+    if (!r.routes.empty() || !routes.empty()) {
+        routes.resize(samples.size());
+        routes.push_back(std::move(r.routes));
+    }
     samples.push_back(std::move(r.info));
 }
 
