@@ -3,10 +3,10 @@
 // "routepack: error: ..." line and an exit status.
 #include "app/cli.h"
 
+#include "app/cmd_rewrite.h"
 #include "app/commands.h"
 #include "core/util/errors.h"
 #include "core/util/json.h"
-#include "app/cmd_rewrite.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -26,14 +26,17 @@ std::string one_line(std::string msg) {
     std::string out;
     out.reserve(msg.size());
     for (char ch : msg) {
-        if (ch == '\n') out += "\\n";
-        else if (ch == '\r') out += "\\r";
-        else out.push_back(ch);
+        if (ch == '\n')
+            out += "\\n";
+        else if (ch == '\r')
+            out += "\\r";
+        else
+            out.push_back(ch);
     }
     return out;
 }
 
-}  // namespace
+} // namespace
 
 int run(int argc, char** argv) {
     CLI::App app{"routepack: plan MoE RL training steps from routing-replay traces (RoutePack)", "routepack"};
@@ -58,8 +61,8 @@ int run(int argc, char** argv) {
     // `rewrite` registers through the rewrite command's own options (app/cmd_rewrite.h), shared with
     // the routepack-rewrite executable.
     RewriteCliOptions rwc;
-    auto* rw = app.add_subcommand("rewrite",
-                                  "rewrite a checkpoint so that expert state follows a plan's placement (or back)");
+    auto* rw =
+        app.add_subcommand("rewrite", "rewrite a checkpoint so that expert state follows a plan's placement (or back)");
     add_rewrite_options(*rw, rwc);
 
     try {
@@ -78,7 +81,8 @@ int run(int argc, char** argv) {
     }
 
     std::string command = "routepack";
-    for (const auto* sub : app.get_subcommands()) command = sub->get_name();
+    for (const auto* sub : app.get_subcommands())
+        command = sub->get_name();
     try {
         for (const Command& c : commands)
             if (*c.sub) return c.run();
@@ -106,4 +110,4 @@ int run(int argc, char** argv) {
     return 2;
 }
 
-}  // namespace routepack::cli
+} // namespace routepack::cli

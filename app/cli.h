@@ -8,4 +8,4 @@ namespace routepack::cli {
 /// "routepack: error: ..." on stderr), 2 bad command line, 130 cancelled (SIGINT).
 int run(int argc, char** argv);
 
-}  // namespace routepack::cli
+} // namespace routepack::cli

@@ -14,28 +14,35 @@
 #include <charconv>
 #include <csignal>
 #include <filesystem>
-#include <unordered_map>
 #include <unistd.h>
+#include <unordered_map>
 
 namespace routepack::cli {
 
 namespace {
 
 std::atomic<bool> g_cancel{false};
-extern "C" void on_sigint(int) { g_cancel.store(true); }
+extern "C" void on_sigint(int) {
+    g_cancel.store(true);
+}
 
 /// "a, b, c" of `names`.
 std::string joined(const std::vector<std::string>& names) {
     std::string s;
-    for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+    for (const auto& n : names)
+        s += (s.empty() ? "" : ", ") + n;
     return s;
 }
 
-}  // namespace
+} // namespace
 
-void catch_sigint() { std::signal(SIGINT, on_sigint); }
+void catch_sigint() {
+    std::signal(SIGINT, on_sigint);
+}
 
-std::atomic<bool>& sigint_flag() { return g_cancel; }
+std::atomic<bool>& sigint_flag() {
+    return g_cancel;
+}
 
 std::string fmt(const char* f, double v) {
     char buf[64];
@@ -49,9 +56,13 @@ std::string human_bytes(std::uint64_t b) {
     return std::to_string(b) + " B";
 }
 
-std::string shown(const std::string& s) { return util::printable(s); }
+std::string shown(const std::string& s) {
+    return util::printable(s);
+}
 
-std::string shown_path(const std::string& s) { return util::printable(s, s.size()); }
+std::string shown_path(const std::string& s) {
+    return util::printable(s, s.size());
+}
 
 void check_db_path(const std::string& db) {
     if (db.empty() || db == ":memory:")
@@ -61,7 +72,8 @@ void check_db_path(const std::string& db) {
 void check_output_file(const std::string& out, const char* flag) {
     std::error_code ec;
     const auto st = std::filesystem::status(out, ec);
-    if (std::filesystem::is_directory(st)) throw InputError(out + ": is a folder (" + flag + " names the file to write)");
+    if (std::filesystem::is_directory(st))
+        throw InputError(out + ": is a folder (" + flag + " names the file to write)");
     if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
         throw InputError(out + ": not a regular file (" + flag + " names the file to write)");
 }
@@ -140,7 +152,8 @@ Trace WindowSource::load(std::string* trace_name, std::string* window_name, cons
     *window_name = "";
     if (ids.empty()) return t;
     std::unordered_map<std::string, std::size_t> at;
-    for (std::size_t i = 0; i < t.size(); ++i) at.emplace(t.samples[i].id, i);
+    for (std::size_t i = 0; i < t.size(); ++i)
+        at.emplace(t.samples[i].id, i);
     Trace sel;
     sel.model = t.model;
     sel.format = t.format;
@@ -158,9 +171,10 @@ Trace WindowSource::load(std::string* trace_name, std::string* window_name, cons
 
 void add_budget_flags(CLI::App& app, PlanCmd& c) {
     auto& b = c.budgets;
-    app.add_option("--topology", c.topology,
-                   "topology JSON file (ep_ranks, dp_slots, edp_shards, token_cap, attention_stages) or a shipped name (" +
-                       joined(known_topology_names()) + ")")
+    app.add_option(
+           "--topology", c.topology,
+           "topology JSON file (ep_ranks, dp_slots, edp_shards, token_cap, attention_stages) or a shipped name (" +
+               joined(known_topology_names()) + ")")
         ->required();
     app.add_option("--seed", c.seed_text, "random seed, 0..2^64-1 (same inputs + seed + threads => same plan)");
     app.add_option("--threads", b.workers, "worker threads (default: all cores)");
@@ -185,7 +199,7 @@ void add_budget_flags(CLI::App& app, PlanCmd& c) {
 PlanResult run_planner(const PlanCmd& c) {
     PlannerBudgets budgets = c.budgets;
     if (!c.seed_text.empty()) budgets.seed = parse_seed(c.seed_text, c.command);
-    check_planner_budgets(budgets, c.command, BudgetNames::Flags);  // before anything is read
+    check_planner_budgets(budgets, c.command, BudgetNames::Flags); // before anything is read
     PlanInput in;
     // The topology first: a file or a shipped name (resources/topologies), small and quick to refuse.
     in.topology = load_topology(c.topology);
@@ -193,12 +207,15 @@ PlanResult run_planner(const PlanCmd& c) {
     in.budgets = budgets;
     catch_sigint();
     const bool tty = isatty(STDERR_FILENO) && !c.quiet;
-    return plan_window(in, [&](const PlanEvent& e) {
-        if (!tty) return;
-        std::fprintf(stderr, "\r%-10s %3.0f%%", e.stage.c_str(), 100 * e.fraction);
-        if (e.stage == "done") std::fputs("\n", stderr);
-        std::fflush(stderr);
-    }, &g_cancel);
+    return plan_window(
+        in,
+        [&](const PlanEvent& e) {
+            if (!tty) return;
+            std::fprintf(stderr, "\r%-10s %3.0f%%", e.stage.c_str(), 100 * e.fraction);
+            if (e.stage == "done") std::fputs("\n", stderr);
+            std::fflush(stderr);
+        },
+        &g_cancel);
 }
 
-}  // namespace routepack::cli
+} // namespace routepack::cli

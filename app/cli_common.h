@@ -39,8 +39,7 @@ std::atomic<bool>& sigint_flag();
 std::string fmt(const char* f, double v);
 
 /// snprintf of several values into a string (table lines).
-template <class... Args>
-std::string fmt_line(const char* f, Args... args) {
+template <class... Args> std::string fmt_line(const char* f, Args... args) {
     const int n = std::snprintf(nullptr, 0, f, args...);
     std::string out(static_cast<std::size_t>(n > 0 ? n : 0) + 1, '\0');
     std::snprintf(out.data(), out.size(), f, args...);
@@ -77,12 +76,12 @@ std::uint64_t parse_seed(const std::string& text, const std::string& command = "
 /// Model flags (--model, --model-config, --experts, --top-k, --layers, --moe-layers) of import,
 /// plan, compare, validate and place.
 struct ModelFlags {
-    std::string model;         ///< shipped model description name
-    std::string model_config;  ///< Hugging Face config.json path
-    int experts = 0;           ///< E override (0 = not given)
-    int top_k = 0;             ///< k override
-    int layers = 0;            ///< num_hidden_layers override
-    std::string moe_layers;    ///< layer list text (parse_layer_list), "" = not given
+    std::string model;        ///< shipped model description name
+    std::string model_config; ///< Hugging Face config.json path
+    int experts = 0;          ///< E override (0 = not given)
+    int top_k = 0;            ///< k override
+    int layers = 0;           ///< num_hidden_layers override
+    std::string moe_layers;   ///< layer list text (parse_layer_list), "" = not given
 
     /// Adds the six options to `app`.
     void add(CLI::App& app);
@@ -111,10 +110,10 @@ struct WindowSource {
 /// The planner's options shared by plan, compare and sweep: window, topology, --seed and the
 /// budget flags, --json and --quiet.
 struct PlanCmd {
-    std::string command;  ///< "plan", "compare" or "sweep", for messages
+    std::string command; ///< "plan", "compare" or "sweep", for messages
     WindowSource src;
     std::string topology, out;
-    std::string seed_text;  ///< --seed, parsed by run_planner (0..2^64-1, never wrapped)
+    std::string seed_text; ///< --seed, parsed by run_planner (0..2^64-1, never wrapped)
     PlannerBudgets budgets;
     bool json = false;
     bool quiet = false;
@@ -129,4 +128,4 @@ void add_budget_flags(CLI::App& app, PlanCmd& c);
 /// (unless --quiet) and SIGINT as its cancel flag.
 PlanResult run_planner(const PlanCmd& c);
 
-}  // namespace routepack::cli
+} // namespace routepack::cli

@@ -77,8 +77,8 @@ void print_trace_text(const nlohmann::json& j, bool detail) {
     std::cout << "trace " << text("name") << "  (" << text("format")
               << (j["load_only"].get<bool>() ? ", load-only" : "") << ")\n";
     const auto& m = j["model"];
-    std::cout << "  model     " << (m["name"].get<std::string>().empty() ? "-" : shown(m["name"].get<std::string>())) << ": "
-              << m["moe_layers"].size() << " MoE layers ("
+    std::cout << "  model     " << (m["name"].get<std::string>().empty() ? "-" : shown(m["name"].get<std::string>()))
+              << ": " << m["moe_layers"].size() << " MoE layers ("
               << format_layer_list(m["moe_layers"].get<std::vector<int>>()) << " of "
               << m["num_hidden_layers"].get<int>() << "), " << m["experts"].get<int>() << " experts, top-"
               << m["top_k"].get<int>() << "\n";
@@ -109,7 +109,6 @@ void print_trace_text(const nlohmann::json& j, bool detail) {
         std::cout << "  window    " << shown(w["name"].get<std::string>()) << ": " << w["samples"] << " samples ("
                   << shown(w["definition"].get<std::string>()) << ")\n";
 }
-
 
 std::string pct(double from, double to) {
     if (from == 0) return to == 0 ? "+0.00%" : "n/a";
@@ -161,13 +160,14 @@ nlohmann::json compare_json(const PlanResult& r) {
     return j;
 }
 
-}  // namespace
+} // namespace
 
 void print_comparison(const PlanResult& r) {
     const auto& t = r.topology;
     std::cout << "window " << (r.window_name.empty() ? std::string("(whole trace)") : "'" + shown(r.window_name) + "'")
-              << " of '" << shown(r.trace_name) << "': " << r.samples.size() << " samples; " << t.ep_ranks << " EP ranks, "
-              << t.dp_slots << " DP slots in " << t.shards() << " EDP shards, cap C = " << t.token_cap << "\n";
+              << " of '" << shown(r.trace_name) << "': " << r.samples.size() << " samples; " << t.ep_ranks
+              << " EP ranks, " << t.dp_slots << " DP slots in " << t.shards() << " EDP shards, cap C = " << t.token_cap
+              << "\n";
     std::cout << "rows: " << r.rows.how << "; lower bound " << r.rows.lower_bound << "\n";
     if (r.baseline_not_ffd)
         std::cout << "note: FixedRowFFD cannot fill R* rows; baseline and reorder use the row-count search's layout\n";
@@ -183,13 +183,14 @@ void print_comparison(const PlanResult& r) {
     }
     std::fflush(stdout);
     auto line = [&](const char* label, const LayoutMetrics& a, const LayoutMetrics& b) {
-        std::cout << label << ": joint " << pct(a.joint, b.joint) << "  S_EP " << pct(double(a.ep_peak_sum), double(b.ep_peak_sum))
-                  << "  T_EP " << pct(double(a.ep_tail_peak), double(b.ep_tail_peak)) << "  eta_EP "
+        std::cout << label << ": joint " << pct(a.joint, b.joint) << "  S_EP "
+                  << pct(double(a.ep_peak_sum), double(b.ep_peak_sum)) << "  T_EP "
+                  << pct(double(a.ep_tail_peak), double(b.ep_tail_peak)) << "  eta_EP "
                   << fmt("%.3f", a.ep_balance_efficiency) << " -> " << fmt("%.3f", b.ep_balance_efficiency)
                   << "  attention " << pct(a.attention_sum, b.attention_sum) << "\n";
     };
-    std::cout << "lower bound on max_g U: " << fmt("%.4f", r.bound.value) << " (mean bound " << fmt("%.4f", r.bound.mean)
-              << ", largest sample " << fmt("%.4f", r.bound.sample) << "); routepack is "
+    std::cout << "lower bound on max_g U: " << fmt("%.4f", r.bound.value) << " (mean bound "
+              << fmt("%.4f", r.bound.mean) << ", largest sample " << fmt("%.4f", r.bound.sample) << "); routepack is "
               << fmt("%.2f%%", 100.0 * bound_gap(r.routepack.metrics.score.max_u, r.bound.value)) << " above it\n";
     line("routepack vs reorder       ", r.reorder.metrics, r.routepack.metrics);
     line("routepack vs baseline      ", r.baseline.metrics, r.routepack.metrics);
@@ -204,17 +205,21 @@ void print_comparison(const PlanResult& r) {
               << (r.time_limit_hit ? ", time limit hit" : "") << "\n";
 }
 
-void print_comparison_json(const PlanResult& r) { std::cout << compare_json(r).dump(2) << "\n"; }
+void print_comparison_json(const PlanResult& r) {
+    std::cout << compare_json(r).dump(2) << "\n";
+}
 
 void print_library_info(const storage::Library& lib, const std::string& db,
                         const std::vector<storage::TraceEntry>& traces, bool detail, bool json) {
     nlohmann::json all = nlohmann::json::array();
-    for (const auto& t : traces) all.push_back(trace_json(lib, t, detail));
+    for (const auto& t : traces)
+        all.push_back(trace_json(lib, t, detail));
     if (json) {
         std::cout << nlohmann::json{{"library", db}, {"traces", all}}.dump(2) << "\n";
     } else {
         std::cout << "library " << shown_path(db) << ": " << all.size() << " trace(s)\n";
-        for (const auto& t : all) print_trace_text(t, detail);
+        for (const auto& t : all)
+            print_trace_text(t, detail);
     }
 }
 
@@ -222,4 +227,4 @@ void print_trace_detail(const storage::Library& lib, const storage::TraceEntry& 
     print_trace_text(trace_json(lib, trace, true), true);
 }
 
-}  // namespace routepack::cli
+} // namespace routepack::cli

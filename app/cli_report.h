@@ -29,4 +29,4 @@ void print_comparison(const PlanResult& r);
 /// The same comparison as one JSON document (indent 2) and a newline.
 void print_comparison_json(const PlanResult& r);
 
-}  // namespace routepack::cli
+} // namespace routepack::cli

@@ -20,7 +20,7 @@ int run_compare(const PlanCmd& c) {
     return r.cancelled ? 130 : 0;
 }
 
-}  // namespace
+} // namespace
 
 Command register_compare(CLI::App& app) {
     auto c = std::make_shared<PlanCmd>();
@@ -33,4 +33,4 @@ Command register_compare(CLI::App& app) {
     return {cmp, [c] { return run_compare(*c); }};
 }
 
-}  // namespace routepack::cli
+} // namespace routepack::cli

@@ -35,7 +35,7 @@ int run_demo(const DemoCmd& c) {
     return 0;
 }
 
-}  // namespace
+} // namespace
 
 Command register_demo(CLI::App& app) {
     auto c = std::make_shared<DemoCmd>();
@@ -44,4 +44,4 @@ Command register_demo(CLI::App& app) {
     return {demo, [c] { return run_demo(*c); }};
 }
 
-}  // namespace routepack::cli
+} // namespace routepack::cli

@@ -30,15 +30,18 @@ int run_export_map(const ExportMapCmd& c) {
     return 0;
 }
 
-}  // namespace
+} // namespace
 
 Command register_export_map(CLI::App& app) {
     auto c = std::make_shared<ExportMapCmd>();
-    auto* exm = app.add_subcommand("export-map", "export a plan's placement as physical_to_logical_map (routepack, sglang, vllm)");
+    auto* exm = app.add_subcommand("export-map",
+                                   "export a plan's placement as physical_to_logical_map (routepack, sglang, vllm)");
     exm->add_option("--plan", c->plan, "plan JSON")->required();
-    exm->add_option("--format", c->format, "routepack (default; rows = MoE layers), sglang (rows = all decoder layers), vllm (rows = MoE layers)");
+    exm->add_option(
+        "--format", c->format,
+        "routepack (default; rows = MoE layers), sglang (rows = all decoder layers), vllm (rows = MoE layers)");
     exm->add_option("--out", c->out, "output file")->required();
     return {exm, [c] { return run_export_map(*c); }};
 }
 
-}  // namespace routepack::cli
+} // namespace routepack::cli

@@ -27,7 +27,8 @@ public:
     explicit NewLibraryGuard(std::string db) : db_(std::move(db)) {
         std::error_code ec;
         existed_ = std::filesystem::exists(db_, ec) || ec;
-        for (const char* side : {"-wal", "-shm"}) side_existed_.push_back(std::filesystem::exists(db_ + side, ec) || ec);
+        for (const char* side : {"-wal", "-shm"})
+            side_existed_.push_back(std::filesystem::exists(db_ + side, ec) || ec);
     }
     void commit() { done_ = true; }
     /// Call after the library connection is closed. Keeps the file should another process have
@@ -91,46 +92,50 @@ int run_import(const ImportCmd& c) {
         s = lib->import_trace(c.name, inputs, opt, progress, &sigint_flag());
     } catch (...) {
         if (tty) std::fputs("\n", stderr);
-        lib.reset();      // close (and let SQLite remove its side files) before cleaning up
-        guard.cleanup();  // a library created by this failed import is removed again
+        lib.reset();     // close (and let SQLite remove its side files) before cleaning up
+        guard.cleanup(); // a library created by this failed import is removed again
         throw;
     }
     guard.commit();
     if (tty) std::fputs("\n", stderr);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::cout << "imported trace '" << shown(c.name) << "' into " << shown_path(c.db) << ": " << s.samples << " samples from " << s.files
-              << " files (" << human_bytes(s.bytes) << ", format " << to_string(s.format) << ") in "
-              << fmt("%.2f", secs) << " s\n";
+    std::cout << "imported trace '" << shown(c.name) << "' into " << shown_path(c.db) << ": " << s.samples
+              << " samples from " << s.files << " files (" << human_bytes(s.bytes) << ", format " << to_string(s.format)
+              << ") in " << fmt("%.2f", secs) << " s\n";
     const auto& m = s.model;
-    std::cout << "  model    " << (m.name.empty() ? "-" : shown(m.name)) << ": " << m.num_moe_layers() << " MoE layers ("
-              << format_layer_list(m.moe_layers) << " of " << m.num_hidden_layers << "), " << m.experts
-              << " experts, top-" << m.top_k << "\n";
+    std::cout << "  model    " << (m.name.empty() ? "-" : shown(m.name)) << ": " << m.num_moe_layers()
+              << " MoE layers (" << format_layer_list(m.moe_layers) << " of " << m.num_hidden_layers << "), "
+              << m.experts << " experts, top-" << m.top_k << "\n";
     if (s.samples > 0) {
         const auto samples = lib->samples(c.name);
         std::set<std::string> rules;
-        for (const auto& x : samples) rules.insert(to_string(x.length_rule));
+        for (const auto& x : samples)
+            rules.insert(to_string(x.length_rule));
         std::string r;
-        for (const auto& x : rules) r += (r.empty() ? "" : ", ") + x;
+        for (const auto& x : rules)
+            r += (r.empty() ? "" : ", ") + x;
         std::cout << "  lengths  min " << s.min_length << "  mean " << fmt("%.1f", s.mean_length) << "  max "
                   << s.max_length << " tokens (t_i rule: " << r << ")\n";
     }
     std::cout << "  missing routes " << s.missing_routes << "\n";
-    for (const auto& n : s.notes) std::cout << "  note: " << util::printable(n, 400) << "\n";
+    for (const auto& n : s.notes)
+        std::cout << "  note: " << util::printable(n, 400) << "\n";
     return 0;
 }
 
-}  // namespace
+} // namespace
 
 Command register_import(CLI::App& app) {
     auto c = std::make_shared<ImportCmd>();
     auto* imp = app.add_subcommand("import", "import routing traces (files or folders) into a library");
     imp->add_option("--db", c->db, "library file (SQLite; created when absent)")->required();
     imp->add_option("--name", c->name, "trace name")->required();
-    imp->add_option("--format", c->format, "auto, sglang, vllm, npy, npz, nested-json, nrlre1, megatron, step-json, prompt-csv, aggregate");
+    imp->add_option("--format", c->format,
+                    "auto, sglang, vllm, npy, npz, nested-json, nrlre1, megatron, step-json, prompt-csv, aggregate");
     c->model.add(*imp);
     imp->add_flag("--quiet", c->quiet, "no progress on stderr");
     imp->add_option("paths", c->paths, "trace files or folders")->required();
     return {imp, [c] { return run_import(*c); }};
 }
 
-}  // namespace routepack::cli
+} // namespace routepack::cli

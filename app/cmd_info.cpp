@@ -13,7 +13,7 @@ namespace routepack::cli {
 namespace {
 
 struct InfoCmd {
-    std::string db, trace;  ///< --trace: only this trace, with per-layer detail
+    std::string db, trace; ///< --trace: only this trace, with per-layer detail
     bool json = false;
 };
 
@@ -26,7 +26,7 @@ int run_info(const InfoCmd& c) {
     return 0;
 }
 
-}  // namespace
+} // namespace
 
 Command register_info(CLI::App& app) {
     auto c = std::make_shared<InfoCmd>();
@@ -37,4 +37,4 @@ Command register_info(CLI::App& app) {
     return {info, [c] { return run_info(*c); }};
 }
 
-}  // namespace routepack::cli
+} // namespace routepack::cli

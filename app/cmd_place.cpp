@@ -84,7 +84,8 @@ std::vector<std::uint64_t> read_loads_file(const std::string& path, const ModelF
     } else if (!flags.moe_layers.empty()) {
         m.moe_layers = parse_layer_list(flags.moe_layers);
     } else {
-        for (std::size_t l = 0; l < L; ++l) m.moe_layers.push_back(static_cast<int>(l));
+        for (std::size_t l = 0; l < L; ++l)
+            m.moe_layers.push_back(static_cast<int>(l));
     }
     if (m.moe_layers.size() != L)
         throw InputError(path + ": " + std::to_string(L) + " rows of loads but " + std::to_string(m.moe_layers.size()) +
@@ -128,7 +129,7 @@ int run_place(const PlaceCmd& c) {
         if (c.src.trace.empty()) throw InputError("--db needs --trace NAME");
         auto lib = storage::Library::open(c.src.db, storage::OpenMode::ReadOnly);
         model = lib->trace(c.src.trace).model;
-        loads = lib->layer_totals(c.src.trace);  // aggregate (load-only) traces included
+        loads = lib->layer_totals(c.src.trace); // aggregate (load-only) traces included
         what = "trace '" + c.src.trace + "'";
     } else {
         std::string tn, wn;
@@ -153,31 +154,33 @@ int run_place(const PlaceCmd& c) {
     std::printf("%7s %14s %14s\n", "layer", "identity max/mean", "LPT max/mean");
     double si = 0, sl = 0;
     for (int l = 0; l < L; ++l) {
-        std::printf("%7d %17.4f %14.4f\n", model.moe_layers[static_cast<std::size_t>(l)], mi[static_cast<std::size_t>(l)],
-                    ml[static_cast<std::size_t>(l)]);
+        std::printf("%7d %17.4f %14.4f\n", model.moe_layers[static_cast<std::size_t>(l)],
+                    mi[static_cast<std::size_t>(l)], ml[static_cast<std::size_t>(l)]);
         si += mi[static_cast<std::size_t>(l)];
         sl += ml[static_cast<std::size_t>(l)];
     }
     std::printf("%7s %17.4f %14.4f\n", "mean", L ? si / L : 1.0, L ? sl / L : 1.0);
     std::fflush(stdout);
-    std::cout << "CV_global: identity " << fmt("%.4f", cv_global(Gi, L, P)) << " -> LPT " << fmt("%.4f", cv_global(Gl, L, P))
-              << "\n";
+    std::cout << "CV_global: identity " << fmt("%.4f", cv_global(Gi, L, P)) << " -> LPT "
+              << fmt("%.4f", cv_global(Gl, L, P)) << "\n";
     std::cout << "expert map (" << c.format << ") written to " << c.out << "\n";
     return 0;
 }
 
-}  // namespace
+} // namespace
 
 Command register_place(CLI::App& app) {
     auto c = std::make_shared<PlaceCmd>();
-    auto* place = app.add_subcommand("place", "LPT placement from expert totals alone (a trace, window, aggregate trace or --loads FILE); writes an expert map");
+    auto* place = app.add_subcommand("place", "LPT placement from expert totals alone (a trace, window, aggregate "
+                                              "trace or --loads FILE); writes an expert map");
     place->add_option("--db", c->src.db, "library file");
     place->add_option("--trace", c->src.trace, "trace name in the library (aggregate traces too)");
     place->add_option("--window", c->src.window, "window name (default: the whole trace)");
     place->add_option("--input", c->src.inputs, "trace files or folders read straight (no library)");
     place->add_option("--input-format", c->src.format, "format of --input (default auto)");
     c->src.model.add(*place);
-    place->add_option("--loads", c->loads, "JSON [L][E] expert loads, or {\"loads\", \"moe_layers\", \"num_hidden_layers\"}");
+    place->add_option("--loads", c->loads,
+                      "JSON [L][E] expert loads, or {\"loads\", \"moe_layers\", \"num_hidden_layers\"}");
     place->add_option("--ep-ranks", c->ep_ranks, "EP ranks P");
     place->add_option("--topology", c->topology, "take P from a topology file or shipped name");
     place->add_option("--format", c->format, "routepack (default), sglang, vllm");
@@ -185,4 +188,4 @@ Command register_place(CLI::App& app) {
     return {place, [c] { return run_place(*c); }};
 }
 
-}  // namespace routepack::cli
+} // namespace routepack::cli

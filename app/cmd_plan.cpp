@@ -29,12 +29,13 @@ int run_plan(const PlanCmd& c) {
     return r.cancelled ? 130 : 0;
 }
 
-}  // namespace
+} // namespace
 
 Command register_plan(CLI::App& app) {
     auto c = std::make_shared<PlanCmd>();
     c->command = "plan";
-    auto* plan = app.add_subcommand("plan", "plan a window: LPT placement, certified rows, RoutePack packing; writes the plan JSON");
+    auto* plan = app.add_subcommand(
+        "plan", "plan a window: LPT placement, certified rows, RoutePack packing; writes the plan JSON");
     c->src.add(*plan);
     add_budget_flags(*plan, *c);
     plan->add_option("--out", c->out, "plan file to write")->required();
@@ -43,4 +44,4 @@ Command register_plan(CLI::App& app) {
     return {plan, [c] { return run_plan(*c); }};
 }
 
-}  // namespace routepack::cli
+} // namespace routepack::cli

@@ -20,7 +20,8 @@ using namespace routepack::gpu;
 
 void add_rewrite_options(CLI::App& app, RewriteCliOptions& o) {
     app.add_option("--plan", o.plan, "plan JSON (routepack plan --out)")->required();
-    app.add_option("--input", o.input, "checkpoint folder (safetensors shards + index, config.json) or one .safetensors file")
+    app.add_option("--input", o.input,
+                   "checkpoint folder (safetensors shards + index, config.json) or one .safetensors file")
         ->required();
     app.add_option("--output", o.output, "folder to create (must not exist or be empty; never the input)")->required();
     app.add_flag("--inverse", o.inverse, "physical -> logical (canonical order) instead of logical -> physical");
@@ -38,12 +39,15 @@ void add_rewrite_options(CLI::App& app, RewriteCliOptions& o) {
 namespace {
 
 std::atomic<bool> g_cancel{false};
-extern "C" void on_signal(int) { g_cancel.store(true); }
+extern "C" void on_signal(int) {
+    g_cancel.store(true);
+}
 
 /// Routes SIGINT/SIGTERM/SIGHUP to the rewrite's cancel flag while alive (the rewrite then removes its
 /// temporary folder), and restores the previous handlers.
 struct SignalScope {
-    struct sigaction old_int {}, old_term {}, old_hup {};
+    struct sigaction old_int {
+    }, old_term{}, old_hup{};
     SignalScope() {
         g_cancel.store(false);
         struct sigaction sa {};
@@ -60,7 +64,7 @@ struct SignalScope {
     }
 };
 
-}  // namespace
+} // namespace
 
 int run_rewrite_cli(const RewriteCliOptions& o, std::ostream& out, std::ostream& err) {
     const PlanFile plan = read_plan_file(o.plan);
@@ -83,7 +87,7 @@ int run_rewrite_cli(const RewriteCliOptions& o, std::ostream& out, std::ostream&
         last = pct;
         err << "\r" << stage << " " << pct << "%" << std::flush;
     };
-    const RewritePlan rp = plan_rewrite(req);  // report the plan's facts (rewrite_checkpoint replans; cheap)
+    const RewritePlan rp = plan_rewrite(req); // report the plan's facts (rewrite_checkpoint replans; cheap)
     RewriteReport rep;
     {
         SignalScope signals;
@@ -120,4 +124,4 @@ int run_rewrite_cli(const RewriteCliOptions& o, std::ostream& out, std::ostream&
     return 0;
 }
 
-}  // namespace routepack::cli
+} // namespace routepack::cli

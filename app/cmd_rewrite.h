@@ -15,7 +15,7 @@ namespace routepack::cli {
 struct RewriteCliOptions {
     std::string plan, input, output, layer_map, device = "auto";
     bool inverse = false, permute_router = false, verify = false, quiet = false;
-    bool layer_map_given = false;  ///< --layer-map was on the command line (even as an empty string)
+    bool layer_map_given = false; ///< --layer-map was on the command line (even as an empty string)
     int workers = 0;
 };
 
@@ -24,9 +24,9 @@ struct RewriteCliOptions {
 void add_rewrite_options(CLI::App& app, RewriteCliOptions& o);
 
 /// Reads the plan (gpu::read_plan_file), builds the request (gpu::request_from_plan), rewrites, prints a
-/// summary to `out` and progress to `err` (when err is a terminal and not quiet). Returns 0, or 130 when SIGINT/SIGTERM/SIGHUP cancelled it
-/// (handled while it runs; the temporary folder is removed); throws routepack::InputError on bad input or
-/// a failed rewrite (nothing is left at --output then).
+/// summary to `out` and progress to `err` (when err is a terminal and not quiet). Returns 0, or 130 when
+/// SIGINT/SIGTERM/SIGHUP cancelled it (handled while it runs; the temporary folder is removed); throws
+/// routepack::InputError on bad input or a failed rewrite (nothing is left at --output then).
 int run_rewrite_cli(const RewriteCliOptions& o, std::ostream& out, std::ostream& err);
 
-}  // namespace routepack::cli
+} // namespace routepack::cli

@@ -32,10 +32,10 @@ namespace {
 /// `routepack sweep`: every window of a trace (a whole training run, e.g. from `window --split`)
 /// planned on one topology with the same budgets and seed.
 struct SweepCmd {
-    PlanCmd plan;                ///< topology, budgets, --seed, --threads, --json, --quiet
+    PlanCmd plan; ///< topology, budgets, --seed, --threads, --json, --quiet
     std::string db, trace, windows = "*", out;
     bool out_given = false;
-    std::int64_t expert_bytes = 0;  ///< bytes one expert's parameters + optimizer state take per replica
+    std::int64_t expert_bytes = 0; ///< bytes one expert's parameters + optimizer state take per replica
 };
 
 /// One window's line of the sweep table.
@@ -43,7 +43,7 @@ struct SweepRow {
     std::string window;
     PlanResult plan;
     std::int64_t run_id = 0;
-    std::int64_t churn = -1;  ///< slots whose expert changes against the previous window (-1: first window)
+    std::int64_t churn = -1; ///< slots whose expert changes against the previous window (-1: first window)
 };
 
 /// Plans the windows matching `--windows` (a shell pattern, default every window) in natural name
@@ -72,7 +72,7 @@ int run_sweep(const SweepCmd& c) {
     }
     const Topology topology = load_topology(c.plan.topology);
     auto lib = storage::Library::open(c.db, storage::OpenMode::ReadWrite);
-    if (lib->trace(c.trace).load_only)  // an unknown trace is refused by name
+    if (lib->trace(c.trace).load_only) // an unknown trace is refused by name
         throw InputError("sweep: trace '" + util::printable(c.trace) +
                          "' is load-only (per-layer expert totals, no samples): sweeps need windows of samples");
     std::vector<std::string> names;
@@ -172,7 +172,8 @@ int run_sweep(const SweepCmd& c) {
     auto csv_field = [](const std::string& v) {
         if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
         std::string out = "\"";
-        for (char ch : v) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+        for (char ch : v)
+            out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
         return out + "\"";
     };
     auto gain = [](double base, double x) { return base > 0 ? 100.0 * (x - base) / base : 0.0; };
@@ -205,20 +206,20 @@ int run_sweep(const SweepCmd& c) {
             o["churn_bytes"] = nullptr;
         }
         j.push_back(o);
-        csv << csv_field(r.window) << "," << p.samples.size() << "," << p.rows.rows << "," << (p.rows.certified ? 1 : 0) << ","
-            << fmt("%.17g", base) << "," << fmt("%.17g", p.reorder.metrics.score.max_u) << ","
+        csv << csv_field(r.window) << "," << p.samples.size() << "," << p.rows.rows << "," << (p.rows.certified ? 1 : 0)
+            << "," << fmt("%.17g", base) << "," << fmt("%.17g", p.reorder.metrics.score.max_u) << ","
             << fmt("%.17g", p.karmarkar_karp.metrics.score.max_u) << "," << fmt("%.17g", rp) << ","
             << fmt("%.6f", gain(base, rp)) << "," << fmt("%.6f", gain(p.reorder.metrics.score.max_u, rp)) << ","
             << fmt("%.17g", p.bound.value) << "," << fmt("%.6f", o["planner_s"].get<double>()) << ","
             << (r.churn >= 0 ? std::to_string(r.churn) : "") << ","
-            << (r.churn >= 0 && c.expert_bytes > 0 ? std::to_string(r.churn * c.expert_bytes) : "") << ","
-            << r.run_id << "\r\n";
+            << (r.churn >= 0 && c.expert_bytes > 0 ? std::to_string(r.churn * c.expert_bytes) : "") << "," << r.run_id
+            << "\r\n";
     }
     if (!c.out.empty()) {
         const std::filesystem::path dir(c.out);
         write_output((dir / "sweep.json").string(), j.dump(2), "sweep table");
         std::string text = csv.str();
-        text.pop_back();  // write_output adds the last line end
+        text.pop_back(); // write_output adds the last line end
         text.pop_back();
         write_output((dir / "sweep.csv").string(), text + "\r", "sweep table");
         for (std::size_t k = 0; k < rows.size(); ++k)
@@ -228,17 +229,19 @@ int run_sweep(const SweepCmd& c) {
         std::cout << j.dump(2) << "\n";
     } else {
         std::cout << fmt_line("%-16s %7s %4s %11s %11s %11s %11s %9s %8s %7s", "window", "samples", "rows", "baseline",
-                         "reorder", "kk", "routepack", "vs base", "time_s", "churn")
+                              "reorder", "kk", "routepack", "vs base", "time_s", "churn")
                   << (c.expert_bytes > 0 ? "  churn bytes" : "") << "\n";
         double sum_gain = 0;
         for (const auto& o : j) {
             sum_gain += o["routepack_vs_baseline_pct"].get<double>();
-            std::cout << fmt_line("%-16s %7zu %4d %11.4f %11.4f %11.4f %11.4f %+8.2f%% %8.3f %7s",
+            std::cout << fmt_line(
+                             "%-16s %7zu %4d %11.4f %11.4f %11.4f %11.4f %+8.2f%% %8.3f %7s",
                              util::printable(o["window"].get<std::string>()).c_str(), o["samples"].get<std::size_t>(),
                              o["rows"].get<int>(), o["baseline"].get<double>(), o["reorder"].get<double>(),
                              o["karmarkar_karp"].get<double>(), o["routepack"].get<double>(),
                              o["routepack_vs_baseline_pct"].get<double>(), o["planner_s"].get<double>(),
-                             o["churn_slots"].is_null() ? "-" : std::to_string(o["churn_slots"].get<std::int64_t>()).c_str())
+                             o["churn_slots"].is_null() ? "-"
+                                                        : std::to_string(o["churn_slots"].get<std::int64_t>()).c_str())
                       << (c.expert_bytes > 0 && !o["churn_bytes"].is_null()
                               ? "  " + std::to_string(o["churn_bytes"].get<std::int64_t>())
                               : std::string())
@@ -250,16 +253,18 @@ int run_sweep(const SweepCmd& c) {
                   << (c.out.empty() ? std::string() : "; written to " + c.out) << "\n";
     }
     bool cancelled = false;
-    for (const auto& r : rows) cancelled = cancelled || r.plan.cancelled;
+    for (const auto& r : rows)
+        cancelled = cancelled || r.plan.cancelled;
     return cancelled ? 130 : 0;
 }
 
-}  // namespace
+} // namespace
 
 Command register_sweep(CLI::App& app) {
     auto c = std::make_shared<SweepCmd>();
     c->plan.command = "sweep";
-    auto* sweep = app.add_subcommand("sweep", "plan every window of a trace (a whole run) and report per-window costs, gains and placement churn");
+    auto* sweep = app.add_subcommand(
+        "sweep", "plan every window of a trace (a whole run) and report per-window costs, gains and placement churn");
     sweep->add_option("--db", c->db, "library file")->required();
     sweep->add_option("--trace", c->trace, "trace name")->required();
     sweep->add_option("--windows", c->windows, "shell pattern of window names (default *: every window)");
@@ -273,4 +278,4 @@ Command register_sweep(CLI::App& app) {
     return {sweep, [c] { return run_sweep(*c); }};
 }
 
-}  // namespace routepack::cli
+} // namespace routepack::cli

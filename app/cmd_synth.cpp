@@ -33,7 +33,7 @@ int run_synth(const SynthCmd& c) {
     return 0;
 }
 
-}  // namespace
+} // namespace
 
 Command register_synth(CLI::App& app) {
     auto c = std::make_shared<SynthCmd>();
@@ -54,4 +54,4 @@ Command register_synth(CLI::App& app) {
     return {syn, [c] { return run_synth(*c); }};
 }
 
-}  // namespace routepack::cli
+} // namespace routepack::cli

@@ -20,7 +20,8 @@ struct SynthCheckpointCmd {
 };
 
 int run_synth_checkpoint(SynthCheckpointCmd c) {
-    if (c.out.empty() == c.check.empty()) throw InputError("synth-checkpoint: give exactly one of --out DIR and --check DIR");
+    if (c.out.empty() == c.check.empty())
+        throw InputError("synth-checkpoint: give exactly one of --out DIR and --check DIR");
     if (!c.check.empty()) {
         const gpu::SynthSlotCheck r = gpu::check_synth_checkpoint(c.check);
         std::cout << c.check << ": " << r.tensors << " routed-expert tensors checked: every slot holds the expected "
@@ -32,27 +33,28 @@ int run_synth_checkpoint(SynthCheckpointCmd c) {
     gpu::write_synth_checkpoint(c.cfg, c.out);
     const auto index = gpu::read_index(c.out);
     std::cout << "wrote synthetic checkpoint (" << (c.cfg.model.name.empty() ? std::string("model") : c.cfg.model.name)
-              << ", " << c.cfg.dtype << ", hidden " << c.cfg.hidden << ") to " << c.out << ": "
-              << index.shards().size() << " shards, " << index.weight_map.size() << " tensors, "
-              << index.total_size.value_or(0) << " bytes, " << c.cfg.model.experts << " experts x "
-              << c.cfg.model.num_moe_layers() << " MoE layers (" << format_layer_list(c.cfg.model.moe_layers)
-              << " of " << c.cfg.model.num_hidden_layers << ")\n";
+              << ", " << c.cfg.dtype << ", hidden " << c.cfg.hidden << ") to " << c.out << ": " << index.shards().size()
+              << " shards, " << index.weight_map.size() << " tensors, " << index.total_size.value_or(0) << " bytes, "
+              << c.cfg.model.experts << " experts x " << c.cfg.model.num_moe_layers() << " MoE layers ("
+              << format_layer_list(c.cfg.model.moe_layers) << " of " << c.cfg.model.num_hidden_layers << ")\n";
     return 0;
 }
 
-}  // namespace
+} // namespace
 
 Command register_synth_checkpoint(CLI::App& app) {
     auto c = std::make_shared<SynthCheckpointCmd>();
-    auto* synck = app.add_subcommand("synth-checkpoint",
-                                     "write a small sharded safetensors checkpoint shaped like the model (HF DeepSeek-V2 names)");
+    auto* synck =
+        app.add_subcommand("synth-checkpoint",
+                           "write a small sharded safetensors checkpoint shaped like the model (HF DeepSeek-V2 names)");
     synck->add_option("--out", c->out, "output folder (must not exist or be empty)");
-    synck->add_option("--check", c->check,
-                      "check instead: every expert slot of a (rewritten) synthetic checkpoint holds the expected expert");
+    synck->add_option(
+        "--check", c->check,
+        "check instead: every expert slot of a (rewritten) synthetic checkpoint holds the expected expert");
     synck->add_option("--model", c->model, "shipped model description (default deepseek-v2-lite)");
     synck->add_option("--hidden", c->cfg.hidden, "hidden size (default 16)");
     synck->add_option("--max-shard-bytes", c->cfg.max_shard_bytes, "largest shard data size (default 1048576)");
     return {synck, [c] { return run_synth_checkpoint(*c); }};
 }
 
-}  // namespace routepack::cli
+} // namespace routepack::cli

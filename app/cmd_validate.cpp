@@ -36,14 +36,15 @@ int run_validate(const ValidateCmd& c) {
     return 0;
 }
 
-}  // namespace
+} // namespace
 
 Command register_validate(CLI::App& app) {
     auto c = std::make_shared<ValidateCmd>();
-    auto* val = app.add_subcommand("validate", "check a plan's structure, and rescore it against its trace when given one");
+    auto* val =
+        app.add_subcommand("validate", "check a plan's structure, and rescore it against its trace when given one");
     val->add_option("plan", c->plan, "plan JSON")->required();
     c->src.add(*val, false);
     return {val, [c] { return run_validate(*c); }};
 }
 
-}  // namespace routepack::cli
+} // namespace routepack::cli

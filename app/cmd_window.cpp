@@ -32,7 +32,7 @@ std::vector<std::string> split_list(const std::string& s) {
 struct WindowCmd {
     std::string db, trace, name, ids_file, groups;
     std::int64_t first = 0, random = 0, split = 0, split_groups = 0;
-    std::string seed_text;  ///< parsed by run_window: 0..2^64-1, never a wrapped negative
+    std::string seed_text; ///< parsed by run_window: 0..2^64-1, never a wrapped negative
     bool ids_given = false, first_given = false, random_given = false, seed_given = false, groups_given = false;
     bool split_given = false, split_groups_given = false;
 };
@@ -42,7 +42,8 @@ struct WindowCmd {
 /// created, so a clash changes nothing.
 int do_window_split(const WindowCmd& c) {
     if (c.name.empty()) throw InputError("window: --name must not be empty (it prefixes the split windows' names)");
-    if (c.split_given && c.split < 1) throw InputError("window: --split must be >= 1 (got " + std::to_string(c.split) + ")");
+    if (c.split_given && c.split < 1)
+        throw InputError("window: --split must be >= 1 (got " + std::to_string(c.split) + ")");
     if (c.split_groups_given && c.split_groups < 1)
         throw InputError("window: --split-groups must be >= 1 (got " + std::to_string(c.split_groups) + ")");
     auto lib = storage::Library::open(c.db, storage::OpenMode::ReadWrite);
@@ -56,7 +57,8 @@ int do_window_split(const WindowCmd& c) {
     const std::size_t digits = std::max<std::size_t>(3, std::to_string(parts.size() - 1).size());
     std::vector<std::string> names;
     std::set<std::string> taken;
-    for (const auto& w : lib->windows(c.trace)) taken.insert(w.name);
+    for (const auto& w : lib->windows(c.trace))
+        taken.insert(w.name);
     for (std::size_t k = 0; k < parts.size(); ++k) {
         std::string num = std::to_string(k);
         names.push_back(c.name + "-" + std::string(digits - num.size(), '0') + num);
@@ -65,8 +67,9 @@ int do_window_split(const WindowCmd& c) {
                              util::printable(names.back()) + "' (no window was created)");
     }
     std::vector<storage::Library::WindowSpec> specs;
-    for (std::size_t k = 0; k < parts.size(); ++k) specs.push_back({names[k], parts[k].ids, parts[k].definition});
-    const auto created = lib->create_windows(c.trace, specs);  // one transaction: all windows or none
+    for (std::size_t k = 0; k < parts.size(); ++k)
+        specs.push_back({names[k], parts[k].ids, parts[k].definition});
+    const auto created = lib->create_windows(c.trace, specs); // one transaction: all windows or none
     for (std::size_t k = 0; k < created.size(); ++k)
         std::cout << "window '" << created[k].name << "' of trace '" << c.trace << "': " << created[k].samples
                   << " samples (" << parts[k].definition << ")\n";
@@ -75,15 +78,18 @@ int do_window_split(const WindowCmd& c) {
 
 int run_window(const WindowCmd& c) {
     check_db_path(c.db);
-    const int modes = c.ids_given + c.first_given + c.random_given + c.groups_given + c.split_given + c.split_groups_given;
+    const int modes =
+        c.ids_given + c.first_given + c.random_given + c.groups_given + c.split_given + c.split_groups_given;
     if (modes != 1)
         throw InputError("window: give exactly one of --ids FILE, --first N, --random N --seed S, --groups LIST, "
                          "--split N, --split-groups G");
     if (c.split_given || c.split_groups_given) return do_window_split(c);
-    if (c.first_given && c.first < 1) throw InputError("window: --first must be >= 1 (got " + std::to_string(c.first) + ")");
+    if (c.first_given && c.first < 1)
+        throw InputError("window: --first must be >= 1 (got " + std::to_string(c.first) + ")");
     if (c.random_given && c.random < 1)
         throw InputError("window: --random must be >= 1 (got " + std::to_string(c.random) + ")");
-    if (c.random_given && !c.seed_given) throw InputError("window: --random needs --seed S (plans must be reproducible)");
+    if (c.random_given && !c.seed_given)
+        throw InputError("window: --random needs --seed S (plans must be reproducible)");
     const std::uint64_t seed = c.seed_given ? parse_seed(c.seed_text) : 0;
     const std::size_t first = static_cast<std::size_t>(c.first), random = static_cast<std::size_t>(c.random);
     std::vector<std::string> ids;
@@ -93,12 +99,16 @@ int run_window(const WindowCmd& c) {
         std::string line;
         bool first_line = true;
         while (std::getline(in, line)) {
-            if (first_line && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // UTF-8 BOM
+            if (first_line && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3); // UTF-8 BOM
             first_line = false;
-            const auto is_space = [](char ch) { return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\v' || ch == '\f'; };
+            const auto is_space = [](char ch) {
+                return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\v' || ch == '\f';
+            };
             std::size_t b = 0, e = line.size();
-            while (b < e && is_space(line[b])) ++b;
-            while (e > b && is_space(line[e - 1])) --e;
+            while (b < e && is_space(line[b]))
+                ++b;
+            while (e > b && is_space(line[e - 1]))
+                --e;
             if (b == e || line[b] == '#') continue;
             ids.push_back(line.substr(b, e - b));
         }
@@ -124,7 +134,7 @@ int run_window(const WindowCmd& c) {
     return 0;
 }
 
-}  // namespace
+} // namespace
 
 Command register_window(CLI::App& app) {
     auto c = std::make_shared<WindowCmd>();
@@ -144,8 +154,9 @@ Command register_window(CLI::App& app) {
     win->add_option("--seed", c->seed_text, "seed for --random (0..2^64-1)")->each([c](const std::string&) {
         c->seed_given = true;
     });
-    win->add_option("--split", c->split, "cut the trace into consecutive windows of N samples (import order), "
-                                         "named NAME-000, NAME-001, ...")
+    win->add_option("--split", c->split,
+                    "cut the trace into consecutive windows of N samples (import order), "
+                    "named NAME-000, NAME-001, ...")
         ->each([c](const std::string&) { c->split_given = true; });
     win->add_option("--split-groups", c->split_groups, "cut the trace into consecutive windows of G whole GRPO groups")
         ->each([c](const std::string&) { c->split_groups_given = true; });
@@ -155,4 +166,4 @@ Command register_window(CLI::App& app) {
     return {win, [c] { return run_window(*c); }};
 }
 
-}  // namespace routepack::cli
+} // namespace routepack::cli

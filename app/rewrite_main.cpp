@@ -1,7 +1,7 @@
 // `routepack-rewrite`: the checkpoint rewrite as a Qt-free executable (runs on GPU machines without Qt).
 // Same options and output as `routepack rewrite`.
-#include "core/util/errors.h"
 #include "app/cmd_rewrite.h"
+#include "core/util/errors.h"
 
 #include <CLI/CLI.hpp>
 

@@ -22,9 +22,11 @@ namespace {
 /// Marker file inside a temporary output folder: only folders holding it are ever removed as stale.
 constexpr const char* kPartialMarker = ".routepack-partial";
 
-bool pid_alive(long pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
+bool pid_alive(long pid) {
+    return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+}
 
-}  // namespace
+} // namespace
 
 RewriteReport rewrite_checkpoint(const RewriteRequest& req, const RewriteProgressFn& progress,
                                  const std::atomic<bool>* cancel) {
@@ -44,7 +46,7 @@ RewriteReport rewrite_checkpoint(const RewriteRequest& req, const RewriteProgres
     }
 
     const fs::path output = output_path(req.output);
-    const fs::path parent = output.parent_path();  // a folder (checked when planning)
+    const fs::path parent = output.parent_path(); // a folder (checked when planning)
     std::error_code ec;
 
     // Stale partial folders of killed rewrites of the same output.
@@ -94,7 +96,7 @@ RewriteReport rewrite_checkpoint(const RewriteRequest& req, const RewriteProgres
             rep.verify_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - v0).count();
         }
         fs::remove(tmp / kPartialMarker, ec);
-        if (fs::exists(output, ec)) fs::remove(output, ec);  // an empty folder (checked when planning)
+        if (fs::exists(output, ec)) fs::remove(output, ec); // an empty folder (checked when planning)
         fs::rename(tmp, output, ec);
         if (ec) throw InputError(output.string() + ": cannot move the finished output into place: " + ec.message());
     } catch (...) {
@@ -105,4 +107,4 @@ RewriteReport rewrite_checkpoint(const RewriteRequest& req, const RewriteProgres
     return rep;
 }
 
-}  // namespace routepack::gpu
+} // namespace routepack::gpu

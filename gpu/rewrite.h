@@ -13,9 +13,9 @@
 // reproduces them in one step. Routers ([E, H]) and router biases / e_score_correction_bias ([E]) move
 // only with `permute_router` (self-contained inference checkpoints), by the same index map.
 //
-// The rewrite is planned completely (every check of plan_rewrite, gpu/rewrite/rewrite_plan.h) before anything is written, then executed as a
-// list of byte-range copies per output file, by the CPU (oneTBB, copy_file_range / pread+pwrite,
-// bounded memory) or the CUDA executor (pinned staging, streams, device gather kernel). Output goes to a
+// The rewrite is planned completely (every check of plan_rewrite, gpu/rewrite/rewrite_plan.h) before anything is
+// written, then executed as a list of byte-range copies per output file, by the CPU (oneTBB, copy_file_range /
+// pread+pwrite, bounded memory) or the CUDA executor (pinned staging, streams, device gather kernel). Output goes to a
 // temporary sibling folder renamed into place when complete; the provenance sidecar
 // `routepack-rewrite.json` (plan and placement fingerprints, direction, source fingerprint, layer map,
 // physical_to_logical_map rows) is written into it.
@@ -31,12 +31,12 @@ namespace routepack::gpu {
 
 /// What a rewrite did.
 struct RewriteReport {
-    std::string device;             ///< "cpu" or "cuda (<name>)"
+    std::string device; ///< "cpu" or "cuda (<name>)"
     std::uint64_t bytes_written = 0;
     std::uint64_t moved_bytes = 0;
     int files = 0;
     int moved_tensors = 0;
-    double seconds = 0;             ///< execute (write + sync), without planning and verification
+    double seconds = 0; ///< execute (write + sync), without planning and verification
     double verify_seconds = 0;
     bool verified = false;
     double gb_per_s() const { return seconds > 0 ? static_cast<double>(bytes_written) / seconds / 1e9 : 0; }
@@ -49,4 +49,4 @@ struct RewriteReport {
 RewriteReport rewrite_checkpoint(const RewriteRequest& req, const RewriteProgressFn& progress = {},
                                  const std::atomic<bool>* cancel = nullptr);
 
-}  // namespace routepack::gpu
+} // namespace routepack::gpu

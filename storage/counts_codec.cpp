@@ -20,13 +20,14 @@ template <typename T> std::vector<std::uint8_t> encode(std::uint8_t tag, std::sp
     std::vector<std::uint8_t> out;
     out.reserve(1 + values.size() + values.size() / 4);
     out.push_back(tag);
-    for (const T v : values) put_varint(out, v);
+    for (const T v : values)
+        put_varint(out, v);
     return out;
 }
 
 /// Decodes values of `MaxBits` bits (32 or 64) into `out`.
 template <typename T, int MaxBits> void decode(std::span<const std::uint8_t> blob, std::uint8_t tag, std::span<T> out) {
-    constexpr int max_bytes = (MaxBits + 6) / 7;  // 5 for 32 bits, 10 for 64 bits
+    constexpr int max_bytes = (MaxBits + 6) / 7; // 5 for 32 bits, 10 for 64 bits
     if (blob.empty()) throw BlobError("empty counts blob");
     if (blob[0] != tag)
         throw BlobError("unknown counts blob format tag " + std::to_string(blob[0]) + " (expected " +
@@ -43,7 +44,7 @@ template <typename T, int MaxBits> void decode(std::span<const std::uint8_t> blo
             if (b == max_bytes) throw BlobError("value " + std::to_string(k) + " is too long");
             const std::uint8_t byte = blob[pos++];
             const std::uint64_t bits = byte & 0x7f;
-            const int room = MaxBits - shift;  // value bits still available, 1..MaxBits
+            const int room = MaxBits - shift; // value bits still available, 1..MaxBits
             if (room < 7 && (bits >> room) != 0)
                 throw BlobError("value " + std::to_string(k) + " overflows " + std::to_string(MaxBits) + " bits");
             v |= bits << shift;
@@ -68,14 +69,15 @@ std::uint64_t get_varint(std::span<const std::uint8_t> blob, std::size_t& pos, c
         const std::uint8_t byte = blob[pos++];
         v |= std::uint64_t(byte & 0x7f) << (7 * b);
         if (!(byte & 0x80)) {
-            if (b > 0 && (byte & 0x7f) == 0) throw BlobError(std::string("routes blob ") + what + " has an overlong encoding");
+            if (b > 0 && (byte & 0x7f) == 0)
+                throw BlobError(std::string("routes blob ") + what + " has an overlong encoding");
             return v;
         }
     }
     throw BlobError(std::string("routes blob ") + what + " is too long");
 }
 
-}  // namespace
+} // namespace
 
 std::vector<std::uint8_t> encode_routes(const SampleRoutes& r) {
     if (r.empty()) throw std::invalid_argument("encode_routes: the sample has no routes");
@@ -92,7 +94,8 @@ std::vector<std::uint8_t> encode_routes(const SampleRoutes& r) {
     return out;
 }
 
-SampleRoutes decode_routes(std::span<const std::uint8_t> blob, std::int64_t tokens, int layers, int top_k, int experts) {
+SampleRoutes decode_routes(std::span<const std::uint8_t> blob, std::int64_t tokens, int layers, int top_k,
+                           int experts) {
     if (blob.size() < 2) throw BlobError("routes blob is shorter than its header");
     if (blob[0] != kRoutesBlobTag)
         throw BlobError("unknown routes blob format tag " + std::to_string(blob[0]) + " (expected " +
@@ -119,17 +122,20 @@ SampleRoutes decode_routes(std::span<const std::uint8_t> blob, std::int64_t toke
     std::uint8_t scratch = 0;
     const int rc = uncompress2(r.bytes.empty() ? &scratch : r.bytes.data(), &out_len, blob.data() + pos, &in_len);
     if (rc == Z_BUF_ERROR && in_len == blob.size() - pos) throw BlobError("routes blob's zlib stream is truncated");
-    if (rc == Z_BUF_ERROR) throw BlobError("routes blob inflates to more than " + std::to_string(r.bytes.size()) + " bytes");
+    if (rc == Z_BUF_ERROR)
+        throw BlobError("routes blob inflates to more than " + std::to_string(r.bytes.size()) + " bytes");
     if (rc != Z_OK) throw BlobError("routes blob's zlib stream is damaged (zlib error " + std::to_string(rc) + ")");
     if (out_len != r.bytes.size())
         throw BlobError("routes blob inflates to " + std::to_string(out_len) + " bytes, expected " +
                         std::to_string(r.bytes.size()));
     if (pos + in_len != blob.size())
-        throw BlobError("routes blob has " + std::to_string(blob.size() - pos - in_len) + " bytes after its zlib stream");
+        throw BlobError("routes blob has " + std::to_string(blob.size() - pos - in_len) +
+                        " bytes after its zlib stream");
     const std::size_t ids = r.bytes.size() / static_cast<std::size_t>(width);
     for (std::size_t x = 0; x < ids; ++x) {
         std::uint32_t v = 0;
-        for (int b = 0; b < width; ++b) v |= std::uint32_t(r.bytes[x * width + b]) << (8 * b);
+        for (int b = 0; b < width; ++b)
+            v |= std::uint32_t(r.bytes[x * width + b]) << (8 * b);
         const std::uint32_t missing = width == 4 ? 0xffffffffu : (std::uint32_t(1) << (8 * width)) - 1;
         if (v != missing && v >= static_cast<std::uint32_t>(experts))
             throw BlobError("routes blob holds expert id " + std::to_string(v) + " at position " + std::to_string(x) +
@@ -154,4 +160,4 @@ void decode_totals(std::span<const std::uint8_t> blob, std::span<std::uint64_t> 
     decode<std::uint64_t, 64>(blob, kTotalsBlobTag, out);
 }
 
-}  // namespace routepack::storage::detail
+} // namespace routepack::storage::detail

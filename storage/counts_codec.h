@@ -25,13 +25,13 @@
 
 namespace routepack::storage::detail {
 
-inline constexpr std::uint8_t kCountsBlobTag = 0x01;  ///< LEB128 uint32 [L][E]
-inline constexpr std::uint8_t kTotalsBlobTag = 0x02;  ///< LEB128 uint64 [L][E]
-inline constexpr std::uint8_t kRoutesBlobTag = 0x03;  ///< zlib of per-token routes [L][tokens][K]
+inline constexpr std::uint8_t kCountsBlobTag = 0x01; ///< LEB128 uint32 [L][E]
+inline constexpr std::uint8_t kTotalsBlobTag = 0x02; ///< LEB128 uint64 [L][E]
+inline constexpr std::uint8_t kRoutesBlobTag = 0x03; ///< zlib of per-token routes [L][tokens][K]
 
 /// A blob that does not decode; what() says why (without naming the file).
 class BlobError : public std::runtime_error {
-  public:
+public:
     using std::runtime_error::runtime_error;
 };
 
@@ -50,8 +50,8 @@ void decode_counts(std::span<const std::uint8_t> blob, std::span<std::uint32_t> 
 std::vector<std::uint8_t> encode_routes(const SampleRoutes& routes);
 /// Decodes a tag-0x03 blob; the shape must be the expected one (tokens = the sample's routed_rows,
 /// L and K of the model, w = route_id_width(experts)), the stream must inflate to exactly
-/// tokens*L*K*w bytes (not fewer, not more, not truncated) and end the blob, and every id must be below `experts` or the missing marker.
-/// Throws BlobError saying which check failed.
+/// tokens*L*K*w bytes (not fewer, not more, not truncated) and end the blob, and every id must be below `experts` or
+/// the missing marker. Throws BlobError saying which check failed.
 SampleRoutes decode_routes(std::span<const std::uint8_t> blob, std::int64_t tokens, int layers, int top_k, int experts);
 
 /// Encodes per-layer totals [L][E] as tag 0x02 + LEB128 varints.
@@ -59,4 +59,4 @@ std::vector<std::uint8_t> encode_totals(std::span<const std::uint64_t> totals);
 /// Decodes a tag-0x02 blob into `out` (its size is the expected L*E). Throws BlobError.
 void decode_totals(std::span<const std::uint8_t> blob, std::span<std::uint64_t> out);
 
-}  // namespace routepack::storage::detail
+} // namespace routepack::storage::detail

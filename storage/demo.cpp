@@ -1,8 +1,8 @@
 #include "storage/demo.h"
 
-#include "core/util/errors.h"
 #include "core/plan/plan_file.h"
 #include "core/util/atomic_file.h"
+#include "core/util/errors.h"
 
 #include <fstream>
 

@@ -18,8 +18,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
-#include <unordered_map>
 #include <unistd.h>
+#include <unordered_map>
 
 namespace routepack::storage {
 
@@ -50,7 +50,7 @@ void check_sqlite_header(const std::filesystem::path& file) {
     if (std::filesystem::is_directory(file, ec))
         throw InputError(file.string() + ": is a folder, not a RoutePack library file");
     const auto size = std::filesystem::file_size(file, ec);
-    if (ec || size == 0) return;  // unreadable: SQLite reports it; empty: a new library
+    if (ec || size == 0) return; // unreadable: SQLite reports it; empty: a new library
     static constexpr char kMagic[16] = {'S', 'Q', 'L', 'i', 't', 'e', ' ', 'f',
                                         'o', 'r', 'm', 'a', 't', ' ', '3', '\0'};
     std::ifstream in(file, std::ios::binary);
@@ -130,7 +130,8 @@ void check_identity(sqlite3* db, const std::filesystem::path& file) {
     std::string why = inner;
     if (why.rfind(file.string() + ": ", 0) == 0) why.erase(0, file.string().size() + 2);
     throw InputError(file.string() + ": cannot be read with the write-ahead log beside it (" + file.string() +
-                     "-wal): " + why + "; nothing was changed (if that -wal file belongs to another database, move it "
+                     "-wal): " + why +
+                     "; nothing was changed (if that -wal file belongs to another database, move it "
                      "away)");
 }
 
@@ -143,7 +144,7 @@ void probe_through_wal(const std::filesystem::path& file) {
         sqlite3* db;
         ~Closer() { sqlite3_close_v2(db); }
     } closer{raw};
-    if (rc != SQLITE_OK) return;  // the read-write open reports it
+    if (rc != SQLITE_OK) return; // the read-write open reports it
     sqlite3_extended_result_codes(raw, 1);
     sqlite3_db_config(raw, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
     sqlite3_busy_timeout(raw, kBusyTimeoutMs);
@@ -178,8 +179,9 @@ void quick_check(sqlite3* db, const std::filesystem::path& file) {
 
 /// Integer column `col` in lo..hi, never narrowed: InputError "<file>: <where>: damaged <row>
 /// (<field> = <v> is outside lo..hi)".
-std::int64_t checked_int(const Statement& st, int col, std::int64_t lo, std::int64_t hi, const std::filesystem::path& file,
-                         const std::string& where, const char* row, const char* field) {
+std::int64_t checked_int(const Statement& st, int col, std::int64_t lo, std::int64_t hi,
+                         const std::filesystem::path& file, const std::string& where, const char* row,
+                         const char* field) {
     const std::int64_t v = st.int64(col);
     if (v < lo || v > hi)
         throw InputError(file.string() + ": " + where + ": damaged " + row + " (" + field + " = " + std::to_string(v) +
@@ -193,13 +195,15 @@ ModelDescription read_model(const Statement& st, int col, const std::filesystem:
     ModelDescription m;
     const std::string where = "trace '" + shown(trace) + "'";
     m.name = st.text(col);
-    m.num_hidden_layers = static_cast<int>(checked_int(st, col + 1, 1, kIntMax, file, where, "model row", "num_hidden_layers"));
+    m.num_hidden_layers =
+        static_cast<int>(checked_int(st, col + 1, 1, kIntMax, file, where, "model row", "num_hidden_layers"));
     m.experts = static_cast<int>(checked_int(st, col + 2, 1, kIntMax, file, where, "model row", "experts"));
     m.top_k = static_cast<int>(checked_int(st, col + 3, 0, kIntMax, file, where, "model row", "top_k"));
     try {
         m.moe_layers = nlohmann::json::parse(st.text(col + 4)).get<std::vector<int>>();
     } catch (const nlohmann::json::exception& e) {
-        throw InputError(file.string() + ": trace '" + shown(trace) + "': damaged model row (moe_layers: " + e.what() + ")");
+        throw InputError(file.string() + ": trace '" + shown(trace) + "': damaged model row (moe_layers: " + e.what() +
+                         ")");
     }
     m.source = st.text(col + 5);
     return m;
@@ -216,9 +220,8 @@ TraceEntry read_trace_entry(const Statement& st, const std::filesystem::path& fi
     t.name = st.text(1);
     t.format = st.text(2);
     t.load_only = st.int64(3) != 0;
-    t.samples = static_cast<std::size_t>(
-        checked_int(st, 4, 0, std::numeric_limits<std::int64_t>::max(), file, "trace '" + shown(t.name) + "'", "trace row",
-                    "sample_count"));
+    t.samples = static_cast<std::size_t>(checked_int(st, 4, 0, std::numeric_limits<std::int64_t>::max(), file,
+                                                     "trace '" + shown(t.name) + "'", "trace row", "sample_count"));
     t.fingerprint = st.text(5);
     t.imported_at = st.text(6);
     try {
@@ -270,8 +273,8 @@ void read_sample(const Statement& st, Trace& trace, const std::filesystem::path&
     info.source_file = st.text(6);
     const std::string rule = st.text(7);
     if (!detail::parse_length_rule_key(rule, info.length_rule))
-        throw InputError(file.string() + ": trace '" + shown(name) + "' sample '" + shown(info.id) + "': unknown length rule '" +
-                         shown(rule) + "'");
+        throw InputError(file.string() + ": trace '" + shown(name) + "' sample '" + shown(info.id) +
+                         "': unknown length rule '" + shown(rule) + "'");
     info.missing_routes = st.int64(8);
     const std::size_t stride = trace.stride();
     const std::size_t at = trace.counts.size();
@@ -279,14 +282,14 @@ void read_sample(const Statement& st, Trace& trace, const std::filesystem::path&
     try {
         detail::decode_counts(st.blob(9), std::span<std::uint32_t>(trace.counts.data() + at, stride));
     } catch (const detail::BlobError& e) {
-        throw InputError(file.string() + ": trace '" + shown(name) + "' sample '" + shown(info.id) + "': damaged counts (" +
-                         e.what() + ")");
+        throw InputError(file.string() + ": trace '" + shown(name) + "' sample '" + shown(info.id) +
+                         "': damaged counts (" + e.what() + ")");
     }
     if (!st.is_null(10)) {
         SampleRoutes routes;
         try {
-            routes = detail::decode_routes(st.blob(10), info.routed_rows, trace.model.num_moe_layers(), trace.model.top_k,
-                                           trace.model.experts);
+            routes = detail::decode_routes(st.blob(10), info.routed_rows, trace.model.num_moe_layers(),
+                                           trace.model.top_k, trace.model.experts);
         } catch (const detail::BlobError& e) {
             throw InputError(file.string() + ": trace '" + shown(name) + "' sample '" + shown(info.id) +
                              "': damaged routes (" + e.what() + ")");
@@ -310,11 +313,13 @@ std::int64_t find_window_id(sqlite3* db, const std::filesystem::path& file, cons
                             const std::string& window) {
     Statement st(db, file, "SELECT id FROM windows WHERE trace_id = ?1 AND name = ?2");
     st.bind(1, t.id).bind(2, window);
-    if (!st.step()) throw InputError("trace '" + shown(t.name) + "' has no window named '" + shown(window) + "' in " + file.string());
+    if (!st.step())
+        throw InputError("trace '" + shown(t.name) + "' has no window named '" + shown(window) + "' in " +
+                         file.string());
     return st.int64(0);
 }
 
-}  // namespace
+} // namespace
 
 Library::Library(sqlite3* db, std::filesystem::path path) : db_(db), path_(std::move(path)) {}
 
@@ -361,8 +366,7 @@ std::unique_ptr<Library> Library::open(const std::filesystem::path& file, OpenMo
                 if (exists) throw InputError(file.string() + ": library is read-only (cannot write)");
                 if (::access(dir.c_str(), F_OK) != 0)
                     throw InputError(file.string() + ": cannot create library (no folder " + dir.string() + ")");
-                throw InputError(file.string() + ": cannot create library (folder " + dir.string() +
-                                 " is read-only)");
+                throw InputError(file.string() + ": cannot create library (folder " + dir.string() + " is read-only)");
             }
         }
     }
@@ -377,7 +381,7 @@ std::unique_ptr<Library> Library::open(const std::filesystem::path& file, OpenMo
     std::string open_name = file.string();
     int flags = SQLITE_OPEN_READWRITE | (mode == OpenMode::Create ? SQLITE_OPEN_CREATE : 0);
     const std::filesystem::path wal = file.string() + "-wal";
-    bool through_wal = false;  // a read-only open that reads the -wal file beside the library
+    bool through_wal = false; // a read-only open that reads the -wal file beside the library
     if (!writable && !in_memory) {
         // Reads only, through a read-only connection: it never writes the library file (a
         // read-write connection, even with query_only, checkpoints the -wal beside it into the
@@ -395,7 +399,7 @@ std::unique_ptr<Library> Library::open(const std::filesystem::path& file, OpenMo
     }
     sqlite3* raw = nullptr;
     const int rc = sqlite3_open_v2(open_name.c_str(), &raw, flags, nullptr);
-    std::unique_ptr<Library> lib(new Library(raw, file));  // closes `raw` on every error below
+    std::unique_ptr<Library> lib(new Library(raw, file)); // closes `raw` on every error below
     if (rc != SQLITE_OK) detail::throw_sqlite(raw, rc, file, "cannot open library");
     lib->read_only_ = !writable;
     sqlite3_extended_result_codes(raw, 1);
@@ -409,7 +413,7 @@ std::unique_ptr<Library> Library::open(const std::filesystem::path& file, OpenMo
         try {
             check_identity(raw, file);
             detail::exec(raw, file, "PRAGMA foreign_keys = ON");
-            detail::exec(raw, file, "PRAGMA query_only = ON");  // every write fails: "library is read-only"
+            detail::exec(raw, file, "PRAGMA query_only = ON"); // every write fails: "library is read-only"
             if (pragma_int(raw, file, "user_version") == 0)
                 throw InputError(file.string() +
                                  ": not a RoutePack library yet (no schema: nothing was ever imported)");
@@ -422,11 +426,12 @@ std::unique_ptr<Library> Library::open(const std::filesystem::path& file, OpenMo
         }
         return lib;
     }
-    check_identity(raw, file);  // nothing written to a foreign/newer file
+    check_identity(raw, file); // nothing written to a foreign/newer file
     detail::exec(raw, file, "PRAGMA foreign_keys = ON");
     {
-        Statement journal(raw, file, "PRAGMA journal_mode = WAL");  // "memory" for :memory:
-        while (journal.step()) {}
+        Statement journal(raw, file, "PRAGMA journal_mode = WAL"); // "memory" for :memory:
+        while (journal.step()) {
+        }
     }
     quick_check(raw, file);
     detail::apply_migrations(raw, file);
@@ -447,7 +452,7 @@ ImportSummary Library::import_trace(const std::string& name, const std::vector<s
     if (const char* env = std::getenv("ROUTEPACK_TEST_EXIT_AFTER_SAMPLES"))
         hooks.exit_after_samples = static_cast<std::size_t>(std::strtoull(env, nullptr, 10));
 
-    Transaction tx(db_, path_);  // BEGIN IMMEDIATE: one writer; readers keep the last commit (WAL)
+    Transaction tx(db_, path_); // BEGIN IMMEDIATE: one writer; readers keep the last commit (WAL)
     {
         Statement exists(db_, path_, "SELECT 1 FROM traces WHERE name = ?1");
         exists.bind(1, name);
@@ -470,7 +475,8 @@ ImportSummary Library::import_trace(const std::string& name, const std::vector<s
 std::vector<TraceEntry> Library::traces() const {
     Statement st(db_, path_, std::string(kTraceColumns) + "ORDER BY t.id");
     std::vector<TraceEntry> out;
-    while (st.step()) out.push_back(read_trace_entry(st, path_));
+    while (st.step())
+        out.push_back(read_trace_entry(st, path_));
     return out;
 }
 
@@ -514,7 +520,8 @@ Trace Library::load_trace(const std::string& trace) const {
     Statement st(db_, path_,
                  select_samples(schema_version(), "samples s") + " WHERE s.trace_id = ?1 ORDER BY s.position");
     st.bind(1, t.id);
-    while (st.step()) read_sample(st, out, path_, trace);
+    while (st.step())
+        read_sample(st, out, path_, trace);
     return out;
 }
 
@@ -545,7 +552,8 @@ std::vector<std::uint64_t> Library::layer_totals(const std::string& trace) const
         try {
             detail::decode_totals(st.blob(0), totals);
         } catch (const detail::BlobError& e) {
-            throw InputError(path_.string() + ": trace '" + shown(trace) + "': damaged layer totals (" + e.what() + ")");
+            throw InputError(path_.string() + ": trace '" + shown(trace) + "': damaged layer totals (" + e.what() +
+                             ")");
         }
         return totals;
     }
@@ -561,7 +569,8 @@ std::vector<std::uint64_t> Library::layer_totals(const std::string& trace) const
             throw InputError(path_.string() + ": trace '" + shown(trace) + "' sample '" + shown(rows.text(0)) +
                              "': damaged counts (" + e.what() + ")");
         }
-        for (std::size_t k = 0; k < stride; ++k) totals[k] += counts[k];
+        for (std::size_t k = 0; k < stride; ++k)
+            totals[k] += counts[k];
     }
     return totals;
 }
@@ -582,12 +591,14 @@ std::vector<WindowEntry> Library::create_windows(const std::string& trace, const
         const std::vector<std::string>& sample_ids = spec.sample_ids;
         const std::string& definition = spec.definition;
         if (name.empty()) throw InputError("window name must not be empty (trace '" + shown(trace) + "')");
-        if (sample_ids.empty()) throw InputError("window '" + shown(name) + "' of trace '" + shown(trace) + "' lists no samples");
+        if (sample_ids.empty())
+            throw InputError("window '" + shown(name) + "' of trace '" + shown(trace) + "' lists no samples");
         {
             Statement st(db_, path_, "SELECT 1 FROM windows WHERE trace_id = ?1 AND name = ?2");
             st.bind(1, t.id).bind(2, name);
             if (st.step())
-                throw InputError("trace '" + shown(trace) + "' already has a window named '" + shown(name) + "' in " + path_.string());
+                throw InputError("trace '" + shown(trace) + "' already has a window named '" + shown(name) + "' in " +
+                                 path_.string());
         }
         {
             std::unordered_map<std::string, std::size_t> first;
@@ -595,9 +606,9 @@ std::vector<WindowEntry> Library::create_windows(const std::string& trace, const
             for (std::size_t k = 0; k < sample_ids.size(); ++k) {
                 const auto [it, fresh] = first.emplace(sample_ids[k], k);
                 if (!fresh)
-                    throw InputError("window '" + shown(name) + "' of trace '" + shown(trace) + "' lists sample '" + shown(sample_ids[k]) +
-                                     "' twice (entries " + std::to_string(it->second + 1) + " and " +
-                                     std::to_string(k + 1) + ")");
+                    throw InputError("window '" + shown(name) + "' of trace '" + shown(trace) + "' lists sample '" +
+                                     shown(sample_ids[k]) + "' twice (entries " + std::to_string(it->second + 1) +
+                                     " and " + std::to_string(k + 1) + ")");
             }
         }
         Statement insert(db_, path_,
@@ -609,11 +620,13 @@ std::vector<WindowEntry> Library::create_windows(const std::string& trace, const
         const std::int64_t window_id = sqlite3_last_insert_rowid(db_);
 
         Statement find(db_, path_, "SELECT id FROM samples WHERE trace_id = ?1 AND sample_id = ?2");
-        Statement member(db_, path_, "INSERT INTO window_samples (window_id, position, sample_ref) VALUES (?1, ?2, ?3)");
+        Statement member(db_, path_,
+                         "INSERT INTO window_samples (window_id, position, sample_ref) VALUES (?1, ?2, ?3)");
         for (std::size_t k = 0; k < sample_ids.size(); ++k) {
             find.bind(1, t.id).bind(2, sample_ids[k]);
             if (!find.step())
-                throw InputError("window '" + shown(name) + "': trace '" + shown(trace) + "' has no sample '" + shown(sample_ids[k]) + "'");
+                throw InputError("window '" + shown(name) + "': trace '" + shown(trace) + "' has no sample '" +
+                                 shown(sample_ids[k]) + "'");
             const std::int64_t ref = find.int64(0);
             find.reset();
             member.bind(1, window_id).bind(2, static_cast<std::int64_t>(k)).bind(3, ref);
@@ -663,7 +676,8 @@ std::vector<std::string> Library::window_sample_ids(const std::string& trace, co
                  "WHERE ws.window_id = ?1 ORDER BY ws.position");
     st.bind(1, window_id);
     std::vector<std::string> out;
-    while (st.step()) out.push_back(st.text(0));
+    while (st.step())
+        out.push_back(st.text(0));
     return out;
 }
 
@@ -675,8 +689,9 @@ Trace Library::load_window(const std::string& trace, const std::string& window) 
                  select_samples(schema_version(), "window_samples ws JOIN samples s ON s.id = ws.sample_ref") +
                      " WHERE ws.window_id = ?1 ORDER BY ws.position");
     st.bind(1, window_id);
-    while (st.step()) read_sample(st, out, path_, trace);
+    while (st.step())
+        read_sample(st, out, path_, trace);
     return out;
 }
 
-}  // namespace routepack::storage
+} // namespace routepack::storage

@@ -2,9 +2,9 @@
 // The trace library: one SQLite file (schema versioned by numbered migrations compiled into this
 // library, WAL, foreign keys, quick_check on open). One Library object per thread.
 #include "core/import/import.h"
-#include "core/plan/planner.h"
 #include "core/model/topology.h"
 #include "core/model/trace.h"
+#include "core/plan/planner.h"
 
 #include <atomic>
 #include <filesystem>
@@ -25,12 +25,12 @@ int supported_schema_version();
 struct TraceEntry {
     std::int64_t id = 0;
     std::string name;
-    std::string format;        ///< importer name (to_string(TraceFormat))
-    bool load_only = false;    ///< aggregate per-layer totals only: no samples, cannot be packed
+    std::string format;     ///< importer name (to_string(TraceFormat))
+    bool load_only = false; ///< aggregate per-layer totals only: no samples, cannot be packed
     ModelDescription model;
     std::size_t samples = 0;
-    std::string fingerprint;   ///< hex64 of ImportSummary::fingerprint (order-independent over the files)
-    std::string imported_at;   ///< UTC ISO-8601
+    std::string fingerprint; ///< hex64 of ImportSummary::fingerprint (order-independent over the files)
+    std::string imported_at; ///< UTC ISO-8601
     std::vector<std::string> notes;
 };
 
@@ -39,7 +39,7 @@ struct WindowEntry {
     std::int64_t id = 0;
     std::string trace;
     std::string name;
-    std::string definition;  ///< how it was made, e.g. "first 512", "random 64 seed 7", "ids FILE"
+    std::string definition; ///< how it was made, e.g. "first 512", "random 64 seed 7", "ids FILE"
     std::size_t samples = 0;
 };
 
@@ -50,34 +50,34 @@ struct TopologyEntry {
     std::string name;
     Topology topology;
     std::optional<PlannerBudgets> budgets;
-    std::string created_at;  ///< UTC ISO-8601
+    std::string created_at; ///< UTC ISO-8601
 };
 
 /// One compared method of a saved run (table `run_results`).
 struct RunMethodEntry {
-    std::string method;     ///< core name: "baseline", "reorder", "karmarkar_karp", "routepack"
-    int rows = 0;           ///< R of its layout
-    LayoutMetrics metrics;  ///< score tuple (exact) and the Table 3-4 quantities
+    std::string method;    ///< core name: "baseline", "reorder", "karmarkar_karp", "routepack"
+    int rows = 0;          ///< R of its layout
+    LayoutMetrics metrics; ///< score tuple (exact) and the Table 3-4 quantities
 };
 
 /// One planner run saved in the library (tables `runs`, `plans`, `run_results`,
 /// `annealing_history`).
 struct RunEntry {
     std::int64_t id = 0;
-    std::string trace, window, topology;  ///< names
-    Topology topology_value;              ///< the topology the run used
-    std::int64_t plan_id = 0;             ///< 0: the run produced no plan (failed)
-    PlannerBudgets budgets;               ///< as given to the planner (workers 0 = all cores)
-    int workers = 0;                      ///< worker threads actually used (> 0)
-    std::string status;                   ///< "finished", "cancelled" (best valid plan so far) or "failed"
-    std::string message;                  ///< error of a failed run, or a note ("time limit hit")
-    std::string started_at, finished_at;  ///< UTC ISO-8601
-    std::map<std::string, double> timings;  ///< seconds per stage, and "total"
+    std::string trace, window, topology;   ///< names
+    Topology topology_value;               ///< the topology the run used
+    std::int64_t plan_id = 0;              ///< 0: the run produced no plan (failed)
+    PlannerBudgets budgets;                ///< as given to the planner (workers 0 = all cores)
+    int workers = 0;                       ///< worker threads actually used (> 0)
+    std::string status;                    ///< "finished", "cancelled" (best valid plan so far) or "failed"
+    std::string message;                   ///< error of a failed run, or a note ("time limit hit")
+    std::string started_at, finished_at;   ///< UTC ISO-8601
+    std::map<std::string, double> timings; ///< seconds per stage, and "total"
     // Facts of the plan (zero for a failed run).
     std::string fingerprint;
-    int rows = 0;            ///< R*
-    bool certified = false;  ///< R* certified
-    Score score;             ///< routepack's exact score tuple
+    int rows = 0;           ///< R*
+    bool certified = false; ///< R* certified
+    Score score;            ///< routepack's exact score tuple
     /// baseline, reorder, karmarkar_karp, routepack (empty for a failed run).
     std::vector<RunMethodEntry> results;
     /// Annealing convergence per temperature level (LevelStats::infeasible is not stored: 0).
@@ -94,20 +94,20 @@ public:
 
 /// How Library::open treats the file.
 enum class OpenMode {
-    Create,     ///< read-write; an absent file becomes a new, empty library
-    ReadWrite,  ///< read-write; InputError "<file>: no such library" when absent, and
-                ///< "<file>: not a RoutePack library (empty file)" for an existing 0-byte file
-                ///< (only Create turns an empty file into a library)
-    ReadOnly,   ///< reads only, through an SQLITE_OPEN_READONLY connection that never changes the
-                ///< file's bytes: no write, no migration, no checkpoint (not even of a -wal file
-                ///< beside it); works on read-only files and folders. Without a -wal file the
-                ///< library is read as immutable and no -wal/-shm is created; with one it is
-                ///< read through it (SQLite may create the -shm), and when what it then reads is
-                ///< not a readable library (e.g. the -wal belongs to another database):
-                ///< "<file>: cannot be read with the write-ahead log beside it (<file>-wal):
-                ///< <why>; nothing was changed (...)". Every write fails "<file>: library is
-                ///< read-only (cannot write)"; an existing 0-byte file: "<file>: not a RoutePack
-                ///< library (empty file)"
+    Create,    ///< read-write; an absent file becomes a new, empty library
+    ReadWrite, ///< read-write; InputError "<file>: no such library" when absent, and
+               ///< "<file>: not a RoutePack library (empty file)" for an existing 0-byte file
+               ///< (only Create turns an empty file into a library)
+    ReadOnly,  ///< reads only, through an SQLITE_OPEN_READONLY connection that never changes the
+               ///< file's bytes: no write, no migration, no checkpoint (not even of a -wal file
+               ///< beside it); works on read-only files and folders. Without a -wal file the
+               ///< library is read as immutable and no -wal/-shm is created; with one it is
+               ///< read through it (SQLite may create the -shm), and when what it then reads is
+               ///< not a readable library (e.g. the -wal belongs to another database):
+               ///< "<file>: cannot be read with the write-ahead log beside it (<file>-wal):
+               ///< <why>; nothing was changed (...)". Every write fails "<file>: library is
+               ///< read-only (cannot write)"; an existing 0-byte file: "<file>: not a RoutePack
+               ///< library (empty file)"
 };
 
 class Library {
@@ -121,8 +121,8 @@ public:
     /// read-only (cannot write)", a file or folder the process cannot write (so that no -wal/-shm
     /// files are left behind), and with the ReadOnly message "<file>: cannot be read with the
     /// write-ahead log beside it (...)" a library whose -wal does not read as a RoutePack library
-    /// (a read-write connection would checkpoint it into the file); ReadOnly reads a library of an older schema version as it is
-    /// (reads use only tables of version 1) and refuses a file without any schema.
+    /// (a read-write connection would checkpoint it into the file); ReadOnly reads a library of an older schema version
+    /// as it is (reads use only tables of version 1) and refuses a file without any schema.
     static std::unique_ptr<Library> open(const std::filesystem::path& file, OpenMode mode);
     ~Library();
     Library(const Library&) = delete;
@@ -223,4 +223,4 @@ private:
     std::size_t fail_after_ = 0;
 };
 
-}  // namespace routepack::storage
+} // namespace routepack::storage

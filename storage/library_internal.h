@@ -37,7 +37,7 @@ struct ImportHooks {
 /// one samples row per record (counts as one LEB128 blob), aggregate() keeps load-only totals;
 /// finish() completes the traces row, source_files and aggregate_totals from the import summary.
 class TraceWriter final : public ImportSink {
-  public:
+public:
     TraceWriter(sqlite3* db, std::filesystem::path file, std::string trace_name, ImportHooks hooks = {},
                 const std::atomic<bool>* cancel = nullptr);
     ~TraceWriter() override;
@@ -56,7 +56,7 @@ class TraceWriter final : public ImportSink {
     std::int64_t trace_id() const { return trace_id_; }
     std::size_t samples_written() const { return written_; }
 
-  private:
+private:
     sqlite3* db_;
     std::filesystem::path file_;
     std::string name_;
@@ -64,13 +64,13 @@ class TraceWriter final : public ImportSink {
     const std::atomic<bool>* cancel_;
     std::int64_t trace_id_ = 0;
     ModelDescription model_;
-    std::size_t stride_ = 0;  ///< L*E
+    std::size_t stride_ = 0; ///< L*E
     bool load_only_ = false;
     std::string aggregate_source_;
     std::size_t written_ = 0;
-    std::vector<std::uint64_t> totals_;  ///< [L][E]
+    std::vector<std::uint64_t> totals_; ///< [L][E]
     std::unique_ptr<Statement> insert_sample_;
-    std::unique_ptr<Statement> insert_routes_;  ///< sample_routes rows (samples whose source has routes)
+    std::unique_ptr<Statement> insert_routes_; ///< sample_routes rows (samples whose source has routes)
 };
 
-}  // namespace routepack::storage::detail
+} // namespace routepack::storage::detail

@@ -229,7 +229,7 @@ int read_user_version(sqlite3* db, const std::filesystem::path& file) {
     return st.step() ? static_cast<int>(st.int64(0)) : 0;
 }
 
-}  // namespace
+} // namespace
 
 std::span<const Migration> migrations() {
     return kMigrations;
@@ -242,12 +242,12 @@ int latest_schema_version() {
 int apply_migrations(sqlite3* db, const std::filesystem::path& file) {
     if (read_user_version(db, file) == latest_schema_version()) return latest_schema_version();
     Transaction tx(db, file);
-    const int from = read_user_version(db, file);  // again, now that we hold the write lock
+    const int from = read_user_version(db, file); // again, now that we hold the write lock
     if (from > latest_schema_version())
         throw InputError(file.string() + ": library schema version " + std::to_string(from) +
                          " is newer than this build supports (" + std::to_string(latest_schema_version()) +
                          "); use a newer RoutePack Studio");
-    if (from == latest_schema_version()) return from;  // migrated by another process meanwhile
+    if (from == latest_schema_version()) return from; // migrated by another process meanwhile
     for (const Migration& m : kMigrations) {
         if (m.version <= from) continue;
         char* err = nullptr;
@@ -265,4 +265,4 @@ int apply_migrations(sqlite3* db, const std::filesystem::path& file) {
     return latest_schema_version();
 }
 
-}  // namespace routepack::storage::detail
+} // namespace routepack::storage::detail

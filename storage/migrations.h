@@ -16,7 +16,7 @@ inline constexpr std::int32_t kApplicationId = 0x5250436B;
 /// One migration: running `sql` on a file at version `version - 1` brings it to `version`.
 struct Migration {
     int version;
-    const char* summary;  ///< one line, for logs and reports
+    const char* summary; ///< one line, for logs and reports
     const char* sql;
 };
 
@@ -34,4 +34,4 @@ int latest_schema_version();
 /// migration's SQL fails.
 int apply_migrations(sqlite3* db, const std::filesystem::path& file);
 
-}  // namespace routepack::storage::detail
+} // namespace routepack::storage::detail

@@ -3,9 +3,9 @@
 #include "storage/library.h"
 
 #include "core/plan/budgets_json.h"
+#include "core/plan/plan_file.h"
 #include "core/util/errors.h"
 #include "core/util/text.h"
-#include "core/plan/plan_file.h"
 #include "storage/sqlite_util.h"
 
 #include <nlohmann/json.hpp>

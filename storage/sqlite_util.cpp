@@ -13,9 +13,12 @@ void throw_sqlite(sqlite3* db, int rc, const std::filesystem::path& file, std::s
     const std::string detail = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     const std::string prefix = file.string() + ": ";
     switch (rc & 0xff) {
-    case SQLITE_NOTADB: throw InputError(prefix + "not a RoutePack library (file is not an SQLite database)");
-    case SQLITE_READONLY: throw InputError(prefix + "library is read-only (cannot write)");
-    case SQLITE_CORRUPT: throw InputError(prefix + "library is damaged (" + detail + ") while " + std::string(what));
+    case SQLITE_NOTADB:
+        throw InputError(prefix + "not a RoutePack library (file is not an SQLite database)");
+    case SQLITE_READONLY:
+        throw InputError(prefix + "library is read-only (cannot write)");
+    case SQLITE_CORRUPT:
+        throw InputError(prefix + "library is damaged (" + detail + ") while " + std::string(what));
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
         throw LibraryBusy(prefix + "library is in use by another process (" + detail + ") while " + std::string(what) +
@@ -25,22 +28,25 @@ void throw_sqlite(sqlite3* db, int rc, const std::filesystem::path& file, std::s
     case SQLITE_CANTOPEN:
     case SQLITE_PERM:
     case SQLITE_NOMEM:
-    case SQLITE_AUTH: throw InputError(prefix + std::string(what) + ": " + detail);
-    default: throw std::runtime_error(prefix + std::string(what) + ": " + detail);
+    case SQLITE_AUTH:
+        throw InputError(prefix + std::string(what) + ": " + detail);
+    default:
+        throw std::runtime_error(prefix + std::string(what) + ": " + detail);
     }
 }
 
 void exec(sqlite3* db, const std::filesystem::path& file, const char* sql) {
     char* err = nullptr;
     const int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err);
-    if (err) sqlite3_free(err);  // sqlite3_errmsg(db) still holds the message
+    if (err) sqlite3_free(err); // sqlite3_errmsg(db) still holds the message
     if (rc != SQLITE_OK) throw_sqlite(db, rc, file, statement_purpose(sql));
 }
 
 std::string statement_purpose(std::string_view sql) {
     // The first keyword says what the statement does; SQL text itself never reaches a user.
     std::size_t i = 0;
-    while (i < sql.size() && (sql[i] == ' ' || sql[i] == '\n' || sql[i] == '\t')) ++i;
+    while (i < sql.size() && (sql[i] == ' ' || sql[i] == '\n' || sql[i] == '\t'))
+        ++i;
     std::string word;
     while (i < sql.size() && std::isalpha(static_cast<unsigned char>(sql[i])))
         word.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(sql[i++]))));
@@ -65,7 +71,7 @@ namespace {
 void check_bind(sqlite3* db, int rc, const std::filesystem::path& file) {
     if (rc != SQLITE_OK) throw_sqlite(db, rc, file, "binding a parameter");
 }
-}  // namespace
+} // namespace
 
 Statement& Statement::bind(int index, std::int64_t value) {
     check_bind(db_, sqlite3_bind_int64(stmt_, index, value), file_);
@@ -106,7 +112,8 @@ bool Statement::step() {
 }
 
 void Statement::run() {
-    while (step()) {}
+    while (step()) {
+    }
     reset();
 }
 
@@ -163,4 +170,4 @@ std::string utc_now_iso8601() {
     return buf;
 }
 
-}  // namespace routepack::storage::detail
+} // namespace routepack::storage::detail

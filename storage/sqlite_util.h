@@ -29,7 +29,7 @@ std::string statement_purpose(std::string_view sql);
 
 /// One prepared statement. Bind indices are 1-based, column indices 0-based (as in SQLite).
 class Statement {
-  public:
+public:
     Statement(sqlite3* db, const std::filesystem::path& file, std::string_view sql);
     ~Statement();
     Statement(const Statement&) = delete;
@@ -61,7 +61,7 @@ class Statement {
     /// Bytes of a BLOB column, valid until the next step/reset.
     std::span<const std::uint8_t> blob(int column) const;
 
-  private:
+private:
     sqlite3* db_;
     std::filesystem::path file_;
     std::string purpose_;
@@ -71,14 +71,14 @@ class Statement {
 /// BEGIN IMMEDIATE ... COMMIT; the destructor rolls back unless commit() succeeded, so every
 /// exception (InputError, Cancelled, an injected test failure) leaves the file as before.
 class Transaction {
-  public:
+public:
     Transaction(sqlite3* db, const std::filesystem::path& file);
     ~Transaction();
     Transaction(const Transaction&) = delete;
     Transaction& operator=(const Transaction&) = delete;
     void commit();
 
-  private:
+private:
     sqlite3* db_;
     std::filesystem::path file_;
     bool open_ = false;
@@ -87,4 +87,4 @@ class Transaction {
 /// Current UTC time as ISO-8601 ("2025-01-31T12:34:56Z").
 std::string utc_now_iso8601();
 
-}  // namespace routepack::storage::detail
+} // namespace routepack::storage::detail

@@ -13,9 +13,12 @@ namespace routepack::storage::detail {
 
 const char* length_rule_key(LengthRule r) {
     switch (r) {
-    case LengthRule::ExplicitTokens: return "explicit-tokens";
-    case LengthRule::RowsPlusOne: return "rows-plus-one";
-    case LengthRule::Rows: return "rows";
+    case LengthRule::ExplicitTokens:
+        return "explicit-tokens";
+    case LengthRule::RowsPlusOne:
+        return "rows-plus-one";
+    case LengthRule::Rows:
+        return "rows";
     }
     return "rows-plus-one";
 }
@@ -62,7 +65,8 @@ void TraceWriter::begin(const ModelDescription& model, TraceFormat format) {
     {
         Statement exists(db_, file_, "SELECT 1 FROM traces WHERE name = ?1");
         exists.bind(1, name_);
-        if (exists.step()) throw InputError("trace '" + routepack::util::printable(name_) + "' already exists in " + file_.string());
+        if (exists.step())
+            throw InputError("trace '" + routepack::util::printable(name_) + "' already exists in " + file_.string());
     }
     Statement insert(db_, file_,
                      "INSERT INTO traces (name, format, load_only, model_id, imported_at) "
@@ -76,7 +80,8 @@ void TraceWriter::begin(const ModelDescription& model, TraceFormat format) {
         "INSERT INTO samples (trace_id, position, sample_id, length, routed_rows, prompt_len, request_id, "
         "group_id, source_file, length_rule, missing_routes, counts) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
-    insert_routes_ = std::make_unique<Statement>(db_, file_, "INSERT INTO sample_routes (sample_ref, routes) VALUES (?1, ?2)");
+    insert_routes_ =
+        std::make_unique<Statement>(db_, file_, "INSERT INTO sample_routes (sample_ref, routes) VALUES (?1, ?2)");
 }
 
 void TraceWriter::sample(SampleRecord&& record) {
@@ -102,18 +107,22 @@ void TraceWriter::sample(SampleRecord&& record) {
         st.reset();
         // The importer guarantees unique ids; say it clearly should a duplicate slip through.
         if (code == SQLITE_CONSTRAINT_UNIQUE)
-            throw InputError(s.source_file + ": sample id '" + routepack::util::printable(s.id) + "' occurs twice in trace '" + routepack::util::printable(name_) + "'");
+            throw InputError(s.source_file + ": sample id '" + routepack::util::printable(s.id) +
+                             "' occurs twice in trace '" + routepack::util::printable(name_) + "'");
         throw;
     }
     if (!record.routes.empty()) {
         if (record.routes.tokens != s.routed_rows)
-            throw std::logic_error("sample '" + record.info.id + "' has routes of " + std::to_string(record.routes.tokens) +
-                                   " tokens, routed_rows " + std::to_string(s.routed_rows));
+            throw std::logic_error("sample '" + record.info.id + "' has routes of " +
+                                   std::to_string(record.routes.tokens) + " tokens, routed_rows " +
+                                   std::to_string(s.routed_rows));
         Statement& rt = *insert_routes_;
-        rt.bind(1, static_cast<std::int64_t>(sqlite3_last_insert_rowid(db_))).bind_blob(2, encode_routes(record.routes));
+        rt.bind(1, static_cast<std::int64_t>(sqlite3_last_insert_rowid(db_)))
+            .bind_blob(2, encode_routes(record.routes));
         rt.run();
     }
-    for (std::size_t k = 0; k < stride_; ++k) totals_[k] += record.counts[k];
+    for (std::size_t k = 0; k < stride_; ++k)
+        totals_[k] += record.counts[k];
     ++written_;
     if (hooks_.exit_after_samples > 0 && written_ == hooks_.exit_after_samples) ::_exit(3);
     if (hooks_.fail_after_samples > 0 && written_ == hooks_.fail_after_samples)
@@ -142,7 +151,8 @@ void TraceWriter::aggregate(AggregateCounts&& counts) {
     if (counts.totals.size() != stride_)
         throw std::logic_error("aggregate totals have " + std::to_string(counts.totals.size()) +
                                " entries, expected L*E = " + std::to_string(stride_));
-    for (std::size_t k = 0; k < stride_; ++k) totals_[k] += counts.totals[k];
+    for (std::size_t k = 0; k < stride_; ++k)
+        totals_[k] += counts.totals[k];
     if (!load_only_) {
         load_only_ = true;
         Statement update(db_, file_, "UPDATE traces SET load_only = 1, format = ?1 WHERE id = ?2");
@@ -159,7 +169,8 @@ void TraceWriter::finish(const ImportSummary& summary, const std::vector<std::fi
     if (trace_id_ == 0 || (!load_only_ && written_ == 0)) {
         std::string where = files.empty() ? std::string("the inputs") : files.front().string();
         if (files.size() > 1) where += " and " + std::to_string(files.size() - 1) + " more files";
-        throw InputError(where + ": no samples found; nothing imported as trace '" + routepack::util::printable(name_) + "'");
+        throw InputError(where + ": no samples found; nothing imported as trace '" + routepack::util::printable(name_) +
+                         "'");
     }
     Statement update(db_, file_,
                      "UPDATE traces SET sample_count = ?1, fingerprint = ?2, notes = ?3, file_count = ?4, "
@@ -186,4 +197,4 @@ void TraceWriter::finish(const ImportSummary& summary, const std::vector<std::fi
     totals.run();
 }
 
-}  // namespace routepack::storage::detail
+} // namespace routepack::storage::detail

@@ -28,4 +28,4 @@ inline QPalette dark_palette() {
     return p;
 }
 
-}  // namespace routepack::test
+} // namespace routepack::test

@@ -1,11 +1,11 @@
 #pragma once
 // Placements for rewrite tests (Qt-free: shared by the QtTest executables and tests/gpu/rewrite_gpu_check).
+#include "core/model/topology.h"
 #include "core/plan/placement.h"
 #include "core/plan/plan_file.h"
 #include "core/plan/planner.h"
-#include "core/util/rng.h"
 #include "core/synth/synth.h"
-#include "core/model/topology.h"
+#include "core/util/rng.h"
 #include "gpu/rewrite.h"
 
 #include <cstdint>
@@ -49,7 +49,8 @@ inline Placement identity_placement(int layers, int experts) {
     p.experts = experts;
     p.ep_ranks = 1;
     for (int l = 0; l < layers; ++l)
-        for (int e = 0; e < experts; ++e) p.slot.push_back(e);
+        for (int e = 0; e < experts; ++e)
+            p.slot.push_back(e);
     return p;
 }
 
@@ -118,4 +119,4 @@ inline gpu::RewriteRequest rewrite_request(const std::filesystem::path& in, cons
     return r;
 }
 
-}  // namespace routepack::test
+} // namespace routepack::test

@@ -25,9 +25,8 @@ std::filesystem::path shared_path(const std::string& rel, QString* skip_reason) 
 
 std::filesystem::path temp_dir(const QString& tag) {
     static int counter = 0;
-    const auto base = std::filesystem::temp_directory_path() /
-                      ("routepack-test-" + std::to_string(::getpid()) + "-" + tag.toStdString() + "-" +
-                       std::to_string(counter++));
+    const auto base = std::filesystem::temp_directory_path() / ("routepack-test-" + std::to_string(::getpid()) + "-" +
+                                                                tag.toStdString() + "-" + std::to_string(counter++));
     std::filesystem::remove_all(base);
     std::filesystem::create_directories(base);
     return base;
@@ -57,4 +56,4 @@ CliRun run_cli(const QStringList& args) {
     return r;
 }
 
-}  // namespace routepack::test
+} // namespace routepack::test

@@ -4,8 +4,8 @@
 
 #include <QByteArray>
 #include <QString>
-#include <QTest>
 #include <QStringList>
+#include <QTest>
 
 #include <filesystem>
 #include <string>
@@ -31,8 +31,7 @@ struct CliRun {
 /// Runs the built CLI (ROUTEPACK_CLI) with `args` and waits up to 10 minutes.
 CliRun run_cli(const QStringList& args);
 /// what() of the expected exception type E thrown by f(), or a description of what happened instead.
-template <typename E, typename F>
-std::string error_of(F&& f) {
+template <typename E, typename F> std::string error_of(F&& f) {
     try {
         f();
     } catch (const E& e) {
@@ -44,24 +43,25 @@ std::string error_of(F&& f) {
 }
 
 /// A path as QString.
-inline QString qpath(const std::filesystem::path& p) { return QString::fromStdString(p.string()); }
+inline QString qpath(const std::filesystem::path& p) {
+    return QString::fromStdString(p.string());
+}
 
-}  // namespace routepack::test
+} // namespace routepack::test
 
 /// Resolves `rel` under shared/ into `var`, skipping (no CI) or failing (CI set) when absent.
-#define ROUTEPACK_REQUIRE_SHARED(var, rel)                                              \
-    QString var##_why;                                                                  \
-    const std::filesystem::path var = routepack::test::shared_path(rel, &var##_why);   \
-    if (var.empty()) {                                                                  \
-        if (qEnvironmentVariableIsSet("CI")) QFAIL(qPrintable(var##_why));              \
-        QSKIP(qPrintable(var##_why));                                                   \
+#define ROUTEPACK_REQUIRE_SHARED(var, rel)                                                                             \
+    QString var##_why;                                                                                                 \
+    const std::filesystem::path var = routepack::test::shared_path(rel, &var##_why);                                   \
+    if (var.empty()) {                                                                                                 \
+        if (qEnvironmentVariableIsSet("CI")) QFAIL(qPrintable(var##_why));                                             \
+        QSKIP(qPrintable(var##_why));                                                                                  \
     }
 
 namespace QTest {
 /// Scores print as their three components with full precision in QCOMPARE failures.
-template <>
-inline char* toString(const routepack::Score& s) {
+template <> inline char* toString(const routepack::Score& s) {
     return qstrdup(QByteArray::number(s.max_u, 'g', 17) + " " + QByteArray::number(s.sum_u, 'g', 17) + " " +
                    QByteArray::number(s.max_j, 'g', 17));
 }
-}  // namespace QTest
+} // namespace QTest

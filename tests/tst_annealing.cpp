@@ -334,8 +334,7 @@ void TestAnnealing::reachesBruteForceOptimum() {
 }
 
 /// Runs `fn` on a TBB arena of `workers` threads (the planner's role in production).
-template <class Fn>
-auto on_workers(int workers, Fn&& fn) {
+template <class Fn> auto on_workers(int workers, Fn&& fn) {
     tbb::task_arena arena(workers);
     return arena.execute(std::forward<Fn>(fn));
 }
@@ -546,7 +545,8 @@ void TestAnnealing::descentReachesLocalOptimum() {
                     if (validate_layout(y, p).empty()) QVERIFY(!(score_layout(y, p) < d.score));
                     for (std::size_t pos2 = 0; pos2 < d.layout.cells[static_cast<std::size_t>(k2)].size(); ++pos2) {
                         Layout z = d.layout;
-                        std::swap(z.cells[static_cast<std::size_t>(k)][pos], z.cells[static_cast<std::size_t>(k2)][pos2]);
+                        std::swap(z.cells[static_cast<std::size_t>(k)][pos],
+                                  z.cells[static_cast<std::size_t>(k2)][pos2]);
                         if (validate_layout(z, p).empty()) QVERIFY(!(score_layout(z, p) < d.score));
                     }
                 }

@@ -1,8 +1,8 @@
 // Checkpoint scheme detection (gpu/checkpoint_scheme.h): the five shared HF checkpoints (expert tensors,
 // routers, router biases and MoE layers counted by hand from their file lists) and every InputError case
 // on hand-made name lists, with its exact message.
-#include "core/util/errors.h"
 #include "core/model/model.h"
+#include "core/util/errors.h"
 #include "gpu/safetensors/checkpoint_scheme.h"
 #include "gpu/safetensors/safetensors.h"
 #include "tests/testutil.h"
@@ -41,8 +41,8 @@ ModelDescription model_of(const fs::path& dir) {
 }
 
 int count_role(const SchemeReport& r, TensorRole role) {
-    return static_cast<int>(std::count_if(r.tensors.begin(), r.tensors.end(),
-                                          [&](const TensorClass& t) { return t.role == role; }));
+    return static_cast<int>(
+        std::count_if(r.tensors.begin(), r.tensors.end(), [&](const TensorClass& t) { return t.role == role; }));
 }
 
 const TensorClass* find(const SchemeReport& r, const std::string& name) {
@@ -87,7 +87,7 @@ NameShapes toy_per_expert(int experts = 4) {
     return ns;
 }
 
-}  // namespace
+} // namespace
 
 class TstCheckpointScheme : public QObject {
     Q_OBJECT
@@ -222,8 +222,8 @@ private Q_SLOTS:
         NameShapes mg;
         for (int l = 1; l <= 2; ++l) {
             const std::string p = "decoder.layers." + std::to_string(l) + ".mlp.";
-            for (const char* pre : {"", "optimizer.state.fp32_param.", "optimizer.state.exp_avg.",
-                                    "optimizer.state.exp_avg_sq."}) {
+            for (const char* pre :
+                 {"", "optimizer.state.fp32_param.", "optimizer.state.exp_avg.", "optimizer.state.exp_avg_sq."}) {
                 mg.push_back({pre + p + "experts.experts.linear_fc1.weight", {4, 16, 8}});
                 mg.push_back({pre + p + "experts.experts.linear_fc2.weight", {4, 8, 8}});
                 mg.push_back({pre + p + "router.weight", {4, 8}});
@@ -249,17 +249,20 @@ private Q_SLOTS:
     void errors() {
         NameShapes ns = toy_per_expert();
         ns.push_back({"model.layers.1.mlp.experts.4.up_proj.weight", {8, 8}});
-        QCOMPARE(error_of(ns, toy()), std::string("model.layers.1.mlp.experts.4.up_proj.weight: expert index 4 >= experts 4"));
+        QCOMPARE(error_of(ns, toy()),
+                 std::string("model.layers.1.mlp.experts.4.up_proj.weight: expert index 4 >= experts 4"));
 
         ns = toy_per_expert();
-        ns.erase(std::remove_if(ns.begin(), ns.end(),
-                                [](const auto& p) { return p.first.find("layers.2.mlp.experts.") != std::string::npos; }),
-                 ns.end());
+        ns.erase(
+            std::remove_if(ns.begin(), ns.end(),
+                           [](const auto& p) { return p.first.find("layers.2.mlp.experts.") != std::string::npos; }),
+            ns.end());
         QCOMPARE(error_of(ns, toy()), std::string("layer 2: MoE layer has no expert tensors"));
 
         ns = toy_per_expert();
         ns.push_back({"model.layers.0.mlp.experts.0.up_proj.weight", {8, 8}});
-        QCOMPARE(error_of(ns, toy()), std::string("model.layers.0.mlp.experts.0.up_proj.weight: expert tensor in dense layer 0"));
+        QCOMPARE(error_of(ns, toy()),
+                 std::string("model.layers.0.mlp.experts.0.up_proj.weight: expert tensor in dense layer 0"));
 
         ns = {{"model.layers.1.mlp.experts.gate_up_proj", {7, 8, 16}},
               {"model.layers.2.mlp.experts.gate_up_proj", {8, 8, 16}}};

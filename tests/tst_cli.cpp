@@ -14,17 +14,21 @@
 #include <unistd.h>
 
 namespace fs = std::filesystem;
-using routepack::test::temp_dir;
 using routepack::test::read_file;
+using routepack::test::temp_dir;
 using routepack::test::write_file;
 
 namespace {
 
 using Run = routepack::test::CliRun;
-QString q(const fs::path& p) { return routepack::test::qpath(p); }
-Run cli(const QStringList& args) { return routepack::test::run_cli(args); }
+QString q(const fs::path& p) {
+    return routepack::test::qpath(p);
+}
+Run cli(const QStringList& args) {
+    return routepack::test::run_cli(args);
+}
 
-}  // namespace
+} // namespace
 
 class TestCli : public QObject {
     Q_OBJECT
@@ -55,16 +59,21 @@ private Q_SLOTS:
         ROUTEPACK_REQUIRE_SHARED(dir, "traces/deepseek-v2-lite");
         const auto tmp = temp_dir(QStringLiteral("cli-csv"));
         const QString db = q(tmp / "lib.routepack");
-        Run r = cli({QStringLiteral("import"), QStringLiteral("--db"), db, QStringLiteral("--name"), QStringLiteral("ds"),
-                     QStringLiteral("--model"), QStringLiteral("deepseek-v2-lite"), q(dir)});
+        Run r = cli({QStringLiteral("import"), QStringLiteral("--db"), db, QStringLiteral("--name"),
+                     QStringLiteral("ds"), QStringLiteral("--model"), QStringLiteral("deepseek-v2-lite"), q(dir)});
         QCOMPARE(r.code, 0);
-        QVERIFY2(r.out.startsWith(QStringLiteral("imported trace 'ds' into ") + db + QStringLiteral(": 599 samples from 599 files")), qPrintable(r.out));
-        QVERIFY2(r.out.contains(QStringLiteral("model    deepseek-v2-lite: 26 MoE layers (1-26 of 27), 64 experts, top-6")), qPrintable(r.out));
-        QVERIFY2(r.out.contains(QStringLiteral("lengths  min 2  mean 93.4  max 2850 tokens (t_i rule: rows)")), qPrintable(r.out));
+        QVERIFY2(r.out.startsWith(QStringLiteral("imported trace 'ds' into ") + db +
+                                  QStringLiteral(": 599 samples from 599 files")),
+                 qPrintable(r.out));
+        QVERIFY2(
+            r.out.contains(QStringLiteral("model    deepseek-v2-lite: 26 MoE layers (1-26 of 27), 64 experts, top-6")),
+            qPrintable(r.out));
+        QVERIFY2(r.out.contains(QStringLiteral("lengths  min 2  mean 93.4  max 2850 tokens (t_i rule: rows)")),
+                 qPrintable(r.out));
 
         // Importing the same files again is detected, and nothing is added.
-        r = cli({QStringLiteral("import"), QStringLiteral("--db"), db, QStringLiteral("--name"), QStringLiteral("again"),
-                 QStringLiteral("--model"), QStringLiteral("deepseek-v2-lite"), q(dir)});
+        r = cli({QStringLiteral("import"), QStringLiteral("--db"), db, QStringLiteral("--name"),
+                 QStringLiteral("again"), QStringLiteral("--model"), QStringLiteral("deepseek-v2-lite"), q(dir)});
         QCOMPARE(r.code, 1);
         QCOMPARE(r.err, QStringLiteral("routepack: error: these files were already imported as trace 'ds'\n"));
 
@@ -95,9 +104,9 @@ private Q_SLOTS:
 
         // Random windows are reproducible from their seed.
         for (const char* name : {"r1", "r2"}) {
-            r = cli({QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("ds"),
-                     QStringLiteral("--name"), QString::fromLatin1(name), QStringLiteral("--random"), QStringLiteral("64"),
-                     QStringLiteral("--seed"), QStringLiteral("7")});
+            r = cli({QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"),
+                     QStringLiteral("ds"), QStringLiteral("--name"), QString::fromLatin1(name),
+                     QStringLiteral("--random"), QStringLiteral("64"), QStringLiteral("--seed"), QStringLiteral("7")});
             QCOMPARE(r.code, 0);
         }
         r = cli({QStringLiteral("info"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("ds")});
@@ -105,8 +114,9 @@ private Q_SLOTS:
         QVERIFY(r.out.contains(QStringLiteral("window    r1: 64 samples (random 64 seed 7)")));
 
         // Window errors: unknown trace, too many samples, no mode.
-        r = cli({QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("nope"),
-                 QStringLiteral("--name"), QStringLiteral("w"), QStringLiteral("--first"), QStringLiteral("5")});
+        r = cli({QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"),
+                 QStringLiteral("nope"), QStringLiteral("--name"), QStringLiteral("w"), QStringLiteral("--first"),
+                 QStringLiteral("5")});
         QCOMPARE(r.code, 1);
         QCOMPARE(r.err, QStringLiteral("routepack: error: no trace named 'nope' in ") + db + QStringLiteral("\n"));
         r = cli({QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("ds"),
@@ -116,8 +126,9 @@ private Q_SLOTS:
         r = cli({QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("ds"),
                  QStringLiteral("--name"), QStringLiteral("w")});
         QCOMPARE(r.code, 1);
-        QCOMPARE(r.err, QStringLiteral("routepack: error: window: give exactly one of --ids FILE, --first N, --random N "
-                                       "--seed S, --groups LIST, --split N, --split-groups G\n"));
+        QCOMPARE(r.err,
+                 QStringLiteral("routepack: error: window: give exactly one of --ids FILE, --first N, --random N "
+                                "--seed S, --groups LIST, --split N, --split-groups G\n"));
         r = cli({QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("ds"),
                  QStringLiteral("--name"), QStringLiteral("w"), QStringLiteral("--groups"), QStringLiteral("g1")});
         QCOMPARE(r.code, 1);
@@ -133,8 +144,8 @@ private Q_SLOTS:
         QCOMPARE(r.code, 0);
         r = cli({QStringLiteral("import"), QStringLiteral("--db"), db, QStringLiteral("--name"), QStringLiteral("syn"),
                  QStringLiteral("--experts"), QStringLiteral("32"), QStringLiteral("--top-k"), QStringLiteral("4"),
-                 QStringLiteral("--layers"), QStringLiteral("12"), QStringLiteral("--moe-layers"), QStringLiteral("1-11"),
-                 q(tmp / "syn")});
+                 QStringLiteral("--layers"), QStringLiteral("12"), QStringLiteral("--moe-layers"),
+                 QStringLiteral("1-11"), q(tmp / "syn")});
         QVERIFY2(r.code == 0, qPrintable(r.err));
         QVERIFY2(r.out.contains(QStringLiteral(": 12 samples from 3 files")), qPrintable(r.out));
         r = cli({QStringLiteral("info"), QStringLiteral("--db"), db, QStringLiteral("--json")});
@@ -152,8 +163,8 @@ private Q_SLOTS:
 
         // A whole run: consecutive windows of 5 samples (the last one shorter, marked), and of 2 GRPO
         // groups (4 samples each); a second split under a used name changes nothing.
-        const QStringList split = {QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"),
-                                   QStringLiteral("syn"), QStringLiteral("--name")};
+        const QStringList split = {QStringLiteral("window"),  QStringLiteral("--db"), db,
+                                   QStringLiteral("--trace"), QStringLiteral("syn"),  QStringLiteral("--name")};
         r = cli(split + QStringList{QStringLiteral("step"), QStringLiteral("--split"), QStringLiteral("5")});
         QVERIFY2(r.code == 0, qPrintable(r.err));
         QCOMPARE(r.out, QStringLiteral("window 'step-000' of trace 'syn': 5 samples (split 5: samples 1-5 of 12)\n"
@@ -167,8 +178,9 @@ private Q_SLOTS:
                                        "remainder of 1)\n"));
         r = cli(split + QStringList{QStringLiteral("step"), QStringLiteral("--split"), QStringLiteral("4")});
         QCOMPARE(r.code, 1);
-        QCOMPARE(r.err, QStringLiteral("routepack: error: window: trace 'syn' already has a window named 'step-000' (no "
-                                       "window was created)\n"));
+        QCOMPARE(r.err,
+                 QStringLiteral("routepack: error: window: trace 'syn' already has a window named 'step-000' (no "
+                                "window was created)\n"));
         r = cli(split + QStringList{QStringLiteral("x"), QStringLiteral("--split"), QStringLiteral("13")});
         QCOMPARE(r.err, QStringLiteral("routepack: error: window: --split 13 but trace 'syn' has only 12 samples\n"));
         r = cli(split + QStringList{QStringLiteral("x"), QStringLiteral("--split"), QStringLiteral("0")});
@@ -180,9 +192,10 @@ private Q_SLOTS:
             auto lib = routepack::storage::Library::open(db.toStdString(), routepack::storage::OpenMode::ReadOnly);
             const auto all = lib->samples("syn");
             std::vector<std::string> want;
-            for (std::size_t i = 5; i < 10; ++i) want.push_back(all[i].id);
-            QCOMPARE(lib->window_sample_ids("syn", "step-001"), want);  // import order, consecutive
-            QCOMPARE(lib->windows("syn").size(), std::size_t(6));        // g + 3 + 2: the refused split added none
+            for (std::size_t i = 5; i < 10; ++i)
+                want.push_back(all[i].id);
+            QCOMPARE(lib->window_sample_ids("syn", "step-001"), want); // import order, consecutive
+            QCOMPARE(lib->windows("syn").size(), std::size_t(6));      // g + 3 + 2: the refused split added none
         }
 
         // sweep: every window of the run planned and saved, one line each; each plan is the one `plan
@@ -206,23 +219,24 @@ private Q_SLOTS:
             const std::vector<int> m0 = routepack::physical_to_logical(p0.placement),
                                    m1 = routepack::physical_to_logical(p1.placement);
             std::int64_t churn = 0;
-            for (std::size_t v = 0; v < m0.size(); ++v) churn += m0[v] != m1[v];
+            for (std::size_t v = 0; v < m0.size(); ++v)
+                churn += m0[v] != m1[v];
             QCOMPARE(sj[1]["churn_slots"].get<std::int64_t>(), churn);
             QCOMPARE(sj[1]["churn_bytes"].get<std::int64_t>(), 1000 * churn);
             QCOMPARE(sj[1]["routepack"].get<double>(), p1.score.max_u);
             const double base = sj[1]["baseline"].get<double>();
             QCOMPARE(sj[1]["routepack_vs_baseline_pct"].get<double>(), 100.0 * (p1.score.max_u - base) / base);
-            r = cli({QStringLiteral("plan"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
-                     QStringLiteral("--window"), QStringLiteral("grp-001"), QStringLiteral("--topology"),
-                     QStringLiteral("synthetic-demo-ep8-dp4"), QStringLiteral("--seed"), QStringLiteral("3"),
-                     QStringLiteral("--threads"), QStringLiteral("1"), QStringLiteral("--quiet"), QStringLiteral("--out"),
-                     q(tmp / "grp-001.json")});
+            r = cli({QStringLiteral("plan"), QStringLiteral("--db"), db, QStringLiteral("--trace"),
+                     QStringLiteral("syn"), QStringLiteral("--window"), QStringLiteral("grp-001"),
+                     QStringLiteral("--topology"), QStringLiteral("synthetic-demo-ep8-dp4"), QStringLiteral("--seed"),
+                     QStringLiteral("3"), QStringLiteral("--threads"), QStringLiteral("1"), QStringLiteral("--quiet"),
+                     QStringLiteral("--out"), q(tmp / "grp-001.json")});
             QVERIFY2(r.code == 0, qPrintable(r.err));
             const routepack::PlanFile direct = routepack::parse_plan(read_file(tmp / "grp-001.json"), "direct");
             QCOMPARE(direct.score, p1.score);
             QCOMPARE(direct.layout, p1.layout);
             const QString csv = QString::fromStdString(read_file(tmp / "sweep" / "sweep.csv"));
-            QCOMPARE(csv.count(QStringLiteral("\r\n")), 3);  // header + two windows
+            QCOMPARE(csv.count(QStringLiteral("\r\n")), 3); // header + two windows
             QVERIFY(csv.startsWith(QStringLiteral("window,samples,rows,certified,baseline,")));
         }
         // A window name is free text: its plan file stays inside --out ("../up-000" -> "_.._up-000").
@@ -245,14 +259,16 @@ private Q_SLOTS:
         r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
                  QStringLiteral("--expert-bytes"), QStringLiteral("-1"), QStringLiteral("--topology"),
                  QStringLiteral("synthetic-demo-ep8-dp4")});
-        QCOMPARE(r.err, QStringLiteral("routepack: error: sweep: --expert-bytes must be in 0..1099511627776 (1 TiB; got "
-                                       "-1)\n"));
+        QCOMPARE(r.err,
+                 QStringLiteral("routepack: error: sweep: --expert-bytes must be in 0..1099511627776 (1 TiB; got "
+                                "-1)\n"));
         // Bytes that would overflow the churn product are refused up front.
         r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
                  QStringLiteral("--expert-bytes"), QStringLiteral("6000000000000000"), QStringLiteral("--topology"),
                  QStringLiteral("synthetic-demo-ep8-dp4")});
-        QCOMPARE(r.err, QStringLiteral("routepack: error: sweep: --expert-bytes must be in 0..1099511627776 (1 TiB; got "
-                                       "6000000000000000)\n"));
+        QCOMPARE(r.err,
+                 QStringLiteral("routepack: error: sweep: --expert-bytes must be in 0..1099511627776 (1 TiB; got "
+                                "6000000000000000)\n"));
         // Without --expert-bytes the churn in bytes is unknown (null), not zero.
         r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
                  QStringLiteral("--windows"), QStringLiteral("grp-*"), QStringLiteral("--topology"),
@@ -263,7 +279,8 @@ private Q_SLOTS:
         std::filesystem::create_directories(tmp / "sw3" / "grp-001.plan.json");
         r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
                  QStringLiteral("--windows"), QStringLiteral("grp-*"), QStringLiteral("--topology"),
-                 QStringLiteral("synthetic-demo-ep8-dp4"), QStringLiteral("--out"), q(tmp / "sw3"), QStringLiteral("--quiet")});
+                 QStringLiteral("synthetic-demo-ep8-dp4"), QStringLiteral("--out"), q(tmp / "sw3"),
+                 QStringLiteral("--quiet")});
         QCOMPARE(r.code, 1);
         QCOMPARE(r.err, QStringLiteral("routepack: error: ") + q(tmp / "sw3" / "grp-001.plan.json") +
                             QStringLiteral(": exists and is not a regular file; nothing was planned\n"));
@@ -276,8 +293,9 @@ private Q_SLOTS:
         QVERIFY2(r.code == 0, qPrintable(r.err));
         r = cli({QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("agg"),
                  QStringLiteral("--name"), QStringLiteral("a"), QStringLiteral("--split"), QStringLiteral("1")});
-        QCOMPARE(r.err, QStringLiteral("routepack: error: window: trace 'agg' is load-only (per-layer expert totals, no "
-                                       "samples): windows need samples\n"));
+        QCOMPARE(r.err,
+                 QStringLiteral("routepack: error: window: trace 'agg' is load-only (per-layer expert totals, no "
+                                "samples): windows need samples\n"));
         r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("agg"),
                  QStringLiteral("--topology"), QStringLiteral("synthetic-demo-ep8-dp4")});
         QCOMPARE(r.err, QStringLiteral("routepack: error: sweep: trace 'agg' is load-only (per-layer expert totals, no "
@@ -330,20 +348,26 @@ private Q_SLOTS:
         QVERIFY(!fs::exists(tmp / "a.routepack-shm"));
         r = cli({QStringLiteral("info"), QStringLiteral("--db"), q(tmp / "a.routepack")});
         QCOMPARE(r.code, 1);
-        QCOMPARE(r.err, QStringLiteral("routepack: error: ") + q(tmp / "a.routepack") + QStringLiteral(": no such library\n"));
+        QCOMPARE(r.err,
+                 QStringLiteral("routepack: error: ") + q(tmp / "a.routepack") + QStringLiteral(": no such library\n"));
     }
 
     void failedImportKeepsAnExistingLibrary() {
         const auto tmp = temp_dir(QStringLiteral("cli-keep"));
         const QString db = q(tmp / "lib.routepack");
-        write_file(tmp / "good" / "p.csv", "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[0, 1]\"\n2,0,a,\"[2, 3]\"\n");
-        write_file(tmp / "bad" / "q.csv", "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[0, 9]\"\n2,0,a,\"[2, 3]\"\n");
-        const QStringList model = {QStringLiteral("--experts"), QStringLiteral("4"), QStringLiteral("--top-k"), QStringLiteral("2")};
+        write_file(tmp / "good" / "p.csv",
+                   "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[0, 1]\"\n2,0,a,\"[2, 3]\"\n");
+        write_file(tmp / "bad" / "q.csv",
+                   "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[0, 9]\"\n2,0,a,\"[2, 3]\"\n");
+        const QStringList model = {QStringLiteral("--experts"), QStringLiteral("4"), QStringLiteral("--top-k"),
+                                   QStringLiteral("2")};
         Run r = cli(QStringList{QStringLiteral("import"), QStringLiteral("--db"), db, QStringLiteral("--name"),
-                                QStringLiteral("good")} + model + QStringList{q(tmp / "good")});
+                                QStringLiteral("good")} +
+                    model + QStringList{q(tmp / "good")});
         QVERIFY2(r.code == 0, qPrintable(r.err));
         r = cli(QStringList{QStringLiteral("import"), QStringLiteral("--db"), db, QStringLiteral("--name"),
-                            QStringLiteral("bad")} + model + QStringList{q(tmp / "bad")});
+                            QStringLiteral("bad")} +
+                model + QStringList{q(tmp / "bad")});
         QCOMPARE(r.code, 1);
         QCOMPARE(r.err, QStringLiteral("routepack: error: ") + q(tmp / "bad" / "q.csv") +
                             QStringLiteral(": sample q: row 0, layer 1: expert id 9 out of range 0..3\n"));
@@ -353,26 +377,30 @@ private Q_SLOTS:
         // A failure before anything is read (a missing input) does not create the file either.
         const QString fresh = q(tmp / "fresh.routepack");
         r = cli(QStringList{QStringLiteral("import"), QStringLiteral("--db"), fresh, QStringLiteral("--name"),
-                            QStringLiteral("x")} + model + QStringList{q(tmp / "nowhere")});
+                            QStringLiteral("x")} +
+                model + QStringList{q(tmp / "nowhere")});
         QCOMPARE(r.code, 1);
-        QCOMPARE(r.err, QStringLiteral("routepack: error: ") + q(tmp / "nowhere") + QStringLiteral(": no such file or folder\n"));
+        QCOMPARE(r.err, QStringLiteral("routepack: error: ") + q(tmp / "nowhere") +
+                            QStringLiteral(": no such file or folder\n"));
         QVERIFY(!fs::exists(tmp / "fresh.routepack"));
     }
 
     void libraryPathChecks() {
         const auto tmp = temp_dir(QStringLiteral("cli-memory"));
-        write_file(tmp / "p.csv", "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[0, 1]\"\n2,0,a,\"[2, 3]\"\n");
+        write_file(tmp / "p.csv",
+                   "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[0, 1]\"\n2,0,a,\"[2, 3]\"\n");
         const QString expected = QStringLiteral("routepack: error: --db must be a file path (got ':memory:')\n");
-        Run r = cli({QStringLiteral("import"), QStringLiteral("--db"), QStringLiteral(":memory:"), QStringLiteral("--name"),
-                     QStringLiteral("t"), QStringLiteral("--experts"), QStringLiteral("4"), QStringLiteral("--top-k"),
-                     QStringLiteral("2"), q(tmp / "p.csv")});
+        Run r = cli({QStringLiteral("import"), QStringLiteral("--db"), QStringLiteral(":memory:"),
+                     QStringLiteral("--name"), QStringLiteral("t"), QStringLiteral("--experts"), QStringLiteral("4"),
+                     QStringLiteral("--top-k"), QStringLiteral("2"), q(tmp / "p.csv")});
         QCOMPARE(r.code, 1);
         QCOMPARE(r.err, expected);
         r = cli({QStringLiteral("info"), QStringLiteral("--db"), QStringLiteral(":memory:")});
         QCOMPARE(r.code, 1);
         QCOMPARE(r.err, expected);
-        r = cli({QStringLiteral("window"), QStringLiteral("--db"), QStringLiteral(":memory:"), QStringLiteral("--trace"),
-                 QStringLiteral("t"), QStringLiteral("--name"), QStringLiteral("w"), QStringLiteral("--first"), QStringLiteral("1")});
+        r = cli({QStringLiteral("window"), QStringLiteral("--db"), QStringLiteral(":memory:"),
+                 QStringLiteral("--trace"), QStringLiteral("t"), QStringLiteral("--name"), QStringLiteral("w"),
+                 QStringLiteral("--first"), QStringLiteral("1")});
         QCOMPARE(r.code, 1);
         QCOMPARE(r.err, expected);
     }
@@ -380,30 +408,35 @@ private Q_SLOTS:
     void windowFlagChecks() {
         const auto tmp = temp_dir(QStringLiteral("cli-winflags"));
         const QString db = q(tmp / "lib.routepack");
-        write_file(tmp / "in" / "p.csv", "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[0, 1]\"\n2,0,a,\"[2, 3]\"\n");
-        write_file(tmp / "in" / "q.csv", "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[1, 2]\"\n2,0,a,\"[2, 3]\"\n");
-        Run r = cli({QStringLiteral("import"), QStringLiteral("--db"), db, QStringLiteral("--name"), QStringLiteral("t"),
-                     QStringLiteral("--experts"), QStringLiteral("4"), QStringLiteral("--top-k"), QStringLiteral("2"),
-                     q(tmp / "in")});
+        write_file(tmp / "in" / "p.csv",
+                   "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[0, 1]\"\n2,0,a,\"[2, 3]\"\n");
+        write_file(tmp / "in" / "q.csv",
+                   "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[1, 2]\"\n2,0,a,\"[2, 3]\"\n");
+        Run r = cli({QStringLiteral("import"), QStringLiteral("--db"), db, QStringLiteral("--name"),
+                     QStringLiteral("t"), QStringLiteral("--experts"), QStringLiteral("4"), QStringLiteral("--top-k"),
+                     QStringLiteral("2"), q(tmp / "in")});
         QVERIFY2(r.code == 0, qPrintable(r.err));
-        const QStringList w = {QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"),
-                               QStringLiteral("t"), QStringLiteral("--name"), QStringLiteral("w")};
+        const QStringList w = {QStringLiteral("window"),  QStringLiteral("--db"), db,
+                               QStringLiteral("--trace"), QStringLiteral("t"),    QStringLiteral("--name"),
+                               QStringLiteral("w")};
         auto check = [&](const QStringList& extra, const QString& error) {
             const Run x = cli(w + extra);
             QCOMPARE(x.code, 1);
             QCOMPARE(x.err, QStringLiteral("routepack: error: ") + error + QStringLiteral("\n"));
         };
         check({QStringLiteral("--first"), QStringLiteral("0")}, QStringLiteral("window: --first must be >= 1 (got 0)"));
-        check({QStringLiteral("--first"), QStringLiteral("-1")}, QStringLiteral("window: --first must be >= 1 (got -1)"));
+        check({QStringLiteral("--first"), QStringLiteral("-1")},
+              QStringLiteral("window: --first must be >= 1 (got -1)"));
         check({QStringLiteral("--random"), QStringLiteral("-3"), QStringLiteral("--seed"), QStringLiteral("1")},
               QStringLiteral("window: --random must be >= 1 (got -3)"));
         check({QStringLiteral("--random"), QStringLiteral("1"), QStringLiteral("--seed"), QStringLiteral("-5")},
               QStringLiteral("window: --seed must be an integer in 0..18446744073709551615 (got '-5')"));
-        check({QStringLiteral("--ids"), q(tmp / "in")}, q(tmp / "in") + QStringLiteral(": is a folder, not an id list"));
+        check({QStringLiteral("--ids"), q(tmp / "in")},
+              q(tmp / "in") + QStringLiteral(": is a folder, not an id list"));
         // Seeds use the whole unsigned 64-bit range.
-        Run ok = cli({QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("t"),
-                      QStringLiteral("--name"), QStringLiteral("r"), QStringLiteral("--random"), QStringLiteral("1"),
-                      QStringLiteral("--seed"), QStringLiteral("18446744073709551615")});
+        Run ok = cli({QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"),
+                      QStringLiteral("t"), QStringLiteral("--name"), QStringLiteral("r"), QStringLiteral("--random"),
+                      QStringLiteral("1"), QStringLiteral("--seed"), QStringLiteral("18446744073709551615")});
         QVERIFY2(ok.code == 0, qPrintable(ok.err));
         QVERIFY2(ok.out.contains(QStringLiteral("(random 1 seed 18446744073709551615)")), qPrintable(ok.out));
         // Id lists: a BOM, indentation and trailing blanks around ids are not part of them.
@@ -425,7 +458,8 @@ private Q_SLOTS:
         const QString db = q(tmp / "lib.routepack");
         auto import = [&](const QStringList& extra, const QString& input) {
             return cli(QStringList{QStringLiteral("import"), QStringLiteral("--db"), db, QStringLiteral("--name"),
-                                   QStringLiteral("t")} + extra + QStringList{input});
+                                   QStringLiteral("t")} +
+                       extra + QStringList{input});
         };
         // Model sizes are checked before anything is allocated from them (bug 5).
         Run r = import({QStringLiteral("--format"), QStringLiteral("nested-json"), QStringLiteral("--experts"),
@@ -433,18 +467,21 @@ private Q_SLOTS:
                         QStringLiteral("1000000000")},
                        q(tmp / "n.json"));
         QCOMPARE(r.code, 1);
-        QCOMPARE(r.err, QStringLiteral("routepack: error: model: num_hidden_layers must be in 1..100000 (got 1000000000)\n"));
+        QCOMPARE(r.err,
+                 QStringLiteral("routepack: error: model: num_hidden_layers must be in 1..100000 (got 1000000000)\n"));
         r = import({QStringLiteral("--experts"), QStringLiteral("4"), QStringLiteral("--top-k"), QStringLiteral("2"),
                     QStringLiteral("--moe-layers"), QStringLiteral("0-2147483647")},
                    q(tmp / "n.json"));
         QCOMPARE(r.code, 1);
-        QCOMPARE(r.err, QStringLiteral("routepack: error: --moe-layers: layer id 2147483647 in '0-2147483647' is larger "
-                                       "than 1000000\n"));
+        QCOMPARE(r.err,
+                 QStringLiteral("routepack: error: --moe-layers: layer id 2147483647 in '0-2147483647' is larger "
+                                "than 1000000\n"));
         r = import({QStringLiteral("--experts"), QStringLiteral("-4"), QStringLiteral("--top-k"), QStringLiteral("2")},
                    q(tmp / "n.json"));
         QCOMPARE(r.code, 1);
         QCOMPARE(r.err, QStringLiteral("routepack: error: --experts must be >= 1 (got -4)\n"));
-        write_file(tmp / "cfg.json", R"({"num_hidden_layers": 4294967308, "num_experts": 8, "num_experts_per_tok": 2})");
+        write_file(tmp / "cfg.json",
+                   R"({"num_hidden_layers": 4294967308, "num_experts": 8, "num_experts_per_tok": 2})");
         r = import({QStringLiteral("--model-config"), q(tmp / "cfg.json")}, q(tmp / "n.json"));
         QCOMPARE(r.code, 1);
         QCOMPARE(r.err, QStringLiteral("routepack: error: ") + q(tmp / "cfg.json") +
@@ -468,8 +505,9 @@ private Q_SLOTS:
                     QStringLiteral("1")},
                    q(tmp / "a\nb.json"));
         QCOMPARE(r.code, 1);
-        QCOMPARE(r.err, QStringLiteral("routepack: error: ") + q(tmp) +
-                            QStringLiteral("/a\\nb.json: sample a\\nb: row 0, layer 0: expert id 9 out of range 0..3\n"));
+        QCOMPARE(r.err,
+                 QStringLiteral("routepack: error: ") + q(tmp) +
+                     QStringLiteral("/a\\nb.json: sample a\\nb: row 0, layer 0: expert id 9 out of range 0..3\n"));
         QVERIFY(!fs::exists(tmp / "lib.routepack"));
     }
 
@@ -477,12 +515,13 @@ private Q_SLOTS:
         // A library in a folder the user cannot write: reads work, writes get one clear line, and
         // no -wal/-shm files appear. As root the commands run as uid 65534 through setpriv.
         const auto tmp = temp_dir(QStringLiteral("cli-ro"));
-        write_file(tmp / "in" / "p.csv", "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[0, 1]\"\n2,0,a,\"[2, 3]\"\n");
+        write_file(tmp / "in" / "p.csv",
+                   "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[0, 1]\"\n2,0,a,\"[2, 3]\"\n");
         const fs::path lib = tmp / "ro" / "lib.routepack";
         fs::create_directories(lib.parent_path());
-        Run r = cli({QStringLiteral("import"), QStringLiteral("--db"), q(lib), QStringLiteral("--name"), QStringLiteral("t"),
-                     QStringLiteral("--experts"), QStringLiteral("4"), QStringLiteral("--top-k"), QStringLiteral("2"),
-                     q(tmp / "in")});
+        Run r = cli({QStringLiteral("import"), QStringLiteral("--db"), q(lib), QStringLiteral("--name"),
+                     QStringLiteral("t"), QStringLiteral("--experts"), QStringLiteral("4"), QStringLiteral("--top-k"),
+                     QStringLiteral("2"), q(tmp / "in")});
         QVERIFY2(r.code == 0, qPrintable(r.err));
         const auto rx = fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read | fs::perms::group_exec |
                         fs::perms::others_read | fs::perms::others_exec;
@@ -494,8 +533,8 @@ private Q_SLOTS:
         if (::geteuid() == 0) {
             if (QStandardPaths::findExecutable(QStringLiteral("setpriv")).isEmpty())
                 QSKIP("running as root without setpriv: cannot drop privileges to test permissions");
-            prefix = {QStringLiteral("--reuid=65534"), QStringLiteral("--regid=65534"), QStringLiteral("--clear-groups"),
-                      program};
+            prefix = {QStringLiteral("--reuid=65534"), QStringLiteral("--regid=65534"),
+                      QStringLiteral("--clear-groups"), program};
             program = QStandardPaths::findExecutable(QStringLiteral("setpriv"));
         }
         auto run_as_user = [&](const QStringList& args) {
@@ -510,17 +549,20 @@ private Q_SLOTS:
         };
         r = run_as_user({QStringLiteral("info"), QStringLiteral("--db"), q(lib)});
         QVERIFY2(r.code == 0, qPrintable(r.err));
-        QVERIFY2(r.out.startsWith(QStringLiteral("library ") + q(lib) + QStringLiteral(": 1 trace(s)")), qPrintable(r.out));
+        QVERIFY2(r.out.startsWith(QStringLiteral("library ") + q(lib) + QStringLiteral(": 1 trace(s)")),
+                 qPrintable(r.out));
         r = run_as_user({QStringLiteral("window"), QStringLiteral("--db"), q(lib), QStringLiteral("--trace"),
                          QStringLiteral("t"), QStringLiteral("--name"), QStringLiteral("w"), QStringLiteral("--first"),
                          QStringLiteral("1")});
         QCOMPARE(r.code, 1);
-        QCOMPARE(r.err, QStringLiteral("routepack: error: ") + q(lib) + QStringLiteral(": library is read-only (cannot write)\n"));
+        QCOMPARE(r.err, QStringLiteral("routepack: error: ") + q(lib) +
+                            QStringLiteral(": library is read-only (cannot write)\n"));
         r = run_as_user({QStringLiteral("import"), QStringLiteral("--db"), q(lib), QStringLiteral("--name"),
-                         QStringLiteral("u"), QStringLiteral("--experts"), QStringLiteral("4"), QStringLiteral("--top-k"),
-                         QStringLiteral("2"), q(tmp / "in")});
+                         QStringLiteral("u"), QStringLiteral("--experts"), QStringLiteral("4"),
+                         QStringLiteral("--top-k"), QStringLiteral("2"), q(tmp / "in")});
         QCOMPARE(r.code, 1);
-        QCOMPARE(r.err, QStringLiteral("routepack: error: ") + q(lib) + QStringLiteral(": library is read-only (cannot write)\n"));
+        QCOMPARE(r.err, QStringLiteral("routepack: error: ") + q(lib) +
+                            QStringLiteral(": library is read-only (cannot write)\n"));
         QVERIFY(!fs::exists(lib.string() + "-wal"));
         QVERIFY(!fs::exists(lib.string() + "-shm"));
         fs::permissions(lib.parent_path(), fs::perms::all);
@@ -537,15 +579,18 @@ private Q_SLOTS:
         QCOMPARE(r.code, 0);
         r = cli({QStringLiteral("import"), QStringLiteral("--db"), db, QStringLiteral("--name"), QStringLiteral("syn"),
                  QStringLiteral("--experts"), QStringLiteral("32"), QStringLiteral("--top-k"), QStringLiteral("4"),
-                 QStringLiteral("--layers"), QStringLiteral("12"), QStringLiteral("--moe-layers"), QStringLiteral("1-11"),
-                 q(tmp / "syn")});
+                 QStringLiteral("--layers"), QStringLiteral("12"), QStringLiteral("--moe-layers"),
+                 QStringLiteral("1-11"), q(tmp / "syn")});
         QVERIFY2(r.code == 0, qPrintable(r.err));
-        const QString topo = QStringLiteral(ROUTEPACK_SOURCE_DIR) + QStringLiteral("/resources/topologies/synthetic-demo-ep8-dp4.json");
+        const QString topo =
+            QStringLiteral(ROUTEPACK_SOURCE_DIR) + QStringLiteral("/resources/topologies/synthetic-demo-ep8-dp4.json");
         const QString plan = q(tmp / "plan.json");
-        const QStringList common{QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
-                                 QStringLiteral("--topology"), topo, QStringLiteral("--levels"), QStringLiteral("4"),
-                                 QStringLiteral("--steps"), QStringLiteral("200"), QStringLiteral("--threads"),
-                                 QStringLiteral("1")};
+        const QStringList common{QStringLiteral("--db"),       db,
+                                 QStringLiteral("--trace"),    QStringLiteral("syn"),
+                                 QStringLiteral("--topology"), topo,
+                                 QStringLiteral("--levels"),   QStringLiteral("4"),
+                                 QStringLiteral("--steps"),    QStringLiteral("200"),
+                                 QStringLiteral("--threads"),  QStringLiteral("1")};
         r = cli(QStringList{QStringLiteral("plan")} + common + QStringList{QStringLiteral("--out"), plan});
         QVERIFY2(r.code == 0, qPrintable(r.err));
         QVERIFY2(r.out.contains(QStringLiteral("routepack vs reorder")), qPrintable(r.out));
@@ -553,10 +598,11 @@ private Q_SLOTS:
             // The summary states the plan's lower bound and gap with the numbers of the plan file.
             const auto pj = nlohmann::json::parse(routepack::test::read_file(tmp / "plan.json"));
             const auto& b = pj["max_u_lower_bound"];
-            const QString want = QString::asprintf("lower bound on max_g U: %.4f (mean bound %.4f, largest sample %.4f); "
-                                                   "routepack is %.2f%% above it\n",
-                                                   b["value"].get<double>(), b["mean"].get<double>(),
-                                                   b["sample"].get<double>(), 100.0 * b["gap"].get<double>());
+            const QString want =
+                QString::asprintf("lower bound on max_g U: %.4f (mean bound %.4f, largest sample %.4f); "
+                                  "routepack is %.2f%% above it\n",
+                                  b["value"].get<double>(), b["mean"].get<double>(), b["sample"].get<double>(),
+                                  100.0 * b["gap"].get<double>());
             QVERIFY2(r.out.contains(want), qPrintable(r.out + QStringLiteral("\nwanted: ") + want));
             QVERIFY(b["value"].get<double>() > 0);
             QVERIFY(b["value"].get<double>() <= pj["score"][0].get<double>());
@@ -595,7 +641,8 @@ private Q_SLOTS:
         QCOMPARE(r.code, 1);
         QCOMPARE(r.err.count(QLatin1Char('\n')), 1);
         QVERIFY2(r.err.startsWith(QStringLiteral("routepack: error: ") + q(tmp / "bad.json") +
-                                  QStringLiteral(": does not match its trace: ")), qPrintable(r.err));
+                                  QStringLiteral(": does not match its trace: ")),
+                 qPrintable(r.err));
 
         // Bad topology: E not divisible by P; and an aggregate-only trace cannot be planned.
         routepack::test::write_file(tmp / "t6.json", R"({"ep_ranks": 6, "dp_slots": 4, "token_cap": 8192,

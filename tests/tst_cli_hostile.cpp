@@ -1,12 +1,12 @@
 // Hostile and careless input, as a user or a script would give it: a foreign -wal file beside a
 // library, FIFOs and devices where files belong, out-of-range numbers in flags and files. Each case
 // asserts the exact message and that no file changed.
+#include "core/model/model.h"
+#include "core/model/topology.h"
 #include "core/plan/budgets_json.h"
+#include "core/plan/planner.h"
 #include "core/util/errors.h"
 #include "core/util/input_file.h"
-#include "core/model/model.h"
-#include "core/plan/planner.h"
-#include "core/model/topology.h"
 #include "gpu/safetensors/safetensors.h"
 #include "storage/library.h"
 #include "tests/testutil.h"
@@ -29,9 +29,15 @@ using routepack::test::write_file;
 namespace {
 
 using Run = routepack::test::CliRun;
-QString q(const fs::path& p) { return routepack::test::qpath(p); }
-QString qs(const std::string& s) { return QString::fromStdString(s); }
-Run cli(const QStringList& args) { return routepack::test::run_cli(args); }
+QString q(const fs::path& p) {
+    return routepack::test::qpath(p);
+}
+QString qs(const std::string& s) {
+    return QString::fromStdString(s);
+}
+Run cli(const QStringList& args) {
+    return routepack::test::run_cli(args);
+}
 
 /// A tiny library with one trace imported through the CLI (nested JSON, 4 experts, top-2).
 fs::path make_library(const fs::path& dir) {
@@ -70,12 +76,14 @@ void tamper(const fs::path& file, const std::string& sql) {
     sqlite3_close_v2(db);
 }
 
-QString err_line(const QString& what) { return QStringLiteral("routepack: error: ") + what + QStringLiteral("\n"); }
+QString err_line(const QString& what) {
+    return QStringLiteral("routepack: error: ") + what + QStringLiteral("\n");
+}
 
 const char* kTopologyOk = R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 100,
     "attention_stages": [{"name": "a", "alpha": 1, "beta": 1}]})";
 
-}  // namespace
+} // namespace
 
 class TestCliHostile : public QObject {
     Q_OBJECT
@@ -104,7 +112,8 @@ private Q_SLOTS:
         // Another database's WAL beside it: refused, and neither file changes.
         const std::string wal = foreign_wal(tmp);
         write_file(lib.string() + "-wal", wal);
-        const QString expected = q(lib) + QStringLiteral(": cannot be read with the write-ahead log beside it (") + q(lib) +
+        const QString expected = q(lib) + QStringLiteral(": cannot be read with the write-ahead log beside it (") +
+                                 q(lib) +
                                  QStringLiteral("-wal): not a RoutePack library (SQLite database with 1 tables of "
                                                 "another program: other); nothing was changed (if that -wal file "
                                                 "belongs to another database, move it away)");
@@ -113,8 +122,8 @@ private Q_SLOTS:
         QCOMPARE(r.err, QStringLiteral("routepack: error: ") + expected + QStringLiteral("\n"));
         QVERIFY(read_file(lib) == bytes);
         QVERIFY(read_file(lib.string() + "-wal") == wal);
-        r = cli({QStringLiteral("compare"), QStringLiteral("--db"), q(lib), QStringLiteral("--trace"), QStringLiteral("t"),
-                 QStringLiteral("--topology"), QStringLiteral("synthetic-demo-ep8-dp4")});
+        r = cli({QStringLiteral("compare"), QStringLiteral("--db"), q(lib), QStringLiteral("--trace"),
+                 QStringLiteral("t"), QStringLiteral("--topology"), QStringLiteral("synthetic-demo-ep8-dp4")});
         QCOMPARE(r.code, 1);
         QCOMPARE(r.err, QStringLiteral("routepack: error: ") + expected + QStringLiteral("\n"));
         QVERIFY(read_file(lib) == bytes);
@@ -124,14 +133,15 @@ private Q_SLOTS:
         // A writing command looks first too: a read-write connection would checkpoint that -wal
         // into the library and lose it.
         write_file(tmp / "in2" / "b.jsonl", "[[[3, 1], [2, 0]]]\n");
-        r = cli({QStringLiteral("import"), QStringLiteral("--db"), q(lib), QStringLiteral("--name"), QStringLiteral("u"),
-                 QStringLiteral("--format"), QStringLiteral("nested-json"), QStringLiteral("--experts"),
-                 QStringLiteral("4"), QStringLiteral("--top-k"), QStringLiteral("2"), QStringLiteral("--layers"),
-                 QStringLiteral("2"), q(tmp / "in2")});
+        r = cli({QStringLiteral("import"), QStringLiteral("--db"), q(lib), QStringLiteral("--name"),
+                 QStringLiteral("u"), QStringLiteral("--format"), QStringLiteral("nested-json"),
+                 QStringLiteral("--experts"), QStringLiteral("4"), QStringLiteral("--top-k"), QStringLiteral("2"),
+                 QStringLiteral("--layers"), QStringLiteral("2"), q(tmp / "in2")});
         QCOMPARE(r.code, 1);
         QCOMPARE(r.err, err_line(expected));
-        r = cli({QStringLiteral("window"), QStringLiteral("--db"), q(lib), QStringLiteral("--trace"), QStringLiteral("t"),
-                 QStringLiteral("--name"), QStringLiteral("w"), QStringLiteral("--first"), QStringLiteral("1")});
+        r = cli({QStringLiteral("window"), QStringLiteral("--db"), q(lib), QStringLiteral("--trace"),
+                 QStringLiteral("t"), QStringLiteral("--name"), QStringLiteral("w"), QStringLiteral("--first"),
+                 QStringLiteral("1")});
         QCOMPARE(r.code, 1);
         QCOMPARE(r.err, err_line(expected));
         QVERIFY(read_file(lib) == bytes);
@@ -141,7 +151,8 @@ private Q_SLOTS:
         fs::remove(lib.string() + "-shm");
         r = cli({QStringLiteral("info"), QStringLiteral("--db"), q(lib)});
         QVERIFY2(r.code == 0, qPrintable(r.err));
-        QVERIFY2(r.out.startsWith(QStringLiteral("library ") + q(lib) + QStringLiteral(": 1 trace(s)")), qPrintable(r.out));
+        QVERIFY2(r.out.startsWith(QStringLiteral("library ") + q(lib) + QStringLiteral(": 1 trace(s)")),
+                 qPrintable(r.out));
         QVERIFY(read_file(lib) == bytes);
     }
 
@@ -171,7 +182,7 @@ private Q_SLOTS:
         QVERIFY(read_file(lib) == main_bytes);
         QVERIFY(fs::exists(lib.string() + "-wal"));
         writer.reset();
-        QVERIFY(read_file(lib) != before);  // the writer's own close checkpoints, as it should
+        QVERIFY(read_file(lib) != before); // the writer's own close checkpoints, as it should
     }
 
     void oneReaderRefusesFifosDevicesFoldersAndHugeFiles() {
@@ -188,7 +199,7 @@ private Q_SLOTS:
                  q(tmp / "absent.json") + QStringLiteral(": no such model config (config.json)"));
         const fs::path big = tmp / "big.json";
         write_file(big, "{}");
-        fs::resize_file(big, (1 << 20) + 1);  // sparse: the cap is checked before a byte is read
+        fs::resize_file(big, (1 << 20) + 1); // sparse: the cap is checked before a byte is read
         QCOMPARE(qs(error_of<InputError>([&] { read_input_file(big, input_files::kTopology); })),
                  q(big) + QStringLiteral(": too large for a topology file: 1048577 bytes, the limit is 1048576 bytes"));
         fs::resize_file(big, 1 << 20);
@@ -217,14 +228,16 @@ private Q_SLOTS:
             QString err;
         };
         const Case cases[] = {
-            {QStringList{QStringLiteral("compare")} + plan_src + QStringList{QStringLiteral("--topology"), QStringLiteral("/dev/zero")},
+            {QStringList{QStringLiteral("compare")} + plan_src +
+                 QStringList{QStringLiteral("--topology"), QStringLiteral("/dev/zero")},
              QStringLiteral("/dev/zero: is a device, not a topology file")},
             {QStringList{QStringLiteral("compare")} + plan_src + QStringList{QStringLiteral("--topology"), q(fifo)},
              q(fifo) + QStringLiteral(": is a pipe (FIFO), not a topology file")},
-            {{QStringLiteral("validate"), QStringLiteral("/dev/zero")}, QStringLiteral("/dev/zero: is a device, not a plan file")},
+            {{QStringLiteral("validate"), QStringLiteral("/dev/zero")},
+             QStringLiteral("/dev/zero: is a device, not a plan file")},
             {{QStringLiteral("validate"), q(fifo)}, q(fifo) + QStringLiteral(": is a pipe (FIFO), not a plan file")},
-            {{QStringLiteral("export-map"), QStringLiteral("--plan"), QStringLiteral("/dev/zero"), QStringLiteral("--out"),
-              q(tmp / "map.json")},
+            {{QStringLiteral("export-map"), QStringLiteral("--plan"), QStringLiteral("/dev/zero"),
+              QStringLiteral("--out"), q(tmp / "map.json")},
              QStringLiteral("/dev/zero: is a device, not a plan file")},
             {{QStringLiteral("window"), QStringLiteral("--db"), q(lib), QStringLiteral("--trace"), QStringLiteral("t"),
               QStringLiteral("--name"), QStringLiteral("w"), QStringLiteral("--ids"), q(fifo)},
@@ -246,29 +259,39 @@ private Q_SLOTS:
         // Checked before anything is read: the library named here does not even exist.
         const int maxw = max_planner_workers();
         const QString workers = QStringLiteral("0 (all cores) or in 1..%1 = 4 x %2 cores").arg(maxw).arg(maxw / 4);
-        const QStringList base{QStringLiteral("compare"), QStringLiteral("--db"), QStringLiteral("/nonexistent/lib"),
-                               QStringLiteral("--trace"), QStringLiteral("t"), QStringLiteral("--topology"),
+        const QStringList base{QStringLiteral("compare"),
+                               QStringLiteral("--db"),
+                               QStringLiteral("/nonexistent/lib"),
+                               QStringLiteral("--trace"),
+                               QStringLiteral("t"),
+                               QStringLiteral("--topology"),
                                QStringLiteral("synthetic-demo-ep8-dp4")};
         const std::pair<QStringList, QString> cases[] = {
             {{QStringLiteral("--threads"), QStringLiteral("2147483647")},
              QStringLiteral("compare: --threads must be ") + workers + QStringLiteral(" (got 2147483647)")},
             {{QStringLiteral("--threads"), QString::number(maxw + 1)},
              QStringLiteral("compare: --threads must be ") + workers + QStringLiteral(" (got %1)").arg(maxw + 1)},
-            {{QStringLiteral("--threads=-1")}, QStringLiteral("compare: --threads must be ") + workers + QStringLiteral(" (got -1)")},
+            {{QStringLiteral("--threads=-1")},
+             QStringLiteral("compare: --threads must be ") + workers + QStringLiteral(" (got -1)")},
             {{QStringLiteral("--time-limit"), QStringLiteral("1e308")},
-             QStringLiteral("compare: --time-limit must be finite seconds in 0..31536000 (one year; 0 = no limit) (got 1e+308)")},
+             QStringLiteral(
+                 "compare: --time-limit must be finite seconds in 0..31536000 (one year; 0 = no limit) (got 1e+308)")},
             {{QStringLiteral("--time-limit=-1")},
-             QStringLiteral("compare: --time-limit must be finite seconds in 0..31536000 (one year; 0 = no limit) (got -1)")},
+             QStringLiteral(
+                 "compare: --time-limit must be finite seconds in 0..31536000 (one year; 0 = no limit) (got -1)")},
             {{QStringLiteral("--time-limit"), QStringLiteral("nan")},
-             QStringLiteral("compare: --time-limit must be finite seconds in 0..31536000 (one year; 0 = no limit) (got nan)")},
+             QStringLiteral(
+                 "compare: --time-limit must be finite seconds in 0..31536000 (one year; 0 = no limit) (got nan)")},
             {{QStringLiteral("--seed=-1")},
              QStringLiteral("compare: --seed must be an integer in 0..18446744073709551615 (got '-1')")},
             {{QStringLiteral("--seed"), QStringLiteral("18446744073709551616")},
-             QStringLiteral("compare: --seed must be an integer in 0..18446744073709551615 (got '18446744073709551616')")},
+             QStringLiteral(
+                 "compare: --seed must be an integer in 0..18446744073709551615 (got '18446744073709551616')")},
             {{QStringLiteral("--seeds=-5")}, QStringLiteral("compare: --seeds must be >= 1 (got -5)")},
             {{QStringLiteral("--population=-1")}, QStringLiteral("compare: --population must be >= 1 (got -1)")},
             {{QStringLiteral("--row-nodes=-1")}, QStringLiteral("compare: --row-nodes must be >= 0 (got -1)")},
-            {{QStringLiteral("--eta"), QStringLiteral("nan")}, QStringLiteral("compare: --eta must be a finite number >= 0 (got nan)")},
+            {{QStringLiteral("--eta"), QStringLiteral("nan")},
+             QStringLiteral("compare: --eta must be a finite number >= 0 (got nan)")},
         };
         for (const auto& [extra, err] : cases) {
             const Run r = cli(base + extra);
@@ -282,21 +305,23 @@ private Q_SLOTS:
                  QStringLiteral("planner: budget 'workers' must be ") + workers + QStringLiteral(" (got 100000)"));
         in.budgets.workers = 1;
         in.budgets.time_limit_s = std::numeric_limits<double>::infinity();
-        QCOMPARE(qs(error_of<InputError>([&] { plan_window(in); })),
-                 QStringLiteral("planner: budget 'time_limit_s' must be finite seconds in 0..31536000 (one year; 0 = no "
-                                "limit) (got inf)"));
+        QCOMPARE(
+            qs(error_of<InputError>([&] { plan_window(in); })),
+            QStringLiteral("planner: budget 'time_limit_s' must be finite seconds in 0..31536000 (one year; 0 = no "
+                           "limit) (got inf)"));
         QCOMPARE(qs(error_of<InputError>([] { parse_planner_budgets(R"({"population": 0})", "lib"); })),
                  QStringLiteral("lib: budget 'population' must be in 1..2147483647 (got 0)"));
         QCOMPARE(qs(error_of<InputError>([] { parse_planner_budgets(R"({"time_limit_s": 1e300})", "lib"); })),
                  QStringLiteral("lib: budget 'time_limit_s' must be finite seconds in 0..31536000 (one year; 0 = no "
                                 "limit) (got 1e+300)"));
-        QCOMPARE(parse_planner_budgets(R"({"workers": 4096})", "lib").workers, 4096);  // another machine's run
+        QCOMPARE(parse_planner_budgets(R"({"workers": 4096})", "lib").workers, 4096); // another machine's run
     }
 
     void integersAreNeverNarrowed() {
         auto topo = [](const std::string& fields) {
             return qs(error_of<InputError>([&] {
-                parse_topology("{" + fields + R"(, "attention_stages": [{"name": "a", "alpha": 1, "beta": 1}]})", "t.json");
+                parse_topology("{" + fields + R"(, "attention_stages": [{"name": "a", "alpha": 1, "beta": 1}]})",
+                               "t.json");
             }));
         };
         QCOMPARE(topo(R"("ep_ranks": 4294967304, "dp_slots": 4, "token_cap": 100)"),
@@ -323,10 +348,11 @@ private Q_SLOTS:
                  QStringLiteral("t.json: attention_stages[0]: 'alpha' must be at most 1e+12 (got 1e+308)"));
         QCOMPARE(parse_topology(kTopologyOk, "t.json").ep_ranks, 2);
         std::string stages;
-        for (int s = 0; s < 65; ++s) stages += std::string(s ? "," : "") + R"({"alpha": 1, "beta": 1})";
+        for (int s = 0; s < 65; ++s)
+            stages += std::string(s ? "," : "") + R"({"alpha": 1, "beta": 1})";
         QCOMPARE(qs(error_of<InputError>([&] {
-                     parse_topology(R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 100, "attention_stages": [)" + stages +
-                                        "]}",
+                     parse_topology(R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 100, "attention_stages": [)" +
+                                        stages + "]}",
                                     "t.json");
                  })),
                  QStringLiteral("t.json: attention_stages lists 65 stages, at most 64 are allowed"));
@@ -343,10 +369,10 @@ private Q_SLOTS:
         const fs::path lib = make_library(tmp);
         write_file(tmp / "topo.json", kTopologyOk);
         const fs::path plan = tmp / "plan.json";
-        Run r = cli({QStringLiteral("plan"), QStringLiteral("--db"), q(lib), QStringLiteral("--trace"), QStringLiteral("t"),
-                     QStringLiteral("--topology"), q(tmp / "topo.json"), QStringLiteral("--levels"), QStringLiteral("2"),
-                     QStringLiteral("--steps"), QStringLiteral("20"), QStringLiteral("--threads"), QStringLiteral("1"),
-                     QStringLiteral("--out"), q(plan)});
+        Run r = cli({QStringLiteral("plan"), QStringLiteral("--db"), q(lib), QStringLiteral("--trace"),
+                     QStringLiteral("t"), QStringLiteral("--topology"), q(tmp / "topo.json"),
+                     QStringLiteral("--levels"), QStringLiteral("2"), QStringLiteral("--steps"), QStringLiteral("20"),
+                     QStringLiteral("--threads"), QStringLiteral("1"), QStringLiteral("--out"), q(plan)});
         QVERIFY2(r.code == 0, qPrintable(r.err));
         const nlohmann::json good = nlohmann::json::parse(read_file(plan));
         r = cli({QStringLiteral("validate"), q(plan)});
@@ -364,13 +390,17 @@ private Q_SLOTS:
             {[](nlohmann::json& j) { j["planner"]["workers"] = 1ull << 63; },
              QStringLiteral(": planner: field 'workers' must be an integer in 0..4096 (got 9223372036854775808)")},
             // Wrong types are named with the field, not in the JSON library's words.
-            {[](nlohmann::json& j) { j["rows"][0][0] = nlohmann::json::object({{"a", 1}}); },
+            {[](nlohmann::json& j) {
+                 j["rows"][0][0] = nlohmann::json::object({{"a", 1}});
+             },
              QStringLiteral(": rows[0][0] must be a list of sample ids, not an object")},
             {[](nlohmann::json& j) { j["samples"][0]["id"] = 5; },
              QStringLiteral(": samples[0]: field 'id' must be a string, not an integer")},
             {[](nlohmann::json& j) { j["row_count_certified"] = "yes"; },
              QStringLiteral(": field 'row_count_certified' must be true or false, not a string")},
-            {[](nlohmann::json& j) { j["rows"][0][0] = nlohmann::json::array({nlohmann::json::array({1, 2})}); },
+            {[](nlohmann::json& j) {
+                 j["rows"][0][0] = nlohmann::json::array({nlohmann::json::array({1, 2})});
+             },
              QStringLiteral(": rows[0][0] names a list, not a sample of the plan")},
         };
         for (const auto& [change, err] : cases) {
@@ -388,7 +418,8 @@ private Q_SLOTS:
         const fs::path lib = make_library(tmp);
         tamper(lib, "UPDATE models SET experts = 4294967328");
         QCOMPARE(qs(error_of<InputError>([&] { storage::Library::open(lib, storage::OpenMode::ReadOnly)->traces(); })),
-                 q(lib) + QStringLiteral(": trace 't': damaged model row (experts = 4294967328 is outside 1..2147483647)"));
+                 q(lib) +
+                     QStringLiteral(": trace 't': damaged model row (experts = 4294967328 is outside 1..2147483647)"));
         tamper(lib, "UPDATE models SET experts = 4; PRAGMA user_version = -1");
         QCOMPARE(qs(error_of<InputError>([&] { storage::Library::open(lib, storage::OpenMode::ReadOnly); })),
                  q(lib) + QStringLiteral(": not a RoutePack library (SQLite schema version -1 is negative; RoutePack "
@@ -405,28 +436,30 @@ private Q_SLOTS:
         const fs::path lib = make_library(tmp);
         write_file(tmp / "topo.json", kTopologyOk);
         fs::create_directories(tmp / "outdir");
-        const Run r = cli({QStringLiteral("plan"), QStringLiteral("--db"), q(lib), QStringLiteral("--trace"),
-                           QStringLiteral("t"), QStringLiteral("--topology"), q(tmp / "topo.json"),
-                           QStringLiteral("--out"), q(tmp / "outdir")});
+        const Run r =
+            cli({QStringLiteral("plan"), QStringLiteral("--db"), q(lib), QStringLiteral("--trace"), QStringLiteral("t"),
+                 QStringLiteral("--topology"), q(tmp / "topo.json"), QStringLiteral("--out"), q(tmp / "outdir")});
         QCOMPARE(r.code, 1);
         QCOMPARE(r.err, err_line(q(tmp / "outdir") + QStringLiteral(": is a folder (--out names the file to write)")));
         QVERIFY(!fs::exists(tmp / "outdir.tmp"));
         QVERIFY(fs::is_empty(tmp / "outdir"));
         // place writes its map the same way: a folder is refused before any work, nothing is left.
         write_file(tmp / "loads.json", "[[3, 1], [2, 2]]");
-        const Run p = cli({QStringLiteral("place"), QStringLiteral("--loads"), q(tmp / "loads.json"),
-                           QStringLiteral("--ep-ranks"), QStringLiteral("2"), QStringLiteral("--out"), q(tmp / "outdir")});
+        const Run p =
+            cli({QStringLiteral("place"), QStringLiteral("--loads"), q(tmp / "loads.json"),
+                 QStringLiteral("--ep-ranks"), QStringLiteral("2"), QStringLiteral("--out"), q(tmp / "outdir")});
         QCOMPARE(p.code, 1);
         QCOMPARE(p.err, err_line(q(tmp / "outdir") + QStringLiteral(": is a folder (--out names the file to write)")));
         QVERIFY(!fs::exists(tmp / "outdir.tmp"));
         QVERIFY(fs::is_empty(tmp / "outdir"));
         // ... and never over its own input.
-        const Run same = cli({QStringLiteral("place"), QStringLiteral("--loads"), q(tmp / "loads.json"),
-                              QStringLiteral("--ep-ranks"), QStringLiteral("2"), QStringLiteral("--out"),
-                              q(tmp / "loads.json")});
+        const Run same =
+            cli({QStringLiteral("place"), QStringLiteral("--loads"), q(tmp / "loads.json"),
+                 QStringLiteral("--ep-ranks"), QStringLiteral("2"), QStringLiteral("--out"), q(tmp / "loads.json")});
         QCOMPARE(same.code, 1);
-        QCOMPARE(same.err, err_line(q(tmp / "loads.json") +
-                                    QStringLiteral(": is the --loads file itself (--out names a new expert map file)")));
+        QCOMPARE(same.err,
+                 err_line(q(tmp / "loads.json") +
+                          QStringLiteral(": is the --loads file itself (--out names a new expert map file)")));
         QCOMPARE(QString::fromStdString(read_file(tmp / "loads.json")), QStringLiteral("[[3, 1], [2, 2]]"));
     }
     void duplicateKeysAndControlCharactersAreRefused() {
@@ -451,14 +484,17 @@ private Q_SLOTS:
                  q(index) + QStringLiteral(": malformed JSON: duplicate key 'weight_map' in one object"));
         write_file(index, R"({"weight_map": {}})");
         QCOMPARE(qs(error_of<InputError>([&] { gpu::read_index(tmp); })),
-                 q(index) + QStringLiteral(": InvalidIndex: weight_map: empty (it must name the shard of every tensor)"));
+                 q(index) +
+                     QStringLiteral(": InvalidIndex: weight_map: empty (it must name the shard of every tensor)"));
         write_file(index, "{\"weight_map\": {\"a\": \"model-00001-of-00002.safetensors\\u0000x\"}}");
         QCOMPARE(qs(error_of<InputError>([&] { gpu::read_index(tmp); })),
-                 q(index) + QStringLiteral(": InvalidIndex: weight_map 'a': shard 'model-00001-of-00002.safetensors\\x00x' "
-                                           "is not a plain file name"));
+                 q(index) +
+                     QStringLiteral(": InvalidIndex: weight_map 'a': shard 'model-00001-of-00002.safetensors\\x00x' "
+                                    "is not a plain file name"));
         write_file(index, "{\"weight_map\": {\"a\\u001b[31m\": \"s\\n\"}}");
         QCOMPARE(qs(error_of<InputError>([&] { gpu::read_index(tmp); })),
-                 q(index) + QStringLiteral(": InvalidIndex: weight_map 'a\\x1b[31m': shard 's\\n' is not a plain file name"));
+                 q(index) +
+                     QStringLiteral(": InvalidIndex: weight_map 'a\\x1b[31m': shard 's\\n' is not a plain file name"));
     }
 
     void namesAreEchoedPrintable() {
@@ -510,7 +546,8 @@ private Q_SLOTS:
         // A number beyond double in a header is the file's fault, named as such.
         const std::string header = R"({"t": {"dtype": "F32", "shape": [1e400], "data_offsets": [0, 4]}})";
         std::string bytes(8, '\0');
-        for (int b = 0; b < 8; ++b) bytes[b] = static_cast<char>((header.size() >> (8 * b)) & 0xff);
+        for (int b = 0; b < 8; ++b)
+            bytes[b] = static_cast<char>((header.size() >> (8 * b)) & 0xff);
         write_file(tmp / "big.safetensors", bytes + header + std::string(4, '\0'));
         QCOMPARE(qs(error_of<InputError>([&] { gpu::SafetensorsFile::open(tmp / "big.safetensors"); })),
                  q(tmp / "big.safetensors") +

@@ -43,12 +43,14 @@ ModelDescription tiny_model(int L, int E, int K) {
     m.num_hidden_layers = L;
     m.experts = E;
     m.top_k = K;
-    for (int l = 0; l < L; ++l) m.moe_layers.push_back(l);
+    for (int l = 0; l < L; ++l)
+        m.moe_layers.push_back(l);
     return m;
 }
 
 /// A sample of `routes` [L][tokens][K] (-1 = missing) with counts made from them.
-SampleRecord sample_of(const std::string& id, const ModelDescription& m, const std::vector<std::vector<std::vector<int>>>& routes) {
+SampleRecord sample_of(const std::string& id, const ModelDescription& m,
+                       const std::vector<std::vector<std::vector<int>>>& routes) {
     const int L = m.num_moe_layers(), E = m.experts, K = m.top_k;
     const i64 T = static_cast<i64>(routes[0].size());
     SampleRecord r;
@@ -112,7 +114,8 @@ CommCost brute_force(const Layout& x, const Trace& w, const Topology& topo, cons
     for (int r = 0; r < x.rows; ++r)
         for (int l = 0; l < L; ++l) {
             i64 b = 0;
-            for (int m = 0; m < N; ++m) b = std::max({b, k.sent[k.rln(r, l, m)], k.received[k.rln(r, l, m)]});
+            for (int m = 0; m < N; ++m)
+                b = std::max({b, k.sent[k.rln(r, l, m)], k.received[k.rln(r, l, m)]});
             k.busiest[static_cast<std::size_t>(r) * L + l] = b;
             k.busiest_total += b;
         }
@@ -135,7 +138,7 @@ void expect_equal(const CommCost& a, const CommCost& b) {
     QCOMPARE(a.busiest_total, b.busiest_total);
 }
 
-}  // namespace
+} // namespace
 
 class TestComm : public QObject {
     Q_OBJECT
@@ -147,8 +150,9 @@ private Q_SLOTS:
         QCOMPARE(t.node_of_dp_slot(), std::vector<int>(8, 0));
         // A one-node topology serializes exactly as before the node fields existed.
         QCOMPARE(topology_to_json(t),
-                 std::string(R"({"attention_stages":[{"alpha":27.0,"beta":27.0,"name":"mla"}],"dp_slots":8,)"
-                             R"("edp_shards":[[0,1,2,3],[4,5,6,7]],"ep_ranks":16,"experts_per_layer":64,"token_cap":4096})"));
+                 std::string(
+                     R"({"attention_stages":[{"alpha":27.0,"beta":27.0,"name":"mla"}],"dp_slots":8,)"
+                     R"("edp_shards":[[0,1,2,3],[4,5,6,7]],"ep_ranks":16,"experts_per_layer":64,"token_cap":4096})"));
     }
 
     void topologyGpusPerNode() {
@@ -168,10 +172,13 @@ private Q_SLOTS:
         QCOMPARE(four.dp_slots, 16);
         QCOMPARE(four.token_cap, i64(2048));
         QCOMPARE(four.nodes(), 4);
-        QCOMPARE(four.edp_shards, (std::vector<std::vector<int>>{{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11}, {12, 13, 14, 15}}));
+        QCOMPARE(four.edp_shards,
+                 (std::vector<std::vector<int>>{{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11}, {12, 13, 14, 15}}));
         const auto ranks = four.node_of_rank(), slots = four.node_of_dp_slot();
-        for (int p = 0; p < 32; ++p) QCOMPARE(ranks[p], p / 8);
-        for (int d = 0; d < 16; ++d) QCOMPARE(slots[d], d / 4);
+        for (int p = 0; p < 32; ++p)
+            QCOMPARE(ranks[p], p / 8);
+        for (int d = 0; d < 16; ++d)
+            QCOMPARE(slots[d], d / 4);
         QCOMPARE(known_topology("deepseek-v2-lite-ep32-dp16-4nodes").node_of_dp_slot(), slots);
         QCOMPARE(known_topology("llama4-maverick-ep16-dp8-2nodes").node_of_rank(), two.node_of_rank());
     }
@@ -197,10 +204,13 @@ private Q_SLOTS:
                              "4 / 2); give ep_rank_nodes and dp_slot_nodes"));
         QCOMPARE(topo_error(pd + R"(, "gpus_per_node": 5)"),
                  std::string("t.json: field 'gpus_per_node' must be at most 4 (got 5)"));
-        QCOMPARE(topo_error(pd + R"(, "gpus_per_node": 0)"), std::string("t.json: field 'gpus_per_node' must be >= 1 (got 0)"));
-        QCOMPARE(topo_error(pd + R"(, "gpus_per_node": "8")"), std::string("t.json: field 'gpus_per_node' must be an integer"));
+        QCOMPARE(topo_error(pd + R"(, "gpus_per_node": 0)"),
+                 std::string("t.json: field 'gpus_per_node' must be >= 1 (got 0)"));
+        QCOMPARE(topo_error(pd + R"(, "gpus_per_node": "8")"),
+                 std::string("t.json: field 'gpus_per_node' must be an integer"));
         QCOMPARE(topo_error(pd + R"(, "gpus_per_node": 2, "ep_rank_nodes": [0, 0, 1, 1])"),
-                 std::string("t.json: give either 'gpus_per_node' or the lists 'ep_rank_nodes' and 'dp_slot_nodes', not both"));
+                 std::string(
+                     "t.json: give either 'gpus_per_node' or the lists 'ep_rank_nodes' and 'dp_slot_nodes', not both"));
         QCOMPARE(topo_error(pd + R"(, "ep_rank_nodes": [0, 0, 1, 1])"),
                  std::string("t.json: field 'ep_rank_nodes' needs 'dp_slot_nodes' beside it"));
         QCOMPARE(topo_error(pd + R"(, "dp_slot_nodes": [0, 0, 1])"),
@@ -211,13 +221,18 @@ private Q_SLOTS:
                  std::string("t.json: field 'ep_rank_nodes' must be a list of node ids, one per EP rank"));
         QCOMPARE(topo_error(pd + R"(, "ep_rank_nodes": [0, 0, 1, 1], "dp_slot_nodes": [0, 1.5, 1])"),
                  std::string("t.json: dp_slot_nodes[1] must be an integer node id"));
-        QCOMPARE(topo_error(pd + R"(, "ep_rank_nodes": [0, 0, 3, 1], "dp_slot_nodes": [0, 0, 1])"),
-                 std::string("t.json: ep_rank_nodes[2] is 3, outside 0..2 (a node holds at least one EP rank and one DP slot)"));
-        QCOMPARE(topo_error(pd + R"(, "ep_rank_nodes": [0, 0, -1, 1], "dp_slot_nodes": [0, 0, 1])"),
-                 std::string("t.json: ep_rank_nodes[2] is -1, outside 0..2 (a node holds at least one EP rank and one DP slot)"));
-        QCOMPARE(topo_error(pd + R"(, "ep_rank_nodes": [0, 0, 1, 1], "dp_slot_nodes": [0, 0, 18446744073709551615])"),
-                 std::string("t.json: dp_slot_nodes[2] is 18446744073709551615, outside 0..2 (a node holds at least one EP "
-                             "rank and one DP slot)"));
+        QCOMPARE(
+            topo_error(pd + R"(, "ep_rank_nodes": [0, 0, 3, 1], "dp_slot_nodes": [0, 0, 1])"),
+            std::string(
+                "t.json: ep_rank_nodes[2] is 3, outside 0..2 (a node holds at least one EP rank and one DP slot)"));
+        QCOMPARE(
+            topo_error(pd + R"(, "ep_rank_nodes": [0, 0, -1, 1], "dp_slot_nodes": [0, 0, 1])"),
+            std::string(
+                "t.json: ep_rank_nodes[2] is -1, outside 0..2 (a node holds at least one EP rank and one DP slot)"));
+        QCOMPARE(
+            topo_error(pd + R"(, "ep_rank_nodes": [0, 0, 1, 1], "dp_slot_nodes": [0, 0, 18446744073709551615])"),
+            std::string("t.json: dp_slot_nodes[2] is 18446744073709551615, outside 0..2 (a node holds at least one EP "
+                        "rank and one DP slot)"));
         QCOMPARE(topo_error(pd + R"(, "ep_rank_nodes": [0, 0, 2, 2], "dp_slot_nodes": [0, 1, 2])"),
                  std::string("t.json: node 1 holds no EP rank in ep_rank_nodes (node ids 0..2 must each hold one)"));
         QCOMPARE(topo_error(pd + R"(, "ep_rank_nodes": [0, 0, 1, 1], "dp_slot_nodes": [0, 0, 0])"),
@@ -233,7 +248,7 @@ private Q_SLOTS:
         for (const int E : {255, 256, 65535, 70000}) {
             SampleRoutes r = SampleRoutes::make(3, 2, 2, E);
             QCOMPARE(r.bytes.size(), std::size_t(3 * 2 * 2) * static_cast<std::size_t>(route_id_width(E)));
-            QCOMPARE(r.at(1, 2, 1), -1);  // made missing
+            QCOMPARE(r.at(1, 2, 1), -1); // made missing
             r.set(1, 2, 1, E - 1);
             r.set(0, 0, 0, 0);
             r.set(0, 1, 1, E / 3);
@@ -251,7 +266,8 @@ private Q_SLOTS:
         // Nested JSON over all 3 decoder layers; layer 0 is dense (ignored), MoE layers 1 and 2;
         // null and -1 are missing routes.
         const auto dir = test::temp_dir(QStringLiteral("comm-import"));
-        test::write_file(dir / "s.json", "[[[9, 9], [1, 3], [0, null]], [[9, 9], [2, 0], [-1, -1]], [[9, 9], [3, 1], [1, 2]]]");
+        test::write_file(dir / "s.json",
+                         "[[[9, 9], [1, 3], [0, null]], [[9, 9], [2, 0], [-1, -1]], [[9, 9], [3, 1], [1, 2]]]");
         ModelDescription m;
         m.name = "t";
         m.num_hidden_layers = 3;
@@ -294,7 +310,8 @@ private Q_SLOTS:
         w.append(sample_of("B", m, {{{3, 1}, {2, 3}}, {{1, 2}, {-1, -1}}}));
         QVERIFY(comm_available(w));
         const Topology topo = parse_topology(
-            std::string(R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 10, "ep_rank_nodes": [0, 1], "dp_slot_nodes": [0, 1], )") +
+            std::string(
+                R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 10, "ep_rank_nodes": [0, 1], "dp_slot_nodes": [0, 1], )") +
                 kStages + "}",
             "t.json");
         Placement pi = identity_placement(2, 4, 2);
@@ -305,16 +322,16 @@ private Q_SLOTS:
         // [i][l][node]: tokens with an expert on that node.
         QCOMPARE(c.tokens, (V{2, 2, 1, 2, 1, 2, 1, 0}));
 
-        Layout x{1, 2, {{0}, {1}}};  // A on node 0, B on node 1
+        Layout x{1, 2, {{0}, {1}}}; // A on node 0, B on node 1
         const CommCost k = comm_cost(x, c, topo.node_of_dp_slot());
-        QCOMPARE(k.sent, (V{2, 1, 2, 1}));      // [l][node]: layer 0 A: t1, t2; B: t0. Layer 1 A: t0, t2; B: t0
+        QCOMPARE(k.sent, (V{2, 1, 2, 1})); // [l][node]: layer 0 A: t1, t2; B: t0. Layer 1 A: t0, t2; B: t0
         QCOMPARE(k.received, (V{1, 2, 1, 2}));
         QCOMPARE(k.intra, (V{2, 2, 1, 0}));
         QCOMPARE(k.busiest, (V{2, 2}));
         QCOMPARE(k.matrix, (V{2, 2, 1, 2, 1, 2, 1, 0}));
         QCOMPARE(k.inter_per_layer, (V{3, 3}));
         QCOMPARE(k.intra_per_layer, (V{4, 1}));
-        QCOMPARE(k.inter_total, i64(6));  // counted per (token, expert) it would be 9: 4 + 5
+        QCOMPARE(k.inter_total, i64(6)); // counted per (token, expert) it would be 9: 4 + 5
         QCOMPARE(k.intra_total, i64(5));
         QCOMPARE(k.busiest_total, i64(4));
         expect_equal(k, brute_force(x, w, topo, pi));
@@ -338,10 +355,11 @@ private Q_SLOTS:
         expect_equal(r2, brute_force(z, w, topo, pi));
 
         // One node: nothing crosses; every (token, node) pair is intra-node.
-        const Topology one = parse_topology(std::string(R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 10, )") + kStages + "}", "o");
+        const Topology one =
+            parse_topology(std::string(R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 10, )") + kStages + "}", "o");
         const CommCost o = comm_cost(x, make_comm_demand(w, one, pi), one.node_of_dp_slot());
         QCOMPARE(o.inter_total, i64(0));
-        QCOMPARE(o.intra_total, i64(9));  // tokens with at least one route: 3 + 3 + 2 + 1
+        QCOMPARE(o.intra_total, i64(9)); // tokens with at least one route: 3 + 3 + 2 + 1
         QCOMPARE(o.busiest_total, i64(0));
     }
 
@@ -388,15 +406,18 @@ private Q_SLOTS:
                         std::vector<int> all(E);
                         std::iota(all.begin(), all.end(), 0);
                         std::shuffle(all.begin(), all.end(), rng);
-                        for (int s = 0; s < K; ++s) routes[l][t].push_back(pick(0, 9) == 0 ? -1 : all[s]);
+                        for (int s = 0; s < K; ++s)
+                            routes[l][t].push_back(pick(0, 9) == 0 ? -1 : all[s]);
                     }
                 w.append(sample_of("s" + std::to_string(i), m, routes));
             }
             // Random node map: N nodes, each holding at least one EP rank and one DP slot.
             const int N = pick(1, std::min(P, D));
             std::vector<int> rn(P), dn(D);
-            for (int p = 0; p < P; ++p) rn[p] = p < N ? p : pick(0, N - 1);
-            for (int d = 0; d < D; ++d) dn[d] = d < N ? d : pick(0, N - 1);
+            for (int p = 0; p < P; ++p)
+                rn[p] = p < N ? p : pick(0, N - 1);
+            for (int d = 0; d < D; ++d)
+                dn[d] = d < N ? d : pick(0, N - 1);
             std::shuffle(rn.begin(), rn.end(), rng);
             std::shuffle(dn.begin(), dn.end(), rng);
             Topology topo;
@@ -411,11 +432,13 @@ private Q_SLOTS:
             QCOMPARE(topo.nodes(), N);
             // Random placement: a permutation per layer.
             Placement pi = identity_placement(L, E, P);
-            for (int l = 0; l < L; ++l) std::shuffle(pi.slot.begin() + l * E, pi.slot.begin() + (l + 1) * E, rng);
+            for (int l = 0; l < L; ++l)
+                std::shuffle(pi.slot.begin() + l * E, pi.slot.begin() + (l + 1) * E, rng);
             // Random layout: R rows, every sample in some cell.
             const int R = pick(1, 3);
             Layout x{R, D, std::vector<std::vector<int>>(static_cast<std::size_t>(R) * D)};
-            for (int i = 0; i < n; ++i) x.cells[pick(0, R * D - 1)].push_back(i);
+            for (int i = 0; i < n; ++i)
+                x.cells[pick(0, R * D - 1)].push_back(i);
             const CommCost k = *comm_cost_if_available(x, w, topo, pi);
             expect_equal(k, brute_force(x, w, topo, pi));
             // Every copy sent is received; matrix rows add up to sent + intra.
@@ -448,13 +471,15 @@ private Q_SLOTS:
             std::mt19937 rng(seed);
             const int n = 5;
             std::vector<double> w(n * n);
-            for (double& x : w) x = std::uniform_int_distribution<int>(0, 20)(rng);
+            for (double& x : w)
+                x = std::uniform_int_distribution<int>(0, 20)(rng);
             std::vector<int> perm(n);
             std::iota(perm.begin(), perm.end(), 0);
             double best = -1;
             do {
                 double s = 0;
-                for (int i = 0; i < n; ++i) s += w[i * n + perm[i]];
+                for (int i = 0; i < n; ++i)
+                    s += w[i * n + perm[i]];
                 best = std::max(best, s);
             } while (std::next_permutation(perm.begin(), perm.end()));
             const auto col = hungarian_max(w, n);
@@ -462,7 +487,8 @@ private Q_SLOTS:
             std::sort(sorted.begin(), sorted.end());
             QCOMPARE(sorted, (std::vector<int>{0, 1, 2, 3, 4}));
             double got = 0;
-            for (int i = 0; i < n; ++i) got += w[i * n + col[i]];
+            for (int i = 0; i < n; ++i)
+                got += w[i * n + col[i]];
             QCOMPARE(got, best);
         }
     }
@@ -478,13 +504,15 @@ private Q_SLOTS:
         auto family = [&](const std::vector<std::vector<int>>& f, int shift) {
             std::vector<std::vector<std::vector<int>>> r(2);
             for (int l = 0; l < 2; ++l)
-                for (int t = 0; t < 8; ++t) r[l].push_back({f[l][(t + shift) % 4], f[l][(t + shift + 1 + t / 4) % 4]});
+                for (int t = 0; t < 8; ++t)
+                    r[l].push_back({f[l][(t + shift) % 4], f[l][(t + shift + 1 + t / 4) % 4]});
             return r;
         };
         auto uniform = [&](int shift) {
             std::vector<std::vector<std::vector<int>>> r(2);
             for (int l = 0; l < 2; ++l)
-                for (int t = 0; t < 8; ++t) r[l].push_back({(2 * t + shift) % 8, (2 * t + 1 + shift) % 8});
+                for (int t = 0; t < 8; ++t)
+                    r[l].push_back({(2 * t + shift) % 8, (2 * t + 1 + shift) % 8});
             return r;
         };
         Trace families, with_uniform;
@@ -497,7 +525,8 @@ private Q_SLOTS:
         with_uniform.append(sample_of("u0", m, uniform(0)));
         with_uniform.append(sample_of("u1", m, uniform(3)));
         const Topology topo = parse_topology(
-            std::string(R"({"ep_ranks": 4, "dp_slots": 2, "token_cap": 100, "gpus_per_node": 2, )") + kStages + "}", "t");
+            std::string(R"({"ep_ranks": 4, "dp_slots": 2, "token_cap": 100, "gpus_per_node": 2, )") + kStages + "}",
+            "t");
 
         for (const Trace* w : {&families, &with_uniform}) {
             const GrouterGrouping g = grouter_placement(*w, topo);
@@ -505,17 +534,21 @@ private Q_SLOTS:
             // Each family's experts share a node, the two families' nodes differ, at both layers.
             const int na = g.expert_node[0];
             for (int l = 0; l < 2; ++l) {
-                for (int e : fa[l]) QCOMPARE(g.expert_node[l * 8 + e], na);
-                for (int e : fb[l]) QCOMPARE(g.expert_node[l * 8 + e], 1 - na);
+                for (int e : fa[l])
+                    QCOMPARE(g.expert_node[l * 8 + e], na);
+                for (int e : fb[l])
+                    QCOMPARE(g.expert_node[l * 8 + e], 1 - na);
                 std::vector<int> slots(g.placement.slot.begin() + l * 8, g.placement.slot.begin() + (l + 1) * 8);
                 std::sort(slots.begin(), slots.end());
                 QCOMPARE(slots, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
-                for (int e = 0; e < 8; ++e) QCOMPARE(topo.node_of_rank()[g.placement.rank_of(l, e)], g.expert_node[l * 8 + e]);
+                for (int e = 0; e < 8; ++e)
+                    QCOMPARE(topo.node_of_rank()[g.placement.rank_of(l, e)], g.expert_node[l * 8 + e]);
             }
             // Each sample goes to its family's node.
             const CommDemand c = make_comm_demand(*w, topo, g.placement);
             const auto nodes = grouter_sample_nodes(c);
-            for (int i = 0; i < 8; ++i) QCOMPARE(nodes[i], i % 2 == 0 ? na : 1 - na);
+            for (int i = 0; i < 8; ++i)
+                QCOMPARE(nodes[i], i % 2 == 0 ? na : 1 - na);
         }
         // Laid out by those nodes (4 rows, family A on the DP slot of its node), nothing crosses nodes:
         // the planted minimum. LPT's placement on the same layout sends copies.
@@ -524,7 +557,7 @@ private Q_SLOTS:
         Layout x{4, 2, std::vector<std::vector<int>>(8)};
         std::vector<int> next(2, 0);
         for (int i = 0; i < 8; ++i) {
-            const int d = nodes[i];  // DP slot d is on node d
+            const int d = nodes[i]; // DP slot d is on node d
             x.cells[x.cell_index(next[d]++, d)].push_back(i);
         }
         const CommCost k = *comm_cost_if_available(x, families, topo, g.placement);
@@ -548,7 +581,8 @@ private Q_SLOTS:
         w.model = all.model;
         for (const auto& id : sel.ids) {
             std::size_t i = 0;
-            while (all.samples[i].id != id) ++i;
+            while (all.samples[i].id != id)
+                ++i;
             SampleRecord r;
             r.info = all.samples[i];
             const auto c = all.sample_counts(i);
@@ -563,12 +597,14 @@ private Q_SLOTS:
             const Topology topo = known_topology(name);
             const int D = topo.dp_slots, R = (n + D - 1) / D;
             Layout x{R, D, std::vector<std::vector<int>>(static_cast<std::size_t>(R) * D)};
-            for (int i = 0; i < n; ++i) x.cells[i].push_back(i);  // row-major, in window order
+            for (int i = 0; i < n; ++i)
+                x.cells[i].push_back(i); // row-major, in window order
             const Placement lpt = lpt_placement(loads, L, E, topo.ep_ranks);
             const GrouterGrouping g = grouter_placement(w, topo);
             const CommCost k_lpt = *comm_cost_if_available(x, w, topo, lpt);
             expect_equal(k_lpt, brute_force(x, w, topo, lpt));
-            const i64 id_inter = comm_cost_if_available(x, w, topo, identity_placement(L, E, topo.ep_ranks))->inter_total;
+            const i64 id_inter =
+                comm_cost_if_available(x, w, topo, identity_placement(L, E, topo.ep_ranks))->inter_total;
             const i64 g_inter = comm_cost_if_available(x, w, topo, g.placement)->inter_total;
             // Grouter's sample-to-node assignment, round-robin over each node's DP slots (rows as needed).
             const auto nodes = grouter_sample_nodes(make_comm_demand(w, topo, g.placement));
@@ -582,21 +618,25 @@ private Q_SLOTS:
                 per_slot[slots[turn[nodes[i]]++ % slots.size()]].push_back(i);
             }
             int R2 = 1;
-            for (const auto& v : per_slot) R2 = std::max(R2, static_cast<int>(v.size()));
+            for (const auto& v : per_slot)
+                R2 = std::max(R2, static_cast<int>(v.size()));
             Layout y{R2, D, std::vector<std::vector<int>>(static_cast<std::size_t>(R2) * D)};
             for (int d = 0; d < D; ++d)
-                for (std::size_t r = 0; r < per_slot[d].size(); ++r) y.cells[y.cell_index(static_cast<int>(r), d)].push_back(per_slot[d][r]);
+                for (std::size_t r = 0; r < per_slot[d].size(); ++r)
+                    y.cells[y.cell_index(static_cast<int>(r), d)].push_back(per_slot[d][r]);
             const CommCost k_g = *comm_cost_if_available(y, w, topo, g.placement);
             expect_equal(k_g, brute_force(y, w, topo, g.placement));
             std::vector<int> on(topo.nodes(), 0);
-            for (int v : nodes) ++on[v];
+            for (int v : nodes)
+                ++on[v];
             QString spread;
-            for (int v : on) spread += QString::number(v) + QStringLiteral(" ");
+            for (int v : on)
+                spread += QString::number(v) + QStringLiteral(" ");
             qInfo("%s: inter-node copies, window order %d rows: identity %lld, LPT %lld, grouter placement %lld; "
                   "grouter placement + sample-to-node (%d rows, samples per node %s): %lld; intra %lld",
                   name, R, static_cast<long long>(id_inter), static_cast<long long>(k_lpt.inter_total),
-                  static_cast<long long>(g_inter), R2, qPrintable(spread.trimmed()), static_cast<long long>(k_g.inter_total),
-                  static_cast<long long>(k_g.intra_total));
+                  static_cast<long long>(g_inter), R2, qPrintable(spread.trimmed()),
+                  static_cast<long long>(k_g.inter_total), static_cast<long long>(k_g.intra_total));
             QVERIFY(k_lpt.inter_total > 0);
         }
     }

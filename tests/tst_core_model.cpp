@@ -1,7 +1,7 @@
 // Model descriptions, layer lists, natural id order, fingerprints, load CV.
-#include "core/util/errors.h"
 #include "core/model/model.h"
 #include "core/model/trace.h"
+#include "core/util/errors.h"
 #include "tests/testutil.h"
 
 #include <QtTest>
@@ -15,12 +15,21 @@ private Q_SLOTS:
         QTest::addColumn<QString>("text");
         QTest::addColumn<QString>("expanded");
         QTest::addColumn<QString>("formatted");
-        QTest::newRow("range") << "1-26" << "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26"
+        QTest::newRow("range") << "1-26"
+                               << "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26"
                                << "1-26";
-        QTest::newRow("step") << "1-9:2" << "1,3,5,7,9" << "1-9:2";
-        QTest::newRow("mixed") << "0,3,5-7" << "0,3,5,6,7" << "0,3,5-7";
-        QTest::newRow("single") << "4" << "4" << "4";
-        QTest::newRow("pair") << "2,5" << "2,5" << "2,5";
+        QTest::newRow("step") << "1-9:2"
+                              << "1,3,5,7,9"
+                              << "1-9:2";
+        QTest::newRow("mixed") << "0,3,5-7"
+                               << "0,3,5,6,7"
+                               << "0,3,5-7";
+        QTest::newRow("single") << "4"
+                                << "4"
+                                << "4";
+        QTest::newRow("pair") << "2,5"
+                              << "2,5"
+                              << "2,5";
     }
     void layerList() {
         QFETCH(QString, text);
@@ -28,35 +37,43 @@ private Q_SLOTS:
         QFETCH(QString, formatted);
         const auto v = parse_layer_list(text.toStdString());
         QStringList parts;
-        for (int x : v) parts << QString::number(x);
+        for (int x : v)
+            parts << QString::number(x);
         QCOMPARE(parts.join(QLatin1Char(',')), expanded);
         QCOMPARE(QString::fromStdString(format_layer_list(v)), formatted);
     }
     void layerListErrors_data() {
         QTest::addColumn<QString>("text");
         QTest::addColumn<QString>("error");
-        QTest::newRow("descending") << "5,3" << "--moe-layers: layers must be ascending and unique in '5,3'";
+        QTest::newRow("descending") << "5,3"
+                                    << "--moe-layers: layers must be ascending and unique in '5,3'";
         QTest::newRow("garbage") << "1-x"
                                  << "--moe-layers: malformed layer list '1-x' (expected e.g. 1-26, 1-47:2 or 0,3,5)";
-        QTest::newRow("empty") << "" << "--moe-layers: empty layer list";
-        QTest::newRow("backwards range") << "9-3" << "--moe-layers: bad range '9-3' in '9-3'";
-        QTest::newRow("zero step") << "1-5:0" << "--moe-layers: step must be >= 1 in '1-5:0'";
+        QTest::newRow("empty") << ""
+                               << "--moe-layers: empty layer list";
+        QTest::newRow("backwards range") << "9-3"
+                                         << "--moe-layers: bad range '9-3' in '9-3'";
+        QTest::newRow("zero step") << "1-5:0"
+                                   << "--moe-layers: step must be >= 1 in '1-5:0'";
         // Breaker report (bugs 5, 13): no int overflow, no list larger than any model.
         QTest::newRow("int max range") << "2147483600-2147483647:100"
                                        << "--moe-layers: layer id 2147483600 in '2147483600-2147483647:100' is larger "
                                           "than 1000000";
-        QTest::newRow("range to int max") << "1-2147483647"
-                                          << "--moe-layers: layer id 2147483647 in '1-2147483647' is larger than 1000000";
+        QTest::newRow("range to int max")
+            << "1-2147483647"
+            << "--moe-layers: layer id 2147483647 in '1-2147483647' is larger than 1000000";
         QTest::newRow("beyond int64") << "99999999999999999999"
                                       << "--moe-layers: layer id 99999999999999999999 in '99999999999999999999' is "
                                          "larger than 1000000";
         QTest::newRow("huge step") << "1-5:99999999999"
                                    << "--moe-layers: layer id 99999999999 in '1-5:99999999999' is larger than 1000000";
-        QTest::newRow("too many layers") << "0-999999" << "--moe-layers: '0-999999' lists more than 100000 layers";
+        QTest::newRow("too many layers") << "0-999999"
+                                         << "--moe-layers: '0-999999' lists more than 100000 layers";
         QTest::newRow("too many in pieces") << "0-60000,60001-120000"
                                             << "--moe-layers: '0-60000,60001-120000' lists more than 100000 layers";
-        QTest::newRow("line break") << "1-\n2"
-                                    << "--moe-layers: malformed layer list '1-\\n2' (expected e.g. 1-26, 1-47:2 or 0,3,5)";
+        QTest::newRow("line break")
+            << "1-\n2"
+            << "--moe-layers: malformed layer list '1-\\n2' (expected e.g. 1-26, 1-47:2 or 0,3,5)";
     }
     void layerListErrors() {
         QFETCH(QString, text);
@@ -131,17 +148,22 @@ private Q_SLOTS:
         QTest::addColumn<int>("experts");
         QTest::addColumn<int>("topK");
         QTest::addColumn<QString>("moe");
-        QTest::addColumn<QString>("error");  // empty: valid
-        QTest::newRow("experts 2e7") << 12 << 20000000 << 4 << "1-11" << "model: experts must be in 1..1048576 (got 20000000)";
-        QTest::newRow("experts 2^20") << 12 << 1048576 << 4 << "1-11" << "";
-        QTest::newRow("top_k above 1024") << 12 << 4096 << 2000 << "1-11" << "model: top_k must be in 1..1024 (got 2000)";
-        QTest::newRow("top_k above experts") << 12 << 8 << 9 << "1-11" << "model: top_k must be in 1..8 (got 9)";
+        QTest::addColumn<QString>("error"); // empty: valid
+        QTest::newRow("experts 2e7") << 12 << 20000000 << 4 << "1-11"
+                                     << "model: experts must be in 1..1048576 (got 20000000)";
+        QTest::newRow("experts 2^20") << 12 << 1048576 << 4 << "1-11"
+                                      << "";
+        QTest::newRow("top_k above 1024") << 12 << 4096 << 2000 << "1-11"
+                                          << "model: top_k must be in 1..1024 (got 2000)";
+        QTest::newRow("top_k above experts") << 12 << 8 << 9 << "1-11"
+                                             << "model: top_k must be in 1..8 (got 9)";
         QTest::newRow("layers 2e8") << 200000000 << 8 << 2 << "1-11"
                                     << "model: num_hidden_layers must be in 1..100000 (got 200000000)";
         QTest::newRow("counts per sample") << 100000 << 1048576 << 8 << "0-99999"
                                            << "model: 100000 MoE layers x 1048576 experts = 104857600000 counts per "
                                               "sample, more than 268435456";
-        QTest::newRow("counts per sample at the bound") << 100000 << 2684 << 8 << "0-99999" << "";
+        QTest::newRow("counts per sample at the bound") << 100000 << 2684 << 8 << "0-99999"
+                                                        << "";
     }
     void modelBounds() {
         QFETCH(int, layers);
@@ -163,7 +185,7 @@ private Q_SLOTS:
         QCOMPARE(got, error);
     }
     void hostileModelFiles_data() {
-        QTest::addColumn<bool>("hf");  // config.json (true) or our model description (false)
+        QTest::addColumn<bool>("hf"); // config.json (true) or our model description (false)
         QTest::addColumn<QString>("json");
         QTest::addColumn<QString>("error");
         const QString base = QStringLiteral(R"("num_experts": 8, "num_experts_per_tok": 2)");
@@ -171,22 +193,27 @@ private Q_SLOTS:
                                      << "c.json: field 'num_hidden_layers' = 4294967308 is out of range 1..100000";
         QTest::newRow("layers 2e8") << true << R"({"num_hidden_layers": 200000000, )" + base + "}"
                                     << "c.json: field 'num_hidden_layers' = 200000000 is out of range 1..100000";
-        QTest::newRow("experts uint64") << true << R"({"num_hidden_layers": 6, "num_experts": 18446744073709551615, "num_experts_per_tok": 2})"
-                                        << "c.json: field 'num_experts' = 18446744073709551615 is out of range 1..1048576";
-        QTest::newRow("negative top-k") << true << R"({"num_hidden_layers": 6, "num_experts": 8, "num_experts_per_tok": -2})"
+        QTest::newRow("experts uint64")
+            << true << R"({"num_hidden_layers": 6, "num_experts": 18446744073709551615, "num_experts_per_tok": 2})"
+            << "c.json: field 'num_experts' = 18446744073709551615 is out of range 1..1048576";
+        QTest::newRow("negative top-k") << true
+                                        << R"({"num_hidden_layers": 6, "num_experts": 8, "num_experts_per_tok": -2})"
                                         << "c.json: field 'num_experts_per_tok' = -2 is out of range 1..1024";
-        QTest::newRow("mlp_only_layers strings") << true << R"({"num_hidden_layers": 6, "mlp_only_layers": ["a"], )" + base + "}"
-                                                 << "c.json: field 'mlp_only_layers[0]' must be an integer";
-        QTest::newRow("mlp_only_layers huge") << true << R"({"num_hidden_layers": 6, "mlp_only_layers": [4294967297], )" + base + "}"
-                                              << "c.json: field 'mlp_only_layers[0]' = 4294967297 is out of range 0..99999";
+        QTest::newRow("mlp_only_layers strings")
+            << true << R"({"num_hidden_layers": 6, "mlp_only_layers": ["a"], )" + base + "}"
+            << "c.json: field 'mlp_only_layers[0]' must be an integer";
+        QTest::newRow("mlp_only_layers huge")
+            << true << R"({"num_hidden_layers": 6, "mlp_only_layers": [4294967297], )" + base + "}"
+            << "c.json: field 'mlp_only_layers[0]' = 4294967297 is out of range 0..99999";
         QTest::newRow("moe_layers strings") << true << R"({"num_hidden_layers": 6, "moe_layers": ["1"], )" + base + "}"
                                             << "c.json: field 'moe_layers[0]' must be an integer";
         QTest::newRow("model_type number") << true << R"({"num_hidden_layers": 6, "model_type": 5, )" + base + "}"
                                            << "c.json: field 'model_type' must be a string";
         QTest::newRow("number overflow") << true << R"({"num_hidden_layers": 6, "x": 1e999, )" + base + "}"
                                          << "c.json: malformed JSON: number overflow parsing '1e999'";
-        QTest::newRow("name number") << false << R"({"name": 5, "num_hidden_layers": 2, "experts": 4, "top_k": 2, "moe_layers": [1]})"
-                                     << "c.json: field 'name' must be a string";
+        QTest::newRow("name number")
+            << false << R"({"name": 5, "num_hidden_layers": 2, "experts": 4, "top_k": 2, "moe_layers": [1]})"
+            << "c.json: field 'name' must be a string";
         QTest::newRow("description layers wrap")
             << false << R"({"name": "x", "num_hidden_layers": 4294967298, "experts": 4, "top_k": 2, "moe_layers": [1]})"
             << "c.json: field 'num_hidden_layers' = 4294967298 is out of range 1..100000";
@@ -194,7 +221,8 @@ private Q_SLOTS:
             << false << R"({"name": "x", "num_hidden_layers": 2, "experts": 4, "top_k": 2, "moe_layers": [4294967297]})"
             << "c.json: field 'moe_layers[0]' = 4294967297 is out of range 0..99999";
         QTest::newRow("description source list")
-            << false << R"({"name": "x", "num_hidden_layers": 2, "experts": 4, "top_k": 2, "moe_layers": [1], "source": [[1]]})"
+            << false
+            << R"({"name": "x", "num_hidden_layers": 2, "experts": 4, "top_k": 2, "moe_layers": [1], "source": [[1]]})"
             << "c.json: field 'source' must be a string";
     }
     void hostileModelFiles() {
@@ -202,8 +230,10 @@ private Q_SLOTS:
         QFETCH(QString, json);
         QFETCH(QString, error);
         try {
-            if (hf) model_from_hf_config(json.toStdString(), "c.json");
-            else parse_model_description(json.toStdString(), "c.json");
+            if (hf)
+                model_from_hf_config(json.toStdString(), "c.json");
+            else
+                parse_model_description(json.toStdString(), "c.json");
             QFAIL("no error");
         } catch (const InputError& e) {
             QCOMPARE(QString::fromStdString(e.what()), error);
@@ -215,11 +245,16 @@ private Q_SLOTS:
         QTest::addColumn<int>("experts");
         QTest::addColumn<int>("topK");
         // Expected values from shared/checkpoints/README.md (dense layer 0 of qwen3_moe and deepseek_v3).
-        QTest::newRow("qwen3_moe") << "qwen3_moe" << "1-2" << 16 << 4;
-        QTest::newRow("mixtral") << "mixtral" << "0-1" << 8 << 2;
-        QTest::newRow("olmoe") << "olmoe" << "0-1" << 16 << 4;
-        QTest::newRow("deepseek_v3") << "deepseek_v3" << "1-2" << 16 << 4;
-        QTest::newRow("gpt_oss") << "gpt_oss" << "0-1" << 8 << 2;
+        QTest::newRow("qwen3_moe") << "qwen3_moe"
+                                   << "1-2" << 16 << 4;
+        QTest::newRow("mixtral") << "mixtral"
+                                 << "0-1" << 8 << 2;
+        QTest::newRow("olmoe") << "olmoe"
+                               << "0-1" << 16 << 4;
+        QTest::newRow("deepseek_v3") << "deepseek_v3"
+                                     << "1-2" << 16 << 4;
+        QTest::newRow("gpt_oss") << "gpt_oss"
+                                 << "0-1" << 8 << 2;
     }
     void realCheckpointConfigs() {
         QFETCH(QString, folder);

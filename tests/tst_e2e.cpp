@@ -14,14 +14,18 @@ namespace fs = std::filesystem;
 namespace {
 
 using Run = routepack::test::CliRun;
-QString q(const fs::path& p) { return routepack::test::qpath(p); }
-Run cli(const QStringList& args) { return routepack::test::run_cli(args); }
+QString q(const fs::path& p) {
+    return routepack::test::qpath(p);
+}
+Run cli(const QStringList& args) {
+    return routepack::test::run_cli(args);
+}
 QString topology(const char* name) {
     return QStringLiteral(ROUTEPACK_SOURCE_DIR) + QStringLiteral("/resources/topologies/") + QLatin1String(name) +
            QStringLiteral(".json");
 }
 
-}  // namespace
+} // namespace
 
 class TestEndToEnd : public QObject {
     Q_OBJECT
@@ -31,11 +35,11 @@ private Q_SLOTS:
         ROUTEPACK_REQUIRE_SHARED(mav, "traces/llama4-maverick");
         const auto tmp = routepack::test::temp_dir(QStringLiteral("e2e"));
         const QString db = q(tmp / "lib.routepack");
-        Run r = cli({QStringLiteral("import"), QStringLiteral("--db"), db, QStringLiteral("--name"), QStringLiteral("ds"),
-                     QStringLiteral("--model"), QStringLiteral("deepseek-v2-lite"), q(ds)});
+        Run r = cli({QStringLiteral("import"), QStringLiteral("--db"), db, QStringLiteral("--name"),
+                     QStringLiteral("ds"), QStringLiteral("--model"), QStringLiteral("deepseek-v2-lite"), q(ds)});
         QVERIFY2(r.code == 0, qPrintable(r.err));
-        r = cli({QStringLiteral("import"), QStringLiteral("--db"), db, QStringLiteral("--name"), QStringLiteral("maverick"),
-                 QStringLiteral("--model"), QStringLiteral("llama4-maverick"), q(mav)});
+        r = cli({QStringLiteral("import"), QStringLiteral("--db"), db, QStringLiteral("--name"),
+                 QStringLiteral("maverick"), QStringLiteral("--model"), QStringLiteral("llama4-maverick"), q(mav)});
         QVERIFY2(r.code == 0, qPrintable(r.err));
         r = cli({QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("ds"),
                  QStringLiteral("--name"), QStringLiteral("step0"), QStringLiteral("--first"), QStringLiteral("512")});
@@ -43,7 +47,7 @@ private Q_SLOTS:
 
         struct Case {
             const char* trace;
-            const char* window;  // empty: the whole trace
+            const char* window; // empty: the whole trace
             const char* topo;
             int samples;
         } cases[] = {{"ds", "step0", "deepseek-v2-lite-ep8-dp4", 512},
@@ -52,9 +56,9 @@ private Q_SLOTS:
                      {"maverick", "", "llama4-maverick-ep16-dp8", 235}};
         for (const auto& c : cases) {
             const QString plan = q(tmp / (std::string(c.topo) + ".plan.json"));
-            QStringList args{QStringLiteral("plan"),     QStringLiteral("--db"),       db,
-                             QStringLiteral("--trace"),  QString::fromLatin1(c.trace), QStringLiteral("--topology"),
-                             topology(c.topo),           QStringLiteral("--out"),      plan,
+            QStringList args{QStringLiteral("plan"),    QStringLiteral("--db"),       db,
+                             QStringLiteral("--trace"), QString::fromLatin1(c.trace), QStringLiteral("--topology"),
+                             topology(c.topo),          QStringLiteral("--out"),      plan,
                              QStringLiteral("--json")};
             if (*c.window) args << QStringLiteral("--window") << QString::fromLatin1(c.window);
             r = cli(args);
@@ -78,24 +82,27 @@ private Q_SLOTS:
         QVERIFY(r.out.contains(QStringLiteral("64 experts x 26 MoE layers (1-26 of 27)")));
         // Step 5: rewrite it with the CSV window's plan, verify the expert slots, invert back to byte equality.
         const QString dsplan = q(tmp / "deepseek-v2-lite-ep8-dp4.plan.json");
-        r = cli({QStringLiteral("rewrite"), QStringLiteral("--plan"), dsplan, QStringLiteral("--input"), q(tmp / "ckpt"),
-                 QStringLiteral("--output"), q(tmp / "ckpt-physical"), QStringLiteral("--verify")});
+        r = cli({QStringLiteral("rewrite"), QStringLiteral("--plan"), dsplan, QStringLiteral("--input"),
+                 q(tmp / "ckpt"), QStringLiteral("--output"), q(tmp / "ckpt-physical"), QStringLiteral("--verify")});
         QVERIFY2(r.code == 0, qPrintable(r.err));
         QVERIFY2(r.out.contains(QStringLiteral("checkpoint: hf-per-expert, 2 shard(s), MoE layers 1-26, 64 experts")),
                  qPrintable(r.out));
-        QVERIFY2(r.out.contains(QStringLiteral("verified: every output file equals its planned source bytes")), qPrintable(r.out));
+        QVERIFY2(r.out.contains(QStringLiteral("verified: every output file equals its planned source bytes")),
+                 qPrintable(r.out));
         r = cli({QStringLiteral("synth-checkpoint"), QStringLiteral("--check"), q(tmp / "ckpt-physical")});
         QVERIFY2(r.code == 0, qPrintable(r.err));
-        QVERIFY2(r.out.contains(QStringLiteral(": 4992 routed-expert tensors checked: every slot holds the expected logical "
-                                               "expert (physical order, placement ")),
-                 qPrintable(r.out));
+        QVERIFY2(
+            r.out.contains(QStringLiteral(": 4992 routed-expert tensors checked: every slot holds the expected logical "
+                                          "expert (physical order, placement ")),
+            qPrintable(r.out));
         // The rewritten slots are not the logical order: the check against logical order must fail there.
         fs::remove(tmp / "ckpt-physical" / "routepack-rewrite.json");
         r = cli({QStringLiteral("synth-checkpoint"), QStringLiteral("--check"), q(tmp / "ckpt-physical")});
         QCOMPARE(r.code, 1);
         QVERIFY2(r.err.contains(QStringLiteral(", expected layer 1 expert ")), qPrintable(r.err));
-        r = cli({QStringLiteral("rewrite"), QStringLiteral("--plan"), dsplan, QStringLiteral("--input"), q(tmp / "ckpt-physical"),
-                 QStringLiteral("--output"), q(tmp / "ckpt-logical"), QStringLiteral("--inverse"), QStringLiteral("--verify")});
+        r = cli({QStringLiteral("rewrite"), QStringLiteral("--plan"), dsplan, QStringLiteral("--input"),
+                 q(tmp / "ckpt-physical"), QStringLiteral("--output"), q(tmp / "ckpt-logical"),
+                 QStringLiteral("--inverse"), QStringLiteral("--verify")});
         QVERIFY2(r.code == 0, qPrintable(r.err));
         int files = 0;
         for (const auto& de : fs::directory_iterator(tmp / "ckpt")) {
@@ -104,7 +111,7 @@ private Q_SLOTS:
                      qPrintable(q(de.path().filename())));
             ++files;
         }
-        QCOMPARE(files, 4);  // 2 shards, index, config.json
+        QCOMPARE(files, 4); // 2 shards, index, config.json
         r = cli({QStringLiteral("synth-checkpoint"), QStringLiteral("--check"), q(tmp / "ckpt-logical")});
         QVERIFY2(r.code == 0 && r.out.contains(QStringLiteral("(logical order")), qPrintable(r.out + r.err));
         fs::remove_all(tmp);

@@ -1,8 +1,8 @@
 // Per-sample trace parsers on hand-made vectors built from the documented layouts
 // (trace-formats.md §1, §2, §4): base64, .npy (byte by byte), SGLang, vLLM, .npy/.npz, NeMo-RL
 // nrlre1, nested JSON. Every bad input is checked for its exact message.
-#include "core/util/errors.h"
 #include "core/import/import_detail.h"
+#include "core/util/errors.h"
 #include "tests/testutil.h"
 
 #include <QtTest>
@@ -46,12 +46,24 @@ std::vector<SampleRecord> run(Parser p, const SourceFile& f, const ModelDescript
     std::vector<SampleRecord> out;
     const EmitFn emit = [&](SampleRecord&& r) { out.push_back(std::move(r)); };
     switch (p) {
-    case SGLang: parse_sglang(f, m, emit); break;
-    case VLLM: parse_vllm(f, m, emit); break;
-    case NpyFile: parse_npy_file(f, m, emit); break;
-    case Npz: parse_npz(f, m, emit); break;
-    case Nemo: parse_nemo_rl(f, m, emit); break;
-    case Nested: parse_nested_json(f, m, emit); break;
+    case SGLang:
+        parse_sglang(f, m, emit);
+        break;
+    case VLLM:
+        parse_vllm(f, m, emit);
+        break;
+    case NpyFile:
+        parse_npy_file(f, m, emit);
+        break;
+    case Npz:
+        parse_npz(f, m, emit);
+        break;
+    case Nemo:
+        parse_nemo_rl(f, m, emit);
+        break;
+    case Nested:
+        parse_nested_json(f, m, emit);
+        break;
     }
     return out;
 }
@@ -70,7 +82,8 @@ QString counts_text(const SampleRecord& r, const ModelDescription& m) {
     QStringList layers;
     for (int l = 0; l < m.num_moe_layers(); ++l) {
         QStringList c;
-        for (int e = 0; e < m.experts; ++e) c << QString::number(r.counts[static_cast<std::size_t>(l) * m.experts + e]);
+        for (int e = 0; e < m.experts; ++e)
+            c << QString::number(r.counts[static_cast<std::size_t>(l) * m.experts + e]);
         layers << c.join(QLatin1Char(' '));
     }
     return layers.join(QStringLiteral(" | "));
@@ -78,7 +91,8 @@ QString counts_text(const SampleRecord& r, const ModelDescription& m) {
 
 std::string bytes(std::initializer_list<int> b) {
     std::string s;
-    for (int x : b) s.push_back(static_cast<char>(x));
+    for (int x : b)
+        s.push_back(static_cast<char>(x));
     return s;
 }
 
@@ -87,12 +101,14 @@ std::string bytes(std::initializer_list<int> b) {
 std::string npy_file(int major, const std::string& dict, const std::string& data) {
     const std::size_t len_bytes = major == 1 ? 2 : 4;
     std::string header = dict;
-    while ((6 + 2 + len_bytes + header.size() + 1) % 64 != 0) header.push_back(' ');
+    while ((6 + 2 + len_bytes + header.size() + 1) % 64 != 0)
+        header.push_back(' ');
     header.push_back('\n');
     std::string out = "\x93NUMPY";
     out.push_back(static_cast<char>(major));
     out.push_back('\0');
-    for (std::size_t i = 0; i < len_bytes; ++i) out.push_back(static_cast<char>((header.size() >> (8 * i)) & 0xFF));
+    for (std::size_t i = 0; i < len_bytes; ++i)
+        out.push_back(static_cast<char>((header.size() >> (8 * i)) & 0xFF));
     return out + header + data;
 }
 
@@ -131,7 +147,9 @@ std::string vllm_response(const std::string& id, const std::vector<std::string>&
     return s + "]}";
 }
 
-std::string re(const std::string& b64) { return "\"routed_experts\": \"" + b64 + "\""; }
+std::string re(const std::string& b64) {
+    return "\"routed_experts\": \"" + b64 + "\"";
+}
 
 /// Builds an .npz with libzip: each entry stored or deflated as asked, plus a directory entry.
 std::string make_npz(const std::vector<std::tuple<std::string, std::string, bool>>& entries) {
@@ -155,9 +173,13 @@ std::string make_npz(const std::vector<std::tuple<std::string, std::string, bool
 /// Sets the declared uncompressed size of every entry named `name` in an archive, in its local
 /// header and in the central directory alike (as a lying or hostile writer would).
 std::string with_declared_size(std::string z, const std::string& name, std::uint32_t size) {
-    auto u16 = [&](std::size_t at) { return std::size_t(static_cast<unsigned char>(z[at])) | (std::size_t(static_cast<unsigned char>(z[at + 1])) << 8); };
+    auto u16 = [&](std::size_t at) {
+        return std::size_t(static_cast<unsigned char>(z[at])) |
+               (std::size_t(static_cast<unsigned char>(z[at + 1])) << 8);
+    };
     auto put32 = [&](std::size_t at, std::uint32_t v) {
-        for (int k = 0; k < 4; ++k) z[at + k] = static_cast<char>((v >> (8 * k)) & 0xFF);
+        for (int k = 0; k < 4; ++k)
+            z[at + k] = static_cast<char>((v >> (8 * k)) & 0xFF);
     };
     for (const auto& [sig, name_len_at, name_at, size_at] :
          {std::tuple{std::string("PK\x03\x04"), 26, 30, 22}, std::tuple{std::string("PK\x01\x02"), 28, 46, 24}}) {
@@ -181,15 +203,18 @@ std::uint32_t compressed_size(const std::string& z, const std::string& name) {
 }
 
 /// JSON nested `depth` levels deep: lists ("[[[...]]]") or objects ({"a": {"a": ... 1}}).
-std::string deep_list(int depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+std::string deep_list(int depth) {
+    return std::string(depth, '[') + std::string(depth, ']');
+}
 std::string deep_object(int depth) {
     std::string s;
-    for (int i = 0; i < depth; ++i) s += "{\"a\": ";
+    for (int i = 0; i < depth; ++i)
+        s += "{\"a\": ";
     s += "1";
     return s + std::string(depth, '}');
 }
 
-}  // namespace
+} // namespace
 
 class TestImportFormats : public QObject {
     Q_OBJECT
@@ -227,12 +252,16 @@ private Q_SLOTS:
                                         << "ctx: malformed base64 at offset 2: unexpected character '='";
         QTest::newRow("three pads") << QByteArray("Zm9vY===")
                                     << "ctx: malformed base64 at offset 5: unexpected character '='";
-        QTest::newRow("only pads") << QByteArray("====") << "ctx: malformed base64 at offset 0: unexpected character '='";
-        QTest::newRow("newline") << QByteArray("Zm9vYmE\n") << "ctx: malformed base64 at offset 7: unexpected byte 0x0a";
-        QTest::newRow("space") << QByteArray("Zm9v Zg=") << "ctx: malformed base64 at offset 4: unexpected character ' '";
-        QTest::newRow("url alphabet") << QByteArray("Zm9-") << "ctx: malformed base64 at offset 3: unexpected character '-'";
-        QTest::newRow("pad in last quantum") << QByteArray("Zm9vZ=g=")
-                                             << "ctx: malformed base64 at offset 5: unexpected character '='";
+        QTest::newRow("only pads") << QByteArray("====")
+                                   << "ctx: malformed base64 at offset 0: unexpected character '='";
+        QTest::newRow("newline") << QByteArray("Zm9vYmE\n")
+                                 << "ctx: malformed base64 at offset 7: unexpected byte 0x0a";
+        QTest::newRow("space") << QByteArray("Zm9v Zg=")
+                               << "ctx: malformed base64 at offset 4: unexpected character ' '";
+        QTest::newRow("url alphabet") << QByteArray("Zm9-")
+                                      << "ctx: malformed base64 at offset 3: unexpected character '-'";
+        QTest::newRow("pad in last quantum")
+            << QByteArray("Zm9vZ=g=") << "ctx: malformed base64 at offset 5: unexpected character '='";
     }
     void base64Errors() {
         QFETCH(QByteArray, text);
@@ -253,52 +282,65 @@ private Q_SLOTS:
         QTest::addColumn<QString>("shape");
         QTest::addColumn<QString>("values");
         auto add = [](const char* name, const std::string& f, const char* shape, const char* values) {
-            QTest::newRow(name) << QByteArray::fromStdString(f) << QString::fromLatin1(shape) << QString::fromLatin1(values);
+            QTest::newRow(name) << QByteArray::fromStdString(f) << QString::fromLatin1(shape)
+                                << QString::fromLatin1(values);
         };
-        add("v1 <i4", npy_file(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 1, 2), }",
-                               bytes({0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0})),
+        add("v1 <i4",
+            npy_file(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 1, 2), }",
+                     bytes({0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0})),
             "2 1 2", "0 1 2 3");
-        add("v2 <i2", npy_file(2, "{'descr': '<i2', 'fortran_order': False, 'shape': (1, 2, 2), }",
-                               bytes({5, 0, 0xff, 0xff, 0x10, 0x01, 0, 0})),
+        add("v2 <i2",
+            npy_file(2, "{'descr': '<i2', 'fortran_order': False, 'shape': (1, 2, 2), }",
+                     bytes({5, 0, 0xff, 0xff, 0x10, 0x01, 0, 0})),
             "1 2 2", "5 -1 272 0");
         add("v3 |u1", npy_file(3, "{'descr': '|u1', 'fortran_order': False, 'shape': (4,), }", bytes({0, 7, 200, 255})),
             "4", "0 7 200 255");
         add("|i1", npy_file(1, "{'descr': '|i1', 'fortran_order': False, 'shape': (3,), }", bytes({0xff, 0x7f, 0x80})),
             "3", "-1 127 -128");
-        add(">i4 big-endian", npy_file(1, "{'descr': '>i4', 'fortran_order': False, 'shape': (2,), }",
-                                       bytes({0, 0, 1, 2, 0xff, 0xff, 0xff, 0xfe})),
+        add(">i4 big-endian",
+            npy_file(1, "{'descr': '>i4', 'fortran_order': False, 'shape': (2,), }",
+                     bytes({0, 0, 1, 2, 0xff, 0xff, 0xff, 0xfe})),
             "2", "258 -2");
-        add(">u2 big-endian", npy_file(1, "{'descr': '>u2', 'fortran_order': False, 'shape': (2,), }",
-                                       bytes({0x01, 0x00, 0xff, 0xff})),
+        add(">u2 big-endian",
+            npy_file(1, "{'descr': '>u2', 'fortran_order': False, 'shape': (2,), }", bytes({0x01, 0x00, 0xff, 0xff})),
             "2", "256 65535");
-        add("<u2", npy_file(1, "{'descr': '<u2', 'fortran_order': False, 'shape': (2,), }", bytes({0x01, 0x00, 0xff, 0xff})),
+        add("<u2",
+            npy_file(1, "{'descr': '<u2', 'fortran_order': False, 'shape': (2,), }", bytes({0x01, 0x00, 0xff, 0xff})),
             "2", "1 65535");
-        add("<i8", npy_file(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }",
-                            bytes({3, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})),
+        add("<i8",
+            npy_file(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }",
+                     bytes({3, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})),
             "2", "3 -1");
-        add(">i8", npy_file(1, "{'descr': '>i8', 'fortran_order': False, 'shape': (1,), }", bytes({0, 0, 0, 0, 0x7f, 0xff, 0xff, 0xff})),
+        add(">i8",
+            npy_file(1, "{'descr': '>i8', 'fortran_order': False, 'shape': (1,), }",
+                     bytes({0, 0, 0, 0, 0x7f, 0xff, 0xff, 0xff})),
             "1", "2147483647");
-        add("<u8", npy_file(1, "{'descr': '<u8', 'fortran_order': False, 'shape': (1,), }", bytes({9, 0, 0, 0, 0, 0, 0, 0})),
+        add("<u8",
+            npy_file(1, "{'descr': '<u8', 'fortran_order': False, 'shape': (1,), }", bytes({9, 0, 0, 0, 0, 0, 0, 0})),
             "1", "9");
-        add("<u4", npy_file(1, "{'descr': '<u4', 'fortran_order': False, 'shape': (1,), }", bytes({0xff, 0xff, 0xff, 0x7f})),
+        add("<u4",
+            npy_file(1, "{'descr': '<u4', 'fortran_order': False, 'shape': (1,), }", bytes({0xff, 0xff, 0xff, 0x7f})),
             "1", "2147483647");
-        add("=i2 native", npy_file(1, "{'descr': '=i2', 'fortran_order': False, 'shape': (1,), }", bytes({2, 1})),
-            "1", "258");
+        add("=i2 native", npy_file(1, "{'descr': '=i2', 'fortran_order': False, 'shape': (1,), }", bytes({2, 1})), "1",
+            "258");
         // Fortran order: memory holds column-major; result is C order.
         // C array [[0,1,2],[3,4,5]] (2x3) in Fortran memory order: 0 3 1 4 2 5.
-        add("fortran 2-D", npy_file(1, "{'descr': '|u1', 'fortran_order': True, 'shape': (2, 3), }", bytes({0, 3, 1, 4, 2, 5})),
-            "2 3", "0 1 2 3 4 5");
+        add("fortran 2-D",
+            npy_file(1, "{'descr': '|u1', 'fortran_order': True, 'shape': (2, 3), }", bytes({0, 3, 1, 4, 2, 5})), "2 3",
+            "0 1 2 3 4 5");
         // C array [[[0,1,2]],[[3,4,5]]] (2x1x3): Fortran memory order 0 3 1 4 2 5 again.
-        add("fortran 3-D", npy_file(1, "{'descr': '<i2', 'fortran_order': True, 'shape': (2, 1, 3), }",
-                                    bytes({0, 0, 3, 0, 1, 0, 4, 0, 2, 0, 5, 0})),
+        add("fortran 3-D",
+            npy_file(1, "{'descr': '<i2', 'fortran_order': True, 'shape': (2, 1, 3), }",
+                     bytes({0, 0, 3, 0, 1, 0, 4, 0, 2, 0, 5, 0})),
             "2 1 3", "0 1 2 3 4 5");
-        add("key order, double quotes", npy_file(1, "{\"shape\": (1, 1, 2), \"fortran_order\": False, \"descr\": \"<i4\"}",
-                                                 bytes({1, 0, 0, 0, 2, 0, 0, 0})),
+        add("key order, double quotes",
+            npy_file(1, "{\"shape\": (1, 1, 2), \"fortran_order\": False, \"descr\": \"<i4\"}",
+                     bytes({1, 0, 0, 0, 2, 0, 0, 0})),
             "1 1 2", "1 2");
         add("empty shape dim", npy_file(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (0, 3, 2), }", ""),
             "0 3 2", "");
-        add("trailing bytes ignored", npy_file(1, "{'descr': '|u1', 'fortran_order': False, 'shape': (1,), }", "\x04zz"),
-            "1", "4");
+        add("trailing bytes ignored",
+            npy_file(1, "{'descr': '|u1', 'fortran_order': False, 'shape': (1,), }", "\x04zz"), "1", "4");
     }
     void npyHandMade() {
         QFETCH(QByteArray, file);
@@ -306,8 +348,10 @@ private Q_SLOTS:
         QFETCH(QString, values);
         const NpyArray a = parse_npy(std::string_view(file.constData(), file.size()), "w");
         QStringList s, v;
-        for (auto d : a.shape) s << QString::number(d);
-        for (auto x : a.values) v << QString::number(x);
+        for (auto d : a.shape)
+            s << QString::number(d);
+        for (auto x : a.values)
+            v << QString::number(x);
         QCOMPARE(s.join(QLatin1Char(' ')), shape);
         QCOMPARE(v.join(QLatin1Char(' ')), values);
     }
@@ -323,14 +367,16 @@ private Q_SLOTS:
         add("too short", "\x93NUM", "w: not an .npy file (bad magic)");
         add("no header length", std::string("\x93NUMPY\x01\x00\x10", 9), "w: truncated .npy header");
         add("version 4", npy_file(1, i4, data16).replace(6, 1, "\x04"), "w: unsupported .npy version 4.0");
-        add("header cut", npy_file(1, i4, data16).substr(0, 40), "w: truncated .npy header (declares 118 bytes, 30 present)");
+        add("header cut", npy_file(1, i4, data16).substr(0, 40),
+            "w: truncated .npy header (declares 118 bytes, 30 present)");
         add("truncated data", npy_file(1, i4, data16.substr(0, 12)),
             "w: truncated .npy data: shape (2, 1, 2) of <i4 needs 16 bytes, 12 present");
         add("float dtype", npy_file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 1, 2), }", data16),
             "w: unsupported .npy dtype '<f4' (routes need an integer dtype)");
         add("bool dtype", npy_file(1, "{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }", "\x01\x00"),
             "w: unsupported .npy dtype '|b1' (routes need an integer dtype)");
-        add("structured dtype", npy_file(1, "{'descr': [('a', '<i4')], 'fortran_order': False, 'shape': (1,), }", data16),
+        add("structured dtype",
+            npy_file(1, "{'descr': [('a', '<i4')], 'fortran_order': False, 'shape': (1,), }", data16),
             "w: unsupported .npy dtype (structured arrays are not routes)");
         add("missing shape", npy_file(1, "{'descr': '<i4', 'fortran_order': False, }", data16),
             "w: bad .npy header: missing 'shape'");
@@ -341,18 +387,23 @@ private Q_SLOTS:
             "w: bad .npy header: 'fortran_order' is not True or False");
         add("bad shape", npy_file(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (2, x), }", data16),
             "w: bad .npy header: 'shape' holds a non-integer at offset 54");
-        add("u4 out of int32", npy_file(1, "{'descr': '<u4', 'fortran_order': False, 'shape': (2,), }",
-                                        bytes({1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff})),
+        add("u4 out of int32",
+            npy_file(1, "{'descr': '<u4', 'fortran_order': False, 'shape': (2,), }",
+                     bytes({1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff})),
             "w: .npy value 4294967295 at element 1 does not fit int32");
-        add("i8 out of int32", npy_file(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (1,), }",
-                                        bytes({0, 0, 0, 0x80, 0, 0, 0, 0})),
+        add("i8 out of int32",
+            npy_file(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (1,), }",
+                     bytes({0, 0, 0, 0x80, 0, 0, 0, 0})),
             "w: .npy value 2147483648 at element 0 does not fit int32");
-        add("huge shape", npy_file(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 2), }", ""),
+        add("huge shape",
+            npy_file(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 2), }", ""),
             "w: bad .npy header: shape (4294967296, 4294967296, 2) is too large");
         // Breaker report: a repeated key would silently win; keys and dtypes are echoed escaped.
-        add("duplicate shape", npy_file(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 1, 2), 'shape': (1, 1, 2), }", data16),
+        add("duplicate shape",
+            npy_file(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 1, 2), 'shape': (1, 1, 2), }", data16),
             "w: bad .npy header: duplicate key 'shape'");
-        add("duplicate descr", npy_file(1, "{'descr': '<i4', 'descr': '<i2', 'fortran_order': False, 'shape': (2,), }", data16),
+        add("duplicate descr",
+            npy_file(1, "{'descr': '<i4', 'descr': '<i2', 'fortran_order': False, 'shape': (2,), }", data16),
             "w: bad .npy header: duplicate key 'descr'");
         add("binary key", npy_file(1, "{'descr': '<i4', 'fortran_order': False, 'x\n\xff': 1}", data16),
             "w: bad .npy header: unexpected key 'x\\n\\xff'");
@@ -388,7 +439,8 @@ private Q_SLOTS:
             QCOMPARE(a.shape, (std::vector<std::int64_t>{2, 3}));
         }
         const std::vector<std::int32_t> u = {0, 1, 255};
-        for (const char* d : {"|u1", "<u2", ">u2", "<u4", "<u8"}) QCOMPARE(parse_npy(encode_npy({3}, u, d), d).values, u);
+        for (const char* d : {"|u1", "<u2", ">u2", "<u4", "<u8"})
+            QCOMPARE(parse_npy(encode_npy({3}, u, d), d).values, u);
         QCOMPARE(encode_npy({1}, {0x0102}, ">i2").substr(128), bytes({1, 2}));
         QCOMPARE(error_of([] { encode_npy({1}, {300}, "|u1"); }),
                  QStringLiteral("encode_npy: value 300 at element 0 does not fit |u1"));
@@ -414,7 +466,7 @@ private Q_SLOTS:
         QCOMPARE(i.group, std::string("12"));
         QCOMPARE(i.source_file, std::string("in/run.json"));
         QCOMPARE(i.routed_rows, std::int64_t(2));
-        QCOMPARE(i.length, std::int64_t(2 + 1 + 5));  // rows + 1 + start_len
+        QCOMPARE(i.length, std::int64_t(2 + 1 + 5)); // rows + 1 + start_len
         QCOMPARE(i.length_rule, LengthRule::RowsPlusOne);
         QVERIFY(!i.prompt_len);
         QCOMPARE(i.missing_routes, std::int64_t(0));
@@ -425,10 +477,10 @@ private Q_SLOTS:
         const std::string a = sglang_record(kRoutesI32, "\"prompt_tokens\": 1, \"completion_tokens\": 2, ",
                                             "\"rid\": \"r-a\", \"group_id\": \"g1\", ");
         // prompt_tokens alone never exceeds t_i = rows + 1 (see formatErrors "sglang prompt beyond the sample").
-        const std::string b = sglang_record(kRoutesU8, "\"routed_experts_dtype\": \"uint8\", \"prompt_tokens\": 3, ",
-                                            "\"id\": 99, ");
-        const std::string c = sglang_record(kRoutesI16, "\"routed_experts_dtype\": \"int16\", \"id\": \"m-c\", ",
-                                            "\"rid\": \"r-c\", ");
+        const std::string b =
+            sglang_record(kRoutesU8, "\"routed_experts_dtype\": \"uint8\", \"prompt_tokens\": 3, ", "\"id\": 99, ");
+        const std::string c =
+            sglang_record(kRoutesI16, "\"routed_experts_dtype\": \"int16\", \"id\": \"m-c\", ", "\"rid\": \"r-c\", ");
         for (const std::string& text : {"[" + a + ",\n " + b + ", " + c + "]", a + "\n" + b + "\r\n\n" + c + "\n"}) {
             const auto recs = run(SGLang, source("batch.jsonl", text), m);
             QCOMPARE(recs.size(), std::size_t(3));
@@ -437,15 +489,16 @@ private Q_SLOTS:
             QCOMPARE(recs[2].info.id, std::string("batch#2"));
             QCOMPARE(recs[0].info.request_id, std::string("r-a"));
             QCOMPARE(recs[1].info.request_id, std::string("99"));
-            QCOMPARE(recs[2].info.request_id, std::string("m-c"));  // meta_info.id wins over rid
+            QCOMPARE(recs[2].info.request_id, std::string("m-c")); // meta_info.id wins over rid
             QCOMPARE(recs[0].info.group, std::string("g1"));
             QCOMPARE(recs[1].info.group, std::string());
-            QCOMPARE(recs[0].info.length, std::int64_t(3));  // explicit: 1 + 2
+            QCOMPARE(recs[0].info.length, std::int64_t(3)); // explicit: 1 + 2
             QCOMPARE(recs[0].info.length_rule, LengthRule::ExplicitTokens);
             QCOMPARE(recs[0].info.prompt_len, std::optional<std::int64_t>(1));
-            QCOMPARE(recs[1].info.length, std::int64_t(3));  // rows + 1: no completion_tokens
+            QCOMPARE(recs[1].info.length, std::int64_t(3)); // rows + 1: no completion_tokens
             QCOMPARE(recs[1].info.prompt_len, std::optional<std::int64_t>(3));
-            for (const auto& r : recs) QCOMPARE(counts_text(r, m), kCounts);
+            for (const auto& r : recs)
+                QCOMPARE(counts_text(r, m), kCounts);
         }
     }
     void sglangMissingDenseAndMap() {
@@ -471,9 +524,9 @@ private Q_SLOTS:
         const auto m = model3();
         // One request, two choices: MoE-only '<i2' and '<i4' arrays; a third choice with the
         // all-layers axis ([1 row][3 layers][2]: L0 [0,0] L1 [1,2] L2 [3,0]) built by hand here.
-        const std::string all_layers = base64_encode(npy_file(
-            1, "{'descr': '<i4', 'fortran_order': False, 'shape': (1, 3, 2), }",
-            bytes({0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0})));
+        const std::string all_layers =
+            base64_encode(npy_file(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (1, 3, 2), }",
+                                   bytes({0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0})));
         const std::string resp = vllm_response("cmpl-1", {re(kNpyI2), re(kNpyI4), re(all_layers)});
         const auto recs = run(VLLM, source("v.json", resp), m);
         QCOMPARE(recs.size(), std::size_t(3));
@@ -534,8 +587,11 @@ private Q_SLOTS:
         recs = run(NpyFile, source("be.npy", be), m);
         QCOMPARE(counts_text(recs[0], m), QStringLiteral("0 1 0 1 | 1 0 1 0"));
         std::string le8;
-        for (int v : {1, 3, 0, 2}) le8 += bytes({v, 0, 0, 0, 0, 0, 0, 0});
-        recs = run(NpyFile, source("i8.npy", npy_file(2, "{'descr': '<i8', 'fortran_order': False, 'shape': (1, 2, 2), }", le8)), m);
+        for (int v : {1, 3, 0, 2})
+            le8 += bytes({v, 0, 0, 0, 0, 0, 0, 0});
+        recs = run(NpyFile,
+                   source("i8.npy", npy_file(2, "{'descr': '<i8', 'fortran_order': False, 'shape': (1, 2, 2), }", le8)),
+                   m);
         QCOMPARE(counts_text(recs[0], m), QStringLiteral("0 1 0 1 | 1 0 1 0"));
         // Fortran-ordered [rows=2][layers=2][k=2]: C [[[1,3],[0,2]],[[3,2],[2,1]]] in column-major memory.
         const std::string fo = npy_file(1, "{'descr': '|u1', 'fortran_order': True, 'shape': (2, 2, 2), }",
@@ -667,16 +723,17 @@ private Q_SLOTS:
         QCOMPARE(printable("plain text, quotes ' \" ok"), std::string("plain text, quotes ' \" ok"));
         QCOMPARE(printable("a\nb\r\tc"), std::string("a\\nb\\r\\tc"));
         QCOMPARE(printable(std::string("x\0y\x7f\x1b", 5)), std::string("x\\x00y\\x7f\\x1b"));
-        QCOMPARE(printable("\xff\xfe ok"), std::string("\\xff\\xfe ok"));           // not UTF-8
-        QCOMPARE(printable("caf\xc3\xa9 \xe2\x82\xac"), std::string("caf\xc3\xa9 \xe2\x82\xac"));  // UTF-8 kept
-        QCOMPARE(printable("end \xc3"), std::string("end \\xc3"));                      // cut sequence
-        QCOMPARE(printable("\xed\xa0\x80"), std::string("\\xed\\xa0\\x80"));         // surrogate
-        QCOMPARE(printable("\xef\xbb\xbfid"), std::string("\\xef\\xbb\\xbfid"));       // invisible BOM shown
+        QCOMPARE(printable("\xff\xfe ok"), std::string("\\xff\\xfe ok"));                         // not UTF-8
+        QCOMPARE(printable("caf\xc3\xa9 \xe2\x82\xac"), std::string("caf\xc3\xa9 \xe2\x82\xac")); // UTF-8 kept
+        QCOMPARE(printable("end \xc3"), std::string("end \\xc3"));                                // cut sequence
+        QCOMPARE(printable("\xed\xa0\x80"), std::string("\\xed\\xa0\\x80"));                      // surrogate
+        QCOMPARE(printable("\xef\xbb\xbfid"), std::string("\\xef\\xbb\\xbfid"));                  // invisible BOM shown
         QCOMPARE(printable(std::string(80, 'a')), std::string(80, 'a'));
         QCOMPARE(printable(std::string(81, 'a')), std::string(80, 'a') + "...");
         std::string newlines;
-        for (int i = 0; i < 80; ++i) newlines += "\\n";
-        QCOMPARE(printable(std::string(1000000, '\n')), newlines + "...");  // a megabyte of line breaks
+        for (int i = 0; i < 80; ++i)
+            newlines += "\\n";
+        QCOMPARE(printable(std::string(1000000, '\n')), newlines + "..."); // a megabyte of line breaks
         QCOMPARE(printable("abcdef", 3), std::string("abc..."));
         QCOMPARE(json_brief(nlohmann::json::parse(deep_list(50000))), std::string("a list"));
         QCOMPARE(json_brief(nlohmann::json::parse(deep_object(50000))), std::string("an object"));
@@ -689,7 +746,8 @@ private Q_SLOTS:
         auto recs = run(SGLang, source("s.json", bom + sglang_record(kRoutesI32)), m);
         QCOMPARE(recs.size(), std::size_t(1));
         QCOMPARE(counts_text(recs[0], m), kCounts);
-        recs = run(SGLang, source("s.jsonl", bom + sglang_record(kRoutesI32) + "\n" + sglang_record(kRoutesI32) + "\n"), m);
+        recs = run(SGLang, source("s.jsonl", bom + sglang_record(kRoutesI32) + "\n" + sglang_record(kRoutesI32) + "\n"),
+                   m);
         QCOMPARE(recs.size(), std::size_t(2));
         recs = run(VLLM, source("v.json", bom + vllm_response("r", {re(kNpyI2)})), m);
         QCOMPARE(counts_text(recs[0], m), kCounts);
@@ -704,7 +762,7 @@ private Q_SLOTS:
     }
     void npzDeclaredSizes() {
         const auto m = model3();
-        const std::string i4 = base64_decode(kNpyI4, "w");  // 144 bytes
+        const std::string i4 = base64_decode(kNpyI4, "w"); // 144 bytes
         const std::string deflated = make_npz({{"a.npy", i4, true}});
         const std::string stored = make_npz({{"a.npy", i4, false}});
         QVERIFY(!deflated.empty() && !stored.empty());
@@ -717,7 +775,8 @@ private Q_SLOTS:
         // Within the limit, but beyond what deflate can expand its compressed bytes to.
         QCOMPARE(error_of([&] { run(Npz, source("z.npz", with_declared_size(deflated, "a.npy", 200000000u)), m); }),
                  where + QStringLiteral("declares 200000000 bytes from %1 bytes in the archive, more than compression "
-                                        "can expand to").arg(packed));
+                                        "can expand to")
+                             .arg(packed));
         // A stored entry holds exactly its compressed bytes.
         QCOMPARE(error_of([&] { run(Npz, source("z.npz", with_declared_size(stored, "a.npy", 145u)), m); }),
                  where + QStringLiteral("declares 145 bytes from 144 bytes in the archive, more than a stored entry "
@@ -730,7 +789,9 @@ private Q_SLOTS:
         // An array over the per-sample limit is refused from its header, before its data is read.
         const std::string big = npy_file(1, "{'descr': '|u1', 'fortran_order': False, 'shape': (536870913, 1, 1), }",
                                          std::string(64, '\0'));
-        QCOMPARE(error_of([&] { run(Npz, source("z.npz", make_npz({{"a.npy", big, true}})), m); }),
+        QCOMPARE(error_of([&] {
+                     run(Npz, source("z.npz", make_npz({{"a.npy", big, true}})), m);
+                 }),
                  where + QStringLiteral("shape (536870913, 1, 1) holds 536870913 values, more than the per-sample "
                                         "limit of 536870912"));
         // Entry names are echoed escaped.
@@ -772,9 +833,9 @@ private Q_SLOTS:
         add("sglang bad dtype", SGLang, "s.json", sglang_record(kRoutesI32, "\"routed_experts_dtype\": \"float16\", "),
             "in/s.json: sample s#0: meta_info.routed_experts_dtype \"float16\" is not one of int32, int16, uint16, "
             "uint8, int8");
-        add("sglang no meta_info", SGLang, "s.json", "[{\"text\": \"a\"}]", "in/s.json: sample s#0: meta_info is missing");
-        add("sglang no routes", SGLang, "s.jsonl",
-            sglang_record(kRoutesI32) + "\n{\"meta_info\": {\"id\": \"x\"}}\n",
+        add("sglang no meta_info", SGLang, "s.json", "[{\"text\": \"a\"}]",
+            "in/s.json: sample s#0: meta_info is missing");
+        add("sglang no routes", SGLang, "s.jsonl", sglang_record(kRoutesI32) + "\n{\"meta_info\": {\"id\": \"x\"}}\n",
             "in/s.jsonl: sample s#1: meta_info.routed_experts is missing");
         add("sglang routes not a string", SGLang, "s.json", "{\"meta_info\": {\"routed_experts\": [1, 2]}}",
             "in/s.json: sample s#0: meta_info.routed_experts[0] is an integer, expected a list of layers");
@@ -808,8 +869,8 @@ private Q_SLOTS:
         const std::string i4 = base64_decode(kNpyI4, "w");
         const std::string k3 = base64_encode(encode_npy({1, 2, 3}, {0, 1, 2, 0, 1, 2}, "<i4"));
         const std::string ax5 = base64_encode(encode_npy({1, 5, 2}, std::vector<std::int32_t>(10, 0), "<i4"));
-        const std::string f4 = base64_encode(npy_file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2, 2), }",
-                                                      std::string(16, '\0')));
+        const std::string f4 = base64_encode(
+            npy_file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2, 2), }", std::string(16, '\0')));
         const std::string flat = base64_encode(encode_npy({2, 2}, {0, 1, 2, 3}, "<i4"));
         add("vllm top-k mismatch", VLLM, "v.json", vllm_response("r", {re(kNpyI4), re(k3)}),
             "in/v.json: sample v#1: routes have top-k 3, model says 2");
@@ -854,15 +915,15 @@ private Q_SLOTS:
             "in/n.txt: sample n#1 (line 3): 6 bytes of data, expected 2x1x2 x 2 = 8 bytes (int16)");
         add("nemo prefix", Nemo, "n.txt", "nrlre2:int16:2x1x2:AAABAAIAAwA=",
             "in/n.txt: sample n#0 (line 1): is not 'nrlre1:<dtype>:<S>x<L>x<K>:<base64>'");
-        add("nemo shape", Nemo, "n.txt", "nrlre1:int16:2x1:AAABAAIAAwA=",
-            "in/n.txt: sample n#0 (line 1): shape '2x1' is not <S>x<L>x<K>");
+        add("nemo shape", Nemo, "n.txt",
+            "nrlre1:int16:2x1:AAABAAIAAwA=", "in/n.txt: sample n#0 (line 1): shape '2x1' is not <S>x<L>x<K>");
         add("nemo base64", Nemo, "n.txt", "nrlre1:int16:2x1x2:AAA*AAIAAwA=",
             "in/n.txt: sample n#0 (line 1): malformed base64 at offset 3: unexpected character '*'");
         add("nemo last row missing", Nemo, "n.txt", "nrlre1:int8:1x1x2://8=",
             "in/n.txt: sample n#0 (line 1): last row (row 0) at layer position 0 is not the default route [0, 1] "
             "that NeMo-RL writes for the final token; not a NeMo-RL routed_experts array");
-        add("nemo only the default row", Nemo, "n.txt", "nrlre1:int8:1x1x2:AAE=",
-            "in/n.txt: sample n#0 (line 1): no routed rows (only the default route row)");
+        add("nemo only the default row", Nemo, "n.txt",
+            "nrlre1:int8:1x1x2:AAE=", "in/n.txt: sample n#0 (line 1): no routed rows (only the default route row)");
         add("nemo negative", Nemo, "n.txt", "nrlre1:int8:2x1x2:/v8AAQ==",
             "in/n.txt: sample n#0: row 0, layer 1: negative expert id -2 (only -1 marks a missing route)");
         add("nemo layer axis", Nemo, "n.txt", "nrlre1:int8:1x3x2:AAAAAAAA",
@@ -881,7 +942,8 @@ private Q_SLOTS:
             "in/j.json: sample j: row 0, layer 0, slot 0: expert id 1.5 is not an integer");
         add("nested string", Nested, "j.json", "[[[1,\"3\"],[0,2]]]",
             "in/j.json: sample j: row 0, layer 0, slot 1: expected an expert id, found a string");
-        add("nested flat row", Nested, "j.json", "[[1,3]]", "in/j.json: sample j: row 0, layer 0 is a number, expected a list of expert ids");
+        add("nested flat row", Nested, "j.json", "[[1,3]]",
+            "in/j.json: sample j: row 0, layer 0 is a number, expected a list of expert ids");
         add("nested huge id", Nested, "j.json", "[[[1,3],[0,4294967296]]]",
             "in/j.json: sample j: row 0, layer 1, slot 1: expert id 4294967296 does not fit int32");
         add("nested out of range", Nested, "j.json", "[[[1,3],[0,4]]]",
@@ -899,7 +961,8 @@ private Q_SLOTS:
             "in/j.jsonl: line 2: malformed JSON at byte 24: syntax error while parsing array - unexpected end of "
             "input; expected ']'");
         add("nested empty", Nested, "j.json", "", "in/j.json: empty file");
-        add("nested no data", Nested, "j.json", "{\"dtype\": \"int32\"}", "in/j.json: sample j: object has no \"data\" list");
+        add("nested no data", Nested, "j.json", "{\"dtype\": \"int32\"}",
+            "in/j.json: sample j: object has no \"data\" list");
         add("nested data not list", Nested, "j.json", "{\"data\": 5}", "in/j.json: sample j: \"data\" is not a list");
         add("nested dtype", Nested, "j.json", "{\"data\": [[[1,3],[0,2]]], \"dtype\": \"float32\"}",
             "in/j.json: sample j: dtype 'float32' is not an integer type");
@@ -910,7 +973,8 @@ private Q_SLOTS:
         // Breaker report: deeply nested values where an id, group or dtype belongs are refused
         // without serializing them (that recursion overflowed the stack).
         const std::string deep = deep_list(100000), deep_obj = deep_object(100000);
-        add("sglang deep dtype", SGLang, "s.json", sglang_record(kRoutesI32, "\"routed_experts_dtype\": " + deep + ", "),
+        add("sglang deep dtype", SGLang, "s.json",
+            sglang_record(kRoutesI32, "\"routed_experts_dtype\": " + deep + ", "),
             "in/s.json: sample s#0: meta_info.routed_experts_dtype must be a string (one of int32, int16, uint16, "
             "uint8, int8), not a list");
         add("sglang dtype number", SGLang, "s.json", sglang_record(kRoutesI32, "\"routed_experts_dtype\": 4, "),
@@ -936,7 +1000,8 @@ private Q_SLOTS:
             sglang_record(kRoutesI32, "\"physical_to_logical_map\": [[0], [0, 1, " + deep + ", 3], [0, 1, 2, 3]], "),
             "in/s.json: sample s#0: physical_to_logical_map[1][2] is a list, not a logical expert id (0..3)");
         add("sglang huge map entry", SGLang, "s.json",
-            sglang_record(kRoutesI32, "\"physical_to_logical_map\": [[0], [0, 1, 18446744073709551615, 3], [0, 1, 2, 3]], "),
+            sglang_record(kRoutesI32,
+                          "\"physical_to_logical_map\": [[0], [0, 1, 18446744073709551615, 3], [0, 1, 2, 3]], "),
             "in/s.json: sample s#0: physical_to_logical_map[1][2] = 18446744073709551615 is not a logical expert id "
             "(0..3)");
         add("sglang string map entry", SGLang, "s.json",
@@ -973,9 +1038,11 @@ private Q_SLOTS:
             sglang_record(kRoutesI32, "\"routed_experts_start_len\": 18446744073709551615, "),
             "in/s.json: sample s#0: meta_info.routed_experts_start_len 18446744073709551615 is out of range "
             "0..1099511627776");
-        add("sglang start_len negative", SGLang, "s.json", sglang_record(kRoutesI32, "\"routed_experts_start_len\": -3, "),
+        add("sglang start_len negative", SGLang, "s.json",
+            sglang_record(kRoutesI32, "\"routed_experts_start_len\": -3, "),
             "in/s.json: sample s#0: meta_info.routed_experts_start_len -3 is negative");
-        add("vllm negative usage", VLLM, "v.json", vllm_response("r", {re(kNpyI4)}, "\"usage\": {\"prompt_tokens\": -3}, "),
+        add("vllm negative usage", VLLM, "v.json",
+            vllm_response("r", {re(kNpyI4)}, "\"usage\": {\"prompt_tokens\": -3}, "),
             "in/v.json: response 0: usage.prompt_tokens -3 is negative");
         add("vllm usage beyond the sample", VLLM, "v.json",
             vllm_response("r", {re(kNpyI4)}, "\"usage\": {\"prompt_tokens\": 1000000000000}, "),
@@ -986,7 +1053,8 @@ private Q_SLOTS:
         // Raw library errors never reach the user (bug 14); repeated keys are not silently merged.
         add("sglang number overflow", SGLang, "s.json", sglang_record(kRoutesI32, "\"x\": 1e400, "),
             "in/s.json: malformed JSON: number overflow parsing '1e400'");
-        add("sglang number overflow line", SGLang, "s.jsonl", sglang_record(kRoutesI32) + "\n" + sglang_record(kRoutesI32, "\"x\": -1e999, ") + "\n",
+        add("sglang number overflow line", SGLang, "s.jsonl",
+            sglang_record(kRoutesI32) + "\n" + sglang_record(kRoutesI32, "\"x\": -1e999, ") + "\n",
             "in/s.jsonl: line 2: malformed JSON: number overflow parsing '-1e999'");
         add("sglang duplicate key", SGLang, "s.json",
             "{\"meta_info\": {\"routed_experts\": \"" + std::string(kRoutesI32) + "\", \"routed_experts\": \"" +

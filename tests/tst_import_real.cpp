@@ -1,8 +1,8 @@
 // Importers of the bundled real sets (per-prompt CSV, per-request step JSON, aggregate totals) on
 // the real data in ../shared/traces, and every bad-input case of those formats plus the driver's
 // own checks (duplicate ids, mixed formats, missing model, empty files).
-#include "core/util/errors.h"
 #include "core/import/import.h"
+#include "core/util/errors.h"
 #include "tests/testutil.h"
 
 #include <QtTest>
@@ -42,7 +42,8 @@ void check_conservation(const Trace& t) {
     for (std::size_t i = 0; i < t.size(); ++i) {
         for (int l = 0; l < L; ++l) {
             std::uint64_t sum = 0;
-            for (int e = 0; e < E; ++e) sum += t.count(i, l, e);
+            for (int e = 0; e < E; ++e)
+                sum += t.count(i, l, e);
             QCOMPARE(static_cast<std::int64_t>(sum), t.samples[i].routed_rows * t.model.top_k);
         }
     }
@@ -54,7 +55,7 @@ std::size_t index_of(const Trace& t, const std::string& id) {
     return SIZE_MAX;
 }
 
-}  // namespace
+} // namespace
 
 class TestImportReal : public QObject {
     Q_OBJECT
@@ -68,14 +69,14 @@ private Q_SLOTS:
         QCOMPARE(s.format, TraceFormat::PromptCsv);
         QCOMPARE(t.size(), std::size_t(599));
         QCOMPARE(t.model.num_moe_layers(), 26);
-        QCOMPARE(t.samples.front().id, std::string("prompt_1_data"));  // numeric-aware file order
+        QCOMPARE(t.samples.front().id, std::string("prompt_1_data")); // numeric-aware file order
         QCOMPARE(t.samples[1].id, std::string("prompt_2_data"));
         QCOMPARE(t.samples.back().id, std::string("prompt_600_data"));
-        QCOMPARE(index_of(t, "prompt_317_data"), SIZE_MAX);  // absent upstream
+        QCOMPARE(index_of(t, "prompt_317_data"), SIZE_MAX); // absent upstream
         check_conservation(t);
         std::int64_t total = 0;
         for (const auto& x : t.samples) {
-            QCOMPARE(x.length, x.routed_rows);  // prompt-only forwards: t_i = rows
+            QCOMPARE(x.length, x.routed_rows); // prompt-only forwards: t_i = rows
             QCOMPARE(x.length_rule, LengthRule::Rows);
             total += x.length;
         }
@@ -85,10 +86,10 @@ private Q_SLOTS:
         // Hand-counted (python csv module over the file) values.
         const auto p1 = index_of(t, "prompt_1_data");
         QCOMPARE(t.samples[p1].length, std::int64_t(33));
-        QCOMPARE(t.count(p1, 0, 6), 14u);   // layer 1, expert 6
-        QCOMPARE(t.count(p1, 0, 8), 13u);   // layer 1, expert 8
+        QCOMPARE(t.count(p1, 0, 6), 14u); // layer 1, expert 6
+        QCOMPARE(t.count(p1, 0, 8), 13u); // layer 1, expert 8
         QCOMPARE(t.count(p1, 0, 0), 1u);
-        QCOMPARE(t.count(p1, 25, 50), 11u);  // layer 26, expert 50
+        QCOMPARE(t.count(p1, 25, 50), 11u); // layer 26, expert 50
         const auto p600 = index_of(t, "prompt_600_data");
         QCOMPARE(t.samples[p600].length, std::int64_t(7));
         QCOMPARE(t.count(p600, 0, 8), 6u);
@@ -109,16 +110,16 @@ private Q_SLOTS:
         QCOMPARE(t.samples.front().id, std::string("llama4-mmlu-abstract_algebra/0"));
         check_conservation(t);
         for (const auto& x : t.samples) {
-            QCOMPARE(x.length, x.routed_rows + 1);  // replay rows: t_i = rows + 1
+            QCOMPARE(x.length, x.routed_rows + 1); // replay rows: t_i = rows + 1
             QCOMPARE(x.length_rule, LengthRule::RowsPlusOne);
         }
         const auto a = index_of(t, "llama4-mmlu-anatomy/101");
         QVERIFY(a != SIZE_MAX);
-        QCOMPARE(t.samples[a].routed_rows, std::int64_t(138));  // 10 prefill + 128 decode steps
+        QCOMPARE(t.samples[a].routed_rows, std::int64_t(138)); // 10 prefill + 128 decode steps
         QCOMPARE(t.samples[a].length, std::int64_t(139));
         QCOMPARE(t.samples[a].prompt_len, std::optional<std::int64_t>(10));
-        QCOMPARE(t.count(a, 0, 119), 15u);   // layer 1
-        QCOMPARE(t.count(a, 23, 2), 43u);    // layer 47
+        QCOMPARE(t.count(a, 0, 119), 15u); // layer 1
+        QCOMPARE(t.count(a, 23, 2), 43u);  // layer 47
         const auto b = index_of(t, "llama4-mmlu-abstract_algebra/0");
         QCOMPARE(t.samples[b].routed_rows, std::int64_t(153));
         QCOMPARE(t.samples[b].prompt_len, std::optional<std::int64_t>(25));
@@ -145,8 +146,9 @@ private Q_SLOTS:
         QCOMPARE(sink.agg.totals[0], std::uint64_t(147896));
         QCOMPARE(sink.agg.totals[1], std::uint64_t(246086));
         // Aggregate totals cannot be packed.
-        QCOMPARE(import_error({file}, opt),
-                 QStringLiteral("aggregate traces hold per-layer totals only: usable for placement views, not for packing"));
+        QCOMPARE(
+            import_error({file}, opt),
+            QStringLiteral("aggregate traces hold per-layer totals only: usable for placement views, not for packing"));
     }
 
     void csvQuotingIsRfc4180() {
@@ -169,7 +171,7 @@ private Q_SLOTS:
 
     void csvBadInput_data() {
         QTest::addColumn<QString>("body");
-        QTest::addColumn<QString>("error");  // after "<path>"
+        QTest::addColumn<QString>("error"); // after "<path>"
         const QString h = QStringLiteral("Layer ID,Batch Number,Token,Activated Expert IDs\n");
         QTest::newRow("truncated") << h + QStringLiteral("1,0,a,\"[0, 1]\"\n2,0,b,\"[0,")
                                    << ": malformed CSV in record 2 (error parsing data while strict checking enabled)";
@@ -182,8 +184,9 @@ private Q_SLOTS:
                                << ": record 2 (layer 1): 3 expert ids, expected top-k 2";
         QTest::newRow("out of range") << h + QStringLiteral("1,0,a,\"[0, 4]\"\n2,0,a,\"[0, 1]\"\n")
                                       << ": sample p: row 0, layer 1: expert id 4 out of range 0..3";
-        QTest::newRow("negative") << h + QStringLiteral("1,0,a,\"[0, -2]\"\n2,0,a,\"[0, 1]\"\n")
-                                  << ": sample p: row 0, layer 1: negative expert id -2 (only -1 marks a missing route)";
+        QTest::newRow("negative")
+            << h + QStringLiteral("1,0,a,\"[0, -2]\"\n2,0,a,\"[0, 1]\"\n")
+            << ": sample p: row 0, layer 1: negative expert id -2 (only -1 marks a missing route)";
         QTest::newRow("duplicate id in row")
             << h + QStringLiteral("1,0,a,\"[3, 3]\"\n2,0,a,\"[0, 1]\"\n")
             << ": sample p: row 0, layer 1: expert 3 listed twice, so counts cannot add up to rows x top-k";
@@ -208,13 +211,14 @@ private Q_SLOTS:
                                           << ": record 2: Layer ID 2147483647 is out of range 0..99999";
         QTest::newRow("layer id beyond int64") << h + QStringLiteral("99999999999999999999,0,a,\"[0, 1]\"\n")
                                                << ": record 1: Layer ID '99999999999999999999' is not an integer";
-        QTest::newRow("negative layer id") << h + QStringLiteral("-1,0,a,\"[0, 1]\"\n")
-                                           << ": record 1: Layer ID -1 is out of range 0..99999";
-        QTest::newRow("line break in a field") << QStringLiteral("\"Layer\nID\",Batch Number,Token,Activated Expert IDs\n")
-                                               << ": header column 1 is 'Layer\\nID', expected 'Layer ID'";
-        QTest::newRow("huge field") << h + QStringLiteral("%1,0,a,\"[0, 1]\"\n").arg(QString(100000, QLatin1Char('X')))
-                                    << QStringLiteral(": record 1: Layer ID '%1...' is not an integer")
-                                           .arg(QString(80, QLatin1Char('X')));
+        QTest::newRow("negative layer id")
+            << h + QStringLiteral("-1,0,a,\"[0, 1]\"\n") << ": record 1: Layer ID -1 is out of range 0..99999";
+        QTest::newRow("line break in a field")
+            << QStringLiteral("\"Layer\nID\",Batch Number,Token,Activated Expert IDs\n")
+            << ": header column 1 is 'Layer\\nID', expected 'Layer ID'";
+        QTest::newRow("huge field")
+            << h + QStringLiteral("%1,0,a,\"[0, 1]\"\n").arg(QString(100000, QLatin1Char('X')))
+            << QStringLiteral(": record 1: Layer ID '%1...' is not an integer").arg(QString(80, QLatin1Char('X')));
     }
     void csvBadInput() {
         QFETCH(QString, body);
@@ -230,9 +234,10 @@ private Q_SLOTS:
     void stepJsonBadInput_data() {
         QTest::addColumn<QString>("body");
         QTest::addColumn<QString>("error");
-        QTest::newRow("truncated") << QStringLiteral(R"([{"0": null, "1": [[0, 1]], "2": [[1)")
-                                   << ": malformed JSON at byte 37: syntax error while parsing array - unexpected end of input; "
-                                      "expected ']'";
+        QTest::newRow("truncated")
+            << QStringLiteral(R"([{"0": null, "1": [[0, 1]], "2": [[1)")
+            << ": malformed JSON at byte 37: syntax error while parsing array - unexpected end of input; "
+               "expected ']'";
         QTest::newRow("layer set differs")
             << QStringLiteral(R"([{"0": null, "1": [[0, 1]], "2": [[1, 2]]}, {"0": null, "1": [[0, 1]], "2": null}])")
             << ": step 1: layer set differs from step 0 (1-2)";
@@ -250,19 +255,22 @@ private Q_SLOTS:
         const QString key_rule = QStringLiteral(" is not a layer id (a decimal number 0..99999 without sign, spaces or "
                                                 "leading zeros)");
         QTest::newRow("leading zero key")
-            << QStringLiteral(R"([{"0": null, "1": [[0, 1]], "2": [[1, 2]]}, {"0": null, "01": [[0, 1]], "2": [[1, 2]]}])")
+            << QStringLiteral(
+                   R"([{"0": null, "1": [[0, 1]], "2": [[1, 2]]}, {"0": null, "01": [[0, 1]], "2": [[1, 2]]}])")
             << ": step 1: key '01'" + key_rule;
         QTest::newRow("plus key") << QStringLiteral(R"([{"0": null, "+1": [[0, 1]], "2": [[1, 2]]}])")
                                   << ": step 0: key '+1'" + key_rule;
         QTest::newRow("space key") << QStringLiteral(R"([{"0": null, " 1": [[0, 1]], "2": [[1, 2]]}])")
                                    << ": step 0: key ' 1'" + key_rule;
-        QTest::newRow("huge key") << QStringLiteral(R"([{"0": null, "99999999999": null, "1": [[0, 1]], "2": [[1, 2]]}])")
+        QTest::newRow("huge key") << QStringLiteral(
+                                         R"([{"0": null, "99999999999": null, "1": [[0, 1]], "2": [[1, 2]]}])")
                                   << ": step 0: key '99999999999'" + key_rule;
         QTest::newRow("key beyond the model")
             << QStringLiteral(R"([{"0": null, "1": [[0, 1]], "2": [[1, 2]], "3": null}])")
             << ": step 0: layer id 3 is not below the model's 3 decoder layers";
-        QTest::newRow("uint64 max id") << QStringLiteral(R"([{"0": null, "1": [[0, 18446744073709551615]], "2": [[1, 2]]}])")
-                                       << ": step 0, layer 1, token 0: expert id 18446744073709551615 out of range 0..3";
+        QTest::newRow("uint64 max id")
+            << QStringLiteral(R"([{"0": null, "1": [[0, 18446744073709551615]], "2": [[1, 2]]}])")
+            << ": step 0, layer 1, token 0: expert id 18446744073709551615 out of range 0..3";
         QTest::newRow("2^63 id") << QStringLiteral(R"([{"0": null, "1": [[0, 9223372036854775808]], "2": [[1, 2]]}])")
                                  << ": step 0, layer 1, token 0: expert id 9223372036854775808 out of range 0..3";
         QTest::newRow("2^31 id") << QStringLiteral(R"([{"0": null, "1": [[0, 2147483648]], "2": [[1, 2]]}])")
@@ -274,7 +282,8 @@ private Q_SLOTS:
                                     "marker: null stands only for a whole dense layer)";
         QTest::newRow("number overflow") << QStringLiteral(R"([{"0": null, "1": [[0, 1e400]], "2": [[1, 2]]}])")
                                          << ": malformed JSON: number overflow parsing '1e400'";
-        QTest::newRow("duplicate key") << QStringLiteral(R"([{"0": null, "1": [[3, 2]], "1": [[0, 1]], "2": [[1, 2]]}])")
+        QTest::newRow("duplicate key") << QStringLiteral(
+                                              R"([{"0": null, "1": [[3, 2]], "1": [[0, 1]], "2": [[1, 2]]}])")
                                        << ": malformed JSON: duplicate key '1' in one object";
     }
     void stepJsonBadInput() {
@@ -342,8 +351,9 @@ private Q_SLOTS:
         opt.model = tiny_model();
         Trace t = import_trace_to_memory({dir / "p.csv"}, opt);
         QCOMPARE(t.samples[0].id, std::string("p"));
-        QCOMPARE(std::vector<std::uint32_t>(t.counts.begin(), t.counts.end()), (std::vector<std::uint32_t>{1, 1, 0, 0, 0, 0, 1, 1}));
-        ImportOptions flags;  // self-described layers read past the BOM too
+        QCOMPARE(std::vector<std::uint32_t>(t.counts.begin(), t.counts.end()),
+                 (std::vector<std::uint32_t>{1, 1, 0, 0, 0, 0, 1, 1}));
+        ImportOptions flags; // self-described layers read past the BOM too
         flags.model.experts = 4;
         flags.model.top_k = 2;
         t = import_trace_to_memory({dir / "p.csv"}, flags);
@@ -374,23 +384,29 @@ private Q_SLOTS:
                                  << ": missing field 'num_layers'";
         // Breaker report: sizes never wrap (bugs 6/7) and are checked against the arrays before
         // anything is allocated from them (bug 4); raw library errors never escape (bug 14).
-        QTest::newRow("layers wrap") << QStringLiteral(R"({"counts": [[1, 2], [3, 4]], "num_layers": 4294967298, "num_experts": 2})")
-                                     << ": num_layers 4294967298 is out of range 1..100000";
-        QTest::newRow("experts wrap") << QStringLiteral(R"({"counts": [[1, 2, 3]], "num_layers": 1, "num_experts": 4294967299})")
+        QTest::newRow("layers wrap")
+            << QStringLiteral(R"({"counts": [[1, 2], [3, 4]], "num_layers": 4294967298, "num_experts": 2})")
+            << ": num_layers 4294967298 is out of range 1..100000";
+        QTest::newRow("experts wrap") << QStringLiteral(
+                                             R"({"counts": [[1, 2, 3]], "num_layers": 1, "num_experts": 4294967299})")
                                       << ": num_experts 4294967299 is out of range 1..1048576";
-        QTest::newRow("experts uint64") << QStringLiteral(R"({"counts": [[1]], "num_layers": 1, "num_experts": 18446744073709551615})")
-                                        << ": num_experts 18446744073709551615 is out of range 1..1048576";
+        QTest::newRow("experts uint64")
+            << QStringLiteral(R"({"counts": [[1]], "num_layers": 1, "num_experts": 18446744073709551615})")
+            << ": num_experts 18446744073709551615 is out of range 1..1048576";
         QTest::newRow("declared experts, short rows")
             << QStringLiteral(R"({"counts": [[1, 2, 3]], "num_layers": 1, "num_experts": 1000000})")
             << ": counts[0] must hold num_experts = 1000000 integers";
         QTest::newRow("layer sum overflows")
             << QStringLiteral(R"({"counts": [[9223372036854775807, 1], [1, 1]], "num_layers": 2, "num_experts": 2})")
             << ": counts[0] adds up to more than 9223372036854775807";
-        QTest::newRow("src number") << QStringLiteral(R"({"counts": [[1, 2]], "num_layers": 1, "num_experts": 2, "src": 5})")
+        QTest::newRow("src number") << QStringLiteral(
+                                           R"({"counts": [[1, 2]], "num_layers": 1, "num_experts": 2, "src": 5})")
                                     << ": src must be a string, not an integer";
-        QTest::newRow("src deep") << QStringLiteral(R"({"counts": [[1, 2]], "num_layers": 1, "num_experts": 2, "src": [[[]]]})")
+        QTest::newRow("src deep") << QStringLiteral(
+                                         R"({"counts": [[1, 2]], "num_layers": 1, "num_experts": 2, "src": [[[]]]})")
                                   << ": src must be a string, not a list";
-        QTest::newRow("number overflow") << QStringLiteral(R"({"counts": [[1, 1e500]], "num_layers": 1, "num_experts": 2})")
+        QTest::newRow("number overflow") << QStringLiteral(
+                                                R"({"counts": [[1, 1e500]], "num_layers": 1, "num_experts": 2})")
                                          << ": malformed JSON: number overflow parsing '1e500'";
     }
     void aggregateBadInput() {
@@ -416,7 +432,8 @@ private Q_SLOTS:
 
     void driverChecks() {
         const auto dir = test::temp_dir(QStringLiteral("driver"));
-        const std::string csv = "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[0, 1]\"\n2,0,a,\"[2, 3]\"\n";
+        const std::string csv =
+            "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[0, 1]\"\n2,0,a,\"[2, 3]\"\n";
         test::write_file(dir / "a" / "p.csv", csv);
         test::write_file(dir / "b" / "p.csv", csv);
         test::write_file(dir / "empty.csv", "");
@@ -459,7 +476,8 @@ private Q_SLOTS:
 
     void driverHostileInputs() {
         const auto dir = test::temp_dir(QStringLiteral("hostile"));
-        const std::string csv = "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[0, 1]\"\n2,0,a,\"[2, 3]\"\n";
+        const std::string csv =
+            "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[0, 1]\"\n2,0,a,\"[2, 3]\"\n";
         test::write_file(dir / "p.csv", csv);
         ImportOptions opt;
         opt.model = tiny_model();
@@ -475,7 +493,8 @@ private Q_SLOTS:
         huge.model.num_hidden_layers = 0;
         huge.model.moe_layers = {0};
         huge.model.experts = 20000000;
-        QCOMPARE(import_error({dir / "n.json"}, huge), QStringLiteral("model: experts must be in 1..1048576 (got 20000000)"));
+        QCOMPARE(import_error({dir / "n.json"}, huge),
+                 QStringLiteral("model: experts must be in 1..1048576 (got 20000000)"));
         // Self-described layer ids stay bounded (bug 13): no overflow of num_hidden_layers.
         test::write_file(dir / "big.csv", "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[0, 1]\"\n"
                                           "2147483647,0,a,\"[2, 3]\"\n");
@@ -483,13 +502,15 @@ private Q_SLOTS:
         flags.model.experts = 4;
         flags.model.top_k = 2;
         QCOMPARE(import_error({dir / "big.csv"}, flags),
-                 QString::fromStdString((dir / "big.csv").string() + ": record 2: Layer ID 2147483647 is out of range 0..99999"));
+                 QString::fromStdString((dir / "big.csv").string() +
+                                        ": record 2: Layer ID 2147483647 is out of range 0..99999"));
         // Not a regular file, a folder that cannot be walked (bug 14).
         const auto fifo = dir / "pipe.json";
         QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
         QCOMPARE(import_error({fifo}, opt),
-                 QString::fromStdString(fifo.string() + ": not a regular file or folder (devices, pipes and sockets are "
-                                                        "not trace files)"));
+                 QString::fromStdString(fifo.string() +
+                                        ": not a regular file or folder (devices, pipes and sockets are "
+                                        "not trace files)"));
         std::filesystem::remove(fifo);
         // A subfolder the user may not read: named, not skipped and not a raw filesystem_error.
         // As root (whom permissions do not stop) the walk runs in a child that drops to uid 65534.
@@ -518,14 +539,16 @@ private Q_SLOTS:
         ::close(pipefd[1]);
         std::string got;
         char buf[4096];
-        for (ssize_t n; (n = ::read(pipefd[0], buf, sizeof buf)) > 0;) got.append(buf, static_cast<std::size_t>(n));
+        for (ssize_t n; (n = ::read(pipefd[0], buf, sizeof buf)) > 0;)
+            got.append(buf, static_cast<std::size_t>(n));
         ::close(pipefd[0]);
         ::waitpid(pid, nullptr, 0);
         std::filesystem::permissions(dir / "walk" / "locked", std::filesystem::perms::all);
-        QCOMPARE(QString::fromStdString(got),
-                 QString::fromStdString((dir / "walk" / "locked").string() + ": cannot read folder (Permission denied)"));
+        QCOMPARE(QString::fromStdString(got), QString::fromStdString((dir / "walk" / "locked").string() +
+                                                                     ": cannot read folder (Permission denied)"));
         // The fingerprint does not depend on the order of the files (bug 11).
-        test::write_file(dir / "q.csv", "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[1, 2]\"\n2,0,a,\"[2, 3]\"\n");
+        test::write_file(dir / "q.csv",
+                         "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[1, 2]\"\n2,0,a,\"[2, 3]\"\n");
         ImportSummary ab, ba, a, again;
         import_trace_to_memory({dir / "p.csv", dir / "q.csv"}, opt, &ab);
         import_trace_to_memory({dir / "q.csv", dir / "p.csv"}, opt, &ba);
@@ -533,7 +556,7 @@ private Q_SLOTS:
         import_trace_to_memory({dir / "p.csv"}, opt, &again);
         QCOMPARE(hex64(ab.fingerprint), hex64(ba.fingerprint));
         QVERIFY(ab.fingerprint != a.fingerprint);
-        QCOMPARE(hex64(a.fingerprint), hex64(fnv1a64(csv.data(), csv.size())));  // one file: its own hash
+        QCOMPARE(hex64(a.fingerprint), hex64(fnv1a64(csv.data(), csv.size()))); // one file: its own hash
         QCOMPARE(hex64(a.fingerprint), hex64(again.fingerprint));
     }
 

@@ -3,9 +3,9 @@
 // totals), on small files written here byte by byte from the layouts in the importers' comments.
 // Every file is imported with --format auto through import_trace, every count is checked against
 // a hand count, and every refusal against its exact message.
-#include "core/util/errors.h"
 #include "core/import/import.h"
 #include "core/import/import_detail.h"
+#include "core/util/errors.h"
 #include "tests/testutil.h"
 
 #include <QtTest>
@@ -33,7 +33,8 @@ QString counts_text(const Trace& t, std::size_t i) {
     QStringList layers;
     for (int l = 0; l < t.model.num_moe_layers(); ++l) {
         QStringList c;
-        for (int e = 0; e < t.model.experts; ++e) c << QString::number(t.count(i, l, e));
+        for (int e = 0; e < t.model.experts; ++e)
+            c << QString::number(t.count(i, l, e));
         layers << c.join(QLatin1Char(' '));
     }
     return layers.join(QStringLiteral(" | "));
@@ -43,16 +44,20 @@ QString counts_text(const Trace& t, std::size_t i) {
 std::string le(const std::vector<std::int64_t>& v, int size) {
     std::string s;
     for (std::int64_t x : v)
-        for (int b = 0; b < size; ++b) s.push_back(static_cast<char>((static_cast<std::uint64_t>(x) >> (8 * b)) & 0xFF));
+        for (int b = 0; b < size; ++b)
+            s.push_back(static_cast<char>((static_cast<std::uint64_t>(x) >> (8 * b)) & 0xFF));
     return s;
 }
 
-std::string b64(const std::string& bytes) { return util::base64_encode(bytes); }
+std::string b64(const std::string& bytes) {
+    return util::base64_encode(bytes);
+}
 
 /// An .npy v1.0 file written from the spec: magic, version, header length, dict padded to 64, data.
 std::string npy(const std::string& descr, const std::string& shape, const std::string& data) {
     std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
-    while ((10 + header.size() + 1) % 64 != 0) header.push_back(' ');
+    while ((10 + header.size() + 1) % 64 != 0)
+        header.push_back(' ');
     header.push_back('\n');
     std::string out = "\x93NUMPY";
     out.push_back('\x01');
@@ -76,7 +81,8 @@ void write_zip(const std::filesystem::path& path, const std::vector<std::pair<st
     QCOMPARE(zip_close(za), 0);
 }
 
-Trace import_auto(const std::vector<std::filesystem::path>& in, ImportSummary* s, const ModelDescription& m = model3()) {
+Trace import_auto(const std::vector<std::filesystem::path>& in, ImportSummary* s,
+                  const ModelDescription& m = model3()) {
     ImportOptions opt;
     opt.format = TraceFormat::Auto;
     opt.model = m;
@@ -90,7 +96,9 @@ QString import_error(const std::vector<std::filesystem::path>& in, const ModelDe
     }));
 }
 
-QString q(const std::string& s) { return QString::fromStdString(s); }
+QString q(const std::string& s) {
+    return QString::fromStdString(s);
+}
 
 // Routes written as [rows][layers][top_k] over the MoE-only axis (layers 1, 2):
 //   A: row0 L1 [0,1] L2 [2,3]; row1 L1 [0,2] L2 [3,1]; row2 -1 everywhere (a route vLLM did not
@@ -104,7 +112,7 @@ std::string nrl(const std::string& dtype, int size, const std::string& shape, co
     return "nrlre1:" + dtype + ":" + shape + ":" + b64(le(v, size));
 }
 
-}  // namespace
+} // namespace
 
 class TestImportStacks : public QObject {
     Q_OBJECT
@@ -120,7 +128,7 @@ private Q_SLOTS:
         QCOMPARE(t.size(), std::size_t(2));
         QCOMPARE(t.samples[0].id, std::string("r#0"));
         QCOMPARE(t.samples[0].routed_rows, std::int64_t(3));
-        QCOMPARE(t.samples[0].length, std::int64_t(4));  // S = prompt + generated tokens
+        QCOMPARE(t.samples[0].length, std::int64_t(4)); // S = prompt + generated tokens
         QCOMPARE(t.samples[0].missing_routes, std::int64_t(4));
         QCOMPARE(counts_text(t, 0), QStringLiteral("2 1 1 0 | 0 1 1 2"));
         QCOMPARE(t.samples[1].routed_rows, std::int64_t(1));
@@ -187,7 +195,7 @@ private Q_SLOTS:
     void nemoRefusals_data() {
         QTest::addColumn<QString>("name");
         QTest::addColumn<QString>("body");
-        QTest::addColumn<QString>("error");  // after "<path>: "
+        QTest::addColumn<QString>("error"); // after "<path>: "
         QTest::newRow("last row is a route") << "n.nrlre1" << q(nrl("int16", 2, "2x2x2", {0, 1, 2, 3, 3, 2, 1, 0}))
                                              << "sample n#0 (line 1): last row (row 1) at layer position 0 is not the "
                                                 "default route [0, 1] that NeMo-RL writes for the final token; not a "
@@ -250,11 +258,12 @@ private Q_SLOTS:
 
     void megatronScriptResults() {
         const auto dir = test::temp_dir(QStringLiteral("megatron-script"));
-        test::write_file(dir / "out.json",
-                         "{\n    \"17\": {\"input_prompt\": \"a\", \"generated_text\": \"b\", \"generated_tokens\": [5], "
-                         "\"latency\": 0.1, \"routing_indices\": [[[0, 1], [2, 3]]]},\n    \"18\": {\"input_prompt\": "
-                         "\"c\", \"generated_text\": \"d\", \"generated_tokens\": [6, 7], \"latency\": 0.2, "
-                         "\"routing_indices\": [[[3, 2], [1, 0]], [[0, 3], [2, 1]]]}\n}\n");
+        test::write_file(
+            dir / "out.json",
+            "{\n    \"17\": {\"input_prompt\": \"a\", \"generated_text\": \"b\", \"generated_tokens\": [5], "
+            "\"latency\": 0.1, \"routing_indices\": [[[0, 1], [2, 3]]]},\n    \"18\": {\"input_prompt\": "
+            "\"c\", \"generated_text\": \"d\", \"generated_tokens\": [6, 7], \"latency\": 0.2, "
+            "\"routing_indices\": [[[3, 2], [1, 0]], [[0, 3], [2, 1]]]}\n}\n");
         ImportSummary s;
         const Trace t = import_auto({dir}, &s);
         QCOMPARE(s.format, TraceFormat::Megatron);
@@ -273,19 +282,18 @@ private Q_SLOTS:
         QTest::addColumn<QString>("error");
         QTest::newRow("rows vs tokens")
             << "{\"choices\": [{\"prompt_token_ids\": [1, 2], \"generation_token_ids\": [3], \"moe_topk_indices\": "
-               "[\"ndarray\", {\"data\": [[[0, 1], [2, 3]], [[0, 2], [3, 1]], [[1, 3], [0, 2]]], \"dtype\": \"int16\"}]}]}"
+               "[\"ndarray\", {\"data\": [[[0, 1], [2, 3]], [[0, 2], [3, 1]], [[1, 3], [0, 2]]], \"dtype\": "
+               "\"int16\"}]}]}"
             << "sample m#0: choices[0].moe_topk_indices has 3 rows, but choices[0].prompt_token_ids + "
                "generation_token_ids = 2 + 1 tokens need total_tokens - 1 = 2";
         QTest::newRow("float dtype")
             << "{\"choices\": [{\"moe_topk_indices\": [\"ndarray\", {\"data\": [[[0, 1], [2, 3]]], \"dtype\": "
                "\"float32\"}]}]}"
             << "sample m#0: choices[0].moe_topk_indices[1].dtype \"float32\" is not an integer type";
-        QTest::newRow("no data")
-            << "{\"choices\": [{\"moe_topk_indices\": [\"ndarray\", {\"dtype\": \"int16\"}]}]}"
-            << "sample m#0: choices[0].moe_topk_indices[1].data is missing";
-        QTest::newRow("non-integral id")
-            << "{\"choices\": [{\"moe_topk_indices\": [[[0, 1.5], [2, 3]]]}]}"
-            << "sample m#0: choices[0].moe_topk_indices[0][0][1] 1.5 is not an integer";
+        QTest::newRow("no data") << "{\"choices\": [{\"moe_topk_indices\": [\"ndarray\", {\"dtype\": \"int16\"}]}]}"
+                                 << "sample m#0: choices[0].moe_topk_indices[1].data is missing";
+        QTest::newRow("non-integral id") << "{\"choices\": [{\"moe_topk_indices\": [[[0, 1.5], [2, 3]]]}]}"
+                                         << "sample m#0: choices[0].moe_topk_indices[0][0][1] 1.5 is not an integer";
         QTest::newRow("choice without routes")
             << "{\"choices\": [{\"moe_topk_indices\": [[[0, 1], [2, 3]]]}, {\"text\": \"x\"}]}"
             << "record 0: choices[1].moe_topk_indices is missing";
@@ -317,7 +325,7 @@ private Q_SLOTS:
         QCOMPARE(t.size(), std::size_t(2));
         QCOMPARE(t.samples[0].routed_rows, std::int64_t(2));
         QCOMPARE(t.samples[0].length, std::int64_t(3));
-        QCOMPARE(t.samples[0].prompt_len, std::optional<std::int64_t>(1));  // not usage.prompt_tokens
+        QCOMPARE(t.samples[0].prompt_len, std::optional<std::int64_t>(1)); // not usage.prompt_tokens
         QCOMPARE(counts_text(t, 0), QStringLiteral("1 2 0 1 | 1 0 2 1"));
         QCOMPARE(t.samples[1].routed_rows, std::int64_t(2));
         QCOMPARE(t.samples[1].length, std::int64_t(3));
@@ -336,12 +344,11 @@ private Q_SLOTS:
         QCOMPARE(two.samples[0].group, std::string("cmpl-2/p0"));
         QCOMPARE(two.samples[1].group, std::string("cmpl-2/p0"));
         QCOMPARE(two.samples[2].group, std::string("cmpl-2/p1"));
-        QCOMPARE(two.samples[2].prompt_len, std::optional<std::int64_t>(2));  // its own prompt, not usage's 3
+        QCOMPARE(two.samples[2].prompt_len, std::optional<std::int64_t>(2)); // its own prompt, not usage's 3
         QCOMPARE(two.samples[2].length, std::int64_t(3));
         QCOMPARE(counts_text(two, 2), QStringLiteral("1 2 0 1 | 1 0 2 1"));
         QCOMPARE(import_error({dir / "w.json"}), q((dir / "w.json").string() + ": no such file or folder"));
-        test::write_file(dir / "w.json",
-                         "{\"choices\": [{\"routed_experts\": [[[3, 1], [0]]]}]}");
+        test::write_file(dir / "w.json", "{\"choices\": [{\"routed_experts\": [[[3, 1], [0]]]}]}");
         QCOMPARE(import_error({dir / "w.json"}),
                  q((dir / "w.json").string() +
                    ": sample w#0: choices[0].routed_experts[0][1] has 1 expert ids, expected 2 (as row 0, layer 0)"));
@@ -410,13 +417,15 @@ private Q_SLOTS:
         QCOMPARE(t.samples[0].length, std::int64_t(3));
         QCOMPARE(t.samples[0].routed_rows, std::int64_t(2));
         QCOMPARE(counts_text(t, 0), QStringLiteral("2 1 1 0 | 0 1 1 2"));
-        QCOMPARE(s.notes, std::vector<std::string>{(dir / "r3.npz").string() +
-                                                   ": skipped 1 batch rows marked invalid by r3_routing_valid (rows 1)"});
+        QCOMPARE(s.notes,
+                 std::vector<std::string>{(dir / "r3.npz").string() +
+                                          ": skipped 1 batch rows marked invalid by r3_routing_valid (rows 1)"});
     }
 
     void batchRefusals() {
         const auto dir = test::temp_dir(QStringLiteral("batch-bad"));
-        write_zip(dir / "nomask.npz", {{"routed_experts.npy", npy("<i2", "(1, 2, 2, 2)", le({0, 1, 2, 3, 0, 0, 0, 0}, 2))}});
+        write_zip(dir / "nomask.npz",
+                  {{"routed_experts.npy", npy("<i2", "(1, 2, 2, 2)", le({0, 1, 2, 3, 0, 0, 0, 0}, 2))}});
         QCOMPARE(import_error({dir / "nomask.npz"}),
                  q((dir / "nomask.npz").string() +
                    ": entry 'routed_experts': a padded batch [B, S, layers, top_k] needs attention_mask [B, S] (verl) "
@@ -426,7 +435,8 @@ private Q_SLOTS:
                                    "attention_mask=m.cpu().numpy())";
         // torch.save (zip form): archive/data.pkl + storages.
         write_zip(dir / "batch.npz", {{"archive/data.pkl", std::string("\x80\x02}q\x00.", 6)},
-                                      {"archive/data/0", std::string(8, '\0')}, {"archive/version", "3\n"}});
+                                      {"archive/data/0", std::string(8, '\0')},
+                                      {"archive/version", "3\n"}});
         QCOMPARE(import_error({dir / "batch.npz"}), q((dir / "batch.npz").string() + ": " + pickle));
         // torch.save (legacy pickle form), named as given.
         test::write_file(dir / "batch.pt", std::string("\x80\x02\x8a\x0a", 4) + "lj" + std::string(8, '\x01') + ".");
@@ -440,7 +450,8 @@ private Q_SLOTS:
         write_zip(p, {{"routed_experts.npy", re}, {"attention_mask.npy", npy("<i8", "(1, 3)", le({1, 1, 0}, 8))}});
         QCOMPARE(import_error({p}), q(p.string() + ": entry 'attention_mask' has shape (1, 3), expected (1, 2) to "
                                                    "match routed_experts (1, 2, 2, 2)"));
-        write_zip(p, {{"routed_experts.npy", re}, {"r3_routing_valid.npy", npy("|b1", "(2,)", std::string(2, '\x01'))}});
+        write_zip(p,
+                  {{"routed_experts.npy", re}, {"r3_routing_valid.npy", npy("|b1", "(2,)", std::string(2, '\x01'))}});
         QCOMPARE(import_error({p}),
                  q(p.string() + ": entry 'r3_routing_valid' has shape (2,), expected (1,) (one flag per batch row)"));
         write_zip(p, {{"routed_experts.npy", npy("<i2", "(2, 2, 2)", le({0, 1, 2, 3, 0, 0, 0, 0}, 2))},
@@ -511,11 +522,12 @@ private Q_SLOTS:
                    ": sample s#1: meta_info.routed_experts_start_len 3 is past the 2 rows request 'conv-1' has so far "
                    "(from sample s#0): the turn between is missing, so this record cannot be placed"));
         // A turn that starts before the conversation's first row cannot be placed either.
-        test::write_file(dir / "s.jsonl",
-                         "{\"meta_info\": {\"id\": \"conv-1\", \"routed_experts_start_len\": 2, \"routed_experts\": \"" +
-                             t1 + "\"}}\n{\"meta_info\": {\"id\": \"conv-1\", \"routed_experts_start_len\": 1, "
-                                  "\"routed_experts\": \"" +
-                             t2 + "\"}}\n");
+        test::write_file(
+            dir / "s.jsonl",
+            "{\"meta_info\": {\"id\": \"conv-1\", \"routed_experts_start_len\": 2, \"routed_experts\": \"" + t1 +
+                "\"}}\n{\"meta_info\": {\"id\": \"conv-1\", \"routed_experts_start_len\": 1, "
+                "\"routed_experts\": \"" +
+                t2 + "\"}}\n");
         QCOMPARE(import_error({dir}),
                  q((dir / "s.jsonl").string() +
                    ": sample s#1: meta_info.routed_experts_start_len 1 is before the first row 2 of request 'conv-1' "
@@ -589,7 +601,8 @@ private Q_SLOTS:
         QCOMPARE(sink.agg.totals[4], std::uint64_t(837600));
 
         const auto dir = test::temp_dir(QStringLiteral("agg-float"));
-        test::write_file(dir / "a.json", R"({"counts": [[232795.0, 2.0], [0.0, 7]], "num_layers": 2.0, "num_experts": 2})");
+        test::write_file(dir / "a.json",
+                         R"({"counts": [[232795.0, 2.0], [0.0, 7]], "num_layers": 2.0, "num_experts": 2})");
         import_trace({dir / "a.json"}, ImportOptions{}, sink);
         QCOMPARE(sink.agg.totals, (std::vector<std::uint64_t>{232795, 2, 0, 7}));
         test::write_file(dir / "a.json", R"({"counts": [[232795.0, 2.5]], "num_layers": 1, "num_experts": 2})");
@@ -604,8 +617,9 @@ private Q_SLOTS:
         const auto dir = test::temp_dir(QStringLiteral("router-trace"));
         const auto p = dir / "router_trace_rank0.jsonl";
         auto rec = [](int step, int layer, const std::string& top, const std::string& extra = "") {
-            return "{\"step\": " + std::to_string(step) + ", \"stage\": \"pre_dispatch\", \"block\": " +
-                   (extra.empty() ? std::string("\"decoder\"") : extra) + ", \"layer\": " + std::to_string(layer) +
+            return "{\"step\": " + std::to_string(step) +
+                   ", \"stage\": \"pre_dispatch\", \"block\": " + (extra.empty() ? std::string("\"decoder\"") : extra) +
+                   ", \"layer\": " + std::to_string(layer) +
                    ", \"rank\": 0, \"num_tokens\": 2, \"topk\": 2, \"top_indices\": " + top + "}\n";
         };
         test::write_file(p, rec(0, 1, "[[0, 1], [2, 3]]") + rec(0, 2, "[[1, 3], [0, 2]]") +
@@ -647,9 +661,9 @@ private Q_SLOTS:
                              "num_experts_per_tok": 2, "decoder_sparse_step": 1, "mlp_only_layers": [0]})");
         test::write_file(dir / "r.nrlre1", nrl("int8", 1, "4x2x2", kA) + "\n");
         ImportSummary s;
-        ImportOptions opt;  // no model given
+        ImportOptions opt; // no model given
         const Trace t = import_trace_to_memory({dir}, opt, &s);
-        QCOMPARE(s.files, std::size_t(1));  // config.json is not a trace file
+        QCOMPARE(s.files, std::size_t(1)); // config.json is not a trace file
         QCOMPARE(t.model.moe_layers, (std::vector<int>{1, 2}));
         QCOMPARE(t.model.experts, 4);
         QCOMPARE(t.model.top_k, 2);
@@ -659,7 +673,7 @@ private Q_SLOTS:
                               "4 route slots held the format's missing-route marker and were counted as nothing"}));
         // A given model wins when it agrees, and is refused naming both when it does not.
         QCOMPARE(import_auto({dir}, &s).size(), std::size_t(1));
-        QCOMPARE(s.notes.size(), std::size_t(1));  // the missing-route note only
+        QCOMPARE(s.notes.size(), std::size_t(1)); // the missing-route note only
         // --experts / --top-k alone: the layers come from the config.
         ModelDescription partial;
         partial.experts = 4;

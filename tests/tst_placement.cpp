@@ -1,12 +1,12 @@
 // Placement (Algorithm 1, eqs. 10, 22), row count (eq. 9: bounds, FixedRowFFD, exact search) and
 // metrics (eqs. 21-23, karmarkar-karp baseline): hand-worked cases with the arithmetic in comments,
 // invariants on random cases with fixed seeds, and a brute-force property test of R*.
-#include "core/util/errors.h"
+#include "core/model/route_counts.h"
 #include "core/plan/metrics.h"
 #include "core/plan/packing.h"
 #include "core/plan/placement.h"
-#include "core/model/route_counts.h"
 #include "core/plan/rowcount.h"
+#include "core/util/errors.h"
 #include "tests/testutil.h"
 
 #include <QtTest>
@@ -35,7 +35,8 @@ QString input_error_of(const std::function<void()>& fn) {
 
 std::vector<std::uint64_t> peak_per_layer(const std::vector<std::uint64_t>& G, int L, int P) {
     std::vector<std::uint64_t> out(L);
-    for (int l = 0; l < L; ++l) out[l] = *std::max_element(G.begin() + l * P, G.begin() + (l + 1) * P);
+    for (int l = 0; l < L; ++l)
+        out[l] = *std::max_element(G.begin() + l * P, G.begin() + (l + 1) * P);
     return out;
 }
 
@@ -81,7 +82,7 @@ bool exists_layout_brute(const std::vector<std::int64_t>& length, std::int64_t C
     if (K < 1 || K > n) return false;
     std::vector<std::int64_t> cell;
     std::function<bool(int)> rec = [&](int j) -> bool {
-        if (static_cast<int>(cell.size()) + (n - j) < K) return false;  // cannot reach K non-empty cells
+        if (static_cast<int>(cell.size()) + (n - j) < K) return false; // cannot reach K non-empty cells
         if (j == n) return static_cast<int>(cell.size()) == K;
         for (std::size_t c = 0; c < cell.size(); ++c) {
             if (cell[c] + length[j] > C) continue;
@@ -99,7 +100,7 @@ bool exists_layout_brute(const std::vector<std::int64_t>& length, std::int64_t C
     return rec(0);
 }
 
-}  // namespace
+} // namespace
 
 class TestPlacement : public QObject {
     Q_OBJECT
@@ -202,7 +203,7 @@ void TestPlacement::lptRejectsIndivisible() {
     const std::vector<std::uint64_t> loads(6, 1);
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, lpt_placement(loads, 1, 6, 4));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, identity_placement(1, 6, 4));
-    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, lpt_placement(loads, 2, 6, 2));  // size != L*E
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, lpt_placement(loads, 2, 6, 2)); // size != L*E
     try {
         lpt_placement(loads, 1, 6, 4);
     } catch (const std::invalid_argument& e) {
@@ -213,13 +214,14 @@ void TestPlacement::lptRejectsIndivisible() {
 void TestPlacement::lptRandomInvariants() {
     for (unsigned seed = 1; seed <= 60; ++seed) {
         std::mt19937_64 rng(seed);
-        const int P = 1 << (rng() % 4);      // 1, 2, 4, 8
-        const int H = 1 + int(rng() % 5);    // 1..5
+        const int P = 1 << (rng() % 4);   // 1, 2, 4, 8
+        const int H = 1 + int(rng() % 5); // 1..5
         const int E = P * H;
         const int L = 1 + int(rng() % 5);
-        const int maxload = (seed % 3 == 0) ? 3 : 1000;  // small range -> many ties
+        const int maxload = (seed % 3 == 0) ? 3 : 1000; // small range -> many ties
         std::vector<std::uint64_t> loads(static_cast<std::size_t>(L) * E);
-        for (auto& v : loads) v = rng() % maxload;
+        for (auto& v : loads)
+            v = rng() % maxload;
         const Placement pi = lpt_placement(loads, L, E, P);
         QCOMPARE(pi.layers, L);
         QCOMPARE(pi.experts, E);
@@ -237,8 +239,9 @@ void TestPlacement::lptRandomInvariants() {
                 ++per_rank[pi.owner(v)];
                 total += loads[static_cast<std::size_t>(l) * E + e];
             }
-            QCOMPARE(static_cast<int>(slots.size()), E);  // pi_l is a permutation
-            for (int p = 0; p < P; ++p) QCOMPARE(per_rank[p], H);  // exactly H experts per rank
+            QCOMPARE(static_cast<int>(slots.size()), E); // pi_l is a permutation
+            for (int p = 0; p < P; ++p)
+                QCOMPARE(per_rank[p], H); // exactly H experts per rank
             for (int p = 0; p < P; ++p) {
                 gsum += G[static_cast<std::size_t>(l) * P + p];
                 gsum_id += G_id[static_cast<std::size_t>(l) * P + p];
@@ -246,7 +249,8 @@ void TestPlacement::lptRandomInvariants() {
             QCOMPARE(gsum, total);
             QCOMPARE(gsum_id, total);
             // LPT's first P experts go one per rank, so its peak is at least the largest expert.
-            QVERIFY(peak_per_layer(G, L, P)[l] >= *std::max_element(loads.begin() + l * E, loads.begin() + (l + 1) * E));
+            QVERIFY(peak_per_layer(G, L, P)[l] >=
+                    *std::max_element(loads.begin() + l * E, loads.begin() + (l + 1) * E));
         }
     }
 }
@@ -255,7 +259,8 @@ void TestPlacement::lptIndependentOfWorkers() {
     std::mt19937_64 rng(42);
     const int L = 48, E = 64, P = 8;
     std::vector<std::uint64_t> loads(static_cast<std::size_t>(L) * E);
-    for (auto& v : loads) v = rng() % 50;
+    for (auto& v : loads)
+        v = rng() % 50;
     const Placement many = lpt_placement(loads, L, E, P);
     Placement one;
     tbb::task_arena arena(1);
@@ -292,13 +297,15 @@ void TestPlacement::physicalToLogicalInverse() {
     QCOMPARE(physical_to_logical(pi), (std::vector<int>{4, 1, 5, 0, 3, 2}));
     std::mt19937_64 rng(5);
     std::vector<std::uint64_t> loads(3 * 16);
-    for (auto& v : loads) v = rng() % 100;
+    for (auto& v : loads)
+        v = rng() % 100;
     const Placement big = lpt_placement(loads, 3, 16, 4);
     const auto inv = physical_to_logical(big);
     for (int l = 0; l < 3; ++l)
-        for (int e = 0; e < 16; ++e) QCOMPARE(inv[static_cast<std::size_t>(l) * 16 + big.at(l, e)], e);
+        for (int e = 0; e < 16; ++e)
+            QCOMPARE(inv[static_cast<std::size_t>(l) * 16 + big.at(l, e)], e);
     Placement bad = pi;
-    bad.slot[1] = 3;  // two experts in slot 3
+    bad.slot[1] = 3; // two experts in slot 3
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, physical_to_logical(bad));
 }
 
@@ -329,7 +336,8 @@ void TestPlacement::movesHand() {
     QVERIFY(c[0].empty());
     QCOMPARE(c[1], (std::vector<SlotMove>{{0, 1, 1, 0}, {1, 2, 2, 1}, {2, 0, 0, 2}}));
     // Nothing moves between a placement and itself.
-    for (const auto& layer : placement_moves(next, next)) QVERIFY(layer.empty());
+    for (const auto& layer : placement_moves(next, next))
+        QVERIFY(layer.empty());
 }
 
 void TestPlacement::movesRandomInvariants() {
@@ -338,8 +346,10 @@ void TestPlacement::movesRandomInvariants() {
         const int L = 1 + static_cast<int>(rng() % 4), P = 1 + static_cast<int>(rng() % 4);
         const int E = P * (1 + static_cast<int>(rng() % 5));
         std::vector<std::uint64_t> a(static_cast<std::size_t>(L) * E), b(a.size());
-        for (auto& v : a) v = rng() % 50;
-        for (auto& v : b) v = rng() % 50;
+        for (auto& v : a)
+            v = rng() % 50;
+        for (auto& v : b)
+            v = rng() % 50;
         const Placement pa = lpt_placement(a, L, E, P), pb = lpt_placement(b, L, E, P);
         const auto m = placement_moves(pb, pa);
         const auto now = physical_to_logical(pb), before = physical_to_logical(pa);
@@ -347,12 +357,13 @@ void TestPlacement::movesRandomInvariants() {
             // Exactly the slots that differ, ascending; applying the moves to `before` gives `now`.
             std::vector<int> applied(before.begin() + l * E, before.begin() + (l + 1) * E);
             int differing = 0;
-            for (int v = 0; v < E; ++v) differing += now[l * E + v] != before[l * E + v];
+            for (int v = 0; v < E; ++v)
+                differing += now[l * E + v] != before[l * E + v];
             QCOMPARE(static_cast<int>(m[l].size()), differing);
             for (std::size_t i = 0; i < m[l].size(); ++i) {
                 const SlotMove& mv = m[l][i];
                 if (i > 0) QVERIFY(m[l][i - 1].slot < mv.slot);
-                QCOMPARE(before[l * E + mv.from_slot], mv.expert);  // the source slot held the expert
+                QCOMPARE(before[l * E + mv.from_slot], mv.expert); // the source slot held the expert
                 QCOMPARE(mv.previous_expert, before[l * E + mv.slot]);
                 QVERIFY(mv.expert != mv.previous_expert);
                 applied[mv.slot] = mv.expert;
@@ -363,24 +374,26 @@ void TestPlacement::movesRandomInvariants() {
 }
 
 void TestPlacement::movesErrors() {
-    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, placement_moves(identity_placement(2, 4, 2), identity_placement(1, 4, 2)));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                             placement_moves(identity_placement(2, 4, 2), identity_placement(1, 4, 2)));
     try {
         placement_moves(identity_placement(1, 4, 2), identity_placement(1, 4, 4));
         QFAIL("no error");
     } catch (const std::invalid_argument& e) {
         QCOMPARE(QString::fromStdString(e.what()),
-                 QStringLiteral("placement_moves: placements differ in shape (1 layers x 4 experts on 2 EP ranks vs 1 x 4 on 4)"));
+                 QStringLiteral(
+                     "placement_moves: placements differ in shape (1 layers x 4 experts on 2 EP ranks vs 1 x 4 on 4)"));
     }
     Placement bad = identity_placement(1, 4, 2);
-    bad.slot[0] = 1;  // two experts in slot 1
+    bad.slot[0] = 1; // two experts in slot 1
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, placement_moves(bad, identity_placement(1, 4, 2)));
 }
 
 void TestPlacement::routeCountsHand() {
     // 3 tokens x 3 decoder layers (layer 0 dense) x top-2, E = 4, MoE layers 1 and 2.
-    const std::vector<std::int16_t> routes = {9, 9, 0, 1, 3, 3,  //
-                                              9, 9, 1, -1, 2, 0,  //
-                                              9, 9, 1, 2, -1, -1};
+    const std::vector<std::int16_t> routes = {9, 9, 0, 1,  3,  3, //
+                                              9, 9, 1, -1, 2,  0, //
+                                              9, 9, 1, 2,  -1, -1};
     const std::vector<int> moe = {1, 2};
     const auto index = route_layer_rows(3, true, moe);
     QCOMPARE(index, (std::vector<int>{-1, 0, 1}));
@@ -397,7 +410,7 @@ void TestPlacement::routeCountsHand() {
     QCOMPARE(route_layer_rows(2, false, moe), (std::vector<int>{0, 1}));
     // The dense rows hold 9 >= E, but are never read; a 4 in a MoE row is reported with its place.
     std::vector<std::int16_t> bad = routes;
-    bad[2 * 6 + 3] = 4;  // token 2, layer row 1, choice 1
+    bad[2 * 6 + 3] = 4; // token 2, layer row 1, choice 1
     const RouteCountError e = add_route_counts<std::int16_t>(bad.data(), 3, 3, 2, nullptr, index, 4, out.data());
     QVERIFY(!e.ok);
     QCOMPARE(e.token, std::int64_t{2});
@@ -444,11 +457,11 @@ void TestPlacement::ffdFailures() {
     // Seeds 9 | 7, then 5 fits nowhere (residuals 2, 4 at C = 11, K = 2).
     QVERIFY(!fixed_row_ffd({4, 9, 2, 7, 3, 5}, 11, 1, 2, &x));
     QCOMPARE(x, sentinel);
-    QVERIFY(!fixed_row_ffd({1, 1}, 10, 1, 3, &x));     // n < K
-    QVERIFY(!fixed_row_ffd({11, 1}, 10, 1, 2, &x));    // a sample longer than C
-    QVERIFY(!fixed_row_ffd({1, 1}, 10, 0, 2, &x));     // no rows
+    QVERIFY(!fixed_row_ffd({1, 1}, 10, 1, 3, &x));  // n < K
+    QVERIFY(!fixed_row_ffd({11, 1}, 10, 1, 2, &x)); // a sample longer than C
+    QVERIFY(!fixed_row_ffd({1, 1}, 10, 0, 2, &x));  // no rows
     QCOMPARE(x, sentinel);
-    QVERIFY(fixed_row_ffd({1, 1}, 10, 1, 2, nullptr));  // feasibility only
+    QVERIFY(fixed_row_ffd({1, 1}, 10, 1, 2, nullptr)); // feasibility only
 }
 
 void TestPlacement::minRowsCertifiedByVolume() {
@@ -564,22 +577,32 @@ void TestPlacement::minRowsMinRowsBound() {
 }
 
 void TestPlacement::minRowsErrors() {
-    QCOMPARE(input_error_of([] { minimum_rows({1, 1, 1}, 10, 4, 0, 100); }),
+    QCOMPARE(input_error_of([] {
+                 minimum_rows({1, 1, 1}, 10, 4, 0, 100);
+             }),
              QStringLiteral("no rectangular layout exists: 3 samples cannot fill 4 DP slots"));
     QCOMPARE(input_error_of([] { minimum_rows(std::vector<std::int64_t>(12, 1), 10, 4, 5, 100); }),
              QStringLiteral("no rectangular layout exists: min_rows 5 needs 5 x 4 = 20 non-empty cells but the "
                             "window has only 12 samples"));
     // Volume: 50 tokens at C = 10 need 5 cells -> 3 rows of 2 = 6 cells > 5 samples.
-    QCOMPARE(input_error_of([] { minimum_rows({10, 10, 10, 10, 10}, 10, 2, 0, 100); }),
+    QCOMPARE(input_error_of([] {
+                 minimum_rows({10, 10, 10, 10, 10}, 10, 2, 0, 100);
+             }),
              QStringLiteral("no rectangular layout exists: 50 tokens at cap 10 need at least 3 rows of 2 cells = 6 "
                             "non-empty cells, but there are only 5 samples"));
     // L2: five 6s (volume 30 / 20 -> 2 rows) need five cells -> 3 rows of 2 = 6 > 5 samples.
-    QCOMPARE(input_error_of([] { minimum_rows({6, 6, 6, 6, 6}, 10, 2, 0, 100); }),
+    QCOMPARE(input_error_of([] {
+                 minimum_rows({6, 6, 6, 6, 6}, 10, 2, 0, 100);
+             }),
              QStringLiteral("no rectangular layout exists: the samples need at least 5 cells of cap 10 (bin-packing "
                             "bound L2), i.e. 3 rows of 2 = 6 non-empty cells, but there are only 5 samples"));
-    QCOMPARE(input_error_of([] { minimum_rows({3, 12, 1}, 10, 1, 0, 100); }),
+    QCOMPARE(input_error_of([] {
+                 minimum_rows({3, 12, 1}, 10, 1, 0, 100);
+             }),
              QStringLiteral("sample 1 has length 12 > token cap 10; it fits in no cell"));
-    QCOMPARE(input_error_of([] { minimum_rows({3, 2, 0}, 10, 1, 0, 100); }),
+    QCOMPARE(input_error_of([] {
+                 minimum_rows({3, 2, 0}, 10, 1, 0, 100);
+             }),
              QStringLiteral("sample 2 has length 0; every sample needs >= 1 token"));
     QCOMPARE(input_error_of([] { minimum_rows({}, 10, 1, 0, 100); }),
              QStringLiteral("no rectangular layout exists: 0 samples cannot fill 1 DP slots"));
@@ -602,16 +625,19 @@ void TestPlacement::minRowsPropertyBruteForce() {
             const std::int64_t hi = seed % 3 == 2 ? C / 2 + 1 : C;
             v = std::max<std::int64_t>(1, lo + std::int64_t(rng() % (hi - lo + 1)));
         }
-        const QString what = QString("seed %1: n=%2 D=%3 C=%4 min_rows=%5").arg(seed).arg(n).arg(D).arg(C).arg(min_rows);
+        const QString what =
+            QString("seed %1: n=%2 D=%3 C=%4 min_rows=%5").arg(seed).arg(n).arg(D).arg(C).arg(min_rows);
         const int first = std::max(1, min_rows);
         RowCount rc;
         try {
             rc = minimum_rows(t, C, D, min_rows, 100000);
         } catch (const InputError& e) {
             ++errors;
-            QVERIFY2(QString(e.what()).startsWith("no rectangular layout exists: "), qPrintable(what + ": " + e.what()));
+            QVERIFY2(QString(e.what()).startsWith("no rectangular layout exists: "),
+                     qPrintable(what + ": " + e.what()));
             for (int R = first; R * D <= n; ++R)
-                QVERIFY2(!exists_layout_brute(t, C, R * D), qPrintable(what + ": a layout exists at R=" + QString::number(R)));
+                QVERIFY2(!exists_layout_brute(t, C, R * D),
+                         qPrintable(what + ": a layout exists at R=" + QString::number(R)));
             continue;
         }
         QVERIFY2(layout_ok(rc.layout, t, C, D), qPrintable(what));
@@ -647,15 +673,17 @@ void TestPlacement::minRowsSearchAgreesWithBruteForce() {
         const int D = 1 + int(rng() % 4);
         const std::int64_t C = 10 + std::int64_t(rng() % 30);
         std::vector<std::int64_t> t(n);
-        for (auto& v : t) v = std::max<std::int64_t>(1, C / 5 + std::int64_t(rng() % (C / 2 - C / 5 + 2)));
+        for (auto& v : t)
+            v = std::max<std::int64_t>(1, C / 5 + std::int64_t(rng() % (C / 2 - C / 5 + 2)));
         if (n < D) continue;
         int truth = -1;
         for (int R = 1; R * D <= n && truth < 0; ++R)
             if (exists_layout_brute(t, C, R * D)) truth = R;
         const QString what = QString("seed %1").arg(seed);
         if (truth < 0) {
-            QVERIFY2(input_error_of([&] { minimum_rows(t, C, D, 0, 1000000); }).startsWith("no rectangular layout exists: "),
-                     qPrintable(what));
+            QVERIFY2(
+                input_error_of([&] { minimum_rows(t, C, D, 0, 1000000); }).startsWith("no rectangular layout exists: "),
+                qPrintable(what));
             continue;
         }
         const RowCount rc = minimum_rows(t, C, D, 0, 1000000);
@@ -673,7 +701,8 @@ void TestPlacement::minRowsRealisticWindow() {
     std::mt19937_64 rng(2024);
     std::lognormal_distribution<double> len(6.5, 0.9);
     std::vector<std::int64_t> t(512);
-    for (auto& v : t) v = std::clamp<std::int64_t>(std::llround(len(rng)), 16, 8192);
+    for (auto& v : t)
+        v = std::clamp<std::int64_t>(std::llround(len(rng)), 16, 8192);
     const RowCount rc = minimum_rows(t, 8192, 8, 0, 200000);
     QVERIFY(layout_ok(rc.layout, t, 8192, 8));
     QVERIFY(rc.certified);
@@ -717,7 +746,8 @@ void TestPlacement::kkEmptyParts() {
     // Large random case: a partition of all samples into K parts; determinism.
     std::mt19937_64 rng(11);
     std::vector<std::int64_t> t(3000);
-    for (auto& v : t) v = 1 + std::int64_t(rng() % 8000);
+    for (auto& v : t)
+        v = 1 + std::int64_t(rng() % 8000);
     const Layout a = karmarkar_karp_layout(t, 16, 8);
     QCOMPARE(a, karmarkar_karp_layout(t, 16, 8));
     std::vector<int> seen(t.size(), 0);
@@ -728,13 +758,13 @@ void TestPlacement::kkEmptyParts() {
             ++seen[i];
             s += t[i];
         }
-        QVERIFY(s <= prev);  // dealt by token sum descending
+        QVERIFY(s <= prev); // dealt by token sum descending
         prev = s;
         lo = std::min(lo, s);
         hi = std::max(hi, s);
     }
     QVERIFY(std::all_of(seen.begin(), seen.end(), [](int c) { return c == 1; }));
-    QVERIFY2(hi - lo < 8000, qPrintable(QString("spread %1").arg(hi - lo)));  // LDM balances tightly
+    QVERIFY2(hi - lo < 8000, qPrintable(QString("spread %1").arg(hi - lo))); // LDM balances tightly
 }
 
 namespace {
@@ -758,7 +788,7 @@ PackingProblem tiny_problem() {
     return p;
 }
 
-}  // namespace
+} // namespace
 
 void TestPlacement::layoutMetricsHand() {
     // Layout 2 x 2: row 0 = ({0}, {1}), row 1 = ({2}, {3}); each shard is one DP slot.
@@ -819,7 +849,7 @@ void TestPlacement::layoutMetricsReportsKkCapViolation() {
     QVERIFY(!validate_layout(x, p).empty());
     // Empty cells: 2 x 2 cells for 3 samples.
     PackingProblem q = tiny_problem();
-    const Layout y = karmarkar_karp_layout({4, 2, 5}, 2, 2);  // 3 samples: (5{2}, 4{0}, 2{1}, 0) -> one empty
+    const Layout y = karmarkar_karp_layout({4, 2, 5}, 2, 2); // 3 samples: (5{2}, 4{0}, 2{1}, 0) -> one empty
     q.n = 3;
     q.length = {4, 2, 5};
     q.demand.resize(3 * 4);

@@ -1,12 +1,12 @@
 // The planner facade end to end (core/plan/planner.h): topology parsing, bad input, determinism,
 // cancellation, time limit, non-regression, the plan file round trip and its validation, and plans
 // on windows of the real traces in ../shared/traces.
-#include "core/util/errors.h"
-#include "core/plan/expert_map.h"
 #include "core/import/import.h"
+#include "core/plan/expert_map.h"
 #include "core/plan/plan_file.h"
 #include "core/plan/planner.h"
 #include "core/synth/synth.h"
+#include "core/util/errors.h"
 #include "tests/testutil.h"
 
 #include <QtTest>
@@ -62,7 +62,7 @@ QString plan_error(const PlanInput& in) {
     return QStringLiteral("(no error)");
 }
 
-}  // namespace
+} // namespace
 
 class TestPlanner : public QObject {
     Q_OBJECT
@@ -77,18 +77,22 @@ private Q_SLOTS:
         QCOMPARE(t.edp_shards[1], (std::vector<int>{2, 3}));
         QCOMPARE(t.shard_of_slot(), (std::vector<int>{0, 0, 1, 1}));
         QCOMPARE(parse_topology(topology_to_json(t), "again"), t);
-        const auto single = parse_topology(R"({"ep_ranks": 2, "dp_slots": 3, "token_cap": 10, "attention_stages": []})", "s");
+        const auto single =
+            parse_topology(R"({"ep_ranks": 2, "dp_slots": 3, "token_cap": 10, "attention_stages": []})", "s");
         QCOMPARE(single.edp_shards, (std::vector<std::vector<int>>{{0, 1, 2}}));
     }
     void topologyErrors_data() {
         QTest::addColumn<QString>("json");
         QTest::addColumn<QString>("error");
         const QString st = QStringLiteral(R"("attention_stages": [{"name": "a", "alpha": 1, "beta": 1}])");
-        QTest::newRow("not partition") << R"({"ep_ranks": 2, "dp_slots": 4, "edp_shards": [[0, 1], [2]], "token_cap": 10, )" + st + "}"
-                                       << "t.json: DP slot 3 is in no EDP shard; edp_shards must partition 0..3";
-        QTest::newRow("overlap") << R"({"ep_ranks": 2, "dp_slots": 2, "edp_shards": [[0, 1], [1]], "token_cap": 10, )" + st + "}"
-                                 << "t.json: DP slot 1 is in edp_shards[0] and edp_shards[1]; shards must partition the DP slots";
-        QTest::newRow("outside") << R"({"ep_ranks": 2, "dp_slots": 2, "edp_shards": [[0, 5]], "token_cap": 10, )" + st + "}"
+        QTest::newRow("not partition")
+            << R"({"ep_ranks": 2, "dp_slots": 4, "edp_shards": [[0, 1], [2]], "token_cap": 10, )" + st + "}"
+            << "t.json: DP slot 3 is in no EDP shard; edp_shards must partition 0..3";
+        QTest::newRow("overlap")
+            << R"({"ep_ranks": 2, "dp_slots": 2, "edp_shards": [[0, 1], [1]], "token_cap": 10, )" + st + "}"
+            << "t.json: DP slot 1 is in edp_shards[0] and edp_shards[1]; shards must partition the DP slots";
+        QTest::newRow("outside") << R"({"ep_ranks": 2, "dp_slots": 2, "edp_shards": [[0, 5]], "token_cap": 10, )" + st +
+                                        "}"
                                  << "t.json: edp_shards[0] names DP slot 5, outside 0..1";
         QTest::newRow("negative alpha")
             << R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 10, "attention_stages": [{"name": "a", "alpha": -1, "beta": 1}]})"
@@ -98,7 +102,8 @@ private Q_SLOTS:
         QTest::newRow("infinite beta")
             << R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 10, "attention_stages": [{"name": "a", "alpha": 1, "beta": 1e999}]})"
             << "t.json: a number is out of range (coefficients must be finite)";
-        QTest::newRow("missing") << R"({"ep_ranks": 2, "token_cap": 3, )" + st + "}" << "t.json: missing field 'dp_slots'";
+        QTest::newRow("missing") << R"({"ep_ranks": 2, "token_cap": 3, )" + st + "}"
+                                 << "t.json: missing field 'dp_slots'";
     }
     void topologyErrors() {
         QFETCH(QString, json);
@@ -113,16 +118,19 @@ private Q_SLOTS:
 
     void badInput() {
         PlanInput in = synth_input(2, 3);
-        in.topology.ep_ranks = 6;  // 32 experts
+        in.topology.ep_ranks = 6; // 32 experts
         QCOMPARE(plan_error(in), QStringLiteral("topology: 32 experts are not divisible by 6 EP ranks"));
         in = synth_input(2, 3);
         in.topology.token_cap = 100;
-        QVERIFY2(plan_error(in).contains(QStringLiteral("tokens, more than the cap C = 100")), qPrintable(plan_error(in)));
+        QVERIFY2(plan_error(in).contains(QStringLiteral("tokens, more than the cap C = 100")),
+                 qPrintable(plan_error(in)));
         in = synth_input(2, 3);
-        in.topology.dp_slots = 32;  // 16 samples
+        in.topology.dp_slots = 32; // 16 samples
         in.topology.edp_shards = {{}};
-        for (int d = 0; d < 32; ++d) in.topology.edp_shards[0].push_back(d);
-        QVERIFY2(plan_error(in).startsWith(QStringLiteral("no rectangular layout exists: ")), qPrintable(plan_error(in)));
+        for (int d = 0; d < 32; ++d)
+            in.topology.edp_shards[0].push_back(d);
+        QVERIFY2(plan_error(in).startsWith(QStringLiteral("no rectangular layout exists: ")),
+                 qPrintable(plan_error(in)));
         in = synth_input(2, 3);
         in.window.samples.clear();
         in.window.counts.clear();
@@ -134,7 +142,7 @@ private Q_SLOTS:
             const PlanInput in = synth_input(8, seed);
             const PlanResult r = plan_window(in);
             QCOMPARE(r.routepack.layout.rows, r.rows.rows);
-            QCOMPARE(r.baseline.layout, r.reorder.layout);  // same FixedRowFFD layout, other placement
+            QCOMPARE(r.baseline.layout, r.reorder.layout); // same FixedRowFFD layout, other placement
             QVERIFY(!(r.reorder.metrics.score < r.routepack.metrics.score));
             QVERIFY(r.cv_lpt <= r.cv_identity);
             QCOMPARE(r.routepack.metrics.cap_violations, 0);
@@ -166,8 +174,9 @@ private Q_SLOTS:
         // plan of its window; a bad window reports its error without stopping the others; a set
         // cancel flag plans nothing.
         std::vector<PlanInput> inputs = {synth_input(4, 1), synth_input(5, 2), synth_input(4, 3)};
-        for (auto& in : inputs) in.budgets.workers = 2;  // forced to 1 per window
-        inputs[1].topology.token_cap = 8;               // shorter than its samples
+        for (auto& in : inputs)
+            in.budgets.workers = 2;       // forced to 1 per window
+        inputs[1].topology.token_cap = 8; // shorter than its samples
         std::vector<int> done(inputs.size(), 0);
         const auto out = plan_windows(inputs, 2, [&](std::size_t k) { ++done[k]; });
         QCOMPARE(out.size(), std::size_t(3));
@@ -183,17 +192,21 @@ private Q_SLOTS:
         QCOMPARE(QString::fromStdString(out[1].error), plan_error(inputs[1]));
         QVERIFY(!out[1].error.empty());
         std::atomic<bool> cancel{true};
-        for (const auto& w : plan_windows(inputs, 2, {}, &cancel)) QVERIFY(!w.started);
+        for (const auto& w : plan_windows(inputs, 2, {}, &cancel))
+            QVERIFY(!w.started);
     }
 
     void progressAndCancellation() {
         PlanInput in = synth_input(8, 7);
         std::vector<std::string> stages;
         std::atomic<bool> cancel{false};
-        const PlanResult r = plan_window(in, [&](const PlanEvent& e) {
-            stages.push_back(e.stage);
-            if (e.level) cancel.store(true);  // cancel after the first annealing level
-        }, &cancel);
+        const PlanResult r = plan_window(
+            in,
+            [&](const PlanEvent& e) {
+                stages.push_back(e.stage);
+                if (e.level) cancel.store(true); // cancel after the first annealing level
+            },
+            &cancel);
         QVERIFY(r.cancelled);
         QCOMPARE(r.convergence.size(), std::size_t(1));
         QVERIFY(std::find(stages.begin(), stages.end(), "placement") != stages.end());
@@ -212,20 +225,23 @@ private Q_SLOTS:
         const Placement pi = identity_placement(L, E, in.topology.ep_ranks);
         Topology t = in.topology;
         Trace big = w;
-        const std::int64_t len = (std::int64_t{1} << 31) / k;  // t * k = 2^31 exactly
+        const std::int64_t len = (std::int64_t{1} << 31) / k; // t * k = 2^31 exactly
         big.samples[1].length = len;
         t.token_cap = len;
-        QCOMPARE(QString::fromStdString(routepack::test::error_of<InputError>([&] { make_packing_problem(big, t, pi); })),
-                 QString::fromStdString("sample '" + w.samples[1].id + "': t_i * top_k = " + std::to_string(len) + " * " +
-                                        std::to_string(k) + " does not fit the int32 rank demand (must stay below 2^31)"));
-        big.samples[1].length = len - 1;  // (2^31 / k - 1) * k < 2^31: accepted
+        QCOMPARE(
+            QString::fromStdString(routepack::test::error_of<InputError>([&] { make_packing_problem(big, t, pi); })),
+            QString::fromStdString("sample '" + w.samples[1].id + "': t_i * top_k = " + std::to_string(len) + " * " +
+                                   std::to_string(k) + " does not fit the int32 rank demand (must stay below 2^31)"));
+        big.samples[1].length = len - 1; // (2^31 / k - 1) * k < 2^31: accepted
         QCOMPARE(make_packing_problem(big, t, pi).length[1], len - 1);
         Trace heavy = w;
-        heavy.counts[heavy.stride() * 2 + 0] = 0x7fffffffu;  // sample 2, MoE layer 0: 2^31 - 1 + more
+        heavy.counts[heavy.stride() * 2 + 0] = 0x7fffffffu; // sample 2, MoE layer 0: 2^31 - 1 + more
         heavy.counts[heavy.stride() * 2 + 1] = 5;
-        QCOMPARE(QString::fromStdString(routepack::test::error_of<InputError>([&] { make_packing_problem(heavy, t, pi); })),
-                 QString::fromStdString("sample '" + w.samples[2].id + "': MoE layer " + std::to_string(w.model.moe_layers[0]) +
-                                        " routes 2^31 or more tokens, beyond the int32 rank demand"));
+        QCOMPARE(
+            QString::fromStdString(routepack::test::error_of<InputError>([&] { make_packing_problem(heavy, t, pi); })),
+            QString::fromStdString("sample '" + w.samples[2].id + "': MoE layer " +
+                                   std::to_string(w.model.moe_layers[0]) +
+                                   " routes 2^31 or more tokens, beyond the int32 rank demand"));
     }
 
     void timeLimit() {
@@ -274,20 +290,24 @@ private Q_SLOTS:
             QCOMPARE(rescore_plan(old, in.window), std::string());
             auto high = j;
             high["max_u_lower_bound"]["value"] = r.routepack.metrics.score.max_u * 2;
-            QVERIFY(QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(high.dump(), "p.json"); }))
-                        .startsWith(QStringLiteral("p.json: max_u_lower_bound: value ")));
+            QVERIFY(QString::fromStdString(routepack::test::error_of<InputError>([&] {
+                        parse_plan(high.dump(), "p.json");
+                    })).startsWith(QStringLiteral("p.json: max_u_lower_bound: value ")));
             auto gap = j;
             gap["max_u_lower_bound"]["gap"] = 0.5;
-            QCOMPARE(QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(gap.dump(), "p.json"); })),
+            QCOMPARE(QString::fromStdString(
+                         routepack::test::error_of<InputError>([&] { parse_plan(gap.dump(), "p.json"); })),
                      QStringLiteral("p.json: max_u_lower_bound: gap 0.5 differs from score[0] / value - 1"));
             auto missing = j;
             missing.erase("max_u_lower_bound");
-            QCOMPARE(QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(missing.dump(), "p.json"); })),
+            QCOMPARE(QString::fromStdString(
+                         routepack::test::error_of<InputError>([&] { parse_plan(missing.dump(), "p.json"); })),
                      QStringLiteral("p.json: missing field 'max_u_lower_bound'"));
             auto v3 = j;
             v3["version"] = 3;
-            QCOMPARE(QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v3.dump(), "p.json"); })),
-                     QStringLiteral("p.json: plan version 3 is not supported (expected 1 or 2)"));
+            QCOMPARE(
+                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v3.dump(), "p.json"); })),
+                QStringLiteral("p.json: plan version 3 is not supported (expected 1 or 2)"));
             auto lower = j;
             lower["max_u_lower_bound"]["value"] = want.value / 2;
             lower["max_u_lower_bound"]["gap"] = r.routepack.metrics.score.max_u / (want.value / 2) - 1.0;
@@ -296,11 +316,12 @@ private Q_SLOTS:
         }
         QCOMPARE(j["placement"].size(), std::size_t(in.window.model.num_moe_layers()));
         QCOMPARE(j["moe_layers"][0].get<int>(), in.window.model.moe_layers[0]);
-        for (const char* k : {"baseline", "reorder", "karmarkar_karp", "routepack"}) QVERIFY(j["metrics"].contains(k));
+        for (const char* k : {"baseline", "reorder", "karmarkar_karp", "routepack"})
+            QVERIFY(j["metrics"].contains(k));
 
         // Tampering is caught: structure (sample twice) and rescoring (counts changed).
         auto bad = j;
-        bad["rows"][0][1][0] = bad["rows"][0][0][0];  // one sample twice, another missing
+        bad["rows"][0][1][0] = bad["rows"][0][0][0]; // one sample twice, another missing
         try {
             parse_plan(bad.dump(), "p.json");
             QFAIL("no error");
@@ -370,7 +391,7 @@ private Q_SLOTS:
         QCOMPARE(r["placement"][0].dump(), std::string("[1,2,0,3]"));
         QCOMPARE(r["moe_layers"].dump(), std::string("[1,3]"));
         QCOMPARE(r["slots_per_rank"].get<int>(), 2);
-        pi.slot[1] = 1;  // slot 1 used twice
+        pi.slot[1] = 1; // slot 1 used twice
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, expert_map_json(pi, m, ExpertMapFormat::VLLM));
         try {
             parse_expert_map_format("deepep");
@@ -388,9 +409,12 @@ private Q_SLOTS:
         QTest::addColumn<int>("P");
         QTest::addColumn<int>("D");
         QTest::addColumn<int>("cap");
-        QTest::newRow("deepseek csv 512, ep8 dp4") << "traces/deepseek-v2-lite" << "deepseek-v2-lite" << 512 << 8 << 4 << 4096;
-        QTest::newRow("deepseek csv 512, ep16 dp8") << "traces/deepseek-v2-lite" << "deepseek-v2-lite" << 512 << 16 << 8 << 4096;
-        QTest::newRow("maverick json all, ep8 dp4") << "traces/llama4-maverick" << "llama4-maverick" << 235 << 8 << 4 << 2048;
+        QTest::newRow("deepseek csv 512, ep8 dp4") << "traces/deepseek-v2-lite"
+                                                   << "deepseek-v2-lite" << 512 << 8 << 4 << 4096;
+        QTest::newRow("deepseek csv 512, ep16 dp8") << "traces/deepseek-v2-lite"
+                                                    << "deepseek-v2-lite" << 512 << 16 << 8 << 4096;
+        QTest::newRow("maverick json all, ep8 dp4") << "traces/llama4-maverick"
+                                                    << "llama4-maverick" << 235 << 8 << 4 << 2048;
     }
     void realWindows() {
         QFETCH(QString, set);
@@ -418,7 +442,8 @@ private Q_SLOTS:
             in.window.append(std::move(rec));
         }
         std::vector<std::vector<int>> shards(2);
-        for (int d = 0; d < D; ++d) shards[static_cast<std::size_t>(d * 2 / D)].push_back(d);
+        for (int d = 0; d < D; ++d)
+            shards[static_cast<std::size_t>(d * 2 / D)].push_back(d);
         in.topology = topo(P, D, shards, cap);
         in.trace_name = set.toStdString();
         const PlanResult r = plan_window(in);

@@ -1,18 +1,18 @@
 // Checkpoint rewriter: planning checks, CPU executor, round trips on the five real checkpoints
 // in ../shared/checkpoints, identity, synthetic expert slots, refusals before writing, atomic output,
 // sidecar provenance, --layer-map, --verify, free space, the CLI.
-#include "core/util/errors.h"
 #include "core/model/model.h"
 #include "core/plan/plan_file.h"
 #include "core/plan/planner.h"
-#include "core/util/rng.h"
 #include "core/synth/synth.h"
-#include "gpu/safetensors/checkpoint_scheme.h"
+#include "core/util/errors.h"
+#include "core/util/rng.h"
 #include "gpu/rewrite.h"
+#include "gpu/safetensors/checkpoint_scheme.h"
 #include "gpu/safetensors/safetensors.h"
 #include "gpu/safetensors/synth_checkpoint.h"
-#include "tests/testutil.h"
 #include "tests/rewrite_testutil.h"
+#include "tests/testutil.h"
 
 #include <QtTest>
 
@@ -32,14 +32,13 @@ using routepack::test::read_file;
 using routepack::test::temp_dir;
 using routepack::test::write_file;
 
-using routepack::test::random_placement;
-using routepack::test::identity_placement;
 using routepack::test::group_placement;
+using routepack::test::identity_placement;
+using routepack::test::random_placement;
 
 using routepack::test::rewrite_request;
 
 namespace {
-
 
 ModelDescription model_of(const fs::path& dir) {
     return model_from_hf_config(read_file(dir / "config.json"), (dir / "config.json").string());
@@ -76,14 +75,16 @@ std::vector<std::pair<std::string, std::vector<std::int64_t>>> names_shapes(cons
     for (const auto& de : fs::directory_iterator(dir)) {
         if (de.path().extension() != ".safetensors") continue;
         const SafetensorsFile f = SafetensorsFile::open(de.path());
-        for (const TensorInfo& t : f.tensors()) v.emplace_back(t.name, std::vector<std::int64_t>(t.shape.begin(), t.shape.end()));
+        for (const TensorInfo& t : f.tensors())
+            v.emplace_back(t.name, std::vector<std::int64_t>(t.shape.begin(), t.shape.end()));
     }
     return v;
 }
 
 std::vector<int> p2l_row(const Placement& pi, int r) {
     std::vector<int> p2l(static_cast<std::size_t>(pi.experts));
-    for (int e = 0; e < pi.experts; ++e) p2l[static_cast<std::size_t>(pi.at(r, e))] = e;
+    for (int e = 0; e < pi.experts; ++e)
+        p2l[static_cast<std::size_t>(pi.at(r, e))] = e;
     return p2l;
 }
 
@@ -114,7 +115,8 @@ void expect_slots(const fs::path& src, const fs::path& out, const Placement& pi,
             const std::size_t slab = a.size() / static_cast<std::size_t>(pi.experts);
             for (int v = 0; v < pi.experts; ++v) {
                 const int s = moved ? p2l[static_cast<std::size_t>(v)] : v;
-                QVERIFY2(a.compare(static_cast<std::size_t>(v) * slab, slab, b, static_cast<std::size_t>(s) * slab, slab) == 0,
+                QVERIFY2(a.compare(static_cast<std::size_t>(v) * slab, slab, b, static_cast<std::size_t>(s) * slab,
+                                   slab) == 0,
                          qPrintable(QString::fromStdString(tc.name + " slab " + std::to_string(v))));
             }
             ++checked;
@@ -132,7 +134,7 @@ std::string error_of(const RewriteRequest& r) {
     return "<no error>";
 }
 
-}  // namespace
+} // namespace
 
 class TestRewrite : public QObject {
     Q_OBJECT
@@ -178,19 +180,32 @@ void TestRewrite::layerMap() {
 void TestRewrite::layerMapErrors_data() {
     QTest::addColumn<QString>("text");
     QTest::addColumn<QString>("error");
-    QTest::newRow("empty") << "" << "--layer-map: empty";
-    QTest::newRow("no colon") << "5" << "--layer-map: '5': expected P:C, P-Q:C or a shift +N / -N";
-    QTest::newRow("twice") << "1:0,1:2" << "--layer-map: plan layer 1 is mapped twice";
-    QTest::newRow("same target") << "1:0,2:0" << "--layer-map: checkpoint layer 0 is the target of two plan layers";
-    QTest::newRow("negative") << "-2" << "--layer-map: '-2': checkpoint layer -1 is negative";
-    QTest::newRow("garbage") << "1:x" << "--layer-map: '1:x': expected a layer id";
-    QTest::newRow("descending") << "3-1:0" << "--layer-map: '3-1:0': range must be ascending";
-    QTest::newRow("empty item") << "1:0,,2:1" << "--layer-map: empty item in '1:0,,2:1'";
-    QTest::newRow("trailing comma") << "1:1," << "--layer-map: empty item in '1:1,'";
-    QTest::newRow("not a plan layer") << "9:0" << "--layer-map: plan layer 9 is not a MoE layer of the plan (1-3)";
-    QTest::newRow("negative plan layer") << "-1:3" << "--layer-map: plan layer -1 is not a MoE layer of the plan (1-3)";
-    QTest::newRow("too large") << "+999999999" << "--layer-map: '+999999999': checkpoint layer 1000000000 is too large";
-    QTest::newRow("ten digits") << "1:1234567890" << "--layer-map: '1:1234567890': expected a layer id";
+    QTest::newRow("empty") << ""
+                           << "--layer-map: empty";
+    QTest::newRow("no colon") << "5"
+                              << "--layer-map: '5': expected P:C, P-Q:C or a shift +N / -N";
+    QTest::newRow("twice") << "1:0,1:2"
+                           << "--layer-map: plan layer 1 is mapped twice";
+    QTest::newRow("same target") << "1:0,2:0"
+                                 << "--layer-map: checkpoint layer 0 is the target of two plan layers";
+    QTest::newRow("negative") << "-2"
+                              << "--layer-map: '-2': checkpoint layer -1 is negative";
+    QTest::newRow("garbage") << "1:x"
+                             << "--layer-map: '1:x': expected a layer id";
+    QTest::newRow("descending") << "3-1:0"
+                                << "--layer-map: '3-1:0': range must be ascending";
+    QTest::newRow("empty item") << "1:0,,2:1"
+                                << "--layer-map: empty item in '1:0,,2:1'";
+    QTest::newRow("trailing comma") << "1:1,"
+                                    << "--layer-map: empty item in '1:1,'";
+    QTest::newRow("not a plan layer") << "9:0"
+                                      << "--layer-map: plan layer 9 is not a MoE layer of the plan (1-3)";
+    QTest::newRow("negative plan layer") << "-1:3"
+                                         << "--layer-map: plan layer -1 is not a MoE layer of the plan (1-3)";
+    QTest::newRow("too large") << "+999999999"
+                               << "--layer-map: '+999999999': checkpoint layer 1000000000 is too large";
+    QTest::newRow("ten digits") << "1:1234567890"
+                                << "--layer-map: '1:1234567890': expected a layer id";
 }
 
 void TestRewrite::layerMapErrors() {
@@ -206,7 +221,8 @@ void TestRewrite::layerMapErrors() {
 
 void TestRewrite::realRoundTrip_data() {
     QTest::addColumn<QString>("name");
-    for (const char* n : routepack::test::kSharedCheckpoints) QTest::newRow(n) << QString::fromLatin1(n);
+    for (const char* n : routepack::test::kSharedCheckpoints)
+        QTest::newRow(n) << QString::fromLatin1(n);
 }
 
 void TestRewrite::realRoundTrip() {
@@ -237,7 +253,8 @@ void TestRewrite::realRoundTrip() {
     const nlohmann::json sc = nlohmann::json::parse(read_file(phys / kRewriteSidecar));
     QCOMPARE(sc.at("direction").get<std::string>(), std::string("apply"));
     QCOMPARE(sc.at("output_order").get<std::string>(), std::string("physical"));
-    QCOMPARE(sc.at("physical_to_logical_map").at(std::to_string(m.moe_layers[0])).get<std::vector<int>>(), p2l_row(pi, 0));
+    QCOMPARE(sc.at("physical_to_logical_map").at(std::to_string(m.moe_layers[0])).get<std::vector<int>>(),
+             p2l_row(pi, 0));
 
     RewriteRequest inv = rewrite_request(phys, back, pi, m, RewriteDirection::Inverse);
     inv.verify = true;
@@ -249,7 +266,9 @@ void TestRewrite::realRoundTrip() {
     fs::remove_all(tmp);
 }
 
-void TestRewrite::realPermuteRouter_data() { realRoundTrip_data(); }
+void TestRewrite::realPermuteRouter_data() {
+    realRoundTrip_data();
+}
 
 void TestRewrite::realPermuteRouter() {
     QFETCH(QString, name);
@@ -276,7 +295,7 @@ void TestRewrite::groupLimitedRefused() {
     const fs::path src = root / "checkpoint";
     const ModelDescription m = model_of(src);
     Placement pi = identity_placement(m.num_moe_layers(), m.experts);
-    std::swap(pi.slot[0], pi.slot[4]);  // layer 1: expert 0 <-> expert 4 (groups 0 and 1)
+    std::swap(pi.slot[0], pi.slot[4]); // layer 1: expert 0 <-> expert 4 (groups 0 and 1)
     const fs::path tmp = temp_dir(QStringLiteral("rwg"));
     RewriteRequest r = rewrite_request(src, tmp / "out", pi, m);
     r.permute_router = true;
@@ -298,12 +317,15 @@ void TestRewrite::identityIsByteIdentical() {
     const fs::path src = root / "checkpoint";
     const ModelDescription m = model_of(src);
     const fs::path tmp = temp_dir(QStringLiteral("rwi"));
-    const RewritePlan plan = plan_rewrite(rewrite_request(src, tmp / "out", identity_placement(m.num_moe_layers(), m.experts), m));
+    const RewritePlan plan =
+        plan_rewrite(rewrite_request(src, tmp / "out", identity_placement(m.num_moe_layers(), m.experts), m));
     QCOMPARE(plan.moved_bytes, std::uint64_t(0));
     QCOMPARE(plan.moved_tensors, 0);
     QCOMPARE(plan.expert_tensors, 96);
-    for (const OutputFile& f : plan.outputs) QCOMPARE(f.segments.size(), std::size_t(1));  // one straight copy each
-    const RewriteReport rep = rewrite_checkpoint(rewrite_request(src, tmp / "out", identity_placement(m.num_moe_layers(), m.experts), m));
+    for (const OutputFile& f : plan.outputs)
+        QCOMPARE(f.segments.size(), std::size_t(1)); // one straight copy each
+    const RewriteReport rep =
+        rewrite_checkpoint(rewrite_request(src, tmp / "out", identity_placement(m.num_moe_layers(), m.experts), m));
     QCOMPARE(rep.moved_bytes, std::uint64_t(0));
     expect_same_files(src, tmp / "out");
     fs::remove_all(tmp);
@@ -311,7 +333,7 @@ void TestRewrite::identityIsByteIdentical() {
 
 void TestRewrite::synthExpertSlots() {
     const fs::path tmp = temp_dir(QStringLiteral("rws"));
-    SynthCheckpointConfig cfg;  // DeepSeek-V2-Lite shape: 64 experts at layers 1-26
+    SynthCheckpointConfig cfg; // DeepSeek-V2-Lite shape: 64 experts at layers 1-26
     cfg.max_shard_bytes = 200000;
     write_synth_checkpoint(cfg, tmp / "src");
     const ModelDescription m = cfg.model;
@@ -325,7 +347,8 @@ void TestRewrite::synthExpertSlots() {
         for (const TensorInfo& t : f.tensors()) {
             const std::size_t pos = t.name.find(".mlp.experts.");
             if (pos == std::string::npos) continue;
-            const int layer = std::stoi(t.name.substr(std::strlen("model.layers."), pos - std::strlen("model.layers.")));
+            const int layer =
+                std::stoi(t.name.substr(std::strlen("model.layers."), pos - std::strlen("model.layers.")));
             const int slot = std::stoi(t.name.substr(pos + std::strlen(".mlp.experts.")));
             const auto d = f.data(t);
             const std::size_t esz = dtype_bits(t.dtype) / 8;
@@ -349,9 +372,9 @@ void TestRewrite::synthExpertSlots() {
         check_synth_checkpoint(tmp / "phys");
         QFAIL("no error");
     } catch (const InputError& e) {
-        QVERIFY2(QString::fromUtf8(e.what()).contains(QStringLiteral(".mlp.experts.0.down_proj.weight element 0 holds layer 1 expert ") +
-                                                      QString::number(p2l_row(pi, 0)[0]) +
-                                                      QStringLiteral(", expected layer 1 expert 0")),
+        QVERIFY2(QString::fromUtf8(e.what()).contains(
+                     QStringLiteral(".mlp.experts.0.down_proj.weight element 0 holds layer 1 expert ") +
+                     QString::number(p2l_row(pi, 0)[0]) + QStringLiteral(", expected layer 1 expert 0")),
                  e.what());
     }
     fs::remove_all(tmp);
@@ -369,8 +392,8 @@ void TestRewrite::mismatchRefusedBeforeWriting() {
         pm.experts = 32;
         const RewriteRequest r = rewrite_request(src, out, random_placement(pm.num_moe_layers(), 32, 1), pm);
         QCOMPARE(QString::fromStdString(error_of(r)),
-                 QStringLiteral("test-plan.json: plan has 32 experts per MoE layer, the checkpoint (") + qpath(fs::canonical(src)) +
-                     QStringLiteral("/config.json) has 16"));
+                 QStringLiteral("test-plan.json: plan has 32 experts per MoE layer, the checkpoint (") +
+                     qpath(fs::canonical(src)) + QStringLiteral("/config.json) has 16"));
     }
     // Layer count: a DeepSeek-V2-Lite plan (MoE layers 1-26) on a 2-MoE-layer checkpoint.
     {
@@ -387,9 +410,11 @@ void TestRewrite::mismatchRefusedBeforeWriting() {
         ModelDescription pm = m;
         pm.moe_layers = {1};
         const RewriteRequest r = rewrite_request(src, out, random_placement(1, 16, 1), pm);
-        QCOMPARE(QString::fromStdString(error_of(r)),
-                 qpath(fs::canonical(src)) +
-                     QStringLiteral(": checkpoint MoE layer 2 has no placement row in the plan (plan MoE layers 1); use --layer-map"));
+        QCOMPARE(
+            QString::fromStdString(error_of(r)),
+            qpath(fs::canonical(src)) +
+                QStringLiteral(
+                    ": checkpoint MoE layer 2 has no placement row in the plan (plan MoE layers 1); use --layer-map"));
     }
     // Not a permutation.
     {
@@ -436,10 +461,10 @@ void TestRewrite::missingExpertTensorRefused() {
     // An index that names a tensor no shard holds.
     ij["weight_map"][victim] = idx.weight_map.at(victim);
     write_file(tmp / "ck" / "model.safetensors.index.json", ij.dump(2));
-    QCOMPARE(QString::fromStdString(error_of(r)),
-             qpath(fs::canonical(tmp / "ck") / "model.safetensors.index.json") +
-                 QStringLiteral(": weight_map names tensor ") + QString::fromStdString(victim) +
-                 QStringLiteral(", which is in no shard"));
+    QCOMPARE(QString::fromStdString(error_of(r)), qpath(fs::canonical(tmp / "ck") / "model.safetensors.index.json") +
+                                                      QStringLiteral(": weight_map names tensor ") +
+                                                      QString::fromStdString(victim) +
+                                                      QStringLiteral(", which is in no shard"));
     QVERIFY(!fs::exists(tmp / "out"));
     fs::remove_all(tmp);
 }
@@ -495,15 +520,18 @@ void TestRewrite::sidecarGuards() {
              phys + QStringLiteral(": already in physical order (routepack-rewrite.json: placement ") +
                  QString::fromStdString(fp) + QStringLiteral("); invert it first (--inverse with that plan)"));
     const RewritePlan po = plan_rewrite(rewrite_request(src, tmp / "x", other, m));
-    QCOMPARE(QString::fromStdString(error_of(rewrite_request(tmp / "phys", tmp / "bad", other, m, RewriteDirection::Inverse))),
+    QCOMPARE(QString::fromStdString(
+                 error_of(rewrite_request(tmp / "phys", tmp / "bad", other, m, RewriteDirection::Inverse))),
              phys + QStringLiteral(": was rewritten with placement ") + QString::fromStdString(fp) +
-                 QStringLiteral(" (test-plan.json), not this plan's ") + QString::fromStdString(po.placement_fingerprint));
+                 QStringLiteral(" (test-plan.json), not this plan's ") +
+                 QString::fromStdString(po.placement_fingerprint));
     RewriteRequest pr = rewrite_request(tmp / "phys", tmp / "bad", pi, m, RewriteDirection::Inverse);
     pr.permute_router = true;
     QCOMPARE(QString::fromStdString(error_of(pr)),
              phys + QStringLiteral(": was rewritten without --permute-router; invert it the same way"));
     rewrite_checkpoint(rewrite_request(tmp / "phys", tmp / "back", pi, m, RewriteDirection::Inverse));
-    QCOMPARE(QString::fromStdString(error_of(rewrite_request(tmp / "back", tmp / "again", pi, m, RewriteDirection::Inverse))),
+    QCOMPARE(QString::fromStdString(
+                 error_of(rewrite_request(tmp / "back", tmp / "again", pi, m, RewriteDirection::Inverse))),
              qpath(fs::canonical(tmp / "back")) +
                  QStringLiteral(": already in logical order (routepack-rewrite.json); nothing to invert"));
     QVERIFY(!fs::exists(tmp / "twice") && !fs::exists(tmp / "bad") && !fs::exists(tmp / "again"));
@@ -520,12 +548,14 @@ void TestRewrite::layerMapRewrite() {
     pm.num_hidden_layers = 7;
     const Placement pi = random_placement(2, 16, 21);
     const fs::path tmp = temp_dir(QStringLiteral("rwl"));
-    QCOMPARE(QString::fromStdString(error_of(rewrite_request(src, tmp / "a", pi, pm))),
-             QStringLiteral("test-plan.json: plan layer 5 is not a MoE layer of the checkpoint (MoE layers 1-2); use --layer-map"));
+    QCOMPARE(
+        QString::fromStdString(error_of(rewrite_request(src, tmp / "a", pi, pm))),
+        QStringLiteral(
+            "test-plan.json: plan layer 5 is not a MoE layer of the checkpoint (MoE layers 1-2); use --layer-map"));
     RewriteRequest r = rewrite_request(src, tmp / "a", pi, pm);
     r.layer_map = parse_layer_map("5-6:1", pm.moe_layers);
     rewrite_checkpoint(r);
-    rewrite_checkpoint(rewrite_request(src, tmp / "b", pi, m));  // same rows at the checkpoint's own ids
+    rewrite_checkpoint(rewrite_request(src, tmp / "b", pi, m)); // same rows at the checkpoint's own ids
     for (const auto& de : fs::directory_iterator(tmp / "b"))
         if (de.path().extension() == ".safetensors")
             QVERIFY(read_file(de.path()) == read_file(tmp / "a" / de.path().filename()));
@@ -539,8 +569,10 @@ void TestRewrite::singleFileWithoutConfig() {
     std::vector<std::string> payload;
     std::vector<TensorData> ts;
     std::string stacked(E * 5 * 2, '\0'), router(E * 3 * 4, '\0');
-    for (std::size_t i = 0; i < stacked.size(); ++i) stacked[i] = static_cast<char>(i / 10);  // slab e filled with e
-    for (std::size_t i = 0; i < router.size(); ++i) router[i] = static_cast<char>(100 + i / 12);
+    for (std::size_t i = 0; i < stacked.size(); ++i)
+        stacked[i] = static_cast<char>(i / 10); // slab e filled with e
+    for (std::size_t i = 0; i < router.size(); ++i)
+        router[i] = static_cast<char>(100 + i / 12);
     ts.push_back({"model.layers.0.mlp.experts.down_proj", Dtype::BF16, {6, 5}, std::as_bytes(std::span(stacked))});
     ts.push_back({"model.layers.0.mlp.router.weight", Dtype::F32, {6, 3}, std::as_bytes(std::span(router))});
     ts.push_back({"model.norm.weight", Dtype::U8, {3}, std::as_bytes(std::span(router).subspan(0, 3))});
@@ -552,21 +584,24 @@ void TestRewrite::singleFileWithoutConfig() {
     pm.top_k = 2;
     pm.moe_layers = {0};
     Placement pi = identity_placement(1, E);
-    pi.slot = {2, 0, 1, 5, 3, 4};  // p2l = {1, 2, 0, 4, 5, 3}
+    pi.slot = {2, 0, 1, 5, 3, 4}; // p2l = {1, 2, 0, 4, 5, 3}
     RewriteRequest r = rewrite_request(tmp / "model.safetensors", tmp / "out", pi, pm);
     // Router rows move only with --permute-router, which needs config.json (n_group) beside the file.
     r.permute_router = true;
     QCOMPARE(QString::fromStdString(error_of(r)),
-             QStringLiteral("--permute-router: no config.json beside ") + qpath(fs::canonical(tmp / "model.safetensors")) +
+             QStringLiteral("--permute-router: no config.json beside ") +
+                 qpath(fs::canonical(tmp / "model.safetensors")) +
                  QStringLiteral("; it is needed to check group-limited routing (n_group) before router rows move"));
     write_file(tmp / "config.json", R"({"num_hidden_layers": 1, "num_local_experts": 6, "num_experts_per_tok": 2})");
     const RewriteReport rep = rewrite_checkpoint(r);
     QCOMPARE(rep.moved_tensors, 2);
     const std::string out = tensor_bytes(tmp / "out", "model.layers.0.mlp.experts.down_proj");
     const int p2l[] = {1, 2, 0, 4, 5, 3};
-    for (int v = 0; v < E; ++v) QCOMPARE(int(out[static_cast<std::size_t>(v) * 10]), p2l[v]);
+    for (int v = 0; v < E; ++v)
+        QCOMPARE(int(out[static_cast<std::size_t>(v) * 10]), p2l[v]);
     const std::string rt = tensor_bytes(tmp / "out", "model.layers.0.mlp.router.weight");
-    for (int v = 0; v < E; ++v) QCOMPARE(int(rt[static_cast<std::size_t>(v) * 12 + 11]), 100 + p2l[v]);
+    for (int v = 0; v < E; ++v)
+        QCOMPARE(int(rt[static_cast<std::size_t>(v) * 12 + 11]), 100 + p2l[v]);
     QVERIFY(nlohmann::json::parse(read_file(tmp / "out" / kRewriteSidecar)).at("source").at("scheme") == "hf-stacked");
     fs::remove_all(tmp);
 }
@@ -579,12 +614,16 @@ void TestRewrite::fp8ScalesMoveWithExpert() {
     store.reserve(2 * E + 1);
     std::vector<TensorData> ts;
     for (int e = 0; e < E; ++e) {
-        store.push_back(std::string(6, static_cast<char>(0x10 + e)));                       // F8_E4M3 [2, 3]
-        ts.push_back({"model.layers.3.mlp.experts." + std::to_string(e) + ".down_proj.weight", Dtype::F8_E4M3, {2, 3},
+        store.push_back(std::string(6, static_cast<char>(0x10 + e))); // F8_E4M3 [2, 3]
+        ts.push_back({"model.layers.3.mlp.experts." + std::to_string(e) + ".down_proj.weight",
+                      Dtype::F8_E4M3,
+                      {2, 3},
                       std::as_bytes(std::span(store.back()))});
-        store.push_back(std::string(4, static_cast<char>(0x60 + e)));                       // F32 [1, 1]
-        ts.push_back({"model.layers.3.mlp.experts." + std::to_string(e) + ".down_proj.weight_scale_inv", Dtype::F32,
-                      {1, 1}, std::as_bytes(std::span(store.back()))});
+        store.push_back(std::string(4, static_cast<char>(0x60 + e))); // F32 [1, 1]
+        ts.push_back({"model.layers.3.mlp.experts." + std::to_string(e) + ".down_proj.weight_scale_inv",
+                      Dtype::F32,
+                      {1, 1},
+                      std::as_bytes(std::span(store.back()))});
     }
     store.push_back(std::string(E * 2 * 2, '\x7f'));
     ts.push_back({"model.layers.3.mlp.gate.weight", Dtype::BF16, {4, 2}, std::as_bytes(std::span(store.back()))});
@@ -596,7 +635,7 @@ void TestRewrite::fp8ScalesMoveWithExpert() {
     pm.top_k = 1;
     pm.moe_layers = {3};
     Placement pi = identity_placement(1, E);
-    pi.slot = {1, 2, 3, 0};  // p2l = {3, 0, 1, 2}
+    pi.slot = {1, 2, 3, 0}; // p2l = {3, 0, 1, 2}
     RewriteReport rep;
     try {
         rep = rewrite_checkpoint(rewrite_request(tmp / "ck", tmp / "out", pi, pm));
@@ -606,8 +645,10 @@ void TestRewrite::fp8ScalesMoveWithExpert() {
     QCOMPARE(rep.moved_tensors, 8);
     const int p2l[] = {3, 0, 1, 2};
     for (int v = 0; v < E; ++v) {
-        const std::string w = tensor_bytes(tmp / "out", "model.layers.3.mlp.experts." + std::to_string(v) + ".down_proj.weight");
-        const std::string sc = tensor_bytes(tmp / "out", "model.layers.3.mlp.experts." + std::to_string(v) + ".down_proj.weight_scale_inv");
+        const std::string w =
+            tensor_bytes(tmp / "out", "model.layers.3.mlp.experts." + std::to_string(v) + ".down_proj.weight");
+        const std::string sc = tensor_bytes(tmp / "out", "model.layers.3.mlp.experts." + std::to_string(v) +
+                                                             ".down_proj.weight_scale_inv");
         QCOMPARE(w, std::string(6, static_cast<char>(0x10 + p2l[v])));
         QCOMPARE(sc, std::string(4, static_cast<char>(0x60 + p2l[v])));
     }
@@ -637,8 +678,12 @@ void TestRewrite::megatronStackedWithOptimizerState() {
     stacked("optimizer.state.exp_avg_sq.decoder.layers.0.mlp.experts.experts.linear_fc1.weight", Dtype::F32, 8, 0x30);
     stacked("optimizer.state.fp32_param.decoder.layers.0.mlp.experts.experts.linear_fc1.weight", Dtype::F32, 8, 0x40);
     store.push_back(std::string(E * 4 * 4, '\0'));
-    for (int e = 0; e < E; ++e) std::fill_n(store.back().begin() + e * 16, 16, static_cast<char>(0x50 + e));
-    ts.push_back({"decoder.layers.0.mlp.router.weight", Dtype::F32, {std::uint64_t(E), 4}, std::as_bytes(std::span(store.back()))});
+    for (int e = 0; e < E; ++e)
+        std::fill_n(store.back().begin() + e * 16, 16, static_cast<char>(0x50 + e));
+    ts.push_back({"decoder.layers.0.mlp.router.weight",
+                  Dtype::F32,
+                  {std::uint64_t(E), 4},
+                  std::as_bytes(std::span(store.back()))});
     fs::create_directories(tmp / "stage1");
     write_safetensors(tmp / "stage1" / "model.safetensors", ts, {});
     // The plan numbers this stage's only MoE layer 12.
@@ -648,7 +693,7 @@ void TestRewrite::megatronStackedWithOptimizerState() {
     pm.top_k = 2;
     pm.moe_layers = {12};
     Placement pi = identity_placement(1, E);
-    pi.slot = {2, 3, 1, 0};  // p2l = {3, 2, 0, 1}
+    pi.slot = {2, 3, 1, 0}; // p2l = {3, 2, 0, 1}
     RewriteRequest r = rewrite_request(tmp / "stage1" / "model.safetensors", tmp / "out", pi, pm);
     r.layer_map = parse_layer_map("12:0", pm.moe_layers);
     const RewriteReport rep = rewrite_checkpoint(r);
@@ -662,9 +707,10 @@ void TestRewrite::megatronStackedWithOptimizerState() {
     for (int k = 0; k < 4; ++k) {
         const std::string b = tensor_bytes(tmp / "out", names[k]);
         const std::size_t slab = b.size() / E;
-        for (int v = 0; v < E; ++v) QCOMPARE(b[static_cast<std::size_t>(v) * slab], static_cast<char>(bases[k] + p2l[v]));
+        for (int v = 0; v < E; ++v)
+            QCOMPARE(b[static_cast<std::size_t>(v) * slab], static_cast<char>(bases[k] + p2l[v]));
     }
-    QCOMPARE(tensor_bytes(tmp / "out", "decoder.layers.0.mlp.router.weight"), store.back());  // never moved
+    QCOMPARE(tensor_bytes(tmp / "out", "decoder.layers.0.mlp.router.weight"), store.back()); // never moved
     const nlohmann::json sc = nlohmann::json::parse(read_file(tmp / "out" / kRewriteSidecar));
     QCOMPARE(sc.at("source").at("scheme").get<std::string>(), std::string("megatron-stacked"));
     QCOMPARE(sc.at("layer_map").at("12").get<int>(), 0);
@@ -704,7 +750,7 @@ void TestRewrite::freeSpace() {
     qputenv("ROUTEPACK_TEST_FREE_BYTES", "1000");
     const ModelDescription m = model_of(src);
     const std::string err = error_of(rewrite_request(src, tmp / "out", random_placement(2, 8, 1), m));
-    bool planning_refuses = false;  // the studio's Check (planning only) refuses the same way
+    bool planning_refuses = false; // the studio's Check (planning only) refuses the same way
     try {
         plan_rewrite(rewrite_request(src, tmp / "out", random_placement(2, 8, 1), m));
     } catch (const InputError& e) {
@@ -712,7 +758,8 @@ void TestRewrite::freeSpace() {
     }
     QVERIFY(planning_refuses);
     qunsetenv("ROUTEPACK_TEST_FREE_BYTES");
-    QVERIFY2(QString::fromStdString(err).startsWith(qpath(tmp) + QStringLiteral(": not enough free space: the rewrite writes ")),
+    QVERIFY2(QString::fromStdString(err).startsWith(qpath(tmp) +
+                                                    QStringLiteral(": not enough free space: the rewrite writes ")),
              err.c_str());
     QVERIFY2(QString::fromStdString(err).endsWith(QStringLiteral(" (+16 MB margin), 1000 bytes free")), err.c_str());
     QVERIFY(!fs::exists(tmp / "out"));
@@ -727,11 +774,12 @@ void TestRewrite::cancelLeavesNothing() {
     std::atomic<bool> cancel{false};
     int calls = 0;
     try {
-        rewrite_checkpoint(rewrite_request(src, tmp / "out", random_placement(2, 16, 1), m),
-                           [&](const std::string&, std::uint64_t, std::uint64_t) {
-                               if (++calls == 1) cancel = true;
-                           },
-                           &cancel);
+        rewrite_checkpoint(
+            rewrite_request(src, tmp / "out", random_placement(2, 16, 1), m),
+            [&](const std::string&, std::uint64_t, std::uint64_t) {
+                if (++calls == 1) cancel = true;
+            },
+            &cancel);
         QFAIL("not cancelled");
     } catch (const InputError& e) {
         QCOMPARE(std::string(e.what()), std::string("cancelled"));
@@ -739,8 +787,9 @@ void TestRewrite::cancelLeavesNothing() {
     QCOMPARE(calls, 1);
     QVERIFY(!fs::exists(tmp / "out"));
     int entries = 0;
-    for ([[maybe_unused]] const auto& de : fs::directory_iterator(tmp)) ++entries;
-    QCOMPARE(entries, 0);  // no partial folder either
+    for ([[maybe_unused]] const auto& de : fs::directory_iterator(tmp))
+        ++entries;
+    QCOMPARE(entries, 0); // no partial folder either
     fs::remove_all(tmp);
 }
 
@@ -752,7 +801,7 @@ fs::path write_plan_for(const ModelDescription& m, const fs::path& file, int ep_
     return file;
 }
 
-}  // namespace
+} // namespace
 
 void TestRewrite::cliInterruptedLeavesNoOutput() {
     ROUTEPACK_REQUIRE_SHARED(root, "checkpoints/qwen3_moe");
@@ -760,9 +809,9 @@ void TestRewrite::cliInterruptedLeavesNoOutput() {
     const fs::path tmp = temp_dir(QStringLiteral("rwk"));
     const fs::path plan = write_plan_for(model_of(src), tmp / "plan.json", 4);
     qputenv("ROUTEPACK_TEST_REWRITE_EXIT_AFTER_FILES", "1");
-    const auto killed = routepack::test::run_cli({QStringLiteral("rewrite"), QStringLiteral("--plan"), qpath(plan),
-                                                  QStringLiteral("--input"), qpath(src), QStringLiteral("--output"),
-                                                  qpath(tmp / "out"), QStringLiteral("--device"), QStringLiteral("cpu")});
+    const auto killed = routepack::test::run_cli(
+        {QStringLiteral("rewrite"), QStringLiteral("--plan"), qpath(plan), QStringLiteral("--input"), qpath(src),
+         QStringLiteral("--output"), qpath(tmp / "out"), QStringLiteral("--device"), QStringLiteral("cpu")});
     qunsetenv("ROUTEPACK_TEST_REWRITE_EXIT_AFTER_FILES");
     QCOMPARE(killed.code, 3);
     QVERIFY(!fs::exists(tmp / "out"));
@@ -785,14 +834,17 @@ void TestRewrite::cliRewriteAndInverse() {
     const fs::path plan = write_plan_for(model_of(src), tmp / "plan.json", 4);
     const auto a = routepack::test::run_cli({QStringLiteral("rewrite"), QStringLiteral("--plan"), qpath(plan),
                                              QStringLiteral("--input"), qpath(src), QStringLiteral("--output"),
-                                             qpath(tmp / "phys"), QStringLiteral("--verify"), QStringLiteral("--device"),
-                                             QStringLiteral("cpu")});
+                                             qpath(tmp / "phys"), QStringLiteral("--verify"),
+                                             QStringLiteral("--device"), QStringLiteral("cpu")});
     QVERIFY2(a.code == 0, qPrintable(a.err));
-    QVERIFY2(a.out.contains(QStringLiteral("checkpoint: hf-per-expert, 3 shard(s), MoE layers 1-2, 16 experts")), qPrintable(a.out));
-    QVERIFY2(a.out.contains(QStringLiteral("verified: every output file equals its planned source bytes")), qPrintable(a.out));
-    const auto b = routepack::test::run_cli({QStringLiteral("rewrite"), QStringLiteral("--plan"), qpath(plan),
-                                             QStringLiteral("--input"), qpath(tmp / "phys"), QStringLiteral("--output"),
-                                             qpath(tmp / "back"), QStringLiteral("--inverse"), QStringLiteral("--verify")});
+    QVERIFY2(a.out.contains(QStringLiteral("checkpoint: hf-per-expert, 3 shard(s), MoE layers 1-2, 16 experts")),
+             qPrintable(a.out));
+    QVERIFY2(a.out.contains(QStringLiteral("verified: every output file equals its planned source bytes")),
+             qPrintable(a.out));
+    const auto b =
+        routepack::test::run_cli({QStringLiteral("rewrite"), QStringLiteral("--plan"), qpath(plan),
+                                  QStringLiteral("--input"), qpath(tmp / "phys"), QStringLiteral("--output"),
+                                  qpath(tmp / "back"), QStringLiteral("--inverse"), QStringLiteral("--verify")});
     QVERIFY2(b.code == 0, qPrintable(b.err));
     expect_same_files(src, tmp / "back");
     // Bad flags: one-line errors.
@@ -802,11 +854,12 @@ void TestRewrite::cliRewriteAndInverse() {
     QCOMPARE(c.code, 1);
     QCOMPARE(c.err, QStringLiteral("routepack: error: --device: unknown device 'tpu' (valid: auto, cpu, cuda)\n"));
     // A plan path that is a folder is named as such (not "no such plan file").
-    const auto d = routepack::test::run_cli({QStringLiteral("rewrite"), QStringLiteral("--plan"), qpath(tmp),
-                                             QStringLiteral("--input"), qpath(src), QStringLiteral("--output"),
-                                             qpath(tmp / "x")});
+    const auto d =
+        routepack::test::run_cli({QStringLiteral("rewrite"), QStringLiteral("--plan"), qpath(tmp),
+                                  QStringLiteral("--input"), qpath(src), QStringLiteral("--output"), qpath(tmp / "x")});
     QCOMPARE(d.code, 1);
-    QCOMPARE(d.err, QStringLiteral("routepack: error: ") + qpath(tmp) + QStringLiteral(": is a folder, not a plan file\n"));
+    QCOMPARE(d.err,
+             QStringLiteral("routepack: error: ") + qpath(tmp) + QStringLiteral(": is a folder, not a plan file\n"));
     QVERIFY(!fs::exists(tmp / "x"));
     fs::remove_all(tmp);
 }
@@ -829,23 +882,28 @@ void TestRewrite::breakItBody() {
     {
         RewriteRequest r = rewrite_request(src, tmp / "w", pi, m);
         r.workers = 65537;
-        QCOMPARE(QString::fromStdString(error_of(r)), QStringLiteral("--workers: expected 0 (all cores) to 1024, got 65537"));
+        QCOMPARE(QString::fromStdString(error_of(r)),
+                 QStringLiteral("--workers: expected 0 (all cores) to 1024, got 65537"));
         r.workers = -1;
-        QCOMPARE(QString::fromStdString(error_of(r)), QStringLiteral("--workers: expected 0 (all cores) to 1024, got -1"));
+        QCOMPARE(QString::fromStdString(error_of(r)),
+                 QStringLiteral("--workers: expected 0 (all cores) to 1024, got -1"));
     }
     // The sidecar guard also holds when --input names a file inside a rewritten folder.
     {
         // One model.safetensors holding every tensor of the sharded source.
         fs::create_directories(tmp / "one");
         std::vector<SafetensorsFile> shards;
-        for (const std::string& sh : read_index(src).shards()) shards.push_back(SafetensorsFile::open(src / sh));
+        for (const std::string& sh : read_index(src).shards())
+            shards.push_back(SafetensorsFile::open(src / sh));
         std::vector<TensorData> ts;
         for (const SafetensorsFile& f : shards)
-            for (const TensorInfo& t : f.tensors()) ts.push_back({t.name, t.dtype, t.shape, f.data(t)});
+            for (const TensorInfo& t : f.tensors())
+                ts.push_back({t.name, t.dtype, t.shape, f.data(t)});
         write_safetensors(tmp / "one" / "model.safetensors", ts, {{"format", "pt"}});
         fs::copy(src / "config.json", tmp / "one" / "config.json");
         rewrite_checkpoint(rewrite_request(tmp / "one", tmp / "one-phys", pi, m));
-        QVERIFY(QString::fromStdString(error_of(rewrite_request(tmp / "one-phys" / "model.safetensors", tmp / "twice", pi, m)))
+        QVERIFY(QString::fromStdString(
+                    error_of(rewrite_request(tmp / "one-phys" / "model.safetensors", tmp / "twice", pi, m)))
                     .contains(QStringLiteral(": already in physical order (routepack-rewrite.json: placement ")));
         QVERIFY(!fs::exists(tmp / "twice"));
     }
@@ -858,7 +916,7 @@ void TestRewrite::breakItBody() {
         QCOMPARE(read_file(tmp / ".victim.routepack-partial-notes" / "f"), std::string("precious"));
         QCOMPARE(read_file(tmp / ".victim.routepack-partial-999999999" / "f"), std::string("precious"));
         QCOMPARE(read_file(tmp / ".victim.routepack-partial-0" / "f"), std::string("precious"));
-        QVERIFY(!fs::exists(tmp / "victim" / ".routepack-partial"));  // marker removed from the finished output
+        QVERIFY(!fs::exists(tmp / "victim" / ".routepack-partial")); // marker removed from the finished output
     }
     // A trailing slash names the folder (absent or empty).
     {
@@ -892,13 +950,15 @@ void TestRewrite::breakItBody() {
         ROUTEPACK_REQUIRE_SHARED(dsv3, "checkpoints/deepseek_v3");
         fs::copy(dsv3 / "checkpoint", tmp / "ds", fs::copy_options::recursive);
         nlohmann::json cfg = nlohmann::json::parse(read_file(tmp / "ds" / "config.json"));
-        for (const nlohmann::json& bad : {nlohmann::json("4"), nlohmann::json(4.0), nlohmann::json(0), nlohmann::json(-4),
-                                          nlohmann::json(1LL << 40)}) {
+        for (const nlohmann::json& bad : {nlohmann::json("4"), nlohmann::json(4.0), nlohmann::json(0),
+                                          nlohmann::json(-4), nlohmann::json(1LL << 40)}) {
             cfg["n_group"] = bad;
             write_file(tmp / "ds" / "config.json", cfg.dump());
-            QCOMPARE(QString::fromStdString(error_of(rewrite_request(tmp / "ds", tmp / "ds-out", pi, model_of(dsv3 / "checkpoint")))),
+            QCOMPARE(QString::fromStdString(
+                         error_of(rewrite_request(tmp / "ds", tmp / "ds-out", pi, model_of(dsv3 / "checkpoint")))),
                      qpath(fs::canonical(tmp / "ds") / "config.json") +
-                         QStringLiteral(": n_group: expected a positive integer, got ") + QString::fromStdString(bad.dump()));
+                         QStringLiteral(": n_group: expected a positive integer, got ") +
+                         QString::fromStdString(bad.dump()));
         }
         QVERIFY(!fs::exists(tmp / "ds-out"));
     }
@@ -911,21 +971,25 @@ void TestRewrite::breakItBody() {
             {"model.layers.1.mlp.experts.down_proj", Dtype::BF16, {6, 4}, std::as_bytes(std::span(b))},
             {"model.layers.0.mlp.router.weight", Dtype::F32, {6, 4}, std::as_bytes(std::span(rt))}};
         write_safetensors(tmp / "nr" / "model.safetensors", ts, {});
-        write_file(tmp / "nr" / "config.json", R"({"num_hidden_layers": 2, "num_local_experts": 6, "num_experts_per_tok": 2})");
+        write_file(tmp / "nr" / "config.json",
+                   R"({"num_hidden_layers": 2, "num_local_experts": 6, "num_experts_per_tok": 2})");
         ModelDescription pm = model_of(tmp / "nr");
         RewriteRequest r = rewrite_request(tmp / "nr", tmp / "nr-out", random_placement(2, 6, 3), pm);
         r.permute_router = true;
         QCOMPARE(QString::fromStdString(error_of(r)),
-                 QStringLiteral("--permute-router: checkpoint MoE layer 1 has no router tensor with 6 rows (mlp.gate.weight, "
-                                "block_sparse_moe.gate.weight or mlp.router.weight); a self-contained export needs it"));
-        r.permute_router = false;  // training-side rewrite needs no router
+                 QStringLiteral(
+                     "--permute-router: checkpoint MoE layer 1 has no router tensor with 6 rows (mlp.gate.weight, "
+                     "block_sparse_moe.gate.weight or mlp.router.weight); a self-contained export needs it"));
+        r.permute_router = false; // training-side rewrite needs no router
         rewrite_checkpoint(r);
     }
     // An expert index of more than 9 digits is named as such (not mistaken for a stacked tensor).
     {
         fs::create_directories(tmp / "big-index");
         std::string a(8, 'a');
-        std::vector<TensorData> ts{{"model.layers.0.mlp.experts.99999999999999999999.down_proj.weight", Dtype::BF16, {2, 2},
+        std::vector<TensorData> ts{{"model.layers.0.mlp.experts.99999999999999999999.down_proj.weight",
+                                    Dtype::BF16,
+                                    {2, 2},
                                     std::as_bytes(std::span(a))}};
         write_safetensors(tmp / "big-index" / "model.safetensors", ts, {});
         ModelDescription pm;
@@ -933,10 +997,11 @@ void TestRewrite::breakItBody() {
         pm.experts = 4;
         pm.top_k = 1;
         pm.moe_layers = {0};
-        QCOMPARE(QString::fromStdString(error_of(rewrite_request(tmp / "big-index" / "model.safetensors", tmp / "bi-out",
-                                                         random_placement(1, 4, 1), pm))),
-                 QStringLiteral("model.layers.0.mlp.experts.99999999999999999999.down_proj.weight: expert index has more "
-                                "than 9 digits (MoE layers 0 from the plan's model (no config.json beside the checkpoint))"));
+        QCOMPARE(QString::fromStdString(error_of(rewrite_request(tmp / "big-index" / "model.safetensors",
+                                                                 tmp / "bi-out", random_placement(1, 4, 1), pm))),
+                 QStringLiteral(
+                     "model.layers.0.mlp.experts.99999999999999999999.down_proj.weight: expert index has more "
+                     "than 9 digits (MoE layers 0 from the plan's model (no config.json beside the checkpoint))"));
     }
     fs::remove_all(tmp);
 }
@@ -953,9 +1018,11 @@ void TestRewrite::cliSigintCancels() {
                                              qpath(tmp / "out"), QStringLiteral("--device"), QStringLiteral("cpu")});
     qunsetenv("ROUTEPACK_TEST_REWRITE_SIGINT_AFTER_FILES");
     QCOMPARE(r.code, 130);
-    QCOMPARE(r.err, QStringLiteral("rewrite cancelled; nothing was written at ") + qpath(tmp / "out") + QStringLiteral("\n"));
+    QCOMPARE(r.err,
+             QStringLiteral("rewrite cancelled; nothing was written at ") + qpath(tmp / "out") + QStringLiteral("\n"));
     int entries = 0;
-    for (const auto& de : fs::directory_iterator(tmp)) entries += de.path().filename() != "plan.json";
+    for (const auto& de : fs::directory_iterator(tmp))
+        entries += de.path().filename() != "plan.json";
     QCOMPARE(entries, 0);
     fs::remove_all(tmp);
 }

@@ -6,15 +6,15 @@
 //   host for every simulated thread. Catches everything but the CUDA calls themselves.
 // - device (when cuda_rewrite_available()): the same checks on CUDA device 0, plus the bandwidth probe;
 //   they skip with "no CUDA device: <why>" otherwise.
-#include "core/util/errors.h"
 #include "core/model/model.h"
+#include "core/util/errors.h"
 #include "core/util/rng.h"
-#include "gpu/rewrite.h"
 #include "gpu/cuda/device.h"
 #include "gpu/cuda/rewrite_cuda.h"
+#include "gpu/rewrite.h"
 #include "gpu/safetensors/synth_checkpoint.h"
-#include "tests/testutil.h"
 #include "tests/rewrite_testutil.h"
+#include "tests/testutil.h"
 
 #include <QtTest>
 
@@ -37,21 +37,23 @@ using routepack::test::rewrite_request;
 
 namespace {
 
-
 std::string random_bytes(std::size_t n, std::uint64_t seed) {
     Rng rng(seed);
     std::string s(n, '\0');
-    for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>(rng.next() >> 56);
+    for (std::size_t i = 0; i < n; ++i)
+        s[i] = static_cast<char>(rng.next() >> 56);
     return s;
 }
 
 /// The bytes each output must hold, computed straight from the segments.
 std::string expected_output(const RewritePlan& plan, const OutputFile& f) {
     std::vector<std::string> src;
-    for (const fs::path& p : plan.sources) src.push_back(read_file(p));
+    for (const fs::path& p : plan.sources)
+        src.push_back(read_file(p));
     std::string out;
     for (const CopySegment& s : f.segments)
-        out += src[static_cast<std::size_t>(s.src_file)].substr(static_cast<std::size_t>(s.src), static_cast<std::size_t>(s.len));
+        out += src[static_cast<std::size_t>(s.src_file)].substr(static_cast<std::size_t>(s.src),
+                                                                static_cast<std::size_t>(s.len));
     return out;
 }
 
@@ -63,13 +65,18 @@ void expect_same_outputs(const RewritePlan& plan, const fs::path& a, const fs::p
         QCOMPARE(static_cast<std::uint64_t>(x.size()), f.size);
         if (x != y) {
             std::size_t k = 0;
-            while (k < std::min(x.size(), y.size()) && x[k] == y[k]) ++k;
+            while (k < std::min(x.size(), y.size()) && x[k] == y[k])
+                ++k;
             QFAIL(qPrintable(QStringLiteral("%1 differs first at byte %2 (sizes %3, %4)")
-                                 .arg(QString::fromStdString(f.name)).arg(k).arg(x.size()).arg(y.size())));
+                                 .arg(QString::fromStdString(f.name))
+                                 .arg(k)
+                                 .arg(x.size())
+                                 .arg(y.size())));
         }
     }
     std::size_t files = 0;
-    for ([[maybe_unused]] const auto& de : fs::directory_iterator(b)) ++files;
+    for ([[maybe_unused]] const auto& de : fs::directory_iterator(b))
+        ++files;
     QCOMPARE(files, plan.outputs.size());
 }
 
@@ -94,22 +101,23 @@ RewritePlan edge_plan(const fs::path& dir) {
         }
         plan.outputs.push_back(f);
     };
-    file("a.safetensors", {{0, 0, 8},              // aligned start
-                           {0, 8, 1},              // merges with the previous (contiguous in source)
-                           {1, 77000, 777},        // tail of source 1, odd length
-                           {0, 3, 5},              // overlaps the first read
-                           {2, 4000, 0},           // zero-length
-                           {0, 100001, 90001},     // longer than the small chunks
-                           {1, 13, 4099},          // unaligned, source before the previous piece's
-                           {2, 0, 5001},           // a whole small file
-                           {0, 16, 65536 + 17},    // aligned source, unaligned destination
-                           {1, 13, 4099},          // the same bytes again
-                           {0, 199990, 13}});      // up to the end of source 0
+    file("a.safetensors", {{0, 0, 8},           // aligned start
+                           {0, 8, 1},           // merges with the previous (contiguous in source)
+                           {1, 77000, 777},     // tail of source 1, odd length
+                           {0, 3, 5},           // overlaps the first read
+                           {2, 4000, 0},        // zero-length
+                           {0, 100001, 90001},  // longer than the small chunks
+                           {1, 13, 4099},       // unaligned, source before the previous piece's
+                           {2, 0, 5001},        // a whole small file
+                           {0, 16, 65536 + 17}, // aligned source, unaligned destination
+                           {1, 13, 4099},       // the same bytes again
+                           {0, 199990, 13}});   // up to the end of source 0
     file("b.safetensors", {});
     file("c.safetensors", {{2, 5000, 1}, {0, 1, 150000}, {1, 0, 77777}});
     // Reverse source order for a run of equal-sized pieces (like slots receiving experts in reverse).
     std::vector<std::tuple<int, std::uint64_t, std::uint64_t>> rev;
-    for (int e = 15; e >= 0; --e) rev.emplace_back(0, static_cast<std::uint64_t>(e) * 3001 + 7, 3001);
+    for (int e = 15; e >= 0; --e)
+        rev.emplace_back(0, static_cast<std::uint64_t>(e) * 3001 + 7, 3001);
     file("d.safetensors", rev);
     return plan;
 }
@@ -124,9 +132,11 @@ void add_staged_rows() {
     QTest::newRow("chunk 65539") << qulonglong(65539) << qulonglong(5);
 }
 
-bool cuda_build() { return gpu::cuda_compiled(); }
+bool cuda_build() {
+    return gpu::cuda_compiled();
+}
 
-}  // namespace
+} // namespace
 
 class TestRewriteCuda : public QObject {
     Q_OBJECT
@@ -148,13 +158,14 @@ private Q_SLOTS:
     void cudaBandwidth();
 };
 
-#define REQUIRE_CUDA_BUILD()                                                          \
+#define REQUIRE_CUDA_BUILD()                                                                                           \
     if (!cuda_build()) QSKIP("built without CUDA: the host emulation needs the CUDA build")
 
-#define REQUIRE_DEVICE()                                                              \
-    do {                                                                              \
-        std::string why_;                                                             \
-        if (!cuda_rewrite_available(&why_)) QSKIP(qPrintable(QStringLiteral("no CUDA device: ") + QString::fromStdString(why_))); \
+#define REQUIRE_DEVICE()                                                                                               \
+    do {                                                                                                               \
+        std::string why_;                                                                                              \
+        if (!cuda_rewrite_available(&why_))                                                                            \
+            QSKIP(qPrintable(QStringLiteral("no CUDA device: ") + QString::fromStdString(why_)));                      \
     } while (0)
 
 namespace {
@@ -200,7 +211,7 @@ void run_synth(const StagedRewriteOptions& opt) {
     cfg.model.num_hidden_layers = 4;
     cfg.model.moe_layers = {1, 2, 3};
     cfg.hidden = 24;
-    cfg.moe_intermediate = 5;  // odd tensor sizes: 240 bytes per expert projection
+    cfg.moe_intermediate = 5; // odd tensor sizes: 240 bytes per expert projection
     cfg.max_shard_bytes = 40000;
     write_synth_checkpoint(cfg, root / "in");
     const Placement pi = random_placement(3, cfg.model.experts, 7);
@@ -233,7 +244,7 @@ void run_real(const fs::path& ckpt, const StagedRewriteOptions& opt) {
     fs::remove_all(root);
 }
 
-}  // namespace
+} // namespace
 
 void TestRewriteCuda::emulatedEdgeSegments() {
     REQUIRE_CUDA_BUILD();
@@ -283,7 +294,7 @@ void TestRewriteCuda::malformedPlanRefused() {
     gap.outputs[0].segments[2].dst += 1;
     QVERIFY2(error_of(gap).find("segments must cover [0, size) in order") != std::string::npos, error_of(gap).c_str());
     RewritePlan beyond = plan;
-    beyond.outputs[2].segments[2].len += 1;  // source 1 has 77777 bytes
+    beyond.outputs[2].segments[2].len += 1; // source 1 has 77777 bytes
     beyond.outputs[2].size += 1;
     QVERIFY2(error_of(beyond).find("beyond its 77777 bytes") != std::string::npos, error_of(beyond).c_str());
     RewritePlan short_cover = plan;
@@ -363,7 +374,8 @@ void TestRewriteCuda::cudaSynthMatchesCpu() {
 
 void TestRewriteCuda::cudaRealMatchesCpu_data() {
     QTest::addColumn<QString>("name");
-    for (const char* n : routepack::test::kSharedCheckpoints) QTest::newRow(n) << QString::fromLatin1(n);
+    for (const char* n : routepack::test::kSharedCheckpoints)
+        QTest::newRow(n) << QString::fromLatin1(n);
 }
 
 void TestRewriteCuda::cudaRealMatchesCpu() {

@@ -25,9 +25,11 @@ QString q(const std::string& s) {
 QByteArray st(const QByteArray& header, int nbytes, std::uint64_t n_override = ~std::uint64_t{0}) {
     const std::uint64_t n = n_override == ~std::uint64_t{0} ? static_cast<std::uint64_t>(header.size()) : n_override;
     QByteArray out;
-    for (int i = 0; i < 8; ++i) out.append(static_cast<char>((n >> (8 * i)) & 0xFF));
+    for (int i = 0; i < 8; ++i)
+        out.append(static_cast<char>((n >> (8 * i)) & 0xFF));
     out.append(header);
-    for (int i = 0; i < nbytes; ++i) out.append(static_cast<char>(i & 0xFF));
+    for (int i = 0; i < nbytes; ++i)
+        out.append(static_cast<char>(i & 0xFF));
     return out;
 }
 
@@ -45,7 +47,7 @@ std::string open_result(const fs::path& p) {
 
 const char* const kModels[] = {"qwen3_moe", "mixtral", "olmoe", "deepseek_v3", "gpt_oss"};
 
-}  // namespace
+} // namespace
 
 class TstSafetensors : public QObject {
     Q_OBJECT
@@ -66,14 +68,17 @@ private Q_SLOTS:
         const std::byte a[3] = {std::byte{1}, std::byte{2}, std::byte{3}};
         std::byte b[8];
         std::byte c[4];
-        for (int i = 0; i < 8; ++i) b[i] = std::byte(0x10 + i);
-        for (int i = 0; i < 4; ++i) c[i] = std::byte(0x20 + i);
+        for (int i = 0; i < 8; ++i)
+            b[i] = std::byte(0x10 + i);
+        for (int i = 0; i < 4; ++i)
+            c[i] = std::byte(0x20 + i);
         const std::vector<TensorData> tensors = {
             {"a", Dtype::U8, {3}, a}, {"b", Dtype::F32, {2}, b}, {"c", Dtype::BF16, {2}, c}};
         const std::string bytes = serialize_safetensors(tensors, {{"format", "pt"}});
         QCOMPARE(bytes.size(), std::size_t{223});
         std::uint64_t n = 0;
-        for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(bytes[i]);
+        for (int i = 7; i >= 0; --i)
+            n = (n << 8) | static_cast<unsigned char>(bytes[i]);
         QCOMPARE(n, std::uint64_t{200});
         const std::string header =
             R"({"__metadata__":{"format":"pt"},"b":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
@@ -98,7 +103,9 @@ private Q_SLOTS:
         QVERIFY(std::memcmp(f.data("a").data(), a, 3) == 0);
         QCOMPARE(f.data("b").size(), std::size_t{8});
         QVERIFY(std::memcmp(f.data("b").data(), b, 8) == 0);
-        QCOMPARE(q(open_result(dir / "missing.safetensors")).startsWith(q((dir / "missing.safetensors").string() + ": IoError")), true);
+        QCOMPARE(q(open_result(dir / "missing.safetensors"))
+                     .startsWith(q((dir / "missing.safetensors").string() + ": IoError")),
+                 true);
 
         // Atomic replace: the old mapping keeps its bytes while the file is rewritten under it.
         write_safetensors(p, {{"z", Dtype::U8, {3}, a}}, {});
@@ -128,20 +135,23 @@ private Q_SLOTS:
 
     void malformed_data() {
         QTest::addColumn<QByteArray>("file");
-        QTest::addColumn<QString>("expected");  // "OK" or the message after "<file>: "
+        QTest::addColumn<QString>("expected"); // "OK" or the message after "<file>: "
         const QByteArray i32 = R"("x":{"dtype":"I32","shape":[2,2],"data_offsets":[0,16]})";
         auto obj = [](const QByteArray& body) { return "{" + body + "}"; };
 
         QTest::newRow("valid") << st(obj(i32), 16) << "OK";
         // Deviation from the reference (which keeps the last entry, or reports InvalidOffset).
         QTest::newRow("duplicate tensor, identical") << st(obj(i32 + "," + i32), 16)
-            << "DuplicateTensor: tensor 'x': appears more than once in the header (refused; the reference keeps the last)";
+                                                     << "DuplicateTensor: tensor 'x': appears more than once in the "
+                                                        "header (refused; the reference keeps the last)";
         QTest::newRow("duplicate tensor, empty then real")
             << st(obj(R"("x":{"dtype":"I32","shape":[0],"data_offsets":[0,0]},)" + i32), 16)
-            << "DuplicateTensor: tensor 'x': appears more than once in the header (refused; the reference keeps the last)";
+            << "DuplicateTensor: tensor 'x': appears more than once in the header (refused; the reference keeps the "
+               "last)";
         QTest::newRow("duplicate tensor, different offsets")
             << st(obj(i32 + R"(,"x":{"dtype":"I32","shape":[2,2],"data_offsets":[16,32]})"), 32)
-            << "DuplicateTensor: tensor 'x': appears more than once in the header (refused; the reference keeps the last)";
+            << "DuplicateTensor: tensor 'x': appears more than once in the header (refused; the reference keeps the "
+               "last)";
         QTest::newRow("duplicate __metadata__")
             << st(obj(R"("__metadata__":{"a":"b"},"__metadata__":{"a":"c"},)" + i32), 16)
             << "InvalidHeaderDeserialization: __metadata__: duplicate field";
@@ -152,20 +162,24 @@ private Q_SLOTS:
             << st(obj(R"("x":{"dtype":"I32","shape":[2,2],"data_offsets":[0,16],"foo":1})"), 16) << "OK";
         QTest::newRow("metadata null") << st(obj(R"("__metadata__":null,)" + i32), 16) << "OK";
         QTest::newRow("metadata key dtype") << st(obj(R"("__metadata__":{"dtype":"x"},)" + i32), 16) << "OK";
-        QTest::newRow("metadata non-string value") << st(obj(R"("__metadata__":{"a":1},)" + i32), 16)
+        QTest::newRow("metadata non-string value")
+            << st(obj(R"("__metadata__":{"a":1},)" + i32), 16)
             << "InvalidHeaderDeserialization: __metadata__ 'a': expected a string, got number";
-        QTest::newRow("metadata array") << st(obj(R"("__metadata__":["a"],)" + i32), 16)
+        QTest::newRow("metadata array")
+            << st(obj(R"("__metadata__":["a"],)" + i32), 16)
             << "InvalidHeaderDeserialization: __metadata__: expected a map of string to string, got array";
         QTest::newRow("leading whitespace") << st("  \n" + obj(i32), 16) << "OK";
         QTest::newRow("BOM") << st("\xEF\xBB\xBF" + obj(i32), 16)
-            << "InvalidHeaderDeserialization: header: byte order mark before the JSON object";
+                             << "InvalidHeaderDeserialization: header: byte order mark before the JSON object";
         QTest::newRow("trailing whitespace") << st(obj(i32) + " \t\r\n", 16) << "OK";
-        QTest::newRow("trailing NUL") << st(obj(i32) + QByteArray(2, '\0'), 16)
+        QTest::newRow("trailing NUL")
+            << st(obj(i32) + QByteArray(2, '\0'), 16)
             << "InvalidHeaderDeserialization: header: not valid JSON (error at header byte 57)";
-        QTest::newRow("N not a multiple of 8") << st(obj(i32), 16) << "OK";  // 57 bytes
+        QTest::newRow("N not a multiple of 8") << st(obj(i32), 16) << "OK"; // 57 bytes
         QTest::newRow("empty object, empty buffer") << st("{}", 0) << "OK";
         QTest::newRow("entries out of offset order")
-            << st(obj(R"("b":{"dtype":"U8","shape":[2],"data_offsets":[2,4]},"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]})"), 4)
+            << st(obj(R"("b":{"dtype":"U8","shape":[2],"data_offsets":[2,4]},"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]})"),
+                  4)
             << "OK";
         QTest::newRow("overlap")
             << st(obj(i32 + R"(,"y":{"dtype":"I32","shape":[4],"data_offsets":[8,24]})"), 24)
@@ -179,18 +193,23 @@ private Q_SLOTS:
         QTest::newRow("end before begin")
             << st(obj(i32 + R"(,"y":{"dtype":"I32","shape":[0],"data_offsets":[16,8]})"), 16)
             << "InvalidOffset: tensor 'y' data_offsets [16, 8]: end before begin";
-        QTest::newRow("trailing data bytes") << st(obj(i32), 17)
+        QTest::newRow("trailing data bytes")
+            << st(obj(i32), 17)
             << "MetadataIncompleteBuffer: data: tensors cover 16 bytes, but the file holds 17 after the header";
-        QTest::newRow("truncated data") << st(obj(i32), 15)
+        QTest::newRow("truncated data")
+            << st(obj(i32), 15)
             << "MetadataIncompleteBuffer: data: tensors cover 16 bytes, but the file holds 15 after the header";
-        QTest::newRow("N past EOF") << st(obj(i32), 0, 1000)
+        QTest::newRow("N past EOF")
+            << st(obj(i32), 0, 1000)
             << "InvalidHeaderLength: header length 1000 runs past the end of the file (65 bytes)";
         QTest::newRow("file < 8 bytes") << QByteArray("\x02\0\0\0\0", 5)
-            << "HeaderTooSmall: file is 5 bytes, less than the 8-byte header length";
-        QTest::newRow("N = 100000001") << st(obj(i32), 16, 100000001)
+                                        << "HeaderTooSmall: file is 5 bytes, less than the 8-byte header length";
+        QTest::newRow("N = 100000001")
+            << st(obj(i32), 16, 100000001)
             << "HeaderTooLarge: header length 100000001 exceeds the limit of 100000000 bytes";
         QTest::newRow("invalid UTF-8 in key")
-            << st(R"({"x)" + QByteArray("\xC3\x28", 2) + R"(":{"dtype":"I32","shape":[2,2],"data_offsets":[0,16]}})", 16)
+            << st(R"({"x)" + QByteArray("\xC3\x28", 2) + R"(":{"dtype":"I32","shape":[2,2],"data_offsets":[0,16]}})",
+                  16)
             << "InvalidHeader: header: invalid UTF-8 at header byte 3";
         QTest::newRow("shape -2")
             << st(obj(R"("x":{"dtype":"I32","shape":[-2],"data_offsets":[0,16]})"), 16)
@@ -202,25 +221,28 @@ private Q_SLOTS:
             << st(obj(R"("x":{"dtype":"I32","shape":[2,2],"data_offsets":[0,16,16]})"), 16)
             << "InvalidHeaderDeserialization: tensor 'x' data_offsets: expected 2 offsets, got 3";
         QTest::newRow("missing shape") << st(obj(R"("x":{"dtype":"I32","data_offsets":[0,16]})"), 16)
-            << "InvalidHeaderDeserialization: tensor 'x': missing field shape";
+                                       << "InvalidHeaderDeserialization: tensor 'x': missing field shape";
         QTest::newRow("dtype i32") << st(obj(R"("x":{"dtype":"i32","shape":[2,2],"data_offsets":[0,16]})"), 16)
-            << "InvalidHeaderDeserialization: tensor 'x' dtype: unknown dtype 'i32'";
-        QTest::newRow("dtype F8_E4M3FN")
-            << st(obj(R"("x":{"dtype":"F8_E4M3FN","shape":[16],"data_offsets":[0,16]})"), 16)
-            << "InvalidHeaderDeserialization: tensor 'x' dtype: unknown dtype 'F8_E4M3FN'";
+                                   << "InvalidHeaderDeserialization: tensor 'x' dtype: unknown dtype 'i32'";
+        QTest::newRow("dtype F8_E4M3FN") << st(obj(R"("x":{"dtype":"F8_E4M3FN","shape":[16],"data_offsets":[0,16]})"),
+                                               16)
+                                         << "InvalidHeaderDeserialization: tensor 'x' dtype: unknown dtype 'F8_E4M3FN'";
         QTest::newRow("shape 2^64")
             << st(obj(R"("x":{"dtype":"U8","shape":[18446744073709551616],"data_offsets":[0,16]})"), 16)
-            << "InvalidHeaderDeserialization: tensor 'x' shape: expected non-negative integers, got 1.8446744073709552e+19";
+            << "InvalidHeaderDeserialization: tensor 'x' shape: expected non-negative integers, got "
+               "1.8446744073709552e+19";
         QTest::newRow("size overflow")
             << st(obj(R"("x":{"dtype":"U64","shape":[4294967296,4294967296],"data_offsets":[0,16]})"), 16)
             << "ValidationOverflow: tensor 'x' shape [4294967296, 4294967296]: size overflows 64 bits";
         QTest::newRow("I32 [2,2] with [0,12]")
             << st(obj(R"("x":{"dtype":"I32","shape":[2,2],"data_offsets":[0,12]})"), 12)
             << "TensorInvalidInfo: tensor 'x' data_offsets [0, 12]: 12 bytes, but I32 shape [2, 2] needs 16";
-        QTest::newRow("F4 shape [3]") << st(obj(R"("x":{"dtype":"F4","shape":[3],"data_offsets":[0,2]})"), 2)
+        QTest::newRow("F4 shape [3]")
+            << st(obj(R"("x":{"dtype":"F4","shape":[3],"data_offsets":[0,2]})"), 2)
             << "MisalignedSlice: tensor 'x' shape [3]: 3 elements of F4 are not a whole number of bytes";
         QTest::newRow("two zero-size at [0,0]")
-            << st(obj(R"("a":{"dtype":"U8","shape":[0],"data_offsets":[0,0]},"b":{"dtype":"F32","shape":[2,0],"data_offsets":[0,0]})"), 0)
+            << st(obj(R"("a":{"dtype":"U8","shape":[0],"data_offsets":[0,0]},"b":{"dtype":"F32","shape":[2,0],"data_offsets":[0,0]})"),
+                  0)
             << "OK";
         QTest::newRow("zero-size at the end")
             << st(obj(i32 + R"(,"z":{"dtype":"U8","shape":[0],"data_offsets":[16,16]})"), 16) << "OK";
@@ -228,11 +250,12 @@ private Q_SLOTS:
             << st(obj(R"("":{"dtype":"I32","shape":[2,2],"data_offsets":[0,16]})"), 16) << "OK";
         QTest::newRow("scalar") << st(obj(R"("s":{"dtype":"F64","shape":[],"data_offsets":[0,8]})"), 8) << "OK";
         QTest::newRow("top level array") << st("[]", 0)
-            << "InvalidHeaderDeserialization: header: expected a JSON object, got array";
-        QTest::newRow("trailing comma") << st(obj(i32 + ","), 16)
+                                         << "InvalidHeaderDeserialization: header: expected a JSON object, got array";
+        QTest::newRow("trailing comma")
+            << st(obj(i32 + ","), 16)
             << "InvalidHeaderDeserialization: header: not valid JSON (error at header byte 57)";
-        QTest::newRow("entry not an object") << st(R"({"x":1})", 0)
-            << "InvalidHeaderDeserialization: tensor 'x': expected an object, got number";
+        QTest::newRow("entry not an object")
+            << st(R"({"x":1})", 0) << "InvalidHeaderDeserialization: tensor 'x': expected an object, got number";
     }
 
     void malformed() {
@@ -250,8 +273,10 @@ private Q_SLOTS:
         const auto dir = routepack::test::temp_dir(QStringLiteral("st-order"));
         const auto p = dir / "o.safetensors";
         routepack::test::write_file(
-            p, st(R"({"b":{"dtype":"U8","shape":[2],"data_offsets":[2,4]},"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}})", 4)
-                   .toStdString());
+            p,
+            st(R"({"b":{"dtype":"U8","shape":[2],"data_offsets":[2,4]},"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}})",
+               4)
+                .toStdString());
         const auto f = SafetensorsFile::open(p);
         QCOMPARE(f.names(), (std::vector<std::string>{"a", "b"}));
         QCOMPARE(static_cast<int>(f.data("b")[0]), 2);
@@ -261,7 +286,8 @@ private Q_SLOTS:
 
     void checkpoints_rewrite_byte_for_byte_data() {
         QTest::addColumn<QString>("model");
-        for (const char* m : kModels) QTest::newRow(m) << QString::fromLatin1(m);
+        for (const char* m : kModels)
+            QTest::newRow(m) << QString::fromLatin1(m);
     }
 
     void checkpoints_rewrite_byte_for_byte() {
@@ -275,7 +301,8 @@ private Q_SLOTS:
             const auto f = SafetensorsFile::open(entry.path());
             QVERIFY(!f.tensors().empty());
             std::vector<TensorData> tensors;
-            for (const auto& t : f.tensors()) tensors.push_back({t.name, t.dtype, t.shape, f.data(t)});
+            for (const auto& t : f.tensors())
+                tensors.push_back({t.name, t.dtype, t.shape, f.data(t)});
             const auto out = dir / entry.path().filename();
             write_safetensors(out, tensors, f.metadata());
             const std::string original = routepack::test::read_file(entry.path());
@@ -288,9 +315,7 @@ private Q_SLOTS:
         fs::remove_all(dir);
     }
 
-    void checkpoint_index_data() {
-        checkpoints_rewrite_byte_for_byte_data();
-    }
+    void checkpoint_index_data() { checkpoints_rewrite_byte_for_byte_data(); }
 
     void checkpoint_index() {
         QFETCH(QString, model);
@@ -321,7 +346,8 @@ private Q_SLOTS:
     void index_refusals() {
         const auto dir = routepack::test::temp_dir(QStringLiteral("st-index"));
         const auto file = (dir / "model.safetensors.index.json").string();
-        routepack::test::write_file(file, R"({"metadata":{"total_size":4,"x":"y"},"weight_map":{"a":"s.safetensors"}})");
+        routepack::test::write_file(file,
+                                    R"({"metadata":{"total_size":4,"x":"y"},"weight_map":{"a":"s.safetensors"}})");
         const auto idx = read_index(dir);
         QCOMPARE(idx.total_size.value(), std::uint64_t{4});
         QCOMPARE(q(idx.metadata.at("x")), QStringLiteral("y"));
@@ -331,7 +357,8 @@ private Q_SLOTS:
             read_index(dir);
             QFAIL("no error");
         } catch (const InputError& e) {
-            QCOMPARE(q(e.what()), q(file + ": InvalidIndex: weight_map 'a': shard '../s.safetensors' is not a plain file name"));
+            QCOMPARE(q(e.what()),
+                     q(file + ": InvalidIndex: weight_map 'a': shard '../s.safetensors' is not a plain file name"));
         }
         routepack::test::write_file(file, R"({"metadata":{}})");
         try {

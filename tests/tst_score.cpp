@@ -311,8 +311,7 @@ bool random_walk(IncrementalScorer& s, std::uint64_t seed, int moves, int full_e
             ++applied;
         } else {
             const int k = local ? cell_in_row_shard(ki) : static_cast<int>(rng() % K);
-            const bool expect =
-                k != ki && s.cell(ki).size() > 1 && cell_sum(p, s.cell(k)) + p.length[i] <= p.C;
+            const bool expect = k != ki && s.cell(ki).size() > 1 && cell_sum(p, s.cell(k)) + p.length[i] <= p.C;
             if (s.relocate_feasible(i, k) != expect) {
                 *why = "relocate_feasible disagrees at step " + QByteArray::number(step);
                 return false;
@@ -724,7 +723,7 @@ private Q_SLOTS:
         QCOMPARE(b.sample, 3.4375);
         QCOMPARE(b.value, 4.53125 * (1.0 - 1e-12));
         QVERIFY(b.value < 4.53125);
-        QVERIFY(b.value <= score_layout(layout_b(), p).max_u);  // 5.96875
+        QVERIFY(b.value <= score_layout(layout_b(), p).max_u); // 5.96875
         // One shard, one slot, one row: the only layout's score is the mean bound itself.
         PackingProblem one = skeleton(3, 2, 2, 1, {{0}}, 100, {{"kda", 1.0, 0.0}, {"mla", 0.5, 2.0}});
         one.length = {8, 4, 12};
@@ -758,11 +757,12 @@ private Q_SLOTS:
         QTest::addColumn<int>("seed");
         QTest::addColumn<int>("n");
         QTest::addColumn<int>("D");
-        QTest::addColumn<int>("shape");  // 0: one slot per shard, 1: one shard, 2: shards {0,1} {2}
-        QTest::addColumn<int>("loose");  // 1: C = sum t (every partition fits), 0: C = max(max t, sum t / 3)
+        QTest::addColumn<int>("shape"); // 0: one slot per shard, 1: one shard, 2: shards {0,1} {2}
+        QTest::addColumn<int>("loose"); // 1: C = sum t (every partition fits), 0: C = max(max t, sum t / 3)
         int row = 0;
         for (int seed = 1; seed <= 4; ++seed)
-            for (const auto& [n, D, shape] : {std::tuple{6, 2, 0}, std::tuple{6, 2, 1}, std::tuple{6, 3, 2}, std::tuple{6, 1, 0}, std::tuple{5, 4, 0}})
+            for (const auto& [n, D, shape] : {std::tuple{6, 2, 0}, std::tuple{6, 2, 1}, std::tuple{6, 3, 2},
+                                              std::tuple{6, 1, 0}, std::tuple{5, 4, 0}})
                 for (int loose = 0; loose <= 1; ++loose)
                     QTest::addRow("%d", row++) << seed << n << D << shape << loose;
     }
@@ -797,7 +797,8 @@ private Q_SLOTS:
         // The certified value is below the optimum; its parts are, up to the rounding the margin
         // covers (one slot in one shard: the whole window in one cell is optimal and equals LB_mean
         // in exact arithmetic, so the computed parts may land an ulp above the computed score).
-        QVERIFY2(b.value <= best, QByteArray::number(b.value, 'g', 17) + " > optimum " + QByteArray::number(best, 'g', 17));
+        QVERIFY2(b.value <= best,
+                 QByteArray::number(b.value, 'g', 17) + " > optimum " + QByteArray::number(best, 'g', 17));
         QVERIFY(b.mean <= best * (1 + 1e-13) && b.sample <= best * (1 + 1e-13));
         QVERIFY(b.value > 0);
         QVERIFY(b.value >= std::max(b.mean, b.sample) * (1 - 2e-12));
@@ -828,9 +829,10 @@ private Q_SLOTS:
         } catch (const std::logic_error& e) {
             what = QString::fromUtf8(e.what());
         }
-        QCOMPARE(what, QStringLiteral("IncrementalScorer: relocation of sample 1 into a full cell (the move is infeasible)"));
+        QCOMPARE(what,
+                 QStringLiteral("IncrementalScorer: relocation of sample 1 into a full cell (the move is infeasible)"));
         QVERIFY(same_score(s.score(), before));
-        s.undo();  // the relocation of sample 0 is still the one undone
+        s.undo(); // the relocation of sample 0 is still the one undone
         QCOMPARE(s.layout(), x);
     }
 

@@ -125,7 +125,7 @@ Layout small_layout() {
     return x;
 }
 
-}  // namespace
+} // namespace
 
 class TestSeeding : public QObject {
     Q_OBJECT
@@ -190,7 +190,7 @@ private Q_SLOTS:
         QCOMPARE(validate_layout(x, p), std::string());
         const auto sig = canonical_signature(x, p);
 
-        Layout rows_permuted = x;  // rows 2, 0, 1
+        Layout rows_permuted = x; // rows 2, 0, 1
         for (int d = 0; d < 4; ++d) {
             rows_permuted.cells[static_cast<std::size_t>(d)] = x.cells[static_cast<std::size_t>(8 + d)];
             rows_permuted.cells[static_cast<std::size_t>(4 + d)] = x.cells[static_cast<std::size_t>(d)];
@@ -198,7 +198,7 @@ private Q_SLOTS:
         }
         QCOMPARE(canonical_signature(rows_permuted, p), sig);
 
-        Layout within_shard = x;  // exchange slots 0 <-> 1 of row 0 and 2 <-> 3 of row 2
+        Layout within_shard = x; // exchange slots 0 <-> 1 of row 0 and 2 <-> 3 of row 2
         std::swap(within_shard.cells[0], within_shard.cells[1]);
         std::swap(within_shard.cells[10], within_shard.cells[11]);
         QCOMPARE(canonical_signature(within_shard, p), sig);
@@ -208,16 +208,16 @@ private Q_SLOTS:
         std::reverse(in_cell.cells[10].begin(), in_cell.cells[10].end());
         QCOMPARE(canonical_signature(in_cell, p), sig);
 
-        Layout across_shards = x;  // slots 1 and 2 of row 0 are in different shards
+        Layout across_shards = x; // slots 1 and 2 of row 0 are in different shards
         std::swap(across_shards.cells[1], across_shards.cells[2]);
         QVERIFY(canonical_signature(across_shards, p) != sig);
 
-        Layout moved = x;  // sample 12 moves from cell (0,0) in shard 0 to cell (0,3) in shard 1
+        Layout moved = x; // sample 12 moves from cell (0,0) in shard 0 to cell (0,3) in shard 1
         moved.cells[0] = {0};
         moved.cells[3] = {3, 12};
         QVERIFY(canonical_signature(moved, p) != sig);
 
-        Layout across_rows = x;  // cell contents swap between rows: different row grouping
+        Layout across_rows = x; // cell contents swap between rows: different row grouping
         std::swap(across_rows.cells[0], across_rows.cells[4]);
         QVERIFY(canonical_signature(across_rows, p) != sig);
     }
@@ -236,7 +236,7 @@ private Q_SLOTS:
         Layout within_shard = x;
         std::swap(within_shard.cells[4], within_shard.cells[5]);
         QCOMPARE(sketch_distance(s, sketch_layout(within_shard, p, 8), 8), 0.0);
-        Layout moved = x;  // a long-ish sample moves to another row: row features change
+        Layout moved = x; // a long-ish sample moves to another row: row features change
         moved.cells[2] = {2, 13};
         moved.cells[7] = {7, 16, 14};
         QCOMPARE(validate_layout(moved, p), std::string());
@@ -257,7 +257,7 @@ private Q_SLOTS:
         p.stages = {AttentionStage{"mla", 1.0, 1.0}};
         p.length = {10, 10, 10, 10};
         p.demand = {10, 0, 10, 0, 0, 10, 0, 10};
-        Layout length_only;  // rows {A, B}, {C, D}: both rows hot on one rank, peak sum 20 + 20
+        Layout length_only; // rows {A, B}, {C, D}: both rows hot on one rank, peak sum 20 + 20
         length_only.rows = 2;
         length_only.dp_slots = 2;
         length_only.cells = {{0}, {1}, {2}, {3}};
@@ -266,7 +266,7 @@ private Q_SLOTS:
         const Layout paired = edp_aware_pair(length_only.cells, 2, p, 1, r);
         QCOMPARE(validate_layout(paired, p), std::string());
         QCOMPARE(cell_multiset(paired), cell_multiset(length_only));
-        QCOMPARE(peak_sum(paired, p), std::int64_t{20});  // each row pairs a rank-0 with a rank-1 cell
+        QCOMPARE(peak_sum(paired, p), std::int64_t{20}); // each row pairs a rank-0 with a rank-1 cell
         // w = 1 is the deterministic greedy: A -> (0,0), B -> (1,0) (same increase, smaller peak),
         // C -> (0,1) (lowest slot among the two zero increases), D -> (1,1).
         const std::vector<std::vector<int>> expected{{0}, {2}, {1}, {3}};
@@ -289,7 +289,7 @@ private Q_SLOTS:
         int distinct_total = 0;
         for (std::uint64_t seed = 1; seed <= 100; ++seed) {
             Rng shape(seed * 7919);
-            const int D = 2 + static_cast<int>(shape.below(3));  // 2..4
+            const int D = 2 + static_cast<int>(shape.below(3)); // 2..4
             std::vector<int> sizes;
             for (int left = D; left > 0;) {
                 const int s = 1 + static_cast<int>(shape.below(static_cast<std::uint64_t>(left)));
@@ -300,7 +300,7 @@ private Q_SLOTS:
             const int L = 1 + static_cast<int>(shape.below(4));
             const int P = 2 << shape.below(2);
             PackingProblem p = random_problem(n, L, P, D, sizes, 4096, 64, 3000, seed);
-            if (seed % 3 == 0) {  // interleaved shards: slot d in shard d % 2
+            if (seed % 3 == 0) { // interleaved shards: slot d in shard d % 2
                 p.shards = {{}, {}};
                 for (int d = 0; d < D; ++d) {
                     p.shard_of_slot[static_cast<std::size_t>(d)] = d % 2;
@@ -341,7 +341,7 @@ private Q_SLOTS:
                 QCOMPARE(sigs[j], sigs[j - static_cast<std::size_t>(k)]);
             distinct_total += k;
         }
-        QVERIFY2(distinct_total > 300, qPrintable(QString::number(distinct_total)));  // mostly 4 distinct of 4
+        QVERIFY2(distinct_total > 300, qPrintable(QString::number(distinct_total))); // mostly 4 distinct of 4
     }
 
     void membersDistinctWhenSeedsAbound() {
@@ -425,14 +425,14 @@ private Q_SLOTS:
         const PackingProblem p = random_problem(40, 2, 4, 2, {1, 1}, 4096, 100, 2000, 8);
         const Layout ffd = ffd_at_smallest_rows(p);
         SeedingBudget b;
-        b.candidates = 1;  // FFD only
+        b.candidates = 1; // FFD only
         b.population = 3;
         auto m = diverse_population(p, ffd, b);
         QCOMPARE(m.size(), std::size_t{3});
         for (const auto& x : m)
             QCOMPARE(x.layout, ffd);
         b.candidates = 20;
-        std::atomic<bool> cancel{true};  // cancelled before any trial: still one valid member
+        std::atomic<bool> cancel{true}; // cancelled before any trial: still one valid member
         m = diverse_population(p, ffd, b, &cancel);
         QCOMPARE(m.size(), std::size_t{3});
         QCOMPARE(m.front().layout, ffd);

@@ -1,9 +1,9 @@
 // The SQLite trace library on real files in temporary folders: migrations, refusals, the counts
 // blob codec, imports and their atomicity (failure, cancellation, a killed process), queries and
 // windows.
-#include "core/util/errors.h"
 #include "core/import/import.h"
 #include "core/model/topology.h"
+#include "core/util/errors.h"
 #include "storage/counts_codec.h"
 #include "storage/library.h"
 #include "storage/library_internal.h"
@@ -97,7 +97,8 @@ std::vector<std::uint32_t> expected_counts(const Routes& r) {
     std::vector<std::uint32_t> c(8, 0);
     for (const auto& row : r)
         for (int l = 0; l < 2; ++l)
-            for (int e : row[l]) ++c[static_cast<std::size_t>(l) * 4 + e];
+            for (int e : row[l])
+                ++c[static_cast<std::size_t>(l) * 4 + e];
     return c;
 }
 
@@ -127,7 +128,9 @@ struct RawDb {
             for (int c = 0; c < sqlite3_column_count(st); ++c) {
                 if (c) line += '|';
                 switch (sqlite3_column_type(st, c)) {
-                case SQLITE_NULL: line += "<null>"; break;
+                case SQLITE_NULL:
+                    line += "<null>";
+                    break;
                 case SQLITE_BLOB: {
                     const auto* p = static_cast<const unsigned char*>(sqlite3_column_blob(st, c));
                     static const char* hex = "0123456789abcdef";
@@ -139,7 +142,8 @@ struct RawDb {
                     line += "'";
                     break;
                 }
-                default: line += reinterpret_cast<const char*>(sqlite3_column_text(st, c));
+                default:
+                    line += reinterpret_cast<const char*>(sqlite3_column_text(st, c));
                 }
             }
             out.push_back(std::move(line));
@@ -157,12 +161,14 @@ struct RawDb {
     /// Every table's rows (sorted), the schema and the version: equal dumps = equal contents.
     std::string dump() {
         std::string out = "user_version=" + one("PRAGMA user_version") + "\n";
-        for (const auto& s : rows("SELECT type, name, sql FROM sqlite_master ORDER BY type, name")) out += s + "\n";
+        for (const auto& s : rows("SELECT type, name, sql FROM sqlite_master ORDER BY type, name"))
+            out += s + "\n";
         for (const auto& t : tables()) {
             auto r = rows("SELECT * FROM \"" + t + "\"");
             std::sort(r.begin(), r.end());
             out += "== " + t + " (" + std::to_string(r.size()) + " rows)\n";
-            for (const auto& line : r) out += line + "\n";
+            for (const auto& line : r)
+                out += line + "\n";
         }
         return out;
     }
@@ -179,19 +185,18 @@ std::string dump_of(const fs::path& p) {
 }
 
 const std::vector<std::string> kTablesV3 = {
-    "aggregate_totals", "annealing_history", "models",       "plans",      "run_results", "runs",
-    "sample_routes",    "samples",           "source_files", "topologies", "traces",      "window_samples",
-    "windows"};
+    "aggregate_totals", "annealing_history", "models",     "plans",  "run_results",    "runs",   "sample_routes",
+    "samples",          "source_files",      "topologies", "traces", "window_samples", "windows"};
 
 constexpr const char* kChildLibraryEnv = "ROUTEPACK_TEST_CHILD_LIBRARY";
 constexpr const char* kChildInputEnv = "ROUTEPACK_TEST_CHILD_INPUT";
 
-}  // namespace
+} // namespace
 
 class TstStorage : public QObject {
     Q_OBJECT
 
-  private:
+private:
     fs::path dir_;
     fs::path library_file(const std::string& name) { return dir_ / name; }
 
@@ -202,7 +207,7 @@ class TstStorage : public QObject {
         return p;
     }
 
-  private Q_SLOTS:
+private Q_SLOTS:
     void initTestCase() {
         // Child mode of killedImportLeavesFileUnchanged: import until the sink _exit(3)s.
         if (const char* lib = std::getenv(kChildLibraryEnv)) {
@@ -213,7 +218,7 @@ class TstStorage : public QObject {
                 std::fprintf(stderr, "child import failed: %s\n", e.what());
                 ::_exit(5);
             }
-            ::_exit(4);  // the exit hook never fired
+            ::_exit(4); // the exit hook never fired
         }
         dir_ = test::temp_dir(QStringLiteral("storage"));
     }
@@ -498,8 +503,8 @@ class TstStorage : public QObject {
                 }
                 try {
                     auto lib = Library::open(f, OpenMode::ReadOnly);
-                    out += std::to_string(lib->traces().size()) + " trace, " + std::to_string(lib->load_trace("t").size()) +
-                           " samples\n";
+                    out += std::to_string(lib->traces().size()) + " trace, " +
+                           std::to_string(lib->load_trace("t").size()) + " samples\n";
                 } catch (const std::exception& e) {
                     out += std::string(e.what()) + "\n";
                 }
@@ -510,7 +515,8 @@ class TstStorage : public QObject {
         ::close(pipefd[1]);
         std::string got;
         char buf[4096];
-        for (ssize_t n; (n = ::read(pipefd[0], buf, sizeof buf)) > 0;) got.append(buf, static_cast<std::size_t>(n));
+        for (ssize_t n; (n = ::read(pipefd[0], buf, sizeof buf)) > 0;)
+            got.append(buf, static_cast<std::size_t>(n));
         ::close(pipefd[0]);
         int status = 0;
         ::waitpid(pid, &status, 0);
@@ -545,7 +551,8 @@ class TstStorage : public QObject {
         test::write_file(f, bytes);
         const std::string err = error_of<InputError>([&] { Library::open(f, false); });
         QVERIFY2(err.rfind(f.string() + ": library is damaged (", 0) == 0, err.c_str());
-        for (const char* sql : {"SELECT", "PRAGMA", "INSERT", "'"}) QVERIFY2(err.find(sql) == std::string::npos, err.c_str());
+        for (const char* sql : {"SELECT", "PRAGMA", "INSERT", "'"})
+            QVERIFY2(err.find(sql) == std::string::npos, err.c_str());
         QVERIFY(err.find('\n') == std::string::npos);
     }
 
@@ -575,7 +582,8 @@ class TstStorage : public QObject {
         QTest::addColumn<QString>("why");
         auto b = [](std::initializer_list<int> v) {
             QByteArray a;
-            for (int x : v) a.append(static_cast<char>(x));
+            for (int x : v)
+                a.append(static_cast<char>(x));
             return a;
         };
         QTest::newRow("empty") << b({}) << 1 << QStringLiteral("empty counts blob");
@@ -646,7 +654,8 @@ class TstStorage : public QObject {
         std::vector<std::uint64_t> totals(8, 0);
         for (const auto& r : routes) {
             const auto c = expected_counts(r);
-            for (std::size_t k = 0; k < 8; ++k) totals[k] += c[k];
+            for (std::size_t k = 0; k < 8; ++k)
+                totals[k] += c[k];
         }
         QCOMPARE(lib->layer_totals("t1"), totals);
 
@@ -728,7 +737,7 @@ class TstStorage : public QObject {
         const fs::path f = library_file("bad.routepack");
         const fs::path good = write_trace("bad/a.jsonl", make_routes(3, 5));
         const fs::path bad = dir_ / "bad/b.jsonl";
-        test::write_file(bad, "[[[0,1],[2,3]]]\n[[[0,9],[2,3]]]\n");  // expert 9 >= E
+        test::write_file(bad, "[[[0,1],[2,3]]]\n[[[0,9],[2,3]]]\n"); // expert 9 >= E
         auto lib = Library::open(f);
         lib->import_trace("kept", {good}, nested_options());
         const std::string dump = dump_of(f);
@@ -770,7 +779,7 @@ class TstStorage : public QObject {
         const fs::path f = library_file("dup.routepack");
         const auto routes = make_routes(3, 6);
         const fs::path input = write_trace("dup/a.jsonl", routes);
-        const fs::path copy = write_trace("dup/copy-of-a.jsonl", routes);  // same bytes, other path
+        const fs::path copy = write_trace("dup/copy-of-a.jsonl", routes); // same bytes, other path
         auto lib = Library::open(f);
         lib->import_trace("original", {input}, nested_options());
         const std::string dump = dump_of(f);
@@ -791,7 +800,9 @@ class TstStorage : public QObject {
         auto lib = Library::open(f);
         const ImportSummary s = lib->import_trace("ab", {a, b}, nested_options());
         const std::string dump = dump_of(f);
-        QCOMPARE(q(error_of<InputError>([&] { lib->import_trace("ba", {b, a}, nested_options()); })),
+        QCOMPARE(q(error_of<InputError>([&] {
+                     lib->import_trace("ba", {b, a}, nested_options());
+                 })),
                  QStringLiteral("these files were already imported as trace 'ab'"));
         QCOMPARE(q(error_of<InputError>([&] { lib->import_trace("folder", {dir_ / "duporder"}, nested_options()); })),
                  QStringLiteral("these files were already imported as trace 'ab'"));
@@ -808,7 +819,8 @@ class TstStorage : public QObject {
         lib->import_trace("t", {write_trace("names/a.jsonl", make_routes(2, 33))}, nested_options());
         QCOMPARE(q(error_of<InputError>([&] { lib->trace("bad\nname"); })),
                  q("no trace named 'bad\\nname' in " + f.string()));
-        QCOMPARE(q(error_of<InputError>([&] { lib->create_window("t", "w", {std::string("\xff\x01") + std::string(200, 'z')}, ""); })),
+        QCOMPARE(q(error_of<InputError>(
+                     [&] { lib->create_window("t", "w", {std::string("\xff\x01") + std::string(200, 'z')}, ""); })),
                  q("window 'w': trace 't' has no sample '\\xff\\x01" + std::string(78, 'z') + "...'"));
     }
 
@@ -960,15 +972,16 @@ class TstStorage : public QObject {
             if (s.rfind("ROUTEPACK_TEST_", 0) != 0) env_strings.push_back(s);
         }
         std::vector<char*> envp;
-        for (auto& s : env_strings) envp.push_back(s.data());
+        for (auto& s : env_strings)
+            envp.push_back(s.data());
         envp.push_back(nullptr);
-        std::string arg0 = exe, arg1 = "-silent";  // initTestCase runs first and never returns
+        std::string arg0 = exe, arg1 = "-silent"; // initTestCase runs first and never returns
         char* argv[] = {arg0.data(), arg1.data(), nullptr};
 
         const pid_t pid = ::fork();
         QVERIFY(pid >= 0);
         if (pid == 0) {
-            const int devnull = ::open("/dev/null", O_WRONLY);  // keep the child's QtTest banner quiet
+            const int devnull = ::open("/dev/null", O_WRONLY); // keep the child's QtTest banner quiet
             if (devnull >= 0) ::dup2(devnull, STDOUT_FILENO);
             ::execve(exe.c_str(), argv, envp.data());
             ::_exit(127);
@@ -976,10 +989,10 @@ class TstStorage : public QObject {
         int status = 0;
         QCOMPARE(::waitpid(pid, &status, 0), pid);
         QVERIFY(WIFEXITED(status));
-        QCOMPARE(WEXITSTATUS(status), 3);                          // died inside the import, not after it
-        const auto wal_size = fs::file_size(f.string() + "-wal");  // the dead writer's WAL is still there
+        QCOMPARE(WEXITSTATUS(status), 3);                         // died inside the import, not after it
+        const auto wal_size = fs::file_size(f.string() + "-wal"); // the dead writer's WAL is still there
         qInfo("WAL left by the killed import: %llu bytes", static_cast<unsigned long long>(wal_size));
-        QVERIFY(wal_size > 0);  // uncommitted frames, which the next open must ignore
+        QVERIFY(wal_size > 0); // uncommitted frames, which the next open must ignore
 
         {
             RawDb raw(f);

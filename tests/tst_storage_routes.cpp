@@ -99,7 +99,7 @@ std::string decode_error(std::vector<std::uint8_t> blob, std::int64_t tokens = 3
     return error_of<detail::BlobError>([&] { detail::decode_routes(blob, tokens, L, K, E); });
 }
 
-}  // namespace
+} // namespace
 
 class TestStorageRoutes : public QObject {
     Q_OBJECT
@@ -115,7 +115,7 @@ private Q_SLOTS:
             const auto blob = detail::encode_routes(r);
             QCOMPARE(int(blob[0]), 3);
             QCOMPARE(int(blob[1]), route_id_width(E));
-            QCOMPARE(int(blob[2]), 3);  // tokens, layers, top-k: one varint byte each
+            QCOMPARE(int(blob[2]), 3); // tokens, layers, top-k: one varint byte each
             QCOMPARE(int(blob[3]), 2);
             QCOMPARE(int(blob[4]), 2);
             QCOMPARE(detail::decode_routes(blob, 3, 2, 2, E), r);
@@ -130,10 +130,13 @@ private Q_SLOTS:
         auto b = good;
         b[0] = 1;
         QCOMPARE(decode_error(b), std::string("unknown routes blob format tag 1 (expected 3)"));
-        QCOMPARE(decode_error(good, 3, 2, 2, 200), std::string("routes blob has 2-byte ids, expected 1 for 200 experts"));
-        QCOMPARE(decode_error(good, 4), std::string("routes blob is 3 tokens x 2 layers x top-2, expected 4 x 2 x top-2"));
+        QCOMPARE(decode_error(good, 3, 2, 2, 200),
+                 std::string("routes blob has 2-byte ids, expected 1 for 200 experts"));
+        QCOMPARE(decode_error(good, 4),
+                 std::string("routes blob is 3 tokens x 2 layers x top-2, expected 4 x 2 x top-2"));
         QCOMPARE(decode_error({3, 2, 0x83}), std::string("routes blob ends inside its token count"));
-        QCOMPARE(decode_error({3, 2, 0x83, 0x00, 2, 2}), std::string("routes blob token count has an overlong encoding"));
+        QCOMPARE(decode_error({3, 2, 0x83, 0x00, 2, 2}),
+                 std::string("routes blob token count has an overlong encoding"));
         b = good;
         b.push_back(0);
         QCOMPARE(decode_error(b), std::string("routes blob has 1 bytes after its zlib stream"));
@@ -154,7 +157,8 @@ private Q_SLOTS:
         SampleRoutes bad = SampleRoutes::make(3, 2, 2, 300);
         bad.set(1, 2, 0, 299);
         s = detail::encode_routes(bad);
-        QCOMPARE(decode_error(s, 3, 2, 2, 299), std::string("routes blob holds expert id 299 at position 10, outside 0..298"));
+        QCOMPARE(decode_error(s, 3, 2, 2, 299),
+                 std::string("routes blob holds expert id 299 at position 10, outside 0..298"));
     }
 
     void importLoadKeepsRoutes() {
@@ -191,9 +195,11 @@ private Q_SLOTS:
         auto lib = Library::open(f);
         lib->import_trace("t", {in}, nested_options());
         const std::string id = lib->samples("t")[1].id;
-        Raw(f).exec("UPDATE sample_routes SET routes = x'0301' WHERE sample_ref = (SELECT id FROM samples WHERE position = 1)");
+        Raw(f).exec(
+            "UPDATE sample_routes SET routes = x'0301' WHERE sample_ref = (SELECT id FROM samples WHERE position = 1)");
         QCOMPARE(error_of<InputError>([&] { lib->load_trace("t"); }),
-                 f.string() + ": trace 't' sample '" + id + "': damaged routes (routes blob ends inside its token count)");
+                 f.string() + ": trace 't' sample '" + id +
+                     "': damaged routes (routes blob ends inside its token count)");
     }
 
     void samplesWithoutRoutesAreNotAvailable() {
@@ -239,18 +245,20 @@ private Q_SLOTS:
             QCOMPARE(raw.exec("PRAGMA application_id = " + std::to_string(detail::kApplicationId) +
                               "; PRAGMA user_version = 2"),
                      std::string());
-            QCOMPARE(raw.exec("INSERT INTO models VALUES (1, 'm', 1, 2, 1, '[0]', 's');"
-                              "INSERT INTO traces (id, name, format, model_id, sample_count, imported_at) "
-                              "VALUES (1, 't', 'nested-json', 1, 1, '2026-01-01');"
-                              "INSERT INTO samples (trace_id, position, sample_id, length, routed_rows, length_rule, counts) "
-                              "VALUES (1, 0, 'a', 2, 1, 'rows-plus-one', x'010100');"
-                              "INSERT INTO windows VALUES (1, 1, 'w', 'd', 1, '2026-01-01');"
-                              "INSERT INTO topologies (id, name, ep_ranks, dp_slots, cap_tokens, definition, created_at) "
-                              "VALUES (1, 'x', 1, 1, 4, '{}', '2026-01-01');"
-                              "INSERT INTO runs (id, window_id, topology_id, budgets, seed, workers, status, started_at) "
-                              "VALUES (1, 1, 1, '{}', 7, 1, 'finished', '2026-01-01');"
-                              "INSERT INTO run_results VALUES (1, 'routepack', 2, 1.5, 2.5, 0.5, '{\"joint\":1}');"),
-                     std::string());
+            QCOMPARE(
+                raw.exec(
+                    "INSERT INTO models VALUES (1, 'm', 1, 2, 1, '[0]', 's');"
+                    "INSERT INTO traces (id, name, format, model_id, sample_count, imported_at) "
+                    "VALUES (1, 't', 'nested-json', 1, 1, '2026-01-01');"
+                    "INSERT INTO samples (trace_id, position, sample_id, length, routed_rows, length_rule, counts) "
+                    "VALUES (1, 0, 'a', 2, 1, 'rows-plus-one', x'010100');"
+                    "INSERT INTO windows VALUES (1, 1, 'w', 'd', 1, '2026-01-01');"
+                    "INSERT INTO topologies (id, name, ep_ranks, dp_slots, cap_tokens, definition, created_at) "
+                    "VALUES (1, 'x', 1, 1, 4, '{}', '2026-01-01');"
+                    "INSERT INTO runs (id, window_id, topology_id, budgets, seed, workers, status, started_at) "
+                    "VALUES (1, 1, 1, '{}', 7, 1, 'finished', '2026-01-01');"
+                    "INSERT INTO run_results VALUES (1, 'routepack', 2, 1.5, 2.5, 0.5, '{\"joint\":1}');"),
+                std::string());
         }
         {
             // Read-only reads a version-2 file as it is: samples without routes.
@@ -265,14 +273,17 @@ private Q_SLOTS:
         QCOMPARE(lib->schema_version(), 3);
         QVERIFY(!lib->load_trace("t").has_routes());
         Raw raw(f);
-        QCOMPARE(raw.rows("SELECT * FROM run_results"), std::vector<std::string>{"1|routepack|2|1.5|2.5|0.5|{\"joint\":1}"});
+        QCOMPARE(raw.rows("SELECT * FROM run_results"),
+                 std::vector<std::string>{"1|routepack|2|1.5|2.5|0.5|{\"joint\":1}"});
         QCOMPARE(raw.exec("INSERT INTO run_results VALUES (1, 'grouter', 2, 1, 1, 1, '{}');"
                           "INSERT INTO run_results VALUES (1, 'routepack+comm', 2, 1, 1, 1, '{}')"),
                  std::string());
-        QCOMPARE(raw.exec("INSERT INTO run_results VALUES (1, 'nope', 2, 1, 1, 1, '{}')"),
-                 std::string("CHECK constraint failed: method IN ('baseline', 'reorder', 'karmarkar-karp', 'routepack',\n"
-                             "                                                    'grouter', 'routepack+comm')"));
-        QCOMPARE(raw.rows("SELECT \"table\" FROM pragma_foreign_key_list('run_results')"), std::vector<std::string>{"runs"});
+        QCOMPARE(
+            raw.exec("INSERT INTO run_results VALUES (1, 'nope', 2, 1, 1, 1, '{}')"),
+            std::string("CHECK constraint failed: method IN ('baseline', 'reorder', 'karmarkar-karp', 'routepack',\n"
+                        "                                                    'grouter', 'routepack+comm')"));
+        QCOMPARE(raw.rows("SELECT \"table\" FROM pragma_foreign_key_list('run_results')"),
+                 std::vector<std::string>{"runs"});
         QCOMPARE(raw.rows("SELECT name FROM sqlite_master WHERE name LIKE 'run_results%' AND type = 'table'"),
                  std::vector<std::string>{"run_results"});
     }
@@ -289,7 +300,8 @@ private Q_SLOTS:
             QCOMPARE(t.size(), std::size_t(599));
             QVERIFY(t.has_routes());
             std::int64_t tokens = 0;
-            for (const auto& r : t.routes) tokens += r.tokens;
+            for (const auto& r : t.routes)
+                tokens += r.tokens;
             QCOMPARE(tokens, std::int64_t(55918));
             QCOMPARE(t.routes[0].width, 1);
         }

@@ -2,9 +2,9 @@
 // file in a temporary folder: round trips of every stored value, the topology naming rule, failed
 // and cancelled runs, read-only refusals, and the embedded demo (storage/demo.h).
 #include "core/plan/budgets_json.h"
-#include "core/util/errors.h"
 #include "core/plan/plan_file.h"
 #include "core/synth/synth.h"
+#include "core/util/errors.h"
 #include "storage/demo.h"
 #include "storage/library.h"
 #include "tests/testutil.h"

@@ -4,9 +4,9 @@
 // cancelled, stale and failed jobs, QAbstractItemModelTester on every model and proxy, the main
 // window (screenshots via QWidget::grab into $ROUTEPACK_SCREENSHOT_DIR or a temporary folder), and
 // the headless mode of the built routepack-studio binary as a child process.
-#include "core/util/errors.h"
 #include "core/plan/plan_file.h"
 #include "core/synth/synth.h"
+#include "core/util/errors.h"
 #include "storage/demo.h"
 #include "storage/library.h"
 #include "tests/gui_testutil.h"
@@ -186,7 +186,8 @@ private Q_SLOTS:
         // Errors in words, before anything runs.
         dlg.setModelConfig(q(tmp_ / "missing-config.json"));
         QVERIFY(!dlg.startImport());
-        QCOMPARE(dlg.errorText(), q(tmp_ / "missing-config.json") + QStringLiteral(": no such model config (config.json)"));
+        QCOMPARE(dlg.errorText(),
+                 q(tmp_ / "missing-config.json") + QStringLiteral(": no such model config (config.json)"));
         dlg.setKnownModel(QStringLiteral("llama4-maverick"));
         QSignalSpy progress(dlg.job(), &ImportJob::progress);
         QSignalSpy finished(dlg.job(), &ImportJob::finished);
@@ -298,7 +299,8 @@ private Q_SLOTS:
         QVERIFY(lg.logarithmic);
         const double logEdges[] = {100, 200, 400, 800, 1600};
         QCOMPARE(lg.edges.size(), std::size_t(5));
-        for (int b = 0; b < 5; ++b) QCOMPARE(lg.edges[b], logEdges[b]);  // fuzzy: pow() need not be exact
+        for (int b = 0; b < 5; ++b)
+            QCOMPARE(lg.edges[b], logEdges[b]); // fuzzy: pow() need not be exact
         QCOMPARE(lg.counts, (std::vector<int>{2, 1, 1, 2}));
         const LengthHistogram lin = lengthHistogram({10, 20, 30, 40}, 4);
         QVERIFY(!lin.logarithmic);
@@ -864,10 +866,12 @@ private Q_SLOTS:
     void shardTextIsBoundedBeforeExpanding() {
         // A range is checked against D before it is expanded (the text is parsed at every
         // keystroke on the GUI thread): "0-2147483647" used to take 36 s, then bad_alloc.
-        QCOMPARE(QString::fromStdString(test::error_of<InputError>([] { parseShardText(QStringLiteral("0-2147483647"), 4); })),
+        QCOMPARE(QString::fromStdString(
+                     test::error_of<InputError>([] { parseShardText(QStringLiteral("0-2147483647"), 4); })),
                  QStringLiteral("EDP shards: range '0-2147483647' names DP slot 2147483647, outside 0..3 (D = 4)"));
-        QCOMPARE(QString::fromStdString(test::error_of<InputError>([] { parseShardText(QStringLiteral("0-99999999")); })),
-                 QStringLiteral("EDP shards: range '0-99999999' names DP slot 99999999, outside 0..65535"));
+        QCOMPARE(
+            QString::fromStdString(test::error_of<InputError>([] { parseShardText(QStringLiteral("0-99999999")); })),
+            QStringLiteral("EDP shards: range '0-99999999' names DP slot 99999999, outside 0..65535"));
         QStringList many;
         for (int k = 0; k < 17; ++k)
             many << QStringLiteral("0-65535");
@@ -888,7 +892,8 @@ private Q_SLOTS:
         QString why;
         QVERIFY(!ed.topology(&why));
         QVERIFY2(timer.elapsed() < 1000, qPrintable(QString::number(timer.elapsed())));
-        QCOMPARE(why, QStringLiteral("EDP shards: range '0-2147483647' names DP slot 2147483647, outside 0..3 (D = 4)"));
+        QCOMPARE(why,
+                 QStringLiteral("EDP shards: range '0-2147483647' names DP slot 2147483647, outside 0..3 (D = 4)"));
         QVERIFY(labelTexts(ed).contains(why));
     }
 
@@ -912,8 +917,9 @@ private Q_SLOTS:
         QVERIFY(labelTexts(*ed).contains(why));
         QSignalSpy started(w.jobs(), &PlanJobQueue::jobStarted);
         QCOMPARE(w.runPlanner(), quint64(0));
-        QCOMPARE(w.statusText(),
-                 QStringLiteral("The planner budgets are not valid: seed must be an integer in 0..18446744073709551615"));
+        QCOMPARE(
+            w.statusText(),
+            QStringLiteral("The planner budgets are not valid: seed must be an integer in 0..18446744073709551615"));
         QCOMPARE(started.count(), 0);
         QVERIFY(!w.jobs()->isBusy());
         QVERIFY(storage::Library::open(lib, storage::OpenMode::ReadOnly)->runs("syn", "all").empty());
@@ -964,7 +970,7 @@ private Q_SLOTS:
         const auto fresh = test::temp_dir(QStringLiteral("stale-samples-new")) / "new.routepack";
         StudioWindow w(options_);
         QSignalSpy loaded(&w, &StudioWindow::samplesLoaded);
-        QVERIFY(w.openLibrary(q(lib)));          // starts loading syn/all on a worker
+        QVERIFY(w.openLibrary(q(lib)));         // starts loading syn/all on a worker
         QVERIFY(w.openLibrary(q(fresh), true)); // an empty library: nothing to load
         QThreadPool::globalInstance()->waitForDone();
         QTest::qWait(100); // deliver the old load's result
@@ -994,8 +1000,9 @@ private Q_SLOTS:
         QCOMPARE(dlg.errorText(), q(fifo) + QStringLiteral(": is a pipe (FIFO), not a model config (config.json)"));
         dlg.setModelConfig(q(big));
         QVERIFY(!dlg.startImport());
-        QCOMPARE(dlg.errorText(), q(big) + QStringLiteral(": too large for a model config (config.json): 16777217 bytes, "
-                                                          "the limit is 16777216 bytes"));
+        QCOMPARE(dlg.errorText(),
+                 q(big) + QStringLiteral(": too large for a model config (config.json): 16777217 bytes, "
+                                         "the limit is 16777216 bytes"));
         QVERIFY(labelTexts(dlg).contains(dlg.errorText()));
         dlg.setModelConfig(q(dir));
         QVERIFY(!dlg.startImport());
@@ -1125,7 +1132,8 @@ private Q_SLOTS:
         const PlanFile plan = parse_plan(test::read_file(out / "plan.json"), "plan.json");
         // Then the comparison table: header and one line per method, joint cost as in the plan.
         QCOMPARE(lines.size(), 17);
-        QVERIFY2(lines.value(12).startsWith(QStringLiteral("method")) && lines.value(12).contains(QStringLiteral("max_g U")),
+        QVERIFY2(lines.value(12).startsWith(QStringLiteral("method")) &&
+                     lines.value(12).contains(QStringLiteral("max_g U")),
                  qPrintable(lines.value(12)));
         const char* methods[] = {"baseline", "reorder", "karmarkar_karp", "routepack"};
         for (int k = 0; k < 4; ++k) {

@@ -7,9 +7,9 @@
 // byte-identical), and write the
 // screenshots of the real window (heatmaps, costs, grid, convergence, comparison) into
 // $ROUTEPACK_SCREENSHOT_DIR (README's docs/screenshots come from here) or a temporary folder.
+#include "core/model/window_select.h"
 #include "core/plan/planner.h"
 #include "gpu/safetensors/synth_checkpoint.h"
-#include "core/model/window_select.h"
 #include "storage/library.h"
 #include "tests/testutil.h"
 #include "views/import_dialog.h"
@@ -96,7 +96,7 @@ private Q_SLOTS:
         QSignalSpy shown(&w, &StudioWindow::planShown);
         for (const Case& c : cases) {
             QVERIFY(w.topologyEditor()->selectPreset(QString::fromLatin1(c.preset)));
-            PlannerBudgets b;  // the defaults of `routepack plan`, on 2 workers as in README's figures
+            PlannerBudgets b; // the defaults of `routepack plan`, on 2 workers as in README's figures
             b.workers = 2;
             w.topologyEditor()->setBudgets(b);
             const int before = static_cast<int>(shown.count());

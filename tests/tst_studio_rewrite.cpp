@@ -1,20 +1,20 @@
-// The studio's checkpoint rewrite (gpu/rewrite.h) with progress, offscreen, driven through the dialog's worker API (no modal
-// exec): Check reports what gpu::plan_rewrite reports; a rewrite to completion with progress signals
-// writes the same bytes as a direct gpu::rewrite_checkpoint call; the inverse from the dialog gives the
-// source back byte for byte; a bad layer map and a mismatched plan show the library's exact error and
-// write nothing; a cancelled rewrite leaves no output. The studio's Plan menu opens the dialog with the
-// selected saved run's plan, and selecting that run loads its topology and budgets into the editor.
-// Screenshots via QWidget::grab into $ROUTEPACK_SCREENSHOT_DIR or a temporary folder.
-#include "core/util/errors.h"
+// The studio's checkpoint rewrite (gpu/rewrite.h) with progress, offscreen, driven through the dialog's worker API (no
+// modal exec): Check reports what gpu::plan_rewrite reports; a rewrite to completion with progress signals writes the
+// same bytes as a direct gpu::rewrite_checkpoint call; the inverse from the dialog gives the source back byte for byte;
+// a bad layer map and a mismatched plan show the library's exact error and write nothing; a cancelled rewrite leaves no
+// output. The studio's Plan menu opens the dialog with the selected saved run's plan, and selecting that run loads its
+// topology and budgets into the editor. Screenshots via QWidget::grab into $ROUTEPACK_SCREENSHOT_DIR or a temporary
+// folder.
 #include "core/model/model.h"
 #include "core/plan/plan_file.h"
 #include "core/plan/planner.h"
 #include "core/synth/synth.h"
+#include "core/util/errors.h"
 #include "gpu/rewrite.h"
 #include "gpu/rewrite/request.h"
 #include "storage/demo.h"
-#include "tests/rewrite_testutil.h"
 #include "tests/gui_testutil.h"
+#include "tests/rewrite_testutil.h"
 #include "tests/testutil.h"
 #include "views/plan_views.h"
 #include "views/rewrite_dialog.h"
@@ -22,8 +22,8 @@
 #include "views/topology_editor.h"
 
 #include <QAction>
-#include <QElapsedTimer>
 #include <QApplication>
+#include <QElapsedTimer>
 #include <QProgressBar>
 #include <QStandardPaths>
 #include <QtTest>
@@ -47,7 +47,9 @@ ModelDescription model_of(const fs::path& dir) {
 }
 
 /// A real plan for a checkpoint's model (EP 4, short budget).
-std::string plan_json_for(const ModelDescription& m) { return routepack::test::plan_json_for_model(m, 4); }
+std::string plan_json_for(const ModelDescription& m) {
+    return routepack::test::plan_json_for_model(m, 4);
+}
 
 /// Every regular file under `dir`, by relative path, with its bytes.
 std::map<std::string, std::string> files_of(const fs::path& dir) {
@@ -460,7 +462,8 @@ private Q_SLOTS:
         QVERIFY(d);
         QVERIFY(d->isVisible());
         QVERIFY(d->hasPlan());
-        QCOMPARE(d->planOrigin(), QStringLiteral("run %1 in %2").arg(demo.run.id).arg(QString::fromLatin1(storage::kDemoLibraryFile)));
+        QCOMPARE(d->planOrigin(),
+                 QStringLiteral("run %1 in %2").arg(demo.run.id).arg(QString::fromLatin1(storage::kDemoLibraryFile)));
         QCOMPARE(d->plan()->fingerprint, demo.plan.fingerprint);
         QCOMPARE(d->plan()->placement.slot, demo.plan.lpt.slot);
         QCOMPARE(d->plan()->model.moe_layers, demo.plan.model.moe_layers);

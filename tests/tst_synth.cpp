@@ -3,9 +3,9 @@
 // GRPO structure (shared prompt routes and lengths per group), long-tailed lengths, skewed and
 // sample-correlated popularity, config validation, a frozen golden value, and a round trip through
 // every writable format and the real importers.
-#include "core/util/errors.h"
 #include "core/import/import.h"
 #include "core/synth/synth.h"
+#include "core/util/errors.h"
 #include "tests/testutil.h"
 
 #include <QtTest>
@@ -59,7 +59,8 @@ std::vector<std::uint32_t> counts_from_routes(const std::vector<SynthSample>& sa
         for (std::int64_t r = 0; r < s.length - 1; ++r)
             for (int l = 0; l < L; ++l)
                 for (int q = 0; q < K; ++q) {
-                    const std::int32_t e = s.routes[(static_cast<std::size_t>(r) * H + c.first_dense_layers + l) * K + q];
+                    const std::int32_t e =
+                        s.routes[(static_cast<std::size_t>(r) * H + c.first_dense_layers + l) * K + q];
                     if (e >= 0 && e < E) ++out[i * stride + static_cast<std::size_t>(l) * E + e];
                 }
     }
@@ -82,7 +83,8 @@ double mean_top_share(const Trace& t) {
     for (int l = 0; l < L; ++l) {
         std::vector<std::uint64_t> tot(E, 0);
         for (std::size_t i = 0; i < t.size(); ++i)
-            for (int e = 0; e < E; ++e) tot[e] += t.count(i, l, e);
+            for (int e = 0; e < E; ++e)
+                tot[e] += t.count(i, l, e);
         const std::uint64_t all = std::accumulate(tot.begin(), tot.end(), std::uint64_t{0});
         sum += static_cast<double>(*std::max_element(tot.begin(), tot.end())) / static_cast<double>(all);
     }
@@ -96,12 +98,15 @@ double mean_sample_tv(const Trace& t) {
     for (int l = 0; l < L; ++l) {
         std::vector<double> agg(E, 0);
         for (std::size_t i = 0; i < t.size(); ++i)
-            for (int e = 0; e < E; ++e) agg[e] += t.count(i, l, e);
+            for (int e = 0; e < E; ++e)
+                agg[e] += t.count(i, l, e);
         const double all = std::accumulate(agg.begin(), agg.end(), 0.0);
         for (std::size_t i = 0; i < t.size(); ++i) {
             double n = 0, tv = 0;
-            for (int e = 0; e < E; ++e) n += t.count(i, l, e);
-            for (int e = 0; e < E; ++e) tv += std::abs(t.count(i, l, e) / n - agg[e] / all);
+            for (int e = 0; e < E; ++e)
+                n += t.count(i, l, e);
+            for (int e = 0; e < E; ++e)
+                tv += std::abs(t.count(i, l, e) / n - agg[e] / all);
             sum += 0.5 * tv;
         }
     }
@@ -115,7 +120,7 @@ std::map<std::string, std::string> read_folder(const std::filesystem::path& dir)
     return out;
 }
 
-}  // namespace
+} // namespace
 
 class TestSynth : public QObject {
     Q_OBJECT
@@ -173,7 +178,7 @@ void TestSynth::deterministicSamples() {
 
 void TestSynth::deterministicAcrossThreadCounts() {
     SynthConfig c = small_config();
-    c.groups = 16;  // enough work for the scheduler to split it
+    c.groups = 16; // enough work for the scheduler to split it
     std::vector<std::uint32_t> one, two;
     std::vector<SynthSample> s1, s2;
     {
@@ -188,8 +193,9 @@ void TestSynth::deterministicAcrossThreadCounts() {
     }
     QVERIFY(one == two);
     QCOMPARE(s1.size(), s2.size());
-    for (std::size_t i = 0; i < s1.size(); ++i) QVERIFY(s1[i].routes == s2[i].routes);
-    QVERIFY(one == synth_trace(c).counts);  // default parallelism
+    for (std::size_t i = 0; i < s1.size(); ++i)
+        QVERIFY(s1[i].routes == s2[i].routes);
+    QVERIFY(one == synth_trace(c).counts); // default parallelism
 }
 
 void TestSynth::traceMatchesSamples() {
@@ -239,11 +245,13 @@ void TestSynth::routingInvariants() {
     for (const SynthSample& s : samples) {
         QCOMPARE(s.routes.size(), static_cast<std::size_t>(s.length - 1) * H * K);
         for (std::int64_t r = 0; r < s.length - 1; ++r) {
-            for (int q = 0; q < K; ++q) QCOMPARE(s.routes[static_cast<std::size_t>(r) * H * K + q], 0);  // dense layer 0
+            for (int q = 0; q < K; ++q)
+                QCOMPARE(s.routes[static_cast<std::size_t>(r) * H * K + q], 0); // dense layer 0
             for (int l = 1; l < H; ++l) {
                 const std::int32_t* ids = s.routes.data() + (static_cast<std::size_t>(r) * H + l) * K;
                 std::vector<std::int32_t> row(ids, ids + K);
-                for (std::int32_t e : row) QVERIFY(e >= 0 && e < E);
+                for (std::int32_t e : row)
+                    QVERIFY(e >= 0 && e < E);
                 std::sort(row.begin(), row.end());
                 QVERIFY2(std::adjacent_find(row.begin(), row.end()) == row.end(), "expert twice in one row");
             }
@@ -254,7 +262,8 @@ void TestSynth::routingInvariants() {
     for (std::size_t i = 0; i < t.size(); ++i)
         for (int l = 0; l < L; ++l) {
             std::uint64_t sum = 0;
-            for (int e = 0; e < E; ++e) sum += t.count(i, l, e);
+            for (int e = 0; e < E; ++e)
+                sum += t.count(i, l, e);
             QCOMPARE(sum, static_cast<std::uint64_t>(t.samples[i].length - 1) * K);
         }
 }
@@ -286,7 +295,8 @@ void TestSynth::groupsSharePrompts() {
     }
     QCOMPARE(differing_responses, c.groups * (c.group_size - 1));
     // Different groups have different prompts.
-    QVERIFY(samples[0].prompt_len != samples[4].prompt_len || samples[0].routes[row_ints] != samples[4].routes[row_ints] ||
+    QVERIFY(samples[0].prompt_len != samples[4].prompt_len ||
+            samples[0].routes[row_ints] != samples[4].routes[row_ints] ||
             samples[0].routes[row_ints + 1] != samples[4].routes[row_ints + 1]);
 }
 
@@ -310,10 +320,11 @@ void TestSynth::lengthsLongTailed() {
     }
     std::sort(len.begin(), len.end());
     const double median = static_cast<double>(len[len.size() / 2]);
-    QVERIFY2(static_cast<double>(len.back()) / median > 2.0, qPrintable(QStringLiteral("max %1 median %2").arg(len.back()).arg(median)));
-    QVERIFY(sum / static_cast<double>(len.size()) > median);  // right skew: mean above median
+    QVERIFY2(static_cast<double>(len.back()) / median > 2.0,
+             qPrintable(QStringLiteral("max %1 median %2").arg(len.back()).arg(median)));
+    QVERIFY(sum / static_cast<double>(len.size()) > median); // right skew: mean above median
     const double mean = sum / static_cast<double>(len.size());
-    QVERIFY2(mean > 500 && mean < 1100, qPrintable(QString::number(mean)));  // about prompt_mean + response_mean
+    QVERIFY2(mean > 500 && mean < 1100, qPrintable(QString::number(mean))); // about prompt_mean + response_mean
 
     // A tight cap holds everywhere, with the floor of 2 (one prompt token, one response token).
     c.max_length = 2;
@@ -322,7 +333,8 @@ void TestSynth::lengthsLongTailed() {
         QCOMPARE(s.prompt_len.value_or(-1), std::int64_t{1});
     }
     c.max_length = 300;
-    for (const SampleInfo& s : synth_trace(c).samples) QVERIFY(s.length >= 2 && s.length <= 300);
+    for (const SampleInfo& s : synth_trace(c).samples)
+        QVERIFY(s.length >= 2 && s.length <= 300);
 }
 
 void TestSynth::popularitySkewed() {
@@ -343,7 +355,8 @@ void TestSynth::popularitySkewed() {
     for (int l = 0; l < t.model.num_moe_layers(); ++l) {
         std::vector<std::uint64_t> tot(32, 0);
         for (std::size_t i = 0; i < t.size(); ++i)
-            for (int e = 0; e < 32; ++e) tot[e] += t.count(i, l, e);
+            for (int e = 0; e < 32; ++e)
+                tot[e] += t.count(i, l, e);
         hottest.push_back(static_cast<int>(std::max_element(tot.begin(), tot.end()) - tot.begin()));
     }
     std::sort(hottest.begin(), hottest.end());
@@ -381,7 +394,8 @@ void TestSynth::validation_data() {
     QTest::newRow("too many") << "group_size" << 5000000.0
                               << "synth: groups x group_size 40000000 exceeds 16777216 samples";
     QTest::newRow("layers") << "num_hidden_layers" << 0.0 << "synth: num_hidden_layers must be in 1..65536 (got 0)";
-    QTest::newRow("dense negative") << "first_dense_layers" << -1.0 << "synth: first_dense_layers must be >= 0 (got -1)";
+    QTest::newRow("dense negative") << "first_dense_layers" << -1.0
+                                    << "synth: first_dense_layers must be >= 0 (got -1)";
     QTest::newRow("dense all") << "first_dense_layers" << 12.0
                                << "synth: first_dense_layers 12 leaves no MoE layer (num_hidden_layers 12)";
     QTest::newRow("experts") << "experts" << 0.0 << "synth: experts must be in 1..1048576 (got 0)";
@@ -402,20 +416,32 @@ void TestSynth::validation() {
     QFETCH(QString, field);
     QFETCH(double, value);
     QFETCH(QString, message);
-    SynthConfig c;  // the demo defaults: 8 x 8, 12 layers, 32 experts, top-4
+    SynthConfig c; // the demo defaults: 8 x 8, 12 layers, 32 experts, top-4
     const auto i = static_cast<int>(value);
-    if (field == QLatin1String("groups")) c.groups = i;
-    else if (field == QLatin1String("group_size")) c.group_size = i;
-    else if (field == QLatin1String("num_hidden_layers")) c.num_hidden_layers = i;
-    else if (field == QLatin1String("first_dense_layers")) c.first_dense_layers = i;
-    else if (field == QLatin1String("experts")) c.experts = i;
-    else if (field == QLatin1String("top_k")) c.top_k = i;
-    else if (field == QLatin1String("prompt_mean")) c.prompt_mean = i;
-    else if (field == QLatin1String("response_mean")) c.response_mean = i;
-    else if (field == QLatin1String("max_length")) c.max_length = i;
-    else if (field == QLatin1String("skew")) c.skew = value;
-    else if (field == QLatin1String("sample_concentration")) c.sample_concentration = value;
-    else QFAIL("unknown field");
+    if (field == QLatin1String("groups"))
+        c.groups = i;
+    else if (field == QLatin1String("group_size"))
+        c.group_size = i;
+    else if (field == QLatin1String("num_hidden_layers"))
+        c.num_hidden_layers = i;
+    else if (field == QLatin1String("first_dense_layers"))
+        c.first_dense_layers = i;
+    else if (field == QLatin1String("experts"))
+        c.experts = i;
+    else if (field == QLatin1String("top_k"))
+        c.top_k = i;
+    else if (field == QLatin1String("prompt_mean"))
+        c.prompt_mean = i;
+    else if (field == QLatin1String("response_mean"))
+        c.response_mean = i;
+    else if (field == QLatin1String("max_length"))
+        c.max_length = i;
+    else if (field == QLatin1String("skew"))
+        c.skew = value;
+    else if (field == QLatin1String("sample_concentration"))
+        c.sample_concentration = value;
+    else
+        QFAIL("unknown field");
     QCOMPARE(error_of([&] { synth_model(c); }), message);
     QCOMPARE(error_of([&] { synth_samples(c); }), message);
     QCOMPARE(error_of([&] { synth_trace(c); }), message);
@@ -431,7 +457,8 @@ void TestSynth::golden() {
     const SynthConfig c = small_config();
     const Trace t = synth_trace(c);
     std::uint64_t lengths = 0xcbf29ce484222325ULL;
-    for (const SampleInfo& s : t.samples) lengths = fnv(&s.length, sizeof s.length, lengths);
+    for (const SampleInfo& s : t.samples)
+        lengths = fnv(&s.length, sizeof s.length, lengths);
     const std::uint64_t counts = fnv(t.counts.data(), t.counts.size() * sizeof(std::uint32_t));
     QCOMPARE(QString::number(lengths, 16), QStringLiteral("8d0fe8bfd0921209"));
     QCOMPARE(QString::number(counts, 16), QStringLiteral("5ba575d163ee0e27"));
@@ -456,7 +483,8 @@ void TestSynth::writeDeterministic_data() {
     QTest::newRow("nested") << TraceFormat::NestedJson << QStringList{"synth.jsonl"};
     QTest::newRow("nemo") << TraceFormat::NemoRL << QStringList{"synth.nrlre1"};
     QStringList npy;
-    for (int i = 0; i < 16; ++i) npy << QStringLiteral("sample_%1.npy").arg(i);
+    for (int i = 0; i < 16; ++i)
+        npy << QStringLiteral("sample_%1.npy").arg(i);
     QTest::newRow("npy") << TraceFormat::Npy << npy;
 }
 
@@ -472,12 +500,13 @@ void TestSynth::writeDeterministic() {
         QCOMPARE(QString::fromStdString(written[static_cast<std::size_t>(k)].filename().string()), files[k]);
         QCOMPARE(written[static_cast<std::size_t>(k)].parent_path(), a);
     }
-    if (format == TraceFormat::Npz) QTest::qSleep(1100);  // a later second: no zip timestamps in the bytes
+    if (format == TraceFormat::Npz) QTest::qSleep(1100); // a later second: no zip timestamps in the bytes
     write_synth(c, format, b);
     const auto fa = read_folder(a), fb = read_folder(b);
-    QCOMPARE(fa.size(), static_cast<std::size_t>(files.size()));  // no temporaries left behind
+    QCOMPARE(fa.size(), static_cast<std::size_t>(files.size())); // no temporaries left behind
     QVERIFY(fa == fb);
-    for (const auto& [name, bytes] : fa) QVERIFY2(!bytes.empty(), name.c_str());
+    for (const auto& [name, bytes] : fa)
+        QVERIFY2(!bytes.empty(), name.c_str());
     // Overwriting in place gives the same bytes again.
     write_synth(c, format, a);
     QVERIFY(read_folder(a) == fb);
@@ -488,7 +517,7 @@ void TestSynth::writeDeterministic() {
 void TestSynth::roundTrip_data() {
     QTest::addColumn<TraceFormat>("format");
     QTest::addColumn<bool>("auto_detect");
-    QTest::addColumn<bool>("explicit_prompt");  // the format carries prompt_tokens
+    QTest::addColumn<bool>("explicit_prompt"); // the format carries prompt_tokens
     QTest::newRow("vllm") << TraceFormat::VLLM << false << true;
     QTest::newRow("vllm auto") << TraceFormat::VLLM << true << true;
     QTest::newRow("sglang") << TraceFormat::SGLang << false << true;
@@ -506,7 +535,7 @@ void TestSynth::roundTrip() {
     QFETCH(bool, auto_detect);
     QFETCH(bool, explicit_prompt);
     SynthConfig c = small_config();
-    c.experts = 40;  // ids above 31 exercise the int16 wire forms
+    c.experts = 40; // ids above 31 exercise the int16 wire forms
     c.top_k = 6;
     const auto samples = synth_samples(c);
     const Trace expected = synth_trace(c);
@@ -535,7 +564,7 @@ void TestSynth::roundTrip() {
             QCOMPARE(got.samples[i].group, samples[i].group);
             QCOMPARE(got.samples[i].request_id, samples[i].request_id);
         }
-    if (format == TraceFormat::VLLM)  // the choices of one response form one group
+    if (format == TraceFormat::VLLM) // the choices of one response form one group
         for (std::size_t i = 0; i < samples.size(); ++i)
             QCOMPARE(got.samples[i].group, "synth-group-" + samples[i].group);
     std::filesystem::remove_all(dir);

@@ -1,8 +1,8 @@
 // The synthetic DeepSeek-V2-Lite-shaped checkpoint (gpu/synth_checkpoint.h): shards open with our reader,
 // the index maps every tensor to its shard, layer 0 is dense and layer 1 MoE with HF names and shapes,
 // every expert element decodes to its own (layer, expert), and config.json reads back as the model.
-#include "core/util/errors.h"
 #include "core/model/model.h"
+#include "core/util/errors.h"
 #include "gpu/safetensors/safetensors.h"
 #include "gpu/safetensors/synth_checkpoint.h"
 
@@ -32,7 +32,7 @@ std::vector<std::uint64_t> shape(std::initializer_list<std::uint64_t> s) {
     return s;
 }
 
-}  // namespace
+} // namespace
 
 class TstSynthCheckpoint : public QObject {
     Q_OBJECT
@@ -44,7 +44,8 @@ private Q_SLOTS:
                 for (int e : {0, 1, 63, 127}) {
                     const std::uint32_t bits = synth_expert_bits(d, l, e);
                     std::byte buf[4];
-                    for (int i = 0; i < 4; ++i) buf[i] = static_cast<std::byte>((bits >> (8 * i)) & 0xFF);
+                    for (int i = 0; i < 4; ++i)
+                        buf[i] = static_cast<std::byte>((bits >> (8 * i)) & 0xFF);
                     const auto got = decode_synth_expert_element(d, buf);
                     QVERIFY(got.has_value());
                     QCOMPARE(got->first, l);
@@ -80,7 +81,7 @@ private Q_SLOTS:
         const auto shard_names = idx.shards();
         QCOMPARE(shard_names.size(), nshards);
         const std::regex shard_re("model-0000[1-9]-of-0000" + std::to_string(nshards) + "\\.safetensors");
-        std::map<std::string, std::string> seen;  // tensor -> shard
+        std::map<std::string, std::string> seen; // tensor -> shard
         std::uint64_t total = 0;
         std::map<std::string, TensorInfo> infos;
         int expert_tensors = 0;
@@ -179,9 +180,9 @@ private Q_SLOTS:
         QTemporaryDir tmp;
         QVERIFY(tmp.isValid());
         const fs::path out = fs::path(tmp.path().toStdString()) / "small";
-        fs::create_directory(out);  // an empty folder is fine
+        fs::create_directory(out); // an empty folder is fine
         SynthCheckpointConfig cfg;
-        cfg.model = known_model("llama4-maverick");  // MoE on odd layers, 128 experts (BF16 limit)
+        cfg.model = known_model("llama4-maverick"); // MoE on odd layers, 128 experts (BF16 limit)
         cfg.model.num_hidden_layers = 4;
         cfg.model.moe_layers = {1, 3};
         cfg.hidden = 4;

@@ -31,7 +31,8 @@ private Q_SLOTS:
         QCOMPARE(model.columnCount(), int(views::TraceListModel::ColumnCount));
         QCOMPARE(model.index(0, views::TraceListModel::Name).data().toString(), QStringLiteral("syn"));
         QCOMPARE(model.index(0, views::TraceListModel::Samples).data().toInt(), 6);
-        QCOMPARE(model.index(0, views::TraceListModel::MoeLayers).data().toInt(), c.num_hidden_layers - c.first_dense_layers);
+        QCOMPARE(model.index(0, views::TraceListModel::MoeLayers).data().toInt(),
+                 c.num_hidden_layers - c.first_dense_layers);
         QCOMPARE(model.index(0, views::TraceListModel::Experts).data().toInt(), c.experts);
         QCOMPARE(model.headerData(0, Qt::Horizontal).toString(), QStringLiteral("Trace"));
 

@@ -4,8 +4,8 @@
 // 50 ms progress throttle on explicit clock values, and the exact bytes and messages of the exports.
 #include "core/plan/expert_map.h"
 #include "core/plan/placement.h"
-#include "core/util/errors.h"
 #include "core/plan/plan_file.h"
+#include "core/util/errors.h"
 #include "tests/testutil.h"
 #include "views/exports.h"
 #include "views/job_tracker.h"
@@ -57,11 +57,11 @@ private Q_SLOTS:
         QCOMPARE(ProgressThrottle::kInterval, 50ms);
         ProgressThrottle t;
         const auto t0 = ProgressThrottle::Clock::time_point{} + 10s;
-        QVERIFY(t.pass(false, t0));        // the first report always goes out
+        QVERIFY(t.pass(false, t0)); // the first report always goes out
         QVERIFY(!t.pass(false, t0 + 10ms));
-        QVERIFY(t.pass(true, t0 + 10ms));  // forced: goes out and restarts the interval
+        QVERIFY(t.pass(true, t0 + 10ms));   // forced: goes out and restarts the interval
         QVERIFY(!t.pass(false, t0 + 59ms)); // 49 ms after the forced one
-        QVERIFY(t.pass(false, t0 + 60ms)); // 50 ms after it
+        QVERIFY(t.pass(false, t0 + 60ms));  // 50 ms after it
         QVERIFY(!t.pass(false, t0 + 109ms));
         QVERIFY(t.pass(false, t0 + 200ms));
 
@@ -166,7 +166,7 @@ private Q_SLOTS:
         };
         const quint64 a = tracker.start<int>(work, log.done(), log.stale());
         const quint64 b = tracker.start<int>(work, log.done(), log.stale()); // waits behind a
-        QTRY_COMPARE_WITH_TIMEOUT(log.lines.size(), 1, 20000);                // a's first post arrived
+        QTRY_COMPARE_WITH_TIMEOUT(log.lines.size(), 1, 20000);               // a's first post arrived
         tracker.invalidate(); // a and b (already queued) belong to generation 1
         QCOMPARE(tracker.generation(), quint64(2));
         const quint64 c = tracker.start<int>(work, log.done(), log.stale());
@@ -184,10 +184,10 @@ private Q_SLOTS:
         QSignalSpy idle(&tracker, &JobTracker::idle);
         Log log;
         std::atomic<bool> releaseA{false}, releaseB{false};
-        const quint64 a = tracker.start<int>([&](JobContext& c) { return waitFor(releaseA, c) ? 1 : -1; },
-                                             log.done(), log.stale());
-        const quint64 b = tracker.start<int>([&](JobContext& c) { return waitFor(releaseB, c) ? 2 : -2; },
-                                             log.done(), log.stale());
+        const quint64 a =
+            tracker.start<int>([&](JobContext& c) { return waitFor(releaseA, c) ? 1 : -1; }, log.done(), log.stale());
+        const quint64 b =
+            tracker.start<int>([&](JobContext& c) { return waitFor(releaseB, c) ? 2 : -2; }, log.done(), log.stale());
         QCOMPARE(tracker.generation(), quint64(3)); // each start() began a generation
         QCOMPARE(tracker.runningCount(), 2);        // two threads: both run
         releaseB = true;                            // the newer one ends first ...
@@ -305,8 +305,10 @@ private Q_SLOTS:
         QCOMPARE(ok.message, QStringLiteral("Expert map (vllm) written to %1.").arg(vllm));
         const std::string text = test::read_file(vllm.toStdString());
         QCOMPARE(text, expert_map_json(plan->lpt, plan->model, ExpertMapFormat::VLLM) + "\n");
-        QVERIFY2(QString::fromStdString(text).remove(QLatin1Char(' ')).remove(QLatin1Char('\n')).contains(
-                     QStringLiteral("[[3,1,2,0]]")),
+        QVERIFY2(QString::fromStdString(text)
+                     .remove(QLatin1Char(' '))
+                     .remove(QLatin1Char('\n'))
+                     .contains(QStringLiteral("[[3,1,2,0]]")),
                  text.c_str());
         const ExportResult unknown = writeExpertMap(*plan, QStringLiteral("nope"), vllm);
         QVERIFY(unknown.error);

@@ -15,8 +15,8 @@
 #include "views/plan_views.h"
 
 #include <QAbstractItemModelTester>
-#include <QBarCategoryAxis>
 #include <QApplication>
+#include <QBarCategoryAxis>
 #include <QBarSeries>
 #include <QBarSet>
 #include <QChartView>
@@ -76,7 +76,8 @@ std::vector<std::uint64_t> independent_rank_loads(const Trace& w, const Placemen
     std::vector<std::uint64_t> G(static_cast<std::size_t>(L) * P, 0);
     for (std::size_t i = 0; i < w.size(); ++i)
         for (int l = 0; l < L; ++l)
-            for (int e = 0; e < E; ++e) G[static_cast<std::size_t>(l) * P + pi.rank_of(l, e)] += w.count(i, l, e);
+            for (int e = 0; e < E; ++e)
+                G[static_cast<std::size_t>(l) * P + pi.rank_of(l, e)] += w.count(i, l, e);
     return G;
 }
 
@@ -103,7 +104,8 @@ Costs independent_costs(const Trace& w, const Topology& t, const Placement& pi, 
                         s += len;
                         s2 += len * len;
                     }
-                    worst = std::max(worst, st.alpha * (static_cast<double>(s) / C) + st.beta * (static_cast<double>(s2) / (C * C)));
+                    worst = std::max(worst, st.alpha * (static_cast<double>(s) / C) +
+                                                st.beta * (static_cast<double>(s2) / (C * C)));
                 }
                 out.A[static_cast<std::size_t>(r) * G + g] += worst;
             }
@@ -112,7 +114,8 @@ Costs independent_costs(const Trace& w, const Topology& t, const Placement& pi, 
                 std::vector<std::int64_t> W(static_cast<std::size_t>(P), 0);
                 for (int d : t.edp_shards[static_cast<std::size_t>(g)])
                     for (int i : x.cells[static_cast<std::size_t>(x.cell_index(r, d))])
-                        for (int e = 0; e < E; ++e) W[static_cast<std::size_t>(pi.rank_of(l, e))] += w.count(static_cast<std::size_t>(i), l, e);
+                        for (int e = 0; e < E; ++e)
+                            W[static_cast<std::size_t>(pi.rank_of(l, e))] += w.count(static_cast<std::size_t>(i), l, e);
                 const std::int64_t pk = *std::max_element(W.begin(), W.end());
                 out.peak[(static_cast<std::size_t>(r) * G + g) * L + l] = pk;
                 peakSum += pk;
@@ -122,9 +125,13 @@ Costs independent_costs(const Trace& w, const Topology& t, const Placement& pi, 
     return out;
 }
 
-bool close(double a, double b, double rel = 1e-12) { return std::abs(a - b) <= rel * std::max({1.0, std::abs(a), std::abs(b)}); }
+bool close(double a, double b, double rel = 1e-12) {
+    return std::abs(a - b) <= rel * std::max({1.0, std::abs(a), std::abs(b)});
+}
 
-QPalette darkPalette() { return routepack::test::dark_palette(); }
+QPalette darkPalette() {
+    return routepack::test::dark_palette();
+}
 
 /// A plan with hand-set metrics only (for exact CSV text and percentage changes).
 std::shared_ptr<PlanResult> tiny_plan() {
@@ -150,7 +157,7 @@ std::shared_ptr<PlanResult> tiny_plan() {
     return p;
 }
 
-}  // namespace
+} // namespace
 
 class TestViewsPlan : public QObject {
     Q_OBJECT
@@ -178,7 +185,7 @@ private Q_SLOTS:
         const PlanInput in = test_input(7, 1);
         window_ = std::make_shared<const Trace>(in.window);
         plan_ = std::make_shared<const PlanResult>(plan_window(in));
-        plan2_ = std::make_shared<const PlanResult>(plan_window(test_input(8, 2)));  // another step
+        plan2_ = std::make_shared<const PlanResult>(plan_window(test_input(8, 2))); // another step
         QVERIFY(plan_->rows.rows >= 2);
         QVERIFY(!plan_->convergence.empty());
     }
@@ -206,24 +213,28 @@ private Q_SLOTS:
             double cvSum = 0;
             for (int l = 0; l < L; ++l) {
                 std::uint64_t sum = 0;
-                for (int p = 0; p < P; ++p) sum += G[static_cast<std::size_t>(l) * P + p];
+                for (int p = 0; p < P; ++p)
+                    sum += G[static_cast<std::size_t>(l) * P + p];
                 const double mean = static_cast<double>(sum) / P;
                 double var = 0;
                 for (int p = 0; p < P; ++p) {
                     const std::uint64_t g = G[static_cast<std::size_t>(l) * P + p];
-                    QVERIFY2(close(map->value(l, p), static_cast<double>(g) / mean), qPrintable(QStringLiteral("l %1 p %2").arg(l).arg(p)));
+                    QVERIFY2(close(map->value(l, p), static_cast<double>(g) / mean),
+                             qPrintable(QStringLiteral("l %1 p %2").arg(l).arg(p)));
                     var += (static_cast<double>(g) - mean) * (static_cast<double>(g) - mean);
                     // The tooltip names the absolute layer and the exact load.
                     const QString tip = map->toolTipFor(l, p);
                     QVERIFY2(tip.contains(QStringLiteral("G = %1 tokens").arg(g)), qPrintable(tip));
-                    QVERIFY(tip.contains(QStringLiteral("<b>Layer %1</b>").arg(plan_->model.moe_layers[static_cast<std::size_t>(l)])));
+                    QVERIFY(tip.contains(
+                        QStringLiteral("<b>Layer %1</b>").arg(plan_->model.moe_layers[static_cast<std::size_t>(l)])));
                     // The painted pixel at the cell centre has the cell's colour.
                     const QRect cell = map->cellRect(l, p);
                     QCOMPARE(QColor(shot.pixel(cell.center())), map->colourFor(map->value(l, p)));
                 }
                 const double cv = std::sqrt(var / P) / mean;
                 QVERIFY(close(view.epHeatmapPanel()->layerCv(planned)[static_cast<std::size_t>(l)], cv, 1e-9));
-                QCOMPARE(map->sideColumn().at(l), QString::number(view.epHeatmapPanel()->layerCv(planned)[static_cast<std::size_t>(l)], 'f', 4));
+                QCOMPARE(map->sideColumn().at(l),
+                         QString::number(view.epHeatmapPanel()->layerCv(planned)[static_cast<std::size_t>(l)], 'f', 4));
                 cvSum += cv;
             }
             // Mean of the per-layer CVs is the planner's CV_global (eq. 22).
@@ -269,7 +280,8 @@ private Q_SLOTS:
                 QCOMPARE(rows->map()->columnCount(), L);
                 for (int r = 0; r < R; ++r)
                     for (int l = 0; l < L; ++l)
-                        QCOMPARE(rows->map()->value(r, l), static_cast<double>(ind.peak[(static_cast<std::size_t>(r) * G + g) * L + l]));
+                        QCOMPARE(rows->map()->value(r, l),
+                                 static_cast<double>(ind.peak[(static_cast<std::size_t>(r) * G + g) * L + l]));
             }
             costs->setMethod(m);
             QCOMPARE(costs->attentionSet()->count(), R * G);
@@ -284,7 +296,8 @@ private Q_SLOTS:
             double maxU = -1, sumU = 0;
             for (int g = 0; g < G; ++g) {
                 double u = 0;
-                for (int r = 0; r < R; ++r) u += ind.A[static_cast<std::size_t>(r) * G + g] + ind.E[static_cast<std::size_t>(r) * G + g];
+                for (int r = 0; r < R; ++r)
+                    u += ind.A[static_cast<std::size_t>(r) * G + g] + ind.E[static_cast<std::size_t>(r) * G + g];
                 QVERIFY(close(costs->shardTotalSet()->at(g), u));
                 if (u > maxU) maxU = u, straggler = g;
                 sumU += u;
@@ -336,7 +349,8 @@ private Q_SLOTS:
                     const auto& cell = x.cells[static_cast<std::size_t>(x.cell_index(r, d))];
                     qint64 tokens = 0;
                     QList<int> idx;
-                    for (int i : cell) tokens += window_->samples[static_cast<std::size_t>(i)].length, idx.append(i);
+                    for (int i : cell)
+                        tokens += window_->samples[static_cast<std::size_t>(i)].length, idx.append(i);
                     const QModelIndex mi = model->index(r, d);
                     QCOMPARE(mi.data(RawValueRole).toLongLong(), tokens);
                     QCOMPARE(mi.data(FillRole).toDouble(), static_cast<double>(tokens) / 4096.0);
@@ -344,9 +358,10 @@ private Q_SLOTS:
                     QCOMPARE(mi.data(SampleIndicesRole).value<QList<int>>(), idx);
                     const QString tip = mi.data(Qt::ToolTipRole).toString();
                     for (int i : cell)
-                        QVERIFY(tip.contains(QStringLiteral("%1 &mdash; %2 tokens")
-                                                 .arg(QString::fromStdString(window_->samples[static_cast<std::size_t>(i)].id))
-                                                 .arg(window_->samples[static_cast<std::size_t>(i)].length)));
+                        QVERIFY(tip.contains(
+                            QStringLiteral("%1 &mdash; %2 tokens")
+                                .arg(QString::fromStdString(window_->samples[static_cast<std::size_t>(i)].id))
+                                .arg(window_->samples[static_cast<std::size_t>(i)].length)));
                 }
         }
         QCOMPARE(model->headerData(1, Qt::Horizontal).toString(), QStringLiteral("DP 1 (g0)"));
@@ -361,7 +376,8 @@ private Q_SLOTS:
         QCOMPARE(spy.at(0).at(0).toInt(), 1);
         QCOMPARE(spy.at(0).at(1).toInt(), 2);
         QList<int> expected;
-        for (int i : plan_->routepack.layout.cells[static_cast<std::size_t>(plan_->routepack.layout.cell_index(1, 2))]) expected.append(i);
+        for (int i : plan_->routepack.layout.cells[static_cast<std::size_t>(plan_->routepack.layout.cell_index(1, 2))])
+            expected.append(i);
         QCOMPARE(spy.at(0).at(2).value<QList<int>>(), expected);
 
         // Karmarkar-Karp may overfill cells: the grid shows exactly the cells the metrics count.
@@ -369,9 +385,10 @@ private Q_SLOTS:
         view.gridPanel()->setMethod(2);
         int over = 0;
         for (int r = 0; r < model->rowCount(); ++r)
-            for (int d = 0; d < model->columnCount(); ++d) over += model->index(r, d).data(FillRole).toDouble() > 1.0;
+            for (int d = 0; d < model->columnCount(); ++d)
+                over += model->index(r, d).data(FillRole).toDouble() > 1.0;
         QCOMPARE(over, plan2_->karmarkar_karp.metrics.cap_violations);
-        QVERIFY(over > 0);  // this window is one where KK breaks the cap (a real finding about that packer)
+        QVERIFY(over > 0); // this window is one where KK breaks the cap (a real finding about that packer)
         QCoreApplication::processEvents();
         shoot(&view, QStringLiteral("plan-grid-karmarkar-karp-over-cap"));
     }
@@ -411,7 +428,8 @@ private Q_SLOTS:
     void compareTable() {
         CompareView cv;
         QAbstractItemModelTester tester(cv.model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
-        cv.setRuns({plan_, nullptr, plan2_}, {QStringLiteral("step 7"), QStringLiteral("skipped"), QStringLiteral("step 8")});
+        cv.setRuns({plan_, nullptr, plan2_},
+                   {QStringLiteral("step 7"), QStringLiteral("skipped"), QStringLiteral("step 8")});
         QAbstractItemModel* m = cv.model();
         QCOMPARE(m->rowCount(), 8);
         QCOMPARE(m->columnCount(), int(CompareTableModel::ColumnCount));
@@ -422,7 +440,8 @@ private Q_SLOTS:
                 const MethodResult& mr = method_of(*runs[k], meth);
                 const LayoutMetrics& x = mr.metrics;
                 auto raw = [&](int col) { return m->index(row, col).data(RawValueRole); };
-                QCOMPARE(raw(CompareTableModel::Run).toString(), k == 0 ? QStringLiteral("step 7") : QStringLiteral("step 8"));
+                QCOMPARE(raw(CompareTableModel::Run).toString(),
+                         k == 0 ? QStringLiteral("step 7") : QStringLiteral("step 8"));
                 QCOMPARE(raw(CompareTableModel::Method).toString(), QString::fromStdString(mr.name));
                 QCOMPARE(raw(CompareTableModel::Rows).toLongLong(), runs[k]->rows.rows);
                 QCOMPARE(raw(CompareTableModel::Joint).toDouble(), x.score.max_u);
@@ -434,7 +453,8 @@ private Q_SLOTS:
                 QCOMPARE(raw(CompareTableModel::EpBalance).toDouble(), x.ep_balance_efficiency);
                 QCOMPARE(raw(CompareTableModel::Attention).toDouble(), x.attention_sum);
                 QCOMPARE(raw(CompareTableModel::CapViolations).toLongLong(), x.cap_violations);
-                const double vsReorder = 100.0 * (x.score.max_u - runs[k]->reorder.metrics.score.max_u) / runs[k]->reorder.metrics.score.max_u;
+                const double vsReorder = 100.0 * (x.score.max_u - runs[k]->reorder.metrics.score.max_u) /
+                                         runs[k]->reorder.metrics.score.max_u;
                 QCOMPARE(raw(CompareTableModel::JointVsReorder).toDouble(), vsReorder);
             }
         // routepack never regresses below its reorder seed.
@@ -457,14 +477,16 @@ private Q_SLOTS:
             auto* axis = qobject_cast<QBarCategoryAxis*>(
                 qobject_cast<QChartView*>(cv.chartWidget())->chart()->axes(Qt::Horizontal).value(0));
             QVERIFY(axis);
-            QCOMPARE(axis->categories(), (QStringList{QStringLiteral("Baseline"), QStringLiteral("Reorder (-33.3 % vs baseline)"),
-                                                      QStringLiteral("Karmarkar-Karp (-16.7 % vs baseline)"),
-                                                      QStringLiteral("RoutePack (-50.0 % vs baseline)")}));
+            QCOMPARE(axis->categories(),
+                     (QStringList{QStringLiteral("Baseline"), QStringLiteral("Reorder (-33.3 % vs baseline)"),
+                                  QStringLiteral("Karmarkar-Karp (-16.7 % vs baseline)"),
+                                  QStringLiteral("RoutePack (-50.0 % vs baseline)")}));
             QCOMPARE(compareBarToolTip(*tiny_plan(), 3, QStringLiteral("tiny <1>")),
                      QStringLiteral("<b>tiny &lt;1&gt;</b>: RoutePack<br>max_g U = 150.0000<br>-50.00 % vs baseline, "
                                     "-25.00 % vs reorder"));
-            QCOMPARE(compareBarToolTip(*tiny_plan(), 0, QStringLiteral("t")),
-                     QStringLiteral("<b>t</b>: Baseline<br>max_g U = 300.0000<br>+0.00 % vs baseline, +50.00 % vs reorder"));
+            QCOMPARE(
+                compareBarToolTip(*tiny_plan(), 0, QStringLiteral("t")),
+                QStringLiteral("<b>t</b>: Baseline<br>max_g U = 300.0000<br>+0.00 % vs baseline, +50.00 % vs reorder"));
         }
 
         // The raw sort role orders numerically through a proxy.
@@ -489,15 +511,16 @@ private Q_SLOTS:
         for (int k = 0; k < 2; ++k)
             for (int meth = 0; meth < kMethodCount; ++meth)
                 QCOMPARE(bars->barSets().at(k)->at(meth), method_of(*runs[k], meth).metrics.score.max_u);
-        QVERIFY(bars->isLabelsVisible());  // two runs: the values fit on the bars
+        QVERIFY(bars->isLabelsVisible()); // two runs: the values fit on the bars
         cv.setRuns({plan_, plan2_, plan_}, {QStringLiteral("a"), QStringLiteral("b"), QStringLiteral("c")});
         bars = qobject_cast<QAbstractBarSeries*>(chart->chart()->series().first());
-        QVERIFY(!bars->isLabelsVisible());  // three: they would run into each other; tooltips carry them
+        QVERIFY(!bars->isLabelsVisible()); // three: they would run into each other; tooltips carry them
         QCOMPARE(chart->chart()->title(), QStringLiteral("Joint cost per method (eq. 15), one bar per run"));
         auto other = std::make_shared<PlanResult>(*plan2_);
         other->topology.ep_ranks *= 2;
         cv.setRuns({plan_, other}, {QStringLiteral("a"), QStringLiteral("b")});
-        QVERIFY2(chart->chart()->title().contains(QStringLiteral("runs on 2 topologies (EP")), qPrintable(chart->chart()->title()));
+        QVERIFY2(chart->chart()->title().contains(QStringLiteral("runs on 2 topologies (EP")),
+                 qPrintable(chart->chart()->title()));
     }
 
     void csvExport() {
@@ -517,7 +540,8 @@ private Q_SLOTS:
         QFile in1(f1);
         QVERIFY(in1.open(QIODevice::ReadOnly));
         QCOMPARE(QString::fromUtf8(in1.readAll()),
-                 QStringLiteral("name,\"a,b\",\"q\"\"x\"\r\nplain,\"with, comma\",\"say \"\"hi\"\"\"\r\n\"two\nlines\",0.1,\r\n"));
+                 QStringLiteral(
+                     "name,\"a,b\",\"q\"\"x\"\r\nplain,\"with, comma\",\"say \"\"hi\"\"\"\r\n\"two\nlines\",0.1,\r\n"));
 
         // The compare table of the tiny plan, exact text.
         CompareView cv;
@@ -668,9 +692,11 @@ private Q_SLOTS:
         view.setPlan(plan, window);
         view.show();
         QVERIFY(QTest::qWaitForWindowExposed(&view));
-        const CostBreakdown cb = cost_breakdown(plan->routepack.layout, make_packing_problem(*window, plan->topology, plan->lpt));
+        const CostBreakdown cb =
+            cost_breakdown(plan->routepack.layout, make_packing_problem(*window, plan->topology, plan->lpt));
         QCOMPARE(view.costsPanel()->categories().size(), cb.rows * cb.shards);
-        for (int k = 0; k < cb.rows * cb.shards; ++k) QCOMPARE(view.costsPanel()->expertSet()->at(k), cb.E[static_cast<std::size_t>(k)]);
+        for (int k = 0; k < cb.rows * cb.shards; ++k)
+            QCOMPARE(view.costsPanel()->expertSet()->at(k), cb.E[static_cast<std::size_t>(k)]);
         QCOMPARE(view.epHeatmapPanel()->map(true)->rowCount(), 27);
         QCOMPARE(view.epHeatmapPanel()->map(true)->columnCount(), 16);
         for (const QString& name : view.viewNames()) {

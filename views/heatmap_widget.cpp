@@ -37,7 +37,7 @@ QString formatNumber(double v, int digits) {
     return QString::number(v, 'g', digits);
 }
 
-}  // namespace
+} // namespace
 
 HeatmapWidget::HeatmapWidget(QWidget* parent) : QWidget(parent) {
     setMouseTracking(false);
@@ -127,7 +127,9 @@ void HeatmapWidget::setEmptyText(const QString& text) {
     update();
 }
 
-void HeatmapWidget::setToolTipProvider(std::function<QString(int, int)> provider) { tooltip_ = std::move(provider); }
+void HeatmapWidget::setToolTipProvider(std::function<QString(int, int)> provider) {
+    tooltip_ = std::move(provider);
+}
 
 void HeatmapWidget::setPrecision(int digits) {
     precision_ = std::clamp(digits, 1, 17);
@@ -149,7 +151,8 @@ void HeatmapWidget::rebuildLut() {
         const QColor& c0 = a[static_cast<std::size_t>(s)];
         const QColor& c1 = a[static_cast<std::size_t>(s) + 1];
         auto mix = [f](int x, int y) { return static_cast<int>(std::lround(x + (y - x) * f)); };
-        lut_[static_cast<std::size_t>(i)] = qRgb(mix(c0.red(), c1.red()), mix(c0.green(), c1.green()), mix(c0.blue(), c1.blue()));
+        lut_[static_cast<std::size_t>(i)] =
+            qRgb(mix(c0.red(), c1.red()), mix(c0.green(), c1.green()), mix(c0.blue(), c1.blue()));
     }
 }
 
@@ -201,14 +204,16 @@ HeatmapWidget::Geometry HeatmapWidget::geometry() const {
     const double rowTitleW = rowTitle_.isEmpty() ? 0 : lineH + 4;
     int rowLabelW = 0;
     for (int r = 0; r < rows_; ++r)
-        rowLabelW = std::max(rowLabelW, fm.horizontalAdvance(r < rowLabels_.size() ? rowLabels_[r] : QString::number(r)));
+        rowLabelW =
+            std::max(rowLabelW, fm.horizontalAdvance(r < rowLabels_.size() ? rowLabels_[r] : QString::number(r)));
     rowLabelW += 6;
     const double colLabelH = lineH + 2;
     const double colTitleH = colTitle_.isEmpty() ? 0 : lineH + 2;
     g.sideW = 0;
     if (!side_.isEmpty()) {
         int w = fm.horizontalAdvance(sideHeader_);
-        for (const QString& s : side_) w = std::max(w, fm.horizontalAdvance(s));
+        for (const QString& s : side_)
+            w = std::max(w, fm.horizontalAdvance(s));
         g.sideW = w + 12;
     }
     int tickW = 0;
@@ -269,7 +274,9 @@ QSize HeatmapWidget::sizeHint() const {
     return {w, h};
 }
 
-QSize HeatmapWidget::minimumSizeHint() const { return {240, 160}; }
+QSize HeatmapWidget::minimumSizeHint() const {
+    return {240, 160};
+}
 
 bool HeatmapWidget::event(QEvent* e) {
     if (e->type() == QEvent::ToolTip) {
@@ -356,7 +363,8 @@ void HeatmapWidget::paintEvent(QPaintEvent*) {
     // Column labels.
     int colLabelW = 0;
     for (int c = 0; c < cols_; ++c)
-        colLabelW = std::max(colLabelW, fm.horizontalAdvance(c < colLabels_.size() ? colLabels_[c] : QString::number(c)));
+        colLabelW =
+            std::max(colLabelW, fm.horizontalAdvance(c < colLabels_.size() ? colLabels_[c] : QString::number(c)));
     const int colStep = std::max(1, static_cast<int>(std::ceil((colLabelW + 6) / std::max(cw, 1e-9))));
     for (int c = 0; c < cols_; c += colStep) {
         const QString s = c < colLabels_.size() ? colLabels_[c] : QString::number(c);
@@ -389,7 +397,8 @@ void HeatmapWidget::paintEvent(QPaintEvent*) {
     // Legend: colour bar (high at the top) with ticks and numbers.
     const QRectF& lb = g.legendBar;
     QImage bar(1, 256, QImage::Format_RGB32);
-    for (int i = 0; i < 256; ++i) *reinterpret_cast<QRgb*>(bar.scanLine(255 - i)) = lut_[static_cast<std::size_t>(i)];
+    for (int i = 0; i < 256; ++i)
+        *reinterpret_cast<QRgb*>(bar.scanLine(255 - i)) = lut_[static_cast<std::size_t>(i)];
     p.drawImage(lb, bar);
     p.setPen(pal.color(QPalette::Mid));
     p.drawRect(lb.adjusted(-0.5, -0.5, 0, 0));
@@ -414,4 +423,4 @@ void HeatmapWidget::paintEvent(QPaintEvent*) {
     }
 }
 
-}  // namespace routepack::views
+} // namespace routepack::views

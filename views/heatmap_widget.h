@@ -23,8 +23,8 @@ class HeatmapWidget : public QWidget {
     Q_OBJECT
 public:
     enum class ColourMap {
-        Sequential,  ///< dark violet (low) -> teal -> yellow (high)
-        Diverging,   ///< blue (below centre) -> pale yellow (centre) -> red (above)
+        Sequential, ///< dark violet (low) -> teal -> yellow (high)
+        Diverging,  ///< blue (below centre) -> pale yellow (centre) -> red (above)
     };
 
     explicit HeatmapWidget(QWidget* parent = nullptr);
@@ -83,9 +83,9 @@ protected:
 
 private:
     struct Geometry {
-        QRectF cells;       // cell area
-        QRectF legendBar;   // colour bar
-        double sideX = 0;   // left edge of the side column
+        QRectF cells;     // cell area
+        QRectF legendBar; // colour bar
+        double sideX = 0; // left edge of the side column
         double sideW = 0;
         double titleH = 0;
         double headerY = 0; // top of the header row (side column header, legend title)
@@ -109,4 +109,4 @@ private:
     mutable bool imageDirty_ = true;
 };
 
-}  // namespace routepack::views
+} // namespace routepack::views

@@ -1,8 +1,8 @@
 #include "views/import_dialog.h"
 
+#include "core/model/model.h"
 #include "core/util/errors.h"
 #include "core/util/input_file.h"
-#include "core/model/model.h"
 #include "storage/library.h"
 
 #include <QComboBox>
@@ -383,10 +383,10 @@ void ImportDialog::inputsChanged() {
     detects_->start<QString>([list](JobContext&) { return detectInputFormat(list); },
                              [this](quint64, std::shared_ptr<const QString> format) {
                                  detected_ = format ? *format : QString();
-                                 format_->setItemText(0, detected_.isEmpty()
-                                                             ? tr("Auto-detect (not recognized)")
-                                                             : tr("Auto-detect (detected: %1, %2)")
-                                                                   .arg(detected_, detectedStack()));
+                                 format_->setItemText(
+                                     0, detected_.isEmpty()
+                                            ? tr("Auto-detect (not recognized)")
+                                            : tr("Auto-detect (detected: %1, %2)").arg(detected_, detectedStack()));
                                  Q_EMIT formatDetected(detected_);
                              });
 }
@@ -414,8 +414,8 @@ std::optional<ImportRequest> ImportDialog::request(QString* error) const {
             if (path.isEmpty()) return fail(tr("Choose the model's config.json."));
             // Read on the GUI thread, so only what cannot block or take long: a regular file within
             // the model-config cap (a FIFO or device would block the window, a huge file stall it).
-            r.options.model = model_from_hf_config(
-                read_input_file(path.toStdString(), input_files::kModelConfig), path.toStdString());
+            r.options.model = model_from_hf_config(read_input_file(path.toStdString(), input_files::kModelConfig),
+                                                   path.toStdString());
             break;
         }
         case Fields: {

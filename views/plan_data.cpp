@@ -22,11 +22,16 @@ const char* method_label(int m) {
 
 const MethodResult& method_of(const PlanResult& plan, int m) {
     switch (m) {
-    case 0: return plan.baseline;
-    case 1: return plan.reorder;
-    case 2: return plan.karmarkar_karp;
-    case 3: return plan.routepack;
-    default: throw std::out_of_range("method_of: method index out of range");
+    case 0:
+        return plan.baseline;
+    case 1:
+        return plan.reorder;
+    case 2:
+        return plan.karmarkar_karp;
+    case 3:
+        return plan.routepack;
+    default:
+        throw std::out_of_range("method_of: method index out of range");
     }
 }
 
@@ -38,7 +43,8 @@ std::vector<double> layer_rank_cv(std::span<const std::uint64_t> G, int L, int P
         const std::uint64_t* g = G.data() + static_cast<std::size_t>(l) * P;
         // Two-pass in long double: exact enough for display and for comparing with eq. 22.
         long double sum = 0;
-        for (int p = 0; p < P; ++p) sum += static_cast<long double>(g[p]);
+        for (int p = 0; p < P; ++p)
+            sum += static_cast<long double>(g[p]);
         if (sum == 0) continue;
         const long double mean = sum / P;
         long double var = 0;
@@ -58,10 +64,12 @@ std::vector<double> normalized_rank_loads(std::span<const std::uint64_t> G, int 
     for (int l = 0; l < L; ++l) {
         const std::size_t base = static_cast<std::size_t>(l) * P;
         std::uint64_t sum = 0;
-        for (int p = 0; p < P; ++p) sum += G[base + p];
+        for (int p = 0; p < P; ++p)
+            sum += G[base + p];
         if (sum == 0) continue;
         const double mean = static_cast<double>(sum) / P;
-        for (int p = 0; p < P; ++p) out[base + p] = static_cast<double>(G[base + p]) / mean;
+        for (int p = 0; p < P; ++p)
+            out[base + p] = static_cast<double>(G[base + p]) / mean;
     }
     return out;
 }
@@ -98,8 +106,9 @@ std::shared_ptr<const PlanCosts> plan_costs(const PlanResult& plan, const Trace&
 std::vector<std::int64_t> cell_tokens(const Layout& x, const std::vector<SampleInfo>& samples) {
     std::vector<std::int64_t> tokens(x.cells.size(), 0);
     for (std::size_t k = 0; k < x.cells.size(); ++k)
-        for (int i : x.cells[k]) tokens[k] += samples.at(static_cast<std::size_t>(i)).length;
+        for (int i : x.cells[k])
+            tokens[k] += samples.at(static_cast<std::size_t>(i)).length;
     return tokens;
 }
 
-}  // namespace routepack::views
+} // namespace routepack::views

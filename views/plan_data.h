@@ -52,4 +52,4 @@ std::shared_ptr<const PlanCosts> plan_costs(const PlanResult& plan, const Trace&
 /// Token sum of every cell of a layout ([R*D], cell k = r*D + d), from the window's lengths.
 std::vector<std::int64_t> cell_tokens(const Layout& x, const std::vector<SampleInfo>& samples);
 
-}  // namespace routepack::views
+} // namespace routepack::views

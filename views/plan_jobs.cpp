@@ -1,7 +1,7 @@
 #include "views/plan_jobs.h"
 
-#include "core/util/errors.h"
 #include "core/plan/plan_file.h"
+#include "core/util/errors.h"
 #include "storage/library.h"
 
 #include <QDateTime>
@@ -125,9 +125,9 @@ PlanJobQueue::Outcome PlanJobQueue::run(const PlanJobRequest& rq, JobContext& co
             try {
                 // Another process (an import, a second studio) may hold the library for a
                 // while: keep the finished plan and try again before giving up.
-                out.result.runId = retryWhileBusy(
-                    [&] { return lib->save_run(*plan, rq.topologyName.toStdString(), started).id; },
-                    context.shutdownFlag());
+                out.result.runId =
+                    retryWhileBusy([&] { return lib->save_run(*plan, rq.topologyName.toStdString(), started).id; },
+                                   context.shutdownFlag());
             } catch (const std::exception& e) {
                 out.result.saveError = describe(e);
             }

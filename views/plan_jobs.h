@@ -3,10 +3,10 @@
 // worker thread, several can queue; throttled progress with the stage name; live annealing levels;
 // cooperative cancel that keeps the best valid plan so far; generation ids so that results of a
 // superseded library are dropped; results as immutable values.
-#include "core/plan/annealing.h"
-#include "core/plan/planner.h"
 #include "core/model/topology.h"
 #include "core/model/trace.h"
+#include "core/plan/annealing.h"
+#include "core/plan/planner.h"
 #include "views/job_tracker.h"
 
 #include <QObject>
@@ -34,7 +34,7 @@ struct PlanJobRequest {
     /// window (restore_plan) with the run's convergence, timings, budgets and status; nothing is
     /// searched and nothing is written (saveRun is ignored).
     qint64 restoreRun = 0;
-    QString label;       ///< shown in the status bar; default "<trace>/<window>"
+    QString label; ///< shown in the status bar; default "<trace>/<window>"
 };
 
 /// The outcome of a finished job, handed to the GUI thread as an immutable value.

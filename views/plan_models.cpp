@@ -32,8 +32,12 @@ void ExecutionGridModel::setPlan(std::shared_ptr<const PlanResult> plan, int met
     endResetModel();
 }
 
-int ExecutionGridModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : rows_; }
-int ExecutionGridModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : cols_; }
+int ExecutionGridModel::rowCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : rows_;
+}
+int ExecutionGridModel::columnCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : cols_;
+}
 
 QVariant ExecutionGridModel::data(const QModelIndex& index, int role) const {
     if (!index.isValid() || index.row() >= rows_ || index.column() >= cols_ || !plan_) return {};
@@ -44,22 +48,27 @@ QVariant ExecutionGridModel::data(const QModelIndex& index, int role) const {
     switch (role) {
     case Qt::DisplayRole:
         return tr("%1 / %2\n%n sample(s)", nullptr, static_cast<int>(cell.size())).arg(tokens).arg(cap_);
-    case RawValueRole: return tokens;
-    case FillRole: return cap_ > 0 ? static_cast<double>(tokens) / static_cast<double>(cap_) : 0.0;
-    case SampleCountRole: return static_cast<int>(cell.size());
+    case RawValueRole:
+        return tokens;
+    case FillRole:
+        return cap_ > 0 ? static_cast<double>(tokens) / static_cast<double>(cap_) : 0.0;
+    case SampleCountRole:
+        return static_cast<int>(cell.size());
     case SampleIndicesRole: {
         QList<int> idx;
         idx.reserve(static_cast<qsizetype>(cell.size()));
-        for (int i : cell) idx.append(i);
+        for (int i : cell)
+            idx.append(i);
         return QVariant::fromValue(idx);
     }
     case Qt::ToolTipRole: {
-        QString s = tr("<b>Row %1, DP slot %2</b>: %3 of %4 tokens (%5%)")
-                        .arg(index.row())
-                        .arg(index.column())
-                        .arg(tokens)
-                        .arg(cap_)
-                        .arg(cap_ > 0 ? 100.0 * static_cast<double>(tokens) / static_cast<double>(cap_) : 0.0, 0, 'f', 1);
+        QString s =
+            tr("<b>Row %1, DP slot %2</b>: %3 of %4 tokens (%5%)")
+                .arg(index.row())
+                .arg(index.column())
+                .arg(tokens)
+                .arg(cap_)
+                .arg(cap_ > 0 ? 100.0 * static_cast<double>(tokens) / static_cast<double>(cap_) : 0.0, 0, 'f', 1);
         constexpr std::size_t kMaxListed = 24;
         for (std::size_t j = 0; j < cell.size() && j < kMaxListed; ++j) {
             const SampleInfo& info = plan_->samples[static_cast<std::size_t>(cell[j])];
@@ -70,8 +79,10 @@ QVariant ExecutionGridModel::data(const QModelIndex& index, int role) const {
         if (cell.size() > kMaxListed) s += tr("<br>... %1 more").arg(cell.size() - kMaxListed);
         return s;
     }
-    case Qt::TextAlignmentRole: return QVariant::fromValue(Qt::AlignCenter);
-    default: return {};
+    case Qt::TextAlignmentRole:
+        return QVariant::fromValue(Qt::AlignCenter);
+    default:
+        return {};
     }
 }
 
@@ -84,7 +95,9 @@ QVariant ExecutionGridModel::headerData(int section, Qt::Orientation o, int role
     if (section < 0 || section >= cols_ || !plan_) return {};
     if (role == RawValueRole) return section;
     const auto shard = plan_->topology.shard_of_slot();
-    return tr("DP %1 (g%2)").arg(section).arg(section < static_cast<int>(shard.size()) ? shard[static_cast<std::size_t>(section)] : 0);
+    return tr("DP %1 (g%2)")
+        .arg(section)
+        .arg(section < static_cast<int>(shard.size()) ? shard[static_cast<std::size_t>(section)] : 0);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -107,7 +120,9 @@ void CompareTableModel::setRuns(const QList<std::shared_ptr<const PlanResult>>& 
 int CompareTableModel::rowCount(const QModelIndex& parent) const {
     return parent.isValid() ? 0 : static_cast<int>(runs_.size()) * kMethodCount;
 }
-int CompareTableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+int CompareTableModel::columnCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : ColumnCount;
+}
 
 QVariant CompareTableModel::rawValue(int row, int column) const {
     if (row < 0 || row >= rowCount() || column < 0 || column >= ColumnCount) return {};
@@ -120,21 +135,36 @@ QVariant CompareTableModel::rawValue(int row, int column) const {
         return 100.0 * (x.score.max_u - r) / r;
     };
     switch (column) {
-    case Run: return names_[row / kMethodCount];
-    case Method: return QString::fromLatin1(method_id(m));
-    case Rows: return static_cast<qint64>(method_of(plan, m).layout.rows);
-    case Joint: return x.score.max_u;
-    case SumU: return x.score.sum_u;
-    case MaxJ: return x.score.max_j;
-    case CvGlobal: return x.cv_global;
-    case EpPeakSum: return static_cast<qint64>(x.ep_peak_sum);
-    case EpTailPeak: return static_cast<qint64>(x.ep_tail_peak);
-    case EpBalance: return x.ep_balance_efficiency;
-    case Attention: return x.attention_sum;
-    case CapViolations: return static_cast<qint64>(x.cap_violations);
-    case JointVsReorder: return change(plan.reorder);
-    case JointVsKarmarkarKarp: return change(plan.karmarkar_karp);
-    default: return {};
+    case Run:
+        return names_[row / kMethodCount];
+    case Method:
+        return QString::fromLatin1(method_id(m));
+    case Rows:
+        return static_cast<qint64>(method_of(plan, m).layout.rows);
+    case Joint:
+        return x.score.max_u;
+    case SumU:
+        return x.score.sum_u;
+    case MaxJ:
+        return x.score.max_j;
+    case CvGlobal:
+        return x.cv_global;
+    case EpPeakSum:
+        return static_cast<qint64>(x.ep_peak_sum);
+    case EpTailPeak:
+        return static_cast<qint64>(x.ep_tail_peak);
+    case EpBalance:
+        return x.ep_balance_efficiency;
+    case Attention:
+        return x.attention_sum;
+    case CapViolations:
+        return static_cast<qint64>(x.cap_violations);
+    case JointVsReorder:
+        return change(plan.reorder);
+    case JointVsKarmarkarKarp:
+        return change(plan.karmarkar_karp);
+    default:
+        return {};
     }
 }
 
@@ -142,25 +172,31 @@ QVariant CompareTableModel::data(const QModelIndex& index, int role) const {
     if (!index.isValid() || index.row() >= rowCount() || index.column() >= ColumnCount) return {};
     const int col = index.column();
     switch (role) {
-    case RawValueRole: return rawValue(index.row(), col);
+    case RawValueRole:
+        return rawValue(index.row(), col);
     case Qt::DisplayRole: {
         const QVariant v = rawValue(index.row(), col);
         if (!v.isValid()) return QStringLiteral("\u2014");
         switch (col) {
-        case Run: return v;
-        case Method: return QString::fromLatin1(method_label(index.row() % kMethodCount));
+        case Run:
+            return v;
+        case Method:
+            return QString::fromLatin1(method_label(index.row() % kMethodCount));
         case Rows:
         case EpPeakSum:
         case EpTailPeak:
-        case CapViolations: return QLocale().toString(v.toLongLong());
+        case CapViolations:
+            return QLocale().toString(v.toLongLong());
         case CvGlobal:
-        case EpBalance: return QString::number(v.toDouble(), 'f', 4);
+        case EpBalance:
+            return QString::number(v.toDouble(), 'f', 4);
         case JointVsReorder:
         case JointVsKarmarkarKarp: {
             const double d = v.toDouble();
             return QStringLiteral("%1%2 %").arg(d > 0 ? QStringLiteral("+") : QString()).arg(d, 0, 'f', 2);
         }
-        default: return QString::number(v.toDouble(), 'f', 3);
+        default:
+            return QString::number(v.toDouble(), 'f', 3);
         }
     }
     case Qt::TextAlignmentRole:
@@ -170,7 +206,8 @@ QVariant CompareTableModel::data(const QModelIndex& index, int role) const {
         if (col == JointVsReorder || col == JointVsKarmarkarKarp)
             return tr("100 x (joint - joint of the reference) / joint of the reference; negative is better");
         return {};
-    default: return {};
+    default:
+        return {};
     }
 }
 
@@ -178,40 +215,67 @@ QVariant CompareTableModel::headerData(int section, Qt::Orientation o, int role)
     if (o != Qt::Horizontal || section < 0 || section >= ColumnCount) return {};
     if (role == Qt::DisplayRole) {
         switch (section) {
-        case Run: return tr("run");
-        case Method: return tr("method");
-        case Rows: return tr("rows");
-        case Joint: return tr("max U (joint)");
-        case SumU: return tr("sum U");
-        case MaxJ: return tr("max J");
-        case CvGlobal: return tr("CV_global");
-        case EpPeakSum: return tr("S_EP");
-        case EpTailPeak: return tr("T_EP");
-        case EpBalance: return tr("eta_EP");
-        case Attention: return tr("attention");
-        case CapViolations: return tr("over cap");
-        case JointVsReorder: return tr("vs reorder");
-        case JointVsKarmarkarKarp: return tr("vs KK");
-        default: return {};
+        case Run:
+            return tr("run");
+        case Method:
+            return tr("method");
+        case Rows:
+            return tr("rows");
+        case Joint:
+            return tr("max U (joint)");
+        case SumU:
+            return tr("sum U");
+        case MaxJ:
+            return tr("max J");
+        case CvGlobal:
+            return tr("CV_global");
+        case EpPeakSum:
+            return tr("S_EP");
+        case EpTailPeak:
+            return tr("T_EP");
+        case EpBalance:
+            return tr("eta_EP");
+        case Attention:
+            return tr("attention");
+        case CapViolations:
+            return tr("over cap");
+        case JointVsReorder:
+            return tr("vs reorder");
+        case JointVsKarmarkarKarp:
+            return tr("vs KK");
+        default:
+            return {};
         }
     }
     if (role == Qt::ToolTipRole) {
         switch (section) {
-        case Joint: return tr("max over EDP shards of U_g = sum_r J[r][g] (eq. 15, primary objective)");
-        case SumU: return tr("sum over EDP shards of U_g (eq. 15, second key)");
-        case MaxJ: return tr("worst row-shard cost max J[r][g] (eq. 15, third key)");
-        case CvGlobal: return tr("mean over MoE layers of std/mean of EP-rank loads (eq. 22)");
-        case EpPeakSum: return tr("accumulated EP peaks sum_{r,l} max_{g,p} W (tokens)");
-        case EpTailPeak: return tr("worst row/layer peak max W (tokens)");
-        case EpBalance: return tr("EP balance efficiency (eq. 23); 1 = perfect row-local balance");
-        case JointVsReorder: return tr("change of the joint cost against the run's reorder layout, in percent");
-        case JointVsKarmarkarKarp: return tr("change of the joint cost against the run's karmarkar_karp layout, in percent");
-        case Attention: return tr("sum over rows and shards of the attention cost A[r][g] (eq. 12)");
-        case CapViolations: return tr("cells over the token cap C (only karmarkar_karp can have them)");
-        default: return {};
+        case Joint:
+            return tr("max over EDP shards of U_g = sum_r J[r][g] (eq. 15, primary objective)");
+        case SumU:
+            return tr("sum over EDP shards of U_g (eq. 15, second key)");
+        case MaxJ:
+            return tr("worst row-shard cost max J[r][g] (eq. 15, third key)");
+        case CvGlobal:
+            return tr("mean over MoE layers of std/mean of EP-rank loads (eq. 22)");
+        case EpPeakSum:
+            return tr("accumulated EP peaks sum_{r,l} max_{g,p} W (tokens)");
+        case EpTailPeak:
+            return tr("worst row/layer peak max W (tokens)");
+        case EpBalance:
+            return tr("EP balance efficiency (eq. 23); 1 = perfect row-local balance");
+        case JointVsReorder:
+            return tr("change of the joint cost against the run's reorder layout, in percent");
+        case JointVsKarmarkarKarp:
+            return tr("change of the joint cost against the run's karmarkar_karp layout, in percent");
+        case Attention:
+            return tr("sum over rows and shards of the attention cost A[r][g] (eq. 12)");
+        case CapViolations:
+            return tr("cells over the token cap C (only karmarkar_karp can have them)");
+        default:
+            return {};
         }
     }
     return {};
 }
 
-}  // namespace routepack::views
+} // namespace routepack::views

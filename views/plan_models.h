@@ -39,7 +39,7 @@ private:
     int method_ = 3;
     int rows_ = 0, cols_ = 0;
     qint64 cap_ = 0;
-    std::vector<std::int64_t> tokens_;  // [R*D]
+    std::vector<std::int64_t> tokens_; // [R*D]
 };
 
 /// One row per (run, method): runs in the order given, methods baseline, reorder, karmarkar_karp,
@@ -90,4 +90,4 @@ private:
     QStringList names_;
 };
 
-}  // namespace routepack::views
+} // namespace routepack::views

@@ -57,7 +57,8 @@ QString layerLabel(const PlanResult& plan, int l) {
 
 QStringList layerLabels(const PlanResult& plan) {
     QStringList out;
-    for (int l = 0; l < plan.model.num_moe_layers(); ++l) out.append(layerLabel(plan, l));
+    for (int l = 0; l < plan.model.num_moe_layers(); ++l)
+        out.append(layerLabel(plan, l));
     return out;
 }
 
@@ -92,7 +93,7 @@ QHBoxLayout* methodPanelLayout(QWidget* self, QComboBox* methodBox, QWidget* hea
     return bar;
 }
 
-}  // namespace
+} // namespace
 
 void styleChart(QChart* chart, const QPalette& pal) {
     if (!chart) return;
@@ -166,12 +167,14 @@ void EpHeatmapPanel::setPlan(const std::shared_ptr<const PlanResult>& plan) {
     hi = std::max(hi, 1.02);
 
     QStringList ranks;
-    for (int p = 0; p < P; ++p) ranks.append(QString::number(p));
+    for (int p = 0; p < P; ++p)
+        ranks.append(QString::number(p));
     const QStringList layers = layerLabels(*plan_);
     auto fill = [&](HeatmapWidget* h, std::vector<double> norm, const std::vector<double>& cv,
                     const std::vector<std::uint64_t>* G, const QString& title) {
         QStringList side;
-        for (double c : cv) side.append(QString::number(c, 'f', 4));
+        for (double c : cv)
+            side.append(QString::number(c, 'f', 4));
         h->setTitle(title);
         h->setRange(lo, hi, 1.0);
         h->setData(L, P, std::move(norm), layers, ranks);
@@ -180,7 +183,8 @@ void EpHeatmapPanel::setPlan(const std::shared_ptr<const PlanResult>& plan) {
         h->setToolTipProvider([keep, G, L, P](int l, int p) {
             const std::size_t base = static_cast<std::size_t>(l) * P;
             std::uint64_t sum = 0;
-            for (int q = 0; q < P; ++q) sum += (*G)[base + q];
+            for (int q = 0; q < P; ++q)
+                sum += (*G)[base + q];
             const double mean = static_cast<double>(sum) / P;
             const std::uint64_t g = (*G)[base + p];
             return tr("<b>Layer %1</b> (MoE layer %2 of %3), <b>EP rank %4</b><br>G = %5 tokens<br>"
@@ -237,17 +241,26 @@ void RowHeatmapPanel::setPlan(const std::shared_ptr<const PlanResult>& plan, std
         if (plan_)
             for (int g = 0; g < plan_->topology.shards(); ++g) {
                 QStringList slots;
-                for (int d : plan_->topology.edp_shards[static_cast<std::size_t>(g)]) slots.append(QString::number(d));
+                for (int d : plan_->topology.edp_shards[static_cast<std::size_t>(g)])
+                    slots.append(QString::number(d));
                 shardBox_->addItem(tr("g%1 (DP %2)").arg(g).arg(slots.join(QLatin1Char(','))), g);
             }
     }
     refresh();
 }
 
-void RowHeatmapPanel::setShard(int g) { shardBox_->setCurrentIndex(g); }
-void RowHeatmapPanel::setMethod(int method) { methodBox_->setCurrentIndex(method); }
-int RowHeatmapPanel::shard() const { return shardBox_->currentIndex(); }
-int RowHeatmapPanel::method() const { return methodBox_->currentIndex(); }
+void RowHeatmapPanel::setShard(int g) {
+    shardBox_->setCurrentIndex(g);
+}
+void RowHeatmapPanel::setMethod(int method) {
+    methodBox_->setCurrentIndex(method);
+}
+int RowHeatmapPanel::shard() const {
+    return shardBox_->currentIndex();
+}
+int RowHeatmapPanel::method() const {
+    return methodBox_->currentIndex();
+}
 
 void RowHeatmapPanel::refresh() {
     if (!plan_) {
@@ -273,7 +286,8 @@ void RowHeatmapPanel::refresh() {
     }
     // One colour scale for every shard of the method: min .. max of its peaks.
     std::int64_t top = 1, bottom = std::numeric_limits<std::int64_t>::max();
-    for (std::int64_t v : cb.peak) top = std::max(top, v), bottom = std::min(bottom, v);
+    for (std::int64_t v : cb.peak)
+        top = std::max(top, v), bottom = std::min(bottom, v);
     if (bottom >= top) bottom = 0;
     std::vector<double> values(static_cast<std::size_t>(R) * L);
     for (int r = 0; r < R; ++r)
@@ -285,7 +299,8 @@ void RowHeatmapPanel::refresh() {
         rows.append(QString::number(r));
         side.append(QString::number(cb.E[static_cast<std::size_t>(r) * G + g], 'f', 3));
     }
-    map_->setTitle(tr("%1: per-layer peak rank load max_p W[r][g%2][l][p]").arg(QString::fromLatin1(method_label(m))).arg(g));
+    map_->setTitle(
+        tr("%1: per-layer peak rank load max_p W[r][g%2][l][p]").arg(QString::fromLatin1(method_label(m))).arg(g));
     map_->setRange(static_cast<double>(bottom), static_cast<double>(top));
     map_->setData(R, L, std::move(values), rows, layerLabels(*plan_));
     map_->setSideColumn(tr("E[r][g]"), side);
@@ -303,10 +318,11 @@ void RowHeatmapPanel::refresh() {
             .arg(static_cast<double>(w) / static_cast<double>(C), 0, 'f', 4)
             .arg(c.E[static_cast<std::size_t>(r) * G + g], 0, 'f', 4);
     });
-    note_->setText(tr("Colour scale %1 .. %2 tokens, the same for every shard of this method. E[r][g] = sum_l max_p W / C "
-                      "(eq. 14).")
-                       .arg(bottom)
-                       .arg(top));
+    note_->setText(
+        tr("Colour scale %1 .. %2 tokens, the same for every shard of this method. E[r][g] = sum_l max_p W / C "
+           "(eq. 14).")
+            .arg(bottom)
+            .arg(top));
 }
 
 // =============================================================================================
@@ -332,8 +348,12 @@ void CostsPanel::setPlan(const std::shared_ptr<const PlanResult>& plan, std::sha
     refresh();
 }
 
-void CostsPanel::setMethod(int method) { methodBox_->setCurrentIndex(method); }
-int CostsPanel::method() const { return methodBox_->currentIndex(); }
+void CostsPanel::setMethod(int method) {
+    methodBox_->setCurrentIndex(method);
+}
+int CostsPanel::method() const {
+    return methodBox_->currentIndex();
+}
 
 void CostsPanel::changeEvent(QEvent* e) {
     if (e->type() == QEvent::PaletteChange) {
@@ -350,8 +370,10 @@ void CostsPanel::refresh() {
     QChart* sc = shardView_->chart();
     rc->removeAllSeries();
     sc->removeAllSeries();
-    for (QAbstractAxis* a : rc->axes()) rc->removeAxis(a), delete a;
-    for (QAbstractAxis* a : sc->axes()) sc->removeAxis(a), delete a;
+    for (QAbstractAxis* a : rc->axes())
+        rc->removeAxis(a), delete a;
+    for (QAbstractAxis* a : sc->axes())
+        sc->removeAxis(a), delete a;
     attention_ = expert_ = total_ = nullptr;
     categories_.clear();
     straggler_ = -1;
@@ -362,8 +384,9 @@ void CostsPanel::refresh() {
         return;
     }
     if (!costs_) {
-        heading_->setText(tr("Row-shard costs need the window's routing counts (not loaded for this plan, or the window "
-                             "is too large to score on the GUI thread). Method metrics are in the compare view."));
+        heading_->setText(
+            tr("Row-shard costs need the window's routing counts (not loaded for this plan, or the window "
+               "is too large to score on the GUI thread). Method metrics are in the compare view."));
         return;
     }
     const int m = std::clamp(method(), 0, kMethodCount - 1);
@@ -401,7 +424,7 @@ void CostsPanel::refresh() {
     rc->addSeries(stacked);
     auto* cx = new QBarCategoryAxis;
     cx->append(categories_);
-    if (categories_.size() > 6) cx->setLabelsAngle(-90);  // "r3 g1" labels are elided side by side in a narrow dock
+    if (categories_.size() > 6) cx->setLabelsAngle(-90); // "r3 g1" labels are elided side by side in a narrow dock
     if (categories_.size() > 64) {
         cx->setLabelsVisible(false);
         cx->setTitleText(tr("%1 row-shards (r, g), rows outer").arg(categories_.size()));
@@ -416,7 +439,8 @@ void CostsPanel::refresh() {
     stacked->attachAxis(cx);
     stacked->attachAxis(cy);
     double maxJ = 0;
-    for (double j : cb.J) maxJ = std::max(maxJ, j);
+    for (double j : cb.J)
+        maxJ = std::max(maxJ, j);
     cy->setRange(0, maxJ > 0 ? maxJ * 1.05 : 1);
     cy->applyNiceNumbers();
     rc->setTitle(G > 1 ? tr("%1: row-shard costs; straggler shard g%2 in purple (A) and red (E)")
@@ -444,7 +468,7 @@ void CostsPanel::refresh() {
     bars->setLabelsPosition(QAbstractBarSeries::LabelsInsideEnd);
     bars->setLabelsFormat(QStringLiteral("@value"));
     bars->setLabelsPrecision(5);
-    bars->setLabelsAngle(G > 2 ? -90 : 0);  // horizontal labels of 3+ shards overlap in the narrow chart
+    bars->setLabelsAngle(G > 2 ? -90 : 0); // horizontal labels of 3+ shards overlap in the narrow chart
     sc->addSeries(bars);
     auto* sx = new QBarCategoryAxis;
     sx->append(shards);
@@ -478,7 +502,9 @@ void CostsPanel::refresh() {
                            : QString()));
 }
 
-QString CostsPanel::headingText() const { return heading_->text(); }
+QString CostsPanel::headingText() const {
+    return heading_->text();
+}
 
 // =============================================================================================
 // GridPanel
@@ -518,7 +544,7 @@ public:
     }
 };
 
-}  // namespace
+} // namespace
 
 GridPanel::GridPanel(QWidget* parent) : QWidget(parent) {
     methodBox_ = methodCombo(this);
@@ -548,8 +574,12 @@ void GridPanel::setPlan(const std::shared_ptr<const PlanResult>& plan) {
     refresh();
 }
 
-void GridPanel::setMethod(int method) { methodBox_->setCurrentIndex(method); }
-int GridPanel::method() const { return methodBox_->currentIndex(); }
+void GridPanel::setMethod(int method) {
+    methodBox_->setCurrentIndex(method);
+}
+int GridPanel::method() const {
+    return methodBox_->currentIndex();
+}
 
 void GridPanel::refresh() {
     const int m = std::clamp(method(), 0, kMethodCount - 1);
@@ -561,7 +591,8 @@ void GridPanel::refresh() {
     const Layout& x = method_of(*plan_, m).layout;
     const auto tokens = cell_tokens(x, plan_->samples);
     std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = 0, sum = 0;
-    for (std::int64_t t : tokens) lo = std::min(lo, t), hi = std::max(hi, t), sum += t;
+    for (std::int64_t t : tokens)
+        lo = std::min(lo, t), hi = std::max(hi, t), sum += t;
     if (tokens.empty()) lo = 0;
     const double C = static_cast<double>(plan_->topology.token_cap);
     const double mean = tokens.empty() ? 0.0 : static_cast<double>(sum) / static_cast<double>(tokens.size());
@@ -610,7 +641,7 @@ ConvergencePanel::ConvergencePanel(QWidget* parent) : QWidget(parent) {
     yRate_->setTitleText(tr("acceptance"));
     yRate_->setRange(0, 1);
     yRate_->setLabelFormat(QStringLiteral("%.2f"));
-    yRate_->setGridLineVisible(false);  // the cost axis owns the grid
+    yRate_->setGridLineVisible(false); // the cost axis owns the grid
     c->addAxis(x_, Qt::AlignBottom);
     c->addAxis(y_, Qt::AlignLeft);
     c->addAxis(yRate_, Qt::AlignRight);
@@ -699,4 +730,4 @@ void ConvergencePanel::rescale() {
                           .arg(acceptance_->at(n - 1).y(), 0, 'f', 3));
 }
 
-}  // namespace routepack::views
+} // namespace routepack::views

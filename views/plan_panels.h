@@ -170,4 +170,4 @@ private:
     QLabel* summary_ = nullptr;
 };
 
-}  // namespace routepack::views
+} // namespace routepack::views

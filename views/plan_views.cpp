@@ -56,14 +56,16 @@ QString csvValue(const QVariant& v) {
         if (std::isnan(d)) return {};
         return QString::number(d, 'g', QLocale::FloatingPointShortest);
     }
-    case QMetaType::Bool: return v.toBool() ? QStringLiteral("true") : QStringLiteral("false");
-    default: return v.toString();
+    case QMetaType::Bool:
+        return v.toBool() ? QStringLiteral("true") : QStringLiteral("false");
+    default:
+        return v.toString();
     }
 }
 
 const char* const kViewIds[] = {"ep-heatmap", "row-heatmap", "costs", "grid", "convergence"};
 
-}  // namespace
+} // namespace
 
 // =============================================================================================
 // Export helpers
@@ -77,7 +79,8 @@ bool exportModelCsv(const QAbstractItemModel& model, const QString& file, QStrin
     const int rows = model.rowCount(), cols = model.columnCount();
     QString text;
     QStringList fields;
-    for (int c = 0; c < cols; ++c) fields.append(csvField(model.headerData(c, Qt::Horizontal, Qt::DisplayRole).toString()));
+    for (int c = 0; c < cols; ++c)
+        fields.append(csvField(model.headerData(c, Qt::Horizontal, Qt::DisplayRole).toString()));
     text += fields.join(QLatin1Char(',')) + QStringLiteral("\r\n");
     for (int r = 0; r < rows; ++r) {
         fields.clear();
@@ -153,7 +156,8 @@ PlanView::PlanView(QWidget* parent) : QTabWidget(parent) {
     costs_ = new CostsPanel(this);
     grid_ = new GridPanel(this);
     conv_ = new ConvergencePanel(this);
-    const QString titles[] = {tr("EP-rank loads"), tr("Row peaks"), tr("Costs"), tr("Execution grid"), tr("Convergence")};
+    const QString titles[] = {tr("EP-rank loads"), tr("Row peaks"), tr("Costs"), tr("Execution grid"),
+                              tr("Convergence")};
     QWidget* pages[] = {ep_, rowHeat_, costs_, grid_, conv_};
     for (int i = 0; i < 5; ++i) {
         pages[i]->setObjectName(QString::fromLatin1(kViewIds[i]));
@@ -164,7 +168,9 @@ PlanView::PlanView(QWidget* parent) : QTabWidget(parent) {
 
 PlanView::~PlanView() = default;
 
-void PlanView::setPlan(std::shared_ptr<const PlanResult> plan) { setPlan(std::move(plan), nullptr); }
+void PlanView::setPlan(std::shared_ptr<const PlanResult> plan) {
+    setPlan(std::move(plan), nullptr);
+}
 
 void PlanView::setPlan(std::shared_ptr<const PlanResult> plan, std::shared_ptr<const Trace> window) {
     plan_ = std::move(plan);
@@ -180,8 +186,12 @@ void PlanView::setPlacement(std::shared_ptr<const PlanResult> placement) {
     setCurrentWidget(ep_);
 }
 
-std::shared_ptr<const PlanResult> PlanView::plan() const { return plan_; }
-std::shared_ptr<const Trace> PlanView::window() const { return window_; }
+std::shared_ptr<const PlanResult> PlanView::plan() const {
+    return plan_;
+}
+std::shared_ptr<const Trace> PlanView::window() const {
+    return window_;
+}
 
 void PlanView::refill() {
     std::shared_ptr<const PlanCosts> costs;
@@ -196,12 +206,17 @@ void PlanView::refill() {
         conv_->clear();
 }
 
-void PlanView::clearConvergence() { conv_->clear(); }
-void PlanView::addConvergenceLevel(const LevelStats& level) { conv_->addLevel(level); }
+void PlanView::clearConvergence() {
+    conv_->clear();
+}
+void PlanView::addConvergenceLevel(const LevelStats& level) {
+    conv_->addLevel(level);
+}
 
 QStringList PlanView::viewNames() const {
     QStringList out;
-    for (const char* id : kViewIds) out.append(QString::fromLatin1(id));
+    for (const char* id : kViewIds)
+        out.append(QString::fromLatin1(id));
     return out;
 }
 
@@ -242,7 +257,7 @@ QColor runColour(int k) {
     return colours[k % 8];
 }
 
-}  // namespace
+} // namespace
 
 QString compareBarToolTip(const PlanResult& run, int method, const QString& runName) {
     const double joint = method_of(run, method).metrics.score.max_u;
@@ -283,7 +298,7 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent), d_(std::make_unique
     split->addWidget(d_->chart);
     split->setStretchFactor(0, 2);
     split->setStretchFactor(1, 3);
-    split->setSizes({400, 600});  // proportions kept on resize: the chart gets 60 %
+    split->setSizes({400, 600}); // proportions kept on resize: the chart gets 60 %
     auto* v = new QVBoxLayout(this);
     v->setContentsMargins(0, 0, 0, 0);
     v->addWidget(split);
@@ -311,7 +326,7 @@ void CompareView::setRuns(const QList<std::shared_ptr<const PlanResult>>& runs, 
         auto* set = new QBarSet(d_->model->runName(k));
         set->setColor(runColour(k));
         set->setBorderColor(runColour(k));
-        set->setLabelColor(palette().color(QPalette::Text));  // labels sit above the bars, on the background
+        set->setLabelColor(palette().color(QPalette::Text)); // labels sit above the bars, on the background
         for (int m = 0; m < kMethodCount; ++m) {
             const double joint = method_of(d_->model->run(k), m).metrics.score.max_u;
             set->append(joint);
@@ -330,11 +345,11 @@ void CompareView::setRuns(const QList<std::shared_ptr<const PlanResult>>& runs, 
             QToolTip::hideText();
             return;
         }
-        const int k = d_->chart->chart()->series().isEmpty()
-                          ? -1
-                          : static_cast<int>(qobject_cast<QAbstractBarSeries*>(d_->chart->chart()->series().first())
-                                                 ->barSets()
-                                                 .indexOf(set));
+        const int k =
+            d_->chart->chart()->series().isEmpty()
+                ? -1
+                : static_cast<int>(
+                      qobject_cast<QAbstractBarSeries*>(d_->chart->chart()->series().first())->barSets().indexOf(set));
         if (k < 0 || k >= d_->model->runCount() || index < 0 || index >= kMethodCount) return;
         QToolTip::showText(QCursor::pos(), compareBarToolTip(d_->model->run(k), index, d_->model->runName(k)),
                            d_->chart);
@@ -388,12 +403,15 @@ void CompareView::changeEvent(QEvent* e) {
         styleChart(d_->chart->chart(), palette());
         for (QAbstractSeries* series : d_->chart->chart()->series())
             if (auto* bars = qobject_cast<QAbstractBarSeries*>(series))
-                for (QBarSet* set : bars->barSets()) set->setLabelColor(palette().color(QPalette::Text));
+                for (QBarSet* set : bars->barSets())
+                    set->setLabelColor(palette().color(QPalette::Text));
     }
     QWidget::changeEvent(e);
 }
 
-QAbstractItemModel* CompareView::model() const { return d_->model; }
+QAbstractItemModel* CompareView::model() const {
+    return d_->model;
+}
 
 bool CompareView::exportTableCsv(const QString& file, QString* error) const {
     return exportModelCsv(*d_->model, file, error);
@@ -403,6 +421,8 @@ bool CompareView::exportChart(const QString& file, QString* error) const {
     return exportWidgetImage(d_->chart, file, error);
 }
 
-QWidget* CompareView::chartWidget() const { return d_->chart; }
+QWidget* CompareView::chartWidget() const {
+    return d_->chart;
+}
 
-}  // namespace routepack::views
+} // namespace routepack::views

@@ -2,9 +2,9 @@
 // Plan-inspection and run-comparison views of the studio.
 // Every view paints precomputed values of one immutable routepack::PlanResult; nothing here runs the
 // planner. Only Qt and core value types cross this header (no TBB).
+#include "core/model/trace.h"
 #include "core/plan/annealing.h"
 #include "core/plan/planner.h"
-#include "core/model/trace.h"
 #include "views/roles.h"
 
 #include <QList>
@@ -153,4 +153,4 @@ bool exportModelCsv(const QAbstractItemModel& model, const QString& file, QStrin
 /// QWidget::render. False with `error` set for a null widget, another suffix or a write failure.
 bool exportWidgetImage(QWidget* widget, const QString& file, QString* error = nullptr);
 
-}  // namespace routepack::views
+} // namespace routepack::views

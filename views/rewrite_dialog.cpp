@@ -1,7 +1,7 @@
 #include "views/rewrite_dialog.h"
 
-#include "core/util/errors.h"
 #include "core/model/model.h"
+#include "core/util/errors.h"
 #include "gpu/cuda/device.h"
 #include "gpu/rewrite/request.h"
 
@@ -31,7 +31,8 @@ namespace {
 const char* const kErrorStyle = "color: white; background-color: #b3261e; padding: 4px; border-radius: 3px;";
 
 QString words(const std::exception& e, const char* while_doing) {
-    if (dynamic_cast<const std::bad_alloc*>(&e)) return QStringLiteral("out of memory while %1").arg(QLatin1String(while_doing));
+    if (dynamic_cast<const std::bad_alloc*>(&e))
+        return QStringLiteral("out of memory while %1").arg(QLatin1String(while_doing));
     return QString::fromStdString(e.what());
 }
 
@@ -303,8 +304,8 @@ RewriteDialog::RewriteDialog(QWidget* parent) : QDialog(parent), job_(new Rewrit
     cancelButton_->setEnabled(false);
     rewriteButton_->setDefault(true);
     layout->addWidget(buttons);
-    fieldWidgets_ = {planButton_, input_,   inputFolder, inputFile, output_,      outputBrowse,
-                     direction_,  permuteRouter_, layerMap_, device_,   verify_};
+    fieldWidgets_ = {planButton_, input_,         inputFolder, inputFile, output_, outputBrowse,
+                     direction_,  permuteRouter_, layerMap_,   device_,   verify_};
 
     connect(planButton_, &QPushButton::clicked, this, &RewriteDialog::choosePlanFile);
     connect(inputFolder, &QPushButton::clicked, this, &RewriteDialog::browseInputFolder);
@@ -551,8 +552,7 @@ void RewriteDialog::reject() {
 
 void RewriteDialog::choosePlanFile() {
     const QString dir = QFileInfo::exists(planOrigin_) ? QFileInfo(planOrigin_).absolutePath() : QString();
-    const QString f = QFileDialog::getOpenFileName(this, tr("Plan file"), dir,
-                                                   tr("Plan JSON (*.json);;All files (*)"));
+    const QString f = QFileDialog::getOpenFileName(this, tr("Plan file"), dir, tr("Plan JSON (*.json);;All files (*)"));
     if (!f.isEmpty()) loadPlanFile(f);
 }
 
@@ -628,12 +628,13 @@ void RewriteDialog::showPlanInfo() {
         return;
     }
     const PlanFile& p = *plan_;
-    planInfo_->setText(tr("%1\ntrace %2, window %3: %4 experts, MoE layers %5, %6 EP ranks\ninputs fingerprint %7")
-                           .arg(planOrigin_, QString::fromStdString(p.trace_name), QString::fromStdString(p.window_name))
-                           .arg(p.model.experts)
-                           .arg(layersText(p.model.moe_layers))
-                           .arg(p.topology.ep_ranks)
-                           .arg(QString::fromStdString(p.fingerprint)));
+    planInfo_->setText(
+        tr("%1\ntrace %2, window %3: %4 experts, MoE layers %5, %6 EP ranks\ninputs fingerprint %7")
+            .arg(planOrigin_, QString::fromStdString(p.trace_name), QString::fromStdString(p.window_name))
+            .arg(p.model.experts)
+            .arg(layersText(p.model.moe_layers))
+            .arg(p.topology.ep_ranks)
+            .arg(QString::fromStdString(p.fingerprint)));
 }
 
 void RewriteDialog::showCheck(const RewriteCheck& c) {
@@ -643,12 +644,12 @@ void RewriteDialog::showCheck(const RewriteCheck& c) {
                                    c.error.toHtmlEscaped()));
         return;
     }
-    QString html = QStringLiteral("<p><b>%1</b></p><table>").arg(tr("Check passed (nothing written yet)").toHtmlEscaped());
-    html += row(tr("Checkpoint"), tr("%1, %2 safetensors file(s), %3 other file(s)")
-                                      .arg(c.scheme)
-                                      .arg(c.shards)
-                                      .arg(c.otherFiles));
-    html += row(tr("MoE layers"), tr("%1 (layer map: %2)").arg(layersText(c.checkpointLayers), layerMapText(c.layerMap)));
+    QString html =
+        QStringLiteral("<p><b>%1</b></p><table>").arg(tr("Check passed (nothing written yet)").toHtmlEscaped());
+    html += row(tr("Checkpoint"),
+                tr("%1, %2 safetensors file(s), %3 other file(s)").arg(c.scheme).arg(c.shards).arg(c.otherFiles));
+    html +=
+        row(tr("MoE layers"), tr("%1 (layer map: %2)").arg(layersText(c.checkpointLayers), layerMapText(c.layerMap)));
     html += row(tr("Experts"), tr("%1 per MoE layer").arg(c.experts));
     html += row(tr("Moved tensors"), tr("%1 of %2 expert-indexed tensors (%3 expert, %4 router)")
                                          .arg(c.movedTensors)
@@ -673,10 +674,13 @@ void RewriteDialog::showOutcome(const RewriteOutcome& o) {
                                    .arg(r.files)
                                    .arg(r.seconds, 0, 'f', 3)
                                    .arg(r.gb_per_s(), 0, 'f', 2));
-    html += row(tr("Verified"), r.verified ? tr("yes: every output file equals its planned source bytes (%1 s)")
-                                                 .arg(r.verify_seconds, 0, 'f', 3)
-                                           : tr("no (verify was off)"));
-    html += row(tr("Checkpoint"), tr("%1, MoE layers %2, %3 experts").arg(c.scheme, layersText(c.checkpointLayers)).arg(c.experts));
+    html +=
+        row(tr("Verified"),
+            r.verified
+                ? tr("yes: every output file equals its planned source bytes (%1 s)").arg(r.verify_seconds, 0, 'f', 3)
+                : tr("no (verify was off)"));
+    html += row(tr("Checkpoint"),
+                tr("%1, MoE layers %2, %3 experts").arg(c.scheme, layersText(c.checkpointLayers)).arg(c.experts));
     html += row(tr("Moved tensors"), tr("%1 of %2 expert-indexed tensors, %3")
                                          .arg(r.moved_tensors)
                                          .arg(c.expertTensors + c.routerTensors)

@@ -14,8 +14,8 @@
 #include <QMetaType>
 #include <QString>
 
-#include <map>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -32,16 +32,16 @@ namespace routepack::views {
 
 /// What Check found: the facts of gpu::plan_rewrite's RewritePlan, or why the rewrite is refused.
 struct RewriteCheck {
-    quint64 id = 0;     ///< RewriteJob::check's id (0 for the facts of a rewrite)
-    bool ok = false;    ///< false: `error` says why (plan_rewrite's InputError message, verbatim)
+    quint64 id = 0;  ///< RewriteJob::check's id (0 for the facts of a rewrite)
+    bool ok = false; ///< false: `error` says why (plan_rewrite's InputError message, verbatim)
     QString error;
-    QString scheme;                      ///< hf-per-expert | hf-stacked | megatron-stacked
-    int experts = 0;                     ///< experts per MoE layer of the checkpoint
-    std::vector<int> checkpointLayers;   ///< MoE layers of the checkpoint, ascending
-    std::map<int, int> layerMap;         ///< plan layer -> checkpoint layer used
-    int shards = 0;                      ///< safetensors files
-    int otherFiles = 0;                  ///< files copied verbatim (config.json, index, ...)
-    int movedTensors = 0;                ///< expert (and router) tensors whose bytes move
+    QString scheme;                    ///< hf-per-expert | hf-stacked | megatron-stacked
+    int experts = 0;                   ///< experts per MoE layer of the checkpoint
+    std::vector<int> checkpointLayers; ///< MoE layers of the checkpoint, ascending
+    std::map<int, int> layerMap;       ///< plan layer -> checkpoint layer used
+    int shards = 0;                    ///< safetensors files
+    int otherFiles = 0;                ///< files copied verbatim (config.json, index, ...)
+    int movedTensors = 0;              ///< expert (and router) tensors whose bytes move
     int expertTensors = 0, routerTensors = 0;
     quint64 movedBytes = 0, totalBytes = 0;
     QString placementFingerprint, sourceFingerprint;
@@ -49,10 +49,10 @@ struct RewriteCheck {
 
 /// A finished rewrite, as a value.
 struct RewriteOutcome {
-    quint64 id = 0;              ///< RewriteJob::start's id
-    RewriteCheck check;          ///< the facts of the plan that was executed
-    gpu::RewriteReport report;   ///< device, bytes written, seconds, GB/s, verified
-    QString output;              ///< the output folder (now in place)
+    quint64 id = 0;            ///< RewriteJob::start's id
+    RewriteCheck check;        ///< the facts of the plan that was executed
+    gpu::RewriteReport report; ///< device, bytes written, seconds, GB/s, verified
+    QString output;            ///< the output folder (now in place)
 };
 
 /// Runs rewrite checks and one rewrite at a time on worker threads (two JobTrackers: checks, two at a

@@ -193,8 +193,7 @@ bool SampleFilterProxy::filterAcceptsRow(int sourceRow, const QModelIndex& sourc
     const QAbstractItemModel* m = sourceModel();
     if (!m) return true;
     if (min_ > 0 || max_ > 0) {
-        const qint64 len =
-            m->index(sourceRow, SampleTableModel::Length, sourceParent).data(RawValueRole).toLongLong();
+        const qint64 len = m->index(sourceRow, SampleTableModel::Length, sourceParent).data(RawValueRole).toLongLong();
         if ((min_ > 0 && len < min_) || (max_ > 0 && len > max_)) return false;
     }
     const QString& needle = text_;
@@ -217,9 +216,9 @@ LengthHistogram lengthHistogram(const std::vector<qint64>& lengths, int bins) {
     h.logarithmic = *mn > 0 && hi / lo >= 8.0;
     h.edges.resize(static_cast<std::size_t>(bins) + 1);
     for (int b = 0; b <= bins; ++b)
-        h.edges[static_cast<std::size_t>(b)] =
-            b == bins ? hi : h.logarithmic ? lo * std::pow(hi / lo, static_cast<double>(b) / bins)
-                                           : lo + (hi - lo) * b / bins;
+        h.edges[static_cast<std::size_t>(b)] = b == bins       ? hi
+                                               : h.logarithmic ? lo * std::pow(hi / lo, static_cast<double>(b) / bins)
+                                                               : lo + (hi - lo) * b / bins;
     h.counts.assign(static_cast<std::size_t>(bins), 0);
     for (qint64 v : lengths) {
         // The bin whose [edge_b, edge_b+1) holds v; the maximum goes into the last bin.

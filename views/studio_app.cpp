@@ -5,8 +5,8 @@
 #include "views/studio_window.h"
 
 #include <QApplication>
-#include <QFile>
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
 
 #include <cstdio>
@@ -78,12 +78,12 @@ void printComparison(const QString& csv) {
     for (int i = 1; i < lines.size(); ++i) {
         const QStringList c = lines[i].trimmed().split(QLatin1Char(','));
         if (c.size() < 14) continue;
-        std::printf("%-16s %4s %12.4f %12.4f %10.4f %8.4f %+9.2f%%\n", qPrintable(c[1]), qPrintable(c[2]), c[3].toDouble(),
-                    c[4].toDouble(), c[5].toDouble(), c[9].toDouble(), c[12].toDouble());
+        std::printf("%-16s %4s %12.4f %12.4f %10.4f %8.4f %+9.2f%%\n", qPrintable(c[1]), qPrintable(c[2]),
+                    c[3].toDouble(), c[4].toDouble(), c[5].toDouble(), c[9].toDouble(), c[12].toDouble());
     }
 }
 
-}  // namespace
+} // namespace
 
 int runStudio(int argc, char** argv) {
     bool headless = false;

@@ -375,7 +375,9 @@ QString StudioWindow::lastLibrary() const {
     return settings()->value(QStringLiteral("library/last")).toString();
 }
 
-QString StudioWindow::sampleHeaderText() const { return sampleHeader_->text(); }
+QString StudioWindow::sampleHeaderText() const {
+    return sampleHeader_->text();
+}
 
 QString StudioWindow::statusText() const {
     return status_->text();
@@ -557,8 +559,7 @@ void StudioWindow::onTreeSelection() {
     if (!cur.isValid() || !lib_) return;
     const int kind = cur.data(KindRole).toInt();
     const QString trace = cur.data(TraceRole).toString();
-    const QString window =
-        kind == LibraryTreeModel::TraceNode ? QString() : cur.data(WindowRole).toString();
+    const QString window = kind == LibraryTreeModel::TraceNode ? QString() : cur.data(WindowRole).toString();
     if (trace != shownTrace_ || window != shownWindow_) loadSamples(trace, window);
     // The plan views show the selection or nothing: a plan of another window (or the whole trace)
     // is cleared at once instead of lingering under the new heading.

@@ -185,7 +185,7 @@ private:
     QAction* rewriteAction_ = nullptr;
     QList<QAction*> planActions_;
 
-    QString shownTrace_, shownWindow_; ///< what the sample table shows
+    QString shownTrace_, shownWindow_;  ///< what the sample table shows
     JobTracker* sampleLoads_ = nullptr; ///< the sample table's loads: the latest selection wins
     JobTracker* demoBuild_ = nullptr;   ///< building the demo library
     std::unique_ptr<StudioExports> exports_;

@@ -47,8 +47,8 @@ std::vector<std::vector<int>> parseShardText(const QString& text, int dpSlots) {
                 if (!ok1 || !ok2 || a > b || a < 0)
                     throw InputError("EDP shards: bad range '" + tok.toStdString() + "' (write e.g. 0-3)");
                 if (b >= limit)
-                    throw InputError("EDP shards: range '" + tok.toStdString() + "' names DP slot " + std::to_string(b) +
-                                     ", outside " + slotsText);
+                    throw InputError("EDP shards: range '" + tok.toStdString() + "' names DP slot " +
+                                     std::to_string(b) + ", outside " + slotsText);
                 listed += static_cast<std::int64_t>(b) - a + 1;
                 if (listed > kMaxListed)
                     throw InputError("EDP shards: the ranges list more than " + std::to_string(kMaxListed) +

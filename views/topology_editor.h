@@ -2,8 +2,8 @@
 // Topology and planner-budget editor of the studio: P, D, EDP shards, cap C, min rows,
 // attention stages (alpha, beta), and every PlannerBudgets field. Presets: the shipped topologies
 // (resources/topologies) and the topologies saved in the open library.
-#include "core/plan/planner.h"
 #include "core/model/topology.h"
+#include "core/plan/planner.h"
 #include "storage/library.h"
 
 #include <QString>

@@ -35,4 +35,4 @@ private:
     QString error_;
 };
 
-}  // namespace routepack::views
+} // namespace routepack::views

@@ -123,8 +123,7 @@ std::optional<WindowSelection> WindowDialog::selection(QString* error) const {
             WindowSelection w;
             for (const auto& s : samples_)
                 if (want.count(s.id)) w.ids.push_back(s.id);
-            if (w.ids.empty())
-                throw InputError("the selection holds no samples of trace '" + trace + "'");
+            if (w.ids.empty()) throw InputError("the selection holds no samples of trace '" + trace + "'");
             w.definition = "selection of " + std::to_string(w.ids.size()) + " samples";
             return w;
         }

@@ -3,13 +3,13 @@
 // core/plan/placement.h, core/model/route_counts.h, core/plan/expert_map.h, core/model/topology.h, storage/library.h).
 // Errors: InputError and std::invalid_argument become ValueError with the core's (= the CLI's) text;
 // bad shapes, dtypes, negative counts and NaN are refused with ValueError naming the argument and index.
-#include "core/util/errors.h"
+#include "core/model/route_counts.h"
+#include "core/model/topology.h"
 #include "core/plan/expert_map.h"
 #include "core/plan/placement.h"
 #include "core/plan/plan_file.h"
 #include "core/plan/planner.h"
-#include "core/model/route_counts.h"
-#include "core/model/topology.h"
+#include "core/util/errors.h"
 #include "storage/library.h"
 
 #include <nlohmann/json.hpp>
@@ -34,20 +34,26 @@ using namespace routepack;
 
 namespace {
 
-[[noreturn]] void value_error(const std::string& msg) { throw py::value_error(msg); }
+[[noreturn]] void value_error(const std::string& msg) {
+    throw py::value_error(msg);
+}
 
-std::string dtype_name(const py::array& a) { return py::str(a.dtype()).cast<std::string>(); }
+std::string dtype_name(const py::array& a) {
+    return py::str(a.dtype()).cast<std::string>();
+}
 
 std::string shape_text(const py::array& a) {
     std::string s = "(";
-    for (py::ssize_t d = 0; d < a.ndim(); ++d) s += (d ? ", " : "") + std::to_string(a.shape(d));
+    for (py::ssize_t d = 0; d < a.ndim(); ++d)
+        s += (d ? ", " : "") + std::to_string(a.shape(d));
     if (a.ndim() == 1) s += ",";
     return s + ")";
 }
 
 std::string index_text(const std::vector<py::ssize_t>& idx) {
     std::string s = "[";
-    for (std::size_t i = 0; i < idx.size(); ++i) s += (i ? ", " : "") + std::to_string(idx[i]);
+    for (std::size_t i = 0; i < idx.size(); ++i)
+        s += (i ? ", " : "") + std::to_string(idx[i]);
     return s + "]";
 }
 
@@ -70,8 +76,7 @@ py::array as_array(const py::handle& obj, const std::string& what) {
 
 /// Calls f(typed C-contiguous array) for an integer (or bool) array; ValueError for anything else
 /// (floats, objects, strings), naming `what` and the dtype.
-template <class F>
-decltype(auto) with_integer_array(const py::array& a, const std::string& what, F&& f) {
+template <class F> decltype(auto) with_integer_array(const py::array& a, const std::string& what, F&& f) {
     const char kind = a.dtype().kind();
     const auto size = a.dtype().itemsize();
     auto typed = [&](auto tag) -> decltype(auto) {
@@ -146,8 +151,8 @@ std::vector<int> check_moe_layers(const std::vector<int>& moe_layers) {
             value_error("moe_layers[" + std::to_string(i) + "] = " + std::to_string(moe_layers[i]) + " is negative");
         if (i > 0 && moe_layers[i] <= moe_layers[i - 1])
             value_error("moe_layers[" + std::to_string(i) + "] = " + std::to_string(moe_layers[i]) +
-                        " is not above moe_layers[" + std::to_string(i - 1) + "] = " + std::to_string(moe_layers[i - 1]) +
-                        " (absolute decoder-layer ids, ascending)");
+                        " is not above moe_layers[" + std::to_string(i - 1) +
+                        "] = " + std::to_string(moe_layers[i - 1]) + " (absolute decoder-layer ids, ascending)");
     }
     return moe_layers;
 }
@@ -181,13 +186,14 @@ Topology make_topology(int ep_ranks, int dp_slots, const py::object& edp_shards,
         if (py::isinstance<py::int_>(edp_shards)) {
             const int g = edp_shards.cast<int>();
             if (g < 1 || dp_slots < 1 || dp_slots % g != 0)
-                value_error("topology: edp_shards = " + std::to_string(g) + " must be >= 1 and divide dp_slots = " +
-                            std::to_string(dp_slots));
+                value_error("topology: edp_shards = " + std::to_string(g) +
+                            " must be >= 1 and divide dp_slots = " + std::to_string(dp_slots));
             nlohmann::json shards = nlohmann::json::array();
             const int per = dp_slots / g;
             for (int s = 0; s < g; ++s) {
                 nlohmann::json one = nlohmann::json::array();
-                for (int d = s * per; d < (s + 1) * per; ++d) one.push_back(d);
+                for (int d = s * per; d < (s + 1) * per; ++d)
+                    one.push_back(d);
                 shards.push_back(one);
             }
             j["edp_shards"] = shards;
@@ -220,7 +226,8 @@ struct PyPlacement {
 py::array_t<std::int64_t> layer_matrix(const std::vector<int>& v, int L, int E) {
     py::array_t<std::int64_t> out({static_cast<py::ssize_t>(L), static_cast<py::ssize_t>(E)});
     auto* p = out.mutable_data();
-    for (std::size_t i = 0; i < v.size(); ++i) p[i] = v[i];
+    for (std::size_t i = 0; i < v.size(); ++i)
+        p[i] = v[i];
     return out;
 }
 
@@ -229,7 +236,8 @@ py::list moves_list(const Placement& next, const Placement& previous) {
     py::list out;
     for (const auto& layer : moves) {
         py::list l;
-        for (const auto& m : layer) l.append(py::make_tuple(m.slot, m.expert, m.from_slot, m.previous_expert));
+        for (const auto& m : layer)
+            l.append(py::make_tuple(m.slot, m.expert, m.from_slot, m.previous_expert));
         out.append(std::move(l));
     }
     return out;
@@ -272,7 +280,8 @@ py::dict metrics_dict(const LayoutMetrics& x) {
 
 /// The plan of a plan file's text; to_json() gives the text back without the file's final newline.
 PyPlan plan_from_text(std::string text, const std::string& origin) {
-    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r'))
+        text.pop_back();
     PyPlan p;
     p.file = parse_plan(text, origin);
     p.json = std::move(text);
@@ -297,19 +306,32 @@ PlannerBudgets make_budgets(const py::object& budgets) {
     for (auto [k, v] : budgets.cast<py::dict>()) {
         const std::string key = py::str(k);
         try {
-            if (key == "seeds") b.seeding.candidates = v.cast<int>();
-            else if (key == "population") b.seeding.population = v.cast<int>();
-            else if (key == "choice_width") b.seeding.choice_width = v.cast<int>();
-            else if (key == "eta") b.seeding.eta = v.cast<double>();
-            else if (key == "projections") b.seeding.projections = v.cast<int>();
-            else if (key == "pair_candidates") b.seeding.pair_candidates = v.cast<int>();
-            else if (key == "levels") b.annealing.levels = v.cast<int>();
-            else if (key == "steps") b.annealing.steps = v.cast<int>();
-            else if (key == "t0") b.annealing.t0 = v.cast<double>();
-            else if (key == "cooling") b.annealing.cooling = v.cast<double>();
-            else if (key == "p_guide") b.annealing.p_guide = v.cast<double>();
-            else if (key == "rho") b.annealing.rho = v.cast<double>();
-            else if (key == "row_nodes") b.row_nodes = v.cast<std::int64_t>();
+            if (key == "seeds")
+                b.seeding.candidates = v.cast<int>();
+            else if (key == "population")
+                b.seeding.population = v.cast<int>();
+            else if (key == "choice_width")
+                b.seeding.choice_width = v.cast<int>();
+            else if (key == "eta")
+                b.seeding.eta = v.cast<double>();
+            else if (key == "projections")
+                b.seeding.projections = v.cast<int>();
+            else if (key == "pair_candidates")
+                b.seeding.pair_candidates = v.cast<int>();
+            else if (key == "levels")
+                b.annealing.levels = v.cast<int>();
+            else if (key == "steps")
+                b.annealing.steps = v.cast<int>();
+            else if (key == "t0")
+                b.annealing.t0 = v.cast<double>();
+            else if (key == "cooling")
+                b.annealing.cooling = v.cast<double>();
+            else if (key == "p_guide")
+                b.annealing.p_guide = v.cast<double>();
+            else if (key == "rho")
+                b.annealing.rho = v.cast<double>();
+            else if (key == "row_nodes")
+                b.row_nodes = v.cast<std::int64_t>();
             else
                 value_error("budgets: unknown budget '" + key +
                             "' (known: seeds, population, choice_width, eta, projections, pair_candidates, levels, "
@@ -340,15 +362,16 @@ Trace make_window(const py::object& lengths_obj, const py::object& counts_obj, c
     Trace w;
     w.model = make_model(moe_layers, static_cast<int>(counts.shape(2)), top_k, num_hidden_layers, model_name);
     w.format = "python";
-    const auto len = checked_values<std::int64_t>(lengths, "lengths", 1,
-                                                  static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
-                                                  "must be >= 1");
-    w.counts = checked_values<std::uint32_t>(counts, "counts", 0, std::numeric_limits<std::uint32_t>::max(), "is negative");
+    const auto len = checked_values<std::int64_t>(
+        lengths, "lengths", 1, static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()), "must be >= 1");
+    w.counts =
+        checked_values<std::uint32_t>(counts, "counts", 0, std::numeric_limits<std::uint32_t>::max(), "is negative");
     std::vector<std::string> ids;
     if (!sample_ids.is_none()) {
         ids = sample_ids.cast<std::vector<std::string>>();
         if (static_cast<py::ssize_t>(ids.size()) != n)
-            value_error("sample_ids holds " + std::to_string(ids.size()) + " ids for " + std::to_string(n) + " samples");
+            value_error("sample_ids holds " + std::to_string(ids.size()) + " ids for " + std::to_string(n) +
+                        " samples");
     }
     w.samples.resize(static_cast<std::size_t>(n));
     for (py::ssize_t i = 0; i < n; ++i) {
@@ -382,7 +405,8 @@ PlanFile plan_file_of(const PlanResult& r) {
     f.bound = r.bound;
     f.layout = r.routepack.layout;
     f.score = r.routepack.metrics.score;
-    for (const MethodResult* m : {&r.baseline, &r.reorder, &r.karmarkar_karp, &r.routepack}) f.metrics[m->name] = m->metrics;
+    for (const MethodResult* m : {&r.baseline, &r.reorder, &r.karmarkar_karp, &r.routepack})
+        f.metrics[m->name] = m->metrics;
     f.seed = r.budgets.seed;
     f.workers = r.budgets.workers;
     return f;
@@ -425,12 +449,15 @@ PyPlan run_plan(const py::object& lengths, const py::object& counts, const Topol
     auto st = std::make_shared<PlannerThread>();
     std::thread worker([st, in = std::move(in)] {
         try {
-            PlanResult r = plan_window(in, [&st](const PlanEvent& e) {
-                std::lock_guard lk(st->m);
-                if (st->events.size() >= 256) st->events.pop_front();  // the caller only needs recent progress
-                st->events.push_back(e);
-                st->cv.notify_all();
-            }, &st->cancel);
+            PlanResult r = plan_window(
+                in,
+                [&st](const PlanEvent& e) {
+                    std::lock_guard lk(st->m);
+                    if (st->events.size() >= 256) st->events.pop_front(); // the caller only needs recent progress
+                    st->events.push_back(e);
+                    st->cv.notify_all();
+                },
+                &st->cancel);
             std::lock_guard lk(st->m);
             st->result = std::move(r);
         } catch (...) {
@@ -465,7 +492,7 @@ PyPlan run_plan(const py::object& lengths, const py::object& counts, const Topol
             done = st->done;
         }
         if (!interrupted && PyErr_CheckSignals() != 0) {
-            interrupted.emplace();  // fetches KeyboardInterrupt (or whatever the handler raised)
+            interrupted.emplace(); // fetches KeyboardInterrupt (or whatever the handler raised)
             st->cancel = true;
         }
         if (!interrupted && !progress.is_none() && !st->cancel) {
@@ -499,10 +526,10 @@ PyPlan run_plan(const py::object& lengths, const py::object& counts, const Topol
 // counts_from_routes
 
 struct RouteBlock {
-    py::array routes;     ///< C-contiguous [T][L_rows][K]
+    py::array routes; ///< C-contiguous [T][L_rows][K]
     const std::uint8_t* valid = nullptr;
     std::int64_t tokens = 0;
-    std::size_t offset = 0;  ///< element offset of the block in `routes`
+    std::size_t offset = 0; ///< element offset of the block in `routes`
 };
 
 template <class T>
@@ -516,10 +543,14 @@ RouteCountError count_any(const py::array& a, std::size_t offset, std::int64_t t
                           const std::uint8_t* valid, const std::vector<int>& index, int E, std::int32_t* out) {
     const char kind = a.dtype().kind();
     const auto size = a.dtype().itemsize();
-    if (kind == 'i' && size == 1) return count_block<std::int8_t>(a, offset, tokens, layer_rows, k, valid, index, E, out);
-    if (kind == 'i' && size == 2) return count_block<std::int16_t>(a, offset, tokens, layer_rows, k, valid, index, E, out);
-    if (kind == 'i' && size == 4) return count_block<std::int32_t>(a, offset, tokens, layer_rows, k, valid, index, E, out);
-    if (kind == 'i' && size == 8) return count_block<std::int64_t>(a, offset, tokens, layer_rows, k, valid, index, E, out);
+    if (kind == 'i' && size == 1)
+        return count_block<std::int8_t>(a, offset, tokens, layer_rows, k, valid, index, E, out);
+    if (kind == 'i' && size == 2)
+        return count_block<std::int16_t>(a, offset, tokens, layer_rows, k, valid, index, E, out);
+    if (kind == 'i' && size == 4)
+        return count_block<std::int32_t>(a, offset, tokens, layer_rows, k, valid, index, E, out);
+    if (kind == 'i' && size == 8)
+        return count_block<std::int64_t>(a, offset, tokens, layer_rows, k, valid, index, E, out);
     return count_block<std::uint8_t>(a, offset, tokens, layer_rows, k, valid, index, E, out);
 }
 
@@ -528,19 +559,21 @@ py::array routes_array(const py::handle& obj, const std::string& what) {
     const char kind = a.dtype().kind();
     const auto size = a.dtype().itemsize();
     if (!((kind == 'i' && (size == 1 || size == 2 || size == 4 || size == 8)) || (kind == 'u' && size == 1)))
-        value_error(what + " must be int16, int32 or uint8 (int8 and int64 also accepted; got dtype " + dtype_name(a) + ")");
+        value_error(what + " must be int16, int32 or uint8 (int8 and int64 also accepted; got dtype " + dtype_name(a) +
+                    ")");
     return py::array::ensure(a, py::array::c_style);
 }
 
-py::array_t<std::int32_t> counts_from_routes(const py::object& routes, int num_experts, const std::vector<int>& moe_layers,
-                                             const std::string& layer_axis, const py::object& valid) {
+py::array_t<std::int32_t> counts_from_routes(const py::object& routes, int num_experts,
+                                             const std::vector<int>& moe_layers, const std::string& layer_axis,
+                                             const py::object& valid) {
     if (num_experts < 1) value_error("num_experts must be >= 1 (got " + std::to_string(num_experts) + ")");
     if (layer_axis != "all" && layer_axis != "moe")
         value_error("layer_axis must be 'all' or 'moe' (got '" + layer_axis + "')");
     check_moe_layers(moe_layers);
     const bool all = layer_axis == "all";
     std::vector<RouteBlock> blocks;
-    std::vector<py::array> keep;  // arrays the blocks point into
+    std::vector<py::array> keep; // arrays the blocks point into
     int layer_rows = -1, k = -1;
     auto check_lk = [&](const py::array& a, int dim_l, const std::string& what) {
         const int L = static_cast<int>(a.shape(dim_l)), K = static_cast<int>(a.shape(dim_l + 1));
@@ -553,7 +586,8 @@ py::array_t<std::int32_t> counts_from_routes(const py::object& routes, int num_e
         }
     };
     if (py::isinstance<py::list>(routes) || py::isinstance<py::tuple>(routes)) {
-        if (!valid.is_none()) value_error("valid applies to a [B, S, L, K] array; a list of [T, L, K] arrays has no mask");
+        if (!valid.is_none())
+            value_error("valid applies to a [B, S, L, K] array; a list of [T, L, K] arrays has no mask");
         const py::sequence seq = routes.cast<py::sequence>();
         for (std::size_t i = 0; i < seq.size(); ++i) {
             const std::string what = "routes[" + std::to_string(i) + "]";
@@ -584,7 +618,8 @@ py::array_t<std::int32_t> counts_from_routes(const py::object& routes, int num_e
             auto* dst = bytes.mutable_data();
             py::array mb = py::array::ensure(m.attr("astype")("bool"), py::array::c_style);
             const auto* src = static_cast<const bool*>(mb.data());
-            for (py::ssize_t i = 0; i < B * S; ++i) dst[i] = src[i] ? 1 : 0;
+            for (py::ssize_t i = 0; i < B * S; ++i)
+                dst[i] = src[i] ? 1 : 0;
             keep.push_back(bytes);
             mask = bytes.data();
         }
@@ -594,8 +629,8 @@ py::array_t<std::int32_t> counts_from_routes(const py::object& routes, int num_e
     }
     const int Lm = static_cast<int>(moe_layers.size());
     const std::vector<int> index = blocks.empty() ? std::vector<int>{} : route_layer_rows(layer_rows, all, moe_layers);
-    py::array_t<std::int32_t> out({static_cast<py::ssize_t>(blocks.size()), static_cast<py::ssize_t>(Lm),
-                                   static_cast<py::ssize_t>(num_experts)});
+    py::array_t<std::int32_t> out(
+        {static_cast<py::ssize_t>(blocks.size()), static_cast<py::ssize_t>(Lm), static_cast<py::ssize_t>(num_experts)});
     std::int32_t* o = out.mutable_data();
     std::fill(o, o + out.size(), 0);
     const std::size_t stride = static_cast<std::size_t>(Lm) * num_experts;
@@ -611,10 +646,11 @@ py::array_t<std::int32_t> counts_from_routes(const py::object& routes, int num_e
     }
     if (!bad.ok) {
         const bool list = py::isinstance<py::list>(routes) || py::isinstance<py::tuple>(routes);
-        const std::string where = list ? "routes[" + std::to_string(bad_block) + "][" + std::to_string(bad.token) + ", " +
-                                             std::to_string(bad.layer_row) + ", " + std::to_string(bad.choice) + "]"
-                                       : "routes[" + std::to_string(bad_block) + ", " + std::to_string(bad.token) + ", " +
-                                             std::to_string(bad.layer_row) + ", " + std::to_string(bad.choice) + "]";
+        const std::string where =
+            list ? "routes[" + std::to_string(bad_block) + "][" + std::to_string(bad.token) + ", " +
+                       std::to_string(bad.layer_row) + ", " + std::to_string(bad.choice) + "]"
+                 : "routes[" + std::to_string(bad_block) + ", " + std::to_string(bad.token) + ", " +
+                       std::to_string(bad.layer_row) + ", " + std::to_string(bad.choice) + "]";
         value_error(where + " = " + std::to_string(bad.value) + " is outside 0.." + std::to_string(num_experts - 1) +
                     " (-1 = no route)");
     }
@@ -648,7 +684,7 @@ py::dict trace_entry_dict(const storage::TraceEntry& t) {
     return d;
 }
 
-}  // namespace
+} // namespace
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "RoutePack core (C++): placement, row count, packing planner, plan files, route counting";
@@ -675,10 +711,12 @@ experts_per_layer=0). edp_shards: None = one shard of all DP slots, an int G = G
 consecutive slots, or a list of lists partitioning 0..D-1. Validated with the topology file's rules
 (ValueError with the same text as the CLI, prefixed "topology: ").)doc")
         .def(py::init(&make_topology), py::arg("ep_ranks"), py::arg("dp_slots"), py::arg("edp_shards") = py::none(),
-             py::arg("token_cap"), py::arg("stages") = std::vector<std::tuple<std::string, double, double>>{{"attention", 1.0, 0.0}},
+             py::arg("token_cap"),
+             py::arg("stages") = std::vector<std::tuple<std::string, double, double>>{{"attention", 1.0, 0.0}},
              py::arg("min_rows") = 0, py::arg("experts_per_layer") = 0)
-        .def_static("from_json", [](const std::string& text) { return parse_topology(text, "topology"); }, py::arg("text"),
-                    "Parses topology JSON text (the CLI's --topology file format).")
+        .def_static(
+            "from_json", [](const std::string& text) { return parse_topology(text, "topology"); }, py::arg("text"),
+            "Parses topology JSON text (the CLI's --topology file format).")
         .def_static("load", &load_topology, py::arg("spec"),
                     "A topology file path or the name of a shipped topology (as `routepack plan --topology`).")
         .def_static("known_names", &known_topology_names)
@@ -689,11 +727,13 @@ consecutive slots, or a list of lists partitioning 0..D-1. Validated with the to
         .def_readonly("token_cap", &Topology::token_cap)
         .def_readonly("min_rows", &Topology::min_rows)
         .def_readonly("experts_per_layer", &Topology::experts_per_layer)
-        .def_property_readonly("stages", [](const Topology& t) {
-            py::list l;
-            for (const auto& s : t.attention_stages) l.append(py::make_tuple(s.name, s.alpha, s.beta));
-            return l;
-        })
+        .def_property_readonly("stages",
+                               [](const Topology& t) {
+                                   py::list l;
+                                   for (const auto& s : t.attention_stages)
+                                       l.append(py::make_tuple(s.name, s.alpha, s.beta));
+                                   return l;
+                               })
         .def("__eq__", [](const Topology& a, const Topology& b) { return a == b; })
         .def("__repr__", [](const Topology& t) { return "routepack.Topology(" + topology_to_json(t) + ")"; });
 
@@ -705,72 +745,89 @@ logical expert e at MoE layer index l; slot v is on EP rank v // (E / P).)doc")
         .def_property_readonly("ep_ranks", [](const PyPlacement& p) { return p.pi.ep_ranks; })
         .def_property_readonly("moe_layers", [](const PyPlacement& p) { return p.model.moe_layers; })
         .def_property_readonly("num_hidden_layers", [](const PyPlacement& p) { return p.model.num_hidden_layers; })
-        .def_property_readonly("logical_to_physical",
-                               [](const PyPlacement& p) { return layer_matrix(p.pi.slot, p.pi.layers, p.pi.experts); },
-                               "int64 [L, E]: slot of each logical expert")
-        .def_property_readonly("physical_to_logical",
-                               [](const PyPlacement& p) {
-                                   return layer_matrix(physical_to_logical(p.pi), p.pi.layers, p.pi.experts);
-                               },
-                               "int64 [L, E]: logical expert in each physical slot")
-        .def("moves", [](const PyPlacement& p, const py::object& prev) { return moves_list(p.pi, placement_of(prev)); },
-             py::arg("previous"), R"doc(
+        .def_property_readonly(
+            "logical_to_physical",
+            [](const PyPlacement& p) { return layer_matrix(p.pi.slot, p.pi.layers, p.pi.experts); },
+            "int64 [L, E]: slot of each logical expert")
+        .def_property_readonly(
+            "physical_to_logical",
+            [](const PyPlacement& p) { return layer_matrix(physical_to_logical(p.pi), p.pi.layers, p.pi.experts); },
+            "int64 [L, E]: logical expert in each physical slot")
+        .def(
+            "moves", [](const PyPlacement& p, const py::object& prev) { return moves_list(p.pi, placement_of(prev)); },
+            py::arg("previous"), R"doc(
 The slots whose expert changes from `previous` (a Placement or Plan of the same shape) to this one,
 per MoE layer index: [L] lists of (slot, expert, from_slot, previous_expert) tuples, ascending slot.
 Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scales) from
 `from_slot` to `slot`.)doc")
-        .def("rank_loads", [](const PyPlacement& p, const py::object& loads) {
+        .def(
+            "rank_loads",
+            [](const PyPlacement& p, const py::object& loads) {
+                const py::array a = as_array(loads, "loads");
+                if (a.ndim() != 2 || a.shape(0) != p.pi.layers || a.shape(1) != p.pi.experts)
+                    value_error("loads has shape " + shape_text(a) + "; expected [L, E] = (" +
+                                std::to_string(p.pi.layers) + ", " + std::to_string(p.pi.experts) + ")");
+                const auto G = rank_loads(load_values(a, "loads"), p.pi);
+                py::array_t<std::uint64_t> out(
+                    {static_cast<py::ssize_t>(p.pi.layers), static_cast<py::ssize_t>(p.pi.ep_ranks)});
+                std::copy(G.begin(), G.end(), out.mutable_data());
+                return out;
+            },
+            py::arg("loads"), "uint64 [L, P]: G[l][p] = sum of loads of the experts on rank p (eq. 10)")
+        .def(
+            "export_map",
+            [](const PyPlacement& p, const std::string& format) {
+                return expert_map_json(p.pi, p.model, parse_expert_map_format(format));
+            },
+            py::arg("format"),
+            "Expert map JSON text as `routepack export-map --format routepack|sglang|vllm` writes it.")
+        .def("__eq__", [](const PyPlacement& a, const PyPlacement& b) {
+            return a.pi == b.pi && a.model.moe_layers == b.model.moe_layers;
+        });
+
+    m.def(
+        "_place",
+        [](const py::object& loads, int ep_ranks, std::optional<std::vector<int>> moe_layers,
+           std::optional<int> num_hidden_layers) {
             const py::array a = as_array(loads, "loads");
-            if (a.ndim() != 2 || a.shape(0) != p.pi.layers || a.shape(1) != p.pi.experts)
-                value_error("loads has shape " + shape_text(a) + "; expected [L, E] = (" + std::to_string(p.pi.layers) +
-                            ", " + std::to_string(p.pi.experts) + ")");
-            const auto G = rank_loads(load_values(a, "loads"), p.pi);
-            py::array_t<std::uint64_t> out({static_cast<py::ssize_t>(p.pi.layers), static_cast<py::ssize_t>(p.pi.ep_ranks)});
-            std::copy(G.begin(), G.end(), out.mutable_data());
-            return out;
-        }, py::arg("loads"), "uint64 [L, P]: G[l][p] = sum of loads of the experts on rank p (eq. 10)")
-        .def("export_map", [](const PyPlacement& p, const std::string& format) {
-            return expert_map_json(p.pi, p.model, parse_expert_map_format(format));
-        }, py::arg("format"), "Expert map JSON text as `routepack export-map --format routepack|sglang|vllm` writes it.")
-        .def("__eq__", [](const PyPlacement& a, const PyPlacement& b) { return a.pi == b.pi && a.model.moe_layers == b.model.moe_layers; });
+            if (a.ndim() != 2 || a.shape(0) < 1 || a.shape(1) < 1)
+                value_error("loads must be 2-dimensional [L, E] with L, E >= 1 (got shape " + shape_text(a) + ")");
+            const int L = static_cast<int>(a.shape(0)), E = static_cast<int>(a.shape(1));
+            if (ep_ranks < 1) value_error("ep_ranks must be >= 1 (got " + std::to_string(ep_ranks) + ")");
+            if (E % ep_ranks != 0)
+                throw InputError("topology: " + std::to_string(E) + " experts are not divisible by " +
+                                 std::to_string(ep_ranks) + " EP ranks");
+            std::vector<int> layers;
+            if (moe_layers) {
+                layers = *moe_layers;
+                if (static_cast<int>(layers.size()) != L)
+                    value_error("moe_layers names " + std::to_string(layers.size()) + " layers for " +
+                                std::to_string(L) + " rows of loads");
+            } else {
+                for (int l = 0; l < L; ++l)
+                    layers.push_back(l);
+            }
+            PyPlacement p;
+            p.model = make_model(layers, E, std::nullopt, num_hidden_layers, "");
+            const auto v = load_values(a, "loads");
+            py::gil_scoped_release release;
+            p.pi = lpt_placement(v, L, E, ep_ranks);
+            return p;
+        },
+        py::arg("loads"), py::arg("ep_ranks"), py::arg("moe_layers") = py::none(),
+        py::arg("num_hidden_layers") = py::none());
 
-    m.def("_place", [](const py::object& loads, int ep_ranks, std::optional<std::vector<int>> moe_layers,
-                       std::optional<int> num_hidden_layers) {
-        const py::array a = as_array(loads, "loads");
-        if (a.ndim() != 2 || a.shape(0) < 1 || a.shape(1) < 1)
-            value_error("loads must be 2-dimensional [L, E] with L, E >= 1 (got shape " + shape_text(a) + ")");
-        const int L = static_cast<int>(a.shape(0)), E = static_cast<int>(a.shape(1));
-        if (ep_ranks < 1) value_error("ep_ranks must be >= 1 (got " + std::to_string(ep_ranks) + ")");
-        if (E % ep_ranks != 0)
-            throw InputError("topology: " + std::to_string(E) + " experts are not divisible by " + std::to_string(ep_ranks) +
-                             " EP ranks");
-        std::vector<int> layers;
-        if (moe_layers) {
-            layers = *moe_layers;
-            if (static_cast<int>(layers.size()) != L)
-                value_error("moe_layers names " + std::to_string(layers.size()) + " layers for " + std::to_string(L) +
-                            " rows of loads");
-        } else {
-            for (int l = 0; l < L; ++l) layers.push_back(l);
-        }
-        PyPlacement p;
-        p.model = make_model(layers, E, std::nullopt, num_hidden_layers, "");
-        const auto v = load_values(a, "loads");
-        py::gil_scoped_release release;
-        p.pi = lpt_placement(v, L, E, ep_ranks);
-        return p;
-    }, py::arg("loads"), py::arg("ep_ranks"), py::arg("moe_layers") = py::none(), py::arg("num_hidden_layers") = py::none());
-
-    m.def("_identity", [](int layers, int experts, int ep_ranks, std::vector<int> moe_layers, std::optional<int> num_hidden_layers) {
-        PyPlacement p;
-        p.model = make_model(moe_layers, experts, std::nullopt, num_hidden_layers, "");
-        if (static_cast<int>(moe_layers.size()) != layers) value_error("moe_layers must name every layer");
-        if (ep_ranks < 1 || experts % ep_ranks != 0)
-            throw InputError("topology: " + std::to_string(experts) + " experts are not divisible by " +
-                             std::to_string(ep_ranks) + " EP ranks");
-        p.pi = identity_placement(layers, experts, ep_ranks);
-        return p;
-    });
+    m.def("_identity",
+          [](int layers, int experts, int ep_ranks, std::vector<int> moe_layers, std::optional<int> num_hidden_layers) {
+              PyPlacement p;
+              p.model = make_model(moe_layers, experts, std::nullopt, num_hidden_layers, "");
+              if (static_cast<int>(moe_layers.size()) != layers) value_error("moe_layers must name every layer");
+              if (ep_ranks < 1 || experts % ep_ranks != 0)
+                  throw InputError("topology: " + std::to_string(experts) + " experts are not divisible by " +
+                                   std::to_string(ep_ranks) + " EP ranks");
+              p.pi = identity_placement(layers, experts, ep_ranks);
+              return p;
+          });
 
     m.def("_rank_max_over_mean", [](const py::object& G) {
         const py::array a = as_array(G, "G");
@@ -779,86 +836,120 @@ Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scal
     });
 
     py::class_<PyPlan>(m, "Plan", "A RoutePack plan (the plan file's content; see routepack.Plan in the package).")
-        .def_property_readonly("rows", [](const PyPlan& p) {
-            py::list rows;
-            const Layout& x = p.file.layout;
-            for (int r = 0; r < x.rows; ++r) {
-                py::list row;
-                for (int d = 0; d < x.dp_slots; ++d) row.append(py::cast(x.cells[static_cast<std::size_t>(x.cell_index(r, d))]));
-                rows.append(std::move(row));
-            }
-            return rows;
-        }, "R x D lists of sample indices (window order): rows[r][d] is cell (r, d)")
-        .def_property_readonly("cell_of", [](const PyPlan& p) {
-            const Layout& x = p.file.layout;
-            py::array_t<std::int64_t> out({static_cast<py::ssize_t>(p.file.lengths.size()), py::ssize_t{2}});
-            auto* o = out.mutable_data();
-            for (int k = 0; k < x.cell_count(); ++k)
-                for (int i : x.cells[static_cast<std::size_t>(k)]) {
-                    o[2 * i] = k / x.dp_slots;
-                    o[2 * i + 1] = k % x.dp_slots;
+        .def_property_readonly(
+            "rows",
+            [](const PyPlan& p) {
+                py::list rows;
+                const Layout& x = p.file.layout;
+                for (int r = 0; r < x.rows; ++r) {
+                    py::list row;
+                    for (int d = 0; d < x.dp_slots; ++d)
+                        row.append(py::cast(x.cells[static_cast<std::size_t>(x.cell_index(r, d))]));
+                    rows.append(std::move(row));
                 }
-            return out;
-        }, "int64 [N, 2]: (row, DP slot) of each sample")
+                return rows;
+            },
+            "R x D lists of sample indices (window order): rows[r][d] is cell (r, d)")
+        .def_property_readonly(
+            "cell_of",
+            [](const PyPlan& p) {
+                const Layout& x = p.file.layout;
+                py::array_t<std::int64_t> out({static_cast<py::ssize_t>(p.file.lengths.size()), py::ssize_t{2}});
+                auto* o = out.mutable_data();
+                for (int k = 0; k < x.cell_count(); ++k)
+                    for (int i : x.cells[static_cast<std::size_t>(k)]) {
+                        o[2 * i] = k / x.dp_slots;
+                        o[2 * i + 1] = k % x.dp_slots;
+                    }
+                return out;
+            },
+            "int64 [N, 2]: (row, DP slot) of each sample")
         .def_property_readonly("row_count", [](const PyPlan& p) { return p.file.row_count; })
         .def_property_readonly("certified", [](const PyPlan& p) { return p.file.row_count_certified; })
         .def_property_readonly("row_lower_bound", [](const PyPlan& p) { return p.file.row_lower_bound; })
-        .def_property_readonly("lower_bound", [](const PyPlan& p) -> py::object {
-            if (!p.file.has_bound) return py::none();
-            py::dict d;
-            d["value"] = p.file.bound.value;
-            d["mean"] = p.file.bound.mean;
-            d["sample"] = p.file.bound.sample;
-            d["gap"] = bound_gap(p.file.score.max_u, p.file.bound.value);
-            return d;
-        }, "certified lower bound on max_g U at the plan's placement over every layout (core/plan/bound.h): "
-           "{value, mean, sample, gap = max_g U / value - 1}; None for a version-1 plan file")
+        .def_property_readonly(
+            "lower_bound",
+            [](const PyPlan& p) -> py::object {
+                if (!p.file.has_bound) return py::none();
+                py::dict d;
+                d["value"] = p.file.bound.value;
+                d["mean"] = p.file.bound.mean;
+                d["sample"] = p.file.bound.sample;
+                d["gap"] = bound_gap(p.file.score.max_u, p.file.bound.value);
+                return d;
+            },
+            "certified lower bound on max_g U at the plan's placement over every layout (core/plan/bound.h): "
+            "{value, mean, sample, gap = max_g U / value - 1}; None for a version-1 plan file")
         .def_property_readonly("dp_slots", [](const PyPlan& p) { return p.file.layout.dp_slots; })
-        .def_property_readonly("score", [](const PyPlan& p) {
-            return py::make_tuple(p.file.score.max_u, p.file.score.sum_u, p.file.score.max_j);
-        }, "(max_g U_g, sum_g U_g, max J) (eq. 15)")
-        .def_property_readonly("metrics", [](const PyPlan& p) {
-            py::dict d;
-            for (const auto& [name, x] : p.file.metrics) d[py::str(name)] = metrics_dict(x);
-            return d;
-        }, "per method (baseline, reorder, karmarkar_karp, routepack) the Table 3-4 metrics")
+        .def_property_readonly(
+            "score",
+            [](const PyPlan& p) { return py::make_tuple(p.file.score.max_u, p.file.score.sum_u, p.file.score.max_j); },
+            "(max_g U_g, sum_g U_g, max J) (eq. 15)")
+        .def_property_readonly(
+            "metrics",
+            [](const PyPlan& p) {
+                py::dict d;
+                for (const auto& [name, x] : p.file.metrics)
+                    d[py::str(name)] = metrics_dict(x);
+                return d;
+            },
+            "per method (baseline, reorder, karmarkar_karp, routepack) the Table 3-4 metrics")
         .def_property_readonly("moe_layers", [](const PyPlan& p) { return p.file.model.moe_layers; })
         .def_property_readonly("num_hidden_layers", [](const PyPlan& p) { return p.file.model.num_hidden_layers; })
         .def_property_readonly("num_experts", [](const PyPlan& p) { return p.file.model.experts; })
         .def_property_readonly("sample_ids", [](const PyPlan& p) { return p.file.sample_ids; })
-        .def_property_readonly("lengths", [](const PyPlan& p) {
-            py::array_t<std::int64_t> out(static_cast<py::ssize_t>(p.file.lengths.size()));
-            std::copy(p.file.lengths.begin(), p.file.lengths.end(), out.mutable_data());
-            return out;
-        })
+        .def_property_readonly("lengths",
+                               [](const PyPlan& p) {
+                                   py::array_t<std::int64_t> out(static_cast<py::ssize_t>(p.file.lengths.size()));
+                                   std::copy(p.file.lengths.begin(), p.file.lengths.end(), out.mutable_data());
+                                   return out;
+                               })
         .def_property_readonly("topology", [](const PyPlan& p) { return p.file.topology; })
         .def_property_readonly("seed", [](const PyPlan& p) { return p.file.seed; })
         .def_property_readonly("fingerprint", [](const PyPlan& p) { return p.file.fingerprint; })
         .def_property_readonly("cancelled", [](const PyPlan& p) { return p.cancelled; })
         .def_property_readonly("time_limit_hit", [](const PyPlan& p) { return p.time_limit_hit; })
         .def_property_readonly("timings", [](const PyPlan& p) { return p.timings; })
-        .def_property_readonly("placement", [](const PyPlan& p) { return PyPlacement{p.file.placement, p.file.model}; })
-        .def_property_readonly("physical_to_logical", [](const PyPlan& p) {
-            return layer_matrix(physical_to_logical(p.file.placement), p.file.placement.layers, p.file.placement.experts);
-        }, "int64 [L, E]: logical expert in each physical slot, rows = moe_layers")
-        .def_property_readonly("logical_to_physical", [](const PyPlan& p) {
-            return layer_matrix(p.file.placement.slot, p.file.placement.layers, p.file.placement.experts);
-        }, "int64 [L, E]: physical slot of each logical expert, rows = moe_layers")
-        .def("to_json", [](const PyPlan& p) { return plan_json(p); }, "The plan file text (format routepack-plan, version 1).")
-        .def("export_map", [](const PyPlan& p, const std::string& format) {
-            return expert_map_json(p.file.placement, p.file.model, parse_expert_map_format(format));
-        }, py::arg("format"));
+        .def_property_readonly("placement",
+                               [](const PyPlan& p) {
+                                   return PyPlacement{p.file.placement, p.file.model};
+                               })
+        .def_property_readonly(
+            "physical_to_logical",
+            [](const PyPlan& p) {
+                return layer_matrix(physical_to_logical(p.file.placement), p.file.placement.layers,
+                                    p.file.placement.experts);
+            },
+            "int64 [L, E]: logical expert in each physical slot, rows = moe_layers")
+        .def_property_readonly(
+            "logical_to_physical",
+            [](const PyPlan& p) {
+                return layer_matrix(p.file.placement.slot, p.file.placement.layers, p.file.placement.experts);
+            },
+            "int64 [L, E]: physical slot of each logical expert, rows = moe_layers")
+        .def(
+            "to_json", [](const PyPlan& p) { return plan_json(p); },
+            "The plan file text (format routepack-plan, version 1).")
+        .def(
+            "export_map",
+            [](const PyPlan& p, const std::string& format) {
+                return expert_map_json(p.file.placement, p.file.model, parse_expert_map_format(format));
+            },
+            py::arg("format"));
 
     m.def("_plan", &run_plan, py::arg("lengths"), py::arg("counts"), py::arg("topology"), py::kw_only(),
           py::arg("moe_layers"), py::arg("seed") = 1, py::arg("workers") = 1, py::arg("time_limit_s") = 0.0,
           py::arg("budgets") = py::none(), py::arg("progress") = py::none(), py::arg("top_k") = py::none(),
-          py::arg("num_hidden_layers") = py::none(), py::arg("sample_ids") = py::none(), py::arg("trace_name") = "python",
-          py::arg("window_name") = "", py::arg("model_name") = "");
+          py::arg("num_hidden_layers") = py::none(), py::arg("sample_ids") = py::none(),
+          py::arg("trace_name") = "python", py::arg("window_name") = "", py::arg("model_name") = "");
 
-    m.def("_plan_from_json", [](std::string text, const std::string& origin) { return plan_from_text(std::move(text), origin); },
-          py::arg("text"), py::arg("origin") = "plan");
-    m.def("_load_plan", [](const std::string& path) { return plan_from_text(read_file_text(path, "plan"), path); },
-          py::arg("path"));
+    m.def(
+        "_plan_from_json",
+        [](std::string text, const std::string& origin) { return plan_from_text(std::move(text), origin); },
+        py::arg("text"), py::arg("origin") = "plan");
+    m.def(
+        "_load_plan", [](const std::string& path) { return plan_from_text(read_file_text(path, "plan"), path); },
+        py::arg("path"));
 
     m.def("counts_from_routes", &counts_from_routes, py::arg("routes"), py::arg("num_experts"), py::kw_only(),
           py::arg("moe_layers"), py::arg("layer_axis") = "all", py::arg("valid") = py::none(), R"doc(
@@ -871,73 +962,99 @@ decoder layer (layer_axis='all'; rows of dense layers ignored) or only the MoE l
 value outside 0..num_experts-1 is a ValueError naming its index. The GIL is released while counting.)doc");
 
     py::class_<PyWindow>(m, "Window", "A trace or window read from a library: lengths, counts, moe_layers, sample ids.")
-        .def_property_readonly("lengths", [](const PyWindow& w) {
-            py::array_t<std::int64_t> out(static_cast<py::ssize_t>(w.trace->size()));
-            for (std::size_t i = 0; i < w.trace->size(); ++i) out.mutable_data()[i] = w.trace->samples[i].length;
-            return out;
-        }, "int64 [N]: t_i")
-        .def_property_readonly("counts", [](const PyWindow& w) {
-            // No copy: the array views the loaded trace, which the capsule keeps alive.
-            auto* keep = new std::shared_ptr<const Trace>(w.trace);
-            py::capsule owner(keep, [](void* p) { delete static_cast<std::shared_ptr<const Trace>*>(p); });
-            const auto& t = *w.trace;
-            py::array_t<std::uint32_t> a({static_cast<py::ssize_t>(t.size()), static_cast<py::ssize_t>(t.model.num_moe_layers()),
-                                          static_cast<py::ssize_t>(t.model.experts)},
-                                         t.counts.data(), owner);
-            py::detail::array_proxy(a.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
-            return a;
-        }, "uint32 [N, L, E] (read-only view): a[i][l][e]")
+        .def_property_readonly(
+            "lengths",
+            [](const PyWindow& w) {
+                py::array_t<std::int64_t> out(static_cast<py::ssize_t>(w.trace->size()));
+                for (std::size_t i = 0; i < w.trace->size(); ++i)
+                    out.mutable_data()[i] = w.trace->samples[i].length;
+                return out;
+            },
+            "int64 [N]: t_i")
+        .def_property_readonly(
+            "counts",
+            [](const PyWindow& w) {
+                // No copy: the array views the loaded trace, which the capsule keeps alive.
+                auto* keep = new std::shared_ptr<const Trace>(w.trace);
+                py::capsule owner(keep, [](void* p) { delete static_cast<std::shared_ptr<const Trace>*>(p); });
+                const auto& t = *w.trace;
+                py::array_t<std::uint32_t> a({static_cast<py::ssize_t>(t.size()),
+                                              static_cast<py::ssize_t>(t.model.num_moe_layers()),
+                                              static_cast<py::ssize_t>(t.model.experts)},
+                                             t.counts.data(), owner);
+                py::detail::array_proxy(a.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+                return a;
+            },
+            "uint32 [N, L, E] (read-only view): a[i][l][e]")
         .def_property_readonly("moe_layers", [](const PyWindow& w) { return w.trace->model.moe_layers; })
         .def_property_readonly("num_experts", [](const PyWindow& w) { return w.trace->model.experts; })
         .def_property_readonly("top_k", [](const PyWindow& w) { return w.trace->model.top_k; })
         .def_property_readonly("num_hidden_layers", [](const PyWindow& w) { return w.trace->model.num_hidden_layers; })
         .def_property_readonly("model_name", [](const PyWindow& w) { return w.trace->model.name; })
-        .def_property_readonly("sample_ids", [](const PyWindow& w) {
-            std::vector<std::string> ids;
-            for (const auto& s : w.trace->samples) ids.push_back(s.id);
-            return ids;
-        })
+        .def_property_readonly("sample_ids",
+                               [](const PyWindow& w) {
+                                   std::vector<std::string> ids;
+                                   for (const auto& s : w.trace->samples)
+                                       ids.push_back(s.id);
+                                   return ids;
+                               })
         .def_readonly("trace_name", &PyWindow::trace_name)
         .def_readonly("window_name", &PyWindow::window_name)
         .def("__len__", [](const PyWindow& w) { return w.trace->size(); });
 
     py::class_<PyLibrary>(m, "Library", "A RoutePack library (SQLite), opened read-only.")
         .def(py::init([](const std::string& path) {
-            if (!std::filesystem::exists(path)) throw InputError(path + ": no such library file");
-            return PyLibrary{storage::Library::open(path, storage::OpenMode::ReadOnly)};
-        }), py::arg("path"))
-        .def("traces", [](const PyLibrary& l) {
-            py::list out;
-            for (const auto& t : l.lib->traces()) out.append(trace_entry_dict(t));
-            return out;
-        }, "Every trace: name, format, load_only, samples, model, num_hidden_layers, num_experts, top_k, moe_layers")
-        .def("windows", [](const PyLibrary& l, const std::string& trace) {
-            py::list out;
-            for (const auto& w : l.lib->windows(trace)) {
-                py::dict d;
-                d["trace"] = w.trace;
-                d["name"] = w.name;
-                d["definition"] = w.definition;
-                d["samples"] = w.samples;
-                out.append(d);
-            }
-            return out;
-        }, py::arg("trace") = "")
-        .def("load", [](const PyLibrary& l, const std::string& trace, const std::string& window) {
-            Trace t;
-            {
-                py::gil_scoped_release release;
-                t = window.empty() ? l.lib->load_trace(trace) : l.lib->load_window(trace, window);
-            }
-            return PyWindow{std::make_shared<const Trace>(std::move(t)), trace, window};
-        }, py::arg("trace"), py::arg("window") = "", "The whole trace, or one of its windows, with counts.")
-        .def("layer_totals", [](const PyLibrary& l, const std::string& trace) {
-            const auto e = l.lib->trace(trace);
-            const auto v = l.lib->layer_totals(trace);
-            py::array_t<std::uint64_t> out({static_cast<py::ssize_t>(e.model.num_moe_layers()), static_cast<py::ssize_t>(e.model.experts)});
-            if (v.size() != static_cast<std::size_t>(out.size())) throw InputError("trace '" + trace + "' has no expert totals");
-            std::copy(v.begin(), v.end(), out.mutable_data());
-            return out;
-        }, py::arg("trace"), "uint64 [L, E]: per-layer expert totals (aggregate traces included)")
+                 if (!std::filesystem::exists(path)) throw InputError(path + ": no such library file");
+                 return PyLibrary{storage::Library::open(path, storage::OpenMode::ReadOnly)};
+             }),
+             py::arg("path"))
+        .def(
+            "traces",
+            [](const PyLibrary& l) {
+                py::list out;
+                for (const auto& t : l.lib->traces())
+                    out.append(trace_entry_dict(t));
+                return out;
+            },
+            "Every trace: name, format, load_only, samples, model, num_hidden_layers, num_experts, top_k, moe_layers")
+        .def(
+            "windows",
+            [](const PyLibrary& l, const std::string& trace) {
+                py::list out;
+                for (const auto& w : l.lib->windows(trace)) {
+                    py::dict d;
+                    d["trace"] = w.trace;
+                    d["name"] = w.name;
+                    d["definition"] = w.definition;
+                    d["samples"] = w.samples;
+                    out.append(d);
+                }
+                return out;
+            },
+            py::arg("trace") = "")
+        .def(
+            "load",
+            [](const PyLibrary& l, const std::string& trace, const std::string& window) {
+                Trace t;
+                {
+                    py::gil_scoped_release release;
+                    t = window.empty() ? l.lib->load_trace(trace) : l.lib->load_window(trace, window);
+                }
+                return PyWindow{std::make_shared<const Trace>(std::move(t)), trace, window};
+            },
+            py::arg("trace"), py::arg("window") = "", "The whole trace, or one of its windows, with counts.")
+        .def(
+            "layer_totals",
+            [](const PyLibrary& l, const std::string& trace) {
+                const auto e = l.lib->trace(trace);
+                const auto v = l.lib->layer_totals(trace);
+                py::array_t<std::uint64_t> out(
+                    {static_cast<py::ssize_t>(e.model.num_moe_layers()), static_cast<py::ssize_t>(e.model.experts)});
+                if (v.size() != static_cast<std::size_t>(out.size()))
+                    throw InputError("trace '" + trace + "' has no expert totals");
+                std::copy(v.begin(), v.end(), out.mutable_data());
+                return out;
+            },
+            py::arg("trace"), "uint64 [L, E]: per-layer expert totals (aggregate traces included)")
         .def_property_readonly("path", [](const PyLibrary& l) { return l.lib->path().string(); });
 }

@@ -3,8 +3,8 @@
 #include "core/import/import_detail.h"
 #include "core/util/input_file.h"
 
-#include <tbb/parallel_pipeline.h>
 #include <tbb/info.h>
+#include <tbb/parallel_pipeline.h>
 
 #include <algorithm>
 #include <exception>
@@ -21,12 +21,17 @@ struct FormatName {
     const char* name;
 };
 constexpr FormatName kFormats[] = {
-    {TraceFormat::Auto, "auto"},           {TraceFormat::SGLang, "sglang"},
-    {TraceFormat::VLLM, "vllm"},           {TraceFormat::Npy, "npy"},
-    {TraceFormat::Npz, "npz"},             {TraceFormat::NestedJson, "nested-json"},
-    {TraceFormat::NemoRL, "nrlre1"},       {TraceFormat::Megatron, "megatron"},
+    {TraceFormat::Auto, "auto"},
+    {TraceFormat::SGLang, "sglang"},
+    {TraceFormat::VLLM, "vllm"},
+    {TraceFormat::Npy, "npy"},
+    {TraceFormat::Npz, "npz"},
+    {TraceFormat::NestedJson, "nested-json"},
+    {TraceFormat::NemoRL, "nrlre1"},
+    {TraceFormat::Megatron, "megatron"},
     {TraceFormat::StepJson, "step-json"},
-    {TraceFormat::PromptCsv, "prompt-csv"}, {TraceFormat::Aggregate, "aggregate"},
+    {TraceFormat::PromptCsv, "prompt-csv"},
+    {TraceFormat::Aggregate, "aggregate"},
 };
 
 std::string read_whole_file(const std::filesystem::path& p) {
@@ -40,11 +45,12 @@ bool is_trace_extension(const std::filesystem::path& p) {
 }
 
 std::size_t skip_ws(const std::string& s, std::size_t i) {
-    while (i < s.size() && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t')) ++i;
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t'))
+        ++i;
     return i;
 }
 
-}  // namespace
+} // namespace
 
 const char* to_string(TraceFormat f) {
     for (const auto& fn : kFormats)
@@ -54,24 +60,36 @@ const char* to_string(TraceFormat f) {
 
 const char* format_stack(TraceFormat f) {
     switch (f) {
-    case TraceFormat::SGLang: return "SGLang /generate (slime's patched SGLang too)";
-    case TraceFormat::VLLM: return "vLLM OpenAI server (v0.21 nested lists or base64 .npy)";
-    case TraceFormat::Npy: return "numpy .npy arrays";
-    case TraceFormat::Npz: return "numpy .npz (per-sample arrays, or a verl / AReaL padded batch)";
-    case TraceFormat::NestedJson: return "nested JSON lists";
-    case TraceFormat::NemoRL: return "NeMo-RL / NeMo Gym (nrlre1)";
-    case TraceFormat::Megatron: return "Megatron-LM inference server / example script";
-    case TraceFormat::StepJson: return "per-request step JSON (llama4-maverick set)";
-    case TraceFormat::PromptCsv: return "per-prompt CSV (deepseek-v2-lite set)";
-    case TraceFormat::Aggregate: return "SGLang expert-distribution totals or Megatron-LM router trace (load-only)";
-    case TraceFormat::Auto: break;
+    case TraceFormat::SGLang:
+        return "SGLang /generate (slime's patched SGLang too)";
+    case TraceFormat::VLLM:
+        return "vLLM OpenAI server (v0.21 nested lists or base64 .npy)";
+    case TraceFormat::Npy:
+        return "numpy .npy arrays";
+    case TraceFormat::Npz:
+        return "numpy .npz (per-sample arrays, or a verl / AReaL padded batch)";
+    case TraceFormat::NestedJson:
+        return "nested JSON lists";
+    case TraceFormat::NemoRL:
+        return "NeMo-RL / NeMo Gym (nrlre1)";
+    case TraceFormat::Megatron:
+        return "Megatron-LM inference server / example script";
+    case TraceFormat::StepJson:
+        return "per-request step JSON (llama4-maverick set)";
+    case TraceFormat::PromptCsv:
+        return "per-prompt CSV (deepseek-v2-lite set)";
+    case TraceFormat::Aggregate:
+        return "SGLang expert-distribution totals or Megatron-LM router trace (load-only)";
+    case TraceFormat::Auto:
+        break;
     }
     return "";
 }
 
 std::vector<std::string> trace_format_names() {
     std::vector<std::string> out;
-    for (const auto& fn : kFormats) out.emplace_back(fn.name);
+    for (const auto& fn : kFormats)
+        out.emplace_back(fn.name);
     return out;
 }
 
@@ -79,7 +97,8 @@ TraceFormat parse_trace_format(const std::string& name) {
     for (const auto& fn : kFormats)
         if (name == fn.name) return fn.format;
     std::string list;
-    for (const auto& fn : kFormats) list += (list.empty() ? "" : ", ") + std::string(fn.name);
+    for (const auto& fn : kFormats)
+        list += (list.empty() ? "" : ", ") + std::string(fn.name);
     throw InputError("unknown format '" + detail::printable(name) + "' (valid: " + list + ")");
 }
 
@@ -98,7 +117,8 @@ TraceFormat detect_format(const SourceFile& f) {
         if (b.find("\"moe_topk_indices\"") != std::string::npos || b.find("\"routing_indices\"") != std::string::npos)
             return TraceFormat::Megatron;
         // NeMo-RL chat answers with the legacy nested-list routed_experts beside its token ids.
-        if (b.find("\"generation_token_ids\"") != std::string::npos && b.find("\"routed_experts\"") != std::string::npos)
+        if (b.find("\"generation_token_ids\"") != std::string::npos &&
+            b.find("\"routed_experts\"") != std::string::npos)
             return TraceFormat::NemoRL;
     }
     // Look at the first few KiB for distinguishing keys; cheap and good enough for the closed list.
@@ -121,7 +141,7 @@ TraceFormat detect_format(const SourceFile& f) {
             (head.find("\"num_experts\"") != std::string::npos || b.find("\"num_experts\"") != std::string::npos))
             return TraceFormat::Aggregate;
         if (head.find("\"top_indices\"") != std::string::npos && head.find("\"num_tokens\"") != std::string::npos)
-            return TraceFormat::Aggregate;  // Megatron-LM router trace (load-only)
+            return TraceFormat::Aggregate; // Megatron-LM router trace (load-only)
         if (head.find("\"data\"") != std::string::npos) return TraceFormat::NestedJson;
     }
     return TraceFormat::Auto;
@@ -140,7 +160,7 @@ std::vector<std::filesystem::path> collect_trace_files(const std::vector<std::fi
             };
             fs::recursive_directory_iterator it(in, ec), end;
             if (ec) fail(in, ec);
-            fs::path current = in;  // the folder being read: the last subfolder entered, else its parent
+            fs::path current = in; // the folder being read: the last subfolder entered, else its parent
             while (it != end) {
                 std::error_code e2;
                 const bool dir = it->is_directory(e2);
@@ -222,7 +242,7 @@ ModelDescription model_with_config(const std::vector<std::filesystem::path>& inp
 /// Fills a partial model description for the formats that describe their own layers.
 ModelDescription resolve_model(const ModelDescription& given, TraceFormat format, const SourceFile& first) {
     ModelDescription m = given;
-    if (format == TraceFormat::Aggregate) return m;  // the aggregate file describes itself
+    if (format == TraceFormat::Aggregate) return m; // the aggregate file describes itself
     if (m.experts <= 0 || m.top_k <= 0)
         throw InputError("no model description for " + first.path.string() +
                          ": give --model NAME, --model-config config.json, or --experts E --top-k K");
@@ -241,7 +261,7 @@ ModelDescription resolve_model(const ModelDescription& given, TraceFormat format
         }
     }
     if (m.num_hidden_layers <= 0 && format == TraceFormat::StepJson)
-        m.num_hidden_layers = detail::step_json_hidden_layers(first);  // dense keys after the last MoE layer count
+        m.num_hidden_layers = detail::step_json_hidden_layers(first); // dense keys after the last MoE layer count
     if (m.num_hidden_layers <= 0) {
         // Layer ids come bounded (<= kMaxLayerId) from the self-describing formats; stay
         // safe for any given list all the same.
@@ -255,17 +275,27 @@ ModelDescription resolve_model(const ModelDescription& given, TraceFormat format
 
 void parse_file(TraceFormat format, const SourceFile& f, const ModelDescription& m, const detail::EmitFn& emit) {
     switch (format) {
-    case TraceFormat::SGLang: return detail::parse_sglang(f, m, emit);
-    case TraceFormat::VLLM: return detail::parse_vllm(f, m, emit);
-    case TraceFormat::Npy: return detail::parse_npy_file(f, m, emit);
-    case TraceFormat::Npz: return detail::parse_npz(f, m, emit);
-    case TraceFormat::NestedJson: return detail::parse_nested_json(f, m, emit);
-    case TraceFormat::NemoRL: return detail::parse_nemo_rl(f, m, emit);
-    case TraceFormat::Megatron: return detail::parse_megatron(f, m, emit);
-    case TraceFormat::StepJson: return detail::parse_step_json(f, m, emit);
-    case TraceFormat::PromptCsv: return detail::parse_prompt_csv(f, m, emit);
+    case TraceFormat::SGLang:
+        return detail::parse_sglang(f, m, emit);
+    case TraceFormat::VLLM:
+        return detail::parse_vllm(f, m, emit);
+    case TraceFormat::Npy:
+        return detail::parse_npy_file(f, m, emit);
+    case TraceFormat::Npz:
+        return detail::parse_npz(f, m, emit);
+    case TraceFormat::NestedJson:
+        return detail::parse_nested_json(f, m, emit);
+    case TraceFormat::NemoRL:
+        return detail::parse_nemo_rl(f, m, emit);
+    case TraceFormat::Megatron:
+        return detail::parse_megatron(f, m, emit);
+    case TraceFormat::StepJson:
+        return detail::parse_step_json(f, m, emit);
+    case TraceFormat::PromptCsv:
+        return detail::parse_prompt_csv(f, m, emit);
     case TraceFormat::Aggregate:
-    case TraceFormat::Auto: break;
+    case TraceFormat::Auto:
+        break;
     }
     throw std::logic_error("parse_file: no parser");
 }
@@ -279,7 +309,8 @@ std::uint64_t combine_file_hashes(std::vector<std::uint64_t> hashes) {
     std::uint64_t h = 0xcbf29ce484222325ULL;
     for (std::uint64_t x : hashes) {
         unsigned char b[8];
-        for (int k = 0; k < 8; ++k) b[k] = static_cast<unsigned char>(x >> (8 * k));
+        for (int k = 0; k < 8; ++k)
+            b[k] = static_cast<unsigned char>(x >> (8 * k));
         h = fnv1a64(b, sizeof b, h);
     }
     return h;
@@ -294,7 +325,7 @@ struct Token {
     std::exception_ptr error;
 };
 
-}  // namespace
+} // namespace
 
 ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, const ImportOptions& options,
                            ImportSink& sink, const ImportProgressFn& progress, const std::atomic<bool>* cancel) {
@@ -349,8 +380,9 @@ ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, con
         }
         summary.model = agg.model;
         summary.bytes = first.bytes.size();
-        summary.fingerprint = fnv1a64(first.bytes.data(), first.bytes.size());  // = combined over one file
-        summary.notes.push_back("load-only trace: per-layer expert totals, usable for placement views, not for packing");
+        summary.fingerprint = fnv1a64(first.bytes.data(), first.bytes.size()); // = combined over one file
+        summary.notes.push_back(
+            "load-only trace: per-layer expert totals, usable for placement views, not for packing");
         sink.begin(agg.model, format);
         sink.aggregate(std::move(agg));
         prog.files_done = 1;
@@ -365,7 +397,7 @@ ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, con
     sink.begin(model, format);
 
     std::unordered_map<std::string, std::string> id_to_file;
-    std::vector<std::uint64_t> file_hashes;  // per file, in input order
+    std::vector<std::uint64_t> file_hashes; // per file, in input order
     file_hashes.reserve(files.size());
     std::int64_t length_sum = 0;
     std::size_t next = 0;
@@ -375,83 +407,74 @@ ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, con
 
     tbb::parallel_pipeline(
         2 * threads,
-        tbb::make_filter<void, Token*>(tbb::filter_mode::serial_in_order,
-                                       [&](tbb::flow_control& fc) -> Token* {
-                                           if (next >= files.size() || cancelled()) {
-                                               fc.stop();
-                                               return nullptr;
-                                           }
-                                           pool[next] = std::make_unique<Token>();
-                                           Token* t = pool[next].get();
-                                           t->index = next;
-                                           try {
-                                               if (next == 0) {
-                                                   t->file = std::move(first);
-                                               } else {
-                                                   t->file.path = files[next];
-                                                   t->file.bytes = read_whole_file(files[next]);
-                                               }
-                                           } catch (...) {
-                                               t->error = file_error(files[next]);
-                                           }
-                                           ++next;
-                                           return t;
-                                       }) &
-            tbb::make_filter<Token*, Token*>(tbb::filter_mode::parallel,
-                                             [&](Token* t) -> Token* {
-                                                 if (t->error) return t;
-                                                 try {
-                                                     if (t->file.bytes.empty())
-                                                         throw InputError(t->file.path.string() + ": empty file");
-                                                     t->format = format;
-                                                     if (options.format == TraceFormat::Auto) {
-                                                         const TraceFormat f = detect_format(t->file);
-                                                         if (f != format)
-                                                             throw InputError(
-                                                                 t->file.path.string() + ": format " + to_string(f) +
-                                                                 " differs from " + to_string(format) + " of " +
-                                                                 files.front().string() +
-                                                                 "; import different formats as separate traces");
-                                                     }
-                                                     const detail::NoteScope notes(t->notes);
-                                                     parse_file(format, t->file, model, [&](SampleRecord&& r) {
-                                                         t->records.push_back(std::move(r));
-                                                     });
-                                                     if (t->records.empty())
-                                                         throw InputError(t->file.path.string() + ": no samples");
-                                                 } catch (...) {
-                                                     t->error = file_error(t->file.path);
-                                                 }
-                                                 return t;
-                                             }) &
-            tbb::make_filter<Token*, void>(tbb::filter_mode::serial_in_order, [&](Token* t) {
-                struct Release {
-                    std::unique_ptr<Token>& slot;
-                    ~Release() { slot.reset(); }
-                } release{pool[t->index]};
-                if (t->error) std::rethrow_exception(t->error);
-                if (cancelled()) return;
-                file_hashes.push_back(fnv1a64(t->file.bytes.data(), t->file.bytes.size()));
-                for (auto& n : t->notes) summary.notes.push_back(std::move(n));
-                for (auto& r : t->records) {
-                    auto [it, fresh] = id_to_file.emplace(r.info.id, r.info.source_file);
-                    if (!fresh)
-                        throw InputError(r.info.source_file + ": duplicate sample id '" + detail::printable(r.info.id) +
-                                         "' (first seen in " + it->second + ")");
-                    if (summary.samples == 0 || r.info.length < summary.min_length) summary.min_length = r.info.length;
-                    summary.max_length = std::max(summary.max_length, r.info.length);
-                    length_sum += r.info.length;
-                    summary.missing_routes += r.info.missing_routes;
-                    ++summary.samples;
-                    sink.sample(std::move(r));
+        tbb::make_filter<void, Token*>(tbb::filter_mode::serial_in_order, [&](tbb::flow_control& fc) -> Token* {
+            if (next >= files.size() || cancelled()) {
+                fc.stop();
+                return nullptr;
+            }
+            pool[next] = std::make_unique<Token>();
+            Token* t = pool[next].get();
+            t->index = next;
+            try {
+                if (next == 0) {
+                    t->file = std::move(first);
+                } else {
+                    t->file.path = files[next];
+                    t->file.bytes = read_whole_file(files[next]);
                 }
-                summary.bytes += t->file.bytes.size();
-                prog.files_done = t->index + 1;
-                prog.bytes_done = summary.bytes;
-                prog.samples = summary.samples;
-                prog.current_file = t->file.path.string();
-                if (progress) progress(prog);
-            }));
+            } catch (...) {
+                t->error = file_error(files[next]);
+            }
+            ++next;
+            return t;
+        }) & tbb::make_filter<Token*, Token*>(tbb::filter_mode::parallel, [&](Token* t) -> Token* {
+            if (t->error) return t;
+            try {
+                if (t->file.bytes.empty()) throw InputError(t->file.path.string() + ": empty file");
+                t->format = format;
+                if (options.format == TraceFormat::Auto) {
+                    const TraceFormat f = detect_format(t->file);
+                    if (f != format)
+                        throw InputError(t->file.path.string() + ": format " + to_string(f) + " differs from " +
+                                         to_string(format) + " of " + files.front().string() +
+                                         "; import different formats as separate traces");
+                }
+                const detail::NoteScope notes(t->notes);
+                parse_file(format, t->file, model, [&](SampleRecord&& r) { t->records.push_back(std::move(r)); });
+                if (t->records.empty()) throw InputError(t->file.path.string() + ": no samples");
+            } catch (...) {
+                t->error = file_error(t->file.path);
+            }
+            return t;
+        }) & tbb::make_filter<Token*, void>(tbb::filter_mode::serial_in_order, [&](Token* t) {
+            struct Release {
+                std::unique_ptr<Token>& slot;
+                ~Release() { slot.reset(); }
+            } release{pool[t->index]};
+            if (t->error) std::rethrow_exception(t->error);
+            if (cancelled()) return;
+            file_hashes.push_back(fnv1a64(t->file.bytes.data(), t->file.bytes.size()));
+            for (auto& n : t->notes)
+                summary.notes.push_back(std::move(n));
+            for (auto& r : t->records) {
+                auto [it, fresh] = id_to_file.emplace(r.info.id, r.info.source_file);
+                if (!fresh)
+                    throw InputError(r.info.source_file + ": duplicate sample id '" + detail::printable(r.info.id) +
+                                     "' (first seen in " + it->second + ")");
+                if (summary.samples == 0 || r.info.length < summary.min_length) summary.min_length = r.info.length;
+                summary.max_length = std::max(summary.max_length, r.info.length);
+                length_sum += r.info.length;
+                summary.missing_routes += r.info.missing_routes;
+                ++summary.samples;
+                sink.sample(std::move(r));
+            }
+            summary.bytes += t->file.bytes.size();
+            prog.files_done = t->index + 1;
+            prog.bytes_done = summary.bytes;
+            prog.samples = summary.samples;
+            prog.current_file = t->file.path.string();
+            if (progress) progress(prog);
+        }));
     if (cancelled()) throw Cancelled();
     summary.fingerprint = combine_file_hashes(file_hashes);
     summary.mean_length = summary.samples ? static_cast<double>(length_sum) / summary.samples : 0.0;
@@ -471,7 +494,8 @@ Trace import_trace_to_memory(const std::vector<std::filesystem::path>& inputs, c
         }
         void sample(SampleRecord&& r) override { trace.append(std::move(r)); }
         void aggregate(AggregateCounts&&) override {
-            throw InputError("aggregate traces hold per-layer totals only: usable for placement views, not for packing");
+            throw InputError(
+                "aggregate traces hold per-layer totals only: usable for placement views, not for packing");
         }
     } sink;
     ImportSummary s = import_trace(inputs, options, sink);
@@ -479,4 +503,4 @@ Trace import_trace_to_memory(const std::vector<std::filesystem::path>& inputs, c
     return std::move(sink.trace);
 }
 
-}  // namespace routepack
+} // namespace routepack

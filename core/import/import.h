@@ -1,8 +1,8 @@
 #pragma once
 // Trace importers (trace-formats.md): format detection, per-file parsing, aggregation of
 // per-token routes into a[i][l][e], streaming to a sink with progress and cancellation.
-#include "core/util/errors.h"
 #include "core/model/trace.h"
+#include "core/util/errors.h"
 
 #include <atomic>
 #include <filesystem>
@@ -15,16 +15,18 @@ namespace routepack {
 /// The closed list of importable formats (trace-formats.md §2, §3, §5).
 enum class TraceFormat {
     Auto,
-    SGLang,      ///< SGLang /generate responses (JSON object, array or JSONL), meta_info.routed_experts base64
-    VLLM,        ///< vLLM OpenAI response JSON, choices[k].routed_experts = base64 of an .npy file
-    Npy,         ///< one plain .npy array [rows][layers][top_k] = one sample
-    Npz,         ///< .npz archive (stored or deflated), one sample per entry
-    NestedJson,  ///< nested JSON lists [rows][layers][top_k] (one array per file, or JSONL)
-    NemoRL,      ///< NeMo-RL `nrlre1:<dtype>:<S>x<L>x<K>:<base64>` strings: one per line, in chat answers or NeMo Gym results
-    Megatron,    ///< Megatron-LM inference: choices[i].moe_topk_indices ndarray wrapper, or {request_id: {routing_indices}}
-    StepJson,    ///< per-request step JSON (llama4-maverick set): list of {layer id: [[ids]...] | null}
-    PromptCsv,   ///< per-prompt CSV (deepseek-v2-lite set): Layer ID,Batch Number,Token,Activated Expert IDs
-    Aggregate,   ///< per-layer expert totals JSON {"counts", "num_layers", "num_experts", "src"} (load-only)
+    SGLang,     ///< SGLang /generate responses (JSON object, array or JSONL), meta_info.routed_experts base64
+    VLLM,       ///< vLLM OpenAI response JSON, choices[k].routed_experts = base64 of an .npy file
+    Npy,        ///< one plain .npy array [rows][layers][top_k] = one sample
+    Npz,        ///< .npz archive (stored or deflated), one sample per entry
+    NestedJson, ///< nested JSON lists [rows][layers][top_k] (one array per file, or JSONL)
+    NemoRL,     ///< NeMo-RL `nrlre1:<dtype>:<S>x<L>x<K>:<base64>` strings: one per line, in chat answers or NeMo Gym
+                ///< results
+    Megatron,   ///< Megatron-LM inference: choices[i].moe_topk_indices ndarray wrapper, or {request_id:
+                ///< {routing_indices}}
+    StepJson,   ///< per-request step JSON (llama4-maverick set): list of {layer id: [[ids]...] | null}
+    PromptCsv,  ///< per-prompt CSV (deepseek-v2-lite set): Layer ID,Batch Number,Token,Activated Expert IDs
+    Aggregate,  ///< per-layer expert totals JSON {"counts", "num_layers", "num_experts", "src"} (load-only)
 };
 const char* to_string(TraceFormat f);
 /// Parses a --format value; InputError listing the valid names otherwise.
@@ -51,7 +53,7 @@ TraceFormat detect_format(const SourceFile& f);
 struct AggregateCounts {
     ModelDescription model;
     std::vector<std::uint64_t> totals;
-    std::string source;  ///< the file's own provenance field ("src") if any
+    std::string source; ///< the file's own provenance field ("src") if any
 };
 
 /// What an import needs besides the files.
@@ -89,11 +91,11 @@ struct ImportSummary {
     std::size_t files = 0;
     std::size_t samples = 0;
     std::uint64_t bytes = 0;
-    std::int64_t missing_routes = 0;   ///< route slots with a missing marker, counted as nothing
+    std::int64_t missing_routes = 0; ///< route slots with a missing marker, counted as nothing
     std::int64_t min_length = 0, max_length = 0;
     double mean_length = 0;
-    std::vector<std::string> notes;    ///< e.g. "dropped 3 padding rows"; printed by the CLI
-    std::uint64_t fingerprint = 0;     ///< order-independent: one file's FNV-1a, or FNV-1a over the sorted per-file hashes
+    std::vector<std::string> notes; ///< e.g. "dropped 3 padding rows"; printed by the CLI
+    std::uint64_t fingerprint = 0;  ///< order-independent: one file's FNV-1a, or FNV-1a over the sorted per-file hashes
 };
 
 /// Expands folders recursively into their trace files (.csv .json .jsonl .npy .npz .txt .nrlre1),
@@ -123,4 +125,4 @@ ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, con
 Trace import_trace_to_memory(const std::vector<std::filesystem::path>& inputs, const ImportOptions& options,
                              ImportSummary* summary = nullptr);
 
-}  // namespace routepack
+} // namespace routepack

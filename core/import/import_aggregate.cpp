@@ -17,8 +17,8 @@
 
 namespace routepack::detail {
 
-std::vector<int> csv_layer_ids(const SourceFile& f);        // import_csv.cpp
-std::vector<int> step_json_layer_ids(const SourceFile& f);  // import_step_json.cpp
+std::vector<int> csv_layer_ids(const SourceFile& f);       // import_csv.cpp
+std::vector<int> step_json_layer_ids(const SourceFile& f); // import_step_json.cpp
 
 namespace {
 
@@ -35,7 +35,7 @@ AggregateCounts parse_router_trace(const SourceFile& f, const ModelDescription& 
         throw InputError(file + ": a Megatron router trace does not say the expert count: give --model NAME, "
                                 "--model-config config.json or --experts E");
     const int E = given.experts;
-    std::map<int, std::vector<std::uint64_t>> by_layer;  // layer -> [E]
+    std::map<int, std::vector<std::uint64_t>> by_layer; // layer -> [E]
     std::int64_t steps_lo = INT64_MAX, steps_hi = INT64_MIN;
     int topk_seen = 0;
     for_each_line(text_of(f), [&](std::string_view line, std::size_t offset, std::size_t line_no) {
@@ -52,8 +52,9 @@ AggregateCounts parse_router_trace(const SourceFile& f, const ModelDescription& 
             steps_hi = std::max(steps_hi, *step);
         }
         if (!given.moe_layers.empty() && given.moe_index(static_cast<int>(*layer)) < 0)
-            throw InputError(where + ": layer " + std::to_string(*layer) + " is not a MoE layer of the model (MoE layers " +
-                             format_layer_list(given.moe_layers) + ")");
+            throw InputError(where + ": layer " + std::to_string(*layer) +
+                             " is not a MoE layer of the model (MoE layers " + format_layer_list(given.moe_layers) +
+                             ")");
         const nlohmann::json* top = json_member(rec, "top_indices");
         if (!top || !top->is_array()) throw InputError(where + ": top_indices is missing or not a list");
         auto& row = by_layer[static_cast<int>(*layer)];
@@ -75,7 +76,8 @@ AggregateCounts parse_router_trace(const SourceFile& f, const ModelDescription& 
     if (by_layer.empty()) throw InputError(file + ": no decoder records in the router trace");
     ModelDescription m = given;
     if (m.moe_layers.empty())
-        for (const auto& [l, _] : by_layer) m.moe_layers.push_back(l);
+        for (const auto& [l, _] : by_layer)
+            m.moe_layers.push_back(l);
     if (m.num_hidden_layers <= 0) m.num_hidden_layers = m.moe_layers.back() + 1;
     if (m.top_k <= 0) m.top_k = topk_seen;
     if (m.name.empty()) m.name = f.stem();
@@ -91,13 +93,12 @@ AggregateCounts parse_router_trace(const SourceFile& f, const ModelDescription& 
     return out;
 }
 
-}  // namespace
+} // namespace
 
 AggregateCounts parse_aggregate(const SourceFile& f, const ModelDescription& given) {
     const std::string file = f.path.string();
     const std::string_view text = text_of(f);
-    if (const std::size_t eol = text.find('\n');
-        text.substr(0, eol).find("\"top_indices\"") != std::string_view::npos)
+    if (const std::size_t eol = text.find('\n'); text.substr(0, eol).find("\"top_indices\"") != std::string_view::npos)
         return parse_router_trace(f, given);
     const nlohmann::json j = parse_json_text(f, text, f.bytes.size() - text.size(), 0);
     if (!j.is_object()) throw InputError(file + ": expected an object with counts, num_layers, num_experts");
@@ -167,9 +168,9 @@ AggregateCounts parse_aggregate(const SourceFile& f, const ModelDescription& giv
     if (m.name.empty()) m.name = f.stem();
     if (m.source.empty()) m.source = file;
     if (m.top_k > 0) {
-        m.validate();  // bounds (layers x experts) for a described model
+        m.validate(); // bounds (layers x experts) for a described model
     } else {
-        ModelDescription probe = m;  // top_k unknown: check the rest
+        ModelDescription probe = m; // top_k unknown: check the rest
         probe.top_k = 1;
         probe.validate();
     }
@@ -180,10 +181,13 @@ AggregateCounts parse_aggregate(const SourceFile& f, const ModelDescription& giv
 
 std::vector<int> self_described_moe_layers(const SourceFile& f, TraceFormat format) {
     switch (format) {
-    case TraceFormat::PromptCsv: return csv_layer_ids(f);
-    case TraceFormat::StepJson: return step_json_layer_ids(f);
-    default: return {};
+    case TraceFormat::PromptCsv:
+        return csv_layer_ids(f);
+    case TraceFormat::StepJson:
+        return step_json_layer_ids(f);
+    default:
+        return {};
     }
 }
 
-}  // namespace routepack::detail
+} // namespace routepack::detail

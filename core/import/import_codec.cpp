@@ -27,12 +27,17 @@ bool parse_int_descr(std::string_view d, WireInt& t) {
     if (kind != 'i' && kind != 'u') return false;
     const std::string_view size = d.substr(2);
     int s = 0;
-    if (size == "1") s = 1;
-    else if (size == "2") s = 2;
-    else if (size == "4") s = 4;
-    else if (size == "8") s = 8;
-    else return false;
-    if (order == '|' && s != 1) return false;  // '|' means "not applicable": single bytes only
+    if (size == "1")
+        s = 1;
+    else if (size == "2")
+        s = 2;
+    else if (size == "4")
+        s = 4;
+    else if (size == "8")
+        s = 8;
+    else
+        return false;
+    if (order == '|' && s != 1) return false; // '|' means "not applicable": single bytes only
     t.size = s;
     t.is_signed = kind == 'i';
     t.big_endian = order == '>' || (order == '=' && std::endian::native == std::endian::big);
@@ -103,7 +108,8 @@ private:
     [[noreturn]] void fail(const std::string& what) const { throw InputError(where_ + ": bad .npy header: " + what); }
     char peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
     void ws() {
-        while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
+        while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r'))
+            ++i_;
     }
     void expect(char c) {
         if (peek() != c) fail(std::string("expected '") + c + "' at offset " + std::to_string(i_));
@@ -147,11 +153,13 @@ private:
                 v = v * 10 + (peek() - '0');
                 ++i_;
             }
-            if (peek() == 'L') ++i_;  // Python 2 long suffix
+            if (peek() == 'L') ++i_; // Python 2 long suffix
             out.push_back(v);
             ws();
-            if (peek() == ',') ++i_;
-            else if (peek() != close) fail("expected ',' or '" + std::string(1, close) + "' in 'shape'");
+            if (peek() == ',')
+                ++i_;
+            else if (peek() != close)
+                fail("expected ',' or '" + std::string(1, close) + "' in 'shape'");
         }
     }
 
@@ -165,7 +173,7 @@ std::uint32_t read_le32(const char* p) {
     return std::uint32_t(u[0]) | (std::uint32_t(u[1]) << 8) | (std::uint32_t(u[2]) << 16) | (std::uint32_t(u[3]) << 24);
 }
 
-}  // namespace
+} // namespace
 
 namespace {
 
@@ -175,8 +183,8 @@ struct NpyHeader {
     std::string descr;
     bool fortran = false;
     WireInt type;
-    std::size_t count = 0;       ///< values the shape holds
-    std::size_t data_bytes = 0;  ///< count x element size
+    std::size_t count = 0;      ///< values the shape holds
+    std::size_t data_bytes = 0; ///< count x element size
     std::size_t data_start = 0;
 };
 
@@ -208,9 +216,10 @@ std::optional<NpyHeader> parse_npy_header(std::string_view bytes, const std::str
     NpyHeader h;
     NpyHeaderParser(bytes.substr(header_start, header_len), where).parse(h.descr, h.fortran, h.shape);
     if (allow_bool && h.descr == "|b1") {
-        h.type = WireInt{1, false, false};  // numpy bool (masks, validity flags): one byte 0/1
+        h.type = WireInt{1, false, false}; // numpy bool (masks, validity flags): one byte 0/1
     } else if (!parse_int_descr(h.descr, h.type))
-        throw InputError(where + ": unsupported .npy dtype '" + printable(h.descr) + "' (routes need an integer dtype)");
+        throw InputError(where + ": unsupported .npy dtype '" + printable(h.descr) +
+                         "' (routes need an integer dtype)");
     h.count = 1;
     for (const std::int64_t d : h.shape)
         if (__builtin_mul_overflow(h.count, static_cast<std::size_t>(d), &h.count))
@@ -227,7 +236,7 @@ void check_value_limit(const NpyHeader& h, const std::string& where) {
                          " values, more than the per-sample limit of " + std::to_string(kMaxRouteValues));
 }
 
-}  // namespace
+} // namespace
 
 std::optional<NpyHeaderInfo> read_npy_header(std::string_view prefix, const std::string& where, bool allow_bool) {
     const auto h = parse_npy_header(prefix, where, true, allow_bool);
@@ -267,7 +276,8 @@ NpyArray parse_npy(std::string_view bytes, const std::string& where, bool allow_
         // Source element s sits at Fortran index (i0 fastest); write it at its C-order offset.
         const std::size_t nd = out.shape.size();
         std::vector<std::size_t> c_stride(nd, 1), idx(nd, 0);
-        for (std::size_t j = nd - 1; j > 0; --j) c_stride[j - 1] = c_stride[j] * static_cast<std::size_t>(out.shape[j]);
+        for (std::size_t j = nd - 1; j > 0; --j)
+            c_stride[j - 1] = c_stride[j] * static_cast<std::size_t>(out.shape[j]);
         std::vector<std::int32_t> c(count);
         std::size_t dst = 0;
         for (std::size_t s = 0; s < count; ++s) {
@@ -313,7 +323,7 @@ std::string encode_npy(const std::vector<std::int64_t>& shape, const std::vector
     out.push_back(static_cast<char>(header.size() >> 8));
     out += header;
 
-    const std::int64_t lo = !t.is_signed ? 0
+    const std::int64_t lo = !t.is_signed  ? 0
                             : t.size == 8 ? std::numeric_limits<std::int64_t>::min()
                                           : -(std::int64_t(1) << (t.size * 8 - 1));
     const std::int64_t hi = t.size == 8 ? std::numeric_limits<std::int64_t>::max()
@@ -326,7 +336,7 @@ std::string encode_npy(const std::vector<std::int64_t>& shape, const std::vector
         if (v < lo || v > hi)
             throw InputError("encode_npy: value " + std::to_string(v) + " at element " + std::to_string(i) +
                              " does not fit " + descr);
-        const auto u = static_cast<std::uint64_t>(v);  // two's complement
+        const auto u = static_cast<std::uint64_t>(v); // two's complement
         for (int b = 0; b < t.size; ++b) {
             const int shift = 8 * (t.big_endian ? t.size - 1 - b : b);
             o[b] = static_cast<char>((u >> shift) & 0xFF);
@@ -335,4 +345,4 @@ std::string encode_npy(const std::vector<std::int64_t>& shape, const std::vector
     return out;
 }
 
-}  // namespace routepack::detail
+} // namespace routepack::detail

@@ -8,7 +8,8 @@ std::vector<int> resolve_layer_axis(int axis_layers, const ModelDescription& mod
     std::vector<int> ids;
     if (axis_layers == model.num_hidden_layers) {
         ids.resize(static_cast<std::size_t>(axis_layers));
-        for (int j = 0; j < axis_layers; ++j) ids[j] = j;
+        for (int j = 0; j < axis_layers; ++j)
+            ids[j] = j;
     } else if (axis_layers == model.num_moe_layers()) {
         ids = model.moe_layers;
     } else {
@@ -38,7 +39,8 @@ SampleRecord make_sample_record(const RouteArray& routes, const ModelDescription
     rec.routes = SampleRoutes::make(routes.rows, L, K, E);
     // axis position -> MoE index (or -1 for dense layers, which are skipped).
     std::vector<int> axis_to_moe(static_cast<std::size_t>(routes.axis_layers));
-    for (int j = 0; j < routes.axis_layers; ++j) axis_to_moe[j] = model.moe_index(routes.axis_layer_ids[j]);
+    for (int j = 0; j < routes.axis_layers; ++j)
+        axis_to_moe[j] = model.moe_index(routes.axis_layer_ids[j]);
     std::vector<std::int64_t> missing_per_layer(static_cast<std::size_t>(L), 0);
     std::int64_t missing = 0;
     const std::int32_t* p = routes.ids.data();
@@ -65,8 +67,8 @@ SampleRecord make_sample_record(const RouteArray& routes, const ModelDescription
                 for (int s2 = 0; s2 < s; ++s2)
                     if (p[s2] == e)
                         throw InputError(where + ": row " + std::to_string(r) + ", layer " +
-                                         std::to_string(routes.axis_layer_ids[j]) + ": expert " +
-                                         std::to_string(e) + " listed twice, so counts cannot add up to rows x top-k");
+                                         std::to_string(routes.axis_layer_ids[j]) + ": expert " + std::to_string(e) +
+                                         " listed twice, so counts cannot add up to rows x top-k");
                 ++row[e];
                 rec.routes.set(l, r, s, e);
             }
@@ -78,12 +80,14 @@ SampleRecord make_sample_record(const RouteArray& routes, const ModelDescription
         if (l >= 0) seen[l] = 1;
     for (int l = 0; l < L; ++l)
         if (!seen[l])
-            throw InputError(where + ": MoE layer " + std::to_string(model.moe_layers[l]) + " is absent from the routes");
+            throw InputError(where + ": MoE layer " + std::to_string(model.moe_layers[l]) +
+                             " is absent from the routes");
     // Conservation: per layer sum_e a[l][e] == rows * top_k - missing (holds by construction unless a
     // parser is wrong; kept as the contract every importer is held to).
     for (int l = 0; l < L; ++l) {
         std::uint64_t sum = 0;
-        for (int e = 0; e < E; ++e) sum += rec.counts[static_cast<std::size_t>(l) * E + e];
+        for (int e = 0; e < E; ++e)
+            sum += rec.counts[static_cast<std::size_t>(l) * E + e];
         const std::int64_t expect = routes.rows * K - missing_per_layer[l];
         if (static_cast<std::int64_t>(sum) != expect)
             throw InputError(where + ": layer " + std::to_string(model.moe_layers[l]) + ": counts add up to " +
@@ -122,4 +126,4 @@ SampleRecord make_sample_record(const RouteArray& routes, const ModelDescription
     return rec;
 }
 
-}  // namespace routepack::detail
+} // namespace routepack::detail

@@ -12,9 +12,9 @@ namespace routepack::detail {
 /// Routes of one sample as the source lays them out.
 struct RouteArray {
     std::int64_t rows = 0;
-    int axis_layers = 0;   ///< size of the layer axis in the source
+    int axis_layers = 0; ///< size of the layer axis in the source
     int top_k = 0;
-    std::vector<std::int32_t> ids;  ///< [rows][axis_layers][top_k]; -1 = missing route (null / -1 marker)
+    std::vector<std::int32_t> ids; ///< [rows][axis_layers][top_k]; -1 = missing route (null / -1 marker)
     /// For each axis position, the absolute decoder-layer id it stands for.
     std::vector<int> axis_layer_ids;
 };
@@ -31,8 +31,8 @@ struct SampleMeta {
     std::string request_id;
     std::string group;
     std::optional<std::int64_t> prompt_len;
-    std::optional<std::int64_t> explicit_length;  ///< the format's own token count, wins when present
-    std::int64_t start_offset = 0;                ///< routed_experts_start_len / prompt_start rows
+    std::optional<std::int64_t> explicit_length; ///< the format's own token count, wins when present
+    std::int64_t start_offset = 0;               ///< routed_experts_start_len / prompt_start rows
     LengthRule rows_rule = LengthRule::RowsPlusOne;
 };
 
@@ -67,5 +67,4 @@ AggregateCounts parse_aggregate(const SourceFile& f, const ModelDescription& m);
 /// filling a model description given only experts/top-k. Empty when the format does not say.
 std::vector<int> self_described_moe_layers(const SourceFile& f, TraceFormat format);
 
-
-}  // namespace routepack::detail
+} // namespace routepack::detail

@@ -19,11 +19,11 @@ constexpr const char* kHeader[] = {"Layer ID", "Batch Number", "Token", "Activat
 struct CsvState {
     const SourceFile* file = nullptr;
     const ModelDescription* model = nullptr;
-    std::size_t record = 0;  // 0 = header
+    std::size_t record = 0; // 0 = header
     int field = 0;
     int layer = -1;
     std::vector<std::int32_t> row_ids;
-    std::map<int, std::vector<std::int32_t>> per_layer;  // absolute layer -> [rows][top_k]
+    std::map<int, std::vector<std::int32_t>> per_layer; // absolute layer -> [rows][top_k]
     std::string error;
 
     std::string where() const { return file->path.string() + ": record " + std::to_string(record); }
@@ -33,8 +33,10 @@ struct CsvState {
 };
 
 bool parse_int_field(std::string_view s, std::int64_t& out) {
-    while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
-    while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+    while (!s.empty() && s.front() == ' ')
+        s.remove_prefix(1);
+    while (!s.empty() && s.back() == ' ')
+        s.remove_suffix(1);
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
     return ec == std::errc() && p == s.data() + s.size() && !s.empty();
 }
@@ -63,8 +65,10 @@ void on_field(void* data, std::size_t len, void* user) {
     } else if (f == 3) {
         // "[8, 26, 56, 57, 60, 43]"
         std::string_view t = s;
-        while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
-        while (!t.empty() && t.back() == ' ') t.remove_suffix(1);
+        while (!t.empty() && t.front() == ' ')
+            t.remove_prefix(1);
+        while (!t.empty() && t.back() == ' ')
+            t.remove_suffix(1);
         if (t.size() < 2 || t.front() != '[' || t.back() != ']') {
             st.fail(st.where() + ": Activated Expert IDs '" + printable(s) + "' is not a list like [1, 2]");
             return;
@@ -72,7 +76,8 @@ void on_field(void* data, std::size_t len, void* user) {
         t = t.substr(1, t.size() - 2);
         st.row_ids.clear();
         bool empty_list = true;
-        for (char c : t) empty_list = empty_list && c == ' ';
+        for (char c : t)
+            empty_list = empty_list && c == ' ';
         while (!empty_list) {
             const auto comma = t.find(',');
             std::int64_t v = 0;
@@ -127,7 +132,7 @@ void run_csv(const SourceFile& f, CsvState& st) {
     // libcsv grows its field buffer by a fixed block (128 bytes by default): a multi-megabyte
     // field would cost one realloc (and copy) per block, quadratic in the field size.
     csv_set_blk_size(&p, std::size_t(1) << 20);
-    const std::string_view text = text_of(f);  // after a BOM
+    const std::string_view text = text_of(f); // after a BOM
     const std::size_t n = csv_parse(&p, text.data(), text.size(), on_field, on_row, &st);
     const bool parse_failed = n != text.size() || csv_fini(&p, on_field, on_row, &st) != 0;
     const int err = csv_error(&p);
@@ -137,7 +142,7 @@ void run_csv(const SourceFile& f, CsvState& st) {
                 ")");
 }
 
-}  // namespace
+} // namespace
 
 void parse_prompt_csv(const SourceFile& f, const ModelDescription& m, const EmitFn& emit) {
     CsvState st;
@@ -148,7 +153,8 @@ void parse_prompt_csv(const SourceFile& f, const ModelDescription& m, const Emit
     if (st.per_layer.empty()) throw InputError(f.path.string() + ": no routing records after the header");
 
     std::vector<int> layers;
-    for (const auto& [l, v] : st.per_layer) layers.push_back(l);
+    for (const auto& [l, v] : st.per_layer)
+        layers.push_back(l);
     if (layers != m.moe_layers)
         throw InputError(f.path.string() + ": layer set " + format_layer_list(layers) +
                          " differs from the model's MoE layers " + format_layer_list(m.moe_layers));
@@ -156,8 +162,9 @@ void parse_prompt_csv(const SourceFile& f, const ModelDescription& m, const Emit
     const std::size_t rows = st.per_layer.begin()->second.size() / width;
     for (const auto& [l, v] : st.per_layer)
         if (v.size() / width != rows)
-            throw InputError(f.path.string() + ": layer " + std::to_string(l) + " has " + std::to_string(v.size() / width) +
-                             " token rows, layer " + std::to_string(layers.front()) + " has " + std::to_string(rows));
+            throw InputError(f.path.string() + ": layer " + std::to_string(l) + " has " +
+                             std::to_string(v.size() / width) + " token rows, layer " + std::to_string(layers.front()) +
+                             " has " + std::to_string(rows));
 
     RouteArray ra;
     ra.rows = static_cast<std::int64_t>(rows);
@@ -200,4 +207,4 @@ std::vector<int> csv_layer_ids(const SourceFile& f) {
     return layers;
 }
 
-}  // namespace routepack::detail
+} // namespace routepack::detail

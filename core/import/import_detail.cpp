@@ -27,8 +27,8 @@ bool wire_int_from_name(std::string_view name, WireInt& out) {
         std::string_view name;
         int size;
         bool is_signed;
-    } kTypes[] = {{"int8", 1, true},   {"uint8", 1, false},  {"int16", 2, true},  {"uint16", 2, false},
-                  {"int32", 4, true},  {"uint32", 4, false}, {"int64", 8, true},  {"uint64", 8, false}};
+    } kTypes[] = {{"int8", 1, true},  {"uint8", 1, false},  {"int16", 2, true}, {"uint16", 2, false},
+                  {"int32", 4, true}, {"uint32", 4, false}, {"int64", 8, true}, {"uint64", 8, false}};
     for (const auto& t : kTypes)
         if (t.name == name) {
             out = WireInt{t.size, t.is_signed, false};
@@ -39,8 +39,7 @@ bool wire_int_from_name(std::string_view name, WireInt& out) {
 
 namespace {
 
-template <class U>
-U load(const char* p, bool swap) {
+template <class U> U load(const char* p, bool swap) {
     U v;
     std::memcpy(&v, p, sizeof(U));
     if constexpr (sizeof(U) == 2) {
@@ -54,8 +53,7 @@ U load(const char* p, bool swap) {
 }
 
 // U: unsigned carrier of the wire size; S: the wire's value type (signed or unsigned).
-template <class U, class S>
-std::size_t convert(const char* src, std::size_t n, bool swap, std::int32_t* dst) {
+template <class U, class S> std::size_t convert(const char* src, std::size_t n, bool swap, std::int32_t* dst) {
     constexpr bool fits_always =
         std::cmp_greater_equal(std::numeric_limits<S>::min(), std::numeric_limits<std::int32_t>::min()) &&
         std::cmp_less_equal(std::numeric_limits<S>::max(), std::numeric_limits<std::int32_t>::max());
@@ -73,7 +71,7 @@ bool needs_swap(const WireInt& t) {
     return t.size > 1 && t.big_endian != (std::endian::native == std::endian::big);
 }
 
-}  // namespace
+} // namespace
 
 std::size_t convert_wire_ints(const char* src, std::size_t n, WireInt t, std::int32_t* dst) {
     const bool swap = needs_swap(t);
@@ -99,7 +97,9 @@ std::string wire_value_text(const char* src, std::size_t index, WireInt t) {
     const bool swap = needs_swap(t);
     const char* p = src + index * static_cast<std::size_t>(t.size);
     switch (t.size) {
-    case 1: return t.is_signed ? std::to_string(static_cast<std::int8_t>(*p)) : std::to_string(static_cast<std::uint8_t>(*p));
+    case 1:
+        return t.is_signed ? std::to_string(static_cast<std::int8_t>(*p))
+                           : std::to_string(static_cast<std::uint8_t>(*p));
     case 2: {
         const auto v = load<std::uint16_t>(p, swap);
         return t.is_signed ? std::to_string(static_cast<std::int16_t>(v)) : std::to_string(v);
@@ -131,10 +131,9 @@ bool is_blank(std::string_view s) {
     return true;
 }
 
-}  // namespace
+} // namespace
 
-void for_each_line(std::string_view text,
-                   const std::function<void(std::string_view, std::size_t, std::size_t)>& fn) {
+void for_each_line(std::string_view text, const std::function<void(std::string_view, std::size_t, std::size_t)>& fn) {
     std::size_t pos = 0, line = 0;
     while (pos < text.size()) {
         ++line;
@@ -199,12 +198,12 @@ std::string json_id_text(const nlohmann::json* v, const std::string& where, cons
     throw InputError(where + ": " + field + " must be a string or integer, not " + json_kind(*v));
 }
 
-std::int64_t rows_without_trailing_padding(const std::vector<std::int32_t>& ids, std::int64_t rows,
-                                           std::size_t width) {
+std::int64_t rows_without_trailing_padding(const std::vector<std::int32_t>& ids, std::int64_t rows, std::size_t width) {
     while (rows > 0) {
         const std::int32_t* r = ids.data() + static_cast<std::size_t>(rows - 1) * width;
         bool all_missing = true;
-        for (std::size_t j = 0; j < width && all_missing; ++j) all_missing = r[j] == -1;
+        for (std::size_t j = 0; j < width && all_missing; ++j)
+            all_missing = r[j] == -1;
         if (!all_missing) break;
         --rows;
     }
@@ -213,10 +212,14 @@ std::int64_t rows_without_trailing_padding(const std::vector<std::int32_t>& ids,
 
 namespace {
 thread_local std::vector<std::string>* t_notes = nullptr;
-}  // namespace
+} // namespace
 
-NoteScope::NoteScope(std::vector<std::string>& notes) : previous_(t_notes) { t_notes = &notes; }
-NoteScope::~NoteScope() { t_notes = previous_; }
+NoteScope::NoteScope(std::vector<std::string>& notes) : previous_(t_notes) {
+    t_notes = &notes;
+}
+NoteScope::~NoteScope() {
+    t_notes = previous_;
+}
 
 void add_import_note(std::string note) {
     if (t_notes) t_notes->push_back(std::move(note));
@@ -243,7 +246,8 @@ void routes_from_json(const nlohmann::json& v, const std::string& where, const s
         for (std::size_t l = 0; l < row.size(); ++l) {
             const auto& slots = row[l];
             const std::string lat = rat + "[" + std::to_string(l) + "]";
-            if (!slots.is_array()) throw InputError(lat + " is " + json_kind(slots) + ", expected a list of expert ids");
+            if (!slots.is_array())
+                throw InputError(lat + " is " + json_kind(slots) + ", expected a list of expert ids");
             if (out.top_k < 0) {
                 if (slots.size() > static_cast<std::size_t>(INT32_MAX)) throw InputError(lat + " is too long");
                 out.top_k = static_cast<int>(slots.size());
@@ -260,10 +264,10 @@ void routes_from_json(const nlohmann::json& v, const std::string& where, const s
                     out.ids.push_back(-1);
                     continue;
                 }
-                out.ids.push_back(static_cast<std::int32_t>(
-                    json_int_value(e, where, field + "[" + std::to_string(r) + "][" + std::to_string(l) + "][" +
-                                                 std::to_string(s) + "]",
-                                   INT32_MIN, INT32_MAX)));
+                out.ids.push_back(static_cast<std::int32_t>(json_int_value(
+                    e, where,
+                    field + "[" + std::to_string(r) + "][" + std::to_string(l) + "][" + std::to_string(s) + "]",
+                    INT32_MIN, INT32_MAX)));
             }
         }
     }
@@ -271,4 +275,4 @@ void routes_from_json(const nlohmann::json& v, const std::string& where, const s
     if (out.top_k < 0) out.top_k = 0;
 }
 
-}  // namespace routepack::detail
+} // namespace routepack::detail

@@ -29,9 +29,9 @@ using util::printable;
 
 /// An integer element type as stored on the wire (npy descr, nrlre1 tag, routed_experts_dtype).
 struct WireInt {
-    int size = 4;             ///< bytes per element: 1, 2, 4 or 8
+    int size = 4; ///< bytes per element: 1, 2, 4 or 8
     bool is_signed = true;
-    bool big_endian = false;  ///< byte order of multi-byte elements
+    bool big_endian = false; ///< byte order of multi-byte elements
     /// numpy-style name: "int32", "uint8", ...
     std::string name() const;
 };
@@ -66,8 +66,8 @@ struct NpyHeaderInfo {
     std::string descr;
     bool fortran = false;
     WireInt type;
-    std::size_t count = 0;       ///< values the shape holds
-    std::size_t data_start = 0;  ///< byte offset of the data
+    std::size_t count = 0;      ///< values the shape holds
+    std::size_t data_start = 0; ///< byte offset of the data
 };
 std::optional<NpyHeaderInfo> read_npy_header(std::string_view prefix, const std::string& where,
                                              bool allow_bool = false);
@@ -88,8 +88,7 @@ JsonLayout json_layout(const SourceFile& f);
 
 /// Calls `fn(text, byte_offset, line_number)` for every non-blank line of `text` (line numbers
 /// 1-based; a trailing '\r' is stripped).
-void for_each_line(std::string_view text,
-                   const std::function<void(std::string_view, std::size_t, std::size_t)>& fn);
+void for_each_line(std::string_view text, const std::function<void(std::string_view, std::size_t, std::size_t)>& fn);
 
 /// Parses `text` (a whole file, or one line of it starting at file byte `offset`) into a DOM;
 /// InputError "<path>: [line N: ]malformed JSON at byte B: <description>" on failure (B counts
@@ -116,8 +115,7 @@ std::string json_id_text(const nlohmann::json* v, const std::string& where, cons
 
 /// Number of rows that are not entirely -1 at the end of `ids` ([rows][width]): trailing all -1
 /// rows are padding.
-std::int64_t rows_without_trailing_padding(const std::vector<std::int32_t>& ids, std::int64_t rows,
-                                           std::size_t width);
+std::int64_t rows_without_trailing_padding(const std::vector<std::int32_t>& ids, std::int64_t rows, std::size_t width);
 
 /// Notes an importer adds to the import summary ("skipped 2 batch rows ..."). import_trace opens a
 /// NoteScope around each file's parse (on the parsing thread); add_import_note appends to the
@@ -140,4 +138,4 @@ void add_import_note(std::string note);
 /// "<where>: <field>[r][l] has N expert ids, expected K (as row 0, layer 0)" and the like.
 void routes_from_json(const nlohmann::json& v, const std::string& where, const std::string& field, RouteArray& out);
 
-}  // namespace routepack::detail
+} // namespace routepack::detail

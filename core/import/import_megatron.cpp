@@ -57,7 +57,7 @@ void megatron_routes(const nlohmann::json& v, const std::string& where, const st
     routes_from_json(*data, where, data_field, routes);
 }
 
-}  // namespace
+} // namespace
 
 void parse_megatron(const SourceFile& f, const ModelDescription& m, const EmitFn& emit) {
     const std::string stem = f.stem();
@@ -76,13 +76,14 @@ void parse_megatron(const SourceFile& f, const ModelDescription& m, const EmitFn
         megatron_routes(routes_json, where, field, routes);
         if (tokens) {
             const auto p = token_id_count(*tokens, "prompt_token_ids", where, tokens_prefix + "prompt_token_ids");
-            const auto g = token_id_count(*tokens, "generation_token_ids", where, tokens_prefix + "generation_token_ids");
+            const auto g =
+                token_id_count(*tokens, "generation_token_ids", where, tokens_prefix + "generation_token_ids");
             if (p && g) {
                 if (routes.rows != *p + *g - 1)
                     throw InputError(where + ": " + field + " has " + std::to_string(routes.rows) + " rows, but " +
                                      tokens_prefix + "prompt_token_ids + generation_token_ids = " + std::to_string(*p) +
-                                     " + " + std::to_string(*g) + " tokens need total_tokens - 1 = " +
-                                     std::to_string(*p + *g - 1));
+                                     " + " + std::to_string(*g) +
+                                     " tokens need total_tokens - 1 = " + std::to_string(*p + *g - 1));
                 meta.prompt_len = *p;
                 meta.explicit_length = *p + *g;
             }
@@ -127,7 +128,8 @@ void parse_megatron(const SourceFile& f, const ModelDescription& m, const EmitFn
 
     for_each_json_value(f, [&](nlohmann::json&& v, bool) {
         if (v.is_array()) {
-            for (const auto& r : v) record(r);
+            for (const auto& r : v)
+                record(r);
         } else {
             record(v);
         }
@@ -135,4 +137,4 @@ void parse_megatron(const SourceFile& f, const ModelDescription& m, const EmitFn
     if (k == 0) throw InputError(f.path.string() + ": no samples");
 }
 
-}  // namespace routepack::detail
+} // namespace routepack::detail

@@ -64,7 +64,8 @@ void decode_envelope(std::string_view line, const std::string& where, RouteArray
             throw InputError(where + ": shape '" + printable(dims) + "' is not <S>x<L>x<K>");
         pos = x + 1;
     }
-    if (d[1] > INT32_MAX || d[2] > INT32_MAX) throw InputError(where + ": shape '" + printable(dims) + "' is too large");
+    if (d[1] > INT32_MAX || d[2] > INT32_MAX)
+        throw InputError(where + ": shape '" + printable(dims) + "' is too large");
     std::size_t count = 0, need = 0;
     if (__builtin_mul_overflow(static_cast<std::size_t>(d[0]), static_cast<std::size_t>(d[1]), &count) ||
         __builtin_mul_overflow(count, static_cast<std::size_t>(d[2]), &count) ||
@@ -79,7 +80,7 @@ void decode_envelope(std::string_view line, const std::string& where, RouteArray
         throw InputError(where + ": shape '" + std::string(dims) + "' holds " + std::to_string(count) +
                          " values, more than the per-sample limit of " + std::to_string(kMaxRouteValues));
     routes.ids.resize(count);
-    convert_wire_ints(bytes.data(), count, t, routes.ids.data());  // int8..int32 always fit
+    convert_wire_ints(bytes.data(), count, t, routes.ids.data()); // int8..int32 always fit
     routes.rows = d[0];
     routes.axis_layers = static_cast<int>(d[1]);
     routes.top_k = static_cast<int>(d[2]);
@@ -91,7 +92,8 @@ std::int64_t drop_default_route(RouteArray& routes, const std::string& where) {
     const std::int64_t S = routes.rows;
     const std::size_t width = static_cast<std::size_t>(routes.axis_layers) * static_cast<std::size_t>(routes.top_k);
     std::string expect = "[";
-    for (int s = 0; s < routes.top_k; ++s) expect += (s ? ", " : "") + std::to_string(s);
+    for (int s = 0; s < routes.top_k; ++s)
+        expect += (s ? ", " : "") + std::to_string(s);
     expect += "]";
     if (S == 0) throw InputError(where + ": no rows (S = 0); NeMo-RL ends every sample in the default route " + expect);
     const std::int32_t* last = routes.ids.data() + static_cast<std::size_t>(S - 1) * width;
@@ -120,7 +122,7 @@ void routes_from_value(const nlohmann::json& v, const std::string& where, const 
     }
 }
 
-}  // namespace
+} // namespace
 
 void parse_nemo_rl(const SourceFile& f, const ModelDescription& m, const EmitFn& emit) {
     const std::string stem = f.stem();
@@ -137,8 +139,10 @@ void parse_nemo_rl(const SourceFile& f, const ModelDescription& m, const EmitFn&
             meta.source_file = f.path.string();
             meta.rows_rule = LengthRule::RowsPlusOne;
             const std::string where = sample_where(f, meta.id) + " (line " + std::to_string(line_no) + ")";
-            while (!line.empty() && (line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
-            while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+            while (!line.empty() && (line.back() == ' ' || line.back() == '\t'))
+                line.remove_suffix(1);
+            while (!line.empty() && (line.front() == ' ' || line.front() == '\t'))
+                line.remove_prefix(1);
             decode_envelope(line, where, routes);
             routes.axis_layer_ids = resolve_layer_axis(routes.axis_layers, m, where);
             drop_default_route(routes, where);
@@ -202,7 +206,7 @@ void parse_nemo_rl(const SourceFile& f, const ModelDescription& m, const EmitFn&
         std::size_t found = 0;
         for (std::size_t o = 0; o < output->size(); ++o) {
             const auto& item = (*output)[o];
-            if (!json_member(item, "routed_experts")) continue;  // tool calls, reasoning, ... carry none
+            if (!json_member(item, "routed_experts")) continue; // tool calls, reasoning, ... carry none
             ++found;
             sample(item, "response.output[" + std::to_string(o) + "].", id, "");
         }
@@ -211,7 +215,8 @@ void parse_nemo_rl(const SourceFile& f, const ModelDescription& m, const EmitFn&
 
     for_each_json_value(f, [&](nlohmann::json&& v, bool) {
         if (v.is_array()) {
-            for (const auto& r : v) record(r);
+            for (const auto& r : v)
+                record(r);
         } else {
             record(v);
         }
@@ -219,4 +224,4 @@ void parse_nemo_rl(const SourceFile& f, const ModelDescription& m, const EmitFn&
     if (k == 0) throw InputError(f.path.string() + ": no samples");
 }
 
-}  // namespace routepack::detail
+} // namespace routepack::detail

@@ -3,9 +3,9 @@
 // A record is a list [rows][layers][top_k] of expert ids, or an object {"data": that list,
 // "dtype": "..."} (Megatron's generic ndarray; dtype, when present, must name an integer type;
 // other keys are ignored). The file is either one record (sample id = file stem) or JSON lines of
-// records (line k -> "<stem>#<k>"; a one-line ".jsonl" file is JSON lines too). null or -1 = missing route. Every row must have the same
-// number of layers and every layer exactly top_k ids; layer axis via resolve_layer_axis (all
-// layers or MoE only). t_i = rows + 1 (rule 1).
+// records (line k -> "<stem>#<k>"; a one-line ".jsonl" file is JSON lines too). null or -1 = missing route. Every row
+// must have the same number of layers and every layer exactly top_k ids; layer axis via resolve_layer_axis (all layers
+// or MoE only). t_i = rows + 1 (rule 1).
 //
 // Parsed with a SAX handler straight into the flat id buffer (no DOM), since here the routes are
 // the JSON itself.
@@ -50,7 +50,8 @@ public:
     bool number_integer(std::int64_t v) {
         if (skip_) return true;
         if (d_ == 3) {
-            if (!std::in_range<std::int32_t>(v)) fail(position() + ": expert id " + std::to_string(v) + " does not fit int32");
+            if (!std::in_range<std::int32_t>(v))
+                fail(position() + ": expert id " + std::to_string(v) + " does not fit int32");
             return push(static_cast<std::int32_t>(v));
         }
         return unexpected("a number");
@@ -139,7 +140,8 @@ public:
             d_ = 2;
             return true;
         case 2:
-            if (layers < 0) layers = layer_;
+            if (layers < 0)
+                layers = layer_;
             else if (layer_ != layers)
                 fail(": row " + std::to_string(rows) + " has " + std::to_string(layer_) + " layers, expected " +
                      std::to_string(layers) + " (as row 0)");
@@ -165,7 +167,8 @@ private:
     bool in_object_top() const { return top_ == Top::Object && d_ == 0; }
     [[noreturn]] void fail(const std::string& what) const { throw InputError(where_ + what); }
     std::string position() const {
-        return ": row " + std::to_string(rows) + ", layer " + std::to_string(layer_) + ", slot " + std::to_string(slot_);
+        return ": row " + std::to_string(rows) + ", layer " + std::to_string(layer_) + ", slot " +
+               std::to_string(slot_);
     }
     bool push(std::int32_t v) {
         if (ids_.size() >= kMaxRouteValues)
@@ -180,7 +183,8 @@ private:
         return true;
     }
     bool unexpected(const std::string& kind) {
-        if (top_ == Top::Start) fail(": expected a [rows][layers][top_k] list or an object with \"data\", found " + kind);
+        if (top_ == Top::Start)
+            fail(": expected a [rows][layers][top_k] list or an object with \"data\", found " + kind);
         if (in_object_top()) return object_scalar();
         if (d_ == 1) fail(": row " + std::to_string(rows) + " is " + kind + ", expected a list of layers");
         if (d_ == 2)
@@ -194,16 +198,16 @@ private:
     std::string where_;
     Top top_ = Top::Start;
     bool have_data_ = false;
-    int d_ = 0;          // depth inside the routes list: 1 rows, 2 layers, 3 expert ids
-    int skip_ = 0;       // depth inside an ignored member of the record object
+    int d_ = 0;    // depth inside the routes list: 1 rows, 2 layers, 3 expert ids
+    int skip_ = 0; // depth inside an ignored member of the record object
     int layer_ = 0, slot_ = 0;
-    std::string pending_;  // last key of the record object
+    std::string pending_; // last key of the record object
 };
 
-}  // namespace
+} // namespace
 
 void parse_nested_json(const SourceFile& f, const ModelDescription& m, const EmitFn& emit) {
-    const bool lines = json_layout(f).json_lines;  // also throws "<path>: empty file"
+    const bool lines = json_layout(f).json_lines; // also throws "<path>: empty file"
     const std::string stem = f.stem();
     RouteArray routes;
     routes.top_k = m.top_k;
@@ -238,12 +242,13 @@ void parse_nested_json(const SourceFile& f, const ModelDescription& m, const Emi
     };
 
     const std::string_view text = text_of(f);
-    const std::size_t skip = f.bytes.size() - text.size();  // a BOM
+    const std::size_t skip = f.bytes.size() - text.size(); // a BOM
     if (lines) {
-        for_each_line(text, [&](std::string_view s, std::size_t offset, std::size_t line) { record(s, skip + offset, line); });
+        for_each_line(
+            text, [&](std::string_view s, std::size_t offset, std::size_t line) { record(s, skip + offset, line); });
     } else {
         record(text, skip, 0);
     }
 }
 
-}  // namespace routepack::detail
+} // namespace routepack::detail

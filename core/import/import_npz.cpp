@@ -40,7 +40,8 @@ namespace {
 
 std::string shape_str(const std::vector<std::int64_t>& shape) {
     std::string s = "(";
-    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+    for (std::size_t i = 0; i < shape.size(); ++i)
+        s += (i ? ", " : "") + std::to_string(shape[i]);
     if (shape.size() == 1) s += ",";
     return s + ")";
 }
@@ -146,7 +147,8 @@ void check_entry_sizes(const zip_stat_t& st, const std::string& where, zip_uint6
 
 std::string row_list(const std::vector<std::int64_t>& rows) {
     std::string s;
-    for (std::size_t i = 0; i < rows.size() && i < 10; ++i) s += (i ? ", " : "") + std::to_string(rows[i]);
+    for (std::size_t i = 0; i < rows.size() && i < 10; ++i)
+        s += (i ? ", " : "") + std::to_string(rows[i]);
     if (rows.size() > 10) s += ", ...";
     return s;
 }
@@ -191,13 +193,13 @@ void parse_npz_batch(zip_t* za, const std::map<std::string, zip_uint64_t>& entri
     if (h.shape.size() != 4)
         throw InputError(rwhere + ": has " + std::to_string(h.shape.size()) +
                          " dimensions, expected a padded batch [batch][tokens][layers][top_k]");
-    if (h.fortran) throw InputError(rwhere + ": is stored in Fortran order; save a C-order array (np.ascontiguousarray)");
+    if (h.fortran)
+        throw InputError(rwhere + ": is stored in Fortran order; save a C-order array (np.ascontiguousarray)");
     if (!have_mask && !have_valid)
         throw InputError(rwhere + ": a padded batch [B, S, layers, top_k] needs attention_mask [B, S] (verl) or "
                                   "r3_routing_valid [B] (AReaL) beside it in the archive to tell routes from padding");
     const std::int64_t B = h.shape[0], S = h.shape[1];
-    if (h.shape[2] > INT32_MAX || h.shape[3] > INT32_MAX)
-        throw InputError(rwhere + ": shape too large");
+    if (h.shape[2] > INT32_MAX || h.shape[3] > INT32_MAX) throw InputError(rwhere + ": shape too large");
     const int L = static_cast<int>(h.shape[2]), K = static_cast<int>(h.shape[3]);
     if (have_mask && (mask.shape.size() != 2 || mask.shape[0] != B || mask.shape[1] != S))
         throw InputError(path + ": entry 'attention_mask' has shape " + shape_str(mask.shape) + ", expected " +
@@ -208,7 +210,7 @@ void parse_npz_batch(zip_t* za, const std::map<std::string, zip_uint64_t>& entri
     if (have_valid && !have_mask && K == 1)
         throw InputError(rwhere + ": top-1 routes to expert 0 cannot be told from zero padding: save attention_mask "
                                   "beside r3_routing_valid");
-    std::int64_t prompt_area = -1;  // S - R when responses [B, R] is saved
+    std::int64_t prompt_area = -1; // S - R when responses [B, R] is saved
     if (resp_it != entries.end()) {
         const std::string where = path + ": entry 'responses'";
         const zip_stat_t rst = stat_of(resp_it->second, where);
@@ -261,7 +263,8 @@ void parse_npz_batch(zip_t* za, const std::map<std::string, zip_uint64_t>& entri
                 const std::int32_t* r = row.data() + static_cast<std::size_t>(s) * width;
                 if (std::any_of(r, r + width, [](std::int32_t v) { return v != 0; })) last = s;
             }
-            for (std::int64_t s = 0; s <= last; ++s) positions.push_back(s);
+            for (std::int64_t s = 0; s <= last; ++s)
+                positions.push_back(s);
         }
         if (positions.empty()) {
             empty_rows.push_back(b);
@@ -288,7 +291,8 @@ void parse_npz_batch(zip_t* za, const std::map<std::string, zip_uint64_t>& entri
         meta.rows_rule = LengthRule::RowsPlusOne;
         if (prompt_area >= 0) {
             std::int64_t p = 0;
-            for (const std::int64_t s : positions) p += s < prompt_area;
+            for (const std::int64_t s : positions)
+                p += s < prompt_area;
             meta.prompt_len = p;
         }
         emit(make_sample_record(routes, m, meta));
@@ -306,7 +310,7 @@ void parse_npz_batch(zip_t* za, const std::map<std::string, zip_uint64_t>& entri
                         " batch rows of a single token, which has no routed row (rows " + row_list(short_rows) + ")");
 }
 
-}  // namespace
+} // namespace
 
 void parse_npy_file(const SourceFile& f, const ModelDescription& m, const EmitFn& emit) {
     if (f.bytes.empty()) throw InputError(f.path.string() + ": empty file");
@@ -340,7 +344,7 @@ void parse_npz(const SourceFile& f, const ModelDescription& m, const EmitFn& emi
 
     const std::string stem = f.stem();
     const zip_int64_t n = zip_get_num_entries(za.get(), 0);
-    std::map<std::string, zip_uint64_t> names;  // without ".npy"
+    std::map<std::string, zip_uint64_t> names; // without ".npy"
     for (zip_int64_t i = 0; i < n; ++i) {
         const char* nm = zip_get_name(za.get(), static_cast<zip_uint64_t>(i), 0);
         if (!nm) continue;
@@ -361,7 +365,7 @@ void parse_npz(const SourceFile& f, const ModelDescription& m, const EmitFn& emi
         if (zip_stat_index(za.get(), static_cast<zip_uint64_t>(i), 0, &st) != 0)
             throw InputError(path + ": entry " + std::to_string(i) + ": " + printable(zip_strerror(za.get())));
         const std::string name = (st.valid & ZIP_STAT_NAME) && st.name ? st.name : "entry" + std::to_string(i);
-        if (!name.empty() && name.back() == '/') continue;  // directory
+        if (!name.empty() && name.back() == '/') continue; // directory
 
         SampleMeta meta;
         meta.id = stem + "#" + std::to_string(k++);
@@ -406,4 +410,4 @@ void parse_npz(const SourceFile& f, const ModelDescription& m, const EmitFn& emi
     if (k == 0) throw InputError(path + ": the .npz archive holds no arrays");
 }
 
-}  // namespace routepack::detail
+} // namespace routepack::detail

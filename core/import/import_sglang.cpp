@@ -50,10 +50,11 @@ void apply_physical_map(const nlohmann::json& map, RouteArray& r, const ModelDes
     const std::size_t k = static_cast<std::size_t>(r.top_k);
     for (std::size_t a = 0; a < axis; ++a) {
         const int layer = r.axis_layer_ids[a];
-        if (m.moe_index(layer) < 0) continue;  // dense axis position: routes there are ignored
+        if (m.moe_index(layer) < 0) continue; // dense axis position: routes there are ignored
         const auto& row = map[a];
         if (!row.is_array() || row.empty())
-            throw InputError(where + ": physical_to_logical_map[" + std::to_string(a) + "] is not a list of expert ids");
+            throw InputError(where + ": physical_to_logical_map[" + std::to_string(a) +
+                             "] is not a list of expert ids");
         lut.resize(row.size());
         for (std::size_t j = 0; j < row.size(); ++j) {
             const auto& v = row[j];
@@ -61,10 +62,12 @@ void apply_physical_map(const nlohmann::json& map, RouteArray& r, const ModelDes
             const std::string range = " (0.." + std::to_string(m.experts - 1) + ")";
             if (v.is_array() || v.is_object() || v.is_binary())
                 throw InputError(where + ": " + at + " is " + json_kind(v) + ", not a logical expert id" + range);
-            const bool ok = v.is_number_integer() &&
-                            !(v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) &&
-                            v.get<std::int64_t>() >= 0 && v.get<std::int64_t>() < m.experts;
-            if (!ok) throw InputError(where + ": " + at + " = " + json_brief(v) + " is not a logical expert id" + range);
+            const bool ok =
+                v.is_number_integer() &&
+                !(v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) &&
+                v.get<std::int64_t>() >= 0 && v.get<std::int64_t>() < m.experts;
+            if (!ok)
+                throw InputError(where + ": " + at + " = " + json_brief(v) + " is not a logical expert id" + range);
             lut[j] = static_cast<std::int32_t>(v.get<std::int64_t>());
         }
         for (std::int64_t row_i = 0; row_i < r.rows; ++row_i) {
@@ -82,7 +85,7 @@ void apply_physical_map(const nlohmann::json& map, RouteArray& r, const ModelDes
     }
 }
 
-}  // namespace
+} // namespace
 
 void parse_sglang(const SourceFile& f, const ModelDescription& m, const EmitFn& emit) {
     const std::string stem = f.stem();
@@ -132,8 +135,10 @@ void parse_sglang(const SourceFile& f, const ModelDescription& m, const EmitFn& 
             WireInt t{4, true, false};
             if (const nlohmann::json* dt = json_member(*info, "routed_experts_dtype")) {
                 if (!dt->is_string())
-                    throw InputError(where + ": meta_info.routed_experts_dtype must be a string (one of int32, int16, "
-                                             "uint16, uint8, int8), not " + json_kind(*dt));
+                    throw InputError(where +
+                                     ": meta_info.routed_experts_dtype must be a string (one of int32, int16, "
+                                     "uint16, uint8, int8), not " +
+                                     json_kind(*dt));
                 if (!sglang_dtype(dt->get_ref<const std::string&>(), t))
                     throw InputError(where + ": meta_info.routed_experts_dtype " + json_brief(*dt) +
                                      " is not one of int32, int16, uint16, uint8, int8");
@@ -176,7 +181,7 @@ void parse_sglang(const SourceFile& f, const ModelDescription& m, const EmitFn& 
             meta.start_offset = *start;
         }
         if (prompt) meta.prompt_len = *prompt;
-        if (prompt && completion) meta.explicit_length = *prompt + *completion;  // each <= 2^40: no overflow
+        if (prompt && completion) meta.explicit_length = *prompt + *completion; // each <= 2^40: no overflow
 
         const char* rid_field = "meta_info.id";
         const nlohmann::json* rid = json_member(*info, "id");
@@ -236,7 +241,8 @@ void parse_sglang(const SourceFile& f, const ModelDescription& m, const EmitFn& 
 
     for_each_json_value(f, [&](nlohmann::json&& v, bool) {
         if (v.is_array()) {
-            for (const auto& rec : v) record(rec);
+            for (const auto& rec : v)
+                record(rec);
         } else {
             record(v);
         }
@@ -248,14 +254,12 @@ void parse_sglang(const SourceFile& f, const ModelDescription& m, const EmitFn& 
             continue;
         }
         Conversation& c = *open[i];
-        if (c.turns > 1 && c.meta.explicit_length &&
-            c.routes.rows + c.meta.start_offset != *c.meta.explicit_length - 1)
-            throw InputError(c.first_where + ": request '" + printable(c.meta.request_id) + "' stitched from " +
-                             std::to_string(c.turns) + " records holds " +
-                             std::to_string(c.routes.rows + c.meta.start_offset) +
-                             " rows, but its last record's prompt_tokens + completion_tokens = " +
-                             std::to_string(*c.meta.explicit_length) + " needs " +
-                             std::to_string(*c.meta.explicit_length - 1));
+        if (c.turns > 1 && c.meta.explicit_length && c.routes.rows + c.meta.start_offset != *c.meta.explicit_length - 1)
+            throw InputError(
+                c.first_where + ": request '" + printable(c.meta.request_id) + "' stitched from " +
+                std::to_string(c.turns) + " records holds " + std::to_string(c.routes.rows + c.meta.start_offset) +
+                " rows, but its last record's prompt_tokens + completion_tokens = " +
+                std::to_string(*c.meta.explicit_length) + " needs " + std::to_string(*c.meta.explicit_length - 1));
         emit(make_sample_record(c.routes, m, c.meta));
         open[i].reset();
     }
@@ -265,4 +269,4 @@ void parse_sglang(const SourceFile& f, const ModelDescription& m, const EmitFn& 
                         " samples by request id and routed_experts_start_len");
 }
 
-}  // namespace routepack::detail
+} // namespace routepack::detail

@@ -55,7 +55,7 @@ void check_keys_below(int max_key, const ModelDescription& m, const std::string&
                          std::to_string(m.num_hidden_layers) + " decoder layers");
 }
 
-}  // namespace
+} // namespace
 
 void parse_step_json(const SourceFile& f, const ModelDescription& m, const EmitFn& emit) {
     const std::string_view text = text_of(f);
@@ -68,14 +68,16 @@ void parse_step_json(const SourceFile& f, const ModelDescription& m, const EmitF
     int max_key = -1;
     const std::vector<int> layers = step_layers(j[0], file + ": step 0", &max_key);
     if (layers != m.moe_layers)
-        throw InputError(file + ": MoE layer set " + (layers.empty() ? std::string("(none)") : format_layer_list(layers)) +
+        throw InputError(file + ": MoE layer set " +
+                         (layers.empty() ? std::string("(none)") : format_layer_list(layers)) +
                          " differs from the model's " + format_layer_list(m.moe_layers));
     check_keys_below(max_key, m, file + ": step 0");
     const std::size_t L = layers.size();
     const int K = m.top_k;
     const int E = m.experts;
     std::vector<std::string> keys(L);
-    for (std::size_t l = 0; l < L; ++l) keys[l] = std::to_string(layers[l]);
+    for (std::size_t l = 0; l < L; ++l)
+        keys[l] = std::to_string(layers[l]);
 
     RouteArray ra;
     ra.axis_layers = static_cast<int>(L);
@@ -101,7 +103,8 @@ void parse_step_json(const SourceFile& f, const ModelDescription& m, const EmitF
             const auto& lt = *found;
             if (!lt.is_array()) throw InputError(where + ", layer " + keys[l] + ": expected a list of tokens");
             lists[l] = &lt;
-            if (l == 0) tokens = lt.size();
+            if (l == 0)
+                tokens = lt.size();
             else if (lt.size() != tokens)
                 throw InputError(where + ", layer " + keys[l] + ": " + std::to_string(lt.size()) + " tokens, layer " +
                                  keys[0] + " has " + std::to_string(tokens));
@@ -118,9 +121,10 @@ void parse_step_json(const SourceFile& f, const ModelDescription& m, const EmitF
                 const auto& ids = lt[t];
                 const std::string at = where + ", layer " + keys[l] + ", token " + std::to_string(t);
                 if (!ids.is_array() || static_cast<int>(ids.size()) != K)
-                    throw InputError(at + ": " +
-                                     (ids.is_array() ? std::to_string(ids.size()) + " expert ids" : std::string("not a list")) +
-                                     ", expected top-k " + std::to_string(K));
+                    throw InputError(
+                        at + ": " +
+                        (ids.is_array() ? std::to_string(ids.size()) + " expert ids" : std::string("not a list")) +
+                        ", expected top-k " + std::to_string(K));
                 std::int32_t* out = ra.ids.data() + base + (t * L + l) * K;
                 for (int k = 0; k < K; ++k) {
                     const auto& v = ids[static_cast<std::size_t>(k)];
@@ -128,13 +132,12 @@ void parse_step_json(const SourceFile& f, const ModelDescription& m, const EmitF
                         throw InputError(at + ": expert id is null (this format has no missing-route marker: null "
                                               "stands only for a whole dense layer)");
                     if (!v.is_number_integer()) throw InputError(at + ": expert id is not an integer");
-                    const bool huge = v.is_number_unsigned() &&
-                                      v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX);
+                    const bool huge =
+                        v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX);
                     const std::string text =
                         huge ? std::to_string(v.get<std::uint64_t>()) : std::to_string(v.get<std::int64_t>());
                     const std::int64_t x = huge ? INT64_MAX : v.get<std::int64_t>();
-                    if (x == -1)
-                        throw InputError(at + ": expert id -1 (this format has no missing-route marker)");
+                    if (x == -1) throw InputError(at + ": expert id -1 (this format has no missing-route marker)");
                     if (x < 0 || x >= E)
                         throw InputError(at + ": expert id " + text + " out of range 0.." + std::to_string(E - 1));
                     out[k] = static_cast<std::int32_t>(x);
@@ -168,4 +171,4 @@ int step_json_hidden_layers(const SourceFile& f) {
     return max_key + 1;
 }
 
-}  // namespace routepack::detail
+} // namespace routepack::detail

@@ -27,7 +27,8 @@ namespace {
 
 std::string shape_str(const std::vector<std::int64_t>& shape) {
     std::string s = "(";
-    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+    for (std::size_t i = 0; i < shape.size(); ++i)
+        s += (i ? ", " : "") + std::to_string(shape[i]);
     if (shape.size() == 1) s += ",";
     return s + ")";
 }
@@ -47,11 +48,12 @@ NpyArray decode_npy_field(const nlohmann::json& v, const std::string& where, con
     const std::string bytes = base64_decode(v.get_ref<const std::string&>(), where + ": " + field);
     NpyArray a = parse_npy(bytes, where + ": " + field);
     if (a.shape.size() != 3)
-        throw InputError(where + ": " + field + " has shape " + shape_str(a.shape) + ", expected [rows][layers][top_k]");
+        throw InputError(where + ": " + field + " has shape " + shape_str(a.shape) +
+                         ", expected [rows][layers][top_k]");
     return a;
 }
 
-}  // namespace
+} // namespace
 
 void parse_vllm(const SourceFile& f, const ModelDescription& m, const EmitFn& emit) {
     const std::string stem = f.stem();
@@ -89,7 +91,8 @@ void parse_vllm(const SourceFile& f, const ModelDescription& m, const EmitFn& em
                 const nlohmann::json* p = json_member((*choices)[c], "prompt_token_ids");
                 if (!p) continue;
                 std::size_t j = 0;
-                while (j < seen.size() && !(*seen[j] == *p)) ++j;
+                while (j < seen.size() && !(*seen[j] == *p))
+                    ++j;
                 if (j == seen.size()) seen.push_back(p);
                 prompt_no[c] = j;
             }
@@ -139,7 +142,7 @@ void parse_vllm(const SourceFile& f, const ModelDescription& m, const EmitFn& em
                                                               static_cast<std::size_t>(routes.top_k));
                 }
             } else if (have_prompt) {
-                meta.prompt_len = prompt.shape[0];  // the prompt part covers every prompt token
+                meta.prompt_len = prompt.shape[0]; // the prompt part covers every prompt token
             } else if (usage_prompt) {
                 meta.prompt_len = *usage_prompt;
             }
@@ -149,7 +152,8 @@ void parse_vllm(const SourceFile& f, const ModelDescription& m, const EmitFn& em
 
     for_each_json_value(f, [&](nlohmann::json&& v, bool) {
         if (v.is_array()) {
-            for (const auto& r : v) response(r);
+            for (const auto& r : v)
+                response(r);
         } else {
             response(v);
         }
@@ -157,4 +161,4 @@ void parse_vllm(const SourceFile& f, const ModelDescription& m, const EmitFn& em
     if (k == 0) throw InputError(f.path.string() + ": no choices with routed_experts in the file");
 }
 
-}  // namespace routepack::detail
+} // namespace routepack::detail

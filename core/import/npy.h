@@ -25,4 +25,4 @@ NpyArray parse_npy(std::string_view bytes, const std::string& where, bool allow_
 std::string encode_npy(const std::vector<std::int64_t>& shape, const std::vector<std::int32_t>& values,
                        const std::string& descr = "<i4");
 
-}  // namespace routepack::detail
+} // namespace routepack::detail

@@ -5,8 +5,8 @@
 
 namespace routepack {
 
-inline constexpr std::int64_t kMaxTokens = std::int64_t(1) << 40;         ///< t_i, token counts, start_len
-inline constexpr std::uint64_t kMaxRouteValues = std::uint64_t(1) << 29;  ///< rows x layers x top_k of one sample
-inline constexpr int kMaxLayerId = 99999;                                  ///< absolute decoder-layer ids
+inline constexpr std::int64_t kMaxTokens = std::int64_t(1) << 40;        ///< t_i, token counts, start_len
+inline constexpr std::uint64_t kMaxRouteValues = std::uint64_t(1) << 29; ///< rows x layers x top_k of one sample
+inline constexpr int kMaxLayerId = 99999;                                ///< absolute decoder-layer ids
 
-}  // namespace routepack
+} // namespace routepack

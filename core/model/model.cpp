@@ -2,8 +2,8 @@
 
 #include "core/util/errors.h"
 #include "core/util/json.h"
-#include "core/util/text.h"
 #include "core/util/resources.h"
+#include "core/util/text.h"
 
 #include <nlohmann/json.hpp>
 
@@ -26,12 +26,12 @@ namespace {
 constexpr int kMaxHiddenLayers = 100000;
 constexpr int kMaxExperts = 1 << 20;
 constexpr int kMaxTopK = 1024;
-constexpr std::int64_t kMaxCountsPerSample = std::int64_t(1) << 28;  // L x E
+constexpr std::int64_t kMaxCountsPerSample = std::int64_t(1) << 28; // L x E
 // parse_layer_list: largest id and most ids a list may name.
 constexpr std::int64_t kMaxListedLayerId = 1000000;
 constexpr std::int64_t kMaxListedLayers = kMaxHiddenLayers;
 
-}  // namespace
+} // namespace
 
 void ModelDescription::validate() const {
     const std::string who = name.empty() ? std::string("model") : "model '" + util::printable(name) + "'";
@@ -65,7 +65,8 @@ namespace {
 std::int64_t parse_int(std::string_view s, const std::string& field, const std::string& text) {
     std::int64_t v = 0;
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec == std::errc::result_out_of_range || (ec == std::errc() && p == s.data() + s.size() && v > kMaxListedLayerId))
+    if (ec == std::errc::result_out_of_range ||
+        (ec == std::errc() && p == s.data() + s.size() && v > kMaxListedLayerId))
         throw InputError(field + ": layer id " + util::printable(s) + " in '" + util::printable(text) +
                          "' is larger than " + std::to_string(kMaxListedLayerId));
     if (ec != std::errc() || p != s.data() + s.size() || s.empty())
@@ -74,7 +75,7 @@ std::int64_t parse_int(std::string_view s, const std::string& field, const std::
     return v;
 }
 
-}  // namespace
+} // namespace
 
 std::vector<int> parse_layer_list(const std::string& text, const std::string& field) {
     std::vector<int> out;
@@ -84,8 +85,10 @@ std::vector<int> parse_layer_list(const std::string& text, const std::string& fi
         auto comma = rest.find(',');
         std::string_view item = rest.substr(0, comma);
         rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-        while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-        while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+        while (!item.empty() && item.front() == ' ')
+            item.remove_prefix(1);
+        while (!item.empty() && item.back() == ' ')
+            item.remove_suffix(1);
         std::int64_t step = 1;
         if (auto colon = item.find(':'); colon != std::string_view::npos) {
             step = parse_int(item.substr(colon + 1), field, text);
@@ -100,8 +103,7 @@ std::vector<int> parse_layer_list(const std::string& text, const std::string& fi
             a = parse_int(item.substr(0, dash), field, text);
             b = parse_int(item.substr(dash + 1), field, text);
         }
-        if (a < 0 || b < a)
-            throw InputError(field + ": bad range '" + util::printable(item) + "' in '" + shown + "'");
+        if (a < 0 || b < a) throw InputError(field + ": bad range '" + util::printable(item) + "' in '" + shown + "'");
         // a, b <= 1e6 and step >= 1: no overflow; count before expanding.
         const std::int64_t n = (b - a) / step + 1;
         if (static_cast<std::int64_t>(out.size()) + n > kMaxListedLayers)
@@ -125,7 +127,8 @@ std::string format_layer_list(const std::vector<int>& layers) {
         // Longest arithmetic run starting at i with at least 3 members (or 2 for step 1).
         std::size_t j = i + 1;
         int step = j < layers.size() ? layers[j] - layers[i] : 1;
-        while (j < layers.size() && layers[j] - layers[j - 1] == step) ++j;
+        while (j < layers.size() && layers[j] - layers[j - 1] == step)
+            ++j;
         const std::size_t run = j - i;
         if (run >= 3 || (run == 2 && step == 1)) {
             std::string s = std::to_string(layers[i]) + "-" + std::to_string(layers[j - 1]);
@@ -155,9 +158,9 @@ int int_in(const nlohmann::json& v, const std::string& origin, const std::string
     const bool huge = v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX);
     const std::int64_t x = huge ? INT64_MAX : v.get<std::int64_t>();
     if (huge || x < lo || x > hi)
-        throw InputError(origin + ": field '" + field + "' = " +
-                         (huge ? std::to_string(v.get<std::uint64_t>()) : std::to_string(x)) + " is out of range " +
-                         std::to_string(lo) + ".." + std::to_string(hi));
+        throw InputError(origin + ": field '" + field +
+                         "' = " + (huge ? std::to_string(v.get<std::uint64_t>()) : std::to_string(x)) +
+                         " is out of range " + std::to_string(lo) + ".." + std::to_string(hi));
     return static_cast<int>(x);
 }
 
@@ -168,7 +171,8 @@ int need_int(const nlohmann::json& j, const char* key, const std::string& origin
 }
 
 /// A string field, or `fallback` when absent; InputError when present with another type.
-std::string string_or(const nlohmann::json& j, const char* key, const std::string& origin, const std::string& fallback) {
+std::string string_or(const nlohmann::json& j, const char* key, const std::string& origin,
+                      const std::string& fallback) {
     const nlohmann::json* v = member(j, key);
     if (!v) return fallback;
     if (!v->is_string()) throw InputError(origin + ": field '" + std::string(key) + "' must be a string");
@@ -198,7 +202,7 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& origi
     }
 }
 
-}  // namespace
+} // namespace
 
 ModelDescription parse_model_description(const std::string& json_text, const std::string& origin) {
     const auto j = parse_json_text(json_text, origin);
@@ -237,7 +241,8 @@ std::string model_description_to_json(const ModelDescription& m) {
 
 std::vector<std::string> known_model_names() {
     std::vector<std::string> names;
-    for (const auto& r : embedded_model_descriptions()) names.push_back(r.name);
+    for (const auto& r : embedded_model_descriptions())
+        names.push_back(r.name);
     return names;
 }
 
@@ -245,7 +250,8 @@ ModelDescription known_model(const std::string& name) {
     for (const auto& r : embedded_model_descriptions())
         if (r.name == name) return parse_model_description(r.text, "resources/models/" + r.name + ".json");
     std::string list;
-    for (const auto& n : known_model_names()) list += (list.empty() ? "" : ", ") + n;
+    for (const auto& n : known_model_names())
+        list += (list.empty() ? "" : ", ") + n;
     throw InputError("unknown model '" + util::printable(name) + "' (known: " + list + ")");
 }
 
@@ -259,7 +265,8 @@ ModelDescription model_from_hf_config(const std::string& json_text, const std::s
     auto get_int = [&](std::initializer_list<const char*> keys, std::int64_t lo,
                        std::int64_t hi) -> std::optional<int> {
         for (const char* k : keys)
-            if (const nlohmann::json* v = member(c, k); v && v->is_number_integer()) return int_in(*v, origin, k, lo, hi);
+            if (const nlohmann::json* v = member(c, k); v && v->is_number_integer())
+                return int_in(*v, origin, k, lo, hi);
         return std::nullopt;
     };
     ModelDescription m;
@@ -277,7 +284,8 @@ ModelDescription model_from_hf_config(const std::string& json_text, const std::s
 
     std::set<int> mlp_only;
     if (const nlohmann::json* v = member(c, "mlp_only_layers"); v && !v->is_null())
-        for (int l : layer_array(*v, origin, "mlp_only_layers")) mlp_only.insert(l);
+        for (int l : layer_array(*v, origin, "mlp_only_layers"))
+            mlp_only.insert(l);
     const int first_dense = get_int({"first_k_dense_replace"}, 0, kMaxHiddenLayers).value_or(0);
     const int freq = std::max(1, get_int({"moe_layer_freq"}, 0, kMaxHiddenLayers).value_or(1));
     const int sparse_step = std::max(1, get_int({"decoder_sparse_step"}, 0, kMaxHiddenLayers).value_or(1));
@@ -290,8 +298,8 @@ ModelDescription model_from_hf_config(const std::string& json_text, const std::s
     } else {
         for (int i = 0; i < m.num_hidden_layers; ++i) {
             if (i < first_dense || mlp_only.count(i)) continue;
-            if (freq > 1 && i % freq != 0) continue;               // DeepSeek moe_layer_freq
-            if (sparse_step > 1 && (i + 1) % sparse_step != 0) continue;  // Qwen decoder_sparse_step
+            if (freq > 1 && i % freq != 0) continue;                     // DeepSeek moe_layer_freq
+            if (sparse_step > 1 && (i + 1) % sparse_step != 0) continue; // Qwen decoder_sparse_step
             m.moe_layers.push_back(i);
         }
     }
@@ -299,4 +307,4 @@ ModelDescription model_from_hf_config(const std::string& json_text, const std::s
     return m;
 }
 
-}  // namespace routepack
+} // namespace routepack

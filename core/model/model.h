@@ -11,12 +11,12 @@ namespace routepack {
 /// `moe_layers` are absolute decoder-layer indices (0-based, ascending, each < num_hidden_layers);
 /// `experts` is the number of routed logical experts E per MoE layer; `top_k` the router's k.
 struct ModelDescription {
-    std::string name;              ///< short name, e.g. "deepseek-v2-lite"; may be empty
-    int num_hidden_layers = 0;     ///< all decoder layers, dense ones included
-    int experts = 0;               ///< E, routed experts per MoE layer
-    int top_k = 0;                 ///< k, experts per token per MoE layer
-    std::vector<int> moe_layers;   ///< absolute ids of the MoE layers, ascending
-    std::string source;            ///< where the description came from (resource, config.json path, flags)
+    std::string name;            ///< short name, e.g. "deepseek-v2-lite"; may be empty
+    int num_hidden_layers = 0;   ///< all decoder layers, dense ones included
+    int experts = 0;             ///< E, routed experts per MoE layer
+    int top_k = 0;               ///< k, experts per token per MoE layer
+    std::vector<int> moe_layers; ///< absolute ids of the MoE layers, ascending
+    std::string source;          ///< where the description came from (resource, config.json path, flags)
 
     int num_moe_layers() const { return static_cast<int>(moe_layers.size()); }
     /// Index of absolute layer `layer` within moe_layers, or -1 when it is dense / out of range.
@@ -52,4 +52,4 @@ std::vector<std::string> known_model_names();
 /// + mlp_only_layers (Qwen2/3-MoE), interleave_moe_layer_step / moe_layers (Llama 4), else all layers.
 ModelDescription model_from_hf_config(const std::string& json_text, const std::string& origin);
 
-}  // namespace routepack
+} // namespace routepack

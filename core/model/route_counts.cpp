@@ -15,7 +15,8 @@ std::vector<int> route_layer_rows(int layer_rows, bool layer_axis_all, std::span
             if (layer < 0 || layer >= layer_rows)
                 throw std::invalid_argument("routes have " + std::to_string(layer_rows) + " layer rows but MoE layer " +
                                             std::to_string(layer) + " needs layer_axis='all' rows 0.." +
-                                            std::to_string(layer) + " (give layer_axis='moe' when the rows are the MoE layers only)");
+                                            std::to_string(layer) +
+                                            " (give layer_axis='moe' when the rows are the MoE layers only)");
             index[static_cast<std::size_t>(layer)] = static_cast<int>(l);
         }
     } else {
@@ -23,7 +24,8 @@ std::vector<int> route_layer_rows(int layer_rows, bool layer_axis_all, std::span
             throw std::invalid_argument("routes have " + std::to_string(layer_rows) +
                                         " layer rows, expected len(moe_layers) = " + std::to_string(moe_layers.size()) +
                                         " with layer_axis='moe'");
-        for (int j = 0; j < layer_rows; ++j) index[static_cast<std::size_t>(j)] = j;
+        for (int j = 0; j < layer_rows; ++j)
+            index[static_cast<std::size_t>(j)] = j;
     }
     return index;
 }
@@ -54,14 +56,14 @@ RouteCountError add_route_counts(const T* routes, std::int64_t tokens, int layer
 }
 
 template RouteCountError add_route_counts<std::int8_t>(const std::int8_t*, std::int64_t, int, int, const std::uint8_t*,
-                                                        std::span<const int>, int, std::int32_t*);
-template RouteCountError add_route_counts<std::int16_t>(const std::int16_t*, std::int64_t, int, int, const std::uint8_t*,
-                                                         std::span<const int>, int, std::int32_t*);
-template RouteCountError add_route_counts<std::int32_t>(const std::int32_t*, std::int64_t, int, int, const std::uint8_t*,
-                                                         std::span<const int>, int, std::int32_t*);
-template RouteCountError add_route_counts<std::int64_t>(const std::int64_t*, std::int64_t, int, int, const std::uint8_t*,
-                                                         std::span<const int>, int, std::int32_t*);
-template RouteCountError add_route_counts<std::uint8_t>(const std::uint8_t*, std::int64_t, int, int, const std::uint8_t*,
-                                                         std::span<const int>, int, std::int32_t*);
+                                                       std::span<const int>, int, std::int32_t*);
+template RouteCountError add_route_counts<std::int16_t>(const std::int16_t*, std::int64_t, int, int,
+                                                        const std::uint8_t*, std::span<const int>, int, std::int32_t*);
+template RouteCountError add_route_counts<std::int32_t>(const std::int32_t*, std::int64_t, int, int,
+                                                        const std::uint8_t*, std::span<const int>, int, std::int32_t*);
+template RouteCountError add_route_counts<std::int64_t>(const std::int64_t*, std::int64_t, int, int,
+                                                        const std::uint8_t*, std::span<const int>, int, std::int32_t*);
+template RouteCountError add_route_counts<std::uint8_t>(const std::uint8_t*, std::int64_t, int, int,
+                                                        const std::uint8_t*, std::span<const int>, int, std::int32_t*);
 
-}  // namespace routepack
+} // namespace routepack

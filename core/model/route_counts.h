@@ -35,4 +35,4 @@ template <class T>
 RouteCountError add_route_counts(const T* routes, std::int64_t tokens, int layer_rows, int k, const std::uint8_t* valid,
                                  std::span<const int> moe_index, int E, std::int32_t* out);
 
-}  // namespace routepack
+} // namespace routepack

@@ -2,11 +2,11 @@
 
 #include "core/util/input_file.h"
 
+#include "core/model/limits.h"
 #include "core/util/errors.h"
 #include "core/util/json.h"
-#include "core/util/text.h"
-#include "core/model/limits.h"
 #include "core/util/resources.h"
+#include "core/util/text.h"
 
 #include <nlohmann/json.hpp>
 
@@ -29,15 +29,18 @@ std::vector<int> Topology::shard_of_slot() const {
 int Topology::nodes() const {
     if (gpus_per_node > 0 && ep_ranks > 0) return std::max(1, ep_ranks / gpus_per_node);
     int n = 0;
-    for (int v : ep_rank_nodes) n = std::max(n, v + 1);
-    for (int v : dp_slot_nodes) n = std::max(n, v + 1);
+    for (int v : ep_rank_nodes)
+        n = std::max(n, v + 1);
+    for (int v : dp_slot_nodes)
+        n = std::max(n, v + 1);
     return std::max(n, 1);
 }
 
 std::vector<int> Topology::node_of_rank() const {
     std::vector<int> out(static_cast<std::size_t>(std::max(ep_ranks, 0)), 0);
     if (gpus_per_node > 0) {
-        for (int p = 0; p < ep_ranks; ++p) out[static_cast<std::size_t>(p)] = p / gpus_per_node;
+        for (int p = 0; p < ep_ranks; ++p)
+            out[static_cast<std::size_t>(p)] = p / gpus_per_node;
     } else if (ep_rank_nodes.size() == out.size()) {
         out = ep_rank_nodes;
     }
@@ -48,7 +51,8 @@ std::vector<int> Topology::node_of_dp_slot() const {
     std::vector<int> out(static_cast<std::size_t>(std::max(dp_slots, 0)), 0);
     if (gpus_per_node > 0) {
         const std::int64_t n = nodes();
-        for (int d = 0; d < dp_slots; ++d) out[static_cast<std::size_t>(d)] = static_cast<int>(d * n / dp_slots);
+        for (int d = 0; d < dp_slots; ++d)
+            out[static_cast<std::size_t>(d)] = static_cast<int>(d * n / dp_slots);
     } else if (dp_slot_nodes.size() == out.size()) {
         out = dp_slot_nodes;
     }
@@ -76,15 +80,15 @@ std::int64_t need_int(const nlohmann::json& j, const char* key, const std::strin
     const auto& v = j[key];
     if (!v.is_number_integer()) throw InputError(origin + ": field '" + std::string(key) + "' must be an integer");
     if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(max))
-        throw InputError(origin + ": field '" + std::string(key) + "' must be at most " + std::to_string(max) + " (got " +
-                         std::to_string(v.get<std::uint64_t>()) + ")");
+        throw InputError(origin + ": field '" + std::string(key) + "' must be at most " + std::to_string(max) +
+                         " (got " + std::to_string(v.get<std::uint64_t>()) + ")");
     const auto x = v.get<std::int64_t>();
     if (x < min)
         throw InputError(origin + ": field '" + std::string(key) + "' must be >= " + std::to_string(min) + " (got " +
                          std::to_string(x) + ")");
     if (x > max)
-        throw InputError(origin + ": field '" + std::string(key) + "' must be at most " + std::to_string(max) + " (got " +
-                         std::to_string(x) + ")");
+        throw InputError(origin + ": field '" + std::string(key) + "' must be at most " + std::to_string(max) +
+                         " (got " + std::to_string(x) + ")");
     return x;
 }
 
@@ -135,23 +139,29 @@ void parse_nodes(const nlohmann::json& j, Topology& t, const std::string& origin
         throw InputError(origin + ": field '" + std::string(r ? "ep_rank_nodes" : "dp_slot_nodes") + "' needs '" +
                          (r ? "dp_slot_nodes" : "ep_rank_nodes") + "' beside it");
     const int max_id = std::min(t.ep_ranks, t.dp_slots) - 1;
-    t.ep_rank_nodes = need_node_list(j, "ep_rank_nodes", static_cast<std::size_t>(t.ep_ranks), max_id, origin, "EP rank");
-    t.dp_slot_nodes = need_node_list(j, "dp_slot_nodes", static_cast<std::size_t>(t.dp_slots), max_id, origin, "DP slot");
+    t.ep_rank_nodes =
+        need_node_list(j, "ep_rank_nodes", static_cast<std::size_t>(t.ep_ranks), max_id, origin, "EP rank");
+    t.dp_slot_nodes =
+        need_node_list(j, "dp_slot_nodes", static_cast<std::size_t>(t.dp_slots), max_id, origin, "DP slot");
     const int n = t.nodes();
     std::vector<char> has_rank(static_cast<std::size_t>(n), 0), has_slot(static_cast<std::size_t>(n), 0);
-    for (int v : t.ep_rank_nodes) has_rank[static_cast<std::size_t>(v)] = 1;
-    for (int v : t.dp_slot_nodes) has_slot[static_cast<std::size_t>(v)] = 1;
+    for (int v : t.ep_rank_nodes)
+        has_rank[static_cast<std::size_t>(v)] = 1;
+    for (int v : t.dp_slot_nodes)
+        has_slot[static_cast<std::size_t>(v)] = 1;
     for (int m = 0; m < n; ++m) {
         if (!has_rank[static_cast<std::size_t>(m)])
-            throw InputError(origin + ": node " + std::to_string(m) + " holds no EP rank in ep_rank_nodes (node ids 0.." +
-                             std::to_string(n - 1) + " must each hold one)");
+            throw InputError(origin + ": node " + std::to_string(m) +
+                             " holds no EP rank in ep_rank_nodes (node ids 0.." + std::to_string(n - 1) +
+                             " must each hold one)");
         if (!has_slot[static_cast<std::size_t>(m)])
-            throw InputError(origin + ": node " + std::to_string(m) + " holds no DP slot in dp_slot_nodes (node ids 0.." +
-                             std::to_string(n - 1) + " must each hold one)");
+            throw InputError(origin + ": node " + std::to_string(m) +
+                             " holds no DP slot in dp_slot_nodes (node ids 0.." + std::to_string(n - 1) +
+                             " must each hold one)");
     }
 }
 
-}  // namespace
+} // namespace
 
 Topology parse_topology(const std::string& json_text, const std::string& origin) {
     nlohmann::json j;
@@ -179,7 +189,8 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
         std::vector<int> seen(static_cast<std::size_t>(t.dp_slots), -1);
         for (std::size_t g = 0; g < s.size(); ++g) {
             if (!s[g].is_array() || s[g].empty())
-                throw InputError(origin + ": edp_shards[" + std::to_string(g) + "] must be a non-empty list of DP slots");
+                throw InputError(origin + ": edp_shards[" + std::to_string(g) +
+                                 "] must be a non-empty list of DP slots");
             std::vector<int> shard;
             for (const auto& v : s[g]) {
                 if (!v.is_number_integer())
@@ -206,7 +217,8 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
                                  " is in no EDP shard; edp_shards must partition 0.." + std::to_string(t.dp_slots - 1));
     } else {
         std::vector<int> all(static_cast<std::size_t>(t.dp_slots));
-        for (int d = 0; d < t.dp_slots; ++d) all[static_cast<std::size_t>(d)] = d;
+        for (int d = 0; d < t.dp_slots; ++d)
+            all[static_cast<std::size_t>(d)] = d;
         t.edp_shards.push_back(std::move(all));
     }
 
@@ -248,7 +260,8 @@ std::string topology_to_json(const Topology& t) {
     j["edp_shards"] = t.edp_shards;
     j["token_cap"] = t.token_cap;
     nlohmann::json st = nlohmann::json::array();
-    for (const auto& s : t.attention_stages) st.push_back({{"name", s.name}, {"alpha", s.alpha}, {"beta", s.beta}});
+    for (const auto& s : t.attention_stages)
+        st.push_back({{"name", s.name}, {"alpha", s.alpha}, {"beta", s.beta}});
     j["attention_stages"] = st;
     if (t.min_rows) j["min_rows"] = t.min_rows;
     if (t.gpus_per_node) j["gpus_per_node"] = t.gpus_per_node;
@@ -268,7 +281,8 @@ void check_topology_for_model(const Topology& t, const ModelDescription& m) {
 
 std::vector<std::string> known_topology_names() {
     std::vector<std::string> names;
-    for (const auto& r : embedded_topologies()) names.push_back(r.name);
+    for (const auto& r : embedded_topologies())
+        names.push_back(r.name);
     // The files come in file-name order, where "x-2nodes.json" sorts before "x.json".
     std::sort(names.begin(), names.end());
     return names;
@@ -278,11 +292,12 @@ namespace {
 
 std::string known_topology_list() {
     std::string list;
-    for (const auto& n : known_topology_names()) list += (list.empty() ? "" : ", ") + n;
+    for (const auto& n : known_topology_names())
+        list += (list.empty() ? "" : ", ") + n;
     return list;
 }
 
-}  // namespace
+} // namespace
 
 Topology known_topology(const std::string& name) {
     for (const auto& r : embedded_topologies())
@@ -298,8 +313,8 @@ Topology load_topology(const std::string& spec) {
     }
     for (const auto& r : embedded_topologies())
         if (r.name == spec) return parse_topology(r.text, "resources/topologies/" + r.name + ".json");
-    throw InputError(util::printable(spec) + ": no such topology file or shipped topology (known: " +
-                     known_topology_list() + ")");
+    throw InputError(util::printable(spec) +
+                     ": no such topology file or shipped topology (known: " + known_topology_list() + ")");
 }
 
-}  // namespace routepack
+} // namespace routepack

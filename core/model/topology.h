@@ -36,13 +36,13 @@ struct Topology {
     int ep_ranks = 0;                         ///< P
     int experts_per_layer = 0;                ///< E when the file states it (0 = take the trace's)
     int dp_slots = 0;                         ///< D
-    std::vector<std::vector<int>> edp_shards;  ///< G shards, each a list of DP slots
+    std::vector<std::vector<int>> edp_shards; ///< G shards, each a list of DP slots
     std::int64_t token_cap = 0;               ///< C, tokens per cell (hard)
     std::vector<AttentionStage> attention_stages;
-    int min_rows = 0;                         ///< optional lower bound on R (pipeline occupancy)
-    int gpus_per_node = 0;                    ///< g as written (0 = not given)
-    std::vector<int> ep_rank_nodes;           ///< [P] node of each EP rank as written (empty = not given)
-    std::vector<int> dp_slot_nodes;           ///< [D] node of each DP slot as written (empty = not given)
+    int min_rows = 0;               ///< optional lower bound on R (pipeline occupancy)
+    int gpus_per_node = 0;          ///< g as written (0 = not given)
+    std::vector<int> ep_rank_nodes; ///< [P] node of each EP rank as written (empty = not given)
+    std::vector<int> dp_slot_nodes; ///< [D] node of each DP slot as written (empty = not given)
 
     int shards() const { return static_cast<int>(edp_shards.size()); }
     /// [D] -> shard index g of each DP slot.
@@ -83,4 +83,4 @@ Topology known_topology(const std::string& name);
 /// topology (known: ...)" when it is neither. Used by `routepack plan --topology` and the studio.
 Topology load_topology(const std::string& spec);
 
-}  // namespace routepack
+} // namespace routepack

@@ -9,9 +9,12 @@ namespace routepack {
 
 const char* to_string(LengthRule r) {
     switch (r) {
-    case LengthRule::ExplicitTokens: return "explicit-tokens";
-    case LengthRule::RowsPlusOne: return "rows+1";
-    case LengthRule::Rows: return "rows";
+    case LengthRule::ExplicitTokens:
+        return "explicit-tokens";
+    case LengthRule::RowsPlusOne:
+        return "rows+1";
+    case LengthRule::Rows:
+        return "rows";
     }
     return "?";
 }
@@ -39,13 +42,15 @@ SampleRoutes SampleRoutes::make(std::int64_t tokens, int layers, int top_k, int 
 std::int32_t SampleRoutes::at(int l, std::int64_t t, int s) const {
     const std::uint8_t* p = bytes.data() + index(l, t, s) * static_cast<std::size_t>(width);
     switch (width) {
-    case 1: return p[0] == 0xff ? -1 : p[0];
+    case 1:
+        return p[0] == 0xff ? -1 : p[0];
     case 2: {
         const std::uint32_t v = p[0] | (std::uint32_t(p[1]) << 8);
         return v == 0xffff ? -1 : static_cast<std::int32_t>(v);
     }
     default: {
-        const std::uint32_t v = p[0] | (std::uint32_t(p[1]) << 8) | (std::uint32_t(p[2]) << 16) | (std::uint32_t(p[3]) << 24);
+        const std::uint32_t v =
+            p[0] | (std::uint32_t(p[1]) << 8) | (std::uint32_t(p[2]) << 16) | (std::uint32_t(p[3]) << 24);
         return v == 0xffffffffu ? -1 : static_cast<std::int32_t>(v);
     }
     }
@@ -54,7 +59,8 @@ std::int32_t SampleRoutes::at(int l, std::int64_t t, int s) const {
 void SampleRoutes::set(int l, std::int64_t t, int s, std::int32_t id) {
     std::uint8_t* p = bytes.data() + index(l, t, s) * static_cast<std::size_t>(width);
     const std::uint32_t v = id < 0 ? 0xffffffffu : static_cast<std::uint32_t>(id);
-    for (int b = 0; b < width; ++b) p[b] = static_cast<std::uint8_t>(v >> (8 * b));
+    for (int b = 0; b < width; ++b)
+        p[b] = static_cast<std::uint8_t>(v >> (8 * b));
 }
 
 void SampleRoutes::layer_ids(int l, std::vector<std::int32_t>& out) const {
@@ -62,11 +68,13 @@ void SampleRoutes::layer_ids(int l, std::vector<std::int32_t>& out) const {
     out.resize(n);
     const std::uint8_t* p = bytes.data() + index(l, 0, 0) * static_cast<std::size_t>(width);
     if (width == 1) {
-        for (std::size_t k = 0; k < n; ++k) out[k] = p[k] == 0xff ? -1 : p[k];
+        for (std::size_t k = 0; k < n; ++k)
+            out[k] = p[k] == 0xff ? -1 : p[k];
         return;
     }
-    for (std::size_t k = 0; k < n; ++k) out[k] = at(l, static_cast<std::int64_t>(k / static_cast<std::size_t>(top_k)),
-                                                    static_cast<int>(k % static_cast<std::size_t>(top_k)));
+    for (std::size_t k = 0; k < n; ++k)
+        out[k] = at(l, static_cast<std::int64_t>(k / static_cast<std::size_t>(top_k)),
+                    static_cast<int>(k % static_cast<std::size_t>(top_k)));
 }
 
 bool Trace::has_routes() const {
@@ -84,8 +92,10 @@ void Trace::append(SampleRecord&& r) {
         const SampleRoutes& x = r.routes;
         if (x.layers != model.num_moe_layers() || x.top_k != model.top_k || x.width != route_id_width(model.experts) ||
             x.tokens < 0 ||
-            x.bytes.size() != static_cast<std::size_t>(x.tokens) * x.layers * x.top_k * static_cast<std::size_t>(x.width))
-            throw std::logic_error("Trace::append: sample " + r.info.id + " has routes of another shape than the model's");
+            x.bytes.size() !=
+                static_cast<std::size_t>(x.tokens) * x.layers * x.top_k * static_cast<std::size_t>(x.width))
+            throw std::logic_error("Trace::append: sample " + r.info.id +
+                                   " has routes of another shape than the model's");
     }
     counts.insert(counts.end(), r.counts.begin(), r.counts.end());
     if (!r.routes.empty() || !routes.empty()) {
@@ -100,11 +110,13 @@ std::vector<double> layer_load_cv(std::span<const std::uint64_t> totals, int lay
     for (int l = 0; l < layers; ++l) {
         const std::uint64_t* row = totals.data() + static_cast<std::size_t>(l) * experts;
         double sum = 0;
-        for (int e = 0; e < experts; ++e) sum += static_cast<double>(row[e]);
+        for (int e = 0; e < experts; ++e)
+            sum += static_cast<double>(row[e]);
         if (sum <= 0) continue;
         const double mean = sum / experts;
         double var = 0;
-        for (int e = 0; e < experts; ++e) var += (row[e] - mean) * (row[e] - mean);
+        for (int e = 0; e < experts; ++e)
+            var += (row[e] - mean) * (row[e] - mean);
         cv[l] = std::sqrt(var / experts) / mean;
     }
     return cv;
@@ -116,15 +128,19 @@ bool natural_less(const std::string& a, const std::string& b) {
         const bool da = a[i] >= '0' && a[i] <= '9', db = b[j] >= '0' && b[j] <= '9';
         if (da && db) {
             std::size_t i0 = i, j0 = j;
-            while (i0 < a.size() && a[i0] == '0') ++i0;
-            while (j0 < b.size() && b[j0] == '0') ++j0;
+            while (i0 < a.size() && a[i0] == '0')
+                ++i0;
+            while (j0 < b.size() && b[j0] == '0')
+                ++j0;
             std::size_t i1 = i0, j1 = j0;
-            while (i1 < a.size() && a[i1] >= '0' && a[i1] <= '9') ++i1;
-            while (j1 < b.size() && b[j1] >= '0' && b[j1] <= '9') ++j1;
+            while (i1 < a.size() && a[i1] >= '0' && a[i1] <= '9')
+                ++i1;
+            while (j1 < b.size() && b[j1] >= '0' && b[j1] <= '9')
+                ++j1;
             if (i1 - i0 != j1 - j0) return i1 - i0 < j1 - j0;
             const int c = a.compare(i0, i1 - i0, b, j0, j1 - j0);
             if (c != 0) return c < 0;
-            if ((i1 - i) != (j1 - j)) return (i1 - i) < (j1 - j);  // fewer leading zeros first
+            if ((i1 - i) != (j1 - j)) return (i1 - i) < (j1 - j); // fewer leading zeros first
             i = i1;
             j = j1;
         } else {
@@ -152,4 +168,4 @@ std::string hex64(std::uint64_t v) {
     return buf;
 }
 
-}  // namespace routepack
+} // namespace routepack

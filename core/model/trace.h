@@ -12,23 +12,23 @@ namespace routepack {
 
 /// How a sample's training length t_i was derived from its routed rows (trace-formats.md §4 rule 1).
 enum class LengthRule : std::uint8_t {
-    ExplicitTokens,  ///< the format's own token counts (prompt + completion) won
-    RowsPlusOne,     ///< replay rows: t_i = routed rows + 1 + start offset (last sampled token never forwarded)
-    Rows,            ///< prompt-only forward traces: t_i = routed rows
+    ExplicitTokens, ///< the format's own token counts (prompt + completion) won
+    RowsPlusOne,    ///< replay rows: t_i = routed rows + 1 + start offset (last sampled token never forwarded)
+    Rows,           ///< prompt-only forward traces: t_i = routed rows
 };
 const char* to_string(LengthRule r);
 
 /// Everything about one sample except its counts.
 struct SampleInfo {
-    std::string id;                 ///< stable id derived from the source (see importers)
-    std::int64_t length = 0;        ///< t_i, training sequence length in tokens
-    std::int64_t routed_rows = 0;   ///< rows (tokens) whose routes the source holds
-    std::optional<std::int64_t> prompt_len;  ///< prompt tokens when the source says
-    std::string request_id;         ///< the source's own request id, if any
-    std::string group;              ///< GRPO prompt group, if the source has one
-    std::string source_file;        ///< path of the file the sample came from
+    std::string id;                         ///< stable id derived from the source (see importers)
+    std::int64_t length = 0;                ///< t_i, training sequence length in tokens
+    std::int64_t routed_rows = 0;           ///< rows (tokens) whose routes the source holds
+    std::optional<std::int64_t> prompt_len; ///< prompt tokens when the source says
+    std::string request_id;                 ///< the source's own request id, if any
+    std::string group;                      ///< GRPO prompt group, if the source has one
+    std::string source_file;                ///< path of the file the sample came from
     LengthRule length_rule = LengthRule::RowsPlusOne;
-    std::int64_t missing_routes = 0;  ///< route slots holding the format's missing marker (-1/null)
+    std::int64_t missing_routes = 0; ///< route slots holding the format's missing marker (-1/null)
     bool operator==(const SampleInfo&) const = default;
 };
 
@@ -43,11 +43,11 @@ int route_id_width(int experts);
 /// route_id_width(E); the all-ones value of the width (255, 65535, 2^32-1) marks a missing route
 /// (the source's -1/null). 26 MoE layers x top-6 at E = 64 is 156 bytes per token.
 struct SampleRoutes {
-    std::int64_t tokens = 0;  ///< routed tokens (the sample's routed_rows)
-    int layers = 0;           ///< L
-    int top_k = 0;            ///< K
-    int width = 0;            ///< bytes per id: 1, 2 or 4; 0 = the sample has no routes
-    std::vector<std::uint8_t> bytes;  ///< [L][tokens][K] ids, `width` bytes each
+    std::int64_t tokens = 0;         ///< routed tokens (the sample's routed_rows)
+    int layers = 0;                  ///< L
+    int top_k = 0;                   ///< K
+    int width = 0;                   ///< bytes per id: 1, 2 or 4; 0 = the sample has no routes
+    std::vector<std::uint8_t> bytes; ///< [L][tokens][K] ids, `width` bytes each
 
     bool empty() const { return width == 0; }
     /// Sized for `tokens` x L x K ids of E experts, every id missing.
@@ -81,10 +81,10 @@ struct SampleRecord {
 /// sample (an entry may be empty when that sample's source had none).
 struct Trace {
     ModelDescription model;
-    std::string format;                 ///< importer that produced it
+    std::string format; ///< importer that produced it
     std::vector<SampleInfo> samples;
-    std::vector<std::uint32_t> counts;  ///< [n][L][E]
-    std::vector<SampleRoutes> routes;   ///< empty or [n]
+    std::vector<std::uint32_t> counts; ///< [n][L][E]
+    std::vector<SampleRoutes> routes;  ///< empty or [n]
 
     /// True when the trace has samples and every one of them has its routes.
     bool has_routes() const;
@@ -111,4 +111,4 @@ bool natural_less(const std::string& a, const std::string& b);
 std::uint64_t fnv1a64(const void* data, std::size_t n, std::uint64_t seed = 0xcbf29ce484222325ULL);
 std::string hex64(std::uint64_t v);
 
-}  // namespace routepack
+} // namespace routepack

@@ -1,8 +1,8 @@
 #include "core/model/window_select.h"
 
 #include "core/util/errors.h"
-#include "core/util/text.h"
 #include "core/util/rng.h"
+#include "core/util/text.h"
 
 #include <algorithm>
 #include <numeric>
@@ -86,7 +86,8 @@ std::vector<WindowSelection> split_consecutive(const std::vector<SampleInfo>& sa
     for (std::size_t b = 0; b < total; b += n) {
         const std::size_t e = std::min(total, b + n);
         WindowSelection w;
-        for (std::size_t i = b; i < e; ++i) w.ids.push_back(samples[i].id);
+        for (std::size_t i = b; i < e; ++i)
+            w.ids.push_back(samples[i].id);
         w.definition = "split " + std::to_string(n) + ": samples " + std::to_string(b + 1) + "-" + std::to_string(e) +
                        " of " + std::to_string(total);
         if (e - b < n) w.definition += ", remainder of " + std::to_string(e - b);
@@ -104,7 +105,8 @@ std::vector<WindowSelection> split_groups(const std::vector<SampleInfo>& samples
         throw InputError("window: --split-groups " + std::to_string(g) + " but trace " + quoted(trace) + " has only " +
                          std::to_string(groups.size()) + " GRPO groups");
     std::unordered_map<std::string, std::size_t> window_of;
-    for (std::size_t k = 0; k < groups.size(); ++k) window_of[groups[k]] = k / g;
+    for (std::size_t k = 0; k < groups.size(); ++k)
+        window_of[groups[k]] = k / g;
     const std::size_t count = (groups.size() + g - 1) / g;
     std::vector<WindowSelection> out(count);
     for (const auto& s : samples)

@@ -28,12 +28,12 @@
 #include <tbb/partitioner.h>
 
 #include <algorithm>
-#include <span>
-#include <utility>
 #include <cmath>
 #include <limits>
+#include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace routepack {
 
@@ -357,7 +357,7 @@ DescentResult straggler_descent(const PackingProblem& p, const Layout& x, std::i
     DescentResult res;
     const int R = sc.rows(), K = sc.cell_count(), D = p.D;
     std::vector<int> order(static_cast<std::size_t>(R));
-    std::vector<int> mine;  // samples of the straggler's row-shard, scanned
+    std::vector<int> mine; // samples of the straggler's row-shard, scanned
     mine.reserve(static_cast<std::size_t>(p.n));
     auto stopped = [&] {
         if ((res.evaluations & kPollMask) != 0) return false;
@@ -384,13 +384,15 @@ DescentResult straggler_descent(const PackingProblem& p, const Layout& x, std::i
         int gs = 0;
         for (int g = 1; g < p.G; ++g)
             if (sc.shard_total(g) > sc.shard_total(gs)) gs = g;
-        for (int r = 0; r < R; ++r) order[static_cast<std::size_t>(r)] = r;
+        for (int r = 0; r < R; ++r)
+            order[static_cast<std::size_t>(r)] = r;
         std::stable_sort(order.begin(), order.end(),
                          [&](int a, int b) { return sc.row_shard_cost(a, gs) > sc.row_shard_cost(b, gs); });
         for (int r : order) {
             mine.clear();
             for (int d : p.shards[static_cast<std::size_t>(gs)])
-                for (int i : sc.cell(r * D + d)) mine.push_back(i);
+                for (int i : sc.cell(r * D + d))
+                    mine.push_back(i);
             for (int i : mine) {
                 const Score before = sc.score();
                 const int from = sc.cell_of(i);
@@ -421,12 +423,14 @@ void plan_resample_reuse(const std::vector<int>& pick, const std::vector<int>& o
     const std::size_t P = pick.size();
     if (obj.size() != P) throw std::invalid_argument("plan_resample_reuse: pick and obj differ in size");
     for (int k : pick)
-        if (k < 0 || static_cast<std::size_t>(k) >= P) throw std::invalid_argument("plan_resample_reuse: pick out of range");
+        if (k < 0 || static_cast<std::size_t>(k) >= P)
+            throw std::invalid_argument("plan_resample_reuse: pick out of range");
     out.obj.assign(P, -1);
     out.copies.clear();
-    out.claimed.assign(P, 0);   // source member k's object already taken by a member of P_{n+1}
+    out.claimed.assign(P, 0); // source member k's object already taken by a member of P_{n+1}
     out.is_source.assign(P, 0);
-    for (int k : pick) out.is_source[static_cast<std::size_t>(k)] = 1;
+    for (int k : pick)
+        out.is_source[static_cast<std::size_t>(k)] = 1;
     // Members that keep their own state take their own object.
     for (std::size_t m = 0; m < P; ++m)
         if (pick[m] == static_cast<int>(m)) {
@@ -445,7 +449,8 @@ void plan_resample_reuse(const std::vector<int>& pick, const std::vector<int>& o
     std::size_t free_member = 0;
     for (std::size_t m = 0; m < P; ++m) {
         if (out.obj[m] >= 0) continue;
-        while (out.is_source[free_member]) ++free_member;
+        while (out.is_source[free_member])
+            ++free_member;
         out.obj[m] = obj[free_member++];
         out.copies.emplace_back(out.obj[m], obj[static_cast<std::size_t>(pick[m])]);
     }
@@ -494,15 +499,16 @@ AnnealResult population_anneal(const PackingProblem& p, const std::vector<SeedMe
     // at pool[obj[m]]); resampling moves objects between members and copies state only where a
     // terminal state is picked more than once (ResampleReuse).
     std::vector<std::optional<IncrementalScorer>> slots(static_cast<std::size_t>(P));
-    parallel_members([&](int j) {
-        slots[static_cast<std::size_t>(j)].emplace(p, population[static_cast<std::size_t>(j)].layout);
-    });
+    parallel_members(
+        [&](int j) { slots[static_cast<std::size_t>(j)].emplace(p, population[static_cast<std::size_t>(j)].layout); });
     std::vector<IncrementalScorer> pool;
     pool.reserve(static_cast<std::size_t>(P));
-    for (auto& x : slots) pool.push_back(std::move(*x));
+    for (auto& x : slots)
+        pool.push_back(std::move(*x));
     slots.clear();
     std::vector<int> obj(static_cast<std::size_t>(P));
-    for (int j = 0; j < P; ++j) obj[static_cast<std::size_t>(j)] = j;
+    for (int j = 0; j < P; ++j)
+        obj[static_cast<std::size_t>(j)] = j;
 
     // Line 1: x* <- argmin Score over P0 (exact rescoring: a new scorer's score is bitwise the full
     // score of eqs. 11-15; the members' stored scores are not trusted).
@@ -541,7 +547,8 @@ AnnealResult population_anneal(const PackingProblem& p, const std::vector<SeedMe
             ChainOutcome& o = outcomes[static_cast<std::size_t>(j)];
             o.proposals = o.accepted = o.infeasible = 0;
             run_chain(p, pool[static_cast<std::size_t>(obj[static_cast<std::size_t>(j)])], cfg,
-                      seeds::annealing_chain(b.seed, static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(j)), stop, o);
+                      seeds::annealing_chain(b.seed, static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(j)),
+                      stop, o);
         });
 
         // Line 13, serially in member order. Trajectory bests are valid states even when a chain was

@@ -14,12 +14,12 @@ namespace routepack {
 
 /// Budgets of Algorithm 3 (defaults justified by tests/bench/bench_planner and listed in README).
 struct AnnealingSettings {
-    int levels = 24;            ///< N_T temperature levels
-    double t0 = 0.01;           ///< T_0 on the normalized energy delta of line 9
-    double cooling = 0.5;       ///< geometric factor: T_{n+1} = cooling * T_n
-    int steps = 1000;           ///< K proposals per chain per level
-    double p_guide = 0.8;       ///< probability of a guided proposal
-    double rho = 0.3;           ///< relocation probability (else swap)
+    int levels = 24;      ///< N_T temperature levels
+    double t0 = 0.01;     ///< T_0 on the normalized energy delta of line 9
+    double cooling = 0.5; ///< geometric factor: T_{n+1} = cooling * T_n
+    int steps = 1000;     ///< K proposals per chain per level
+    double p_guide = 0.8; ///< probability of a guided proposal
+    double rho = 0.3;     ///< relocation probability (else swap)
     /// Probability that a guided proposal is aimed at the straggler shard (source row-shard in the
     /// shard with U = max_g U, target in another shard); needs G > 1.
     double p_straggler = 0.0;
@@ -37,22 +37,22 @@ struct AnnealingBudget : AnnealingSettings {
 struct LevelStats {
     int level = 0;
     double temperature = 0;
-    Score best;                 ///< incumbent x* after the level
-    double mean_energy = 0;     ///< mean E(z_j) of terminal states
-    double acceptance = 0;      ///< accepted / proposed over the level's chains (infeasible proposals count as proposed)
+    Score best;             ///< incumbent x* after the level
+    double mean_energy = 0; ///< mean E(z_j) of terminal states
+    double acceptance = 0;  ///< accepted / proposed over the level's chains (infeasible proposals count as proposed)
     std::int64_t proposals = 0;
-    std::int64_t infeasible = 0;  ///< proposals skipped at line 6 (cap, empty source, same cell)
-    int state_copies = 0;         ///< chain states copied by the resampling after this level (ResampleReuse)
+    std::int64_t infeasible = 0; ///< proposals skipped at line 6 (cap, empty source, same cell)
+    int state_copies = 0;        ///< chain states copied by the resampling after this level (ResampleReuse)
 };
 
 struct AnnealResult {
     Layout best;
     Score score;
-    Score initial_best;         ///< best seed score (non-regression reference)
+    Score initial_best; ///< best seed score (non-regression reference)
     std::vector<LevelStats> levels;
     std::int64_t proposals = 0;
     std::int64_t accepted = 0;
-    bool cancelled = false;     ///< cancel flag or deadline stopped it early (best valid so far returned)
+    bool cancelled = false; ///< cancel flag or deadline stopped it early (best valid so far returned)
     bool time_limit_hit = false;
 };
 
@@ -108,9 +108,9 @@ DescentResult straggler_descent(const PackingProblem& p, const Layout& x, std::i
 ///  - every other member gets the object of a member nobody picked (in member order) and a copy of
 ///    its source's state into it: copies = P - (distinct values in pick), the fewest possible.
 struct ResampleReuse {
-    std::vector<int> obj;                          ///< [P] new object of member m
-    std::vector<std::pair<int, int>> copies;       ///< (destination object, source object)
-    std::vector<char> claimed, is_source;          ///< scratch ([P])
+    std::vector<int> obj;                    ///< [P] new object of member m
+    std::vector<std::pair<int, int>> copies; ///< (destination object, source object)
+    std::vector<char> claimed, is_source;    ///< scratch ([P])
 };
 /// Fills `out` (reusing its storage) for `pick` (systematic_resample's result) and the current
 /// member -> object map `obj` (a permutation of 0..P-1). std::invalid_argument when sizes differ or
@@ -124,4 +124,4 @@ void plan_resample_reuse(const std::vector<int>& pick, const std::vector<int>& o
 /// std::invalid_argument when u0 is outside [0, 1/P] or a temperature is not positive.
 std::vector<int> systematic_resample(const std::vector<double>& energies, double t_now, double t_next, double u0);
 
-}  // namespace routepack
+} // namespace routepack

@@ -15,7 +15,8 @@ MaxULowerBound max_u_lower_bound(const PackingProblem& p) {
         if (!(s.alpha >= 0) || !(s.beta >= 0))
             throw std::invalid_argument("max_u_lower_bound: stage '" + s.name + "' has a negative alpha or beta");
     std::size_t max_shard = 0;
-    for (const auto& g : p.shards) max_shard = std::max(max_shard, g.size());
+    for (const auto& g : p.shards)
+        max_shard = std::max(max_shard, g.size());
     if (max_shard == 0) throw std::invalid_argument("max_u_lower_bound: an EDP shard has no DP slot");
 
     const double c = static_cast<double>(p.C);
@@ -25,12 +26,13 @@ MaxULowerBound max_u_lower_bound(const PackingProblem& p) {
         const double T = static_cast<double>(tokens) / c;
         const double Q = static_cast<double>(squares) / (c * c);
         double a = 0;
-        for (const auto& s : p.stages) a += s.alpha * T + s.beta * Q;
+        for (const auto& s : p.stages)
+            a += s.alpha * T + s.beta * Q;
         return a;
     };
 
     MaxULowerBound b;
-    std::vector<std::int64_t> load(LP, 0);  // L[l][p] = sum_i q[i][l][p]
+    std::vector<std::int64_t> load(LP, 0); // L[l][p] = sum_i q[i][l][p]
     std::int64_t tokens = 0, squares = 0;
     for (int i = 0; i < p.n; ++i) {
         const std::int32_t* q = p.q(i);
@@ -60,4 +62,4 @@ MaxULowerBound max_u_lower_bound(const PackingProblem& p) {
     return b;
 }
 
-}  // namespace routepack
+} // namespace routepack

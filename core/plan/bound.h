@@ -33,4 +33,4 @@ struct MaxULowerBound {
 /// std::invalid_argument when the problem has no shards, samples or a negative alpha/beta.
 MaxULowerBound max_u_lower_bound(const PackingProblem& p);
 
-}  // namespace routepack
+} // namespace routepack

@@ -11,7 +11,9 @@
 
 namespace routepack {
 
-bool comm_available(const Trace& window) { return window.has_routes(); }
+bool comm_available(const Trace& window) {
+    return window.has_routes();
+}
 
 CommDemand make_comm_demand(const Trace& window, const Topology& topo, const Placement& pi) {
     if (!comm_available(window))
@@ -33,7 +35,8 @@ CommDemand make_comm_demand(const Trace& window, const Topology& topo, const Pla
     for (int l = 0; l < L; ++l)
         for (int e = 0; e < E; ++e) {
             const int v = pi.at(l, e);
-            if (v < 0 || v >= E) throw std::invalid_argument("make_comm_demand: slot out of range at layer " + std::to_string(l));
+            if (v < 0 || v >= E)
+                throw std::invalid_argument("make_comm_demand: slot out of range at layer " + std::to_string(l));
             node_of_expert[static_cast<std::size_t>(l) * E + e] = rank_node[static_cast<std::size_t>(pi.owner(v))];
         }
     for (std::size_t i = 0; i < window.size(); ++i) {
@@ -56,7 +59,8 @@ CommDemand make_comm_demand(const Trace& window, const Topology& topo, const Pla
             for (int l = 0; l < L; ++l) {
                 r.layer_ids(l, ids);
                 const int* ne = node_of_expert.data() + static_cast<std::size_t>(l) * E;
-                std::int64_t* out = c.tokens.data() + (static_cast<std::size_t>(i) * L + l) * static_cast<std::size_t>(c.N);
+                std::int64_t* out =
+                    c.tokens.data() + (static_cast<std::size_t>(i) * L + l) * static_cast<std::size_t>(c.N);
                 for (std::int64_t t = 0; t < r.tokens; ++t, ++token_no) {
                     const std::int32_t* p = ids.data() + static_cast<std::size_t>(t) * K;
                     for (int s = 0; s < K; ++s) {
@@ -78,7 +82,9 @@ CommCost comm_cost(const Layout& x, const CommDemand& c, const std::vector<int>&
         throw std::invalid_argument("comm_cost: node map has " + std::to_string(node_of_dp_slot.size()) +
                                     " DP slots, the layout " + std::to_string(x.dp_slots));
     for (int m : node_of_dp_slot)
-        if (m < 0 || m >= c.N) throw std::invalid_argument("comm_cost: DP slot node " + std::to_string(m) + " outside 0.." + std::to_string(c.N - 1));
+        if (m < 0 || m >= c.N)
+            throw std::invalid_argument("comm_cost: DP slot node " + std::to_string(m) + " outside 0.." +
+                                        std::to_string(c.N - 1));
     if (static_cast<int>(x.cells.size()) != x.cell_count())
         throw std::invalid_argument("comm_cost: layout has " + std::to_string(x.cells.size()) + " cells, expected " +
                                     std::to_string(x.cell_count()));
@@ -145,4 +151,4 @@ std::optional<CommCost> comm_cost_if_available(const Layout& x, const Trace& win
     return comm_cost(x, make_comm_demand(window, topo, pi), topo.node_of_dp_slot());
 }
 
-}  // namespace routepack
+} // namespace routepack

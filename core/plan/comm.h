@@ -21,14 +21,15 @@ inline constexpr const char* kCommUnavailable = "n/a (re-import the trace)";
 /// counts for no node. Where a sample sits does not change it, so the cost of any layout is a sum of
 /// these vectors (see comm_cost). Shape [n][L][N], int64 tokens.
 struct CommDemand {
-    int n = 0;  ///< samples
-    int L = 0;  ///< MoE layers
-    int N = 0;  ///< nodes
-    std::vector<std::int64_t> tokens;  ///< [n][L][N]
+    int n = 0;                        ///< samples
+    int L = 0;                        ///< MoE layers
+    int N = 0;                        ///< nodes
+    std::vector<std::int64_t> tokens; ///< [n][L][N]
 
     const std::int64_t* at(int i, int l) const {
-        return tokens.data() + (static_cast<std::size_t>(i) * static_cast<std::size_t>(L) + static_cast<std::size_t>(l)) *
-                                   static_cast<std::size_t>(N);
+        return tokens.data() +
+               (static_cast<std::size_t>(i) * static_cast<std::size_t>(L) + static_cast<std::size_t>(l)) *
+                   static_cast<std::size_t>(N);
     }
 };
 
@@ -48,16 +49,17 @@ CommDemand make_comm_demand(const Trace& window, const Topology& topo, const Pla
 /// stays on src for its experts there (intra-node, also once per token). All figures exact int64.
 struct CommCost {
     int rows = 0, layers = 0, nodes = 0;
-    std::vector<std::int64_t> sent;      ///< [R][L][N] copies node m sends to other nodes
-    std::vector<std::int64_t> received;  ///< [R][L][N] copies node m receives from other nodes
-    std::vector<std::int64_t> intra;     ///< [R][L][N] tokens on node m with an expert on m
-    std::vector<std::int64_t> busiest;   ///< [R][L] max over nodes of max(sent, received)
-    std::vector<std::int64_t> matrix;    ///< [L][N][N] copies from node a (row) to node b, summed over rows; diagonal = intra
-    std::vector<std::int64_t> inter_per_layer;  ///< [L] sum over rows and nodes of sent
-    std::vector<std::int64_t> intra_per_layer;  ///< [L] sum over rows and nodes of intra
-    std::int64_t inter_total = 0;    ///< all inter-node copies of the step
-    std::int64_t intra_total = 0;    ///< all intra-node (token, node) pairs of the step
-    std::int64_t busiest_total = 0;  ///< sum over rows and layers of busiest (the serialized critical volume)
+    std::vector<std::int64_t> sent;     ///< [R][L][N] copies node m sends to other nodes
+    std::vector<std::int64_t> received; ///< [R][L][N] copies node m receives from other nodes
+    std::vector<std::int64_t> intra;    ///< [R][L][N] tokens on node m with an expert on m
+    std::vector<std::int64_t> busiest;  ///< [R][L] max over nodes of max(sent, received)
+    std::vector<std::int64_t>
+        matrix; ///< [L][N][N] copies from node a (row) to node b, summed over rows; diagonal = intra
+    std::vector<std::int64_t> inter_per_layer; ///< [L] sum over rows and nodes of sent
+    std::vector<std::int64_t> intra_per_layer; ///< [L] sum over rows and nodes of intra
+    std::int64_t inter_total = 0;              ///< all inter-node copies of the step
+    std::int64_t intra_total = 0;              ///< all intra-node (token, node) pairs of the step
+    std::int64_t busiest_total = 0;            ///< sum over rows and layers of busiest (the serialized critical volume)
 
     std::size_t rln(int r, int l, int m) const {
         return (static_cast<std::size_t>(r) * static_cast<std::size_t>(layers) + static_cast<std::size_t>(l)) *
@@ -76,4 +78,4 @@ CommCost comm_cost(const Layout& x, const CommDemand& c, const std::vector<int>&
 std::optional<CommCost> comm_cost_if_available(const Layout& x, const Trace& window, const Topology& topo,
                                                const Placement& pi);
 
-}  // namespace routepack
+} // namespace routepack

@@ -16,7 +16,7 @@ ExpertMapFormat parse_expert_map_format(const std::string& name) {
 std::string expert_map_json(const Placement& pi, const ModelDescription& model, ExpertMapFormat format) {
     if (pi.layers != model.num_moe_layers() || pi.experts != model.experts)
         throw std::invalid_argument("expert_map_json: placement shape differs from the model");
-    const std::vector<int> p2l = physical_to_logical(pi);  // [L][E], validates permutations
+    const std::vector<int> p2l = physical_to_logical(pi); // [L][E], validates permutations
     const int E = pi.experts;
     auto row = [&](int l) {
         return std::vector<int>(p2l.begin() + static_cast<std::ptrdiff_t>(l) * E,
@@ -27,7 +27,8 @@ std::string expert_map_json(const Placement& pi, const ModelDescription& model, 
     case ExpertMapFormat::SGLang: {
         nlohmann::json rows = nlohmann::json::array();
         std::vector<int> trivial(static_cast<std::size_t>(E));
-        for (int e = 0; e < E; ++e) trivial[static_cast<std::size_t>(e)] = e;
+        for (int e = 0; e < E; ++e)
+            trivial[static_cast<std::size_t>(e)] = e;
         for (int layer = 0; layer < model.num_hidden_layers; ++layer) {
             const int l = model.moe_index(layer);
             rows.push_back(l < 0 ? trivial : row(l));
@@ -37,7 +38,8 @@ std::string expert_map_json(const Placement& pi, const ModelDescription& model, 
     }
     case ExpertMapFormat::VLLM: {
         nlohmann::json rows = nlohmann::json::array();
-        for (int l = 0; l < pi.layers; ++l) rows.push_back(row(l));
+        for (int l = 0; l < pi.layers; ++l)
+            rows.push_back(row(l));
         j["physical_to_logical_map"] = std::move(rows);
         break;
     }
@@ -64,4 +66,4 @@ std::string expert_map_json(const Placement& pi, const ModelDescription& model, 
     return j.dump();
 }
 
-}  // namespace routepack
+} // namespace routepack

@@ -10,10 +10,10 @@ namespace routepack {
 
 /// Output shapes of `routepack export-map`.
 enum class ExpertMapFormat {
-    RoutePack,  ///< our JSON: placement (logical -> slot) and physical_to_logical_map, rows = MoE layers
-    SGLang,     ///< {"physical_to_logical_map": [num_hidden_layers][E]}: rows = ABSOLUTE decoder layers;
-                ///< dense layers get the trivial row arange(E) (SGLang keeps rows for them)
-    VLLM,       ///< {"physical_to_logical_map": [num_moe_layers][E]}: rows = MoE layers only (as EPLB)
+    RoutePack, ///< our JSON: placement (logical -> slot) and physical_to_logical_map, rows = MoE layers
+    SGLang,    ///< {"physical_to_logical_map": [num_hidden_layers][E]}: rows = ABSOLUTE decoder layers;
+               ///< dense layers get the trivial row arange(E) (SGLang keeps rows for them)
+    VLLM,      ///< {"physical_to_logical_map": [num_moe_layers][E]}: rows = MoE layers only (as EPLB)
 };
 /// "routepack" | "sglang" | "vllm"; InputError listing the valid names otherwise.
 ExpertMapFormat parse_expert_map_format(const std::string& name);
@@ -23,4 +23,4 @@ ExpertMapFormat parse_expert_map_format(const std::string& name);
 /// std::invalid_argument when a placement row is not a permutation of 0..E-1.
 std::string expert_map_json(const Placement& pi, const ModelDescription& model, ExpertMapFormat format);
 
-}  // namespace routepack
+} // namespace routepack

@@ -15,7 +15,8 @@ namespace {
 
 double sq_dist(const double* a, const double* b, int E) {
     double s = 0;
-    for (int e = 0; e < E; ++e) s += (a[e] - b[e]) * (a[e] - b[e]);
+    for (int e = 0; e < E; ++e)
+        s += (a[e] - b[e]) * (a[e] - b[e]);
     return s;
 }
 
@@ -37,10 +38,11 @@ std::vector<Cluster> kmeans(const std::vector<double>& phi, int E, const std::ve
     while (static_cast<int>(centers.size()) < k) {
         double total = 0;
         for (int j = 0; j < n; ++j) {
-            d2[static_cast<std::size_t>(j)] = std::min(d2[static_cast<std::size_t>(j)], sq_dist(row(j), centers.back().data(), E));
+            d2[static_cast<std::size_t>(j)] =
+                std::min(d2[static_cast<std::size_t>(j)], sq_dist(row(j), centers.back().data(), E));
             total += d2[static_cast<std::size_t>(j)];
         }
-        if (!(total > 0)) break;  // every point sits on a center: fewer clusters
+        if (!(total > 0)) break; // every point sits on a center: fewer clusters
         double x = rng.uniform() * total;
         int pick = n - 1;
         for (int j = 0; j < n; ++j) {
@@ -78,12 +80,14 @@ std::vector<Cluster> kmeans(const std::vector<double>& phi, int E, const std::ve
         for (int j = 0; j < n; ++j) {
             Cluster& c = cl[static_cast<std::size_t>(of[static_cast<std::size_t>(j)])];
             c.size += 1;
-            for (int e = 0; e < E; ++e) c.mean[static_cast<std::size_t>(e)] += row(j)[e];
+            for (int e = 0; e < E; ++e)
+                c.mean[static_cast<std::size_t>(e)] += row(j)[e];
         }
         for (int c = 0; c < K; ++c) {
             Cluster& x = cl[static_cast<std::size_t>(c)];
             if (x.size > 0)
-                for (double& v : x.mean) v /= x.size;
+                for (double& v : x.mean)
+                    v /= x.size;
             else
                 x.mean = centers[static_cast<std::size_t>(c)];
             centers[static_cast<std::size_t>(c)] = x.mean;
@@ -120,10 +124,11 @@ void ward_merge(std::vector<Cluster>& cl, int target, int E) {
         a.size = s;
         cl.erase(cl.begin() + static_cast<std::ptrdiff_t>(bb));
     }
-    while (static_cast<int>(cl.size()) < target) cl.push_back(Cluster{0, std::vector<double>(static_cast<std::size_t>(E), 0.0)});
+    while (static_cast<int>(cl.size()) < target)
+        cl.push_back(Cluster{0, std::vector<double>(static_cast<std::size_t>(E), 0.0)});
 }
 
-}  // namespace
+} // namespace
 
 std::vector<double> affinity_vectors(const Trace& window, int l) {
     const int E = window.model.experts;
@@ -132,7 +137,8 @@ std::vector<double> affinity_vectors(const Trace& window, int l) {
         const auto rows = window.samples[i].routed_rows;
         if (rows <= 0) continue;
         for (int e = 0; e < E; ++e)
-            phi[i * E + static_cast<std::size_t>(e)] = static_cast<double>(window.count(i, l, e)) / static_cast<double>(rows);
+            phi[i * E + static_cast<std::size_t>(e)] =
+                static_cast<double>(window.count(i, l, e)) / static_cast<double>(rows);
     }
     return phi;
 }
@@ -184,7 +190,8 @@ std::vector<int> hungarian_max(const std::vector<double>& weight, int n) {
         } while (j0 != 0);
     }
     std::vector<int> col(static_cast<std::size_t>(n), -1);
-    for (int j = 1; j <= n; ++j) col[static_cast<std::size_t>(p[static_cast<std::size_t>(j)] - 1)] = j - 1;
+    for (int j = 1; j <= n; ++j)
+        col[static_cast<std::size_t>(p[static_cast<std::size_t>(j)] - 1)] = j - 1;
     return col;
 }
 
@@ -197,7 +204,8 @@ GrouterGrouping grouter_placement(const Trace& window, const Topology& topo, con
     const int H = E / P, N = topo.nodes();
     const std::vector<int> rank_node = topo.node_of_rank();
     std::vector<std::vector<int>> ranks_of(static_cast<std::size_t>(N));
-    for (int p = 0; p < P; ++p) ranks_of[static_cast<std::size_t>(rank_node[static_cast<std::size_t>(p)])].push_back(p);
+    for (int p = 0; p < P; ++p)
+        ranks_of[static_cast<std::size_t>(rank_node[static_cast<std::size_t>(p)])].push_back(p);
     // Nodes by capacity (largest first, then index); column j of the matching belongs to node col_node[j].
     std::vector<int> node_order(static_cast<std::size_t>(N));
     std::iota(node_order.begin(), node_order.end(), 0);
@@ -223,7 +231,8 @@ GrouterGrouping grouter_placement(const Trace& window, const Topology& topo, con
         for (std::size_t i = 0; i < window.size(); ++i) {
             const double* x = phi.data() + i * E;
             double sum = 0;
-            for (int e = 0; e < E; ++e) sum += x[e];
+            for (int e = 0; e < E; ++e)
+                sum += x[e];
             if (!(sum > 0)) continue;
             double h = 0;
             for (int e = 0; e < E; ++e)
@@ -248,7 +257,8 @@ GrouterGrouping grouter_placement(const Trace& window, const Topology& topo, con
                 return cl[static_cast<std::size_t>(a)].size > cl[static_cast<std::size_t>(b)].size;
             });
             for (int k = 0; k < N; ++k)
-                cluster_of_node[static_cast<std::size_t>(node_order[static_cast<std::size_t>(k)])] = order[static_cast<std::size_t>(k)];
+                cluster_of_node[static_cast<std::size_t>(node_order[static_cast<std::size_t>(k)])] =
+                    order[static_cast<std::size_t>(k)];
         } else {
             // Later layers follow the samples: cluster c goes to the node that is home (most local
             // affinity over the layers before) to most of the kept samples nearest to c.
@@ -267,13 +277,15 @@ GrouterGrouping grouter_placement(const Trace& window, const Topology& topo, con
                 votes[static_cast<std::size_t>(near) * N + m] += 1;
             }
             const std::vector<int> node_of_cluster = hungarian_max(votes, N);
-            for (int c = 0; c < N; ++c) cluster_of_node[static_cast<std::size_t>(node_of_cluster[static_cast<std::size_t>(c)])] = c;
+            for (int c = 0; c < N; ++c)
+                cluster_of_node[static_cast<std::size_t>(node_of_cluster[static_cast<std::size_t>(c)])] = c;
         }
         std::vector<double> w(static_cast<std::size_t>(E) * E);
         for (int e = 0; e < E; ++e)
             for (int j = 0; j < E; ++j)
                 w[static_cast<std::size_t>(e) * E + j] =
-                    cl[static_cast<std::size_t>(cluster_of_node[static_cast<std::size_t>(col_node[static_cast<std::size_t>(j)])])]
+                    cl[static_cast<std::size_t>(
+                           cluster_of_node[static_cast<std::size_t>(col_node[static_cast<std::size_t>(j)])])]
                         .mean[static_cast<std::size_t>(e)];
         const std::vector<int> col = hungarian_max(w, E);
         std::vector<std::vector<int>> experts_of(static_cast<std::size_t>(N));
@@ -284,7 +296,8 @@ GrouterGrouping grouter_placement(const Trace& window, const Topology& topo, con
         }
         for (std::size_t i = 0; i < window.size(); ++i)
             for (int e = 0; e < E; ++e)
-                home[i * N + static_cast<std::size_t>(g.expert_node[static_cast<std::size_t>(l) * E + e])] += phi[i * E + e];
+                home[i * N + static_cast<std::size_t>(g.expert_node[static_cast<std::size_t>(l) * E + e])] +=
+                    phi[i * E + e];
         // Algorithm 1 inside each node: heaviest expert first to its least-loaded rank with an open slot.
         const std::uint64_t* ld = loads.data() + static_cast<std::size_t>(l) * E;
         for (int m = 0; m < N; ++m) {
@@ -312,11 +325,12 @@ std::vector<int> grouter_sample_nodes(const CommDemand& c) {
     for (int i = 0; i < c.n; ++i) {
         std::fill(local.begin(), local.end(), 0);
         for (int l = 0; l < c.L; ++l)
-            for (int m = 0; m < c.N; ++m) local[static_cast<std::size_t>(m)] += c.at(i, l)[m];
+            for (int m = 0; m < c.N; ++m)
+                local[static_cast<std::size_t>(m)] += c.at(i, l)[m];
         out[static_cast<std::size_t>(i)] =
             static_cast<int>(std::max_element(local.begin(), local.end()) - local.begin());
     }
     return out;
 }
 
-}  // namespace routepack
+} // namespace routepack

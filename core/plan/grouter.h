@@ -15,16 +15,16 @@ struct GrouterOptions {
     /// Samples whose affinity entropy exceeds entropy_fraction * log(E) are left out of the clustering
     /// (the paper's absolute 6.85 bits filters nothing at E = 64; a fraction of the maximum does).
     double entropy_fraction = 0.95;
-    int initial_clusters = 100;  ///< k-means++ clusters before the agglomerative merge (the paper's 100)
-    int kmeans_iterations = 25;  ///< Lloyd iterations after the k-means++ seeding (stops early when stable)
-    std::uint64_t seed = 1;      ///< k-means++ seeding stream (core/util/rng.h)
+    int initial_clusters = 100; ///< k-means++ clusters before the agglomerative merge (the paper's 100)
+    int kmeans_iterations = 25; ///< Lloyd iterations after the k-means++ seeding (stops early when stable)
+    std::uint64_t seed = 1;     ///< k-means++ seeding stream (core/util/rng.h)
 };
 
 /// The grouping of one window.
 struct GrouterGrouping {
-    Placement placement;            ///< pi_l: node m's experts on the slots of m's EP ranks (LPT inside the node)
-    std::vector<int> expert_node;   ///< [L][E] node of logical expert e at MoE layer l
-    std::vector<int> kept_samples;  ///< [L] samples that passed the entropy filter (all when none did)
+    Placement placement;           ///< pi_l: node m's experts on the slots of m's EP ranks (LPT inside the node)
+    std::vector<int> expert_node;  ///< [L][E] node of logical expert e at MoE layer l
+    std::vector<int> kept_samples; ///< [L] samples that passed the entropy filter (all when none did)
 };
 
 /// Routing affinity of sample i at MoE layer l (Grouter eq. phi): phi[e] = a[i][l][e] / routed tokens,
@@ -53,4 +53,4 @@ std::vector<int> grouter_sample_nodes(const CommDemand& c);
 /// Hungarian algorithm (Kuhn-Munkres with potentials, O(n^3)). Returns [n]: the column of each row.
 std::vector<int> hungarian_max(const std::vector<double>& weight, int n);
 
-}  // namespace routepack
+} // namespace routepack

@@ -33,13 +33,15 @@ LayoutMetrics layout_metrics(const Layout& x, const PackingProblem& p, double cv
     m.cv_global = cv_global;
     const CostBreakdown cb = cost_breakdown(x, p);
     m.score = cb.score;
-    for (double a : cb.A) m.attention_sum += a;
+    for (double a : cb.A)
+        m.attention_sum += a;
     m.joint = cb.score.max_u;
 
     for (const auto& cell : x.cells) {
         if (cell.empty()) ++m.empty_cells;
         std::int64_t tokens = 0;
-        for (int i : cell) tokens += p.length[static_cast<std::size_t>(i)];
+        for (int i : cell)
+            tokens += p.length[static_cast<std::size_t>(i)];
         if (tokens > p.C) ++m.cap_violations;
     }
 
@@ -54,7 +56,8 @@ LayoutMetrics layout_metrics(const Layout& x, const PackingProblem& p, double cv
                 std::int64_t* Wg = W.data() + static_cast<std::size_t>(p.shard_of_slot[d]) * L * P;
                 for (int i : x.cells[static_cast<std::size_t>(x.cell_index(r, d))]) {
                     const std::int32_t* q = p.q(i);
-                    for (int lp = 0; lp < L * P; ++lp) Wg[lp] += q[lp];
+                    for (int lp = 0; lp < L * P; ++lp)
+                        Wg[lp] += q[lp];
                 }
             }
             std::int64_t peak_sum = 0, tail = 0, mean_sum = 0;
@@ -78,15 +81,15 @@ LayoutMetrics layout_metrics(const Layout& x, const PackingProblem& p, double cv
             row_mean_sum[r] = mean_sum;
         }
     });
-    std::int64_t mean_total = 0;  // sum_{r,l} max_g sum_p W  (P times the numerator of eq. 23)
+    std::int64_t mean_total = 0; // sum_{r,l} max_g sum_p W  (P times the numerator of eq. 23)
     for (int r = 0; r < R; ++r) {
         m.ep_peak_sum += row_peak_sum[r];
         m.ep_tail_peak = std::max(m.ep_tail_peak, row_tail[r]);
         mean_total += row_mean_sum[r];
     }
     m.ep_balance_efficiency = m.ep_peak_sum == 0 ? 1.0
-                                                  : static_cast<double>(mean_total) /
-                                                        (static_cast<double>(P) * static_cast<double>(m.ep_peak_sum));
+                                                 : static_cast<double>(mean_total) /
+                                                       (static_cast<double>(P) * static_cast<double>(m.ep_peak_sum));
     return m;
 }
 
@@ -95,15 +98,15 @@ namespace {
 /// One part of a KK tuple: token sum and members as a linked list through `next` (shared arena).
 struct Part {
     std::int64_t sum = 0;
-    int head = -1, tail = -1;  ///< first / last member (indices into the arena `next`)
-    int first = 0;             ///< smallest member index
+    int head = -1, tail = -1; ///< first / last member (indices into the arena `next`)
+    int first = 0;            ///< smallest member index
 };
 
 /// A KK tuple: only its non-empty parts, kept in canonical order (sum desc, smallest member asc);
 /// the remaining K - parts.size() parts are empty (sum 0) and come last.
 struct Tuple {
     std::vector<Part> parts;
-    int first = 0;  ///< smallest member index over all parts
+    int first = 0; ///< smallest member index over all parts
     std::int64_t diff(int K) const {
         if (parts.empty()) return 0;
         const std::int64_t lo = static_cast<int>(parts.size()) < K ? 0 : parts.back().sum;
@@ -116,7 +119,7 @@ bool canonical_less(const Part& a, const Part& b) {
     return a.first < b.first;
 }
 
-}  // namespace
+} // namespace
 
 /// Largest differencing method (Karmarkar-Karp, multi-way) into K = rows*D parts: every sample
 /// starts as a K-tuple with its length in one part; repeatedly the two tuples with the largest
@@ -140,7 +143,7 @@ Layout karmarkar_karp_layout(const std::vector<std::int64_t>& length, int rows, 
     x.cells.assign(static_cast<std::size_t>(K), {});
     if (n == 0) return x;
 
-    std::vector<int> next(n, -1);  // member linked lists
+    std::vector<int> next(n, -1); // member linked lists
     std::vector<Tuple> tuples(n);
     for (int i = 0; i < n; ++i) {
         tuples[i].parts.push_back(Part{length[i], i, i, i});
@@ -157,9 +160,10 @@ Layout karmarkar_karp_layout(const std::vector<std::int64_t>& length, int rows, 
         return a.first > b.first;
     };
     std::priority_queue<Key, std::vector<Key>, decltype(worse)> heap(worse);
-    for (int i = 0; i < n; ++i) heap.push(Key{tuples[i].diff(K), tuples[i].first, i});
+    for (int i = 0; i < n; ++i)
+        heap.push(Key{tuples[i].diff(K), tuples[i].first, i});
 
-    auto concat = [&](Part& a, const Part& b) {  // a += b
+    auto concat = [&](Part& a, const Part& b) { // a += b
         if (b.head < 0) return;
         if (a.head < 0) {
             a = b;
@@ -185,9 +189,9 @@ Layout karmarkar_karp_layout(const std::vector<std::int64_t>& length, int rows, 
         const int a = static_cast<int>(A.parts.size());
         const int b = static_cast<int>(B.parts.size());
         const int emptyB = K - b;
-        const int onlyA = std::min(a, emptyB);                    // k in [0, onlyA): A[k]
-        const int overlap = std::max(0, a - emptyB);               // k in [emptyB, a): A[k] + B[K-1-k]
-        const int onlyB = K - std::max(a, emptyB);                 // B[0 .. onlyB)
+        const int onlyA = std::min(a, emptyB);       // k in [0, onlyA): A[k]
+        const int overlap = std::max(0, a - emptyB); // k in [emptyB, a): A[k] + B[K-1-k]
+        const int onlyB = K - std::max(a, emptyB);   // B[0 .. onlyB)
         std::vector<Part> mixed;
         mixed.reserve(static_cast<std::size_t>(overlap));
         for (int k = emptyB; k < a; ++k) {
@@ -222,4 +226,4 @@ Layout karmarkar_karp_layout(const std::vector<std::int64_t>& length, int rows, 
     return x;
 }
 
-}  // namespace routepack
+} // namespace routepack

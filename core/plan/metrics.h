@@ -11,15 +11,15 @@ namespace routepack {
 
 /// Table 3-4 quantities of one layout under one placement.
 struct LayoutMetrics {
-    Score score;                 ///< eq. 15
-    double cv_global = 0;        ///< eq. 22 of the placement (window aggregate)
-    std::int64_t ep_peak_sum = 0;   ///< S_EP = sum_{r,l} max_{g,p} W[r][g][l][p] (tokens)
-    std::int64_t ep_tail_peak = 0;  ///< T_EP = max_{r,g,l,p} W (tokens)
-    double ep_balance_efficiency = 0;  ///< eta_EP (eq. 23) = sum_{r,l} max_g (1/P) sum_p W / S_EP
-    double attention_sum = 0;    ///< sum_{r,g} A
-    double joint = 0;            ///< max_g U_g
-    int cap_violations = 0;      ///< cells over C (only karmarkar-karp can have them)
-    int empty_cells = 0;         ///< cells with no sample (only karmarkar-karp can have them)
+    Score score;                      ///< eq. 15
+    double cv_global = 0;             ///< eq. 22 of the placement (window aggregate)
+    std::int64_t ep_peak_sum = 0;     ///< S_EP = sum_{r,l} max_{g,p} W[r][g][l][p] (tokens)
+    std::int64_t ep_tail_peak = 0;    ///< T_EP = max_{r,g,l,p} W (tokens)
+    double ep_balance_efficiency = 0; ///< eta_EP (eq. 23) = sum_{r,l} max_g (1/P) sum_p W / S_EP
+    double attention_sum = 0;         ///< sum_{r,g} A
+    double joint = 0;                 ///< max_g U_g
+    int cap_violations = 0;           ///< cells over C (only karmarkar-karp can have them)
+    int empty_cells = 0;              ///< cells with no sample (only karmarkar-karp can have them)
 };
 
 /// Metrics of a rectangular layout (cap violations and empty cells counted, not refused).
@@ -30,4 +30,4 @@ LayoutMetrics layout_metrics(const Layout& x, const PackingProblem& p, double cv
 /// (row k / D, slot k % D). Parts may exceed C: that is reported by layout_metrics, not hidden.
 Layout karmarkar_karp_layout(const std::vector<std::int64_t>& length, int rows, int D);
 
-}  // namespace routepack
+} // namespace routepack

@@ -30,8 +30,8 @@ PackingProblem make_packing_problem(const Trace& window, const Topology& topo, c
         const auto& s = window.samples[static_cast<std::size_t>(i)];
         if (s.length < 1) throw InputError("sample '" + s.id + "' has length " + std::to_string(s.length));
         if (s.length > p.C)
-            throw InputError("sample '" + s.id + "' has " + std::to_string(s.length) + " tokens, more than the cap C = " +
-                             std::to_string(p.C));
+            throw InputError("sample '" + s.id + "' has " + std::to_string(s.length) +
+                             " tokens, more than the cap C = " + std::to_string(p.C));
         p.length[static_cast<std::size_t>(i)] = s.length;
         const std::int64_t top_k = std::max(1, window.model.top_k);
         if (s.length > std::numeric_limits<std::int32_t>::max() / top_k)
@@ -41,10 +41,11 @@ PackingProblem make_packing_problem(const Trace& window, const Topology& topo, c
     // q[i][l][p] (eq. 5): rank of each (l, e) precomputed once.
     std::vector<int> rank(static_cast<std::size_t>(p.L) * E);
     for (int l = 0; l < p.L; ++l)
-        for (int e = 0; e < E; ++e) rank[static_cast<std::size_t>(l) * E + e] = pi.rank_of(l, e);
+        for (int e = 0; e < E; ++e)
+            rank[static_cast<std::size_t>(l) * E + e] = pi.rank_of(l, e);
     p.demand.assign(static_cast<std::size_t>(p.n) * p.L * p.P, 0);
     // A layer's routed total bounds every rank's share of it; totals below 2^31 keep q exact in int32.
-    std::atomic<std::int64_t> bad{-1};  // (sample << 32) | layer of the first overflow
+    std::atomic<std::int64_t> bad{-1}; // (sample << 32) | layer of the first overflow
     tbb::parallel_for(0, p.n, [&](int i) {
         const auto a = window.sample_counts(static_cast<std::size_t>(i));
         std::int32_t* q = p.demand.data() + static_cast<std::size_t>(i) * p.L * p.P;
@@ -53,7 +54,8 @@ PackingProblem make_packing_problem(const Trace& window, const Topology& topo, c
             const int* rl = rank.data() + static_cast<std::size_t>(l) * E;
             std::int32_t* ql = q + static_cast<std::size_t>(l) * p.P;
             std::uint64_t total = 0;
-            for (int e = 0; e < E; ++e) total += al[e];
+            for (int e = 0; e < E; ++e)
+                total += al[e];
             if (total > static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max())) {
                 // Keep the smallest (sample, layer), so the error does not depend on scheduling.
                 const std::int64_t key = (static_cast<std::int64_t>(i) << 32) | l;
@@ -62,14 +64,16 @@ PackingProblem make_packing_problem(const Trace& window, const Topology& topo, c
                 }
                 return;
             }
-            for (int e = 0; e < E; ++e) ql[rl[e]] += static_cast<std::int32_t>(al[e]);
+            for (int e = 0; e < E; ++e)
+                ql[rl[e]] += static_cast<std::int32_t>(al[e]);
         }
     });
     if (bad.load() >= 0) {
         const int i = static_cast<int>(bad.load() >> 32), l = static_cast<int>(bad.load() & 0xffffffff);
-        throw InputError("sample '" + window.samples[static_cast<std::size_t>(i)].id + "': MoE layer " +
-                         std::to_string(window.model.moe_layers.empty() ? l : window.model.moe_layers[static_cast<std::size_t>(l)]) +
-                         " routes 2^31 or more tokens, beyond the int32 rank demand");
+        throw InputError(
+            "sample '" + window.samples[static_cast<std::size_t>(i)].id + "': MoE layer " +
+            std::to_string(window.model.moe_layers.empty() ? l : window.model.moe_layers[static_cast<std::size_t>(l)]) +
+            " routes 2^31 or more tokens, beyond the int32 rank demand");
     }
     return p;
 }
@@ -79,26 +83,27 @@ std::string validate_layout(const Layout& x, const PackingProblem& p) {
         return "layout has " + std::to_string(x.dp_slots) + " DP slots, topology has " + std::to_string(p.D);
     if (x.rows < 1) return "layout has no rows";
     if (static_cast<int>(x.cells.size()) != x.rows * x.dp_slots)
-        return "layout has " + std::to_string(x.cells.size()) + " cells, expected R x D = " +
-               std::to_string(x.rows * x.dp_slots);
+        return "layout has " + std::to_string(x.cells.size()) +
+               " cells, expected R x D = " + std::to_string(x.rows * x.dp_slots);
     std::vector<int> seen(static_cast<std::size_t>(p.n), -1);
     for (int k = 0; k < x.cell_count(); ++k) {
         const auto& cell = x.cells[static_cast<std::size_t>(k)];
-        const std::string where = "cell (" + std::to_string(k / x.dp_slots) + ", " + std::to_string(k % x.dp_slots) + ")";
+        const std::string where =
+            "cell (" + std::to_string(k / x.dp_slots) + ", " + std::to_string(k % x.dp_slots) + ")";
         if (cell.empty()) return where + " is empty";
         std::int64_t tokens = 0;
         for (int i : cell) {
-            if (i < 0 || i >= p.n) return where + " holds sample index " + std::to_string(i) + ", outside 0.." + std::to_string(p.n - 1);
+            if (i < 0 || i >= p.n)
+                return where + " holds sample index " + std::to_string(i) + ", outside 0.." + std::to_string(p.n - 1);
             if (seen[static_cast<std::size_t>(i)] >= 0) return "sample " + std::to_string(i) + " appears twice";
             seen[static_cast<std::size_t>(i)] = k;
             tokens += p.length[static_cast<std::size_t>(i)];
         }
-        if (tokens > p.C)
-            return where + " holds " + std::to_string(tokens) + " tokens > cap " + std::to_string(p.C);
+        if (tokens > p.C) return where + " holds " + std::to_string(tokens) + " tokens > cap " + std::to_string(p.C);
     }
     for (int i = 0; i < p.n; ++i)
         if (seen[static_cast<std::size_t>(i)] < 0) return "sample " + std::to_string(i) + " is in no cell";
     return {};
 }
 
-}  // namespace routepack
+} // namespace routepack

@@ -1,8 +1,8 @@
 #pragma once
 // The fixed-placement packing problem and its layouts (paper section 3.1-3.2, eqs. 5-8).
-#include "core/plan/placement.h"
 #include "core/model/topology.h"
 #include "core/model/trace.h"
+#include "core/plan/placement.h"
 
 #include <cstdint>
 #include <string>
@@ -13,20 +13,20 @@ namespace routepack {
 /// Everything the packing search needs about a window at a fixed placement. Sample indices i are
 /// positions in the window (0..n-1).
 struct PackingProblem {
-    int n = 0;           ///< samples
-    int L = 0;           ///< MoE layers
-    int P = 0;           ///< EP ranks
-    int D = 0;           ///< DP slots
-    int G = 0;           ///< EDP shards
-    std::int64_t C = 0;  ///< token cap
-    std::vector<std::int64_t> length;  ///< t_i, [n]
+    int n = 0;                        ///< samples
+    int L = 0;                        ///< MoE layers
+    int P = 0;                        ///< EP ranks
+    int D = 0;                        ///< DP slots
+    int G = 0;                        ///< EDP shards
+    std::int64_t C = 0;               ///< token cap
+    std::vector<std::int64_t> length; ///< t_i, [n]
     /// Per-sample rank demand q[i][l][p] = sum_{e: owner(pi_l(e)) = p} a[i][l][e] (eq. 5), [n][L][P].
     /// int32 (half the bytes every move reads): q[i][l][p] <= sum_e a[i][l][e] <= t_i * top_k, and
     /// make_packing_problem refuses a window where t_i * top_k or a layer's routed total reaches
     /// 2^31. Every sum over samples (rank loads W, eq. 13) is formed in int64.
     std::vector<std::int32_t> demand;
-    std::vector<int> shard_of_slot;          ///< [D] -> g
-    std::vector<std::vector<int>> shards;    ///< [G] -> DP slots of D_g, ascending
+    std::vector<int> shard_of_slot;       ///< [D] -> g
+    std::vector<std::vector<int>> shards; ///< [G] -> DP slots of D_g, ascending
     std::vector<AttentionStage> stages;
 
     const std::int32_t* q(int i) const { return demand.data() + static_cast<std::size_t>(i) * L * P; }
@@ -42,7 +42,7 @@ PackingProblem make_packing_problem(const Trace& window, const Topology& topo, c
 struct Layout {
     int rows = 0;
     int dp_slots = 0;
-    std::vector<std::vector<int>> cells;  ///< [R*D]
+    std::vector<std::vector<int>> cells; ///< [R*D]
 
     int cell_index(int r, int d) const { return r * dp_slots + d; }
     int cell_count() const { return rows * dp_slots; }
@@ -54,4 +54,4 @@ struct Layout {
 /// ("cell (2, 1) holds 9000 tokens > cap 8192", "sample 17 appears twice", ...).
 std::string validate_layout(const Layout& x, const PackingProblem& p);
 
-}  // namespace routepack
+} // namespace routepack

@@ -26,13 +26,12 @@ void check_shape(int L, int E, int P, const char* who) {
                                     std::to_string(P) + " EP ranks");
 }
 
-}  // namespace
+} // namespace
 
 /// L[l][e] = sum_i a[i][l][e] (the aggregate of section 3.3). `counts` is [n][L][E] row-major (the
 /// Trace layout); the result is [L][E] in 64-bit so that any window sums without overflow.
 /// std::invalid_argument when counts.size() != n*L*E.
-std::vector<std::uint64_t> aggregate_expert_loads(std::span<const std::uint32_t> counts, std::size_t n, int L,
-                                                  int E) {
+std::vector<std::uint64_t> aggregate_expert_loads(std::span<const std::uint32_t> counts, std::size_t n, int L, int E) {
     if (L < 0 || E < 0) throw std::invalid_argument("aggregate_expert_loads: negative L or E");
     const std::size_t stride = static_cast<std::size_t>(L) * static_cast<std::size_t>(E);
     if (counts.size() != n * stride)
@@ -47,7 +46,8 @@ std::vector<std::uint64_t> aggregate_expert_loads(std::span<const std::uint32_t>
             std::uint64_t* out = loads.data() + static_cast<std::size_t>(l) * E;
             for (std::size_t i = 0; i < n; ++i) {
                 const std::uint32_t* a = counts.data() + i * stride + static_cast<std::size_t>(l) * E;
-                for (int e = 0; e < E; ++e) out[e] += a[e];
+                for (int e = 0; e < E; ++e)
+                    out[e] += a[e];
             }
         }
     });
@@ -64,7 +64,8 @@ Placement identity_placement(int L, int E, int P) {
     pi.ep_ranks = P;
     pi.slot.resize(static_cast<std::size_t>(L) * E);
     for (int l = 0; l < L; ++l)
-        for (int e = 0; e < E; ++e) pi.slot[static_cast<std::size_t>(l) * E + e] = e;
+        for (int e = 0; e < E; ++e)
+            pi.slot[static_cast<std::size_t>(l) * E + e] = e;
     return pi;
 }
 
@@ -144,8 +145,8 @@ std::vector<std::uint64_t> rank_loads(std::span<const std::uint64_t> loads, cons
 double cv_global(std::span<const std::uint64_t> G, int L, int P) {
     if (L < 0 || P < 1) throw std::invalid_argument("cv_global: need L >= 0 and P >= 1");
     if (G.size() != static_cast<std::size_t>(L) * P)
-        throw std::invalid_argument("cv_global: G holds " + std::to_string(G.size()) + " values, expected L*P = " +
-                                    std::to_string(static_cast<std::size_t>(L) * P));
+        throw std::invalid_argument("cv_global: G holds " + std::to_string(G.size()) +
+                                    " values, expected L*P = " + std::to_string(static_cast<std::size_t>(L) * P));
     if (L == 0) return 0.0;
     double total = 0.0;
     for (int l = 0; l < L; ++l) {
@@ -153,18 +154,19 @@ double cv_global(std::span<const std::uint64_t> G, int L, int P) {
         u128 sum = 0, sumsq = 0;
         bool exact = true;
         for (int p = 0; p < P; ++p) {
-            if (g[p] >= (std::uint64_t{1} << 52)) exact = false;  // keep P * sum g^2 inside 128 bits
+            if (g[p] >= (std::uint64_t{1} << 52)) exact = false; // keep P * sum g^2 inside 128 bits
             sum += g[p];
             sumsq += static_cast<u128>(g[p]) * g[p];
         }
         if (sum == 0) continue;
         double cv;
         if (exact) {
-            const u128 num = static_cast<u128>(P) * sumsq - sum * sum;  // >= 0 by Cauchy-Schwarz
+            const u128 num = static_cast<u128>(P) * sumsq - sum * sum; // >= 0 by Cauchy-Schwarz
             cv = std::sqrt(static_cast<double>(num)) / static_cast<double>(sum);
         } else {
             long double mean = 0;
-            for (int p = 0; p < P; ++p) mean += static_cast<long double>(g[p]);
+            for (int p = 0; p < P; ++p)
+                mean += static_cast<long double>(g[p]);
             mean /= P;
             long double var = 0;
             for (int p = 0; p < P; ++p) {
@@ -228,11 +230,11 @@ std::vector<double> rank_max_over_mean(std::span<const std::uint64_t> G, int L, 
 /// v yields {v, next's expert at v, previous slot of that expert, previous expert at v}.
 std::vector<std::vector<SlotMove>> placement_moves(const Placement& next, const Placement& previous) {
     if (next.layers != previous.layers || next.experts != previous.experts || next.ep_ranks != previous.ep_ranks)
-        throw std::invalid_argument(
-            "placement_moves: placements differ in shape (" + std::to_string(next.layers) + " layers x " +
-            std::to_string(next.experts) + " experts on " + std::to_string(next.ep_ranks) + " EP ranks vs " +
-            std::to_string(previous.layers) + " x " + std::to_string(previous.experts) + " on " +
-            std::to_string(previous.ep_ranks) + ")");
+        throw std::invalid_argument("placement_moves: placements differ in shape (" + std::to_string(next.layers) +
+                                    " layers x " + std::to_string(next.experts) + " experts on " +
+                                    std::to_string(next.ep_ranks) + " EP ranks vs " + std::to_string(previous.layers) +
+                                    " x " + std::to_string(previous.experts) + " on " +
+                                    std::to_string(previous.ep_ranks) + ")");
     const int L = next.layers, E = next.experts;
     const std::vector<int> now = physical_to_logical(next);
     const std::vector<int> before = physical_to_logical(previous);
@@ -248,4 +250,4 @@ std::vector<std::vector<SlotMove>> placement_moves(const Placement& next, const 
     return moves;
 }
 
-}  // namespace routepack
+} // namespace routepack

@@ -9,10 +9,10 @@ namespace routepack {
 /// pi_l for every MoE layer: slot[l*E + e] = physical slot v (0..E-1) of logical expert e at MoE
 /// layer index l (0..L-1, in the model's moe_layers order). owner(v) = v / H, H = E / P.
 struct Placement {
-    int layers = 0;    ///< L
-    int experts = 0;   ///< E
-    int ep_ranks = 0;  ///< P
-    std::vector<int> slot;  ///< [L][E]
+    int layers = 0;        ///< L
+    int experts = 0;       ///< E
+    int ep_ranks = 0;      ///< P
+    std::vector<int> slot; ///< [L][E]
 
     int slots_per_rank() const { return experts / ep_ranks; }
     int owner(int v) const { return v / slots_per_rank(); }
@@ -49,10 +49,10 @@ std::vector<double> rank_max_over_mean(std::span<const std::uint64_t> G, int L, 
 /// (on EP rank from_slot / H); v held `previous_expert` before. A trainer copies the state of
 /// `expert` (weights, master weights, both Adam moments, FP8 scales) from `from_slot` to `slot`.
 struct SlotMove {
-    int slot = 0;             ///< physical slot v in 0..E-1
-    int expert = 0;           ///< logical expert now at v
-    int from_slot = 0;        ///< slot of `expert` in the previous placement
-    int previous_expert = 0;  ///< logical expert at v in the previous placement
+    int slot = 0;            ///< physical slot v in 0..E-1
+    int expert = 0;          ///< logical expert now at v
+    int from_slot = 0;       ///< slot of `expert` in the previous placement
+    int previous_expert = 0; ///< logical expert at v in the previous placement
     bool operator==(const SlotMove&) const = default;
 };
 
@@ -66,4 +66,4 @@ std::vector<std::vector<SlotMove>> placement_moves(const Placement& next, const 
 /// stacks load).
 std::vector<int> physical_to_logical(const Placement& pi);
 
-}  // namespace routepack
+} // namespace routepack

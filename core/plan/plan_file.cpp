@@ -1,9 +1,9 @@
 #include "core/plan/plan_file.h"
 
-#include "core/util/errors.h"
-#include "core/util/json.h"
 #include "core/plan/packing.h"
 #include "core/plan/placement.h"
+#include "core/util/errors.h"
+#include "core/util/json.h"
 
 #include <nlohmann/json.hpp>
 
@@ -20,7 +20,9 @@ namespace {
 using nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
-ojson score_json(const Score& s) { return ojson::array({s.max_u, s.sum_u, s.max_j}); }
+ojson score_json(const Score& s) {
+    return ojson::array({s.max_u, s.sum_u, s.max_j});
+}
 
 ojson metrics_json(const MethodResult& m) {
     const auto& x = m.metrics;
@@ -38,15 +40,19 @@ ojson metrics_json(const MethodResult& m) {
     return j;
 }
 
-ojson topology_ojson(const Topology& t) { return ojson::parse(topology_to_json(t)); }
+ojson topology_ojson(const Topology& t) {
+    return ojson::parse(topology_to_json(t));
+}
 
-}  // namespace
+} // namespace
 
 std::string plan_to_json(const PlanResult& r) {
     ojson j;
     j["format"] = "routepack-plan";
     j["version"] = kPlanVersion;
-    j["inputs"] = {{"trace", r.trace_name}, {"window", r.window_name}, {"fingerprint", r.fingerprint},
+    j["inputs"] = {{"trace", r.trace_name},
+                   {"window", r.window_name},
+                   {"fingerprint", r.fingerprint},
                    {"samples", r.samples.size()}};
     j["model"] = {{"name", r.model.name},
                   {"num_hidden_layers", r.model.num_hidden_layers},
@@ -57,7 +63,8 @@ std::string plan_to_json(const PlanResult& r) {
     ojson placement = ojson::array();
     for (int l = 0; l < r.lpt.layers; ++l) {
         ojson layer = ojson::array();
-        for (int e = 0; e < r.lpt.experts; ++e) layer.push_back(r.lpt.at(l, e));
+        for (int e = 0; e < r.lpt.experts; ++e)
+            layer.push_back(r.lpt.at(l, e));
         placement.push_back(std::move(layer));
     }
     j["placement"] = std::move(placement);
@@ -76,7 +83,8 @@ std::string plan_to_json(const PlanResult& r) {
         ojson row = ojson::array();
         for (int d = 0; d < x.dp_slots; ++d) {
             ojson cell = ojson::array();
-            for (int i : x.cells[static_cast<std::size_t>(x.cell_index(rr, d))]) cell.push_back(r.samples[static_cast<std::size_t>(i)].id);
+            for (int i : x.cells[static_cast<std::size_t>(x.cell_index(rr, d))])
+                cell.push_back(r.samples[static_cast<std::size_t>(i)].id);
             row.push_back(std::move(cell));
         }
         rows.push_back(std::move(row));
@@ -123,14 +131,16 @@ std::string plan_to_json(const PlanResult& r) {
                     {"population", r.population_origins},
                     {"proposals", r.proposals},
                     {"accepted", r.accepted},
-                    {"polish", {{"evaluations", r.polish_evaluations},
-                                {"improvements", r.polish_improvements},
-                                {"local_optimum", r.polish_local_optimum}}},
+                    {"polish",
+                     {{"evaluations", r.polish_evaluations},
+                      {"improvements", r.polish_improvements},
+                      {"local_optimum", r.polish_local_optimum}}},
                     {"cancelled", r.cancelled},
                     {"time_limit_hit", r.time_limit_hit},
                     {"convergence", std::move(conv)}};
     ojson timings;
-    for (const auto& [k, v] : r.timings) timings[k] = v;
+    for (const auto& [k, v] : r.timings)
+        timings[k] = v;
     j["timings"] = std::move(timings);
     return j.dump(2);
 }
@@ -151,8 +161,8 @@ std::int64_t need_int(const json& j, const char* key, const std::string& where,
     if (!v.is_number_integer()) throw InputError(where + ": field '" + std::string(key) + "' must be an integer");
     const bool huge = v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi);
     if (huge || v.get<std::int64_t>() < lo || v.get<std::int64_t>() > hi)
-        throw InputError(where + ": field '" + std::string(key) + "' must be an integer in " + std::to_string(lo) + ".." +
-                         std::to_string(hi) + " (got " + v.dump() + ")");
+        throw InputError(where + ": field '" + std::string(key) + "' must be an integer in " + std::to_string(lo) +
+                         ".." + std::to_string(hi) + " (got " + v.dump() + ")");
     return v.get<std::int64_t>();
 }
 
@@ -187,7 +197,7 @@ LayoutMetrics parse_metrics(const json& j, const std::string& where) {
     return m;
 }
 
-}  // namespace
+} // namespace
 
 PlanFile parse_plan(const std::string& text, const std::string& origin) {
     json j;
@@ -218,7 +228,8 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
     if (!ml.is_array()) throw InputError(origin + ": moe_layers must be a list of layer ids");
     for (std::size_t i = 0; i < ml.size(); ++i) {
         const auto& v = ml[i];
-        if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > std::numeric_limits<int>::max())
+        if (!v.is_number_integer() || v.get<std::int64_t>() < 0 ||
+            v.get<std::int64_t>() > std::numeric_limits<int>::max())
             throw InputError(origin + ": moe_layers[" + std::to_string(i) + "] must be a layer id (integer in 0.." +
                              std::to_string(std::numeric_limits<int>::max()) + ")");
         f.model.moe_layers.push_back(v.get<int>());
@@ -258,9 +269,11 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
         for (int e = 0; e < E; ++e) {
             const auto& v = layer[static_cast<std::size_t>(e)];
             if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() >= E)
-                throw InputError(where + ": expert " + std::to_string(e) + " has no slot in 0.." + std::to_string(E - 1));
+                throw InputError(where + ": expert " + std::to_string(e) + " has no slot in 0.." +
+                                 std::to_string(E - 1));
             const int s = v.get<int>();
-            if (used[static_cast<std::size_t>(s)]) throw InputError(where + ": slot " + std::to_string(s) + " used twice");
+            if (used[static_cast<std::size_t>(s)])
+                throw InputError(where + ": slot " + std::to_string(s) + " used twice");
             used[static_cast<std::size_t>(s)] = 1;
             f.placement.slot[static_cast<std::size_t>(l) * E + e] = s;
         }
@@ -279,8 +292,10 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
             throw InputError(where + ": index must be " + std::to_string(i));
         const auto len = need_int(s, "length", where);
         if (len < 1 || len > f.topology.token_cap)
-            throw InputError(where + ": length " + std::to_string(len) + " outside 1..C=" + std::to_string(f.topology.token_cap));
-        if (!index.emplace(id, static_cast<int>(i)).second) throw InputError(where + ": duplicate sample id '" + id + "'");
+            throw InputError(where + ": length " + std::to_string(len) +
+                             " outside 1..C=" + std::to_string(f.topology.token_cap));
+        if (!index.emplace(id, static_cast<int>(i)).second)
+            throw InputError(where + ": duplicate sample id '" + id + "'");
         f.sample_ids.push_back(id);
         f.lengths.push_back(len);
     }
@@ -288,7 +303,8 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
     f.row_count = static_cast<int>(need_int(j, "row_count", origin, 1, static_cast<std::int64_t>(f.sample_ids.size())));
     const auto& certified = need(j, "row_count_certified", origin);
     if (!certified.is_boolean())
-        throw InputError(origin + ": field 'row_count_certified' must be true or false, not " + util::json_kind(certified));
+        throw InputError(origin + ": field 'row_count_certified' must be true or false, not " +
+                         util::json_kind(certified));
     f.row_count_certified = certified.get<bool>();
     f.row_lower_bound = static_cast<int>(need_int(j, "row_lower_bound", origin, 0, kIntMax));
     const auto& rows = need(j, "rows", origin);
@@ -301,7 +317,8 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
     for (int r = 0; r < f.row_count; ++r) {
         const auto& row = rows[static_cast<std::size_t>(r)];
         if (!row.is_array() || static_cast<int>(row.size()) != D)
-            throw InputError(origin + ": rows[" + std::to_string(r) + "] must hold D = " + std::to_string(D) + " cells");
+            throw InputError(origin + ": rows[" + std::to_string(r) + "] must hold D = " + std::to_string(D) +
+                             " cells");
         for (int d = 0; d < D; ++d) {
             const auto& cell = row[static_cast<std::size_t>(d)];
             if (!cell.is_array())
@@ -310,8 +327,8 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
             for (const auto& v : cell) {
                 auto it = v.is_string() ? index.find(v.get<std::string>()) : index.end();
                 if (it == index.end())
-                    throw InputError(origin + ": rows[" + std::to_string(r) + "][" + std::to_string(d) + "] names " + util::json_brief(v) +
-                                     ", not a sample of the plan");
+                    throw InputError(origin + ": rows[" + std::to_string(r) + "][" + std::to_string(d) + "] names " +
+                                     util::json_brief(v) + ", not a sample of the plan");
                 f.layout.cells[static_cast<std::size_t>(f.layout.cell_index(r, d))].push_back(it->second);
             }
         }
@@ -328,7 +345,8 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
     const auto& metrics = need(j, "metrics", origin);
     for (const char* k : {"baseline", "reorder", "karmarkar_karp", "routepack"})
         f.metrics[k] = parse_metrics(need(metrics, k, origin + ": metrics"), origin + ": metrics." + k);
-    if (!(f.metrics["routepack"].score == f.score)) throw InputError(origin + ": score differs from metrics.routepack.score");
+    if (!(f.metrics["routepack"].score == f.score))
+        throw InputError(origin + ": score differs from metrics.routepack.score");
     if (f.version >= 2) {
         const std::string where = origin + ": max_u_lower_bound";
         const auto& b = need(j, "max_u_lower_bound", origin);
@@ -351,7 +369,8 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
     const auto& planner = need(j, "planner", origin);
     {
         const auto& seed = need(planner, "seed", origin + ": planner");
-        if (!seed.is_number_unsigned()) throw InputError(origin + ": planner: field 'seed' must be an integer in 0..2^64-1");
+        if (!seed.is_number_unsigned())
+            throw InputError(origin + ": planner: field 'seed' must be an integer in 0..2^64-1");
         f.seed = seed.get<std::uint64_t>();
     }
     f.workers = static_cast<int>(need_int(planner, "workers", origin + ": planner", 0, 4096));
@@ -360,10 +379,12 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
 
 std::string rescore_plan(const PlanFile& plan, const Trace& window) {
     if (window.size() != plan.sample_ids.size())
-        return "window has " + std::to_string(window.size()) + " samples, plan has " + std::to_string(plan.sample_ids.size());
+        return "window has " + std::to_string(window.size()) + " samples, plan has " +
+               std::to_string(plan.sample_ids.size());
     for (std::size_t i = 0; i < window.size(); ++i) {
         if (window.samples[i].id != plan.sample_ids[i])
-            return "sample " + std::to_string(i) + " is '" + window.samples[i].id + "' in the trace, '" + plan.sample_ids[i] + "' in the plan";
+            return "sample " + std::to_string(i) + " is '" + window.samples[i].id + "' in the trace, '" +
+                   plan.sample_ids[i] + "' in the plan";
         if (window.samples[i].length != plan.lengths[i])
             return "sample '" + plan.sample_ids[i] + "' has length " + std::to_string(window.samples[i].length) +
                    " in the trace, " + std::to_string(plan.lengths[i]) + " in the plan";
@@ -377,8 +398,8 @@ std::string rescore_plan(const PlanFile& plan, const Trace& window) {
     const std::string bad = validate_layout(plan.layout, p);
     if (!bad.empty()) return bad;
     const auto& want = plan.metrics.at("routepack");
-    const auto loads = aggregate_expert_loads(window.counts, window.size(), window.model.num_moe_layers(),
-                                              window.model.experts);
+    const auto loads =
+        aggregate_expert_loads(window.counts, window.size(), window.model.num_moe_layers(), window.model.experts);
     const double cv = cv_global(rank_loads(loads, plan.placement), plan.placement.layers, plan.placement.ep_ranks);
     if (cv != want.cv_global) return "rescored CV_global differs from the plan's";
     const LayoutMetrics got = layout_metrics(plan.layout, p, cv);
@@ -417,8 +438,8 @@ PlanResult restore_plan(const PlanFile& plan, const Trace& window, const std::st
     if (!(r.lpt == plan.placement)) {
         // The saved placement is the truth; the rank loads and CV follow it.
         r.lpt = plan.placement;
-        const auto loads = aggregate_expert_loads(window.counts, window.size(), window.model.num_moe_layers(),
-                                                  window.model.experts);
+        const auto loads =
+            aggregate_expert_loads(window.counts, window.size(), window.model.num_moe_layers(), window.model.experts);
         r.rank_loads_lpt = rank_loads(loads, r.lpt);
         r.cv_lpt = cv_global(r.rank_loads_lpt, r.lpt.layers, r.lpt.ep_ranks);
         r.bound = max_u_lower_bound(make_packing_problem(window, plan.topology, r.lpt));
@@ -432,4 +453,4 @@ PlanResult restore_plan(const PlanFile& plan, const Trace& window, const std::st
     return r;
 }
 
-}  // namespace routepack
+} // namespace routepack

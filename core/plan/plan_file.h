@@ -17,21 +17,21 @@ std::string plan_to_json(const PlanResult& r);
 /// A plan read back from its file.
 struct PlanFile {
     std::string trace_name, window_name, fingerprint;
-    ModelDescription model;     ///< name, num_hidden_layers, experts, top_k, moe_layers
+    ModelDescription model; ///< name, num_hidden_layers, experts, top_k, moe_layers
     Topology topology;
-    Placement placement;        ///< routepack's (LPT) placement
-    std::vector<std::string> sample_ids;  ///< window order
-    std::vector<std::int64_t> lengths;    ///< window order
+    Placement placement;                 ///< routepack's (LPT) placement
+    std::vector<std::string> sample_ids; ///< window order
+    std::vector<std::int64_t> lengths;   ///< window order
     int row_count = 0;
     bool row_count_certified = false;
     int row_lower_bound = 0;
-    Layout layout;              ///< rows as sample indices (window order)
+    Layout layout; ///< rows as sample indices (window order)
     Score score;
-    int version = 0;            ///< the file's format version (1 or 2)
+    int version = 0; ///< the file's format version (1 or 2)
     /// "max_u_lower_bound" (version 2; absent in version 1 files: has_bound false).
     bool has_bound = false;
     MaxULowerBound bound;
-    std::map<std::string, LayoutMetrics> metrics;  ///< baseline, reorder, karmarkar_karp, routepack
+    std::map<std::string, LayoutMetrics> metrics; ///< baseline, reorder, karmarkar_karp, routepack
     std::uint64_t seed = 0;
     int workers = 0;
 };
@@ -45,7 +45,8 @@ PlanFile parse_plan(const std::string& json_text, const std::string& origin);
 
 /// Rescores a parsed plan against its window (samples in the plan's order, with counts): lengths
 /// must match, the fingerprint must match, and the recomputed routepack metrics must equal the
-/// stored ones exactly, the lower bound included (version 2). Returns "" when they agree, else the first difference in words.
+/// stored ones exactly, the lower bound included (version 2). Returns "" when they agree, else the first difference in
+/// words.
 std::string rescore_plan(const PlanFile& plan, const Trace& window);
 
 /// Rebuilds everything the views show for a saved plan without searching again: the window's
@@ -59,4 +60,4 @@ std::string rescore_plan(const PlanFile& plan, const Trace& window);
 /// `plan.workers` (1 when 0).
 PlanResult restore_plan(const PlanFile& plan, const Trace& window, const std::string& origin);
 
-}  // namespace routepack
+} // namespace routepack

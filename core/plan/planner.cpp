@@ -2,8 +2,8 @@
 #include "core/util/seeds.h"
 
 #include "core/plan/budgets_json.h"
-#include "core/util/errors.h"
 #include "core/plan/placement.h"
+#include "core/util/errors.h"
 
 #include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
@@ -17,7 +17,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 MethodResult make_method(const char* name, bool lpt, Layout layout, const PackingProblem& p, double cv) {
     MethodResult m;
@@ -28,13 +30,16 @@ MethodResult make_method(const char* name, bool lpt, Layout layout, const Packin
     return m;
 }
 
-}  // namespace
+} // namespace
 
-double bound_gap(double max_u, double bound) { return bound > 0 ? max_u / bound - 1.0 : 0.0; }
+double bound_gap(double max_u, double bound) {
+    return bound > 0 ? max_u / bound - 1.0 : 0.0;
+}
 
 std::string window_fingerprint(const Trace& window) {
     std::uint64_t h = 0xcbf29ce484222325ULL;
-    for (const auto& s : window.samples) h = fnv1a64(&s.length, sizeof s.length, h);
+    for (const auto& s : window.samples)
+        h = fnv1a64(&s.length, sizeof s.length, h);
     h = fnv1a64(window.counts.data(), window.counts.size() * sizeof(std::uint32_t), h);
     return hex64(h);
 }
@@ -44,7 +49,8 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
     const auto t_start = Clock::now();
     std::optional<Clock::time_point> deadline;
     if (in.budgets.time_limit_s > 0)
-        deadline = t_start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(in.budgets.time_limit_s));
+        deadline = t_start +
+                   std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(in.budgets.time_limit_s));
     auto emit = [&](const char* stage, double f) {
         if (progress) progress(PlanEvent{stage, f, std::nullopt});
     };
@@ -103,9 +109,9 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
         }
         r.baseline = make_method("baseline", false, ffd, p_id, r.cv_identity);
         r.reorder = make_method("reorder", true, ffd, p_lpt, r.cv_lpt);
-        r.karmarkar_karp =
-            make_method("karmarkar_karp", true, karmarkar_karp_layout(p_lpt.length, r.rows.rows, p_lpt.D), p_lpt, r.cv_lpt);
-        r.routepack = make_method("routepack", true, ffd, p_lpt, r.cv_lpt);  // until the search improves it
+        r.karmarkar_karp = make_method("karmarkar_karp", true,
+                                       karmarkar_karp_layout(p_lpt.length, r.rows.rows, p_lpt.D), p_lpt, r.cv_lpt);
+        r.routepack = make_method("routepack", true, ffd, p_lpt, r.cv_lpt); // until the search improves it
         r.timings["baselines"] = seconds_since(t0);
         if (cancelled()) {
             r.cancelled = true;
@@ -119,7 +125,8 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
         static_cast<SeedingSettings&>(sb) = in.budgets.seeding;
         sb.seed = seeds::planner_stage(in.budgets.seed, 1);
         const auto population = diverse_population(p_lpt, ffd, sb, cancel);
-        for (const auto& m : population) r.population_origins.push_back(m.origin);
+        for (const auto& m : population)
+            r.population_origins.push_back(m.origin);
         r.timings["seeding"] = seconds_since(t0);
         const SeedMember* best_seed = &population.front();
         for (const auto& m : population)
@@ -149,7 +156,8 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
         r.accepted = res.accepted;
         r.cancelled = res.cancelled && !res.time_limit_hit;
         r.time_limit_hit = res.time_limit_hit;
-        if (res.score < r.routepack.metrics.score) r.routepack = make_method("routepack", true, res.best, p_lpt, r.cv_lpt);
+        if (res.score < r.routepack.metrics.score)
+            r.routepack = make_method("routepack", true, res.best, p_lpt, r.cv_lpt);
         r.timings["annealing"] = seconds_since(t0);
 
         // 6. Final exact improvement pass on the straggler (serial, RNG-free).
@@ -162,10 +170,13 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
             r.polish_improvements = d.improvements;
             r.polish_local_optimum = d.local_optimum;
             if (d.cancelled) {
-                if (cancelled()) r.cancelled = true;
-                else r.time_limit_hit = true;
+                if (cancelled())
+                    r.cancelled = true;
+                else
+                    r.time_limit_hit = true;
             }
-            if (d.score < r.routepack.metrics.score) r.routepack = make_method("routepack", true, d.layout, p_lpt, r.cv_lpt);
+            if (d.score < r.routepack.metrics.score)
+                r.routepack = make_method("routepack", true, d.layout, p_lpt, r.cv_lpt);
         }
         r.timings["polish"] = seconds_since(t0);
 
@@ -184,13 +195,12 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
 }
 
 std::vector<WindowPlan> plan_windows(const std::vector<PlanInput>& inputs, int workers,
-                                     const std::function<void(std::size_t)>& on_done,
-                                     const std::atomic<bool>* cancel) {
+                                     const std::function<void(std::size_t)>& on_done, const std::atomic<bool>* cancel) {
     std::vector<WindowPlan> out(inputs.size());
     tbb::task_arena arena(workers > 0 ? workers : tbb::task_arena::automatic);
     arena.execute([&] {
         tbb::parallel_for(std::size_t{0}, inputs.size(), [&](std::size_t k) {
-            if (cancel && cancel->load()) return;  // not started: nothing planned for it
+            if (cancel && cancel->load()) return; // not started: nothing planned for it
             out[k].started = true;
             PlanInput in = inputs[k];
             in.budgets.workers = 1;
@@ -205,4 +215,4 @@ std::vector<WindowPlan> plan_windows(const std::vector<PlanInput>& inputs, int w
     return out;
 }
 
-}  // namespace routepack
+} // namespace routepack

@@ -2,13 +2,13 @@
 // The planner facade: runs placement, row count, baselines, seeding and population annealing on one
 // window with progress events, cooperative cancellation, a time limit and a fixed seed (DESIGN.md
 // "Pipeline"). The only place in core that owns threads (a oneTBB arena of `workers`).
+#include "core/model/topology.h"
+#include "core/model/trace.h"
 #include "core/plan/annealing.h"
 #include "core/plan/bound.h"
 #include "core/plan/metrics.h"
 #include "core/plan/rowcount.h"
 #include "core/plan/seeding.h"
-#include "core/model/topology.h"
-#include "core/model/trace.h"
 
 #include <atomic>
 #include <functional>
@@ -25,19 +25,19 @@ namespace routepack {
 struct PlannerBudgets {
     SeedingSettings seeding;
     AnnealingSettings annealing;
-    std::int64_t row_nodes = 1000000;  ///< node budget of the exact row-count search
+    std::int64_t row_nodes = 1000000; ///< node budget of the exact row-count search
     /// Scored moves of the final exact improvement pass (straggler_descent) on the annealing's best;
     /// 0 = no pass.
     std::int64_t polish_evaluations = 100000;
-    double time_limit_s = 0;           ///< 0 = none
-    int workers = 0;                   ///< worker threads (0 = all cores)
-    std::uint64_t seed = 1;            ///< master seed; seeding and annealing streams derive from it
+    double time_limit_s = 0; ///< 0 = none
+    int workers = 0;         ///< worker threads (0 = all cores)
+    std::uint64_t seed = 1;  ///< master seed; seeding and annealing streams derive from it
 };
 
 /// One compared method: its placement and layout, and the Table 3-4 metrics.
 struct MethodResult {
-    std::string name;        ///< "baseline", "reorder", "karmarkar_karp", "routepack"
-    bool lpt = false;        ///< placement: LPT (true) or identity
+    std::string name; ///< "baseline", "reorder", "karmarkar_karp", "routepack"
+    bool lpt = false; ///< placement: LPT (true) or identity
     Layout layout;
     LayoutMetrics metrics;
 };
@@ -67,11 +67,11 @@ struct PlanResult {
     Topology topology;
     PlannerBudgets budgets;
     std::string trace_name, window_name;
-    std::vector<SampleInfo> samples;  ///< window order
-    std::string fingerprint;          ///< hex FNV-1a of lengths and counts
+    std::vector<SampleInfo> samples; ///< window order
+    std::string fingerprint;         ///< hex FNV-1a of lengths and counts
     Placement identity, lpt;
-    std::vector<std::uint64_t> rank_loads_identity, rank_loads_lpt;  ///< G[l][p] (eq. 10)
-    double cv_identity = 0, cv_lpt = 0;                               ///< eq. 22
+    std::vector<std::uint64_t> rank_loads_identity, rank_loads_lpt; ///< G[l][p] (eq. 10)
+    double cv_identity = 0, cv_lpt = 0;                             ///< eq. 22
     RowCount rows;
     MethodResult baseline, reorder, karmarkar_karp, routepack;
     /// Certified lower bound on routepack's max_g U at its (LPT) placement, over every layout
@@ -80,14 +80,14 @@ struct PlanResult {
     std::vector<LevelStats> convergence;
     std::vector<std::string> population_origins;
     std::int64_t proposals = 0, accepted = 0;
-    std::int64_t polish_evaluations = 0, polish_improvements = 0;  ///< straggler_descent's counts
+    std::int64_t polish_evaluations = 0, polish_improvements = 0; ///< straggler_descent's counts
     bool polish_local_optimum = false;
     bool cancelled = false;
     bool time_limit_hit = false;
     /// FixedRowFFD could not fill R* rows (the exact search found a layout it misses); the length-only
     /// layout of `baseline`/`reorder` is then the row-count stage's layout, and this says so.
     bool baseline_not_ffd = false;
-    std::map<std::string, double> timings;  ///< seconds per stage, and "total"
+    std::map<std::string, double> timings; ///< seconds per stage, and "total"
 };
 
 /// Relative gap of a max_g U above its lower bound: max_u / bound - 1 (0 when bound <= 0).
@@ -97,18 +97,17 @@ double bound_gap(double max_u, double bound);
 std::string window_fingerprint(const Trace& window);
 
 /// Runs the whole planner. InputError for bad input (budgets out of range, as check_planner_budgets
-/// with origin "planner" and JSON key names: "planner: budget 'workers' must be ..."; sample longer than C, fewer samples than D, E
-/// not divisible by P, no rectangular layout, empty window, ...), naming the sample or field.
-/// When `cancel` is set, returns the best valid plan found so far (at worst `reorder`) with
-/// cancelled = true.
+/// with origin "planner" and JSON key names: "planner: budget 'workers' must be ..."; sample longer than C, fewer
+/// samples than D, E not divisible by P, no rectangular layout, empty window, ...), naming the sample or field. When
+/// `cancel` is set, returns the best valid plan found so far (at worst `reorder`) with cancelled = true.
 PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress = {},
                        const std::atomic<bool>* cancel = nullptr);
 
 /// One window's outcome in plan_windows.
 struct WindowPlan {
     PlanResult plan;
-    std::string error;     ///< what() of the exception that stopped it; empty when planned
-    bool started = false;  ///< false when `cancel` was set before the window began
+    std::string error;    ///< what() of the exception that stopped it; empty when planned
+    bool started = false; ///< false when `cancel` was set before the window began
 };
 
 /// Plans many windows (the steps of a training run) on one TBB arena of `workers` threads (0 = all
@@ -122,4 +121,4 @@ std::vector<WindowPlan> plan_windows(const std::vector<PlanInput>& inputs, int w
                                      const std::function<void(std::size_t)>& on_done = {},
                                      const std::atomic<bool>* cancel = nullptr);
 
-}  // namespace routepack
+} // namespace routepack

@@ -29,22 +29,27 @@ class FirstFitTree {
 public:
     explicit FirstFitTree(const std::vector<std::int64_t>& residual) : n_(static_cast<int>(residual.size())) {
         size_ = 1;
-        while (size_ < n_) size_ <<= 1;
+        while (size_ < n_)
+            size_ <<= 1;
         tree_.assign(2 * static_cast<std::size_t>(size_), std::numeric_limits<std::int64_t>::min());
-        for (int k = 0; k < n_; ++k) tree_[size_ + k] = residual[k];
-        for (int v = size_ - 1; v >= 1; --v) tree_[v] = std::max(tree_[2 * v], tree_[2 * v + 1]);
+        for (int k = 0; k < n_; ++k)
+            tree_[size_ + k] = residual[k];
+        for (int v = size_ - 1; v >= 1; --v)
+            tree_[v] = std::max(tree_[2 * v], tree_[2 * v + 1]);
     }
     /// Leftmost k with residual[k] >= t, or -1.
     int find(std::int64_t t) const {
         if (n_ == 0 || tree_[1] < t) return -1;
         int v = 1;
-        while (v < size_) v = tree_[2 * v] >= t ? 2 * v : 2 * v + 1;
+        while (v < size_)
+            v = tree_[2 * v] >= t ? 2 * v : 2 * v + 1;
         return v - size_;
     }
     void set(int k, std::int64_t residual) {
         int v = size_ + k;
         tree_[v] = residual;
-        for (v >>= 1; v >= 1; v >>= 1) tree_[v] = std::max(tree_[2 * v], tree_[2 * v + 1]);
+        for (v >>= 1; v >= 1; v >>= 1)
+            tree_[v] = std::max(tree_[2 * v], tree_[2 * v + 1]);
     }
 
 private:
@@ -52,7 +57,9 @@ private:
     std::vector<std::int64_t> tree_;
 };
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a <= 0 ? 0 : 1 + (a - 1) / b; }  // no a + b overflow
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+    return a <= 0 ? 0 : 1 + (a - 1) / b;
+} // no a + b overflow
 
 /// Martello-Toth L2 lower bound on the number of bins of capacity C for items `w` (each 1..C):
 /// max over alpha in {0} U {w_j : 2 w_j <= C} of
@@ -63,7 +70,8 @@ std::int64_t martello_toth_l2(std::vector<std::int64_t> w, std::int64_t C) {
     std::sort(w.begin(), w.end(), std::greater<>());
     const std::size_t n = w.size();
     std::vector<std::int64_t> prefix(n + 1, 0);
-    for (std::size_t j = 0; j < n; ++j) prefix[j + 1] = prefix[j] + w[j];
+    for (std::size_t j = 0; j < n; ++j)
+        prefix[j + 1] = prefix[j] + w[j];
     // Items are sorted descending: count of items > x, and of items >= x, are prefix lengths.
     // (lower_bound with greater<> stops at the first w <= x; upper_bound at the first w < x.)
     auto count_gt = [&](std::int64_t x) {
@@ -72,7 +80,7 @@ std::int64_t martello_toth_l2(std::vector<std::int64_t> w, std::int64_t C) {
     auto count_ge = [&](std::int64_t x) {
         return static_cast<std::int64_t>(std::upper_bound(w.begin(), w.end(), x, std::greater<>()) - w.begin());
     };
-    const std::int64_t n12 = count_gt(C / 2);  // w > C/2  <=>  w > floor(C/2) for integers
+    const std::int64_t n12 = count_gt(C / 2); // w > C/2  <=>  w > floor(C/2) for integers
     std::vector<std::int64_t> alphas{0};
     for (std::size_t j = n12; j < n; ++j)
         if (j == static_cast<std::size_t>(n12) || w[j] != w[j - 1]) alphas.push_back(w[j]);
@@ -106,26 +114,27 @@ Exact exact_bin_feasible(const std::vector<std::int64_t>& t, std::int64_t C, int
     if (m == 0) return Exact::Feasible;
     if (K <= 0) return Exact::Infeasible;
     std::int64_t rem = 0;
-    for (std::int64_t v : t) rem += v;
+    for (std::int64_t v : t)
+        rem += v;
     if (t.front() > C || rem > static_cast<std::int64_t>(K) * C) return Exact::Infeasible;
     const std::int64_t tmin = t.back();
     std::vector<std::int64_t> load(K, 0);
     auto usable_of = [&](std::int64_t l) { return C - l >= tmin ? C - l : 0; };
-    std::int64_t usable = static_cast<std::int64_t>(K) * C;  // every bin empty, C >= tmin
+    std::int64_t usable = static_cast<std::int64_t>(K) * C; // every bin empty, C >= tmin
     constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::max();
-    std::vector<std::int64_t> tried(m + 1, kNone);  // load (before placing) of the bin tried at depth j
+    std::vector<std::int64_t> tried(m + 1, kNone); // load (before placing) of the bin tried at depth j
     int j = 0;
     tried[0] = kNone;
     while (true) {
         if (j == m) return Exact::Feasible;
         // Next candidate for item j: the fullest bin with load < tried[j] that still fits t[j].
         int b = -1;
-        if (tried[j] == kNone || tried[j] + t[j] != C) {  // after an exact fit there is no alternative
-            const std::int64_t limit = std::min(tried[j], C - t[j] + 1);  // load < limit
+        if (tried[j] == kNone || tried[j] + t[j] != C) {                 // after an exact fit there is no alternative
+            const std::int64_t limit = std::min(tried[j], C - t[j] + 1); // load < limit
             for (int k = 0; k < K; ++k)
                 if (load[k] < limit && (b < 0 || load[k] > load[b])) b = k;
         }
-        if (b < 0) {  // exhausted item j: undo item j-1
+        if (b < 0) { // exhausted item j: undo item j-1
             if (j == 0) return Exact::Infeasible;
             --j;
             const int pb = bin_of[j];
@@ -144,7 +153,7 @@ Exact exact_bin_feasible(const std::vector<std::int64_t>& t, std::int64_t C, int
         usable += usable_of(load[b]);
         rem -= t[j];
         bin_of[j] = b;
-        if (usable < rem) {  // volume pruning: undo and try the next candidate for item j
+        if (usable < rem) { // volume pruning: undo and try the next candidate for item j
             usable -= usable_of(load[b]);
             load[b] -= t[j];
             usable += usable_of(load[b]);
@@ -184,7 +193,8 @@ Layout layout_from_bins(const std::vector<std::int64_t>& length, const std::vect
     std::vector<int> first(cells.size(), 0);
     for (std::size_t c = 0; c < cells.size(); ++c) {
         std::sort(cells[c].begin(), cells[c].end());
-        for (int i : cells[c]) sum[c] += length[i];
+        for (int i : cells[c])
+            sum[c] += length[i];
         first[c] = cells[c].front();
     }
     std::vector<int> idx(cells.size());
@@ -197,13 +207,16 @@ Layout layout_from_bins(const std::vector<std::int64_t>& length, const std::vect
     x.rows = rows;
     x.dp_slots = D;
     x.cells.reserve(K);
-    for (int c : idx) x.cells.push_back(std::move(cells[c]));
+    for (int c : idx)
+        x.cells.push_back(std::move(cells[c]));
     return x;
 }
 
-std::string str(std::int64_t v) { return std::to_string(v); }
+std::string str(std::int64_t v) {
+    return std::to_string(v);
+}
 
-}  // namespace
+} // namespace
 
 /// FixedRowFFD (Algorithm 2 line 1): K = rows*D; the K longest samples (nonincreasing length, ties
 /// by index) seed cells 0..K-1, the rest follow in the same order into the lowest-index cell whose
@@ -280,15 +293,15 @@ RowCount minimum_rows(const std::vector<std::int64_t>& length, std::int64_t C, i
         throw InputError(prefix + "min_rows " + str(min_rows) + " needs " + str(min_rows) + " x " + str(D) + " = " +
                          str(static_cast<std::int64_t>(min_rows) * D) + " non-empty cells but the window has only " +
                          str(n) + " samples");
-    const std::int64_t vol_rows = ceil_div(ceil_div(total, C), D);  // == ceil(total / (C*D))
+    const std::int64_t vol_rows = ceil_div(ceil_div(total, C), D); // == ceil(total / (C*D))
     const std::int64_t l2_cells = martello_toth_l2(length, C);
     const std::int64_t l2_rows = ceil_div(l2_cells, D);
     const std::int64_t lb = std::max({vol_rows, l2_rows, static_cast<std::int64_t>(min_rows), std::int64_t{1}});
     if (lb > rmax) {
         if (vol_rows == lb)
             throw InputError(prefix + str(total) + " tokens at cap " + str(C) + " need at least " + str(lb) +
-                             " rows of " + str(D) + " cells = " + str(lb * D) + " non-empty cells, but there are only " +
-                             str(n) + " samples");
+                             " rows of " + str(D) + " cells = " + str(lb * D) +
+                             " non-empty cells, but there are only " + str(n) + " samples");
         throw InputError(prefix + "the samples need at least " + str(l2_cells) + " cells of cap " + str(C) +
                          " (bin-packing bound L2), i.e. " + str(lb) + " rows of " + str(D) + " = " + str(lb * D) +
                          " non-empty cells, but there are only " + str(n) + " samples");
@@ -304,7 +317,7 @@ RowCount minimum_rows(const std::vector<std::int64_t>& length, std::int64_t C, i
     RowCount out;
     out.lower_bound = static_cast<int>(lb);
     const std::int64_t budget = std::max<std::int64_t>(0, node_budget);
-    std::vector<int> order;  // FFD order, built on the first exact search
+    std::vector<int> order; // FFD order, built on the first exact search
     std::vector<std::int64_t> sorted_len;
     std::vector<int> bin_of;
     // Exact search at R, spending at most `cap` more nodes (and never more than the whole budget).
@@ -312,12 +325,13 @@ RowCount minimum_rows(const std::vector<std::int64_t>& length, std::int64_t C, i
         if (order.empty()) {
             order = ffd_order(length);
             sorted_len.resize(order.size());
-            for (std::size_t j = 0; j < order.size(); ++j) sorted_len[j] = length[order[j]];
+            for (std::size_t j = 0; j < order.size(); ++j)
+                sorted_len[j] = length[order[j]];
         }
         const std::int64_t limit = cap >= budget - out.nodes ? budget : out.nodes + cap;
         return exact_bin_feasible(sorted_len, C, static_cast<int>(R * D), limit, out.nodes, bin_of);
     };
-    std::string searched;  // the last infeasibility proof, for `how`
+    std::string searched; // the last infeasibility proof, for `how`
     std::int64_t unknown_at = -1;
     std::int64_t found = -1;
     std::string by;
@@ -344,15 +358,19 @@ RowCount minimum_rows(const std::vector<std::int64_t>& length, std::int64_t C, i
         }
         const std::int64_t before = out.nodes;
         const Exact r = exact(R, n);
-        if (r == Exact::Feasible) take_search(R, before);
-        else if (r == Exact::Infeasible) proved(R, before);
+        if (r == Exact::Feasible)
+            take_search(R, before);
+        else if (r == Exact::Infeasible)
+            proved(R, before);
     }
     if (found < 0 && out.lower_bound <= rmax) {
         // Feasibility is monotone in R, so a layout exists at all iff one exists at R = n / D.
         const std::int64_t before = out.nodes;
         const Exact r = exact(rmax, budget);
-        if (r == Exact::Feasible) take_search(rmax, before);
-        else if (r == Exact::Infeasible) proved(rmax, before);
+        if (r == Exact::Feasible)
+            take_search(rmax, before);
+        else if (r == Exact::Infeasible)
+            proved(rmax, before);
         else
             throw InputError("no rectangular layout found: FixedRowFFD failed at every R in " + str(lb) + ".." +
                              str(rmax) + " and the exact search ran out of its node budget (" + str(budget) +
@@ -393,4 +411,4 @@ RowCount minimum_rows(const std::vector<std::int64_t>& length, std::int64_t C, i
     return out;
 }
 
-}  // namespace routepack
+} // namespace routepack

@@ -17,12 +17,12 @@ bool fixed_row_ffd(const std::vector<std::int64_t>& length, std::int64_t C, int 
 
 /// Outcome of the row-count stage.
 struct RowCount {
-    int rows = 0;            ///< R*: smallest certified or best-known feasible row count
-    bool certified = false;  ///< a lower bound met `rows`, or the exact search proved every smaller R infeasible
-    int lower_bound = 0;     ///< best lower bound on R found (volume, bin-packing, min_rows)
-    std::int64_t nodes = 0;  ///< exact-search nodes spent
-    std::string how;         ///< one line: which bound / search decided it
-    Layout layout;           ///< a feasible layout with `rows` rows (FixedRowFFD or the exact search's)
+    int rows = 0;           ///< R*: smallest certified or best-known feasible row count
+    bool certified = false; ///< a lower bound met `rows`, or the exact search proved every smaller R infeasible
+    int lower_bound = 0;    ///< best lower bound on R found (volume, bin-packing, min_rows)
+    std::int64_t nodes = 0; ///< exact-search nodes spent
+    std::string how;        ///< one line: which bound / search decided it
+    Layout layout;          ///< a feasible layout with `rows` rows (FixedRowFFD or the exact search's)
 };
 
 /// R* = min { R >= min_rows : a layout exists }. Lower bounds: token volume ceil(sum t / (C*D)), a
@@ -33,4 +33,4 @@ struct RowCount {
 RowCount minimum_rows(const std::vector<std::int64_t>& length, std::int64_t C, int D, int min_rows,
                       std::int64_t node_budget);
 
-}  // namespace routepack
+} // namespace routepack

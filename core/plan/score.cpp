@@ -37,7 +37,7 @@ namespace routepack {
 namespace {
 
 using i64 = std::int64_t;
-using q32 = std::int32_t;  // rank demand q (PackingProblem::demand); widened to int64 before any sum
+using q32 = std::int32_t; // rank demand q (PackingProblem::demand); widened to int64 before any sum
 constexpr i64 kMin = std::numeric_limits<i64>::min();
 
 // ------------------------------------------------------------------------------------------------
@@ -47,8 +47,7 @@ constexpr i64 kMin = std::numeric_limits<i64>::min();
 /// Per-cell per-stage attention cost, eqs. 11-12: out[s] = alpha_s * T + beta_s * Q with
 /// T = tokens / C and Q = squares / C^2 (C^2 formed in double: exact while C < 9.4e7).
 /// `tokens` = sum t_i, `squares` = sum t_i^2 of the cell (integers, tokens and tokens^2).
-void cell_stage_costs(i64 tokens, i64 squares, double c, const double* alpha, const double* beta,
-                                             int S, double* out) {
+void cell_stage_costs(i64 tokens, i64 squares, double c, const double* alpha, const double* beta, int S, double* out) {
     const double T = static_cast<double>(tokens) / c;
     const double Q = static_cast<double>(squares) / (c * c);
     for (int s = 0; s < S; ++s) {
@@ -321,7 +320,8 @@ Layout layout_from_placement(const SamplePlacement& x, int rows, int dp_slots) {
         auto& c = out.cells[static_cast<std::size_t>(x.cell[i])];
         const int pos = x.pos[i];
         if (pos < 0 || static_cast<std::size_t>(pos) >= c.size() || c[static_cast<std::size_t>(pos)] != -1)
-            throw std::invalid_argument("layout_from_placement: sample " + std::to_string(i) + " has no valid position");
+            throw std::invalid_argument("layout_from_placement: sample " + std::to_string(i) +
+                                        " has no valid position");
         c[static_cast<std::size_t>(pos)] = static_cast<int>(i);
     }
     return out;
@@ -605,7 +605,7 @@ const Score& IncrementalScorer::apply_swap(int i, int j) {
 }
 
 const Score& IncrementalScorer::apply_relocate(int i, int k) {
-    if (k != cell_of_[i] && cell_size_[k] == cap_)  // checked before any state changes
+    if (k != cell_of_[i] && cell_size_[k] == cap_) // checked before any state changes
         throw std::logic_error("IncrementalScorer: relocation of sample " + std::to_string(i) +
                                " into a full cell (the move is infeasible)");
     commit_pending();

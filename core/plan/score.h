@@ -11,9 +11,9 @@ namespace routepack {
 
 /// Score(x; pi) = (max_g U_g, sum_g U_g, max_{r,g} J_{r,g}) compared lexicographically (eq. 15).
 struct Score {
-    double max_u = 0;  ///< s0: slowest EDP shard's total work
-    double sum_u = 0;  ///< s1: total work over shards
-    double max_j = 0;  ///< s2: worst row-shard cost
+    double max_u = 0; ///< s0: slowest EDP shard's total work
+    double sum_u = 0; ///< s1: total work over shards
+    double max_j = 0; ///< s2: worst row-shard cost
     auto operator<=>(const Score&) const = default;
     /// Scalar search surrogate E(x) = s0 + 1e-6 s1 + 1e-9 s2 (eq. 16); never used for ranking.
     double energy() const { return max_u + 1e-6 * sum_u + 1e-9 * max_j; }
@@ -54,8 +54,8 @@ bool set_score_kernel_isa(const char* isa);
 /// A layout stored as each sample's cell and position inside it ([n] ints each): a flat snapshot
 /// that rebuilds the exact Layout (cell order included) with layout_from_placement.
 struct SamplePlacement {
-    std::vector<int> cell;  ///< [n] cell k = r*D + d of sample i
-    std::vector<int> pos;   ///< [n] position of sample i inside its cell
+    std::vector<int> cell; ///< [n] cell k = r*D + d of sample i
+    std::vector<int> pos;  ///< [n] position of sample i inside its cell
 };
 /// The R x D Layout of a placement; std::invalid_argument when a cell or position is out of range
 /// or two samples share a position.
@@ -142,37 +142,37 @@ private:
     int* cell_data(int k) { return cells_.data() + static_cast<std::size_t>(k) * cap_; }
 
     const PackingProblem* p_;
-    int cap_ = 1;                             // samples a cell can hold (stride of cells_)
-    std::vector<int> cells_;                  // [R*D][cap_] sample indices, cell_size_[k] used
-    std::vector<int> cell_size_;              // [R*D]
+    int cap_ = 1;                // samples a cell can hold (stride of cells_)
+    std::vector<int> cells_;     // [R*D][cap_] sample indices, cell_size_[k] used
+    std::vector<int> cell_size_; // [R*D]
     int R_ = 0, G_ = 0, D_ = 0, L_ = 0, P_ = 0, S_ = 0;
-    std::size_t LP_ = 0;                      // L*P, one row-shard's W block
-    double c_ = 0;                            // C as double (eqs. 11, 14)
-    const void* kernels_ = nullptr;           // integer kernel table (ISA chosen at construction)
-    std::vector<int> slot_shard_;             // [D] -> g
-    std::vector<int> shard_begin_;            // [G+1] offsets into shard_slots_
-    std::vector<int> shard_slots_;            // D_g lists, concatenated
-    std::vector<double> alpha_, beta_;        // [S]
-    std::vector<int> cell_of_;                // [n]
-    std::vector<int> pos_in_cell_;            // [n]
-    std::vector<std::int64_t> tokens_;        // [R*D] sum t_i (tokens)
-    std::vector<std::int64_t> squares_;       // [R*D] sum t_i^2 (tokens^2)
-    std::vector<double> cell_cost_;           // [R*D][S] alpha_s T + beta_s Q
-    std::vector<std::int64_t> W_;             // [G][R][L][P] rank loads (tokens)
-    std::vector<std::int64_t> peak_sum_;      // [G][R] sum_l max_p W (tokens)
-    std::vector<double> A_, E_, J_;           // [G][R]
-    std::vector<double> prefix_;              // [G][R] left fold of J[0..r][g]; U_g = prefix[g][R-1]
-    std::vector<double> U_;                   // [G]
-    std::vector<double> max_j_;               // [G] max_r J[r][g]
+    std::size_t LP_ = 0;                 // L*P, one row-shard's W block
+    double c_ = 0;                       // C as double (eqs. 11, 14)
+    const void* kernels_ = nullptr;      // integer kernel table (ISA chosen at construction)
+    std::vector<int> slot_shard_;        // [D] -> g
+    std::vector<int> shard_begin_;       // [G+1] offsets into shard_slots_
+    std::vector<int> shard_slots_;       // D_g lists, concatenated
+    std::vector<double> alpha_, beta_;   // [S]
+    std::vector<int> cell_of_;           // [n]
+    std::vector<int> pos_in_cell_;       // [n]
+    std::vector<std::int64_t> tokens_;   // [R*D] sum t_i (tokens)
+    std::vector<std::int64_t> squares_;  // [R*D] sum t_i^2 (tokens^2)
+    std::vector<double> cell_cost_;      // [R*D][S] alpha_s T + beta_s Q
+    std::vector<std::int64_t> W_;        // [G][R][L][P] rank loads (tokens)
+    std::vector<std::int64_t> peak_sum_; // [G][R] sum_l max_p W (tokens)
+    std::vector<double> A_, E_, J_;      // [G][R]
+    std::vector<double> prefix_;         // [G][R] left fold of J[0..r][g]; U_g = prefix[g][R-1]
+    std::vector<double> U_;              // [G]
+    std::vector<double> max_j_;          // [G] max_r J[r][g]
     Score score_;
     /// What undo() needs: the move, and the previous bits of everything it changed except W
     /// (W is only written by commit_pending(), after the move was kept).
     struct Undo {
         enum Kind { None, Noop, Swap, Relocate } kind = None;
         int i = -1, j = -1;
-        int from = -1, to = -1;               // cells: i's source, j's cell / relocation target
-        int pos_i = -1;                       // i's position in `from` before the move
-        bool w_pending = false;               // the move changed W and commit_pending() has not run
+        int from = -1, to = -1; // cells: i's source, j's cell / relocation target
+        int pos_i = -1;         // i's position in `from` before the move
+        bool w_pending = false; // the move changed W and commit_pending() has not run
         int cell[2] = {-1, -1};
         std::int64_t tokens[2] = {0, 0}, squares[2] = {0, 0};
         int nrs = 0, rs[2] = {-1, -1};
@@ -182,8 +182,8 @@ private:
         double U[2] = {0, 0}, max_j[2] = {0, 0};
         Score score;
     } last_;
-    std::vector<double> undo_cost_;           // [2][S] previous cell_cost_ of the two cells
-    std::vector<double> undo_prefix_;         // [2][R] previous prefix_ of the affected shards (from r0)
+    std::vector<double> undo_cost_;   // [2][S] previous cell_cost_ of the two cells
+    std::vector<double> undo_prefix_; // [2][R] previous prefix_ of the affected shards (from r0)
 };
 
-}  // namespace routepack
+} // namespace routepack

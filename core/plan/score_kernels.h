@@ -16,7 +16,7 @@ namespace routepack::score_kernels {
 
 /// One ISA's kernel set.
 struct Kernels {
-    const char* name;  ///< "scalar", "avx2", "avx512"
+    const char* name; ///< "scalar", "avx2", "avx512"
     /// w[x] += q[x], x < n.
     void (*add)(std::int64_t* w, const std::int32_t* q, std::size_t n);
     /// sum_l max_p w[l][p]; per_layer[l] = max_p w[l][p] when non-null.
@@ -44,4 +44,4 @@ extern const Kernels kAvx2;
 extern const Kernels kAvx512;
 #endif
 
-}  // namespace routepack::score_kernels
+} // namespace routepack::score_kernels

@@ -15,26 +15,34 @@ using i64 = std::int64_t;
 using q32 = std::int32_t;
 constexpr i64 kMin = -0x7fffffffffffffffLL - 1;
 
-inline i64 max64(i64 a, i64 b) { return a < b ? b : a; }
-inline __m256i max4(__m256i a, __m256i b) { return _mm256_blendv_epi8(b, a, _mm256_cmpgt_epi64(a, b)); }
+inline i64 max64(i64 a, i64 b) {
+    return a < b ? b : a;
+}
+inline __m256i max4(__m256i a, __m256i b) {
+    return _mm256_blendv_epi8(b, a, _mm256_cmpgt_epi64(a, b));
+}
 inline i64 hmax4(__m256i v) {
     alignas(32) i64 t[4];
     _mm256_store_si256(reinterpret_cast<__m256i*>(t), v);
     return max64(max64(t[0], t[1]), max64(t[2], t[3]));
 }
-inline __m256i load4(const i64* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-inline void store4(i64* p, __m256i v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
+inline __m256i load4(const i64* p) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+inline void store4(i64* p, __m256i v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v);
+}
 /// 4 int32 demands widened to 4 int64 lanes.
-inline __m256i load_q4(const q32* p) { return _mm256_cvtepi32_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+inline __m256i load_q4(const q32* p) {
+    return _mm256_cvtepi32_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
 
 /// d = q_j - q_i on 4 lanes (q_j = 0 for a relocation).
-template <bool kSwap>
-inline __m256i delta4(const q32* qi, const q32* qj) {
+template <bool kSwap> inline __m256i delta4(const q32* qi, const q32* qj) {
     if constexpr (kSwap) return _mm256_sub_epi64(load_q4(qj), load_q4(qi));
     return _mm256_sub_epi64(_mm256_setzero_si256(), load_q4(qi));
 }
-template <bool kSwap>
-inline i64 delta1(const q32* qi, const q32* qj, std::size_t p) {
+template <bool kSwap> inline i64 delta1(const q32* qi, const q32* qj, std::size_t p) {
     if constexpr (kSwap) return static_cast<i64>(qj[p]) - qi[p];
     return -static_cast<i64>(qi[p]);
 }
@@ -92,8 +100,7 @@ void eval_move(const i64* wa, const i64* wb, const q32* qi, const q32* qj, int L
 }
 
 /// wa += d, wb -= d, d = q_j - q_i (q_j = 0 for a relocation).
-template <bool kSwap>
-void commit_move(i64* wa, i64* wb, const q32* qi, const q32* qj, std::size_t n) {
+template <bool kSwap> void commit_move(i64* wa, i64* wb, const q32* qi, const q32* qj, std::size_t n) {
     std::size_t x = 0;
     for (; x + 4 <= n; x += 4) {
         const __m256i d = delta4<kSwap>(qi + x, kSwap ? qj + x : nullptr);
@@ -110,11 +117,13 @@ void commit_move(i64* wa, i64* wb, const q32* qi, const q32* qj, std::size_t n) 
 void eval_relocate(const i64* wa, const i64* wb, const q32* qi, int L, int P, i64* sa, i64* sb) {
     eval_move<false>(wa, wb, qi, nullptr, L, P, sa, sb);
 }
-void commit_relocate(i64* wa, i64* wb, const q32* qi, std::size_t n) { commit_move<false>(wa, wb, qi, nullptr, n); }
+void commit_relocate(i64* wa, i64* wb, const q32* qi, std::size_t n) {
+    commit_move<false>(wa, wb, qi, nullptr, n);
+}
 
-}  // namespace
+} // namespace
 
 const Kernels kAvx2{"avx2", add, peaks, eval_move<true>, eval_relocate, commit_move<true>, commit_relocate};
 
-}  // namespace routepack::score_kernels
+} // namespace routepack::score_kernels
 #endif

@@ -21,8 +21,12 @@ using i64 = std::int64_t;
 using q32 = std::int32_t;
 constexpr i64 kMin = -0x7fffffffffffffffLL - 1;
 
-inline __m512i load8(const i64* p) { return _mm512_loadu_si512(static_cast<const void*>(p)); }
-inline __m512i load8(__mmask8 m, const i64* p) { return _mm512_maskz_loadu_epi64(m, static_cast<const void*>(p)); }
+inline __m512i load8(const i64* p) {
+    return _mm512_loadu_si512(static_cast<const void*>(p));
+}
+inline __m512i load8(__mmask8 m, const i64* p) {
+    return _mm512_maskz_loadu_epi64(m, static_cast<const void*>(p));
+}
 /// 8 int32 demands widened to 8 int64 lanes.
 inline __m512i load_q8(const q32* p) {
     return _mm512_cvtepi32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
@@ -32,16 +36,16 @@ inline __m512i load_q8(__mmask8 m, const q32* p) {
     return _mm512_cvtepi32_epi64(
         _mm512_castsi512_si256(_mm512_maskz_loadu_epi32(static_cast<__mmask16>(m), static_cast<const void*>(p))));
 }
-inline __mmask8 tail_mask(int rem) { return static_cast<__mmask8>((1u << rem) - 1u); }
+inline __mmask8 tail_mask(int rem) {
+    return static_cast<__mmask8>((1u << rem) - 1u);
+}
 
 /// d = q_j - q_i on 8 lanes (q_j = 0 for a relocation); the masked form reads only the lanes in m.
-template <bool kSwap>
-inline __m512i delta8(const q32* qi, const q32* qj) {
+template <bool kSwap> inline __m512i delta8(const q32* qi, const q32* qj) {
     if constexpr (kSwap) return _mm512_sub_epi64(load_q8(qj), load_q8(qi));
     return _mm512_sub_epi64(_mm512_setzero_si512(), load_q8(qi));
 }
-template <bool kSwap>
-inline __m512i delta8(__mmask8 m, const q32* qi, const q32* qj) {
+template <bool kSwap> inline __m512i delta8(__mmask8 m, const q32* qi, const q32* qj) {
     if constexpr (kSwap) return _mm512_sub_epi64(load_q8(m, qj), load_q8(m, qi));
     return _mm512_sub_epi64(_mm512_setzero_si512(), load_q8(m, qi));
 }
@@ -152,8 +156,7 @@ void eval_move(const i64* wa, const i64* wb, const q32* qi, const q32* qj, int L
 }
 
 /// wa += d, wb -= d, d = q_j - q_i (q_j = 0 for a relocation).
-template <bool kSwap>
-void commit_move(i64* wa, i64* wb, const q32* qi, const q32* qj, std::size_t n) {
+template <bool kSwap> void commit_move(i64* wa, i64* wb, const q32* qi, const q32* qj, std::size_t n) {
     std::size_t x = 0;
     for (; x + 8 <= n; x += 8) {
         const __m512i d = delta8<kSwap>(qi + x, kSwap ? qj + x : nullptr);
@@ -170,13 +173,15 @@ void commit_move(i64* wa, i64* wb, const q32* qi, const q32* qj, std::size_t n) 
 void eval_relocate(const i64* wa, const i64* wb, const q32* qi, int L, int P, i64* sa, i64* sb) {
     eval_move<false>(wa, wb, qi, nullptr, L, P, sa, sb);
 }
-void commit_relocate(i64* wa, i64* wb, const q32* qi, std::size_t n) { commit_move<false>(wa, wb, qi, nullptr, n); }
+void commit_relocate(i64* wa, i64* wb, const q32* qi, std::size_t n) {
+    commit_move<false>(wa, wb, qi, nullptr, n);
+}
 
-}  // namespace
+} // namespace
 
 const Kernels kAvx512{"avx512", add, peaks, eval_move<true>, eval_relocate, commit_move<true>, commit_relocate};
 
-}  // namespace routepack::score_kernels
+} // namespace routepack::score_kernels
 
 #pragma GCC diagnostic pop
 #endif

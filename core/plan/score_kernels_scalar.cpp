@@ -10,7 +10,9 @@ using i64 = std::int64_t;
 using q32 = std::int32_t;
 constexpr i64 kMin = std::numeric_limits<i64>::min();
 
-inline i64 max64(i64 a, i64 b) { return a < b ? b : a; }
+inline i64 max64(i64 a, i64 b) {
+    return a < b ? b : a;
+}
 
 void add(i64* w, const q32* q, std::size_t n) {
     for (std::size_t x = 0; x < n; ++x)
@@ -50,8 +52,7 @@ void eval_move(const i64* wa, const i64* wb, const q32* qi, const q32* qj, int L
 }
 
 /// wa += d, wb -= d, d = q_j - q_i (q_j = 0 for a relocation).
-template <bool kSwap>
-void commit_move(i64* wa, i64* wb, const q32* qi, const q32* qj, std::size_t n) {
+template <bool kSwap> void commit_move(i64* wa, i64* wb, const q32* qi, const q32* qj, std::size_t n) {
     for (std::size_t x = 0; x < n; ++x) {
         const i64 d = (kSwap ? static_cast<i64>(qj[x]) : 0) - qi[x];
         wa[x] += d;
@@ -62,10 +63,12 @@ void commit_move(i64* wa, i64* wb, const q32* qi, const q32* qj, std::size_t n) 
 void eval_relocate(const i64* wa, const i64* wb, const q32* qi, int L, int P, i64* sa, i64* sb) {
     eval_move<false>(wa, wb, qi, nullptr, L, P, sa, sb);
 }
-void commit_relocate(i64* wa, i64* wb, const q32* qi, std::size_t n) { commit_move<false>(wa, wb, qi, nullptr, n); }
+void commit_relocate(i64* wa, i64* wb, const q32* qi, std::size_t n) {
+    commit_move<false>(wa, wb, qi, nullptr, n);
+}
 
-}  // namespace
+} // namespace
 
 const Kernels kScalar{"scalar", add, peaks, eval_move<true>, eval_relocate, commit_move<true>, commit_relocate};
 
-}  // namespace routepack::score_kernels
+} // namespace routepack::score_kernels

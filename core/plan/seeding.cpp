@@ -168,7 +168,7 @@ void add_cell_load(const std::vector<int>& cell, const PackingProblem& p, std::i
         add_into(load, p.q(i), LP);
 }
 
-}  // namespace
+} // namespace
 
 // ---------------------------------------------------------------------------------------------------
 
@@ -252,18 +252,18 @@ Layout pair_cells(const std::vector<std::vector<int>>& cells, int rows, const Pa
     // partially filled ones carry W [L][P] and the per-layer peaks in a pooled buffer.
     const int RS = rows * G;
     std::vector<int> filled(static_cast<std::size_t>(RS), 0);
-    std::set<int> empty_first;  // first slot index of each still-empty row-shard
+    std::set<int> empty_first; // first slot index of each still-empty row-shard
     for (int r = 0; r < rows; ++r)
         for (int g = 0; g < G; ++g)
             empty_first.insert(r * D + p.shards[static_cast<std::size_t>(g)].front());
     struct Open {
-        std::vector<std::int64_t> W;     // [L][P]
-        std::vector<std::int64_t> peak;  // [L]
+        std::vector<std::int64_t> W;    // [L][P]
+        std::vector<std::int64_t> peak; // [L]
     };
     std::vector<Open> pool;
     std::vector<int> free_pool;
     std::vector<int> buffer_of(static_cast<std::size_t>(RS), -1);
-    std::vector<int> partial;  // open, non-empty row-shards
+    std::vector<int> partial; // open, non-empty row-shards
     std::vector<int> partial_pos(static_cast<std::size_t>(RS), -1);
     auto remove_partial = [&](int rs) {
         const int pos = partial_pos[static_cast<std::size_t>(rs)];
@@ -275,15 +275,15 @@ Layout pair_cells(const std::vector<std::vector<int>>& cells, int rows, const Pa
     };
 
     struct Cand {
-        std::int64_t inc, top;  // increase of sum_l peak, largest resulting layer peak
-        int k, rs;              // slot index taken, row-shard
+        std::int64_t inc, top; // increase of sum_l peak, largest resulting layer peak
+        int k, rs;             // slot index taken, row-shard
         bool operator<(const Cand& o) const {
             if (inc != o.inc) return inc < o.inc;
             if (top != o.top) return top < o.top;
             return k < o.k;
         }
     };
-    std::vector<Cand> best;  // sorted, size <= w
+    std::vector<Cand> best; // sorted, size <= w
     best.reserve(static_cast<std::size_t>(w) + 1);
     auto offer = [&](const Cand& c) {
         if (static_cast<int>(best.size()) == w && !(c < best.back())) return;
@@ -299,7 +299,7 @@ Layout pair_cells(const std::vector<std::vector<int>>& cells, int rows, const Pa
             out[l] += peak[static_cast<std::size_t>(l)];
     };
     std::vector<std::int64_t> cpeak(static_cast<std::size_t>(L));
-    std::vector<int> position(static_cast<std::size_t>(K), -1);  // slot k -> input cell
+    std::vector<int> position(static_cast<std::size_t>(K), -1); // slot k -> input cell
     for (int c : order) {
         const std::int64_t* load = scratch.data();
         if (cache) {
@@ -392,7 +392,7 @@ Layout pair_cells(const std::vector<std::vector<int>>& cells, int rows, const Pa
                 add_into(Wl, cl, static_cast<std::size_t>(P));
                 o.peak[static_cast<std::size_t>(l)] = std::max<std::int64_t>(0, *std::max_element(Wl, Wl + P));
             }
-            if (before + 1 == size_g) {  // full: record its peaks, recycle the buffer
+            if (before + 1 == size_g) { // full: record its peaks, recycle the buffer
                 add_row_peak(rs, o.peak);
                 free_pool.push_back(buffer_of[static_cast<std::size_t>(rs)]);
                 buffer_of[static_cast<std::size_t>(rs)] = -1;
@@ -410,7 +410,7 @@ Layout pair_cells(const std::vector<std::vector<int>>& cells, int rows, const Pa
     return x;
 }
 
-}  // namespace
+} // namespace
 
 Layout edp_aware_pair(const std::vector<std::vector<int>>& cells, int rows, const PackingProblem& p, int w, Rng& rng,
                       int max_candidates) {
@@ -438,16 +438,16 @@ std::vector<int> canonical_signature(const Layout& x, const PackingProblem& p) {
                       [](const std::vector<int>* a, const std::vector<int>* b) { return *a < *b; });
             for (const auto* c : group) {
                 code.insert(code.end(), c->begin(), c->end());
-                code.push_back(-1);  // end of cell
+                code.push_back(-1); // end of cell
             }
-            code.push_back(-2);  // end of shard
+            code.push_back(-2); // end of shard
         }
     }
     std::sort(row_code.begin(), row_code.end());
     std::vector<int> out{x.rows, D};
     for (const auto& code : row_code) {
         out.insert(out.end(), code.begin(), code.end());
-        out.push_back(-3);  // end of row
+        out.push_back(-3); // end of row
     }
     return out;
 }
@@ -550,7 +550,7 @@ std::vector<double> row_features(const Layout& x, const PackingProblem& p, const
 /// Fixed projections u_k in R^F: Gaussian components (Box-Muller) from a fixed-seed Rng, unit norm.
 /// Independent of the budget seed, so sketches of different runs are comparable. [q][F].
 std::vector<double> projections(int q, int F) {
-    Rng rng(0x534b45544348ULL);  // "SKETCH"
+    Rng rng(0x534b45544348ULL); // "SKETCH"
     std::vector<double> u(static_cast<std::size_t>(q) * F);
     constexpr double two_pi = 6.283185307179586476925286766559;
     for (int k = 0; k < q; ++k) {
@@ -592,7 +592,7 @@ Sketch sketch_from(const Layout& x, const PackingProblem& p, const std::vector<s
     return s;
 }
 
-}  // namespace
+} // namespace
 
 Sketch sketch_layout(const Layout& x, const PackingProblem& p, int q) {
     check_shape(x, p, "sketch_layout");
@@ -621,7 +621,7 @@ struct Candidate {
     Score score;
     std::string origin;
     std::vector<int> signature;
-    std::vector<std::int64_t> row_peak;  ///< sum_g max_p W[r][g][l][p], [R][L] (sketch input)
+    std::vector<std::int64_t> row_peak; ///< sum_g max_p W[r][g][l][p], [R][L] (sketch input)
     Sketch sketch;
     /// Cyclic successor of each sample among its cell-mates / row-shard-mates in ascending id order
     /// (itself when alone), [n] each: the O(n) co-assignment profile.
@@ -714,7 +714,7 @@ std::optional<std::vector<std::vector<int>>> randomized_best_fit(const std::vect
     return cells;
 }
 
-}  // namespace
+} // namespace
 
 std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout& ffd, const SeedingBudget& b,
                                            const std::atomic<bool>* cancel) {
@@ -743,7 +743,7 @@ std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout
     tbb::parallel_for(0, tasks, [&](int j) {
         Candidate c;
         if (j == 0) {
-            c.layout = ffd;  // row_peak filled lazily, only when selection needs sketches
+            c.layout = ffd; // row_peak filled lazily, only when selection needs sketches
             c.origin = "ffd";
         } else {
             if (stop()) return;
@@ -755,9 +755,9 @@ std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout
             } else {
                 const std::vector<int> sigma = window_shuffle(order, w, rng);
                 auto cells = randomized_best_fit(sigma, p, K, w, rng);
-                if (!cells) return;  // abort trial: a sample fits nowhere
+                if (!cells) return; // abort trial: a sample fits nowhere
                 c.layout = pair_cells(*cells, R, p, w, rng, pair_cap, &c.row_peak);
-                if (!validate_layout(c.layout, p).empty()) return;  // abort trial: not in X_R*
+                if (!validate_layout(c.layout, p).empty()) return; // abort trial: not in X_R*
                 c.origin = "shuffle#" + std::to_string(trial);
             }
         }
@@ -857,4 +857,4 @@ std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout
     return members;
 }
 
-}  // namespace routepack
+} // namespace routepack

@@ -2,8 +2,8 @@
 // Diverse fixed-row population initialization (paper section 4.1.1, Algorithm 2; costs in the
 // complexity paragraph after Algorithm 3). Notation: n samples, R = R* rows, D DP slots, B = R*D
 // cells, G EDP shards, L MoE layers, P EP ranks; token quantities in tokens unless said otherwise.
-#include "core/util/rng.h"
 #include "core/plan/score.h"
+#include "core/util/rng.h"
 
 #include <atomic>
 #include <cstdint>
@@ -14,12 +14,12 @@ namespace routepack {
 
 /// Budgets of Algorithm 2.
 struct SeedingSettings {
-    int candidates = 32;       ///< M: fixed-row candidates tried (including FixedRowFFD and its pairing)
-    int population = 8;        ///< P_pop: members returned
-    int choice_width = 4;      ///< w: WindowShuffle prefix / RandomizedBestFit / EDPAwarePair top-w
-    double eta = 0.5;          ///< diversity weight on the normalized primary-score gap
-    int projections = 8;       ///< q: sliced-Wasserstein projections
-    int pair_candidates = 64;  ///< bound on partially filled row-shards examined per cell by EDPAwarePair (B^2 cap)
+    int candidates = 32;      ///< M: fixed-row candidates tried (including FixedRowFFD and its pairing)
+    int population = 8;       ///< P_pop: members returned
+    int choice_width = 4;     ///< w: WindowShuffle prefix / RandomizedBestFit / EDPAwarePair top-w
+    double eta = 0.5;         ///< diversity weight on the normalized primary-score gap
+    int projections = 8;      ///< q: sliced-Wasserstein projections
+    int pair_candidates = 64; ///< bound on partially filled row-shards examined per cell by EDPAwarePair (B^2 cap)
 };
 
 /// The settings of one run of Algorithm 2 plus the seed of its random streams (the planner derives
@@ -70,7 +70,7 @@ std::vector<int> canonical_signature(const Layout& x, const PackingProblem& p);
 /// normalized (independent of the budget seed). Invariant under row order and within-shard cell
 /// order. O(n L P + q R (F + log R)).
 struct Sketch {
-    std::vector<double> phi;  ///< [q][R]
+    std::vector<double> phi; ///< [q][R]
 };
 Sketch sketch_layout(const Layout& x, const PackingProblem& p, int projections);
 /// d(x, y) = (1/q) sum_k ||phi_k(x) - phi_k(y)||_1 / R* (row-permutation invariant); +infinity when
@@ -101,4 +101,4 @@ double sketch_distance(const Sketch& a, const Sketch& b, int projections);
 std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout& ffd, const SeedingBudget& b,
                                            const std::atomic<bool>* cancel = nullptr);
 
-}  // namespace routepack
+} // namespace routepack

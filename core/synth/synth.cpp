@@ -20,8 +20,8 @@
 
 #include "core/util/rng.h"
 
-#include "core/util/errors.h"
 #include "core/import/npy.h"
+#include "core/util/errors.h"
 #include "core/util/text.h"
 
 #include <nlohmann/json.hpp>
@@ -43,8 +43,6 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Random numbers: splitmix64 (seeding), xoshiro256** (streams), own transforms.
 constexpr double kTwoPi = 6.283185307179586476925286766559;
-
-
 
 /// The project's xoshiro256** stream (core/util/rng.h) with the transforms the generator needs. A
 /// Box-Muller spare is cached.
@@ -111,12 +109,12 @@ SynthRng stream(std::uint64_t seed, Purpose purpose, std::uint64_t a, std::uint6
 // ---------------------------------------------------------------------------------------------
 // Generator constants (part of the output: changing one changes the golden values).
 
-constexpr double kPromptSigma = 0.5;         ///< log-normal sigma of prompt lengths
-constexpr double kGroupLengthSigma = 0.35;   ///< per-group log factor of response lengths
-constexpr double kSampleLengthSigma = 0.9;   ///< per-sample log sigma of response lengths
-constexpr double kGroupResponseMix = 0.25;   ///< lambda: weight of the group tilt in response routing
-constexpr double kWeightFloor = 1e-300;      ///< keeps every expert drawable by the exact race
-constexpr double kRejectionMassLimit = 0.9;  ///< top-(k-1) mass above which the race is used
+constexpr double kPromptSigma = 0.5;        ///< log-normal sigma of prompt lengths
+constexpr double kGroupLengthSigma = 0.35;  ///< per-group log factor of response lengths
+constexpr double kSampleLengthSigma = 0.9;  ///< per-sample log sigma of response lengths
+constexpr double kGroupResponseMix = 0.25;  ///< lambda: weight of the group tilt in response routing
+constexpr double kWeightFloor = 1e-300;     ///< keeps every expert drawable by the exact race
+constexpr double kRejectionMassLimit = 0.9; ///< top-(k-1) mass above which the race is used
 
 std::string fmt_double(double v) {
     std::ostringstream ss;
@@ -142,8 +140,7 @@ void validate(const SynthConfig& c) {
     if (c.experts < 1 || c.experts > (1 << 20))
         fail("experts must be in 1..1048576 (got " + std::to_string(c.experts) + ")");
     if (c.top_k < 1) fail("top_k must be >= 1 (got " + std::to_string(c.top_k) + ")");
-    if (c.top_k > c.experts)
-        fail("top_k " + std::to_string(c.top_k) + " exceeds experts " + std::to_string(c.experts));
+    if (c.top_k > c.experts) fail("top_k " + std::to_string(c.top_k) + " exceeds experts " + std::to_string(c.experts));
     if (c.prompt_mean < 1) fail("prompt_mean must be >= 1 (got " + std::to_string(c.prompt_mean) + ")");
     if (c.response_mean < 1) fail("response_mean must be >= 1 (got " + std::to_string(c.response_mean) + ")");
     if (c.max_length < 2) fail("max_length must be >= 2 (got " + std::to_string(c.max_length) + ")");
@@ -157,12 +154,12 @@ void validate(const SynthConfig& c) {
 // Lengths.
 
 struct Lengths {
-    std::vector<std::int64_t> prompt;    ///< [groups]
-    std::vector<std::int64_t> response;  ///< [samples]
+    std::vector<std::int64_t> prompt;   ///< [groups]
+    std::vector<std::int64_t> response; ///< [samples]
 };
 
 std::int64_t round_clamp(double x, std::int64_t lo, std::int64_t hi) {
-    if (!(x >= static_cast<double>(lo))) return lo;  // also NaN
+    if (!(x >= static_cast<double>(lo))) return lo; // also NaN
     if (x >= static_cast<double>(hi)) return hi;
     return std::min(hi, std::max(lo, static_cast<std::int64_t>(std::floor(x + 0.5))));
 }
@@ -199,8 +196,9 @@ std::vector<double> layer_popularity(const SynthConfig& c, int moe_layers) {
     std::vector<int> perm(E);
     for (int l = 0; l < moe_layers; ++l) {
         SynthRng r = stream(c.seed, Purpose::LayerPermutation, static_cast<std::uint64_t>(l));
-        for (int e = 0; e < E; ++e) perm[e] = e;
-        for (int e = E - 1; e > 0; --e) {  // Fisher-Yates with multiply-shift bounded draws
+        for (int e = 0; e < E; ++e)
+            perm[e] = e;
+        for (int e = E - 1; e > 0; --e) { // Fisher-Yates with multiply-shift bounded draws
             const auto j = static_cast<int>(((r.next() >> 32) * static_cast<std::uint64_t>(e + 1)) >> 32);
             std::swap(perm[e], perm[j]);
         }
@@ -211,7 +209,8 @@ std::vector<double> layer_popularity(const SynthConfig& c, int moe_layers) {
             b[perm[rank]] = w;
             sum += w;
         }
-        for (int e = 0; e < E; ++e) b[e] /= sum;
+        for (int e = 0; e < E; ++e)
+            b[e] /= sum;
     }
     return base;
 }
@@ -227,14 +226,14 @@ inline double tilt(SynthRng& r, double conc) {
 // Top-k sampling without replacement.
 
 struct AliasCell {
-    std::uint32_t threshold;  ///< accept the column when the low 32 random bits are below it
+    std::uint32_t threshold; ///< accept the column when the low 32 random bits are below it
     std::int32_t alias;
 };
 
 /// Per-thread scratch for one (sample or group, layer) routing pass.
 struct Scratch {
     explicit Scratch(int E) : weights(E), table(E), marks(E, 0), small(E), large(E), keys(E) {}
-    std::vector<double> weights;  ///< normalized, all > 0
+    std::vector<double> weights; ///< normalized, all > 0
     std::vector<AliasCell> table;
     std::vector<std::uint32_t> marks;
     std::uint32_t stamp = 0;
@@ -272,7 +271,8 @@ void prepare_sampler(Scratch& s, int k) {
         s.sorted.assign(s.weights.begin(), s.weights.end());
         std::partial_sort(s.sorted.begin(), s.sorted.begin() + (k - 1), s.sorted.end(), std::greater<>());
         double top = 0;
-        for (int q = 0; q < k - 1; ++q) top += s.sorted[q];
+        for (int q = 0; q < k - 1; ++q)
+            top += s.sorted[q];
         s.use_race = top > kRejectionMassLimit;
     }
     if (s.use_race) return;
@@ -325,7 +325,7 @@ void race_pick(SynthRng& rng, Scratch& s, std::uint32_t stamp, int need, std::in
         s.keys[m++] = {-std::log(rng.uniform_open()) / s.weights[e], e};
     }
     auto first = s.keys.begin(), last = s.keys.begin() + m;
-    std::partial_sort(first, first + need, last);  // (key, expert) pairs: a strict total order
+    std::partial_sort(first, first + need, last); // (key, expert) pairs: a strict total order
     for (int q = 0; q < need; ++q) {
         dst[q] = s.keys[q].second;
         s.marks[dst[q]] = stamp;
@@ -347,8 +347,8 @@ void route_rows(SynthRng& rng_ref, Scratch& s, int k, std::int64_t tokens, std::
     // addition of state per draw, the mixing is off the loop-carried path.
     std::uint64_t sm = rng_ref.next();
     for (std::int64_t t = 0; t < tokens; ++t) {
-        std::int32_t* const dst = dst_rows ? dst_rows + static_cast<std::size_t>(t) * stride
-                                           : (k > 64 ? tmp_big.data() : tmp_row);
+        std::int32_t* const dst =
+            dst_rows ? dst_rows + static_cast<std::size_t>(t) * stride : (k > 64 ? tmp_big.data() : tmp_row);
         const std::uint32_t stamp = s.next_stamp();
         int got = 0;
         if (!s.use_race) {
@@ -357,17 +357,19 @@ void route_rows(SynthRng& rng_ref, Scratch& s, int k, std::int64_t tokens, std::
                 const auto col = static_cast<std::uint32_t>(((r >> 32) * E) >> 32);
                 const AliasCell cell = table[col];
                 // Branch-free: both the alias choice and the duplicate test are unpredictable.
-                const std::uint32_t keep = 0u - static_cast<std::uint32_t>(static_cast<std::uint32_t>(r) < cell.threshold);
+                const std::uint32_t keep =
+                    0u - static_cast<std::uint32_t>(static_cast<std::uint32_t>(r) < cell.threshold);
                 const std::uint32_t alias = static_cast<std::uint32_t>(cell.alias);
                 const std::uint32_t e = alias ^ ((alias ^ col) & keep);
                 const int fresh = marks[e] != stamp;
                 marks[e] = stamp;
-                dst[got] = static_cast<std::int32_t>(e);  // overwritten next time when a duplicate
+                dst[got] = static_cast<std::int32_t>(e); // overwritten next time when a duplicate
                 got += fresh;
             }
         }
         if (got < k) race_pick(rng_ref, s, stamp, k - got, dst + got);
-        for (int q = 0; q < k; ++q) ++counts[dst[q]];
+        for (int q = 0; q < k; ++q)
+            ++counts[dst[q]];
     }
 }
 
@@ -376,12 +378,12 @@ void route_rows(SynthRng& rng_ref, Scratch& s, int k, std::int64_t tokens, std::
 
 struct Plan {
     SynthConfig c;
-    int L = 0;  ///< MoE layers
+    int L = 0; ///< MoE layers
     int E = 0, K = 0, H = 0;
     std::int64_t n = 0;
     Lengths lengths;
-    std::vector<double> base;  ///< [L][E]
-    std::vector<float> group_tilt;  ///< [groups][L][E]
+    std::vector<double> base;      ///< [L][E]
+    std::vector<float> group_tilt; ///< [groups][L][E]
 
     std::int64_t prompt_len(std::int64_t i) const { return lengths.prompt[i / c.group_size]; }
     std::int64_t length(std::int64_t i) const { return prompt_len(i) + lengths.response[i]; }
@@ -412,7 +414,8 @@ void group_pass(Plan& plan, int g, Scratch& s, std::int32_t* routes, std::uint32
         local.assign(static_cast<std::size_t>(E), 0);
     }
     for (int l = 0; l < L; ++l) {
-        SynthRng rng = stream(plan.c.seed, Purpose::GroupRouting, static_cast<std::uint64_t>(g), static_cast<std::uint64_t>(l));
+        SynthRng rng =
+            stream(plan.c.seed, Purpose::GroupRouting, static_cast<std::uint64_t>(g), static_cast<std::uint64_t>(l));
         float* tilt_row = plan.group_tilt.data() + (static_cast<std::size_t>(g) * L + l) * E;
         const double* base = plan.base.data() + static_cast<std::size_t>(l) * E;
         for (int e = 0; e < E; ++e) {
@@ -435,12 +438,13 @@ void sample_pass(const Plan& plan, std::int64_t i, Scratch& s, std::int32_t* rou
     const int E = plan.E, K = plan.K, L = plan.L;
     const std::int64_t g = i / plan.c.group_size;
     const std::int64_t rows = plan.lengths.response[i] - 1;
-    if (rows <= 0) return;  // every (sample, layer) has its own stream: skipping draws nothing else
+    if (rows <= 0) return; // every (sample, layer) has its own stream: skipping draws nothing else
     std::vector<std::uint32_t> local;
     if (!counts) local.assign(static_cast<std::size_t>(E), 0);
     const double lambda = kGroupResponseMix;
     for (int l = 0; l < L; ++l) {
-        SynthRng rng = stream(plan.c.seed, Purpose::SampleRouting, static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(l));
+        SynthRng rng =
+            stream(plan.c.seed, Purpose::SampleRouting, static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(l));
         const float* gt = plan.group_tilt.data() + (static_cast<std::size_t>(g) * L + l) * E;
         const double* base = plan.base.data() + static_cast<std::size_t>(l) * E;
         for (int e = 0; e < E; ++e) {
@@ -455,7 +459,9 @@ void sample_pass(const Plan& plan, std::int64_t i, Scratch& s, std::int32_t* rou
     }
 }
 
-std::string group_name(std::int64_t g) { return std::to_string(g); }
+std::string group_name(std::int64_t g) {
+    return std::to_string(g);
+}
 std::string request_id_of(std::int64_t g, std::int64_t j) {
     return "synth-" + std::to_string(g) + "-" + std::to_string(j);
 }
@@ -471,7 +477,8 @@ public:
     ~AtomicFiles() {
         if (committed_) return;
         std::error_code ec;
-        for (const auto& [tmp, fin] : files_) std::filesystem::remove(tmp, ec);
+        for (const auto& [tmp, fin] : files_)
+            std::filesystem::remove(tmp, ec);
     }
     AtomicFiles(const AtomicFiles&) = delete;
     AtomicFiles& operator=(const AtomicFiles&) = delete;
@@ -494,7 +501,8 @@ public:
         for (const auto& [tmp, fin] : files_) {
             std::error_code ec;
             std::filesystem::rename(tmp, fin, ec);
-            if (ec) throw InputError("synth: cannot rename " + tmp.string() + " to " + fin.string() + ": " + ec.message());
+            if (ec)
+                throw InputError("synth: cannot rename " + tmp.string() + " to " + fin.string() + ": " + ec.message());
             out.push_back(fin);
         }
         committed_ = true;
@@ -513,7 +521,8 @@ std::vector<std::int32_t> moe_only(const SynthSample& s, const Plan& p) {
     std::vector<std::int32_t> out(static_cast<std::size_t>(rows) * p.L * p.K);
     for (std::int64_t r = 0; r < rows; ++r)
         for (int l = 0; l < p.L; ++l) {
-            const std::int32_t* src = s.routes.data() + (static_cast<std::size_t>(r) * p.H + p.c.first_dense_layers + l) * p.K;
+            const std::int32_t* src =
+                s.routes.data() + (static_cast<std::size_t>(r) * p.H + p.c.first_dense_layers + l) * p.K;
             std::copy(src, src + p.K, out.data() + (static_cast<std::size_t>(r) * p.L + l) * p.K);
         }
     return out;
@@ -541,7 +550,9 @@ std::string le_bytes_int16(const std::vector<std::int32_t>& v) {
     return out;
 }
 
-std::string npy_descr(int experts) { return experts <= 32767 ? "<i2" : "<i4"; }
+std::string npy_descr(int experts) {
+    return experts <= 32767 ? "<i2" : "<i4";
+}
 
 std::string sample_npy(const SynthSample& s, const Plan& p) {
     return detail::encode_npy({s.length - 1, p.H, p.K}, s.routes, npy_descr(p.E));
@@ -572,7 +583,7 @@ void write_zip(const std::filesystem::path& path, const std::vector<std::pair<st
     if (zip_close(za) != 0) fail("cannot write");
 }
 
-}  // namespace
+} // namespace
 
 // ---------------------------------------------------------------------------------------------
 
@@ -583,7 +594,8 @@ ModelDescription synth_model(const SynthConfig& c) {
     m.num_hidden_layers = c.num_hidden_layers;
     m.experts = c.experts;
     m.top_k = c.top_k;
-    for (int l = c.first_dense_layers; l < c.num_hidden_layers; ++l) m.moe_layers.push_back(l);
+    for (int l = c.first_dense_layers; l < c.num_hidden_layers; ++l)
+        m.moe_layers.push_back(l);
     m.source = "synth (seed " + std::to_string(c.seed) + ")";
     return m;
 }
@@ -610,7 +622,8 @@ std::vector<SynthSample> synth_samples(const SynthConfig& c) {
             group_pass(plan, g, s, out[first].routes.data(), nullptr);
             const std::size_t prompt_ints = static_cast<std::size_t>(plan.lengths.prompt[g]) * row_ints;
             for (int j = 1; j < c.group_size; ++j)
-                std::copy(out[first].routes.begin(), out[first].routes.begin() + static_cast<std::ptrdiff_t>(prompt_ints),
+                std::copy(out[first].routes.begin(),
+                          out[first].routes.begin() + static_cast<std::ptrdiff_t>(prompt_ints),
                           out[first + j].routes.begin());
         }
     });
@@ -653,7 +666,8 @@ Trace synth_trace(const SynthConfig& c) {
             const std::size_t first = static_cast<std::size_t>(g) * c.group_size;
             std::uint32_t* head = t.counts.data() + first * stride;
             group_pass(plan, g, s, nullptr, head);
-            for (int j = 1; j < c.group_size; ++j) std::copy(head, head + stride, head + static_cast<std::size_t>(j) * stride);
+            for (int j = 1; j < c.group_size; ++j)
+                std::copy(head, head + stride, head + static_cast<std::size_t>(j) * stride);
         }
     });
     // Pass 2: response counts per sample, added.
@@ -714,8 +728,8 @@ std::vector<std::filesystem::path> write_synth(const SynthConfig& c, TraceFormat
             }
             doc["choices"] = std::move(choices);
             const std::int64_t prompt = plan.lengths.prompt[g];
-            doc["usage"] = {{"prompt_tokens", prompt}, {"completion_tokens", completion},
-                            {"total_tokens", prompt + completion}};
+            doc["usage"] = {
+                {"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
             files.write("group_" + std::to_string(g) + ".json", doc.dump() + "\n");
         }
         break;
@@ -783,7 +797,8 @@ std::vector<std::filesystem::path> write_synth(const SynthConfig& c, TraceFormat
             // NeMo-RL's layout: S = t_i rows, the last one the default route arange(top_k).
             std::vector<std::int32_t> ids = moe_only(s, plan);
             for (int l = 0; l < plan.L; ++l)
-                for (int q = 0; q < plan.K; ++q) ids.push_back(q);
+                for (int q = 0; q < plan.K; ++q)
+                    ids.push_back(q);
             text += narrow ? "nrlre1:int16:" : "nrlre1:int32:";
             text += std::to_string(s.length) + "x" + std::to_string(plan.L) + "x" + std::to_string(plan.K) + ":";
             text += util::base64_encode(narrow ? le_bytes_int16(ids) : le_bytes_int32(ids));
@@ -798,4 +813,4 @@ std::vector<std::filesystem::path> write_synth(const SynthConfig& c, TraceFormat
     return files.commit();
 }
 
-}  // namespace routepack
+} // namespace routepack

@@ -24,18 +24,19 @@ namespace routepack {
 /// - routing: every routed row picks top_k distinct experts (sampling without replacement from the
 ///   tilted weights, in pick order).
 struct SynthConfig {
-    int groups = 8;                 ///< GRPO prompt groups (>= 1)
-    int group_size = 8;             ///< rollouts per prompt (>= 1; samples = groups * group_size <= 2^24)
-    int num_hidden_layers = 12;     ///< decoder layers (1..65536)
-    int first_dense_layers = 1;     ///< leading dense layers (MoE layers = first_dense..num_hidden_layers-1; at least one)
-    int experts = 32;               ///< E (1..2^20)
-    int top_k = 4;                  ///< k (1..E)
-    int prompt_mean = 256;          ///< mean prompt tokens (log-normal, >= 1)
-    int response_mean = 768;        ///< mean response tokens (log-normal, long tail, >= 1), before the cap
-    int max_length = 4096;          ///< cap on t_i (>= 2)
-    double skew = 1.1;              ///< Zipf exponent of per-layer expert popularity, [0, 100]; 0 = uniform
-    double sample_concentration = 0.5; ///< how strongly a sample's routing departs from the layer's popularity (0 = iid): variance of the gamma tilts, [0, 100]
-    std::uint64_t seed = 1;         ///< same config (seed included) => same output bytes
+    int groups = 8;             ///< GRPO prompt groups (>= 1)
+    int group_size = 8;         ///< rollouts per prompt (>= 1; samples = groups * group_size <= 2^24)
+    int num_hidden_layers = 12; ///< decoder layers (1..65536)
+    int first_dense_layers = 1; ///< leading dense layers (MoE layers = first_dense..num_hidden_layers-1; at least one)
+    int experts = 32;           ///< E (1..2^20)
+    int top_k = 4;              ///< k (1..E)
+    int prompt_mean = 256;      ///< mean prompt tokens (log-normal, >= 1)
+    int response_mean = 768;    ///< mean response tokens (log-normal, long tail, >= 1), before the cap
+    int max_length = 4096;      ///< cap on t_i (>= 2)
+    double skew = 1.1;          ///< Zipf exponent of per-layer expert popularity, [0, 100]; 0 = uniform
+    double sample_concentration = 0.5; ///< how strongly a sample's routing departs from the layer's popularity (0 =
+                                       ///< iid): variance of the gamma tilts, [0, 100]
+    std::uint64_t seed = 1;            ///< same config (seed included) => same output bytes
 };
 
 /// Per-token routes of one synthetic sample, full-sequence rows [t_i - 1][num_hidden_layers][top_k]
@@ -44,8 +45,8 @@ struct SynthSample {
     std::string request_id;
     std::string group;
     std::int64_t prompt_len = 0;
-    std::int64_t length = 0;               ///< t_i
-    std::vector<std::int32_t> routes;      ///< [(t_i-1)][num_hidden_layers][top_k]
+    std::int64_t length = 0;          ///< t_i
+    std::vector<std::int32_t> routes; ///< [(t_i-1)][num_hidden_layers][top_k]
 };
 
 /// The model the synthetic trace pretends to come from: name "synthetic", num_hidden_layers,
@@ -85,4 +86,4 @@ Trace synth_trace(const SynthConfig& c);
 std::vector<std::filesystem::path> write_synth(const SynthConfig& c, TraceFormat format,
                                                const std::filesystem::path& out_dir);
 
-}  // namespace routepack
+} // namespace routepack

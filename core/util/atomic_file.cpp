@@ -14,17 +14,21 @@ namespace {
 
 const char* step_name(AtomicWriteError::Step s) {
     switch (s) {
-    case AtomicWriteError::Step::Create: return "create";
-    case AtomicWriteError::Step::Write: return "write";
-    case AtomicWriteError::Step::Flush: return "flush";
-    case AtomicWriteError::Step::Rename: return "rename";
+    case AtomicWriteError::Step::Create:
+        return "create";
+    case AtomicWriteError::Step::Write:
+        return "write";
+    case AtomicWriteError::Step::Flush:
+        return "flush";
+    case AtomicWriteError::Step::Rename:
+        return "rename";
     }
     return "write";
 }
 
 std::atomic<unsigned long> g_counter{0};
 
-}  // namespace
+} // namespace
 
 AtomicWriteError::AtomicWriteError(Step s, int e, std::filesystem::path t)
     : std::runtime_error(std::string(step_name(s)) + ": " + std::strerror(e)), step(s), error(e), temp(std::move(t)) {}
@@ -53,4 +57,4 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view b
     if (::rename(tmp.c_str(), path.c_str()) != 0) fail(AtomicWriteError::Step::Rename, errno, false);
 }
 
-}  // namespace routepack::util
+} // namespace routepack::util

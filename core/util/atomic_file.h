@@ -26,4 +26,4 @@ public:
 /// any failure the temporary is unlinked and AtomicWriteError thrown; `path` is then untouched.
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes);
 
-}  // namespace routepack::util
+} // namespace routepack::util

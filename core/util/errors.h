@@ -19,4 +19,4 @@ public:
     Cancelled() : std::runtime_error("cancelled") {}
 };
 
-}  // namespace routepack
+} // namespace routepack

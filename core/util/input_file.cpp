@@ -37,7 +37,7 @@ void check_size(const std::filesystem::path& path, const InputFileKind& kind, st
     throw InputError(path.string() + ": cannot open " + kind.what + ": " + std::strerror(err));
 }
 
-}  // namespace
+} // namespace
 
 std::uint64_t check_input_file(const std::filesystem::path& path, const InputFileKind& kind) {
     struct stat st {};
@@ -83,4 +83,4 @@ std::string read_input_file(const std::filesystem::path& path, const InputFileKi
     return bytes;
 }
 
-}  // namespace routepack
+} // namespace routepack

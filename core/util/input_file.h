@@ -12,24 +12,24 @@ namespace routepack {
 /// What a file is for messages ("topology file", "plan file", ...) and the most bytes such a file
 /// may hold.
 struct InputFileKind {
-    const char* what;       ///< "plan file"
+    const char* what; ///< "plan file"
     std::uint64_t max_bytes;
-    const char* article = "a";  ///< "a" or "an", before `what`
+    const char* article = "a"; ///< "a" or "an", before `what`
 };
 
 /// Size caps per kind. Each is far above what real inputs of that kind hold (a topology is a few
 /// hundred bytes, a DeepSeek-V3 checkpoint index about 9 MB, a plan for 100k samples a few MB) and
 /// small enough that reading one cannot exhaust memory.
 namespace input_files {
-inline constexpr InputFileKind kTopology{"topology file", std::uint64_t(1) << 20};              // 1 MiB
-inline constexpr InputFileKind kPlan{"plan file", std::uint64_t(256) << 20};                     // 256 MiB
-inline constexpr InputFileKind kModelConfig{"model config (config.json)", std::uint64_t(16) << 20};  // 16 MiB
-inline constexpr InputFileKind kIdList{"id list", std::uint64_t(256) << 20, "an"};               // 256 MiB
-inline constexpr InputFileKind kCheckpointIndex{"checkpoint index", std::uint64_t(64) << 20};     // 64 MiB
-inline constexpr InputFileKind kRewriteSidecar{"rewrite sidecar", std::uint64_t(64) << 20};       // 64 MiB
-inline constexpr InputFileKind kTraceFile{"trace file", std::uint64_t(16) << 30};                 // 16 GiB
-inline constexpr InputFileKind kLoadsFile{"loads file", std::uint64_t(256) << 20};                // 256 MiB
-}  // namespace input_files
+inline constexpr InputFileKind kTopology{"topology file", std::uint64_t(1) << 20};                  // 1 MiB
+inline constexpr InputFileKind kPlan{"plan file", std::uint64_t(256) << 20};                        // 256 MiB
+inline constexpr InputFileKind kModelConfig{"model config (config.json)", std::uint64_t(16) << 20}; // 16 MiB
+inline constexpr InputFileKind kIdList{"id list", std::uint64_t(256) << 20, "an"};                  // 256 MiB
+inline constexpr InputFileKind kCheckpointIndex{"checkpoint index", std::uint64_t(64) << 20};       // 64 MiB
+inline constexpr InputFileKind kRewriteSidecar{"rewrite sidecar", std::uint64_t(64) << 20};         // 64 MiB
+inline constexpr InputFileKind kTraceFile{"trace file", std::uint64_t(16) << 30};                   // 16 GiB
+inline constexpr InputFileKind kLoadsFile{"loads file", std::uint64_t(256) << 20};                  // 256 MiB
+} // namespace input_files
 
 /// Reads the whole file at `path` as bytes. The file is opened with O_NONBLOCK (so that a FIFO
 /// never blocks) and checked with fstat on the open descriptor before anything is read.
@@ -48,4 +48,4 @@ std::string read_input_file(const std::filesystem::path& path, const InputFileKi
 /// paths; returns the file size in bytes. Never blocks (stat, no open).
 std::uint64_t check_input_file(const std::filesystem::path& path, const InputFileKind& kind);
 
-}  // namespace routepack
+} // namespace routepack

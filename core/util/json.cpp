@@ -12,21 +12,29 @@ namespace routepack::util {
 
 std::string json_kind(const nlohmann::json& v) {
     switch (v.type()) {
-    case nlohmann::json::value_t::null: return "null";
-    case nlohmann::json::value_t::boolean: return "a boolean";
-    case nlohmann::json::value_t::string: return "a string";
-    case nlohmann::json::value_t::array: return "a list";
-    case nlohmann::json::value_t::object: return "an object";
-    case nlohmann::json::value_t::binary: return "binary data";
-    case nlohmann::json::value_t::number_float: return "a non-integer number";
-    default: return "an integer";
+    case nlohmann::json::value_t::null:
+        return "null";
+    case nlohmann::json::value_t::boolean:
+        return "a boolean";
+    case nlohmann::json::value_t::string:
+        return "a string";
+    case nlohmann::json::value_t::array:
+        return "a list";
+    case nlohmann::json::value_t::object:
+        return "an object";
+    case nlohmann::json::value_t::binary:
+        return "binary data";
+    case nlohmann::json::value_t::number_float:
+        return "a non-integer number";
+    default:
+        return "an integer";
     }
 }
 
 std::string json_brief(const nlohmann::json& v) {
     if (v.is_string()) return "\"" + printable(v.get_ref<const std::string&>()) + "\"";
     if (v.is_array() || v.is_object() || v.is_binary()) return json_kind(v);
-    return printable(v.dump());  // a scalar: no recursion
+    return printable(v.dump()); // a scalar: no recursion
 }
 
 std::string json_error_description(const std::exception& e) {
@@ -76,9 +84,8 @@ public:
     }
     bool start_array(std::size_t n) { return dom_.start_array(n); }
     bool end_array() { return dom_.end_array(); }
-    template <class Exception>
-    bool parse_error(std::size_t pos, const std::string& token, const Exception& ex) {
-        return dom_.parse_error(pos, token, ex);  // throws, as nlohmann::json::parse does
+    template <class Exception> bool parse_error(std::size_t pos, const std::string& token, const Exception& ex) {
+        return dom_.parse_error(pos, token, ex); // throws, as nlohmann::json::parse does
     }
 
     std::optional<std::string> duplicate;
@@ -88,7 +95,7 @@ private:
     std::vector<std::unordered_set<std::string>> keys_;
 };
 
-}  // namespace
+} // namespace
 
 nlohmann::json parse_json_strict(std::string_view text, const std::string& origin) {
     nlohmann::json out;
@@ -146,4 +153,4 @@ std::optional<std::int64_t> json_int(const nlohmann::json& obj, const char* key,
     return json_int_value(*v, where, field, lo, hi);
 }
 
-}  // namespace routepack::util
+} // namespace routepack::util

@@ -48,4 +48,4 @@ std::optional<std::int64_t> json_int(const nlohmann::json& obj, const char* key,
                                      const std::string& field, std::int64_t lo = INT64_MIN,
                                      std::int64_t hi = INT64_MAX);
 
-}  // namespace routepack::util
+} // namespace routepack::util

@@ -17,4 +17,4 @@ const std::vector<EmbeddedResource>& embedded_model_descriptions();
 /// The shipped example topologies (resources/topologies/*.json), sorted by name.
 const std::vector<EmbeddedResource>& embedded_topologies();
 
-}  // namespace routepack
+} // namespace routepack

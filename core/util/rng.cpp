@@ -4,9 +4,11 @@ namespace routepack {
 
 namespace {
 
-inline std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+inline std::uint64_t rotl(std::uint64_t x, int k) {
+    return (x << k) | (x >> (64 - k));
+}
 
-}  // namespace
+} // namespace
 
 std::uint64_t splitmix64(std::uint64_t& x) {
     std::uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
@@ -40,7 +42,7 @@ double Rng::uniform() {
 }
 
 std::uint64_t Rng::below(std::uint64_t n) {
-    if (n <= 1) return 0;  // no draw: the only value
+    if (n <= 1) return 0; // no draw: the only value
     // Rejection: accept r >= 2^64 mod n, so exactly floor(2^64 / n) * n raw values map onto [0, n).
     const std::uint64_t threshold = (std::uint64_t{0} - n) % n;
     for (;;) {
@@ -49,4 +51,4 @@ std::uint64_t Rng::below(std::uint64_t n) {
     }
 }
 
-}  // namespace routepack
+} // namespace routepack

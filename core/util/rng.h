@@ -26,4 +26,4 @@ private:
     std::uint64_t s_[4];
 };
 
-}  // namespace routepack
+} // namespace routepack

@@ -6,7 +6,9 @@
 
 namespace routepack::seeds {
 
-std::uint64_t mix64(std::uint64_t x) { return splitmix64(x); }
+std::uint64_t mix64(std::uint64_t x) {
+    return splitmix64(x);
+}
 
 std::uint64_t planner_stage(std::uint64_t seed, std::uint64_t stage) {
     std::uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (stage + 1);
@@ -34,4 +36,4 @@ std::uint64_t synth_stream(std::uint64_t seed, std::uint64_t purpose, std::uint6
     return mix64(h ^ (b * 0xd1342543de82ef95ULL + 0x2545f4914f6cdd1dULL));
 }
 
-}  // namespace routepack::seeds
+} // namespace routepack::seeds

@@ -29,4 +29,4 @@ std::uint64_t annealing_chain(std::uint64_t seed, std::uint64_t level, std::uint
 /// Seed of a synthetic-trace stream for (`purpose` tag, a, b): a sample or group index and a layer.
 std::uint64_t synth_stream(std::uint64_t seed, std::uint64_t purpose, std::uint64_t a, std::uint64_t b);
 
-}  // namespace routepack::seeds
+} // namespace routepack::seeds

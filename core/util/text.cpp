@@ -24,10 +24,14 @@ std::string printable(std::string_view text, std::size_t max_chars) {
         const unsigned char c = u[i];
         // Length of a well-formed UTF-8 sequence starting at i (0: not one).
         std::size_t len = 0;
-        if (c < 0x80) len = 1;
-        else if (c >= 0xC2 && c <= 0xDF) len = 2;
-        else if (c >= 0xE0 && c <= 0xEF) len = 3;
-        else if (c >= 0xF0 && c <= 0xF4) len = 4;
+        if (c < 0x80)
+            len = 1;
+        else if (c >= 0xC2 && c <= 0xDF)
+            len = 2;
+        else if (c >= 0xE0 && c <= 0xEF)
+            len = 3;
+        else if (c >= 0xF0 && c <= 0xF4)
+            len = 4;
         if (len > 1) {
             if (i + len > n) len = 0;
             for (std::size_t k = 1; len && k < len; ++k)
@@ -44,7 +48,7 @@ std::string printable(std::string_view text, std::size_t max_chars) {
         } else if (len == 1 && c == '\t') {
             out += "\\t";
         } else if (len > 1 && !(len == 3 && c == 0xEF && u[i + 1] == 0xBB && u[i + 2] == 0xBF)) {
-            out.append(text.data() + i, len);  // a well-formed multi-byte character (a BOM is escaped below)
+            out.append(text.data() + i, len); // a well-formed multi-byte character (a BOM is escaped below)
         } else {
             // Control character, invalid byte, or an invisible BOM: one escape per byte.
             const std::size_t m = len > 1 ? len : 1;
@@ -75,8 +79,10 @@ constexpr std::uint8_t kInvalid = 0xFF;
 
 constexpr std::array<std::uint8_t, 256> make_decode_table() {
     std::array<std::uint8_t, 256> t{};
-    for (auto& v : t) v = kInvalid;
-    for (int i = 0; i < 64; ++i) t[static_cast<unsigned char>(kAlphabet[i])] = static_cast<std::uint8_t>(i);
+    for (auto& v : t)
+        v = kInvalid;
+    for (int i = 0; i < 64; ++i)
+        t[static_cast<unsigned char>(kAlphabet[i])] = static_cast<std::uint8_t>(i);
     return t;
 }
 constexpr auto kDecode = make_decode_table();
@@ -93,7 +99,7 @@ std::string char_text(char c) {
                      char_text(text[offset]));
 }
 
-}  // namespace
+} // namespace
 
 std::string base64_decode(std::string_view text, const std::string& where) {
     const std::size_t n = text.size();
@@ -105,10 +111,10 @@ std::string base64_decode(std::string_view text, const std::string& where) {
     std::string out(n / 4 * 3 - pad, '\0');
     const auto* in = reinterpret_cast<const unsigned char*>(text.data());
     char* o = out.data();
-    const std::size_t full = n / 4 - 1;  // quanta before the last one
+    const std::size_t full = n / 4 - 1; // quanta before the last one
     for (std::size_t q = 0; q < full; ++q, in += 4, o += 3) {
         const std::uint8_t a = kDecode[in[0]], b = kDecode[in[1]], c = kDecode[in[2]], d = kDecode[in[3]];
-        if ((a | b | c | d) & 0xC0) {  // valid sextets are < 64
+        if ((a | b | c | d) & 0xC0) { // valid sextets are < 64
             for (std::size_t j = 0; j < 4; ++j)
                 if (kDecode[in[j]] == kInvalid) bad_char(text, q * 4 + j, where);
         }
@@ -154,4 +160,4 @@ std::string base64_encode(std::string_view bytes) {
     return out;
 }
 
-}  // namespace routepack::util
+} // namespace routepack::util

@@ -25,4 +25,4 @@ std::string base64_decode(std::string_view text, const std::string& where);
 /// RFC 4648 base64 of `bytes`, padded.
 std::string base64_encode(std::string_view bytes);
 
-}  // namespace routepack::util
+} // namespace routepack::util

@@ -25,9 +25,8 @@ using io::open_read;
 
 namespace {
 
-constexpr std::uint64_t kPiece = 8ull << 20;    ///< largest single copy (bytes)
-constexpr std::uint64_t kBatch = 256ull << 20;  ///< bytes between progress reports / cancel checks
-
+constexpr std::uint64_t kPiece = 8ull << 20;   ///< largest single copy (bytes)
+constexpr std::uint64_t kBatch = 256ull << 20; ///< bytes between progress reports / cancel checks
 
 /// A piece of a segment, at most kPiece bytes.
 struct Piece {
@@ -54,7 +53,8 @@ void for_pieces(const std::vector<Piece>& pieces, int workers, const std::string
         if (cancel && cancel->load()) throw InputError("cancelled");
         std::size_t j = i;
         std::uint64_t bytes = 0;
-        while (j < pieces.size() && (j == i || bytes + pieces[j].len <= kBatch)) bytes += pieces[j++].len;
+        while (j < pieces.size() && (j == i || bytes + pieces[j].len <= kBatch))
+            bytes += pieces[j++].len;
         arena.execute([&] {
             tbb::parallel_for(tbb::blocked_range<std::size_t>(i, j, 1), [&](const tbb::blocked_range<std::size_t>& r) {
                 for (std::size_t k = r.begin(); k != r.end(); ++k) {
@@ -84,13 +84,14 @@ void copy_piece(int in, int out, const Piece& p, const fs::path& in_path, const 
                 continue;
             }
             if (n < 0 && errno == EINTR) continue;
-            if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP ||
-                          errno == EBADF)) {
+            if (n < 0 &&
+                (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP || errno == EBADF)) {
                 g_copy_range_ok.store(false);
                 break;
             }
-            if (n == 0) throw InputError(in_path.string() + ": unexpected end of file at offset " +
-                                         std::to_string(p.src + done));
+            if (n == 0)
+                throw InputError(in_path.string() + ": unexpected end of file at offset " +
+                                 std::to_string(p.src + done));
             throw InputError(out_path.string() + ": write failed: " + std::strerror(errno));
         }
     }
@@ -105,14 +106,16 @@ void copy_piece(int in, int out, const Piece& p, const fs::path& in_path, const 
     }
 }
 
-}  // namespace
+} // namespace
 
 std::uint64_t execute_rewrite_cpu(const RewritePlan& plan, const fs::path& dir, int workers,
                                   const RewriteProgressFn& progress, const std::atomic<bool>* cancel) {
     std::vector<Fd> src;
-    for (const fs::path& p : plan.sources) src.push_back(open_read(p));
+    for (const fs::path& p : plan.sources)
+        src.push_back(open_read(p));
     std::uint64_t total = 0, done = 0, written = 0;
-    for (const OutputFile& f : plan.outputs) total += f.size;
+    for (const OutputFile& f : plan.outputs)
+        total += f.size;
     long exit_after = -1;
     if (const char* e = std::getenv("ROUTEPACK_TEST_REWRITE_EXIT_AFTER_FILES")) exit_after = std::atol(e);
     long files_done = 0, raise_after = -1;
@@ -128,8 +131,8 @@ std::uint64_t execute_rewrite_cpu(const RewritePlan& plan, const fs::path& dir, 
         io::sync_data(out.get(), out_path);
         written += f.size;
         ++files_done;
-        if (exit_after >= 0 && files_done >= exit_after) ::_exit(3);  // test hook: a killed rewrite
-        if (raise_after >= 0 && files_done == raise_after) ::raise(SIGINT);  // test hook: Ctrl-C mid-rewrite
+        if (exit_after >= 0 && files_done >= exit_after) ::_exit(3);        // test hook: a killed rewrite
+        if (raise_after >= 0 && files_done == raise_after) ::raise(SIGINT); // test hook: Ctrl-C mid-rewrite
     }
     return written;
 }
@@ -137,9 +140,11 @@ std::uint64_t execute_rewrite_cpu(const RewritePlan& plan, const fs::path& dir, 
 std::string verify_rewrite(const RewritePlan& plan, const fs::path& dir, const RewriteProgressFn& progress,
                            const std::atomic<bool>* cancel) {
     std::vector<Fd> src;
-    for (const fs::path& p : plan.sources) src.push_back(open_read(p));
+    for (const fs::path& p : plan.sources)
+        src.push_back(open_read(p));
     std::uint64_t total = 0, done = 0;
-    for (const OutputFile& f : plan.outputs) total += f.size;
+    for (const OutputFile& f : plan.outputs)
+        total += f.size;
     for (const OutputFile& f : plan.outputs) {
         const fs::path out_path = dir / f.name;
         std::error_code ec;
@@ -156,10 +161,11 @@ std::string verify_rewrite(const RewritePlan& plan, const fs::path& dir, const R
             b.resize(p.len);
             io::pread_exact(out.get(), a.data(), p.len, p.dst, out_path);
             io::pread_exact(src[static_cast<std::size_t>(p.src_file)].get(), b.data(), p.len, p.src,
-                      plan.sources[static_cast<std::size_t>(p.src_file)]);
+                            plan.sources[static_cast<std::size_t>(p.src_file)]);
             if (std::memcmp(a.data(), b.data(), p.len) != 0) {
                 std::uint64_t k = 0;
-                while (a[k] == b[k]) ++k;
+                while (a[k] == b[k])
+                    ++k;
                 std::uint64_t cur = first_bad.load();
                 while (p.dst + k < cur && !first_bad.compare_exchange_weak(cur, p.dst + k)) {
                 }
@@ -169,11 +175,12 @@ std::string verify_rewrite(const RewritePlan& plan, const fs::path& dir, const R
             const SafetensorsFile sf = SafetensorsFile::open(out_path);
             std::string tensor = "header";
             for (const TensorInfo& t : sf.tensors())
-                if (bad >= 8 + sf.header_size() + t.data_begin && bad < 8 + sf.header_size() + t.data_end) tensor = t.name;
+                if (bad >= 8 + sf.header_size() + t.data_begin && bad < 8 + sf.header_size() + t.data_end)
+                    tensor = t.name;
             return out_path.string() + ": byte " + std::to_string(bad) + " (" + tensor + ") differs from its source";
         }
     }
     return {};
 }
 
-}  // namespace routepack::gpu
+} // namespace routepack::gpu

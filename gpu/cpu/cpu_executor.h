@@ -20,4 +20,4 @@ std::uint64_t execute_rewrite_cpu(const RewritePlan& plan, const std::filesystem
 std::string verify_rewrite(const RewritePlan& plan, const std::filesystem::path& dir,
                            const RewriteProgressFn& progress = {}, const std::atomic<bool>* cancel = nullptr);
 
-}  // namespace routepack::gpu
+} // namespace routepack::gpu

@@ -16,7 +16,7 @@ namespace routepack::gpu::cuda {
 
 namespace {
 
-constexpr unsigned kThreads = 256;  // threads per block of the gather kernel
+constexpr unsigned kThreads = 256; // threads per block of the gather kernel
 
 /// Throws Error("cuda: <call>: <error string>") unless `e` is cudaSuccess (and clears the error state).
 void check(cudaError_t e, const char* call) {
@@ -48,12 +48,14 @@ __host__ __device__ inline void copy_entry(const GatherEntry& e, const unsigned 
     const auto sa = reinterpret_cast<std::uintptr_t>(s);
     const auto da = reinterpret_cast<std::uintptr_t>(d);
     if (((sa ^ da) & 15u) != 0) {
-        for (std::uint64_t i = tid; i < len; i += nthreads) d[i] = s[i];
+        for (std::uint64_t i = tid; i < len; i += nthreads)
+            d[i] = s[i];
         return;
     }
     std::uint64_t head = (16u - (da & 15u)) & 15u;
     if (head > len) head = len;
-    for (std::uint64_t i = tid; i < head; i += nthreads) d[i] = s[i];
+    for (std::uint64_t i = tid; i < head; i += nthreads)
+        d[i] = s[i];
     const std::uint64_t vecs = (len - head) >> 4;
     const unsigned char* sv = s + head;
     unsigned char* dv = d + head;
@@ -69,17 +71,21 @@ __host__ __device__ inline void copy_entry(const GatherEntry& e, const unsigned 
         reinterpret_cast<uint4*>(dv)[i + 2ull * nthreads] = c;
         reinterpret_cast<uint4*>(dv)[i + 3ull * nthreads] = f;
 #else
-        for (std::uint64_t k = 0; k < 4; ++k) copy16(dv + 16 * (i + k * nthreads), sv + 16 * (i + k * nthreads));
+        for (std::uint64_t k = 0; k < 4; ++k)
+            copy16(dv + 16 * (i + k * nthreads), sv + 16 * (i + k * nthreads));
 #endif
     }
-    for (; i < vecs; i += nthreads) copy16(dv + 16 * i, sv + 16 * i);
-    for (std::uint64_t j = head + (vecs << 4) + tid; j < len; j += nthreads) d[j] = s[j];
+    for (; i < vecs; i += nthreads)
+        copy16(dv + 16 * i, sv + 16 * i);
+    for (std::uint64_t j = head + (vecs << 4) + tid; j < len; j += nthreads)
+        d[j] = s[j];
 }
 
 /// One block per entry, grid-stride over the table.
 __global__ void gather_kernel(const GatherEntry* table, std::uint64_t entries, const unsigned char* in,
                               unsigned char* out) {
-    for (std::uint64_t k = blockIdx.x; k < entries; k += gridDim.x) copy_entry(table[k], in, out, threadIdx.x, blockDim.x);
+    for (std::uint64_t k = blockIdx.x; k < entries; k += gridDim.x)
+        copy_entry(table[k], in, out, threadIdx.x, blockDim.x);
 }
 
 unsigned grid_for(std::uint64_t entries) {
@@ -115,7 +121,7 @@ void* host_alloc_emulated(std::size_t n) {
     return p;
 }
 
-}  // namespace
+} // namespace
 
 bool device_available(std::string* why, std::string* name) {
     int n = 0;
@@ -217,11 +223,21 @@ Stager::Stager(const StagerConfig& config) : impl_(std::make_unique<Impl>()) {
 
 Stager::~Stager() = default;
 
-std::byte* Stager::input(int slot) const { return impl_->slots[slot].h_in; }
-std::byte* Stager::output(int slot) const { return impl_->slots[slot].h_out; }
-GatherEntry* Stager::table(int slot) const { return impl_->slots[slot].h_table; }
-const StagerConfig& Stager::config() const { return impl_->cfg; }
-std::string Stager::device() const { return impl_->device; }
+std::byte* Stager::input(int slot) const {
+    return impl_->slots[slot].h_in;
+}
+std::byte* Stager::output(int slot) const {
+    return impl_->slots[slot].h_out;
+}
+GatherEntry* Stager::table(int slot) const {
+    return impl_->slots[slot].h_table;
+}
+const StagerConfig& Stager::config() const {
+    return impl_->cfg;
+}
+std::string Stager::device() const {
+    return impl_->device;
+}
 
 void Stager::submit(int slot, std::size_t input_bytes, std::size_t entries, std::size_t output_bytes) {
     const StagerConfig& c = impl_->cfg;
@@ -277,12 +293,12 @@ struct ProbeResources {
     }
 };
 
-}  // namespace
+} // namespace
 
 Bandwidth measure_bandwidth(std::size_t bytes) {
     bytes = std::max<std::size_t>(bytes / 2048 * 2048, std::size_t{1} << 20);
     constexpr int kReps = 5;
-    constexpr std::size_t kSlabs = 128;  // experts of the gather probe
+    constexpr std::size_t kSlabs = 128; // experts of the gather probe
     Bandwidth r;
     CK(cudaSetDevice, (0));
     r.device = device_name0();
@@ -321,9 +337,12 @@ Bandwidth measure_bandwidth(std::size_t bytes) {
         return std::max(static_cast<double>(best), 1e-6) / 1e3;
     };
     const double n = static_cast<double>(bytes);
-    r.h2d_pinned_gbps = n / best_of([&] { CK(cudaMemcpyAsync, (p.a, p.host, bytes, cudaMemcpyHostToDevice, p.stream)); }) / 1e9;
-    r.d2h_pinned_gbps = n / best_of([&] { CK(cudaMemcpyAsync, (p.host2, p.a, bytes, cudaMemcpyDeviceToHost, p.stream)); }) / 1e9;
-    r.d2d_copy_gbps = 2 * n / best_of([&] { CK(cudaMemcpyAsync, (p.b, p.a, bytes, cudaMemcpyDeviceToDevice, p.stream)); }) / 1e9;
+    r.h2d_pinned_gbps =
+        n / best_of([&] { CK(cudaMemcpyAsync, (p.a, p.host, bytes, cudaMemcpyHostToDevice, p.stream)); }) / 1e9;
+    r.d2h_pinned_gbps =
+        n / best_of([&] { CK(cudaMemcpyAsync, (p.host2, p.a, bytes, cudaMemcpyDeviceToHost, p.stream)); }) / 1e9;
+    r.d2d_copy_gbps =
+        2 * n / best_of([&] { CK(cudaMemcpyAsync, (p.b, p.a, bytes, cudaMemcpyDeviceToDevice, p.stream)); }) / 1e9;
 
     // Gather: output slab v receives input slab perm(v) = (37 v + 11) mod 128 (a bijection), tiled as the
     // rewrite executor tiles its pieces.
@@ -352,4 +371,4 @@ Bandwidth measure_bandwidth(std::size_t bytes) {
     return r;
 }
 
-}  // namespace routepack::gpu::cuda
+} // namespace routepack::gpu::cuda

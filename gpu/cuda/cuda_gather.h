@@ -40,7 +40,9 @@ inline void append_tiles(std::vector<GatherEntry>& table, const GatherEntry& e) 
 }
 
 /// Number of tiles append_tiles() produces for `len` bytes.
-inline std::uint64_t tile_count(std::uint64_t len) { return (len + kTileBytes - 1) / kTileBytes; }
+inline std::uint64_t tile_count(std::uint64_t len) {
+    return (len + kTileBytes - 1) / kTileBytes;
+}
 
 /// A CUDA runtime failure. what() is "cuda: <call>: <cudaGetErrorString>" (or "cuda: not available: ...").
 class Error : public std::runtime_error {
@@ -54,9 +56,9 @@ bool device_available(std::string* why, std::string* name);
 
 /// Sizes of one Stager slot.
 struct StagerConfig {
-    std::size_t input_bytes = 0;   ///< capacity of each input buffer (bytes)
-    std::size_t output_bytes = 0;  ///< capacity of each output buffer (bytes)
-    std::size_t max_entries = 0;   ///< capacity of each gather table (entries)
+    std::size_t input_bytes = 0;  ///< capacity of each input buffer (bytes)
+    std::size_t output_bytes = 0; ///< capacity of each output buffer (bytes)
+    std::size_t max_entries = 0;  ///< capacity of each gather table (entries)
     /// Run on the host instead of a device: plain host buffers, and submit() runs the kernel's own
     /// per-entry copy routine for every simulated (block, thread) synchronously. For tests without a GPU.
     bool host_emulation = false;
@@ -101,14 +103,14 @@ private:
 /// Bandwidth figures on device 0 (all in bytes per second / 1e9, best of several repetitions timed with
 /// cudaEvents).
 struct Bandwidth {
-    double h2d_pinned_gbps = 0;     ///< pinned host -> device, bytes copied per second
-    double d2h_pinned_gbps = 0;     ///< device -> pinned host
-    double d2d_copy_gbps = 0;       ///< cudaMemcpy device -> device, bytes read + written per second
-    double gather_kernel_gbps = 0;  ///< gather kernel permuting 128 equal slabs, read + written per second
-    std::string device;             ///< device 0's name
+    double h2d_pinned_gbps = 0;    ///< pinned host -> device, bytes copied per second
+    double d2h_pinned_gbps = 0;    ///< device -> pinned host
+    double d2d_copy_gbps = 0;      ///< cudaMemcpy device -> device, bytes read + written per second
+    double gather_kernel_gbps = 0; ///< gather kernel permuting 128 equal slabs, read + written per second
+    std::string device;            ///< device 0's name
 };
 
 /// Measures on buffers of `bytes` (rounded down to a multiple of 2048, at least 1 MiB). Throws Error.
 Bandwidth measure_bandwidth(std::size_t bytes);
 
-}  // namespace routepack::gpu::cuda
+} // namespace routepack::gpu::cuda

@@ -3,7 +3,7 @@
 namespace routepack::gpu {
 
 #ifdef ROUTEPACK_HAVE_CUDA
-int cuda_device_count(std::string* name);  // device_cuda.cu
+int cuda_device_count(std::string* name); // device_cuda.cu
 #endif
 
 bool cuda_compiled() {
@@ -29,4 +29,4 @@ DeviceInfo query_devices() {
     return info;
 }
 
-}  // namespace routepack::gpu
+} // namespace routepack::gpu

@@ -6,9 +6,9 @@ namespace routepack::gpu {
 
 /// What the rewriter can run on in this build and on this machine.
 struct DeviceInfo {
-    bool cuda_built = false;   ///< compiled with nvcc (cuda_compiled())
-    int cuda_devices = 0;      ///< devices the CUDA runtime reports (0 without a driver)
-    std::string description;   ///< one line, e.g. "CUDA: 1 device (NVIDIA H200)" or "CPU only (built without CUDA)"
+    bool cuda_built = false; ///< compiled with nvcc (cuda_compiled())
+    int cuda_devices = 0;    ///< devices the CUDA runtime reports (0 without a driver)
+    std::string description; ///< one line, e.g. "CUDA: 1 device (NVIDIA H200)" or "CPU only (built without CUDA)"
 };
 
 /// True when this build compiled the CUDA part (gpu/cuda with nvcc): the CUDA executor and its host
@@ -19,4 +19,4 @@ bool cuda_compiled();
 /// Queries the CUDA runtime when built with it; never throws.
 DeviceInfo query_devices();
 
-}  // namespace routepack::gpu
+} // namespace routepack::gpu

@@ -7,7 +7,7 @@ namespace routepack::gpu {
 int cuda_device_count(std::string* name) {
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess) {
-        cudaGetLastError();  // clear the sticky "no driver" error
+        cudaGetLastError(); // clear the sticky "no driver" error
         return 0;
     }
     if (n > 0 && name) {
@@ -17,4 +17,4 @@ int cuda_device_count(std::string* name) {
     return n;
 }
 
-}  // namespace routepack::gpu
+} // namespace routepack::gpu

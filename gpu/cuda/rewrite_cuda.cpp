@@ -51,7 +51,7 @@ struct Chunk {
     std::uint64_t offset = 0;
     std::uint64_t size = 0;
     bool last_of_file = false;
-    std::vector<Piece> pieces;  ///< in output order, covering [0, size)
+    std::vector<Piece> pieces; ///< in output order, covering [0, size)
 };
 
 /// What the writer task needs of a chunk (a copy: the chunk's slot is refilled meanwhile).
@@ -60,7 +60,7 @@ struct WriteJob {
     std::uint64_t offset = 0;
     std::uint64_t size = 0;
     bool last_of_file = false;
-    std::byte* data = nullptr;  ///< the slot's pinned output buffer
+    std::byte* data = nullptr; ///< the slot's pinned output buffer
 };
 
 /// Walks the outputs' segments in order and cuts them into chunks of at most `chunk_bytes` output bytes and
@@ -90,7 +90,8 @@ public:
             if (take > 0) {
                 const Piece p{c.size, s.src + used_, take, s.src_file};
                 Piece* last = c.pieces.empty() ? nullptr : &c.pieces.back();
-                if (last && last->src_file == p.src_file && last->src + last->len == p.src && last->out + last->len == p.out) {
+                if (last && last->src_file == p.src_file && last->src + last->len == p.src &&
+                    last->out + last->len == p.out) {
                     last->len += take;
                 } else {
                     if (c.pieces.size() == max_pieces_) break;
@@ -114,8 +115,8 @@ private:
     std::uint64_t chunk_bytes_;
     std::size_t max_pieces_;
     std::size_t file_ = 0, seg_ = 0;
-    std::uint64_t used_ = 0;  ///< bytes of segment seg_ already handed out
-    std::uint64_t pos_ = 0;   ///< output bytes of file_ already handed out
+    std::uint64_t used_ = 0; ///< bytes of segment seg_ already handed out
+    std::uint64_t pos_ = 0;  ///< output bytes of file_ already handed out
 };
 
 /// Refuses a plan whose segments do not cover each output [0, size) in order or read beyond a source.
@@ -131,11 +132,12 @@ void check_plan(const RewritePlan& plan) {
         std::uint64_t at = 0;
         for (const CopySegment& s : f.segments) {
             if (s.dst != at)
-                throw InputError("rewrite plan: " + f.name + ": segment at byte " + std::to_string(s.dst) + ", expected " +
-                                 std::to_string(at) + " (segments must cover [0, size) in order)");
+                throw InputError("rewrite plan: " + f.name + ": segment at byte " + std::to_string(s.dst) +
+                                 ", expected " + std::to_string(at) + " (segments must cover [0, size) in order)");
             if (s.src_file < 0 || static_cast<std::size_t>(s.src_file) >= sizes.size())
                 throw InputError("rewrite plan: " + f.name + ": segment at byte " + std::to_string(s.dst) +
-                                 " names source file " + std::to_string(s.src_file) + " of " + std::to_string(sizes.size()));
+                                 " names source file " + std::to_string(s.src_file) + " of " +
+                                 std::to_string(sizes.size()));
             const std::uint64_t n = sizes[static_cast<std::size_t>(s.src_file)];
             if (s.src > n || s.len > n - s.src)
                 throw InputError("rewrite plan: " + f.name + ": segment at byte " + std::to_string(s.dst) + " reads " +
@@ -153,14 +155,15 @@ void check_plan(const RewritePlan& plan) {
 /// One pread or pwrite of the parallel host I/O.
 struct IoJob {
     int fd = -1;
-    std::size_t path = 0;      ///< index into the caller's path list (messages)
+    std::size_t path = 0; ///< index into the caller's path list (messages)
     std::uint64_t file_off = 0;
-    std::byte* buf = nullptr;  ///< in the pinned staging buffer
+    std::byte* buf = nullptr; ///< in the pinned staging buffer
     std::uint64_t len = 0;
 };
 
 /// Splits [file_off, file_off+len) <-> buf into jobs of at most kIoBytes.
-void add_io_jobs(std::vector<IoJob>& jobs, int fd, std::size_t path, std::uint64_t file_off, std::byte* buf, std::uint64_t len) {
+void add_io_jobs(std::vector<IoJob>& jobs, int fd, std::size_t path, std::uint64_t file_off, std::byte* buf,
+                 std::uint64_t len) {
     for (std::uint64_t o = 0; o < len; o += kIoBytes)
         jobs.push_back(IoJob{fd, path, file_off + o, buf + o, std::min(kIoBytes, len - o)});
 }
@@ -168,15 +171,18 @@ void add_io_jobs(std::vector<IoJob>& jobs, int fd, std::size_t path, std::uint64
 /// Runs the jobs (reads when `write` is false), in parallel when there is more than one.
 void run_io(const std::vector<IoJob>& jobs, bool write, const std::vector<fs::path>& paths) {
     auto one = [&](const IoJob& j) {
-        if (write) io::pwrite_exact(j.fd, j.buf, j.len, j.file_off, paths[j.path]);
-        else io::pread_exact(j.fd, j.buf, j.len, j.file_off, paths[j.path]);
+        if (write)
+            io::pwrite_exact(j.fd, j.buf, j.len, j.file_off, paths[j.path]);
+        else
+            io::pread_exact(j.fd, j.buf, j.len, j.file_off, paths[j.path]);
     };
     if (jobs.size() == 1) {
         one(jobs[0]);
         return;
     }
     tbb::parallel_for(tbb::blocked_range<std::size_t>(0, jobs.size()), [&](const tbb::blocked_range<std::size_t>& r) {
-        for (std::size_t i = r.begin(); i != r.end(); ++i) one(jobs[i]);
+        for (std::size_t i = r.begin(); i != r.end(); ++i)
+            one(jobs[i]);
     });
 }
 
@@ -192,7 +198,8 @@ public:
             most_segments = std::max(most_segments, f.segments.size());
             total_ += f.size;
         }
-        chunk_bytes_ = std::max<std::uint64_t>(16, std::min<std::uint64_t>(std::max<std::uint64_t>(opt.chunk_bytes, 16), largest));
+        chunk_bytes_ =
+            std::max<std::uint64_t>(16, std::min<std::uint64_t>(std::max<std::uint64_t>(opt.chunk_bytes, 16), largest));
         max_pieces_ = std::max<std::size_t>(1, std::min(opt.max_pieces, most_segments));
         config_.output_bytes = static_cast<std::size_t>(chunk_bytes_);
         config_.input_bytes = static_cast<std::size_t>(chunk_bytes_ + 16 * static_cast<std::uint64_t>(max_pieces_));
@@ -208,7 +215,8 @@ public:
             ::posix_fadvise(sources_.back().get(), 0, 0, POSIX_FADV_SEQUENTIAL);
         }
         out_paths_.clear();
-        for (const OutputFile& f : plan_.outputs) out_paths_.push_back(dir_ / f.name);
+        for (const OutputFile& f : plan_.outputs)
+            out_paths_.push_back(dir_ / f.name);
         // Empty outputs have no chunk: create them now.
         for (std::size_t i = 0; i < plan_.outputs.size(); ++i)
             if (plan_.outputs[i].size == 0) {
@@ -227,13 +235,13 @@ public:
         // Declared after `stager`: a running writer finishes (the future's destructor waits) before the
         // buffers it reads are freed.
         std::future<void> writer;
-        int writing = -1;  // slot whose output the writer task is writing
-        int in_gpu = -1;   // slot submitted to the device and not yet waited for
+        int writing = -1; // slot whose output the writer task is writing
+        int in_gpu = -1;  // slot submitted to the device and not yet waited for
         std::uint64_t done = 0, writing_bytes = 0;
         auto join_writer = [&] {
             if (writing < 0) return;
             writing = -1;
-            writer.get();  // rethrows the writer's error
+            writer.get(); // rethrows the writer's error
             done += writing_bytes;
             if (progress) progress("write", done, total_);
         };
@@ -275,7 +283,7 @@ private:
         });
         struct Run {
             int file;
-            std::uint64_t src, end, base;  // source bytes [src, end) land at input buffer offset base
+            std::uint64_t src, end, base; // source bytes [src, end) land at input buffer offset base
         };
         reads_.clear();
         table_.clear();
@@ -302,12 +310,12 @@ private:
         }
         if (in_pos > config_.input_bytes || table_.size() > config_.max_entries)
             throw InputError("cuda: internal error: chunk needs " + std::to_string(in_pos) + " input bytes and " +
-                             std::to_string(table_.size()) + " table entries (capacity " + std::to_string(config_.input_bytes) +
-                             ", " + std::to_string(config_.max_entries) + ")");
+                             std::to_string(table_.size()) + " table entries (capacity " +
+                             std::to_string(config_.input_bytes) + ", " + std::to_string(config_.max_entries) + ")");
         std::byte* in = stager.input(slot);
         for (const Run& r : runs)
-            add_io_jobs(reads_, sources_[static_cast<std::size_t>(r.file)].get(), static_cast<std::size_t>(r.file), r.src,
-                        in + r.base, r.end - r.src);
+            add_io_jobs(reads_, sources_[static_cast<std::size_t>(r.file)].get(), static_cast<std::size_t>(r.file),
+                        r.src, in + r.base, r.end - r.src);
         run_io(reads_, false, plan_.sources);
         std::copy(table_.begin(), table_.end(), stager.table(slot));
         return {static_cast<std::size_t>(in_pos), table_.size()};
@@ -322,7 +330,7 @@ private:
     void finish_output(std::size_t i) {
         io::sync_data(out_.get(), out_paths_[i]);
         out_.reset();
-        if (exit_after_ >= 0 && ++files_done_ >= exit_after_) ::_exit(3);  // test hook, as execute_rewrite_cpu
+        if (exit_after_ >= 0 && ++files_done_ >= exit_after_) ::_exit(3); // test hook, as execute_rewrite_cpu
     }
 
     /// Writes one chunk's output (the writer task; one at a time, in chunk order).
@@ -353,7 +361,7 @@ private:
     std::vector<IoJob> reads_, writes_;
 };
 
-}  // namespace
+} // namespace
 #endif
 
 bool cuda_rewrite_available(std::string* why) {
@@ -409,4 +417,4 @@ CudaBandwidth measure_cuda_bandwidth(std::size_t bytes) {
 #endif
 }
 
-}  // namespace routepack::gpu
+} // namespace routepack::gpu

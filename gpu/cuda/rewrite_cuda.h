@@ -46,11 +46,11 @@ bool cuda_rewrite_available(std::string* why);
 
 /// Device bandwidth figures (GB/s = 1e9 bytes per second).
 struct CudaBandwidth {
-    double h2d_pinned_gbps = 0;     ///< pinned host -> device, bytes copied per second
-    double d2h_pinned_gbps = 0;     ///< device -> pinned host
-    double d2d_copy_gbps = 0;       ///< cudaMemcpy device -> device, bytes read + written per second
-    double gather_kernel_gbps = 0;  ///< the rewrite's gather kernel permuting 128 slabs, read + written per second
-    std::string device;             ///< device 0's name
+    double h2d_pinned_gbps = 0;    ///< pinned host -> device, bytes copied per second
+    double d2h_pinned_gbps = 0;    ///< device -> pinned host
+    double d2d_copy_gbps = 0;      ///< cudaMemcpy device -> device, bytes read + written per second
+    double gather_kernel_gbps = 0; ///< the rewrite's gather kernel permuting 128 slabs, read + written per second
+    std::string device;            ///< device 0's name
 };
 
 /// Measures on buffers of `bytes` (at least 1 MiB; pinned host buffer and two device buffers of that
@@ -60,8 +60,8 @@ CudaBandwidth measure_cuda_bandwidth(std::size_t bytes);
 
 /// Knobs of the staged executor behind execute_rewrite_cuda (tests and benchmarks).
 struct StagedRewriteOptions {
-    std::uint64_t chunk_bytes = 64ull << 20;  ///< output bytes per chunk, >= 16 (smaller values are raised)
-    std::size_t max_pieces = 1u << 16;        ///< contiguous copies per chunk, >= 1 (a chunk ends early at this count)
+    std::uint64_t chunk_bytes = 64ull << 20; ///< output bytes per chunk, >= 16 (smaller values are raised)
+    std::size_t max_pieces = 1u << 16;       ///< contiguous copies per chunk, >= 1 (a chunk ends early at this count)
     /// Run the gather kernel's code on the host instead of a device (same chunking, packing, tables and
     /// I/O; no GPU needed, but a CUDA build is). For tests on machines without a GPU.
     bool host_emulation = false;
@@ -73,4 +73,4 @@ std::uint64_t execute_rewrite_staged(const RewritePlan& plan, const std::filesys
                                      const StagedRewriteOptions& options, const RewriteProgressFn& progress,
                                      const std::atomic<bool>* cancel, std::string* device);
 
-}  // namespace routepack::gpu
+} // namespace routepack::gpu

@@ -29,7 +29,9 @@ int Fd::release() noexcept {
     return fd;
 }
 
-std::string errno_text(int err) { return std::strerror(err); }
+std::string errno_text(int err) {
+    return std::strerror(err);
+}
 
 Fd open_read(const std::filesystem::path& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -59,8 +61,7 @@ void pread_exact(int fd, void* buf, std::uint64_t len, std::uint64_t off, const 
     }
 }
 
-void pwrite_exact(int fd, const void* buf, std::uint64_t len, std::uint64_t off,
-                  const std::filesystem::path& path) {
+void pwrite_exact(int fd, const void* buf, std::uint64_t len, std::uint64_t off, const std::filesystem::path& path) {
     const auto* b = static_cast<const char*>(buf);
     while (len > 0) {
         const ssize_t n = ::pwrite(fd, b, static_cast<std::size_t>(len), static_cast<off_t>(off));
@@ -90,4 +91,4 @@ void write_file(const std::filesystem::path& path, std::string_view bytes) {
     if (::close(fd.release()) != 0) throw InputError(path.string() + ": cannot write: " + errno_text(errno));
 }
 
-}  // namespace routepack::gpu::io
+} // namespace routepack::gpu::io

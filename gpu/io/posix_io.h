@@ -45,8 +45,7 @@ void pread_exact(int fd, void* buf, std::uint64_t len, std::uint64_t off, const 
 
 /// Writes exactly `len` bytes from `buf` at file offset `off` (pwrite; EINTR and short writes retried).
 /// InputError "<path>: write failed at offset <o>: <strerror>" (EIO's text for a write of 0 bytes).
-void pwrite_exact(int fd, const void* buf, std::uint64_t len, std::uint64_t off,
-                  const std::filesystem::path& path);
+void pwrite_exact(int fd, const void* buf, std::uint64_t len, std::uint64_t off, const std::filesystem::path& path);
 
 /// fdatasync(2). InputError "<path>: sync failed: <strerror>".
 void sync_data(int fd, const std::filesystem::path& path);
@@ -62,4 +61,4 @@ void write_file(const std::filesystem::path& path, std::string_view bytes);
 /// strerror(err) as a string.
 std::string errno_text(int err);
 
-}  // namespace routepack::gpu::io
+} // namespace routepack::gpu::io

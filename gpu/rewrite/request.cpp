@@ -25,9 +25,11 @@ int parse_int(const std::string& s, const std::string& item) {
     return std::stoi(s);
 }
 
-std::string join_layers(const std::vector<int>& v) { return v.empty() ? std::string("none") : format_layer_list(v); }
+std::string join_layers(const std::vector<int>& v) {
+    return v.empty() ? std::string("none") : format_layer_list(v);
+}
 
-}  // namespace
+} // namespace
 
 RewriteDevice parse_rewrite_device(const std::string& name) {
     if (name == "auto") return RewriteDevice::Auto;
@@ -43,8 +45,10 @@ std::map<int, int> parse_layer_map(const std::string& text, const std::vector<in
     std::stringstream ss(text);
     std::string item;
     auto put = [&](int p, long long c, const std::string& it) {
-        if (c < 0) throw InputError("--layer-map: '" + it + "': checkpoint layer " + std::to_string(c) + " is negative");
-        if (c > 999999999) throw InputError("--layer-map: '" + it + "': checkpoint layer " + std::to_string(c) + " is too large");
+        if (c < 0)
+            throw InputError("--layer-map: '" + it + "': checkpoint layer " + std::to_string(c) + " is negative");
+        if (c > 999999999)
+            throw InputError("--layer-map: '" + it + "': checkpoint layer " + std::to_string(c) + " is too large");
         if (!m.emplace(p, static_cast<int>(c)).second)
             throw InputError("--layer-map: plan layer " + std::to_string(p) + " is mapped twice");
     };
@@ -52,7 +56,8 @@ std::map<int, int> parse_layer_map(const std::string& text, const std::vector<in
         if (item.empty()) throw InputError("--layer-map: empty item in '" + text + "'");
         if ((item[0] == '+' || item[0] == '-') && item.find(':') == std::string::npos) {
             const int shift = parse_int(item, item);
-            for (int p : plan_layers) put(p, static_cast<long long>(p) + shift, item);
+            for (int p : plan_layers)
+                put(p, static_cast<long long>(p) + shift, item);
             continue;
         }
         const std::size_t colon = item.find(':');
@@ -78,7 +83,8 @@ std::map<int, int> parse_layer_map(const std::string& text, const std::vector<in
     std::set<int> targets;
     for (const auto& [p, c] : m)
         if (!targets.insert(c).second)
-            throw InputError("--layer-map: checkpoint layer " + std::to_string(c) + " is the target of two plan layers");
+            throw InputError("--layer-map: checkpoint layer " + std::to_string(c) +
+                             " is the target of two plan layers");
     return m;
 }
 
@@ -106,9 +112,11 @@ RewriteRequest request_from_plan(const PlanFile& plan, const std::string& origin
 
 std::string format_gb(std::uint64_t b) {
     char buf[32];
-    if (b >= 1000000000ull) std::snprintf(buf, sizeof buf, "%.2f GB", static_cast<double>(b) / 1e9);
-    else std::snprintf(buf, sizeof buf, "%.2f MB", static_cast<double>(b) / 1e6);
+    if (b >= 1000000000ull)
+        std::snprintf(buf, sizeof buf, "%.2f GB", static_cast<double>(b) / 1e9);
+    else
+        std::snprintf(buf, sizeof buf, "%.2f MB", static_cast<double>(b) / 1e6);
     return buf;
 }
 
-}  // namespace routepack::gpu
+} // namespace routepack::gpu

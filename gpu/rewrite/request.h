@@ -32,19 +32,19 @@ std::map<int, int> parse_layer_map(const std::string& text, const std::vector<in
 
 /// What to rewrite and how.
 struct RewriteRequest {
-    std::filesystem::path input;    ///< checkpoint folder (sharded or one model.safetensors) or one .safetensors file
-    std::filesystem::path output;   ///< folder to create; must not exist (or be an empty folder), never the input
-    Placement placement;            ///< [L][E] logical expert -> physical slot; row l is plan layer plan_layers[l]
-    std::vector<int> plan_layers;   ///< absolute decoder-layer ids of the placement rows (the plan's model.moe_layers)
-    ModelDescription plan_model;    ///< the plan's model (used to classify when the input has no config.json)
-    std::string plan_fingerprint;   ///< the plan's inputs.fingerprint (provenance only)
-    std::string plan_origin;        ///< the plan file (messages, provenance)
+    std::filesystem::path input;  ///< checkpoint folder (sharded or one model.safetensors) or one .safetensors file
+    std::filesystem::path output; ///< folder to create; must not exist (or be an empty folder), never the input
+    Placement placement;          ///< [L][E] logical expert -> physical slot; row l is plan layer plan_layers[l]
+    std::vector<int> plan_layers; ///< absolute decoder-layer ids of the placement rows (the plan's model.moe_layers)
+    ModelDescription plan_model;  ///< the plan's model (used to classify when the input has no config.json)
+    std::string plan_fingerprint; ///< the plan's inputs.fingerprint (provenance only)
+    std::string plan_origin;      ///< the plan file (messages, provenance)
     RewriteDirection direction = RewriteDirection::Apply;
-    bool permute_router = false;    ///< also permute router rows and router biases (self-contained export)
-    std::map<int, int> layer_map;   ///< plan layer -> checkpoint layer; empty = the same ids
+    bool permute_router = false;  ///< also permute router rows and router biases (self-contained export)
+    std::map<int, int> layer_map; ///< plan layer -> checkpoint layer; empty = the same ids
     RewriteDevice device = RewriteDevice::Auto;
-    bool verify = false;            ///< re-read the output and compare every tensor with its source
-    int workers = 0;                ///< CPU threads (0 = all cores)
+    bool verify = false; ///< re-read the output and compare every tensor with its source
+    int workers = 0;     ///< CPU threads (0 = all cores)
 };
 
 /// parse_plan, with JSON syntax errors also reported as InputError "<origin>: <what and where>".
@@ -63,4 +63,4 @@ RewriteRequest request_from_plan(const PlanFile& plan, const std::string& origin
 /// Bytes as "1.23 GB" from 1 GB on and "4.56 MB" below (the unit of the rewrite summary).
 std::string format_gb(std::uint64_t bytes);
 
-}  // namespace routepack::gpu
+} // namespace routepack::gpu

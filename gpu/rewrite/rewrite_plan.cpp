@@ -36,31 +36,37 @@ std::string read_text(const fs::path& p, const InputFileKind& kind) {
 
 std::string fmt_bytes(std::uint64_t b) {
     char buf[64];
-    if (b >= 1000000000ull) std::snprintf(buf, sizeof buf, "%.2f GB", static_cast<double>(b) / 1e9);
-    else if (b >= 1000000ull) std::snprintf(buf, sizeof buf, "%.1f MB", static_cast<double>(b) / 1e6);
-    else std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(b));
+    if (b >= 1000000000ull)
+        std::snprintf(buf, sizeof buf, "%.2f GB", static_cast<double>(b) / 1e9);
+    else if (b >= 1000000ull)
+        std::snprintf(buf, sizeof buf, "%.1f MB", static_cast<double>(b) / 1e6);
+    else
+        std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(b));
     return buf;
 }
 
-std::string join_layers(const std::vector<int>& v) { return v.empty() ? std::string("none") : format_layer_list(v); }
+std::string join_layers(const std::vector<int>& v) {
+    return v.empty() ? std::string("none") : format_layer_list(v);
+}
 
 /// Replaces the expert index in `experts.{e}.` (last occurrence) with `*`: the family of a per-expert tensor.
 std::string family_key(const std::string& name, int expert) {
     const std::string needle = "experts." + std::to_string(expert) + ".";
     const std::size_t pos = name.rfind(needle);
-    if (pos == std::string::npos) return name;  // cannot happen for classified names
+    if (pos == std::string::npos) return name; // cannot happen for classified names
     return name.substr(0, pos) + "experts.*." + name.substr(pos + needle.size());
 }
 
 std::string shape_text(const std::vector<std::uint64_t>& s) {
     std::string t = "[";
-    for (std::size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+    for (std::size_t i = 0; i < s.size(); ++i)
+        t += (i ? ", " : "") + std::to_string(s[i]);
     return t + "]";
 }
 
 /// Parsed provenance sidecar of an input folder, if any.
 struct InputSidecar {
-    std::string order;  ///< "physical" | "logical"
+    std::string order; ///< "physical" | "logical"
     std::string placement_fingerprint;
     bool permute_router = false;
     std::string plan_origin;
@@ -76,13 +82,15 @@ std::optional<InputSidecar> read_input_sidecar(const fs::path& dir) {
         InputSidecar s;
         s.order = j.at("output_order").get<std::string>();
         if (s.order != "physical" && s.order != "logical")
-            throw InputError(p.string() + ": output_order must be \"physical\" or \"logical\", not " + j["output_order"].dump());
+            throw InputError(p.string() + ": output_order must be \"physical\" or \"logical\", not " +
+                             j["output_order"].dump());
         s.placement_fingerprint = j.at("plan").at("placement_fingerprint").get<std::string>();
         s.permute_router = j.at("permute_router").get<bool>();
         s.plan_origin = j.at("plan").value("origin", std::string());
         return s;
     } catch (const json::parse_error& e) {
-        throw InputError(p.string() + ": not a routepack rewrite sidecar: malformed JSON at byte " + std::to_string(e.byte));
+        throw InputError(p.string() + ": not a routepack rewrite sidecar: malformed JSON at byte " +
+                         std::to_string(e.byte));
     } catch (const json::exception&) {
         throw InputError(p.string() + ": not a routepack rewrite sidecar (needs output_order, permute_router, "
                                       "plan.placement_fingerprint)");
@@ -160,14 +168,15 @@ private:
                 index = read_index(input);
                 for (const std::string& s : index->shards()) {
                     if (!fs::exists(input / s, ec))
-                        throw InputError((input / "model.safetensors.index.json").string() + ": weight_map names shard " +
-                                         s + ", which is missing");
+                        throw InputError((input / "model.safetensors.index.json").string() +
+                                         ": weight_map names shard " + s + ", which is missing");
                     check_input_file(input / s, kShard);
                     plan.sources.push_back(input / s);
                 }
             } else {
                 for (const auto& de : fs::directory_iterator(input))
-                    if (de.is_regular_file() && de.path().extension() == ".safetensors") plan.sources.push_back(de.path());
+                    if (de.is_regular_file() && de.path().extension() == ".safetensors")
+                        plan.sources.push_back(de.path());
                 std::sort(plan.sources.begin(), plan.sources.end());
             }
             if (plan.sources.empty()) throw InputError(input.string() + ": no .safetensors files in the folder");
@@ -175,13 +184,15 @@ private:
             auto check_kind = [](const fs::path& p) {
                 const fs::file_status st = fs::symlink_status(p);
                 if (!fs::is_regular_file(st) && !fs::is_directory(st) && !fs::is_symlink(st))
-                    throw InputError(p.string() + ": not a regular file, folder or symbolic link; the rewrite copies only those");
+                    throw InputError(p.string() +
+                                     ": not a regular file, folder or symbolic link; the rewrite copies only those");
             };
             for (const auto& de : fs::directory_iterator(input)) {
                 if (srcset.count(de.path()) || de.path().filename() == kRewriteSidecar) continue;
                 check_kind(de.path());
                 if (fs::is_directory(fs::symlink_status(de.path())))
-                    for (const auto& sub : fs::recursive_directory_iterator(de.path())) check_kind(sub.path());
+                    for (const auto& sub : fs::recursive_directory_iterator(de.path()))
+                        check_kind(sub.path());
                 plan.other_files.push_back(de.path());
             }
             std::sort(plan.other_files.begin(), plan.other_files.end());
@@ -196,7 +207,8 @@ private:
     /// index's weight_map and the shards agree both ways. Fills files, where and names_and_shapes.
     void index_tensors() {
         files.reserve(plan.sources.size());
-        for (const fs::path& p : plan.sources) files.push_back(SafetensorsFile::open(p));
+        for (const fs::path& p : plan.sources)
+            files.push_back(SafetensorsFile::open(p));
 
         // Every tensor once; the index (when present) agrees with the shards.
         for (std::size_t f = 0; f < files.size(); ++f) {
@@ -213,7 +225,8 @@ private:
             const std::string ip = (input / "model.safetensors.index.json").string();
             for (const auto& [name, shard] : index->weight_map) {
                 auto it = where.find(name);
-                if (it == where.end()) throw InputError(ip + ": weight_map names tensor " + name + ", which is in no shard");
+                if (it == where.end())
+                    throw InputError(ip + ": weight_map names tensor " + name + ", which is in no shard");
                 if (plan.sources[static_cast<std::size_t>(it->second.first)].filename() != shard)
                     throw InputError(ip + ": weight_map puts " + name + " in " + shard + ", but it is in " +
                                      plan.sources[static_cast<std::size_t>(it->second.first)].filename().string());
@@ -263,7 +276,8 @@ private:
                              std::to_string(req.plan_layers.size()) + " MoE layers");
         plan.layer_map = req.layer_map;
         if (plan.layer_map.empty())
-            for (int l : req.plan_layers) plan.layer_map[l] = l;
+            for (int l : req.plan_layers)
+                plan.layer_map[l] = l;
         for (const auto& [p, c] : plan.layer_map)
             if (std::find(req.plan_layers.begin(), req.plan_layers.end(), p) == req.plan_layers.end())
                 throw InputError("--layer-map: plan layer " + std::to_string(p) + " is not a MoE layer of the plan (" +
@@ -272,20 +286,22 @@ private:
             // No config.json: the checkpoint has the plan's experts at the mapped layers.
             model = req.plan_model;
             model.moe_layers.clear();
-            for (const auto& [p, c] : plan.layer_map) model.moe_layers.push_back(c);
+            for (const auto& [p, c] : plan.layer_map)
+                model.moe_layers.push_back(c);
             std::sort(model.moe_layers.begin(), model.moe_layers.end());
             model.num_hidden_layers = std::max(model.num_hidden_layers, model.moe_layers.back() + 1);
             model.experts = E;
             model_origin = "the plan's model (no config.json beside the checkpoint)";
         }
         if (model.experts != E)
-            throw InputError(req.plan_origin + ": plan has " + std::to_string(E) + " experts per MoE layer, the checkpoint (" +
-                             model_origin + ") has " + std::to_string(model.experts));
+            throw InputError(req.plan_origin + ": plan has " + std::to_string(E) +
+                             " experts per MoE layer, the checkpoint (" + model_origin + ") has " +
+                             std::to_string(model.experts));
         try {
             rep = classify_checkpoint(names_and_shapes, model);
         } catch (const InputError& e) {
-            throw InputError(std::string(e.what()) + " (MoE layers " + join_layers(model.moe_layers) + " from " + model_origin +
-                             (req.layer_map.empty() ? std::string() : " and --layer-map") + ")");
+            throw InputError(std::string(e.what()) + " (MoE layers " + join_layers(model.moe_layers) + " from " +
+                             model_origin + (req.layer_map.empty() ? std::string() : " and --layer-map") + ")");
         }
         plan.scheme = rep.scheme;
         plan.experts = E;
@@ -294,22 +310,25 @@ private:
         for (std::size_t r = 0; r < req.plan_layers.size(); ++r) {
             const int p = req.plan_layers[r];
             auto it = plan.layer_map.find(p);
-            if (it == plan.layer_map.end()) continue;  // not in this checkpoint (explicit layer map)
+            if (it == plan.layer_map.end()) continue; // not in this checkpoint (explicit layer map)
             if (!ck_layers.count(it->second))
-                throw InputError(req.plan_origin + ": plan layer " + std::to_string(p) +
-                                 (it->second != p ? " (checkpoint layer " + std::to_string(it->second) + ")" : std::string()) +
-                                 " is not a MoE layer of the checkpoint (MoE layers " + join_layers(rep.moe_layers) +
-                                 ")" + (req.layer_map.empty() ? "; use --layer-map" : ""));
+                throw InputError(
+                    req.plan_origin + ": plan layer " + std::to_string(p) +
+                    (it->second != p ? " (checkpoint layer " + std::to_string(it->second) + ")" : std::string()) +
+                    " is not a MoE layer of the checkpoint (MoE layers " + join_layers(rep.moe_layers) + ")" +
+                    (req.layer_map.empty() ? "; use --layer-map" : ""));
             row_of_ck[it->second] = static_cast<int>(r);
         }
         for (int c : rep.moe_layers)
             if (!row_of_ck.count(c)) {
                 std::vector<int> covered;
-                for (const auto& [pc, r] : row_of_ck) covered.push_back(pc);
-                throw InputError(input.string() + ": checkpoint MoE layer " + std::to_string(c) +
-                                 " has no placement row in the plan (plan MoE layers " + join_layers(req.plan_layers) + ")" +
-                                 (req.layer_map.empty() ? std::string("; use --layer-map")
-                                                        : "; --layer-map covers checkpoint layers " + join_layers(covered)));
+                for (const auto& [pc, r] : row_of_ck)
+                    covered.push_back(pc);
+                throw InputError(
+                    input.string() + ": checkpoint MoE layer " + std::to_string(c) +
+                    " has no placement row in the plan (plan MoE layers " + join_layers(req.plan_layers) + ")" +
+                    (req.layer_map.empty() ? std::string("; use --layer-map")
+                                           : "; --layer-map covers checkpoint layers " + join_layers(covered)));
             }
         if (req.permute_router) {
             std::set<int> with_router;
@@ -335,31 +354,35 @@ private:
             for (int e = 0; e < E; ++e) {
                 const int v = pi.at(r, e);
                 if (v < 0 || v >= E || p2l[static_cast<std::size_t>(v)] != -1)
-                    throw InputError(req.plan_origin + ": placement of plan layer " + std::to_string(req.plan_layers[r]) +
-                                     " is not a permutation of 0.." + std::to_string(E - 1));
+                    throw InputError(req.plan_origin + ": placement of plan layer " +
+                                     std::to_string(req.plan_layers[r]) + " is not a permutation of 0.." +
+                                     std::to_string(E - 1));
                 p2l[static_cast<std::size_t>(v)] = e;
             }
             for (int d = 0; d < E; ++d)
                 src[static_cast<std::size_t>(d)] =
                     req.direction == RewriteDirection::Apply ? p2l[static_cast<std::size_t>(d)] : pi.at(r, d);
             fp_words.push_back(static_cast<std::uint64_t>(c));
-            for (int v : p2l) fp_words.push_back(static_cast<std::uint64_t>(v));
+            for (int v : p2l)
+                fp_words.push_back(static_cast<std::uint64_t>(v));
             if (req.permute_router && n_group > 1) {
                 if (E % n_group != 0)
-                    throw InputError(model_origin + ": n_group " + std::to_string(n_group) + " does not divide experts " +
-                                     std::to_string(E));
+                    throw InputError(model_origin + ": n_group " + std::to_string(n_group) +
+                                     " does not divide experts " + std::to_string(E));
                 const int gs = E / n_group;
                 for (int g = 0; g < n_group; ++g) {
                     const int h = pi.at(r, g * gs) / gs;
                     for (int e = g * gs; e < (g + 1) * gs; ++e)
                         if (pi.at(r, e) / gs != h)
-                            throw InputError(
-                                "--permute-router: layer " + std::to_string(c) + ": the placement splits expert group " +
-                                std::to_string(g) + " (experts " + std::to_string(g * gs) + "-" +
-                                std::to_string((g + 1) * gs - 1) + ") across slot groups " + std::to_string(h) + " and " +
-                                std::to_string(pi.at(r, e) / gs) + "; the model routes group-limited (n_group " +
-                                std::to_string(n_group) + "), so permuting the router would change its output. Use a "
-                                "placement that keeps each group's experts together, or rewrite without --permute-router");
+                            throw InputError("--permute-router: layer " + std::to_string(c) +
+                                             ": the placement splits expert group " + std::to_string(g) + " (experts " +
+                                             std::to_string(g * gs) + "-" + std::to_string((g + 1) * gs - 1) +
+                                             ") across slot groups " + std::to_string(h) + " and " +
+                                             std::to_string(pi.at(r, e) / gs) +
+                                             "; the model routes group-limited (n_group " + std::to_string(n_group) +
+                                             "), so permuting the router would change its output. Use a "
+                                             "placement that keeps each group's experts together, or rewrite without "
+                                             "--permute-router");
                 }
             }
             plan.source_index[c] = std::move(src);
@@ -396,10 +419,11 @@ private:
                                      "); invert it first (--inverse with that plan)");
                 if (req.direction == RewriteDirection::Inverse) {
                     if (sc->order == "logical")
-                        throw InputError(input.string() + ": already in logical order (" + std::string(kRewriteSidecar) +
-                                         "); nothing to invert");
+                        throw InputError(input.string() + ": already in logical order (" +
+                                         std::string(kRewriteSidecar) + "); nothing to invert");
                     if (sc->placement_fingerprint != plan.placement_fingerprint)
-                        throw InputError(input.string() + ": was rewritten with placement " + sc->placement_fingerprint +
+                        throw InputError(input.string() + ": was rewritten with placement " +
+                                         sc->placement_fingerprint +
                                          (sc->plan_origin.empty() ? std::string() : " (" + sc->plan_origin + ")") +
                                          ", not this plan's " + plan.placement_fingerprint);
                     if (sc->permute_router != req.permute_router)
@@ -414,7 +438,8 @@ private:
     /// Groups per-expert tensors into families (layer, name with `experts.*.`) of E members and checks every
     /// member exists with one dtype and shape. Fills families and cls.
     void collect_expert_families() {
-        for (const TensorClass& tc : rep.tensors) cls[tc.name] = &tc;
+        for (const TensorClass& tc : rep.tensors)
+            cls[tc.name] = &tc;
         for (const TensorClass& tc : rep.tensors) {
             if (tc.role != TensorRole::ExpertPerTensor) continue;
             auto& fam = families[{tc.layer, family_key(tc.name, tc.expert)}];
@@ -426,13 +451,14 @@ private:
             for (int e = 0; e < E; ++e) {
                 const Member& m = fam[static_cast<std::size_t>(e)];
                 if (!m.t)
-                    throw InputError("layer " + std::to_string(key.first) + ": expert " + std::to_string(e) + " has no " +
-                                     key.second);
+                    throw InputError("layer " + std::to_string(key.first) + ": expert " + std::to_string(e) +
+                                     " has no " + key.second);
                 const TensorInfo& a = *fam[0].t;
                 if (m.t->dtype != a.dtype || m.t->shape != a.shape)
-                    throw InputError(m.t->name + ": " + std::string(dtype_name(m.t->dtype)) + " " + shape_text(m.t->shape) +
-                                     " differs from " + a.name + " (" + std::string(dtype_name(a.dtype)) + " " +
-                                     shape_text(a.shape) + "); experts of one layer cannot exchange their contents");
+                    throw InputError(m.t->name + ": " + std::string(dtype_name(m.t->dtype)) + " " +
+                                     shape_text(m.t->shape) + " differs from " + a.name + " (" +
+                                     std::string(dtype_name(a.dtype)) + " " + shape_text(a.shape) +
+                                     "); experts of one layer cannot exchange their contents");
             }
         }
     }
@@ -467,9 +493,10 @@ private:
                 cursor = std::max(cursor, dst + t.nbytes());
                 const TensorClass& tc = *cls.at(t.name);
                 const bool ck_moe = tc.layer >= 0 && plan.source_index.count(tc.layer);
-                const bool moves = ck_moe && (tc.role == TensorRole::ExpertPerTensor || tc.role == TensorRole::ExpertStacked ||
-                                              (req.permute_router &&
-                                               (tc.role == TensorRole::Router || tc.role == TensorRole::RouterBias)));
+                const bool moves =
+                    ck_moe &&
+                    (tc.role == TensorRole::ExpertPerTensor || tc.role == TensorRole::ExpertStacked ||
+                     (req.permute_router && (tc.role == TensorRole::Router || tc.role == TensorRole::RouterBias)));
                 if (!moves) {
                     push(dst, self, dst, t.nbytes());
                     continue;
@@ -477,8 +504,10 @@ private:
                 const std::vector<int>& src = plan.source_index.at(tc.layer);
                 if (tc.role == TensorRole::ExpertPerTensor) {
                     ++plan.expert_tensors;
-                    const Member& m = families.at({tc.layer, family_key(tc.name, tc.expert)})
-                                          [static_cast<std::size_t>(src[static_cast<std::size_t>(tc.expert)])];
+                    const Member& m = families.at(
+                        {tc.layer,
+                         family_key(tc.name,
+                                    tc.expert)})[static_cast<std::size_t>(src[static_cast<std::size_t>(tc.expert)])];
                     const std::uint64_t sbase = 8 + files[static_cast<std::size_t>(m.file)].header_size();
                     push(dst, m.file, sbase + m.t->data_begin, t.nbytes());
                     if (m.t != &t) {
@@ -489,14 +518,16 @@ private:
                 }
                 // Stacked expert tensor, router [E, H] or router bias [E]: gather slabs along axis 0.
                 (tc.role == TensorRole::ExpertStacked ? plan.expert_tensors : plan.router_tensors) += 1;
-                if (t.shape.empty() || t.shape[0] != static_cast<std::uint64_t>(E) || t.nbytes() % static_cast<std::uint64_t>(E) != 0)
+                if (t.shape.empty() || t.shape[0] != static_cast<std::uint64_t>(E) ||
+                    t.nbytes() % static_cast<std::uint64_t>(E) != 0)
                     throw InputError(t.name + ": " + std::to_string(t.nbytes()) + " bytes do not split into " +
                                      std::to_string(E) + " equal expert slabs along axis 0");
                 const std::uint64_t slab = t.nbytes() / static_cast<std::uint64_t>(E);
                 bool moved = false;
                 for (int d = 0; d < E; ++d) {
                     const int s = src[static_cast<std::size_t>(d)];
-                    push(dst + static_cast<std::uint64_t>(d) * slab, self, dst + static_cast<std::uint64_t>(s) * slab, slab);
+                    push(dst + static_cast<std::uint64_t>(d) * slab, self, dst + static_cast<std::uint64_t>(s) * slab,
+                         slab);
                     if (s != d) {
                         moved = true;
                         out.moved_bytes += slab;
@@ -511,9 +542,10 @@ private:
         }
         for (const fs::path& p : plan.other_files) {
             const fs::file_status st = fs::symlink_status(p);
-            if (fs::is_regular_file(st)) plan.total_bytes += fs::file_size(p);
+            if (fs::is_regular_file(st))
+                plan.total_bytes += fs::file_size(p);
             else if (fs::is_directory(st))
-                for (const auto& de : fs::recursive_directory_iterator(p))  // does not follow symlinks
+                for (const auto& de : fs::recursive_directory_iterator(p)) // does not follow symlinks
                     if (fs::is_regular_file(de.symlink_status())) plan.total_bytes += de.file_size();
         }
     }
@@ -550,12 +582,14 @@ private:
         // Pretty-printed, but each map row on one line (E ints), appended as the last member.
         std::string text = sc.dump(2);
         text.erase(text.find_last_of('}'));
-        while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+        while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
+            text.pop_back();
         text += ",\n  \"physical_to_logical_map\": {";
         bool first_row = true;
         for (const auto& [c, r] : row_of_ck) {
             std::vector<int> p2l(static_cast<std::size_t>(E));
-            for (int e = 0; e < E; ++e) p2l[static_cast<std::size_t>(pi.at(r, e))] = e;
+            for (int e = 0; e < E; ++e)
+                p2l[static_cast<std::size_t>(pi.at(r, e))] = e;
             text += std::string(first_row ? "" : ",") + "\n    \"" + std::to_string(c) + "\": " + json(p2l).dump();
             first_row = false;
         }
@@ -575,8 +609,10 @@ private:
                 free_bytes = std::strtoull(f, nullptr, 10);
             } else {
                 struct statvfs st {};
-                if (::statvfs(parent.c_str(), &st) == 0) free_bytes = static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize;
-                else free_bytes = UINT64_MAX;
+                if (::statvfs(parent.c_str(), &st) == 0)
+                    free_bytes = static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize;
+                else
+                    free_bytes = UINT64_MAX;
             }
             if (free_bytes < plan.total_bytes + (16ull << 20))
                 throw InputError(parent.string() + ": not enough free space: the rewrite writes " +
@@ -591,33 +627,36 @@ private:
     };
 
     const RewriteRequest& req;
-    const Placement& pi;  ///< req.placement
-    const int E;          ///< experts per MoE layer (req.placement.experts)
+    const Placement& pi; ///< req.placement
+    const int E;         ///< experts per MoE layer (req.placement.experts)
     RewritePlan plan;
-    fs::path input, input_dir, output;  ///< canonical input, its folder, output_path(req.output)
+    fs::path input, input_dir, output; ///< canonical input, its folder, output_path(req.output)
     bool input_is_dir = false;
-    std::optional<CheckpointIndex> index;  ///< model.safetensors.index.json, when the folder has one
-    std::vector<SafetensorsFile> files;    ///< one per plan.sources entry
-    std::map<std::string, std::pair<int, const TensorInfo*>> where;  ///< tensor name -> (file, tensor)
+    std::optional<CheckpointIndex> index; ///< model.safetensors.index.json, when the folder has one
+    std::vector<SafetensorsFile> files;   ///< one per plan.sources entry
+    std::map<std::string, std::pair<int, const TensorInfo*>> where; ///< tensor name -> (file, tensor)
     std::vector<std::pair<std::string, std::vector<std::int64_t>>> names_and_shapes;
     ModelDescription model;
-    int n_group = 1;          ///< config.json n_group (group-limited routing when > 1)
-    std::string model_origin; ///< where model came from (messages)
-    SchemeReport rep;         ///< the classified tensors
-    std::set<int> ck_layers;  ///< MoE layers of the checkpoint
-    std::map<int, int> row_of_ck;  ///< checkpoint layer -> placement row
-    std::map<std::pair<int, std::string>, std::vector<Member>> families;  ///< (layer, family) -> [E]
-    std::map<std::string, const TensorClass*> cls;  ///< tensor name -> its class
+    int n_group = 1;              ///< config.json n_group (group-limited routing when > 1)
+    std::string model_origin;     ///< where model came from (messages)
+    SchemeReport rep;             ///< the classified tensors
+    std::set<int> ck_layers;      ///< MoE layers of the checkpoint
+    std::map<int, int> row_of_ck; ///< checkpoint layer -> placement row
+    std::map<std::pair<int, std::string>, std::vector<Member>> families; ///< (layer, family) -> [E]
+    std::map<std::string, const TensorClass*> cls;                       ///< tensor name -> its class
 };
 
-}  // namespace
+} // namespace
 
 fs::path output_path(const fs::path& p) {
     fs::path o = fs::absolute(p).lexically_normal();
-    while (o.has_relative_path() && o.filename().empty()) o = o.parent_path();
+    while (o.has_relative_path() && o.filename().empty())
+        o = o.parent_path();
     return o;
 }
 
-RewritePlan plan_rewrite(const RewriteRequest& req) { return Planner(req).run(); }
+RewritePlan plan_rewrite(const RewriteRequest& req) {
+    return Planner(req).run();
+}
 
-}  // namespace routepack::gpu
+} // namespace routepack::gpu

@@ -15,25 +15,25 @@ namespace routepack::gpu {
 /// One byte-range copy: output file bytes [dst, dst+len) come from source file `src_file` at `src`.
 struct CopySegment {
     std::uint64_t dst = 0;
-    int src_file = 0;   ///< index into RewritePlan::sources
+    int src_file = 0; ///< index into RewritePlan::sources
     std::uint64_t src = 0;
     std::uint64_t len = 0;
 };
 
 /// One output safetensors file: its segments cover [0, size) exactly, in increasing dst order.
 struct OutputFile {
-    std::string name;     ///< file name (relative to the output folder), as in the source
+    std::string name; ///< file name (relative to the output folder), as in the source
     std::uint64_t size = 0;
     std::vector<CopySegment> segments;
-    std::uint64_t moved_bytes = 0;  ///< bytes whose source is another tensor or another index
+    std::uint64_t moved_bytes = 0; ///< bytes whose source is another tensor or another index
 };
 
 /// A fully checked rewrite, ready to execute. Built by plan_rewrite(); nothing written yet.
 struct RewritePlan {
-    std::vector<std::filesystem::path> sources;   ///< source safetensors files (absolute)
-    std::vector<OutputFile> outputs;              ///< one per source file, same order
-    std::vector<std::filesystem::path> other_files;  ///< non-safetensors files copied verbatim (config.json, index, ...)
-    std::string scheme;                           ///< hf-per-expert | hf-stacked | megatron-stacked
+    std::vector<std::filesystem::path> sources;     ///< source safetensors files (absolute)
+    std::vector<OutputFile> outputs;                ///< one per source file, same order
+    std::vector<std::filesystem::path> other_files; ///< non-safetensors files copied verbatim (config.json, index, ...)
+    std::string scheme;                             ///< hf-per-expert | hf-stacked | megatron-stacked
     int experts = 0;
     std::vector<int> checkpoint_layers;           ///< MoE layers of the checkpoint, ascending
     std::map<int, std::vector<int>> source_index; ///< checkpoint layer -> [E]: output index d takes source index [d]
@@ -42,9 +42,9 @@ struct RewritePlan {
     int expert_tensors = 0, router_tensors = 0;   ///< tensors of each role touched by the index map
     std::uint64_t total_bytes = 0;                ///< bytes written (safetensors + other files)
     std::uint64_t moved_bytes = 0;
-    std::string source_fingerprint;               ///< hex FNV-1a over shard names, sizes and header bytes
-    std::string placement_fingerprint;            ///< hex FNV-1a over plan layers and placement rows
-    std::string sidecar_json;                     ///< the provenance file's text
+    std::string source_fingerprint;    ///< hex FNV-1a over shard names, sizes and header bytes
+    std::string placement_fingerprint; ///< hex FNV-1a over plan layers and placement rows
+    std::string sidecar_json;          ///< the provenance file's text
 };
 
 /// Checks everything and builds the copy lists; writes nothing. InputError (naming the file, layer,
@@ -65,4 +65,4 @@ std::filesystem::path output_path(const std::filesystem::path& p);
 /// Progress: stage ("write", "verify"), bytes done, bytes total.
 using RewriteProgressFn = std::function<void(const std::string& stage, std::uint64_t done, std::uint64_t total)>;
 
-}  // namespace routepack::gpu
+} // namespace routepack::gpu

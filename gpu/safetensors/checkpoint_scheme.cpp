@@ -11,13 +11,16 @@
 namespace routepack::gpu {
 namespace {
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool starts_with(std::string_view s, std::string_view p) {
+    return s.substr(0, p.size()) == p;
+}
 
 /// Parses leading decimal digits followed by '.'; returns -1 when absent, -2 when there are more than 9
 /// digits (an index no real checkpoint has; refused by the caller). Advances `s` past the dot.
 long long take_index(std::string_view& s) {
     std::size_t i = 0;
-    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])))
+        ++i;
     if (i == 0 || i >= s.size() || s[i] != '.') return -1;
     if (i > 9) return -2;
     long long v = std::stoll(std::string(s.substr(0, i)));
@@ -50,7 +53,7 @@ std::string strip_weight(std::string_view kind) {
     return k;
 }
 
-}  // namespace
+} // namespace
 
 SchemeReport classify_checkpoint(const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& names_and_shapes,
                                  const ModelDescription& model) {
@@ -88,8 +91,10 @@ SchemeReport classify_checkpoint(const std::vector<std::pair<std::string, std::v
         }
         tc.layer = layer;
         std::string_view mod;
-        if (starts_with(rest, "mlp.")) mod = rest.substr(4);
-        else if (starts_with(rest, "block_sparse_moe.")) mod = rest.substr(17);
+        if (starts_with(rest, "mlp."))
+            mod = rest.substr(4);
+        else if (starts_with(rest, "block_sparse_moe."))
+            mod = rest.substr(17);
         else {
             rep.tensors.push_back(std::move(tc));
             continue;
@@ -97,22 +102,20 @@ SchemeReport classify_checkpoint(const std::vector<std::pair<std::string, std::v
         const bool moe_layer = model.moe_index(layer) >= 0;
         const std::int64_t dim0 = shape.empty() ? -1 : shape.front();
 
-        if (starts_with(mod, "shared_expert")) {  // shared_experts.*, shared_expert.*, shared_expert_gate.*
+        if (starts_with(mod, "shared_expert")) { // shared_experts.*, shared_expert.*, shared_expert_gate.*
             rep.tensors.push_back(std::move(tc));
             continue;
         }
         if (starts_with(mod, "experts.")) {
             std::string_view sub = mod.substr(8);
-            if (starts_with(sub, "experts.")) sub.remove_prefix(8);  // Megatron dist-ckpt `experts.experts.`
+            if (starts_with(sub, "experts.")) sub.remove_prefix(8); // Megatron dist-ckpt `experts.experts.`
             std::string_view after = sub;
             const long long e = take_index(after);
             if (e == -2) throw InputError(full + ": expert index has more than 9 digits");
-            if (!moe_layer)
-                throw InputError(full + ": expert tensor in dense layer " + std::to_string(layer));
+            if (!moe_layer) throw InputError(full + ": expert tensor in dense layer " + std::to_string(layer));
             if (e >= 0) {
                 if (e >= E)
-                    throw InputError(full + ": expert index " + std::to_string(e) + " >= experts " +
-                                     std::to_string(E));
+                    throw InputError(full + ": expert index " + std::to_string(e) + " >= experts " + std::to_string(E));
                 tc.role = TensorRole::ExpertPerTensor;
                 tc.expert = static_cast<int>(e);
                 kinds[layer][prefix + strip_weight(after)].insert(tc.expert);
@@ -134,14 +137,13 @@ SchemeReport classify_checkpoint(const std::vector<std::pair<std::string, std::v
         }
         const bool hf_gate = mod == "gate.weight";
         const bool router = (hf_gate && starts_with(rest, "block_sparse_moe.")) || mod == "router.weight";
-        const bool bias = mod == "router.bias" || mod == "gate.e_score_correction_bias" ||
-                          mod == "gate.expert_bias" || mod == "router.expert_bias";
+        const bool bias = mod == "router.bias" || mod == "gate.e_score_correction_bias" || mod == "gate.expert_bias" ||
+                          mod == "router.expert_bias";
         if (hf_gate && !router) {
             // mlp.gate.weight: a router only in an MoE layer and with E output rows.
             if (moe_layer && dim0 == E) tc.role = TensorRole::Router;
         } else if (router || bias) {
-            if (!moe_layer)
-                throw InputError(full + ": router tensor in dense layer " + std::to_string(layer));
+            if (!moe_layer) throw InputError(full + ": router tensor in dense layer " + std::to_string(layer));
             if (dim0 != E)
                 throw InputError(full + ": router tensor has first dimension " +
                                  (shape.empty() ? std::string("none (scalar)") : std::to_string(dim0)) +
@@ -161,7 +163,8 @@ SchemeReport classify_checkpoint(const std::vector<std::pair<std::string, std::v
         for (const auto& [kind, present] : by_kind) {
             if (static_cast<int>(present.size()) == E) continue;
             int missing = 0;
-            while (present.count(missing)) ++missing;
+            while (present.count(missing))
+                ++missing;
             throw InputError("layer " + std::to_string(layer) + ": expert " + std::to_string(missing) + " has no " +
                              kind + " while others do");
         }
@@ -171,4 +174,4 @@ SchemeReport classify_checkpoint(const std::vector<std::pair<std::string, std::v
     return rep;
 }
 
-}  // namespace routepack::gpu
+} // namespace routepack::gpu

@@ -14,26 +14,27 @@
 namespace routepack::gpu {
 
 enum class TensorRole {
-    Other,            ///< not expert-indexed (attention, norms, dense MLP, shared experts, embeddings, ...)
-    ExpertPerTensor,  ///< `layers.{l}.(mlp|block_sparse_moe).experts.{e}.*`: one tensor per expert
-    ExpertStacked,    ///< `layers.{l}.mlp.experts.<name>` with first dimension E (expert axis 0)
-    Router,           ///< router weight [E, H] of an MoE layer (`mlp.gate.weight`, `block_sparse_moe.gate.weight`, `mlp.router.weight`)
-    RouterBias,       ///< router bias / correction [E] (`mlp.router.bias`, `mlp.gate.e_score_correction_bias`, `expert_bias`)
+    Other,           ///< not expert-indexed (attention, norms, dense MLP, shared experts, embeddings, ...)
+    ExpertPerTensor, ///< `layers.{l}.(mlp|block_sparse_moe).experts.{e}.*`: one tensor per expert
+    ExpertStacked,   ///< `layers.{l}.mlp.experts.<name>` with first dimension E (expert axis 0)
+    Router,          ///< router weight [E, H] of an MoE layer (`mlp.gate.weight`, `block_sparse_moe.gate.weight`,
+                     ///< `mlp.router.weight`)
+    RouterBias, ///< router bias / correction [E] (`mlp.router.bias`, `mlp.gate.e_score_correction_bias`, `expert_bias`)
 };
 
 struct TensorClass {
     std::string name;
     TensorRole role = TensorRole::Other;
-    int layer = -1;        ///< absolute decoder layer; -1 when the name has no `layers.{l}.`
-    int expert = -1;       ///< per-expert tensors only: logical expert id
-    int expert_axis = -1;  ///< stacked tensors only: 0
+    int layer = -1;       ///< absolute decoder layer; -1 when the name has no `layers.{l}.`
+    int expert = -1;      ///< per-expert tensors only: logical expert id
+    int expert_axis = -1; ///< stacked tensors only: 0
 };
 
 struct SchemeReport {
-    std::string scheme;           ///< "hf-per-expert" | "hf-stacked" | "megatron-stacked"
-    std::vector<int> moe_layers;  ///< layers holding expert tensors, ascending (== model.moe_layers)
-    int experts = 0;              ///< E
-    std::vector<TensorClass> tensors;  ///< one per input tensor, in input order
+    std::string scheme;               ///< "hf-per-expert" | "hf-stacked" | "megatron-stacked"
+    std::vector<int> moe_layers;      ///< layers holding expert tensors, ascending (== model.moe_layers)
+    int experts = 0;                  ///< E
+    std::vector<TensorClass> tensors; ///< one per input tensor, in input order
 };
 
 /// Classifies every tensor. Names may carry a `model.` / `decoder.` prefix and a Megatron
@@ -47,4 +48,4 @@ struct SchemeReport {
 SchemeReport classify_checkpoint(const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& names_and_shapes,
                                  const ModelDescription& model);
 
-}  // namespace routepack::gpu
+} // namespace routepack::gpu

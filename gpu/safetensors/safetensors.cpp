@@ -1,10 +1,10 @@
 #include "gpu/safetensors/safetensors.h"
 
-#include "core/util/errors.h"
 #include "core/util/atomic_file.h"
+#include "core/util/errors.h"
+#include "core/util/input_file.h"
 #include "core/util/json.h"
 #include "core/util/text.h"
-#include "core/util/input_file.h"
 
 #include <nlohmann/json.hpp>
 
@@ -24,7 +24,7 @@ namespace routepack::gpu {
 
 namespace {
 
-constexpr std::uint64_t kMaxHeaderSize = 100'000'000;  // reference MAX_HEADER_SIZE
+constexpr std::uint64_t kMaxHeaderSize = 100'000'000; // reference MAX_HEADER_SIZE
 
 struct DtypeRow {
     Dtype dtype;
@@ -33,17 +33,28 @@ struct DtypeRow {
 };
 
 constexpr std::array<DtypeRow, 22> kDtypes{{
-    {Dtype::BOOL, "BOOL", 8},         {Dtype::F4, "F4", 4},
-    {Dtype::F6_E2M3, "F6_E2M3", 6},   {Dtype::F6_E3M2, "F6_E3M2", 6},
-    {Dtype::U8, "U8", 8},             {Dtype::I8, "I8", 8},
-    {Dtype::F8_E5M2, "F8_E5M2", 8},   {Dtype::F8_E4M3, "F8_E4M3", 8},
-    {Dtype::F8_E8M0, "F8_E8M0", 8},   {Dtype::F8_E4M3FNUZ, "F8_E4M3FNUZ", 8},
-    {Dtype::F8_E5M2FNUZ, "F8_E5M2FNUZ", 8}, {Dtype::I16, "I16", 16},
-    {Dtype::U16, "U16", 16},          {Dtype::F16, "F16", 16},
-    {Dtype::BF16, "BF16", 16},        {Dtype::I32, "I32", 32},
-    {Dtype::U32, "U32", 32},          {Dtype::F32, "F32", 32},
-    {Dtype::C64, "C64", 64},          {Dtype::F64, "F64", 64},
-    {Dtype::I64, "I64", 64},          {Dtype::U64, "U64", 64},
+    {Dtype::BOOL, "BOOL", 8},
+    {Dtype::F4, "F4", 4},
+    {Dtype::F6_E2M3, "F6_E2M3", 6},
+    {Dtype::F6_E3M2, "F6_E3M2", 6},
+    {Dtype::U8, "U8", 8},
+    {Dtype::I8, "I8", 8},
+    {Dtype::F8_E5M2, "F8_E5M2", 8},
+    {Dtype::F8_E4M3, "F8_E4M3", 8},
+    {Dtype::F8_E8M0, "F8_E8M0", 8},
+    {Dtype::F8_E4M3FNUZ, "F8_E4M3FNUZ", 8},
+    {Dtype::F8_E5M2FNUZ, "F8_E5M2FNUZ", 8},
+    {Dtype::I16, "I16", 16},
+    {Dtype::U16, "U16", 16},
+    {Dtype::F16, "F16", 16},
+    {Dtype::BF16, "BF16", 16},
+    {Dtype::I32, "I32", 32},
+    {Dtype::U32, "U32", 32},
+    {Dtype::F32, "F32", 32},
+    {Dtype::C64, "C64", 64},
+    {Dtype::F64, "F64", 64},
+    {Dtype::I64, "I64", 64},
+    {Dtype::U64, "U64", 64},
 }};
 
 /// The header DOM: std::map objects (O(log n) per key; an ordered_json object inserts in O(n), which
@@ -101,13 +112,27 @@ void append_json_string(std::string& out, std::string_view s) {
     for (const char ch : s) {
         const auto c = static_cast<unsigned char>(ch);
         switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
+        case '"':
+            out += "\\\"";
+            break;
+        case '\\':
+            out += "\\\\";
+            break;
+        case '\b':
+            out += "\\b";
+            break;
+        case '\f':
+            out += "\\f";
+            break;
+        case '\n':
+            out += "\\n";
+            break;
+        case '\r':
+            out += "\\r";
+            break;
+        case '\t':
+            out += "\\t";
+            break;
         default:
             if (c < 0x20) {
                 out += "\\u00";
@@ -148,14 +173,14 @@ std::optional<std::uint64_t> checked_bits(const std::vector<std::uint64_t>& shap
 
 /// Duplicate keys seen while parsing (nlohmann keeps the last one silently).
 struct DuplicateKey {
-    int level = 0;           ///< 1: top-level object, 2: an object directly inside it
-    std::string owner;       ///< the top-level key owning a level-2 object
+    int level = 0;     ///< 1: top-level object, 2: an object directly inside it
+    std::string owner; ///< the top-level key owning a level-2 object
     std::string key;
 };
 
 struct Frame {
     bool is_object = false;
-    std::string owner;  ///< top-level key this container belongs to ("" for the top level)
+    std::string owner; ///< top-level key this container belongs to ("" for the top level)
     std::set<std::string> keys;
     std::string last_key;
 };
@@ -196,7 +221,8 @@ public:
             auto& top = stack_.back();
             if (stack_.size() == 1) top_keys.push_back(key);
             if (!top.keys.insert(key).second && !dup) {
-                if (stack_.size() == 1) dup = DuplicateKey{1, "", key};
+                if (stack_.size() == 1)
+                    dup = DuplicateKey{1, "", key};
                 else if (stack_.size() == 2 && top.is_object && stack_[0].is_object && top.owner != "__metadata__" &&
                          (key == "dtype" || key == "shape" || key == "data_offsets"))
                     dup = DuplicateKey{2, top.owner, key};
@@ -205,20 +231,21 @@ public:
         }
         return dom_.key(key);
     }
-    template <class Exception>
-    bool parse_error(std::size_t pos, const std::string& token, const Exception& ex) {
-        return dom_.parse_error(pos, token, ex);  // throws, as hjson::parse does
+    template <class Exception> bool parse_error(std::size_t pos, const std::string& token, const Exception& ex) {
+        return dom_.parse_error(pos, token, ex); // throws, as hjson::parse does
     }
 
     std::optional<DuplicateKey> dup;
-    std::vector<std::string> top_keys;  ///< the header's keys in file order
+    std::vector<std::string> top_keys; ///< the header's keys in file order
 
 private:
     void open(bool is_object) {
         Frame fr;
         fr.is_object = is_object;
-        if (stack_.size() == 1) fr.owner = stack_.back().last_key;
-        else if (!stack_.empty()) fr.owner = stack_.back().owner;
+        if (stack_.size() == 1)
+            fr.owner = stack_.back().last_key;
+        else if (!stack_.empty())
+            fr.owner = stack_.back().owner;
         stack_.push_back(std::move(fr));
     }
 
@@ -230,9 +257,9 @@ std::string describe_json_type(const hjson& v) {
     return v.type_name();
 }
 
-std::vector<std::uint64_t> unsigned_array(const std::filesystem::path& file, const std::string& field,
-                                          const hjson& v) {
-    if (!v.is_array()) fail(file, "InvalidHeaderDeserialization", field + ": expected an array, got " + describe_json_type(v));
+std::vector<std::uint64_t> unsigned_array(const std::filesystem::path& file, const std::string& field, const hjson& v) {
+    if (!v.is_array())
+        fail(file, "InvalidHeaderDeserialization", field + ": expected an array, got " + describe_json_type(v));
     std::vector<std::uint64_t> out;
     out.reserve(v.size());
     for (const auto& x : v) {
@@ -244,7 +271,7 @@ std::vector<std::uint64_t> unsigned_array(const std::filesystem::path& file, con
     return out;
 }
 
-}  // namespace
+} // namespace
 
 std::string_view dtype_name(Dtype d) {
     return kDtypes[static_cast<std::size_t>(d)].name;
@@ -323,13 +350,16 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
 
     // 1..3: header length.
     std::uint64_t n = 0;
-    for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<std::uint8_t>(f.map_[i]);
+    for (int i = 7; i >= 0; --i)
+        n = (n << 8) | static_cast<std::uint8_t>(f.map_[i]);
     if (n > kMaxHeaderSize)
         fail(path, "HeaderTooLarge",
-             "header length " + std::to_string(n) + " exceeds the limit of " + std::to_string(kMaxHeaderSize) + " bytes");
+             "header length " + std::to_string(n) + " exceeds the limit of " + std::to_string(kMaxHeaderSize) +
+                 " bytes");
     if (8 + n > size)
         fail(path, "InvalidHeaderLength",
-             "header length " + std::to_string(n) + " runs past the end of the file (" + std::to_string(size) + " bytes)");
+             "header length " + std::to_string(n) + " runs past the end of the file (" + std::to_string(size) +
+                 " bytes)");
     f.header_size_ = n;
 
     // 4: UTF-8.
@@ -352,13 +382,15 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
     } catch (const hjson::parse_error& e) {
         // e.byte counts the characters read, so the offending one is at e.byte - 1 (0-based).
         const std::size_t at = std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
-        fail(path, "InvalidHeaderDeserialization", "header: not valid JSON (error at header byte " + std::to_string(at) + ")");
+        fail(path, "InvalidHeaderDeserialization",
+             "header: not valid JSON (error at header byte " + std::to_string(at) + ")");
     } catch (const hjson::exception& e) {
         // out_of_range.406: a number beyond double ("1e400").
         fail(path, "InvalidHeaderDeserialization", "header: not valid JSON (" + util::json_error_description(e) + ")");
     }
     if (nul != std::string_view::npos)
-        fail(path, "InvalidHeaderDeserialization", "header: not valid JSON (error at header byte " + std::to_string(nul) + ")");
+        fail(path, "InvalidHeaderDeserialization",
+             "header: not valid JSON (error at header byte " + std::to_string(nul) + ")");
     if (!doc.is_object())
         fail(path, "InvalidHeaderDeserialization", "header: expected a JSON object, got " + describe_json_type(doc));
     const std::optional<DuplicateKey>& dup = sax.dup;
@@ -368,7 +400,8 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
             fail(path, "InvalidHeaderDeserialization", "__metadata__: duplicate field");
         if (dup->level == 1)
             fail(path, "DuplicateTensor",
-                 tensor_field(dup->key) + ": appears more than once in the header (refused; the reference keeps the last)");
+                 tensor_field(dup->key) +
+                     ": appears more than once in the header (refused; the reference keeps the last)");
         fail(path, "InvalidHeaderDeserialization", tensor_field(dup->owner) + " " + dup->key + ": duplicate field");
     }
 
@@ -382,7 +415,8 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
                 continue;
             }
             if (!value.is_object())
-                fail(path, "InvalidHeaderDeserialization", "__metadata__: expected a map of string to string, got " + describe_json_type(value));
+                fail(path, "InvalidHeaderDeserialization",
+                     "__metadata__: expected a map of string to string, got " + describe_json_type(value));
             for (const auto& [mk, mv] : value.items()) {
                 if (!mv.is_string())
                     fail(path, "InvalidHeaderDeserialization",
@@ -394,15 +428,19 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
         }
         const std::string field = tensor_field(key);
         if (!value.is_object())
-            fail(path, "InvalidHeaderDeserialization", field + ": expected an object, got " + describe_json_type(value));
+            fail(path, "InvalidHeaderDeserialization",
+                 field + ": expected an object, got " + describe_json_type(value));
         TensorInfo t;
         t.name = key;
         const auto dt = value.find("dtype");
         if (dt == value.end()) fail(path, "InvalidHeaderDeserialization", field + ": missing field dtype");
         if (!dt->is_string())
-            fail(path, "InvalidHeaderDeserialization", field + " dtype: expected a string, got " + describe_json_type(*dt));
+            fail(path, "InvalidHeaderDeserialization",
+                 field + " dtype: expected a string, got " + describe_json_type(*dt));
         const auto parsed = parse_dtype(dt->get<std::string>());
-        if (!parsed) fail(path, "InvalidHeaderDeserialization", field + " dtype: unknown dtype '" + dt->get<std::string>() + "'");
+        if (!parsed)
+            fail(path, "InvalidHeaderDeserialization",
+                 field + " dtype: unknown dtype '" + dt->get<std::string>() + "'");
         t.dtype = *parsed;
         const auto sh = value.find("shape");
         if (sh == value.end()) fail(path, "InvalidHeaderDeserialization", field + ": missing field shape");
@@ -430,10 +468,12 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
                  field + " data_offsets " + offsets_text(t.data_begin, t.data_end) + ": expected to begin at " +
                      std::to_string(start) + " (a gap or an overlap)");
         if (t.data_end < t.data_begin)
-            fail(path, "InvalidOffset", field + " data_offsets " + offsets_text(t.data_begin, t.data_end) + ": end before begin");
+            fail(path, "InvalidOffset",
+                 field + " data_offsets " + offsets_text(t.data_begin, t.data_end) + ": end before begin");
         std::uint64_t elements = 0;
         const auto bits = checked_bits(t.shape, dtype_bits(t.dtype), &elements);
-        if (!bits) fail(path, "ValidationOverflow", field + " shape " + shape_text(t.shape) + ": size overflows 64 bits");
+        if (!bits)
+            fail(path, "ValidationOverflow", field + " shape " + shape_text(t.shape) + ": size overflows 64 bits");
         if (*bits % 8 != 0)
             fail(path, "MisalignedSlice",
                  field + " shape " + shape_text(t.shape) + ": " + std::to_string(elements) + " elements of " +
@@ -449,10 +489,11 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
     std::uint64_t expected = 0;
     if (__builtin_add_overflow(start, 8 + n, &expected) || expected != size)
         fail(path, "MetadataIncompleteBuffer",
-             "data: tensors cover " + std::to_string(start) + " bytes, but the file holds " + std::to_string(size - 8 - n) +
-                 " after the header");
+             "data: tensors cover " + std::to_string(start) + " bytes, but the file holds " +
+                 std::to_string(size - 8 - n) + " after the header");
 
-    for (std::size_t i = 0; i < tensors.size(); ++i) f.index_.emplace(tensors[i].name, i);
+    for (std::size_t i = 0; i < tensors.size(); ++i)
+        f.index_.emplace(tensors[i].name, i);
     f.tensors_ = std::move(tensors);
     return f;
 }
@@ -460,7 +501,8 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
 std::vector<std::string> SafetensorsFile::names() const {
     std::vector<std::string> out;
     out.reserve(tensors_.size());
-    for (const auto& t : tensors_) out.push_back(t.name);
+    for (const auto& t : tensors_)
+        out.push_back(t.name);
     return out;
 }
 
@@ -486,7 +528,8 @@ std::string serialize_safetensors(const std::vector<TensorData>& tensors, const 
     order.reserve(tensors.size());
     std::set<std::string_view> seen;
     for (const auto& t : tensors) {
-        if (!seen.insert(t.name).second) throw InputError("safetensors writer: " + tensor_field(t.name) + ": duplicate tensor name");
+        if (!seen.insert(t.name).second)
+            throw InputError("safetensors writer: " + tensor_field(t.name) + ": duplicate tensor name");
         const auto bits = checked_bits(t.shape, dtype_bits(t.dtype), nullptr);
         if (!bits) throw InputError("safetensors writer: " + tensor_field(t.name) + " shape: size overflows 64 bits");
         if (*bits % 8 != 0)
@@ -545,9 +588,11 @@ std::string serialize_safetensors(const std::vector<TensorData>& tensors, const 
     std::string out;
     out.reserve(8 + header.size() + offset);
     std::uint64_t n = header.size();
-    for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xFF));
+    for (int i = 0; i < 8; ++i)
+        out.push_back(static_cast<char>((n >> (8 * i)) & 0xFF));
     out += header;
-    for (const auto* t : order) out.append(reinterpret_cast<const char*>(t->data.data()), t->data.size());
+    for (const auto* t : order)
+        out.append(reinterpret_cast<const char*>(t->data.data()), t->data.size());
     return out;
 }
 
@@ -560,10 +605,14 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Tens
         using Step = util::AtomicWriteError::Step;
         const std::string reason = std::strerror(e.error);
         switch (e.step) {
-        case Step::Create: fail(path, "IoError", "cannot create " + e.temp.string() + ": " + reason);
-        case Step::Write: fail(path, "IoError", "write failed: " + reason);
-        case Step::Flush: fail(path, "IoError", "flush failed: " + reason);
-        case Step::Rename: fail(path, "IoError", "rename failed: " + reason);
+        case Step::Create:
+            fail(path, "IoError", "cannot create " + e.temp.string() + ": " + reason);
+        case Step::Write:
+            fail(path, "IoError", "write failed: " + reason);
+        case Step::Flush:
+            fail(path, "IoError", "flush failed: " + reason);
+        case Step::Rename:
+            fail(path, "IoError", "rename failed: " + reason);
         }
     }
 }
@@ -573,7 +622,8 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Tens
 
 std::vector<std::string> CheckpointIndex::shards() const {
     std::set<std::string> s;
-    for (const auto& [name, shard] : weight_map) s.insert(shard);
+    for (const auto& [name, shard] : weight_map)
+        s.insert(shard);
     return {s.begin(), s.end()};
 }
 
@@ -591,9 +641,11 @@ CheckpointIndex read_index(const std::filesystem::path& dir) {
     idx.dir = dir;
     if (const auto m = doc.find("metadata"); m != doc.end() && !m->is_null()) {
         if (!m->is_object()) fail(file, "InvalidIndex", "metadata: expected an object");
-        for (const auto& [k, v] : m->items()) idx.metadata[k] = v.is_string() ? v.get<std::string>() : v.dump();
+        for (const auto& [k, v] : m->items())
+            idx.metadata[k] = v.is_string() ? v.get<std::string>() : v.dump();
         if (const auto ts = m->find("total_size"); ts != m->end()) {
-            if (!ts->is_number_unsigned()) fail(file, "InvalidIndex", "metadata.total_size: expected a non-negative integer");
+            if (!ts->is_number_unsigned())
+                fail(file, "InvalidIndex", "metadata.total_size: expected a non-negative integer");
             idx.total_size = ts->get<std::uint64_t>();
         }
     }
@@ -603,11 +655,11 @@ CheckpointIndex read_index(const std::filesystem::path& dir) {
     if (wm->empty()) fail(file, "InvalidIndex", "weight_map: empty (it must name the shard of every tensor)");
     for (const auto& [name, shard] : wm->items()) {
         const std::string shown_name = util::printable(name);
-        if (!shard.is_string()) fail(file, "InvalidIndex", "weight_map '" + shown_name + "': expected a shard file name");
+        if (!shard.is_string())
+            fail(file, "InvalidIndex", "weight_map '" + shown_name + "': expected a shard file name");
         const auto s = shard.get<std::string>();
-        const bool control = std::any_of(s.begin(), s.end(), [](char c) {
-            return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-        });
+        const bool control =
+            std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
         if (s.empty() || control || s.find('/') != std::string::npos || s.find('\\') != std::string::npos || s == "." ||
             s == "..")
             fail(file, "InvalidIndex",
@@ -617,4 +669,4 @@ CheckpointIndex read_index(const std::filesystem::path& dir) {
     return idx;
 }
 
-}  // namespace routepack::gpu
+} // namespace routepack::gpu

@@ -31,8 +31,28 @@ namespace routepack::gpu {
 
 /// The reference `Dtype` enum, in its order (= increasing alignment; the writer sorts by it).
 enum class Dtype : std::uint8_t {
-    BOOL, F4, F6_E2M3, F6_E3M2, U8, I8, F8_E5M2, F8_E4M3, F8_E8M0, F8_E4M3FNUZ, F8_E5M2FNUZ,
-    I16, U16, F16, BF16, I32, U32, F32, C64, F64, I64, U64,
+    BOOL,
+    F4,
+    F6_E2M3,
+    F6_E3M2,
+    U8,
+    I8,
+    F8_E5M2,
+    F8_E4M3,
+    F8_E8M0,
+    F8_E4M3FNUZ,
+    F8_E5M2FNUZ,
+    I16,
+    U16,
+    F16,
+    BF16,
+    I32,
+    U32,
+    F32,
+    C64,
+    F64,
+    I64,
+    U64,
 };
 
 std::string_view dtype_name(Dtype d);
@@ -46,8 +66,8 @@ struct TensorInfo {
     std::string name;
     Dtype dtype = Dtype::U8;
     std::vector<std::uint64_t> shape;
-    std::uint64_t data_begin = 0;  ///< data_offsets[0], relative to the data buffer
-    std::uint64_t data_end = 0;    ///< data_offsets[1]
+    std::uint64_t data_begin = 0; ///< data_offsets[0], relative to the data buffer
+    std::uint64_t data_end = 0;   ///< data_offsets[1]
     std::uint64_t nbytes() const { return data_end - data_begin; }
 };
 
@@ -117,8 +137,8 @@ struct CheckpointIndex {
     std::filesystem::path dir;
     /// "metadata" values: strings as they are, other JSON values as compact JSON text.
     std::map<std::string, std::string> metadata;
-    std::optional<std::uint64_t> total_size;  ///< metadata.total_size when an unsigned integer
-    std::map<std::string, std::string> weight_map;  ///< tensor name -> shard file name (in `dir`)
+    std::optional<std::uint64_t> total_size;       ///< metadata.total_size when an unsigned integer
+    std::map<std::string, std::string> weight_map; ///< tensor name -> shard file name (in `dir`)
     /// Distinct shard file names, sorted.
     std::vector<std::string> shards() const;
 };
@@ -126,4 +146,4 @@ struct CheckpointIndex {
 /// Parses dir/model.safetensors.index.json; throws InputError naming the file and field.
 CheckpointIndex read_index(const std::filesystem::path& dir);
 
-}  // namespace routepack::gpu
+} // namespace routepack::gpu

@@ -2,8 +2,8 @@
 
 #include "core/util/atomic_file.h"
 #include "core/util/errors.h"
-#include "core/util/json.h"
 #include "core/util/input_file.h"
+#include "core/util/json.h"
 
 #include <nlohmann/json.hpp>
 
@@ -37,10 +37,14 @@ struct FloatFormat {
 
 FloatFormat float_format(Dtype d) {
     switch (d) {
-    case Dtype::BF16: return {2, 7, 8};
-    case Dtype::F16: return {2, 10, 5};
-    case Dtype::F32: return {4, 23, 8};
-    default: break;
+    case Dtype::BF16:
+        return {2, 7, 8};
+    case Dtype::F16:
+        return {2, 10, 5};
+    case Dtype::F32:
+        return {4, 23, 8};
+    default:
+        break;
     }
     throw InputError("synth-checkpoint: dtype: " + std::string(dtype_name(d)) + " is not supported (BF16, F16 or F32)");
 }
@@ -50,8 +54,8 @@ std::uint32_t encode_exact(const FloatFormat& f, double v) {
     if (v == 0.0) return 0;
     const std::uint32_t sign = v < 0 ? 1u : 0u;
     int exp2 = 0;
-    const double m = std::frexp(std::fabs(v), &exp2);  // m in [0.5, 1)
-    const int e = exp2 - 1;                            // v = (2m) * 2^e, 2m in [1, 2)
+    const double m = std::frexp(std::fabs(v), &exp2); // m in [0.5, 1)
+    const int e = exp2 - 1;                           // v = (2m) * 2^e, 2m in [1, 2)
     const double frac = (2.0 * m - 1.0) * std::ldexp(1.0, f.mant_bits);
     const auto mant = static_cast<std::uint32_t>(frac);
     const int field = e + f.bias();
@@ -61,7 +65,8 @@ std::uint32_t encode_exact(const FloatFormat& f, double v) {
 }
 
 void put_bits(std::vector<std::byte>& out, const FloatFormat& f, std::uint32_t bits) {
-    for (int i = 0; i < f.bytes; ++i) out.push_back(static_cast<std::byte>((bits >> (8 * i)) & 0xFF));
+    for (int i = 0; i < f.bytes; ++i)
+        out.push_back(static_cast<std::byte>((bits >> (8 * i)) & 0xFF));
 }
 
 enum class Fill { Expert, Norm, Small };
@@ -76,7 +81,8 @@ struct Spec {
 
 std::uint64_t numel(const Spec& s) {
     std::uint64_t n = 1;
-    for (auto d : s.shape) n *= d;
+    for (auto d : s.shape)
+        n *= d;
     return n;
 }
 
@@ -127,19 +133,23 @@ std::vector<std::byte> tensor_bytes(const Spec& s, Dtype d, const FloatFormat& f
     out.reserve(n * static_cast<std::uint64_t>(f.bytes));
     if (s.fill == Fill::Expert) {
         const std::uint32_t bits = synth_expert_bits(d, s.layer, s.expert);
-        for (std::uint64_t i = 0; i < n; ++i) put_bits(out, f, bits);
+        for (std::uint64_t i = 0; i < n; ++i)
+            put_bits(out, f, bits);
         return out;
     }
     if (s.fill == Fill::Norm) {
         const std::uint32_t one = encode_exact(f, 1.0);
-        for (std::uint64_t i = 0; i < n; ++i) put_bits(out, f, one);
+        for (std::uint64_t i = 0; i < n; ++i)
+            put_bits(out, f, one);
         return out;
     }
     // k/64, k in -8..8, from an FNV-1a hash of the name and the element index.
     std::uint32_t h = 2166136261u;
-    for (unsigned char ch : s.name) h = (h ^ ch) * 16777619u;
+    for (unsigned char ch : s.name)
+        h = (h ^ ch) * 16777619u;
     std::uint32_t table[17];
-    for (int k = -8; k <= 8; ++k) table[k + 8] = encode_exact(f, k / 64.0);
+    for (int k = -8; k <= 8; ++k)
+        table[k + 8] = encode_exact(f, k / 64.0);
     for (std::uint64_t i = 0; i < n; ++i) {
         const std::uint32_t x = (h ^ static_cast<std::uint32_t>(i * 2654435761u)) * 16777619u;
         put_bits(out, f, table[(x >> 8) % 17]);
@@ -154,7 +164,7 @@ void write_text(const fs::path& p, const std::string& text) {
         util::write_file_atomically(p, text);
     } catch (const util::AtomicWriteError& e) {
         throw InputError(p.string() + (e.step == util::AtomicWriteError::Step::Create ? ": IoError: cannot create file"
-                                                                                     : ": IoError: write failed"));
+                                                                                      : ": IoError: write failed"));
     }
 }
 
@@ -167,7 +177,9 @@ std::string shard_name(std::size_t k, std::size_t n) {
 void check_config(const SynthCheckpointConfig& c) {
     c.model.validate();
     auto pos = [](int v, const char* field) {
-        if (v < 1 || v > (1 << 16)) throw InputError(std::string("synth-checkpoint: ") + field + ": must be 1..65536, got " + std::to_string(v));
+        if (v < 1 || v > (1 << 16))
+            throw InputError(std::string("synth-checkpoint: ") + field + ": must be 1..65536, got " +
+                             std::to_string(v));
     };
     pos(c.hidden, "hidden");
     pos(c.moe_intermediate, "moe_intermediate");
@@ -182,7 +194,7 @@ void check_config(const SynthCheckpointConfig& c) {
     (void)synth_expert_bits(*d, c.model.moe_layers.front(), 0);
 }
 
-}  // namespace
+} // namespace
 
 std::uint32_t synth_expert_bits(Dtype dtype, int layer, int expert) {
     const FloatFormat f = float_format(dtype);
@@ -200,8 +212,9 @@ std::uint32_t synth_expert_bits(Dtype dtype, int layer, int expert) {
 std::optional<std::pair<int, int>> decode_synth_expert_element(Dtype dtype, const std::byte* p) {
     const FloatFormat f = float_format(dtype);
     std::uint32_t bits = 0;
-    for (int i = 0; i < f.bytes; ++i) bits |= static_cast<std::uint32_t>(std::to_integer<unsigned>(p[i])) << (8 * i);
-    if (bits >> (f.exp_bits + f.mant_bits)) return std::nullopt;  // sign
+    for (int i = 0; i < f.bytes; ++i)
+        bits |= static_cast<std::uint32_t>(std::to_integer<unsigned>(p[i])) << (8 * i);
+    if (bits >> (f.exp_bits + f.mant_bits)) return std::nullopt; // sign
     const int field = static_cast<int>(bits >> f.mant_bits);
     if (field == 0 || field == (1 << f.exp_bits) - 1) return std::nullopt;
     const int layer = field - f.bias();
@@ -272,7 +285,8 @@ std::vector<fs::path> write_synth_checkpoint(const SynthCheckpointConfig& cfg, c
     if (!fs::is_directory(parent, ec)) throw InputError(parent.string() + ": no such folder");
     const fs::path tmp = parent / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()));
     fs::remove_all(tmp, ec);
-    if (!fs::create_directory(tmp, ec) || ec) throw InputError(tmp.string() + ": cannot create folder: " + ec.message());
+    if (!fs::create_directory(tmp, ec) || ec)
+        throw InputError(tmp.string() + ": cannot create folder: " + ec.message());
 
     try {
         const std::vector<Spec> specs = tensor_specs(cfg);
@@ -312,11 +326,12 @@ std::vector<fs::path> write_synth_checkpoint(const SynthCheckpointConfig& cfg, c
         write_text(tmp / "model.safetensors.index.json", index.dump(2) + "\n");
         write_text(tmp / "config.json", synth_checkpoint_config_json(cfg));
 
-        if (fs::exists(target, ec)) fs::remove(target);  // checked empty above
+        if (fs::exists(target, ec)) fs::remove(target); // checked empty above
         fs::rename(tmp, target);
 
         std::vector<fs::path> out;
-        for (const auto& n : names) out.push_back(target / n);
+        for (const auto& n : names)
+            out.push_back(target / n);
         out.push_back(target / "model.safetensors.index.json");
         out.push_back(target / "config.json");
         return out;
@@ -362,7 +377,8 @@ SynthSlotCheck check_synth_checkpoint(const fs::path& dir) {
             if (out.order == "physical") {
                 auto it = p2l.find(layer);
                 if (it == p2l.end() || slot >= static_cast<int>(it->second.size()))
-                    throw InputError(sc.string() + ": no physical_to_logical_map row for layer " + std::to_string(layer));
+                    throw InputError(sc.string() + ": no physical_to_logical_map row for layer " +
+                                     std::to_string(layer));
                 want = it->second[static_cast<std::size_t>(slot)];
             }
             const auto d = f.data(t);
@@ -370,16 +386,18 @@ SynthSlotCheck check_synth_checkpoint(const fs::path& dir) {
             for (std::size_t k = 0; esz > 0 && k + esz <= d.size(); k += esz) {
                 const auto le = decode_synth_expert_element(t.dtype, d.data() + k);
                 if (!le || le->first != layer || le->second != want)
-                    throw InputError(p.string() + ": " + t.name + " element " + std::to_string(k / esz) + " holds " +
-                                     (le ? "layer " + std::to_string(le->first) + " expert " + std::to_string(le->second)
-                                         : std::string("no expert code")) +
-                                     ", expected layer " + std::to_string(layer) + " expert " + std::to_string(want));
+                    throw InputError(
+                        p.string() + ": " + t.name + " element " + std::to_string(k / esz) + " holds " +
+                        (le ? "layer " + std::to_string(le->first) + " expert " + std::to_string(le->second)
+                            : std::string("no expert code")) +
+                        ", expected layer " + std::to_string(layer) + " expert " + std::to_string(want));
             }
             ++out.tensors;
         }
     }
-    if (out.tensors == 0) throw InputError(dir.string() + ": no routed-expert tensors (model.layers.{l}.mlp.experts.{e}.*)");
+    if (out.tensors == 0)
+        throw InputError(dir.string() + ": no routed-expert tensors (model.layers.{l}.mlp.experts.{e}.*)");
     return out;
 }
 
-}  // namespace routepack::gpu
+} // namespace routepack::gpu

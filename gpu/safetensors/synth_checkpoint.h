@@ -47,7 +47,7 @@ struct SynthCheckpointConfig {
     int intermediate = 32;
     int vocab = 64;
     std::int64_t max_shard_bytes = 1 << 20;
-    std::string dtype = "BF16";  ///< BF16, F16 or F32
+    std::string dtype = "BF16"; ///< BF16, F16 or F32
 };
 
 /// Writes the checkpoint into a temporary folder beside out_dir, then renames it to out_dir. Refuses
@@ -70,9 +70,9 @@ std::optional<std::pair<int, int>> decode_synth_expert_element(Dtype dtype, cons
 
 /// Result of check_synth_checkpoint().
 struct SynthSlotCheck {
-    int tensors = 0;             ///< routed-expert tensors checked (every element of each)
-    std::string order;           ///< "logical" (no sidecar, or an inverse output) or "physical"
-    std::string placement;       ///< the sidecar's placement fingerprint ("" in logical order without sidecar)
+    int tensors = 0;       ///< routed-expert tensors checked (every element of each)
+    std::string order;     ///< "logical" (no sidecar, or an inverse output) or "physical"
+    std::string placement; ///< the sidecar's placement fingerprint ("" in logical order without sidecar)
 };
 
 /// Checks that every routed-expert tensor `model.layers.{l}.mlp.experts.{v}.*` of a synthetic checkpoint
@@ -82,4 +82,4 @@ struct SynthSlotCheck {
 /// the first mismatch; InputError when the folder has no expert tensors.
 SynthSlotCheck check_synth_checkpoint(const std::filesystem::path& dir);
 
-}  // namespace routepack::gpu
+} // namespace routepack::gpu

@@ -18,7 +18,9 @@ using namespace routepack;
 
 namespace {
 
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+double now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 std::uint64_t read_and_hash(const std::vector<fs::path>& files, std::uint64_t* bytes) {
     std::uint64_t h = 0xcbf29ce484222325ULL;
@@ -68,14 +70,16 @@ void bench(const char* label, const fs::path& input, const ImportOptions& opt) {
                 t.size() / t_db, t_read / t_db, db_bytes / 1e6);
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv) {
     fs::path shared = ROUTEPACK_SHARED_DIR;
     int synth_groups = 32;
     for (int i = 1; i < argc; ++i) {
-        if (!std::strcmp(argv[i], "--shared") && i + 1 < argc) shared = argv[++i];
-        else if (!std::strcmp(argv[i], "--synth-groups") && i + 1 < argc) synth_groups = std::atoi(argv[++i]);
+        if (!std::strcmp(argv[i], "--shared") && i + 1 < argc)
+            shared = argv[++i];
+        else if (!std::strcmp(argv[i], "--synth-groups") && i + 1 < argc)
+            synth_groups = std::atoi(argv[++i]);
         else {
             std::printf("usage: bench_import [--shared DIR] [--synth-groups G]\n");
             return 2;

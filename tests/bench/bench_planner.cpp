@@ -42,7 +42,8 @@ Topology make_topology(int P, int D, int G, std::int64_t C) {
     t.dp_slots = D;
     t.token_cap = C;
     t.edp_shards.assign(static_cast<std::size_t>(G), {});
-    for (int d = 0; d < D; ++d) t.edp_shards[static_cast<std::size_t>(d * G / D)].push_back(d);
+    for (int d = 0; d < D; ++d)
+        t.edp_shards[static_cast<std::size_t>(d * G / D)].push_back(d);
     t.attention_stages = {AttentionStage{"kda", 10.0, 0.0}, AttentionStage{"mla", 27.0, 27.0}};
     return t;
 }
@@ -64,34 +65,40 @@ Trace first_n(const Trace& all, int n) {
     return w;
 }
 
-double pct(double a, double b) { return a == 0 ? 0 : 100.0 * (b - a) / a; }
+double pct(double a, double b) {
+    return a == 0 ? 0 : 100.0 * (b - a) / a;
+}
 
 void quality_row(const char* label, const PlanResult& r) {
     const auto& a = r.reorder.metrics;
     const auto& b = r.routepack.metrics;
     const auto& k = r.karmarkar_karp.metrics;
-    std::printf("| %-34s | %3d%s | %+7.2f%% | %+7.2f%% | %.3f -> %.3f | %+6.2f%% | %+7.2f%% | %+7.2f%% | %d | %.3f s |\n",
-                label, r.rows.rows, r.rows.certified ? "c" : "?", pct(double(a.ep_peak_sum), double(b.ep_peak_sum)),
-                pct(double(a.ep_tail_peak), double(b.ep_tail_peak)), a.ep_balance_efficiency, b.ep_balance_efficiency,
-                pct(a.attention_sum, b.attention_sum), pct(a.joint, b.joint), pct(k.joint, b.joint), k.cap_violations,
-                r.timings.at("total"));
+    std::printf(
+        "| %-34s | %3d%s | %+7.2f%% | %+7.2f%% | %.3f -> %.3f | %+6.2f%% | %+7.2f%% | %+7.2f%% | %d | %.3f s |\n",
+        label, r.rows.rows, r.rows.certified ? "c" : "?", pct(double(a.ep_peak_sum), double(b.ep_peak_sum)),
+        pct(double(a.ep_tail_peak), double(b.ep_tail_peak)), a.ep_balance_efficiency, b.ep_balance_efficiency,
+        pct(a.attention_sum, b.attention_sum), pct(a.joint, b.joint), pct(k.joint, b.joint), k.cap_violations,
+        r.timings.at("total"));
 }
 
 /// Budgets every run starts from (defaults, or the command line's overrides).
 PlannerBudgets g_budgets;
 
-double timing(const PlanResult& r, const char* k) { return r.timings.count(k) ? r.timings.at(k) : 0.0; }
+double timing(const PlanResult& r, const char* k) {
+    return r.timings.count(k) ? r.timings.at(k) : 0.0;
+}
 
 void speed_row(const char* label, const PlanResult& r, int workers) {
     const double t_anneal = timing(r, "annealing");
-    std::printf("| %-40s | %d | %6.3f | %6.3f | %6.3f | %6.3f | %6.3f | %7.3f | %8.0f | %6.3f | %7.3f | %.2f%% |\n", label,
-                workers, timing(r, "placement"), timing(r, "bound"), timing(r, "row count"), timing(r, "baselines"),
-                timing(r, "seeding"), t_anneal, t_anneal > 0 ? r.proposals / t_anneal / workers : 0.0, timing(r, "polish"),
-                timing(r, "total"), 100.0 * bound_gap(r.routepack.metrics.score.max_u, r.bound.value));
+    std::printf("| %-40s | %d | %6.3f | %6.3f | %6.3f | %6.3f | %6.3f | %7.3f | %8.0f | %6.3f | %7.3f | %.2f%% |\n",
+                label, workers, timing(r, "placement"), timing(r, "bound"), timing(r, "row count"),
+                timing(r, "baselines"), timing(r, "seeding"), t_anneal,
+                t_anneal > 0 ? r.proposals / t_anneal / workers : 0.0, timing(r, "polish"), timing(r, "total"),
+                100.0 * bound_gap(r.routepack.metrics.score.max_u, r.bound.value));
 }
-const char* kSpeedHeader =
-    "| window | workers | placement | bound | rows | baselines | seeding | annealing | proposals/s/worker | polish | total | gap to LB |\n"
-    "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+const char* kSpeedHeader = "| window | workers | placement | bound | rows | baselines | seeding | annealing | "
+                           "proposals/s/worker | polish | total | gap to LB |\n"
+                           "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
 
 /// Peak resident set of this process so far (MiB).
 double peak_rss_mib() {
@@ -105,28 +112,43 @@ double median3(std::vector<double> v) {
     return v[v.size() / 2];
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv) {
     fs::path shared = ROUTEPACK_SHARED_DIR;
     bool real = true, grid = true, scale = true, anytime = true, x100 = false;
     for (int i = 1; i < argc; ++i) {
-        if (!std::strcmp(argv[i], "--shared") && i + 1 < argc) shared = argv[++i];
-        else if (!std::strcmp(argv[i], "--skip-real")) real = false;
-        else if (!std::strcmp(argv[i], "--skip-grid")) grid = false;
-        else if (!std::strcmp(argv[i], "--skip-scale")) scale = false;
-        else if (!std::strcmp(argv[i], "--skip-anytime")) anytime = false;
-        else if (!std::strcmp(argv[i], "--x100")) x100 = true;
-        else if (!std::strcmp(argv[i], "--p-straggler") && i + 1 < argc) g_budgets.annealing.p_straggler = std::atof(argv[++i]);
-        else if (!std::strcmp(argv[i], "--polish") && i + 1 < argc) g_budgets.polish_evaluations = std::atoll(argv[++i]);
-        else if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) g_budgets.annealing.steps = std::atoi(argv[++i]);
-        else if (!std::strcmp(argv[i], "--levels") && i + 1 < argc) g_budgets.annealing.levels = std::atoi(argv[++i]);
-        else if (!std::strcmp(argv[i], "--t0") && i + 1 < argc) g_budgets.annealing.t0 = std::atof(argv[++i]);
-        else if (!std::strcmp(argv[i], "--cooling") && i + 1 < argc) g_budgets.annealing.cooling = std::atof(argv[++i]);
-        else if (!std::strcmp(argv[i], "--population") && i + 1 < argc) g_budgets.seeding.population = std::atoi(argv[++i]);
+        if (!std::strcmp(argv[i], "--shared") && i + 1 < argc)
+            shared = argv[++i];
+        else if (!std::strcmp(argv[i], "--skip-real"))
+            real = false;
+        else if (!std::strcmp(argv[i], "--skip-grid"))
+            grid = false;
+        else if (!std::strcmp(argv[i], "--skip-scale"))
+            scale = false;
+        else if (!std::strcmp(argv[i], "--skip-anytime"))
+            anytime = false;
+        else if (!std::strcmp(argv[i], "--x100"))
+            x100 = true;
+        else if (!std::strcmp(argv[i], "--p-straggler") && i + 1 < argc)
+            g_budgets.annealing.p_straggler = std::atof(argv[++i]);
+        else if (!std::strcmp(argv[i], "--polish") && i + 1 < argc)
+            g_budgets.polish_evaluations = std::atoll(argv[++i]);
+        else if (!std::strcmp(argv[i], "--steps") && i + 1 < argc)
+            g_budgets.annealing.steps = std::atoi(argv[++i]);
+        else if (!std::strcmp(argv[i], "--levels") && i + 1 < argc)
+            g_budgets.annealing.levels = std::atoi(argv[++i]);
+        else if (!std::strcmp(argv[i], "--t0") && i + 1 < argc)
+            g_budgets.annealing.t0 = std::atof(argv[++i]);
+        else if (!std::strcmp(argv[i], "--cooling") && i + 1 < argc)
+            g_budgets.annealing.cooling = std::atof(argv[++i]);
+        else if (!std::strcmp(argv[i], "--population") && i + 1 < argc)
+            g_budgets.seeding.population = std::atoi(argv[++i]);
         else {
-            std::printf("usage: bench_planner [--shared DIR] [--skip-real] [--skip-grid] [--skip-scale] [--skip-anytime] [--x100]"
-                        " [--p-straggler X] [--polish N] [--steps K] [--levels N] [--t0 T] [--cooling F] [--population P]\n");
+            std::printf(
+                "usage: bench_planner [--shared DIR] [--skip-real] [--skip-grid] [--skip-scale] [--skip-anytime] "
+                "[--x100]"
+                " [--p-straggler X] [--polish N] [--steps K] [--levels N] [--t0 T] [--cooling F] [--population P]\n");
             return 2;
         }
     }
@@ -135,16 +157,21 @@ int main(int argc, char** argv) {
         if (real && fs::exists(shared / "traces")) {
             std::vector<std::pair<std::string, PlanResult>> real_runs;
             std::printf("(a) quality, routepack vs reorder (c = R* certified), default budgets, 2 workers\n");
-            std::printf("| window / topology | R* | S_EP | T_EP | eta_EP | attention | joint | joint vs KK | KK cap viol. | planner |\n");
+            std::printf("| window / topology | R* | S_EP | T_EP | eta_EP | attention | joint | joint vs KK | KK cap "
+                        "viol. | planner |\n");
             std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
             struct Set {
                 const char* dir;
                 const char* model;
                 int n;
                 const char* topos[2];
-            } sets[] = {{"traces/deepseek-v2-lite", "deepseek-v2-lite", 512,
+            } sets[] = {{"traces/deepseek-v2-lite",
+                         "deepseek-v2-lite",
+                         512,
                          {"deepseek-v2-lite-ep8-dp4", "deepseek-v2-lite-ep16-dp8"}},
-                        {"traces/llama4-maverick", "llama4-maverick", 235,
+                        {"traces/llama4-maverick",
+                         "llama4-maverick",
+                         235,
                          {"llama4-maverick-ep8-dp4", "llama4-maverick-ep16-dp8"}}};
             for (const auto& s : sets) {
                 ImportOptions o;
@@ -163,10 +190,13 @@ int main(int argc, char** argv) {
                 }
             }
             std::printf("\nthe same runs, seconds per stage\n%s", kSpeedHeader);
-            for (const auto& [label, r] : real_runs) speed_row(label.c_str(), r, 2);
-            std::printf("\n(d) max_g U, median over seeds 1, 2, 3 (2 workers): default budgets%s; lower bound LB and gap\n",
-                        x100 ? " and 100x steps per level" : "");
-            std::printf("| window / topology | reorder | default | time | gap to LB |%s LB |\n", x100 ? " 100x steps | time |" : "");
+            for (const auto& [label, r] : real_runs)
+                speed_row(label.c_str(), r, 2);
+            std::printf(
+                "\n(d) max_g U, median over seeds 1, 2, 3 (2 workers): default budgets%s; lower bound LB and gap\n",
+                x100 ? " and 100x steps per level" : "");
+            std::printf("| window / topology | reorder | default | time | gap to LB |%s LB |\n",
+                        x100 ? " 100x steps | time |" : "");
             std::printf("|---|---|---|---|---|%s---|\n", x100 ? "---|---|" : "");
             Trace anytime_window;
             Topology anytime_topology;
@@ -202,15 +232,17 @@ int main(int argc, char** argv) {
                         }
                     }
                     const double m = median3(u);
-                    std::printf("| %s %d / %s | %.3f | %.3f | %.3f s | %.2f%% |", s.model, s.n, t, reorder, m, median3(secs),
-                                100.0 * bound_gap(m, lb));
+                    std::printf("| %s %d / %s | %.3f | %.3f | %.3f s | %.2f%% |", s.model, s.n, t, reorder, m,
+                                median3(secs), 100.0 * bound_gap(m, lb));
                     if (x100) std::printf(" %.3f | %.3f s |", median3(u100), median3(secs100));
                     std::printf(" %.3f |\n", lb);
                 }
             }
             if (anytime && anytime_window.size() > 0) {
-                std::printf("\n(e) anytime curve, %zu-sample DeepSeek window / first topology, seed 1, 2 workers: steps per"
-                            " level scaled to the time budget\n", anytime_window.size());
+                std::printf(
+                    "\n(e) anytime curve, %zu-sample DeepSeek window / first topology, seed 1, 2 workers: steps per"
+                    " level scaled to the time budget\n",
+                    anytime_window.size());
                 PlanInput in;
                 in.window = anytime_window;
                 in.topology = anytime_topology;
@@ -219,8 +251,10 @@ int main(int argc, char** argv) {
                 const auto base = plan_window(in);
                 const double t_base = timing(base, "total");
                 const double t_fixed = t_base - timing(base, "annealing") - timing(base, "polish");
-                const double per_step = (timing(base, "annealing") + timing(base, "polish")) / g_budgets.annealing.steps;
-                std::printf("| budget | steps per level | polish evaluations | time | max_g U | gap to LB |\n|---|---|---|---|---|---|\n");
+                const double per_step =
+                    (timing(base, "annealing") + timing(base, "polish")) / g_budgets.annealing.steps;
+                std::printf("| budget | steps per level | polish evaluations | time | max_g U | gap to LB "
+                            "|\n|---|---|---|---|---|---|\n");
                 for (double budget : {0.05, 0.1, 0.5, 1.0, 5.0}) {
                     const double scale = std::max(0.05, (budget - t_fixed) / (per_step * g_budgets.annealing.steps));
                     in.budgets.annealing.steps = std::max(1, static_cast<int>(g_budgets.annealing.steps * scale));
@@ -229,7 +263,8 @@ int main(int argc, char** argv) {
                     const auto r = plan_window(in);
                     std::printf("| %.2f s | %d | %lld | %.3f s | %.3f | %.2f%% |\n", budget, in.budgets.annealing.steps,
                                 static_cast<long long>(in.budgets.polish_evaluations), timing(r, "total"),
-                                r.routepack.metrics.score.max_u, 100.0 * bound_gap(r.routepack.metrics.score.max_u, r.bound.value));
+                                r.routepack.metrics.score.max_u,
+                                100.0 * bound_gap(r.routepack.metrics.score.max_u, r.bound.value));
                 }
             }
         }
@@ -238,7 +273,8 @@ int main(int argc, char** argv) {
             std::printf("%s", kSpeedHeader);
             struct Point {
                 int layers, experts, top_k, P, D, G;
-            } points[] = {{26, 64, 6, 8, 4, 2}, {48, 128, 8, 16, 8, 2}, {64, 256, 8, 64, 16, 4}, {64, 256, 8, 64, 64, 8}};
+            } points[] = {
+                {26, 64, 6, 8, 4, 2}, {48, 128, 8, 16, 8, 2}, {64, 256, 8, 64, 16, 4}, {64, 256, 8, 64, 64, 8}};
             for (const auto& pt : points) {
                 SynthConfig c;
                 c.groups = 64;
@@ -258,14 +294,15 @@ int main(int argc, char** argv) {
                     in.budgets.workers = workers;
                     const auto r = plan_window(in);
                     char label[128];
-                    std::snprintf(label, sizeof label, "L%d E%d k%d P%d D%d G%d (R*=%d)", pt.layers, pt.experts, pt.top_k,
-                                  pt.P, pt.D, pt.G, r.rows.rows);
+                    std::snprintf(label, sizeof label, "L%d E%d k%d P%d D%d G%d (R*=%d)", pt.layers, pt.experts,
+                                  pt.top_k, pt.P, pt.D, pt.G, r.rows.rows);
                     speed_row(label, r, workers);
                 }
             }
         }
         if (scale) {
-            std::printf("\n(c) scale point: 8192 samples x 64 MoE layers x 256 experts (top-8), 64 EP ranks, 64 DP slots in 8 EDP shards\n");
+            std::printf("\n(c) scale point: 8192 samples x 64 MoE layers x 256 experts (top-8), 64 EP ranks, 64 DP "
+                        "slots in 8 EDP shards\n");
             SynthConfig c;
             c.groups = 1024;
             c.group_size = 8;
@@ -276,7 +313,7 @@ int main(int argc, char** argv) {
             c.response_mean = 512;
             c.max_length = 8192;
             const auto t0 = std::chrono::steady_clock::now();
-            PlanInput in;  // one input for both runs: the window is held once, as a training job would
+            PlanInput in; // one input for both runs: the window is held once, as a training job would
             in.window = synth_trace(c);
             in.topology = make_topology(64, 64, 8, 8192);
             const Trace& w = in.window;

@@ -26,7 +26,9 @@ using namespace routepack::gpu;
 
 namespace {
 
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+double now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 std::uint64_t dir_bytes(const fs::path& d) {
     std::uint64_t n = 0;
@@ -35,7 +37,7 @@ std::uint64_t dir_bytes(const fs::path& d) {
     return n;
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv) {
     fs::path dir = fs::temp_directory_path() / "routepack-bench-rewrite";
@@ -50,13 +52,19 @@ int main(int argc, char** argv) {
             }
             return argv[++i];
         };
-        if (a == "--dir") dir = next();
-        else if (a == "--layers") layers = std::stoi(next());
-        else if (a == "--experts") experts = std::stoi(next());
-        else if (a == "--workers") workers = std::stoi(next());
-        else if (a == "--keep") keep = true;
+        if (a == "--dir")
+            dir = next();
+        else if (a == "--layers")
+            layers = std::stoi(next());
+        else if (a == "--experts")
+            experts = std::stoi(next());
+        else if (a == "--workers")
+            workers = std::stoi(next());
+        else if (a == "--keep")
+            keep = true;
         else {
-            std::fprintf(stderr, "usage: bench_rewrite [--dir DIR] [--layers N] [--experts E] [--workers W] [--keep]\n");
+            std::fprintf(stderr,
+                         "usage: bench_rewrite [--dir DIR] [--layers N] [--experts E] [--workers W] [--keep]\n");
             return 2;
         }
     }
@@ -71,11 +79,13 @@ int main(int argc, char** argv) {
     std::string index = "{\"metadata\": {}, \"weight_map\": {";
     std::vector<std::string> bufs;
     for (int l = 0; l < layers; ++l) {
-        const std::string shard = "model-0000" + std::to_string(l + 1) + "-of-0000" + std::to_string(layers) + ".safetensors";
+        const std::string shard =
+            "model-0000" + std::to_string(l + 1) + "-of-0000" + std::to_string(layers) + ".safetensors";
         bufs.assign(static_cast<std::size_t>(experts), std::string());
         std::vector<TensorData> ts;
         for (int e = 0; e < experts; ++e) {
-            bufs[static_cast<std::size_t>(e)].assign(static_cast<std::size_t>(H) * I * 2, static_cast<char>((l * 131 + e) & 0xff));
+            bufs[static_cast<std::size_t>(e)].assign(static_cast<std::size_t>(H) * I * 2,
+                                                     static_cast<char>((l * 131 + e) & 0xff));
             const auto bytes = std::as_bytes(std::span(bufs[static_cast<std::size_t>(e)]));
             for (const char* proj : {"gate_proj", "up_proj", "down_proj"}) {
                 const std::string name =
@@ -103,7 +113,8 @@ int main(int argc, char** argv) {
     m.num_hidden_layers = layers;
     m.experts = experts;
     m.top_k = 8;
-    for (int l = 0; l < layers; ++l) m.moe_layers.push_back(l);
+    for (int l = 0; l < layers; ++l)
+        m.moe_layers.push_back(l);
     Placement pi;
     pi.layers = layers;
     pi.experts = experts;
@@ -112,7 +123,8 @@ int main(int argc, char** argv) {
     for (int l = 0; l < layers; ++l) {
         std::vector<int> p(static_cast<std::size_t>(experts));
         std::iota(p.begin(), p.end(), 0);
-        for (int i = experts - 1; i > 0; --i) std::swap(p[static_cast<std::size_t>(i)], p[rng.below(static_cast<std::uint64_t>(i) + 1)]);
+        for (int i = experts - 1; i > 0; --i)
+            std::swap(p[static_cast<std::size_t>(i)], p[rng.below(static_cast<std::uint64_t>(i) + 1)]);
         pi.slot.insert(pi.slot.end(), p.begin(), p.end());
     }
     RewriteRequest req;
@@ -155,8 +167,8 @@ int main(int argc, char** argv) {
         best_inv = std::min(best_inv, b.seconds);
         fs::remove_all(dir / "back");
         if (r == 0)
-            std::printf("moved: %d tensors, %.2f GB of %.2f GB\n", a.moved_tensors, static_cast<double>(a.moved_bytes) / 1e9,
-                        static_cast<double>(a.bytes_written) / 1e9);
+            std::printf("moved: %d tensors, %.2f GB of %.2f GB\n", a.moved_tensors,
+                        static_cast<double>(a.moved_bytes) / 1e9, static_cast<double>(a.bytes_written) / 1e9);
     }
     const double gb = static_cast<double>(bytes) / 1e9;
     std::printf("cp -r + sync      %7.3f s  %6.2f GB/s  (baseline)\n", best_cp, gb / best_cp);

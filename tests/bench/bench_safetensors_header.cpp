@@ -23,14 +23,15 @@ void write_file(const std::filesystem::path& p, std::size_t n) {
     std::ofstream f(p, std::ios::binary);
     std::uint64_t len = header.size();
     char le[8];
-    for (int b = 0; b < 8; ++b) le[b] = static_cast<char>((len >> (8 * b)) & 0xff);
+    for (int b = 0; b < 8; ++b)
+        le[b] = static_cast<char>((len >> (8 * b)) & 0xff);
     f.write(le, 8);
     f << header;
     const std::string data(4 * n, '\0');
     f << data;
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv) {
     const std::size_t max_n = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 800000;
@@ -48,8 +49,8 @@ int main(int argc, char** argv) {
             got = f.tensors().size();
             best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         }
-        std::printf("%10zu %12.1f %12.3f %14.2f\n", got, static_cast<double>(std::filesystem::file_size(p)) / 1e6,
-                    best, 1e6 * best / static_cast<double>(n));
+        std::printf("%10zu %12.1f %12.3f %14.2f\n", got, static_cast<double>(std::filesystem::file_size(p)) / 1e6, best,
+                    1e6 * best / static_cast<double>(n));
         std::filesystem::remove(p);
     }
     std::filesystem::remove_all(dir);

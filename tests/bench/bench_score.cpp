@@ -181,8 +181,8 @@ void bench(int n, int L, int P, int D, int G, double seconds, const std::vector<
     const Case c = make_case(n, L, P, D, G, 42);
     const double t_build = now() - tb;
     std::printf("\nproblem n=%d L=%d P=%d D=%d G=%d  R=%d cells=%d C=%lld  (demand %.0f MiB, built in %.2f s)\n", n, L,
-                P, D, G, c.x.rows, c.x.cell_count(), static_cast<long long>(c.p.C), c.p.demand.size() * double(sizeof(c.p.demand[0])) / (1 << 20),
-                t_build);
+                P, D, G, c.x.rows, c.x.cell_count(), static_cast<long long>(c.p.C),
+                c.p.demand.size() * double(sizeof(c.p.demand[0])) / (1 << 20), t_build);
     for (const std::string& isa : isas) {
         if (!set_score_kernel_isa(isa.c_str())) continue;
         const std::string name = score_kernel_isa();

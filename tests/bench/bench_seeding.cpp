@@ -81,7 +81,7 @@ PackingProblem make_problem(int n, int L, int P, int D, int G, std::int64_t C, d
     return p;
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv) {
     int n = 512, D = 8, G = 2, L = 32, P = 16, threads = 0;

@@ -21,11 +21,11 @@
 // Prints PASS / FAIL per check and one SUMMARY line; exits 1 on any failure, 2 on bad arguments, 0 with a
 // SKIP line when there is no CUDA device. --emulate runs the CUDA executor's host emulation instead (no
 // GPU needed, no bandwidth figures): a smoke test of this program on a build machine.
-#include "core/util/errors.h"
 #include "core/model/model.h"
+#include "core/util/errors.h"
 #include "core/util/rng.h"
-#include "gpu/rewrite.h"
 #include "gpu/cuda/rewrite_cuda.h"
+#include "gpu/rewrite.h"
 #include "gpu/safetensors/safetensors.h"
 #include "tests/rewrite_testutil.h"
 
@@ -56,8 +56,8 @@ using namespace routepack;
 using namespace routepack::gpu;
 namespace fs = std::filesystem;
 
-using routepack::test::random_placement;
 using routepack::test::group_placement;
+using routepack::test::random_placement;
 
 using routepack::test::rewrite_request;
 
@@ -74,13 +74,19 @@ struct Options {
 
 int g_failures = 0;
 
-void pass(const std::string& what) { std::printf("PASS %s\n", what.c_str()); std::fflush(stdout); }
+void pass(const std::string& what) {
+    std::printf("PASS %s\n", what.c_str());
+    std::fflush(stdout);
+}
 void fail(const std::string& what) {
     std::printf("FAIL %s\n", what.c_str());
     std::fflush(stdout);
     ++g_failures;
 }
-void info(const std::string& what) { std::printf("  %s\n", what.c_str()); std::fflush(stdout); }
+void info(const std::string& what) {
+    std::printf("  %s\n", what.c_str());
+    std::fflush(stdout);
+}
 
 /// printf-formats one number.
 std::string fmt(const char* f, double a) {
@@ -115,7 +121,8 @@ std::string compare_files(const fs::path& a, const fs::path& b) {
     const auto na = fs::file_size(a, ea), nb = fs::file_size(b, eb);
     if (ea) return a.string() + ": missing";
     if (eb) return b.string() + ": missing";
-    if (na != nb) return b.string() + ": " + std::to_string(nb) + " bytes, " + a.string() + " has " + std::to_string(na);
+    if (na != nb)
+        return b.string() + ": " + std::to_string(nb) + " bytes, " + a.string() + " has " + std::to_string(na);
     const int fa = ::open(a.c_str(), O_RDONLY | O_CLOEXEC), fb = ::open(b.c_str(), O_RDONLY | O_CLOEXEC);
     std::string res;
     if (fa < 0 || fb < 0) res = "cannot open " + (fa < 0 ? a : b).string();
@@ -138,7 +145,8 @@ std::string compare_files(const fs::path& a, const fs::path& b) {
         }
         if (std::memcmp(x.data(), y.data(), n) != 0) {
             std::size_t k = 0;
-            while (x[k] == y[k]) ++k;
+            while (x[k] == y[k])
+                ++k;
             res = b.filename().string() + " differs from " + a.string() + " first at byte " + std::to_string(off + k);
         }
     }
@@ -156,7 +164,8 @@ std::string compare_outputs(const RewritePlan& plan, const fs::path& a, const fs
 
 /// Copies config.json, the index and the other non-safetensors files into `dir`, as rewrite_checkpoint does.
 void copy_other_files(const RewritePlan& plan, const fs::path& dir) {
-    for (const fs::path& p : plan.other_files) fs::copy(p, dir / p.filename(), fs::copy_options::recursive);
+    for (const fs::path& p : plan.other_files)
+        fs::copy(p, dir / p.filename(), fs::copy_options::recursive);
 }
 
 /// The CUDA executor under test (or its host emulation).
@@ -178,7 +187,8 @@ void fresh_dir(const fs::path& d) {
 std::string random_bytes(std::size_t n, std::uint64_t seed) {
     Rng rng(seed);
     std::string s(n, '\0');
-    for (auto& c : s) c = static_cast<char>(rng.next() >> 56);
+    for (auto& c : s)
+        c = static_cast<char>(rng.next() >> 56);
     return s;
 }
 
@@ -202,19 +212,31 @@ void check_edges(const Options& o) {
         }
         plan.outputs.push_back(f);
     };
-    file("a.safetensors", {{0, 0, 8}, {0, 8, 1}, {1, 77000, 777}, {0, 3, 5}, {2, 4000, 0}, {0, 100001, 90001},
-                           {1, 13, 4099}, {2, 0, 5001}, {0, 16, 65553}, {1, 13, 4099}, {0, 199990, 13}});
+    file("a.safetensors", {{0, 0, 8},
+                           {0, 8, 1},
+                           {1, 77000, 777},
+                           {0, 3, 5},
+                           {2, 4000, 0},
+                           {0, 100001, 90001},
+                           {1, 13, 4099},
+                           {2, 0, 5001},
+                           {0, 16, 65553},
+                           {1, 13, 4099},
+                           {0, 199990, 13}});
     file("b.safetensors", {});
     file("c.safetensors", {{2, 5000, 1}, {0, 1, 150000}, {1, 0, 77777}});
     std::vector<std::tuple<int, std::uint64_t, std::uint64_t>> rev;
-    for (int e = 15; e >= 0; --e) rev.emplace_back(0, static_cast<std::uint64_t>(e) * 3001 + 7, 3001);
+    for (int e = 15; e >= 0; --e)
+        rev.emplace_back(0, static_cast<std::uint64_t>(e) * 3001 + 7, 3001);
     file("d.safetensors", rev);
 
     fresh_dir(root / "cpu");
     execute_rewrite_cpu(plan, root / "cpu", 0, {}, nullptr);
-    const std::pair<std::uint64_t, std::size_t> variants[] = {{64ull << 20, 1u << 16}, {4096, 1u << 16}, {1000, 3}, {16, 1}, {65539, 5}};
+    const std::pair<std::uint64_t, std::size_t> variants[] = {
+        {64ull << 20, 1u << 16}, {4096, 1u << 16}, {1000, 3}, {16, 1}, {65539, 5}};
     for (const auto& [chunk, pieces] : variants) {
-        const std::string name = "edge segments, chunk " + std::to_string(chunk) + " B, " + std::to_string(pieces) + " pieces";
+        const std::string name =
+            "edge segments, chunk " + std::to_string(chunk) + " B, " + std::to_string(pieces) + " pieces";
         try {
             fresh_dir(root / "cuda");
             run_cuda(o, plan, root / "cuda", nullptr, StagedRewriteOptions{chunk, pieces, false});
@@ -222,12 +244,15 @@ void check_edges(const Options& o) {
             for (const OutputFile& f : plan.outputs) {
                 std::string want;
                 for (const CopySegment& s : f.segments)
-                    want += src[static_cast<std::size_t>(s.src_file)].substr(static_cast<std::size_t>(s.src), static_cast<std::size_t>(s.len));
+                    want += src[static_cast<std::size_t>(s.src_file)].substr(static_cast<std::size_t>(s.src),
+                                                                             static_cast<std::size_t>(s.len));
                 if (read_text(root / "cuda" / f.name) != want) diff = f.name + ": not the bytes its segments name";
             }
             if (diff.empty()) diff = compare_outputs(plan, root / "cpu", root / "cuda");
-            if (diff.empty()) pass(name);
-            else fail(name + ": " + diff);
+            if (diff.empty())
+                pass(name);
+            else
+                fail(name + ": " + diff);
         } catch (const std::exception& e) {
             fail(name + ": " + e.what());
         }
@@ -253,8 +278,9 @@ void check_real(const Options& o) {
                 const ModelDescription m = model_from_hf_config(cfg_text, (in / "config.json").string());
                 const auto cfg = nlohmann::json::parse(cfg_text);
                 const int n_group = cfg.value("n_group", 1);
-                const Placement pi = router && n_group > 1 ? group_placement(m.num_moe_layers(), m.experts, m.experts / n_group)
-                                                           : random_placement(m.num_moe_layers(), m.experts, 5);
+                const Placement pi = router && n_group > 1
+                                         ? group_placement(m.num_moe_layers(), m.experts, m.experts / n_group)
+                                         : random_placement(m.num_moe_layers(), m.experts, 5);
                 const fs::path root = o.work / (std::string("real-") + n);
                 fresh_dir(root);
                 RewriteRequest req = rewrite_request(in, root / "planned", pi, m);
@@ -269,8 +295,10 @@ void check_real(const Options& o) {
                     if (diff.empty()) diff = compare_outputs(plan, root / "cpu", root / "cuda");
                 }
                 if (diff.empty()) diff = verify_rewrite(plan, root / "cuda");
-                if (diff.empty()) pass(name + " (CUDA == CPU, " + std::to_string(plan.moved_tensors) + " tensors moved)");
-                else fail(name + ": " + diff);
+                if (diff.empty())
+                    pass(name + " (CUDA == CPU, " + std::to_string(plan.moved_tensors) + " tensors moved)");
+                else
+                    fail(name + ": " + diff);
                 if (!o.keep) fs::remove_all(root);
             } catch (const std::exception& e) {
                 fail(name + ": " + e.what());
@@ -288,7 +316,7 @@ struct BigShape {
 
 BigShape big_shape(double gb) {
     BigShape s;
-    const double per_layer = 3.0 * s.experts * s.moe_inter * s.hidden * 2;  // bf16 expert weights
+    const double per_layer = 3.0 * s.experts * s.moe_inter * s.hidden * 2; // bf16 expert weights
     if (gb * 1e9 >= per_layer) {
         s.layers = std::max(1, static_cast<int>(std::lround(gb * 1e9 / per_layer)));
     } else {
@@ -321,7 +349,9 @@ bool parse_canary_name(const std::string& name, int* layer, int* expert) {
     return std::sscanf(name.c_str(), "model.layers.%d.mlp.experts.%d.%63s", layer, expert, rest) == 3 &&
            std::string(rest) == "down_proj.weight_scale_inv";
 }
-float canary_value(int layer, int expert) { return static_cast<float>(layer * 1000 + expert); }
+float canary_value(int layer, int expert) {
+    return static_cast<float>(layer * 1000 + expert);
+}
 
 /// Checks every canary tensor in the output folder's shards against the placement (apply direction).
 /// Returns "" or the first wrong slot, and the number checked in *checked.
@@ -329,7 +359,8 @@ std::string check_canaries(const fs::path& dir, const Placement& pi, int* checke
     *checked = 0;
     std::vector<int> p2l(pi.slot.size());
     for (int l = 0; l < pi.layers; ++l)
-        for (int e = 0; e < pi.experts; ++e) p2l[static_cast<std::size_t>(l * pi.experts + pi.at(l, e))] = e;
+        for (int e = 0; e < pi.experts; ++e)
+            p2l[static_cast<std::size_t>(l * pi.experts + pi.at(l, e))] = e;
     for (const auto& de : fs::directory_iterator(dir)) {
         if (de.path().extension() != ".safetensors") continue;
         const SafetensorsFile f = SafetensorsFile::open(de.path());
@@ -341,8 +372,7 @@ std::string check_canaries(const fs::path& dir, const Placement& pi, int* checke
             for (std::size_t b = 0; b + 4 <= d.size(); b += 4) {
                 float got = 0;
                 std::memcpy(&got, d.data() + b, 4);
-                if (got != want)
-                    return t.name + " holds " + std::to_string(got) + ", expected " + std::to_string(want);
+                if (got != want) return t.name + " holds " + std::to_string(got) + ", expected " + std::to_string(want);
             }
             ++*checked;
         }
@@ -375,13 +405,14 @@ std::pair<std::uint64_t, ModelDescription> write_big_checkpoint(const fs::path& 
             specs.push_back({q + "gate_proj.weight", Dtype::BF16, {M, H}});
             specs.push_back({q + "up_proj.weight", Dtype::BF16, {M, H}});
             specs.push_back({q + "down_proj.weight", Dtype::BF16, {H, M}});
-            specs.push_back({q + "down_proj.weight_scale_inv", Dtype::F32, {3, 5}});  // canary; 60 bytes: odd alignment
+            specs.push_back({q + "down_proj.weight_scale_inv", Dtype::F32, {3, 5}}); // canary; 60 bytes: odd alignment
         }
     }
     std::sort(specs.begin(), specs.end(), [](const Spec& a, const Spec& b) { return a.name < b.name; });
     auto nbytes = [](const Spec& sp) {
         std::uint64_t n = dtype_bits(sp.dtype) / 8;
-        for (auto d : sp.shape) n *= d;
+        for (auto d : sp.shape)
+            n *= d;
         return n;
     };
     constexpr std::uint64_t kShard = 1ull << 30;
@@ -410,7 +441,8 @@ std::pair<std::uint64_t, ModelDescription> write_big_checkpoint(const fs::path& 
             int l = -1, e = -1;
             if (parse_canary_name(specs[i].name, &l, &e)) {
                 const float v = canary_value(l, e);
-                for (std::size_t b = 0; b + 4 <= bufs.back().size(); b += 4) std::memcpy(bufs.back().data() + b, &v, 4);
+                for (std::size_t b = 0; b + 4 <= bufs.back().size(); b += 4)
+                    std::memcpy(bufs.back().data() + b, &v, 4);
             } else {
                 fill_random(bufs.back(), std::hash<std::string>{}(specs[i].name));
             }
@@ -455,10 +487,12 @@ BigResult check_big(const Options& o) {
         fresh_dir(root);
         auto t0 = std::chrono::steady_clock::now();
         const auto [bytes, model] = write_big_checkpoint(src, shape);
-        info("synthetic checkpoint: " + std::to_string(shape.layers) + " MoE layer(s) x " + std::to_string(shape.experts) +
-             " experts x 3 x [" + std::to_string(shape.moe_inter) + ", " + std::to_string(shape.hidden) + "] bf16, " +
-             fmt("%.2f GB", static_cast<double>(bytes) / 1e9) + " in " + fmt("%.1f s", seconds_since(t0)));
-        RewriteRequest req = rewrite_request(src, root / "planned", random_placement(shape.layers, shape.experts, 42), model);
+        info("synthetic checkpoint: " + std::to_string(shape.layers) + " MoE layer(s) x " +
+             std::to_string(shape.experts) + " experts x 3 x [" + std::to_string(shape.moe_inter) + ", " +
+             std::to_string(shape.hidden) + "] bf16, " + fmt("%.2f GB", static_cast<double>(bytes) / 1e9) + " in " +
+             fmt("%.1f s", seconds_since(t0)));
+        RewriteRequest req =
+            rewrite_request(src, root / "planned", random_placement(shape.layers, shape.experts, 42), model);
         req.permute_router = true;
         const RewritePlan plan = plan_rewrite(req);
         r.bytes = bytes;
@@ -482,21 +516,26 @@ BigResult check_big(const Options& o) {
         r.ran = true;
 
         std::string diff = cuda_bytes == cpu_bytes ? compare_outputs(plan, root / "cpu", root / "cuda")
-                                                   : "bytes written differ: CPU " + std::to_string(cpu_bytes) + ", CUDA " +
-                                                         std::to_string(cuda_bytes);
-        if (diff.empty()) pass(fmt("multi-GB synthetic checkpoint (%.2f GB): CUDA output == CPU output, byte for byte",
-                                   static_cast<double>(bytes) / 1e9));
-        else fail("multi-GB synthetic checkpoint: " + diff);
+                                                   : "bytes written differ: CPU " + std::to_string(cpu_bytes) +
+                                                         ", CUDA " + std::to_string(cuda_bytes);
+        if (diff.empty())
+            pass(fmt("multi-GB synthetic checkpoint (%.2f GB): CUDA output == CPU output, byte for byte",
+                     static_cast<double>(bytes) / 1e9));
+        else
+            fail("multi-GB synthetic checkpoint: " + diff);
         if (!o.keep) fs::remove_all(root / "cpu");
         int canaries = 0;
         diff = check_canaries(root / "cuda", req.placement, &canaries);
         if (diff.empty() && canaries == shape.layers * shape.experts)
             pass("multi-GB synthetic checkpoint: canaries: all " + std::to_string(canaries) +
                  " slots hold the expert the placement puts there");
-        else fail("multi-GB synthetic checkpoint: canaries (" + std::to_string(canaries) + " checked): " + diff);
+        else
+            fail("multi-GB synthetic checkpoint: canaries (" + std::to_string(canaries) + " checked): " + diff);
         diff = verify_rewrite(plan, root / "cuda");
-        if (diff.empty()) pass("multi-GB synthetic checkpoint: every CUDA-written segment equals its source (verify_rewrite)");
-        else fail("multi-GB synthetic checkpoint: verify_rewrite: " + diff);
+        if (diff.empty())
+            pass("multi-GB synthetic checkpoint: every CUDA-written segment equals its source (verify_rewrite)");
+        else
+            fail("multi-GB synthetic checkpoint: verify_rewrite: " + diff);
 
         // Inverse on CUDA back to logical order == the source.
         copy_other_files(plan, root / "cuda");
@@ -512,9 +551,11 @@ BigResult check_big(const Options& o) {
         diff.clear();
         for (const OutputFile& f : iplan.outputs)
             if (diff.empty()) diff = compare_files(src / f.name, root / "inverse" / f.name);
-        if (diff.empty()) pass("multi-GB synthetic checkpoint: CUDA apply then CUDA inverse reproduces every source shard" +
-                               fmt(" (inverse %.2f GB/s)", r.inverse_gbps));
-        else fail("multi-GB synthetic checkpoint: inverse: " + diff);
+        if (diff.empty())
+            pass("multi-GB synthetic checkpoint: CUDA apply then CUDA inverse reproduces every source shard" +
+                 fmt(" (inverse %.2f GB/s)", r.inverse_gbps));
+        else
+            fail("multi-GB synthetic checkpoint: inverse: " + diff);
     } catch (const std::exception& e) {
         fail(std::string("multi-GB synthetic checkpoint: ") + e.what());
     }
@@ -530,7 +571,7 @@ int usage(const char* msg) {
     return 2;
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv) {
     Options o;
@@ -620,8 +661,8 @@ int main(int argc, char** argv) {
         std::printf("; synthetic %.2f GB: cpu %.2f GB/s, cuda %.2f GB/s, cuda inverse %.2f GB/s (bytes written per s)",
                     static_cast<double>(big.bytes) / 1e9, big.cpu_gbps, big.cuda_gbps, big.inverse_gbps);
     if (have_bw)
-        std::printf("; H2D %.1f GB/s, D2H %.1f GB/s, D2D copy %.2f TB/s, gather %.2f TB/s, rewrite/D2D %.4f", bw.h2d_pinned_gbps,
-                    bw.d2h_pinned_gbps, bw.d2d_copy_gbps / 1e3, bw.gather_kernel_gbps / 1e3,
+        std::printf("; H2D %.1f GB/s, D2H %.1f GB/s, D2D copy %.2f TB/s, gather %.2f TB/s, rewrite/D2D %.4f",
+                    bw.h2d_pinned_gbps, bw.d2h_pinned_gbps, bw.d2d_copy_gbps / 1e3, bw.gather_kernel_gbps / 1e3,
                     big.ran ? 2 * big.cuda_gbps / bw.d2d_copy_gbps : 0.0);
     std::printf("\n");
     return g_failures ? 1 : 0;
