@@ -50,6 +50,8 @@ inline QString qpath(const std::filesystem::path& p) {
 } // namespace routepack::test
 
 /// Resolves `rel` under shared/ into `var`, skipping (no CI) or failing (CI set) when absent.
+// `var` is a declarator, which parentheses would break.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define ROUTEPACK_REQUIRE_SHARED(var, rel)                                                                             \
     QString var##_why;                                                                                                 \
     const std::filesystem::path var = routepack::test::shared_path(rel, &var##_why);                                   \
@@ -57,11 +59,12 @@ inline QString qpath(const std::filesystem::path& p) {
         if (qEnvironmentVariableIsSet("CI")) QFAIL(qPrintable(var##_why));                                             \
         QSKIP(qPrintable(var##_why));                                                                                  \
     }
+// NOLINTEND(bugprone-macro-parentheses)
 
 namespace QTest {
 /// Scores print as their three components with full precision in QCOMPARE failures.
-template <> inline char* toString(const routepack::Score& s) {
-    return qstrdup(QByteArray::number(s.max_u, 'g', 17) + " " + QByteArray::number(s.sum_u, 'g', 17) + " " +
-                   QByteArray::number(s.max_j, 'g', 17));
+template <> inline char* toString(const routepack::Score& t) {
+    return qstrdup(QByteArray::number(t.max_u, 'g', 17) + " " + QByteArray::number(t.sum_u, 'g', 17) + " " +
+                   QByteArray::number(t.max_j, 'g', 17));
 }
 } // namespace QTest

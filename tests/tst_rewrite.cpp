@@ -614,18 +614,18 @@ void TestRewrite::fp8ScalesMoveWithExpert() {
     store.reserve(2 * E + 1);
     std::vector<TensorData> ts;
     for (int e = 0; e < E; ++e) {
-        store.push_back(std::string(6, static_cast<char>(0x10 + e))); // F8_E4M3 [2, 3]
+        store.emplace_back(6, static_cast<char>(0x10 + e)); // F8_E4M3 [2, 3]
         ts.push_back({"model.layers.3.mlp.experts." + std::to_string(e) + ".down_proj.weight",
                       Dtype::F8_E4M3,
                       {2, 3},
                       std::as_bytes(std::span(store.back()))});
-        store.push_back(std::string(4, static_cast<char>(0x60 + e))); // F32 [1, 1]
+        store.emplace_back(4, static_cast<char>(0x60 + e)); // F32 [1, 1]
         ts.push_back({"model.layers.3.mlp.experts." + std::to_string(e) + ".down_proj.weight_scale_inv",
                       Dtype::F32,
                       {1, 1},
                       std::as_bytes(std::span(store.back()))});
     }
-    store.push_back(std::string(E * 2 * 2, '\x7f'));
+    store.emplace_back(E * 2 * 2, '\x7f');
     ts.push_back({"model.layers.3.mlp.gate.weight", Dtype::BF16, {4, 2}, std::as_bytes(std::span(store.back()))});
     fs::create_directories(tmp / "ck");
     write_safetensors(tmp / "ck" / "model.safetensors", ts, {});
@@ -677,7 +677,7 @@ void TestRewrite::megatronStackedWithOptimizerState() {
     stacked("optimizer.state.exp_avg.decoder.layers.0.mlp.experts.experts.linear_fc1.weight", Dtype::F32, 8, 0x20);
     stacked("optimizer.state.exp_avg_sq.decoder.layers.0.mlp.experts.experts.linear_fc1.weight", Dtype::F32, 8, 0x30);
     stacked("optimizer.state.fp32_param.decoder.layers.0.mlp.experts.experts.linear_fc1.weight", Dtype::F32, 8, 0x40);
-    store.push_back(std::string(E * 4 * 4, '\0'));
+    store.emplace_back(E * 4 * 4, '\0');
     for (int e = 0; e < E; ++e)
         std::fill_n(store.back().begin() + e * 16, 16, static_cast<char>(0x50 + e));
     ts.push_back({"decoder.layers.0.mlp.router.weight",

@@ -175,7 +175,7 @@ QVariant CompareTableModel::data(const QModelIndex& index, int role) const {
     case RawValueRole:
         return rawValue(index.row(), col);
     case Qt::DisplayRole: {
-        const QVariant v = rawValue(index.row(), col);
+        QVariant v = rawValue(index.row(), col);
         if (!v.isValid()) return QStringLiteral("\u2014");
         switch (col) {
         case Run:

@@ -119,7 +119,8 @@ std::vector<Out> checked_values(const py::array& a, const std::string& what, std
                     value_error(what + index_text(unravel(i, typed)) + " = " + std::to_string(v) + " exceeds " +
                                 std::to_string(hi));
             }
-            out[static_cast<std::size_t>(i)] = static_cast<Out>(v);
+            // int8 arrays hold numbers (-1 = no expert), not characters.
+            out[static_cast<std::size_t>(i)] = static_cast<Out>(v); // NOLINT(bugprone-signed-char-misuse)
         }
         return out;
     });
@@ -690,7 +691,8 @@ PYBIND11_MODULE(_core, m) {
     m.doc() = "RoutePack core (C++): placement, row count, packing planner, plan files, route counting";
 
     static py::exception<Cancelled> cancelled_exc(m, "Cancelled", PyExc_KeyboardInterrupt);
-    py::register_exception_translator([](std::exception_ptr p) {
+    // pybind11 stores translators as void(*)(std::exception_ptr): the parameter must be by value.
+    py::register_exception_translator([](std::exception_ptr p) { // NOLINT(performance-unnecessary-value-param)
         try {
             if (p) std::rethrow_exception(p);
         } catch (const InputError& e) {
@@ -817,17 +819,17 @@ Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scal
         py::arg("loads"), py::arg("ep_ranks"), py::arg("moe_layers") = py::none(),
         py::arg("num_hidden_layers") = py::none());
 
-    m.def("_identity",
-          [](int layers, int experts, int ep_ranks, std::vector<int> moe_layers, std::optional<int> num_hidden_layers) {
-              PyPlacement p;
-              p.model = make_model(moe_layers, experts, std::nullopt, num_hidden_layers, "");
-              if (static_cast<int>(moe_layers.size()) != layers) value_error("moe_layers must name every layer");
-              if (ep_ranks < 1 || experts % ep_ranks != 0)
-                  throw InputError("topology: " + std::to_string(experts) + " experts are not divisible by " +
-                                   std::to_string(ep_ranks) + " EP ranks");
-              p.pi = identity_placement(layers, experts, ep_ranks);
-              return p;
-          });
+    m.def("_identity", [](int layers, int experts, int ep_ranks, const std::vector<int>& moe_layers,
+                          std::optional<int> num_hidden_layers) {
+        PyPlacement p;
+        p.model = make_model(moe_layers, experts, std::nullopt, num_hidden_layers, "");
+        if (static_cast<int>(moe_layers.size()) != layers) value_error("moe_layers must name every layer");
+        if (ep_ranks < 1 || experts % ep_ranks != 0)
+            throw InputError("topology: " + std::to_string(experts) + " experts are not divisible by " +
+                             std::to_string(ep_ranks) + " EP ranks");
+        p.pi = identity_placement(layers, experts, ep_ranks);
+        return p;
+    });
 
     m.def("_rank_max_over_mean", [](const py::object& G) {
         const py::array a = as_array(G, "G");
