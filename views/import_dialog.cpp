@@ -108,7 +108,7 @@ bool ImportJob::start(const ImportRequest& request) {
             }
             return outcome;
         },
-        [this](quint64, std::shared_ptr<const Outcome> o) {
+        [this](quint64, const std::shared_ptr<const Outcome>& o) {
             if (!o) return;
             switch (o->kind) {
             case Outcome::Ok:
@@ -381,7 +381,7 @@ void ImportDialog::inputsChanged() {
     format_->setItemText(0, tr("Auto-detect"));
     if (list.isEmpty()) return;
     detects_->start<QString>([list](JobContext&) { return detectInputFormat(list); },
-                             [this](quint64, std::shared_ptr<const QString> format) {
+                             [this](quint64, const std::shared_ptr<const QString>& format) {
                                  detected_ = format ? *format : QString();
                                  format_->setItemText(
                                      0, detected_.isEmpty()

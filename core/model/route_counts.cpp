@@ -43,7 +43,8 @@ RouteCountError add_route_counts(const T* routes, std::int64_t tokens, int layer
             std::int32_t* dst = out + static_cast<std::int64_t>(l) * E;
             const T* c = r + static_cast<std::int64_t>(j) * k;
             for (int x = 0; x < k; ++x) {
-                const std::int64_t e = static_cast<std::int64_t>(c[x]);
+                // int8 routes are numbers (-1 = no expert), not characters.
+                const std::int64_t e = static_cast<std::int64_t>(c[x]); // NOLINT(bugprone-signed-char-misuse)
                 if (static_cast<std::uint64_t>(e) < static_cast<std::uint64_t>(E)) {
                     ++dst[e];
                 } else if (e != -1) {

@@ -188,7 +188,8 @@ void run_chain(const PackingProblem& p, IncrementalScorer& sc, const ChainConfig
             // in the straggler branch the draws skip g* (uniform over the R (G-1) others).
             auto draw_target = [&] {
                 if (!aim) return static_cast<int>(rng.below(static_cast<std::uint64_t>(RG)));
-                const int c = static_cast<int>(rng.below(static_cast<std::uint64_t>(R * (G - 1))));
+                const int c =
+                    static_cast<int>(rng.below(static_cast<std::uint64_t>(R) * static_cast<std::uint64_t>(G - 1)));
                 const int g = c % (G - 1);
                 return (c / (G - 1)) * G + (g >= gs ? g + 1 : g);
             };

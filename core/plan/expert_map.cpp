@@ -25,7 +25,7 @@ std::string expert_map_json(const Placement& pi, const ModelDescription& model, 
     nlohmann::ordered_json j;
     switch (format) {
     case ExpertMapFormat::SGLang: {
-        nlohmann::json rows = nlohmann::json::array();
+        nlohmann::ordered_json rows = nlohmann::ordered_json::array();
         std::vector<int> trivial(static_cast<std::size_t>(E));
         for (int e = 0; e < E; ++e)
             trivial[static_cast<std::size_t>(e)] = e;
@@ -37,7 +37,7 @@ std::string expert_map_json(const Placement& pi, const ModelDescription& model, 
         break;
     }
     case ExpertMapFormat::VLLM: {
-        nlohmann::json rows = nlohmann::json::array();
+        nlohmann::ordered_json rows = nlohmann::ordered_json::array();
         for (int l = 0; l < pi.layers; ++l)
             rows.push_back(row(l));
         j["physical_to_logical_map"] = std::move(rows);
@@ -52,7 +52,7 @@ std::string expert_map_json(const Placement& pi, const ModelDescription& model, 
         j["experts"] = E;
         j["ep_ranks"] = pi.ep_ranks;
         j["slots_per_rank"] = pi.slots_per_rank();
-        nlohmann::json placement = nlohmann::json::array(), maps = nlohmann::json::array();
+        nlohmann::ordered_json placement = nlohmann::ordered_json::array(), maps = nlohmann::ordered_json::array();
         for (int l = 0; l < pi.layers; ++l) {
             placement.push_back(std::vector<int>(pi.slot.begin() + static_cast<std::ptrdiff_t>(l) * E,
                                                  pi.slot.begin() + static_cast<std::ptrdiff_t>(l + 1) * E));

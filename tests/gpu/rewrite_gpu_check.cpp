@@ -360,14 +360,17 @@ std::string check_canaries(const fs::path& dir, const Placement& pi, int* checke
     std::vector<int> p2l(pi.slot.size());
     for (int l = 0; l < pi.layers; ++l)
         for (int e = 0; e < pi.experts; ++e)
-            p2l[static_cast<std::size_t>(l * pi.experts + pi.at(l, e))] = e;
+            p2l[static_cast<std::size_t>(l) * static_cast<std::size_t>(pi.experts) +
+                static_cast<std::size_t>(pi.at(l, e))] = e;
     for (const auto& de : fs::directory_iterator(dir)) {
         if (de.path().extension() != ".safetensors") continue;
         const SafetensorsFile f = SafetensorsFile::open(de.path());
         for (const TensorInfo& t : f.tensors()) {
             int l = -1, v = -1;
             if (!parse_canary_name(t.name, &l, &v)) continue;
-            const float want = canary_value(l, p2l[static_cast<std::size_t>(l * pi.experts + v)]);
+            const float want = canary_value(
+                l,
+                p2l[static_cast<std::size_t>(l) * static_cast<std::size_t>(pi.experts) + static_cast<std::size_t>(v)]);
             const auto d = f.data(t);
             for (std::size_t b = 0; b + 4 <= d.size(); b += 4) {
                 float got = 0;
