@@ -1,10 +1,16 @@
 // Model descriptions, layer lists, natural id order, fingerprints, load CV.
 #include "core/model/model.h"
 #include "core/model/trace.h"
+#include "core/util/atomic_file.h"
 #include "core/util/errors.h"
 #include "tests/testutil.h"
 
 #include <QtTest>
+
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 using namespace routepack;
 
@@ -31,6 +37,38 @@ private Q_SLOTS:
                               << "2,5"
                               << "2,5";
     }
+    void atomicWrite() {
+        // Replaces the file whole, leaves no temporary behind, and two writes never share a
+        // temporary name (the CLI once used a fixed "<out>.tmp").
+        const QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const std::filesystem::path out = std::filesystem::path(dir.path().toStdString()) / "plan.json";
+        routepack::util::write_file_atomically(out, "first\n");
+        routepack::util::write_file_atomically(out, "second");
+        std::ifstream in(out, std::ios::binary);
+        const std::string got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        QCOMPARE(QString::fromStdString(got), QStringLiteral("second"));
+        int entries = 0;
+        for (const auto& e : std::filesystem::directory_iterator(out.parent_path())) {
+            (void)e;
+            ++entries;
+        }
+        QCOMPARE(entries, 1);
+        // A folder that does not exist: the create step fails with ENOENT, nothing is written.
+        const std::filesystem::path missing = out.parent_path() / "no-such-folder" / "plan.json";
+        try {
+            routepack::util::write_file_atomically(missing, "x");
+            QFAIL("no error");
+        } catch (const routepack::util::AtomicWriteError& e) {
+            QCOMPARE(int(e.step), int(routepack::util::AtomicWriteError::Step::Create));
+            QCOMPARE(e.error, ENOENT);
+            QCOMPARE(QString::fromStdString(e.what()), QStringLiteral("create: No such file or directory"));
+            QVERIFY(e.temp.string().rfind(missing.string() + ".", 0) == 0);
+            QVERIFY(e.temp.string().size() > 4 && e.temp.string().substr(e.temp.string().size() - 4) == ".tmp");
+        }
+        QVERIFY(!std::filesystem::exists(missing.parent_path()));
+    }
+
     void layerList() {
         QFETCH(QString, text);
         QFETCH(QString, expanded);
