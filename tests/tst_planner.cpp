@@ -13,6 +13,8 @@
 
 #include <functional>
 
+#include <tbb/task_arena.h>
+
 #include <nlohmann/json.hpp>
 
 using namespace routepack;
@@ -244,6 +246,42 @@ private Q_SLOTS:
                                    " routes 2^31 or more tokens, beyond the int32 rank demand"));
     }
 
+    /// q[i][l][p] = sum of the counts of the experts EP rank p holds at layer l (eq. 5), against a
+    /// direct sum over every (l, e) on a synthetic window with a shuffled placement; a placement that
+    /// is not a permutation is refused instead of writing past a rank's slots.
+    void demandIsTheRankSumOfCounts() {
+        const PlanInput in = synth_input(3, 11);
+        const Trace& w = in.window;
+        const int L = w.model.num_moe_layers(), E = w.model.experts, P = in.topology.ep_ranks;
+        Placement pi = identity_placement(L, E, P);
+        Rng rng(5);
+        for (int l = 0; l < L; ++l)
+            for (int e = E - 1; e > 0; --e)
+                std::swap(pi.slot[static_cast<std::size_t>(l) * E + e],
+                          pi.slot[static_cast<std::size_t>(l) * E + rng.below(static_cast<std::uint64_t>(e) + 1)]);
+        const PackingProblem p = make_packing_problem(w, in.topology, pi);
+        std::vector<std::int32_t> want(static_cast<std::size_t>(p.n) * L * P, 0);
+        for (int i = 0; i < p.n; ++i)
+            for (int l = 0; l < L; ++l)
+                for (int e = 0; e < E; ++e)
+                    want[(static_cast<std::size_t>(i) * L + l) * P + pi.rank_of(l, e)] +=
+                        static_cast<std::int32_t>(w.counts[i * w.stride() + static_cast<std::size_t>(l) * E + e]);
+        QCOMPARE(p.demand, want);
+        QVERIFY(std::any_of(want.begin(), want.end(), [](std::int32_t v) { return v > 0; }));
+        // Layer 0: expert 1 moved into the slot of an expert on another rank, which now holds H + 1.
+        int other = 0;
+        while (pi.rank_of(0, other) == pi.rank_of(0, 1))
+            ++other;
+        const int full = pi.rank_of(0, other);
+        pi.slot[1] = pi.slot[static_cast<std::size_t>(other)];
+        QCOMPARE(QString::fromStdString(routepack::test::error_of<std::invalid_argument>(
+                     [&] { make_packing_problem(w, in.topology, pi); })),
+                 QStringLiteral("make_packing_problem: the placement of MoE layer index 0 gives EP rank %1 more than "
+                                "its %2 slots")
+                     .arg(full)
+                     .arg(E / P));
+    }
+
     void timeLimit() {
         PlanInput in = synth_input(8, 7);
         in.budgets.time_limit_s = 1e-9;
@@ -253,6 +291,32 @@ private Q_SLOTS:
         QVERIFY(!r.cancelled);
         const auto j = nlohmann::json::parse(plan_to_json(r));
         QCOMPARE(j["planner"]["time_limit_hit"].get<bool>(), true);
+    }
+
+    /// window_fingerprint against an independent implementation of its documented algorithm (Python:
+    /// FNV-1a 64 over the int64 lengths, chunks of 65,536 counts with four multiply-xorshift lanes,
+    /// folded with the splitmix64 finalizer): two chunks, a tail that is not a multiple of 8 counts,
+    /// and the same value in arenas of 1 and 2 workers; one changed count changes it.
+    void windowFingerprint() {
+        Trace w;
+        w.samples.resize(2);
+        w.samples[0].length = 3;
+        w.samples[1].length = 5;
+        const std::size_t n = 2 * 40003;
+        w.counts.resize(n);
+        for (std::size_t k = 0; k < n; ++k)
+            w.counts[k] = static_cast<std::uint32_t>(k * 2654435761u) ^ static_cast<std::uint32_t>(k >> 3);
+        std::string one, two;
+        tbb::task_arena(1).execute([&] { one = window_fingerprint(w); });
+        tbb::task_arena(2).execute([&] { two = window_fingerprint(w); });
+        QCOMPARE(one, std::string("c8fb3ab4592e50f3"));
+        QCOMPARE(two, one);
+        w.counts[70000] += 1;
+        QVERIFY(window_fingerprint(w) != one);
+        Trace empty;
+        empty.samples.resize(1);
+        empty.samples[0].length = 7;
+        QCOMPARE(window_fingerprint(empty), std::string("ae253598b337821e"));
     }
 
     void planFileRoundTrip() {
@@ -268,7 +332,8 @@ private Q_SLOTS:
         // Schema fields the training job relies on.
         const auto j = nlohmann::json::parse(text);
         QCOMPARE(j["format"].get<std::string>(), std::string("routepack-plan"));
-        QCOMPARE(j["version"].get<int>(), 2);
+        QCOMPARE(j["version"].get<int>(), 3);
+        QCOMPARE(j["inputs"]["fingerprint"].get<std::string>(), window_fingerprint(in.window));
         // The lower bound: recomputed from the window (core/plan/bound.h) and below the plan's max_g U.
         const PackingProblem pl = make_packing_problem(in.window, in.topology, r.lpt);
         const MaxULowerBound want = max_u_lower_bound(pl);
@@ -277,17 +342,28 @@ private Q_SLOTS:
         QCOMPARE(j["max_u_lower_bound"]["sample"].get<double>(), want.sample);
         QCOMPARE(j["max_u_lower_bound"]["gap"].get<double>(), r.routepack.metrics.score.max_u / want.value - 1.0);
         QVERIFY(want.value > 0 && want.value <= r.routepack.metrics.score.max_u);
-        QCOMPARE(f.version, 2);
+        QCOMPARE(f.version, 3);
         QVERIFY(f.has_bound);
         QCOMPARE(f.bound.value, want.value);
         {
             // A version 1 file (no bound) still reads; a bound above the score or a wrong gap does not.
+            // Versions 1 and 2 carry the FNV-1a fingerprint and are rescored with it.
             auto v1 = j;
             v1["version"] = 1;
             v1.erase("max_u_lower_bound");
+            v1["inputs"]["fingerprint"] = window_fingerprint_fnv(in.window);
             const PlanFile old = parse_plan(v1.dump(), "p.json");
             QVERIFY(!old.has_bound);
             QCOMPARE(rescore_plan(old, in.window), std::string());
+            auto v2 = j;
+            v2["version"] = 2;
+            v2["inputs"]["fingerprint"] = window_fingerprint_fnv(in.window);
+            QCOMPARE(rescore_plan(parse_plan(v2.dump(), "p.json"), in.window), std::string());
+            v2["inputs"]["fingerprint"] = window_fingerprint(in.window); // a version 3 hash in a version 2 file
+            QCOMPARE(QString::fromStdString(rescore_plan(parse_plan(v2.dump(), "p.json"), in.window)),
+                     QStringLiteral("routing counts differ from the plan's inputs (fingerprint %1 != %2)")
+                         .arg(QString::fromStdString(window_fingerprint_fnv(in.window)),
+                              QString::fromStdString(window_fingerprint(in.window))));
             auto high = j;
             high["max_u_lower_bound"]["value"] = r.routepack.metrics.score.max_u * 2;
             QVERIFY(QString::fromStdString(routepack::test::error_of<InputError>([&] {
@@ -303,11 +379,15 @@ private Q_SLOTS:
             QCOMPARE(QString::fromStdString(
                          routepack::test::error_of<InputError>([&] { parse_plan(missing.dump(), "p.json"); })),
                      QStringLiteral("p.json: missing field 'max_u_lower_bound'"));
-            auto v3 = j;
-            v3["version"] = 3;
+            auto v4 = j;
+            v4["version"] = 4;
             QCOMPARE(
-                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v3.dump(), "p.json"); })),
-                QStringLiteral("p.json: plan version 3 is not supported (expected 1 or 2)"));
+                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v4.dump(), "p.json"); })),
+                QStringLiteral("p.json: plan version 4 is not supported (expected 1 to 3)"));
+            v4["version"] = 0;
+            QCOMPARE(
+                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v4.dump(), "p.json"); })),
+                QStringLiteral("p.json: plan version 0 is not supported (expected 1 to 3)"));
             auto lower = j;
             lower["max_u_lower_bound"]["value"] = want.value / 2;
             lower["max_u_lower_bound"]["gap"] = r.routepack.metrics.score.max_u / (want.value / 2) - 1.0;

@@ -440,6 +440,17 @@ private Q_SLOTS:
         QCOMPARE(b.peak, (std::vector<i64>{6, 7, 12, 7, 3, 6, 8, 9}));
         QVERIFY2(same_score(b.score, Score{5.96875, 9.9375, 3.4375}), describe(b.score));
         QCOMPARE(b.score.energy(), 5.96875 + 1e-6 * 9.9375 + 1e-9 * 3.4375);
+        // The same score from the row-shard peak sums [R][G] = {13, 19, 9, 17} (a search that kept W).
+        const std::vector<i64> peak_sums{13, 19, 9, 17};
+        QVERIFY(same_score(score_from_peak_sums(x, p, peak_sums), b.score));
+        // One more token of peak at row-shard (1, 1): E 17/16 -> 18/16, U g1 = 5.96875 + 0.0625.
+        QVERIFY(same_score(score_from_peak_sums(x, p, std::vector<i64>{13, 19, 9, 18}), Score{6.03125, 10.0, 3.4375}));
+        try {
+            (void)score_from_peak_sums(x, p, std::vector<i64>{13, 19, 9});
+            QFAIL("a peak-sum vector of the wrong size was accepted");
+        } catch (const std::invalid_argument& e) {
+            QCOMPARE(std::string(e.what()), std::string("score: peak sums hold 3 values, expected rows x G = 4"));
+        }
 
         IncrementalScorer s(p, x);
         QVERIFY(same_score(s.score(), b.score));

@@ -285,6 +285,34 @@ private Q_SLOTS:
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, edp_aware_pair(length_only.cells, 3, p, 1, r));
     }
 
+    /// EDPAwarePair keeps its rank loads in int32 when sum_i max q[i] < 2^31 and in int64 otherwise;
+    /// every key it compares scales with the demand, so multiplying every q by 2^20 (which forces the
+    /// int64 path) must give the very same layout and the very same random draws.
+    void edpAwarePairSameOnBothLoadWidths() {
+        for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+            const PackingProblem q = random_problem(80, 3, 8, 4, {2, 2}, 4096, 100, 1000, seed);
+            PackingProblem wide = q;
+            std::int64_t bound = 0;
+            for (int i = 0; i < q.n; ++i)
+                bound += *std::max_element(q.q(i), q.q(i) + q.L * q.P) * (std::int64_t{1} << 20);
+            for (auto& v : wide.demand) {
+                QVERIFY(v < (1 << 11)); // v * 2^20 stays a valid int32 demand
+                v *= 1 << 20;
+            }
+            QVERIFY(bound >= (std::int64_t{1} << 31)); // the scaled problem takes the int64 path
+            const Layout x = ffd_at_smallest_rows(q);
+            for (int width : {1, 4}) {
+                for (int cap : {1, 3, 64}) {
+                    Rng ra(seed), rb(seed);
+                    const Layout a = edp_aware_pair(x.cells, x.rows, q, width, ra, cap);
+                    const Layout b = edp_aware_pair(x.cells, x.rows, wide, width, rb, cap);
+                    QCOMPARE(a, b);
+                    QCOMPARE(ra.next(), rb.next());
+                }
+            }
+        }
+    }
+
     void populationValidOnRandomWindows() {
         int distinct_total = 0;
         for (std::uint64_t seed = 1; seed <= 100; ++seed) {

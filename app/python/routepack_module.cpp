@@ -931,7 +931,7 @@ Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scal
             "int64 [L, E]: physical slot of each logical expert, rows = moe_layers")
         .def(
             "to_json", [](const PyPlan& p) { return plan_json(p); },
-            "The plan file text (format routepack-plan, version 1).")
+            "The plan file text (format routepack-plan, the version plan_to_json writes: 3).")
         .def(
             "export_map",
             [](const PyPlan& p, const std::string& format) {

@@ -38,12 +38,22 @@ PackingProblem make_packing_problem(const Trace& window, const Topology& topo, c
             throw InputError("sample '" + s.id + "': t_i * top_k = " + std::to_string(s.length) + " * " +
                              std::to_string(top_k) + " does not fit the int32 rank demand (must stay below 2^31)");
     }
-    // q[i][l][p] (eq. 5): rank of each (l, e) precomputed once.
-    std::vector<int> rank(static_cast<std::size_t>(p.L) * E);
-    for (int l = 0; l < p.L; ++l)
-        for (int e = 0; e < E; ++e)
-            rank[static_cast<std::size_t>(l) * E + e] = pi.rank_of(l, e);
-    p.demand.assign(static_cast<std::size_t>(p.n) * p.L * p.P, 0);
+    // q[i][l][p] (eq. 5) as a gather: the logical experts of each layer listed rank by rank
+    // (by_rank[l][p*H + h], H = E / P), so every q is one sum of H counts, written once.
+    const int H = E / p.P;
+    std::vector<int> by_rank(static_cast<std::size_t>(p.L) * E);
+    for (int l = 0; l < p.L; ++l) {
+        std::vector<int> filled(static_cast<std::size_t>(p.P), 0);
+        for (int e = 0; e < E; ++e) {
+            const int r = pi.rank_of(l, e);
+            if (r < 0 || r >= p.P || filled[r] == H)
+                throw std::invalid_argument("make_packing_problem: the placement of MoE layer index " +
+                                            std::to_string(l) + " gives EP rank " + std::to_string(r) +
+                                            " more than its " + std::to_string(H) + " slots");
+            by_rank[static_cast<std::size_t>(l) * E + static_cast<std::size_t>(r) * H + filled[r]++] = e;
+        }
+    }
+    p.demand.resize(static_cast<std::size_t>(p.n) * p.L * p.P);
     // A layer's routed total bounds every rank's share of it; totals below 2^31 keep q exact in int32.
     std::atomic<std::int64_t> bad{-1}; // (sample << 32) | layer of the first overflow
     tbb::parallel_for(0, p.n, [&](int i) {
@@ -51,11 +61,16 @@ PackingProblem make_packing_problem(const Trace& window, const Topology& topo, c
         std::int32_t* q = p.demand.data() + static_cast<std::size_t>(i) * p.L * p.P;
         for (int l = 0; l < p.L; ++l) {
             const std::uint32_t* al = a.data() + static_cast<std::size_t>(l) * E;
-            const int* rl = rank.data() + static_cast<std::size_t>(l) * E;
+            const int* rl = by_rank.data() + static_cast<std::size_t>(l) * E;
             std::int32_t* ql = q + static_cast<std::size_t>(l) * p.P;
             std::uint64_t total = 0;
-            for (int e = 0; e < E; ++e)
-                total += al[e];
+            for (int r = 0; r < p.P; ++r) {
+                std::uint64_t sum = 0;
+                for (int h = 0; h < H; ++h)
+                    sum += al[rl[r * H + h]];
+                total += sum;
+                ql[r] = static_cast<std::int32_t>(sum); // checked through `total` below
+            }
             if (total > static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max())) {
                 // Keep the smallest (sample, layer), so the error does not depend on scheduling.
                 const std::int64_t key = (static_cast<std::int64_t>(i) << 32) | l;
@@ -64,8 +79,6 @@ PackingProblem make_packing_problem(const Trace& window, const Topology& topo, c
                 }
                 return;
             }
-            for (int e = 0; e < E; ++e)
-                ql[rl[e]] += static_cast<std::int32_t>(al[e]);
         }
     });
     if (bad.load() >= 0) {

@@ -35,7 +35,8 @@ struct PackingProblem {
 /// Builds the problem from a window (samples + counts), a topology and a placement. InputError
 /// naming the sample when t_i > C, when t_i * top_k >= 2^31 or a layer's routed count total does
 /// (int32 demand), or when the window is empty; std::invalid_argument when the trace's E/L differ
-/// from the placement's.
+/// from the placement's or a layer of the placement gives an EP rank more than E / P experts.
+/// One parallel pass over the counts (each q is a gathered sum of its rank's E / P counts).
 PackingProblem make_packing_problem(const Trace& window, const Topology& topo, const Placement& pi);
 
 /// An R x D layout: cells[k] holds the sample indices of cell k = r*D + d (row r, DP slot d).

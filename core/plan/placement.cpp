@@ -3,6 +3,7 @@
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+#include <tbb/parallel_reduce.h>
 
 #include <algorithm>
 #include <cmath>
@@ -37,21 +38,28 @@ std::vector<std::uint64_t> aggregate_expert_loads(std::span<const std::uint32_t>
     if (counts.size() != n * stride)
         throw std::invalid_argument("aggregate_expert_loads: counts hold " + std::to_string(counts.size()) +
                                     " values, expected n*L*E = " + std::to_string(n * stride));
-    std::vector<std::uint64_t> loads(stride, 0);
-    if (stride == 0) return loads;
-    // Parallel over (layer, expert) columns: each output is summed by one task in sample order, so
-    // the result does not depend on the worker count (integers anyway).
-    tbb::parallel_for(tbb::blocked_range<int>(0, L), [&](const tbb::blocked_range<int>& range) {
-        for (int l = range.begin(); l != range.end(); ++l) {
-            std::uint64_t* out = loads.data() + static_cast<std::size_t>(l) * E;
-            for (std::size_t i = 0; i < n; ++i) {
-                const std::uint32_t* a = counts.data() + i * stride + static_cast<std::size_t>(l) * E;
-                for (int e = 0; e < E; ++e)
-                    out[e] += a[e];
+    if (stride == 0 || n == 0) return std::vector<std::uint64_t>(stride, 0);
+    // Blocks of samples summed in parallel, each into its own [L][E] partial, streaming the counts
+    // in memory order; the partials are added together. Integer sums, so the result does not depend
+    // on the split or the worker count.
+    using Acc = std::vector<std::uint64_t>;
+    return tbb::parallel_reduce(
+        tbb::blocked_range<std::size_t>(0, n, 32), Acc(),
+        [&](const tbb::blocked_range<std::size_t>& range, Acc acc) {
+            if (acc.empty()) acc.assign(stride, 0);
+            for (std::size_t i = range.begin(); i != range.end(); ++i) {
+                const std::uint32_t* a = counts.data() + i * stride;
+                for (std::size_t k = 0; k < stride; ++k)
+                    acc[k] += a[k];
             }
-        }
-    });
-    return loads;
+            return acc;
+        },
+        [](Acc a, const Acc& b) {
+            if (a.empty()) return b;
+            for (std::size_t k = 0; k < b.size(); ++k)
+                a[k] += b[k];
+            return a;
+        });
 }
 
 /// pi_l(e) = e for every layer (the `baseline` placement). std::invalid_argument when E % P != 0

@@ -210,8 +210,8 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
     if (j.value("format", std::string()) != "routepack-plan")
         throw InputError(origin + ": not a RoutePack plan (format must be \"routepack-plan\")");
     const std::int64_t version = need_int(j, "version", origin);
-    if (version != 1 && version != kPlanVersion)
-        throw InputError(origin + ": plan version " + j["version"].dump() + " is not supported (expected 1 or " +
+    if (version < 1 || version > kPlanVersion)
+        throw InputError(origin + ": plan version " + j["version"].dump() + " is not supported (expected 1 to " +
                          std::to_string(kPlanVersion) + ")");
     PlanFile f;
     f.version = static_cast<int>(version);
@@ -391,7 +391,7 @@ std::string rescore_plan(const PlanFile& plan, const Trace& window) {
     }
     if (window.model.experts != plan.model.experts || window.model.moe_layers != plan.model.moe_layers)
         return "the trace's model (experts, MoE layers) differs from the plan's";
-    const std::string fp = window_fingerprint(window);
+    const std::string fp = plan.version >= 3 ? window_fingerprint(window) : window_fingerprint_fnv(window);
     if (!plan.fingerprint.empty() && fp != plan.fingerprint)
         return "routing counts differ from the plan's inputs (fingerprint " + fp + " != " + plan.fingerprint + ")";
     const PackingProblem p = make_packing_problem(window, plan.topology, plan.placement);

@@ -6,9 +6,11 @@
 
 namespace routepack {
 
-/// Plan file version written by plan_to_json. Version 2 added "max_u_lower_bound"; parse_plan also
-/// reads version 1 files (which have no bound).
-constexpr int kPlanVersion = 2;
+/// Plan file version written by plan_to_json. Version 2 added "max_u_lower_bound"; version 3 changed
+/// `inputs.fingerprint` to window_fingerprint (chunked, parallel) from window_fingerprint_fnv.
+/// parse_plan reads versions 1 to 3 (version 1 has no bound) and rescore_plan checks each file's
+/// fingerprint with the function of its version.
+constexpr int kPlanVersion = 3;
 
 /// Serializes a plan (format "routepack-plan", version kPlanVersion) to JSON text (2-space indent). Every
 /// field but "timings" is a function of inputs, seed, budgets and worker count.
@@ -27,8 +29,8 @@ struct PlanFile {
     int row_lower_bound = 0;
     Layout layout; ///< rows as sample indices (window order)
     Score score;
-    int version = 0; ///< the file's format version (1 or 2)
-    /// "max_u_lower_bound" (version 2; absent in version 1 files: has_bound false).
+    int version = kPlanVersion; ///< the file's format version (1 to 3; a plan built in memory: current)
+    /// "max_u_lower_bound" (versions 2 and 3; absent in version 1 files: has_bound false).
     bool has_bound = false;
     MaxULowerBound bound;
     std::map<std::string, LayoutMetrics> metrics; ///< baseline, reorder, karmarkar_karp, routepack
@@ -36,17 +38,17 @@ struct PlanFile {
     int workers = 0;
 };
 
-/// Parses and checks a plan's structure alone: format/version (1 or 2), every layer's placement a permutation
+/// Parses and checks a plan's structure alone: format/version (1 to 3), every layer's placement a permutation
 /// of 0..E-1 with E % P == 0, topology valid, R x D non-empty cells, every sample exactly once, cell
-/// token sums <= C (from the plan's own lengths), score == metrics.routepack.score, and (version 2) a
+/// token sums <= C (from the plan's own lengths), score == metrics.routepack.score, and (version 2 on) a
 /// bound with value <= score[0] and gap == score[0] / value - 1. InputError naming
 /// `origin` and the field.
 PlanFile parse_plan(const std::string& json_text, const std::string& origin);
 
 /// Rescores a parsed plan against its window (samples in the plan's order, with counts): lengths
 /// must match, the fingerprint must match, and the recomputed routepack metrics must equal the
-/// stored ones exactly, the lower bound included (version 2). Returns "" when they agree, else the first difference in
-/// words.
+/// stored ones exactly, the lower bound included (version 2 on). Returns "" when they agree, else the first difference
+/// in words.
 std::string rescore_plan(const PlanFile& plan, const Trace& window);
 
 /// Rebuilds everything the views show for a saved plan without searching again: the window's

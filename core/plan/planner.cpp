@@ -9,6 +9,7 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
+#include <algorithm>
 #include <chrono>
 
 namespace routepack {
@@ -36,11 +37,65 @@ double bound_gap(double max_u, double bound) {
     return bound > 0 ? max_u / bound - 1.0 : 0.0;
 }
 
-std::string window_fingerprint(const Trace& window) {
+std::string window_fingerprint_fnv(const Trace& window) {
     std::uint64_t h = 0xcbf29ce484222325ULL;
     for (const auto& s : window.samples)
         h = fnv1a64(&s.length, sizeof s.length, h);
     h = fnv1a64(window.counts.data(), window.counts.size() * sizeof(std::uint32_t), h);
+    return hex64(h);
+}
+
+namespace {
+
+/// splitmix64's finalizer (Steele, Lea, Flood 2014): a bijective 64-bit mix.
+std::uint64_t mix64(std::uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/// Counts per fingerprint chunk (256 KiB): chunks are hashed in parallel and folded in order.
+constexpr std::size_t kFingerprintChunk = std::size_t{1} << 16;
+
+/// Hash of counts[0..n) of chunk `index`: four independent lanes, each folding one 64-bit word
+/// (two counts) per step with h = (h ^ w) * odd, h ^= h >> 29 (a bijection of h for every w), so
+/// the four multiply chains run side by side; the lanes and n are mixed at the end.
+std::uint64_t chunk_hash(const std::uint32_t* v, std::size_t n, std::uint64_t index) {
+    constexpr std::uint64_t kOdd = 0x9e3779b97f4a7c15ULL;
+    std::uint64_t h[4];
+    for (int j = 0; j < 4; ++j)
+        h[j] = mix64(index * 4 + static_cast<std::uint64_t>(j) + 1);
+    std::size_t k = 0;
+    for (; k + 8 <= n; k += 8)
+        for (int j = 0; j < 4; ++j) {
+            const std::uint64_t w = v[k + 2 * j] | (static_cast<std::uint64_t>(v[k + 2 * j + 1]) << 32);
+            h[j] = (h[j] ^ w) * kOdd;
+            h[j] ^= h[j] >> 29;
+        }
+    for (; k < n; ++k) {
+        h[0] = (h[0] ^ v[k]) * kOdd;
+        h[0] ^= h[0] >> 29;
+    }
+    auto rotl = [](std::uint64_t x, int r) { return (x << r) | (x >> (64 - r)); };
+    return mix64(h[0] ^ rotl(h[1], 16) ^ rotl(h[2], 32) ^ rotl(h[3], 48) ^ n);
+}
+
+} // namespace
+
+std::string window_fingerprint(const Trace& window) {
+    std::uint64_t h = 0xcbf29ce484222325ULL;
+    for (const auto& s : window.samples)
+        h = fnv1a64(&s.length, sizeof s.length, h);
+    const std::size_t n = window.counts.size();
+    const std::size_t chunks = (n + kFingerprintChunk - 1) / kFingerprintChunk;
+    std::vector<std::uint64_t> part(chunks);
+    tbb::parallel_for(std::size_t{0}, chunks, [&](std::size_t c) {
+        const std::size_t begin = c * kFingerprintChunk;
+        part[c] = chunk_hash(window.counts.data() + begin, std::min(kFingerprintChunk, n - begin), c);
+    });
+    h = mix64(h ^ n);
+    for (std::uint64_t x : part)
+        h = mix64(h ^ x);
     return hex64(h);
 }
 
@@ -69,11 +124,11 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
     r.trace_name = in.trace_name;
     r.window_name = in.window_name;
     r.samples = w.samples;
-    r.fingerprint = window_fingerprint(w);
 
     const int workers = in.budgets.workers > 0 ? in.budgets.workers : tbb::this_task_arena::max_concurrency();
     tbb::task_arena arena(workers);
     arena.execute([&] {
+        r.fingerprint = window_fingerprint(w);
         const int L = w.model.num_moe_layers(), E = w.model.experts, P = in.topology.ep_ranks;
 
         // 1. Placement (Algorithm 1, layers in parallel).

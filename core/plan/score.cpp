@@ -191,13 +191,13 @@ void check_shapes(const Layout& x, const PackingProblem& p) {
             if (i < 0 || i >= p.n) fail("sample index " + std::to_string(i) + " out of range");
 }
 
-/// Full evaluation, O(n*L*P + R*G*L*P + R*D*S). Fills `out` (with per-layer peaks) when non-null.
-Score full_evaluate(const Layout& x, const PackingProblem& p, CostBreakdown* out) {
-    check_shapes(x, p);
-    const Kernels* k = kernels();
-    const int R = x.rows, D = p.D, G = p.G, L = p.L, P = p.P;
+/// Eqs. 11-15 from the integer rank-load peak sums: `peak_sum(r, g)` returns sum_l max_p W[r][g][l][p]
+/// (tokens), called once per row-shard in (r, g) order; the cell sums come from the layout. Fills
+/// `out` (all but its per-layer peaks) when non-null. O(n + R*G*peak_sum + R*D*S).
+template <class PeakSum>
+Score evaluate_from_peaks(const Layout& x, const PackingProblem& p, CostBreakdown* out, PeakSum&& peak_sum) {
+    const int R = x.rows, D = p.D, G = p.G;
     const int S = static_cast<int>(p.stages.size());
-    const std::size_t LP = static_cast<std::size_t>(L) * P;
     const double c = static_cast<double>(p.C);
     std::vector<double> alpha(S), beta(S);
     for (int s = 0; s < S; ++s) {
@@ -224,18 +224,11 @@ Score full_evaluate(const Layout& x, const PackingProblem& p, CostBreakdown* out
         out->A.assign(RG, 0.0);
         out->E.assign(RG, 0.0);
         out->J.assign(RG, 0.0);
-        out->peak.assign(RG * L, 0);
     }
-    std::vector<i64> w(LP);
     for (int r = 0; r < R; ++r) {
         for (int g = 0; g < G; ++g) {
-            // W[r][g] (eq. 13) accumulated sample by sample, then sum_l max_p (eq. 14).
-            std::fill(w.begin(), w.end(), 0);
-            for (int d : p.shards[g])
-                for (int i : x.cells[static_cast<std::size_t>(r) * D + d])
-                    k->add(w.data(), p.q(i), LP);
             const std::size_t rg = static_cast<std::size_t>(r) * G + g;
-            const i64 ps = k->peaks(w.data(), L, P, out ? out->peak.data() + rg * L : nullptr);
+            const i64 ps = peak_sum(r, g);
             const double a = attention_cost(cost.data() + static_cast<std::size_t>(r) * D * S, S, p.shards[g].data(),
                                             static_cast<int>(p.shards[g].size()));
             const double e = expert_cost(ps, c);
@@ -260,6 +253,25 @@ Score full_evaluate(const Layout& x, const PackingProblem& p, CostBreakdown* out
         out->score = sc;
     }
     return sc;
+}
+
+/// Full evaluation, O(n*L*P + R*G*L*P + R*D*S). Fills `out` (with per-layer peaks) when non-null.
+Score full_evaluate(const Layout& x, const PackingProblem& p, CostBreakdown* out) {
+    check_shapes(x, p);
+    const Kernels* k = kernels();
+    const int D = p.D, G = p.G, L = p.L, P = p.P;
+    const std::size_t LP = static_cast<std::size_t>(L) * P;
+    if (out) out->peak.assign(static_cast<std::size_t>(x.rows) * G * L, 0);
+    std::vector<i64> w(LP);
+    return evaluate_from_peaks(x, p, out, [&](int r, int g) {
+        // W[r][g] (eq. 13) accumulated sample by sample, then sum_l max_p (eq. 14).
+        std::fill(w.begin(), w.end(), 0);
+        for (int d : p.shards[g])
+            for (int i : x.cells[static_cast<std::size_t>(r) * D + d])
+                k->add(w.data(), p.q(i), LP);
+        const std::size_t rg = static_cast<std::size_t>(r) * G + g;
+        return k->peaks(w.data(), L, P, out ? out->peak.data() + rg * L : nullptr);
+    });
 }
 
 } // namespace
@@ -294,6 +306,16 @@ CostBreakdown cost_breakdown(const Layout& x, const PackingProblem& p) {
 
 Score score_layout(const Layout& x, const PackingProblem& p) {
     return full_evaluate(x, p, nullptr);
+}
+
+Score score_from_peak_sums(const Layout& x, const PackingProblem& p, std::span<const std::int64_t> peak_sum) {
+    check_shapes(x, p);
+    const std::size_t RG = static_cast<std::size_t>(x.rows) * p.G;
+    if (peak_sum.size() != RG)
+        throw std::invalid_argument("score: peak sums hold " + std::to_string(peak_sum.size()) +
+                                    " values, expected rows x G = " + std::to_string(RG));
+    return evaluate_from_peaks(x, p, nullptr,
+                               [&](int r, int g) { return peak_sum[static_cast<std::size_t>(r) * p.G + g]; });
 }
 
 // ------------------------------------------------------------------------------------------------

@@ -43,6 +43,11 @@ struct CostBreakdown {
 /// Cost O(n*L*P + R*G*L*P + R*D*S).
 CostBreakdown cost_breakdown(const Layout& x, const PackingProblem& p);
 Score score_layout(const Layout& x, const PackingProblem& p);
+/// The same score when the row-shard rank-load peak sums are already known (a search that kept W):
+/// `peak_sum` is [R][G] row-major, peak_sum[r*G + g] = sum_l max_p W[r][g][l][p] (tokens, eq. 14).
+/// Bitwise equal to score_layout(x, p) when the sums are those of x; O(n + R*G + R*D*S).
+/// std::invalid_argument on the shape errors of score_layout or a peak_sum of the wrong size.
+Score score_from_peak_sums(const Layout& x, const PackingProblem& p, std::span<const std::int64_t> peak_sum);
 
 /// Instruction set of the integer rank-load kernels that new IncrementalScorers and the full path
 /// use: "avx512", "avx2" or "scalar" (all three give identical integers, hence identical scores).

@@ -168,6 +168,126 @@ void add_cell_load(const std::vector<int>& cell, const PackingProblem& p, std::i
         add_into(load, p.q(i), LP);
 }
 
+// The same kernels on int32 loads, for EDPAwarePair when every sum it forms fits (narrow_loads_fit):
+// half the bytes per cell load and twice the lanes per instruction.
+void add32_scalar(std::int32_t* __restrict w, const std::int32_t* __restrict q, std::size_t n) {
+    for (std::size_t k = 0; k < n; ++k)
+        w[k] += q[k];
+}
+
+std::int32_t peak_of_sum32_scalar(const std::int32_t* w, const std::int32_t* c, int P) {
+    std::int32_t m = std::numeric_limits<std::int32_t>::min();
+    for (int k = 0; k < P; ++k)
+        m = std::max(m, w[k] + c[k]);
+    return m;
+}
+
+#if ROUTEPACK_SEEDING_X86
+[[gnu::target("avx2")]] void add32_avx2(std::int32_t* w, const std::int32_t* q, std::size_t n) {
+    std::size_t k = 0;
+    for (; k + 8 <= n; k += 8) {
+        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + k));
+        const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + k));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(w + k), _mm256_add_epi32(a, b));
+    }
+    for (; k < n; ++k)
+        w[k] += q[k];
+}
+
+[[gnu::target("avx2")]] std::int32_t peak_of_sum32_avx2(const std::int32_t* w, const std::int32_t* c, int P) {
+    std::int32_t m = std::numeric_limits<std::int32_t>::min();
+    int k = 0;
+    if (P >= 8) {
+        __m256i v = _mm256_set1_epi32(m);
+        for (; k + 8 <= P; k += 8)
+            v = _mm256_max_epi32(v, _mm256_add_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + k)),
+                                                     _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c + k))));
+        alignas(32) std::int32_t t[8];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(t), v);
+        for (std::int32_t x : t)
+            m = std::max(m, x);
+    }
+    for (; k < P; ++k)
+        m = std::max(m, w[k] + c[k]);
+    return m;
+}
+#endif
+
+/// max_k v[k] and the first k attaining it (n >= 1); exact, so the ISA never changes a result.
+template <class V> std::pair<V, int> arg_max_scalar(const V* v, int n) {
+    const int a = static_cast<int>(std::max_element(v, v + n) - v);
+    return {v[a], a};
+}
+
+#if ROUTEPACK_SEEDING_X86
+[[gnu::target("avx2")]] std::pair<std::int32_t, int> arg_max32_avx2(const std::int32_t* v, int n) {
+    if (n < 8) return arg_max_scalar(v, n);
+    __m256i m = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v));
+    int k = 8;
+    for (; k + 8 <= n; k += 8)
+        m = _mm256_max_epi32(m, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + k)));
+    alignas(32) std::int32_t t[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(t), m);
+    std::int32_t best = t[0];
+    for (std::int32_t x : t)
+        best = std::max(best, x);
+    for (; k < n; ++k)
+        best = std::max(best, v[k]);
+    const __m256i b = _mm256_set1_epi32(best);
+    k = 0;
+    for (; k + 8 <= n; k += 8) {
+        const int mask = _mm256_movemask_ps(
+            _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + k)), b)));
+        if (mask) return {best, k + __builtin_ctz(static_cast<unsigned>(mask))};
+    }
+    while (v[k] != best)
+        ++k;
+    return {best, k};
+}
+#endif
+
+inline std::pair<std::int32_t, int> arg_max(const std::int32_t* v, int n) {
+#if ROUTEPACK_SEEDING_X86
+    if (kAvx2) return arg_max32_avx2(v, n);
+#endif
+    return arg_max_scalar(v, n);
+}
+
+inline std::pair<std::int64_t, int> arg_max(const std::int64_t* v, int n) {
+    return arg_max_scalar(v, n);
+}
+
+inline void add_into(std::int32_t* w, const std::int32_t* q, std::size_t n) {
+#if ROUTEPACK_SEEDING_X86
+    if (kAvx2) return add32_avx2(w, q, n);
+#endif
+    add32_scalar(w, q, n);
+}
+
+inline std::int64_t peak_of_sum(const std::int32_t* w, const std::int32_t* c, int P) {
+#if ROUTEPACK_SEEDING_X86
+    if (kAvx2) return peak_of_sum32_avx2(w, c, P);
+#endif
+    return peak_of_sum32_scalar(w, c, P);
+}
+
+/// Whether every rank load EDPAwarePair forms (a sum of q[i][l][p] over any set of samples, plus one
+/// more cell) fits int32: sum_i max_{l,p} q[i][l][p] < 2^31. One pass over the demand; integer
+/// reduction, so exact whatever the split.
+bool narrow_loads_fit(const PackingProblem& p) {
+    const std::size_t LP = static_cast<std::size_t>(p.L) * p.P;
+    if (LP == 0) return true;
+    const std::int64_t bound = tbb::parallel_reduce(
+        tbb::blocked_range<int>(0, p.n, 64), std::int64_t{0},
+        [&](const tbb::blocked_range<int>& range, std::int64_t acc) {
+            for (int i = range.begin(); i < range.end(); ++i)
+                acc += arg_max(p.q(i), static_cast<int>(LP)).first;
+            return acc;
+        },
+        [](std::int64_t a, std::int64_t b) { return a + b; });
+    return bound < std::int64_t{std::numeric_limits<std::int32_t>::max()};
+}
+
 } // namespace
 
 // ---------------------------------------------------------------------------------------------------
@@ -206,36 +326,49 @@ namespace {
 #endif
 constexpr std::size_t kCellLoadCacheBytes = ROUTEPACK_SEEDING_CELL_CACHE_BYTES;
 
-/// EDPAwarePair; when `row_peak` is given it receives sum_g max_p W[r][g][l][p] of the result, [R][L]
-/// (the expert half of the sketch features, at no extra pass over the demand).
-Layout pair_cells(const std::vector<std::vector<int>>& cells, int rows, const PackingProblem& p, int w, Rng& rng,
-                  int max_candidates, std::vector<std::int64_t>* row_peak) {
+/// What one EDPAwarePair run reports besides the layout (each filled when requested).
+struct PairOutputs {
+    std::vector<std::int64_t>* row_peak = nullptr; ///< sum_g max_p W[r][g][l][p], [R][L] (sketch input)
+    std::vector<std::int64_t>* peak_sum = nullptr; ///< sum_l max_p W[r][g][l][p], [R][G] (score input)
+};
+
+/// EDPAwarePair on loads of type V (int32 when narrow_loads_fit, else int64; the integers, hence
+/// the result, are the same). The candidates of a cell are the w best row-shards by the insertion
+/// key (increase, top, slot). A partially filled row-shard's increase has the lower bound
+/// sum_l c[l][argmax_p W[l][p]] (each layer's peak grows at least by what the cell adds on W's peak
+/// rank) and the upper bound sum_l max_p c[l][p]; candidates are examined in ascending lower-bound
+/// order and skipped once the bound exceeds the w-th best increase, the exact O(P) scan of a layer
+/// is skipped when its two bounds meet (then max_p (W + c) = max W + max c), and a scan stops once
+/// the running increase plus the bound of the layers left exceeds the w-th best. A skipped
+/// row-shard's key is strictly worse than the w-th best, so the w best (a top-w of a total order)
+/// are exactly those of an exhaustive scan.
+template <class V>
+Layout pair_cells_t(const std::vector<std::vector<int>>& cells, int rows, const PackingProblem& p, int w, Rng& rng,
+                    int max_candidates, const PairOutputs& outputs) {
     const int D = p.D, G = p.G, L = p.L, P = p.P;
     const int K = rows * D;
-    if (rows < 1 || static_cast<int>(cells.size()) != K)
-        throw std::invalid_argument("edp_aware_pair: expected rows x D = " + std::to_string(K) + " cells, got " +
-                                    std::to_string(cells.size()));
-    check_problem(p, "edp_aware_pair");
     w = clamp_width(w);
     max_candidates = std::max(1, max_candidates);
     const std::size_t LP = static_cast<std::size_t>(L) * P;
+    using i64 = std::int64_t;
 
     // Per-cell routed-token peak sum_l max_p c[l][p] and token sum, for the processing order.
-    std::vector<std::int64_t> cell_peak(static_cast<std::size_t>(K), 0), cell_tokens(static_cast<std::size_t>(K), 0);
-    const bool cache = static_cast<std::size_t>(K) * LP * sizeof(std::int64_t) <= kCellLoadCacheBytes;
-    std::vector<std::int64_t> cached(cache ? static_cast<std::size_t>(K) * LP : 0, 0);
-    std::vector<std::int64_t> scratch(LP);
+    std::vector<i64> cell_peak(static_cast<std::size_t>(K), 0), cell_tokens(static_cast<std::size_t>(K), 0);
+    const bool cache = static_cast<std::size_t>(K) * LP * sizeof(V) <= kCellLoadCacheBytes;
+    std::vector<V> cached(cache ? static_cast<std::size_t>(K) * LP : 0, 0);
+    std::vector<V> scratch(LP);
     for (int c = 0; c < K; ++c) {
         for (int i : cells[static_cast<std::size_t>(c)])
             if (i < 0 || i >= p.n)
                 throw std::invalid_argument("edp_aware_pair: sample index " + std::to_string(i) + " outside 0.." +
                                             std::to_string(p.n - 1));
-        std::int64_t* load = cache ? cached.data() + static_cast<std::size_t>(c) * LP : scratch.data();
+        V* load = cache ? cached.data() + static_cast<std::size_t>(c) * LP : scratch.data();
         if (!cache) std::fill(scratch.begin(), scratch.end(), 0);
-        add_cell_load(cells[static_cast<std::size_t>(c)], p, load);
-        std::int64_t s = 0;
+        for (int i : cells[static_cast<std::size_t>(c)])
+            add_into(load, p.q(i), LP);
+        i64 s = 0;
         for (int l = 0; l < L; ++l)
-            s += *std::max_element(load + l * P, load + (l + 1) * P);
+            s += arg_max(load + static_cast<std::size_t>(l) * P, P).first;
         cell_peak[static_cast<std::size_t>(c)] = s;
         for (int i : cells[static_cast<std::size_t>(c)])
             cell_tokens[static_cast<std::size_t>(c)] += p.length[static_cast<std::size_t>(i)];
@@ -249,7 +382,7 @@ Layout pair_cells(const std::vector<std::vector<int>>& cells, int rows, const Pa
     });
 
     // Row-shard rs = r*G + g. Empty row-shards are kept ordered by their first slot index r*D + D_g[0];
-    // partially filled ones carry W [L][P] and the per-layer peaks in a pooled buffer.
+    // partially filled ones carry W [L][P], the per-layer peaks and their EP ranks in a pooled buffer.
     const int RS = rows * G;
     std::vector<int> filled(static_cast<std::size_t>(RS), 0);
     std::set<int> empty_first; // first slot index of each still-empty row-shard
@@ -257,8 +390,9 @@ Layout pair_cells(const std::vector<std::vector<int>>& cells, int rows, const Pa
         for (int g = 0; g < G; ++g)
             empty_first.insert(r * D + p.shards[static_cast<std::size_t>(g)].front());
     struct Open {
-        std::vector<std::int64_t> W;    // [L][P]
-        std::vector<std::int64_t> peak; // [L]
+        std::vector<V> W;      // [L][P]
+        std::vector<i64> peak; // [L] max_p W[l][p]
+        std::vector<int> arg;  // [L] the first p with W[l][p] = peak[l]
     };
     std::vector<Open> pool;
     std::vector<int> free_pool;
@@ -275,8 +409,8 @@ Layout pair_cells(const std::vector<std::vector<int>>& cells, int rows, const Pa
     };
 
     struct Cand {
-        std::int64_t inc, top; // increase of sum_l peak, largest resulting layer peak
-        int k, rs;             // slot index taken, row-shard
+        i64 inc, top; // increase of sum_l peak, largest resulting layer peak
+        int k, rs;    // slot index taken, row-shard
         bool operator<(const Cand& o) const {
             if (inc != o.inc) return inc < o.inc;
             if (top != o.top) return top < o.top;
@@ -290,29 +424,52 @@ Layout pair_cells(const std::vector<std::vector<int>>& cells, int rows, const Pa
         best.insert(std::upper_bound(best.begin(), best.end(), c), c);
         if (static_cast<int>(best.size()) > w) best.pop_back();
     };
-
-    if (row_peak) row_peak->assign(static_cast<std::size_t>(rows) * L, 0);
-    auto add_row_peak = [&](int rs, const std::vector<std::int64_t>& peak) {
-        if (!row_peak) return;
-        std::int64_t* out = row_peak->data() + static_cast<std::size_t>(rs / G) * L;
-        for (int l = 0; l < L; ++l)
-            out[l] += peak[static_cast<std::size_t>(l)];
+    auto bound_now = [&] {
+        return static_cast<int>(best.size()) == w ? best.back().inc : std::numeric_limits<i64>::max();
     };
-    std::vector<std::int64_t> cpeak(static_cast<std::size_t>(L));
+
+    if (outputs.row_peak) outputs.row_peak->assign(static_cast<std::size_t>(rows) * L, 0);
+    if (outputs.peak_sum) outputs.peak_sum->assign(static_cast<std::size_t>(RS), 0);
+    auto close_row_shard = [&](int rs, const std::vector<i64>& peak) {
+        const int r = rs / G, g = rs % G;
+        if (outputs.row_peak) {
+            i64* out = outputs.row_peak->data() + static_cast<std::size_t>(r) * L;
+            for (int l = 0; l < L; ++l)
+                out[l] += peak[static_cast<std::size_t>(l)];
+        }
+        if (outputs.peak_sum) {
+            i64 sum = 0;
+            for (int l = 0; l < L; ++l)
+                sum += peak[static_cast<std::size_t>(l)];
+            (*outputs.peak_sum)[static_cast<std::size_t>(r) * G + g] = sum;
+        }
+    };
+    std::vector<i64> cpeak(static_cast<std::size_t>(L));
+    std::vector<int> carg(static_cast<std::size_t>(L));
+    struct Ranked {
+        i64 lb;
+        int j;
+        bool operator<(const Ranked& o) const { return lb != o.lb ? lb < o.lb : j < o.j; }
+    };
+    std::vector<Ranked> ranked;
+    ranked.reserve(static_cast<std::size_t>(max_candidates));
     std::vector<int> position(static_cast<std::size_t>(K), -1); // slot k -> input cell
     for (int c : order) {
-        const std::int64_t* load = scratch.data();
+        const V* load = scratch.data();
         if (cache) {
             load = cached.data() + static_cast<std::size_t>(c) * LP;
         } else {
             std::fill(scratch.begin(), scratch.end(), 0);
-            add_cell_load(cells[static_cast<std::size_t>(c)], p, scratch.data());
+            for (int i : cells[static_cast<std::size_t>(c)])
+                add_into(scratch.data(), p.q(i), LP);
         }
-        std::int64_t csum = 0, cmax = 0;
+        i64 csum = 0, cmax = 0;
         for (int l = 0; l < L; ++l) {
-            cpeak[static_cast<std::size_t>(l)] = *std::max_element(load + l * P, load + (l + 1) * P);
-            csum += cpeak[static_cast<std::size_t>(l)];
-            cmax = std::max(cmax, cpeak[static_cast<std::size_t>(l)]);
+            const auto [m, a] = arg_max(load + static_cast<std::size_t>(l) * P, P);
+            carg[static_cast<std::size_t>(l)] = a;
+            cpeak[static_cast<std::size_t>(l)] = m;
+            csum += m;
+            cmax = std::max<i64>(cmax, m);
         }
         best.clear();
         // Still-empty row-shards: key (csum, cmax, first slot); only the w lowest slots can rank.
@@ -334,24 +491,42 @@ Layout pair_cells(const std::vector<std::vector<int>>& cells, int rows, const Pa
             }
             examine = max_candidates;
         }
+        // Per-layer lower bound on the increase of layer l's peak when the cell joins open row-shard o:
+        // max_p (W + c) - max W >= c[argmax W] (it reads only the cell's own load, not W).
+        auto layer_bound = [&](const Open& o, int l) -> i64 {
+            return load[static_cast<std::size_t>(l) * P + static_cast<std::size_t>(o.arg[static_cast<std::size_t>(l)])];
+        };
+        ranked.clear();
         for (int j = 0; j < examine; ++j) {
-            const int rs = partial[static_cast<std::size_t>(j)];
+            const Open& o = pool[static_cast<std::size_t>(buffer_of[static_cast<std::size_t>(partial[j])])];
+            i64 lb = 0;
+            for (int l = 0; l < L; ++l)
+                lb += layer_bound(o, l);
+            ranked.push_back(Ranked{lb, j});
+        }
+        std::sort(ranked.begin(), ranked.end());
+        for (const Ranked& cand : ranked) {
+            const i64 bound = bound_now();
+            if (cand.lb > bound) break; // this and every later candidate is strictly worse than the w-th best
+            const int rs = partial[static_cast<std::size_t>(cand.j)];
             const int r = rs / G, g = rs % G;
             const int k =
                 r * D +
                 p.shards[static_cast<std::size_t>(g)][static_cast<std::size_t>(filled[static_cast<std::size_t>(rs)])];
             const Open& o = pool[static_cast<std::size_t>(buffer_of[static_cast<std::size_t>(rs)])];
-            const std::int64_t bound =
-                static_cast<int>(best.size()) == w ? best.back().inc : std::numeric_limits<std::int64_t>::max();
-            std::int64_t inc = 0, top = 0;
+            i64 inc = 0, top = 0, rest = cand.lb; // rest: the bound of the layers not yet scanned
             bool pruned = false;
             for (int l = 0; l < L; ++l) {
-                const std::int64_t* Wl = o.W.data() + static_cast<std::size_t>(l) * P;
-                const std::int64_t* cl = load + static_cast<std::size_t>(l) * P;
-                const std::int64_t m = std::max<std::int64_t>(0, peak_of_sum(Wl, cl, P));
+                // The bound meets the upper bound max c when the cell peaks on W's peak rank too.
+                const i64 lb = layer_bound(o, l);
+                const i64 m = lb == cpeak[static_cast<std::size_t>(l)]
+                                  ? o.peak[static_cast<std::size_t>(l)] + lb
+                                  : std::max<i64>(0, peak_of_sum(o.W.data() + static_cast<std::size_t>(l) * P,
+                                                                 load + static_cast<std::size_t>(l) * P, P));
                 inc += m - o.peak[static_cast<std::size_t>(l)];
+                rest -= lb;
                 top = std::max(top, m);
-                if (inc > bound) {
+                if (inc + rest > bound) {
                     pruned = true;
                     break;
                 }
@@ -367,7 +542,7 @@ Layout pair_cells(const std::vector<std::vector<int>>& cells, int rows, const Pa
         if (before == 0) {
             empty_first.erase(chosen.k);
             if (size_g == 1) {
-                add_row_peak(rs, cpeak);
+                close_row_shard(rs, cpeak);
             } else {
                 int buf;
                 if (!free_pool.empty()) {
@@ -375,11 +550,13 @@ Layout pair_cells(const std::vector<std::vector<int>>& cells, int rows, const Pa
                     free_pool.pop_back();
                 } else {
                     buf = static_cast<int>(pool.size());
-                    pool.push_back(
-                        Open{std::vector<std::int64_t>(LP), std::vector<std::int64_t>(static_cast<std::size_t>(L))});
+                    pool.push_back(Open{std::vector<V>(LP), std::vector<i64>(static_cast<std::size_t>(L)),
+                                        std::vector<int>(static_cast<std::size_t>(L))});
                 }
-                std::copy(load, load + LP, pool[static_cast<std::size_t>(buf)].W.begin());
-                pool[static_cast<std::size_t>(buf)].peak = cpeak;
+                Open& o = pool[static_cast<std::size_t>(buf)];
+                std::copy(load, load + LP, o.W.begin());
+                o.peak = cpeak;
+                o.arg = carg;
                 buffer_of[static_cast<std::size_t>(rs)] = buf;
                 partial_pos[static_cast<std::size_t>(rs)] = static_cast<int>(partial.size());
                 partial.push_back(rs);
@@ -387,13 +564,15 @@ Layout pair_cells(const std::vector<std::vector<int>>& cells, int rows, const Pa
         } else {
             Open& o = pool[static_cast<std::size_t>(buffer_of[static_cast<std::size_t>(rs)])];
             for (int l = 0; l < L; ++l) {
-                std::int64_t* Wl = o.W.data() + static_cast<std::size_t>(l) * P;
-                const std::int64_t* cl = load + static_cast<std::size_t>(l) * P;
+                V* Wl = o.W.data() + static_cast<std::size_t>(l) * P;
+                const V* cl = load + static_cast<std::size_t>(l) * P;
                 add_into(Wl, cl, static_cast<std::size_t>(P));
-                o.peak[static_cast<std::size_t>(l)] = std::max<std::int64_t>(0, *std::max_element(Wl, Wl + P));
+                const auto [m, a] = arg_max(Wl, P);
+                o.arg[static_cast<std::size_t>(l)] = a;
+                o.peak[static_cast<std::size_t>(l)] = std::max<i64>(0, m);
             }
             if (before + 1 == size_g) { // full: record its peaks, recycle the buffer
-                add_row_peak(rs, o.peak);
+                close_row_shard(rs, o.peak);
                 free_pool.push_back(buffer_of[static_cast<std::size_t>(rs)]);
                 buffer_of[static_cast<std::size_t>(rs)] = -1;
                 remove_partial(rs);
@@ -410,11 +589,24 @@ Layout pair_cells(const std::vector<std::vector<int>>& cells, int rows, const Pa
     return x;
 }
 
+/// EDPAwarePair (see edp_aware_pair); `narrow` = narrow_loads_fit(p) selects int32 loads.
+Layout pair_cells(const std::vector<std::vector<int>>& cells, int rows, const PackingProblem& p, int w, Rng& rng,
+                  int max_candidates, bool narrow, const PairOutputs& outputs) {
+    const int K = rows * p.D;
+    if (rows < 1 || static_cast<int>(cells.size()) != K)
+        throw std::invalid_argument("edp_aware_pair: expected rows x D = " + std::to_string(K) + " cells, got " +
+                                    std::to_string(cells.size()));
+    check_problem(p, "edp_aware_pair");
+    return narrow ? pair_cells_t<std::int32_t>(cells, rows, p, w, rng, max_candidates, outputs)
+                  : pair_cells_t<std::int64_t>(cells, rows, p, w, rng, max_candidates, outputs);
+}
+
 } // namespace
 
 Layout edp_aware_pair(const std::vector<std::vector<int>>& cells, int rows, const PackingProblem& p, int w, Rng& rng,
                       int max_candidates) {
-    return pair_cells(cells, rows, p, w, rng, max_candidates, nullptr);
+    check_problem(p, "edp_aware_pair");
+    return pair_cells(cells, rows, p, w, rng, max_candidates, narrow_loads_fit(p), PairOutputs{});
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -740,8 +932,10 @@ std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout
     const int trials = std::max(0, b.candidates - 2);
     const int tasks = b.candidates >= 2 ? 2 + trials : 1;
     std::vector<std::optional<Candidate>> raw(static_cast<std::size_t>(tasks));
+    const bool narrow = tasks > 1 && narrow_loads_fit(p);
     tbb::parallel_for(0, tasks, [&](int j) {
         Candidate c;
+        std::vector<std::int64_t> peak_sum; // [R][G], from the pairing's own rank loads
         if (j == 0) {
             c.layout = ffd; // row_peak filled lazily, only when selection needs sketches
             c.origin = "ffd";
@@ -749,19 +943,20 @@ std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout
             if (stop()) return;
             const int trial = j - 1;
             Rng rng(seeds::seeding_trial(b.seed, static_cast<std::uint64_t>(trial)));
+            const PairOutputs outputs{&c.row_peak, &peak_sum};
             if (trial == 0) {
-                c.layout = pair_cells(ffd.cells, R, p, w, rng, pair_cap, &c.row_peak);
+                c.layout = pair_cells(ffd.cells, R, p, w, rng, pair_cap, narrow, outputs);
                 c.origin = "ffd+pair";
             } else {
                 const std::vector<int> sigma = window_shuffle(order, w, rng);
                 auto cells = randomized_best_fit(sigma, p, K, w, rng);
                 if (!cells) return; // abort trial: a sample fits nowhere
-                c.layout = pair_cells(*cells, R, p, w, rng, pair_cap, &c.row_peak);
+                c.layout = pair_cells(*cells, R, p, w, rng, pair_cap, narrow, outputs);
                 if (!validate_layout(c.layout, p).empty()) return; // abort trial: not in X_R*
                 c.origin = "shuffle#" + std::to_string(trial);
             }
         }
-        c.score = score_layout(c.layout, p);
+        c.score = j == 0 ? score_layout(c.layout, p) : score_from_peak_sums(c.layout, p, peak_sum);
         c.signature = canonical_signature(c.layout, p);
         raw[static_cast<std::size_t>(j)] = std::move(c);
     });

@@ -132,7 +132,7 @@ def test_plan_json_roundtrip(tmp_path, window):
     assert path.read_text() == p.to_json() + "\n"  # the file is the text plus a newline, as the CLI writes it
     assert routepack.plan_from_json(p.to_json()).rows == p.rows
     j = json.loads(p.to_json())
-    assert j["format"] == "routepack-plan" and j["version"] == 2
+    assert j["format"] == "routepack-plan" and j["version"] == 3
     lb = p.lower_bound
     assert lb["value"] == j["max_u_lower_bound"]["value"] and 0 < lb["value"] <= p.score[0]
     assert lb["value"] <= max(lb["mean"], lb["sample"]) and lb["value"] > 0.999 * max(lb["mean"], lb["sample"])
