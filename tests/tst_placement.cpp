@@ -7,6 +7,7 @@
 #include "core/plan/placement.h"
 #include "core/plan/rowcount.h"
 #include "core/util/errors.h"
+#include "core/util/rng.h"
 #include "tests/testutil.h"
 
 #include <QtTest>
@@ -113,6 +114,8 @@ private Q_SLOTS:
     void lptRejectsIndivisible();
     void lptRandomInvariants();
     void lptIndependentOfWorkers();
+    void lptMatchesLinearScan();
+    void aggregateLoadsRandomBlocks();
     void cvGlobalHand();
     void physicalToLogicalInverse();
     void rankMaxOverMeanHand();
@@ -209,6 +212,55 @@ void TestPlacement::lptRejectsIndivisible() {
     } catch (const std::invalid_argument& e) {
         QVERIFY2(QString(e.what()).contains("6 experts are not divisible by 4 EP ranks"), e.what());
     }
+}
+
+/// Algorithm 1 written as the paper states it (argmin over every open rank of (G_p, p), a linear
+/// scan) against lpt_placement (a heap) on random layers with many equal loads and every EP count
+/// dividing E: the same slot for every expert.
+void TestPlacement::lptMatchesLinearScan() {
+    Rng rng(2024);
+    for (int E : {8, 12, 64, 128})
+        for (int P = 1; P <= E; ++P) {
+            if (E % P) continue;
+            const int L = 3, H = E / P;
+            std::vector<std::uint64_t> loads(static_cast<std::size_t>(L) * E);
+            for (auto& v : loads)
+                v = rng.below(E % 3 == 0 ? 4 : 1000); // ranges 0..3 force ties
+            std::vector<int> want(loads.size());
+            for (int l = 0; l < L; ++l) {
+                const std::uint64_t* Ll = loads.data() + static_cast<std::size_t>(l) * E;
+                std::vector<int> order(static_cast<std::size_t>(E));
+                std::iota(order.begin(), order.end(), 0);
+                std::sort(order.begin(), order.end(),
+                          [&](int a, int b) { return Ll[a] != Ll[b] ? Ll[a] > Ll[b] : a < b; });
+                std::vector<std::uint64_t> G(static_cast<std::size_t>(P), 0);
+                std::vector<int> n(static_cast<std::size_t>(P), 0);
+                for (int e : order) {
+                    int best = -1;
+                    for (int p = 0; p < P; ++p)
+                        if (n[p] < H && (best < 0 || G[p] < G[best])) best = p;
+                    want[static_cast<std::size_t>(l) * E + e] = best * H + n[best]++;
+                    G[best] += Ll[e];
+                }
+            }
+            QCOMPARE(lpt_placement(loads, L, E, P).slot, want);
+        }
+}
+
+/// Loads summed block by block in parallel equal the sequential sums (more samples than one block).
+void TestPlacement::aggregateLoadsRandomBlocks() {
+    Rng rng(77);
+    const std::size_t n = 1000;
+    const int L = 3, E = 5;
+    std::vector<std::uint32_t> counts(n * L * E);
+    for (auto& v : counts)
+        v = static_cast<std::uint32_t>(rng.below(std::uint64_t{1} << 32));
+    std::vector<std::uint64_t> want(static_cast<std::size_t>(L) * E, 0);
+    for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t k = 0; k < want.size(); ++k)
+            want[k] += counts[i * want.size() + k];
+    QCOMPARE(aggregate_expert_loads(counts, n, L, E), want);
+    QVERIFY(want[0] > (std::uint64_t{1} << 32)); // the sums do need 64 bits
 }
 
 void TestPlacement::lptRandomInvariants() {

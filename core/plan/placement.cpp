@@ -80,7 +80,8 @@ Placement identity_placement(int L, int E, int P) {
 /// Algorithm 1, applied independently to every MoE layer (layers in parallel). Per layer: experts
 /// in argsort(-L[l][e], e) order (heaviest first, ties by smaller logical id); each goes to
 /// p = argmin over ranks with n_p < H of (G[l][p], p) and takes slot p*H + n_p (the paper's
-/// 1-based slot(p, n_p + 1)); then G[l][p] += L[l][e], n_p += 1. `loads` is [L][E]; the result does
+/// 1-based slot(p, n_p + 1)); then G[l][p] += L[l][e], n_p += 1. The open ranks are kept in a
+/// binary heap on (G_p, p), so a layer costs O(E log E + E log P). `loads` is [L][E]; the result does
 /// not depend on the worker count. std::invalid_argument when E % P != 0 or loads.size() != L*E.
 Placement lpt_placement(std::span<const std::uint64_t> loads, int L, int E, int P) {
     check_shape(L, E, P, "lpt_placement");
@@ -95,8 +96,15 @@ Placement lpt_placement(std::span<const std::uint64_t> loads, int L, int E, int 
     pi.slot.assign(static_cast<std::size_t>(L) * E, -1);
     tbb::parallel_for(tbb::blocked_range<int>(0, L), [&](const tbb::blocked_range<int>& range) {
         std::vector<int> order(E);
-        std::vector<std::uint64_t> G(P);
         std::vector<int> filled(P);
+        // Open ranks as a binary min-heap on (G_p, p): the argmin over open ranks in O(log P).
+        struct Open {
+            std::uint64_t g;
+            int p;
+        };
+        std::vector<Open> heap;
+        heap.reserve(static_cast<std::size_t>(P));
+        const auto after = [](const Open& a, const Open& b) { return a.g != b.g ? a.g > b.g : a.p > b.p; };
         for (int l = range.begin(); l != range.end(); ++l) {
             const std::uint64_t* Ll = loads.data() + static_cast<std::size_t>(l) * E;
             std::iota(order.begin(), order.end(), 0);
@@ -105,19 +113,20 @@ Placement lpt_placement(std::span<const std::uint64_t> loads, int L, int E, int 
                 if (Ll[a] != Ll[b]) return Ll[a] > Ll[b];
                 return a < b;
             });
-            std::fill(G.begin(), G.end(), 0);
             std::fill(filled.begin(), filled.end(), 0);
+            heap.clear();
+            for (int p = 0; p < P; ++p)
+                heap.push_back(Open{0, p}); // ascending p with equal G: already a valid heap
             int* out = pi.slot.data() + static_cast<std::size_t>(l) * E;
             for (int e : order) {
-                int best = -1;
-                for (int p = 0; p < P; ++p) {
-                    if (filled[p] >= H) continue;
-                    // Strict < keeps the smallest p among equal G (lexicographic (G_p, p)).
-                    if (best < 0 || G[p] < G[best]) best = p;
-                }
-                out[e] = best * H + filled[best];
-                G[best] += Ll[e];
-                ++filled[best];
+                std::pop_heap(heap.begin(), heap.end(), after);
+                Open& best = heap.back();
+                out[e] = best.p * H + filled[best.p];
+                best.g += Ll[e];
+                if (++filled[best.p] < H)
+                    std::push_heap(heap.begin(), heap.end(), after);
+                else
+                    heap.pop_back(); // the rank is full
             }
         }
     });

@@ -10,8 +10,12 @@
 //     (calibrated on the default run in the same process).
 // Ratios are against `reorder` (same window, same R*) or the 1-worker run, measured in the same process.
 #include "core/import/import.h"
+#include "core/plan/placement.h"
 #include "core/plan/planner.h"
 #include "core/synth/synth.h"
+#include "core/util/rng.h"
+
+#include <tbb/task_arena.h>
 
 #include <sys/resource.h>
 
@@ -101,6 +105,37 @@ const char* kSpeedHeader = "| window | workers | placement | bound | rows | base
                            "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
 
 /// Peak resident set of this process so far (MiB).
+/// Algorithm 1 on aggregated loads shaped like a 94-layer x 128-expert model (random loads), for
+/// every EP count dividing 128: best of 20 calls, 1 worker, against rank_loads of the result (one
+/// pass over the [L][E] loads, the floor any placement step costs) in the same process.
+void placement_speed() {
+    const int L = 94, E = 128;
+    std::vector<std::uint64_t> loads(static_cast<std::size_t>(L) * E);
+    Rng rng(3);
+    for (auto& v : loads)
+        v = rng.below(1u << 20);
+    std::printf("\n(f) placement (Algorithm 1) of %d MoE layers x %d experts, loads aggregated, 1 worker, best of 20\n"
+                "| EP ranks | lpt_placement | rank_loads (floor) | ratio |\n|---|---|---|---|\n",
+                L, E);
+    tbb::task_arena one(1);
+    for (int P = 1; P <= E; P *= 2) {
+        double best_lpt = 1e9, best_floor = 1e9;
+        one.execute([&] {
+            for (int rep = 0; rep < 20; ++rep) {
+                auto t0 = std::chrono::steady_clock::now();
+                const Placement pi = lpt_placement(loads, L, E, P);
+                auto t1 = std::chrono::steady_clock::now();
+                const auto G = rank_loads(loads, pi);
+                auto t2 = std::chrono::steady_clock::now();
+                if (G.empty()) std::abort();
+                best_lpt = std::min(best_lpt, std::chrono::duration<double>(t1 - t0).count());
+                best_floor = std::min(best_floor, std::chrono::duration<double>(t2 - t1).count());
+            }
+        });
+        std::printf("| %d | %.3f ms | %.3f ms | x%.1f |\n", P, 1e3 * best_lpt, 1e3 * best_floor, best_lpt / best_floor);
+    }
+}
+
 double peak_rss_mib() {
     rusage u{};
     getrusage(RUSAGE_SELF, &u);
@@ -336,6 +371,7 @@ int main(int argc, char** argv) {
                         anneal[2] > 0 ? anneal[1] / anneal[2] : 0.0);
             std::printf("peak RSS %.0f MiB = x%.2f the uint32 [N][L][E] counts (%.0f MiB)\n", peak_rss_mib(),
                         peak_rss_mib() / counts_mib, counts_mib);
+            placement_speed();
         }
     } catch (const std::exception& e) {
         std::fprintf(stderr, "bench_planner: %s\n", e.what());
