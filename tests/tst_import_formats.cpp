@@ -830,6 +830,9 @@ private Q_SLOTS:
             "in/s.json: sample s#0: row 0, layer 1: negative expert id -2 (only -1 marks a missing route)");
         add("sglang duplicate expert", SGLang, "s.json", sglang_record("AAAAAAAAAAACAAAAAgAAAAAAAAABAAAA"),
             "in/s.json: sample s#0: row 0, layer 1: expert 2 listed twice, so counts cannot add up to rows x top-k");
+        add("sglang every route missing", SGLang, "s.json", sglang_record("////////////////////////////////"),
+            "in/s.json: sample s#0: every route is missing (-1 in all 1 rows x top-2 slots at every MoE layer): the "
+            "sample has no routing to count");
         add("sglang bad dtype", SGLang, "s.json", sglang_record(kRoutesI32, "\"routed_experts_dtype\": \"float16\", "),
             "in/s.json: sample s#0: meta_info.routed_experts_dtype \"float16\" is not one of int32, int16, uint16, "
             "uint8, int8");
@@ -907,6 +910,9 @@ private Q_SLOTS:
             "in/x.npy: sample x: " + neither);
         add("npy no rows", NpyFile, "x.npy", encode_npy({0, 2, 2}, {}), "in/x.npy: sample x: no routed rows");
         add("npy empty", NpyFile, "x.npy", "", "in/x.npy: empty file");
+        add("npy every route missing", NpyFile, "x.npy", encode_npy({2, 2, 2}, std::vector<std::int32_t>(8, -1), "<i2"),
+            "in/x.npy: sample x: every route is missing (-1 in all 2 rows x top-2 slots at every MoE layer): the "
+            "sample has no routing to count");
 
         // NeMo-RL
         add("nemo dtype", Nemo, "n.txt", "nrlre1:float32:1x1x2:AAAAAAAAAAA=",
@@ -950,6 +956,9 @@ private Q_SLOTS:
             "in/j.json: sample j: row 0, layer 2: expert id 4 out of range 0..3");
         add("nested negative", Nested, "j.json", "[[[1,3],[-3,2]]]",
             "in/j.json: sample j: row 0, layer 2: negative expert id -3 (only -1 marks a missing route)");
+        add("nested every route missing", Nested, "j.json", "[[[-1,-1],[-1,-1]]]",
+            "in/j.json: sample j: every route is missing (-1 in all 1 rows x top-2 slots at every MoE layer): the "
+            "sample has no routing to count");
         add("nested duplicate", Nested, "j.json", "[[[1,3],[0,2]],[[1,1],[0,2]]]",
             "in/j.json: sample j: row 1, layer 1: expert 1 listed twice, so counts cannot add up to rows x top-k");
         add("nested layer axis neither", Nested, "j.json", "[[[1,3],[0,2],[0,1],[0,1],[0,1]]]",

@@ -74,6 +74,12 @@ SampleRecord make_sample_record(const RouteArray& routes, const ModelDescription
             }
         }
     }
+    // A sample none of whose MoE-layer routes is recorded has no routing at all (a replay that failed
+    // for it): refused, as the NeMo-RL reader refuses a sample with only its default row, rather than
+    // imported as a sample that sends no token to any expert.
+    if (missing > 0 && std::all_of(rec.counts.begin(), rec.counts.end(), [](std::uint32_t v) { return v == 0; }))
+        throw InputError(where + ": every route is missing (-1 in all " + std::to_string(routes.rows) + " rows x top-" +
+                         std::to_string(K) + " slots at every MoE layer): the sample has no routing to count");
     // Every MoE layer of the model must be present on the axis.
     std::vector<char> seen(static_cast<std::size_t>(L), 0);
     for (int l : axis_to_moe)
