@@ -128,6 +128,7 @@ private Q_SLOTS:
     void ffdFailures();
     void minRowsCertifiedByVolume();
     void minRowsCertifiedByL2();
+    void minRowsL2NearInt64Limit();
     void minRowsExactFindsWhatFfdMisses();
     void minRowsExactProvesInfeasible();
     void minRowsBudgetTooSmall();
@@ -545,6 +546,23 @@ void TestPlacement::minRowsCertifiedByL2() {
     QVERIFY2(QString::fromStdString(rc.how).contains("bin-packing bound L2 = 5 cells"), rc.how.c_str());
     QCOMPARE(rc.layout.cells, (std::vector<std::vector<int>>{{0, 6, 7}, {1}, {2}, {3}, {4}, {5}}));
     QVERIFY(validate_layout(rc.layout, lengths_problem(t, 10, 2)).empty());
+}
+
+/// Near the int64 limit: C = 2^62 + 2 and three items of 2^61 + 2 (> C/2) plus one token. Their
+/// total (3 x 2^61 + 7) fits int64, but |J2| x C = 3 x (2^62 + 2) does not: L2 must still say 3 cells
+/// (3 + max(0, ceil((1 - (3C - 3w)) / C)) = 3), so R* = 3 at D = 1, certified. A total above
+/// 2^63 - 1 is refused rather than wrapped.
+void TestPlacement::minRowsL2NearInt64Limit() {
+    const std::int64_t C = (std::int64_t{1} << 62) + 2, w = (std::int64_t{1} << 61) + 2;
+    const RowCount rc = minimum_rows({w, w, w, 1}, C, 1, 0, 1000);
+    QCOMPARE(rc.rows, 3);
+    QVERIFY(rc.certified);
+    QVERIFY2(QString::fromStdString(rc.how).contains("bin-packing bound L2 = 3 cells"), rc.how.c_str());
+    const std::int64_t big = std::int64_t{1} << 62;
+    QCOMPARE(input_error_of([&] {
+                 minimum_rows({big, big, big}, big, 1, 0, 100);
+             }),
+             QStringLiteral("row count: the samples hold more than 2^63 - 1 tokens in total"));
 }
 
 void TestPlacement::minRowsExactFindsWhatFfdMisses() {

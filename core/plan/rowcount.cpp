@@ -69,7 +69,9 @@ std::int64_t martello_toth_l2(std::vector<std::int64_t> w, std::int64_t C) {
     if (w.empty()) return 0;
     std::sort(w.begin(), w.end(), std::greater<>());
     const std::size_t n = w.size();
-    std::vector<std::int64_t> prefix(n + 1, 0);
+    // Sums and n2 * C in 128 bits: n items of up to C = 2^63 - 1 tokens each overflow int64.
+    __extension__ typedef __int128 i128;
+    std::vector<i128> prefix(n + 1, 0);
     for (std::size_t j = 0; j < n; ++j)
         prefix[j + 1] = prefix[j] + w[j];
     // Items are sorted descending: count of items > x, and of items >= x, are prefix lengths.
@@ -89,9 +91,11 @@ std::int64_t martello_toth_l2(std::vector<std::int64_t> w, std::int64_t C) {
         const std::int64_t n1 = count_gt(C - alpha);
         const std::int64_t n2 = n12 - n1;
         const std::int64_t n123 = alpha == 0 ? static_cast<std::int64_t>(n) : count_ge(alpha);
-        const std::int64_t sum2 = prefix[n12] - prefix[n1];
-        const std::int64_t sum3 = prefix[n123] - prefix[n12];
-        const std::int64_t bound = n12 + ceil_div(sum3 - (n2 * C - sum2), C);
+        const i128 sum2 = prefix[n12] - prefix[n1];
+        const i128 sum3 = prefix[n123] - prefix[n12];
+        const i128 rest = sum3 - (static_cast<i128>(n2) * C - sum2);
+        // ceil(rest / C) <= |J3| <= n: the bound fits int64.
+        const std::int64_t bound = n12 + (rest <= 0 ? 0 : static_cast<std::int64_t>(1 + (rest - 1) / C));
         best = std::max(best, bound);
     }
     return best;
@@ -277,15 +281,19 @@ RowCount minimum_rows(const std::vector<std::int64_t>& length, std::int64_t C, i
     if (C < 1) throw InputError("row count: the token cap must be at least 1 (got " + str(C) + ")");
     if (min_rows < 0) throw InputError("row count: min_rows must be >= 0 (got " + str(min_rows) + ")");
     const std::int64_t n = static_cast<std::int64_t>(length.size());
-    std::int64_t total = 0;
+    __extension__ typedef __int128 i128;
+    i128 sum = 0;
     for (std::int64_t i = 0; i < n; ++i) {
         if (length[i] < 1)
             throw InputError("sample " + str(i) + " has length " + str(length[i]) + "; every sample needs >= 1 token");
         if (length[i] > C)
             throw InputError("sample " + str(i) + " has length " + str(length[i]) + " > token cap " + str(C) +
                              "; it fits in no cell");
-        total += length[i];
+        sum += length[i];
     }
+    if (sum > std::numeric_limits<std::int64_t>::max())
+        throw InputError("row count: the samples hold more than 2^63 - 1 tokens in total");
+    const std::int64_t total = static_cast<std::int64_t>(sum);
     const std::string prefix = "no rectangular layout exists: ";
     if (n < D) throw InputError(prefix + str(n) + " samples cannot fill " + str(D) + " DP slots");
     const std::int64_t rmax = n / D;
