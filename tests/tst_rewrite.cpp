@@ -565,6 +565,7 @@ void TestRewrite::layerMapRewrite() {
 void TestRewrite::singleFileWithoutConfig() {
     // One .safetensors file, no config.json: the plan's model describes it (stacked [E, ...] tensors).
     const fs::path tmp = temp_dir(QStringLiteral("rw1"));
+    fs::create_directories(tmp / "in");
     const int E = 6;
     std::vector<std::string> payload;
     std::vector<TensorData> ts;
@@ -576,7 +577,7 @@ void TestRewrite::singleFileWithoutConfig() {
     ts.push_back({"model.layers.0.mlp.experts.down_proj", Dtype::BF16, {6, 5}, std::as_bytes(std::span(stacked))});
     ts.push_back({"model.layers.0.mlp.router.weight", Dtype::F32, {6, 3}, std::as_bytes(std::span(router))});
     ts.push_back({"model.norm.weight", Dtype::U8, {3}, std::as_bytes(std::span(router).subspan(0, 3))});
-    write_safetensors(tmp / "model.safetensors", ts, {{"format", "pt"}});
+    write_safetensors(tmp / "in" / "model.safetensors", ts, {{"format", "pt"}});
     ModelDescription pm;
     pm.name = "tiny";
     pm.num_hidden_layers = 1;
@@ -585,14 +586,22 @@ void TestRewrite::singleFileWithoutConfig() {
     pm.moe_layers = {0};
     Placement pi = identity_placement(1, E);
     pi.slot = {2, 0, 1, 5, 3, 4}; // p2l = {1, 2, 0, 4, 5, 3}
-    RewriteRequest r = rewrite_request(tmp / "model.safetensors", tmp / "out", pi, pm);
+    // The output may not lie inside the input file's folder (a later rewrite of that folder would
+    // read the output's shards as its own).
+    RewriteRequest inside = rewrite_request(tmp / "in" / "model.safetensors", tmp / "in" / "out", pi, pm);
+    QCOMPARE(QString::fromStdString(error_of(inside)), qpath(tmp / "in" / "out") +
+                                                           QStringLiteral(": output lies inside the input folder ") +
+                                                           qpath(fs::canonical(tmp / "in")));
+    QVERIFY(!fs::exists(tmp / "in" / "out"));
+    RewriteRequest r = rewrite_request(tmp / "in" / "model.safetensors", tmp / "out", pi, pm);
     // Router rows move only with --permute-router, which needs config.json (n_group) beside the file.
     r.permute_router = true;
     QCOMPARE(QString::fromStdString(error_of(r)),
              QStringLiteral("--permute-router: no config.json beside ") +
-                 qpath(fs::canonical(tmp / "model.safetensors")) +
+                 qpath(fs::canonical(tmp / "in" / "model.safetensors")) +
                  QStringLiteral("; it is needed to check group-limited routing (n_group) before router rows move"));
-    write_file(tmp / "config.json", R"({"num_hidden_layers": 1, "num_local_experts": 6, "num_experts_per_tok": 2})");
+    write_file(tmp / "in" / "config.json",
+               R"({"num_hidden_layers": 1, "num_local_experts": 6, "num_experts_per_tok": 2})");
     const RewriteReport rep = rewrite_checkpoint(r);
     QCOMPARE(rep.moved_tensors, 2);
     const std::string out = tensor_bytes(tmp / "out", "model.layers.0.mlp.experts.down_proj");

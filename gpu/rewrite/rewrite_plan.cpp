@@ -147,8 +147,10 @@ private:
             fs::path out_canon = fs::weakly_canonical(output);
             if (out_canon == input || out_canon == input_dir)
                 throw InputError(req.output.string() + ": output is the input; the rewrite never overwrites its input");
+            // Inside the input's folder is refused for a single file too: a later rewrite of that
+            // folder would take the output's shards for input shards.
             const std::string ic = input_dir.string() + "/", oc = out_canon.string() + "/";
-            if (input_is_dir && oc.compare(0, ic.size(), ic) == 0)
+            if (oc.compare(0, ic.size(), ic) == 0)
                 throw InputError(req.output.string() + ": output lies inside the input folder " + input_dir.string());
             if (fs::exists(output, ec)) {
                 if (!fs::is_directory(output, ec) || !fs::is_empty(output, ec))
