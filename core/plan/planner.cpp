@@ -47,13 +47,6 @@ std::string window_fingerprint_fnv(const Trace& window) {
 
 namespace {
 
-/// splitmix64's finalizer (Steele, Lea, Flood 2014): a bijective 64-bit mix.
-std::uint64_t mix64(std::uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 /// Counts per fingerprint chunk (256 KiB): chunks are hashed in parallel and folded in order.
 constexpr std::size_t kFingerprintChunk = std::size_t{1} << 16;
 
@@ -64,7 +57,7 @@ std::uint64_t chunk_hash(const std::uint32_t* v, std::size_t n, std::uint64_t in
     constexpr std::uint64_t kOdd = 0x9e3779b97f4a7c15ULL;
     std::uint64_t h[4];
     for (int j = 0; j < 4; ++j)
-        h[j] = mix64(index * 4 + static_cast<std::uint64_t>(j) + 1);
+        h[j] = seeds::mix64(index * 4 + static_cast<std::uint64_t>(j) + 1);
     std::size_t k = 0;
     for (; k + 8 <= n; k += 8)
         for (int j = 0; j < 4; ++j) {
@@ -77,7 +70,7 @@ std::uint64_t chunk_hash(const std::uint32_t* v, std::size_t n, std::uint64_t in
         h[0] ^= h[0] >> 29;
     }
     auto rotl = [](std::uint64_t x, int r) { return (x << r) | (x >> (64 - r)); };
-    return mix64(h[0] ^ rotl(h[1], 16) ^ rotl(h[2], 32) ^ rotl(h[3], 48) ^ n);
+    return seeds::mix64(h[0] ^ rotl(h[1], 16) ^ rotl(h[2], 32) ^ rotl(h[3], 48) ^ n);
 }
 
 } // namespace
@@ -93,9 +86,9 @@ std::string window_fingerprint(const Trace& window) {
         const std::size_t begin = c * kFingerprintChunk;
         part[c] = chunk_hash(window.counts.data() + begin, std::min(kFingerprintChunk, n - begin), c);
     });
-    h = mix64(h ^ n);
+    h = seeds::mix64(h ^ n);
     for (std::uint64_t x : part)
-        h = mix64(h ^ x);
+        h = seeds::mix64(h ^ x);
     return hex64(h);
 }
 

@@ -96,7 +96,7 @@ double bound_gap(double max_u, double bound);
 /// Fingerprint of a window's lengths and counts, 16 hex digits (the plan's `inputs.fingerprint`
 /// from plan version 3): FNV-1a 64 over the lengths (int64, sample order), then the [N][L][E] counts
 /// in chunks of 65,536 values, each hashed with four interleaved 64-bit multiply-xorshift lanes and
-/// the chunk hashes folded in order with the splitmix64 finalizer. Chunks are hashed in parallel
+/// the chunk hashes folded in order with splitmix64 (seeds::mix64). Chunks are hashed in parallel
 /// (the caller's TBB arena); the value does not depend on the worker count. About 20x faster than
 /// byte-serial FNV-1a on the counts (0.7 s for 512 MiB on one core).
 std::string window_fingerprint(const Trace& window);
