@@ -193,7 +193,10 @@ void add_budget_flags(CLI::App& app, PlanCmd& c) {
                    "share of guided proposals aimed at the straggler EDP shard");
     app.add_option("--row-nodes", b.row_nodes, "node budget of the exact row-count search");
     app.add_option("--polish", b.polish_evaluations,
-                   "scored moves of the final exact improvement pass on the straggler shard (0 = none)");
+                   "work of the final exact improvement pass on the straggler shard: scored moves plus ranked "
+                   "sample visits (0 = none)");
+    app.add_option("--polish-kicks", b.polish_kick_moves,
+                   "random moves per kick of the final pass (0 = one guided descent, no kicks)");
 }
 
 PlanResult run_planner(const PlanCmd& c) {

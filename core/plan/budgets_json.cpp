@@ -35,6 +35,7 @@ std::string planner_budgets_to_json(const PlannerBudgets& b) {
     j["p_straggler"] = a.p_straggler;
     j["row_nodes"] = b.row_nodes;
     j["polish_evaluations"] = b.polish_evaluations;
+    j["polish_kick_moves"] = b.polish_kick_moves;
     j["time_limit_s"] = b.time_limit_s;
     return j.dump();
 }
@@ -119,6 +120,7 @@ void check_planner_budgets(const PlannerBudgets& b, const std::string& origin, B
         bad("--p-straggler", "p_straggler", "in [0, 1]", number_text(a.p_straggler));
     at_least("--row-nodes", "row_nodes", b.row_nodes, 0);
     at_least("--polish", "polish_evaluations", b.polish_evaluations, 0);
+    at_least("--polish-kicks", "polish_kick_moves", b.polish_kick_moves, 0);
 }
 
 PlannerBudgets parse_planner_budgets(const std::string& json_text, const std::string& origin) {
@@ -154,6 +156,7 @@ PlannerBudgets parse_planner_budgets(const std::string& json_text, const std::st
     r.real("p_straggler", b.annealing.p_straggler, 0, 1);
     r.integer("row_nodes", b.row_nodes, 0);
     r.integer("polish_evaluations", b.polish_evaluations, 0);
+    r.integer("polish_kick_moves", b.polish_kick_moves, 0, kIntMax);
     r.real("time_limit_s", b.time_limit_s, 0, inf);
     check_planner_budgets(b, origin, BudgetNames::Keys, false);
     return b;
