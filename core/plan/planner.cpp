@@ -168,7 +168,8 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
         emit("polish", 0.95);
         if (in.budgets.polish_evaluations > 0 && !cancelled() && !r.time_limit_hit) {
             PolishSettings ps;
-            ps.evaluations = deadline ? std::numeric_limits<std::int64_t>::max() : in.budgets.polish_evaluations;
+            ps.evaluations =
+                in.budgets.anytime ? std::numeric_limits<std::int64_t>::max() : in.budgets.polish_evaluations;
             ps.kick_moves = in.budgets.polish_kick_moves;
             std::mutex progress_mutex;
             std::function<void(const Score&)> on_improve;

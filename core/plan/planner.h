@@ -22,9 +22,9 @@ namespace routepack {
 
 /// Every search budget. All are counted in work (nodes, proposals, candidates), so the same inputs,
 /// seed and worker count give the same plan; `time_limit_s` > 0 adds a wall-clock stop whose firing is
-/// recorded (and then the plan may differ). With `time_limit_s` > 0 the planner also runs anytime: the
-/// final pass keeps kicking and descending until the deadline (polish_evaluations is then not a
-/// bound), so more time never gives a worse plan along the run, and the plan depends on timing.
+/// recorded (and then the plan may differ). With `anytime` the final pass keeps kicking and descending
+/// until the deadline instead of stopping after polish_evaluations: along one run more time never
+/// gives a worse plan, and the plan depends on timing.
 struct PlannerBudgets {
     SeedingSettings seeding;
     AnnealingSettings annealing;
@@ -35,8 +35,10 @@ struct PlannerBudgets {
     /// Random moves per kick of that pass (0 = one guided descent, no kicks).
     int polish_kick_moves = 4;
     double time_limit_s = 0; ///< 0 = none
-    int workers = 0;         ///< worker threads (0 = all cores)
-    std::uint64_t seed = 1;  ///< master seed; seeding and annealing streams derive from it
+    /// Anytime mode: the final pass runs until `time_limit_s` (which must then be > 0).
+    bool anytime = false;
+    int workers = 0;        ///< worker threads (0 = all cores)
+    std::uint64_t seed = 1; ///< master seed; seeding and annealing streams derive from it
 };
 
 /// One compared method: its placement and layout, and the Table 3-4 metrics.

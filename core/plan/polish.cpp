@@ -131,12 +131,20 @@ public:
         tok_.assign(static_cast<std::size_t>(K_), 0);
         sq_.assign(static_cast<std::size_t>(K_), 0);
         c_ = static_cast<double>(p().C);
+        inv_c_ = 1.0 / c_;
+        for (const auto& st : p().stages) {
+            ta_.push_back(st.alpha / c_);
+            tb_.push_back(st.beta / (c_ * c_));
+        }
+        rs_cell_.resize(static_cast<std::size_t>(K_));
+        for (int k = 0; k < K_; ++k)
+            rs_cell_[static_cast<std::size_t>(k)] = (k / D_) * G_ + p().shard_of_slot[static_cast<std::size_t>(k % D_)];
         for (int k = 0; k < K_; ++k)
             for (int i : sc.cell(k)) {
                 add(i, k, +1);
             }
         for (int rs = 0; rs < R_ * G_; ++rs)
-            refresh(rs);
+            refresh(rs, true);
         changed_.assign(RS, 0);
         stamp_.assign(static_cast<std::size_t>(n_), 0);
         stamp_gs_.assign(static_cast<std::size_t>(n_), -1);
@@ -151,7 +159,7 @@ public:
         stamp_[static_cast<std::size_t>(i)] = ++clock_;
         stamp_gs_[static_cast<std::size_t>(i)] = gs;
     }
-    int rs_of_cell(int k) const { return (k / D_) * G_ + p().shard_of_slot[static_cast<std::size_t>(k % D_)]; }
+    int rs_of_cell(int k) const { return rs_cell_[static_cast<std::size_t>(k)]; }
     std::int64_t peak_demand(int rs, int j) const {
         return S_[static_cast<std::size_t>(rs) * static_cast<std::size_t>(n_) + static_cast<std::size_t>(j)];
     }
@@ -208,17 +216,19 @@ public:
     }
     /// Attention of cell k's row-shard when only cell k changes by (dt, dq), from other_cells_max.
     double attention_one(const std::vector<double>& oth, int k, std::int64_t dt, std::int64_t dq) const {
-        const auto S = p().stages.size();
-        const std::int64_t t = tok_[static_cast<std::size_t>(k)] + dt, q = sq_[static_cast<std::size_t>(k)] + dq;
+        const std::size_t S = ta_.size();
+        const auto t = static_cast<double>(tok_[static_cast<std::size_t>(k)] + dt);
+        const auto q = static_cast<double>(sq_[static_cast<std::size_t>(k)] + dq);
+        const double* o = oth.data() + static_cast<std::size_t>(k) * S;
         double a = 0;
         for (std::size_t st = 0; st < S; ++st)
-            a += std::max(oth[static_cast<std::size_t>(k) * S + st], stage_cost(st, t, q));
+            a += std::max(o[st], ta_[st] * t + tb_[st] * q);
         return a;
     }
     double stage_cost(std::size_t st, std::int64_t t, std::int64_t q) const {
-        const auto& x = p().stages[st];
-        return x.alpha * (static_cast<double>(t) / c_) + x.beta * (static_cast<double>(q) / (c_ * c_));
+        return ta_[st] * static_cast<double>(t) + tb_[st] * static_cast<double>(q);
     }
+    double inv_c() const { return inv_c_; }
     /// Records a kept relocation of i from cell `from` to cell `to`.
     void relocated(int i, int from, int to) {
         add(i, from, -1);
@@ -247,18 +257,31 @@ private:
         for (std::size_t x = 0; x < LP; ++x)
             w[x] += sign * static_cast<std::int64_t>(q[x]);
     }
-    void refresh(int rs) {
+    void refresh(int rs, bool full = false) {
         if (!changed_.empty()) changed_[static_cast<std::size_t>(rs)] = ++clock_;
         const auto LP = static_cast<std::size_t>(L_) * static_cast<std::size_t>(P_);
         const std::int64_t* w = W_.data() + static_cast<std::size_t>(rs) * LP;
         int* pk = peak_.data() + static_cast<std::size_t>(rs) * static_cast<std::size_t>(L_);
+        std::int64_t* s = S_.data() + static_cast<std::size_t>(rs) * static_cast<std::size_t>(n_);
+        const auto LPs = static_cast<std::size_t>(L_) * static_cast<std::size_t>(P_);
         for (int l = 0; l < L_; ++l) {
             int best = 0;
             for (int x = 1; x < P_; ++x)
                 if (w[l * P_ + x] > w[l * P_ + best]) best = x;
-            pk[l] = l * P_ + best;
+            const int now = l * P_ + best;
+            if (full) {
+                pk[l] = now;
+                continue;
+            }
+            if (now == pk[l]) continue;
+            // Only the layers whose peak rank moved change S (exact integer update).
+            const std::int32_t* q = p().demand.data();
+            const int was = pk[l];
+            for (int j = 0; j < n_; ++j, q += LPs)
+                s[j] += static_cast<std::int64_t>(q[now]) - q[was];
+            pk[l] = now;
         }
-        std::int64_t* s = S_.data() + static_cast<std::size_t>(rs) * static_cast<std::size_t>(n_);
+        if (!full) return;
         for (int j = 0; j < n_; ++j) {
             const std::int32_t* q = p().q(j);
             std::int64_t v = 0;
@@ -271,7 +294,9 @@ private:
     const PackingProblem& p() const { return *pp_; }
     const PackingProblem* pp_;
     int R_, D_, G_, L_, P_, n_, K_;
-    double c_ = 1;
+    double c_ = 1, inv_c_ = 1;
+    std::vector<double> ta_, tb_; // [S] alpha_s / C, beta_s / C^2
+    std::vector<int> rs_cell_;    // [K] row-shard of cell k
     std::vector<std::int64_t> W_, S_, tok_, sq_;
     std::vector<int> peak_;
     std::uint64_t clock_ = 0;
@@ -341,12 +366,13 @@ bool guided_descent(IncrementalScorer& sc, Guide& gd, int verify, std::int64_t b
                 dJa = gd.attention(from, dt, dq, k, -dt, -dq) - Aa; // W of the row-shard unchanged
             } else {
                 const double Sj_a = j >= 0 ? static_cast<double>(gd.peak_demand(rsa, j)) : 0.0;
-                dJa = gd.attention_one(oth, from, dt, dq) - Aa + (Sj_a - Si_a) / gd.c();
+                dJa = gd.attention_one(oth, from, dt, dq) - Aa + (Sj_a - Si_a) * gd.inv_c();
                 // The straggler's own estimate first: most candidates fail here.
                 if (gb != gs && U[static_cast<std::size_t>(gs)] + dJa > before.max_u) return;
                 const double Si_b = static_cast<double>(gd.peak_demand(rsb, i));
                 const double Sj_b = j >= 0 ? static_cast<double>(gd.peak_demand(rsb, j)) : 0.0;
-                dJb = gd.attention_one(oth, k, -dt, -dq) - a_cell[static_cast<std::size_t>(k)] + (Si_b - Sj_b) / gd.c();
+                dJb = gd.attention_one(oth, k, -dt, -dq) - a_cell[static_cast<std::size_t>(k)] +
+                      (Si_b - Sj_b) * gd.inv_c();
             }
             double s0 = u_other;
             if (gb == gs) {

@@ -286,6 +286,7 @@ int main(int argc, char** argv) {
                 in.budgets = g_budgets;
                 in.budgets.workers = 2;
                 in.budgets.time_limit_s = 5.0;
+                in.budgets.anytime = true;
                 std::vector<std::pair<double, double>> trace; // (seconds since start, best max_g U)
                 const auto t0 = std::chrono::steady_clock::now();
                 const auto r = plan_window(in, [&](const PlanEvent& e) {
