@@ -27,6 +27,8 @@ using Clock = std::chrono::steady_clock;
 
 /// Evaluations between two polls of the cancel flag and the deadline.
 constexpr std::int64_t kPollMask = 255;
+/// Candidates ranked per work unit of a guided visit (a visit ranks about n of them).
+constexpr int kCandidatesPerUnit = 1024;
 /// Draws before a kick move gives up finding a straggler-shard sample with a feasible move.
 constexpr int kKickTries = 64;
 
@@ -320,6 +322,7 @@ bool guided_descent(IncrementalScorer& sc, Guide& gd, int verify, std::int64_t b
     std::vector<double> U(static_cast<std::size_t>(G));
     std::vector<double> a_cell(static_cast<std::size_t>(K)); // attention of each cell's row-shard
     std::vector<double> oth;                                 // Guide::other_cells_max
+    const std::int64_t visit_cost = 1 + (n - 1) / kCandidatesPerUnit;
     int idle = 0;
     while (idle < n) {
         if (c.evaluations >= budget) return false;
@@ -428,7 +431,7 @@ bool guided_descent(IncrementalScorer& sc, Guide& gd, int verify, std::int64_t b
                 }
             }
         }
-        ++c.evaluations; // the visit's ranking
+        c.evaluations += visit_cost; // the visit's ranking
         if (improved) {
             ++c.improvements;
             idle = 0;
