@@ -711,6 +711,22 @@ void TestAnnealing::iteratedSearchBudgetsAndStops() {
         iterated_straggler_search(p, x, PolishSettings{}, 1, nullptr, std::chrono::steady_clock::now());
     QVERIFY(d.cancelled);
     QVERIFY(d.layout == x);
+    // Where nothing can move (one cell) the kicks still spend the budget and the run ends.
+    {
+        std::mt19937_64 g1(3);
+        const PackingProblem one = random_problem(g1, 5, 2, 2, 1, 1, 100000, 40, 500);
+        Layout single;
+        single.rows = 1;
+        single.dp_slots = 1;
+        single.cells = {{0, 1, 2, 3, 4}};
+        PolishSettings k;
+        k.evaluations = 50;
+        const PolishResult r = iterated_straggler_search(one, single, k, 1);
+        QVERIFY(r.layout == single);
+        QCOMPARE(r.improvements, std::int64_t{0});
+        QCOMPARE(r.evaluations, std::int64_t{50});
+        QCOMPARE(r.kicks, 45); // five visits ranked nothing (a unit each), then a unit per empty kick
+    }
     // on_improve reports strictly decreasing scores, the last one the result's.
     std::vector<Score> seen;
     const PolishResult e = iterated_straggler_search(p, x, PolishSettings{}, 1, nullptr, std::nullopt,

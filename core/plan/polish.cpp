@@ -530,7 +530,11 @@ PolishResult iterated_straggler_search(const PackingProblem& p, const Layout& x,
                 if (gd) gd_best.emplace(*gd);
                 rep.local_optimum = at_opt;
                 while (s.kick_moves > 0 && !c.stopped && c.evaluations < s.evaluations) {
+                    const std::int64_t before_kick = c.evaluations;
                     kick(sc, gd ? &*gd : nullptr, rng, s.kick_moves, c);
+                    // A kick that found no feasible move still costs a unit, so the budget ends the
+                    // loop even where nothing can move (one cell, every move over C).
+                    if (c.evaluations == before_kick) ++c.evaluations;
                     ++c.kicks;
                     cursor = static_cast<int>(rng.below(static_cast<std::uint64_t>(p.n)));
                     at_opt = descend();

@@ -16,7 +16,7 @@ namespace routepack {
 struct PolishSettings {
     /// Work per replica: moves scored exactly (descents and kick moves) plus, in the guided
     /// descent, ceil(n / 1024) per sample visit whose moves were ranked (a visit ranks about n
-    /// moves); 0 = no pass.
+    /// moves), and one per kick that found no feasible move; 0 = no pass.
     std::int64_t evaluations = 20000;
     /// Independent replicas (each from the same start, own RNG stream), run in parallel on the
     /// caller's TBB arena; the best in replica order wins. Replica 0 starts with a plain descent.
