@@ -179,6 +179,8 @@ void add_budget_flags(CLI::App& app, PlanCmd& c) {
     app.add_option("--seed", c.seed_text, "random seed, 0..2^64-1 (same inputs + seed + threads => same plan)");
     app.add_option("--threads", b.workers, "worker threads (default: all cores)");
     app.add_option("--time-limit", b.time_limit_s, "wall-clock limit in seconds (recorded when it fires)");
+    app.add_flag("--anytime", b.anytime,
+                 "keep improving the plan until --time-limit (the plan then depends on timing)");
     app.add_option("--seeds", b.seeding.candidates, "M: fixed-row seed candidates");
     app.add_option("--population", b.seeding.population, "P_pop: annealing chains");
     app.add_option("--choice-width", b.seeding.choice_width, "w: seeding choice width");
@@ -193,7 +195,10 @@ void add_budget_flags(CLI::App& app, PlanCmd& c) {
                    "share of guided proposals aimed at the straggler EDP shard");
     app.add_option("--row-nodes", b.row_nodes, "node budget of the exact row-count search");
     app.add_option("--polish", b.polish_evaluations,
-                   "scored moves of the final exact improvement pass on the straggler shard (0 = none)");
+                   "work of the final exact improvement pass on the straggler shard: scored moves plus ranked "
+                   "sample visits (0 = none)");
+    app.add_option("--polish-kicks", b.polish_kick_moves,
+                   "random moves per kick of the final pass (0 = one guided descent, no kicks)");
 }
 
 PlanResult run_planner(const PlanCmd& c) {

@@ -200,7 +200,8 @@ void print_comparison(const PlanResult& r) {
                   << " cell(s) over the cap C (reported, still scored)\n";
     std::cout << "planner: " << fmt("%.3f", r.timings.count("total") ? r.timings.at("total") : 0.0) << " s, "
               << r.proposals << " proposals, " << r.accepted << " accepted, polish " << r.polish_improvements << "/"
-              << r.polish_evaluations << (r.polish_local_optimum ? " (local optimum)" : "")
+              << r.polish_evaluations << ", " << r.polish_kicks_kept << "/" << r.polish_kicks << " kicks kept"
+              << (r.polish_local_optimum ? " (local optimum)" : "")
               << (r.cancelled ? ", CANCELLED (best valid plan so far)" : "")
               << (r.time_limit_hit ? ", time limit hit" : "") << "\n";
 }

@@ -5,6 +5,7 @@
 // resampling's state reuse by hand; the straggler descent's local optimum checked by brute force.
 // Problems and seed populations are built here directly (no seeding or row-count stage involved).
 #include "core/plan/annealing.h"
+#include "core/plan/polish.h"
 #include "core/util/errors.h"
 
 #include <QtTest>
@@ -198,6 +199,9 @@ private Q_SLOTS:
     void rejectsBadBudgetAndPopulation();
     void stragglerAimedProposalsDeterministic();
     void descentReachesLocalOptimum();
+    void iteratedSearchInvariants();
+    void iteratedSearchDeterministicAcrossWorkers();
+    void iteratedSearchBudgetsAndStops();
 };
 
 void TestAnnealing::systematicResampleHandComputed() {
@@ -562,6 +566,175 @@ void TestAnnealing::descentReachesLocalOptimum() {
         QVERIFY(none.layout == x);
         QCOMPARE(none.evaluations, std::int64_t{0});
     }
+}
+
+void TestAnnealing::iteratedSearchInvariants() {
+    // Plain and guided descents, with and without kicks: valid, never worse than the start, the
+    // reported score is the full rescoring of the reported layout, and the counts add up.
+    for (std::uint64_t seed : {41, 42, 43}) {
+        std::mt19937_64 g(seed);
+        const PackingProblem p = random_problem(g, 40, 3, 4, 4, 2, 1500, 40, 500);
+        const int rows = ffd_rows(p);
+        QVERIFY(rows > 0);
+        const Layout x = make_population(p, rows, 1, seed)[0].layout;
+        const Score start = score_layout(x, p);
+        for (int verify : {0, 1, 8}) {
+            for (int kicks : {0, 3}) {
+                PolishSettings s;
+                s.evaluations = kicks ? 20000 : 10000000;
+                s.kick_moves = kicks;
+                s.verify = verify;
+                const PolishResult r = iterated_straggler_search(p, x, s, seed);
+                QCOMPARE(validate_layout(r.layout, p), std::string());
+                QVERIFY(r.score == score_layout(r.layout, p));
+                QVERIFY(!(start < r.score));
+                QVERIFY(!r.cancelled);
+                QVERIFY(r.kicks_kept <= r.kicks);
+                if (kicks == 0) {
+                    QCOMPARE(r.kicks, 0);
+                    QVERIFY(r.local_optimum); // the budget is never reached on 40 samples
+                    QVERIFY(r.improvements > 0);
+                    QVERIFY(r.score < start);
+                } else {
+                    QVERIFY(r.kicks > 0);
+                    QVERIFY(r.evaluations >= s.evaluations); // kicks run until the budget is spent
+                    // Kicking only ever keeps better layouts: never worse than the kick-free run.
+                    PolishSettings plain = s;
+                    plain.kick_moves = 0;
+                    plain.evaluations = 10000000;
+                    QVERIFY(!(iterated_straggler_search(p, x, plain, seed).score < r.score));
+                }
+            }
+        }
+        // The plain descent at its local optimum: brute force with full rescoring finds no
+        // relocation or swap of a straggler-shard sample that improves the tuple.
+        PolishSettings plain;
+        plain.evaluations = 10000000;
+        plain.kick_moves = 0;
+        plain.verify = 0;
+        const PolishResult d = iterated_straggler_search(p, x, plain, seed);
+        const CostBreakdown cb = cost_breakdown(d.layout, p);
+        int gs = 0;
+        for (int h = 1; h < p.G; ++h)
+            if (cb.U[h] > cb.U[gs]) gs = h;
+        const int K = d.layout.cell_count();
+        for (int k = 0; k < K; ++k) {
+            if (p.shard_of_slot[static_cast<std::size_t>(k % p.D)] != gs) continue;
+            for (std::size_t pos = 0; pos < d.layout.cells[static_cast<std::size_t>(k)].size(); ++pos)
+                for (int k2 = 0; k2 < K; ++k2) {
+                    if (k2 == k) continue;
+                    Layout y = d.layout;
+                    auto& src = y.cells[static_cast<std::size_t>(k)];
+                    const int i = src[pos];
+                    src.erase(src.begin() + static_cast<std::ptrdiff_t>(pos));
+                    y.cells[static_cast<std::size_t>(k2)].push_back(i);
+                    if (validate_layout(y, p).empty()) QVERIFY(!(score_layout(y, p) < d.score));
+                    for (std::size_t pos2 = 0; pos2 < d.layout.cells[static_cast<std::size_t>(k2)].size(); ++pos2) {
+                        Layout z = d.layout;
+                        std::swap(z.cells[static_cast<std::size_t>(k)][pos],
+                                  z.cells[static_cast<std::size_t>(k2)][pos2]);
+                        if (validate_layout(z, p).empty()) QVERIFY(!(score_layout(z, p) < d.score));
+                    }
+                }
+        }
+    }
+}
+
+void TestAnnealing::iteratedSearchDeterministicAcrossWorkers() {
+    std::mt19937_64 g(7);
+    const PackingProblem p = random_problem(g, 60, 3, 4, 4, 2, 2000, 40, 500);
+    const int rows = ffd_rows(p);
+    QVERIFY(rows > 0);
+    const Layout x = make_population(p, rows, 1, 3)[0].layout;
+    PolishSettings s;
+    s.evaluations = 15000;
+    s.replicas = 3;
+    s.kick_moves = 3;
+    const PolishResult a = on_workers(1, [&] { return iterated_straggler_search(p, x, s, 11); });
+    const PolishResult b = on_workers(2, [&] { return iterated_straggler_search(p, x, s, 11); });
+    QVERIFY(a.layout == b.layout);
+    QVERIFY(a.score == b.score);
+    QCOMPARE(a.evaluations, b.evaluations);
+    QCOMPARE(a.improvements, b.improvements);
+    QCOMPARE(a.kicks, b.kicks);
+    QCOMPARE(a.kicks_kept, b.kicks_kept);
+    // Three replicas spend three budgets; another seed draws other kicks.
+    QVERIFY(a.evaluations >= 3 * s.evaluations);
+    const PolishResult c = iterated_straggler_search(p, x, s, 12);
+    QVERIFY(c.evaluations != a.evaluations || !(c.layout == a.layout));
+    // The best of three replicas is never worse than replica 0 alone (the same stream).
+    PolishSettings one = s;
+    one.replicas = 1;
+    QVERIFY(!(iterated_straggler_search(p, x, one, 11).score < a.score));
+}
+
+void TestAnnealing::iteratedSearchBudgetsAndStops() {
+    std::mt19937_64 g(5);
+    const PackingProblem p = random_problem(g, 30, 2, 3, 4, 2, 1200, 40, 500);
+    const int rows = ffd_rows(p);
+    QVERIFY(rows > 0);
+    const Layout x = make_population(p, rows, 1, 2)[0].layout;
+    auto error_of = [&](PolishSettings s) {
+        try {
+            iterated_straggler_search(p, x, s, 1);
+        } catch (const InputError& e) {
+            return QString::fromUtf8(e.what());
+        }
+        return QStringLiteral("<no error>");
+    };
+    PolishSettings s;
+    s.evaluations = -1;
+    QCOMPARE(error_of(s), QStringLiteral("polish budget: evaluations must be >= 0 (got -1)"));
+    s = {};
+    s.replicas = 0;
+    QCOMPARE(error_of(s), QStringLiteral("polish budget: replicas must be >= 1 (got 0)"));
+    s = {};
+    s.kick_moves = -2;
+    QCOMPARE(error_of(s), QStringLiteral("polish budget: kick_moves must be >= 0 (got -2)"));
+    s = {};
+    s.verify = -1;
+    QCOMPARE(error_of(s), QStringLiteral("polish budget: verify must be >= 0 (got -1)"));
+    Layout broken = x;
+    broken.cells[0].clear();
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, iterated_straggler_search(p, broken, PolishSettings{}, 1));
+    // A zero budget returns the start; a set cancel flag or a past deadline stops at once.
+    s = {};
+    s.evaluations = 0;
+    const PolishResult none = iterated_straggler_search(p, x, s, 1);
+    QVERIFY(none.layout == x);
+    QCOMPARE(none.evaluations, std::int64_t{0});
+    std::atomic<bool> cancel{true};
+    const PolishResult c = iterated_straggler_search(p, x, PolishSettings{}, 1, &cancel);
+    QVERIFY(c.cancelled);
+    QVERIFY(c.layout == x);
+    const PolishResult d =
+        iterated_straggler_search(p, x, PolishSettings{}, 1, nullptr, std::chrono::steady_clock::now());
+    QVERIFY(d.cancelled);
+    QVERIFY(d.layout == x);
+    // Where nothing can move (one cell) the kicks still spend the budget and the run ends.
+    {
+        std::mt19937_64 g1(3);
+        const PackingProblem one = random_problem(g1, 5, 2, 2, 1, 1, 100000, 40, 500);
+        Layout single;
+        single.rows = 1;
+        single.dp_slots = 1;
+        single.cells = {{0, 1, 2, 3, 4}};
+        PolishSettings k;
+        k.evaluations = 50;
+        const PolishResult r = iterated_straggler_search(one, single, k, 1);
+        QVERIFY(r.layout == single);
+        QCOMPARE(r.improvements, std::int64_t{0});
+        QCOMPARE(r.evaluations, std::int64_t{50});
+        QCOMPARE(r.kicks, 45); // five visits ranked nothing (a unit each), then a unit per empty kick
+    }
+    // on_improve reports strictly decreasing scores, the last one the result's.
+    std::vector<Score> seen;
+    const PolishResult e = iterated_straggler_search(p, x, PolishSettings{}, 1, nullptr, std::nullopt,
+                                                     [&](const Score& sc) { seen.push_back(sc); });
+    QVERIFY(!seen.empty());
+    for (std::size_t k = 1; k < seen.size(); ++k)
+        QVERIFY(seen[k] < seen[k - 1]);
+    QVERIFY(seen.back() == e.score);
 }
 
 QTEST_GUILESS_MAIN(TestAnnealing)

@@ -319,6 +319,38 @@ private Q_SLOTS:
         QCOMPARE(window_fingerprint(empty), std::string("fe793e3ce142343a"));
     }
 
+    /// Anytime mode extends the default run's final pass along the same trajectory (same seed, same
+    /// kicks), so once the annealing is done within the limit it is never worse than the default
+    /// plan; the polish events report strictly better scores, the last one the plan's.
+    void anytimeNeverWorseThanDefault() {
+        PlanInput in = synth_input(6, 4);
+        in.budgets.polish_evaluations = 3000;
+        const PlanResult base = plan_window(in);
+        QVERIFY(base.polish_kicks > 0);
+        in.budgets.time_limit_s = 0.3;
+        in.budgets.anytime = true;
+        std::vector<Score> polish;
+        const PlanResult any = plan_window(in, [&](const PlanEvent& e) {
+            if (e.best) polish.push_back(*e.best);
+        });
+        QCOMPARE(any.convergence.size(), base.convergence.size()); // annealing finished before the limit
+        QVERIFY(any.time_limit_hit);
+        QVERIFY(!(base.routepack.metrics.score < any.routepack.metrics.score));
+        QVERIFY(any.polish_evaluations >= base.polish_evaluations);
+        QVERIFY(any.polish_kicks >= base.polish_kicks);
+        for (std::size_t k = 1; k < polish.size(); ++k)
+            QVERIFY(polish[k] < polish[k - 1]);
+        QVERIFY(!polish.empty());
+        QVERIFY(any.routepack.metrics.score == polish.back());
+        // Anytime needs a time limit.
+        in.budgets.time_limit_s = 0;
+        QCOMPARE(plan_error(in), QStringLiteral("planner: budget 'anytime' must be used with a time limit > 0 (got "
+                                                "time limit 0)"));
+        const auto j = nlohmann::json::parse(plan_to_json(any));
+        QCOMPARE(j["planner"]["budgets"]["anytime"].get<bool>(), true);
+        QCOMPARE(j["planner"]["polish"]["kicks"].get<int>(), any.polish_kicks);
+    }
+
     void planFileRoundTrip() {
         const PlanInput in = synth_input(8, 11);
         const PlanResult r = plan_window(in);

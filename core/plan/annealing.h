@@ -14,7 +14,7 @@ namespace routepack {
 
 /// Budgets of Algorithm 3 (defaults justified by tests/bench/bench_planner and listed in README).
 struct AnnealingSettings {
-    int levels = 24;      ///< N_T temperature levels
+    int levels = 12;      ///< N_T temperature levels
     double t0 = 0.01;     ///< T_0 on the normalized energy delta of line 9
     double cooling = 0.5; ///< geometric factor: T_{n+1} = cooling * T_n
     int steps = 1000;     ///< K proposals per chain per level

@@ -35,7 +35,9 @@ std::string planner_budgets_to_json(const PlannerBudgets& b) {
     j["p_straggler"] = a.p_straggler;
     j["row_nodes"] = b.row_nodes;
     j["polish_evaluations"] = b.polish_evaluations;
+    j["polish_kick_moves"] = b.polish_kick_moves;
     j["time_limit_s"] = b.time_limit_s;
+    j["anytime"] = b.anytime;
     return j.dump();
 }
 
@@ -98,6 +100,8 @@ void check_planner_budgets(const PlannerBudgets& b, const std::string& origin, B
     if (!std::isfinite(b.time_limit_s) || b.time_limit_s < 0 || b.time_limit_s > kMaxTimeLimitSeconds)
         bad("--time-limit", "time_limit_s", "finite seconds in 0..31536000 (one year; 0 = no limit)",
             number_text(b.time_limit_s));
+    if (b.anytime && !(b.time_limit_s > 0))
+        bad("--anytime", "anytime", "used with a time limit > 0", "time limit " + number_text(b.time_limit_s));
     const auto& s = b.seeding;
     const auto& a = b.annealing;
     auto at_least = [&](const char* flag, const char* key, std::int64_t v, std::int64_t lo) {
@@ -119,6 +123,7 @@ void check_planner_budgets(const PlannerBudgets& b, const std::string& origin, B
         bad("--p-straggler", "p_straggler", "in [0, 1]", number_text(a.p_straggler));
     at_least("--row-nodes", "row_nodes", b.row_nodes, 0);
     at_least("--polish", "polish_evaluations", b.polish_evaluations, 0);
+    at_least("--polish-kicks", "polish_kick_moves", b.polish_kick_moves, 0);
 }
 
 PlannerBudgets parse_planner_budgets(const std::string& json_text, const std::string& origin) {
@@ -154,7 +159,12 @@ PlannerBudgets parse_planner_budgets(const std::string& json_text, const std::st
     r.real("p_straggler", b.annealing.p_straggler, 0, 1);
     r.integer("row_nodes", b.row_nodes, 0);
     r.integer("polish_evaluations", b.polish_evaluations, 0);
+    r.integer("polish_kick_moves", b.polish_kick_moves, 0, kIntMax);
     r.real("time_limit_s", b.time_limit_s, 0, inf);
+    if (j.contains("anytime")) {
+        if (!j["anytime"].is_boolean()) throw InputError(origin + ": budget 'anytime' must be true or false");
+        b.anytime = j["anytime"].get<bool>();
+    }
     check_planner_budgets(b, origin, BudgetNames::Keys, false);
     return b;
 }

@@ -9,8 +9,8 @@ namespace routepack {
 
 /// {"seed", "workers", "seeds_M", "population", "choice_width", "eta", "projections",
 /// "pair_candidates", "levels", "t0", "cooling", "steps_per_level", "p_guide", "rho", "p_straggler", "row_nodes",
-/// "polish_evaluations", "time_limit_s"} (compact JSON; doubles with round-trip precision). The annealing and seeding
-/// seeds/workers are derived by the planner and are not part of it.
+/// "polish_evaluations", "polish_kick_moves", "time_limit_s", "anytime"} (compact JSON; doubles with round-trip
+/// precision). The annealing and seeding seeds/workers are derived by the planner and are not part of it.
 std::string planner_budgets_to_json(const PlannerBudgets& b);
 
 /// How check_planner_budgets names a budget: by its CLI flag ("--threads", "--time-limit", ...)
@@ -31,7 +31,8 @@ inline constexpr double kMaxTimeLimitSeconds = 365.0 * 24 * 3600;
 ///   time_limit_s     finite, 0..kMaxTimeLimitSeconds (0 = none)
 ///   seeds_M, population, choice_width, projections, pair_candidates   >= 1
 ///   eta              finite, >= 0;  t0  finite, > 0;  cooling in (0, 1];  p_guide, rho, p_straggler in [0, 1]
-///   levels, steps_per_level, row_nodes, polish_evaluations   >= 0
+///   levels, steps_per_level, row_nodes, polish_evaluations, polish_kick_moves   >= 0
+///   anytime          only with time_limit_s > 0
 /// (the seed is any 64-bit unsigned value; its text is checked where it is parsed).
 void check_planner_budgets(const PlannerBudgets& b, const std::string& origin, BudgetNames names,
                            bool check_workers = true);

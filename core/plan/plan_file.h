@@ -7,7 +7,9 @@
 namespace routepack {
 
 /// Plan file version written by plan_to_json. Version 2 added "max_u_lower_bound"; version 3 changed
-/// `inputs.fingerprint` to window_fingerprint (chunked, parallel) from window_fingerprint_fnv.
+/// `inputs.fingerprint` to window_fingerprint (chunked, parallel) from window_fingerprint_fnv and
+/// added the final search's budgets and counts (budgets.polish_kick_moves, budgets.anytime,
+/// polish.kicks, polish.kicks_kept).
 /// parse_plan reads versions 1 to 3 (version 1 has no bound) and rescore_plan checks each file's
 /// fingerprint with the function of its version.
 constexpr int kPlanVersion = 3;

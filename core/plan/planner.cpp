@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
+#include <mutex>
 
 namespace routepack {
 
@@ -100,7 +102,7 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
         deadline = t_start +
                    std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(in.budgets.time_limit_s));
     auto emit = [&](const char* stage, double f) {
-        if (progress) progress(PlanEvent{stage, f, std::nullopt});
+        if (progress) progress(PlanEvent{stage, f, std::nullopt, std::nullopt});
     };
     auto cancelled = [&] { return cancel && cancel->load(std::memory_order_relaxed); };
 
@@ -197,7 +199,7 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
             p_lpt, population, ab,
             [&](const LevelStats& s) {
                 r.convergence.push_back(s);
-                if (progress) progress(PlanEvent{"annealing", 0.4 + 0.55 * (s.level + 1) / levels, s});
+                if (progress) progress(PlanEvent{"annealing", 0.4 + 0.55 * (s.level + 1) / levels, s, std::nullopt});
             },
             cancel, deadline);
         r.proposals = res.proposals;
@@ -208,14 +210,28 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
             r.routepack = make_method("routepack", true, res.best, p_lpt, r.cv_lpt);
         r.timings["annealing"] = seconds_since(t0);
 
-        // 6. Final exact improvement pass on the straggler (serial, RNG-free).
+        // 6. Final exact improvement pass on the straggler: guided descent and kicks (one replica,
+        // RNG stream from the master seed; anytime until the deadline when there is one).
         t0 = Clock::now();
         emit("polish", 0.95);
         if (in.budgets.polish_evaluations > 0 && !cancelled() && !r.time_limit_hit) {
-            const DescentResult d =
-                straggler_descent(p_lpt, r.routepack.layout, in.budgets.polish_evaluations, cancel, deadline);
+            PolishSettings ps;
+            ps.evaluations =
+                in.budgets.anytime ? std::numeric_limits<std::int64_t>::max() : in.budgets.polish_evaluations;
+            ps.kick_moves = in.budgets.polish_kick_moves;
+            std::mutex progress_mutex;
+            std::function<void(const Score&)> on_improve;
+            if (progress)
+                on_improve = [&](const Score& s) {
+                    const std::lock_guard<std::mutex> lock(progress_mutex);
+                    progress(PlanEvent{"polish", 0.95, std::nullopt, s});
+                };
+            const PolishResult d = iterated_straggler_search(
+                p_lpt, r.routepack.layout, ps, seeds::planner_stage(in.budgets.seed, 3), cancel, deadline, on_improve);
             r.polish_evaluations = d.evaluations;
             r.polish_improvements = d.improvements;
+            r.polish_kicks = d.kicks;
+            r.polish_kicks_kept = d.kicks_kept;
             r.polish_local_optimum = d.local_optimum;
             if (d.cancelled) {
                 if (cancelled())

@@ -7,6 +7,7 @@
 #include "core/plan/annealing.h"
 #include "core/plan/bound.h"
 #include "core/plan/metrics.h"
+#include "core/plan/polish.h"
 #include "core/plan/rowcount.h"
 #include "core/plan/seeding.h"
 
@@ -21,17 +22,23 @@ namespace routepack {
 
 /// Every search budget. All are counted in work (nodes, proposals, candidates), so the same inputs,
 /// seed and worker count give the same plan; `time_limit_s` > 0 adds a wall-clock stop whose firing is
-/// recorded (and then the plan may differ).
+/// recorded (and then the plan may differ). With `anytime` the final pass keeps kicking and descending
+/// until the deadline instead of stopping after polish_evaluations: along one run more time never
+/// gives a worse plan, and the plan depends on timing.
 struct PlannerBudgets {
     SeedingSettings seeding;
     AnnealingSettings annealing;
     std::int64_t row_nodes = 1000000; ///< node budget of the exact row-count search
-    /// Scored moves of the final exact improvement pass (straggler_descent) on the annealing's best;
-    /// 0 = no pass.
-    std::int64_t polish_evaluations = 100000;
+    /// Work of the final exact improvement pass (iterated_straggler_search, core/plan/polish.h: moves
+    /// scored exactly plus ranked sample visits) on the annealing's best; 0 = no pass.
+    std::int64_t polish_evaluations = 20000;
+    /// Random moves per kick of that pass (0 = one guided descent, no kicks).
+    int polish_kick_moves = 4;
     double time_limit_s = 0; ///< 0 = none
-    int workers = 0;         ///< worker threads (0 = all cores)
-    std::uint64_t seed = 1;  ///< master seed; seeding and annealing streams derive from it
+    /// Anytime mode: the final pass runs until `time_limit_s` (which must then be > 0).
+    bool anytime = false;
+    int workers = 0;        ///< worker threads (0 = all cores)
+    std::uint64_t seed = 1; ///< master seed; seeding and annealing streams derive from it
 };
 
 /// One compared method: its placement and layout, and the Table 3-4 metrics.
@@ -48,6 +55,8 @@ struct PlanEvent {
     std::string stage;
     double fraction = 0;
     std::optional<LevelStats> level;
+    /// The final pass's new best score (stage "polish"), when it improved.
+    std::optional<Score> best;
 };
 using PlanProgressFn = std::function<void(const PlanEvent&)>;
 
@@ -80,7 +89,8 @@ struct PlanResult {
     std::vector<LevelStats> convergence;
     std::vector<std::string> population_origins;
     std::int64_t proposals = 0, accepted = 0;
-    std::int64_t polish_evaluations = 0, polish_improvements = 0; ///< straggler_descent's counts
+    std::int64_t polish_evaluations = 0, polish_improvements = 0; ///< iterated_straggler_search's counts
+    int polish_kicks = 0, polish_kicks_kept = 0;
     bool polish_local_optimum = false;
     bool cancelled = false;
     bool time_limit_hit = false;

@@ -13,7 +13,7 @@ namespace routepack::seeds {
 /// Bijective on 64 bits.
 std::uint64_t mix64(std::uint64_t x);
 
-/// Seed of planner stage `stage` (1 = seeding, 2 = annealing) from the master seed: the
+/// Seed of planner stage `stage` (1 = seeding, 2 = annealing, 3 = the final pass) from the master seed: the
 /// (stage + 1)-th splitmix64 output of `seed`.
 std::uint64_t planner_stage(std::uint64_t seed, std::uint64_t stage);
 

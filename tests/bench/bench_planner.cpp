@@ -5,9 +5,11 @@
 //     synthetic windows across model/topology sizes, 1 and 2 workers; (c) the scale point 8192 samples
 //     x 64 MoE layers x 256 experts x 64 EP ranks x 64 DP slots in 8 EDP shards, 1 and 2 workers.
 // (d) on the real windows: median over seeds 1, 2, 3 of max_g U with default budgets (and with 100x
-//     the proposals when --x100), the lower bound and the gap; (e) the anytime curve: max_g U when
-//     the steps per level are scaled so that one run takes about 0.05, 0.1, 0.5, 1 and 5 s
-//     (calibrated on the default run in the same process).
+//     the proposals when --x100), against the previous default (24 levels, then a first-improvement
+//     straggler_descent of 100,000 evaluations) timed in the same process; the lower bound and the
+//     gap; (e) the anytime curve: one run with a 5 s time limit (the final pass kicks and descends
+//     until the deadline), best max_g U found by 0.05, 0.1, 0.5, 1 and 5 s (annealing levels and
+//     final-pass improvements as reported by the progress events).
 // Ratios are against `reorder` (same window, same R*) or the 1-worker run, measured in the same process.
 #include "core/import/import.h"
 #include "core/plan/placement.h"
@@ -142,6 +144,14 @@ double peak_rss_mib() {
     return static_cast<double>(u.ru_maxrss) / 1024.0;
 }
 
+/// CPU seconds (user + system) of this process so far.
+double cpu_seconds() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
 double median3(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
@@ -169,6 +179,8 @@ int main(int argc, char** argv) {
             g_budgets.annealing.p_straggler = std::atof(argv[++i]);
         else if (!std::strcmp(argv[i], "--polish") && i + 1 < argc)
             g_budgets.polish_evaluations = std::atoll(argv[++i]);
+        else if (!std::strcmp(argv[i], "--polish-kicks") && i + 1 < argc)
+            g_budgets.polish_kick_moves = std::atoi(argv[++i]);
         else if (!std::strcmp(argv[i], "--steps") && i + 1 < argc)
             g_budgets.annealing.steps = std::atoi(argv[++i]);
         else if (!std::strcmp(argv[i], "--levels") && i + 1 < argc)
@@ -183,7 +195,8 @@ int main(int argc, char** argv) {
             std::printf(
                 "usage: bench_planner [--shared DIR] [--skip-real] [--skip-grid] [--skip-scale] [--skip-anytime] "
                 "[--x100]"
-                " [--p-straggler X] [--polish N] [--steps K] [--levels N] [--t0 T] [--cooling F] [--population P]\n");
+                " [--p-straggler X] [--polish N] [--polish-kicks K] [--steps K] [--levels N] [--t0 T] [--cooling F] "
+                "[--population P]\n");
             return 2;
         }
     }
@@ -230,9 +243,10 @@ int main(int argc, char** argv) {
             std::printf(
                 "\n(d) max_g U, median over seeds 1, 2, 3 (2 workers): default budgets%s; lower bound LB and gap\n",
                 x100 ? " and 100x steps per level" : "");
-            std::printf("| window / topology | reorder | default | time | gap to LB |%s LB |\n",
+            std::printf("| window / topology | reorder | previous default | time | default | time | time ratio | "
+                        "CPU s (prev -> now) | gap to LB |%s LB |\n",
                         x100 ? " 100x steps | time |" : "");
-            std::printf("|---|---|---|---|---|%s---|\n", x100 ? "---|---|" : "");
+            std::printf("|---|---|---|---|---|---|---|---|---|%s---|\n", x100 ? "---|---|" : "");
             Trace anytime_window;
             Topology anytime_topology;
             for (const auto& s : sets) {
@@ -249,14 +263,32 @@ int main(int argc, char** argv) {
                         anytime_window = in.window;
                         anytime_topology = in.topology;
                     }
-                    std::vector<double> u, secs, u100, secs100;
-                    double lb = 0, reorder = 0;
+                    std::vector<double> u, secs, u100, secs100, u_old, secs_old;
+                    double lb = 0, reorder = 0, cpu_old = 0, cpu_now = 0;
                     for (std::uint64_t seed : {1, 2, 3}) {
                         in.budgets.seed = seed;
                         in.budgets.annealing.steps = g_budgets.annealing.steps;
+                        {
+                            // The previous default: 24 levels, then straggler_descent(100,000).
+                            PlanInput old = in;
+                            old.budgets.annealing.levels = 24;
+                            old.budgets.polish_evaluations = 0;
+                            const double c0 = cpu_seconds();
+                            const auto t0 = std::chrono::steady_clock::now();
+                            const auto o = plan_window(old);
+                            const PackingProblem p = make_packing_problem(old.window, old.topology, o.lpt);
+                            const DescentResult d = straggler_descent(p, o.routepack.layout, 100000);
+                            secs_old.push_back(
+                                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+                            cpu_old += cpu_seconds() - c0;
+                            u_old.push_back(std::min(d.score, o.routepack.metrics.score).max_u);
+                        }
+                        const double c0 = cpu_seconds();
+                        const auto t0 = std::chrono::steady_clock::now();
                         const auto r = plan_window(in);
+                        secs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+                        cpu_now += cpu_seconds() - c0;
                         u.push_back(r.routepack.metrics.score.max_u);
-                        secs.push_back(timing(r, "total"));
                         lb = r.bound.value;
                         reorder = r.reorder.metrics.score.max_u;
                         if (x100) {
@@ -267,40 +299,52 @@ int main(int argc, char** argv) {
                         }
                     }
                     const double m = median3(u);
-                    std::printf("| %s %d / %s | %.3f | %.3f | %.3f s | %.2f%% |", s.model, s.n, t, reorder, m,
-                                median3(secs), 100.0 * bound_gap(m, lb));
+                    double ratio = 0;
+                    for (std::size_t k = 0; k < secs.size(); ++k)
+                        ratio += secs[k] / secs_old[k] / static_cast<double>(secs.size());
+                    std::printf("| %s %d / %s | %.3f | %.3f | %.3f s | %.3f | %.3f s | x%.2f | %.2f -> %.2f | %.2f%% |",
+                                s.model, s.n, t, reorder, median3(u_old), median3(secs_old), m, median3(secs), ratio,
+                                cpu_old, cpu_now, 100.0 * bound_gap(m, lb));
                     if (x100) std::printf(" %.3f | %.3f s |", median3(u100), median3(secs100));
                     std::printf(" %.3f |\n", lb);
                 }
             }
             if (anytime && anytime_window.size() > 0) {
                 std::printf(
-                    "\n(e) anytime curve, %zu-sample DeepSeek window / first topology, seed 1, 2 workers: steps per"
-                    " level scaled to the time budget\n",
+                    "\n(e) anytime curve, %zu-sample DeepSeek window / first topology, seed 1, 2 workers: one run "
+                    "with a 5 s time limit, best max_g U found by each time\n",
                     anytime_window.size());
                 PlanInput in;
                 in.window = anytime_window;
                 in.topology = anytime_topology;
                 in.budgets = g_budgets;
                 in.budgets.workers = 2;
-                const auto base = plan_window(in);
-                const double t_base = timing(base, "total");
-                const double t_fixed = t_base - timing(base, "annealing") - timing(base, "polish");
-                const double per_step =
-                    (timing(base, "annealing") + timing(base, "polish")) / g_budgets.annealing.steps;
-                std::printf("| budget | steps per level | polish evaluations | time | max_g U | gap to LB "
-                            "|\n|---|---|---|---|---|---|\n");
+                in.budgets.time_limit_s = 5.0;
+                in.budgets.anytime = true;
+                std::vector<std::pair<double, double>> trace; // (seconds since start, best max_g U)
+                const auto t0 = std::chrono::steady_clock::now();
+                const auto r = plan_window(in, [&](const PlanEvent& e) {
+                    const double at = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                    if (e.level) trace.emplace_back(at, e.level->best.max_u);
+                    if (e.best) trace.emplace_back(at, e.best->max_u);
+                });
+                std::printf("| time | best max_g U | gap to LB |\n|---|---|---|\n");
                 for (double budget : {0.05, 0.1, 0.5, 1.0, 5.0}) {
-                    const double scale = std::max(0.05, (budget - t_fixed) / (per_step * g_budgets.annealing.steps));
-                    in.budgets.annealing.steps = std::max(1, static_cast<int>(g_budgets.annealing.steps * scale));
-                    in.budgets.polish_evaluations =
-                        std::max<std::int64_t>(1000, static_cast<std::int64_t>(g_budgets.polish_evaluations * scale));
-                    const auto r = plan_window(in);
-                    std::printf("| %.2f s | %d | %lld | %.3f s | %.3f | %.2f%% |\n", budget, in.budgets.annealing.steps,
-                                static_cast<long long>(in.budgets.polish_evaluations), timing(r, "total"),
-                                r.routepack.metrics.score.max_u,
-                                100.0 * bound_gap(r.routepack.metrics.score.max_u, r.bound.value));
+                    double best = 0;
+                    bool any = false;
+                    for (const auto& [at, v] : trace)
+                        if (at <= budget && (!any || v < best)) {
+                            best = v;
+                            any = true;
+                        }
+                    if (any)
+                        std::printf("| %.2f s | %.3f | %.2f%% |\n", budget, best,
+                                    100.0 * bound_gap(best, r.bound.value));
+                    else
+                        std::printf("| %.2f s | (no level finished yet) | |\n", budget);
                 }
+                std::printf("final plan %.3f after %.3f s (%d kicks, %d kept)\n", r.routepack.metrics.score.max_u,
+                            timing(r, "total"), r.polish_kicks, r.polish_kicks_kept);
             }
         }
         if (grid) {

@@ -1,6 +1,7 @@
 """routepack (the Python module): plan, place, moves, plan files, maps, errors, cancellation."""
 
 import json
+import pathlib
 import re
 import threading
 import time
@@ -133,6 +134,14 @@ def test_plan_json_roundtrip(tmp_path, window):
     assert routepack.plan_from_json(p.to_json()).rows == p.rows
     j = json.loads(p.to_json())
     assert j["format"] == "routepack-plan" and j["version"] == 3
+    # The published schema is valid JSON, names this version, and every key it requires is written.
+    schema_path = pathlib.Path(__file__).resolve().parents[2] / "resources" / "schema" / "plan.schema.json"
+    schema = json.loads(schema_path.read_text())
+    assert schema["properties"]["version"]["const"] == j["version"]
+    assert set(schema["required"]) <= set(j)
+    for key, sub in schema["properties"].items():
+        if key in j and isinstance(sub, dict) and "required" in sub:
+            assert set(sub["required"]) <= set(j[key]), key
     lb = p.lower_bound
     assert lb["value"] == j["max_u_lower_bound"]["value"] and 0 < lb["value"] <= p.score[0]
     assert lb["value"] <= max(lb["mean"], lb["sample"]) and lb["value"] > 0.999 * max(lb["mean"], lb["sample"])

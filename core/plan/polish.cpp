@@ -1,0 +1,575 @@
+// Iterated straggler search: cyclic first-improvement descent plus kicks (core/plan/polish.h).
+//
+// Determinism: replica r owns its scorer and an Rng seeded by (seed, 0, r) only; replicas write
+// into slot r and the best is chosen serially in replica order, so the result is the same for
+// every worker count (unless cancellation or the deadline stops the run).
+#include "core/plan/polish.h"
+
+#include "core/util/errors.h"
+#include "core/util/rng.h"
+#include "core/util/seeds.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace routepack {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Evaluations between two polls of the cancel flag and the deadline.
+constexpr std::int64_t kPollMask = 255;
+/// Candidates ranked per work unit of a guided visit (a visit ranks about n of them).
+constexpr int kCandidatesPerUnit = 1024;
+/// Draws before a kick move gives up finding a straggler-shard sample with a feasible move.
+constexpr int kKickTries = 64;
+
+/// Shared stop state: the caller's cancel flag, the deadline, and the flag that tells every replica
+/// to finish once one of them saw either.
+struct Stop {
+    const std::atomic<bool>* cancel = nullptr;
+    std::optional<Clock::time_point> deadline;
+    std::atomic<bool> hit{false};
+
+    bool poll() {
+        if (hit.load(std::memory_order_relaxed)) return true;
+        if ((cancel && cancel->load(std::memory_order_relaxed)) || (deadline && Clock::now() >= *deadline)) {
+            hit.store(true, std::memory_order_relaxed);
+            return true;
+        }
+        return false;
+    }
+};
+
+/// One replica's running counts.
+struct Counts {
+    std::int64_t evaluations = 0;
+    std::int64_t improvements = 0;
+    int kicks = 0, kicks_kept = 0;
+    bool stopped = false;
+};
+
+/// Cyclic first-improvement descent on the straggler (polish.h, iterated_straggler_search): samples
+/// visited in the cyclic order starting at `cursor`; a sample of the current straggler shard gets
+/// every feasible relocation, then every feasible swap (partner ascending); the first strictly
+/// better move is kept and the visit moves on. Returns true at a local optimum (n consecutive
+/// visits without improvement), false when the budget ran out or the run was stopped.
+bool cyclic_descent(IncrementalScorer& sc, std::int64_t budget, Counts& c, int& cursor, Stop& stop) {
+    const PackingProblem& p = sc.problem();
+    const int n = p.n, K = sc.cell_count(), D = p.D;
+    int idle = 0; // consecutive visits without improvement
+    auto out_of_work = [&] {
+        if (c.evaluations >= budget) return true;
+        if ((c.evaluations & kPollMask) == 0 && stop.poll()) {
+            c.stopped = true;
+            return true;
+        }
+        return false;
+    };
+    while (idle < n) {
+        const int i = cursor;
+        cursor = cursor + 1 == n ? 0 : cursor + 1;
+        const int gs = sc.straggler_shard();
+        const int from = sc.cell_of(i);
+        if (p.shard_of_slot[static_cast<std::size_t>(from % D)] != gs) {
+            ++idle;
+            continue;
+        }
+        const Score before = sc.score();
+        bool improved = false;
+        for (int k = 0; k < K && !improved; ++k) {
+            if (k == from || !sc.relocate_feasible(i, k)) continue;
+            if (out_of_work()) return false;
+            ++c.evaluations;
+            if (sc.apply_relocate(i, k) < before)
+                improved = true;
+            else
+                sc.undo();
+        }
+        for (int j = 0; j < n && !improved; ++j) {
+            if (sc.cell_of(j) == from || !sc.swap_feasible(i, j)) continue;
+            if (out_of_work()) return false;
+            ++c.evaluations;
+            if (sc.apply_swap(i, j) < before)
+                improved = true;
+            else
+                sc.undo();
+        }
+        if (improved) {
+            ++c.improvements;
+            idle = 0;
+        } else {
+            ++idle;
+        }
+    }
+    return true;
+}
+
+/// Linearized move scores for the guided descent. Per row-shard rs = r*G + g it keeps the rank
+/// loads W[rs][l][p] (eq. 13), the peak rank of every layer and, for every sample j, the demand j
+/// puts on those peaks S[rs][j] = sum_l q[j][l][peak(rs, l)]. Removing i from rs then lowers E by
+/// at most S[rs][i] / C and adding j raises it by at least S[rs][j] / C (the max over ranks is
+/// convex), so J + these linear terms is an optimistic estimate of the new J; attention (eq. 12) is
+/// computed from the cells' integer sums. Only kept moves change the state (O(n*L) per changed
+/// row-shard).
+class Guide {
+public:
+    explicit Guide(const IncrementalScorer& sc)
+        : pp_(&sc.problem()), R_(sc.rows()), D_(p().D), G_(p().G), L_(p().L), P_(p().P), n_(p().n),
+          K_(sc.cell_count()) {
+        const auto RS = static_cast<std::size_t>(R_ * G_);
+        const auto LP = static_cast<std::size_t>(L_) * static_cast<std::size_t>(P_);
+        W_.assign(RS * LP, 0);
+        peak_.assign(RS * static_cast<std::size_t>(L_), 0);
+        S_.assign(RS * static_cast<std::size_t>(n_), 0);
+        tok_.assign(static_cast<std::size_t>(K_), 0);
+        sq_.assign(static_cast<std::size_t>(K_), 0);
+        c_ = static_cast<double>(p().C);
+        inv_c_ = 1.0 / c_;
+        for (const auto& st : p().stages) {
+            ta_.push_back(st.alpha / c_);
+            tb_.push_back(st.beta / (c_ * c_));
+        }
+        rs_cell_.resize(static_cast<std::size_t>(K_));
+        for (int k = 0; k < K_; ++k)
+            rs_cell_[static_cast<std::size_t>(k)] = (k / D_) * G_ + p().shard_of_slot[static_cast<std::size_t>(k % D_)];
+        for (int k = 0; k < K_; ++k)
+            for (int i : sc.cell(k)) {
+                add(i, k, +1);
+            }
+        for (int rs = 0; rs < R_ * G_; ++rs)
+            refresh(rs, true);
+        changed_.assign(RS, 0);
+        stamp_.assign(static_cast<std::size_t>(n_), 0);
+        stamp_gs_.assign(static_cast<std::size_t>(n_), -1);
+    }
+    /// Don't-look bit of sample i in row-shard rs: its last visit, with the same straggler shard gs,
+    /// found nothing and rs has not changed since.
+    bool dont_look(int i, int rs, int gs) const {
+        const auto x = static_cast<std::size_t>(i);
+        return stamp_gs_[x] == gs && stamp_[x] > changed_[static_cast<std::size_t>(rs)];
+    }
+    void looked(int i, int gs) {
+        stamp_[static_cast<std::size_t>(i)] = ++clock_;
+        stamp_gs_[static_cast<std::size_t>(i)] = gs;
+    }
+    int rs_of_cell(int k) const { return rs_cell_[static_cast<std::size_t>(k)]; }
+    std::int64_t peak_demand(int rs, int j) const {
+        return S_[static_cast<std::size_t>(rs) * static_cast<std::size_t>(n_) + static_cast<std::size_t>(j)];
+    }
+    /// Attention A of the row-shard of cell k0 (eq. 12) with cells k0 and k1 (-1: none) holding
+    /// (tokens, squares) changed by the given deltas.
+    double attention(int k0, std::int64_t dt0, std::int64_t dq0, int k1, std::int64_t dt1, std::int64_t dq1) const {
+        const int r = k0 / D_;
+        const int g = p().shard_of_slot[static_cast<std::size_t>(k0 % D_)];
+        double a = 0;
+        for (const auto& st : p().stages) {
+            double m = 0;
+            bool first = true;
+            for (int d : p().shards[static_cast<std::size_t>(g)]) {
+                const int k = r * D_ + d;
+                std::int64_t t = tok_[static_cast<std::size_t>(k)], q = sq_[static_cast<std::size_t>(k)];
+                if (k == k0) {
+                    t += dt0;
+                    q += dq0;
+                }
+                if (k == k1) {
+                    t += dt1;
+                    q += dq1;
+                }
+                const double T = static_cast<double>(t) / c_;
+                const double Q = static_cast<double>(q) / (c_ * c_);
+                const double v = st.alpha * T + st.beta * Q;
+                if (first || v > m) m = v;
+                first = false;
+            }
+            a += m;
+        }
+        return a;
+    }
+    double c() const { return c_; }
+    /// For every cell k and stage s, the largest stage cost of the other cells of k's row-shard
+    /// (-inf when k is alone), into `oth` ([K][S]).
+    void other_cells_max(std::vector<double>& oth) const {
+        const auto S = p().stages.size();
+        oth.assign(static_cast<std::size_t>(K_) * S, -std::numeric_limits<double>::infinity());
+        for (int k = 0; k < K_; ++k) {
+            const int r = k / D_;
+            const int g = p().shard_of_slot[static_cast<std::size_t>(k % D_)];
+            for (int d : p().shards[static_cast<std::size_t>(g)]) {
+                const int o = r * D_ + d;
+                if (o == k) continue;
+                for (std::size_t st = 0; st < S; ++st) {
+                    const double v =
+                        stage_cost(st, tok_[static_cast<std::size_t>(o)], sq_[static_cast<std::size_t>(o)]);
+                    double& m = oth[static_cast<std::size_t>(k) * S + st];
+                    if (v > m) m = v;
+                }
+            }
+        }
+    }
+    /// Attention of cell k's row-shard when only cell k changes by (dt, dq), from other_cells_max.
+    double attention_one(const std::vector<double>& oth, int k, std::int64_t dt, std::int64_t dq) const {
+        const std::size_t S = ta_.size();
+        const auto t = static_cast<double>(tok_[static_cast<std::size_t>(k)] + dt);
+        const auto q = static_cast<double>(sq_[static_cast<std::size_t>(k)] + dq);
+        const double* o = oth.data() + static_cast<std::size_t>(k) * S;
+        double a = 0;
+        for (std::size_t st = 0; st < S; ++st)
+            a += std::max(o[st], ta_[st] * t + tb_[st] * q);
+        return a;
+    }
+    double stage_cost(std::size_t st, std::int64_t t, std::int64_t q) const {
+        return ta_[st] * static_cast<double>(t) + tb_[st] * static_cast<double>(q);
+    }
+    double inv_c() const { return inv_c_; }
+    /// Records a kept relocation of i from cell `from` to cell `to`.
+    void relocated(int i, int from, int to) {
+        add(i, from, -1);
+        add(i, to, +1);
+        refresh(rs_of_cell(from));
+        if (rs_of_cell(to) != rs_of_cell(from)) refresh(rs_of_cell(to));
+    }
+    /// Records a kept swap of i (then in cell a) with j (then in cell b).
+    void swapped(int i, int a, int j, int b) {
+        add(i, a, -1);
+        add(j, b, -1);
+        add(i, b, +1);
+        add(j, a, +1);
+        refresh(rs_of_cell(a));
+        if (rs_of_cell(b) != rs_of_cell(a)) refresh(rs_of_cell(b));
+    }
+
+private:
+    void add(int i, int k, int sign) {
+        const std::int64_t t = p().length[static_cast<std::size_t>(i)];
+        tok_[static_cast<std::size_t>(k)] += sign * t;
+        sq_[static_cast<std::size_t>(k)] += sign * t * t;
+        const auto LP = static_cast<std::size_t>(L_) * static_cast<std::size_t>(P_);
+        std::int64_t* w = W_.data() + static_cast<std::size_t>(rs_of_cell(k)) * LP;
+        const std::int32_t* q = p().q(i);
+        for (std::size_t x = 0; x < LP; ++x)
+            w[x] += sign * static_cast<std::int64_t>(q[x]);
+    }
+    void refresh(int rs, bool full = false) {
+        if (!changed_.empty()) changed_[static_cast<std::size_t>(rs)] = ++clock_;
+        const auto LP = static_cast<std::size_t>(L_) * static_cast<std::size_t>(P_);
+        const std::int64_t* w = W_.data() + static_cast<std::size_t>(rs) * LP;
+        int* pk = peak_.data() + static_cast<std::size_t>(rs) * static_cast<std::size_t>(L_);
+        std::int64_t* s = S_.data() + static_cast<std::size_t>(rs) * static_cast<std::size_t>(n_);
+        const auto LPs = static_cast<std::size_t>(L_) * static_cast<std::size_t>(P_);
+        for (int l = 0; l < L_; ++l) {
+            int best = 0;
+            for (int x = 1; x < P_; ++x)
+                if (w[l * P_ + x] > w[l * P_ + best]) best = x;
+            const int now = l * P_ + best;
+            if (full) {
+                pk[l] = now;
+                continue;
+            }
+            if (now == pk[l]) continue;
+            // Only the layers whose peak rank moved change S (exact integer update).
+            const std::int32_t* q = p().demand.data();
+            const int was = pk[l];
+            for (int j = 0; j < n_; ++j, q += LPs)
+                s[j] += static_cast<std::int64_t>(q[now]) - q[was];
+            pk[l] = now;
+        }
+        if (!full) return;
+        for (int j = 0; j < n_; ++j) {
+            const std::int32_t* q = p().q(j);
+            std::int64_t v = 0;
+            for (int l = 0; l < L_; ++l)
+                v += q[pk[l]];
+            s[j] = v;
+        }
+    }
+
+    const PackingProblem& p() const { return *pp_; }
+    const PackingProblem* pp_;
+    int R_, D_, G_, L_, P_, n_, K_;
+    double c_ = 1, inv_c_ = 1;
+    std::vector<double> ta_, tb_; // [S] alpha_s / C, beta_s / C^2
+    std::vector<int> rs_cell_;    // [K] row-shard of cell k
+    std::vector<std::int64_t> W_, S_, tok_, sq_;
+    std::vector<int> peak_;
+    std::uint64_t clock_ = 0;
+    std::vector<std::uint64_t> changed_, stamp_; // [RS] last change, [n] last fruitless visit
+    std::vector<int> stamp_gs_;                  // [n] straggler shard of that visit
+};
+
+/// Guided descent: like cyclic_descent, but each visit of a straggler-shard sample i ranks every
+/// feasible relocation and swap of i by the Guide's optimistic estimate of the new (max_g U,
+/// sum_g U), drops those whose estimate does not beat the current score, and scores exactly the
+/// best `verify` of them in estimate order; the first strictly better one is kept.
+bool guided_descent(IncrementalScorer& sc, Guide& gd, int verify, std::int64_t budget, Counts& c, int& cursor,
+                    Stop& stop) {
+    const PackingProblem& p = sc.problem();
+    const int n = p.n, K = sc.cell_count(), D = p.D, G = p.G;
+    struct Cand {
+        double s0, s1;
+        int j, k; // j >= 0: swap with j; else relocation to cell k
+    };
+    std::vector<Cand> top(static_cast<std::size_t>(verify));
+    std::vector<double> U(static_cast<std::size_t>(G));
+    std::vector<double> a_cell(static_cast<std::size_t>(K)); // attention of each cell's row-shard
+    std::vector<double> oth;                                 // Guide::other_cells_max
+    const std::int64_t visit_cost = 1 + (n - 1) / kCandidatesPerUnit;
+    int idle = 0;
+    while (idle < n) {
+        if (c.evaluations >= budget) return false;
+        if (stop.poll()) {
+            c.stopped = true;
+            return false;
+        }
+        const int i = cursor;
+        cursor = cursor + 1 == n ? 0 : cursor + 1;
+        const int gs = sc.straggler_shard();
+        const int from = sc.cell_of(i);
+        if (p.shard_of_slot[static_cast<std::size_t>(from % D)] != gs) {
+            ++idle;
+            continue;
+        }
+        const int rsa = gd.rs_of_cell(from);
+        if (gd.dont_look(i, rsa, gs)) {
+            ++idle;
+            continue;
+        }
+        const Score before = sc.score();
+        for (int g = 0; g < G; ++g)
+            U[static_cast<std::size_t>(g)] = sc.shard_total(g);
+        const std::int64_t ti = p.length[static_cast<std::size_t>(i)];
+        const double Si_a = static_cast<double>(gd.peak_demand(rsa, i));
+        int found = 0;
+        gd.other_cells_max(oth);
+        for (int k = 0; k < K; ++k)
+            a_cell[static_cast<std::size_t>(k)] = gd.attention_one(oth, k, 0, 0);
+        const double Aa = a_cell[static_cast<std::size_t>(from)];
+        const double u_other = [&] { // max U over the shards other than gs
+            double m = -1;
+            for (int g = 0; g < G; ++g)
+                if (g != gs && U[static_cast<std::size_t>(g)] > m) m = U[static_cast<std::size_t>(g)];
+            return m;
+        }();
+        auto consider = [&](int j, int k) {
+            const int gb = p.shard_of_slot[static_cast<std::size_t>(k % D)];
+            const int rsb = gd.rs_of_cell(k);
+            const std::int64_t tj = j >= 0 ? p.length[static_cast<std::size_t>(j)] : 0;
+            const std::int64_t dt = tj - ti, dq = tj * tj - ti * ti;
+            double dJa = 0, dJb = 0;
+            if (rsb == rsa) {
+                dJa = gd.attention(from, dt, dq, k, -dt, -dq) - Aa; // W of the row-shard unchanged
+            } else {
+                const double Sj_a = j >= 0 ? static_cast<double>(gd.peak_demand(rsa, j)) : 0.0;
+                dJa = gd.attention_one(oth, from, dt, dq) - Aa + (Sj_a - Si_a) * gd.inv_c();
+                // The straggler's own estimate first: most candidates fail here.
+                if (gb != gs && U[static_cast<std::size_t>(gs)] + dJa > before.max_u) return;
+                const double Si_b = static_cast<double>(gd.peak_demand(rsb, i));
+                const double Sj_b = j >= 0 ? static_cast<double>(gd.peak_demand(rsb, j)) : 0.0;
+                dJb = gd.attention_one(oth, k, -dt, -dq) - a_cell[static_cast<std::size_t>(k)] +
+                      (Si_b - Sj_b) * gd.inv_c();
+            }
+            double s0 = u_other;
+            if (gb == gs) {
+                s0 = std::max(s0, U[static_cast<std::size_t>(gs)] + dJa + dJb);
+            } else {
+                s0 = std::max(s0, U[static_cast<std::size_t>(gs)] + dJa);
+                s0 = std::max(s0, U[static_cast<std::size_t>(gb)] + dJb);
+                // u_other included gb's current U: recompute without it when gb held the maximum.
+                if (U[static_cast<std::size_t>(gb)] == u_other) {
+                    double m = U[static_cast<std::size_t>(gs)] + dJa;
+                    for (int g = 0; g < G; ++g)
+                        if (g != gs && g != gb) m = std::max(m, U[static_cast<std::size_t>(g)]);
+                    s0 = std::max(m, U[static_cast<std::size_t>(gb)] + dJb);
+                }
+            }
+            const double s1 = before.sum_u + dJa + dJb;
+            if (s0 > before.max_u || (s0 == before.max_u && s1 >= before.sum_u)) return;
+            // Insert into the sorted top list.
+            int pos = found < verify ? found : verify;
+            while (pos > 0 && (s0 < top[static_cast<std::size_t>(pos - 1)].s0 ||
+                               (s0 == top[static_cast<std::size_t>(pos - 1)].s0 &&
+                                s1 < top[static_cast<std::size_t>(pos - 1)].s1))) {
+                if (pos < verify) top[static_cast<std::size_t>(pos)] = top[static_cast<std::size_t>(pos - 1)];
+                --pos;
+            }
+            if (pos < verify) top[static_cast<std::size_t>(pos)] = Cand{s0, s1, j, k};
+            if (found < verify) ++found;
+        };
+        for (int k = 0; k < K; ++k)
+            if (k != from && sc.relocate_feasible(i, k)) consider(-1, k);
+        for (int j = 0; j < n; ++j) {
+            const int k = sc.cell_of(j);
+            if (k != from && sc.swap_feasible(i, j)) consider(j, k);
+        }
+        bool improved = false;
+        for (int x = 0; x < found && !improved; ++x) {
+            const Cand& cd = top[static_cast<std::size_t>(x)];
+            ++c.evaluations;
+            if (cd.j >= 0) {
+                const int kb = sc.cell_of(cd.j);
+                if (sc.apply_swap(i, cd.j) < before) {
+                    gd.swapped(i, from, cd.j, kb);
+                    improved = true;
+                } else {
+                    sc.undo();
+                }
+            } else {
+                if (sc.apply_relocate(i, cd.k) < before) {
+                    gd.relocated(i, from, cd.k);
+                    improved = true;
+                } else {
+                    sc.undo();
+                }
+            }
+        }
+        c.evaluations += visit_cost; // the visit's ranking
+        if (improved) {
+            ++c.improvements;
+            idle = 0;
+        } else {
+            gd.looked(i, gs);
+            ++idle;
+        }
+    }
+    return true;
+}
+
+/// Applies `moves` random feasible moves of straggler-shard samples (whatever their score).
+void kick(IncrementalScorer& sc, Guide* gd, Rng& rng, int moves, Counts& c) {
+    const PackingProblem& p = sc.problem();
+    const int n = p.n, K = sc.cell_count(), D = p.D;
+    if (K < 2) return;
+    for (int m = 0; m < moves; ++m) {
+        for (int attempt = 0; attempt < kKickTries; ++attempt) {
+            const int gs = sc.straggler_shard();
+            const int i = static_cast<int>(rng.below(static_cast<std::uint64_t>(n)));
+            const int from = sc.cell_of(i);
+            if (p.shard_of_slot[static_cast<std::size_t>(from % D)] != gs) continue;
+            int k = static_cast<int>(rng.below(static_cast<std::uint64_t>(K - 1)));
+            if (k >= from) ++k;
+            if (rng.uniform() < 0.5) {
+                if (!sc.relocate_feasible(i, k)) continue;
+                sc.apply_relocate(i, k);
+                if (gd) gd->relocated(i, from, k);
+            } else {
+                int count = 0;
+                for (int j : sc.cell(k))
+                    count += sc.swap_feasible(i, j) ? 1 : 0;
+                if (count == 0) continue;
+                auto pick = static_cast<int>(rng.below(static_cast<std::uint64_t>(count)));
+                int partner = -1;
+                for (int j : sc.cell(k))
+                    if (sc.swap_feasible(i, j) && pick-- == 0) {
+                        partner = j;
+                        break;
+                    }
+                sc.apply_swap(i, partner);
+                if (gd) gd->swapped(i, from, partner, k);
+            }
+            ++c.evaluations;
+            break;
+        }
+    }
+}
+
+void check_settings(const PolishSettings& s) {
+    auto bad = [](const std::string& what) { throw InputError("polish budget: " + what); };
+    if (s.evaluations < 0) bad("evaluations must be >= 0 (got " + std::to_string(s.evaluations) + ")");
+    if (s.replicas < 1) bad("replicas must be >= 1 (got " + std::to_string(s.replicas) + ")");
+    if (s.kick_moves < 0) bad("kick_moves must be >= 0 (got " + std::to_string(s.kick_moves) + ")");
+    if (s.verify < 0) bad("verify must be >= 0 (got " + std::to_string(s.verify) + ")");
+}
+
+} // namespace
+
+PolishResult iterated_straggler_search(const PackingProblem& p, const Layout& x, const PolishSettings& s,
+                                       std::uint64_t seed, const std::atomic<bool>* cancel,
+                                       std::optional<Clock::time_point> deadline,
+                                       const std::function<void(const Score&)>& on_improve) {
+    check_settings(s);
+    const std::string why = validate_layout(x, p);
+    if (!why.empty()) throw std::invalid_argument("iterated_straggler_search: layout is invalid: " + why);
+    const IncrementalScorer start(p, x);
+    Stop stop;
+    stop.cancel = cancel;
+    stop.deadline = deadline;
+
+    struct Replica {
+        std::optional<IncrementalScorer> best;
+        Counts counts;
+        bool local_optimum = false;
+    };
+    std::vector<Replica> reps(static_cast<std::size_t>(s.replicas));
+    tbb::parallel_for(
+        tbb::blocked_range<int>(0, s.replicas, 1),
+        [&](const tbb::blocked_range<int>& range) {
+            for (int r = range.begin(); r != range.end(); ++r) {
+                Replica& rep = reps[static_cast<std::size_t>(r)];
+                Rng rng(seeds::annealing_chain(seed, 0, static_cast<std::uint64_t>(r)));
+                IncrementalScorer sc = start;
+                Counts& c = rep.counts;
+                int cursor = 0;
+                std::optional<Guide> gd, gd_best;
+                if (s.verify > 0) gd.emplace(sc);
+                auto descend = [&] {
+                    if (s.verify <= 0) return cyclic_descent(sc, s.evaluations, c, cursor, stop);
+                    return guided_descent(sc, *gd, s.verify, s.evaluations, c, cursor, stop);
+                };
+                bool at_opt = descend();
+                rep.best.emplace(sc);
+                if (on_improve && sc.score() < start.score()) on_improve(sc.score());
+                if (gd) gd_best.emplace(*gd);
+                rep.local_optimum = at_opt;
+                while (s.kick_moves > 0 && !c.stopped && c.evaluations < s.evaluations) {
+                    const std::int64_t before_kick = c.evaluations;
+                    kick(sc, gd ? &*gd : nullptr, rng, s.kick_moves, c);
+                    // A kick that found no feasible move still costs a unit, so the budget ends the
+                    // loop even where nothing can move (one cell, every move over C).
+                    if (c.evaluations == before_kick) ++c.evaluations;
+                    ++c.kicks;
+                    cursor = static_cast<int>(rng.below(static_cast<std::uint64_t>(p.n)));
+                    at_opt = descend();
+                    if (sc.score() < rep.best->score()) {
+                        *rep.best = sc;
+                        if (gd) *gd_best = *gd;
+                        rep.local_optimum = at_opt;
+                        ++c.kicks_kept;
+                        if (on_improve) on_improve(sc.score());
+                    } else {
+                        sc = *rep.best;
+                        if (gd) *gd = *gd_best;
+                    }
+                }
+            }
+        },
+        tbb::simple_partitioner());
+
+    PolishResult res;
+    int winner = 0;
+    for (int r = 0; r < s.replicas; ++r) {
+        const Replica& rep = reps[static_cast<std::size_t>(r)];
+        res.evaluations += rep.counts.evaluations;
+        res.improvements += rep.counts.improvements;
+        res.kicks += rep.counts.kicks;
+        res.kicks_kept += rep.counts.kicks_kept;
+        if (rep.best->score() < reps[static_cast<std::size_t>(winner)].best->score()) winner = r;
+    }
+    const Replica& w = reps[static_cast<std::size_t>(winner)];
+    res.layout = w.best->layout();
+    res.score = w.best->score();
+    res.local_optimum = w.local_optimum;
+    res.cancelled = stop.hit.load();
+    if (start.score() < res.score) throw std::logic_error("iterated_straggler_search: result is worse than its start");
+    return res;
+}
+
+} // namespace routepack
