@@ -1,7 +1,7 @@
 #!/bin/bash
 # Runs clang-tidy 14 with the repository's .clang-tidy over every project source in the default
 # build's compile_commands.json (cmake --preset default writes it). Exits non-zero on any finding.
-# Usage: bash tests/deps/clang_tidy.sh [-j N] [FILE-REGEX]   (134 files, ~15 s of CPU each: ~17 minutes on 2 idle cores)
+# Usage: bash tests/deps/clang_tidy.sh [-j N] [FILE-REGEX]   (134 files, 15-27 s of CPU each: 17-30 minutes on 2 idle cores)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 jobs=$(nproc)
