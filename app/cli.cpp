@@ -22,7 +22,7 @@ namespace routepack::cli {
 namespace {
 
 /// Last resort for the one-line rule: any line break left in a message becomes a visible escape.
-std::string one_line(std::string msg) {
+std::string one_line(const std::string& msg) {
     std::string out;
     out.reserve(msg.size());
     for (char ch : msg) {

@@ -111,8 +111,8 @@ int run_sweep(const SweepCmd& c) {
         if (ec || !std::filesystem::is_directory(c.out))
             throw InputError(c.out + ": cannot create the sweep folder (" + (ec ? ec.message() : "not a folder") + ")");
         std::vector<std::string> targets = plan_files;
-        targets.push_back("sweep.csv");
-        targets.push_back("sweep.json");
+        targets.emplace_back("sweep.csv");
+        targets.emplace_back("sweep.json");
         for (const auto& t : targets) {
             const auto st = std::filesystem::symlink_status(std::filesystem::path(c.out) / t, ec);
             if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))

@@ -15,7 +15,7 @@ std::filesystem::path shared_dir() {
 }
 
 std::filesystem::path shared_path(const std::string& rel, QString* skip_reason) {
-    const auto p = shared_dir() / rel;
+    auto p = shared_dir() / rel;
     if (std::filesystem::exists(p)) return p;
     if (skip_reason)
         *skip_reason = QStringLiteral("shared data %1 is absent (expected ../shared beside the checkout)")
@@ -25,8 +25,8 @@ std::filesystem::path shared_path(const std::string& rel, QString* skip_reason) 
 
 std::filesystem::path temp_dir(const QString& tag) {
     static int counter = 0;
-    const auto base = std::filesystem::temp_directory_path() / ("routepack-test-" + std::to_string(::getpid()) + "-" +
-                                                                tag.toStdString() + "-" + std::to_string(counter++));
+    auto base = std::filesystem::temp_directory_path() / ("routepack-test-" + std::to_string(::getpid()) + "-" +
+                                                          tag.toStdString() + "-" + std::to_string(counter++));
     std::filesystem::remove_all(base);
     std::filesystem::create_directories(base);
     return base;

@@ -363,7 +363,7 @@ private Q_SLOTS:
         auto add = [](const char* name, const std::string& f, const char* error) {
             QTest::newRow(name) << QByteArray::fromStdString(f) << QString::fromLatin1(error);
         };
-        add("bad magic", "\x93NUMPZ\x01\x00" + std::string(60, ' '), "w: not an .npy file (bad magic)");
+        add("bad magic", std::string("\x93NUMPZ\x01\x00", 8) + std::string(60, ' '), "w: not an .npy file (bad magic)");
         add("too short", "\x93NUM", "w: not an .npy file (bad magic)");
         add("no header length", std::string("\x93NUMPY\x01\x00\x10", 9), "w: truncated .npy header");
         add("version 4", npy_file(1, i4, data16).replace(6, 1, "\x04"), "w: unsupported .npy version 4.0");
@@ -373,7 +373,8 @@ private Q_SLOTS:
             "w: truncated .npy data: shape (2, 1, 2) of <i4 needs 16 bytes, 12 present");
         add("float dtype", npy_file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 1, 2), }", data16),
             "w: unsupported .npy dtype '<f4' (routes need an integer dtype)");
-        add("bool dtype", npy_file(1, "{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }", "\x01\x00"),
+        add("bool dtype",
+            npy_file(1, "{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }", std::string("\x01\x00", 2)),
             "w: unsupported .npy dtype '|b1' (routes need an integer dtype)");
         add("structured dtype",
             npy_file(1, "{'descr': [('a', '<i4')], 'fortran_order': False, 'shape': (1,), }", data16),

@@ -26,7 +26,6 @@
 using namespace routepack;
 using namespace routepack::gpu;
 namespace fs = std::filesystem;
-using routepack::test::qpath;
 using routepack::test::read_file;
 using routepack::test::temp_dir;
 using routepack::test::write_file;

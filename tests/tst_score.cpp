@@ -9,6 +9,7 @@
 
 #include <QtTest>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -26,7 +27,7 @@ using i64 = std::int64_t;
 namespace {
 
 bool same_bits(double a, double b) {
-    return std::memcmp(&a, &b, sizeof a) == 0;
+    return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
 }
 
 bool same_score(const Score& a, const Score& b) {
@@ -106,6 +107,7 @@ RandomCase random_case(std::uint64_t seed, int n, int L, int P, int D, std::vect
                        int n_stages, i64 max_len, int top_k) {
     std::mt19937_64 rng(seed);
     std::vector<AttentionStage> stages;
+    stages.reserve(static_cast<std::size_t>(n_stages));
     std::uniform_real_distribution<double> coef(0.0, 3.0);
     for (int s = 0; s < n_stages; ++s)
         stages.push_back({"s" + std::to_string(s), coef(rng), s == 0 ? 0.0 : coef(rng)}); // stage 0: beta = 0

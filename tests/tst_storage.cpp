@@ -202,7 +202,7 @@ private:
 
     /// Writes `samples` routes as nested-JSON lines to `name` under the temp folder.
     fs::path write_trace(const std::string& name, const std::vector<Routes>& samples) {
-        const fs::path p = dir_ / name;
+        fs::path p = dir_ / name;
         test::write_file(p, nested_jsonl(samples));
         return p;
     }
@@ -749,6 +749,7 @@ private Q_SLOTS:
     void cancelledImportLeavesFileUnchanged() {
         const fs::path f = library_file("cancel.routepack");
         std::vector<fs::path> inputs;
+        inputs.reserve(4);
         for (int k = 0; k < 4; ++k)
             inputs.push_back(write_trace("cancel/part" + std::to_string(k) + ".jsonl", make_routes(5, 10 + k)));
         auto lib = Library::open(f);
@@ -972,6 +973,7 @@ private Q_SLOTS:
             if (s.rfind("ROUTEPACK_TEST_", 0) != 0) env_strings.push_back(s);
         }
         std::vector<char*> envp;
+        envp.reserve(env_strings.size() + 1);
         for (auto& s : env_strings)
             envp.push_back(s.data());
         envp.push_back(nullptr);

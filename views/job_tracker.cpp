@@ -75,13 +75,12 @@ void JobTracker::launchPending() {
             }
             // Queued behind every value the work posted: the end arrives last.
             QMetaObject::invokeMethod(
-                this, [this, job, result = std::move(result)]() mutable { onEnded(job, std::move(result)); },
-                Qt::QueuedConnection);
+                this, [this, job, result = std::move(result)]() { onEnded(job, result); }, Qt::QueuedConnection);
         });
     }
 }
 
-void JobTracker::onEnded(const std::shared_ptr<Job>& job, std::shared_ptr<const void> result) {
+void JobTracker::onEnded(const std::shared_ptr<Job>& job, const std::shared_ptr<const void>& result) {
     running_.erase(job->id);
     if (shutDown_) return;
     if (job->generation == generation_) {

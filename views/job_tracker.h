@@ -116,6 +116,8 @@ public:
     template <class R>
     quint64 start(std::function<R(JobContext&)> work,
                   std::function<void(quint64 id, std::shared_ptr<const R> result)> done,
+                  // `stale` is moved into startErased below; the check takes that std::move, an argument
+                  // of a call that depends on R, for a const use. NOLINTNEXTLINE(performance-unnecessary-value-param)
                   std::function<void(quint64 id)> stale = {}) {
         return startErased(
             [work = std::move(work)](JobContext& context) -> std::shared_ptr<const void> {
@@ -172,7 +174,7 @@ private:
     using ErasedDone = std::function<void(quint64, const std::shared_ptr<const void>&)>;
     quint64 startErased(ErasedWork work, ErasedDone done, std::function<void(quint64)> stale);
     void launchPending();
-    void onEnded(const std::shared_ptr<Job>& job, std::shared_ptr<const void> result);
+    void onEnded(const std::shared_ptr<Job>& job, const std::shared_ptr<const void>& result);
     void postFor(quint64 generation, std::function<void()> fn);
 
     Policy policy_;

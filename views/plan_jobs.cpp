@@ -72,13 +72,13 @@ quint64 PlanJobQueue::enqueue(const PlanJobRequest& request) {
     jobs_[id] = {rq.label, rq.library};
     const quint64 started = tracker_->start<Outcome>(
         [this, rq](JobContext& context) { return run(rq, context); },
-        [this](quint64 job, std::shared_ptr<const Outcome> outcome) { onEnded(job, outcome, false); },
+        [this](quint64 job, const std::shared_ptr<const Outcome>& outcome) { onEnded(job, outcome, false); },
         [this](quint64 job) { onEnded(job, nullptr, true); });
     Q_ASSERT(started == id);
     return started;
 }
 
-PlanJobQueue::Outcome PlanJobQueue::run(const PlanJobRequest& rq, JobContext& context) {
+PlanJobQueue::Outcome PlanJobQueue::run(const PlanJobRequest& request, JobContext& context) {
     Outcome out;
     QElapsedTimer timer;
     timer.start();
@@ -94,22 +94,22 @@ PlanJobQueue::Outcome PlanJobQueue::run(const PlanJobRequest& rq, JobContext& co
     };
     std::unique_ptr<storage::Library> lib;
     try {
-        const bool writes = rq.saveRun && rq.restoreRun <= 0;
-        lib = storage::Library::open(rq.library.toStdString(),
+        const bool writes = request.saveRun && request.restoreRun <= 0;
+        lib = storage::Library::open(request.library.toStdString(),
                                      writes ? storage::OpenMode::ReadWrite : storage::OpenMode::ReadOnly);
         lib->set_busy_timeout_ms(kWorkerBusyTimeoutMs);
         PlanInput in;
-        in.window = lib->load_window(rq.trace.toStdString(), rq.window.toStdString());
-        in.trace_name = rq.trace.toStdString();
-        in.window_name = rq.window.toStdString();
-        in.topology = rq.topology;
-        in.budgets = rq.budgets;
+        in.window = lib->load_window(request.trace.toStdString(), request.window.toStdString());
+        in.trace_name = request.trace.toStdString();
+        in.window_name = request.window.toStdString();
+        in.topology = request.topology;
+        in.budgets = request.budgets;
         std::shared_ptr<PlanResult> plan;
-        if (rq.restoreRun > 0) {
-            const std::string origin = "run " + std::to_string(rq.restoreRun);
-            const storage::RunEntry run = lib->run(rq.restoreRun);
+        if (request.restoreRun > 0) {
+            const std::string origin = "run " + std::to_string(request.restoreRun);
+            const storage::RunEntry run = lib->run(request.restoreRun);
             plan = std::make_shared<PlanResult>(
-                restore_plan(parse_plan(lib->run_plan_json(rq.restoreRun), origin), in.window, origin));
+                restore_plan(parse_plan(lib->run_plan_json(request.restoreRun), origin), in.window, origin));
             plan->budgets = run.budgets;
             plan->convergence = run.levels;
             plan->timings = run.timings;
@@ -121,12 +121,12 @@ PlanJobQueue::Outcome PlanJobQueue::run(const PlanJobRequest& rq, JobContext& co
         out.result.window = std::make_shared<const Trace>(std::move(in.window));
         out.result.plan = plan;
         out.ok = true;
-        if (rq.saveRun && rq.restoreRun <= 0) {
+        if (request.saveRun && request.restoreRun <= 0) {
             try {
                 // Another process (an import, a second studio) may hold the library for a
                 // while: keep the finished plan and try again before giving up.
                 out.result.runId =
-                    retryWhileBusy([&] { return lib->save_run(*plan, rq.topologyName.toStdString(), started).id; },
+                    retryWhileBusy([&] { return lib->save_run(*plan, request.topologyName.toStdString(), started).id; },
                                    context.shutdownFlag());
             } catch (const std::exception& e) {
                 out.result.saveError = describe(e);
@@ -134,13 +134,13 @@ PlanJobQueue::Outcome PlanJobQueue::run(const PlanJobRequest& rq, JobContext& co
         }
     } catch (const std::exception& e) {
         out.error = describe(e);
-        if (rq.saveRun && rq.restoreRun <= 0 && lib) {
+        if (request.saveRun && request.restoreRun <= 0 && lib) {
             try {
                 retryWhileBusy(
                     [&] {
-                        return lib->save_failed_run(rq.trace.toStdString(), rq.window.toStdString(),
-                                                    rq.topologyName.toStdString(), rq.topology, rq.budgets,
-                                                    out.error.toStdString(), started);
+                        return lib->save_failed_run(request.trace.toStdString(), request.window.toStdString(),
+                                                    request.topologyName.toStdString(), request.topology,
+                                                    request.budgets, out.error.toStdString(), started);
                     },
                     context.shutdownFlag());
             } catch (const std::exception&) {

@@ -68,7 +68,7 @@ public:
     quint64 enqueue(const PlanJobRequest& request);
     /// Cancels the running job (it returns the best valid plan so far, delivered as `finished` with
     /// plan->cancelled) or, for a queued id, removes it (`cancelledQueued`). False for an unknown id.
-    bool cancel(quint64 job);
+    bool cancel(quint64 id);
     /// Cancels the running job, if any.
     void cancelCurrent();
     /// Cancels the running job and removes every queued one.

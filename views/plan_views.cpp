@@ -178,7 +178,7 @@ void PlanView::setPlan(std::shared_ptr<const PlanResult> plan, std::shared_ptr<c
     refill();
 }
 
-void PlanView::setPlacement(std::shared_ptr<const PlanResult> placement) {
+void PlanView::setPlacement(const std::shared_ptr<const PlanResult>& placement) {
     plan_ = nullptr;
     window_ = nullptr;
     refill();

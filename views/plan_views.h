@@ -64,7 +64,7 @@ public:
     /// Shows only the placement views of a load-only (aggregate) trace: `placement` carries model,
     /// topology, identity/LPT placements, rank loads [L][P] and CV (no rows, layouts or costs).
     /// plan() becomes nullptr; the other views show their empty state; the EP-rank tab is shown.
-    void setPlacement(std::shared_ptr<const routepack::PlanResult> placement);
+    void setPlacement(const std::shared_ptr<const routepack::PlanResult>& placement);
     /// The window passed to setPlan (nullptr when none or when it did not match the plan).
     std::shared_ptr<const routepack::Trace> window() const;
 

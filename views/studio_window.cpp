@@ -492,7 +492,7 @@ void StudioWindow::openDemoLibrary() {
                 return QString::fromStdString(e.what());
             }
         },
-        [this, file, finish](quint64, std::shared_ptr<const QString> error) {
+        [this, file, finish](quint64, const std::shared_ptr<const QString>& error) {
             jobProgress_->setRange(0, 1000);
             if (!jobs_->isBusy()) jobProgress_->hide();
             if (!error || !error->isEmpty()) {
@@ -631,7 +631,7 @@ void StudioWindow::loadSamples(const QString& trace, const QString& window) {
     sampleHeader_->setText(tr("Loading %1…").arg(window.isEmpty() ? trace : trace + QLatin1Char('/') + window));
     const QString file = libraryPath();
     // Latest selection wins: a load superseded by another selection (or another library) is dropped.
-    auto show = [this, trace, window](quint64, std::shared_ptr<const SampleLoad> load) {
+    auto show = [this, trace, window](quint64, const std::shared_ptr<const SampleLoad>& load) {
         const SampleLoad r = load ? *load : SampleLoad{nullptr, tr("Loading the samples failed.")};
         samples_->setData(r.data);
         sampleView_->resizeColumnsToContents();
@@ -732,7 +732,7 @@ void StudioWindow::cancelJob() {
 
 void StudioWindow::showPlan(std::shared_ptr<const PlanResult> plan, std::shared_ptr<const Trace> window, qint64 runId) {
     shownRun_ = runId;
-    planView_->setPlan(plan, window);
+    planView_->setPlan(std::move(plan), std::move(window));
     updateCompare();
     updateActions();
     Q_EMIT planShown(runId);

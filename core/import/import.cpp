@@ -207,7 +207,7 @@ ModelDescription model_with_config(const std::vector<std::filesystem::path>& inp
                                    std::vector<std::string>& notes) {
     const auto path = model_config_beside(inputs);
     if (path.empty()) return given;
-    const ModelDescription c = model_from_hf_config(read_whole_file(path), path.string());
+    ModelDescription c = model_from_hf_config(read_whole_file(path), path.string());
     if (given.experts <= 0 && given.top_k <= 0 && given.moe_layers.empty() && given.num_hidden_layers <= 0) {
         notes.push_back("model from " + path.string() + " (" + std::to_string(c.num_moe_layers()) + " MoE layers of " +
                         std::to_string(c.num_hidden_layers) + ", " + std::to_string(c.experts) + " experts, top-" +
@@ -381,7 +381,7 @@ ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, con
         summary.model = agg.model;
         summary.bytes = first.bytes.size();
         summary.fingerprint = fnv1a64(first.bytes.data(), first.bytes.size()); // = combined over one file
-        summary.notes.push_back(
+        summary.notes.emplace_back(
             "load-only trace: per-layer expert totals, usable for placement views, not for packing");
         sink.begin(agg.model, format);
         sink.aggregate(std::move(agg));

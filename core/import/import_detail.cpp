@@ -62,6 +62,8 @@ template <class U, class S> std::size_t convert(const char* src, std::size_t n, 
         if constexpr (!fits_always) {
             if (!std::in_range<std::int32_t>(v)) return i;
         }
+        // For an int8 wire type S is std::int8_t and its signed value (-128..127) is the datum the file
+        // stores, so the sign extension is the intended conversion. NOLINTNEXTLINE(bugprone-signed-char-misuse)
         dst[i] = static_cast<std::int32_t>(v);
     }
     return n;

@@ -226,7 +226,7 @@ void parse_sglang(const SourceFile& f, const ModelDescription& m, const EmitFn& 
             }
         }
         if (meta.request_id.empty()) {
-            done.push_back(make_sample_record(routes, m, meta));
+            done.emplace_back(make_sample_record(routes, m, meta));
             open.push_back(nullptr);
             return;
         }

@@ -201,7 +201,7 @@ Layout karmarkar_karp_layout(const std::vector<std::int64_t>& length, int rows, 
         }
         std::sort(mixed.begin(), mixed.end(), canonical_less);
         std::vector<Part> ab;
-        ab.reserve(static_cast<std::size_t>(onlyA + onlyB));
+        ab.reserve(static_cast<std::size_t>(onlyA) + static_cast<std::size_t>(onlyB));
         std::merge(A.parts.begin(), A.parts.begin() + onlyA, B.parts.begin(), B.parts.begin() + onlyB,
                    std::back_inserter(ab), canonical_less);
         std::vector<Part> merged;

@@ -399,7 +399,7 @@ std::string rescore_plan(const PlanFile& plan, const Trace& window) {
     if (!plan.fingerprint.empty() && fp != plan.fingerprint)
         return "routing counts differ from the plan's inputs (fingerprint " + fp + " != " + plan.fingerprint + ")";
     const PackingProblem p = make_packing_problem(window, plan.topology, plan.placement);
-    const std::string bad = validate_layout(plan.layout, p);
+    std::string bad = validate_layout(plan.layout, p);
     if (!bad.empty()) return bad;
     const auto& want = plan.metrics.at("routepack");
     const auto loads =

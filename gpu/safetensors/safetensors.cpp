@@ -512,8 +512,8 @@ const TensorInfo& SafetensorsFile::info(const std::string& name) const {
     return tensors_[it->second];
 }
 
-std::span<const std::byte> SafetensorsFile::data(const TensorInfo& t) const {
-    return {map_ + 8 + header_size_ + t.data_begin, static_cast<std::size_t>(t.nbytes())};
+std::span<const std::byte> SafetensorsFile::data(const TensorInfo& tensor) const {
+    return {map_ + 8 + header_size_ + tensor.data_begin, static_cast<std::size_t>(tensor.nbytes())};
 }
 
 std::span<const std::byte> SafetensorsFile::data(const std::string& name) const {

@@ -96,7 +96,7 @@ public:
     const TensorInfo& info(const std::string& name) const;
     /// The tensor's bytes inside the mapping (valid while this object lives). Never assume alignment.
     std::span<const std::byte> data(const std::string& name) const;
-    std::span<const std::byte> data(const TensorInfo& info) const;
+    std::span<const std::byte> data(const TensorInfo& tensor) const;
     /// `__metadata__` (empty when absent or null).
     const SafetensorsMetadata& metadata() const { return metadata_; }
     bool has_metadata() const { return has_metadata_; }
