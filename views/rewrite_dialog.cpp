@@ -118,7 +118,7 @@ quint64 RewriteJob::check(const gpu::RewriteRequest& request) {
             c.id = id;
             return c;
         },
-        [this](quint64, std::shared_ptr<const RewriteCheck> c) {
+        [this](quint64, const std::shared_ptr<const RewriteCheck>& c) {
             if (c) Q_EMIT checked(*c);
         });
     return id;
@@ -172,7 +172,7 @@ quint64 RewriteJob::start(const gpu::RewriteRequest& request) {
             }
             return res;
         },
-        [this](quint64, std::shared_ptr<const Result> res) {
+        [this](quint64, const std::shared_ptr<const Result>& res) {
             if (!res) return;
             switch (res->kind) {
             case Ok:
@@ -373,7 +373,7 @@ RewriteDialog::RewriteDialog(QWidget* parent) : QDialog(parent), job_(new Rewrit
     // What the machine can run on: the CUDA runtime may take a while to answer, so ask off the GUI thread.
     devices_ = new JobTracker(JobTracker::Policy::EveryResult, 1, false, this);
     devices_->start<QString>([](JobContext&) { return QString::fromStdString(gpu::query_devices().description); },
-                             [this](quint64, std::shared_ptr<const QString> description) {
+                             [this](quint64, const std::shared_ptr<const QString>& description) {
                                  deviceDescription_ = description ? *description : QString();
                                  deviceInfo_->setText(deviceDescription_);
                                  Q_EMIT devicesQueried(deviceDescription_);

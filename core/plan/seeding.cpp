@@ -625,7 +625,7 @@ std::vector<int> canonical_signature(const Layout& x, const PackingProblem& p) {
         for (const auto& slots : p.shards) {
             group.clear();
             for (int d : slots)
-                group.push_back(&sorted_cells[static_cast<std::size_t>(r * D + d)]);
+                group.push_back(&sorted_cells[static_cast<std::size_t>(r) * D + d]);
             std::sort(group.begin(), group.end(),
                       [](const std::vector<int>* a, const std::vector<int>* b) { return *a < *b; });
             for (const auto* c : group) {
@@ -682,7 +682,7 @@ std::vector<std::int64_t> row_peaks(const Layout& x, const PackingProblem& p) {
         for (const auto& slots : p.shards) {
             std::fill(W.begin(), W.end(), 0);
             for (int d : slots)
-                add_cell_load(x.cells[static_cast<std::size_t>(r * D + d)], p, W.data());
+                add_cell_load(x.cells[static_cast<std::size_t>(r) * D + d], p, W.data());
             for (int l = 0; l < L; ++l)
                 out[static_cast<std::size_t>(r) * L + l] += *std::max_element(
                     W.begin() + static_cast<std::ptrdiff_t>(l) * P, W.begin() + static_cast<std::ptrdiff_t>(l + 1) * P);
@@ -717,7 +717,7 @@ std::vector<double> row_features(const Layout& x, const PackingProblem& p, const
             std::int64_t amax = 0;
             for (int d : slots) {
                 std::int64_t ct = 0;
-                for (int i : x.cells[static_cast<std::size_t>(r * D + d)]) {
+                for (int i : x.cells[static_cast<std::size_t>(r) * D + d]) {
                     const std::int64_t t = p.length[static_cast<std::size_t>(i)];
                     ct += t;
                     row_t2 += t * t;
@@ -786,12 +786,14 @@ Sketch sketch_from(const Layout& x, const PackingProblem& p, const std::vector<s
 
 } // namespace
 
-Sketch sketch_layout(const Layout& x, const PackingProblem& p, int q) {
+Sketch sketch_layout(const Layout& x, const PackingProblem& p, int projections) {
+    const int q = projections;
     check_shape(x, p, "sketch_layout");
     return sketch_from(x, p, row_peaks(x, p), layer_totals(p), q);
 }
 
-double sketch_distance(const Sketch& a, const Sketch& b, int q) {
+double sketch_distance(const Sketch& a, const Sketch& b, int projections) {
+    const int q = projections;
     if (q <= 0 || a.phi.size() != b.phi.size() || a.phi.size() % static_cast<std::size_t>(q) != 0)
         return std::numeric_limits<double>::infinity();
     const std::size_t R = a.phi.size() / static_cast<std::size_t>(q);
@@ -839,7 +841,7 @@ void co_assignment_profile(Candidate& c, const PackingProblem& p) {
         for (const auto& slots : p.shards) {
             ids.clear();
             for (int d : slots) {
-                const auto& cell = x.cells[static_cast<std::size_t>(r * x.dp_slots + d)];
+                const auto& cell = x.cells[static_cast<std::size_t>(r) * x.dp_slots + d];
                 ids.insert(ids.end(), cell.begin(), cell.end());
             }
             cyclic_successors(ids, c.succ_rowshard);

@@ -330,6 +330,7 @@ std::vector<fs::path> write_synth_checkpoint(const SynthCheckpointConfig& cfg, c
         fs::rename(tmp, target);
 
         std::vector<fs::path> out;
+        out.reserve(names.size() + 2);
         for (const auto& n : names)
             out.push_back(target / n);
         out.push_back(target / "model.safetensors.index.json");
