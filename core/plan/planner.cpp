@@ -161,7 +161,24 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
         r.reorder = make_method("reorder", true, ffd, p_lpt, r.cv_lpt);
         r.karmarkar_karp = make_method("karmarkar_karp", true,
                                        karmarkar_karp_layout(p_lpt.length, r.rows.rows, p_lpt.D), p_lpt, r.cv_lpt);
-        r.routepack = make_method("routepack", true, ffd, p_lpt, r.cv_lpt); // until the search improves it
+        // routepack starts as reorder (the same layout on the same problem, so the same metrics); the
+        // search keeps its best layout and exact score, and the metrics (one full pass) are formed once,
+        // when the search ends, instead of after every stage that improves it.
+        r.routepack = r.reorder;
+        r.routepack.name = "routepack";
+        Layout best = ffd;
+        Score best_score = r.reorder.metrics.score;
+        bool improved = false;
+        auto keep = [&](const Layout& x, const Score& s) {
+            if (!(s < best_score)) return;
+            best = x;
+            best_score = s;
+            improved = true;
+        };
+        auto finish_routepack = [&] {
+            if (improved) r.routepack = make_method("routepack", true, best, p_lpt, r.cv_lpt);
+            improved = false;
+        };
         r.timings["baselines"] = seconds_since(t0);
         if (cancelled()) {
             r.cancelled = true;
@@ -181,9 +198,9 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
         const SeedMember* best_seed = &population.front();
         for (const auto& m : population)
             if (m.score < best_seed->score) best_seed = &m;
-        if (best_seed->score < r.routepack.metrics.score)
-            r.routepack = make_method("routepack", true, best_seed->layout, p_lpt, r.cv_lpt);
+        keep(best_seed->layout, best_seed->score);
         if (cancelled()) {
+            finish_routepack();
             r.cancelled = true;
             return;
         }
@@ -206,8 +223,7 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
         r.accepted = res.accepted;
         r.cancelled = res.cancelled && !res.time_limit_hit;
         r.time_limit_hit = res.time_limit_hit;
-        if (res.score < r.routepack.metrics.score)
-            r.routepack = make_method("routepack", true, res.best, p_lpt, r.cv_lpt);
+        keep(res.best, res.score);
         r.timings["annealing"] = seconds_since(t0);
 
         // 6. Final exact improvement pass on the straggler: guided descent and kicks (one replica,
@@ -226,8 +242,8 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
                     const std::lock_guard<std::mutex> lock(progress_mutex);
                     progress(PlanEvent{"polish", 0.95, std::nullopt, s});
                 };
-            const PolishResult d = iterated_straggler_search(
-                p_lpt, r.routepack.layout, ps, seeds::planner_stage(in.budgets.seed, 3), cancel, deadline, on_improve);
+            const PolishResult d = iterated_straggler_search(p_lpt, best, ps, seeds::planner_stage(in.budgets.seed, 3),
+                                                             cancel, deadline, on_improve);
             r.polish_evaluations = d.evaluations;
             r.polish_improvements = d.improvements;
             r.polish_kicks = d.kicks;
@@ -239,14 +255,16 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
                 else
                     r.time_limit_hit = true;
             }
-            if (d.score < r.routepack.metrics.score)
-                r.routepack = make_method("routepack", true, d.layout, p_lpt, r.cv_lpt);
+            keep(d.layout, d.score);
         }
         r.timings["polish"] = seconds_since(t0);
 
         // 7. Validate + non-regression (the routepack layout is never worse than reorder, one of its seeds).
         t0 = Clock::now();
         emit("validate", 0.97);
+        finish_routepack();
+        if (!(r.routepack.metrics.score == best_score))
+            throw std::logic_error("planner: the search's score differs from the routepack layout's metrics");
         const std::string bad = validate_layout(r.routepack.layout, p_lpt);
         if (!bad.empty()) throw std::logic_error("planner produced an invalid layout: " + bad);
         if (r.reorder.metrics.score < r.routepack.metrics.score)
