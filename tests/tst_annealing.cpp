@@ -181,6 +181,39 @@ AnnealingBudget small_budget() {
     return b;
 }
 
+/// Brute force with full rescoring: no relocation or swap of a sample of the straggler shard (the
+/// first shard with U = max U) improves the score tuple of `x` (whose exact score is `score`).
+/// Returns "" when none does, else the first improving move in words.
+std::string straggler_move_improving(const Layout& x, const Score& score, const PackingProblem& p) {
+    const CostBreakdown cb = cost_breakdown(x, p);
+    int gs = 0;
+    for (int h = 1; h < p.G; ++h)
+        if (cb.U[h] > cb.U[gs]) gs = h;
+    const int K = x.cell_count();
+    for (int k = 0; k < K; ++k) {
+        if (p.shard_of_slot[static_cast<std::size_t>(k % p.D)] != gs) continue;
+        for (std::size_t pos = 0; pos < x.cells[static_cast<std::size_t>(k)].size(); ++pos)
+            for (int k2 = 0; k2 < K; ++k2) {
+                if (k2 == k) continue;
+                Layout y = x;
+                auto& src = y.cells[static_cast<std::size_t>(k)];
+                const int i = src[pos];
+                src.erase(src.begin() + static_cast<std::ptrdiff_t>(pos));
+                y.cells[static_cast<std::size_t>(k2)].push_back(i);
+                if (validate_layout(y, p).empty() && score_layout(y, p) < score)
+                    return "relocating sample " + std::to_string(i) + " to cell " + std::to_string(k2) + " improves";
+                for (std::size_t pos2 = 0; pos2 < x.cells[static_cast<std::size_t>(k2)].size(); ++pos2) {
+                    Layout z = x;
+                    std::swap(z.cells[static_cast<std::size_t>(k)][pos], z.cells[static_cast<std::size_t>(k2)][pos2]);
+                    if (validate_layout(z, p).empty() && score_layout(z, p) < score)
+                        return "swapping sample " + std::to_string(i) + " with cell " + std::to_string(k2) +
+                               " position " + std::to_string(pos2) + " improves";
+                }
+            }
+    }
+    return {};
+}
+
 } // namespace
 
 class TestAnnealing : public QObject {
@@ -531,31 +564,7 @@ void TestAnnealing::descentReachesLocalOptimum() {
         QVERIFY(d.score == score_layout(d.layout, p));
         // Brute force with full rescoring: no relocation or swap of a sample of the straggler shard
         // (the first shard with U = max U) improves the score tuple.
-        const CostBreakdown cb = cost_breakdown(d.layout, p);
-        int gs = 0;
-        for (int h = 1; h < p.G; ++h)
-            if (cb.U[h] > cb.U[gs]) gs = h;
-        const int K = d.layout.cell_count();
-        for (int k = 0; k < K; ++k) {
-            if (p.shard_of_slot[static_cast<std::size_t>(k % p.D)] != gs) continue;
-            for (std::size_t pos = 0; pos < d.layout.cells[static_cast<std::size_t>(k)].size(); ++pos) {
-                for (int k2 = 0; k2 < K; ++k2) {
-                    if (k2 == k) continue;
-                    Layout y = d.layout;
-                    auto& src = y.cells[static_cast<std::size_t>(k)];
-                    const int i = src[pos];
-                    src.erase(src.begin() + static_cast<std::ptrdiff_t>(pos));
-                    y.cells[static_cast<std::size_t>(k2)].push_back(i);
-                    if (validate_layout(y, p).empty()) QVERIFY(!(score_layout(y, p) < d.score));
-                    for (std::size_t pos2 = 0; pos2 < d.layout.cells[static_cast<std::size_t>(k2)].size(); ++pos2) {
-                        Layout z = d.layout;
-                        std::swap(z.cells[static_cast<std::size_t>(k)][pos],
-                                  z.cells[static_cast<std::size_t>(k2)][pos2]);
-                        if (validate_layout(z, p).empty()) QVERIFY(!(score_layout(z, p) < d.score));
-                    }
-                }
-            }
-        }
+        QCOMPARE(straggler_move_improving(d.layout, d.score, p), std::string());
         // RNG-free: the same input gives the same layout; a budget stops it early, never worse.
         QVERIFY(straggler_descent(p, x, 10000000).layout == d.layout);
         const DescentResult short_run = straggler_descent(p, x, 3);
@@ -613,30 +622,7 @@ void TestAnnealing::iteratedSearchInvariants() {
         plain.kick_moves = 0;
         plain.verify = 0;
         const PolishResult d = iterated_straggler_search(p, x, plain, seed);
-        const CostBreakdown cb = cost_breakdown(d.layout, p);
-        int gs = 0;
-        for (int h = 1; h < p.G; ++h)
-            if (cb.U[h] > cb.U[gs]) gs = h;
-        const int K = d.layout.cell_count();
-        for (int k = 0; k < K; ++k) {
-            if (p.shard_of_slot[static_cast<std::size_t>(k % p.D)] != gs) continue;
-            for (std::size_t pos = 0; pos < d.layout.cells[static_cast<std::size_t>(k)].size(); ++pos)
-                for (int k2 = 0; k2 < K; ++k2) {
-                    if (k2 == k) continue;
-                    Layout y = d.layout;
-                    auto& src = y.cells[static_cast<std::size_t>(k)];
-                    const int i = src[pos];
-                    src.erase(src.begin() + static_cast<std::ptrdiff_t>(pos));
-                    y.cells[static_cast<std::size_t>(k2)].push_back(i);
-                    if (validate_layout(y, p).empty()) QVERIFY(!(score_layout(y, p) < d.score));
-                    for (std::size_t pos2 = 0; pos2 < d.layout.cells[static_cast<std::size_t>(k2)].size(); ++pos2) {
-                        Layout z = d.layout;
-                        std::swap(z.cells[static_cast<std::size_t>(k)][pos],
-                                  z.cells[static_cast<std::size_t>(k2)][pos2]);
-                        if (validate_layout(z, p).empty()) QVERIFY(!(score_layout(z, p) < d.score));
-                    }
-                }
-        }
+        QCOMPARE(straggler_move_improving(d.layout, d.score, p), std::string());
     }
 }
 
