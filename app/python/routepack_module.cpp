@@ -331,17 +331,27 @@ PlannerBudgets make_budgets(const py::object& budgets) {
                 b.annealing.p_guide = v.cast<double>();
             else if (key == "rho")
                 b.annealing.rho = v.cast<double>();
+            else if (key == "p_straggler")
+                b.annealing.p_straggler = v.cast<double>();
             else if (key == "row_nodes")
                 b.row_nodes = v.cast<std::int64_t>();
+            else if (key == "polish_evaluations")
+                b.polish_evaluations = v.cast<std::int64_t>();
+            else if (key == "polish_kick_moves")
+                b.polish_kick_moves = v.cast<int>();
+            else if (key == "anytime")
+                b.anytime = v.cast<bool>();
             else
                 value_error("budgets: unknown budget '" + key +
                             "' (known: seeds, population, choice_width, eta, projections, pair_candidates, levels, "
-                            "steps, t0, cooling, p_guide, rho, row_nodes)");
+                            "steps, t0, cooling, p_guide, rho, p_straggler, row_nodes, polish_evaluations, "
+                            "polish_kick_moves, anytime)");
         } catch (const py::cast_error&) {
             value_error("budgets['" + key + "'] must be a number");
         }
     }
-    for (double v : {b.seeding.eta, b.annealing.t0, b.annealing.cooling, b.annealing.p_guide, b.annealing.rho})
+    for (double v : {b.seeding.eta, b.annealing.t0, b.annealing.cooling, b.annealing.p_guide, b.annealing.rho,
+                     b.annealing.p_straggler})
         if (!std::isfinite(v)) value_error("budgets: every budget must be finite");
     return b;
 }

@@ -251,6 +251,16 @@ def test_plan_errors(window):
     assert plan_error(lengths, counts, workers=-1) == "workers must be >= 0 (0 = all cores; got -1)"
     assert plan_error(lengths, counts, time_limit_s=float("nan")) == "time_limit_s must be finite and >= 0 (0 = none)"
     assert plan_error(lengths, counts, budgets={"stepz": 3}).startswith("budgets: unknown budget 'stepz' (known: seeds,")
+    assert plan_error(lengths, counts, budgets={"stepz": 3}).endswith(
+        "row_nodes, polish_evaluations, polish_kick_moves, anytime)")
+    assert plan_error(lengths, counts, budgets={"anytime": True}) == (
+        "planner: budget 'anytime' must be used with a time limit > 0 (got time limit 0)")
+    assert plan_error(lengths, counts, budgets={"polish_kick_moves": -1}).startswith(
+        "planner: budget 'polish_kick_moves' must be")
+    p = routepack.plan(lengths, counts, topo(), moe_layers=[1, 3],
+                       budgets={"polish_kick_moves": 0, "polish_evaluations": 500, "p_straggler": 0.25})
+    b = json.loads(p.to_json())["planner"]["budgets"]
+    assert (b["polish_kick_moves"], b["polish_evaluations"], b["p_straggler"], b["anytime"]) == (0, 500, 0.25, False)
     assert plan_error(lengths, counts, sample_ids=["a"]) == "sample_ids holds 1 ids for 24 samples"
     assert plan_error(lengths, counts, top_k=9) == "model: top_k must be in 1..8 (got 9)"
     assert plan_error([[1, 2], [3]], counts) == "lengths must be a numpy array or a nested list of numbers"
