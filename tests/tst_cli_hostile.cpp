@@ -42,7 +42,7 @@ Run cli(const QStringList& args) {
 /// A tiny library with one trace imported through the CLI (nested JSON, 4 experts, top-2).
 fs::path make_library(const fs::path& dir) {
     write_file(dir / "in" / "a.jsonl", "[[[0, 1], [2, 3]], [[1, 2], [3, 0]]]\n[[[3, 1], [0, 2]]]\n");
-    const fs::path lib = dir / "lib.routepack";
+    fs::path lib = dir / "lib.routepack";
     const Run r = cli({QStringLiteral("import"), QStringLiteral("--db"), q(lib), QStringLiteral("--name"),
                        QStringLiteral("t"), QStringLiteral("--format"), QStringLiteral("nested-json"),
                        QStringLiteral("--experts"), QStringLiteral("4"), QStringLiteral("--top-k"), QStringLiteral("2"),

@@ -85,7 +85,8 @@ bool exists_layout_brute(const std::vector<std::int64_t>& length, std::int64_t C
     std::function<bool(int)> rec = [&](int j) -> bool {
         if (static_cast<int>(cell.size()) + (n - j) < K) return false; // cannot reach K non-empty cells
         if (j == n) return static_cast<int>(cell.size()) == K;
-        for (std::size_t c = 0; c < cell.size(); ++c) {
+        // Indices, not a range-for: the recursion appends to `cell`, which would invalidate iterators.
+        for (std::size_t c = 0; c < cell.size(); ++c) { // NOLINT(modernize-loop-convert)
             if (cell[c] + length[j] > C) continue;
             cell[c] += length[j];
             if (rec(j + 1)) return true;

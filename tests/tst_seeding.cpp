@@ -91,7 +91,7 @@ std::int64_t peak_sum(const Layout& x, const PackingProblem& p) {
         for (const auto& slots : p.shards) {
             std::fill(W.begin(), W.end(), 0);
             for (int d : slots)
-                for (int i : x.cells[static_cast<std::size_t>(r * x.dp_slots + d)])
+                for (int i : x.cells[static_cast<std::size_t>(r) * x.dp_slots + d])
                     for (std::size_t k = 0; k < W.size(); ++k)
                         W[k] += p.q(i)[k];
             for (int l = 0; l < p.L; ++l)
@@ -192,9 +192,10 @@ private Q_SLOTS:
 
         Layout rows_permuted = x; // rows 2, 0, 1
         for (int d = 0; d < 4; ++d) {
-            rows_permuted.cells[static_cast<std::size_t>(d)] = x.cells[static_cast<std::size_t>(8 + d)];
-            rows_permuted.cells[static_cast<std::size_t>(4 + d)] = x.cells[static_cast<std::size_t>(d)];
-            rows_permuted.cells[static_cast<std::size_t>(8 + d)] = x.cells[static_cast<std::size_t>(4 + d)];
+            const auto k = static_cast<std::size_t>(d);
+            rows_permuted.cells[k] = x.cells[8 + k];
+            rows_permuted.cells[4 + k] = x.cells[k];
+            rows_permuted.cells[8 + k] = x.cells[4 + k];
         }
         QCOMPARE(canonical_signature(rows_permuted, p), sig);
 

@@ -39,7 +39,7 @@ bool waitFor(const std::atomic<bool>& flag, const JobContext& context) {
 struct Log {
     QStringList lines;
     std::function<void(quint64, std::shared_ptr<const int>)> done() {
-        return [this](quint64 id, std::shared_ptr<const int> r) {
+        return [this](quint64 id, const std::shared_ptr<const int>& r) {
             lines << (r ? QStringLiteral("done %1 = %2").arg(id).arg(*r) : QStringLiteral("done %1 = null").arg(id));
         };
     }
@@ -91,7 +91,7 @@ private Q_SLOTS:
                 waitFor(release, c);
                 return 10;
             },
-            [&](quint64 id, std::shared_ptr<const int> r) {
+            [&](quint64 id, const std::shared_ptr<const int>& r) {
                 deliveredOn = QThread::currentThread();
                 log.done()(id, r);
             });

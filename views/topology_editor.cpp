@@ -238,9 +238,9 @@ void TopologyEditor::setLibraryTopologies(const std::vector<storage::TopologyEnt
     const QString current = preset_->currentData().toString();
     preset_->blockSignals(true);
     preset_->clear();
-    for (std::size_t k = 0; k < library_.size(); ++k)
-        preset_->addItem(tr("library: %1").arg(QString::fromStdString(library_[k].name)),
-                         QStringLiteral("library:") + QString::fromStdString(library_[k].name));
+    for (const auto& t : library_)
+        preset_->addItem(tr("library: %1").arg(QString::fromStdString(t.name)),
+                         QStringLiteral("library:") + QString::fromStdString(t.name));
     for (const auto& n : known_topology_names())
         preset_->addItem(tr("shipped: %1").arg(QString::fromStdString(n)),
                          QStringLiteral("shipped:") + QString::fromStdString(n));

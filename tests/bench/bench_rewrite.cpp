@@ -95,7 +95,8 @@ int main(int argc, char** argv) {
                               down ? std::vector<std::uint64_t>{std::uint64_t(H), std::uint64_t(I)}
                                    : std::vector<std::uint64_t>{std::uint64_t(I), std::uint64_t(H)},
                               bytes});
-                index += (l || e || std::strcmp(proj, "gate_proj") ? ", \"" : "\"") + name + "\": \"" + shard + "\"";
+                index +=
+                    (l || e || std::strcmp(proj, "gate_proj") != 0 ? ", \"" : "\"") + name + "\": \"" + shard + "\"";
             }
         }
         write_safetensors(dir / "src" / shard, ts, {{"format", "pt"}});
