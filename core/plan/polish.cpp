@@ -125,7 +125,7 @@ public:
     explicit Guide(const IncrementalScorer& sc)
         : pp_(&sc.problem()), R_(sc.rows()), D_(p().D), G_(p().G), L_(p().L), P_(p().P), n_(p().n),
           K_(sc.cell_count()) {
-        const auto RS = static_cast<std::size_t>(R_ * G_);
+        const auto RS = static_cast<std::size_t>(R_) * static_cast<std::size_t>(G_);
         const auto LP = static_cast<std::size_t>(L_) * static_cast<std::size_t>(P_);
         W_.assign(RS * LP, 0);
         peak_.assign(RS * static_cast<std::size_t>(L_), 0);
