@@ -41,15 +41,15 @@ template <typename T, int MaxBits> void decode(std::span<const std::uint8_t> blo
             if (pos >= n)
                 throw BlobError("counts blob ends after " + std::to_string(k) + " of " + std::to_string(out.size()) +
                                 " values");
-            if (b == max_bytes) throw BlobError("value " + std::to_string(k) + " is too long");
+            if (b == max_bytes) throw BlobError("entry " + std::to_string(k) + " is too long");
             const std::uint8_t byte = blob[pos++];
             const std::uint64_t bits = byte & 0x7f;
             const int room = MaxBits - shift; // value bits still available, 1..MaxBits
             if (room < 7 && (bits >> room) != 0)
-                throw BlobError("value " + std::to_string(k) + " overflows " + std::to_string(MaxBits) + " bits");
+                throw BlobError("entry " + std::to_string(k) + " overflows " + std::to_string(MaxBits) + " bits");
             v |= bits << shift;
             if (!(byte & 0x80)) {
-                if (b > 0 && bits == 0) throw BlobError("value " + std::to_string(k) + " has an overlong encoding");
+                if (b > 0 && bits == 0) throw BlobError("entry " + std::to_string(k) + " has an overlong encoding");
                 break;
             }
             shift += 7;

@@ -9,12 +9,15 @@
 #include "core/util/input_file.h"
 #include "gpu/safetensors/safetensors.h"
 #include "storage/library.h"
+#include "tests/rewrite_testutil.h"
 #include "tests/testutil.h"
 
 #include <QtTest>
 
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
+
+#include <functional>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -74,6 +77,36 @@ void tamper(const fs::path& file, const std::string& sql) {
     char* err = nullptr;
     if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) qFatal("%s: %s", sql.c_str(), err);
     sqlite3_close_v2(db);
+}
+
+/// One process killed with SIGKILL from outside at a point named by `reached` (polled every
+/// millisecond while the process runs): returns true when the kill landed in a running process,
+/// false when the process ended before the point was seen (the caller then starts over).
+bool kill_when(const QStringList& args, const std::function<bool()>& reached) {
+    QProcess p;
+    p.setProcessChannelMode(QProcess::ForwardedErrorChannel);
+    p.start(QStringLiteral(ROUTEPACK_CLI), args);
+    if (!p.waitForStarted(10000)) qFatal("cannot start the CLI");
+    while (p.state() == QProcess::Running && !reached())
+        p.waitForFinished(1);
+    if (p.state() != QProcess::Running) return false;
+    p.kill(); // SIGKILL: no handler, no unwinding, no cleanup in the process
+    p.waitForFinished(10000);
+    return p.exitStatus() == QProcess::CrashExit;
+}
+
+std::uintmax_t size_or_zero(const fs::path& p) {
+    std::error_code ec;
+    const auto n = fs::file_size(p, ec);
+    return ec ? 0 : n;
+}
+
+/// Folders in `dir` whose name starts with `prefix`.
+int folders_starting(const fs::path& dir, const std::string& prefix) {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(dir))
+        if (e.is_directory() && e.path().filename().string().rfind(prefix, 0) == 0) ++n;
+    return n;
 }
 
 QString err_line(const QString& what) {
@@ -154,6 +187,156 @@ private Q_SLOTS:
         QVERIFY2(r.out.startsWith(QStringLiteral("library ") + q(lib) + QStringLiteral(": 1 trace(s)")),
                  qPrintable(r.out));
         QVERIFY(read_file(lib) == bytes);
+    }
+
+    void everyReadOnlyCommandLeavesTheLibraryBytesAlone() {
+        const auto tmp = temp_dir(QStringLiteral("hostile-readonly"));
+        const fs::path lib = make_library(tmp);
+        write_file(tmp / "topology.json", kTopologyOk);
+        Run r = cli({QStringLiteral("window"), QStringLiteral("--db"), q(lib), QStringLiteral("--trace"),
+                     QStringLiteral("t"), QStringLiteral("--name"), QStringLiteral("w"), QStringLiteral("--first"),
+                     QStringLiteral("2")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const std::string bytes = read_file(lib);
+        QVERIFY(!fs::exists(lib.string() + "-wal"));
+        const QString db = q(lib), topo = q(tmp / "topology.json"), plan = q(tmp / "plan.json");
+        const QString t = QStringLiteral("t"), w = QStringLiteral("w");
+        const QList<QStringList> commands = {
+            {QStringLiteral("info"), QStringLiteral("--db"), db},
+            {QStringLiteral("info"), QStringLiteral("--db"), db, QStringLiteral("--trace"), t,
+             QStringLiteral("--json")},
+            {QStringLiteral("plan"), QStringLiteral("--db"), db, QStringLiteral("--trace"), t,
+             QStringLiteral("--window"), w, QStringLiteral("--topology"), topo, QStringLiteral("--threads"),
+             QStringLiteral("1"), QStringLiteral("--out"), plan},
+            {QStringLiteral("validate"), plan, QStringLiteral("--db"), db, QStringLiteral("--trace"), t},
+            {QStringLiteral("compare"), QStringLiteral("--db"), db, QStringLiteral("--trace"), t,
+             QStringLiteral("--topology"), topo, QStringLiteral("--threads"), QStringLiteral("1"),
+             QStringLiteral("--json")},
+            {QStringLiteral("place"), QStringLiteral("--db"), db, QStringLiteral("--trace"), t,
+             QStringLiteral("--window"), w, QStringLiteral("--ep-ranks"), QStringLiteral("2"), QStringLiteral("--out"),
+             q(tmp / "map.json")},
+            {QStringLiteral("export-map"), QStringLiteral("--plan"), plan, QStringLiteral("--out"),
+             q(tmp / "sgl.json")},
+        };
+        for (const QStringList& args : commands) {
+            r = cli(args);
+            QVERIFY2(r.code == 0, qPrintable(args.join(QLatin1Char(' ')) + QStringLiteral(": ") + r.err));
+            QVERIFY2(read_file(lib) == bytes, qPrintable(args.first()));
+            QVERIFY2(!fs::exists(lib.string() + "-wal") && !fs::exists(lib.string() + "-shm"),
+                     qPrintable(args.first()));
+        }
+        // The failing forms of the same commands leave it alone too.
+        r = cli({QStringLiteral("plan"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("nope"),
+                 QStringLiteral("--topology"), topo, QStringLiteral("--out"), q(tmp / "p2.json")});
+        QCOMPARE(r.code, 1);
+        QVERIFY(read_file(lib) == bytes);
+        QVERIFY(!fs::exists(tmp / "p2.json"));
+    }
+
+    void importKilledFromOutsideLeavesTheLibraryAsItWas() {
+        const auto tmp = temp_dir(QStringLiteral("hostile-kill-import"));
+        const fs::path lib = make_library(tmp);
+        // 192 synthetic samples (~20 MB of vLLM JSON): an import of about a second, long enough to be
+        // killed while it parses and while it writes its transaction.
+        Run r = cli({QStringLiteral("synth"), QStringLiteral("--out"),
+                     q(tmp / "big"),          QStringLiteral("--format"),
+                     QStringLiteral("vllm"),  QStringLiteral("--groups"),
+                     QStringLiteral("12"),    QStringLiteral("--group-size"),
+                     QStringLiteral("16"),    QStringLiteral("--layers"),
+                     QStringLiteral("8"),     QStringLiteral("--dense-layers"),
+                     QStringLiteral("1"),     QStringLiteral("--experts"),
+                     QStringLiteral("64"),    QStringLiteral("--top-k"),
+                     QStringLiteral("4"),     QStringLiteral("--prompt-mean"),
+                     QStringLiteral("200"),   QStringLiteral("--response-mean"),
+                     QStringLiteral("1500"),  QStringLiteral("--max-length"),
+                     QStringLiteral("4096"),  QStringLiteral("--seed"),
+                     QStringLiteral("5")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const std::string bytes = read_file(lib);
+        const QStringList import = {
+            QStringLiteral("import"),   QStringLiteral("--db"),    q(lib),
+            QStringLiteral("--name"),   QStringLiteral("big"),     QStringLiteral("--experts"),
+            QStringLiteral("64"),       QStringLiteral("--top-k"), QStringLiteral("4"),
+            QStringLiteral("--layers"), QStringLiteral("8"),       QStringLiteral("--moe-layers"),
+            QStringLiteral("1-7"),      QStringLiteral("--quiet"), q(tmp / "big")};
+        const std::string wal = lib.string() + "-wal";
+        // The points: at once (arguments not yet parsed), when the transaction's first pages reach
+        // the write-ahead log, and when it holds more than 1 MiB of them.
+        const std::vector<std::pair<const char*, std::function<bool()>>> points = {
+            {"at start", [] { return true; }},
+            {"first WAL pages", [&] { return size_or_zero(wal) > 0; }},
+            {"1 MiB of WAL", [&] { return size_or_zero(wal) > (1U << 20); }},
+        };
+        int killed = 0;
+        for (const auto& [name, reached] : points) {
+            if (!kill_when(import, reached)) continue; // finished first: nothing to check at this point
+            ++killed;
+            // WAL mode: an uncommitted transaction never reaches the library file itself.
+            QVERIFY2(read_file(lib) == bytes, name);
+            r = cli({QStringLiteral("info"), QStringLiteral("--db"), q(lib)});
+            QVERIFY2(r.code == 0, qPrintable(QString::fromLatin1(name) + QStringLiteral(": ") + r.err));
+            QVERIFY2(r.out.contains(QStringLiteral(": 1 trace(s)")), qPrintable(r.out));
+            QVERIFY2(read_file(lib) == bytes, name);
+        }
+        qInfo("import killed at %d of %d points", killed, static_cast<int>(points.size()));
+        QVERIFY2(killed >= 2, "the import ended before the kill points; make its input larger");
+        // The name is free and the next import commits as if nothing had happened.
+        r = cli(import);
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        r = cli({QStringLiteral("info"), QStringLiteral("--db"), q(lib)});
+        QVERIFY2(r.out.contains(QStringLiteral(": 2 trace(s)")), qPrintable(r.out));
+    }
+
+    void rewriteKilledFromOutsideLeavesNoOutput() {
+        const auto tmp = temp_dir(QStringLiteral("hostile-kill-rewrite"));
+        Run r =
+            cli({QStringLiteral("synth-checkpoint"), QStringLiteral("--out"), q(tmp / "ck"), QStringLiteral("--hidden"),
+                 QStringLiteral("256"), QStringLiteral("--max-shard-bytes"), QStringLiteral("4194304")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        write_file(tmp / "plan.json", test::plan_json_for_model(known_model("deepseek-v2-lite")));
+        const fs::path out = tmp / "out";
+        const QStringList rewrite = {QStringLiteral("rewrite"),
+                                     QStringLiteral("--plan"),
+                                     q(tmp / "plan.json"),
+                                     QStringLiteral("--input"),
+                                     q(tmp / "ck"),
+                                     QStringLiteral("--output"),
+                                     q(out),
+                                     QStringLiteral("--device"),
+                                     QStringLiteral("cpu"),
+                                     QStringLiteral("--verify"),
+                                     QStringLiteral("--quiet")};
+        const std::string partial = ".out.routepack-partial-";
+        auto first_shard_written = [&] {
+            for (const auto& e : fs::directory_iterator(tmp)) {
+                if (e.path().filename().string().rfind(partial, 0) != 0) continue;
+                std::error_code ec;
+                for (const auto& f : fs::directory_iterator(e.path(), ec))
+                    if (f.path().extension() == ".safetensors" && size_or_zero(f.path()) > 0) return true;
+            }
+            return false;
+        };
+        const std::vector<std::pair<const char*, std::function<bool()>>> points = {
+            {"at start", [] { return true; }},
+            {"partial folder created", [&] { return folders_starting(tmp, partial) > 0; }},
+            {"first shard written", first_shard_written},
+        };
+        int killed = 0;
+        for (const auto& [name, reached] : points) {
+            if (!kill_when(rewrite, reached)) {
+                fs::remove_all(out); // finished first: start the next point from no output
+                continue;
+            }
+            ++killed;
+            QVERIFY2(!fs::exists(out), name);
+        }
+        qInfo("rewrite killed at %d of %d points", killed, static_cast<int>(points.size()));
+        QVERIFY2(killed >= 2, "the rewrite ended before the kill points; make the checkpoint larger");
+        // The next rewrite of that output removes the killed runs' partial folders and completes.
+        r = cli(rewrite);
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QVERIFY(fs::exists(out / "model.safetensors.index.json"));
+        QCOMPARE(folders_starting(tmp, partial), 0);
     }
 
     void readOnlyOpenReadsThroughAGenuineWal() {

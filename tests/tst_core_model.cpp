@@ -178,7 +178,15 @@ private Q_SLOTS:
             model_from_hf_config(R"({"num_hidden_layers":6,"num_experts":4,"num_experts_per_tok":5})", "c.json");
             QFAIL("no error");
         } catch (const InputError& e) {
-            QCOMPARE(QString::fromStdString(e.what()), QStringLiteral("model: top_k must be in 1..4 (got 5)"));
+            QCOMPARE(QString::fromStdString(e.what()), QStringLiteral("c.json: model: top_k must be in 1..4 (got 5)"));
+        }
+        // A description read from a file names the file in the model's own checks.
+        try {
+            parse_model_description(R"({"name":"m","num_hidden_layers":4,"experts":8,"top_k":2,"moe_layers":[]})",
+                                    "models/m.json");
+            QFAIL("no error");
+        } catch (const InputError& e) {
+            QCOMPARE(QString::fromStdString(e.what()), QStringLiteral("models/m.json: model 'm': no MoE layers"));
         }
     }
     void modelBounds_data() {
@@ -199,9 +207,13 @@ private Q_SLOTS:
                                     << "model: num_hidden_layers must be in 1..100000 (got 200000000)";
         QTest::newRow("counts per sample") << 100000 << 1048576 << 8 << "0-99999"
                                            << "model: 100000 MoE layers x 1048576 experts = 104857600000 counts per "
-                                              "sample, more than 268435456";
-        QTest::newRow("counts per sample at the bound") << 100000 << 2684 << 8 << "0-99999"
+                                              "sample, more than 16777216";
+        QTest::newRow("counts per sample at the bound") << 100000 << 167 << 8 << "0-99999"
                                                         << "";
+        QTest::newRow("counts per sample above the bound")
+            << 100000 << 168 << 8 << "0-99999"
+            << "model: 100000 MoE layers x 168 experts = 16800000 counts "
+               "per sample, more than 16777216";
     }
     void modelBounds() {
         QFETCH(int, layers);

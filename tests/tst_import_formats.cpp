@@ -839,6 +839,8 @@ private Q_SLOTS:
             "uint8, int8");
         add("sglang no meta_info", SGLang, "s.json", "[{\"text\": \"a\"}]",
             "in/s.json: sample s#0: meta_info is missing");
+        add("sglang meta_info a list", SGLang, "s.json", "[{\"meta_info\": [1, 2]}]",
+            "in/s.json: sample s#0: meta_info is a list, not an object");
         add("sglang no routes", SGLang, "s.jsonl", sglang_record(kRoutesI32) + "\n{\"meta_info\": {\"id\": \"x\"}}\n",
             "in/s.jsonl: sample s#1: meta_info.routed_experts is missing");
         add("sglang routes not a string", SGLang, "s.json", "{\"meta_info\": {\"routed_experts\": [1, 2]}}",
@@ -893,6 +895,8 @@ private Q_SLOTS:
         add("vllm missing routes", VLLM, "v.json", vllm_response("r", {re(kNpyI4), "\"logprobs\": null"}),
             "in/v.json: sample v#1: choices[1].routed_experts is missing");
         add("vllm no choices", VLLM, "v.json", "{\"id\": \"r\"}", "in/v.json: response 0: choices is missing");
+        add("vllm choices an object", VLLM, "v.json", "{\"choices\": {\"a\": 1}}",
+            "in/v.json: response 0: choices is an object, not a list");
         add("vllm prompt axis mismatch", VLLM, "v.json",
             vllm_response("r", {re(kNpyI4)}, "\"prompt_routed_experts\": \"" + ax5 + "\", "),
             "in/v.json: sample v#0: choices[0].routed_experts has shape (1, 2, 2) but prompt_routed_experts has "

@@ -594,10 +594,10 @@ private Q_SLOTS:
         QTest::newRow("trailing") << b({0x01, 0x05, 0x06}) << 1
                                   << QStringLiteral("counts blob has 1 bytes after its 1 values");
         QTest::newRow("overflow") << b({0x01, 0xff, 0xff, 0xff, 0xff, 0x1f}) << 1
-                                  << QStringLiteral("value 0 overflows 32 bits");
+                                  << QStringLiteral("entry 0 overflows 32 bits");
         QTest::newRow("too long") << b({0x01, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00}) << 1
-                                  << QStringLiteral("value 0 is too long");
-        QTest::newRow("overlong") << b({0x01, 0x80, 0x00}) << 1 << QStringLiteral("value 0 has an overlong encoding");
+                                  << QStringLiteral("entry 0 is too long");
+        QTest::newRow("overlong") << b({0x01, 0x80, 0x00}) << 1 << QStringLiteral("entry 0 has an overlong encoding");
     }
     void countsBlobRejectsDamage() {
         QFETCH(QByteArray, blob);

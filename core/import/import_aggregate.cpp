@@ -56,7 +56,8 @@ AggregateCounts parse_router_trace(const SourceFile& f, const ModelDescription& 
                              " is not a MoE layer of the model (MoE layers " + format_layer_list(given.moe_layers) +
                              ")");
         const nlohmann::json* top = json_member(rec, "top_indices");
-        if (!top || !top->is_array()) throw InputError(where + ": top_indices is missing or not a list");
+        if (!top) throw InputError(where + ": top_indices is missing");
+        if (!top->is_array()) throw InputError(where + ": top_indices is " + json_kind(*top) + ", not a list");
         auto& row = by_layer[static_cast<int>(*layer)];
         row.resize(static_cast<std::size_t>(E), 0);
         for (std::size_t t = 0; t < top->size(); ++t) {

@@ -116,7 +116,8 @@ void parse_sglang(const SourceFile& f, const ModelDescription& m, const EmitFn& 
         const std::string where = sample_where(f, meta.id);
         if (!rec.is_object()) throw InputError(where + ": record is not a JSON object");
         const nlohmann::json* info = json_member(rec, "meta_info");
-        if (!info || !info->is_object()) throw InputError(where + ": meta_info is missing");
+        if (!info) throw InputError(where + ": meta_info is missing");
+        if (!info->is_object()) throw InputError(where + ": meta_info is " + json_kind(*info) + ", not an object");
         const nlohmann::json* re = json_member(*info, "routed_experts");
         if (!re) throw InputError(where + ": meta_info.routed_experts is missing");
         if (re->is_array()) {

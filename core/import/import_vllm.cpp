@@ -64,7 +64,8 @@ void parse_vllm(const SourceFile& f, const ModelDescription& m, const EmitFn& em
         const std::string rwhere = f.path.string() + ": response " + std::to_string(response_no++);
         if (!resp.is_object()) throw InputError(rwhere + ": not a JSON object");
         const nlohmann::json* choices = json_member(resp, "choices");
-        if (!choices || !choices->is_array()) throw InputError(rwhere + ": choices is missing");
+        if (!choices) throw InputError(rwhere + ": choices is missing");
+        if (!choices->is_array()) throw InputError(rwhere + ": choices is " + json_kind(*choices) + ", not a list");
         const std::string request_id = json_id_text(json_member(resp, "id"), rwhere, "id");
 
         NpyArray prompt;

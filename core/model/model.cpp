@@ -26,7 +26,10 @@ namespace {
 constexpr int kMaxHiddenLayers = 100000;
 constexpr int kMaxExperts = 1 << 20;
 constexpr int kMaxTopK = 1024;
-constexpr std::int64_t kMaxCountsPerSample = std::int64_t(1) << 28; // L x E
+// L x E: 64 MiB of int32 counts per sample, over 1000 times DeepSeek-V3's 58 x 256 and enough for
+// 128 MoE layers x 131072 experts; a larger model description is almost surely a typo, and each
+// sample's dense counts (and its library blob) are sized by it.
+constexpr std::int64_t kMaxCountsPerSample = std::int64_t(1) << 24;
 // parse_layer_list: largest id and most ids a list may name.
 constexpr std::int64_t kMaxListedLayerId = 1000000;
 constexpr std::int64_t kMaxListedLayers = kMaxHiddenLayers;
@@ -202,6 +205,15 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& origi
     }
 }
 
+/// m.validate(), its message prefixed with the file the description was read from.
+void validate_from(const ModelDescription& m, const std::string& origin) {
+    try {
+        m.validate();
+    } catch (const InputError& e) {
+        throw InputError(origin + ": " + e.what());
+    }
+}
+
 } // namespace
 
 ModelDescription parse_model_description(const std::string& json_text, const std::string& origin) {
@@ -224,7 +236,7 @@ ModelDescription parse_model_description(const std::string& json_text, const std
         throw InputError(origin + ": moe_layers must be a layer list string or an array");
     }
     m.source = string_or(j, "source", origin, origin);
-    m.validate();
+    validate_from(m, origin);
     return m;
 }
 
@@ -303,7 +315,7 @@ ModelDescription model_from_hf_config(const std::string& json_text, const std::s
             m.moe_layers.push_back(i);
         }
     }
-    m.validate();
+    validate_from(m, origin);
     return m;
 }
 

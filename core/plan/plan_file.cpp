@@ -172,6 +172,24 @@ std::int64_t need_int(const json& j, const char* key, const std::string& where,
 
 constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
 
+/// A number field: "<where>: field 'k' must be a number, not <kind>" otherwise.
+double need_number(const json& j, const char* key, const std::string& where) {
+    const auto& v = need(j, key, where);
+    if (!v.is_number())
+        throw InputError(where + ": field '" + std::string(key) + "' must be a number, not " + util::json_kind(v));
+    return v.get<double>();
+}
+
+/// An optional string field ("" when absent or null): "<where>: field 'k' must be a string, not <kind>".
+std::string string_or_empty(const json& j, const char* key, const std::string& where) {
+    if (!j.is_object()) throw InputError(where + " must be a JSON object, not " + util::json_kind(j));
+    const auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return {};
+    if (!it->is_string())
+        throw InputError(where + ": field '" + std::string(key) + "' must be a string, not " + util::json_kind(*it));
+    return it->get<std::string>();
+}
+
 /// An integer field that must fit 0..INT_MAX (no silent wrap or truncation of 2^32+16 or 1.7).
 int need_count(const json& j, const char* key, const std::string& where) {
     const std::int64_t v = need_int(j, key, where);
@@ -190,12 +208,12 @@ Score parse_score(const json& v, const std::string& where) {
 LayoutMetrics parse_metrics(const json& j, const std::string& where) {
     LayoutMetrics m;
     m.score = parse_score(need(j, "score", where), where + ".score");
-    m.cv_global = need(j, "cv_global", where).get<double>();
+    m.cv_global = need_number(j, "cv_global", where);
     m.ep_peak_sum = need_int(j, "ep_peak_sum", where, 0);
     m.ep_tail_peak = need_int(j, "ep_tail_peak", where, 0);
-    m.ep_balance_efficiency = need(j, "ep_balance_efficiency", where).get<double>();
-    m.attention_sum = need(j, "attention_sum", where).get<double>();
-    m.joint = need(j, "joint", where).get<double>();
+    m.ep_balance_efficiency = need_number(j, "ep_balance_efficiency", where);
+    m.attention_sum = need_number(j, "attention_sum", where);
+    m.joint = need_number(j, "joint", where);
     m.cap_violations = static_cast<int>(need_int(j, "cap_violations", where, 0, kIntMax));
     m.empty_cells = static_cast<int>(need_int(j, "empty_cells", where, 0, kIntMax));
     return m;
@@ -211,7 +229,7 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
         throw InputError(origin + ": malformed JSON at byte " + std::to_string(e.byte));
     }
     if (!j.is_object()) throw InputError(origin + ": a plan must be a JSON object");
-    if (j.value("format", std::string()) != "routepack-plan")
+    if (!j.contains("format") || !j["format"].is_string() || j["format"].get<std::string>() != "routepack-plan")
         throw InputError(origin + ": not a RoutePack plan (format must be \"routepack-plan\")");
     const std::int64_t version = need_int(j, "version", origin);
     if (version < 1 || version > kPlanVersion)
@@ -220,11 +238,11 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
     PlanFile f;
     f.version = static_cast<int>(version);
     const auto& in = need(j, "inputs", origin);
-    f.trace_name = in.value("trace", std::string());
-    f.window_name = in.value("window", std::string());
-    f.fingerprint = in.value("fingerprint", std::string());
+    f.trace_name = string_or_empty(in, "trace", origin + ": inputs");
+    f.window_name = string_or_empty(in, "window", origin + ": inputs");
+    f.fingerprint = string_or_empty(in, "fingerprint", origin + ": inputs");
     const auto& m = need(j, "model", origin);
-    f.model.name = m.value("name", std::string());
+    f.model.name = string_or_empty(m, "name", origin + ": model");
     f.model.num_hidden_layers = need_count(m, "num_hidden_layers", origin + ": model");
     f.model.experts = need_count(m, "experts", origin + ": model");
     f.model.top_k = need_count(m, "top_k", origin + ": model");
@@ -315,14 +333,18 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
     const int D = f.topology.dp_slots;
     if (!rows.is_array() || static_cast<int>(rows.size()) != f.row_count || f.row_count < 1)
         throw InputError(origin + ": rows must hold row_count = " + std::to_string(f.row_count) + " rows");
-    f.layout.rows = f.row_count;
-    f.layout.dp_slots = D;
-    f.layout.cells.resize(static_cast<std::size_t>(f.row_count) * D);
+    // The shape first: the row_count x D cells are allocated only for a file that really holds them.
     for (int r = 0; r < f.row_count; ++r) {
         const auto& row = rows[static_cast<std::size_t>(r)];
         if (!row.is_array() || static_cast<int>(row.size()) != D)
             throw InputError(origin + ": rows[" + std::to_string(r) + "] must hold D = " + std::to_string(D) +
                              " cells");
+    }
+    f.layout.rows = f.row_count;
+    f.layout.dp_slots = D;
+    f.layout.cells.resize(static_cast<std::size_t>(f.row_count) * D);
+    for (int r = 0; r < f.row_count; ++r) {
+        const auto& row = rows[static_cast<std::size_t>(r)];
         for (int d = 0; d < D; ++d) {
             const auto& cell = row[static_cast<std::size_t>(d)];
             if (!cell.is_array())
