@@ -39,6 +39,15 @@ case "$mode" in
     fi
     ;;
   test)
-    ctest --preset default -j1 --timeout 1500
+    ctest --preset default
+    # The whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer (Python tests with
+    # the ASan runtime preloaded), then every byte parser's libFuzzer harness: its seed corpus, the
+    # inputs that once crashed it, and a few seconds of fuzzing (tests/fuzz).
+    cmake --preset asan
+    cmake --build --preset asan -j"$jobs"
+    ctest --preset asan
+    cmake --preset fuzz
+    cmake --build --preset fuzz -j"$jobs"
+    ctest --preset fuzz
     ;;
 esac

@@ -4,6 +4,7 @@
 #include "core/model/model.h"
 #include "core/model/topology.h"
 #include "core/plan/budgets_json.h"
+#include "core/plan/plan_file.h"
 #include "core/plan/planner.h"
 #include "core/util/errors.h"
 #include "core/util/input_file.h"
@@ -337,6 +338,43 @@ private Q_SLOTS:
         QVERIFY2(r.code == 0, qPrintable(r.err));
         QVERIFY(fs::exists(out / "model.safetensors.index.json"));
         QCOMPARE(folders_starting(tmp, partial), 0);
+    }
+
+    void planFieldsOfTheWrongKindNameTheField() {
+        const auto tmp = temp_dir(QStringLiteral("hostile-plan-kinds"));
+        const fs::path lib = make_library(tmp);
+        write_file(tmp / "topology.json", kTopologyOk);
+        const Run r =
+            cli({QStringLiteral("plan"), QStringLiteral("--db"), q(lib), QStringLiteral("--trace"), QStringLiteral("t"),
+                 QStringLiteral("--topology"), q(tmp / "topology.json"), QStringLiteral("--threads"),
+                 QStringLiteral("1"), QStringLiteral("--out"), q(tmp / "plan.json")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const auto good = nlohmann::json::parse(read_file(tmp / "plan.json"));
+        (void)parse_plan(good.dump(), "p.json");
+        auto error_with = [&](const std::function<void(nlohmann::json&)>& change) {
+            nlohmann::json j = good;
+            change(j);
+            return qs(error_of<InputError>([&] { parse_plan(j.dump(), "p.json"); }));
+        };
+        QCOMPARE(error_with([](nlohmann::json& j) { j["metrics"]["reorder"]["cv_global"] = "0.5"; }),
+                 QStringLiteral("p.json: metrics.reorder: field 'cv_global' must be a number, not a string"));
+        QCOMPARE(error_with([](nlohmann::json& j) { j["metrics"]["routepack"]["joint"] = nullptr; }),
+                 QStringLiteral("p.json: metrics.routepack: field 'joint' must be a number, not null"));
+        QCOMPARE(error_with([](nlohmann::json& j) { j["inputs"]["trace"] = 5; }),
+                 QStringLiteral("p.json: inputs: field 'trace' must be a string, not an integer"));
+        QCOMPARE(error_with([](nlohmann::json& j) { j["inputs"] = nlohmann::json::array(); }),
+                 QStringLiteral("p.json: inputs must be a JSON object, not a list"));
+        QCOMPARE(error_with([](nlohmann::json& j) { j["model"]["name"] = nlohmann::json::object(); }),
+                 QStringLiteral("p.json: model: field 'name' must be a string, not an object"));
+        QCOMPARE(error_with([](nlohmann::json& j) { j["format"] = 7; }),
+                 QStringLiteral("p.json: not a RoutePack plan (format must be \"routepack-plan\")"));
+        // A row with the wrong cell count is refused before the row_count x D cells are allocated.
+        QCOMPARE(error_with([](nlohmann::json& j) { j["rows"][0] = nlohmann::json::array({nlohmann::json::array()}); }),
+                 QStringLiteral("p.json: rows[0] must hold D = 2 cells"));
+        // A number no double holds (found by fuzz_plan_file) is the plan's error, not the JSON library's.
+        QCOMPARE(
+            qs(error_of<InputError>([] { parse_plan(R"({"format": "routepack-plan", "version": 1e400})", "p.json"); })),
+            QStringLiteral("p.json: malformed JSON: number overflow parsing '1e400'"));
     }
 
     void readOnlyOpenReadsThroughAGenuineWal() {
@@ -678,6 +716,10 @@ private Q_SLOTS:
         QCOMPARE(qs(error_of<InputError>([&] { gpu::read_index(tmp); })),
                  q(index) +
                      QStringLiteral(": InvalidIndex: weight_map 'a\\x1b[31m': shard 's\\n' is not a plain file name"));
+        // A number no double holds is the index's error, not the JSON library's.
+        write_file(index, R"({"metadata": {"total_size": 1e400}, "weight_map": {"a": "s.safetensors"}})");
+        QCOMPARE(qs(error_of<InputError>([&] { gpu::read_index(tmp); })),
+                 q(index) + QStringLiteral(": InvalidIndex: not valid JSON (number overflow parsing '1e400')"));
     }
 
     void namesAreEchoedPrintable() {

@@ -227,6 +227,9 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
         j = util::parse_json_strict(text, origin);
     } catch (const json::parse_error& e) {
         throw InputError(origin + ": malformed JSON at byte " + std::to_string(e.byte));
+    } catch (const json::exception& e) {
+        // out_of_range.406: a number such as 1e400 that no double holds
+        throw InputError(origin + ": malformed JSON: " + util::json_error_description(e));
     }
     if (!j.is_object()) throw InputError(origin + ": a plan must be a JSON object");
     if (!j.contains("format") || !j["format"].is_string() || j["format"].get<std::string>() != "routepack-plan")

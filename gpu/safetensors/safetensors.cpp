@@ -635,6 +635,9 @@ CheckpointIndex read_index(const std::filesystem::path& dir) {
         doc = util::parse_json_strict(text, file.string());
     } catch (const nlohmann::json::parse_error& e) {
         fail(file, "InvalidIndex", "not valid JSON (error at byte " + std::to_string(e.byte) + ")");
+    } catch (const nlohmann::json::exception& e) {
+        // out_of_range.406: a number such as 1e400 that no double holds
+        fail(file, "InvalidIndex", "not valid JSON (" + util::json_error_description(e) + ")");
     }
     if (!doc.is_object()) fail(file, "InvalidIndex", "top level: expected a JSON object");
     CheckpointIndex idx;
