@@ -81,6 +81,13 @@ void write_zip(const std::filesystem::path& path, const std::vector<std::pair<st
     QCOMPARE(zip_close(za), 0);
 }
 
+/// The arrays saved one .npy file each into `folder` (np.save per tensor); created if needed.
+void write_folder(const std::filesystem::path& folder, const std::vector<std::pair<std::string, std::string>>& arrays) {
+    std::filesystem::create_directories(folder);
+    for (const auto& [name, data] : arrays)
+        test::write_file(folder / name, data);
+}
+
 Trace import_auto(const std::vector<std::filesystem::path>& in, ImportSummary* s,
                   const ModelDescription& m = model3()) {
     ImportOptions opt;
@@ -110,6 +117,80 @@ const std::vector<std::int64_t> kB = {3, 1, 2, 0, 0, 1, 0, 1};
 
 std::string nrl(const std::string& dtype, int size, const std::string& shape, const std::vector<std::int64_t>& v) {
     return "nrlre1:" + dtype + ":" + shape + ":" + b64(le(v, size));
+}
+
+std::vector<std::pair<std::string, std::string>> verl_arrays() {
+    // [B=3, S=5, 3 layers (layer 0 dense, zeros), top-2] int16. Prompt area 3, responses 2.
+    std::vector<std::int64_t> re(3 * 5 * 3 * 2, 0);
+    auto put = [&](int b, int s, int l, int e0, int e1) {
+        re[((b * 5 + s) * 3 + l) * 2] = e0;
+        re[((b * 5 + s) * 3 + l) * 2 + 1] = e1;
+    };
+    // row 0: mask 0 1 1 1 0 (left-padded prompt of 2, one response token): routes at positions 1, 2.
+    put(0, 1, 1, 1, 3);
+    put(0, 1, 2, 0, 2);
+    put(0, 2, 1, 3, 2);
+    put(0, 2, 2, 2, 1);
+    // row 1: all-zero mask (an empty slot of the batch).
+    // row 2: mask 1 1 1 1 1: routes at positions 0..3, position 4 (last token) zero.
+    put(2, 0, 1, 0, 1);
+    put(2, 0, 2, 2, 3);
+    put(2, 1, 1, 0, 2);
+    put(2, 1, 2, 3, 1);
+    put(2, 2, 1, 0, 3);
+    put(2, 2, 2, 1, 2);
+    put(2, 3, 1, 1, 2);
+    put(2, 3, 2, 0, 3);
+    const std::vector<std::int64_t> mask = {0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1};
+    return {{"prompts.npy", npy("<i8", "(3, 3)", le(std::vector<std::int64_t>(9, 5), 8))},
+            {"responses.npy", npy("<i8", "(3, 2)", le(std::vector<std::int64_t>(6, 7), 8))},
+            {"routed_experts.npy", npy("<i2", "(3, 5, 3, 2)", le(re, 2))},
+            {"attention_mask.npy", npy("<i8", "(3, 5)", le(mask, 8))}};
+}
+/// The verl batch's samples, counted by hand; `path` = the archive or folder.
+void check_verl(const Trace& t, const ImportSummary& s, const std::string& path) {
+    QCOMPARE(s.format, TraceFormat::Npz);
+    QCOMPARE(s.samples, std::size_t(2));
+    QCOMPARE(s.min_length, std::int64_t(3));
+    QCOMPARE(s.max_length, std::int64_t(5));
+    QCOMPARE(s.missing_routes, std::int64_t(0));
+    QCOMPARE(t.size(), std::size_t(2));
+    QCOMPARE(t.samples[0].id, std::string("batch#0"));
+    QCOMPARE(t.samples[0].length, std::int64_t(3));
+    QCOMPARE(t.samples[0].routed_rows, std::int64_t(2));
+    QCOMPARE(t.samples[0].prompt_len, std::optional<std::int64_t>(2));
+    QCOMPARE(counts_text(t, 0), QStringLiteral("0 1 1 2 | 1 1 2 0"));
+    QCOMPARE(t.samples[1].id, std::string("batch#2"));
+    QCOMPARE(t.samples[1].length, std::int64_t(5));
+    QCOMPARE(t.samples[1].routed_rows, std::int64_t(4));
+    QCOMPARE(t.samples[1].prompt_len, std::optional<std::int64_t>(3));
+    QCOMPARE(counts_text(t, 1), QStringLiteral("3 2 2 1 | 1 2 2 3"));
+    QCOMPARE(t.samples[0].source_file, path);
+    QCOMPARE(t.samples[0].request_id, std::string("row 0"));
+    QCOMPARE(t.samples[1].request_id, std::string("row 2"));
+    QCOMPARE(s.notes,
+             std::vector<std::string>{path + ": skipped 1 batch rows whose attention_mask is all zero (rows 1)"});
+}
+
+std::vector<std::pair<std::string, std::string>> areal_arrays() {
+    // [B=2, S=4, 2 MoE layers, top-2] int32 + r3_routing_valid (bool) [1, 0], no mask.
+    // row 0: seq_len 3: rows 0, 1 routes, row 2 a copy of row 1 (fill), row 3 zero.
+    const std::vector<std::int64_t> re = {0, 1, 2, 3, 0, 2, 3, 1, 0, 2, 3, 1, 0, 0, 0, 0,
+                                          // row 1 (invalid): never counted
+                                          1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 0, 0, 0, 0};
+    return {{"routed_experts.npy", npy("<i4", "(2, 4, 2, 2)", le(re, 4))},
+            {"r3_routing_valid.npy", npy("|b1", "(2,)", std::string("\x01\x00", 2))}};
+}
+void check_areal(const Trace& t, const ImportSummary& s, const std::string& path, const std::string& stem) {
+    QCOMPARE(s.format, TraceFormat::Npz);
+    QCOMPARE(t.size(), std::size_t(1));
+    QCOMPARE(t.samples[0].id, stem + "#0");
+    QCOMPARE(t.samples[0].request_id, std::string("row 0"));
+    QCOMPARE(t.samples[0].length, std::int64_t(3));
+    QCOMPARE(t.samples[0].routed_rows, std::int64_t(2));
+    QCOMPARE(counts_text(t, 0), QStringLiteral("2 1 1 0 | 0 1 1 2"));
+    QCOMPARE(s.notes,
+             std::vector<std::string>{path + ": skipped 1 batch rows marked invalid by r3_routing_valid (rows 1)"});
 }
 
 } // namespace
@@ -357,69 +438,114 @@ private Q_SLOTS:
     // ------------------------------------------------------------------ padded batches (.npz)
     void verlBatch() {
         const auto dir = test::temp_dir(QStringLiteral("verl"));
-        // [B=3, S=5, 3 layers (layer 0 dense, zeros), top-2] int16. Prompt area 3, responses 2.
-        std::vector<std::int64_t> re(3 * 5 * 3 * 2, 0);
-        auto put = [&](int b, int s, int l, int e0, int e1) {
-            re[((b * 5 + s) * 3 + l) * 2] = e0;
-            re[((b * 5 + s) * 3 + l) * 2 + 1] = e1;
-        };
-        // row 0: mask 0 1 1 1 0 (left-padded prompt of 2, one response token): routes at positions 1, 2.
-        put(0, 1, 1, 1, 3);
-        put(0, 1, 2, 0, 2);
-        put(0, 2, 1, 3, 2);
-        put(0, 2, 2, 2, 1);
-        // row 1: all-zero mask (an empty slot of the batch).
-        // row 2: mask 1 1 1 1 1: routes at positions 0..3, position 4 (last token) zero.
-        put(2, 0, 1, 0, 1);
-        put(2, 0, 2, 2, 3);
-        put(2, 1, 1, 0, 2);
-        put(2, 1, 2, 3, 1);
-        put(2, 2, 1, 0, 3);
-        put(2, 2, 2, 1, 2);
-        put(2, 3, 1, 1, 2);
-        put(2, 3, 2, 0, 3);
-        const std::vector<std::int64_t> mask = {0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1};
-        write_zip(dir / "batch.npz", {{"prompts.npy", npy("<i8", "(3, 3)", le(std::vector<std::int64_t>(9, 5), 8))},
-                                      {"responses.npy", npy("<i8", "(3, 2)", le(std::vector<std::int64_t>(6, 7), 8))},
-                                      {"routed_experts.npy", npy("<i2", "(3, 5, 3, 2)", le(re, 2))},
-                                      {"attention_mask.npy", npy("<i8", "(3, 5)", le(mask, 8))}});
+        write_zip(dir / "batch.npz", verl_arrays());
         ImportSummary s;
         const Trace t = import_auto({dir}, &s);
-        QCOMPARE(s.format, TraceFormat::Npz);
-        QCOMPARE(t.size(), std::size_t(2));
-        QCOMPARE(t.samples[0].id, std::string("batch#0"));
-        QCOMPARE(t.samples[0].length, std::int64_t(3));
-        QCOMPARE(t.samples[0].routed_rows, std::int64_t(2));
-        QCOMPARE(t.samples[0].prompt_len, std::optional<std::int64_t>(2));
-        QCOMPARE(counts_text(t, 0), QStringLiteral("0 1 1 2 | 1 1 2 0"));
-        QCOMPARE(t.samples[1].id, std::string("batch#2"));
-        QCOMPARE(t.samples[1].length, std::int64_t(5));
-        QCOMPARE(t.samples[1].routed_rows, std::int64_t(4));
-        QCOMPARE(t.samples[1].prompt_len, std::optional<std::int64_t>(3));
-        QCOMPARE(counts_text(t, 1), QStringLiteral("3 2 2 1 | 1 2 2 3"));
-        QCOMPARE(s.notes, std::vector<std::string>{(dir / "batch.npz").string() +
-                                                   ": skipped 1 batch rows whose attention_mask is all zero (rows 1)"});
+        check_verl(t, s, (dir / "batch.npz").string());
     }
 
     void arealBatch() {
         const auto dir = test::temp_dir(QStringLiteral("areal"));
-        // [B=2, S=4, 2 MoE layers, top-2] int32 + r3_routing_valid (bool) [1, 0], no mask.
-        // row 0: seq_len 3: rows 0, 1 routes, row 2 a copy of row 1 (fill), row 3 zero.
-        const std::vector<std::int64_t> re = {0, 1, 2, 3, 0, 2, 3, 1, 0, 2, 3, 1, 0, 0, 0, 0,
-                                              // row 1 (invalid): never counted
-                                              1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 0, 0, 0, 0};
-        write_zip(dir / "r3.npz", {{"routed_experts.npy", npy("<i4", "(2, 4, 2, 2)", le(re, 4))},
-                                   {"r3_routing_valid.npy", npy("|b1", "(2,)", std::string("\x01\x00", 2))}});
+        write_zip(dir / "r3.npz", areal_arrays());
         ImportSummary s;
         const Trace t = import_auto({dir / "r3.npz"}, &s);
-        QCOMPARE(t.size(), std::size_t(1));
-        QCOMPARE(t.samples[0].id, std::string("r3#0"));
-        QCOMPARE(t.samples[0].length, std::int64_t(3));
-        QCOMPARE(t.samples[0].routed_rows, std::int64_t(2));
-        QCOMPARE(counts_text(t, 0), QStringLiteral("2 1 1 0 | 0 1 1 2"));
-        QCOMPARE(s.notes,
-                 std::vector<std::string>{(dir / "r3.npz").string() +
-                                          ": skipped 1 batch rows marked invalid by r3_routing_valid (rows 1)"});
+        check_areal(t, s, (dir / "r3.npz").string(), "r3");
+    }
+
+    // The same arrays saved one .npy file each (np.save per tensor) in a folder: the folder is one
+    // batch, read exactly as the .npz holding them.
+    void verlBatchFolder() {
+        const auto dir = test::temp_dir(QStringLiteral("verl-folder"));
+        write_folder(dir / "batch", verl_arrays());
+        ImportSummary s;
+        const Trace t = import_auto({dir}, &s); // found in the walk
+        QCOMPARE(collect_trace_files({dir}), std::vector<std::filesystem::path>{dir / "batch"});
+        check_verl(t, s, (dir / "batch").string());
+        QCOMPARE(s.files, std::size_t(1));
+        std::uint64_t bytes = 0;
+        for (const auto& [name, data] : verl_arrays())
+            bytes += data.size();
+        QCOMPARE(s.bytes, bytes);
+        QCOMPARE(trace_input_bytes(dir / "batch"), bytes);
+        // Given directly, and with the format named.
+        ImportSummary s2;
+        check_verl(import_auto({dir / "batch"}, &s2), s2, (dir / "batch").string());
+        QCOMPARE(s2.fingerprint, s.fingerprint);
+        ImportOptions opt;
+        opt.format = TraceFormat::Npz;
+        opt.model = model3();
+        ImportSummary s3;
+        check_verl(import_trace_to_memory({dir / "batch"}, opt, &s3), s3, (dir / "batch").string());
+        // The fingerprint covers the folder's .npy files: the archive of the same arrays differs
+        // (its bytes differ), a changed array changes it.
+        write_zip(dir / "batch.npz", verl_arrays());
+        ImportSummary sz;
+        import_auto({dir / "batch.npz"}, &sz);
+        QVERIFY(sz.fingerprint != s.fingerprint);
+        test::write_file(dir / "batch" / "prompts.npy", npy("<i8", "(3, 3)", le(std::vector<std::int64_t>(9, 6), 8)));
+        ImportSummary s4;
+        import_auto({dir / "batch"}, &s4);
+        QVERIFY(s4.fingerprint != s.fingerprint);
+    }
+
+    void arealBatchFolder() {
+        const auto dir = test::temp_dir(QStringLiteral("areal-folder"));
+        write_folder(dir / "r3", areal_arrays());
+        // A subfolder of a batch folder is not part of the walk; an .npz beside it is its own input.
+        write_folder(dir / "r3" / "old", {{"x.npy", npy("<i4", "(1, 2, 2)", le({0, 1, 2, 3}, 4))}});
+        ImportSummary s;
+        const Trace t = import_auto({dir}, &s);
+        QCOMPARE(collect_trace_files({dir}), std::vector<std::filesystem::path>{dir / "r3"});
+        check_areal(t, s, (dir / "r3").string(), "r3");
+        // Beside another batch archive in the walk: both read, in name order.
+        write_zip(dir / "r2.npz", areal_arrays());
+        ImportSummary s2;
+        const Trace t2 = import_auto({dir}, &s2);
+        QCOMPARE(t2.size(), std::size_t(2));
+        QCOMPARE(t2.samples[0].id, std::string("r2#0"));
+        QCOMPARE(t2.samples[1].id, std::string("r3#0"));
+        QCOMPARE(counts_text(t2, 0), QStringLiteral("2 1 1 0 | 0 1 1 2"));
+        QCOMPARE(counts_text(t2, 1), QStringLiteral("2 1 1 0 | 0 1 1 2"));
+        QCOMPARE(s2.notes.size(), std::size_t(2));
+    }
+
+    void batchFolderRefusals() {
+        const auto dir = test::temp_dir(QStringLiteral("folder-bad"));
+        const std::string re = npy("<i2", "(1, 2, 2, 2)", le({0, 1, 2, 3, 0, 0, 0, 0}, 2));
+        const auto b = dir / "b";
+        write_folder(b, {{"routed_experts.npy", re}});
+        QCOMPARE(import_error({b}), q((b / "routed_experts.npy").string() +
+                                      ": a padded batch [B, S, layers, top_k] needs attention_mask [B, S] (verl) or "
+                                      "r3_routing_valid [B] (AReaL) beside it in the folder to tell routes from "
+                                      "padding"));
+        write_folder(b, {{"attention_mask.npy", npy("<i8", "(1, 3)", le({1, 1, 0}, 8))}});
+        QCOMPARE(import_error({b}), q((b / "attention_mask.npy").string() +
+                                      " has shape (1, 3), expected (1, 2) to match routed_experts (1, 2, 2, 2)"));
+        std::filesystem::remove(b / "attention_mask.npy");
+        write_folder(b, {{"r3_routing_valid.npy", npy("|b1", "(2,)", std::string(2, '\x01'))}});
+        QCOMPARE(import_error({b}),
+                 q((b / "r3_routing_valid.npy").string() + " has shape (2,), expected (1,) (one flag per batch row)"));
+        write_folder(b, {{"r3_routing_valid.npy", npy("|b1", "(1,)", std::string(1, '\x01'))},
+                         {"routed_experts.npy", npy("<i2", "(2, 2, 2)", le({0, 1, 2, 3, 0, 0, 0, 0}, 2))}});
+        QCOMPARE(import_error({b}), q((b / "routed_experts.npy").string() +
+                                      ": has 3 dimensions, expected a padded batch [batch][tokens][layers][top_k]"));
+        // Truncated routes: row 0 of 16 bytes has 10.
+        write_folder(b, {{"routed_experts.npy", re.substr(0, re.size() - 6)}});
+        QCOMPARE(import_error({b}),
+                 q((b / "routed_experts.npy").string() + ": truncated .npy data: batch row 0 has 10 of 16 bytes"));
+        // A mask that is not an .npy file.
+        write_folder(b, {{"routed_experts.npy", re}, {"attention_mask.npy", "not numpy"}});
+        std::filesystem::remove(b / "r3_routing_valid.npy");
+        QCOMPARE(import_error({b}), q((b / "attention_mask.npy").string() + ": not an .npy file (bad magic)"));
+        // An empty routes file.
+        write_folder(b, {{"routed_experts.npy", ""}, {"attention_mask.npy", npy("<i8", "(1, 2)", le({1, 1}, 8))}});
+        QCOMPARE(import_error({b}), q((b / "routed_experts.npy").string() + ": truncated .npy header"));
+        // Mixed with another format in one import.
+        write_folder(b, {{"routed_experts.npy", re}});
+        test::write_file(dir / "c.jsonl", "[[[0, 1], [2, 3]]]\n");
+        QCOMPARE(import_error({b, dir / "c.jsonl"}),
+                 q((dir / "c.jsonl").string() + ": format nested-json differs from npz of " + b.string() +
+                   "; import different formats as separate traces"));
     }
 
     void batchRefusals() {
