@@ -307,6 +307,120 @@ private Q_SLOTS:
         QCOMPARE(import_error({dir / name.toStdString()}), q((dir / name.toStdString()).string() + ": ") + error);
     }
 
+    // A NeMo Gym result of several model calls (a multi-turn conversation with a tool call) is one
+    // sample, stitched as NeMo-RL builds its message log.
+    void nemoGymMultiCallStitching() {
+        const auto dir = test::temp_dir(QStringLiteral("nemo-gym-turns"));
+        // Call 1: prompt [1, 2], generation [3, 4]: S 4, rows r0..r2 routes, r3 the default route.
+        // Call 2: prompt [1, 2, 3, 4, 5, 6] (the conversation + a tool output 5, 6), generation
+        // [7]: S 7; rows 0..2 re-prefill tokens already routed (not used), row 3 the real route of
+        // token 3 (call 1 wrote its default route), rows 4, 5 new, row 6 the default route.
+        // Stitched: call 1 r0..r2, call 2 r3..r5 -> t_i 7, 6 routed rows, prompt_len 2:
+        //   L1 [0,1] [0,2] [1,3] [2,0] [0,3] [2,1] -> 4 3 3 2; L2 [2,3] [3,1] [0,2] [1,3] [2,1] [3,0] -> 2 3 3 4
+        // (two separate samples would count 2 2 1 1 | 1 1 2 2 and 2 1 5 4 | 4 5 1 2; keeping call
+        // 1's default row instead of call 2's row 3 gives 4 4 2 2 | 3 3 3 3).
+        const std::string c1 = nrl("int16", 2, "4x2x2", {0, 1, 2, 3, 0, 2, 3, 1, 1, 3, 0, 2, 0, 1, 0, 1});
+        const std::string c2 = nrl(
+            "int16", 2, "7x2x2", {3, 2, 1, 0, 3, 2, 1, 0, 3, 2, 1, 0, 2, 0, 1, 3, 0, 3, 2, 1, 2, 1, 3, 0, 0, 1, 0, 1});
+        const std::string result =
+            "{\"response\": {\"id\": \"resp_9\", \"output\": ["
+            "{\"type\": \"reasoning\", \"summary\": []}, "
+            "{\"type\": \"function_call\", \"name\": \"f\", \"prompt_token_ids\": [1, 2], "
+            "\"generation_token_ids\": [3, 4], \"generation_log_probs\": [-1, -1], \"routed_experts\": \"" +
+            c1 +
+            "\"}, "
+            "{\"type\": \"function_call_output\", \"output\": \"42\"}, "
+            "{\"type\": \"message\", \"prompt_token_ids\": [1, 2, 3, 4, 5, 6], \"generation_token_ids\": [7], "
+            "\"generation_log_probs\": [-1], \"routed_experts\": \"" +
+            c2 + "\"}]}, \"reward\": 1.0}\n";
+        // A second result of one call, and one whose extra item has an empty generation.
+        const std::string single =
+            "{\"response\": {\"id\": \"resp_10\", \"output\": [{\"type\": \"message\", "
+            "\"prompt_token_ids\": [1], \"generation_token_ids\": [4], \"routed_experts\": \"" +
+            nrl("int32", 4, "2x2x2", kB) +
+            "\"}, {\"type\": \"message\", \"prompt_token_ids\": [1, 4], \"generation_token_ids\": [], "
+            "\"routed_experts\": \"" +
+            nrl("int32", 4, "2x2x2", kB) + "\"}]}}\n";
+        test::write_file(dir / "gym.jsonl", result + single);
+        ImportSummary s;
+        const Trace t = import_auto({dir / "gym.jsonl"}, &s);
+        QCOMPARE(s.format, TraceFormat::NemoRL);
+        QCOMPARE(t.size(), std::size_t(2));
+        QCOMPARE(t.samples[0].id, std::string("gym#0"));
+        QCOMPARE(t.samples[0].request_id, std::string("resp_9"));
+        QCOMPARE(t.samples[0].length, std::int64_t(7));
+        QCOMPARE(t.samples[0].routed_rows, std::int64_t(6));
+        QCOMPARE(t.samples[0].prompt_len, std::optional<std::int64_t>(2));
+        QCOMPARE(t.samples[0].missing_routes, std::int64_t(0));
+        QCOMPARE(counts_text(t, 0), QStringLiteral("4 3 3 2 | 2 3 3 4"));
+        QCOMPARE(t.samples[1].id, std::string("gym#1"));
+        QCOMPARE(t.samples[1].request_id, std::string("resp_10"));
+        QCOMPARE(t.samples[1].length, std::int64_t(2));
+        QCOMPARE(t.samples[1].routed_rows, std::int64_t(1));
+        QCOMPARE(counts_text(t, 1), QStringLiteral("0 1 0 1 | 1 0 1 0"));
+        const std::string path = (dir / "gym.jsonl").string();
+        QCOMPARE(s.notes,
+                 (std::vector<std::string>{
+                     path + ": stitched 2 model calls of 1 NeMo Gym results into one sample per result (one "
+                            "conversation each)",
+                     path + ": 1 NeMo Gym results hold output items with empty generation_token_ids, skipped as "
+                            "NeMo-RL skips them"}));
+    }
+
+    void nemoGymStitchRefusals_data() {
+        QTest::addColumn<QString>("second"); // the second call's fields after "type": "message",
+        QTest::addColumn<QString>("error");  // after "<path>: sample g#0: response.output[1]."
+        const std::string c2 = nrl("int8", 1, "5x2x2", {3, 2, 1, 0, 3, 2, 1, 0, 2, 0, 1, 3, 0, 3, 2, 1, 0, 1, 0, 1});
+        QTest::newRow("non-contiguous")
+            << q("\"prompt_token_ids\": [1, 9, 3, 4], \"generation_token_ids\": [7], \"routed_experts\": \"" + c2 +
+                 "\"")
+            << "prompt_token_ids[1] is 9 but token 1 of the conversation before this call is 2: the call does not "
+               "continue it (non-contiguous messages) and cannot be placed";
+        QTest::newRow("shorter prompt")
+            << q("\"prompt_token_ids\": [1, 2], \"generation_token_ids\": [7, 8, 9], \"routed_experts\": \"" + c2 +
+                 "\"")
+            << "prompt_token_ids holds 2 tokens, fewer than the 4 of the conversation before this call: the call "
+               "cannot be placed";
+        QTest::newRow("no routes") << q("\"prompt_token_ids\": [1, 2, 3, 4], \"generation_token_ids\": [7]")
+                                   << "routed_experts is missing: the model call's routes are unknown (call 2 of 2)";
+        QTest::newRow("no prompt") << q("\"generation_token_ids\": [7], \"routed_experts\": \"" + c2 + "\"")
+                                   << "prompt_token_ids is missing: the model call cannot be placed in the "
+                                      "conversation";
+        QTest::newRow("rows") << q("\"prompt_token_ids\": [1, 2, 3, 4], \"generation_token_ids\": [7, 8], "
+                                   "\"routed_experts\": \"" +
+                                   c2 + "\"")
+                              << "routed_experts has 5 rows, but response.output[1].prompt_token_ids + "
+                                 "generation_token_ids = 4 + 2 tokens (NeMo-RL writes one row per token)";
+        // All-layer axis (3) in the second call, MoE-only (2) in the first.
+        QTest::newRow("layer axis") << q("\"prompt_token_ids\": [1, 2, 3, 4], \"generation_token_ids\": [7], "
+                                         "\"routed_experts\": \"" +
+                                         nrl("int8", 1, "5x3x2", {0, 0, 3, 2, 1, 0, 0, 0, 3, 2, 1, 0, 0, 0, 2,
+                                                                  0, 1, 3, 0, 0, 0, 3, 2, 1, 0, 1, 0, 1, 0, 1}) +
+                                         "\"")
+                                    << "routed_experts is [5][3][2], but the first call's layer axis and top-k are "
+                                       "[2][2]";
+    }
+    void nemoGymStitchRefusals() {
+        QFETCH(QString, second);
+        QFETCH(QString, error);
+        const auto dir = test::temp_dir(QStringLiteral("nemo-gym-bad"));
+        const std::string first = "{\"type\": \"message\", \"prompt_token_ids\": [1, 2], \"generation_token_ids\": "
+                                  "[3, 4], \"routed_experts\": \"" +
+                                  nrl("int8", 1, "4x2x2", {0, 1, 2, 3, 0, 2, 3, 1, 1, 3, 0, 2, 0, 1, 0, 1}) + "\"}";
+        test::write_file(dir / "g.json", "{\"response\": {\"output\": [" + first + ", {\"type\": \"message\", " +
+                                             second.toStdString() + "}]}}");
+        QCOMPARE(import_error({dir / "g.json"}),
+                 q((dir / "g.json").string() + ": sample g#0: response.output[1].") + error);
+        // Two items with routes but no token ids cannot be ordered into one conversation.
+        test::write_file(dir / "g.json", "{\"response\": {\"output\": [{\"routed_experts\": \"" +
+                                             nrl("int8", 1, "2x2x2", kB) + "\"}, {\"routed_experts\": \"" +
+                                             nrl("int8", 1, "2x2x2", kB) + "\"}]}}");
+        QCOMPARE(import_error({dir / "g.json"}),
+                 q((dir / "g.json").string() +
+                   ": record 0: response.output items 0 and 1 carry routed_experts without generation_token_ids: the "
+                   "model calls cannot be placed in one conversation"));
+    }
+
     // ------------------------------------------------------------------ Megatron-LM
     void megatronServerAnswer() {
         const auto dir = test::temp_dir(QStringLiteral("megatron"));
