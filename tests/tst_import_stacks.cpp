@@ -948,6 +948,33 @@ private Q_SLOTS:
         for (const auto& n : trace_format_names())
             if (n != "auto") QVERIFY2(*format_stack(parse_trace_format(n)) != '\0', n.c_str());
     }
+
+    // docs/trace-formats.md lists every form, and the README's format table every format name
+    // and links the page.
+    void formatsDocumented() {
+        auto read = [](const char* rel) {
+            QFile file(QStringLiteral(ROUTEPACK_SOURCE_DIR) + QLatin1Char('/') + QLatin1String(rel));
+            if (!file.open(QIODevice::ReadOnly)) return QString();
+            return QString::fromUtf8(file.readAll());
+        };
+        const QString doc = read("docs/trace-formats.md"), readme = read("README.md");
+        QVERIFY(!doc.isEmpty());
+        QVERIFY(readme.contains(QStringLiteral("(docs/trace-formats.md)")));
+        const QString table = readme.section(QStringLiteral("## Trace formats and the length rule"), 1, 1)
+                                  .section(QStringLiteral("\n## "), 0, 0);
+        for (const auto& n : trace_format_names()) {
+            if (n == "auto") continue;
+            const QString cell = QStringLiteral("| `") + QString::fromStdString(n) + QLatin1Char('`');
+            QVERIFY2(doc.contains(cell), n.c_str());
+            QVERIFY2(table.contains(cell), n.c_str());
+        }
+        for (const char* stack :
+             {"verl-project/verl 1dda039b", "areal-project/AReaL d3fbc53c", "NVIDIA-NeMo/RL 7ea279ab",
+              "NVIDIA/Megatron-LM d98e8a64", "v0.21.0", "slime 624b824a"}) {
+            QVERIFY2(doc.contains(QLatin1String(stack)), stack);
+            QVERIFY2(table.contains(QLatin1String(stack)), stack);
+        }
+    }
 };
 
 QTEST_GUILESS_MAIN(TestImportStacks)
