@@ -623,6 +623,38 @@ private Q_SLOTS:
         QCOMPARE(s2.notes.size(), std::size_t(2));
     }
 
+    // A batch is streamed sample by sample: progress comes per sample, and a cancel set from it
+    // stops the import inside the file.
+    void batchProgressAndCancel() {
+        const auto dir = test::temp_dir(QStringLiteral("batch-cancel"));
+        write_folder(dir / "batch", verl_arrays());
+        struct CountingSink : ImportSink {
+            std::size_t samples = 0;
+            void begin(const ModelDescription&, TraceFormat) override {}
+            void sample(SampleRecord&&) override { ++samples; }
+            void aggregate(AggregateCounts&&) override {}
+        };
+        ImportOptions opt;
+        opt.model = model3();
+        std::vector<std::size_t> seen;
+        CountingSink all;
+        const ImportSummary s = import_trace({dir / "batch"}, opt, all, [&](const ImportProgress& p) {
+            seen.push_back(p.samples);
+            QCOMPARE(p.bytes_total, trace_input_bytes(dir / "batch"));
+        });
+        QCOMPARE(all.samples, std::size_t(2));
+        QCOMPARE(s.samples, std::size_t(2));
+        QCOMPARE(seen, (std::vector<std::size_t>{1, 2, 2})); // per sample, then the file's end
+        std::atomic<bool> cancel{false};
+        CountingSink part;
+        QCOMPARE(QString::fromStdString(test::error_of<Cancelled>([&] {
+                     import_trace(
+                         {dir / "batch"}, opt, part, [&](const ImportProgress&) { cancel = true; }, &cancel);
+                 })),
+                 QStringLiteral("cancelled"));
+        QCOMPARE(part.samples, std::size_t(1));
+    }
+
     void batchFolderRefusals() {
         const auto dir = test::temp_dir(QStringLiteral("folder-bad"));
         const std::string re = npy("<i2", "(1, 2, 2, 2)", le({0, 1, 2, 3, 0, 0, 0, 0}, 2));

@@ -579,6 +579,10 @@ ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, con
                                                  if (cancelled()) throw Cancelled();
                                                  ++emitted;
                                                  accept(std::move(r));
+                                                 // A batch file takes long: progress per sample.
+                                                 prog.samples = summary.samples;
+                                                 prog.current_file = t->file.path.string();
+                                                 if (progress) progress(prog);
                                              });
                                          });
                     if (emitted == 0) throw InputError(t->file.path.string() + ": no samples");
