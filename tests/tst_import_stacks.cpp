@@ -556,6 +556,10 @@ private Q_SLOTS:
         ImportSummary s;
         const Trace t = import_auto({dir}, &s);
         check_verl(t, s, (dir / "batch.npz").string());
+        // Streamed from the disk, hashed in chunks: the same fingerprint as the file read whole.
+        const std::string bytes = test::read_file(dir / "batch.npz");
+        QCOMPARE(s.fingerprint, fnv1a64(bytes.data(), bytes.size()));
+        QCOMPARE(s.bytes, std::uint64_t(bytes.size()));
     }
 
     void arealBatch() {
