@@ -68,7 +68,8 @@ std::string npy(const std::string& descr, const std::string& shape, const std::s
 }
 
 /// A zip archive as np.savez writes it (stored entries), built with libzip.
-void write_zip(const std::filesystem::path& path, const std::vector<std::pair<std::string, std::string>>& entries) {
+void write_zip(const std::filesystem::path& path, const std::vector<std::pair<std::string, std::string>>& entries,
+               bool deflate = false) {
     int err = 0;
     zip_t* za = zip_open(path.string().c_str(), ZIP_CREATE | ZIP_TRUNCATE, &err);
     QVERIFY(za);
@@ -76,7 +77,7 @@ void write_zip(const std::filesystem::path& path, const std::vector<std::pair<st
         zip_source_t* s = zip_source_buffer(za, data.data(), data.size(), 0);
         const zip_int64_t idx = zip_file_add(za, name.c_str(), s, ZIP_FL_ENC_UTF_8);
         QVERIFY(idx >= 0);
-        zip_set_file_compression(za, static_cast<zip_uint64_t>(idx), ZIP_CM_STORE, 0);
+        zip_set_file_compression(za, static_cast<zip_uint64_t>(idx), deflate ? ZIP_CM_DEFLATE : ZIP_CM_STORE, 0);
     }
     QCOMPARE(zip_close(za), 0);
 }
@@ -560,6 +561,13 @@ private Q_SLOTS:
         const std::string bytes = test::read_file(dir / "batch.npz");
         QCOMPARE(s.fingerprint, fnv1a64(bytes.data(), bytes.size()));
         QCOMPARE(s.bytes, std::uint64_t(bytes.size()));
+        // np.savez_compressed: deflated entries, inflated as they are read.
+        write_zip(dir / "batch.npz", verl_arrays(), true);
+        const std::string deflated = test::read_file(dir / "batch.npz");
+        QVERIFY(deflated.size() < bytes.size());
+        ImportSummary sd;
+        check_verl(import_auto({dir / "batch.npz"}, &sd), sd, (dir / "batch.npz").string());
+        QCOMPARE(sd.fingerprint, fnv1a64(deflated.data(), deflated.size()));
     }
 
     void arealBatch() {
