@@ -698,6 +698,13 @@ private Q_SLOTS:
         // An empty routes file.
         write_folder(b, {{"routed_experts.npy", ""}, {"attention_mask.npy", npy("<i8", "(1, 2)", le({1, 1}, 8))}});
         QCOMPARE(import_error({b}), q((b / "routed_experts.npy").string() + ": truncated .npy header"));
+        // The routes array alone, outside a batch folder.
+        test::write_file(dir / "routes.npy", re);
+        QCOMPARE(import_error({dir / "routes.npy"}),
+                 q((dir / "routes.npy").string() +
+                   ": sample routes: a 4-D array (1, 2, 2, 2) is a padded batch [batch][tokens][layers][top_k]: save "
+                   "it as routed_experts.npy beside attention_mask.npy (verl) or r3_routing_valid.npy (AReaL) and "
+                   "import their folder, or np.savez them into one .npz"));
         // Mixed with another format in one import.
         write_folder(b, {{"routed_experts.npy", re}});
         test::write_file(dir / "c.jsonl", "[[[0, 1], [2, 3]]]\n");

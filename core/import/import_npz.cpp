@@ -411,6 +411,12 @@ void parse_npy_file(const SourceFile& f, const ModelDescription& m, const EmitFn
     meta.id = f.stem();
     meta.source_file = f.path.string();
     const std::string where = sample_where(f, meta.id);
+    // A padded batch saved alone: say how it is read instead of refusing its shape only.
+    if (const auto h = read_npy_header(f.bytes, where); h && h->shape.size() == 4)
+        throw InputError(where + ": a 4-D array " + shape_str(h->shape) +
+                         " is a padded batch [batch][tokens][layers][top_k]: save it as routed_experts.npy beside "
+                         "attention_mask.npy (verl) or r3_routing_valid.npy (AReaL) and import their folder, or "
+                         "np.savez them into one .npz");
     RouteArray routes;
     emit_npy_sample(parse_npy(f.bytes, where), routes, m, std::move(meta), where, emit);
 }
