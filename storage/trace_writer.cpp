@@ -185,10 +185,9 @@ void TraceWriter::finish(const ImportSummary& summary, const std::vector<std::fi
 
     Statement file_row(db_, file_, "INSERT INTO source_files (trace_id, position, path, size) VALUES (?1, ?2, ?3, ?4)");
     for (std::size_t k = 0; k < files.size(); ++k) {
-        std::error_code ec;
-        const auto size = std::filesystem::file_size(files[k], ec);
+        const auto size = routepack::trace_input_bytes(files[k]); // a padded-batch folder: its .npy files
         file_row.bind(1, trace_id_).bind(2, static_cast<std::int64_t>(k)).bind(3, files[k].string());
-        file_row.bind(4, ec ? std::int64_t{0} : static_cast<std::int64_t>(size));
+        file_row.bind(4, static_cast<std::int64_t>(size));
         file_row.run();
     }
 

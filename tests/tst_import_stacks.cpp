@@ -68,7 +68,8 @@ std::string npy(const std::string& descr, const std::string& shape, const std::s
 }
 
 /// A zip archive as np.savez writes it (stored entries), built with libzip.
-void write_zip(const std::filesystem::path& path, const std::vector<std::pair<std::string, std::string>>& entries) {
+void write_zip(const std::filesystem::path& path, const std::vector<std::pair<std::string, std::string>>& entries,
+               bool deflate = false) {
     int err = 0;
     zip_t* za = zip_open(path.string().c_str(), ZIP_CREATE | ZIP_TRUNCATE, &err);
     QVERIFY(za);
@@ -76,9 +77,16 @@ void write_zip(const std::filesystem::path& path, const std::vector<std::pair<st
         zip_source_t* s = zip_source_buffer(za, data.data(), data.size(), 0);
         const zip_int64_t idx = zip_file_add(za, name.c_str(), s, ZIP_FL_ENC_UTF_8);
         QVERIFY(idx >= 0);
-        zip_set_file_compression(za, static_cast<zip_uint64_t>(idx), ZIP_CM_STORE, 0);
+        zip_set_file_compression(za, static_cast<zip_uint64_t>(idx), deflate ? ZIP_CM_DEFLATE : ZIP_CM_STORE, 0);
     }
     QCOMPARE(zip_close(za), 0);
+}
+
+/// The arrays saved one .npy file each into `folder` (np.save per tensor); created if needed.
+void write_folder(const std::filesystem::path& folder, const std::vector<std::pair<std::string, std::string>>& arrays) {
+    std::filesystem::create_directories(folder);
+    for (const auto& [name, data] : arrays)
+        test::write_file(folder / name, data);
 }
 
 Trace import_auto(const std::vector<std::filesystem::path>& in, ImportSummary* s,
@@ -110,6 +118,80 @@ const std::vector<std::int64_t> kB = {3, 1, 2, 0, 0, 1, 0, 1};
 
 std::string nrl(const std::string& dtype, int size, const std::string& shape, const std::vector<std::int64_t>& v) {
     return "nrlre1:" + dtype + ":" + shape + ":" + b64(le(v, size));
+}
+
+std::vector<std::pair<std::string, std::string>> verl_arrays() {
+    // [B=3, S=5, 3 layers (layer 0 dense, zeros), top-2] int16. Prompt area 3, responses 2.
+    std::vector<std::int64_t> re(3 * 5 * 3 * 2, 0);
+    auto put = [&](int b, int s, int l, int e0, int e1) {
+        re[((b * 5 + s) * 3 + l) * 2] = e0;
+        re[((b * 5 + s) * 3 + l) * 2 + 1] = e1;
+    };
+    // row 0: mask 0 1 1 1 0 (left-padded prompt of 2, one response token): routes at positions 1, 2.
+    put(0, 1, 1, 1, 3);
+    put(0, 1, 2, 0, 2);
+    put(0, 2, 1, 3, 2);
+    put(0, 2, 2, 2, 1);
+    // row 1: all-zero mask (an empty slot of the batch).
+    // row 2: mask 1 1 1 1 1: routes at positions 0..3, position 4 (last token) zero.
+    put(2, 0, 1, 0, 1);
+    put(2, 0, 2, 2, 3);
+    put(2, 1, 1, 0, 2);
+    put(2, 1, 2, 3, 1);
+    put(2, 2, 1, 0, 3);
+    put(2, 2, 2, 1, 2);
+    put(2, 3, 1, 1, 2);
+    put(2, 3, 2, 0, 3);
+    const std::vector<std::int64_t> mask = {0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1};
+    return {{"prompts.npy", npy("<i8", "(3, 3)", le(std::vector<std::int64_t>(9, 5), 8))},
+            {"responses.npy", npy("<i8", "(3, 2)", le(std::vector<std::int64_t>(6, 7), 8))},
+            {"routed_experts.npy", npy("<i2", "(3, 5, 3, 2)", le(re, 2))},
+            {"attention_mask.npy", npy("<i8", "(3, 5)", le(mask, 8))}};
+}
+/// The verl batch's samples, counted by hand; `path` = the archive or folder.
+void check_verl(const Trace& t, const ImportSummary& s, const std::string& path) {
+    QCOMPARE(s.format, TraceFormat::Npz);
+    QCOMPARE(s.samples, std::size_t(2));
+    QCOMPARE(s.min_length, std::int64_t(3));
+    QCOMPARE(s.max_length, std::int64_t(5));
+    QCOMPARE(s.missing_routes, std::int64_t(0));
+    QCOMPARE(t.size(), std::size_t(2));
+    QCOMPARE(t.samples[0].id, std::string("batch#0"));
+    QCOMPARE(t.samples[0].length, std::int64_t(3));
+    QCOMPARE(t.samples[0].routed_rows, std::int64_t(2));
+    QCOMPARE(t.samples[0].prompt_len, std::optional<std::int64_t>(2));
+    QCOMPARE(counts_text(t, 0), QStringLiteral("0 1 1 2 | 1 1 2 0"));
+    QCOMPARE(t.samples[1].id, std::string("batch#2"));
+    QCOMPARE(t.samples[1].length, std::int64_t(5));
+    QCOMPARE(t.samples[1].routed_rows, std::int64_t(4));
+    QCOMPARE(t.samples[1].prompt_len, std::optional<std::int64_t>(3));
+    QCOMPARE(counts_text(t, 1), QStringLiteral("3 2 2 1 | 1 2 2 3"));
+    QCOMPARE(t.samples[0].source_file, path);
+    QCOMPARE(t.samples[0].request_id, std::string("row 0"));
+    QCOMPARE(t.samples[1].request_id, std::string("row 2"));
+    QCOMPARE(s.notes,
+             std::vector<std::string>{path + ": skipped 1 batch rows whose attention_mask is all zero (rows 1)"});
+}
+
+std::vector<std::pair<std::string, std::string>> areal_arrays() {
+    // [B=2, S=4, 2 MoE layers, top-2] int32 + r3_routing_valid (bool) [1, 0], no mask.
+    // row 0: seq_len 3: rows 0, 1 routes, row 2 a copy of row 1 (fill), row 3 zero.
+    const std::vector<std::int64_t> re = {0, 1, 2, 3, 0, 2, 3, 1, 0, 2, 3, 1, 0, 0, 0, 0,
+                                          // row 1 (invalid): never counted
+                                          1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 0, 0, 0, 0};
+    return {{"routed_experts.npy", npy("<i4", "(2, 4, 2, 2)", le(re, 4))},
+            {"r3_routing_valid.npy", npy("|b1", "(2,)", std::string("\x01\x00", 2))}};
+}
+void check_areal(const Trace& t, const ImportSummary& s, const std::string& path, const std::string& stem) {
+    QCOMPARE(s.format, TraceFormat::Npz);
+    QCOMPARE(t.size(), std::size_t(1));
+    QCOMPARE(t.samples[0].id, stem + "#0");
+    QCOMPARE(t.samples[0].request_id, std::string("row 0"));
+    QCOMPARE(t.samples[0].length, std::int64_t(3));
+    QCOMPARE(t.samples[0].routed_rows, std::int64_t(2));
+    QCOMPARE(counts_text(t, 0), QStringLiteral("2 1 1 0 | 0 1 1 2"));
+    QCOMPARE(s.notes,
+             std::vector<std::string>{path + ": skipped 1 batch rows marked invalid by r3_routing_valid (rows 1)"});
 }
 
 } // namespace
@@ -224,6 +306,120 @@ private Q_SLOTS:
         const auto dir = test::temp_dir(QStringLiteral("nemo-bad"));
         test::write_file(dir / name.toStdString(), body.toStdString());
         QCOMPARE(import_error({dir / name.toStdString()}), q((dir / name.toStdString()).string() + ": ") + error);
+    }
+
+    // A NeMo Gym result of several model calls (a multi-turn conversation with a tool call) is one
+    // sample, stitched as NeMo-RL builds its message log.
+    void nemoGymMultiCallStitching() {
+        const auto dir = test::temp_dir(QStringLiteral("nemo-gym-turns"));
+        // Call 1: prompt [1, 2], generation [3, 4]: S 4, rows r0..r2 routes, r3 the default route.
+        // Call 2: prompt [1, 2, 3, 4, 5, 6] (the conversation + a tool output 5, 6), generation
+        // [7]: S 7; rows 0..2 re-prefill tokens already routed (not used), row 3 the real route of
+        // token 3 (call 1 wrote its default route), rows 4, 5 new, row 6 the default route.
+        // Stitched: call 1 r0..r2, call 2 r3..r5 -> t_i 7, 6 routed rows, prompt_len 2:
+        //   L1 [0,1] [0,2] [1,3] [2,0] [0,3] [2,1] -> 4 3 3 2; L2 [2,3] [3,1] [0,2] [1,3] [2,1] [3,0] -> 2 3 3 4
+        // (two separate samples would count 2 2 1 1 | 1 1 2 2 and 2 1 5 4 | 4 5 1 2; keeping call
+        // 1's default row instead of call 2's row 3 gives 4 4 2 2 | 3 3 3 3).
+        const std::string c1 = nrl("int16", 2, "4x2x2", {0, 1, 2, 3, 0, 2, 3, 1, 1, 3, 0, 2, 0, 1, 0, 1});
+        const std::string c2 = nrl(
+            "int16", 2, "7x2x2", {3, 2, 1, 0, 3, 2, 1, 0, 3, 2, 1, 0, 2, 0, 1, 3, 0, 3, 2, 1, 2, 1, 3, 0, 0, 1, 0, 1});
+        const std::string result =
+            "{\"response\": {\"id\": \"resp_9\", \"output\": ["
+            "{\"type\": \"reasoning\", \"summary\": []}, "
+            "{\"type\": \"function_call\", \"name\": \"f\", \"prompt_token_ids\": [1, 2], "
+            "\"generation_token_ids\": [3, 4], \"generation_log_probs\": [-1, -1], \"routed_experts\": \"" +
+            c1 +
+            "\"}, "
+            "{\"type\": \"function_call_output\", \"output\": \"42\"}, "
+            "{\"type\": \"message\", \"prompt_token_ids\": [1, 2, 3, 4, 5, 6], \"generation_token_ids\": [7], "
+            "\"generation_log_probs\": [-1], \"routed_experts\": \"" +
+            c2 + "\"}]}, \"reward\": 1.0}\n";
+        // A second result of one call, and one whose extra item has an empty generation.
+        const std::string single =
+            "{\"response\": {\"id\": \"resp_10\", \"output\": [{\"type\": \"message\", "
+            "\"prompt_token_ids\": [1], \"generation_token_ids\": [4], \"routed_experts\": \"" +
+            nrl("int32", 4, "2x2x2", kB) +
+            "\"}, {\"type\": \"message\", \"prompt_token_ids\": [1, 4], \"generation_token_ids\": [], "
+            "\"routed_experts\": \"" +
+            nrl("int32", 4, "2x2x2", kB) + "\"}]}}\n";
+        test::write_file(dir / "gym.jsonl", result + single);
+        ImportSummary s;
+        const Trace t = import_auto({dir / "gym.jsonl"}, &s);
+        QCOMPARE(s.format, TraceFormat::NemoRL);
+        QCOMPARE(t.size(), std::size_t(2));
+        QCOMPARE(t.samples[0].id, std::string("gym#0"));
+        QCOMPARE(t.samples[0].request_id, std::string("resp_9"));
+        QCOMPARE(t.samples[0].length, std::int64_t(7));
+        QCOMPARE(t.samples[0].routed_rows, std::int64_t(6));
+        QCOMPARE(t.samples[0].prompt_len, std::optional<std::int64_t>(2));
+        QCOMPARE(t.samples[0].missing_routes, std::int64_t(0));
+        QCOMPARE(counts_text(t, 0), QStringLiteral("4 3 3 2 | 2 3 3 4"));
+        QCOMPARE(t.samples[1].id, std::string("gym#1"));
+        QCOMPARE(t.samples[1].request_id, std::string("resp_10"));
+        QCOMPARE(t.samples[1].length, std::int64_t(2));
+        QCOMPARE(t.samples[1].routed_rows, std::int64_t(1));
+        QCOMPARE(counts_text(t, 1), QStringLiteral("0 1 0 1 | 1 0 1 0"));
+        const std::string path = (dir / "gym.jsonl").string();
+        QCOMPARE(s.notes,
+                 (std::vector<std::string>{
+                     path + ": stitched 2 model calls of 1 NeMo Gym results into one sample per result (one "
+                            "conversation each)",
+                     path + ": 1 NeMo Gym results hold output items with empty generation_token_ids, skipped as "
+                            "NeMo-RL skips them"}));
+    }
+
+    void nemoGymStitchRefusals_data() {
+        QTest::addColumn<QString>("second"); // the second call's fields after "type": "message",
+        QTest::addColumn<QString>("error");  // after "<path>: sample g#0: response.output[1]."
+        const std::string c2 = nrl("int8", 1, "5x2x2", {3, 2, 1, 0, 3, 2, 1, 0, 2, 0, 1, 3, 0, 3, 2, 1, 0, 1, 0, 1});
+        QTest::newRow("non-contiguous")
+            << q("\"prompt_token_ids\": [1, 9, 3, 4], \"generation_token_ids\": [7], \"routed_experts\": \"" + c2 +
+                 "\"")
+            << "prompt_token_ids[1] is 9 but token 1 of the conversation before this call is 2: the call does not "
+               "continue it (non-contiguous messages) and cannot be placed";
+        QTest::newRow("shorter prompt")
+            << q("\"prompt_token_ids\": [1, 2], \"generation_token_ids\": [7, 8, 9], \"routed_experts\": \"" + c2 +
+                 "\"")
+            << "prompt_token_ids holds 2 tokens, fewer than the 4 of the conversation before this call: the call "
+               "cannot be placed";
+        QTest::newRow("no routes") << q("\"prompt_token_ids\": [1, 2, 3, 4], \"generation_token_ids\": [7]")
+                                   << "routed_experts is missing: the model call's routes are unknown (call 2 of 2)";
+        QTest::newRow("no prompt") << q("\"generation_token_ids\": [7], \"routed_experts\": \"" + c2 + "\"")
+                                   << "prompt_token_ids is missing: the model call cannot be placed in the "
+                                      "conversation";
+        QTest::newRow("rows") << q("\"prompt_token_ids\": [1, 2, 3, 4], \"generation_token_ids\": [7, 8], "
+                                   "\"routed_experts\": \"" +
+                                   c2 + "\"")
+                              << "routed_experts has 5 rows, but response.output[1].prompt_token_ids + "
+                                 "generation_token_ids = 4 + 2 tokens (NeMo-RL writes one row per token)";
+        // All-layer axis (3) in the second call, MoE-only (2) in the first.
+        QTest::newRow("layer axis") << q("\"prompt_token_ids\": [1, 2, 3, 4], \"generation_token_ids\": [7], "
+                                         "\"routed_experts\": \"" +
+                                         nrl("int8", 1, "5x3x2", {0, 0, 3, 2, 1, 0, 0, 0, 3, 2, 1, 0, 0, 0, 2,
+                                                                  0, 1, 3, 0, 0, 0, 3, 2, 1, 0, 1, 0, 1, 0, 1}) +
+                                         "\"")
+                                    << "routed_experts is [5][3][2], but the first call's layer axis and top-k are "
+                                       "[2][2]";
+    }
+    void nemoGymStitchRefusals() {
+        QFETCH(QString, second);
+        QFETCH(QString, error);
+        const auto dir = test::temp_dir(QStringLiteral("nemo-gym-bad"));
+        const std::string first = "{\"type\": \"message\", \"prompt_token_ids\": [1, 2], \"generation_token_ids\": "
+                                  "[3, 4], \"routed_experts\": \"" +
+                                  nrl("int8", 1, "4x2x2", {0, 1, 2, 3, 0, 2, 3, 1, 1, 3, 0, 2, 0, 1, 0, 1}) + "\"}";
+        test::write_file(dir / "g.json", "{\"response\": {\"output\": [" + first + ", {\"type\": \"message\", " +
+                                             second.toStdString() + "}]}}");
+        QCOMPARE(import_error({dir / "g.json"}),
+                 q((dir / "g.json").string() + ": sample g#0: response.output[1].") + error);
+        // Two items with routes but no token ids cannot be ordered into one conversation.
+        test::write_file(dir / "g.json", "{\"response\": {\"output\": [{\"routed_experts\": \"" +
+                                             nrl("int8", 1, "2x2x2", kB) + "\"}, {\"routed_experts\": \"" +
+                                             nrl("int8", 1, "2x2x2", kB) + "\"}]}}");
+        QCOMPARE(import_error({dir / "g.json"}),
+                 q((dir / "g.json").string() +
+                   ": record 0: response.output items 0 and 1 carry routed_experts without generation_token_ids: the "
+                   "model calls cannot be placed in one conversation"));
     }
 
     // ------------------------------------------------------------------ Megatron-LM
@@ -357,69 +553,164 @@ private Q_SLOTS:
     // ------------------------------------------------------------------ padded batches (.npz)
     void verlBatch() {
         const auto dir = test::temp_dir(QStringLiteral("verl"));
-        // [B=3, S=5, 3 layers (layer 0 dense, zeros), top-2] int16. Prompt area 3, responses 2.
-        std::vector<std::int64_t> re(3 * 5 * 3 * 2, 0);
-        auto put = [&](int b, int s, int l, int e0, int e1) {
-            re[((b * 5 + s) * 3 + l) * 2] = e0;
-            re[((b * 5 + s) * 3 + l) * 2 + 1] = e1;
-        };
-        // row 0: mask 0 1 1 1 0 (left-padded prompt of 2, one response token): routes at positions 1, 2.
-        put(0, 1, 1, 1, 3);
-        put(0, 1, 2, 0, 2);
-        put(0, 2, 1, 3, 2);
-        put(0, 2, 2, 2, 1);
-        // row 1: all-zero mask (an empty slot of the batch).
-        // row 2: mask 1 1 1 1 1: routes at positions 0..3, position 4 (last token) zero.
-        put(2, 0, 1, 0, 1);
-        put(2, 0, 2, 2, 3);
-        put(2, 1, 1, 0, 2);
-        put(2, 1, 2, 3, 1);
-        put(2, 2, 1, 0, 3);
-        put(2, 2, 2, 1, 2);
-        put(2, 3, 1, 1, 2);
-        put(2, 3, 2, 0, 3);
-        const std::vector<std::int64_t> mask = {0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1};
-        write_zip(dir / "batch.npz", {{"prompts.npy", npy("<i8", "(3, 3)", le(std::vector<std::int64_t>(9, 5), 8))},
-                                      {"responses.npy", npy("<i8", "(3, 2)", le(std::vector<std::int64_t>(6, 7), 8))},
-                                      {"routed_experts.npy", npy("<i2", "(3, 5, 3, 2)", le(re, 2))},
-                                      {"attention_mask.npy", npy("<i8", "(3, 5)", le(mask, 8))}});
+        write_zip(dir / "batch.npz", verl_arrays());
         ImportSummary s;
         const Trace t = import_auto({dir}, &s);
-        QCOMPARE(s.format, TraceFormat::Npz);
-        QCOMPARE(t.size(), std::size_t(2));
-        QCOMPARE(t.samples[0].id, std::string("batch#0"));
-        QCOMPARE(t.samples[0].length, std::int64_t(3));
-        QCOMPARE(t.samples[0].routed_rows, std::int64_t(2));
-        QCOMPARE(t.samples[0].prompt_len, std::optional<std::int64_t>(2));
-        QCOMPARE(counts_text(t, 0), QStringLiteral("0 1 1 2 | 1 1 2 0"));
-        QCOMPARE(t.samples[1].id, std::string("batch#2"));
-        QCOMPARE(t.samples[1].length, std::int64_t(5));
-        QCOMPARE(t.samples[1].routed_rows, std::int64_t(4));
-        QCOMPARE(t.samples[1].prompt_len, std::optional<std::int64_t>(3));
-        QCOMPARE(counts_text(t, 1), QStringLiteral("3 2 2 1 | 1 2 2 3"));
-        QCOMPARE(s.notes, std::vector<std::string>{(dir / "batch.npz").string() +
-                                                   ": skipped 1 batch rows whose attention_mask is all zero (rows 1)"});
+        check_verl(t, s, (dir / "batch.npz").string());
+        // Streamed from the disk, hashed in chunks: the same fingerprint as the file read whole.
+        const std::string bytes = test::read_file(dir / "batch.npz");
+        QCOMPARE(s.fingerprint, fnv1a64(bytes.data(), bytes.size()));
+        QCOMPARE(s.bytes, std::uint64_t(bytes.size()));
+        // np.savez_compressed: deflated entries, inflated as they are read.
+        write_zip(dir / "batch.npz", verl_arrays(), true);
+        const std::string deflated = test::read_file(dir / "batch.npz");
+        QVERIFY(deflated.size() < bytes.size());
+        ImportSummary sd;
+        check_verl(import_auto({dir / "batch.npz"}, &sd), sd, (dir / "batch.npz").string());
+        QCOMPARE(sd.fingerprint, fnv1a64(deflated.data(), deflated.size()));
     }
 
     void arealBatch() {
         const auto dir = test::temp_dir(QStringLiteral("areal"));
-        // [B=2, S=4, 2 MoE layers, top-2] int32 + r3_routing_valid (bool) [1, 0], no mask.
-        // row 0: seq_len 3: rows 0, 1 routes, row 2 a copy of row 1 (fill), row 3 zero.
-        const std::vector<std::int64_t> re = {0, 1, 2, 3, 0, 2, 3, 1, 0, 2, 3, 1, 0, 0, 0, 0,
-                                              // row 1 (invalid): never counted
-                                              1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 0, 0, 0, 0};
-        write_zip(dir / "r3.npz", {{"routed_experts.npy", npy("<i4", "(2, 4, 2, 2)", le(re, 4))},
-                                   {"r3_routing_valid.npy", npy("|b1", "(2,)", std::string("\x01\x00", 2))}});
+        write_zip(dir / "r3.npz", areal_arrays());
         ImportSummary s;
         const Trace t = import_auto({dir / "r3.npz"}, &s);
-        QCOMPARE(t.size(), std::size_t(1));
-        QCOMPARE(t.samples[0].id, std::string("r3#0"));
-        QCOMPARE(t.samples[0].length, std::int64_t(3));
-        QCOMPARE(t.samples[0].routed_rows, std::int64_t(2));
-        QCOMPARE(counts_text(t, 0), QStringLiteral("2 1 1 0 | 0 1 1 2"));
-        QCOMPARE(s.notes,
-                 std::vector<std::string>{(dir / "r3.npz").string() +
-                                          ": skipped 1 batch rows marked invalid by r3_routing_valid (rows 1)"});
+        check_areal(t, s, (dir / "r3.npz").string(), "r3");
+    }
+
+    // The same arrays saved one .npy file each (np.save per tensor) in a folder: the folder is one
+    // batch, read exactly as the .npz holding them.
+    void verlBatchFolder() {
+        const auto dir = test::temp_dir(QStringLiteral("verl-folder"));
+        write_folder(dir / "batch", verl_arrays());
+        ImportSummary s;
+        const Trace t = import_auto({dir}, &s); // found in the walk
+        QCOMPARE(collect_trace_files({dir}), std::vector<std::filesystem::path>{dir / "batch"});
+        check_verl(t, s, (dir / "batch").string());
+        QCOMPARE(s.files, std::size_t(1));
+        std::uint64_t bytes = 0;
+        for (const auto& [name, data] : verl_arrays())
+            bytes += data.size();
+        QCOMPARE(s.bytes, bytes);
+        QCOMPARE(trace_input_bytes(dir / "batch"), bytes);
+        // Given directly, and with the format named.
+        ImportSummary s2;
+        check_verl(import_auto({dir / "batch"}, &s2), s2, (dir / "batch").string());
+        QCOMPARE(s2.fingerprint, s.fingerprint);
+        ImportOptions opt;
+        opt.format = TraceFormat::Npz;
+        opt.model = model3();
+        ImportSummary s3;
+        check_verl(import_trace_to_memory({dir / "batch"}, opt, &s3), s3, (dir / "batch").string());
+        // The fingerprint covers the folder's .npy files: the archive of the same arrays differs
+        // (its bytes differ), a changed array changes it.
+        write_zip(dir / "batch.npz", verl_arrays());
+        ImportSummary sz;
+        import_auto({dir / "batch.npz"}, &sz);
+        QVERIFY(sz.fingerprint != s.fingerprint);
+        test::write_file(dir / "batch" / "prompts.npy", npy("<i8", "(3, 3)", le(std::vector<std::int64_t>(9, 6), 8)));
+        ImportSummary s4;
+        import_auto({dir / "batch"}, &s4);
+        QVERIFY(s4.fingerprint != s.fingerprint);
+    }
+
+    void arealBatchFolder() {
+        const auto dir = test::temp_dir(QStringLiteral("areal-folder"));
+        write_folder(dir / "r3", areal_arrays());
+        // A subfolder of a batch folder is not part of the walk; an .npz beside it is its own input.
+        write_folder(dir / "r3" / "old", {{"x.npy", npy("<i4", "(1, 2, 2)", le({0, 1, 2, 3}, 4))}});
+        ImportSummary s;
+        const Trace t = import_auto({dir}, &s);
+        QCOMPARE(collect_trace_files({dir}), std::vector<std::filesystem::path>{dir / "r3"});
+        check_areal(t, s, (dir / "r3").string(), "r3");
+        // Beside another batch archive in the walk: both read, in name order.
+        write_zip(dir / "r2.npz", areal_arrays());
+        ImportSummary s2;
+        const Trace t2 = import_auto({dir}, &s2);
+        QCOMPARE(t2.size(), std::size_t(2));
+        QCOMPARE(t2.samples[0].id, std::string("r2#0"));
+        QCOMPARE(t2.samples[1].id, std::string("r3#0"));
+        QCOMPARE(counts_text(t2, 0), QStringLiteral("2 1 1 0 | 0 1 1 2"));
+        QCOMPARE(counts_text(t2, 1), QStringLiteral("2 1 1 0 | 0 1 1 2"));
+        QCOMPARE(s2.notes.size(), std::size_t(2));
+    }
+
+    // A batch is streamed sample by sample: progress comes per sample, and a cancel set from it
+    // stops the import inside the file.
+    void batchProgressAndCancel() {
+        const auto dir = test::temp_dir(QStringLiteral("batch-cancel"));
+        write_folder(dir / "batch", verl_arrays());
+        struct CountingSink : ImportSink {
+            std::size_t samples = 0;
+            void begin(const ModelDescription&, TraceFormat) override {}
+            void sample(SampleRecord&&) override { ++samples; }
+            void aggregate(AggregateCounts&&) override {}
+        };
+        ImportOptions opt;
+        opt.model = model3();
+        std::vector<std::size_t> seen;
+        CountingSink all;
+        const ImportSummary s = import_trace({dir / "batch"}, opt, all, [&](const ImportProgress& p) {
+            seen.push_back(p.samples);
+            QCOMPARE(p.bytes_total, trace_input_bytes(dir / "batch"));
+        });
+        QCOMPARE(all.samples, std::size_t(2));
+        QCOMPARE(s.samples, std::size_t(2));
+        QCOMPARE(seen, (std::vector<std::size_t>{1, 2, 2})); // per sample, then the file's end
+        std::atomic<bool> cancel{false};
+        CountingSink part;
+        QCOMPARE(QString::fromStdString(test::error_of<Cancelled>([&] {
+                     import_trace(
+                         {dir / "batch"}, opt, part, [&](const ImportProgress&) { cancel = true; }, &cancel);
+                 })),
+                 QStringLiteral("cancelled"));
+        QCOMPARE(part.samples, std::size_t(1));
+    }
+
+    void batchFolderRefusals() {
+        const auto dir = test::temp_dir(QStringLiteral("folder-bad"));
+        const std::string re = npy("<i2", "(1, 2, 2, 2)", le({0, 1, 2, 3, 0, 0, 0, 0}, 2));
+        const auto b = dir / "b";
+        write_folder(b, {{"routed_experts.npy", re}});
+        QCOMPARE(import_error({b}), q((b / "routed_experts.npy").string() +
+                                      ": a padded batch [B, S, layers, top_k] needs attention_mask [B, S] (verl) or "
+                                      "r3_routing_valid [B] (AReaL) beside it in the folder to tell routes from "
+                                      "padding"));
+        write_folder(b, {{"attention_mask.npy", npy("<i8", "(1, 3)", le({1, 1, 0}, 8))}});
+        QCOMPARE(import_error({b}), q((b / "attention_mask.npy").string() +
+                                      " has shape (1, 3), expected (1, 2) to match routed_experts (1, 2, 2, 2)"));
+        std::filesystem::remove(b / "attention_mask.npy");
+        write_folder(b, {{"r3_routing_valid.npy", npy("|b1", "(2,)", std::string(2, '\x01'))}});
+        QCOMPARE(import_error({b}),
+                 q((b / "r3_routing_valid.npy").string() + " has shape (2,), expected (1,) (one flag per batch row)"));
+        write_folder(b, {{"r3_routing_valid.npy", npy("|b1", "(1,)", std::string(1, '\x01'))},
+                         {"routed_experts.npy", npy("<i2", "(2, 2, 2)", le({0, 1, 2, 3, 0, 0, 0, 0}, 2))}});
+        QCOMPARE(import_error({b}), q((b / "routed_experts.npy").string() +
+                                      ": has 3 dimensions, expected a padded batch [batch][tokens][layers][top_k]"));
+        // Truncated routes: row 0 of 16 bytes has 10.
+        write_folder(b, {{"routed_experts.npy", re.substr(0, re.size() - 6)}});
+        QCOMPARE(import_error({b}),
+                 q((b / "routed_experts.npy").string() + ": truncated .npy data: batch row 0 has 10 of 16 bytes"));
+        // A mask that is not an .npy file.
+        write_folder(b, {{"routed_experts.npy", re}, {"attention_mask.npy", "not numpy"}});
+        std::filesystem::remove(b / "r3_routing_valid.npy");
+        QCOMPARE(import_error({b}), q((b / "attention_mask.npy").string() + ": not an .npy file (bad magic)"));
+        // An empty routes file.
+        write_folder(b, {{"routed_experts.npy", ""}, {"attention_mask.npy", npy("<i8", "(1, 2)", le({1, 1}, 8))}});
+        QCOMPARE(import_error({b}), q((b / "routed_experts.npy").string() + ": truncated .npy header"));
+        // The routes array alone, outside a batch folder.
+        test::write_file(dir / "routes.npy", re);
+        QCOMPARE(import_error({dir / "routes.npy"}),
+                 q((dir / "routes.npy").string() +
+                   ": sample routes: a 4-D array (1, 2, 2, 2) is a padded batch [batch][tokens][layers][top_k]: save "
+                   "it as routed_experts.npy beside attention_mask.npy (verl) or r3_routing_valid.npy (AReaL) and "
+                   "import their folder, or np.savez them into one .npz"));
+        // Mixed with another format in one import.
+        write_folder(b, {{"routed_experts.npy", re}});
+        test::write_file(dir / "c.jsonl", "[[[0, 1], [2, 3]]]\n");
+        QCOMPARE(import_error({b, dir / "c.jsonl"}),
+                 q((dir / "c.jsonl").string() + ": format nested-json differs from npz of " + b.string() +
+                   "; import different formats as separate traces"));
     }
 
     void batchRefusals() {
@@ -707,6 +998,33 @@ private Q_SLOTS:
         QCOMPARE(parse_trace_format("megatron"), TraceFormat::Megatron);
         for (const auto& n : trace_format_names())
             if (n != "auto") QVERIFY2(*format_stack(parse_trace_format(n)) != '\0', n.c_str());
+    }
+
+    // docs/trace-formats.md lists every form, and the README's format table every format name
+    // and links the page.
+    void formatsDocumented() {
+        auto read = [](const char* rel) {
+            QFile file(QStringLiteral(ROUTEPACK_SOURCE_DIR) + QLatin1Char('/') + QLatin1String(rel));
+            if (!file.open(QIODevice::ReadOnly)) return QString();
+            return QString::fromUtf8(file.readAll());
+        };
+        const QString doc = read("docs/trace-formats.md"), readme = read("README.md");
+        QVERIFY(!doc.isEmpty());
+        QVERIFY(readme.contains(QStringLiteral("(docs/trace-formats.md)")));
+        const QString table = readme.section(QStringLiteral("## Trace formats and the length rule"), 1, 1)
+                                  .section(QStringLiteral("\n## "), 0, 0);
+        for (const auto& n : trace_format_names()) {
+            if (n == "auto") continue;
+            const QString cell = QStringLiteral("| `") + QString::fromStdString(n) + QLatin1Char('`');
+            QVERIFY2(doc.contains(cell), n.c_str());
+            QVERIFY2(table.contains(cell), n.c_str());
+        }
+        for (const char* stack :
+             {"verl-project/verl 1dda039b", "areal-project/AReaL d3fbc53c", "NVIDIA-NeMo/RL 7ea279ab",
+              "NVIDIA/Megatron-LM d98e8a64", "v0.21.0", "slime 624b824a"}) {
+            QVERIFY2(doc.contains(QLatin1String(stack)), stack);
+            QVERIFY2(table.contains(QLatin1String(stack)), stack);
+        }
     }
 };
 

@@ -4,6 +4,7 @@
 #include "core/util/input_file.h"
 
 #include <tbb/info.h>
+#include <tbb/parallel_invoke.h>
 #include <tbb/parallel_pipeline.h>
 
 #include <algorithm>
@@ -38,6 +39,64 @@ std::string read_whole_file(const std::filesystem::path& p) {
     return read_input_file(p, input_files::kTraceFile);
 }
 
+// First bytes of a streamed file kept for format detection and the pickle check.
+constexpr std::size_t kHeadBytes = std::size_t(64) << 10;
+
+/// One input ready for its parser. A padded-batch folder and an .npz archive (by extension or zip
+/// magic) are streamed by their parser: only their size and first bytes are read here, so a batch
+/// of any size never sits in memory whole (no size cap: memory does not follow it). Any other
+/// file is read whole within the trace-file cap.
+SourceFile load_source(const std::filesystem::path& p) {
+    SourceFile f;
+    f.path = p;
+    std::error_code ec;
+    if (std::filesystem::is_directory(p, ec)) {
+        f.streamed = true;
+        for (const auto& member : batch_folder_files(p))
+            f.size += check_input_file(member, input_files::kTraceFile);
+        return f;
+    }
+    const std::uint64_t size = check_input_file(p, input_files::kTraceFile);
+    std::ifstream in(p, std::ios::binary);
+    if (!in) throw InputError(p.string() + ": cannot open trace file");
+    std::string head(static_cast<std::size_t>(std::min<std::uint64_t>(size, kHeadBytes)), '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<std::size_t>(in.gcount()));
+    if (p.extension() == ".npz" || head.rfind("PK\x03\x04", 0) == 0) {
+        f.streamed = true;
+        f.size = size;
+        f.bytes = std::move(head);
+        return f;
+    }
+    f.bytes = read_whole_file(p);
+    return f;
+}
+
+/// FNV-1a of a streamed input read in chunks (the same value as over its bytes read whole); a
+/// batch folder yields one hash per .npy file.
+std::vector<std::uint64_t> streamed_hashes(const SourceFile& f) {
+    std::vector<std::filesystem::path> members;
+    std::error_code ec;
+    if (std::filesystem::is_directory(f.path, ec))
+        members = batch_folder_files(f.path);
+    else
+        members.push_back(f.path);
+    std::vector<std::uint64_t> out;
+    std::vector<char> buf(std::size_t(1) << 20);
+    for (const auto& m : members) {
+        std::ifstream in(m, std::ios::binary);
+        if (!in) throw InputError(m.string() + ": cannot open trace file");
+        std::uint64_t h = 0xcbf29ce484222325ULL;
+        while (in) {
+            in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+            h = fnv1a64(buf.data(), static_cast<std::size_t>(in.gcount()), h);
+        }
+        if (in.bad()) throw InputError(m.string() + ": read error");
+        out.push_back(h);
+    }
+    return out;
+}
+
 bool is_trace_extension(const std::filesystem::path& p) {
     const auto ext = p.extension().string();
     return ext == ".csv" || ext == ".json" || ext == ".jsonl" || ext == ".npy" || ext == ".npz" || ext == ".txt" ||
@@ -67,7 +126,7 @@ const char* format_stack(TraceFormat f) {
     case TraceFormat::Npy:
         return "numpy .npy arrays";
     case TraceFormat::Npz:
-        return "numpy .npz (per-sample arrays, or a verl / AReaL padded batch)";
+        return "numpy .npz (per-sample arrays, or a verl / AReaL padded batch as .npz or a folder of .npy)";
     case TraceFormat::NestedJson:
         return "nested JSON lists";
     case TraceFormat::NemoRL:
@@ -105,6 +164,7 @@ TraceFormat parse_trace_format(const std::string& name) {
 TraceFormat detect_format(const SourceFile& f) {
     const auto ext = f.path.extension().string();
     const std::string& b = f.bytes;
+    if (b.empty() && is_batch_folder(f.path)) return TraceFormat::Npz;
     if (ext == ".npy" || b.rfind("\x93NUMPY", 0) == 0) return TraceFormat::Npy;
     if (ext == ".npz" || b.rfind("PK\x03\x04", 0) == 0) return TraceFormat::Npz;
     if (ext == ".csv") return TraceFormat::PromptCsv;
@@ -147,13 +207,50 @@ TraceFormat detect_format(const SourceFile& f) {
     return TraceFormat::Auto;
 }
 
+bool is_batch_folder(const std::filesystem::path& p) {
+    std::error_code ec;
+    return std::filesystem::is_directory(p, ec) && std::filesystem::is_regular_file(p / "routed_experts.npy", ec);
+}
+
+std::vector<std::filesystem::path> batch_folder_files(const std::filesystem::path& folder) {
+    std::vector<std::filesystem::path> out;
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+        std::error_code e2;
+        if (it->path().extension() == ".npy" && it->is_regular_file(e2)) out.push_back(it->path());
+    }
+    if (ec) throw InputError(folder.string() + ": cannot read folder (" + ec.message() + ")");
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+std::uint64_t trace_input_bytes(const std::filesystem::path& p) {
+    std::error_code ec;
+    if (!is_batch_folder(p)) {
+        const auto n = std::filesystem::file_size(p, ec);
+        return ec ? 0 : n;
+    }
+    std::uint64_t total = 0;
+    try {
+        for (const auto& f : batch_folder_files(p)) {
+            const auto n = std::filesystem::file_size(f, ec);
+            total += ec ? 0 : n;
+        }
+    } catch (const InputError&) {
+        return 0;
+    }
+    return total;
+}
+
 std::vector<std::filesystem::path> collect_trace_files(const std::vector<std::filesystem::path>& inputs) {
     namespace fs = std::filesystem;
     std::vector<fs::path> files;
     for (const auto& in : inputs) {
         std::error_code ec;
         const auto status = fs::status(in, ec);
-        if (fs::is_directory(status)) {
+        if (fs::is_directory(status) && is_batch_folder(in)) {
+            files.push_back(in);
+        } else if (fs::is_directory(status)) {
             std::vector<fs::path> found;
             auto fail = [&](const fs::path& where, const std::error_code& e) {
                 throw InputError(where.string() + ": cannot read folder (" + e.message() + ")");
@@ -164,7 +261,11 @@ std::vector<std::filesystem::path> collect_trace_files(const std::vector<std::fi
             while (it != end) {
                 std::error_code e2;
                 const bool dir = it->is_directory(e2);
-                if (it->is_regular_file(e2) && is_trace_extension(it->path()) && it->path().filename() != "config.json")
+                if (dir && is_batch_folder(it->path())) {
+                    found.push_back(it->path()); // one input; its subfolders are not walked
+                    it.disable_recursion_pending();
+                } else if (it->is_regular_file(e2) && is_trace_extension(it->path()) &&
+                           it->path().filename() != "config.json")
                     found.push_back(it->path());
                 current = dir ? it->path() : it->path().parent_path();
                 it.increment(ec);
@@ -194,6 +295,8 @@ std::filesystem::path model_config_beside(const std::vector<std::filesystem::pat
     const auto& in = inputs.front();
     std::error_code ec;
     auto c = std::filesystem::is_directory(in, ec) ? in / "config.json" : in.parent_path() / "config.json";
+    // A padded-batch folder takes the config inside it, else the one beside it.
+    if (is_batch_folder(in) && !std::filesystem::is_regular_file(c, ec)) c = in.parent_path() / "config.json";
     if (c.parent_path().empty()) c = "config.json";
     if (in.filename() == "config.json" || !std::filesystem::is_regular_file(c, ec)) return {};
     return c;
@@ -280,6 +383,7 @@ void parse_file(TraceFormat format, const SourceFile& f, const ModelDescription&
     case TraceFormat::VLLM:
         return detail::parse_vllm(f, m, emit);
     case TraceFormat::Npy:
+        if (f.streamed && f.bytes.empty()) return detail::parse_npz(f, m, emit); // a padded-batch folder
         return detail::parse_npy_file(f, m, emit);
     case TraceFormat::Npz:
         return detail::parse_npz(f, m, emit);
@@ -325,6 +429,14 @@ struct Token {
     std::exception_ptr error;
 };
 
+/// Throws the format-mismatch error when `f` (not the first file) is detected as another format.
+void check_same_format(const SourceFile& f, TraceFormat format, const std::filesystem::path& first) {
+    const TraceFormat d = detect_format(f);
+    if (d != format)
+        throw InputError(f.path.string() + ": format " + to_string(d) + " differs from " + to_string(format) + " of " +
+                         first.string() + "; import different formats as separate traces");
+}
+
 } // namespace
 
 ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, const ImportOptions& options,
@@ -346,15 +458,13 @@ ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, con
     summary.files = files.size();
     ImportProgress prog;
     prog.files_total = files.size();
-    for (const auto& p : files) {
-        std::error_code ec;
-        prog.bytes_total += std::filesystem::file_size(p, ec);
-    }
+    for (const auto& p : files)
+        prog.bytes_total += trace_input_bytes(p);
     auto cancelled = [&] { return cancel && cancel->load(std::memory_order_relaxed); };
 
     // The first file fixes the format (and, for self-describing formats, the MoE layer list).
-    SourceFile first{files.front(), read_whole_file(files.front())};
-    if (first.bytes.empty()) throw InputError(first.path.string() + ": empty file");
+    SourceFile first = load_source(files.front());
+    if (first.byte_count() == 0) throw InputError(first.path.string() + ": empty file");
     TraceFormat format = options.format;
     if (format == TraceFormat::Auto) {
         format = detect_format(first);
@@ -379,6 +489,7 @@ ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, con
             std::rethrow_exception(file_error(first.path));
         }
         summary.model = agg.model;
+        if (first.streamed) throw InputError(first.path.string() + ": an aggregate trace is a JSON file");
         summary.bytes = first.bytes.size();
         summary.fingerprint = fnv1a64(first.bytes.data(), first.bytes.size()); // = combined over one file
         summary.notes.emplace_back(
@@ -416,29 +527,18 @@ ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, con
             Token* t = pool[next].get();
             t->index = next;
             try {
-                if (next == 0) {
-                    t->file = std::move(first);
-                } else {
-                    t->file.path = files[next];
-                    t->file.bytes = read_whole_file(files[next]);
-                }
+                t->file = next == 0 ? std::move(first) : load_source(files[next]);
             } catch (...) {
                 t->error = file_error(files[next]);
             }
             ++next;
             return t;
         }) & tbb::make_filter<Token*, Token*>(tbb::filter_mode::parallel, [&](Token* t) -> Token* {
-            if (t->error) return t;
+            if (t->error || t->file.streamed) return t; // a streamed input is parsed by the last stage
             try {
                 if (t->file.bytes.empty()) throw InputError(t->file.path.string() + ": empty file");
                 t->format = format;
-                if (options.format == TraceFormat::Auto) {
-                    const TraceFormat f = detect_format(t->file);
-                    if (f != format)
-                        throw InputError(t->file.path.string() + ": format " + to_string(f) + " differs from " +
-                                         to_string(format) + " of " + files.front().string() +
-                                         "; import different formats as separate traces");
-                }
+                if (options.format == TraceFormat::Auto) check_same_format(t->file, format, files.front());
                 const detail::NoteScope notes(t->notes);
                 parse_file(format, t->file, model, [&](SampleRecord&& r) { t->records.push_back(std::move(r)); });
                 if (t->records.empty()) throw InputError(t->file.path.string() + ": no samples");
@@ -453,10 +553,7 @@ ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, con
             } release{pool[t->index]};
             if (t->error) std::rethrow_exception(t->error);
             if (cancelled()) return;
-            file_hashes.push_back(fnv1a64(t->file.bytes.data(), t->file.bytes.size()));
-            for (auto& n : t->notes)
-                summary.notes.push_back(std::move(n));
-            for (auto& r : t->records) {
+            auto accept = [&](SampleRecord&& r) {
                 auto [it, fresh] = id_to_file.emplace(r.info.id, r.info.source_file);
                 if (!fresh)
                     throw InputError(r.info.source_file + ": duplicate sample id '" + detail::printable(r.info.id) +
@@ -467,8 +564,40 @@ ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, con
                 summary.missing_routes += r.info.missing_routes;
                 ++summary.samples;
                 sink.sample(std::move(r));
+            };
+            if (t->file.streamed) {
+                // Parsed here, each sample handed to the sink as it is read (a batch file's samples
+                // are never held together), while another thread hashes the file.
+                std::vector<std::uint64_t> hashes;
+                std::size_t emitted = 0;
+                try {
+                    if (options.format == TraceFormat::Auto) check_same_format(t->file, format, files.front());
+                    tbb::parallel_invoke([&] { hashes = streamed_hashes(t->file); },
+                                         [&] {
+                                             const detail::NoteScope notes(t->notes);
+                                             parse_file(format, t->file, model, [&](SampleRecord&& r) {
+                                                 if (cancelled()) throw Cancelled();
+                                                 ++emitted;
+                                                 accept(std::move(r));
+                                                 // A batch file takes long: progress per sample.
+                                                 prog.samples = summary.samples;
+                                                 prog.current_file = t->file.path.string();
+                                                 if (progress) progress(prog);
+                                             });
+                                         });
+                    if (emitted == 0) throw InputError(t->file.path.string() + ": no samples");
+                } catch (...) {
+                    std::rethrow_exception(file_error(t->file.path));
+                }
+                file_hashes.insert(file_hashes.end(), hashes.begin(), hashes.end());
+            } else {
+                file_hashes.push_back(fnv1a64(t->file.bytes.data(), t->file.bytes.size()));
+                for (auto& r : t->records)
+                    accept(std::move(r));
             }
-            summary.bytes += t->file.bytes.size();
+            for (auto& n : t->notes)
+                summary.notes.push_back(std::move(n));
+            summary.bytes += t->file.byte_count();
             prog.files_done = t->index + 1;
             prog.bytes_done = summary.bytes;
             prog.samples = summary.samples;

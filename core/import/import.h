@@ -36,18 +36,37 @@ std::vector<std::string> trace_format_names();
 /// format table: "NeMo-RL 7ea279ab / NeMo Gym" and the like; "" for Auto.
 const char* format_stack(TraceFormat f);
 
-/// One input file, read whole.
+/// One input: a file read whole, or one that its parser streams from `path` (an .npz archive, a
+/// padded-batch folder of .npy files; see is_batch_folder).
 struct SourceFile {
     std::filesystem::path path;
-    std::string bytes;
+    std::string bytes; ///< the whole file; when `streamed`, at most its first 64 KiB (empty for a folder)
+    bool streamed = false;
+    std::uint64_t size = 0; ///< when `streamed`: the file's bytes (a batch folder: its .npy files' total)
+    /// Bytes of the input, whichever way it is held.
+    std::uint64_t byte_count() const { return streamed ? size : bytes.size(); }
     /// "<file stem>" (one-sample files), used as "<stem>#<k>" by multi-record formats.
     std::string stem() const { return path.stem().string(); }
     /// "<parent folder>/<file stem>", the id rule of the per-request step JSON set.
     std::string parent_and_stem() const { return path.parent_path().filename().string() + "/" + stem(); }
 };
 
-/// Guesses the format from the file name and its first bytes. Returns Auto when unknown.
+/// Guesses the format from the file name and its first bytes (a padded-batch folder is Npz).
+/// Returns Auto when unknown.
 TraceFormat detect_format(const SourceFile& f);
+
+/// A padded-batch folder: a folder holding `routed_experts.npy` (verl's batch field, AReaL's routes)
+/// beside the batch's other arrays as separate .npy files (attention_mask.npy, r3_routing_valid.npy,
+/// responses.npy, ...), as `np.save` of each tensor writes them. It is one input, read exactly as
+/// an .npz holding the same arrays (format npz); the folder's subfolders are not part of it.
+bool is_batch_folder(const std::filesystem::path& p);
+
+/// The .npy files of a padded-batch folder, sorted by name (what its fingerprint and size cover).
+std::vector<std::filesystem::path> batch_folder_files(const std::filesystem::path& folder);
+
+/// Bytes of one input as collect_trace_files returns it: the file's size, or the total of a
+/// padded-batch folder's .npy files; 0 when it cannot be read.
+std::uint64_t trace_input_bytes(const std::filesystem::path& p);
 
 /// Per-layer expert totals of a load-only (aggregate) file. totals has shape [L][E].
 struct AggregateCounts {
@@ -99,9 +118,10 @@ struct ImportSummary {
 };
 
 /// Expands folders recursively into their trace files (.csv .json .jsonl .npy .npz .txt .nrlre1),
-/// sorted with natural_less on the path; files are taken as given. A `config.json` met in a folder
-/// walk is the model's Hugging Face config, not a trace file, and is left out (import_trace reads
-/// it). InputError for a missing path or when nothing is found.
+/// sorted with natural_less on the path; files are taken as given. A padded-batch folder
+/// (is_batch_folder) met in the walk, or given, is returned as itself, one input, and not walked. A `config.json` met
+/// in a folder walk is the model's Hugging Face config, not a trace file, and is left out (import_trace reads it).
+/// InputError for a missing path or when nothing is found.
 std::vector<std::filesystem::path> collect_trace_files(const std::vector<std::filesystem::path>& inputs);
 
 /// The Hugging Face `config.json` that describes the model of `inputs`: the one in the first input

@@ -6,8 +6,12 @@
 //   name without ".npy". Directory entries are skipped.
 // Layer axis from shape[1] via resolve_layer_axis (all layers or MoE only); dtype from the header.
 //
-// Padded batches: an .npz holding an entry "routed_experts" is one saved training batch, a 4-D
-// array [B][S][layers][top_k], each batch row b a sample "<stem>#<b>" (request_id "row <b>"):
+// Padded batches: an .npz holding an entry "routed_experts", or a folder holding
+// routed_experts.npy beside the other arrays as .npy files (np.save of each tensor), is one saved
+// training batch, a 4-D array [B][S][layers][top_k], each batch row b a sample "<stem>#<b>" (stem
+// = the archive's or the folder's name; request_id "row <b>"). Both forms read the same arrays
+// the same way: same samples, counts and notes; errors name "<archive>: entry '<name>'" or the
+// .npy file.
 //   - verl (verl-project/verl 1dda039b, verl/experimental/agent_loop/agent_loop.py,
 //     verl/utils/megatron/router_replay_utils.py): int16 [B, prompt_len + response_len,
 //     num_hidden_layers, top_k], each sample placed at its left-padded prompt start, zeros
@@ -22,17 +26,24 @@
 //     attention_mask count when saved, else the last non-zero row + 1 (refused for top-1, where a
 //     route to expert 0 is a zero row); routes = rows [0, seq_len - 1), t_i = seq_len. Rows whose
 //     r3_routing_valid is false hold filled-in copies and are skipped with a note.
-//   Batch rows whose attention_mask is all zero are skipped with a note. The routes entry is read
-//   one batch row at a time (never the whole array), so batches of any size stream.
+//   Batch rows whose attention_mask is all zero are skipped with a note. The routes array is read
+//   from the file one batch row at a time (a stored entry or an .npy file straight from the disk, a
+//   deflated entry through an incremental inflate), never whole: memory holds one batch row, the
+//   mask and the current sample, whatever the batch size.
 // A torch.save file (a zip holding data.pkl) is refused with a hint to save with np.savez.
 #include "core/import/import_detail.h"
+
+#include "core/util/input_file.h"
 
 #include <zip.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <set>
 
 namespace routepack::detail {
 
@@ -80,15 +91,26 @@ constexpr std::size_t kReadChunk = std::size_t(1) << 20;
 // Largest routes entry of a padded batch (verl B 1024 x S 8192 x 48 x top-8 int16 is 6.4 GB).
 constexpr zip_uint64_t kMaxBatchEntryBytes = zip_uint64_t(1) << 40;
 
+/// Sequential reads of one array's bytes: an archive entry or an .npy file.
+class ArrayStream {
+public:
+    virtual ~ArrayStream() = default;
+    /// Reads up to n bytes (fewer only at the end of the array).
+    virtual std::size_t read(char* dst, std::size_t n) = 0;
+    /// Reads to the end (an archive entry: so that libzip checks the CRC) and checks the size.
+    virtual void finish() = 0;
+    /// Bytes the array declares (entry size, file size).
+    virtual std::uint64_t size() const = 0;
+};
+
 /// Sequential reads of one archive entry with its declared size checked.
-class EntryReader {
+class EntryReader final : public ArrayStream {
 public:
     EntryReader(zip_t* za, zip_uint64_t index, const zip_stat_t& st, const std::string& where)
         : where_(where), declared_(st.size), zf_(zip_fopen_index(za, index, 0)) {
         if (!zf_) throw InputError(where + ": " + printable(zip_strerror(za)));
     }
-    /// Reads up to n bytes (fewer only at the end of the entry).
-    std::size_t read(char* dst, std::size_t n) {
+    std::size_t read(char* dst, std::size_t n) override {
         std::size_t got = 0;
         while (got < n) {
             const zip_int64_t r = zip_fread(zf_.get(), dst + got, n - got);
@@ -100,8 +122,7 @@ public:
         }
         return got;
     }
-    /// Reads to the end (so that libzip checks the CRC) and checks the size.
-    void finish() {
+    void finish() override {
         char b[4096];
         while (read(b, sizeof b) > 0) {
         }
@@ -109,6 +130,7 @@ public:
             throw InputError(where_ + ": truncated entry (" + std::to_string(total_) + " of " +
                              std::to_string(declared_) + " bytes)");
     }
+    std::uint64_t size() const override { return declared_; }
 
 private:
     std::string where_;
@@ -116,8 +138,46 @@ private:
     std::unique_ptr<zip_file_t, ZipFileCloser> zf_;
 };
 
+struct FileCloser {
+    void operator()(std::FILE* f) const { std::fclose(f); }
+};
+
+/// Sequential reads of one .npy file of a padded-batch folder, straight from the disk.
+class NpyFileReader final : public ArrayStream {
+public:
+    NpyFileReader(const std::filesystem::path& p, std::uint64_t size, const std::string& where)
+        : where_(where), size_(size), f_(std::fopen(p.c_str(), "rb")) {
+        if (!f_) throw InputError(where + ": cannot open (" + std::strerror(errno) + ")");
+    }
+    std::size_t read(char* dst, std::size_t n) override {
+        const std::size_t got = std::fread(dst, 1, n, f_.get());
+        if (got < n && std::ferror(f_.get())) throw InputError(where_ + ": read error");
+        return got;
+    }
+    void finish() override {}
+    std::uint64_t size() const override { return size_; }
+
+private:
+    std::string where_;
+    std::uint64_t size_ = 0;
+    std::unique_ptr<std::FILE, FileCloser> f_;
+};
+
+/// The named arrays of one padded batch: an .npz archive's entries or a folder's .npy files.
+class BatchArrays {
+public:
+    virtual ~BatchArrays() = default;
+    virtual bool has(const std::string& name) const = 0;
+    /// Error prefix for array `name`: "<archive>: entry '<name>'" or "<folder>/<name>.npy".
+    virtual std::string where(const std::string& name) const = 0;
+    /// Opens array `name` (has(name)) after checking its declared size against `limit`.
+    virtual std::unique_ptr<ArrayStream> open(const std::string& name, std::uint64_t limit) const = 0;
+    /// "archive" or "folder", for the missing-mask message.
+    virtual const char* container() const = 0;
+};
+
 /// Reads an .npy header from the reader; `buf` keeps the bytes read past it.
-NpyHeaderInfo read_header(EntryReader& in, std::string& buf, const std::string& where) {
+NpyHeaderInfo read_header(ArrayStream& in, std::string& buf, const std::string& where) {
     buf.clear();
     for (;;) {
         const std::size_t at = buf.size();
@@ -145,6 +205,54 @@ void check_entry_sizes(const zip_stat_t& st, const std::string& where, zip_uint6
                          (stored ? std::string("a stored entry holds") : "compression can expand to"));
 }
 
+/// The entries of an open .npz archive; `entries` maps entry names without ".npy" to indices.
+class ArchiveArrays final : public BatchArrays {
+public:
+    ArchiveArrays(zip_t* za, const std::map<std::string, zip_uint64_t>& entries, std::string path)
+        : za_(za), entries_(entries), path_(std::move(path)) {}
+    bool has(const std::string& name) const override { return entries_.count(name) != 0; }
+    std::string where(const std::string& name) const override { return path_ + ": entry '" + name + "'"; }
+    std::unique_ptr<ArrayStream> open(const std::string& name, std::uint64_t limit) const override {
+        const std::string w = where(name);
+        const zip_uint64_t index = entries_.at(name);
+        zip_stat_t st;
+        zip_stat_init(&st);
+        if (zip_stat_index(za_, index, 0, &st) != 0) throw InputError(w + ": " + printable(zip_strerror(za_)));
+        check_entry_sizes(st, w, limit);
+        return std::make_unique<EntryReader>(za_, index, st, w);
+    }
+    const char* container() const override { return "archive"; }
+
+private:
+    zip_t* za_;
+    const std::map<std::string, zip_uint64_t>& entries_;
+    std::string path_;
+};
+
+/// The .npy files of a padded-batch folder (is_batch_folder), by name without ".npy".
+class FolderArrays final : public BatchArrays {
+public:
+    explicit FolderArrays(const std::filesystem::path& folder) : folder_(folder) {
+        for (const auto& p : batch_folder_files(folder))
+            names_.insert(p.stem().string());
+    }
+    bool has(const std::string& name) const override { return names_.count(name) != 0; }
+    std::string where(const std::string& name) const override { return (folder_ / (name + ".npy")).string(); }
+    std::unique_ptr<ArrayStream> open(const std::string& name, std::uint64_t limit) const override {
+        const std::string w = where(name);
+        const std::uint64_t size = check_input_file(folder_ / (name + ".npy"), input_files::kTraceFile);
+        if (size > limit)
+            throw InputError(w + ": holds " + std::to_string(size) + " bytes, more than the " + std::to_string(limit) +
+                             "-byte limit per array");
+        return std::make_unique<NpyFileReader>(folder_ / (name + ".npy"), size, w);
+    }
+    const char* container() const override { return "folder"; }
+
+private:
+    std::filesystem::path folder_;
+    std::set<std::string> names_;
+};
+
 std::string row_list(const std::vector<std::int64_t>& rows) {
     std::string s;
     for (std::size_t i = 0; i < rows.size() && i < 10; ++i)
@@ -153,72 +261,58 @@ std::string row_list(const std::vector<std::int64_t>& rows) {
     return s;
 }
 
-/// One padded batch archive (see the file comment). `entries` maps entry names without ".npy"
-/// to archive indices.
-void parse_npz_batch(zip_t* za, const std::map<std::string, zip_uint64_t>& entries, const SourceFile& f,
-                     const ModelDescription& m, const EmitFn& emit) {
+/// One padded batch (see the file comment), from an archive or a folder.
+void parse_batch(const BatchArrays& arrays, const SourceFile& f, const std::string& stem, const ModelDescription& m,
+                 const EmitFn& emit) {
     const std::string path = f.path.string();
-    auto stat_of = [&](zip_uint64_t index, const std::string& where) {
-        zip_stat_t st;
-        zip_stat_init(&st);
-        if (zip_stat_index(za, index, 0, &st) != 0) throw InputError(where + ": " + printable(zip_strerror(za)));
-        return st;
-    };
-    // A small array (mask, validity, token ids) read whole.
+    // A small array (mask, validity) read whole.
     auto small = [&](const std::string& name, NpyArray& out) -> bool {
-        const auto it = entries.find(name);
-        if (it == entries.end()) return false;
-        const std::string where = path + ": entry '" + name + "'";
-        const zip_stat_t st = stat_of(it->second, where);
-        check_entry_sizes(st, where, kMaxEntryBytes);
-        EntryReader in(za, it->second, st, where);
-        std::string buf(static_cast<std::size_t>(st.size), '\0');
-        buf.resize(in.read(buf.data(), buf.size()));
-        in.finish();
+        if (!arrays.has(name)) return false;
+        const std::string where = arrays.where(name);
+        const auto in = arrays.open(name, kMaxEntryBytes);
+        std::string buf(static_cast<std::size_t>(in->size()), '\0');
+        buf.resize(in->read(buf.data(), buf.size()));
+        in->finish();
         out = parse_npy(buf, where, true);
         return true;
     };
 
-    const std::string rwhere = path + ": entry 'routed_experts'";
-    NpyArray mask, valid, responses;
+    const std::string rwhere = arrays.where("routed_experts");
+    NpyArray mask, valid;
     const bool have_mask = small("attention_mask", mask);
     const bool have_valid = small("r3_routing_valid", valid);
-    const auto resp_it = entries.find("responses");
 
-    const zip_stat_t st = stat_of(entries.at("routed_experts"), rwhere);
-    check_entry_sizes(st, rwhere, kMaxBatchEntryBytes);
-    EntryReader in(za, entries.at("routed_experts"), st, rwhere);
+    const auto in = arrays.open("routed_experts", kMaxBatchEntryBytes);
     std::string pending;
-    const NpyHeaderInfo h = read_header(in, pending, rwhere);
+    const NpyHeaderInfo h = read_header(*in, pending, rwhere);
     if (h.shape.size() != 4)
         throw InputError(rwhere + ": has " + std::to_string(h.shape.size()) +
                          " dimensions, expected a padded batch [batch][tokens][layers][top_k]");
     if (h.fortran)
         throw InputError(rwhere + ": is stored in Fortran order; save a C-order array (np.ascontiguousarray)");
     if (!have_mask && !have_valid)
-        throw InputError(rwhere + ": a padded batch [B, S, layers, top_k] needs attention_mask [B, S] (verl) or "
-                                  "r3_routing_valid [B] (AReaL) beside it in the archive to tell routes from padding");
+        throw InputError(rwhere + ": a padded batch [B, S, layers, top_k] needs attention_mask [B, S] (verl) or " +
+                         "r3_routing_valid [B] (AReaL) beside it in the " + arrays.container() +
+                         " to tell routes from padding");
     const std::int64_t B = h.shape[0], S = h.shape[1];
     if (h.shape[2] > INT32_MAX || h.shape[3] > INT32_MAX) throw InputError(rwhere + ": shape too large");
     const int L = static_cast<int>(h.shape[2]), K = static_cast<int>(h.shape[3]);
     if (have_mask && (mask.shape.size() != 2 || mask.shape[0] != B || mask.shape[1] != S))
-        throw InputError(path + ": entry 'attention_mask' has shape " + shape_str(mask.shape) + ", expected " +
+        throw InputError(arrays.where("attention_mask") + " has shape " + shape_str(mask.shape) + ", expected " +
                          shape_str({B, S}) + " to match routed_experts " + shape_str(h.shape));
     if (have_valid && (valid.shape.size() != 1 || valid.shape[0] != B))
-        throw InputError(path + ": entry 'r3_routing_valid' has shape " + shape_str(valid.shape) + ", expected " +
+        throw InputError(arrays.where("r3_routing_valid") + " has shape " + shape_str(valid.shape) + ", expected " +
                          shape_str({B}) + " (one flag per batch row)");
     if (have_valid && !have_mask && K == 1)
         throw InputError(rwhere + ": top-1 routes to expert 0 cannot be told from zero padding: save attention_mask "
                                   "beside r3_routing_valid");
     std::int64_t prompt_area = -1; // S - R when responses [B, R] is saved
-    if (resp_it != entries.end()) {
-        const std::string where = path + ": entry 'responses'";
-        const zip_stat_t rst = stat_of(resp_it->second, where);
-        check_entry_sizes(rst, where, kMaxEntryBytes);
-        EntryReader rin(za, resp_it->second, rst, where);
+    if (arrays.has("responses")) {
+        const std::string where = arrays.where("responses");
+        const auto rin = arrays.open("responses", kMaxEntryBytes);
         std::string rbuf;
-        const NpyHeaderInfo rh = read_header(rin, rbuf, where);
-        rin.finish();
+        const NpyHeaderInfo rh = read_header(*rin, rbuf, where);
+        rin->finish();
         if (rh.shape.size() == 2 && rh.shape[0] == B && rh.shape[1] <= S) prompt_area = S - rh.shape[1];
     }
 
@@ -236,7 +330,6 @@ void parse_npz_batch(zip_t* za, const std::map<std::string, zip_uint64_t>& entri
     routes.axis_layers = L;
     routes.top_k = K;
     routes.axis_layer_ids = resolve_layer_axis(L, m, rwhere);
-    const std::string stem = f.stem();
     std::vector<std::int64_t> empty_rows, invalid_rows, short_rows;
     std::vector<std::int64_t> positions;
     for (std::int64_t b = 0; b < B; ++b) {
@@ -244,7 +337,7 @@ void parse_npz_batch(zip_t* za, const std::map<std::string, zip_uint64_t>& entri
         const std::size_t from_pending = std::min(pending.size(), row_bytes);
         std::memcpy(raw.data(), pending.data(), from_pending);
         pending.erase(0, from_pending);
-        const std::size_t got = from_pending + in.read(raw.data() + from_pending, row_bytes - from_pending);
+        const std::size_t got = from_pending + in->read(raw.data() + from_pending, row_bytes - from_pending);
         if (got != row_bytes)
             throw InputError(rwhere + ": truncated .npy data: batch row " + std::to_string(b) + " has " +
                              std::to_string(got) + " of " + std::to_string(row_bytes) + " bytes");
@@ -297,7 +390,7 @@ void parse_npz_batch(zip_t* za, const std::map<std::string, zip_uint64_t>& entri
         }
         emit(make_sample_record(routes, m, meta));
     }
-    in.finish();
+    in->finish();
     if (!empty_rows.empty())
         add_import_note(path + ": skipped " + std::to_string(empty_rows.size()) + " batch rows whose " +
                         (have_mask ? "attention_mask is all zero" : "routes are all zero") + " (rows " +
@@ -318,16 +411,33 @@ void parse_npy_file(const SourceFile& f, const ModelDescription& m, const EmitFn
     meta.id = f.stem();
     meta.source_file = f.path.string();
     const std::string where = sample_where(f, meta.id);
+    // A padded batch saved alone: say how it is read instead of refusing its shape only.
+    if (const auto h = read_npy_header(f.bytes, where); h && h->shape.size() == 4)
+        throw InputError(where + ": a 4-D array " + shape_str(h->shape) +
+                         " is a padded batch [batch][tokens][layers][top_k]: save it as routed_experts.npy beside "
+                         "attention_mask.npy (verl) or r3_routing_valid.npy (AReaL) and import their folder, or "
+                         "np.savez them into one .npz");
     RouteArray routes;
     emit_npy_sample(parse_npy(f.bytes, where), routes, m, std::move(meta), where, emit);
 }
 
 void parse_npz(const SourceFile& f, const ModelDescription& m, const EmitFn& emit) {
     const std::string path = f.path.string();
-    if (f.bytes.empty()) throw InputError(path + ": empty file");
+    if (f.streamed && f.bytes.empty()) {
+        // A padded-batch folder: the stem is the folder's whole name.
+        const std::string name =
+            f.path.filename().empty() ? f.path.parent_path().filename().string() : f.path.filename().string();
+        if (!is_batch_folder(f.path)) throw InputError(path + ": folder holds no routed_experts.npy");
+        parse_batch(FolderArrays(f.path), f, name, m, emit);
+        return;
+    }
+    if (f.byte_count() == 0) throw InputError(path + ": empty file");
     zip_error_t err;
     zip_error_init(&err);
-    zip_source_t* src = zip_source_buffer_create(f.bytes.data(), f.bytes.size(), 0, &err);
+    // A streamed archive is read from the disk as its entries are read (stored entries straight,
+    // deflated ones through libzip's incremental inflate); otherwise from the bytes in memory.
+    zip_source_t* src = f.streamed ? zip_source_file_create(f.path.c_str(), 0, -1, &err)
+                                   : zip_source_buffer_create(f.bytes.data(), f.bytes.size(), 0, &err);
     if (!src) {
         const std::string msg = zip_error_strerror(&err);
         zip_error_fini(&err);
@@ -353,7 +463,7 @@ void parse_npz(const SourceFile& f, const ModelDescription& m, const EmitFn& emi
         names.emplace(name.ends_with(".npy") ? name.substr(0, name.size() - 4) : name, static_cast<zip_uint64_t>(i));
     }
     if (names.count("routed_experts")) {
-        parse_npz_batch(za.get(), names, f, m, emit);
+        parse_batch(ArchiveArrays(za.get(), names, path), f, stem, m, emit);
         return;
     }
     std::size_t k = 0;
