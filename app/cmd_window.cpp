@@ -54,17 +54,14 @@ int do_window_split(const WindowCmd& c) {
     const std::vector<WindowSelection> parts =
         c.split_given ? split_consecutive(samples, static_cast<std::size_t>(c.split), c.trace)
                       : split_groups(samples, static_cast<std::size_t>(c.split_groups), c.trace);
-    const std::size_t digits = std::max<std::size_t>(3, std::to_string(parts.size() - 1).size());
-    std::vector<std::string> names;
+    const std::vector<std::string> names = split_window_names(c.name, parts.size());
     std::set<std::string> taken;
     for (const auto& w : lib->windows(c.trace))
         taken.insert(w.name);
     for (std::size_t k = 0; k < parts.size(); ++k) {
-        std::string num = std::to_string(k);
-        names.push_back(c.name + "-" + std::string(digits - num.size(), '0') + num);
-        if (taken.count(names.back()))
+        if (taken.count(names[k]))
             throw InputError("window: trace '" + util::printable(c.trace) + "' already has a window named '" +
-                             util::printable(names.back()) + "' (no window was created)");
+                             util::printable(names[k]) + "' (no window was created)");
     }
     std::vector<storage::Library::WindowSpec> specs;
     for (std::size_t k = 0; k < parts.size(); ++k)

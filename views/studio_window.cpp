@@ -8,6 +8,7 @@
 #include "views/library_tree_model.h"
 #include "views/plan_views.h"
 #include "views/rewrite_dialog.h"
+#include "views/run_view.h"
 #include "views/sample_table_model.h"
 #include "views/topology_editor.h"
 #include "views/window_dialog.h"
@@ -247,6 +248,16 @@ void StudioWindow::buildUi() {
     resultTabs_->setDocumentMode(true);
     resultTabs_->addTab(planView_, tr("Plan"));
     resultTabs_->addTab(compareView_, tr("Compare runs"));
+    runView_ = new RunView(this);
+    resultTabs_->addTab(runView_, tr("Run"));
+    // A click on a step of the run shows that step's saved run in the plan views.
+    connect(runView_, &RunView::stepActivated, this, [this](qint64 runId, const QString& trace, const QString& window) {
+        if (!selectRun(runId)) {
+            setStatus(tr("Run %1 of %2/%3 is no longer in the library.").arg(runId).arg(trace, window), true);
+            return;
+        }
+        resultTabs_->setCurrentWidget(planView_);
+    });
     auto* resultDock = new QDockWidget(tr("Plan and comparison"), this);
     resultDock->setObjectName(QStringLiteral("resultDock"));
     resultDock->setWidget(resultTabs_);
@@ -531,6 +542,7 @@ void StudioWindow::refreshLibrary() {
         QSignalBlocker block(treeView_->selectionModel());
         treeView_->setCurrentIndex(again);
     }
+    updateRunView();
 }
 
 bool StudioWindow::selectTrace(const QString& trace) {
@@ -561,6 +573,7 @@ void StudioWindow::onTreeSelection() {
     const QString trace = cur.data(TraceRole).toString();
     const QString window = kind == LibraryTreeModel::TraceNode ? QString() : cur.data(WindowRole).toString();
     if (trace != shownTrace_ || window != shownWindow_) loadSamples(trace, window);
+    updateRunView();
     // The plan views show the selection or nothing: a plan of another window (or the whole trace)
     // is cleared at once instead of lingering under the new heading.
     if (const auto shown = planView_->plan();
@@ -811,6 +824,22 @@ void StudioWindow::updateCompare() {
                      .arg(p->budgets.annealing.steps);
     }
     compareView_->setRuns(runs, names);
+}
+
+void StudioWindow::updateRunView() {
+    if (!lib_) {
+        runView_->setSource({}, {});
+        return;
+    }
+    // The tree's selection names the trace (shownTrace_ may lag behind until its samples are loaded);
+    // the revision is the trace's saved runs, so that a new run reads the series again.
+    const QModelIndex cur = treeView_->currentIndex();
+    const QString trace = cur.isValid() ? cur.data(TraceRole).toString() : QString();
+    QString revision;
+    for (const auto& r : tree_->snapshot().runs)
+        if (QString::fromStdString(r.trace) == trace)
+            revision += QString::number(r.id) + QLatin1Char(':') + QString::fromStdString(r.status) + QLatin1Char(',');
+    runView_->setSource(libraryPath(), trace, revision);
 }
 
 ImportDialog* StudioWindow::showImportDialog() {

@@ -35,6 +35,7 @@ class LengthHistogramView;
 class LibraryTreeModel;
 class PlanView;
 class RewriteDialog;
+class RunView;
 class SampleFilterProxy;
 class SampleTableModel;
 class TopologyEditor;
@@ -109,6 +110,8 @@ public:
     LengthHistogramView* histogramView() const { return histogram_; }
     PlanView* planView() const { return planView_; }
     CompareView* compareView() const { return compareView_; }
+    /// The Run view (the selected trace's windows as the steps of a run).
+    RunView* runView() const { return runView_; }
     TopologyEditor* topologyEditor() const { return editor_; }
     QTabWidget* resultTabs() const { return resultTabs_; }
     /// The heading above the sample table (what it shows, or why it is empty).
@@ -152,6 +155,8 @@ private:
     /// Shows what an export did in the status line (nothing when it was cancelled).
     void showExport(const std::optional<ExportResult>& result);
     void updateCompare();
+    /// Points the Run view at the selected trace (its saved runs as of the tree's snapshot).
+    void updateRunView();
     void updateActions();
     void setStatus(const QString& text, bool error = false);
     void onCellActivated(int row, int slot, const QList<int>& sampleIndices);
@@ -169,6 +174,7 @@ private:
     LengthHistogramView* histogram_ = nullptr;
     PlanView* planView_ = nullptr;
     CompareView* compareView_ = nullptr;
+    RunView* runView_ = nullptr;
     QTabWidget* resultTabs_ = nullptr;
     TopologyEditor* editor_ = nullptr;
     QLabel* status_ = nullptr;

@@ -128,4 +128,15 @@ std::vector<std::string> sample_groups(const std::vector<SampleInfo>& samples) {
     return out;
 }
 
+std::vector<std::string> split_window_names(const std::string& prefix, std::size_t count) {
+    std::vector<std::string> names;
+    if (count == 0) return names;
+    const std::size_t digits = std::max<std::size_t>(3, std::to_string(count - 1).size());
+    for (std::size_t k = 0; k < count; ++k) {
+        const std::string num = std::to_string(k);
+        names.push_back(prefix + "-" + std::string(digits - num.size(), '0') + num);
+    }
+    return names;
+}
+
 } // namespace routepack

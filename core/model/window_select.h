@@ -46,6 +46,11 @@ std::vector<WindowSelection> split_consecutive(const std::vector<SampleInfo>& sa
 std::vector<WindowSelection> split_groups(const std::vector<SampleInfo>& samples, std::size_t g,
                                           const std::string& trace);
 
+/// Names of `count` consecutive split windows: "<prefix>-000", "<prefix>-001", ... in run order, the
+/// number zero-padded to at least three digits (more when count - 1 needs them). The names of
+/// `routepack window --split` / `--split-groups` and of the studio's window dialog.
+std::vector<std::string> split_window_names(const std::string& prefix, std::size_t count);
+
 /// The distinct GRPO groups of the samples in first-appearance order (empty when none has one).
 std::vector<std::string> sample_groups(const std::vector<SampleInfo>& samples);
 

@@ -1,0 +1,356 @@
+// The studio's Run view and the split of the window dialog, offscreen: a synthetic trace cut into 3
+// consecutive windows, each planned with a fixed seed and saved as a run (what `routepack sweep`
+// does); the view's costs, gains and churn against the planner's results and placement_moves
+// computed directly; a click on a step in the chart selects that step's run in the main window; the
+// empty state; the dialog's split creates the same windows (names, sample ids, definitions) as
+// `routepack window --split`. Screenshots (light and dark) into $ROUTEPACK_SCREENSHOT_DIR or a
+// temporary folder.
+#include "core/model/window_select.h"
+#include "core/plan/placement.h"
+#include "core/plan/planner.h"
+#include "core/synth/synth.h"
+#include "storage/library.h"
+#include "tests/gui_testutil.h"
+#include "tests/testutil.h"
+#include "views/library_tree_model.h"
+#include "views/plan_views.h"
+#include "views/run_view.h"
+#include "views/studio_window.h"
+#include "views/window_dialog.h"
+
+#include <QApplication>
+#include <QBarSet>
+#include <QChart>
+#include <QChartView>
+#include <QLineSeries>
+#include <QProcess>
+#include <QSettings>
+#include <QStandardPaths>
+#include <QTabWidget>
+#include <QTreeView>
+#include <QtTest>
+
+#include <cmath>
+
+using namespace routepack;
+using namespace routepack::views;
+namespace fs = std::filesystem;
+
+namespace {
+
+QString q(const fs::path& p) {
+    return QString::fromStdString(p.string());
+}
+
+PlannerBudgets fixed_budgets(std::uint64_t seed) {
+    PlannerBudgets b;
+    b.annealing.levels = 4;
+    b.annealing.steps = 150;
+    b.seeding.candidates = 6;
+    b.seeding.population = 4;
+    b.workers = 1;
+    b.seed = seed;
+    return b;
+}
+
+} // namespace
+
+class TestStudioRuns : public QObject {
+    Q_OBJECT
+
+    fs::path tmp_;
+    QString shots_;
+    StudioOptions options_;
+    fs::path lib_;
+    std::vector<PlanResult> plans_; ///< the three windows' plans, in run order
+    std::vector<std::int64_t> runIds_;
+
+    void shot(QWidget* w, const QString& name) {
+        const QString file = shots_ + QLatin1Char('/') + name + QStringLiteral(".png");
+        QVERIFY2(w->grab().save(file), qPrintable(file));
+        qInfo("screenshot %s", qPrintable(file));
+    }
+
+    /// A synthetic trace "syn" (6 GRPO groups x 8 samples, 48 samples).
+    fs::path importSynth(const fs::path& dir) {
+        SynthConfig c;
+        c.groups = 6;
+        c.group_size = 8;
+        c.seed = 3;
+        write_synth(c, TraceFormat::VLLM, dir / "syn");
+        const fs::path file = dir / "lib.routepack";
+        auto lib = storage::Library::open(file);
+        ImportOptions o;
+        o.model = synth_model(c);
+        lib->import_trace("syn", {dir / "syn"}, o);
+        return file;
+    }
+
+private Q_SLOTS:
+    void initTestCase() {
+        QStandardPaths::setTestModeEnabled(true);
+        options_.settingsOrganization = QStringLiteral("RoutePackTest");
+        options_.settingsApplication = QStringLiteral("tst_studio_runs-%1").arg(QCoreApplication::applicationPid());
+        tmp_ = test::temp_dir(QStringLiteral("studio-runs"));
+        shots_ = qEnvironmentVariable("ROUTEPACK_SCREENSHOT_DIR");
+        if (shots_.isEmpty()) shots_ = q(tmp_ / "screenshots");
+        QDir().mkpath(shots_);
+
+        // Three consecutive windows of 16 samples, each planned with its own fixed seed and saved, as
+        // `routepack sweep` does (one planner worker per window), plus a window without a run.
+        fs::create_directories(tmp_ / "run");
+        lib_ = importSynth(tmp_ / "run");
+        auto lib = storage::Library::open(lib_);
+        const auto parts = split_consecutive(lib->samples("syn"), 16, "syn");
+        QCOMPARE(parts.size(), std::size_t(3));
+        const auto names = split_window_names("step", parts.size());
+        std::vector<storage::Library::WindowSpec> specs;
+        for (std::size_t k = 0; k < parts.size(); ++k)
+            specs.push_back({names[k], parts[k].ids, parts[k].definition});
+        lib->create_windows("syn", specs);
+        lib->create_window("syn", "unplanned", parts[0].ids, "first 16 again");
+        const Topology topo = known_topology("synthetic-demo-ep8-dp4");
+        for (std::size_t k = 0; k < names.size(); ++k) {
+            PlanInput in;
+            in.window = lib->load_window("syn", names[k]);
+            in.trace_name = "syn";
+            in.window_name = names[k];
+            in.topology = topo;
+            in.budgets = fixed_budgets(11 + k);
+            plans_.push_back(plan_window(in));
+            runIds_.push_back(lib->save_run(plans_.back(), "demo-ep8").id);
+        }
+    }
+
+    void cleanupTestCase() {
+        QSettings(options_.settingsOrganization, options_.settingsApplication).clear();
+        fs::remove_all(tmp_);
+    }
+
+    void seriesEqualDirectComputation() {
+        auto lib = storage::Library::open(lib_, storage::OpenMode::ReadOnly);
+        const RunSeriesSet set = compute_run_series(*lib, "syn");
+        QVERIFY2(set.error.empty(), set.error.c_str());
+        QCOMPARE(set.windows, std::size_t(4));
+        QCOMPARE(set.windows_with_runs, std::size_t(3));
+        QCOMPARE(set.series.size(), std::size_t(1));
+        const RunSeries& s = set.series[0];
+        QCOMPARE(s.topology, std::string("demo-ep8"));
+        QCOMPARE(s.steps.size(), std::size_t(3));
+        QCOMPARE(s.slots, std::int64_t(plans_[0].lpt.layers) * plans_[0].lpt.experts);
+        for (std::size_t k = 0; k < 3; ++k) {
+            const RunStep& st = s.steps[k];
+            const PlanResult& p = plans_[k];
+            QCOMPARE(st.window, p.window_name);
+            QCOMPARE(st.run, runIds_[k]);
+            QCOMPARE(st.samples, std::size_t(16));
+            QCOMPARE(st.cost[0], p.baseline.metrics.score.max_u);
+            QCOMPARE(st.cost[1], p.reorder.metrics.score.max_u);
+            QCOMPARE(st.cost[2], p.karmarkar_karp.metrics.score.max_u);
+            QCOMPARE(st.cost[3], p.routepack.metrics.score.max_u);
+            const double base = p.baseline.metrics.score.max_u;
+            QCOMPARE(st.gain_pct, 100.0 * (p.routepack.metrics.score.max_u - base) / base);
+            QVERIFY(st.gain_pct <= 0); // routepack never loses to the baseline here
+            QCOMPARE(st.rows, p.rows.rows);
+            if (k == 0) {
+                QCOMPARE(st.churn, std::int64_t(-1));
+                QCOMPARE(st.previous, std::string());
+                continue;
+            }
+            // Churn: experts that change slot against the previous window, summed over MoE layers (the
+            // number `routepack sweep` prints), counted here slot by slot from the two placements.
+            std::int64_t changed = 0;
+            for (std::size_t v = 0; v < p.lpt.slot.size(); ++v)
+                changed += p.lpt.slot[v] != plans_[k - 1].lpt.slot[v] ? 1 : 0;
+            std::int64_t moves = 0;
+            for (const auto& layer : placement_moves(p.lpt, plans_[k - 1].lpt))
+                moves += static_cast<std::int64_t>(layer.size());
+            QCOMPARE(st.churn, moves);
+            QCOMPARE(st.churn, changed);
+            QCOMPARE(st.previous, plans_[k - 1].window_name);
+        }
+        // The histogram holds every step once, in bins of a round width covering the gains.
+        const auto bins = gain_histogram(s);
+        QVERIFY(!bins.empty());
+        std::size_t held = 0;
+        for (const auto& b : bins) {
+            QVERIFY(b.hi > b.lo);
+            for (int i : b.steps) {
+                QVERIFY(s.steps[static_cast<std::size_t>(i)].gain_pct >= b.lo - 1e-9);
+                QVERIFY(s.steps[static_cast<std::size_t>(i)].gain_pct < b.hi + 1e-9);
+            }
+            held += b.steps.size();
+        }
+        QCOMPARE(held, std::size_t(3));
+        QVERIFY(bins.size() <= 8);
+    }
+
+    void gainHistogramHandCases() {
+        RunSeries s;
+        for (double g : {-12.3, -10.0, -4.9, -4.1})
+            s.steps.push_back(RunStep{.gain_pct = g});
+        // Range 8.2 %: width 1 needs 10 bins (-13..-4), width 2 needs 5 (-14..-4).
+        const auto bins = gain_histogram(s, 8);
+        QCOMPARE(bins.size(), std::size_t(5));
+        QCOMPARE(bins.front().lo, -14.0);
+        QCOMPARE(bins.back().hi, -4.0);
+        QCOMPARE(bins[0].steps, std::vector<int>({0}));
+        QCOMPARE(bins[2].steps, std::vector<int>({1}));
+        QCOMPARE(bins[4].steps, std::vector<int>({2, 3}));
+        RunSeries same;
+        same.steps.push_back(RunStep{.gain_pct = -3.0});
+        same.steps.push_back(RunStep{.gain_pct = -3.0});
+        const auto one = gain_histogram(same, 8);
+        QCOMPARE(one.size(), std::size_t(1));
+        QCOMPARE(one[0].steps.size(), std::size_t(2));
+        QVERIFY(one[0].lo <= -3.0 && one[0].hi > -3.0);
+    }
+
+    void runViewInTheStudioAndClickThrough() {
+        StudioWindow w(options_);
+        w.resize(1600, 1000);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QString err;
+        QVERIFY2(w.openLibrary(q(lib_), false, &err), qPrintable(err));
+        RunView* rv = w.runView();
+        QVERIFY(rv);
+        QVERIFY(w.selectTrace(QStringLiteral("syn")));
+        w.resultTabs()->setCurrentWidget(rv);
+        QTRY_VERIFY_WITH_TIMEOUT(!rv->isLoading() && rv->currentSeries(), 30000);
+        QVERIFY(!rv->isEmptyState());
+        const RunSeries* s = rv->currentSeries();
+        QCOMPARE(s->steps.size(), std::size_t(3));
+        // The charts hold the numbers: one point per step and method, one churn bar per step.
+        for (int m = 0; m < 4; ++m) {
+            QLineSeries* line = rv->costSeries(m);
+            QVERIFY(line);
+            QCOMPARE(line->count(), 3);
+            for (int k = 0; k < 3; ++k)
+                QCOMPARE(line->at(k).y(), s->steps[static_cast<std::size_t>(k)].cost[static_cast<std::size_t>(m)]);
+        }
+        QCOMPARE(rv->churnSet()->count(), 3);
+        QCOMPARE(rv->churnSet()->at(0), 0.0);
+        QCOMPARE(rv->churnSet()->at(2), static_cast<double>(s->steps[2].churn));
+        QCOMPARE(rv->gainSet()->count(), static_cast<int>(rv->gainBins().size()));
+        // Tooltips give the exact values.
+        const QString tip = rv->stepToolTip(1);
+        QVERIFY2(tip.contains(QStringLiteral("step 1: step-001")), qPrintable(tip));
+        QVERIFY2(tip.contains(
+                     QStringLiteral("RoutePack: max_g U = %1").arg(plans_[1].routepack.metrics.score.max_u, 0, 'f', 4)),
+                 qPrintable(tip));
+        QVERIFY2(tip.contains(QStringLiteral("churn vs step-000: %1 of %2 slots").arg(s->steps[1].churn).arg(s->slots)),
+                 qPrintable(tip));
+        QVERIFY2(tip.contains(QString::asprintf("routepack vs baseline %+.2f %%", s->steps[1].gain_pct)),
+                 qPrintable(tip));
+        QVERIFY(rv->stepToolTip(3).isEmpty());
+        QVERIFY(rv->headingText().contains(QStringLiteral("3 steps of 4 windows")));
+
+        // Light and dark screenshots of the Run view in the real window.
+        QTest::qWait(100);
+        shot(&w, QStringLiteral("studio-run"));
+        shot(rv, QStringLiteral("studio-run-view"));
+        const QPalette light = QApplication::palette();
+        const QString style = QApplication::style()->name();
+        QApplication::setStyle(QStringLiteral("Fusion"));
+        QApplication::setPalette(test::dark_palette());
+        QTest::qWait(100);
+        shot(&w, QStringLiteral("studio-run-dark"));
+        shot(rv, QStringLiteral("studio-run-view-dark"));
+        QApplication::setPalette(light);
+        QApplication::setStyle(style);
+        QTest::qWait(50);
+
+        // A real click on step 2 of the cost chart selects step 2's run and shows its plan.
+        QChartView* view = rv->costChartView();
+        QChart* chart = view->chart();
+        const QPointF at = chart->mapToPosition(QPointF(2, s->steps[2].cost[3]), rv->costSeries(3));
+        const QPoint pos = view->mapFromScene(chart->mapToScene(at));
+        QCOMPARE(rv->stepAt(view, pos), 2);
+        QSignalSpy activated(rv, &RunView::stepActivated);
+        QSignalSpy shown(&w, &StudioWindow::planShown);
+        QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, pos);
+        QCOMPARE(activated.count(), 1);
+        QCOMPARE(activated.at(0).at(0).toLongLong(), runIds_[2]);
+        QCOMPARE(activated.at(0).at(2).toString(), QStringLiteral("step-002"));
+        QCOMPARE(w.resultTabs()->currentWidget(), static_cast<QWidget*>(w.planView()));
+        const QModelIndex cur = w.libraryView()->currentIndex();
+        QCOMPARE(cur.data(RunIdRole).toLongLong(), runIds_[2]);
+        QTRY_COMPARE_WITH_TIMEOUT(w.shownRunId(), qint64(runIds_[2]), 60000);
+        QVERIFY(w.planView()->plan());
+        QCOMPARE(w.planView()->plan()->window_name, std::string("step-002"));
+        QCOMPARE(w.planView()->plan()->routepack.metrics.score.max_u, plans_[2].routepack.metrics.score.max_u);
+        // A click on the churn chart's first bar selects step 0's run.
+        QChartView* cv = rv->churnChartView();
+        w.resultTabs()->setCurrentWidget(rv);
+        QTest::qWait(50);
+        const QRectF plot = cv->chart()->plotArea();
+        const QPoint p0 =
+            cv->mapFromScene(cv->chart()->mapToScene(QPointF(plot.left() + plot.width() / 6.0, plot.bottom() - 4)));
+        QCOMPARE(rv->stepAt(cv, p0), 0);
+        QTest::mouseClick(cv->viewport(), Qt::LeftButton, {}, p0);
+        QCOMPARE(activated.count(), 2);
+        QCOMPARE(activated.at(1).at(0).toLongLong(), runIds_[0]);
+        QTRY_COMPARE_WITH_TIMEOUT(w.shownRunId(), qint64(runIds_[0]), 60000);
+        w.close();
+    }
+
+    void emptyStates() {
+        // A trace whose runs cover one window: the explicit empty state, with what to do.
+        fs::create_directories(tmp_ / "one");
+        const fs::path lib = importSynth(tmp_ / "one");
+        {
+            auto l = storage::Library::open(lib);
+            const auto parts = split_consecutive(l->samples("syn"), 24, "syn");
+            const auto names = split_window_names("w", parts.size());
+            std::vector<storage::Library::WindowSpec> specs;
+            for (std::size_t k = 0; k < parts.size(); ++k)
+                specs.push_back({names[k], parts[k].ids, parts[k].definition});
+            l->create_windows("syn", specs);
+            PlanInput in;
+            in.window = l->load_window("syn", "w-000");
+            in.trace_name = "syn";
+            in.window_name = "w-000";
+            in.topology = known_topology("synthetic-demo-ep8-dp4");
+            in.budgets = fixed_budgets(5);
+            l->save_run(plan_window(in), "demo-ep8");
+            const RunSeriesSet set = compute_run_series(*l, "syn");
+            QVERIFY(set.error.empty());
+            QCOMPARE(set.windows, std::size_t(2));
+            QCOMPARE(set.windows_with_runs, std::size_t(1));
+            QVERIFY(set.series.empty());
+            QCOMPARE(compute_run_series(*l, "nope").error, "no trace named 'nope' in " + lib.string());
+        }
+        RunView rv;
+        rv.resize(900, 700);
+        QVERIFY(rv.isEmptyState());
+        QCOMPARE(rv.emptyText(), QStringLiteral("Select a trace in the library to see its whole run."));
+        QSignalSpy updated(&rv, &RunView::updated);
+        rv.setSource(q(lib), QStringLiteral("syn"));
+        QTRY_COMPARE_WITH_TIMEOUT(updated.count(), 1, 30000);
+        QVERIFY(rv.isEmptyState());
+        QVERIFY(!rv.currentSeries());
+        QVERIFY(!rv.activateStep(0));
+        QVERIFY2(rv.emptyText().startsWith(QStringLiteral(
+                     "Trace syn has saved runs in 1 of its 2 windows, and no topology has runs in two or more.")),
+                 qPrintable(rv.emptyText()));
+        QVERIFY(rv.emptyText().contains(QStringLiteral("Split into consecutive windows")));
+        QVERIFY(rv.costSeries(0) == nullptr);
+        // Same source again: nothing is read again.
+        rv.setSource(q(lib), QStringLiteral("syn"));
+        QVERIFY(!rv.isLoading());
+        // An unknown trace: the error in words.
+        rv.setSource(q(lib), QStringLiteral("nope"));
+        QTRY_COMPARE_WITH_TIMEOUT(updated.count(), 2, 30000);
+        QCOMPARE(rv.emptyText(),
+                 QStringLiteral("Cannot read the runs of trace nope: no trace named 'nope' in ") + q(lib));
+        rv.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&rv));
+        rv.setSource(q(lib), QStringLiteral("syn"));
+        QTRY_COMPARE_WITH_TIMEOUT(updated.count(), 3, 30000);
+        shot(&rv, QStringLiteral("studio-run-empty"));
+    }
+};
+
+QTEST_MAIN(TestStudioRuns)
+#include "tst_studio_runs.moc"

@@ -1,0 +1,152 @@
+#include "views/run_series.h"
+
+#include "core/model/trace.h"
+#include "core/plan/placement.h"
+#include "core/plan/plan_file.h"
+#include "views/plan_data.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace routepack::views {
+
+namespace {
+
+/// A saved run picked for one step, with its stored plan.
+struct Picked {
+    const storage::RunEntry* run = nullptr;
+    int runs = 0;
+};
+
+} // namespace
+
+RunSeriesSet compute_run_series(const storage::Library& lib, const std::string& trace,
+                                const std::atomic<bool>* cancel) {
+    RunSeriesSet out;
+    out.trace = trace;
+    try {
+        (void)lib.trace(trace); // an unknown trace is refused by name
+        std::vector<storage::WindowEntry> windows = lib.windows(trace);
+        std::sort(windows.begin(), windows.end(), [](const storage::WindowEntry& a, const storage::WindowEntry& b) {
+            return natural_less(a.name, b.name);
+        });
+        out.windows = windows.size();
+        // Per topology name: per window (in run order) the newest usable run.
+        std::vector<std::vector<storage::RunEntry>> runs(windows.size());
+        std::map<std::string, std::map<std::size_t, Picked>> by_topology;
+        for (std::size_t w = 0; w < windows.size(); ++w) {
+            runs[w] = lib.runs(trace, windows[w].name);
+            bool any = false;
+            for (const auto& r : runs[w]) {
+                if (r.plan_id == 0 || (r.status != "finished" && r.status != "cancelled")) continue;
+                any = true;
+                Picked& p = by_topology[r.topology][w];
+                ++p.runs;
+                if (!p.run || r.id > p.run->id) p.run = &r;
+            }
+            if (any) ++out.windows_with_runs;
+        }
+        for (const auto& [topology, picked] : by_topology) {
+            if (picked.size() < 2) continue;
+            RunSeries s;
+            s.topology = topology;
+            Placement previous;
+            for (const auto& [w, p] : picked) {
+                if (cancel && cancel->load()) {
+                    out.series.clear();
+                    out.error = "cancelled";
+                    return out;
+                }
+                const storage::RunEntry& r = *p.run;
+                const PlanFile plan = parse_plan(lib.run_plan_json(r.id), "run " + std::to_string(r.id));
+                RunStep st;
+                st.window = windows[w].name;
+                st.samples = windows[w].samples;
+                st.run = r.id;
+                st.runs = p.runs;
+                st.status = r.status;
+                for (int m = 0; m < kMethodCount; ++m) {
+                    const auto it = plan.metrics.find(method_id(m));
+                    st.cost[static_cast<std::size_t>(m)] = it == plan.metrics.end() ? 0.0 : it->second.score.max_u;
+                }
+                const double base = st.cost[0], rp = st.cost[3];
+                st.gain_pct = base > 0 ? 100.0 * (rp - base) / base : 0.0;
+                st.rows = plan.row_count;
+                st.certified = plan.row_count_certified;
+                if (const auto t = r.timings.find("total"); t != r.timings.end()) st.planner_s = t->second;
+                if (s.steps.empty()) {
+                    s.topology_value = r.topology_value;
+                    s.slots = static_cast<std::int64_t>(plan.placement.layers) * plan.placement.experts;
+                } else {
+                    st.previous = s.steps.back().window;
+                    const auto moves = placement_moves(plan.placement, previous);
+                    st.churn = 0;
+                    for (std::size_t l = 0; l < moves.size(); ++l) {
+                        const auto n = static_cast<std::int64_t>(moves[l].size());
+                        st.churn += n;
+                        if (n > st.churn_layer_slots) {
+                            st.churn_layer_slots = n;
+                            const auto& ids = plan.model.moe_layers;
+                            st.churn_layer = l < ids.size() ? ids[l] : static_cast<int>(l);
+                        }
+                    }
+                }
+                previous = plan.placement;
+                s.steps.push_back(std::move(st));
+            }
+            out.series.push_back(std::move(s));
+        }
+        std::stable_sort(out.series.begin(), out.series.end(), [](const RunSeries& a, const RunSeries& b) {
+            if (a.steps.size() != b.steps.size()) return a.steps.size() > b.steps.size();
+            auto newest = [](const RunSeries& s) {
+                std::int64_t id = 0;
+                for (const auto& st : s.steps)
+                    id = std::max(id, st.run);
+                return id;
+            };
+            return newest(a) > newest(b);
+        });
+    } catch (const std::exception& e) {
+        out.series.clear();
+        out.error = e.what();
+    }
+    return out;
+}
+
+std::vector<GainBin> gain_histogram(const RunSeries& series, int max_bins) {
+    std::vector<GainBin> bins;
+    if (series.steps.empty()) return bins;
+    max_bins = std::max(1, max_bins);
+    double lo = series.steps.front().gain_pct, hi = lo;
+    for (const auto& st : series.steps) {
+        lo = std::min(lo, st.gain_pct);
+        hi = std::max(hi, st.gain_pct);
+    }
+    double width = 0.1;
+    for (double decade = 0.1;; decade *= 10) {
+        bool found = false;
+        for (double f : {1.0, 2.0, 5.0}) {
+            width = f * decade;
+            if (std::floor(hi / width) - std::floor(lo / width) + 1 <= max_bins) {
+                found = true;
+                break;
+            }
+        }
+        if (found) break;
+    }
+    const double first = std::floor(lo / width);
+    const int n = static_cast<int>(std::floor(hi / width) - first) + 1;
+    bins.resize(static_cast<std::size_t>(n));
+    for (int k = 0; k < n; ++k) {
+        bins[static_cast<std::size_t>(k)].lo = (first + k) * width;
+        bins[static_cast<std::size_t>(k)].hi = (first + k + 1) * width;
+    }
+    for (std::size_t i = 0; i < series.steps.size(); ++i) {
+        const int k = std::clamp(static_cast<int>(std::floor(series.steps[i].gain_pct / width) - first), 0, n - 1);
+        bins[static_cast<std::size_t>(k)].steps.push_back(static_cast<int>(i));
+    }
+    return bins;
+}
+
+} // namespace routepack::views

@@ -1,0 +1,86 @@
+#pragma once
+// What the studio's Run view shows: a trace's windows as the steps of a training run, each with one
+// saved run's joint cost per method, its gain against the baseline and the placement churn against
+// the previous step, grouped by topology. These are the numbers `routepack sweep` prints for the
+// runs it saves (app/cmd_sweep.cpp): joint cost = max_g U (eq. 15) of each method, gain = 100 x
+// (routepack - baseline) / baseline, churn = placement_moves(step, previous step) summed over MoE
+// layers. Plain C++ (no widgets), computed on a worker thread.
+#include "core/model/topology.h"
+#include "storage/library.h"
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace routepack::views {
+
+/// One step of a run: a window and the saved run shown for it.
+struct RunStep {
+    std::string window;      ///< window name
+    std::size_t samples = 0; ///< samples of the window
+    std::int64_t run = 0;    ///< the saved run shown (the newest finished or cancelled run on the topology)
+    int runs = 0;            ///< finished or cancelled runs of the window on the topology (>= 1)
+    std::string status;      ///< "finished" or "cancelled"
+    /// max_g U (eq. 15, tokens) per method in views::method_id order: baseline, reorder,
+    /// karmarkar_karp, routepack (the stored plan's metrics).
+    std::array<double, 4> cost{};
+    /// 100 x (routepack - baseline) / baseline in percent (negative: routepack is cheaper; 0 when the
+    /// baseline is 0): `routepack sweep`'s routepack_vs_baseline_pct.
+    double gain_pct = 0;
+    int rows = 0;           ///< R*
+    bool certified = false; ///< R* certified
+    double planner_s = 0;   ///< the run's planner time ("total" timing), seconds
+    std::string previous;   ///< window of the previous step ("" for the first step)
+    /// Physical slots whose logical expert changes against the previous step's placement, summed
+    /// over MoE layers (placement_moves); -1 for the first step.
+    std::int64_t churn = -1;
+    /// The MoE layer (its decoder layer number, ModelDescription::moe_layers) with the most changed
+    /// slots, the first on ties (-1: nothing changed or first step).
+    int churn_layer = -1;
+    std::int64_t churn_layer_slots = 0; ///< changed slots of that layer
+};
+
+/// The steps of one topology: every window of the trace (in natural name order, as `routepack sweep`
+/// plans them) that has a finished or cancelled run on it. Churn is against the previous listed step.
+struct RunSeries {
+    std::string topology;    ///< topology name of the runs
+    Topology topology_value; ///< the topology the runs used
+    std::int64_t slots = 0;  ///< slots of one placement, MoE layers x experts (churn's upper bound)
+    std::vector<RunStep> steps;
+};
+
+/// Every run series of one trace.
+struct RunSeriesSet {
+    std::string trace;
+    std::size_t windows = 0;           ///< windows of the trace
+    std::size_t windows_with_runs = 0; ///< windows with a finished or cancelled run (any topology)
+    /// Topologies with runs in at least two windows: the most steps first, ties broken by the newest
+    /// run (highest id) first.
+    std::vector<RunSeries> series;
+    std::string error; ///< why reading failed (then `series` is empty)
+};
+
+/// Reads every saved run of `trace` and builds its series from the stored plans (Library::runs,
+/// run_plan_json, parse_plan; placement_moves for churn). Windows without runs are left out; a window
+/// with several runs on one topology shows the newest (highest id). Failed runs (no plan) are
+/// skipped. Errors (an unknown trace, a damaged plan) land in RunSeriesSet::error in words; `cancel`
+/// (polled between runs) stops early with error "cancelled". Cost: one plan JSON parse per run shown
+/// plus O(L x E) per step.
+RunSeriesSet compute_run_series(const storage::Library& lib, const std::string& trace,
+                                const std::atomic<bool>* cancel = nullptr);
+
+/// One bin of the gain distribution: gains in [lo, hi) percent and the steps (indices into
+/// RunSeries::steps) that fall in it.
+struct GainBin {
+    double lo = 0, hi = 0;
+    std::vector<int> steps;
+};
+
+/// Histogram of the steps' gain_pct: bins on multiples of the smallest round width (1, 2 or 5 x 10^k
+/// percent, at least 0.1) that covers min..max in at most `max_bins` (>= 1) bins; bin lo = floor(gain
+/// / width) x width. Empty bins inside the range are kept; no steps: no bins.
+std::vector<GainBin> gain_histogram(const RunSeries& series, int max_bins = 8);
+
+} // namespace routepack::views

@@ -1,0 +1,502 @@
+#include "views/run_view.h"
+
+#include "storage/library.h"
+#include "views/job_tracker.h"
+#include "views/plan_data.h"
+#include "views/plan_panels.h"
+
+#include <QBarCategoryAxis>
+#include <QBarSeries>
+#include <QBarSet>
+#include <QChart>
+#include <QChartView>
+#include <QComboBox>
+#include <QEvent>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLegend>
+#include <QLineSeries>
+#include <QMouseEvent>
+#include <QSplitter>
+#include <QStackedWidget>
+#include <QToolTip>
+#include <QVBoxLayout>
+#include <QValueAxis>
+
+#include <algorithm>
+#include <cmath>
+
+namespace routepack::views {
+
+namespace {
+
+/// Line colours of the methods (baseline, reorder, Karmarkar-Karp, RoutePack): mid-tone, readable on
+/// light and dark backgrounds.
+const QColor kMethodColours[kMethodCount] = {QColor(0x8c, 0x8c, 0x8c), QColor(0x4c, 0x78, 0xa8),
+                                             QColor(0xf5, 0x85, 0x18), QColor(0x54, 0xa2, 0x4b)};
+const QColor kChurnColour(0xb2, 0x79, 0xa2);
+const QColor kGainColour(0x54, 0xa2, 0x4b);
+
+QChartView* chartView(QWidget* parent, int minHeight) {
+    auto* chart = new QChart;
+    chart->setBackgroundRoundness(0);
+    chart->setMargins(QMargins(4, 4, 4, 4));
+    chart->legend()->setAlignment(Qt::AlignBottom);
+    auto* view = new QChartView(chart, parent);
+    view->setRenderHint(QPainter::Antialiasing, true);
+    view->setMinimumSize(260, minHeight);
+    view->viewport()->setMouseTracking(true);
+    return view;
+}
+
+void clearChart(QChart* c) {
+    c->removeAllSeries();
+    for (QAbstractAxis* a : c->axes()) {
+        c->removeAxis(a);
+        delete a;
+    }
+    c->setTitle(QString());
+}
+
+QString pct(double v) {
+    return QString::asprintf("%+.2f %%", v);
+}
+
+} // namespace
+
+RunView::RunView(QWidget* parent)
+    : QWidget(parent), tracker_(new JobTracker(JobTracker::Policy::LatestResult, 1, false, this)) {
+    heading_ = new QLabel(this);
+    heading_->setWordWrap(true);
+    heading_->setTextFormat(Qt::RichText);
+    topologyLabel_ = new QLabel(tr("Topology:"), this);
+    topologyBox_ = new QComboBox(this);
+    topologyBox_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    topologyBox_->setToolTip(tr("Topology of the runs shown (each topology with runs in two or more windows)"));
+    auto* bar = new QHBoxLayout;
+    bar->addWidget(heading_, 1);
+    bar->addWidget(topologyLabel_);
+    bar->addWidget(topologyBox_);
+
+    empty_ = new QLabel(this);
+    empty_->setWordWrap(true);
+    empty_->setAlignment(Qt::AlignCenter);
+    empty_->setMargin(24);
+    costView_ = chartView(this, 220);
+    gainView_ = chartView(this, 180);
+    churnView_ = chartView(this, 180);
+    auto* bottom = new QSplitter(Qt::Horizontal, this);
+    bottom->addWidget(gainView_);
+    bottom->addWidget(churnView_);
+    auto* split = new QSplitter(Qt::Vertical, this);
+    split->addWidget(costView_);
+    split->addWidget(bottom);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 2);
+    split->setSizes({540, 360});
+    stack_ = new QStackedWidget(this);
+    stack_->addWidget(empty_);
+    stack_->addWidget(split);
+    auto* v = new QVBoxLayout(this);
+    v->setContentsMargins(4, 4, 4, 4);
+    v->addLayout(bar);
+    v->addWidget(stack_, 1);
+    for (QChartView* view : {costView_, churnView_, gainView_})
+        view->viewport()->installEventFilter(this);
+    connect(topologyBox_, &QComboBox::currentIndexChanged, this, [this](int i) {
+        if (i >= 0 && i != series_) setSeriesIndex(i);
+    });
+    showEmpty(tr("Select a trace in the library to see its whole run."));
+}
+
+RunView::~RunView() {
+    tracker_->shutdown();
+}
+
+void RunView::setSource(const QString& library, const QString& trace, const QString& revision) {
+    if (library == library_ && trace == trace_ && revision == revision_ && (loading_ || data_ || trace.isEmpty()))
+        return;
+    library_ = library;
+    trace_ = trace;
+    revision_ = revision;
+    start();
+}
+
+void RunView::reload() {
+    start();
+}
+
+bool RunView::isLoading() const {
+    return loading_;
+}
+
+void RunView::start() {
+    data_.reset();
+    if (library_.isEmpty() || trace_.isEmpty()) {
+        tracker_->invalidate();
+        loading_ = false;
+        showEmpty(tr("Select a trace in the library to see its whole run."));
+        Q_EMIT updated();
+        return;
+    }
+    loading_ = true;
+    showEmpty(tr("Reading the saved runs of %1…").arg(trace_));
+    const std::string file = library_.toStdString(), trace = trace_.toStdString();
+    tracker_->start<RunSeriesSet>(
+        [file, trace](JobContext& ctx) -> RunSeriesSet {
+            try {
+                auto lib = storage::Library::open(file, storage::OpenMode::ReadOnly); // this thread's own
+                return compute_run_series(*lib, trace, ctx.cancelFlag());
+            } catch (const std::exception& e) {
+                RunSeriesSet s;
+                s.trace = trace;
+                s.error = e.what();
+                return s;
+            }
+        },
+        [this](quint64, const std::shared_ptr<const RunSeriesSet>& set) {
+            loading_ = false;
+            showResult(set);
+        });
+}
+
+void RunView::showResult(std::shared_ptr<const RunSeriesSet> set) {
+    if (!set) {
+        auto s = std::make_shared<RunSeriesSet>();
+        s->error = "reading the runs failed";
+        set = s;
+    }
+    data_ = std::move(set);
+    {
+        QSignalBlocker block(topologyBox_);
+        topologyBox_->clear();
+        for (const auto& s : data_->series)
+            topologyBox_->addItem(tr("%1 (%2 steps)").arg(QString::fromStdString(s.topology)).arg(s.steps.size()));
+    }
+    const bool several = data_->series.size() > 1;
+    topologyLabel_->setVisible(several);
+    topologyBox_->setVisible(several);
+    series_ = data_->series.empty() ? -1 : 0;
+    rebuild();
+    Q_EMIT updated();
+}
+
+void RunView::showEmpty(const QString& text) {
+    series_ = -1;
+    bins_.clear();
+    for (QChartView* v : {costView_, gainView_, churnView_})
+        clearChart(v->chart());
+    for (auto& s : cost_)
+        s = nullptr;
+    churnSet_ = gainSet_ = nullptr;
+    empty_->setText(text);
+    heading_->setText(trace_.isEmpty() ? tr("<b>Run</b>") : tr("<b>Run of trace %1</b>").arg(trace_.toHtmlEscaped()));
+    topologyLabel_->setVisible(false);
+    topologyBox_->setVisible(false);
+    stack_->setCurrentWidget(empty_);
+}
+
+const RunSeries* RunView::currentSeries() const {
+    if (!data_ || series_ < 0 || series_ >= static_cast<int>(data_->series.size())) return nullptr;
+    return &data_->series[static_cast<std::size_t>(series_)];
+}
+
+int RunView::seriesIndex() const {
+    return currentSeries() ? series_ : -1;
+}
+
+void RunView::setSeriesIndex(int index) {
+    if (!data_ || index < 0 || index >= static_cast<int>(data_->series.size())) return;
+    series_ = index;
+    {
+        QSignalBlocker block(topologyBox_);
+        topologyBox_->setCurrentIndex(index);
+    }
+    rebuild();
+    Q_EMIT updated();
+}
+
+bool RunView::isEmptyState() const {
+    return stack_->currentWidget() == empty_;
+}
+
+QString RunView::emptyText() const {
+    return isEmptyState() ? empty_->text() : QString();
+}
+
+QString RunView::headingText() const {
+    return heading_->text();
+}
+
+void RunView::rebuild() {
+    const RunSeries* s = currentSeries();
+    if (!s) {
+        const QString t = trace_;
+        if (!data_ || !data_->error.empty()) {
+            showEmpty(tr("Cannot read the runs of trace %1: %2")
+                          .arg(t, data_ ? QString::fromStdString(data_->error) : tr("no result")));
+        } else {
+            showEmpty(tr("Trace %1 has saved runs in %2 of its %3 windows, and no topology has runs in two or more.\n\n"
+                         "The Run view shows a training run step by step: cut the trace into consecutive windows "
+                         "(Define window, Split into consecutive windows), then plan each window on one topology "
+                         "(Run planner on each, or routepack sweep from the command line).")
+                          .arg(t)
+                          .arg(data_->windows_with_runs)
+                          .arg(data_->windows));
+        }
+        return;
+    }
+    const auto n = static_cast<int>(s->steps.size());
+    // Every chart uses the same step categories: the window names (elided from the left, so that the
+    // step number at their end stays) while they fit, else the step numbers.
+    QStringList cats;
+    const QFontMetrics fm(font());
+    for (int k = 0; k < n; ++k) {
+        const QString name = QString::fromStdString(s->steps[static_cast<std::size_t>(k)].window);
+        cats << (n <= 12 ? fm.elidedText(name, Qt::ElideLeft, 96) : QString::number(k));
+    }
+    cats.removeDuplicates();
+    if (cats.size() != n) {
+        cats.clear();
+        for (int k = 0; k < n; ++k)
+            cats << QString::number(k);
+    }
+    auto stepAxis = [&](const QString& title) {
+        auto* x = new QBarCategoryAxis;
+        x->append(cats);
+        x->setTitleText(title);
+        return x;
+    };
+
+    // Cost per step and method.
+    QChart* c = costView_->chart();
+    clearChart(c);
+    double top = 0;
+    for (int m = 0; m < kMethodCount; ++m) {
+        auto* line = new QLineSeries;
+        line->setName(QString::fromLatin1(method_label(m)));
+        QPen pen(kMethodColours[m]);
+        pen.setWidthF(m == kMethodCount - 1 ? 2.5 : 1.6);
+        line->setPen(pen);
+        line->setColor(kMethodColours[m]);
+        line->setPointsVisible(true);
+        line->setMarkerSize(m == kMethodCount - 1 ? 8 : 6);
+        for (int k = 0; k < n; ++k) {
+            const double v = s->steps[static_cast<std::size_t>(k)].cost[static_cast<std::size_t>(m)];
+            line->append(k, v);
+            top = std::max(top, v);
+        }
+        c->addSeries(line);
+        cost_[m] = line;
+    }
+    auto* x = stepAxis(tr("step (window in run order)"));
+    auto* y = new QValueAxis;
+    y->setTitleText(tr("joint cost max_g U (tokens)"));
+    y->setLabelFormat(QStringLiteral("%.4g"));
+    y->setRange(0, top > 0 ? top * 1.08 : 1);
+    y->applyNiceNumbers();
+    c->addAxis(x, Qt::AlignBottom);
+    c->addAxis(y, Qt::AlignLeft);
+    for (QLineSeries* line : cost_) {
+        line->attachAxis(x);
+        line->attachAxis(y);
+    }
+    c->setTitle(tr("Joint cost per step and method (eq. 15); click a step to show its plan"));
+    c->legend()->setVisible(true);
+    styleChart(c, palette());
+
+    // Churn per step.
+    c = churnView_->chart();
+    clearChart(c);
+    auto* churn = new QBarSeries;
+    churnSet_ = new QBarSet(tr("changed slots"));
+    churnSet_->setColor(kChurnColour);
+    churnSet_->setBorderColor(kChurnColour);
+    std::int64_t most = 0, total = 0;
+    for (const auto& st : s->steps) {
+        churnSet_->append(static_cast<double>(std::max<std::int64_t>(0, st.churn)));
+        most = std::max(most, st.churn);
+        total += std::max<std::int64_t>(0, st.churn);
+    }
+    churn->append(churnSet_);
+    churn->setBarWidth(0.6);
+    c->addSeries(churn);
+    x = stepAxis(tr("step"));
+    y = new QValueAxis;
+    y->setTitleText(tr("experts changing slot"));
+    y->setLabelFormat(QStringLiteral("%d"));
+    y->setRange(0, most > 0 ? static_cast<double>(most) * 1.1 : 1);
+    y->applyNiceNumbers();
+    c->addAxis(x, Qt::AlignBottom);
+    c->addAxis(y, Qt::AlignLeft);
+    churn->attachAxis(x);
+    churn->attachAxis(y);
+    c->setTitle(tr("Placement churn vs the previous step (of %1 slots)").arg(s->slots));
+    c->legend()->setVisible(false);
+    styleChart(c, palette());
+
+    // Distribution of the gains.
+    c = gainView_->chart();
+    clearChart(c);
+    bins_ = gain_histogram(*s);
+    auto* gains = new QBarSeries;
+    gainSet_ = new QBarSet(tr("steps"));
+    gainSet_->setColor(kGainColour);
+    gainSet_->setBorderColor(kGainColour);
+    QStringList binLabels;
+    int tallest = 0;
+    for (const auto& b : bins_) {
+        gainSet_->append(static_cast<double>(b.steps.size()));
+        tallest = std::max(tallest, static_cast<int>(b.steps.size()));
+        binLabels << QString::number(b.lo, 'g', 4); // the bin's start; the range is in the tooltip
+    }
+    gains->append(gainSet_);
+    gains->setBarWidth(0.9);
+    c->addSeries(gains);
+    auto* bx = new QBarCategoryAxis;
+    bx->append(binLabels);
+    bx->setTitleText(tr("routepack vs baseline (%, bin start)"));
+    y = new QValueAxis;
+    y->setTitleText(tr("steps"));
+    y->setLabelFormat(QStringLiteral("%d"));
+    y->setRange(0, std::max(1, tallest));
+    y->setTickCount(std::min(tallest, 5) + 1);
+    c->addAxis(bx, Qt::AlignBottom);
+    c->addAxis(y, Qt::AlignLeft);
+    gains->attachAxis(bx);
+    gains->attachAxis(y);
+    c->setTitle(tr("Distribution of the gains (negative: cheaper)"));
+    c->legend()->setVisible(false);
+    styleChart(c, palette());
+    connect(gains, &QAbstractBarSeries::hovered, gainView_, [this](bool on, int index, QBarSet*) {
+        if (on)
+            QToolTip::showText(QCursor::pos(), gainBinToolTip(index), gainView_);
+        else
+            QToolTip::hideText();
+    });
+
+    // Heading: what is shown, the gain summary and the churn total.
+    std::vector<double> g;
+    for (const auto& st : s->steps)
+        g.push_back(st.gain_pct);
+    std::sort(g.begin(), g.end());
+    double mean = 0;
+    for (double v : g)
+        mean += v;
+    mean /= static_cast<double>(g.size());
+    const double median = g.size() % 2 ? g[g.size() / 2] : 0.5 * (g[g.size() / 2 - 1] + g[g.size() / 2]);
+    const Topology& t = s->topology_value;
+    heading_->setText(tr("<b>Run of trace %1</b> on %2 (EP%3/DP%4, %5 shards, C %6): %7 steps of %8 windows<br>"
+                         "routepack vs baseline: mean %9, median %10, best %11, worst %12; churn %13 slots in total")
+                          .arg(trace_.toHtmlEscaped(), QString::fromStdString(s->topology).toHtmlEscaped())
+                          .arg(t.ep_ranks)
+                          .arg(t.dp_slots)
+                          .arg(t.shards())
+                          .arg(t.token_cap)
+                          .arg(n)
+                          .arg(data_->windows)
+                          .arg(pct(mean), pct(median), pct(g.front()), pct(g.back()))
+                          .arg(total));
+    stack_->setCurrentIndex(1);
+}
+
+QString RunView::stepToolTip(int k) const {
+    const RunSeries* s = currentSeries();
+    if (!s || k < 0 || k >= static_cast<int>(s->steps.size())) return {};
+    const RunStep& st = s->steps[static_cast<std::size_t>(k)];
+    QString tip = tr("<b>step %1: %2</b><br>run %3 (%4%5), %6 samples, R* = %7%8<br>")
+                      .arg(k)
+                      .arg(QString::fromStdString(st.window).toHtmlEscaped())
+                      .arg(st.run)
+                      .arg(QString::fromStdString(st.status))
+                      .arg(st.runs > 1 ? tr(", newest of %1 runs").arg(st.runs) : QString())
+                      .arg(st.samples)
+                      .arg(st.rows)
+                      .arg(st.certified ? tr(" (certified)") : QString());
+    for (int m = 0; m < kMethodCount; ++m)
+        tip += tr("%1: max_g U = %2<br>")
+                   .arg(QString::fromLatin1(method_label(m)))
+                   .arg(st.cost[static_cast<std::size_t>(m)], 0, 'f', 4);
+    const double reorder = st.cost[1];
+    tip +=
+        tr("routepack vs baseline %1, vs reorder %2<br>")
+            .arg(pct(st.gain_pct), reorder > 0 ? pct(100.0 * (st.cost[3] - reorder) / reorder) : QStringLiteral("n/a"));
+    if (st.churn < 0)
+        tip += tr("churn: first step (no previous window)");
+    else
+        tip += tr("churn vs %1: %2 of %3 slots change expert%4")
+                   .arg(QString::fromStdString(st.previous).toHtmlEscaped())
+                   .arg(st.churn)
+                   .arg(s->slots)
+                   .arg(st.churn_layer >= 0
+                            ? tr("; most in MoE layer %1 (%2)").arg(st.churn_layer).arg(st.churn_layer_slots)
+                            : QString());
+    tip += tr("<br>planner time %1 s").arg(st.planner_s, 0, 'f', 3);
+    return tip;
+}
+
+QString RunView::gainBinToolTip(int k) const {
+    const RunSeries* s = currentSeries();
+    if (!s || k < 0 || k >= static_cast<int>(bins_.size())) return {};
+    const GainBin& b = bins_[static_cast<std::size_t>(k)];
+    QString tip = tr("<b>%1 % to %2 %</b>: %3 step(s)").arg(b.lo, 0, 'g', 6).arg(b.hi, 0, 'g', 6).arg(b.steps.size());
+    for (int i : b.steps) {
+        const RunStep& st = s->steps[static_cast<std::size_t>(i)];
+        tip += tr("<br>step %1 %2: %3").arg(i).arg(QString::fromStdString(st.window).toHtmlEscaped(), pct(st.gain_pct));
+    }
+    return tip;
+}
+
+int RunView::stepAt(QChartView* view, const QPoint& pos) const {
+    const RunSeries* s = currentSeries();
+    if (!s || !view || (view != costView_ && view != churnView_)) return -1;
+    QChart* c = view->chart();
+    const QList<QAbstractSeries*> series = c->series();
+    if (series.isEmpty()) return -1;
+    const QPointF scene = view->mapToScene(pos);
+    const QPointF inChart = c->mapFromScene(scene);
+    if (!c->plotArea().contains(inChart)) return -1;
+    const double x = c->mapToValue(inChart, series.first()).x();
+    const int k = static_cast<int>(std::lround(x));
+    return k >= 0 && k < static_cast<int>(s->steps.size()) ? k : -1;
+}
+
+bool RunView::activateStep(int k) {
+    const RunSeries* s = currentSeries();
+    if (!s || k < 0 || k >= static_cast<int>(s->steps.size())) return false;
+    const RunStep& st = s->steps[static_cast<std::size_t>(k)];
+    Q_EMIT stepActivated(st.run, trace_, QString::fromStdString(st.window));
+    return true;
+}
+
+QLineSeries* RunView::costSeries(int m) const {
+    return m >= 0 && m < kMethodCount ? cost_[m] : nullptr;
+}
+
+bool RunView::eventFilter(QObject* watched, QEvent* event) {
+    QChartView* view = nullptr;
+    for (QChartView* v : {costView_, churnView_})
+        if (watched == v->viewport()) view = v;
+    if (view && (event->type() == QEvent::MouseMove || event->type() == QEvent::MouseButtonRelease)) {
+        const auto* me = static_cast<QMouseEvent*>(event);
+        const int k = stepAt(view, me->position().toPoint());
+        if (event->type() == QEvent::MouseMove) {
+            if (k >= 0)
+                QToolTip::showText(me->globalPosition().toPoint(), stepToolTip(k), view);
+            else
+                QToolTip::hideText();
+        } else if (me->button() == Qt::LeftButton && k >= 0) {
+            activateStep(k);
+        }
+    }
+    return QWidget::eventFilter(watched, event);
+}
+
+void RunView::changeEvent(QEvent* e) {
+    if (e->type() == QEvent::PaletteChange)
+        for (QChartView* v : {costView_, gainView_, churnView_})
+            styleChart(v->chart(), palette());
+    QWidget::changeEvent(e);
+}
+
+} // namespace routepack::views
