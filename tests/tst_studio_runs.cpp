@@ -18,6 +18,7 @@
 #include "views/studio_window.h"
 #include "views/window_dialog.h"
 
+#include <QAction>
 #include <QApplication>
 #include <QBarSet>
 #include <QChart>
@@ -27,6 +28,7 @@
 #include <QSettings>
 #include <QStandardPaths>
 #include <QTabWidget>
+#include <QTimer>
 #include <QTreeView>
 #include <QtTest>
 
@@ -293,6 +295,104 @@ private Q_SLOTS:
         QCOMPARE(activated.at(1).at(0).toLongLong(), runIds_[0]);
         QTRY_COMPARE_WITH_TIMEOUT(w.shownRunId(), qint64(runIds_[0]), 60000);
         w.close();
+    }
+
+    void dialogSplitEqualsCli() {
+        // The same trace split by the studio's window dialog and by `routepack window --split`
+        // (and --split-groups): the same windows, names, sample ids and definitions.
+        fs::create_directories(tmp_ / "split");
+        const fs::path studioLib = importSynth(tmp_ / "split");
+        const fs::path cliLib = tmp_ / "split" / "cli.routepack";
+        fs::copy_file(studioLib, cliLib);
+        for (const QStringList& args : {QStringList{QStringLiteral("--split"), QStringLiteral("20"),
+                                                    QStringLiteral("--name"), QStringLiteral("run")},
+                                        QStringList{QStringLiteral("--split-groups"), QStringLiteral("4"),
+                                                    QStringLiteral("--name"), QStringLiteral("grp")}}) {
+            QProcess cli;
+            cli.start(QStringLiteral(ROUTEPACK_CLI),
+                      QStringList{QStringLiteral("window"), QStringLiteral("--db"), q(cliLib),
+                                  QStringLiteral("--trace"), QStringLiteral("syn")} +
+                          args);
+            QVERIFY(cli.waitForFinished(60000));
+            QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
+        }
+
+        {
+            // The dialog alone: the names, the remainder marked, the errors in words.
+            auto lib = storage::Library::open(studioLib, storage::OpenMode::ReadOnly);
+            WindowDialog dlg(QStringLiteral("syn"), lib->samples("syn"), {});
+            dlg.setMode(WindowDialog::Split);
+            QVERIFY(dlg.isSplit());
+            dlg.setWindowName(QString());
+            QString why;
+            QVERIFY(!dlg.splitWindows(&why));
+            QCOMPARE(why, QStringLiteral("give the windows a name (it prefixes the split windows' names)"));
+            dlg.setWindowName(QStringLiteral("run"));
+            dlg.setSplitCount(20);
+            const auto w = dlg.splitWindows(&why);
+            QVERIFY2(w, qPrintable(why));
+            QCOMPARE(w->size(), std::size_t(3));
+            QCOMPARE(w->at(2).name, QStringLiteral("run-002"));
+            QCOMPARE(w->at(2).selection.ids.size(), std::size_t(8));
+            QCOMPARE(w->at(2).selection.definition, std::string("split 20: samples 41-48 of 48, remainder of 8"));
+            QVERIFY(!dlg.selection(&why));
+            QCOMPARE(why, QStringLiteral("a split defines several windows"));
+            dlg.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&dlg));
+            shot(&dlg, QStringLiteral("studio-window-split"));
+        }
+
+        StudioWindow w(options_);
+        w.resize(1400, 900);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QString err;
+        QVERIFY2(w.openLibrary(q(studioLib), false, &err), qPrintable(err));
+        QVERIFY(w.selectTrace(QStringLiteral("syn")));
+        QAction* define = nullptr;
+        for (QAction* a : w.findChildren<QAction*>())
+            if (a->text() == QStringLiteral("Define &window…")) define = a;
+        QVERIFY(define);
+        auto split = [&](WindowDialog::Mode mode, const QString& name, int count) {
+            bool seen = false;
+            QTimer::singleShot(0, &w, [&] {
+                auto* dlg = qobject_cast<WindowDialog*>(QApplication::activeModalWidget());
+                if (!dlg) return;
+                seen = true;
+                dlg->setMode(mode);
+                dlg->setWindowName(name);
+                if (mode == WindowDialog::Split)
+                    dlg->setSplitCount(count);
+                else
+                    dlg->setSplitGroupCount(count);
+                dlg->accept();
+            });
+            QVERIFY(define->isEnabled());
+            define->trigger();
+            QVERIFY(seen);
+        };
+        split(WindowDialog::Split, QStringLiteral("run"), 20);
+        QVERIFY2(w.statusText().startsWith(QStringLiteral("Trace syn split into 3 windows, run-000 .. run-002")),
+                 qPrintable(w.statusText()));
+        QVERIFY(w.selectTrace(QStringLiteral("syn")));
+        split(WindowDialog::SplitGroups, QStringLiteral("grp"), 4);
+        QVERIFY2(w.statusText().startsWith(QStringLiteral("Trace syn split into 2 windows, grp-000 .. grp-001")),
+                 qPrintable(w.statusText()));
+        w.close();
+
+        auto a = storage::Library::open(studioLib, storage::OpenMode::ReadOnly);
+        auto b = storage::Library::open(cliLib, storage::OpenMode::ReadOnly);
+        const auto wa = a->windows("syn"), wb = b->windows("syn");
+        QCOMPARE(wa.size(), std::size_t(5));
+        QCOMPARE(wa.size(), wb.size());
+        for (std::size_t k = 0; k < wa.size(); ++k) {
+            QCOMPARE(wa[k].name, wb[k].name);
+            QCOMPARE(wa[k].definition, wb[k].definition);
+            QCOMPARE(wa[k].samples, wb[k].samples);
+            QCOMPARE(a->window_sample_ids("syn", wa[k].name), b->window_sample_ids("syn", wb[k].name));
+        }
+        QCOMPARE(wa[4].name, std::string("grp-001"));
+        QCOMPARE(wa[4].definition, std::string("split-groups 4: groups 5-6 of 6, remainder of 2"));
     }
 
     void emptyStates() {

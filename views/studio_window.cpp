@@ -917,6 +917,34 @@ void StudioWindow::defineWindow() {
     WindowDialog dlg(shownTrace_, std::move(all), selected, this);
     dlg.setWindowName(tr("step-%1").arg(lib_->windows(shownTrace_.toStdString()).size()));
     if (dlg.exec() != QDialog::Accepted) return;
+    if (dlg.isSplit()) {
+        // A whole run: every window in one transaction (all or none), as `routepack window --split`.
+        QString why;
+        const auto parts = dlg.splitWindows(&why);
+        if (!parts) {
+            setStatus(tr("Cannot split the trace: %1").arg(why), true);
+            return;
+        }
+        std::vector<storage::Library::WindowSpec> specs;
+        for (const auto& p : *parts)
+            specs.push_back({p.name.toStdString(), p.selection.ids, p.selection.definition});
+        try {
+            lib_->create_windows(shownTrace_.toStdString(), specs);
+        } catch (const std::exception& e) {
+            setStatus(tr("Cannot create the windows (none was created): %1").arg(QString::fromStdString(e.what())),
+                      true);
+            return;
+        }
+        const QString trace = shownTrace_;
+        refreshLibrary();
+        selectWindow(trace, parts->front().name);
+        setStatus(tr("Trace %1 split into %2 windows, %3 .. %4 (last: %5).")
+                      .arg(trace)
+                      .arg(parts->size())
+                      .arg(parts->front().name, parts->back().name)
+                      .arg(QString::fromStdString(parts->back().selection.definition)));
+        return;
+    }
     const auto sel = dlg.selection();
     if (!sel) return;
     try {

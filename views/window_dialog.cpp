@@ -35,10 +35,14 @@ WindowDialog::WindowDialog(const QString& trace, std::vector<SampleInfo> samples
     auto* byFirst = new QRadioButton(tr("First N in numeric id order"), this);
     auto* byRandom = new QRadioButton(tr("N random samples, seed"), this);
     auto* byGroups = new QRadioButton(tr("GRPO groups"), this);
+    auto* bySplit = new QRadioButton(tr("Split into consecutive windows of N samples (import order)"), this);
+    auto* bySplitGroups = new QRadioButton(tr("Split into consecutive windows of G whole GRPO groups"), this);
     mode_->addButton(bySel, Selection);
     mode_->addButton(byFirst, First);
     mode_->addButton(byRandom, Random);
     mode_->addButton(byGroups, Groups);
+    mode_->addButton(bySplit, Split);
+    mode_->addButton(bySplitGroups, SplitGroups);
     count_ = new QSpinBox(this);
     count_->setRange(1, std::max(1, n));
     count_->setValue(std::max(1, n));
@@ -48,6 +52,16 @@ WindowDialog::WindowDialog(const QString& trace, std::vector<SampleInfo> samples
     seed_ = new QLineEdit(QStringLiteral("1"), this);
     groups_ = new QListWidget(this);
     const auto groups = sample_groups(samples_);
+    splitCount_ = new QSpinBox(this);
+    splitCount_->setRange(1, std::max(1, n));
+    splitCount_->setValue(std::max(1, std::min(n, 128)));
+    splitCount_->setToolTip(tr("Samples per window; a shorter remainder becomes the last window"));
+    splitGroupCount_ = new QSpinBox(this);
+    splitGroupCount_->setRange(1, std::max(1, static_cast<int>(groups.size())));
+    splitGroupCount_->setValue(1);
+    splitGroupCount_->setToolTip(tr("Whole GRPO groups per window; the remaining groups become the last window"));
+    bySplitGroups->setEnabled(!groups.empty());
+    splitGroupCount_->setEnabled(!groups.empty());
     for (const auto& g : groups) {
         auto* item = new QListWidgetItem(QString::fromStdString(g), groups_);
         item->setFlags(item->flags() | Qt::ItemIsUserCheckable);
@@ -66,6 +80,10 @@ WindowDialog::WindowDialog(const QString& trace, std::vector<SampleInfo> samples
     grid->addWidget(seed_, 2, 2);
     grid->addWidget(byGroups, 3, 0, 1, 3);
     grid->addWidget(groups_, 4, 0, 1, 3);
+    grid->addWidget(bySplit, 5, 0);
+    grid->addWidget(splitCount_, 5, 1);
+    grid->addWidget(bySplitGroups, 6, 0);
+    grid->addWidget(splitGroupCount_, 6, 1);
     layout->addLayout(grid);
     summary_ = new QLabel(this);
     summary_->setWordWrap(true);
@@ -78,6 +96,11 @@ WindowDialog::WindowDialog(const QString& trace, std::vector<SampleInfo> samples
     connect(count_, &QSpinBox::valueChanged, this, [this] { updateSummary(); });
     connect(randomCount_, &QSpinBox::valueChanged, this, [this] { updateSummary(); });
     connect(seed_, &QLineEdit::textChanged, this, [this] { updateSummary(); });
+    connect(splitCount_, &QSpinBox::valueChanged, this, [this] { updateSummary(); });
+    connect(splitGroupCount_, &QSpinBox::valueChanged, this, [this] { updateSummary(); });
+    connect(name_, &QLineEdit::textChanged, this, [this] {
+        if (isSplit()) updateSummary();
+    });
     connect(groups_, &QListWidget::itemChanged, this, [this] { updateSummary(); });
     setMode(selected_.size() > 1 ? Selection : First);
 }
@@ -108,6 +131,38 @@ void WindowDialog::setGroups(const QStringList& groups) {
     for (int i = 0; i < groups_->count(); ++i)
         groups_->item(i)->setCheckState(groups.contains(groups_->item(i)->text()) ? Qt::Checked : Qt::Unchecked);
     updateSummary();
+}
+
+void WindowDialog::setSplitCount(int n) {
+    splitCount_->setValue(n);
+}
+
+void WindowDialog::setSplitGroupCount(int g) {
+    splitGroupCount_->setValue(g);
+}
+
+bool WindowDialog::isSplit() const {
+    return mode_->checkedId() == Split || mode_->checkedId() == SplitGroups;
+}
+
+std::optional<std::vector<WindowDialog::SplitWindow>> WindowDialog::splitWindows(QString* error) const {
+    try {
+        if (!isSplit()) throw InputError("choose a split to define several windows");
+        if (windowName().isEmpty()) throw InputError("give the windows a name (it prefixes the split windows' names)");
+        const std::string trace = trace_.toStdString();
+        const std::vector<WindowSelection> parts =
+            mode_->checkedId() == Split
+                ? split_consecutive(samples_, static_cast<std::size_t>(splitCount_->value()), trace)
+                : split_groups(samples_, static_cast<std::size_t>(splitGroupCount_->value()), trace);
+        const std::vector<std::string> names = split_window_names(windowName().toStdString(), parts.size());
+        std::vector<SplitWindow> out;
+        for (std::size_t k = 0; k < parts.size(); ++k)
+            out.push_back({QString::fromStdString(names[k]), parts[k]});
+        return out;
+    } catch (const std::exception& e) {
+        if (error) *error = QString::fromStdString(e.what());
+        return std::nullopt;
+    }
 }
 
 std::optional<WindowSelection> WindowDialog::selection(QString* error) const {
@@ -142,6 +197,9 @@ std::optional<WindowSelection> WindowDialog::selection(QString* error) const {
                     groups.push_back(groups_->item(i)->text().toStdString());
             return select_groups(samples_, groups, trace);
         }
+        case Split:
+        case SplitGroups:
+            throw InputError("a split defines several windows");
         default:
             throw InputError("choose how to define the window");
         }
@@ -153,6 +211,20 @@ std::optional<WindowSelection> WindowDialog::selection(QString* error) const {
 
 void WindowDialog::updateSummary() {
     QString why;
+    if (isSplit()) {
+        const auto w = splitWindows(&why);
+        if (!w) {
+            summary_->setText(why);
+            return;
+        }
+        const SplitWindow& last = w->back();
+        summary_->setText(tr("%1 windows: %2 .. %3; last: %4 samples (%5)")
+                              .arg(w->size())
+                              .arg(w->front().name, last.name)
+                              .arg(last.selection.ids.size())
+                              .arg(QString::fromStdString(last.selection.definition)));
+        return;
+    }
     const auto s = selection(&why);
     summary_->setText(s ? tr("%1 samples: %2").arg(s->ids.size()).arg(QString::fromStdString(s->definition)) : why);
 }
@@ -163,7 +235,7 @@ void WindowDialog::accept() {
         summary_->setText(tr("Give the window a name."));
         return;
     }
-    if (!selection(&why)) {
+    if (isSplit() ? !splitWindows(&why) : !selection(&why)) {
         summary_->setText(why);
         return;
     }

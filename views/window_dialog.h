@@ -1,7 +1,8 @@
 #pragma once
 // "Define window" dialog of the studio: an optimizer-step window from the sample table's selection,
-// the first N samples (numeric id order), N random samples with a seed, or whole GRPO groups. The
-// rules are core/model/window_select.h, shared with `routepack window`.
+// the first N samples (numeric id order), N random samples with a seed, or whole GRPO groups; or a
+// whole run cut into consecutive windows of N samples or G whole GRPO groups. The rules are
+// core/model/window_select.h, shared with `routepack window` (--split, --split-groups).
 #include "core/model/trace.h"
 #include "core/model/window_select.h"
 
@@ -24,7 +25,13 @@ namespace routepack::views {
 class WindowDialog : public QDialog {
     Q_OBJECT
 public:
-    enum Mode { Selection, First, Random, Groups };
+    enum Mode { Selection, First, Random, Groups, Split, SplitGroups };
+
+    /// One window of a split: its name and selection.
+    struct SplitWindow {
+        QString name;
+        routepack::WindowSelection selection;
+    };
 
     /// `samples`: every sample of `trace` (import order); `selectedIds`: the table's selection.
     WindowDialog(const QString& trace, std::vector<SampleInfo> samples, const QStringList& selectedIds,
@@ -36,11 +43,22 @@ public:
     void setCount(int n);
     void setSeed(qulonglong seed);
     void setGroups(const QStringList& groups);
+    /// Samples per window of Split, whole GRPO groups per window of SplitGroups.
+    void setSplitCount(int n);
+    void setSplitGroupCount(int g);
+    /// True in the Split and SplitGroups modes (several windows; the name is their prefix).
+    bool isSplit() const;
 
     /// The window's sample ids and definition text; nullopt with `error` set in words when the
     /// choice is empty or invalid (core/model/window_select.h messages; a table selection none of whose
-    /// ids is in the trace: "the selection holds no samples of trace 'T'").
+    /// ids is in the trace: "the selection holds no samples of trace 'T'"). In the split modes:
+    /// nullopt with "a split defines several windows".
     std::optional<routepack::WindowSelection> selection(QString* error = nullptr) const;
+    /// The windows of a split, in run order: split_consecutive / split_groups of the trace's samples,
+    /// named split_window_names(windowName()) ("<name>-000", ...), the remainder last and marked in its
+    /// definition, as `routepack window --split` / `--split-groups` makes them. nullopt with `error`
+    /// set outside the split modes, without a name, or for the core's errors.
+    std::optional<std::vector<SplitWindow>> splitWindows(QString* error = nullptr) const;
 
 public Q_SLOTS:
     void accept() override;
@@ -57,6 +75,8 @@ private:
     QSpinBox* randomCount_ = nullptr;
     QLineEdit* seed_ = nullptr;
     QListWidget* groups_ = nullptr;
+    QSpinBox* splitCount_ = nullptr;
+    QSpinBox* splitGroupCount_ = nullptr;
     QLabel* summary_ = nullptr;
 };
 
