@@ -5,6 +5,7 @@
 // empty state; the dialog's split creates the same windows (names, sample ids, definitions) as
 // `routepack window --split`. Screenshots (light and dark) into $ROUTEPACK_SCREENSHOT_DIR or a
 // temporary folder.
+#include "core/model/model.h"
 #include "core/model/window_select.h"
 #include "core/plan/placement.h"
 #include "core/plan/planner.h"
@@ -15,6 +16,7 @@
 #include "views/library_tree_model.h"
 #include "views/plan_views.h"
 #include "views/run_view.h"
+#include "views/sample_table_model.h"
 #include "views/studio_window.h"
 #include "views/window_dialog.h"
 
@@ -31,6 +33,8 @@
 #include <QTimer>
 #include <QTreeView>
 #include <QtTest>
+
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 
@@ -393,6 +397,80 @@ private Q_SLOTS:
         }
         QCOMPARE(wa[4].name, std::string("grp-001"));
         QCOMPARE(wa[4].definition, std::string("split-groups 4: groups 5-6 of 6, remainder of 2"));
+    }
+
+    void realDeepSeekSweepInRunView() {
+        // The real DeepSeek trace cut into windows of 128 and swept by the CLI on EP 8 / DP 4 (seed
+        // 7): the Run view shows exactly what `routepack sweep --json` printed.
+        ROUTEPACK_REQUIRE_SHARED(ds, "traces/deepseek-v2-lite");
+        fs::create_directories(tmp_ / "real");
+        const fs::path file = tmp_ / "real" / "real.routepack";
+        {
+            auto lib = storage::Library::open(file);
+            ImportOptions o;
+            o.model = known_model("deepseek-v2-lite");
+            lib->import_trace("ds", {ds}, o);
+        }
+        auto cli = [&](const QStringList& args) {
+            QProcess p;
+            p.start(QStringLiteral(ROUTEPACK_CLI), args);
+            p.waitForFinished(600000);
+            if (p.exitCode() != 0) qWarning("%s", p.readAllStandardError().constData());
+            return p.exitCode() == 0 ? p.readAllStandardOutput().toStdString() : std::string();
+        };
+        QVERIFY(!cli({QStringLiteral("window"), QStringLiteral("--db"), q(file), QStringLiteral("--trace"),
+                      QStringLiteral("ds"), QStringLiteral("--name"), QStringLiteral("ds"), QStringLiteral("--split"),
+                      QStringLiteral("128")})
+                     .empty());
+        const std::string out =
+            cli({QStringLiteral("sweep"), QStringLiteral("--db"), q(file), QStringLiteral("--trace"),
+                 QStringLiteral("ds"), QStringLiteral("--topology"), QStringLiteral("deepseek-v2-lite-ep8-dp4"),
+                 QStringLiteral("--seed"), QStringLiteral("7"), QStringLiteral("--json"), QStringLiteral("--quiet")});
+        QVERIFY(!out.empty());
+        const nlohmann::json sweep = nlohmann::json::parse(out);
+        QCOMPARE(sweep.size(), std::size_t(5)); // 4 x 128 + 87
+
+        StudioWindow w(options_);
+        w.resize(1600, 1000);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QString err;
+        QVERIFY2(w.openLibrary(q(file), false, &err), qPrintable(err));
+        QVERIFY(w.selectTrace(QStringLiteral("ds")));
+        RunView* rv = w.runView();
+        w.resultTabs()->setCurrentWidget(rv);
+        QTRY_VERIFY_WITH_TIMEOUT(!rv->isLoading() && rv->currentSeries(), 60000);
+        const RunSeries& s = *rv->currentSeries();
+        QCOMPARE(s.steps.size(), std::size_t(5));
+        QCOMPARE(s.slots, std::int64_t(1664)); // 26 MoE layers x 64 experts
+        for (std::size_t k = 0; k < 5; ++k) {
+            const auto& row = sweep[k];
+            const RunStep& st = s.steps[k];
+            QCOMPARE(st.window, row["window"].get<std::string>());
+            QCOMPARE(st.run, row["run"].get<std::int64_t>());
+            QCOMPARE(st.samples, row["samples"].get<std::size_t>());
+            QCOMPARE(st.cost[0], row["baseline"].get<double>());
+            QCOMPARE(st.cost[1], row["reorder"].get<double>());
+            QCOMPARE(st.cost[2], row["karmarkar_karp"].get<double>());
+            QCOMPARE(st.cost[3], row["routepack"].get<double>());
+            QCOMPARE(st.gain_pct, row["routepack_vs_baseline_pct"].get<double>());
+            QCOMPARE(st.churn,
+                     row["churn_slots"].is_null() ? std::int64_t(-1) : row["churn_slots"].get<std::int64_t>());
+            qInfo("%s: baseline %.4f routepack %.4f (%+.2f%%), churn %lld", st.window.c_str(), st.cost[0], st.cost[3],
+                  st.gain_pct, static_cast<long long>(st.churn));
+        }
+        QTRY_COMPARE_WITH_TIMEOUT(w.sampleModel()->rowCount(), 599, 60000);
+        QTest::qWait(300);
+        shot(&w, QStringLiteral("real-ds-run"));
+        const QPalette light = QApplication::palette();
+        const QString style = QApplication::style()->name();
+        QApplication::setStyle(QStringLiteral("Fusion"));
+        QApplication::setPalette(test::dark_palette());
+        QTest::qWait(100);
+        shot(&w, QStringLiteral("real-ds-run-dark"));
+        QApplication::setPalette(light);
+        QApplication::setStyle(style);
+        w.close();
     }
 
     void emptyStates() {

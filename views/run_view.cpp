@@ -247,8 +247,9 @@ void RunView::rebuild() {
         return;
     }
     const auto n = static_cast<int>(s->steps.size());
-    // Every chart uses the same step categories: the window names (elided from the left, so that the
-    // step number at their end stays) while they fit, else the step numbers.
+    // The cost chart labels its steps with the window names (elided from the left, so that the step
+    // number at their end stays) while they fit, else with the step numbers; the narrower churn chart
+    // with the step numbers (its tooltip names the window).
     QStringList cats;
     const QFontMetrics fm(font());
     for (int k = 0; k < n; ++k) {
@@ -261,9 +262,12 @@ void RunView::rebuild() {
         for (int k = 0; k < n; ++k)
             cats << QString::number(k);
     }
-    auto stepAxis = [&](const QString& title) {
+    QStringList numbers;
+    for (int k = 0; k < n; ++k)
+        numbers << QString::number(k);
+    auto stepAxis = [&](const QString& title, bool names) {
         auto* x = new QBarCategoryAxis;
-        x->append(cats);
+        x->append(names ? cats : numbers);
         x->setTitleText(title);
         return x;
     };
@@ -289,7 +293,7 @@ void RunView::rebuild() {
         c->addSeries(line);
         cost_[m] = line;
     }
-    auto* x = stepAxis(tr("step (window in run order)"));
+    auto* x = stepAxis(tr("step (window in run order)"), true);
     auto* y = new QValueAxis;
     y->setTitleText(tr("joint cost max_g U (tokens)"));
     y->setLabelFormat(QStringLiteral("%.4g"));
@@ -321,7 +325,9 @@ void RunView::rebuild() {
     churn->append(churnSet_);
     churn->setBarWidth(0.6);
     c->addSeries(churn);
-    x = stepAxis(tr("step"));
+    x = stepAxis(
+        tr("step (0 = %1)").arg(fm.elidedText(QString::fromStdString(s->steps.front().window), Qt::ElideLeft, 120)),
+        false);
     y = new QValueAxis;
     y->setTitleText(tr("experts changing slot"));
     y->setLabelFormat(QStringLiteral("%d"));
@@ -331,7 +337,7 @@ void RunView::rebuild() {
     c->addAxis(y, Qt::AlignLeft);
     churn->attachAxis(x);
     churn->attachAxis(y);
-    c->setTitle(tr("Placement churn vs the previous step (of %1 slots)").arg(s->slots));
+    c->setTitle(tr("Churn vs the previous step (of %1 slots)").arg(s->slots));
     c->legend()->setVisible(false);
     styleChart(c, palette());
 
