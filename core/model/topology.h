@@ -25,8 +25,10 @@ struct AttentionStage {
 /// "dp_slot_nodes": [D]}.
 ///
 /// Row count: the plan's R is >= min_rows and a multiple of row_multiple (virtual-pipeline stacks need
-/// the micro-batch count per DP rank to be a multiple of the stage group size; Megatron-Core's
-/// interleaved schedule requires num_microbatches % pipeline_model_parallel_size == 0).
+/// the micro-batch count per DP rank to be a multiple of the stage group size: Megatron-Core's
+/// interleaved schedule groups micro-batches by microbatch_group_size_per_vp_stage, by default the
+/// pipeline size, and verl's Megatron actor passes it to rearrange_micro_batches as
+/// num_batches_divided_by).
 /// Physical slot v is owned by EP rank v / H with H = E / P (rank-major slots).
 ///
 /// Nodes (machines; traffic between them crosses the network, traffic inside one stays on NVLink):
