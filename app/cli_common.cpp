@@ -176,6 +176,13 @@ void add_budget_flags(CLI::App& app, PlanCmd& c) {
            "topology JSON file (ep_ranks, dp_slots, edp_shards, token_cap, attention_stages) or a shipped name (" +
                joined(known_topology_names()) + ")")
         ->required();
+    app.add_option_function<std::int64_t>(
+        "--row-multiple",
+        [&c](const std::int64_t& v) {
+            c.row_multiple = v;
+            c.row_multiple_given = true;
+        },
+        "the row count R must be a multiple of this (default: the topology's row_multiple, else 1)");
     app.add_option("--seed", c.seed_text, "random seed, 0..2^64-1 (same inputs + seed + threads => same plan)");
     app.add_option("--threads", b.workers, "worker threads (default: all cores)");
     app.add_option("--time-limit", b.time_limit_s, "wall-clock limit in seconds (recorded when it fires)");
@@ -201,13 +208,25 @@ void add_budget_flags(CLI::App& app, PlanCmd& c) {
                    "random moves per kick of the final pass (0 = one guided descent, no kicks)");
 }
 
+Topology load_plan_topology(const PlanCmd& c) {
+    if (c.row_multiple_given && (c.row_multiple < 1 || c.row_multiple > kMaxRowMultiple))
+        throw InputError(c.command + ": --row-multiple must be in 1.." + std::to_string(kMaxRowMultiple) + " (got " +
+                         std::to_string(c.row_multiple) + ")");
+    Topology t = load_topology(c.topology);
+    if (c.row_multiple_given) {
+        t.row_multiple = static_cast<int>(c.row_multiple);
+        check_row_fields(t, c.command + ": --row-multiple");
+    }
+    return t;
+}
+
 PlanResult run_planner(const PlanCmd& c) {
     PlannerBudgets budgets = c.budgets;
     if (!c.seed_text.empty()) budgets.seed = parse_seed(c.seed_text, c.command);
     check_planner_budgets(budgets, c.command, BudgetNames::Flags); // before anything is read
     PlanInput in;
     // The topology first: a file or a shipped name (resources/topologies), small and quick to refuse.
-    in.topology = load_topology(c.topology);
+    in.topology = load_plan_topology(c);
     in.window = c.src.load(&in.trace_name, &in.window_name);
     in.budgets = budgets;
     catch_sigint();

@@ -113,13 +113,21 @@ struct PlanCmd {
     std::string command; ///< "plan", "compare" or "sweep", for messages
     WindowSource src;
     std::string topology, out;
-    std::string seed_text; ///< --seed, parsed by run_planner (0..2^64-1, never wrapped)
+    std::string seed_text;           ///< --seed, parsed by run_planner (0..2^64-1, never wrapped)
+    bool row_multiple_given = false; ///< --row-multiple given: it replaces the topology's row_multiple
+    std::int64_t row_multiple = 1;
     PlannerBudgets budgets;
     bool json = false;
     bool quiet = false;
 };
 
-/// Adds --topology (required), --seed, --threads, --time-limit and the seeding / annealing /
+/// The topology of `c`: --topology loaded (a file or a shipped name), with --row-multiple, when
+/// given, in place of its row_multiple. InputError "<command>: --row-multiple must be in 1..1048576
+/// (got 0)", and check_row_fields' "<command>: --row-multiple: min_rows ... rounded up ..." when
+/// the topology's min_rows has no multiple within the largest row count.
+Topology load_plan_topology(const PlanCmd& c);
+
+/// Adds --topology (required), --row-multiple, --seed, --threads, --time-limit and the seeding / annealing /
 /// row-count / polish budget flags to `app`, stored in `c`.
 void add_budget_flags(CLI::App& app, PlanCmd& c);
 

@@ -19,7 +19,10 @@ namespace routepack::cli {
 using namespace routepack::gpu;
 
 void add_rewrite_options(CLI::App& app, RewriteCliOptions& o) {
-    app.add_option("--plan", o.plan, "plan JSON (routepack plan --out)")->required();
+    app.add_option("--plan", o.plan, "plan JSON (routepack plan --out)");
+    app.add_option("--map", o.map,
+                   "expert map instead of a plan: routepack export-map output (any format), SGLang / vLLM "
+                   "physical_to_logical_map JSON, or {\"moe_layers\", \"placement\"}");
     app.add_option("--input", o.input,
                    "checkpoint folder (safetensors shards + index, config.json) or one .safetensors file")
         ->required();
@@ -67,13 +70,16 @@ struct SignalScope {
 } // namespace
 
 int run_rewrite_cli(const RewriteCliOptions& o, std::ostream& out, std::ostream& err) {
-    const PlanFile plan = read_plan_file(o.plan);
-    RewriteRequest req = request_from_plan(plan, o.plan);
+    if (o.plan.empty() == o.map.empty())
+        throw InputError(o.plan.empty() ? "rewrite: give --plan PLAN.json or --map MAP.json (the placement to apply)"
+                                        : "rewrite: give either --plan or --map, not both");
+    RewriteRequest req = o.map.empty() ? request_from_plan(read_plan_file(o.plan), o.plan)
+                                       : request_from_map(read_expert_map_file(o.map), o.map, o.input);
     req.input = o.input;
     req.output = o.output;
     req.direction = o.inverse ? RewriteDirection::Inverse : RewriteDirection::Apply;
     req.permute_router = o.permute_router;
-    if (o.layer_map_given || !o.layer_map.empty()) req.layer_map = parse_layer_map(o.layer_map, plan.model.moe_layers);
+    if (o.layer_map_given || !o.layer_map.empty()) req.layer_map = parse_layer_map(o.layer_map, req.plan_layers);
     req.device = parse_rewrite_device(o.device);
     req.verify = o.verify;
     req.workers = o.workers;

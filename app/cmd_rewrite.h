@@ -13,17 +13,20 @@ namespace routepack::cli {
 
 /// The rewrite command's options (README "Rewriting a checkpoint").
 struct RewriteCliOptions {
-    std::string plan, input, output, layer_map, device = "auto";
+    std::string plan, map, input, output, layer_map, device = "auto";
     bool inverse = false, permute_router = false, verify = false, quiet = false;
     bool layer_map_given = false; ///< --layer-map was on the command line (even as an empty string)
     int workers = 0;
 };
 
-/// Adds --plan --input --output [--inverse] [--permute-router] [--layer-map] [--device] [--verify]
+/// Adds --plan or --map, --input --output [--inverse] [--permute-router] [--layer-map] [--device] [--verify]
 /// [--workers] [--quiet] to `app`.
 void add_rewrite_options(CLI::App& app, RewriteCliOptions& o);
 
-/// Reads the plan (gpu::read_plan_file), builds the request (gpu::request_from_plan), rewrites, prints a
+/// Reads the plan (gpu::read_plan_file; or the expert map, gpu::read_expert_map_file) and builds the
+/// request (gpu::request_from_plan / request_from_map; exactly one of --plan and --map, InputError
+/// "rewrite: give --plan PLAN.json or --map MAP.json (the placement to apply)" or "rewrite: give either
+/// --plan or --map, not both"), rewrites, prints a
 /// summary to `out` and progress to `err` (when err is a terminal and not quiet). Returns 0, or 130 when
 /// SIGINT/SIGTERM/SIGHUP cancelled it (handled while it runs; the temporary folder is removed); throws
 /// routepack::InputError on bad input or a failed rewrite (nothing is left at --output then).

@@ -70,7 +70,7 @@ int run_sweep(const SweepCmd& c) {
         if (std::filesystem::exists(st) && !std::filesystem::is_directory(st))
             throw InputError(c.out + ": is not a folder (--out names the folder to write the sweep into)");
     }
-    const Topology topology = load_topology(c.plan.topology);
+    const Topology topology = load_plan_topology(c.plan);
     auto lib = storage::Library::open(c.db, storage::OpenMode::ReadWrite);
     if (lib->trace(c.trace).load_only) // an unknown trace is refused by name
         throw InputError("sweep: trace '" + util::printable(c.trace) +

@@ -644,6 +644,43 @@ private Q_SLOTS:
                                   QStringLiteral(": does not match its trace: ")),
                  qPrintable(r.err));
 
+        // --row-multiple replaces the topology's row_multiple: R is the smallest multiple >= the plain R*,
+        // recorded in the plan, which validates; out-of-range values are refused before anything is read.
+        {
+            const int plain = pj["row_count"].get<int>();
+            r = cli(QStringList{QStringLiteral("plan")} + common +
+                    QStringList{QStringLiteral("--row-multiple"), QStringLiteral("3"), QStringLiteral("--out"),
+                                q(tmp / "rm3.json")});
+            QVERIFY2(r.code == 0, qPrintable(r.err));
+            const auto rm = nlohmann::json::parse(routepack::test::read_file(tmp / "rm3.json"));
+            QCOMPARE(rm["row_count"].get<int>(), (plain + 2) / 3 * 3);
+            QCOMPARE(rm["topology"]["row_multiple"].get<int>(), 3);
+            QCOMPARE(rm["row_count_certified"].get<bool>(), true);
+            r = cli({QStringLiteral("validate"), q(tmp / "rm3.json"), QStringLiteral("--db"), db});
+            QVERIFY2(r.code == 0, qPrintable(r.err));
+            for (const char* bad_m : {"0", "1048577", "-2"}) {
+                r = cli(QStringList{QStringLiteral("plan")} + common +
+                        QStringList{QStringLiteral("--row-multiple"), QString::fromLatin1(bad_m),
+                                    QStringLiteral("--out"), q(tmp / "x.json")});
+                QCOMPARE(r.code, 1);
+                QCOMPARE(r.err,
+                         QStringLiteral("routepack: error: plan: --row-multiple must be in 1..1048576 (got %1)\n")
+                             .arg(QString::fromLatin1(bad_m)));
+            }
+            routepack::test::write_file(tmp / "tmin.json", R"({"ep_ranks": 8, "dp_slots": 4, "token_cap": 8192,
+                "min_rows": 1073741824, "attention_stages": [{"name": "mla", "alpha": 1, "beta": 1}]})");
+            r = cli({QStringLiteral("plan"), QStringLiteral("--db"), db, QStringLiteral("--trace"),
+                     QStringLiteral("syn"), QStringLiteral("--topology"), q(tmp / "tmin.json"),
+                     QStringLiteral("--row-multiple"), QStringLiteral("3"), QStringLiteral("--out"),
+                     q(tmp / "x.json")});
+            QCOMPARE(r.code, 1);
+            QCOMPARE(r.err,
+                     QStringLiteral("routepack: error: plan: --row-multiple: min_rows 1073741824 rounded up to a "
+                                    "multiple of row_multiple 3 is 1073741826 rows, above the largest row count "
+                                    "1073741824\n"));
+            QVERIFY(!fs::exists(tmp / "x.json"));
+        }
+
         // Bad topology: E not divisible by P; and an aggregate-only trace cannot be planned.
         routepack::test::write_file(tmp / "t6.json", R"({"ep_ranks": 6, "dp_slots": 4, "token_cap": 8192,
             "attention_stages": [{"name": "mla", "alpha": 1, "beta": 1}]})");

@@ -561,6 +561,8 @@ private Q_SLOTS:
                  QStringLiteral("t.json: field 'token_cap' must be at most 1099511627776 (got 18446744073709551615)"));
         QCOMPARE(topo(R"("ep_ranks": 8, "dp_slots": 4, "token_cap": 100, "min_rows": 2147483648)"),
                  QStringLiteral("t.json: field 'min_rows' must be at most 1073741824 (got 2147483648)"));
+        QCOMPARE(topo(R"("ep_ranks": 8, "dp_slots": 4, "token_cap": 100, "row_multiple": 4294967297)"),
+                 QStringLiteral("t.json: field 'row_multiple' must be at most 1048576 (got 4294967297)"));
         QCOMPARE(qs(error_of<InputError>([] {
                      parse_topology(R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 100,
                                         "attention_stages": [{"name": "a", "alpha": 1e308, "beta": 1}]})",
@@ -603,6 +605,8 @@ private Q_SLOTS:
              QStringLiteral(": field 'row_count' must be an integer in 1..2 (got 4294967297)")},
             {[](nlohmann::json& j) { j["topology"]["min_rows"] = 1ull << 31; },
              QStringLiteral(": topology: field 'min_rows' must be at most 1073741824 (got 2147483648)")},
+            {[](nlohmann::json& j) { j["topology"]["row_multiple"] = (1ull << 32) + 2; },
+             QStringLiteral(": topology: field 'row_multiple' must be at most 1048576 (got 4294967298)")},
             {[](nlohmann::json& j) { j["metrics"]["routepack"]["cap_violations"] = 1ull << 40; },
              QStringLiteral(": metrics.routepack: field 'cap_violations' must be an integer in 0..2147483647 (got "
                             "1099511627776)")},

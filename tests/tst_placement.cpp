@@ -135,6 +135,8 @@ private Q_SLOTS:
     void minRowsBudgetTooSmall();
     void minRowsMinRowsBound();
     void minRowsErrors();
+    void minRowsRowMultiple();
+    void minRowsRowMultipleBruteForce();
     void minRowsPropertyBruteForce();
     void minRowsSearchAgreesWithBruteForce();
     void minRowsRealisticWindow();
@@ -678,6 +680,113 @@ void TestPlacement::minRowsErrors() {
     QCOMPARE(input_error_of([] { minimum_rows({}, 10, 1, 0, 100); }),
              QStringLiteral("no rectangular layout exists: 0 samples cannot fill 1 DP slots"));
     QVERIFY(input_error_of([] { minimum_rows({1}, 10, 0, 0, 100); }).startsWith("row count:"));
+}
+
+void TestPlacement::minRowsRowMultiple() {
+    // t = five 9s and five 1s, C = 10, D = 1: volume ceil(50 / 10) = 5 rows, met by FixedRowFFD
+    // (9 + 1 per cell), so the plain R* is 5, certified.
+    const std::vector<std::int64_t> t{9, 9, 9, 9, 9, 1, 1, 1, 1, 1};
+    const RowCount plain = minimum_rows(t, 10, 1, 0, 1000);
+    QCOMPARE(plain.rows, 5);
+    QVERIFY(plain.certified);
+    // row_multiple 4: the smallest multiple of 4 >= 5 is 8, certified (no multiple below 8 is >= 5).
+    // FixedRowFFD at 8: the 8 longest (samples 0..7) seed cells 0..7, then 8 -> cell 0 (residual 1),
+    // 9 -> cell 1.
+    const RowCount m4 = minimum_rows(t, 10, 1, 0, 1000, 4);
+    QCOMPARE(m4.rows, 8);
+    QVERIFY(m4.certified);
+    QCOMPARE(m4.lower_bound, 8);
+    QCOMPARE(m4.nodes, std::int64_t{0});
+    QCOMPARE(QString::fromStdString(m4.how),
+             QStringLiteral("R* = 8 certified: volume bound ceil(50 / (10 x 1)) = 5, rounded up to the multiple 8 "
+                            "of row_multiple 4 met by FixedRowFFD"));
+    QCOMPARE(m4.layout.cells, (std::vector<std::vector<int>>{{0, 8}, {1, 9}, {2}, {3}, {4}, {5}, {6}, {7}}));
+    QVERIFY(validate_layout(m4.layout, lengths_problem(t, 10, 1)).empty());
+    QCOMPARE(minimum_rows(t, 10, 1, 0, 1000, 3).rows, 6);
+    // A multiple that R* already is: the plain result, text included.
+    const RowCount m5 = minimum_rows(t, 10, 1, 0, 1000, 5);
+    QCOMPARE(m5.rows, 5);
+    QCOMPARE(m5.how, plain.how);
+    QCOMPARE(m5.layout, plain.layout);
+    // 11 rows of one cell need 11 samples; the window has 10.
+    QCOMPARE(input_error_of([&] { minimum_rows(t, 10, 1, 0, 1000, 11); }),
+             QStringLiteral("no rectangular layout exists: row_multiple 11 rounds the lower bound 5 up to 11 rows of "
+                            "1 = 11 non-empty cells, but there are only 10 samples"));
+    QCOMPARE(input_error_of([&] { minimum_rows(t, 10, 1, 0, 1000, 0); }),
+             QStringLiteral("row count: row_multiple must be >= 1 (got 0)"));
+
+    // The exact search at multiples only: five 4s, C = 10, D = 1, row_multiple 2. The bound is 2; FFD
+    // fails at 2 and the search proves 2 infeasible (a cell holds two 4s); the next multiple, 4, is met
+    // by FFD (4+4 | 4 | 4 | 4), certified: 3 would be feasible but is no multiple of 2.
+    const std::vector<std::int64_t> fours{4, 4, 4, 4, 4};
+    const RowCount e = minimum_rows(fours, 10, 1, 0, 1000, 2);
+    QCOMPARE(e.rows, 4);
+    QVERIFY(e.certified);
+    QCOMPARE(e.lower_bound, 4);
+    QVERIFY(e.nodes > 0);
+    QVERIFY2(QString::fromStdString(e.how).startsWith("R* = 4 certified: exact search proved R = 2 (so every smaller "
+                                                      "R) infeasible"),
+             e.how.c_str());
+    QCOMPARE(e.layout.cells, (std::vector<std::vector<int>>{{0, 4}, {1}, {2}, {3}}));
+    // Without a node budget the proof is missing: 4 is best-known over the bound 2.
+    const RowCount u = minimum_rows(fours, 10, 1, 0, 0, 2);
+    QCOMPARE(u.rows, 4);
+    QVERIFY(!u.certified);
+    QCOMPARE(u.lower_bound, 2);
+
+    // min_rows with a multiple: eight 1s, C = 10, D = 2, min_rows 3, row_multiple 2 -> 4 rows of 2.
+    const RowCount mr = minimum_rows(std::vector<std::int64_t>(8, 1), 10, 2, 3, 1000, 2);
+    QCOMPARE(mr.rows, 4);
+    QVERIFY(mr.certified);
+    QCOMPARE(QString::fromStdString(mr.how),
+             QStringLiteral("R* = 4 certified: min_rows 3, rounded up to the multiple 4 of row_multiple 2 met by "
+                            "FixedRowFFD"));
+    QVERIFY(layout_ok(mr.layout, std::vector<std::int64_t>(8, 1), 10, 2));
+}
+
+void TestPlacement::minRowsRowMultipleBruteForce() {
+    // Tiny windows: with row_multiple m the certified R* is the smallest multiple of m >= max(1,
+    // min_rows) that admits a layout (brute force), which is the plain R* rounded up to a multiple.
+    int multiples = 0, errors = 0;
+    for (unsigned seed = 1; seed <= 200; ++seed) {
+        std::mt19937_64 rng(seed * 104729);
+        const int n = 1 + int(rng() % 10);
+        const int D = 1 + int(rng() % 3);
+        const std::int64_t C = 5 + std::int64_t(rng() % 26);
+        const int min_rows = (seed % 4 == 0) ? int(rng() % 3) : 0;
+        const int m = 1 + int(rng() % 4);
+        std::vector<std::int64_t> t(n);
+        for (auto& v : t) {
+            const std::int64_t lo = seed % 2 == 0 ? 1 : C / 5;
+            v = std::max<std::int64_t>(1, lo + std::int64_t(rng() % (C - lo + 1)));
+        }
+        const QString what =
+            QString("seed %1: n=%2 D=%3 C=%4 min_rows=%5 m=%6").arg(seed).arg(n).arg(D).arg(C).arg(min_rows).arg(m);
+        int truth = -1;
+        for (int R = m; R * D <= n && truth < 0; R += m)
+            if (R >= std::max(1, min_rows) && exists_layout_brute(t, C, R * D)) truth = R;
+        RowCount rc;
+        try {
+            rc = minimum_rows(t, C, D, min_rows, 100000, m);
+        } catch (const InputError& e) {
+            ++errors;
+            QVERIFY2(truth < 0, qPrintable(what + ": refused but R = " + QString::number(truth) + " admits a layout"));
+            QVERIFY2(QString(e.what()).startsWith("no rectangular layout exists: "),
+                     qPrintable(what + ": " + e.what()));
+            continue;
+        }
+        QVERIFY2(rc.certified, qPrintable(what));
+        QCOMPARE(rc.rows, truth);
+        QCOMPARE(rc.rows % m, 0);
+        QCOMPARE(rc.layout.rows, rc.rows);
+        QVERIFY2(validate_layout(rc.layout, lengths_problem(t, C, D)).empty(), qPrintable(what));
+        const RowCount plain = minimum_rows(t, C, D, min_rows, 100000);
+        QCOMPARE(rc.rows, (plain.rows + m - 1) / m * m);
+        if (m > 1 && plain.rows % m != 0) ++multiples;
+    }
+    QVERIFY(multiples >= 20);
+    QVERIFY(errors > 0);
+    qInfo("row_multiple vs brute force: %d windows rounded up, %d refused", multiples, errors);
 }
 
 void TestPlacement::minRowsPropertyBruteForce() {

@@ -82,6 +82,16 @@ private Q_SLOTS:
         const auto single =
             parse_topology(R"({"ep_ranks": 2, "dp_slots": 3, "token_cap": 10, "attention_stages": []})", "s");
         QCOMPARE(single.edp_shards, (std::vector<std::vector<int>>{{0, 1, 2}}));
+        QCOMPARE(single.row_multiple, 1);
+        // row_multiple: read, written only when it is not 1 (a topology without it serializes as before).
+        QVERIFY(topology_to_json(single).find("row_multiple") == std::string::npos);
+        const auto rm = parse_topology(
+            R"({"ep_ranks": 2, "dp_slots": 3, "token_cap": 10, "min_rows": 5, "row_multiple": 4, "attention_stages": []})",
+            "s");
+        QCOMPARE(rm.row_multiple, 4);
+        QCOMPARE(rm.min_rows, 5);
+        QVERIFY(topology_to_json(rm).find("\"row_multiple\":4") != std::string::npos);
+        QCOMPARE(parse_topology(topology_to_json(rm), "again"), rm);
     }
     void topologyErrors_data() {
         QTest::addColumn<QString>("json");
@@ -106,6 +116,20 @@ private Q_SLOTS:
             << "t.json: a number is out of range (coefficients must be finite)";
         QTest::newRow("missing") << R"({"ep_ranks": 2, "token_cap": 3, )" + st + "}"
                                  << "t.json: missing field 'dp_slots'";
+        QTest::newRow("row_multiple 0") << R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 10, "row_multiple": 0, )" +
+                                               st + "}"
+                                        << "t.json: field 'row_multiple' must be >= 1 (got 0)";
+        QTest::newRow("row_multiple huge")
+            << R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 10, "row_multiple": 1048577, )" + st + "}"
+            << "t.json: field 'row_multiple' must be at most 1048576 (got 1048577)";
+        QTest::newRow("row_multiple not integer")
+            << R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 10, "row_multiple": 2.5, )" + st + "}"
+            << "t.json: field 'row_multiple' must be an integer";
+        QTest::newRow("row_multiple past the largest R")
+            << R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 10, "min_rows": 1073741824, "row_multiple": 3, )" + st +
+                   "}"
+            << "t.json: min_rows 1073741824 rounded up to a multiple of row_multiple 3 is 1073741826 rows, above the "
+               "largest row count 1073741824";
     }
     void topologyErrors() {
         QFETCH(QString, json);
@@ -364,7 +388,8 @@ private Q_SLOTS:
         // Schema fields the training job relies on.
         const auto j = nlohmann::json::parse(text);
         QCOMPARE(j["format"].get<std::string>(), std::string("routepack-plan"));
-        QCOMPARE(j["version"].get<int>(), 3);
+        QCOMPARE(j["version"].get<int>(), 4);
+        QCOMPARE(j["topology"]["row_multiple"].get<int>(), 1);
         QCOMPARE(j["inputs"]["fingerprint"].get<std::string>(), window_fingerprint(in.window));
         // The lower bound: recomputed from the window (core/plan/bound.h) and below the plan's max_g U.
         const PackingProblem pl = make_packing_problem(in.window, in.topology, r.lpt);
@@ -374,7 +399,7 @@ private Q_SLOTS:
         QCOMPARE(j["max_u_lower_bound"]["sample"].get<double>(), want.sample);
         QCOMPARE(j["max_u_lower_bound"]["gap"].get<double>(), r.routepack.metrics.score.max_u / want.value - 1.0);
         QVERIFY(want.value > 0 && want.value <= r.routepack.metrics.score.max_u);
-        QCOMPARE(f.version, 3);
+        QCOMPARE(f.version, 4);
         QVERIFY(f.has_bound);
         QCOMPARE(f.bound.value, want.value);
         {
@@ -411,15 +436,24 @@ private Q_SLOTS:
             QCOMPARE(QString::fromStdString(
                          routepack::test::error_of<InputError>([&] { parse_plan(missing.dump(), "p.json"); })),
                      QStringLiteral("p.json: missing field 'max_u_lower_bound'"));
-            auto v4 = j;
-            v4["version"] = 4;
+            // A version 3 file has no row_multiple: read as 1.
+            auto v3 = j;
+            v3["version"] = 3;
+            v3["topology"].erase("row_multiple");
+            const PlanFile three = parse_plan(v3.dump(), "p.json");
+            QCOMPARE(three.version, 3);
+            QCOMPARE(three.topology.row_multiple, 1);
+            QCOMPARE(three.layout, f.layout);
+            QCOMPARE(rescore_plan(three, in.window), std::string());
+            auto v5 = j;
+            v5["version"] = 5;
             QCOMPARE(
-                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v4.dump(), "p.json"); })),
-                QStringLiteral("p.json: plan version 4 is not supported (expected 1 to 3)"));
-            v4["version"] = 0;
+                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v5.dump(), "p.json"); })),
+                QStringLiteral("p.json: plan version 5 is not supported (expected 1 to 4)"));
+            v5["version"] = 0;
             QCOMPARE(
-                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v4.dump(), "p.json"); })),
-                QStringLiteral("p.json: plan version 0 is not supported (expected 1 to 3)"));
+                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v5.dump(), "p.json"); })),
+                QStringLiteral("p.json: plan version 0 is not supported (expected 1 to 4)"));
             auto lower = j;
             lower["max_u_lower_bound"]["value"] = want.value / 2;
             lower["max_u_lower_bound"]["gap"] = r.routepack.metrics.score.max_u / (want.value / 2) - 1.0;
@@ -479,6 +513,55 @@ private Q_SLOTS:
             QCOMPARE(QString::fromStdString(e.what()),
                      QStringLiteral("x.json: not a RoutePack plan (format must be \"routepack-plan\")"));
         }
+    }
+
+    void rowMultiple() {
+        // The synthetic window (64 samples, D = 4): its plain R*, then row_multiple 3 and 4 give the
+        // smallest multiples >= it, certified, with exactly that many rows of 4 non-empty cells, the
+        // same plan for 1 and 2 workers, and a plan file that records and checks the multiple.
+        PlanInput in = synth_input(8, 11);
+        const PlanResult plain = plan_window(in);
+        QVERIFY(plain.rows.certified);
+        for (int m : {3, 4}) {
+            in.topology.row_multiple = m;
+            in.budgets.workers = 1;
+            const PlanResult r = plan_window(in);
+            const int want = (plain.rows.rows + m - 1) / m * m;
+            QCOMPARE(r.rows.rows, want);
+            QVERIFY(r.rows.certified);
+            QCOMPARE(r.rows.lower_bound, want);
+            for (const MethodResult* x : {&r.baseline, &r.reorder, &r.karmarkar_karp, &r.routepack}) {
+                QCOMPARE(x->layout.rows, want);
+                QCOMPARE(x->metrics.empty_cells, 0);
+                QCOMPARE(x->metrics.cap_violations, 0);
+            }
+            in.budgets.workers = 2;
+            const PlanResult r2 = plan_window(in);
+            const std::string text = plan_to_json(r);
+            auto one = nlohmann::json::parse(without_timings(text));
+            auto two = nlohmann::json::parse(without_timings(plan_to_json(r2)));
+            QCOMPARE(two["planner"]["workers"].get<int>(), 2);
+            two["planner"]["workers"] = 1;
+            QCOMPARE(two.dump(), one.dump());
+            const PlanFile f = parse_plan(text, "p.json");
+            QCOMPARE(f.topology.row_multiple, m);
+            QCOMPARE(f.row_count, want);
+            QCOMPARE(rescore_plan(f, in.window), std::string());
+            auto j = nlohmann::json::parse(text);
+            QCOMPARE(j["topology"]["row_multiple"].get<int>(), m);
+            j["topology"]["row_multiple"] = want + 1;
+            QCOMPARE(
+                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(j.dump(), "p.json"); })),
+                QStringLiteral("p.json: row_count %1 is not a multiple of topology.row_multiple %2")
+                    .arg(want)
+                    .arg(want + 1));
+        }
+        // A multiple beyond n / D = 16 rows is refused by the row count, naming the reason.
+        in.topology.row_multiple = 17;
+        QCOMPARE(plan_error(in), QStringLiteral("no rectangular layout exists: row_multiple 17 rounds the lower bound "
+                                                "%1 up to 17 rows of 4 = 68 non-empty cells, but there are only 64 "
+                                                "samples")
+                                     .arg(plain.rows.lower_bound));
     }
 
     void expertMaps() {

@@ -163,6 +163,8 @@ private Q_SLOTS:
     void cancelLeavesNothing();
     void cliInterruptedLeavesNoOutput();
     void cliRewriteAndInverse();
+    void rewriteFromMap();
+    void expertMapErrors();
     void breakItRegressions();
     void cliSigintCancels();
 };
@@ -870,6 +872,185 @@ void TestRewrite::cliRewriteAndInverse() {
     QCOMPARE(d.err,
              QStringLiteral("routepack: error: ") + qpath(tmp) + QStringLiteral(": is a folder, not a plan file\n"));
     QVERIFY(!fs::exists(tmp / "x"));
+    fs::remove_all(tmp);
+}
+
+namespace {
+
+/// The sidecar JSON without its plan origin and inputs fingerprint (the placement's fingerprint stays).
+std::string sidecar_without_plan_source(const fs::path& dir) {
+    auto j = nlohmann::json::parse(read_file(dir / kRewriteSidecar));
+    j["plan"].erase("origin");
+    j["plan"].erase("fingerprint");
+    return j.dump();
+}
+
+/// Every file of `a` but the sidecar equals `b`'s byte for byte (and the same files exist), and the
+/// sidecars agree but for the plan's origin and fingerprint.
+void expect_same_rewrite(const fs::path& a, const fs::path& b) {
+    int n = 0;
+    for (const auto& de : fs::recursive_directory_iterator(b))
+        if (de.is_regular_file()) ++n;
+    for (const auto& de : fs::recursive_directory_iterator(a)) {
+        if (!de.is_regular_file()) continue;
+        --n;
+        const fs::path rel = fs::relative(de.path(), a);
+        if (rel == fs::path(kRewriteSidecar)) continue;
+        QVERIFY2(fs::exists(b / rel), qPrintable(qpath(b / rel) + QStringLiteral(" missing")));
+        QVERIFY2(read_file(de.path()) == read_file(b / rel), qPrintable(qpath(rel) + QStringLiteral(" differs")));
+    }
+    QCOMPARE(n, 0);
+    QCOMPARE(sidecar_without_plan_source(a), sidecar_without_plan_source(b));
+}
+
+} // namespace
+
+void TestRewrite::rewriteFromMap() {
+    // DeepSeek-V3 (shared, reduced): dense layer 0, MoE layers 1-2, 16 experts. The plan's placement as
+    // each kind of map rewrites the checkpoint to the plan's bytes: our export-map formats (routepack,
+    // sglang: 3 rows = decoder layers, vllm: 2 rows = MoE layers, ids from config.json), the minimal
+    // {moe_layers, placement} and a bare physical_to_logical_map list.
+    ROUTEPACK_REQUIRE_SHARED(root, "checkpoints/deepseek_v3");
+    const fs::path src = root / "checkpoint";
+    const fs::path tmp = temp_dir(QStringLiteral("rwmap"));
+    const fs::path plan = write_plan_for(model_of(src), tmp / "plan.json", 4);
+    auto rewrite = [&](const QString& flag, const fs::path& file, const fs::path& out, bool inverse = false) {
+        QStringList args{QStringLiteral("rewrite"),
+                         flag,
+                         qpath(file),
+                         QStringLiteral("--input"),
+                         qpath(src),
+                         QStringLiteral("--output"),
+                         qpath(out),
+                         QStringLiteral("--device"),
+                         QStringLiteral("cpu")};
+        if (inverse) args << QStringLiteral("--inverse");
+        return routepack::test::run_cli(args);
+    };
+    auto r = rewrite(QStringLiteral("--plan"), plan, tmp / "by-plan");
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const auto pj = nlohmann::json::parse(read_file(plan));
+    for (const char* format : {"routepack", "sglang", "vllm"}) {
+        const fs::path map = tmp / (std::string(format) + ".json");
+        r = routepack::test::run_cli({QStringLiteral("export-map"), QStringLiteral("--plan"), qpath(plan),
+                                      QStringLiteral("--format"), QString::fromLatin1(format), QStringLiteral("--out"),
+                                      qpath(map)});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+    }
+    QCOMPARE(nlohmann::json::parse(read_file(tmp / "sglang.json"))["physical_to_logical_map"].size(), std::size_t(3));
+    QCOMPARE(nlohmann::json::parse(read_file(tmp / "vllm.json"))["physical_to_logical_map"].size(), std::size_t(2));
+    write_file(tmp / "minimal.json",
+               nlohmann::json{{"moe_layers", pj["moe_layers"]}, {"placement", pj["placement"]}}.dump());
+    write_file(tmp / "bare.json",
+               nlohmann::json::parse(read_file(tmp / "vllm.json"))["physical_to_logical_map"].dump());
+    for (const char* name : {"routepack", "sglang", "vllm", "minimal", "bare"}) {
+        const fs::path out = tmp / (std::string("by-") + name);
+        r = rewrite(QStringLiteral("--map"), tmp / (std::string(name) + ".json"), out);
+        QVERIFY2(r.code == 0, qPrintable(QString::fromLatin1(name) + QStringLiteral(": ") + r.err));
+        QVERIFY2(r.out.contains(QStringLiteral("checkpoint: hf-per-expert, 3 shard(s), MoE layers 1-2, 16 experts")),
+                 qPrintable(r.out));
+        expect_same_rewrite(tmp / "by-plan", out);
+        const auto sc = nlohmann::json::parse(read_file(out / kRewriteSidecar));
+        QCOMPARE(QString::fromStdString(sc["plan"]["origin"].get<std::string>()),
+                 qpath(tmp / (std::string(name) + ".json")));
+    }
+    // The inverse through a map gives the source back.
+    r = routepack::test::run_cli({QStringLiteral("rewrite"), QStringLiteral("--map"), qpath(tmp / "vllm.json"),
+                                  QStringLiteral("--input"), qpath(tmp / "by-vllm"), QStringLiteral("--output"),
+                                  qpath(tmp / "back"), QStringLiteral("--inverse")});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    expect_same_files(src, tmp / "back");
+    // Exactly one of --plan and --map.
+    r = routepack::test::run_cli({QStringLiteral("rewrite"), QStringLiteral("--input"), qpath(src),
+                                  QStringLiteral("--output"), qpath(tmp / "x")});
+    QCOMPARE(r.code, 1);
+    QCOMPARE(r.err,
+             QStringLiteral("routepack: error: rewrite: give --plan PLAN.json or --map MAP.json (the placement to "
+                            "apply)\n"));
+    r = routepack::test::run_cli({QStringLiteral("rewrite"), QStringLiteral("--plan"), qpath(plan),
+                                  QStringLiteral("--map"), qpath(tmp / "vllm.json"), QStringLiteral("--input"),
+                                  qpath(src), QStringLiteral("--output"), qpath(tmp / "x")});
+    QCOMPARE(r.code, 1);
+    QCOMPARE(r.err, QStringLiteral("routepack: error: rewrite: give either --plan or --map, not both\n"));
+    // Rows that match neither the decoder layers nor the MoE layers of config.json.
+    write_file(tmp / "four.json", R"({"physical_to_logical_map": [[0, 1], [1, 0], [0, 1], [1, 0]]})");
+    r = rewrite(QStringLiteral("--map"), tmp / "four.json", tmp / "x");
+    QCOMPARE(r.code, 1);
+    QCOMPARE(r.err, QStringLiteral("routepack: error: ") + qpath(tmp / "four.json") +
+                        QStringLiteral(": physical_to_logical_map has 4 rows, but ") + qpath(src / "config.json") +
+                        QStringLiteral(" gives 3 decoder layers (SGLang: one row each) and 2 MoE layers (vLLM: one "
+                                       "row each)\n"));
+    QVERIFY(!fs::exists(tmp / "x"));
+    fs::remove_all(tmp);
+}
+
+void TestRewrite::expertMapErrors() {
+    const fs::path tmp = temp_dir(QStringLiteral("rwmaperr"));
+    auto parse_error = [](const std::string& text) {
+        try {
+            parse_expert_map_text(text, "m.json");
+        } catch (const InputError& e) {
+            return QString::fromStdString(e.what());
+        }
+        return QStringLiteral("<no error>");
+    };
+    // Replicas: 6 physical slots for 4 logical experts (SGLang / vLLM redundant experts).
+    QCOMPARE(parse_error(R"({"physical_to_logical_map": [[0, 1, 2, 3], [0, 1, 2, 3, 0, 1]]})"),
+             QStringLiteral("m.json: physical_to_logical_map[1] has 6 entries, physical_to_logical_map[0] has 4"));
+    QCOMPARE(parse_error(R"({"physical_to_logical_map": [[0, 1, 2, 3, 0, 1], [3, 2, 1, 0, 2, 3]]})"),
+             QStringLiteral("m.json: physical_to_logical_map[0] has 6 physical slots for 4 logical experts (expert 0 "
+                            "is in slots 0 and 4): a map with replicas (redundant experts) cannot rewrite a "
+                            "checkpoint, which holds each expert once"));
+    QCOMPARE(parse_error(R"([[0, 1, 2], [2, 2, 1]])"),
+             QStringLiteral("m.json: physical_to_logical_map[1] has 3 physical slots for 2 logical experts (expert 2 "
+                            "is in slots 0 and 1): a map with replicas (redundant experts) cannot rewrite a "
+                            "checkpoint, which holds each expert once"));
+    QCOMPARE(parse_error(R"({"physical_to_logical_map": [[0, 1, 5]]})"),
+             QStringLiteral("m.json: physical_to_logical_map[0][2] is 5, not an integer in 0..2"));
+    QCOMPARE(parse_error(R"({"moe_layers": [1, 2], "placement": [[1, 0], [1, 1]]})"),
+             QStringLiteral("m.json: placement[1] puts experts 0 and 1 in slot 1 (each logical expert needs its own "
+                            "slot)"));
+    QCOMPARE(parse_error(R"({"moe_layers": [2, 1], "placement": [[1, 0], [0, 1]]})"),
+             QStringLiteral("m.json: moe_layers must be ascending (moe_layers[1] = 1 after 2)"));
+    QCOMPARE(parse_error(R"({"moe_layers": [1], "placement": [[1, 0], [0, 1]]})"),
+             QStringLiteral("m.json: moe_layers lists 1 layers for 2 rows"));
+    QCOMPARE(
+        parse_error(R"({"placement": [[1, 0]]})"),
+        QStringLiteral("m.json: missing field 'moe_layers' (the absolute decoder-layer id of each placement row)"));
+    QCOMPARE(parse_error(R"({"logical_count": [[3, 4]]})"),
+             QStringLiteral("m.json: not an expert map (no 'physical_to_logical_map' or 'placement'); expected "
+                            "{\"physical_to_logical_map\": [[...]]} (SGLang / vLLM), {\"moe_layers\": [...], "
+                            "\"placement\": [[...]]} or a routepack export-map file"));
+    QCOMPARE(parse_error(R"({"format": "routepack-expert-map", "version": 1, "moe_layers": [1],
+                             "placement": [[1, 0, 2]], "physical_to_logical_map": [[0, 1, 2]]})"),
+             QStringLiteral("m.json: physical_to_logical_map[0] is not the inverse of placement[0]"));
+    QCOMPARE(parse_error(R"({"format": "routepack-expert-map", "version": 2, "moe_layers": [1], "placement": [[0]]})"),
+             QStringLiteral("m.json: routepack expert map version 2 is not supported (expected 1)"));
+    // Rows without layer ids need the checkpoint's config.json.
+    const ExpertMapFile vllm = parse_expert_map_text(R"({"physical_to_logical_map": [[1, 0], [0, 1]]})", "m.json");
+    QVERIFY(vllm.moe_layers.empty());
+    fs::create_directories(tmp / "ckpt");
+    try {
+        request_from_map(vllm, "m.json", tmp / "ckpt");
+        QFAIL("no error");
+    } catch (const InputError& e) {
+        QCOMPARE(QString::fromStdString(e.what()),
+                 QStringLiteral("m.json: the map's rows carry no absolute layer ids (SGLang rows are decoder layers, "
+                                "vLLM rows MoE layers in order) and ") +
+                     qpath(tmp / "ckpt") +
+                     QStringLiteral(" has no config.json to take them from; give a map with \"moe_layers\" "
+                                    "(routepack export-map --format routepack, or {\"moe_layers\": [...], "
+                                    "\"placement\": [[...]]})"));
+    }
+    // With absolute ids no config.json is needed: row l is layer moe_layers[l], placement = inverse rows.
+    const RewriteRequest req = request_from_map(
+        parse_expert_map_text(R"({"moe_layers": [3, 5], "physical_to_logical_map": [[2, 0, 1], [0, 1, 2]]})", "m.json"),
+        "m.json", tmp / "ckpt");
+    QCOMPARE(req.plan_layers, (std::vector<int>{3, 5}));
+    QCOMPARE(req.placement.slot, (std::vector<int>{1, 2, 0, 0, 1, 2}));
+    QCOMPARE(req.plan_model.num_hidden_layers, 6);
+    QCOMPARE(req.plan_model.experts, 3);
+    QCOMPARE(req.plan_origin, std::string("m.json"));
     fs::remove_all(tmp);
 }
 

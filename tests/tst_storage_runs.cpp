@@ -132,6 +132,7 @@ private Q_SLOTS:
         const auto db = make_library(QStringLiteral("topo-rt"));
         Topology t = known_topology("llama4-maverick-ep8-dp4");
         t.min_rows = 3;
+        t.row_multiple = 4; // stored in the definition JSON, no column of its own
         const PlannerBudgets b = small_budgets();
         {
             auto lib = Library::open(db);

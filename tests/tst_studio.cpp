@@ -578,6 +578,14 @@ private Q_SLOTS:
         QVERIFY(ed.selectPreset(QStringLiteral("mine")));
         QCOMPARE(*ed.topology(), e.topology);
         QCOMPARE(ed.budgets().seed, b.seed);
+        // min_rows and row_multiple go through the editor both ways.
+        Topology rm = known_topology("synthetic-demo-ep8-dp4");
+        rm.min_rows = 3;
+        rm.row_multiple = 4;
+        ed.setTopology(QStringLiteral("rm"), rm);
+        QCOMPARE(ed.topology(&why).value_or(Topology{}), rm);
+        QVERIFY(
+            QString::fromStdString(topology_to_json(*ed.topology())).contains(QStringLiteral("\"row_multiple\":4")));
     }
 
     void windowDialogRules() {

@@ -6,6 +6,7 @@
 // topology and budgets into the editor. Screenshots via QWidget::grab into $ROUTEPACK_SCREENSHOT_DIR or a temporary
 // folder.
 #include "core/model/model.h"
+#include "core/plan/expert_map.h"
 #include "core/plan/plan_file.h"
 #include "core/plan/planner.h"
 #include "core/synth/synth.h"
@@ -162,6 +163,41 @@ private Q_SLOTS:
         QVERIFY(!d.hasPlan());
         QVERIFY(!d.loadPlanFile(qpath(dir / "missing.json")));
         QCOMPARE(d.errorText(), qpath(dir / "missing.json") + QStringLiteral(": no such plan file"));
+    }
+
+    void mapFileBuildsThePlansRequest() {
+        // An expert map (here the vLLM export of a plan: rows = MoE layers, ids from the checkpoint's
+        // config.json) in place of the plan: the dialog's request carries the plan's placement and
+        // layers, as `routepack rewrite --map` builds it; a map with replicas is refused in words.
+        ROUTEPACK_REQUIRE_SHARED(root, "checkpoints/qwen3_moe");
+        const fs::path src = root / "checkpoint";
+        const std::string plan = plan_json_for(model_of(src));
+        const PlanFile pf = gpu::parse_plan_text(plan, "p.json");
+        const fs::path dir = tmp_ / "map";
+        fs::create_directories(dir);
+        routepack::test::write_file(dir / "vllm.json", expert_map_json(pf.placement, pf.model, ExpertMapFormat::VLLM));
+        RewriteDialog d;
+        QVERIFY(d.loadMapFile(qpath(dir / "vllm.json")));
+        QVERIFY(d.hasMap() && !d.hasPlan());
+        d.setInput(qpath(src));
+        d.setOutput(qpath(dir / "out"));
+        QString why;
+        const auto r = d.request(&why);
+        QVERIFY2(r.has_value(), qPrintable(why));
+        QCOMPARE(r->placement.slot, pf.placement.slot);
+        QCOMPARE(r->plan_layers, pf.model.moe_layers);
+        QCOMPARE(r->plan_origin, (dir / "vllm.json").string());
+        // Loading a plan drops the map.
+        QVERIFY(d.setPlanJson(QString::fromStdString(plan), QStringLiteral("p.json")));
+        QVERIFY(!d.hasMap());
+        routepack::test::write_file(dir / "rep.json", R"({"physical_to_logical_map": [[0, 1, 0]]})");
+        QVERIFY(!d.loadMapFile(qpath(dir / "rep.json")));
+        QCOMPARE(d.errorText(), qpath(dir / "rep.json") +
+                                    QStringLiteral(": physical_to_logical_map[0] has 3 physical slots for 2 logical "
+                                                   "experts (expert 0 is in slots 0 and 2): a map with replicas "
+                                                   "(redundant experts) cannot rewrite a checkpoint, which holds each "
+                                                   "expert once"));
+        QVERIFY(!d.hasMap() && !d.hasPlan());
     }
 
     void checkReportsThePlan() {

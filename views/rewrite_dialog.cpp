@@ -212,9 +212,15 @@ RewriteDialog::RewriteDialog(QWidget* parent) : QDialog(parent), job_(new Rewrit
     planInfo_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     planButton_ = new QPushButton(tr("Plan file…"), this);
     planButton_->setToolTip(tr("Use a plan file written by `routepack plan --out` or exported from the studio"));
+    mapButton_ = new QPushButton(tr("Map file…"), this);
+    mapButton_->setToolTip(tr("Use an expert map instead of a plan: `routepack export-map` output, an SGLang or "
+                              "vLLM physical_to_logical_map JSON, or {\"moe_layers\", \"placement\"}"));
+    auto* planButtons = new QVBoxLayout();
+    planButtons->addWidget(planButton_);
+    planButtons->addWidget(mapButton_);
     auto* planRow = new QHBoxLayout();
     planRow->addWidget(planInfo_, 1);
-    planRow->addWidget(planButton_, 0, Qt::AlignTop);
+    planRow->addLayout(planButtons);
     form->addRow(tr("Plan"), planRow);
 
     input_ = new QLineEdit(this);
@@ -304,10 +310,11 @@ RewriteDialog::RewriteDialog(QWidget* parent) : QDialog(parent), job_(new Rewrit
     cancelButton_->setEnabled(false);
     rewriteButton_->setDefault(true);
     layout->addWidget(buttons);
-    fieldWidgets_ = {planButton_, input_,         inputFolder, inputFile, output_, outputBrowse,
-                     direction_,  permuteRouter_, layerMap_,   device_,   verify_};
+    fieldWidgets_ = {planButton_,  mapButton_, input_,         inputFolder, inputFile, output_,
+                     outputBrowse, direction_, permuteRouter_, layerMap_,   device_,   verify_};
 
     connect(planButton_, &QPushButton::clicked, this, &RewriteDialog::choosePlanFile);
+    connect(mapButton_, &QPushButton::clicked, this, &RewriteDialog::chooseMapFile);
     connect(inputFolder, &QPushButton::clicked, this, &RewriteDialog::browseInputFolder);
     connect(inputFile, &QPushButton::clicked, this, &RewriteDialog::browseInputFile);
     connect(outputBrowse, &QPushButton::clicked, this, &RewriteDialog::browseOutput);
@@ -388,9 +395,11 @@ RewriteDialog::~RewriteDialog() = default;
 bool RewriteDialog::usePlan(const std::function<PlanFile()>& load, const QString& origin) {
     try {
         plan_ = std::make_shared<const PlanFile>(load());
+        map_.reset();
         planOrigin_ = origin;
     } catch (const std::exception& e) {
         plan_.reset();
+        map_.reset();
         planOrigin_.clear();
         showPlanInfo();
         updateLayerMapError();
@@ -417,6 +426,29 @@ bool RewriteDialog::loadPlanFile(const QString& path) {
             return gpu::read_plan_file(path.toStdString());
         },
         path);
+}
+
+bool RewriteDialog::loadMapFile(const QString& path) {
+    try {
+        map_ = std::make_shared<const gpu::ExpertMapFile>(gpu::read_expert_map_file(path.toStdString()));
+        plan_.reset();
+        planOrigin_ = path;
+    } catch (const std::exception& e) {
+        plan_.reset();
+        map_.reset();
+        planOrigin_.clear();
+        showPlanInfo();
+        updateLayerMapError();
+        fieldsChanged();
+        showError(tr("Cannot use the expert map: "), words(e, "reading the expert map"));
+        return false;
+    }
+    showPlanInfo();
+    updateLayerMapError();
+    fieldsChanged();
+    error_.clear();
+    showInfo(QString());
+    return true;
 }
 
 void RewriteDialog::setInput(const QString& path) {
@@ -473,19 +505,22 @@ std::optional<gpu::RewriteRequest> RewriteDialog::request(QString* error) const 
         if (error) *error = why;
         return std::nullopt;
     };
-    if (!plan_) return fail(tr("Choose a plan: select a planned run in the studio, or a plan file."));
+    if (!plan_ && !map_)
+        return fail(tr("Choose a plan: select a planned run in the studio, a plan file, or an expert map file."));
     if (input().isEmpty()) return fail(tr("Choose the input checkpoint: a folder or a .safetensors file."));
     if (output().isEmpty()) return fail(tr("Choose the output folder (it must not exist or be empty)."));
     if (!layerMapError_.isEmpty()) return fail(layerMapError_);
     try {
         // Exactly as `routepack rewrite` fills it (gpu/rewrite/request.h).
-        gpu::RewriteRequest r = gpu::request_from_plan(*plan_, planOrigin_.toStdString());
+        gpu::RewriteRequest r = plan_ ? gpu::request_from_plan(*plan_, planOrigin_.toStdString())
+                                      : gpu::request_from_map(*map_, planOrigin_.toStdString(),
+                                                              std::filesystem::path(input().toStdString()));
         r.input = std::filesystem::path(input().toStdString());
         r.output = std::filesystem::path(output().toStdString());
         r.direction = inverse() ? gpu::RewriteDirection::Inverse : gpu::RewriteDirection::Apply;
         r.permute_router = permuteRouter_->isChecked();
         const QString map = layerMap_->text().trimmed();
-        if (!map.isEmpty()) r.layer_map = gpu::parse_layer_map(map.toStdString(), plan_->model.moe_layers);
+        if (!map.isEmpty()) r.layer_map = gpu::parse_layer_map(map.toStdString(), r.plan_layers);
         r.device = gpu::parse_rewrite_device(device_->currentData().toString().toStdString());
         r.verify = verify_->isChecked();
         return r;
@@ -556,6 +591,13 @@ void RewriteDialog::choosePlanFile() {
     if (!f.isEmpty()) loadPlanFile(f);
 }
 
+void RewriteDialog::chooseMapFile() {
+    const QString dir = QFileInfo::exists(planOrigin_) ? QFileInfo(planOrigin_).absolutePath() : QString();
+    const QString f =
+        QFileDialog::getOpenFileName(this, tr("Expert map file"), dir, tr("Expert map JSON (*.json);;All files (*)"));
+    if (!f.isEmpty()) loadMapFile(f);
+}
+
 void RewriteDialog::browseInputFolder() {
     const QString d = QFileDialog::getExistingDirectory(this, tr("Checkpoint folder"), input());
     if (d.isEmpty()) return;
@@ -602,9 +644,13 @@ void RewriteDialog::fieldsChanged() {
 void RewriteDialog::updateLayerMapError() {
     layerMapError_.clear();
     const QString text = layerMap_->text().trimmed();
-    if (plan_ && !text.isEmpty()) {
+    // A map without layer ids is checked when the request is built (the ids come from config.json).
+    const std::vector<int>* layers = plan_                               ? &plan_->model.moe_layers
+                                     : map_ && !map_->moe_layers.empty() ? &map_->moe_layers
+                                                                         : nullptr;
+    if (layers && !text.isEmpty()) {
         try {
-            gpu::parse_layer_map(text.toStdString(), plan_->model.moe_layers);
+            gpu::parse_layer_map(text.toStdString(), *layers);
         } catch (const std::exception& e) {
             layerMapError_ = QString::fromStdString(e.what());
         }
@@ -623,6 +669,16 @@ void RewriteDialog::setBusy(bool busy) {
 }
 
 void RewriteDialog::showPlanInfo() {
+    if (map_) {
+        const auto& m = *map_;
+        planInfo_->setText(tr("%1\nexpert map (%2): %3 rows of %4 experts, %5")
+                               .arg(planOrigin_, QString::fromStdString(m.kind))
+                               .arg(m.p2l.size())
+                               .arg(m.p2l.front().size())
+                               .arg(m.moe_layers.empty() ? tr("layer ids from the checkpoint's config.json")
+                                                         : tr("MoE layers %1").arg(layersText(m.moe_layers))));
+        return;
+    }
     if (!plan_) {
         planInfo_->setText(tr("No plan: select a planned run in the studio, or choose a plan file."));
         return;

@@ -124,7 +124,14 @@ public:
     /// Reads and uses a plan file (`routepack plan --out`); origin = the path. False with the error shown
     /// ("<path>: not a regular file" for a folder, FIFO or device, refused unread).
     bool loadPlanFile(const QString& path);
+    /// Reads and uses an expert map file instead of a plan (gpu::read_expert_map_file: routepack
+    /// export-map output, SGLang / vLLM physical_to_logical_map, {moe_layers, placement}); origin = the
+    /// path. Rows without layer ids take them from the checkpoint's config.json when the request is
+    /// built (gpu::request_from_map). Drops the plan; loading a plan drops the map. False with the
+    /// error shown when it does not parse.
+    bool loadMapFile(const QString& path);
     bool hasPlan() const { return plan_ != nullptr; }
+    bool hasMap() const { return map_ != nullptr; }
     /// The plan in use (null when none).
     std::shared_ptr<const routepack::PlanFile> plan() const { return plan_; }
     QString planOrigin() const { return planOrigin_; }
@@ -190,6 +197,7 @@ private:
     /// Loads a plan through `load` (its errors shown in words); shared by setPlanJson and loadPlanFile.
     bool usePlan(const std::function<routepack::PlanFile()>& load, const QString& origin);
     void choosePlanFile();
+    void chooseMapFile();
     void browseInputFolder();
     void browseInputFile();
     void browseOutput();
@@ -206,7 +214,8 @@ private:
     RewriteJob* job_ = nullptr;
     JobTracker* devices_ = nullptr; ///< the device query (the CUDA runtime may take a while)
     std::shared_ptr<const routepack::PlanFile> plan_;
-    QString planOrigin_;
+    std::shared_ptr<const gpu::ExpertMapFile> map_; ///< an expert map in place of plan_ (one of them at most)
+    QString planOrigin_;                            ///< the plan's or the map's origin
     QString error_, layerMapError_, deviceDescription_;
     quint64 pendingCheck_ = 0;
     std::optional<RewriteCheck> lastCheck_;
@@ -215,6 +224,7 @@ private:
 
     QLabel* planInfo_ = nullptr;
     QPushButton* planButton_ = nullptr;
+    QPushButton* mapButton_ = nullptr;
     QLineEdit* input_ = nullptr;
     QLineEdit* output_ = nullptr;
     QComboBox* direction_ = nullptr;

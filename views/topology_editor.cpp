@@ -136,6 +136,10 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
     cap_ = spin(topoBox, 1, std::numeric_limits<int>::max(), 8192);
     minRows_ = spin(topoBox, 0, 1 << 20, 0);
     minRows_->setSpecialValueText(tr("none"));
+    rowMultiple_ = spin(topoBox, 1, kMaxRowMultiple, 1);
+    rowMultiple_->setSpecialValueText(tr("any"));
+    rowMultiple_->setToolTip(tr("The row count R must be a multiple of this (virtual-pipeline stacks need the "
+                                "micro-batch count per rank to be a multiple of the stage group size)"));
     tf->addRow(tr("Name"), name_);
     tf->addRow(tr("EP ranks P"), ranks_);
     tf->addRow(tr("Experts per layer E"), experts_);
@@ -143,6 +147,7 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
     tf->addRow(tr("EDP shards"), shards_);
     tf->addRow(tr("Token cap C"), cap_);
     tf->addRow(tr("Minimum rows"), minRows_);
+    tf->addRow(tr("Row multiple"), rowMultiple_);
     stages_ = new QTableWidget(0, 3, topoBox);
     stages_->setHorizontalHeaderLabels({tr("Attention stage"), tr("alpha"), tr("beta")});
     stages_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
@@ -218,8 +223,8 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
         updateValidity();
         Q_EMIT changed();
     };
-    for (QSpinBox* s : {ranks_, experts_, slots_, cap_, minRows_, seeds_, population_, choiceWidth_, levels_, steps_,
-                        rowNodes_, workers_})
+    for (QSpinBox* s : {ranks_, experts_, slots_, cap_, minRows_, rowMultiple_, seeds_, population_, choiceWidth_,
+                        levels_, steps_, rowNodes_, workers_})
         connect(s, &QSpinBox::valueChanged, this, notify);
     for (QDoubleSpinBox* s : {eta_, t0_, cooling_, pGuide_, rho_, timeLimit_})
         connect(s, &QDoubleSpinBox::valueChanged, this, notify);
@@ -295,6 +300,7 @@ void TopologyEditor::setTopology(const QString& name, const Topology& t) {
     shards_->setText(shardText(t.edp_shards));
     cap_->setValue(static_cast<int>(std::min<std::int64_t>(t.token_cap, std::numeric_limits<int>::max())));
     minRows_->setValue(t.min_rows);
+    rowMultiple_->setValue(t.row_multiple);
     stages_->setRowCount(0);
     for (const auto& s : t.attention_stages)
         addStage(QString::fromStdString(s.name), s.alpha, s.beta);
@@ -338,6 +344,7 @@ std::optional<Topology> TopologyEditor::topology(QString* error) const {
         t.edp_shards = parseShardText(shards_->text(), t.dp_slots);
         t.token_cap = cap_->value();
         t.min_rows = minRows_->value();
+        t.row_multiple = rowMultiple_->value();
         for (int r = 0; r < stages_->rowCount(); ++r) {
             AttentionStage s;
             const QTableWidgetItem* n = stages_->item(r, 0);

@@ -1,5 +1,5 @@
 #pragma once
-// Topology and planner-budget editor of the studio: P, D, EDP shards, cap C, min rows,
+// Topology and planner-budget editor of the studio: P, D, EDP shards, cap C, min rows, row multiple,
 // attention stages (alpha, beta), and every PlannerBudgets field. Presets: the shipped topologies
 // (resources/topologies) and the topologies saved in the open library.
 #include "core/model/topology.h"
@@ -75,6 +75,7 @@ private:
     QLineEdit* shards_ = nullptr;
     QSpinBox* cap_ = nullptr;
     QSpinBox* minRows_ = nullptr;
+    QSpinBox* rowMultiple_ = nullptr;
     QTableWidget* stages_ = nullptr;
     QLabel* validity_ = nullptr;
     // Budgets.

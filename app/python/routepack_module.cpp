@@ -176,12 +176,13 @@ ModelDescription make_model(const std::vector<int>& moe_layers, int experts, std
 
 Topology make_topology(int ep_ranks, int dp_slots, const py::object& edp_shards, std::int64_t token_cap,
                        const std::vector<std::tuple<std::string, double, double>>& stages, int min_rows,
-                       int experts_per_layer) {
+                       int experts_per_layer, std::int64_t row_multiple) {
     nlohmann::json j;
     j["ep_ranks"] = ep_ranks;
     j["dp_slots"] = dp_slots;
     j["token_cap"] = token_cap;
     if (min_rows) j["min_rows"] = min_rows;
+    if (row_multiple != 1) j["row_multiple"] = row_multiple;
     if (experts_per_layer) j["experts_per_layer"] = experts_per_layer;
     if (!edp_shards.is_none()) {
         if (py::isinstance<py::int_>(edp_shards)) {
@@ -719,13 +720,15 @@ Execution topology of one training step: P EP ranks, D DP slots grouped in EDP s
 per cell, attention stages (alpha_s, beta_s) of the cost model (paper eq. 12).
 
 Topology(ep_ranks, dp_slots, edp_shards=None, token_cap, stages=[("attention", 1.0, 0.0)], min_rows=0,
-experts_per_layer=0). edp_shards: None = one shard of all DP slots, an int G = G shards of
+experts_per_layer=0, row_multiple=1). row_multiple: the row count R must be a multiple of it (1..2^20;
+virtual-pipeline stacks need the micro-batch count per rank to be a multiple of the stage group
+size); the certified R* is then the smallest feasible multiple >= min_rows. edp_shards: None = one shard of all DP slots, an int G = G shards of
 consecutive slots, or a list of lists partitioning 0..D-1. Validated with the topology file's rules
 (ValueError with the same text as the CLI, prefixed "topology: ").)doc")
         .def(py::init(&make_topology), py::arg("ep_ranks"), py::arg("dp_slots"), py::arg("edp_shards") = py::none(),
              py::arg("token_cap"),
              py::arg("stages") = std::vector<std::tuple<std::string, double, double>>{{"attention", 1.0, 0.0}},
-             py::arg("min_rows") = 0, py::arg("experts_per_layer") = 0)
+             py::arg("min_rows") = 0, py::arg("experts_per_layer") = 0, py::arg("row_multiple") = 1)
         .def_static(
             "from_json", [](const std::string& text) { return parse_topology(text, "topology"); }, py::arg("text"),
             "Parses topology JSON text (the CLI's --topology file format).")
@@ -738,6 +741,7 @@ consecutive slots, or a list of lists partitioning 0..D-1. Validated with the to
         .def_readonly("edp_shards", &Topology::edp_shards)
         .def_readonly("token_cap", &Topology::token_cap)
         .def_readonly("min_rows", &Topology::min_rows)
+        .def_readonly("row_multiple", &Topology::row_multiple)
         .def_readonly("experts_per_layer", &Topology::experts_per_layer)
         .def_property_readonly("stages",
                                [](const Topology& t) {

@@ -181,6 +181,9 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
     if (j.contains("experts_per_layer"))
         t.experts_per_layer = static_cast<int>(need_int(j, "experts_per_layer", origin, 1, kMaxExpertsPerLayer));
     if (j.contains("min_rows")) t.min_rows = static_cast<int>(need_int(j, "min_rows", origin, 0, kMaxMinRows));
+    if (j.contains("row_multiple"))
+        t.row_multiple = static_cast<int>(need_int(j, "row_multiple", origin, 1, kMaxRowMultiple));
+    check_row_fields(t, origin);
     parse_nodes(j, t, origin);
 
     if (j.contains("edp_shards")) {
@@ -264,10 +267,30 @@ std::string topology_to_json(const Topology& t) {
         st.push_back({{"name", s.name}, {"alpha", s.alpha}, {"beta", s.beta}});
     j["attention_stages"] = st;
     if (t.min_rows) j["min_rows"] = t.min_rows;
+    if (t.row_multiple != 1) j["row_multiple"] = t.row_multiple;
     if (t.gpus_per_node) j["gpus_per_node"] = t.gpus_per_node;
     if (!t.ep_rank_nodes.empty()) j["ep_rank_nodes"] = t.ep_rank_nodes;
     if (!t.dp_slot_nodes.empty()) j["dp_slot_nodes"] = t.dp_slot_nodes;
     return j.dump();
+}
+
+void check_row_fields(const Topology& t, const std::string& origin) {
+    auto range = [&](const char* key, std::int64_t v, std::int64_t lo, std::int64_t hi) {
+        if (v < lo)
+            throw InputError(origin + ": field '" + key + "' must be >= " + std::to_string(lo) + " (got " +
+                             std::to_string(v) + ")");
+        if (v > hi)
+            throw InputError(origin + ": field '" + key + "' must be at most " + std::to_string(hi) + " (got " +
+                             std::to_string(v) + ")");
+    };
+    range("min_rows", t.min_rows, 0, kMaxMinRows);
+    range("row_multiple", t.row_multiple, 1, kMaxRowMultiple);
+    const std::int64_t m = t.row_multiple;
+    const std::int64_t first = (static_cast<std::int64_t>(t.min_rows) + m - 1) / m * m;
+    if (first > kMaxTopologyRows)
+        throw InputError(origin + ": min_rows " + std::to_string(t.min_rows) + " rounded up to a multiple of " +
+                         "row_multiple " + std::to_string(m) + " is " + std::to_string(first) +
+                         " rows, above the largest row count " + std::to_string(kMaxTopologyRows));
 }
 
 void check_topology_for_model(const Topology& t, const ModelDescription& m) {

@@ -20,8 +20,15 @@ struct AttentionStage {
 
 /// The topology file (JSON): {"ep_ranks": P, "experts_per_layer": E (optional), "dp_slots": D,
 /// "edp_shards": [[d...]...] (partition of 0..D-1; default one shard), "token_cap": C,
-/// "attention_stages": [{"name", "alpha", "beta"}...], "min_rows": optional, and where things run,
-/// optional: "gpus_per_node": g, or "ep_rank_nodes": [P] with "dp_slot_nodes": [D]}.
+/// "attention_stages": [{"name", "alpha", "beta"}...], "min_rows": optional, "row_multiple": optional
+/// (default 1), and where things run, optional: "gpus_per_node": g, or "ep_rank_nodes": [P] with
+/// "dp_slot_nodes": [D]}.
+///
+/// Row count: the plan's R is >= min_rows and a multiple of row_multiple (virtual-pipeline stacks need
+/// the micro-batch count per DP rank to be a multiple of the stage group size: Megatron-Core's
+/// interleaved schedule groups micro-batches by microbatch_group_size_per_vp_stage, by default the
+/// pipeline size, and verl's Megatron actor passes it to rearrange_micro_batches as
+/// num_batches_divided_by).
 /// Physical slot v is owned by EP rank v / H with H = E / P (rank-major slots).
 ///
 /// Nodes (machines; traffic between them crosses the network, traffic inside one stays on NVLink):
@@ -40,6 +47,7 @@ struct Topology {
     std::int64_t token_cap = 0;               ///< C, tokens per cell (hard)
     std::vector<AttentionStage> attention_stages;
     int min_rows = 0;               ///< optional lower bound on R (pipeline occupancy)
+    int row_multiple = 1;           ///< R must be a multiple of it (1 = any R)
     int gpus_per_node = 0;          ///< g as written (0 = not given)
     std::vector<int> ep_rank_nodes; ///< [P] node of each EP rank as written (empty = not given)
     std::vector<int> dp_slot_nodes; ///< [D] node of each DP slot as written (empty = not given)
@@ -59,15 +67,29 @@ struct Topology {
 /// Parses a topology JSON text; `origin` (file name) prefixes every error. Fills the default single
 /// shard when edp_shards is absent. InputError on a missing/ill-typed field, an integer out of range
 /// (never narrowed: P and D in 1..2^20, experts_per_layer in 1..2^20, C in 1..2^40, min_rows in
-/// 0..2^30; "<origin>: field 'ep_ranks' must be at most 1048576 (got 4294967304)"), negative,
+/// 0..2^30, row_multiple in 1..2^20; "<origin>: field 'ep_ranks' must be at most 1048576 (got
+/// 4294967304)"), a min_rows whose next multiple of row_multiple exceeds the largest row count 2^30
+/// (check_row_fields), negative,
 /// non-finite or larger than 1e12 alpha/beta, shards that do not partition 0..D-1 (names the slot);
 /// node fields: gpus_per_node in 1..P dividing P with N = P / g dividing D; gpus_per_node together
 /// with the lists; one list without the other; a list of the wrong length or with a non-integer, or
 /// an id outside 0..min(P, D)-1 ("<origin>: ep_rank_nodes[3] is 9, outside 0..7"); a node below the
 /// largest id that holds no EP rank or no DP slot.
 Topology parse_topology(const std::string& json_text, const std::string& origin);
+/// Largest row_multiple of a topology (2^20) and largest row count a topology may ask for (2^30:
+/// min_rows and the smallest multiple of row_multiple >= min_rows).
+constexpr int kMaxRowMultiple = 1 << 20;
+constexpr int kMaxTopologyRows = 1 << 30;
+
+/// Checks min_rows and row_multiple of a topology built in memory (parse_topology applies the same
+/// rules): InputError "<origin>: field 'row_multiple' must be >= 1 (got 0)", "... must be at most
+/// 1048576 (got ...)", "<origin>: field 'min_rows' must be >= 0 (got -1)", and "<origin>: min_rows
+/// 1073741824 rounded up to a multiple of row_multiple 3 is 1073741826 rows, above the largest row
+/// count 1073741824".
+void check_row_fields(const Topology& t, const std::string& origin);
+
 /// Serializes to the same JSON shape (edp_shards always written; the node fields only when given, so
-/// a one-node topology serializes exactly as before they existed).
+/// a one-node topology serializes exactly as before they existed; row_multiple only when it is not 1).
 std::string topology_to_json(const Topology& t);
 /// Checks the topology against a model: E % P == 0, experts_per_layer == E when given. InputError
 /// "topology: 64 experts are not divisible by 6 EP ranks".

@@ -59,6 +59,7 @@ std::string plan_to_json(const PlanResult& r) {
                   {"top_k", r.model.top_k},
                   {"experts", r.model.experts}};
     j["topology"] = topology_ojson(r.topology);
+    j["topology"]["row_multiple"] = r.topology.row_multiple; // version 4: always written
     j["moe_layers"] = r.model.moe_layers;
     ojson placement = ojson::array();
     for (int l = 0; l < r.lpt.layers; ++l) {
@@ -326,6 +327,9 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
     }
     // Every row holds D non-empty cells, so there are at most as many rows as samples.
     f.row_count = static_cast<int>(need_int(j, "row_count", origin, 1, static_cast<std::int64_t>(f.sample_ids.size())));
+    if (f.row_count % f.topology.row_multiple != 0)
+        throw InputError(origin + ": row_count " + std::to_string(f.row_count) +
+                         " is not a multiple of topology.row_multiple " + std::to_string(f.topology.row_multiple));
     const auto& certified = need(j, "row_count_certified", origin);
     if (!certified.is_boolean())
         throw InputError(origin + ": field 'row_count_certified' must be true or false, not " +

@@ -9,10 +9,11 @@ namespace routepack {
 /// Plan file version written by plan_to_json. Version 2 added "max_u_lower_bound"; version 3 changed
 /// `inputs.fingerprint` to window_fingerprint (chunked, parallel) from window_fingerprint_fnv and
 /// added the final search's budgets and counts (budgets.polish_kick_moves, budgets.anytime,
-/// polish.kicks, polish.kicks_kept).
-/// parse_plan reads versions 1 to 3 (version 1 has no bound) and rescore_plan checks each file's
-/// fingerprint with the function of its version.
-constexpr int kPlanVersion = 3;
+/// polish.kicks, polish.kicks_kept); version 4 writes `topology.row_multiple` always (the row count
+/// is a multiple of it; topology files leave it out when it is 1).
+/// parse_plan reads versions 1 to 4 (version 1 has no bound; versions 1 to 3 have no row_multiple,
+/// read as 1) and rescore_plan checks each file's fingerprint with the function of its version.
+constexpr int kPlanVersion = 4;
 
 /// Serializes a plan (format "routepack-plan", version kPlanVersion) to JSON text (2-space indent). Every
 /// field but "timings" is a function of inputs, seed, budgets and worker count.
@@ -31,8 +32,8 @@ struct PlanFile {
     int row_lower_bound = 0;
     Layout layout; ///< rows as sample indices (window order)
     Score score;
-    int version = kPlanVersion; ///< the file's format version (1 to 3; a plan built in memory: current)
-    /// "max_u_lower_bound" (versions 2 and 3; absent in version 1 files: has_bound false).
+    int version = kPlanVersion; ///< the file's format version (1 to 4; a plan built in memory: current)
+    /// "max_u_lower_bound" (versions 2 to 4; absent in version 1 files: has_bound false).
     bool has_bound = false;
     MaxULowerBound bound;
     std::map<std::string, LayoutMetrics> metrics; ///< baseline, reorder, karmarkar_karp, routepack
@@ -40,11 +41,12 @@ struct PlanFile {
     int workers = 0;
 };
 
-/// Parses and checks a plan's structure alone: format/version (1 to 3), every layer's placement a permutation
+/// Parses and checks a plan's structure alone: format/version (1 to 4), every layer's placement a permutation
 /// of 0..E-1 with E % P == 0, topology valid, R x D non-empty cells, every sample exactly once, cell
-/// token sums <= C (from the plan's own lengths), score == metrics.routepack.score, and (version 2 on) a
-/// bound with value <= score[0] and gap == score[0] / value - 1. InputError naming
-/// `origin` and the field.
+/// token sums <= C (from the plan's own lengths), row_count a multiple of topology.row_multiple
+/// ("<origin>: row_count 6 is not a multiple of topology.row_multiple 4"), score == metrics.routepack.score, and
+/// (version 2 on) a bound with value <= score[0] and gap == score[0] / value - 1. InputError naming `origin` and the
+/// field.
 PlanFile parse_plan(const std::string& json_text, const std::string& origin);
 
 /// Rescores a parsed plan against its window (samples in the plan's order, with counts): lengths

@@ -146,7 +146,8 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
         // 2. Row count R*.
         t0 = Clock::now();
         emit("row count", 0.1);
-        r.rows = minimum_rows(p_lpt.length, p_lpt.C, p_lpt.D, in.topology.min_rows, in.budgets.row_nodes);
+        r.rows = minimum_rows(p_lpt.length, p_lpt.C, p_lpt.D, in.topology.min_rows, in.budgets.row_nodes,
+                              in.topology.row_multiple);
         r.timings["row count"] = seconds_since(t0);
 
         // 3. Baselines on the same window and R*.

@@ -259,7 +259,8 @@ bool fixed_row_ffd(const std::vector<std::int64_t>& length, std::int64_t C, int 
 }
 
 /// R* (eq. 9) for lengths t_i (tokens, [n]), cap C (tokens per cell), D DP slots, min_rows (0 =
-/// none) and an exact-search budget in nodes (total over the call; counted in nodes, never time).
+/// none), an exact-search budget in nodes (total over the call; counted in nodes, never time) and
+/// row_multiple m (R must be a multiple of m; 1 = any R).
 /// Lower bound lb = max(ceil(sum t / (C*D)), ceil(L2 / D), min_rows, 1) with L2 the Martello-Toth
 /// bin-packing bound on the number of cells. The exact search decides "all samples in <= R*D bins
 /// of C", which is equivalent to exactly R*D non-empty cells because n >= R*D (a multi-sample bin
@@ -271,15 +272,28 @@ bool fixed_row_ffd(const std::vector<std::int64_t>& length, std::int64_t C, int 
 ///   Phase 2, R = incumbent - 1 downward to the lower bound: the full exact search with the rest of
 ///     the budget; a layout found lowers the incumbent, a proof certifies it, an exhausted budget
 ///     leaves it best-known.
+/// With m > 1 both phases visit multiples of m only (phase 1 from ceil_m(lb) up in steps of m, the
+/// decisive search at the largest multiple <= n/D, phase 2 down in steps of m) and the reported lower
+/// bound is ceil_m of the plain one. The result is R*_m = ceil_m(R*_1), the smallest multiple of m
+/// that is >= the plain minimum R*_1 (itself >= min_rows), and it stays certified: every feasible R'
+/// is >= R*_1, so no multiple below ceil_m(R*_1) is feasible, and ceil_m(R*_1) <= n/D is feasible by
+/// monotonicity; a proof of infeasibility at a multiple R certifies the next multiple R + m once a
+/// layout is found there. Every later stage (baselines, seeding, annealing, polish) keeps the row
+/// count, so the plan has exactly R*_m rows of D non-empty cells (no empty rows, as with min_rows).
+/// With m = 1 every step, bound and text is the plain algorithm's.
 /// certified == (lower_bound == rows); `layout` is FixedRowFFD's or the search's (cells sorted by
 /// token sum descending). InputError: t_i < 1 or t_i > C (names the sample), D < 1, C < 1,
-/// min_rows < 0, and "no rectangular layout exists: ..." when n < D, min_rows*D > n, the bounds
-/// need more cells than samples, or the search proves every R <= n/D infeasible.
+/// min_rows < 0, row_multiple < 1, and "no rectangular layout exists: ..." when n < D,
+/// min_rows*D > n, the bounds (rounded up to a multiple of m) need more cells than samples, or the
+/// search proves every R (multiple of m) <= n/D infeasible.
 RowCount minimum_rows(const std::vector<std::int64_t>& length, std::int64_t C, int D, int min_rows,
-                      std::int64_t node_budget) {
+                      std::int64_t node_budget, int row_multiple) {
     if (D < 1) throw InputError("row count: the topology needs at least 1 DP slot (got " + str(D) + ")");
     if (C < 1) throw InputError("row count: the token cap must be at least 1 (got " + str(C) + ")");
     if (min_rows < 0) throw InputError("row count: min_rows must be >= 0 (got " + str(min_rows) + ")");
+    if (row_multiple < 1) throw InputError("row count: row_multiple must be >= 1 (got " + str(row_multiple) + ")");
+    const std::int64_t m = row_multiple;
+    auto up = [m](std::int64_t r) { return (r + m - 1) / m * m; }; // r <= 2^31, no overflow
     const std::int64_t n = static_cast<std::int64_t>(length.size());
     __extension__ typedef __int128 i128;
     i128 sum = 0;
@@ -314,6 +328,12 @@ RowCount minimum_rows(const std::vector<std::int64_t>& length, std::int64_t C, i
                          " (bin-packing bound L2), i.e. " + str(lb) + " rows of " + str(D) + " = " + str(lb * D) +
                          " non-empty cells, but there are only " + str(n) + " samples");
     }
+    const std::int64_t lbm = up(lb);
+    const std::int64_t rmax_m = rmax / m * m; // the largest multiple of m <= n / D
+    if (lbm > rmax)
+        throw InputError(prefix + "row_multiple " + str(m) + " rounds the lower bound " + str(lb) + " up to " +
+                         str(lbm) + " rows of " + str(D) + " = " + str(lbm * D) +
+                         " non-empty cells, but there are only " + str(n) + " samples");
     std::string lb_why;
     if (vol_rows == lb)
         lb_why = "volume bound ceil(" + str(total) + " / (" + str(C) + " x " + str(D) + ")) = " + str(lb);
@@ -321,6 +341,7 @@ RowCount minimum_rows(const std::vector<std::int64_t>& length, std::int64_t C, i
         lb_why = "bin-packing bound L2 = " + str(l2_cells) + " cells -> " + str(lb) + " rows";
     else
         lb_why = "min_rows " + str(lb);
+    if (lbm != lb) lb_why += ", rounded up to the multiple " + str(lbm) + " of row_multiple " + str(m);
 
     RowCount out;
     out.lower_bound = static_cast<int>(lb);
@@ -357,7 +378,7 @@ RowCount minimum_rows(const std::vector<std::int64_t>& length, std::int64_t C, i
 
     // Phase 1, upward from the bound: FixedRowFFD, else a first descent of the exact search (at most
     // n nodes: its first dive is best-fit decreasing into K bins; small windows are decided here).
-    for (std::int64_t R = lb; R <= rmax && found < 0; ++R) {
+    for (std::int64_t R = lbm; R <= rmax && found < 0; R += m) {
         if (R < out.lower_bound) continue;
         if (fixed_row_ffd(length, C, static_cast<int>(R), D, &best)) {
             found = R;
@@ -371,27 +392,34 @@ RowCount minimum_rows(const std::vector<std::int64_t>& length, std::int64_t C, i
         else if (r == Exact::Infeasible)
             proved(R, before);
     }
-    if (found < 0 && out.lower_bound <= rmax) {
-        // Feasibility is monotone in R, so a layout exists at all iff one exists at R = n / D.
+    if (found < 0 && out.lower_bound <= rmax_m) {
+        // Feasibility is monotone in R, so a layout exists at all iff one exists at R = n / D (with
+        // m > 1: a multiple of m is feasible iff the largest one <= n / D is).
         const std::int64_t before = out.nodes;
-        const Exact r = exact(rmax, budget);
+        const Exact r = exact(rmax_m, budget);
         if (r == Exact::Feasible)
-            take_search(rmax, before);
+            take_search(rmax_m, before);
         else if (r == Exact::Infeasible)
-            proved(rmax, before);
+            proved(rmax_m, before);
         else
-            throw InputError("no rectangular layout found: FixedRowFFD failed at every R in " + str(lb) + ".." +
-                             str(rmax) + " and the exact search ran out of its node budget (" + str(budget) +
+            throw InputError("no rectangular layout found: FixedRowFFD failed at every R in " + str(lbm) + ".." +
+                             str(rmax_m) + (m > 1 ? " (multiples of row_multiple " + str(m) + ")" : "") +
+                             " and the exact search ran out of its node budget (" + str(budget) +
                              " nodes); raise the node budget");
     }
-    if (found < 0)
+    if (found < 0) {
+        if (m > 1)
+            throw InputError(prefix + "the exact search proved every R <= " + str(rmax_m) +
+                             " (the largest multiple of row_multiple " + str(m) + " <= " + str(n) + " / " + str(D) +
+                             ") infeasible (" + str(out.nodes) + " nodes)");
         throw InputError(prefix + "the exact search proved every R <= " + str(n) + " / " + str(D) + " = " + str(rmax) +
                          " infeasible (" + str(out.nodes) + " nodes)");
+    }
 
     // Phase 2, downward from the layout found: the rest of the budget goes to R* - 1, R* - 2, ... until
     // a proof of infeasibility (certified: by monotonicity every smaller R is infeasible too) or the
     // budget runs out (best-known).
-    for (std::int64_t R = found - 1; R >= out.lower_bound; --R) {
+    for (std::int64_t R = found - m; R >= out.lower_bound; R -= m) {
         const std::int64_t before = out.nodes;
         const Exact r = exact(R, budget);
         if (r == Exact::Feasible) {
@@ -407,12 +435,13 @@ RowCount minimum_rows(const std::vector<std::int64_t>& length, std::int64_t C, i
 
     out.rows = static_cast<int>(found);
     out.layout = std::move(best);
+    out.lower_bound = static_cast<int>(up(out.lower_bound)); // no multiple of m below it is feasible
     out.certified = out.lower_bound == out.rows;
     if (!out.certified)
         out.how = "R* = " + str(found) + " best-known (not certified): lower bound " + str(out.lower_bound) +
                   ", exact search at R = " + str(unknown_at) + " ran out of its node budget (" + str(budget) +
                   " nodes); layout by " + by;
-    else if (found == lb)
+    else if (found == lbm)
         out.how = "R* = " + str(found) + " certified: " + lb_why + " met by " + by;
     else
         out.how = "R* = " + str(found) + " certified: " + searched + ", layout by " + by;

@@ -19,18 +19,20 @@ bool fixed_row_ffd(const std::vector<std::int64_t>& length, std::int64_t C, int 
 struct RowCount {
     int rows = 0;           ///< R*: smallest certified or best-known feasible row count
     bool certified = false; ///< a lower bound met `rows`, or the exact search proved every smaller R infeasible
-    int lower_bound = 0;    ///< best lower bound on R found (volume, bin-packing, min_rows)
+    int lower_bound = 0;    ///< best lower bound on R found (volume, bin-packing, min_rows; a multiple of row_multiple)
     std::int64_t nodes = 0; ///< exact-search nodes spent
     std::string how;        ///< one line: which bound / search decided it
     Layout layout;          ///< a feasible layout with `rows` rows (FixedRowFFD or the exact search's)
 };
 
-/// R* = min { R >= min_rows : a layout exists }. Lower bounds: token volume ceil(sum t / (C*D)), a
-/// bin-packing bound (Martello-Toth L2) on the number of cells, min_rows. Feasibility: FixedRowFFD,
-/// then an exact bin-packing search bounded by `node_budget` nodes (counted in nodes, never time).
-/// InputError "no rectangular layout exists: ..." with the reason when no R <= n/D admits a layout
-/// (fewer samples than D; min_rows beyond n/D; cells needed exceed samples).
+/// R* = min { R >= min_rows, R a multiple of row_multiple : a layout exists }. Lower bounds: token
+/// volume ceil(sum t / (C*D)), a bin-packing bound (Martello-Toth L2) on the number of cells,
+/// min_rows, each rounded up to a multiple of row_multiple. Feasibility: FixedRowFFD, then an exact
+/// bin-packing search bounded by `node_budget` nodes (counted in nodes, never time), at multiples of
+/// row_multiple only. InputError "no rectangular layout exists: ..." with the reason when no R <= n/D
+/// admits a layout (fewer samples than D; min_rows beyond n/D; cells needed exceed samples; no
+/// multiple of row_multiple between the lower bound and n/D); "row count: row_multiple must be >= 1".
 RowCount minimum_rows(const std::vector<std::int64_t>& length, std::int64_t C, int D, int min_rows,
-                      std::int64_t node_budget);
+                      std::int64_t node_budget, int row_multiple = 1);
 
 } // namespace routepack

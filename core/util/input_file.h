@@ -29,6 +29,7 @@ inline constexpr InputFileKind kCheckpointIndex{"checkpoint index", std::uint64_
 inline constexpr InputFileKind kRewriteSidecar{"rewrite sidecar", std::uint64_t(64) << 20};         // 64 MiB
 inline constexpr InputFileKind kTraceFile{"trace file", std::uint64_t(16) << 30};                   // 16 GiB
 inline constexpr InputFileKind kLoadsFile{"loads file", std::uint64_t(256) << 20};                  // 256 MiB
+inline constexpr InputFileKind kExpertMap{"expert map file", std::uint64_t(256) << 20, "an"};       // 256 MiB
 } // namespace input_files
 
 /// Reads the whole file at `path` as bytes. The file is opened with O_NONBLOCK (so that a FIFO

@@ -110,6 +110,239 @@ RewriteRequest request_from_plan(const PlanFile& plan, const std::string& origin
     return req;
 }
 
+namespace {
+
+using nlohmann::json;
+
+/// Largest decoder-layer id a map may name (as --layer-map's checkpoint layers).
+constexpr std::int64_t kMaxLayerId = 999999999;
+
+/// [rows][cols] non-negative integers of `key`; InputError naming `origin`, key and index.
+std::vector<std::vector<int>> int_rows(const json& v, const std::string& key, const std::string& origin) {
+    if (!v.is_array() || v.empty())
+        throw InputError(origin + ": " + key + " must be a non-empty list of rows, not " + util::json_kind(v));
+    std::vector<std::vector<int>> out;
+    out.reserve(v.size());
+    for (std::size_t r = 0; r < v.size(); ++r) {
+        const json& row = v[r];
+        const std::string where = origin + ": " + key + "[" + std::to_string(r) + "]";
+        if (!row.is_array() || row.empty())
+            throw InputError(where + " must be a non-empty list of integers, not " + util::json_kind(row));
+        if (row.size() != v[0].size())
+            throw InputError(where + " has " + std::to_string(row.size()) + " entries, " + key + "[0] has " +
+                             std::to_string(v[0].size()));
+        std::vector<int> ints;
+        ints.reserve(row.size());
+        for (std::size_t k = 0; k < row.size(); ++k) {
+            const json& x = row[k];
+            const std::int64_t n = row.size();
+            if (!x.is_number_integer() || (x.is_number_unsigned() && x.get<std::uint64_t>() >= std::uint64_t(n)) ||
+                x.get<std::int64_t>() < 0 || x.get<std::int64_t>() >= n)
+                throw InputError(where + "[" + std::to_string(k) + "] is " + util::json_brief(x) +
+                                 ", not an integer in 0.." + std::to_string(n - 1));
+            ints.push_back(x.get<int>());
+        }
+        out.push_back(std::move(ints));
+    }
+    return out;
+}
+
+/// Refuses a physical_to_logical_map row that is no permutation: a logical expert in two slots is a
+/// replica (the row has more physical slots than logical experts).
+void check_p2l_row(const std::vector<int>& row, const std::string& key, std::size_t r, const std::string& origin) {
+    std::vector<int> first(row.size(), -1);
+    std::size_t distinct = 0;
+    int rep = -1, rep_a = -1, rep_b = -1;
+    for (std::size_t v = 0; v < row.size(); ++v) {
+        int& f = first[static_cast<std::size_t>(row[v])];
+        if (f < 0) {
+            f = static_cast<int>(v);
+            ++distinct;
+        } else if (rep < 0) {
+            rep = row[v];
+            rep_a = f;
+            rep_b = static_cast<int>(v);
+        }
+    }
+    if (rep >= 0)
+        throw InputError(origin + ": " + key + "[" + std::to_string(r) + "] has " + std::to_string(row.size()) +
+                         " physical slots for " + std::to_string(distinct) + " logical experts (expert " +
+                         std::to_string(rep) + " is in slots " + std::to_string(rep_a) + " and " +
+                         std::to_string(rep_b) +
+                         "): a map with replicas (redundant experts) cannot rewrite a checkpoint, which holds each "
+                         "expert once");
+}
+
+std::vector<int> layer_ids(const json& v, std::size_t rows, const std::string& origin) {
+    if (!v.is_array()) throw InputError(origin + ": moe_layers must be a list of layer ids, not " + util::json_kind(v));
+    if (v.size() != rows)
+        throw InputError(origin + ": moe_layers lists " + std::to_string(v.size()) + " layers for " +
+                         std::to_string(rows) + " rows");
+    std::vector<int> out;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        const json& x = v[i];
+        if (!x.is_number_integer() || x.get<std::int64_t>() < 0 || x.get<std::int64_t>() > kMaxLayerId ||
+            (x.is_number_unsigned() && x.get<std::uint64_t>() > std::uint64_t(kMaxLayerId)))
+            throw InputError(origin + ": moe_layers[" + std::to_string(i) + "] is " + util::json_brief(x) +
+                             ", not a layer id in 0.." + std::to_string(kMaxLayerId));
+        if (!out.empty() && x.get<int>() <= out.back())
+            throw InputError(origin + ": moe_layers must be ascending (moe_layers[" + std::to_string(i) +
+                             "] = " + std::to_string(x.get<int>()) + " after " + std::to_string(out.back()) + ")");
+        out.push_back(x.get<int>());
+    }
+    return out;
+}
+
+} // namespace
+
+ExpertMapFile parse_expert_map_text(const std::string& text, const std::string& origin) {
+    json j;
+    try {
+        j = util::parse_json_strict(text, origin);
+    } catch (const json::exception& e) {
+        throw InputError(origin + ": " + util::json_error_description(e));
+    }
+    ExpertMapFile m;
+    const std::string shapes = "expected {\"physical_to_logical_map\": [[...]]} (SGLang / vLLM), {\"moe_layers\": "
+                               "[...], \"placement\": [[...]]} or a routepack export-map file";
+    if (j.is_array()) {
+        m.kind = "physical_to_logical_map";
+        m.p2l = int_rows(j, "physical_to_logical_map", origin);
+    } else if (!j.is_object()) {
+        throw InputError(origin + ": not an expert map (" + util::json_kind(j) + "); " + shapes);
+    } else if (j.contains("placement")) {
+        const bool ours = j.contains("format");
+        if (ours) {
+            if (!j["format"].is_string() || j["format"].get<std::string>() != "routepack-expert-map")
+                throw InputError(origin + ": format " + util::json_brief(j["format"]) +
+                                 " is not \"routepack-expert-map\"");
+            if (!j.contains("version") || j["version"] != 1)
+                throw InputError(origin + ": routepack expert map version " +
+                                 (j.contains("version") ? util::json_brief(j["version"]) : std::string("(missing)")) +
+                                 " is not supported (expected 1)");
+            if (j.contains("layer_axis") && j["layer_axis"] != "moe_layers")
+                throw InputError(origin + ": layer_axis " + util::json_brief(j["layer_axis"]) +
+                                 " is not \"moe_layers\"");
+        }
+        m.kind = ours ? "routepack export-map" : "{moe_layers, placement}";
+        const auto placement = int_rows(j["placement"], "placement", origin);
+        if (!j.contains("moe_layers"))
+            throw InputError(origin + ": missing field 'moe_layers' (the absolute decoder-layer id of each placement "
+                                      "row)");
+        m.moe_layers = layer_ids(j["moe_layers"], placement.size(), origin);
+        const std::size_t E = placement[0].size();
+        for (std::size_t l = 0; l < placement.size(); ++l) {
+            std::vector<int> row(E, -1);
+            for (std::size_t e = 0; e < E; ++e) {
+                int& at = row[static_cast<std::size_t>(placement[l][e])];
+                if (at >= 0)
+                    throw InputError(origin + ": placement[" + std::to_string(l) + "] puts experts " +
+                                     std::to_string(at) + " and " + std::to_string(e) + " in slot " +
+                                     std::to_string(placement[l][e]) + " (each logical expert needs its own slot)");
+                at = static_cast<int>(e);
+            }
+            m.p2l.push_back(std::move(row));
+        }
+        if (ours && j.contains("physical_to_logical_map")) {
+            const auto p2l = int_rows(j["physical_to_logical_map"], "physical_to_logical_map", origin);
+            for (std::size_t l = 0; l < m.p2l.size(); ++l)
+                if (l >= p2l.size() || p2l[l] != m.p2l[l])
+                    throw InputError(origin + ": physical_to_logical_map[" + std::to_string(l) +
+                                     "] is not the inverse of placement[" + std::to_string(l) + "]");
+        }
+        if (ours && j.contains("experts") && j["experts"] != E)
+            throw InputError(origin + ": experts " + util::json_brief(j["experts"]) + " differs from the " +
+                             std::to_string(E) + " entries of each placement row");
+        if (ours && j.contains("ep_ranks")) {
+            const json& p = j["ep_ranks"];
+            if (!p.is_number_integer() || p.get<std::int64_t>() < 1 || p.get<std::int64_t>() > std::int64_t(E) ||
+                E % p.get<std::size_t>() != 0)
+                throw InputError(origin + ": ep_ranks " + util::json_brief(p) + " must divide the " +
+                                 std::to_string(E) + " experts");
+            m.ep_ranks = p.get<int>();
+        }
+    } else if (j.contains("physical_to_logical_map")) {
+        m.kind = "physical_to_logical_map";
+        m.p2l = int_rows(j["physical_to_logical_map"], "physical_to_logical_map", origin);
+        for (std::size_t r = 0; r < m.p2l.size(); ++r)
+            check_p2l_row(m.p2l[r], "physical_to_logical_map", r, origin);
+        if (j.contains("moe_layers")) m.moe_layers = layer_ids(j["moe_layers"], m.p2l.size(), origin);
+    } else {
+        throw InputError(origin + ": not an expert map (no 'physical_to_logical_map' or 'placement'); " + shapes);
+    }
+    if (j.is_array())
+        for (std::size_t r = 0; r < m.p2l.size(); ++r)
+            check_p2l_row(m.p2l[r], "physical_to_logical_map", r, origin);
+    if (j.is_object() && j.contains("num_hidden_layers")) {
+        const json& h = j["num_hidden_layers"];
+        if (!h.is_number_integer() || h.get<std::int64_t>() < 1 || h.get<std::int64_t>() > kMaxLayerId + 1 ||
+            (!m.moe_layers.empty() && h.get<std::int64_t>() <= m.moe_layers.back()))
+            throw InputError(origin + ": num_hidden_layers " + util::json_brief(h) +
+                             " must be a layer count above every MoE layer id");
+        m.num_hidden_layers = h.get<int>();
+    }
+    return m;
+}
+
+ExpertMapFile read_expert_map_file(const std::string& path) {
+    return parse_expert_map_text(read_input_file(path, input_files::kExpertMap), path);
+}
+
+RewriteRequest request_from_map(const ExpertMapFile& map, const std::string& origin,
+                                const std::filesystem::path& checkpoint) {
+    std::vector<int> layers = map.moe_layers;
+    std::vector<std::vector<int>> rows = map.p2l;
+    int hidden = map.num_hidden_layers;
+    if (layers.empty()) {
+        std::error_code ec;
+        const std::filesystem::path dir =
+            std::filesystem::is_directory(checkpoint, ec) ? checkpoint : checkpoint.parent_path();
+        const std::filesystem::path config = dir / "config.json";
+        if (!std::filesystem::is_regular_file(config, ec))
+            throw InputError(origin +
+                             ": the map's rows carry no absolute layer ids (SGLang rows are decoder layers, "
+                             "vLLM rows MoE layers in order) and " +
+                             (dir.empty() ? std::string(".") : dir.string()) +
+                             " has no config.json to take them from; give a map with \"moe_layers\" (routepack "
+                             "export-map --format routepack, or {\"moe_layers\": [...], \"placement\": [[...]]})");
+        const ModelDescription cm =
+            model_from_hf_config(read_input_file(config, input_files::kModelConfig), config.string());
+        const std::size_t R = rows.size();
+        if (R == cm.moe_layers.size()) {
+            layers = cm.moe_layers; // vLLM: one row per MoE layer, in order
+        } else if (R == static_cast<std::size_t>(cm.num_hidden_layers)) {
+            layers = cm.moe_layers; // SGLang: one row per decoder layer; the dense layers' rows are not used
+            std::vector<std::vector<int>> moe_rows;
+            for (int l : layers)
+                moe_rows.push_back(rows[static_cast<std::size_t>(l)]);
+            rows = std::move(moe_rows);
+        } else {
+            throw InputError(origin + ": physical_to_logical_map has " + std::to_string(R) + " rows, but " +
+                             config.string() + " gives " + std::to_string(cm.num_hidden_layers) +
+                             " decoder layers (SGLang: one row each) and " + std::to_string(cm.moe_layers.size()) +
+                             " MoE layers (vLLM: one row each)");
+        }
+        hidden = cm.num_hidden_layers;
+    }
+    const int E = static_cast<int>(rows.front().size());
+    RewriteRequest req;
+    req.placement.layers = static_cast<int>(rows.size());
+    req.placement.experts = E;
+    req.placement.ep_ranks = map.ep_ranks;
+    req.placement.slot.assign(rows.size() * static_cast<std::size_t>(E), -1);
+    for (std::size_t l = 0; l < rows.size(); ++l)
+        for (int v = 0; v < E; ++v)
+            req.placement.slot[l * static_cast<std::size_t>(E) +
+                               static_cast<std::size_t>(rows[l][static_cast<std::size_t>(v)])] = v;
+    req.plan_layers = layers;
+    req.plan_model.experts = E;
+    req.plan_model.top_k = 1;
+    req.plan_model.moe_layers = layers;
+    req.plan_model.num_hidden_layers = std::max(hidden, layers.back() + 1);
+    req.plan_origin = origin;
+    return req;
+}
+
 std::string format_gb(std::uint64_t b) {
     char buf[32];
     if (b >= 1000000000ull)

@@ -272,5 +272,16 @@ def test_verl_refuses_unequal_slots():
     mask = np.zeros((6, 10), dtype=np.int64)
     for i, t in enumerate([10, 1, 1, 1, 1, 1]):
         mask[i, :t] = 1
-    with pytest.raises(ValueError, match=r"verl dispatches 2 equal chunks of the batch, but the plan gives the DP slots"):
+    # One 10-token sample fills a cell of cap 10; the five 1-token samples share the other: slots of 1 and 5
+    # samples, which verl's positional equal chunks (3 each) cannot carry.
+    with pytest.raises(ValueError) as e:
         verl.plan_batch(mask, 2, max_token_len=10)
+    assert str(e.value) == ("verl dispatches 2 equal chunks of the batch (DataProto.chunk), but the plan gives the DP "
+                            "slots [1, 5] samples; equal chunks need 3 each, and verl has no per-rank sample counts "
+                            "(its auto padding would train on copies)")
+    # Equal slots pass: four 5-token samples on 2 slots of cap 10 (two per cell, R = 1).
+    mask = np.zeros((4, 10), dtype=np.int64)
+    mask[:, :5] = 1
+    p, global_idx, rows = verl.plan_batch(mask, 2, max_token_len=10)
+    assert [len(part) for part in p.dp_partitions()] == [2, 2] and sorted(global_idx) == [0, 1, 2, 3]
+    assert rows == [0, 0, 0, 0]

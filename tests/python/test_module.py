@@ -43,7 +43,12 @@ def test_import_names():
 
 def test_topology_fields_and_json():
     t = topo()
-    assert (t.ep_ranks, t.dp_slots, t.token_cap, t.min_rows) == (4, 4, 2048, 0)
+    assert (t.ep_ranks, t.dp_slots, t.token_cap, t.min_rows, t.row_multiple) == (4, 4, 2048, 0, 1)
+    assert "row_multiple" not in json.loads(t.to_json())
+    m = topo(min_rows=3, row_multiple=4)
+    assert (m.min_rows, m.row_multiple) == (3, 4)
+    assert json.loads(m.to_json())["row_multiple"] == 4
+    assert routepack.Topology.from_json(m.to_json()) == m
     assert t.edp_shards == [[0, 1], [2, 3]]
     assert t.stages == [("kda", 10.0, 0.0), ("mla", 27.0, 27.0)]
     assert routepack.Topology.from_json(t.to_json()) == t
@@ -59,11 +64,36 @@ def test_topology_fields_and_json():
     (dict(edp_shards=[[0, 1], [1, 2, 3]]), "topology: DP slot 1 is in edp_shards[0] and edp_shards[1]; shards must partition the DP slots"),
     (dict(stages=[("kda", float("nan"), 0.0)]), "topology: attention_stages[0]: 'alpha' must be finite and >= 0 (got nan)"),
     (dict(stages=[("kda", 1.0, -2.0)]), "topology: attention_stages[0]: 'beta' must be finite and >= 0 (got -2.0)"),
+    (dict(row_multiple=0), "topology: field 'row_multiple' must be >= 1 (got 0)"),
+    (dict(row_multiple=1 << 21), "topology: field 'row_multiple' must be at most 1048576 (got 2097152)"),
+    (dict(min_rows=1 << 30, row_multiple=3),
+     "topology: min_rows 1073741824 rounded up to a multiple of row_multiple 3 is 1073741826 rows, above the largest "
+     "row count 1073741824"),
 ])
 def test_topology_errors(kwargs, message):
     with pytest.raises(ValueError) as e:
         topo(**kwargs)
     assert str(e.value) == message
+
+
+def test_row_multiple(window):
+    # R is the smallest multiple of row_multiple >= the plain certified R*, with exactly that many
+    # rows of D non-empty cells; the plan file records it and loads back.
+    lengths, counts = window
+    plain = routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], seed=7)
+    assert plain.certified
+    for m in (2, 3, 5):
+        p = routepack.plan(lengths, counts, topo(row_multiple=m), moe_layers=[1, 3], seed=7)
+        want = -(-plain.row_count // m) * m
+        assert p.row_count == want and p.certified and p.row_lower_bound == want
+        check_layout(p, lengths, 2048, 4)
+        assert all(len(slot) == want for slot in p.micro_batches())
+        assert p.topology.row_multiple == m
+        assert json.loads(p.to_json())["topology"]["row_multiple"] == m
+        assert routepack.plan_from_json(p.to_json()).topology.row_multiple == m
+    with pytest.raises(ValueError) as e:
+        routepack.plan(lengths, counts, topo(row_multiple=len(lengths)), moe_layers=[1, 3])
+    assert str(e.value).startswith(f"no rectangular layout exists: row_multiple {len(lengths)} rounds the lower bound ")
 
 
 def test_plan_invariants(window):
@@ -133,7 +163,8 @@ def test_plan_json_roundtrip(tmp_path, window):
     assert path.read_text() == p.to_json() + "\n"  # the file is the text plus a newline, as the CLI writes it
     assert routepack.plan_from_json(p.to_json()).rows == p.rows
     j = json.loads(p.to_json())
-    assert j["format"] == "routepack-plan" and j["version"] == 3
+    assert j["format"] == "routepack-plan" and j["version"] == 4
+    assert j["topology"]["row_multiple"] == 1
     # The published schema is valid JSON, names this version, and every key it requires is written.
     schema_path = pathlib.Path(__file__).resolve().parents[2] / "resources" / "schema" / "plan.schema.json"
     schema = json.loads(schema_path.read_text())

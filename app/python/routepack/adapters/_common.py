@@ -29,12 +29,9 @@ def plan_rows(
 ) -> "routepack.Plan":
     """Plans `lengths` (and `counts` [N, L, E] when given; otherwise a lengths-only plan with zero
     routing counts on one EP rank) on D = dp_slots DP slots with cap C = token_cap, with a row count
-    R that is a multiple of `row_multiple` and >= min_rows: when the planner's R* is not a multiple,
-    it is planned again with min_rows = the next multiple (R* is the smallest feasible R >= min_rows,
-    so the result is the smallest feasible multiple found this way)."""
+    R that is a multiple of `row_multiple` and >= min_rows: the topology's row_multiple, so R is the
+    certified R* of that constraint (the smallest feasible multiple >= min_rows)."""
     n = len(lengths)
-    if row_multiple < 1:
-        raise ValueError(f"row_multiple must be >= 1 (got {row_multiple})")
     if counts is None:
         counts = np.zeros((n, 1, 1), dtype=np.uint32)
         moe_layers = [0]
@@ -42,13 +39,9 @@ def plan_rows(
     elif moe_layers is None:
         raise ValueError("moe_layers is required with counts")
     lengths = np.asarray(lengths, dtype=np.int64) if not isinstance(lengths, np.ndarray) else lengths
-    rows_floor = max(min_rows, 0)
-    while True:
-        topo = routepack.Topology(ep_ranks, dp_slots, edp_shards, token_cap, stages=list(stages), min_rows=rows_floor)
-        p = routepack.plan(lengths, counts, topo, moe_layers=moe_layers, seed=seed, workers=workers, budgets=budgets)
-        if p.row_count % row_multiple == 0:
-            return p
-        rows_floor = -(-p.row_count // row_multiple) * row_multiple
+    topo = routepack.Topology(ep_ranks, dp_slots, edp_shards, token_cap, stages=list(stages),
+                              min_rows=max(min_rows, 0), row_multiple=row_multiple)
+    return routepack.plan(lengths, counts, topo, moe_layers=moe_layers, seed=seed, workers=workers, budgets=budgets)
 
 
 def rows_multiple_for_bins(bin_multiple: int, dp_slots: int) -> int:

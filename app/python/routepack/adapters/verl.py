@@ -16,8 +16,25 @@ Contracts of verl-project/verl 1dda039b:
 ``routed_experts`` int16 ``[B, S, L, K]`` field, masked by ``attention_mask``) and orders it
 DP-slot-major, then by row, writing each sample's row into the batch field ``routepack_row``;
 :func:`rearrange_micro_batches` cuts the local batch at those row boundaries, so every rank runs
-R micro-batches. verl's equal chunks need every DP slot to hold B / D samples: a plan whose slots
-hold different counts is refused with ValueError (naming the counts) rather than mis-dispatched.
+R micro-batches.
+
+Uneven DP slots are refused (ValueError naming the counts), because verl's contract at 1dda039b has no
+way to hand DP ranks different sample counts:
+
+- ``_balance_batch`` itself partitions with ``get_seqlen_balanced_partitions(workload_lst,
+  k_partitions=dp_size, equal_size=True)`` and says "The data will be automatically equally
+  partitioned by dispatch function" (verl/trainer/ppo/ray_trainer.py); its PrefixGrouper branch
+  refuses unless ``num_groups % dp_size == 0`` ("This ensures each rank gets equal number of groups");
+- the dispatch splits positionally: ``dispatch_nd_compute_dataproto`` -> ``_split_args_kwargs_data_proto``
+  -> ``BatchData.chunk`` (verl/single_controller/base/decorator.py) -> ``DataProto.chunk``, which asserts
+  ``len(self) % chunks == 0`` ("only support equal chunk", verl/protocol.py), or ``chunk_tensordict``
+  ("Must evenly divide len(td)", verl/utils/tensordict_utils.py); no chunk-size argument exists;
+- the only escape, auto padding (``DataProto.padding`` / ``_split_args_kwargs_data_proto_with_auto_padding``),
+  appends copies of the last sample to the END of the batch, so the padded copies land on the last
+  ranks (not on the short slots) and are trained on by ``update_actor``: it would change the gradient.
+
+So a plan is usable in verl exactly when its DP slots hold B / D samples each; otherwise use the
+plan's rows with a stack that dispatches per-rank lists (slime, Megatron-Core, NeMo-RL adapters).
 """
 
 from __future__ import annotations
@@ -71,8 +88,9 @@ def plan_batch(attention_mask, dp_size: int, *, max_token_len: int, routed_exper
             rows.extend([r] * len(cell))
     sizes = [sum(len(c) for c in slot) for slot in p.micro_batches()]
     if len(set(sizes)) != 1:
-        raise ValueError(f"verl dispatches {dp_size} equal chunks of the batch, but the plan gives the DP slots "
-                         f"{sizes} samples; equal chunks need {len(lengths) / dp_size:g} each")
+        raise ValueError(f"verl dispatches {dp_size} equal chunks of the batch (DataProto.chunk), but the plan gives "
+                         f"the DP slots {sizes} samples; equal chunks need {len(lengths) / dp_size:g} each, and "
+                         f"verl has no per-rank sample counts (its auto padding would train on copies)")
     return p, global_idx, rows
 
 
