@@ -1000,6 +1000,38 @@ private Q_SLOTS:
             if (n != "auto") QVERIFY2(*format_stack(parse_trace_format(n)) != '\0', n.c_str());
     }
 
+    // The import dialog's stack text tells verl from AReaL by the arrays beside routed_experts,
+    // in an .npz and in a folder; other formats get format_stack's text.
+    void detectedStacks() {
+        const auto dir = test::temp_dir(QStringLiteral("stacks"));
+        write_zip(dir / "batch.npz", verl_arrays());
+        write_zip(dir / "r3.npz", areal_arrays());
+        write_folder(dir / "batch", verl_arrays());
+        write_folder(dir / "r3", areal_arrays());
+        write_zip(dir / "samples.npz", {{"a.npy", npy("<i4", "(1, 2, 2)", le({0, 1, 2, 3}, 4))}});
+        write_folder(dir / "bare",
+                     {{"routed_experts.npy", npy("<i2", "(1, 2, 2, 2)", le({0, 1, 2, 3, 0, 1, 2, 3}, 2))}});
+        auto stack = [&](const std::string& name) {
+            return detected_stack(SourceFile{dir / name, {}}, TraceFormat::Npz);
+        };
+        QCOMPARE(stack("batch.npz"), std::string("verl padded batch (routed_experts, attention_mask) in an .npz"));
+        QCOMPARE(stack("r3.npz"), std::string("AReaL padded batch (routed_experts, r3_routing_valid) in an .npz"));
+        QCOMPARE(stack("batch"),
+                 std::string("verl padded batch (routed_experts, attention_mask) in a folder of .npy files"));
+        QCOMPARE(stack("r3"),
+                 std::string("AReaL padded batch (routed_experts, r3_routing_valid) in a folder of .npy files"));
+        QCOMPARE(stack("samples.npz"), std::string("numpy per-sample arrays in an .npz"));
+        QCOMPARE(stack("bare"), std::string("padded batch (routed_experts without attention_mask or "
+                                            "r3_routing_valid) in a folder of .npy files"));
+        // Not a zip, or not there: the format's own text.
+        test::write_file(dir / "bad.npz", "not a zip");
+        QCOMPARE(stack("bad.npz"), std::string(format_stack(TraceFormat::Npz)));
+        QCOMPARE(stack("missing.npz"), std::string(format_stack(TraceFormat::Npz)));
+        QCOMPARE(detected_stack(SourceFile{dir / "x.json", {}}, TraceFormat::Megatron),
+                 std::string("Megatron-LM inference server / example script"));
+        QCOMPARE(detected_stack(SourceFile{dir / "x.json", {}}, TraceFormat::Auto), std::string());
+    }
+
     // docs/trace-formats.md lists every form, and the README's format table every format name
     // and links the page.
     void formatsDocumented() {

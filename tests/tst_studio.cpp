@@ -161,6 +161,27 @@ private Q_SLOTS:
 
     // --- Import through the dialog's code path ---
 
+    // A padded batch: the format box says which stack wrote it (the arrays beside routed_experts).
+    void importDialogNamesBatchStack() {
+        const auto folder = tmp_ / "r3-batch";
+        std::filesystem::create_directories(folder);
+        test::write_file(folder / "routed_experts.npy", "x");
+        test::write_file(folder / "r3_routing_valid.npy", "x");
+        ImportDialog dlg(q(tmp_ / "batch.routepack"));
+        QSignalSpy detected(&dlg, &ImportDialog::formatDetected);
+        dlg.setInputs({q(folder)});
+        QTRY_COMPARE_WITH_TIMEOUT(detected.count(), 1, 30000);
+        QCOMPARE(dlg.detectedFormat(), QStringLiteral("npz"));
+        QCOMPARE(dlg.detectedStack(),
+                 QStringLiteral("AReaL padded batch (routed_experts, r3_routing_valid) in a folder of .npy files"));
+        std::filesystem::remove(folder / "r3_routing_valid.npy");
+        test::write_file(folder / "attention_mask.npy", "x");
+        dlg.setInputs({q(folder)});
+        QTRY_COMPARE_WITH_TIMEOUT(detected.count(), 2, 30000);
+        QCOMPARE(dlg.detectedStack(),
+                 QStringLiteral("verl padded batch (routed_experts, attention_mask) in a folder of .npy files"));
+    }
+
     void importRealTraceThroughDialog() {
         ROUTEPACK_REQUIRE_SHARED(mav, "traces/llama4-maverick");
         const auto lib = tmp_ / "maverick.routepack";

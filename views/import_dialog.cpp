@@ -37,7 +37,7 @@ std::vector<std::filesystem::path> to_paths(const QStringList& list) {
 
 } // namespace
 
-QString detectInputFormat(const QStringList& inputs) {
+DetectedInput detectInputFormat(const QStringList& inputs) {
     try {
         const auto files = collect_trace_files(to_paths(inputs));
         if (files.empty()) return {};
@@ -45,8 +45,10 @@ QString detectInputFormat(const QStringList& inputs) {
         std::string head(64 * 1024, '\0');
         in.read(head.data(), static_cast<std::streamsize>(head.size()));
         head.resize(static_cast<std::size_t>(in.gcount()));
-        const TraceFormat f = detect_format(SourceFile{files.front(), head});
-        return f == TraceFormat::Auto ? QString() : QString::fromLatin1(to_string(f));
+        const SourceFile source{files.front(), head};
+        const TraceFormat f = detect_format(source);
+        if (f == TraceFormat::Auto) return {};
+        return {QString::fromLatin1(to_string(f)), QString::fromStdString(detected_stack(source, f))};
     } catch (const std::exception&) {
         return {};
     }
@@ -319,11 +321,6 @@ QString ImportDialog::traceName() const {
     return name_->text().trimmed();
 }
 
-QString ImportDialog::detectedStack() const {
-    if (detected_.isEmpty()) return {};
-    return QString::fromUtf8(format_stack(parse_trace_format(detected_.toStdString())));
-}
-
 void ImportDialog::setFormat(const QString& name) {
     const int i = format_->findData(name);
     if (i >= 0) format_->setCurrentIndex(i);
@@ -378,17 +375,19 @@ void ImportDialog::inputsChanged() {
     // Detect the format off the GUI thread (folders may hold many files); stale answers are dropped.
     detects_->invalidate();
     detected_.clear();
+    detectedStack_.clear();
     format_->setItemText(0, tr("Auto-detect"));
     if (list.isEmpty()) return;
-    detects_->start<QString>([list](JobContext&) { return detectInputFormat(list); },
-                             [this](quint64, const std::shared_ptr<const QString>& format) {
-                                 detected_ = format ? *format : QString();
-                                 format_->setItemText(
-                                     0, detected_.isEmpty()
-                                            ? tr("Auto-detect (not recognized)")
-                                            : tr("Auto-detect (detected: %1, %2)").arg(detected_, detectedStack()));
-                                 Q_EMIT formatDetected(detected_);
-                             });
+    detects_->start<DetectedInput>(
+        [list](JobContext&) { return detectInputFormat(list); },
+        [this](quint64, const std::shared_ptr<const DetectedInput>& found) {
+            detected_ = found ? found->format : QString();
+            detectedStack_ = found ? found->stack : QString();
+            format_->setItemText(0, detected_.isEmpty()
+                                        ? tr("Auto-detect (not recognized)")
+                                        : tr("Auto-detect (detected: %1, %2)").arg(detected_, detectedStack_));
+            Q_EMIT formatDetected(detected_);
+        });
 }
 
 std::optional<ImportRequest> ImportDialog::request(QString* error) const {

@@ -95,9 +95,9 @@ public:
     void setFormat(const QString& name);
     /// The auto-detected format of the first input file ("" while unknown / detecting).
     QString detectedFormat() const { return detected_; }
-    /// The stack whose output the detected format reads (format_stack), shown beside it in the
-    /// format box; empty when nothing was detected.
-    QString detectedStack() const;
+    /// The stack that wrote the first input (detected_stack: the format's stack, verl or AReaL for
+    /// a padded batch), shown beside the format in the format box; empty when nothing was detected.
+    QString detectedStack() const { return detectedStack_; }
     void setModelSource(ModelSource s);
     void setKnownModel(const QString& name);
     void setModelConfig(const QString& configJson);
@@ -136,7 +136,7 @@ private:
 
     QString library_;
     ImportJob* job_ = nullptr;
-    QString error_, detected_;
+    QString error_, detected_, detectedStack_;
     JobTracker* detects_ = nullptr; ///< format detection: the latest inputs' answer wins
     QListWidget* inputs_ = nullptr;
     QLineEdit* name_ = nullptr;
@@ -157,9 +157,16 @@ private:
     QList<QWidget*> fieldWidgets_;
 };
 
-/// Reads up to 64 KiB of the first trace file under `inputs` and returns detect_format's name
-/// ("" when unknown or nothing readable). Does file-system work: call it off the GUI thread.
-QString detectInputFormat(const QStringList& inputs);
+/// What detectInputFormat found: detect_format's name ("" when unknown or nothing readable) and
+/// detected_stack's text for it (verl or AReaL for a padded batch).
+struct DetectedInput {
+    QString format;
+    QString stack;
+};
+
+/// Reads up to 64 KiB of the first trace file under `inputs` (an .npz's directory, a batch
+/// folder's names) and returns its format and stack. Does file-system work: call it off the GUI thread.
+DetectedInput detectInputFormat(const QStringList& inputs);
 
 } // namespace routepack::views
 

@@ -55,6 +55,14 @@ struct SourceFile {
 /// Returns Auto when unknown.
 TraceFormat detect_format(const SourceFile& f);
 
+/// The stack that wrote `f`, as the import dialog shows it beside the detected format:
+/// format_stack(detected), except for Npz, where the arrays beside `routed_experts` tell a padded
+/// batch of verl (`attention_mask`, verl-project/verl 1dda039b agent_loop.py) from one of AReaL
+/// (`r3_routing_valid`, areal-project/AReaL d3fbc53c areal/engine/r3/preprocess.py), and an
+/// archive without `routed_experts` holds per-sample arrays. Reads only the archive's directory or
+/// the folder's file names; "" for Auto. Never throws: an unreadable archive gets format_stack's text.
+std::string detected_stack(const SourceFile& f, TraceFormat detected);
+
 /// A padded-batch folder: a folder holding `routed_experts.npy` (verl's batch field, AReaL's routes)
 /// beside the batch's other arrays as separate .npy files (attention_mask.npy, r3_routing_valid.npy,
 /// responses.npy, ...), as `np.save` of each tensor writes them. It is one input, read exactly as

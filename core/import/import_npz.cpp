@@ -521,3 +521,36 @@ void parse_npz(const SourceFile& f, const ModelDescription& m, const EmitFn& emi
 }
 
 } // namespace routepack::detail
+
+namespace routepack {
+
+std::string detected_stack(const SourceFile& f, TraceFormat detected) {
+    if (detected != TraceFormat::Npz) return format_stack(detected);
+    std::set<std::string> names; // without ".npy"
+    std::string container;
+    std::error_code ec;
+    if (is_batch_folder(f.path)) {
+        container = "a folder of .npy files";
+        for (std::filesystem::directory_iterator it(f.path, ec), end; !ec && it != end; it.increment(ec))
+            if (it->path().extension() == ".npy") names.insert(it->path().stem().string());
+    } else if (std::filesystem::is_regular_file(f.path, ec)) {
+        container = "an .npz";
+        int err = 0;
+        std::unique_ptr<zip_t, detail::ZipCloser> za(zip_open(f.path.c_str(), ZIP_RDONLY, &err));
+        if (!za) return format_stack(detected);
+        const zip_int64_t n = zip_get_num_entries(za.get(), 0);
+        for (zip_int64_t i = 0; i < n; ++i)
+            if (const char* nm = zip_get_name(za.get(), static_cast<zip_uint64_t>(i), 0)) {
+                const std::string name = nm;
+                names.insert(name.ends_with(".npy") ? name.substr(0, name.size() - 4) : name);
+            }
+    } else {
+        return format_stack(detected);
+    }
+    if (!names.count("routed_experts")) return "numpy per-sample arrays in " + container;
+    if (names.count("r3_routing_valid")) return "AReaL padded batch (routed_experts, r3_routing_valid) in " + container;
+    if (names.count("attention_mask")) return "verl padded batch (routed_experts, attention_mask) in " + container;
+    return "padded batch (routed_experts without attention_mask or r3_routing_valid) in " + container;
+}
+
+} // namespace routepack

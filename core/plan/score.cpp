@@ -38,7 +38,6 @@ namespace {
 
 using i64 = std::int64_t;
 using q32 = std::int32_t; // rank demand q (PackingProblem::demand); widened to int64 before any sum
-constexpr i64 kMin = std::numeric_limits<i64>::min();
 
 // ------------------------------------------------------------------------------------------------
 // Formulas shared by the full and the incremental path.

@@ -11,7 +11,9 @@
 // GCC 12's intrinsics pass _mm512_undefined_epi32() as the pass-through of unmasked ops, which
 // -Wmaybe-uninitialized reports spuriously; the values are never read.
 #pragma GCC diagnostic push
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace routepack::score_kernels {
