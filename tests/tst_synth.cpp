@@ -417,7 +417,9 @@ void TestSynth::validation() {
     QFETCH(double, value);
     QFETCH(QString, message);
     SynthConfig c; // the demo defaults: 8 x 8, 12 layers, 32 experts, top-4
-    const auto i = static_cast<int>(value);
+    // Only the integer fields' rows convert (NaN and infinity rows are double fields: converting
+    // them to int would be undefined).
+    const int i = std::isfinite(value) ? static_cast<int>(value) : 0;
     if (field == QLatin1String("groups"))
         c.groups = i;
     else if (field == QLatin1String("group_size"))

@@ -23,7 +23,10 @@ def exe():
 
 
 def run(exe, *args, ok=True):
-    r = subprocess.run([exe, *args], capture_output=True, text=True)
+    # In the sanitizer build the interpreter runs with the ASan runtime preloaded for the module;
+    # the CLI carries its own (clang links it statically), and two runtimes in one process abort.
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    r = subprocess.run([exe, *args], capture_output=True, text=True, env=env)
     if ok:
         assert r.returncode == 0, r.stderr
     return r
