@@ -432,7 +432,7 @@ void CostsPanel::refresh() {
         cx->setTitleText(G > 1 ? tr("row r, EDP shard g") : tr("row r"));
     }
     auto* cy = new QValueAxis;
-    cy->setTitleText(tr("cost J = A + E"));
+    cy->setTitleText(tr("cost J = A + E (tokens)"));
     cy->setLabelFormat(QStringLiteral("%.3g"));
     rc->addAxis(cx, Qt::AlignBottom);
     rc->addAxis(cy, Qt::AlignLeft);
@@ -474,6 +474,7 @@ void CostsPanel::refresh() {
     sx->append(shards);
     sx->setTitleText(tr("EDP shard"));
     auto* sy = new QValueAxis;
+    sy->setTitleText(tr("U[g] (tokens)"));
     sy->setLabelFormat(QStringLiteral("%.3g"));
     sy->setRange(0, maxU > 0 ? maxU * 1.1 : 1);
     sy->applyNiceNumbers();
@@ -635,7 +636,7 @@ ConvergencePanel::ConvergencePanel(QWidget* parent) : QWidget(parent) {
     x_->setTitleText(tr("temperature level"));
     x_->setLabelFormat(QStringLiteral("%d"));
     y_ = new QValueAxis;
-    y_->setTitleText(tr("cost"));
+    y_->setTitleText(tr("cost (tokens)"));
     y_->setLabelFormat(QStringLiteral("%.5g"));
     yRate_ = new QValueAxis;
     yRate_->setTitleText(tr("acceptance"));
