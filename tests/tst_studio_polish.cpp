@@ -12,13 +12,17 @@
 #include "storage/library.h"
 #include "tests/testutil.h"
 #include "views/gui_text.h"
+#include "views/heatmap_widget.h"
 #include "views/import_dialog.h"
+#include "views/plan_panels.h"
 #include "views/plan_views.h"
+#include "views/sample_table_model.h"
 #include "views/studio_window.h"
 #include "views/topology_editor.h"
 
 #include <QAbstractAxis>
 #include <QApplication>
+#include <QBarSet>
 #include <QChart>
 #include <QChartView>
 #include <QComboBox>
@@ -348,6 +352,66 @@ private Q_SLOTS:
         shot(&dlg, QStringLiteral("import-aggregate-done"));
     }
 
+    // --- The length histogram ---
+
+    void lengthHistogramHasRoundEdgesAndExactTooltips() {
+        // A long tail (a factor of 133): log-spaced bins. The densest series with at most 12 bins is
+        // {1, 2, 5} (the {1, 1.5, 2, 3, 5, 7} one needs 14 from 100 to 20000).
+        const LengthHistogram h = lengthHistogram({120, 130, 150, 300, 900, 4000, 16000}, 12);
+        QVERIFY(h.logarithmic);
+        QCOMPARE(h.edges, (std::vector<double>{100, 200, 500, 1000, 2000, 5000, 10000, 20000}));
+        QCOMPARE(h.counts, (std::vector<int>{3, 1, 1, 0, 1, 0, 1}));
+        QCOMPARE(lengthBinText(h, 0), QStringLiteral("lengths 100-199 tokens: 3 samples"));
+        QCOMPARE(lengthBinText(h, 3), QStringLiteral("lengths 1000-1999 tokens: 0 samples"));
+        QCOMPARE(lengthBinText(h, 6), QStringLiteral("lengths 10000-20000 tokens: 1 sample")); // closed last bin
+        QCOMPARE(lengthBinText(h, 7), QString());
+        // With room for more bins the denser series: 100, 150, 200, 300, 500, ... (14 bins).
+        const LengthHistogram d = lengthHistogram({120, 130, 150, 300, 900, 4000, 16000}, 14);
+        QCOMPARE(d.edges, (std::vector<double>{100, 150, 200, 300, 500, 700, 1000, 1500, 2000, 3000, 5000, 7000, 10000,
+                                               15000, 20000}));
+        // Short lengths: the 10^0 series values are whole tokens (1.2 and 1.5 are both 2, kept once).
+        const LengthHistogram s = lengthHistogram({1, 2, 3, 9}, 12);
+        QVERIFY(s.logarithmic);
+        QCOMPARE(s.edges, (std::vector<double>{1, 2, 3, 4, 5, 6, 8, 10}));
+        QCOMPARE(s.counts, (std::vector<int>{1, 1, 1, 0, 0, 0, 1}));
+        // Linear: the smallest step in {1, 2, 5} x 10^k with at most 4 bins.
+        const LengthHistogram lin = lengthHistogram({103, 180, 260, 390}, 4);
+        QVERIFY(!lin.logarithmic);
+        QCOMPARE(lin.edges, (std::vector<double>{100, 200, 300, 400}));
+        QCOMPARE(lin.counts, (std::vector<int>{2, 1, 1}));
+        QCOMPARE(lengthBinText(lin, 2), QStringLiteral("lengths 300-400 tokens: 1 sample"));
+    }
+
+    // --- Even loads look even ---
+
+    void smallDifferencesAreNeutral() {
+        HeatmapWidget h;
+        h.setColourMap(HeatmapWidget::ColourMap::Diverging);
+        h.setRange(0.9, 1.1, 1.0);
+        const QColor centre = h.colourFor(1.0);
+        QVERIFY(h.colourFor(1.01) != centre); // no band: 1% already takes a colour
+        h.setNeutralBand(0.02);
+        QCOMPARE(h.neutralBand(), 0.02);
+        for (double v : {0.98, 0.99, 1.0, 1.01, 1.02})
+            QCOMPARE(h.colourFor(v), centre);
+        QVERIFY(h.colourFor(1.03) != centre);
+        QVERIFY(h.colourFor(0.97) != centre);
+        // The ends of the scale are unchanged by the band.
+        QCOMPARE(h.colourFor(1.1), h.colourFor(5.0));
+        QCOMPARE(h.colourFor(0.9), h.colourFor(0.0));
+        // Just past the band the ramp starts at the centre colour's side (no jump to the ends).
+        QVERIFY(h.colourFor(1.021) != h.colourFor(1.1));
+    }
+
+    void tiedShardTotalsLookAlike() {
+        // 178.6674 against 178.66: 0.004% apart, within the 0.1% tolerance: tied.
+        QCOMPARE(tiedShards({178.6674, 178.66}, kShardTieTolerance), (std::vector<int>{0, 1}));
+        QCOMPARE(tiedShards({100, 99.95, 90}, kShardTieTolerance), (std::vector<int>{0, 1}));
+        QCOMPARE(tiedShards({99, 100}, kShardTieTolerance), (std::vector<int>{1}));
+        QCOMPARE(tiedShards({0, 0}, kShardTieTolerance), (std::vector<int>{0, 1}));
+        QCOMPARE(tiedShards({}, kShardTieTolerance), std::vector<int>{});
+    }
+
     // --- Run and job numbers ---
 
     void finishedRunNamesRunAndJob() {
@@ -383,6 +447,27 @@ private Q_SLOTS:
                     ++costAxes;
                 }
         QVERIFY2(costAxes >= 4, qPrintable(QString::number(costAxes))); // costs, shard totals, convergence, compare
+        // The EP heatmaps draw loads within 2% of the layer mean as even, and say so.
+        for (bool planned : {false, true})
+            QCOMPARE(w.planView()->epHeatmapPanel()->map(planned)->neutralBand(), 0.02);
+        // The shard totals: the bars tied with the straggler are selected; all tied = one neutral colour.
+        CostsPanel* costs = w.planView()->costsPanel();
+        for (int m = 0; m < 4; ++m) {
+            costs->setMethod(m);
+            QBarSet* set = costs->shardTotalSet();
+            QVERIFY(set);
+            std::vector<double> U;
+            for (int g = 0; g < set->count(); ++g)
+                U.push_back(set->at(g));
+            const std::vector<int> tied = tiedShards(U, kShardTieTolerance);
+            for (int g = 0; g < set->count(); ++g)
+                QCOMPARE(set->isBarSelected(g), std::count(tied.begin(), tied.end(), g) == 1);
+            const bool balanced = tied.size() == U.size();
+            QCOMPARE(set->color() == QColor(0x8c, 0x8c, 0x8c), balanced);
+            QCOMPARE(
+                costs->headingText().startsWith(QStringLiteral("<b>Balanced:</b> every shard within 0.1% of max_g U")),
+                balanced);
+        }
     }
 };
 
