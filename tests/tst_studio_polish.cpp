@@ -14,6 +14,7 @@
 #include "views/gui_text.h"
 #include "views/heatmap_widget.h"
 #include "views/import_dialog.h"
+#include "views/plan_models.h"
 #include "views/plan_panels.h"
 #include "views/plan_views.h"
 #include "views/sample_table_model.h"
@@ -447,6 +448,12 @@ private Q_SLOTS:
                     ++costAxes;
                 }
         QVERIFY2(costAxes >= 4, qPrintable(QString::number(costAxes))); // costs, shard totals, convergence, compare
+        // The comparison table's cost columns say their unit in the header tooltip.
+        for (int c : {CompareTableModel::Joint, CompareTableModel::SumU, CompareTableModel::MaxJ,
+                      CompareTableModel::Attention}) {
+            const QString tip = CompareTableModel().headerData(c, Qt::Horizontal, Qt::ToolTipRole).toString();
+            QVERIFY2(tip.endsWith(QStringLiteral(", in tokens")), qPrintable(tip));
+        }
         // The EP heatmaps draw loads within 2% of the layer mean as even, and say so.
         for (bool planned : {false, true})
             QCOMPARE(w.planView()->epHeatmapPanel()->map(planned)->neutralBand(), 0.02);
