@@ -10,6 +10,7 @@
 #include "core/synth/synth.h"
 #include "core/util/errors.h"
 #include "storage/library.h"
+#include "tests/gui_testutil.h"
 #include "tests/testutil.h"
 #include "views/gui_text.h"
 #include "views/heatmap_widget.h"
@@ -136,6 +137,9 @@ private Q_SLOTS:
         shards->setText(QStringLiteral("0-3"));
         QCOMPARE(e.currentPreset(), QString());
         QCOMPARE(e.presetDisplayText(), QStringLiteral("edited: synthetic-demo-ep8-dp4"));
+        shot(&e, QStringLiteral("preset-edited"));
+        e.setPalette(test::dark_palette());
+        shot(&e, QStringLiteral("preset-edited-dark"));
         QVERIFY2(e.presetBox()->toolTip().startsWith(QStringLiteral("edited: synthetic-demo-ep8-dp4: the form below "
                                                                     "matches no preset")),
                  qPrintable(e.presetBox()->toolTip()));
