@@ -313,20 +313,23 @@ private Q_SLOTS:
         for (int c : h.counts)
             n += c;
         QCOMPARE(n, 235);
-        QCOMPARE(h.counts.size(), std::size_t(16));
-        // Hand cases: lengths spanning a factor of 16 get log-spaced edges 100, 200, 400, 800, 1600
-        // (the maximum in the last bin); a factor of 4 keeps linear edges 10, 17.5, 25, 32.5, 40.
+        // At most 16 bins with whole-token edges around every length.
+        QVERIFY(!h.counts.empty() && h.counts.size() <= 16);
+        QCOMPARE(h.edges.size(), h.counts.size() + 1);
+        QVERIFY(h.edges.front() <= static_cast<double>(*std::min_element(lengths.begin(), lengths.end())));
+        QVERIFY(h.edges.back() >= static_cast<double>(longest));
+        for (std::size_t b = 0; b + 1 < h.edges.size(); ++b)
+            QVERIFY(h.edges[b] < h.edges[b + 1] && h.edges[b] == std::floor(h.edges[b]));
+        // Hand cases: lengths spanning a factor of 16 in 4 bins get the round log-spaced edges 100,
+        // 200, 500, 1000, 2000 (the {1, 2, 5} series); a factor of 4 keeps linear edges, step 10.
         const LengthHistogram lg = lengthHistogram({100, 200, 400, 800, 1600, 150}, 4);
         QVERIFY(lg.logarithmic);
-        const double logEdges[] = {100, 200, 400, 800, 1600};
-        QCOMPARE(lg.edges.size(), std::size_t(5));
-        for (int b = 0; b < 5; ++b)
-            QCOMPARE(lg.edges[b], logEdges[b]); // fuzzy: pow() need not be exact
-        QCOMPARE(lg.counts, (std::vector<int>{2, 1, 1, 2}));
+        QCOMPARE(lg.edges, (std::vector<double>{100, 200, 500, 1000, 2000}));
+        QCOMPARE(lg.counts, (std::vector<int>{2, 2, 1, 1}));
         const LengthHistogram lin = lengthHistogram({10, 20, 30, 40}, 4);
         QVERIFY(!lin.logarithmic);
-        QCOMPARE(lin.edges, (std::vector<double>{10, 17.5, 25, 32.5, 40}));
-        QCOMPARE(lin.counts, (std::vector<int>{1, 1, 1, 1}));
+        QCOMPARE(lin.edges, (std::vector<double>{10, 20, 30, 40}));
+        QCOMPARE(lin.counts, (std::vector<int>{1, 1, 2}));
         const LengthHistogram one = lengthHistogram({7, 7}, 4);
         QCOMPARE(one.counts, (std::vector<int>{2}));
         qInfo("maverick: 235 samples, %lld tokens, longest %lld, highest hot-expert share %.4f", total, longest,

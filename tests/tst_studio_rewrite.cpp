@@ -17,6 +17,7 @@
 #include "tests/gui_testutil.h"
 #include "tests/rewrite_testutil.h"
 #include "tests/testutil.h"
+#include "views/gui_text.h"
 #include "views/plan_views.h"
 #include "views/rewrite_dialog.h"
 #include "views/studio_window.h"
@@ -341,8 +342,11 @@ private Q_SLOTS:
         d.show();
         fill(d, QString::fromStdString(plan), QStringLiteral("test plan"), src, dir / "out");
         for (const QString& bad : {QStringLiteral("1-2:x"), QStringLiteral("1:5,2:5"), QStringLiteral("1:0,")}) {
-            const QString expected = error_of([&] { gpu::parse_layer_map(bad.toStdString(), {1, 2}); });
-            QVERIFY(!expected.isEmpty());
+            // The core's words name the CLI flag ("--layer-map: ..."); the dialog names its field.
+            const QString cli = error_of([&] { gpu::parse_layer_map(bad.toStdString(), {1, 2}); });
+            QVERIFY2(cli.startsWith(QStringLiteral("--layer-map: ")), qPrintable(cli));
+            const QString expected = QStringLiteral("\"Layer map\": ") + cli.mid(13);
+            QCOMPARE(guiFieldText(cli), expected);
             d.setLayerMap(bad);
             QCOMPARE(d.layerMapError(), expected); // shown inline as typed
             QVERIFY(!d.startCheck());
@@ -375,7 +379,7 @@ private Q_SLOTS:
         fs::create_directories(dir);
         const std::string origin = "plan-e32.json";
         const QString expected =
-            error_of([&] { gpu::plan_rewrite(direct_request(plan, origin, src, dir / "out", false)); });
+            guiFieldText(error_of([&] { gpu::plan_rewrite(direct_request(plan, origin, src, dir / "out", false)); }));
         QVERIFY(expected.contains(QStringLiteral("32 experts")));
 
         RewriteDialog d;

@@ -93,6 +93,12 @@ void HeatmapWidget::setRange(double lo, double hi, double centre) {
     update();
 }
 
+void HeatmapWidget::setNeutralBand(double tolerance) {
+    band_ = std::isfinite(tolerance) && tolerance > 0 ? tolerance : 0.0;
+    imageDirty_ = true;
+    update();
+}
+
 void HeatmapWidget::setColourMap(ColourMap map) {
     map_ = map;
     rebuildLut();
@@ -160,10 +166,15 @@ int HeatmapWidget::lutIndex(double v) const {
     if (!std::isfinite(v)) return -1;
     double t;
     if (map_ == ColourMap::Diverging) {
-        if (v <= centre_)
-            t = centre_ > lo_ ? 0.5 * (v - lo_) / (centre_ - lo_) : 0.5;
+        // Within the neutral band a value counts as equal to the centre; the halves start at its edges.
+        const double below = centre_ - band_, above = centre_ + band_;
+        // (A few ulps of slack: 1.02 - 1.0 is 0.020000000000000018 in doubles.)
+        if (std::abs(v - centre_) <= band_ * (1 + 1e-12))
+            t = 0.5;
+        else if (v < centre_)
+            t = below > lo_ ? 0.5 * (v - lo_) / (below - lo_) : 0.0;
         else
-            t = hi_ > centre_ ? 0.5 + 0.5 * (v - centre_) / (hi_ - centre_) : 0.5;
+            t = hi_ > above ? 0.5 + 0.5 * (v - above) / (hi_ - above) : 1.0;
     } else {
         t = hi_ > lo_ ? (v - lo_) / (hi_ - lo_) : 0.5;
     }

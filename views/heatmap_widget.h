@@ -38,6 +38,11 @@ public:
     /// Colour range: values <= lo take the first colour, >= hi the last. For Diverging, `centre`
     /// takes the middle colour and [lo, centre], [centre, hi] map linearly onto the two halves.
     void setRange(double lo, double hi, double centre = 0);
+    /// Diverging map only: values within `tolerance` of the centre (|v - centre| <= tolerance) take
+    /// the centre's neutral colour, as equal to it; beyond, [lo, centre - tolerance] and [centre +
+    /// tolerance, hi] map onto the two halves. 0 (the default) = no band.
+    void setNeutralBand(double tolerance);
+    double neutralBand() const { return band_; }
     void setColourMap(ColourMap map);
     void setTitle(const QString& title);
     /// Axis titles drawn beside the row labels (rotated) and under the column labels.
@@ -99,7 +104,7 @@ private:
     std::vector<double> values_;
     QStringList rowLabels_, colLabels_, side_;
     QString sideHeader_, title_, rowTitle_, colTitle_, legendTitle_, emptyText_;
-    double lo_ = 0, hi_ = 1, centre_ = 0;
+    double lo_ = 0, hi_ = 1, centre_ = 0, band_ = 0;
     bool autoRange_ = true;
     ColourMap map_ = ColourMap::Sequential;
     int precision_ = 4;

@@ -4,9 +4,11 @@
 #include "core/util/errors.h"
 #include "core/util/input_file.h"
 #include "storage/library.h"
+#include "views/gui_text.h"
 
 #include <QComboBox>
 #include <QDialogButtonBox>
+#include <QDir>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -52,6 +54,24 @@ DetectedInput detectInputFormat(const QStringList& inputs) {
     } catch (const std::exception&) {
         return {};
     }
+}
+
+QString importSummaryText(const QString& name, const ImportSummary& s) {
+    if (s.format == TraceFormat::Aggregate)
+        return ImportDialog::tr("Imported trace '%1': load-only per-layer expert totals, %2 MoE layers x %3 experts "
+                                "from %4 file(s) (format %5); no samples: its placement views are on the trace.")
+            .arg(name)
+            .arg(s.model.num_moe_layers())
+            .arg(s.model.experts)
+            .arg(s.files)
+            .arg(QString::fromLatin1(to_string(s.format)));
+    return ImportDialog::tr("Imported trace '%1': %2 samples from %3 files (format %4), lengths %5-%6 tokens.")
+        .arg(name)
+        .arg(s.samples)
+        .arg(s.files)
+        .arg(QString::fromLatin1(to_string(s.format)))
+        .arg(s.min_length)
+        .arg(s.max_length);
 }
 
 // --- ImportJob ---
@@ -259,6 +279,14 @@ ImportDialog::ImportDialog(const QString& library, QWidget* parent)
     };
     fitStack(0);
     connect(modelSource_, &QComboBox::currentIndexChanged, this, fitStack);
+    // A model picked by hand stays for later inputs; a proposed one follows them.
+    connect(modelSource_, &QComboBox::activated, this, [this] { modelChosen_ = true; });
+    connect(knownModel_, &QComboBox::activated, this, [this] { modelChosen_ = true; });
+    connect(name_, &QLineEdit::textEdited, this, [this] { proposedName_.clear(); });
+    // Once the format is known: an aggregate file describes its own model.
+    connect(this, &ImportDialog::formatDetected, this, [this](const QString& format) {
+        if (format == QStringLiteral("aggregate")) proposeFromInputs(format);
+    });
     connect(importButton_, &QPushButton::clicked, this, [this] { startImport(); });
     connect(cancelButton_, &QPushButton::clicked, job_, &ImportJob::cancel);
     connect(closeButton_, &QPushButton::clicked, this, &QDialog::reject);
@@ -274,20 +302,14 @@ ImportDialog::ImportDialog(const QString& library, QWidget* parent)
         setBusy(false);
         progress_->setValue(1000);
         progress_->setFormat(tr("done"));
-        showInfo(tr("Imported trace '%1': %2 samples from %3 files (format %4), lengths %5-%6 tokens.")
-                     .arg(name)
-                     .arg(s.samples)
-                     .arg(s.files)
-                     .arg(QString::fromLatin1(to_string(s.format)))
-                     .arg(s.min_length)
-                     .arg(s.max_length));
+        showInfo(importSummaryText(name, s));
         Q_EMIT imported(name);
     });
     connect(job_, &ImportJob::failed, this, [this](const QString& message) {
         setBusy(false);
         progress_->setValue(0);
         progress_->setFormat(QString());
-        showError(tr("Import failed; nothing was written. %1").arg(message));
+        showError(tr("Import failed; nothing was written. %1").arg(guiFieldText(message)));
     });
     connect(job_, &ImportJob::cancelled, this, [this] {
         setBusy(false);
@@ -315,6 +337,7 @@ QStringList ImportDialog::inputs() const {
 
 void ImportDialog::setTraceName(const QString& name) {
     name_->setText(name);
+    proposedName_.clear(); // a name given, not proposed: it stays for new inputs
 }
 
 QString ImportDialog::traceName() const {
@@ -327,12 +350,48 @@ void ImportDialog::setFormat(const QString& name) {
 }
 
 void ImportDialog::setModelSource(ModelSource s) {
+    modelChosen_ = true;
     modelSource_->setCurrentIndex(modelSource_->findData(s));
+}
+
+ImportDialog::ModelSource ImportDialog::modelSource() const {
+    return static_cast<ModelSource>(modelSource_->currentData().toInt());
 }
 
 void ImportDialog::setKnownModel(const QString& name) {
     setModelSource(KnownModel);
     knownModel_->setCurrentText(name);
+}
+
+QString ImportDialog::knownModel() const {
+    return knownModel_->currentText();
+}
+
+void ImportDialog::proposeModel(ModelSource s, const QString& known) {
+    modelSource_->setCurrentIndex(modelSource_->findData(s));
+    if (!known.isEmpty()) knownModel_->setCurrentText(known);
+}
+
+void ImportDialog::proposeFromInputs(const QString& detectedFormat) {
+    const QStringList list = inputs();
+    const QString first = list.isEmpty() ? QString() : QDir::cleanPath(list.front());
+    // The name follows the inputs until the user types one (or clears it to get the proposal back).
+    const QString name = first.isEmpty() ? QString() : QFileInfo(first).completeBaseName();
+    if (name_->text().trimmed().isEmpty() || name_->text() == proposedName_) {
+        name_->setText(name);
+        proposedName_ = name;
+    }
+    if (modelChosen_ || first.isEmpty()) return;
+    if (detectedFormat == QStringLiteral("aggregate")) {
+        proposeModel(FromFiles, QString());
+        return;
+    }
+    QString known;
+    for (const auto& n : known_model_names()) {
+        const QString m = QString::fromStdString(n);
+        if (first.contains(m, Qt::CaseInsensitive) && m.size() > known.size()) known = m;
+    }
+    proposeModel(KnownModel, known.isEmpty() ? knownModel_->itemText(0) : known);
 }
 
 void ImportDialog::setModelConfig(const QString& configJson) {
@@ -371,7 +430,7 @@ void ImportDialog::removeSelected() {
 
 void ImportDialog::inputsChanged() {
     const QStringList list = inputs();
-    if (name_->text().isEmpty() && !list.isEmpty()) name_->setText(QFileInfo(list.front()).completeBaseName());
+    proposeFromInputs(QString());
     // Detect the format off the GUI thread (folders may hold many files); stale answers are dropped.
     detects_->invalidate();
     detected_.clear();
@@ -432,7 +491,7 @@ std::optional<ImportRequest> ImportDialog::request(QString* error) const {
             break;
         }
     } catch (const std::exception& e) {
-        return fail(QString::fromStdString(e.what()));
+        return fail(guiFieldText(QString::fromStdString(e.what())));
     }
     return r;
 }

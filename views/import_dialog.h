@@ -89,6 +89,8 @@ public:
 
     void setInputs(const QStringList& paths);
     QStringList inputs() const;
+    /// Sets the trace name as typed: later inputs no longer propose one. Until a name is typed, the
+    /// name follows the inputs: the first input's base name ("llama4-maverick" for that folder).
     void setTraceName(const QString& name);
     QString traceName() const;
     /// "auto" or a format name of trace_format_names().
@@ -98,8 +100,12 @@ public:
     /// The stack that wrote the first input (detected_stack: the format's stack, verl or AReaL for
     /// a padded batch), shown beside the format in the format box; empty when nothing was detected.
     QString detectedStack() const { return detectedStack_; }
+    /// Sets how the model is given (the user's choice: later inputs no longer propose a model).
     void setModelSource(ModelSource s);
+    ModelSource modelSource() const;
+    /// Selects a shipped model (the user's choice, as setModelSource).
     void setKnownModel(const QString& name);
+    QString knownModel() const;
     void setModelConfig(const QString& configJson);
     /// Fields: E, k, num_hidden_layers (0 = from the files), MoE layer list text ("" = from the files).
     void setModelFields(int experts, int topK, int layers, const QString& moeLayers);
@@ -130,6 +136,13 @@ private:
     void addFolder();
     void removeSelected();
     void inputsChanged();
+    /// Proposes the trace name and the model from the inputs, unless the user set them: the name is
+    /// the first input's base name; the model is the shipped model whose name appears in the first
+    /// input's path (the longest such name; case-insensitive), else the shipped default; an
+    /// aggregate (load-only) file describes its own model ("From the files").
+    void proposeFromInputs(const QString& detectedFormat);
+    /// Sets the model fields without counting as the user's choice.
+    void proposeModel(ModelSource s, const QString& known);
     void setBusy(bool busy);
     void showError(const QString& message);
     void showInfo(const QString& message);
@@ -155,6 +168,8 @@ private:
     QPushButton* cancelButton_ = nullptr;
     QPushButton* closeButton_ = nullptr;
     QList<QWidget*> fieldWidgets_;
+    QString proposedName_;     ///< the name last proposed from the inputs ("" when none)
+    bool modelChosen_ = false; ///< the user chose the model: inputs no longer propose one
 };
 
 /// What detectInputFormat found: detect_format's name ("" when unknown or nothing readable) and
@@ -163,6 +178,11 @@ struct DetectedInput {
     QString format;
     QString stack;
 };
+
+/// What the import dialog says about a finished import: "<samples> samples from <files> files (format
+/// F), lengths a-b tokens", or for an aggregate (load-only) file "load-only per-layer expert totals,
+/// L MoE layers x E experts" (it has no samples).
+QString importSummaryText(const QString& name, const routepack::ImportSummary& summary);
 
 /// Reads up to 64 KiB of the first trace file under `inputs` (an .npz's directory, a batch
 /// folder's names) and returns its format and stack. Does file-system work: call it off the GUI thread.

@@ -250,11 +250,11 @@ QVariant CompareTableModel::headerData(int section, Qt::Orientation o, int role)
     if (role == Qt::ToolTipRole) {
         switch (section) {
         case Joint:
-            return tr("max over EDP shards of U_g = sum_r J[r][g] (eq. 15, primary objective)");
+            return tr("max over EDP shards of U_g = sum_r J[r][g] (eq. 15, primary objective), in tokens");
         case SumU:
-            return tr("sum over EDP shards of U_g (eq. 15, second key)");
+            return tr("sum over EDP shards of U_g (eq. 15, second key), in tokens");
         case MaxJ:
-            return tr("worst row-shard cost max J[r][g] (eq. 15, third key)");
+            return tr("worst row-shard cost max J[r][g] (eq. 15, third key), in tokens");
         case CvGlobal:
             return tr("mean over MoE layers of std/mean of EP-rank loads (eq. 22)");
         case EpPeakSum:
@@ -268,7 +268,7 @@ QVariant CompareTableModel::headerData(int section, Qt::Orientation o, int role)
         case JointVsKarmarkarKarp:
             return tr("change of the joint cost against the run's karmarkar_karp layout, in percent");
         case Attention:
-            return tr("sum over rows and shards of the attention cost A[r][g] (eq. 12)");
+            return tr("sum over rows and shards of the attention cost A[r][g] (eq. 12), in tokens");
         case CapViolations:
             return tr("cells over the token cap C (only karmarkar_karp can have them)");
         default:

@@ -33,10 +33,13 @@ namespace {
 
 // Series colours: mid-tone, distinct on white and on dark grey backgrounds.
 const QColor kAttentionColour(0x4c, 0x78, 0xa8);
+/// EP heatmaps: a rank load within this fraction of its layer's mean is drawn as even (neutral colour).
+constexpr double kEvenTolerance = 0.02;
 const QColor kExpertColour(0xf5, 0x85, 0x18);
 const QColor kStragglerAttention(0x8e, 0x44, 0xad);
 const QColor kStragglerExpert(0xd6, 0x27, 0x28);
 const QColor kTotalColour(0x54, 0xa2, 0x4b);
+const QColor kBalancedColour(0x8c, 0x8c, 0x8c); ///< shard totals all tied: no straggler colour
 const QColor kBestColour(0xe4, 0x57, 0x56);
 const QColor kEnergyColour(0x4c, 0x78, 0xa8);
 const QColor kRateColour(0x54, 0xa2, 0x4b);
@@ -163,8 +166,10 @@ void EpHeatmapPanel::setPlan(const std::shared_ptr<const PlanResult>& plan) {
     for (const auto* v : {&normId, &normLpt})
         for (double x : *v)
             if (std::isfinite(x)) lo = std::min(lo, x), hi = std::max(hi, x);
-    lo = std::min(lo, 0.98);
-    hi = std::max(hi, 1.02);
+    // Loads within kEvenTolerance of the layer mean are drawn as even (neutral): a 1% difference is
+    // noise, not a hot or a cold rank. The scale spans at least twice the band on either side.
+    lo = std::min(lo, 1.0 - 2 * kEvenTolerance);
+    hi = std::max(hi, 1.0 + 2 * kEvenTolerance);
 
     QStringList ranks;
     for (int p = 0; p < P; ++p)
@@ -177,6 +182,7 @@ void EpHeatmapPanel::setPlan(const std::shared_ptr<const PlanResult>& plan) {
             side.append(QString::number(c, 'f', 4));
         h->setTitle(title);
         h->setRange(lo, hi, 1.0);
+        h->setNeutralBand(kEvenTolerance);
         h->setData(L, P, std::move(norm), layers, ranks);
         h->setSideColumn(tr("CV"), side);
         const std::shared_ptr<const PlanResult> keep = plan_;
@@ -203,10 +209,12 @@ void EpHeatmapPanel::setPlan(const std::shared_ptr<const PlanResult>& plan) {
     fill(lpt_, std::move(normLpt), cvLpt_, &plan_->rank_loads_lpt,
          tr("Planned LPT placement (CV_global %1)").arg(plan_->cv_lpt, 0, 'f', 4));
     summary_->setText(tr("EP-rank load G[l][p] of the window (eq. 10) divided by the layer mean; %1 MoE layers x %2 EP "
-                         "ranks, %3 experts. CV = std/mean of the layer's rank loads (eq. 22 averages it over layers).")
+                         "ranks, %3 experts; within %4% of the mean is drawn as even (neutral). CV = std/mean of the "
+                         "layer's rank loads (eq. 22 averages it over layers).")
                           .arg(L)
                           .arg(P)
-                          .arg(plan_->model.experts));
+                          .arg(plan_->model.experts)
+                          .arg(100 * kEvenTolerance, 0, 'g', 3));
 }
 
 // =============================================================================================
@@ -432,7 +440,7 @@ void CostsPanel::refresh() {
         cx->setTitleText(G > 1 ? tr("row r, EDP shard g") : tr("row r"));
     }
     auto* cy = new QValueAxis;
-    cy->setTitleText(tr("cost J = A + E"));
+    cy->setTitleText(tr("cost J = A + E (tokens)"));
     cy->setLabelFormat(QStringLiteral("%.3g"));
     rc->addAxis(cx, Qt::AlignBottom);
     rc->addAxis(cy, Qt::AlignLeft);
@@ -461,7 +469,14 @@ void CostsPanel::refresh() {
         shards.append(QStringLiteral("g%1").arg(g));
         maxU = std::max(maxU, cb.U[static_cast<std::size_t>(g)]);
     }
-    total_->selectBar(straggler_);
+    const std::vector<int> tied = tiedShards(cb.U, kShardTieTolerance);
+    const bool balanced = G > 1 && static_cast<int>(tied.size()) == G;
+    total_->selectBars(QList<int>(tied.begin(), tied.end())); // tied with the straggler
+    if (balanced) {
+        total_->setColor(kBalancedColour);
+        total_->setBorderColor(kBalancedColour);
+        total_->setSelectedColor(kBalancedColour);
+    }
     auto* bars = new QBarSeries;
     bars->append(total_);
     bars->setLabelsVisible(true);
@@ -474,6 +489,7 @@ void CostsPanel::refresh() {
     sx->append(shards);
     sx->setTitleText(tr("EDP shard"));
     auto* sy = new QValueAxis;
+    sy->setTitleText(tr("U[g] (tokens)"));
     sy->setLabelFormat(QStringLiteral("%.3g"));
     sy->setRange(0, maxU > 0 ? maxU * 1.1 : 1);
     sy->applyNiceNumbers();
@@ -487,7 +503,10 @@ void CostsPanel::refresh() {
     styleChart(sc, palette());
 
     const LayoutMetrics& metrics = method_of(*plan_, m).metrics;
-    heading_->setText(tr("<b>Straggler: shard g%1</b>, U = %2 (= joint, max_g U, eq. 15); sum U = %3; max J = %4. "
+    heading_->setText((balanced ? tr("<b>Balanced:</b> every shard within %1% of max_g U (shown alike). ")
+                                      .arg(100 * kShardTieTolerance, 0, 'g', 3)
+                                : QString()) +
+                      tr("<b>Straggler: shard g%1</b>, U = %2 (= joint, max_g U, eq. 15); sum U = %3; max J = %4. "
                          "%5 rows x %6 EDP shards.")
                           .arg(straggler_)
                           .arg(cb.U[static_cast<std::size_t>(straggler_)], 0, 'f', 4)
@@ -500,6 +519,16 @@ void CostsPanel::refresh() {
                                  .arg(plan_->bound.value, 0, 'f', 4)
                                  .arg(100.0 * bound_gap(metrics.score.max_u, plan_->bound.value), 0, 'f', 2)
                            : QString()));
+}
+
+std::vector<int> tiedShards(const std::vector<double>& U, double tolerance) {
+    double maxU = 0;
+    for (double u : U)
+        maxU = std::max(maxU, u);
+    std::vector<int> out;
+    for (std::size_t g = 0; g < U.size(); ++g)
+        if (maxU <= 0 || maxU - U[g] <= tolerance * maxU) out.push_back(static_cast<int>(g));
+    return out;
 }
 
 QString CostsPanel::headingText() const {
@@ -635,7 +664,7 @@ ConvergencePanel::ConvergencePanel(QWidget* parent) : QWidget(parent) {
     x_->setTitleText(tr("temperature level"));
     x_->setLabelFormat(QStringLiteral("%d"));
     y_ = new QValueAxis;
-    y_->setTitleText(tr("cost"));
+    y_->setTitleText(tr("cost (tokens)"));
     y_->setLabelFormat(QStringLiteral("%.5g"));
     yRate_ = new QValueAxis;
     yRate_->setTitleText(tr("acceptance"));

@@ -76,9 +76,18 @@ private:
     HeatmapWidget* map_ = nullptr;
 };
 
+/// Shard totals tied with the largest: the shards g with max U - U[g] <= tolerance x max U, ascending
+/// (every shard when max U <= 0). E.g. U = {178.6674, 178.66} with tolerance 0.001 ties both.
+std::vector<int> tiedShards(const std::vector<double>& U, double tolerance);
+/// Relative tolerance under which the costs view treats shard totals as equal: 0.1% of max_g U.
+inline constexpr double kShardTieTolerance = 0.001;
+
 /// "costs": stacked bars of A[r][g] (eq. 12) and E[r][g] (eq. 14) per (r, g) (category "r<r> g<g>",
 /// rows outer, shards inner), and a second chart of U[g]; the straggler shard argmax_g U[g] is
-/// highlighted (selected bars in both charts, and named in the heading).
+/// highlighted (selected bars in both charts, and named in the heading). In the U[g] chart the
+/// shards tied with the straggler (tiedShards, kShardTieTolerance) are selected and red like it,
+/// the others green; when every shard is tied, all are one neutral grey and the heading says they
+/// are balanced (a 0.01-token difference is no straggler).
 class CostsPanel : public QWidget {
     Q_OBJECT
 public:

@@ -367,7 +367,7 @@ void CompareView::setRuns(const QList<std::shared_ptr<const PlanResult>>& runs, 
         x->append(label);
     }
     auto* y = new QValueAxis;
-    y->setTitleText(tr("max_g U"));
+    y->setTitleText(tr("max_g U (tokens)"));
     y->setLabelFormat(QStringLiteral("%.4g"));
     y->setRange(0, top > 0 ? top * 1.08 : 1);
     y->applyNiceNumbers();

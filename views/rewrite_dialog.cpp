@@ -4,6 +4,7 @@
 #include "core/util/errors.h"
 #include "gpu/cuda/device.h"
 #include "gpu/rewrite/request.h"
+#include "views/gui_text.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -33,7 +34,7 @@ const char* const kErrorStyle = "color: white; background-color: #b3261e; paddin
 QString words(const std::exception& e, const char* while_doing) {
     if (dynamic_cast<const std::bad_alloc*>(&e))
         return QStringLiteral("out of memory while %1").arg(QLatin1String(while_doing));
-    return QString::fromStdString(e.what());
+    return guiFieldText(QString::fromStdString(e.what())); // the core's words name CLI flags
 }
 
 /// The facts of a checked rewrite.
@@ -164,7 +165,7 @@ quint64 RewriteJob::start(const gpu::RewriteRequest& request) {
                     res.kind = Cancelled;
                 } else {
                     res.kind = Failed;
-                    res.message = QString::fromStdString(e.what());
+                    res.message = guiFieldText(QString::fromStdString(e.what()));
                 }
             } catch (const std::exception& e) {
                 res.kind = Failed;
@@ -525,7 +526,7 @@ std::optional<gpu::RewriteRequest> RewriteDialog::request(QString* error) const 
         r.verify = verify_->isChecked();
         return r;
     } catch (const std::exception& e) {
-        return fail(QString::fromStdString(e.what()));
+        return fail(guiFieldText(QString::fromStdString(e.what())));
     }
 }
 
@@ -652,7 +653,7 @@ void RewriteDialog::updateLayerMapError() {
         try {
             gpu::parse_layer_map(text.toStdString(), *layers);
         } catch (const std::exception& e) {
-            layerMapError_ = QString::fromStdString(e.what());
+            layerMapError_ = guiFieldText(QString::fromStdString(e.what()));
         }
     }
     layerMapNote_->setText(layerMapError_);

@@ -52,6 +52,11 @@ public:
     /// Removes and returns the restore that planner job `job` is (nullopt when it is none): call it
     /// once the job finished, failed, was dropped as stale or was removed from the queue.
     std::optional<Restore> takeRestore(quint64 job);
+    /// The restore that planner job `job` is, left in place (nullptr when it is none).
+    const Restore* findRestore(quint64 job) const {
+        const auto it = restores_.find(job);
+        return it == restores_.end() ? nullptr : &it->second;
+    }
     /// Restores on their way.
     int pendingRestores() const { return static_cast<int>(restores_.size()); }
 

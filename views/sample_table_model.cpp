@@ -6,7 +6,10 @@
 #include <QtCharts/QChart>
 #include <QtCharts/QValueAxis>
 
+#include <QCoreApplication>
+#include <QCursor>
 #include <QEvent>
+#include <QToolTip>
 
 #include <algorithm>
 #include <cmath>
@@ -203,6 +206,41 @@ bool SampleFilterProxy::filterAcceptsRow(int sourceRow, const QModelIndex& sourc
     return false;
 }
 
+namespace {
+
+/// Round log-spaced edges from `series` (mantissas in [1, 10), ascending) x 10^k, in whole tokens:
+/// the largest series value <= lo, then every one up to the smallest >= hi.
+std::vector<double> seriesEdges(const std::vector<double>& series, double lo, double hi) {
+    // Lengths are whole tokens: edges are too (1.2 and 1.5 both become 2, kept once).
+    std::vector<double> all;
+    const int k0 = static_cast<int>(std::floor(std::log10(lo))), k1 = static_cast<int>(std::ceil(std::log10(hi)));
+    for (int k = std::max(0, k0); k <= k1; ++k)
+        for (double m : series) {
+            const double v = std::ceil(std::round(m * std::pow(10.0, k) * 10.0) / 10.0);
+            if (all.empty() || v > all.back()) all.push_back(v);
+        }
+    std::vector<double> out;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        const bool next_le_lo = i + 1 < all.size() && all[i + 1] <= lo;
+        if (next_le_lo) continue; // not yet the largest value <= lo
+        out.push_back(all[i]);
+        if (all[i] >= hi) break;
+    }
+    return out;
+}
+
+/// Multiples of `step` from the largest <= lo to the smallest >= hi.
+std::vector<double> stepEdges(double step, double lo, double hi) {
+    std::vector<double> out;
+    const auto first = static_cast<std::int64_t>(std::floor(lo / step)),
+               last = static_cast<std::int64_t>(std::ceil(hi / step));
+    for (std::int64_t k = first; k <= last; ++k)
+        out.push_back(static_cast<double>(k) * step);
+    return out;
+}
+
+} // namespace
+
 LengthHistogram lengthHistogram(const std::vector<qint64>& lengths, int bins) {
     LengthHistogram h;
     if (lengths.empty() || bins < 1) return h;
@@ -214,19 +252,53 @@ LengthHistogram lengthHistogram(const std::vector<qint64>& lengths, int bins) {
         return h;
     }
     h.logarithmic = *mn > 0 && hi / lo >= 8.0;
-    h.edges.resize(static_cast<std::size_t>(bins) + 1);
-    for (int b = 0; b <= bins; ++b)
-        h.edges[static_cast<std::size_t>(b)] = b == bins       ? hi
-                                               : h.logarithmic ? lo * std::pow(hi / lo, static_cast<double>(b) / bins)
-                                                               : lo + (hi - lo) * b / bins;
-    h.counts.assign(static_cast<std::size_t>(bins), 0);
+    if (h.logarithmic) {
+        static const std::vector<std::vector<double>> kSeries = {
+            {1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8}, {1, 1.5, 2, 3, 5, 7}, {1, 2, 5}, {1}};
+        for (const auto& series : kSeries) {
+            h.edges = seriesEdges(series, lo, hi);
+            if (static_cast<int>(h.edges.size()) - 1 <= bins) break;
+        }
+    } else {
+        for (double decade = 1;; decade *= 10) {
+            bool done = false;
+            for (double m : {1.0, 2.0, 2.5, 5.0}) {
+                if (decade == 1 && m == 2.5) continue; // whole tokens
+                h.edges = stepEdges(m * decade, lo, hi);
+                if (static_cast<int>(h.edges.size()) - 1 <= bins) {
+                    done = true;
+                    break;
+                }
+            }
+            if (done) break;
+        }
+    }
+    const int n = static_cast<int>(h.edges.size()) - 1;
+    h.counts.assign(static_cast<std::size_t>(n), 0);
     for (qint64 v : lengths) {
         // The bin whose [edge_b, edge_b+1) holds v; the maximum goes into the last bin.
         const auto it = std::upper_bound(h.edges.begin(), h.edges.end(), static_cast<double>(v));
-        const int b = std::clamp(static_cast<int>(it - h.edges.begin()) - 1, 0, bins - 1);
+        const int b = std::clamp(static_cast<int>(it - h.edges.begin()) - 1, 0, n - 1);
         ++h.counts[static_cast<std::size_t>(b)];
     }
     return h;
+}
+
+QString lengthBinText(const LengthHistogram& h, int bin) {
+    if (bin < 0 || static_cast<std::size_t>(bin) >= h.counts.size()) return {};
+    const auto b = static_cast<std::size_t>(bin);
+    const bool last = b + 1 == h.counts.size();
+    // Integer lengths t with edges[b] <= t < edges[b+1] (<= for the last bin).
+    const auto from = static_cast<qint64>(std::ceil(h.edges[b]));
+    const auto to =
+        last ? static_cast<qint64>(std::floor(h.edges[b + 1])) : static_cast<qint64>(std::ceil(h.edges[b + 1])) - 1;
+    const int c = h.counts[b];
+    return QCoreApplication::translate("LengthHistogramView", "lengths %1-%2 tokens: %3 %4")
+        .arg(from)
+        .arg(to)
+        .arg(c)
+        .arg(c == 1 ? QCoreApplication::translate("LengthHistogramView", "sample")
+                    : QCoreApplication::translate("LengthHistogramView", "samples"));
 }
 
 LengthHistogramView::LengthHistogramView(QWidget* parent) : QChartView(parent) {
@@ -246,7 +318,7 @@ void LengthHistogramView::changeEvent(QEvent* event) {
 void LengthHistogramView::setLengths(const std::vector<qint64>& lengths, const QString& title) {
     lengths_ = lengths;
     title_ = title;
-    hist_ = lengthHistogram(lengths, 12);
+    hist_ = lengthHistogram(lengths, 16);
     QChart* chart = this->chart();
     chart->removeAllSeries();
     for (QAbstractAxis* a : chart->axes()) {
@@ -275,6 +347,13 @@ void LengthHistogramView::setLengths(const std::vector<qint64>& lengths, const Q
     auto* series = new QBarSeries();
     series->setBarWidth(0.95);
     series->append(set);
+    // Exact lengths and count of the bar under the mouse.
+    connect(set, &QBarSet::hovered, this, [this](bool on, int index) {
+        if (on)
+            QToolTip::showText(QCursor::pos(), lengthBinText(hist_, index), this);
+        else
+            QToolTip::hideText();
+    });
     chart->addSeries(series);
     auto* x = new QBarCategoryAxis();
     x->append(labels);

@@ -85,16 +85,25 @@ private:
     QString text_;
 };
 
-/// Histogram of sample lengths: `bins` equal-width bins over [min, max] (the last bin closed).
+/// Histogram of sample lengths with round bin edges.
 struct LengthHistogram {
-    std::vector<double> edges; ///< bins + 1 bin edges in tokens (the last bin includes its right edge)
+    std::vector<double> edges; ///< bin edges in tokens, ascending (the last bin includes its right edge)
     bool logarithmic = false;  ///< log-spaced edges (lengths spanning a factor of 8 or more)
     std::vector<int> counts;   ///< samples per bin
 };
-/// Histogram of sample lengths t_i in `bins` bins: log-spaced edges when max/min >= 8 (RL rollouts
-/// have long tails: linear bins would put almost every sample in the first one), else linear. An
-/// empty histogram (no counts) for no lengths; one bin [t, t] when all lengths are equal.
+/// Histogram of sample lengths t_i in at most `bins` bins with round edges. Lengths spanning a
+/// factor of 8 or more (RL rollouts have long tails: linear bins would put almost every sample in
+/// the first one) get log-spaced edges from the densest of the series {1, 1.2, 1.5, 2, 2.5, 3, 4,
+/// 5, 6, 8}, {1, 1.5, 2, 3, 5, 7}, {1, 2, 5}, {1} x 10^k that needs no more than `bins` bins (the
+/// sparsest when none does), from the largest series value <= min to the smallest >= max; other
+/// lengths get linear edges at multiples of the smallest step in {1, 2, 2.5, 5} x 10^k (at least
+/// 1 token) that needs no more than `bins` bins. Bin b holds edges[b] <= t < edges[b+1] (the last
+/// also t = its right edge). An empty histogram (no counts) for no lengths; one bin [t, t] when all
+/// lengths are equal.
 LengthHistogram lengthHistogram(const std::vector<qint64>& lengths, int bins);
+/// The exact text of bin `bin` (the histogram's bar tooltip): the integer lengths it holds and its
+/// count, "lengths 200-499 tokens: 2 samples" (the last bin up to its right edge inclusive).
+QString lengthBinText(const LengthHistogram& h, int bin);
 
 /// Bar chart (Qt Charts) of a LengthHistogram with bin labels and axis titles.
 class LengthHistogramView : public QChartView {

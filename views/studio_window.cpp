@@ -4,6 +4,7 @@
 
 #include "core/plan/plan_file.h"
 #include "storage/demo.h"
+#include "views/gui_text.h"
 #include "views/import_dialog.h"
 #include "views/library_tree_model.h"
 #include "views/plan_views.h"
@@ -82,8 +83,10 @@ StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
     connect(jobs_, &PlanJobQueue::progress, this, [this](quint64 job, const QString& stage, double fraction) {
         jobProgress_->setValue(static_cast<int>(1000 * fraction));
         const int queued = jobs_->queuedCount();
-        setStatus(tr("Job %1: %2 (%3%)%4")
-                      .arg(job)
+        // A restore shows a saved run: it is named by the run's id, not by the planner job's.
+        const RunReplay::Restore* restore = replay_.findRestore(job);
+        setStatus(tr("%1: %2 (%3%)%4")
+                      .arg(restore ? tr("Saved run %1").arg(restore->run) : tr("Job %1 (a new run)").arg(job))
                       .arg(stage)
                       .arg(static_cast<int>(100 * fraction))
                       .arg(queued > 0 ? tr(", %1 more queued").arg(queued) : QString()));
@@ -124,19 +127,20 @@ StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
         } else if (!note.isEmpty()) {
             setStatus(note);
         } else {
-            setStatus(tr("Run %1 %2 in %3 s: max U %4, R* = %5%6")
+            setStatus(tr("Run %1 %2 in %3 s: max U %4, R* = %5%6 (planner job %7)")
                           .arg(r.runId)
                           .arg(r.plan->cancelled ? tr("cancelled (best valid plan so far)") : tr("finished"))
                           .arg(r.seconds, 0, 'f', 2)
                           .arg(r.plan->routepack.metrics.score.max_u, 0, 'f', 4)
                           .arg(r.plan->rows.rows)
-                          .arg(r.plan->rows.certified ? tr(" (certified)") : QString()));
+                          .arg(r.plan->rows.certified ? tr(" (certified)") : QString())
+                          .arg(r.job));
         }
     });
     connect(jobs_, &PlanJobQueue::failed, this, [this](quint64 job, const QString& message) {
         replay_.takeRestore(job);
         refreshLibrary();
-        setStatus(tr("Planner failed: %1").arg(message), true);
+        setStatus(tr("Planner failed: %1").arg(guiFieldText(message)), true);
     });
     connect(jobs_, &PlanJobQueue::staleDropped, this, [this](quint64 job, const QString& library) {
         replay_.takeRestore(job);
@@ -240,6 +244,11 @@ void StudioWindow::buildUi() {
     addDockWidget(Qt::LeftDockWidgetArea, setupDock);
     splitDockWidget(libraryDock, setupDock, Qt::Vertical);
     connect(editor_, &TopologyEditor::saveRequested, this, &StudioWindow::saveTopology);
+    // A valid edit is an action that succeeded: an error about the old fields goes.
+    connect(editor_, &TopologyEditor::changed, this, [this] {
+        QString why;
+        if (editor_->topology(&why) && editor_->budgets(&why)) clearStaleError();
+    });
 
     // Right: the plan views and the run comparison.
     planView_ = new PlanView(this);
@@ -395,9 +404,14 @@ QString StudioWindow::statusText() const {
 }
 
 void StudioWindow::setStatus(const QString& text, bool error) {
+    statusError_ = error && !text.isEmpty();
     status_->setText(text);
     status_->setStyleSheet(error ? QStringLiteral("color: white; background-color: #b3261e; padding: 1px 4px;")
                                  : QString());
+}
+
+void StudioWindow::clearStaleError() {
+    if (statusError_) setStatus(QString());
 }
 
 bool StudioWindow::openLibrary(const QString& file, bool create, QString* error) {
@@ -569,6 +583,7 @@ bool StudioWindow::selectRun(qint64 runId) {
 void StudioWindow::onTreeSelection() {
     const QModelIndex cur = treeView_->currentIndex();
     if (!cur.isValid() || !lib_) return;
+    clearStaleError(); // the selection succeeded; what goes wrong below says so again
     const int kind = cur.data(KindRole).toInt();
     const QString trace = cur.data(TraceRole).toString();
     const QString window = kind == LibraryTreeModel::TraceNode ? QString() : cur.data(WindowRole).toString();
@@ -673,16 +688,7 @@ void StudioWindow::loadSamples(const QString& trace, const QString& window) {
             window.isEmpty() ? tr("Trace %1").arg(trace) : tr("Window %1 of trace %2").arg(window, trace);
         sampleHeader_->setText(tr("%1: %2 samples, %3 tokens").arg(what).arg(lengths.size()).arg(total));
         histogram_->setLengths(lengths, tr("Length distribution (%1 samples)").arg(lengths.size()));
-        // Offer a topology that fits the trace's model when the current one does not.
-        for (const auto& t : tree_->snapshot().traces) {
-            if (QString::fromStdString(t.name) != trace) continue;
-            const auto topo = editor_->topology();
-            if (topo && topo->experts_per_layer != 0 && topo->experts_per_layer != t.model.experts &&
-                !t.model.name.empty()) {
-                for (const auto& n : known_topology_names())
-                    if (n.rfind(t.model.name, 0) == 0 && editor_->selectPreset(QString::fromStdString(n))) break;
-            }
-        }
+        fitPresetToTrace(trace);
         Q_EMIT samplesLoaded(trace);
     };
     sampleLoads_->start<SampleLoad>(
@@ -699,6 +705,47 @@ void StudioWindow::loadSamples(const QString& trace, const QString& window) {
             return out;
         },
         show);
+}
+
+void StudioWindow::fitPresetToTrace(const QString& trace) {
+    // The topology is the engineer's cluster and stays as set while it can plan the trace. One whose
+    // experts per layer differ from the trace's model cannot: then a preset of the model is offered
+    // (the same EP ranks and DP slots when one exists) and the status line says what was replaced.
+    for (const auto& t : tree_->snapshot().traces) {
+        if (QString::fromStdString(t.name) != trace) continue;
+        const auto topo = editor_->topology();
+        if (!topo || topo->experts_per_layer == 0 || topo->experts_per_layer == t.model.experts || t.model.name.empty())
+            return;
+        std::string pick;
+        for (const auto& n : known_topology_names()) {
+            if (n.rfind(t.model.name, 0) != 0) continue;
+            const Topology k = known_topology(n);
+            if (k.experts_per_layer != 0 && k.experts_per_layer != t.model.experts) continue;
+            if (pick.empty()) pick = n;
+            if (k.ep_ranks == topo->ep_ranks && k.dp_slots == topo->dp_slots) {
+                pick = n;
+                break;
+            }
+        }
+        const QString before = editor_->topologyName();
+        if (pick.empty() || !editor_->selectPreset(QString::fromStdString(pick))) {
+            setStatus(tr("Topology %1 has %2 experts per layer, trace %3 (%4) has %5: set \"Experts per layer E\" "
+                         "(or \"from the trace\") before planning it.")
+                          .arg(before)
+                          .arg(topo->experts_per_layer)
+                          .arg(trace, QString::fromStdString(t.model.name))
+                          .arg(t.model.experts),
+                      true);
+            return;
+        }
+        setStatus(tr("Preset switched to %1 for trace %2: topology %3 has %4 experts per layer, the trace's model %5 "
+                     "has %6 (pick %3 again in Preset to go back).")
+                      .arg(QString::fromStdString(pick), trace, before)
+                      .arg(topo->experts_per_layer)
+                      .arg(QString::fromStdString(t.model.name))
+                      .arg(t.model.experts));
+        return;
+    }
 }
 
 quint64 StudioWindow::runPlanner() {
@@ -859,6 +906,7 @@ ImportDialog* StudioWindow::showImportDialog() {
             setStatus(tr("Imported trace %1.").arg(name));
         });
     }
+    clearStaleError();
     importDialog_->show();
     importDialog_->raise();
     importDialog_->activateWindow();
@@ -893,6 +941,7 @@ RewriteDialog* StudioWindow::showRewriteDialog() {
         }
         rewriteDialog_->setPlanJson(json, origin);
     }
+    clearStaleError();
     rewriteDialog_->show();
     rewriteDialog_->raise();
     rewriteDialog_->activateWindow();

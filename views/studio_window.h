@@ -118,6 +118,10 @@ public:
     QString sampleHeaderText() const;
     /// Text of the status line (job stage, errors).
     QString statusText() const;
+    /// True while the status line shows an error (red). An error stays until the next action that
+    /// succeeds: a selection in the library tree, a valid edit of the topology and budgets, an
+    /// opened dialog, or any action that reports its own outcome.
+    bool statusIsError() const { return statusError_; }
     /// Run id of the plan shown (0 when none or not saved).
     qint64 shownRunId() const { return shownRun_; }
 
@@ -159,6 +163,12 @@ private:
     void updateRunView();
     void updateActions();
     void setStatus(const QString& text, bool error = false);
+    /// Clears the status line when it shows an error (an action succeeded since).
+    void clearStaleError();
+    /// When the editor's topology has other experts per layer than trace `trace`'s model (it cannot
+    /// plan it), selects a shipped preset of that model (the one with the same EP ranks and DP slots
+    /// when there is one) and says so in the status line, naming both presets.
+    void fitPresetToTrace(const QString& trace);
     void onCellActivated(int row, int slot, const QList<int>& sampleIndices);
 
     StudioOptions options_;
@@ -197,6 +207,7 @@ private:
     std::unique_ptr<StudioExports> exports_;
     RunReplay replay_; ///< plans of this session by run id, restores of saved runs on their way
     qint64 shownRun_ = 0;
+    bool statusError_ = false;
 };
 
 } // namespace routepack::views

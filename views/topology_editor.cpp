@@ -13,11 +13,15 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QRegularExpression>
+#include <QScrollBar>
 #include <QSpinBox>
+#include <QStyleOptionComboBox>
+#include <QStylePainter>
 #include <QTableWidget>
 #include <QThread>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <limits>
 
 namespace routepack::views {
@@ -107,15 +111,61 @@ QDoubleSpinBox* dspin(QWidget* parent, double lo, double hi, double value, int d
     return s;
 }
 
+/// A combo box that elides its text in the middle instead of cutting its end: preset names differ
+/// in their tail ("...-ep8-dp4" against "...-ep16-dp8-2nodes"), which a cut hides. The popup is
+/// as wide as the longest name.
+class MiddleElidingComboBox : public QComboBox {
+public:
+    using QComboBox::QComboBox;
+
+    /// The text as paintEvent draws it at the current width.
+    QString displayText() const {
+        QStyleOptionComboBox opt;
+        initStyleOption(&opt);
+        if (currentIndex() < 0) opt.currentText = placeholderText();
+        return elided(opt);
+    }
+
+protected:
+    void paintEvent(QPaintEvent*) override {
+        QStylePainter painter(this);
+        painter.setPen(palette().color(QPalette::Text));
+        QStyleOptionComboBox opt;
+        initStyleOption(&opt);
+        if (currentIndex() < 0 && !placeholderText().isEmpty()) {
+            opt.palette.setBrush(QPalette::ButtonText, opt.palette.placeholderText());
+            opt.currentText = placeholderText();
+        }
+        opt.currentText = elided(opt);
+        painter.drawComplexControl(QStyle::CC_ComboBox, opt);
+        painter.drawControl(QStyle::CE_ComboBoxLabel, opt);
+    }
+
+    void showPopup() override {
+        int widest = 0;
+        for (int i = 0; i < count(); ++i)
+            widest = std::max(widest, view()->fontMetrics().horizontalAdvance(itemText(i)));
+        view()->setMinimumWidth(widest + view()->verticalScrollBar()->sizeHint().width() + 24);
+        QComboBox::showPopup();
+    }
+
+private:
+    QString elided(const QStyleOptionComboBox& opt) const {
+        const QRect r = style()->subControlRect(QStyle::CC_ComboBox, &opt, QStyle::SC_ComboBoxEditField, this);
+        // A few pixels less than the field: styles inset the label a little.
+        return fontMetrics().elidedText(opt.currentText, Qt::ElideMiddle, std::max(0, r.width() - 4));
+    }
+};
+
 } // namespace
 
 TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     auto* presetRow = new QHBoxLayout();
-    preset_ = new QComboBox(this);
+    preset_ = new MiddleElidingComboBox(this);
     preset_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     preset_->setMinimumContentsLength(12);
-    preset_->setToolTip(tr("Topologies saved in the library, and the shipped ones (resources/topologies)"));
+    preset_->view()->setTextElideMode(Qt::ElideMiddle);
     auto* save = new QPushButton(tr("Save"), this);
     save->setToolTip(tr("Store this topology and these budgets in the open library, under the name below"));
     presetRow->addWidget(new QLabel(tr("Preset"), this));
@@ -140,6 +190,10 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
     rowMultiple_->setSpecialValueText(tr("any"));
     rowMultiple_->setToolTip(tr("The row count R must be a multiple of this (virtual-pipeline stacks need the "
                                 "micro-batch count per rank to be a multiple of the stage group size)"));
+    gpusPerNode_ = spin(topoBox, 0, 65536, 0);
+    gpusPerNode_->setSpecialValueText(tr("not given"));
+    gpusPerNode_->setToolTip(tr("GPUs per node g: EP rank p runs on node p / g (N = P / g nodes); the communication "
+                                "figures split traffic into intra- and inter-node with it"));
     tf->addRow(tr("Name"), name_);
     tf->addRow(tr("EP ranks P"), ranks_);
     tf->addRow(tr("Experts per layer E"), experts_);
@@ -148,6 +202,7 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
     tf->addRow(tr("Token cap C"), cap_);
     tf->addRow(tr("Minimum rows"), minRows_);
     tf->addRow(tr("Row multiple"), rowMultiple_);
+    tf->addRow(tr("GPUs per node g"), gpusPerNode_);
     stages_ = new QTableWidget(0, 3, topoBox);
     stages_->setHorizontalHeaderLabels({tr("Attention stage"), tr("alpha"), tr("beta")});
     stages_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
@@ -217,14 +272,16 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
         const int r = stages_->currentRow();
         if (r >= 0) stages_->removeRow(r);
         updateValidity();
+        syncPreset();
     });
     auto notify = [this] {
         if (filling_) return;
         updateValidity();
+        syncPreset();
         Q_EMIT changed();
     };
-    for (QSpinBox* s : {ranks_, experts_, slots_, cap_, minRows_, rowMultiple_, seeds_, population_, choiceWidth_,
-                        levels_, steps_, rowNodes_, workers_})
+    for (QSpinBox* s : {ranks_, experts_, slots_, cap_, minRows_, rowMultiple_, gpusPerNode_, seeds_, population_,
+                        choiceWidth_, levels_, steps_, rowNodes_, workers_})
         connect(s, &QSpinBox::valueChanged, this, notify);
     for (QDoubleSpinBox* s : {eta_, t0_, cooling_, pGuide_, rho_, timeLimit_})
         connect(s, &QDoubleSpinBox::valueChanged, this, notify);
@@ -249,9 +306,68 @@ void TopologyEditor::setLibraryTopologies(const std::vector<storage::TopologyEnt
     for (const auto& n : known_topology_names())
         preset_->addItem(tr("shipped: %1").arg(QString::fromStdString(n)),
                          QStringLiteral("shipped:") + QString::fromStdString(n));
+    for (int k = 0; k < preset_->count(); ++k)
+        preset_->setItemData(k, preset_->itemText(k), Qt::ToolTipRole);
     const int i = preset_->findData(current);
     if (i >= 0) preset_->setCurrentIndex(i);
     preset_->blockSignals(false);
+    // A preset of the previous library is gone: the box shows what the form now matches, or none.
+    syncPreset();
+}
+
+QString TopologyEditor::currentPreset() const {
+    const QString key = preset_->currentData().toString();
+    const int colon = key.indexOf(QLatin1Char(':'));
+    return preset_->currentIndex() < 0 || colon < 0 ? QString() : key.mid(colon + 1);
+}
+
+QString TopologyEditor::presetDisplayText() const {
+    return static_cast<const MiddleElidingComboBox*>(preset_)->displayText();
+}
+
+bool TopologyEditor::presetMatches(int index, const QString& name, const Topology& form) const {
+    const QString key = preset_->itemData(index).toString();
+    try {
+        if (key.startsWith(QStringLiteral("library:"))) {
+            if (key.mid(8) != name) return false;
+            for (const auto& e : library_)
+                if (QString::fromStdString(e.name) == name) return e.topology == form;
+            return false;
+        }
+        if (key.startsWith(QStringLiteral("shipped:")))
+            return key.mid(8) == name && known_topology(name.toStdString()) == form;
+    } catch (const std::exception&) {
+        // A shipped name that no longer resolves matches nothing.
+    }
+    return false;
+}
+
+void TopologyEditor::syncPreset() {
+    const QString name = topologyName();
+    const std::optional<Topology> form = topology();
+    int match = -1;
+    if (form) {
+        if (preset_->currentIndex() >= 0 && presetMatches(preset_->currentIndex(), name, *form))
+            match = preset_->currentIndex();
+        for (int i = 0; i < preset_->count() && match < 0; ++i)
+            if (presetMatches(i, name, *form)) match = i;
+    }
+    preset_->setPlaceholderText(name.isEmpty() ? tr("edited (no preset)") : tr("edited: %1").arg(name));
+    if (preset_->currentIndex() != match) {
+        const QSignalBlocker block(preset_);
+        preset_->setCurrentIndex(match);
+    }
+    preset_->update();
+    updatePresetToolTip();
+}
+
+void TopologyEditor::updatePresetToolTip() {
+    const QString where = tr("Topologies saved in the library, and the shipped ones (resources/topologies)");
+    preset_->setToolTip(preset_->currentIndex() >= 0
+                            ? tr("%1\n%2").arg(preset_->currentText(), where)
+                            : tr("%1: the form below matches no preset (a field was edited, or a run's topology "
+                                 "was loaded)\n%2")
+                                  .arg(preset_->placeholderText(), where));
 }
 
 bool TopologyEditor::selectPreset(const QString& name) {
@@ -301,11 +417,15 @@ void TopologyEditor::setTopology(const QString& name, const Topology& t) {
     cap_->setValue(static_cast<int>(std::min<std::int64_t>(t.token_cap, std::numeric_limits<int>::max())));
     minRows_->setValue(t.min_rows);
     rowMultiple_->setValue(t.row_multiple);
+    gpusPerNode_->setValue(t.gpus_per_node);
+    epRankNodes_ = t.ep_rank_nodes;
+    dpSlotNodes_ = t.dp_slot_nodes;
     stages_->setRowCount(0);
     for (const auto& s : t.attention_stages)
         addStage(QString::fromStdString(s.name), s.alpha, s.beta);
     filling_ = false;
     updateValidity();
+    syncPreset();
     Q_EMIT changed();
 }
 
@@ -345,6 +465,12 @@ std::optional<Topology> TopologyEditor::topology(QString* error) const {
         t.token_cap = cap_->value();
         t.min_rows = minRows_->value();
         t.row_multiple = rowMultiple_->value();
+        t.gpus_per_node = gpusPerNode_->value();
+        if (t.gpus_per_node == 0 && epRankNodes_.size() == static_cast<std::size_t>(t.ep_ranks) &&
+            dpSlotNodes_.size() == static_cast<std::size_t>(t.dp_slots)) {
+            t.ep_rank_nodes = epRankNodes_;
+            t.dp_slot_nodes = dpSlotNodes_;
+        }
         for (int r = 0; r < stages_->rowCount(); ++r) {
             AttentionStage s;
             const QTableWidgetItem* n = stages_->item(r, 0);

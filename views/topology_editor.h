@@ -1,6 +1,7 @@
 #pragma once
 // Topology and planner-budget editor of the studio: P, D, EDP shards, cap C, min rows, row multiple,
-// attention stages (alpha, beta), and every PlannerBudgets field. Presets: the shipped topologies
+// GPUs per node, attention stages (alpha, beta), and every PlannerBudgets field (the explicit node
+// lists ep_rank_nodes / dp_slot_nodes are carried unshown). Presets: the shipped topologies
 // (resources/topologies) and the topologies saved in the open library.
 #include "core/model/topology.h"
 #include "core/plan/planner.h"
@@ -42,8 +43,19 @@ public:
     void setBudgets(const routepack::PlannerBudgets& b);
     /// The topologies saved in the open library, offered as presets beside the shipped ones.
     void setLibraryTopologies(const std::vector<storage::TopologyEntry>& entries);
-    /// Selects a preset by name ("library: " entries first, then shipped names); false when absent.
+    /// Selects a preset by name ("library: " entries first, then shipped names) and fills the form
+    /// from it; false when absent.
     bool selectPreset(const QString& name);
+    /// Name of the preset the form shows ("" when the form matches no preset: then the combo shows
+    /// "edited: <name>"). The combo follows the form: after any edit, setTopology or a new preset
+    /// list it shows the preset whose name and topology equal the form's (library entries first),
+    /// or none. Budgets do not take part in the match.
+    QString currentPreset() const;
+    /// The preset box's text as painted at its current width: the full "library: X" / "shipped: X"
+    /// label, elided in the middle when it does not fit (both ends of a name such as
+    /// "shipped: llama4-maverick-ep16-dp8-2nodes" stay readable). Its tooltip is the full label.
+    QString presetDisplayText() const;
+    QComboBox* presetBox() const { return preset_; }
 
     QString topologyName() const;
     /// The edited topology, validated by the topology file rules (parse_topology); nullopt with
@@ -63,6 +75,12 @@ Q_SIGNALS:
 
 private:
     void applyPreset(int index);
+    /// Points the preset box at the preset matching the form, or at none ("edited: <name>").
+    void syncPreset();
+    /// True when preset `index` has this name and topology.
+    bool presetMatches(int index, const QString& name, const routepack::Topology& form) const;
+    /// The box's tooltip: the full label of the preset shown, or why none is.
+    void updatePresetToolTip();
     void addStage(const QString& name, double alpha, double beta);
     void updateValidity();
 
@@ -76,6 +94,8 @@ private:
     QSpinBox* cap_ = nullptr;
     QSpinBox* minRows_ = nullptr;
     QSpinBox* rowMultiple_ = nullptr;
+    QSpinBox* gpusPerNode_ = nullptr;
+    std::vector<int> epRankNodes_, dpSlotNodes_; ///< node lists as set (kept while their sizes are P and D)
     QTableWidget* stages_ = nullptr;
     QLabel* validity_ = nullptr;
     // Budgets.

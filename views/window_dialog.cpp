@@ -1,6 +1,7 @@
 #include "views/window_dialog.h"
 
 #include "core/util/errors.h"
+#include "views/gui_text.h"
 
 #include <QButtonGroup>
 #include <QDialogButtonBox>
@@ -160,7 +161,7 @@ std::optional<std::vector<WindowDialog::SplitWindow>> WindowDialog::splitWindows
             out.push_back({QString::fromStdString(names[k]), parts[k]});
         return out;
     } catch (const std::exception& e) {
-        if (error) *error = QString::fromStdString(e.what());
+        if (error) *error = guiFieldText(QString::fromStdString(e.what()));
         return std::nullopt;
     }
 }
@@ -204,7 +205,7 @@ std::optional<WindowSelection> WindowDialog::selection(QString* error) const {
             throw InputError("choose how to define the window");
         }
     } catch (const std::exception& e) {
-        if (error) *error = QString::fromStdString(e.what());
+        if (error) *error = guiFieldText(QString::fromStdString(e.what()));
         return std::nullopt;
     }
 }

@@ -1,0 +1,486 @@
+// The studio's wording and state, offscreen: the topology preset box follows the form (after New
+// library, a loaded run, an edit), shows whole preset names (elided in the middle, full name in the
+// tooltip), and a trace selection that changes the preset says so; an error leaves the status line
+// once the next action succeeds; the GUI names its fields where the core's messages name CLI flags;
+// the import dialog proposes the trace name and the model from the inputs until the user sets them,
+// and says what an aggregate (load-only) import holds. Screenshots via QWidget::grab into
+// $ROUTEPACK_SCREENSHOT_DIR or a temporary folder.
+#include "core/model/window_select.h"
+#include "core/plan/budgets_json.h"
+#include "core/synth/synth.h"
+#include "core/util/errors.h"
+#include "storage/library.h"
+#include "tests/gui_testutil.h"
+#include "tests/testutil.h"
+#include "views/gui_text.h"
+#include "views/heatmap_widget.h"
+#include "views/import_dialog.h"
+#include "views/plan_models.h"
+#include "views/plan_panels.h"
+#include "views/plan_views.h"
+#include "views/sample_table_model.h"
+#include "views/studio_window.h"
+#include "views/topology_editor.h"
+
+#include <QAbstractAxis>
+#include <QApplication>
+#include <QBarSet>
+#include <QChart>
+#include <QChartView>
+#include <QComboBox>
+#include <QDir>
+#include <QLabel>
+#include <QLineEdit>
+#include <QSettings>
+#include <QStandardPaths>
+#include <QtTest>
+
+using namespace routepack;
+using namespace routepack::views;
+namespace fs = std::filesystem;
+
+namespace {
+
+QString q(const fs::path& p) {
+    return QString::fromStdString(p.string());
+}
+
+QString coreError(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const std::exception& e) {
+        return QString::fromStdString(e.what());
+    }
+    return {};
+}
+
+} // namespace
+
+class TestStudioPolish : public QObject {
+    Q_OBJECT
+
+    fs::path tmp_;
+    QString shots_;
+    StudioOptions options_;
+
+    void shot(QWidget* w, const QString& name) {
+        const QString file = shots_ + QLatin1Char('/') + name + QStringLiteral(".png");
+        QVERIFY2(w->grab().save(file), qPrintable(file));
+        qInfo("screenshot %s", qPrintable(file));
+    }
+
+    /// Trace "syn" (synthetic model, 32 experts; 2 groups x 4) with window "all".
+    fs::path synthLibrary(const QString& tag) {
+        const auto dir = test::temp_dir(tag);
+        SynthConfig c;
+        c.groups = 2;
+        c.group_size = 4;
+        write_synth(c, TraceFormat::VLLM, dir / "syn");
+        auto lib = storage::Library::open(dir / "lib.routepack");
+        ImportOptions o;
+        o.model = synth_model(c);
+        lib->import_trace("syn", {dir / "syn"}, o);
+        std::vector<std::string> ids;
+        for (const auto& s : lib->samples("syn"))
+            ids.push_back(s.id);
+        lib->create_window("syn", "all", ids, "all samples");
+        return dir / "lib.routepack";
+    }
+
+private Q_SLOTS:
+    void initTestCase() {
+        QStandardPaths::setTestModeEnabled(true);
+        options_.settingsOrganization = QStringLiteral("RoutePackTest");
+        options_.settingsApplication = QStringLiteral("tst_studio_polish-%1").arg(QCoreApplication::applicationPid());
+        tmp_ = test::temp_dir(QStringLiteral("studio-polish"));
+        shots_ = qEnvironmentVariable("ROUTEPACK_SCREENSHOT_DIR");
+        if (shots_.isEmpty()) shots_ = q(tmp_ / "screenshots");
+        QDir().mkpath(shots_);
+    }
+
+    void cleanupTestCase() { QSettings(options_.settingsOrganization, options_.settingsApplication).clear(); }
+
+    // --- The preset box ---
+
+    void presetFollowsTheForm() {
+        TopologyEditor e;
+        e.resize(700, 900); // wide enough for every label unelided
+        e.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&e));
+        QVERIFY(e.selectPreset(QStringLiteral("deepseek-v2-lite-ep8-dp4")));
+        QCOMPARE(e.currentPreset(), QStringLiteral("deepseek-v2-lite-ep8-dp4"));
+        // A run's topology under its own name: no preset has it, and the box says so.
+        e.setTopology(QStringLiteral("mine"), known_topology("deepseek-v2-lite-ep8-dp4"));
+        QCOMPARE(e.currentPreset(), QString());
+        QCOMPARE(e.presetBox()->currentIndex(), -1);
+        QCOMPARE(e.presetDisplayText(), QStringLiteral("edited: mine"));
+        // Saved in a library: the box shows that library preset.
+        storage::TopologyEntry saved;
+        saved.name = "mine";
+        saved.topology = known_topology("deepseek-v2-lite-ep8-dp4");
+        e.setLibraryTopologies({saved});
+        QCOMPARE(e.currentPreset(), QStringLiteral("mine"));
+        QCOMPARE(e.presetBox()->currentText(), QStringLiteral("library: mine"));
+        // New library (no saved topologies): the form keeps "mine", the box no longer claims a preset.
+        e.setLibraryTopologies({});
+        QCOMPARE(e.topologyName(), QStringLiteral("mine"));
+        QCOMPARE(e.currentPreset(), QString());
+        QCOMPARE(e.presetDisplayText(), QStringLiteral("edited: mine"));
+        // Back to a shipped preset's name and values: the box finds it again.
+        e.setTopology(QStringLiteral("synthetic-demo-ep8-dp4"), known_topology("synthetic-demo-ep8-dp4"));
+        QCOMPARE(e.currentPreset(), QStringLiteral("synthetic-demo-ep8-dp4"));
+        // An edit of a field: the form is no longer that preset.
+        QLineEdit* shards = nullptr;
+        for (QLineEdit* l : e.findChildren<QLineEdit*>())
+            if (l->text() == QStringLiteral("0,1 | 2,3")) shards = l;
+        QVERIFY(shards);
+        shards->setText(QStringLiteral("0-3"));
+        QCOMPARE(e.currentPreset(), QString());
+        QCOMPARE(e.presetDisplayText(), QStringLiteral("edited: synthetic-demo-ep8-dp4"));
+        shot(&e, QStringLiteral("preset-edited"));
+        e.setPalette(test::dark_palette());
+        shot(&e, QStringLiteral("preset-edited-dark"));
+        QVERIFY2(e.presetBox()->toolTip().startsWith(QStringLiteral("edited: synthetic-demo-ep8-dp4: the form below "
+                                                                    "matches no preset")),
+                 qPrintable(e.presetBox()->toolTip()));
+    }
+
+    void studioNewLibraryKeepsBoxAndFormTogether() {
+        const fs::path a = synthLibrary(QStringLiteral("polish-a"));
+        {
+            auto lib = storage::Library::open(a);
+            lib->save_topology("cluster-a", known_topology("deepseek-v2-lite-ep16-dp8"), PlannerBudgets{});
+        }
+        StudioWindow w(options_);
+        QVERIFY(w.openLibrary(q(a)));
+        QVERIFY(w.topologyEditor()->selectPreset(QStringLiteral("cluster-a")));
+        QCOMPARE(w.topologyEditor()->presetBox()->currentText(), QStringLiteral("library: cluster-a"));
+        QVERIFY(w.openLibrary(q(tmp_ / "new.routepack"), true));
+        // The form still holds cluster-a (what the engineer set); the box does not show another preset.
+        QCOMPARE(w.topologyEditor()->topologyName(), QStringLiteral("cluster-a"));
+        QCOMPARE(w.topologyEditor()->currentPreset(), QString());
+        QCOMPARE(w.topologyEditor()->presetDisplayText(), QStringLiteral("edited: cluster-a"));
+    }
+
+    void presetNamesReadableWhenNarrow() {
+        TopologyEditor e;
+        e.resize(300, 900);
+        e.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&e));
+        QVERIFY(e.selectPreset(QStringLiteral("llama4-maverick-ep8-dp4")));
+        const QString ep8 = e.presetDisplayText();
+        shot(&e, QStringLiteral("preset-ep8-narrow"));
+        QVERIFY(e.selectPreset(QStringLiteral("llama4-maverick-ep16-dp8-2nodes")));
+        const QString ep16 = e.presetDisplayText();
+        shot(&e, QStringLiteral("preset-ep16-narrow"));
+        // The form carries the preset whole: its node layout too (the box then names that preset).
+        QCOMPARE(e.currentPreset(), QStringLiteral("llama4-maverick-ep16-dp8-2nodes"));
+        QCOMPARE(e.topology()->gpus_per_node, 8);
+        QCOMPARE(e.topology()->nodes(), 2);
+        // Both ends stay: the names differ where the presets differ.
+        QVERIFY2(ep8 != ep16, qPrintable(ep8 + QStringLiteral(" / ") + ep16));
+        QVERIFY2(ep8.startsWith(QStringLiteral("shipped: ")) && ep8.endsWith(QStringLiteral("ep8-dp4")),
+                 qPrintable(ep8));
+        QVERIFY2(ep16.startsWith(QStringLiteral("shipped: ")) && ep16.endsWith(QStringLiteral("dp8-2nodes")),
+                 qPrintable(ep16));
+        QVERIFY2(ep16.contains(QChar(0x2026)), qPrintable(ep16)); // elided at this width, in the middle
+        QVERIFY(e.fontMetrics().horizontalAdvance(ep16) <= e.presetBox()->width());
+        // The full name is in the tooltips (the box's and the item's).
+        QVERIFY2(e.presetBox()->toolTip().startsWith(QStringLiteral("shipped: llama4-maverick-ep16-dp8-2nodes\n")),
+                 qPrintable(e.presetBox()->toolTip()));
+        const int i = e.presetBox()->currentIndex();
+        QCOMPARE(e.presetBox()->itemData(i, Qt::ToolTipRole).toString(),
+                 QStringLiteral("shipped: llama4-maverick-ep16-dp8-2nodes"));
+        // Wide enough: nothing is elided.
+        e.resize(700, 900);
+        QTRY_COMPARE(e.presetDisplayText(), QStringLiteral("shipped: llama4-maverick-ep16-dp8-2nodes"));
+    }
+
+    void traceSelectionThatSwitchesPresetSaysSo() {
+        const fs::path lib = synthLibrary(QStringLiteral("polish-switch"));
+        StudioWindow w(options_);
+        QSignalSpy loaded(&w, &StudioWindow::samplesLoaded);
+        QVERIFY(w.openLibrary(q(lib)));
+        QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 30000);
+        // A topology that fits the trace (E = 32) stays as set.
+        QCOMPARE(w.topologyEditor()->currentPreset(), QStringLiteral("synthetic-demo-ep8-dp4"));
+        QVERIFY(w.topologyEditor()->selectPreset(QStringLiteral("deepseek-v2-lite-ep8-dp4"))); // E = 64
+        QVERIFY(w.selectTrace(QStringLiteral("syn")));
+        QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 2, 30000);
+        QCOMPARE(w.topologyEditor()->currentPreset(), QStringLiteral("synthetic-demo-ep8-dp4"));
+        QCOMPARE(w.statusText(), QStringLiteral("Preset switched to synthetic-demo-ep8-dp4 for trace syn: topology "
+                                                "deepseek-v2-lite-ep8-dp4 has 64 experts per layer, the trace's model "
+                                                "synthetic has 32 (pick deepseek-v2-lite-ep8-dp4 again in Preset to "
+                                                "go back)."));
+        QVERIFY(!w.statusIsError());
+        // E = 0 ("from the trace") plans any trace: kept.
+        Topology any = known_topology("deepseek-v2-lite-ep8-dp4");
+        any.experts_per_layer = 0;
+        w.topologyEditor()->setTopology(QStringLiteral("any-model"), any);
+        QVERIFY(w.selectWindow(QStringLiteral("syn"), QStringLiteral("all")));
+        QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 3, 30000);
+        QCOMPARE(w.topologyEditor()->topologyName(), QStringLiteral("any-model"));
+    }
+
+    // --- The status line ---
+
+    void errorLeavesOnceTheNextActionSucceeds() {
+        const fs::path lib = synthLibrary(QStringLiteral("polish-stale"));
+        StudioWindow w(options_);
+        QSignalSpy loaded(&w, &StudioWindow::samplesLoaded);
+        QVERIFY(w.openLibrary(q(lib)));
+        QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 30000);
+        QVERIFY(w.selectTrace(QStringLiteral("syn")));
+        QCOMPARE(w.runPlanner(), quint64{0});
+        QCOMPARE(w.statusText(), QStringLiteral("Select a window to plan (define one with Ctrl+D)."));
+        QVERIFY(w.statusIsError());
+        QVERIFY(w.selectWindow(QStringLiteral("syn"), QStringLiteral("all")));
+        QVERIFY(!w.statusIsError());
+        QCOMPARE(w.statusText(), QString());
+        // An invalid field is an error until a valid edit.
+        QLineEdit* seed = nullptr;
+        for (QLineEdit* l : w.topologyEditor()->findChildren<QLineEdit*>())
+            if (l->text() == QString::number(PlannerBudgets{}.seed)) seed = l;
+        QVERIFY(seed);
+        seed->setText(QStringLiteral("x"));
+        QCOMPARE(w.runPlanner(), quint64{0});
+        QCOMPARE(w.statusText(), QStringLiteral("The planner budgets are not valid: seed must be an integer in "
+                                                "0..18446744073709551615"));
+        QVERIFY(w.statusIsError());
+        seed->setText(QStringLiteral("5"));
+        QVERIFY(!w.statusIsError());
+    }
+
+    // --- Field names instead of CLI flags ---
+
+    void guiMessagesNameFields() {
+        std::vector<SampleInfo> samples(3);
+        for (int i = 0; i < 3; ++i) {
+            samples[static_cast<std::size_t>(i)].id = std::to_string(i);
+            samples[static_cast<std::size_t>(i)].group = "g" + std::to_string(i);
+        }
+        const QString split = coreError([&] { split_consecutive(samples, 40, "syn"); });
+        QCOMPARE(split, QStringLiteral("window: --split 40 but trace 'syn' has only 3 samples")); // the CLI's words
+        QCOMPARE(guiFieldText(split),
+                 QStringLiteral("window: \"windows of N samples\" = 40 but trace 'syn' has only 3 samples"));
+        const QString groups = coreError([&] { split_groups(samples, 0, "syn"); });
+        QCOMPARE(guiFieldText(groups),
+                 QStringLiteral("window: \"windows of G whole GRPO groups\" must be >= 1 (got 0)"));
+        PlannerBudgets b;
+        b.annealing.steps = -1;
+        const QString keys = coreError([&] { check_planner_budgets(b, "planner", BudgetNames::Keys); });
+        QCOMPARE(guiFieldText(keys), QStringLiteral("planner: \"Steps K per level\" must be >= 0 (got -1)"));
+        const QString flags = coreError([&] { check_planner_budgets(b, "plan", BudgetNames::Flags); });
+        QCOMPARE(flags, QStringLiteral("plan: --steps must be >= 0 (got -1)"));
+        QCOMPARE(guiFieldText(flags), QStringLiteral("plan: \"Steps K per level\" must be >= 0 (got -1)"));
+        QCOMPARE(guiFieldText(QStringLiteral("--layer-map: plan layer 3 is mapped twice")),
+                 QStringLiteral("\"Layer map\": plan layer 3 is mapped twice"));
+        // Not a flag: unchanged.
+        QCOMPARE(guiFieldText(QStringLiteral("a-b --- c")), QStringLiteral("a-b --- c"));
+    }
+
+    void importDialogNamesTheModelField() {
+        const auto dir = test::temp_dir(QStringLiteral("polish-nomodel"));
+        SynthConfig c;
+        c.groups = 1;
+        c.group_size = 2;
+        write_synth(c, TraceFormat::VLLM, dir / "syn");
+        ImportDialog dlg(q(dir / "lib.routepack"));
+        dlg.setInputs({q(dir / "syn")});
+        dlg.setModelSource(ImportDialog::FromFiles); // vLLM files do not describe their model
+        QSignalSpy failed(dlg.job(), &ImportJob::failed);
+        QVERIFY(dlg.startImport());
+        QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 30000);
+        const QString raw = failed.front().front().toString();
+        QVERIFY2(raw.contains(QStringLiteral("give --model NAME")), qPrintable(raw)); // the core's (CLI) words
+        QVERIFY2(dlg.errorText().endsWith(QStringLiteral(": choose the Model: a shipped model, a Hugging Face "
+                                                         "config.json, or Fields (Experts E, Top-k)")),
+                 qPrintable(dlg.errorText()));
+        QVERIFY2(!dlg.errorText().contains(QStringLiteral("--")), qPrintable(dlg.errorText()));
+    }
+
+    // --- The import dialog's proposals ---
+
+    void importDialogProposalsFollowTheInputs() {
+        const auto dir = test::temp_dir(QStringLiteral("polish-propose"));
+        for (const char* f : {"llama4-maverick", "deepseek-v2-lite", "run-7"})
+            fs::create_directories(dir / f);
+        ImportDialog dlg(q(dir / "lib.routepack"));
+        dlg.setInputs({q(dir / "llama4-maverick")});
+        QCOMPARE(dlg.traceName(), QStringLiteral("llama4-maverick"));
+        QCOMPARE(dlg.modelSource(), ImportDialog::KnownModel);
+        QCOMPARE(dlg.knownModel(), QStringLiteral("llama4-maverick"));
+        // A new folder: the proposed name and model follow it.
+        dlg.setInputs({q(dir / "deepseek-v2-lite")});
+        QCOMPARE(dlg.traceName(), QStringLiteral("deepseek-v2-lite"));
+        QCOMPARE(dlg.knownModel(), QStringLiteral("deepseek-v2-lite"));
+        // A typed name and a chosen model stay.
+        QLineEdit* name = nullptr;
+        for (QLineEdit* l : dlg.findChildren<QLineEdit*>())
+            if (l->text() == QStringLiteral("deepseek-v2-lite")) name = l;
+        QVERIFY(name);
+        name->clear();
+        QTest::keyClicks(name, QStringLiteral("ds-step-3"));
+        dlg.setKnownModel(QStringLiteral("qwen3-30b-a3b"));
+        dlg.setInputs({q(dir / "llama4-maverick")});
+        QCOMPARE(dlg.traceName(), QStringLiteral("ds-step-3"));
+        QCOMPARE(dlg.knownModel(), QStringLiteral("qwen3-30b-a3b"));
+        // Cleared name: proposed again.
+        name->clear();
+        dlg.setInputs({q(dir / "run-7")});
+        QCOMPARE(dlg.traceName(), QStringLiteral("run-7"));
+    }
+
+    void importDialogSaysWhatAnAggregateHolds() {
+        const auto dir = test::temp_dir(QStringLiteral("polish-agg"));
+        test::write_file(dir / "agg-counts.json",
+                         R"({"counts": [[1, 2, 3, 4], [4, 3, 2, 1], [0, 0, 5, 5]], "num_layers": 3,)"
+                         R"( "num_experts": 4, "src": "test"})");
+        ImportDialog dlg(q(dir / "lib.routepack"));
+        QSignalSpy detected(&dlg, &ImportDialog::formatDetected);
+        dlg.setInputs({q(dir / "agg-counts.json")});
+        QTRY_COMPARE_WITH_TIMEOUT(detected.count(), 1, 30000);
+        QCOMPARE(dlg.detectedFormat(), QStringLiteral("aggregate"));
+        QCOMPARE(dlg.modelSource(), ImportDialog::FromFiles); // the file describes its own model
+        QCOMPARE(dlg.traceName(), QStringLiteral("agg-counts"));
+        QSignalSpy imported(&dlg, &ImportDialog::imported);
+        QVERIFY(dlg.startImport());
+        QTRY_COMPARE_WITH_TIMEOUT(imported.count(), 1, 30000);
+        QStringList texts;
+        for (const QLabel* l : dlg.findChildren<QLabel*>())
+            texts << l->text();
+        const QString want = QStringLiteral("Imported trace 'agg-counts': load-only per-layer expert totals, 3 MoE "
+                                            "layers x 4 experts from 1 file(s) (format aggregate); no samples: its "
+                                            "placement views are on the trace.");
+        QVERIFY2(texts.contains(want), qPrintable(texts.join(QLatin1Char('\n'))));
+        dlg.show();
+        shot(&dlg, QStringLiteral("import-aggregate-done"));
+    }
+
+    // --- The length histogram ---
+
+    void lengthHistogramHasRoundEdgesAndExactTooltips() {
+        // A long tail (a factor of 133): log-spaced bins. The densest series with at most 12 bins is
+        // {1, 2, 5} (the {1, 1.5, 2, 3, 5, 7} one needs 14 from 100 to 20000).
+        const LengthHistogram h = lengthHistogram({120, 130, 150, 300, 900, 4000, 16000}, 12);
+        QVERIFY(h.logarithmic);
+        QCOMPARE(h.edges, (std::vector<double>{100, 200, 500, 1000, 2000, 5000, 10000, 20000}));
+        QCOMPARE(h.counts, (std::vector<int>{3, 1, 1, 0, 1, 0, 1}));
+        QCOMPARE(lengthBinText(h, 0), QStringLiteral("lengths 100-199 tokens: 3 samples"));
+        QCOMPARE(lengthBinText(h, 3), QStringLiteral("lengths 1000-1999 tokens: 0 samples"));
+        QCOMPARE(lengthBinText(h, 6), QStringLiteral("lengths 10000-20000 tokens: 1 sample")); // closed last bin
+        QCOMPARE(lengthBinText(h, 7), QString());
+        // With room for more bins the denser series: 100, 150, 200, 300, 500, ... (14 bins).
+        const LengthHistogram d = lengthHistogram({120, 130, 150, 300, 900, 4000, 16000}, 14);
+        QCOMPARE(d.edges, (std::vector<double>{100, 150, 200, 300, 500, 700, 1000, 1500, 2000, 3000, 5000, 7000, 10000,
+                                               15000, 20000}));
+        // Short lengths: the 10^0 series values are whole tokens (1.2 and 1.5 are both 2, kept once).
+        const LengthHistogram s = lengthHistogram({1, 2, 3, 9}, 12);
+        QVERIFY(s.logarithmic);
+        QCOMPARE(s.edges, (std::vector<double>{1, 2, 3, 4, 5, 6, 8, 10}));
+        QCOMPARE(s.counts, (std::vector<int>{1, 1, 1, 0, 0, 0, 1}));
+        // Linear: the smallest step in {1, 2, 5} x 10^k with at most 4 bins.
+        const LengthHistogram lin = lengthHistogram({103, 180, 260, 390}, 4);
+        QVERIFY(!lin.logarithmic);
+        QCOMPARE(lin.edges, (std::vector<double>{100, 200, 300, 400}));
+        QCOMPARE(lin.counts, (std::vector<int>{2, 1, 1}));
+        QCOMPARE(lengthBinText(lin, 2), QStringLiteral("lengths 300-400 tokens: 1 sample"));
+    }
+
+    // --- Even loads look even ---
+
+    void smallDifferencesAreNeutral() {
+        HeatmapWidget h;
+        h.setColourMap(HeatmapWidget::ColourMap::Diverging);
+        h.setRange(0.9, 1.1, 1.0);
+        const QColor centre = h.colourFor(1.0);
+        QVERIFY(h.colourFor(1.01) != centre); // no band: 1% already takes a colour
+        h.setNeutralBand(0.02);
+        QCOMPARE(h.neutralBand(), 0.02);
+        for (double v : {0.98, 0.99, 1.0, 1.01, 1.02})
+            QCOMPARE(h.colourFor(v), centre);
+        QVERIFY(h.colourFor(1.03) != centre);
+        QVERIFY(h.colourFor(0.97) != centre);
+        // The ends of the scale are unchanged by the band.
+        QCOMPARE(h.colourFor(1.1), h.colourFor(5.0));
+        QCOMPARE(h.colourFor(0.9), h.colourFor(0.0));
+        // Just past the band the ramp starts at the centre colour's side (no jump to the ends).
+        QVERIFY(h.colourFor(1.021) != h.colourFor(1.1));
+    }
+
+    void tiedShardTotalsLookAlike() {
+        // 178.6674 against 178.66: 0.004% apart, within the 0.1% tolerance: tied.
+        QCOMPARE(tiedShards({178.6674, 178.66}, kShardTieTolerance), (std::vector<int>{0, 1}));
+        QCOMPARE(tiedShards({100, 99.95, 90}, kShardTieTolerance), (std::vector<int>{0, 1}));
+        QCOMPARE(tiedShards({99, 100}, kShardTieTolerance), (std::vector<int>{1}));
+        QCOMPARE(tiedShards({0, 0}, kShardTieTolerance), (std::vector<int>{0, 1}));
+        QCOMPARE(tiedShards({}, kShardTieTolerance), std::vector<int>{});
+    }
+
+    // --- Run and job numbers ---
+
+    void finishedRunNamesRunAndJob() {
+        const fs::path lib = synthLibrary(QStringLiteral("polish-run"));
+        StudioWindow w(options_);
+        QSignalSpy loaded(&w, &StudioWindow::samplesLoaded);
+        QSignalSpy shown(&w, &StudioWindow::planShown);
+        QVERIFY(w.openLibrary(q(lib)));
+        QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 30000);
+        PlannerBudgets b;
+        b.annealing.levels = 2;
+        b.annealing.steps = 50;
+        b.seeding.candidates = 2;
+        b.seeding.population = 2;
+        b.workers = 1;
+        w.topologyEditor()->setBudgets(b);
+        // Two jobs, so that job and run numbers need not agree: a restore-free library has run ids from 1.
+        const quint64 j1 = w.runPlanner();
+        QVERIFY2(j1 > 0, qPrintable(w.statusText()));
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+        const qint64 run = shown.back().front().toLongLong();
+        QVERIFY(run > 0);
+        QVERIFY2(w.statusText().startsWith(QStringLiteral("Run %1 finished in ").arg(run)), qPrintable(w.statusText()));
+        QVERIFY2(w.statusText().endsWith(QStringLiteral(" (planner job %1)").arg(j1)), qPrintable(w.statusText()));
+        // Every cost axis of the plan views and the comparison says its unit.
+        int costAxes = 0;
+        for (QWidget* root : {static_cast<QWidget*>(w.planView()), static_cast<QWidget*>(w.compareView())})
+            for (QChartView* v : root->findChildren<QChartView*>())
+                for (QAbstractAxis* a : v->chart()->axes(Qt::Vertical)) {
+                    const QString t = a->titleText();
+                    if (t == QStringLiteral("acceptance") || t.isEmpty()) continue;
+                    QVERIFY2(t.endsWith(QStringLiteral("(tokens)")), qPrintable(t));
+                    ++costAxes;
+                }
+        QVERIFY2(costAxes >= 4, qPrintable(QString::number(costAxes))); // costs, shard totals, convergence, compare
+        // The comparison table's cost columns say their unit in the header tooltip.
+        for (int c : {CompareTableModel::Joint, CompareTableModel::SumU, CompareTableModel::MaxJ,
+                      CompareTableModel::Attention}) {
+            const QString tip = CompareTableModel().headerData(c, Qt::Horizontal, Qt::ToolTipRole).toString();
+            QVERIFY2(tip.endsWith(QStringLiteral(", in tokens")), qPrintable(tip));
+        }
+        // The EP heatmaps draw loads within 2% of the layer mean as even, and say so.
+        for (bool planned : {false, true})
+            QCOMPARE(w.planView()->epHeatmapPanel()->map(planned)->neutralBand(), 0.02);
+        // The shard totals: the bars tied with the straggler are selected; all tied = one neutral colour.
+        CostsPanel* costs = w.planView()->costsPanel();
+        for (int m = 0; m < 4; ++m) {
+            costs->setMethod(m);
+            QBarSet* set = costs->shardTotalSet();
+            QVERIFY(set);
+            std::vector<double> U;
+            for (int g = 0; g < set->count(); ++g)
+                U.push_back(set->at(g));
+            const std::vector<int> tied = tiedShards(U, kShardTieTolerance);
+            for (int g = 0; g < set->count(); ++g)
+                QCOMPARE(set->isBarSelected(g), std::count(tied.begin(), tied.end(), g) == 1);
+            const bool balanced = tied.size() == U.size();
+            QCOMPARE(set->color() == QColor(0x8c, 0x8c, 0x8c), balanced);
+            QCOMPARE(
+                costs->headingText().startsWith(QStringLiteral("<b>Balanced:</b> every shard within 0.1% of max_g U")),
+                balanced);
+        }
+    }
+};
+
+QTEST_MAIN(TestStudioPolish)
+#include "tst_studio_polish.moc"

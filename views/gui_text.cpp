@@ -1,0 +1,111 @@
+#include "views/gui_text.h"
+
+#include <QRegularExpression>
+
+#include <array>
+#include <utility>
+
+namespace routepack::views {
+
+namespace {
+
+using Pair = std::pair<const char*, const char*>;
+
+/// Whole CLI phrases of core/import (import.cpp resolve_model, detect step; import_aggregate.cpp).
+constexpr std::array<Pair, 4> kPhrases{{
+    {"give --model NAME, --model-config config.json, or --experts E --top-k K",
+     "choose the Model: a shipped model, a Hugging Face config.json, or Fields (Experts E, Top-k)"},
+    {"give --model NAME, --model-config config.json or --experts E",
+     "choose the Model: a shipped model, a Hugging Face config.json, or Fields (Experts E)"},
+    {"give --moe-layers LIST or --layers N", "fill in the Model's Fields: \"MoE layers\" or \"Decoder layers\""},
+    {"use --format;", "choose the \"Format\";"},
+}};
+
+/// CLI flag -> the studio field that sets the same thing (import dialog, window dialog, checkpoint
+/// rewrite dialog, topology and budget editor).
+constexpr std::array<Pair, 36> kFlags{{
+    {"--model-config", "Hugging Face config.json"},
+    {"--model", "Model"},
+    {"--experts", "Experts E"},
+    {"--top-k", "Top-k"},
+    {"--moe-layers", "MoE layers"},
+    {"--layers", "Decoder layers"},
+    {"--format", "Format"},
+    {"--first", "First N in numeric id order"},
+    {"--random", "N random samples"},
+    {"--split-groups", "windows of G whole GRPO groups"},
+    {"--split", "windows of N samples"},
+    {"--layer-map", "Layer map"},
+    {"--device", "Device"},
+    {"--input", "Input checkpoint"},
+    {"--output", "Output folder"},
+    {"--permute-router", "Permute router rows"},
+    {"--verify", "Verify"},
+    {"--workers", "Workers"},
+    {"--threads", "Workers"},
+    {"--time-limit", "Time limit (s)"},
+    {"--anytime", "anytime"},
+    {"--seeds", "Seeds M"},
+    {"--population", "Population P_pop"},
+    {"--choice-width", "Choice width w"},
+    {"--eta", "Diversity weight eta"},
+    {"--levels", "Temperature levels N_T"},
+    {"--steps", "Steps K per level"},
+    {"--t0", "T_0"},
+    {"--cooling", "Cooling"},
+    {"--p-guide", "p_guide"},
+    {"--rho", "Relocation rho"},
+    {"--row-nodes", "Row-count nodes"},
+    {"--topology", "Topology"},
+    {"--db", "library"},
+    {"--trace", "trace"},
+    {"--window", "window"},
+}};
+
+/// Planner budget JSON key (check_planner_budgets with BudgetNames::Keys) -> the editor's field.
+constexpr std::array<Pair, 12> kBudgetKeys{{
+    {"workers", "Workers"},
+    {"time_limit_s", "Time limit (s)"},
+    {"seeds_M", "Seeds M"},
+    {"population", "Population P_pop"},
+    {"choice_width", "Choice width w"},
+    {"eta", "Diversity weight eta"},
+    {"levels", "Temperature levels N_T"},
+    {"steps_per_level", "Steps K per level"},
+    {"t0", "T_0"},
+    {"cooling", "Cooling"},
+    {"rho", "Relocation rho"},
+    {"row_nodes", "Row-count nodes"},
+}};
+
+} // namespace
+
+QString guiFieldText(const QString& message) {
+    QString out = message;
+    for (const auto& [cli, gui] : kPhrases)
+        out.replace(QLatin1String(cli), QLatin1String(gui));
+    for (const auto& [flag, field] : kFlags) {
+        // The flag as a whole word ("--split" is not the start of "--split-groups"), with its value
+        // when a number follows: "--split 40" -> "windows of N samples" = 40.
+        const QRegularExpression re(QStringLiteral("(?<![\\w-])%1(?![\\w-])( (-?[0-9][0-9.]*))?")
+                                        .arg(QRegularExpression::escape(QLatin1String(flag))));
+        const QString quoted = QLatin1Char('"') + QLatin1String(field) + QLatin1Char('"');
+        QString next;
+        qsizetype at = 0;
+        for (auto it = re.globalMatch(out); it.hasNext();) {
+            const QRegularExpressionMatch m = it.next();
+            next += out.mid(at, m.capturedStart() - at);
+            next += quoted;
+            if (m.capturedLength(2) > 0) next += QStringLiteral(" = ") + m.captured(2);
+            at = m.capturedEnd();
+        }
+        next += out.mid(at);
+        out = next;
+    }
+    for (const auto& [key, field] : kBudgetKeys)
+        out.replace(QStringLiteral("budget '%1'").arg(QLatin1String(key)),
+                    QLatin1Char('"') + QLatin1String(field) + QLatin1Char('"'));
+    return out;
+}
+
+} // namespace routepack::views
