@@ -15,24 +15,34 @@
 #include "views/gui_text.h"
 #include "views/heatmap_widget.h"
 #include "views/import_dialog.h"
+#include "views/library_tree_model.h"
 #include "views/plan_models.h"
 #include "views/plan_panels.h"
 #include "views/plan_views.h"
+#include "views/roles.h"
 #include "views/sample_table_model.h"
 #include "views/studio_window.h"
 #include "views/topology_editor.h"
 
 #include <QAbstractAxis>
+#include <QAbstractSpinBox>
 #include <QApplication>
 #include <QBarSet>
+#include <QCategoryAxis>
 #include <QChart>
 #include <QChartView>
 #include <QComboBox>
 #include <QDir>
+#include <QFontMetrics>
+#include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
 #include <QSettings>
 #include <QStandardPaths>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTableWidget>
+#include <QTreeView>
 #include <QtTest>
 
 using namespace routepack;
@@ -415,6 +425,169 @@ private Q_SLOTS:
         QCOMPARE(tiedShards({99, 100}, kShardTieTolerance), (std::vector<int>{1}));
         QCOMPARE(tiedShards({0, 0}, kShardTieTolerance), (std::vector<int>{0, 1}));
         QCOMPARE(tiedShards({}, kShardTieTolerance), std::vector<int>{});
+    }
+
+    // --- Layout at the default size and at 1366x768 ---
+
+    /// A studio on a planned synthetic run, shown; `run` is the saved run's id.
+    void plannedStudio(StudioWindow& w, const fs::path& lib, qint64* run) {
+        QSignalSpy loaded(&w, &StudioWindow::samplesLoaded);
+        QSignalSpy shown(&w, &StudioWindow::planShown);
+        QVERIFY(w.openLibrary(q(lib)));
+        QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 30000);
+        PlannerBudgets b;
+        b.annealing.levels = 2;
+        b.annealing.steps = 50;
+        b.seeding.candidates = 2;
+        b.seeding.population = 2;
+        b.workers = 1;
+        w.topologyEditor()->setBudgets(b);
+        QVERIFY(w.runPlanner() > 0);
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+        *run = shown.back().front().toLongLong();
+        QVERIFY(*run > 0);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+    }
+
+    void layoutFitsAndPlanTakesTheWidth() {
+        const fs::path lib = synthLibrary(QStringLiteral("polish-layout"));
+        StudioWindow w(options_);
+        qint64 run = 0;
+        plannedStudio(w, lib, &run);
+        // The longest preset name in the form's Name field.
+        QVERIFY(w.topologyEditor()->selectPreset(QStringLiteral("llama4-maverick-ep16-dp8-2nodes")));
+        TopologyEditor* editor = w.topologyEditor();
+        QLineEdit* name = nullptr;
+        for (QLineEdit* l : editor->findChildren<QLineEdit*>())
+            if (l->text() == QStringLiteral("llama4-maverick-ep16-dp8-2nodes")) name = l;
+        QVERIFY(name);
+        QTableWidget* stages = editor->findChild<QTableWidget*>();
+        QVERIFY(stages);
+        int samplesAt1366 = 0, planAt1366 = 0;
+        for (const QSize size : {QSize(1560, 960), QSize(1366, 768)}) {
+            w.resize(size);
+            QTest::qWait(150);
+            const QString tag = QStringLiteral("%1x%2").arg(size.width()).arg(size.height());
+            shot(&w, QStringLiteral("layout-") + tag);
+            w.planView()->setCurrentWidget(w.planView()->costsPanel());
+            QTest::qWait(50);
+            shot(&w, QStringLiteral("layout-costs-") + tag);
+            // The Costs charts' titles fit their charts line by line (nothing elided).
+            for (QChartView* v :
+                 {w.planView()->costsPanel()->rowChartView(), w.planView()->costsPanel()->shardChartView()})
+                for (const QString& line : v->chart()->title().split(QStringLiteral("<br>")))
+                    QVERIFY2(QFontMetrics(v->chart()->titleFont()).horizontalAdvance(line) <=
+                                 v->chart()->plotArea().width() + 40,
+                             qPrintable(tag + QStringLiteral(": ") + line));
+            w.planView()->setCurrentIndex(0);
+            // The editor is not cut at the dock's right edge: it is as wide as its fields need, and
+            // the scroll area shows all of that width.
+            QVERIFY2(editor->width() >= editor->minimumSizeHint().width(), qPrintable(tag));
+            QVERIFY2(editor->parentWidget()->width() >= editor->width(), qPrintable(tag));
+            for (QAbstractSpinBox* s : editor->findChildren<QAbstractSpinBox*>()) {
+                QVERIFY2(s->width() >= s->minimumSizeHint().width(), qPrintable(tag + QLatin1Char(' ') + s->text()));
+                const QPoint right = s->mapTo(editor, QPoint(s->width(), 0));
+                QVERIFY2(right.x() <= editor->width(), qPrintable(tag + QLatin1Char(' ') + s->text()));
+            }
+            QVERIFY2(name->fontMetrics().horizontalAdvance(name->text()) + 8 <= name->width(),
+                     qPrintable(tag + QStringLiteral(" name field %1 px").arg(name->width())));
+            // The stage table's columns (name, alpha, beta) fit its viewport: no beta column cut off.
+            QVERIFY2(stages->horizontalHeader()->length() <= stages->viewport()->width(), qPrintable(tag));
+            QVERIFY2(stages->mapTo(editor, QPoint(stages->width(), 0)).x() <= editor->width(), qPrintable(tag));
+            // The histogram labels as many bin edges as fit whole (never "..."): the fewest skipped.
+            LengthHistogramView* h = w.histogramView();
+            auto* x = qobject_cast<QCategoryAxis*>(h->chart()->axes(Qt::Horizontal).value(0));
+            QVERIFY(x);
+            QCOMPARE(x->categoriesLabels(), h->binLabels());
+            const int edges = static_cast<int>(h->histogram().edges.size());
+            QCOMPARE(h->binLabels().size(), (edges + h->binLabelStride() - 1) / h->binLabelStride());
+            int widest = 0;
+            for (const QString& l : h->binLabels())
+                widest = std::max(widest, QFontMetrics(x->labelsFont()).horizontalAdvance(l));
+            const qreal perBar = h->chart()->plotArea().width() / static_cast<qreal>(edges - 1);
+            QVERIFY2(widest + 8 <= h->binLabelStride() * perBar, qPrintable(tag));
+            // The EP heatmaps' titles ("Planned LPT placement (CV_global 0.2428)") wrap onto a second
+            // line where one is too narrow, instead of losing the CV value.
+            for (bool planned : {false, true}) {
+                HeatmapWidget* m = w.planView()->epHeatmapPanel()->map(planned);
+                QFont bold = m->font();
+                bold.setBold(true);
+                const int need = QFontMetrics(bold).horizontalAdvance(m->title());
+                QCOMPARE(m->titleLines(), need <= m->width() - 12 ? 1 : 2);
+                QVERIFY2(m->titleLines() == 1 || need <= 2 * (m->width() - 12) - 40, qPrintable(tag + m->title()));
+            }
+            if (size.width() == 1366) {
+                samplesAt1366 = w.sampleView()->width();
+                planAt1366 = w.resultTabs()->width();
+            }
+        }
+        QVERIFY2(w.histogramView()->binLabelStride() > 1, "16 bins in the narrow sample pane: not every edge labelled");
+        // A wider window (maximised on a 1920x1080 screen): the plan views take the width.
+        w.resize(1920, 1080);
+        QTest::qWait(150);
+        shot(&w, QStringLiteral("layout-1920x1080"));
+        const int samplesGain = w.sampleView()->width() - samplesAt1366;
+        const int planGain = w.resultTabs()->width() - planAt1366;
+        QVERIFY2(planGain > samplesGain && planGain >= 500,
+                 qPrintable(QStringLiteral("plan +%1 px, samples +%2 px").arg(planGain).arg(samplesGain)));
+        QVERIFY2(w.resultTabs()->width() > 2 * w.sampleView()->width(), qPrintable(QString::number(planGain)));
+    }
+
+    // --- Progress times and what a restart restores ---
+
+    void progressTimesFromFractions() {
+        QCOMPARE(durationText(0.0), QStringLiteral("0.0 s"));
+        QCOMPARE(durationText(-3.0), QStringLiteral("0.0 s"));
+        QCOMPARE(durationText(std::nan("")), QStringLiteral("0.0 s"));
+        QCOMPARE(durationText(0.44), QStringLiteral("0.4 s"));
+        QCOMPARE(durationText(9.9), QStringLiteral("9.9 s"));
+        QCOMPARE(durationText(9.96), QStringLiteral("10 s"));
+        QCOMPARE(durationText(42.4), QStringLiteral("42 s"));
+        QCOMPARE(durationText(59.6), QStringLiteral("1 min 00 s"));
+        QCOMPARE(durationText(125.0), QStringLiteral("2 min 05 s"));
+        QCOMPARE(durationText(3720.0), QStringLiteral("1 h 02 min"));
+        // Remaining = elapsed * (1 - f) / f: 10 s at 25% -> 30 s; 3 s at 50% -> 3 s; 65 s at 50%.
+        QCOMPARE(progressTimeText(10.0, 0.25), QStringLiteral("10 s elapsed, about 30 s left"));
+        QCOMPARE(progressTimeText(3.0, 0.5), QStringLiteral("3.0 s elapsed, about 3.0 s left"));
+        QCOMPARE(progressTimeText(65.0, 0.5), QStringLiteral("1 min 05 s elapsed, about 1 min 05 s left"));
+        QCOMPARE(progressTimeText(2.0, 0.8), QStringLiteral("2.0 s elapsed, about 0.5 s left"));
+        // Too early for an estimate (under 1 s, under 2% done), and done.
+        QCOMPARE(progressTimeText(0.4, 0.5), QStringLiteral("0.4 s elapsed"));
+        QCOMPARE(progressTimeText(5.0, 0.01), QStringLiteral("5.0 s elapsed"));
+        QCOMPARE(progressTimeText(5.0, 1.0), QStringLiteral("5.0 s elapsed"));
+    }
+
+    void restartRestoresRunTabAndExportFolder() {
+        const fs::path lib = synthLibrary(QStringLiteral("polish-restart"));
+        const QString folder = q(tmp_ / "exports");
+        QDir().mkpath(folder);
+        qint64 run = 0;
+        {
+            StudioWindow w(options_);
+            plannedStudio(w, lib, &run);
+            // Select a window, then the run again: the tree's selection is what is kept.
+            QVERIFY(w.selectWindow(QStringLiteral("syn"), QStringLiteral("all")));
+            QVERIFY(w.selectRun(run));
+            QTRY_COMPARE_WITH_TIMEOUT(w.shownRunId(), run, 30000);
+            w.resultTabs()->setCurrentIndex(1);
+            w.planView()->setCurrentIndex(2);
+            w.exports()->setFolder(folder);
+            QVERIFY(w.close());
+        }
+        StudioWindow again(options_);
+        QCOMPARE(again.resultTabs()->currentIndex(), 1);
+        QCOMPARE(again.planView()->currentIndex(), 2);
+        QCOMPARE(again.exports()->folder(), folder);
+        QCOMPARE(again.exports()->suggestedPath(QStringLiteral("plan.json")), folder + QStringLiteral("/plan.json"));
+        QVERIFY(again.openLibrary(q(lib)));
+        const QModelIndex cur = again.libraryView()->currentIndex();
+        QCOMPARE(cur.data(RunIdRole).toLongLong(), run);
+        QTRY_COMPARE_WITH_TIMEOUT(again.shownRunId(), run, 30000);
+        // Another library does not take this library's run id.
+        const fs::path other = synthLibrary(QStringLiteral("polish-restart-other"));
+        QVERIFY(again.openLibrary(q(other)));
+        QCOMPARE(again.libraryView()->currentIndex().data(KindRole).toInt(), int(LibraryTreeModel::WindowNode));
     }
 
     // --- Run and job numbers ---

@@ -5,7 +5,9 @@
 #include "views/plan_views.h"
 #include "views/sample_table_model.h"
 
+#include <QDir>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QSaveFile>
 #include <QTabWidget>
 
@@ -85,11 +87,20 @@ std::optional<ExportResult> StudioExports::exportCurrent() const {
     return exportSampleCsv();
 }
 
+QString StudioExports::suggestedPath(const QString& name) const {
+    return folder_.isEmpty() ? name : QDir(folder_).filePath(name);
+}
+
+QString StudioExports::askFile(const QString& title, const QString& name, const QString& filter) const {
+    const QString f = QFileDialog::getSaveFileName(parent_, title, suggestedPath(name), filter);
+    if (!f.isEmpty()) folder_ = QFileInfo(f).absolutePath();
+    return f;
+}
+
 std::optional<ExportResult> StudioExports::exportPlanJson() const {
     const auto plan = plan_->plan();
     if (!plan) return std::nullopt;
-    const QString f =
-        QFileDialog::getSaveFileName(parent_, tr("Export plan JSON"), QStringLiteral("plan.json"), tr("JSON (*.json)"));
+    const QString f = askFile(tr("Export plan JSON"), QStringLiteral("plan.json"), tr("JSON (*.json)"));
     if (f.isEmpty()) return std::nullopt;
     return writePlanJson(*plan, f);
 }
@@ -97,9 +108,8 @@ std::optional<ExportResult> StudioExports::exportPlanJson() const {
 std::optional<ExportResult> StudioExports::exportExpertMap(const QString& format) const {
     const auto plan = plan_->plan();
     if (!plan) return std::nullopt;
-    const QString f =
-        QFileDialog::getSaveFileName(parent_, tr("Export expert map (%1)").arg(format),
-                                     QStringLiteral("expert-map-%1.json").arg(format), tr("JSON (*.json)"));
+    const QString f = askFile(tr("Export expert map (%1)").arg(format),
+                              QStringLiteral("expert-map-%1.json").arg(format), tr("JSON (*.json)"));
     if (f.isEmpty()) return std::nullopt;
     return writeExpertMap(*plan, format, f);
 }
@@ -109,31 +119,28 @@ std::optional<ExportResult> StudioExports::exportPlanViewImage() const {
     const QStringList names = plan_->viewNames();
     const int i = plan_->currentIndex();
     const QString name = i >= 0 && i < names.size() ? names[i] : names.value(0);
-    const QString f = QFileDialog::getSaveFileName(parent_, tr("Export %1").arg(name), name + QStringLiteral(".png"),
-                                                   tr("PNG image (*.png);;SVG drawing (*.svg)"));
+    const QString f =
+        askFile(tr("Export %1").arg(name), name + QStringLiteral(".png"), tr("PNG image (*.png);;SVG drawing (*.svg)"));
     if (f.isEmpty()) return std::nullopt;
     return writePlanViewImage(*plan_, name, f);
 }
 
 std::optional<ExportResult> StudioExports::exportComparisonCsv() const {
-    const QString f = QFileDialog::getSaveFileName(parent_, tr("Export comparison"), QStringLiteral("comparison.csv"),
-                                                   tr("CSV (*.csv)"));
+    const QString f = askFile(tr("Export comparison"), QStringLiteral("comparison.csv"), tr("CSV (*.csv)"));
     if (f.isEmpty()) return std::nullopt;
     return writeComparisonCsv(*compare_, f);
 }
 
 std::optional<ExportResult> StudioExports::exportComparisonChart() const {
-    const QString f =
-        QFileDialog::getSaveFileName(parent_, tr("Export comparison chart"), QStringLiteral("comparison.png"),
-                                     tr("PNG image (*.png);;SVG drawing (*.svg)"));
+    const QString f = askFile(tr("Export comparison chart"), QStringLiteral("comparison.png"),
+                              tr("PNG image (*.png);;SVG drawing (*.svg)"));
     if (f.isEmpty()) return std::nullopt;
     return writeComparisonChart(*compare_, f);
 }
 
 std::optional<ExportResult> StudioExports::exportSampleCsv() const {
     if (samples_->rowCount() == 0) return std::nullopt;
-    const QString f =
-        QFileDialog::getSaveFileName(parent_, tr("Export samples"), QStringLiteral("samples.csv"), tr("CSV (*.csv)"));
+    const QString f = askFile(tr("Export samples"), QStringLiteral("samples.csv"), tr("CSV (*.csv)"));
     if (f.isEmpty()) return std::nullopt;
     return writeSampleCsv(*proxy_, f);
 }

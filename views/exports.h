@@ -69,13 +69,24 @@ public:
     std::optional<ExportResult> exportComparisonChart() const;
     std::optional<ExportResult> exportSampleCsv() const;
 
+    /// The folder the save dialogs start in: the one of the last file chosen, or set here (the
+    /// studio restores it from its settings). Empty: the dialog's own default (the working folder).
+    QString folder() const { return folder_; }
+    void setFolder(const QString& folder) { folder_ = folder; }
+    /// Where a save dialog for default file name `name` starts: `name` in folder(), or bare `name`.
+    QString suggestedPath(const QString& name) const;
+
 private:
+    /// The save dialog (title, default file name, filter); remembers the chosen file's folder.
+    QString askFile(const QString& title, const QString& name, const QString& filter) const;
+
     QWidget* parent_;
     PlanView* plan_;
     CompareView* compare_;
     SampleTableModel* samples_;
     SampleFilterProxy* proxy_;
     QTabWidget* tabs_;
+    mutable QString folder_;
 };
 
 } // namespace routepack::views

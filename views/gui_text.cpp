@@ -109,3 +109,24 @@ QString guiFieldText(const QString& message) {
 }
 
 } // namespace routepack::views
+
+namespace routepack::views {
+
+QString durationText(double seconds) {
+    if (!(seconds > 0)) seconds = 0;
+    if (seconds < 9.95) return QStringLiteral("%1 s").arg(seconds, 0, 'f', 1);
+    const qint64 s = qRound64(seconds);
+    if (s < 60) return QStringLiteral("%1 s").arg(s);
+    if (s < 3600) return QStringLiteral("%1 min %2 s").arg(s / 60).arg(s % 60, 2, 10, QLatin1Char('0'));
+    const qint64 m = qRound64(seconds / 60.0);
+    return QStringLiteral("%1 h %2 min").arg(m / 60).arg(m % 60, 2, 10, QLatin1Char('0'));
+}
+
+QString progressTimeText(double elapsedSeconds, double fraction) {
+    const QString elapsed = QStringLiteral("%1 elapsed").arg(durationText(elapsedSeconds));
+    if (!(fraction >= 0.02) || fraction >= 1.0 || !(elapsedSeconds >= 1.0)) return elapsed;
+    const double left = elapsedSeconds * (1.0 - fraction) / fraction;
+    return QStringLiteral("%1, about %2 left").arg(elapsed, durationText(left));
+}
+
+} // namespace routepack::views

@@ -17,3 +17,18 @@ namespace routepack::views {
 QString guiFieldText(const QString& message);
 
 } // namespace routepack::views
+
+namespace routepack::views {
+
+/// A duration for a progress line: "0.4 s" and "9.9 s" (one decimal below 10 s), "42 s", "2 min 05 s",
+/// "1 h 02 min" (whole units, rounded to the nearest second or minute). Negative or NaN seconds read
+/// as 0.
+QString durationText(double seconds);
+
+/// The time part of a job's progress line from its elapsed wall time (s) and the fraction done in
+/// [0, 1] that the job reports: "3.0 s elapsed, about 9.0 s left", the remaining time estimated as
+/// elapsed * (1 - fraction) / fraction (the rate so far held). Only "3.0 s elapsed" while the estimate
+/// means little (under 1 s elapsed or under 2% done) and once the job reports 1 (done).
+QString progressTimeText(double elapsedSeconds, double fraction);
+
+} // namespace routepack::views

@@ -123,6 +123,12 @@ void HeatmapWidget::setSideColumn(const QString& header, const QStringList& text
     update();
 }
 
+int HeatmapWidget::titleLines() const {
+    QFont bold = font();
+    bold.setBold(true);
+    return QFontMetrics(bold).horizontalAdvance(title_) <= width() - 2 * kMargin ? 1 : 2;
+}
+
 void HeatmapWidget::setLegendTitle(const QString& title) {
     legendTitle_ = title;
     update();
@@ -208,7 +214,7 @@ HeatmapWidget::Geometry HeatmapWidget::geometry() const {
     Geometry g;
     const QFontMetrics fm(font());
     const int lineH = fm.height();
-    g.titleH = title_.isEmpty() ? 0 : lineH + 6;
+    g.titleH = title_.isEmpty() ? 0 : titleLines() * lineH + 6;
     // Header row of the side column and the legend; the legend's top tick label reaches half a
     // line above the bar, so the row leaves that much room below the header text.
     const double headerH = (side_.isEmpty() && legendTitle_.isEmpty()) ? lineH / 2.0 + 2 : 1.5 * lineH + 4;
@@ -341,8 +347,24 @@ void HeatmapWidget::paintEvent(QPaintEvent*) {
         bold.setBold(true);
         p.setFont(bold);
         p.setPen(text);
-        p.drawText(QRectF(kMargin, kMargin, width() - 2 * kMargin, lineH + 2), Qt::AlignLeft | Qt::AlignVCenter,
-                   QFontMetrics(bold).elidedText(title_, Qt::ElideRight, width() - 2 * kMargin));
+        const QFontMetrics bm(bold);
+        const int w = width() - 2 * kMargin;
+        if (titleLines() == 1) {
+            p.drawText(QRectF(kMargin, kMargin, w, lineH + 2), Qt::AlignLeft | Qt::AlignVCenter, title_);
+        } else {
+            // First line: the words that fit; second: the rest, elided when still too long.
+            const int cut = title_.lastIndexOf(QLatin1Char(' '), title_.size() - 1);
+            int split = -1;
+            for (int at = cut; at > 0; at = title_.lastIndexOf(QLatin1Char(' '), at - 1))
+                if (bm.horizontalAdvance(title_.left(at)) <= w) {
+                    split = at;
+                    break;
+                }
+            const QString first = split > 0 ? title_.left(split) : bm.elidedText(title_, Qt::ElideRight, w);
+            const QString rest = split > 0 ? bm.elidedText(title_.mid(split + 1), Qt::ElideRight, w) : QString();
+            p.drawText(QRectF(kMargin, kMargin, w, lineH + 2), Qt::AlignLeft | Qt::AlignVCenter, first);
+            p.drawText(QRectF(kMargin, kMargin + lineH, w, lineH + 2), Qt::AlignLeft | Qt::AlignVCenter, rest);
+        }
         p.setFont(font());
     }
 

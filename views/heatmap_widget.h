@@ -45,6 +45,10 @@ public:
     double neutralBand() const { return band_; }
     void setColourMap(ColourMap map);
     void setTitle(const QString& title);
+    /// The title's lines at the current width: 1 when it fits, else 2 (wrapped at a space; a
+    /// title too long for two lines is elided at the end of the second).
+    int titleLines() const;
+    QString title() const { return title_; }
     /// Axis titles drawn beside the row labels (rotated) and under the column labels.
     void setAxisTitles(const QString& rowTitle, const QString& columnTitle);
     /// A text column to the right of the cells, one entry per row, under `header` (e.g. "CV").

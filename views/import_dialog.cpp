@@ -296,7 +296,11 @@ ImportDialog::ImportDialog(const QString& library, QWidget* parent)
                          : p.filesTotal > 0 ? static_cast<double>(p.filesDone) / static_cast<double>(p.filesTotal)
                                             : 0.0;
         progress_->setValue(static_cast<int>(1000 * f));
-        progress_->setFormat(tr("%1 of %2 files, %3 samples").arg(p.filesDone).arg(p.filesTotal).arg(p.samples));
+        progress_->setFormat(tr("%1 of %2 files, %3 samples; %4")
+                                 .arg(p.filesDone)
+                                 .arg(p.filesTotal)
+                                 .arg(p.samples)
+                                 .arg(progressTimeText(static_cast<double>(importClock_.elapsed()) / 1000.0, f)));
     });
     connect(job_, &ImportJob::finished, this, [this](const QString& name, const ImportSummary& s) {
         setBusy(false);
@@ -512,6 +516,7 @@ bool ImportDialog::startImport() {
     progress_->setValue(0);
     progress_->setFormat(tr("starting…"));
     progress_->show();
+    importClock_.start();
     setBusy(true);
     job_->start(*r);
     return true;

@@ -9,6 +9,7 @@
 #include "views/job_tracker.h"
 
 #include <QDialog>
+#include <QElapsedTimer>
 #include <QString>
 #include <QStringList>
 
@@ -162,6 +163,7 @@ private:
     QSpinBox* topK_ = nullptr;
     QSpinBox* layers_ = nullptr;
     QLineEdit* moeLayers_ = nullptr;
+    QElapsedTimer importClock_; ///< since the running import started (the progress bar's times)
     QProgressBar* progress_ = nullptr;
     QLabel* status_ = nullptr;
     QPushButton* importButton_ = nullptr;

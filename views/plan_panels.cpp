@@ -451,7 +451,8 @@ void CostsPanel::refresh() {
         maxJ = std::max(maxJ, j);
     cy->setRange(0, maxJ > 0 ? maxJ * 1.05 : 1);
     cy->applyNiceNumbers();
-    rc->setTitle(G > 1 ? tr("%1: row-shard costs; straggler shard g%2 in purple (A) and red (E)")
+    // Two short lines rather than one that a narrow chart elides.
+    rc->setTitle(G > 1 ? tr("%1: row-shard costs<br>straggler shard g%2: purple (A), red (E)")
                              .arg(QString::fromLatin1(method_label(m)))
                              .arg(straggler_)
                        : tr("%1: row costs").arg(QString::fromLatin1(method_label(m))));

@@ -3,12 +3,15 @@
 #include <QtCharts/QBarCategoryAxis>
 #include <QtCharts/QBarSeries>
 #include <QtCharts/QBarSet>
+#include <QtCharts/QCategoryAxis>
 #include <QtCharts/QChart>
 #include <QtCharts/QValueAxis>
 
 #include <QCoreApplication>
 #include <QCursor>
 #include <QEvent>
+#include <QFontMetrics>
+#include <QResizeEvent>
 #include <QToolTip>
 
 #include <algorithm>
@@ -315,6 +318,40 @@ void LengthHistogramView::changeEvent(QEvent* event) {
     if (event->type() == QEvent::PaletteChange) setLengths(std::vector<qint64>(lengths_), QString(title_));
 }
 
+void LengthHistogramView::resizeEvent(QResizeEvent* event) {
+    QChartView::resizeEvent(event);
+    fitBinLabels();
+}
+
+QStringList LengthHistogramView::binLabels() const {
+    QStringList out;
+    for (int e = 0; e < edgeLabels_.size(); e += stride_)
+        out << edgeLabels_[e];
+    return out;
+}
+
+void LengthHistogramView::fitBinLabels() {
+    auto* x = qobject_cast<QCategoryAxis*>(chart()->axes(Qt::Horizontal).value(0));
+    if (!x || hist_.counts.empty()) return;
+    const QFontMetrics fm(x->labelsFont());
+    int widest = 0;
+    for (const QString& l : edgeLabels_)
+        widest = std::max(widest, fm.horizontalAdvance(l));
+    // The plot area before the first layout is empty: judge by the view's width then.
+    const qreal plot = chart()->plotArea().width() > 0 ? chart()->plotArea().width() : width() * 0.8;
+    const qreal perBar = plot / static_cast<qreal>(hist_.counts.size());
+    int stride = 1;
+    while (perBar > 0 && stride < edgeLabels_.size() && widest + 8 > stride * perBar)
+        ++stride;
+    if (stride == stride_ && x->count() > 0) return;
+    stride_ = stride;
+    for (const QString& l : x->categoriesLabels())
+        x->remove(l);
+    // Edge e sits between bar e-1 and bar e (bars are centred on whole values).
+    for (int e = 0; e < edgeLabels_.size(); e += stride_)
+        x->append(edgeLabels_[e], e - 0.5);
+}
+
 void LengthHistogramView::setLengths(const std::vector<qint64>& lengths, const QString& title) {
     lengths_ = lengths;
     title_ = title;
@@ -330,17 +367,20 @@ void LengthHistogramView::setLengths(const std::vector<qint64>& lengths, const Q
     chart->setTitleBrush(palette().color(QPalette::Text));
     if (hist_.counts.empty()) return;
     auto* set = new QBarSet(tr("samples"));
-    QStringList labels;
+    edgeLabels_.clear();
+    stride_ = 1;
     int peak = 0;
     for (std::size_t b = 0; b < hist_.counts.size(); ++b) {
         *set << hist_.counts[b];
         peak = std::max(peak, hist_.counts[b]);
-        const qint64 from = std::llround(hist_.edges[b]);
-        // Short labels so that they fit under the bars unrotated: 950, 1.2k, 12k.
-        labels << (from < 1000 ? QString::number(from)
-                   : from < 10000
-                       ? QString::number(static_cast<double>(from) / 1000.0, 'f', 1) + QLatin1Char('k')
-                       : QString::number(std::llround(static_cast<double>(from) / 1000.0)) + QLatin1Char('k'));
+    }
+    for (const double edge : hist_.edges) {
+        const qint64 at = std::llround(edge);
+        // Short labels: 950, 1.2k, 12k.
+        edgeLabels_ << (at < 1000 ? QString::number(at)
+                        : at < 10000
+                            ? QString::number(static_cast<double>(at) / 1000.0, 'f', 1) + QLatin1Char('k')
+                            : QString::number(std::llround(static_cast<double>(at) / 1000.0)) + QLatin1Char('k'));
     }
     set->setColor(palette().color(QPalette::Highlight));
     set->setBorderColor(palette().color(QPalette::Highlight).darker(130));
@@ -355,10 +395,13 @@ void LengthHistogramView::setLengths(const std::vector<qint64>& lengths, const Q
             QToolTip::hideText();
     });
     chart->addSeries(series);
-    auto* x = new QBarCategoryAxis();
-    x->append(labels);
-    x->setTitleText(hist_.logarithmic ? tr("length t_i (tokens, bin start; log-spaced bins)")
-                                      : tr("length t_i (tokens, bin start)"));
+    // A value axis labelled at the bin edges: as many edges as fit the width (fitBinLabels).
+    auto* x = new QCategoryAxis();
+    x->setLabelsPosition(QCategoryAxis::AxisLabelsPositionOnValue);
+    x->setRange(-0.5, static_cast<double>(hist_.counts.size()) - 0.5);
+    x->setStartValue(-0.5);
+    x->setTitleText(hist_.logarithmic ? tr("length t_i (tokens, bin edges; log-spaced bins)")
+                                      : tr("length t_i (tokens, bin edges)"));
     QFont small = x->labelsFont();
     small.setPointSizeF(std::max(6.0, small.pointSizeF() * 0.85));
     x->setLabelsFont(small);
@@ -372,6 +415,7 @@ void LengthHistogramView::setLengths(const std::vector<qint64>& lengths, const Q
     chart->addAxis(y, Qt::AlignLeft);
     series->attachAxis(x);
     series->attachAxis(y);
+    fitBinLabels();
     const QColor grid = palette().color(QPalette::Mid);
     x->setGridLineColor(grid);
     y->setGridLineColor(grid);

@@ -30,6 +30,7 @@
 #include <QMessageBox>
 #include <QProgressBar>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSettings>
 #include <QSplitter>
 #include <QStandardPaths>
@@ -48,6 +49,9 @@ namespace {
 
 /// Busy timeout of the GUI thread's library connection (Library::set_busy_timeout_ms).
 constexpr int kGuiBusyTimeoutMs = 200;
+
+/// Width of the sample pane (table and length histogram) at the first start, in pixels.
+constexpr int kSamplePaneWidth = 380;
 
 /// What a sample-loading worker hands back.
 struct SampleLoad {
@@ -69,12 +73,21 @@ StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
         auto s = settings();
         restoreGeometry(s->value(QStringLiteral("window/geometry")).toByteArray());
         restoreState(s->value(QStringLiteral("window/state")).toByteArray());
+        mainSplit_->restoreState(s->value(QStringLiteral("window/split")).toByteArray());
+        // The tab and the export folder of the last session (the selected run comes back with its
+        // library, in openLibrary).
+        const int tab = s->value(QStringLiteral("studio/tab"), 0).toInt();
+        if (tab >= 0 && tab < resultTabs_->count()) resultTabs_->setCurrentIndex(tab);
+        const int planTab = s->value(QStringLiteral("studio/planTab"), 0).toInt();
+        if (planTab >= 0 && planTab < planView_->count()) planView_->setCurrentIndex(planTab);
+        exports_->setFolder(s->value(QStringLiteral("studio/exportFolder")).toString());
     }
 
     connect(jobs_, &PlanJobQueue::jobStarted, this, [this](quint64 job, const QString& label) {
         jobProgress_->setRange(0, 1000);
         jobProgress_->setValue(0);
         jobProgress_->show();
+        jobClock_.start();
         cancelButton_->setEnabled(true);
         planView_->clearConvergence();
         setStatus(tr("Planning %1 (job %2)…").arg(label).arg(job));
@@ -85,10 +98,11 @@ StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
         const int queued = jobs_->queuedCount();
         // A restore shows a saved run: it is named by the run's id, not by the planner job's.
         const RunReplay::Restore* restore = replay_.findRestore(job);
-        setStatus(tr("%1: %2 (%3%)%4")
+        setStatus(tr("%1: %2 (%3%, %4)%5")
                       .arg(restore ? tr("Saved run %1").arg(restore->run) : tr("Job %1 (a new run)").arg(job))
                       .arg(stage)
                       .arg(static_cast<int>(100 * fraction))
+                      .arg(progressTimeText(static_cast<double>(jobClock_.elapsed()) / 1000.0, fraction))
                       .arg(queued > 0 ? tr(", %1 more queued").arg(queued) : QString()));
     });
     connect(jobs_, &PlanJobQueue::levelFinished, this,
@@ -217,7 +231,6 @@ void StudioWindow::buildUi() {
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 2);
     cl->addWidget(split, 1);
-    setCentralWidget(centre);
     connect(filter_, &QLineEdit::textChanged, proxy_, &SampleFilterProxy::setTextFilter);
 
     // Left: the library tree, and below it the topology / budget editor.
@@ -238,6 +251,11 @@ void StudioWindow::buildUi() {
     scroll->setWidget(editor_);
     scroll->setWidgetResizable(true);
     scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    // Without a horizontal scroll bar the dock must not get narrower than the editor's fields need
+    // (else spin boxes, the Name field and the stage table's columns are cut at the right edge).
+    scroll->setMinimumWidth(editor_->minimumSizeHint().width() + scroll->verticalScrollBar()->sizeHint().width() +
+                            2 * scroll->frameWidth());
+    const int leftDockWidth = std::max(300, scroll->minimumWidth());
     auto* setupDock = new QDockWidget(tr("Topology and budgets"), this);
     setupDock->setObjectName(QStringLiteral("setupDock"));
     setupDock->setWidget(scroll);
@@ -267,11 +285,18 @@ void StudioWindow::buildUi() {
         }
         resultTabs_->setCurrentWidget(planView_);
     });
-    auto* resultDock = new QDockWidget(tr("Plan and comparison"), this);
-    resultDock->setObjectName(QStringLiteral("resultDock"));
-    resultDock->setWidget(resultTabs_);
-    addDockWidget(Qt::RightDockWidgetArea, resultDock);
-    resizeDocks({libraryDock, resultDock}, {300, 700}, Qt::Horizontal);
+    // The centre splits the samples (left) from the plan views (right); the plan views take every
+    // pixel the window gains (maximised, a wider screen), the samples keep theirs.
+    mainSplit_ = new QSplitter(Qt::Horizontal, this);
+    mainSplit_->setObjectName(QStringLiteral("mainSplit"));
+    mainSplit_->setChildrenCollapsible(false);
+    mainSplit_->addWidget(centre);
+    mainSplit_->addWidget(resultTabs_);
+    mainSplit_->setStretchFactor(0, 0);
+    mainSplit_->setStretchFactor(1, 1);
+    mainSplit_->setSizes({kSamplePaneWidth, 1000});
+    setCentralWidget(mainSplit_);
+    resizeDocks({libraryDock}, {leftDockWidth}, Qt::Horizontal);
     resizeDocks({libraryDock, setupDock}, {260, 600}, Qt::Vertical);
     connect(planView_, &PlanView::cellActivated, this, &StudioWindow::onCellActivated);
 
@@ -466,7 +491,16 @@ bool StudioWindow::openLibrary(const QString& file, bool create, QString* error)
     }
     sampleHeader_->setText(tr("Select a trace or a window in the library."));
     const auto& snap = tree_->snapshot();
-    if (!snap.windows.empty()) {
+    // The run selected when the studio last closed on this library, else the first window.
+    qint64 lastRun = 0;
+    {
+        auto s = settings();
+        if (s->value(QStringLiteral("studio/runLibrary")).toString() == QFileInfo(file).absoluteFilePath())
+            lastRun = s->value(QStringLiteral("studio/run"), 0).toLongLong();
+    }
+    if (lastRun > 0 && tree_->runIndex(lastRun).isValid()) {
+        selectRun(lastRun);
+    } else if (!snap.windows.empty()) {
         selectWindow(QString::fromStdString(snap.windows.front().trace),
                      QString::fromStdString(snap.windows.front().name));
     } else if (!snap.traces.empty()) {
@@ -1078,6 +1112,16 @@ void StudioWindow::closeEvent(QCloseEvent* event) {
     auto s = settings();
     s->setValue(QStringLiteral("window/geometry"), saveGeometry());
     s->setValue(QStringLiteral("window/state"), saveState());
+    s->setValue(QStringLiteral("window/split"), mainSplit_->saveState());
+    s->setValue(QStringLiteral("studio/tab"), resultTabs_->currentIndex());
+    s->setValue(QStringLiteral("studio/planTab"), planView_->currentIndex());
+    s->setValue(QStringLiteral("studio/exportFolder"), exports_->folder());
+    // The selected run (0 when a window or trace is selected), with the library it belongs to.
+    const QModelIndex cur = treeView_->currentIndex();
+    const qint64 run =
+        cur.isValid() && cur.data(KindRole).toInt() == LibraryTreeModel::RunNode ? cur.data(RunIdRole).toLongLong() : 0;
+    s->setValue(QStringLiteral("studio/run"), run);
+    s->setValue(QStringLiteral("studio/runLibrary"), lib_ ? QFileInfo(libraryPath()).absoluteFilePath() : QString());
     // Stop the running job: the planner returns its best valid plan, which the worker still saves.
     jobs_->cancelAll();
     QMainWindow::closeEvent(event);

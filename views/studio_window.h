@@ -11,6 +11,7 @@
 #include "views/plan_jobs.h"
 #include "views/run_replay.h"
 
+#include <QElapsedTimer>
 #include <QMainWindow>
 #include <QString>
 
@@ -22,6 +23,7 @@ class QLabel;
 class QLineEdit;
 class QProgressBar;
 class QSettings;
+class QSplitter;
 class QTabWidget;
 class QTableView;
 class QToolButton;
@@ -42,7 +44,9 @@ class TopologyEditor;
 struct SampleTableData;
 
 /// Where the studio keeps its settings (QSettings organization / application): the last library,
-/// window geometry and dock layout. Tests pass their own names so they never touch the user's.
+/// window geometry, dock layout and centre split, and as of the last close the selected run (with
+/// its library), the result tab and plan view tab, and the export folder. Tests pass their own names so they never
+/// touch the user's.
 struct StudioOptions {
     QString settingsOrganization = QStringLiteral("RoutePack");
     QString settingsApplication = QStringLiteral("RoutePack Studio");
@@ -113,7 +117,11 @@ public:
     /// The Run view (the selected trace's windows as the steps of a run).
     RunView* runView() const { return runView_; }
     TopologyEditor* topologyEditor() const { return editor_; }
+    /// The Export menu's dialogs (their start folder is kept across sessions).
+    StudioExports* exports() const { return exports_.get(); }
     QTabWidget* resultTabs() const { return resultTabs_; }
+    /// The centre: the sample pane (table and length histogram) | the plan views (resultTabs()).
+    QSplitter* mainSplitter() const { return mainSplit_; }
     /// The heading above the sample table (what it shows, or why it is empty).
     QString sampleHeaderText() const;
     /// Text of the status line (job stage, errors).
@@ -186,6 +194,7 @@ private:
     CompareView* compareView_ = nullptr;
     RunView* runView_ = nullptr;
     QTabWidget* resultTabs_ = nullptr;
+    QSplitter* mainSplit_ = nullptr; ///< the sample pane | the plan views
     TopologyEditor* editor_ = nullptr;
     QLabel* status_ = nullptr;
     QLabel* libraryLabel_ = nullptr;
@@ -208,6 +217,7 @@ private:
     RunReplay replay_; ///< plans of this session by run id, restores of saved runs on their way
     qint64 shownRun_ = 0;
     bool statusError_ = false;
+    QElapsedTimer jobClock_; ///< since the running planner job started (the progress line's times)
 };
 
 } // namespace routepack::views

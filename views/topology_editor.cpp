@@ -177,6 +177,12 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
     auto* tf = new QFormLayout(topoBox);
     tf->setRowWrapPolicy(QFormLayout::WrapLongRows);
     name_ = new QLineEdit(topoBox);
+    // Wide enough for every shipped preset's whole name ("llama4-maverick-ep16-dp8-2nodes"); where the
+    // dock is narrower the form puts the field under its label instead of cutting the name.
+    int longestName = 0;
+    for (const auto& n : known_topology_names())
+        longestName = std::max(longestName, name_->fontMetrics().horizontalAdvance(QString::fromStdString(n)));
+    name_->setMinimumWidth(longestName + 16);
     ranks_ = spin(topoBox, 1, 65536, 8);
     experts_ = spin(topoBox, 0, 1 << 20, 0);
     experts_->setSpecialValueText(tr("from the trace"));
