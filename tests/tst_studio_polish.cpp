@@ -37,6 +37,8 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QProgressBar>
+#include <QRegularExpression>
 #include <QSettings>
 #include <QStandardPaths>
 #include <QTabWidget>
@@ -354,8 +356,20 @@ private Q_SLOTS:
         QCOMPARE(dlg.modelSource(), ImportDialog::FromFiles); // the file describes its own model
         QCOMPARE(dlg.traceName(), QStringLiteral("agg-counts"));
         QSignalSpy imported(&dlg, &ImportDialog::imported);
+        // The bar's text during the import: files, samples and the time so far.
+        QStringList progressTexts;
+        QProgressBar* bar = dlg.findChild<QProgressBar*>();
+        QVERIFY(bar);
+        connect(dlg.job(), &ImportJob::progress, &dlg, [&] { progressTexts << bar->format(); });
         QVERIFY(dlg.startImport());
         QTRY_COMPARE_WITH_TIMEOUT(imported.count(), 1, 30000);
+        QVERIFY(!progressTexts.isEmpty());
+        for (const QString& t : progressTexts)
+            QVERIFY2(QRegularExpression(
+                         QStringLiteral("^\\d+ of 1 files, 0 samples; \\d+\\.\\d s elapsed(, about [^)]+ left)?$"))
+                         .match(t)
+                         .hasMatch(),
+                     qPrintable(t));
         QStringList texts;
         for (const QLabel* l : dlg.findChildren<QLabel*>())
             texts << l->text();
@@ -442,8 +456,20 @@ private Q_SLOTS:
         b.seeding.population = 2;
         b.workers = 1;
         w.topologyEditor()->setBudgets(b);
+        // The status line during the job: stage, percent and the time so far (connected after the
+        // window's own handler, so it reads what that one wrote).
+        QStringList progressLines;
+        connect(w.jobs(), &PlanJobQueue::progress, &w, [&] { progressLines << w.statusText(); });
         QVERIFY(w.runPlanner() > 0);
         QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+        QVERIFY(!progressLines.isEmpty());
+        for (const QString& line : progressLines)
+            QVERIFY2(QRegularExpression(
+                         QStringLiteral("^Job \\d+ \\(a new run\\): [a-z ]+ \\(\\d+%, \\d+\\.\\d s elapsed(, about "
+                                        "[^)]+ left)?\\)$"))
+                         .match(line)
+                         .hasMatch(),
+                     qPrintable(line));
         *run = shown.back().front().toLongLong();
         QVERIFY(*run > 0);
         w.show();
