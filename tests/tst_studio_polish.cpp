@@ -518,6 +518,13 @@ private Q_SLOTS:
             }
             QVERIFY2(name->fontMetrics().horizontalAdvance(name->text()) + 8 <= name->width(),
                      qPrintable(tag + QStringLiteral(" name field %1 px").arg(name->width())));
+            // The library tree's columns (name, details) fit its viewport: run details whole.
+            QTreeView* tree = w.libraryView();
+            QVERIFY2(
+                tree->header()->length() <= tree->viewport()->width(),
+                qPrintable(
+                    tag +
+                    QStringLiteral(": tree %1 px in %2").arg(tree->header()->length()).arg(tree->viewport()->width())));
             // The stage table's columns (name, alpha, beta) fit its viewport: no beta column cut off.
             QVERIFY2(stages->horizontalHeader()->length() <= stages->viewport()->width(), qPrintable(tag));
             QVERIFY2(stages->mapTo(editor, QPoint(stages->width(), 0)).x() <= editor->width(), qPrintable(tag));
