@@ -59,6 +59,13 @@ PlannerBudgets fixed_budgets(std::uint64_t seed) {
     return b;
 }
 
+/// A run step holding only its gain (the histogram reads nothing else).
+RunStep gain_step(double gain_pct) {
+    RunStep step;
+    step.gain_pct = gain_pct;
+    return step;
+}
+
 } // namespace
 
 class TestStudioRuns : public QObject {
@@ -194,7 +201,7 @@ private Q_SLOTS:
     void gainHistogramHandCases() {
         RunSeries s;
         for (double g : {-12.3, -10.0, -4.9, -4.1})
-            s.steps.push_back(RunStep{.gain_pct = g});
+            s.steps.push_back(gain_step(g));
         // Range 8.2 %: width 1 needs 10 bins (-13..-4), width 2 needs 5 (-14..-4).
         const auto bins = gain_histogram(s, 8);
         QCOMPARE(bins.size(), std::size_t(5));
@@ -204,8 +211,8 @@ private Q_SLOTS:
         QCOMPARE(bins[2].steps, std::vector<int>({1}));
         QCOMPARE(bins[4].steps, std::vector<int>({2, 3}));
         RunSeries same;
-        same.steps.push_back(RunStep{.gain_pct = -3.0});
-        same.steps.push_back(RunStep{.gain_pct = -3.0});
+        same.steps.push_back(gain_step(-3.0));
+        same.steps.push_back(gain_step(-3.0));
         const auto one = gain_histogram(same, 8);
         QCOMPARE(one.size(), std::size_t(1));
         QCOMPARE(one[0].steps.size(), std::size_t(2));
