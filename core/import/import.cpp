@@ -248,7 +248,8 @@ std::vector<std::filesystem::path> collect_trace_files(const std::vector<std::fi
     for (const auto& in : inputs) {
         std::error_code ec;
         const auto status = fs::status(in, ec);
-        if (fs::is_directory(status) && is_batch_folder(in)) {
+        // A regular file and a padded-batch folder are one input each; other folders are walked.
+        if (fs::is_regular_file(status) || (fs::is_directory(status) && is_batch_folder(in))) {
             files.push_back(in);
         } else if (fs::is_directory(status)) {
             std::vector<fs::path> found;
@@ -275,8 +276,6 @@ std::vector<std::filesystem::path> collect_trace_files(const std::vector<std::fi
             std::sort(found.begin(), found.end(),
                       [](const auto& a, const auto& b) { return natural_less(a.string(), b.string()); });
             files.insert(files.end(), found.begin(), found.end());
-        } else if (fs::is_regular_file(status)) {
-            files.push_back(in);
         } else if (fs::exists(status)) {
             throw InputError(in.string() + ": not a regular file or folder (devices, pipes and sockets are not trace "
                                            "files)");
