@@ -370,9 +370,9 @@ void LengthHistogramView::setLengths(const std::vector<qint64>& lengths, const Q
     edgeLabels_.clear();
     stride_ = 1;
     int peak = 0;
-    for (std::size_t b = 0; b < hist_.counts.size(); ++b) {
-        *set << hist_.counts[b];
-        peak = std::max(peak, hist_.counts[b]);
+    for (const int count : hist_.counts) {
+        *set << count;
+        peak = std::max(peak, count);
     }
     for (const double edge : hist_.edges) {
         const qint64 at = std::llround(edge);

@@ -313,6 +313,7 @@ RewriteRequest request_from_map(const ExpertMapFile& map, const std::string& ori
         } else if (R == static_cast<std::size_t>(cm.num_hidden_layers)) {
             layers = cm.moe_layers; // SGLang: one row per decoder layer; the dense layers' rows are not used
             std::vector<std::vector<int>> moe_rows;
+            moe_rows.reserve(layers.size());
             for (int l : layers)
                 moe_rows.push_back(rows[static_cast<std::size_t>(l)]);
             rows = std::move(moe_rows);
