@@ -164,6 +164,7 @@ Trace WindowSource::load(std::string* trace_name, std::string* window_name, cons
         r.info = t.samples[it->second];
         auto c = t.sample_counts(it->second);
         r.counts.assign(c.begin(), c.end());
+        if (!t.routes.empty()) r.routes = t.routes[it->second]; // keep the routes: communication figures need them
         sel.append(std::move(r));
     }
     return sel;

@@ -115,6 +115,11 @@ std::string pct(double from, double to) {
     return fmt("%+.2f%%", 100.0 * (to - from) / from);
 }
 
+/// Why a plan on more than one node has no communication figures.
+std::string comm_note(const PlanResult& r) {
+    return r.comm_available ? "n/a (not computed: the plan was cancelled)" : kCommUnavailable;
+}
+
 nlohmann::json compare_json(const PlanResult& r) {
     nlohmann::json j;
     j["trace"] = r.trace_name;
@@ -124,20 +129,29 @@ nlohmann::json compare_json(const PlanResult& r) {
     j["row_count_certified"] = r.rows.certified;
     j["row_lower_bound"] = r.rows.lower_bound;
     nlohmann::json methods;
-    for (const MethodResult* m : {&r.baseline, &r.reorder, &r.karmarkar_karp, &r.routepack}) {
+    for (const MethodResult* m : r.methods()) {
         const auto& x = m->metrics;
-        methods[m->name] = {{"placement", m->lpt ? "lpt" : "identity"},
-                            {"score", {x.score.max_u, x.score.sum_u, x.score.max_j}},
-                            {"cv_global", x.cv_global},
-                            {"ep_peak_sum", x.ep_peak_sum},
-                            {"ep_tail_peak", x.ep_tail_peak},
-                            {"ep_balance_efficiency", x.ep_balance_efficiency},
-                            {"attention_sum", x.attention_sum},
-                            {"joint", x.joint},
-                            {"cap_violations", x.cap_violations},
-                            {"empty_cells", x.empty_cells}};
+        methods[m->name] = {
+            {"placement", m->placement_name},     {"score", {x.score.max_u, x.score.sum_u, x.score.max_j}},
+            {"cv_global", x.cv_global},           {"ep_peak_sum", x.ep_peak_sum},
+            {"ep_tail_peak", x.ep_tail_peak},     {"ep_balance_efficiency", x.ep_balance_efficiency},
+            {"attention_sum", x.attention_sum},   {"joint", x.joint},
+            {"cap_violations", x.cap_violations}, {"empty_cells", x.empty_cells}};
+        if (r.nodes > 1)
+            methods[m->name]["communication"] = m->comm
+                                                    ? nlohmann::json{{"inter_node_copies", m->comm->inter_total},
+                                                                     {"intra_node_copies", m->comm->intra_total},
+                                                                     {"busiest_node_copies", m->comm->busiest_total}}
+                                                    : nlohmann::json(comm_note(r));
     }
     j["methods"] = methods;
+    j["nodes"] = r.nodes;
+    if (r.grouter) {
+        nlohmann::json off = nlohmann::json::array();
+        for (int i : r.grouter_off_node)
+            off.push_back(r.samples[static_cast<std::size_t>(i)].id);
+        j["grouter_off_node"] = off;
+    }
     auto change = [](const LayoutMetrics& a, const LayoutMetrics& b) {
         auto rel = [](double x, double y) { return x == 0 ? 0.0 : 100.0 * (y - x) / x; };
         return nlohmann::json{{"joint_pct", rel(a.joint, b.joint)},
@@ -174,10 +188,10 @@ void print_comparison(const PlanResult& r) {
     std::cout << "CV_global: identity " << fmt("%.4f", r.cv_identity) << " -> LPT " << fmt("%.4f", r.cv_lpt) << "\n";
     std::printf("%-15s %9s %12s %12s %10s %12s %10s %8s %12s %5s\n", "method", "placement", "max_g U", "sum_g U",
                 "max J", "S_EP", "T_EP", "eta_EP", "attention", "cap!");
-    for (const MethodResult* m : {&r.baseline, &r.reorder, &r.karmarkar_karp, &r.routepack}) {
+    for (const MethodResult* m : r.methods()) {
         const auto& x = m->metrics;
         std::printf("%-15s %9s %12.4f %12.4f %10.4f %12lld %10lld %8.4f %12.4f %5d\n", m->name.c_str(),
-                    m->lpt ? "lpt" : "identity", x.score.max_u, x.score.sum_u, x.score.max_j,
+                    m->placement_name.c_str(), x.score.max_u, x.score.sum_u, x.score.max_j,
                     static_cast<long long>(x.ep_peak_sum), static_cast<long long>(x.ep_tail_peak),
                     x.ep_balance_efficiency, x.attention_sum, x.cap_violations + x.empty_cells);
     }
@@ -195,6 +209,28 @@ void print_comparison(const PlanResult& r) {
     line("routepack vs reorder       ", r.reorder.metrics, r.routepack.metrics);
     line("routepack vs baseline      ", r.baseline.metrics, r.routepack.metrics);
     line("routepack vs karmarkar_karp", r.karmarkar_karp.metrics, r.routepack.metrics);
+    if (r.nodes > 1) {
+        std::cout << "communication over " << r.nodes << " nodes (inter-node token copies, de-duplicated per node; "
+                  << "comm_weight " << fmt("%g", r.topology.comm_weight) << "):\n";
+        if (!r.routepack.comm) {
+            std::cout << "  " << comm_note(r) << "\n";
+        } else {
+            const double ref = static_cast<double>(r.routepack.comm->inter_total);
+            std::printf("  %-15s %14s %14s %14s %10s\n", "method", "inter-node", "intra-node", "busiest node",
+                        "vs routepack");
+            for (const MethodResult* m : r.methods())
+                if (m->comm)
+                    std::printf("  %-15s %14lld %14lld %14lld %10s\n", m->name.c_str(),
+                                static_cast<long long>(m->comm->inter_total),
+                                static_cast<long long>(m->comm->intra_total),
+                                static_cast<long long>(m->comm->busiest_total),
+                                pct(ref, static_cast<double>(m->comm->inter_total)).c_str());
+            if (r.grouter)
+                std::cout << "  grouter: " << r.grouter_off_node.size() << " of " << r.samples.size()
+                          << " samples placed off their node"
+                          << (r.grouter_fitted ? "" : " (node packing failed; the FFD layout is used)") << "\n";
+        }
+    }
     if (r.karmarkar_karp.metrics.cap_violations > 0)
         std::cout << "note: karmarkar_karp puts " << r.karmarkar_karp.metrics.cap_violations
                   << " cell(s) over the cap C (reported, still scored)\n";

@@ -55,7 +55,8 @@ struct TopologyEntry {
 
 /// One compared method of a saved run (table `run_results`).
 struct RunMethodEntry {
-    std::string method;    ///< core name: "baseline", "reorder", "karmarkar_karp", "routepack"
+    /// core name: "baseline", "reorder", "karmarkar_karp", "routepack", "grouter", "routepack+comm"
+    std::string method;
     int rows = 0;          ///< R of its layout
     LayoutMetrics metrics; ///< score tuple (exact) and the Table 3-4 quantities
 };

@@ -120,7 +120,9 @@ int method_order(const std::string& name) {
     if (name == "baseline") return 0;
     if (name == "reorder") return 1;
     if (name == "karmarkar_karp") return 2;
-    return 3;
+    if (name == "routepack") return 3;
+    if (name == "grouter") return 4;
+    return 5; // routepack+comm
 }
 
 std::string metrics_json(const LayoutMetrics& m) {
@@ -353,7 +355,7 @@ RunEntry Library::save_run(const PlanResult& r, const std::string& topology_name
     Statement res(db_, path_,
                   "INSERT INTO run_results (run_id, method, rows, score_max_u, score_sum_u, score_max_j, metrics) "
                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
-    for (const MethodResult* m : {&r.baseline, &r.reorder, &r.karmarkar_karp, &r.routepack}) {
+    for (const MethodResult* m : r.methods()) {
         const Score& ms = m->metrics.score;
         res.bind(1, run_id).bind(2, method_key(m->name)).bind(3, std::max(1, m->layout.rows));
         res.bind(4, ms.max_u).bind(5, ms.sum_u).bind(6, ms.max_j).bind(7, metrics_json(m->metrics));

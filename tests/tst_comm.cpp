@@ -9,8 +9,13 @@
 #include "core/model/topology.h"
 #include "core/model/window_select.h"
 #include "core/plan/comm.h"
+#include "core/plan/comm_placement.h"
 #include "core/plan/grouter.h"
+#include "core/plan/packing.h"
 #include "core/plan/placement.h"
+#include "core/plan/plan_file.h"
+#include "core/plan/planner.h"
+#include "core/plan/score.h"
 #include "core/util/errors.h"
 #include "tests/testutil.h"
 
@@ -461,7 +466,124 @@ private Q_SLOTS:
             QCOMPARE(diag, k.intra_total);
             QCOMPARE(all, k.intra_total + k.inter_total);
             if (N > 1 && K > 1) QVERIFY(k.inter_total > 0);
+            checkCommTerm(w, topo, pi, x, k, rng);
         }
+    }
+
+    /// The communication term of the row cost (PackingProblem::comm_weight): K[r] = w * X[r] / C with X[r]
+    /// the row's inter-node copies of the brute-force recount (one EDP shard), J = A + E + K, and the
+    /// incremental scorer bitwise equal to the full score after every random move and undo.
+    static void checkCommTerm(const Trace& w, const Topology& topo, const Placement& pi, const Layout& x,
+                              const CommCost& k, std::mt19937& rng) {
+        PackingProblem p = make_packing_problem(w, topo, pi);
+        const PackingProblem plain = p;
+        const double weight = 0.75;
+        set_comm_term(p, make_comm_demand(w, topo, pi), topo.node_of_dp_slot(), weight);
+        const CostBreakdown b = cost_breakdown(x, p), b0 = cost_breakdown(x, plain);
+        QVERIFY(b0.K.empty());
+        QCOMPARE(b.K.size(), std::size_t(x.rows));
+        for (int r = 0; r < x.rows; ++r) {
+            i64 X = 0;
+            for (int l = 0; l < k.layers; ++l)
+                for (int m = 0; m < k.nodes; ++m)
+                    X += k.sent[k.rln(r, l, m)];
+            QCOMPARE(b.K[r], weight * (static_cast<double>(X) / static_cast<double>(topo.token_cap)));
+            QCOMPARE(b.J[r], b.A[r] + b.E[r] + b.K[r]);
+            QCOMPARE(b.A[r], b0.A[r]);
+            QCOMPARE(b.E[r], b0.E[r]);
+        }
+        IncrementalScorer sc(p, x);
+        QCOMPARE(sc.score(), score_layout(x, p));
+        auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+        for (int step = 0; step < 60; ++step) {
+            const int i = pick(0, p.n - 1), j = pick(0, p.n - 1);
+            if (pick(0, 1) == 0 && sc.swap_feasible(i, j))
+                sc.apply_swap(i, j);
+            else if (const int kk = pick(0, sc.cell_count() - 1); sc.relocate_feasible(i, kk))
+                sc.apply_relocate(i, kk);
+            else
+                continue;
+            QCOMPARE(sc.score(), score_layout(sc.layout(), p));
+            if (pick(0, 3) == 0) {
+                sc.undo();
+                QCOMPARE(sc.score(), score_layout(sc.layout(), p));
+            }
+        }
+    }
+
+    void sampleSentCopiesByHand() {
+        // 2 samples, 2 MoE layers, 3 nodes: c[i][l][m] tokens with an expert on m.
+        CommDemand c;
+        c.n = 2;
+        c.L = 2;
+        c.N = 3;
+        c.tokens = {1, 2, 3, /* i0 l1 */ 0, 4, 0, /* i1 l0 */ 5, 0, 0, /* i1 l1 */ 1, 1, 1};
+        // sample 0 from node 0 sends (2+3) + (4+0) = 9; node 1: (1+3) + (0+0) = 4; node 2: (1+2) + (0+4) = 7;
+        // sample 1: (0+0) + (1+1) = 2, (5+0) + (1+1) = 7, (5+0) + (1+1) = 7.
+        QCOMPARE(sample_sent_copies(c), (V{9, 4, 7, 2, 7, 7}));
+    }
+
+    void packOnHomeNodesByHand() {
+        // D = 2 (slot 0 on node 0, slot 1 on node 1), 2 rows, C = 10. Lengths 6, 5, 4, 3, 2; homes
+        // 0, 0, 0, 1, 0. Longest first into the emptiest cell of the home node: 6 -> (0,0), 5 -> (1,0),
+        // 4 -> (1,0) (tokens 5 < 6; 9), 3 -> (0,1), 2 -> (0,0) (6 < 9; 8). Cell (1,1) is empty and
+        // takes the shortest sample of node 1's fullest cell: only (0,1) with one sample, so it takes
+        // from any node: the fullest cell (0,0) or (1,0) (two samples each; the first, (0,0)) gives
+        // its shortest, sample 4 (length 2), now off its node.
+        const V len = {6, 5, 4, 3, 2};
+        const NodePacking np = pack_on_home_nodes(len, 10, 2, {0, 1}, {0, 0, 0, 1, 0});
+        QVERIFY(np.fitted);
+        QCOMPARE(np.layout.cells, (std::vector<std::vector<int>>{{0}, {3}, {1, 2}, {4}}));
+        QCOMPARE(np.off_node, (std::vector<int>{4}));
+        // Three samples of 9 cannot share two cells of C = 10 ... in 1 row: not fitted.
+        QVERIFY(!pack_on_home_nodes(V{9, 9, 9}, 10, 1, {0, 1}, {0, 0, 1}).fitted);
+    }
+
+    void balancedHomeNodesByHand() {
+        // 4 samples of 10 tokens, 2 nodes with one DP slot each: room 20 * 1.05 = 21 tokens per node.
+        // Local tokens (one layer): s0 (9, 1), s1 (8, 0), s2 (7, 6), s3 (5, 0). Margins 8, 8, 1, 5:
+        // order s0, s1, s3, s2. s0 -> 0, s1 -> 0 (20 <= 21), s3 prefers 0 but it is full -> 1,
+        // s2 -> 1. The plain rule would put all four on node 0.
+        CommDemand c;
+        c.n = 4;
+        c.L = 1;
+        c.N = 2;
+        c.tokens = {9, 1, 8, 0, 7, 6, 5, 0};
+        QCOMPARE(balanced_home_nodes(c, V{10, 10, 10, 10}, {0, 1}), (std::vector<int>{0, 0, 1, 1}));
+        QCOMPARE(grouter_sample_nodes(c), (std::vector<int>{0, 0, 0, 0}));
+    }
+
+    void commAwarePlacementKeepsTheLoadBound() {
+        // Planted: 2 nodes x 2 EP ranks x 2 slots (E = 8, 1 MoE layer); samples homed on node 0 use
+        // experts 4-7 (LPT puts them anywhere), node 1's use 0-3. Equal loads, so every swap keeps the
+        // bound and the placement must put 4-7 on node 0's ranks and 0-3 on node 1's.
+        const ModelDescription m = tiny_model(1, 8, 1);
+        Trace w;
+        w.model = m;
+        for (int i = 0; i < 4; ++i) {
+            std::vector<std::vector<std::vector<int>>> routes(1);
+            for (int t = 0; t < 4; ++t)
+                routes[0].push_back({(i < 2 ? 4 : 0) + t});
+            w.append(sample_of("s" + std::to_string(i), m, routes));
+        }
+        const Topology topo = parse_topology(
+            std::string(R"({"ep_ranks": 4, "dp_slots": 2, "token_cap": 100, "gpus_per_node": 2, )") + kStages + "}",
+            "t");
+        const auto loads = aggregate_expert_loads(w.counts, w.size(), 1, 8);
+        const Placement lpt = lpt_placement(loads, 1, 8, 4);
+        const Placement pi = comm_aware_placement(w, topo, lpt, loads, {0, 0, 1, 1}, 0.0);
+        for (int e = 0; e < 8; ++e)
+            QCOMPARE(topo.node_of_rank()[pi.rank_of(0, e)], e >= 4 ? 0 : 1);
+        const auto before = rank_loads(loads, lpt), after = rank_loads(loads, pi);
+        QCOMPARE(*std::max_element(after.begin(), after.end()), *std::max_element(before.begin(), before.end()));
+        // A zero-tolerance bound that forbids every swap leaves LPT unchanged: one heavy expert.
+        Trace h = w;
+        h.append(sample_of("heavy", m, {{{0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}}}));
+        const auto hl = aggregate_expert_loads(h.counts, h.size(), 1, 8);
+        const Placement hlpt = lpt_placement(hl, 1, 8, 4);
+        const Placement hp = comm_aware_placement(h, topo, hlpt, hl, {0, 0, 1, 1, 0}, 0.0);
+        const auto hb = rank_loads(hl, hlpt), ha = rank_loads(hl, hp);
+        QVERIFY(*std::max_element(ha.begin(), ha.end()) <= *std::max_element(hb.begin(), hb.end()));
     }
 
     void hungarianMatchesExhaustive() {
@@ -567,6 +689,66 @@ private Q_SLOTS:
         const CommCost lpt = *comm_cost_if_available(x, families, topo, lpt_placement(loads, 2, 8, 4));
         QVERIFY2(lpt.inter_total > 0, std::to_string(lpt.inter_total).c_str());
         expect_equal(lpt, brute_force(x, families, topo, lpt_placement(loads, 2, 8, 4)));
+    }
+
+    void plannerFindsPlantedMinimum() {
+        // The planted window of grouterFindsPlantedGrouping (4 samples of family A, 4 of family B, 8
+        // tokens each) planned on 2 nodes: grouter and routepack+comm must each cut inter-node copies
+        // to the planted minimum 0 (every sample on its family's node, every expert of a family on that
+        // node); routepack on LPT sends copies. The plan file (version 5) holds the figures and both
+        // layouts, and parses back to the same rows.
+        const ModelDescription m = tiny_model(2, 8, 2);
+        const std::vector<std::vector<int>> fa = {{0, 2, 4, 6}, {0, 1, 2, 3}}, fb = {{1, 3, 5, 7}, {4, 5, 6, 7}};
+        auto family = [&](const std::vector<std::vector<int>>& f, int shift) {
+            std::vector<std::vector<std::vector<int>>> r(2);
+            for (int l = 0; l < 2; ++l)
+                for (int t = 0; t < 8; ++t)
+                    r[l].push_back({f[l][(t + shift) % 4], f[l][(t + shift + 1 + t / 4) % 4]});
+            return r;
+        };
+        PlanInput in;
+        in.window.model = m;
+        for (int k = 0; k < 4; ++k) {
+            in.window.append(sample_of("a" + std::to_string(k), m, family(fa, k)));
+            in.window.append(sample_of("b" + std::to_string(k), m, family(fb, k)));
+        }
+        in.topology = parse_topology(std::string(R"({"ep_ranks": 4, "dp_slots": 4, "token_cap": 20, )"
+                                                 R"("gpus_per_node": 2, "comm_weight": 1, )") +
+                                         kStages + "}",
+                                     "t");
+        in.budgets.workers = 1;
+        const PlanResult r = plan_window(in);
+        QCOMPARE(r.nodes, 2);
+        QVERIFY(r.grouter && r.routepack_comm);
+        QCOMPARE(r.rows.rows, 1); // 64 tokens in 4 cells of C = 20: two samples per cell
+        QCOMPARE(r.grouter->comm->inter_total, i64(0));
+        QCOMPARE(r.routepack_comm->comm->inter_total, i64(0));
+        QVERIFY(r.routepack.comm->inter_total > 0);
+        QCOMPARE(r.grouter_off_node, std::vector<int>{});
+        QCOMPARE(r.routepack_comm->placement_name, std::string("comm"));
+        // Every method's figures equal the brute-force recount at its own placement.
+        expect_equal(*r.routepack.comm, brute_force(r.routepack.layout, in.window, in.topology, r.lpt));
+        expect_equal(*r.grouter->comm, brute_force(r.grouter->layout, in.window, in.topology, r.grouter_placement));
+        expect_equal(*r.routepack_comm->comm,
+                     brute_force(r.routepack_comm->layout, in.window, in.topology, r.comm_placement));
+        const PlanFile f = parse_plan(plan_to_json(r), "p.json");
+        QCOMPARE(f.version, 5);
+        QCOMPARE(f.comm.nodes, 2);
+        QVERIFY(f.comm.available && f.comm.has_grouter && f.comm.has_comm_method);
+        QCOMPARE(f.comm.comm_layout, r.routepack_comm->layout);
+        QCOMPARE(f.comm.grouter_layout, r.grouter->layout);
+        QCOMPARE(f.comm.figures.at("routepack").inter, r.routepack.comm->inter_total);
+        QCOMPARE(f.metrics.at("routepack+comm").joint, r.routepack_comm->metrics.joint);
+        const PlanResult back = restore_plan(f, in.window, "p.json");
+        QCOMPARE(back.routepack_comm->comm->inter_total, i64(0));
+        QCOMPARE(back.grouter->metrics.joint, r.grouter->metrics.joint);
+        // One node: no communication methods, the section is null, the plan is the one-node plan.
+        PlanInput one = in;
+        one.topology.gpus_per_node = 0;
+        const PlanResult r1 = plan_window(one);
+        QVERIFY(!r1.grouter && !r1.routepack_comm && !r1.routepack.comm);
+        QCOMPARE(r1.routepack.layout, r.routepack.layout);
+        QVERIFY(plan_to_json(r1).find("\"communication\": null") != std::string::npos);
     }
 
     void deepseekFirst512() {

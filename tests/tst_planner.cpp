@@ -388,7 +388,8 @@ private Q_SLOTS:
         // Schema fields the training job relies on.
         const auto j = nlohmann::json::parse(text);
         QCOMPARE(j["format"].get<std::string>(), std::string("routepack-plan"));
-        QCOMPARE(j["version"].get<int>(), 4);
+        QCOMPARE(j["version"].get<int>(), 5);
+        QVERIFY(j["communication"].is_null()); // one node: no communication section
         QCOMPARE(j["topology"]["row_multiple"].get<int>(), 1);
         QCOMPARE(j["inputs"]["fingerprint"].get<std::string>(), window_fingerprint(in.window));
         // The lower bound: recomputed from the window (core/plan/bound.h) and below the plan's max_g U.
@@ -399,7 +400,7 @@ private Q_SLOTS:
         QCOMPARE(j["max_u_lower_bound"]["sample"].get<double>(), want.sample);
         QCOMPARE(j["max_u_lower_bound"]["gap"].get<double>(), r.routepack.metrics.score.max_u / want.value - 1.0);
         QVERIFY(want.value > 0 && want.value <= r.routepack.metrics.score.max_u);
-        QCOMPARE(f.version, 4);
+        QCOMPARE(f.version, 5);
         QVERIFY(f.has_bound);
         QCOMPARE(f.bound.value, want.value);
         {
@@ -445,15 +446,30 @@ private Q_SLOTS:
             QCOMPARE(three.topology.row_multiple, 1);
             QCOMPARE(three.layout, f.layout);
             QCOMPARE(rescore_plan(three, in.window), std::string());
-            auto v5 = j;
-            v5["version"] = 5;
+            auto v6 = j;
+            v6["version"] = 6;
             QCOMPARE(
-                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v5.dump(), "p.json"); })),
-                QStringLiteral("p.json: plan version 5 is not supported (expected 1 to 4)"));
-            v5["version"] = 0;
+                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v6.dump(), "p.json"); })),
+                QStringLiteral("p.json: plan version 6 is not supported (expected 1 to 5)"));
+            v6["version"] = 0;
             QCOMPARE(
-                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v5.dump(), "p.json"); })),
-                QStringLiteral("p.json: plan version 0 is not supported (expected 1 to 4)"));
+                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v6.dump(), "p.json"); })),
+                QStringLiteral("p.json: plan version 0 is not supported (expected 1 to 5)"));
+            // Version 4 has no communication section; version 5 must have one.
+            auto four = j;
+            four["version"] = 4;
+            four.erase("communication");
+            QCOMPARE(parse_plan(four.dump(), "p.json").layout, f.layout);
+            auto no_comm = j;
+            no_comm.erase("communication");
+            QCOMPARE(QString::fromStdString(
+                         routepack::test::error_of<InputError>([&] { parse_plan(no_comm.dump(), "p.json"); })),
+                     QStringLiteral("p.json: missing field 'communication'"));
+            auto comm_on_one_node = j;
+            comm_on_one_node["communication"] = {{"nodes", 1}};
+            QCOMPARE(QString::fromStdString(routepack::test::error_of<InputError>(
+                         [&] { parse_plan(comm_on_one_node.dump(), "p.json"); })),
+                     QStringLiteral("p.json: communication must be null: the topology has one node"));
             auto lower = j;
             lower["max_u_lower_bound"]["value"] = want.value / 2;
             lower["max_u_lower_bound"]["gap"] = r.routepack.metrics.score.max_u / (want.value / 2) - 1.0;

@@ -91,7 +91,7 @@ class TestStudioRuns : public QObject {
         c.group_size = 8;
         c.seed = 3;
         write_synth(c, TraceFormat::VLLM, dir / "syn");
-        const fs::path file = dir / "lib.routepack";
+        fs::path file = dir / "lib.routepack";
         auto lib = storage::Library::open(file);
         ImportOptions o;
         o.model = synth_model(c);

@@ -417,7 +417,7 @@ PlanFile plan_file_of(const PlanResult& r) {
     f.bound = r.bound;
     f.layout = r.routepack.layout;
     f.score = r.routepack.metrics.score;
-    for (const MethodResult* m : {&r.baseline, &r.reorder, &r.karmarkar_karp, &r.routepack})
+    for (const MethodResult* m : r.methods())
         f.metrics[m->name] = m->metrics;
     f.seed = r.budgets.seed;
     f.workers = r.budgets.workers;
@@ -909,7 +909,8 @@ Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scal
                     d[py::str(name)] = metrics_dict(x);
                 return d;
             },
-            "per method (baseline, reorder, karmarkar_karp, routepack) the Table 3-4 metrics")
+            "per method (baseline, reorder, karmarkar_karp, routepack; grouter and routepack+comm on more than one "
+            "node) the Table 3-4 metrics")
         .def_property_readonly("moe_layers", [](const PyPlan& p) { return p.file.model.moe_layers; })
         .def_property_readonly("num_hidden_layers", [](const PyPlan& p) { return p.file.model.num_hidden_layers; })
         .def_property_readonly("num_experts", [](const PyPlan& p) { return p.file.model.experts; })

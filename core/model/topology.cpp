@@ -71,6 +71,8 @@ constexpr std::int64_t kMaxMinRows = std::int64_t(1) << 30;
 constexpr std::size_t kMaxAttentionStages = 64;
 /// Largest attention-stage alpha / beta (cost per token).
 constexpr double kMaxStageCoefficient = 1e12;
+/// Largest comm_weight (routepack+comm row cost term); keeps w * copies / C finite and far below DBL_MAX.
+constexpr double kMaxCommWeight = 1e6;
 
 /// Integer field `key` in min..max, never narrowed: "<origin>: field 'k' must be >= min (got x)",
 /// "... must be at most max (got x)" (values above INT64_MAX included, as written).
@@ -185,6 +187,19 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
         t.row_multiple = static_cast<int>(need_int(j, "row_multiple", origin, 1, kMaxRowMultiple));
     check_row_fields(t, origin);
     parse_nodes(j, t, origin);
+    auto fraction = [&](const char* key, double hi, double* out) {
+        if (!j.contains(key)) return;
+        const auto& v = j[key];
+        if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= hi)) {
+            std::ostringstream bound;
+            bound << hi;
+            throw InputError(origin + ": field '" + key + "' must be a number in 0.." + bound.str() + " (got " +
+                             v.dump() + ")");
+        }
+        *out = v.get<double>();
+    };
+    fraction("comm_weight", kMaxCommWeight, &t.comm_weight);
+    fraction("comm_load_tolerance", 1.0, &t.comm_load_tolerance);
 
     if (j.contains("edp_shards")) {
         const auto& s = j["edp_shards"];
@@ -271,6 +286,8 @@ std::string topology_to_json(const Topology& t) {
     if (t.gpus_per_node) j["gpus_per_node"] = t.gpus_per_node;
     if (!t.ep_rank_nodes.empty()) j["ep_rank_nodes"] = t.ep_rank_nodes;
     if (!t.dp_slot_nodes.empty()) j["dp_slot_nodes"] = t.dp_slot_nodes;
+    if (t.comm_weight != 0) j["comm_weight"] = t.comm_weight;
+    if (t.comm_load_tolerance != 0.02) j["comm_load_tolerance"] = t.comm_load_tolerance;
     return j.dump();
 }
 

@@ -39,6 +39,12 @@ struct AttentionStage {
 /// - ep_rank_nodes [P] and dp_slot_nodes [D]: the node of every EP rank and DP slot, ids 0..N-1 with
 ///   N = 1 + the largest id; every node holds at least one EP rank and one DP slot.
 /// The node fields do not enter the compute score (eqs. 11-15); plans are the same with or without.
+///
+/// Communication-aware planning (the `routepack+comm` method, run when there is more than one node),
+/// optional: "comm_weight" w >= 0 adds w * (inter-node token copies the row-shard's DP slots send,
+/// summed over MoE layers) / C to that method's row cost J (default 0: its search uses the paper's
+/// score); "comm_load_tolerance" tau in 0..1 lets its placement raise a layer's busiest EP rank load
+/// up to (1 + tau) times LPT's while it moves co-activated experts onto one node (default 0.02).
 struct Topology {
     int ep_ranks = 0;                         ///< P
     int experts_per_layer = 0;                ///< E when the file states it (0 = take the trace's)
@@ -46,11 +52,13 @@ struct Topology {
     std::vector<std::vector<int>> edp_shards; ///< G shards, each a list of DP slots
     std::int64_t token_cap = 0;               ///< C, tokens per cell (hard)
     std::vector<AttentionStage> attention_stages;
-    int min_rows = 0;               ///< optional lower bound on R (pipeline occupancy)
-    int row_multiple = 1;           ///< R must be a multiple of it (1 = any R)
-    int gpus_per_node = 0;          ///< g as written (0 = not given)
-    std::vector<int> ep_rank_nodes; ///< [P] node of each EP rank as written (empty = not given)
-    std::vector<int> dp_slot_nodes; ///< [D] node of each DP slot as written (empty = not given)
+    int min_rows = 0;                  ///< optional lower bound on R (pipeline occupancy)
+    int row_multiple = 1;              ///< R must be a multiple of it (1 = any R)
+    int gpus_per_node = 0;             ///< g as written (0 = not given)
+    std::vector<int> ep_rank_nodes;    ///< [P] node of each EP rank as written (empty = not given)
+    std::vector<int> dp_slot_nodes;    ///< [D] node of each DP slot as written (empty = not given)
+    double comm_weight = 0;            ///< w of routepack+comm's row cost term (0 = the paper's score)
+    double comm_load_tolerance = 0.02; ///< tau: routepack+comm placement's max rank load <= (1 + tau) LPT's
 
     int shards() const { return static_cast<int>(edp_shards.size()); }
     /// [D] -> shard index g of each DP slot.
@@ -74,7 +82,8 @@ struct Topology {
 /// node fields: gpus_per_node in 1..P dividing P with N = P / g dividing D; gpus_per_node together
 /// with the lists; one list without the other; a list of the wrong length or with a non-integer, or
 /// an id outside 0..min(P, D)-1 ("<origin>: ep_rank_nodes[3] is 9, outside 0..7"); a node below the
-/// largest id that holds no EP rank or no DP slot.
+/// largest id that holds no EP rank or no DP slot; comm_weight not a number in 0..1e6 or
+/// comm_load_tolerance not in 0..1 ("<origin>: field 'comm_weight' must be a number in 0..1e+06 (got -1)").
 Topology parse_topology(const std::string& json_text, const std::string& origin);
 /// Largest row_multiple of a topology (2^20) and largest row count a topology may ask for (2^30:
 /// min_rows and the smallest multiple of row_multiple >= min_rows).
@@ -89,7 +98,8 @@ constexpr int kMaxTopologyRows = 1 << 30;
 void check_row_fields(const Topology& t, const std::string& origin);
 
 /// Serializes to the same JSON shape (edp_shards always written; the node fields only when given, so
-/// a one-node topology serializes exactly as before they existed; row_multiple only when it is not 1).
+/// a one-node topology serializes exactly as before they existed; row_multiple only when it is not 1,
+/// comm_weight only when not 0, comm_load_tolerance only when not 0.02).
 std::string topology_to_json(const Topology& t);
 /// Checks the topology against a model: E % P == 0, experts_per_layer == E when given. InputError
 /// "topology: 64 experts are not divisible by 6 EP ranks".

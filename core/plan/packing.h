@@ -28,8 +28,22 @@ struct PackingProblem {
     std::vector<int> shard_of_slot;       ///< [D] -> g
     std::vector<std::vector<int>> shards; ///< [G] -> DP slots of D_g, ascending
     std::vector<AttentionStage> stages;
+    /// Communication term of the row cost (routepack+comm): with comm_weight w > 0 every row-shard's
+    /// J gains K[r][g] = w * X[r][g] / C, X = sum over its cells (r, d) of comm_sent[i][node_of_slot[d]]
+    /// (inter-node token copies, summed over MoE layers; core/plan/comm.h sample_sent_copies). w = 0
+    /// (the default, comm_sent empty) is the paper's score, bit for bit.
+    double comm_weight = 0;
+    int comm_nodes = 0;                  ///< N when comm_sent is set
+    std::vector<int> node_of_slot;       ///< [D] node of each DP slot (with comm_sent)
+    std::vector<std::int64_t> comm_sent; ///< [n][N] copies sample i sends when its DP slot is on node m
 
     const std::int32_t* q(int i) const { return demand.data() + static_cast<std::size_t>(i) * L * P; }
+    bool has_comm_term() const { return comm_weight > 0 && !comm_sent.empty(); }
+    /// Copies sample i sends to other nodes from DP slot d (requires comm_sent).
+    std::int64_t sent_from(int i, int d) const {
+        return comm_sent[static_cast<std::size_t>(i) * static_cast<std::size_t>(comm_nodes) +
+                         static_cast<std::size_t>(node_of_slot[static_cast<std::size_t>(d)])];
+    }
 };
 
 /// Builds the problem from a window (samples + counts), a topology and a placement. InputError

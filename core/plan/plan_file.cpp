@@ -27,7 +27,7 @@ ojson score_json(const Score& s) {
 ojson metrics_json(const MethodResult& m) {
     const auto& x = m.metrics;
     ojson j;
-    j["placement"] = m.lpt ? "lpt" : "identity";
+    j["placement"] = m.placement_name;
     j["score"] = score_json(x.score);
     j["cv_global"] = x.cv_global;
     j["ep_peak_sum"] = x.ep_peak_sum;
@@ -38,6 +38,75 @@ ojson metrics_json(const MethodResult& m) {
     j["cap_violations"] = x.cap_violations;
     j["empty_cells"] = x.empty_cells;
     return j;
+}
+
+ojson placement_ojson(const Placement& pi) {
+    ojson placement = ojson::array();
+    for (int l = 0; l < pi.layers; ++l) {
+        ojson layer = ojson::array();
+        for (int e = 0; e < pi.experts; ++e)
+            layer.push_back(pi.at(l, e));
+        placement.push_back(std::move(layer));
+    }
+    return placement;
+}
+
+ojson rows_ojson(const Layout& x, const std::vector<SampleInfo>& samples) {
+    ojson rows = ojson::array();
+    for (int rr = 0; rr < x.rows; ++rr) {
+        ojson row = ojson::array();
+        for (int d = 0; d < x.dp_slots; ++d) {
+            ojson cell = ojson::array();
+            for (int i : x.cells[static_cast<std::size_t>(x.cell_index(rr, d))])
+                cell.push_back(samples[static_cast<std::size_t>(i)].id);
+            row.push_back(std::move(cell));
+        }
+        rows.push_back(std::move(row));
+    }
+    return rows;
+}
+
+ojson comm_figures_ojson(const CommCost& c) {
+    return {{"inter_node_copies", c.inter_total},
+            {"intra_node_copies", c.intra_total},
+            {"busiest_node_copies", c.busiest_total},
+            {"inter_node_per_layer", c.inter_per_layer}};
+}
+
+/// The "communication" section (version 5): null on one node; else the node map, the weight and
+/// tolerance, and when the window has routes every method's figures and the two communication
+/// methods' placements and rows.
+ojson communication_ojson(const PlanResult& r) {
+    if (r.nodes <= 1) return nullptr;
+    ojson c;
+    c["nodes"] = r.nodes;
+    c["ep_rank_nodes"] = r.topology.node_of_rank();
+    c["dp_slot_nodes"] = r.topology.node_of_dp_slot();
+    c["weight"] = r.topology.comm_weight;
+    c["load_tolerance"] = r.topology.comm_load_tolerance;
+    c["available"] = r.comm_available && r.routepack.comm.has_value();
+    if (!c["available"].get<bool>()) {
+        c["note"] = r.comm_available ? "not computed (the plan was cancelled)" : kCommUnavailable;
+        return c;
+    }
+    ojson methods;
+    for (const MethodResult* m : r.methods())
+        if (m->comm) methods[m->name] = comm_figures_ojson(*m->comm);
+    c["methods"] = std::move(methods);
+    if (r.grouter) {
+        ojson off = ojson::array();
+        for (int i : r.grouter_off_node)
+            off.push_back(r.samples[static_cast<std::size_t>(i)].id);
+        c["grouter"] = {{"placement", placement_ojson(r.grouter_placement)},
+                        {"rows", rows_ojson(r.grouter->layout, r.samples)},
+                        {"node_packing_fitted", r.grouter_fitted},
+                        {"off_node", std::move(off)}};
+    }
+    if (r.routepack_comm)
+        c["routepack+comm"] = {{"placement", placement_ojson(r.comm_placement)},
+                               {"rows", rows_ojson(r.routepack_comm->layout, r.samples)},
+                               {"search_score", score_json(r.routepack_comm->comm_score.value_or(Score{}))}};
+    return c;
 }
 
 ojson topology_ojson(const Topology& t) {
@@ -61,14 +130,7 @@ std::string plan_to_json(const PlanResult& r) {
     j["topology"] = topology_ojson(r.topology);
     j["topology"]["row_multiple"] = r.topology.row_multiple; // version 4: always written
     j["moe_layers"] = r.model.moe_layers;
-    ojson placement = ojson::array();
-    for (int l = 0; l < r.lpt.layers; ++l) {
-        ojson layer = ojson::array();
-        for (int e = 0; e < r.lpt.experts; ++e)
-            layer.push_back(r.lpt.at(l, e));
-        placement.push_back(std::move(layer));
-    }
-    j["placement"] = std::move(placement);
+    j["placement"] = placement_ojson(r.lpt);
     ojson samples = ojson::array();
     for (std::size_t i = 0; i < r.samples.size(); ++i)
         samples.push_back({{"id", r.samples[i].id}, {"index", i}, {"length", r.samples[i].length}});
@@ -78,19 +140,7 @@ std::string plan_to_json(const PlanResult& r) {
     j["row_lower_bound"] = r.rows.lower_bound;
     j["row_count_how"] = r.rows.how;
     j["baseline_is_fixed_row_ffd"] = !r.baseline_not_ffd;
-    const Layout& x = r.routepack.layout;
-    ojson rows = ojson::array();
-    for (int rr = 0; rr < x.rows; ++rr) {
-        ojson row = ojson::array();
-        for (int d = 0; d < x.dp_slots; ++d) {
-            ojson cell = ojson::array();
-            for (int i : x.cells[static_cast<std::size_t>(x.cell_index(rr, d))])
-                cell.push_back(r.samples[static_cast<std::size_t>(i)].id);
-            row.push_back(std::move(cell));
-        }
-        rows.push_back(std::move(row));
-    }
-    j["rows"] = std::move(rows);
+    j["rows"] = rows_ojson(r.routepack.layout, r.samples);
     j["score"] = score_json(r.routepack.metrics.score);
     j["max_u_lower_bound"] = {{"value", r.bound.value},
                               {"mean", r.bound.mean},
@@ -100,6 +150,9 @@ std::string plan_to_json(const PlanResult& r) {
                     {"reorder", metrics_json(r.reorder)},
                     {"karmarkar_karp", metrics_json(r.karmarkar_karp)},
                     {"routepack", metrics_json(r.routepack)}};
+    if (r.grouter) j["metrics"]["grouter"] = metrics_json(*r.grouter);
+    if (r.routepack_comm) j["metrics"]["routepack+comm"] = metrics_json(*r.routepack_comm);
+    j["communication"] = communication_ojson(r);
     const auto& sb = r.budgets.seeding;
     const auto& ab = r.budgets.annealing;
     ojson conv = ojson::array();
@@ -220,6 +273,167 @@ LayoutMetrics parse_metrics(const json& j, const std::string& where) {
     return m;
 }
 
+/// A placement list [L][E] of physical slots, each layer a permutation of 0..E-1 (where = "<origin>: placement").
+Placement parse_placement(const json& pl, const ModelDescription& model, int P, const std::string& where0) {
+    const int L = model.num_moe_layers(), E = model.experts;
+    if (!pl.is_array() || static_cast<int>(pl.size()) != L)
+        throw InputError(where0 + " must hold one list per MoE layer (" + std::to_string(L) + ")");
+    Placement out;
+    out.layers = L;
+    out.experts = E;
+    out.ep_ranks = P;
+    auto layer_where = [&](int l) {
+        return where0 + "[" + std::to_string(l) + "] (layer " + std::to_string(model.moe_layers[l]) + ")";
+    };
+    // The shape first: the [L][E] table is allocated only for a file that really holds it.
+    for (int l = 0; l < L; ++l) {
+        const auto& layer = pl[static_cast<std::size_t>(l)];
+        if (!layer.is_array() || static_cast<int>(layer.size()) != E)
+            throw InputError(layer_where(l) + " must list the slot of each of the " + std::to_string(E) + " experts");
+    }
+    out.slot.assign(static_cast<std::size_t>(L) * E, -1);
+    for (int l = 0; l < L; ++l) {
+        const auto& layer = pl[static_cast<std::size_t>(l)];
+        const std::string where = layer_where(l);
+        std::vector<char> used(static_cast<std::size_t>(E), 0);
+        for (int e = 0; e < E; ++e) {
+            const auto& v = layer[static_cast<std::size_t>(e)];
+            if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() >= E)
+                throw InputError(where + ": expert " + std::to_string(e) + " has no slot in 0.." +
+                                 std::to_string(E - 1));
+            const int s = v.get<int>();
+            if (used[static_cast<std::size_t>(s)])
+                throw InputError(where + ": slot " + std::to_string(s) + " used twice");
+            used[static_cast<std::size_t>(s)] = 1;
+            out.slot[static_cast<std::size_t>(l) * E + e] = s;
+        }
+    }
+    return out;
+}
+
+/// Rows of sample ids [R][D][...] into a Layout of sample indices (where = "<origin>: rows").
+Layout parse_rows(const json& rows, const std::unordered_map<std::string, int>& index, int row_count, int D,
+                  const std::string& where) {
+    if (!rows.is_array() || static_cast<int>(rows.size()) != row_count || row_count < 1)
+        throw InputError(where + " must hold row_count = " + std::to_string(row_count) + " rows");
+    // The shape first: the row_count x D cells are allocated only for a file that really holds them.
+    for (int r = 0; r < row_count; ++r) {
+        const auto& row = rows[static_cast<std::size_t>(r)];
+        if (!row.is_array() || static_cast<int>(row.size()) != D)
+            throw InputError(where + "[" + std::to_string(r) + "] must hold D = " + std::to_string(D) + " cells");
+    }
+    Layout x;
+    x.rows = row_count;
+    x.dp_slots = D;
+    x.cells.resize(static_cast<std::size_t>(row_count) * D);
+    for (int r = 0; r < row_count; ++r) {
+        const auto& row = rows[static_cast<std::size_t>(r)];
+        for (int d = 0; d < D; ++d) {
+            const auto& cell = row[static_cast<std::size_t>(d)];
+            const std::string at = where + "[" + std::to_string(r) + "][" + std::to_string(d) + "]";
+            if (!cell.is_array()) throw InputError(at + " must be a list of sample ids, not " + util::json_kind(cell));
+            for (const auto& v : cell) {
+                auto it = v.is_string() ? index.find(v.get<std::string>()) : index.end();
+                if (it == index.end())
+                    throw InputError(at + " names " + util::json_brief(v) + ", not a sample of the plan");
+                x.cells[static_cast<std::size_t>(x.cell_index(r, d))].push_back(it->second);
+            }
+        }
+    }
+    return x;
+}
+
+CommFigures parse_figures(const json& j, int L, const std::string& where) {
+    CommFigures c;
+    c.inter = need_int(j, "inter_node_copies", where, 0);
+    c.intra = need_int(j, "intra_node_copies", where, 0);
+    c.busiest = need_int(j, "busiest_node_copies", where, 0);
+    const auto& per = need(j, "inter_node_per_layer", where);
+    if (!per.is_array() || static_cast<int>(per.size()) != L)
+        throw InputError(where + ": inter_node_per_layer must hold one count per MoE layer (" + std::to_string(L) +
+                         ")");
+    std::int64_t sum = 0;
+    for (std::size_t l = 0; l < per.size(); ++l) {
+        if (!per[l].is_number_integer() || per[l].get<std::int64_t>() < 0 ||
+            (per[l].is_number_unsigned() && per[l].get<std::uint64_t>() > std::uint64_t(INT64_MAX)))
+            throw InputError(where + ": inter_node_per_layer[" + std::to_string(l) + "] must be an integer >= 0");
+        c.inter_per_layer.push_back(per[l].get<std::int64_t>());
+        if (__builtin_add_overflow(sum, c.inter_per_layer.back(), &sum))
+            throw InputError(where + ": inter_node_per_layer sums above 2^63 - 1");
+    }
+    if (sum != c.inter)
+        throw InputError(where + ": inter_node_per_layer sums to " + std::to_string(sum) + ", not inter_node_copies " +
+                         std::to_string(c.inter));
+    return c;
+}
+
+/// The version-5 "communication" section into f.comm (f's model, topology and samples already read).
+void parse_communication(const json& c, PlanFile& f, const std::unordered_map<std::string, int>& index,
+                         const PackingProblem& shape, const std::string& where) {
+    const int nodes = f.topology.nodes();
+    if (c.is_null()) {
+        if (nodes > 1) throw InputError(where + " is null but the topology has " + std::to_string(nodes) + " nodes");
+        return;
+    }
+    if (nodes == 1) throw InputError(where + " must be null: the topology has one node");
+    if (!c.is_object()) throw InputError(where + " must be null or an object, not " + util::json_kind(c));
+    f.comm.nodes = static_cast<int>(need_int(c, "nodes", where, 1, kIntMax));
+    if (f.comm.nodes != nodes)
+        throw InputError(where + ": nodes " + std::to_string(f.comm.nodes) + " differs from the topology's " +
+                         std::to_string(nodes));
+    f.comm.weight = need_number(c, "weight", where);
+    f.comm.load_tolerance = need_number(c, "load_tolerance", where);
+    const auto& avail = need(c, "available", where);
+    if (!avail.is_boolean())
+        throw InputError(where + ": field 'available' must be true or false, not " + util::json_kind(avail));
+    f.comm.available = avail.get<bool>();
+    if (!f.comm.available) {
+        f.comm.note = string_or_empty(c, "note", where);
+        return;
+    }
+    const int L = f.model.num_moe_layers();
+    const auto& methods = need(c, "methods", where);
+    if (!methods.is_object()) throw InputError(where + ": methods must be an object");
+    for (const auto& [name, v] : methods.items()) {
+        if (!f.metrics.count(name))
+            throw InputError(where + ".methods: '" + name + "' is not a method of the plan's metrics");
+        f.comm.figures[name] = parse_figures(v, L, where + ".methods." + name);
+    }
+    const int R = f.row_count, D = f.topology.dp_slots;
+    if (c.contains("grouter")) {
+        const std::string at = where + ".grouter";
+        const auto& g = c["grouter"];
+        f.comm.grouter_placement =
+            parse_placement(need(g, "placement", at), f.model, f.topology.ep_ranks, at + ": placement");
+        f.comm.grouter_layout = parse_rows(need(g, "rows", at), index, R, D, at + ": rows");
+        if (const std::string bad = validate_layout(f.comm.grouter_layout, shape); !bad.empty())
+            throw InputError(at + ": rows: " + bad);
+        const auto& fitted = need(g, "node_packing_fitted", at);
+        if (!fitted.is_boolean()) throw InputError(at + ": field 'node_packing_fitted' must be true or false");
+        f.comm.grouter_fitted = fitted.get<bool>();
+        const auto& off = need(g, "off_node", at);
+        if (!off.is_array()) throw InputError(at + ": off_node must be a list of sample ids");
+        for (const auto& v : off) {
+            auto it = v.is_string() ? index.find(v.get<std::string>()) : index.end();
+            if (it == index.end())
+                throw InputError(at + ": off_node names " + util::json_brief(v) + ", not a sample of the plan");
+            f.comm.grouter_off_node.push_back(it->second);
+        }
+        f.comm.has_grouter = true;
+    }
+    if (c.contains("routepack+comm")) {
+        const std::string at = where + ".routepack+comm";
+        const auto& m = c["routepack+comm"];
+        f.comm.comm_placement =
+            parse_placement(need(m, "placement", at), f.model, f.topology.ep_ranks, at + ": placement");
+        f.comm.comm_layout = parse_rows(need(m, "rows", at), index, R, D, at + ": rows");
+        if (const std::string bad = validate_layout(f.comm.comm_layout, shape); !bad.empty())
+            throw InputError(at + ": rows: " + bad);
+        f.comm.comm_search_score = parse_score(need(m, "search_score", at), at + ".search_score");
+        f.comm.has_comm_method = true;
+    }
+}
+
 } // namespace
 
 PlanFile parse_plan(const std::string& text, const std::string& origin) {
@@ -271,39 +485,7 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
     } catch (const InputError& e) {
         throw InputError(origin + ": " + e.what());
     }
-    const int L = f.model.num_moe_layers(), E = f.model.experts;
-    const auto& pl = need(j, "placement", origin);
-    if (!pl.is_array() || static_cast<int>(pl.size()) != L)
-        throw InputError(origin + ": placement must hold one list per MoE layer (" + std::to_string(L) + ")");
-    f.placement.layers = L;
-    f.placement.experts = E;
-    f.placement.ep_ranks = f.topology.ep_ranks;
-    auto layer_where = [&](int l) {
-        return origin + ": placement[" + std::to_string(l) + "] (layer " + std::to_string(f.model.moe_layers[l]) + ")";
-    };
-    // The shape first: the [L][E] table is allocated only for a file that really holds it.
-    for (int l = 0; l < L; ++l) {
-        const auto& layer = pl[static_cast<std::size_t>(l)];
-        if (!layer.is_array() || static_cast<int>(layer.size()) != E)
-            throw InputError(layer_where(l) + " must list the slot of each of the " + std::to_string(E) + " experts");
-    }
-    f.placement.slot.assign(static_cast<std::size_t>(L) * E, -1);
-    for (int l = 0; l < L; ++l) {
-        const auto& layer = pl[static_cast<std::size_t>(l)];
-        const std::string where = layer_where(l);
-        std::vector<char> used(static_cast<std::size_t>(E), 0);
-        for (int e = 0; e < E; ++e) {
-            const auto& v = layer[static_cast<std::size_t>(e)];
-            if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() >= E)
-                throw InputError(where + ": expert " + std::to_string(e) + " has no slot in 0.." +
-                                 std::to_string(E - 1));
-            const int s = v.get<int>();
-            if (used[static_cast<std::size_t>(s)])
-                throw InputError(where + ": slot " + std::to_string(s) + " used twice");
-            used[static_cast<std::size_t>(s)] = 1;
-            f.placement.slot[static_cast<std::size_t>(l) * E + e] = s;
-        }
-    }
+    f.placement = parse_placement(need(j, "placement", origin), f.model, f.topology.ep_ranks, origin + ": placement");
     const auto& samples = need(j, "samples", origin);
     if (!samples.is_array() || samples.empty()) throw InputError(origin + ": samples must be a non-empty list");
     std::unordered_map<std::string, int> index;
@@ -336,36 +518,8 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
                          util::json_kind(certified));
     f.row_count_certified = certified.get<bool>();
     f.row_lower_bound = static_cast<int>(need_int(j, "row_lower_bound", origin, 0, kIntMax));
-    const auto& rows = need(j, "rows", origin);
     const int D = f.topology.dp_slots;
-    if (!rows.is_array() || static_cast<int>(rows.size()) != f.row_count || f.row_count < 1)
-        throw InputError(origin + ": rows must hold row_count = " + std::to_string(f.row_count) + " rows");
-    // The shape first: the row_count x D cells are allocated only for a file that really holds them.
-    for (int r = 0; r < f.row_count; ++r) {
-        const auto& row = rows[static_cast<std::size_t>(r)];
-        if (!row.is_array() || static_cast<int>(row.size()) != D)
-            throw InputError(origin + ": rows[" + std::to_string(r) + "] must hold D = " + std::to_string(D) +
-                             " cells");
-    }
-    f.layout.rows = f.row_count;
-    f.layout.dp_slots = D;
-    f.layout.cells.resize(static_cast<std::size_t>(f.row_count) * D);
-    for (int r = 0; r < f.row_count; ++r) {
-        const auto& row = rows[static_cast<std::size_t>(r)];
-        for (int d = 0; d < D; ++d) {
-            const auto& cell = row[static_cast<std::size_t>(d)];
-            if (!cell.is_array())
-                throw InputError(origin + ": rows[" + std::to_string(r) + "][" + std::to_string(d) +
-                                 "] must be a list of sample ids, not " + util::json_kind(cell));
-            for (const auto& v : cell) {
-                auto it = v.is_string() ? index.find(v.get<std::string>()) : index.end();
-                if (it == index.end())
-                    throw InputError(origin + ": rows[" + std::to_string(r) + "][" + std::to_string(d) + "] names " +
-                                     util::json_brief(v) + ", not a sample of the plan");
-                f.layout.cells[static_cast<std::size_t>(f.layout.cell_index(r, d))].push_back(it->second);
-            }
-        }
-    }
+    f.layout = parse_rows(need(j, "rows", origin), index, f.row_count, D, origin + ": rows");
     // Structure: coverage, cap, non-empty, rectangle — with the plan's own lengths.
     PackingProblem shape;
     shape.n = static_cast<int>(f.lengths.size());
@@ -378,6 +532,10 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
     const auto& metrics = need(j, "metrics", origin);
     for (const char* k : {"baseline", "reorder", "karmarkar_karp", "routepack"})
         f.metrics[k] = parse_metrics(need(metrics, k, origin + ": metrics"), origin + ": metrics." + k);
+    if (f.version >= 5)
+        for (const char* k : {"grouter", "routepack+comm"})
+            if (metrics.is_object() && metrics.contains(k))
+                f.metrics[k] = parse_metrics(metrics[k], origin + ": metrics." + k);
     if (!(f.metrics["routepack"].score == f.score))
         throw InputError(origin + ": score differs from metrics.routepack.score");
     if (f.version >= 2) {
@@ -399,6 +557,8 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
             throw InputError(where + ": gap " + b["gap"].dump() + " differs from score[0] / value - 1");
         f.has_bound = true;
     }
+    if (f.version >= 5)
+        parse_communication(need(j, "communication", origin), f, index, shape, origin + ": communication");
     const auto& planner = need(j, "planner", origin);
     {
         const auto& seed = need(planner, "seed", origin + ": planner");
@@ -481,8 +641,46 @@ PlanResult restore_plan(const PlanFile& plan, const Trace& window, const std::st
     r.rows.certified = plan.row_count_certified;
     r.rows.lower_bound = plan.row_lower_bound;
     r.routepack.layout = plan.layout;
+    auto method = [&](const char* name, const char* placement, const Layout& x) {
+        MethodResult m;
+        m.name = name;
+        m.placement_name = placement;
+        m.layout = x;
+        return m;
+    };
+    const PlanFileComm& c = plan.comm;
+    if (c.has_grouter) {
+        r.grouter = method("grouter", "grouter", c.grouter_layout);
+        r.grouter_placement = c.grouter_placement;
+        r.grouter_off_node = c.grouter_off_node;
+        r.grouter_fitted = c.grouter_fitted;
+    }
+    if (c.has_comm_method) {
+        r.routepack_comm = method("routepack+comm", "comm", c.comm_layout);
+        r.routepack_comm->comm_score = c.comm_search_score;
+        r.comm_placement = c.comm_placement;
+    }
+    // Communication figures are recomputed from the routes (exact integers, deterministic); a
+    // window without routes keeps them unset (shown as n/a).
+    if (r.nodes > 1 && r.comm_available) {
+        const std::vector<int> slot_node = plan.topology.node_of_dp_slot();
+        const CommDemand d_id = make_comm_demand(window, plan.topology, r.identity);
+        const CommDemand d_lpt = make_comm_demand(window, plan.topology, r.lpt);
+        r.baseline.comm = comm_cost(r.baseline.layout, d_id, slot_node);
+        for (MethodResult* m : {&r.reorder, &r.karmarkar_karp, &r.routepack})
+            m->comm = comm_cost(m->layout, d_lpt, slot_node);
+        if (r.grouter)
+            r.grouter->comm =
+                comm_cost(r.grouter->layout, make_comm_demand(window, plan.topology, r.grouter_placement), slot_node);
+        if (r.routepack_comm)
+            r.routepack_comm->comm = comm_cost(r.routepack_comm->layout,
+                                               make_comm_demand(window, plan.topology, r.comm_placement), slot_node);
+    }
     for (MethodResult* m : {&r.baseline, &r.reorder, &r.karmarkar_karp, &r.routepack})
         if (const auto it = plan.metrics.find(m->name); it != plan.metrics.end()) m->metrics = it->second;
+    for (auto* m : {&r.grouter, &r.routepack_comm})
+        if (*m)
+            if (const auto it = plan.metrics.find((*m)->name); it != plan.metrics.end()) (*m)->metrics = it->second;
     return r;
 }
 

@@ -11,9 +11,35 @@ namespace routepack {
 /// added the final search's budgets and counts (budgets.polish_kick_moves, budgets.anytime,
 /// polish.kicks, polish.kicks_kept); version 4 writes `topology.row_multiple` always (the row count
 /// is a multiple of it; topology files leave it out when it is 1).
-/// parse_plan reads versions 1 to 4 (version 1 has no bound; versions 1 to 3 have no row_multiple,
+/// Version 5 adds "communication" (null on one node; else the node map, comm_weight, tolerance and,
+/// with routes, every method's inter-node figures and the grouter / routepack+comm placements and rows)
+/// and the metrics of those two methods.
+/// parse_plan reads versions 1 to 5 (version 1 has no bound; versions 1 to 3 have no row_multiple,
 /// read as 1) and rescore_plan checks each file's fingerprint with the function of its version.
-constexpr int kPlanVersion = 4;
+constexpr int kPlanVersion = 5;
+
+/// One method's inter-node figures as the plan file holds them (token copies, core/plan/comm.h).
+struct CommFigures {
+    std::int64_t inter = 0, intra = 0, busiest = 0;
+    std::vector<std::int64_t> inter_per_layer; ///< [L]
+};
+
+/// The plan file's "communication" section (version 5, more than one node).
+struct PlanFileComm {
+    int nodes = 1;
+    bool available = false; ///< false: no routes (note says why)
+    std::string note;
+    double weight = 0, load_tolerance = 0.02;
+    std::map<std::string, CommFigures> figures; ///< per method name
+    bool has_grouter = false, grouter_fitted = true;
+    Placement grouter_placement;
+    Layout grouter_layout;
+    std::vector<int> grouter_off_node; ///< sample indices
+    bool has_comm_method = false;
+    Placement comm_placement;
+    Layout comm_layout;
+    Score comm_search_score;
+};
 
 /// Serializes a plan (format "routepack-plan", version kPlanVersion) to JSON text (2-space indent). Every
 /// field but "timings" is a function of inputs, seed, budgets and worker count.
@@ -32,21 +58,24 @@ struct PlanFile {
     int row_lower_bound = 0;
     Layout layout; ///< rows as sample indices (window order)
     Score score;
-    int version = kPlanVersion; ///< the file's format version (1 to 4; a plan built in memory: current)
+    int version = kPlanVersion; ///< the file's format version (1 to 5; a plan built in memory: current)
     /// "max_u_lower_bound" (versions 2 to 4; absent in version 1 files: has_bound false).
     bool has_bound = false;
     MaxULowerBound bound;
-    std::map<std::string, LayoutMetrics> metrics; ///< baseline, reorder, karmarkar_karp, routepack
+    /// baseline, reorder, karmarkar_karp, routepack; grouter and routepack+comm when they ran (version 5)
+    std::map<std::string, LayoutMetrics> metrics;
+    PlanFileComm comm; ///< version 5 on more than one node (nodes 1 otherwise)
     std::uint64_t seed = 0;
     int workers = 0;
 };
 
-/// Parses and checks a plan's structure alone: format/version (1 to 4), every layer's placement a permutation
+/// Parses and checks a plan's structure alone: format/version (1 to 5), every layer's placement a permutation
 /// of 0..E-1 with E % P == 0, topology valid, R x D non-empty cells, every sample exactly once, cell
 /// token sums <= C (from the plan's own lengths), row_count a multiple of topology.row_multiple
 /// ("<origin>: row_count 6 is not a multiple of topology.row_multiple 4"), score == metrics.routepack.score, and
-/// (version 2 on) a bound with value <= score[0] and gap == score[0] / value - 1. InputError naming `origin` and the
-/// field.
+/// (version 2 on) a bound with value <= score[0] and gap == score[0] / value - 1, (version 5) a
+/// communication section whose node count matches the topology's and whose grouter / routepack+comm
+/// placements and rows pass the same checks. InputError naming `origin` and the field.
 PlanFile parse_plan(const std::string& json_text, const std::string& origin);
 
 /// Rescores a parsed plan against its window (samples in the plan's order, with counts): lengths

@@ -2,6 +2,8 @@
 #include "core/util/seeds.h"
 
 #include "core/plan/budgets_json.h"
+#include "core/plan/comm_placement.h"
+#include "core/plan/grouter.h"
 #include "core/plan/placement.h"
 #include "core/util/errors.h"
 
@@ -28,12 +30,231 @@ MethodResult make_method(const char* name, bool lpt, Layout layout, const Packin
     MethodResult m;
     m.name = name;
     m.lpt = lpt;
+    m.placement_name = lpt ? "lpt" : "identity";
     m.layout = std::move(layout);
     m.metrics = layout_metrics(m.layout, p, cv);
     return m;
 }
 
+/// The best layout a search has seen and its exact score (improved: better than where it began).
+struct BestLayout {
+    Layout layout;
+    Score score;
+    bool improved = false;
+    void keep(const Layout& x, const Score& s) {
+        if (!(s < score)) return;
+        layout = x;
+        score = s;
+        improved = true;
+    }
+};
+
+/// Where a search reports: progress events and convergence levels (routepack's search), stage timings.
+struct SearchHooks {
+    PlanProgressFn progress;
+    std::vector<LevelStats>* convergence = nullptr;
+    std::map<std::string, double>* timings = nullptr;
+};
+
+/// Counts of one packing search.
+struct SearchStats {
+    std::vector<std::string> origins;
+    std::int64_t proposals = 0, accepted = 0;
+    std::int64_t polish_evaluations = 0, polish_improvements = 0;
+    int polish_kicks = 0, polish_kicks_kept = 0;
+    bool polish_local_optimum = false;
+    bool cancelled = false, time_limit_hit = false;
+    bool finished = true; ///< false when cancelled before annealing (the caller returns at once)
+};
+
+/// RoutePack's packing search on problem `p` from the length-only layout `ffd`: seeding (Algorithm 2),
+/// population annealing (Algorithm 3) and the final exact pass on the straggler, keeping the best in
+/// `best`. `stage0` offsets the RNG streams (planner stages stage0 + 1..3 of the master seed);
+/// `extra_seed`, when given, replaces the population's worst member (same population size).
+SearchStats packing_search(const PackingProblem& p, const Layout& ffd, const PlannerBudgets& budgets, int stage0,
+                           const std::optional<SeedMember>& extra_seed, BestLayout& best, const SearchHooks& hooks,
+                           const std::atomic<bool>* cancel, std::optional<Clock::time_point> deadline) {
+    SearchStats st;
+    auto cancelled = [&] { return cancel && cancel->load(std::memory_order_relaxed); };
+    auto emit = [&](const char* stage, double f) {
+        if (hooks.progress) hooks.progress(PlanEvent{stage, f, std::nullopt, std::nullopt});
+    };
+    auto time = [&](const char* stage, Clock::time_point t0) {
+        if (hooks.timings) (*hooks.timings)[stage] = seconds_since(t0);
+    };
+    const auto stage = [&](int k) {
+        return seeds::planner_stage(budgets.seed, static_cast<std::uint64_t>(stage0 + k));
+    };
+
+    // Seeding (Algorithm 2).
+    auto t0 = Clock::now();
+    emit("seeding", 0.3);
+    SeedingBudget sb;
+    static_cast<SeedingSettings&>(sb) = budgets.seeding;
+    sb.seed = stage(1);
+    auto population = diverse_population(p, ffd, sb, cancel);
+    if (extra_seed && !population.empty()) {
+        auto worst = std::max_element(population.begin(), population.end(),
+                                      [](const SeedMember& a, const SeedMember& b) { return a.score < b.score; });
+        *worst = *extra_seed;
+    }
+    for (const auto& m : population)
+        st.origins.push_back(m.origin);
+    time("seeding", t0);
+    const SeedMember* best_seed = &population.front();
+    for (const auto& m : population)
+        if (m.score < best_seed->score) best_seed = &m;
+    best.keep(best_seed->layout, best_seed->score);
+    if (cancelled()) {
+        st.cancelled = true;
+        st.finished = false;
+        return st;
+    }
+
+    // Population annealing (Algorithm 3).
+    t0 = Clock::now();
+    emit("annealing", 0.4);
+    AnnealingBudget ab;
+    static_cast<AnnealingSettings&>(ab) = budgets.annealing;
+    ab.seed = stage(2);
+    const int levels = std::max(1, ab.levels);
+    const auto res = population_anneal(
+        p, population, ab,
+        [&](const LevelStats& s) {
+            if (hooks.convergence) hooks.convergence->push_back(s);
+            if (hooks.progress)
+                hooks.progress(PlanEvent{"annealing", 0.4 + 0.55 * (s.level + 1) / levels, s, std::nullopt});
+        },
+        cancel, deadline);
+    st.proposals = res.proposals;
+    st.accepted = res.accepted;
+    st.cancelled = res.cancelled && !res.time_limit_hit;
+    st.time_limit_hit = res.time_limit_hit;
+    best.keep(res.best, res.score);
+    time("annealing", t0);
+
+    // Final exact improvement pass on the straggler: guided descent and kicks (one replica, its own RNG
+    // stream; anytime until the deadline when there is one).
+    t0 = Clock::now();
+    emit("polish", 0.95);
+    if (budgets.polish_evaluations > 0 && !cancelled() && !st.time_limit_hit) {
+        PolishSettings ps;
+        ps.evaluations = budgets.anytime ? std::numeric_limits<std::int64_t>::max() : budgets.polish_evaluations;
+        ps.kick_moves = budgets.polish_kick_moves;
+        std::mutex progress_mutex;
+        std::function<void(const Score&)> on_improve;
+        if (hooks.progress)
+            on_improve = [&](const Score& s) {
+                const std::lock_guard<std::mutex> lock(progress_mutex);
+                hooks.progress(PlanEvent{"polish", 0.95, std::nullopt, s});
+            };
+        const PolishResult d = iterated_straggler_search(p, best.layout, ps, stage(3), cancel, deadline, on_improve);
+        st.polish_evaluations = d.evaluations;
+        st.polish_improvements = d.improvements;
+        st.polish_kicks = d.kicks;
+        st.polish_kicks_kept = d.kicks_kept;
+        st.polish_local_optimum = d.local_optimum;
+        if (d.cancelled) {
+            if (cancelled())
+                st.cancelled = true;
+            else
+                st.time_limit_hit = true;
+        }
+        best.keep(d.layout, d.score);
+    }
+    time("polish", t0);
+    return st;
+}
+
+/// The placement name written for a method (plan JSON "placement").
+MethodResult make_method(const char* name, const char* placement, Layout layout, const PackingProblem& p, double cv) {
+    MethodResult m = make_method(name, false, std::move(layout), p, cv);
+    m.placement_name = placement;
+    return m;
+}
+
+/// Stage 8 of plan_window: communication figures of every method and the `grouter` and
+/// `routepack+comm` methods (README "Communication"), into r. Runs inside the planner's arena.
+void plan_communication(const Trace& w, const PlanInput& in, const std::vector<std::uint64_t>& loads, const Layout& ffd,
+                        PlanResult& r, const std::atomic<bool>* cancel, std::optional<Clock::time_point> deadline) {
+    const Topology& topo = in.topology;
+    const std::vector<int> slot_node = topo.node_of_dp_slot();
+    std::vector<std::int64_t> length(w.size());
+    for (std::size_t i = 0; i < w.size(); ++i)
+        length[i] = w.samples[i].length;
+    const CommDemand d_id = make_comm_demand(w, topo, r.identity);
+    const CommDemand d_lpt = make_comm_demand(w, topo, r.lpt);
+    r.baseline.comm = comm_cost(r.baseline.layout, d_id, slot_node);
+    for (MethodResult* m : {&r.reorder, &r.karmarkar_karp, &r.routepack})
+        m->comm = comm_cost(m->layout, d_lpt, slot_node);
+
+    // grouter: the paper's expert grouping, each sample to the node with most local tokens, packed
+    // into that node's DP slots at R* rows (cap and rectangle kept; the rest go elsewhere).
+    GrouterOptions go;
+    go.seed = seeds::planner_stage(in.budgets.seed, 4);
+    GrouterGrouping gg = grouter_placement(w, topo, go);
+    const CommDemand d_g = make_comm_demand(w, topo, gg.placement);
+    r.grouter_home = grouter_sample_nodes(d_g);
+    NodePacking gp = pack_on_home_nodes(length, topo.token_cap, r.rows.rows, slot_node, r.grouter_home);
+    r.grouter_fitted = gp.fitted;
+    if (!gp.fitted) {
+        gp.layout = ffd;
+        gp.off_node.clear();
+        for (int k = 0; k < ffd.cell_count(); ++k)
+            for (int i : ffd.cells[static_cast<std::size_t>(k)])
+                if (slot_node[static_cast<std::size_t>(k % ffd.dp_slots)] !=
+                    r.grouter_home[static_cast<std::size_t>(i)])
+                    gp.off_node.push_back(i);
+        std::sort(gp.off_node.begin(), gp.off_node.end());
+    }
+    r.grouter_off_node = gp.off_node;
+    r.grouter_placement = gg.placement;
+    const PackingProblem p_g = make_packing_problem(w, topo, gg.placement);
+    r.cv_grouter = cv_global(rank_loads(loads, gg.placement), gg.placement.layers, gg.placement.ep_ranks);
+    MethodResult g = make_method("grouter", "grouter", gp.layout, p_g, r.cv_grouter);
+    if (const std::string bad = validate_layout(g.layout, p_g); !bad.empty())
+        throw std::logic_error("planner: grouter's layout is invalid: " + bad);
+    g.comm = comm_cost(g.layout, d_g, slot_node);
+    r.grouter = std::move(g);
+
+    // routepack+comm: home nodes under capacity from Grouter's grouping, a placement within the load
+    // tolerance of LPT that keeps the home nodes' tokens local (twice: the homes follow the
+    // placement once), then RoutePack's search with the communication term of weight w in the row cost.
+    std::vector<int> home = balanced_home_nodes(d_g, length, slot_node);
+    Placement pi = comm_aware_placement(w, topo, r.lpt, loads, home, topo.comm_load_tolerance);
+    home = balanced_home_nodes(make_comm_demand(w, topo, pi), length, slot_node);
+    pi = comm_aware_placement(w, topo, r.lpt, loads, home, topo.comm_load_tolerance);
+    const CommDemand d_c = make_comm_demand(w, topo, pi);
+    const PackingProblem p_c = make_packing_problem(w, topo, pi);
+    PackingProblem p_cw = p_c;
+    set_comm_term(p_cw, d_c, slot_node, topo.comm_weight);
+    BestLayout best{ffd, score_layout(ffd, p_cw)};
+    std::optional<SeedMember> home_seed;
+    if (NodePacking hp = pack_on_home_nodes(length, topo.token_cap, r.rows.rows, slot_node, home); hp.fitted) {
+        home_seed = SeedMember{hp.layout, score_layout(hp.layout, p_cw), "home-nodes"};
+        best.keep(home_seed->layout, home_seed->score);
+    }
+    const SearchStats st = packing_search(p_cw, ffd, in.budgets, 10, home_seed, best, {}, cancel, deadline);
+    r.cancelled = r.cancelled || st.cancelled;
+    r.time_limit_hit = r.time_limit_hit || st.time_limit_hit;
+    r.comm_placement = pi;
+    r.cv_comm = cv_global(rank_loads(loads, pi), pi.layers, pi.ep_ranks);
+    MethodResult c = make_method("routepack+comm", "comm", best.layout, p_c, r.cv_comm);
+    if (const std::string bad = validate_layout(c.layout, p_c); !bad.empty())
+        throw std::logic_error("planner: routepack+comm's layout is invalid: " + bad);
+    c.comm_score = best.score;
+    c.comm = comm_cost(c.layout, d_c, slot_node);
+    r.routepack_comm = std::move(c);
+}
+
 } // namespace
+
+std::vector<const MethodResult*> PlanResult::methods() const {
+    std::vector<const MethodResult*> out{&baseline, &reorder, &karmarkar_karp, &routepack};
+    if (grouter) out.push_back(&*grouter);
+    if (routepack_comm) out.push_back(&*routepack_comm);
+    return out;
+}
 
 double bound_gap(double max_u, double bound) {
     return bound > 0 ? max_u / bound - 1.0 : 0.0;
@@ -119,6 +340,8 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
     r.trace_name = in.trace_name;
     r.window_name = in.window_name;
     r.samples = w.samples;
+    r.nodes = in.topology.nodes();
+    r.comm_available = comm_available(w);
 
     const int workers = in.budgets.workers > 0 ? in.budgets.workers : tbb::this_task_arena::max_concurrency();
     tbb::task_arena arena(workers);
@@ -167,110 +390,49 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
         // when the search ends, instead of after every stage that improves it.
         r.routepack = r.reorder;
         r.routepack.name = "routepack";
-        Layout best = ffd;
-        Score best_score = r.reorder.metrics.score;
-        bool improved = false;
-        auto keep = [&](const Layout& x, const Score& s) {
-            if (!(s < best_score)) return;
-            best = x;
-            best_score = s;
-            improved = true;
-        };
-        auto finish_routepack = [&] {
-            if (improved) r.routepack = make_method("routepack", true, best, p_lpt, r.cv_lpt);
-            improved = false;
-        };
         r.timings["baselines"] = seconds_since(t0);
         if (cancelled()) {
             r.cancelled = true;
             return;
         }
-
-        // 4. Seeding (Algorithm 2).
-        t0 = Clock::now();
-        emit("seeding", 0.3);
-        SeedingBudget sb;
-        static_cast<SeedingSettings&>(sb) = in.budgets.seeding;
-        sb.seed = seeds::planner_stage(in.budgets.seed, 1);
-        const auto population = diverse_population(p_lpt, ffd, sb, cancel);
-        for (const auto& m : population)
-            r.population_origins.push_back(m.origin);
-        r.timings["seeding"] = seconds_since(t0);
-        const SeedMember* best_seed = &population.front();
-        for (const auto& m : population)
-            if (m.score < best_seed->score) best_seed = &m;
-        keep(best_seed->layout, best_seed->score);
-        if (cancelled()) {
-            finish_routepack();
-            r.cancelled = true;
-            return;
-        }
-
-        // 5. Population annealing (Algorithm 3).
-        t0 = Clock::now();
-        emit("annealing", 0.4);
-        AnnealingBudget ab;
-        static_cast<AnnealingSettings&>(ab) = in.budgets.annealing;
-        ab.seed = seeds::planner_stage(in.budgets.seed, 2);
-        const int levels = std::max(1, ab.levels);
-        const auto res = population_anneal(
-            p_lpt, population, ab,
-            [&](const LevelStats& s) {
-                r.convergence.push_back(s);
-                if (progress) progress(PlanEvent{"annealing", 0.4 + 0.55 * (s.level + 1) / levels, s, std::nullopt});
-            },
-            cancel, deadline);
-        r.proposals = res.proposals;
-        r.accepted = res.accepted;
-        r.cancelled = res.cancelled && !res.time_limit_hit;
-        r.time_limit_hit = res.time_limit_hit;
-        keep(res.best, res.score);
-        r.timings["annealing"] = seconds_since(t0);
-
-        // 6. Final exact improvement pass on the straggler: guided descent and kicks (one replica,
-        // RNG stream from the master seed; anytime until the deadline when there is one).
-        t0 = Clock::now();
-        emit("polish", 0.95);
-        if (in.budgets.polish_evaluations > 0 && !cancelled() && !r.time_limit_hit) {
-            PolishSettings ps;
-            ps.evaluations =
-                in.budgets.anytime ? std::numeric_limits<std::int64_t>::max() : in.budgets.polish_evaluations;
-            ps.kick_moves = in.budgets.polish_kick_moves;
-            std::mutex progress_mutex;
-            std::function<void(const Score&)> on_improve;
-            if (progress)
-                on_improve = [&](const Score& s) {
-                    const std::lock_guard<std::mutex> lock(progress_mutex);
-                    progress(PlanEvent{"polish", 0.95, std::nullopt, s});
-                };
-            const PolishResult d = iterated_straggler_search(p_lpt, best, ps, seeds::planner_stage(in.budgets.seed, 3),
-                                                             cancel, deadline, on_improve);
-            r.polish_evaluations = d.evaluations;
-            r.polish_improvements = d.improvements;
-            r.polish_kicks = d.kicks;
-            r.polish_kicks_kept = d.kicks_kept;
-            r.polish_local_optimum = d.local_optimum;
-            if (d.cancelled) {
-                if (cancelled())
-                    r.cancelled = true;
-                else
-                    r.time_limit_hit = true;
-            }
-            keep(d.layout, d.score);
-        }
-        r.timings["polish"] = seconds_since(t0);
+        BestLayout best{ffd, r.reorder.metrics.score};
+        SearchHooks hooks;
+        hooks.progress = progress;
+        hooks.convergence = &r.convergence;
+        hooks.timings = &r.timings;
+        const SearchStats st = packing_search(p_lpt, ffd, in.budgets, 0, {}, best, hooks, cancel, deadline);
+        r.population_origins = st.origins;
+        r.proposals = st.proposals;
+        r.accepted = st.accepted;
+        r.polish_evaluations = st.polish_evaluations;
+        r.polish_improvements = st.polish_improvements;
+        r.polish_kicks = st.polish_kicks;
+        r.polish_kicks_kept = st.polish_kicks_kept;
+        r.polish_local_optimum = st.polish_local_optimum;
+        r.cancelled = st.cancelled;
+        r.time_limit_hit = st.time_limit_hit;
+        if (best.improved) r.routepack = make_method("routepack", true, best.layout, p_lpt, r.cv_lpt);
+        if (r.cancelled && !st.finished) return;
 
         // 7. Validate + non-regression (the routepack layout is never worse than reorder, one of its seeds).
         t0 = Clock::now();
         emit("validate", 0.97);
-        finish_routepack();
-        if (!(r.routepack.metrics.score == best_score))
+        if (!(r.routepack.metrics.score == best.score))
             throw std::logic_error("planner: the search's score differs from the routepack layout's metrics");
         const std::string bad = validate_layout(r.routepack.layout, p_lpt);
         if (!bad.empty()) throw std::logic_error("planner produced an invalid layout: " + bad);
         if (r.reorder.metrics.score < r.routepack.metrics.score)
             throw std::logic_error("planner regressed below its reorder seed");
         r.timings["validate"] = seconds_since(t0);
+
+        // 8. Communication (more than one node): every method's inter-node traffic, and the two
+        // communication-aware methods on the same window and R*.
+        if (r.nodes > 1 && r.comm_available && !r.cancelled) {
+            t0 = Clock::now();
+            emit("communication", 0.98);
+            plan_communication(w, in, loads, ffd, r, cancel, deadline);
+            r.timings["communication"] = seconds_since(t0);
+        }
     });
     r.timings["total"] = seconds_since(t_start);
     emit("done", 1.0);

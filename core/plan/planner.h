@@ -6,6 +6,7 @@
 #include "core/model/trace.h"
 #include "core/plan/annealing.h"
 #include "core/plan/bound.h"
+#include "core/plan/comm.h"
 #include "core/plan/metrics.h"
 #include "core/plan/polish.h"
 #include "core/plan/rowcount.h"
@@ -43,10 +44,21 @@ struct PlannerBudgets {
 
 /// One compared method: its placement and layout, and the Table 3-4 metrics.
 struct MethodResult {
-    std::string name; ///< "baseline", "reorder", "karmarkar_karp", "routepack"
-    bool lpt = false; ///< placement: LPT (true) or identity
+    /// "baseline", "reorder", "karmarkar_karp", "routepack", and on more than one node "grouter" and
+    /// "routepack+comm".
+    std::string name;
+    bool lpt = false; ///< placement: LPT (true) or identity (the communication methods: false)
+    /// The placement it runs on: "identity", "lpt", "grouter" (PlanResult::grouter_placement) or
+    /// "comm" (PlanResult::comm_placement).
+    std::string placement_name = "identity";
     Layout layout;
-    LayoutMetrics metrics;
+    LayoutMetrics metrics; ///< the paper's score and metrics (without any communication term)
+    /// Inter-node traffic of the layout at its placement (core/plan/comm.h); set when the topology has
+    /// more than one node and the window has per-token routes.
+    std::optional<CommCost> comm;
+    /// routepack+comm: the score its search minimized (communication term of weight
+    /// Topology::comm_weight included); unset for the other methods.
+    std::optional<Score> comm_score;
 };
 
 /// A progress event: stage name, overall fraction in [0, 1], and for the annealing stage the level
@@ -98,6 +110,22 @@ struct PlanResult {
     /// layout of `baseline`/`reorder` is then the row-count stage's layout, and this says so.
     bool baseline_not_ffd = false;
     std::map<std::string, double> timings; ///< seconds per stage, and "total"
+
+    /// Communication (README "Communication"): N = topology.nodes(); comm_available when every
+    /// sample has per-token routes. With N > 1 and routes, every method's `comm` is set and the two
+    /// communication-aware methods run on the same window and R*.
+    int nodes = 1;
+    bool comm_available = false;
+    std::optional<MethodResult> grouter, routepack_comm;
+    Placement grouter_placement, comm_placement;
+    double cv_grouter = 0, cv_comm = 0;
+    std::vector<int> grouter_home;     ///< [n] Grouter's node of each sample (most local tokens)
+    std::vector<int> grouter_off_node; ///< samples grouter's layout could not keep on their node
+    bool grouter_fitted = true;        ///< false: the node packing failed and grouter uses the FFD layout
+
+    /// The compared methods in report order: the four of the paper, then grouter and routepack+comm
+    /// when they ran.
+    std::vector<const MethodResult*> methods() const;
 };
 
 /// Relative gap of a max_g U above its lower bound: max_u / bound - 1 (0 when bound <= 0).

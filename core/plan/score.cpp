@@ -81,6 +81,11 @@ inline double joint_cost(double a, double e) {
     return a + e;
 }
 
+/// The communication term K = w * (X / C) from the integer copy count X of a row-shard.
+inline double comm_term(i64 sent, double c, double w) {
+    return w * (static_cast<double>(sent) / c);
+}
+
 /// U_g = sum_{r=0..R-1} J[r][g] as a left fold in row order, resumed at row r0 from `start` (the
 /// fold of rows 0..r0-1, i.e. 0.0 when r0 = 0). `col` is shard g's column J[.][g] (contiguous, [R]);
 /// prefix[r] receives the partial fold after row r when non-null. Returns the fold of all R rows.
@@ -217,12 +222,20 @@ Score evaluate_from_peaks(const Layout& x, const PackingProblem& p, CostBreakdow
     }
     const std::size_t RG = static_cast<std::size_t>(R) * G;
     std::vector<double> Jc(RG); // [G][R]: shard columns, as IncrementalScorer keeps them
+    const bool comm = p.has_comm_term();
+    std::vector<i64> sent(comm ? RG : 0); // [R][G] inter-node copies X
+    if (comm)
+        for (int r = 0; r < R; ++r)
+            for (int d = 0; d < D; ++d)
+                for (int i : x.cells[static_cast<std::size_t>(r) * D + d])
+                    sent[static_cast<std::size_t>(r) * G + p.shard_of_slot[d]] += p.sent_from(i, d);
     if (out) {
         out->rows = R;
         out->shards = G;
         out->A.assign(RG, 0.0);
         out->E.assign(RG, 0.0);
         out->J.assign(RG, 0.0);
+        out->K.assign(comm ? RG : 0, 0.0);
     }
     for (int r = 0; r < R; ++r) {
         for (int g = 0; g < G; ++g) {
@@ -231,12 +244,14 @@ Score evaluate_from_peaks(const Layout& x, const PackingProblem& p, CostBreakdow
             const double a = attention_cost(cost.data() + static_cast<std::size_t>(r) * D * S, S, p.shards[g].data(),
                                             static_cast<int>(p.shards[g].size()));
             const double e = expert_cost(ps, c);
-            const double j = joint_cost(a, e);
+            const double kc = comm ? comm_term(sent[rg], c, p.comm_weight) : 0.0;
+            const double j = comm ? joint_cost(a, e) + kc : joint_cost(a, e);
             Jc[static_cast<std::size_t>(g) * R + r] = j;
             if (out) {
                 out->A[rg] = a;
                 out->E[rg] = e;
                 out->J[rg] = j;
+                if (comm) out->K[rg] = kc;
             }
         }
     }
@@ -445,11 +460,15 @@ IncrementalScorer::IncrementalScorer(const PackingProblem& p, const Layout& x) :
     E_.assign(RG, 0.0);
     J_.assign(RG, 0.0);
     prefix_.assign(RG, 0.0);
+    comm_ = p.has_comm_term();
+    sent_.assign(comm_ ? RG : 0, 0);
     for (int r = 0; r < R_; ++r) {
         for (int d = 0; d < D_; ++d) {
             i64* w = W_.data() + static_cast<std::size_t>(row_shard(r, slot_shard_[d])) * LP_;
-            for (int i : x.cells[static_cast<std::size_t>(r) * D_ + d])
+            for (int i : x.cells[static_cast<std::size_t>(r) * D_ + d]) {
                 k->add(w, p.q(i), LP_);
+                if (comm_) sent_[static_cast<std::size_t>(row_shard(r, slot_shard_[d]))] += p.sent_from(i, d);
+            }
         }
     }
     for (int g = 0; g < G_; ++g) {
@@ -479,7 +498,8 @@ void IncrementalScorer::refresh_attention(int rs) {
     const int b = shard_begin_[g];
     A_[rs] = attention_cost(cell_cost_.data() + static_cast<std::size_t>(r) * D_ * S_, S_, shard_slots_.data() + b,
                             shard_begin_[g + 1] - b);
-    J_[rs] = joint_cost(A_[rs], E_[rs]);
+    J_[rs] = comm_ ? joint_cost(A_[rs], E_[rs]) + comm_term(sent_[static_cast<std::size_t>(rs)], c_, p_->comm_weight)
+                   : joint_cost(A_[rs], E_[rs]);
 }
 
 /// U_g refolded from row r0 on (rows before r0 unchanged, their partial fold is prefix_[g][r0-1])
@@ -505,6 +525,7 @@ void IncrementalScorer::save_row_shard(int slot, int rs) {
     last_.E[slot] = E_[rs];
     last_.J[slot] = J_[rs];
     last_.peak_sum[slot] = peak_sum_[rs];
+    if (comm_) last_.sent[slot] = sent_[static_cast<std::size_t>(rs)];
 }
 
 /// Saves shard g's U, max J and the prefix folds from row r0 on (the part refresh_shard rewrites).
@@ -607,6 +628,11 @@ const Score& IncrementalScorer::apply_swap(int i, int j) {
     squares_[kb] -= dq;
     refresh_cell(ka);
     refresh_cell(kb);
+    if (comm_) {
+        const int da = ka % D_, db = kb % D_;
+        sent_[static_cast<std::size_t>(rsa)] += p_->sent_from(j, da) - p_->sent_from(i, da);
+        sent_[static_cast<std::size_t>(rsb)] += p_->sent_from(i, db) - p_->sent_from(j, db);
+    }
 
     if (rsa != rsb) {
         // Expert term (eqs. 13-14): peaks of W_a + (q_j - q_i) and W_b - (q_j - q_i), read-only;
@@ -661,6 +687,10 @@ const Score& IncrementalScorer::apply_relocate(int i, int k) {
     squares_[kb] += ti * ti;
     refresh_cell(ka);
     refresh_cell(kb);
+    if (comm_) {
+        sent_[static_cast<std::size_t>(rsa)] -= p_->sent_from(i, ka % D_);
+        sent_[static_cast<std::size_t>(rsb)] += p_->sent_from(i, kb % D_);
+    }
 
     if (rsa != rsb) {
         const auto* kt = static_cast<const Kernels*>(kernels_);
@@ -721,6 +751,7 @@ void IncrementalScorer::undo() {
         E_[rs] = last_.E[x];
         J_[rs] = last_.J[x];
         peak_sum_[rs] = last_.peak_sum[x];
+        if (comm_) sent_[static_cast<std::size_t>(rs)] = last_.sent[x];
     }
     for (int x = 0; x < last_.ng; ++x) {
         const int g = last_.g[x], r0 = last_.r0[x];

@@ -24,6 +24,9 @@ struct Score {
 struct CostBreakdown {
     int rows = 0, shards = 0;
     std::vector<double> A, E, J;
+    /// Communication term K = w * X / C per row-shard, [R][G]; empty unless problem.has_comm_term()
+    /// (then J = A + E + K).
+    std::vector<double> K;
     std::vector<double> U;
     /// Per-row-shard per-layer peak rank load max_p W[r][g][l][p], [R][G][L] (tokens).
     std::vector<std::int64_t> peak;
@@ -35,7 +38,8 @@ struct CostBreakdown {
 ///   A[r][g] = sum_s max_{d in D_g} (alpha_s T[r][d] + beta_s Q[r][d])   (eq. 12; stages in order)
 ///   W[r][g][l][p] = sum_{d in D_g} sum_{i in B[r][d]} q[i][l][p]         (eq. 13; int64 tokens)
 ///   E[r][g] = (sum_l max_p W[r][g][l][p]) / C                           (eq. 14; the sum is int64)
-///   J = A + E,  U_g = sum_r J[r][g] (left fold over r = 0..R-1),
+///   J = A + E (+ K = w * X / C with the communication term, PackingProblem::comm_weight > 0),
+///   U_g = sum_r J[r][g] (left fold over r = 0..R-1),
 ///   Score = (max_g U_g, sum_g U_g (left fold over g), max_{r,g} J)      (eq. 15)
 /// Doubles are formed only from the integer sums, by the same functions IncrementalScorer uses, so
 /// the two agree bitwise. The layout must have rows x D cells and sample indices in 0..n-1 (empty
@@ -166,6 +170,8 @@ private:
     std::vector<std::int64_t> W_;        // [G][R][L][P] rank loads (tokens)
     std::vector<std::int64_t> peak_sum_; // [G][R] sum_l max_p W (tokens)
     std::vector<double> A_, E_, J_;      // [G][R]
+    std::vector<std::int64_t> sent_;     // [G][R] inter-node copies X (only with the communication term)
+    bool comm_ = false;                  // problem has the communication term
     std::vector<double> prefix_;         // [G][R] left fold of J[0..r][g]; U_g = prefix[g][R-1]
     std::vector<double> U_;              // [G]
     std::vector<double> max_j_;          // [G] max_r J[r][g]
@@ -183,6 +189,7 @@ private:
         int nrs = 0, rs[2] = {-1, -1};
         double A[2] = {0, 0}, E[2] = {0, 0}, J[2] = {0, 0};
         std::int64_t peak_sum[2] = {0, 0};
+        std::int64_t sent[2] = {0, 0};
         int ng = 0, g[2] = {-1, -1}, r0[2] = {0, 0};
         double U[2] = {0, 0}, max_j[2] = {0, 0};
         Score score;
