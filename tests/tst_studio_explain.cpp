@@ -34,6 +34,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 
 using namespace routepack;
 using namespace routepack::views;
@@ -315,6 +316,19 @@ private Q_SLOTS:
         QCOMPARE(g.packing_layers[0].layer, 1); // 55 -> 45 before 45 -> 40
         QCOMPARE(g.packing_layers[0].before, std::int64_t{55});
         QCOMPARE(g.packing_layers[0].after, std::int64_t{45});
+        QCOMPARE(gainExplanationText(g, p),
+                 QStringLiteral("<b>Why it gains:</b> placing experts by load (LPT) instead of in id order takes the "
+                                "joint cost from 300.0000 (baseline) to 200.0000 (reorder), -33.33 %; packing samples "
+                                "by their routing instead of by length alone takes it to 150.0000 (RoutePack), "
+                                "-25.00 %; -50.00 % in all. Placement moved shard g0 most (U 300.0000 -> 200.0000) "
+                                "and MoE layer 1 (summed row peaks 80 -> 45 tokens). Packing moved shard g0 most (U "
+                                "200.0000 -> 150.0000) and MoE layer 2 (summed row peaks 55 -> 45 tokens)."));
+        // No layer whose peaks fell: said so.
+        for (auto& m : c.method)
+            m.peak = {10, 10, 10, 10};
+        QVERIFY(gainExplanationText(explain_gain(p, c), p)
+                    .endsWith(QStringLiteral("Packing moved shard g0 most (U 200.0000 -> 150.0000) and no MoE layer's "
+                                             "summed row peaks fell.")));
     }
 
     // --- The heatmap widget's scales, marks and labels ---
@@ -426,6 +440,87 @@ private Q_SLOTS:
         shot(&view, QStringLiteral("explain-ep-bounded-log"));
         ep->setColourScale(ColourScale::PerLayer);
         QCOMPARE(ep->map(true)->colourScale(), ColourScale::PerLayer);
+    }
+
+    // --- Many ranks stay readable ---
+
+    void wideHeatmapsLabelEveryRankToSixteen() {
+        // 48 MoE layers x 128 experts, loads within a factor of 2 of each other (fixed seed), but layer
+        // 45 carries one expert with 34485 of 34517 tokens (the Maverick case): bounded on every
+        // topology, and the only layer that is.
+        const int L = 48, E = 128;
+        std::mt19937_64 rng(7);
+        std::vector<std::uint64_t> loads(static_cast<std::size_t>(L) * E);
+        for (int l = 0; l < L; ++l)
+            for (int e = 0; e < E; ++e)
+                loads[static_cast<std::size_t>(l) * E + e] = 900 + (e % 5) * 60 + rng() % 300;
+        for (int e = 0; e < E; ++e)
+            loads[45 * E + e] = 0;
+        loads[45 * E + 40] = 34485;
+        loads[45 * E + 3] = 32;
+        for (const int P : {16, 64}) {
+            auto plan = std::make_shared<PlanResult>();
+            plan->model.name = "wide";
+            plan->model.num_hidden_layers = L;
+            plan->model.experts = E;
+            plan->model.top_k = 1;
+            for (int l = 0; l < L; ++l)
+                plan->model.moe_layers.push_back(l);
+            plan->topology.ep_ranks = P;
+            plan->topology.dp_slots = 1;
+            plan->topology.edp_shards = {{0}};
+            plan->topology.token_cap = 1000;
+            plan->identity = identity_placement(L, E, P);
+            plan->lpt = lpt_placement(loads, L, E, P);
+            plan->rank_loads_identity = rank_loads(loads, plan->identity);
+            plan->rank_loads_lpt = rank_loads(loads, plan->lpt);
+            plan->cv_identity = cv_global(plan->rank_loads_identity, L, P);
+            plan->cv_lpt = cv_global(plan->rank_loads_lpt, L, P);
+            PlanView view;
+            view.resize(1400, 820);
+            view.setPlacement(plan, std::make_shared<const std::vector<std::uint64_t>>(loads));
+            view.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&view));
+            EpHeatmapPanel* ep = view.epHeatmapPanel();
+            ep->setColourScale(ColourScale::Log);
+            QTest::qWait(20);
+            bool found = false;
+            for (const ExpertBound& bd : ep->boundedLayers())
+                if (bd.layer == 45) {
+                    found = true;
+                    QCOMPARE(bd.expert, 40);
+                    QCOMPARE(bd.tokens, std::uint64_t{34485});
+                    QCOMPARE(bd.total, std::uint64_t{34517});
+                }
+            QVERIFY(found);
+            QCOMPARE(ep->boundedLayers().size(), std::size_t{1});
+            HeatmapWidget* m = ep->map(true);
+            QVERIFY(m->rowMarks()[45]);
+            const QString tip = m->toolTipFor(45, P - 1);
+            QVERIFY2(tip.contains(QStringLiteral("<b>EP rank %1</b>").arg(P - 1)), qPrintable(tip));
+            QVERIFY2(tip.contains(QStringLiteral("bounded by expert 40 (34485 of 34517 tokens): no placement can "
+                                                 "lower this layer's peak below 34485")),
+                     qPrintable(tip));
+            if (P == 16) {
+                QCOMPARE(m->columnLabelStride(), 1);
+            } else {
+                const int s = m->columnLabelStride();
+                QVERIFY2(s > 1 && (s & (s - 1)) == 0, qPrintable(QString::number(s)));
+            }
+            // Log legend ticks are round: {1, 2, 5} x 10^k.
+            for (double t : m->legendTicks()) {
+                const double mant = t / std::pow(10.0, std::floor(std::log10(t) + 1e-9));
+                QVERIFY2(std::abs(mant - 1) < 1e-9 || std::abs(mant - 2) < 1e-9 || std::abs(mant - 5) < 1e-9,
+                         qPrintable(QString::number(t)));
+            }
+            shot(&view, QStringLiteral("explain-ep%1-log").arg(P));
+            if (P == 64) {
+                view.setPalette(routepack::test::dark_palette());
+                ep->setColourScale(ColourScale::PerLayer);
+                QTest::qWait(20);
+                shot(&view, QStringLiteral("explain-ep64-per-layer-dark"));
+            }
+        }
     }
 
     // --- The linked selection in the studio ---
@@ -556,6 +651,18 @@ private Q_SLOTS:
                          qPrintable(s));
         }
         QVERIFY(costs->shardBarToolTip(G).isEmpty());
+        // The "why it gains" paragraph, from this plan's numbers.
+        const QString gain = costs->gainText();
+        QVERIFY2(gain.contains(QStringLiteral("takes the joint cost from %1 (baseline) to %2 (reorder)")
+                                   .arg(plan->baseline.metrics.score.max_u, 0, 'f', 4)
+                                   .arg(plan->reorder.metrics.score.max_u, 0, 'f', 4)),
+                 qPrintable(gain));
+        QVERIFY2(gain.contains(
+                     QStringLiteral("takes it to %1 (RoutePack)").arg(plan->routepack.metrics.score.max_u, 0, 'f', 4)),
+                 qPrintable(gain));
+        w.planView()->setCurrentWidget(costs);
+        QTest::qWait(50);
+        shot(&w, QStringLiteral("explain-costs-why"));
 
         // A grid cell: the table keeps exactly that cell's samples.
         w.planView()->setCurrentWidget(w.planView()->gridPanel());

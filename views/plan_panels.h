@@ -162,6 +162,8 @@ public:
     QString rowBarToolTip(int index) const;
     /// Tooltip of shard g's bar of the U[g] chart: U[g] exactly and its distance to the straggler.
     QString shardBarToolTip(int g) const;
+    /// The "why it gains" paragraph under the charts (gainExplanationText; "" without costs).
+    QString gainText() const;
 
 protected:
     void changeEvent(QEvent* e) override;
@@ -172,6 +174,7 @@ private:
     std::shared_ptr<const PlanCosts> costs_;
     QComboBox* methodBox_ = nullptr;
     QLabel* heading_ = nullptr;
+    QLabel* gain_ = nullptr;
     QChartView* rowView_ = nullptr;
     QChartView* shardView_ = nullptr;
     QBarSet* attention_ = nullptr;
@@ -180,6 +183,13 @@ private:
     QStringList categories_;
     int straggler_ = -1;
 };
+
+/// The costs view's plain-language "why it gains" paragraph from explain_gain: the placement gain
+/// (baseline -> reorder: experts placed by load instead of in id order), the packing gain (reorder ->
+/// routepack: samples packed by their routing instead of by length alone) and the whole, each with
+/// both joint costs (4 decimals) and the change in percent (2 decimals); then the EDP shard and the
+/// MoE layer (absolute id; summed row peaks sum_{r,g} max_p W) each step moved most.
+QString gainExplanationText(const GainExplanation& g, const routepack::PlanResult& plan);
 
 /// "grid": the R x D execution grid of one method (default routepack) in a QTableView over an
 /// ExecutionGridModel; each cell shows its token fill against C as a bar (red above C), the token
