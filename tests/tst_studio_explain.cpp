@@ -6,6 +6,8 @@
 // click on an EP-rank cell outlines it in every plan view, lists the rank's experts and filters the
 // sample table to the 20 samples that load it most, a click on a grid cell filters the table to that
 // cell's samples. Screenshots via QWidget::grab into $ROUTEPACK_SCREENSHOT_DIR or a temporary folder.
+#include "core/import/import.h"
+#include "core/model/model.h"
 #include "core/plan/placement.h"
 #include "core/synth/synth.h"
 #include "storage/library.h"
@@ -23,6 +25,8 @@
 
 #include <QApplication>
 #include <QBarSet>
+#include <QChart>
+#include <QChartView>
 #include <QComboBox>
 #include <QDir>
 #include <QLabel>
@@ -30,6 +34,7 @@
 #include <QStandardPaths>
 #include <QTableView>
 #include <QToolButton>
+#include <QValueAxis>
 #include <QtTest>
 
 #include <algorithm>
@@ -523,6 +528,78 @@ private Q_SLOTS:
         }
     }
 
+    // --- The real Maverick trace: one expert bounds layer 45 ---
+
+    void realMaverickLayerBoundedByOneExpert() {
+        ROUTEPACK_REQUIRE_SHARED(mav, "traces/llama4-maverick");
+        ImportOptions o;
+        o.model = known_model("llama4-maverick");
+        const Trace t = import_trace_to_memory({mav}, o);
+        const int L = t.model.num_moe_layers(), E = t.model.experts, P = 16;
+        QCOMPARE(L, 24);
+        QCOMPARE(E, 128);
+        const auto loads = aggregate_expert_loads(t.counts, t.size(), L, E);
+        const int l45 = t.model.moe_index(45);
+        QVERIFY(l45 >= 0);
+        const auto bounded = expert_bounded_layers(loads, L, E, P);
+        const auto it =
+            std::find_if(bounded.begin(), bounded.end(), [&](const ExpertBound& b) { return b.layer == l45; });
+        QVERIFY(it != bounded.end());
+        QCOMPARE(it->expert, 40);
+        QCOMPARE(it->tokens, std::uint64_t{34485});
+        QCOMPARE(it->total, std::uint64_t{34517});
+        QStringList names;
+        for (const ExpertBound& b : bounded)
+            names << QStringLiteral("layer %1: e%2 %3 of %4")
+                         .arg(t.model.moe_layers[static_cast<std::size_t>(b.layer)])
+                         .arg(b.expert)
+                         .arg(b.tokens)
+                         .arg(b.total);
+        qInfo("bounded at EP%d: %s", P, qPrintable(names.join(QStringLiteral("; "))));
+        // At EP16 the mean rank load is 34517 / 16 = 2157.3 tokens: every layer but 47 has a hotter
+        // expert; layer 45's takes nearly all.
+        QCOMPARE(bounded.size(), std::size_t{23});
+        QVERIFY(std::none_of(bounded.begin(), bounded.end(),
+                             [&](const ExpertBound& b) { return b.layer == t.model.moe_index(47); }));
+        // The EP heatmaps of the whole trace on 16 ranks (the placement views of a load-only trace).
+        auto plan = std::make_shared<PlanResult>();
+        plan->model = t.model;
+        plan->topology.ep_ranks = P;
+        plan->topology.dp_slots = 1;
+        plan->topology.edp_shards = {{0}};
+        plan->topology.token_cap = 8192;
+        plan->identity = identity_placement(L, E, P);
+        plan->lpt = lpt_placement(loads, L, E, P);
+        plan->rank_loads_identity = rank_loads(loads, plan->identity);
+        plan->rank_loads_lpt = rank_loads(loads, plan->lpt);
+        plan->cv_identity = cv_global(plan->rank_loads_identity, L, P);
+        plan->cv_lpt = cv_global(plan->rank_loads_lpt, L, P);
+        PlanView view;
+        view.resize(1400, 820);
+        view.setPlacement(plan, std::make_shared<const std::vector<std::uint64_t>>(loads));
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        EpHeatmapPanel* ep = view.epHeatmapPanel();
+        QCOMPARE(ep->boundedLayers().size(), bounded.size());
+        QVERIFY(ep->map(true)->rowMarks()[static_cast<std::size_t>(l45)]);
+        const int hotRank = plan->lpt.rank_of(l45, 40);
+        QVERIFY2(ep->map(true)
+                     ->toolTipFor(l45, hotRank)
+                     .contains(QStringLiteral("bounded by expert 40 (34485 of 34517 tokens): no placement can lower "
+                                              "this layer's peak below 34485")),
+                 qPrintable(ep->map(true)->toolTipFor(l45, hotRank)));
+        // The heading names the most bounded layer first.
+        view.setCurrentWidget(ep);
+        const QString heading = ep->findChild<QLabel*>()->text();
+        QVERIFY2(heading.contains(QStringLiteral("23 layers bounded by one expert</b>")), qPrintable(heading));
+        QVERIFY2(heading.contains(QStringLiteral("below them): layer 45 (e40, 34485 of 34517 tokens), ")),
+                 qPrintable(heading));
+        ep->setColourScale(ColourScale::Log);
+        ep->selectCell(l45, hotRank, true);
+        QTest::qWait(20);
+        shot(&view, QStringLiteral("explain-maverick-ep16-log"));
+    }
+
     // --- The linked selection in the studio ---
 
     void linkedSelectionFiltersSamples() {
@@ -651,6 +728,25 @@ private Q_SLOTS:
                          qPrintable(s));
         }
         QVERIFY(costs->shardBarToolTip(G).isEmpty());
+        // One y-axis for every method: the largest J (and U) of any method fits in it.
+        auto axisMax = [](QChartView* v) {
+            const auto axes = v->chart()->axes(Qt::Vertical);
+            return axes.isEmpty() ? -1.0 : qobject_cast<QValueAxis*>(axes.front())->max();
+        };
+        const double rowTop = axisMax(costs->rowChartView()), shardTop = axisMax(costs->shardChartView());
+        double maxJ = 0, maxU = 0;
+        for (const MethodResult* mr : {&plan->baseline, &plan->reorder, &plan->karmarkar_karp, &plan->routepack}) {
+            maxJ = std::max(maxJ, mr->metrics.score.max_j);
+            maxU = std::max(maxU, mr->metrics.score.max_u);
+        }
+        QVERIFY2(rowTop >= maxJ * 1.05 - 1e-9 && shardTop >= maxU * 1.1 - 1e-9,
+                 qPrintable(QStringLiteral("%1 %2 %3 %4").arg(rowTop).arg(maxJ).arg(shardTop).arg(maxU)));
+        for (int m = 0; m < kMethodCount; ++m) {
+            costs->setMethod(m);
+            QCOMPARE(axisMax(costs->rowChartView()), rowTop);
+            QCOMPARE(axisMax(costs->shardChartView()), shardTop);
+        }
+        costs->setMethod(kMethodCount - 1);
         // The "why it gains" paragraph, from this plan's numbers.
         const QString gain = costs->gainText();
         QVERIFY2(gain.contains(QStringLiteral("takes the joint cost from %1 (baseline) to %2 (reorder)")

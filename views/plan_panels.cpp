@@ -308,13 +308,19 @@ void EpHeatmapPanel::setPlan(const std::shared_ptr<const PlanResult>& plan,
          tr("Planned LPT placement (CV_global %1)").arg(plan_->cv_lpt, 0, 'f', 4));
     QString bounds;
     if (!bounded_.empty()) {
+        // The most bounded first: the largest share of its layer on one expert.
+        std::vector<ExpertBound> worst = bounded_;
+        std::stable_sort(worst.begin(), worst.end(), [](const ExpertBound& a, const ExpertBound& b) {
+            return static_cast<double>(a.tokens) / static_cast<double>(a.total) >
+                   static_cast<double>(b.tokens) / static_cast<double>(b.total);
+        });
         QStringList named;
-        for (std::size_t k = 0; k < bounded_.size() && k < 4; ++k)
+        for (std::size_t k = 0; k < worst.size() && k < 4; ++k)
             named << tr("layer %1 (e%2, %3 of %4 tokens)")
-                         .arg(layerLabel(*plan_, bounded_[k].layer))
-                         .arg(bounded_[k].expert)
-                         .arg(bounded_[k].tokens)
-                         .arg(bounded_[k].total);
+                         .arg(layerLabel(*plan_, worst[k].layer))
+                         .arg(worst[k].expert)
+                         .arg(worst[k].tokens)
+                         .arg(worst[k].total);
         bounds = tr(" <b>%1 bounded by one expert</b> (red on the layer axis; its tokens exceed the mean rank "
                     "load, so no placement can lower the layer's peak below them): %2%3.")
                      .arg(bounded_.size() == 1 ? tr("1 layer") : tr("%1 layers").arg(bounded_.size()))
@@ -689,9 +695,14 @@ void CostsPanel::refresh() {
     rc->addAxis(cy, Qt::AlignLeft);
     stacked->attachAxis(cx);
     stacked->attachAxis(cy);
-    double maxJ = 0;
-    for (double j : cb.J)
-        maxJ = std::max(maxJ, j);
+    // One y-axis for every method (switching methods compares bar heights), in both charts.
+    double maxJ = 0, maxU = 0;
+    for (const CostBreakdown& any : costs_->method) {
+        for (double j : any.J)
+            maxJ = std::max(maxJ, j);
+        for (double u : any.U)
+            maxU = std::max(maxU, u);
+    }
     cy->setRange(0, maxJ > 0 ? maxJ * 1.05 : 1);
     cy->applyNiceNumbers();
     // Two short lines rather than one that a narrow chart elides.
@@ -707,11 +718,9 @@ void CostsPanel::refresh() {
     total_->setSelectedColor(kStragglerExpert);
     total_->setLabelColor(text);
     QStringList shards;
-    double maxU = 0;
     for (int g = 0; g < G; ++g) {
         total_->append(cb.U[static_cast<std::size_t>(g)]);
         shards.append(QStringLiteral("g%1").arg(g));
-        maxU = std::max(maxU, cb.U[static_cast<std::size_t>(g)]);
     }
     const std::vector<int> tied = tiedShards(cb.U, kShardTieTolerance);
     const bool balanced = G > 1 && static_cast<int>(tied.size()) == G;

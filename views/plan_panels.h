@@ -40,8 +40,9 @@ inline constexpr int kTopRankSamples = 20;
 /// left and LPT placement right, one shared diverging colour scale centred on 1 (the layer mean;
 /// linear, log or per layer: scaleCombo), per-layer CV in a side column of each map. The tooltip
 /// gives the exact G, the logical experts on the rank with their tokens, and for a layer bounded by
-/// one expert (expert_bounded_layers; marked on the layer axis of both maps) "bounded by expert E (X
-/// of Y tokens): no placement can lower this layer's peak below X". A click on a cell selects it
+/// one expert (expert_bounded_layers; marked on the layer axis of both maps, the four with the largest
+/// share on one expert named in the heading) "bounded by expert E (X of Y tokens): no placement can
+/// lower this layer's peak below X". A click on a cell selects it
 /// (selectCell).
 class EpHeatmapPanel : public QWidget {
     Q_OBJECT
@@ -136,7 +137,8 @@ std::vector<int> tiedShards(const std::vector<double>& U, double tolerance);
 inline constexpr double kShardTieTolerance = 0.001;
 
 /// "costs": stacked bars of A[r][g] (eq. 12) and E[r][g] (eq. 14) per (r, g) (category "r<r> g<g>",
-/// rows outer, shards inner), and a second chart of U[g]; the straggler shard argmax_g U[g] is
+/// rows outer, shards inner), and a second chart of U[g], each on one y-axis for all four methods
+/// (0 .. the largest J, resp. U, of any method, rounded); the straggler shard argmax_g U[g] is
 /// highlighted (selected bars in both charts, and named in the heading). In the U[g] chart the
 /// shards tied with the straggler (tiedShards, kShardTieTolerance) are selected and red like it,
 /// the others green; when every shard is tied, all are one neutral grey and the heading says they

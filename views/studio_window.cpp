@@ -1126,7 +1126,12 @@ void StudioWindow::onCellActivated(int row, int slot, const QList<int>& sampleIn
 void StudioWindow::onRankActivated(int layer, int rank, const QList<int>& samples, const QString& description) {
     const auto plan = planView_->plan();
     if (!plan) return;
-    if (samples.isEmpty() || description.isEmpty()) {
+    if (description.isEmpty()) {
+        setStatus(tr("Listing the samples of an EP rank needs the window's routing counts (not loaded for this "
+                     "plan, or the window is too large)."));
+        return;
+    }
+    if (samples.isEmpty()) {
         setStatus(tr("MoE layer index %1, EP rank %2: no sample routes tokens there.").arg(layer).arg(rank));
         return;
     }
