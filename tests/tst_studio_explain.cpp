@@ -777,9 +777,16 @@ private Q_SLOTS:
                      .arg(cellIds.size())
                      .arg(cellIds.size() == 1 ? QStringLiteral("sample") : QStringLiteral("samples")));
         shot(&w, QStringLiteral("explain-linked-grid"));
-        // Another window or trace selected: the filter goes with the plan.
         w.clearSampleFilter();
         QCOMPARE(w.sampleProxy()->rowCount(), 32);
+        // A plan shown again (or another one): the filter goes with the plan it was made from.
+        w.filterSamples({plan->samples[0].id, plan->samples[5].id}, QStringLiteral("two"));
+        QCOMPARE(shownIds(), (QStringList{QString::fromStdString(plan->samples[0].id),
+                                          QString::fromStdString(plan->samples[5].id)}));
+        QCOMPARE(w.sampleFilterText(), QStringLiteral("two"));
+        w.showPlan(plan, window, w.shownRunId());
+        QCOMPARE(w.sampleProxy()->rowCount(), 32);
+        QCOMPARE(w.sampleFilterText(), QString());
     }
 };
 

@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 namespace routepack::views {
 
@@ -512,8 +513,13 @@ void RowHeatmapPanel::refresh() {
         if (window) {
             // The rank that takes the peak (lowest p on ties), from the row-shard's rank loads.
             const MethodResult& mr = method_of(*keep, m);
-            const auto W =
-                row_shard_rank_loads(*window, keep->topology, mr.lpt ? keep->lpt : keep->identity, mr.layout, r, g, l);
+            std::vector<std::uint64_t> W;
+            try {
+                W = row_shard_rank_loads(*window, keep->topology, mr.lpt ? keep->lpt : keep->identity, mr.layout, r, g,
+                                         l);
+            } catch (const std::invalid_argument&) {
+                return tip; // a layout that does not fit the window: no peak rank to name
+            }
             const auto top = std::max_element(W.begin(), W.end());
             std::uint64_t sum = 0;
             for (std::uint64_t x : W)

@@ -846,6 +846,7 @@ void StudioWindow::cancelJob() {
 }
 
 void StudioWindow::showPlan(std::shared_ptr<const PlanResult> plan, std::shared_ptr<const Trace> window, qint64 runId) {
+    clearSampleFilter(); // it named a cell or a rank of the plan shown before
     shownRun_ = runId;
     planView_->setPlan(std::move(plan), std::move(window));
     updateCompare();
