@@ -684,6 +684,11 @@ private Q_SLOTS:
             QCOMPARE(w.planView()->epHeatmapPanel()->map(planned)->selectedColumn(), p);
         }
         QCOMPARE(w.planView()->rowHeatmapPanel()->map()->selectedColumn(), l);
+        w.planView()->setCurrentWidget(w.planView()->rowHeatmapPanel());
+        QTest::qWait(50);
+        shot(w.planView(), QStringLiteral("explain-row-peaks-selected"));
+        w.planView()->setCurrentWidget(w.planView()->epHeatmapPanel());
+        QTest::qWait(50);
         // The experts of the rank, with their tokens, under the maps.
         const QString list = w.planView()->epHeatmapPanel()->selectionText();
         const int P = plan->topology.ep_ranks;
