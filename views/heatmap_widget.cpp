@@ -69,6 +69,7 @@ void HeatmapWidget::setData(int rows, int cols, std::vector<double> values, cons
         hi_ = hi;
         centre_ = 0.5 * (lo + hi);
     }
+    updateRowRanges();
     imageDirty_ = true;
     updateGeometry();
     update();
@@ -80,6 +81,9 @@ void HeatmapWidget::clear() {
     rowLabels_.clear();
     colLabels_.clear();
     side_.clear();
+    rowLo_.clear();
+    rowHi_.clear();
+    selRow_ = selCol_ = -1;
     imageDirty_ = true;
     update();
 }
@@ -89,18 +93,97 @@ void HeatmapWidget::setRange(double lo, double hi, double centre) {
     lo_ = lo;
     hi_ = hi;
     centre_ = centre;
+    updateRowRanges();
     imageDirty_ = true;
     update();
 }
 
 void HeatmapWidget::setNeutralBand(double tolerance) {
     band_ = std::isfinite(tolerance) && tolerance > 0 ? tolerance : 0.0;
+    updateRowRanges();
     imageDirty_ = true;
     update();
 }
 
+void HeatmapWidget::setColourScale(ColourScale scale) {
+    scale_ = scale;
+    imageDirty_ = true;
+    update();
+}
+
+void HeatmapWidget::setRowMarks(std::vector<bool> marks, const QColor& colour) {
+    marks_ = std::move(marks);
+    markColour_ = colour;
+    update();
+}
+
+void HeatmapWidget::setSelection(int row, int col) {
+    selRow_ = row >= 0 && row < rows_ ? row : -1;
+    selCol_ = col >= 0 && col < cols_ ? col : -1;
+    update();
+}
+
+void HeatmapWidget::updateRowRanges() {
+    rowLo_.assign(static_cast<std::size_t>(rows_), 0.0);
+    rowHi_.assign(static_cast<std::size_t>(rows_), 0.0);
+    for (int r = 0; r < rows_; ++r) {
+        double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+        for (int c = 0; c < cols_; ++c) {
+            const double v = values_[static_cast<std::size_t>(r) * cols_ + c];
+            if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+        }
+        if (!std::isfinite(lo)) lo = hi = 0;
+        if (map_ == ColourMap::Diverging) {
+            lo = std::min(lo, centre_ - 2 * band_);
+            hi = std::max(hi, centre_ + 2 * band_);
+        }
+        rowLo_[static_cast<std::size_t>(r)] = lo;
+        rowHi_[static_cast<std::size_t>(r)] = hi;
+    }
+}
+
+ColourMapping HeatmapWidget::mapping(int row) const {
+    ColourMapping m;
+    m.lo = lo_;
+    m.hi = hi_;
+    m.scale = scale_;
+    m.diverging = map_ == ColourMap::Diverging;
+    m.centre = centre_;
+    m.band = band_;
+    if (scale_ == ColourScale::PerLayer && row >= 0 && static_cast<std::size_t>(row) < rowLo_.size()) {
+        m.lo = rowLo_[static_cast<std::size_t>(row)];
+        m.hi = rowHi_[static_cast<std::size_t>(row)];
+    }
+    return m;
+}
+
+std::vector<double> HeatmapWidget::legendTicks() const {
+    if (scale_ == ColourScale::PerLayer) return {};
+    const QRectF lb = geometry().legendBar;
+    const int lineH = QFontMetrics(font()).height();
+    const int fit = std::clamp(static_cast<int>(lb.height() / (1.6 * lineH)), 2, 9);
+    std::vector<double> ticks = round_ticks(lo_, hi_, scale_, fit);
+    if (map_ == ColourMap::Diverging && centre_ > lo_ && centre_ < hi_ &&
+        std::find(ticks.begin(), ticks.end(), centre_) == ticks.end()) {
+        ticks.push_back(centre_);
+        std::sort(ticks.begin(), ticks.end());
+    }
+    return ticks;
+}
+
+int HeatmapWidget::columnLabelStride() const {
+    if (cols_ == 0) return 1;
+    const QFontMetrics fm(font());
+    int colLabelW = 0;
+    for (int c = 0; c < cols_; ++c)
+        colLabelW =
+            std::max(colLabelW, fm.horizontalAdvance(c < colLabels_.size() ? colLabels_[c] : QString::number(c)));
+    return axis_label_stride(cols_, geometry().cells.width() / cols_, colLabelW, 16);
+}
+
 void HeatmapWidget::setColourMap(ColourMap map) {
     map_ = map;
+    updateRowRanges();
     rebuildLut();
     imageDirty_ = true;
     update();
@@ -168,29 +251,18 @@ void HeatmapWidget::rebuildLut() {
     }
 }
 
-int HeatmapWidget::lutIndex(double v) const {
+int HeatmapWidget::lutIndex(double v, int row) const {
     if (!std::isfinite(v)) return -1;
-    double t;
-    if (map_ == ColourMap::Diverging) {
-        // Within the neutral band a value counts as equal to the centre; the halves start at its edges.
-        const double below = centre_ - band_, above = centre_ + band_;
-        // (A few ulps of slack: 1.02 - 1.0 is 0.020000000000000018 in doubles.)
-        if (std::abs(v - centre_) <= band_ * (1 + 1e-12))
-            t = 0.5;
-        else if (v < centre_)
-            t = below > lo_ ? 0.5 * (v - lo_) / (below - lo_) : 0.0;
-        else
-            t = hi_ > above ? 0.5 + 0.5 * (v - above) / (hi_ - above) : 1.0;
-    } else {
-        t = hi_ > lo_ ? (v - lo_) / (hi_ - lo_) : 0.5;
-    }
-    t = std::clamp(t, 0.0, 1.0);
-    return static_cast<int>(std::lround(t * 255.0));
+    return static_cast<int>(std::lround(colour_position(v, mapping(row)) * 255.0));
 }
 
-QColor HeatmapWidget::colourFor(double v) const {
-    const int i = lutIndex(v);
+QColor HeatmapWidget::colourFor(double v, int row) const {
+    const int i = lutIndex(v, row);
     return QColor(i < 0 ? kNoDataColour : lut_[static_cast<std::size_t>(i)]);
+}
+
+QColor HeatmapWidget::cellColour(int row, int col) const {
+    return colourFor(value(row, col), row);
 }
 
 void HeatmapWidget::rebuildImage() const {
@@ -204,7 +276,7 @@ void HeatmapWidget::rebuildImage() const {
         auto* line = reinterpret_cast<QRgb*>(image_.scanLine(r));
         const double* v = values_.data() + static_cast<std::size_t>(r) * cols_;
         for (int c = 0; c < cols_; ++c) {
-            const int i = lutIndex(v[c]);
+            const int i = lutIndex(v[c], r);
             line[c] = i < 0 ? kNoDataColour : lut_[static_cast<std::size_t>(i)];
         }
     }
@@ -224,6 +296,7 @@ HeatmapWidget::Geometry HeatmapWidget::geometry() const {
         rowLabelW =
             std::max(rowLabelW, fm.horizontalAdvance(r < rowLabels_.size() ? rowLabels_[r] : QString::number(r)));
     rowLabelW += 6;
+    g.markW = std::find(marks_.begin(), marks_.end(), true) != marks_.end() ? 8 : 0;
     const double colLabelH = lineH + 2;
     const double colTitleH = colTitle_.isEmpty() ? 0 : lineH + 2;
     g.sideW = 0;
@@ -236,9 +309,11 @@ HeatmapWidget::Geometry HeatmapWidget::geometry() const {
     int tickW = 0;
     for (double v : {lo_, hi_, centre_, 0.5 * (lo_ + hi_)})
         tickW = std::max(tickW, fm.horizontalAdvance(formatNumber(v, precision_)));
+    for (const QString& s : {tr("row min"), tr("row max")})
+        tickW = std::max(tickW, fm.horizontalAdvance(s));
     const double legendW = std::max<double>(kLegendBarWidth + 5 + tickW, fm.horizontalAdvance(legendTitle_));
 
-    const double x0 = kMargin + rowTitleW + rowLabelW;
+    const double x0 = kMargin + rowTitleW + rowLabelW + g.markW;
     const double y0 = kMargin + g.titleH + headerH;
     double w = width() - x0 - g.sideW - kGap - legendW - kMargin;
     double h = height() - y0 - colLabelH - colTitleH - kMargin;
@@ -384,26 +459,50 @@ void HeatmapWidget::paintEvent(QPaintEvent*) {
     p.setPen(pal.color(QPalette::Mid));
     p.setBrush(Qt::NoBrush);
     p.drawRect(a.adjusted(-0.5, -0.5, 0, 0));
+    // Selection: a cell, a column or a row, outlined in the text colour over a window-coloured rim.
+    if (selRow_ >= 0 || selCol_ >= 0) {
+        QRectF s = a;
+        if (selCol_ >= 0) s.setLeft(a.left() + selCol_ * cw), s.setWidth(cw);
+        if (selRow_ >= 0) s.setTop(a.top() + selRow_ * ch), s.setHeight(ch);
+        s = s.adjusted(-1, -1, 1, 1);
+        p.setPen(QPen(pal.color(QPalette::Window), 3));
+        p.drawRect(s);
+        p.setPen(QPen(text, 1.5));
+        p.drawRect(s);
+    }
 
     // Row labels (every k-th when rows are thinner than a text line).
     p.setPen(text);
     const int rowStep = std::max(1, static_cast<int>(std::ceil(lineH / std::max(ch, 1e-9))));
     for (int r = 0; r < rows_; r += rowStep) {
         const QString s = r < rowLabels_.size() ? rowLabels_[r] : QString::number(r);
-        p.drawText(QRectF(kMargin, a.top() + r * ch + ch / 2 - lineH / 2.0, a.left() - kMargin - 4, lineH),
+        p.drawText(QRectF(kMargin, a.top() + r * ch + ch / 2 - lineH / 2.0, a.left() - kMargin - 4 - g.markW, lineH),
                    Qt::AlignRight | Qt::AlignVCenter, s);
+    }
+    // Row marks: a bar on the row axis, at least 3 px high however thin the rows.
+    for (int r = 0; r < rows_ && static_cast<std::size_t>(r) < marks_.size(); ++r) {
+        if (!marks_[static_cast<std::size_t>(r)]) continue;
+        const double h = std::max(ch, 3.0);
+        p.fillRect(QRectF(a.left() - g.markW, a.top() + r * ch + ch / 2 - h / 2, g.markW - 3, h), markColour_);
     }
     // Column labels.
     int colLabelW = 0;
     for (int c = 0; c < cols_; ++c)
         colLabelW =
             std::max(colLabelW, fm.horizontalAdvance(c < colLabels_.size() ? colLabels_[c] : QString::number(c)));
-    const int colStep = std::max(1, static_cast<int>(std::ceil((colLabelW + 6) / std::max(cw, 1e-9))));
+    // Every column up to 16 (in a smaller font where they are narrow), else a power-of-two stride.
+    const int colStep = axis_label_stride(cols_, cw, colLabelW, 16);
+    if (colStep == 1 && colLabelW + 2 > cw) {
+        QFont small = font();
+        small.setPointSizeF(std::max(5.0, small.pointSizeF() * std::max(cw - 2, 1.0) / (colLabelW + 2)));
+        p.setFont(small);
+    }
     for (int c = 0; c < cols_; c += colStep) {
         const QString s = c < colLabels_.size() ? colLabels_[c] : QString::number(c);
         const double cx = a.left() + c * cw + cw / 2;
         p.drawText(QRectF(cx - colLabelW / 2.0 - 3, a.bottom() + 2, colLabelW + 6, lineH), Qt::AlignCenter, s);
     }
+    p.setFont(font());
     // Axis titles.
     if (!colTitle_.isEmpty())
         p.drawText(QRectF(a.left(), a.bottom() + 2 + lineH, a.width(), lineH + 2), Qt::AlignCenter, colTitle_);
@@ -440,19 +539,26 @@ void HeatmapWidget::paintEvent(QPaintEvent*) {
         p.drawText(QRectF(lb.left(), g.headerY, width() - lb.left(), lineH), Qt::AlignLeft | Qt::AlignVCenter,
                    legendTitle_);
     }
-    std::vector<double> ticks;
-    if (map_ == ColourMap::Diverging)
-        ticks = {lo_, 0.5 * (lo_ + centre_), centre_, 0.5 * (centre_ + hi_), hi_};
-    else
-        ticks = {lo_, lo_ + 0.25 * (hi_ - lo_), 0.5 * (lo_ + hi_), lo_ + 0.75 * (hi_ - lo_), hi_};
-    if (lb.height() < 5 * lineH) ticks = {ticks.front(), ticks[2], ticks.back()};
+    // Round ticks at their colour positions; under PerLayer the ends of each row's own range.
+    std::vector<std::pair<double, QString>> ticks;
+    if (scale_ == ColourScale::PerLayer) {
+        ticks.emplace_back(0.0, tr("row min"));
+        if (map_ == ColourMap::Diverging) ticks.emplace_back(0.5, formatNumber(centre_, precision_));
+        ticks.emplace_back(1.0, tr("row max"));
+    } else {
+        for (double t : legendTicks())
+            ticks.emplace_back(colour_position(t, mapping()), formatNumber(t, precision_));
+    }
     p.setPen(text);
-    for (double t : ticks) {
-        const double y = lb.bottom() - lutIndex(t) / 255.0 * lb.height();
+    double lastY = std::numeric_limits<double>::infinity();
+    for (const auto& [pos, label] : ticks) {
+        const double y = lb.bottom() - pos * lb.height();
         // No tick mark: a dash before a number would read as a minus sign.
         const double ty = std::clamp(y - lineH / 2.0, lb.top() - lineH / 2.0, lb.bottom() - lineH / 2.0);
+        if (lastY - ty < lineH) continue; // would overlap the label below it
+        lastY = ty;
         p.drawText(QRectF(lb.right() + 5, ty, width() - lb.right() - 5, lineH), Qt::AlignLeft | Qt::AlignVCenter,
-                   formatNumber(t, precision_));
+                   label);
     }
 }
 

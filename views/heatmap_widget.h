@@ -7,6 +7,8 @@
 #include <QStringList>
 #include <QWidget>
 
+#include "views/plan_explain.h"
+
 #include <array>
 #include <functional>
 #include <vector>
@@ -44,6 +46,21 @@ public:
     void setNeutralBand(double tolerance);
     double neutralBand() const { return band_; }
     void setColourMap(ColourMap map);
+    /// How values map onto the colour bar (views/plan_explain.h colour_position): Linear (default),
+    /// Log (equal ratios, equal steps; zero loads at log_floor), or PerLayer (each row linear over its
+    /// own finite [min, max], widened to centre -/+ 2 x band for Diverging; the legend then reads
+    /// "row min" .. "row max"). The legend's ticks are round_ticks of the scale.
+    void setColourScale(ColourScale scale);
+    ColourScale colourScale() const { return scale_; }
+    /// Marks rows on the row axis (a small bar in `colour` between the row labels and the cells);
+    /// `marks` has one entry per row (shorter: the rest unmarked; empty: none).
+    void setRowMarks(std::vector<bool> marks, const QColor& colour = QColor(0xd6, 0x27, 0x28));
+    const std::vector<bool>& rowMarks() const { return marks_; }
+    /// Outlines the selection: a cell (row, col), a whole column (row -1, col), a whole row (row,
+    /// col -1); (-1, -1) clears it.
+    void setSelection(int row, int col);
+    int selectedRow() const { return selRow_; }
+    int selectedColumn() const { return selCol_; }
     void setTitle(const QString& title);
     /// The title's lines at the current width: 1 when it fits, else 2 (wrapped at a space; a
     /// title too long for two lines is elided at the end of the second).
@@ -69,8 +86,18 @@ public:
     QStringList sideColumn() const { return side_; }
     double rangeLow() const { return lo_; }
     double rangeHigh() const { return hi_; }
-    /// Colour a value is painted with.
-    QColor colourFor(double v) const;
+    /// Colour a value is painted with (under PerLayer: in row `row`'s range; row -1 = the whole range).
+    QColor colourFor(double v, int row = -1) const;
+    /// Colour of cell (row, col) as painted.
+    QColor cellColour(int row, int col) const;
+    /// The colour mapping of row `row` (the whole map's for -1 or a scale other than PerLayer).
+    ColourMapping mapping(int row = -1) const;
+    /// Values of the legend's ticks, ascending (empty under PerLayer: its ticks are "row min",
+    /// the centre for Diverging, and "row max").
+    std::vector<double> legendTicks() const;
+    /// Every how many columns a column label is drawn at the current size (axis_label_stride: every
+    /// column up to 16 of them).
+    int columnLabelStride() const;
     /// Cell rectangle in widget coordinates (empty when out of range or no data).
     QRect cellRect(int row, int col) const;
     /// The cell under a widget position, or (-1, -1).
@@ -97,10 +124,12 @@ private:
         double sideX = 0; // left edge of the side column
         double sideW = 0;
         double titleH = 0;
+        double markW = 0;   // row-mark column between the row labels and the cells
         double headerY = 0; // top of the header row (side column header, legend title)
     };
     Geometry geometry() const;
-    int lutIndex(double v) const;
+    int lutIndex(double v, int row = -1) const;
+    void updateRowRanges();
     void rebuildLut();
     void rebuildImage() const;
 
@@ -111,6 +140,11 @@ private:
     double lo_ = 0, hi_ = 1, centre_ = 0, band_ = 0;
     bool autoRange_ = true;
     ColourMap map_ = ColourMap::Sequential;
+    ColourScale scale_ = ColourScale::Linear;
+    std::vector<double> rowLo_, rowHi_; ///< finite [min, max] of each row (PerLayer)
+    std::vector<bool> marks_;
+    QColor markColour_;
+    int selRow_ = -1, selCol_ = -1;
     int precision_ = 4;
     std::array<QRgb, 256> lut_{};
     std::function<QString(int, int)> tooltip_;

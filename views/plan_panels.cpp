@@ -9,6 +9,7 @@
 #include <QChart>
 #include <QChartView>
 #include <QComboBox>
+#include <QCursor>
 #include <QEvent>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -20,12 +21,14 @@
 #include <QStackedBarSeries>
 #include <QStyledItemDelegate>
 #include <QTableView>
+#include <QToolTip>
 #include <QVBoxLayout>
 #include <QValueAxis>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 namespace routepack::views {
 
@@ -120,8 +123,77 @@ void styleChart(QChart* chart, const QPalette& pal) {
 // =============================================================================================
 // EpHeatmapPanel
 
+namespace {
+
+/// The colour-scale box of a heatmap panel: Linear, Log and (with `perLayer`) Per layer.
+QComboBox* makeScaleCombo(QWidget* parent, bool perLayer) {
+    auto* box = new QComboBox(parent);
+    box->addItem(QObject::tr("Linear"), static_cast<int>(ColourScale::Linear));
+    box->addItem(QObject::tr("Log"), static_cast<int>(ColourScale::Log));
+    if (perLayer) box->addItem(QObject::tr("Per layer"), static_cast<int>(ColourScale::PerLayer));
+    box->setToolTip(QObject::tr("Colour scale: linear, logarithmic (skewed loads)%1")
+                        .arg(perLayer ? QObject::tr(", or each MoE layer over its own range") : QString()));
+    return box;
+}
+
+/// "e40 34485, e3 12" of the first `limit` experts, then "and N more (T tokens)".
+QString expertList(const std::vector<ExpertTokens>& experts, std::size_t limit) {
+    QStringList parts;
+    std::uint64_t rest = 0;
+    for (std::size_t k = 0; k < experts.size(); ++k) {
+        if (k < limit)
+            parts << QStringLiteral("e%1 %2").arg(experts[k].expert).arg(experts[k].tokens);
+        else
+            rest += experts[k].tokens;
+    }
+    QString out = parts.join(QStringLiteral(", "));
+    if (experts.size() > limit) out += QObject::tr(" and %1 more (%2 tokens)").arg(experts.size() - limit).arg(rest);
+    return out;
+}
+
+QString boundText(const ExpertBound& b) {
+    return QObject::tr("bounded by expert %1 (%2 of %3 tokens): no placement can lower this layer's peak below %2")
+        .arg(b.expert)
+        .arg(b.tokens)
+        .arg(b.total);
+}
+
+} // namespace
+
+QString epCellToolTip(const PlanResult& plan, const std::vector<std::uint64_t>& G, const Placement& pi,
+                      std::span<const std::uint64_t> loads, int l, int p) {
+    const int L = plan.model.num_moe_layers(), P = plan.topology.ep_ranks;
+    const std::size_t base = static_cast<std::size_t>(l) * P;
+    std::uint64_t sum = 0;
+    for (int q = 0; q < P; ++q)
+        sum += G[base + q];
+    const double mean = static_cast<double>(sum) / P;
+    const std::uint64_t g = G[base + p];
+    QString tip = QObject::tr("<b>Layer %1</b> (MoE layer %2 of %3), <b>EP rank %4</b><br>G = %5 tokens<br>"
+                              "= %6 x layer mean (%7 tokens)")
+                      .arg(layerLabel(plan, l))
+                      .arg(l + 1)
+                      .arg(L)
+                      .arg(p)
+                      .arg(g)
+                      .arg(sum > 0 ? QString::number(static_cast<double>(g) / mean, 'f', 4) : QStringLiteral("n/a"))
+                      .arg(mean, 0, 'f', 1);
+    if (loads.size() == pi.slot.size() && !loads.empty()) {
+        const auto experts = experts_on_rank(loads, pi, l, p);
+        tip += QObject::tr("<br>Experts on this rank (tokens): %1").arg(expertList(experts, 16));
+        const auto one = expert_bounded_layers(
+            loads.subspan(static_cast<std::size_t>(l) * pi.experts, static_cast<std::size_t>(pi.experts)), 1,
+            pi.experts, P);
+        if (!one.empty()) tip += QObject::tr("<br><b>This layer is %1.</b>").arg(boundText(one.front()));
+    }
+    return tip;
+}
+
 EpHeatmapPanel::EpHeatmapPanel(QWidget* parent) : QWidget(parent) {
     summary_ = headingLabel(this);
+    selection_ = headingLabel(this);
+    selection_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    scaleBox_ = makeScaleCombo(this, true);
     identity_ = new HeatmapWidget(this);
     lpt_ = new HeatmapWidget(this);
     for (HeatmapWidget* h : {identity_, lpt_}) {
@@ -129,19 +201,49 @@ EpHeatmapPanel::EpHeatmapPanel(QWidget* parent) : QWidget(parent) {
         h->setAxisTitles(tr("MoE layer"), tr("EP rank"));
         h->setLegendTitle(tr("G / mean"));
         h->setEmptyText(tr("No plan"));
+        connect(h, &HeatmapWidget::cellClicked, this, [this, h](int l, int p) { selectCell(l, p, h == lpt_); });
     }
+    auto* bar = new QHBoxLayout;
+    bar->addWidget(new QLabel(tr("Colour scale:"), this));
+    bar->addWidget(scaleBox_);
+    bar->addStretch(1);
     auto* maps = new QHBoxLayout;
     maps->addWidget(identity_, 1);
     maps->addWidget(lpt_, 1);
     auto* v = new QVBoxLayout(this);
     v->addWidget(summary_);
+    v->addLayout(bar);
     v->addLayout(maps, 1);
+    v->addWidget(selection_);
+    connect(scaleBox_, &QComboBox::currentIndexChanged, this, [this] {
+        const auto s = static_cast<ColourScale>(scaleBox_->currentData().toInt());
+        for (HeatmapWidget* h : {identity_, lpt_}) {
+            h->setColourScale(s);
+            h->setLegendTitle(s == ColourScale::PerLayer ? tr("G / mean, per layer") : tr("G / mean"));
+        }
+    });
 }
 
-void EpHeatmapPanel::setPlan(const std::shared_ptr<const PlanResult>& plan) {
+void EpHeatmapPanel::setColourScale(ColourScale scale) {
+    const int i = scaleBox_->findData(static_cast<int>(scale));
+    if (i >= 0) scaleBox_->setCurrentIndex(i);
+}
+
+QString EpHeatmapPanel::selectionText() const {
+    return selection_->text();
+}
+
+void EpHeatmapPanel::setPlan(const std::shared_ptr<const PlanResult>& plan,
+                             std::shared_ptr<const std::vector<std::uint64_t>> expertLoads,
+                             std::shared_ptr<const Trace> window) {
     plan_ = plan;
+    loads_ = std::move(expertLoads);
+    window_ = std::move(window);
     cvIdentity_.clear();
     cvLpt_.clear();
+    bounded_.clear();
+    selection_->clear();
+    selection_->hide();
     if (!plan_) {
         identity_->clear();
         lpt_->clear();
@@ -157,6 +259,13 @@ void EpHeatmapPanel::setPlan(const std::shared_ptr<const PlanResult>& plan) {
         summary_->setText(tr("This plan carries no rank loads."));
         return;
     }
+    const int E = plan_->model.experts;
+    if (loads_ && loads_->size() != static_cast<std::size_t>(L) * E) loads_ = nullptr;
+    if (window_ && (window_->model.num_moe_layers() != L || window_->model.experts != E)) window_ = nullptr;
+    if (loads_) bounded_ = expert_bounded_layers(*loads_, L, E, P);
+    std::vector<bool> marks(static_cast<std::size_t>(L), false);
+    for (const ExpertBound& b : bounded_)
+        marks[static_cast<std::size_t>(b.layer)] = true;
     cvIdentity_ = layer_rank_cv(plan_->rank_loads_identity, L, P);
     cvLpt_ = layer_rank_cv(plan_->rank_loads_lpt, L, P);
     auto normId = normalized_rank_loads(plan_->rank_loads_identity, L, P);
@@ -176,7 +285,7 @@ void EpHeatmapPanel::setPlan(const std::shared_ptr<const PlanResult>& plan) {
         ranks.append(QString::number(p));
     const QStringList layers = layerLabels(*plan_);
     auto fill = [&](HeatmapWidget* h, std::vector<double> norm, const std::vector<double>& cv,
-                    const std::vector<std::uint64_t>* G, const QString& title) {
+                    const std::vector<std::uint64_t>* G, const Placement* pi, const QString& title) {
         QStringList side;
         for (double c : cv)
             side.append(QString::number(c, 'f', 4));
@@ -185,36 +294,96 @@ void EpHeatmapPanel::setPlan(const std::shared_ptr<const PlanResult>& plan) {
         h->setNeutralBand(kEvenTolerance);
         h->setData(L, P, std::move(norm), layers, ranks);
         h->setSideColumn(tr("CV"), side);
+        h->setRowMarks(marks);
         const std::shared_ptr<const PlanResult> keep = plan_;
-        h->setToolTipProvider([keep, G, L, P](int l, int p) {
-            const std::size_t base = static_cast<std::size_t>(l) * P;
-            std::uint64_t sum = 0;
-            for (int q = 0; q < P; ++q)
-                sum += (*G)[base + q];
-            const double mean = static_cast<double>(sum) / P;
-            const std::uint64_t g = (*G)[base + p];
-            return tr("<b>Layer %1</b> (MoE layer %2 of %3), <b>EP rank %4</b><br>G = %5 tokens<br>"
-                      "= %6 x layer mean (%7 tokens)")
-                .arg(layerLabel(*keep, l))
-                .arg(l + 1)
-                .arg(L)
-                .arg(p)
-                .arg(g)
-                .arg(sum > 0 ? QString::number(static_cast<double>(g) / mean, 'f', 4) : QStringLiteral("n/a"))
-                .arg(mean, 0, 'f', 1);
+        const std::shared_ptr<const std::vector<std::uint64_t>> loads = loads_;
+        h->setToolTipProvider([keep, loads, G, pi](int l, int p) {
+            return epCellToolTip(*keep, *G, *pi,
+                                 loads ? std::span<const std::uint64_t>(*loads) : std::span<const std::uint64_t>(), l,
+                                 p);
         });
     };
-    fill(identity_, std::move(normId), cvIdentity_, &plan_->rank_loads_identity,
+    fill(identity_, std::move(normId), cvIdentity_, &plan_->rank_loads_identity, &plan_->identity,
          tr("Identity placement (CV_global %1)").arg(plan_->cv_identity, 0, 'f', 4));
-    fill(lpt_, std::move(normLpt), cvLpt_, &plan_->rank_loads_lpt,
+    fill(lpt_, std::move(normLpt), cvLpt_, &plan_->rank_loads_lpt, &plan_->lpt,
          tr("Planned LPT placement (CV_global %1)").arg(plan_->cv_lpt, 0, 'f', 4));
+    QString bounds;
+    if (!bounded_.empty()) {
+        // The most bounded first: the largest share of its layer on one expert.
+        std::vector<ExpertBound> worst = bounded_;
+        std::stable_sort(worst.begin(), worst.end(), [](const ExpertBound& a, const ExpertBound& b) {
+            return static_cast<double>(a.tokens) / static_cast<double>(a.total) >
+                   static_cast<double>(b.tokens) / static_cast<double>(b.total);
+        });
+        QStringList named;
+        for (std::size_t k = 0; k < worst.size() && k < 4; ++k)
+            named << tr("layer %1 (e%2, %3 of %4 tokens)")
+                         .arg(layerLabel(*plan_, worst[k].layer))
+                         .arg(worst[k].expert)
+                         .arg(worst[k].tokens)
+                         .arg(worst[k].total);
+        bounds = tr(" <b>%1 bounded by one expert</b> (red on the layer axis; its tokens exceed the mean rank "
+                    "load, so no placement can lower the layer's peak below them): %2%3.")
+                     .arg(bounded_.size() == 1 ? tr("1 layer") : tr("%1 layers").arg(bounded_.size()))
+                     .arg(named.join(QStringLiteral(", ")))
+                     .arg(bounded_.size() > 4 ? tr(", ...") : QString());
+    }
     summary_->setText(tr("EP-rank load G[l][p] of the window (eq. 10) divided by the layer mean; %1 MoE layers x %2 EP "
                          "ranks, %3 experts; within %4% of the mean is drawn as even (neutral). CV = std/mean of the "
-                         "layer's rank loads (eq. 22 averages it over layers).")
+                         "layer's rank loads (eq. 22 averages it over layers). Click a cell for its experts and "
+                         "samples.")
                           .arg(L)
                           .arg(P)
                           .arg(plan_->model.experts)
-                          .arg(100 * kEvenTolerance, 0, 'g', 3));
+                          .arg(100 * kEvenTolerance, 0, 'g', 3) +
+                      bounds);
+}
+
+void EpHeatmapPanel::selectCell(int layer, int rank, bool planned) {
+    const int L = identity_->rowCount(), P = identity_->columnCount();
+    if (!plan_ || layer < 0 || rank < 0 || layer >= L || rank >= P) {
+        for (HeatmapWidget* h : {identity_, lpt_})
+            h->setSelection(-1, -1);
+        selection_->clear();
+        selection_->hide();
+        return;
+    }
+    for (HeatmapWidget* h : {identity_, lpt_})
+        h->setSelection(layer, rank);
+    const Placement& pi = planned ? plan_->lpt : plan_->identity;
+    const auto& G = planned ? plan_->rank_loads_lpt : plan_->rank_loads_identity;
+    const QString where = planned ? tr("LPT placement") : tr("identity placement");
+    QString text = tr("<b>Layer %1, EP rank %2</b> (%3): G = %4 tokens")
+                       .arg(layerLabel(*plan_, layer))
+                       .arg(rank)
+                       .arg(where)
+                       .arg(G[static_cast<std::size_t>(layer) * P + rank]);
+    if (loads_) {
+        const auto experts = experts_on_rank(*loads_, pi, layer, rank);
+        text += tr(" on %1 %2: ").arg(experts.size()).arg(experts.size() == 1 ? tr("expert") : tr("experts")) +
+                expertList(experts, experts.size());
+        for (const ExpertBound& b : bounded_)
+            if (b.layer == layer) text += tr(". This layer is %1").arg(boundText(b));
+        text += QLatin1Char('.');
+    }
+    QList<int> samples;
+    QString description;
+    if (window_) {
+        for (const SampleTokens& s : top_samples_on_rank(*window_, pi, layer, rank, kTopRankSamples))
+            samples << s.sample;
+        description = samples.size() == kTopRankSamples
+                          ? tr("Top %1 samples by tokens on EP rank %2 of MoE layer %3 (%4)")
+                                .arg(kTopRankSamples)
+                                .arg(rank)
+                                .arg(layerLabel(*plan_, layer), where)
+                          : tr("The %1 samples with tokens on EP rank %2 of MoE layer %3 (%4)")
+                                .arg(samples.size())
+                                .arg(rank)
+                                .arg(layerLabel(*plan_, layer), where);
+    }
+    selection_->setText(text);
+    selection_->show();
+    Q_EMIT rankActivated(layer, rank, planned, samples, description);
 }
 
 // =============================================================================================
@@ -231,18 +400,32 @@ RowHeatmapPanel::RowHeatmapPanel(QWidget* parent) : QWidget(parent) {
     map_->setLegendTitle(tr("tokens"));
     map_->setPrecision(4);
     map_->setEmptyText(tr("No plan"));
+    scaleBox_ = makeScaleCombo(this, false);
     QHBoxLayout* bar = methodPanelLayout(this, methodBox_, note_, map_);
     bar->addSpacing(12);
     bar->addWidget(new QLabel(tr("EDP shard:"), this));
     bar->addWidget(shardBox_);
+    bar->addSpacing(12);
+    bar->addWidget(new QLabel(tr("Colour scale:"), this));
+    bar->addWidget(scaleBox_);
     bar->addStretch(1);
     connect(methodBox_, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
     connect(shardBox_, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
+    connect(scaleBox_, &QComboBox::currentIndexChanged, this,
+            [this] { map_->setColourScale(static_cast<ColourScale>(scaleBox_->currentData().toInt())); });
 }
 
-void RowHeatmapPanel::setPlan(const std::shared_ptr<const PlanResult>& plan, std::shared_ptr<const PlanCosts> costs) {
+void RowHeatmapPanel::setSelectedLayer(int l) {
+    selectedLayer_ = l;
+    map_->setSelection(-1, l);
+}
+
+void RowHeatmapPanel::setPlan(const std::shared_ptr<const PlanResult>& plan, std::shared_ptr<const PlanCosts> costs,
+                              std::shared_ptr<const Trace> window) {
     plan_ = plan;
     costs_ = std::move(costs);
+    window_ = plan_ && window && window_matches(*plan_, *window) ? std::move(window) : nullptr;
+    selectedLayer_ = -1;
     {
         const QSignalBlocker block(shardBox_);
         shardBox_->clear();
@@ -312,19 +495,42 @@ void RowHeatmapPanel::refresh() {
     map_->setRange(static_cast<double>(bottom), static_cast<double>(top));
     map_->setData(R, L, std::move(values), rows, layerLabels(*plan_));
     map_->setSideColumn(tr("E[r][g]"), side);
+    map_->setSelection(-1, selectedLayer_);
     const std::shared_ptr<const PlanResult> keep = plan_;
     const std::shared_ptr<const PlanCosts> costs = costs_;
+    const std::shared_ptr<const Trace> window = window_;
     const qint64 C = plan_->topology.token_cap;
-    map_->setToolTipProvider([keep, costs, m, g, G, L, C](int r, int l) {
+    map_->setToolTipProvider([keep, costs, window, m, g, G, L, C](int r, int l) {
         const CostBreakdown& c = costs->method[static_cast<std::size_t>(m)];
         const std::int64_t w = c.peak[(static_cast<std::size_t>(r) * G + g) * L + l];
-        return tr("<b>Row %1, shard g%2, layer %3</b><br>max_p W = %4 tokens (%5 of C)<br>E[r][g] = %6")
-            .arg(r)
-            .arg(g)
-            .arg(layerLabel(*keep, l))
-            .arg(w)
-            .arg(static_cast<double>(w) / static_cast<double>(C), 0, 'f', 4)
-            .arg(c.E[static_cast<std::size_t>(r) * G + g], 0, 'f', 4);
+        QString tip = tr("<b>Row %1, shard g%2, layer %3</b><br>max_p W = %4 tokens (%5 of C)<br>E[r][g] = %6")
+                          .arg(r)
+                          .arg(g)
+                          .arg(layerLabel(*keep, l))
+                          .arg(w)
+                          .arg(static_cast<double>(w) / static_cast<double>(C), 0, 'f', 4)
+                          .arg(c.E[static_cast<std::size_t>(r) * G + g], 0, 'f', 4);
+        if (window) {
+            // The rank that takes the peak (lowest p on ties), from the row-shard's rank loads.
+            const MethodResult& mr = method_of(*keep, m);
+            std::vector<std::uint64_t> W;
+            try {
+                W = row_shard_rank_loads(*window, keep->topology, mr.lpt ? keep->lpt : keep->identity, mr.layout, r, g,
+                                         l);
+            } catch (const std::invalid_argument&) {
+                return tip; // a layout that does not fit the window: no peak rank to name
+            }
+            const auto top = std::max_element(W.begin(), W.end());
+            std::uint64_t sum = 0;
+            for (std::uint64_t x : W)
+                sum += x;
+            tip += tr("<br>peak on EP rank %1 (%2 tokens; mean over the %3 ranks %4)")
+                       .arg(top - W.begin())
+                       .arg(*top)
+                       .arg(W.size())
+                       .arg(static_cast<double>(sum) / static_cast<double>(W.size()), 0, 'f', 1);
+        }
+        return tip;
     });
     note_->setText(
         tr("Colour scale %1 .. %2 tokens, the same for every shard of this method. E[r][g] = sum_l max_p W / C "
@@ -347,7 +553,52 @@ CostsPanel::CostsPanel(QWidget* parent) : QWidget(parent) {
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 1);
     methodPanelLayout(this, methodBox_, heading_, split)->addStretch(1);
+    gain_ = headingLabel(this);
+    gain_->setFrameShape(QFrame::StyledPanel);
+    gain_->setMargin(4);
+    gain_->hide();
+    if (auto* v = qobject_cast<QVBoxLayout*>(layout())) v->addWidget(gain_);
     connect(methodBox_, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
+}
+
+QString CostsPanel::gainText() const {
+    return gain_->isHidden() ? QString() : gain_->text();
+}
+
+QString gainExplanationText(const GainExplanation& g, const PlanResult& plan) {
+    auto pct = [](double v) { return QString::asprintf("%+.2f %%", v); };
+    QString out =
+        QObject::tr("<b>Why it gains:</b> placing experts by load (LPT) instead of in id order takes the joint cost "
+                    "from %1 (baseline) to %2 (reorder), %3; packing samples by their routing instead of by length "
+                    "alone takes it to %4 (RoutePack), %5; %6 in all.")
+            .arg(g.baseline, 0, 'f', 4)
+            .arg(g.reorder, 0, 'f', 4)
+            .arg(pct(g.placement_pct))
+            .arg(g.routepack, 0, 'f', 4)
+            .arg(pct(g.packing_pct))
+            .arg(pct(g.total_pct));
+    auto step = [&](const char* name, const std::vector<GainExplanation::ShardMove>& shards,
+                    const std::vector<GainExplanation::LayerMove>& layers) {
+        QStringList parts;
+        if (!shards.empty())
+            parts << QObject::tr("shard g%1 most (U %2 -> %3)")
+                         .arg(shards.front().shard)
+                         .arg(shards.front().before, 0, 'f', 4)
+                         .arg(shards.front().after, 0, 'f', 4);
+        if (!layers.empty() && layers.front().before > layers.front().after)
+            parts << QObject::tr("MoE layer %1 (summed row peaks %2 -> %3 tokens)")
+                         .arg(layerLabel(plan, layers.front().layer))
+                         .arg(layers.front().before)
+                         .arg(layers.front().after);
+        else if (!layers.empty())
+            parts << QObject::tr("no MoE layer's summed row peaks fell");
+        return parts.isEmpty()
+                   ? QString()
+                   : QObject::tr(" %1 moved %2.").arg(QLatin1String(name), parts.join(QObject::tr(" and ")));
+    };
+    out += step("Placement", g.placement_shards, g.placement_layers);
+    out += step("Packing", g.packing_shards, g.packing_layers);
+    return out;
 }
 
 void CostsPanel::setPlan(const std::shared_ptr<const PlanResult>& plan, std::shared_ptr<const PlanCosts> costs) {
@@ -387,6 +638,8 @@ void CostsPanel::refresh() {
     straggler_ = -1;
     rc->setTitle(QString());
     sc->setTitle(QString());
+    gain_->clear();
+    gain_->hide();
     if (!plan_) {
         heading_->clear();
         return;
@@ -397,6 +650,8 @@ void CostsPanel::refresh() {
                "is too large to score on the GUI thread). Method metrics are in the compare view."));
         return;
     }
+    gain_->setText(gainExplanationText(explain_gain(*plan_, *costs_), *plan_));
+    gain_->show();
     const int m = std::clamp(method(), 0, kMethodCount - 1);
     const CostBreakdown& cb = costs_->method[static_cast<std::size_t>(m)];
     const int R = cb.rows, G = cb.shards;
@@ -446,9 +701,14 @@ void CostsPanel::refresh() {
     rc->addAxis(cy, Qt::AlignLeft);
     stacked->attachAxis(cx);
     stacked->attachAxis(cy);
-    double maxJ = 0;
-    for (double j : cb.J)
-        maxJ = std::max(maxJ, j);
+    // One y-axis for every method (switching methods compares bar heights), in both charts.
+    double maxJ = 0, maxU = 0;
+    for (const CostBreakdown& any : costs_->method) {
+        for (double j : any.J)
+            maxJ = std::max(maxJ, j);
+        for (double u : any.U)
+            maxU = std::max(maxU, u);
+    }
     cy->setRange(0, maxJ > 0 ? maxJ * 1.05 : 1);
     cy->applyNiceNumbers();
     // Two short lines rather than one that a narrow chart elides.
@@ -464,11 +724,9 @@ void CostsPanel::refresh() {
     total_->setSelectedColor(kStragglerExpert);
     total_->setLabelColor(text);
     QStringList shards;
-    double maxU = 0;
     for (int g = 0; g < G; ++g) {
         total_->append(cb.U[static_cast<std::size_t>(g)]);
         shards.append(QStringLiteral("g%1").arg(g));
-        maxU = std::max(maxU, cb.U[static_cast<std::size_t>(g)]);
     }
     const std::vector<int> tied = tiedShards(cb.U, kShardTieTolerance);
     const bool balanced = G > 1 && static_cast<int>(tied.size()) == G;
@@ -500,6 +758,20 @@ void CostsPanel::refresh() {
     bars->attachAxis(sy);
     sc->setTitle(tr("Shard totals U[g]"));
     sc->legend()->setVisible(false);
+    // Exact values of the bar under the mouse.
+    for (QBarSet* set : {attention_, expert_})
+        connect(set, &QBarSet::hovered, rowView_, [this](bool on, int index) {
+            if (on)
+                QToolTip::showText(QCursor::pos(), rowBarToolTip(index), rowView_);
+            else
+                QToolTip::hideText();
+        });
+    connect(total_, &QBarSet::hovered, shardView_, [this](bool on, int index) {
+        if (on)
+            QToolTip::showText(QCursor::pos(), shardBarToolTip(index), shardView_);
+        else
+            QToolTip::hideText();
+    });
     styleChart(rc, palette());
     styleChart(sc, palette());
 
@@ -534,6 +806,45 @@ std::vector<int> tiedShards(const std::vector<double>& U, double tolerance) {
 
 QString CostsPanel::headingText() const {
     return heading_->text();
+}
+
+QString CostsPanel::rowBarToolTip(int index) const {
+    if (!plan_ || !costs_ || straggler_ < 0) return {};
+    const int m = std::clamp(method(), 0, kMethodCount - 1);
+    const CostBreakdown& cb = costs_->method[static_cast<std::size_t>(m)];
+    if (index < 0 || static_cast<std::size_t>(index) >= cb.J.size() || cb.shards < 1) return {};
+    const int r = index / cb.shards, g = index % cb.shards;
+    const auto k = static_cast<std::size_t>(index);
+    return tr("<b>%1: row %2, EDP shard g%3</b>%4<br>A = %5 (attention, eq. 12)<br>E = %6 (expert, eq. 14)<br>"
+              "J = A + E = %7")
+        .arg(QString::fromLatin1(method_label(m)))
+        .arg(r)
+        .arg(g)
+        .arg(g == straggler_ && cb.shards > 1 ? tr(" (straggler shard)") : QString())
+        .arg(cb.A[k], 0, 'f', 4)
+        .arg(cb.E[k], 0, 'f', 4)
+        .arg(cb.J[k], 0, 'f', 4);
+}
+
+QString CostsPanel::shardBarToolTip(int g) const {
+    if (!plan_ || !costs_ || straggler_ < 0) return {};
+    const int m = std::clamp(method(), 0, kMethodCount - 1);
+    const CostBreakdown& cb = costs_->method[static_cast<std::size_t>(m)];
+    if (g < 0 || g >= cb.shards) return {};
+    QStringList slots;
+    for (int d : plan_->topology.edp_shards[static_cast<std::size_t>(g)])
+        slots << QString::number(d);
+    const double u = cb.U[static_cast<std::size_t>(g)], top = cb.U[static_cast<std::size_t>(straggler_)];
+    return tr("<b>%1: EDP shard g%2</b> (DP slots %3)<br>U = sum_r J[r][g] = %4<br>%5")
+        .arg(QString::fromLatin1(method_label(m)))
+        .arg(g)
+        .arg(slots.join(QLatin1Char(',')))
+        .arg(u, 0, 'f', 4)
+        .arg(g == straggler_ ? tr("the straggler: U = max_g U, the joint cost (eq. 15)")
+                             : tr("%1 below the straggler g%2 (%3 %)")
+                                   .arg(top - u, 0, 'f', 4)
+                                   .arg(straggler_)
+                                   .arg(top > 0 ? 100.0 * (top - u) / top : 0.0, 0, 'f', 2));
 }
 
 // =============================================================================================
@@ -627,7 +938,7 @@ void GridPanel::refresh() {
     const double C = static_cast<double>(plan_->topology.token_cap);
     const double mean = tokens.empty() ? 0.0 : static_cast<double>(sum) / static_cast<double>(tokens.size());
     summary_->setText(tr("%1: R = %2 rows x D = %3 DP slots, cap C = %4 tokens (%5). Fill min / mean / max = "
-                         "%6 / %7 / %8 %. Click a cell to list its samples.")
+                         "%6 / %7 / %8 %. Click a cell to keep only its samples in the sample table.")
                           .arg(QString::fromLatin1(method_label(m)))
                           .arg(x.rows)
                           .arg(x.dp_slots)

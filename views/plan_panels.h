@@ -4,7 +4,9 @@
 #include "core/plan/annealing.h"
 #include "core/plan/planner.h"
 #include "views/plan_data.h"
+#include "views/plan_explain.h"
 
+#include <QList>
 #include <QWidget>
 
 #include <memory>
@@ -30,26 +32,71 @@ class ExecutionGridModel;
 /// read on light and dark backgrounds). Call again on QEvent::PaletteChange.
 void styleChart(QChart* chart, const QPalette& palette);
 
+/// How many samples a click on an EP-rank cell keeps in the sample table: the ones that route the
+/// most tokens to that (layer, rank) (top_samples_on_rank).
+inline constexpr int kTopRankSamples = 20;
+
 /// "ep-heatmap": per MoE layer x EP rank G[l][p] / mean_p G[l][p] (eq. 10), identity placement
-/// left and LPT placement right, one shared diverging colour scale centred on 1 (the layer mean),
-/// per-layer CV in a side column of each map, exact G in the tooltip.
+/// left and LPT placement right, one shared diverging colour scale centred on 1 (the layer mean;
+/// linear, log or per layer: scaleCombo), per-layer CV in a side column of each map. The tooltip
+/// gives the exact G, the logical experts on the rank with their tokens, and for a layer bounded by
+/// one expert (expert_bounded_layers; marked on the layer axis of both maps, the four with the largest
+/// share on one expert named in the heading) "bounded by expert E (X of Y tokens): no placement can
+/// lower this layer's peak below X". A click on a cell selects it
+/// (selectCell).
 class EpHeatmapPanel : public QWidget {
     Q_OBJECT
 public:
     explicit EpHeatmapPanel(QWidget* parent = nullptr);
-    void setPlan(const std::shared_ptr<const routepack::PlanResult>& plan);
+    /// `expertLoads` = L[l][e] of the plan's window ([L][E], aggregate_expert_loads): without it the
+    /// tooltips name no experts and no layer is marked. `window` (the planned window, or null) gives
+    /// the samples a selected rank lists.
+    void setPlan(const std::shared_ptr<const routepack::PlanResult>& plan,
+                 std::shared_ptr<const std::vector<std::uint64_t>> expertLoads = nullptr,
+                 std::shared_ptr<const routepack::Trace> window = nullptr);
     /// The identity (planned = false) or LPT (planned = true) map; rows = MoE layers, cols = ranks.
     HeatmapWidget* map(bool planned) const { return planned ? lpt_ : identity_; }
     /// Per-layer CV shown beside a map ([L]).
     const std::vector<double>& layerCv(bool planned) const { return planned ? cvLpt_ : cvIdentity_; }
+    /// The layers one expert bounds (marked on both maps; empty without expert loads).
+    const std::vector<ExpertBound>& boundedLayers() const { return bounded_; }
+    /// Colour scale of both maps (the combo box's choice).
+    void setColourScale(ColourScale scale);
+    QComboBox* scaleCombo() const { return scaleBox_; }
+    /// Selects cell (MoE layer index `layer`, EP rank `rank`) on both maps, as a click on the identity
+    /// (planned = false) or LPT map does: lists the rank's experts with their tokens under the maps
+    /// and emits rankActivated with the kTopRankSamples samples that load it most. Out of range:
+    /// clears the selection.
+    void selectCell(int layer, int rank, bool planned);
+    /// The list under the maps: the selected rank's experts and tokens ("" when nothing is selected).
+    QString selectionText() const;
+
+Q_SIGNALS:
+    /// A cell was selected: `samples` are top_samples_on_rank (window order indices, most tokens
+    /// first; empty without the window), `description` says what they are for the sample table's
+    /// filter line ("Top 20 samples by tokens on EP rank 3 of MoE layer 45 (LPT placement)").
+    void rankActivated(int layer, int rank, bool planned, QList<int> samples, QString description);
 
 private:
     std::shared_ptr<const routepack::PlanResult> plan_;
+    std::shared_ptr<const std::vector<std::uint64_t>> loads_;
+    std::shared_ptr<const routepack::Trace> window_;
     QLabel* summary_ = nullptr;
+    QComboBox* scaleBox_ = nullptr;
+    QLabel* selection_ = nullptr;
     HeatmapWidget* identity_ = nullptr;
     HeatmapWidget* lpt_ = nullptr;
     std::vector<double> cvIdentity_, cvLpt_;
+    std::vector<ExpertBound> bounded_;
 };
+
+/// The text of an EP-heatmap tooltip for MoE layer index `l` and rank `p` of rank loads `G` ([L][P])
+/// under placement `pi`: layer (absolute id) and rank, G[l][p] in tokens and against the layer mean,
+/// and with expert loads (`loads` [L][E], may be empty) the experts on the rank with their tokens and,
+/// for a bounded layer, "bounded by expert E (X of Y tokens): no placement can lower this layer's peak
+/// below X".
+QString epCellToolTip(const routepack::PlanResult& plan, const std::vector<std::uint64_t>& G, const Placement& pi,
+                      std::span<const std::uint64_t> loads, int l, int p);
 
 /// "row-heatmap": rows x MoE layers of max_p W[r][g][l][p] (tokens, eq. 13) for one EDP shard g of
 /// one method (default routepack); a fixed colour scale 0..max over all shards of that method;
@@ -58,8 +105,12 @@ class RowHeatmapPanel : public QWidget {
     Q_OBJECT
 public:
     explicit RowHeatmapPanel(QWidget* parent = nullptr);
-    void setPlan(const std::shared_ptr<const routepack::PlanResult>& plan, std::shared_ptr<const PlanCosts> costs);
+    /// `window`: the planned window (or null); with it the tooltip names the peak rank of the cell.
+    void setPlan(const std::shared_ptr<const routepack::PlanResult>& plan, std::shared_ptr<const PlanCosts> costs,
+                 std::shared_ptr<const routepack::Trace> window = nullptr);
     void setShard(int g);
+    /// Outlines MoE layer index `l`'s column (-1: none), kept across method and shard changes.
+    void setSelectedLayer(int l);
     void setMethod(int method);
     int shard() const;
     int method() const;
@@ -70,7 +121,10 @@ private:
     void refresh();
     std::shared_ptr<const routepack::PlanResult> plan_;
     std::shared_ptr<const PlanCosts> costs_;
+    std::shared_ptr<const routepack::Trace> window_;
+    int selectedLayer_ = -1;
     QComboBox* methodBox_ = nullptr;
+    QComboBox* scaleBox_ = nullptr;
     QComboBox* shardBox_ = nullptr;
     QLabel* note_ = nullptr;
     HeatmapWidget* map_ = nullptr;
@@ -83,7 +137,8 @@ std::vector<int> tiedShards(const std::vector<double>& U, double tolerance);
 inline constexpr double kShardTieTolerance = 0.001;
 
 /// "costs": stacked bars of A[r][g] (eq. 12) and E[r][g] (eq. 14) per (r, g) (category "r<r> g<g>",
-/// rows outer, shards inner), and a second chart of U[g]; the straggler shard argmax_g U[g] is
+/// rows outer, shards inner), and a second chart of U[g], each on one y-axis for all four methods
+/// (0 .. the largest J, resp. U, of any method, rounded); the straggler shard argmax_g U[g] is
 /// highlighted (selected bars in both charts, and named in the heading). In the U[g] chart the
 /// shards tied with the straggler (tiedShards, kShardTieTolerance) are selected and red like it,
 /// the others green; when every shard is tied, all are one neutral grey and the heading says they
@@ -105,6 +160,12 @@ public:
     QChartView* shardChartView() const { return shardView_; }
     /// The straggler heading: U, sum U, max J, and (LPT methods) the plan's lower bound and gap.
     QString headingText() const;
+    /// Tooltip of bar `index` (= r * G + g) of the row-shard chart: A, E and J of (r, g) exactly.
+    QString rowBarToolTip(int index) const;
+    /// Tooltip of shard g's bar of the U[g] chart: U[g] exactly and its distance to the straggler.
+    QString shardBarToolTip(int g) const;
+    /// The "why it gains" paragraph under the charts (gainExplanationText; "" without costs).
+    QString gainText() const;
 
 protected:
     void changeEvent(QEvent* e) override;
@@ -115,6 +176,7 @@ private:
     std::shared_ptr<const PlanCosts> costs_;
     QComboBox* methodBox_ = nullptr;
     QLabel* heading_ = nullptr;
+    QLabel* gain_ = nullptr;
     QChartView* rowView_ = nullptr;
     QChartView* shardView_ = nullptr;
     QBarSet* attention_ = nullptr;
@@ -123,6 +185,13 @@ private:
     QStringList categories_;
     int straggler_ = -1;
 };
+
+/// The costs view's plain-language "why it gains" paragraph from explain_gain: the placement gain
+/// (baseline -> reorder: experts placed by load instead of in id order), the packing gain (reorder ->
+/// routepack: samples packed by their routing instead of by length alone) and the whole, each with
+/// both joint costs (4 decimals) and the change in percent (2 decimals); then the EDP shard and the
+/// MoE layer (absolute id; summed row peaks sum_{r,g} max_p W) each step moved most.
+QString gainExplanationText(const GainExplanation& g, const routepack::PlanResult& plan);
 
 /// "grid": the R x D execution grid of one method (default routepack) in a QTableView over an
 /// ExecutionGridModel; each cell shows its token fill against C as a bar (red above C), the token

@@ -1,5 +1,6 @@
 #include "views/plan_views.h"
 
+#include "core/plan/placement.h"
 #include "views/heatmap_widget.h"
 #include "views/plan_data.h"
 #include "views/plan_models.h"
@@ -164,6 +165,11 @@ PlanView::PlanView(QWidget* parent) : QTabWidget(parent) {
         addTab(pages[i], titles[i]);
     }
     connect(grid_, &GridPanel::cellActivated, this, &PlanView::cellActivated);
+    connect(ep_, &EpHeatmapPanel::rankActivated, this,
+            [this](int layer, int rank, bool planned, const QList<int>& samples, const QString& description) {
+                rowHeat_->setSelectedLayer(layer);
+                Q_EMIT rankActivated(layer, rank, planned, samples, description);
+            });
 }
 
 PlanView::~PlanView() = default;
@@ -178,11 +184,12 @@ void PlanView::setPlan(std::shared_ptr<const PlanResult> plan, std::shared_ptr<c
     refill();
 }
 
-void PlanView::setPlacement(const std::shared_ptr<const PlanResult>& placement) {
+void PlanView::setPlacement(const std::shared_ptr<const PlanResult>& placement,
+                            std::shared_ptr<const std::vector<std::uint64_t>> expertLoads) {
     plan_ = nullptr;
     window_ = nullptr;
     refill();
-    ep_->setPlan(placement);
+    ep_->setPlan(placement, std::move(expertLoads));
     setCurrentWidget(ep_);
 }
 
@@ -195,9 +202,15 @@ std::shared_ptr<const Trace> PlanView::window() const {
 
 void PlanView::refill() {
     std::shared_ptr<const PlanCosts> costs;
-    if (plan_ && window_) costs = plan_costs(*plan_, *window_);
-    ep_->setPlan(plan_);
-    rowHeat_->setPlan(plan_, costs);
+    std::shared_ptr<const std::vector<std::uint64_t>> loads;
+    if (plan_ && window_) {
+        costs = plan_costs(*plan_, *window_);
+        if (static_cast<std::uint64_t>(window_->size()) * window_->stride() <= kMaxCostCounts)
+            loads = std::make_shared<const std::vector<std::uint64_t>>(aggregate_expert_loads(
+                window_->counts, window_->size(), window_->model.num_moe_layers(), window_->model.experts));
+    }
+    ep_->setPlan(plan_, loads, window_);
+    rowHeat_->setPlan(plan_, costs, window_);
     costs_->setPlan(plan_, costs);
     grid_->setPlan(plan_);
     if (plan_)

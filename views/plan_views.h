@@ -13,7 +13,9 @@
 #include <QTabWidget>
 #include <QWidget>
 
+#include <cstdint>
 #include <memory>
+#include <vector>
 
 class QAbstractItemModel;
 
@@ -64,7 +66,10 @@ public:
     /// Shows only the placement views of a load-only (aggregate) trace: `placement` carries model,
     /// topology, identity/LPT placements, rank loads [L][P] and CV (no rows, layouts or costs).
     /// plan() becomes nullptr; the other views show their empty state; the EP-rank tab is shown.
-    void setPlacement(const std::shared_ptr<const routepack::PlanResult>& placement);
+    /// `expertLoads` (the trace's L[l][e], [L][E], or null) names the experts in the tooltips and marks
+    /// the layers one expert bounds.
+    void setPlacement(const std::shared_ptr<const routepack::PlanResult>& placement,
+                      std::shared_ptr<const std::vector<std::uint64_t>> expertLoads = nullptr);
     /// The window passed to setPlan (nullptr when none or when it did not match the plan).
     std::shared_ptr<const routepack::Trace> window() const;
 
@@ -92,6 +97,9 @@ Q_SIGNALS:
     /// A cell (row r, DP slot d) of the execution grid was clicked; `sampleIndices` are the cell's
     /// samples as indices into plan->samples (window order), in the layout's cell order.
     void cellActivated(int row, int slot, QList<int> sampleIndices);
+    /// An EP-rank cell (MoE layer index `layer`, rank) was clicked (EpHeatmapPanel::rankActivated):
+    /// the row-peak view outlines that layer; `samples` load it most (indices into plan->samples).
+    void rankActivated(int layer, int rank, bool planned, QList<int> samples, QString description);
 
 private:
     void refill();

@@ -195,9 +195,15 @@ void SampleFilterProxy::setTextFilter(const QString& text) {
     invalidateFilter();
 }
 
+void SampleFilterProxy::setRowFilter(std::optional<QSet<int>> rows) {
+    rows_ = std::move(rows);
+    invalidateFilter();
+}
+
 bool SampleFilterProxy::filterAcceptsRow(int sourceRow, const QModelIndex& sourceParent) const {
     const QAbstractItemModel* m = sourceModel();
     if (!m) return true;
+    if (rows_ && !rows_->contains(sourceRow)) return false;
     if (min_ > 0 || max_ > 0) {
         const qint64 len = m->index(sourceRow, SampleTableModel::Length, sourceParent).data(RawValueRole).toLongLong();
         if ((min_ > 0 && len < min_) || (max_ > 0 && len > max_)) return false;

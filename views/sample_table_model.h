@@ -6,12 +6,14 @@
 #include "views/roles.h"
 
 #include <QAbstractTableModel>
+#include <QSet>
 #include <QSortFilterProxyModel>
 #include <QString>
 #include <QStringList>
 #include <QtCharts/QChartView>
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace routepack::views {
@@ -77,6 +79,10 @@ public:
     /// Only samples whose id or group contains `text` (case-insensitive; empty = all).
     void setTextFilter(const QString& text);
     QString textFilter() const { return text_; }
+    /// Only the samples at these source rows (indices into SampleTableData::rows); std::nullopt
+    /// (the default) = no such filter. Combines with the text and length filters.
+    void setRowFilter(std::optional<QSet<int>> rows);
+    bool hasRowFilter() const { return rows_.has_value(); }
 
 protected:
     bool filterAcceptsRow(int sourceRow, const QModelIndex& sourceParent) const override;
@@ -84,6 +90,7 @@ protected:
 private:
     qint64 min_ = 0, max_ = 0;
     QString text_;
+    std::optional<QSet<int>> rows_;
 };
 
 /// Histogram of sample lengths with round bin edges.

@@ -7,6 +7,8 @@
 #include "views/gui_text.h"
 #include "views/import_dialog.h"
 #include "views/library_tree_model.h"
+#include "views/plan_data.h"
+#include "views/plan_panels.h"
 #include "views/plan_views.h"
 #include "views/rewrite_dialog.h"
 #include "views/run_view.h"
@@ -209,6 +211,19 @@ void StudioWindow::buildUi() {
     filterRow->addWidget(filter_, 1);
     filterRow->addWidget(defineButton);
     cl->addLayout(filterRow);
+    // What a click in the plan views keeps in the table, with the way back.
+    filterBar_ = new QWidget(centre);
+    auto* fb = new QHBoxLayout(filterBar_);
+    fb->setContentsMargins(0, 0, 0, 0);
+    filterLabel_ = new QLabel(filterBar_);
+    filterLabel_->setWordWrap(true);
+    clearFilter_ = new QToolButton(filterBar_);
+    clearFilter_->setText(tr("Clear filter"));
+    clearFilter_->setToolTip(tr("Show every sample again"));
+    fb->addWidget(filterLabel_, 1);
+    fb->addWidget(clearFilter_, 0, Qt::AlignTop);
+    filterBar_->hide();
+    cl->addWidget(filterBar_);
     samples_ = new SampleTableModel(this);
     proxy_ = new SampleFilterProxy(this);
     proxy_->setSourceModel(samples_);
@@ -232,6 +247,7 @@ void StudioWindow::buildUi() {
     split->setStretchFactor(1, 2);
     cl->addWidget(split, 1);
     connect(filter_, &QLineEdit::textChanged, proxy_, &SampleFilterProxy::setTextFilter);
+    connect(clearFilter_, &QToolButton::clicked, this, &StudioWindow::clearSampleFilter);
 
     // Left: the library tree, and below it the topology / budget editor.
     tree_ = new LibraryTreeModel(this);
@@ -299,6 +315,10 @@ void StudioWindow::buildUi() {
     resizeDocks({libraryDock}, {leftDockWidth}, Qt::Horizontal);
     resizeDocks({libraryDock, setupDock}, {260, 600}, Qt::Vertical);
     connect(planView_, &PlanView::cellActivated, this, &StudioWindow::onCellActivated);
+    connect(planView_, &PlanView::rankActivated, this,
+            [this](int layer, int rank, bool, const QList<int>& samples, const QString& description) {
+                onRankActivated(layer, rank, samples, description);
+            });
 
     // Status bar: stage text, progress, Cancel, the library file.
     status_ = new QLabel(this);
@@ -695,6 +715,7 @@ void StudioWindow::loadSamples(const QString& trace, const QString& window) {
     // Latest selection wins: a load superseded by another selection (or another library) is dropped.
     auto show = [this, trace, window](quint64, const std::shared_ptr<const SampleLoad>& load) {
         const SampleLoad r = load ? *load : SampleLoad{nullptr, tr("Loading the samples failed.")};
+        clearSampleFilter();
         samples_->setData(r.data);
         sampleView_->resizeColumnsToContents();
         sampleView_->setColumnWidth(SampleTableModel::Id,
@@ -825,6 +846,7 @@ void StudioWindow::cancelJob() {
 }
 
 void StudioWindow::showPlan(std::shared_ptr<const PlanResult> plan, std::shared_ptr<const Trace> window, qint64 runId) {
+    clearSampleFilter(); // it named a cell or a rank of the plan shown before
     shownRun_ = runId;
     planView_->setPlan(std::move(plan), std::move(window));
     updateCompare();
@@ -865,7 +887,7 @@ void StudioWindow::showPlacementIfLoadOnly(const QString& trace) {
         p->cv_identity = cv_global(p->rank_loads_identity, L, topo->ep_ranks);
         p->cv_lpt = cv_global(p->rank_loads_lpt, L, topo->ep_ranks);
         clearPlan();
-        planView_->setPlacement(p);
+        planView_->setPlacement(p, std::make_shared<const std::vector<std::uint64_t>>(loads));
         setStatus(tr("Trace %1 is load-only: placement on %2 EP ranks, CV_global %3 (identity) -> %4 (LPT).")
                       .arg(trace)
                       .arg(topo->ep_ranks)
@@ -877,6 +899,7 @@ void StudioWindow::showPlacementIfLoadOnly(const QString& trace) {
 }
 
 void StudioWindow::clearPlan() {
+    clearSampleFilter(); // it named samples of the plan that goes
     shownRun_ = 0;
     planView_->setPlan(nullptr, nullptr);
     updateCompare();
@@ -1085,23 +1108,61 @@ void StudioWindow::updateActions() {
 void StudioWindow::onCellActivated(int row, int slot, const QList<int>& sampleIndices) {
     const auto plan = planView_->plan();
     if (!plan) return;
-    std::set<std::string> ids;
+    std::vector<std::string> ids;
     for (int i : sampleIndices)
         if (i >= 0 && static_cast<std::size_t>(i) < plan->samples.size())
-            ids.insert(plan->samples[static_cast<std::size_t>(i)].id);
-    setStatus(tr("Row %1, DP slot %2: %3 samples").arg(row).arg(slot).arg(ids.size()));
+            ids.push_back(plan->samples[static_cast<std::size_t>(i)].id);
+    const QString what =
+        tr("Row %1, DP slot %2 of the %3 layout: %4 %5")
+            .arg(row)
+            .arg(slot)
+            .arg(QString::fromLatin1(method_label(std::clamp(planView_->gridPanel()->method(), 0, kMethodCount - 1))))
+            .arg(ids.size())
+            .arg(ids.size() == 1 ? tr("sample") : tr("samples"));
+    setStatus(what);
     if (QString::fromStdString(plan->trace_name) != shownTrace_) return;
-    QItemSelection sel;
-    QModelIndex first;
-    for (int r = 0; r < samples_->rowCount(); ++r) {
-        if (!ids.count(samples_->sampleId(r).toStdString())) continue;
-        const QModelIndex p = proxy_->mapFromSource(samples_->index(r, 0));
-        if (!p.isValid()) continue;
-        sel.select(p, p.sibling(p.row(), SampleTableModel::ColumnCount - 1));
-        if (!first.isValid()) first = p;
+    filterSamples(ids, what);
+}
+
+void StudioWindow::onRankActivated(int layer, int rank, const QList<int>& samples, const QString& description) {
+    const auto plan = planView_->plan();
+    if (!plan) return;
+    if (description.isEmpty()) {
+        setStatus(tr("Listing the samples of an EP rank needs the window's routing counts (not loaded for this "
+                     "plan, or the window is too large)."));
+        return;
     }
-    sampleView_->selectionModel()->select(sel, QItemSelectionModel::ClearAndSelect);
-    if (first.isValid()) sampleView_->scrollTo(first);
+    if (samples.isEmpty()) {
+        setStatus(tr("MoE layer index %1, EP rank %2: no sample routes tokens there.").arg(layer).arg(rank));
+        return;
+    }
+    std::vector<std::string> ids;
+    for (int i : samples)
+        if (i >= 0 && static_cast<std::size_t>(i) < plan->samples.size())
+            ids.push_back(plan->samples[static_cast<std::size_t>(i)].id);
+    setStatus(description);
+    if (QString::fromStdString(plan->trace_name) != shownTrace_) return;
+    filterSamples(ids, description);
+}
+
+QString StudioWindow::sampleFilterText() const {
+    return proxy_->hasRowFilter() ? filterLabel_->text() : QString();
+}
+
+void StudioWindow::filterSamples(const std::vector<std::string>& ids, const QString& label) {
+    const std::set<std::string> wanted(ids.begin(), ids.end());
+    QSet<int> rows;
+    for (int r = 0; r < samples_->rowCount(); ++r)
+        if (wanted.count(samples_->sampleId(r).toStdString())) rows.insert(r);
+    proxy_->setRowFilter(rows);
+    filterLabel_->setText(label);
+    filterBar_->show();
+}
+
+void StudioWindow::clearSampleFilter() {
+    proxy_->setRowFilter(std::nullopt);
+    filterLabel_->clear();
+    filterBar_->hide();
 }
 
 void StudioWindow::showExport(const std::optional<ExportResult>& result) {

@@ -132,6 +132,16 @@ public:
     bool statusIsError() const { return statusError_; }
     /// Run id of the plan shown (0 when none or not saved).
     qint64 shownRunId() const { return shownRun_; }
+    /// The sample table's filter line: what a click in the plan views keeps in the table ("Top 20
+    /// samples by tokens on EP rank 3 of MoE layer 45 (LPT placement)", "Row 1, DP slot 2 of the
+    /// RoutePack layout: 4 samples"); "" while the table is not so filtered.
+    QString sampleFilterText() const;
+    /// Keeps only the samples with these ids in the sample table, under the filter line `label` with
+    /// a "Clear filter" button. Ids the table does not hold are ignored.
+    void filterSamples(const std::vector<std::string>& ids, const QString& label);
+    /// Shows every sample again (the "Clear filter" button).
+    void clearSampleFilter();
+    QToolButton* clearFilterButton() const { return clearFilter_; }
 
 Q_SIGNALS:
     void libraryOpened(const QString& file);
@@ -178,6 +188,7 @@ private:
     /// when there is one) and says so in the status line, naming both presets.
     void fitPresetToTrace(const QString& trace);
     void onCellActivated(int row, int slot, const QList<int>& sampleIndices);
+    void onRankActivated(int layer, int rank, const QList<int>& samples, const QString& description);
 
     StudioOptions options_;
     std::unique_ptr<storage::Library> lib_;
@@ -189,6 +200,9 @@ private:
     QTableView* sampleView_ = nullptr;
     QLabel* sampleHeader_ = nullptr;
     QLineEdit* filter_ = nullptr;
+    QWidget* filterBar_ = nullptr; ///< the filter line and its "Clear filter" button
+    QLabel* filterLabel_ = nullptr;
+    QToolButton* clearFilter_ = nullptr;
     LengthHistogramView* histogram_ = nullptr;
     PlanView* planView_ = nullptr;
     CompareView* compareView_ = nullptr;

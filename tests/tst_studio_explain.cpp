@@ -1,0 +1,799 @@
+// What the plan views explain, offscreen: the Qt-free numbers behind them (views/plan_explain.h:
+// experts on a rank, layers one expert bounds, the samples that load a rank most, a row-shard's rank
+// loads, colour positions and round ticks, label strides, where the gain comes from) on hand-computed
+// cases; the tooltips with exact values (EP cell with its experts and the bound, row peaks with the
+// peak rank, cost and shard bars); the colour-scale switch; and the linked selection in the studio: a
+// click on an EP-rank cell outlines it in every plan view, lists the rank's experts and filters the
+// sample table to the 20 samples that load it most, a click on a grid cell filters the table to that
+// cell's samples. Screenshots via QWidget::grab into $ROUTEPACK_SCREENSHOT_DIR or a temporary folder.
+#include "core/import/import.h"
+#include "core/model/model.h"
+#include "core/plan/placement.h"
+#include "core/synth/synth.h"
+#include "storage/library.h"
+#include "tests/gui_testutil.h"
+#include "tests/testutil.h"
+#include "views/heatmap_widget.h"
+#include "views/plan_explain.h"
+#include "views/plan_models.h"
+#include "views/plan_panels.h"
+#include "views/plan_views.h"
+#include "views/roles.h"
+#include "views/sample_table_model.h"
+#include "views/studio_window.h"
+#include "views/topology_editor.h"
+
+#include <QApplication>
+#include <QBarSet>
+#include <QChart>
+#include <QChartView>
+#include <QComboBox>
+#include <QDir>
+#include <QLabel>
+#include <QSettings>
+#include <QStandardPaths>
+#include <QTableView>
+#include <QToolButton>
+#include <QValueAxis>
+#include <QtTest>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+using namespace routepack;
+using namespace routepack::views;
+namespace fs = std::filesystem;
+
+namespace {
+
+QString q(const fs::path& p) {
+    return QString::fromStdString(p.string());
+}
+
+QString errorOf(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const std::exception& e) {
+        return QString::fromStdString(e.what());
+    }
+    return {};
+}
+
+/// One MoE layer (absolute id 3), 4 experts, 4 samples; counts a[i][0][e]:
+///   s0 {1, 0, 5, 5}, s1 {4, 2, 0, 0}, s2 {0, 0, 9, 0}, s3 {3, 3, 0, 0}; lengths 10, 20, 30, 40.
+Trace handTrace() {
+    Trace t;
+    t.model.name = "hand";
+    t.model.num_hidden_layers = 4;
+    t.model.experts = 4;
+    t.model.top_k = 1;
+    t.model.moe_layers = {3};
+    const std::vector<std::vector<std::uint32_t>> counts = {{1, 0, 5, 5}, {4, 2, 0, 0}, {0, 0, 9, 0}, {3, 3, 0, 0}};
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+        SampleRecord r;
+        r.info.id = "s" + std::to_string(i);
+        r.info.length = 10 * static_cast<std::int64_t>(i + 1);
+        r.counts = counts[i];
+        t.append(std::move(r));
+    }
+    return t;
+}
+
+/// Two MoE layers (ids 3, 5), 4 experts, 2 EP ranks. Expert loads L[l][e]: layer 0 {10, 1, 1, 0}
+/// (expert 0's 10 tokens exceed the mean rank load 12 / 2 = 6: bounded), layer 1 {3, 3, 3, 3}.
+/// Identity: rank 0 = e0, e1; LPT (slots {0, 2, 3, 1}, {0, 2, 1, 3}): rank 0 = e0, e3 at layer 0.
+std::shared_ptr<PlanResult> handPlacement() {
+    auto p = std::make_shared<PlanResult>();
+    p->model.name = "hand";
+    p->model.num_hidden_layers = 6;
+    p->model.experts = 4;
+    p->model.top_k = 1;
+    p->model.moe_layers = {3, 5};
+    p->topology.ep_ranks = 2;
+    p->topology.dp_slots = 1;
+    p->topology.edp_shards = {{0}};
+    p->topology.token_cap = 100;
+    p->identity = identity_placement(2, 4, 2);
+    p->lpt = p->identity;
+    p->lpt.slot = {0, 2, 3, 1, 0, 2, 1, 3};
+    const std::vector<std::uint64_t> loads = {10, 1, 1, 0, 3, 3, 3, 3};
+    p->rank_loads_identity = rank_loads(loads, p->identity);
+    p->rank_loads_lpt = rank_loads(loads, p->lpt);
+    p->cv_identity = cv_global(p->rank_loads_identity, 2, 2);
+    p->cv_lpt = cv_global(p->rank_loads_lpt, 2, 2);
+    return p;
+}
+
+} // namespace
+
+class TestStudioExplain : public QObject {
+    Q_OBJECT
+
+    fs::path tmp_;
+    QString shots_;
+    StudioOptions options_;
+
+    void shot(QWidget* w, const QString& name) {
+        const QString file = shots_ + QLatin1Char('/') + name + QStringLiteral(".png");
+        QVERIFY2(w->grab().save(file), qPrintable(file));
+        qInfo("screenshot %s", qPrintable(file));
+    }
+
+private Q_SLOTS:
+    void initTestCase() {
+        QStandardPaths::setTestModeEnabled(true);
+        options_.settingsOrganization = QStringLiteral("RoutePackTest");
+        options_.settingsApplication = QStringLiteral("tst_studio_explain-%1").arg(QCoreApplication::applicationPid());
+        tmp_ = test::temp_dir(QStringLiteral("studio-explain"));
+        shots_ = qEnvironmentVariable("ROUTEPACK_SCREENSHOT_DIR");
+        if (shots_.isEmpty()) shots_ = q(tmp_ / "screenshots");
+        QDir().mkpath(shots_);
+    }
+
+    void cleanupTestCase() { QSettings(options_.settingsOrganization, options_.settingsApplication).clear(); }
+
+    // --- The numbers, by hand ---
+
+    void expertsOnRank() {
+        const std::vector<std::uint64_t> loads = {10, 1, 1, 0};
+        const Placement id = identity_placement(1, 4, 2);
+        auto pairs = [](const std::vector<ExpertTokens>& v) {
+            std::vector<std::pair<int, std::uint64_t>> out;
+            for (const auto& x : v)
+                out.emplace_back(x.expert, x.tokens);
+            return out;
+        };
+        using V = std::vector<std::pair<int, std::uint64_t>>;
+        QCOMPARE(pairs(experts_on_rank(loads, id, 0, 0)), (V{{0, 10}, {1, 1}}));
+        QCOMPARE(pairs(experts_on_rank(loads, id, 0, 1)), (V{{2, 1}, {3, 0}}));
+        // Slots {2, 0, 3, 1}: e0 -> slot 2 (rank 1), e1 -> 0 (rank 0), e2 -> 3 (rank 1), e3 -> 1 (rank 0).
+        Placement pi = id;
+        pi.slot = {2, 0, 3, 1};
+        QCOMPARE(pairs(experts_on_rank(loads, pi, 0, 0)), (V{{1, 1}, {3, 0}}));
+        QCOMPARE(pairs(experts_on_rank(loads, pi, 0, 1)), (V{{0, 10}, {2, 1}}));
+        // Ties: lower expert first.
+        QCOMPARE(pairs(experts_on_rank(std::vector<std::uint64_t>{5, 5, 5, 7}, id, 0, 1)), (V{{3, 7}, {2, 5}}));
+        QCOMPARE(pairs(experts_on_rank(std::vector<std::uint64_t>{5, 5, 0, 0}, id, 0, 0)), (V{{0, 5}, {1, 5}}));
+        QCOMPARE(errorOf([&] { experts_on_rank(loads, id, 1, 0); }),
+                 QStringLiteral("experts_on_rank: MoE layer index out of range"));
+        QCOMPARE(errorOf([&] { experts_on_rank(loads, id, 0, 2); }),
+                 QStringLiteral("experts_on_rank: EP rank out of range"));
+        QCOMPARE(errorOf([&] {
+                     experts_on_rank(std::vector<std::uint64_t>{1, 2}, id, 0, 0);
+                 }),
+                 QStringLiteral("experts_on_rank: loads must hold L*E values"));
+    }
+
+    void expertBoundedLayers() {
+        // Layer 0: 10 > 12 / 2 (bounded). Layer 1: 3 <= 12 / 2. Layer 2: 7 = 14 / 2 is not above the
+        // mean (not bounded). Layer 3: the Maverick case, 34485 of 34517 tokens.
+        const std::vector<std::uint64_t> loads = {10, 1, 1, 0, 3, 3, 3, 3, 0, 7, 7, 0, 0, 32, 34485, 0};
+        const auto b = expert_bounded_layers(loads, 4, 4, 2);
+        QCOMPARE(b.size(), std::size_t{2});
+        QCOMPARE(b[0].layer, 0);
+        QCOMPARE(b[0].expert, 0);
+        QCOMPARE(b[0].tokens, std::uint64_t{10});
+        QCOMPARE(b[0].total, std::uint64_t{12});
+        QCOMPARE(b[0].mean_rank_load, 6.0);
+        QCOMPARE(b[1].layer, 3);
+        QCOMPARE(b[1].expert, 2);
+        QCOMPARE(b[1].tokens, std::uint64_t{34485});
+        QCOMPARE(b[1].total, std::uint64_t{34517});
+        QCOMPARE(b[1].mean_rank_load, 17258.5);
+        // On one rank every load is the mean: nothing is bounded.
+        QVERIFY(expert_bounded_layers(loads, 4, 4, 1).empty());
+        QCOMPARE(errorOf([&] { expert_bounded_layers(loads, 3, 4, 2); }),
+                 QStringLiteral("expert_bounded_layers: loads must hold L*E values (E, P >= 1)"));
+    }
+
+    void topSamplesAndRowShardLoads() {
+        const Trace t = handTrace();
+        const Placement id = identity_placement(1, 4, 2);
+        // Rank 0 = e0, e1: s0 1, s1 6, s2 0, s3 6.
+        auto pairs = [](const std::vector<SampleTokens>& v) {
+            std::vector<std::pair<int, std::uint64_t>> out;
+            for (const auto& x : v)
+                out.emplace_back(x.sample, x.tokens);
+            return out;
+        };
+        using V = std::vector<std::pair<int, std::uint64_t>>;
+        QCOMPARE(pairs(top_samples_on_rank(t, id, 0, 0, 2)), (V{{1, 6}, {3, 6}}));
+        QCOMPARE(pairs(top_samples_on_rank(t, id, 0, 0, 10)), (V{{1, 6}, {3, 6}, {0, 1}}));
+        // Rank 1 = e2, e3: s0 10, s2 9.
+        QCOMPARE(pairs(top_samples_on_rank(t, id, 0, 1, 20)), (V{{0, 10}, {2, 9}}));
+        QVERIFY(top_samples_on_rank(t, id, 0, 1, 0).empty());
+        QCOMPARE(errorOf([&] { top_samples_on_rank(t, identity_placement(2, 4, 2), 0, 0, 1); }),
+                 QStringLiteral("top_samples_on_rank: the placement does not match the window's L and E"));
+        QCOMPARE(errorOf([&] { top_samples_on_rank(t, id, 0, 0, -1); }),
+                 QStringLiteral("top_samples_on_rank: k must be >= 0"));
+
+        // Two rows x 2 DP slots in one EDP shard: row 0 = s0 | s1, row 1 = s2 | s3.
+        Topology topo;
+        topo.ep_ranks = 2;
+        topo.dp_slots = 2;
+        topo.edp_shards = {{0, 1}};
+        Layout x;
+        x.rows = 2;
+        x.dp_slots = 2;
+        x.cells = {{0}, {1}, {2}, {3}};
+        QCOMPARE(row_shard_rank_loads(t, topo, id, x, 0, 0, 0), (std::vector<std::uint64_t>{7, 10}));
+        QCOMPARE(row_shard_rank_loads(t, topo, id, x, 1, 0, 0), (std::vector<std::uint64_t>{6, 9}));
+        // Two shards of one slot each: row 1, shard 1 = s3 alone.
+        topo.edp_shards = {{0}, {1}};
+        QCOMPARE(row_shard_rank_loads(t, topo, id, x, 1, 1, 0), (std::vector<std::uint64_t>{6, 0}));
+        QCOMPARE(errorOf([&] { row_shard_rank_loads(t, topo, id, x, 2, 0, 0); }),
+                 QStringLiteral("row_shard_rank_loads: row or EDP shard out of range"));
+    }
+
+    void colourPositions() {
+        ColourMapping m;
+        m.lo = 0.1;
+        m.hi = 10;
+        m.scale = ColourScale::Log;
+        QCOMPARE(colour_position(1.0, m), 0.5);
+        QCOMPARE(colour_position(0.1, m), 0.0);
+        QCOMPARE(colour_position(10.0, m), 1.0);
+        QCOMPARE(colour_position(100.0, m), 1.0); // clamped
+        QCOMPARE(colour_position(0.0, m), 0.0);   // below the floor
+        QVERIFY(std::isnan(colour_position(std::nan(""), m)));
+        m.scale = ColourScale::Linear;
+        QVERIFY(std::abs(colour_position(1.0, m) - 0.9 / 9.9) < 1e-15);
+        m.scale = ColourScale::PerLayer; // linear in the range it is given
+        QVERIFY(std::abs(colour_position(1.0, m) - 0.9 / 9.9) < 1e-15);
+        // Log from 0: the floor is hi / 1000 = 0.01; 0.1 sits at (-1 - -2) / (1 - -2) = 1/3.
+        QCOMPARE(log_floor(0, 10), 0.01);
+        QCOMPARE(log_floor(0, 0), 1.0);
+        m = {};
+        m.lo = 0;
+        m.hi = 10;
+        m.scale = ColourScale::Log;
+        QVERIFY(std::abs(colour_position(0.1, m) - 1.0 / 3.0) < 1e-12);
+        // Diverging around 1: linear halves [0, 1] and [1, 3]; log halves [0.25, 1] and [1, 4].
+        m = {};
+        m.lo = 0;
+        m.hi = 3;
+        m.diverging = true;
+        m.centre = 1;
+        QCOMPARE(colour_position(0.5, m), 0.25);
+        QCOMPARE(colour_position(2.0, m), 0.75);
+        m.lo = 0.25;
+        m.hi = 4;
+        m.scale = ColourScale::Log;
+        QVERIFY(std::abs(colour_position(0.5, m) - 0.25) < 1e-12);
+        QVERIFY(std::abs(colour_position(2.0, m) - 0.75) < 1e-12);
+        // A neutral band of 0.1: 1.05 is the centre; the upper half starts at 1.1.
+        m.band = 0.1;
+        QCOMPARE(colour_position(1.05, m), 0.5);
+        QVERIFY(std::abs(colour_position(4.0, m) - 1.0) < 1e-12);
+        QVERIFY(std::abs(colour_position(2.0, m) - (0.5 + 0.5 * std::log10(2.0 / 1.1) / std::log10(4.0 / 1.1))) <
+                1e-12);
+    }
+
+    void roundTicks() {
+        using V = std::vector<double>;
+        QCOMPARE(round_ticks(0, 2.3, ColourScale::Linear, 6), (V{0, 0.5, 1, 1.5, 2}));
+        QCOMPARE(round_ticks(0.9, 16.3, ColourScale::Linear, 7), (V{5, 10, 15}));
+        QCOMPARE(round_ticks(1.2, 1.8, ColourScale::PerLayer, 5), (V{1.2, 1.4, 1.6, 1.8}));
+        QCOMPARE(round_ticks(0.1, 10, ColourScale::Log, 8), (V{0.1, 0.2, 0.5, 1, 2, 5, 10}));
+        // From 0 the floor is 16 / 1000: 0.02 .. 10 in {1, 2, 5} is 9 ticks, too many: powers of ten.
+        QCOMPARE(round_ticks(0, 16, ColourScale::Log, 8), (V{0.1, 1, 10}));
+        QCOMPARE(round_ticks(0.001, 1e6, ColourScale::Log, 6), (V{0.001, 0.1, 10, 1000, 100000}));
+        // Inside one decade: the linear ticks.
+        QCOMPARE(round_ticks(1.2, 1.8, ColourScale::Log, 5), (V{1.2, 1.4, 1.6, 1.8}));
+        QVERIFY(round_ticks(1, 1, ColourScale::Linear, 5).empty());
+        QCOMPARE(round_ticks(-1, 1, ColourScale::Linear, 3), (V{-1, 0, 1}));
+    }
+
+    void labelStrides() {
+        QCOMPARE(axis_label_stride(16, 3, 14, 16), 1);  // every rank up to EP16
+        QCOMPARE(axis_label_stride(64, 5, 14, 16), 4);  // 4 x 5 px >= 14 + 6
+        QCOMPARE(axis_label_stride(32, 12, 14, 16), 2); // 2 x 12 >= 20
+        QCOMPARE(axis_label_stride(64, 30, 14, 16), 1);
+    }
+
+    void gainExplained() {
+        PlanResult p;
+        p.model.moe_layers = {1, 2};
+        p.baseline.metrics.score.max_u = 300;
+        p.reorder.metrics.score.max_u = 200;
+        p.routepack.metrics.score.max_u = 150;
+        PlanCosts c;
+        // One row, two shards, two layers: peaks [r][g][l].
+        c.method[0].U = {300, 250};
+        c.method[0].peak = {50, 40, 30, 20}; // layer sums 80, 60
+        c.method[1].U = {200, 190};
+        c.method[1].peak = {20, 35, 25, 20}; // 45, 55
+        c.method[3].U = {150, 148};
+        c.method[3].peak = {20, 30, 20, 15}; // 40, 45
+        const GainExplanation g = explain_gain(p, c);
+        QVERIFY(std::abs(g.placement_pct - -100.0 / 3.0) < 1e-12);
+        QCOMPARE(g.packing_pct, -25.0);
+        QCOMPARE(g.total_pct, -50.0);
+        QCOMPARE(g.placement_shards.size(), std::size_t{2});
+        QCOMPARE(g.placement_shards[0].shard, 0); // -100 before -60
+        QCOMPARE(g.placement_shards[0].before, 300.0);
+        QCOMPARE(g.placement_shards[0].after, 200.0);
+        QCOMPARE(g.packing_shards[0].shard, 0);   // -50 before -42
+        QCOMPARE(g.placement_layers[0].layer, 0); // 80 -> 45 before 60 -> 55
+        QCOMPARE(g.placement_layers[0].before, std::int64_t{80});
+        QCOMPARE(g.placement_layers[0].after, std::int64_t{45});
+        QCOMPARE(g.packing_layers[0].layer, 1); // 55 -> 45 before 45 -> 40
+        QCOMPARE(g.packing_layers[0].before, std::int64_t{55});
+        QCOMPARE(g.packing_layers[0].after, std::int64_t{45});
+        QCOMPARE(gainExplanationText(g, p),
+                 QStringLiteral("<b>Why it gains:</b> placing experts by load (LPT) instead of in id order takes the "
+                                "joint cost from 300.0000 (baseline) to 200.0000 (reorder), -33.33 %; packing samples "
+                                "by their routing instead of by length alone takes it to 150.0000 (RoutePack), "
+                                "-25.00 %; -50.00 % in all. Placement moved shard g0 most (U 300.0000 -> 200.0000) "
+                                "and MoE layer 1 (summed row peaks 80 -> 45 tokens). Packing moved shard g0 most (U "
+                                "200.0000 -> 150.0000) and MoE layer 2 (summed row peaks 55 -> 45 tokens)."));
+        // No layer whose peaks fell: said so.
+        for (auto& m : c.method)
+            m.peak = {10, 10, 10, 10};
+        QVERIFY(gainExplanationText(explain_gain(p, c), p)
+                    .endsWith(QStringLiteral("Packing moved shard g0 most (U 200.0000 -> 150.0000) and no MoE layer's "
+                                             "summed row peaks fell.")));
+    }
+
+    // --- The heatmap widget's scales, marks and labels ---
+
+    void heatmapScales() {
+        HeatmapWidget h;
+        h.resize(420, 240);
+        h.setColourMap(HeatmapWidget::ColourMap::Sequential);
+        h.setData(2, 3, {1, 2, 3, 10, 20, 30}, {}, {});
+        QCOMPARE(h.rangeLow(), 1.0);
+        QCOMPARE(h.rangeHigh(), 30.0);
+        // Linear: 3 and 10 differ; per layer: each row spans the whole bar.
+        QVERIFY(h.cellColour(0, 2) != h.cellColour(1, 2));
+        h.setColourScale(ColourScale::PerLayer);
+        for (int c = 0; c < 3; ++c)
+            QCOMPARE(h.cellColour(0, c), h.cellColour(1, c));
+        QCOMPARE(h.mapping(1).lo, 10.0);
+        QCOMPARE(h.mapping(1).hi, 30.0);
+        QVERIFY(h.legendTicks().empty());
+        // Log: 1 .. 30, the cell colour is the LUT colour at colour_position.
+        h.setColourScale(ColourScale::Log);
+        ColourMapping m;
+        m.lo = 1;
+        m.hi = 30;
+        m.scale = ColourScale::Log;
+        QCOMPARE(h.mapping().scale, ColourScale::Log);
+        QCOMPARE(h.cellColour(0, 2), h.colourFor(3.0));
+        QVERIFY(std::abs(colour_position(10, m) - 1 / std::log10(30.0)) < 1e-12);
+        h.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&h));
+        const QImage img = h.grab().toImage();
+        QCOMPARE(QColor(img.pixel(h.cellRect(1, 0).center())), h.cellColour(1, 0));
+        const auto ticks = h.legendTicks();
+        QVERIFY(!ticks.empty());
+        for (double t : ticks) // {1, 2, 5} x 10^k
+            QVERIFY2(t == 1 || t == 2 || t == 5 || t == 10 || t == 20, qPrintable(QString::number(t)));
+        // Marks and selection.
+        h.setRowMarks({false, true});
+        QCOMPARE(h.rowMarks(), (std::vector<bool>{false, true}));
+        h.setSelection(-1, 2);
+        QCOMPARE(h.selectedRow(), -1);
+        QCOMPARE(h.selectedColumn(), 2);
+        h.setSelection(5, 5);
+        QCOMPARE(h.selectedColumn(), -1);
+        // Column labels: every one of 16 ranks; a power-of-two stride at 64 in the same width.
+        HeatmapWidget r;
+        r.resize(420, 240);
+        r.setData(1, 16, std::vector<double>(16, 1.0), {}, {});
+        QCOMPARE(r.columnLabelStride(), 1);
+        r.setData(1, 64, std::vector<double>(64, 1.0), {}, {});
+        const int s = r.columnLabelStride();
+        QVERIFY2(s == 2 || s == 4 || s == 8, qPrintable(QString::number(s)));
+        // The smallest power of two whose span holds the widest label ("63") and 6 px.
+        const double cw = (r.cellRect(0, 63).right() + 1 - r.cellRect(0, 0).left()) / 64.0;
+        const int label = QFontMetrics(r.font()).horizontalAdvance(QStringLiteral("63"));
+        QVERIFY2(s * cw >= label + 6 - 0.5 && (s / 2) * cw < label + 6 + 0.5,
+                 qPrintable(QStringLiteral("stride %1, cell %2 px, label %3 px").arg(s).arg(cw).arg(label)));
+    }
+
+    // --- Tooltips and selection on a hand placement ---
+
+    void epTooltipsNameExpertsAndBound() {
+        const auto plan = handPlacement();
+        PlanView view;
+        view.resize(1100, 600);
+        view.setPlacement(plan, std::make_shared<const std::vector<std::uint64_t>>(
+                                    std::vector<std::uint64_t>{10, 1, 1, 0, 3, 3, 3, 3}));
+        EpHeatmapPanel* ep = view.epHeatmapPanel();
+        QCOMPARE(ep->boundedLayers().size(), std::size_t{1});
+        QCOMPARE(ep->boundedLayers()[0].layer, 0);
+        for (bool planned : {false, true})
+            QCOMPARE(ep->map(planned)->rowMarks(), (std::vector<bool>{true, false}));
+        // Identity rank 0 of layer 3: e0 10, e1 1 = 11 tokens; the mean is 6.
+        const QString tip = ep->map(false)->toolTipFor(0, 0);
+        QVERIFY2(tip.contains(QStringLiteral("G = 11 tokens")), qPrintable(tip));
+        QVERIFY2(tip.contains(QStringLiteral("= 1.8333 x layer mean (6.0 tokens)")), qPrintable(tip));
+        QVERIFY2(tip.contains(QStringLiteral("Experts on this rank (tokens): e0 10, e1 1")), qPrintable(tip));
+        QVERIFY2(tip.contains(QStringLiteral(
+                     "bounded by expert 0 (10 of 12 tokens): no placement can lower this layer's peak below 10")),
+                 qPrintable(tip));
+        // LPT rank 0 of layer 3 holds e0 and e3 (slots 0, 1); layer 5 is not bounded.
+        QVERIFY(ep->map(true)->toolTipFor(0, 0).contains(QStringLiteral("e0 10, e3 0")));
+        const QString plain = ep->map(true)->toolTipFor(1, 1);
+        QVERIFY2(plain.contains(QStringLiteral("e1 3, e3 3")), qPrintable(plain));
+        QVERIFY(!plain.contains(QStringLiteral("bounded")));
+        // A click on a cell selects it on both maps and lists its experts (no window: no samples).
+        QSignalSpy spy(ep, &EpHeatmapPanel::rankActivated);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        QTest::mouseClick(ep->map(true), Qt::LeftButton, {}, ep->map(true)->cellRect(0, 1).center());
+        QCOMPARE(spy.count(), 1);
+        QCOMPARE(spy.front().at(0).toInt(), 0);
+        QCOMPARE(spy.front().at(1).toInt(), 1);
+        QCOMPARE(spy.front().at(2).toBool(), true);
+        QVERIFY(spy.front().at(3).value<QList<int>>().isEmpty());
+        for (bool planned : {false, true}) {
+            QCOMPARE(ep->map(planned)->selectedRow(), 0);
+            QCOMPARE(ep->map(planned)->selectedColumn(), 1);
+        }
+        QCOMPARE(ep->selectionText(),
+                 QStringLiteral("<b>Layer 3, EP rank 1</b> (LPT placement): G = 2 tokens on 2 experts: e1 1, e2 1. "
+                                "This layer is bounded by expert 0 (10 of 12 tokens): no placement can lower this "
+                                "layer's peak below 10."));
+        // The colour scale switch reaches both maps.
+        ep->setColourScale(ColourScale::Log);
+        QCOMPARE(ep->map(false)->colourScale(), ColourScale::Log);
+        QCOMPARE(ep->map(true)->colourScale(), ColourScale::Log);
+        QCOMPARE(ep->scaleCombo()->currentText(), QStringLiteral("Log"));
+        shot(&view, QStringLiteral("explain-ep-bounded-log"));
+        ep->setColourScale(ColourScale::PerLayer);
+        QCOMPARE(ep->map(true)->colourScale(), ColourScale::PerLayer);
+    }
+
+    // --- Many ranks stay readable ---
+
+    void wideHeatmapsLabelEveryRankToSixteen() {
+        // 48 MoE layers x 128 experts, loads within a factor of 2 of each other (fixed seed), but layer
+        // 45 carries one expert with 34485 of 34517 tokens (the Maverick case): bounded on every
+        // topology, and the only layer that is.
+        const int L = 48, E = 128;
+        std::mt19937_64 rng(7);
+        std::vector<std::uint64_t> loads(static_cast<std::size_t>(L) * E);
+        for (int l = 0; l < L; ++l)
+            for (int e = 0; e < E; ++e)
+                loads[static_cast<std::size_t>(l) * E + e] = 900 + (e % 5) * 60 + rng() % 300;
+        for (int e = 0; e < E; ++e)
+            loads[45 * E + e] = 0;
+        loads[45 * E + 40] = 34485;
+        loads[45 * E + 3] = 32;
+        for (const int P : {16, 64}) {
+            auto plan = std::make_shared<PlanResult>();
+            plan->model.name = "wide";
+            plan->model.num_hidden_layers = L;
+            plan->model.experts = E;
+            plan->model.top_k = 1;
+            for (int l = 0; l < L; ++l)
+                plan->model.moe_layers.push_back(l);
+            plan->topology.ep_ranks = P;
+            plan->topology.dp_slots = 1;
+            plan->topology.edp_shards = {{0}};
+            plan->topology.token_cap = 1000;
+            plan->identity = identity_placement(L, E, P);
+            plan->lpt = lpt_placement(loads, L, E, P);
+            plan->rank_loads_identity = rank_loads(loads, plan->identity);
+            plan->rank_loads_lpt = rank_loads(loads, plan->lpt);
+            plan->cv_identity = cv_global(plan->rank_loads_identity, L, P);
+            plan->cv_lpt = cv_global(plan->rank_loads_lpt, L, P);
+            PlanView view;
+            view.resize(1400, 820);
+            view.setPlacement(plan, std::make_shared<const std::vector<std::uint64_t>>(loads));
+            view.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&view));
+            EpHeatmapPanel* ep = view.epHeatmapPanel();
+            ep->setColourScale(ColourScale::Log);
+            QTest::qWait(20);
+            bool found = false;
+            for (const ExpertBound& bd : ep->boundedLayers())
+                if (bd.layer == 45) {
+                    found = true;
+                    QCOMPARE(bd.expert, 40);
+                    QCOMPARE(bd.tokens, std::uint64_t{34485});
+                    QCOMPARE(bd.total, std::uint64_t{34517});
+                }
+            QVERIFY(found);
+            QCOMPARE(ep->boundedLayers().size(), std::size_t{1});
+            HeatmapWidget* m = ep->map(true);
+            QVERIFY(m->rowMarks()[45]);
+            const QString tip = m->toolTipFor(45, P - 1);
+            QVERIFY2(tip.contains(QStringLiteral("<b>EP rank %1</b>").arg(P - 1)), qPrintable(tip));
+            QVERIFY2(tip.contains(QStringLiteral("bounded by expert 40 (34485 of 34517 tokens): no placement can "
+                                                 "lower this layer's peak below 34485")),
+                     qPrintable(tip));
+            if (P == 16) {
+                QCOMPARE(m->columnLabelStride(), 1);
+            } else {
+                const int s = m->columnLabelStride();
+                QVERIFY2(s > 1 && (s & (s - 1)) == 0, qPrintable(QString::number(s)));
+            }
+            // Log legend ticks are round: {1, 2, 5} x 10^k.
+            for (double t : m->legendTicks()) {
+                const double mant = t / std::pow(10.0, std::floor(std::log10(t) + 1e-9));
+                QVERIFY2(std::abs(mant - 1) < 1e-9 || std::abs(mant - 2) < 1e-9 || std::abs(mant - 5) < 1e-9,
+                         qPrintable(QString::number(t)));
+            }
+            shot(&view, QStringLiteral("explain-ep%1-log").arg(P));
+            if (P == 64) {
+                view.setPalette(routepack::test::dark_palette());
+                ep->setColourScale(ColourScale::PerLayer);
+                QTest::qWait(20);
+                shot(&view, QStringLiteral("explain-ep64-per-layer-dark"));
+            }
+        }
+    }
+
+    // --- The real Maverick trace: one expert bounds layer 45 ---
+
+    void realMaverickLayerBoundedByOneExpert() {
+        ROUTEPACK_REQUIRE_SHARED(mav, "traces/llama4-maverick");
+        ImportOptions o;
+        o.model = known_model("llama4-maverick");
+        const Trace t = import_trace_to_memory({mav}, o);
+        const int L = t.model.num_moe_layers(), E = t.model.experts, P = 16;
+        QCOMPARE(L, 24);
+        QCOMPARE(E, 128);
+        const auto loads = aggregate_expert_loads(t.counts, t.size(), L, E);
+        const int l45 = t.model.moe_index(45);
+        QVERIFY(l45 >= 0);
+        const auto bounded = expert_bounded_layers(loads, L, E, P);
+        const auto it =
+            std::find_if(bounded.begin(), bounded.end(), [&](const ExpertBound& b) { return b.layer == l45; });
+        QVERIFY(it != bounded.end());
+        QCOMPARE(it->expert, 40);
+        QCOMPARE(it->tokens, std::uint64_t{34485});
+        QCOMPARE(it->total, std::uint64_t{34517});
+        QStringList names;
+        for (const ExpertBound& b : bounded)
+            names << QStringLiteral("layer %1: e%2 %3 of %4")
+                         .arg(t.model.moe_layers[static_cast<std::size_t>(b.layer)])
+                         .arg(b.expert)
+                         .arg(b.tokens)
+                         .arg(b.total);
+        qInfo("bounded at EP%d: %s", P, qPrintable(names.join(QStringLiteral("; "))));
+        // At EP16 the mean rank load is 34517 / 16 = 2157.3 tokens: every layer but 47 has a hotter
+        // expert; layer 45's takes nearly all.
+        QCOMPARE(bounded.size(), std::size_t{23});
+        QVERIFY(std::none_of(bounded.begin(), bounded.end(),
+                             [&](const ExpertBound& b) { return b.layer == t.model.moe_index(47); }));
+        // The EP heatmaps of the whole trace on 16 ranks (the placement views of a load-only trace).
+        auto plan = std::make_shared<PlanResult>();
+        plan->model = t.model;
+        plan->topology.ep_ranks = P;
+        plan->topology.dp_slots = 1;
+        plan->topology.edp_shards = {{0}};
+        plan->topology.token_cap = 8192;
+        plan->identity = identity_placement(L, E, P);
+        plan->lpt = lpt_placement(loads, L, E, P);
+        plan->rank_loads_identity = rank_loads(loads, plan->identity);
+        plan->rank_loads_lpt = rank_loads(loads, plan->lpt);
+        plan->cv_identity = cv_global(plan->rank_loads_identity, L, P);
+        plan->cv_lpt = cv_global(plan->rank_loads_lpt, L, P);
+        PlanView view;
+        view.resize(1400, 820);
+        view.setPlacement(plan, std::make_shared<const std::vector<std::uint64_t>>(loads));
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        EpHeatmapPanel* ep = view.epHeatmapPanel();
+        QCOMPARE(ep->boundedLayers().size(), bounded.size());
+        QVERIFY(ep->map(true)->rowMarks()[static_cast<std::size_t>(l45)]);
+        const int hotRank = plan->lpt.rank_of(l45, 40);
+        QVERIFY2(ep->map(true)
+                     ->toolTipFor(l45, hotRank)
+                     .contains(QStringLiteral("bounded by expert 40 (34485 of 34517 tokens): no placement can lower "
+                                              "this layer's peak below 34485")),
+                 qPrintable(ep->map(true)->toolTipFor(l45, hotRank)));
+        // The heading names the most bounded layer first.
+        view.setCurrentWidget(ep);
+        const QString heading = ep->findChild<QLabel*>()->text();
+        QVERIFY2(heading.contains(QStringLiteral("23 layers bounded by one expert</b>")), qPrintable(heading));
+        QVERIFY2(heading.contains(QStringLiteral("below them): layer 45 (e40, 34485 of 34517 tokens), ")),
+                 qPrintable(heading));
+        ep->setColourScale(ColourScale::Log);
+        ep->selectCell(l45, hotRank, true);
+        QTest::qWait(20);
+        shot(&view, QStringLiteral("explain-maverick-ep16-log"));
+    }
+
+    // --- The linked selection in the studio ---
+
+    void linkedSelectionFiltersSamples() {
+        // 32 samples, so that the top 20 of a rank leave some out.
+        const auto dir = test::temp_dir(QStringLiteral("explain-linked"));
+        SynthConfig c;
+        c.groups = 4;
+        c.group_size = 8;
+        write_synth(c, TraceFormat::VLLM, dir / "syn");
+        {
+            auto lib = storage::Library::open(dir / "lib.routepack");
+            ImportOptions o;
+            o.model = synth_model(c);
+            lib->import_trace("syn", {dir / "syn"}, o);
+            std::vector<std::string> ids;
+            for (const auto& s : lib->samples("syn"))
+                ids.push_back(s.id);
+            lib->create_window("syn", "all", ids, "all samples");
+        }
+        StudioWindow w(options_);
+        QSignalSpy loaded(&w, &StudioWindow::samplesLoaded);
+        QSignalSpy shown(&w, &StudioWindow::planShown);
+        QVERIFY(w.openLibrary(q(dir / "lib.routepack")));
+        QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 30000);
+        PlannerBudgets b;
+        b.annealing.levels = 2;
+        b.annealing.steps = 50;
+        b.seeding.candidates = 2;
+        b.seeding.population = 2;
+        b.workers = 1;
+        w.topologyEditor()->setBudgets(b);
+        QVERIFY(w.runPlanner() > 0);
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+        w.resize(1560, 960);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        const auto plan = w.planView()->plan();
+        const auto window = w.planView()->window();
+        QVERIFY(plan && window);
+        QCOMPARE(static_cast<int>(plan->samples.size()), 32);
+        QCOMPARE(w.sampleProxy()->rowCount(), 32);
+        QCOMPARE(w.sampleFilterText(), QString());
+
+        auto shownIds = [&] {
+            QStringList out;
+            for (int r = 0; r < w.sampleProxy()->rowCount(); ++r)
+                out << w.sampleProxy()->index(r, SampleTableModel::Id).data().toString();
+            out.sort();
+            return out;
+        };
+
+        // Click EP rank 1 of the third MoE layer on the LPT map.
+        w.planView()->setCurrentWidget(w.planView()->epHeatmapPanel());
+        QTest::qWait(50);
+        const int l = 2, p = 1;
+        HeatmapWidget* lpt = w.planView()->epHeatmapPanel()->map(true);
+        QTest::mouseClick(lpt, Qt::LeftButton, {}, lpt->cellRect(l, p).center());
+        // Independently: tokens of every sample on rank p at layer l under LPT, the 20 largest
+        // (ties: lower index first).
+        std::vector<std::pair<std::uint64_t, int>> tokens;
+        for (std::size_t i = 0; i < window->size(); ++i) {
+            std::uint64_t t = 0;
+            for (int e = 0; e < window->model.experts; ++e)
+                if (plan->lpt.rank_of(l, e) == p) t += window->count(i, l, e);
+            tokens.emplace_back(t, static_cast<int>(i));
+        }
+        std::stable_sort(tokens.begin(), tokens.end(),
+                         [](const auto& a, const auto& b2) { return a.first > b2.first; });
+        QVERIFY(tokens[19].first > 0);
+        QStringList expected;
+        for (int k = 0; k < 20; ++k)
+            expected << QString::fromStdString(plan->samples[static_cast<std::size_t>(tokens[k].second)].id);
+        expected.sort();
+        QCOMPARE(shownIds(), expected);
+        const QString layerId = QString::number(plan->model.moe_layers[static_cast<std::size_t>(l)]);
+        QCOMPARE(w.sampleFilterText(),
+                 QStringLiteral("Top 20 samples by tokens on EP rank 1 of MoE layer %1 (LPT placement)").arg(layerId));
+        QVERIFY(w.clearFilterButton()->isVisible());
+        // The other views follow: both EP maps outline (l, p), the row-peak view layer l.
+        for (bool planned : {false, true}) {
+            QCOMPARE(w.planView()->epHeatmapPanel()->map(planned)->selectedRow(), l);
+            QCOMPARE(w.planView()->epHeatmapPanel()->map(planned)->selectedColumn(), p);
+        }
+        QCOMPARE(w.planView()->rowHeatmapPanel()->map()->selectedColumn(), l);
+        w.planView()->setCurrentWidget(w.planView()->rowHeatmapPanel());
+        QTest::qWait(50);
+        shot(w.planView(), QStringLiteral("explain-row-peaks-selected"));
+        w.planView()->setCurrentWidget(w.planView()->epHeatmapPanel());
+        QTest::qWait(50);
+        // The experts of the rank, with their tokens, under the maps.
+        const QString list = w.planView()->epHeatmapPanel()->selectionText();
+        const int P = plan->topology.ep_ranks;
+        QVERIFY2(
+            list.startsWith(QStringLiteral("<b>Layer %1, EP rank 1</b> (LPT placement): G = %2 tokens on %3 experts: ")
+                                .arg(layerId)
+                                .arg(plan->rank_loads_lpt[static_cast<std::size_t>(l) * P + p])
+                                .arg(plan->model.experts / P)),
+            qPrintable(list));
+        shot(&w, QStringLiteral("explain-linked-ep"));
+        w.clearFilterButton()->click();
+        QCOMPARE(w.sampleProxy()->rowCount(), 32);
+        QCOMPARE(w.sampleFilterText(), QString());
+        QVERIFY(!w.clearFilterButton()->isVisible());
+
+        // The row-peak tooltip names the peak rank.
+        RowHeatmapPanel* rows = w.planView()->rowHeatmapPanel();
+        const MethodResult& rp = plan->routepack;
+        const auto W = row_shard_rank_loads(*window, plan->topology, plan->lpt, rp.layout, 0, 0, l);
+        const auto top = std::max_element(W.begin(), W.end());
+        const QString rowTip = rows->map()->toolTipFor(0, l);
+        QVERIFY2(rowTip.contains(QStringLiteral("peak on EP rank %1 (%2 tokens;").arg(top - W.begin()).arg(*top)),
+                 qPrintable(rowTip));
+        QVERIFY2(rowTip.contains(QStringLiteral("max_p W = %1 tokens").arg(*top)), qPrintable(rowTip));
+
+        // Cost and shard bars: exact values.
+        CostsPanel* costs = w.planView()->costsPanel();
+        const QString bar = costs->rowBarToolTip(0);
+        QVERIFY2(bar.startsWith(QStringLiteral("<b>RoutePack: row 0, EDP shard g0</b>")), qPrintable(bar));
+        QVERIFY2(bar.contains(QStringLiteral("J = A + E = %1")
+                                  .arg(costs->attentionSet()->at(0) + costs->expertSet()->at(0), 0, 'f', 4)),
+                 qPrintable(bar));
+        const int G = plan->topology.shards();
+        for (int g = 0; g < G; ++g) {
+            const QString s = costs->shardBarToolTip(g);
+            QVERIFY2(s.contains(QStringLiteral("U = sum_r J[r][g] = %1").arg(costs->shardTotalSet()->at(g), 0, 'f', 4)),
+                     qPrintable(s));
+            QCOMPARE(s.contains(QStringLiteral("the straggler: U = max_g U, the joint cost")),
+                     g == costs->stragglerShard());
+            if (g != costs->stragglerShard())
+                QVERIFY2(s.contains(QStringLiteral("below the straggler g%1").arg(costs->stragglerShard())),
+                         qPrintable(s));
+        }
+        QVERIFY(costs->shardBarToolTip(G).isEmpty());
+        // One y-axis for every method: the largest J (and U) of any method fits in it.
+        auto axisMax = [](QChartView* v) {
+            const auto axes = v->chart()->axes(Qt::Vertical);
+            return axes.isEmpty() ? -1.0 : qobject_cast<QValueAxis*>(axes.front())->max();
+        };
+        const double rowTop = axisMax(costs->rowChartView()), shardTop = axisMax(costs->shardChartView());
+        double maxJ = 0, maxU = 0;
+        for (const MethodResult* mr : {&plan->baseline, &plan->reorder, &plan->karmarkar_karp, &plan->routepack}) {
+            maxJ = std::max(maxJ, mr->metrics.score.max_j);
+            maxU = std::max(maxU, mr->metrics.score.max_u);
+        }
+        QVERIFY2(rowTop >= maxJ * 1.05 - 1e-9 && shardTop >= maxU * 1.1 - 1e-9,
+                 qPrintable(QStringLiteral("%1 %2 %3 %4").arg(rowTop).arg(maxJ).arg(shardTop).arg(maxU)));
+        for (int m = 0; m < kMethodCount; ++m) {
+            costs->setMethod(m);
+            QCOMPARE(axisMax(costs->rowChartView()), rowTop);
+            QCOMPARE(axisMax(costs->shardChartView()), shardTop);
+        }
+        costs->setMethod(kMethodCount - 1);
+        // The "why it gains" paragraph, from this plan's numbers.
+        const QString gain = costs->gainText();
+        QVERIFY2(gain.contains(QStringLiteral("takes the joint cost from %1 (baseline) to %2 (reorder)")
+                                   .arg(plan->baseline.metrics.score.max_u, 0, 'f', 4)
+                                   .arg(plan->reorder.metrics.score.max_u, 0, 'f', 4)),
+                 qPrintable(gain));
+        QVERIFY2(gain.contains(
+                     QStringLiteral("takes it to %1 (RoutePack)").arg(plan->routepack.metrics.score.max_u, 0, 'f', 4)),
+                 qPrintable(gain));
+        w.planView()->setCurrentWidget(costs);
+        QTest::qWait(50);
+        shot(&w, QStringLiteral("explain-costs-why"));
+
+        // A grid cell: the table keeps exactly that cell's samples.
+        w.planView()->setCurrentWidget(w.planView()->gridPanel());
+        QTest::qWait(50);
+        QTableView* grid = w.planView()->gridPanel()->view();
+        const QModelIndex cell = grid->model()->index(0, 1);
+        QTest::mouseClick(grid->viewport(), Qt::LeftButton, {}, grid->visualRect(cell).center());
+        QStringList cellIds;
+        for (int i : rp.layout.cells[static_cast<std::size_t>(rp.layout.cell_index(0, 1))])
+            cellIds << QString::fromStdString(plan->samples[static_cast<std::size_t>(i)].id);
+        cellIds.sort();
+        QVERIFY(!cellIds.isEmpty());
+        QCOMPARE(shownIds(), cellIds);
+        QCOMPARE(w.sampleFilterText(),
+                 QStringLiteral("Row 0, DP slot 1 of the RoutePack layout: %1 %2")
+                     .arg(cellIds.size())
+                     .arg(cellIds.size() == 1 ? QStringLiteral("sample") : QStringLiteral("samples")));
+        shot(&w, QStringLiteral("explain-linked-grid"));
+        w.clearSampleFilter();
+        QCOMPARE(w.sampleProxy()->rowCount(), 32);
+        // A plan shown again (or another one): the filter goes with the plan it was made from.
+        w.filterSamples({plan->samples[0].id, plan->samples[5].id}, QStringLiteral("two"));
+        QCOMPARE(shownIds(), (QStringList{QString::fromStdString(plan->samples[0].id),
+                                          QString::fromStdString(plan->samples[5].id)}));
+        QCOMPARE(w.sampleFilterText(), QStringLiteral("two"));
+        w.showPlan(plan, window, w.shownRunId());
+        QCOMPARE(w.sampleProxy()->rowCount(), 32);
+        QCOMPARE(w.sampleFilterText(), QString());
+    }
+};
+
+QTEST_MAIN(TestStudioExplain)
+#include "tst_studio_explain.moc"
