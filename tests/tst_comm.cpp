@@ -74,6 +74,16 @@ SampleRecord sample_of(const std::string& id, const ModelDescription& m,
     return r;
 }
 
+/// Routes [2 layers][8 tokens][top-2] of a planted family sample: the family's four experts per layer
+/// `f` ([2][4]), token t taking experts (t + shift) % 4 and (t + shift + 1 + t / 4) % 4 of them.
+std::vector<std::vector<std::vector<int>>> family(const std::vector<std::vector<int>>& f, int shift) {
+    std::vector<std::vector<std::vector<int>>> r(2);
+    for (int l = 0; l < 2; ++l)
+        for (int t = 0; t < 8; ++t)
+            r[l].push_back({f[l][(t + shift) % 4], f[l][(t + shift + 1 + t / 4) % 4]});
+    return r;
+}
+
 /// Brute force, straight from the routes: for every cell, sample, layer and token, the set of nodes
 /// of its experts; one copy per node other than the DP slot's, one intra pair for the slot's own.
 CommCost brute_force(const Layout& x, const Trace& w, const Topology& topo, const Placement& pi) {
@@ -623,13 +633,6 @@ private Q_SLOTS:
         // for nothing else: a family sample has entropy log 4).
         const ModelDescription m = tiny_model(2, 8, 2);
         const std::vector<std::vector<int>> fa = {{0, 2, 4, 6}, {0, 1, 2, 3}}, fb = {{1, 3, 5, 7}, {4, 5, 6, 7}};
-        auto family = [&](const std::vector<std::vector<int>>& f, int shift) {
-            std::vector<std::vector<std::vector<int>>> r(2);
-            for (int l = 0; l < 2; ++l)
-                for (int t = 0; t < 8; ++t)
-                    r[l].push_back({f[l][(t + shift) % 4], f[l][(t + shift + 1 + t / 4) % 4]});
-            return r;
-        };
         auto uniform = [&](int shift) {
             std::vector<std::vector<std::vector<int>>> r(2);
             for (int l = 0; l < 2; ++l)
@@ -699,13 +702,6 @@ private Q_SLOTS:
         // layouts, and parses back to the same rows.
         const ModelDescription m = tiny_model(2, 8, 2);
         const std::vector<std::vector<int>> fa = {{0, 2, 4, 6}, {0, 1, 2, 3}}, fb = {{1, 3, 5, 7}, {4, 5, 6, 7}};
-        auto family = [&](const std::vector<std::vector<int>>& f, int shift) {
-            std::vector<std::vector<std::vector<int>>> r(2);
-            for (int l = 0; l < 2; ++l)
-                for (int t = 0; t < 8; ++t)
-                    r[l].push_back({f[l][(t + shift) % 4], f[l][(t + shift + 1 + t / 4) % 4]});
-            return r;
-        };
         PlanInput in;
         in.window.model = m;
         for (int k = 0; k < 4; ++k) {

@@ -467,8 +467,8 @@ private Q_SLOTS:
                      QStringLiteral("p.json: missing field 'communication'"));
             auto comm_on_one_node = j;
             comm_on_one_node["communication"] = {{"nodes", 1}};
-            QCOMPARE(QString::fromStdString(routepack::test::error_of<InputError>(
-                         [&] { parse_plan(comm_on_one_node.dump(), "p.json"); })),
+            QCOMPARE(QString::fromStdString(
+                         routepack::test::error_of<InputError>([&] { parse_plan(comm_on_one_node.dump(), "p.json"); })),
                      QStringLiteral("p.json: communication must be null: the topology has one node"));
             auto lower = j;
             lower["max_u_lower_bound"]["value"] = want.value / 2;

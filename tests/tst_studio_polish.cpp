@@ -330,7 +330,7 @@ private Q_SLOTS:
         QLineEdit* name = nullptr;
         for (QLineEdit* l : dlg.findChildren<QLineEdit*>())
             if (l->text() == QStringLiteral("deepseek-v2-lite")) name = l;
-        QVERIFY(name);
+        if (name == nullptr) QFAIL("the import dialog has no field holding the proposed name");
         name->clear();
         QTest::keyClicks(name, QStringLiteral("ds-step-3"));
         dlg.setKnownModel(QStringLiteral("qwen3-30b-a3b"));
@@ -674,6 +674,7 @@ private Q_SLOTS:
             QBarSet* set = costs->shardTotalSet();
             QVERIFY(set);
             std::vector<double> U;
+            U.reserve(static_cast<std::size_t>(set->count()));
             for (int g = 0; g < set->count(); ++g)
                 U.push_back(set->at(g));
             const std::vector<int> tied = tiedShards(U, kShardTieTolerance);

@@ -123,7 +123,7 @@ QString durationText(double seconds) {
 }
 
 QString progressTimeText(double elapsedSeconds, double fraction) {
-    const QString elapsed = QStringLiteral("%1 elapsed").arg(durationText(elapsedSeconds));
+    QString elapsed = QStringLiteral("%1 elapsed").arg(durationText(elapsedSeconds));
     if (!(fraction >= 0.02) || fraction >= 1.0 || !(elapsedSeconds >= 1.0)) return elapsed;
     const double left = elapsedSeconds * (1.0 - fraction) / fraction;
     return QStringLiteral("%1, about %2 left").arg(elapsed, durationText(left));
