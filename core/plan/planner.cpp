@@ -83,7 +83,7 @@ SearchStats packing_search(const PackingProblem& p, const Layout& ffd, const Pla
         if (hooks.timings) (*hooks.timings)[stage] = seconds_since(t0);
     };
     const auto stage = [&](int k) {
-        return seeds::planner_stage(budgets.seed, static_cast<std::uint64_t>(stage0 + k));
+        return seeds::planner_stage(budgets.seed, static_cast<std::uint64_t>(stage0) + static_cast<std::uint64_t>(k));
     };
 
     // Seeding (Algorithm 2).
