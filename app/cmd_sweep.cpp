@@ -180,7 +180,8 @@ int run_sweep(const SweepCmd& c) {
     nlohmann::json j = nlohmann::json::array();
     std::ostringstream csv;
     csv << "window,samples,rows,certified,baseline,reorder,karmarkar_karp,routepack,routepack_vs_baseline_pct,"
-           "routepack_vs_reorder_pct,lower_bound,planner_s,churn_slots,churn_bytes,run\r\n";
+           "routepack_vs_reorder_pct,lower_bound,planner_s,churn_slots,churn_bytes,run,grouter,routepack+comm,"
+           "routepack_inter_node_copies,grouter_inter_node_copies,routepack+comm_inter_node_copies\r\n";
     for (const auto& r : rows) {
         const PlanResult& p = r.plan;
         const double base = p.baseline.metrics.score.max_u, rp = p.routepack.metrics.score.max_u;
@@ -205,6 +206,28 @@ int run_sweep(const SweepCmd& c) {
             o["churn_slots"] = nullptr;
             o["churn_bytes"] = nullptr;
         }
+        // On more than one node: the communication methods' joint cost and every method's inter-node
+        // copies (null with the reason when the window has no routes).
+        std::string comm_csv = ",,,,,"; // five empty fields on one node
+        if (p.nodes > 1) {
+            o["grouter"] = p.grouter ? nlohmann::json(p.grouter->metrics.score.max_u) : nlohmann::json(nullptr);
+            o["routepack+comm"] =
+                p.routepack_comm ? nlohmann::json(p.routepack_comm->metrics.score.max_u) : nlohmann::json(nullptr);
+            nlohmann::json copies;
+            for (const MethodResult* m : p.methods())
+                copies[m->name] = m->comm ? nlohmann::json(m->comm->inter_total) : nlohmann::json(nullptr);
+            o["inter_node_copies"] = copies;
+            if (!p.routepack.comm) o["communication_note"] = kCommUnavailable;
+            auto num = [](const nlohmann::json& v) {
+                return v.is_null() ? std::string() : fmt("%.17g", v.get<double>());
+            };
+            auto count = [](const std::optional<MethodResult>& m) {
+                return m && m->comm ? std::to_string(m->comm->inter_total) : std::string();
+            };
+            comm_csv = "," + num(o["grouter"]) + "," + num(o["routepack+comm"]) + "," +
+                       (p.routepack.comm ? std::to_string(p.routepack.comm->inter_total) : std::string()) + "," +
+                       count(p.grouter) + "," + count(p.routepack_comm);
+        }
         j.push_back(o);
         csv << csv_field(r.window) << "," << p.samples.size() << "," << p.rows.rows << "," << (p.rows.certified ? 1 : 0)
             << "," << fmt("%.17g", base) << "," << fmt("%.17g", p.reorder.metrics.score.max_u) << ","
@@ -213,7 +236,7 @@ int run_sweep(const SweepCmd& c) {
             << fmt("%.17g", p.bound.value) << "," << fmt("%.6f", o["planner_s"].get<double>()) << ","
             << (r.churn >= 0 ? std::to_string(r.churn) : "") << ","
             << (r.churn >= 0 && c.expert_bytes > 0 ? std::to_string(r.churn * c.expert_bytes) : "") << "," << r.run_id
-            << "\r\n";
+            << comm_csv << "\r\n";
     }
     if (!c.out.empty()) {
         const std::filesystem::path dir(c.out);

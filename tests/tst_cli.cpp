@@ -9,6 +9,8 @@
 #include <QStandardPaths>
 #include <QtTest>
 
+#include <fstream>
+
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
@@ -238,6 +240,37 @@ private Q_SLOTS:
             const QString csv = QString::fromStdString(read_file(tmp / "sweep" / "sweep.csv"));
             QCOMPARE(csv.count(QStringLiteral("\r\n")), 3); // header + two windows
             QVERIFY(csv.startsWith(QStringLiteral("window,samples,rows,certified,baseline,")));
+        }
+        {
+            // On two nodes (the demo topology with 4 GPUs per node) the sweep adds grouter and
+            // routepack+comm and every method's inter-node copies, equal to the window's plan file;
+            // every CSV line has the header's number of fields.
+            routepack::Topology two = routepack::known_topology("synthetic-demo-ep8-dp4");
+            two.gpus_per_node = 4;
+            { std::ofstream(tmp / "two-nodes.json") << routepack::topology_to_json(two); }
+            r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"),
+                     QStringLiteral("syn"), QStringLiteral("--windows"), QStringLiteral("grp-*"),
+                     QStringLiteral("--topology"), q(tmp / "two-nodes.json"), QStringLiteral("--seed"),
+                     QStringLiteral("3"), QStringLiteral("--out"), q(tmp / "sweep2"), QStringLiteral("--json"),
+                     QStringLiteral("--quiet")});
+            QVERIFY2(r.code == 0, qPrintable(r.err));
+            const auto sj = nlohmann::json::parse(r.out.toStdString());
+            const routepack::PlanFile p1 = routepack::parse_plan(read_file(tmp / "sweep2" / "grp-001.plan.json"), "p1");
+            QCOMPARE(p1.comm.nodes, 2);
+            QVERIFY(p1.comm.available);
+            for (const char* m : {"baseline", "reorder", "karmarkar_karp", "routepack", "grouter", "routepack+comm"})
+                QCOMPARE(sj[1]["inter_node_copies"][m].get<std::int64_t>(), p1.comm.figures.at(m).inter);
+            QCOMPARE(sj[1]["grouter"].get<double>(), p1.metrics.at("grouter").score.max_u);
+            QCOMPARE(sj[1]["routepack+comm"].get<double>(), p1.metrics.at("routepack+comm").score.max_u);
+            const QStringList lines = QString::fromStdString(read_file(tmp / "sweep2" / "sweep.csv"))
+                                          .split(QStringLiteral("\r\n"), Qt::SkipEmptyParts);
+            QCOMPARE(lines.size(), 3);
+            for (const QString& line : lines)
+                QCOMPARE(line.count(QLatin1Char(',')), lines[0].count(QLatin1Char(',')));
+            QVERIFY(lines[2].endsWith(QString::number(p1.comm.figures.at("routepack+comm").inter)));
+            const QStringList one = QString::fromStdString(read_file(tmp / "sweep" / "sweep.csv"))
+                                        .split(QStringLiteral("\r\n"), Qt::SkipEmptyParts);
+            QCOMPARE(one[1].count(QLatin1Char(',')), one[0].count(QLatin1Char(',')));
         }
         // A window name is free text: its plan file stays inside --out ("../up-000" -> "_.._up-000").
         r = cli(split + QStringList{QStringLiteral("../up"), QStringLiteral("--split-groups"), QStringLiteral("3")});
