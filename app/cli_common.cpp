@@ -131,16 +131,18 @@ void WindowSource::add(CLI::App& app, bool window_flag) {
     model.add(app);
 }
 
-Trace WindowSource::load(std::string* trace_name, std::string* window_name, const std::vector<std::string>& ids) const {
+Trace WindowSource::load(std::string* trace_name, std::string* window_name, const std::vector<std::string>& ids,
+                         bool routes) const {
     if (!db.empty() && !inputs.empty()) throw InputError("give either --db or --input, not both");
     if (!db.empty()) {
         if (trace.empty()) throw InputError("--db needs --trace NAME");
         auto lib = storage::Library::open(db, storage::OpenMode::ReadOnly);
         *trace_name = trace;
         *window_name = window;
-        if (!ids.empty()) return lib->load_samples(trace, ids);
-        if (!window.empty()) return lib->load_window(trace, window);
-        return lib->load_trace(trace);
+        const storage::Routes r = routes ? storage::Routes::Load : storage::Routes::Skip;
+        if (!ids.empty()) return lib->load_samples(trace, ids, r);
+        if (!window.empty()) return lib->load_window(trace, window, r);
+        return lib->load_trace(trace, r);
     }
     if (inputs.empty()) throw InputError("give the window: --db DB --trace NAME [--window W], or --input PATH...");
     ImportOptions opt;
@@ -228,7 +230,7 @@ PlanResult run_planner(const PlanCmd& c) {
     PlanInput in;
     // The topology first: a file or a shipped name (resources/topologies), small and quick to refuse.
     in.topology = load_plan_topology(c);
-    in.window = c.src.load(&in.trace_name, &in.window_name);
+    in.window = c.src.load(&in.trace_name, &in.window_name, {}, in.topology.nodes() > 1);
     in.budgets = budgets;
     catch_sigint();
     const bool tty = isatty(STDERR_FILENO) && !c.quiet;

@@ -103,8 +103,11 @@ struct WindowSource {
     bool given() const { return !db.empty() || !inputs.empty(); }
 
     /// Loads the window; `ids` (when non-empty) selects and orders samples by id. Sets the trace
-    /// and window names the plan records (the file name, or "inputs", for --input).
-    Trace load(std::string* trace_name, std::string* window_name, const std::vector<std::string>& ids = {}) const;
+    /// and window names the plan records (the file name, or "inputs", for --input). With
+    /// `routes` false a library window is read without its per-token routes (they only serve
+    /// communication figures on more than one node).
+    Trace load(std::string* trace_name, std::string* window_name, const std::vector<std::string>& ids = {},
+               bool routes = true) const;
 };
 
 /// The planner's options shared by plan, compare and sweep: window, topology, --seed and the

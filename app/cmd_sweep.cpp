@@ -123,7 +123,7 @@ int run_sweep(const SweepCmd& c) {
     }
     std::vector<PlanInput> inputs(names.size());
     for (std::size_t k = 0; k < names.size(); ++k) {
-        inputs[k].window = lib->load_window(c.trace, names[k]);
+        inputs[k].window = lib->load_window(c.trace, names[k], storage::routes_for(topology));
         inputs[k].trace_name = c.trace;
         inputs[k].window_name = names[k];
         inputs[k].topology = topology;

@@ -254,8 +254,9 @@ constexpr const char* kSampleColumns =
 /// "SELECT <kSampleColumns>, <routes> FROM <from>": the routes column is the sample's sample_routes blob
 /// (NULL when it has none), or NULL throughout in a library older than schema version 3 (opened
 /// read-only as it is). `from` names the samples table s.
-std::string select_samples(int schema_version, const std::string& from) {
-    if (schema_version < 3) return std::string("SELECT ") + kSampleColumns + ", NULL FROM " + from;
+std::string select_samples(int schema_version, const std::string& from, Routes routes = Routes::Load) {
+    if (schema_version < 3 || routes == Routes::Skip)
+        return std::string("SELECT ") + kSampleColumns + ", NULL FROM " + from;
     return std::string("SELECT ") + kSampleColumns + ", r.routes FROM " + from +
            " LEFT JOIN sample_routes r ON r.sample_ref = s.id";
 }
@@ -511,28 +512,28 @@ std::vector<SampleInfo> Library::samples(const std::string& trace) const {
     return out;
 }
 
-Trace Library::load_trace(const std::string& trace) const {
+Trace Library::load_trace(const std::string& trace, Routes routes) const {
     const TraceEntry t = find_trace(db_, path_, trace);
     require_samples(t, path_, "it cannot be loaded as samples");
     Trace out = empty_trace(t);
     out.samples.reserve(t.samples);
     out.counts.reserve(t.samples * out.stride());
     Statement st(db_, path_,
-                 select_samples(schema_version(), "samples s") + " WHERE s.trace_id = ?1 ORDER BY s.position");
+                 select_samples(schema_version(), "samples s", routes) + " WHERE s.trace_id = ?1 ORDER BY s.position");
     st.bind(1, t.id);
     while (st.step())
         read_sample(st, out, path_, trace);
     return out;
 }
 
-Trace Library::load_samples(const std::string& trace, const std::vector<std::string>& sample_ids) const {
+Trace Library::load_samples(const std::string& trace, const std::vector<std::string>& sample_ids, Routes routes) const {
     const TraceEntry t = find_trace(db_, path_, trace);
     require_samples(t, path_, "it cannot be loaded as samples");
     Trace out = empty_trace(t);
     out.samples.reserve(sample_ids.size());
     out.counts.reserve(sample_ids.size() * out.stride());
     Statement st(db_, path_,
-                 select_samples(schema_version(), "samples s") + " WHERE s.trace_id = ?1 AND s.sample_id = ?2");
+                 select_samples(schema_version(), "samples s", routes) + " WHERE s.trace_id = ?1 AND s.sample_id = ?2");
     for (const std::string& id : sample_ids) {
         st.bind(1, t.id).bind(2, id);
         if (!st.step()) throw InputError("trace '" + shown(trace) + "' has no sample '" + shown(id) + "'");
@@ -681,12 +682,12 @@ std::vector<std::string> Library::window_sample_ids(const std::string& trace, co
     return out;
 }
 
-Trace Library::load_window(const std::string& trace, const std::string& window) const {
+Trace Library::load_window(const std::string& trace, const std::string& window, Routes routes) const {
     const TraceEntry t = find_trace(db_, path_, trace);
     const std::int64_t window_id = find_window_id(db_, path_, t, window);
     Trace out = empty_trace(t);
     Statement st(db_, path_,
-                 select_samples(schema_version(), "window_samples ws JOIN samples s ON s.id = ws.sample_ref") +
+                 select_samples(schema_version(), "window_samples ws JOIN samples s ON s.id = ws.sample_ref", routes) +
                      " WHERE ws.window_id = ?1 ORDER BY ws.position");
     st.bind(1, window_id);
     while (st.step())

@@ -85,6 +85,13 @@ struct RunEntry {
     std::vector<LevelStats> levels;
 };
 
+/// Whether a load reads the samples' per-token routes (Load) or leaves Trace::routes empty (Skip).
+enum class Routes { Load, Skip };
+/// Routes::Load when a plan on `topology` uses routes (more than one node), else Routes::Skip.
+inline Routes routes_for(const Topology& topology) {
+    return topology.nodes() > 1 ? Routes::Load : Routes::Skip;
+}
+
 /// Another connection holds the library's write lock past the busy timeout (SQLITE_BUSY /
 /// SQLITE_LOCKED): "<file>: library is in use by another process (<sqlite message>) while <what>;
 /// try again". A caller may retry the same call later.
@@ -154,9 +161,13 @@ public:
     /// Whole trace (or the listed sample ids, in the given order) with counts, and with each sample's
     /// per-token routes (Trace::routes) when it was imported with them (schema version 3 on); a
     /// sample imported before has none (Trace::has_routes() false: communication figures n/a).
-    /// InputError "...: damaged routes (...)" for a routes blob that does not decode.
-    Trace load_trace(const std::string& trace) const;
-    Trace load_samples(const std::string& trace, const std::vector<std::string>& sample_ids) const;
+    /// InputError "...: damaged routes (...)" for a routes blob that does not decode. With
+    /// Routes::Skip the routes are not read (Trace::routes empty): they are only needed for
+    /// communication figures on more than one node, and they can be far larger than the counts
+    /// (width x tokens x MoE layers x top-k bytes per sample).
+    Trace load_trace(const std::string& trace, Routes routes = Routes::Load) const;
+    Trace load_samples(const std::string& trace, const std::vector<std::string>& sample_ids,
+                       Routes routes = Routes::Load) const;
     /// Per-layer expert totals [L][E] (sum over samples, or the aggregate file's totals).
     std::vector<std::uint64_t> layer_totals(const std::string& trace) const;
 
@@ -175,7 +186,7 @@ public:
     std::vector<WindowEntry> create_windows(const std::string& trace, const std::vector<WindowSpec>& windows);
     std::vector<WindowEntry> windows(const std::string& trace = {}) const;
     std::vector<std::string> window_sample_ids(const std::string& trace, const std::string& window) const;
-    Trace load_window(const std::string& trace, const std::string& window) const;
+    Trace load_window(const std::string& trace, const std::string& window, Routes routes = Routes::Load) const;
 
     // --- Topologies and planner runs (schema migration 2) ---
 

@@ -99,7 +99,8 @@ PlanJobQueue::Outcome PlanJobQueue::run(const PlanJobRequest& request, JobContex
                                      writes ? storage::OpenMode::ReadWrite : storage::OpenMode::ReadOnly);
         lib->set_busy_timeout_ms(kWorkerBusyTimeoutMs);
         PlanInput in;
-        in.window = lib->load_window(request.trace.toStdString(), request.window.toStdString());
+        in.window = lib->load_window(request.trace.toStdString(), request.window.toStdString(),
+                                     storage::routes_for(request.topology));
         in.trace_name = request.trace.toStdString();
         in.window_name = request.window.toStdString();
         in.topology = request.topology;
