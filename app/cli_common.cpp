@@ -139,7 +139,7 @@ Trace WindowSource::load(std::string* trace_name, std::string* window_name, cons
         auto lib = storage::Library::open(db, storage::OpenMode::ReadOnly);
         *trace_name = trace;
         *window_name = window;
-        const storage::Routes r = routes ? storage::Routes::Load : storage::Routes::Skip;
+        const storage::RouteLoading r = routes ? storage::RouteLoading::Load : storage::RouteLoading::Skip;
         if (!ids.empty()) return lib->load_samples(trace, ids, r);
         if (!window.empty()) return lib->load_window(trace, window, r);
         return lib->load_trace(trace, r);

@@ -254,8 +254,8 @@ constexpr const char* kSampleColumns =
 /// "SELECT <kSampleColumns>, <routes> FROM <from>": the routes column is the sample's sample_routes blob
 /// (NULL when it has none), or NULL throughout in a library older than schema version 3 (opened
 /// read-only as it is). `from` names the samples table s.
-std::string select_samples(int schema_version, const std::string& from, Routes routes = Routes::Load) {
-    if (schema_version < 3 || routes == Routes::Skip)
+std::string select_samples(int schema_version, const std::string& from, RouteLoading routes = RouteLoading::Load) {
+    if (schema_version < 3 || routes == RouteLoading::Skip)
         return std::string("SELECT ") + kSampleColumns + ", NULL FROM " + from;
     return std::string("SELECT ") + kSampleColumns + ", r.routes FROM " + from +
            " LEFT JOIN sample_routes r ON r.sample_ref = s.id";
@@ -512,7 +512,7 @@ std::vector<SampleInfo> Library::samples(const std::string& trace) const {
     return out;
 }
 
-Trace Library::load_trace(const std::string& trace, Routes routes) const {
+Trace Library::load_trace(const std::string& trace, RouteLoading routes) const {
     const TraceEntry t = find_trace(db_, path_, trace);
     require_samples(t, path_, "it cannot be loaded as samples");
     Trace out = empty_trace(t);
@@ -526,7 +526,8 @@ Trace Library::load_trace(const std::string& trace, Routes routes) const {
     return out;
 }
 
-Trace Library::load_samples(const std::string& trace, const std::vector<std::string>& sample_ids, Routes routes) const {
+Trace Library::load_samples(const std::string& trace, const std::vector<std::string>& sample_ids,
+                            RouteLoading routes) const {
     const TraceEntry t = find_trace(db_, path_, trace);
     require_samples(t, path_, "it cannot be loaded as samples");
     Trace out = empty_trace(t);
@@ -682,7 +683,7 @@ std::vector<std::string> Library::window_sample_ids(const std::string& trace, co
     return out;
 }
 
-Trace Library::load_window(const std::string& trace, const std::string& window, Routes routes) const {
+Trace Library::load_window(const std::string& trace, const std::string& window, RouteLoading routes) const {
     const TraceEntry t = find_trace(db_, path_, trace);
     const std::int64_t window_id = find_window_id(db_, path_, t, window);
     Trace out = empty_trace(t);

@@ -86,10 +86,10 @@ struct RunEntry {
 };
 
 /// Whether a load reads the samples' per-token routes (Load) or leaves Trace::routes empty (Skip).
-enum class Routes { Load, Skip };
-/// Routes::Load when a plan on `topology` uses routes (more than one node), else Routes::Skip.
-inline Routes routes_for(const Topology& topology) {
-    return topology.nodes() > 1 ? Routes::Load : Routes::Skip;
+enum class RouteLoading { Load, Skip };
+/// RouteLoading::Load when a plan on `topology` uses routes (more than one node), else RouteLoading::Skip.
+inline RouteLoading routes_for(const Topology& topology) {
+    return topology.nodes() > 1 ? RouteLoading::Load : RouteLoading::Skip;
 }
 
 /// Another connection holds the library's write lock past the busy timeout (SQLITE_BUSY /
@@ -162,12 +162,12 @@ public:
     /// per-token routes (Trace::routes) when it was imported with them (schema version 3 on); a
     /// sample imported before has none (Trace::has_routes() false: communication figures n/a).
     /// InputError "...: damaged routes (...)" for a routes blob that does not decode. With
-    /// Routes::Skip the routes are not read (Trace::routes empty): they are only needed for
+    /// RouteLoading::Skip the routes are not read (Trace::routes empty): they are only needed for
     /// communication figures on more than one node, and they can be far larger than the counts
     /// (width x tokens x MoE layers x top-k bytes per sample).
-    Trace load_trace(const std::string& trace, Routes routes = Routes::Load) const;
+    Trace load_trace(const std::string& trace, RouteLoading routes = RouteLoading::Load) const;
     Trace load_samples(const std::string& trace, const std::vector<std::string>& sample_ids,
-                       Routes routes = Routes::Load) const;
+                       RouteLoading routes = RouteLoading::Load) const;
     /// Per-layer expert totals [L][E] (sum over samples, or the aggregate file's totals).
     std::vector<std::uint64_t> layer_totals(const std::string& trace) const;
 
@@ -186,7 +186,8 @@ public:
     std::vector<WindowEntry> create_windows(const std::string& trace, const std::vector<WindowSpec>& windows);
     std::vector<WindowEntry> windows(const std::string& trace = {}) const;
     std::vector<std::string> window_sample_ids(const std::string& trace, const std::string& window) const;
-    Trace load_window(const std::string& trace, const std::string& window, Routes routes = Routes::Load) const;
+    Trace load_window(const std::string& trace, const std::string& window,
+                      RouteLoading routes = RouteLoading::Load) const;
 
     // --- Topologies and planner runs (schema migration 2) ---
 

@@ -181,19 +181,19 @@ private Q_SLOTS:
         lib->create_window("t", "w", {mem.samples[1].id}, "ids");
         const Trace w = lib->load_window("t", "w");
         QCOMPARE(w.routes, std::vector<SampleRoutes>{mem.routes[1]});
-        // Routes::Skip reads the same samples and counts without the routes.
-        const Trace skipped = lib->load_trace("t", Routes::Skip);
+        // RouteLoading::Skip reads the same samples and counts without the routes.
+        const Trace skipped = lib->load_trace("t", RouteLoading::Skip);
         QVERIFY(skipped.routes.empty());
         QCOMPARE(skipped.counts, t.counts);
         QCOMPARE(skipped.size(), t.size());
-        QVERIFY(lib->load_window("t", "w", Routes::Skip).routes.empty());
-        QVERIFY(lib->load_samples("t", {mem.samples[2].id}, Routes::Skip).routes.empty());
+        QVERIFY(lib->load_window("t", "w", RouteLoading::Skip).routes.empty());
+        QVERIFY(lib->load_samples("t", {mem.samples[2].id}, RouteLoading::Skip).routes.empty());
         Topology one, two_nodes;
         one.ep_ranks = two_nodes.ep_ranks = 2;
         one.dp_slots = two_nodes.dp_slots = 2;
         two_nodes.gpus_per_node = 1;
-        QVERIFY(routes_for(one) == Routes::Skip);
-        QVERIFY(routes_for(two_nodes) == Routes::Load);
+        QVERIFY(routes_for(one) == RouteLoading::Skip);
+        QVERIFY(routes_for(two_nodes) == RouteLoading::Load);
         // Routes go with their samples.
         Raw raw(f);
         QCOMPARE(raw.rows("SELECT count(*) FROM sample_routes"), std::vector<std::string>{"3"});

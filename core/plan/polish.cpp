@@ -572,4 +572,74 @@ PolishResult iterated_straggler_search(const PackingProblem& p, const Layout& x,
     return res;
 }
 
+DescentResult straggler_descent(const PackingProblem& p, const Layout& x, std::int64_t max_evaluations,
+                                const std::atomic<bool>* cancel, std::optional<Clock::time_point> deadline) {
+    const std::string why = validate_layout(x, p);
+    if (!why.empty()) throw std::invalid_argument("straggler_descent: layout is invalid: " + why);
+    IncrementalScorer sc(p, x);
+    DescentResult res;
+    const int R = sc.rows(), K = sc.cell_count(), D = p.D;
+    std::vector<int> order(static_cast<std::size_t>(R));
+    std::vector<int> mine; // samples of the straggler's row-shard, scanned
+    mine.reserve(static_cast<std::size_t>(p.n));
+    auto stopped = [&] {
+        if ((res.evaluations & kPollMask) != 0) return false;
+        if ((cancel && cancel->load(std::memory_order_relaxed)) || (deadline && Clock::now() >= *deadline)) {
+            res.cancelled = true;
+            return true;
+        }
+        return false;
+    };
+    // Tries one move already applied to the scorer: keeps it when the score drops.
+    auto judge = [&](const Score& before) {
+        ++res.evaluations;
+        if (sc.score() < before) {
+            ++res.improvements;
+            return true;
+        }
+        sc.undo();
+        return false;
+    };
+    bool improved = true;
+    while (improved && res.evaluations < max_evaluations && !res.cancelled) {
+        improved = false;
+        // The straggler shard g*: the first with U = s0.
+        int gs = 0;
+        for (int g = 1; g < p.G; ++g)
+            if (sc.shard_total(g) > sc.shard_total(gs)) gs = g;
+        for (int r = 0; r < R; ++r)
+            order[static_cast<std::size_t>(r)] = r;
+        std::stable_sort(order.begin(), order.end(),
+                         [&](int a, int b) { return sc.row_shard_cost(a, gs) > sc.row_shard_cost(b, gs); });
+        for (int r : order) {
+            mine.clear();
+            for (int d : p.shards[static_cast<std::size_t>(gs)])
+                for (int i : sc.cell(r * D + d))
+                    mine.push_back(i);
+            for (int i : mine) {
+                const Score before = sc.score();
+                const int from = sc.cell_of(i);
+                for (int k = 0; k < K && !improved; ++k) {
+                    if (!sc.relocate_feasible(i, k)) continue;
+                    if (res.evaluations >= max_evaluations || stopped()) break;
+                    sc.apply_relocate(i, k);
+                    improved = judge(before);
+                }
+                for (int j = 0; j < p.n && !improved; ++j) {
+                    if (sc.cell_of(j) == from || !sc.swap_feasible(i, j)) continue;
+                    if (res.evaluations >= max_evaluations || stopped()) break;
+                    sc.apply_swap(i, j);
+                    improved = judge(before);
+                }
+                if (improved || res.evaluations >= max_evaluations || res.cancelled) break;
+            }
+            if (improved || res.evaluations >= max_evaluations || res.cancelled) break;
+        }
+        if (!improved && res.evaluations < max_evaluations && !res.cancelled) res.local_optimum = true;
+    }
+    res.score = sc.score();
+    res.layout = sc.layout();
+    return res;
+}
+
 } // namespace routepack

@@ -72,4 +72,29 @@ PolishResult iterated_straggler_search(const PackingProblem& p, const Layout& x,
                                        std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt,
                                        const std::function<void(const Score&)>& on_improve = {});
 
+/// Result of straggler_descent.
+struct DescentResult {
+    Layout layout;
+    Score score;
+    std::int64_t evaluations = 0;  ///< moves applied to the scorer and scored (kept or undone)
+    std::int64_t improvements = 0; ///< moves kept (each strictly improves the score tuple)
+    bool local_optimum = false;    ///< a full scan found no improving move (else the budget ran out)
+    bool cancelled = false;        ///< cancel flag or deadline stopped it
+};
+
+/// The plain straggler descent (the final pass before iterated_straggler_search; kept for the
+/// benchmark's previous-default baseline and its tests): first-improvement descent on the exact score tuple (eq. 15)
+/// with moves aimed at the straggler. Repeatedly, g* = the first shard with U = max_g U (s0); its row- shards in
+/// decreasing J; for each of their samples i (cell order): every relocation of i to another cell that keeps the source
+/// non-empty and the target within C, then every cap-feasible swap of i with a sample j of another cell (j ascending);
+/// the first move whose score is strictly lower (lexicographically, so s0 may stay equal while s1 or s2 drop) is kept
+/// and the scan restarts at the new straggler. Stops at a local optimum of that neighborhood (a full scan of g* without
+/// improvement), after `max_evaluations` scored moves, or on cancel / deadline (polled every 256 evaluations). Serial
+/// and RNG-free: the result depends only on the inputs and the budget. The layout must be valid for `p`
+/// (std::invalid_argument otherwise); the result is never worse than x. Cost per evaluation O(L*P + R + G)
+/// (IncrementalScorer).
+DescentResult straggler_descent(const PackingProblem& p, const Layout& x, std::int64_t max_evaluations,
+                                const std::atomic<bool>* cancel = nullptr,
+                                std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
+
 } // namespace routepack
