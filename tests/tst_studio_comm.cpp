@@ -13,6 +13,7 @@
 #include "views/plan_models.h"
 #include "views/plan_panels.h"
 #include "views/plan_views.h"
+#include "views/topology_editor.h"
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
@@ -22,7 +23,10 @@
 #include <QChartView>
 #include <QComboBox>
 #include <QDir>
+#include <QDoubleSpinBox>
+#include <QLineEdit>
 #include <QLocale>
+#include <QSpinBox>
 #include <QStyleFactory>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -474,6 +478,63 @@ private Q_SLOTS:
         p->setLayer(0);
         QCOMPARE(d->rowCount(), 2);
         QCOMPARE(a->rowCount(), 0);
+    }
+
+    void topologyEditorKeepsNodeAndCommFields() {
+        // gpus_per_node 8 and comm_weight 0.5 (the shipped 2-node topology, weighted): loaded into the
+        // editor and taken back, the JSON is the same, field for field.
+        Topology t = known_topology("deepseek-v2-lite-ep16-dp8-2nodes");
+        QCOMPARE(t.gpus_per_node, 8);
+        t.comm_weight = 0.5;
+        t.comm_load_tolerance = 0.05;
+        const std::string json = topology_to_json(t);
+        QVERIFY(json.find("\"gpus_per_node\":8") != std::string::npos);
+        QVERIFY(json.find("\"comm_weight\":0.5") != std::string::npos);
+        QVERIFY(json.find("\"comm_load_tolerance\":0.05") != std::string::npos);
+        TopologyEditor ed;
+        ed.setTopology(QStringLiteral("two-nodes"), parse_topology(json, "two-nodes.json"));
+        QString why;
+        const auto back = ed.topology(&why);
+        QVERIFY2(back.has_value(), qPrintable(why));
+        QCOMPARE(topology_to_json(*back), json);
+        QCOMPARE(back->nodes(), 2);
+        QCOMPARE(back->comm_weight, 0.5);
+        QCOMPARE(back->comm_load_tolerance, 0.05);
+        // The fields edit: weight 2, tolerance back to its default 0.02 (then left out of the JSON).
+        auto* weight = ed.findChild<QDoubleSpinBox*>(QStringLiteral("commWeight"));
+        auto* tolerance = ed.findChild<QDoubleSpinBox*>(QStringLiteral("commLoadTolerance"));
+        QVERIFY(weight && tolerance);
+        QCOMPARE(weight->value(), 0.5);
+        weight->setValue(2);
+        tolerance->setValue(0.02);
+        const std::string edited = topology_to_json(*ed.topology());
+        QVERIFY(edited.find("\"comm_weight\":2") != std::string::npos);
+        QVERIFY(edited.find("comm_load_tolerance") == std::string::npos);
+        // Explicit node lists round-trip and edit; with gpus_per_node too they are refused.
+        Topology lists = parse_topology(std::string(R"({"ep_ranks": 4, "dp_slots": 3, "token_cap": 10, )"
+                                                    R"("ep_rank_nodes": [0, 1, 1, 0], "dp_slot_nodes": [1, 0, 1], )") +
+                                            kStages + "}",
+                                        "lists.json");
+        ed.setTopology(QStringLiteral("lists"), lists);
+        auto* ep = ed.findChild<QLineEdit*>(QStringLiteral("epRankNodes"));
+        auto* dp = ed.findChild<QLineEdit*>(QStringLiteral("dpSlotNodes"));
+        QVERIFY(ep && dp);
+        QCOMPARE(ep->text(), QStringLiteral("0, 1, 1, 0"));
+        QCOMPARE(dp->text(), QStringLiteral("1, 0, 1"));
+        QCOMPARE(topology_to_json(*ed.topology()), topology_to_json(lists));
+        dp->setText(QStringLiteral("0 0 1"));
+        QCOMPARE(ed.topology()->dp_slot_nodes, (std::vector<int>{0, 0, 1}));
+        dp->setText(QStringLiteral("0, x, 1"));
+        QVERIFY(!ed.topology(&why));
+        QCOMPARE(why, QStringLiteral("DP slot nodes: 'x' is not a node id (an integer in 0..65535)"));
+        dp->setText(QStringLiteral("1, 0, 1"));
+        QCOMPARE(parseNodeListText(QStringLiteral(""), "EP rank nodes"), std::vector<int>{});
+        QCOMPARE(nodeListText({}), QString());
+        // A one-node topology keeps its JSON exactly (no node or comm fields written).
+        const Topology one = known_topology("deepseek-v2-lite-ep8-dp4");
+        ed.setTopology(QStringLiteral("one"), one);
+        QCOMPARE(topology_to_json(*ed.topology()), topology_to_json(one));
+        QCOMPARE(ep->text(), QString());
     }
 
     void screenshots() {
