@@ -505,6 +505,8 @@ private Q_SLOTS:
         auto* tolerance = ed.findChild<QDoubleSpinBox*>(QStringLiteral("commLoadTolerance"));
         QVERIFY(weight && tolerance);
         QCOMPARE(weight->value(), 0.5);
+        QCOMPARE(weight->text(), QStringLiteral("0.5"));
+        QCOMPARE(tolerance->text(), QStringLiteral("0.05"));
         weight->setValue(2);
         tolerance->setValue(0.02);
         const std::string edited = topology_to_json(*ed.topology());

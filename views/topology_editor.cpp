@@ -11,6 +11,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QLocale>
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QScrollBar>
@@ -131,6 +132,27 @@ QDoubleSpinBox* dspin(QWidget* parent, double lo, double hi, double value, int d
     return s;
 }
 
+/// A double spin box that writes its value without trailing zeros ("0.5", "0.02", "16"), in the
+/// widget's locale without group separators (so the default parser reads it back).
+class CompactDoubleSpinBox : public QDoubleSpinBox {
+public:
+    using QDoubleSpinBox::QDoubleSpinBox;
+    QString textFromValue(double v) const override {
+        QLocale l = locale();
+        l.setNumberOptions(QLocale::OmitGroupSeparator);
+        return l.toString(v, 'g', 12);
+    }
+};
+
+QDoubleSpinBox* compactSpin(QWidget* parent, double lo, double hi, double value, int decimals, double step) {
+    auto* s = new CompactDoubleSpinBox(parent);
+    s->setDecimals(decimals);
+    s->setRange(lo, hi);
+    s->setSingleStep(step);
+    s->setValue(value);
+    return s;
+}
+
 /// A combo box that elides its text in the middle instead of cutting its end: preset names differ
 /// in their tail ("...-ep8-dp4" against "...-ep16-dp8-2nodes"), which a cut hides. The popup is
 /// as wide as the longest name.
@@ -237,11 +259,11 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
     dpSlotNodes_->setObjectName(QStringLiteral("dpSlotNodes"));
     dpSlotNodes_->setPlaceholderText(tr("not given, e.g. 0, 1"));
     dpSlotNodes_->setToolTip(tr("dp_slot_nodes: the node of every DP slot (D ids), with EP rank nodes"));
-    commWeight_ = dspin(topoBox, 0, 1e6, 0, 6, 0.1);
+    commWeight_ = compactSpin(topoBox, 0, 1e6, 0, 6, 0.1);
     commWeight_->setObjectName(QStringLiteral("commWeight"));
     commWeight_->setToolTip(tr("comm_weight w: routepack+comm adds w x (inter-node token copies of a row-shard) / C "
                                "to its row cost; 0 = the paper's score"));
-    commTolerance_ = dspin(topoBox, 0, 1, 0.02, 6, 0.01);
+    commTolerance_ = compactSpin(topoBox, 0, 1, 0.02, 6, 0.01);
     commTolerance_->setObjectName(QStringLiteral("commLoadTolerance"));
     commTolerance_->setToolTip(tr("comm_load_tolerance: routepack+comm's placement may raise a layer's busiest EP "
                                   "rank load up to (1 + tolerance) x LPT's while it moves co-activated experts "
