@@ -4,8 +4,11 @@
 // node) and its Qt-free helpers (views/comm_data.h) on hand-computed cases. Plans are real plans of
 // planted windows with per-token routes: two families of samples that each use their own half of the
 // experts (the planted case of tst_comm), on one node, on two nodes, and on two nodes without routes.
+#include "core/import/import.h"
+#include "core/plan/placement.h"
 #include "core/plan/planner.h"
 #include "tests/gui_testutil.h"
+#include "tests/testutil.h"
 #include "views/comm_data.h"
 #include "views/comm_panel.h"
 #include "views/heatmap_widget.h"
@@ -31,6 +34,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <filesystem>
 #include <random>
 
 using namespace routepack;
@@ -563,11 +567,81 @@ private Q_SLOTS:
         QCoreApplication::processEvents();
         shoot(&view, QStringLiteral("plan-communication-sum"));
         CompareView cv;
-        cv.resize(1280, 700);
+        cv.resize(1840, 700);
         cv.setRuns({plan}, {QStringLiteral("families, 4 nodes")});
         cv.show();
         QVERIFY(QTest::qWaitForWindowExposed(&cv));
         shoot(&cv, QStringLiteral("compare-communication"));
+    }
+
+    void realDeepSeekOnTwoNodes() {
+        // The first 64 samples of the real DeepSeek-V2-Lite trace (numeric id order) on the shipped
+        // 2-node topology: the views show the plan's own figures, the co-activation map's diagonal
+        // is each expert's token count at that layer (top-6 names 6 distinct experts per token), and
+        // the screenshot of the tab for the README.
+        ROUTEPACK_REQUIRE_SHARED(ds, "traces/deepseek-v2-lite");
+        std::vector<std::filesystem::path> files;
+        for (const auto& f : std::filesystem::directory_iterator(ds))
+            if (f.path().extension() == ".csv") files.push_back(f.path());
+        std::sort(files.begin(), files.end(),
+                  [](const auto& a, const auto& b) { return natural_less(a.stem().string(), b.stem().string()); });
+        files.resize(std::min<std::size_t>(files.size(), 64));
+        ImportOptions opt;
+        opt.model = known_model("deepseek-v2-lite");
+        PlanInput in;
+        in.window = import_trace_to_memory(files, opt);
+        QCOMPARE(in.window.size(), std::size_t(64));
+        QVERIFY(in.window.has_routes());
+        in.trace_name = "deepseek-v2-lite";
+        in.window_name = "first-64";
+        in.topology = known_topology("deepseek-v2-lite-ep16-dp8-2nodes");
+        in.budgets.workers = 1;
+        in.budgets.annealing.levels = 6;
+        in.budgets.annealing.steps = 300;
+        const auto plan = std::make_shared<const PlanResult>(plan_window(in));
+        const auto window = std::make_shared<const Trace>(in.window);
+        QCOMPARE(plan->nodes, 2);
+        QVERIFY(plan->grouter && plan->routepack_comm);
+        qInfo("DeepSeek first 64, ep16-dp8-2nodes: inter-node copies routepack %lld, grouter %lld, routepack+comm "
+              "%lld; joint %.4f, %.4f, %.4f",
+              static_cast<long long>(plan->routepack.comm->inter_total),
+              static_cast<long long>(plan->grouter->comm->inter_total),
+              static_cast<long long>(plan->routepack_comm->comm->inter_total), plan->routepack.metrics.score.max_u,
+              plan->grouter->metrics.score.max_u, plan->routepack_comm->metrics.score.max_u);
+        PlanView view;
+        view.resize(1280, 760);
+        view.setPlan(plan, window);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        view.setCurrentWidget(view.commPanel());
+        CommPanel* p = view.commPanel();
+        p->setMethod(5);
+        p->setLayer(0);
+        QCoreApplication::processEvents();
+        const CommCost& c = *plan->routepack_comm->comm;
+        HeatmapWidget* d = p->dispatchMap();
+        QCOMPARE(d->value(0, 1), static_cast<double>(c.matrix[1]));
+        QCOMPARE(d->value(1, 0), static_cast<double>(c.matrix[2]));
+        QCOMPARE(d->value(0, 0) + d->value(1, 1), static_cast<double>(c.intra_per_layer[0]));
+        QCOMPARE(d->value(0, 1) + d->value(1, 0), static_cast<double>(c.inter_per_layer[0]));
+        HeatmapWidget* a = p->affinityMap();
+        QCOMPARE(a->rowCount(), 64);
+        QCOMPARE(a->columnBoundaries(), std::vector<int>{32}); // EP ranks 0-7 hold 32 of the 64 experts
+        const auto loads = aggregate_expert_loads(window->counts, window->size(), window->model.num_moe_layers(),
+                                                  window->model.experts);
+        const ExpertNodeOrder o = experts_by_node(plan->topology, plan->comm_placement, 0);
+        for (int k = 0; k < 64; ++k)
+            QCOMPARE(a->value(k, k), static_cast<double>(loads[static_cast<std::size_t>(o.experts[k])]));
+        shoot(&view, QStringLiteral("real-ds-communication"));
+        CompareView cv;
+        cv.resize(1840, 700);
+        cv.setRuns({plan}, {QStringLiteral("DeepSeek first 64, 2 nodes")});
+        auto* m = qobject_cast<CompareTableModel*>(cv.model());
+        QCOMPARE(m->rowCount(), 6);
+        QCOMPARE(m->rawValue(5, CompareTableModel::InterCopies).toLongLong(), c.inter_total);
+        cv.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&cv));
+        shoot(&cv, QStringLiteral("real-ds-compare-communication"));
     }
 };
 
