@@ -6,6 +6,7 @@
 // experts (the planted case of tst_comm), on one node, on two nodes, and on two nodes without routes.
 #include "core/import/import.h"
 #include "core/plan/placement.h"
+#include "core/plan/plan_file.h"
 #include "core/plan/planner.h"
 #include "tests/gui_testutil.h"
 #include "tests/testutil.h"
@@ -278,6 +279,26 @@ private Q_SLOTS:
                 QVERIFY(!m.rawValue(r, c).isValid());
                 QCOMPARE(text(r, c), QStringLiteral("n/a (re-import the trace)"));
             }
+    }
+
+    void savedRunShowsTheSame() {
+        // A run saved in the library is shown from its plan JSON (restore_plan): the comparison holds
+        // the same six rows and every value, the communication figures included.
+        const PlanFile f = parse_plan(plan_to_json(*two_), "run.json");
+        const auto back = std::make_shared<const PlanResult>(restore_plan(f, *window_, "run.json"));
+        CompareTableModel a, b;
+        a.setRuns({two_}, {QStringLiteral("run")});
+        b.setRuns({back}, {QStringLiteral("run")});
+        QCOMPARE(b.rowCount(), 6);
+        QCOMPARE(b.columnCount(), a.columnCount());
+        for (int r = 0; r < a.rowCount(); ++r)
+            for (int c = 0; c < a.columnCount(); ++c)
+                QCOMPARE(b.data(b.index(r, c)).toString(), a.data(a.index(r, c)).toString());
+        PlanView view;
+        view.setPlan(back, window_);
+        view.commPanel()->setMethod(5);
+        QCOMPARE(view.commPanel()->dispatchMap()->value(0, 1), 0.0);
+        QCOMPARE(view.commPanel()->dispatchMap()->value(1, 0), 0.0);
     }
 
     void compareChartSixMethods() {

@@ -219,7 +219,8 @@ QVariant CompareTableModel::data(const QModelIndex& index, int role) const {
         case JointVsReorder:
         case JointVsKarmarkarKarp:
         case InterVsRoutepack: {
-            const double d = v.toDouble();
+            double d = v.toDouble();
+            if (col == InterVsRoutepack && std::abs(d) < 0.005) d = 0; // no "-0.00 %" for 3 copies in 120,000
             return QStringLiteral("%1%2 %").arg(d > 0 ? QStringLiteral("+") : QString()).arg(d, 0, 'f', 2);
         }
         default:
