@@ -52,8 +52,9 @@ class CommPanel;
 /// The costs and row-heatmap views need the per-sample routing counts, which PlanResult does not
 /// carry: pass the planned window (the PlanInput::window the plan came from) to the two-argument
 /// setPlan(). With the one-argument form those two views show a note instead of data.
-/// cost_breakdown() runs at setPlan time for the four methods, bounded: O(n*L*P + R*G*L*P) each;
-/// when n*L*E exceeds 2^26 counts it is skipped and the two views say so.
+/// cost_breakdown() runs at setPlan time for every method of the plan (each at its own placement),
+/// bounded: O(n*L*P + R*G*L*P) each; when n*L*E exceeds 2^26 counts it is skipped and the two views
+/// say so.
 class PlanView : public QTabWidget {
     Q_OBJECT
 public:
