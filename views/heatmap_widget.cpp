@@ -117,6 +117,17 @@ void HeatmapWidget::setRowMarks(std::vector<bool> marks, const QColor& colour) {
     update();
 }
 
+void HeatmapWidget::setGroupBoundaries(std::vector<int> rowBounds, std::vector<int> colBounds) {
+    rowBounds_ = std::move(rowBounds);
+    colBounds_ = std::move(colBounds);
+    update();
+}
+
+void HeatmapWidget::setDiagonalMarked(bool on) {
+    diagonal_ = on;
+    update();
+}
+
 void HeatmapWidget::setSelection(int row, int col) {
     selRow_ = row >= 0 && row < rows_ ? row : -1;
     selCol_ = col >= 0 && col < cols_ ? col : -1;
@@ -459,6 +470,30 @@ void HeatmapWidget::paintEvent(QPaintEvent*) {
     p.setPen(pal.color(QPalette::Mid));
     p.setBrush(Qt::NoBrush);
     p.drawRect(a.adjusted(-0.5, -0.5, 0, 0));
+    // Diagonal cells: a dashed outline in the text colour over a window-coloured rim.
+    if (diagonal_) {
+        for (int k = 0; k < std::min(rows_, cols_); ++k) {
+            const QRectF d(a.left() + k * cw, a.top() + k * ch, cw, ch);
+            p.setPen(QPen(pal.color(QPalette::Window), 3));
+            p.drawRect(d.adjusted(1.5, 1.5, -1.5, -1.5));
+            p.setPen(QPen(text, 1.2, Qt::DashLine));
+            p.drawRect(d.adjusted(1.5, 1.5, -1.5, -1.5));
+        }
+    }
+    // Group boundaries: a line before each listed row / column, text colour over a window rim.
+    for (const int pass : {0, 1}) {
+        p.setPen(pass == 0 ? QPen(pal.color(QPalette::Window), 3.5) : QPen(text, 1.5));
+        for (int c : colBounds_)
+            if (c > 0 && c < cols_) {
+                const double x = a.left() + c * cw;
+                p.drawLine(QPointF(x, a.top()), QPointF(x, a.bottom()));
+            }
+        for (int r : rowBounds_)
+            if (r > 0 && r < rows_) {
+                const double y = a.top() + r * ch;
+                p.drawLine(QPointF(a.left(), y), QPointF(a.right(), y));
+            }
+    }
     // Selection: a cell, a column or a row, outlined in the text colour over a window-coloured rim.
     if (selRow_ >= 0 || selCol_ >= 0) {
         QRectF s = a;

@@ -56,6 +56,14 @@ public:
     /// `marks` has one entry per row (shorter: the rest unmarked; empty: none).
     void setRowMarks(std::vector<bool> marks, const QColor& colour = QColor(0xd6, 0x27, 0x28));
     const std::vector<bool>& rowMarks() const { return marks_; }
+    /// Lines between groups: before each row index in `rowBounds` and each column index in
+    /// `colBounds` (indices 1..rows-1 / 1..cols-1 drawn; others ignored), e.g. node boundaries.
+    void setGroupBoundaries(std::vector<int> rowBounds, std::vector<int> colBounds);
+    const std::vector<int>& rowBoundaries() const { return rowBounds_; }
+    const std::vector<int>& columnBoundaries() const { return colBounds_; }
+    /// Outlines the diagonal cells (row == col) with a dashed frame (e.g. intra-node traffic).
+    void setDiagonalMarked(bool on);
+    bool diagonalMarked() const { return diagonal_; }
     /// Outlines the selection: a cell (row, col), a whole column (row -1, col), a whole row (row,
     /// col -1); (-1, -1) clears it.
     void setSelection(int row, int col);
@@ -145,6 +153,8 @@ private:
     std::vector<bool> marks_;
     QColor markColour_;
     int selRow_ = -1, selCol_ = -1;
+    std::vector<int> rowBounds_, colBounds_;
+    bool diagonal_ = false;
     int precision_ = 4;
     std::array<QRgb, 256> lut_{};
     std::function<QString(int, int)> tooltip_;

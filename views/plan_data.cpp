@@ -9,15 +9,31 @@
 namespace routepack::views {
 
 const char* method_id(int m) {
-    static const char* const ids[kMethodCount] = {"baseline", "reorder", "karmarkar_karp", "routepack"};
-    if (m < 0 || m >= kMethodCount) throw std::out_of_range("method_id: method index out of range");
+    static const char* const ids[kAllMethodCount] = {"baseline",  "reorder", "karmarkar_karp",
+                                                     "routepack", "grouter", "routepack+comm"};
+    if (m < 0 || m >= kAllMethodCount) throw std::out_of_range("method_id: method index out of range");
     return ids[m];
 }
 
 const char* method_label(int m) {
-    static const char* const labels[kMethodCount] = {"Baseline", "Reorder", "Karmarkar-Karp", "RoutePack"};
-    if (m < 0 || m >= kMethodCount) throw std::out_of_range("method_label: method index out of range");
+    static const char* const labels[kAllMethodCount] = {"Baseline",  "Reorder", "Karmarkar-Karp",
+                                                        "RoutePack", "Grouter", "RoutePack+comm"};
+    if (m < 0 || m >= kAllMethodCount) throw std::out_of_range("method_label: method index out of range");
     return labels[m];
+}
+
+bool has_method(const PlanResult& plan, int m) {
+    if (m >= 0 && m < kMethodCount) return true;
+    if (m == 4) return plan.grouter.has_value();
+    if (m == 5) return plan.routepack_comm.has_value();
+    return false;
+}
+
+std::vector<int> plan_methods(const PlanResult& plan) {
+    std::vector<int> out;
+    for (int m = 0; m < kAllMethodCount; ++m)
+        if (has_method(plan, m)) out.push_back(m);
+    return out;
 }
 
 const MethodResult& method_of(const PlanResult& plan, int m) {
@@ -30,9 +46,40 @@ const MethodResult& method_of(const PlanResult& plan, int m) {
         return plan.karmarkar_karp;
     case 3:
         return plan.routepack;
+    case 4:
+        if (plan.grouter) return *plan.grouter;
+        throw std::out_of_range("method_of: the plan has no grouter method (one node or no routes)");
+    case 5:
+        if (plan.routepack_comm) return *plan.routepack_comm;
+        throw std::out_of_range("method_of: the plan has no routepack+comm method (one node or no routes)");
     default:
         throw std::out_of_range("method_of: method index out of range");
     }
+}
+
+const Placement& placement_of(const PlanResult& plan, int m) {
+    const MethodResult& r = method_of(plan, m);
+    if (r.placement_name == "grouter") return plan.grouter_placement;
+    if (r.placement_name == "comm") return plan.comm_placement;
+    return r.lpt ? plan.lpt : plan.identity;
+}
+
+std::string grouped_count(std::int64_t v) {
+    const std::string digits = std::to_string(v);
+    const std::size_t sign = v < 0 ? 1 : 0;
+    std::string out = digits.substr(0, sign);
+    const std::size_t n = digits.size() - sign;
+    for (std::size_t k = 0; k < n; ++k) {
+        if (k > 0 && (n - k) % 3 == 0) out += ',';
+        out += digits[sign + k];
+    }
+    return out;
+}
+
+std::string comm_figure_text(const PlanResult& plan, const std::optional<std::int64_t>& value) {
+    if (plan.nodes <= 1) return {};
+    if (!value) return kCommUnavailable;
+    return grouped_count(*value);
 }
 
 std::vector<double> layer_rank_cv(std::span<const std::uint64_t> G, int L, int P) {
@@ -91,9 +138,12 @@ std::shared_ptr<const PlanCosts> plan_costs(const PlanResult& plan, const Trace&
     auto out = std::make_shared<PlanCosts>();
     const PackingProblem p_id = make_packing_problem(window, plan.topology, plan.identity);
     const PackingProblem p_lpt = make_packing_problem(window, plan.topology, plan.lpt);
-    for (int m = 0; m < kMethodCount; ++m) {
+    for (int m : plan_methods(plan)) {
         const MethodResult& r = method_of(plan, m);
-        CostBreakdown cb = cost_breakdown(r.layout, r.lpt ? p_lpt : p_id);
+        const Placement& pi = placement_of(plan, m);
+        const bool shared = &pi == &plan.identity || &pi == &plan.lpt;
+        CostBreakdown cb = shared ? cost_breakdown(r.layout, &pi == &plan.lpt ? p_lpt : p_id)
+                                  : cost_breakdown(r.layout, make_packing_problem(window, plan.topology, pi));
         int straggler = 0;
         for (int g = 1; g < cb.shards; ++g)
             if (cb.U[static_cast<std::size_t>(g)] > cb.U[static_cast<std::size_t>(straggler)]) straggler = g;

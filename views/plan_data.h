@@ -7,20 +7,41 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 namespace routepack::views {
 
-/// The four compared methods, in table / combo-box order.
+/// The paper's four compared methods (indices 0..3), in table / combo-box order; every plan has them.
 inline constexpr int kMethodCount = 4;
-/// Method id of index m: "baseline", "reorder", "karmarkar_karp", "routepack".
+/// Every method index: the four, then 4 = "grouter" and 5 = "routepack+comm", which a plan has only
+/// when it ran on more than one node with per-token routes (PlanResult::grouter / routepack_comm).
+inline constexpr int kAllMethodCount = 6;
+/// Method id of index m (0..kAllMethodCount-1): "baseline", "reorder", "karmarkar_karp",
+/// "routepack", "grouter", "routepack+comm" (the plan file's metrics keys). std::out_of_range otherwise.
 const char* method_id(int m);
-/// Human label of method m: "Baseline", "Reorder", "Karmarkar-Karp", "RoutePack".
+/// Human label of method m: "Baseline", "Reorder", "Karmarkar-Karp", "RoutePack", "Grouter",
+/// "RoutePack+comm".
 const char* method_label(int m);
-/// The MethodResult of method m (0..3) of a plan.
+/// Whether the plan has method m (0..3 always; 4 and 5 when the communication methods ran).
+bool has_method(const PlanResult& plan, int m);
+/// The method indices of a plan in report order (PlanResult::methods()): {0,1,2,3} or {0,..,5}.
+std::vector<int> plan_methods(const PlanResult& plan);
+/// The MethodResult of method m of a plan; std::out_of_range when m is outside 0..5 or the plan
+/// lacks it (has_method).
 const MethodResult& method_of(const PlanResult& plan, int m);
+/// The placement method m runs on (MethodResult::placement_name): identity, LPT, the grouter
+/// grouping or routepack+comm's placement. Same errors as method_of.
+const Placement& placement_of(const PlanResult& plan, int m);
+/// An integer with its digits grouped by threes with commas, whatever the locale: 1286301 ->
+/// "1,286,301", -42 -> "-42" (the README's tables).
+std::string grouped_count(std::int64_t v);
+/// Text of a communication figure: grouped_count of the value, or kCommUnavailable
+/// ("n/a (re-import the trace)") when the plan is on more than one node without routes; "" on one
+/// node (nothing to show).
+std::string comm_figure_text(const PlanResult& plan, const std::optional<std::int64_t>& value);
 
 /// Per MoE layer l: population std / mean over EP ranks of G[l][.] (the per-layer term of eq. 22;
 /// 0 for a layer with no load). Mean over l equals cv_global(G, L, P). `G` is [L][P]; result [L].
@@ -30,12 +51,14 @@ std::vector<double> layer_rank_cv(std::span<const std::uint64_t> G, int L, int P
 /// with no load).
 std::vector<double> normalized_rank_loads(std::span<const std::uint64_t> G, int L, int P);
 
-/// Per-row-shard costs of the four methods of one plan (cost_breakdown of each method's layout
-/// under its own placement: identity for baseline, LPT for the others), plus each method's
-/// straggler shard argmax_g U[g] (lowest g on ties).
+/// Per-row-shard costs of the methods of one plan (cost_breakdown of each method's layout under its
+/// own placement, placement_of: identity for baseline, LPT for reorder / karmarkar_karp / routepack,
+/// the grouter grouping and routepack+comm's placement for those two), plus each method's straggler
+/// shard argmax_g U[g] (lowest g on ties). Indexed by method index; the entries of methods the plan
+/// lacks stay empty (shards 0).
 struct PlanCosts {
-    std::array<CostBreakdown, kMethodCount> method;
-    std::array<int, kMethodCount> straggler{};
+    std::array<CostBreakdown, kAllMethodCount> method;
+    std::array<int, kAllMethodCount> straggler{};
 };
 
 /// Largest n * L * E (counts) for which plan_costs() runs on the GUI thread (2^26).
@@ -46,7 +69,7 @@ bool window_matches(const PlanResult& plan, const Trace& window);
 
 /// Computes PlanCosts with make_packing_problem (one problem per placement) and cost_breakdown.
 /// Returns nullptr when the window does not match the plan or n * L * E > kMaxCostCounts.
-/// Cost O(n*L*E + 4 * (n*L*P + R*G*L*P + R*D*S)).
+/// Cost O(n*L*E + M * (n*L*P + R*G*L*P + R*D*S)) for the plan's M methods.
 std::shared_ptr<const PlanCosts> plan_costs(const PlanResult& plan, const Trace& window);
 
 /// Token sum of every cell of a layout ([R*D], cell k = r*D + d), from the window's lengths.

@@ -16,7 +16,7 @@ ExecutionGridModel::ExecutionGridModel(QObject* parent) : QAbstractTableModel(pa
 void ExecutionGridModel::setPlan(std::shared_ptr<const PlanResult> plan, int method) {
     beginResetModel();
     plan_ = std::move(plan);
-    method_ = std::clamp(method, 0, kMethodCount - 1);
+    method_ = plan_ && has_method(*plan_, method) ? method : kMethodCount - 1;
     rows_ = cols_ = 0;
     cap_ = 0;
     tokens_.clear();
@@ -109,26 +109,32 @@ void CompareTableModel::setRuns(const QList<std::shared_ptr<const PlanResult>>& 
     beginResetModel();
     runs_.clear();
     names_.clear();
+    rows_.clear();
+    comm_ = false;
     for (qsizetype k = 0; k < runs.size(); ++k) {
         if (!runs[k]) continue;
         runs_.push_back(runs[k]);
         names_.append(k < runNames.size() && !runNames[k].isEmpty() ? runNames[k] : tr("run %1").arg(k + 1));
+        for (int m : plan_methods(*runs[k]))
+            rows_.emplace_back(static_cast<int>(runs_.size()) - 1, m);
+        comm_ = comm_ || runs[k]->nodes > 1;
     }
     endResetModel();
 }
 
 int CompareTableModel::rowCount(const QModelIndex& parent) const {
-    return parent.isValid() ? 0 : static_cast<int>(runs_.size()) * kMethodCount;
+    return parent.isValid() ? 0 : static_cast<int>(rows_.size());
 }
 int CompareTableModel::columnCount(const QModelIndex& parent) const {
-    return parent.isValid() ? 0 : ColumnCount;
+    return parent.isValid() ? 0 : (comm_ ? CommColumnCount : ColumnCount);
 }
 
 QVariant CompareTableModel::rawValue(int row, int column) const {
-    if (row < 0 || row >= rowCount() || column < 0 || column >= ColumnCount) return {};
-    const PlanResult& plan = *runs_[static_cast<std::size_t>(row / kMethodCount)];
-    const int m = row % kMethodCount;
-    const LayoutMetrics& x = method_of(plan, m).metrics;
+    if (row < 0 || row >= rowCount() || column < 0 || column >= columnCount()) return {};
+    const auto [run, m] = rows_[static_cast<std::size_t>(row)];
+    const PlanResult& plan = *runs_[static_cast<std::size_t>(run)];
+    const MethodResult& method = method_of(plan, m);
+    const LayoutMetrics& x = method.metrics;
     auto change = [&](const MethodResult& ref) -> QVariant {
         const double r = ref.metrics.score.max_u;
         if (r == 0 || !std::isfinite(r)) return {};
@@ -136,11 +142,11 @@ QVariant CompareTableModel::rawValue(int row, int column) const {
     };
     switch (column) {
     case Run:
-        return names_[row / kMethodCount];
+        return names_[run];
     case Method:
         return QString::fromLatin1(method_id(m));
     case Rows:
-        return static_cast<qint64>(method_of(plan, m).layout.rows);
+        return static_cast<qint64>(method.layout.rows);
     case Joint:
         return x.score.max_u;
     case SumU:
@@ -163,36 +169,58 @@ QVariant CompareTableModel::rawValue(int row, int column) const {
         return change(plan.reorder);
     case JointVsKarmarkarKarp:
         return change(plan.karmarkar_karp);
+    case InterCopies:
+        return method.comm ? QVariant(static_cast<qint64>(method.comm->inter_total)) : QVariant();
+    case IntraCopies:
+        return method.comm ? QVariant(static_cast<qint64>(method.comm->intra_total)) : QVariant();
+    case BusiestCopies:
+        return method.comm ? QVariant(static_cast<qint64>(method.comm->busiest_total)) : QVariant();
+    case InterVsRoutepack: {
+        if (!method.comm || !plan.routepack.comm || plan.routepack.comm->inter_total == 0) return {};
+        const double ref = static_cast<double>(plan.routepack.comm->inter_total);
+        return 100.0 * (static_cast<double>(method.comm->inter_total) - ref) / ref;
+    }
     default:
         return {};
     }
 }
 
 QVariant CompareTableModel::data(const QModelIndex& index, int role) const {
-    if (!index.isValid() || index.row() >= rowCount() || index.column() >= ColumnCount) return {};
+    if (!index.isValid() || index.row() >= rowCount() || index.column() >= columnCount()) return {};
     const int col = index.column();
+    const bool commCol = col >= InterCopies && col < CommColumnCount;
     switch (role) {
     case RawValueRole:
         return rawValue(index.row(), col);
     case Qt::DisplayRole: {
         QVariant v = rawValue(index.row(), col);
-        if (!v.isValid()) return QStringLiteral("\u2014");
+        if (!v.isValid()) {
+            // A multi-node run without routes: the figures cannot be counted (never zero).
+            const PlanResult& plan = run(rowRun(index.row()));
+            if (commCol && plan.nodes > 1 && !plan.comm_available) return QString::fromLatin1(kCommUnavailable);
+            return QStringLiteral("\u2014");
+        }
         switch (col) {
         case Run:
             return v;
         case Method:
-            return QString::fromLatin1(method_label(index.row() % kMethodCount));
+            return QString::fromLatin1(method_label(rowMethod(index.row())));
         case Rows:
         case EpPeakSum:
         case EpTailPeak:
         case CapViolations:
+        case InterCopies:
+        case IntraCopies:
+        case BusiestCopies:
             return QLocale().toString(v.toLongLong());
         case CvGlobal:
         case EpBalance:
             return QString::number(v.toDouble(), 'f', 4);
         case JointVsReorder:
-        case JointVsKarmarkarKarp: {
-            const double d = v.toDouble();
+        case JointVsKarmarkarKarp:
+        case InterVsRoutepack: {
+            double d = v.toDouble();
+            if (col == InterVsRoutepack && std::abs(d) < 0.005) d = 0; // no "-0.00 %" for 3 copies in 120,000
             return QStringLiteral("%1%2 %").arg(d > 0 ? QStringLiteral("+") : QString()).arg(d, 0, 'f', 2);
         }
         default:
@@ -205,6 +233,8 @@ QVariant CompareTableModel::data(const QModelIndex& index, int role) const {
     case Qt::ToolTipRole:
         if (col == JointVsReorder || col == JointVsKarmarkarKarp)
             return tr("100 x (joint - joint of the reference) / joint of the reference; negative is better");
+        if (col == InterVsRoutepack)
+            return tr("100 x (inter-node copies - routepack's) / routepack's; negative is less traffic");
         return {};
     default:
         return {};
@@ -212,7 +242,7 @@ QVariant CompareTableModel::data(const QModelIndex& index, int role) const {
 }
 
 QVariant CompareTableModel::headerData(int section, Qt::Orientation o, int role) const {
-    if (o != Qt::Horizontal || section < 0 || section >= ColumnCount) return {};
+    if (o != Qt::Horizontal || section < 0 || section >= columnCount()) return {};
     if (role == Qt::DisplayRole) {
         switch (section) {
         case Run:
@@ -243,6 +273,14 @@ QVariant CompareTableModel::headerData(int section, Qt::Orientation o, int role)
             return tr("vs reorder");
         case JointVsKarmarkarKarp:
             return tr("vs KK");
+        case InterCopies:
+            return tr("inter-node copies");
+        case IntraCopies:
+            return tr("intra-node copies");
+        case BusiestCopies:
+            return tr("busiest node copies");
+        case InterVsRoutepack:
+            return tr("copies vs routepack");
         default:
             return {};
         }
@@ -271,6 +309,15 @@ QVariant CompareTableModel::headerData(int section, Qt::Orientation o, int role)
             return tr("sum over rows and shards of the attention cost A[r][g] (eq. 12), in tokens");
         case CapViolations:
             return tr("cells over the token cap C (only karmarkar_karp can have them)");
+        case InterCopies:
+            return tr("token copies the all-to-all dispatch sends between nodes in one step, all MoE layers, once "
+                      "per (token, destination node); the combine sends the same back");
+        case IntraCopies:
+            return tr("(token, node) pairs whose expert is on the token's own node (stays on NVLink)");
+        case BusiestCopies:
+            return tr("sum over rows and MoE layers of the busiest node's max(sent, received) copies");
+        case InterVsRoutepack:
+            return tr("change of the inter-node copies against the run's routepack layout, in percent");
         default:
             return {};
         }

@@ -9,6 +9,7 @@
 #include <QStringList>
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace routepack::views {
@@ -23,7 +24,8 @@ class ExecutionGridModel : public QAbstractTableModel {
 public:
     explicit ExecutionGridModel(QObject* parent = nullptr);
 
-    /// Shows method `method` (0..3, see method_id) of `plan`; nullptr empties the model.
+    /// Shows method `method` (a method index, see method_id; routepack when the plan lacks it) of
+    /// `plan`; nullptr empties the model.
     void setPlan(std::shared_ptr<const routepack::PlanResult> plan, int method);
     int method() const { return method_; }
     /// Cap C of the shown plan (0 when empty).
@@ -42,13 +44,19 @@ private:
     std::vector<std::int64_t> tokens_; // [R*D]
 };
 
-/// One row per (run, method): runs in the order given, methods baseline, reorder, karmarkar_karp,
-/// routepack. Columns (Column enum) hold LayoutMetrics of that method (core/plan/metrics.h): R* rows,
-/// joint = max_g U (Score::max_u, eq. 15), sum_g U, max J, CV_global (eq. 22), S_EP and T_EP
+/// One row per (run, method): runs in the order given, each with its methods in report order
+/// (plan_methods: baseline, reorder, karmarkar_karp, routepack, and on several nodes grouter and
+/// routepack+comm). Columns (Column enum) hold LayoutMetrics of that method (core/plan/metrics.h): R*
+/// rows, joint = max_g U (Score::max_u, eq. 15), sum_g U, max J, CV_global (eq. 22), S_EP and T_EP
 /// (tokens), eta_EP (eq. 23), attention sum_{r,g} A, cap violations, and the percentage change of
 /// the joint cost against the same run's reorder and karmarkar_karp: 100 * (joint - ref) / ref
-/// (negative = better; no value when ref is 0). RawValueRole: QString for Run/Method, qint64 for
-/// counts and tokens, double otherwise (an invalid QVariant where there is no value).
+/// (negative = better; no value when ref is 0). When at least one run is on more than one node, four
+/// communication columns follow (CommCost, core/plan/comm.h): inter-node token copies
+/// (inter_total), intra-node (token, node) pairs (intra_total), the busiest node's copies summed
+/// over rows and layers (busiest_total), and 100 * (inter - routepack's inter) / routepack's inter;
+/// a multi-node run without per-token routes shows kCommUnavailable there, a one-node run no value.
+/// On one node the table has exactly ColumnCount columns. RawValueRole: QString for Run/Method,
+/// qint64 for counts and tokens, double otherwise (an invalid QVariant where there is no value).
 class CompareTableModel : public QAbstractTableModel {
     Q_OBJECT
 public:
@@ -67,7 +75,12 @@ public:
         CapViolations,
         JointVsReorder,
         JointVsKarmarkarKarp,
-        ColumnCount
+        ColumnCount, ///< columns when every run is on one node
+        InterCopies = ColumnCount,
+        IntraCopies,
+        BusiestCopies,
+        InterVsRoutepack,
+        CommColumnCount ///< columns when a run is on more than one node
     };
     explicit CompareTableModel(QObject* parent = nullptr);
 
@@ -76,6 +89,11 @@ public:
     int runCount() const { return static_cast<int>(runs_.size()); }
     QString runName(int run) const { return names_.value(run); }
     const routepack::PlanResult& run(int k) const { return *runs_[static_cast<std::size_t>(k)]; }
+    /// The run (index into the runs) and method index (method_id) of table row `row`.
+    int rowRun(int row) const { return rows_.at(static_cast<std::size_t>(row)).first; }
+    int rowMethod(int row) const { return rows_.at(static_cast<std::size_t>(row)).second; }
+    /// Whether the communication columns are shown (a run is on more than one node).
+    bool hasCommColumns() const { return comm_; }
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
@@ -88,6 +106,8 @@ public:
 private:
     std::vector<std::shared_ptr<const routepack::PlanResult>> runs_;
     QStringList names_;
+    std::vector<std::pair<int, int>> rows_; // (run, method index) per table row
+    bool comm_ = false;
 };
 
 } // namespace routepack::views

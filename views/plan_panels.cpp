@@ -50,10 +50,35 @@ const QColor kRateColour(0x54, 0xa2, 0x4b);
 QComboBox* methodCombo(QWidget* parent) {
     auto* box = new QComboBox(parent);
     for (int m = 0; m < kMethodCount; ++m)
-        box->addItem(QString::fromLatin1(method_label(m)), QString::fromLatin1(method_id(m)));
+        box->addItem(QString::fromLatin1(method_label(m)), m);
     box->setCurrentIndex(kMethodCount - 1);
     box->setToolTip(QObject::tr("Method whose layout is shown"));
     return box;
+}
+
+/// Refills a method box with the methods of `plan` (the four, or six on several nodes; item data =
+/// method index), keeping the shown method when the plan has it, else routepack. No signal.
+void fillMethodCombo(QComboBox* box, const PlanResult* plan) {
+    const QSignalBlocker block(box);
+    const int current = box->currentData().isValid() ? box->currentData().toInt() : kMethodCount - 1;
+    const std::vector<int> methods = plan ? plan_methods(*plan) : std::vector<int>{0, 1, 2, 3};
+    if (box->count() == static_cast<int>(methods.size())) return; // same list: keep it as it is
+    box->clear();
+    for (int m : methods)
+        box->addItem(QString::fromLatin1(method_label(m)), m);
+    const int at = box->findData(current);
+    box->setCurrentIndex(at >= 0 ? at : box->findData(kMethodCount - 1));
+}
+
+/// The method index a method box shows (routepack when empty).
+int comboMethod(const QComboBox* box) {
+    return box->currentData().isValid() ? box->currentData().toInt() : kMethodCount - 1;
+}
+
+/// Shows method index `m` in a method box when it lists it.
+void setComboMethod(QComboBox* box, int m) {
+    const int at = box->findData(m);
+    if (at >= 0) box->setCurrentIndex(at);
 }
 
 QString layerLabel(const PlanResult& plan, int l) {
@@ -426,6 +451,7 @@ void RowHeatmapPanel::setPlan(const std::shared_ptr<const PlanResult>& plan, std
     costs_ = std::move(costs);
     window_ = plan_ && window && window_matches(*plan_, *window) ? std::move(window) : nullptr;
     selectedLayer_ = -1;
+    fillMethodCombo(methodBox_, plan_.get());
     {
         const QSignalBlocker block(shardBox_);
         shardBox_->clear();
@@ -444,13 +470,13 @@ void RowHeatmapPanel::setShard(int g) {
     shardBox_->setCurrentIndex(g);
 }
 void RowHeatmapPanel::setMethod(int method) {
-    methodBox_->setCurrentIndex(method);
+    setComboMethod(methodBox_, method);
 }
 int RowHeatmapPanel::shard() const {
     return shardBox_->currentIndex();
 }
 int RowHeatmapPanel::method() const {
-    return methodBox_->currentIndex();
+    return comboMethod(methodBox_);
 }
 
 void RowHeatmapPanel::refresh() {
@@ -467,7 +493,7 @@ void RowHeatmapPanel::refresh() {
         note_->clear();
         return;
     }
-    const int m = std::clamp(method(), 0, kMethodCount - 1);
+    const int m = method();
     const CostBreakdown& cb = costs_->method[static_cast<std::size_t>(m)];
     const int g = std::clamp(shard(), 0, std::max(cb.shards - 1, 0));
     const int R = cb.rows, G = cb.shards, L = plan_->model.num_moe_layers();
@@ -515,8 +541,7 @@ void RowHeatmapPanel::refresh() {
             const MethodResult& mr = method_of(*keep, m);
             std::vector<std::uint64_t> W;
             try {
-                W = row_shard_rank_loads(*window, keep->topology, mr.lpt ? keep->lpt : keep->identity, mr.layout, r, g,
-                                         l);
+                W = row_shard_rank_loads(*window, keep->topology, placement_of(*keep, m), mr.layout, r, g, l);
             } catch (const std::invalid_argument&) {
                 return tip; // a layout that does not fit the window: no peak rank to name
             }
@@ -604,14 +629,15 @@ QString gainExplanationText(const GainExplanation& g, const PlanResult& plan) {
 void CostsPanel::setPlan(const std::shared_ptr<const PlanResult>& plan, std::shared_ptr<const PlanCosts> costs) {
     plan_ = plan;
     costs_ = std::move(costs);
+    fillMethodCombo(methodBox_, plan_.get());
     refresh();
 }
 
 void CostsPanel::setMethod(int method) {
-    methodBox_->setCurrentIndex(method);
+    setComboMethod(methodBox_, method);
 }
 int CostsPanel::method() const {
-    return methodBox_->currentIndex();
+    return comboMethod(methodBox_);
 }
 
 void CostsPanel::changeEvent(QEvent* e) {
@@ -652,7 +678,7 @@ void CostsPanel::refresh() {
     }
     gain_->setText(gainExplanationText(explain_gain(*plan_, *costs_), *plan_));
     gain_->show();
-    const int m = std::clamp(method(), 0, kMethodCount - 1);
+    const int m = method();
     const CostBreakdown& cb = costs_->method[static_cast<std::size_t>(m)];
     const int R = cb.rows, G = cb.shards;
     straggler_ = costs_->straggler[static_cast<std::size_t>(m)];
@@ -810,7 +836,7 @@ QString CostsPanel::headingText() const {
 
 QString CostsPanel::rowBarToolTip(int index) const {
     if (!plan_ || !costs_ || straggler_ < 0) return {};
-    const int m = std::clamp(method(), 0, kMethodCount - 1);
+    const int m = method();
     const CostBreakdown& cb = costs_->method[static_cast<std::size_t>(m)];
     if (index < 0 || static_cast<std::size_t>(index) >= cb.J.size() || cb.shards < 1) return {};
     const int r = index / cb.shards, g = index % cb.shards;
@@ -828,7 +854,7 @@ QString CostsPanel::rowBarToolTip(int index) const {
 
 QString CostsPanel::shardBarToolTip(int g) const {
     if (!plan_ || !costs_ || straggler_ < 0) return {};
-    const int m = std::clamp(method(), 0, kMethodCount - 1);
+    const int m = method();
     const CostBreakdown& cb = costs_->method[static_cast<std::size_t>(m)];
     if (g < 0 || g >= cb.shards) return {};
     QStringList slots;
@@ -912,18 +938,19 @@ GridPanel::GridPanel(QWidget* parent) : QWidget(parent) {
 
 void GridPanel::setPlan(const std::shared_ptr<const PlanResult>& plan) {
     plan_ = plan;
+    fillMethodCombo(methodBox_, plan_.get());
     refresh();
 }
 
 void GridPanel::setMethod(int method) {
-    methodBox_->setCurrentIndex(method);
+    setComboMethod(methodBox_, method);
 }
 int GridPanel::method() const {
-    return methodBox_->currentIndex();
+    return comboMethod(methodBox_);
 }
 
 void GridPanel::refresh() {
-    const int m = std::clamp(method(), 0, kMethodCount - 1);
+    const int m = method();
     model_->setPlan(plan_, m);
     if (!plan_) {
         summary_->clear();

@@ -137,9 +137,10 @@ std::vector<int> tiedShards(const std::vector<double>& U, double tolerance);
 inline constexpr double kShardTieTolerance = 0.001;
 
 /// "costs": stacked bars of A[r][g] (eq. 12) and E[r][g] (eq. 14) per (r, g) (category "r<r> g<g>",
-/// rows outer, shards inner), and a second chart of U[g], each on one y-axis for all four methods
-/// (0 .. the largest J, resp. U, of any method, rounded); the straggler shard argmax_g U[g] is
-/// highlighted (selected bars in both charts, and named in the heading). In the U[g] chart the
+/// rows outer, shards inner), and a second chart of U[g], each on one y-axis for all the plan's
+/// methods (the four, and grouter and routepack+comm on several nodes; the method box lists those
+/// the plan has) (0 .. the largest J, resp. U, of any method, rounded); the straggler shard
+/// argmax_g U[g] is highlighted (selected bars in both charts, and named in the heading). In the U[g] chart the
 /// shards tied with the straggler (tiedShards, kShardTieTolerance) are selected and red like it,
 /// the others green; when every shard is tied, all are one neutral grey and the heading says they
 /// are balanced (a 0.01-token difference is no straggler).

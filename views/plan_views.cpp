@@ -1,6 +1,7 @@
 #include "views/plan_views.h"
 
 #include "core/plan/placement.h"
+#include "views/comm_panel.h"
 #include "views/heatmap_widget.h"
 #include "views/plan_data.h"
 #include "views/plan_models.h"
@@ -64,7 +65,7 @@ QString csvValue(const QVariant& v) {
     }
 }
 
-const char* const kViewIds[] = {"ep-heatmap", "row-heatmap", "costs", "grid", "convergence"};
+const char* const kViewIds[] = {"ep-heatmap", "row-heatmap", "costs", "grid", "convergence", "communication"};
 
 } // namespace
 
@@ -157,10 +158,11 @@ PlanView::PlanView(QWidget* parent) : QTabWidget(parent) {
     costs_ = new CostsPanel(this);
     grid_ = new GridPanel(this);
     conv_ = new ConvergencePanel(this);
-    const QString titles[] = {tr("EP-rank loads"), tr("Row peaks"), tr("Costs"), tr("Execution grid"),
-                              tr("Convergence")};
-    QWidget* pages[] = {ep_, rowHeat_, costs_, grid_, conv_};
-    for (int i = 0; i < 5; ++i) {
+    comm_ = new CommPanel(this);
+    const QString titles[] = {tr("EP-rank loads"),  tr("Row peaks"),   tr("Costs"),
+                              tr("Execution grid"), tr("Convergence"), tr("Communication")};
+    QWidget* pages[] = {ep_, rowHeat_, costs_, grid_, conv_, comm_};
+    for (int i = 0; i < 6; ++i) {
         pages[i]->setObjectName(QString::fromLatin1(kViewIds[i]));
         addTab(pages[i], titles[i]);
     }
@@ -213,6 +215,7 @@ void PlanView::refill() {
     rowHeat_->setPlan(plan_, costs, window_);
     costs_->setPlan(plan_, costs);
     grid_->setPlan(plan_);
+    comm_->setPlan(plan_, window_);
     if (plan_)
         conv_->setLevels(plan_->convergence);
     else
@@ -234,7 +237,7 @@ QStringList PlanView::viewNames() const {
 }
 
 QWidget* PlanView::viewWidget(const QString& name) const {
-    for (QWidget* w : std::initializer_list<QWidget*>{ep_, rowHeat_, costs_, grid_, conv_})
+    for (QWidget* w : std::initializer_list<QWidget*>{ep_, rowHeat_, costs_, grid_, conv_, comm_})
         if (w->objectName() == name) return w;
     return nullptr;
 }
@@ -258,6 +261,7 @@ struct CompareView::Private {
     QSortFilterProxyModel* proxy = nullptr;
     QTableView* table = nullptr;
     QChartView* chart = nullptr;
+    int methods = kMethodCount; ///< bar categories of the chart (4 or 6)
 };
 
 namespace {
@@ -273,6 +277,9 @@ QColor runColour(int k) {
 } // namespace
 
 QString compareBarToolTip(const PlanResult& run, int method, const QString& runName) {
+    if (!has_method(run, method))
+        return QObject::tr("<b>%1</b>: %2 did not run (one node, or no per-token routes)")
+            .arg(runName.toHtmlEscaped(), QString::fromLatin1(method_label(method)));
     const double joint = method_of(run, method).metrics.score.max_u;
     auto vs = [&](const MethodResult& ref) {
         const double b = ref.metrics.score.max_u;
@@ -335,13 +342,20 @@ void CompareView::setRuns(const QList<std::shared_ptr<const PlanResult>>& runs, 
     }
     auto* series = new QBarSeries;
     double top = 0;
+    // Categories: every method any run has (the four, and the two communication methods when a run
+    // ran on several nodes); a run without a method has a zero bar there (its tooltip says so).
+    int methods = kMethodCount;
+    for (int k = 0; k < n; ++k)
+        methods = std::max(methods, static_cast<int>(plan_methods(d_->model->run(k)).size()));
+    d_->methods = methods;
     for (int k = 0; k < n; ++k) {
         auto* set = new QBarSet(d_->model->runName(k));
         set->setColor(runColour(k));
         set->setBorderColor(runColour(k));
         set->setLabelColor(palette().color(QPalette::Text)); // labels sit above the bars, on the background
-        for (int m = 0; m < kMethodCount; ++m) {
-            const double joint = method_of(d_->model->run(k), m).metrics.score.max_u;
+        for (int m = 0; m < methods; ++m) {
+            const PlanResult& run = d_->model->run(k);
+            const double joint = has_method(run, m) ? method_of(run, m).metrics.score.max_u : 0.0;
             set->append(joint);
             top = std::max(top, joint);
         }
@@ -363,13 +377,13 @@ void CompareView::setRuns(const QList<std::shared_ptr<const PlanResult>>& runs, 
                 ? -1
                 : static_cast<int>(
                       qobject_cast<QAbstractBarSeries*>(d_->chart->chart()->series().first())->barSets().indexOf(set));
-        if (k < 0 || k >= d_->model->runCount() || index < 0 || index >= kMethodCount) return;
+        if (k < 0 || k >= d_->model->runCount() || index < 0 || index >= d_->methods) return;
         QToolTip::showText(QCursor::pos(), compareBarToolTip(d_->model->run(k), index, d_->model->runName(k)),
                            d_->chart);
     });
     c->addSeries(series);
     auto* x = new QBarCategoryAxis;
-    for (int m = 0; m < kMethodCount; ++m) {
+    for (int m = 0; m < methods; ++m) {
         QString label = QString::fromLatin1(method_label(m));
         if (n == 1 && m > 0) {
             // One run: the gain against its baseline under each method's name.

@@ -29,6 +29,7 @@ class ConvergencePanel;
 class EpHeatmapPanel;
 class RowHeatmapPanel;
 class GridPanel;
+class CommPanel;
 
 /// A tab widget with every plan-inspection view; all data from one immutable PlanResult.
 ///
@@ -44,12 +45,16 @@ class GridPanel;
 ///   cell against C, sample count; clicking a cell emits cellActivated().
 /// - "convergence": best score max_g U (Score::max_u) and mean energy per temperature level, and
 ///   the acceptance rate on a second axis (LevelStats), updated live by addConvergenceLevel().
+/// - "communication": the node-by-node dispatch matrix of a selectable method per MoE layer (and
+///   summed) and the expert co-activation of a MoE layer ordered by the method's nodes (CommPanel,
+///   views/comm_panel.h); an empty-state text on one node or without per-token routes.
 ///
 /// The costs and row-heatmap views need the per-sample routing counts, which PlanResult does not
 /// carry: pass the planned window (the PlanInput::window the plan came from) to the two-argument
 /// setPlan(). With the one-argument form those two views show a note instead of data.
-/// cost_breakdown() runs at setPlan time for the four methods, bounded: O(n*L*P + R*G*L*P) each;
-/// when n*L*E exceeds 2^26 counts it is skipped and the two views say so.
+/// cost_breakdown() runs at setPlan time for every method of the plan (each at its own placement),
+/// bounded: O(n*L*P + R*G*L*P) each; when n*L*E exceeds 2^26 counts it is skipped and the two views
+/// say so.
 class PlanView : public QTabWidget {
     Q_OBJECT
 public:
@@ -78,7 +83,8 @@ public:
     /// Appends one temperature level to the convergence chart (live, during a run; GUI thread).
     void addConvergenceLevel(const routepack::LevelStats& level);
 
-    /// Stable ids: "ep-heatmap", "row-heatmap", "costs", "grid", "convergence" (tab order).
+    /// Stable ids: "ep-heatmap", "row-heatmap", "costs", "grid", "convergence", "communication" (tab
+    /// order).
     QStringList viewNames() const;
     /// The tab page of a view id; nullptr for an unknown id.
     QWidget* viewWidget(const QString& name) const;
@@ -92,6 +98,7 @@ public:
     CostsPanel* costsPanel() const { return costs_; }
     GridPanel* gridPanel() const { return grid_; }
     ConvergencePanel* convergencePanel() const { return conv_; }
+    CommPanel* commPanel() const { return comm_; }
 
 Q_SIGNALS:
     /// A cell (row r, DP slot d) of the execution grid was clicked; `sampleIndices` are the cell's
@@ -111,13 +118,15 @@ private:
     CostsPanel* costs_ = nullptr;
     GridPanel* grid_ = nullptr;
     ConvergencePanel* conv_ = nullptr;
+    CommPanel* comm_ = nullptr;
 };
 
 /// Compare table (+ overlaid bar chart) of methods of one or more PlanResults.
 ///
-/// One row per (run, method) in the order runs x (baseline, reorder, karmarkar_karp, routepack);
-/// columns are CompareTableModel::Column. The chart groups bars by method with one bar set per run
-/// (joint = max_g U[g] of each method).
+/// One row per (run, method) in the order runs x (baseline, reorder, karmarkar_karp, routepack, and
+/// on several nodes grouter, routepack+comm); columns are CompareTableModel::Column (with the
+/// communication columns when a run is on several nodes). The chart groups bars by method with one
+/// bar set per run (joint = max_g U[g] of each method; 6 categories when any run has 6 methods).
 class CompareView : public QWidget {
     Q_OBJECT
 public:
@@ -146,7 +155,8 @@ private:
 
 /// Tooltip of one comparison bar: run name, method, exact max_g U (eq. 15) and the change against
 /// the same run's baseline and reorder in percent ("<b>step 7</b>: routepack<br>max_g U = 150.0000<br>
-/// -50.00 % vs baseline, -25.00 % vs reorder"); `method` indexes method_of (0..kMethodCount-1).
+/// -50.00 % vs baseline, -25.00 % vs reorder"); `method` indexes method_of (0..kAllMethodCount-1);
+/// a method the run lacks gives "<b>step 7</b>: Grouter did not run (one node, or no per-token routes)".
 QString compareBarToolTip(const routepack::PlanResult& run, int method, const QString& runName);
 
 /// Writes `model`'s top-level table as CSV (RFC 4180: comma separator, CRLF line ends, fields with

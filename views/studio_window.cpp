@@ -1112,13 +1112,13 @@ void StudioWindow::onCellActivated(int row, int slot, const QList<int>& sampleIn
     for (int i : sampleIndices)
         if (i >= 0 && static_cast<std::size_t>(i) < plan->samples.size())
             ids.push_back(plan->samples[static_cast<std::size_t>(i)].id);
-    const QString what =
-        tr("Row %1, DP slot %2 of the %3 layout: %4 %5")
-            .arg(row)
-            .arg(slot)
-            .arg(QString::fromLatin1(method_label(std::clamp(planView_->gridPanel()->method(), 0, kMethodCount - 1))))
-            .arg(ids.size())
-            .arg(ids.size() == 1 ? tr("sample") : tr("samples"));
+    const QString what = tr("Row %1, DP slot %2 of the %3 layout: %4 %5")
+                             .arg(row)
+                             .arg(slot)
+                             .arg(QString::fromLatin1(
+                                 method_label(std::clamp(planView_->gridPanel()->method(), 0, kAllMethodCount - 1))))
+                             .arg(ids.size())
+                             .arg(ids.size() == 1 ? tr("sample") : tr("samples"));
     setStatus(what);
     if (QString::fromStdString(plan->trace_name) != shownTrace_) return;
     filterSamples(ids, what);

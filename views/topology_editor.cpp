@@ -11,6 +11,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QLocale>
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QScrollBar>
@@ -92,6 +93,26 @@ QString shardText(const std::vector<std::vector<int>>& shards) {
     return groups.join(QStringLiteral(" | "));
 }
 
+std::vector<int> parseNodeListText(const QString& text, const std::string& what) {
+    std::vector<int> out;
+    const QStringList tokens = text.split(QRegularExpression(QStringLiteral("[,\\s]+")), Qt::SkipEmptyParts);
+    for (const QString& tok : tokens) {
+        bool ok = false;
+        const int v = tok.toInt(&ok);
+        if (!ok || v < 0 || v > 65535)
+            throw InputError(what + ": '" + tok.toStdString() + "' is not a node id (an integer in 0..65535)");
+        out.push_back(v);
+    }
+    return out;
+}
+
+QString nodeListText(const std::vector<int>& nodes) {
+    QStringList parts;
+    for (int v : nodes)
+        parts << QString::number(v);
+    return parts.join(QStringLiteral(", "));
+}
+
 namespace {
 
 QSpinBox* spin(QWidget* parent, int lo, int hi, int value) {
@@ -104,6 +125,27 @@ QSpinBox* spin(QWidget* parent, int lo, int hi, int value) {
 
 QDoubleSpinBox* dspin(QWidget* parent, double lo, double hi, double value, int decimals, double step) {
     auto* s = new QDoubleSpinBox(parent);
+    s->setDecimals(decimals);
+    s->setRange(lo, hi);
+    s->setSingleStep(step);
+    s->setValue(value);
+    return s;
+}
+
+/// A double spin box that writes its value without trailing zeros ("0.5", "0.02", "16"), in the
+/// widget's locale without group separators (so the default parser reads it back).
+class CompactDoubleSpinBox : public QDoubleSpinBox {
+public:
+    using QDoubleSpinBox::QDoubleSpinBox;
+    QString textFromValue(double v) const override {
+        QLocale l = locale();
+        l.setNumberOptions(QLocale::OmitGroupSeparator);
+        return l.toString(v, 'g', 12);
+    }
+};
+
+QDoubleSpinBox* compactSpin(QWidget* parent, double lo, double hi, double value, int decimals, double step) {
+    auto* s = new CompactDoubleSpinBox(parent);
     s->setDecimals(decimals);
     s->setRange(lo, hi);
     s->setSingleStep(step);
@@ -208,7 +250,29 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
     tf->addRow(tr("Token cap C"), cap_);
     tf->addRow(tr("Minimum rows"), minRows_);
     tf->addRow(tr("Row multiple"), rowMultiple_);
+    epRankNodes_ = new QLineEdit(topoBox);
+    epRankNodes_->setObjectName(QStringLiteral("epRankNodes"));
+    epRankNodes_->setPlaceholderText(tr("not given, e.g. 0, 0, 1, 1"));
+    epRankNodes_->setToolTip(tr("ep_rank_nodes: the node of every EP rank (P ids), with DP slot nodes; instead of "
+                                "GPUs per node"));
+    dpSlotNodes_ = new QLineEdit(topoBox);
+    dpSlotNodes_->setObjectName(QStringLiteral("dpSlotNodes"));
+    dpSlotNodes_->setPlaceholderText(tr("not given, e.g. 0, 1"));
+    dpSlotNodes_->setToolTip(tr("dp_slot_nodes: the node of every DP slot (D ids), with EP rank nodes"));
+    commWeight_ = compactSpin(topoBox, 0, 1e6, 0, 6, 0.1);
+    commWeight_->setObjectName(QStringLiteral("commWeight"));
+    commWeight_->setToolTip(tr("comm_weight w: routepack+comm adds w x (inter-node token copies of a row-shard) / C "
+                               "to its row cost; 0 = the paper's score"));
+    commTolerance_ = compactSpin(topoBox, 0, 1, 0.02, 6, 0.01);
+    commTolerance_->setObjectName(QStringLiteral("commLoadTolerance"));
+    commTolerance_->setToolTip(tr("comm_load_tolerance: routepack+comm's placement may raise a layer's busiest EP "
+                                  "rank load up to (1 + tolerance) x LPT's while it moves co-activated experts "
+                                  "onto one node"));
     tf->addRow(tr("GPUs per node g"), gpusPerNode_);
+    tf->addRow(tr("EP rank nodes"), epRankNodes_);
+    tf->addRow(tr("DP slot nodes"), dpSlotNodes_);
+    tf->addRow(tr("Comm weight w"), commWeight_);
+    tf->addRow(tr("Comm load tolerance"), commTolerance_);
     stages_ = new QTableWidget(0, 3, topoBox);
     stages_->setHorizontalHeaderLabels({tr("Attention stage"), tr("alpha"), tr("beta")});
     stages_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
@@ -289,9 +353,9 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
     for (QSpinBox* s : {ranks_, experts_, slots_, cap_, minRows_, rowMultiple_, gpusPerNode_, seeds_, population_,
                         choiceWidth_, levels_, steps_, rowNodes_, workers_})
         connect(s, &QSpinBox::valueChanged, this, notify);
-    for (QDoubleSpinBox* s : {eta_, t0_, cooling_, pGuide_, rho_, timeLimit_})
+    for (QDoubleSpinBox* s : {eta_, t0_, cooling_, pGuide_, rho_, timeLimit_, commWeight_, commTolerance_})
         connect(s, &QDoubleSpinBox::valueChanged, this, notify);
-    for (QLineEdit* e : {name_, shards_, seed_})
+    for (QLineEdit* e : {name_, shards_, seed_, epRankNodes_, dpSlotNodes_})
         connect(e, &QLineEdit::textChanged, this, notify);
     connect(stages_, &QTableWidget::cellChanged, this, notify);
 
@@ -424,8 +488,10 @@ void TopologyEditor::setTopology(const QString& name, const Topology& t) {
     minRows_->setValue(t.min_rows);
     rowMultiple_->setValue(t.row_multiple);
     gpusPerNode_->setValue(t.gpus_per_node);
-    epRankNodes_ = t.ep_rank_nodes;
-    dpSlotNodes_ = t.dp_slot_nodes;
+    epRankNodes_->setText(nodeListText(t.ep_rank_nodes));
+    dpSlotNodes_->setText(nodeListText(t.dp_slot_nodes));
+    commWeight_->setValue(t.comm_weight);
+    commTolerance_->setValue(t.comm_load_tolerance);
     stages_->setRowCount(0);
     for (const auto& s : t.attention_stages)
         addStage(QString::fromStdString(s.name), s.alpha, s.beta);
@@ -472,11 +538,10 @@ std::optional<Topology> TopologyEditor::topology(QString* error) const {
         t.min_rows = minRows_->value();
         t.row_multiple = rowMultiple_->value();
         t.gpus_per_node = gpusPerNode_->value();
-        if (t.gpus_per_node == 0 && epRankNodes_.size() == static_cast<std::size_t>(t.ep_ranks) &&
-            dpSlotNodes_.size() == static_cast<std::size_t>(t.dp_slots)) {
-            t.ep_rank_nodes = epRankNodes_;
-            t.dp_slot_nodes = dpSlotNodes_;
-        }
+        t.ep_rank_nodes = parseNodeListText(epRankNodes_->text(), "EP rank nodes");
+        t.dp_slot_nodes = parseNodeListText(dpSlotNodes_->text(), "DP slot nodes");
+        t.comm_weight = commWeight_->value();
+        t.comm_load_tolerance = commTolerance_->value();
         for (int r = 0; r < stages_->rowCount(); ++r) {
             AttentionStage s;
             const QTableWidgetItem* n = stages_->item(r, 0);

@@ -1,8 +1,9 @@
 #pragma once
 // Topology and planner-budget editor of the studio: P, D, EDP shards, cap C, min rows, row multiple,
-// GPUs per node, attention stages (alpha, beta), and every PlannerBudgets field (the explicit node
-// lists ep_rank_nodes / dp_slot_nodes are carried unshown). Presets: the shipped topologies
-// (resources/topologies) and the topologies saved in the open library.
+// where things run (GPUs per node, or the explicit node lists ep_rank_nodes / dp_slot_nodes), the
+// communication-aware method's comm_weight and comm_load_tolerance, attention stages (alpha, beta),
+// and every PlannerBudgets field. Presets: the shipped topologies (resources/topologies) and the
+// topologies saved in the open library.
 #include "core/model/topology.h"
 #include "core/plan/planner.h"
 #include "storage/library.h"
@@ -30,6 +31,13 @@ namespace routepack::views {
 std::vector<std::vector<int>> parseShardText(const QString& text, int dpSlots = 0);
 /// Inverse of parseShardText, with ranges for runs of 3 or more ("0-3 | 4-7", "0,1 | 2,3").
 QString shardText(const std::vector<std::vector<int>>& shards);
+
+/// Parses a node list ("0, 0, 1, 1" or "0 0 1 1": one node id per EP rank or DP slot, separated by
+/// commas and/or spaces; "" = not given). InputError "<what>: 'x' is not a node id (an integer in
+/// 0..65535)" naming the bad token; lengths and ids against P / D are checked by parse_topology.
+std::vector<int> parseNodeListText(const QString& text, const std::string& what);
+/// Inverse of parseNodeListText: "0, 0, 1, 1" ("" for an empty list).
+QString nodeListText(const std::vector<int>& nodes);
 
 /// The editor widget. Edits are local until saveRequested (the studio saves to the library).
 class TopologyEditor : public QWidget {
@@ -95,7 +103,10 @@ private:
     QSpinBox* minRows_ = nullptr;
     QSpinBox* rowMultiple_ = nullptr;
     QSpinBox* gpusPerNode_ = nullptr;
-    std::vector<int> epRankNodes_, dpSlotNodes_; ///< node lists as set (kept while their sizes are P and D)
+    QLineEdit* epRankNodes_ = nullptr; ///< ep_rank_nodes, "0, 0, 1, 1" ("" = not given)
+    QLineEdit* dpSlotNodes_ = nullptr; ///< dp_slot_nodes
+    QDoubleSpinBox* commWeight_ = nullptr;
+    QDoubleSpinBox* commTolerance_ = nullptr;
     QTableWidget* stages_ = nullptr;
     QLabel* validity_ = nullptr;
     // Budgets.

@@ -1,0 +1,246 @@
+#include "views/comm_panel.h"
+
+#include "views/comm_data.h"
+#include "views/heatmap_widget.h"
+#include "views/plan_data.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLocale>
+#include <QSignalBlocker>
+#include <QSplitter>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace routepack::views {
+
+namespace {
+
+QString layerName(const PlanResult& plan, int l) {
+    const auto& ids = plan.model.moe_layers;
+    return QString::number(l >= 0 && l < static_cast<int>(ids.size()) ? ids[static_cast<std::size_t>(l)] : l);
+}
+
+QString grouped(std::int64_t v) {
+    return QString::fromStdString(grouped_count(v));
+}
+
+} // namespace
+
+CommPanel::CommPanel(QWidget* parent) : QWidget(parent) {
+    methodBox_ = new QComboBox(this);
+    methodBox_->setToolTip(tr("Method whose layout and placement are shown"));
+    layerBox_ = new QComboBox(this);
+    layerBox_->setToolTip(tr("MoE layer (absolute decoder layer id), or the sum over every MoE layer"));
+    heading_ = new QLabel(this);
+    heading_->setWordWrap(true);
+    heading_->setTextFormat(Qt::RichText);
+    dispatch_ = new HeatmapWidget(this);
+    dispatch_->setColourMap(HeatmapWidget::ColourMap::Sequential);
+    dispatch_->setAxisTitles(tr("from node (DP slot)"), tr("to node (EP rank)"));
+    dispatch_->setLegendTitle(tr("token copies"));
+    dispatch_->setPrecision(6);
+    dispatch_->setDiagonalMarked(true);
+    affinity_ = new HeatmapWidget(this);
+    affinity_->setColourMap(HeatmapWidget::ColourMap::Sequential);
+    affinity_->setAxisTitles(tr("expert (by node)"), tr("expert (by node)"));
+    affinity_->setLegendTitle(tr("tokens using both"));
+    affinity_->setPrecision(6);
+    auto* split = new QSplitter(Qt::Horizontal, this);
+    split->addWidget(dispatch_);
+    split->addWidget(affinity_);
+    split->setStretchFactor(0, 2);
+    split->setStretchFactor(1, 3);
+    auto* bar = new QHBoxLayout;
+    bar->addWidget(new QLabel(tr("Method:"), this));
+    bar->addWidget(methodBox_);
+    bar->addSpacing(12);
+    bar->addWidget(new QLabel(tr("MoE layer:"), this));
+    bar->addWidget(layerBox_);
+    bar->addStretch(1);
+    auto* v = new QVBoxLayout(this);
+    v->addLayout(bar);
+    v->addWidget(heading_);
+    v->addWidget(split, 1);
+    connect(methodBox_, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
+    connect(layerBox_, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
+    setPlan(nullptr, nullptr);
+}
+
+void CommPanel::setPlan(const std::shared_ptr<const PlanResult>& plan, std::shared_ptr<const Trace> window) {
+    plan_ = plan;
+    window_ = plan_ && window && window_matches(*plan_, *window) ? std::move(window) : nullptr;
+    {
+        const QSignalBlocker blockMethod(methodBox_);
+        const QSignalBlocker blockLayer(layerBox_);
+        const int shownMethod = method();
+        const int shownLayer = layer();
+        methodBox_->clear();
+        layerBox_->clear();
+        if (plan_) {
+            for (int m : plan_methods(*plan_))
+                methodBox_->addItem(QString::fromLatin1(method_label(m)), m);
+            layerBox_->addItem(tr("all MoE layers (sum)"), -1);
+            for (int l = 0; l < plan_->model.num_moe_layers(); ++l)
+                layerBox_->addItem(layerName(*plan_, l), l);
+        }
+        const int at = methodBox_->findData(shownMethod);
+        methodBox_->setCurrentIndex(at >= 0 ? at : methodBox_->findData(kMethodCount - 1));
+        const int lat = layerBox_->findData(shownLayer);
+        layerBox_->setCurrentIndex(lat >= 0 ? lat : 0);
+    }
+    refresh();
+}
+
+void CommPanel::setMethod(int method) {
+    const int at = methodBox_->findData(method);
+    if (at >= 0) methodBox_->setCurrentIndex(at);
+}
+int CommPanel::method() const {
+    return methodBox_->currentData().isValid() ? methodBox_->currentData().toInt() : kMethodCount - 1;
+}
+void CommPanel::setLayer(int l) {
+    const int at = layerBox_->findData(l);
+    if (at >= 0) layerBox_->setCurrentIndex(at);
+}
+int CommPanel::layer() const {
+    return layerBox_->currentData().isValid() ? layerBox_->currentData().toInt() : -1;
+}
+QString CommPanel::headingText() const {
+    return heading_->text();
+}
+
+void CommPanel::refresh() {
+    const bool multi = plan_ && plan_->nodes > 1;
+    methodBox_->setEnabled(multi);
+    layerBox_->setEnabled(multi);
+    auto empty = [this](const QString& text) {
+        heading_->setText(text);
+        dispatch_->setEmptyText(text);
+        dispatch_->clear();
+        affinity_->setEmptyText(text);
+        affinity_->clear();
+        affinity_->setGroupBoundaries({}, {});
+    };
+    if (!plan_) {
+        empty(tr("No plan"));
+        return;
+    }
+    if (plan_->nodes <= 1) {
+        empty(tr("The plan is on one node: no token crosses nodes. Give the topology gpus_per_node (or "
+                 "ep_rank_nodes and dp_slot_nodes) to plan and see the traffic between nodes."));
+        return;
+    }
+    const int m = method();
+    const MethodResult& r = method_of(*plan_, m);
+    if (!plan_->comm_available || !r.comm) {
+        empty(tr("Communication figures: %1. The window's samples were imported before per-token routes were "
+                 "kept; re-import the trace to count the traffic between nodes.")
+                  .arg(QString::fromLatin1(kCommUnavailable)));
+        return;
+    }
+    const CommCost& c = *r.comm;
+    const int N = c.nodes, l = layer();
+    const QString label = QString::fromLatin1(method_label(m));
+    const QString where = l < 0 ? tr("all %1 MoE layers").arg(c.layers) : tr("MoE layer %1").arg(layerName(*plan_, l));
+
+    // Dispatch matrix.
+    const std::vector<std::int64_t> mat = dispatch_matrix(c, l);
+    std::vector<double> values(mat.begin(), mat.end());
+    QStringList from, to;
+    for (int a = 0; a < N; ++a) {
+        from << tr("node %1").arg(a);
+        to << tr("node %1").arg(a);
+    }
+    std::int64_t inter = 0, intra = 0;
+    for (int a = 0; a < N; ++a)
+        for (int b = 0; b < N; ++b)
+            (a == b ? intra : inter) += mat[static_cast<std::size_t>(a) * N + b];
+    dispatch_->setTitle(tr("%1: dispatch copies node to node, %2 (dashed: intra-node)").arg(label, where));
+    dispatch_->setData(N, N, std::move(values), from, to);
+    dispatch_->setRange(0, static_cast<double>(*std::max_element(mat.begin(), mat.end())));
+    const std::shared_ptr<const PlanResult> keep = plan_;
+    dispatch_->setToolTipProvider([mat, N, where](int a, int b) {
+        const std::int64_t v = mat[static_cast<std::size_t>(a) * N + b];
+        return a == b ? tr("<b>node %1 to itself</b>, %2<br>%3 intra-node (token, node) pairs: tokens of node %1's "
+                           "DP slots with an expert on node %1 (NVLink, no network)")
+                            .arg(a)
+                            .arg(where)
+                            .arg(grouped(v))
+                      : tr("<b>node %1 to node %2</b>, %3<br>%4 token copies sent over the network (once per token "
+                           "and destination node; the combine sends them back)")
+                            .arg(a)
+                            .arg(b)
+                            .arg(where)
+                            .arg(grouped(v));
+    });
+    heading_->setText(tr("<b>%1</b>, %2: <b>%3</b> inter-node copies, %4 intra-node (token, node) pairs%5; "
+                         "busiest node, summed over rows and layers: %6 copies. %7 nodes.")
+                          .arg(label, where, grouped(inter), grouped(intra),
+                               l < 0 ? QString() : tr("; the whole step sends %1").arg(grouped(c.inter_total)),
+                               grouped(c.busiest_total))
+                          .arg(N));
+
+    // Co-activation of one MoE layer, experts ordered by the method's placement's nodes.
+    if (l < 0) {
+        const QString text = tr("Pick one MoE layer to see which experts the window's tokens use together: the "
+                                "grouping of experts onto nodes is per layer.");
+        affinity_->setEmptyText(text);
+        affinity_->clear();
+        affinity_->setGroupBoundaries({}, {});
+        return;
+    }
+    if (!window_ || !window_->has_routes()) {
+        affinity_->setEmptyText(tr("Expert co-activation needs the planned window's per-token routes (not loaded "
+                                   "for this plan)."));
+        affinity_->clear();
+        affinity_->setGroupBoundaries({}, {});
+        return;
+    }
+    const int E = window_->model.experts;
+    const std::vector<std::int64_t> co = coactivation_matrix(*window_, l);
+    const ExpertNodeOrder order = experts_by_node(plan_->topology, placement_of(*plan_, m), l);
+    std::vector<double> v(static_cast<std::size_t>(E) * E);
+    QStringList labels;
+    std::int64_t offDiagonal = 0;
+    for (int i = 0; i < E; ++i) {
+        const int e = order.experts[static_cast<std::size_t>(i)];
+        labels << QStringLiteral("e%1").arg(e);
+        for (int j = 0; j < E; ++j) {
+            const int f = order.experts[static_cast<std::size_t>(j)];
+            const std::int64_t x = co[static_cast<std::size_t>(e) * E + f];
+            v[static_cast<std::size_t>(i) * E + j] = static_cast<double>(x);
+            if (e != f) offDiagonal = std::max(offDiagonal, x);
+        }
+    }
+    affinity_->setTitle(tr("Expert co-activation, MoE layer %1: tokens using both experts, grouped by %2's nodes")
+                            .arg(layerName(*plan_, l), label));
+    affinity_->setData(E, E, std::move(v), labels, labels);
+    affinity_->setRange(0, offDiagonal > 0 ? static_cast<double>(offDiagonal) : 1.0);
+    affinity_->setGroupBoundaries(order.boundaries, order.boundaries);
+    affinity_->setToolTipProvider([co, order, E, keep, l](int i, int j) {
+        const int e = order.experts[static_cast<std::size_t>(i)], f = order.experts[static_cast<std::size_t>(j)];
+        const std::int64_t x = co[static_cast<std::size_t>(e) * E + f];
+        const int ne = order.node[static_cast<std::size_t>(i)], nf = order.node[static_cast<std::size_t>(j)];
+        if (e == f)
+            return tr("<b>expert %1</b> (node %2), MoE layer %3<br>%4 tokens route to it")
+                .arg(e)
+                .arg(ne)
+                .arg(layerName(*keep, l))
+                .arg(grouped(x));
+        return tr("<b>experts %1 (node %2) and %3 (node %4)</b>, MoE layer %5<br>%6 tokens route to both%7")
+            .arg(e)
+            .arg(ne)
+            .arg(f)
+            .arg(nf)
+            .arg(layerName(*keep, l))
+            .arg(grouped(x))
+            .arg(ne == nf ? tr(" (same node: one copy serves both)")
+                          : tr(" (different nodes: a token of a third node is sent to both)"));
+    });
+}
+
+} // namespace routepack::views
