@@ -17,6 +17,7 @@
 #include "core/plan/planner.h"
 #include "core/plan/score.h"
 #include "core/util/errors.h"
+#include "tests/comm_testutil.h"
 #include "tests/testutil.h"
 
 #include <QtTest>
@@ -32,6 +33,9 @@
 using namespace routepack;
 using i64 = std::int64_t;
 using V = std::vector<i64>;
+using test::family;
+using test::sample_of;
+using test::tiny_model;
 
 namespace {
 
@@ -39,49 +43,6 @@ const char* kStages = R"("attention_stages": [{"name": "a", "alpha": 1, "beta": 
 
 std::string topo_error(const std::string& fields) {
     return test::error_of<InputError>([&] { parse_topology("{" + fields + ", " + kStages + "}", "t.json"); });
-}
-
-/// A model of L MoE layers (no dense layer), E experts, top-k K.
-ModelDescription tiny_model(int L, int E, int K) {
-    ModelDescription m;
-    m.name = "tiny";
-    m.num_hidden_layers = L;
-    m.experts = E;
-    m.top_k = K;
-    for (int l = 0; l < L; ++l)
-        m.moe_layers.push_back(l);
-    return m;
-}
-
-/// A sample of `routes` [L][tokens][K] (-1 = missing) with counts made from them.
-SampleRecord sample_of(const std::string& id, const ModelDescription& m,
-                       const std::vector<std::vector<std::vector<int>>>& routes) {
-    const int L = m.num_moe_layers(), E = m.experts, K = m.top_k;
-    const i64 T = static_cast<i64>(routes[0].size());
-    SampleRecord r;
-    r.info.id = id;
-    r.info.routed_rows = T;
-    r.info.length = T;
-    r.counts.assign(static_cast<std::size_t>(L) * E, 0);
-    r.routes = SampleRoutes::make(T, L, K, E);
-    for (int l = 0; l < L; ++l)
-        for (i64 t = 0; t < T; ++t)
-            for (int s = 0; s < K; ++s) {
-                const int e = routes[l][t][s];
-                r.routes.set(l, t, s, e);
-                if (e >= 0) ++r.counts[static_cast<std::size_t>(l) * E + e];
-            }
-    return r;
-}
-
-/// Routes [2 layers][8 tokens][top-2] of a planted family sample: the family's four experts per layer
-/// `f` ([2][4]), token t taking experts (t + shift) % 4 and (t + shift + 1 + t / 4) % 4 of them.
-std::vector<std::vector<std::vector<int>>> family(const std::vector<std::vector<int>>& f, int shift) {
-    std::vector<std::vector<std::vector<int>>> r(2);
-    for (int l = 0; l < 2; ++l)
-        for (int t = 0; t < 8; ++t)
-            r[l].push_back({f[l][(t + shift) % 4], f[l][(t + shift + 1 + t / 4) % 4]});
-    return r;
 }
 
 /// Brute force, straight from the routes: for every cell, sample, layer and token, the set of nodes

@@ -8,6 +8,7 @@
 #include "core/plan/placement.h"
 #include "core/plan/plan_file.h"
 #include "core/plan/planner.h"
+#include "tests/comm_testutil.h"
 #include "tests/gui_testutil.h"
 #include "tests/testutil.h"
 #include "views/comm_data.h"
@@ -42,52 +43,15 @@ using namespace routepack;
 using namespace routepack::views;
 using i64 = std::int64_t;
 
+using test::family;
+using test::kFamilyA;
+using test::kFamilyB;
+using test::sample_of;
+using test::tiny_model;
+
 namespace {
 
 const char* kStages = R"("attention_stages": [{"name": "a", "alpha": 1, "beta": 1}])";
-
-ModelDescription tiny_model(int L, int E, int K) {
-    ModelDescription m;
-    m.name = "tiny";
-    m.num_hidden_layers = L;
-    m.experts = E;
-    m.top_k = K;
-    for (int l = 0; l < L; ++l)
-        m.moe_layers.push_back(l);
-    return m;
-}
-
-/// A sample of `routes` [L][tokens][K] (-1 = missing) with counts made from them.
-SampleRecord sample_of(const std::string& id, const ModelDescription& m,
-                       const std::vector<std::vector<std::vector<int>>>& routes) {
-    const int L = m.num_moe_layers(), E = m.experts, K = m.top_k;
-    const i64 T = static_cast<i64>(routes[0].size());
-    SampleRecord r;
-    r.info.id = id;
-    r.info.routed_rows = T;
-    r.info.length = T;
-    r.counts.assign(static_cast<std::size_t>(L) * E, 0);
-    r.routes = SampleRoutes::make(T, L, K, E);
-    for (int l = 0; l < L; ++l)
-        for (i64 t = 0; t < T; ++t)
-            for (int s = 0; s < K; ++s) {
-                const int e = routes[l][t][s];
-                r.routes.set(l, t, s, e);
-                if (e >= 0) ++r.counts[static_cast<std::size_t>(l) * E + e];
-            }
-    return r;
-}
-
-/// Routes [2 layers][8 tokens][top-2] of a planted family sample (as tst_comm's).
-std::vector<std::vector<std::vector<int>>> family(const std::vector<std::vector<int>>& f, int shift) {
-    std::vector<std::vector<std::vector<int>>> r(2);
-    for (int l = 0; l < 2; ++l)
-        for (int t = 0; t < 8; ++t)
-            r[l].push_back({f[l][(t + shift) % 4], f[l][(t + shift + 1 + t / 4) % 4]});
-    return r;
-}
-
-const std::vector<std::vector<int>> kFamilyA = {{0, 2, 4, 6}, {0, 1, 2, 3}}, kFamilyB = {{1, 3, 5, 7}, {4, 5, 6, 7}};
 
 /// The planted window (4 samples of family A, 4 of family B, 8 tokens each, E = 8, top-2, 2 MoE
 /// layers) on P = 4, D = 4, C = 20; `nodes` 2 = 2 GPUs per node, 1 = one node.
