@@ -569,6 +569,37 @@ private Q_SLOTS:
 
     // --- Progress times and what a restart restores ---
 
+    void keyboardSwitchesTabsAndHelpListsShortcuts() {
+        StudioWindow w(options_);
+        w.show();
+        w.activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(&w));
+        // Alt+2 shows the comparison, Alt+1 the plan; Ctrl+PgDown / PgUp step through the plan views
+        // (cyclically).
+        QTest::keyClick(&w, Qt::Key_2, Qt::AltModifier);
+        QCOMPARE(w.resultTabs()->currentIndex(), 1);
+        QTest::keyClick(&w, Qt::Key_1, Qt::AltModifier);
+        QCOMPARE(w.resultTabs()->currentIndex(), 0);
+        const int n = w.planView()->count();
+        QVERIFY(n >= 2);
+        w.planView()->setCurrentIndex(0);
+        QTest::keyClick(&w, Qt::Key_PageDown, Qt::ControlModifier);
+        QCOMPARE(w.planView()->currentIndex(), 1);
+        QTest::keyClick(&w, Qt::Key_PageUp, Qt::ControlModifier);
+        QTest::keyClick(&w, Qt::Key_PageUp, Qt::ControlModifier);
+        QCOMPARE(w.planView()->currentIndex(), n - 1);
+        // The Help text is built from the menus: every shortcut with its menu path.
+        const QStringList lines = w.shortcutsText().split(QLatin1Char('\n'));
+        const QString run = QKeySequence(Qt::CTRL | Qt::Key_R).toString(QKeySequence::NativeText);
+        QVERIFY2(lines.contains(QStringLiteral("Plan > Run planner: ") + run), qPrintable(w.shortcutsText()));
+        QVERIFY(lines.contains(QStringLiteral("View > Next plan view: ") +
+                               QKeySequence(Qt::CTRL | Qt::Key_PageDown).toString(QKeySequence::NativeText)));
+        QVERIFY(lines.contains(QStringLiteral("Help > Keyboard shortcuts: ") +
+                               QKeySequence(QKeySequence::HelpContents).toString(QKeySequence::NativeText)));
+        for (const QString& line : lines)
+            QVERIFY2(line.contains(QStringLiteral(" > ")) && line.contains(QStringLiteral(": ")), qPrintable(line));
+    }
+
     void progressTimesFromFractions() {
         QCOMPARE(durationText(0.0), QStringLiteral("0.0 s"));
         QCOMPARE(durationText(-3.0), QStringLiteral("0.0 s"));

@@ -43,6 +43,7 @@
 #include <QTreeView>
 #include <QVBoxLayout>
 
+#include <functional>
 #include <set>
 
 namespace routepack::views {
@@ -422,6 +423,54 @@ void StudioWindow::buildActions() {
     QMenu* view = menuBar()->addMenu(tr("&View"));
     for (QDockWidget* d : findChildren<QDockWidget*>())
         view->addAction(d->toggleViewAction());
+    view->addSeparator();
+    // The result tabs by number, and the plan view's tabs in turn (the plan view is shown first).
+    const QString resultNames[] = {tr("&Plan"), tr("&Compare runs"), tr("R&un")};
+    for (int t = 0; t < 3; ++t) {
+        QAction* a = view->addAction(resultNames[t]);
+        a->setShortcut(QKeySequence(Qt::ALT | static_cast<Qt::Key>(Qt::Key_1 + t)));
+        connect(a, &QAction::triggered, this, [this, t] {
+            if (t < resultTabs_->count()) resultTabs_->setCurrentIndex(t);
+        });
+    }
+    auto stepPlanTab = [this](int step) {
+        resultTabs_->setCurrentWidget(planView_);
+        const int n = planView_->count();
+        if (n > 0) planView_->setCurrentIndex((planView_->currentIndex() + step + n) % n);
+    };
+    QAction* next = view->addAction(tr("&Next plan view"));
+    next->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_PageDown));
+    connect(next, &QAction::triggered, this, [stepPlanTab] { stepPlanTab(1); });
+    QAction* prev = view->addAction(tr("Pre&vious plan view"));
+    prev->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_PageUp));
+    connect(prev, &QAction::triggered, this, [stepPlanTab] { stepPlanTab(-1); });
+
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    QAction* keys = help->addAction(tr("&Keyboard shortcuts"));
+    keys->setShortcut(QKeySequence::HelpContents);
+    connect(keys, &QAction::triggered, this,
+            [this] { QMessageBox::information(this, tr("Keyboard shortcuts"), shortcutsText()); });
+}
+
+QString StudioWindow::shortcutsText() const {
+    QStringList lines;
+    const std::function<void(const QMenu*, const QString&)> walk = [&](const QMenu* menu, const QString& path) {
+        for (QAction* a : menu->actions()) {
+            const QString name = a->text().remove(QLatin1Char('&')).remove(QStringLiteral("…"));
+            if (a->menu()) {
+                walk(a->menu(), path + QStringLiteral(" > ") + name);
+                continue;
+            }
+            if (a->shortcuts().isEmpty()) continue;
+            QStringList keys;
+            for (const QKeySequence& k : a->shortcuts())
+                keys << k.toString(QKeySequence::NativeText);
+            lines << QStringLiteral("%1 > %2: %3").arg(path, name, keys.join(tr(" or ")));
+        }
+    };
+    for (QAction* a : menuBar()->actions())
+        if (a->menu()) walk(a->menu(), a->text().remove(QLatin1Char('&')));
+    return lines.join(QLatin1Char('\n'));
 }
 
 bool StudioWindow::isOpenLibrary(const QString& file) const {

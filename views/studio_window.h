@@ -126,6 +126,10 @@ public:
     QString sampleHeaderText() const;
     /// Text of the status line (job stage, errors).
     QString statusText() const;
+    /// The Help > Keyboard shortcuts text: one line per menu action with a shortcut, "<menu> >
+    /// <action>: <shortcuts>" in menu order (native key names, several shortcuts joined by " or "),
+    /// built from the actions themselves so it never goes stale.
+    QString shortcutsText() const;
     /// True while the status line shows an error (red). An error stays until the next action that
     /// succeeds: a selection in the library tree, a valid edit of the topology and budgets, an
     /// opened dialog, or any action that reports its own outcome.
