@@ -140,6 +140,7 @@ private Q_SLOTS:
         const Placement id = identity_placement(1, 4, 2);
         auto pairs = [](const std::vector<ExpertTokens>& v) {
             std::vector<std::pair<int, std::uint64_t>> out;
+            out.reserve(v.size());
             for (const auto& x : v)
                 out.emplace_back(x.expert, x.tokens);
             return out;
@@ -193,6 +194,7 @@ private Q_SLOTS:
         // Rank 0 = e0, e1: s0 1, s1 6, s2 0, s3 6.
         auto pairs = [](const std::vector<SampleTokens>& v) {
             std::vector<std::pair<int, std::uint64_t>> out;
+            out.reserve(v.size());
             for (const auto& x : v)
                 out.emplace_back(x.sample, x.tokens);
             return out;
@@ -389,7 +391,7 @@ private Q_SLOTS:
         // The smallest power of two whose span holds the widest label ("63") and 6 px.
         const double cw = (r.cellRect(0, 63).right() + 1 - r.cellRect(0, 0).left()) / 64.0;
         const int label = QFontMetrics(r.font()).horizontalAdvance(QStringLiteral("63"));
-        QVERIFY2(s * cw >= label + 6 - 0.5 && (s / 2) * cw < label + 6 + 0.5,
+        QVERIFY2(s * cw >= label + 6 - 0.5 && (s / 2.0) * cw < label + 6 + 0.5,
                  qPrintable(QStringLiteral("stride %1, cell %2 px, label %3 px").arg(s).arg(cw).arg(label)));
     }
 

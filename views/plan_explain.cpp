@@ -136,8 +136,12 @@ std::vector<double> linear_ticks(double lo, double hi, int max_ticks) {
             // j * m / 10^-k rather than j * step: 3 x 0.1 reads 0.3, not 0.30000000000000004.
             const double scale = std::pow(10.0, std::abs(k));
             std::vector<double> out;
-            for (double j = first; j <= last; j += 1)
+            const auto count = static_cast<long long>(last - first) + 1; // <= max_ticks, checked above
+            out.reserve(static_cast<std::size_t>(count));
+            for (long long t = 0; t < count; ++t) {
+                const double j = first + static_cast<double>(t);              // an integer-valued tick index
                 out.push_back((k < 0 ? j * m / scale : j * m * scale) + 0.0); // + 0.0: no -0
+            }
             return out;
         }
     return {lo, hi};
@@ -212,6 +216,7 @@ GainExplanation explain_gain(const PlanResult& plan, const PlanCosts& costs) {
         };
         const auto sa = sums(a), sb = sums(b);
         std::vector<GainExplanation::LayerMove> v;
+        v.reserve(static_cast<std::size_t>(std::max(L, 0)));
         for (int l = 0; l < L; ++l)
             v.push_back({l, sa[static_cast<std::size_t>(l)], sb[static_cast<std::size_t>(l)]});
         std::stable_sort(v.begin(), v.end(),
