@@ -234,6 +234,12 @@ private Q_SLOTS:
         QVERIFY(!rv->isEmptyState());
         const RunSeries* s = rv->currentSeries();
         QCOMPARE(s->steps.size(), std::size_t(3));
+        // One node: the four methods, no inter-node figures.
+        QCOMPARE(s->methods, std::vector<int>({0, 1, 2, 3}));
+        QCOMPARE(rv->costSeries(4), nullptr);
+        QCOMPARE(rv->costSeries(5), nullptr);
+        QCOMPARE(s->steps[0].nodes, 1);
+        QCOMPARE(s->steps[0].inter_copies[3], std::int64_t(-1));
         // The charts hold the numbers: one point per step and method, one churn bar per step.
         for (int m = 0; m < 4; ++m) {
             QLineSeries* line = rv->costSeries(m);
@@ -477,6 +483,82 @@ private Q_SLOTS:
         shot(&w, QStringLiteral("real-ds-run-dark"));
         QApplication::setPalette(light);
         QApplication::setStyle(style);
+
+        // The same windows swept on two nodes (seed 7, 4 levels x 200 steps): every step has six
+        // methods, and the Run view shows grouter's and routepack+comm's costs and every method's
+        // inter-node copies exactly as `routepack sweep --json` printed them.
+        const std::string out2 = cli(
+            {QStringLiteral("sweep"), QStringLiteral("--db"), q(file), QStringLiteral("--trace"), QStringLiteral("ds"),
+             QStringLiteral("--topology"), QStringLiteral("deepseek-v2-lite-ep16-dp8-2nodes"), QStringLiteral("--seed"),
+             QStringLiteral("7"), QStringLiteral("--levels"), QStringLiteral("4"), QStringLiteral("--steps"),
+             QStringLiteral("200"), QStringLiteral("--json"), QStringLiteral("--quiet")});
+        QVERIFY(!out2.empty());
+        const nlohmann::json sweep2 = nlohmann::json::parse(out2);
+        QCOMPARE(sweep2.size(), std::size_t(5));
+        rv->reload();
+        QTRY_VERIFY_WITH_TIMEOUT(!rv->isLoading() && rv->seriesSet() && rv->seriesSet()->series.size() == 2, 60000);
+        // Both topologies have 5 steps; the newer runs (two nodes) come first.
+        QCOMPARE(rv->seriesIndex(), 0);
+        const RunSeries& s2 = *rv->currentSeries();
+        QCOMPARE(s2.topology, std::string("deepseek-v2-lite-ep16-dp8-2nodes"));
+        QCOMPARE(s2.methods, std::vector<int>({0, 1, 2, 3, 4, 5}));
+        QCOMPARE(s2.steps.size(), std::size_t(5));
+        for (std::size_t k = 0; k < 5; ++k) {
+            const auto& row = sweep2[k];
+            const RunStep& st = s2.steps[k];
+            QCOMPARE(st.window, row["window"].get<std::string>());
+            QCOMPARE(st.run, row["run"].get<std::int64_t>());
+            QCOMPARE(st.nodes, 2);
+            QCOMPARE(st.cost[0], row["baseline"].get<double>());
+            QCOMPARE(st.cost[3], row["routepack"].get<double>());
+            QVERIFY(st.has[4] && st.has[5]);
+            QCOMPARE(st.cost[4], row["grouter"].get<double>());
+            QCOMPARE(st.cost[5], row["routepack+comm"].get<double>());
+            for (int m = 0; m < kAllMethodCount; ++m)
+                QCOMPARE(st.inter_copies[static_cast<std::size_t>(m)],
+                         row["inter_node_copies"][method_id(m)].get<std::int64_t>());
+            // The chart's lines hold the same numbers, and the tooltip names them.
+            for (int m = 0; m < kAllMethodCount; ++m) {
+                QLineSeries* line = rv->costSeries(m);
+                QVERIFY(line);
+                QCOMPARE(line->count(), 5);
+                QCOMPARE(line->at(static_cast<int>(k)).y(), st.cost[static_cast<std::size_t>(m)]);
+            }
+            const QString tip = rv->stepToolTip(static_cast<int>(k));
+            const double base = st.cost[0];
+            QVERIFY2(tip.contains(QStringLiteral("Grouter: max_g U = %1 (%2 vs baseline), %3 inter-node copies")
+                                      .arg(st.cost[4], 0, 'f', 4)
+                                      .arg(QString::asprintf("%+.2f %%", 100.0 * (st.cost[4] - base) / base))
+                                      .arg(QString::fromStdString(grouped_count(st.inter_copies[4])))),
+                     qPrintable(tip));
+            QVERIFY2(tip.contains(QStringLiteral("RoutePack+comm: max_g U = %1 (").arg(st.cost[5], 0, 'f', 4)),
+                     qPrintable(tip));
+            QVERIFY2(tip.contains(QStringLiteral("RoutePack: max_g U = %1, %2 inter-node copies")
+                                      .arg(st.cost[3], 0, 'f', 4)
+                                      .arg(QString::fromStdString(grouped_count(st.inter_copies[3])))),
+                     qPrintable(tip));
+            qInfo("2 nodes %s: baseline %.4f routepack %.4f grouter %.4f routepack+comm %.4f; inter-node copies "
+                  "routepack %lld grouter %lld routepack+comm %lld",
+                  st.window.c_str(), st.cost[0], st.cost[3], st.cost[4], st.cost[5],
+                  static_cast<long long>(st.inter_copies[3]), static_cast<long long>(st.inter_copies[4]),
+                  static_cast<long long>(st.inter_copies[5]));
+        }
+        // The dashed communication-aware lines in the legend, light and dark.
+        QCOMPARE(rv->costSeries(4)->pen().style(), Qt::DashLine);
+        QCOMPARE(rv->costSeries(3)->pen().style(), Qt::SolidLine);
+        QTest::qWait(300);
+        shot(&w, QStringLiteral("real-ds-run-2nodes"));
+        QApplication::setStyle(QStringLiteral("Fusion"));
+        QApplication::setPalette(test::dark_palette());
+        QTest::qWait(100);
+        shot(&w, QStringLiteral("real-ds-run-2nodes-dark"));
+        QApplication::setPalette(light);
+        QApplication::setStyle(style);
+        // The one-node series is still there: four lines again.
+        rv->setSeriesIndex(1);
+        QCOMPARE(rv->currentSeries()->topology, std::string("deepseek-v2-lite-ep8-dp4"));
+        QCOMPARE(rv->costSeries(5), nullptr);
+        QVERIFY(rv->costSeries(3));
         w.close();
     }
 

@@ -66,9 +66,14 @@ RunSeriesSet compute_run_series(const storage::Library& lib, const std::string& 
                 st.run = r.id;
                 st.runs = p.runs;
                 st.status = r.status;
-                for (int m = 0; m < kMethodCount; ++m) {
+                st.nodes = plan.topology.nodes();
+                for (int m = 0; m < kAllMethodCount; ++m) {
+                    const auto k = static_cast<std::size_t>(m);
                     const auto it = plan.metrics.find(method_id(m));
-                    st.cost[static_cast<std::size_t>(m)] = it == plan.metrics.end() ? 0.0 : it->second.score.max_u;
+                    st.has[k] = it != plan.metrics.end();
+                    st.cost[k] = st.has[k] ? it->second.score.max_u : 0.0;
+                    const auto f = plan.comm.figures.find(method_id(m));
+                    if (st.has[k] && f != plan.comm.figures.end()) st.inter_copies[k] = f->second.inter;
                 }
                 const double base = st.cost[0], rp = st.cost[3];
                 st.gain_pct = base > 0 ? 100.0 * (rp - base) / base : 0.0;
@@ -95,6 +100,10 @@ RunSeriesSet compute_run_series(const storage::Library& lib, const std::string& 
                 previous = plan.placement;
                 s.steps.push_back(std::move(st));
             }
+            for (int m = 0; m < kAllMethodCount; ++m)
+                if (std::any_of(s.steps.begin(), s.steps.end(),
+                                [m](const RunStep& st) { return st.has[static_cast<std::size_t>(m)]; }))
+                    s.methods.push_back(m);
             out.series.push_back(std::move(s));
         }
         std::stable_sort(out.series.begin(), out.series.end(), [](const RunSeries& a, const RunSeries& b) {

@@ -7,6 +7,7 @@
 // layers. Plain C++ (no widgets), computed on a worker thread.
 #include "core/model/topology.h"
 #include "storage/library.h"
+#include "views/plan_data.h"
 
 #include <array>
 #include <atomic>
@@ -24,8 +25,15 @@ struct RunStep {
     int runs = 0;            ///< finished or cancelled runs of the window on the topology (>= 1)
     std::string status;      ///< "finished" or "cancelled"
     /// max_g U (eq. 15, tokens) per method in views::method_id order: baseline, reorder,
-    /// karmarkar_karp, routepack (the stored plan's metrics).
-    std::array<double, 4> cost{};
+    /// karmarkar_karp, routepack, and on more than one node grouter and routepack+comm (the stored
+    /// plan's metrics; 0 for a method the plan lacks, see `has`).
+    std::array<double, kAllMethodCount> cost{};
+    /// Whether the stored plan has method m (the four always; grouter and routepack+comm when they ran).
+    std::array<bool, kAllMethodCount> has{};
+    /// Inter-node token copies of method m (the plan's communication figures, `routepack sweep
+    /// --json`'s inter_node_copies); -1 on one node, without per-token routes or for a missing method.
+    std::array<std::int64_t, kAllMethodCount> inter_copies{-1, -1, -1, -1, -1, -1};
+    int nodes = 1; ///< nodes of the run's topology
     /// 100 x (routepack - baseline) / baseline in percent (negative: routepack is cheaper; 0 when the
     /// baseline is 0): `routepack sweep`'s routepack_vs_baseline_pct.
     double gain_pct = 0;
@@ -49,6 +57,8 @@ struct RunSeries {
     Topology topology_value; ///< the topology the runs used
     std::int64_t slots = 0;  ///< slots of one placement, MoE layers x experts (churn's upper bound)
     std::vector<RunStep> steps;
+    /// The method indices some step has, ascending: {0, 1, 2, 3}, or {0, ..., 5} on several nodes.
+    std::vector<int> methods;
 };
 
 /// Every run series of one trace.

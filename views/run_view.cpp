@@ -30,10 +30,13 @@ namespace routepack::views {
 
 namespace {
 
-/// Line colours of the methods (baseline, reorder, Karmarkar-Karp, RoutePack): mid-tone, readable on
-/// light and dark backgrounds.
-const QColor kMethodColours[kMethodCount] = {QColor(0x8c, 0x8c, 0x8c), QColor(0x4c, 0x78, 0xa8),
-                                             QColor(0xf5, 0x85, 0x18), QColor(0x54, 0xa2, 0x4b)};
+/// Line colours of the methods (baseline, reorder, Karmarkar-Karp, RoutePack, Grouter,
+/// RoutePack+comm): mid-tone, readable on light and dark backgrounds.
+const QColor kMethodColours[kAllMethodCount] = {QColor(0x8c, 0x8c, 0x8c), QColor(0x4c, 0x78, 0xa8),
+                                                QColor(0xf5, 0x85, 0x18), QColor(0x54, 0xa2, 0x4b),
+                                                QColor(0x72, 0xb7, 0xb2), QColor(0xd6, 0x27, 0x28)};
+/// The communication-aware methods are dashed: their costs carry their own placements.
+constexpr int kFirstCommMethod = kMethodCount;
 const QColor kChurnColour(0xb2, 0x79, 0xa2);
 const QColor kGainColour(0x54, 0xa2, 0x4b);
 
@@ -275,18 +278,24 @@ void RunView::rebuild() {
     // Cost per step and method.
     QChart* c = costView_->chart();
     clearChart(c);
+    for (auto& line : cost_)
+        line = nullptr;
     double top = 0;
-    for (int m = 0; m < kMethodCount; ++m) {
+    for (int m : s->methods) {
         auto* line = new QLineSeries;
         line->setName(QString::fromLatin1(method_label(m)));
         QPen pen(kMethodColours[m]);
         pen.setWidthF(m == kMethodCount - 1 ? 2.5 : 1.6);
+        if (m >= kFirstCommMethod) pen.setStyle(Qt::DashLine);
         line->setPen(pen);
         line->setColor(kMethodColours[m]);
         line->setPointsVisible(true);
         line->setMarkerSize(m == kMethodCount - 1 ? 8 : 6);
+        // A step whose plan lacks the method (no routes, cancelled before it ran) has no point.
         for (int k = 0; k < n; ++k) {
-            const double v = s->steps[static_cast<std::size_t>(k)].cost[static_cast<std::size_t>(m)];
+            const RunStep& st = s->steps[static_cast<std::size_t>(k)];
+            if (!st.has[static_cast<std::size_t>(m)]) continue;
+            const double v = st.cost[static_cast<std::size_t>(m)];
             line->append(k, v);
             top = std::max(top, v);
         }
@@ -302,6 +311,7 @@ void RunView::rebuild() {
     c->addAxis(x, Qt::AlignBottom);
     c->addAxis(y, Qt::AlignLeft);
     for (QLineSeries* line : cost_) {
+        if (!line) continue;
         line->attachAxis(x);
         line->attachAxis(y);
     }
@@ -419,10 +429,22 @@ QString RunView::stepToolTip(int k) const {
                       .arg(st.samples)
                       .arg(st.rows)
                       .arg(st.certified ? tr(" (certified)") : QString());
-    for (int m = 0; m < kMethodCount; ++m)
-        tip += tr("%1: max_g U = %2<br>")
-                   .arg(QString::fromLatin1(method_label(m)))
-                   .arg(st.cost[static_cast<std::size_t>(m)], 0, 'f', 4);
+    const double base = st.cost[0];
+    for (int m : s->methods) {
+        const auto i = static_cast<std::size_t>(m);
+        if (!st.has[i]) {
+            tip += tr("%1: did not run (no per-token routes, or cancelled before it)<br>")
+                       .arg(QString::fromLatin1(method_label(m)));
+            continue;
+        }
+        tip += tr("%1: max_g U = %2").arg(QString::fromLatin1(method_label(m))).arg(st.cost[i], 0, 'f', 4);
+        // The communication-aware methods: their gain against the baseline and their inter-node copies.
+        if (m >= kFirstCommMethod && base > 0)
+            tip += tr(" (%1 vs baseline)").arg(pct(100.0 * (st.cost[i] - base) / base));
+        if (st.inter_copies[i] >= 0)
+            tip += tr(", %1 inter-node copies").arg(QString::fromStdString(grouped_count(st.inter_copies[i])));
+        tip += QStringLiteral("<br>");
+    }
     const double reorder = st.cost[1];
     tip +=
         tr("routepack vs baseline %1, vs reorder %2<br>")
@@ -476,7 +498,7 @@ bool RunView::activateStep(int k) {
 }
 
 QLineSeries* RunView::costSeries(int m) const {
-    return m >= 0 && m < kMethodCount ? cost_[m] : nullptr;
+    return m >= 0 && m < kAllMethodCount ? cost_[m] : nullptr;
 }
 
 bool RunView::eventFilter(QObject* watched, QEvent* event) {
