@@ -45,6 +45,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 using namespace routepack;
@@ -396,6 +397,9 @@ private Q_SLOTS:
         const Topology topo = known_topology("llama4-maverick-ep8-dp4");
         const PlannerBudgets b = small_budgets();
         PlanJobQueue jobs;
+        // Progress in proportion to time, by explicit stage weights (percent of the run; one node, so
+        // communication does not count): each stage's first event reports where the stage starts.
+        jobs.setStageWeights(StageWeights{{1, 1, 2, 6, 60, 20, 10, 100}});
         QSignalSpy started(&jobs, &PlanJobQueue::jobStarted);
         QSignalSpy progress(&jobs, &PlanJobQueue::progress);
         QSignalSpy levels(&jobs, &PlanJobQueue::levelFinished);
@@ -415,6 +419,29 @@ private Q_SLOTS:
                  qPrintable(stages.join(QLatin1Char(','))));
         QCOMPARE(stages.last(), QStringLiteral("done"));
         QCOMPARE(progress.last().at(2).toDouble(), 1.0);
+        {
+            const std::map<QString, double> starts = {
+                {QStringLiteral("placement"), 0.0},  {QStringLiteral("row count"), 0.01},
+                {QStringLiteral("baselines"), 0.02}, {QStringLiteral("seeding"), 0.04},
+                {QStringLiteral("annealing"), 0.10}, {QStringLiteral("polish"), 0.70},
+                {QStringLiteral("validate"), 0.90},  {QStringLiteral("done"), 1.0}};
+            QString last;
+            double previous = 0;
+            for (const auto& a : progress) {
+                const QString stage = a.at(1).toString();
+                const double f = a.at(2).toDouble();
+                QVERIFY(f >= previous);
+                previous = f;
+                if (stage != last) { // a stage's first event: where it starts
+                    QVERIFY2(starts.count(stage) == 1, qPrintable(stage));
+                    QVERIFY2(std::abs(f - starts.at(stage)) < 1e-12, qPrintable(stage + QStringLiteral(" %1").arg(f)));
+                } else if (stage == QStringLiteral("annealing")) { // level k of 6 ends at 0.10 + 0.60 (k + 1) / 6
+                    const double k = (f - 0.10) / 0.10 - 1;
+                    QVERIFY2(std::abs(k - std::round(k)) < 1e-9 && k >= 0 && k < 6, qPrintable(QString::number(f)));
+                }
+                last = stage;
+            }
+        }
         const auto r = finished.at(0).at(0).value<PlanJobResult>();
         QCOMPARE(r.job, id);
         QVERIFY(r.plan && r.window);

@@ -600,6 +600,51 @@ private Q_SLOTS:
             QVERIFY2(line.contains(QStringLiteral(" > ")) && line.contains(QStringLiteral(": ")), qPrintable(line));
     }
 
+    void keyboardZoomsHeatmaps() {
+        StudioWindow w(options_);
+        w.resize(1400, 900);
+        w.show();
+        w.activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(&w));
+        w.resultTabs()->setCurrentIndex(1);
+        w.planView()->setCurrentWidget(w.planView()->epHeatmapPanel());
+        const QList<HeatmapView*> maps = w.planView()->epHeatmapPanel()->findChildren<HeatmapView*>();
+        QCOMPARE(maps.size(), 2);
+        auto levels = [&] {
+            QList<int> out;
+            for (const HeatmapView* m : maps)
+                out << m->zoomLevel();
+            return out;
+        };
+        // Ctrl+= zooms both EP-rank maps in one level (and shows the plan view), Ctrl+- out, Ctrl+0 resets.
+        QTest::keyClick(&w, Qt::Key_Equal, Qt::ControlModifier);
+        QCOMPARE(w.resultTabs()->currentWidget(), static_cast<QWidget*>(w.planView()));
+        QCOMPARE(levels(), QList<int>({1, 1}));
+        QCOMPARE(w.statusText(), QStringLiteral("Heatmap zoom 125% (Ctrl+= / Ctrl+- / Ctrl+0, or Ctrl + mouse wheel)"));
+        QTest::keyClick(&w, Qt::Key_Equal, Qt::ControlModifier);
+        QCOMPARE(levels(), QList<int>({2, 2}));
+        QVERIFY2(w.statusText().startsWith(QStringLiteral("Heatmap zoom 156%")), qPrintable(w.statusText()));
+        QTest::keyClick(&w, Qt::Key_Minus, Qt::ControlModifier);
+        QCOMPARE(levels(), QList<int>({1, 1}));
+        QTest::keyClick(&w, Qt::Key_Equal, Qt::ControlModifier);
+        QTest::keyClick(&w, Qt::Key_0, Qt::ControlModifier);
+        QCOMPARE(levels(), QList<int>({0, 0}));
+        QVERIFY2(w.statusText().startsWith(QStringLiteral("Heatmap zoom 100%")), qPrintable(w.statusText()));
+        // A view without heatmaps says so.
+        w.planView()->setCurrentWidget(w.planView()->costsPanel());
+        QTest::keyClick(&w, Qt::Key_Equal, Qt::ControlModifier);
+        QCOMPARE(w.statusText(), QStringLiteral("The shown plan view has no heatmap to zoom."));
+        QCOMPARE(levels(), QList<int>({0, 0}));
+        // Help > Keyboard shortcuts lists the three, built from the View menu's actions.
+        const QStringList lines = w.shortcutsText().split(QLatin1Char('\n'));
+        auto keys = [](QKeyCombination k) { return QKeySequence(k).toString(QKeySequence::NativeText); };
+        QVERIFY2(lines.contains(QStringLiteral("View > Zoom in heatmaps: %1 or %2")
+                                    .arg(keys(Qt::CTRL | Qt::Key_Equal), keys(Qt::CTRL | Qt::Key_Plus))),
+                 qPrintable(w.shortcutsText()));
+        QVERIFY(lines.contains(QStringLiteral("View > Zoom out heatmaps: ") + keys(Qt::CTRL | Qt::Key_Minus)));
+        QVERIFY(lines.contains(QStringLiteral("View > Reset heatmap zoom: ") + keys(Qt::CTRL | Qt::Key_0)));
+    }
+
     void progressTimesFromFractions() {
         QCOMPARE(durationText(0.0), QStringLiteral("0.0 s"));
         QCOMPARE(durationText(-3.0), QStringLiteral("0.0 s"));

@@ -11,6 +11,7 @@
 #include "views/job_tracker.h"
 #include "views/plan_jobs.h"
 #include "views/run_replay.h"
+#include "views/stage_progress.h"
 
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -19,6 +20,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <map>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -73,6 +77,81 @@ private Q_SLOTS:
         QVERIFY(s.passStage("annealing", true, t0 + 4ms)); // e.g. the stage's end
         QVERIFY(!s.passStage("annealing", false, t0 + 53ms));
         QVERIFY(s.passStage("annealing", false, t0 + 54ms));
+    }
+
+    void stageWeightedProgressOnExplicitEvents() {
+        // Stage weights (percent of a run): placement 1, row count 1, baselines 2, seeding 6,
+        // annealing 60 (4 levels), final search 20, validate 10, communication 100.
+        const StageWeights w{{1, 1, 2, 6, 60, 20, 10, 100}};
+        auto event = [](const char* stage, std::optional<int> level = std::nullopt) {
+            PlanEvent e;
+            e.stage = stage;
+            e.fraction = 0.123; // the planner's own fraction is not used
+            if (level) {
+                LevelStats s;
+                s.level = *level;
+                e.level = s;
+            }
+            return e;
+        };
+        // One node: W = 100, so every stage starts at the sum of the weights before it, in percent.
+        StageProgress one(w, 4, false);
+        const std::vector<std::pair<PlanEvent, double>> oneNode = {
+            {event("placement"), 0.00},    {event("row count"), 0.01},    {event("baselines"), 0.02},
+            {event("seeding"), 0.04},      {event("annealing"), 0.10},    {event("annealing", 0), 0.25},
+            {event("annealing", 1), 0.40}, {event("annealing", 2), 0.55}, {event("annealing", 3), 0.70},
+            {event("polish"), 0.70},       {event("polish"), 0.70},       {event("validate"), 0.90},
+            {event("done"), 1.00}};
+        for (const auto& [e, expected] : oneNode) {
+            const double f = one.update(e);
+            QVERIFY2(
+                std::abs(f - expected) < 1e-12,
+                qPrintable(
+                    QStringLiteral("%1: %2, expected %3").arg(QString::fromStdString(e.stage)).arg(f).arg(expected)));
+        }
+        QCOMPARE(one.stageStart(planner_stage_index("communication")), 1.0);
+        QCOMPARE(one.stageShare(planner_stage_index("communication")), 0.0);
+        // Two nodes: W = 200; communication is the last half.
+        StageProgress two(w, 4, true);
+        const std::vector<std::pair<PlanEvent, double>> twoNodes = {
+            {event("placement"), 0.0},     {event("row count"), 0.005},    {event("baselines"), 0.01},
+            {event("seeding"), 0.02},      {event("annealing"), 0.05},     {event("annealing", 0), 0.125},
+            {event("annealing", 1), 0.20}, {event("annealing", 3), 0.35},  {event("polish"), 0.35},
+            {event("validate"), 0.45},     {event("communication"), 0.50}, {event("done"), 1.0}};
+        for (const auto& [e, expected] : twoNodes)
+            QVERIFY2(std::abs(two.update(e) - expected) < 1e-12, e.stage.c_str());
+        // Never backwards: an earlier stage's event or an unknown stage keeps the fraction.
+        StageProgress back(w, 4, false);
+        QCOMPARE(back.update(event("annealing", 1)), 0.40);
+        QCOMPARE(back.update(event("seeding")), 0.40);
+        QCOMPARE(back.update(event("a stage the planner may add")), 0.40);
+        QCOMPARE(back.update(event("annealing", 9)), 0.70); // more levels than budgeted: the stage's end
+        // No usable weights: the seven one-node stages weigh the same.
+        StageProgress even(StageWeights{}, 2, false);
+        QVERIFY(std::abs(even.update(event("seeding")) - 3.0 / 7.0) < 1e-12);
+        QVERIFY(std::abs(even.update(event("annealing", 0)) - 4.5 / 7.0) < 1e-12);
+
+        // Measured shares from a run's timings: "bound" counts to placement; the untimed
+        // communication stage takes the fallback's share at the scale of the common stages
+        // (fallback 7 units over the seven common stages, the run 9.1 s: communication 9.1 s).
+        const std::map<std::string, double> timings = {{"placement", 0.2}, {"bound", 0.1},    {"row count", 0.1},
+                                                       {"baselines", 0.2}, {"seeding", 0.4},  {"annealing", 6.0},
+                                                       {"polish", 2.0},    {"validate", 0.1}, {"total", 9.1}};
+        const StageWeights measured = stage_weights_from(timings, StageWeights{{1, 1, 1, 1, 1, 1, 1, 7}});
+        const std::array<double, kPlannerStageCount> expected = {0.3, 0.1, 0.2, 0.4, 6.0, 2.0, 0.1, 9.1};
+        for (int s = 0; s < kPlannerStageCount; ++s)
+            QVERIFY2(std::abs(measured.share[static_cast<std::size_t>(s)] - expected[static_cast<std::size_t>(s)]) <
+                         1e-12,
+                     kPlannerStages[static_cast<std::size_t>(s)]);
+        // On one node the run's own shares: seeding starts at (0.3 + 0.1 + 0.2) / 9.1 of the time.
+        StageProgress fromRun(measured, 4, false);
+        QVERIFY(std::abs(fromRun.update(event("seeding")) - 0.6 / 9.1) < 1e-12);
+        QVERIFY(std::abs(fromRun.update(event("polish")) - 7.0 / 9.1) < 1e-12);
+        // Timings without any stage time: the fallback as it is.
+        const StageWeights none = stage_weights_from({{"total", 0.0}}, w);
+        QCOMPARE(none.share, w.share);
+        QCOMPARE(planner_stage_index("done"), -1);
+        QCOMPARE(planner_stage_index("polish"), 5);
     }
 
     void fifoIdsAndDeliveryOnTheTrackerThread() {

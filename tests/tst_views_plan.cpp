@@ -20,10 +20,13 @@
 #include <QBarSeries>
 #include <QBarSet>
 #include <QChartView>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
 #include <QHelpEvent>
 #include <QLineSeries>
+#include <QScatterSeries>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
 #include <QStandardItemModel>
@@ -31,6 +34,8 @@
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QToolTip>
+#include <QValueAxis>
+#include <QWheelEvent>
 #include <QtTest>
 
 #include <cmath>
@@ -328,6 +333,222 @@ private Q_SLOTS:
         other->counts.resize(other->samples.size() * other->stride());
         view.setPlan(plan_, other);
         QVERIFY(!view.window());
+    }
+
+    void costsTallestBarAndSideBySide() {
+        // The tallest row-shard: tallestRowShard on hand-made costs, lowest index on ties.
+        CostBreakdown hand;
+        hand.J = {1.0, 3.0, 3.0, 2.0};
+        QCOMPARE(tallestRowShard(hand), 1);
+        QCOMPARE(tallestRowShard(CostBreakdown{}), -1);
+
+        PlanView view;
+        view.resize(1400, 760);
+        view.setPlan(plan_, window_);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        view.setCurrentWidget(view.costsPanel());
+        CostsPanel* costs = view.costsPanel();
+        const Topology& t = plan_->topology;
+        const int G = t.shards();
+        QVERIFY(!costs->sideBySide());
+        QVERIFY(!costs->baselineChartView()->isVisible());
+        QCOMPARE(costs->baselineAttentionSet(), nullptr);
+        for (int m = 0; m < kMethodCount; ++m) {
+            costs->setMethod(m);
+            const MethodResult& mr = method_of(*plan_, m);
+            const Costs ind = independent_costs(*window_, t, mr.lpt ? plan_->lpt : plan_->identity, mr.layout);
+            // The tallest bar, found here from the independent A + E: its J is the score's max J.
+            int tallest = 0;
+            for (std::size_t k = 1; k < ind.A.size(); ++k)
+                if (ind.A[k] + ind.E[k] >
+                    ind.A[static_cast<std::size_t>(tallest)] + ind.E[static_cast<std::size_t>(tallest)] + 1e-9)
+                    tallest = static_cast<int>(k);
+            QCOMPARE(costs->tallestBar(), tallest);
+            const double J = costs->attentionSet()->at(tallest) + costs->expertSet()->at(tallest);
+            QVERIFY(close(J, mr.metrics.score.max_j));
+            QScatterSeries* marker = costs->tallestMarker();
+            QVERIFY(marker);
+            QCOMPARE(marker->count(), 1);
+            QCOMPARE(marker->at(0).x(), static_cast<double>(tallest));
+            QCOMPARE(marker->at(0).y(), mr.metrics.score.max_j);
+            const QString where = QStringLiteral("r%1 g%2").arg(tallest / G).arg(tallest % G);
+            QCOMPARE(marker->name(),
+                     QStringLiteral("tallest: %1, J = %2").arg(where).arg(mr.metrics.score.max_j, 0, 'f', 4));
+            QVERIFY(marker->pointLabelsVisible());
+            QCOMPARE(marker->pointLabelsFormat(), QStringLiteral("J = @yPoint"));
+            const QString tip = costs->rowBarToolTip(tallest);
+            QVERIFY2(tip.endsWith(QStringLiteral("J = A + E = %1<br>the tallest row-shard (max J)")
+                                      .arg(mr.metrics.score.max_j, 0, 'f', 4)),
+                     qPrintable(tip));
+            QVERIFY(!costs->rowBarToolTip(tallest == 0 ? 1 : 0).contains(QStringLiteral("tallest")));
+            QVERIFY2(costs->headingText().contains(QStringLiteral("max J = %1 (%2, the tallest bar, marked)")
+                                                       .arg(mr.metrics.score.max_j, 0, 'f', 4)
+                                                       .arg(where)),
+                     qPrintable(costs->headingText()));
+        }
+
+        // Side by side: the baseline's chart left of routepack's, on the same y-axis; the shard
+        // totals chart holds both methods' U[g].
+        costs->setMethod(3);
+        costs->setSideBySide(true);
+        QVERIFY(costs->sideBySideBox()->isChecked());
+        QVERIFY(costs->baselineChartView()->isVisible());
+        QTRY_VERIFY(costs->baselineChartView()->x() < costs->rowChartView()->x()); // after the splitter laid out
+        const CostBreakdown base =
+            cost_breakdown(plan_->baseline.layout, make_packing_problem(*window_, t, plan_->identity));
+        const CostBreakdown rp = cost_breakdown(plan_->routepack.layout, make_packing_problem(*window_, t, plan_->lpt));
+        QCOMPARE(costs->baselineAttentionSet()->count(), base.rows * G);
+        for (int k = 0; k < base.rows * G; ++k) {
+            QCOMPARE(costs->baselineAttentionSet()->at(k), base.A[static_cast<std::size_t>(k)]);
+            QCOMPARE(costs->baselineExpertSet()->at(k), base.E[static_cast<std::size_t>(k)]);
+        }
+        for (int k = 0; k < rp.rows * G; ++k)
+            QCOMPARE(costs->expertSet()->at(k), rp.E[static_cast<std::size_t>(k)]);
+        QCOMPARE(costs->baselineTallestMarker()->at(0).y(), plan_->baseline.metrics.score.max_j);
+        QVERIFY(costs->baselineChartView()->chart()->title().startsWith(QStringLiteral("Baseline: row")));
+        QVERIFY(costs->rowChartView()->chart()->title().startsWith(QStringLiteral("RoutePack: row")));
+        auto axisMax = [](QChartView* v) {
+            const auto axes = v->chart()->axes(Qt::Vertical);
+            return axes.isEmpty() ? -1.0 : qobject_cast<QValueAxis*>(axes.front())->max();
+        };
+        QCOMPARE(axisMax(costs->baselineChartView()), axisMax(costs->rowChartView()));
+        QVERIFY(axisMax(costs->rowChartView()) >= plan_->baseline.metrics.score.max_j);
+        QCOMPARE(costs->baselineShardTotalSet()->label(), QStringLiteral("Baseline U[g]"));
+        QCOMPARE(costs->shardTotalSet()->label(), QStringLiteral("RoutePack U[g]"));
+        for (int g = 0; g < G; ++g) {
+            QCOMPARE(costs->baselineShardTotalSet()->at(g), base.U[static_cast<std::size_t>(g)]);
+            QCOMPARE(costs->shardTotalSet()->at(g), rp.U[static_cast<std::size_t>(g)]);
+        }
+        QCOMPARE(costs->shardBarToolTip(0, 0).left(22), QStringLiteral("<b>Baseline: EDP shard"));
+        QCOMPARE(costs->rowBarToolTip(0, 0).left(19), QStringLiteral("<b>Baseline: row 0,"));
+        shoot(&view, QStringLiteral("plan-costs-side-by-side"));
+        view.setPalette(darkPalette());
+        QCoreApplication::processEvents();
+        shoot(&view, QStringLiteral("plan-costs-side-by-side-dark"));
+        view.setPalette(QPalette());
+        // The baseline itself is shown alone; unticking goes back to one chart.
+        costs->setMethod(0);
+        QVERIFY(!costs->baselineChartView()->isVisible());
+        QCOMPARE(costs->baselineAttentionSet(), nullptr);
+        costs->setMethod(3);
+        QVERIFY(costs->baselineChartView()->isVisible());
+        costs->setSideBySide(false);
+        QVERIFY(!costs->baselineChartView()->isVisible());
+        QCOMPARE(costs->baselineShardTotalSet(), nullptr);
+        QCOMPARE(costs->shardTotalSet()->label(), QStringLiteral("U[g] = sum_r J[r][g]"));
+    }
+
+    void heatmapZoom() {
+        // 94 MoE layers x 64 EP ranks in a HeatmapView of 640 x 480: zoom by levels of 1.25x.
+        const int rows = 94, cols = 64;
+        std::vector<double> v(static_cast<std::size_t>(rows) * cols);
+        for (int l = 0; l < rows; ++l)
+            for (int p = 0; p < cols; ++p)
+                v[static_cast<std::size_t>(l) * cols + p] =
+                    1.0 + 0.4 * std::sin(0.21 * l) * std::cos(0.37 * p) + (p % 9 == 4 ? 0.5 : 0.0);
+        auto* map = new HeatmapWidget;
+        map->setColourMap(HeatmapWidget::ColourMap::Diverging);
+        map->setData(rows, cols, v, {}, {});
+        map->setRange(0.4, 1.9, 1.0);
+        map->setTitle(QStringLiteral("94 MoE layers x 64 EP ranks"));
+        map->setLegendTitle(QStringLiteral("G / mean"));
+        map->setAxisTitles(QStringLiteral("MoE layer"), QStringLiteral("EP rank"));
+        HeatmapView area(map);
+        area.resize(640, 480);
+        area.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&area));
+        QCOMPARE(area.map(), map);
+        QCOMPARE(area.zoomLevel(), 0);
+        QCOMPARE(area.zoom(), 1.0);
+        QCOMPARE(map->size(), QSize(640, 480)); // fit: exactly the viewport, no scroll bars
+        QVERIFY(!area.horizontalScrollBar()->isVisible());
+        const int stride0 = map->columnLabelStride();
+        const int cell0 = map->cellRect(0, 0).width();
+        QSignalSpy zoomed(&area, &HeatmapView::zoomChanged);
+        area.zoomIn();
+        area.zoomIn();
+        area.zoomIn();
+        QCOMPARE(zoomed.count(), 3);
+        QCOMPARE(area.zoomLevel(), 3);
+        QCOMPARE(area.zoom(), 1.953125);
+        QCOMPARE(map->size(), QSize(1250, 938)); // 640 x 1.953125, 480 x 1.953125 (rounded)
+        QVERIFY(map->cellRect(0, 0).width() >= 2 * cell0 - 1);
+        QVERIFY2(map->columnLabelStride() < stride0,
+                 qPrintable(QStringLiteral("%1 -> %2").arg(stride0).arg(map->columnLabelStride())));
+        QVERIFY(area.horizontalScrollBar()->maximum() > 0);
+        // Clamped at both ends.
+        for (int k = 0; k < 20; ++k)
+            area.zoomIn();
+        QCOMPARE(area.zoomLevel(), HeatmapView::kMaxZoomLevel);
+        area.resetZoom();
+        QCOMPARE(area.zoomLevel(), 0);
+        QCOMPARE(map->size(), QSize(640, 480));
+        area.zoomOut();
+        QCOMPARE(area.zoomLevel(), 0);
+
+        // Ctrl + wheel: one level per notch around the mouse; the cell under it stays under it.
+        area.setZoomLevel(2);
+        const QPoint at(400, 300); // viewport coordinates
+        const QPoint cellBefore = map->cellAt(map->mapFrom(area.viewport(), at));
+        QVERIFY(cellBefore.x() >= 0);
+        auto wheel = [&](Qt::KeyboardModifiers mods, int delta) {
+            QWheelEvent e(QPointF(at), QPointF(area.viewport()->mapToGlobal(at)), QPoint(), QPoint(0, delta),
+                          Qt::NoButton, mods, Qt::NoScrollPhase, false);
+            QApplication::sendEvent(area.viewport(), &e);
+        };
+        wheel(Qt::ControlModifier, 120);
+        QCOMPARE(area.zoomLevel(), 3);
+        QCOMPARE(map->cellAt(map->mapFrom(area.viewport(), at)), cellBefore);
+        wheel(Qt::ControlModifier, 60); // half a notch: nothing yet
+        QCOMPARE(area.zoomLevel(), 3);
+        wheel(Qt::ControlModifier, 60);
+        QCOMPARE(area.zoomLevel(), 4);
+        wheel(Qt::ControlModifier, -240);
+        QCOMPARE(area.zoomLevel(), 2);
+        // A plain wheel scrolls, it does not zoom.
+        const int before = area.verticalScrollBar()->value();
+        wheel(Qt::NoModifier, -120);
+        QCOMPARE(area.zoomLevel(), 2);
+        QVERIFY(area.verticalScrollBar()->value() > before);
+        // Screenshots: fit and zoomed 4 levels (2.44x) into the middle, light and dark.
+        for (bool dark : {false, true}) {
+            area.setPalette(dark ? darkPalette() : QPalette());
+            area.resetZoom();
+            QCoreApplication::processEvents();
+            shoot(&area, QStringLiteral("heatmap-94x64-fit%1").arg(dark ? QStringLiteral("-dark") : QString()));
+            area.setZoomLevel(4);
+            QCoreApplication::processEvents();
+            QCOMPARE(map->columnLabelStride(), 1); // every rank labelled at 2.44x
+            shoot(&area, QStringLiteral("heatmap-94x64-zoom%1").arg(dark ? QStringLiteral("-dark") : QString()));
+        }
+        area.setPalette(QPalette());
+
+        // In a plan view the EP-rank maps zoom and scroll together; a tab without maps has none.
+        PlanView view;
+        view.resize(1280, 760);
+        view.setPlan(plan_, window_);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        view.setCurrentWidget(view.epHeatmapPanel());
+        QCOMPARE(view.zoomHeatmaps(1), 2);
+        auto views = view.epHeatmapPanel()->findChildren<HeatmapView*>();
+        QCOMPARE(views.size(), 2);
+        for (HeatmapView* h : views)
+            QCOMPARE(h->zoomLevel(), 1);
+        QCOMPARE(view.zoomHeatmaps(2), 2);
+        for (HeatmapView* h : views)
+            QCOMPARE(h->zoomLevel(), 3);
+        views[0]->horizontalScrollBar()->setValue(37);
+        QCOMPARE(views[1]->horizontalScrollBar()->value(), 37);
+        QCOMPARE(view.zoomHeatmaps(0), 2);
+        for (HeatmapView* h : views)
+            QCOMPARE(h->zoomLevel(), 0);
+        view.setCurrentWidget(view.costsPanel());
+        QCOMPARE(view.zoomHeatmaps(1), 0);
+        view.setCurrentWidget(view.rowHeatmapPanel());
+        QCOMPARE(view.zoomHeatmaps(1), 1);
+        QCOMPARE(view.rowHeatmapPanel()->findChild<HeatmapView*>()->zoomLevel(), 1);
     }
 
     void executionGrid() {

@@ -50,8 +50,8 @@ CommPanel::CommPanel(QWidget* parent) : QWidget(parent) {
     affinity_->setLegendTitle(tr("tokens using both"));
     affinity_->setPrecision(6);
     auto* split = new QSplitter(Qt::Horizontal, this);
-    split->addWidget(dispatch_);
-    split->addWidget(affinity_);
+    split->addWidget(new HeatmapView(dispatch_, this));
+    split->addWidget(new HeatmapView(affinity_, this));
     split->setStretchFactor(0, 2);
     split->setStretchFactor(1, 3);
     auto* bar = new QHBoxLayout;

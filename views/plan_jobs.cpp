@@ -71,26 +71,29 @@ quint64 PlanJobQueue::enqueue(const PlanJobRequest& request) {
     const quint64 id = tracker_->nextId();
     jobs_[id] = {rq.label, rq.library};
     const quint64 started = tracker_->start<Outcome>(
-        [this, rq](JobContext& context) { return run(rq, context); },
+        [this, rq, weights = weights_](JobContext& context) { return run(rq, weights, context); },
         [this](quint64 job, const std::shared_ptr<const Outcome>& outcome) { onEnded(job, outcome, false); },
         [this](quint64 job) { onEnded(job, nullptr, true); });
     Q_ASSERT(started == id);
     return started;
 }
 
-PlanJobQueue::Outcome PlanJobQueue::run(const PlanJobRequest& request, JobContext& context) {
+PlanJobQueue::Outcome PlanJobQueue::run(const PlanJobRequest& request, const StageWeights& weights,
+                                        JobContext& context) {
     Outcome out;
     QElapsedTimer timer;
     timer.start();
     const quint64 id = context.id();
     const std::string started = QDateTime::currentDateTimeUtc().toString(Qt::ISODate).toStdString();
-    // Progress, throttled here on the worker: only values cross to the GUI thread.
+    // Progress in proportion to time (each stage by its share of the run), throttled here on the
+    // worker: only values cross to the GUI thread.
+    StageProgress timeShare(weights, request.budgets.annealing.levels, request.topology.nodes() > 1);
     auto on_event = [&](const PlanEvent& e) {
         if (e.level) context.post([this, id, level = *e.level] { Q_EMIT levelFinished(id, level); });
+        const double fraction = timeShare.update(e);
         if (!context.throttle().passStage(e.stage, e.stage == "done")) return;
-        context.post([this, id, stage = QString::fromStdString(e.stage), fraction = e.fraction] {
-            Q_EMIT progress(id, stage, fraction);
-        });
+        context.post(
+            [this, id, stage = QString::fromStdString(e.stage), fraction] { Q_EMIT progress(id, stage, fraction); });
     };
     std::unique_ptr<storage::Library> lib;
     try {
@@ -180,6 +183,10 @@ void PlanJobQueue::cancelCurrent() {
 
 void PlanJobQueue::cancelAll() {
     tracker_->cancelAll();
+}
+
+void PlanJobQueue::setStageWeights(const StageWeights& weights) {
+    weights_ = weights;
 }
 
 void PlanJobQueue::invalidate() {

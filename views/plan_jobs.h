@@ -8,6 +8,7 @@
 #include "core/plan/annealing.h"
 #include "core/plan/planner.h"
 #include "views/job_tracker.h"
+#include "views/stage_progress.h"
 
 #include <QObject>
 #include <QString>
@@ -75,6 +76,12 @@ public:
     void cancelAll();
     /// Starts a new generation: results of every job enqueued before are dropped (see class doc).
     void invalidate();
+    /// The stage weights of the jobs enqueued from now on (StageProgress: `progress` reports the
+    /// fraction of the expected wall time, each planner stage weighted by its share); default
+    /// StageWeights::defaults(). The studio passes each finished run's measured shares
+    /// (stage_weights_from of PlanResult::timings).
+    void setStageWeights(const StageWeights& weights);
+    StageWeights stageWeights() const { return weights_; }
 
     quint64 generation() const;
     /// Id of the running job, 0 when idle.
@@ -89,7 +96,9 @@ public:
 Q_SIGNALS:
     void jobStarted(quint64 job, const QString& label);
     /// Stage name of PlanEvent ("placement", "row count", "baselines", "seeding", "annealing",
-    /// "polish", "validate", "done") and the overall fraction in [0, 1].
+    /// "polish", "validate", "communication", "done") and the overall fraction in [0, 1] in
+    /// proportion to the expected time (StageProgress over the job's stage weights, the annealing
+    /// levels of its budgets, communication on more than one node).
     void progress(quint64 job, const QString& stage, double fraction);
     /// One finished temperature level of the running job (live convergence).
     void levelFinished(quint64 job, const routepack::LevelStats& level);
@@ -112,11 +121,12 @@ private:
         bool ok = false;
     };
     /// The worker's part: opens its own library connection, plans (or restores) and saves.
-    Outcome run(const PlanJobRequest& request, JobContext& context);
+    Outcome run(const PlanJobRequest& request, const StageWeights& weights, JobContext& context);
     /// On the GUI thread: `finished`, `failed` or (`stale`) `staleDropped`.
     void onEnded(quint64 job, const std::shared_ptr<const Outcome>& outcome, bool stale);
 
     JobTracker* tracker_ = nullptr;
+    StageWeights weights_ = StageWeights::defaults();
     /// Label (PlanJobRequest::label) and library of every job that runs or waits.
     std::map<quint64, std::pair<QString, QString>> jobs_;
 };

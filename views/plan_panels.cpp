@@ -8,6 +8,7 @@
 #include <QBarSet>
 #include <QChart>
 #include <QChartView>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QCursor>
 #include <QEvent>
@@ -17,6 +18,8 @@
 #include <QLegend>
 #include <QLineSeries>
 #include <QPainter>
+#include <QScatterSeries>
+#include <QScrollBar>
 #include <QSplitter>
 #include <QStackedBarSeries>
 #include <QStyledItemDelegate>
@@ -42,7 +45,9 @@ const QColor kExpertColour(0xf5, 0x85, 0x18);
 const QColor kStragglerAttention(0x8e, 0x44, 0xad);
 const QColor kStragglerExpert(0xd6, 0x27, 0x28);
 const QColor kTotalColour(0x54, 0xa2, 0x4b);
-const QColor kBalancedColour(0x8c, 0x8c, 0x8c); ///< shard totals all tied: no straggler colour
+const QColor kBalancedColour(0x8c, 0x8c, 0x8c);      ///< shard totals all tied: no straggler colour
+const QColor kBaselineTotalColour(0x79, 0x86, 0x9a); ///< the baseline's U[g] beside the shown method's
+const QColor kTallestColour(0xf2, 0xd5, 0x3c);       ///< marker on the tallest row-shard bar
 const QColor kBestColour(0xe4, 0x57, 0x56);
 const QColor kEnergyColour(0x4c, 0x78, 0xa8);
 const QColor kRateColour(0x54, 0xa2, 0x4b);
@@ -233,8 +238,17 @@ EpHeatmapPanel::EpHeatmapPanel(QWidget* parent) : QWidget(parent) {
     bar->addWidget(scaleBox_);
     bar->addStretch(1);
     auto* maps = new QHBoxLayout;
-    maps->addWidget(identity_, 1);
-    maps->addWidget(lpt_, 1);
+    auto* identityView = new HeatmapView(identity_, this);
+    auto* lptView = new HeatmapView(lpt_, this);
+    maps->addWidget(identityView, 1);
+    maps->addWidget(lptView, 1);
+    // The two maps zoom and scroll together: the same layers and ranks side by side.
+    for (auto [from, to] : {std::pair{identityView, lptView}, std::pair{lptView, identityView}}) {
+        connect(from, &HeatmapView::zoomChanged, to, [to](int level) { to->setZoomLevel(level); });
+        connect(from->horizontalScrollBar(), &QScrollBar::valueChanged, to->horizontalScrollBar(),
+                &QScrollBar::setValue);
+        connect(from->verticalScrollBar(), &QScrollBar::valueChanged, to->verticalScrollBar(), &QScrollBar::setValue);
+    }
     auto* v = new QVBoxLayout(this);
     v->addWidget(summary_);
     v->addLayout(bar);
@@ -426,7 +440,7 @@ RowHeatmapPanel::RowHeatmapPanel(QWidget* parent) : QWidget(parent) {
     map_->setPrecision(4);
     map_->setEmptyText(tr("No plan"));
     scaleBox_ = makeScaleCombo(this, false);
-    QHBoxLayout* bar = methodPanelLayout(this, methodBox_, note_, map_);
+    QHBoxLayout* bar = methodPanelLayout(this, methodBox_, note_, new HeatmapView(map_, this));
     bar->addSpacing(12);
     bar->addWidget(new QLabel(tr("EDP shard:"), this));
     bar->addWidget(shardBox_);
@@ -569,21 +583,44 @@ void RowHeatmapPanel::refresh() {
 
 CostsPanel::CostsPanel(QWidget* parent) : QWidget(parent) {
     methodBox_ = methodCombo(this);
+    sideBox_ = new QCheckBox(tr("Baseline side by side"), this);
+    sideBox_->setToolTip(tr("Show the baseline's row-shard costs left of the shown method's, on the same y-axis"));
     heading_ = headingLabel(this);
+    baseView_ = makeChartView(this);
     rowView_ = makeChartView(this);
     shardView_ = makeChartView(this);
+    baseView_->hide();
     auto* split = new QSplitter(Qt::Horizontal, this);
+    split->addWidget(baseView_);
     split->addWidget(rowView_);
     split->addWidget(shardView_);
     split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 1);
-    methodPanelLayout(this, methodBox_, heading_, split)->addStretch(1);
+    split->setStretchFactor(1, 3);
+    split->setStretchFactor(2, 1);
+    QHBoxLayout* bar = methodPanelLayout(this, methodBox_, heading_, split);
+    bar->addSpacing(12);
+    bar->addWidget(sideBox_);
+    bar->addStretch(1);
     gain_ = headingLabel(this);
     gain_->setFrameShape(QFrame::StyledPanel);
     gain_->setMargin(4);
     gain_->hide();
     if (auto* v = qobject_cast<QVBoxLayout*>(layout())) v->addWidget(gain_);
     connect(methodBox_, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
+    connect(sideBox_, &QCheckBox::toggled, this, [this] { refresh(); });
+}
+
+void CostsPanel::setSideBySide(bool on) {
+    sideBox_->setChecked(on);
+}
+
+bool CostsPanel::sideBySide() const {
+    return sideBox_->isChecked();
+}
+
+int tallestRowShard(const CostBreakdown& costs) {
+    if (costs.J.empty()) return -1;
+    return static_cast<int>(std::max_element(costs.J.begin(), costs.J.end()) - costs.J.begin());
 }
 
 QString CostsPanel::gainText() const {
@@ -642,30 +679,139 @@ int CostsPanel::method() const {
 
 void CostsPanel::changeEvent(QEvent* e) {
     if (e->type() == QEvent::PaletteChange) {
-        styleChart(rowView_->chart(), palette());
-        styleChart(shardView_->chart(), palette());
-        if (attention_) attention_->setLabelColor(palette().color(QPalette::Text));
-        if (total_) total_->setLabelColor(palette().color(QPalette::Text));
+        const QColor text = palette().color(QPalette::Text);
+        for (QChartView* v : {baseView_, rowView_, shardView_})
+            styleChart(v->chart(), palette());
+        for (QBarSet* set : {total_, baseTotal_})
+            if (set) set->setLabelColor(text);
+        for (QScatterSeries* marker : {tallestMarker_, baseTallestMarker_})
+            if (marker) marker->setPointLabelsColor(text);
     }
     QWidget::changeEvent(e);
 }
 
+CostsPanel::RowChart CostsPanel::fillRowChart(QChart* rc, int m, double maxJ) {
+    RowChart out;
+    const CostBreakdown& cb = costs_->method[static_cast<std::size_t>(m)];
+    const int R = cb.rows, G = cb.shards;
+    const int straggler = costs_->straggler[static_cast<std::size_t>(m)];
+    const int tallest = tallestRowShard(cb);
+    const QColor text = palette().color(QPalette::Text);
+
+    // Stacked A + E per (r, g): categories rows outer, shards inner.
+    out.attention = new QBarSet(tr("attention A[r][g]"));
+    out.expert = new QBarSet(tr("expert E[r][g]"));
+    out.attention->setColor(kAttentionColour);
+    out.expert->setColor(kExpertColour);
+    out.attention->setBorderColor(kAttentionColour);
+    out.expert->setBorderColor(kExpertColour);
+    out.attention->setSelectedColor(kStragglerAttention);
+    out.expert->setSelectedColor(kStragglerExpert);
+    QList<int> stragglerBars;
+    QStringList categories;
+    for (int r = 0; r < R; ++r)
+        for (int g = 0; g < G; ++g) {
+            const std::size_t k = static_cast<std::size_t>(r) * G + g;
+            out.attention->append(cb.A[k]);
+            out.expert->append(cb.E[k]);
+            categories.append(G > 1 ? QStringLiteral("r%1 g%2").arg(r).arg(g) : QStringLiteral("r%1").arg(r));
+            if (g == straggler) stragglerBars.append(static_cast<int>(k));
+        }
+    if (G > 1) {
+        out.attention->selectBars(stragglerBars);
+        out.expert->selectBars(stragglerBars);
+    }
+    auto* stacked = new QStackedBarSeries;
+    stacked->append(out.attention);
+    stacked->append(out.expert);
+    stacked->setBarWidth(0.8);
+    rc->addSeries(stacked);
+    // The tallest bar: a marker on its top with its J, named in the legend.
+    out.tallest = new QScatterSeries;
+    if (tallest >= 0) {
+        const std::size_t k = static_cast<std::size_t>(tallest);
+        const int r = tallest / G, g = tallest % G;
+        out.tallest->setName(tr("tallest: %1, J = %2")
+                                 .arg(G > 1 ? QStringLiteral("r%1 g%2").arg(r).arg(g) : QStringLiteral("r%1").arg(r))
+                                 .arg(cb.J[k], 0, 'f', 4));
+        out.tallest->append(tallest, cb.J[k]);
+    }
+    out.tallest->setMarkerShape(QScatterSeries::MarkerShapeTriangle);
+    out.tallest->setMarkerSize(13);
+    out.tallest->setColor(kTallestColour);
+    out.tallest->setBorderColor(text);
+    out.tallest->setPointLabelsFormat(QStringLiteral("J = @yPoint"));
+    out.tallest->setPointLabelsVisible(true);
+    out.tallest->setPointLabelsClipping(false);
+    out.tallest->setPointLabelsColor(text);
+    rc->addSeries(out.tallest);
+    auto* cx = new QBarCategoryAxis;
+    cx->append(categories);
+    if (categories.size() > 6) cx->setLabelsAngle(-90); // "r3 g1" labels are elided side by side in a narrow dock
+    if (categories.size() > 64) {
+        cx->setLabelsVisible(false);
+        cx->setTitleText(tr("%1 row-shards (r, g), rows outer").arg(categories.size()));
+    } else {
+        cx->setTitleText(G > 1 ? tr("row r, EDP shard g") : tr("row r"));
+    }
+    auto* cy = new QValueAxis;
+    cy->setTitleText(tr("cost J = A + E (tokens)"));
+    cy->setLabelFormat(QStringLiteral("%.3g"));
+    rc->addAxis(cx, Qt::AlignBottom);
+    rc->addAxis(cy, Qt::AlignLeft);
+    stacked->attachAxis(cx);
+    stacked->attachAxis(cy);
+    out.tallest->attachAxis(cx);
+    out.tallest->attachAxis(cy);
+    cy->setRange(0, maxJ > 0 ? maxJ * 1.05 : 1);
+    cy->applyNiceNumbers();
+    // Two short lines rather than one that a narrow chart elides.
+    rc->setTitle(G > 1 ? tr("%1: row-shard costs<br>straggler shard g%2: purple (A), red (E)")
+                             .arg(QString::fromLatin1(method_label(m)))
+                             .arg(straggler)
+                       : tr("%1: row costs").arg(QString::fromLatin1(method_label(m))));
+    // Exact values of the bar under the mouse.
+    QChartView* view = rc == baseView_->chart() ? baseView_ : rowView_;
+    for (QBarSet* set : {out.attention, out.expert})
+        connect(set, &QBarSet::hovered, view, [this, view, m](bool on, int index) {
+            if (on)
+                QToolTip::showText(QCursor::pos(), rowBarToolTip(index, m), view);
+            else
+                QToolTip::hideText();
+        });
+    connect(out.tallest, &QScatterSeries::hovered, view, [this, view, m, tallest](const QPointF&, bool on) {
+        if (on)
+            QToolTip::showText(QCursor::pos(), rowBarToolTip(tallest, m), view);
+        else
+            QToolTip::hideText();
+    });
+    styleChart(rc, palette());
+    if (rc == rowView_->chart()) categories_ = categories;
+    return out;
+}
+
 void CostsPanel::refresh() {
+    QChart* bc = baseView_->chart();
     QChart* rc = rowView_->chart();
     QChart* sc = shardView_->chart();
-    rc->removeAllSeries();
-    sc->removeAllSeries();
-    for (QAbstractAxis* a : rc->axes())
-        rc->removeAxis(a), delete a;
-    for (QAbstractAxis* a : sc->axes())
-        sc->removeAxis(a), delete a;
+    for (QChart* c : {bc, rc, sc}) {
+        c->removeAllSeries();
+        for (QAbstractAxis* a : c->axes())
+            c->removeAxis(a), delete a;
+        c->setTitle(QString());
+    }
     attention_ = expert_ = total_ = nullptr;
+    baseAttention_ = baseExpert_ = baseTotal_ = nullptr;
+    tallestMarker_ = baseTallestMarker_ = nullptr;
     categories_.clear();
     straggler_ = -1;
-    rc->setTitle(QString());
-    sc->setTitle(QString());
+    tallest_ = -1;
     gain_->clear();
     gain_->hide();
+    const int m = method();
+    // Side by side needs a second method to show; the baseline itself is shown alone.
+    const bool side = sideBySide() && plan_ && costs_ && m != 0;
+    baseView_->setVisible(side);
     if (!plan_) {
         heading_->clear();
         return;
@@ -678,55 +824,12 @@ void CostsPanel::refresh() {
     }
     gain_->setText(gainExplanationText(explain_gain(*plan_, *costs_), *plan_));
     gain_->show();
-    const int m = method();
     const CostBreakdown& cb = costs_->method[static_cast<std::size_t>(m)];
     const int R = cb.rows, G = cb.shards;
     straggler_ = costs_->straggler[static_cast<std::size_t>(m)];
+    tallest_ = tallestRowShard(cb);
     const QColor text = palette().color(QPalette::Text);
 
-    // Stacked A + E per (r, g): categories rows outer, shards inner.
-    attention_ = new QBarSet(tr("attention A[r][g]"));
-    expert_ = new QBarSet(tr("expert E[r][g]"));
-    attention_->setColor(kAttentionColour);
-    expert_->setColor(kExpertColour);
-    attention_->setBorderColor(kAttentionColour);
-    expert_->setBorderColor(kExpertColour);
-    attention_->setSelectedColor(kStragglerAttention);
-    expert_->setSelectedColor(kStragglerExpert);
-    QList<int> stragglerBars;
-    for (int r = 0; r < R; ++r)
-        for (int g = 0; g < G; ++g) {
-            const std::size_t k = static_cast<std::size_t>(r) * G + g;
-            attention_->append(cb.A[k]);
-            expert_->append(cb.E[k]);
-            categories_.append(G > 1 ? QStringLiteral("r%1 g%2").arg(r).arg(g) : QStringLiteral("r%1").arg(r));
-            if (g == straggler_) stragglerBars.append(static_cast<int>(k));
-        }
-    if (G > 1) {
-        attention_->selectBars(stragglerBars);
-        expert_->selectBars(stragglerBars);
-    }
-    auto* stacked = new QStackedBarSeries;
-    stacked->append(attention_);
-    stacked->append(expert_);
-    stacked->setBarWidth(0.8);
-    rc->addSeries(stacked);
-    auto* cx = new QBarCategoryAxis;
-    cx->append(categories_);
-    if (categories_.size() > 6) cx->setLabelsAngle(-90); // "r3 g1" labels are elided side by side in a narrow dock
-    if (categories_.size() > 64) {
-        cx->setLabelsVisible(false);
-        cx->setTitleText(tr("%1 row-shards (r, g), rows outer").arg(categories_.size()));
-    } else {
-        cx->setTitleText(G > 1 ? tr("row r, EDP shard g") : tr("row r"));
-    }
-    auto* cy = new QValueAxis;
-    cy->setTitleText(tr("cost J = A + E (tokens)"));
-    cy->setLabelFormat(QStringLiteral("%.3g"));
-    rc->addAxis(cx, Qt::AlignBottom);
-    rc->addAxis(cy, Qt::AlignLeft);
-    stacked->attachAxis(cx);
-    stacked->attachAxis(cy);
     // One y-axis for every method (switching methods compares bar heights), in both charts.
     double maxJ = 0, maxU = 0;
     for (const CostBreakdown& any : costs_->method) {
@@ -735,40 +838,54 @@ void CostsPanel::refresh() {
         for (double u : any.U)
             maxU = std::max(maxU, u);
     }
-    cy->setRange(0, maxJ > 0 ? maxJ * 1.05 : 1);
-    cy->applyNiceNumbers();
-    // Two short lines rather than one that a narrow chart elides.
-    rc->setTitle(G > 1 ? tr("%1: row-shard costs<br>straggler shard g%2: purple (A), red (E)")
-                             .arg(QString::fromLatin1(method_label(m)))
-                             .arg(straggler_)
-                       : tr("%1: row costs").arg(QString::fromLatin1(method_label(m))));
-
-    // U[g] per shard, straggler selected.
-    total_ = new QBarSet(tr("U[g] = sum_r J[r][g]"));
-    total_->setColor(kTotalColour);
-    total_->setBorderColor(kTotalColour);
-    total_->setSelectedColor(kStragglerExpert);
-    total_->setLabelColor(text);
-    QStringList shards;
-    for (int g = 0; g < G; ++g) {
-        total_->append(cb.U[static_cast<std::size_t>(g)]);
-        shards.append(QStringLiteral("g%1").arg(g));
+    const RowChart shown = fillRowChart(rc, m, maxJ);
+    attention_ = shown.attention;
+    expert_ = shown.expert;
+    tallestMarker_ = shown.tallest;
+    if (side) {
+        const RowChart base = fillRowChart(bc, 0, maxJ);
+        baseAttention_ = base.attention;
+        baseExpert_ = base.expert;
+        baseTallestMarker_ = base.tallest;
     }
+
+    // U[g] per shard, straggler selected; side by side the baseline's totals first.
+    auto totals = [&](int method, const QColor& colour) {
+        const CostBreakdown& c = costs_->method[static_cast<std::size_t>(method)];
+        auto* set = new QBarSet(side ? tr("%1 U[g]").arg(QString::fromLatin1(method_label(method)))
+                                     : tr("U[g] = sum_r J[r][g]"));
+        set->setColor(colour);
+        set->setBorderColor(colour);
+        set->setSelectedColor(kStragglerExpert);
+        set->setLabelColor(text);
+        for (int g = 0; g < c.shards; ++g)
+            set->append(c.U[static_cast<std::size_t>(g)]);
+        const std::vector<int> tied = tiedShards(c.U, kShardTieTolerance);
+        set->selectBars(QList<int>(tied.begin(), tied.end())); // tied with the straggler
+        if (c.shards > 1 && static_cast<int>(tied.size()) == c.shards) {
+            set->setColor(kBalancedColour);
+            set->setBorderColor(kBalancedColour);
+            set->setSelectedColor(kBalancedColour);
+        }
+        return set;
+    };
+    QStringList shards;
+    for (int g = 0; g < G; ++g)
+        shards.append(QStringLiteral("g%1").arg(g));
     const std::vector<int> tied = tiedShards(cb.U, kShardTieTolerance);
     const bool balanced = G > 1 && static_cast<int>(tied.size()) == G;
-    total_->selectBars(QList<int>(tied.begin(), tied.end())); // tied with the straggler
-    if (balanced) {
-        total_->setColor(kBalancedColour);
-        total_->setBorderColor(kBalancedColour);
-        total_->setSelectedColor(kBalancedColour);
-    }
     auto* bars = new QBarSeries;
+    if (side) {
+        baseTotal_ = totals(0, kBaselineTotalColour);
+        bars->append(baseTotal_);
+    }
+    total_ = totals(m, kTotalColour);
     bars->append(total_);
     bars->setLabelsVisible(true);
     bars->setLabelsPosition(QAbstractBarSeries::LabelsInsideEnd);
     bars->setLabelsFormat(QStringLiteral("@value"));
     bars->setLabelsPrecision(5);
-    bars->setLabelsAngle(G > 2 ? -90 : 0); // horizontal labels of 3+ shards overlap in the narrow chart
+    bars->setLabelsAngle(G > 2 || side ? -90 : 0); // horizontal labels of 3+ bars overlap in the narrow chart
     sc->addSeries(bars);
     auto* sx = new QBarCategoryAxis;
     sx->append(shards);
@@ -783,41 +900,39 @@ void CostsPanel::refresh() {
     bars->attachAxis(sx);
     bars->attachAxis(sy);
     sc->setTitle(tr("Shard totals U[g]"));
-    sc->legend()->setVisible(false);
-    // Exact values of the bar under the mouse.
-    for (QBarSet* set : {attention_, expert_})
-        connect(set, &QBarSet::hovered, rowView_, [this](bool on, int index) {
+    sc->legend()->setVisible(side);
+    for (QBarSet* set : {baseTotal_, total_}) {
+        if (!set) continue;
+        const int method = set == baseTotal_ ? 0 : m;
+        connect(set, &QBarSet::hovered, shardView_, [this, method](bool on, int index) {
             if (on)
-                QToolTip::showText(QCursor::pos(), rowBarToolTip(index), rowView_);
+                QToolTip::showText(QCursor::pos(), shardBarToolTip(index, method), shardView_);
             else
                 QToolTip::hideText();
         });
-    connect(total_, &QBarSet::hovered, shardView_, [this](bool on, int index) {
-        if (on)
-            QToolTip::showText(QCursor::pos(), shardBarToolTip(index), shardView_);
-        else
-            QToolTip::hideText();
-    });
-    styleChart(rc, palette());
+    }
     styleChart(sc, palette());
 
     const LayoutMetrics& metrics = method_of(*plan_, m).metrics;
-    heading_->setText((balanced ? tr("<b>Balanced:</b> every shard within %1% of max_g U (shown alike). ")
-                                      .arg(100 * kShardTieTolerance, 0, 'g', 3)
-                                : QString()) +
-                      tr("<b>Straggler: shard g%1</b>, U = %2 (= joint, max_g U, eq. 15); sum U = %3; max J = %4. "
-                         "%5 rows x %6 EDP shards.")
-                          .arg(straggler_)
-                          .arg(cb.U[static_cast<std::size_t>(straggler_)], 0, 'f', 4)
-                          .arg(metrics.score.sum_u, 0, 'f', 4)
-                          .arg(metrics.score.max_j, 0, 'f', 4)
-                          .arg(R)
-                          .arg(G) +
-                      (method_of(*plan_, m).lpt && plan_->bound.value > 0
-                           ? tr(" Lower bound on max_g U at this placement (any layout): %1, gap %2%.")
-                                 .arg(plan_->bound.value, 0, 'f', 4)
-                                 .arg(100.0 * bound_gap(metrics.score.max_u, plan_->bound.value), 0, 'f', 2)
-                           : QString()));
+    const int tallRow = tallest_ / std::max(G, 1), tg = tallest_ % std::max(G, 1);
+    heading_->setText(
+        (balanced ? tr("<b>Balanced:</b> every shard within %1% of max_g U (shown alike). ")
+                        .arg(100 * kShardTieTolerance, 0, 'g', 3)
+                  : QString()) +
+        tr("<b>Straggler: shard g%1</b>, U = %2 (= joint, max_g U, eq. 15); sum U = %3; max J = %4 "
+           "(%5, the tallest bar, marked). %6 rows x %7 EDP shards.")
+            .arg(straggler_)
+            .arg(cb.U[static_cast<std::size_t>(straggler_)], 0, 'f', 4)
+            .arg(metrics.score.sum_u, 0, 'f', 4)
+            .arg(metrics.score.max_j, 0, 'f', 4)
+            .arg(G > 1 ? QStringLiteral("r%1 g%2").arg(tallRow).arg(tg) : QStringLiteral("r%1").arg(tallRow))
+            .arg(R)
+            .arg(G) +
+        (method_of(*plan_, m).lpt && plan_->bound.value > 0
+             ? tr(" Lower bound on max_g U at this placement (any layout): %1, gap %2%.")
+                   .arg(plan_->bound.value, 0, 'f', 4)
+                   .arg(100.0 * bound_gap(metrics.score.max_u, plan_->bound.value), 0, 'f', 2)
+             : QString()));
 }
 
 std::vector<int> tiedShards(const std::vector<double>& U, double tolerance) {
@@ -835,42 +950,51 @@ QString CostsPanel::headingText() const {
 }
 
 QString CostsPanel::rowBarToolTip(int index) const {
-    if (!plan_ || !costs_ || straggler_ < 0) return {};
-    const int m = method();
+    return rowBarToolTip(index, method());
+}
+
+QString CostsPanel::rowBarToolTip(int index, int m) const {
+    if (!plan_ || !costs_ || straggler_ < 0 || m < 0 || m >= kAllMethodCount || !has_method(*plan_, m)) return {};
     const CostBreakdown& cb = costs_->method[static_cast<std::size_t>(m)];
     if (index < 0 || static_cast<std::size_t>(index) >= cb.J.size() || cb.shards < 1) return {};
     const int r = index / cb.shards, g = index % cb.shards;
     const auto k = static_cast<std::size_t>(index);
+    const int straggler = costs_->straggler[static_cast<std::size_t>(m)];
     return tr("<b>%1: row %2, EDP shard g%3</b>%4<br>A = %5 (attention, eq. 12)<br>E = %6 (expert, eq. 14)<br>"
-              "J = A + E = %7")
+              "J = A + E = %7%8")
         .arg(QString::fromLatin1(method_label(m)))
         .arg(r)
         .arg(g)
-        .arg(g == straggler_ && cb.shards > 1 ? tr(" (straggler shard)") : QString())
+        .arg(g == straggler && cb.shards > 1 ? tr(" (straggler shard)") : QString())
         .arg(cb.A[k], 0, 'f', 4)
         .arg(cb.E[k], 0, 'f', 4)
-        .arg(cb.J[k], 0, 'f', 4);
+        .arg(cb.J[k], 0, 'f', 4)
+        .arg(index == tallestRowShard(cb) ? tr("<br>the tallest row-shard (max J)") : QString());
 }
 
 QString CostsPanel::shardBarToolTip(int g) const {
-    if (!plan_ || !costs_ || straggler_ < 0) return {};
-    const int m = method();
+    return shardBarToolTip(g, method());
+}
+
+QString CostsPanel::shardBarToolTip(int g, int m) const {
+    if (!plan_ || !costs_ || straggler_ < 0 || m < 0 || m >= kAllMethodCount || !has_method(*plan_, m)) return {};
     const CostBreakdown& cb = costs_->method[static_cast<std::size_t>(m)];
     if (g < 0 || g >= cb.shards) return {};
+    const int straggler = costs_->straggler[static_cast<std::size_t>(m)];
     QStringList slots;
     for (int d : plan_->topology.edp_shards[static_cast<std::size_t>(g)])
         slots << QString::number(d);
-    const double u = cb.U[static_cast<std::size_t>(g)], top = cb.U[static_cast<std::size_t>(straggler_)];
+    const double u = cb.U[static_cast<std::size_t>(g)], top = cb.U[static_cast<std::size_t>(straggler)];
     return tr("<b>%1: EDP shard g%2</b> (DP slots %3)<br>U = sum_r J[r][g] = %4<br>%5")
         .arg(QString::fromLatin1(method_label(m)))
         .arg(g)
         .arg(slots.join(QLatin1Char(',')))
         .arg(u, 0, 'f', 4)
-        .arg(g == straggler_ ? tr("the straggler: U = max_g U, the joint cost (eq. 15)")
-                             : tr("%1 below the straggler g%2 (%3 %)")
-                                   .arg(top - u, 0, 'f', 4)
-                                   .arg(straggler_)
-                                   .arg(top > 0 ? 100.0 * (top - u) / top : 0.0, 0, 'f', 2));
+        .arg(g == straggler ? tr("the straggler: U = max_g U, the joint cost (eq. 15)")
+                            : tr("%1 below the straggler g%2 (%3 %)")
+                                  .arg(top - u, 0, 'f', 4)
+                                  .arg(straggler)
+                                  .arg(top > 0 ? 100.0 * (top - u) / top : 0.0, 0, 'f', 2));
 }
 
 // =============================================================================================

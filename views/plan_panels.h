@@ -15,6 +15,8 @@
 class QChart;
 class QChartView;
 class QBarSet;
+class QCheckBox;
+class QScatterSeries;
 class QLineSeries;
 class QValueAxis;
 class QComboBox;
@@ -144,6 +146,10 @@ inline constexpr double kShardTieTolerance = 0.001;
 /// shards tied with the straggler (tiedShards, kShardTieTolerance) are selected and red like it,
 /// the others green; when every shard is tied, all are one neutral grey and the heading says they
 /// are balanced (a 0.01-token difference is no straggler).
+/// The tallest row-shard bar (max_{r,g} J, the score's third term; tallestRowShard) carries a marker
+/// with its J as label, is named in the legend and the heading, and its tooltip says it is the tallest.
+/// Side by side (setSideBySide, the "Baseline side by side" box): the baseline's row-shard chart left of
+/// the shown method's, on the same y-axis, and the U[g] chart holds both methods' totals.
 class CostsPanel : public QWidget {
     Q_OBJECT
 public:
@@ -151,20 +157,42 @@ public:
     void setPlan(const std::shared_ptr<const routepack::PlanResult>& plan, std::shared_ptr<const PlanCosts> costs);
     void setMethod(int method);
     int method() const;
+    /// Shows the baseline's row-shard chart beside the shown method's (true), or the method alone.
+    void setSideBySide(bool on);
+    bool sideBySide() const;
+    QCheckBox* sideBySideBox() const { return sideBox_; }
     /// Straggler shard of the shown method (-1 when nothing is shown).
     int stragglerShard() const { return straggler_; }
+    /// Bar index (r * G + g) of the shown method's tallest row-shard (-1 when nothing is shown).
+    int tallestBar() const { return tallest_; }
     QBarSet* attentionSet() const { return attention_; }
     QBarSet* expertSet() const { return expert_; }
     QBarSet* shardTotalSet() const { return total_; }
+    /// The marker on the shown method's tallest bar (one point: x = bar index, y = its J); null when
+    /// nothing is shown. Its name (the legend) is "tallest: r<r> g<g>, J = <J, 4 decimals>".
+    QScatterSeries* tallestMarker() const { return tallestMarker_; }
+    /// Side by side only (else null): the baseline's bar sets, its marker and its U[g] set.
+    QBarSet* baselineAttentionSet() const { return baseAttention_; }
+    QBarSet* baselineExpertSet() const { return baseExpert_; }
+    QScatterSeries* baselineTallestMarker() const { return baseTallestMarker_; }
+    QBarSet* baselineShardTotalSet() const { return baseTotal_; }
     QStringList categories() const { return categories_; }
     QChartView* rowChartView() const { return rowView_; }
+    /// The baseline's row-shard chart (hidden unless side by side).
+    QChartView* baselineChartView() const { return baseView_; }
     QChartView* shardChartView() const { return shardView_; }
-    /// The straggler heading: U, sum U, max J, and (LPT methods) the plan's lower bound and gap.
+    /// The straggler heading: U, sum U, max J and its row-shard, and (LPT methods) the plan's lower
+    /// bound and gap.
     QString headingText() const;
-    /// Tooltip of bar `index` (= r * G + g) of the row-shard chart: A, E and J of (r, g) exactly.
+    /// Tooltip of bar `index` (= r * G + g) of the shown method's row-shard chart: A, E and J of (r, g)
+    /// exactly, and "the tallest row-shard (max J)" on the tallest bar.
     QString rowBarToolTip(int index) const;
+    /// The same for method index `method` (0..kAllMethodCount-1; "" for a method the plan lacks).
+    QString rowBarToolTip(int index, int method) const;
     /// Tooltip of shard g's bar of the U[g] chart: U[g] exactly and its distance to the straggler.
     QString shardBarToolTip(int g) const;
+    /// The same for method index `method`.
+    QString shardBarToolTip(int g, int method) const;
     /// The "why it gains" paragraph under the charts (gainExplanationText; "" without costs).
     QString gainText() const;
 
@@ -172,20 +200,39 @@ protected:
     void changeEvent(QEvent* e) override;
 
 private:
+    /// What one row-shard chart holds.
+    struct RowChart {
+        QBarSet* attention = nullptr;
+        QBarSet* expert = nullptr;
+        QScatterSeries* tallest = nullptr;
+    };
+    RowChart fillRowChart(QChart* chart, int method, double maxJ);
     void refresh();
     std::shared_ptr<const routepack::PlanResult> plan_;
     std::shared_ptr<const PlanCosts> costs_;
     QComboBox* methodBox_ = nullptr;
+    QCheckBox* sideBox_ = nullptr;
     QLabel* heading_ = nullptr;
     QLabel* gain_ = nullptr;
+    QChartView* baseView_ = nullptr;
     QChartView* rowView_ = nullptr;
     QChartView* shardView_ = nullptr;
     QBarSet* attention_ = nullptr;
     QBarSet* expert_ = nullptr;
     QBarSet* total_ = nullptr;
+    QScatterSeries* tallestMarker_ = nullptr;
+    QBarSet* baseAttention_ = nullptr;
+    QBarSet* baseExpert_ = nullptr;
+    QBarSet* baseTotal_ = nullptr;
+    QScatterSeries* baseTallestMarker_ = nullptr;
     QStringList categories_;
     int straggler_ = -1;
+    int tallest_ = -1;
 };
+
+/// The tallest row-shard of a cost breakdown: the bar index r * G + g of max_{r,g} J[r][g] (the
+/// score's third term, eq. 15), the lowest index on ties; -1 when `costs` has no row-shards.
+int tallestRowShard(const CostBreakdown& costs);
 
 /// The costs view's plain-language "why it gains" paragraph from explain_gain: the placement gain
 /// (baseline -> reorder: experts placed by load instead of in id order), the packing gain (reorder ->

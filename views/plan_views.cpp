@@ -229,6 +229,20 @@ void PlanView::addConvergenceLevel(const LevelStats& level) {
     conv_->addLevel(level);
 }
 
+int PlanView::zoomHeatmaps(int steps) {
+    QWidget* tab = currentWidget();
+    if (!tab) return 0;
+    const QList<HeatmapView*> views = tab->findChildren<HeatmapView*>();
+    // Targets first: maps that zoom together (the EP-rank pair) must not step twice.
+    std::vector<int> targets;
+    targets.reserve(static_cast<std::size_t>(views.size()));
+    for (const HeatmapView* v : views)
+        targets.push_back(steps == 0 ? 0 : v->zoomLevel() + steps);
+    for (qsizetype k = 0; k < views.size(); ++k)
+        views[k]->setZoomLevel(targets[static_cast<std::size_t>(k)]);
+    return static_cast<int>(views.size());
+}
+
 QStringList PlanView::viewNames() const {
     QStringList out;
     for (const char* id : kViewIds)

@@ -83,6 +83,12 @@ public:
     /// Appends one temperature level to the convergence chart (live, during a run; GUI thread).
     void addConvergenceLevel(const routepack::LevelStats& level);
 
+    /// Zooms every heatmap of the shown tab (each a HeatmapView; the EP-rank maps move together):
+    /// `steps` > 0 zooms in and < 0 out by that many levels (1.25x each, clamped to 0..
+    /// HeatmapView::kMaxZoomLevel), 0 resets them to fit. Returns how many maps the tab has (0: a tab
+    /// without heatmaps, nothing changed).
+    int zoomHeatmaps(int steps);
+
     /// Stable ids: "ep-heatmap", "row-heatmap", "costs", "grid", "convergence", "communication" (tab
     /// order).
     QStringList viewNames() const;

@@ -5,6 +5,7 @@
 #include "core/plan/plan_file.h"
 #include "storage/demo.h"
 #include "views/gui_text.h"
+#include "views/heatmap_widget.h"
 #include "views/import_dialog.h"
 #include "views/library_tree_model.h"
 #include "views/plan_data.h"
@@ -43,6 +44,7 @@
 #include <QTreeView>
 #include <QVBoxLayout>
 
+#include <cmath>
 #include <functional>
 #include <set>
 
@@ -111,6 +113,9 @@ StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
     connect(jobs_, &PlanJobQueue::levelFinished, this,
             [this](quint64, const LevelStats& level) { planView_->addConvergenceLevel(level); });
     connect(jobs_, &PlanJobQueue::finished, this, [this](const PlanJobResult& r) {
+        // A run that planned to the end measured its stages: the next job's progress uses its shares.
+        if (!replay_.findRestore(r.job) && !r.plan->cancelled && !r.plan->time_limit_hit)
+            jobs_->setStageWeights(stage_weights_from(r.plan->timings, jobs_->stageWeights()));
         qint64 id = r.runId;
         QString note;
         bool show = true;
@@ -444,6 +449,28 @@ void StudioWindow::buildActions() {
     QAction* prev = view->addAction(tr("Pre&vious plan view"));
     prev->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_PageUp));
     connect(prev, &QAction::triggered, this, [stepPlanTab] { stepPlanTab(-1); });
+    view->addSeparator();
+    // Heatmap zoom: the maps of the shown plan view, their cells larger in a scroll area.
+    auto zoom = [this](int steps) {
+        resultTabs_->setCurrentWidget(planView_);
+        QWidget* tab = planView_->currentWidget();
+        const QList<HeatmapView*> views = tab ? tab->findChildren<HeatmapView*>() : QList<HeatmapView*>();
+        if (planView_->zoomHeatmaps(steps) == 0 || views.isEmpty()) {
+            setStatus(tr("The shown plan view has no heatmap to zoom."));
+            return;
+        }
+        setStatus(tr("Heatmap zoom %1% (Ctrl+= / Ctrl+- / Ctrl+0, or Ctrl + mouse wheel)")
+                      .arg(static_cast<int>(std::lround(100 * views.front()->zoom()))));
+    };
+    QAction* zoomIn = view->addAction(tr("Zoom &in heatmaps"));
+    zoomIn->setShortcuts({QKeySequence(Qt::CTRL | Qt::Key_Equal), QKeySequence(Qt::CTRL | Qt::Key_Plus)});
+    connect(zoomIn, &QAction::triggered, this, [zoom] { zoom(1); });
+    QAction* zoomOut = view->addAction(tr("Zoom &out heatmaps"));
+    zoomOut->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Minus));
+    connect(zoomOut, &QAction::triggered, this, [zoom] { zoom(-1); });
+    QAction* zoomReset = view->addAction(tr("&Reset heatmap zoom"));
+    zoomReset->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
+    connect(zoomReset, &QAction::triggered, this, [zoom] { zoom(0); });
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     QAction* keys = help->addAction(tr("&Keyboard shortcuts"));

@@ -1,0 +1,72 @@
+#pragma once
+// The planner job's progress in proportion to time: the planner's events (PlanEvent) name the stage
+// that starts and, in annealing, the level that ended; each stage is weighted by its share of a
+// planner run's wall time (measured, PlanResult::timings), so that the percentage shown grows about
+// evenly with the seconds that pass. Plain C++ (no Qt); used on the planner job's worker thread.
+#include "core/plan/planner.h"
+
+#include <array>
+#include <map>
+#include <string>
+
+namespace routepack::views {
+
+/// The planner's stages in the order plan_window runs them, by the PlanEvent stage name that opens
+/// each: "placement", "row count", "baselines", "seeding", "annealing", "polish" (the final search),
+/// "validate", "communication" (more than one node only).
+inline constexpr std::array<const char*, 8> kPlannerStages = {"placement", "row count", "baselines", "seeding",
+                                                              "annealing", "polish",    "validate",  "communication"};
+inline constexpr int kPlannerStageCount = static_cast<int>(kPlannerStages.size());
+
+/// Index of a stage name in kPlannerStages; -1 for another name ("done" among them).
+int planner_stage_index(const std::string& stage);
+
+/// How much of a planner run's wall time each stage takes (kPlannerStages order). Any non-negative
+/// scale (seconds, percent): StageProgress divides by the sum of the stages that run.
+struct StageWeights {
+    std::array<double, kPlannerStageCount> share{};
+
+    /// The shares measured on the real DeepSeek-V2-Lite window (first 512 samples, default budgets,
+    /// 2 workers): the stages of a one-node plan on deepseek-v2-lite-ep16-dp8 in percent of its
+    /// total time (0.34 s: placement and bound 0.63, row count 0.05, baselines 0.21, seeding 5.54,
+    /// annealing 17.67, final search 67.33, validate under 0.01; the rest is scoring and metrics
+    /// between the stages), and communication as on deepseek-v2-lite-ep16-dp8-2nodes, where it took
+    /// 81.71 % of the run (1.91 of 2.34 s), i.e. 4.467 times the other stages: 446.7.
+    static StageWeights defaults();
+};
+
+/// A run's measured stage shares from PlanResult::timings (seconds per stage name; "bound", the
+/// lower bound computed after placement and before "row count" starts, counts to "placement"), in
+/// seconds. A stage the run did not time (communication on one node, a stage a cancel skipped) takes
+/// its share from `fallback`, scaled by the ratio of the two runs' common stages, so a one-node
+/// run's shares still weight the communication stage of a later multi-node run. `fallback` alone
+/// when the timings hold no stage time (all zero or missing).
+StageWeights stage_weights_from(const std::map<std::string, double>& timings,
+                                const StageWeights& fallback = StageWeights::defaults());
+
+/// Turns a run's PlanEvents into a fraction of its expected wall time. With w_s the weight of stage s
+/// and W the sum over the stages that run (communication only when `communication`), the start of
+/// stage s is at sum_{s' before s} w_s' / W; annealing level k (0-based, of `annealing_levels`)
+/// ending is at start(annealing) + w_annealing / W x (k + 1) / annealing_levels (capped at the
+/// stage's end); "done" is 1. Other events (unknown stages, the final search's improvements) keep
+/// the fraction; it never decreases. All weights zero: every stage weighs the same.
+class StageProgress {
+public:
+    StageProgress(const StageWeights& weights, int annealing_levels, bool communication);
+    /// The fraction after event `e`, in [0, 1].
+    double update(const PlanEvent& e);
+    /// The fraction reached so far.
+    double fraction() const { return fraction_; }
+    /// Where stage `stage` (kPlannerStages index) starts, in [0, 1] (1 for a stage that does not run).
+    double stageStart(int stage) const;
+    /// The stage's part of the whole, w_s / W (0 for a stage that does not run).
+    double stageShare(int stage) const;
+
+private:
+    std::array<double, kPlannerStageCount> start_{};
+    std::array<double, kPlannerStageCount> part_{};
+    int levels_ = 1;
+    double fraction_ = 0;
+};
+
+} // namespace routepack::views
