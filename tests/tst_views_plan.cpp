@@ -422,9 +422,10 @@ private Q_SLOTS:
         }
         QCOMPARE(costs->shardBarToolTip(0, 0).left(22), QStringLiteral("<b>Baseline: EDP shard"));
         QCOMPARE(costs->rowBarToolTip(0, 0).left(19), QStringLiteral("<b>Baseline: row 0,"));
+        QTest::qWait(150); // the charts repaint at their new widths before the grab
         shoot(&view, QStringLiteral("plan-costs-side-by-side"));
         view.setPalette(darkPalette());
-        QCoreApplication::processEvents();
+        QTest::qWait(150);
         shoot(&view, QStringLiteral("plan-costs-side-by-side-dark"));
         view.setPalette(QPalette());
         // The baseline itself is shown alone; unticking goes back to one chart.

@@ -590,14 +590,14 @@ CostsPanel::CostsPanel(QWidget* parent) : QWidget(parent) {
     rowView_ = makeChartView(this);
     shardView_ = makeChartView(this);
     baseView_->hide();
-    auto* split = new QSplitter(Qt::Horizontal, this);
-    split->addWidget(baseView_);
-    split->addWidget(rowView_);
-    split->addWidget(shardView_);
-    split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 3);
-    split->setStretchFactor(2, 1);
-    QHBoxLayout* bar = methodPanelLayout(this, methodBox_, heading_, split);
+    split_ = new QSplitter(Qt::Horizontal, this);
+    split_->addWidget(baseView_);
+    split_->addWidget(rowView_);
+    split_->addWidget(shardView_);
+    split_->setStretchFactor(0, 3);
+    split_->setStretchFactor(1, 3);
+    split_->setStretchFactor(2, 1);
+    QHBoxLayout* bar = methodPanelLayout(this, methodBox_, heading_, split_);
     bar->addSpacing(12);
     bar->addWidget(sideBox_);
     bar->addStretch(1);
@@ -811,7 +811,12 @@ void CostsPanel::refresh() {
     const int m = method();
     // Side by side needs a second method to show; the baseline itself is shown alone.
     const bool side = sideBySide() && plan_ && costs_ && m != 0;
-    baseView_->setVisible(side);
+    if (side != baseView_->isVisibleTo(this)) {
+        baseView_->setVisible(side);
+        // The two row-shard charts equally wide, the totals chart at a third of one.
+        const int w = std::max(split_->width(), 700);
+        split_->setSizes(side ? QList<int>{3 * w / 7, 3 * w / 7, w / 7} : QList<int>{0, 3 * w / 4, w / 4});
+    }
     if (!plan_) {
         heading_->clear();
         return;
@@ -899,8 +904,11 @@ void CostsPanel::refresh() {
     sc->addAxis(sy, Qt::AlignLeft);
     bars->attachAxis(sx);
     bars->attachAxis(sy);
-    sc->setTitle(tr("Shard totals U[g]"));
-    sc->legend()->setVisible(side);
+    // Side by side, two short title lines name the bars (a legend would be elided in this narrow chart).
+    sc->setTitle(side ? tr("Shard totals U[g]<br>left: %1, right: %2")
+                            .arg(QString::fromLatin1(method_label(0)), QString::fromLatin1(method_label(m)))
+                      : tr("Shard totals U[g]"));
+    sc->legend()->setVisible(false);
     for (QBarSet* set : {baseTotal_, total_}) {
         if (!set) continue;
         const int method = set == baseTotal_ ? 0 : m;

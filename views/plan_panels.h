@@ -17,6 +17,7 @@ class QChartView;
 class QBarSet;
 class QCheckBox;
 class QScatterSeries;
+class QSplitter;
 class QLineSeries;
 class QValueAxis;
 class QComboBox;
@@ -214,6 +215,7 @@ private:
     QCheckBox* sideBox_ = nullptr;
     QLabel* heading_ = nullptr;
     QLabel* gain_ = nullptr;
+    QSplitter* split_ = nullptr;
     QChartView* baseView_ = nullptr;
     QChartView* rowView_ = nullptr;
     QChartView* shardView_ = nullptr;
