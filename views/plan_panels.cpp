@@ -243,7 +243,9 @@ EpHeatmapPanel::EpHeatmapPanel(QWidget* parent) : QWidget(parent) {
     maps->addWidget(identityView, 1);
     maps->addWidget(lptView, 1);
     // The two maps zoom and scroll together: the same layers and ranks side by side.
-    for (auto [from, to] : {std::pair{identityView, lptView}, std::pair{lptView, identityView}}) {
+    for (const auto& pair : {std::pair{identityView, lptView}, std::pair{lptView, identityView}}) {
+        HeatmapView* from = pair.first;
+        HeatmapView* to = pair.second;
         connect(from, &HeatmapView::zoomChanged, to, [to](int level) { to->setZoomLevel(level); });
         connect(from->horizontalScrollBar(), &QScrollBar::valueChanged, to->horizontalScrollBar(),
                 &QScrollBar::setValue);
