@@ -1032,7 +1032,7 @@ void TestPlacement::layoutMetricsReportsKkCapViolation() {
     const Layout y = karmarkar_karp_layout({4, 2, 5}, 2, 2); // 3 samples: (5{2}, 4{0}, 2{1}, 0) -> one empty
     q.n = 3;
     q.length = {4, 2, 5};
-    q.demand.resize(3 * 4);
+    q.demand.assign(3 * 4, 0);
     QCOMPARE(y.cells, (std::vector<std::vector<int>>{{2}, {0}, {1}, {}}));
     m = layout_metrics(y, q, 0.0);
     QCOMPARE(m.empty_cells, 1);

@@ -290,7 +290,8 @@ private Q_SLOTS:
                 for (int e = 0; e < E; ++e)
                     want[(static_cast<std::size_t>(i) * L + l) * P + pi.rank_of(l, e)] +=
                         static_cast<std::int32_t>(w.counts[i * w.stride() + static_cast<std::size_t>(l) * E + e]);
-        QCOMPARE(p.demand, want);
+        QCOMPARE(p.demand.size(), want.size());
+        QVERIFY(std::equal(p.demand.begin(), p.demand.end(), want.begin()));
         QVERIFY(std::any_of(want.begin(), want.end(), [](std::int32_t v) { return v > 0; }));
         // Layer 0: expert 1 moved into the slot of an expert on another rank, which now holds H + 1.
         int other = 0;
@@ -304,6 +305,64 @@ private Q_SLOTS:
                                 "its %2 slots")
                      .arg(full)
                      .arg(E / P));
+    }
+
+    /// The metrics of a layout straight from the counts (no demand array: how the planner measures
+    /// the baseline and grouter) equal layout_metrics on the full problem, field for field and bit for
+    /// bit, for every method's layout of a plan under the identity and a shuffled placement (the
+    /// karmarkar-karp layout has cells over C); a shape-only problem has no demand to score from.
+    void metricsFromCountsEqualTheDemandPath() {
+        const PlanInput in = synth_input(3, 17);
+        const Trace& w = in.window;
+        const PlanResult r = plan_window(in);
+        const int L = w.model.num_moe_layers(), E = w.model.experts, P = in.topology.ep_ranks;
+        Placement shuffled = identity_placement(L, E, P);
+        Rng rng(9);
+        for (int l = 0; l < L; ++l)
+            for (int e = E - 1; e > 0; --e)
+                std::swap(shuffled.slot[static_cast<std::size_t>(l) * E + e],
+                          shuffled.slot[static_cast<std::size_t>(l) * E + rng.below(static_cast<std::uint64_t>(e) + 1)]);
+        int compared = 0;
+        for (const Placement* pi : std::vector<const Placement*>{&r.identity, &r.lpt, &shuffled}) {
+            const PackingProblem full = make_packing_problem(w, in.topology, *pi);
+            const PackingProblem shape = make_packing_shape(w, in.topology, *pi);
+            QVERIFY(shape.demand.empty());
+            QCOMPARE(shape.length, full.length);
+            for (const MethodResult* m : r.methods()) {
+                const LayoutMetrics a = layout_metrics(m->layout, full, 0.25);
+                const LayoutMetrics b = layout_metrics_from_counts(m->layout, shape, w, *pi, 0.25);
+                QCOMPARE(b.score.max_u, a.score.max_u);
+                QCOMPARE(b.score.sum_u, a.score.sum_u);
+                QCOMPARE(b.score.max_j, a.score.max_j);
+                QCOMPARE(b.ep_peak_sum, a.ep_peak_sum);
+                QCOMPARE(b.ep_tail_peak, a.ep_tail_peak);
+                QCOMPARE(b.ep_balance_efficiency, a.ep_balance_efficiency);
+                QCOMPARE(b.attention_sum, a.attention_sum);
+                QCOMPARE(b.joint, a.joint);
+                QCOMPARE(b.cap_violations, a.cap_violations);
+                QCOMPARE(b.empty_cells, a.empty_cells);
+                QCOMPARE(b.cv_global, 0.25);
+                // And the score equals the full path's (cost_breakdown over the demand).
+                QCOMPARE(a.score.max_u, cost_breakdown(m->layout, full).score.max_u);
+                ++compared;
+            }
+            QCOMPARE(QString::fromStdString(routepack::test::error_of<std::invalid_argument>(
+                         [&] { layout_metrics(r.reorder.layout, shape, 0.0); })),
+                     QStringLiteral("score: demand is not [n][L][P]"));
+        }
+        QCOMPARE(compared, 12);
+        // The planner's own baseline figures are these.
+        QCOMPARE(r.baseline.metrics.score.max_u,
+                 layout_metrics(r.baseline.layout, make_packing_problem(w, in.topology, r.identity), 0).score.max_u);
+        QCOMPARE(r.baseline.metrics.ep_peak_sum,
+                 layout_metrics(r.baseline.layout, make_packing_problem(w, in.topology, r.identity), 0).ep_peak_sum);
+        // A window that is not the problem's is refused.
+        const PlanInput other = synth_input(2, 17);
+        QCOMPARE(QString::fromStdString(routepack::test::error_of<std::invalid_argument>([&] {
+                     layout_metrics_from_counts(r.reorder.layout, make_packing_shape(w, in.topology, r.lpt),
+                                                other.window, r.lpt, 0.0);
+                 })),
+                 QStringLiteral("layout_metrics_from_counts: window, placement and problem shapes differ"));
     }
 
     void timeLimit() {

@@ -13,14 +13,9 @@
 
 namespace routepack {
 
-/// Metrics of a rectangular R x D layout under the problem's placement (its demand q, eq. 5).
-/// score / attention_sum / joint come from cost_breakdown (eqs. 12-15; attention_sum =
-/// sum_{r,g} A[r][g], joint = max_g U_g). The EP figures of eq. 23 come from the integer loads
-/// W[r][g][l][p] (eq. 13): S_EP = sum_{r,l} max_{g,p} W, T_EP = max_{r,g,l,p} W (tokens),
-/// eta_EP = sum_{r,l} max_g ((1/P) sum_p W) / S_EP (1 when S_EP = 0: nothing to balance).
-/// Cells over C and empty cells are counted, never refused (the karmarkar-karp baseline has them).
-/// std::invalid_argument when the layout is not R x D with D = p.D or names a sample outside 0..n-1.
-LayoutMetrics layout_metrics(const Layout& x, const PackingProblem& p, double cv_global) {
+namespace {
+
+void check_metrics_layout(const Layout& x, const PackingProblem& p) {
     if (x.dp_slots != p.D || x.rows < 0 ||
         x.cells.size() != static_cast<std::size_t>(x.rows) * static_cast<std::size_t>(x.dp_slots))
         throw std::invalid_argument("layout_metrics: layout is not R x D with D = " + std::to_string(p.D));
@@ -29,14 +24,16 @@ LayoutMetrics layout_metrics(const Layout& x, const PackingProblem& p, double cv
             if (i < 0 || i >= p.n)
                 throw std::invalid_argument("layout_metrics: sample index " + std::to_string(i) + " outside 0.." +
                                             std::to_string(p.n - 1));
+}
+
+/// The metrics from the integer rank loads, however they are formed: `add(i, Wg)` adds sample i's
+/// demand q[i][l][p] into Wg ([L][P], int64). Per row r, W[r][g][l][p] (eq. 13) is summed once and
+/// gives both the EP figures of eq. 23 and the row-shard peak sums sum_l max_p W that the joint
+/// score takes (cost_breakdown_from_peak_sums: the same integers, so the same bits as cost_breakdown).
+template <class AddSample>
+LayoutMetrics metrics_from_loads(const Layout& x, const PackingProblem& p, double cv_global, AddSample&& add) {
     LayoutMetrics m;
     m.cv_global = cv_global;
-    const CostBreakdown cb = cost_breakdown(x, p);
-    m.score = cb.score;
-    for (double a : cb.A)
-        m.attention_sum += a;
-    m.joint = cb.score.max_u;
-
     for (const auto& cell : x.cells) {
         if (cell.empty()) ++m.empty_cells;
         std::int64_t tokens = 0;
@@ -45,31 +42,32 @@ LayoutMetrics layout_metrics(const Layout& x, const PackingProblem& p, double cv
         if (tokens > p.C) ++m.cap_violations;
     }
 
-    // Per row: sum_l max_{g,p} W, max W, sum_l max_g sum_p W. Rows in parallel, reduced in row order.
+    // Per row: sum_l max_{g,p} W, max W, sum_l max_g sum_p W, and per (r, g) sum_l max_p W. Rows in
+    // parallel, reduced in row order.
     const int R = x.rows, L = p.L, P = p.P, G = p.G;
     std::vector<std::int64_t> row_peak_sum(R, 0), row_tail(R, 0), row_mean_sum(R, 0);
+    std::vector<std::int64_t> shard_peak_sum(static_cast<std::size_t>(R) * G, 0);
     tbb::parallel_for(tbb::blocked_range<int>(0, R), [&](const tbb::blocked_range<int>& range) {
         std::vector<std::int64_t> W(static_cast<std::size_t>(G) * L * P);
         for (int r = range.begin(); r != range.end(); ++r) {
             std::fill(W.begin(), W.end(), 0);
             for (int d = 0; d < p.D; ++d) {
                 std::int64_t* Wg = W.data() + static_cast<std::size_t>(p.shard_of_slot[d]) * L * P;
-                for (int i : x.cells[static_cast<std::size_t>(x.cell_index(r, d))]) {
-                    const std::int32_t* q = p.q(i);
-                    for (int lp = 0; lp < L * P; ++lp)
-                        Wg[lp] += q[lp];
-                }
+                for (int i : x.cells[static_cast<std::size_t>(x.cell_index(r, d))])
+                    add(i, Wg);
             }
             std::int64_t peak_sum = 0, tail = 0, mean_sum = 0;
             for (int l = 0; l < L; ++l) {
                 std::int64_t peak = 0, best_total = 0;
                 for (int g = 0; g < G; ++g) {
                     const std::int64_t* w = W.data() + (static_cast<std::size_t>(g) * L + l) * P;
-                    std::int64_t total = 0;
+                    std::int64_t total = 0, shard_peak = 0;
                     for (int pp = 0; pp < P; ++pp) {
-                        peak = std::max(peak, w[pp]);
+                        shard_peak = std::max(shard_peak, w[pp]);
                         total += w[pp];
                     }
+                    shard_peak_sum[static_cast<std::size_t>(r) * G + g] += shard_peak;
+                    peak = std::max(peak, shard_peak);
                     best_total = std::max(best_total, total);
                 }
                 peak_sum += peak;
@@ -81,6 +79,11 @@ LayoutMetrics layout_metrics(const Layout& x, const PackingProblem& p, double cv
             row_mean_sum[r] = mean_sum;
         }
     });
+    const CostBreakdown cb = cost_breakdown_from_peak_sums(x, p, shard_peak_sum);
+    m.score = cb.score;
+    for (double a : cb.A)
+        m.attention_sum += a;
+    m.joint = cb.score.max_u;
     std::int64_t mean_total = 0; // sum_{r,l} max_g sum_p W  (P times the numerator of eq. 23)
     for (int r = 0; r < R; ++r) {
         m.ep_peak_sum += row_peak_sum[r];
@@ -91,6 +94,52 @@ LayoutMetrics layout_metrics(const Layout& x, const PackingProblem& p, double cv
                                                  : static_cast<double>(mean_total) /
                                                        (static_cast<double>(P) * static_cast<double>(m.ep_peak_sum));
     return m;
+}
+
+} // namespace
+
+/// Metrics of a rectangular R x D layout under the problem's placement (its demand q, eq. 5).
+/// score / attention_sum / joint are cost_breakdown's (eqs. 12-15; attention_sum =
+/// sum_{r,g} A[r][g], joint = max_g U_g). The EP figures of eq. 23 come from the integer loads
+/// W[r][g][l][p] (eq. 13): S_EP = sum_{r,l} max_{g,p} W, T_EP = max_{r,g,l,p} W (tokens),
+/// eta_EP = sum_{r,l} max_g ((1/P) sum_p W) / S_EP (1 when S_EP = 0: nothing to balance).
+/// Cells over C and empty cells are counted, never refused (the karmarkar-karp baseline has them).
+/// std::invalid_argument when the layout is not R x D with D = p.D or names a sample outside 0..n-1.
+LayoutMetrics layout_metrics(const Layout& x, const PackingProblem& p, double cv_global) {
+    check_metrics_layout(x, p);
+    if (p.demand.size() != static_cast<std::size_t>(p.n) * p.L * p.P)
+        throw std::invalid_argument("score: demand is not [n][L][P]");
+    const int LP = p.L * p.P;
+    return metrics_from_loads(x, p, cv_global, [&](int i, std::int64_t* Wg) {
+        const std::int32_t* q = p.q(i);
+        for (int lp = 0; lp < LP; ++lp)
+            Wg[lp] += q[lp];
+    });
+}
+
+LayoutMetrics layout_metrics_from_counts(const Layout& x, const PackingProblem& shape, const Trace& window,
+                                         const Placement& pi, double cv_global) {
+    check_metrics_layout(x, shape);
+    const int L = shape.L, P = shape.P, E = window.model.experts;
+    if (static_cast<int>(window.size()) != shape.n || window.model.num_moe_layers() != L || pi.layers != L ||
+        pi.experts != E || pi.ep_ranks != P || window.counts.size() != window.size() * window.stride())
+        throw std::invalid_argument("layout_metrics_from_counts: window, placement and problem shapes differ");
+    const int H = E / P;
+    const std::vector<int> by_rank = experts_by_rank(pi);
+    return metrics_from_loads(x, shape, cv_global, [&](int i, std::int64_t* Wg) {
+        const std::uint32_t* a = window.sample_counts(static_cast<std::size_t>(i)).data();
+        for (int l = 0; l < L; ++l) {
+            const std::uint32_t* al = a + static_cast<std::size_t>(l) * E;
+            const int* rl = by_rank.data() + static_cast<std::size_t>(l) * E;
+            std::int64_t* w = Wg + static_cast<std::size_t>(l) * P;
+            for (int r = 0; r < P; ++r) {
+                std::int64_t sum = 0;
+                for (int h = 0; h < H; ++h)
+                    sum += al[rl[r * H + h]];
+                w[r] += sum;
+            }
+        }
+    });
 }
 
 namespace {

@@ -24,6 +24,13 @@ struct LayoutMetrics {
 
 /// Metrics of a rectangular layout (cap violations and empty cells counted, not refused).
 LayoutMetrics layout_metrics(const Layout& x, const PackingProblem& p, double cv_global);
+/// The same metrics straight from the window's routing counts a[i][l][e] under placement pi, for a
+/// problem from make_packing_shape (no demand array: one pass over the counts of the layout's
+/// samples, O(R*D*L*E) time, O(G*L*P) memory per worker). Equal, bit for bit, to layout_metrics on
+/// make_packing_problem(window, topo, pi). std::invalid_argument on layout_metrics' shape errors or
+/// when the window, pi and the problem disagree on n, L, E or P.
+LayoutMetrics layout_metrics_from_counts(const Layout& x, const PackingProblem& shape, const Trace& window,
+                                         const Placement& pi, double cv_global);
 
 /// Largest-differencing (Karmarkar-Karp) K-way partition of token counts, K = rows*D; parts sorted by
 /// token sum descending (ties by smallest member index) and dealt to cells k = 0..K-1 as

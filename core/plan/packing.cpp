@@ -10,7 +10,7 @@
 
 namespace routepack {
 
-PackingProblem make_packing_problem(const Trace& window, const Topology& topo, const Placement& pi) {
+PackingProblem make_packing_shape(const Trace& window, const Topology& topo, const Placement& pi) {
     PackingProblem p;
     p.n = static_cast<int>(window.size());
     if (p.n == 0) throw InputError("the window is empty");
@@ -38,21 +38,37 @@ PackingProblem make_packing_problem(const Trace& window, const Topology& topo, c
             throw InputError("sample '" + s.id + "': t_i * top_k = " + std::to_string(s.length) + " * " +
                              std::to_string(top_k) + " does not fit the int32 rank demand (must stay below 2^31)");
     }
-    // q[i][l][p] (eq. 5) as a gather: the logical experts of each layer listed rank by rank
-    // (by_rank[l][p*H + h], H = E / P), so every q is one sum of H counts, written once.
-    const int H = E / p.P;
-    std::vector<int> by_rank(static_cast<std::size_t>(p.L) * E);
-    for (int l = 0; l < p.L; ++l) {
-        std::vector<int> filled(static_cast<std::size_t>(p.P), 0);
+    (void)experts_by_rank(pi); // the placement's rank sizes, checked as make_packing_problem does
+    return p;
+}
+
+std::vector<int> experts_by_rank(const Placement& pi) {
+    const int L = pi.layers, E = pi.experts, P = pi.ep_ranks;
+    const int H = P > 0 ? E / P : 0;
+    std::vector<int> by_rank(static_cast<std::size_t>(L) * static_cast<std::size_t>(E));
+    std::vector<int> filled(static_cast<std::size_t>(P));
+    for (int l = 0; l < L; ++l) {
+        std::fill(filled.begin(), filled.end(), 0);
         for (int e = 0; e < E; ++e) {
             const int r = pi.rank_of(l, e);
-            if (r < 0 || r >= p.P || filled[r] == H)
+            if (r < 0 || r >= P || filled[static_cast<std::size_t>(r)] == H)
                 throw std::invalid_argument("make_packing_problem: the placement of MoE layer index " +
                                             std::to_string(l) + " gives EP rank " + std::to_string(r) +
                                             " more than its " + std::to_string(H) + " slots");
-            by_rank[static_cast<std::size_t>(l) * E + static_cast<std::size_t>(r) * H + filled[r]++] = e;
+            by_rank[static_cast<std::size_t>(l) * E + static_cast<std::size_t>(r) * H +
+                    static_cast<std::size_t>(filled[static_cast<std::size_t>(r)]++)] = e;
         }
     }
+    return by_rank;
+}
+
+PackingProblem make_packing_problem(const Trace& window, const Topology& topo, const Placement& pi) {
+    PackingProblem p = make_packing_shape(window, topo, pi);
+    const int E = window.model.experts;
+    // q[i][l][p] (eq. 5) as a gather: the logical experts of each layer listed rank by rank, so every
+    // q is one sum of H = E / P counts, written once (the first and only pass over the demand).
+    const int H = E / p.P;
+    const std::vector<int> by_rank = experts_by_rank(pi);
     p.demand.resize(static_cast<std::size_t>(p.n) * p.L * p.P);
     // A layer's routed total bounds every rank's share of it; totals below 2^31 keep q exact in int32.
     std::atomic<std::int64_t> bad{-1}; // (sample << 32) | layer of the first overflow

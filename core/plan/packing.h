@@ -3,6 +3,7 @@
 #include "core/model/topology.h"
 #include "core/model/trace.h"
 #include "core/plan/placement.h"
+#include "core/util/huge_pages.h"
 
 #include <cstdint>
 #include <string>
@@ -23,8 +24,10 @@ struct PackingProblem {
     /// Per-sample rank demand q[i][l][p] = sum_{e: owner(pi_l(e)) = p} a[i][l][e] (eq. 5), [n][L][P].
     /// int32 (half the bytes every move reads): q[i][l][p] <= sum_e a[i][l][e] <= t_i * top_k, and
     /// make_packing_problem refuses a window where t_i * top_k or a layer's routed total reaches
-    /// 2^31. Every sum over samples (rank loads W, eq. 13) is formed in int64.
-    std::vector<std::int32_t> demand;
+    /// 2^31. Every sum over samples (rank loads W, eq. 13) is formed in int64. Huge-page storage whose
+    /// resize leaves the values unwritten (make_packing_problem writes each once, in parallel).
+    /// Empty in a problem from make_packing_shape.
+    DemandVector demand;
     std::vector<int> shard_of_slot;       ///< [D] -> g
     std::vector<std::vector<int>> shards; ///< [G] -> DP slots of D_g, ascending
     std::vector<AttentionStage> stages;
@@ -52,6 +55,17 @@ struct PackingProblem {
 /// from the placement's or a layer of the placement gives an EP rank more than E / P experts.
 /// One parallel pass over the counts (each q is a gathered sum of its rank's E / P counts).
 PackingProblem make_packing_problem(const Trace& window, const Topology& topo, const Placement& pi);
+
+/// The same problem without its demand (`demand` empty, every other field and every check of
+/// make_packing_problem but the pass over the counts): for figures formed straight from the counts
+/// (layout_metrics_from_counts), which saves the [n][L][P] array when only one layout is measured.
+PackingProblem make_packing_shape(const Trace& window, const Topology& topo, const Placement& pi);
+
+/// The logical experts of each MoE layer listed EP rank by EP rank: [L][E], entry l*E + p*H + h
+/// (H = E / P) is the h-th expert (ascending) that pi puts on rank p of layer l, so rank p's share of
+/// a layer is a sum over one contiguous run of H entries. std::invalid_argument naming the layer when
+/// pi gives an EP rank more (or, so, another fewer) than H experts or names a rank outside 0..P-1.
+std::vector<int> experts_by_rank(const Placement& pi);
 
 /// An R x D layout: cells[k] holds the sample indices of cell k = r*D + d (row r, DP slot d).
 struct Layout {

@@ -209,9 +209,13 @@ void plan_communication(const Trace& w, const PlanInput& in, const std::vector<s
     }
     r.grouter_off_node = gp.off_node;
     r.grouter_placement = gg.placement;
-    const PackingProblem p_g = make_packing_problem(w, topo, gg.placement);
+    const PackingProblem p_g = make_packing_shape(w, topo, gg.placement); // one layout: figures from the counts
     r.cv_grouter = cv_global(rank_loads(loads, gg.placement), gg.placement.layers, gg.placement.ep_ranks);
-    MethodResult g = make_method("grouter", "grouter", gp.layout, p_g, r.cv_grouter);
+    MethodResult g;
+    g.name = "grouter";
+    g.placement_name = "grouter";
+    g.layout = gp.layout;
+    g.metrics = layout_metrics_from_counts(g.layout, p_g, w, gg.placement, r.cv_grouter);
     if (const std::string bad = validate_layout(g.layout, p_g); !bad.empty())
         throw std::logic_error("planner: grouter's layout is invalid: " + bad);
     g.comm = comm_cost(g.layout, d_g, slot_node);
@@ -359,7 +363,9 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
         r.rank_loads_lpt = rank_loads(loads, r.lpt);
         r.cv_identity = cv_global(r.rank_loads_identity, L, P);
         r.cv_lpt = cv_global(r.rank_loads_lpt, L, P);
-        const PackingProblem p_id = make_packing_problem(w, in.topology, r.identity);
+        // The identity placement is measured on one layout only (the baseline): its figures are
+        // formed from the counts directly, without an [n][L][P] demand array of its own.
+        const PackingProblem p_id = make_packing_shape(w, in.topology, r.identity);
         const PackingProblem p_lpt = make_packing_problem(w, in.topology, r.lpt);
         r.timings["placement"] = seconds_since(t0);
         t0 = Clock::now();
@@ -381,7 +387,11 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
             ffd = r.rows.layout;
             r.baseline_not_ffd = true;
         }
-        r.baseline = make_method("baseline", false, ffd, p_id, r.cv_identity);
+        r.baseline.name = "baseline";
+        r.baseline.lpt = false;
+        r.baseline.placement_name = "identity";
+        r.baseline.layout = ffd;
+        r.baseline.metrics = layout_metrics_from_counts(ffd, p_id, w, r.identity, r.cv_identity);
         r.reorder = make_method("reorder", true, ffd, p_lpt, r.cv_lpt);
         r.karmarkar_karp = make_method("karmarkar_karp", true,
                                        karmarkar_karp_layout(p_lpt.length, r.rows.rows, p_lpt.D), p_lpt, r.cv_lpt);

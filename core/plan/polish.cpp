@@ -17,6 +17,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace routepack {
@@ -130,6 +131,7 @@ public:
         W_.assign(RS * LP, 0);
         peak_.assign(RS * static_cast<std::size_t>(L_), 0);
         S_.assign(RS * static_cast<std::size_t>(n_), 0);
+        moved_.reserve(static_cast<std::size_t>(L_));
         tok_.assign(static_cast<std::size_t>(K_), 0);
         sq_.assign(static_cast<std::size_t>(K_), 0);
         c_ = static_cast<double>(p().C);
@@ -147,6 +149,7 @@ public:
             }
         for (int rs = 0; rs < R_ * G_; ++rs)
             refresh(rs, true);
+        initial_peak_sums();
         changed_.assign(RS, 0);
         stamp_.assign(static_cast<std::size_t>(n_), 0);
         stamp_gs_.assign(static_cast<std::size_t>(n_), -1);
@@ -265,32 +268,43 @@ private:
         const std::int64_t* w = W_.data() + static_cast<std::size_t>(rs) * LP;
         int* pk = peak_.data() + static_cast<std::size_t>(rs) * static_cast<std::size_t>(L_);
         std::int64_t* s = S_.data() + static_cast<std::size_t>(rs) * static_cast<std::size_t>(n_);
-        const auto LPs = static_cast<std::size_t>(L_) * static_cast<std::size_t>(P_);
+        moved_.clear();
         for (int l = 0; l < L_; ++l) {
             int best = 0;
             for (int x = 1; x < P_; ++x)
                 if (w[l * P_ + x] > w[l * P_ + best]) best = x;
             const int now = l * P_ + best;
-            if (full) {
-                pk[l] = now;
-                continue;
-            }
-            if (now == pk[l]) continue;
-            // Only the layers whose peak rank moved change S (exact integer update).
-            const std::int32_t* q = p().demand.data();
-            const int was = pk[l];
-            for (int j = 0; j < n_; ++j, q += LPs)
-                s[j] += static_cast<std::int64_t>(q[now]) - q[was];
+            if (!full && now != pk[l]) moved_.push_back({pk[l], now});
             pk[l] = now;
         }
-        if (!full) return;
-        for (int j = 0; j < n_; ++j) {
-            const std::int32_t* q = p().q(j);
-            std::int64_t v = 0;
-            for (int l = 0; l < L_; ++l)
-                v += q[pk[l]];
-            s[j] = v;
+        if (full || moved_.empty()) return;
+        // Only the layers whose peak rank moved change S (exact integer update), all of them in one
+        // pass over the samples.
+        const std::int32_t* q = p().demand.data();
+        for (int j = 0; j < n_; ++j, q += LP) {
+            std::int64_t d = 0;
+            for (const auto& [was, now] : moved_)
+                d += static_cast<std::int64_t>(q[now]) - q[was];
+            s[j] += d;
         }
+    }
+    /// S[rs][j] for every row-shard and sample from the peaks: sample by sample, so each q[j] (L*P
+    /// values) is read from memory once for all row-shards; samples in parallel (each writes its own
+    /// column of S, integer sums, so the result does not depend on the workers).
+    void initial_peak_sums() {
+        const int RS = R_ * G_;
+        tbb::parallel_for(tbb::blocked_range<int>(0, n_, 64), [&](const tbb::blocked_range<int>& range) {
+            for (int j = range.begin(); j != range.end(); ++j) {
+                const std::int32_t* q = p().q(j);
+                for (int rs = 0; rs < RS; ++rs) {
+                    const int* pk = peak_.data() + static_cast<std::size_t>(rs) * static_cast<std::size_t>(L_);
+                    std::int64_t v = 0;
+                    for (int l = 0; l < L_; ++l)
+                        v += q[pk[l]];
+                    S_[static_cast<std::size_t>(rs) * static_cast<std::size_t>(n_) + static_cast<std::size_t>(j)] = v;
+                }
+            }
+        });
     }
 
     const PackingProblem& p() const { return *pp_; }
@@ -301,6 +315,7 @@ private:
     std::vector<int> rs_cell_;    // [K] row-shard of cell k
     std::vector<std::int64_t> W_, S_, tok_, sq_;
     std::vector<int> peak_;
+    std::vector<std::pair<int, int>> moved_; // refresh's (old, new) peak index of each moved layer
     std::uint64_t clock_ = 0;
     std::vector<std::uint64_t> changed_, stamp_; // [RS] last change, [n] last fruitless visit
     std::vector<int> stamp_gs_;                  // [n] straggler shard of that visit

@@ -170,11 +170,13 @@ const Kernels* kernels() {
 // Shape checks and the full path.
 // ------------------------------------------------------------------------------------------------
 
-void check_shapes(const Layout& x, const PackingProblem& p) {
+/// The shape errors of every scoring entry point; `demand` false for the entry points that take the
+/// peak sums instead (a problem from make_packing_shape has no demand).
+void check_shapes(const Layout& x, const PackingProblem& p, bool demand = true) {
     auto fail = [](const std::string& what) { throw std::invalid_argument("score: " + what); };
     if (p.n < 0 || p.L < 0 || p.P < 1 || p.D < 1 || p.G < 1 || p.C < 1) fail("problem dimensions out of range");
     if (p.length.size() != static_cast<std::size_t>(p.n)) fail("length has the wrong size");
-    if (p.demand.size() != static_cast<std::size_t>(p.n) * p.L * p.P) fail("demand is not [n][L][P]");
+    if (demand && p.demand.size() != static_cast<std::size_t>(p.n) * p.L * p.P) fail("demand is not [n][L][P]");
     if (p.shard_of_slot.size() != static_cast<std::size_t>(p.D)) fail("shard_of_slot is not [D]");
     if (p.shards.size() != static_cast<std::size_t>(p.G)) fail("shards is not [G]");
     std::size_t listed = 0;
@@ -322,14 +324,30 @@ Score score_layout(const Layout& x, const PackingProblem& p) {
     return full_evaluate(x, p, nullptr);
 }
 
-Score score_from_peak_sums(const Layout& x, const PackingProblem& p, std::span<const std::int64_t> peak_sum) {
-    check_shapes(x, p);
+namespace {
+
+void check_peak_sums(const Layout& x, const PackingProblem& p, std::span<const std::int64_t> peak_sum) {
+    check_shapes(x, p, false);
     const std::size_t RG = static_cast<std::size_t>(x.rows) * p.G;
     if (peak_sum.size() != RG)
         throw std::invalid_argument("score: peak sums hold " + std::to_string(peak_sum.size()) +
                                     " values, expected rows x G = " + std::to_string(RG));
+}
+
+} // namespace
+
+Score score_from_peak_sums(const Layout& x, const PackingProblem& p, std::span<const std::int64_t> peak_sum) {
+    check_peak_sums(x, p, peak_sum);
     return evaluate_from_peaks(x, p, nullptr,
                                [&](int r, int g) { return peak_sum[static_cast<std::size_t>(r) * p.G + g]; });
+}
+
+CostBreakdown cost_breakdown_from_peak_sums(const Layout& x, const PackingProblem& p,
+                                            std::span<const std::int64_t> peak_sum) {
+    check_peak_sums(x, p, peak_sum);
+    CostBreakdown b;
+    evaluate_from_peaks(x, p, &b, [&](int r, int g) { return peak_sum[static_cast<std::size_t>(r) * p.G + g]; });
+    return b;
 }
 
 // ------------------------------------------------------------------------------------------------

@@ -49,9 +49,15 @@ CostBreakdown cost_breakdown(const Layout& x, const PackingProblem& p);
 Score score_layout(const Layout& x, const PackingProblem& p);
 /// The same score when the row-shard rank-load peak sums are already known (a search that kept W):
 /// `peak_sum` is [R][G] row-major, peak_sum[r*G + g] = sum_l max_p W[r][g][l][p] (tokens, eq. 14).
-/// Bitwise equal to score_layout(x, p) when the sums are those of x; O(n + R*G + R*D*S).
+/// Bitwise equal to score_layout(x, p) when the sums are those of x; O(n + R*G + R*D*S). The
+/// problem's demand is not read (it may be empty: make_packing_shape).
 /// std::invalid_argument on the shape errors of score_layout or a peak_sum of the wrong size.
 Score score_from_peak_sums(const Layout& x, const PackingProblem& p, std::span<const std::int64_t> peak_sum);
+/// cost_breakdown from the same peak sums: every field but `peak` (left empty), bitwise equal to
+/// cost_breakdown's. The problem's demand is not read (it may be empty: make_packing_shape). The
+/// errors of score_from_peak_sums.
+CostBreakdown cost_breakdown_from_peak_sums(const Layout& x, const PackingProblem& p,
+                                            std::span<const std::int64_t> peak_sum);
 
 /// Instruction set of the integer rank-load kernels that new IncrementalScorers and the full path
 /// use: "avx512", "avx2" or "scalar" (all three give identical integers, hence identical scores).
