@@ -525,6 +525,45 @@ private Q_SLOTS:
         }
         area.setPalette(QPalette());
 
+        // Zoomed and scrolled into the middle, the axis labels stay at the viewport's left and
+        // bottom edges: their bands show no cell colour (text is grey, cells are saturated), the
+        // cells between them do, and a click on a band hits no cell.
+        area.setZoomLevel(4);
+        QCoreApplication::processEvents();
+        QScrollBar* hbar = area.horizontalScrollBar();
+        QScrollBar* vbar = area.verticalScrollBar();
+        QCOMPARE(map->pinnedLabelOffset(), QPoint(hbar->value(), vbar->value() + area.viewport()->height() - map->height()));
+        hbar->setValue(hbar->maximum() / 2);
+        vbar->setValue(vbar->maximum() / 3);
+        QCoreApplication::processEvents();
+        const QPoint pin = map->pinnedLabelOffset();
+        QCOMPARE(pin, QPoint(hbar->maximum() / 2, vbar->maximum() / 3 + area.viewport()->height() - map->height()));
+        QVERIFY(pin.x() > 0 && pin.y() < 0);
+        const QImage shot = area.viewport()->grab().toImage();
+        const QRect cells0 = map->cellRect(0, 0);
+        const int labelsW = cells0.left() - 4; // width of the row-label band (viewport coordinates)
+        // Viewport y where the column-label band begins: as far above the viewport's bottom as the
+        // cells' bottom edge is above the map's.
+        const int labelsTop = map->cellRect(93, 0).bottom() + 1 + pin.y() - vbar->value();
+        QCOMPARE(labelsTop, map->cellRect(93, 0).bottom() + 1 - (map->height() - area.viewport()->height()));
+        auto saturated = [&](const QRect& r) {
+            int count = 0;
+            for (int y = std::max(0, r.top()); y <= std::min(shot.height() - 1, r.bottom()); ++y)
+                for (int x = std::max(0, r.left()); x <= std::min(shot.width() - 1, r.right()); ++x)
+                    if (shot.pixelColor(x, y).hsvSaturation() > 80) ++count;
+            return count;
+        };
+        QCOMPARE(saturated(QRect(0, 0, labelsW, labelsTop - 2)), 0);
+        QCOMPARE(saturated(QRect(labelsW + 8, labelsTop + 3, shot.width() - labelsW - 8, shot.height() - labelsTop - 3)), 0);
+        QVERIFY(saturated(QRect(labelsW + 8, 0, shot.width() - labelsW - 8, labelsTop - 2)) > 1000);
+        QCOMPARE(map->cellAt(map->mapFrom(area.viewport(), QPoint(labelsW / 2, 100))), QPoint(-1, -1));
+        QCOMPARE(map->cellAt(map->mapFrom(area.viewport(), QPoint(300, shot.height() - 5))), QPoint(-1, -1));
+        QVERIFY(map->cellAt(map->mapFrom(area.viewport(), QPoint(300, 100))).x() >= 0);
+        shoot(&area, QStringLiteral("heatmap-94x64-zoom-scrolled"));
+        area.resetZoom();
+        QCoreApplication::processEvents(); // the scroll bars go once the layout settles
+        QCOMPARE(map->pinnedLabelOffset(), QPoint(0, 0));
+
         // In a plan view the EP-rank maps zoom and scroll together; a tab without maps has none.
         PlanView view;
         view.resize(1280, 760);

@@ -354,10 +354,20 @@ QRect HeatmapWidget::cellRect(int row, int col) const {
     return QRect(QPoint(l, t), QPoint(r - 1, b - 1));
 }
 
+QPoint HeatmapWidget::pinnedLabelOffset() const {
+    const QRect vis = visibleRegion().boundingRect();
+    if (vis.isEmpty()) return {0, 0};
+    return {std::max(0, vis.left()), std::min(0, vis.bottom() + 1 - height())};
+}
+
 QPoint HeatmapWidget::cellAt(const QPoint& pos) const {
     if (rows_ == 0 || cols_ == 0) return {-1, -1};
     const QRectF a = geometry().cells;
     if (!a.contains(pos)) return {-1, -1};
+    // The pinned axis labels of a scrolled map lie over the cells at the viewport's edges.
+    const QPoint pin = pinnedLabelOffset();
+    if (pin.x() > 0 && pos.x() < pin.x() + a.left()) return {-1, -1};
+    if (pin.y() < 0 && pos.y() > a.bottom() + pin.y()) return {-1, -1};
     const int c = std::clamp(static_cast<int>((pos.x() - a.left()) / a.width() * cols_), 0, cols_ - 1);
     const int r = std::clamp(static_cast<int>((pos.y() - a.top()) / a.height() * rows_), 0, rows_ - 1);
     return {c, r};
@@ -509,6 +519,19 @@ void HeatmapWidget::paintEvent(QPaintEvent*) {
         p.drawRect(s);
     }
 
+    // Axis labels stay at the viewport's edges when the map is zoomed and scrolled: the row labels
+    // (with their marks and title) at its left, the column labels (with their title) at its bottom,
+    // each over a band of the window colour that hides the cells scrolled beneath.
+    const QPoint pin = pinnedLabelOffset();
+    // The part of the cell area left visible between the pinned bands: the axis titles centre on it.
+    const QRect vis = visibleRegion().boundingRect();
+    const double shownL = std::max(a.left(), pin.x() + a.left());
+    const double shownR = vis.isEmpty() ? a.right() : std::min(a.right(), static_cast<double>(vis.right() + 1));
+    const double shownT = vis.isEmpty() ? a.top() : std::max(a.top(), static_cast<double>(vis.top()));
+    const double shownB = a.bottom() + pin.y();
+    p.save();
+    p.translate(pin.x(), 0);
+    if (pin.x() > 0) p.fillRect(QRectF(0, a.top() - 1, a.left() - 1, a.height() + 2), pal.color(QPalette::Window));
     // Row labels (every k-th when rows are thinner than a text line).
     p.setPen(text);
     const int rowStep = std::max(1, static_cast<int>(std::ceil(lineH / std::max(ch, 1e-9))));
@@ -523,6 +546,21 @@ void HeatmapWidget::paintEvent(QPaintEvent*) {
         const double h = std::max(ch, 3.0);
         p.fillRect(QRectF(a.left() - g.markW, a.top() + r * ch + ch / 2 - h / 2, g.markW - 3, h), markColour_);
     }
+    if (!rowTitle_.isEmpty()) {
+        p.save();
+        const double span = std::max(shownB - shownT, 1.0);
+        p.translate(kMargin, (shownT + shownB) / 2);
+        p.rotate(-90);
+        p.drawText(QRectF(-span / 2, 0, span, lineH + 2), Qt::AlignCenter, rowTitle_);
+        p.restore();
+    }
+    p.restore();
+    p.save();
+    p.translate(0, pin.y());
+    if (pin.y() < 0)
+        p.fillRect(QRectF(0, a.bottom() + 1, width(), height() - a.bottom() - 1), pal.color(QPalette::Window));
+    if (pin.x() > 0) p.setClipRect(QRectF(shownL - 1, 0, width(), height())); // not under the row labels
+    p.setPen(text);
     // Column labels.
     int colLabelW = 0;
     for (int c = 0; c < cols_; ++c)
@@ -541,16 +579,10 @@ void HeatmapWidget::paintEvent(QPaintEvent*) {
         p.drawText(QRectF(cx - colLabelW / 2.0 - 3, a.bottom() + 2, colLabelW + 6, lineH), Qt::AlignCenter, s);
     }
     p.setFont(font());
-    // Axis titles.
     if (!colTitle_.isEmpty())
-        p.drawText(QRectF(a.left(), a.bottom() + 2 + lineH, a.width(), lineH + 2), Qt::AlignCenter, colTitle_);
-    if (!rowTitle_.isEmpty()) {
-        p.save();
-        p.translate(kMargin, a.center().y());
-        p.rotate(-90);
-        p.drawText(QRectF(-a.height() / 2, 0, a.height(), lineH + 2), Qt::AlignCenter, rowTitle_);
-        p.restore();
-    }
+        p.drawText(QRectF(shownL, a.bottom() + 2 + lineH, std::max(shownR - shownL, 1.0), lineH + 2),
+                   Qt::AlignCenter, colTitle_);
+    p.restore();
 
     // Side column (e.g. per-layer CV), right-aligned numbers.
     if (!side_.isEmpty()) {
@@ -610,6 +642,10 @@ HeatmapView::HeatmapView(HeatmapWidget* map, QWidget* parent) : QScrollArea(pare
     setVerticalScrollBarPolicy(Qt::ScrollBarAsNeeded);
     setWidget(map_);
     setSizePolicy(map_->sizePolicy());
+    // A scroll moves the map's pixels and repaints only what it exposed; the pinned axis labels
+    // must be repainted where they now belong.
+    connect(horizontalScrollBar(), &QScrollBar::valueChanged, map_, qOverload<>(&QWidget::update));
+    connect(verticalScrollBar(), &QScrollBar::valueChanged, map_, qOverload<>(&QWidget::update));
     layoutMap();
 }
 

@@ -109,7 +109,12 @@ public:
     int columnLabelStride() const;
     /// Cell rectangle in widget coordinates (empty when out of range or no data).
     QRect cellRect(int row, int col) const;
-    /// The cell under a widget position, or (-1, -1).
+    /// Where the axis labels are drawn, relative to their place beside the cells: (x, y) with x >= 0
+    /// the shift of the row labels to the right and y <= 0 that of the column labels upwards, so
+    /// that in a zoomed and scrolled HeatmapView they stay at the viewport's left and bottom edges
+    /// ((0, 0) when the whole map is visible).
+    QPoint pinnedLabelOffset() const;
+    /// The cell under a widget position, or (-1, -1) (also under the pinned axis labels).
     QPoint cellAt(const QPoint& pos) const;
     /// Tooltip text of a cell (what event(QEvent::ToolTip) shows).
     QString toolTipFor(int row, int col) const;
