@@ -31,6 +31,17 @@ Topology topo(int P, int D, std::vector<std::vector<int>> shards, std::int64_t C
     return t;
 }
 
+/// A placement whose slots are a uniform shuffle of each layer's (Fisher-Yates, Rng(seed)).
+Placement shuffled_placement(int L, int E, int P, std::uint64_t seed) {
+    Placement pi = identity_placement(L, E, P);
+    Rng rng(seed);
+    for (int l = 0; l < L; ++l)
+        for (int e = E - 1; e > 0; --e)
+            std::swap(pi.slot[static_cast<std::size_t>(l) * E + e],
+                      pi.slot[static_cast<std::size_t>(l) * E + rng.below(static_cast<std::uint64_t>(e) + 1)]);
+    return pi;
+}
+
 PlanInput synth_input(int groups, std::uint64_t seed) {
     SynthConfig c;
     c.groups = groups;
@@ -277,12 +288,7 @@ private Q_SLOTS:
         const PlanInput in = synth_input(3, 11);
         const Trace& w = in.window;
         const int L = w.model.num_moe_layers(), E = w.model.experts, P = in.topology.ep_ranks;
-        Placement pi = identity_placement(L, E, P);
-        Rng rng(5);
-        for (int l = 0; l < L; ++l)
-            for (int e = E - 1; e > 0; --e)
-                std::swap(pi.slot[static_cast<std::size_t>(l) * E + e],
-                          pi.slot[static_cast<std::size_t>(l) * E + rng.below(static_cast<std::uint64_t>(e) + 1)]);
+        Placement pi = shuffled_placement(L, E, P, 5);
         const PackingProblem p = make_packing_problem(w, in.topology, pi);
         std::vector<std::int32_t> want(static_cast<std::size_t>(p.n) * L * P, 0);
         for (int i = 0; i < p.n; ++i)
@@ -316,12 +322,7 @@ private Q_SLOTS:
         const Trace& w = in.window;
         const PlanResult r = plan_window(in);
         const int L = w.model.num_moe_layers(), E = w.model.experts, P = in.topology.ep_ranks;
-        Placement shuffled = identity_placement(L, E, P);
-        Rng rng(9);
-        for (int l = 0; l < L; ++l)
-            for (int e = E - 1; e > 0; --e)
-                std::swap(shuffled.slot[static_cast<std::size_t>(l) * E + e],
-                          shuffled.slot[static_cast<std::size_t>(l) * E + rng.below(static_cast<std::uint64_t>(e) + 1)]);
+        const Placement shuffled = shuffled_placement(L, E, P, 9);
         int compared = 0;
         for (const Placement* pi : std::vector<const Placement*>{&r.identity, &r.lpt, &shuffled}) {
             const PackingProblem full = make_packing_problem(w, in.topology, *pi);
