@@ -53,9 +53,8 @@ using namespace routepack::views;
 namespace fs = std::filesystem;
 
 namespace {
-
 QString q(const fs::path& p) {
-    return QString::fromStdString(p.string());
+    return test::qpath(p);
 }
 
 /// Texts of every QLabel under `w`.
@@ -110,30 +109,9 @@ class TestStudio : public QObject {
     QString shots_;
     fs::path mavLib_; ///< maverick imported through the dialog (empty when shared/ is absent)
     StudioOptions options_;
+    void shot(QWidget* w, const QString& name) { QVERIFY2(test::save_screenshot(w, shots_, name), qPrintable(name)); }
 
-    void shot(QWidget* w, const QString& name) {
-        const QString file = shots_ + QLatin1Char('/') + name + QStringLiteral(".png");
-        QVERIFY2(w->grab().save(file), qPrintable(file));
-        qInfo("screenshot %s", qPrintable(file));
-    }
-
-    /// A synthetic library (no shared data needed): trace "syn" (4 groups x 8), window "all".
-    fs::path synthLibrary(const QString& tag) {
-        const auto dir = test::temp_dir(tag);
-        SynthConfig c;
-        c.groups = 4;
-        c.group_size = 8;
-        write_synth(c, TraceFormat::VLLM, dir / "syn");
-        auto lib = storage::Library::open(dir / "lib.routepack");
-        ImportOptions o;
-        o.model = synth_model(c);
-        lib->import_trace("syn", {dir / "syn"}, o);
-        std::vector<std::string> ids;
-        for (const auto& s : lib->samples("syn"))
-            ids.push_back(s.id);
-        lib->create_window("syn", "all", ids, "all samples");
-        return dir / "lib.routepack";
-    }
+    fs::path synthLibrary(const QString& tag) { return test::synth_library(test::temp_dir(tag), 4, 8); }
 
     PlanJobRequest request(const fs::path& lib, const QString& trace, const QString& window, const Topology& t,
                            const PlannerBudgets& b) {
@@ -149,13 +127,11 @@ class TestStudio : public QObject {
 
 private Q_SLOTS:
     void initTestCase() {
-        QStandardPaths::setTestModeEnabled(true); // settings and app data under ~/.qttest
-        options_.settingsOrganization = QStringLiteral("RoutePackTest");
-        options_.settingsApplication = QStringLiteral("tst_studio-%1").arg(QCoreApplication::applicationPid());
-        tmp_ = test::temp_dir(QStringLiteral("studio"));
-        shots_ = qEnvironmentVariable("ROUTEPACK_SCREENSHOT_DIR");
-        if (shots_.isEmpty()) shots_ = q(tmp_ / "screenshots");
-        QDir().mkpath(shots_);
+        const test::StudioTestEnv env = test::studio_test_env(QStringLiteral("tst_studio"), QStringLiteral("studio"));
+        options_.settingsOrganization = env.organization;
+        options_.settingsApplication = env.application;
+        tmp_ = env.tmp;
+        shots_ = env.shots;
     }
 
     void cleanupTestCase() { QSettings(options_.settingsOrganization, options_.settingsApplication).clear(); }

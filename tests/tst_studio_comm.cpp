@@ -119,22 +119,13 @@ private:
     std::shared_ptr<const Trace> window_, windowNoRoutes_;
     QString shots_;
     QTemporaryDir tmp_;
-
-    void shoot(QWidget* w, const QString& name) {
-        QVERIFY(w);
-        const QPixmap pm = w->grab();
-        QVERIFY(!pm.isNull());
-        QVERIFY(pm.save(shots_ + QLatin1Char('/') + name + QStringLiteral(".png")));
-    }
+    void shoot(QWidget* w, const QString& name) { QVERIFY2(test::save_screenshot(w, shots_, name), qPrintable(name)); }
 
 private Q_SLOTS:
     void initTestCase() {
         QApplication::setStyle(QStyleFactory::create(QStringLiteral("Fusion")));
         QVERIFY(tmp_.isValid());
-        shots_ = qEnvironmentVariable("ROUTEPACK_SCREENSHOT_DIR");
-        if (shots_.isEmpty()) shots_ = tmp_.filePath(QStringLiteral("screens"));
-        QVERIFY(QDir().mkpath(shots_));
-        qInfo("screenshots in %s", qPrintable(shots_));
+        shots_ = test::screenshot_dir(tmp_.filePath(QStringLiteral("screens")));
         PlanInput two = planted_input(2);
         window_ = std::make_shared<const Trace>(two.window);
         two_ = std::make_shared<const PlanResult>(plan_window(two));

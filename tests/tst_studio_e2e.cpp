@@ -11,6 +11,7 @@
 #include "core/plan/planner.h"
 #include "gpu/safetensors/synth_checkpoint.h"
 #include "storage/library.h"
+#include "tests/gui_testutil.h"
 #include "tests/testutil.h"
 #include "views/import_dialog.h"
 #include "views/plan_jobs.h"
@@ -34,20 +35,14 @@ class TestStudioEndToEnd : public QObject {
     Q_OBJECT
     QString shots_;
 
-    void shot(QWidget* w, const QString& name) {
-        const QString file = shots_ + QLatin1Char('/') + name + QStringLiteral(".png");
-        QVERIFY2(w->grab().save(file), qPrintable(file));
-        qInfo("screenshot %s", qPrintable(file));
-    }
+    void shot(QWidget* w, const QString& name) { QVERIFY2(test::save_screenshot(w, shots_, name), qPrintable(name)); }
 
 private Q_SLOTS:
     void realWindowThroughTheStudio() {
         ROUTEPACK_REQUIRE_SHARED(ds, "traces/deepseek-v2-lite");
         QStandardPaths::setTestModeEnabled(true);
         const fs::path tmp = test::temp_dir(QStringLiteral("studio-e2e"));
-        shots_ = qEnvironmentVariable("ROUTEPACK_SCREENSHOT_DIR");
-        if (shots_.isEmpty()) shots_ = test::qpath(tmp / "screenshots");
-        QDir().mkpath(shots_);
+        shots_ = test::screenshot_dir(test::qpath(tmp / "screenshots"));
         const fs::path lib = tmp / "real.routepack";
 
         // 1. Import through the dialog's worker, with the shipped model description.

@@ -46,18 +46,8 @@ using namespace routepack::views;
 namespace fs = std::filesystem;
 
 namespace {
-
 QString q(const fs::path& p) {
-    return QString::fromStdString(p.string());
-}
-
-QString errorOf(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const std::exception& e) {
-        return QString::fromStdString(e.what());
-    }
-    return {};
+    return test::qpath(p);
 }
 
 /// One MoE layer (absolute id 3), 4 experts, 4 samples; counts a[i][0][e]:
@@ -113,22 +103,16 @@ class TestStudioExplain : public QObject {
     fs::path tmp_;
     QString shots_;
     StudioOptions options_;
-
-    void shot(QWidget* w, const QString& name) {
-        const QString file = shots_ + QLatin1Char('/') + name + QStringLiteral(".png");
-        QVERIFY2(w->grab().save(file), qPrintable(file));
-        qInfo("screenshot %s", qPrintable(file));
-    }
+    void shot(QWidget* w, const QString& name) { QVERIFY2(test::save_screenshot(w, shots_, name), qPrintable(name)); }
 
 private Q_SLOTS:
     void initTestCase() {
-        QStandardPaths::setTestModeEnabled(true);
-        options_.settingsOrganization = QStringLiteral("RoutePackTest");
-        options_.settingsApplication = QStringLiteral("tst_studio_explain-%1").arg(QCoreApplication::applicationPid());
-        tmp_ = test::temp_dir(QStringLiteral("studio-explain"));
-        shots_ = qEnvironmentVariable("ROUTEPACK_SCREENSHOT_DIR");
-        if (shots_.isEmpty()) shots_ = q(tmp_ / "screenshots");
-        QDir().mkpath(shots_);
+        const test::StudioTestEnv env =
+            test::studio_test_env(QStringLiteral("tst_studio_explain"), QStringLiteral("studio-explain"));
+        options_.settingsOrganization = env.organization;
+        options_.settingsApplication = env.application;
+        tmp_ = env.tmp;
+        shots_ = env.shots;
     }
 
     void cleanupTestCase() { QSettings(options_.settingsOrganization, options_.settingsApplication).clear(); }
@@ -156,11 +140,11 @@ private Q_SLOTS:
         // Ties: lower expert first.
         QCOMPARE(pairs(experts_on_rank(std::vector<std::uint64_t>{5, 5, 5, 7}, id, 0, 1)), (V{{3, 7}, {2, 5}}));
         QCOMPARE(pairs(experts_on_rank(std::vector<std::uint64_t>{5, 5, 0, 0}, id, 0, 0)), (V{{0, 5}, {1, 5}}));
-        QCOMPARE(errorOf([&] { experts_on_rank(loads, id, 1, 0); }),
+        QCOMPARE(test::error_text([&] { experts_on_rank(loads, id, 1, 0); }),
                  QStringLiteral("experts_on_rank: MoE layer index out of range"));
-        QCOMPARE(errorOf([&] { experts_on_rank(loads, id, 0, 2); }),
+        QCOMPARE(test::error_text([&] { experts_on_rank(loads, id, 0, 2); }),
                  QStringLiteral("experts_on_rank: EP rank out of range"));
-        QCOMPARE(errorOf([&] {
+        QCOMPARE(test::error_text([&] {
                      experts_on_rank(std::vector<std::uint64_t>{1, 2}, id, 0, 0);
                  }),
                  QStringLiteral("experts_on_rank: loads must hold L*E values"));
@@ -184,7 +168,7 @@ private Q_SLOTS:
         QCOMPARE(b[1].mean_rank_load, 17258.5);
         // On one rank every load is the mean: nothing is bounded.
         QVERIFY(expert_bounded_layers(loads, 4, 4, 1).empty());
-        QCOMPARE(errorOf([&] { expert_bounded_layers(loads, 3, 4, 2); }),
+        QCOMPARE(test::error_text([&] { expert_bounded_layers(loads, 3, 4, 2); }),
                  QStringLiteral("expert_bounded_layers: loads must hold L*E values (E, P >= 1)"));
     }
 
@@ -205,9 +189,9 @@ private Q_SLOTS:
         // Rank 1 = e2, e3: s0 10, s2 9.
         QCOMPARE(pairs(top_samples_on_rank(t, id, 0, 1, 20)), (V{{0, 10}, {2, 9}}));
         QVERIFY(top_samples_on_rank(t, id, 0, 1, 0).empty());
-        QCOMPARE(errorOf([&] { top_samples_on_rank(t, identity_placement(2, 4, 2), 0, 0, 1); }),
+        QCOMPARE(test::error_text([&] { top_samples_on_rank(t, identity_placement(2, 4, 2), 0, 0, 1); }),
                  QStringLiteral("top_samples_on_rank: the placement does not match the window's L and E"));
-        QCOMPARE(errorOf([&] { top_samples_on_rank(t, id, 0, 0, -1); }),
+        QCOMPARE(test::error_text([&] { top_samples_on_rank(t, id, 0, 0, -1); }),
                  QStringLiteral("top_samples_on_rank: k must be >= 0"));
 
         // Two rows x 2 DP slots in one EDP shard: row 0 = s0 | s1, row 1 = s2 | s3.
@@ -224,7 +208,7 @@ private Q_SLOTS:
         // Two shards of one slot each: row 1, shard 1 = s3 alone.
         topo.edp_shards = {{0}, {1}};
         QCOMPARE(row_shard_rank_loads(t, topo, id, x, 1, 1, 0), (std::vector<std::uint64_t>{6, 0}));
-        QCOMPARE(errorOf([&] { row_shard_rank_loads(t, topo, id, x, 2, 0, 0); }),
+        QCOMPARE(test::error_text([&] { row_shard_rank_loads(t, topo, id, x, 2, 0, 0); }),
                  QStringLiteral("row_shard_rank_loads: row or EDP shard out of range"));
     }
 

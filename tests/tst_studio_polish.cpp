@@ -52,18 +52,8 @@ using namespace routepack::views;
 namespace fs = std::filesystem;
 
 namespace {
-
 QString q(const fs::path& p) {
-    return QString::fromStdString(p.string());
-}
-
-QString coreError(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const std::exception& e) {
-        return QString::fromStdString(e.what());
-    }
-    return {};
+    return test::qpath(p);
 }
 
 } // namespace
@@ -74,40 +64,18 @@ class TestStudioPolish : public QObject {
     fs::path tmp_;
     QString shots_;
     StudioOptions options_;
+    void shot(QWidget* w, const QString& name) { QVERIFY2(test::save_screenshot(w, shots_, name), qPrintable(name)); }
 
-    void shot(QWidget* w, const QString& name) {
-        const QString file = shots_ + QLatin1Char('/') + name + QStringLiteral(".png");
-        QVERIFY2(w->grab().save(file), qPrintable(file));
-        qInfo("screenshot %s", qPrintable(file));
-    }
-
-    /// Trace "syn" (synthetic model, 32 experts; 2 groups x 4) with window "all".
-    fs::path synthLibrary(const QString& tag) {
-        const auto dir = test::temp_dir(tag);
-        SynthConfig c;
-        c.groups = 2;
-        c.group_size = 4;
-        write_synth(c, TraceFormat::VLLM, dir / "syn");
-        auto lib = storage::Library::open(dir / "lib.routepack");
-        ImportOptions o;
-        o.model = synth_model(c);
-        lib->import_trace("syn", {dir / "syn"}, o);
-        std::vector<std::string> ids;
-        for (const auto& s : lib->samples("syn"))
-            ids.push_back(s.id);
-        lib->create_window("syn", "all", ids, "all samples");
-        return dir / "lib.routepack";
-    }
+    fs::path synthLibrary(const QString& tag) { return test::synth_library(test::temp_dir(tag), 2, 4); }
 
 private Q_SLOTS:
     void initTestCase() {
-        QStandardPaths::setTestModeEnabled(true);
-        options_.settingsOrganization = QStringLiteral("RoutePackTest");
-        options_.settingsApplication = QStringLiteral("tst_studio_polish-%1").arg(QCoreApplication::applicationPid());
-        tmp_ = test::temp_dir(QStringLiteral("studio-polish"));
-        shots_ = qEnvironmentVariable("ROUTEPACK_SCREENSHOT_DIR");
-        if (shots_.isEmpty()) shots_ = q(tmp_ / "screenshots");
-        QDir().mkpath(shots_);
+        const test::StudioTestEnv env =
+            test::studio_test_env(QStringLiteral("tst_studio_polish"), QStringLiteral("studio-polish"));
+        options_.settingsOrganization = env.organization;
+        options_.settingsApplication = env.application;
+        tmp_ = env.tmp;
+        shots_ = env.shots;
     }
 
     void cleanupTestCase() { QSettings(options_.settingsOrganization, options_.settingsApplication).clear(); }
@@ -271,18 +239,18 @@ private Q_SLOTS:
             samples[static_cast<std::size_t>(i)].id = std::to_string(i);
             samples[static_cast<std::size_t>(i)].group = "g" + std::to_string(i);
         }
-        const QString split = coreError([&] { split_consecutive(samples, 40, "syn"); });
+        const QString split = test::error_text([&] { split_consecutive(samples, 40, "syn"); });
         QCOMPARE(split, QStringLiteral("window: --split 40 but trace 'syn' has only 3 samples")); // the CLI's words
         QCOMPARE(guiFieldText(split),
                  QStringLiteral("window: \"windows of N samples\" = 40 but trace 'syn' has only 3 samples"));
-        const QString groups = coreError([&] { split_groups(samples, 0, "syn"); });
+        const QString groups = test::error_text([&] { split_groups(samples, 0, "syn"); });
         QCOMPARE(guiFieldText(groups),
                  QStringLiteral("window: \"windows of G whole GRPO groups\" must be >= 1 (got 0)"));
         PlannerBudgets b;
         b.annealing.steps = -1;
-        const QString keys = coreError([&] { check_planner_budgets(b, "planner", BudgetNames::Keys); });
+        const QString keys = test::error_text([&] { check_planner_budgets(b, "planner", BudgetNames::Keys); });
         QCOMPARE(guiFieldText(keys), QStringLiteral("planner: \"Steps K per level\" must be >= 0 (got -1)"));
-        const QString flags = coreError([&] { check_planner_budgets(b, "plan", BudgetNames::Flags); });
+        const QString flags = test::error_text([&] { check_planner_budgets(b, "plan", BudgetNames::Flags); });
         QCOMPARE(flags, QStringLiteral("plan: --steps must be >= 0 (got -1)"));
         QCOMPARE(guiFieldText(flags), QStringLiteral("plan: \"Steps K per level\" must be >= 0 (got -1)"));
         QCOMPARE(guiFieldText(QStringLiteral("--layer-map: plan layer 3 is mapped twice")),

@@ -86,12 +86,7 @@ class TestStudioRewrite : public QObject {
 
     fs::path tmp_;
     QString shots_;
-
-    void shot(QWidget* w, const QString& name) {
-        const QString file = shots_ + QLatin1Char('/') + name + QStringLiteral(".png");
-        QVERIFY2(w->grab().save(file), qPrintable(file));
-        qInfo("screenshot %s", qPrintable(file));
-    }
+    void shot(QWidget* w, const QString& name) { QVERIFY2(test::save_screenshot(w, shots_, name), qPrintable(name)); }
 
     /// A dialog on `plan_json` rewriting `input` into `output` on the CPU (verify on, the default).
     static void fill(RewriteDialog& d, const QString& planJson, const QString& origin, const fs::path& input,
@@ -134,10 +129,7 @@ private Q_SLOTS:
     void initTestCase() {
         QStandardPaths::setTestModeEnabled(true);
         tmp_ = temp_dir(QStringLiteral("studio-rewrite"));
-        shots_ = qEnvironmentVariable("ROUTEPACK_SCREENSHOT_DIR");
-        if (shots_.isEmpty()) shots_ = qpath(tmp_ / "screenshots");
-        QVERIFY(QDir().mkpath(shots_));
-        qInfo("screenshots in %s", qPrintable(shots_));
+        shots_ = routepack::test::screenshot_dir(qpath(tmp_ / "screenshots"));
     }
 
     void cleanupTestCase() {

@@ -43,9 +43,8 @@ using namespace routepack::views;
 namespace fs = std::filesystem;
 
 namespace {
-
 QString q(const fs::path& p) {
-    return QString::fromStdString(p.string());
+    return test::qpath(p);
 }
 
 PlannerBudgets fixed_budgets(std::uint64_t seed) {
@@ -77,12 +76,7 @@ class TestStudioRuns : public QObject {
     fs::path lib_;
     std::vector<PlanResult> plans_; ///< the three windows' plans, in run order
     std::vector<std::int64_t> runIds_;
-
-    void shot(QWidget* w, const QString& name) {
-        const QString file = shots_ + QLatin1Char('/') + name + QStringLiteral(".png");
-        QVERIFY2(w->grab().save(file), qPrintable(file));
-        qInfo("screenshot %s", qPrintable(file));
-    }
+    void shot(QWidget* w, const QString& name) { QVERIFY2(test::save_screenshot(w, shots_, name), qPrintable(name)); }
 
     /// A synthetic trace "syn" (6 GRPO groups x 8 samples, 48 samples).
     fs::path importSynth(const fs::path& dir) {
@@ -101,13 +95,12 @@ class TestStudioRuns : public QObject {
 
 private Q_SLOTS:
     void initTestCase() {
-        QStandardPaths::setTestModeEnabled(true);
-        options_.settingsOrganization = QStringLiteral("RoutePackTest");
-        options_.settingsApplication = QStringLiteral("tst_studio_runs-%1").arg(QCoreApplication::applicationPid());
-        tmp_ = test::temp_dir(QStringLiteral("studio-runs"));
-        shots_ = qEnvironmentVariable("ROUTEPACK_SCREENSHOT_DIR");
-        if (shots_.isEmpty()) shots_ = q(tmp_ / "screenshots");
-        QDir().mkpath(shots_);
+        const test::StudioTestEnv env =
+            test::studio_test_env(QStringLiteral("tst_studio_runs"), QStringLiteral("studio-runs"));
+        options_.settingsOrganization = env.organization;
+        options_.settingsApplication = env.application;
+        tmp_ = env.tmp;
+        shots_ = env.shots;
 
         // Three consecutive windows of 16 samples, each planned with its own fixed seed and saved, as
         // `routepack sweep` does (one planner worker per window), plus a window without a run.

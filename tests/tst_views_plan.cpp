@@ -171,22 +171,13 @@ private:
     std::shared_ptr<const Trace> window_;
     QString shots_;
     QTemporaryDir tmp_;
-
-    void shoot(QWidget* w, const QString& name) {
-        QVERIFY(w);
-        const QPixmap pm = w->grab();
-        QVERIFY(!pm.isNull());
-        QVERIFY(pm.save(shots_ + QLatin1Char('/') + name + QStringLiteral(".png")));
-    }
+    void shoot(QWidget* w, const QString& name) { QVERIFY2(test::save_screenshot(w, shots_, name), qPrintable(name)); }
 
 private Q_SLOTS:
     void initTestCase() {
         QApplication::setStyle(QStyleFactory::create(QStringLiteral("Fusion")));
         QVERIFY(tmp_.isValid());
-        shots_ = qEnvironmentVariable("ROUTEPACK_SCREENSHOT_DIR");
-        if (shots_.isEmpty()) shots_ = tmp_.filePath(QStringLiteral("screens"));
-        QVERIFY(QDir().mkpath(shots_));
-        qInfo("screenshots in %s", qPrintable(shots_));
+        shots_ = test::screenshot_dir(tmp_.filePath(QStringLiteral("screens")));
         const PlanInput in = test_input(7, 1);
         window_ = std::make_shared<const Trace>(in.window);
         plan_ = std::make_shared<const PlanResult>(plan_window(in));
@@ -532,7 +523,8 @@ private Q_SLOTS:
         QCoreApplication::processEvents();
         QScrollBar* hbar = area.horizontalScrollBar();
         QScrollBar* vbar = area.verticalScrollBar();
-        QCOMPARE(map->pinnedLabelOffset(), QPoint(hbar->value(), vbar->value() + area.viewport()->height() - map->height()));
+        QCOMPARE(map->pinnedLabelOffset(),
+                 QPoint(hbar->value(), vbar->value() + area.viewport()->height() - map->height()));
         hbar->setValue(hbar->maximum() / 2);
         vbar->setValue(vbar->maximum() / 3);
         QCoreApplication::processEvents();
@@ -554,7 +546,8 @@ private Q_SLOTS:
             return count;
         };
         QCOMPARE(saturated(QRect(0, 0, labelsW, labelsTop - 2)), 0);
-        QCOMPARE(saturated(QRect(labelsW + 8, labelsTop + 3, shot.width() - labelsW - 8, shot.height() - labelsTop - 3)), 0);
+        QCOMPARE(
+            saturated(QRect(labelsW + 8, labelsTop + 3, shot.width() - labelsW - 8, shot.height() - labelsTop - 3)), 0);
         QVERIFY(saturated(QRect(labelsW + 8, 0, shot.width() - labelsW - 8, labelsTop - 2)) > 1000);
         QCOMPARE(map->cellAt(map->mapFrom(area.viewport(), QPoint(labelsW / 2, 100))), QPoint(-1, -1));
         QCOMPARE(map->cellAt(map->mapFrom(area.viewport(), QPoint(300, shot.height() - 5))), QPoint(-1, -1));

@@ -580,8 +580,8 @@ void HeatmapWidget::paintEvent(QPaintEvent*) {
     }
     p.setFont(font());
     if (!colTitle_.isEmpty())
-        p.drawText(QRectF(shownL, a.bottom() + 2 + lineH, std::max(shownR - shownL, 1.0), lineH + 2),
-                   Qt::AlignCenter, colTitle_);
+        p.drawText(QRectF(shownL, a.bottom() + 2 + lineH, std::max(shownR - shownL, 1.0), lineH + 2), Qt::AlignCenter,
+                   colTitle_);
     p.restore();
 
     // Side column (e.g. per-layer CV), right-aligned numbers.

@@ -24,12 +24,10 @@ inline constexpr std::size_t kHugePageThreshold = std::size_t{4} << 20;
 
 /// std::allocator-compatible, stateless. construct() without arguments default-initialises (no
 /// zeroing for arithmetic types): callers that need zeros say so (assign(n, 0), resize(n, 0)).
-template <class T>
-struct HugePageAllocator {
+template <class T> struct HugePageAllocator {
     using value_type = T;
     HugePageAllocator() = default;
-    template <class U>
-    explicit HugePageAllocator(const HugePageAllocator<U>& /*other*/) noexcept {}
+    template <class U> explicit HugePageAllocator(const HugePageAllocator<U>& /*other*/) noexcept {}
 
     T* allocate(std::size_t n) {
         if (n > static_cast<std::size_t>(-1) / sizeof(T)) throw std::bad_array_new_length();
@@ -37,19 +35,14 @@ struct HugePageAllocator {
     }
     void deallocate(T* p, std::size_t /*n*/) noexcept { huge_page_free(p); }
 
-    template <class U>
-    void construct(U* p) noexcept(noexcept(::new (static_cast<void*>(p)) U)) {
+    template <class U> void construct(U* p) noexcept(noexcept(::new (static_cast<void*>(p)) U)) {
         ::new (static_cast<void*>(p)) U;
     }
-    template <class U, class... Args>
-    void construct(U* p, Args&&... args) {
+    template <class U, class... Args> void construct(U* p, Args&&... args) {
         ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
     }
 
-    template <class U>
-    bool operator==(const HugePageAllocator<U>& /*other*/) const noexcept {
-        return true;
-    }
+    template <class U> bool operator==(const HugePageAllocator<U>& /*other*/) const noexcept { return true; }
 };
 
 /// The rank demand's storage (PackingProblem::demand).
