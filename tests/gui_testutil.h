@@ -5,15 +5,18 @@
 #include "core/synth/synth.h"
 #include "storage/library.h"
 #include "tests/testutil.h"
+#include "views/studio_window.h"
 
 #include <QColor>
 #include <QCoreApplication>
 #include <QDir>
 #include <QPalette>
 #include <QPixmap>
+#include <QSettings>
 #include <QStandardPaths>
 #include <QString>
 #include <QWidget>
+#include <QtTest>
 
 #include <exception>
 #include <filesystem>
@@ -86,6 +89,29 @@ inline StudioTestEnv studio_test_env(const QString& binary, const QString& tag) 
     env.shots = screenshot_dir(qpath(env.tmp / "screenshots"));
     return env;
 }
+
+/// Base of the studio GUI test classes: the scratch folder `tmp_`, the screenshot folder `shots_`
+/// and the studio options `options_` whose settings are isolated per test process.
+class StudioTestBase : public QObject {
+protected:
+    std::filesystem::path tmp_;
+    QString shots_;
+    views::StudioOptions options_;
+
+    /// Fills tmp_, shots_ and options_' settings names from studio_test_env(binary, tag); called
+    /// from initTestCase.
+    void initStudioTest(const QString& binary, const QString& tag) {
+        const StudioTestEnv env = studio_test_env(binary, tag);
+        options_.settingsOrganization = env.organization;
+        options_.settingsApplication = env.application;
+        tmp_ = env.tmp;
+        shots_ = env.shots;
+    }
+    /// Clears the isolated settings; called from cleanupTestCase.
+    void clearStudioSettings() const { QSettings(options_.settingsOrganization, options_.settingsApplication).clear(); }
+    /// Saves a screenshot of `w` as shots_/name.png (a test failure when it cannot).
+    void shot(QWidget* w, const QString& name) { QVERIFY2(save_screenshot(w, shots_, name), qPrintable(name)); }
+};
 
 /// A library at dir/lib.routepack holding trace "syn" (synthetic model, vLLM files written to
 /// dir/syn; `groups` x `group_size` samples) and its window "all" of every sample. Returns the

@@ -53,9 +53,7 @@ using namespace routepack::views;
 namespace fs = std::filesystem;
 
 namespace {
-QString q(const fs::path& p) {
-    return test::qpath(p);
-}
+constexpr auto& q = test::qpath; // a path as QString
 
 /// Texts of every QLabel under `w`.
 QStringList labelTexts(const QWidget& w) {
@@ -102,14 +100,10 @@ PlannerBudgets small_budgets() {
 
 } // namespace
 
-class TestStudio : public QObject {
+class TestStudio : public test::StudioTestBase {
     Q_OBJECT
 
-    fs::path tmp_;
-    QString shots_;
     fs::path mavLib_; ///< maverick imported through the dialog (empty when shared/ is absent)
-    StudioOptions options_;
-    void shot(QWidget* w, const QString& name) { QVERIFY2(test::save_screenshot(w, shots_, name), qPrintable(name)); }
 
     fs::path synthLibrary(const QString& tag) { return test::synth_library(test::temp_dir(tag), 4, 8); }
 
@@ -126,15 +120,9 @@ class TestStudio : public QObject {
     }
 
 private Q_SLOTS:
-    void initTestCase() {
-        const test::StudioTestEnv env = test::studio_test_env(QStringLiteral("tst_studio"), QStringLiteral("studio"));
-        options_.settingsOrganization = env.organization;
-        options_.settingsApplication = env.application;
-        tmp_ = env.tmp;
-        shots_ = env.shots;
-    }
+    void initTestCase() { initStudioTest(QStringLiteral("tst_studio"), QStringLiteral("studio")); }
 
-    void cleanupTestCase() { QSettings(options_.settingsOrganization, options_.settingsApplication).clear(); }
+    void cleanupTestCase() { clearStudioSettings(); }
 
     // --- Import through the dialog's code path ---
 

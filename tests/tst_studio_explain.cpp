@@ -46,9 +46,7 @@ using namespace routepack::views;
 namespace fs = std::filesystem;
 
 namespace {
-QString q(const fs::path& p) {
-    return test::qpath(p);
-}
+constexpr auto& q = test::qpath; // a path as QString
 
 /// One MoE layer (absolute id 3), 4 experts, 4 samples; counts a[i][0][e]:
 ///   s0 {1, 0, 5, 5}, s1 {4, 2, 0, 0}, s2 {0, 0, 9, 0}, s3 {3, 3, 0, 0}; lengths 10, 20, 30, 40.
@@ -97,25 +95,13 @@ std::shared_ptr<PlanResult> handPlacement() {
 
 } // namespace
 
-class TestStudioExplain : public QObject {
+class TestStudioExplain : public test::StudioTestBase {
     Q_OBJECT
 
-    fs::path tmp_;
-    QString shots_;
-    StudioOptions options_;
-    void shot(QWidget* w, const QString& name) { QVERIFY2(test::save_screenshot(w, shots_, name), qPrintable(name)); }
-
 private Q_SLOTS:
-    void initTestCase() {
-        const test::StudioTestEnv env =
-            test::studio_test_env(QStringLiteral("tst_studio_explain"), QStringLiteral("studio-explain"));
-        options_.settingsOrganization = env.organization;
-        options_.settingsApplication = env.application;
-        tmp_ = env.tmp;
-        shots_ = env.shots;
-    }
+    void initTestCase() { initStudioTest(QStringLiteral("tst_studio_explain"), QStringLiteral("studio-explain")); }
 
-    void cleanupTestCase() { QSettings(options_.settingsOrganization, options_.settingsApplication).clear(); }
+    void cleanupTestCase() { clearStudioSettings(); }
 
     // --- The numbers, by hand ---
 
@@ -591,20 +577,7 @@ private Q_SLOTS:
     void linkedSelectionFiltersSamples() {
         // 32 samples, so that the top 20 of a rank leave some out.
         const auto dir = test::temp_dir(QStringLiteral("explain-linked"));
-        SynthConfig c;
-        c.groups = 4;
-        c.group_size = 8;
-        write_synth(c, TraceFormat::VLLM, dir / "syn");
-        {
-            auto lib = storage::Library::open(dir / "lib.routepack");
-            ImportOptions o;
-            o.model = synth_model(c);
-            lib->import_trace("syn", {dir / "syn"}, o);
-            std::vector<std::string> ids;
-            for (const auto& s : lib->samples("syn"))
-                ids.push_back(s.id);
-            lib->create_window("syn", "all", ids, "all samples");
-        }
+        test::synth_library(dir, 4, 8);
         StudioWindow w(options_);
         QSignalSpy loaded(&w, &StudioWindow::samplesLoaded);
         QSignalSpy shown(&w, &StudioWindow::planShown);

@@ -52,33 +52,19 @@ using namespace routepack::views;
 namespace fs = std::filesystem;
 
 namespace {
-QString q(const fs::path& p) {
-    return test::qpath(p);
-}
+constexpr auto& q = test::qpath; // a path as QString
 
 } // namespace
 
-class TestStudioPolish : public QObject {
+class TestStudioPolish : public test::StudioTestBase {
     Q_OBJECT
-
-    fs::path tmp_;
-    QString shots_;
-    StudioOptions options_;
-    void shot(QWidget* w, const QString& name) { QVERIFY2(test::save_screenshot(w, shots_, name), qPrintable(name)); }
 
     fs::path synthLibrary(const QString& tag) { return test::synth_library(test::temp_dir(tag), 2, 4); }
 
 private Q_SLOTS:
-    void initTestCase() {
-        const test::StudioTestEnv env =
-            test::studio_test_env(QStringLiteral("tst_studio_polish"), QStringLiteral("studio-polish"));
-        options_.settingsOrganization = env.organization;
-        options_.settingsApplication = env.application;
-        tmp_ = env.tmp;
-        shots_ = env.shots;
-    }
+    void initTestCase() { initStudioTest(QStringLiteral("tst_studio_polish"), QStringLiteral("studio-polish")); }
 
-    void cleanupTestCase() { QSettings(options_.settingsOrganization, options_.settingsApplication).clear(); }
+    void cleanupTestCase() { clearStudioSettings(); }
 
     // --- The preset box ---
 

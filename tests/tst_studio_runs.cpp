@@ -43,9 +43,7 @@ using namespace routepack::views;
 namespace fs = std::filesystem;
 
 namespace {
-QString q(const fs::path& p) {
-    return test::qpath(p);
-}
+constexpr auto& q = test::qpath; // a path as QString
 
 PlannerBudgets fixed_budgets(std::uint64_t seed) {
     PlannerBudgets b;
@@ -67,16 +65,12 @@ RunStep gain_step(double gain_pct) {
 
 } // namespace
 
-class TestStudioRuns : public QObject {
+class TestStudioRuns : public test::StudioTestBase {
     Q_OBJECT
 
-    fs::path tmp_;
-    QString shots_;
-    StudioOptions options_;
     fs::path lib_;
     std::vector<PlanResult> plans_; ///< the three windows' plans, in run order
     std::vector<std::int64_t> runIds_;
-    void shot(QWidget* w, const QString& name) { QVERIFY2(test::save_screenshot(w, shots_, name), qPrintable(name)); }
 
     /// A synthetic trace "syn" (6 GRPO groups x 8 samples, 48 samples).
     fs::path importSynth(const fs::path& dir) {
@@ -95,12 +89,7 @@ class TestStudioRuns : public QObject {
 
 private Q_SLOTS:
     void initTestCase() {
-        const test::StudioTestEnv env =
-            test::studio_test_env(QStringLiteral("tst_studio_runs"), QStringLiteral("studio-runs"));
-        options_.settingsOrganization = env.organization;
-        options_.settingsApplication = env.application;
-        tmp_ = env.tmp;
-        shots_ = env.shots;
+        initStudioTest(QStringLiteral("tst_studio_runs"), QStringLiteral("studio-runs"));
 
         // Three consecutive windows of 16 samples, each planned with its own fixed seed and saved, as
         // `routepack sweep` does (one planner worker per window), plus a window without a run.
