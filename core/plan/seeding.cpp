@@ -17,6 +17,7 @@
 #include "core/util/seeds.h"
 
 #include <tbb/blocked_range.h>
+#include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
 #include <tbb/parallel_reduce.h>
 
@@ -344,18 +345,28 @@ struct PairOutputs {
 /// are exactly those of an exhaustive scan.
 template <class V>
 Layout pair_cells_t(const std::vector<std::vector<int>>& cells, int rows, const PackingProblem& p, int w, Rng& rng,
-                    int max_candidates, const PairOutputs& outputs) {
+                    int max_candidates, const PairOutputs& outputs, std::vector<V>* buffer) {
     const int D = p.D, G = p.G, L = p.L, P = p.P;
     const int K = rows * D;
     w = clamp_width(w);
     max_candidates = std::max(1, max_candidates);
     const std::size_t LP = static_cast<std::size_t>(L) * P;
     using i64 = std::int64_t;
+    // A cell's load: the sum of its samples' demand rows.
+    auto add_cell = [&](V* load, int c) {
+        for (int i : cells[static_cast<std::size_t>(c)])
+            add_into(load, p.q(i), LP);
+    };
 
     // Per-cell routed-token peak sum_l max_p c[l][p] and token sum, for the processing order.
     std::vector<i64> cell_peak(static_cast<std::size_t>(K), 0), cell_tokens(static_cast<std::size_t>(K), 0);
     const bool cache = static_cast<std::size_t>(K) * LP * sizeof(V) <= kCellLoadCacheBytes;
-    std::vector<V> cached(cache ? static_cast<std::size_t>(K) * LP : 0, 0);
+    // The cell-load cache is the caller's buffer when given (reused across the trials one thread
+    // runs: no allocation, page faults or zeroing of K*L*P values per trial); each cell's part is
+    // zeroed right before its loads are summed into it.
+    std::vector<V> own;
+    std::vector<V>& cached = buffer ? *buffer : own;
+    if (cache && cached.size() < static_cast<std::size_t>(K) * LP) cached.resize(static_cast<std::size_t>(K) * LP);
     std::vector<V> scratch(LP);
     for (int c = 0; c < K; ++c) {
         for (int i : cells[static_cast<std::size_t>(c)])
@@ -363,9 +374,8 @@ Layout pair_cells_t(const std::vector<std::vector<int>>& cells, int rows, const 
                 throw std::invalid_argument("edp_aware_pair: sample index " + std::to_string(i) + " outside 0.." +
                                             std::to_string(p.n - 1));
         V* load = cache ? cached.data() + static_cast<std::size_t>(c) * LP : scratch.data();
-        if (!cache) std::fill(scratch.begin(), scratch.end(), 0);
-        for (int i : cells[static_cast<std::size_t>(c)])
-            add_into(load, p.q(i), LP);
+        std::fill(load, load + LP, V{0});
+        add_cell(load, c);
         i64 s = 0;
         for (int l = 0; l < L; ++l)
             s += arg_max(load + static_cast<std::size_t>(l) * P, P).first;
@@ -460,8 +470,7 @@ Layout pair_cells_t(const std::vector<std::vector<int>>& cells, int rows, const 
             load = cached.data() + static_cast<std::size_t>(c) * LP;
         } else {
             std::fill(scratch.begin(), scratch.end(), 0);
-            for (int i : cells[static_cast<std::size_t>(c)])
-                add_into(scratch.data(), p.q(i), LP);
+            add_cell(scratch.data(), c);
         }
         i64 csum = 0, cmax = 0;
         for (int l = 0; l < L; ++l) {
@@ -591,14 +600,15 @@ Layout pair_cells_t(const std::vector<std::vector<int>>& cells, int rows, const 
 
 /// EDPAwarePair (see edp_aware_pair); `narrow` = narrow_loads_fit(p) selects int32 loads.
 Layout pair_cells(const std::vector<std::vector<int>>& cells, int rows, const PackingProblem& p, int w, Rng& rng,
-                  int max_candidates, bool narrow, const PairOutputs& outputs) {
+                  int max_candidates, bool narrow, const PairOutputs& outputs,
+                  std::vector<std::int32_t>* buffer32 = nullptr, std::vector<std::int64_t>* buffer64 = nullptr) {
     const int K = rows * p.D;
     if (rows < 1 || static_cast<int>(cells.size()) != K)
         throw std::invalid_argument("edp_aware_pair: expected rows x D = " + std::to_string(K) + " cells, got " +
                                     std::to_string(cells.size()));
     check_problem(p, "edp_aware_pair");
-    return narrow ? pair_cells_t<std::int32_t>(cells, rows, p, w, rng, max_candidates, outputs)
-                  : pair_cells_t<std::int64_t>(cells, rows, p, w, rng, max_candidates, outputs);
+    return narrow ? pair_cells_t<std::int32_t>(cells, rows, p, w, rng, max_candidates, outputs, buffer32)
+                  : pair_cells_t<std::int64_t>(cells, rows, p, w, rng, max_candidates, outputs, buffer64);
 }
 
 } // namespace
@@ -935,6 +945,10 @@ std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout
     const int tasks = b.candidates >= 2 ? 2 + trials : 1;
     std::vector<std::optional<Candidate>> raw(static_cast<std::size_t>(tasks));
     const bool narrow = tasks > 1 && narrow_loads_fit(p);
+    // Cell-load caches, one per worker thread (a trial runs on one thread from start to end: no
+    // nested parallelism inside it), freed when seeding ends.
+    tbb::enumerable_thread_specific<std::vector<std::int32_t>> buffer32;
+    tbb::enumerable_thread_specific<std::vector<std::int64_t>> buffer64;
     tbb::parallel_for(0, tasks, [&](int j) {
         Candidate c;
         std::vector<std::int64_t> peak_sum; // [R][G], from the pairing's own rank loads
@@ -947,13 +961,15 @@ std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout
             Rng rng(seeds::seeding_trial(b.seed, static_cast<std::uint64_t>(trial)));
             const PairOutputs outputs{&c.row_peak, &peak_sum};
             if (trial == 0) {
-                c.layout = pair_cells(ffd.cells, R, p, w, rng, pair_cap, narrow, outputs);
+                c.layout = pair_cells(ffd.cells, R, p, w, rng, pair_cap, narrow, outputs, &buffer32.local(),
+                                      &buffer64.local());
                 c.origin = "ffd+pair";
             } else {
                 const std::vector<int> sigma = window_shuffle(order, w, rng);
                 auto cells = randomized_best_fit(sigma, p, K, w, rng);
                 if (!cells) return; // abort trial: a sample fits nowhere
-                c.layout = pair_cells(*cells, R, p, w, rng, pair_cap, narrow, outputs);
+                c.layout =
+                    pair_cells(*cells, R, p, w, rng, pair_cap, narrow, outputs, &buffer32.local(), &buffer64.local());
                 if (!validate_layout(c.layout, p).empty()) return; // abort trial: not in X_R*
                 c.origin = "shuffle#" + std::to_string(trial);
             }
