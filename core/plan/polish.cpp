@@ -274,7 +274,7 @@ private:
             for (int x = 1; x < P_; ++x)
                 if (w[l * P_ + x] > w[l * P_ + best]) best = x;
             const int now = l * P_ + best;
-            if (!full && now != pk[l]) moved_.push_back({pk[l], now});
+            if (!full && now != pk[l]) moved_.emplace_back(pk[l], now);
             pk[l] = now;
         }
         if (full || moved_.empty()) return;
