@@ -317,11 +317,15 @@ bool guided_descent(IncrementalScorer& sc, Guide& gd, int verify, std::int64_t b
     struct Cand {
         double s0, s1;
         int j, k; // j >= 0: swap with j; else relocation to cell k
+        int seq;  // tie-break: k for a relocation, K + j for a swap
     };
     std::vector<Cand> top(static_cast<std::size_t>(verify));
     std::vector<double> U(static_cast<std::size_t>(G));
     std::vector<double> a_cell(static_cast<std::size_t>(K)); // attention of each cell's row-shard
     std::vector<double> oth;                                 // Guide::other_cells_max
+    std::vector<int> shard_of_cell(static_cast<std::size_t>(K));
+    for (int k = 0; k < K; ++k)
+        shard_of_cell[static_cast<std::size_t>(k)] = p.shard_of_slot[static_cast<std::size_t>(k % D)];
     const std::int64_t visit_cost = 1 + (n - 1) / kCandidatesPerUnit;
     int idle = 0;
     while (idle < n) {
@@ -359,8 +363,10 @@ bool guided_descent(IncrementalScorer& sc, Guide& gd, int verify, std::int64_t b
                 if (g != gs && U[static_cast<std::size_t>(g)] > m) m = U[static_cast<std::size_t>(g)];
             return m;
         }();
-        auto consider = [&](int j, int k) {
-            const int gb = p.shard_of_slot[static_cast<std::size_t>(k % D)];
+        // Candidate `seq` (relocation to cell k: k; swap with j: K + j) breaks ties of the
+        // estimate, so the ranking is that of relocations then swaps in partner order.
+        auto consider = [&](int j, int k, int seq) __attribute__((always_inline)) {
+            const int gb = shard_of_cell[static_cast<std::size_t>(k)];
             const int rsb = gd.rs_of_cell(k);
             const std::int64_t tj = j >= 0 ? p.length[static_cast<std::size_t>(j)] : 0;
             const std::int64_t dt = tj - ti, dq = tj * tj - ti * ti;
@@ -395,20 +401,27 @@ bool guided_descent(IncrementalScorer& sc, Guide& gd, int verify, std::int64_t b
             if (s0 > before.max_u || (s0 == before.max_u && s1 >= before.sum_u)) return;
             // Insert into the sorted top list.
             int pos = found < verify ? found : verify;
-            while (pos > 0 && (s0 < top[static_cast<std::size_t>(pos - 1)].s0 ||
-                               (s0 == top[static_cast<std::size_t>(pos - 1)].s0 &&
-                                s1 < top[static_cast<std::size_t>(pos - 1)].s1))) {
-                if (pos < verify) top[static_cast<std::size_t>(pos)] = top[static_cast<std::size_t>(pos - 1)];
+            while (pos > 0) {
+                const Cand& t = top[static_cast<std::size_t>(pos - 1)];
+                if (!(s0 < t.s0 || (s0 == t.s0 && (s1 < t.s1 || (s1 == t.s1 && seq < t.seq))))) break;
+                if (pos < verify) top[static_cast<std::size_t>(pos)] = t;
                 --pos;
             }
-            if (pos < verify) top[static_cast<std::size_t>(pos)] = Cand{s0, s1, j, k};
+            if (pos < verify) top[static_cast<std::size_t>(pos)] = Cand{s0, s1, j, k, seq};
             if (found < verify) ++found;
         };
         for (int k = 0; k < K; ++k)
-            if (k != from && sc.relocate_feasible(i, k)) consider(-1, k);
-        for (int j = 0; j < n; ++j) {
-            const int k = sc.cell_of(j);
-            if (k != from && sc.swap_feasible(i, j)) consider(j, k);
+            if (k != from && sc.relocate_feasible(i, k)) consider(-1, k, k);
+        // Swaps, cell by cell; cap feasibility (IncrementalScorer::swap_feasible) from the cells'
+        // token sums: i's cell takes t_j - t_i more, j's cell as much less.
+        const std::int64_t tj_max = p.C - sc.cell_tokens(from) + ti;
+        for (int k = 0; k < K; ++k) {
+            if (k == from) continue;
+            const std::int64_t tj_min = sc.cell_tokens(k) + ti - p.C;
+            for (int j : sc.cell(k)) {
+                const std::int64_t tj = p.length[static_cast<std::size_t>(j)];
+                if (tj <= tj_max && tj >= tj_min) consider(j, k, K + j);
+            }
         }
         bool improved = false;
         for (int x = 0; x < found && !improved; ++x) {
