@@ -218,14 +218,24 @@ public:
     }
     /// Attention of cell k's row-shard when only cell k changes by (dt, dq), from other_cells_max.
     double attention_one(const std::vector<double>& oth, int k, std::int64_t dt, std::int64_t dq) const {
-        const std::size_t S = ta_.size();
-        const auto t = static_cast<double>(tok_[static_cast<std::size_t>(k)] + dt);
-        const auto q = static_cast<double>(sq_[static_cast<std::size_t>(k)] + dq);
-        const double* o = oth.data() + static_cast<std::size_t>(k) * S;
+        return stage_sum(oth.data() + static_cast<std::size_t>(k) * ta_.size(), tok_[static_cast<std::size_t>(k)] + dt,
+                         sq_[static_cast<std::size_t>(k)] + dq);
+    }
+    /// Attention of a row-shard whose other cells' stage maxima are o[0..S) and whose changing
+    /// cell holds t tokens with squares q: sum_s max(o[s], alpha_s t / C + beta_s q / C^2).
+    double stage_sum(const double* o, std::int64_t t, std::int64_t q) const {
+        const auto td = static_cast<double>(t);
+        const auto qd = static_cast<double>(q);
         double a = 0;
-        for (std::size_t st = 0; st < S; ++st)
-            a += std::max(o[st], ta_[st] * t + tb_[st] * q);
+        for (std::size_t st = 0; st < ta_.size(); ++st)
+            a += std::max(o[st], ta_[st] * td + tb_[st] * qd);
         return a;
+    }
+    std::int64_t cell_tok(int k) const { return tok_[static_cast<std::size_t>(k)]; }
+    std::int64_t cell_sq(int k) const { return sq_[static_cast<std::size_t>(k)]; }
+    /// S[rs][0..n): every sample's demand on the peak ranks of row-shard rs (see peak_demand).
+    const std::int64_t* peak_demands(int rs) const {
+        return S_.data() + static_cast<std::size_t>(rs) * static_cast<std::size_t>(n_);
     }
     double stage_cost(std::size_t st, std::int64_t t, std::int64_t q) const {
         return ta_[st] * static_cast<double>(t) + tb_[st] * static_cast<double>(q);
@@ -363,9 +373,21 @@ bool guided_descent(IncrementalScorer& sc, Guide& gd, int verify, std::int64_t b
                 if (g != gs && U[static_cast<std::size_t>(g)] > m) m = U[static_cast<std::size_t>(g)];
             return m;
         }();
-        // Candidate `seq` (relocation to cell k: k; swap with j: K + j) breaks ties of the
-        // estimate, so the ranking is that of relocations then swaps in partner order.
-        auto consider = [&](int j, int k, int seq) __attribute__((always_inline)) {
+        // Inserts a candidate into the sorted top list. Its `seq` (relocation to cell k: k; swap
+        // with j: K + j) breaks ties of the estimate, so the ranking is that of relocations then
+        // swaps in partner order.
+        auto insert = [&](double s0, double s1, int j, int k, int seq) {
+            int pos = found < verify ? found : verify;
+            while (pos > 0) {
+                const Cand& t = top[static_cast<std::size_t>(pos - 1)];
+                if (!(s0 < t.s0 || (s0 == t.s0 && (s1 < t.s1 || (s1 == t.s1 && seq < t.seq))))) break;
+                if (pos < verify) top[static_cast<std::size_t>(pos)] = t;
+                --pos;
+            }
+            if (pos < verify) top[static_cast<std::size_t>(pos)] = Cand{s0, s1, j, k, seq};
+            if (found < verify) ++found;
+        };
+        auto consider = [&](int j, int k, int seq) {
             const int gb = shard_of_cell[static_cast<std::size_t>(k)];
             const int rsb = gd.rs_of_cell(k);
             const std::int64_t tj = j >= 0 ? p.length[static_cast<std::size_t>(j)] : 0;
@@ -399,28 +421,62 @@ bool guided_descent(IncrementalScorer& sc, Guide& gd, int verify, std::int64_t b
             }
             const double s1 = before.sum_u + dJa + dJb;
             if (s0 > before.max_u || (s0 == before.max_u && s1 >= before.sum_u)) return;
-            // Insert into the sorted top list.
-            int pos = found < verify ? found : verify;
-            while (pos > 0) {
-                const Cand& t = top[static_cast<std::size_t>(pos - 1)];
-                if (!(s0 < t.s0 || (s0 == t.s0 && (s1 < t.s1 || (s1 == t.s1 && seq < t.seq))))) break;
-                if (pos < verify) top[static_cast<std::size_t>(pos)] = t;
-                --pos;
-            }
-            if (pos < verify) top[static_cast<std::size_t>(pos)] = Cand{s0, s1, j, k, seq};
-            if (found < verify) ++found;
+            insert(s0, s1, j, k, seq);
         };
         for (int k = 0; k < K; ++k)
             if (k != from && sc.relocate_feasible(i, k)) consider(-1, k, k);
         // Swaps, cell by cell; cap feasibility (IncrementalScorer::swap_feasible) from the cells'
-        // token sums: i's cell takes t_j - t_i more, j's cell as much less.
+        // token sums: i's cell takes t_j - t_i more, j's cell as much less. Partners in another
+        // row-shard (nearly all) get consider's arithmetic, operation for operation, with the
+        // cell's terms hoisted out of the loop.
         const std::int64_t tj_max = p.C - sc.cell_tokens(from) + ti;
+        const std::size_t S = p.stages.size();
+        const double* oth_a = oth.data() + static_cast<std::size_t>(from) * S;
+        const std::int64_t tok_a = gd.cell_tok(from), sq_a = gd.cell_sq(from);
+        const double inv_c = gd.inv_c();
+        const double u_gs = U[static_cast<std::size_t>(gs)];
+        const std::int64_t* S_a = gd.peak_demands(rsa);
         for (int k = 0; k < K; ++k) {
             if (k == from) continue;
             const std::int64_t tj_min = sc.cell_tokens(k) + ti - p.C;
+            const int rsb = gd.rs_of_cell(k);
+            if (rsb == rsa) {
+                for (int j : sc.cell(k)) {
+                    const std::int64_t tj = p.length[static_cast<std::size_t>(j)];
+                    if (tj <= tj_max && tj >= tj_min) consider(j, k, K + j);
+                }
+                continue;
+            }
+            const int gb = shard_of_cell[static_cast<std::size_t>(k)];
+            const bool cross = gb != gs;
+            const double u_gb = U[static_cast<std::size_t>(gb)];
+            // consider's s0 = max(max(base, U[gs] + dJa), U[gb] + dJb): base is u_other, or when gb
+            // holds u_other the largest U of the shards other than gs and gb (-inf: none).
+            double base = u_other;
+            if (cross && u_gb == u_other) {
+                base = -std::numeric_limits<double>::infinity();
+                for (int g = 0; g < G; ++g)
+                    if (g != gs && g != gb) base = std::max(base, U[static_cast<std::size_t>(g)]);
+            }
+            const double* oth_b = oth.data() + static_cast<std::size_t>(k) * S;
+            const std::int64_t tok_b = gd.cell_tok(k), sq_b = gd.cell_sq(k);
+            const double a_b = a_cell[static_cast<std::size_t>(k)];
+            const double Si_b = static_cast<double>(gd.peak_demand(rsb, i));
+            const std::int64_t* S_b = gd.peak_demands(rsb);
             for (int j : sc.cell(k)) {
                 const std::int64_t tj = p.length[static_cast<std::size_t>(j)];
-                if (tj <= tj_max && tj >= tj_min) consider(j, k, K + j);
+                if (tj > tj_max || tj < tj_min) continue;
+                const std::int64_t dt = tj - ti, dq = tj * tj - ti * ti;
+                const double Sj_a = static_cast<double>(S_a[j]);
+                const double dJa = gd.stage_sum(oth_a, tok_a + dt, sq_a + dq) - Aa + (Sj_a - Si_a) * inv_c;
+                if (cross && u_gs + dJa > before.max_u) continue;
+                const double Sj_b = static_cast<double>(S_b[j]);
+                const double dJb = gd.stage_sum(oth_b, tok_b - dt, sq_b - dq) - a_b + (Si_b - Sj_b) * inv_c;
+                const double s0 = cross ? std::max(std::max(base, u_gs + dJa), u_gb + dJb)
+                                        : std::max(u_other, u_gs + dJa + dJb);
+                const double s1 = before.sum_u + dJa + dJb;
+                if (s0 > before.max_u || (s0 == before.max_u && s1 >= before.sum_u)) continue;
+                insert(s0, s1, j, k, K + j);
             }
         }
         bool improved = false;
