@@ -134,6 +134,8 @@ public:
         sq_.assign(static_cast<std::size_t>(K_), 0);
         c_ = static_cast<double>(p().C);
         inv_c_ = 1.0 / c_;
+        inv_cc_ = 1.0 / (c_ * c_);
+        pow2_ = p().C > 0 && (p().C & (p().C - 1)) == 0 && p().C <= (std::int64_t{1} << 30);
         for (const auto& st : p().stages) {
             ta_.push_back(st.alpha / c_);
             tb_.push_back(st.beta / (c_ * c_));
@@ -185,15 +187,22 @@ public:
                     t += dt1;
                     q += dq1;
                 }
-                const double T = static_cast<double>(t) / c_;
-                const double Q = static_cast<double>(q) / (c_ * c_);
-                const double v = st.alpha * T + st.beta * Q;
+                const double v = stage_value(st, t, q);
                 if (first || v > m) m = v;
                 first = false;
             }
             a += m;
         }
         return a;
+    }
+    /// alpha_s T + beta_s Q of a cell holding t tokens with squares q (T = t / C, Q = q / C^2, eq.
+    /// 11-12). When C is a power of two the quotients are products with the exact reciprocals,
+    /// which round to the same values.
+    double stage_value(const AttentionStage& st, std::int64_t t, std::int64_t q) const {
+        const auto td = static_cast<double>(t);
+        const auto qd = static_cast<double>(q);
+        if (pow2_) return st.alpha * (td * inv_c_) + st.beta * (qd * inv_cc_);
+        return st.alpha * (td / c_) + st.beta * (qd / (c_ * c_));
     }
     double c() const { return c_; }
     /// For every cell k and stage s, the largest stage cost of the other cells of k's row-shard
@@ -306,7 +315,8 @@ private:
     const PackingProblem& p() const { return *pp_; }
     const PackingProblem* pp_;
     int R_, D_, G_, L_, P_, n_, K_;
-    double c_ = 1, inv_c_ = 1;
+    double c_ = 1, inv_c_ = 1, inv_cc_ = 1;
+    bool pow2_ = false;           // C is a power of two: stage_value multiplies by the exact reciprocals
     std::vector<double> ta_, tb_; // [S] alpha_s / C, beta_s / C^2
     std::vector<int> rs_cell_;    // [K] row-shard of cell k
     std::vector<std::int64_t> W_, S_, tok_, sq_;
@@ -333,6 +343,7 @@ bool guided_descent(IncrementalScorer& sc, Guide& gd, int verify, std::int64_t b
     std::vector<double> U(static_cast<std::size_t>(G));
     std::vector<double> a_cell(static_cast<std::size_t>(K)); // attention of each cell's row-shard
     std::vector<double> oth;                                 // Guide::other_cells_max
+    std::vector<double> om;                                  // [S] stage maxima of a row-shard's other cells
     std::vector<int> shard_of_cell(static_cast<std::size_t>(K));
     for (int k = 0; k < K; ++k)
         shard_of_cell[static_cast<std::size_t>(k)] = p.shard_of_slot[static_cast<std::size_t>(k % D)];
@@ -436,14 +447,40 @@ bool guided_descent(IncrementalScorer& sc, Guide& gd, int verify, std::int64_t b
         const double inv_c = gd.inv_c();
         const double u_gs = U[static_cast<std::size_t>(gs)];
         const std::int64_t* S_a = gd.peak_demands(rsa);
+        om.resize(S);
         for (int k = 0; k < K; ++k) {
             if (k == from) continue;
             const std::int64_t tj_min = sc.cell_tokens(k) + ti - p.C;
             const int rsb = gd.rs_of_cell(k);
             if (rsb == rsa) {
+                // Both cells in i's row-shard: W unchanged, A from Guide::attention's terms, the
+                // row-shard's other cells' stage maxima hoisted.
+                const int r = from / D;
+                const std::int64_t tok_k = gd.cell_tok(k), sq_k = gd.cell_sq(k);
+                for (std::size_t st = 0; st < S; ++st) {
+                    double m = -std::numeric_limits<double>::infinity();
+                    for (int d : p.shards[static_cast<std::size_t>(gs)]) {
+                        const int o = r * D + d;
+                        if (o != from && o != k)
+                            m = std::max(m, gd.stage_value(p.stages[st], gd.cell_tok(o), gd.cell_sq(o)));
+                    }
+                    om[st] = m;
+                }
                 for (int j : sc.cell(k)) {
                     const std::int64_t tj = p.length[static_cast<std::size_t>(j)];
-                    if (tj <= tj_max && tj >= tj_min) consider(j, k, K + j);
+                    if (tj > tj_max || tj < tj_min) continue;
+                    const std::int64_t dt = tj - ti, dq = tj * tj - ti * ti;
+                    double a = 0;
+                    for (std::size_t st = 0; st < S; ++st) {
+                        const double v0 = gd.stage_value(p.stages[st], tok_a + dt, sq_a + dq);
+                        const double v1 = gd.stage_value(p.stages[st], tok_k - dt, sq_k - dq);
+                        a += std::max(std::max(om[st], v0), v1);
+                    }
+                    const double dJa = a - Aa;
+                    const double s0 = std::max(u_other, u_gs + dJa + 0.0);
+                    const double s1 = before.sum_u + dJa + 0.0;
+                    if (s0 > before.max_u || (s0 == before.max_u && s1 >= before.sum_u)) continue;
+                    insert(s0, s1, j, k, K + j);
                 }
                 continue;
             }
@@ -472,8 +509,8 @@ bool guided_descent(IncrementalScorer& sc, Guide& gd, int verify, std::int64_t b
                 if (cross && u_gs + dJa > before.max_u) continue;
                 const double Sj_b = static_cast<double>(S_b[j]);
                 const double dJb = gd.stage_sum(oth_b, tok_b - dt, sq_b - dq) - a_b + (Si_b - Sj_b) * inv_c;
-                const double s0 = cross ? std::max(std::max(base, u_gs + dJa), u_gb + dJb)
-                                        : std::max(u_other, u_gs + dJa + dJb);
+                const double s0 =
+                    cross ? std::max(std::max(base, u_gs + dJa), u_gb + dJb) : std::max(u_other, u_gs + dJa + dJb);
                 const double s1 = before.sum_u + dJa + dJb;
                 if (s0 > before.max_u || (s0 == before.max_u && s1 >= before.sum_u)) continue;
                 insert(s0, s1, j, k, K + j);
