@@ -240,6 +240,8 @@ public:
             a += std::max(o[st], ta_[st] * td + tb_[st] * qd);
         return a;
     }
+    double stage_a(std::size_t st) const { return ta_[st]; }
+    double stage_b(std::size_t st) const { return tb_[st]; }
     std::int64_t cell_tok(int k) const { return tok_[static_cast<std::size_t>(k)]; }
     std::int64_t cell_sq(int k) const { return sq_[static_cast<std::size_t>(k)]; }
     /// S[rs][0..n): every sample's demand on the peak ranks of row-shard rs (see peak_demand).
@@ -446,6 +448,18 @@ bool guided_descent(IncrementalScorer& sc, Guide& gd, int verify, std::int64_t b
         const std::int64_t tok_a = gd.cell_tok(from), sq_a = gd.cell_sq(from);
         const double inv_c = gd.inv_c();
         const double u_gs = U[static_cast<std::size_t>(gs)];
+        // Guide::stage_sum with the stage coefficients in registers (one or two stages unrolled).
+        const double ta0 = S > 0 ? gd.stage_a(0) : 0.0, tb0 = S > 0 ? gd.stage_b(0) : 0.0;
+        const double ta1 = S > 1 ? gd.stage_a(1) : 0.0, tb1 = S > 1 ? gd.stage_b(1) : 0.0;
+        auto stage_sum = [&](const double* o, std::int64_t t, std::int64_t q) {
+            if (S == 0 || S > 2) return gd.stage_sum(o, t, q);
+            const auto td = static_cast<double>(t);
+            const auto qd = static_cast<double>(q);
+            double a = 0;
+            a += std::max(o[0], ta0 * td + tb0 * qd);
+            if (S == 2) a += std::max(o[1], ta1 * td + tb1 * qd);
+            return a;
+        };
         const std::int64_t* S_a = gd.peak_demands(rsa);
         om.resize(S);
         for (int k = 0; k < K; ++k) {
@@ -505,10 +519,10 @@ bool guided_descent(IncrementalScorer& sc, Guide& gd, int verify, std::int64_t b
                 if (tj > tj_max || tj < tj_min) continue;
                 const std::int64_t dt = tj - ti, dq = tj * tj - ti * ti;
                 const double Sj_a = static_cast<double>(S_a[j]);
-                const double dJa = gd.stage_sum(oth_a, tok_a + dt, sq_a + dq) - Aa + (Sj_a - Si_a) * inv_c;
+                const double dJa = stage_sum(oth_a, tok_a + dt, sq_a + dq) - Aa + (Sj_a - Si_a) * inv_c;
                 if (cross && u_gs + dJa > before.max_u) continue;
                 const double Sj_b = static_cast<double>(S_b[j]);
-                const double dJb = gd.stage_sum(oth_b, tok_b - dt, sq_b - dq) - a_b + (Si_b - Sj_b) * inv_c;
+                const double dJb = stage_sum(oth_b, tok_b - dt, sq_b - dq) - a_b + (Si_b - Sj_b) * inv_c;
                 const double s0 =
                     cross ? std::max(std::max(base, u_gs + dJa), u_gb + dJb) : std::max(u_other, u_gs + dJa + dJb);
                 const double s1 = before.sum_u + dJa + dJb;
