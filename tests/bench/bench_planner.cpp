@@ -5,11 +5,12 @@
 //     synthetic windows across model/topology sizes, 1 and 2 workers; (c) the scale point 8192 samples
 //     x 64 MoE layers x 256 experts x 64 EP ranks x 64 DP slots in 8 EDP shards, 1 and 2 workers.
 // (d) on the real windows: median over seeds 1, 2, 3 of max_g U with default budgets (and with 100x
-//     the proposals when --x100; with --seeds N, seeds 1..N and the means over them), against the previous default (24 levels, then a first-improvement
-//     straggler_descent of 100,000 evaluations) timed in the same process; the lower bound and the
-//     gap; (e) the anytime curve: one run with a 5 s time limit (the final pass kicks and descends
-//     until the deadline), best max_g U found by 0.05, 0.1, 0.5, 1 and 5 s (annealing levels and
-//     final-pass improvements as reported by the progress events).
+//     the proposals when --x100; with --seeds N, seeds 1..N and the means over them), against the
+//     previous default (24 levels, then a first-improvement straggler_descent of 100,000
+//     evaluations) timed in the same process; the lower bound and the gap; (e) the anytime curve:
+//     one run with a 5 s time limit (the final pass kicks and descends until the deadline), best
+//     max_g U found by 0.05, 0.1, 0.5, 1 and 5 s (annealing levels and final-pass improvements as
+//     reported by the progress events).
 // Ratios are against `reorder` (same window, same R*) or the 1-worker run, measured in the same process.
 #include "core/import/import.h"
 #include "core/plan/placement.h"
@@ -313,8 +314,8 @@ int main(int argc, char** argv) {
                     std::printf(" %.3f |", lb);
                     if (g_seeds > 3) {
                         const std::vector<double> u3(u.begin(), u.begin() + 3);
-                        std::printf(" median of seeds 1-3 %.3f, mean of %d %.3f (previous default %.3f) |",
-                                    median3(u3), g_seeds, std::accumulate(u.begin(), u.end(), 0.0) / u.size(),
+                        std::printf(" median of seeds 1-3 %.3f, mean of %d %.3f (previous default %.3f) |", median3(u3),
+                                    g_seeds, std::accumulate(u.begin(), u.end(), 0.0) / u.size(),
                                     std::accumulate(u_old.begin(), u_old.end(), 0.0) / u_old.size());
                     }
                     std::printf("\n");
