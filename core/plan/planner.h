@@ -32,7 +32,7 @@ struct PlannerBudgets {
     std::int64_t row_nodes = 1000000; ///< node budget of the exact row-count search
     /// Work of the final exact improvement pass (iterated_straggler_search, core/plan/polish.h: moves
     /// scored exactly plus ranked sample visits) on the annealing's best; 0 = no pass.
-    std::int64_t polish_evaluations = 20000;
+    std::int64_t polish_evaluations = 40000;
     /// Random moves per kick of that pass (0 = one guided descent, no kicks).
     int polish_kick_moves = 4;
     double time_limit_s = 0; ///< 0 = none

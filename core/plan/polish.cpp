@@ -136,6 +136,8 @@ public:
         sq_.assign(static_cast<std::size_t>(K_), 0);
         c_ = static_cast<double>(p().C);
         inv_c_ = 1.0 / c_;
+        inv_cc_ = 1.0 / (c_ * c_);
+        pow2_ = p().C > 0 && (p().C & (p().C - 1)) == 0 && p().C <= (std::int64_t{1} << 30);
         for (const auto& st : p().stages) {
             ta_.push_back(st.alpha / c_);
             tb_.push_back(st.beta / (c_ * c_));
@@ -188,15 +190,22 @@ public:
                     t += dt1;
                     q += dq1;
                 }
-                const double T = static_cast<double>(t) / c_;
-                const double Q = static_cast<double>(q) / (c_ * c_);
-                const double v = st.alpha * T + st.beta * Q;
+                const double v = stage_value(st, t, q);
                 if (first || v > m) m = v;
                 first = false;
             }
             a += m;
         }
         return a;
+    }
+    /// alpha_s T + beta_s Q of a cell holding t tokens with squares q (T = t / C, Q = q / C^2, eq.
+    /// 11-12). When C is a power of two the quotients are products with the exact reciprocals,
+    /// which round to the same values.
+    double stage_value(const AttentionStage& st, std::int64_t t, std::int64_t q) const {
+        const auto td = static_cast<double>(t);
+        const auto qd = static_cast<double>(q);
+        if (pow2_) return st.alpha * (td * inv_c_) + st.beta * (qd * inv_cc_);
+        return st.alpha * (td / c_) + st.beta * (qd / (c_ * c_));
     }
     double c() const { return c_; }
     /// For every cell k and stage s, the largest stage cost of the other cells of k's row-shard
@@ -221,14 +230,26 @@ public:
     }
     /// Attention of cell k's row-shard when only cell k changes by (dt, dq), from other_cells_max.
     double attention_one(const std::vector<double>& oth, int k, std::int64_t dt, std::int64_t dq) const {
-        const std::size_t S = ta_.size();
-        const auto t = static_cast<double>(tok_[static_cast<std::size_t>(k)] + dt);
-        const auto q = static_cast<double>(sq_[static_cast<std::size_t>(k)] + dq);
-        const double* o = oth.data() + static_cast<std::size_t>(k) * S;
+        return stage_sum(oth.data() + static_cast<std::size_t>(k) * ta_.size(), tok_[static_cast<std::size_t>(k)] + dt,
+                         sq_[static_cast<std::size_t>(k)] + dq);
+    }
+    /// Attention of a row-shard whose other cells' stage maxima are o[0..S) and whose changing
+    /// cell holds t tokens with squares q: sum_s max(o[s], alpha_s t / C + beta_s q / C^2).
+    double stage_sum(const double* o, std::int64_t t, std::int64_t q) const {
+        const auto td = static_cast<double>(t);
+        const auto qd = static_cast<double>(q);
         double a = 0;
-        for (std::size_t st = 0; st < S; ++st)
-            a += std::max(o[st], ta_[st] * t + tb_[st] * q);
+        for (std::size_t st = 0; st < ta_.size(); ++st)
+            a += std::max(o[st], ta_[st] * td + tb_[st] * qd);
         return a;
+    }
+    double stage_a(std::size_t st) const { return ta_[st]; }
+    double stage_b(std::size_t st) const { return tb_[st]; }
+    std::int64_t cell_tok(int k) const { return tok_[static_cast<std::size_t>(k)]; }
+    std::int64_t cell_sq(int k) const { return sq_[static_cast<std::size_t>(k)]; }
+    /// S[rs][0..n): every sample's demand on the peak ranks of row-shard rs (see peak_demand).
+    const std::int64_t* peak_demands(int rs) const {
+        return S_.data() + static_cast<std::size_t>(rs) * static_cast<std::size_t>(n_);
     }
     double stage_cost(std::size_t st, std::int64_t t, std::int64_t q) const {
         return ta_[st] * static_cast<double>(t) + tb_[st] * static_cast<double>(q);
@@ -310,7 +331,8 @@ private:
     const PackingProblem& p() const { return *pp_; }
     const PackingProblem* pp_;
     int R_, D_, G_, L_, P_, n_, K_;
-    double c_ = 1, inv_c_ = 1;
+    double c_ = 1, inv_c_ = 1, inv_cc_ = 1;
+    bool pow2_ = false;           // C is a power of two: stage_value multiplies by the exact reciprocals
     std::vector<double> ta_, tb_; // [S] alpha_s / C, beta_s / C^2
     std::vector<int> rs_cell_;    // [K] row-shard of cell k
     std::vector<std::int64_t> W_, S_, tok_, sq_;
@@ -332,11 +354,16 @@ bool guided_descent(IncrementalScorer& sc, Guide& gd, int verify, std::int64_t b
     struct Cand {
         double s0, s1;
         int j, k; // j >= 0: swap with j; else relocation to cell k
+        int seq;  // tie-break: k for a relocation, K + j for a swap
     };
     std::vector<Cand> top(static_cast<std::size_t>(verify));
     std::vector<double> U(static_cast<std::size_t>(G));
     std::vector<double> a_cell(static_cast<std::size_t>(K)); // attention of each cell's row-shard
     std::vector<double> oth;                                 // Guide::other_cells_max
+    std::vector<double> om;                                  // [S] stage maxima of a row-shard's other cells
+    std::vector<int> shard_of_cell(static_cast<std::size_t>(K));
+    for (int k = 0; k < K; ++k)
+        shard_of_cell[static_cast<std::size_t>(k)] = p.shard_of_slot[static_cast<std::size_t>(k % D)];
     const std::int64_t visit_cost = 1 + (n - 1) / kCandidatesPerUnit;
     int idle = 0;
     while (idle < n) {
@@ -374,8 +401,22 @@ bool guided_descent(IncrementalScorer& sc, Guide& gd, int verify, std::int64_t b
                 if (g != gs && U[static_cast<std::size_t>(g)] > m) m = U[static_cast<std::size_t>(g)];
             return m;
         }();
-        auto consider = [&](int j, int k) {
-            const int gb = p.shard_of_slot[static_cast<std::size_t>(k % D)];
+        // Inserts a candidate into the sorted top list. Its `seq` (relocation to cell k: k; swap
+        // with j: K + j) breaks ties of the estimate, so the ranking is that of relocations then
+        // swaps in partner order.
+        auto insert = [&](double s0, double s1, int j, int k, int seq) {
+            int pos = found < verify ? found : verify;
+            while (pos > 0) {
+                const Cand& t = top[static_cast<std::size_t>(pos - 1)];
+                if (!(s0 < t.s0 || (s0 == t.s0 && (s1 < t.s1 || (s1 == t.s1 && seq < t.seq))))) break;
+                if (pos < verify) top[static_cast<std::size_t>(pos)] = t;
+                --pos;
+            }
+            if (pos < verify) top[static_cast<std::size_t>(pos)] = Cand{s0, s1, j, k, seq};
+            if (found < verify) ++found;
+        };
+        auto consider = [&](int j, int k, int seq) {
+            const int gb = shard_of_cell[static_cast<std::size_t>(k)];
             const int rsb = gd.rs_of_cell(k);
             const std::int64_t tj = j >= 0 ? p.length[static_cast<std::size_t>(j)] : 0;
             const std::int64_t dt = tj - ti, dq = tj * tj - ti * ti;
@@ -408,22 +449,101 @@ bool guided_descent(IncrementalScorer& sc, Guide& gd, int verify, std::int64_t b
             }
             const double s1 = before.sum_u + dJa + dJb;
             if (s0 > before.max_u || (s0 == before.max_u && s1 >= before.sum_u)) return;
-            // Insert into the sorted top list.
-            int pos = found < verify ? found : verify;
-            while (pos > 0 && (s0 < top[static_cast<std::size_t>(pos - 1)].s0 ||
-                               (s0 == top[static_cast<std::size_t>(pos - 1)].s0 &&
-                                s1 < top[static_cast<std::size_t>(pos - 1)].s1))) {
-                if (pos < verify) top[static_cast<std::size_t>(pos)] = top[static_cast<std::size_t>(pos - 1)];
-                --pos;
-            }
-            if (pos < verify) top[static_cast<std::size_t>(pos)] = Cand{s0, s1, j, k};
-            if (found < verify) ++found;
+            insert(s0, s1, j, k, seq);
         };
         for (int k = 0; k < K; ++k)
-            if (k != from && sc.relocate_feasible(i, k)) consider(-1, k);
-        for (int j = 0; j < n; ++j) {
-            const int k = sc.cell_of(j);
-            if (k != from && sc.swap_feasible(i, j)) consider(j, k);
+            if (k != from && sc.relocate_feasible(i, k)) consider(-1, k, k);
+        // Swaps, cell by cell; cap feasibility (IncrementalScorer::swap_feasible) from the cells'
+        // token sums: i's cell takes t_j - t_i more, j's cell as much less. Partners in another
+        // row-shard (nearly all) get consider's arithmetic, operation for operation, with the
+        // cell's terms hoisted out of the loop.
+        const std::int64_t tj_max = p.C - sc.cell_tokens(from) + ti;
+        const std::size_t S = p.stages.size();
+        const double* oth_a = oth.data() + static_cast<std::size_t>(from) * S;
+        const std::int64_t tok_a = gd.cell_tok(from), sq_a = gd.cell_sq(from);
+        const double inv_c = gd.inv_c();
+        const double u_gs = U[static_cast<std::size_t>(gs)];
+        // Guide::stage_sum with the stage coefficients in registers (one or two stages unrolled).
+        const double ta0 = S > 0 ? gd.stage_a(0) : 0.0, tb0 = S > 0 ? gd.stage_b(0) : 0.0;
+        const double ta1 = S > 1 ? gd.stage_a(1) : 0.0, tb1 = S > 1 ? gd.stage_b(1) : 0.0;
+        auto stage_sum = [&](const double* o, std::int64_t t, std::int64_t q) {
+            if (S == 0 || S > 2) return gd.stage_sum(o, t, q);
+            const auto td = static_cast<double>(t);
+            const auto qd = static_cast<double>(q);
+            double a = 0;
+            a += std::max(o[0], ta0 * td + tb0 * qd);
+            if (S == 2) a += std::max(o[1], ta1 * td + tb1 * qd);
+            return a;
+        };
+        const std::int64_t* S_a = gd.peak_demands(rsa);
+        om.resize(S);
+        for (int k = 0; k < K; ++k) {
+            if (k == from) continue;
+            const std::int64_t tj_min = sc.cell_tokens(k) + ti - p.C;
+            const int rsb = gd.rs_of_cell(k);
+            if (rsb == rsa) {
+                // Both cells in i's row-shard: W unchanged, A from Guide::attention's terms, the
+                // row-shard's other cells' stage maxima hoisted.
+                const int r = from / D;
+                const std::int64_t tok_k = gd.cell_tok(k), sq_k = gd.cell_sq(k);
+                for (std::size_t st = 0; st < S; ++st) {
+                    double m = -std::numeric_limits<double>::infinity();
+                    for (int d : p.shards[static_cast<std::size_t>(gs)]) {
+                        const int o = r * D + d;
+                        if (o != from && o != k)
+                            m = std::max(m, gd.stage_value(p.stages[st], gd.cell_tok(o), gd.cell_sq(o)));
+                    }
+                    om[st] = m;
+                }
+                for (int j : sc.cell(k)) {
+                    const std::int64_t tj = p.length[static_cast<std::size_t>(j)];
+                    if (tj > tj_max || tj < tj_min) continue;
+                    const std::int64_t dt = tj - ti, dq = tj * tj - ti * ti;
+                    double a = 0;
+                    for (std::size_t st = 0; st < S; ++st) {
+                        const double v0 = gd.stage_value(p.stages[st], tok_a + dt, sq_a + dq);
+                        const double v1 = gd.stage_value(p.stages[st], tok_k - dt, sq_k - dq);
+                        a += std::max(std::max(om[st], v0), v1);
+                    }
+                    const double dJa = a - Aa;
+                    const double s0 = std::max(u_other, u_gs + dJa + 0.0);
+                    const double s1 = before.sum_u + dJa + 0.0;
+                    if (s0 > before.max_u || (s0 == before.max_u && s1 >= before.sum_u)) continue;
+                    insert(s0, s1, j, k, K + j);
+                }
+                continue;
+            }
+            const int gb = shard_of_cell[static_cast<std::size_t>(k)];
+            const bool cross = gb != gs;
+            const double u_gb = U[static_cast<std::size_t>(gb)];
+            // consider's s0 = max(max(base, U[gs] + dJa), U[gb] + dJb): base is u_other, or when gb
+            // holds u_other the largest U of the shards other than gs and gb (-inf: none).
+            double base = u_other;
+            if (cross && u_gb == u_other) {
+                base = -std::numeric_limits<double>::infinity();
+                for (int g = 0; g < G; ++g)
+                    if (g != gs && g != gb) base = std::max(base, U[static_cast<std::size_t>(g)]);
+            }
+            const double* oth_b = oth.data() + static_cast<std::size_t>(k) * S;
+            const std::int64_t tok_b = gd.cell_tok(k), sq_b = gd.cell_sq(k);
+            const double a_b = a_cell[static_cast<std::size_t>(k)];
+            const double Si_b = static_cast<double>(gd.peak_demand(rsb, i));
+            const std::int64_t* S_b = gd.peak_demands(rsb);
+            for (int j : sc.cell(k)) {
+                const std::int64_t tj = p.length[static_cast<std::size_t>(j)];
+                if (tj > tj_max || tj < tj_min) continue;
+                const std::int64_t dt = tj - ti, dq = tj * tj - ti * ti;
+                const double Sj_a = static_cast<double>(S_a[j]);
+                const double dJa = stage_sum(oth_a, tok_a + dt, sq_a + dq) - Aa + (Sj_a - Si_a) * inv_c;
+                if (cross && u_gs + dJa > before.max_u) continue;
+                const double Sj_b = static_cast<double>(S_b[j]);
+                const double dJb = stage_sum(oth_b, tok_b - dt, sq_b - dq) - a_b + (Si_b - Sj_b) * inv_c;
+                const double s0 =
+                    cross ? std::max(std::max(base, u_gs + dJa), u_gb + dJb) : std::max(u_other, u_gs + dJa + dJb);
+                const double s1 = before.sum_u + dJa + dJb;
+                if (s0 > before.max_u || (s0 == before.max_u && s1 >= before.sum_u)) continue;
+                insert(s0, s1, j, k, K + j);
+            }
         }
         bool improved = false;
         for (int x = 0; x < found && !improved; ++x) {
