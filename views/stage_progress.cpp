@@ -13,7 +13,7 @@ int planner_stage_index(const std::string& stage) {
 
 StageWeights StageWeights::defaults() {
     // Percent of the run, kPlannerStages order (see the declaration for the measurement).
-    return StageWeights{{0.63, 0.05, 0.21, 5.54, 17.67, 67.33, 0.01, 446.7}};
+    return StageWeights{{0.94, 0.04, 0.67, 2.30, 13.36, 81.60, 0.01, 631.0}};
 }
 
 StageWeights stage_weights_from(const std::map<std::string, double>& timings, const StageWeights& fallback) {

@@ -27,11 +27,12 @@ struct StageWeights {
     std::array<double, kPlannerStageCount> share{};
 
     /// The shares measured on the real DeepSeek-V2-Lite window (first 512 samples, default budgets,
-    /// 2 workers): the stages of a one-node plan on deepseek-v2-lite-ep16-dp8 in percent of its
-    /// total time (0.34 s: placement and bound 0.63, row count 0.05, baselines 0.21, seeding 5.54,
-    /// annealing 17.67, final search 67.33, validate under 0.01; the rest is scoring and metrics
-    /// between the stages), and communication as on deepseek-v2-lite-ep16-dp8-2nodes, where it took
-    /// 81.71 % of the run (1.91 of 2.34 s), i.e. 4.467 times the other stages: 446.7.
+    /// 2 workers, the median of three runs): the stages of a one-node plan on
+    /// deepseek-v2-lite-ep16-dp8 in percent of its total time (0.16 s: placement and bound 0.94, row
+    /// count 0.04, baselines 0.67, seeding 2.30, annealing 13.36, final search 81.60, validate under
+    /// 0.01; the rest is scoring and metrics between the stages), and communication as on
+    /// deepseek-v2-lite-ep16-dp8-2nodes, where it took 86.32 % of the run (0.95 of 1.10 s), i.e.
+    /// 6.310 times the other stages: 631.0.
     static StageWeights defaults();
 };
 
