@@ -64,7 +64,9 @@ PackingProblem make_packing_shape(const Trace& window, const Topology& topo, con
 /// The logical experts of each MoE layer listed EP rank by EP rank: [L][E], entry l*E + p*H + h
 /// (H = E / P) is the h-th expert (ascending) that pi puts on rank p of layer l, so rank p's share of
 /// a layer is a sum over one contiguous run of H entries. std::invalid_argument naming the layer when
-/// pi gives an EP rank more (or, so, another fewer) than H experts or names a rank outside 0..P-1.
+/// pi gives an EP rank more than its H experts (then another has fewer) or names a rank outside
+/// 0..P-1 ("make_packing_problem: the placement of MoE layer index l gives EP rank p more than its H
+/// slots").
 std::vector<int> experts_by_rank(const Placement& pi);
 
 /// An R x D layout: cells[k] holds the sample indices of cell k = r*D + d (row r, DP slot d).
