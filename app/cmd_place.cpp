@@ -1,6 +1,7 @@
 // `routepack place`: LPT placement (Algorithm 1) from expert totals alone, written as an expert map.
 #include "app/commands.h"
 
+#include "core/import/import.h"
 #include "core/model/topology.h"
 #include "core/plan/expert_map.h"
 #include "core/plan/metrics.h"
@@ -131,6 +132,14 @@ int run_place(const PlaceCmd& c) {
         model = lib->trace(c.src.trace).model;
         loads = lib->layer_totals(c.src.trace); // aggregate (load-only) traces included
         what = "trace '" + c.src.trace + "'";
+    } else if (!c.src.inputs.empty() && c.src.db.empty()) {
+        // Files read straight: summed sample by sample, or an aggregate file's totals as they are.
+        ImportOptions opt;
+        opt.format = parse_trace_format(c.src.format);
+        opt.model = c.src.model.resolve();
+        const std::vector<std::filesystem::path> paths(c.src.inputs.begin(), c.src.inputs.end());
+        loads = import_expert_loads(paths, opt, &model);
+        what = c.src.inputs.size() == 1 ? c.src.inputs.front() : std::to_string(c.src.inputs.size()) + " inputs";
     } else {
         std::string tn, wn;
         const Trace w = c.src.load(&tn, &wn);

@@ -324,6 +324,19 @@ private Q_SLOTS:
         r = cli({QStringLiteral("import"), QStringLiteral("--db"), db, QStringLiteral("--name"), QStringLiteral("agg"),
                  QStringLiteral("--format"), QStringLiteral("aggregate"), q(tmp / "agg.json")});
         QVERIFY2(r.code == 0, qPrintable(r.err));
+        // It can be placed, from the library or read straight from the file: the same expert map.
+        r = cli({QStringLiteral("place"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("agg"),
+                 QStringLiteral("--ep-ranks"), QStringLiteral("2"), QStringLiteral("--out"),
+                 q(tmp / "agg-db.map.json")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        r = cli({QStringLiteral("place"), QStringLiteral("--input"), q(tmp / "agg.json"),
+                 QStringLiteral("--input-format"), QStringLiteral("aggregate"), QStringLiteral("--ep-ranks"),
+                 QStringLiteral("2"), QStringLiteral("--out"), q(tmp / "agg-file.map.json")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QVERIFY2(r.out.startsWith(QStringLiteral("placement of ") + q(tmp / "agg.json") +
+                                  QStringLiteral(": 2 MoE layers x 4 experts on 2 EP ranks")),
+                 qPrintable(r.out));
+        QCOMPARE(read_file(tmp / "agg-file.map.json"), read_file(tmp / "agg-db.map.json"));
         r = cli({QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("agg"),
                  QStringLiteral("--name"), QStringLiteral("a"), QStringLiteral("--split"), QStringLiteral("1")});
         QCOMPARE(r.err,

@@ -145,10 +145,15 @@ private Q_SLOTS:
         QCOMPARE(sink.agg.totals.size(), std::size_t(48 * 128));
         QCOMPARE(sink.agg.totals[0], std::uint64_t(147896));
         QCOMPARE(sink.agg.totals[1], std::uint64_t(246086));
-        // Aggregate totals cannot be packed.
-        QCOMPARE(
-            import_error({file}, opt),
-            QStringLiteral("aggregate traces hold per-layer totals only: usable for placement views, not for packing"));
+        // Aggregate totals cannot be packed; they can be placed.
+        QCOMPARE(import_error({file}, opt),
+                 QString::fromStdString(file.string()) +
+                     QStringLiteral(": aggregate traces hold per-layer totals only: usable for placement (routepack "
+                                    "place), not for packing"));
+        ModelDescription m;
+        const std::vector<std::uint64_t> loads = import_expert_loads({file}, opt, &m);
+        QCOMPARE(loads, sink.agg.totals);
+        QCOMPARE(m.experts, 128);
     }
 
     void csvQuotingIsRfc4180() {

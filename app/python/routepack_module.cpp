@@ -28,6 +28,7 @@
 #include <optional>
 #include <sstream>
 #include <thread>
+#include <unordered_map>
 
 namespace py = pybind11;
 using namespace routepack;
@@ -384,6 +385,12 @@ Trace make_window(const py::object& lengths_obj, const py::object& counts_obj, c
         if (static_cast<py::ssize_t>(ids.size()) != n)
             value_error("sample_ids holds " + std::to_string(ids.size()) + " ids for " + std::to_string(n) +
                         " samples");
+        // A plan names each sample once (its file is refused on reading otherwise).
+        std::unordered_map<std::string, std::size_t> first;
+        for (std::size_t i = 0; i < ids.size(); ++i)
+            if (const auto [at, fresh] = first.emplace(ids[i], i); !fresh)
+                value_error("sample_ids[" + std::to_string(i) + "]: duplicate sample id '" + ids[i] +
+                            "' (also sample_ids[" + std::to_string(at->second) + "])");
     }
     w.samples.resize(static_cast<std::size_t>(n));
     for (py::ssize_t i = 0; i < n; ++i) {

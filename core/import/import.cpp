@@ -621,14 +621,44 @@ Trace import_trace_to_memory(const std::vector<std::filesystem::path>& inputs, c
             trace.format = to_string(f);
         }
         void sample(SampleRecord&& r) override { trace.append(std::move(r)); }
+        std::string what;
         void aggregate(AggregateCounts&&) override {
-            throw InputError(
-                "aggregate traces hold per-layer totals only: usable for placement views, not for packing");
+            throw InputError(what + ": aggregate traces hold per-layer totals only: usable for placement (routepack "
+                                    "place), not for packing");
         }
     } sink;
+    sink.what = inputs.size() == 1 ? inputs.front().string() : "the inputs";
     ImportSummary s = import_trace(inputs, options, sink);
     if (summary) *summary = s;
     return std::move(sink.trace);
+}
+
+std::vector<std::uint64_t> import_expert_loads(const std::vector<std::filesystem::path>& inputs,
+                                               const ImportOptions& options, ModelDescription* model) {
+    struct LoadSink : ImportSink {
+        ModelDescription model;
+        std::vector<std::uint64_t> loads;
+        void begin(const ModelDescription& m, TraceFormat /*format*/) override {
+            model = m;
+            loads.assign(static_cast<std::size_t>(m.num_moe_layers()) * static_cast<std::size_t>(m.experts), 0);
+        }
+        void sample(SampleRecord&& r) override {
+            if (r.counts.size() != loads.size())
+                throw InputError("sample '" + r.info.id + "' holds " + std::to_string(r.counts.size()) +
+                                 " counts, expected L x E = " + std::to_string(loads.size()));
+            for (std::size_t k = 0; k < loads.size(); ++k)
+                loads[k] += r.counts[k];
+        }
+        void aggregate(AggregateCounts&& a) override {
+            model = a.model;
+            if (loads.size() != a.totals.size()) loads.assign(a.totals.size(), 0);
+            for (std::size_t k = 0; k < loads.size(); ++k)
+                loads[k] += a.totals[k];
+        }
+    } sink;
+    import_trace(inputs, options, sink);
+    if (model) *model = sink.model;
+    return std::move(sink.loads);
 }
 
 } // namespace routepack

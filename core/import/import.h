@@ -153,4 +153,11 @@ ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, con
 Trace import_trace_to_memory(const std::vector<std::filesystem::path>& inputs, const ImportOptions& options,
                              ImportSummary* summary = nullptr);
 
+/// The window's per-expert loads L[l][e] = sum_i a[i][l][e] ([L][E], tokens) read straight from the
+/// files, for placement alone: per-sample formats are summed sample by sample (no [n][L][E] array is
+/// kept) and an aggregate file gives its totals as they are. `model` receives the resolved model.
+/// The errors of import_trace.
+std::vector<std::uint64_t> import_expert_loads(const std::vector<std::filesystem::path>& inputs,
+                                               const ImportOptions& options, ModelDescription* model);
+
 } // namespace routepack

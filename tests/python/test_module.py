@@ -293,6 +293,10 @@ def test_plan_errors(window):
     b = json.loads(p.to_json())["planner"]["budgets"]
     assert (b["polish_kick_moves"], b["polish_evaluations"], b["p_straggler"], b["anytime"]) == (0, 500, 0.25, False)
     assert plan_error(lengths, counts, sample_ids=["a"]) == "sample_ids holds 1 ids for 24 samples"
+    dup = [f"s{i}" for i in range(24)]
+    dup[7] = "s2"
+    assert plan_error(lengths, counts, sample_ids=dup) == \
+        "sample_ids[7]: duplicate sample id 's2' (also sample_ids[2])"
     assert plan_error(lengths, counts, top_k=9) == "model: top_k must be in 1..8 (got 9)"
     assert plan_error([[1, 2], [3]], counts) == "lengths must be a numpy array or a nested list of numbers"
     assert plan_error(lengths, counts.astype(object)) == "counts must hold integers (got dtype object)"
