@@ -366,6 +366,24 @@ private Q_SLOTS:
                  QStringLiteral("layout_metrics_from_counts: window, placement and problem shapes differ"));
     }
 
+    /// The demand's storage: a large block starts on a 2 MiB boundary (huge-page advice needs it),
+    /// a small one is an ordinary block, and both keep what is written into them.
+    void demandStorage() {
+        DemandVector big;
+        big.resize(std::size_t{3} << 20); // 12 MiB of int32
+        QCOMPARE(reinterpret_cast<std::uintptr_t>(big.data()) % (std::uintptr_t{2} << 20), std::uintptr_t{0});
+        for (std::size_t k = 0; k < big.size(); k += 4099)
+            big[k] = static_cast<std::int32_t>(k);
+        QCOMPARE(big[4099 * 700], 4099 * 700);
+        DemandVector small;
+        small.assign(10, 7);
+        QCOMPARE(small.size(), std::size_t{10});
+        QVERIFY(std::all_of(small.begin(), small.end(), [](std::int32_t v) { return v == 7; }));
+        small.resize(20, 0);
+        QCOMPARE(small[19], 0);
+        QCOMPARE(small[9], 7);
+    }
+
     void timeLimit() {
         PlanInput in = synth_input(8, 7);
         in.budgets.time_limit_s = 1e-9;

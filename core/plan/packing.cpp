@@ -10,7 +10,10 @@
 
 namespace routepack {
 
-PackingProblem make_packing_shape(const Trace& window, const Topology& topo, const Placement& pi) {
+namespace {
+
+/// make_packing_shape without the placement's rank-size check (its callers make it).
+PackingProblem shape_of(const Trace& window, const Topology& topo, const Placement& pi) {
     PackingProblem p;
     p.n = static_cast<int>(window.size());
     if (p.n == 0) throw InputError("the window is empty");
@@ -38,6 +41,13 @@ PackingProblem make_packing_shape(const Trace& window, const Topology& topo, con
             throw InputError("sample '" + s.id + "': t_i * top_k = " + std::to_string(s.length) + " * " +
                              std::to_string(top_k) + " does not fit the int32 rank demand (must stay below 2^31)");
     }
+    return p;
+}
+
+} // namespace
+
+PackingProblem make_packing_shape(const Trace& window, const Topology& topo, const Placement& pi) {
+    PackingProblem p = shape_of(window, topo, pi);
     (void)experts_by_rank(pi); // the placement's rank sizes, checked as make_packing_problem does
     return p;
 }
@@ -63,7 +73,7 @@ std::vector<int> experts_by_rank(const Placement& pi) {
 }
 
 PackingProblem make_packing_problem(const Trace& window, const Topology& topo, const Placement& pi) {
-    PackingProblem p = make_packing_shape(window, topo, pi);
+    PackingProblem p = shape_of(window, topo, pi);
     const int E = window.model.experts;
     // q[i][l][p] (eq. 5) as a gather: the logical experts of each layer listed rank by rank, so every
     // q is one sum of H = E / P counts, written once (the first and only pass over the demand).
