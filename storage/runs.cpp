@@ -32,27 +32,37 @@ void require_writable(bool read_only, const std::filesystem::path& file) {
 }
 
 /// The `definition` column of a topology: topology_to_json plus, when given, the budgets under
-/// "planner_budgets" (parse_topology ignores that key).
+/// "planner_budgets" (read_topology_row takes that key out before parse_topology).
 std::string topology_definition(const Topology& t, const std::optional<PlannerBudgets>& budgets) {
     nlohmann::ordered_json j = nlohmann::ordered_json::parse(topology_to_json(t));
     if (budgets) j["planner_budgets"] = nlohmann::ordered_json::parse(planner_budgets_to_json(*budgets));
     return j.dump();
 }
 
-TopologyEntry read_topology_row(const Statement& st, const std::filesystem::path& file) {
-    TopologyEntry e;
-    e.id = st.int64(0);
-    e.name = st.text(1);
-    const std::string def = st.text(2);
-    const std::string origin = file.string() + ": topology '" + shown(e.name) + "'";
-    e.topology = parse_topology(def, origin);
+/// A `definition` column (topology_definition) read back: the topology, and the budgets into
+/// *budgets when the column holds them. InputError "<origin>: damaged definition" when it is not a
+/// JSON object; parse_topology's and parse_planner_budgets' errors otherwise.
+Topology read_topology_definition(const std::string& def, const std::string& origin,
+                                  std::optional<PlannerBudgets>* budgets) {
     nlohmann::json j;
     try {
         j = nlohmann::json::parse(def);
     } catch (const nlohmann::json::exception&) {
         throw InputError(origin + ": damaged definition");
     }
-    if (j.contains("planner_budgets")) e.budgets = parse_planner_budgets(j["planner_budgets"].dump(), origin);
+    if (!j.is_object()) throw InputError(origin + ": damaged definition");
+    if (j.contains("planner_budgets")) {
+        if (budgets) *budgets = parse_planner_budgets(j["planner_budgets"].dump(), origin);
+        j.erase("planner_budgets"); // the library's own key; the rest is a topology file's text
+    }
+    return parse_topology(j.dump(), origin);
+}
+
+TopologyEntry read_topology_row(const Statement& st, const std::filesystem::path& file) {
+    TopologyEntry e;
+    e.id = st.int64(0);
+    e.name = st.text(1);
+    e.topology = read_topology_definition(st.text(2), file.string() + ": topology '" + shown(e.name) + "'", &e.budgets);
     e.created_at = st.text(3);
     return e;
 }
@@ -203,7 +213,7 @@ RunEntry read_run(sqlite3* db, const Statement& st, const std::filesystem::path&
     r.trace = st.text(1);
     r.window = st.text(2);
     r.topology = st.text(3);
-    r.topology_value = parse_topology(st.text(4), origin + " topology");
+    r.topology_value = read_topology_definition(st.text(4), origin + " topology", nullptr);
     r.plan_id = st.is_null(5) ? 0 : st.int64(5);
     r.budgets = parse_planner_budgets(st.text(6), origin + " budgets");
     r.workers = static_cast<int>(st.int64(7));

@@ -21,6 +21,7 @@
 #include "tests/testutil.h"
 
 #include <QtTest>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -763,14 +764,12 @@ private Q_SLOTS:
         }
     }
 
-    void deepseekFirst512() {
-        // The real window on the multi-node topologies: the cost equals the brute-force recount, and
-        // the inter-node copies of a few placements are printed (not asserted: no layout search here).
-        ROUTEPACK_REQUIRE_SHARED(ds, "traces/deepseek-v2-lite");
+    /// The first n samples of the real DeepSeek trace (numeric id order), with their routes.
+    static Trace deepseek_first(const std::string& dir, int n) {
         ImportOptions opt;
         opt.model = known_model("deepseek-v2-lite");
-        const Trace all = import_trace_to_memory({ds}, opt);
-        const WindowSelection sel = select_first(all.samples, 512, "ds");
+        const Trace all = import_trace_to_memory({dir}, opt);
+        const WindowSelection sel = select_first(all.samples, n, "ds");
         Trace w;
         w.model = all.model;
         for (const auto& id : sel.ids) {
@@ -784,6 +783,38 @@ private Q_SLOTS:
             r.routes = all.routes[i];
             w.append(std::move(r));
         }
+        return w;
+    }
+
+    void grouterStopAndWorkers() {
+        // The k-means assignment runs in parallel: the grouping is the same on 1 and 2 workers. A stop
+        // that fires at once leaves every layer after its first Lloyd iteration: exactly the grouping
+        // of kmeans_iterations = 0, flagged as stopped (and different from the converged one here).
+        ROUTEPACK_REQUIRE_SHARED(ds, "traces/deepseek-v2-lite");
+        const Trace w = deepseek_first(ds, 512);
+        const Topology topo = known_topology("deepseek-v2-lite-ep32-dp16-4nodes");
+        GrouterGrouping one, two;
+        tbb::task_arena(1).execute([&] { one = grouter_placement(w, topo); });
+        tbb::task_arena(2).execute([&] { two = grouter_placement(w, topo); });
+        QVERIFY(one.placement == two.placement);
+        QCOMPARE(one.expert_node, two.expert_node);
+        QVERIFY(!one.stopped);
+        GrouterOptions halt, zero;
+        halt.stop = [] { return true; };
+        zero.kmeans_iterations = 0;
+        const GrouterGrouping h = grouter_placement(w, topo, halt), z = grouter_placement(w, topo, zero);
+        QVERIFY(h.stopped);
+        QVERIFY(!z.stopped);
+        QCOMPARE(h.expert_node, z.expert_node);
+        QVERIFY(h.placement == z.placement);
+        QVERIFY(h.expert_node != one.expert_node);
+    }
+
+    void deepseekFirst512() {
+        // The real window on the multi-node topologies: the cost equals the brute-force recount, and
+        // the inter-node copies of a few placements are printed (not asserted: no layout search here).
+        ROUTEPACK_REQUIRE_SHARED(ds, "traces/deepseek-v2-lite");
+        const Trace w = deepseek_first(ds, 512);
         QVERIFY(w.has_routes());
         const int L = w.model.num_moe_layers(), E = w.model.experts, n = static_cast<int>(w.size());
         const auto loads = aggregate_expert_loads(w.counts, w.size(), L, E);

@@ -125,6 +125,14 @@ private Q_SLOTS:
         QTest::newRow("infinite beta")
             << R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 10, "attention_stages": [{"name": "a", "alpha": 1, "beta": 1e999}]})"
             << "t.json: a number is out of range (coefficients must be finite)";
+        QTest::newRow("unknown field")
+            << R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 10, "gpus_per_nod": 1, )" + st + "}"
+            << "t.json: unknown field 'gpus_per_nod' (known: ep_ranks, dp_slots, token_cap, experts_per_layer, "
+               "min_rows, row_multiple, gpus_per_node, ep_rank_nodes, dp_slot_nodes, comm_weight, "
+               "comm_load_tolerance, edp_shards, attention_stages)";
+        QTest::newRow("unknown stage field")
+            << R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 10, "attention_stages": [{"name": "a", "alpha": 1, "beta": 1, "gamma": 2}]})"
+            << "t.json: attention_stages[0]: unknown field 'gamma' (known: name, alpha, beta)";
         QTest::newRow("missing") << R"({"ep_ranks": 2, "token_cap": 3, )" + st + "}"
                                  << "t.json: missing field 'dp_slots'";
         QTest::newRow("row_multiple 0") << R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 10, "row_multiple": 0, )" +

@@ -18,6 +18,7 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <condition_variable>
 #include <deque>
@@ -302,6 +303,34 @@ std::string read_file_text(const std::string& path, const char* what) {
 // ---------------------------------------------------------------------------------------------
 // plan(): the planner on its own thread, the GIL released, cancellation from Python
 
+/// A Python int that fits the C++ field lo..hi (its type's range; the planner's own rules are
+/// checked after, by check_planner_budgets): ValueError "<what> must be an integer (got <repr>)" for
+/// any other type (bool included), "<what> = <v> is too large (at most hi)" or "... too small (at
+/// least lo)" beyond it (never wrapped).
+std::int64_t py_int_in(const py::handle& v, const std::string& what, std::int64_t lo, std::int64_t hi) {
+    if (!PyLong_Check(v.ptr()) || PyBool_Check(v.ptr()))
+        value_error(what + " must be an integer (got " + std::string(py::repr(v)) + ")");
+    int overflow = 0;
+    const long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+    if (overflow > 0 || (overflow == 0 && x > hi))
+        value_error(what + " = " + std::string(py::str(v)) + " is too large (at most " + std::to_string(hi) + ")");
+    if (overflow < 0 || x < lo)
+        value_error(what + " = " + std::string(py::str(v)) + " is too small (at least " + std::to_string(lo) + ")");
+    return x;
+}
+
+/// The master seed: a Python int in 0..2**64-1 (ValueError otherwise, naming the value).
+std::uint64_t py_seed(const py::object& v) {
+    if (!PyLong_Check(v.ptr()) || PyBool_Check(v.ptr()))
+        value_error("seed must be an integer in 0..2**64-1 (got " + std::string(py::repr(v)) + ")");
+    const unsigned long long x = PyLong_AsUnsignedLongLong(v.ptr());
+    if (x == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
+        PyErr_Clear();
+        value_error("seed must be an integer in 0..2**64-1 (got " + std::string(py::str(v)) + ")");
+    }
+    return x;
+}
+
 PlannerBudgets make_budgets(const py::object& budgets) {
     PlannerBudgets b;
     if (budgets.is_none()) return b;
@@ -310,21 +339,22 @@ PlannerBudgets make_budgets(const py::object& budgets) {
         const std::string key = py::str(k);
         try {
             if (key == "seeds")
-                b.seeding.candidates = v.cast<int>();
+                b.seeding.candidates = static_cast<int>(py_int_in(v, "budgets['seeds']", INT_MIN, INT_MAX));
             else if (key == "population")
-                b.seeding.population = v.cast<int>();
+                b.seeding.population = static_cast<int>(py_int_in(v, "budgets['population']", INT_MIN, INT_MAX));
             else if (key == "choice_width")
-                b.seeding.choice_width = v.cast<int>();
+                b.seeding.choice_width = static_cast<int>(py_int_in(v, "budgets['choice_width']", INT_MIN, INT_MAX));
             else if (key == "eta")
                 b.seeding.eta = v.cast<double>();
             else if (key == "projections")
-                b.seeding.projections = v.cast<int>();
+                b.seeding.projections = static_cast<int>(py_int_in(v, "budgets['projections']", INT_MIN, INT_MAX));
             else if (key == "pair_candidates")
-                b.seeding.pair_candidates = v.cast<int>();
+                b.seeding.pair_candidates =
+                    static_cast<int>(py_int_in(v, "budgets['pair_candidates']", INT_MIN, INT_MAX));
             else if (key == "levels")
-                b.annealing.levels = v.cast<int>();
+                b.annealing.levels = static_cast<int>(py_int_in(v, "budgets['levels']", INT_MIN, INT_MAX));
             else if (key == "steps")
-                b.annealing.steps = v.cast<int>();
+                b.annealing.steps = static_cast<int>(py_int_in(v, "budgets['steps']", INT_MIN, INT_MAX));
             else if (key == "t0")
                 b.annealing.t0 = v.cast<double>();
             else if (key == "cooling")
@@ -336,11 +366,11 @@ PlannerBudgets make_budgets(const py::object& budgets) {
             else if (key == "p_straggler")
                 b.annealing.p_straggler = v.cast<double>();
             else if (key == "row_nodes")
-                b.row_nodes = v.cast<std::int64_t>();
+                b.row_nodes = py_int_in(v, "budgets['row_nodes']", INT64_MIN, INT64_MAX);
             else if (key == "polish_evaluations")
-                b.polish_evaluations = v.cast<std::int64_t>();
+                b.polish_evaluations = py_int_in(v, "budgets['polish_evaluations']", INT64_MIN, INT64_MAX);
             else if (key == "polish_kick_moves")
-                b.polish_kick_moves = v.cast<int>();
+                b.polish_kick_moves = static_cast<int>(py_int_in(v, "budgets['polish_kick_moves']", INT_MIN, INT_MAX));
             else if (key == "anytime")
                 b.anytime = v.cast<bool>();
             else
@@ -447,7 +477,7 @@ struct PlannerThread {
 };
 
 PyPlan run_plan(const py::object& lengths, const py::object& counts, const Topology& topology,
-                const std::vector<int>& moe_layers, std::uint64_t seed, int workers, double time_limit_s,
+                const std::vector<int>& moe_layers, const py::object& seed, int workers, double time_limit_s,
                 const py::object& budgets, const py::object& progress, std::optional<int> top_k,
                 std::optional<int> num_hidden_layers, const py::object& sample_ids, const std::string& trace_name,
                 const std::string& window_name, const std::string& model_name) {
@@ -461,7 +491,7 @@ PyPlan run_plan(const py::object& lengths, const py::object& counts, const Topol
     in.window_name = window_name;
     in.topology = topology;
     in.budgets = make_budgets(budgets);
-    in.budgets.seed = seed;
+    in.budgets.seed = py_seed(seed);
     in.budgets.workers = workers;
     in.budgets.time_limit_s = time_limit_s;
 

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -176,6 +177,20 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
         throw InputError(origin + ": a number is out of range (coefficients must be finite)");
     }
     if (!j.is_object()) throw InputError(origin + ": a topology must be a JSON object");
+    // A misspelt optional field would silently fall back to its default (one node, no row multiple):
+    // every field must be one this parser reads.
+    static constexpr std::array<const char*, 13> kFields = {
+        "ep_ranks",        "dp_slots",     "token_cap",           "experts_per_layer",
+        "min_rows",        "row_multiple", "gpus_per_node",       "ep_rank_nodes",
+        "dp_slot_nodes",   "comm_weight",  "comm_load_tolerance", "edp_shards",
+        "attention_stages"};
+    for (const auto& [key, value] : j.items())
+        if (std::find_if(kFields.begin(), kFields.end(), [&](const char* f) { return key == f; }) == kFields.end()) {
+            std::string known;
+            for (const char* f : kFields)
+                known += (known.empty() ? "" : ", ") + std::string(f);
+            throw InputError(origin + ": unknown field '" + util::printable(key) + "' (known: " + known + ")");
+        }
     Topology t;
     t.ep_ranks = static_cast<int>(need_int(j, "ep_ranks", origin, 1, kMaxRanks));
     t.dp_slots = static_cast<int>(need_int(j, "dp_slots", origin, 1, kMaxRanks));
@@ -249,6 +264,9 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
     for (std::size_t s = 0; s < st.size(); ++s) {
         const std::string where = origin + ": attention_stages[" + std::to_string(s) + "]";
         if (!st[s].is_object()) throw InputError(where + " must be an object {name, alpha, beta}");
+        for (const auto& [key, value] : st[s].items())
+            if (key != "name" && key != "alpha" && key != "beta")
+                throw InputError(where + ": unknown field '" + util::printable(key) + "' (known: name, alpha, beta)");
         AttentionStage a;
         const auto name = st[s].find("name");
         if (name != st[s].end() && !name->is_string())
@@ -310,12 +328,12 @@ void check_row_fields(const Topology& t, const std::string& origin) {
                          " rows, above the largest row count " + std::to_string(kMaxTopologyRows));
 }
 
-void check_topology_for_model(const Topology& t, const ModelDescription& m) {
+void check_topology_for_model(const Topology& t, const ModelDescription& m, const std::string& origin) {
     if (t.experts_per_layer && t.experts_per_layer != m.experts)
-        throw InputError("topology: experts_per_layer " + std::to_string(t.experts_per_layer) +
+        throw InputError(origin + ": experts_per_layer " + std::to_string(t.experts_per_layer) +
                          " differs from the trace's " + std::to_string(m.experts) + " experts");
     if (m.experts % t.ep_ranks != 0)
-        throw InputError("topology: " + std::to_string(m.experts) + " experts are not divisible by " +
+        throw InputError(origin + ": " + std::to_string(m.experts) + " experts are not divisible by " +
                          std::to_string(t.ep_ranks) + " EP ranks");
 }
 

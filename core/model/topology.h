@@ -83,7 +83,10 @@ struct Topology {
 /// with the lists; one list without the other; a list of the wrong length or with a non-integer, or
 /// an id outside 0..min(P, D)-1 ("<origin>: ep_rank_nodes[3] is 9, outside 0..7"); a node below the
 /// largest id that holds no EP rank or no DP slot; comm_weight not a number in 0..1e6 or
-/// comm_load_tolerance not in 0..1 ("<origin>: field 'comm_weight' must be a number in 0..1e+06 (got -1)").
+/// comm_load_tolerance not in 0..1 ("<origin>: field 'comm_weight' must be a number in 0..1e+06 (got -1)");
+/// a field it does not read, at the top level or in a stage ("<origin>: unknown field 'gpus_per_nod'
+/// (known: ep_ranks, ...)", "<origin>: attention_stages[0]: unknown field 'gamma' (known: name,
+/// alpha, beta)"): a misspelt optional field must not fall back to its default unnoticed.
 Topology parse_topology(const std::string& json_text, const std::string& origin);
 /// Largest row_multiple of a topology (2^20) and largest row count a topology may ask for (2^30:
 /// min_rows and the smallest multiple of row_multiple >= min_rows).
@@ -102,8 +105,9 @@ void check_row_fields(const Topology& t, const std::string& origin);
 /// comm_weight only when not 0, comm_load_tolerance only when not 0.02).
 std::string topology_to_json(const Topology& t);
 /// Checks the topology against a model: E % P == 0, experts_per_layer == E when given. InputError
-/// "topology: 64 experts are not divisible by 6 EP ranks".
-void check_topology_for_model(const Topology& t, const ModelDescription& m);
+/// prefixed by `origin` (the topology's file or shipped name): "t.json: 64 experts are not
+/// divisible by 6 EP ranks".
+void check_topology_for_model(const Topology& t, const ModelDescription& m, const std::string& origin = "topology");
 
 /// Names of the shipped example topologies (resources/topologies/*.json, compiled in), sorted,
 /// e.g. "deepseek-v2-lite-ep8-dp4", "synthetic-demo-ep8-dp4".

@@ -2,7 +2,11 @@
 
 #include "core/util/rng.h"
 
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -26,9 +30,12 @@ struct Cluster {
     std::vector<double> mean;
 };
 
-/// k-means++ seeding then Lloyd iterations over the rows `pts` (indices into phi [n][E]).
+/// k-means++ seeding then Lloyd iterations over the rows `pts` (indices into phi [n][E]). The
+/// assignment step runs its points in parallel (each point's nearest center alone: the result does
+/// not depend on the workers); `stop`, when set, is asked before every Lloyd iteration after the
+/// first and ends them when it returns true (*stopped is then set).
 std::vector<Cluster> kmeans(const std::vector<double>& phi, int E, const std::vector<int>& pts, int k, int iterations,
-                            Rng& rng) {
+                            Rng& rng, const std::function<bool()>& stop, bool* stopped) {
     const int n = static_cast<int>(pts.size());
     std::vector<std::vector<double>> centers;
     std::vector<double> d2(static_cast<std::size_t>(n), std::numeric_limits<double>::infinity());
@@ -59,20 +66,28 @@ std::vector<Cluster> kmeans(const std::vector<double>& phi, int E, const std::ve
     std::vector<int> of(static_cast<std::size_t>(n), -1);
     std::vector<Cluster> cl(static_cast<std::size_t>(K));
     for (int it = 0; it <= iterations; ++it) {
-        bool changed = false;
-        for (int j = 0; j < n; ++j) {
-            int best = 0;
-            double bd = std::numeric_limits<double>::infinity();
-            for (int c = 0; c < K; ++c) {
-                const double d = sq_dist(row(j), centers[static_cast<std::size_t>(c)].data(), E);
-                if (d < bd) {
-                    bd = d;
-                    best = c;
-                }
-            }
-            if (of[static_cast<std::size_t>(j)] != best) changed = true;
-            of[static_cast<std::size_t>(j)] = best;
+        if (it > 0 && stop && stop()) {
+            *stopped = true;
+            break;
         }
+        std::atomic<bool> changed{false};
+        tbb::parallel_for(tbb::blocked_range<int>(0, n, 16), [&](const tbb::blocked_range<int>& range) {
+            bool moved = false;
+            for (int j = range.begin(); j != range.end(); ++j) {
+                int best = 0;
+                double bd = std::numeric_limits<double>::infinity();
+                for (int c = 0; c < K; ++c) {
+                    const double d = sq_dist(row(j), centers[static_cast<std::size_t>(c)].data(), E);
+                    if (d < bd) {
+                        bd = d;
+                        best = c;
+                    }
+                }
+                if (of[static_cast<std::size_t>(j)] != best) moved = true;
+                of[static_cast<std::size_t>(j)] = best;
+            }
+            if (moved) changed.store(true, std::memory_order_relaxed);
+        });
         for (auto& c : cl) {
             c.size = 0;
             c.mean.assign(static_cast<std::size_t>(E), 0.0);
@@ -92,7 +107,7 @@ std::vector<Cluster> kmeans(const std::vector<double>& phi, int E, const std::ve
                 x.mean = centers[static_cast<std::size_t>(c)];
             centers[static_cast<std::size_t>(c)] = x.mean;
         }
-        if (!changed && it > 0) break;
+        if (!changed.load() && it > 0) break;
     }
     std::vector<Cluster> out;
     for (auto& c : cl)
@@ -246,7 +261,7 @@ GrouterGrouping grouter_placement(const Trace& window, const Topology& topo, con
         g.kept_samples[static_cast<std::size_t>(l)] = static_cast<int>(kept.size());
         Rng rng(opt.seed + static_cast<std::uint64_t>(l));
         const int k0 = std::max(1, std::min(opt.initial_clusters, static_cast<int>(kept.size())));
-        std::vector<Cluster> cl = kmeans(phi, E, kept, k0, opt.kmeans_iterations, rng);
+        std::vector<Cluster> cl = kmeans(phi, E, kept, k0, opt.kmeans_iterations, rng, opt.stop, &g.stopped);
         ward_merge(cl, N, E);
         std::vector<int> cluster_of_node(static_cast<std::size_t>(N));
         if (l == 0) {

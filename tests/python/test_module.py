@@ -286,6 +286,18 @@ def test_plan_errors(window):
         "row_nodes, polish_evaluations, polish_kick_moves, anytime)")
     assert plan_error(lengths, counts, budgets={"anytime": True}) == (
         "planner: budget 'anytime' must be used with a time limit > 0 (got time limit 0)")
+    assert plan_error(lengths, counts, seed=-1) == "seed must be an integer in 0..2**64-1 (got -1)"
+    assert plan_error(lengths, counts, seed=2**64) == (
+        "seed must be an integer in 0..2**64-1 (got 18446744073709551616)")
+    assert plan_error(lengths, counts, seed=1.5) == "seed must be an integer in 0..2**64-1 (got 1.5)"
+    assert plan_error(lengths, counts, budgets={"polish_evaluations": 2**63}) == (
+        "budgets['polish_evaluations'] = 9223372036854775808 is too large (at most 9223372036854775807)")
+    assert plan_error(lengths, counts, budgets={"steps": 2**31}) == (
+        "budgets['steps'] = 2147483648 is too large (at most 2147483647)")
+    assert plan_error(lengths, counts, budgets={"row_nodes": -2**70}) == (
+        f"budgets['row_nodes'] = {-2**70} is too small (at least -9223372036854775808)")
+    assert plan_error(lengths, counts, budgets={"levels": 2.0}) == "budgets['levels'] must be an integer (got 2.0)"
+    assert plan_error(lengths, counts, budgets={"levels": True}) == "budgets['levels'] must be an integer (got True)"
     assert plan_error(lengths, counts, budgets={"polish_kick_moves": -1}).startswith(
         "planner: budget 'polish_kick_moves' must be")
     p = routepack.plan(lengths, counts, topo(), moe_layers=[1, 3],
