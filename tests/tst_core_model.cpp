@@ -260,7 +260,7 @@ private Q_SLOTS:
         QTest::newRow("model_type number") << true << R"({"num_hidden_layers": 6, "model_type": 5, )" + base + "}"
                                            << "c.json: field 'model_type' must be a string";
         QTest::newRow("number overflow") << true << R"({"num_hidden_layers": 6, "x": 1e999, )" + base + "}"
-                                         << "c.json: malformed JSON: number overflow parsing '1e999'";
+                                         << "c.json: malformed JSON: number overflow parsing '1e999' (field x)";
         QTest::newRow("name number")
             << false << R"({"name": 5, "num_hidden_layers": 2, "experts": 4, "top_k": 2, "moe_layers": [1]})"
             << "c.json: field 'name' must be a string";

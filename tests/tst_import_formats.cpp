@@ -1066,10 +1066,10 @@ private Q_SLOTS:
 
         // Raw library errors never reach the user (bug 14); repeated keys are not silently merged.
         add("sglang number overflow", SGLang, "s.json", sglang_record(kRoutesI32, "\"x\": 1e400, "),
-            "in/s.json: malformed JSON: number overflow parsing '1e400'");
+            "in/s.json: malformed JSON: number overflow parsing '1e400' (field meta_info.x)");
         add("sglang number overflow line", SGLang, "s.jsonl",
             sglang_record(kRoutesI32) + "\n" + sglang_record(kRoutesI32, "\"x\": -1e999, ") + "\n",
-            "in/s.jsonl: line 2: malformed JSON: number overflow parsing '-1e999'");
+            "in/s.jsonl: line 2: malformed JSON: number overflow parsing '-1e999' (field meta_info.x)");
         add("sglang duplicate key", SGLang, "s.json",
             "{\"meta_info\": {\"routed_experts\": \"" + std::string(kRoutesI32) + "\", \"routed_experts\": \"" +
                 kRoutesU8 + "\"}}",

@@ -286,7 +286,7 @@ private Q_SLOTS:
                                  << ": step 0, layer 1, token 0: expert id is null (this format has no missing-route "
                                     "marker: null stands only for a whole dense layer)";
         QTest::newRow("number overflow") << QStringLiteral(R"([{"0": null, "1": [[0, 1e400]], "2": [[1, 2]]}])")
-                                         << ": malformed JSON: number overflow parsing '1e400'";
+                                         << ": malformed JSON: number overflow parsing '1e400' (field [0].1[0][1])";
         QTest::newRow("duplicate key") << QStringLiteral(
                                               R"([{"0": null, "1": [[3, 2]], "1": [[0, 1]], "2": [[1, 2]]}])")
                                        << ": malformed JSON: duplicate key '1' in one object";
@@ -412,7 +412,7 @@ private Q_SLOTS:
                                   << ": src must be a string, not a list";
         QTest::newRow("number overflow") << QStringLiteral(
                                                 R"({"counts": [[1, 1e500]], "num_layers": 1, "num_experts": 2})")
-                                         << ": malformed JSON: number overflow parsing '1e500'";
+                                         << ": malformed JSON: number overflow parsing '1e500' (field counts[0][1])";
     }
     void aggregateBadInput() {
         QFETCH(QString, body);

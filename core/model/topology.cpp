@@ -172,9 +172,9 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
         j = util::parse_json_strict(json_text, origin);
     } catch (const nlohmann::json::parse_error& e) {
         throw InputError(origin + ": malformed JSON at byte " + std::to_string(e.byte));
-    } catch (const nlohmann::json::exception&) {
-        // e.g. out_of_range.406 for a number such as 1e999 that is not finite as a double
-        throw InputError(origin + ": a number is out of range (coefficients must be finite)");
+    } catch (const nlohmann::json::exception& e) {
+        // out_of_range.406: a number such as 1e999 that no double holds (the description names its field)
+        throw InputError(origin + ": malformed JSON: " + util::json_error_description(e));
     }
     if (!j.is_object()) throw InputError(origin + ": a topology must be a JSON object");
     // A misspelt optional field would silently fall back to its default (one node, no row multiple):

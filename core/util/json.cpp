@@ -5,6 +5,8 @@
 #include "core/util/text.h"
 
 #include <cmath>
+#include <optional>
+#include <type_traits>
 #include <unordered_set>
 #include <vector>
 
@@ -55,20 +57,26 @@ std::string json_error_description(const std::exception& e) {
 namespace {
 
 /// nlohmann's DOM builder plus a check that no object repeats a key (a repeated key would
-/// silently replace the earlier value). Parse errors behave exactly as nlohmann::json::parse.
+/// silently replace the earlier value), and the path of the value being read ("stages[0].beta"),
+/// so that a number no double holds (out_of_range.406, e.g. 1e400) is reported with its field.
+/// Every other parse error behaves exactly as nlohmann::json::parse.
 class CheckedDomParser {
 public:
     explicit CheckedDomParser(nlohmann::json& result) : dom_(result, true) {}
 
-    bool null() { return dom_.null(); }
-    bool boolean(bool v) { return dom_.boolean(v); }
-    bool number_integer(nlohmann::json::number_integer_t v) { return dom_.number_integer(v); }
-    bool number_unsigned(nlohmann::json::number_unsigned_t v) { return dom_.number_unsigned(v); }
-    bool number_float(nlohmann::json::number_float_t v, const std::string& s) { return dom_.number_float(v, s); }
-    bool string(std::string& v) { return dom_.string(v); }
-    bool binary(nlohmann::json::binary_t& v) { return dom_.binary(v); }
+    bool null() { return value(), dom_.null(); }
+    bool boolean(bool v) { return value(), dom_.boolean(v); }
+    bool number_integer(nlohmann::json::number_integer_t v) { return value(), dom_.number_integer(v); }
+    bool number_unsigned(nlohmann::json::number_unsigned_t v) { return value(), dom_.number_unsigned(v); }
+    bool number_float(nlohmann::json::number_float_t v, const std::string& s) {
+        return value(), dom_.number_float(v, s);
+    }
+    bool string(std::string& v) { return value(), dom_.string(v); }
+    bool binary(nlohmann::json::binary_t& v) { return value(), dom_.binary(v); }
     bool start_object(std::size_t n) {
+        value();
         keys_.emplace_back();
+        path_.push_back({false, 0, {}});
         return dom_.start_object(n);
     }
     bool key(std::string& k) {
@@ -76,23 +84,61 @@ public:
             duplicate = k;
             return false;
         }
+        path_.back().key = k;
         return dom_.key(k);
     }
     bool end_object() {
         keys_.pop_back();
+        path_.pop_back();
         return dom_.end_object();
     }
-    bool start_array(std::size_t n) { return dom_.start_array(n); }
-    bool end_array() { return dom_.end_array(); }
+    bool start_array(std::size_t n) {
+        value();
+        path_.push_back({true, -1, {}});
+        return dom_.start_array(n);
+    }
+    bool end_array() {
+        path_.pop_back();
+        return dom_.end_array();
+    }
     template <class Exception> bool parse_error(std::size_t pos, const std::string& token, const Exception& ex) {
+        if constexpr (std::is_same_v<Exception, nlohmann::json::out_of_range>) {
+            // The value that failed is the next one: one past the current array index.
+            if (!path_.empty() && path_.back().array) ++path_.back().index;
+            const std::string where = path();
+            if (!where.empty())
+                throw nlohmann::json::out_of_range::create(
+                    ex.id, json_error_description(ex) + " (field " + printable(where) + ")", nullptr);
+        }
         return dom_.parse_error(pos, token, ex); // throws, as nlohmann::json::parse does
     }
 
     std::optional<std::string> duplicate;
 
 private:
+    struct Level {
+        bool array;
+        std::int64_t index; // array: the current element
+        std::string key;    // object: the current member
+    };
+    /// A value starts: in an array it is the next element.
+    void value() {
+        if (!path_.empty() && path_.back().array) ++path_.back().index;
+    }
+    std::string path() const {
+        std::string out;
+        for (const Level& l : path_) {
+            if (l.array)
+                out += "[" + std::to_string(l.index) + "]";
+            else
+                out += (out.empty() ? "" : ".") + l.key;
+        }
+        return out;
+    }
+
     nlohmann::detail::json_sax_dom_parser<nlohmann::json> dom_;
     std::vector<std::unordered_set<std::string>> keys_;
+    std::vector<Level> path_;
 };
 
 } // namespace
