@@ -19,6 +19,7 @@ struct SynthCmd {
 };
 
 int run_synth(const SynthCmd& c) {
+    check_synth_config(c.cfg, SynthNames::Flags); // errors name the flags the user typed
     const TraceFormat f = parse_trace_format(c.format);
     const auto files = write_synth(c.cfg, f, c.out);
     const auto m = synth_model(c.cfg);

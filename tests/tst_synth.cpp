@@ -8,6 +8,7 @@
 #include "core/util/errors.h"
 #include "tests/testutil.h"
 
+#include <QRegularExpression>
 #include <QtTest>
 
 #include <tbb/global_control.h>
@@ -451,6 +452,19 @@ void TestSynth::validation() {
     QCOMPARE(error_of([&] { write_synth(c, TraceFormat::VLLM, dir); }), message);
     QVERIFY(std::filesystem::is_empty(dir));
     std::filesystem::remove_all(dir);
+    // The CLI's wording: each field named by its `routepack synth` flag (sample_concentration has none).
+    QString flags = message;
+    const std::pair<const char*, const char*> to_flag[] = {
+        {"group_size", "--group-size"},    {"groups", "--groups"},
+        {"num_hidden_layers", "--layers"}, {"first_dense_layers", "--dense-layers"},
+        {"experts", "--experts"},          {"top_k", "--top-k"},
+        {"prompt_mean", "--prompt-mean"},  {"response_mean", "--response-mean"},
+        {"max_length", "--max-length"},    {"skew", "--skew"}};
+    for (const auto& [from, to] : to_flag)
+        flags.replace(QRegularExpression(QStringLiteral("\\b%1\\b").arg(QLatin1String(from))), QLatin1String(to));
+    QVERIFY(flags != message || field == QLatin1String("sample_concentration"));
+    QCOMPARE(error_of([&] { check_synth_config(c, SynthNames::Flags); }), flags);
+    QCOMPARE(error_of([&] { check_synth_config(c); }), message);
 }
 
 void TestSynth::golden() {
