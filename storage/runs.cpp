@@ -5,6 +5,7 @@
 #include "core/plan/budgets_json.h"
 #include "core/plan/plan_file.h"
 #include "core/util/errors.h"
+#include "core/util/json.h"
 #include "core/util/text.h"
 #include "storage/sqlite_util.h"
 
@@ -51,6 +52,8 @@ Topology read_topology_definition(const std::string& def, const std::string& ori
         throw InputError(origin + ": damaged definition");
     }
     if (!j.is_object()) throw InputError(origin + ": damaged definition");
+    // Printed back to text below: refuse first what the (recursive) printer cannot take.
+    util::check_json_depth(j, origin);
     if (j.contains("planner_budgets")) {
         if (budgets) *budgets = parse_planner_budgets(j["planner_budgets"].dump(), origin);
         j.erase("planner_budgets"); // the library's own key; the rest is a topology file's text

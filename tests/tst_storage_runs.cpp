@@ -10,6 +10,7 @@
 #include "tests/testutil.h"
 
 #include <QtTest>
+#include <sqlite3.h>
 
 #include <algorithm>
 
@@ -170,6 +171,36 @@ private Q_SLOTS:
         bad.edp_shards = {{0, 1}, {1, 2, 3}};
         QVERIFY(error_of<InputError>([&] { rw->save_topology("bad", bad); }).starts_with("topology 'bad': "));
         QCOMPARE(rw->topologies().size(), std::size_t(2));
+    }
+
+    void hostileTopologyDefinition() {
+        // A definition edited outside the studio: an unknown field is named; one nested too deep for
+        // the JSON printer (a stack overflow at ~65,000 levels) is refused before it is printed.
+        const auto db = make_library(QStringLiteral("topo-hostile"));
+        Library::open(db)->save_topology("t", known_topology("deepseek-v2-lite-ep8-dp4"), small_budgets());
+        const std::string base = topology_to_json(known_topology("deepseek-v2-lite-ep8-dp4"));
+        auto set_definition = [&](const std::string& extra) {
+            sqlite3* h = nullptr;
+            QCOMPARE(sqlite3_open(db.string().c_str(), &h), SQLITE_OK);
+            std::string text = base;
+            text.insert(text.size() - 1, extra);
+            sqlite3_stmt* st = nullptr;
+            QCOMPARE(sqlite3_prepare_v2(h, "UPDATE topologies SET definition = ?1", -1, &st, nullptr), SQLITE_OK);
+            sqlite3_bind_text(st, 1, text.c_str(), -1, SQLITE_TRANSIENT);
+            QCOMPARE(sqlite3_step(st), SQLITE_DONE);
+            sqlite3_finalize(st);
+            sqlite3_close(h);
+        };
+        auto nested = [](int depth) { return std::string(depth, '[') + std::string(depth, ']'); };
+        const std::string where = db.string() + ": topology 't': ";
+        set_definition(R"(, "zz": )" + nested(500));
+        QCOMPARE(error_of<InputError>([&] { Library::open(db, OpenMode::ReadOnly)->topologies(); }),
+                 where + "unknown field 'zz' (known: ep_ranks, dp_slots, token_cap, experts_per_layer, min_rows, "
+                         "row_multiple, gpus_per_node, ep_rank_nodes, dp_slot_nodes, comm_weight, "
+                         "comm_load_tolerance, edp_shards, attention_stages)");
+        set_definition(R"(, "zz": )" + nested(200000));
+        QCOMPARE(error_of<InputError>([&] { Library::open(db, OpenMode::ReadOnly)->topologies(); }),
+                 where + "JSON nested deeper than 512 levels");
     }
 
     void runRoundTrip() {

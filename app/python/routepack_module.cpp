@@ -303,30 +303,51 @@ std::string read_file_text(const std::string& path, const char* what) {
 // ---------------------------------------------------------------------------------------------
 // plan(): the planner on its own thread, the GIL released, cancellation from Python
 
-/// A Python int that fits the C++ field lo..hi (its type's range; the planner's own rules are
-/// checked after, by check_planner_budgets): ValueError "<what> must be an integer (got <repr>)" for
-/// any other type (bool included), "<what> = <v> is too large (at most hi)" or "... too small (at
-/// least lo)" beyond it (never wrapped).
+/// The text of an integer for a message: its digits, or "an integer of N digits" where Python
+/// refuses to print it (beyond 4300 digits).
+std::string int_text(const py::handle& v) {
+    try {
+        return std::string(py::str(v));
+    } catch (const py::error_already_set&) {
+        return "an integer of more than 4300 digits";
+    }
+}
+
+/// An integer argument as a Python int: any object with __index__ (int, numpy integer scalars and
+/// 0-d integer arrays, as RL frameworks pass them), bool excluded. nullopt for anything else.
+std::optional<py::int_> as_py_int(const py::handle& v) {
+    if (PyBool_Check(v.ptr())) return std::nullopt;
+    PyObject* i = PyNumber_Index(v.ptr());
+    if (!i) {
+        PyErr_Clear();
+        return std::nullopt;
+    }
+    return py::reinterpret_steal<py::int_>(i);
+}
+
+/// An integer argument that fits lo..hi: ValueError "<what> must be an integer (got <repr>)" for
+/// any other type (bool and float included), "<what> = <v> is too large (at most hi)" or "... too
+/// small (at least lo)" beyond it (never wrapped).
 std::int64_t py_int_in(const py::handle& v, const std::string& what, std::int64_t lo, std::int64_t hi) {
-    if (!PyLong_Check(v.ptr()) || PyBool_Check(v.ptr()))
-        value_error(what + " must be an integer (got " + std::string(py::repr(v)) + ")");
+    const auto i = as_py_int(v);
+    if (!i) value_error(what + " must be an integer (got " + std::string(py::repr(v)) + ")");
     int overflow = 0;
-    const long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+    const long long x = PyLong_AsLongLongAndOverflow(i->ptr(), &overflow);
     if (overflow > 0 || (overflow == 0 && x > hi))
-        value_error(what + " = " + std::string(py::str(v)) + " is too large (at most " + std::to_string(hi) + ")");
+        value_error(what + " = " + int_text(*i) + " is too large (at most " + std::to_string(hi) + ")");
     if (overflow < 0 || x < lo)
-        value_error(what + " = " + std::string(py::str(v)) + " is too small (at least " + std::to_string(lo) + ")");
+        value_error(what + " = " + int_text(*i) + " is too small (at least " + std::to_string(lo) + ")");
     return x;
 }
 
-/// The master seed: a Python int in 0..2**64-1 (ValueError otherwise, naming the value).
+/// The master seed: an integer (as py_int_in) in 0..2**64-1, ValueError otherwise naming the value.
 std::uint64_t py_seed(const py::object& v) {
-    if (!PyLong_Check(v.ptr()) || PyBool_Check(v.ptr()))
-        value_error("seed must be an integer in 0..2**64-1 (got " + std::string(py::repr(v)) + ")");
-    const unsigned long long x = PyLong_AsUnsignedLongLong(v.ptr());
+    const auto i = as_py_int(v);
+    if (!i) value_error("seed must be an integer in 0..2**64-1 (got " + std::string(py::repr(v)) + ")");
+    const unsigned long long x = PyLong_AsUnsignedLongLong(i->ptr());
     if (x == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
         PyErr_Clear();
-        value_error("seed must be an integer in 0..2**64-1 (got " + std::string(py::str(v)) + ")");
+        value_error("seed must be an integer in 0..2**64-1 (got " + int_text(*i) + ")");
     }
     return x;
 }
@@ -339,22 +360,21 @@ PlannerBudgets make_budgets(const py::object& budgets) {
         const std::string key = py::str(k);
         try {
             if (key == "seeds")
-                b.seeding.candidates = static_cast<int>(py_int_in(v, "budgets['seeds']", INT_MIN, INT_MAX));
+                b.seeding.candidates = static_cast<int>(py_int_in(v, "budgets['seeds']", 1, INT_MAX));
             else if (key == "population")
-                b.seeding.population = static_cast<int>(py_int_in(v, "budgets['population']", INT_MIN, INT_MAX));
+                b.seeding.population = static_cast<int>(py_int_in(v, "budgets['population']", 1, INT_MAX));
             else if (key == "choice_width")
-                b.seeding.choice_width = static_cast<int>(py_int_in(v, "budgets['choice_width']", INT_MIN, INT_MAX));
+                b.seeding.choice_width = static_cast<int>(py_int_in(v, "budgets['choice_width']", 1, INT_MAX));
             else if (key == "eta")
                 b.seeding.eta = v.cast<double>();
             else if (key == "projections")
-                b.seeding.projections = static_cast<int>(py_int_in(v, "budgets['projections']", INT_MIN, INT_MAX));
+                b.seeding.projections = static_cast<int>(py_int_in(v, "budgets['projections']", 1, INT_MAX));
             else if (key == "pair_candidates")
-                b.seeding.pair_candidates =
-                    static_cast<int>(py_int_in(v, "budgets['pair_candidates']", INT_MIN, INT_MAX));
+                b.seeding.pair_candidates = static_cast<int>(py_int_in(v, "budgets['pair_candidates']", 1, INT_MAX));
             else if (key == "levels")
-                b.annealing.levels = static_cast<int>(py_int_in(v, "budgets['levels']", INT_MIN, INT_MAX));
+                b.annealing.levels = static_cast<int>(py_int_in(v, "budgets['levels']", 0, INT_MAX));
             else if (key == "steps")
-                b.annealing.steps = static_cast<int>(py_int_in(v, "budgets['steps']", INT_MIN, INT_MAX));
+                b.annealing.steps = static_cast<int>(py_int_in(v, "budgets['steps']", 0, INT_MAX));
             else if (key == "t0")
                 b.annealing.t0 = v.cast<double>();
             else if (key == "cooling")
@@ -366,11 +386,11 @@ PlannerBudgets make_budgets(const py::object& budgets) {
             else if (key == "p_straggler")
                 b.annealing.p_straggler = v.cast<double>();
             else if (key == "row_nodes")
-                b.row_nodes = py_int_in(v, "budgets['row_nodes']", INT64_MIN, INT64_MAX);
+                b.row_nodes = py_int_in(v, "budgets['row_nodes']", 0, INT64_MAX);
             else if (key == "polish_evaluations")
-                b.polish_evaluations = py_int_in(v, "budgets['polish_evaluations']", INT64_MIN, INT64_MAX);
+                b.polish_evaluations = py_int_in(v, "budgets['polish_evaluations']", 0, INT64_MAX);
             else if (key == "polish_kick_moves")
-                b.polish_kick_moves = static_cast<int>(py_int_in(v, "budgets['polish_kick_moves']", INT_MIN, INT_MAX));
+                b.polish_kick_moves = static_cast<int>(py_int_in(v, "budgets['polish_kick_moves']", 0, INT_MAX));
             else if (key == "anytime")
                 b.anytime = v.cast<bool>();
             else

@@ -209,7 +209,7 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
             std::ostringstream bound;
             bound << hi;
             throw InputError(origin + ": field '" + key + "' must be a number in 0.." + bound.str() + " (got " +
-                             v.dump() + ")");
+                             util::json_brief(v) + ")");
         }
         *out = v.get<double>();
     };

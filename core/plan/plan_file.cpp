@@ -479,7 +479,9 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
     } catch (const InputError& e) {
         throw InputError(origin + ": " + e.what());
     }
-    f.topology = parse_topology(need(j, "topology", origin).dump(), origin + ": topology");
+    const json& topology = need(j, "topology", origin);
+    util::check_json_depth(topology, origin + ": topology"); // printed back to text for parse_topology
+    f.topology = parse_topology(topology.dump(), origin + ": topology");
     try {
         check_topology_for_model(f.topology, f.model);
     } catch (const InputError& e) {

@@ -153,6 +153,19 @@ nlohmann::json parse_json_strict(std::string_view text, const std::string& origi
     return out;
 }
 
+void check_json_depth(const nlohmann::json& v, const std::string& origin) {
+    std::vector<std::pair<const nlohmann::json*, std::size_t>> todo{{&v, 1}};
+    while (!todo.empty()) {
+        const auto [x, depth] = todo.back();
+        todo.pop_back();
+        if (!x->is_structured()) continue;
+        if (depth > kMaxJsonPrintDepth)
+            throw InputError(origin + ": JSON nested deeper than " + std::to_string(kMaxJsonPrintDepth) + " levels");
+        for (const auto& child : *x)
+            todo.emplace_back(&child, depth + 1);
+    }
+}
+
 const nlohmann::json* json_member(const nlohmann::json& obj, const char* key) {
     if (!obj.is_object()) return nullptr;
     const auto it = obj.find(key);

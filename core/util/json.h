@@ -31,6 +31,13 @@ std::string json_error_description(const std::exception& e);
 /// other error is nlohmann's own exception, as json::parse throws it, for the caller's message.
 nlohmann::json parse_json_strict(std::string_view text, const std::string& origin);
 
+/// Deepest nesting json::dump may print (it recurses once per level of arrays and objects).
+constexpr std::size_t kMaxJsonPrintDepth = 512;
+
+/// Refuses a value nested deeper than kMaxJsonPrintDepth before it is printed back to text:
+/// InputError "<origin>: JSON nested deeper than 512 levels". Iterative: any depth is safe to check.
+void check_json_depth(const nlohmann::json& v, const std::string& origin);
+
 /// Member `key` of `obj` when present and not null; nullptr otherwise.
 const nlohmann::json* json_member(const nlohmann::json& obj, const char* key);
 

@@ -295,11 +295,25 @@ def test_plan_errors(window):
     assert plan_error(lengths, counts, budgets={"steps": 2**31}) == (
         "budgets['steps'] = 2147483648 is too large (at most 2147483647)")
     assert plan_error(lengths, counts, budgets={"row_nodes": -2**70}) == (
-        f"budgets['row_nodes'] = {-2**70} is too small (at least -9223372036854775808)")
+        f"budgets['row_nodes'] = {-2**70} is too small (at least 0)")
+    assert plan_error(lengths, counts, budgets={"seeds": 0}) == "budgets['seeds'] = 0 is too small (at least 1)"
+    assert plan_error(lengths, counts, seed=10**5000) == (
+        "seed must be an integer in 0..2**64-1 (got an integer of more than 4300 digits)")
+    assert plan_error(lengths, counts, budgets={"steps": 10**5000}) == (
+        "budgets['steps'] = an integer of more than 4300 digits is too large (at most 2147483647)")
+    # numpy integers (and 0-d integer arrays) are integers, as RL frameworks pass them.
+    a = routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], seed=np.uint64(7),
+                       budgets={"steps": np.int32(50), "polish_evaluations": np.array(300)})
+    b = routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], seed=7,
+                       budgets={"steps": 50, "polish_evaluations": 300})
+    ja, jb = json.loads(a.to_json()), json.loads(b.to_json())
+    assert a.seed == 7
+    assert (ja["rows"], ja["score"], ja["planner"]["budgets"]) == (jb["rows"], jb["score"], jb["planner"]["budgets"])
+    assert ja["planner"]["budgets"]["polish_evaluations"] == 300
     assert plan_error(lengths, counts, budgets={"levels": 2.0}) == "budgets['levels'] must be an integer (got 2.0)"
     assert plan_error(lengths, counts, budgets={"levels": True}) == "budgets['levels'] must be an integer (got True)"
-    assert plan_error(lengths, counts, budgets={"polish_kick_moves": -1}).startswith(
-        "planner: budget 'polish_kick_moves' must be")
+    assert plan_error(lengths, counts, budgets={"polish_kick_moves": -1}) == (
+        "budgets['polish_kick_moves'] = -1 is too small (at least 0)")
     p = routepack.plan(lengths, counts, topo(), moe_layers=[1, 3],
                        budgets={"polish_kick_moves": 0, "polish_evaluations": 500, "p_straggler": 0.25})
     b = json.loads(p.to_json())["planner"]["budgets"]
