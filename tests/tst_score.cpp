@@ -6,6 +6,7 @@
 // by hand and against exhaustive search over every layout of tiny windows.
 #include "core/plan/bound.h"
 #include "core/plan/score.h"
+#include "tests/testutil.h"
 
 #include <QtTest>
 
@@ -14,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <span>
 #include <stdexcept>
@@ -90,11 +92,7 @@ PackingProblem case_b() {
 }
 
 Layout layout_b() {
-    Layout x;
-    x.rows = 2;
-    x.dp_slots = 2;
-    x.cells = {{0, 1}, {2}, {3}, {4, 5}};
-    return x;
+    return Layout::from_cells(2, 2, {{0, 1}, {2}, {3}, {4, 5}});
 }
 
 /// A randomized problem with a valid layout (every cell non-empty, under C) built by hand.
@@ -133,19 +131,17 @@ RandomCase random_case(std::uint64_t seed, int n, int L, int P, int D, std::vect
         }
     }
     const int K = rows * D;
-    rc.x.rows = rows;
-    rc.x.dp_slots = D;
-    rc.x.cells.assign(K, {});
-    std::vector<int> order(n);
+    std::vector<int> order(n), cell_of(n);
     for (int i = 0; i < n; ++i)
         order[i] = i;
     std::shuffle(order.begin(), order.end(), rng);
     for (int h = 0; h < n; ++h)
-        rc.x.cells[h < K ? h : static_cast<int>(rng() % K)].push_back(order[h]);
+        cell_of[h] = h < K ? h : static_cast<int>(rng() % K);
+    rc.x = Layout::from_assignment(rows, D, order, cell_of);
     i64 worst = 0;
-    for (const auto& c : rc.x.cells) {
+    for (int k = 0; k < K; ++k) {
         i64 s = 0;
-        for (int i : c)
+        for (int i : rc.x.cell(k))
             s += p.length[i];
         worst = std::max(worst, s);
     }
@@ -161,14 +157,10 @@ double exhaustive_min_max_u(const PackingProblem& p, long* layouts) {
     *layouts = 0;
     for (int R = 1; R * p.D <= p.n; ++R) {
         const int K = R * p.D;
-        std::vector<int> cell(p.n, 0);
+        std::vector<int> cell(p.n, 0), samples(p.n);
+        std::iota(samples.begin(), samples.end(), 0);
         for (;;) {
-            Layout x;
-            x.rows = R;
-            x.dp_slots = p.D;
-            x.cells.assign(K, {});
-            for (int i = 0; i < p.n; ++i)
-                x.cells[cell[i]].push_back(i);
+            const Layout x = Layout::from_assignment(R, p.D, samples, cell);
             if (validate_layout(x, p).empty()) {
                 ++*layouts;
                 best = std::min(best, score_layout(x, p).max_u);
@@ -388,10 +380,7 @@ private Q_SLOTS:
         PackingProblem p = skeleton(3, 1, 1, 2, {{0, 1}}, 8, {{"kda", 1.0, 0.0}, {"gqa", 0.5, 4.0}});
         p.length = {4, 2, 5};
         p.demand = {4, 2, 5}; // top-1 onto the single rank: q = t
-        Layout x;
-        x.rows = 1;
-        x.dp_slots = 2;
-        x.cells = {{0, 1}, {2}};
+        const Layout x = Layout::from_cells(1, 2, {{0, 1}, {2}});
         // cell 0: tokens 6, squares 16 + 4 = 20 -> T = 6/8 = 0.75,  Q = 20/64 = 0.3125
         // cell 1: tokens 5, squares 25          -> T = 5/8 = 0.625, Q = 25/64 = 0.390625
         // stage kda (1, 0):   cell 0 0.75,                cell 1 0.625                 -> max 0.75 (cell 0)
@@ -508,15 +497,13 @@ private Q_SLOTS:
 
     void rejectsMalformedLayouts() {
         const PackingProblem p = case_b();
-        Layout x = layout_b();
-        x.cells[1].push_back(0); // sample 0 twice
+        const Layout x = Layout::from_cells(2, 2, {{0, 1}, {2, 0}, {3}, {4, 5}}); // sample 0 twice
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, IncrementalScorer(p, x));
         Layout y = layout_b();
         y.dp_slots = 4;
         y.rows = 1;
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, score_layout(y, p));
-        Layout z = layout_b();
-        z.cells[0].push_back(9);
+        const Layout z = Layout::from_cells(2, 2, {{0, 1, 9}, {2}, {3}, {4, 5}});
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, cost_breakdown(z, p));
     }
 
@@ -526,16 +513,14 @@ private Q_SLOTS:
         const int D = 8, R = 2, L = 3, P = 2, n = 2 * D * R;
         const i64 C = 2000000, t = 1000000, big = (i64{1} << 31) - 1;
         PackingProblem p = skeleton(n, L, P, D, {{0, 1, 2, 3, 4, 5, 6, 7}}, C, {{"lin", 1.0, 0.0}, {"quad", 0.0, 3.0}});
-        Layout x;
-        x.rows = R;
-        x.dp_slots = D;
-        x.cells.assign(R * D, {});
+        std::vector<std::vector<int>> cells(R * D);
         for (int i = 0; i < n; ++i) {
             p.length[i] = t;
             for (int l = 0; l < L; ++l)
                 set_q(p, i, l, {big - i, i64{1000} * i});
-            x.cells[i / 2].push_back(i); // two samples per cell: 2 * 10^6 tokens = C
+            cells[i / 2].push_back(i); // two samples per cell: 2 * 10^6 tokens = C
         }
+        const Layout x = Layout::from_cells(R, D, cells);
         // Per cell: tokens 2e6 -> T = 1; squares 2e12 -> Q = 2e12 / 4e12 = 0.5. A = 1 + 3 * 0.5 = 2.5.
         // Row 0 holds samples 0..15: W[l][0] = 16 (2^31 - 1) - (0 + ... + 15) = 34359738352 - 120
         //   = 34359738232 (> 2^35 - 2^5, far beyond 32 bits); rank 1 = 1000 * 120 = 120000. Peak sum over 3
@@ -714,7 +699,7 @@ private Q_SLOTS:
                     for (int q = 0; q < p.P; ++q) {
                         i64 w = 0;
                         for (int d : p.shards[g])
-                            for (int i : rc.x.cells[r * p.D + d])
+                            for (int i : rc.x.cell(r * p.D + d))
                                 w += p.q(i)[l * p.P + q];
                         peak = std::max(peak, w);
                     }
@@ -743,10 +728,7 @@ private Q_SLOTS:
         for (int i = 0; i < 3; ++i)
             for (int l = 0; l < 2; ++l)
                 set_q(one, i, l, {case_b().q(i)[l * 2], case_b().q(i)[l * 2 + 1]});
-        Layout x;
-        x.rows = 1;
-        x.dp_slots = 1;
-        x.cells = {{0, 1, 2}};
+        const Layout x = Layout::from_cells(1, 1, {{0, 1, 2}});
         const double s = score_layout(x, one).max_u;
         const MaxULowerBound t = max_u_lower_bound(one);
         QVERIFY2(std::abs(t.mean - s) <= 1e-15 * s, describe(score_layout(x, one)));
@@ -824,10 +806,7 @@ private Q_SLOTS:
         p.length = {1, 1, 1};
         for (int i = 0; i < 3; ++i)
             set_q(p, i, 0, {i, 1});
-        Layout x;
-        x.rows = 1;
-        x.dp_slots = 2;
-        x.cells = {{0, 1}, {2}};
+        const Layout x = Layout::from_cells(1, 2, {{0, 1}, {2}});
         IncrementalScorer s(p, x);
         QVERIFY(s.relocate_feasible(0, 1));
         s.apply_relocate(0, 1);
