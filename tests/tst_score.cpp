@@ -3,7 +3,8 @@
 // stage sum), 64-bit overflow safety, feasibility rules, undo bit-for-bit, and incremental == full
 // bitwise after 10^5 random feasible moves (swaps and relocations, same-row-shard moves, undos) on
 // randomized problems, for every kernel ISA this CPU has; the lower bound on max_g U (core/plan/bound.h)
-// by hand and against exhaustive search over every layout of tiny windows.
+// by hand and against exhaustive search over every layout of tiny windows; the flat Layout
+// (core/plan/packing.h): its builders, cell spans, equality and validate_layout's messages.
 #include "core/plan/bound.h"
 #include "core/plan/score.h"
 #include "tests/testutil.h"
@@ -374,6 +375,165 @@ private Q_SLOTS:
     void init() { QVERIFY(set_score_kernel_isa("auto")); }
     void cleanupTestCase() { set_score_kernel_isa("auto"); }
 
+    /// The flat layout (core/plan/packing.h): from_cells and back, cell spans and sizes, empty cells,
+    /// equality (shape, split and in-cell order all count), from_assignment's stable order, the
+    /// builders' errors.
+    void flatLayout() {
+        const std::vector<std::vector<int>> cells{{0, 1}, {2}, {3}, {4, 5}};
+        const Layout x = Layout::from_cells(2, 2, cells);
+        QCOMPARE(x.rows, 2);
+        QCOMPARE(x.dp_slots, 2);
+        QCOMPARE(x.cell_count(), 4);
+        QCOMPARE(x.samples, (std::vector<int>{0, 1, 2, 3, 4, 5}));
+        QCOMPARE(x.offsets, (std::vector<int>{0, 2, 3, 4, 6}));
+        QVERIFY(x.well_formed());
+        QCOMPARE(test::cells_of(x), cells);
+        QCOMPARE(x.cell_index(1, 0), 2);
+        for (int k = 0; k < x.cell_count(); ++k) {
+            const std::span<const int> c = x.cell(k);
+            QCOMPARE(std::vector<int>(c.begin(), c.end()), cells[static_cast<std::size_t>(k)]);
+            QCOMPARE(x.cell_size(k), static_cast<int>(cells[static_cast<std::size_t>(k)].size()));
+        }
+        QCOMPARE(x.cell(x.cell_index(1, 1)).data(), x.samples.data() + 4); // a view, not a copy
+
+        // Empty cells (as karmarkar-karp leaves them): zero-length spans, offsets repeat.
+        const std::vector<std::vector<int>> sparse{{}, {3, 1}, {}, {}, {0}, {}};
+        const Layout e = Layout::from_cells(3, 2, sparse);
+        QCOMPARE(e.offsets, (std::vector<int>{0, 0, 2, 2, 2, 3, 3}));
+        QVERIFY(e.well_formed());
+        QVERIFY(e.cell(0).empty());
+        QCOMPARE(e.cell_size(3), 0);
+        QCOMPARE(e.cell_size(1), 2);
+        QCOMPARE(e.cell(1)[0], 3);
+        QVERIFY(e.cell(5).empty());
+        QCOMPARE(test::cells_of(e), sparse);
+        QCOMPARE(Layout::from_cells(e.rows, e.dp_slots, test::cells_of(e)), e);
+        const Layout none = Layout::from_cells(2, 2, {{}, {}, {}, {}});
+        QVERIFY(none.samples.empty());
+        QCOMPARE(none.offsets, (std::vector<int>{0, 0, 0, 0, 0}));
+        QVERIFY(none.well_formed());
+        // The default layout is the well-formed 0 x 0 one.
+        QVERIFY(Layout{}.well_formed());
+        QCOMPARE(Layout{}.cell_count(), 0);
+        QCOMPARE(Layout{}, Layout::from_cells(0, 0, {}));
+
+        // Equality: the same cells in the same order only.
+        QCOMPARE(Layout::from_cells(2, 2, cells), x);
+        QVERIFY(!(Layout::from_cells(2, 2, {{1, 0}, {2}, {3}, {4, 5}}) == x)); // in-cell order
+        QVERIFY(!(Layout::from_cells(2, 2, {{0}, {1, 2}, {3}, {4, 5}}) == x)); // same samples, other split
+        QVERIFY(!(Layout::from_cells(1, 4, cells) == x));                      // same cells, other shape
+        QVERIFY(!(Layout::from_cells(2, 2, {{0, 1}, {2}, {4, 5}, {3}}) == x)); // cells at other positions
+
+        // from_assignment: order[j] into cell_of[j], each cell in increasing j.
+        const std::vector<int> order{5, 3, 0, 1, 4, 2}, cell_of{1, 0, 1, 3, 3, 2};
+        const Layout a = Layout::from_assignment(2, 2, order, cell_of);
+        QCOMPARE(a, Layout::from_cells(2, 2, {{3}, {5, 0}, {2}, {1, 4}}));
+        QCOMPARE(Layout::from_assignment(1, 3, std::vector<int>{}, std::vector<int>{}),
+                 Layout::from_cells(1, 3, {{}, {}, {}}));
+
+        // Builder errors.
+        using test::error_of;
+        QCOMPARE(error_of<std::invalid_argument>([] { Layout::from_cells(2, 2, {{0}}); }),
+                 std::string("Layout::from_cells: 1 cells, expected rows x dp_slots = 4"));
+        QCOMPARE(error_of<std::invalid_argument>([] { Layout::from_cells(-1, 2, {}); }),
+                 std::string("Layout::from_cells: rows and dp_slots must be >= 0 (got -1, 2)"));
+        QCOMPARE(error_of<std::invalid_argument>([] {
+                     Layout::from_assignment(1, 2, std::vector<int>{0, 1}, std::vector<int>{0});
+                 }),
+                 std::string("Layout::from_assignment: 2 samples but 1 cells"));
+        QCOMPARE(error_of<std::invalid_argument>([] {
+                     Layout::from_assignment(1, 2, std::vector<int>{0, 1}, std::vector<int>{0, 2});
+                 }),
+                 std::string("Layout::from_assignment: cell 2 outside 0..1"));
+        QCOMPARE(error_of<std::invalid_argument>(
+                     [] { Layout::from_assignment(2, -1, std::vector<int>{}, std::vector<int>{}); }),
+                 std::string("Layout::from_assignment: rows and dp_slots must be >= 0 (got 2, -1)"));
+
+        // Offsets that do not describe rows x dp_slots cells over the samples.
+        Layout bad = x;
+        bad.offsets[2] = 1; // decreasing
+        QVERIFY(!bad.well_formed());
+        bad = x;
+        bad.offsets.back() = 5; // short of the samples
+        QVERIFY(!bad.well_formed());
+        bad = x;
+        bad.offsets.front() = 1;
+        QVERIFY(!bad.well_formed());
+        bad = x;
+        bad.offsets.pop_back(); // one cell short
+        QVERIFY(!bad.well_formed());
+        bad = x;
+        bad.rows = 3; // more cells than offsets
+        QVERIFY(!bad.well_formed());
+    }
+
+    /// validate_layout's verdicts word for word, each on a layout with exactly that fault (case B:
+    /// n = 6, D = 2, C = 16, t = 8, 4, 12, 6, 2, 8).
+    void validateLayoutMessages() {
+        const PackingProblem p = case_b();
+        auto check = [&](const Layout& x) { return validate_layout(x, p); };
+        QCOMPARE(check(layout_b()), std::string());
+        QCOMPARE(check(Layout::from_cells(1, 4, {{0, 1}, {2}, {3}, {4, 5}})),
+                 std::string("layout has 4 DP slots, topology has 2"));
+        QCOMPARE(check(Layout::from_cells(0, 2, {})), std::string("layout has no rows"));
+        Layout short_offsets = layout_b();
+        short_offsets.offsets.pop_back();
+        QCOMPARE(check(short_offsets), std::string("layout has 3 cells, expected R x D = 4"));
+        Layout no_offsets = layout_b();
+        no_offsets.offsets.clear();
+        QCOMPARE(check(no_offsets), std::string("layout has 0 cells, expected R x D = 4"));
+        Layout decreasing = layout_b();
+        decreasing.offsets[1] = 4;
+        QCOMPARE(check(decreasing), std::string("layout's cell offsets do not split its 6 samples"));
+        Layout extra = layout_b();
+        extra.samples.push_back(3); // a sample beyond the last offset
+        QCOMPARE(check(extra), std::string("layout's cell offsets do not split its 7 samples"));
+        QCOMPARE(check(Layout::from_cells(2, 2, {{0, 1}, {2}, {}, {3, 4, 5}})), std::string("cell (1, 0) is empty"));
+        QCOMPARE(check(Layout::from_cells(2, 2, {{0, 1}, {2}, {3}, {4, 6}})),
+                 std::string("cell (1, 1) holds sample index 6, outside 0..5"));
+        QCOMPARE(check(Layout::from_cells(2, 2, {{0, 1}, {2}, {3}, {-1, 4, 5}})),
+                 std::string("cell (1, 1) holds sample index -1, outside 0..5"));
+        QCOMPARE(check(Layout::from_cells(2, 2, {{0, 1}, {2, 0}, {3}, {4, 5}})), std::string("sample 0 appears twice"));
+        QCOMPARE(check(Layout::from_cells(2, 2, {{0, 1, 3}, {2}, {4}, {5}})),
+                 std::string("cell (0, 0) holds 18 tokens > cap 16"));
+        QCOMPARE(check(Layout::from_cells(2, 2, {{0}, {2}, {3}, {4, 5}})), std::string("sample 1 is in no cell"));
+    }
+
+    /// The scorer writes its layout flat into the caller's Layout, reusing its storage once sized, and
+    /// rebuilds it exactly from the per-sample placement.
+    void scorerLayoutRoundTrip() {
+        const PackingProblem p = case_b();
+        IncrementalScorer s(p, layout_b());
+        Layout out;
+        s.copy_layout_to(out);
+        QCOMPARE(out, layout_b());
+        const int* samples = out.samples.data();
+        const int* offsets = out.offsets.data();
+        QVERIFY(s.swap_feasible(1, 4));
+        s.apply_swap(1, 4);
+        QVERIFY(!s.relocate_feasible(5, 1)); // 12 + 8 > 16
+        QVERIFY(s.relocate_feasible(5, 2));
+        s.apply_relocate(5, 2);
+        s.copy_layout_to(out);
+        QCOMPARE(out, Layout::from_cells(2, 2, {{0, 4}, {2}, {3, 5}, {1}}));
+        QCOMPARE(out.samples.data(), samples); // no reallocation
+        QCOMPARE(out.offsets.data(), offsets);
+        QCOMPARE(s.layout(), out);
+        SamplePlacement sp;
+        s.copy_placement_to(sp);
+        QCOMPARE(layout_from_placement(sp, 2, 2), out);
+        QVERIFY(same_score(score_layout(out, p), s.score()));
+        // layout_from_placement's errors.
+        SamplePlacement twice = sp;
+        twice.pos[0] = twice.pos[4]; // samples 0 and 4 share cell 0 and now position 1
+        QCOMPARE(test::error_of<std::invalid_argument>([&] { layout_from_placement(twice, 2, 2); }),
+                 std::string("layout_from_placement: sample 4 has no valid position"));
+        SamplePlacement off = sp;
+        off.cell[2] = 4;
+        QCOMPARE(test::error_of<std::invalid_argument>([&] { layout_from_placement(off, 2, 2); }),
+                 std::string("layout_from_placement: sample 2 has no valid cell"));
+    }
+
     /// Attention order: per stage the maximum over the shard's cells of (alpha T + beta Q), then the
     /// sum over stages. One row, D = 2 in one shard, L = P = 1, C = 8 (C^2 = 64).
     void stageMaxInsideShardThenSum() {
@@ -505,6 +665,18 @@ private Q_SLOTS:
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, score_layout(y, p));
         const Layout z = Layout::from_cells(2, 2, {{0, 1, 9}, {2}, {3}, {4, 5}});
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, cost_breakdown(z, p));
+        // Offsets that do not split the samples: decreasing, short of the end, one cell missing.
+        Layout w = layout_b();
+        w.offsets[1] = 4;
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, score_layout(w, p));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, IncrementalScorer(p, w));
+        Layout u = layout_b();
+        u.offsets.back() = 5;
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, score_layout(u, p));
+        Layout v = layout_b();
+        v.offsets.pop_back();
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, IncrementalScorer(p, v));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, score_from_peak_sums(v, p, std::vector<i64>(4, 0)));
     }
 
     /// t = 10^6 (t^2 = 10^12), C = 2 * 10^6, demands near 2^31 summed over 16 samples per row-shard
