@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace routepack::test {
 
@@ -47,6 +48,16 @@ inline QString qpath(const std::filesystem::path& p) {
     return QString::fromStdString(p.string());
 }
 
+/// The cells of a well-formed layout as nested lists ([R*D], cell k = r*D + d, samples in cell order),
+/// for tests that compare or rearrange whole cells (then Layout::from_cells builds the result).
+inline std::vector<std::vector<int>> cells_of(const Layout& x) {
+    std::vector<std::vector<int>> out;
+    out.reserve(static_cast<std::size_t>(x.cell_count()));
+    for (int k = 0; k < x.cell_count(); ++k)
+        out.emplace_back(x.cell(k).begin(), x.cell(k).end());
+    return out;
+}
+
 } // namespace routepack::test
 
 /// Resolves `rel` under shared/ into `var`, skipping (no CI) or failing (CI set) when absent.
@@ -62,6 +73,27 @@ inline QString qpath(const std::filesystem::path& p) {
 // NOLINTEND(bugprone-macro-parentheses)
 
 namespace QTest {
+/// Layouts print as "R x D: [cell 0's samples] [cell 1's] ..." in QCOMPARE failures (the raw offsets
+/// when the layout is not well formed).
+template <> inline char* toString(const routepack::Layout& t) {
+    QByteArray s = QByteArray::number(t.rows) + " x " + QByteArray::number(t.dp_slots) + ":";
+    if (!t.well_formed()) {
+        s += " offsets";
+        for (int o : t.offsets)
+            s += " " + QByteArray::number(o);
+        s += ", samples";
+        for (int i : t.samples)
+            s += " " + QByteArray::number(i);
+        return qstrdup(s.constData());
+    }
+    for (int k = 0; k < t.cell_count(); ++k) {
+        s += " [";
+        for (std::size_t j = 0; j < t.cell(k).size(); ++j)
+            s += (j ? " " : "") + QByteArray::number(t.cell(k)[j]);
+        s += "]";
+    }
+    return qstrdup(s.constData());
+}
 /// Scores print as their three components with full precision in QCOMPARE failures.
 template <> inline char* toString(const routepack::Score& t) {
     return qstrdup(QByteArray::number(t.max_u, 'g', 17) + " " + QByteArray::number(t.sum_u, 'g', 17) + " " +

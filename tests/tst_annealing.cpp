@@ -7,6 +7,7 @@
 #include "core/plan/annealing.h"
 #include "core/plan/polish.h"
 #include "core/util/errors.h"
+#include "tests/testutil.h"
 
 #include <QtTest>
 
@@ -71,10 +72,7 @@ bool first_fit(const PackingProblem& p, int rows, const std::vector<int>& order,
                Layout* out) {
     const int K = rows * p.D;
     if (p.n < K) return false;
-    Layout x;
-    x.rows = rows;
-    x.dp_slots = p.D;
-    x.cells.assign(static_cast<std::size_t>(K), {});
+    std::vector<int> cell_of(static_cast<std::size_t>(p.n)); // cell of order[h]
     std::vector<std::int64_t> tokens(static_cast<std::size_t>(K), 0);
     std::vector<int> fits;
     for (int h = 0; h < p.n; ++h) {
@@ -89,11 +87,18 @@ bool first_fit(const PackingProblem& p, int rows, const std::vector<int>& order,
             k = random_fit ? fits[std::uniform_int_distribution<std::size_t>(0, fits.size() - 1)(*random_fit)]
                            : fits[0];
         }
-        x.cells[static_cast<std::size_t>(k)].push_back(i);
+        cell_of[static_cast<std::size_t>(h)] = k;
         tokens[static_cast<std::size_t>(k)] += t;
     }
-    *out = std::move(x);
+    *out = Layout::from_assignment(rows, p.D, order, cell_of);
     return true;
+}
+
+/// `x` with its first cell emptied (an invalid layout: a cell is empty and its samples are in none).
+Layout without_first_cell(const Layout& x) {
+    std::vector<std::vector<int>> cells = test::cells_of(x);
+    cells.front().clear();
+    return Layout::from_cells(x.rows, x.dp_slots, cells);
 }
 
 std::vector<int> length_order(const PackingProblem& p) {
@@ -190,21 +195,24 @@ std::string straggler_move_improving(const Layout& x, const Score& score, const 
     for (int h = 1; h < p.G; ++h)
         if (cb.U[h] > cb.U[gs]) gs = h;
     const int K = x.cell_count();
+    const std::vector<std::vector<int>> cells = test::cells_of(x);
     for (int k = 0; k < K; ++k) {
         if (p.shard_of_slot[static_cast<std::size_t>(k % p.D)] != gs) continue;
-        for (std::size_t pos = 0; pos < x.cells[static_cast<std::size_t>(k)].size(); ++pos)
+        for (std::size_t pos = 0; pos < cells[static_cast<std::size_t>(k)].size(); ++pos)
             for (int k2 = 0; k2 < K; ++k2) {
                 if (k2 == k) continue;
-                Layout y = x;
-                auto& src = y.cells[static_cast<std::size_t>(k)];
+                std::vector<std::vector<int>> moved = cells;
+                auto& src = moved[static_cast<std::size_t>(k)];
                 const int i = src[pos];
                 src.erase(src.begin() + static_cast<std::ptrdiff_t>(pos));
-                y.cells[static_cast<std::size_t>(k2)].push_back(i);
+                moved[static_cast<std::size_t>(k2)].push_back(i);
+                const Layout y = Layout::from_cells(x.rows, x.dp_slots, moved);
                 if (validate_layout(y, p).empty() && score_layout(y, p) < score)
                     return "relocating sample " + std::to_string(i) + " to cell " + std::to_string(k2) + " improves";
-                for (std::size_t pos2 = 0; pos2 < x.cells[static_cast<std::size_t>(k2)].size(); ++pos2) {
-                    Layout z = x;
-                    std::swap(z.cells[static_cast<std::size_t>(k)][pos], z.cells[static_cast<std::size_t>(k2)][pos2]);
+                for (std::size_t pos2 = 0; pos2 < cells[static_cast<std::size_t>(k2)].size(); ++pos2) {
+                    std::vector<std::vector<int>> swapped = cells;
+                    std::swap(swapped[static_cast<std::size_t>(k)][pos], swapped[static_cast<std::size_t>(k2)][pos2]);
+                    const Layout z = Layout::from_cells(x.rows, x.dp_slots, swapped);
                     if (validate_layout(z, p).empty() && score_layout(z, p) < score)
                         return "swapping sample " + std::to_string(i) + " with cell " + std::to_string(k2) +
                                " position " + std::to_string(pos2) + " improves";
@@ -330,12 +338,10 @@ void TestAnnealing::reachesBruteForceOptimum() {
         // Brute force all 4^6 assignments; keep valid ones.
         std::vector<std::pair<Score, Layout>> all;
         for (int code = 0; code < 4096; ++code) {
-            Layout x;
-            x.rows = 2;
-            x.dp_slots = 2;
-            x.cells.assign(4, {});
+            std::vector<std::vector<int>> cells(4);
             for (int i = 0, c = code; i < 6; ++i, c /= 4)
-                x.cells[static_cast<std::size_t>(c % 4)].push_back(i);
+                cells[static_cast<std::size_t>(c % 4)].push_back(i);
+            const Layout x = Layout::from_cells(2, 2, cells);
             if (!validate_layout(x, p).empty()) continue;
             all.emplace_back(score_layout(x, p), x);
         }
@@ -515,7 +521,7 @@ void TestAnnealing::rejectsBadBudgetAndPopulation() {
     QVERIFY_THROWS_EXCEPTION(InputError, population_anneal(p, pop, with([](AnnealingBudget& b) { b.rho = 2; })));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, population_anneal(p, {}, small_budget()));
     auto broken = pop;
-    broken[1].layout.cells[0].clear();
+    broken[1].layout = without_first_cell(broken[1].layout);
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, population_anneal(p, broken, small_budget()));
 }
 
@@ -680,8 +686,7 @@ void TestAnnealing::iteratedSearchBudgetsAndStops() {
     s = {};
     s.verify = -1;
     QCOMPARE(error_of(s), QStringLiteral("polish budget: verify must be >= 0 (got -1)"));
-    Layout broken = x;
-    broken.cells[0].clear();
+    const Layout broken = without_first_cell(x);
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, iterated_straggler_search(p, broken, PolishSettings{}, 1));
     // A zero budget returns the start; a set cancel flag or a past deadline stops at once.
     s = {};
@@ -701,10 +706,7 @@ void TestAnnealing::iteratedSearchBudgetsAndStops() {
     {
         std::mt19937_64 g1(3);
         const PackingProblem one = random_problem(g1, 5, 2, 2, 1, 1, 100000, 40, 500);
-        Layout single;
-        single.rows = 1;
-        single.dp_slots = 1;
-        single.cells = {{0, 1, 2, 3, 4}};
+        const Layout single = Layout::from_cells(1, 1, {{0, 1, 2, 3, 4}});
         PolishSettings k;
         k.evaluations = 50;
         const PolishResult r = iterated_straggler_search(one, single, k, 1);

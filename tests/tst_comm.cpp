@@ -65,7 +65,7 @@ CommCost brute_force(const Layout& x, const Trace& w, const Topology& topo, cons
     k.intra_per_layer.assign(L, 0);
     for (int r = 0; r < x.rows; ++r)
         for (int d = 0; d < x.dp_slots; ++d)
-            for (int i : x.cells[x.cell_index(r, d)]) {
+            for (int i : x.cell(x.cell_index(r, d))) {
                 const SampleRoutes& sr = w.routes[i];
                 const int src = slot_node[d];
                 for (int l = 0; l < L; ++l)
@@ -299,7 +299,7 @@ private Q_SLOTS:
         // [i][l][node]: tokens with an expert on that node.
         QCOMPARE(c.tokens, (V{2, 2, 1, 2, 1, 2, 1, 0}));
 
-        Layout x{1, 2, {{0}, {1}}}; // A on node 0, B on node 1
+        const Layout x = Layout::from_cells(1, 2, {{0}, {1}}); // A on node 0, B on node 1
         const CommCost k = comm_cost(x, c, topo.node_of_dp_slot());
         QCOMPARE(k.sent, (V{2, 1, 2, 1})); // [l][node]: layer 0 A: t1, t2; B: t0. Layer 1 A: t0, t2; B: t0
         QCOMPARE(k.received, (V{1, 2, 1, 2}));
@@ -314,7 +314,7 @@ private Q_SLOTS:
         expect_equal(k, brute_force(x, w, topo, pi));
 
         // Swapped: A on node 1, B on node 0. Layer 0: A sends 2 to node 0, B sends 2 to node 1.
-        const Layout y{1, 2, {{1}, {0}}};
+        const Layout y = Layout::from_cells(1, 2, {{1}, {0}});
         const CommCost s = comm_cost(y, c, topo.node_of_dp_slot());
         QCOMPARE(s.sent, (V{2, 2, 0, 1}));
         QCOMPARE(s.received, (V{2, 2, 1, 0}));
@@ -324,7 +324,7 @@ private Q_SLOTS:
         expect_equal(s, brute_force(y, w, topo, pi));
 
         // Two rows, both samples on DP slot 0 (node 0): B in row 1 now sends its layer-0 tokens to node 1.
-        const Layout z{2, 2, {{0}, {}, {1}, {}}};
+        const Layout z = Layout::from_cells(2, 2, {{0}, {}, {1}, {}});
         const CommCost r2 = comm_cost(z, c, topo.node_of_dp_slot());
         QCOMPARE(r2.sent, (V{2, 0, 2, 0, 2, 0, 0, 0}));
         QCOMPARE(r2.busiest, (V{2, 2, 2, 0}));
@@ -353,7 +353,7 @@ private Q_SLOTS:
         const Topology topo = known_topology("synthetic-demo-ep8-dp4");
         QCOMPARE(test::error_of<InputError>([&] { make_comm_demand(w, topo, identity_placement(1, 4, 2)); }),
                  std::string("the window's samples carry no per-token routes; re-import the trace"));
-        QVERIFY(!comm_cost_if_available(Layout{1, 1, {{0}}}, w, topo, identity_placement(1, 4, 2)));
+        QVERIFY(!comm_cost_if_available(Layout::from_cells(1, 1, {{0}}), w, topo, identity_placement(1, 4, 2)));
         QCOMPARE(std::string(kCommUnavailable), std::string("n/a (re-import the trace)"));
         // A later sample with routes does not make the trace complete.
         w.append(sample_of("B", m, {{{2, 3}}}));
@@ -413,9 +413,10 @@ private Q_SLOTS:
                 std::shuffle(pi.slot.begin() + l * E, pi.slot.begin() + (l + 1) * E, rng);
             // Random layout: R rows, every sample in some cell.
             const int R = pick(1, 3);
-            Layout x{R, D, std::vector<std::vector<int>>(static_cast<std::size_t>(R) * D)};
+            std::vector<std::vector<int>> cells(static_cast<std::size_t>(R) * D);
             for (int i = 0; i < n; ++i)
-                x.cells[pick(0, R * D - 1)].push_back(i);
+                cells[pick(0, R * D - 1)].push_back(i);
+            const Layout x = Layout::from_cells(R, D, cells);
             const CommCost k = *comm_cost_if_available(x, w, topo, pi);
             expect_equal(k, brute_force(x, w, topo, pi));
             // Every copy sent is received; matrix rows add up to sent + intra.
@@ -505,7 +506,7 @@ private Q_SLOTS:
         const V len = {6, 5, 4, 3, 2};
         const NodePacking np = pack_on_home_nodes(len, 10, 2, {0, 1}, {0, 0, 0, 1, 0});
         QVERIFY(np.fitted);
-        QCOMPARE(np.layout.cells, (std::vector<std::vector<int>>{{0}, {3}, {1, 2}, {4}}));
+        QCOMPARE(np.layout, Layout::from_cells(2, 2, {{0}, {3}, {1, 2}, {4}}));
         QCOMPARE(np.off_node, (std::vector<int>{4}));
         // Three samples of 9 cannot share two cells of C = 10 ... in 1 row: not fitted.
         QVERIFY(!pack_on_home_nodes(V{9, 9, 9}, 10, 1, {0, 1}, {0, 0, 1}).fitted);
@@ -641,12 +642,14 @@ private Q_SLOTS:
         // the planted minimum. LPT's placement on the same layout sends copies.
         const GrouterGrouping g = grouter_placement(families, topo);
         const auto nodes = grouter_sample_nodes(make_comm_demand(families, topo, g.placement));
-        Layout x{4, 2, std::vector<std::vector<int>>(8)};
+        std::vector<std::vector<int>> cells(8);
         std::vector<int> next(2, 0);
         for (int i = 0; i < 8; ++i) {
-            const int d = nodes[i]; // DP slot d is on node d
-            x.cells[x.cell_index(next[d]++, d)].push_back(i);
+            const int d = nodes[i];          // DP slot d is on node d
+            const int k = next[d]++ * 2 + d; // cell (row, d) of 2 DP slots
+            cells[static_cast<std::size_t>(k)].push_back(i);
         }
+        const Layout x = Layout::from_cells(4, 2, cells);
         const CommCost k = *comm_cost_if_available(x, families, topo, g.placement);
         QCOMPARE(k.inter_total, i64(0));
         QCOMPARE(k.intra_total, i64(8 * 8 * 2));
@@ -821,9 +824,10 @@ private Q_SLOTS:
         for (const char* name : {"deepseek-v2-lite-ep16-dp8-2nodes", "deepseek-v2-lite-ep32-dp16-4nodes"}) {
             const Topology topo = known_topology(name);
             const int D = topo.dp_slots, R = (n + D - 1) / D;
-            Layout x{R, D, std::vector<std::vector<int>>(static_cast<std::size_t>(R) * D)};
+            std::vector<std::vector<int>> cells(static_cast<std::size_t>(R) * D);
             for (int i = 0; i < n; ++i)
-                x.cells[i].push_back(i); // row-major, in window order
+                cells[i].push_back(i); // row-major, in window order
+            const Layout x = Layout::from_cells(R, D, cells);
             const Placement lpt = lpt_placement(loads, L, E, topo.ep_ranks);
             const GrouterGrouping g = grouter_placement(w, topo);
             const CommCost k_lpt = *comm_cost_if_available(x, w, topo, lpt);
@@ -845,10 +849,11 @@ private Q_SLOTS:
             int R2 = 1;
             for (const auto& v : per_slot)
                 R2 = std::max(R2, static_cast<int>(v.size()));
-            Layout y{R2, D, std::vector<std::vector<int>>(static_cast<std::size_t>(R2) * D)};
+            std::vector<std::vector<int>> cells2(static_cast<std::size_t>(R2) * D);
             for (int d = 0; d < D; ++d)
                 for (std::size_t r = 0; r < per_slot[d].size(); ++r)
-                    y.cells[y.cell_index(static_cast<int>(r), d)].push_back(per_slot[d][r]);
+                    cells2[r * D + d].push_back(per_slot[d][r]);
+            const Layout y = Layout::from_cells(R2, D, cells2);
             const CommCost k_g = *comm_cost_if_available(y, w, topo, g.placement);
             expect_equal(k_g, brute_force(y, w, topo, g.placement));
             std::vector<int> on(topo.nodes(), 0);

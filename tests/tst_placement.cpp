@@ -20,6 +20,7 @@
 #include <numeric>
 #include <random>
 #include <set>
+#include <span>
 
 using namespace routepack;
 
@@ -62,9 +63,13 @@ PackingProblem lengths_problem(const std::vector<std::int64_t>& length, std::int
 
 /// Independent layout check (eqs. 6-8 + rectangle), not sharing code with validate_layout.
 bool layout_ok(const Layout& x, const std::vector<std::int64_t>& length, std::int64_t C, int D) {
-    if (x.dp_slots != D || x.rows < 1 || x.cells.size() != static_cast<std::size_t>(x.rows) * D) return false;
+    if (x.dp_slots != D || x.rows < 1 || x.offsets.size() != static_cast<std::size_t>(x.rows) * D + 1 ||
+        x.offsets.front() != 0 || x.offsets.back() != static_cast<int>(x.samples.size()))
+        return false;
     std::vector<int> seen(length.size(), 0);
-    for (const auto& cell : x.cells) {
+    for (int k = 0; k < x.cell_count(); ++k) {
+        if (x.offsets[k + 1] < x.offsets[k]) return false;
+        const std::span<const int> cell = x.cell(k);
         if (cell.empty()) return false;
         std::int64_t sum = 0;
         for (int i : cell) {
@@ -489,21 +494,21 @@ void TestPlacement::ffdHandCases() {
     QVERIFY(fixed_row_ffd(t, 11, 1, 3, &x));
     QCOMPARE(x.rows, 1);
     QCOMPARE(x.dp_slots, 3);
-    QCOMPARE(x.cells, (std::vector<std::vector<int>>{{1, 2}, {3, 0}, {5, 4}}));
+    QCOMPARE(test::cells_of(x), (std::vector<std::vector<int>>{{1, 2}, {3, 0}, {5, 4}}));
     // Same cells dealt as 3 rows x 1 slot: cell k = (row k, slot 0).
     Layout y;
     QVERIFY(fixed_row_ffd(t, 11, 3, 1, &y));
     QCOMPARE(y.rows, 3);
-    QCOMPARE(y.cells, x.cells);
+    QCOMPARE(test::cells_of(y), test::cells_of(x));
     QVERIFY(validate_layout(x, lengths_problem(t, 11, 3)).empty());
     // Ties by index: t = (5, 5, 5, 5), C = 10, 1 x 2: seeds {0}, {1}; 2 -> cell0, 3 -> cell1.
     Layout z;
     QVERIFY(fixed_row_ffd({5, 5, 5, 5}, 10, 1, 2, &z));
-    QCOMPARE(z.cells, (std::vector<std::vector<int>>{{0, 2}, {1, 3}}));
+    QCOMPARE(test::cells_of(z), (std::vector<std::vector<int>>{{0, 2}, {1, 3}}));
     // 2 x 2 with K = n: every sample alone, cell k = k-th longest: t = (1, 4, 3, 2) -> 1, 2, 3, 0.
     Layout w;
     QVERIFY(fixed_row_ffd({1, 4, 3, 2}, 4, 2, 2, &w));
-    QCOMPARE(w.cells, (std::vector<std::vector<int>>{{1}, {2}, {3}, {0}}));
+    QCOMPARE(test::cells_of(w), (std::vector<std::vector<int>>{{1}, {2}, {3}, {0}}));
 }
 
 void TestPlacement::ffdFailures() {
@@ -532,7 +537,7 @@ void TestPlacement::minRowsCertifiedByVolume() {
     QCOMPARE(rc.lower_bound, 3);
     QCOMPARE(rc.nodes, std::int64_t{0});
     QVERIFY2(QString::fromStdString(rc.how).contains("volume bound"), rc.how.c_str());
-    QCOMPARE(rc.layout.cells, (std::vector<std::vector<int>>{{5, 4}, {0, 1}, {2, 3}}));
+    QCOMPARE(test::cells_of(rc.layout), (std::vector<std::vector<int>>{{5, 4}, {0, 1}, {2, 3}}));
     QVERIFY(validate_layout(rc.layout, lengths_problem(t, 10, 1)).empty());
 }
 
@@ -547,7 +552,7 @@ void TestPlacement::minRowsCertifiedByL2() {
     QVERIFY(rc.certified);
     QCOMPARE(rc.lower_bound, 3);
     QVERIFY2(QString::fromStdString(rc.how).contains("bin-packing bound L2 = 5 cells"), rc.how.c_str());
-    QCOMPARE(rc.layout.cells, (std::vector<std::vector<int>>{{0, 6, 7}, {1}, {2}, {3}, {4}, {5}}));
+    QCOMPARE(test::cells_of(rc.layout), (std::vector<std::vector<int>>{{0, 6, 7}, {1}, {2}, {3}, {4}, {5}}));
     QVERIFY(validate_layout(rc.layout, lengths_problem(t, 10, 2)).empty());
 }
 
@@ -582,7 +587,7 @@ void TestPlacement::minRowsExactFindsWhatFfdMisses() {
     QCOMPARE(rc.lower_bound, 2);
     QCOMPARE(rc.nodes, std::int64_t{5});
     QVERIFY2(QString::fromStdString(rc.how).contains("exact search"), rc.how.c_str());
-    QCOMPARE(rc.layout.cells, (std::vector<std::vector<int>>{{0, 1}, {2, 3, 4}}));
+    QCOMPARE(test::cells_of(rc.layout), (std::vector<std::vector<int>>{{0, 1}, {2, 3, 4}}));
     QVERIFY(validate_layout(rc.layout, lengths_problem(t, 10, 1)).empty());
 
     // Same window on D = 2 slots and 2 rows would need 4 cells from 5 samples: R = 1 (K = 2)
@@ -590,7 +595,7 @@ void TestPlacement::minRowsExactFindsWhatFfdMisses() {
     const RowCount rc2 = minimum_rows(t, 10, 2, 0, 1000);
     QCOMPARE(rc2.rows, 1);
     QVERIFY(rc2.certified);
-    QCOMPARE(rc2.layout.cells, (std::vector<std::vector<int>>{{0, 1}, {2, 3, 4}}));
+    QCOMPARE(test::cells_of(rc2.layout), (std::vector<std::vector<int>>{{0, 1}, {2, 3, 4}}));
 
     // Splitting: the search packs into fewer bins than K; cells are split to exactly K.
     // t = (5, 5, 4, 3, 3, 1), C = 11, D = 3: volume ceil(21 / 33) = 1; FFD at K = 3: seeds 5 | 5 | 4,
@@ -610,7 +615,7 @@ void TestPlacement::minRowsExactProvesInfeasible() {
     QCOMPARE(rc.lower_bound, 3);
     QVERIFY(rc.nodes > 0);
     QVERIFY2(QString::fromStdString(rc.how).contains("exact search proved R = 2"), rc.how.c_str());
-    QCOMPARE(rc.layout.cells, (std::vector<std::vector<int>>{{0, 3}, {1, 4}, {2}}));
+    QCOMPARE(test::cells_of(rc.layout), (std::vector<std::vector<int>>{{0, 3}, {1, 4}, {2}}));
 
     // No R <= n/D at all: t = (5, 4, 2, 2, 2, 2, 2), C = 5, D = 4 -> n/D = 1 row of 4 cells.
     // Volume ceil(19 / 20) = 1, L2 = 4 cells (1 row); but 5 and 4 each need a cell of their own and
@@ -700,7 +705,7 @@ void TestPlacement::minRowsRowMultiple() {
     QCOMPARE(QString::fromStdString(m4.how),
              QStringLiteral("R* = 8 certified: volume bound ceil(50 / (10 x 1)) = 5, rounded up to the multiple 8 "
                             "of row_multiple 4 met by FixedRowFFD"));
-    QCOMPARE(m4.layout.cells, (std::vector<std::vector<int>>{{0, 8}, {1, 9}, {2}, {3}, {4}, {5}, {6}, {7}}));
+    QCOMPARE(test::cells_of(m4.layout), (std::vector<std::vector<int>>{{0, 8}, {1, 9}, {2}, {3}, {4}, {5}, {6}, {7}}));
     QVERIFY(validate_layout(m4.layout, lengths_problem(t, 10, 1)).empty());
     QCOMPARE(minimum_rows(t, 10, 1, 0, 1000, 3).rows, 6);
     // A multiple that R* already is: the plain result, text included.
@@ -727,7 +732,7 @@ void TestPlacement::minRowsRowMultiple() {
     QVERIFY2(QString::fromStdString(e.how).startsWith("R* = 4 certified: exact search proved R = 2 (so every smaller "
                                                       "R) infeasible"),
              e.how.c_str());
-    QCOMPARE(e.layout.cells, (std::vector<std::vector<int>>{{0, 4}, {1}, {2}, {3}}));
+    QCOMPARE(test::cells_of(e.layout), (std::vector<std::vector<int>>{{0, 4}, {1}, {2}, {3}}));
     // Without a node budget the proof is missing: 4 is best-known over the bound 2.
     const RowCount u = minimum_rows(fours, 10, 1, 0, 0, 2);
     QCOMPARE(u.rows, 4);
@@ -901,9 +906,9 @@ void TestPlacement::kkHandTwoWay() {
     const Layout x = karmarkar_karp_layout({8, 7, 6, 5, 4}, 1, 2);
     QCOMPARE(x.rows, 1);
     QCOMPARE(x.dp_slots, 2);
-    QCOMPARE(x.cells, (std::vector<std::vector<int>>{{1, 3, 4}, {0, 2}}));
+    QCOMPARE(test::cells_of(x), (std::vector<std::vector<int>>{{1, 3, 4}, {0, 2}}));
     // Same partition dealt as 2 rows x 1 slot.
-    QCOMPARE(karmarkar_karp_layout({8, 7, 6, 5, 4}, 2, 1).cells, x.cells);
+    QCOMPARE(test::cells_of(karmarkar_karp_layout({8, 7, 6, 5, 4}, 2, 1)), test::cells_of(x));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, karmarkar_karp_layout({1}, 0, 2));
 }
 
@@ -913,16 +918,16 @@ void TestPlacement::kkHandThreeWay() {
     //   pop (6,5,0) (diff 6, member 0), 4{2} (diff 4): (6 + 0, 5 + 0, 0 + 4) = (6, 5, 4), diff 2
     //   pop 3{3} (diff 3), then (6, 5, 4): 3 + 4 = 7{2,3}, 0 + 5 = 5{1}, 0 + 6 = 6{0}
     // cells by sum: {2, 3} (7), {0} (6), {1} (5).
-    QCOMPARE(karmarkar_karp_layout({6, 5, 4, 3}, 1, 3).cells, (std::vector<std::vector<int>>{{2, 3}, {0}, {1}}));
+    QCOMPARE(karmarkar_karp_layout({6, 5, 4, 3}, 1, 3), Layout::from_cells(1, 3, {{2, 3}, {0}, {1}}));
     // K = 1: everything in one cell.
-    QCOMPARE(karmarkar_karp_layout({2, 9, 4}, 1, 1).cells, (std::vector<std::vector<int>>{{0, 1, 2}}));
+    QCOMPARE(karmarkar_karp_layout({2, 9, 4}, 1, 1), Layout::from_cells(1, 1, {{0, 1, 2}}));
 }
 
 void TestPlacement::kkEmptyParts() {
     // n = 2 < K = 4: (3{0}, 0, 0, 0) + (0, 0, 0, 1{1}) -> two parts, two empty cells (last).
     const Layout x = karmarkar_karp_layout({3, 1}, 2, 2);
-    QCOMPARE(x.cells, (std::vector<std::vector<int>>{{0}, {1}, {}, {}}));
-    QCOMPARE(karmarkar_karp_layout({}, 1, 2).cells, (std::vector<std::vector<int>>{{}, {}}));
+    QCOMPARE(test::cells_of(x), (std::vector<std::vector<int>>{{0}, {1}, {}, {}}));
+    QCOMPARE(karmarkar_karp_layout({}, 1, 2), Layout::from_cells(1, 2, {{}, {}}));
     // Large random case: a partition of all samples into K parts; determinism.
     std::mt19937_64 rng(11);
     std::vector<std::int64_t> t(3000);
@@ -932,7 +937,8 @@ void TestPlacement::kkEmptyParts() {
     QCOMPARE(a, karmarkar_karp_layout(t, 16, 8));
     std::vector<int> seen(t.size(), 0);
     std::int64_t lo = INT64_MAX, hi = 0, prev = INT64_MAX;
-    for (const auto& cell : a.cells) {
+    for (int k = 0; k < a.cell_count(); ++k) {
+        const std::span<const int> cell = a.cell(k);
         std::int64_t s = 0;
         for (int i : cell) {
             ++seen[i];
@@ -983,10 +989,7 @@ void TestPlacement::layoutMetricsHand() {
     //   E = (1/10) sum_l max_p W: r0 g0 (3+4)/10 = 0.7, r0 g1 (2+1)/10 = 0.3, r1 g0 (5+3)/10 = 0.8,
     //   r1 g1 (1+1)/10 = 0.2; J: 1.1, 0.5, 1.3, 0.3; U = (2.4, 0.8) -> joint 2.4, sum 3.2, max J 1.3.
     const PackingProblem p = tiny_problem();
-    Layout x;
-    x.rows = 2;
-    x.dp_slots = 2;
-    x.cells = {{0}, {1}, {2}, {3}};
+    const Layout x = Layout::from_cells(2, 2, {{0}, {1}, {2}, {3}});
     QVERIFY(validate_layout(x, p).empty());
     const LayoutMetrics m = layout_metrics(x, p, 0.25);
     QCOMPARE(m.ep_peak_sum, std::int64_t{15});
@@ -1021,7 +1024,7 @@ void TestPlacement::layoutMetricsReportsKkCapViolation() {
     // cells {0, 1} (6), {2, 3} (6). With cap 5 both cells are over the cap.
     PackingProblem p = tiny_problem();
     const Layout x = karmarkar_karp_layout(p.length, 1, 2);
-    QCOMPARE(x.cells, (std::vector<std::vector<int>>{{0, 1}, {2, 3}}));
+    QCOMPARE(test::cells_of(x), (std::vector<std::vector<int>>{{0, 1}, {2, 3}}));
     p.C = 5;
     LayoutMetrics m = layout_metrics(x, p, 0.0);
     QCOMPARE(m.cap_violations, 2);
@@ -1033,7 +1036,7 @@ void TestPlacement::layoutMetricsReportsKkCapViolation() {
     q.n = 3;
     q.length = {4, 2, 5};
     q.demand.assign(3 * 4, 0);
-    QCOMPARE(y.cells, (std::vector<std::vector<int>>{{2}, {0}, {1}, {}}));
+    QCOMPARE(test::cells_of(y), (std::vector<std::vector<int>>{{2}, {0}, {1}, {}}));
     m = layout_metrics(y, q, 0.0);
     QCOMPARE(m.empty_cells, 1);
     QCOMPARE(m.cap_violations, 0);

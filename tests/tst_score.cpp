@@ -3,9 +3,11 @@
 // stage sum), 64-bit overflow safety, feasibility rules, undo bit-for-bit, and incremental == full
 // bitwise after 10^5 random feasible moves (swaps and relocations, same-row-shard moves, undos) on
 // randomized problems, for every kernel ISA this CPU has; the lower bound on max_g U (core/plan/bound.h)
-// by hand and against exhaustive search over every layout of tiny windows.
+// by hand and against exhaustive search over every layout of tiny windows; the flat Layout
+// (core/plan/packing.h): its builders, cell spans, equality and validate_layout's messages.
 #include "core/plan/bound.h"
 #include "core/plan/score.h"
+#include "tests/testutil.h"
 
 #include <QtTest>
 
@@ -14,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <span>
 #include <stdexcept>
@@ -90,11 +93,7 @@ PackingProblem case_b() {
 }
 
 Layout layout_b() {
-    Layout x;
-    x.rows = 2;
-    x.dp_slots = 2;
-    x.cells = {{0, 1}, {2}, {3}, {4, 5}};
-    return x;
+    return Layout::from_cells(2, 2, {{0, 1}, {2}, {3}, {4, 5}});
 }
 
 /// A randomized problem with a valid layout (every cell non-empty, under C) built by hand.
@@ -133,19 +132,17 @@ RandomCase random_case(std::uint64_t seed, int n, int L, int P, int D, std::vect
         }
     }
     const int K = rows * D;
-    rc.x.rows = rows;
-    rc.x.dp_slots = D;
-    rc.x.cells.assign(K, {});
-    std::vector<int> order(n);
+    std::vector<int> order(n), cell_of(n);
     for (int i = 0; i < n; ++i)
         order[i] = i;
     std::shuffle(order.begin(), order.end(), rng);
     for (int h = 0; h < n; ++h)
-        rc.x.cells[h < K ? h : static_cast<int>(rng() % K)].push_back(order[h]);
+        cell_of[h] = h < K ? h : static_cast<int>(rng() % K);
+    rc.x = Layout::from_assignment(rows, D, order, cell_of);
     i64 worst = 0;
-    for (const auto& c : rc.x.cells) {
+    for (int k = 0; k < K; ++k) {
         i64 s = 0;
-        for (int i : c)
+        for (int i : rc.x.cell(k))
             s += p.length[i];
         worst = std::max(worst, s);
     }
@@ -161,14 +158,10 @@ double exhaustive_min_max_u(const PackingProblem& p, long* layouts) {
     *layouts = 0;
     for (int R = 1; R * p.D <= p.n; ++R) {
         const int K = R * p.D;
-        std::vector<int> cell(p.n, 0);
+        std::vector<int> cell(p.n, 0), samples(p.n);
+        std::iota(samples.begin(), samples.end(), 0);
         for (;;) {
-            Layout x;
-            x.rows = R;
-            x.dp_slots = p.D;
-            x.cells.assign(K, {});
-            for (int i = 0; i < p.n; ++i)
-                x.cells[cell[i]].push_back(i);
+            const Layout x = Layout::from_assignment(R, p.D, samples, cell);
             if (validate_layout(x, p).empty()) {
                 ++*layouts;
                 best = std::min(best, score_layout(x, p).max_u);
@@ -382,16 +375,172 @@ private Q_SLOTS:
     void init() { QVERIFY(set_score_kernel_isa("auto")); }
     void cleanupTestCase() { set_score_kernel_isa("auto"); }
 
+    /// The flat layout (core/plan/packing.h): from_cells and back, cell spans and sizes, empty cells,
+    /// equality (shape, split and in-cell order all count), from_assignment's stable order, the
+    /// builders' errors.
+    void flatLayout() {
+        const std::vector<std::vector<int>> cells{{0, 1}, {2}, {3}, {4, 5}};
+        const Layout x = Layout::from_cells(2, 2, cells);
+        QCOMPARE(x.rows, 2);
+        QCOMPARE(x.dp_slots, 2);
+        QCOMPARE(x.cell_count(), 4);
+        QCOMPARE(x.samples, (std::vector<int>{0, 1, 2, 3, 4, 5}));
+        QCOMPARE(x.offsets, (std::vector<int>{0, 2, 3, 4, 6}));
+        QVERIFY(x.well_formed());
+        QCOMPARE(test::cells_of(x), cells);
+        QCOMPARE(x.cell_index(1, 0), 2);
+        for (int k = 0; k < x.cell_count(); ++k) {
+            const std::span<const int> c = x.cell(k);
+            QCOMPARE(std::vector<int>(c.begin(), c.end()), cells[static_cast<std::size_t>(k)]);
+            QCOMPARE(x.cell_size(k), static_cast<int>(cells[static_cast<std::size_t>(k)].size()));
+        }
+        QCOMPARE(x.cell(x.cell_index(1, 1)).data(), x.samples.data() + 4); // a view, not a copy
+
+        // Empty cells (as karmarkar-karp leaves them): zero-length spans, offsets repeat.
+        const std::vector<std::vector<int>> sparse{{}, {3, 1}, {}, {}, {0}, {}};
+        const Layout e = Layout::from_cells(3, 2, sparse);
+        QCOMPARE(e.offsets, (std::vector<int>{0, 0, 2, 2, 2, 3, 3}));
+        QVERIFY(e.well_formed());
+        QVERIFY(e.cell(0).empty());
+        QCOMPARE(e.cell_size(3), 0);
+        QCOMPARE(e.cell_size(1), 2);
+        QCOMPARE(e.cell(1)[0], 3);
+        QVERIFY(e.cell(5).empty());
+        QCOMPARE(test::cells_of(e), sparse);
+        QCOMPARE(Layout::from_cells(e.rows, e.dp_slots, test::cells_of(e)), e);
+        const Layout none = Layout::from_cells(2, 2, {{}, {}, {}, {}});
+        QVERIFY(none.samples.empty());
+        QCOMPARE(none.offsets, (std::vector<int>{0, 0, 0, 0, 0}));
+        QVERIFY(none.well_formed());
+        // The default layout is the well-formed 0 x 0 one.
+        QVERIFY(Layout{}.well_formed());
+        QCOMPARE(Layout{}.cell_count(), 0);
+        QCOMPARE(Layout{}, Layout::from_cells(0, 0, {}));
+
+        // Equality: the same cells in the same order only.
+        QCOMPARE(Layout::from_cells(2, 2, cells), x);
+        QVERIFY(!(Layout::from_cells(2, 2, {{1, 0}, {2}, {3}, {4, 5}}) == x)); // in-cell order
+        QVERIFY(!(Layout::from_cells(2, 2, {{0}, {1, 2}, {3}, {4, 5}}) == x)); // same samples, other split
+        QVERIFY(!(Layout::from_cells(1, 4, cells) == x));                      // same cells, other shape
+        QVERIFY(!(Layout::from_cells(2, 2, {{0, 1}, {2}, {4, 5}, {3}}) == x)); // cells at other positions
+
+        // from_assignment: order[j] into cell_of[j], each cell in increasing j.
+        const std::vector<int> order{5, 3, 0, 1, 4, 2}, cell_of{1, 0, 1, 3, 3, 2};
+        const Layout a = Layout::from_assignment(2, 2, order, cell_of);
+        QCOMPARE(a, Layout::from_cells(2, 2, {{3}, {5, 0}, {2}, {1, 4}}));
+        QCOMPARE(Layout::from_assignment(1, 3, std::vector<int>{}, std::vector<int>{}),
+                 Layout::from_cells(1, 3, {{}, {}, {}}));
+
+        // Builder errors.
+        using test::error_of;
+        QCOMPARE(error_of<std::invalid_argument>([] { Layout::from_cells(2, 2, {{0}}); }),
+                 std::string("Layout::from_cells: 1 cells, expected rows x dp_slots = 4"));
+        QCOMPARE(error_of<std::invalid_argument>([] { Layout::from_cells(-1, 2, {}); }),
+                 std::string("Layout::from_cells: rows and dp_slots must be >= 0 (got -1, 2)"));
+        QCOMPARE(error_of<std::invalid_argument>([] {
+                     Layout::from_assignment(1, 2, std::vector<int>{0, 1}, std::vector<int>{0});
+                 }),
+                 std::string("Layout::from_assignment: 2 samples but 1 cells"));
+        QCOMPARE(error_of<std::invalid_argument>([] {
+                     Layout::from_assignment(1, 2, std::vector<int>{0, 1}, std::vector<int>{0, 2});
+                 }),
+                 std::string("Layout::from_assignment: cell 2 outside 0..1"));
+        QCOMPARE(error_of<std::invalid_argument>(
+                     [] { Layout::from_assignment(2, -1, std::vector<int>{}, std::vector<int>{}); }),
+                 std::string("Layout::from_assignment: rows and dp_slots must be >= 0 (got 2, -1)"));
+
+        // Offsets that do not describe rows x dp_slots cells over the samples.
+        Layout bad = x;
+        bad.offsets[2] = 1; // decreasing
+        QVERIFY(!bad.well_formed());
+        bad = x;
+        bad.offsets.back() = 5; // short of the samples
+        QVERIFY(!bad.well_formed());
+        bad = x;
+        bad.offsets.front() = 1;
+        QVERIFY(!bad.well_formed());
+        bad = x;
+        bad.offsets.pop_back(); // one cell short
+        QVERIFY(!bad.well_formed());
+        bad = x;
+        bad.rows = 3; // more cells than offsets
+        QVERIFY(!bad.well_formed());
+    }
+
+    /// validate_layout's verdicts word for word, each on a layout with exactly that fault (case B:
+    /// n = 6, D = 2, C = 16, t = 8, 4, 12, 6, 2, 8).
+    void validateLayoutMessages() {
+        const PackingProblem p = case_b();
+        auto check = [&](const Layout& x) { return validate_layout(x, p); };
+        QCOMPARE(check(layout_b()), std::string());
+        QCOMPARE(check(Layout::from_cells(1, 4, {{0, 1}, {2}, {3}, {4, 5}})),
+                 std::string("layout has 4 DP slots, topology has 2"));
+        QCOMPARE(check(Layout::from_cells(0, 2, {})), std::string("layout has no rows"));
+        Layout short_offsets = layout_b();
+        short_offsets.offsets.pop_back();
+        QCOMPARE(check(short_offsets), std::string("layout has 3 cells, expected R x D = 4"));
+        Layout no_offsets = layout_b();
+        no_offsets.offsets.clear();
+        QCOMPARE(check(no_offsets), std::string("layout has 0 cells, expected R x D = 4"));
+        Layout decreasing = layout_b();
+        decreasing.offsets[1] = 4;
+        QCOMPARE(check(decreasing), std::string("layout's cell offsets do not split its 6 samples"));
+        Layout extra = layout_b();
+        extra.samples.push_back(3); // a sample beyond the last offset
+        QCOMPARE(check(extra), std::string("layout's cell offsets do not split its 7 samples"));
+        QCOMPARE(check(Layout::from_cells(2, 2, {{0, 1}, {2}, {}, {3, 4, 5}})), std::string("cell (1, 0) is empty"));
+        QCOMPARE(check(Layout::from_cells(2, 2, {{0, 1}, {2}, {3}, {4, 6}})),
+                 std::string("cell (1, 1) holds sample index 6, outside 0..5"));
+        QCOMPARE(check(Layout::from_cells(2, 2, {{0, 1}, {2}, {3}, {-1, 4, 5}})),
+                 std::string("cell (1, 1) holds sample index -1, outside 0..5"));
+        QCOMPARE(check(Layout::from_cells(2, 2, {{0, 1}, {2, 0}, {3}, {4, 5}})), std::string("sample 0 appears twice"));
+        QCOMPARE(check(Layout::from_cells(2, 2, {{0, 1, 3}, {2}, {4}, {5}})),
+                 std::string("cell (0, 0) holds 18 tokens > cap 16"));
+        QCOMPARE(check(Layout::from_cells(2, 2, {{0}, {2}, {3}, {4, 5}})), std::string("sample 1 is in no cell"));
+    }
+
+    /// The scorer writes its layout flat into the caller's Layout, reusing its storage once sized, and
+    /// rebuilds it exactly from the per-sample placement.
+    void scorerLayoutRoundTrip() {
+        const PackingProblem p = case_b();
+        IncrementalScorer s(p, layout_b());
+        Layout out;
+        s.copy_layout_to(out);
+        QCOMPARE(out, layout_b());
+        const int* samples = out.samples.data();
+        const int* offsets = out.offsets.data();
+        QVERIFY(s.swap_feasible(1, 4));
+        s.apply_swap(1, 4);
+        QVERIFY(!s.relocate_feasible(5, 1)); // 12 + 8 > 16
+        QVERIFY(s.relocate_feasible(5, 2));
+        s.apply_relocate(5, 2);
+        s.copy_layout_to(out);
+        QCOMPARE(out, Layout::from_cells(2, 2, {{0, 4}, {2}, {3, 5}, {1}}));
+        QCOMPARE(out.samples.data(), samples); // no reallocation
+        QCOMPARE(out.offsets.data(), offsets);
+        QCOMPARE(s.layout(), out);
+        SamplePlacement sp;
+        s.copy_placement_to(sp);
+        QCOMPARE(layout_from_placement(sp, 2, 2), out);
+        QVERIFY(same_score(score_layout(out, p), s.score()));
+        // layout_from_placement's errors.
+        SamplePlacement twice = sp;
+        twice.pos[0] = twice.pos[4]; // samples 0 and 4 share cell 0 and now position 1
+        QCOMPARE(test::error_of<std::invalid_argument>([&] { layout_from_placement(twice, 2, 2); }),
+                 std::string("layout_from_placement: sample 4 has no valid position"));
+        SamplePlacement off = sp;
+        off.cell[2] = 4;
+        QCOMPARE(test::error_of<std::invalid_argument>([&] { layout_from_placement(off, 2, 2); }),
+                 std::string("layout_from_placement: sample 2 has no valid cell"));
+    }
+
     /// Attention order: per stage the maximum over the shard's cells of (alpha T + beta Q), then the
     /// sum over stages. One row, D = 2 in one shard, L = P = 1, C = 8 (C^2 = 64).
     void stageMaxInsideShardThenSum() {
         PackingProblem p = skeleton(3, 1, 1, 2, {{0, 1}}, 8, {{"kda", 1.0, 0.0}, {"gqa", 0.5, 4.0}});
         p.length = {4, 2, 5};
         p.demand = {4, 2, 5}; // top-1 onto the single rank: q = t
-        Layout x;
-        x.rows = 1;
-        x.dp_slots = 2;
-        x.cells = {{0, 1}, {2}};
+        const Layout x = Layout::from_cells(1, 2, {{0, 1}, {2}});
         // cell 0: tokens 6, squares 16 + 4 = 20 -> T = 6/8 = 0.75,  Q = 20/64 = 0.3125
         // cell 1: tokens 5, squares 25          -> T = 5/8 = 0.625, Q = 25/64 = 0.390625
         // stage kda (1, 0):   cell 0 0.75,                cell 1 0.625                 -> max 0.75 (cell 0)
@@ -508,16 +657,26 @@ private Q_SLOTS:
 
     void rejectsMalformedLayouts() {
         const PackingProblem p = case_b();
-        Layout x = layout_b();
-        x.cells[1].push_back(0); // sample 0 twice
+        const Layout x = Layout::from_cells(2, 2, {{0, 1}, {2, 0}, {3}, {4, 5}}); // sample 0 twice
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, IncrementalScorer(p, x));
         Layout y = layout_b();
         y.dp_slots = 4;
         y.rows = 1;
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, score_layout(y, p));
-        Layout z = layout_b();
-        z.cells[0].push_back(9);
+        const Layout z = Layout::from_cells(2, 2, {{0, 1, 9}, {2}, {3}, {4, 5}});
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, cost_breakdown(z, p));
+        // Offsets that do not split the samples: decreasing, short of the end, one cell missing.
+        Layout w = layout_b();
+        w.offsets[1] = 4;
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, score_layout(w, p));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, IncrementalScorer(p, w));
+        Layout u = layout_b();
+        u.offsets.back() = 5;
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, score_layout(u, p));
+        Layout v = layout_b();
+        v.offsets.pop_back();
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, IncrementalScorer(p, v));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, score_from_peak_sums(v, p, std::vector<i64>(4, 0)));
     }
 
     /// t = 10^6 (t^2 = 10^12), C = 2 * 10^6, demands near 2^31 summed over 16 samples per row-shard
@@ -526,16 +685,14 @@ private Q_SLOTS:
         const int D = 8, R = 2, L = 3, P = 2, n = 2 * D * R;
         const i64 C = 2000000, t = 1000000, big = (i64{1} << 31) - 1;
         PackingProblem p = skeleton(n, L, P, D, {{0, 1, 2, 3, 4, 5, 6, 7}}, C, {{"lin", 1.0, 0.0}, {"quad", 0.0, 3.0}});
-        Layout x;
-        x.rows = R;
-        x.dp_slots = D;
-        x.cells.assign(R * D, {});
+        std::vector<std::vector<int>> cells(R * D);
         for (int i = 0; i < n; ++i) {
             p.length[i] = t;
             for (int l = 0; l < L; ++l)
                 set_q(p, i, l, {big - i, i64{1000} * i});
-            x.cells[i / 2].push_back(i); // two samples per cell: 2 * 10^6 tokens = C
+            cells[i / 2].push_back(i); // two samples per cell: 2 * 10^6 tokens = C
         }
+        const Layout x = Layout::from_cells(R, D, cells);
         // Per cell: tokens 2e6 -> T = 1; squares 2e12 -> Q = 2e12 / 4e12 = 0.5. A = 1 + 3 * 0.5 = 2.5.
         // Row 0 holds samples 0..15: W[l][0] = 16 (2^31 - 1) - (0 + ... + 15) = 34359738352 - 120
         //   = 34359738232 (> 2^35 - 2^5, far beyond 32 bits); rank 1 = 1000 * 120 = 120000. Peak sum over 3
@@ -714,7 +871,7 @@ private Q_SLOTS:
                     for (int q = 0; q < p.P; ++q) {
                         i64 w = 0;
                         for (int d : p.shards[g])
-                            for (int i : rc.x.cells[r * p.D + d])
+                            for (int i : rc.x.cell(r * p.D + d))
                                 w += p.q(i)[l * p.P + q];
                         peak = std::max(peak, w);
                     }
@@ -743,10 +900,7 @@ private Q_SLOTS:
         for (int i = 0; i < 3; ++i)
             for (int l = 0; l < 2; ++l)
                 set_q(one, i, l, {case_b().q(i)[l * 2], case_b().q(i)[l * 2 + 1]});
-        Layout x;
-        x.rows = 1;
-        x.dp_slots = 1;
-        x.cells = {{0, 1, 2}};
+        const Layout x = Layout::from_cells(1, 1, {{0, 1, 2}});
         const double s = score_layout(x, one).max_u;
         const MaxULowerBound t = max_u_lower_bound(one);
         QVERIFY2(std::abs(t.mean - s) <= 1e-15 * s, describe(score_layout(x, one)));
@@ -824,10 +978,7 @@ private Q_SLOTS:
         p.length = {1, 1, 1};
         for (int i = 0; i < 3; ++i)
             set_q(p, i, 0, {i, 1});
-        Layout x;
-        x.rows = 1;
-        x.dp_slots = 2;
-        x.cells = {{0, 1}, {2}};
+        const Layout x = Layout::from_cells(1, 2, {{0, 1}, {2}});
         IncrementalScorer s(p, x);
         QVERIFY(s.relocate_feasible(0, 1));
         s.apply_relocate(0, 1);

@@ -7,6 +7,7 @@
 #include "core/plan/rowcount.h"
 #include "core/plan/score.h"
 #include "core/plan/seeding.h"
+#include "tests/testutil.h"
 
 #include <QtTest>
 
@@ -91,7 +92,7 @@ std::int64_t peak_sum(const Layout& x, const PackingProblem& p) {
         for (const auto& slots : p.shards) {
             std::fill(W.begin(), W.end(), 0);
             for (int d : slots)
-                for (int i : x.cells[static_cast<std::size_t>(r) * x.dp_slots + d])
+                for (int i : x.cell(r * x.dp_slots + d))
                     for (std::size_t k = 0; k < W.size(); ++k)
                         W[k] += p.q(i)[k];
             for (int l = 0; l < p.L; ++l)
@@ -102,11 +103,18 @@ std::int64_t peak_sum(const Layout& x, const PackingProblem& p) {
 
 std::multiset<std::vector<int>> cell_multiset(const Layout& x) {
     std::multiset<std::vector<int>> s;
-    for (auto c : x.cells) {
+    for (auto c : test::cells_of(x)) {
         std::sort(c.begin(), c.end());
         s.insert(c);
     }
     return s;
+}
+
+/// `x` with its cells (as nested lists, cell k = r*D + d) rearranged by `change`.
+template <class F> Layout changed(const Layout& x, F&& change) {
+    std::vector<std::vector<int>> cells = test::cells_of(x);
+    change(cells);
+    return Layout::from_cells(x.rows, x.dp_slots, cells);
 }
 
 QString describe(const Score& s) {
@@ -118,11 +126,8 @@ PackingProblem small_problem() {
     return random_problem(20, 2, 2, 4, {2, 2}, 4096, 100, 1200, 99);
 }
 Layout small_layout() {
-    Layout x;
-    x.rows = 3;
-    x.dp_slots = 4;
-    x.cells = {{0, 12}, {1}, {2, 13, 14}, {3}, {4}, {5, 15}, {6}, {7, 16}, {8, 17}, {9}, {10, 18, 19}, {11}};
-    return x;
+    return Layout::from_cells(
+        3, 4, {{0, 12}, {1}, {2, 13, 14}, {3}, {4}, {5, 15}, {6}, {7, 16}, {8, 17}, {9}, {10, 18, 19}, {11}});
 }
 
 } // namespace
@@ -190,36 +195,38 @@ private Q_SLOTS:
         QCOMPARE(validate_layout(x, p), std::string());
         const auto sig = canonical_signature(x, p);
 
-        Layout rows_permuted = x; // rows 2, 0, 1
-        for (int d = 0; d < 4; ++d) {
-            const auto k = static_cast<std::size_t>(d);
-            rows_permuted.cells[k] = x.cells[8 + k];
-            rows_permuted.cells[4 + k] = x.cells[k];
-            rows_permuted.cells[8 + k] = x.cells[4 + k];
-        }
+        const Layout rows_permuted = changed(x, [](auto& c) { // rows 2, 0, 1
+            std::rotate(c.begin(), c.begin() + 8, c.end());
+        });
         QCOMPARE(canonical_signature(rows_permuted, p), sig);
 
-        Layout within_shard = x; // exchange slots 0 <-> 1 of row 0 and 2 <-> 3 of row 2
-        std::swap(within_shard.cells[0], within_shard.cells[1]);
-        std::swap(within_shard.cells[10], within_shard.cells[11]);
+        const Layout within_shard = changed(x, [](auto& c) { // exchange slots 0 <-> 1 of row 0 and 2 <-> 3 of row 2
+            std::swap(c[0], c[1]);
+            std::swap(c[10], c[11]);
+        });
         QCOMPARE(canonical_signature(within_shard, p), sig);
 
-        Layout in_cell = x;
-        std::reverse(in_cell.cells[2].begin(), in_cell.cells[2].end());
-        std::reverse(in_cell.cells[10].begin(), in_cell.cells[10].end());
+        const Layout in_cell = changed(x, [](auto& c) {
+            std::reverse(c[2].begin(), c[2].end());
+            std::reverse(c[10].begin(), c[10].end());
+        });
         QCOMPARE(canonical_signature(in_cell, p), sig);
 
-        Layout across_shards = x; // slots 1 and 2 of row 0 are in different shards
-        std::swap(across_shards.cells[1], across_shards.cells[2]);
+        const Layout across_shards = changed(x, [](auto& c) { // slots 1 and 2 of row 0 are in different shards
+            std::swap(c[1], c[2]);
+        });
         QVERIFY(canonical_signature(across_shards, p) != sig);
 
-        Layout moved = x; // sample 12 moves from cell (0,0) in shard 0 to cell (0,3) in shard 1
-        moved.cells[0] = {0};
-        moved.cells[3] = {3, 12};
+        const Layout moved =
+            changed(x, [](auto& c) { // sample 12 moves from cell (0,0) in shard 0 to cell (0,3) in shard 1
+                c[0] = {0};
+                c[3] = {3, 12};
+            });
         QVERIFY(canonical_signature(moved, p) != sig);
 
-        Layout across_rows = x; // cell contents swap between rows: different row grouping
-        std::swap(across_rows.cells[0], across_rows.cells[4]);
+        const Layout across_rows = changed(x, [](auto& c) { // cell contents swap between rows: different row grouping
+            std::swap(c[0], c[4]);
+        });
         QVERIFY(canonical_signature(across_rows, p) != sig);
     }
 
@@ -229,17 +236,16 @@ private Q_SLOTS:
         const Sketch s = sketch_layout(x, p, 8);
         QCOMPARE(s.phi.size(), std::size_t{8 * 3});
         QCOMPARE(sketch_distance(s, s, 8), 0.0);
-        Layout rows_permuted = x;
-        std::rotate(rows_permuted.cells.begin(), rows_permuted.cells.begin() + 4, rows_permuted.cells.end());
+        const Layout rows_permuted = changed(x, [](auto& c) { std::rotate(c.begin(), c.begin() + 4, c.end()); });
         const Sketch t = sketch_layout(rows_permuted, p, 8);
         QCOMPARE(t.phi, s.phi);
         QCOMPARE(sketch_distance(s, t, 8), 0.0);
-        Layout within_shard = x;
-        std::swap(within_shard.cells[4], within_shard.cells[5]);
+        const Layout within_shard = changed(x, [](auto& c) { std::swap(c[4], c[5]); });
         QCOMPARE(sketch_distance(s, sketch_layout(within_shard, p, 8), 8), 0.0);
-        Layout moved = x; // a long-ish sample moves to another row: row features change
-        moved.cells[2] = {2, 13};
-        moved.cells[7] = {7, 16, 14};
+        const Layout moved = changed(x, [](auto& c) { // a long-ish sample moves to another row: row features change
+            c[2] = {2, 13};
+            c[7] = {7, 16, 14};
+        });
         QCOMPARE(validate_layout(moved, p), std::string());
         const double d = sketch_distance(s, sketch_layout(moved, p, 8), 8);
         QVERIFY2(d > 0, qPrintable(QString::number(d)));
@@ -258,20 +264,18 @@ private Q_SLOTS:
         p.stages = {AttentionStage{"mla", 1.0, 1.0}};
         p.length = {10, 10, 10, 10};
         p.demand = {10, 0, 10, 0, 0, 10, 0, 10};
-        Layout length_only; // rows {A, B}, {C, D}: both rows hot on one rank, peak sum 20 + 20
-        length_only.rows = 2;
-        length_only.dp_slots = 2;
-        length_only.cells = {{0}, {1}, {2}, {3}};
+        // rows {A, B}, {C, D}: both rows hot on one rank, peak sum 20 + 20
+        const Layout length_only = Layout::from_cells(2, 2, {{0}, {1}, {2}, {3}});
         QCOMPARE(peak_sum(length_only, p), std::int64_t{40});
         Rng r(1);
-        const Layout paired = edp_aware_pair(length_only.cells, 2, p, 1, r);
+        const Layout paired = edp_aware_pair(length_only, p, 1, r);
         QCOMPARE(validate_layout(paired, p), std::string());
         QCOMPARE(cell_multiset(paired), cell_multiset(length_only));
         QCOMPARE(peak_sum(paired, p), std::int64_t{20}); // each row pairs a rank-0 with a rank-1 cell
         // w = 1 is the deterministic greedy: A -> (0,0), B -> (1,0) (same increase, smaller peak),
         // C -> (0,1) (lowest slot among the two zero increases), D -> (1,1).
         const std::vector<std::vector<int>> expected{{0}, {2}, {1}, {3}};
-        QCOMPARE(paired.cells, expected);
+        QCOMPARE(test::cells_of(paired), expected);
 
         // Randomized (w = 4) pairing on random problems: a permutation of the cells, never invalid.
         for (std::uint64_t seed = 1; seed <= 20; ++seed) {
@@ -279,11 +283,17 @@ private Q_SLOTS:
             const Layout x = ffd_at_smallest_rows(q);
             QVERIFY(x.rows > 0);
             Rng rr(seed);
-            const Layout y = edp_aware_pair(x.cells, x.rows, q, 4, rr, seed % 2 ? 1 : 64);
+            const Layout y = edp_aware_pair(x, q, 4, rr, seed % 2 ? 1 : 64);
             QCOMPARE(validate_layout(y, q), std::string());
             QCOMPARE(cell_multiset(y), cell_multiset(x));
         }
-        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, edp_aware_pair(length_only.cells, 3, p, 1, r));
+        // The cells must be a well-formed layout of D = p.D slots and at least one row.
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                                 edp_aware_pair(Layout::from_cells(1, 4, {{0}, {1}, {2}, {3}}), p, 1, r));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, edp_aware_pair(Layout::from_cells(0, 2, {}), p, 1, r));
+        Layout short_offsets = length_only;
+        short_offsets.offsets.pop_back();
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, edp_aware_pair(short_offsets, p, 1, r));
     }
 
     /// EDPAwarePair keeps its rank loads in int32 when sum_i max q[i] < 2^31 and in int64 otherwise;
@@ -305,8 +315,8 @@ private Q_SLOTS:
             for (int width : {1, 4}) {
                 for (int cap : {1, 3, 64}) {
                     Rng ra(seed), rb(seed);
-                    const Layout a = edp_aware_pair(x.cells, x.rows, q, width, ra, cap);
-                    const Layout b = edp_aware_pair(x.cells, x.rows, wide, width, rb, cap);
+                    const Layout a = edp_aware_pair(x, q, width, ra, cap);
+                    const Layout b = edp_aware_pair(x, wide, width, rb, cap);
                     QCOMPARE(a, b);
                     QCOMPARE(ra.next(), rb.next());
                 }
@@ -465,8 +475,7 @@ private Q_SLOTS:
         m = diverse_population(p, ffd, b, &cancel);
         QCOMPARE(m.size(), std::size_t{3});
         QCOMPARE(m.front().layout, ffd);
-        Layout bad = ffd;
-        bad.cells.front().push_back(bad.cells.back().front());
+        const Layout bad = changed(ffd, [](auto& c) { c.front().push_back(c.back().front()); });
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, diverse_population(p, bad, b));
     }
 };

@@ -230,7 +230,7 @@ private Q_SLOTS:
         Topology topo;
         topo.ep_ranks = 2;
         topo.dp_slots = 1;
-        QVERIFY(!comm_cost_if_available(Layout{1, 1, {{0, 1, 2}}}, t, topo, identity_placement(2, 4, 2)));
+        QVERIFY(!comm_cost_if_available(Layout::from_cells(1, 1, {{0, 1, 2}}), t, topo, identity_placement(2, 4, 2)));
         QCOMPARE(std::string(kCommUnavailable), std::string("n/a (re-import the trace)"));
     }
 

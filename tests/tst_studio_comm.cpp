@@ -297,7 +297,7 @@ private Q_SLOTS:
         for (int r = 0; r < g.rows; ++r)
             for (int d = 0; d < g.dp_slots; ++d) {
                 i64 tokens = 0;
-                for (int i : g.cells[static_cast<std::size_t>(g.cell_index(r, d))])
+                for (int i : g.cell(g.cell_index(r, d)))
                     tokens += two_->samples[static_cast<std::size_t>(i)].length;
                 QCOMPARE(view.gridPanel()->model()->index(r, d).data(RawValueRole).toLongLong(), tokens);
             }

@@ -185,10 +185,7 @@ private Q_SLOTS:
         topo.ep_ranks = 2;
         topo.dp_slots = 2;
         topo.edp_shards = {{0, 1}};
-        Layout x;
-        x.rows = 2;
-        x.dp_slots = 2;
-        x.cells = {{0}, {1}, {2}, {3}};
+        const Layout x = Layout::from_cells(2, 2, {{0}, {1}, {2}, {3}});
         QCOMPARE(row_shard_rank_loads(t, topo, id, x, 0, 0, 0), (std::vector<std::uint64_t>{7, 10}));
         QCOMPARE(row_shard_rank_loads(t, topo, id, x, 1, 0, 0), (std::vector<std::uint64_t>{6, 9}));
         // Two shards of one slot each: row 1, shard 1 = s3 alone.
@@ -731,7 +728,7 @@ private Q_SLOTS:
         const QModelIndex cell = grid->model()->index(0, 1);
         QTest::mouseClick(grid->viewport(), Qt::LeftButton, {}, grid->visualRect(cell).center());
         QStringList cellIds;
-        for (int i : rp.layout.cells[static_cast<std::size_t>(rp.layout.cell_index(0, 1))])
+        for (int i : rp.layout.cell(rp.layout.cell_index(0, 1)))
             cellIds << QString::fromStdString(plan->samples[static_cast<std::size_t>(i)].id);
         cellIds.sort();
         QVERIFY(!cellIds.isEmpty());

@@ -104,7 +104,7 @@ Costs independent_costs(const Trace& w, const Topology& t, const Placement& pi, 
                 double worst = 0;
                 for (int d : t.edp_shards[static_cast<std::size_t>(g)]) {
                     std::int64_t s = 0, s2 = 0;
-                    for (int i : x.cells[static_cast<std::size_t>(x.cell_index(r, d))]) {
+                    for (int i : x.cell(x.cell_index(r, d))) {
                         const std::int64_t len = w.samples[static_cast<std::size_t>(i)].length;
                         s += len;
                         s2 += len * len;
@@ -118,7 +118,7 @@ Costs independent_costs(const Trace& w, const Topology& t, const Placement& pi, 
             for (int l = 0; l < L; ++l) {
                 std::vector<std::int64_t> W(static_cast<std::size_t>(P), 0);
                 for (int d : t.edp_shards[static_cast<std::size_t>(g)])
-                    for (int i : x.cells[static_cast<std::size_t>(x.cell_index(r, d))])
+                    for (int i : x.cell(x.cell_index(r, d)))
                         for (int e = 0; e < E; ++e)
                             W[static_cast<std::size_t>(pi.rank_of(l, e))] += w.count(static_cast<std::size_t>(i), l, e);
                 const std::int64_t pk = *std::max_element(W.begin(), W.end());
@@ -144,9 +144,7 @@ std::shared_ptr<PlanResult> tiny_plan() {
     auto set = [](MethodResult& m, const char* name, double maxU, double sumU, double maxJ, double cv, std::int64_t sep,
                   std::int64_t tep, double eta, double att, int viol) {
         m.name = name;
-        m.layout.rows = 2;
-        m.layout.dp_slots = 1;
-        m.layout.cells = {{0}, {1}};
+        m.layout = Layout::from_cells(2, 1, {{0}, {1}});
         m.metrics.score = Score{maxU, sumU, maxJ};
         m.metrics.cv_global = cv;
         m.metrics.ep_peak_sum = sep;
@@ -600,7 +598,7 @@ private Q_SLOTS:
             QCOMPARE(model->columnCount(), plan_->topology.dp_slots);
             for (int r = 0; r < x.rows; ++r)
                 for (int d = 0; d < x.dp_slots; ++d) {
-                    const auto& cell = x.cells[static_cast<std::size_t>(x.cell_index(r, d))];
+                    const std::span<const int> cell = x.cell(x.cell_index(r, d));
                     qint64 tokens = 0;
                     QList<int> idx;
                     for (int i : cell)
@@ -630,7 +628,7 @@ private Q_SLOTS:
         QCOMPARE(spy.at(0).at(0).toInt(), 1);
         QCOMPARE(spy.at(0).at(1).toInt(), 2);
         QList<int> expected;
-        for (int i : plan_->routepack.layout.cells[static_cast<std::size_t>(plan_->routepack.layout.cell_index(1, 2))])
+        for (int i : plan_->routepack.layout.cell(plan_->routepack.layout.cell_index(1, 2)))
             expected.append(i);
         QCOMPARE(spy.at(0).at(2).value<QList<int>>(), expected);
 

@@ -154,10 +154,11 @@ std::shared_ptr<const PlanCosts> plan_costs(const PlanResult& plan, const Trace&
 }
 
 std::vector<std::int64_t> cell_tokens(const Layout& x, const std::vector<SampleInfo>& samples) {
-    std::vector<std::int64_t> tokens(x.cells.size(), 0);
-    for (std::size_t k = 0; k < x.cells.size(); ++k)
-        for (int i : x.cells[k])
-            tokens[k] += samples.at(static_cast<std::size_t>(i)).length;
+    if (!x.well_formed()) return {};
+    std::vector<std::int64_t> tokens(static_cast<std::size_t>(x.cell_count()), 0);
+    for (int k = 0; k < x.cell_count(); ++k)
+        for (int i : x.cell(k))
+            tokens[static_cast<std::size_t>(k)] += samples.at(static_cast<std::size_t>(i)).length;
     return tokens;
 }
 

@@ -72,7 +72,9 @@ bool window_matches(const PlanResult& plan, const Trace& window);
 /// Cost O(n*L*E + M * (n*L*P + R*G*L*P + R*D*S)) for the plan's M methods.
 std::shared_ptr<const PlanCosts> plan_costs(const PlanResult& plan, const Trace& window);
 
-/// Token sum of every cell of a layout ([R*D], cell k = r*D + d), from the window's lengths.
+/// Token sum of every cell of a layout ([R*D], cell k = r*D + d), from the window's lengths; empty
+/// when the layout is not well formed (Layout::well_formed). std::out_of_range when a cell names a
+/// sample outside `samples`.
 std::vector<std::int64_t> cell_tokens(const Layout& x, const std::vector<SampleInfo>& samples);
 
 } // namespace routepack::views

@@ -79,13 +79,12 @@ std::vector<std::uint64_t> row_shard_rank_loads(const Trace& window, const Topol
                                                 const Layout& x, int r, int g, int l) {
     check_placement(pi, l, 0, "row_shard_rank_loads");
     check_window(window, pi, "row_shard_rank_loads");
-    if (r < 0 || r >= x.rows || g < 0 || g >= t.shards() ||
-        x.cells.size() != static_cast<std::size_t>(x.rows) * static_cast<std::size_t>(x.dp_slots))
+    if (r < 0 || r >= x.rows || g < 0 || g >= t.shards() || !x.well_formed())
         throw std::invalid_argument("row_shard_rank_loads: row or EDP shard out of range");
     std::vector<std::uint64_t> W(static_cast<std::size_t>(pi.ep_ranks), 0);
     for (int d : t.edp_shards[static_cast<std::size_t>(g)]) {
         if (d < 0 || d >= x.dp_slots) throw std::invalid_argument("row_shard_rank_loads: DP slot out of range");
-        for (int i : x.cells[static_cast<std::size_t>(x.cell_index(r, d))]) {
+        for (int i : x.cell(x.cell_index(r, d))) {
             if (i < 0 || static_cast<std::size_t>(i) >= window.size())
                 throw std::invalid_argument("row_shard_rank_loads: sample index out of range");
             for (int e = 0; e < pi.experts; ++e)

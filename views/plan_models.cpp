@@ -22,7 +22,7 @@ void ExecutionGridModel::setPlan(std::shared_ptr<const PlanResult> plan, int met
     tokens_.clear();
     if (plan_) {
         const Layout& x = method_of(*plan_, method_).layout;
-        if (static_cast<int>(x.cells.size()) == x.rows * x.dp_slots) {
+        if (x.well_formed()) {
             rows_ = x.rows;
             cols_ = x.dp_slots;
             tokens_ = cell_tokens(x, plan_->samples);
@@ -43,7 +43,7 @@ QVariant ExecutionGridModel::data(const QModelIndex& index, int role) const {
     if (!index.isValid() || index.row() >= rows_ || index.column() >= cols_ || !plan_) return {};
     const Layout& x = method_of(*plan_, method_).layout;
     const int k = x.cell_index(index.row(), index.column());
-    const auto& cell = x.cells[static_cast<std::size_t>(k)];
+    const std::span<const int> cell = x.cell(k);
     const qint64 tokens = tokens_[static_cast<std::size_t>(k)];
     switch (role) {
     case Qt::DisplayRole:

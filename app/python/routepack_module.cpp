@@ -916,8 +916,10 @@ Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scal
                 const Layout& x = p.file.layout;
                 for (int r = 0; r < x.rows; ++r) {
                     py::list row;
-                    for (int d = 0; d < x.dp_slots; ++d)
-                        row.append(py::cast(x.cells[static_cast<std::size_t>(x.cell_index(r, d))]));
+                    for (int d = 0; d < x.dp_slots; ++d) {
+                        const std::span<const int> cell = x.cell(x.cell_index(r, d));
+                        row.append(py::cast(std::vector<int>(cell.begin(), cell.end())));
+                    }
                     rows.append(std::move(row));
                 }
                 return rows;
@@ -930,7 +932,7 @@ Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scal
                 py::array_t<std::int64_t> out({static_cast<py::ssize_t>(p.file.lengths.size()), py::ssize_t{2}});
                 auto* o = out.mutable_data();
                 for (int k = 0; k < x.cell_count(); ++k)
-                    for (int i : x.cells[static_cast<std::size_t>(k)]) {
+                    for (int i : x.cell(k)) {
                         o[2 * i] = k / x.dp_slots;
                         o[2 * i + 1] = k % x.dp_slots;
                     }

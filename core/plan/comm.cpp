@@ -85,9 +85,13 @@ CommCost comm_cost(const Layout& x, const CommDemand& c, const std::vector<int>&
         if (m < 0 || m >= c.N)
             throw std::invalid_argument("comm_cost: DP slot node " + std::to_string(m) + " outside 0.." +
                                         std::to_string(c.N - 1));
-    if (static_cast<int>(x.cells.size()) != x.cell_count())
-        throw std::invalid_argument("comm_cost: layout has " + std::to_string(x.cells.size()) + " cells, expected " +
+    if (x.offsets.size() != static_cast<std::size_t>(x.cell_count()) + 1)
+        throw std::invalid_argument("comm_cost: layout has " +
+                                    std::to_string(x.offsets.empty() ? 0 : x.offsets.size() - 1) + " cells, expected " +
                                     std::to_string(x.cell_count()));
+    if (!x.well_formed())
+        throw std::invalid_argument("comm_cost: the layout's cell offsets do not split its " +
+                                    std::to_string(x.samples.size()) + " samples");
     CommCost k;
     k.rows = x.rows;
     k.layers = c.L;
@@ -104,7 +108,7 @@ CommCost comm_cost(const Layout& x, const CommDemand& c, const std::vector<int>&
     for (int r = 0; r < x.rows; ++r)
         for (int d = 0; d < x.dp_slots; ++d) {
             const int src = node_of_dp_slot[static_cast<std::size_t>(d)];
-            for (int i : x.cells[static_cast<std::size_t>(x.cell_index(r, d))]) {
+            for (int i : x.cell(x.cell_index(r, d))) {
                 if (i < 0 || i >= c.n)
                     throw std::invalid_argument("comm_cost: cell (" + std::to_string(r) + ", " + std::to_string(d) +
                                                 ") names sample " + std::to_string(i) + ", outside 0.." +

@@ -69,8 +69,8 @@ struct CommCost {
 };
 
 /// comm cost of layout `x` from the node demand. `node_of_dp_slot` is [x.dp_slots] node ids in
-/// 0..c.N-1. std::invalid_argument when a cell names a sample outside 0..c.n-1 or the map does not
-/// fit. Cost O(n*L*N + R*L*N + L*N^2).
+/// 0..c.N-1. std::invalid_argument when the layout is not well formed (Layout::well_formed), a cell
+/// names a sample outside 0..c.n-1 or the map does not fit. Cost O(n*L*N + R*L*N + L*N^2).
 CommCost comm_cost(const Layout& x, const CommDemand& c, const std::vector<int>& node_of_dp_slot);
 
 /// comm_cost of a layout of `window` on `topo` at placement `pi`, or nullopt when the window has no

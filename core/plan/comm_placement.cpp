@@ -6,6 +6,7 @@
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace routepack {
 
@@ -171,11 +172,15 @@ NodePacking pack_on_home_nodes(std::span<const std::int64_t> length, std::int64_
     const int D = static_cast<int>(node_of_slot.size());
     if (home.size() != length.size()) throw std::invalid_argument("pack_on_home_nodes: home is not [n]");
     NodePacking out;
-    out.layout.rows = rows;
-    out.layout.dp_slots = D;
     const int K = rows * D;
-    out.layout.cells.assign(static_cast<std::size_t>(K), {});
-    if (rows < 1 || D < 1) return out;
+    // Built cell by cell (samples move between cells below), then stored flat once, also when not
+    // fitted (the partial packing, as far as it got).
+    std::vector<std::vector<int>> cells(static_cast<std::size_t>(std::max(K, 0)));
+    auto finish = [&] {
+        out.layout = Layout::from_cells(std::max(rows, 0), D, cells);
+        return std::move(out);
+    };
+    if (rows < 1 || D < 1) return finish();
     std::vector<std::int64_t> tokens(static_cast<std::size_t>(K), 0);
     std::vector<int> order(static_cast<std::size_t>(n));
     std::iota(order.begin(), order.end(), 0);
@@ -194,36 +199,36 @@ NodePacking pack_on_home_nodes(std::span<const std::int64_t> length, std::int64_
             if (any < 0 || tokens[static_cast<std::size_t>(k)] < tokens[static_cast<std::size_t>(any)]) any = k;
         }
         const int k = own >= 0 ? own : any;
-        if (k < 0) return out; // fits nowhere: not fitted
-        out.layout.cells[static_cast<std::size_t>(k)].push_back(i);
+        if (k < 0) return finish(); // fits nowhere: not fitted
+        cells[static_cast<std::size_t>(k)].push_back(i);
         tokens[static_cast<std::size_t>(k)] += t;
     }
     for (int k = 0; k < K; ++k) {
-        if (!out.layout.cells[static_cast<std::size_t>(k)].empty()) continue;
+        if (!cells[static_cast<std::size_t>(k)].empty()) continue;
         int donor = -1;
         for (int pass = 0; pass < 2 && donor < 0; ++pass)
             for (int j = 0; j < K; ++j) {
-                const auto& cj = out.layout.cells[static_cast<std::size_t>(j)];
+                const auto& cj = cells[static_cast<std::size_t>(j)];
                 if (cj.size() < 2 || (pass == 0 && node_of_cell(j) != node_of_cell(k))) continue;
-                if (donor < 0 || cj.size() > out.layout.cells[static_cast<std::size_t>(donor)].size()) donor = j;
+                if (donor < 0 || cj.size() > cells[static_cast<std::size_t>(donor)].size()) donor = j;
             }
-        if (donor < 0) return out;
-        auto& cd = out.layout.cells[static_cast<std::size_t>(donor)];
+        if (donor < 0) return finish();
+        auto& cd = cells[static_cast<std::size_t>(donor)];
         auto shortest = std::min_element(cd.begin(), cd.end(), [&](int a, int b) {
             return length[static_cast<std::size_t>(a)] < length[static_cast<std::size_t>(b)];
         });
         const int i = *shortest;
         cd.erase(shortest);
         tokens[static_cast<std::size_t>(donor)] -= length[static_cast<std::size_t>(i)];
-        out.layout.cells[static_cast<std::size_t>(k)].push_back(i);
+        cells[static_cast<std::size_t>(k)].push_back(i);
         tokens[static_cast<std::size_t>(k)] += length[static_cast<std::size_t>(i)];
     }
     for (int k = 0; k < K; ++k)
-        for (int i : out.layout.cells[static_cast<std::size_t>(k)])
+        for (int i : cells[static_cast<std::size_t>(k)])
             if (node_of_cell(k) != home[static_cast<std::size_t>(i)]) out.off_node.push_back(i);
     std::sort(out.off_node.begin(), out.off_node.end());
     out.fitted = true;
-    return out;
+    return finish();
 }
 
 } // namespace routepack

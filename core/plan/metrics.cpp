@@ -8,6 +8,7 @@
 #include <iterator>
 #include <limits>
 #include <queue>
+#include <span>
 #include <stdexcept>
 #include <string>
 
@@ -16,14 +17,12 @@ namespace routepack {
 namespace {
 
 void check_metrics_layout(const Layout& x, const PackingProblem& p) {
-    if (x.dp_slots != p.D || x.rows < 0 ||
-        x.cells.size() != static_cast<std::size_t>(x.rows) * static_cast<std::size_t>(x.dp_slots))
+    if (x.dp_slots != p.D || !x.well_formed())
         throw std::invalid_argument("layout_metrics: layout is not R x D with D = " + std::to_string(p.D));
-    for (const auto& cell : x.cells)
-        for (int i : cell)
-            if (i < 0 || i >= p.n)
-                throw std::invalid_argument("layout_metrics: sample index " + std::to_string(i) + " outside 0.." +
-                                            std::to_string(p.n - 1));
+    for (int i : x.samples)
+        if (i < 0 || i >= p.n)
+            throw std::invalid_argument("layout_metrics: sample index " + std::to_string(i) + " outside 0.." +
+                                        std::to_string(p.n - 1));
 }
 
 /// The metrics from the integer rank loads, however they are formed: `add(i, Wg)` adds sample i's
@@ -34,7 +33,8 @@ template <class AddSample>
 LayoutMetrics metrics_from_loads(const Layout& x, const PackingProblem& p, double cv_global, AddSample&& add) {
     LayoutMetrics m;
     m.cv_global = cv_global;
-    for (const auto& cell : x.cells) {
+    for (int k = 0; k < x.cell_count(); ++k) {
+        const std::span<const int> cell = x.cell(k);
         if (cell.empty()) ++m.empty_cells;
         std::int64_t tokens = 0;
         for (int i : cell)
@@ -53,7 +53,7 @@ LayoutMetrics metrics_from_loads(const Layout& x, const PackingProblem& p, doubl
             std::fill(W.begin(), W.end(), 0);
             for (int d = 0; d < p.D; ++d) {
                 std::int64_t* Wg = W.data() + static_cast<std::size_t>(p.shard_of_slot[d]) * L * P;
-                for (int i : x.cells[static_cast<std::size_t>(x.cell_index(r, d))])
+                for (int i : x.cell(x.cell_index(r, d)))
                     add(i, Wg);
             }
             std::int64_t peak_sum = 0, tail = 0, mean_sum = 0;
@@ -189,8 +189,10 @@ Layout karmarkar_karp_layout(const std::vector<std::int64_t>& length, int rows, 
     Layout x;
     x.rows = rows;
     x.dp_slots = D;
-    x.cells.assign(static_cast<std::size_t>(K), {});
-    if (n == 0) return x;
+    if (n == 0) {
+        x.offsets.assign(static_cast<std::size_t>(K) + 1, 0);
+        return x;
+    }
 
     std::vector<int> next(n, -1); // member linked lists
     std::vector<Tuple> tuples(n);
@@ -264,14 +266,18 @@ Layout karmarkar_karp_layout(const std::vector<std::int64_t>& length, int rows, 
     }
     const Tuple& final_tuple = tuples[heap.top().id];
     // Canonical order is already "sum desc, smallest member asc", empties last.
-    for (std::size_t k = 0; k < final_tuple.parts.size(); ++k) {
-        std::vector<int>& cell = x.cells[k];
-        for (int i = final_tuple.parts[k].head; i >= 0; i = next[i]) {
-            cell.push_back(i);
-            if (i == final_tuple.parts[k].tail) break;
+    x.samples.reserve(static_cast<std::size_t>(n));
+    x.offsets.reserve(static_cast<std::size_t>(K) + 1);
+    for (const Part& part : final_tuple.parts) {
+        const auto begin = static_cast<std::ptrdiff_t>(x.samples.size());
+        for (int i = part.head; i >= 0; i = next[i]) {
+            x.samples.push_back(i);
+            if (i == part.tail) break;
         }
-        std::sort(cell.begin(), cell.end());
+        std::sort(x.samples.begin() + begin, x.samples.end());
+        x.offsets.push_back(static_cast<int>(x.samples.size()));
     }
+    x.offsets.resize(static_cast<std::size_t>(K) + 1, static_cast<int>(x.samples.size())); // empty cells last
     return x;
 }
 

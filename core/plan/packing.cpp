@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <limits>
+#include <stdexcept>
 
 namespace routepack {
 
@@ -117,16 +118,81 @@ PackingProblem make_packing_problem(const Trace& window, const Topology& topo, c
     return p;
 }
 
+Layout Layout::from_cells(int rows, int dp_slots, const std::vector<std::vector<int>>& cells) {
+    if (rows < 0 || dp_slots < 0)
+        throw std::invalid_argument("Layout::from_cells: rows and dp_slots must be >= 0 (got " + std::to_string(rows) +
+                                    ", " + std::to_string(dp_slots) + ")");
+    const std::size_t K = static_cast<std::size_t>(rows) * static_cast<std::size_t>(dp_slots);
+    if (cells.size() != K)
+        throw std::invalid_argument("Layout::from_cells: " + std::to_string(cells.size()) +
+                                    " cells, expected rows x dp_slots = " + std::to_string(K));
+    Layout x;
+    x.rows = rows;
+    x.dp_slots = dp_slots;
+    std::size_t total = 0;
+    for (const auto& c : cells)
+        total += c.size();
+    x.samples.reserve(total);
+    x.offsets.reserve(K + 1);
+    for (const auto& c : cells) {
+        x.samples.insert(x.samples.end(), c.begin(), c.end());
+        x.offsets.push_back(static_cast<int>(x.samples.size()));
+    }
+    return x;
+}
+
+Layout Layout::from_assignment(int rows, int dp_slots, std::span<const int> order, std::span<const int> cell_of) {
+    if (rows < 0 || dp_slots < 0)
+        throw std::invalid_argument("Layout::from_assignment: rows and dp_slots must be >= 0 (got " +
+                                    std::to_string(rows) + ", " + std::to_string(dp_slots) + ")");
+    if (order.size() != cell_of.size())
+        throw std::invalid_argument("Layout::from_assignment: " + std::to_string(order.size()) + " samples but " +
+                                    std::to_string(cell_of.size()) + " cells");
+    const int K = rows * dp_slots;
+    Layout x;
+    x.rows = rows;
+    x.dp_slots = dp_slots;
+    x.offsets.assign(static_cast<std::size_t>(K) + 1, 0);
+    for (int k : cell_of) {
+        if (k < 0 || k >= K)
+            throw std::invalid_argument("Layout::from_assignment: cell " + std::to_string(k) + " outside 0.." +
+                                        std::to_string(K - 1));
+        ++x.offsets[static_cast<std::size_t>(k) + 1];
+    }
+    for (int k = 0; k < K; ++k)
+        x.offsets[static_cast<std::size_t>(k) + 1] += x.offsets[static_cast<std::size_t>(k)];
+    x.samples.resize(order.size());
+    // offsets[k] serves as cell k's fill position, which ends at the start of cell k + 1; then the
+    // offsets shift back by one cell.
+    for (std::size_t j = 0; j < order.size(); ++j)
+        x.samples[static_cast<std::size_t>(x.offsets[static_cast<std::size_t>(cell_of[j])]++)] = order[j];
+    for (int k = K; k > 0; --k)
+        x.offsets[static_cast<std::size_t>(k)] = x.offsets[static_cast<std::size_t>(k) - 1];
+    x.offsets[0] = 0;
+    return x;
+}
+
+bool Layout::well_formed() const {
+    if (rows < 0 || dp_slots < 0) return false;
+    if (offsets.size() != static_cast<std::size_t>(rows) * static_cast<std::size_t>(dp_slots) + 1) return false;
+    if (offsets.front() != 0 || offsets.back() != static_cast<std::int64_t>(samples.size())) return false;
+    for (std::size_t k = 1; k < offsets.size(); ++k)
+        if (offsets[k] < offsets[k - 1]) return false;
+    return true;
+}
+
 std::string validate_layout(const Layout& x, const PackingProblem& p) {
     if (x.dp_slots != p.D)
         return "layout has " + std::to_string(x.dp_slots) + " DP slots, topology has " + std::to_string(p.D);
     if (x.rows < 1) return "layout has no rows";
-    if (static_cast<int>(x.cells.size()) != x.rows * x.dp_slots)
-        return "layout has " + std::to_string(x.cells.size()) +
+    if (x.offsets.size() != static_cast<std::size_t>(x.cell_count()) + 1)
+        return "layout has " + std::to_string(x.offsets.empty() ? 0 : x.offsets.size() - 1) +
                " cells, expected R x D = " + std::to_string(x.rows * x.dp_slots);
+    if (!x.well_formed())
+        return "layout's cell offsets do not split its " + std::to_string(x.samples.size()) + " samples";
     std::vector<int> seen(static_cast<std::size_t>(p.n), -1);
     for (int k = 0; k < x.cell_count(); ++k) {
-        const auto& cell = x.cells[static_cast<std::size_t>(k)];
+        const std::span<const int> cell = x.cell(k);
         const std::string where =
             "cell (" + std::to_string(k / x.dp_slots) + ", " + std::to_string(k % x.dp_slots) + ")";
         if (cell.empty()) return where + " is empty";

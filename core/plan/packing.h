@@ -6,6 +6,7 @@
 #include "core/util/huge_pages.h"
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -69,20 +70,56 @@ PackingProblem make_packing_shape(const Trace& window, const Topology& topo, con
 /// slots").
 std::vector<int> experts_by_rank(const Placement& pi);
 
-/// An R x D layout: cells[k] holds the sample indices of cell k = r*D + d (row r, DP slot d).
+/// An R x D layout stored flat (compressed sparse rows): cell k = r*D + d (row r, DP slot d) holds
+/// the sample indices samples[offsets[k] .. offsets[k+1]) in their order in the cell, and the cells
+/// follow one another in k order. A copy costs two allocations whatever R*D. Well formed
+/// (well_formed(); the scoring, metrics, seeding and validation entry points check it): rows,
+/// dp_slots >= 0, offsets is [R*D + 1] with offsets[0] = 0, never decreasing, and offsets[R*D] =
+/// samples.size(). A default Layout is the well-formed 0 x 0 layout. Not an aggregate (a brace list
+/// of cells cannot silently fill `samples`): build one with from_cells, from_assignment or by
+/// appending cell after cell.
 struct Layout {
     int rows = 0;
     int dp_slots = 0;
-    std::vector<std::vector<int>> cells; ///< [R*D]
+    /// [sum of cell sizes] sample indices, cell after cell (n of them in a layout of the whole window)
+    std::vector<int> samples;
+    /// [R*D + 1] start of each cell in `samples`, then samples.size()
+    std::vector<int> offsets = {0};
+
+    Layout() = default;
+
+    /// The R x D layout whose cell k holds cells[k] in that order. `cells` is [rows * dp_slots];
+    /// std::invalid_argument ("Layout::from_cells: 3 cells, expected rows x dp_slots = 4") otherwise
+    /// or when rows or dp_slots is negative. Sample indices are not checked (validate_layout does).
+    /// O(R*D + total samples).
+    static Layout from_cells(int rows, int dp_slots, const std::vector<std::vector<int>>& cells);
+    /// The R x D layout that puts order[j] into cell cell_of[j] for j = 0..m-1 (both [m]), each cell's
+    /// samples in increasing j (a stable counting sort: the layout a loop of "append order[j] to its
+    /// cell" builds). std::invalid_argument when the sizes differ, rows or dp_slots is negative, or a
+    /// cell is outside 0..rows*dp_slots-1. Sample indices are not checked. O(R*D + m), two allocations.
+    static Layout from_assignment(int rows, int dp_slots, std::span<const int> order, std::span<const int> cell_of);
 
     int cell_index(int r, int d) const { return r * dp_slots + d; }
     int cell_count() const { return rows * dp_slots; }
+    /// The samples of cell k (0 <= k < cell_count(), unchecked), valid until the layout changes.
+    std::span<const int> cell(int k) const {
+        const int b = offsets[static_cast<std::size_t>(k)];
+        return {samples.data() + b, static_cast<std::size_t>(offsets[static_cast<std::size_t>(k) + 1] - b)};
+    }
+    /// Number of samples in cell k (0 <= k < cell_count(), unchecked).
+    int cell_size(int k) const {
+        return offsets[static_cast<std::size_t>(k) + 1] - offsets[static_cast<std::size_t>(k)];
+    }
+    /// Whether the offsets describe rows x dp_slots cells over `samples` (see the struct). O(R*D).
+    bool well_formed() const;
+    /// Same shape and the same samples in the same cells in the same order.
     bool operator==(const Layout&) const = default;
 };
 
-/// Checks eqs. 6-8 and the rectangle: R x D cells, every sample exactly once, every cell non-empty,
-/// every cell's token sum <= C. Returns "" when valid, else the first violation in words
-/// ("cell (2, 1) holds 9000 tokens > cap 8192", "sample 17 appears twice", ...).
+/// Checks eqs. 6-8 and the rectangle: R x D cells (a well-formed Layout), every sample exactly once,
+/// every cell non-empty, every cell's token sum <= C. Returns "" when valid, else the first violation
+/// in words ("cell (2, 1) holds 9000 tokens > cap 8192", "sample 17 appears twice", "layout has 3
+/// cells, expected R x D = 4", "layout's cell offsets do not split its 12 samples", ...). O(n + R*D).
 std::string validate_layout(const Layout& x, const PackingProblem& p);
 
 } // namespace routepack

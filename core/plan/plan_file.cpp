@@ -57,7 +57,7 @@ ojson rows_ojson(const Layout& x, const std::vector<SampleInfo>& samples) {
         ojson row = ojson::array();
         for (int d = 0; d < x.dp_slots; ++d) {
             ojson cell = ojson::array();
-            for (int i : x.cells[static_cast<std::size_t>(x.cell_index(rr, d))])
+            for (int i : x.cell(x.cell_index(rr, d)))
                 cell.push_back(samples[static_cast<std::size_t>(i)].id);
             row.push_back(std::move(cell));
         }
@@ -316,7 +316,7 @@ Layout parse_rows(const json& rows, const std::unordered_map<std::string, int>& 
                   const std::string& where) {
     if (!rows.is_array() || static_cast<int>(rows.size()) != row_count || row_count < 1)
         throw InputError(where + " must hold row_count = " + std::to_string(row_count) + " rows");
-    // The shape first: the row_count x D cells are allocated only for a file that really holds them.
+    // The shape first: the cell offsets are allocated only for a file that really holds row_count x D cells.
     for (int r = 0; r < row_count; ++r) {
         const auto& row = rows[static_cast<std::size_t>(r)];
         if (!row.is_array() || static_cast<int>(row.size()) != D)
@@ -325,7 +325,7 @@ Layout parse_rows(const json& rows, const std::unordered_map<std::string, int>& 
     Layout x;
     x.rows = row_count;
     x.dp_slots = D;
-    x.cells.resize(static_cast<std::size_t>(row_count) * D);
+    x.offsets.reserve(static_cast<std::size_t>(row_count) * D + 1);
     for (int r = 0; r < row_count; ++r) {
         const auto& row = rows[static_cast<std::size_t>(r)];
         for (int d = 0; d < D; ++d) {
@@ -336,8 +336,9 @@ Layout parse_rows(const json& rows, const std::unordered_map<std::string, int>& 
                 auto it = v.is_string() ? index.find(v.get<std::string>()) : index.end();
                 if (it == index.end())
                     throw InputError(at + " names " + util::json_brief(v) + ", not a sample of the plan");
-                x.cells[static_cast<std::size_t>(x.cell_index(r, d))].push_back(it->second);
+                x.samples.push_back(it->second);
             }
+            x.offsets.push_back(static_cast<int>(x.samples.size()));
         }
     }
     return x;

@@ -203,7 +203,7 @@ void plan_communication(const Trace& w, const PlanInput& in, const std::vector<s
         gp.layout = ffd;
         gp.off_node.clear();
         for (int k = 0; k < ffd.cell_count(); ++k)
-            for (int i : ffd.cells[static_cast<std::size_t>(k)])
+            for (int i : ffd.cell(k))
                 if (slot_node[static_cast<std::size_t>(k % ffd.dp_slots)] !=
                     r.grouter_home[static_cast<std::size_t>(i)])
                     gp.off_node.push_back(i);

@@ -210,9 +210,12 @@ Layout layout_from_bins(const std::vector<std::int64_t>& length, const std::vect
     Layout x;
     x.rows = rows;
     x.dp_slots = D;
-    x.cells.reserve(K);
-    for (int c : idx)
-        x.cells.push_back(std::move(cells[c]));
+    x.samples.reserve(order.size());
+    x.offsets.reserve(static_cast<std::size_t>(K) + 1);
+    for (int c : idx) {
+        x.samples.insert(x.samples.end(), cells[c].begin(), cells[c].end());
+        x.offsets.push_back(static_cast<int>(x.samples.size()));
+    }
     return x;
 }
 
@@ -233,12 +236,12 @@ bool fixed_row_ffd(const std::vector<std::int64_t>& length, std::int64_t C, int 
     if (static_cast<std::int64_t>(length.size()) < K64) return false;
     const int K = static_cast<int>(K64);
     const std::vector<int> order = ffd_order(length);
-    std::vector<std::vector<int>> cells(K);
+    std::vector<int> cell_of(order.size()); // cell of order[j]
     std::vector<std::int64_t> residual(K);
     for (int k = 0; k < K; ++k) {
         const int i = order[k];
         if (length[i] > C) return false;
-        cells[k].push_back(i);
+        cell_of[k] = k;
         residual[k] = C - length[i];
     }
     FirstFitTree tree(residual);
@@ -246,15 +249,11 @@ bool fixed_row_ffd(const std::vector<std::int64_t>& length, std::int64_t C, int 
         const int i = order[j];
         const int k = tree.find(length[i]);
         if (k < 0) return false;
-        cells[k].push_back(i);
+        cell_of[j] = k;
         residual[k] -= length[i];
         tree.set(k, residual[k]);
     }
-    if (x) {
-        x->rows = rows;
-        x->dp_slots = D;
-        x->cells = std::move(cells);
-    }
+    if (x) *x = Layout::from_assignment(rows, D, order, cell_of);
     return true;
 }
 

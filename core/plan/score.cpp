@@ -190,11 +190,9 @@ void check_shapes(const Layout& x, const PackingProblem& p, bool demand = true) 
     if (listed != static_cast<std::size_t>(p.D)) fail("EDP shards do not partition the DP slots");
     if (x.dp_slots != p.D)
         fail("layout has " + std::to_string(x.dp_slots) + " DP slots, problem " + std::to_string(p.D));
-    if (x.rows < 0 || x.cells.size() != static_cast<std::size_t>(x.rows) * x.dp_slots)
-        fail("layout is not rows x dp_slots cells");
-    for (const auto& cell : x.cells)
-        for (int i : cell)
-            if (i < 0 || i >= p.n) fail("sample index " + std::to_string(i) + " out of range");
+    if (!x.well_formed()) fail("layout is not rows x dp_slots cells");
+    for (int i : x.samples)
+        if (i < 0 || i >= p.n) fail("sample index " + std::to_string(i) + " out of range");
 }
 
 /// Eqs. 11-15 from the integer rank-load peak sums: `peak_sum(r, g)` returns sum_l max_p W[r][g][l][p]
@@ -211,11 +209,11 @@ Score evaluate_from_peaks(const Layout& x, const PackingProblem& p, CostBreakdow
         beta[s] = p.stages[s].beta;
     }
     // Per-cell integer sums (eq. 11) and stage costs.
-    const std::size_t K = x.cells.size();
+    const std::size_t K = static_cast<std::size_t>(x.cell_count());
     std::vector<double> cost(K * S);
     for (std::size_t kc = 0; kc < K; ++kc) {
         i64 tok = 0, sq = 0;
-        for (int i : x.cells[kc]) {
+        for (int i : x.cell(static_cast<int>(kc))) {
             const i64 t = p.length[i];
             tok += t;
             sq += t * t;
@@ -229,7 +227,7 @@ Score evaluate_from_peaks(const Layout& x, const PackingProblem& p, CostBreakdow
     if (comm)
         for (int r = 0; r < R; ++r)
             for (int d = 0; d < D; ++d)
-                for (int i : x.cells[static_cast<std::size_t>(r) * D + d])
+                for (int i : x.cell(r * D + d))
                     sent[static_cast<std::size_t>(r) * G + p.shard_of_slot[d]] += p.sent_from(i, d);
     if (out) {
         out->rows = R;
@@ -283,7 +281,7 @@ Score full_evaluate(const Layout& x, const PackingProblem& p, CostBreakdown* out
         // W[r][g] (eq. 13) accumulated sample by sample, then sum_l max_p (eq. 14).
         std::fill(w.begin(), w.end(), 0);
         for (int d : p.shards[g])
-            for (int i : x.cells[static_cast<std::size_t>(r) * D + d])
+            for (int i : x.cell(r * D + d))
                 k->add(w.data(), p.q(i), LP);
         const std::size_t rg = static_cast<std::size_t>(r) * G + g;
         return k->peaks(w.data(), L, P, out ? out->peak.data() + rg * L : nullptr);
@@ -361,22 +359,26 @@ Layout layout_from_placement(const SamplePlacement& x, int rows, int dp_slots) {
     out.rows = rows;
     out.dp_slots = dp_slots;
     const std::size_t K = static_cast<std::size_t>(rows) * dp_slots;
-    out.cells.assign(K, {});
-    std::vector<int> count(K, 0);
+    out.offsets.assign(K + 1, 0);
     for (std::size_t i = 0; i < x.cell.size(); ++i) {
         if (x.cell[i] < 0 || static_cast<std::size_t>(x.cell[i]) >= K)
             throw std::invalid_argument("layout_from_placement: sample " + std::to_string(i) + " has no valid cell");
-        ++count[static_cast<std::size_t>(x.cell[i])];
+        ++out.offsets[static_cast<std::size_t>(x.cell[i]) + 1];
     }
     for (std::size_t k = 0; k < K; ++k)
-        out.cells[k].assign(static_cast<std::size_t>(count[k]), -1);
+        out.offsets[k + 1] += out.offsets[k];
+    out.samples.assign(x.cell.size(), -1);
     for (std::size_t i = 0; i < x.cell.size(); ++i) {
-        auto& c = out.cells[static_cast<std::size_t>(x.cell[i])];
+        const std::size_t k = static_cast<std::size_t>(x.cell[i]);
         const int pos = x.pos[i];
-        if (pos < 0 || static_cast<std::size_t>(pos) >= c.size() || c[static_cast<std::size_t>(pos)] != -1)
+        if (pos < 0 || pos >= out.offsets[k + 1] - out.offsets[k])
             throw std::invalid_argument("layout_from_placement: sample " + std::to_string(i) +
                                         " has no valid position");
-        c[static_cast<std::size_t>(pos)] = static_cast<int>(i);
+        int& slot = out.samples[static_cast<std::size_t>(out.offsets[k]) + static_cast<std::size_t>(pos)];
+        if (slot != -1)
+            throw std::invalid_argument("layout_from_placement: sample " + std::to_string(i) +
+                                        " has no valid position");
+        slot = static_cast<int>(i);
     }
     return out;
 }
@@ -391,10 +393,14 @@ void IncrementalScorer::copy_layout_to(Layout& out) const {
     out.rows = R_;
     out.dp_slots = D_;
     const std::size_t K = static_cast<std::size_t>(R_) * D_;
-    out.cells.resize(K);
+    out.offsets.resize(K + 1);
+    out.offsets[0] = 0;
+    for (std::size_t k = 0; k < K; ++k)
+        out.offsets[k + 1] = out.offsets[k] + cell_size_[k];
+    out.samples.resize(static_cast<std::size_t>(out.offsets[K]));
     for (std::size_t k = 0; k < K; ++k) {
         const int* c = cells_.data() + k * cap_;
-        out.cells[k].assign(c, c + cell_size_[k]);
+        std::copy(c, c + cell_size_[k], out.samples.begin() + out.offsets[k]);
     }
 }
 
@@ -431,7 +437,7 @@ IncrementalScorer::IncrementalScorer(const PackingProblem& p, const Layout& x) :
     undo_cost_.assign(static_cast<std::size_t>(2) * S_, 0.0);
     undo_prefix_.assign(static_cast<std::size_t>(2) * R_, 0.0);
 
-    const std::size_t K = x.cells.size();
+    const std::size_t K = static_cast<std::size_t>(x.cell_count());
     // Cell capacity: a cell within C holds at most m samples (the m shortest fit), and while every
     // move keeps the source non-empty a cell holds at most n - (non-empty cells) + 1.
     {
@@ -442,9 +448,9 @@ IncrementalScorer::IncrementalScorer(const PackingProblem& p, const Layout& x) :
         while (m < p.n && sum + sorted[static_cast<std::size_t>(m)] <= p.C)
             sum += sorted[static_cast<std::size_t>(m++)];
         int nonempty = 0, largest = 0;
-        for (const auto& c : x.cells) {
-            nonempty += !c.empty();
-            largest = std::max(largest, static_cast<int>(c.size()));
+        for (int kc = 0; kc < x.cell_count(); ++kc) {
+            nonempty += x.cell_size(kc) > 0;
+            largest = std::max(largest, x.cell_size(kc));
         }
         cap_ = std::max({1, largest, std::min(m, p.n - nonempty + 1)});
     }
@@ -456,7 +462,7 @@ IncrementalScorer::IncrementalScorer(const PackingProblem& p, const Layout& x) :
     squares_.assign(K, 0);
     cell_cost_.assign(K * S_, 0.0);
     for (std::size_t kc = 0; kc < K; ++kc) {
-        const auto& cell = x.cells[kc];
+        const std::span<const int> cell = x.cell(static_cast<int>(kc));
         std::copy(cell.begin(), cell.end(), cells_.begin() + static_cast<std::ptrdiff_t>(kc * cap_));
         cell_size_[kc] = static_cast<int>(cell.size());
         for (std::size_t pos = 0; pos < cell.size(); ++pos) {
@@ -483,7 +489,7 @@ IncrementalScorer::IncrementalScorer(const PackingProblem& p, const Layout& x) :
     for (int r = 0; r < R_; ++r) {
         for (int d = 0; d < D_; ++d) {
             i64* w = W_.data() + static_cast<std::size_t>(row_shard(r, slot_shard_[d])) * LP_;
-            for (int i : x.cells[static_cast<std::size_t>(r) * D_ + d]) {
+            for (int i : x.cell(r * D_ + d)) {
                 k->add(w, p.q(i), LP_);
                 if (comm_) sent_[static_cast<std::size_t>(row_shard(r, slot_shard_[d]))] += p.sent_from(i, d);
             }

@@ -28,6 +28,7 @@
 #include <numeric>
 #include <optional>
 #include <set>
+#include <span>
 #include <stdexcept>
 #include <utility>
 
@@ -74,7 +75,7 @@ void check_problem(const PackingProblem& p, const char* who) {
 
 void check_shape(const Layout& x, const PackingProblem& p, const char* who) {
     check_problem(p, who);
-    if (x.dp_slots != p.D || x.rows < 0 || static_cast<std::size_t>(x.rows) * x.dp_slots != x.cells.size())
+    if (x.dp_slots != p.D || !x.well_formed())
         throw std::invalid_argument(std::string(who) + ": layout is not R x D with D = " + std::to_string(p.D));
 }
 
@@ -163,7 +164,7 @@ inline std::int64_t peak_of_sum(const std::int64_t* w, const std::int64_t* c, in
 }
 
 /// Adds the rank demand of the samples of `cell` to `load` ([L][P], zeroed by the caller).
-void add_cell_load(const std::vector<int>& cell, const PackingProblem& p, std::int64_t* load) {
+void add_cell_load(std::span<const int> cell, const PackingProblem& p, std::int64_t* load) {
     const std::size_t LP = static_cast<std::size_t>(p.L) * p.P;
     for (int i : cell)
         add_into(load, p.q(i), LP);
@@ -344,9 +345,10 @@ struct PairOutputs {
 /// row-shard's key is strictly worse than the w-th best, so the w best (a top-w of a total order)
 /// are exactly those of an exhaustive scan.
 template <class V>
-Layout pair_cells_t(const std::vector<std::vector<int>>& cells, int rows, const PackingProblem& p, int w, Rng& rng,
-                    int max_candidates, const PairOutputs& outputs, std::vector<V>* buffer) {
+Layout pair_cells_t(const Layout& cells, const PackingProblem& p, int w, Rng& rng, int max_candidates,
+                    const PairOutputs& outputs, std::vector<V>* buffer) {
     const int D = p.D, G = p.G, L = p.L, P = p.P;
+    const int rows = cells.rows;
     const int K = rows * D;
     w = clamp_width(w);
     max_candidates = std::max(1, max_candidates);
@@ -354,7 +356,7 @@ Layout pair_cells_t(const std::vector<std::vector<int>>& cells, int rows, const 
     using i64 = std::int64_t;
     // A cell's load: the sum of its samples' demand rows.
     auto add_cell = [&](V* load, int c) {
-        for (int i : cells[static_cast<std::size_t>(c)])
+        for (int i : cells.cell(c))
             add_into(load, p.q(i), LP);
     };
 
@@ -369,7 +371,7 @@ Layout pair_cells_t(const std::vector<std::vector<int>>& cells, int rows, const 
     if (cache && cached.size() < static_cast<std::size_t>(K) * LP) cached.resize(static_cast<std::size_t>(K) * LP);
     std::vector<V> scratch(LP);
     for (int c = 0; c < K; ++c) {
-        for (int i : cells[static_cast<std::size_t>(c)])
+        for (int i : cells.cell(c))
             if (i < 0 || i >= p.n)
                 throw std::invalid_argument("edp_aware_pair: sample index " + std::to_string(i) + " outside 0.." +
                                             std::to_string(p.n - 1));
@@ -380,7 +382,7 @@ Layout pair_cells_t(const std::vector<std::vector<int>>& cells, int rows, const 
         for (int l = 0; l < L; ++l)
             s += arg_max(load + static_cast<std::size_t>(l) * P, P).first;
         cell_peak[static_cast<std::size_t>(c)] = s;
-        for (int i : cells[static_cast<std::size_t>(c)])
+        for (int i : cells.cell(c))
             cell_tokens[static_cast<std::size_t>(c)] += p.length[static_cast<std::size_t>(i)];
     }
     std::vector<int> order(static_cast<std::size_t>(K));
@@ -592,31 +594,34 @@ Layout pair_cells_t(const std::vector<std::vector<int>>& cells, int rows, const 
     Layout x;
     x.rows = rows;
     x.dp_slots = D;
-    x.cells.resize(static_cast<std::size_t>(K));
-    for (int k = 0; k < K; ++k)
-        x.cells[static_cast<std::size_t>(k)] = cells[static_cast<std::size_t>(position[static_cast<std::size_t>(k)])];
+    x.samples.reserve(cells.samples.size());
+    x.offsets.reserve(static_cast<std::size_t>(K) + 1);
+    for (int k = 0; k < K; ++k) {
+        const std::span<const int> c = cells.cell(position[static_cast<std::size_t>(k)]);
+        x.samples.insert(x.samples.end(), c.begin(), c.end());
+        x.offsets.push_back(static_cast<int>(x.samples.size()));
+    }
     return x;
 }
 
 /// EDPAwarePair (see edp_aware_pair); `narrow` = narrow_loads_fit(p) selects int32 loads.
-Layout pair_cells(const std::vector<std::vector<int>>& cells, int rows, const PackingProblem& p, int w, Rng& rng,
-                  int max_candidates, bool narrow, const PairOutputs& outputs,
-                  std::vector<std::int32_t>* buffer32 = nullptr, std::vector<std::int64_t>* buffer64 = nullptr) {
-    const int K = rows * p.D;
-    if (rows < 1 || static_cast<int>(cells.size()) != K)
-        throw std::invalid_argument("edp_aware_pair: expected rows x D = " + std::to_string(K) + " cells, got " +
-                                    std::to_string(cells.size()));
+Layout pair_cells(const Layout& cells, const PackingProblem& p, int w, Rng& rng, int max_candidates, bool narrow,
+                  const PairOutputs& outputs, std::vector<std::int32_t>* buffer32 = nullptr,
+                  std::vector<std::int64_t>* buffer64 = nullptr) {
+    if (cells.rows < 1 || cells.dp_slots != p.D || !cells.well_formed())
+        throw std::invalid_argument(
+            "edp_aware_pair: expected a well-formed layout of at least 1 row and D = " + std::to_string(p.D) +
+            " DP slots, got " + std::to_string(cells.rows) + " x " + std::to_string(cells.dp_slots));
     check_problem(p, "edp_aware_pair");
-    return narrow ? pair_cells_t<std::int32_t>(cells, rows, p, w, rng, max_candidates, outputs, buffer32)
-                  : pair_cells_t<std::int64_t>(cells, rows, p, w, rng, max_candidates, outputs, buffer64);
+    return narrow ? pair_cells_t<std::int32_t>(cells, p, w, rng, max_candidates, outputs, buffer32)
+                  : pair_cells_t<std::int64_t>(cells, p, w, rng, max_candidates, outputs, buffer64);
 }
 
 } // namespace
 
-Layout edp_aware_pair(const std::vector<std::vector<int>>& cells, int rows, const PackingProblem& p, int w, Rng& rng,
-                      int max_candidates) {
+Layout edp_aware_pair(const Layout& cells, const PackingProblem& p, int w, Rng& rng, int max_candidates) {
     check_problem(p, "edp_aware_pair");
-    return pair_cells(cells, rows, p, w, rng, max_candidates, narrow_loads_fit(p), PairOutputs{});
+    return pair_cells(cells, p, w, rng, max_candidates, narrow_loads_fit(p), PairOutputs{});
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -625,21 +630,27 @@ Layout edp_aware_pair(const std::vector<std::vector<int>>& cells, int rows, cons
 std::vector<int> canonical_signature(const Layout& x, const PackingProblem& p) {
     check_shape(x, p, "canonical_signature");
     const int D = x.dp_slots;
-    std::vector<std::vector<int>> sorted_cells(x.cells);
-    for (auto& c : sorted_cells)
-        std::sort(c.begin(), c.end());
+    std::vector<int> sorted(x.samples); // every cell's ids sorted in place
+    for (int k = 0; k < x.cell_count(); ++k)
+        std::sort(sorted.begin() + x.offsets[static_cast<std::size_t>(k)],
+                  sorted.begin() + x.offsets[static_cast<std::size_t>(k) + 1]);
+    auto sorted_cell = [&](int k) {
+        return std::span<const int>(sorted).subspan(static_cast<std::size_t>(x.offsets[static_cast<std::size_t>(k)]),
+                                                    static_cast<std::size_t>(x.cell_size(k)));
+    };
     std::vector<std::vector<int>> row_code(static_cast<std::size_t>(x.rows));
-    std::vector<const std::vector<int>*> group;
+    std::vector<std::span<const int>> group;
     for (int r = 0; r < x.rows; ++r) {
         auto& code = row_code[static_cast<std::size_t>(r)];
         for (const auto& slots : p.shards) {
             group.clear();
             for (int d : slots)
-                group.push_back(&sorted_cells[static_cast<std::size_t>(r) * D + d]);
-            std::sort(group.begin(), group.end(),
-                      [](const std::vector<int>* a, const std::vector<int>* b) { return *a < *b; });
-            for (const auto* c : group) {
-                code.insert(code.end(), c->begin(), c->end());
+                group.push_back(sorted_cell(r * D + d));
+            std::sort(group.begin(), group.end(), [](std::span<const int> a, std::span<const int> b) {
+                return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
+            });
+            for (const auto c : group) {
+                code.insert(code.end(), c.begin(), c.end());
                 code.push_back(-1); // end of cell
             }
             code.push_back(-2); // end of shard
@@ -692,7 +703,7 @@ std::vector<std::int64_t> row_peaks(const Layout& x, const PackingProblem& p) {
         for (const auto& slots : p.shards) {
             std::fill(W.begin(), W.end(), 0);
             for (int d : slots)
-                add_cell_load(x.cells[static_cast<std::size_t>(r) * D + d], p, W.data());
+                add_cell_load(x.cell(r * D + d), p, W.data());
             for (int l = 0; l < L; ++l)
                 out[static_cast<std::size_t>(r) * L + l] += *std::max_element(
                     W.begin() + static_cast<std::ptrdiff_t>(l) * P, W.begin() + static_cast<std::ptrdiff_t>(l + 1) * P);
@@ -727,7 +738,7 @@ std::vector<double> row_features(const Layout& x, const PackingProblem& p, const
             std::int64_t amax = 0;
             for (int d : slots) {
                 std::int64_t ct = 0;
-                for (int i : x.cells[static_cast<std::size_t>(r) * D + d]) {
+                for (int i : x.cell(r * D + d)) {
                     const std::int64_t t = p.length[static_cast<std::size_t>(i)];
                     ct += t;
                     row_t2 += t * t;
@@ -843,15 +854,16 @@ void co_assignment_profile(Candidate& c, const PackingProblem& p) {
     c.succ_cell.assign(static_cast<std::size_t>(p.n), -1);
     c.succ_rowshard.assign(static_cast<std::size_t>(p.n), -1);
     std::vector<int> ids;
-    for (const auto& cell : x.cells) {
-        ids = cell;
+    for (int k = 0; k < x.cell_count(); ++k) {
+        const std::span<const int> cell = x.cell(k);
+        ids.assign(cell.begin(), cell.end());
         cyclic_successors(ids, c.succ_cell);
     }
     for (int r = 0; r < x.rows; ++r)
         for (const auto& slots : p.shards) {
             ids.clear();
             for (int d : slots) {
-                const auto& cell = x.cells[static_cast<std::size_t>(r) * x.dp_slots + d];
+                const std::span<const int> cell = x.cell(r * x.dp_slots + d);
                 ids.insert(ids.end(), cell.begin(), cell.end());
             }
             cyclic_successors(ids, c.succ_rowshard);
@@ -872,10 +884,12 @@ double co_assignment_distance(const Candidate& a, const Candidate& b) {
     return 0.5 * (static_cast<double>(cell) + static_cast<double>(rs)) / static_cast<double>(n);
 }
 
-/// RandomizedBestFit over the K cells seeded with sigma[0..K-1] (Algorithm 2 lines 5-8). nullopt when
-/// some sample fits nowhere (F_i empty).
-std::optional<std::vector<std::vector<int>>> randomized_best_fit(const std::vector<int>& sigma, const PackingProblem& p,
-                                                                 int K, int w, Rng& rng) {
+/// RandomizedBestFit over the K = rows*D cells seeded with sigma[0..K-1] (Algorithm 2 lines 5-8): the
+/// rows x D layout of those cells, each holding its samples in placement order. nullopt when some
+/// sample fits nowhere (F_i empty).
+std::optional<Layout> randomized_best_fit(const std::vector<int>& sigma, const PackingProblem& p, int rows, int w,
+                                          Rng& rng) {
+    const int K = rows * p.D;
     // Ascending (tokens, -cardinality, -index) is the reverse of the rank order (occupancy descending,
     // cardinality ascending, index ascending): the leading feasible cells sit just below the first
     // cell with tokens > C - t_i.
@@ -888,12 +902,12 @@ std::optional<std::vector<std::vector<int>>> randomized_best_fit(const std::vect
             return neg_index < o.neg_index;
         }
     };
-    std::vector<std::vector<int>> cells(static_cast<std::size_t>(K));
+    std::vector<int> cell_of(sigma.size()); // cell of sigma[h]
     std::vector<std::int64_t> tokens(static_cast<std::size_t>(K));
     std::set<Key> ranked;
     for (int k = 0; k < K; ++k) {
         const int i = sigma[static_cast<std::size_t>(k)];
-        cells[static_cast<std::size_t>(k)].push_back(i);
+        cell_of[static_cast<std::size_t>(k)] = k;
         tokens[static_cast<std::size_t>(k)] = p.length[static_cast<std::size_t>(i)];
         ranked.insert(Key{tokens[static_cast<std::size_t>(k)], -1, -k});
     }
@@ -911,11 +925,11 @@ std::optional<std::vector<std::vector<int>>> randomized_best_fit(const std::vect
         const Key chosen = lead[static_cast<std::size_t>(decaying_pick(static_cast<int>(lead.size()), rng))];
         const int k = -chosen.neg_index;
         ranked.erase(chosen);
-        cells[static_cast<std::size_t>(k)].push_back(i);
+        cell_of[h] = k;
         tokens[static_cast<std::size_t>(k)] += t;
         ranked.insert(Key{tokens[static_cast<std::size_t>(k)], chosen.neg_card - 1, chosen.neg_index});
     }
-    return cells;
+    return Layout::from_assignment(rows, p.D, sigma, cell_of);
 }
 
 } // namespace
@@ -926,7 +940,7 @@ std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout
     if (const std::string why = validate_layout(ffd, p); !why.empty())
         throw std::invalid_argument("diverse_population: the FFD seed is not a valid layout: " + why);
     check_shape(ffd, p, "diverse_population");
-    const int R = ffd.rows, K = R * p.D;
+    const int R = ffd.rows;
     const int w = clamp_width(b.choice_width);
     const int q = std::max(1, b.projections);
     const int pair_cap = std::max(1, b.pair_candidates);
@@ -961,15 +975,14 @@ std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout
             Rng rng(seeds::seeding_trial(b.seed, static_cast<std::uint64_t>(trial)));
             const PairOutputs outputs{&c.row_peak, &peak_sum};
             if (trial == 0) {
-                c.layout = pair_cells(ffd.cells, R, p, w, rng, pair_cap, narrow, outputs, &buffer32.local(),
-                                      &buffer64.local());
+                c.layout = pair_cells(ffd, p, w, rng, pair_cap, narrow, outputs, &buffer32.local(), &buffer64.local());
                 c.origin = "ffd+pair";
             } else {
                 const std::vector<int> sigma = window_shuffle(order, w, rng);
-                auto cells = randomized_best_fit(sigma, p, K, w, rng);
+                const std::optional<Layout> cells = randomized_best_fit(sigma, p, R, w, rng);
                 if (!cells) return; // abort trial: a sample fits nowhere
                 c.layout =
-                    pair_cells(*cells, R, p, w, rng, pair_cap, narrow, outputs, &buffer32.local(), &buffer64.local());
+                    pair_cells(*cells, p, w, rng, pair_cap, narrow, outputs, &buffer32.local(), &buffer64.local());
                 if (!validate_layout(c.layout, p).empty()) return; // abort trial: not in X_R*
                 c.origin = "shuffle#" + std::to_string(trial);
             }

@@ -50,10 +50,10 @@ std::vector<int> window_shuffle(const std::vector<int>& order, int w, Rng& rng);
 /// the running increase exceeds the w-th best). At most `max_candidates` partially filled row-shards
 /// are examined per cell (a uniform random subset drawn from `rng` when more are open), which bounds
 /// the paper's O(B^2 G L P) pairing term by O(B * max_candidates * L * P) at B = R*D = 8192 cells.
-/// `cells` is [rows*D] (std::invalid_argument otherwise); returns the layout with the same cells at
-/// new positions (cell contents and in-cell order unchanged).
-Layout edp_aware_pair(const std::vector<std::vector<int>>& cells, int rows, const PackingProblem& p, int w, Rng& rng,
-                      int max_candidates = 64);
+/// `cells` holds the completed cells (input index = its cell index k) as a well-formed layout of at
+/// least one row and D = p.D DP slots (std::invalid_argument otherwise); returns the layout of the
+/// same R x D shape with those cells at new positions (cell contents and in-cell order unchanged).
+Layout edp_aware_pair(const Layout& cells, const PackingProblem& p, int w, Rng& rng, int max_candidates = 64);
 
 /// Canonicalize: sample ids sorted in each cell, exchangeable cells sorted within each D_g of a row,
 /// rows sorted. Returns the canonical signature (equal for layouts equal up to those permutations):

@@ -95,19 +95,17 @@ Case make_case(int n, int L, int P, int D, int G, std::uint64_t seed) {
     }
     const int R = std::max(1, n / (4 * D));
     const int K = R * D;
-    c.x.rows = R;
-    c.x.dp_slots = D;
-    c.x.cells.assign(K, {});
-    std::vector<int> order(n);
+    std::vector<int> order(n), cell_of(n);
     std::iota(order.begin(), order.end(), 0);
     for (int h = n - 1; h > 0; --h)
         std::swap(order[h], order[rng.below(h + 1)]);
     for (int h = 0; h < n; ++h)
-        c.x.cells[h < K ? h : static_cast<int>(rng.below(K))].push_back(order[h]);
+        cell_of[h] = h < K ? h : static_cast<int>(rng.below(K));
+    c.x = Layout::from_assignment(R, D, order, cell_of);
     i64 worst = 0;
-    for (const auto& cell : c.x.cells) {
+    for (int k = 0; k < K; ++k) {
         i64 s = 0;
-        for (int i : cell)
+        for (int i : c.x.cell(k))
             s += p.length[i];
         worst = std::max(worst, s);
     }

@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
 
     t0 = now();
     Rng rng(1);
-    const Layout paired = edp_aware_pair(ffd.cells, ffd.rows, p, b.choice_width, rng, b.pair_candidates);
+    const Layout paired = edp_aware_pair(ffd, p, b.choice_width, rng, b.pair_candidates);
     const double t_pair = now() - t0;
     const Score s_pair = score_layout(paired, p);
 
