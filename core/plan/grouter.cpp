@@ -32,10 +32,9 @@ struct Cluster {
 
 /// k-means++ seeding then Lloyd iterations over the rows `pts` (indices into phi [n][E]). The
 /// assignment step runs its points in parallel (each point's nearest center alone: the result does
-/// not depend on the workers); `stop`, when set, is asked before every Lloyd iteration after the
-/// first and ends them when it returns true (*stopped is then set).
+/// not depend on the workers).
 std::vector<Cluster> kmeans(const std::vector<double>& phi, int E, const std::vector<int>& pts, int k, int iterations,
-                            Rng& rng, const std::function<bool()>& stop, bool* stopped) {
+                            Rng& rng) {
     const int n = static_cast<int>(pts.size());
     std::vector<std::vector<double>> centers;
     std::vector<double> d2(static_cast<std::size_t>(n), std::numeric_limits<double>::infinity());
@@ -66,10 +65,6 @@ std::vector<Cluster> kmeans(const std::vector<double>& phi, int E, const std::ve
     std::vector<int> of(static_cast<std::size_t>(n), -1);
     std::vector<Cluster> cl(static_cast<std::size_t>(K));
     for (int it = 0; it <= iterations; ++it) {
-        if (it > 0 && stop && stop()) {
-            *stopped = true;
-            break;
-        }
         std::atomic<bool> changed{false};
         tbb::parallel_for(tbb::blocked_range<int>(0, n, 16), [&](const tbb::blocked_range<int>& range) {
             bool moved = false;
@@ -261,7 +256,7 @@ GrouterGrouping grouter_placement(const Trace& window, const Topology& topo, con
         g.kept_samples[static_cast<std::size_t>(l)] = static_cast<int>(kept.size());
         Rng rng(opt.seed + static_cast<std::uint64_t>(l));
         const int k0 = std::max(1, std::min(opt.initial_clusters, static_cast<int>(kept.size())));
-        std::vector<Cluster> cl = kmeans(phi, E, kept, k0, opt.kmeans_iterations, rng, opt.stop, &g.stopped);
+        std::vector<Cluster> cl = kmeans(phi, E, kept, k0, opt.kmeans_iterations, rng);
         ward_merge(cl, N, E);
         std::vector<int> cluster_of_node(static_cast<std::size_t>(N));
         if (l == 0) {

@@ -6,7 +6,6 @@
 #include "core/plan/comm.h"
 
 #include <cstdint>
-#include <functional>
 #include <vector>
 
 namespace routepack {
@@ -19,10 +18,6 @@ struct GrouterOptions {
     int initial_clusters = 100; ///< k-means++ clusters before the agglomerative merge (the paper's 100)
     int kmeans_iterations = 25; ///< Lloyd iterations after the k-means++ seeding (stops early when stable)
     std::uint64_t seed = 1;     ///< k-means++ seeding stream (core/util/rng.h)
-    /// Asked before each Lloyd iteration after a layer's first; true ends that layer's iterations
-    /// (its clusters as they are: the grouping stays valid, GrouterGrouping::stopped is set). The
-    /// planner's time limit; unset = never.
-    std::function<bool()> stop;
 };
 
 /// The grouping of one window.
@@ -30,7 +25,6 @@ struct GrouterGrouping {
     Placement placement;           ///< pi_l: node m's experts on the slots of m's EP ranks (LPT inside the node)
     std::vector<int> expert_node;  ///< [L][E] node of logical expert e at MoE layer l
     std::vector<int> kept_samples; ///< [L] samples that passed the entropy filter (all when none did)
-    bool stopped = false;          ///< GrouterOptions::stop ended some layer's Lloyd iterations early
 };
 
 /// Routing affinity of sample i at MoE layer l (Grouter eq. phi): phi[e] = a[i][l][e] / routed tokens,
@@ -48,8 +42,8 @@ std::vector<double> affinity_vectors(const Trace& window, int l);
 /// cluster and its home node, the node with most of its affinity over the layers before), so that a
 /// sample's experts stay on one node across layers. Inside a node the experts
 /// are placed by Algorithm 1 (LPT on the window's loads) over that node's EP ranks. Deterministic for
-/// a seed whatever the worker count (the k-means assignment runs on the caller's TBB arena), unless
-/// opt.stop ends iterations. std::invalid_argument when E % P != 0 or the window is empty.
+/// a seed whatever the worker count (the k-means assignment runs on the caller's TBB arena).
+/// std::invalid_argument when E % P != 0 or the window is empty.
 GrouterGrouping grouter_placement(const Trace& window, const Topology& topo, const GrouterOptions& opt = {});
 
 /// The paper's sample-to-node assignment: each sample to the node m maximizing sum_l c[i][l][m]

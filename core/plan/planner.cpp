@@ -192,9 +192,7 @@ void plan_communication(const Trace& w, const PlanInput& in, const std::vector<s
     // into that node's DP slots at R* rows (cap and rectangle kept; the rest go elsewhere).
     GrouterOptions go;
     go.seed = seeds::planner_stage(in.budgets.seed, 4);
-    if (deadline) go.stop = [&] { return Clock::now() >= *deadline; };
     GrouterGrouping gg = grouter_placement(w, topo, go);
-    r.time_limit_hit = r.time_limit_hit || gg.stopped;
     const CommDemand d_g = make_comm_demand(w, topo, gg.placement);
     r.grouter_home = grouter_sample_nodes(d_g);
     NodePacking gp = pack_on_home_nodes(length, topo.token_cap, r.rows.rows, slot_node, r.grouter_home);
