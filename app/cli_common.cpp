@@ -231,7 +231,8 @@ PlanResult run_planner(const PlanCmd& c) {
     // The topology first: a file or a shipped name (resources/topologies), small and quick to refuse.
     in.topology = load_plan_topology(c);
     in.window = c.src.load(&in.trace_name, &in.window_name, {}, in.topology.nodes() > 1);
-    check_topology_for_model(in.topology, in.window.model, c.topology); // the planner's check, naming the file
+    // The planner's check, naming the file.
+    check_topology_for_model(in.topology, in.window.model, util::printable(c.topology));
     in.budgets = budgets;
     catch_sigint();
     const bool tty = isatty(STDERR_FILENO) && !c.quiet;

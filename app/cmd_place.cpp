@@ -8,6 +8,7 @@
 #include "core/plan/placement.h"
 #include "core/util/errors.h"
 #include "core/util/input_file.h"
+#include "core/util/text.h"
 #include "storage/library.h"
 
 #include <CLI/CLI.hpp>
@@ -18,6 +19,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 namespace routepack::cli {
 
@@ -108,9 +110,11 @@ std::vector<std::uint64_t> read_loads_file(const std::string& path, const ModelF
 int run_place(const PlaceCmd& c) {
     const ExpertMapFormat format = parse_expert_map_format(c.format);
     int P = c.ep_ranks;
+    std::optional<Topology> topology;
     if (!c.topology.empty()) {
         if (P) throw InputError("place: give either --ep-ranks or --topology, not both");
-        P = load_topology(c.topology).ep_ranks;
+        topology = load_topology(c.topology);
+        P = topology->ep_ranks;
     }
     if (P < 1) throw InputError("place: give --ep-ranks P (or --topology)");
     check_output_file(c.out, "--out");
@@ -149,6 +153,8 @@ int run_place(const PlaceCmd& c) {
                std::to_string(w.size()) + " samples)";
     }
     const int L = model.num_moe_layers(), E = model.experts;
+    // A topology file is checked as the planner checks it (experts_per_layer too), naming the file.
+    if (topology) check_topology_for_model(*topology, model, util::printable(c.topology));
     if (E % P != 0)
         throw InputError("topology: " + std::to_string(E) + " experts are not divisible by " + std::to_string(P) +
                          " EP ranks");

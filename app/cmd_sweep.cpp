@@ -72,9 +72,12 @@ int run_sweep(const SweepCmd& c) {
     }
     const Topology topology = load_plan_topology(c.plan);
     auto lib = storage::Library::open(c.db, storage::OpenMode::ReadWrite);
-    if (lib->trace(c.trace).load_only) // an unknown trace is refused by name
+    const storage::TraceEntry trace = lib->trace(c.trace); // an unknown trace is refused by name
+    if (trace.load_only)
         throw InputError("sweep: trace '" + util::printable(c.trace) +
                          "' is load-only (per-layer expert totals, no samples): sweeps need windows of samples");
+    // Once for every window (they share the trace's model), before --out is created.
+    check_topology_for_model(topology, trace.model, util::printable(c.plan.topology));
     std::vector<std::string> names;
     for (const auto& w : lib->windows(c.trace))
         if (fnmatch(c.windows.c_str(), w.name.c_str(), 0) == 0) names.push_back(w.name);

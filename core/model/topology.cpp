@@ -367,7 +367,7 @@ Topology load_topology(const std::string& spec) {
     std::error_code ec;
     const std::filesystem::path p(spec);
     if (!spec.empty() && std::filesystem::exists(p, ec)) {
-        return parse_topology(read_input_file(p, input_files::kTopology), spec);
+        return parse_topology(read_input_file(p, input_files::kTopology), util::printable(spec));
     }
     for (const auto& r : embedded_topologies())
         if (r.name == spec) return parse_topology(r.text, "resources/topologies/" + r.name + ".json");

@@ -8,6 +8,7 @@
 #include <tbb/info.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -73,10 +74,13 @@ struct Reader {
     }
 };
 
+/// The shortest text that reads back as v (31536001, not %g's 3.1536e+07, which looks like the
+/// limit itself); inf and nan as such.
 std::string number_text(double v) {
+    if (!std::isfinite(v)) return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%g", v);
-    return buf;
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    return std::string(buf, r.ptr);
 }
 
 } // namespace

@@ -109,8 +109,16 @@ def test_cli_place_from_loads(exe, tmp_path):
 def test_cli_place_from_library(exe, library):
     db, _, d = library
     out = str(d / "place.json")
-    r = run(exe, "place", "--db", db, "--trace", "syn", "--window", "w", "--topology", "synthetic-demo-ep8-dp4",
-            "--out", out)
+    # The shipped demo topology pins 32 experts per layer: refused for this 16-expert trace, as plan does.
+    r = subprocess.run([exe, "place", "--db", db, "--trace", "syn", "--window", "w", "--topology",
+                        "synthetic-demo-ep8-dp4", "--out", out], capture_output=True, text=True)
+    assert r.returncode == 1
+    assert r.stderr == ("routepack: error: synthetic-demo-ep8-dp4: experts_per_layer 32 differs from the trace's "
+                        "16 experts\n")
+    topo = d / "ep8.json"
+    topo.write_text(json.dumps({"ep_ranks": 8, "dp_slots": 4, "token_cap": 8192,
+                                "attention_stages": [{"name": "mla", "alpha": 1, "beta": 1}]}))
+    r = run(exe, "place", "--db", db, "--trace", "syn", "--window", "w", "--topology", str(topo), "--out", out)
     assert "placement of window 'w' of 'syn' (24 samples): 5 MoE layers x 16 experts on 8 EP ranks" in r.stdout
     w = routepack.Library(db).load("syn", "w")
     want = routepack.place(w.counts.sum(axis=0, dtype=np.uint64), 8, moe_layers=w.moe_layers,
@@ -158,3 +166,17 @@ def test_cli_place_aggregate_trace(exe, tmp_path):
     # LPT never has a larger peak than identity here, layer by layer (the printed table).
     rows = [line.split() for line in r.stdout.splitlines()[2:2 + len(t["moe_layers"])]]
     assert all(float(lpt) <= float(ident) for _, ident, lpt in rows)
+
+
+def test_cli_sweep_checks_the_topology_first(exe, library, tmp_path):
+    # The model check runs once, before --out is created, and names the topology file.
+    db, _, _ = library
+    topo = tmp_path / "ep3.json"
+    topo.write_text(json.dumps({"ep_ranks": 3, "dp_slots": 4, "token_cap": 8192,
+                                "attention_stages": [{"name": "mla", "alpha": 1, "beta": 1}]}))
+    out = tmp_path / "sweep"
+    r = subprocess.run([exe, "sweep", "--db", db, "--trace", "syn", "--topology", str(topo), "--out", str(out)],
+                       capture_output=True, text=True)
+    assert r.returncode == 1
+    assert r.stderr == f"routepack: error: {topo}: 16 experts are not divisible by 3 EP ranks\n"
+    assert not out.exists()
