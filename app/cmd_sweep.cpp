@@ -183,7 +183,8 @@ int run_sweep(const SweepCmd& c) {
     nlohmann::json j = nlohmann::json::array();
     std::ostringstream csv;
     csv << "window,samples,rows,certified,baseline,reorder,karmarkar_karp,routepack,routepack_vs_baseline_pct,"
-           "routepack_vs_reorder_pct,lower_bound,planner_s,churn_slots,churn_bytes,run,grouter,routepack+comm,"
+           "routepack_vs_reorder_pct,lower_bound,planner_s,time_limit_hit,churn_slots,churn_bytes,run,grouter,"
+           "routepack+comm,"
            "routepack_inter_node_copies,grouter_inter_node_copies,routepack+comm_inter_node_copies\r\n";
     for (const auto& r : rows) {
         const PlanResult& p = r.plan;
@@ -200,6 +201,7 @@ int run_sweep(const SweepCmd& c) {
                             {"routepack_vs_reorder_pct", gain(p.reorder.metrics.score.max_u, rp)},
                             {"lower_bound", p.bound.value},
                             {"planner_s", p.timings.count("total") ? p.timings.at("total") : 0.0},
+                            {"time_limit_hit", p.time_limit_hit},
                             {"run", r.run_id},
                             {"plan_file", c.out.empty() ? std::string() : plan_files[j.size()]}};
         if (r.churn >= 0) {
@@ -237,7 +239,7 @@ int run_sweep(const SweepCmd& c) {
             << fmt("%.17g", p.karmarkar_karp.metrics.score.max_u) << "," << fmt("%.17g", rp) << ","
             << fmt("%.6f", gain(base, rp)) << "," << fmt("%.6f", gain(p.reorder.metrics.score.max_u, rp)) << ","
             << fmt("%.17g", p.bound.value) << "," << fmt("%.6f", o["planner_s"].get<double>()) << ","
-            << (r.churn >= 0 ? std::to_string(r.churn) : "") << ","
+            << (p.time_limit_hit ? 1 : 0) << "," << (r.churn >= 0 ? std::to_string(r.churn) : "") << ","
             << (r.churn >= 0 && c.expert_bytes > 0 ? std::to_string(r.churn * c.expert_bytes) : "") << "," << r.run_id
             << comm_csv << "\r\n";
     }
@@ -277,6 +279,13 @@ int run_sweep(const SweepCmd& c) {
                   << "' planned and saved as runs " << rows.front().run_id << ".." << rows.back().run_id
                   << "; mean routepack vs baseline " << fmt("%+.2f%%", sum_gain / static_cast<double>(rows.size()))
                   << (c.out.empty() ? std::string() : "; written to " + c.out) << "\n";
+        std::string hit;
+        int hits = 0;
+        for (const auto& r : rows)
+            if (r.plan.time_limit_hit) hit += (hits++ ? ", " : "") + util::printable(r.window);
+        if (hits > 0)
+            std::cout << "time limit hit in " << hits << " of " << rows.size()
+                      << " windows (their searches stopped early): " << hit << "\n";
     }
     bool cancelled = false;
     for (const auto& r : rows)

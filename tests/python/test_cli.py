@@ -180,3 +180,21 @@ def test_cli_sweep_checks_the_topology_first(exe, library, tmp_path):
     assert r.returncode == 1
     assert r.stderr == f"routepack: error: {topo}: 16 experts are not divisible by 3 EP ranks\n"
     assert not out.exists()
+
+
+def test_cli_sweep_reports_the_time_limit(exe, library, tmp_path):
+    # A sweep under a time limit says which windows' searches stopped early, in the text, the JSON
+    # and the CSV (column time_limit_hit).
+    db, _, _ = library
+    topo = tmp_path / "ep8.json"
+    topo.write_text(json.dumps({"ep_ranks": 8, "dp_slots": 4, "token_cap": 8192,
+                                "attention_stages": [{"name": "mla", "alpha": 1, "beta": 1}]}))
+    out = tmp_path / "sweep"
+    r = run(exe, "sweep", "--db", db, "--trace", "syn", "--topology", str(topo), "--time-limit", "1e-9",
+            "--out", str(out))
+    assert "time limit hit in 1 of 1 windows (their searches stopped early): w" in r.stdout
+    assert [w["time_limit_hit"] for w in json.load(open(out / "sweep.json"))] == [True]
+    header, line = open(out / "sweep.csv", newline="").read().split("\r\n")[:2]
+    assert line.split(",")[header.split(",").index("time_limit_hit")] == "1"
+    r = run(exe, "sweep", "--db", db, "--trace", "syn", "--topology", str(topo), "--json")
+    assert [w["time_limit_hit"] for w in json.loads(r.stdout)] == [False]
