@@ -173,6 +173,11 @@ def test_plan_json_roundtrip(tmp_path, window):
     for key, sub in schema["properties"].items():
         if key in j and isinstance(sub, dict) and "required" in sub:
             assert set(sub["required"]) <= set(j[key]), key
+    # The topology object holds no field the schema (and the topology reader) does not know.
+    topo_schema = schema["properties"]["topology"]
+    assert topo_schema["additionalProperties"] is False
+    assert set(j["topology"]) <= set(topo_schema["properties"])
+    assert {"comm_weight", "comm_load_tolerance", "gpus_per_node"} <= set(topo_schema["properties"])
     lb = p.lower_bound
     assert lb["value"] == j["max_u_lower_bound"]["value"] and 0 < lb["value"] <= p.score[0]
     assert lb["value"] <= max(lb["mean"], lb["sample"]) and lb["value"] > 0.999 * max(lb["mean"], lb["sample"])
