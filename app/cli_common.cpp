@@ -186,7 +186,8 @@ void add_budget_flags(CLI::App& app, PlanCmd& c) {
             c.row_multiple_given = true;
         },
         "the row count R must be a multiple of this (default: the topology's row_multiple, else 1)");
-    app.add_option("--seed", c.seed_text, "random seed, 0..2^64-1 (same inputs + seed + threads => same plan)");
+    app.add_option("--seed", c.seed_text, "random seed, 0..2^64-1 (same inputs + seed + threads => same plan)")
+        ->each([&c](const std::string&) { c.seed_given = true; }); // --seed "" is refused, not the default
     app.add_option("--threads", b.workers, "worker threads (default: all cores)");
     app.add_option("--time-limit", b.time_limit_s, "wall-clock limit in seconds (recorded when it fires)");
     app.add_flag("--anytime", b.anytime,
@@ -225,7 +226,7 @@ Topology load_plan_topology(const PlanCmd& c) {
 
 PlanResult run_planner(const PlanCmd& c) {
     PlannerBudgets budgets = c.budgets;
-    if (!c.seed_text.empty()) budgets.seed = parse_seed(c.seed_text, c.command);
+    if (c.seed_given) budgets.seed = parse_seed(c.seed_text, c.command);
     check_planner_budgets(budgets, c.command, BudgetNames::Flags); // before anything is read
     PlanInput in;
     // The topology first: a file or a shipped name (resources/topologies), small and quick to refuse.

@@ -117,6 +117,7 @@ struct PlanCmd {
     WindowSource src;
     std::string topology, out;
     std::string seed_text;           ///< --seed, parsed by run_planner (0..2^64-1, never wrapped)
+    bool seed_given = false;         ///< --seed was given (an empty value is then refused)
     bool row_multiple_given = false; ///< --row-multiple given: it replaces the topology's row_multiple
     std::int64_t row_multiple = 1;
     PlannerBudgets budgets;

@@ -55,7 +55,7 @@ struct SweepRow {
 /// window (the name reduced to [A-Za-z0-9._-], recorded as plan_file).
 int run_sweep(const SweepCmd& c) {
     PlannerBudgets budgets = c.plan.budgets;
-    if (!c.plan.seed_text.empty()) budgets.seed = parse_seed(c.plan.seed_text, "sweep");
+    if (c.plan.seed_given) budgets.seed = parse_seed(c.plan.seed_text, "sweep");
     check_planner_budgets(budgets, "sweep", BudgetNames::Flags);
     // One expert's state is far below 1 TiB; with at most 2^22 slots per placement the churn in bytes
     // then fits 64 bits.

@@ -524,6 +524,11 @@ private Q_SLOTS:
                  "compare: --time-limit must be finite seconds in 0..31536000 (one year; 0 = no limit) (got nan)")},
             {{QStringLiteral("--seed=-1")},
              QStringLiteral("compare: --seed must be an integer in 0..18446744073709551615 (got '-1')")},
+            {{QStringLiteral("--seed="), QString()},
+             QStringLiteral("compare: --seed must be an integer in 0..18446744073709551615 (got '')")},
+            {{QStringLiteral("--time-limit"), QStringLiteral("31536001")},
+             QStringLiteral(
+                 "compare: --time-limit must be finite seconds in 0..31536000 (one year; 0 = no limit) (got 31536001)")},
             {{QStringLiteral("--seed"), QStringLiteral("18446744073709551616")},
              QStringLiteral(
                  "compare: --seed must be an integer in 0..18446744073709551615 (got '18446744073709551616')")},
