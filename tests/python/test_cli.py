@@ -22,6 +22,13 @@ def exe():
     return path
 
 
+def topology_file(path, ep_ranks):
+    """A one-node topology file: ep_ranks EP ranks, 4 DP slots, cap 8192, one attention stage."""
+    path.write_text(json.dumps({"ep_ranks": ep_ranks, "dp_slots": 4, "token_cap": 8192,
+                                "attention_stages": [{"name": "mla", "alpha": 1, "beta": 1}]}))
+    return path
+
+
 def run(exe, *args, ok=True):
     # In the sanitizer build the interpreter runs with the ASan runtime preloaded for the module;
     # the CLI carries its own (clang links it statically), and two runtimes in one process abort.
@@ -110,14 +117,12 @@ def test_cli_place_from_library(exe, library):
     db, _, d = library
     out = str(d / "place.json")
     # The shipped demo topology pins 32 experts per layer: refused for this 16-expert trace, as plan does.
-    r = subprocess.run([exe, "place", "--db", db, "--trace", "syn", "--window", "w", "--topology",
-                        "synthetic-demo-ep8-dp4", "--out", out], capture_output=True, text=True)
+    r = run(exe, "place", "--db", db, "--trace", "syn", "--window", "w", "--topology", "synthetic-demo-ep8-dp4",
+            "--out", out, ok=False)
     assert r.returncode == 1
     assert r.stderr == ("routepack: error: synthetic-demo-ep8-dp4: experts_per_layer 32 differs from the trace's "
                         "16 experts\n")
-    topo = d / "ep8.json"
-    topo.write_text(json.dumps({"ep_ranks": 8, "dp_slots": 4, "token_cap": 8192,
-                                "attention_stages": [{"name": "mla", "alpha": 1, "beta": 1}]}))
+    topo = topology_file(d / "ep8.json", 8)
     r = run(exe, "place", "--db", db, "--trace", "syn", "--window", "w", "--topology", str(topo), "--out", out)
     assert "placement of window 'w' of 'syn' (24 samples): 5 MoE layers x 16 experts on 8 EP ranks" in r.stdout
     w = routepack.Library(db).load("syn", "w")
@@ -171,12 +176,9 @@ def test_cli_place_aggregate_trace(exe, tmp_path):
 def test_cli_sweep_checks_the_topology_first(exe, library, tmp_path):
     # The model check runs once, before --out is created, and names the topology file.
     db, _, _ = library
-    topo = tmp_path / "ep3.json"
-    topo.write_text(json.dumps({"ep_ranks": 3, "dp_slots": 4, "token_cap": 8192,
-                                "attention_stages": [{"name": "mla", "alpha": 1, "beta": 1}]}))
+    topo = topology_file(tmp_path / "ep3.json", 3)
     out = tmp_path / "sweep"
-    r = subprocess.run([exe, "sweep", "--db", db, "--trace", "syn", "--topology", str(topo), "--out", str(out)],
-                       capture_output=True, text=True)
+    r = run(exe, "sweep", "--db", db, "--trace", "syn", "--topology", str(topo), "--out", str(out), ok=False)
     assert r.returncode == 1
     assert r.stderr == f"routepack: error: {topo}: 16 experts are not divisible by 3 EP ranks\n"
     assert not out.exists()
@@ -186,9 +188,7 @@ def test_cli_sweep_reports_the_time_limit(exe, library, tmp_path):
     # A sweep under a time limit says which windows' searches stopped early, in the text, the JSON
     # and the CSV (column time_limit_hit).
     db, _, _ = library
-    topo = tmp_path / "ep8.json"
-    topo.write_text(json.dumps({"ep_ranks": 8, "dp_slots": 4, "token_cap": 8192,
-                                "attention_stages": [{"name": "mla", "alpha": 1, "beta": 1}]}))
+    topo = topology_file(tmp_path / "ep8.json", 8)
     out = tmp_path / "sweep"
     r = run(exe, "sweep", "--db", db, "--trace", "syn", "--topology", str(topo), "--time-limit", "1e-9",
             "--out", str(out))
