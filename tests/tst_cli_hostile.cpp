@@ -527,8 +527,8 @@ private Q_SLOTS:
             {{QStringLiteral("--seed="), QString()},
              QStringLiteral("compare: --seed must be an integer in 0..18446744073709551615 (got '')")},
             {{QStringLiteral("--time-limit"), QStringLiteral("31536001")},
-             QStringLiteral(
-                 "compare: --time-limit must be finite seconds in 0..31536000 (one year; 0 = no limit) (got 31536001)")},
+             QStringLiteral("compare: --time-limit must be finite seconds in 0..31536000 (one year; 0 = no limit) (got "
+                            "31536001)")},
             {{QStringLiteral("--seed"), QStringLiteral("18446744073709551616")},
              QStringLiteral(
                  "compare: --seed must be an integer in 0..18446744073709551615 (got '18446744073709551616')")},

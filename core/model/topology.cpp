@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 namespace routepack {
 
@@ -179,18 +180,20 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
     if (!j.is_object()) throw InputError(origin + ": a topology must be a JSON object");
     // A misspelt optional field would silently fall back to its default (one node, no row multiple):
     // every field must be one this parser reads.
-    static constexpr std::array<const char*, 13> kFields = {
+    static constexpr std::array<std::string_view, 13> kFields = {
         "ep_ranks",        "dp_slots",     "token_cap",           "experts_per_layer",
         "min_rows",        "row_multiple", "gpus_per_node",       "ep_rank_nodes",
         "dp_slot_nodes",   "comm_weight",  "comm_load_tolerance", "edp_shards",
         "attention_stages"};
-    for (const auto& [key, value] : j.items())
-        if (std::find_if(kFields.begin(), kFields.end(), [&](const char* f) { return key == f; }) == kFields.end()) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+        const std::string& key = it.key();
+        if (std::find(kFields.begin(), kFields.end(), std::string_view(key)) == kFields.end()) {
             std::string known;
-            for (const char* f : kFields)
+            for (const std::string_view f : kFields)
                 known += (known.empty() ? "" : ", ") + std::string(f);
             throw InputError(origin + ": unknown field '" + util::printable(key) + "' (known: " + known + ")");
         }
+    }
     Topology t;
     t.ep_ranks = static_cast<int>(need_int(j, "ep_ranks", origin, 1, kMaxRanks));
     t.dp_slots = static_cast<int>(need_int(j, "dp_slots", origin, 1, kMaxRanks));
@@ -264,9 +267,10 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
     for (std::size_t s = 0; s < st.size(); ++s) {
         const std::string where = origin + ": attention_stages[" + std::to_string(s) + "]";
         if (!st[s].is_object()) throw InputError(where + " must be an object {name, alpha, beta}");
-        for (const auto& [key, value] : st[s].items())
-            if (key != "name" && key != "alpha" && key != "beta")
-                throw InputError(where + ": unknown field '" + util::printable(key) + "' (known: name, alpha, beta)");
+        for (auto it = st[s].begin(); it != st[s].end(); ++it)
+            if (it.key() != "name" && it.key() != "alpha" && it.key() != "beta")
+                throw InputError(where + ": unknown field '" + util::printable(it.key()) +
+                                 "' (known: name, alpha, beta)");
         AttentionStage a;
         const auto name = st[s].find("name");
         if (name != st[s].end() && !name->is_string())
