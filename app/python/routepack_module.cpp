@@ -496,15 +496,31 @@ struct PlannerThread {
     std::atomic<bool> cancel{false};
 };
 
+/// A trace or window read from a library (Library.load): the Trace with counts and per-token routes.
+struct PyWindow {
+    std::shared_ptr<const Trace> trace;
+    std::string trace_name, window_name;
+};
+
+/// The planner on its own thread with the GIL released: progress events delivered on the calling
+/// thread (returning False cancels), Ctrl-C stops it and propagates; the plan or the planner's error.
+PyPlan run_plan_input(PlanInput in, const py::object& progress);
+
+/// ValueError for workers < 0, a time limit that is not finite and >= 0, a progress that is neither
+/// callable nor None.
+void check_plan_args(int workers, double time_limit_s, const py::object& progress) {
+    if (workers < 0) value_error("workers must be >= 0 (0 = all cores; got " + std::to_string(workers) + ")");
+    if (!std::isfinite(time_limit_s) || time_limit_s < 0)
+        value_error("time_limit_s must be finite and >= 0 (0 = none)");
+    if (!progress.is_none() && !PyCallable_Check(progress.ptr())) value_error("progress must be callable or None");
+}
+
 PyPlan run_plan(const py::object& lengths, const py::object& counts, const Topology& topology,
                 const std::vector<int>& moe_layers, const py::object& seed, int workers, double time_limit_s,
                 const py::object& budgets, const py::object& progress, std::optional<int> top_k,
                 std::optional<int> num_hidden_layers, const py::object& sample_ids, const std::string& trace_name,
                 const std::string& window_name, const std::string& model_name) {
-    if (workers < 0) value_error("workers must be >= 0 (0 = all cores; got " + std::to_string(workers) + ")");
-    if (!std::isfinite(time_limit_s) || time_limit_s < 0)
-        value_error("time_limit_s must be finite and >= 0 (0 = none)");
-    if (!progress.is_none() && !PyCallable_Check(progress.ptr())) value_error("progress must be callable or None");
+    check_plan_args(workers, time_limit_s, progress);
     PlanInput in;
     in.window = make_window(lengths, counts, moe_layers, top_k, num_hidden_layers, sample_ids, model_name);
     in.trace_name = trace_name;
@@ -514,7 +530,28 @@ PyPlan run_plan(const py::object& lengths, const py::object& counts, const Topol
     in.budgets.seed = py_seed(seed);
     in.budgets.workers = workers;
     in.budgets.time_limit_s = time_limit_s;
+    return run_plan_input(std::move(in), progress);
+}
 
+/// plan_window: a library window planned as `routepack plan --db` plans it, its per-token routes
+/// included (Library.load reads them), so on more than one node the plan has the communication
+/// figures and the grouter / routepack+comm methods. Argument errors as run_plan.
+PyPlan run_plan_window(const PyWindow& w, const Topology& topology, const py::object& seed, int workers,
+                       double time_limit_s, const py::object& budgets, const py::object& progress) {
+    check_plan_args(workers, time_limit_s, progress);
+    PlanInput in;
+    in.window = *w.trace;
+    in.trace_name = w.trace_name;
+    in.window_name = w.window_name;
+    in.topology = topology;
+    in.budgets = make_budgets(budgets);
+    in.budgets.seed = py_seed(seed);
+    in.budgets.workers = workers;
+    in.budgets.time_limit_s = time_limit_s;
+    return run_plan_input(std::move(in), progress);
+}
+
+PyPlan run_plan_input(PlanInput in, const py::object& progress) {
     auto st = std::make_shared<PlannerThread>();
     std::thread worker([st, in = std::move(in)] {
         try {
@@ -728,11 +765,6 @@ py::array_t<std::int32_t> counts_from_routes(const py::object& routes, int num_e
 
 // ---------------------------------------------------------------------------------------------
 // Library (read-only)
-
-struct PyWindow {
-    std::shared_ptr<const Trace> trace;
-    std::string trace_name, window_name;
-};
 
 struct PyLibrary {
     std::unique_ptr<storage::Library> lib;
@@ -1018,6 +1050,10 @@ Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scal
           py::arg("budgets") = py::none(), py::arg("progress") = py::none(), py::arg("top_k") = py::none(),
           py::arg("num_hidden_layers") = py::none(), py::arg("sample_ids") = py::none(),
           py::arg("trace_name") = "python", py::arg("window_name") = "", py::arg("model_name") = "");
+
+    m.def("_plan_window", &run_plan_window, py::arg("window"), py::arg("topology"), py::kw_only(), py::arg("seed") = 1,
+          py::arg("workers") = 1, py::arg("time_limit_s") = 0.0, py::arg("budgets") = py::none(),
+          py::arg("progress") = py::none());
 
     m.def(
         "_plan_from_json",

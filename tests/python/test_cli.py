@@ -84,6 +84,20 @@ def test_python_plan_is_the_cli_plan(exe, library):
     a, b = json.loads(p.to_json()), json.load(open(out))
     a.pop("timings"), b.pop("timings")
     assert a == b
+    # On two nodes too: the window's per-token routes come along, so the plan has the communication
+    # section and the grouter / routepack+comm methods, as the CLI's.
+    two = json.load(open(topo))
+    two["gpus_per_node"] = two["ep_ranks"] // 2
+    two_path = d / "two-nodes.json"
+    two_path.write_text(json.dumps(two))
+    out2 = str(d / "cli-plan-2n.json")
+    run(exe, "plan", "--db", db, "--trace", "syn", "--window", "w", "--topology", str(two_path), "--seed", "4",
+        "--threads", "1", "--quiet", "--out", out2)
+    p2 = routepack.plan_window(w, routepack.Topology.load(str(two_path)), seed=4, workers=1)
+    a2, b2 = json.loads(p2.to_json()), json.load(open(out2))
+    a2.pop("timings"), b2.pop("timings")
+    assert a2["communication"] is not None and "grouter" in a2["metrics"] and "routepack+comm" in a2["metrics"]
+    assert a2 == b2
     # The CLI validates the Python plan file against the library window.
     mine = str(d / "py-plan.json")
     p.save(mine)

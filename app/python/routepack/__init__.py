@@ -90,21 +90,29 @@ def plan(
     )
 
 
-def plan_window(window: Window, topology: Topology, **kwargs) -> Plan:
-    """Plans a :class:`Window` read from a :class:`Library` (its lengths, counts, model and sample
-    ids; the plan's inputs name its trace and window, as ``routepack plan --db`` does)."""
-    return plan(
-        window.lengths,
-        window.counts,
+def plan_window(
+    window: Window,
+    topology: Topology,
+    *,
+    seed: int = 1,
+    workers: int = 1,
+    time_limit_s: float = 0.0,
+    budgets: Optional[dict] = None,
+    progress: Optional[Callable[[str, float], Optional[bool]]] = None,
+) -> Plan:
+    """Plans a :class:`Window` read from a :class:`Library` as ``routepack plan --db`` does: its
+    lengths, counts, model, sample ids and per-token routes (so on a topology with more than one
+    node the plan carries the communication figures and the grouter / routepack+comm methods); the
+    plan's inputs name its trace and window. seed, workers, time_limit_s, budgets, progress: as
+    :func:`plan`."""
+    return _core._plan_window(
+        window,
         topology,
-        moe_layers=window.moe_layers,
-        top_k=window.top_k,
-        num_hidden_layers=window.num_hidden_layers,
-        sample_ids=window.sample_ids,
-        trace_name=window.trace_name,
-        window_name=window.window_name,
-        model_name=window.model_name,
-        **kwargs,
+        seed=seed,
+        workers=workers,
+        time_limit_s=time_limit_s,
+        budgets=budgets,
+        progress=progress,
     )
 
 
