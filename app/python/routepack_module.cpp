@@ -506,6 +506,23 @@ struct PyWindow {
 /// thread (returning False cancels), Ctrl-C stops it and propagates; the plan or the planner's error.
 PyPlan run_plan_input(PlanInput in, const py::object& progress);
 
+/// One window planned with the arguments of plan() (budgets dict, seed, workers, time limit, progress:
+/// checked by check_plan_args and make_budgets), through run_plan_input.
+PyPlan plan_trace(Trace window, const std::string& trace_name, const std::string& window_name, const Topology& topology,
+                  const py::object& seed, int workers, double time_limit_s, const py::object& budgets,
+                  const py::object& progress) {
+    PlanInput in;
+    in.window = std::move(window);
+    in.trace_name = trace_name;
+    in.window_name = window_name;
+    in.topology = topology;
+    in.budgets = make_budgets(budgets);
+    in.budgets.seed = py_seed(seed);
+    in.budgets.workers = workers;
+    in.budgets.time_limit_s = time_limit_s;
+    return run_plan_input(std::move(in), progress);
+}
+
 /// ValueError for workers < 0, a time limit that is not finite and >= 0, a progress that is neither
 /// callable nor None.
 void check_plan_args(int workers, double time_limit_s, const py::object& progress) {
@@ -521,16 +538,8 @@ PyPlan run_plan(const py::object& lengths, const py::object& counts, const Topol
                 std::optional<int> num_hidden_layers, const py::object& sample_ids, const std::string& trace_name,
                 const std::string& window_name, const std::string& model_name) {
     check_plan_args(workers, time_limit_s, progress);
-    PlanInput in;
-    in.window = make_window(lengths, counts, moe_layers, top_k, num_hidden_layers, sample_ids, model_name);
-    in.trace_name = trace_name;
-    in.window_name = window_name;
-    in.topology = topology;
-    in.budgets = make_budgets(budgets);
-    in.budgets.seed = py_seed(seed);
-    in.budgets.workers = workers;
-    in.budgets.time_limit_s = time_limit_s;
-    return run_plan_input(std::move(in), progress);
+    return plan_trace(make_window(lengths, counts, moe_layers, top_k, num_hidden_layers, sample_ids, model_name),
+                      trace_name, window_name, topology, seed, workers, time_limit_s, budgets, progress);
 }
 
 /// plan_window: a library window planned as `routepack plan --db` plans it, its per-token routes
@@ -539,16 +548,7 @@ PyPlan run_plan(const py::object& lengths, const py::object& counts, const Topol
 PyPlan run_plan_window(const PyWindow& w, const Topology& topology, const py::object& seed, int workers,
                        double time_limit_s, const py::object& budgets, const py::object& progress) {
     check_plan_args(workers, time_limit_s, progress);
-    PlanInput in;
-    in.window = *w.trace;
-    in.trace_name = w.trace_name;
-    in.window_name = w.window_name;
-    in.topology = topology;
-    in.budgets = make_budgets(budgets);
-    in.budgets.seed = py_seed(seed);
-    in.budgets.workers = workers;
-    in.budgets.time_limit_s = time_limit_s;
-    return run_plan_input(std::move(in), progress);
+    return plan_trace(*w.trace, w.trace_name, w.window_name, topology, seed, workers, time_limit_s, budgets, progress);
 }
 
 PyPlan run_plan_input(PlanInput in, const py::object& progress) {
