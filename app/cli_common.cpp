@@ -233,7 +233,7 @@ PlanResult run_planner(const PlanCmd& c) {
     in.topology = load_plan_topology(c);
     in.window = c.src.load(&in.trace_name, &in.window_name, {}, in.topology.nodes() > 1);
     // The planner's check, naming the file.
-    check_topology_for_model(in.topology, in.window.model, util::printable(c.topology));
+    check_topology_for_model(in.topology, in.window.model, topology_origin(c.topology));
     in.budgets = budgets;
     catch_sigint();
     const bool tty = isatty(STDERR_FILENO) && !c.quiet;

@@ -154,7 +154,7 @@ int run_place(const PlaceCmd& c) {
     }
     const int L = model.num_moe_layers(), E = model.experts;
     // A topology file is checked as the planner checks it (experts_per_layer too), naming the file.
-    if (topology) check_topology_for_model(*topology, model, util::printable(c.topology));
+    if (topology) check_topology_for_model(*topology, model, topology_origin(c.topology));
     if (E % P != 0)
         throw InputError("topology: " + std::to_string(E) + " experts are not divisible by " + std::to_string(P) +
                          " EP ranks");

@@ -77,7 +77,7 @@ int run_sweep(const SweepCmd& c) {
         throw InputError("sweep: trace '" + util::printable(c.trace) +
                          "' is load-only (per-layer expert totals, no samples): sweeps need windows of samples");
     // Once for every window (they share the trace's model), before --out is created.
-    check_topology_for_model(topology, trace.model, util::printable(c.plan.topology));
+    check_topology_for_model(topology, trace.model, topology_origin(c.plan.topology));
     std::vector<std::string> names;
     for (const auto& w : lib->windows(c.trace))
         if (fnmatch(c.windows.c_str(), w.name.c_str(), 0) == 0) names.push_back(w.name);

@@ -394,6 +394,17 @@ private Q_SLOTS:
         QCOMPARE(
             qs(error_of<InputError>([] { parse_plan(R"({"format": "routepack-plan", "version": 1e400})", "p.json"); })),
             QStringLiteral("p.json: malformed JSON: number overflow parsing '1e400' (field version)"));
+        // A topology nested deeper than the JSON printer's recursion takes (200,000 levels crashed
+        // it) is refused before it is printed; a shallow unknown field is named.
+        std::string deep = good.dump();
+        const std::size_t at = deep.find("\"topology\":{");
+        QVERIFY(at != std::string::npos);
+        deep.insert(at + 12, "\"zz\":" + std::string(200000, '[') + std::string(200000, ']') + ",");
+        QCOMPARE(qs(error_of<InputError>([&] { parse_plan(deep, "p.json"); })),
+                 QStringLiteral("p.json: topology: JSON nested deeper than 512 levels"));
+        QVERIFY(error_with([](nlohmann::json& j) {
+                    j["topology"]["zz"] = nlohmann::json::array({1});
+                }).startsWith(QStringLiteral("p.json: topology: unknown field 'zz' (known: ep_ranks,")));
     }
 
     void readOnlyOpenReadsThroughAGenuineWal() {

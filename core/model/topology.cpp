@@ -15,6 +15,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string_view>
 
@@ -367,11 +368,15 @@ Topology known_topology(const std::string& name) {
     throw InputError("unknown topology '" + util::printable(name) + "' (known: " + known_topology_list() + ")");
 }
 
+std::string topology_origin(const std::string& spec) {
+    return util::printable(spec, std::numeric_limits<std::size_t>::max());
+}
+
 Topology load_topology(const std::string& spec) {
     std::error_code ec;
     const std::filesystem::path p(spec);
     if (!spec.empty() && std::filesystem::exists(p, ec)) {
-        return parse_topology(read_input_file(p, input_files::kTopology), util::printable(spec));
+        return parse_topology(read_input_file(p, input_files::kTopology), topology_origin(spec));
     }
     for (const auto& r : embedded_topologies())
         if (r.name == spec) return parse_topology(r.text, "resources/topologies/" + r.name + ".json");

@@ -104,6 +104,11 @@ void check_row_fields(const Topology& t, const std::string& origin);
 /// a one-node topology serializes exactly as before they existed; row_multiple only when it is not 1,
 /// comm_weight only when not 0, comm_load_tolerance only when not 0.02).
 std::string topology_to_json(const Topology& t);
+/// How messages name a topology given as `spec` (a file path or a shipped name, as --topology
+/// takes it): control characters and invalid UTF-8 escaped (util::printable), never cut short, so
+/// a long path stays whole. load_topology's errors and the model check's callers use it.
+std::string topology_origin(const std::string& spec);
+
 /// Checks the topology against a model: E % P == 0, experts_per_layer == E when given. InputError
 /// prefixed by `origin` (the topology's file or shipped name): "t.json: 64 experts are not
 /// divisible by 6 EP ranks".

@@ -212,3 +212,20 @@ def test_cli_sweep_reports_the_time_limit(exe, library, tmp_path):
     assert line.split(",")[header.split(",").index("time_limit_hit")] == "1"
     r = run(exe, "sweep", "--db", db, "--trace", "syn", "--topology", str(topo), "--json")
     assert [w["time_limit_hit"] for w in json.loads(r.stdout)] == [False]
+
+
+def test_cli_topology_file_named_whole_and_escaped(exe, library, tmp_path):
+    # A topology path is shown whole (not cut at 80 characters like echoed values) with control
+    # characters escaped, in the parser's errors and in the model check's.
+    db, _, _ = library
+    name = "t\x1b" + "x" * 100 + ".json"
+    shown = str(tmp_path) + "/t\\x1b" + "x" * 100 + ".json"
+    topo = topology_file(tmp_path / name, 3)
+    r = run(exe, "plan", "--db", db, "--trace", "syn", "--window", "w", "--topology", str(topo), "--out",
+            str(tmp_path / "p.json"), ok=False)
+    assert r.returncode == 1
+    assert r.stderr == f"routepack: error: {shown}: 16 experts are not divisible by 3 EP ranks\n"
+    topo.write_text('{"ep_ranks": 8, "dp_slots": 4, "token_cap": 8192, "attention_stages": [], "x": 1}')
+    r = run(exe, "plan", "--db", db, "--trace", "syn", "--window", "w", "--topology", str(topo), "--out",
+            str(tmp_path / "p.json"), ok=False)
+    assert r.stderr.startswith(f"routepack: error: {shown}: unknown field 'x' (known: ep_ranks,")
