@@ -130,6 +130,9 @@ private Q_SLOTS:
             << "t.json: unknown field 'gpus_per_nod' (known: ep_ranks, dp_slots, token_cap, experts_per_layer, "
                "min_rows, row_multiple, gpus_per_node, ep_rank_nodes, dp_slot_nodes, comm_weight, "
                "comm_load_tolerance, edp_shards, attention_stages)";
+        QTest::newRow("comm_weight a list")
+            << R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 10, "comm_weight": [[1]], )" + st + "}"
+            << "t.json: field 'comm_weight' must be a number in 0..1e+06 (got a list)";
         QTest::newRow("unknown stage field")
             << R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 10, "attention_stages": [{"name": "a", "alpha": 1, "beta": 1, "gamma": 2}]})"
             << "t.json: attention_stages[0]: unknown field 'gamma' (known: name, alpha, beta)";
