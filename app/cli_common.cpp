@@ -210,6 +210,9 @@ void add_budget_flags(CLI::App& app, PlanCmd& c) {
                    "sample visits (0 = none)");
     app.add_option("--polish-kicks", b.polish_kick_moves,
                    "random moves per kick of the final pass (0 = one guided descent, no kicks)");
+    app.add_option("--placement-rounds", b.placement_rounds,
+                   "rounds of the final pass, each followed by refining the LPT placement for the layout "
+                   "(expert swaps between EP ranks, kept when the score drops; 0 = keep the LPT placement)");
 }
 
 Topology load_plan_topology(const PlanCmd& c) {

@@ -185,7 +185,11 @@ void print_comparison(const PlanResult& r) {
     std::cout << "rows: " << r.rows.how << "; lower bound " << r.rows.lower_bound << "\n";
     if (r.baseline_not_ffd)
         std::cout << "note: FixedRowFFD cannot fill R* rows; baseline and reorder use the row-count search's layout\n";
-    std::cout << "CV_global: identity " << fmt("%.4f", r.cv_identity) << " -> LPT " << fmt("%.4f", r.cv_lpt) << "\n";
+    std::cout << "CV_global: identity " << fmt("%.4f", r.cv_identity) << " -> LPT " << fmt("%.4f", r.cv_lpt);
+    if (!(r.routepack_placement == r.lpt))
+        std::cout << " -> refined for routepack's layout " << fmt("%.4f", r.cv_routepack) << " (" << r.placement_swaps
+                  << " expert swaps)";
+    std::cout << "\n";
     std::printf("%-15s %9s %12s %12s %10s %12s %10s %8s %12s %5s\n", "method", "placement", "max_g U", "sum_g U",
                 "max J", "S_EP", "T_EP", "eta_EP", "attention", "cap!");
     for (const MethodResult* m : r.methods()) {

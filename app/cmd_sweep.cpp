@@ -166,7 +166,8 @@ int run_sweep(const SweepCmd& c) {
         rows[k].run_id = lib->save_run(rows[k].plan, c.plan.topology).id;
         if (k > 0) {
             rows[k].churn = 0;
-            for (const auto& layer : placement_moves(rows[k].plan.lpt, rows[k - 1].plan.lpt))
+            for (const auto& layer :
+                 placement_moves(rows[k].plan.routepack_placement, rows[k - 1].plan.routepack_placement))
                 rows[k].churn += static_cast<std::int64_t>(layer.size());
         }
     }

@@ -688,12 +688,12 @@ private Q_SLOTS:
         QCOMPARE(r.grouter_off_node, std::vector<int>{});
         QCOMPARE(r.routepack_comm->placement_name, std::string("comm"));
         // Every method's figures equal the brute-force recount at its own placement.
-        expect_equal(*r.routepack.comm, brute_force(r.routepack.layout, in.window, in.topology, r.lpt));
+        expect_equal(*r.routepack.comm, brute_force(r.routepack.layout, in.window, in.topology, r.routepack_placement));
         expect_equal(*r.grouter->comm, brute_force(r.grouter->layout, in.window, in.topology, r.grouter_placement));
         expect_equal(*r.routepack_comm->comm,
                      brute_force(r.routepack_comm->layout, in.window, in.topology, r.comm_placement));
         const PlanFile f = parse_plan(plan_to_json(r), "p.json");
-        QCOMPARE(f.version, 5);
+        QCOMPARE(f.version, 6);
         QCOMPARE(f.comm.nodes, 2);
         QVERIFY(f.comm.available && f.comm.has_grouter && f.comm.has_comm_method);
         QCOMPARE(f.comm.comm_layout, r.routepack_comm->layout);
@@ -753,7 +753,7 @@ private Q_SLOTS:
             QCOMPARE(r.methods().size(), std::size_t(6));
             const std::vector<std::pair<const MethodResult*, const Placement*>> runs = {
                 {&r.baseline, &r.identity},          {&r.reorder, &r.lpt},
-                {&r.karmarkar_karp, &r.lpt},         {&r.routepack, &r.lpt},
+                {&r.karmarkar_karp, &r.lpt},         {&r.routepack, &r.routepack_placement},
                 {&*r.grouter, &r.grouter_placement}, {&*r.routepack_comm, &r.comm_placement}};
             for (const auto& [method, pi] : runs) {
                 const PackingProblem p = make_packing_problem(in.window, in.topology, *pi);

@@ -5,6 +5,7 @@
 #include "core/plan/metrics.h"
 #include "core/plan/packing.h"
 #include "core/plan/placement.h"
+#include "core/plan/placement_refine.h"
 #include "core/plan/rowcount.h"
 #include "core/util/errors.h"
 #include "core/util/rng.h"
@@ -120,6 +121,9 @@ private Q_SLOTS:
     void lptRejectsIndivisible();
     void lptRandomInvariants();
     void lptIndependentOfWorkers();
+    void refineHand();
+    void refineRandomInvariants();
+    void refineErrors();
     void lptMatchesLinearScan();
     void aggregateLoadsRandomBlocks();
     void cvGlobalHand();
@@ -314,6 +318,147 @@ void TestPlacement::lptRandomInvariants() {
                     *std::max_element(loads.begin() + l * E, loads.begin() + (l + 1) * E));
         }
     }
+}
+
+namespace {
+
+/// A window of n samples, L MoE layers, E experts; counts [n][L][E] (lengths: the counts' layer-0 sum).
+Trace trace_of(int L, int E, const std::vector<std::vector<std::uint32_t>>& counts) {
+    Trace t;
+    t.model.num_hidden_layers = L;
+    t.model.experts = E;
+    t.model.top_k = 1;
+    for (int l = 0; l < L; ++l)
+        t.model.moe_layers.push_back(l);
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+        SampleRecord r;
+        r.info.id = std::to_string(i);
+        r.counts = counts[i];
+        r.info.length =
+            std::max<std::int64_t>(1, std::accumulate(r.counts.begin(), r.counts.begin() + E, std::int64_t{0}));
+        t.append(std::move(r));
+    }
+    return t;
+}
+
+/// F = sum_l sum_rs max_p W[rs][l][p], recomputed from scratch (tokens).
+std::int64_t peak_sum_of(const Trace& t, const Placement& pi, const std::vector<int>& rs, int RS) {
+    const int L = pi.layers, E = pi.experts, P = pi.ep_ranks;
+    std::int64_t f = 0;
+    for (int l = 0; l < L; ++l) {
+        std::vector<std::int64_t> w(static_cast<std::size_t>(RS) * P, 0);
+        for (std::size_t i = 0; i < t.size(); ++i)
+            for (int e = 0; e < E; ++e)
+                w[static_cast<std::size_t>(rs[i]) * P + pi.rank_of(l, e)] += t.count(i, l, e);
+        for (int r = 0; r < RS; ++r)
+            f += *std::max_element(w.begin() + static_cast<std::ptrdiff_t>(r) * P,
+                                   w.begin() + static_cast<std::ptrdiff_t>(r + 1) * P);
+    }
+    return f;
+}
+
+} // namespace
+
+void TestPlacement::refineHand() {
+    // One layer, E = 4, P = 2 (H = 2). Sample 0 (row-shard 0) sends 10 tokens to e0 and e2, sample 1
+    // (row-shard 1) 10 to e1 and e3. Start: e0 -> slot 0, e2 -> slot 1 (rank 0), e1 -> slot 2,
+    // e3 -> slot 3 (rank 1): row-shard 0 loads (20, 0), row-shard 1 (0, 20), F = 20 + 20 = 40.
+    // First pair (e0, e1), ranks 0 and 1: e0 -> rank 1, e1 -> rank 0 gives (10, 10) and (10, 10),
+    // F = 20, delta -20: kept (e0 takes slot 2, e1 slot 0). No swap lowers a max of 10 any further.
+    const Trace t = trace_of(1, 4, {{10, 0, 10, 0}, {0, 10, 0, 10}});
+    Placement start;
+    start.layers = 1;
+    start.experts = 4;
+    start.ep_ranks = 2;
+    start.slot = {0, 2, 1, 3};
+    const std::vector<int> rs{0, 1};
+    const PlacementRefinement r = refine_placement(t, start, rs, 2, 8);
+    QCOMPARE(r.placement.slot, (std::vector<int>{2, 0, 1, 3}));
+    QCOMPARE(r.peak_sum_before, std::int64_t{40});
+    QCOMPARE(r.peak_sum_after, std::int64_t{20});
+    QCOMPARE(r.swaps, std::int64_t{1});
+    // Pass 1 scores (e0,e1) [kept], then with ranks (1,0,0,1): (e0,e2), (e1,e3), (e2,e3); pass 2 the
+    // four pairs of different ranks again. Ties keep the lower rank as the busiest, so rank 0 is every
+    // row-shard's peak and no pair is skipped.
+    QCOMPARE(r.evaluations, std::int64_t{8});
+    // No passes: the start comes back unchanged, F measured.
+    const PlacementRefinement none = refine_placement(t, start, rs, 2, 0);
+    QCOMPARE(none.placement, start);
+    QCOMPARE(none.peak_sum_after, std::int64_t{40});
+    QCOMPARE(none.swaps, std::int64_t{0});
+}
+
+void TestPlacement::refineRandomInvariants() {
+    // Random windows (fixed seeds): the result is a placement with H slots per rank, F never rises,
+    // both F values match a recount, the result is a local optimum of the swap neighbourhood (no
+    // single swap of two experts on different ranks lowers F_l), and 1 or 2 workers agree.
+    Rng rng(20261202);
+    for (int trial = 0; trial < 30; ++trial) {
+        const int L = 1 + static_cast<int>(rng.below(3)), P = trial % 2 ? 2 : 4,
+                  E = P * (1 + static_cast<int>(rng.below(3)));
+        const int n = 2 + static_cast<int>(rng.below(10)), RS = 1 + static_cast<int>(rng.below(4));
+        std::vector<std::vector<std::uint32_t>> counts(static_cast<std::size_t>(n));
+        for (auto& c : counts)
+            for (int k = 0; k < L * E; ++k)
+                c.push_back(static_cast<std::uint32_t>(rng.below(20)));
+        const Trace t = trace_of(L, E, counts);
+        std::vector<int> rs(static_cast<std::size_t>(n));
+        for (auto& r : rs)
+            r = static_cast<int>(rng.below(static_cast<std::uint64_t>(RS)));
+        const Placement start = identity_placement(L, E, P);
+        PlacementRefinement one, two;
+        tbb::task_arena(1).execute([&] { one = refine_placement(t, start, rs, RS, 1000); });
+        tbb::task_arena(2).execute([&] { two = refine_placement(t, start, rs, RS, 1000); });
+        QCOMPARE(one.placement, two.placement);
+        QCOMPARE(one.swaps, two.swaps);
+        const Placement& pi = one.placement;
+        for (int l = 0; l < L; ++l) {
+            std::vector<int> slots(pi.slot.begin() + l * E, pi.slot.begin() + (l + 1) * E);
+            std::sort(slots.begin(), slots.end());
+            std::vector<int> want(static_cast<std::size_t>(E));
+            std::iota(want.begin(), want.end(), 0);
+            QCOMPARE(slots, want);
+        }
+        QCOMPARE(one.peak_sum_before, peak_sum_of(t, start, rs, RS));
+        QCOMPARE(one.peak_sum_after, peak_sum_of(t, pi, rs, RS));
+        QVERIFY(one.peak_sum_after <= one.peak_sum_before);
+        QCOMPARE(one.swaps > 0, one.peak_sum_after < one.peak_sum_before);
+        const std::int64_t f = one.peak_sum_after;
+        for (int l = 0; l < L; ++l)
+            for (int a = 0; a < E; ++a)
+                for (int b = a + 1; b < E; ++b) {
+                    if (pi.rank_of(l, a) == pi.rank_of(l, b)) continue;
+                    Placement q = pi;
+                    std::swap(q.slot[static_cast<std::size_t>(l * E + a)], q.slot[static_cast<std::size_t>(l * E + b)]);
+                    QVERIFY2(
+                        peak_sum_of(t, q, rs, RS) >= f,
+                        qPrintable(QStringLiteral("trial %1 layer %2 swap e%3 e%4").arg(trial).arg(l).arg(a).arg(b)));
+                }
+    }
+}
+
+void TestPlacement::refineErrors() {
+    const Trace t = trace_of(1, 4, {{1, 0, 0, 0}, {0, 1, 0, 0}});
+    const Placement pi = identity_placement(1, 4, 2);
+    auto message = [&](const std::function<void()>& fn) {
+        try {
+            fn();
+        } catch (const std::invalid_argument& e) {
+            return QString::fromStdString(e.what());
+        }
+        return QStringLiteral("no error");
+    };
+    const std::vector<int> rs{0, 1};
+    QCOMPARE(message([&] { refine_placement(t, identity_placement(2, 4, 2), rs, 2, 1); }),
+             QStringLiteral("refine_placement: the placement is not 1 MoE layers x 4 experts"));
+    QCOMPARE(message([&] { refine_placement(t, pi, std::vector<int>{0}, 2, 1); }),
+             QStringLiteral("refine_placement: 1 row-shard ids for 2 samples"));
+    QCOMPARE(message([&] { refine_placement(t, pi, rs, 0, 1); }), QStringLiteral("refine_placement: no row-shards"));
+    QCOMPARE(message([&] {
+                 refine_placement(t, pi, std::vector<int>{0, 2}, 2, 1);
+             }),
+             QStringLiteral("refine_placement: row-shard id 2 is not in 0..1"));
+    QCOMPARE(message([&] { refine_placement(t, pi, rs, 2, -1); }), QStringLiteral("refine_placement: max_passes < 0"));
 }
 
 void TestPlacement::lptIndependentOfWorkers() {

@@ -2,6 +2,7 @@
 // cancellation, time limit, non-regression, the plan file round trip and its validation, and plans
 // on windows of the real traces in ../shared/traces.
 #include "core/import/import.h"
+#include "core/plan/bound.h"
 #include "core/plan/expert_map.h"
 #include "core/plan/plan_file.h"
 #include "core/plan/planner.h"
@@ -471,25 +472,29 @@ private Q_SLOTS:
         const PlanFile f = parse_plan(text, "p.json");
         QCOMPARE(f.score, r.routepack.metrics.score);
         QCOMPARE(f.layout, r.routepack.layout);
-        QCOMPARE(f.placement, r.lpt);
+        QCOMPARE(f.placement, r.routepack_placement);
         QCOMPARE(f.row_count, r.rows.rows);
         QCOMPARE(rescore_plan(f, in.window), std::string());
         // Schema fields the training job relies on.
         const auto j = nlohmann::json::parse(text);
         QCOMPARE(j["format"].get<std::string>(), std::string("routepack-plan"));
-        QCOMPARE(j["version"].get<int>(), 5);
+        QCOMPARE(j["version"].get<int>(), 6);
         QVERIFY(j["communication"].is_null()); // one node: no communication section
+        QCOMPARE(j["planner"]["budgets"]["placement_rounds"].get<int>(), 2);
+        QCOMPARE(j["planner"]["placement_refinement"]["refined"].get<bool>(), !(r.routepack_placement == r.lpt));
+        QCOMPARE(j["planner"]["placement_refinement"]["swaps"].get<std::int64_t>(), r.placement_swaps);
+        QCOMPARE(j["planner"]["placement_refinement"]["rounds_kept"].get<int>(), r.placement_rounds_kept);
         QCOMPARE(j["topology"]["row_multiple"].get<int>(), 1);
         QCOMPARE(j["inputs"]["fingerprint"].get<std::string>(), window_fingerprint(in.window));
         // The lower bound: recomputed from the window (core/plan/bound.h) and below the plan's max_g U.
-        const PackingProblem pl = make_packing_problem(in.window, in.topology, r.lpt);
+        const PackingProblem pl = make_packing_problem(in.window, in.topology, r.routepack_placement);
         const MaxULowerBound want = max_u_lower_bound(pl);
         QCOMPARE(j["max_u_lower_bound"]["value"].get<double>(), want.value);
         QCOMPARE(j["max_u_lower_bound"]["mean"].get<double>(), want.mean);
         QCOMPARE(j["max_u_lower_bound"]["sample"].get<double>(), want.sample);
         QCOMPARE(j["max_u_lower_bound"]["gap"].get<double>(), r.routepack.metrics.score.max_u / want.value - 1.0);
         QVERIFY(want.value > 0 && want.value <= r.routepack.metrics.score.max_u);
-        QCOMPARE(f.version, 5);
+        QCOMPARE(f.version, 6);
         QVERIFY(f.has_bound);
         QCOMPARE(f.bound.value, want.value);
         {
@@ -535,15 +540,15 @@ private Q_SLOTS:
             QCOMPARE(three.topology.row_multiple, 1);
             QCOMPARE(three.layout, f.layout);
             QCOMPARE(rescore_plan(three, in.window), std::string());
-            auto v6 = j;
-            v6["version"] = 6;
+            auto v7 = j;
+            v7["version"] = 7;
             QCOMPARE(
-                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v6.dump(), "p.json"); })),
-                QStringLiteral("p.json: plan version 6 is not supported (expected 1 to 5)"));
-            v6["version"] = 0;
+                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v7.dump(), "p.json"); })),
+                QStringLiteral("p.json: plan version 7 is not supported (expected 1 to 6)"));
+            v7["version"] = 0;
             QCOMPARE(
-                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v6.dump(), "p.json"); })),
-                QStringLiteral("p.json: plan version 0 is not supported (expected 1 to 5)"));
+                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v7.dump(), "p.json"); })),
+                QStringLiteral("p.json: plan version 0 is not supported (expected 1 to 6)"));
             // Version 4 has no communication section; version 5 must have one.
             auto four = j;
             four["version"] = 4;
@@ -754,6 +759,29 @@ private Q_SLOTS:
         QVERIFY2(r.routepack.metrics.score < r.karmarkar_karp.metrics.score, "routepack must beat karmarkar-karp");
         const PlanFile f = parse_plan(plan_to_json(r), "real.json");
         QCOMPARE(rescore_plan(f, in.window), std::string());
+        // The final pass refined the LPT placement for routepack's layout on every real window: the
+        // plan's placement is the refined one, every rank keeps H slots, routepack's score and bound
+        // are those at it, and a saved plan restores it (reorder and karmarkar-karp stay on LPT).
+        QCOMPARE(r.routepack.placement_name, std::string("refined"));
+        QVERIFY(!(r.routepack_placement == r.lpt));
+        QVERIFY(r.placement_swaps > 0 && r.placement_rounds_kept > 0);
+        QCOMPARE(r.reorder.placement_name, std::string("lpt"));
+        const PackingProblem at = make_packing_problem(in.window, in.topology, r.routepack_placement);
+        QCOMPARE(score_layout(r.routepack.layout, at), r.routepack.metrics.score);
+        QCOMPARE(max_u_lower_bound(at).value, r.bound.value);
+        QVERIFY(r.bound.value <= r.routepack.metrics.score.max_u);
+        QCOMPARE(f.placement, r.routepack_placement);
+        const PlanResult back = restore_plan(f, in.window, "real.json");
+        QCOMPARE(back.routepack.placement_name, std::string("refined"));
+        QCOMPARE(back.lpt, r.lpt);
+        QCOMPARE(back.cv_routepack, r.cv_routepack);
+        QCOMPARE(back.bound.value, r.bound.value);
+        // placement_rounds 0: routepack keeps the LPT placement.
+        in.budgets.placement_rounds = 0;
+        const PlanResult plain = plan_window(in);
+        QCOMPARE(plain.routepack_placement, plain.lpt);
+        QCOMPARE(plain.routepack.placement_name, std::string("lpt"));
+        QCOMPARE(plain.placement_swaps, std::int64_t{0});
     }
 };
 

@@ -632,7 +632,8 @@ private Q_SLOTS:
         QCOMPARE(shownIds(), expected);
         const QString layerId = QString::number(plan->model.moe_layers[static_cast<std::size_t>(l)]);
         QCOMPARE(w.sampleFilterText(),
-                 QStringLiteral("Top 20 samples by tokens on EP rank 1 of MoE layer %1 (LPT placement)").arg(layerId));
+                 QStringLiteral("Top 20 samples by tokens on EP rank 1 of MoE layer %1 (refined LPT placement)")
+                     .arg(layerId));
         QVERIFY(w.clearFilterButton()->isVisible());
         // The other views follow: both EP maps outline (l, p), the row-peak view layer l.
         for (bool planned : {false, true}) {
@@ -648,12 +649,12 @@ private Q_SLOTS:
         // The experts of the rank, with their tokens, under the maps.
         const QString list = w.planView()->epHeatmapPanel()->selectionText();
         const int P = plan->topology.ep_ranks;
-        QVERIFY2(
-            list.startsWith(QStringLiteral("<b>Layer %1, EP rank 1</b> (LPT placement): G = %2 tokens on %3 experts: ")
-                                .arg(layerId)
-                                .arg(plan->rank_loads_lpt[static_cast<std::size_t>(l) * P + p])
-                                .arg(plan->model.experts / P)),
-            qPrintable(list));
+        QVERIFY2(list.startsWith(
+                     QStringLiteral("<b>Layer %1, EP rank 1</b> (refined LPT placement): G = %2 tokens on %3 experts: ")
+                         .arg(layerId)
+                         .arg(plan->rank_loads_routepack[static_cast<std::size_t>(l) * P + p])
+                         .arg(plan->model.experts / P)),
+                 qPrintable(list));
         shot(&w, QStringLiteral("explain-linked-ep"));
         w.clearFilterButton()->click();
         QCOMPARE(w.sampleProxy()->rowCount(), 32);

@@ -2,6 +2,7 @@
 
 #include "core/plan/expert_map.h"
 #include "core/plan/plan_file.h"
+#include "views/plan_data.h"
 #include "views/plan_views.h"
 #include "views/sample_table_model.h"
 
@@ -45,7 +46,8 @@ ExportResult writePlanJson(const PlanResult& plan, const QString& file) {
 ExportResult writeExpertMap(const PlanResult& plan, const QString& format, const QString& file) {
     QString err;
     try {
-        const std::string text = expert_map_json(plan.lpt, plan.model, parse_expert_map_format(format.toStdString()));
+        const std::string text =
+            expert_map_json(planned_placement(plan), plan.model, parse_expert_map_format(format.toStdString()));
         if (!writeTextFile(file, text, &err)) return failure(err);
     } catch (const std::exception& e) {
         return failure(QString::fromStdString(e.what()));

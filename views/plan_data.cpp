@@ -57,10 +57,23 @@ const MethodResult& method_of(const PlanResult& plan, int m) {
     }
 }
 
+const Placement& planned_placement(const PlanResult& plan) {
+    return plan.routepack_placement.slot.empty() ? plan.lpt : plan.routepack_placement;
+}
+
+const std::vector<std::uint64_t>& planned_rank_loads(const PlanResult& plan) {
+    return plan.rank_loads_routepack.empty() ? plan.rank_loads_lpt : plan.rank_loads_routepack;
+}
+
+double planned_cv(const PlanResult& plan) {
+    return plan.rank_loads_routepack.empty() ? plan.cv_lpt : plan.cv_routepack;
+}
+
 const Placement& placement_of(const PlanResult& plan, int m) {
     const MethodResult& r = method_of(plan, m);
     if (r.placement_name == "grouter") return plan.grouter_placement;
     if (r.placement_name == "comm") return plan.comm_placement;
+    if (r.placement_name == "refined") return planned_placement(plan);
     return r.lpt ? plan.lpt : plan.identity;
 }
 

@@ -32,6 +32,12 @@ std::vector<int> plan_methods(const PlanResult& plan);
 /// The MethodResult of method m of a plan; std::out_of_range when m is outside 0..5 or the plan
 /// lacks it (has_method).
 const MethodResult& method_of(const PlanResult& plan, int m);
+/// The plan's deployed placement: routepack_placement (LPT refined for routepack's layout), or LPT
+/// for a plan built without one (a placement-only plan of a load-only trace); its rank loads G[l][p]
+/// (eq. 10) and CV_global (eq. 22) likewise.
+const Placement& planned_placement(const PlanResult& plan);
+const std::vector<std::uint64_t>& planned_rank_loads(const PlanResult& plan);
+double planned_cv(const PlanResult& plan);
 /// The placement method m runs on (MethodResult::placement_name): identity, LPT, the grouter
 /// grouping or routepack+comm's placement. Same errors as method_of.
 const Placement& placement_of(const PlanResult& plan, int m);

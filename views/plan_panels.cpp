@@ -294,7 +294,7 @@ void EpHeatmapPanel::setPlan(const std::shared_ptr<const PlanResult>& plan,
     }
     const int L = plan_->model.num_moe_layers(), P = plan_->topology.ep_ranks;
     if (L < 1 || P < 1 || plan_->rank_loads_identity.size() != static_cast<std::size_t>(L) * P ||
-        plan_->rank_loads_lpt.size() != static_cast<std::size_t>(L) * P) {
+        planned_rank_loads(*plan_).size() != static_cast<std::size_t>(L) * P) {
         identity_->clear();
         lpt_->clear();
         summary_->setText(tr("This plan carries no rank loads."));
@@ -308,9 +308,9 @@ void EpHeatmapPanel::setPlan(const std::shared_ptr<const PlanResult>& plan,
     for (const ExpertBound& b : bounded_)
         marks[static_cast<std::size_t>(b.layer)] = true;
     cvIdentity_ = layer_rank_cv(plan_->rank_loads_identity, L, P);
-    cvLpt_ = layer_rank_cv(plan_->rank_loads_lpt, L, P);
+    cvLpt_ = layer_rank_cv(planned_rank_loads(*plan_), L, P);
     auto normId = normalized_rank_loads(plan_->rank_loads_identity, L, P);
-    auto normLpt = normalized_rank_loads(plan_->rank_loads_lpt, L, P);
+    auto normLpt = normalized_rank_loads(planned_rank_loads(*plan_), L, P);
     // One scale for both maps, centred on the layer mean; never degenerate.
     double lo = 1.0, hi = 1.0;
     for (const auto* v : {&normId, &normLpt})
@@ -346,8 +346,11 @@ void EpHeatmapPanel::setPlan(const std::shared_ptr<const PlanResult>& plan,
     };
     fill(identity_, std::move(normId), cvIdentity_, &plan_->rank_loads_identity, &plan_->identity,
          tr("Identity placement (CV_global %1)").arg(plan_->cv_identity, 0, 'f', 4));
-    fill(lpt_, std::move(normLpt), cvLpt_, &plan_->rank_loads_lpt, &plan_->lpt,
-         tr("Planned LPT placement (CV_global %1)").arg(plan_->cv_lpt, 0, 'f', 4));
+    const bool refined = !(planned_placement(*plan_) == plan_->lpt);
+    fill(lpt_, std::move(normLpt), cvLpt_, &planned_rank_loads(*plan_), &planned_placement(*plan_),
+         (refined ? tr("Planned placement, LPT refined for the layout (CV_global %1)")
+                  : tr("Planned LPT placement (CV_global %1)"))
+             .arg(planned_cv(*plan_), 0, 'f', 4));
     QString bounds;
     if (!bounded_.empty()) {
         // The most bounded first: the largest share of its layer on one expert.
@@ -391,9 +394,11 @@ void EpHeatmapPanel::selectCell(int layer, int rank, bool planned) {
     }
     for (HeatmapWidget* h : {identity_, lpt_})
         h->setSelection(layer, rank);
-    const Placement& pi = planned ? plan_->lpt : plan_->identity;
-    const auto& G = planned ? plan_->rank_loads_lpt : plan_->rank_loads_identity;
-    const QString where = planned ? tr("LPT placement") : tr("identity placement");
+    const Placement& pi = planned ? planned_placement(*plan_) : plan_->identity;
+    const auto& G = planned ? planned_rank_loads(*plan_) : plan_->rank_loads_identity;
+    const QString where = !planned                                  ? tr("identity placement")
+                          : planned_placement(*plan_) == plan_->lpt ? tr("LPT placement")
+                                                                    : tr("refined LPT placement");
     QString text = tr("<b>Layer %1, EP rank %2</b> (%3): G = %4 tokens")
                        .arg(layerLabel(*plan_, layer))
                        .arg(rank)
@@ -938,7 +943,7 @@ void CostsPanel::refresh() {
             .arg(G > 1 ? QStringLiteral("r%1 g%2").arg(tallRow).arg(tg) : QStringLiteral("r%1").arg(tallRow))
             .arg(R)
             .arg(G) +
-        (method_of(*plan_, m).lpt && plan_->bound.value > 0
+        (placement_of(*plan_, m) == planned_placement(*plan_) && plan_->bound.value > 0
              ? tr(" Lower bound on max_g U at this placement (any layout): %1, gap %2%.")
                    .arg(plan_->bound.value, 0, 'f', 4)
                    .arg(100.0 * bound_gap(metrics.score.max_u, plan_->bound.value), 0, 'f', 2)

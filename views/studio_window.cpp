@@ -962,6 +962,9 @@ void StudioWindow::showPlacementIfLoadOnly(const QString& trace) {
         p->rank_loads_lpt = rank_loads(loads, p->lpt);
         p->cv_identity = cv_global(p->rank_loads_identity, L, topo->ep_ranks);
         p->cv_lpt = cv_global(p->rank_loads_lpt, L, topo->ep_ranks);
+        p->routepack_placement = p->lpt;
+        p->rank_loads_routepack = p->rank_loads_lpt;
+        p->cv_routepack = p->cv_lpt;
         clearPlan();
         planView_->setPlacement(p, std::make_shared<const std::vector<std::uint64_t>>(loads));
         setStatus(tr("Trace %1 is load-only: placement on %2 EP ranks, CV_global %3 (identity) -> %4 (LPT).")

@@ -5,6 +5,7 @@
 // bad shapes, dtypes, negative counts and NaN are refused with ValueError naming the argument and index.
 #include "core/model/route_counts.h"
 #include "core/model/topology.h"
+#include "core/plan/budgets_json.h"
 #include "core/plan/expert_map.h"
 #include "core/plan/placement.h"
 #include "core/plan/plan_file.h"
@@ -391,13 +392,16 @@ PlannerBudgets make_budgets(const py::object& budgets) {
                 b.polish_evaluations = py_int_in(v, "budgets['polish_evaluations']", 0, INT64_MAX);
             else if (key == "polish_kick_moves")
                 b.polish_kick_moves = static_cast<int>(py_int_in(v, "budgets['polish_kick_moves']", 0, INT_MAX));
+            else if (key == "placement_rounds")
+                b.placement_rounds =
+                    static_cast<int>(py_int_in(v, "budgets['placement_rounds']", 0, kMaxPlacementRounds));
             else if (key == "anytime")
                 b.anytime = v.cast<bool>();
             else
                 value_error("budgets: unknown budget '" + key +
                             "' (known: seeds, population, choice_width, eta, projections, pair_candidates, levels, "
                             "steps, t0, cooling, p_guide, rho, p_straggler, row_nodes, polish_evaluations, "
-                            "polish_kick_moves, anytime)");
+                            "polish_kick_moves, placement_rounds, anytime)");
         } catch (const py::cast_error&) {
             value_error("budgets['" + key + "'] must be a number");
         }
@@ -462,7 +466,7 @@ PlanFile plan_file_of(const PlanResult& r) {
     f.fingerprint = r.fingerprint;
     f.model = r.model;
     f.topology = r.topology;
-    f.placement = r.lpt;
+    f.placement = r.routepack_placement;
     for (const auto& s : r.samples) {
         f.sample_ids.push_back(s.id);
         f.lengths.push_back(s.length);

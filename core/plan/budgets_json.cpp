@@ -37,6 +37,7 @@ std::string planner_budgets_to_json(const PlannerBudgets& b) {
     j["row_nodes"] = b.row_nodes;
     j["polish_evaluations"] = b.polish_evaluations;
     j["polish_kick_moves"] = b.polish_kick_moves;
+    j["placement_rounds"] = b.placement_rounds;
     j["time_limit_s"] = b.time_limit_s;
     j["anytime"] = b.anytime;
     return j.dump();
@@ -128,6 +129,9 @@ void check_planner_budgets(const PlannerBudgets& b, const std::string& origin, B
     at_least("--row-nodes", "row_nodes", b.row_nodes, 0);
     at_least("--polish", "polish_evaluations", b.polish_evaluations, 0);
     at_least("--polish-kicks", "polish_kick_moves", b.polish_kick_moves, 0);
+    if (b.placement_rounds < 0 || b.placement_rounds > kMaxPlacementRounds)
+        bad("--placement-rounds", "placement_rounds", "in 0.." + std::to_string(kMaxPlacementRounds),
+            std::to_string(b.placement_rounds));
 }
 
 PlannerBudgets parse_planner_budgets(const std::string& json_text, const std::string& origin) {
@@ -164,6 +168,7 @@ PlannerBudgets parse_planner_budgets(const std::string& json_text, const std::st
     r.integer("row_nodes", b.row_nodes, 0);
     r.integer("polish_evaluations", b.polish_evaluations, 0);
     r.integer("polish_kick_moves", b.polish_kick_moves, 0, kIntMax);
+    r.integer("placement_rounds", b.placement_rounds, 0, kMaxPlacementRounds);
     r.real("time_limit_s", b.time_limit_s, 0, inf);
     if (j.contains("anytime")) {
         if (!j["anytime"].is_boolean()) throw InputError(origin + ": budget 'anytime' must be true or false");

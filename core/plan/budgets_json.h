@@ -9,8 +9,9 @@ namespace routepack {
 
 /// {"seed", "workers", "seeds_M", "population", "choice_width", "eta", "projections",
 /// "pair_candidates", "levels", "t0", "cooling", "steps_per_level", "p_guide", "rho", "p_straggler", "row_nodes",
-/// "polish_evaluations", "polish_kick_moves", "time_limit_s", "anytime"} (compact JSON; doubles with round-trip
-/// precision). The annealing and seeding seeds/workers are derived by the planner and are not part of it.
+/// "polish_evaluations", "polish_kick_moves", "placement_rounds", "time_limit_s", "anytime"} (compact JSON; doubles
+/// with round-trip precision). The annealing and seeding seeds/workers are derived by the planner and are not part of
+/// it.
 std::string planner_budgets_to_json(const PlannerBudgets& b);
 
 /// How check_planner_budgets names a budget: by its CLI flag ("--threads", "--time-limit", ...)
@@ -22,6 +23,8 @@ enum class BudgetNames { Flags, Keys };
 int max_planner_workers();
 /// Longest planner time limit: one year, in seconds.
 inline constexpr double kMaxTimeLimitSeconds = 365.0 * 24 * 3600;
+/// Most rounds of the final pass (each may rebuild the [n][L][P] demand at a refined placement).
+inline constexpr int kMaxPlacementRounds = 1000;
 
 /// The one validation of planner budgets, shared by the CLI (flags), the studio and the planner
 /// (plan_window checks its input with BudgetNames::Keys and origin "planner"). InputError
@@ -32,6 +35,7 @@ inline constexpr double kMaxTimeLimitSeconds = 365.0 * 24 * 3600;
 ///   seeds_M, population, choice_width, projections, pair_candidates   >= 1
 ///   eta              finite, >= 0;  t0  finite, > 0;  cooling in (0, 1];  p_guide, rho, p_straggler in [0, 1]
 ///   levels, steps_per_level, row_nodes, polish_evaluations, polish_kick_moves   >= 0
+///   placement_rounds 0..kMaxPlacementRounds
 ///   anytime          only with time_limit_s > 0
 /// (the seed is any 64-bit unsigned value; its text is checked where it is parsed).
 void check_planner_budgets(const PlannerBudgets& b, const std::string& origin, BudgetNames names,

@@ -130,7 +130,7 @@ std::string plan_to_json(const PlanResult& r) {
     j["topology"] = topology_ojson(r.topology);
     j["topology"]["row_multiple"] = r.topology.row_multiple; // version 4: always written
     j["moe_layers"] = r.model.moe_layers;
-    j["placement"] = placement_ojson(r.lpt);
+    j["placement"] = placement_ojson(r.routepack_placement);
     ojson samples = ojson::array();
     for (std::size_t i = 0; i < r.samples.size(); ++i)
         samples.push_back({{"id", r.samples[i].id}, {"index", i}, {"length", r.samples[i].length}});
@@ -182,6 +182,7 @@ std::string plan_to_json(const PlanResult& r) {
                       {"row_nodes", r.budgets.row_nodes},
                       {"polish_evaluations", r.budgets.polish_evaluations},
                       {"polish_kick_moves", r.budgets.polish_kick_moves},
+                      {"placement_rounds", r.budgets.placement_rounds},
                       {"time_limit_s", r.budgets.time_limit_s},
                       {"anytime", r.budgets.anytime}}},
                     {"population", r.population_origins},
@@ -193,6 +194,10 @@ std::string plan_to_json(const PlanResult& r) {
                       {"kicks", r.polish_kicks},
                       {"kicks_kept", r.polish_kicks_kept},
                       {"local_optimum", r.polish_local_optimum}}},
+                    {"placement_refinement",
+                     {{"refined", !(r.routepack_placement == r.lpt)},
+                      {"rounds_kept", r.placement_rounds_kept},
+                      {"swaps", r.placement_swaps}}},
                     {"cancelled", r.cancelled},
                     {"time_limit_hit", r.time_limit_hit},
                     {"convergence", std::move(conv)}};
@@ -631,19 +636,22 @@ PlanResult restore_plan(const PlanFile& plan, const Trace& window, const std::st
     PlanResult r = plan_window(in, {}, &stop);
     r.cancelled = false;
     r.timings.clear();
-    if (!(r.lpt == plan.placement)) {
-        // The saved placement is the truth; the rank loads and CV follow it.
-        r.lpt = plan.placement;
+    if (!(r.routepack_placement == plan.placement)) {
+        // The saved placement is routepack's (the LPT placement, refined for its layout from plan
+        // version 6); the rank loads, CV and bound follow it. LPT itself is recomputed above.
+        r.routepack_placement = plan.placement;
         const auto loads =
             aggregate_expert_loads(window.counts, window.size(), window.model.num_moe_layers(), window.model.experts);
-        r.rank_loads_lpt = rank_loads(loads, r.lpt);
-        r.cv_lpt = cv_global(r.rank_loads_lpt, r.lpt.layers, r.lpt.ep_ranks);
-        r.bound = max_u_lower_bound(make_packing_problem(window, plan.topology, r.lpt));
+        r.rank_loads_routepack = rank_loads(loads, r.routepack_placement);
+        r.cv_routepack =
+            cv_global(r.rank_loads_routepack, r.routepack_placement.layers, r.routepack_placement.ep_ranks);
+        r.bound = max_u_lower_bound(make_packing_problem(window, plan.topology, r.routepack_placement));
     }
     r.rows.rows = plan.row_count;
     r.rows.certified = plan.row_count_certified;
     r.rows.lower_bound = plan.row_lower_bound;
     r.routepack.layout = plan.layout;
+    r.routepack.placement_name = r.routepack_placement == r.lpt ? "lpt" : "refined";
     auto method = [&](const char* name, const char* placement, const Layout& x) {
         MethodResult m;
         m.name = name;
@@ -670,8 +678,10 @@ PlanResult restore_plan(const PlanFile& plan, const Trace& window, const std::st
         const CommDemand d_id = make_comm_demand(window, plan.topology, r.identity);
         const CommDemand d_lpt = make_comm_demand(window, plan.topology, r.lpt);
         r.baseline.comm = comm_cost(r.baseline.layout, d_id, slot_node);
-        for (MethodResult* m : {&r.reorder, &r.karmarkar_karp, &r.routepack})
+        for (MethodResult* m : {&r.reorder, &r.karmarkar_karp})
             m->comm = comm_cost(m->layout, d_lpt, slot_node);
+        r.routepack.comm =
+            comm_cost(r.routepack.layout, make_comm_demand(window, plan.topology, r.routepack_placement), slot_node);
         if (r.grouter)
             r.grouter->comm =
                 comm_cost(r.grouter->layout, make_comm_demand(window, plan.topology, r.grouter_placement), slot_node);

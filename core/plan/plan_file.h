@@ -14,9 +14,13 @@ namespace routepack {
 /// Version 5 adds "communication" (null on one node; else the node map, comm_weight, tolerance and,
 /// with routes, every method's inter-node figures and the grouter / routepack+comm placements and rows)
 /// and the metrics of those two methods.
-/// parse_plan reads versions 1 to 5 (version 1 has no bound; versions 1 to 3 have no row_multiple,
+/// Version 6: "placement" is routepack's placement, the LPT placement refined for its layout
+/// (PlanResult::routepack_placement; equal to LPT when no refinement was kept), the bound and the
+/// routepack metrics are taken at it, and the planner section adds budgets.placement_rounds and
+/// placement_refinement {rounds_kept, swaps, refined}.
+/// parse_plan reads versions 1 to 6 (version 1 has no bound; versions 1 to 3 have no row_multiple,
 /// read as 1) and rescore_plan checks each file's fingerprint with the function of its version.
-constexpr int kPlanVersion = 5;
+constexpr int kPlanVersion = 6;
 
 /// One method's inter-node figures as the plan file holds them (token copies, core/plan/comm.h).
 struct CommFigures {
@@ -50,7 +54,7 @@ struct PlanFile {
     std::string trace_name, window_name, fingerprint;
     ModelDescription model; ///< name, num_hidden_layers, experts, top_k, moe_layers
     Topology topology;
-    Placement placement;                 ///< routepack's (LPT) placement
+    Placement placement;                 ///< routepack's placement (LPT, refined for the layout from version 6)
     std::vector<std::string> sample_ids; ///< window order
     std::vector<std::int64_t> lengths;   ///< window order
     int row_count = 0;
@@ -58,7 +62,7 @@ struct PlanFile {
     int row_lower_bound = 0;
     Layout layout; ///< rows as sample indices (window order)
     Score score;
-    int version = kPlanVersion; ///< the file's format version (1 to 5; a plan built in memory: current)
+    int version = kPlanVersion; ///< the file's format version (1 to 6; a plan built in memory: current)
     /// "max_u_lower_bound" (versions 2 to 4; absent in version 1 files: has_bound false).
     bool has_bound = false;
     MaxULowerBound bound;
@@ -69,7 +73,7 @@ struct PlanFile {
     int workers = 0;
 };
 
-/// Parses and checks a plan's structure alone: format/version (1 to 5), every layer's placement a permutation
+/// Parses and checks a plan's structure alone: format/version (1 to 6), every layer's placement a permutation
 /// of 0..E-1 with E % P == 0, topology valid, R x D non-empty cells, every sample exactly once, cell
 /// token sums <= C (from the plan's own lengths), row_count a multiple of topology.row_multiple
 /// ("<origin>: row_count 6 is not a multiple of topology.row_multiple 4"), score == metrics.routepack.score, and

@@ -5,6 +5,7 @@
 #include "core/plan/comm_placement.h"
 #include "core/plan/grouter.h"
 #include "core/plan/placement.h"
+#include "core/plan/placement_refine.h"
 #include "core/util/errors.h"
 
 #include <tbb/global_control.h>
@@ -67,13 +68,37 @@ struct SearchStats {
     bool finished = true; ///< false when cancelled before annealing (the caller returns at once)
 };
 
+/// Passes of refine_placement per layer in one refinement (each pass visits every expert pair; the
+/// real windows converge in 2-4).
+constexpr int kRefinePasses = 8;
+/// Largest refinement the final pass runs: row-shard updates of one pass over every layer's expert
+/// pairs, L * E * (E - 1) / 2 * R * G. The real windows need 0.9-3.9 million; the 8192-sample scale
+/// point (64 layers, 256 experts, 96 row-shards) 200 million, about as much as its whole search, for
+/// a plan already within 0.11% of its bound after annealing: larger problems keep the LPT placement.
+constexpr double kRefineMaxPassWork = 2e7;
+
+/// What the final pass needs to adapt the placement to its layout (routepack's search only), and
+/// what it found.
+struct PlacementContext {
+    const Trace* window = nullptr;
+    const Topology* topology = nullptr;
+    Placement placement;                   ///< in: the search problem's placement; out: best.layout's
+    std::optional<PackingProblem> problem; ///< the problem at `placement` once a refinement was kept
+    std::int64_t swaps = 0;
+    int rounds_kept = 0;
+};
+
 /// RoutePack's packing search on problem `p` from the length-only layout `ffd`: seeding (Algorithm 2),
 /// population annealing (Algorithm 3) and the final exact pass on the straggler, keeping the best in
 /// `best`. `stage0` offsets the RNG streams (planner stages stage0 + 1..3 of the master seed);
-/// `extra_seed`, when given, replaces the population's worst member (same population size).
+/// `extra_seed`, when given, replaces the population's worst member (same population size). With a
+/// placement context and budgets.placement_rounds > 0 the final pass runs in that many rounds, each
+/// followed by refine_placement on the best layout; a refinement is kept when it lowers the exact
+/// score, and the next round searches at the new placement (`best` is then scored at pc->placement).
 SearchStats packing_search(const PackingProblem& p, const Layout& ffd, const PlannerBudgets& budgets, int stage0,
                            const std::optional<SeedMember>& extra_seed, BestLayout& best, const SearchHooks& hooks,
-                           const std::atomic<bool>* cancel, std::optional<Clock::time_point> deadline) {
+                           const std::atomic<bool>* cancel, std::optional<Clock::time_point> deadline,
+                           PlacementContext* pc = nullptr) {
     SearchStats st;
     auto cancelled = [&] { return cancel && cancel->load(std::memory_order_relaxed); };
     auto emit = [&](const char* stage, double f) {
@@ -137,22 +162,25 @@ SearchStats packing_search(const PackingProblem& p, const Layout& ffd, const Pla
     // stream; anytime until the deadline when there is one).
     t0 = Clock::now();
     emit("polish", 0.95);
-    if (budgets.polish_evaluations > 0 && !cancelled() && !st.time_limit_hit) {
+    const PackingProblem* cur = &p;
+    std::mutex progress_mutex;
+    std::function<void(const Score&)> on_improve;
+    if (hooks.progress)
+        on_improve = [&](const Score& s) {
+            const std::lock_guard<std::mutex> lock(progress_mutex);
+            hooks.progress(PlanEvent{"polish", 0.95, std::nullopt, s});
+        };
+    // One search segment of `evaluations` on the current problem, with the RNG stream of round k.
+    auto polish = [&](std::int64_t evaluations, std::uint64_t k) {
         PolishSettings ps;
-        ps.evaluations = budgets.anytime ? std::numeric_limits<std::int64_t>::max() : budgets.polish_evaluations;
+        ps.evaluations = evaluations;
         ps.kick_moves = budgets.polish_kick_moves;
-        std::mutex progress_mutex;
-        std::function<void(const Score&)> on_improve;
-        if (hooks.progress)
-            on_improve = [&](const Score& s) {
-                const std::lock_guard<std::mutex> lock(progress_mutex);
-                hooks.progress(PlanEvent{"polish", 0.95, std::nullopt, s});
-            };
-        const PolishResult d = iterated_straggler_search(p, best.layout, ps, stage(3), cancel, deadline, on_improve);
-        st.polish_evaluations = d.evaluations;
-        st.polish_improvements = d.improvements;
-        st.polish_kicks = d.kicks;
-        st.polish_kicks_kept = d.kicks_kept;
+        const PolishResult d = iterated_straggler_search(*cur, best.layout, ps, seeds::polish_round(stage(3), k),
+                                                         cancel, deadline, on_improve);
+        st.polish_evaluations += d.evaluations;
+        st.polish_improvements += d.improvements;
+        st.polish_kicks += d.kicks;
+        st.polish_kicks_kept += d.kicks_kept;
         st.polish_local_optimum = d.local_optimum;
         if (d.cancelled) {
             if (cancelled())
@@ -161,7 +189,57 @@ SearchStats packing_search(const PackingProblem& p, const Layout& ffd, const Pla
                 st.time_limit_hit = true;
         }
         best.keep(d.layout, d.score);
+    };
+    // The placement adapted to the best layout; kept (with its problem) when the exact score drops.
+    double refine_s = 0;
+    auto refine = [&] {
+        const auto t_refine = Clock::now();
+        struct Add {
+            double& total;
+            Clock::time_point t;
+            ~Add() { total += seconds_since(t); }
+        } add{refine_s, t_refine};
+        const Layout& x = best.layout;
+        std::vector<int> row_shard(static_cast<std::size_t>(cur->n));
+        for (int k = 0; k < x.cell_count(); ++k)
+            for (const int i : x.cell(k))
+                row_shard[static_cast<std::size_t>(i)] =
+                    (k / cur->D) * cur->G + cur->shard_of_slot[static_cast<std::size_t>(k % cur->D)];
+        PlacementRefinement rf =
+            refine_placement(*pc->window, pc->placement, row_shard, x.rows * cur->G, kRefinePasses);
+        if (rf.swaps == 0) return;
+        PackingProblem q = make_packing_problem(*pc->window, *pc->topology, rf.placement);
+        const Score s = score_layout(x, q);
+        if (!(s < best.score)) return;
+        pc->placement = std::move(rf.placement);
+        pc->problem = std::move(q);
+        cur = &*pc->problem;
+        best.score = s;
+        best.improved = true;
+        pc->swaps += rf.swaps;
+        ++pc->rounds_kept;
+        if (on_improve) on_improve(s);
+    };
+    const bool searching = !cancelled() && !st.time_limit_hit;
+    const std::int64_t budget = budgets.polish_evaluations;
+    const double pass_work =
+        pc ? static_cast<double>(p.L) * pc->placement.experts * (pc->placement.experts - 1) / 2 * best.layout.rows * p.G
+           : 0.0;
+    const int rounds = pc && pass_work <= kRefineMaxPassWork ? budgets.placement_rounds : 0;
+    if (searching && rounds == 0 && budget > 0) {
+        polish(budgets.anytime ? std::numeric_limits<std::int64_t>::max() : budget, 0);
+    } else if (searching && rounds > 0) {
+        // Anytime: rounds of budget / rounds evaluations until the deadline; otherwise `rounds` rounds
+        // whose evaluations sum to the budget.
+        for (std::int64_t k = 0; budgets.anytime && budget > 0 ? true : k < rounds; ++k) {
+            const std::int64_t share = budgets.anytime ? std::max<std::int64_t>(1, budget / rounds)
+                                                       : budget / rounds + (k < budget % rounds ? 1 : 0);
+            if (share > 0) polish(share, static_cast<std::uint64_t>(k));
+            if (cancelled() || st.time_limit_hit) break;
+            refine();
+        }
     }
+    if (rounds > 0 && hooks.timings) (*hooks.timings)["placement refinement"] = refine_s;
     time("polish", t0);
     return st;
 }
@@ -185,8 +263,11 @@ void plan_communication(const Trace& w, const PlanInput& in, const std::vector<s
     const CommDemand d_id = make_comm_demand(w, topo, r.identity);
     const CommDemand d_lpt = make_comm_demand(w, topo, r.lpt);
     r.baseline.comm = comm_cost(r.baseline.layout, d_id, slot_node);
-    for (MethodResult* m : {&r.reorder, &r.karmarkar_karp, &r.routepack})
+    for (MethodResult* m : {&r.reorder, &r.karmarkar_karp})
         m->comm = comm_cost(m->layout, d_lpt, slot_node);
+    r.routepack.comm = r.routepack_placement == r.lpt
+                           ? comm_cost(r.routepack.layout, d_lpt, slot_node)
+                           : comm_cost(r.routepack.layout, make_comm_demand(w, topo, r.routepack_placement), slot_node);
 
     // grouter: the paper's expert grouping, each sample to the node with most local tokens, packed
     // into that node's DP slots at R* rows (cap and rectangle kept; the rest go elsewhere).
@@ -363,6 +444,9 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
         r.rank_loads_lpt = rank_loads(loads, r.lpt);
         r.cv_identity = cv_global(r.rank_loads_identity, L, P);
         r.cv_lpt = cv_global(r.rank_loads_lpt, L, P);
+        r.routepack_placement = r.lpt;
+        r.rank_loads_routepack = r.rank_loads_lpt;
+        r.cv_routepack = r.cv_lpt;
         // The identity placement is measured on one layout only (the baseline): its figures are
         // formed from the counts directly, without an [n][L][P] demand array of its own.
         const PackingProblem p_id = make_packing_shape(w, in.topology, r.identity);
@@ -410,7 +494,21 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
         hooks.progress = progress;
         hooks.convergence = &r.convergence;
         hooks.timings = &r.timings;
-        const SearchStats st = packing_search(p_lpt, ffd, in.budgets, 0, {}, best, hooks, cancel, deadline);
+        PlacementContext pc;
+        pc.window = &w;
+        pc.topology = &in.topology;
+        pc.placement = r.lpt;
+        const SearchStats st = packing_search(p_lpt, ffd, in.budgets, 0, {}, best, hooks, cancel, deadline, &pc);
+        const PackingProblem& p_final = pc.problem ? *pc.problem : p_lpt;
+        if (pc.problem) {
+            // routepack runs on the refined placement: its rank loads, CV and bound follow it.
+            r.routepack_placement = pc.placement;
+            r.rank_loads_routepack = rank_loads(loads, r.routepack_placement);
+            r.cv_routepack = cv_global(r.rank_loads_routepack, L, P);
+            r.bound = max_u_lower_bound(p_final);
+            r.placement_swaps = pc.swaps;
+            r.placement_rounds_kept = pc.rounds_kept;
+        }
         r.population_origins = st.origins;
         r.proposals = st.proposals;
         r.accepted = st.accepted;
@@ -421,7 +519,10 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
         r.polish_local_optimum = st.polish_local_optimum;
         r.cancelled = st.cancelled;
         r.time_limit_hit = st.time_limit_hit;
-        if (best.improved) r.routepack = make_method("routepack", true, best.layout, p_lpt, r.cv_lpt);
+        if (best.improved) {
+            r.routepack = make_method("routepack", true, best.layout, p_final, r.cv_routepack);
+            if (pc.problem) r.routepack.placement_name = "refined";
+        }
         if (r.cancelled && !st.finished) return;
 
         // 7. Validate + non-regression (the routepack layout is never worse than reorder, one of its seeds).
@@ -429,7 +530,7 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
         emit("validate", 0.97);
         if (!(r.routepack.metrics.score == best.score))
             throw std::logic_error("planner: the search's score differs from the routepack layout's metrics");
-        const std::string bad = validate_layout(r.routepack.layout, p_lpt);
+        const std::string bad = validate_layout(r.routepack.layout, p_final);
         if (!bad.empty()) throw std::logic_error("planner produced an invalid layout: " + bad);
         if (r.reorder.metrics.score < r.routepack.metrics.score)
             throw std::logic_error("planner regressed below its reorder seed");

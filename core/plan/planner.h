@@ -35,6 +35,11 @@ struct PlannerBudgets {
     std::int64_t polish_evaluations = 40000;
     /// Random moves per kick of that pass (0 = one guided descent, no kicks).
     int polish_kick_moves = 4;
+    /// Rounds of the final pass with a placement refinement after each (refine_placement,
+    /// core/plan/placement_refine.h: the LPT placement adapted to the layout by expert swaps between
+    /// EP ranks, kept when the exact score of eq. 15 drops); the pass's evaluations are split evenly
+    /// over the rounds. 0 = routepack keeps the LPT placement (Algorithm 1) and the pass runs once.
+    int placement_rounds = 2;
     double time_limit_s = 0; ///< 0 = none
     /// Anytime mode: the final pass runs until `time_limit_s` (which must then be > 0).
     bool anytime = false;
@@ -95,8 +100,16 @@ struct PlanResult {
     double cv_identity = 0, cv_lpt = 0;                             ///< eq. 22
     RowCount rows;
     MethodResult baseline, reorder, karmarkar_karp, routepack;
-    /// Certified lower bound on routepack's max_g U at its (LPT) placement, over every layout
-    /// (core/plan/bound.h); the plan's gap is routepack.metrics.score.max_u / bound.value - 1.
+    /// routepack's placement: `lpt` refined for routepack's layout (PlannerBudgets::placement_rounds;
+    /// routepack.placement_name "refined"), or `lpt` itself when no refinement lowered the score
+    /// (placement_name "lpt"). The plan file's "placement", the expert map and the rewrite follow it.
+    Placement routepack_placement;
+    std::vector<std::uint64_t> rank_loads_routepack; ///< G[l][p] (eq. 10) at routepack_placement
+    double cv_routepack = 0;                         ///< eq. 22 at routepack_placement
+    std::int64_t placement_swaps = 0;                ///< expert swaps of the refinements that were kept
+    int placement_rounds_kept = 0;                   ///< refinements that lowered the score
+    /// Certified lower bound on routepack's max_g U at its placement (routepack_placement), over every
+    /// layout (core/plan/bound.h); the plan's gap is routepack.metrics.score.max_u / bound.value - 1.
     MaxULowerBound bound;
     std::vector<LevelStats> convergence;
     std::vector<std::string> population_origins;

@@ -10,6 +10,10 @@ std::uint64_t mix64(std::uint64_t x) {
     return splitmix64(x);
 }
 
+std::uint64_t polish_round(std::uint64_t stage_seed, std::uint64_t round) {
+    return round == 0 ? stage_seed : mix64(stage_seed + round);
+}
+
 std::uint64_t planner_stage(std::uint64_t seed, std::uint64_t stage) {
     std::uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (stage + 1);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;

@@ -17,6 +17,10 @@ std::uint64_t mix64(std::uint64_t x);
 /// (stage + 1)-th splitmix64 output of `seed`.
 std::uint64_t planner_stage(std::uint64_t seed, std::uint64_t stage);
 
+/// Seed of round `round` of the final pass (the search segments between placement refinements):
+/// `stage_seed` itself for round 0, mix64(stage_seed + round) after it.
+std::uint64_t polish_round(std::uint64_t stage_seed, std::uint64_t round);
+
 /// Seed of seeding trial `trial` (Algorithm 2; trial 0 is the pairing of the FFD seed):
 /// splitmix64(seed) xor rotl(splitmix64(trial xor 0x6a09e667f3bcc909), 23), so neighbouring seeds and
 /// neighbouring trials give unrelated streams.

@@ -3,6 +3,7 @@
 
 from types import SimpleNamespace
 
+import json
 import numpy as np
 import pytest
 
@@ -62,13 +63,15 @@ def test_slime_schedule_contract():
     check_slime_schedule(out, lengths, rids, 4, 2, 1024, 1)
     # Two steps of 4 rollouts; the last 2 rollouts are dropped, as upstream does.
     assert len(out[2]) == 2
-    # The placement of step 0 is LPT on that step's routed-expert counts (MoE layers 1..3).
+    # The placement of step 0 is LPT on that step's routed-expert counts (MoE layers 1..3), refined
+    # for the plan's layout when the plan says so (then it differs from LPT).
     p = slime.last_plans[0]
     order = list(dict.fromkeys(rids))[:4]
     idx = [i for rid in order for i, x in enumerate(rids) if x == rid]
     counts = routepack.counts_from_routes([routes[i] for i in idx], 8, moe_layers=[1, 2, 3])
-    assert (routepack.place(counts.sum(axis=0), 2, moe_layers=[1, 2, 3]).logical_to_physical
-            == p.logical_to_physical).all()
+    lpt = routepack.place(counts.sum(axis=0), 2, moe_layers=[1, 2, 3]).logical_to_physical
+    refined = json.loads(p.to_json())["planner"]["placement_refinement"]["refined"]
+    assert (lpt == p.logical_to_physical).all() != refined
 
 
 def test_slime_vpp_multiple_and_cp():

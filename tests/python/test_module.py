@@ -163,7 +163,7 @@ def test_plan_json_roundtrip(tmp_path, window):
     assert path.read_text() == p.to_json() + "\n"  # the file is the text plus a newline, as the CLI writes it
     assert routepack.plan_from_json(p.to_json()).rows == p.rows
     j = json.loads(p.to_json())
-    assert j["format"] == "routepack-plan" and j["version"] == 5
+    assert j["format"] == "routepack-plan" and j["version"] == 6
     assert j["topology"]["row_multiple"] == 1
     # The published schema is valid JSON, names this version, and every key it requires is written.
     schema_path = pathlib.Path(__file__).resolve().parents[2] / "resources" / "schema" / "plan.schema.json"
@@ -288,7 +288,7 @@ def test_plan_errors(window):
     assert plan_error(lengths, counts, time_limit_s=float("nan")) == "time_limit_s must be finite and >= 0 (0 = none)"
     assert plan_error(lengths, counts, budgets={"stepz": 3}).startswith("budgets: unknown budget 'stepz' (known: seeds,")
     assert plan_error(lengths, counts, budgets={"stepz": 3}).endswith(
-        "row_nodes, polish_evaluations, polish_kick_moves, anytime)")
+        "row_nodes, polish_evaluations, polish_kick_moves, placement_rounds, anytime)")
     assert plan_error(lengths, counts, budgets={"anytime": True}) == (
         "planner: budget 'anytime' must be used with a time limit > 0 (got time limit 0)")
     assert plan_error(lengths, counts, seed=-1) == "seed must be an integer in 0..2**64-1 (got -1)"
@@ -323,6 +323,15 @@ def test_plan_errors(window):
                        budgets={"polish_kick_moves": 0, "polish_evaluations": 500, "p_straggler": 0.25})
     b = json.loads(p.to_json())["planner"]["budgets"]
     assert (b["polish_kick_moves"], b["polish_evaluations"], b["p_straggler"], b["anytime"]) == (0, 500, 0.25, False)
+    assert b["placement_rounds"] == 2
+    assert plan_error(lengths, counts, budgets={"placement_rounds": 1001}) == (
+        "budgets['placement_rounds'] = 1001 is too large (at most 1000)")
+    assert plan_error(lengths, counts, budgets={"placement_rounds": -1}) == (
+        "budgets['placement_rounds'] = -1 is too small (at least 0)")
+    p0 = json.loads(routepack.plan(lengths, counts, topo(), moe_layers=[1, 3],
+                                   budgets={"placement_rounds": 0}).to_json())
+    assert p0["planner"]["budgets"]["placement_rounds"] == 0
+    assert p0["planner"]["placement_refinement"] == {"refined": False, "rounds_kept": 0, "swaps": 0}
     assert plan_error(lengths, counts, sample_ids=["a"]) == "sample_ids holds 1 ids for 24 samples"
     dup = [f"s{i}" for i in range(24)]
     dup[7] = "s2"

@@ -61,7 +61,7 @@ def plan(
     0 = all cores); the plan is the same for a seed whatever ``workers``, as long as
     ``time_limit_s`` is 0. budgets: optional dict with the CLI's budget names (seeds, population,
     choice_width, eta, projections, pair_candidates, levels, steps, t0, cooling, p_guide, rho,
-    p_straggler, row_nodes, polish_evaluations, polish_kick_moves, anytime; anytime needs
+    p_straggler, row_nodes, polish_evaluations, polish_kick_moves, placement_rounds, anytime; anytime needs
     time_limit_s > 0 and then runs the final search to the limit, so such plans depend on timing). progress: called on the calling thread as ``progress(stage, fraction)``; returning
     False cancels (the best valid plan so far comes back with ``plan.cancelled`` True). The GIL is
     released while the planner runs; Ctrl-C (KeyboardInterrupt) stops it and propagates.
