@@ -548,6 +548,10 @@ private Q_SLOTS:
             {{QStringLiteral("--row-nodes=-1")}, QStringLiteral("compare: --row-nodes must be >= 0 (got -1)")},
             {{QStringLiteral("--eta"), QStringLiteral("nan")},
              QStringLiteral("compare: --eta must be a finite number >= 0 (got nan)")},
+            {{QStringLiteral("--placement-rounds"), QStringLiteral("1001")},
+             QStringLiteral("compare: --placement-rounds must be in 0..1000 (got 1001)")},
+            {{QStringLiteral("--placement-rounds=-1")},
+             QStringLiteral("compare: --placement-rounds must be in 0..1000 (got -1)")},
         };
         for (const auto& [extra, err] : cases) {
             const Run r = cli(base + extra);
@@ -570,6 +574,12 @@ private Q_SLOTS:
         QCOMPARE(qs(error_of<InputError>([] { parse_planner_budgets(R"({"time_limit_s": 1e300})", "lib"); })),
                  QStringLiteral("lib: budget 'time_limit_s' must be finite seconds in 0..31536000 (one year; 0 = no "
                                 "limit) (got 1e+300)"));
+        QCOMPARE(qs(error_of<InputError>([] { parse_planner_budgets(R"({"placement_rounds": 1001})", "lib"); })),
+                 QStringLiteral("lib: budget 'placement_rounds' must be in 0..1000 (got 1001)"));
+        QCOMPARE(parse_planner_budgets(R"({"placement_rounds": 0})", "lib").placement_rounds, 0);
+        // A value past the key's range that JSON reads as unsigned is named with the same rule.
+        QCOMPARE(qs(error_of<InputError>([] { parse_planner_budgets(R"({"population": 3000000000})", "lib"); })),
+                 QStringLiteral("lib: budget 'population' must be in 1..2147483647 (got 3000000000)"));
         QCOMPARE(parse_planner_budgets(R"({"workers": 4096})", "lib").workers, 4096); // another machine's run
     }
 

@@ -56,12 +56,14 @@ struct Reader {
         const auto& v = j[key];
         if (!v.is_number_integer()) throw InputError(origin + ": budget '" + key + "' must be an integer");
         const bool is_unsigned = v.is_number_unsigned();
+        const std::string range = std::to_string(lo) + ".." + std::to_string(hi);
         if (is_unsigned && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi))
-            throw InputError(origin + ": budget '" + key + "' is too large");
+            throw InputError(origin + ": budget '" + key + "' must be in " + range + " (got " +
+                             std::to_string(v.get<std::uint64_t>()) + ")");
         const std::int64_t x = is_unsigned ? static_cast<std::int64_t>(v.get<std::uint64_t>()) : v.get<std::int64_t>();
         if (x < lo || x > hi)
-            throw InputError(origin + ": budget '" + key + "' must be in " + std::to_string(lo) + ".." +
-                             std::to_string(hi) + " (got " + std::to_string(x) + ")");
+            throw InputError(origin + ": budget '" + key + "' must be in " + range + " (got " + std::to_string(x) +
+                             ")");
         out = static_cast<Int>(x);
     }
     void real(const char* key, double& out, double lo, double hi, bool lo_open = false) const {

@@ -229,11 +229,17 @@ SearchStats packing_search(const PackingProblem& p, const Layout& ffd, const Pla
     if (searching && rounds == 0 && budget > 0) {
         polish(budgets.anytime ? std::numeric_limits<std::int64_t>::max() : budget, 0);
     } else if (searching && rounds > 0) {
-        // Anytime: rounds of budget / rounds evaluations until the deadline; otherwise `rounds` rounds
-        // whose evaluations sum to the budget.
+        // Anytime: rounds until the deadline; otherwise `rounds` rounds whose evaluations sum to the
+        // budget.
         for (std::int64_t k = 0; budgets.anytime && budget > 0 ? true : k < rounds; ++k) {
-            const std::int64_t share = budgets.anytime ? std::max<std::int64_t>(1, budget / rounds)
-                                                       : budget / rounds + (k < budget % rounds ? 1 : 0);
+            // Anytime rounds double (budget / rounds, then 2x, 4x, ...): early refinements follow the
+            // layout closely, later rounds are long searches (each round restarts the search's state).
+            const std::int64_t base = std::max<std::int64_t>(1, budget / rounds);
+            const int shift = static_cast<int>(std::min<std::int64_t>(k, 40));
+            const std::int64_t share = !budgets.anytime ? budget / rounds + (k < budget % rounds ? 1 : 0)
+                                       : base > (std::numeric_limits<std::int64_t>::max() >> shift)
+                                           ? std::numeric_limits<std::int64_t>::max()
+                                           : base << shift;
             if (share > 0) polish(share, static_cast<std::uint64_t>(k));
             if (cancelled() || st.time_limit_hit) break;
             refine();

@@ -229,3 +229,40 @@ def test_cli_topology_file_named_whole_and_escaped(exe, library, tmp_path):
     r = run(exe, "plan", "--db", db, "--trace", "syn", "--window", "w", "--topology", str(topo), "--out",
             str(tmp_path / "p.json"), ok=False)
     assert r.stderr.startswith(f"routepack: error: {shown}: unknown field 'x' (known: ep_ranks,")
+
+
+def test_cli_plan_reports_the_refined_placement(exe, library, tmp_path):
+    # The plan's placement is routepack's: LPT refined for its layout when a refinement lowered the
+    # score. The summary names it after LPT, `compare` lists routepack on it, and export-map writes
+    # it; --placement-rounds 0 keeps LPT (the `place` command's placement of the same window).
+    db, _, _ = library
+    # Cap 2048: 3 rows x 2 shards (at the fixture's 8192 one row holds the window, 0.01% above its bound).
+    topo = str(tmp_path / "cap2048.json")
+    open(topo, "w").write(json.dumps({"ep_ranks": 4, "dp_slots": 4, "edp_shards": [[0, 1], [2, 3]], "token_cap": 2048,
+                                      "attention_stages": [{"name": "attn", "alpha": 1.0, "beta": 2.0}]}))
+    out = str(tmp_path / "plan.json")
+    r = run(exe, "plan", "--db", db, "--trace", "syn", "--window", "w", "--topology", topo, "--seed", "1",
+            "--out", out)
+    j = json.load(open(out))
+    refined = j["planner"]["placement_refinement"]["refined"]
+    swaps = j["planner"]["placement_refinement"]["swaps"]
+    assert refined and swaps > 0 and j["row_count"] == 3
+    cv_line = [line for line in r.stdout.splitlines() if line.startswith("CV_global: identity ")]
+    assert len(cv_line) == 1 and cv_line[0].endswith(f"({swaps} expert swaps)")
+    assert " -> refined for routepack's layout " in cv_line[0]
+    routepack_row = [line.split() for line in r.stdout.splitlines() if line.startswith("routepack ")]
+    assert routepack_row[0][1] == "refined"
+    m = str(tmp_path / "map.json")
+    run(exe, "export-map", "--plan", out, "--format", "routepack", "--out", m)
+    assert json.load(open(m))["placement"] == j["placement"]
+    plain = str(tmp_path / "plain.json")
+    r0 = run(exe, "plan", "--db", db, "--trace", "syn", "--window", "w", "--topology", topo, "--seed", "1",
+             "--placement-rounds", "0", "--out", plain)
+    j0 = json.load(open(plain))
+    assert j0["planner"]["placement_refinement"] == {"refined": False, "rounds_kept": 0, "swaps": 0}
+    assert j0["placement"] != j["placement"]
+    assert "refined" not in r0.stdout
+    lpt = str(tmp_path / "lpt.json")
+    run(exe, "place", "--db", db, "--trace", "syn", "--window", "w", "--ep-ranks", "4", "--format", "routepack",
+        "--out", lpt)
+    assert json.load(open(lpt))["placement"] == j0["placement"]
