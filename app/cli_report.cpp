@@ -169,6 +169,11 @@ nlohmann::json compare_json(const PlanResult& r) {
     j["routepack_vs_karmarkar_karp"] = change(r.karmarkar_karp.metrics, r.routepack.metrics);
     j["planner"] = {{"seconds", r.timings.count("total") ? r.timings.at("total") : 0.0},
                     {"proposals", r.proposals},
+                    {"placement_refinement",
+                     {{"refined", !(r.routepack_placement == r.lpt)},
+                      {"rounds_kept", r.placement_rounds_kept},
+                      {"swaps", r.placement_swaps},
+                      {"skipped", r.placement_refinement_skipped}}},
                     {"cancelled", r.cancelled},
                     {"time_limit_hit", r.time_limit_hit}};
     return j;
@@ -189,6 +194,7 @@ void print_comparison(const PlanResult& r) {
     if (!(r.routepack_placement == r.lpt))
         std::cout << " -> refined for routepack's layout " << fmt("%.4f", r.cv_routepack) << " (" << r.placement_swaps
                   << " expert swaps)";
+    if (r.placement_refinement_skipped) std::cout << " (refinement skipped: problem too large)";
     std::cout << "\n";
     std::printf("%-15s %9s %12s %12s %10s %12s %10s %8s %12s %5s\n", "method", "placement", "max_g U", "sum_g U",
                 "max J", "S_EP", "T_EP", "eta_EP", "attention", "cap!");

@@ -34,8 +34,8 @@ int run_plan(const PlanCmd& c) {
 Command register_plan(CLI::App& app) {
     auto c = std::make_shared<PlanCmd>();
     c->command = "plan";
-    auto* plan = app.add_subcommand(
-        "plan", "plan a window: LPT placement, certified rows, RoutePack packing; writes the plan JSON");
+    auto* plan = app.add_subcommand("plan", "plan a window: LPT placement, certified rows, RoutePack packing, "
+                                            "placement refined for the layout; writes the plan JSON");
     c->src.add(*plan);
     add_budget_flags(*plan, *c);
     plan->add_option("--out", c->out, "plan file to write")->required();

@@ -465,6 +465,64 @@ private Q_SLOTS:
         QCOMPARE(j["planner"]["polish"]["kicks"].get<int>(), any.polish_kicks);
     }
 
+    /// Anytime with rounds: no final search when its budget is 0, and without kicks the rounds stop
+    /// once one neither improves nor refines (a deterministic descent would only repeat itself), so
+    /// neither runs to the limit.
+    void anytimeRoundsStop() {
+        PlanInput in = synth_input(6, 4);
+        in.budgets.time_limit_s = 60;
+        in.budgets.anytime = true;
+        in.budgets.polish_evaluations = 0;
+        const PlanResult none = plan_window(in);
+        QCOMPARE(none.polish_evaluations, std::int64_t{0});
+        QVERIFY(!none.time_limit_hit);
+        in.budgets.polish_evaluations = 3000;
+        in.budgets.polish_kick_moves = 0;
+        const PlanResult descent = plan_window(in);
+        QVERIFY(!descent.time_limit_hit);
+        QCOMPARE(descent.polish_kicks, 0);
+        QVERIFY(descent.polish_evaluations > 0);
+    }
+
+    /// A problem whose refinement would exceed the size limit keeps the LPT placement and says so:
+    /// 8 MoE layers x 256 experts, R = 10 rows x 2 shards: 8 * 256 * 255 / 2 * 20 = 5,222,400 > 5e6.
+    void refinementSkippedForSize() {
+        Trace w;
+        w.model.num_hidden_layers = 8;
+        w.model.experts = 256;
+        w.model.top_k = 1;
+        for (int l = 0; l < 8; ++l)
+            w.model.moe_layers.push_back(l);
+        Rng rng(5);
+        for (int i = 0; i < 40; ++i) {
+            SampleRecord rec;
+            rec.info.id = std::to_string(i);
+            rec.info.length = 100;
+            rec.counts.assign(static_cast<std::size_t>(8) * 256, 0);
+            for (int l = 0; l < 8; ++l)
+                for (int t = 0; t < 100; ++t)
+                    ++rec.counts[static_cast<std::size_t>(l) * 256 + rng.below(256)];
+            w.append(std::move(rec));
+        }
+        PlanInput in;
+        in.window = w;
+        in.topology = topo(8, 4, {{0, 1}, {2, 3}}, 100);
+        in.budgets.polish_evaluations = 500;
+        const PlanResult r = plan_window(in);
+        QCOMPARE(r.rows.rows, 10);
+        QVERIFY(r.placement_refinement_skipped);
+        QCOMPARE(r.routepack_placement, r.lpt);
+        QCOMPARE(r.routepack.placement_name, std::string("lpt"));
+        const auto j = nlohmann::json::parse(plan_to_json(r));
+        QCOMPARE(j["planner"]["placement_refinement"].dump(),
+                 std::string(R"({"refined":false,"rounds_kept":0,"skipped":true,"swaps":0})"));
+        // The same window at 5 rows fits the limit (2,611,200) and is not skipped.
+        in.topology = topo(8, 4, {{0, 1}, {2, 3}}, 200);
+        const PlanResult fits = plan_window(in);
+        QCOMPARE(fits.rows.rows, 5);
+        QVERIFY(!fits.placement_refinement_skipped);
+    }
+
     void planFileRoundTrip() {
         const PlanInput in = synth_input(8, 11);
         const PlanResult r = plan_window(in);
@@ -549,6 +607,40 @@ private Q_SLOTS:
             QCOMPARE(
                 QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v7.dump(), "p.json"); })),
                 QStringLiteral("p.json: plan version 0 is not supported (expected 1 to 6)"));
+            // Version 6's placement_refinement: present, typed, consistent, and (rescored) telling the
+            // truth about whether the placement is the window's LPT placement.
+            auto pr = j;
+            pr["planner"].erase("placement_refinement");
+            QCOMPARE(
+                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(pr.dump(), "p.json"); })),
+                QStringLiteral("p.json: planner: missing field 'placement_refinement'"));
+            pr = j;
+            pr["planner"]["placement_refinement"]["refined"] = "yes";
+            QCOMPARE(
+                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(pr.dump(), "p.json"); })),
+                QStringLiteral("p.json: planner.placement_refinement: field 'refined' must be true or false"));
+            pr = j;
+            pr["planner"]["placement_refinement"] = {
+                {"refined", true}, {"rounds_kept", 0}, {"swaps", 3}, {"skipped", false}};
+            QCOMPARE(
+                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(pr.dump(), "p.json"); })),
+                QStringLiteral("p.json: planner.placement_refinement: refined true, rounds_kept 0, swaps 3 and "
+                               "skipped false disagree"));
+            pr["planner"]["placement_refinement"]["swaps"] = -1;
+            QVERIFY(QString::fromStdString(routepack::test::error_of<InputError>([&] {
+                        parse_plan(pr.dump(), "p.json");
+                    })).startsWith(QStringLiteral("p.json: planner.placement_refinement")));
+            const bool refined = !(r.routepack_placement == r.lpt);
+            pr = j;
+            pr["planner"]["placement_refinement"] = {{"refined", !refined},
+                                                     {"rounds_kept", refined ? 0 : 1},
+                                                     {"swaps", refined ? 0 : 1},
+                                                     {"skipped", false}};
+            QCOMPARE(QString::fromStdString(rescore_plan(parse_plan(pr.dump(), "p.json"), in.window)),
+                     refined ? QStringLiteral("placement_refinement.refined is false but the placement is not the "
+                                              "window's LPT placement")
+                             : QStringLiteral("placement_refinement.refined is true but the placement is the window's "
+                                              "LPT placement"));
             // Version 4 has no communication section; version 5 must have one.
             auto four = j;
             four["version"] = 4;
@@ -776,6 +868,8 @@ private Q_SLOTS:
         QCOMPARE(back.lpt, r.lpt);
         QCOMPARE(back.cv_routepack, r.cv_routepack);
         QCOMPARE(back.bound.value, r.bound.value);
+        QCOMPARE(back.placement_swaps, r.placement_swaps);
+        QCOMPARE(back.placement_rounds_kept, r.placement_rounds_kept);
         // placement_rounds 0: routepack keeps the LPT placement.
         in.budgets.placement_rounds = 0;
         const PlanResult plain = plan_window(in);

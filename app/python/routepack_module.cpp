@@ -467,6 +467,10 @@ PlanFile plan_file_of(const PlanResult& r) {
     f.model = r.model;
     f.topology = r.topology;
     f.placement = r.routepack_placement;
+    f.placement_refined = !(r.routepack_placement == r.lpt);
+    f.placement_rounds_kept = r.placement_rounds_kept;
+    f.placement_swaps = r.placement_swaps;
+    f.placement_refinement_skipped = r.placement_refinement_skipped;
     for (const auto& s : r.samples) {
         f.sample_ids.push_back(s.id);
         f.lengths.push_back(s.length);

@@ -45,8 +45,8 @@ std::int64_t max_except(const Top3& t, int a, int b) {
 
 /// One layer's local search; returns (F before, F after, swaps, evaluations) through the refs.
 void refine_layer(const Trace& window, int l, std::vector<int>& slot, int H, int P, std::span<const int> row_shard,
-                  int RS, int max_passes, std::int64_t& before, std::int64_t& after, std::int64_t& swaps,
-                  std::int64_t& evaluations) {
+                  int RS, int max_passes, const std::function<bool()>& stop, std::int64_t& before, std::int64_t& after,
+                  std::int64_t& swaps, std::int64_t& evaluations) {
     const int E = window.model.experts;
     const std::size_t n = window.size();
     // we[rs][e]: layer-l tokens of row-shard rs routed to logical expert e.
@@ -80,6 +80,7 @@ void refine_layer(const Trace& window, int l, std::vector<int>& slot, int H, int
     refresh();
     before = F;
     for (int pass = 0; pass < max_passes && P > 1; ++pass) {
+        if (stop && stop()) break;
         bool kept = false;
         for (int e1 = 0; e1 < E; ++e1) {
             for (int e2 = e1 + 1; e2 < E; ++e2) {
@@ -119,7 +120,7 @@ void refine_layer(const Trace& window, int l, std::vector<int>& slot, int H, int
 } // namespace
 
 PlacementRefinement refine_placement(const Trace& window, const Placement& start, std::span<const int> row_shard,
-                                     int row_shards, int max_passes) {
+                                     int row_shards, int max_passes, const std::function<bool()>& stop) {
     const int L = window.model.num_moe_layers(), E = window.model.experts;
     if (start.layers != L || start.experts != E || start.ep_ranks < 1 || E % start.ep_ranks != 0 ||
         start.slot.size() != static_cast<std::size_t>(L) * E)
@@ -145,7 +146,7 @@ PlacementRefinement refine_placement(const Trace& window, const Placement& start
             std::vector<int> slot(out.placement.slot.begin() + static_cast<std::ptrdiff_t>(l) * E,
                                   out.placement.slot.begin() + static_cast<std::ptrdiff_t>(l + 1) * E);
             const auto k = static_cast<std::size_t>(l);
-            refine_layer(window, l, slot, H, P, row_shard, row_shards, max_passes, before[k], after[k], swaps[k],
+            refine_layer(window, l, slot, H, P, row_shard, row_shards, max_passes, stop, before[k], after[k], swaps[k],
                          evals[k]);
             std::copy(slot.begin(), slot.end(), out.placement.slot.begin() + static_cast<std::ptrdiff_t>(l) * E);
         }

@@ -197,7 +197,8 @@ std::string plan_to_json(const PlanResult& r) {
                     {"placement_refinement",
                      {{"refined", !(r.routepack_placement == r.lpt)},
                       {"rounds_kept", r.placement_rounds_kept},
-                      {"swaps", r.placement_swaps}}},
+                      {"swaps", r.placement_swaps},
+                      {"skipped", r.placement_refinement_skipped}}},
                     {"cancelled", r.cancelled},
                     {"time_limit_hit", r.time_limit_hit},
                     {"convergence", std::move(conv)}};
@@ -575,6 +576,25 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
         f.seed = seed.get<std::uint64_t>();
     }
     f.workers = static_cast<int>(need_int(planner, "workers", origin + ": planner", 0, 4096));
+    if (f.version >= 6) {
+        const std::string where = origin + ": planner.placement_refinement";
+        const auto& pr = need(planner, "placement_refinement", origin + ": planner");
+        if (!pr.is_object()) throw InputError(where + " must be an object");
+        auto flag = [&](const char* key) {
+            const auto& v = need(pr, key, where);
+            if (!v.is_boolean()) throw InputError(where + ": field '" + key + "' must be true or false");
+            return v.get<bool>();
+        };
+        f.placement_refined = flag("refined");
+        f.placement_refinement_skipped = flag("skipped");
+        f.placement_rounds_kept = static_cast<int>(need_int(pr, "rounds_kept", where, 0, kIntMax));
+        f.placement_swaps = need_int(pr, "swaps", where, 0);
+        // A refined placement came from kept refinements; a skipped refinement kept none.
+        if ((f.placement_refined && (f.placement_rounds_kept == 0 || f.placement_swaps == 0)) ||
+            (f.placement_refinement_skipped && (f.placement_refined || f.placement_rounds_kept > 0)))
+            throw InputError(where + ": refined " + pr["refined"].dump() + ", rounds_kept " + pr["rounds_kept"].dump() +
+                             ", swaps " + pr["swaps"].dump() + " and skipped " + pr["skipped"].dump() + " disagree");
+    }
     return f;
 }
 
@@ -595,12 +615,20 @@ std::string rescore_plan(const PlanFile& plan, const Trace& window) {
     const std::string fp = plan.version >= 3 ? window_fingerprint(window) : window_fingerprint_fnv(window);
     if (!plan.fingerprint.empty() && fp != plan.fingerprint)
         return "routing counts differ from the plan's inputs (fingerprint " + fp + " != " + plan.fingerprint + ")";
+    const auto loads =
+        aggregate_expert_loads(window.counts, window.size(), window.model.num_moe_layers(), window.model.experts);
+    if (plan.version >= 6) {
+        // Version 6 says whether its placement is LPT's (Algorithm 1, recomputed here) or refined.
+        const bool lpt = lpt_placement(loads, plan.placement.layers, plan.placement.experts, plan.placement.ep_ranks) ==
+                         plan.placement;
+        if (lpt == plan.placement_refined)
+            return std::string("placement_refinement.refined is ") + (plan.placement_refined ? "true" : "false") +
+                   " but the placement " + (lpt ? "is" : "is not") + " the window's LPT placement";
+    }
     const PackingProblem p = make_packing_problem(window, plan.topology, plan.placement);
     std::string bad = validate_layout(plan.layout, p);
     if (!bad.empty()) return bad;
     const auto& want = plan.metrics.at("routepack");
-    const auto loads =
-        aggregate_expert_loads(window.counts, window.size(), window.model.num_moe_layers(), window.model.experts);
     const double cv = cv_global(rank_loads(loads, plan.placement), plan.placement.layers, plan.placement.ep_ranks);
     if (cv != want.cv_global) return "rescored CV_global differs from the plan's";
     const LayoutMetrics got = layout_metrics(plan.layout, p, cv);
@@ -652,6 +680,9 @@ PlanResult restore_plan(const PlanFile& plan, const Trace& window, const std::st
     r.rows.lower_bound = plan.row_lower_bound;
     r.routepack.layout = plan.layout;
     r.routepack.placement_name = r.routepack_placement == r.lpt ? "lpt" : "refined";
+    r.placement_swaps = plan.placement_swaps;
+    r.placement_rounds_kept = plan.placement_rounds_kept;
+    r.placement_refinement_skipped = plan.placement_refinement_skipped;
     auto method = [&](const char* name, const char* placement, const Layout& x) {
         MethodResult m;
         m.name = name;

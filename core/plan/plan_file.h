@@ -71,6 +71,11 @@ struct PlanFile {
     PlanFileComm comm; ///< version 5 on more than one node (nodes 1 otherwise)
     std::uint64_t seed = 0;
     int workers = 0;
+    /// planner.placement_refinement (version 6; older versions: false, 0, 0, false).
+    bool placement_refined = false;
+    int placement_rounds_kept = 0;
+    std::int64_t placement_swaps = 0;
+    bool placement_refinement_skipped = false;
 };
 
 /// Parses and checks a plan's structure alone: format/version (1 to 6), every layer's placement a permutation
@@ -83,9 +88,10 @@ struct PlanFile {
 PlanFile parse_plan(const std::string& json_text, const std::string& origin);
 
 /// Rescores a parsed plan against its window (samples in the plan's order, with counts): lengths
-/// must match, the fingerprint must match, and the recomputed routepack metrics must equal the
-/// stored ones exactly, the lower bound included (version 2 on). Returns "" when they agree, else the first difference
-/// in words.
+/// must match, the fingerprint must match, (version 6) placement_refinement.refined must say whether
+/// the placement differs from the window's LPT placement (recomputed), and the recomputed routepack metrics must equal
+/// the stored ones exactly, the lower bound included (version 2 on). Returns "" when they agree, else the first
+/// difference in words.
 std::string rescore_plan(const PlanFile& plan, const Trace& window);
 
 /// Rebuilds everything the views show for a saved plan without searching again: the window's

@@ -72,10 +72,11 @@ struct SearchStats {
 /// real windows converge in 2-4).
 constexpr int kRefinePasses = 8;
 /// Largest refinement the final pass runs: row-shard updates of one pass over every layer's expert
-/// pairs, L * E * (E - 1) / 2 * R * G. The real windows need 0.9-3.9 million; the 8192-sample scale
-/// point (64 layers, 256 experts, 96 row-shards) 200 million, about as much as its whole search, for
-/// a plan already within 0.11% of its bound after annealing: larger problems keep the LPT placement.
-constexpr double kRefineMaxPassWork = 2e7;
+/// pairs, L * E * (E - 1) / 2 * R * G. The real windows need 0.2-2.0 million (a refinement then takes
+/// 1-9 ms); near 2e7 one took 0.8 s; the 8192-sample scale point (64 layers, 256 experts, 96
+/// row-shards) would need 2e8, about as much as its whole search, for a plan already within 0.11% of
+/// its bound after annealing: larger problems keep the LPT placement.
+constexpr double kRefineMaxPassWork = 5e6;
 
 /// What the final pass needs to adapt the placement to its layout (routepack's search only), and
 /// what it found.
@@ -86,6 +87,7 @@ struct PlacementContext {
     std::optional<PackingProblem> problem; ///< the problem at `placement` once a refinement was kept
     std::int64_t swaps = 0;
     int rounds_kept = 0;
+    bool skipped = false; ///< the problem exceeds kRefineMaxPassWork
 };
 
 /// RoutePack's packing search on problem `p` from the length-only layout `ffd`: seeding (Algorithm 2),
@@ -191,8 +193,10 @@ SearchStats packing_search(const PackingProblem& p, const Layout& ffd, const Pla
         best.keep(d.layout, d.score);
     };
     // The placement adapted to the best layout; kept (with its problem) when the exact score drops.
+    // The cancel flag and the deadline stop it between passes (the placement so far is still valid).
+    const std::function<bool()> stop_now = [&] { return cancelled() || (deadline && Clock::now() >= *deadline); };
     double refine_s = 0;
-    auto refine = [&] {
+    auto refine = [&]() -> bool {
         const auto t_refine = Clock::now();
         struct Add {
             double& total;
@@ -206,11 +210,11 @@ SearchStats packing_search(const PackingProblem& p, const Layout& ffd, const Pla
                 row_shard[static_cast<std::size_t>(i)] =
                     (k / cur->D) * cur->G + cur->shard_of_slot[static_cast<std::size_t>(k % cur->D)];
         PlacementRefinement rf =
-            refine_placement(*pc->window, pc->placement, row_shard, x.rows * cur->G, kRefinePasses);
-        if (rf.swaps == 0) return;
+            refine_placement(*pc->window, pc->placement, row_shard, x.rows * cur->G, kRefinePasses, stop_now);
+        if (rf.swaps == 0) return false;
         PackingProblem q = make_packing_problem(*pc->window, *pc->topology, rf.placement);
         const Score s = score_layout(x, q);
-        if (!(s < best.score)) return;
+        if (!(s < best.score)) return false;
         pc->placement = std::move(rf.placement);
         pc->problem = std::move(q);
         cur = &*pc->problem;
@@ -219,30 +223,37 @@ SearchStats packing_search(const PackingProblem& p, const Layout& ffd, const Pla
         pc->swaps += rf.swaps;
         ++pc->rounds_kept;
         if (on_improve) on_improve(s);
+        return true;
     };
     const bool searching = !cancelled() && !st.time_limit_hit;
     const std::int64_t budget = budgets.polish_evaluations;
     const double pass_work =
         pc ? static_cast<double>(p.L) * pc->placement.experts * (pc->placement.experts - 1) / 2 * best.layout.rows * p.G
            : 0.0;
+    if (pc && budgets.placement_rounds > 0 && pass_work > kRefineMaxPassWork) pc->skipped = true;
     const int rounds = pc && pass_work <= kRefineMaxPassWork ? budgets.placement_rounds : 0;
     if (searching && rounds == 0 && budget > 0) {
         polish(budgets.anytime ? std::numeric_limits<std::int64_t>::max() : budget, 0);
     } else if (searching && rounds > 0) {
-        // Anytime: rounds until the deadline; otherwise `rounds` rounds whose evaluations sum to the
-        // budget.
+        // `rounds` rounds whose evaluations sum to the budget; anytime: more rounds until the deadline.
         for (std::int64_t k = 0; budgets.anytime && budget > 0 ? true : k < rounds; ++k) {
-            // Anytime rounds double (budget / rounds, then 2x, 4x, ...): early refinements follow the
-            // layout closely, later rounds are long searches (each round restarts the search's state).
-            const std::int64_t base = std::max<std::int64_t>(1, budget / rounds);
-            const int shift = static_cast<int>(std::min<std::int64_t>(k, 40));
-            const std::int64_t share = !budgets.anytime ? budget / rounds + (k < budget % rounds ? 1 : 0)
+            // Anytime runs the default's rounds first (the same trajectory, so never worse than the
+            // default plan), then rounds of 2x, 4x, ... budget / rounds evaluations: early refinements
+            // follow the layout closely, later rounds are long searches (each round restarts the
+            // search's state).
+            const std::int64_t base = budget > 0 ? std::max<std::int64_t>(1, budget / rounds) : 0;
+            const int shift = static_cast<int>(std::clamp<std::int64_t>(k - rounds + 1, 0, 40));
+            const std::int64_t share = k < rounds ? budget / rounds + (k < budget % rounds ? 1 : 0)
                                        : base > (std::numeric_limits<std::int64_t>::max() >> shift)
                                            ? std::numeric_limits<std::int64_t>::max()
                                            : base << shift;
+            const Score before = best.score;
             if (share > 0) polish(share, static_cast<std::uint64_t>(k));
             if (cancelled() || st.time_limit_hit) break;
-            refine();
+            const bool kept = refine();
+            // Without kicks a round is a deterministic descent: once a round neither improved nor
+            // refined anything, every later one would repeat it.
+            if (budgets.anytime && budgets.polish_kick_moves == 0 && !kept && !(best.score < before)) break;
         }
     }
     if (rounds > 0 && hooks.timings) (*hooks.timings)["placement refinement"] = refine_s;
@@ -515,6 +526,7 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
             r.placement_swaps = pc.swaps;
             r.placement_rounds_kept = pc.rounds_kept;
         }
+        r.placement_refinement_skipped = pc.skipped;
         r.population_origins = st.origins;
         r.proposals = st.proposals;
         r.accepted = st.accepted;

@@ -108,6 +108,9 @@ struct PlanResult {
     double cv_routepack = 0;                         ///< eq. 22 at routepack_placement
     std::int64_t placement_swaps = 0;                ///< expert swaps of the refinements that were kept
     int placement_rounds_kept = 0;                   ///< refinements that lowered the score
+    /// The refinement did not run: one pass over every layer's expert pairs would exceed the
+    /// planner's size limit (README "Placement refined for the layout").
+    bool placement_refinement_skipped = false;
     /// Certified lower bound on routepack's max_g U at its placement (routepack_placement), over every
     /// layout (core/plan/bound.h); the plan's gap is routepack.metrics.score.max_u / bound.value - 1.
     MaxULowerBound bound;

@@ -259,7 +259,7 @@ def test_cli_plan_reports_the_refined_placement(exe, library, tmp_path):
     r0 = run(exe, "plan", "--db", db, "--trace", "syn", "--window", "w", "--topology", topo, "--seed", "1",
              "--placement-rounds", "0", "--out", plain)
     j0 = json.load(open(plain))
-    assert j0["planner"]["placement_refinement"] == {"refined": False, "rounds_kept": 0, "swaps": 0}
+    assert j0["planner"]["placement_refinement"] == {"refined": False, "rounds_kept": 0, "swaps": 0, "skipped": False}
     assert j0["placement"] != j["placement"]
     assert "refined" not in r0.stdout
     lpt = str(tmp_path / "lpt.json")

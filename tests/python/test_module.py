@@ -177,6 +177,12 @@ def test_plan_json_roundtrip(tmp_path, window):
     topo_schema = schema["properties"]["topology"]
     assert topo_schema["additionalProperties"] is False
     assert set(j["topology"]) <= set(topo_schema["properties"])
+    # Every method's placement name and the planner's placement_refinement are what the schema allows.
+    enum = schema["$defs"]["metrics"]["properties"]["placement"]["enum"]
+    assert {m["placement"] for m in j["metrics"].values()} <= set(enum)
+    assert "refined" in enum
+    pr_schema = schema["properties"]["planner"]["properties"]["placement_refinement"]
+    assert set(j["planner"]["placement_refinement"]) == set(pr_schema["required"]) == set(pr_schema["properties"])
     assert {"comm_weight", "comm_load_tolerance", "gpus_per_node"} <= set(topo_schema["properties"])
     lb = p.lower_bound
     assert lb["value"] == j["max_u_lower_bound"]["value"] and 0 < lb["value"] <= p.score[0]
@@ -331,7 +337,7 @@ def test_plan_errors(window):
     p0 = json.loads(routepack.plan(lengths, counts, topo(), moe_layers=[1, 3],
                                    budgets={"placement_rounds": 0}).to_json())
     assert p0["planner"]["budgets"]["placement_rounds"] == 0
-    assert p0["planner"]["placement_refinement"] == {"refined": False, "rounds_kept": 0, "swaps": 0}
+    assert p0["planner"]["placement_refinement"] == {"refined": False, "rounds_kept": 0, "swaps": 0, "skipped": False}
     assert plan_error(lengths, counts, sample_ids=["a"]) == "sample_ids holds 1 ids for 24 samples"
     dup = [f"s{i}" for i in range(24)]
     dup[7] = "s2"

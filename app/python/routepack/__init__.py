@@ -4,7 +4,8 @@ The planner, the placement and the plan file of the C++ core (``routepack._core`
 the names of the paper (``../shared/papers/routepack-paper.txt``): a window of N samples with lengths
 t_i and routing counts a[i][l][e] (``[N, L, E]``, L = MoE layers in ``moe_layers`` order, absolute
 decoder-layer ids), a :class:`Topology` (P EP ranks, D DP slots in EDP shards, token cap C), and a
-:class:`Plan`: R x D execution rows of whole samples plus the LPT placement of experts on EP ranks.
+:class:`Plan`: R x D execution rows of whole samples plus the placement of experts on EP ranks (LPT,
+refined for the rows).
 
 Errors are ``ValueError`` with the CLI's texts (``routepack: error: ...`` without the prefix).
 """
@@ -53,7 +54,8 @@ def plan(
     model_name: str = "",
 ) -> Plan:
     """Plans one window: LPT placement (Algorithm 1), certified row count R* (eq. 9), RoutePack
-    packing (seeding + population annealing) and the three baselines.
+    packing (seeding + population annealing + the final search) with the placement refined for the
+    packing (``placement_rounds``; the plan's placement), and the three baselines (on LPT).
 
     lengths: integer [N], t_i >= 1 tokens. counts: integer [N, L, E] (any integer dtype, values in
     0..2^32-1), L = len(moe_layers). moe_layers: absolute decoder-layer ids, ascending.
