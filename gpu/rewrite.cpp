@@ -56,9 +56,11 @@ RewriteReport rewrite_checkpoint(const RewriteRequest& req, const RewriteProgres
         if (n.compare(0, stem.size(), stem) != 0 || n.size() == stem.size() || n.size() - stem.size() > 9) continue;
         if (n.find_first_not_of("0123456789", stem.size()) != std::string::npos) continue;
         const long pid = std::atol(n.c_str() + stem.size());
-        // Only our own folders (marker inside), only of processes that are gone.
+        // Only our own folders (marker inside), only of processes that are gone. An empty one is a
+        // rewrite killed between creating its folder and writing the marker: nothing to lose.
+        std::error_code empty_ec;
         if (pid > 1 && !pid_alive(pid) && fs::is_directory(fs::symlink_status(de.path())) &&
-            fs::is_regular_file(fs::symlink_status(de.path() / kPartialMarker)))
+            (fs::is_regular_file(fs::symlink_status(de.path() / kPartialMarker)) || fs::is_empty(de.path(), empty_ec)))
             fs::remove_all(de.path(), ec);
     }
 

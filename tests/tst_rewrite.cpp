@@ -1107,6 +1107,12 @@ void TestRewrite::breakItBody() {
         QCOMPARE(read_file(tmp / ".victim.routepack-partial-999999999" / "f"), std::string("precious"));
         QCOMPARE(read_file(tmp / ".victim.routepack-partial-0" / "f"), std::string("precious"));
         QVERIFY(!fs::exists(tmp / "victim" / ".routepack-partial")); // marker removed from the finished output
+        // An empty folder of a process that is gone (a rewrite killed between creating its folder and
+        // writing the marker) is removed by the next rewrite of that output; a non-empty unmarked one stays.
+        fs::create_directory(tmp / ".victim2.routepack-partial-999999999");
+        rewrite_checkpoint(rewrite_request(src, tmp / "victim2", pi, m));
+        QVERIFY(!fs::exists(tmp / ".victim2.routepack-partial-999999999"));
+        QCOMPARE(read_file(tmp / ".victim.routepack-partial-999999999" / "f"), std::string("precious"));
     }
     // A trailing slash names the folder (absent or empty).
     {
