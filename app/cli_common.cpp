@@ -38,6 +38,8 @@ std::string joined(const std::vector<std::string>& names) {
 
 void catch_sigint() {
     std::signal(SIGINT, on_sigint);
+    std::signal(SIGTERM, on_sigint);
+    std::signal(SIGHUP, on_sigint);
 }
 
 std::atomic<bool>& sigint_flag() {
