@@ -1062,7 +1062,8 @@ private Q_SLOTS:
             {R"({"loads": [[1, 2]], "moe_layer": [1]})",
              QStringLiteral(
                  ": unknown field 'moe_layer' (a loads file holds loads, moe_layers and num_hidden_layers)")},
-            {R"({"loads": [[1, 1e400]]})", QStringLiteral(": malformed JSON: number overflow parsing '1e400'")},
+            {R"({"loads": [[1, 1e400]]})",
+             QStringLiteral(": malformed JSON: number overflow parsing '1e400' (field loads[0][1])")},
             {R"({"loads": [[1, 2], [18446744073709551615, 18446744073709551615]]})",
              QStringLiteral(": loads[1][1]: the layer's loads sum above 2^64 - 1 = 18446744073709551615 here (its "
                             "rank loads would wrap)")},
