@@ -854,7 +854,7 @@ private Q_SLOTS:
                  QStringLiteral("t"), QStringLiteral("--name"), longName, QStringLiteral("--split"),
                  QStringLiteral("2")});
         QVERIFY2(r.code == 0, qPrintable(r.err));
-        QCOMPARE(r.out.left(94),
+        QCOMPARE(r.out.left(95),
                  QStringLiteral("window '") + QString(80, QLatin1Char('n')) + QStringLiteral("...' of"));
         QCOMPARE(r.out.count(QLatin1Char('\n')), 1);
     }
