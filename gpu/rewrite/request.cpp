@@ -224,7 +224,8 @@ void check_map_fields(const json& j, const std::string& origin) {
                                         "logical_replica_count",
                                         "logical_count",
                                         "expert_count"};
-    for (const auto& [key, v] : j.items()) {
+    for (const auto& item : j.items()) {
+        const std::string& key = item.key(); // a plain name: lambdas cannot capture structured bindings in C++20
         if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return key == k; }) !=
             std::end(known))
             continue;
