@@ -26,10 +26,19 @@
 //     attention_mask count when saved, else the last non-zero row + 1 (refused for top-1, where a
 //     route to expert 0 is a zero row); routes = rows [0, seq_len - 1), t_i = seq_len. Rows whose
 //     r3_routing_valid is false hold filled-in copies and are skipped with a note.
-//   Batch rows whose attention_mask is all zero are skipped with a note. The routes array is read
-//   from the file one batch row at a time (a stored entry or an .npy file straight from the disk, a
-//   deflated entry through an incremental inflate), never whole: memory holds one batch row, the
-//   mask and the current sample, whatever the batch size.
+//   Batch rows whose attention_mask is all zero are skipped with a note. The routes, the mask and
+//   the validity flags are read from the file one batch row at a time (a stored entry or an .npy
+//   file straight from the disk, a deflated entry through an incremental inflate), never whole, and
+//   the mask and flags are tested as stored (non-zero bytes), never widened: memory holds one batch
+//   row of each and the current sample, whatever the batch size.
+// Hostile archives (numpy .npy format spec; zip APPNOTE 4.4.8-4.4.9 sizes): before any member's
+// data is inflated, only its .npy header is read (preamble, then exactly the declared header
+// length, at most 128 KiB), and a member whose directory entry declares more bytes than the header
+// accounts for (header + shape x item size: trailing data, e.g. a gigabyte of zeros after a valid
+// array) is refused, as is one whose declared size is beyond the per-entry limit or beyond what
+// deflate can expand its compressed bytes to (1032:1). A batch's arrays are checked against the
+// routes' shape ([B, S], [B]) from their headers alone; responses is used for its shape only and
+// its data is never inflated; members the importer does not use are never opened.
 // A torch.save file (a zip holding data.pkl) is refused with a hint to save with np.savez.
 #include "core/import/import_detail.h"
 
