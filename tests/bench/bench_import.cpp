@@ -8,7 +8,10 @@
 // Each is imported (or refused) with its time and peak RSS growth, against the same archive
 // without the bomb imported in the same process.
 //
-//   bench_import [--shared DIR] [--synth-groups G] [--bomb-mib N] [--bombs-only]
+// --bomb-file measures a given archive (e.g. one numpy wrote) the same way, on the bomb cases'
+// model (2 MoE layers, 4 experts, top-2).
+//
+//   bench_import [--shared DIR] [--synth-groups G] [--bomb-mib N] [--bomb-file F.npz]... [--bombs-only]
 #include "core/import/import.h"
 #include "core/synth/synth.h"
 #include "storage/library.h"
@@ -200,13 +203,24 @@ Cost import_cost(const fs::path& input, const ModelDescription& m) {
     return c;
 }
 
-void bench_bombs(std::uint64_t bomb_mib) {
+/// The bomb cases' model: 2 MoE layers, 4 experts, top-2.
+ModelDescription bomb_model() {
     ModelDescription m;
     m.name = "bomb";
     m.num_hidden_layers = 2;
     m.experts = 4;
     m.top_k = 2;
     m.moe_layers = {0, 1};
+    return m;
+}
+
+void bench_bombs(std::uint64_t bomb_mib, const std::vector<fs::path>& files) {
+    const ModelDescription m = bomb_model();
+    for (const fs::path& f : files) {
+        const Cost c = import_cost(f, m);
+        std::printf("npz file %-24s %8.1f KB archive | %.4f s, peak RSS +%.1f MB | %s\n", f.filename().c_str(),
+                    fs::file_size(f) / 1e3, c.seconds, c.peak_growth_kib / 1024.0, c.outcome.c_str());
+    }
     const fs::path dir = fs::temp_directory_path() / ("bench-bombs-" + std::to_string(::getpid()));
     fs::create_directories(dir);
     const std::uint64_t tail = bomb_mib << 20;
@@ -253,6 +267,7 @@ int main(int argc, char** argv) {
     int synth_groups = 32;
     std::uint64_t bomb_mib = 1536;
     bool bombs_only = false;
+    std::vector<fs::path> bomb_files;
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--shared") && i + 1 < argc)
             shared = argv[++i];
@@ -260,15 +275,18 @@ int main(int argc, char** argv) {
             synth_groups = std::atoi(argv[++i]);
         else if (!std::strcmp(argv[i], "--bomb-mib") && i + 1 < argc)
             bomb_mib = std::strtoull(argv[++i], nullptr, 10);
+        else if (!std::strcmp(argv[i], "--bomb-file") && i + 1 < argc)
+            bomb_files.emplace_back(argv[++i]);
         else if (!std::strcmp(argv[i], "--bombs-only"))
             bombs_only = true;
         else {
-            std::printf("usage: bench_import [--shared DIR] [--synth-groups G] [--bomb-mib N] [--bombs-only]\n");
+            std::printf("usage: bench_import [--shared DIR] [--synth-groups G] [--bomb-mib N] [--bomb-file F.npz]... "
+                        "[--bombs-only]\n");
             return 2;
         }
     }
     try {
-        bench_bombs(bomb_mib);
+        bench_bombs(bomb_mib, bomb_files);
         if (bombs_only) return 0;
         if (fs::exists(shared / "traces")) {
             ImportOptions ds;
