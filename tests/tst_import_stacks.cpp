@@ -835,6 +835,45 @@ private Q_SLOTS:
         QCOMPARE(counts_text(t, 1), QStringLiteral("3 3 0 0 | 3 3 0 0"));
     }
 
+    // A batch row longer than one read chunk (2^20 values: 262144 tokens of 2 layers x top-2): the
+    // tokens on both sides of the chunk boundary are found and their routes kept in order.
+    void batchRowAcrossChunks() {
+        const auto dir = test::temp_dir(QStringLiteral("batch-chunks"));
+        const std::int64_t S = 262149;
+        const auto at = [&](std::int64_t b, std::int64_t s) { return static_cast<std::size_t>((b * S + s) * 4); };
+        // verl: row 0 masked at 262142..262145 (routes at the first three), row 1 all padding.
+        std::string re(static_cast<std::size_t>(2 * S * 4), '\0');
+        const std::vector<std::vector<char>> rows = {{0, 1, 2, 3}, {1, 2, 3, 0}, {2, 3, 0, 1}, {0, 1, 0, 1}};
+        std::string mask(static_cast<std::size_t>(2 * S), '\0');
+        for (std::int64_t i = 0; i < 4; ++i) {
+            std::memcpy(re.data() + at(0, 262142 + i), rows[static_cast<std::size_t>(i)].data(), 4);
+            mask[static_cast<std::size_t>(262142 + i)] = 1;
+        }
+        write_zip(dir / "v.npz", {{"routed_experts.npy", npy("|i1", "(2, 262149, 2, 2)", re)},
+                                  {"attention_mask.npy", npy("|b1", "(2, 262149)", mask)},
+                                  {"responses.npy", npy("<i8", "(2, 2)", le({7, 7, 7, 7}, 8))}});
+        ImportSummary s;
+        Trace t = import_auto({dir / "v.npz"}, &s);
+        QCOMPARE(t.size(), std::size_t(1));
+        QCOMPARE(t.samples[0].length, std::int64_t(4));
+        QCOMPARE(t.samples[0].routed_rows, std::int64_t(3));
+        QCOMPARE(t.samples[0].prompt_len, std::optional<std::int64_t>(4)); // all before S - R = 262147
+        QCOMPARE(counts_text(t, 0), QStringLiteral("1 2 2 1 | 2 1 1 2"));
+        // AReaL without a mask: rows 0..262145 filled, zeros after: seq_len 262146 across the boundary.
+        std::string fill(static_cast<std::size_t>(S * 4), '\0');
+        for (std::int64_t p = 0; p < 262146; ++p)
+            std::memcpy(fill.data() + at(0, p), rows[0].data(), 4);
+        write_zip(dir / "a.npz",
+                  {{"routed_experts.npy", npy("|i1", "(1, 262149, 2, 2)", fill)},
+                   {"r3_routing_valid.npy", npy("|b1", "(1,)", std::string(1, '\x01'))}},
+                  true);
+        ImportSummary sa;
+        t = import_auto({dir / "a.npz"}, &sa);
+        QCOMPARE(t.size(), std::size_t(1));
+        QCOMPARE(t.samples[0].length, std::int64_t(262146));
+        QCOMPARE(counts_text(t, 0), QStringLiteral("262145 262145 0 0 | 0 0 262145 262145"));
+    }
+
     // ------------------------------------------------------------------ SGLang multi-turn
     void sglangStitching() {
         const auto dir = test::temp_dir(QStringLiteral("sglang-turns"));

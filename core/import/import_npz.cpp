@@ -252,8 +252,9 @@ public:
     }
     const NpyHeaderInfo& header() const { return header_; }
     const std::string& where() const { return where_; }
-    /// Reads the `bytes` bytes of batch row `b` into `raw` (resized); InputError when the data ends first.
-    void row(std::int64_t b, std::size_t bytes, std::string& raw) {
+    /// Reads the next `bytes` bytes into `raw` (resized): bytes [done, done + bytes) of batch row
+    /// `b`, which holds `row_bytes`. InputError when the data ends first.
+    void read(std::int64_t b, std::size_t bytes, std::string& raw, std::size_t done, std::size_t row_bytes) {
         raw.resize(bytes);
         const std::size_t from_pending = std::min(pending_.size(), bytes);
         std::memcpy(raw.data(), pending_.data(), from_pending);
@@ -261,7 +262,7 @@ public:
         const std::size_t got = from_pending + in_->read(raw.data() + from_pending, bytes - from_pending);
         if (got != bytes)
             throw InputError(where_ + ": truncated .npy data: batch row " + std::to_string(b) + " has " +
-                             std::to_string(got) + " of " + std::to_string(bytes) + " bytes");
+                             std::to_string(done + got) + " of " + std::to_string(row_bytes) + " bytes");
     }
     /// Reads to the end (an archive entry: so that libzip checks the CRC) and checks the size.
     void finish() { in_->finish(); }
@@ -417,44 +418,56 @@ void parse_batch(const BatchArrays& arrays, const SourceFile& f, const std::stri
         throw InputError(rwhere + ": one batch row of " + std::to_string(S) + " x " + std::to_string(L) + " x " +
                          std::to_string(K) + " values is more than the per-sample limit of " +
                          std::to_string(kMaxRouteValues));
-    std::vector<std::int32_t> row(row_values);
-    std::string raw(row_bytes, '\0');
     RouteArray routes;
     routes.axis_layers = L;
     routes.top_k = K;
     routes.axis_layer_ids = resolve_layer_axis(L, m, rwhere);
     std::vector<std::int64_t> empty_rows, invalid_rows, short_rows;
-    std::vector<std::int64_t> positions;
-    std::string mask_raw, flag_raw;
-    const std::size_t mask_size = mask ? static_cast<std::size_t>(mask->header().type.size) : 0;
+    // A batch row is read in chunks of tokens (about 1 Mi values): memory holds one chunk of each
+    // array and the current sample's routes, never a whole row of padding.
+    const std::size_t chunk_tokens = std::max<std::size_t>(1, (std::size_t(1) << 20) / width);
+    const std::size_t rsize = static_cast<std::size_t>(h.type.size);
+    const std::size_t msize = mask ? static_cast<std::size_t>(mask->header().type.size) : 0;
+    std::vector<std::int32_t> chunk;
+    std::string raw, mask_raw, flag_raw;
     for (std::int64_t b = 0; b < B; ++b) {
-        routes_in.row(b, row_bytes, raw);
-        const std::size_t bad = convert_wire_ints(raw.data(), row_values, h.type, row.data());
-        if (bad != row_values)
-            throw InputError(rwhere + ": value " + wire_value_text(raw.data(), bad, h.type) + " in batch row " +
-                             std::to_string(b) + " does not fit int32");
         bool row_valid = true;
         if (valid) {
-            valid->row(b, static_cast<std::size_t>(valid->header().type.size), flag_raw);
-            row_valid = element_nonzero(flag_raw.data(), 0, valid->header().type.size);
+            const std::size_t fsize = static_cast<std::size_t>(valid->header().type.size);
+            valid->read(b, fsize, flag_raw, 0, fsize);
+            row_valid = element_nonzero(flag_raw.data(), 0, static_cast<int>(fsize));
         }
-
-        positions.clear();
-        if (mask) {
-            mask->row(b, static_cast<std::size_t>(S) * mask_size, mask_raw);
-            for (std::int64_t s = 0; s < S; ++s)
-                if (element_nonzero(mask_raw.data(), static_cast<std::size_t>(s), static_cast<int>(mask_size)))
-                    positions.push_back(s);
-        } else {
-            std::int64_t last = -1;
-            for (std::int64_t s = 0; s < S; ++s) {
-                const std::int32_t* r = row.data() + static_cast<std::size_t>(s) * width;
-                if (std::any_of(r, r + width, [](std::int32_t v) { return v != 0; })) last = s;
+        // The sample's tokens: the masked positions (verl), or positions 0..last non-zero row
+        // (AReaL without a mask). routes.ids collects their rows (without a mask, zero rows only
+        // once a later non-zero row shows they are inside the sample).
+        routes.ids.clear();
+        std::int64_t tokens = 0, prompt = 0;
+        for (std::size_t s0 = 0; s0 < static_cast<std::size_t>(S); s0 += chunk_tokens) {
+            const std::size_t n = std::min(chunk_tokens, static_cast<std::size_t>(S) - s0);
+            routes_in.read(b, n * width * rsize, raw, s0 * width * rsize, row_bytes);
+            chunk.resize(n * width);
+            const std::size_t bad = convert_wire_ints(raw.data(), n * width, h.type, chunk.data());
+            if (bad != n * width)
+                throw InputError(rwhere + ": value " + wire_value_text(raw.data(), bad, h.type) + " in batch row " +
+                                 std::to_string(b) + " does not fit int32");
+            if (mask) mask->read(b, n * msize, mask_raw, s0 * msize, static_cast<std::size_t>(S) * msize);
+            for (std::size_t i = 0; i < n; ++i) {
+                const std::int32_t* r = chunk.data() + i * width;
+                const std::int64_t pos = static_cast<std::int64_t>(s0 + i);
+                if (mask) {
+                    if (!element_nonzero(mask_raw.data(), i, static_cast<int>(msize))) continue;
+                    ++tokens;
+                    prompt += pos < prompt_area;
+                } else {
+                    if (std::none_of(r, r + width, [](std::int32_t v) { return v != 0; })) continue;
+                    routes.ids.resize(static_cast<std::size_t>(pos) * width); // the zero rows before it
+                    tokens = pos + 1;
+                    prompt = std::min<std::int64_t>(tokens, std::max<std::int64_t>(prompt_area, 0));
+                }
+                routes.ids.insert(routes.ids.end(), r, r + width);
             }
-            for (std::int64_t s = 0; s <= last; ++s)
-                positions.push_back(s);
         }
-        if (positions.empty()) {
+        if (tokens == 0) {
             empty_rows.push_back(b);
             continue;
         }
@@ -462,27 +475,19 @@ void parse_batch(const BatchArrays& arrays, const SourceFile& f, const std::stri
             invalid_rows.push_back(b);
             continue;
         }
-        if (positions.size() < 2) {
+        if (tokens < 2) {
             short_rows.push_back(b);
             continue;
         }
-        routes.rows = static_cast<std::int64_t>(positions.size()) - 1;
+        // The last token's row is never a route (it is never forwarded).
+        routes.rows = tokens - 1;
         routes.ids.resize(static_cast<std::size_t>(routes.rows) * width);
-        for (std::int64_t r = 0; r < routes.rows; ++r)
-            std::memcpy(routes.ids.data() + static_cast<std::size_t>(r) * width,
-                        row.data() + static_cast<std::size_t>(positions[static_cast<std::size_t>(r)]) * width,
-                        width * sizeof(std::int32_t));
         SampleMeta meta;
         meta.id = stem + "#" + std::to_string(b);
         meta.source_file = path;
         meta.request_id = "row " + std::to_string(b);
         meta.rows_rule = LengthRule::RowsPlusOne;
-        if (prompt_area >= 0) {
-            std::int64_t p = 0;
-            for (const std::int64_t s : positions)
-                p += s < prompt_area;
-            meta.prompt_len = p;
-        }
+        if (prompt_area >= 0) meta.prompt_len = prompt;
         emit(make_sample_record(routes, m, meta));
     }
     routes_in.finish();
