@@ -4,7 +4,8 @@
 //
 // Then .npz decompression bombs (built here with libzip, deflated): a per-sample array followed by
 // --bomb-mib MiB of zeros, a padded batch whose attention_mask declares and holds (8192, 8192)
-// int64 (512 MiB), and a valid batch whose responses.npy is followed by --bomb-mib MiB of zeros.
+// int64 (512 MiB), a batch row of 2^25 padding tokens (shapes consistent: 160 MiB inflated), and a
+// valid batch whose responses.npy is followed by --bomb-mib MiB of zeros.
 // Each is imported (or refused) with its time and peak RSS growth, against the same archive
 // without the bomb imported in the same process.
 //
@@ -240,6 +241,11 @@ void bench_bombs(std::uint64_t bomb_mib, const std::vector<fs::path>& files) {
         {"per-sample + zeros", {{"a.npy", sample, tail}}, {{"a.npy", sample, 0}}},
         {"512 MiB attention_mask",
          {{"routed_experts.npy", routes, 0}, {"attention_mask.npy", npy_header("<i8", "(8192, 8192)"), 512u << 20}},
+         {{"routed_experts.npy", routes, 0}, {"attention_mask.npy", mask, 0}}},
+        // Consistent shapes: a batch row of 2^25 padding tokens (routes int8, mask bool, all zero).
+        {"2^25-token padding row",
+         {{"routed_experts.npy", npy_header("|i1", "(1, 33554432, 2, 2)"), 128u << 20},
+          {"attention_mask.npy", npy_header("|b1", "(1, 33554432)"), 32u << 20}},
          {{"routed_experts.npy", routes, 0}, {"attention_mask.npy", mask, 0}}},
         {"responses + zeros",
          {{"routed_experts.npy", routes, 0}, {"attention_mask.npy", mask, 0}, {"responses.npy", responses, tail}},
