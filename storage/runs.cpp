@@ -151,20 +151,27 @@ std::string metrics_json(const LayoutMetrics& m) {
     return j.dump();
 }
 
+/// Reads a run_results.metrics value (metrics_json). Integers are range-checked, never cast from an
+/// arbitrary float (1e300 as cap_violations is undefined behaviour in a plain conversion):
+/// InputError "<origin>: damaged metrics[: <field> ...]".
 LayoutMetrics parse_metrics(const std::string& text, const std::string& origin) {
     LayoutMetrics m;
+    const std::string where = origin + ": damaged metrics";
     try {
         const auto j = nlohmann::json::parse(text);
+        auto count = [&](const char* key, std::int64_t hi) {
+            return util::json_int_value(j.at(key), where, key, 0, hi);
+        };
         m.cv_global = j.at("cv_global").get<double>();
-        m.ep_peak_sum = j.at("ep_peak_sum").get<std::int64_t>();
-        m.ep_tail_peak = j.at("ep_tail_peak").get<std::int64_t>();
+        m.ep_peak_sum = count("ep_peak_sum", INT64_MAX);
+        m.ep_tail_peak = count("ep_tail_peak", INT64_MAX);
         m.ep_balance_efficiency = j.at("ep_balance_efficiency").get<double>();
         m.attention_sum = j.at("attention_sum").get<double>();
         m.joint = j.at("joint").get<double>();
-        m.cap_violations = j.at("cap_violations").get<int>();
-        m.empty_cells = j.at("empty_cells").get<int>();
+        m.cap_violations = static_cast<int>(count("cap_violations", INT32_MAX));
+        m.empty_cells = static_cast<int>(count("empty_cells", INT32_MAX));
     } catch (const nlohmann::json::exception&) {
-        throw InputError(origin + ": damaged metrics");
+        throw InputError(where);
     }
     return m;
 }

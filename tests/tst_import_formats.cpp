@@ -784,7 +784,8 @@ private Q_SLOTS:
                                         "holds"));
         // Plausible lies are caught by reading: memory follows the data, never the declared size.
         QCOMPARE(error_of([&] { run(Npz, source("z.npz", with_declared_size(deflated, "a.npy", 150u)), m); }),
-                 where + QStringLiteral("truncated entry (144 of 150 bytes)"));
+                 where + QStringLiteral("declares 150 bytes, more than the 144 its .npy header accounts for (shape "
+                                        "(1, 2, 2) of <i4)"));
         QCOMPARE(error_of([&] { run(Npz, source("z.npz", with_declared_size(deflated, "a.npy", 10u)), m); }),
                  where + QStringLiteral("holds more data than its declared size"));
         // An array over the per-sample limit is refused from its header, before its data is read.
@@ -799,6 +800,38 @@ private Q_SLOTS:
         const std::string odd = make_npz({{"a\nb.npy", "junk", false}});
         QCOMPARE(error_of([&] { run(Npz, source("z.npz", odd), m); }),
                  QStringLiteral("in/z.npz: sample z#0: entry 'a\\nb.npy': not an .npy file (bad magic)"));
+    }
+
+    // Decompression bombs: an entry is refused from its .npy header and the zip directory's sizes,
+    // before its data is inflated.
+    void npzBombs() {
+        const auto m = model3();
+        const std::string i4 = base64_decode(kNpyI4, "w"); // 144 bytes: header 128 + (1, 2, 2) <i4
+        const QString where = QStringLiteral("in/z.npz: sample z#0: entry 'a.npy': ");
+        // A valid array followed by 64 MiB of zeros (deflated to ~64 KiB).
+        const std::string padded = make_npz({{"a.npy", i4 + std::string(std::size_t(64) << 20, '\0'), true}});
+        QVERIFY(!padded.empty() && padded.size() < (std::size_t(1) << 20));
+        QCOMPARE(error_of([&] { run(Npz, source("z.npz", padded), m); }),
+                 where + QStringLiteral("declares 67109008 bytes, more than the 144 its .npy header accounts for "
+                                        "(shape (1, 2, 2) of <i4)"));
+        // Stored trailing bytes are refused the same way.
+        QCOMPARE(error_of([&] {
+                     run(Npz, source("z.npz", make_npz({{"a.npy", i4 + "xx", false}})), m);
+                 }),
+                 where + QStringLiteral("declares 146 bytes, more than the 144 its .npy header accounts for "
+                                        "(shape (1, 2, 2) of <i4)"));
+        // A v2 header declaring 1 GiB of dictionary: read no further than 128 KiB.
+        std::string endless = "\x93NUMPY\x02";
+        endless.push_back('\0');
+        endless += std::string("\x00\x00\x00\x40", 4) + "{'descr': '<i4', " + std::string(std::size_t(1) << 20, ' ');
+        QCOMPARE(error_of([&] {
+                     run(Npz, source("z.npz", make_npz({{"a.npy", endless, true}})), m);
+                 }),
+                 where + QStringLiteral(".npy header is longer than 131072 bytes"));
+        // The valid archive still imports.
+        const auto recs = run(Npz, source("z.npz", make_npz({{"a.npy", i4, true}})), m);
+        QCOMPARE(recs.size(), std::size_t(1));
+        QCOMPARE(counts_text(recs[0], m), QStringLiteral("1 1 0 0 | 0 0 1 1"));
     }
 
     // ---------------------------------------------------------------- every bad input

@@ -764,6 +764,116 @@ private Q_SLOTS:
         QCOMPARE(import_error({p}), q(p.string() + ": no samples"));
     }
 
+    // Decompression bombs in a padded batch: every array's header is checked (shape against the
+    // routes', declared size against the shape) before any data is inflated; masks and flags are
+    // read one batch row at a time; arrays only the header of which is used are never inflated.
+    void batchBombs() {
+        const auto dir = test::temp_dir(QStringLiteral("batch-bombs"));
+        const auto p = dir / "b.npz";
+        std::vector<std::int64_t> ids(32, 0); // every route [0, 1]
+        for (std::size_t i = 1; i < ids.size(); i += 2)
+            ids[i] = 1;
+        const std::string re = npy("<i2", "(2, 4, 2, 2)", le(ids, 2));                  // 128 + 64 bytes
+        const std::string mask = npy("<i8", "(2, 4)", le({1, 1, 1, 0, 1, 1, 1, 1}, 8)); // 128 + 64 bytes
+        const std::string zeros(std::size_t(32) << 20, '\0');
+        // A mask whose header declares 512 MiB (and 32 MiB of it present): refused from its header.
+        write_zip(p, {{"routed_experts.npy", re}, {"attention_mask.npy", npy("<i8", "(8192, 8192)", zeros)}}, true);
+        QCOMPARE(import_error({p}), q(p.string() + ": entry 'attention_mask' has shape (8192, 8192), expected (2, 4) "
+                                                   "to match routed_experts (2, 4, 2, 2)"));
+        // Trailing bytes after a valid mask, responses or routes array.
+        write_zip(p, {{"routed_experts.npy", re}, {"attention_mask.npy", mask + zeros}}, true);
+        QCOMPARE(import_error({p}), q(p.string() + ": entry 'attention_mask': declares 33554624 bytes, more than the "
+                                                   "192 its .npy header accounts for (shape (2, 4) of <i8)"));
+        write_zip(p,
+                  {{"routed_experts.npy", re},
+                   {"attention_mask.npy", mask},
+                   {"responses.npy", npy("<i8", "(2, 1)", le({7, 7}, 8)) + zeros}},
+                  true);
+        QCOMPARE(import_error({p}), q(p.string() + ": entry 'responses': declares 33554576 bytes, more than the 144 "
+                                                   "its .npy header accounts for (shape (2, 1) of <i8)"));
+        write_zip(p, {{"routed_experts.npy", re + zeros}, {"attention_mask.npy", mask}}, true);
+        QCOMPARE(import_error({p}), q(p.string() + ": entry 'routed_experts': declares 33554624 bytes, more than the "
+                                                   "192 its .npy header accounts for (shape (2, 4, 2, 2) of <i2)"));
+        write_zip(p, {{"routed_experts.npy", re}, {"r3_routing_valid.npy", npy("|b1", "(2,)", "\x01\x01xx")}});
+        QCOMPARE(import_error({p}), q(p.string() + ": entry 'r3_routing_valid': declares 132 bytes, more than the "
+                                                   "130 its .npy header accounts for (shape (2,) of |b1)"));
+        // A mask cut short is found in the row where it ends.
+        write_zip(p, {{"routed_experts.npy", re}, {"attention_mask.npy", mask.substr(0, mask.size() - 24)}});
+        QCOMPARE(import_error({p}), q(p.string() + ": entry 'attention_mask': truncated .npy data: batch row 1 has 8 "
+                                                   "of 32 bytes"));
+        // A Fortran-order mask cannot be read a batch row at a time.
+        std::string fortran = mask;
+        fortran.replace(fortran.find("False"), 5, "True ");
+        write_zip(p, {{"routed_experts.npy", re}, {"attention_mask.npy", fortran}});
+        QCOMPARE(import_error({p}), q(p.string() + ": entry 'attention_mask': is stored in Fortran order; save a "
+                                                   "C-order array (np.ascontiguousarray)"));
+        // A header alone declaring 10^12 batch rows of nothing.
+        write_zip(p, {{"routed_experts.npy", npy("<i2", "(1000000000000, 0, 2, 2)", "")},
+                      {"attention_mask.npy", npy("<i8", "(1000000000000, 0)", "")}});
+        QCOMPARE(import_error({p}), q(p.string() + ": entry 'routed_experts': shape (1000000000000, 0, 2, 2) holds no "
+                                                   "routes (a zero tokens, layers or top_k dimension)"));
+        // Only the header of responses is read: its damaged data (a CRC that does not match) is never
+        // inflated, nor is an unused array; the batch imports with its prompt lengths.
+        std::string responses = npy("<i8", "(2, 1)", le({7, 7}, 8));
+        write_zip(p, {{"routed_experts.npy", re},
+                      {"attention_mask.npy", mask},
+                      {"responses.npy", responses},
+                      {"prompts.npy", "not numpy"}});
+        std::string bytes = test::read_file(p);
+        const std::size_t at = bytes.find(responses);
+        QVERIFY(at != std::string::npos);
+        bytes[at + responses.size() - 1] ^= 0x01;
+        test::write_file(p, bytes);
+        ImportSummary s;
+        const Trace t = import_auto({p}, &s);
+        QCOMPARE(t.size(), std::size_t(2));
+        QCOMPARE(t.samples[0].length, std::int64_t(3));
+        QCOMPARE(t.samples[0].prompt_len, std::optional<std::int64_t>(3)); // S - R = 3 prompt positions
+        QCOMPARE(t.samples[1].length, std::int64_t(4));
+        QCOMPARE(t.samples[1].prompt_len, std::optional<std::int64_t>(3));
+        QCOMPARE(counts_text(t, 0), QStringLiteral("2 2 0 0 | 2 2 0 0"));
+        QCOMPARE(counts_text(t, 1), QStringLiteral("3 3 0 0 | 3 3 0 0"));
+    }
+
+    // A batch row longer than one read chunk (2^20 values: 262144 tokens of 2 layers x top-2): the
+    // tokens on both sides of the chunk boundary are found and their routes kept in order.
+    void batchRowAcrossChunks() {
+        const auto dir = test::temp_dir(QStringLiteral("batch-chunks"));
+        const std::int64_t S = 262149;
+        const auto at = [&](std::int64_t b, std::int64_t s) { return static_cast<std::size_t>((b * S + s) * 4); };
+        // verl: row 0 masked at 262142..262145 (routes at the first three), row 1 all padding.
+        std::string re(static_cast<std::size_t>(2 * S * 4), '\0');
+        const std::vector<std::vector<char>> rows = {{0, 1, 2, 3}, {1, 2, 3, 0}, {2, 3, 0, 1}, {0, 1, 0, 1}};
+        std::string mask(static_cast<std::size_t>(2 * S), '\0');
+        for (std::int64_t i = 0; i < 4; ++i) {
+            std::memcpy(re.data() + at(0, 262142 + i), rows[static_cast<std::size_t>(i)].data(), 4);
+            mask[static_cast<std::size_t>(262142 + i)] = 1;
+        }
+        write_zip(dir / "v.npz", {{"routed_experts.npy", npy("|i1", "(2, 262149, 2, 2)", re)},
+                                  {"attention_mask.npy", npy("|b1", "(2, 262149)", mask)},
+                                  {"responses.npy", npy("<i8", "(2, 2)", le({7, 7, 7, 7}, 8))}});
+        ImportSummary s;
+        Trace t = import_auto({dir / "v.npz"}, &s);
+        QCOMPARE(t.size(), std::size_t(1));
+        QCOMPARE(t.samples[0].length, std::int64_t(4));
+        QCOMPARE(t.samples[0].routed_rows, std::int64_t(3));
+        QCOMPARE(t.samples[0].prompt_len, std::optional<std::int64_t>(4)); // all before S - R = 262147
+        QCOMPARE(counts_text(t, 0), QStringLiteral("1 2 2 1 | 2 1 1 2"));
+        // AReaL without a mask: rows 0..262145 filled, zeros after: seq_len 262146 across the boundary.
+        std::string fill(static_cast<std::size_t>(S * 4), '\0');
+        for (std::int64_t p = 0; p < 262146; ++p)
+            std::memcpy(fill.data() + at(0, p), rows[0].data(), 4);
+        write_zip(dir / "a.npz",
+                  {{"routed_experts.npy", npy("|i1", "(1, 262149, 2, 2)", fill)},
+                   {"r3_routing_valid.npy", npy("|b1", "(1,)", std::string(1, '\x01'))}},
+                  true);
+        ImportSummary sa;
+        t = import_auto({dir / "a.npz"}, &sa);
+        QCOMPARE(t.size(), std::size_t(1));
+        QCOMPARE(t.samples[0].length, std::int64_t(262146));
+        QCOMPARE(counts_text(t, 0), QStringLiteral("262145 262145 0 0 | 0 0 262145 262145"));
+    }
+
     // ------------------------------------------------------------------ SGLang multi-turn
     void sglangStitching() {
         const auto dir = test::temp_dir(QStringLiteral("sglang-turns"));

@@ -318,6 +318,52 @@ private Q_SLOTS:
         QCOMPARE(lib->runs("syn", "w").size(), std::size_t(2));
     }
 
+    // A run_results.metrics value edited outside the studio (found by fuzz_library_blobs): an
+    // integer field holding 1e300 or a negative count is refused by name, never converted.
+    void hostileRunMetrics() {
+        const auto db = make_library(QStringLiteral("run-metrics"));
+        std::int64_t id = 0;
+        {
+            auto lib = Library::open(db);
+            id = lib->save_run(plan_of(*lib, small_budgets()), "t").id;
+        }
+        auto set_metrics = [&](const std::string& field, const std::string& value) {
+            const std::string text = "{\"cv_global\": 0.5, \"ep_peak_sum\": 3, \"ep_tail_peak\": 2, "
+                                     "\"ep_balance_efficiency\": 0.9, \"attention_sum\": 1.0, \"joint\": 2.0, "
+                                     "\"cap_violations\": 0, \"empty_cells\": 0, \"" +
+                                     field + "\": " + value + "}";
+            sqlite3* h = nullptr;
+            QCOMPARE(sqlite3_open(db.string().c_str(), &h), SQLITE_OK);
+            sqlite3_stmt* st = nullptr;
+            QCOMPARE(sqlite3_prepare_v2(h, "UPDATE run_results SET metrics = ?1 WHERE method = 'baseline'", -1, &st,
+                                        nullptr),
+                     SQLITE_OK);
+            sqlite3_bind_text(st, 1, text.c_str(), -1, SQLITE_TRANSIENT);
+            QCOMPARE(sqlite3_step(st), SQLITE_DONE);
+            sqlite3_finalize(st);
+            sqlite3_close(h);
+        };
+        auto run_error = [&] {
+            return QString::fromStdString(
+                error_of<InputError>([&] { Library::open(db, OpenMode::ReadOnly)->run(id); }));
+        };
+        const QString where =
+            QString::fromStdString(db.string() + ": run " + std::to_string(id) + " baseline: damaged metrics");
+        // The last of a repeated key wins in nlohmann's DOM: each line overrides one field.
+        set_metrics("cap_violations", "1e300");
+        QCOMPARE(run_error(), where + QStringLiteral(": cap_violations 1e+300 is out of range 0..2147483647"));
+        set_metrics("ep_peak_sum", "1e300");
+        QCOMPARE(run_error(), where + QStringLiteral(": ep_peak_sum 1e+300 is out of range 0..9223372036854775807"));
+        set_metrics("empty_cells", "3000000000");
+        QCOMPARE(run_error(), where + QStringLiteral(": empty_cells 3000000000 is out of range 0..2147483647"));
+        set_metrics("ep_tail_peak", "-2");
+        QCOMPARE(run_error(), where + QStringLiteral(": ep_tail_peak -2 is negative"));
+        set_metrics("joint", "\"x\"");
+        QCOMPARE(run_error(), where);
+        set_metrics("cap_violations", "1");
+        QCOMPARE(Library::open(db, OpenMode::ReadOnly)->run(id).results.front().metrics.cap_violations, 1);
+    }
+
     void demoLibrary() {
         const auto tmp = test::temp_dir(QStringLiteral("demo"));
         PlannerBudgets b;

@@ -26,10 +26,19 @@
 //     attention_mask count when saved, else the last non-zero row + 1 (refused for top-1, where a
 //     route to expert 0 is a zero row); routes = rows [0, seq_len - 1), t_i = seq_len. Rows whose
 //     r3_routing_valid is false hold filled-in copies and are skipped with a note.
-//   Batch rows whose attention_mask is all zero are skipped with a note. The routes array is read
-//   from the file one batch row at a time (a stored entry or an .npy file straight from the disk, a
-//   deflated entry through an incremental inflate), never whole: memory holds one batch row, the
-//   mask and the current sample, whatever the batch size.
+//   Batch rows whose attention_mask is all zero are skipped with a note. The routes, the mask and
+//   the validity flags are read from the file one batch row at a time (a stored entry or an .npy
+//   file straight from the disk, a deflated entry through an incremental inflate), never whole, and
+//   the mask and flags are tested as stored (non-zero bytes), never widened: memory holds one batch
+//   row of each and the current sample, whatever the batch size.
+// Hostile archives (numpy .npy format spec; zip APPNOTE 4.4.8-4.4.9 sizes): before any member's
+// data is inflated, only its .npy header is read (preamble, then exactly the declared header
+// length, at most 128 KiB), and a member whose directory entry declares more bytes than the header
+// accounts for (header + shape x item size: trailing data, e.g. a gigabyte of zeros after a valid
+// array) is refused, as is one whose declared size is beyond the per-entry limit or beyond what
+// deflate can expand its compressed bytes to (1032:1). A batch's arrays are checked against the
+// routes' shape ([B, S], [B]) from their headers alone; responses is used for its shape only and
+// its data is never inflated; members the importer does not use are never opened.
 // A torch.save file (a zip holding data.pkl) is refused with a hint to save with np.savez.
 #include "core/import/import_detail.h"
 
@@ -176,20 +185,102 @@ public:
     virtual const char* container() const = 0;
 };
 
-/// Reads an .npy header from the reader; `buf` keeps the bytes read past it.
-NpyHeaderInfo read_header(ArrayStream& in, std::string& buf, const std::string& where) {
-    buf.clear();
-    for (;;) {
+// Longest .npy header read (numpy writes a few hundred bytes; a v1 header is at most 65545).
+constexpr std::size_t kMaxNpyHeaderBytes = std::size_t(1) << 17;
+
+/// Reads an .npy header (numpy .npy format spec: magic, version, header length, dict) from the
+/// reader, a 4 KiB chunk at a time and never more than kMaxNpyHeaderBytes; `buf` keeps the bytes
+/// read past it. InputError naming `where` when it is malformed, truncated or longer than that.
+/// As read_header below, but `buf` keeps the header (the array's first bytes), and nothing after
+/// it is read: the preamble (magic, version, header length) first, then exactly the header.
+NpyHeaderInfo read_header_bytes(ArrayStream& in, std::string& buf, const std::string& where, bool allow_bool = false) {
+    auto read_to = [&](std::size_t size) {
         const std::size_t at = buf.size();
-        buf.resize(at + 4096);
-        const std::size_t got = in.read(buf.data() + at, 4096);
-        buf.resize(at + got);
-        if (auto h = read_npy_header(buf, where)) {
-            buf.erase(0, h->data_start);
-            return *h;
-        }
-        if (got == 0) throw InputError(where + ": truncated .npy header");
+        buf.resize(size);
+        buf.resize(at + in.read(buf.data() + at, size - at));
+        if (buf.size() == size) return;
+        if (!buf.empty() && !std::string_view(buf).starts_with(std::string_view("\x93NUMPY", 6).substr(0, buf.size())))
+            throw InputError(where + ": not an .npy file (bad magic)");
+        throw InputError(where + ": truncated .npy header");
+    };
+    buf.clear();
+    read_to(10);
+    if (!std::string_view(buf).starts_with("\x93NUMPY")) throw InputError(where + ": not an .npy file (bad magic)");
+    std::size_t start = 10, len = 0;
+    if (buf[6] == 1) {
+        len = static_cast<unsigned char>(buf[8]) | (std::size_t(static_cast<unsigned char>(buf[9])) << 8);
+    } else {
+        read_to(12);
+        for (int k = 3; k >= 0; --k)
+            len = (len << 8) | static_cast<unsigned char>(buf[8 + static_cast<std::size_t>(k)]);
+        start = 12;
     }
+    if (const auto h = read_npy_header(buf, where, allow_bool)) return *h; // an unsupported version throws
+    if (start + len > kMaxNpyHeaderBytes)
+        throw InputError(where + ": .npy header is longer than " + std::to_string(kMaxNpyHeaderBytes) + " bytes");
+    read_to(start + len);
+    if (const auto h = read_npy_header(buf, where, allow_bool)) return *h;
+    throw InputError(where + ": truncated .npy header");
+}
+
+NpyHeaderInfo read_header(ArrayStream& in, std::string& buf, const std::string& where, bool allow_bool = false) {
+    NpyHeaderInfo h = read_header_bytes(in, buf, where, allow_bool);
+    buf.erase(0, h.data_start);
+    return h;
+}
+
+/// Refuses an array whose container (zip directory entry, file) declares more bytes than its .npy
+/// header accounts for (header + shape x item size), before its data is read: trailing bytes (a
+/// valid array followed by a gigabyte of zeros) would otherwise be inflated for nothing. Fewer
+/// bytes are left to the reads, which report the truncation.
+void check_no_trailing(const NpyHeaderInfo& h, std::uint64_t declared, const std::string& where) {
+    const std::uint64_t need = h.data_start + std::uint64_t(h.count) * std::uint64_t(h.type.size);
+    if (declared > need)
+        throw InputError(where + ": declares " + std::to_string(declared) + " bytes, more than the " +
+                         std::to_string(need) + " its .npy header accounts for (shape " + shape_str(h.shape) + " of " +
+                         printable(h.descr) + ")");
+}
+
+/// One array of a padded batch opened past its .npy header: its data is read in order, one batch
+/// row at a time (the bytes read with the header first), never whole.
+class BatchArray {
+public:
+    BatchArray(std::unique_ptr<ArrayStream> in, const std::string& where, bool allow_bool)
+        : in_(std::move(in)), where_(where) {
+        header_ = read_header(*in_, pending_, where, allow_bool);
+        check_no_trailing(header_, in_->size(), where);
+    }
+    const NpyHeaderInfo& header() const { return header_; }
+    const std::string& where() const { return where_; }
+    /// Reads the next `bytes` bytes into `raw` (resized): bytes [done, done + bytes) of batch row
+    /// `b`, which holds `row_bytes`. InputError when the data ends first.
+    void read(std::int64_t b, std::size_t bytes, std::string& raw, std::size_t done, std::size_t row_bytes) {
+        raw.resize(bytes);
+        const std::size_t from_pending = std::min(pending_.size(), bytes);
+        std::memcpy(raw.data(), pending_.data(), from_pending);
+        pending_.erase(0, from_pending);
+        const std::size_t got = from_pending + in_->read(raw.data() + from_pending, bytes - from_pending);
+        if (got != bytes)
+            throw InputError(where_ + ": truncated .npy data: batch row " + std::to_string(b) + " has " +
+                             std::to_string(done + got) + " of " + std::to_string(row_bytes) + " bytes");
+    }
+    /// Reads to the end (an archive entry: so that libzip checks the CRC) and checks the size.
+    void finish() { in_->finish(); }
+
+private:
+    std::unique_ptr<ArrayStream> in_;
+    std::string where_;
+    NpyHeaderInfo header_;
+    std::string pending_;
+};
+
+/// Whether element `i` of `size`-byte integers (either byte order, or bool) at `raw` is non-zero:
+/// masks and flags are read as they are stored, never widened.
+bool element_nonzero(const char* raw, std::size_t i, int size) {
+    const char* p = raw + i * static_cast<std::size_t>(size);
+    for (int k = 0; k < size; ++k)
+        if (p[k] != 0) return true;
+    return false;
 }
 
 /// Checks one archive entry's declared sizes (as the per-sample loop does).
@@ -265,31 +356,17 @@ std::string row_list(const std::vector<std::int64_t>& rows) {
 void parse_batch(const BatchArrays& arrays, const SourceFile& f, const std::string& stem, const ModelDescription& m,
                  const EmitFn& emit) {
     const std::string path = f.path.string();
-    // A small array (mask, validity) read whole.
-    auto small = [&](const std::string& name, NpyArray& out) -> bool {
-        if (!arrays.has(name)) return false;
-        const std::string where = arrays.where(name);
-        const auto in = arrays.open(name, kMaxEntryBytes);
-        std::string buf(static_cast<std::size_t>(in->size()), '\0');
-        buf.resize(in->read(buf.data(), buf.size()));
-        in->finish();
-        out = parse_npy(buf, where, true);
-        return true;
-    };
-
+    // Every array's header is read and checked (shape against the routes', declared size against
+    // the shape) before any array's data is inflated; then all are read one batch row at a time.
     const std::string rwhere = arrays.where("routed_experts");
-    NpyArray mask, valid;
-    const bool have_mask = small("attention_mask", mask);
-    const bool have_valid = small("r3_routing_valid", valid);
-
-    const auto in = arrays.open("routed_experts", kMaxBatchEntryBytes);
-    std::string pending;
-    const NpyHeaderInfo h = read_header(*in, pending, rwhere);
+    BatchArray routes_in(arrays.open("routed_experts", kMaxBatchEntryBytes), rwhere, false);
+    const NpyHeaderInfo& h = routes_in.header();
     if (h.shape.size() != 4)
         throw InputError(rwhere + ": has " + std::to_string(h.shape.size()) +
                          " dimensions, expected a padded batch [batch][tokens][layers][top_k]");
     if (h.fortran)
         throw InputError(rwhere + ": is stored in Fortran order; save a C-order array (np.ascontiguousarray)");
+    const bool have_mask = arrays.has("attention_mask"), have_valid = arrays.has("r3_routing_valid");
     if (!have_mask && !have_valid)
         throw InputError(rwhere + ": a padded batch [B, S, layers, top_k] needs attention_mask [B, S] (verl) or " +
                          "r3_routing_valid [B] (AReaL) beside it in the " + arrays.container() +
@@ -297,22 +374,39 @@ void parse_batch(const BatchArrays& arrays, const SourceFile& f, const std::stri
     const std::int64_t B = h.shape[0], S = h.shape[1];
     if (h.shape[2] > INT32_MAX || h.shape[3] > INT32_MAX) throw InputError(rwhere + ": shape too large");
     const int L = static_cast<int>(h.shape[2]), K = static_cast<int>(h.shape[3]);
-    if (have_mask && (mask.shape.size() != 2 || mask.shape[0] != B || mask.shape[1] != S))
-        throw InputError(arrays.where("attention_mask") + " has shape " + shape_str(mask.shape) + ", expected " +
-                         shape_str({B, S}) + " to match routed_experts " + shape_str(h.shape));
-    if (have_valid && (valid.shape.size() != 1 || valid.shape[0] != B))
-        throw InputError(arrays.where("r3_routing_valid") + " has shape " + shape_str(valid.shape) + ", expected " +
-                         shape_str({B}) + " (one flag per batch row)");
+    // A batch row of no values would let a header alone declare any number of rows.
+    if (S == 0 || L == 0 || K == 0)
+        throw InputError(rwhere + ": shape " + shape_str(h.shape) +
+                         " holds no routes (a zero tokens, layers or "
+                         "top_k dimension)");
+    std::unique_ptr<BatchArray> mask, valid;
+    if (have_mask) {
+        const std::string w = arrays.where("attention_mask");
+        mask = std::make_unique<BatchArray>(arrays.open("attention_mask", kMaxEntryBytes), w, true);
+        const NpyHeaderInfo& mh = mask->header();
+        if (mh.shape.size() != 2 || mh.shape[0] != B || mh.shape[1] != S)
+            throw InputError(w + " has shape " + shape_str(mh.shape) + ", expected " + shape_str({B, S}) +
+                             " to match routed_experts " + shape_str(h.shape));
+        // Read a batch row at a time: in Fortran order a row is spread over the whole array.
+        if (mh.fortran && B > 1 && S > 1)
+            throw InputError(w + ": is stored in Fortran order; save a C-order array (np.ascontiguousarray)");
+    }
+    if (have_valid) {
+        const std::string w = arrays.where("r3_routing_valid");
+        valid = std::make_unique<BatchArray>(arrays.open("r3_routing_valid", kMaxEntryBytes), w, true);
+        const NpyHeaderInfo& vh = valid->header();
+        if (vh.shape.size() != 1 || vh.shape[0] != B)
+            throw InputError(w + " has shape " + shape_str(vh.shape) + ", expected " + shape_str({B}) +
+                             " (one flag per batch row)");
+    }
     if (have_valid && !have_mask && K == 1)
         throw InputError(rwhere + ": top-1 routes to expert 0 cannot be told from zero padding: save attention_mask "
                                   "beside r3_routing_valid");
     std::int64_t prompt_area = -1; // S - R when responses [B, R] is saved
     if (arrays.has("responses")) {
-        const std::string where = arrays.where("responses");
-        const auto rin = arrays.open("responses", kMaxEntryBytes);
-        std::string rbuf;
-        const NpyHeaderInfo rh = read_header(*rin, rbuf, where);
-        rin->finish();
+        // Only its shape is used: its header is read, its data never inflated.
+        const BatchArray responses(arrays.open("responses", kMaxEntryBytes), arrays.where("responses"), true);
+        const NpyHeaderInfo& rh = responses.header();
         if (rh.shape.size() == 2 && rh.shape[0] == B && rh.shape[1] <= S) prompt_area = S - rh.shape[1];
     }
 
@@ -324,73 +418,81 @@ void parse_batch(const BatchArrays& arrays, const SourceFile& f, const std::stri
         throw InputError(rwhere + ": one batch row of " + std::to_string(S) + " x " + std::to_string(L) + " x " +
                          std::to_string(K) + " values is more than the per-sample limit of " +
                          std::to_string(kMaxRouteValues));
-    std::vector<std::int32_t> row(row_values);
-    std::string raw(row_bytes, '\0');
     RouteArray routes;
     routes.axis_layers = L;
     routes.top_k = K;
     routes.axis_layer_ids = resolve_layer_axis(L, m, rwhere);
     std::vector<std::int64_t> empty_rows, invalid_rows, short_rows;
-    std::vector<std::int64_t> positions;
+    // A batch row is read in chunks of tokens (about 1 Mi values): memory holds one chunk of each
+    // array and the current sample's routes, never a whole row of padding.
+    const std::size_t chunk_tokens = std::max<std::size_t>(1, (std::size_t(1) << 20) / width);
+    const std::size_t rsize = static_cast<std::size_t>(h.type.size);
+    const std::size_t msize = mask ? static_cast<std::size_t>(mask->header().type.size) : 0;
+    std::vector<std::int32_t> chunk;
+    std::string raw, mask_raw, flag_raw;
     for (std::int64_t b = 0; b < B; ++b) {
-        // Bytes already read past the header first, then the rest of the row.
-        const std::size_t from_pending = std::min(pending.size(), row_bytes);
-        std::memcpy(raw.data(), pending.data(), from_pending);
-        pending.erase(0, from_pending);
-        const std::size_t got = from_pending + in->read(raw.data() + from_pending, row_bytes - from_pending);
-        if (got != row_bytes)
-            throw InputError(rwhere + ": truncated .npy data: batch row " + std::to_string(b) + " has " +
-                             std::to_string(got) + " of " + std::to_string(row_bytes) + " bytes");
-        const std::size_t bad = convert_wire_ints(raw.data(), row_values, h.type, row.data());
-        if (bad != row_values)
-            throw InputError(rwhere + ": value " + wire_value_text(raw.data(), bad, h.type) + " in batch row " +
-                             std::to_string(b) + " does not fit int32");
-
-        positions.clear();
-        if (have_mask) {
-            for (std::int64_t s = 0; s < S; ++s)
-                if (mask.values[static_cast<std::size_t>(b * S + s)] != 0) positions.push_back(s);
-        } else {
-            std::int64_t last = -1;
-            for (std::int64_t s = 0; s < S; ++s) {
-                const std::int32_t* r = row.data() + static_cast<std::size_t>(s) * width;
-                if (std::any_of(r, r + width, [](std::int32_t v) { return v != 0; })) last = s;
-            }
-            for (std::int64_t s = 0; s <= last; ++s)
-                positions.push_back(s);
+        bool row_valid = true;
+        if (valid) {
+            const std::size_t fsize = static_cast<std::size_t>(valid->header().type.size);
+            valid->read(b, fsize, flag_raw, 0, fsize);
+            row_valid = element_nonzero(flag_raw.data(), 0, static_cast<int>(fsize));
         }
-        if (positions.empty()) {
+        // The sample's tokens: the masked positions (verl), or positions 0..last non-zero row
+        // (AReaL without a mask). routes.ids collects their rows (without a mask, zero rows only
+        // once a later non-zero row shows they are inside the sample).
+        routes.ids.clear();
+        std::int64_t tokens = 0, prompt = 0;
+        for (std::size_t s0 = 0; s0 < static_cast<std::size_t>(S); s0 += chunk_tokens) {
+            const std::size_t n = std::min(chunk_tokens, static_cast<std::size_t>(S) - s0);
+            routes_in.read(b, n * width * rsize, raw, s0 * width * rsize, row_bytes);
+            chunk.resize(n * width);
+            const std::size_t bad = convert_wire_ints(raw.data(), n * width, h.type, chunk.data());
+            if (bad != n * width)
+                throw InputError(rwhere + ": value " + wire_value_text(raw.data(), bad, h.type) + " in batch row " +
+                                 std::to_string(b) + " does not fit int32");
+            if (mask) mask->read(b, n * msize, mask_raw, s0 * msize, static_cast<std::size_t>(S) * msize);
+            for (std::size_t i = 0; i < n; ++i) {
+                const std::int32_t* r = chunk.data() + i * width;
+                const std::int64_t pos = static_cast<std::int64_t>(s0 + i);
+                if (mask) {
+                    if (!element_nonzero(mask_raw.data(), i, static_cast<int>(msize))) continue;
+                    ++tokens;
+                    prompt += pos < prompt_area;
+                } else {
+                    if (std::none_of(r, r + width, [](std::int32_t v) { return v != 0; })) continue;
+                    routes.ids.resize(static_cast<std::size_t>(pos) * width); // the zero rows before it
+                    tokens = pos + 1;
+                    prompt = std::min<std::int64_t>(tokens, std::max<std::int64_t>(prompt_area, 0));
+                }
+                routes.ids.insert(routes.ids.end(), r, r + width);
+            }
+        }
+        if (tokens == 0) {
             empty_rows.push_back(b);
             continue;
         }
-        if (have_valid && valid.values[static_cast<std::size_t>(b)] == 0) {
+        if (!row_valid) {
             invalid_rows.push_back(b);
             continue;
         }
-        if (positions.size() < 2) {
+        if (tokens < 2) {
             short_rows.push_back(b);
             continue;
         }
-        routes.rows = static_cast<std::int64_t>(positions.size()) - 1;
+        // The last token's row is never a route (it is never forwarded).
+        routes.rows = tokens - 1;
         routes.ids.resize(static_cast<std::size_t>(routes.rows) * width);
-        for (std::int64_t r = 0; r < routes.rows; ++r)
-            std::memcpy(routes.ids.data() + static_cast<std::size_t>(r) * width,
-                        row.data() + static_cast<std::size_t>(positions[static_cast<std::size_t>(r)]) * width,
-                        width * sizeof(std::int32_t));
         SampleMeta meta;
         meta.id = stem + "#" + std::to_string(b);
         meta.source_file = path;
         meta.request_id = "row " + std::to_string(b);
         meta.rows_rule = LengthRule::RowsPlusOne;
-        if (prompt_area >= 0) {
-            std::int64_t p = 0;
-            for (const std::int64_t s : positions)
-                p += s < prompt_area;
-            meta.prompt_len = p;
-        }
+        if (prompt_area >= 0) meta.prompt_len = prompt;
         emit(make_sample_record(routes, m, meta));
     }
-    in->finish();
+    routes_in.finish();
+    if (mask) mask->finish();
+    if (valid) valid->finish();
     if (!empty_rows.empty())
         add_import_note(path + ": skipped " + std::to_string(empty_rows.size()) + " batch rows whose " +
                         (have_mask ? "attention_mask is all zero" : "routes are all zero") + " (rows " +
@@ -482,39 +584,24 @@ void parse_npz(const SourceFile& f, const ModelDescription& m, const EmitFn& emi
         meta.source_file = path;
         meta.request_id = name.size() > 4 && name.ends_with(".npy") ? name.substr(0, name.size() - 4) : name;
         const std::string where = sample_where(f, meta.id) + ": entry '" + printable(name) + "'";
-        if (!(st.valid & ZIP_STAT_SIZE) || !(st.valid & ZIP_STAT_COMP_SIZE)) throw InputError(where + ": size unknown");
-        if (st.size > kMaxEntryBytes)
-            throw InputError(where + ": declares " + std::to_string(st.size) + " bytes, more than the " +
-                             std::to_string(kMaxEntryBytes) + "-byte limit per entry");
-        const bool stored = (st.valid & ZIP_STAT_COMP_METHOD) && st.comp_method == ZIP_CM_STORE;
-        if (stored ? st.size != st.comp_size : st.size > kMaxRatio * st.comp_size + kRatioSlack)
-            throw InputError(where + ": declares " + std::to_string(st.size) + " bytes from " +
-                             std::to_string(st.comp_size) + " bytes in the archive, more than " +
-                             (stored ? std::string("a stored entry holds") : "compression can expand to"));
+        check_entry_sizes(st, where, kMaxEntryBytes);
 
-        std::unique_ptr<zip_file_t, ZipFileCloser> zf(zip_fopen_index(za.get(), static_cast<zip_uint64_t>(i), 0));
-        if (!zf) throw InputError(where + ": " + printable(zip_strerror(za.get())));
-        // Read in chunks until the end (so that libzip checks the CRC): memory follows the data
-        // actually there, never the declared size.
-        buf.clear();
-        bool header_checked = false;
+        // The header first: a shape over the per-sample limit, or a declared size beyond what the
+        // shape holds (trailing bytes), is refused before the data is inflated.
+        EntryReader in(za.get(), static_cast<zip_uint64_t>(i), st, where);
+        const NpyHeaderInfo h = read_header_bytes(in, buf, where);
+        npy_header_checked(buf, where);
+        check_no_trailing(h, st.size, where);
+        // Then the data in chunks until the end (so that libzip checks the CRC): memory follows the
+        // data actually there, never the declared size.
         for (;;) {
             const std::size_t at = buf.size();
             buf.resize(at + kReadChunk);
-            const zip_int64_t r = zip_fread(zf.get(), buf.data() + at, kReadChunk);
-            if (r < 0) {
-                buf.resize(at);
-                throw InputError(where + ": " + printable(zip_file_strerror(zf.get())));
-            }
-            buf.resize(at + static_cast<std::size_t>(r));
-            if (buf.size() > st.size) throw InputError(where + ": holds more data than its declared size");
-            // Refuse an array over the per-sample limit from its header, before reading its data.
-            if (!header_checked && r > 0) header_checked = npy_header_checked(buf, where);
-            if (r == 0) break;
+            const std::size_t got = in.read(buf.data() + at, kReadChunk);
+            buf.resize(at + got);
+            if (got == 0) break;
         }
-        if (buf.size() != st.size)
-            throw InputError(where + ": truncated entry (" + std::to_string(buf.size()) + " of " +
-                             std::to_string(st.size) + " bytes)");
+        in.finish();
         emit_npy_sample(parse_npy(buf, where), routes, m, std::move(meta), where, emit);
     }
     if (k == 0) throw InputError(path + ": the .npz archive holds no arrays");

@@ -112,5 +112,32 @@ put('fuzz_hf_config', 'qwen.json', json.dumps({'model_type': 'qwen2_moe', 'num_h
                                                'decoder_sparse_step': 1, 'mlp_only_layers': [0]}))
 put('fuzz_hf_config', 'llama4.json', json.dumps({'model_type': 'llama4', 'text_config': {'num_hidden_layers': 4, 'num_local_experts': 8,
                                                  'num_experts_per_tok': 1, 'interleave_moe_layer_step': 2}}))
+# Library blobs (fuzz_storage_blobs.cpp). Codec: byte 0 picks counts/totals/routes, then the shape.
+import zlib
+def leb(v):
+    out = b''
+    while v >= 0x80:
+        out += bytes([(v & 0x7f) | 0x80]); v >>= 7
+    return out + bytes([v])
+counts = [0, 1, 127, 128, 300, 16384, 2**32 - 1, 5]
+put('fuzz_counts_codec', 'counts', bytes([0, len(counts), 0x01]) + b''.join(leb(v) for v in counts))
+totals = [0, 1, 2**40, 2**64 - 1]
+put('fuzz_counts_codec', 'totals', bytes([1, len(totals), 0x02]) + b''.join(leb(v) for v in totals))
+def routes_blob(tokens, layers, k, width, ids):
+    raw = b''.join(int(i).to_bytes(width, 'little') for i in ids)
+    return bytes([0x03, width]) + leb(tokens) + leb(layers) + leb(k) + zlib.compress(raw, 9)
+# [L][tokens][K] ids; 255 = a missing route (1-byte ids); experts = 1 + bytes 4..5.
+put('fuzz_counts_codec', 'routes8', bytes([2, 3, 2, 2, 7, 0]) + routes_blob(3, 2, 2, 1, [0, 1, 2, 3, 4, 5, 6, 7, 255, 255, 1, 0]))
+put('fuzz_counts_codec', 'routes16', bytes([2, 1, 1, 2, 0x2b, 0x01]) + routes_blob(1, 1, 2, 2, [300, 0]))
+# Library columns: byte 0 picks the column, the rest is its value (the template's own value).
+put('fuzz_library_blobs', 'counts', bytes([0, 0x01]) + bytes([1, 1, 1, 1, 1, 1, 1, 1]))
+put('fuzz_library_blobs', 'routes', bytes([1]) + routes_blob(2, 2, 2, 1, [0, 1, 1, 2, 2, 3, 3, 0]))
+put('fuzz_library_blobs', 'totals', bytes([2, 0x02]) + bytes([1, 2, 3, 4, 4, 3, 2, 1]))
+put('fuzz_library_blobs', 'budgets', b'\x03' + json.dumps({'seed': 7, 'workers': 1}).encode())
+put('fuzz_library_blobs', 'timings', b'\x04' + json.dumps({'plan': 1.5, 'score': 0.25}).encode())
+put('fuzz_library_blobs', 'topology', b'\x05' + json.dumps({'ep_ranks': 2, 'experts_per_layer': 4, 'dp_slots': 2, 'edp_shards': [[0, 1]], 'token_cap': 8,
+                                                              'attention_stages': [{'name': 'mla', 'alpha': 1.0, 'beta': 0.0}]}).encode())
+put('fuzz_library_blobs', 'metrics', b'\x06' + json.dumps({'cv_global': 0.5, 'ep_peak_sum': 3, 'ep_tail_peak': 2, 'ep_balance_efficiency': 0.9,
+                                                            'attention_sum': 1.0, 'joint': 2.0, 'cap_violations': 0, 'empty_cells': 0}).encode())
 if len(sys.argv) > 1:  # a small plan written by the CLI: make_seeds.py PLAN.json
     copy_into('fuzz_plan_file', sys.argv[1], 'plan.json')
