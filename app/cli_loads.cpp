@@ -98,7 +98,7 @@ LoadsFile parse_loads_text(const std::string& text, const std::string& path, con
     if (m.moe_layers.size() != L)
         throw InputError(path + ": " + std::to_string(L) + " rows of loads but " + std::to_string(m.moe_layers.size()) +
                          " MoE layers named");
-    m.num_hidden_layers = layers_flag > 0 ? layers_flag : m.moe_layers.back() + 1;
+    m.num_hidden_layers = layers_flag > 0 ? layers_flag : hidden_layers_for(m.moe_layers, path + ": moe_layers");
     if (j.is_object() && j.contains("num_hidden_layers")) {
         const auto& h = j["num_hidden_layers"];
         if (!h.is_number_integer() || h.get<std::int64_t>() < 1 || h.get<std::int64_t>() > kLoadsIntMax ||

@@ -3,6 +3,8 @@
 // plan_windows (one planner worker per window).
 #include "app/commands.h"
 
+#include "app/cli_int.h"
+
 #include "core/model/window_select.h"
 #include "core/plan/budgets_json.h"
 #include "core/plan/placement.h"
@@ -116,11 +118,13 @@ int run_sweep(const SweepCmd& c) {
     std::optional<util::OutputFolder> out_folder;
     if (!c.out.empty()) {
         std::error_code ec;
-        const std::filesystem::path out_path = std::filesystem::absolute(c.out, ec).lexically_normal();
-        const std::filesystem::path parent =
-            (out_path.has_filename() ? out_path : out_path.parent_path()).parent_path();
+        std::filesystem::path parent = std::filesystem::absolute(c.out, ec).lexically_normal();
+        if (!parent.has_filename()) parent = parent.parent_path();
+        parent = parent.parent_path();
+        while (!parent.empty() && !std::filesystem::exists(parent, ec) && parent != parent.parent_path())
+            parent = parent.parent_path(); // the folder under which the missing ones will be made
         if (!std::filesystem::is_directory(parent, ec))
-            throw InputError(c.out + ": cannot create the sweep folder (no folder " + parent.string() + ")");
+            throw InputError(c.out + ": cannot create the sweep folder (" + parent.string() + " is not a folder)");
         std::vector<std::string> targets = plan_files;
         targets.emplace_back("sweep.csv");
         targets.emplace_back("sweep.json");
@@ -332,8 +336,8 @@ Command register_sweep(CLI::App& app) {
     sweep->add_option("--windows", c->windows, "shell pattern of window names (default *: every window)");
     sweep->add_option("--out", c->out, "folder for sweep.csv, sweep.json and one plan JSON per window")
         ->each([c](const std::string&) { c->out_given = true; });
-    sweep->add_option("--expert-bytes", c->expert_bytes,
-                      "bytes of one expert's parameters plus optimizer state per replica (churn in bytes)");
+    add_int_option(*sweep, "--expert-bytes", c->expert_bytes,
+                   "bytes of one expert's parameters plus optimizer state per replica (churn in bytes)");
     add_budget_flags(*sweep, c->plan);
     sweep->add_flag("--json", c->plan.json, "print the table as JSON");
     sweep->add_flag("--quiet", c->plan.quiet, "no progress on stderr");

@@ -6,6 +6,7 @@
 #include "core/import/import.h"
 #include "core/synth/synth.h"
 #include "core/util/errors.h"
+#include "core/util/output_folder.h"
 
 #include <CLI/CLI.hpp>
 
@@ -23,46 +24,39 @@ struct SynthCmd {
     SynthConfig cfg;
 };
 
-/// write_synth into a new folder that appears whole or not at all: the files go to a temporary
-/// sibling ".<name>.synth-<pid>" that is renamed to `out` at the end (over `out` when that is an
-/// empty folder) and removed on any failure (a full disk included). A folder that already holds
-/// files is written in place, file by file (write_synth's own atomic files). Returns the files
-/// written, under `out`.
+/// write_synth into `out` through a staging folder (util::OutputFolder): a new or empty folder
+/// appears whole or not at all, a folder that holds files gets each new file whole; any failure (a
+/// full disk included) leaves nothing behind. Returns the files written, under `out`.
 std::vector<std::filesystem::path> write_synth_whole(const SynthConfig& cfg, TraceFormat f, const std::string& out) {
     namespace fs = std::filesystem;
     std::error_code ec;
     const fs::file_status st = fs::status(out, ec);
     if (fs::exists(st) && !fs::is_directory(st))
         throw InputError(out + ": exists and is not a folder (--out names the folder to write)");
-    if (fs::is_directory(st) && !fs::is_empty(out, ec)) return write_synth(cfg, f, out);
     fs::path target = fs::path(out).lexically_normal();
     if (target.filename().empty()) target = target.parent_path(); // "dir/"
     const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
     if (!fs::is_directory(parent, ec))
         throw InputError(out + ": cannot create the folder (" + shown_path(parent.string()) + " is not a folder)");
-    const fs::path tmp = parent / ("." + target.filename().string() + ".synth-" + std::to_string(::getpid()));
-    fs::remove_all(tmp, ec); // a leftover of an earlier process with this id
+    util::OutputFolder folder(target);
+    const fs::path& tmp = folder.staging();
+    std::vector<fs::path> files;
     try {
-        std::vector<fs::path> files = write_synth(cfg, f, tmp);
-        fs::rename(tmp, target);
-        for (auto& p : files)
-            p = target / p.lexically_relative(tmp);
-        return files;
+        files = write_synth(cfg, f, tmp);
     } catch (const fs::filesystem_error& e) {
-        fs::remove_all(tmp, ec);
         throw InputError(out + ": cannot write the synthetic trace (" + e.code().message() + "); nothing was written");
     } catch (const InputError& e) {
-        fs::remove_all(tmp, ec);
         // write_synth names the files it was writing: under `out`, as the user asked for them.
         std::string msg = e.what();
         const std::string from = tmp.string(), to = target.string();
         for (std::size_t at = msg.find(from); at != std::string::npos; at = msg.find(from, at + to.size()))
             msg.replace(at, from.size(), to);
         throw InputError(msg + "; nothing was written");
-    } catch (...) {
-        fs::remove_all(tmp, ec);
-        throw;
     }
+    folder.commit();
+    for (auto& p : files)
+        p = target / p.lexically_relative(tmp);
+    return files;
 }
 
 int run_synth(const SynthCmd& c) {

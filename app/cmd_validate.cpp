@@ -21,9 +21,9 @@ struct ValidateCmd {
 
 int run_validate(const ValidateCmd& c) {
     const PlanFile f = parse_plan(read_input_file(c.plan, input_files::kPlan), c.plan);
-    std::cout << c.plan << ": structure valid: " << f.sample_ids.size() << " samples in " << f.row_count << " x "
-              << f.topology.dp_slots << " cells, " << f.placement.layers << " MoE layers x " << f.placement.experts
-              << " experts on " << f.placement.ep_ranks << " EP ranks\n";
+    std::cout << shown_path(c.plan) << ": structure valid: " << f.sample_ids.size() << " samples in " << f.row_count
+              << " x " << f.topology.dp_slots << " cells, " << f.placement.layers << " MoE layers x "
+              << f.placement.experts << " experts on " << f.placement.ep_ranks << " EP ranks\n";
     if (!c.src.given()) return 0;
     WindowSource src = c.src;
     if (!src.db.empty() && src.trace.empty()) src.trace = f.trace_name;
@@ -31,8 +31,9 @@ int run_validate(const ValidateCmd& c) {
     const Trace w = src.load(&tn, &wn, f.sample_ids);
     const std::string diff = rescore_plan(f, w);
     if (!diff.empty()) throw InputError(c.plan + ": does not match its trace: " + diff);
-    std::cout << c.plan << ": rescored against trace '" << tn << "': identical score [" << fmt("%.6f", f.score.max_u)
-              << ", " << fmt("%.6f", f.score.sum_u) << ", " << fmt("%.6f", f.score.max_j) << "] and metrics\n";
+    std::cout << shown_path(c.plan) << ": rescored against trace '" << shown(tn) << "': identical score ["
+              << fmt("%.6f", f.score.max_u) << ", " << fmt("%.6f", f.score.sum_u) << ", " << fmt("%.6f", f.score.max_j)
+              << "] and metrics\n";
     return 0;
 }
 

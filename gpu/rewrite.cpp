@@ -3,30 +3,16 @@
 #include "gpu/rewrite.h"
 
 #include "core/util/errors.h"
+#include "core/util/output_folder.h"
 #include "gpu/cuda/rewrite_cuda.h"
 #include "gpu/io/posix_io.h"
 
-#include <cerrno>
 #include <chrono>
-#include <cstdlib>
-#include <signal.h>
 #include <string>
-#include <sys/types.h>
 #include <unistd.h>
 
 namespace routepack::gpu {
 namespace fs = std::filesystem;
-
-namespace {
-
-/// Marker file inside a temporary output folder: only folders holding it are ever removed as stale.
-constexpr const char* kPartialMarker = ".routepack-partial";
-
-bool pid_alive(long pid) {
-    return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
-}
-
-} // namespace
 
 RewriteReport rewrite_checkpoint(const RewriteRequest& req, const RewriteProgressFn& progress,
                                  const std::atomic<bool>* cancel) {
@@ -50,26 +36,15 @@ RewriteReport rewrite_checkpoint(const RewriteRequest& req, const RewriteProgres
     std::error_code ec;
 
     // Stale partial folders of killed rewrites of the same output.
+    util::remove_stale_partial_folders(output);
     const std::string stem = "." + output.filename().string() + ".routepack-partial-";
-    for (const auto& de : fs::directory_iterator(parent, ec)) {
-        const std::string n = de.path().filename().string();
-        if (n.compare(0, stem.size(), stem) != 0 || n.size() == stem.size() || n.size() - stem.size() > 9) continue;
-        if (n.find_first_not_of("0123456789", stem.size()) != std::string::npos) continue;
-        const long pid = std::atol(n.c_str() + stem.size());
-        // Only our own folders (marker inside), only of processes that are gone. An empty one is a
-        // rewrite killed between creating its folder and writing the marker: nothing to lose.
-        std::error_code empty_ec;
-        if (pid > 1 && !pid_alive(pid) && fs::is_directory(fs::symlink_status(de.path())) &&
-            (fs::is_regular_file(fs::symlink_status(de.path() / kPartialMarker)) || fs::is_empty(de.path(), empty_ec)))
-            fs::remove_all(de.path(), ec);
-    }
-
     const fs::path tmp = parent / (stem + std::to_string(::getpid()));
     fs::remove_all(tmp, ec);
     if (!fs::create_directory(tmp, ec))
         throw InputError(tmp.string() + ": cannot create the temporary output folder: " + ec.message());
     try {
-        io::write_file(tmp / kPartialMarker, "routepack rewrite in progress, pid " + std::to_string(::getpid()) + "\n");
+        io::write_file(tmp / util::kPartialFolderMarker,
+                       "routepack rewrite in progress, pid " + std::to_string(::getpid()) + "\n");
         const auto t0 = std::chrono::steady_clock::now();
         if (use_cuda) {
             std::string dev;
@@ -97,7 +72,7 @@ RewriteReport rewrite_checkpoint(const RewriteRequest& req, const RewriteProgres
             rep.verified = true;
             rep.verify_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - v0).count();
         }
-        fs::remove(tmp / kPartialMarker, ec);
+        fs::remove(tmp / util::kPartialFolderMarker, ec);
         if (fs::exists(output, ec)) fs::remove(output, ec); // an empty folder (checked when planning)
         fs::rename(tmp, output, ec);
         if (ec) throw InputError(output.string() + ": cannot move the finished output into place: " + ec.message());

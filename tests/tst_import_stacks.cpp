@@ -683,6 +683,16 @@ private Q_SLOTS:
         write_folder(b, {{"r3_routing_valid.npy", npy("|b1", "(2,)", std::string(2, '\x01'))}});
         QCOMPARE(import_error({b}),
                  q((b / "r3_routing_valid.npy").string() + " has shape (2,), expected (1,) (one flag per batch row)"));
+        // Validity flags are bools: -1 or 2 in a flag is refused, naming the batch row.
+        write_folder(b, {{"r3_routing_valid.npy", npy("<i8", "(1,)", le({2}, 8))}});
+        QCOMPARE(import_error({b}), q((b / "r3_routing_valid.npy").string() +
+                                      "[0] is 2, not 0 or 1 (r3_routing_valid holds one bool per batch row)"));
+        write_folder(b, {{"r3_routing_valid.npy", npy("<i4", "(1,)", le({-1}, 4))}});
+        QCOMPARE(import_error({b}), q((b / "r3_routing_valid.npy").string() +
+                                      "[0] is -1, not 0 or 1 (r3_routing_valid holds one bool per batch row)"));
+        write_folder(b, {{"r3_routing_valid.npy", npy("|b1", "(1,)", std::string(1, '\x02'))}});
+        QCOMPARE(import_error({b}), q((b / "r3_routing_valid.npy").string() +
+                                      "[0] is 2, not 0 or 1 (r3_routing_valid holds one bool per batch row)"));
         write_folder(b, {{"r3_routing_valid.npy", npy("|b1", "(1,)", std::string(1, '\x01'))},
                          {"routed_experts.npy", npy("<i2", "(2, 2, 2)", le({0, 1, 2, 3, 0, 0, 0, 0}, 2))}});
         QCOMPARE(import_error({b}), q((b / "routed_experts.npy").string() +

@@ -360,6 +360,18 @@ private Q_SLOTS:
         }
         QCOMPARE(routepack::test::read_file(out / "a.json"), std::string("A2"));
         QCOMPARE(routepack::test::read_file(out / "keep.txt"), std::string("K"));
+        // Folders missing above the output are made, and removed again when nothing is committed.
+        {
+            util::OutputFolder f(tmp / "a" / "b" / "out");
+            QVERIFY(present(tmp / "a" / "b"));
+        }
+        QVERIFY(!present(tmp / "a"));
+        {
+            util::OutputFolder f(tmp / "a" / "b" / "out");
+            f.write("x.json", "X", "table");
+            f.commit();
+        }
+        QCOMPARE(routepack::test::read_file(tmp / "a" / "b" / "out" / "x.json"), std::string("X"));
         // Stale partial folders: of a dead process with the marker or empty, removed; of a live
         // process, or without the marker and not empty, kept.
         const fs::path dead = tmp / ".out.routepack-partial-999999999";

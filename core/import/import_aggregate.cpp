@@ -79,7 +79,7 @@ AggregateCounts parse_router_trace(const SourceFile& f, const ModelDescription& 
     if (m.moe_layers.empty())
         for (const auto& [l, _] : by_layer)
             m.moe_layers.push_back(l);
-    if (m.num_hidden_layers <= 0) m.num_hidden_layers = m.moe_layers.back() + 1;
+    if (m.num_hidden_layers <= 0) m.num_hidden_layers = hidden_layers_for(m.moe_layers, file + ": moe_layers");
     if (m.top_k <= 0) m.top_k = topk_seen;
     if (m.name.empty()) m.name = f.stem();
     if (m.source.empty()) m.source = file;
@@ -165,7 +165,7 @@ AggregateCounts parse_aggregate(const SourceFile& f, const ModelDescription& giv
         m.moe_layers.resize(static_cast<std::size_t>(L));
         std::iota(m.moe_layers.begin(), m.moe_layers.end(), 0);
     }
-    if (m.num_hidden_layers <= 0) m.num_hidden_layers = m.moe_layers.back() + 1;
+    if (m.num_hidden_layers <= 0) m.num_hidden_layers = hidden_layers_for(m.moe_layers, file + ": moe_layers");
     if (m.name.empty()) m.name = f.stem();
     if (m.source.empty()) m.source = file;
     if (m.top_k > 0) {

@@ -435,7 +435,14 @@ void parse_batch(const BatchArrays& arrays, const SourceFile& f, const std::stri
         if (valid) {
             const std::size_t fsize = static_cast<std::size_t>(valid->header().type.size);
             valid->read(b, fsize, flag_raw, 0, fsize);
-            row_valid = element_nonzero(flag_raw.data(), 0, static_cast<int>(fsize));
+            // One bool per batch row (AReaL writes True/False): anything but 0 and 1 is refused.
+            std::int32_t flag = 0;
+            const bool fits = convert_wire_ints(flag_raw.data(), 1, valid->header().type, &flag) == 1;
+            if (!fits || (flag != 0 && flag != 1))
+                throw InputError(valid->where() + "[" + std::to_string(b) + "] is " +
+                                 (fits ? std::to_string(flag) : std::string("outside the int32 range")) +
+                                 ", not 0 or 1 (r3_routing_valid holds one bool per batch row)");
+            row_valid = flag == 1;
         }
         // The sample's tokens: the masked positions (verl), or positions 0..last non-zero row
         // (AReaL without a mask). routes.ids collects their rows (without a mask, zero rows only

@@ -55,18 +55,34 @@ void remove_stale_partial_folders(const fs::path& output) {
 }
 
 OutputFolder::OutputFolder(fs::path output) : output_(lexically_absolute(output)) {
+    std::error_code ec;
+    // Missing folders above the output are made now and removed again when nothing is committed.
+    for (fs::path p = output_.parent_path(); !p.empty() && !fs::exists(fs::symlink_status(p, ec));
+         p = p.parent_path()) {
+        created_parent_ = p;
+        if (p == p.parent_path()) break;
+    }
+    if (!created_parent_.empty()) {
+        fs::create_directories(output_.parent_path(), ec);
+        if (ec) {
+            fs::remove_all(created_parent_, ec);
+            throw InputError(output_.string() + ": cannot create the folder (" + ec.message() + ")");
+        }
+    }
     remove_stale_partial_folders(output_);
     staging_ = output_.parent_path() / (partial_stem(output_) + std::to_string(::getpid()));
-    std::error_code ec;
     fs::remove_all(staging_, ec);
-    if (!fs::create_directory(staging_, ec))
-        throw InputError(staging_.string() + ": cannot create the temporary output folder (" +
-                         (ec ? ec.message() : std::string("it exists")) + ")");
+    if (!fs::create_directory(staging_, ec)) {
+        const std::string why = ec ? ec.message() : std::string("it exists");
+        if (!created_parent_.empty()) fs::remove_all(created_parent_, ec);
+        throw InputError(staging_.string() + ": cannot create the temporary output folder (" + why + ")");
+    }
     try {
         write_file_atomically(staging_ / kPartialFolderMarker,
                               "routepack output in progress, pid " + std::to_string(::getpid()) + "\n");
     } catch (const AtomicWriteError& e) {
         fs::remove_all(staging_, ec);
+        if (!created_parent_.empty()) fs::remove_all(created_parent_, ec);
         throw InputError(staging_.string() + ": cannot create the temporary output folder (" + e.what() + ")");
     }
 }
@@ -75,6 +91,7 @@ OutputFolder::~OutputFolder() {
     if (committed_) return;
     std::error_code ec;
     fs::remove_all(staging_, ec);
+    if (!created_parent_.empty()) fs::remove_all(created_parent_, ec); // held nothing but the staging folder
 }
 
 void OutputFolder::write(const std::string& name, std::string_view bytes, const char* what) {

@@ -20,7 +20,8 @@ void remove_stale_partial_folders(const std::filesystem::path& output);
 
 /// A staging folder for `output`: files are written into staging() and appear in `output` only at
 /// commit(). Construction removes stale partial folders of dead processes (remove_stale_partial_folders)
-/// and creates ".<name>.routepack-partial-<pid>" beside `output` with the marker inside; InputError
+/// and creates ".<name>.routepack-partial-<pid>" beside `output` with the marker inside (folders
+/// missing above `output` are created, and removed again unless committed); InputError
 /// "<staging>: cannot create the temporary output folder (<why>)". The destructor removes the
 /// staging folder unless committed (a failure, a signal that unwinds, an exception).
 class OutputFolder {
@@ -43,6 +44,7 @@ public:
 
 private:
     std::filesystem::path output_, staging_;
+    std::filesystem::path created_parent_; ///< the topmost folder above output_ this object created
     bool committed_ = false;
 };
 
