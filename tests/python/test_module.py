@@ -206,7 +206,7 @@ def test_maps(window):
 def test_load_plan_errors(tmp_path):
     with pytest.raises(ValueError) as e:
         routepack.load_plan(str(tmp_path / "missing.json"))
-    assert str(e.value) == f"{tmp_path / 'missing.json'}: cannot open plan"
+    assert str(e.value) == f"{tmp_path / 'missing.json'}: no such plan file"  # the CLI's reader and text
     bad = tmp_path / "bad.json"
     bad.write_text('{"format": "something-else"}')
     with pytest.raises(ValueError, match=re.escape(str(bad))):
