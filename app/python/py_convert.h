@@ -327,6 +327,31 @@ inline std::string py_utf8(const py::handle& v, const std::string& what) {
     return std::string(s, static_cast<std::size_t>(n));
 }
 
+/// A file path argument (str, bytes or os.PathLike) as the bytes the file system sees
+/// (os.fsencode: a str's surrogate escapes become the original bytes). ValueError "<what> must be a
+/// path (str, bytes or os.PathLike; got <type>)" otherwise.
+inline std::string py_path(const py::handle& v, const std::string& what) {
+    static PyObject* fsencode = py::object(py::module_::import("os").attr("fsencode")).release().ptr();
+    PyObject* b = PyObject_CallOneArg(fsencode, v.ptr());
+    if (b == nullptr) {
+        clear_conversion_failure({PyExc_TypeError});
+        value_error(what + " must be a path (str, bytes or os.PathLike; got " + type_name(v) + ")");
+    }
+    const auto keep = py::reinterpret_steal<py::bytes>(b);
+    return std::string(keep);
+}
+
+/// A name the library is asked for (trace, window): a str as UTF-8, its 'surrogateescape' escapes
+/// (as py_text gives names back) turned into the stored bytes. ValueError "<what> must be a str (got
+/// <type>)", or naming the code point of any other lone surrogate.
+inline std::string py_name(const py::handle& v, const std::string& what) {
+    if (!PyUnicode_Check(v.ptr())) value_error(what + " must be a str (got " + type_name(v) + ")");
+    PyObject* b = PyUnicode_AsEncodedString(v.ptr(), "utf-8", "surrogateescape");
+    if (b == nullptr) return py_utf8(v, what); // the lone surrogate's message
+    const auto keep = py::reinterpret_steal<py::bytes>(b);
+    return std::string(keep);
+}
+
 /// Text from the library (names, sample ids) as a Python str: UTF-8, with the bytes that are not
 /// UTF-8 decoded by 'surrogateescape' (U+DC80..U+DCFF), so that no stored name makes a call fail and
 /// s.encode('utf-8', 'surrogateescape') gives the stored bytes back.

@@ -997,7 +997,7 @@ Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scal
         [](const py::object& path_obj) {
             // The CLI's reader: a regular file only (a FIFO, device or folder is refused without
             // blocking), at most the plan file cap, read with the GIL released.
-            const std::string path = py_utf8(path_obj, "path");
+            const std::string path = py_path(path_obj, "path");
             std::string text;
             {
                 py::gil_scoped_release release;
@@ -1062,7 +1062,8 @@ value outside 0..num_experts-1 is a ValueError naming its index. The GIL is rele
         .def("__len__", [](const PyWindow& w) { return w.trace->size(); });
 
     py::class_<PyLibrary>(m, "Library", "A RoutePack library (SQLite), opened read-only.")
-        .def(py::init([](const std::string& path) {
+        .def(py::init([](const py::object& path_obj) {
+                 const std::string path = py_path(path_obj, "path");
                  if (!std::filesystem::exists(path)) throw InputError(path + ": no such library file");
                  return PyLibrary{storage::Library::open(path, storage::OpenMode::ReadOnly)};
              }),
@@ -1078,7 +1079,8 @@ value outside 0..num_experts-1 is a ValueError naming its index. The GIL is rele
             "Every trace: name, format, load_only, samples, model, num_hidden_layers, num_experts, top_k, moe_layers")
         .def(
             "windows",
-            [](const PyLibrary& l, const std::string& trace) {
+            [](const PyLibrary& l, const py::object& trace_obj) {
+                const std::string trace = py_name(trace_obj, "trace");
                 py::list out;
                 for (const auto& w : l.lib->windows(trace)) {
                     py::dict d;
@@ -1093,7 +1095,8 @@ value outside 0..num_experts-1 is a ValueError naming its index. The GIL is rele
             py::arg("trace") = "")
         .def(
             "load",
-            [](const PyLibrary& l, const std::string& trace, const std::string& window) {
+            [](const PyLibrary& l, const py::object& trace_obj, const py::object& window_obj) {
+                const std::string trace = py_name(trace_obj, "trace"), window = py_name(window_obj, "window");
                 Trace t;
                 {
                     py::gil_scoped_release release;
@@ -1104,7 +1107,8 @@ value outside 0..num_experts-1 is a ValueError naming its index. The GIL is rele
             py::arg("trace"), py::arg("window") = "", "The whole trace, or one of its windows, with counts.")
         .def(
             "layer_totals",
-            [](const PyLibrary& l, const std::string& trace) {
+            [](const PyLibrary& l, const py::object& trace_obj) {
+                const std::string trace = py_name(trace_obj, "trace");
                 const auto e = l.lib->trace(trace);
                 const auto v = l.lib->layer_totals(trace);
                 py::array_t<std::uint64_t> out(

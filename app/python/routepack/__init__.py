@@ -150,10 +150,13 @@ def rank_max_over_mean(G) -> list:
     return _core._rank_max_over_mean(G)
 
 
-def load_plan(path: str) -> Plan:
-    """Reads a plan file (format routepack-plan, version 1) as written by ``routepack plan`` or
-    :meth:`Plan.to_json`; ValueError naming the file and field when it is not a valid plan."""
-    return _core._load_plan(str(path))
+def load_plan(path) -> Plan:
+    """Reads a plan file (format routepack-plan) as written by ``routepack plan`` or
+    :meth:`Plan.to_json`. path: str, bytes or os.PathLike. The file is read as the CLI reads it: a
+    regular file of at most 256 MiB (a FIFO, device or folder is refused without blocking or
+    reading). ValueError naming the file (and the field when it is not a valid plan), with the CLI's
+    text, e.g. "<path>: is a pipe (FIFO), not a plan file"."""
+    return _core._load_plan(path)
 
 
 def plan_from_json(text: str) -> Plan:
