@@ -347,7 +347,10 @@ inline std::string py_path(const py::handle& v, const std::string& what) {
 inline std::string py_name(const py::handle& v, const std::string& what) {
     if (!PyUnicode_Check(v.ptr())) value_error(what + " must be a str (got " + type_name(v) + ")");
     PyObject* b = PyUnicode_AsEncodedString(v.ptr(), "utf-8", "surrogateescape");
-    if (b == nullptr) return py_utf8(v, what); // the lone surrogate's message
+    if (b == nullptr) {
+        clear_conversion_failure({PyExc_UnicodeEncodeError});
+        return py_utf8(v, what); // the lone surrogate's message
+    }
     const auto keep = py::reinterpret_steal<py::bytes>(b);
     return std::string(keep);
 }
@@ -359,6 +362,17 @@ inline py::str py_text(const std::string& s) {
     PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "surrogateescape");
     if (o == nullptr) throw py::error_already_set();
     return py::reinterpret_steal<py::str>(o);
+}
+
+/// True when `s` is valid UTF-8 (the strict decoder accepts it).
+inline bool is_utf8(const std::string& s) {
+    PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "strict");
+    if (o == nullptr) {
+        clear_conversion_failure({PyExc_UnicodeDecodeError});
+        return false;
+    }
+    Py_DECREF(o);
+    return true;
 }
 
 /// A list of library texts (py_text each).

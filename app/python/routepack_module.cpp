@@ -373,8 +373,26 @@ PlanFile plan_file_of(const PlanResult& r) {
     return f;
 }
 
+/// The plan file text (written on first use). A plan file is UTF-8 JSON: a name or sample id stored
+/// by an older import that is not UTF-8 is refused naming it, e.g. "plan: sample id 'bad-\xff' (sample
+/// 0 of trace 'syn') is not valid UTF-8, so no plan file can hold it (re-import the trace)".
 const std::string& plan_json(const PyPlan& p) {
-    if (p.json.empty() && p.result) p.json = plan_to_json(*p.result);
+    if (p.json.empty() && p.result) {
+        const PlanResult& r = *p.result;
+        auto escaped = [](const std::string& s) { return std::string(py::str(message_text(s.c_str()))); };
+        const std::string trace = "trace '" + escaped(r.trace_name) + "'";
+        auto refuse = [&](const std::string& what) {
+            value_error("plan: " + what + " is not valid UTF-8, so no plan file can hold it (re-import the trace)");
+        };
+        if (!is_utf8(r.trace_name)) refuse("the name of " + trace);
+        if (!is_utf8(r.window_name)) refuse("window name '" + escaped(r.window_name) + "' of " + trace);
+        if (!is_utf8(r.model.name)) refuse("model name '" + escaped(r.model.name) + "' of " + trace);
+        for (std::size_t i = 0; i < r.samples.size(); ++i)
+            if (!is_utf8(r.samples[i].id))
+                refuse("sample id '" + escaped(r.samples[i].id) + "' (sample " + std::to_string(i) + " of " + trace +
+                       ")");
+        p.json = plan_to_json(r);
+    }
     return p.json;
 }
 
@@ -853,7 +871,12 @@ Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scal
         const int layers = py_int(layers_obj, "layers");
         const int experts = py_int(experts_obj, "num_experts");
         const int ep_ranks = py_int(ep_ranks_obj, "ep_ranks");
-        const std::vector<int> moe_layers = py_int_list(moe_layers_obj, "moe_layers");
+        std::vector<int> moe_layers;
+        if (moe_layers_obj.is_none())
+            for (int l = 0; l < layers; ++l)
+                moe_layers.push_back(l);
+        else
+            moe_layers = py_int_list(moe_layers_obj, "moe_layers");
         const std::optional<int> num_hidden_layers = py_opt_int(num_hidden_layers_obj, "num_hidden_layers");
         PyPlacement p;
         p.model = make_model(moe_layers, experts, std::nullopt, num_hidden_layers, "");

@@ -140,9 +140,9 @@ def place(loads, ep_ranks: int, *, moe_layers: Optional[Sequence[int]] = None,
 
 def identity(layers: int, num_experts: int, ep_ranks: int, *, moe_layers: Optional[Sequence[int]] = None,
              num_hidden_layers: Optional[int] = None) -> Placement:
-    """The identity placement pi_l(e) = e (what a job runs before any placement)."""
-    ids = list(range(layers)) if moe_layers is None else list(moe_layers)
-    return _core._identity(layers, num_experts, ep_ranks, ids, num_hidden_layers)
+    """The identity placement pi_l(e) = e (what a job runs before any placement). moe_layers:
+    absolute ids of the L = layers rows (default 0..layers-1)."""
+    return _core._identity(layers, num_experts, ep_ranks, moe_layers, num_hidden_layers)
 
 
 def rank_max_over_mean(G) -> list:
