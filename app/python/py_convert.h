@@ -329,16 +329,25 @@ inline std::string py_utf8(const py::handle& v, const std::string& what) {
 
 /// A file path argument (str, bytes or os.PathLike) as the bytes the file system sees
 /// (os.fsencode: a str's surrogate escapes become the original bytes). ValueError "<what> must be a
-/// path (str, bytes or os.PathLike; got <type>)" otherwise.
+/// path (str, bytes or os.PathLike; got <type>)", "<what> = <ascii> cannot be a file name (...)" for
+/// a str that no file name encodes to or a path holding a NUL byte.
 inline std::string py_path(const py::handle& v, const std::string& what) {
     static PyObject* fsencode = py::object(py::module_::import("os").attr("fsencode")).release().ptr();
     PyObject* b = PyObject_CallOneArg(fsencode, v.ptr());
     if (b == nullptr) {
+        if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+            PyErr_Clear();
+            value_error(what + " = " + repr_text(v) +
+                        " cannot be a file name (a lone surrogate outside U+DC80..U+DCFF)");
+        }
         clear_conversion_failure({PyExc_TypeError});
         value_error(what + " must be a path (str, bytes or os.PathLike; got " + type_name(v) + ")");
     }
     const auto keep = py::reinterpret_steal<py::bytes>(b);
-    return std::string(keep);
+    std::string path(keep);
+    if (path.find('\0') != std::string::npos)
+        value_error(what + " = " + repr_text(v) + " cannot be a file name (it holds a NUL byte)");
+    return path;
 }
 
 /// A name the library is asked for (trace, window): a str as UTF-8, its 'surrogateescape' escapes
