@@ -740,10 +740,11 @@ consecutive slots, or a list of lists partitioning 0..D-1. Validated with the to
              py::arg("stages") = std::vector<std::tuple<std::string, double, double>>{{"attention", 1.0, 0.0}},
              py::arg("min_rows") = 0, py::arg("experts_per_layer") = 0, py::arg("row_multiple") = 1)
         .def_static(
-            "from_json", [](const std::string& text) { return parse_topology(text, "topology"); }, py::arg("text"),
-            "Parses topology JSON text (the CLI's --topology file format).")
-        .def_static("load", &load_topology, py::arg("spec"),
-                    "A topology file path or the name of a shipped topology (as `routepack plan --topology`).")
+            "from_json", [](const py::object& text) { return parse_topology(py_utf8(text, "text"), "topology"); },
+            py::arg("text"), "Parses topology JSON text (the CLI's --topology file format).")
+        .def_static(
+            "load", [](const py::object& spec) { return load_topology(py_path(spec, "spec")); }, py::arg("spec"),
+            "A topology file path or the name of a shipped topology (as `routepack plan --topology`).")
         .def_static("known_names", &known_topology_names)
         .def("to_json", &topology_to_json)
         .def_readonly("ep_ranks", &Topology::ep_ranks)
@@ -816,8 +817,8 @@ Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scal
             py::arg("loads"), "uint64 [L, P]: G[l][p] = sum of loads of the experts on rank p (eq. 10)")
         .def(
             "export_map",
-            [](const PyPlacement& p, const std::string& format) {
-                return expert_map_json(p.pi, p.model, parse_expert_map_format(format));
+            [](const PyPlacement& p, const py::object& format) {
+                return expert_map_json(p.pi, p.model, parse_expert_map_format(py_utf8(format, "format")));
             },
             py::arg("format"),
             "Expert map JSON text as `routepack export-map --format routepack|sglang|vllm` writes it.")
@@ -996,8 +997,9 @@ Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scal
             "The plan file text (format routepack-plan, the version plan_to_json writes: 3).")
         .def(
             "export_map",
-            [](const PyPlan& p, const std::string& format) {
-                return expert_map_json(p.file.placement, p.file.model, parse_expert_map_format(format));
+            [](const PyPlan& p, const py::object& format) {
+                return expert_map_json(p.file.placement, p.file.model,
+                                       parse_expert_map_format(py_utf8(format, "format")));
             },
             py::arg("format"));
 
@@ -1013,7 +1015,9 @@ Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scal
 
     m.def(
         "_plan_from_json",
-        [](std::string text, const std::string& origin) { return plan_from_text(std::move(text), origin); },
+        [](const py::object& text, const py::object& origin) {
+            return plan_from_text(py_utf8(text, "text"), py_utf8(origin, "origin"));
+        },
         py::arg("text"), py::arg("origin") = "plan");
     m.def(
         "_load_plan",

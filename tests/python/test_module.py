@@ -753,3 +753,32 @@ def test_library_strings_that_are_not_utf8(tmp_path):
     assert call_error(lambda: lib.load("syn\ud800")) == (
         "trace = 'syn\\ud800' is not valid Unicode text: lone surrogate U+D800 at character 3 "
         "(it cannot be written as UTF-8)")
+
+
+def test_place_per_sample_counts_never_wrap():
+    # [N, L, E] counts are summed over N: two samples of 2**63 on one expert pass 2**64-1.
+    counts = np.zeros((2, 1, 2), dtype=np.uint64)
+    counts[:, 0, 1] = 2**63
+    assert call_error(lambda: routepack.place(counts, 1)) == (
+        "loads[:, 0, 1] sums to 18446744073709551616, more than a uint64 holds (at most 18446744073709551615)")
+    counts[1, 0, 1] = 2**63 - 1  # the largest total that fits is summed exactly
+    pl = routepack.place(counts, 2)
+    assert pl.rank_loads(counts.sum(axis=0, dtype=np.uint64)).tolist() in ([[0, 2**64 - 1]], [[2**64 - 1, 0]])
+    assert call_error(lambda: routepack.place(np.ones((2, 1, 2), dtype=bool), 1)) == (
+        "loads must hold integers (got dtype bool)")
+    big_endian = np.array([[[8, 5, 5, 6, 10, 1]], [[1, 1, 1, 1, 1, 1]]], dtype=">i4")
+    assert routepack.place(big_endian, 2) == routepack.place([[9, 6, 6, 7, 11, 2]], 2)
+
+
+def test_text_arguments_are_named(window):
+    assert call_error(lambda: routepack.Topology.from_json(b"{}")) == "text must be a str (got bytes)"
+    assert call_error(lambda: routepack.Topology.load(3)) == "spec must be a path (str, bytes or os.PathLike; got int)"
+    assert routepack.Topology.load(b"synthetic-demo-ep8-dp4") == routepack.Topology.load("synthetic-demo-ep8-dp4")
+    assert call_error(lambda: routepack.plan_from_json(None)) == "text must be a str (got NoneType)"
+    pl = routepack.place([[1, 2]], 1)
+    assert call_error(lambda: pl.export_map(b"vllm")) == "format must be a str (got bytes)"
+    assert call_error(lambda: routepack.Topology(4, 4, None, 2048, stages=[("a\ud800", 1.0, 0.0)])) == (
+        "topology: stages[0][0] = 'a\\ud800' is not valid Unicode text: lone surrogate U+D800 at character 1 "
+        "(it cannot be written as UTF-8)")
+    assert call_error(lambda: routepack.Topology(4, 4, None, 2048, stages=[("a", 1.0)])) == (
+        "topology: stages[0] must be (name, alpha, beta) (got 2 values)")

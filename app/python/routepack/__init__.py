@@ -130,11 +130,24 @@ def place(loads, ep_ranks: int, *, moe_layers: Optional[Sequence[int]] = None,
 
     a = np.asarray(loads)
     if a.ndim == 3:
+        if a.dtype.kind not in "iuf":
+            raise ValueError(f"loads must hold integers (got dtype {a.dtype})")
         if a.dtype.kind == "f" and not np.isfinite(a).all():
             raise ValueError("loads must be finite")
         if a.dtype.kind in "iu" and a.size and a.min() < 0:
             raise ValueError("loads must be non-negative")
-        a = a.sum(axis=0, dtype=np.float64 if a.dtype.kind == "f" else np.uint64)
+        if a.dtype.kind == "f":
+            a = a.sum(axis=0, dtype=np.float64)
+        elif a.size and a.sum(axis=0, dtype=np.float64).max() >= 2.0**63:
+            # numpy's uint64 sum wraps silently: near the top of the range, sum exactly.
+            exact = a.astype(object).sum(axis=0)
+            l, e = np.unravel_index(int(np.argmax(exact)), exact.shape)
+            if exact[l, e] > 2**64 - 1:
+                raise ValueError(f"loads[:, {l}, {e}] sums to {exact[l, e]}, more than a uint64 holds "
+                                 f"(at most {2**64 - 1})")
+            a = exact.astype(np.uint64)
+        else:
+            a = a.sum(axis=0, dtype=np.uint64)
     return _core._place(a, ep_ranks, None if moe_layers is None else list(moe_layers), num_hidden_layers)
 
 
