@@ -3,6 +3,8 @@
 // core/plan/placement.h, core/model/route_counts.h, core/plan/expert_map.h, core/model/topology.h, storage/library.h).
 // Errors: InputError and std::invalid_argument become ValueError with the core's (= the CLI's) text;
 // bad shapes, dtypes, negative counts and NaN are refused with ValueError naming the argument and index.
+// Every argument is converted by app/python/py_convert.h (one rule for integers, numbers, arrays of
+// either byte order, text, paths; exceptions an argument raises itself propagate).
 #include "app/python/py_convert.h"
 #include "core/model/route_counts.h"
 #include "core/model/topology.h"
@@ -814,7 +816,10 @@ Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scal
                 std::copy(G.begin(), G.end(), out.mutable_data());
                 return out;
             },
-            py::arg("loads"), "uint64 [L, P]: G[l][p] = sum of loads of the experts on rank p (eq. 10)")
+            py::arg("loads"),
+            "uint64 [L, P]: G[l][p] = sum of loads of the experts on rank p (eq. 10). loads: [L, E] non-negative "
+            "token counts (integers, or floats holding whole numbers). ValueError naming the layer and rank when "
+            "a sum passes 2**64-1 (never wrapped).")
         .def(
             "export_map",
             [](const PyPlacement& p, const py::object& format) {
@@ -1042,7 +1047,9 @@ routes: an int16/int32/uint8 (also int8/int64) array [B, S, L, K] with an option
 [B, S] (nonzero = the token counts), or a list of [T, L, K] arrays (one per sample). L is every
 decoder layer (layer_axis='all'; rows of dense layers ignored) or only the MoE layers
 (layer_axis='moe'). moe_layers are absolute decoder-layer ids. A route of -1 never counts; any other
-value outside 0..num_experts-1 is a ValueError naming its index. The GIL is released while counting.)doc");
+value outside 0..num_experts-1 is a ValueError naming its index. Arrays of either byte order are
+read by value ('>i2' gives the counts of its native twin). num_experts and moe_layers are integers
+(numpy integers too, never bools). The GIL is released while counting.)doc");
 
     py::class_<PyWindow>(m, "Window", "A trace or window read from a library: lengths, counts, moe_layers, sample ids.")
         .def_property_readonly(

@@ -8,6 +8,11 @@ decoder-layer ids), a :class:`Topology` (P EP ranks, D DP slots in EDP shards, t
 refined for the rows).
 
 Errors are ``ValueError`` with the CLI's texts (``routepack: error: ...`` without the prefix).
+Arguments follow one set of rules (``app/python/py_convert.h``): integers are Python ints or
+anything with ``__index__`` (numpy integers), never bools, checked against the argument's range;
+arrays may be of either byte order; an exception an argument raises itself (other than a plain
+TypeError of the conversion) propagates unchanged, KeyboardInterrupt included; text that comes from
+a library is decoded with ``'surrogateescape'``.
 """
 
 from __future__ import annotations
