@@ -251,7 +251,7 @@ PlannerBudgets make_budgets(const py::object& budgets) {
             else if (key == "choice_width")
                 b.seeding.choice_width = static_cast<int>(py_int_in(v, "budgets['choice_width']", 1, INT_MAX));
             else if (key == "eta")
-                b.seeding.eta = v.cast<double>();
+                b.seeding.eta = py_float(v, "budgets['eta']");
             else if (key == "projections")
                 b.seeding.projections = static_cast<int>(py_int_in(v, "budgets['projections']", 1, INT_MAX));
             else if (key == "pair_candidates")
@@ -261,15 +261,15 @@ PlannerBudgets make_budgets(const py::object& budgets) {
             else if (key == "steps")
                 b.annealing.steps = static_cast<int>(py_int_in(v, "budgets['steps']", 0, INT_MAX));
             else if (key == "t0")
-                b.annealing.t0 = v.cast<double>();
+                b.annealing.t0 = py_float(v, "budgets['t0']");
             else if (key == "cooling")
-                b.annealing.cooling = v.cast<double>();
+                b.annealing.cooling = py_float(v, "budgets['cooling']");
             else if (key == "p_guide")
-                b.annealing.p_guide = v.cast<double>();
+                b.annealing.p_guide = py_float(v, "budgets['p_guide']");
             else if (key == "rho")
-                b.annealing.rho = v.cast<double>();
+                b.annealing.rho = py_float(v, "budgets['rho']");
             else if (key == "p_straggler")
-                b.annealing.p_straggler = v.cast<double>();
+                b.annealing.p_straggler = py_float(v, "budgets['p_straggler']");
             else if (key == "row_nodes")
                 b.row_nodes = py_int_in(v, "budgets['row_nodes']", 0, INT64_MAX);
             else if (key == "polish_evaluations")

@@ -782,3 +782,23 @@ def test_text_arguments_are_named(window):
         "(it cannot be written as UTF-8)")
     assert call_error(lambda: routepack.Topology(4, 4, None, 2048, stages=[("a", 1.0)])) == (
         "topology: stages[0] must be (name, alpha, beta) (got 2 values)")
+
+
+def test_budget_numbers(window):
+    lengths, counts = window
+    assert call_error(lambda: routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], budgets={"eta": True})) == (
+        "budgets['eta'] must be a number (got True)")
+    assert call_error(lambda: routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], budgets={"t0": "hot"})) == (
+        "budgets['t0'] must be a number (got 'hot')")
+    assert call_error(lambda: routepack.plan(lengths, counts, topo(), moe_layers=[1, 3],
+                                             budgets={"cooling": 10**400})) == (
+        f"budgets['cooling'] must be a number (got {10**400})")
+    for exc in (KeyboardInterrupt, SystemExit):
+        with pytest.raises(exc):
+            routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], budgets={"rho": RaisingIndex(exc)})
+    p = routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], budgets={"p_guide": np.float32(0.5), "rho": 0})
+    b = json.loads(p.to_json())["planner"]["budgets"]
+    assert (b["p_guide"], b["rho"]) == (0.5, 0.0)
+    # moe_layers may be any sequence of integers, a numpy array included; a non-sequence is named.
+    assert call_error(lambda: routepack.plan(lengths, counts, topo(), moe_layers=3)) == (
+        "moe_layers must be a list of integers (got int)")

@@ -82,7 +82,7 @@ def plan(
         lengths,
         counts,
         topology,
-        moe_layers=list(moe_layers),
+        moe_layers=moe_layers,
         seed=seed,
         workers=workers,
         time_limit_s=time_limit_s,
