@@ -101,16 +101,39 @@ inline bool is_bool_like(const py::handle& v) {
     return PyObject_TypeCheck(v.ptr(), reinterpret_cast<PyTypeObject*>(np_bool)) != 0;
 }
 
+/// ValueError "<what>[i, j] = True is a bool, not an integer" for the first bool (or numpy.bool_) in
+/// nested lists / tuples (numpy would read it as 1).
+inline void refuse_bool_items(const py::handle& obj, const std::string& what, std::vector<py::ssize_t>& idx) {
+    if (!PyList_Check(obj.ptr()) && !PyTuple_Check(obj.ptr())) {
+        if (!idx.empty() && !py::isinstance<py::array>(obj) && is_bool_like(obj))
+            value_error(what + index_text(idx) + " = " + repr_text(obj) + " is a bool, not an integer");
+        return;
+    }
+    const py::sequence seq = py::reinterpret_borrow<py::sequence>(obj);
+    const py::ssize_t n = PySequence_Size(obj.ptr());
+    for (py::ssize_t i = 0; i < n; ++i) {
+        idx.push_back(i);
+        refuse_bool_items(seq[static_cast<std::size_t>(i)], what, idx);
+        idx.pop_back();
+    }
+}
+
 /// Any array-like as a numpy array (lists included); ValueError naming `what` when numpy cannot make
-/// one (TypeError / ValueError), any other exception propagates.
-inline py::array as_array(const py::handle& obj, const std::string& what) {
+/// one (TypeError / ValueError), any other exception propagates. Unless `bools` (a mask), a bool
+/// inside nested lists is refused (refuse_bool_items).
+inline py::array as_array(const py::handle& obj, const std::string& what, bool bools = false) {
     PyObject* a = py::detail::npy_api::get().PyArray_FromAny_(obj.ptr(), nullptr, 0, 0,
                                                               py::detail::npy_api::NPY_ARRAY_ENSUREARRAY_, nullptr);
     if (a == nullptr) {
         clear_conversion_failure({PyExc_TypeError, PyExc_ValueError});
         value_error(what + " must be a numpy array or a nested list of numbers");
     }
-    return py::reinterpret_steal<py::array>(a);
+    auto out = py::reinterpret_steal<py::array>(a);
+    if (!bools && out.dtype().kind() != 'b') {
+        std::vector<py::ssize_t> idx;
+        refuse_bool_items(obj, what, idx);
+    }
+    return out;
 }
 
 /// `a` in native byte order and C order (a copy only when it is not already).

@@ -635,7 +635,7 @@ py::array_t<std::int32_t> counts_from_routes(const py::object& routes, const py:
         const auto B = a.shape(0), S = a.shape(1);
         const std::uint8_t* mask = nullptr;
         if (!valid.is_none()) {
-            py::array m = as_array(valid, "valid");
+            py::array m = as_array(valid, "valid", true);
             if (m.ndim() != 2 || m.shape(0) != B || m.shape(1) != S)
                 value_error("valid has shape " + shape_text(m) + "; expected [B, S] = (" + std::to_string(B) + ", " +
                             std::to_string(S) + ")");

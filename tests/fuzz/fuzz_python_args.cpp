@@ -230,6 +230,14 @@ void check_int(const Built& b, std::int64_t lo, std::int64_t hi) {
     expect("layers", b, [&] { (void)pc::py_int_list(b.obj, "layers", static_cast<int>(lo % 1000), 1000); });
 }
 
+/// True when nested lists / tuples hold a bool (or numpy.bool_) below the top level.
+bool contains_bool(const py::handle& obj) {
+    if (!PyList_Check(obj.ptr()) && !PyTuple_Check(obj.ptr())) return false;
+    for (const py::handle item : py::reinterpret_borrow<py::sequence>(obj))
+        if ((!py::isinstance<py::array>(item) && pc::is_bool_like(item)) || contains_bool(item)) return true;
+    return false;
+}
+
 void check_array(const Built& b) {
     const py::object through = must_pass(b, {PyExc_TypeError, PyExc_ValueError});
     if (!through.is_none()) {
@@ -239,6 +247,7 @@ void check_array(const Built& b) {
     }
     expect("a", b, [&] {
         const py::array a = pc::as_array(b.obj, "a");
+        if (a.dtype().kind() != 'b' && contains_bool(b.obj)) fail("a bool inside nested lists read as a number");
         expect("a", b, [&] {
             const auto v = pc::checked_values<std::int64_t>(a, "a", INT64_MIN, INT64_MAX, "is negative");
             if (a.dtype().kind() == 'b') fail("a bool array read as integers");

@@ -194,3 +194,15 @@ def test_counts_conversion_propagates_base_exceptions(exc):
         routepack.counts_from_routes(routes, 4, moe_layers=[1], valid=RaisingArray())
     # A plain conversion failure (TypeError from __index__) stays the argument's ValueError.
     assert error(routes, RaisingIndex(TypeError("no")), moe_layers=[1]).startswith("num_experts must be an integer")
+
+
+def test_bools_inside_route_lists():
+    # A list of samples, each [T=1, L=2, K=1] as nested lists: a bool in one is named by its index.
+    assert error([[[0], [1]], [[[0], [True]]]][1:], 4, moe_layers=[1]) == (
+        "routes[0][0, 1, 0] = True is a bool, not an integer")
+    assert error([np.zeros((1, 2, 1), np.int16), [[[0], [np.bool_(True)]]]], 4, moe_layers=[1]) == (
+        "routes[1][0, 1, 0] = True is a bool, not an integer")
+    # A mask is made of bools: a list of them is fine.
+    got = routepack.counts_from_routes(np.array([[[[1], [2]], [[3], [3]]]], np.int16), 4, moe_layers=[1],
+                                       valid=[[True, False]])
+    assert got.tolist() == [[[0, 0, 1, 0]]]

@@ -802,3 +802,23 @@ def test_budget_numbers(window):
     # moe_layers may be any sequence of integers, a numpy array included; a non-sequence is named.
     assert call_error(lambda: routepack.plan(lengths, counts, topo(), moe_layers=3)) == (
         "moe_layers must be a list of integers (got int)")
+
+
+def test_bools_inside_nested_lists(window):
+    lengths, counts = window
+    ls = [int(x) for x in lengths]
+    ls[3] = True
+    assert call_error(lambda: routepack.plan(ls, counts, topo(), moe_layers=[1, 3])) == (
+        "lengths[3] = True is a bool, not an integer")
+    cs = counts.tolist()
+    cs[2][1][4] = np.bool_(False)
+    assert call_error(lambda: routepack.plan(lengths, cs, topo(), moe_layers=[1, 3])) == (
+        "counts[2, 1, 4] = False is a bool, not an integer")
+    assert call_error(lambda: routepack.place([[1, 2], (3, True)], 1)) == "loads[1, 1] = True is a bool, not an integer"
+    assert call_error(lambda: routepack.place([[[1, True]]], 1)) == (
+        "loads must hold integers (got a bool inside the nested lists)")
+    assert call_error(lambda: routepack.identity(1, 2, 1).rank_loads([[True, 1]])) == (
+        "loads[0, 0] = True is a bool, not an integer")
+    # Lists of plain integers are as good as arrays.
+    assert plan_doc(routepack.plan(lengths.tolist(), counts.tolist(), topo(), moe_layers=[1, 3])) == \
+        plan_doc(routepack.plan(lengths, counts, topo(), moe_layers=[1, 3]))

@@ -134,7 +134,13 @@ def place(loads, ep_ranks: int, *, moe_layers: Optional[Sequence[int]] = None,
     import numpy as np
 
     a = np.asarray(loads)
-    if a.ndim == 3:
+    if a.ndim != 3:
+        a = loads  # the module converts it (and names a bool inside nested lists)
+    else:
+        if not isinstance(loads, np.ndarray) and a.dtype.kind != "b":
+            kinds = {type(x) for x in np.asarray(loads, dtype=object).flat}
+            if bool in kinds or np.bool_ in kinds:
+                raise ValueError("loads must hold integers (got a bool inside the nested lists)")
         if a.dtype.kind not in "iuf":
             raise ValueError(f"loads must hold integers (got dtype {a.dtype})")
         if a.dtype.kind == "f" and not np.isfinite(a).all():
