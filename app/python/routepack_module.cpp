@@ -33,6 +33,7 @@
 #include <mutex>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 #include <unordered_map>
 
@@ -723,6 +724,8 @@ PYBIND11_MODULE(_core, m) {
         } catch (const Cancelled& e) {
             cancelled_exc(e.what());
         } catch (const nlohmann::json::exception& e) {
+            PyErr_SetObject(PyExc_ValueError, message_text(e.what()).ptr());
+        } catch (const std::invalid_argument& e) { // pybind11's own mapping, with a readable text
             PyErr_SetObject(PyExc_ValueError, message_text(e.what()).ptr());
         }
     });
