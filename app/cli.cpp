@@ -78,6 +78,10 @@ int run(int argc, char** argv) {
         std::replace(msg.begin(), msg.end(), '\n', ' ');
         std::cerr << "routepack: error: " << msg << " (see routepack --help)\n";
         return 2;
+    } catch (const InputError& e) {
+        // An integer flag's value refused by its reader (app/cli_int.h), while parsing.
+        std::cerr << "routepack: error: " << one_line(e.what()) << "\n";
+        return 1;
     }
 
     std::string command = "routepack";

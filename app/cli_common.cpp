@@ -1,5 +1,7 @@
 #include "app/cli_common.h"
 
+#include "app/cli_int.h"
+
 #include "core/import/import.h"
 #include "core/model/topology.h"
 #include "core/plan/budgets_json.h"
@@ -14,6 +16,7 @@
 #include <charconv>
 #include <csignal>
 #include <filesystem>
+#include <limits>
 #include <unistd.h>
 #include <unordered_map>
 
@@ -38,6 +41,8 @@ std::string joined(const std::vector<std::string>& names) {
 
 void catch_sigint() {
     std::signal(SIGINT, on_sigint);
+    std::signal(SIGTERM, on_sigint);
+    std::signal(SIGHUP, on_sigint);
 }
 
 std::atomic<bool>& sigint_flag() {
@@ -87,20 +92,15 @@ void write_output(const std::string& out, const std::string& text, const char* w
 }
 
 std::uint64_t parse_seed(const std::string& text, const std::string& command) {
-    std::uint64_t v = 0;
-    const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (text.empty() || ec != std::errc() || p != text.data() + text.size())
-        throw InputError(command + ": --seed must be an integer in 0..18446744073709551615 (got '" +
-                         util::printable(text) + "')");
-    return v;
+    return parse_int_flag<std::uint64_t>(text, command + ": --seed", 0, std::numeric_limits<std::uint64_t>::max());
 }
 
 void ModelFlags::add(CLI::App& app) {
     app.add_option("--model", model, "shipped model description (" + joined(known_model_names()) + ")");
     app.add_option("--model-config", model_config, "Hugging Face config.json of the model");
-    app.add_option("--experts", experts, "routed experts per MoE layer (E)");
-    app.add_option("--top-k", top_k, "experts per token (k)");
-    app.add_option("--layers", layers, "decoder layers (num_hidden_layers)");
+    add_int_option(app, "--experts", experts, "routed experts per MoE layer (E)");
+    add_int_option(app, "--top-k", top_k, "experts per token (k)");
+    add_int_option(app, "--layers", layers, "decoder layers (num_hidden_layers)");
     app.add_option("--moe-layers", moe_layers, "absolute MoE layer ids, e.g. 1-26 or 1-47:2 or 0,2,4");
 }
 
@@ -179,38 +179,35 @@ void add_budget_flags(CLI::App& app, PlanCmd& c) {
            "topology JSON file (ep_ranks, dp_slots, edp_shards, token_cap, attention_stages) or a shipped name (" +
                joined(known_topology_names()) + ")")
         ->required();
-    app.add_option_function<std::int64_t>(
-        "--row-multiple",
-        [&c](const std::int64_t& v) {
-            c.row_multiple = v;
-            c.row_multiple_given = true;
-        },
-        "the row count R must be a multiple of this (default: the topology's row_multiple, else 1)");
+    add_int_option(app, "--row-multiple", c.row_multiple,
+                   "the row count R must be a multiple of this (default: the topology's row_multiple, else 1)",
+                   std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max(),
+                   &c.row_multiple_given);
     app.add_option("--seed", c.seed_text, "random seed, 0..2^64-1 (same inputs + seed + threads => same plan)")
         ->each([&c](const std::string&) { c.seed_given = true; }); // --seed "" is refused, not the default
-    app.add_option("--threads", b.workers, "worker threads (default: all cores)");
+    add_int_option(app, "--threads", b.workers, "worker threads (default: all cores)");
     app.add_option("--time-limit", b.time_limit_s, "wall-clock limit in seconds (recorded when it fires)");
     app.add_flag("--anytime", b.anytime,
                  "keep improving the plan until --time-limit (the plan then depends on timing)");
-    app.add_option("--seeds", b.seeding.candidates, "M: fixed-row seed candidates");
-    app.add_option("--population", b.seeding.population, "P_pop: annealing chains");
-    app.add_option("--choice-width", b.seeding.choice_width, "w: seeding choice width");
+    add_int_option(app, "--seeds", b.seeding.candidates, "M: fixed-row seed candidates");
+    add_int_option(app, "--population", b.seeding.population, "P_pop: annealing chains");
+    add_int_option(app, "--choice-width", b.seeding.choice_width, "w: seeding choice width");
     app.add_option("--eta", b.seeding.eta, "diversity weight");
-    app.add_option("--levels", b.annealing.levels, "N_T: temperature levels");
-    app.add_option("--steps", b.annealing.steps, "K: proposals per chain per level");
+    add_int_option(app, "--levels", b.annealing.levels, "N_T: temperature levels");
+    add_int_option(app, "--steps", b.annealing.steps, "K: proposals per chain per level");
     app.add_option("--t0", b.annealing.t0, "T_0 on the normalized energy delta");
     app.add_option("--cooling", b.annealing.cooling, "geometric cooling factor");
     app.add_option("--p-guide", b.annealing.p_guide, "probability of a guided proposal");
     app.add_option("--rho", b.annealing.rho, "relocation probability");
     app.add_option("--p-straggler", b.annealing.p_straggler,
                    "share of guided proposals aimed at the straggler EDP shard");
-    app.add_option("--row-nodes", b.row_nodes, "node budget of the exact row-count search");
-    app.add_option("--polish", b.polish_evaluations,
+    add_int_option(app, "--row-nodes", b.row_nodes, "node budget of the exact row-count search");
+    add_int_option(app, "--polish", b.polish_evaluations,
                    "work of the final exact improvement pass on the straggler shard: scored moves plus ranked "
                    "sample visits (0 = none)");
-    app.add_option("--polish-kicks", b.polish_kick_moves,
+    add_int_option(app, "--polish-kicks", b.polish_kick_moves,
                    "random moves per kick of the final pass (0 = one guided descent, no kicks)");
-    app.add_option("--placement-rounds", b.placement_rounds,
+    add_int_option(app, "--placement-rounds", b.placement_rounds,
                    "rounds of the final pass, each followed by refining the LPT placement for the layout "
                    "(expert swaps between EP ranks, kept when the score drops; 0 = keep the LPT placement)");
 }

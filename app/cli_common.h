@@ -29,8 +29,8 @@ struct Command {
     std::function<int()> run;
 };
 
-/// Installs the SIGINT handler that sets sigint_flag() (importer, planner and sweep poll it and
-/// stop; the command then exits 130).
+/// Installs the handler of SIGINT, SIGTERM and SIGHUP that sets sigint_flag() (importer, planner
+/// and sweep poll it and stop, leaving nothing half written; the command then exits 130).
 void catch_sigint();
 /// The flag the SIGINT handler sets: the cancel flag handed to the importer and the planner.
 std::atomic<bool>& sigint_flag();

@@ -20,39 +20,6 @@ namespace routepack::cli {
 
 namespace {
 
-/// Removes a library file this command created (and its -wal/-shm side files) when the command
-/// failed: a failed import into a new path leaves nothing behind. Existing files are never touched.
-class NewLibraryGuard {
-public:
-    explicit NewLibraryGuard(std::string db) : db_(std::move(db)) {
-        std::error_code ec;
-        existed_ = std::filesystem::exists(db_, ec) || ec;
-        for (const char* side : {"-wal", "-shm"})
-            side_existed_.push_back(std::filesystem::exists(db_ + side, ec) || ec);
-    }
-    void commit() { done_ = true; }
-    /// Call after the library connection is closed. Keeps the file should another process have
-    /// imported into it meanwhile (it holds a trace).
-    void cleanup() {
-        if (done_ || existed_) return;
-        try {
-            if (!storage::Library::open(db_, storage::OpenMode::ReadOnly)->traces().empty()) return;
-        } catch (const std::exception&) {
-            // No readable library there (never created, no schema, damaged): remove what is ours.
-        }
-        std::error_code ec;
-        std::filesystem::remove(db_, ec);
-        const char* sides[] = {"-wal", "-shm"};
-        for (std::size_t k = 0; k < 2; ++k)
-            if (!side_existed_[k]) std::filesystem::remove(db_ + sides[k], ec);
-    }
-
-private:
-    std::string db_;
-    bool existed_ = true, done_ = false;
-    std::vector<bool> side_existed_;
-};
-
 struct ImportCmd {
     std::string db, name, format = "auto";
     ModelFlags model;
@@ -65,14 +32,9 @@ int run_import(const ImportCmd& c) {
     ImportOptions opt;
     opt.format = parse_trace_format(c.format);
     opt.model = c.model.resolve();
-    NewLibraryGuard guard(c.db);
-    std::unique_ptr<storage::Library> lib;
-    try {
-        lib = storage::Library::open(c.db);
-    } catch (...) {
-        guard.cleanup();
-        throw;
-    }
+    // A library this import creates is removed again when the import fails (Library::open
+    // removes it when it cannot make it a library at all).
+    std::unique_ptr<storage::Library> lib = storage::Library::open(c.db);
     std::vector<std::filesystem::path> inputs(c.paths.begin(), c.paths.end());
     const bool tty = isatty(STDERR_FILENO) && !c.quiet;
     auto last = std::chrono::steady_clock::now();
@@ -92,11 +54,9 @@ int run_import(const ImportCmd& c) {
         s = lib->import_trace(c.name, inputs, opt, progress, &sigint_flag());
     } catch (...) {
         if (tty) std::fputs("\n", stderr);
-        lib.reset();     // close (and let SQLite remove its side files) before cleaning up
-        guard.cleanup(); // a library created by this failed import is removed again
+        lib->discard_if_created_and_empty();
         throw;
     }
-    guard.commit();
     if (tty) std::fputs("\n", stderr);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::cout << "imported trace '" << shown(c.name) << "' into " << shown_path(c.db) << ": " << s.samples

@@ -1,6 +1,9 @@
 // `routepack place`: LPT placement (Algorithm 1) from expert totals alone, written as an expert map.
 #include "app/commands.h"
 
+#include "app/cli_int.h"
+#include "app/cli_loads.h"
+
 #include "core/import/import.h"
 #include "core/model/topology.h"
 #include "core/plan/expert_map.h"
@@ -8,6 +11,7 @@
 #include "core/plan/placement.h"
 #include "core/util/errors.h"
 #include "core/util/input_file.h"
+#include "core/util/json.h"
 #include "core/util/text.h"
 #include "storage/library.h"
 
@@ -18,6 +22,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -29,80 +34,20 @@ struct PlaceCmd {
     WindowSource src;
     std::string loads, topology, format = "routepack", out;
     int ep_ranks = 0;
+    bool ep_ranks_given = false;
 };
 
-/// Reads `--loads FILE`: a JSON [L][E] array of non-negative whole numbers, or an object
-/// {"loads": [L][E], "moe_layers": [...] (optional), "num_hidden_layers": N (optional)}.
-/// The model gets E from the rows, moe_layers from the file, else --moe-layers, else 0..L-1.
+/// Largest --ep-ranks (as a topology file's ep_ranks).
+constexpr int kMaxEpRanks = 1 << 20;
+/// Reads `--loads FILE` (parse_loads_text, app/cli_loads.h): a folder or an unreadable file refused
+/// first, naming the path.
 std::vector<std::uint64_t> read_loads_file(const std::string& path, const ModelFlags& flags, ModelDescription* model) {
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec)) throw InputError(path + ": is a folder, not a loads file");
-    const std::string text = read_input_file(path, input_files::kLoadsFile);
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-        throw InputError(path + ": malformed JSON at byte " + std::to_string(e.byte));
-    }
-    nlohmann::json rows = j;
-    std::string field = "";
-    if (j.is_object()) {
-        if (!j.contains("loads")) throw InputError(path + ": missing field 'loads'");
-        rows = j["loads"];
-        field = "loads";
-    }
-    if (!rows.is_array() || rows.empty() || !rows[0].is_array() || rows[0].empty())
-        throw InputError(path + ": " + (field.empty() ? std::string("the loads") : field) +
-                         " must be a non-empty [L][E] list of lists");
-    const std::size_t L = rows.size(), E = rows[0].size();
-    std::vector<std::uint64_t> loads;
-    loads.reserve(L * E);
-    for (std::size_t l = 0; l < L; ++l) {
-        const std::string at = field + "[" + std::to_string(l) + "]";
-        if (!rows[l].is_array() || rows[l].size() != E)
-            throw InputError(path + ": " + at + " must be a list of " + std::to_string(E) + " loads (as row 0)");
-        for (std::size_t e = 0; e < E; ++e) {
-            const auto& v = rows[l][e];
-            const std::string where = path + ": " + at + "[" + std::to_string(e) + "]";
-            if (v.is_number_unsigned()) {
-                loads.push_back(v.get<std::uint64_t>());
-            } else if (v.is_number_float() && std::isfinite(v.get<double>()) && v.get<double>() >= 0 &&
-                       v.get<double>() == std::floor(v.get<double>()) && v.get<double>() < 1.8e19) {
-                loads.push_back(static_cast<std::uint64_t>(v.get<double>()));
-            } else {
-                throw InputError(where + " must be a non-negative whole number (got " + v.dump() + ")");
-            }
-        }
-    }
-    ModelDescription m;
-    m.name = "";
-    m.experts = static_cast<int>(E);
-    m.top_k = 1;
-    if (j.is_object() && j.contains("moe_layers")) {
-        try {
-            m.moe_layers = j["moe_layers"].get<std::vector<int>>();
-        } catch (const nlohmann::json::exception&) {
-            throw InputError(path + ": moe_layers must be a list of layer ids");
-        }
-    } else if (!flags.moe_layers.empty()) {
-        m.moe_layers = parse_layer_list(flags.moe_layers);
-    } else {
-        for (std::size_t l = 0; l < L; ++l)
-            m.moe_layers.push_back(static_cast<int>(l));
-    }
-    if (m.moe_layers.size() != L)
-        throw InputError(path + ": " + std::to_string(L) + " rows of loads but " + std::to_string(m.moe_layers.size()) +
-                         " MoE layers named");
-    m.num_hidden_layers = flags.layers > 0 ? flags.layers : m.moe_layers.back() + 1;
-    if (j.is_object() && j.contains("num_hidden_layers")) {
-        if (!j["num_hidden_layers"].is_number_integer())
-            throw InputError(path + ": field 'num_hidden_layers' must be an integer");
-        m.num_hidden_layers = j["num_hidden_layers"].get<int>();
-    }
-    m.source = path;
-    m.validate();
-    *model = m;
-    return loads;
+    LoadsFile f =
+        parse_loads_text(read_input_file(path, input_files::kLoadsFile), path, flags.moe_layers, flags.layers);
+    *model = std::move(f.model);
+    return std::move(f.loads);
 }
 
 /// `routepack place`: LPT placement (the planner's stage 1) from expert totals alone; writes an
@@ -112,7 +57,7 @@ int run_place(const PlaceCmd& c) {
     int P = c.ep_ranks;
     std::optional<Topology> topology;
     if (!c.topology.empty()) {
-        if (P) throw InputError("place: give either --ep-ranks or --topology, not both");
+        if (c.ep_ranks_given) throw InputError("place: give either --ep-ranks or --topology, not both");
         topology = load_topology(c.topology);
         P = topology->ep_ranks;
     }
@@ -196,7 +141,7 @@ Command register_place(CLI::App& app) {
     c->src.model.add(*place);
     place->add_option("--loads", c->loads,
                       "JSON [L][E] expert loads, or {\"loads\", \"moe_layers\", \"num_hidden_layers\"}");
-    place->add_option("--ep-ranks", c->ep_ranks, "EP ranks P");
+    add_int_option(*place, "--ep-ranks", c->ep_ranks, "EP ranks P", 1, kMaxEpRanks, &c->ep_ranks_given);
     place->add_option("--topology", c->topology, "take P from a topology file or shipped name");
     place->add_option("--format", c->format, "routepack (default), sglang, vllm");
     place->add_option("--out", c->out, "expert map file to write")->required();

@@ -1,6 +1,8 @@
 // `routepack rewrite` and `routepack-rewrite`: the rewrite command's options and run (app/cmd_rewrite.h).
 #include "app/cmd_rewrite.h"
 
+#include "app/cli_int.h"
+
 #include "core/plan/plan_file.h"
 #include "core/util/errors.h"
 #include "gpu/rewrite.h"
@@ -35,7 +37,7 @@ void add_rewrite_options(CLI::App& app, RewriteCliOptions& o) {
         ->each([&o](const std::string&) { o.layer_map_given = true; });
     app.add_option("--device", o.device, "auto (CUDA when a device exists), cpu or cuda");
     app.add_flag("--verify", o.verify, "re-read the output and compare every tensor with its source");
-    app.add_option("--workers", o.workers, "CPU threads (default: all cores)");
+    add_int_option(app, "--workers", o.workers, "CPU threads (default: all cores)");
     app.add_flag("--quiet", o.quiet, "no progress on stderr");
 }
 

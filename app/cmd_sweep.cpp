@@ -8,6 +8,7 @@
 #include "core/plan/placement.h"
 #include "core/plan/plan_file.h"
 #include "core/util/errors.h"
+#include "core/util/output_folder.h"
 #include "core/util/text.h"
 #include "storage/library.h"
 
@@ -21,6 +22,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <unistd.h>
@@ -54,6 +56,7 @@ struct SweepRow {
 /// --json), and with --out DIR: DIR/sweep.csv, DIR/sweep.json and one DIR/<window>.plan.json per
 /// window (the name reduced to [A-Za-z0-9._-], recorded as plan_file).
 int run_sweep(const SweepCmd& c) {
+    catch_sigint(); // before anything is created: a signal from here on stops the sweep cleanly
     PlannerBudgets budgets = c.plan.budgets;
     if (c.plan.seed_given) budgets.seed = parse_seed(c.plan.seed_text, "sweep");
     check_planner_budgets(budgets, "sweep", BudgetNames::Flags);
@@ -107,12 +110,17 @@ int run_sweep(const SweepCmd& c) {
                              "' has a name that is not valid UTF-8 (plans and tables are JSON); nothing was planned");
         }
     }
+    // The output folder appears whole at the end or not at all: its files are written into a
+    // staging folder beside it (checked now, before planning) and moved into place once the runs
+    // are saved; a failure, a signal or a kill leaves no output behind.
+    std::optional<util::OutputFolder> out_folder;
     if (!c.out.empty()) {
-        // The folder and every target are checked before planning: a sweep that cannot write saves nothing.
         std::error_code ec;
-        std::filesystem::create_directories(c.out, ec);
-        if (ec || !std::filesystem::is_directory(c.out))
-            throw InputError(c.out + ": cannot create the sweep folder (" + (ec ? ec.message() : "not a folder") + ")");
+        const std::filesystem::path out_path = std::filesystem::absolute(c.out, ec).lexically_normal();
+        const std::filesystem::path parent =
+            (out_path.has_filename() ? out_path : out_path.parent_path()).parent_path();
+        if (!std::filesystem::is_directory(parent, ec))
+            throw InputError(c.out + ": cannot create the sweep folder (no folder " + parent.string() + ")");
         std::vector<std::string> targets = plan_files;
         targets.emplace_back("sweep.csv");
         targets.emplace_back("sweep.json");
@@ -122,7 +130,12 @@ int run_sweep(const SweepCmd& c) {
                 throw InputError((std::filesystem::path(c.out) / t).string() +
                                  ": exists and is not a regular file; nothing was planned");
         }
-        if (access(c.out.c_str(), W_OK) != 0) throw InputError(c.out + ": folder is not writable; nothing was planned");
+        if (std::filesystem::exists(c.out, ec) && access(c.out.c_str(), W_OK) != 0)
+            throw InputError(c.out + ": folder is not writable; nothing was planned");
+        if (access(parent.c_str(), W_OK) != 0)
+            throw InputError(c.out + ": cannot create the sweep folder (folder " + parent.string() +
+                             " is not writable); nothing was planned");
+        out_folder.emplace(c.out);
     }
     std::vector<PlanInput> inputs(names.size());
     for (std::size_t k = 0; k < names.size(); ++k) {
@@ -133,7 +146,6 @@ int run_sweep(const SweepCmd& c) {
         inputs[k].budgets = budgets;
         inputs[k].budgets.workers = 1;
     }
-    catch_sigint();
     std::atomic<bool>& cancel = sigint_flag();
     std::vector<SweepRow> rows(names.size());
     std::atomic<std::size_t> done{0};
@@ -162,15 +174,15 @@ int run_sweep(const SweepCmd& c) {
     }
     for (std::size_t k = 0; k < names.size(); ++k)
         if (!errors[k].empty()) throw InputError("sweep: window '" + util::printable(names[k]) + "': " + errors[k]);
-    for (std::size_t k = 0; k < rows.size(); ++k) {
-        rows[k].run_id = lib->save_run(rows[k].plan, c.plan.topology).id;
-        if (k > 0) {
-            rows[k].churn = 0;
-            for (const auto& layer :
-                 placement_moves(rows[k].plan.routepack_placement, rows[k - 1].plan.routepack_placement))
-                rows[k].churn += static_cast<std::int64_t>(layer.size());
-        }
+    for (std::size_t k = 1; k < rows.size(); ++k) {
+        rows[k].churn = 0;
+        for (const auto& layer :
+             placement_moves(rows[k].plan.routepack_placement, rows[k - 1].plan.routepack_placement))
+            rows[k].churn += static_cast<std::int64_t>(layer.size());
     }
+    std::vector<const PlanResult*> results;
+    for (const auto& r : rows)
+        results.push_back(&r.plan);
 
     // RFC 4180 field: quoted (quotes doubled) when it holds a comma, quote, CR or LF.
     auto csv_field = [](const std::string& v) {
@@ -183,77 +195,91 @@ int run_sweep(const SweepCmd& c) {
     auto gain = [](double base, double x) { return base > 0 ? 100.0 * (x - base) / base : 0.0; };
     nlohmann::json j = nlohmann::json::array();
     std::ostringstream csv;
-    csv << "window,samples,rows,certified,baseline,reorder,karmarkar_karp,routepack,routepack_vs_baseline_pct,"
-           "routepack_vs_reorder_pct,lower_bound,planner_s,time_limit_hit,churn_slots,churn_bytes,run,grouter,"
-           "routepack+comm,"
-           "routepack_inter_node_copies,grouter_inter_node_copies,routepack+comm_inter_node_copies\r\n";
-    for (const auto& r : rows) {
-        const PlanResult& p = r.plan;
-        const double base = p.baseline.metrics.score.max_u, rp = p.routepack.metrics.score.max_u;
-        nlohmann::json o = {{"window", r.window},
-                            {"samples", p.samples.size()},
-                            {"rows", p.rows.rows},
-                            {"certified", p.rows.certified},
-                            {"baseline", base},
-                            {"reorder", p.reorder.metrics.score.max_u},
-                            {"karmarkar_karp", p.karmarkar_karp.metrics.score.max_u},
-                            {"routepack", rp},
-                            {"routepack_vs_baseline_pct", gain(base, rp)},
-                            {"routepack_vs_reorder_pct", gain(p.reorder.metrics.score.max_u, rp)},
-                            {"lower_bound", p.bound.value},
-                            {"planner_s", p.timings.count("total") ? p.timings.at("total") : 0.0},
-                            {"time_limit_hit", p.time_limit_hit},
-                            {"run", r.run_id},
-                            {"plan_file", c.out.empty() ? std::string() : plan_files[j.size()]}};
-        if (r.churn >= 0) {
-            o["churn_slots"] = r.churn;
-            o["churn_bytes"] = c.expert_bytes > 0 ? nlohmann::json(r.churn * c.expert_bytes) : nlohmann::json(nullptr);
-        } else {
-            o["churn_slots"] = nullptr;
-            o["churn_bytes"] = nullptr;
-        }
-        // On more than one node: the communication methods' joint cost and every method's inter-node
-        // copies (null with the reason when the window has no routes).
-        std::string comm_csv = ",,,,,"; // five empty fields on one node
-        if (p.nodes > 1) {
-            o["grouter"] = p.grouter ? nlohmann::json(p.grouter->metrics.score.max_u) : nlohmann::json(nullptr);
-            o["routepack+comm"] =
-                p.routepack_comm ? nlohmann::json(p.routepack_comm->metrics.score.max_u) : nlohmann::json(nullptr);
-            nlohmann::json copies;
-            for (const MethodResult* m : p.methods())
-                copies[m->name] = m->comm ? nlohmann::json(m->comm->inter_total) : nlohmann::json(nullptr);
-            o["inter_node_copies"] = copies;
-            if (!p.routepack.comm) o["communication_note"] = kCommUnavailable;
-            auto num = [](const nlohmann::json& v) {
-                return v.is_null() ? std::string() : fmt("%.17g", v.get<double>());
-            };
-            auto count = [](const std::optional<MethodResult>& m) {
-                return m && m->comm ? std::to_string(m->comm->inter_total) : std::string();
-            };
-            comm_csv = "," + num(o["grouter"]) + "," + num(o["routepack+comm"]) + "," +
-                       (p.routepack.comm ? std::to_string(p.routepack.comm->inter_total) : std::string()) + "," +
-                       count(p.grouter) + "," + count(p.routepack_comm);
-        }
-        j.push_back(o);
-        csv << csv_field(r.window) << "," << p.samples.size() << "," << p.rows.rows << "," << (p.rows.certified ? 1 : 0)
-            << "," << fmt("%.17g", base) << "," << fmt("%.17g", p.reorder.metrics.score.max_u) << ","
-            << fmt("%.17g", p.karmarkar_karp.metrics.score.max_u) << "," << fmt("%.17g", rp) << ","
-            << fmt("%.6f", gain(base, rp)) << "," << fmt("%.6f", gain(p.reorder.metrics.score.max_u, rp)) << ","
-            << fmt("%.17g", p.bound.value) << "," << fmt("%.6f", o["planner_s"].get<double>()) << ","
-            << (p.time_limit_hit ? 1 : 0) << "," << (r.churn >= 0 ? std::to_string(r.churn) : "") << ","
-            << (r.churn >= 0 && c.expert_bytes > 0 ? std::to_string(r.churn * c.expert_bytes) : "") << "," << r.run_id
-            << comm_csv << "\r\n";
-    }
-    if (!c.out.empty()) {
-        const std::filesystem::path dir(c.out);
-        write_output((dir / "sweep.json").string(), j.dump(2), "sweep table");
-        std::string text = csv.str();
-        text.pop_back(); // write_output adds the last line end
-        text.pop_back();
-        write_output((dir / "sweep.csv").string(), text + "\r", "sweep table");
+    // Inside the transaction that saves the runs (their ids are in the tables): the files go to the
+    // staging folder, and a signal received by then rolls every run back.
+    auto tables = [&](const std::vector<std::int64_t>& run_ids) {
         for (std::size_t k = 0; k < rows.size(); ++k)
-            write_output((dir / plan_files[k]).string(), plan_to_json(rows[k].plan), "plan");
+            rows[k].run_id = run_ids[k];
+        csv << "window,samples,rows,certified,baseline,reorder,karmarkar_karp,routepack,routepack_vs_baseline_pct,"
+               "routepack_vs_reorder_pct,lower_bound,planner_s,time_limit_hit,churn_slots,churn_bytes,run,grouter,"
+               "routepack+comm,"
+               "routepack_inter_node_copies,grouter_inter_node_copies,routepack+comm_inter_node_copies\r\n";
+        for (const auto& r : rows) {
+            const PlanResult& p = r.plan;
+            const double base = p.baseline.metrics.score.max_u, rp = p.routepack.metrics.score.max_u;
+            nlohmann::json o = {{"window", r.window},
+                                {"samples", p.samples.size()},
+                                {"rows", p.rows.rows},
+                                {"certified", p.rows.certified},
+                                {"baseline", base},
+                                {"reorder", p.reorder.metrics.score.max_u},
+                                {"karmarkar_karp", p.karmarkar_karp.metrics.score.max_u},
+                                {"routepack", rp},
+                                {"routepack_vs_baseline_pct", gain(base, rp)},
+                                {"routepack_vs_reorder_pct", gain(p.reorder.metrics.score.max_u, rp)},
+                                {"lower_bound", p.bound.value},
+                                {"planner_s", p.timings.count("total") ? p.timings.at("total") : 0.0},
+                                {"time_limit_hit", p.time_limit_hit},
+                                {"run", r.run_id},
+                                {"plan_file", c.out.empty() ? std::string() : plan_files[j.size()]}};
+            if (r.churn >= 0) {
+                o["churn_slots"] = r.churn;
+                o["churn_bytes"] =
+                    c.expert_bytes > 0 ? nlohmann::json(r.churn * c.expert_bytes) : nlohmann::json(nullptr);
+            } else {
+                o["churn_slots"] = nullptr;
+                o["churn_bytes"] = nullptr;
+            }
+            // On more than one node: the communication methods' joint cost and every method's inter-node
+            // copies (null with the reason when the window has no routes).
+            std::string comm_csv = ",,,,,"; // five empty fields on one node
+            if (p.nodes > 1) {
+                o["grouter"] = p.grouter ? nlohmann::json(p.grouter->metrics.score.max_u) : nlohmann::json(nullptr);
+                o["routepack+comm"] =
+                    p.routepack_comm ? nlohmann::json(p.routepack_comm->metrics.score.max_u) : nlohmann::json(nullptr);
+                nlohmann::json copies;
+                for (const MethodResult* m : p.methods())
+                    copies[m->name] = m->comm ? nlohmann::json(m->comm->inter_total) : nlohmann::json(nullptr);
+                o["inter_node_copies"] = copies;
+                if (!p.routepack.comm) o["communication_note"] = kCommUnavailable;
+                auto num = [](const nlohmann::json& v) {
+                    return v.is_null() ? std::string() : fmt("%.17g", v.get<double>());
+                };
+                auto count = [](const std::optional<MethodResult>& m) {
+                    return m && m->comm ? std::to_string(m->comm->inter_total) : std::string();
+                };
+                comm_csv = "," + num(o["grouter"]) + "," + num(o["routepack+comm"]) + "," +
+                           (p.routepack.comm ? std::to_string(p.routepack.comm->inter_total) : std::string()) + "," +
+                           count(p.grouter) + "," + count(p.routepack_comm);
+            }
+            j.push_back(o);
+            csv << csv_field(r.window) << "," << p.samples.size() << "," << p.rows.rows << ","
+                << (p.rows.certified ? 1 : 0) << "," << fmt("%.17g", base) << ","
+                << fmt("%.17g", p.reorder.metrics.score.max_u) << ","
+                << fmt("%.17g", p.karmarkar_karp.metrics.score.max_u) << "," << fmt("%.17g", rp) << ","
+                << fmt("%.6f", gain(base, rp)) << "," << fmt("%.6f", gain(p.reorder.metrics.score.max_u, rp)) << ","
+                << fmt("%.17g", p.bound.value) << "," << fmt("%.6f", o["planner_s"].get<double>()) << ","
+                << (p.time_limit_hit ? 1 : 0) << "," << (r.churn >= 0 ? std::to_string(r.churn) : "") << ","
+                << (r.churn >= 0 && c.expert_bytes > 0 ? std::to_string(r.churn * c.expert_bytes) : "") << ","
+                << r.run_id << comm_csv << "\r\n";
+        }
+        if (out_folder) {
+            out_folder->write("sweep.json", j.dump(2) + "\n", "sweep table");
+            std::string text = csv.str();
+            text.pop_back(); // the last line ends in "\r\n" like every other
+            out_folder->write("sweep.csv", text + "\n", "sweep table");
+            for (std::size_t k = 0; k < rows.size(); ++k)
+                out_folder->write(plan_files[k], plan_to_json(rows[k].plan) + "\n", "plan");
+        }
+        if (cancel.load()) throw Cancelled();
+    };
+    try {
+        lib->save_runs(results, c.plan.topology, tables);
+    } catch (const Cancelled&) {
+        std::cerr << "routepack: sweep interrupted: no run was saved and nothing was written\n";
+        return 130;
     }
+    if (out_folder) out_folder->commit();
     if (c.plan.json) {
         std::cout << j.dump(2) << "\n";
     } else {

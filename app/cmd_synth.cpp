@@ -1,13 +1,18 @@
 // `routepack synth`: a deterministic synthetic GRPO trace written in one of the importers' formats.
 #include "app/commands.h"
 
+#include "app/cli_int.h"
+
 #include "core/import/import.h"
 #include "core/synth/synth.h"
+#include "core/util/errors.h"
 
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <iostream>
 #include <memory>
+#include <unistd.h>
 
 namespace routepack::cli {
 
@@ -18,10 +23,52 @@ struct SynthCmd {
     SynthConfig cfg;
 };
 
+/// write_synth into a new folder that appears whole or not at all: the files go to a temporary
+/// sibling ".<name>.synth-<pid>" that is renamed to `out` at the end (over `out` when that is an
+/// empty folder) and removed on any failure (a full disk included). A folder that already holds
+/// files is written in place, file by file (write_synth's own atomic files). Returns the files
+/// written, under `out`.
+std::vector<std::filesystem::path> write_synth_whole(const SynthConfig& cfg, TraceFormat f, const std::string& out) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::file_status st = fs::status(out, ec);
+    if (fs::exists(st) && !fs::is_directory(st))
+        throw InputError(out + ": exists and is not a folder (--out names the folder to write)");
+    if (fs::is_directory(st) && !fs::is_empty(out, ec)) return write_synth(cfg, f, out);
+    fs::path target = fs::path(out).lexically_normal();
+    if (target.filename().empty()) target = target.parent_path(); // "dir/"
+    const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
+    if (!fs::is_directory(parent, ec))
+        throw InputError(out + ": cannot create the folder (" + shown_path(parent.string()) + " is not a folder)");
+    const fs::path tmp = parent / ("." + target.filename().string() + ".synth-" + std::to_string(::getpid()));
+    fs::remove_all(tmp, ec); // a leftover of an earlier process with this id
+    try {
+        std::vector<fs::path> files = write_synth(cfg, f, tmp);
+        fs::rename(tmp, target);
+        for (auto& p : files)
+            p = target / p.lexically_relative(tmp);
+        return files;
+    } catch (const fs::filesystem_error& e) {
+        fs::remove_all(tmp, ec);
+        throw InputError(out + ": cannot write the synthetic trace (" + e.code().message() + "); nothing was written");
+    } catch (const InputError& e) {
+        fs::remove_all(tmp, ec);
+        // write_synth names the files it was writing: under `out`, as the user asked for them.
+        std::string msg = e.what();
+        const std::string from = tmp.string(), to = target.string();
+        for (std::size_t at = msg.find(from); at != std::string::npos; at = msg.find(from, at + to.size()))
+            msg.replace(at, from.size(), to);
+        throw InputError(msg + "; nothing was written");
+    } catch (...) {
+        fs::remove_all(tmp, ec);
+        throw;
+    }
+}
+
 int run_synth(const SynthCmd& c) {
     check_synth_config(c.cfg, SynthNames::Flags); // errors name the flags the user typed
     const TraceFormat f = parse_trace_format(c.format);
-    const auto files = write_synth(c.cfg, f, c.out);
+    const auto files = write_synth_whole(c.cfg, f, c.out);
     const auto m = synth_model(c.cfg);
     std::cout << "wrote synthetic trace (" << c.cfg.groups * c.cfg.group_size << " samples in " << c.cfg.groups
               << " groups, format " << to_string(f) << ", seed " << c.cfg.seed << ") to " << c.out << ": "
@@ -41,17 +88,17 @@ Command register_synth(CLI::App& app) {
     auto* syn = app.add_subcommand("synth", "write a deterministic synthetic GRPO trace");
     syn->add_option("--out", c->out, "output folder")->required();
     syn->add_option("--format", c->format, "vllm (default), sglang, npz, nested-json, nrlre1");
-    syn->add_option("--groups", c->cfg.groups, "GRPO prompt groups");
-    syn->add_option("--group-size", c->cfg.group_size, "rollouts per prompt");
-    syn->add_option("--layers", c->cfg.num_hidden_layers, "decoder layers");
-    syn->add_option("--dense-layers", c->cfg.first_dense_layers, "leading dense layers");
-    syn->add_option("--experts", c->cfg.experts, "experts per MoE layer");
-    syn->add_option("--top-k", c->cfg.top_k, "experts per token");
-    syn->add_option("--prompt-mean", c->cfg.prompt_mean, "mean prompt tokens");
-    syn->add_option("--response-mean", c->cfg.response_mean, "mean response tokens");
-    syn->add_option("--max-length", c->cfg.max_length, "cap on sample length");
+    add_int_option(*syn, "--groups", c->cfg.groups, "GRPO prompt groups");
+    add_int_option(*syn, "--group-size", c->cfg.group_size, "rollouts per prompt");
+    add_int_option(*syn, "--layers", c->cfg.num_hidden_layers, "decoder layers");
+    add_int_option(*syn, "--dense-layers", c->cfg.first_dense_layers, "leading dense layers");
+    add_int_option(*syn, "--experts", c->cfg.experts, "experts per MoE layer");
+    add_int_option(*syn, "--top-k", c->cfg.top_k, "experts per token");
+    add_int_option(*syn, "--prompt-mean", c->cfg.prompt_mean, "mean prompt tokens");
+    add_int_option(*syn, "--response-mean", c->cfg.response_mean, "mean response tokens");
+    add_int_option(*syn, "--max-length", c->cfg.max_length, "cap on sample length");
     syn->add_option("--skew", c->cfg.skew, "Zipf exponent of expert popularity");
-    syn->add_option("--seed", c->cfg.seed, "random seed");
+    add_int_option(*syn, "--seed", c->cfg.seed, "random seed");
     return {syn, [c] { return run_synth(*c); }};
 }
 

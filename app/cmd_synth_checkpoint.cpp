@@ -2,6 +2,8 @@
 // DeepSeek-V2 tensor names), or the check that a rewritten one holds the expected experts.
 #include "app/commands.h"
 
+#include "app/cli_int.h"
+
 #include "core/util/errors.h"
 #include "gpu/safetensors/synth_checkpoint.h"
 
@@ -52,8 +54,8 @@ Command register_synth_checkpoint(CLI::App& app) {
         "--check", c->check,
         "check instead: every expert slot of a (rewritten) synthetic checkpoint holds the expected expert");
     synck->add_option("--model", c->model, "shipped model description (default deepseek-v2-lite)");
-    synck->add_option("--hidden", c->cfg.hidden, "hidden size (default 16)");
-    synck->add_option("--max-shard-bytes", c->cfg.max_shard_bytes, "largest shard data size (default 1048576)");
+    add_int_option(*synck, "--hidden", c->cfg.hidden, "hidden size (default 16)");
+    add_int_option(*synck, "--max-shard-bytes", c->cfg.max_shard_bytes, "largest shard data size (default 1048576)");
     return {synck, [c] { return run_synth_checkpoint(*c); }};
 }
 

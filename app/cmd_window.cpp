@@ -2,6 +2,8 @@
 // run cut into consecutive windows (--split, --split-groups).
 #include "app/commands.h"
 
+#include "app/cli_int.h"
+
 #include "core/model/window_select.h"
 #include "core/util/errors.h"
 #include "core/util/input_file.h"
@@ -12,6 +14,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -68,8 +71,8 @@ int do_window_split(const WindowCmd& c) {
         specs.push_back({names[k], parts[k].ids, parts[k].definition});
     const auto created = lib->create_windows(c.trace, specs); // one transaction: all windows or none
     for (std::size_t k = 0; k < created.size(); ++k)
-        std::cout << "window '" << created[k].name << "' of trace '" << c.trace << "': " << created[k].samples
-                  << " samples (" << parts[k].definition << ")\n";
+        std::cout << "window '" << shown(created[k].name) << "' of trace '" << shown(c.trace)
+                  << "': " << created[k].samples << " samples (" << shown(parts[k].definition) << ")\n";
     return 0;
 }
 
@@ -142,21 +145,20 @@ Command register_window(CLI::App& app) {
     win->add_option("--ids", c->ids_file, "file with one sample id per line")->each([c](const std::string&) {
         c->ids_given = true;
     });
-    win->add_option("--first", c->first, "first N samples in numeric-aware id order")->each([c](const std::string&) {
-        c->first_given = true;
-    });
-    win->add_option("--random", c->random, "N samples drawn with --seed")->each([c](const std::string&) {
-        c->random_given = true;
-    });
+    add_int_option(*win, "--first", c->first, "first N samples in numeric-aware id order",
+                   std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max(), &c->first_given);
+    add_int_option(*win, "--random", c->random, "N samples drawn with --seed", std::numeric_limits<std::int64_t>::min(),
+                   std::numeric_limits<std::int64_t>::max(), &c->random_given);
     win->add_option("--seed", c->seed_text, "seed for --random (0..2^64-1)")->each([c](const std::string&) {
         c->seed_given = true;
     });
-    win->add_option("--split", c->split,
-                    "cut the trace into consecutive windows of N samples (import order), "
-                    "named NAME-000, NAME-001, ...")
-        ->each([c](const std::string&) { c->split_given = true; });
-    win->add_option("--split-groups", c->split_groups, "cut the trace into consecutive windows of G whole GRPO groups")
-        ->each([c](const std::string&) { c->split_groups_given = true; });
+    add_int_option(*win, "--split", c->split,
+                   "cut the trace into consecutive windows of N samples (import order), "
+                   "named NAME-000, NAME-001, ...",
+                   std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max(), &c->split_given);
+    add_int_option(
+        *win, "--split-groups", c->split_groups, "cut the trace into consecutive windows of G whole GRPO groups",
+        std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max(), &c->split_groups_given);
     win->add_option("--groups", c->groups, "comma-separated GRPO groups")->each([c](const std::string&) {
         c->groups_given = true;
     });

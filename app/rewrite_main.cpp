@@ -21,6 +21,10 @@ int main(int argc, char** argv) {
         std::replace(msg.begin(), msg.end(), '\n', ' ');
         std::cerr << "routepack-rewrite: error: " << msg << " (see routepack-rewrite --help)\n";
         return 2;
+    } catch (const routepack::InputError& e) {
+        // An integer flag's value refused by its reader (app/cli_int.h), while parsing.
+        std::cerr << "routepack-rewrite: error: " << e.what() << "\n";
+        return 1;
     }
     try {
         return routepack::cli::run_rewrite_cli(o, std::cout, std::cerr);

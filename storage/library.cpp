@@ -14,10 +14,17 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
 #include <fstream>
 #include <limits>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 #include <unordered_map>
 
@@ -157,6 +164,56 @@ void probe_through_wal(const std::filesystem::path& file) {
     }
 }
 
+/// The writers' lock file beside a library: "<file>-lock". SQLite never opens it, so closing its
+/// descriptor never drops SQLite's own POSIX locks on the library (closing any descriptor of the
+/// library file itself would).
+std::filesystem::path writer_lock_path(const std::filesystem::path& file) {
+    return file.string() + "-lock";
+}
+
+/// Takes flock(`op`: LOCK_SH or LOCK_EX) on the writers' lock file of `file`, creating the lock
+/// file when absent. Waits up to `timeout_ms` for a holder of a conflicting lock (polling, so
+/// that a connection of this very process can never wait forever), then LibraryBusy. Retries
+/// when the lock file it locked was removed or replaced meanwhile (the last writer removes it on
+/// close). Returns the descriptor.
+int take_writer_lock(const std::filesystem::path& file, int op, int timeout_ms) {
+    const std::filesystem::path path = writer_lock_path(file);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    for (;;) {
+        const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0)
+            throw InputError(file.string() + ": cannot take the library's writer lock (" + path.string() + ": " +
+                             std::strerror(errno) + ")");
+        bool locked = false;
+        while (!(locked = ::flock(fd, op | LOCK_NB) == 0) && (errno == EWOULDBLOCK || errno == EINTR) &&
+               std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        if (!locked) {
+            const int err = errno;
+            ::close(fd);
+            if (err == EWOULDBLOCK || err == EINTR)
+                throw LibraryBusy(file.string() + ": library is in use by another process (its writer lock " +
+                                  path.string() + " is held) while opening it; try again");
+            throw InputError(file.string() + ": cannot take the library's writer lock (" + path.string() + ": " +
+                             std::strerror(err) + ")");
+        }
+        struct stat held {};
+        struct stat named {};
+        if (::fstat(fd, &held) == 0 && ::stat(path.c_str(), &named) == 0 && held.st_dev == named.st_dev &&
+            held.st_ino == named.st_ino)
+            return fd;
+        ::close(fd); // removed or replaced while we waited: lock the file that is there now
+    }
+}
+
+/// Releases a writer lock taken by take_writer_lock; the last holder removes the lock file (it can
+/// only take the lock exclusively when no other writer holds it).
+void release_writer_lock(const std::filesystem::path& file, int fd) {
+    if (fd < 0) return;
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) ::unlink(writer_lock_path(file).c_str());
+    ::close(fd);
+}
+
 void quick_check(sqlite3* db, const std::filesystem::path& file) {
     Statement st(db, file, "PRAGMA quick_check");
     std::vector<std::string> problems;
@@ -277,6 +334,15 @@ void read_sample(const Statement& st, Trace& trace, const std::filesystem::path&
         throw InputError(file.string() + ": trace '" + shown(name) + "' sample '" + shown(info.id) +
                          "': unknown length rule '" + shown(rule) + "'");
     info.missing_routes = st.int64(8);
+    // Plans, tables and Python strings are UTF-8: a sample stored by an older import from a file
+    // name that was not is refused here, before any planning.
+    const std::pair<const char*, const std::string*> texts[] = {
+        {"id", &info.id}, {"request_id", &info.request_id}, {"group", &info.group}, {"source_file", &info.source_file}};
+    for (const auto& [field, text] : texts)
+        if (routepack::util::utf8_invalid_at(*text) != std::string::npos)
+            throw InputError(file.string() + ": trace '" + shown(name) + "' sample '" + shown(info.id) + "': " + field +
+                             " is not valid UTF-8 (an older import took it from a file name that is not UTF-8); "
+                             "re-import the trace from renamed files");
     const std::size_t stride = trace.stride();
     const std::size_t at = trace.counts.size();
     trace.counts.resize(at + stride);
@@ -326,6 +392,40 @@ Library::Library(sqlite3* db, std::filesystem::path path) : db_(db), path_(std::
 
 Library::~Library() {
     if (db_) sqlite3_close_v2(db_);
+    release_writer_lock(path_, writer_lock_fd_);
+}
+
+bool Library::discard_if_created_and_empty() {
+    if (!created_ || !db_ || writer_lock_fd_ < 0) return false;
+    // Exclusive only when no other writer, of this process or another, has the library open.
+    if (::flock(writer_lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+        ::flock(writer_lock_fd_, LOCK_SH); // a conversion that failed may have dropped the shared lock
+        return false;
+    }
+    bool empty = false;
+    try {
+        Statement st(db_, path_,
+                     "SELECT (SELECT count(*) FROM traces) + (SELECT count(*) FROM topologies) + "
+                     "(SELECT count(*) FROM runs)");
+        empty = st.step() && st.int64(0) == 0;
+    } catch (const std::exception&) {
+        empty = false; // unreadable now: keep it
+    }
+    if (!empty) {
+        ::flock(writer_lock_fd_, LOCK_SH);
+        return false;
+    }
+    sqlite3_close_v2(db_);
+    db_ = nullptr;
+    std::error_code ec;
+    std::filesystem::remove(path_, ec);
+    const char* sides[] = {"-wal", "-shm"};
+    for (int k = 0; k < 2; ++k)
+        if (!side_files_existed_[k]) std::filesystem::remove(path_.string() + sides[k], ec);
+    ::unlink(writer_lock_path(path_).c_str());
+    ::close(writer_lock_fd_);
+    writer_lock_fd_ = -1;
+    return true;
 }
 
 void Library::set_busy_timeout_ms(int ms) {
@@ -343,6 +443,64 @@ std::unique_ptr<Library> Library::open(const std::filesystem::path& file, OpenMo
     std::error_code ec;
     if (in_memory && !writable)
         throw InputError(":memory:: an in-memory library has nothing to read; give a library file");
+    if (!in_memory && writable) {
+        // Refuse before SQLite touches anything: a read-only file opens silently read-only and
+        // a read-only folder cannot hold the -wal/-shm files; both would fail at the first
+        // write and leave side files behind.
+        const std::filesystem::path dir = file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
+        const bool exists = std::filesystem::exists(file, ec);
+        if (exists && ::access(file.c_str(), W_OK) != 0)
+            throw InputError(file.string() + ": library is read-only (cannot write)");
+        if (::access(dir.c_str(), W_OK) != 0) {
+            if (exists) throw InputError(file.string() + ": library is read-only (cannot write)");
+            if (::access(dir.c_str(), F_OK) != 0)
+                throw InputError(file.string() + ": cannot create library (no folder " + dir.string() + ")");
+            throw InputError(file.string() + ": cannot create library (folder " + dir.string() + " is read-only)");
+        }
+    }
+    // Writers hold the writer lock shared for the connection's life; the one open that creates
+    // the file holds it exclusively until the schema is in place, so that no other writer sees a
+    // half-made library and no check-then-create or check-then-remove can race.
+    int lock_fd = -1;
+    bool created = false;
+    bool sides_existed[2] = {};
+    struct LockGuard {
+        const std::filesystem::path& file;
+        int& fd;
+        bool& created;
+        bool* sides_existed;
+        bool armed = true;
+        ~LockGuard() {
+            if (!armed || fd < 0) return;
+            if (created) { // a file this open made and could not turn into a library: remove it
+                std::error_code rec;
+                std::filesystem::remove(file, rec);
+                const char* sides[] = {"-wal", "-shm"};
+                for (int k = 0; k < 2; ++k)
+                    if (!sides_existed[k]) std::filesystem::remove(file.string() + sides[k], rec);
+            }
+            release_writer_lock(file, fd);
+        }
+    } lock_guard{file, lock_fd, created, sides_existed};
+    if (!in_memory && writable) {
+        if (mode == OpenMode::Create && !std::filesystem::exists(std::filesystem::symlink_status(file, ec))) {
+            lock_fd = take_writer_lock(file, LOCK_EX, kBusyTimeoutMs);
+            sides_existed[0] = std::filesystem::exists(file.string() + "-wal", ec) || ec;
+            sides_existed[1] = std::filesystem::exists(file.string() + "-shm", ec) || ec;
+            const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+            if (fd >= 0) {
+                created = true;
+                ::close(fd); // nothing of SQLite's is open on this new file yet
+            } else if (errno != EEXIST) {
+                throw InputError(file.string() + ": cannot create library (" + std::strerror(errno) + ")");
+            } else if (::flock(lock_fd, LOCK_SH) != 0) { // another process made it first: a writer like any other
+                throw InputError(file.string() + ": cannot take the library's writer lock (" + std::strerror(errno) +
+                                 ")");
+            }
+        } else {
+            lock_fd = take_writer_lock(file, LOCK_SH, kBusyTimeoutMs);
+        }
+    }
     if (!in_memory) {
         if (!std::filesystem::exists(file, ec)) {
             if (mode != OpenMode::Create) throw InputError(file.string() + ": no such library");
@@ -354,21 +512,6 @@ std::unique_ptr<Library> Library::open(const std::filesystem::path& file, OpenMo
             // way to make a library by accident (e.g. a file truncated by a full disk).
             if (mode != OpenMode::Create && std::filesystem::file_size(file, ec) == 0 && !ec)
                 throw InputError(file.string() + ": not a RoutePack library (empty file)");
-        }
-        if (writable) {
-            // Refuse before SQLite touches anything: a read-only file opens silently read-only and
-            // a read-only folder cannot hold the -wal/-shm files; both would fail at the first
-            // write and leave side files behind.
-            const std::filesystem::path dir = file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
-            const bool exists = std::filesystem::exists(file, ec);
-            if (exists && ::access(file.c_str(), W_OK) != 0)
-                throw InputError(file.string() + ": library is read-only (cannot write)");
-            if (::access(dir.c_str(), W_OK) != 0) {
-                if (exists) throw InputError(file.string() + ": library is read-only (cannot write)");
-                if (::access(dir.c_str(), F_OK) != 0)
-                    throw InputError(file.string() + ": cannot create library (no folder " + dir.string() + ")");
-                throw InputError(file.string() + ": cannot create library (folder " + dir.string() + " is read-only)");
-            }
         }
     }
     if (writable && !in_memory && std::filesystem::exists(file.string() + "-wal", ec) &&
@@ -436,6 +579,12 @@ std::unique_ptr<Library> Library::open(const std::filesystem::path& file, OpenMo
     }
     quick_check(raw, file);
     detail::apply_migrations(raw, file);
+    if (created && ::flock(lock_fd, LOCK_SH) != 0)
+        throw InputError(file.string() + ": cannot take the library's writer lock (" + std::strerror(errno) + ")");
+    lib->created_ = created;
+    lib->writer_lock_fd_ = lock_fd;
+    std::copy(sides_existed, sides_existed + 2, lib->side_files_existed_);
+    lock_guard.armed = false;
     return lib;
 }
 

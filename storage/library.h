@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -144,6 +145,18 @@ public:
     int busy_timeout_ms() const { return busy_timeout_ms_; }
     const std::filesystem::path& path() const { return path_; }
     bool read_only() const { return read_only_; }
+    /// True when this open made the file (OpenMode::Create on a path where no file existed).
+    bool created() const { return created_; }
+
+    /// Removes the library file when this open created it (created()) and nothing was ever
+    /// committed into it by anyone: no trace, topology or run. A failed import into a new path
+    /// calls it so that it leaves nothing behind. Nothing another process committed is ever
+    /// removed: every writable open holds the library's writer lock (the file "<file>-lock"
+    /// beside it, flock) shared for its whole life, and the check and the removal run under that
+    /// lock held exclusively; while another writer (of any process) has the library open, the
+    /// file is kept. Returns true when the file was removed; the Library is then closed and may
+    /// only be destroyed.
+    bool discard_if_created_and_empty();
 
     /// Imports files/folders as trace `name` atomically: everything lands or nothing does (one
     /// transaction; failure, cancellation or a killed process leave the file as before).
@@ -211,6 +224,14 @@ public:
     /// `started_at` defaults to now. InputError when the result's trace or window is not in the
     /// library (runs belong to windows), or the library is read-only.
     RunEntry save_run(const PlanResult& result, const std::string& topology_name, const std::string& started_at = {});
+    /// Saves several finished or cancelled runs in one transaction, all or none, each as save_run
+    /// saves one, in order (started now). `before_commit`, when given, runs inside the transaction
+    /// with the new run ids in the same order: whatever it throws rolls every run back and
+    /// propagates (a sweep writes its output folder there and stops there on a signal). Returns the
+    /// run ids. Errors as save_run.
+    std::vector<std::int64_t>
+    save_runs(const std::vector<const PlanResult*>& results, const std::string& topology_name,
+              const std::function<void(const std::vector<std::int64_t>&)>& before_commit = {});
     /// Saves a run that failed with `message` (no plan, no results), same topology rule.
     RunEntry save_failed_run(const std::string& trace, const std::string& window, const std::string& topology_name,
                              const Topology& topology, const PlannerBudgets& budgets, const std::string& message,
@@ -232,6 +253,9 @@ private:
     sqlite3* db_ = nullptr;
     std::filesystem::path path_;
     bool read_only_ = false;
+    bool created_ = false;
+    int writer_lock_fd_ = -1;         ///< "<file>-lock", flock shared while open (writable opens)
+    bool side_files_existed_[2] = {}; ///< -wal, -shm existed before this open created the file
     int busy_timeout_ms_ = 0;
     std::size_t fail_after_ = 0;
 };

@@ -340,10 +340,13 @@ TopologyEntry Library::topology(const std::string& name) const {
     return read_topology_row(st, path_);
 }
 
-RunEntry Library::save_run(const PlanResult& r, const std::string& topology_name, const std::string& started_at) {
-    require_writable(read_only_, path_);
-    const std::string plan_json = plan_to_json(r); // before the transaction: pure work
-    Transaction tx(db_, path_);
+namespace {
+
+/// Inserts one finished or cancelled run (plan, run row, results, convergence) inside the caller's
+/// transaction; returns its run id (see Library::save_run).
+std::int64_t insert_finished_run(sqlite3* db_, const std::filesystem::path& path_, const PlanResult& r,
+                                 const std::string& plan_json, const std::string& topology_name,
+                                 const std::string& started_at) {
     const std::int64_t window_id = window_row(db_, path_, r.trace_name, r.window_name);
     const std::int64_t topology_id = topology_for_run(db_, path_, topology_name, r.topology);
     const int workers = effective_workers(r.budgets.workers);
@@ -384,8 +387,36 @@ RunEntry Library::save_run(const PlanResult& r, const std::string& topology_name
         lv.bind(6, x.mean_energy).bind(7, x.best.max_u).bind(8, x.best.sum_u).bind(9, x.best.max_j);
         lv.run();
     }
+    return run_id;
+}
+
+} // namespace
+
+RunEntry Library::save_run(const PlanResult& r, const std::string& topology_name, const std::string& started_at) {
+    require_writable(read_only_, path_);
+    const std::string plan_json = plan_to_json(r); // before the transaction: pure work
+    Transaction tx(db_, path_);
+    const std::int64_t run_id = insert_finished_run(db_, path_, r, plan_json, topology_name, started_at);
     tx.commit();
     return run(run_id);
+}
+
+std::vector<std::int64_t>
+Library::save_runs(const std::vector<const PlanResult*>& results, const std::string& topology_name,
+                   const std::function<void(const std::vector<std::int64_t>&)>& before_commit) {
+    require_writable(read_only_, path_);
+    std::vector<std::string> plan_json;
+    plan_json.reserve(results.size());
+    for (const PlanResult* r : results)
+        plan_json.push_back(plan_to_json(*r)); // before the transaction: pure work
+    Transaction tx(db_, path_);
+    std::vector<std::int64_t> ids;
+    ids.reserve(results.size());
+    for (std::size_t k = 0; k < results.size(); ++k)
+        ids.push_back(insert_finished_run(db_, path_, *results[k], plan_json[k], topology_name, {}));
+    if (before_commit) before_commit(ids);
+    tx.commit();
+    return ids;
 }
 
 RunEntry Library::save_failed_run(const std::string& trace, const std::string& window, const std::string& topology_name,

@@ -242,6 +242,7 @@ private Q_SLOTS:
     void descentReachesLocalOptimum();
     void iteratedSearchInvariants();
     void iteratedSearchDeterministicAcrossWorkers();
+    void guidedSearchWithoutPeakTable();
     void iteratedSearchBudgetsAndStops();
 };
 
@@ -629,6 +630,32 @@ void TestAnnealing::iteratedSearchInvariants() {
         plain.verify = 0;
         const PolishResult d = iterated_straggler_search(p, x, plain, seed);
         QCOMPARE(straggler_move_improving(d.layout, d.score, p), std::string());
+    }
+}
+
+void TestAnnealing::guidedSearchWithoutPeakTable() {
+    // The guided descent's [rows x shards][n] table of peak demands grows quadratically with the
+    // window; without it (guide_table_bytes below its size) the values are formed when needed and the
+    // search makes exactly the same moves: same layout, score and counts, kicks included.
+    for (std::uint64_t seed : {5, 6}) {
+        std::mt19937_64 g(seed);
+        const PackingProblem p = random_problem(g, 60, 3, 4, 4, 2, 2000, 40, 500);
+        const int rows = ffd_rows(p);
+        QVERIFY(rows > 0);
+        const Layout x = make_population(p, rows, 1, seed)[0].layout;
+        PolishSettings s;
+        s.evaluations = 20000;
+        s.kick_moves = 3;
+        const PolishResult table = iterated_straggler_search(p, x, s, seed);
+        s.guide_table_bytes = 0;
+        const PolishResult none = iterated_straggler_search(p, x, s, seed);
+        QVERIFY(table.improvements > 0);
+        QVERIFY(table.layout == none.layout);
+        QVERIFY(table.score == none.score);
+        QCOMPARE(table.evaluations, none.evaluations);
+        QCOMPARE(table.improvements, none.improvements);
+        QCOMPARE(table.kicks, none.kicks);
+        QCOMPARE(table.kicks_kept, none.kicks_kept);
     }
 }
 

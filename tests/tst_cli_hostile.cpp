@@ -543,9 +543,10 @@ private Q_SLOTS:
             {{QStringLiteral("--seed"), QStringLiteral("18446744073709551616")},
              QStringLiteral(
                  "compare: --seed must be an integer in 0..18446744073709551615 (got '18446744073709551616')")},
-            {{QStringLiteral("--seeds=-5")}, QStringLiteral("compare: --seeds must be >= 1 (got -5)")},
-            {{QStringLiteral("--population=-1")}, QStringLiteral("compare: --population must be >= 1 (got -1)")},
-            {{QStringLiteral("--row-nodes=-1")}, QStringLiteral("compare: --row-nodes must be >= 0 (got -1)")},
+            {{QStringLiteral("--seeds=-5")}, QStringLiteral("compare: --seeds must be in 1..4096 (got -5)")},
+            {{QStringLiteral("--population=-1")}, QStringLiteral("compare: --population must be in 1..256 (got -1)")},
+            {{QStringLiteral("--row-nodes=-1")},
+             QStringLiteral("compare: --row-nodes must be in 0..1000000000 (got -1)")},
             {{QStringLiteral("--eta"), QStringLiteral("nan")},
              QStringLiteral("compare: --eta must be a finite number >= 0 (got nan)")},
             {{QStringLiteral("--placement-rounds"), QStringLiteral("1001")},
@@ -570,7 +571,7 @@ private Q_SLOTS:
             QStringLiteral("planner: budget 'time_limit_s' must be finite seconds in 0..31536000 (one year; 0 = no "
                            "limit) (got inf)"));
         QCOMPARE(qs(error_of<InputError>([] { parse_planner_budgets(R"({"population": 0})", "lib"); })),
-                 QStringLiteral("lib: budget 'population' must be in 1..2147483647 (got 0)"));
+                 QStringLiteral("lib: budget 'population' must be in 1..256 (got 0)"));
         QCOMPARE(qs(error_of<InputError>([] { parse_planner_budgets(R"({"time_limit_s": 1e300})", "lib"); })),
                  QStringLiteral("lib: budget 'time_limit_s' must be finite seconds in 0..31536000 (one year; 0 = no "
                                 "limit) (got 1e+300)"));
@@ -579,7 +580,7 @@ private Q_SLOTS:
         QCOMPARE(parse_planner_budgets(R"({"placement_rounds": 0})", "lib").placement_rounds, 0);
         // A value past the key's range that JSON reads as unsigned is named with the same rule.
         QCOMPARE(qs(error_of<InputError>([] { parse_planner_budgets(R"({"population": 3000000000})", "lib"); })),
-                 QStringLiteral("lib: budget 'population' must be in 1..2147483647 (got 3000000000)"));
+                 QStringLiteral("lib: budget 'population' must be in 1..256 (got 3000000000)"));
         QCOMPARE(parse_planner_budgets(R"({"workers": 4096})", "lib").workers, 4096); // another machine's run
     }
 
@@ -828,6 +829,346 @@ private Q_SLOTS:
                  q(tmp / "big.safetensors") +
                      QStringLiteral(": InvalidHeaderDeserialization: header: not valid JSON (number overflow parsing "
                                     "'1e400')"));
+    }
+
+    void windowSplitEchoesNamesPrintable() {
+        const auto tmp = temp_dir(QStringLiteral("hostile-split"));
+        const fs::path lib = make_library(tmp);
+        Run r = cli({QStringLiteral("window"), QStringLiteral("--db"), q(lib), QStringLiteral("--trace"),
+                     QStringLiteral("t"), QStringLiteral("--name"), QStringLiteral("red\x1b[31m\nw"),
+                     QStringLiteral("--split"), QStringLiteral("1")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QVERIFY(!r.out.contains(QChar(0x1b)));
+        const QStringList lines = r.out.split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+        QCOMPARE(lines.size(), 2); // one line per window: the name's line break is escaped
+        QVERIFY2(lines[0].startsWith(QStringLiteral("window 'red\\x1b[31m\\nw-000' of trace 't': 1 samples (")),
+                 qPrintable(lines[0]));
+        QVERIFY2(lines[1].startsWith(QStringLiteral("window 'red\\x1b[31m\\nw-001' of trace 't': 1 samples (")),
+                 qPrintable(lines[1]));
+        // The windows keep their names whole.
+        const auto windows = storage::Library::open(lib, storage::OpenMode::ReadOnly)->windows("t");
+        QCOMPARE(windows.size(), std::size_t(2));
+        QCOMPARE(windows[0].name, std::string("red\x1b[31m\nw-000"));
+        // A 5,000-character name is cut at 80 characters on the terminal.
+        const QString longName(5000, QLatin1Char('n'));
+        r = cli({QStringLiteral("window"), QStringLiteral("--db"), q(lib), QStringLiteral("--trace"),
+                 QStringLiteral("t"), QStringLiteral("--name"), longName, QStringLiteral("--split"),
+                 QStringLiteral("2")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QCOMPARE(r.out.left(95),
+                 QStringLiteral("window '") + QString(80, QLatin1Char('n')) + QStringLiteral("...' of"));
+        QCOMPARE(r.out.count(QLatin1Char('\n')), 1);
+    }
+
+    void integerFlagsAreDecimalRangeCheckedAndNeverEmpty() {
+        // One reader for every integer flag: checked while the command line is parsed, before
+        // anything is read (the library named here does not exist).
+        const QStringList base{QStringLiteral("compare"),
+                               QStringLiteral("--db"),
+                               QStringLiteral("/nonexistent/lib"),
+                               QStringLiteral("--trace"),
+                               QStringLiteral("t"),
+                               QStringLiteral("--topology"),
+                               QStringLiteral("synthetic-demo-ep8-dp4")};
+        const QString int32 = QStringLiteral("-2147483648..2147483647");
+        const QString int64 = QStringLiteral("-9223372036854775808..9223372036854775807");
+        const std::pair<QStringList, QString> cases[] = {
+            {{QStringLiteral("--threads"), QStringLiteral("0x10")},
+             QStringLiteral("compare: --threads must be an integer in ") + int32 + QStringLiteral(" (got '0x10')")},
+            {{QStringLiteral("--threads"), QString()},
+             QStringLiteral("compare: --threads must be an integer in ") + int32 + QStringLiteral(" (got '')")},
+            {{QStringLiteral("--levels"), QStringLiteral("+5")},
+             QStringLiteral("compare: --levels must be an integer in ") + int32 + QStringLiteral(" (got '+5')")},
+            {{QStringLiteral("--steps"), QStringLiteral("1e3")},
+             QStringLiteral("compare: --steps must be an integer in ") + int32 + QStringLiteral(" (got '1e3')")},
+            {{QStringLiteral("--row-nodes"), QStringLiteral("9223372036854775808")},
+             QStringLiteral("compare: --row-nodes must be an integer in ") + int64 +
+                 QStringLiteral(" (got '9223372036854775808')")},
+            {{QStringLiteral("--polish"), QStringLiteral("-99999999999999999999")},
+             QStringLiteral("compare: --polish must be an integer in ") + int64 +
+                 QStringLiteral(" (got '-99999999999999999999')")},
+            {{QStringLiteral("--placement-rounds"), QStringLiteral("2147483648")},
+             QStringLiteral("compare: --placement-rounds must be an integer in ") + int32 +
+                 QStringLiteral(" (got '2147483648')")},
+            {{QStringLiteral("--row-multiple"), QStringLiteral(" 4")},
+             QStringLiteral("compare: --row-multiple must be an integer in ") + int64 + QStringLiteral(" (got ' 4')")},
+            {{QStringLiteral("--experts"), QStringLiteral("0x8")},
+             QStringLiteral("compare: --experts must be an integer in ") + int32 + QStringLiteral(" (got '0x8')")},
+        };
+        for (const auto& [extra, err] : cases) {
+            const Run r = cli(base + extra);
+            QCOMPARE(r.code, 1);
+            QCOMPARE(r.err, err_line(err));
+        }
+        // Every subcommand's integer flags go through the same reader.
+        const std::pair<QStringList, QString> others[] = {
+            {{QStringLiteral("window"), QStringLiteral("--db"), QStringLiteral("/nonexistent/lib"),
+              QStringLiteral("--trace"), QStringLiteral("t"), QStringLiteral("--name"), QStringLiteral("w"),
+              QStringLiteral("--first"), QStringLiteral("0x10")},
+             QStringLiteral("window: --first must be an integer in ") + int64 + QStringLiteral(" (got '0x10')")},
+            {{QStringLiteral("window"), QStringLiteral("--db"), QStringLiteral("/nonexistent/lib"),
+              QStringLiteral("--trace"), QStringLiteral("t"), QStringLiteral("--name"), QStringLiteral("w"),
+              QStringLiteral("--split"), QString()},
+             QStringLiteral("window: --split must be an integer in ") + int64 + QStringLiteral(" (got '')")},
+            {{QStringLiteral("synth"), QStringLiteral("--out"), QStringLiteral("/nonexistent/x"),
+              QStringLiteral("--seed"), QStringLiteral("18446744073709551616")},
+             QStringLiteral(
+                 "synth: --seed must be an integer in 0..18446744073709551615 (got '18446744073709551616')")},
+            {{QStringLiteral("synth"), QStringLiteral("--out"), QStringLiteral("/nonexistent/x"),
+              QStringLiteral("--groups"), QStringLiteral("0x10")},
+             QStringLiteral("synth: --groups must be an integer in ") + int32 + QStringLiteral(" (got '0x10')")},
+            {{QStringLiteral("synth-checkpoint"), QStringLiteral("--out"), QStringLiteral("/nonexistent/x"),
+              QStringLiteral("--max-shard-bytes"), QString()},
+             QStringLiteral("synth-checkpoint: --max-shard-bytes must be an integer in ") + int64 +
+                 QStringLiteral(" (got '')")},
+            {{QStringLiteral("place"), QStringLiteral("--loads"), QStringLiteral("/nonexistent/l.json"),
+              QStringLiteral("--ep-ranks"), QStringLiteral("0"), QStringLiteral("--out"),
+              QStringLiteral("/nonexistent/m.json")},
+             QStringLiteral("place: --ep-ranks must be an integer in 1..1048576 (got '0')")},
+            {{QStringLiteral("rewrite"), QStringLiteral("--map"), QStringLiteral("/nonexistent/m.json"),
+              QStringLiteral("--input"), QStringLiteral("/nonexistent/ck"), QStringLiteral("--output"),
+              QStringLiteral("/nonexistent/out"), QStringLiteral("--workers"), QStringLiteral("010x")},
+             QStringLiteral("rewrite: --workers must be an integer in ") + int32 + QStringLiteral(" (got '010x')")},
+        };
+        for (const auto& [args, err] : others) {
+            const Run r = cli(args);
+            QCOMPARE(r.code, 1);
+            QCOMPARE(r.err, err_line(err));
+        }
+        // Decimal, as --seed always was: "010" is ten, never octal eight.
+        const auto tmp = temp_dir(QStringLiteral("hostile-intflags"));
+        const fs::path lib = make_library(tmp);
+        write_file(tmp / "topo.json", kTopologyOk);
+        const fs::path plan = tmp / "plan.json";
+        const Run r =
+            cli({QStringLiteral("plan"), QStringLiteral("--db"), q(lib), QStringLiteral("--trace"), QStringLiteral("t"),
+                 QStringLiteral("--topology"), q(tmp / "topo.json"), QStringLiteral("--levels"), QStringLiteral("010"),
+                 QStringLiteral("--steps"), QStringLiteral("0020"), QStringLiteral("--seed"), QStringLiteral("010"),
+                 QStringLiteral("--threads"), QStringLiteral("01"), QStringLiteral("--out"), q(plan)});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const nlohmann::json j = nlohmann::json::parse(read_file(plan));
+        QCOMPARE(j["planner"]["budgets"]["levels"].get<int>(), 10);
+        QCOMPARE(j["planner"]["budgets"]["steps_per_level"].get<int>(), 20);
+        QCOMPARE(j["planner"]["seed"].get<std::uint64_t>(), std::uint64_t(10));
+        QCOMPARE(j["planner"]["workers"].get<int>(), 1);
+    }
+
+    void validateChecksBudgetsRefinementAndBaselines() {
+        const auto tmp = temp_dir(QStringLiteral("hostile-validate"));
+        const fs::path lib = make_library(tmp);
+        write_file(tmp / "topo.json", kTopologyOk);
+        const fs::path plan = tmp / "plan.json";
+        Run r = cli({QStringLiteral("plan"), QStringLiteral("--db"), q(lib), QStringLiteral("--trace"),
+                     QStringLiteral("t"), QStringLiteral("--topology"), q(tmp / "topo.json"),
+                     QStringLiteral("--levels"), QStringLiteral("2"), QStringLiteral("--steps"), QStringLiteral("20"),
+                     QStringLiteral("--threads"), QStringLiteral("1"), QStringLiteral("--out"), q(plan)});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const nlohmann::json good = nlohmann::json::parse(read_file(plan));
+        r = cli({QStringLiteral("validate"), q(plan), QStringLiteral("--db"), q(lib), QStringLiteral("--trace"),
+                 QStringLiteral("t")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        auto refined = [](nlohmann::json& j, int kept) {
+            j["planner"]["placement_refinement"] = {
+                {"refined", true}, {"rounds_kept", kept}, {"swaps", 3}, {"skipped", false}};
+        };
+        const std::pair<std::function<void(nlohmann::json&)>, QString> cases[] = {
+            {[&](nlohmann::json& j) { refined(j, 5); },
+             QStringLiteral(": planner.placement_refinement: rounds_kept 5 is more than "
+                            "planner.budgets.placement_rounds 2")},
+            {[&](nlohmann::json& j) {
+                 refined(j, 1);
+                 j["planner"]["budgets"]["placement_rounds"] = 0;
+             },
+             QStringLiteral(": planner.placement_refinement: rounds_kept 1 is more than "
+                            "planner.budgets.placement_rounds 0")},
+            {[](nlohmann::json& j) { j["planner"]["budgets"]["placement_rounds"] = 1001; },
+             QStringLiteral(": planner.budgets: budget 'placement_rounds' must be in 0..1000 (got 1001)")},
+            {[](nlohmann::json& j) { j["planner"]["budgets"]["placement_rounds"] = "2"; },
+             QStringLiteral(": planner.budgets: budget 'placement_rounds' must be an integer")},
+            {[](nlohmann::json& j) { j["planner"]["budgets"].erase("placement_rounds"); },
+             QStringLiteral(": planner.budgets: missing field 'placement_rounds'")},
+            {[](nlohmann::json& j) { j["planner"]["budgets"] = "x"; },
+             QStringLiteral(": planner.budgets must be an object, not a string")},
+            {[](nlohmann::json& j) { j["planner"]["budgets"]["levels"] = -5; },
+             QStringLiteral(": planner.budgets: budget 'levels' must be in 0..2147483647 (got -5)")},
+            {[](nlohmann::json& j) { j["planner"]["budgets"]["cooling"] = 5; },
+             QStringLiteral(": planner.budgets: budget 'cooling' is out of range (got 5)")},
+            {[](nlohmann::json& j) { j["planner"]["placement_refinement"]["rounds_kpet"] = 0; },
+             QStringLiteral(": planner.placement_refinement: unknown field 'rounds_kpet' (it holds refined, "
+                            "rounds_kept, swaps and skipped)")},
+        };
+        for (const auto& [change, err] : cases) {
+            nlohmann::json bad = good;
+            change(bad);
+            write_file(tmp / "bad.json", bad.dump());
+            const std::string before = read_file(tmp / "bad.json");
+            r = cli({QStringLiteral("validate"), q(tmp / "bad.json")});
+            QCOMPARE(r.code, 1);
+            QCOMPARE(r.err, err_line(q(tmp / "bad.json") + err));
+            QCOMPARE(read_file(tmp / "bad.json"), before); // read-only
+        }
+        // Against the trace: a version-5 plan holds LPT's placement (refined ones came with
+        // version 6), and the baselines' stored metrics are rescored too.
+        auto against_trace = [&](const nlohmann::json& j) {
+            write_file(tmp / "bad.json", j.dump());
+            return cli({QStringLiteral("validate"), q(tmp / "bad.json"), QStringLiteral("--db"), q(lib),
+                        QStringLiteral("--trace"), QStringLiteral("t")});
+        };
+        nlohmann::json v5 = good;
+        v5["version"] = 5;
+        v5["planner"].erase("placement_refinement");
+        r = against_trace(v5);
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        auto& layer0 = v5["placement"][0];
+        std::swap(layer0[0], layer0[1]); // still a permutation, no longer LPT's
+        r = against_trace(v5);
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, err_line(q(tmp / "bad.json") +
+                                 QStringLiteral(": does not match its trace: the placement is not the window's LPT "
+                                                "placement (plan version 5 has no refined placement; refined "
+                                                "placements came with version 6)")));
+        for (const char* method : {"baseline", "reorder", "karmarkar_karp"}) {
+            nlohmann::json bad = good;
+            const std::int64_t peak = good["metrics"][method]["ep_peak_sum"].get<std::int64_t>();
+            bad["metrics"][method]["ep_peak_sum"] = peak + 1;
+            r = against_trace(bad);
+            QCOMPARE(r.code, 1);
+            QCOMPARE(r.err,
+                     err_line(q(tmp / "bad.json") + QStringLiteral(": does not match its trace: metrics.") +
+                              QString::fromLatin1(method) +
+                              QStringLiteral(".ep_peak_sum is %1 in the plan, %2 recomputed").arg(peak + 1).arg(peak)));
+        }
+        nlohmann::json bad = good;
+        bad["metrics"]["baseline"]["cv_global"] = 0.5;
+        r = against_trace(bad);
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, err_line(q(tmp / "bad.json") +
+                                 QStringLiteral(": does not match its trace: metrics.baseline.cv_global is 0.5 in the "
+                                                "plan, ") +
+                                 QString::fromStdString(good["metrics"]["baseline"]["cv_global"].dump()) +
+                                 QStringLiteral(" recomputed")));
+    }
+
+    void placeLoadsFilesAreStrict() {
+        const auto tmp = temp_dir(QStringLiteral("hostile-loads"));
+        const fs::path loads = tmp / "loads.json", out = tmp / "map.json";
+        auto place = [&](const std::string& text) {
+            write_file(loads, text);
+            return cli({QStringLiteral("place"), QStringLiteral("--loads"), q(loads), QStringLiteral("--ep-ranks"),
+                        QStringLiteral("2"), QStringLiteral("--out"), q(out)});
+        };
+        const std::pair<std::string, QString> cases[] = {
+            {R"({"loads": [[1, 2]], "loads": [[3, 4]]})",
+             QStringLiteral(": malformed JSON: duplicate key 'loads' in one object")},
+            {R"({"loads": [[1, 2]], "moe_layer": [1]})",
+             QStringLiteral(
+                 ": unknown field 'moe_layer' (a loads file holds loads, moe_layers and num_hidden_layers)")},
+            {R"({"loads": [[1, 1e400]]})",
+             QStringLiteral(": malformed JSON: number overflow parsing '1e400' (field loads[0][1])")},
+            {R"({"loads": [[1, 2], [18446744073709551615, 18446744073709551615]]})",
+             QStringLiteral(": loads[1][1]: the layer's loads sum above 2^64 - 1 = 18446744073709551615 here (its "
+                            "rank loads would wrap)")},
+            {R"({"loads": [[1, 2], [3, -4]]})",
+             QStringLiteral(": loads[1][1] must be a non-negative whole number (got -4)")},
+            {R"({"loads": [[1, 2]], "moe_layers": [4294967297]})",
+             QStringLiteral(": moe_layers[0] is 4294967297, not a layer id in 0..2147483646")},
+            {R"({"loads": [[1, 2]], "num_hidden_layers": 4294967297})",
+             QStringLiteral(": num_hidden_layers is 4294967297, not an integer in 1..2147483647")},
+            {R"("loads")", QStringLiteral(": the loads must be a [L][E] list of lists or an object with 'loads', not "
+                                          "a string")},
+        };
+        for (const auto& [text, err] : cases) {
+            const Run r = place(text);
+            QCOMPARE(r.code, 1);
+            QCOMPARE(r.err, err_line(q(loads) + err));
+            QVERIFY(!fs::exists(out));
+        }
+        // The largest load that fits, alone in its layer: placed, not wrapped.
+        const Run r = place(R"({"loads": [[18446744073709551615, 0], [0, 0]], "moe_layers": [1, 3]})");
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const nlohmann::json map = nlohmann::json::parse(read_file(out));
+        QCOMPARE(map["moe_layers"], nlohmann::json::parse("[1, 3]"));
+    }
+
+    void edpShardSlotsAreShownAsWritten() {
+        auto topo = [](const std::string& shard) {
+            return qs(error_of<InputError>([&] {
+                parse_topology(R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 100, "edp_shards": [[0, )" + shard +
+                                   R"(]], "attention_stages": [{"name": "a", "alpha": 1, "beta": 1}]})",
+                               "t.json");
+            }));
+        };
+        QCOMPARE(topo("18446744073709551615"),
+                 QStringLiteral("t.json: edp_shards[0] names DP slot 18446744073709551615, outside 0..1"));
+        QCOMPARE(topo("9223372036854775808"),
+                 QStringLiteral("t.json: edp_shards[0] names DP slot 9223372036854775808, outside 0..1"));
+        QCOMPARE(topo("-3"), QStringLiteral("t.json: edp_shards[0] names DP slot -3, outside 0..1"));
+        QCOMPARE(parse_topology(R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 100, "edp_shards": [[1], [0]],
+                                    "attention_stages": [{"name": "a", "alpha": 1, "beta": 1}]})",
+                                "t.json")
+                     .edp_shards.size(),
+                 std::size_t(2));
+    }
+
+    void studioHeadlessOutIntoAFileIsRefused() {
+        const auto tmp = temp_dir(QStringLiteral("hostile-studio"));
+        write_file(tmp / "file.txt", "keep me\n");
+        for (const QStringList& args : {QStringList{QStringLiteral("--headless-out"), q(tmp / "file.txt")},
+                                        QStringList{QStringLiteral("--headless-out=") + q(tmp / "file.txt")}}) {
+            QProcess p;
+            p.start(QStringLiteral(ROUTEPACK_STUDIO), args);
+            QVERIFY(p.waitForFinished(120000));
+            QCOMPARE(p.exitCode(), 1);
+            QCOMPARE(QString::fromUtf8(p.readAllStandardError()),
+                     QStringLiteral("routepack-studio: error: ") + q(tmp / "file.txt") +
+                         QStringLiteral(": is a file, not a folder (--headless-out names the folder to write the "
+                                        "demo into)\n"));
+        }
+        QProcess p;
+        p.start(QStringLiteral(ROUTEPACK_STUDIO), {QStringLiteral("--headless-out"), q(tmp / "file.txt" / "sub")});
+        QVERIFY(p.waitForFinished(120000));
+        QCOMPARE(p.exitCode(), 1);
+        QCOMPARE(QString::fromUtf8(p.readAllStandardError()),
+                 QStringLiteral("routepack-studio: error: ") + q(tmp / "file.txt" / "sub") +
+                     QStringLiteral(": cannot be created (") + q(tmp / "file.txt") +
+                     QStringLiteral(" is not a folder)\n"));
+        QCOMPARE(read_file(tmp / "file.txt"), std::string("keep me\n"));
+    }
+
+    void synthOnAFullDiskLeavesNoFolder() {
+        // A file size limit stands in for a full disk: the first write past 512 bytes fails (EFBIG;
+        // SIGXFSZ ignored so that the write returns the error).
+        const auto tmp = temp_dir(QStringLiteral("hostile-synth"));
+        const fs::path out = tmp / "syn";
+        QProcess p;
+        p.start(QStringLiteral("/bin/sh"),
+                {QStringLiteral("-c"), QStringLiteral("trap '' XFSZ; ulimit -f 1; exec \"$0\" \"$@\""),
+                 QStringLiteral(ROUTEPACK_CLI), QStringLiteral("synth"), QStringLiteral("--out"), q(out),
+                 QStringLiteral("--groups"), QStringLiteral("2"), QStringLiteral("--group-size"), QStringLiteral("2")});
+        QVERIFY(p.waitForFinished(120000));
+        const QString err = QString::fromUtf8(p.readAllStandardError());
+        QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(p.exitCode(), 1);
+        QVERIFY2(
+            err.startsWith(QStringLiteral("routepack: error: synth: cannot write ") + q(out) + QStringLiteral("/")),
+            qPrintable(err));
+        QVERIFY2(err.endsWith(QStringLiteral("; nothing was written\n")), qPrintable(err));
+        QVERIFY(!fs::exists(out));
+        QCOMPARE(std::distance(fs::directory_iterator(tmp), fs::directory_iterator()), std::ptrdiff_t(0));
+        // An empty folder given as --out stays as it was too, and a full run fills it whole.
+        fs::create_directories(out);
+        p.start(QStringLiteral("/bin/sh"),
+                {QStringLiteral("-c"), QStringLiteral("trap '' XFSZ; ulimit -f 1; exec \"$0\" \"$@\""),
+                 QStringLiteral(ROUTEPACK_CLI), QStringLiteral("synth"), QStringLiteral("--out"), q(out)});
+        QVERIFY(p.waitForFinished(120000));
+        QCOMPARE(p.exitCode(), 1);
+        QVERIFY(fs::is_directory(out) && fs::is_empty(out));
+        QCOMPARE(std::distance(fs::directory_iterator(tmp), fs::directory_iterator()), std::ptrdiff_t(1));
+        const Run r = cli({QStringLiteral("synth"), QStringLiteral("--out"), q(out), QStringLiteral("--groups"),
+                           QStringLiteral("2"), QStringLiteral("--group-size"), QStringLiteral("2")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QCOMPARE(std::distance(fs::directory_iterator(out), fs::directory_iterator()), std::ptrdiff_t(2));
+        QCOMPARE(std::distance(fs::directory_iterator(tmp), fs::directory_iterator()), std::ptrdiff_t(1));
     }
 };
 

@@ -894,6 +894,26 @@ private Q_SLOTS:
             "in/v.json: sample v#0: choices[0].routed_experts: malformed base64: length 9 is not a multiple of 4");
         add("vllm missing routes", VLLM, "v.json", vllm_response("r", {re(kNpyI4), "\"logprobs\": null"}),
             "in/v.json: sample v#1: choices[1].routed_experts is missing");
+        {
+            // 50 generated tokens but 3 completion rows (and 1 prompt row for 1 prompt token).
+            std::string ids = "[";
+            for (int t = 0; t < 50; ++t)
+                ids += (t ? ", " : "") + std::to_string(t);
+            ids += "]";
+            const std::string rows3 = base64_encode(encode_npy({3, 2, 2}, {0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3}, "<i4"));
+            add("vllm completion rows short of token_ids", VLLM, "v.json",
+                vllm_response("r", {re(rows3) + ", \"token_ids\": " + ids},
+                              "\"prompt_routed_experts\": \"" + std::string(kNpyI4) +
+                                  "\", \"prompt_token_ids\": [9], "),
+                "in/v.json: sample v#0: prompt_routed_experts has 1 rows and choices[0].routed_experts 3, but "
+                "prompt_token_ids + choices[0].token_ids = 1 + 50 tokens (vLLM writes one prompt row per prompt "
+                "token and one row per generated token but the last: 1 and 49 rows)");
+            add("vllm rows short of token_ids", VLLM, "v.json",
+                vllm_response("r", {re(rows3) + ", \"token_ids\": " + ids}, "\"prompt_token_ids\": [9, 9], "),
+                "in/v.json: sample v#0: choices[0].routed_experts has 3 rows, but prompt_token_ids + "
+                "choices[0].token_ids = 2 + 50 tokens (vLLM writes one row per token but the last generated one: 51 "
+                "rows, or 49 for the completion alone)");
+        }
         add("vllm no choices", VLLM, "v.json", "{\"id\": \"r\"}", "in/v.json: response 0: choices is missing");
         add("vllm choices an object", VLLM, "v.json", "{\"choices\": {\"a\": 1}}",
             "in/v.json: response 0: choices is an object, not a list");

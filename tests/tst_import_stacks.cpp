@@ -978,17 +978,66 @@ private Q_SLOTS:
         const Trace f = import_trace_to_memory({dir / "r.nrlre1"}, opt, &s);
         QCOMPARE(f.model.moe_layers, (std::vector<int>{1, 2}));
         QCOMPARE(model_config_beside({dir / "config.json"}), std::filesystem::path());
+        // A given field always wins; a config that disagrees is named in a note.
         ModelDescription layers = model3();
         layers.num_hidden_layers = 0;
-        layers.moe_layers = {2};
-        QCOMPARE(import_error({dir}, layers),
-                 q("the model given (test) has MoE layers 2 but " + (dir / "config.json").string() +
-                   " says 1-2; remove the config from the folder or give the matching model"));
+        layers.moe_layers = {0, 2};
+        const Trace l = import_auto({dir}, &s, layers);
+        QCOMPARE(l.model.moe_layers, (std::vector<int>{0, 2}));
+        QCOMPARE(l.model.num_hidden_layers, 3); // left open, from the config
+        QCOMPARE(s.notes.front(), "the model given (test) has MoE layers 0,2 where " + (dir / "config.json").string() +
+                                      " says 1-2: the model given is used");
         ModelDescription other = model3();
         other.experts = 8;
-        QCOMPARE(import_error({dir}, other),
-                 q("the model given (test) has experts 8 but " + (dir / "config.json").string() +
-                   " says 4; remove the config from the folder or give the matching model"));
+        const Trace o = import_auto({dir}, &s, other);
+        QCOMPARE(o.model.experts, 8);
+        QCOMPARE(o.model.moe_layers, model3().moe_layers);
+        QCOMPARE(s.notes.size(), std::size_t(1)); // complete: the config is never read
+    }
+
+    // A config.json that is not a model's (a web app's settings beside a bare file name) is never
+    // taken for the model, and an explicit model never reads it.
+    void strayConfigBesideTracesIsNotTheModel() {
+        const auto dir = test::temp_dir(QStringLiteral("config-stray"));
+        test::write_file(dir / "config.json", R"({"name": "my-webapp"})");
+        test::write_file(dir / "r.nrlre1", nrl("int8", 1, "4x2x2", kA) + "\n");
+        ImportSummary s;
+        const Trace t = import_auto({dir}, &s, model3());
+        QCOMPARE(t.model.experts, model3().experts);
+        QCOMPARE(s.notes.size(), std::size_t(1)); // the missing-route note only: never read
+        ModelDescription partial;
+        partial.experts = 4;
+        partial.top_k = 2;
+        partial.moe_layers = {1, 2};
+        partial.source = "flags";
+        const Trace p = import_auto({dir}, &s, partial);
+        QCOMPARE(p.model.moe_layers, (std::vector<int>{1, 2}));
+        QCOMPARE(s.notes.front(), (dir / "config.json").string() +
+                                      " is not a model config (no num_hidden_layers and expert count): not used");
+        test::write_file(dir / "config.json", "not json at all");
+        QCOMPARE(import_auto({dir}, &s, partial).size(), std::size_t(1));
+        QCOMPARE(import_error({dir}, ModelDescription{}),
+                 q("no model description for " + (dir / "r.nrlre1").string() +
+                   ": give --model NAME, --model-config config.json, or --experts E --top-k K"));
+    }
+
+    // Sample ids and source files are made from file names and kept as UTF-8 text: a name that is
+    // not UTF-8 is refused at import, naming the file (escaped) and the byte.
+    void nonUtf8FileNameIsRefused() {
+        const auto dir = test::temp_dir(QStringLiteral("non-utf8"));
+        const std::string name = "ab\xff.nrlre1";
+        test::write_file(dir / name, nrl("int8", 1, "4x2x2", kA) + "\n");
+        QCOMPARE(import_error({dir}),
+                 q(dir.string() + "/ab\\xff.nrlre1: file name is not valid UTF-8 (byte 0xff at index " +
+                   std::to_string(dir.string().size() + 3) +
+                   " of the path); sample ids and source files are UTF-8 text: rename it"));
+        QCOMPARE(import_error({dir / name}),
+                 q(dir.string() + "/ab\\xff.nrlre1: file name is not valid UTF-8 (byte 0xff at index " +
+                   std::to_string(dir.string().size() + 3) +
+                   " of the path); sample ids and source files are UTF-8 text: rename it"));
+        std::filesystem::rename(dir / name, dir / "ab\xc3\xbf.nrlre1"); // the same name in UTF-8 imports
+        ImportSummary s;
+        QCOMPARE(import_auto({dir}, &s).samples[0].id, std::string("ab\xc3\xbf#0"));
     }
 
     void stackNames() {

@@ -3,6 +3,7 @@
 // on windows of the real traces in ../shared/traces.
 #include "core/import/import.h"
 #include "core/plan/bound.h"
+#include "core/plan/budgets_json.h"
 #include "core/plan/expert_map.h"
 #include "core/plan/plan_file.h"
 #include "core/plan/planner.h"
@@ -65,6 +66,48 @@ std::string without_timings(const std::string& text) {
     auto j = nlohmann::json::parse(text);
     j.erase("timings");
     return j.dump();
+}
+
+/// A window of the given lengths on a 2-layer, 4-expert model (top-1): sample i routes all of its
+/// tokens to expert i % 4 at both layers.
+Trace lengths_window(const std::vector<std::int64_t>& lengths) {
+    Trace w;
+    w.model.name = "tiny";
+    w.model.num_hidden_layers = 2;
+    w.model.experts = 4;
+    w.model.top_k = 1;
+    w.model.moe_layers = {0, 1};
+    for (std::size_t i = 0; i < lengths.size(); ++i) {
+        SampleInfo s;
+        s.id = "s" + std::to_string(i);
+        s.length = lengths[i];
+        s.routed_rows = lengths[i];
+        w.samples.push_back(s);
+        for (int l = 0; l < 2; ++l)
+            for (int e = 0; e < 4; ++e)
+                w.counts.push_back(e == static_cast<int>(i % 4) ? static_cast<std::uint32_t>(lengths[i]) : 0u);
+    }
+    return w;
+}
+
+/// A window whose R* the exact row-count search cannot certify within 10^6 nodes: 41 lengths in
+/// 251..499 (at most three per cell), cap 1000, 2 DP slots; the search runs linearly in its budget.
+PlanInput hard_rows_input() {
+    Rng rng(12);
+    std::vector<std::int64_t> lengths;
+    for (int i = 0; i < 41; ++i)
+        lengths.push_back(251 + static_cast<std::int64_t>(rng.below(249)));
+    PlanInput in;
+    in.window = lengths_window(lengths);
+    in.trace_name = "hard";
+    in.window_name = "all";
+    in.topology = topo(2, 2, {{0}, {1}}, 1000);
+    in.budgets.annealing.levels = 2;
+    in.budgets.annealing.steps = 100;
+    in.budgets.seeding.candidates = 4;
+    in.budgets.seeding.population = 2;
+    in.budgets.polish_evaluations = 1000;
+    return in;
 }
 
 QString plan_error(const PlanInput& in) {
@@ -394,6 +437,130 @@ private Q_SLOTS:
         small.resize(20, 0);
         QCOMPARE(small[19], 0);
         QCOMPARE(small[9], 7);
+    }
+
+    /// Every budget has an upper bound, checked before any work, with the key (or the CLI flag) and the
+    /// range in the message; the JSON reader and the planner say the same.
+    void budgetUpperBounds_data() {
+        QTest::addColumn<QString>("key");
+        QTest::addColumn<qint64>("value");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("seeds_M") << "seeds_M" << qint64(10000000)
+                                 << "planner: budget 'seeds_M' must be in 1..4096 (got 10000000)";
+        QTest::newRow("population") << "population" << qint64(257)
+                                    << "planner: budget 'population' must be in 1..256 (got 257)";
+        QTest::newRow("choice_width") << "choice_width" << qint64(1025)
+                                      << "planner: budget 'choice_width' must be in 1..1024 (got 1025)";
+        QTest::newRow("projections") << "projections" << qint64(257)
+                                     << "planner: budget 'projections' must be in 1..256 (got 257)";
+        QTest::newRow("pair_candidates") << "pair_candidates" << qint64(4097)
+                                         << "planner: budget 'pair_candidates' must be in 1..4096 (got 4097)";
+        QTest::newRow("levels") << "levels" << qint64(1001) << "planner: budget 'levels' must be in 0..1000 (got 1001)";
+        QTest::newRow("steps_per_level") << "steps_per_level" << qint64(100000001)
+                                         << "planner: budget 'steps_per_level' must be in 0..100000000 (got 100000001)";
+        QTest::newRow("row_nodes") << "row_nodes" << qint64(std::numeric_limits<qint64>::max())
+                                   << "planner: budget 'row_nodes' must be in 0..1000000000 (got 9223372036854775807)";
+        QTest::newRow("polish_evaluations")
+            << "polish_evaluations" << qint64(1000000001)
+            << "planner: budget 'polish_evaluations' must be in 0..1000000000 (got 1000000001)";
+        QTest::newRow("polish_kick_moves") << "polish_kick_moves" << qint64(1000001)
+                                           << "planner: budget 'polish_kick_moves' must be in 0..1000000 (got 1000001)";
+    }
+    void budgetUpperBounds() {
+        QFETCH(QString, key);
+        QFETCH(qint64, value);
+        QFETCH(QString, expected);
+        PlanInput in = synth_input(2, 3);
+        // The JSON reader refuses the value with the same text (its own origin)...
+        const std::string json = "{\"" + key.toStdString() + "\": " + std::to_string(value) + "}";
+        QCOMPARE(QString::fromStdString(
+                     routepack::test::error_of<InputError>([&] { parse_planner_budgets(json, "planner"); })),
+                 expected);
+        // ... and the planner refuses it when set directly (the largest accepted value passes the check).
+        auto set = [&](PlannerBudgets& b, std::int64_t v) {
+            const std::string k = key.toStdString();
+            if (k == "seeds_M") b.seeding.candidates = static_cast<int>(v);
+            if (k == "population") b.seeding.population = static_cast<int>(v);
+            if (k == "choice_width") b.seeding.choice_width = static_cast<int>(v);
+            if (k == "projections") b.seeding.projections = static_cast<int>(v);
+            if (k == "pair_candidates") b.seeding.pair_candidates = static_cast<int>(v);
+            if (k == "levels") b.annealing.levels = static_cast<int>(v);
+            if (k == "steps_per_level") b.annealing.steps = static_cast<int>(std::min<std::int64_t>(v, INT_MAX));
+            if (k == "row_nodes") b.row_nodes = v;
+            if (k == "polish_evaluations") b.polish_evaluations = v;
+            if (k == "polish_kick_moves") b.polish_kick_moves = static_cast<int>(v);
+        };
+        set(in.budgets, value);
+        QCOMPARE(plan_error(in), expected);
+        PlannerBudgets ok = in.budgets;
+        const QRegularExpressionMatch hi = QRegularExpression(QStringLiteral("\\.\\.(\\d+) ")).match(expected);
+        QVERIFY(hi.hasMatch());
+        set(ok, hi.captured(1).toLongLong());
+        check_planner_budgets(ok, "planner", BudgetNames::Keys);
+        // The CLI names the flag where the budget has one.
+        if (key == "seeds_M") {
+            QCOMPARE(QString::fromStdString(routepack::test::error_of<InputError>(
+                         [&] { check_planner_budgets(in.budgets, "plan", BudgetNames::Flags); })),
+                     QStringLiteral("plan: --seeds must be in 1..4096 (got 10000000)"));
+        }
+    }
+
+    /// Seeding keeps every candidate until the selection: seeds_M x samples beyond 8 GiB is refused
+    /// before any work, with the numbers and the largest seeds_M that fits.
+    void seedingMemoryRefusedUpFront() {
+        std::vector<std::int64_t> lengths(200000, 1);
+        PlanInput in;
+        in.window = lengths_window(lengths);
+        in.topology = topo(2, 8, {{0, 1, 2, 3, 4, 5, 6, 7}}, 64);
+        in.budgets.seeding.candidates = 4096;
+        QCOMPARE(plan_error(in),
+                 QStringLiteral("planner: budget 'seeds_M' = 4096 would hold about 29.0 GiB of seeding candidates "
+                                "for 200000 samples (limit 8 GiB); use seeds_M <= 1130 for this window"));
+    }
+
+    /// The row count stops at the time limit and on cancel: on a window whose R* is hard to certify,
+    /// the largest node budget would run for about 20 s; the plan comes back with R* best-known and
+    /// the stop recorded, the nodes spent far below the budget.
+    void rowCountStops() {
+        PlanInput in = hard_rows_input();
+        const PlanResult base = plan_window(in); // the default budget: 10^6 nodes, not certified
+        QVERIFY(!base.rows.certified);
+        QVERIFY(!base.rows.stopped);
+        QCOMPARE(base.rows.nodes, std::int64_t{1000000});
+        in.budgets.row_nodes = kMaxRowNodes;
+        in.budgets.time_limit_s = 0.2;
+        const PlanResult r = plan_window(in);
+        QVERIFY(r.time_limit_hit);
+        QVERIFY(!r.cancelled);
+        QVERIFY(r.rows.stopped);
+        QVERIFY(!r.rows.certified);
+        QVERIFY(r.rows.nodes < kMaxRowNodes);
+        QVERIFY2(QString::fromStdString(r.rows.how).contains(QStringLiteral("was stopped (cancelled or out of time)")),
+                 r.rows.how.c_str());
+        QCOMPARE(r.routepack.layout.cell_count(), r.rows.rows * 2);
+        QCOMPARE(validate_layout(r.routepack.layout, make_packing_shape(in.window, in.topology, r.lpt)), std::string());
+        // Cancel (the CLI's SIGINT, Python's progress returning False) during the row count.
+        in.budgets.time_limit_s = 0;
+        std::atomic<bool> cancel{false};
+        const PlanResult c = plan_window(
+            in,
+            [&](const PlanEvent& e) {
+                if (e.stage == "row count") cancel.store(true);
+            },
+            &cancel);
+        QVERIFY(c.cancelled);
+        QVERIFY(c.rows.stopped);
+        QVERIFY(c.rows.nodes <= 4096); // the first poll saw the flag
+        // minimum_rows itself: the stop function is polled every 4096 nodes.
+        int polls = 0;
+        std::vector<std::int64_t> t;
+        for (const auto& sm : in.window.samples)
+            t.push_back(sm.length);
+        const RowCount rc = minimum_rows(t, 1000, 2, 0, kMaxRowNodes, 1, [&] { return ++polls > 3; });
+        QVERIFY(rc.stopped);
+        QCOMPARE(polls, 4);
+        QVERIFY(rc.nodes > 3 * 4096 - 4096 && rc.nodes <= 4 * 4096);
+        QCOMPARE(rc.rows, base.rows.rows);
     }
 
     void timeLimit() {

@@ -166,6 +166,7 @@ private Q_SLOTS:
     void rewriteFromMap();
     void expertMapErrors();
     void breakItRegressions();
+    void expertMapsAreStrict();
     void cliSigintCancels();
 };
 
@@ -1001,12 +1002,13 @@ void TestRewrite::expertMapErrors() {
              QStringLiteral("m.json: physical_to_logical_map[0] has 6 physical slots for 4 logical experts (expert 0 "
                             "is in slots 0 and 4): a map with replicas (redundant experts) cannot rewrite a "
                             "checkpoint, which holds each expert once"));
+    // Row 0 names experts 0..2, so row 1 lacks expert 0 (not a replica of expert 2).
     QCOMPARE(parse_error(R"([[0, 1, 2], [2, 2, 1]])"),
-             QStringLiteral("m.json: physical_to_logical_map[1] has 3 physical slots for 2 logical experts (expert 2 "
-                            "is in slots 0 and 1): a map with replicas (redundant experts) cannot rewrite a "
-                            "checkpoint, which holds each expert once"));
+             QStringLiteral("m.json: physical_to_logical_map[1] is not a permutation of 0..2: expert 0 is missing and "
+                            "expert 2 is in slots 0 and 1"));
     QCOMPARE(parse_error(R"({"physical_to_logical_map": [[0, 1, 5]]})"),
-             QStringLiteral("m.json: physical_to_logical_map[0][2] is 5, not an integer in 0..2"));
+             QStringLiteral("m.json: physical_to_logical_map[0] has 3 entries but physical_to_logical_map[0][2] is 5 "
+                            "(a row of 3 entries holds each of 0..2 once; is an entry missing?)"));
     QCOMPARE(parse_error(R"({"moe_layers": [1, 2], "placement": [[1, 0], [1, 1]]})"),
              QStringLiteral("m.json: placement[1] puts experts 0 and 1 in slot 1 (each logical expert needs its own "
                             "slot)"));
@@ -1221,6 +1223,56 @@ void TestRewrite::cliSigintCancels() {
         entries += de.path().filename() != "plan.json";
     QCOMPARE(entries, 0);
     fs::remove_all(tmp);
+}
+
+void TestRewrite::expertMapsAreStrict() {
+    auto parse_error = [](const std::string& text) {
+        try {
+            parse_expert_map_text(text, "m.json");
+        } catch (const InputError& e) {
+            return QString::fromStdString(e.what());
+        }
+        return QStringLiteral("<no error>");
+    };
+    // placement and physical_to_logical_map together must agree, whoever wrote the file.
+    QCOMPARE(parse_error(R"({"moe_layers": [1], "placement": [[1, 0, 2]], "physical_to_logical_map": [[0, 1, 2]]})"),
+             QStringLiteral("m.json: physical_to_logical_map[0] is not the inverse of placement[0]"));
+    QCOMPARE(parse_error(R"({"moe_layers": [1], "placement": [[1, 0, 2]],
+                             "physical_to_logical_map": [[1, 0, 2], [1, 0, 2]]})"),
+             QStringLiteral("m.json: physical_to_logical_map has 2 rows, placement 1"));
+    const ExpertMapFile both = parse_expert_map_text(
+        R"({"moe_layers": [1], "placement": [[1, 2, 0]], "physical_to_logical_map": [[2, 0, 1]]})", "m.json");
+    QCOMPARE(both.p2l, (std::vector<std::vector<int>>{{2, 0, 1}}));
+    // A row lacking expert 7 that other rows name is a broken permutation, not replicas.
+    QCOMPARE(parse_error(R"({"physical_to_logical_map": [[7, 6, 5, 4, 3, 2, 1, 0], [0, 1, 2, 3, 4, 5, 6, 6]]})"),
+             QStringLiteral("m.json: physical_to_logical_map[1] is not a permutation of 0..7: expert 7 is missing and "
+                            "expert 6 is in slots 6 and 7"));
+    // Alone, the same row may be either: the message says both.
+    QCOMPARE(parse_error(R"({"physical_to_logical_map": [[0, 1, 2, 3, 4, 5, 6, 6]]})"),
+             QStringLiteral("m.json: physical_to_logical_map[0] has 8 physical slots for 7 logical experts (expert 6 "
+                            "is in slots 6 and 7, and no row names expert 7): either expert 7 is missing, or the map "
+                            "has replicas (redundant experts), which cannot rewrite a checkpoint that holds each "
+                            "expert once"));
+    // A short row names an expert beyond its length: said as such.
+    QCOMPARE(parse_error(R"({"physical_to_logical_map": [[0, 1, 2, 3, 4, 5, 7]]})"),
+             QStringLiteral("m.json: physical_to_logical_map[0] has 7 entries but physical_to_logical_map[0][6] is 7 "
+                            "(a row of 7 entries holds each of 0..6 once; is an entry missing?)"));
+    QCOMPARE(parse_error(R"({"moe_layers": [1], "placement": [[0, 1, 2, 3, 4, 5, 7]]})"),
+             QStringLiteral("m.json: placement[0] has 7 entries but placement[0][6] is 7 (a row of 7 entries holds "
+                            "each of 0..6 once; is an entry missing?)"));
+    QCOMPARE(parse_error(R"({"physical_to_logical_map": [[0, -1]]})"),
+             QStringLiteral("m.json: physical_to_logical_map[0][1] is -1, not an integer in 0..1"));
+    // Unknown fields are refused (a typo must not drop the layer ids); the stacks' own fields are not.
+    const QString known = QStringLiteral(
+        " (an expert map holds moe_layers, placement and/or physical_to_logical_map, and routepack export-map's "
+        "format, version, layer_axis, num_hidden_layers, experts, ep_ranks, slots_per_rank)");
+    QCOMPARE(parse_error(R"({"physical_to_logical_map": [[1, 0]], "moe_layer": [1]})"),
+             QStringLiteral("m.json: unknown field 'moe_layer'") + known);
+    QCOMPARE(parse_error(R"({"moe_layers": [1], "placement": [[1, 0]], "placment": [[0, 1]]})"),
+             QStringLiteral("m.json: unknown field 'placment'") + known);
+    const ExpertMapFile sglang = parse_expert_map_text(
+        R"({"physical_to_logical_map": [[1, 0]], "logical_to_all_physical_map": [[[1, -1], [0, -1]]]})", "m.json");
+    QCOMPARE(sglang.p2l, (std::vector<std::vector<int>>{{1, 0}}));
 }
 
 QTEST_GUILESS_MAIN(TestRewrite)

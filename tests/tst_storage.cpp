@@ -409,6 +409,25 @@ private Q_SLOTS:
             q(f.string() + ": trace 't' sample '" + id + "': damaged counts (counts blob ends after 1 of 8 values)"));
     }
 
+    void nonUtf8SampleIdNamesTheSample() {
+        // Stored by an older import from a file name that was not UTF-8: refused when loaded, before
+        // any planning, naming the library, trace, sample (escaped) and field.
+        const fs::path f = library_file("utf8.routepack");
+        auto lib = Library::open(f);
+        lib->import_trace("t", {write_trace("utf8/a.jsonl", make_routes(3, 14))}, nested_options());
+        RawDb(f).exec("UPDATE samples SET sample_id = CAST(x'6162ff' AS TEXT) WHERE position = 1");
+        RawDb(f).exec("UPDATE samples SET source_file = CAST(x'2fff' AS TEXT) WHERE position = 2");
+        QCOMPARE(q(error_of<InputError>([&] { lib->load_trace("t"); })),
+                 q(f.string() + ": trace 't' sample 'ab\\xff': id is not valid UTF-8 (an older import took it from a "
+                                "file name that is not UTF-8); re-import the trace from renamed files"));
+        const std::string third = lib->samples("t")[2].id;
+        QCOMPARE(q(error_of<InputError>([&] { lib->load_samples("t", {third}); })),
+                 q(f.string() + ": trace 't' sample '" + third +
+                   "': source_file is not valid UTF-8 (an older import took it from a file name that is not UTF-8); "
+                   "re-import the trace from renamed files"));
+        QCOMPARE(lib->load_samples("t", {lib->samples("t")[0].id}).size(), std::size_t(1));
+    }
+
     void inMemoryLibrary() {
         auto lib = Library::open(":memory:");
         QCOMPARE(lib->schema_version(), 3);

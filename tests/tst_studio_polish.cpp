@@ -235,10 +235,10 @@ private Q_SLOTS:
         PlannerBudgets b;
         b.annealing.steps = -1;
         const QString keys = test::error_text([&] { check_planner_budgets(b, "planner", BudgetNames::Keys); });
-        QCOMPARE(guiFieldText(keys), QStringLiteral("planner: \"Steps K per level\" must be >= 0 (got -1)"));
+        QCOMPARE(guiFieldText(keys), QStringLiteral("planner: \"Steps K per level\" must be in 0..100000000 (got -1)"));
         const QString flags = test::error_text([&] { check_planner_budgets(b, "plan", BudgetNames::Flags); });
-        QCOMPARE(flags, QStringLiteral("plan: --steps must be >= 0 (got -1)"));
-        QCOMPARE(guiFieldText(flags), QStringLiteral("plan: \"Steps K per level\" must be >= 0 (got -1)"));
+        QCOMPARE(flags, QStringLiteral("plan: --steps must be in 0..100000000 (got -1)"));
+        QCOMPARE(guiFieldText(flags), QStringLiteral("plan: \"Steps K per level\" must be in 0..100000000 (got -1)"));
         QCOMPARE(guiFieldText(QStringLiteral("--layer-map: plan layer 3 is mapped twice")),
                  QStringLiteral("\"Layer map\": plan layer 3 is mapped twice"));
         // Not a flag: unchanged.

@@ -65,7 +65,7 @@ ModelDescription make_model(const std::vector<int>& moe_layers, int experts, std
     m.moe_layers = check_moe_layers(moe_layers);
     m.experts = experts;
     m.top_k = top_k.value_or(1);
-    m.num_hidden_layers = num_hidden_layers.value_or(m.moe_layers.back() + 1);
+    m.num_hidden_layers = num_hidden_layers ? *num_hidden_layers : hidden_layers_for(m.moe_layers, "moe_layers");
     m.source = "python";
     m.validate();
     return m;
@@ -246,21 +246,22 @@ PlannerBudgets make_budgets(const py::object& budgets) {
         const std::string key = py::str(k);
         try {
             if (key == "seeds")
-                b.seeding.candidates = static_cast<int>(py_int_in(v, "budgets['seeds']", 1, INT_MAX));
+                b.seeding.candidates = static_cast<int>(py_int_in(v, "budgets['seeds']", 1, kMaxSeedCandidates));
             else if (key == "population")
-                b.seeding.population = static_cast<int>(py_int_in(v, "budgets['population']", 1, INT_MAX));
+                b.seeding.population = static_cast<int>(py_int_in(v, "budgets['population']", 1, kMaxPopulation));
             else if (key == "choice_width")
-                b.seeding.choice_width = static_cast<int>(py_int_in(v, "budgets['choice_width']", 1, INT_MAX));
+                b.seeding.choice_width = static_cast<int>(py_int_in(v, "budgets['choice_width']", 1, kMaxChoiceWidth));
             else if (key == "eta")
                 b.seeding.eta = py_float(v, "budgets['eta']");
             else if (key == "projections")
-                b.seeding.projections = static_cast<int>(py_int_in(v, "budgets['projections']", 1, INT_MAX));
+                b.seeding.projections = static_cast<int>(py_int_in(v, "budgets['projections']", 1, kMaxProjections));
             else if (key == "pair_candidates")
-                b.seeding.pair_candidates = static_cast<int>(py_int_in(v, "budgets['pair_candidates']", 1, INT_MAX));
+                b.seeding.pair_candidates =
+                    static_cast<int>(py_int_in(v, "budgets['pair_candidates']", 1, kMaxPairCandidates));
             else if (key == "levels")
-                b.annealing.levels = static_cast<int>(py_int_in(v, "budgets['levels']", 0, INT_MAX));
+                b.annealing.levels = static_cast<int>(py_int_in(v, "budgets['levels']", 0, kMaxLevels));
             else if (key == "steps")
-                b.annealing.steps = static_cast<int>(py_int_in(v, "budgets['steps']", 0, INT_MAX));
+                b.annealing.steps = static_cast<int>(py_int_in(v, "budgets['steps']", 0, kMaxStepsPerLevel));
             else if (key == "t0")
                 b.annealing.t0 = py_float(v, "budgets['t0']");
             else if (key == "cooling")
@@ -272,11 +273,12 @@ PlannerBudgets make_budgets(const py::object& budgets) {
             else if (key == "p_straggler")
                 b.annealing.p_straggler = py_float(v, "budgets['p_straggler']");
             else if (key == "row_nodes")
-                b.row_nodes = py_int_in(v, "budgets['row_nodes']", 0, INT64_MAX);
+                b.row_nodes = py_int_in(v, "budgets['row_nodes']", 0, kMaxRowNodes);
             else if (key == "polish_evaluations")
-                b.polish_evaluations = py_int_in(v, "budgets['polish_evaluations']", 0, INT64_MAX);
+                b.polish_evaluations = py_int_in(v, "budgets['polish_evaluations']", 0, kMaxPolishEvaluations);
             else if (key == "polish_kick_moves")
-                b.polish_kick_moves = static_cast<int>(py_int_in(v, "budgets['polish_kick_moves']", 0, INT_MAX));
+                b.polish_kick_moves =
+                    static_cast<int>(py_int_in(v, "budgets['polish_kick_moves']", 0, kMaxPolishKickMoves));
             else if (key == "placement_rounds")
                 b.placement_rounds =
                     static_cast<int>(py_int_in(v, "budgets['placement_rounds']", 0, kMaxPlacementRounds));
@@ -507,6 +509,12 @@ PyPlan run_plan_input(PlanInput in, const py::object& progress) {
     } joiner{worker, *st};
 
     std::optional<py::error_already_set> interrupted;
+    // progress is also called while no event arrives (the last stage and fraction again, every
+    // kProgressRepeat), so that returning False stops a long stage as soon as Ctrl-C would.
+    using Clock = std::chrono::steady_clock;
+    constexpr auto kProgressRepeat = std::chrono::milliseconds(100);
+    std::optional<PlanEvent> last;
+    auto last_call = Clock::now();
     while (true) {
         std::deque<PlanEvent> events;
         bool done = false;
@@ -521,7 +529,10 @@ PyPlan run_plan_input(PlanInput in, const py::object& progress) {
             interrupted.emplace(); // fetches KeyboardInterrupt (or whatever the handler raised)
             st->cancel = true;
         }
-        if (!interrupted && !progress.is_none() && !st->cancel) {
+        if (!events.empty()) last = events.back();
+        if (events.empty() && !done && last && Clock::now() - last_call >= kProgressRepeat) events.push_back(*last);
+        if (!interrupted && !progress.is_none() && !st->cancel && !events.empty()) {
+            last_call = Clock::now();
             for (const auto& e : events) {
                 py::object keep = progress(e.stage, e.fraction);
                 if (keep.ptr() == Py_False) {

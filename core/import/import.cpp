@@ -2,12 +2,14 @@
 
 #include "core/import/import_detail.h"
 #include "core/util/input_file.h"
+#include "core/util/text.h"
 
 #include <tbb/info.h>
 #include <tbb/parallel_invoke.h>
 #include <tbb/parallel_pipeline.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <exception>
 #include <fstream>
 #include <numeric>
@@ -286,6 +288,19 @@ std::vector<std::filesystem::path> collect_trace_files(const std::vector<std::fi
         }
     }
     if (files.empty()) throw InputError("no input files");
+    for (const auto& f : files) {
+        // Sample ids and source files are made from these paths and kept as UTF-8 text (the
+        // library, plan files, JSON and Python strings): a name that is not UTF-8 is refused here.
+        const std::string path = f.string();
+        const std::size_t bad = util::utf8_invalid_at(path);
+        if (bad != std::string::npos) {
+            char byte[8];
+            std::snprintf(byte, sizeof byte, "0x%02x", static_cast<unsigned char>(path[bad]));
+            throw InputError(util::printable(path, 400) + ": file name is not valid UTF-8 (byte " + byte +
+                             " at index " + std::to_string(bad) +
+                             " of the path); sample ids and source files are UTF-8 text: rename it");
+        }
+    }
     return files;
 }
 
@@ -303,39 +318,60 @@ std::filesystem::path model_config_beside(const std::vector<std::filesystem::pat
 
 namespace {
 
-/// The model from the config.json beside the inputs when none was given; a given model that
-/// disagrees with that config is refused naming both. Adds a note when the config was used.
+/// Whether `text` looks like a Hugging Face model config: a JSON object with num_hidden_layers and
+/// an expert count (num_experts, num_local_experts or n_routed_experts). Anything else named
+/// config.json beside the inputs (a web app's settings, a tokenizer's) is not the model's.
+bool looks_like_model_config(const std::string& text) {
+    const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || !j.contains("num_hidden_layers")) return false;
+    return j.contains("num_experts") || j.contains("num_local_experts") || j.contains("n_routed_experts");
+}
+
+/// The model from the config.json beside the inputs, for what the given model leaves open. The
+/// fields given always win: a config that disagrees with them is named in a note and not used for
+/// those fields. A config.json that does not look like a model config (looks_like_model_config) is
+/// left alone, with a note when it would have been read.
 ModelDescription model_with_config(const std::vector<std::filesystem::path>& inputs, const ModelDescription& given,
                                    std::vector<std::string>& notes) {
     const auto path = model_config_beside(inputs);
     if (path.empty()) return given;
-    ModelDescription c = model_from_hf_config(read_whole_file(path), path.string());
+    const bool complete =
+        given.experts > 0 && given.top_k > 0 && given.num_hidden_layers > 0 && !given.moe_layers.empty();
+    if (complete) return given; // nothing left open: the config beside the inputs is never read
+    const std::string text = read_whole_file(path);
+    if (!looks_like_model_config(text)) {
+        notes.push_back(util::printable(path.string(), 400) +
+                        " is not a model config (no num_hidden_layers and expert count): not used");
+        return given;
+    }
+    ModelDescription c = model_from_hf_config(text, path.string());
     if (given.experts <= 0 && given.top_k <= 0 && given.moe_layers.empty() && given.num_hidden_layers <= 0) {
         notes.push_back("model from " + path.string() + " (" + std::to_string(c.num_moe_layers()) + " MoE layers of " +
                         std::to_string(c.num_hidden_layers) + ", " + std::to_string(c.experts) + " experts, top-" +
                         std::to_string(c.top_k) + ")");
         return c;
     }
+    const std::string by = given.source.empty() ? std::string("flags") : given.source;
     auto differs = [&](const char* what, long long a, long long b) {
         if (a > 0 && a != b)
-            throw InputError("the model given (" + (given.source.empty() ? std::string("flags") : given.source) +
-                             ") has " + what + " " + std::to_string(a) + " but " + path.string() + " says " +
-                             std::to_string(b) + "; remove the config from the folder or give the matching model");
+            notes.push_back("the model given (" + by + ") has " + what + " " + std::to_string(a) + " where " +
+                            path.string() + " says " + std::to_string(b) + ": the model given is used");
     };
     differs("experts", given.experts, c.experts);
     differs("top-k", given.top_k, c.top_k);
     differs("num_hidden_layers", given.num_hidden_layers, c.num_hidden_layers);
     if (!given.moe_layers.empty() && given.moe_layers != c.moe_layers)
-        throw InputError("the model given (" + (given.source.empty() ? std::string("flags") : given.source) +
-                         ") has MoE layers " + format_layer_list(given.moe_layers) + " but " + path.string() +
-                         " says " + format_layer_list(c.moe_layers) +
-                         "; remove the config from the folder or give the matching model");
-    // What the given description leaves open (e.g. --experts/--top-k alone) comes from the config.
+        notes.push_back("the model given (" + by + ") has MoE layers " + format_layer_list(given.moe_layers) +
+                        " where " + path.string() + " says " + format_layer_list(c.moe_layers) +
+                        ": the model given is used");
+    // What the given description leaves open (e.g. --experts/--top-k alone) comes from the config,
+    // as long as it agrees with what was given.
     ModelDescription m = given;
+    const bool layers_agree = given.num_hidden_layers <= 0 || given.num_hidden_layers == c.num_hidden_layers;
     if (m.experts <= 0) m.experts = c.experts;
     if (m.top_k <= 0) m.top_k = c.top_k;
     if (m.num_hidden_layers <= 0) m.num_hidden_layers = c.num_hidden_layers;
-    if (m.moe_layers.empty()) m.moe_layers = c.moe_layers;
+    if (m.moe_layers.empty() && layers_agree) m.moe_layers = c.moe_layers;
     if (m.name.empty()) m.name = c.name;
     if (!(m == given)) notes.push_back("model completed from " + path.string());
     return m;

@@ -129,7 +129,9 @@ struct ImportSummary {
 /// sorted with natural_less on the path; files are taken as given. A padded-batch folder
 /// (is_batch_folder) met in the walk, or given, is returned as itself, one input, and not walked. A `config.json` met
 /// in a folder walk is the model's Hugging Face config, not a trace file, and is left out (import_trace reads it).
-/// InputError for a missing path or when nothing is found.
+/// InputError for a missing path or when nothing is found, and "<path>: file name is not valid UTF-8
+/// (byte 0xNN at index I of the path); ..." for a path that is not UTF-8 (sample ids and source files
+/// are made from it).
 std::vector<std::filesystem::path> collect_trace_files(const std::vector<std::filesystem::path>& inputs);
 
 /// The Hugging Face `config.json` that describes the model of `inputs`: the one in the first input

@@ -21,6 +21,8 @@
 // with prompt_len from usage.prompt_tokens when present (the same prompt for every choice).
 #include "core/import/import_detail.h"
 
+#include <algorithm>
+
 namespace routepack::detail {
 
 namespace {
@@ -134,6 +136,31 @@ void parse_vllm(const SourceFile& f, const ModelDescription& m, const EmitFn& em
             const nlohmann::json* prompt_ids = json_member(choice, "prompt_token_ids");
             if (!prompt_ids) prompt_ids = resp_prompt_ids;
             if (token_ids && prompt_ids && token_ids->is_array() && prompt_ids->is_array()) {
+                // One row per token but the last generated one (a surplus final row allowed): the
+                // prompt part holds the prompt's rows, the completion part G - 1 (or G); a
+                // single array covers prompt and completion, or the completion alone.
+                const auto P = static_cast<std::int64_t>(prompt_ids->size());
+                const auto G = static_cast<std::int64_t>(token_ids->size());
+                const std::int64_t completion_rows = a.shape[0];
+                const auto one_of = [](std::int64_t v, std::int64_t n) { return v == n - 1 || v == n; };
+                const bool consistent = have_prompt ? prompt.shape[0] == P && one_of(completion_rows, G)
+                                                    : one_of(completion_rows, P + G) || one_of(completion_rows, G);
+                if (!consistent) {
+                    const std::string tokens = "prompt_token_ids + " + std::string("choices[") + std::to_string(c) +
+                                               "].token_ids = " + std::to_string(P) + " + " + std::to_string(G) +
+                                               " tokens";
+                    if (have_prompt)
+                        throw InputError(
+                            where + ": prompt_routed_experts has " + std::to_string(prompt.shape[0]) + " rows and " +
+                            field + " " + std::to_string(completion_rows) + ", but " + tokens +
+                            " (vLLM writes one prompt row per prompt token and one row per "
+                            "generated token but the last: " +
+                            std::to_string(P) + " and " + std::to_string(std::max<std::int64_t>(G - 1, 0)) + " rows)");
+                    throw InputError(where + ": " + field + " has " + std::to_string(completion_rows) + " rows, but " +
+                                     tokens + " (vLLM writes one row per token but the last generated one: " +
+                                     std::to_string(std::max<std::int64_t>(P + G - 1, 0)) + " rows, or " +
+                                     std::to_string(std::max<std::int64_t>(G - 1, 0)) + " for the completion alone)");
+                }
                 meta.prompt_len = static_cast<std::int64_t>(prompt_ids->size());
                 meta.explicit_length = static_cast<std::int64_t>(prompt_ids->size() + token_ids->size());
                 // One surplus final row (the last sampled token's) may appear: rows = t_i.

@@ -23,7 +23,6 @@ namespace {
 
 // Size bounds of a model description: every allocation sized by a model (per-sample counts
 // [L][E], layer axes, placement tables) is checked against them before it happens.
-constexpr int kMaxHiddenLayers = 100000;
 constexpr int kMaxExperts = 1 << 20;
 constexpr int kMaxTopK = 1024;
 // L x E: 64 MiB of int32 counts per sample, over 1000 times DeepSeek-V3's 58 x 256 and enough for
@@ -35,6 +34,16 @@ constexpr std::int64_t kMaxListedLayerId = 1000000;
 constexpr std::int64_t kMaxListedLayers = kMaxHiddenLayers;
 
 } // namespace
+
+int hidden_layers_for(const std::vector<int>& moe_layers, const std::string& what) {
+    if (moe_layers.empty()) throw InputError(what + ": no MoE layers");
+    const std::int64_t last = moe_layers.back();
+    if (last < 0 || last >= kMaxHiddenLayers)
+        throw InputError(what + ": MoE layer " + std::to_string(last) + " is outside 0.." +
+                         std::to_string(kMaxHiddenLayers - 1) + " (num_hidden_layers is at most " +
+                         std::to_string(kMaxHiddenLayers) + ")");
+    return static_cast<int>(last + 1);
+}
 
 void ModelDescription::validate() const {
     const std::string who = name.empty() ? std::string("model") : "model '" + util::printable(name) + "'";

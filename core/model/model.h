@@ -7,6 +7,10 @@
 
 namespace routepack {
 
+/// Most decoder layers a model description may have (num_hidden_layers 1..kMaxHiddenLayers); every
+/// MoE layer id is therefore in 0..kMaxHiddenLayers - 1.
+inline constexpr int kMaxHiddenLayers = 100000;
+
 /// What a trace needs to know about the model that produced it.
 /// `moe_layers` are absolute decoder-layer indices (0-based, ascending, each < num_hidden_layers);
 /// `experts` is the number of routed logical experts E per MoE layer; `top_k` the router's k.
@@ -26,6 +30,12 @@ struct ModelDescription {
     void validate() const;
     bool operator==(const ModelDescription&) const = default;
 };
+
+/// The smallest num_hidden_layers that holds `moe_layers` (absolute ids, ascending): the last id + 1,
+/// computed without overflow. InputError "<what>: MoE layer <id> is outside 0..99999 (num_hidden_layers
+/// is at most 100000)" when the last id is beyond kMaxHiddenLayers - 1 (2^31 - 1 included) or
+/// negative; "<what>: no MoE layers" when empty.
+int hidden_layers_for(const std::vector<int>& moe_layers, const std::string& what);
 
 /// Parses a layer list such as "1-26", "1-47:2" (start-end:step), "0,3,5-7". Throws InputError
 /// naming `field` on malformed text, descending or duplicate ids.

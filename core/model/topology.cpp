@@ -232,12 +232,13 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
             for (const auto& v : s[g]) {
                 if (!v.is_number_integer())
                     throw InputError(origin + ": edp_shards[" + std::to_string(g) + "] holds a non-integer");
-                const auto d = v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t(INT64_MAX)
-                                   ? std::int64_t(INT64_MAX)
-                                   : v.get<std::int64_t>();
-                if (d < 0 || d >= t.dp_slots)
-                    throw InputError(origin + ": edp_shards[" + std::to_string(g) + "] names DP slot " +
-                                     std::to_string(d) + ", outside 0.." + std::to_string(t.dp_slots - 1));
+                // Out of range: the value as written (v.dump(): 18446744073709551615, never a saturated
+                // or wrapped copy of it).
+                if ((v.is_number_unsigned() && v.get<std::uint64_t>() >= std::uint64_t(t.dp_slots)) ||
+                    (!v.is_number_unsigned() && (v.get<std::int64_t>() < 0 || v.get<std::int64_t>() >= t.dp_slots)))
+                    throw InputError(origin + ": edp_shards[" + std::to_string(g) + "] names DP slot " + v.dump() +
+                                     ", outside 0.." + std::to_string(t.dp_slots - 1));
+                const std::int64_t d = v.get<std::int64_t>();
                 if (seen[static_cast<std::size_t>(d)] >= 0)
                     throw InputError(origin + ": DP slot " + std::to_string(d) + " is in edp_shards[" +
                                      std::to_string(seen[static_cast<std::size_t>(d)]) + "] and edp_shards[" +

@@ -111,26 +111,26 @@ void check_planner_budgets(const PlannerBudgets& b, const std::string& origin, B
         bad("--anytime", "anytime", "used with a time limit > 0", "time limit " + number_text(b.time_limit_s));
     const auto& s = b.seeding;
     const auto& a = b.annealing;
-    auto at_least = [&](const char* flag, const char* key, std::int64_t v, std::int64_t lo) {
-        if (v < lo) bad(flag, key, ">= " + std::to_string(lo), std::to_string(v));
+    auto in_range = [&](const char* flag, const char* key, std::int64_t v, std::int64_t lo, std::int64_t hi) {
+        if (v < lo || v > hi) bad(flag, key, "in " + std::to_string(lo) + ".." + std::to_string(hi), std::to_string(v));
     };
-    at_least("--seeds", "seeds_M", s.candidates, 1);
-    at_least("--population", "population", s.population, 1);
-    at_least("--choice-width", "choice_width", s.choice_width, 1);
-    at_least("projections", "projections", s.projections, 1);
-    at_least("pair_candidates", "pair_candidates", s.pair_candidates, 1);
+    in_range("--seeds", "seeds_M", s.candidates, 1, kMaxSeedCandidates);
+    in_range("--population", "population", s.population, 1, kMaxPopulation);
+    in_range("--choice-width", "choice_width", s.choice_width, 1, kMaxChoiceWidth);
+    in_range("projections", "projections", s.projections, 1, kMaxProjections);
+    in_range("pair_candidates", "pair_candidates", s.pair_candidates, 1, kMaxPairCandidates);
     if (!std::isfinite(s.eta) || s.eta < 0) bad("--eta", "eta", "a finite number >= 0", number_text(s.eta));
-    at_least("--levels", "levels", a.levels, 0);
-    at_least("--steps", "steps_per_level", a.steps, 0);
+    in_range("--levels", "levels", a.levels, 0, kMaxLevels);
+    in_range("--steps", "steps_per_level", a.steps, 0, kMaxStepsPerLevel);
     if (!std::isfinite(a.t0) || !(a.t0 > 0)) bad("--t0", "t0", "a finite number > 0", number_text(a.t0));
     if (!(a.cooling > 0 && a.cooling <= 1)) bad("--cooling", "cooling", "in (0, 1]", number_text(a.cooling));
     if (!(a.p_guide >= 0 && a.p_guide <= 1)) bad("--p-guide", "p_guide", "in [0, 1]", number_text(a.p_guide));
     if (!(a.rho >= 0 && a.rho <= 1)) bad("--rho", "rho", "in [0, 1]", number_text(a.rho));
     if (!(a.p_straggler >= 0 && a.p_straggler <= 1))
         bad("--p-straggler", "p_straggler", "in [0, 1]", number_text(a.p_straggler));
-    at_least("--row-nodes", "row_nodes", b.row_nodes, 0);
-    at_least("--polish", "polish_evaluations", b.polish_evaluations, 0);
-    at_least("--polish-kicks", "polish_kick_moves", b.polish_kick_moves, 0);
+    in_range("--row-nodes", "row_nodes", b.row_nodes, 0, kMaxRowNodes);
+    in_range("--polish", "polish_evaluations", b.polish_evaluations, 0, kMaxPolishEvaluations);
+    in_range("--polish-kicks", "polish_kick_moves", b.polish_kick_moves, 0, kMaxPolishKickMoves);
     if (b.placement_rounds < 0 || b.placement_rounds > kMaxPlacementRounds)
         bad("--placement-rounds", "placement_rounds", "in 0.." + std::to_string(kMaxPlacementRounds),
             std::to_string(b.placement_rounds));
@@ -147,29 +147,28 @@ PlannerBudgets parse_planner_budgets(const std::string& json_text, const std::st
     PlannerBudgets b;
     const Reader r{j, origin};
     const double inf = std::numeric_limits<double>::max();
-    constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
     if (j.contains("seed")) {
         if (!j["seed"].is_number_unsigned() && !(j["seed"].is_number_integer() && j["seed"].get<std::int64_t>() >= 0))
             throw InputError(origin + ": budget 'seed' must be an integer in 0..2^64-1");
         b.seed = j["seed"].get<std::uint64_t>();
     }
     r.integer("workers", b.workers, 0, 4096);
-    r.integer("seeds_M", b.seeding.candidates, 1, kIntMax);
-    r.integer("population", b.seeding.population, 1, kIntMax);
-    r.integer("choice_width", b.seeding.choice_width, 1, kIntMax);
+    r.integer("seeds_M", b.seeding.candidates, 1, kMaxSeedCandidates);
+    r.integer("population", b.seeding.population, 1, kMaxPopulation);
+    r.integer("choice_width", b.seeding.choice_width, 1, kMaxChoiceWidth);
     r.real("eta", b.seeding.eta, 0, inf);
-    r.integer("projections", b.seeding.projections, 1, kIntMax);
-    r.integer("pair_candidates", b.seeding.pair_candidates, 1, kIntMax);
-    r.integer("levels", b.annealing.levels, 0, kIntMax);
+    r.integer("projections", b.seeding.projections, 1, kMaxProjections);
+    r.integer("pair_candidates", b.seeding.pair_candidates, 1, kMaxPairCandidates);
+    r.integer("levels", b.annealing.levels, 0, kMaxLevels);
     r.real("t0", b.annealing.t0, 0, inf, true);
     r.real("cooling", b.annealing.cooling, 0, 1, true);
-    r.integer("steps_per_level", b.annealing.steps, 0, kIntMax);
+    r.integer("steps_per_level", b.annealing.steps, 0, kMaxStepsPerLevel);
     r.real("p_guide", b.annealing.p_guide, 0, 1);
     r.real("rho", b.annealing.rho, 0, 1);
     r.real("p_straggler", b.annealing.p_straggler, 0, 1);
-    r.integer("row_nodes", b.row_nodes, 0);
-    r.integer("polish_evaluations", b.polish_evaluations, 0);
-    r.integer("polish_kick_moves", b.polish_kick_moves, 0, kIntMax);
+    r.integer("row_nodes", b.row_nodes, 0, kMaxRowNodes);
+    r.integer("polish_evaluations", b.polish_evaluations, 0, kMaxPolishEvaluations);
+    r.integer("polish_kick_moves", b.polish_kick_moves, 0, kMaxPolishKickMoves);
     r.integer("placement_rounds", b.placement_rounds, 0, kMaxPlacementRounds);
     r.real("time_limit_s", b.time_limit_s, 0, inf);
     if (j.contains("anytime")) {

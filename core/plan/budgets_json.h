@@ -32,9 +32,12 @@ inline constexpr int kMaxPlacementRounds = 1000;
 /// <value>)" for the first budget out of range:
 ///   workers          0 (all cores) or 1..max_planner_workers() (skipped when !check_workers)
 ///   time_limit_s     finite, 0..kMaxTimeLimitSeconds (0 = none)
-///   seeds_M, population, choice_width, projections, pair_candidates   >= 1
+///   seeds_M 1..kMaxSeedCandidates, population 1..kMaxPopulation, choice_width 1..kMaxChoiceWidth,
+///   projections 1..kMaxProjections, pair_candidates 1..kMaxPairCandidates (core/plan/seeding.h)
 ///   eta              finite, >= 0;  t0  finite, > 0;  cooling in (0, 1];  p_guide, rho, p_straggler in [0, 1]
-///   levels, steps_per_level, row_nodes, polish_evaluations, polish_kick_moves   >= 0
+///   levels 0..kMaxLevels, steps_per_level 0..kMaxStepsPerLevel (core/plan/annealing.h)
+///   row_nodes 0..kMaxRowNodes, polish_evaluations 0..kMaxPolishEvaluations,
+///   polish_kick_moves 0..kMaxPolishKickMoves (core/plan/planner.h)
 ///   placement_rounds 0..kMaxPlacementRounds
 ///   anytime          only with time_limit_s > 0
 /// (the seed is any 64-bit unsigned value; its text is checked where it is parsed).

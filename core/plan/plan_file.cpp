@@ -1,9 +1,11 @@
 #include "core/plan/plan_file.h"
 
+#include "core/plan/budgets_json.h"
 #include "core/plan/packing.h"
 #include "core/plan/placement.h"
 #include "core/util/errors.h"
 #include "core/util/json.h"
+#include "core/util/text.h"
 
 #include <nlohmann/json.hpp>
 
@@ -576,10 +578,29 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
         f.seed = seed.get<std::uint64_t>();
     }
     f.workers = static_cast<int>(need_int(planner, "workers", origin + ": planner", 0, 4096));
+    {
+        // The budget reader's own ranges (core/plan/budgets_json.h), the one definition of them.
+        const std::string where = origin + ": planner.budgets";
+        const auto& b = need(planner, "budgets", origin + ": planner");
+        if (!b.is_object()) throw InputError(where + " must be an object, not " + util::json_kind(b));
+        util::check_json_depth(b, where); // printed back to text for parse_planner_budgets
+        if (b.contains("seed") || b.contains("workers"))
+            throw InputError(where + ": field '" + std::string(b.contains("seed") ? "seed" : "workers") +
+                             "' belongs to planner, not planner.budgets");
+        if (f.version >= 6 && !b.contains("placement_rounds"))
+            throw InputError(where + ": missing field 'placement_rounds'");
+        f.budgets = parse_planner_budgets(b.dump(), where);
+        f.budgets.seed = f.seed;
+        f.budgets.workers = f.workers;
+    }
     if (f.version >= 6) {
         const std::string where = origin + ": planner.placement_refinement";
         const auto& pr = need(planner, "placement_refinement", origin + ": planner");
-        if (!pr.is_object()) throw InputError(where + " must be an object");
+        if (!pr.is_object()) throw InputError(where + " must be an object, not " + util::json_kind(pr));
+        for (const auto& [key, v] : pr.items())
+            if (key != "refined" && key != "rounds_kept" && key != "swaps" && key != "skipped")
+                throw InputError(where + ": unknown field '" + util::printable(key) +
+                                 "' (it holds refined, rounds_kept, swaps and skipped)");
         auto flag = [&](const char* key) {
             const auto& v = need(pr, key, where);
             if (!v.is_boolean()) throw InputError(where + ": field '" + key + "' must be true or false");
@@ -594,11 +615,65 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
             (f.placement_refinement_skipped && (f.placement_refined || f.placement_rounds_kept > 0)))
             throw InputError(where + ": refined " + pr["refined"].dump() + ", rounds_kept " + pr["rounds_kept"].dump() +
                              ", swaps " + pr["swaps"].dump() + " and skipped " + pr["skipped"].dump() + " disagree");
+        // Each kept refinement followed one round of the final pass.
+        if (f.placement_rounds_kept > f.budgets.placement_rounds)
+            throw InputError(where + ": rounds_kept " + std::to_string(f.placement_rounds_kept) +
+                             " is more than planner.budgets.placement_rounds " +
+                             std::to_string(f.budgets.placement_rounds));
     }
     return f;
 }
 
-std::string rescore_plan(const PlanFile& plan, const Trace& window) {
+namespace {
+
+/// The planner's deterministic stages 1-3 (placement, R*, the three baselines) on the plan's window
+/// with the plan's seed, workers and row_nodes: a planner cancelled before it starts stops right
+/// after the baselines.
+PlanResult plan_baselines(const PlanFile& plan, const Trace& window) {
+    PlanInput in;
+    in.window = window;
+    in.trace_name = plan.trace_name;
+    in.window_name = plan.window_name;
+    in.topology = plan.topology;
+    in.budgets = plan.budgets;
+    in.budgets.seed = plan.seed;
+    in.budgets.workers = std::max(1, plan.workers);
+    in.budgets.time_limit_s = 0;
+    in.budgets.anytime = false;
+    const std::atomic<bool> stop{true};
+    PlanResult r = plan_window(in, {}, &stop);
+    r.cancelled = false;
+    r.timings.clear();
+    return r;
+}
+
+/// The first field of `got` (recomputed) that differs from `want` (stored), as "metrics.<name>.<field>
+/// is <stored> in the plan, <recomputed> recomputed"; "" when all are equal.
+std::string metrics_difference(const std::string& name, const LayoutMetrics& want, const LayoutMetrics& got) {
+    const auto num = [](double v) { return nlohmann::json(v).dump(); };
+    const auto diff = [&](const char* field, const std::string& a, const std::string& b) {
+        return "metrics." + name + "." + field + " is " + a + " in the plan, " + b + " recomputed";
+    };
+    if (!(want.score == got.score)) return diff("score", score_json(want.score).dump(), score_json(got.score).dump());
+    if (want.cv_global != got.cv_global) return diff("cv_global", num(want.cv_global), num(got.cv_global));
+    if (want.ep_peak_sum != got.ep_peak_sum)
+        return diff("ep_peak_sum", std::to_string(want.ep_peak_sum), std::to_string(got.ep_peak_sum));
+    if (want.ep_tail_peak != got.ep_tail_peak)
+        return diff("ep_tail_peak", std::to_string(want.ep_tail_peak), std::to_string(got.ep_tail_peak));
+    if (want.ep_balance_efficiency != got.ep_balance_efficiency)
+        return diff("ep_balance_efficiency", num(want.ep_balance_efficiency), num(got.ep_balance_efficiency));
+    if (want.attention_sum != got.attention_sum)
+        return diff("attention_sum", num(want.attention_sum), num(got.attention_sum));
+    if (want.joint != got.joint) return diff("joint", num(want.joint), num(got.joint));
+    if (want.cap_violations != got.cap_violations)
+        return diff("cap_violations", std::to_string(want.cap_violations), std::to_string(got.cap_violations));
+    if (want.empty_cells != got.empty_cells)
+        return diff("empty_cells", std::to_string(want.empty_cells), std::to_string(got.empty_cells));
+    return {};
+}
+
+/// rescore_plan, handing the recomputed baselines (plan_baselines) to `baselines` when it got that far.
+std::string rescore_plan_with(const PlanFile& plan, const Trace& window, PlanResult* baselines) {
     if (window.size() != plan.sample_ids.size())
         return "window has " + std::to_string(window.size()) + " samples, plan has " +
                std::to_string(plan.sample_ids.size());
@@ -617,13 +692,16 @@ std::string rescore_plan(const PlanFile& plan, const Trace& window) {
         return "routing counts differ from the plan's inputs (fingerprint " + fp + " != " + plan.fingerprint + ")";
     const auto loads =
         aggregate_expert_loads(window.counts, window.size(), window.model.num_moe_layers(), window.model.experts);
+    const bool lpt =
+        lpt_placement(loads, plan.placement.layers, plan.placement.experts, plan.placement.ep_ranks) == plan.placement;
     if (plan.version >= 6) {
         // Version 6 says whether its placement is LPT's (Algorithm 1, recomputed here) or refined.
-        const bool lpt = lpt_placement(loads, plan.placement.layers, plan.placement.experts, plan.placement.ep_ranks) ==
-                         plan.placement;
         if (lpt == plan.placement_refined)
             return std::string("placement_refinement.refined is ") + (plan.placement_refined ? "true" : "false") +
                    " but the placement " + (lpt ? "is" : "is not") + " the window's LPT placement";
+    } else if (!lpt) {
+        return "the placement is not the window's LPT placement (plan version " + std::to_string(plan.version) +
+               " has no refined placement; refined placements came with version 6)";
     }
     const PackingProblem p = make_packing_problem(window, plan.topology, plan.placement);
     std::string bad = validate_layout(plan.layout, p);
@@ -645,25 +723,30 @@ std::string rescore_plan(const PlanFile& plan, const Trace& window) {
             return "recomputed max_u_lower_bound differs from the plan's (" + std::to_string(b.value) + " vs " +
                    std::to_string(plan.bound.value) + ")";
     }
+    // The baselines, on the same window and R* (DESIGN.md "Baselines").
+    PlanResult r = plan_baselines(plan, window);
+    if (r.rows.rows != plan.row_count)
+        return "the recomputed row count R* is " + std::to_string(r.rows.rows) + ", the plan's row_count " +
+               std::to_string(plan.row_count);
+    for (const MethodResult* m : {&r.baseline, &r.reorder, &r.karmarkar_karp})
+        if (const auto it = plan.metrics.find(m->name); it != plan.metrics.end())
+            if (std::string d = metrics_difference(m->name, it->second, m->metrics); !d.empty()) return d;
+    if (baselines) *baselines = std::move(r);
     return {};
 }
 
+} // namespace
+
+std::string rescore_plan(const PlanFile& plan, const Trace& window) {
+    return rescore_plan_with(plan, window, nullptr);
+}
+
 PlanResult restore_plan(const PlanFile& plan, const Trace& window, const std::string& origin) {
-    if (const std::string bad = rescore_plan(plan, window); !bad.empty())
+    // The planner's stages 1-3 (placement, R*, the three baselines), recomputed while rescoring:
+    // exactly the deterministic part a saved plan needs around its own layout.
+    PlanResult r;
+    if (const std::string bad = rescore_plan_with(plan, window, &r); !bad.empty())
         throw InputError(origin + ": the saved plan does not match its window (" + bad + ")");
-    PlanInput in;
-    in.window = window;
-    in.trace_name = plan.trace_name;
-    in.window_name = plan.window_name;
-    in.topology = plan.topology;
-    in.budgets.seed = plan.seed;
-    in.budgets.workers = std::max(1, plan.workers);
-    // A planner cancelled before it starts stops right after the baselines (placement, R*, the three
-    // baselines): exactly the deterministic part a saved plan needs around its own layout.
-    const std::atomic<bool> stop{true};
-    PlanResult r = plan_window(in, {}, &stop);
-    r.cancelled = false;
-    r.timings.clear();
     if (!(r.routepack_placement == plan.placement)) {
         // The saved placement is routepack's (the LPT placement, refined for its layout from plan
         // version 6); the rank loads, CV and bound follow it. LPT itself is recomputed above.

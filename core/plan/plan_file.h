@@ -71,6 +71,9 @@ struct PlanFile {
     PlanFileComm comm; ///< version 5 on more than one node (nodes 1 otherwise)
     std::uint64_t seed = 0;
     int workers = 0;
+    /// planner.budgets, read and range-checked by parse_planner_budgets (core/plan/budgets_json.h);
+    /// absent keys (older versions) keep their defaults; seed and workers as above.
+    PlannerBudgets budgets;
     /// planner.placement_refinement (version 6; older versions: false, 0, 0, false).
     bool placement_refined = false;
     int placement_rounds_kept = 0;
@@ -84,14 +87,20 @@ struct PlanFile {
 /// ("<origin>: row_count 6 is not a multiple of topology.row_multiple 4"), score == metrics.routepack.score, and
 /// (version 2 on) a bound with value <= score[0] and gap == score[0] / value - 1, (version 5) a
 /// communication section whose node count matches the topology's and whose grouter / routepack+comm
-/// placements and rows pass the same checks. InputError naming `origin` and the field.
+/// placements and rows pass the same checks, planner.budgets an object within the budget reader's
+/// ranges (parse_planner_budgets: "<origin>: planner.budgets: budget 'levels' must be in
+/// 0..2147483647 (got -5)"), and (version 6) planner.placement_refinement holding exactly refined,
+/// rounds_kept, swaps and skipped, with rounds_kept <= budgets.placement_rounds and a refined
+/// placement only with placement_rounds >= 1. InputError naming `origin` and the field.
 PlanFile parse_plan(const std::string& json_text, const std::string& origin);
 
 /// Rescores a parsed plan against its window (samples in the plan's order, with counts): lengths
 /// must match, the fingerprint must match, (version 6) placement_refinement.refined must say whether
-/// the placement differs from the window's LPT placement (recomputed), and the recomputed routepack metrics must equal
-/// the stored ones exactly, the lower bound included (version 2 on). Returns "" when they agree, else the first
-/// difference in words.
+/// the placement differs from the window's LPT placement (recomputed; versions 1 to 5 hold LPT's
+/// placement only), the recomputed routepack metrics must equal the stored ones exactly, the lower
+/// bound included (version 2 on), and the baselines (baseline, reorder, karmarkar_karp: the planner's
+/// stages 1-3 rerun with the plan's seed, workers and row_nodes) must have the plan's row count and
+/// its stored metrics, field by field. Returns "" when they agree, else the first difference in words.
 std::string rescore_plan(const PlanFile& plan, const Trace& window);
 
 /// Rebuilds everything the views show for a saved plan without searching again: the window's

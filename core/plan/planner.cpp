@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <limits>
 #include <mutex>
 
@@ -119,7 +121,7 @@ SearchStats packing_search(const PackingProblem& p, const Layout& ffd, const Pla
     SeedingBudget sb;
     static_cast<SeedingSettings&>(sb) = budgets.seeding;
     sb.seed = stage(1);
-    auto population = diverse_population(p, ffd, sb, cancel);
+    auto population = diverse_population(p, ffd, sb, cancel, deadline);
     if (extra_seed && !population.empty()) {
         auto worst = std::max_element(population.begin(), population.end(),
                                       [](const SeedMember& a, const SeedMember& b) { return a.score < b.score; });
@@ -428,12 +430,31 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
         if (progress) progress(PlanEvent{stage, f, std::nullopt, std::nullopt});
     };
     auto cancelled = [&] { return cancel && cancel->load(std::memory_order_relaxed); };
+    auto out_of_time = [&] { return deadline && Clock::now() >= *deadline; };
 
     const Trace& w = in.window;
     if (w.size() == 0) throw InputError("the window is empty");
     if (w.model.top_k <= 0 || w.stride() == 0 || w.counts.size() != w.size() * w.stride())
         throw InputError("the window has no per-sample routing counts (aggregate traces cannot be packed)");
     check_topology_for_model(in.topology, w.model);
+    {
+        // Seeding keeps every candidate until the selection: refuse a product that cannot fit, before
+        // any work (R at most n / D).
+        const double n = static_cast<double>(w.size());
+        const double R = std::floor(n / std::max(1, in.topology.dp_slots));
+        const double per =
+            24 * n + 8 * R * (w.model.num_moe_layers() + in.budgets.seeding.projections) + 4 * R * in.topology.dp_slots;
+        const double bytes = per * in.budgets.seeding.candidates;
+        if (bytes > kMaxSeedingBytes) {
+            char buf[256];
+            std::snprintf(buf, sizeof buf,
+                          "planner: budget 'seeds_M' = %d would hold about %.1f GiB of seeding candidates for %zu "
+                          "samples (limit %.0f GiB); use seeds_M <= %lld for this window",
+                          in.budgets.seeding.candidates, bytes / (1 << 30), w.size(), kMaxSeedingBytes / (1 << 30),
+                          static_cast<long long>(std::max(1.0, std::floor(kMaxSeedingBytes / per))));
+            throw InputError(buf);
+        }
+    }
 
     PlanResult r;
     r.model = w.model;
@@ -477,7 +498,7 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
         t0 = Clock::now();
         emit("row count", 0.1);
         r.rows = minimum_rows(p_lpt.length, p_lpt.C, p_lpt.D, in.topology.min_rows, in.budgets.row_nodes,
-                              in.topology.row_multiple);
+                              in.topology.row_multiple, [&] { return cancelled() || out_of_time(); });
         r.timings["row count"] = seconds_since(t0);
 
         // 3. Baselines on the same window and R*.
@@ -502,8 +523,13 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
         r.routepack = r.reorder;
         r.routepack.name = "routepack";
         r.timings["baselines"] = seconds_since(t0);
+        // Cancelled or out of time (in the row count, say): the plan is `reorder` on the R* found so far.
         if (cancelled()) {
             r.cancelled = true;
+            return;
+        }
+        if (out_of_time()) {
+            r.time_limit_hit = true;
             return;
         }
         BestLayout best{ffd, r.reorder.metrics.score};

@@ -21,6 +21,20 @@
 
 namespace routepack {
 
+/// Largest node budget of the exact row-count search: on a window whose R* is hard to certify the
+/// search runs linearly in it (about 2e-8 s per node: 1e9 nodes are 20 s); it polls the cancel flag and
+/// the time limit every 4096 nodes.
+inline constexpr std::int64_t kMaxRowNodes = 1000000000;
+/// Largest work of the final pass (PlannerBudgets::polish_evaluations): 1e9 scored moves, polled for
+/// cancel and time limit every 256 (or every sample visit).
+inline constexpr std::int64_t kMaxPolishEvaluations = 1000000000;
+/// Most random moves per kick of the final pass (each move is one scored evaluation).
+inline constexpr int kMaxPolishKickMoves = 1000000;
+/// Most bytes the seeding's candidates may hold together, estimated before seeding as
+/// seeds_M x (24 n + 8 R (L + q) + 4 R D) bytes (layout, signature, co-assignment profile, sketch,
+/// row peaks); plan_window refuses a larger product with an InputError naming seeds_M and the numbers.
+inline constexpr double kMaxSeedingBytes = 8.0 * (1 << 30);
+
 /// Every search budget. All are counted in work (nodes, proposals, candidates), so the same inputs,
 /// seed and worker count give the same plan; `time_limit_s` > 0 adds a wall-clock stop whose firing is
 /// recorded (and then the plan may differ). With `anytime` the final pass keeps kicking and descending

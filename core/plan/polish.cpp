@@ -121,16 +121,23 @@ bool cyclic_descent(IncrementalScorer& sc, std::int64_t budget, Counts& c, int& 
 /// convex), so J + these linear terms is an optimistic estimate of the new J; attention (eq. 12) is
 /// computed from the cells' integer sums. Only kept moves change the state (O(n*L) per changed
 /// row-shard).
+///   S is a [R*G][n] table while it fits `table_bytes` (dense: O(1) per look-up). The table grows as
+/// rows x samples, i.e. quadratically in the window (rows grow with n): above the limit S is not
+/// stored and each value is formed from the peaks when asked (O(L); the straggler's row-shard's
+/// whole column once per visit, cached until that row-shard changes). Both give the same integers,
+/// so the descent's moves and result do not depend on the mode; memory is then O(R G L P + n).
 class Guide {
 public:
-    explicit Guide(const IncrementalScorer& sc)
+    Guide(const IncrementalScorer& sc, std::int64_t table_bytes)
         : pp_(&sc.problem()), R_(sc.rows()), D_(p().D), G_(p().G), L_(p().L), P_(p().P), n_(p().n),
           K_(sc.cell_count()) {
         const auto RS = static_cast<std::size_t>(R_) * static_cast<std::size_t>(G_);
         const auto LP = static_cast<std::size_t>(L_) * static_cast<std::size_t>(P_);
+        dense_ = static_cast<double>(RS) * static_cast<double>(n_) * sizeof(std::int64_t) <=
+                 static_cast<double>(table_bytes);
         W_.assign(RS * LP, 0);
         peak_.assign(RS * static_cast<std::size_t>(L_), 0);
-        S_.assign(RS * static_cast<std::size_t>(n_), 0);
+        if (dense_) S_.assign(RS * static_cast<std::size_t>(n_), 0);
         moved_.reserve(static_cast<std::size_t>(L_));
         tok_.assign(static_cast<std::size_t>(K_), 0);
         sq_.assign(static_cast<std::size_t>(K_), 0);
@@ -151,7 +158,7 @@ public:
             }
         for (int rs = 0; rs < R_ * G_; ++rs)
             refresh(rs, true);
-        initial_peak_sums();
+        if (dense_) initial_peak_sums();
         changed_.assign(RS, 0);
         stamp_.assign(static_cast<std::size_t>(n_), 0);
         stamp_gs_.assign(static_cast<std::size_t>(n_), -1);
@@ -167,9 +174,19 @@ public:
         stamp_gs_[static_cast<std::size_t>(i)] = gs;
     }
     int rs_of_cell(int k) const { return rs_cell_[static_cast<std::size_t>(k)]; }
+    /// S[rs][j]: sample j's demand on the peak ranks of row-shard rs.
     std::int64_t peak_demand(int rs, int j) const {
-        return S_[static_cast<std::size_t>(rs) * static_cast<std::size_t>(n_) + static_cast<std::size_t>(j)];
+        if (dense_)
+            return S_[static_cast<std::size_t>(rs) * static_cast<std::size_t>(n_) + static_cast<std::size_t>(j)];
+        const std::int32_t* q = p().q(j);
+        const int* pk = peak_.data() + static_cast<std::size_t>(rs) * static_cast<std::size_t>(L_);
+        std::int64_t v = 0;
+        for (int l = 0; l < L_; ++l)
+            v += q[pk[l]];
+        return v;
     }
+    /// S is stored as a table (peak_demands may be called for several row-shards at once).
+    bool dense() const { return dense_; }
     /// Attention A of the row-shard of cell k0 (eq. 12) with cells k0 and k1 (-1: none) holding
     /// (tokens, squares) changed by the given deltas.
     double attention(int k0, std::int64_t dt0, std::int64_t dq0, int k1, std::int64_t dt1, std::int64_t dq1) const {
@@ -247,9 +264,20 @@ public:
     double stage_b(std::size_t st) const { return tb_[st]; }
     std::int64_t cell_tok(int k) const { return tok_[static_cast<std::size_t>(k)]; }
     std::int64_t cell_sq(int k) const { return sq_[static_cast<std::size_t>(k)]; }
-    /// S[rs][0..n): every sample's demand on the peak ranks of row-shard rs (see peak_demand).
-    const std::int64_t* peak_demands(int rs) const {
-        return S_.data() + static_cast<std::size_t>(rs) * static_cast<std::size_t>(n_);
+    /// S[rs][0..n): every sample's demand on the peak ranks of row-shard rs (see peak_demand). Without
+    /// the table the column is formed into one cached buffer (O(n L) when rs changed since), valid
+    /// until the next call for another row-shard.
+    const std::int64_t* peak_demands(int rs) {
+        if (dense_) return S_.data() + static_cast<std::size_t>(rs) * static_cast<std::size_t>(n_);
+        const std::uint64_t version = changed_.empty() ? 0 : changed_[static_cast<std::size_t>(rs)];
+        if (column_rs_ != rs || column_version_ != version || column_.size() != static_cast<std::size_t>(n_)) {
+            column_.resize(static_cast<std::size_t>(n_));
+            for (int j = 0; j < n_; ++j)
+                column_[static_cast<std::size_t>(j)] = peak_demand(rs, j);
+            column_rs_ = rs;
+            column_version_ = version;
+        }
+        return column_.data();
     }
     double stage_cost(std::size_t st, std::int64_t t, std::int64_t q) const {
         return ta_[st] * static_cast<double>(t) + tb_[st] * static_cast<double>(q);
@@ -298,7 +326,7 @@ private:
             if (!full && now != pk[l]) moved_.emplace_back(pk[l], now);
             pk[l] = now;
         }
-        if (full || moved_.empty()) return;
+        if (full || moved_.empty() || !dense_) return;
         // Only the layers whose peak rank moved change S (exact integer update), all of them in one
         // pass over the samples.
         const std::int32_t* q = p().demand.data();
@@ -341,6 +369,10 @@ private:
     std::uint64_t clock_ = 0;
     std::vector<std::uint64_t> changed_, stamp_; // [RS] last change, [n] last fruitless visit
     std::vector<int> stamp_gs_;                  // [n] straggler shard of that visit
+    bool dense_ = true;                          // S_ holds the [RS][n] table
+    std::vector<std::int64_t> column_;           // without the table: S[column_rs_][0..n)
+    int column_rs_ = -1;
+    std::uint64_t column_version_ = 0; // changed_[column_rs_] when column_ was formed
 };
 
 /// Guided descent: like cyclic_descent, but each visit of a straggler-shard sample i ranks every
@@ -528,7 +560,7 @@ bool guided_descent(IncrementalScorer& sc, Guide& gd, int verify, std::int64_t b
             const std::int64_t tok_b = gd.cell_tok(k), sq_b = gd.cell_sq(k);
             const double a_b = a_cell[static_cast<std::size_t>(k)];
             const double Si_b = static_cast<double>(gd.peak_demand(rsb, i));
-            const std::int64_t* S_b = gd.peak_demands(rsb);
+            const std::int64_t* S_b = gd.dense() ? gd.peak_demands(rsb) : nullptr; // else one value per partner
             for (int j : sc.cell(k)) {
                 const std::int64_t tj = p.length[static_cast<std::size_t>(j)];
                 if (tj > tj_max || tj < tj_min) continue;
@@ -536,7 +568,7 @@ bool guided_descent(IncrementalScorer& sc, Guide& gd, int verify, std::int64_t b
                 const double Sj_a = static_cast<double>(S_a[j]);
                 const double dJa = stage_sum(oth_a, tok_a + dt, sq_a + dq) - Aa + (Sj_a - Si_a) * inv_c;
                 if (cross && u_gs + dJa > before.max_u) continue;
-                const double Sj_b = static_cast<double>(S_b[j]);
+                const double Sj_b = static_cast<double>(S_b ? S_b[j] : gd.peak_demand(rsb, j));
                 const double dJb = stage_sum(oth_b, tok_b - dt, sq_b - dq) - a_b + (Si_b - Sj_b) * inv_c;
                 const double s0 =
                     cross ? std::max(std::max(base, u_gs + dJa), u_gb + dJb) : std::max(u_other, u_gs + dJa + dJb);
@@ -654,7 +686,7 @@ PolishResult iterated_straggler_search(const PackingProblem& p, const Layout& x,
                 Counts& c = rep.counts;
                 int cursor = 0;
                 std::optional<Guide> gd, gd_best;
-                if (s.verify > 0) gd.emplace(sc);
+                if (s.verify > 0) gd.emplace(sc, s.guide_table_bytes);
                 auto descend = [&] {
                     if (s.verify <= 0) return cyclic_descent(sc, s.evaluations, c, cursor, stop);
                     return guided_descent(sc, *gd, s.verify, s.evaluations, c, cursor, stop);

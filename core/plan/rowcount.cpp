@@ -5,6 +5,7 @@
 #include "core/util/errors.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -101,7 +102,11 @@ std::int64_t martello_toth_l2(std::vector<std::int64_t> w, std::int64_t C) {
     return best;
 }
 
-enum class Exact { Feasible, Infeasible, Unknown };
+enum class Exact { Feasible, Infeasible, Unknown, Stopped };
+
+/// Nodes between two polls of the stop function (a node costs O(K): 4096 of them well under 1 ms on
+/// the windows the planner sees).
+constexpr std::int64_t kStopPollNodes = 4096;
 
 /// Exact bin-packing feasibility: can items t (sorted nonincreasing, each <= C) go into at most K
 /// bins of capacity C? Iterative DFS over items in order; each item tries the distinct bin loads
@@ -110,9 +115,10 @@ enum class Exact { Feasible, Infeasible, Unknown };
 /// alternative (dominance: the items a solution puts beside it are no larger in total, so they can
 /// trade places); volume pruning: the residuals of bins that can still take the smallest item must
 /// hold the remaining volume. Every placement is one node; stops with Unknown when `budget` nodes
-/// are spent. On Feasible, bin_of[j] is item j's bin.
+/// are spent, with Stopped when `stop` (polled every kStopPollNodes nodes) returns true. On Feasible,
+/// bin_of[j] is item j's bin.
 Exact exact_bin_feasible(const std::vector<std::int64_t>& t, std::int64_t C, int K, std::int64_t budget,
-                         std::int64_t& nodes, std::vector<int>& bin_of) {
+                         std::int64_t& nodes, std::vector<int>& bin_of, const std::function<bool()>& stop) {
     const int m = static_cast<int>(t.size());
     bin_of.assign(m, -1);
     if (m == 0) return Exact::Feasible;
@@ -150,6 +156,7 @@ Exact exact_bin_feasible(const std::vector<std::int64_t>& t, std::int64_t C, int
             continue;
         }
         if (nodes >= budget) return Exact::Unknown;
+        if (stop && nodes % kStopPollNodes == 0 && stop()) return Exact::Stopped;
         ++nodes;
         tried[j] = load[b];
         usable -= usable_of(load[b]);
@@ -286,7 +293,7 @@ bool fixed_row_ffd(const std::vector<std::int64_t>& length, std::int64_t C, int 
 /// min_rows*D > n, the bounds (rounded up to a multiple of m) need more cells than samples, or the
 /// search proves every R (multiple of m) <= n/D infeasible.
 RowCount minimum_rows(const std::vector<std::int64_t>& length, std::int64_t C, int D, int min_rows,
-                      std::int64_t node_budget, int row_multiple) {
+                      std::int64_t node_budget, int row_multiple, const std::function<bool()>& stop) {
     if (D < 1) throw InputError("row count: the topology needs at least 1 DP slot (got " + str(D) + ")");
     if (C < 1) throw InputError("row count: the token cap must be at least 1 (got " + str(C) + ")");
     if (min_rows < 0) throw InputError("row count: min_rows must be >= 0 (got " + str(min_rows) + ")");
@@ -357,7 +364,9 @@ RowCount minimum_rows(const std::vector<std::int64_t>& length, std::int64_t C, i
                 sorted_len[j] = length[order[j]];
         }
         const std::int64_t limit = cap >= budget - out.nodes ? budget : out.nodes + cap;
-        return exact_bin_feasible(sorted_len, C, static_cast<int>(R * D), limit, out.nodes, bin_of);
+        const Exact e = exact_bin_feasible(sorted_len, C, static_cast<int>(R * D), limit, out.nodes, bin_of, stop);
+        if (e == Exact::Stopped) out.stopped = true;
+        return e;
     };
     std::string searched; // the last infeasibility proof, for `how`
     std::int64_t unknown_at = -1;
@@ -400,6 +409,10 @@ RowCount minimum_rows(const std::vector<std::int64_t>& length, std::int64_t C, i
             take_search(rmax_m, before);
         else if (r == Exact::Infeasible)
             proved(rmax_m, before);
+        else if (r == Exact::Stopped)
+            throw InputError("no rectangular layout found: FixedRowFFD failed at every R in " + str(lbm) + ".." +
+                             str(rmax_m) + " and the exact search was stopped (cancelled or out of time) after " +
+                             str(out.nodes) + " nodes");
         else
             throw InputError("no rectangular layout found: FixedRowFFD failed at every R in " + str(lbm) + ".." +
                              str(rmax_m) + (m > 1 ? " (multiples of row_multiple " + str(m) + ")" : "") +
@@ -431,12 +444,18 @@ RowCount minimum_rows(const std::vector<std::int64_t>& length, std::int64_t C, i
             break;
         }
     }
+    const bool stopped_at = out.stopped;
 
     out.rows = static_cast<int>(found);
     out.layout = std::move(best);
     out.lower_bound = static_cast<int>(up(out.lower_bound)); // no multiple of m below it is feasible
     out.certified = out.lower_bound == out.rows;
-    if (!out.certified)
+    out.stopped = stopped_at && !out.certified;
+    if (out.stopped)
+        out.how = "R* = " + str(found) + " best-known (not certified): lower bound " + str(out.lower_bound) +
+                  ", exact search at R = " + str(unknown_at) + " was stopped (cancelled or out of time) after " +
+                  str(out.nodes) + " of " + str(budget) + " nodes; layout by " + by;
+    else if (!out.certified)
         out.how = "R* = " + str(found) + " best-known (not certified): lower bound " + str(out.lower_bound) +
                   ", exact search at R = " + str(unknown_at) + " ran out of its node budget (" + str(budget) +
                   " nodes); layout by " + by;

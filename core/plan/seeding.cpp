@@ -935,7 +935,8 @@ std::optional<Layout> randomized_best_fit(const std::vector<int>& sigma, const P
 } // namespace
 
 std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout& ffd, const SeedingBudget& b,
-                                           const std::atomic<bool>* cancel) {
+                                           const std::atomic<bool>* cancel,
+                                           std::optional<std::chrono::steady_clock::time_point> deadline) {
     check_problem(p, "diverse_population");
     if (const std::string why = validate_layout(ffd, p); !why.empty())
         throw std::invalid_argument("diverse_population: the FFD seed is not a valid layout: " + why);
@@ -945,7 +946,10 @@ std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout
     const int q = std::max(1, b.projections);
     const int pair_cap = std::max(1, b.pair_candidates);
     const int pop = std::max(1, b.population);
-    auto stop = [&] { return cancel != nullptr && cancel->load(std::memory_order_relaxed); };
+    auto stop = [&] {
+        return (cancel != nullptr && cancel->load(std::memory_order_relaxed)) ||
+               (deadline && std::chrono::steady_clock::now() >= *deadline);
+    };
 
     // Tasks, run in parallel, each on its own RNG stream: 0 = the FFD seed itself, 1 = EDPAwarePair of
     // its cells (stream 0), 1 + t = trial t = 1..M-2 (stream t). Results land in task order, so nothing

@@ -6,11 +6,23 @@
 #include "core/util/rng.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace routepack {
+
+/// Largest accepted SeedingSettings values (check_planner_budgets, core/plan/budgets_json.h). Seeding
+/// keeps every candidate (layout, signature, sketch, co-assignment profile: about 20 bytes per sample)
+/// until the selection, so M is bounded with the window size in mind: 4096 candidates of an 8192-sample
+/// window hold about 0.7 GB; plan_window refuses M x n above kMaxSeedingBytes up front (planner.h).
+inline constexpr int kMaxSeedCandidates = 4096;
+inline constexpr int kMaxPopulation = 256;      ///< P_pop: each annealing chain holds two scorers
+inline constexpr int kMaxChoiceWidth = 1024;    ///< w: O(n w) per WindowShuffle; a buffer of w entries
+inline constexpr int kMaxProjections = 256;     ///< q: the sketch holds q x R doubles per candidate
+inline constexpr int kMaxPairCandidates = 4096; ///< EDPAwarePair's ranked buffer of this many entries
 
 /// Budgets of Algorithm 2.
 struct SeedingSettings {
@@ -97,8 +109,11 @@ double sketch_distance(const Sketch& a, const Sketch& b, int projections);
 ///   Cost per trial: O(n w + n log B) construction, EDPAwarePair O(B (w + pair_candidates) L P) plus
 /// one pass over the demand (two when the B x L x P cell loads exceed 64 MiB), one exact score;
 /// selection O(M P_pop (n + q R)). Deterministic for a given problem, ffd and budget, independent of the
-/// number of TBB threads. Stops adding trials when `cancel` is set (never returns fewer than one member).
-std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout& ffd, const SeedingBudget& b,
-                                           const std::atomic<bool>* cancel = nullptr);
+/// number of TBB threads. Stops adding trials when `cancel` is set or `deadline` has passed (never
+/// returns fewer than one member; then the result depends on timing).
+std::vector<SeedMember>
+diverse_population(const PackingProblem& p, const Layout& ffd, const SeedingBudget& b,
+                   const std::atomic<bool>* cancel = nullptr,
+                   std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
 
 } // namespace routepack

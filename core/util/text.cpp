@@ -9,6 +9,43 @@
 
 namespace routepack::util {
 
+namespace {
+
+/// Length of the well-formed UTF-8 sequence starting at u[i] (RFC 3629: no overlongs, no
+/// surrogates, nothing past U+10FFFF), or 0 when none starts there.
+std::size_t utf8_sequence_length(const unsigned char* u, std::size_t i, std::size_t n) {
+    const unsigned char c = u[i];
+    std::size_t len = 0;
+    if (c < 0x80)
+        len = 1;
+    else if (c >= 0xC2 && c <= 0xDF)
+        len = 2;
+    else if (c >= 0xE0 && c <= 0xEF)
+        len = 3;
+    else if (c >= 0xF0 && c <= 0xF4)
+        len = 4;
+    if (len > 1) {
+        if (i + len > n) return 0;
+        for (std::size_t k = 1; k < len; ++k)
+            if ((u[i + k] & 0xC0) != 0x80) return 0;
+        if (len == 3 && ((c == 0xE0 && u[i + 1] < 0xA0) || (c == 0xED && u[i + 1] > 0x9F))) return 0;
+        if (len == 4 && ((c == 0xF0 && u[i + 1] < 0x90) || (c == 0xF4 && u[i + 1] > 0x8F))) return 0;
+    }
+    return len;
+}
+
+} // namespace
+
+std::size_t utf8_invalid_at(std::string_view text) {
+    const auto* u = reinterpret_cast<const unsigned char*>(text.data());
+    for (std::size_t i = 0; i < text.size();) {
+        const std::size_t len = utf8_sequence_length(u, i, text.size());
+        if (len == 0) return i;
+        i += len;
+    }
+    return std::string_view::npos;
+}
+
 std::string printable(std::string_view text, std::size_t max_chars) {
     static constexpr char hex[] = "0123456789abcdef";
     std::string out;
@@ -22,23 +59,7 @@ std::string printable(std::string_view text, std::size_t max_chars) {
             break;
         }
         const unsigned char c = u[i];
-        // Length of a well-formed UTF-8 sequence starting at i (0: not one).
-        std::size_t len = 0;
-        if (c < 0x80)
-            len = 1;
-        else if (c >= 0xC2 && c <= 0xDF)
-            len = 2;
-        else if (c >= 0xE0 && c <= 0xEF)
-            len = 3;
-        else if (c >= 0xF0 && c <= 0xF4)
-            len = 4;
-        if (len > 1) {
-            if (i + len > n) len = 0;
-            for (std::size_t k = 1; len && k < len; ++k)
-                if ((u[i + k] & 0xC0) != 0x80) len = 0;
-            if (len == 3 && ((c == 0xE0 && u[i + 1] < 0xA0) || (c == 0xED && u[i + 1] > 0x9F))) len = 0;
-            if (len == 4 && ((c == 0xF0 && u[i + 1] < 0x90) || (c == 0xF4 && u[i + 1] > 0x8F))) len = 0;
-        }
+        std::size_t len = utf8_sequence_length(u, i, n);
         if (len == 1 && c >= 0x20 && c != 0x7F) {
             out.push_back(static_cast<char>(c));
         } else if (len == 1 && c == '\n') {

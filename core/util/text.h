@@ -14,6 +14,10 @@ namespace routepack::util {
 /// and the CLI pass echoed input (field values, keys, ids, names) through it.
 std::string printable(std::string_view text, std::size_t max_chars = 80);
 
+/// Byte index of the first byte of `text` that does not start a well-formed UTF-8 sequence (RFC
+/// 3629), or std::string_view::npos when all of it is valid UTF-8.
+std::size_t utf8_invalid_at(std::string_view text);
+
 /// Length of a leading UTF-8 byte-order mark of a text file (3 or 0). Text formats (CSV, JSON,
 /// nrlre1) skip it; byte offsets in messages still count from the start of the file.
 std::size_t bom_length(std::string_view bytes);

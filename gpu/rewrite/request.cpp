@@ -4,6 +4,7 @@
 #include "core/util/errors.h"
 #include "core/util/input_file.h"
 #include "core/util/json.h"
+#include "core/util/text.h"
 
 #include <nlohmann/json.hpp>
 
@@ -136,10 +137,16 @@ std::vector<std::vector<int>> int_rows(const json& v, const std::string& key, co
         for (std::size_t k = 0; k < row.size(); ++k) {
             const json& x = row[k];
             const std::int64_t n = row.size();
-            if (!x.is_number_integer() || (x.is_number_unsigned() && x.get<std::uint64_t>() >= std::uint64_t(n)) ||
-                x.get<std::int64_t>() < 0 || x.get<std::int64_t>() >= n)
+            if (!x.is_number_integer() || (!x.is_number_unsigned() && x.get<std::int64_t>() < 0))
                 throw InputError(where + "[" + std::to_string(k) + "] is " + util::json_brief(x) +
                                  ", not an integer in 0.." + std::to_string(n - 1));
+            if (x.get<std::uint64_t>() >= std::uint64_t(n))
+                // A row lists each of its n entries' partners 0..n-1 once: a larger id means the row
+                // is short (or the id is wrong), not that the entry alone is bad.
+                throw InputError(where + " has " + std::to_string(n) + " entries but " + key + "[" + std::to_string(r) +
+                                 "][" + std::to_string(k) + "] is " + util::json_brief(x) + " (a row of " +
+                                 std::to_string(n) + " entries holds each of 0.." + std::to_string(n - 1) +
+                                 " once; is an entry missing?)");
             ints.push_back(x.get<int>());
         }
         out.push_back(std::move(ints));
@@ -147,30 +154,86 @@ std::vector<std::vector<int>> int_rows(const json& v, const std::string& key, co
     return out;
 }
 
-/// Refuses a physical_to_logical_map row that is no permutation: a logical expert in two slots is a
-/// replica (the row has more physical slots than logical experts).
-void check_p2l_row(const std::vector<int>& row, const std::string& key, std::size_t r, const std::string& origin) {
-    std::vector<int> first(row.size(), -1);
-    std::size_t distinct = 0;
-    int rep = -1, rep_a = -1, rep_b = -1;
-    for (std::size_t v = 0; v < row.size(); ++v) {
-        int& f = first[static_cast<std::size_t>(row[v])];
-        if (f < 0) {
-            f = static_cast<int>(v);
-            ++distinct;
-        } else if (rep < 0) {
-            rep = row[v];
-            rep_a = f;
-            rep_b = static_cast<int>(v);
+/// Refuses physical_to_logical_map rows that are no permutation. `logical` experts are those any
+/// row names (the largest id + 1): a row that lacks one of them is missing an expert; a row naming
+/// all of them in more slots holds replicas (redundant experts), unless the model has more experts
+/// that no row names, which the message says too.
+void check_p2l_rows(const std::vector<std::vector<int>>& rows, const std::string& key, const std::string& origin) {
+    int top = -1;
+    for (const auto& row : rows)
+        for (int x : row)
+            top = std::max(top, x);
+    const std::size_t logical = static_cast<std::size_t>(top + 1);
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        const std::vector<int>& row = rows[r];
+        std::vector<int> first(row.size(), -1);
+        std::size_t distinct = 0;
+        int rep = -1, rep_a = -1, rep_b = -1;
+        for (std::size_t v = 0; v < row.size(); ++v) {
+            int& f = first[static_cast<std::size_t>(row[v])];
+            if (f < 0) {
+                f = static_cast<int>(v);
+                ++distinct;
+            } else if (rep < 0) {
+                rep = row[v];
+                rep_a = f;
+                rep_b = static_cast<int>(v);
+            }
         }
-    }
-    if (rep >= 0)
-        throw InputError(origin + ": " + key + "[" + std::to_string(r) + "] has " + std::to_string(row.size()) +
-                         " physical slots for " + std::to_string(distinct) + " logical experts (expert " +
-                         std::to_string(rep) + " is in slots " + std::to_string(rep_a) + " and " +
-                         std::to_string(rep_b) +
+        if (rep < 0) continue;
+        const std::string at = origin + ": " + key + "[" + std::to_string(r) + "]";
+        const std::string twice =
+            "expert " + std::to_string(rep) + " is in slots " + std::to_string(rep_a) + " and " + std::to_string(rep_b);
+        std::size_t missing = 0;
+        while (missing < row.size() && first[missing] >= 0)
+            ++missing;
+        if (missing < logical)
+            throw InputError(at + " is not a permutation of 0.." + std::to_string(row.size() - 1) + ": expert " +
+                             std::to_string(missing) + " is missing and " + twice);
+        if (row.size() - distinct == 1) // one id absent, one twice: a broken permutation as likely as a replica
+            throw InputError(at + " has " + std::to_string(row.size()) + " physical slots for " +
+                             std::to_string(distinct) + " logical experts (" + twice + ", and no row names expert " +
+                             std::to_string(distinct) + "): either expert " + std::to_string(distinct) +
+                             " is missing, or the map has replicas (redundant experts), which cannot rewrite a "
+                             "checkpoint that holds each expert once");
+        throw InputError(at + " has " + std::to_string(row.size()) + " physical slots for " + std::to_string(distinct) +
+                         " logical experts (" + twice +
                          "): a map with replicas (redundant experts) cannot rewrite a checkpoint, which holds each "
                          "expert once");
+    }
+}
+
+/// The fields an expert map object may hold: routepack export-map's, and those the stacks write
+/// beside physical_to_logical_map (SGLang, vLLM, EPLB), which are not read. Any other field (a typo
+/// such as "moe_layer") is refused rather than ignored.
+void check_map_fields(const json& j, const std::string& origin) {
+    static const char* const known[] = {"format",
+                                        "version",
+                                        "layer_axis",
+                                        "moe_layers",
+                                        "num_hidden_layers",
+                                        "experts",
+                                        "ep_ranks",
+                                        "slots_per_rank",
+                                        "placement",
+                                        "physical_to_logical_map",
+                                        "logical_to_all_physical_map",
+                                        "logical_to_all_physical_map_num_valid",
+                                        "logical_to_rank_dispatch_physical_map",
+                                        "logical_to_physical_map",
+                                        "logical_replica_count",
+                                        "logical_count",
+                                        "expert_count"};
+    for (const auto& item : j.items()) {
+        const std::string& key = item.key(); // a plain name: lambdas cannot capture structured bindings in C++20
+        if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return key == k; }) !=
+            std::end(known))
+            continue;
+        throw InputError(origin + ": unknown field '" + util::printable(key) +
+                         "' (an expert map holds moe_layers, placement and/or physical_to_logical_map, and "
+                         "routepack export-map's format, version, layer_axis, num_hidden_layers, experts, ep_ranks, "
+                         "slots_per_rank)");
+    }
 }
 
 std::vector<int> layer_ids(const json& v, std::size_t rows, const std::string& origin) {
@@ -210,7 +273,7 @@ ExpertMapFile parse_expert_map_text(const std::string& text, const std::string& 
         m.p2l = int_rows(j, "physical_to_logical_map", origin);
     } else if (!j.is_object()) {
         throw InputError(origin + ": not an expert map (" + util::json_kind(j) + "); " + shapes);
-    } else if (j.contains("placement")) {
+    } else if (check_map_fields(j, origin); j.contains("placement")) {
         const bool ours = j.contains("format");
         if (ours) {
             if (!j["format"].is_string() || j["format"].get<std::string>() != "routepack-expert-map")
@@ -243,10 +306,14 @@ ExpertMapFile parse_expert_map_text(const std::string& text, const std::string& 
             }
             m.p2l.push_back(std::move(row));
         }
-        if (ours && j.contains("physical_to_logical_map")) {
+        if (j.contains("physical_to_logical_map")) {
+            // Both shapes given: they must say the same, whoever wrote the file.
             const auto p2l = int_rows(j["physical_to_logical_map"], "physical_to_logical_map", origin);
+            if (p2l.size() != m.p2l.size())
+                throw InputError(origin + ": physical_to_logical_map has " + std::to_string(p2l.size()) +
+                                 " rows, placement " + std::to_string(m.p2l.size()));
             for (std::size_t l = 0; l < m.p2l.size(); ++l)
-                if (l >= p2l.size() || p2l[l] != m.p2l[l])
+                if (p2l[l] != m.p2l[l])
                     throw InputError(origin + ": physical_to_logical_map[" + std::to_string(l) +
                                      "] is not the inverse of placement[" + std::to_string(l) + "]");
         }
@@ -264,15 +331,12 @@ ExpertMapFile parse_expert_map_text(const std::string& text, const std::string& 
     } else if (j.contains("physical_to_logical_map")) {
         m.kind = "physical_to_logical_map";
         m.p2l = int_rows(j["physical_to_logical_map"], "physical_to_logical_map", origin);
-        for (std::size_t r = 0; r < m.p2l.size(); ++r)
-            check_p2l_row(m.p2l[r], "physical_to_logical_map", r, origin);
+        check_p2l_rows(m.p2l, "physical_to_logical_map", origin);
         if (j.contains("moe_layers")) m.moe_layers = layer_ids(j["moe_layers"], m.p2l.size(), origin);
     } else {
         throw InputError(origin + ": not an expert map (no 'physical_to_logical_map' or 'placement'); " + shapes);
     }
-    if (j.is_array())
-        for (std::size_t r = 0; r < m.p2l.size(); ++r)
-            check_p2l_row(m.p2l[r], "physical_to_logical_map", r, origin);
+    if (j.is_array()) check_p2l_rows(m.p2l, "physical_to_logical_map", origin);
     if (j.is_object() && j.contains("num_hidden_layers")) {
         const json& h = j["num_hidden_layers"];
         if (!h.is_number_integer() || h.get<std::int64_t>() < 1 || h.get<std::int64_t>() > kMaxLayerId + 1 ||

@@ -302,16 +302,16 @@ def test_plan_errors(window):
         "seed must be an integer in 0..2**64-1 (got 18446744073709551616)")
     assert plan_error(lengths, counts, seed=1.5) == "seed must be an integer in 0..2**64-1 (got 1.5)"
     assert plan_error(lengths, counts, budgets={"polish_evaluations": 2**63}) == (
-        "budgets['polish_evaluations'] = 9223372036854775808 is too large (at most 9223372036854775807)")
+        "budgets['polish_evaluations'] = 9223372036854775808 is too large (at most 1000000000)")
     assert plan_error(lengths, counts, budgets={"steps": 2**31}) == (
-        "budgets['steps'] = 2147483648 is too large (at most 2147483647)")
+        "budgets['steps'] = 2147483648 is too large (at most 100000000)")
     assert plan_error(lengths, counts, budgets={"row_nodes": -2**70}) == (
         f"budgets['row_nodes'] = {-2**70} is too small (at least 0)")
     assert plan_error(lengths, counts, budgets={"seeds": 0}) == "budgets['seeds'] = 0 is too small (at least 1)"
     assert plan_error(lengths, counts, seed=10**5000) == (
         "seed must be an integer in 0..2**64-1 (got an integer of more than 4300 digits)")
     assert plan_error(lengths, counts, budgets={"steps": 10**5000}) == (
-        "budgets['steps'] = an integer of more than 4300 digits is too large (at most 2147483647)")
+        "budgets['steps'] = an integer of more than 4300 digits is too large (at most 100000000)")
     # numpy integers (and 0-d integer arrays) are integers, as RL frameworks pass them.
     a = routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], seed=np.uint64(7),
                        budgets={"steps": np.int32(50), "polish_evaluations": np.array(300)})
@@ -453,6 +453,75 @@ def test_plan_same_in_another_process(window):
         j["planner"].pop("workers")
     assert a == b
 
+
+def test_budget_upper_bounds():
+    # Every budget has an upper bound (memory and time stay bounded): the value, the key and the limit.
+    lengths, counts = np.full(8, 10), np.ones((8, 1, 4), dtype=np.int64)
+    topology = routepack.Topology(ep_ranks=2, dp_slots=2, edp_shards=2, token_cap=100)
+
+    def error(budgets):
+        with pytest.raises(ValueError) as e:
+            routepack.plan(lengths, counts, topology, moe_layers=[0], budgets=budgets)
+        return str(e.value)
+
+    assert error({"seeds": 10**7}) == "budgets['seeds'] = 10000000 is too large (at most 4096)"
+    assert error({"population": 257}) == "budgets['population'] = 257 is too large (at most 256)"
+    assert error({"row_nodes": 2**63 - 1}) == (
+        "budgets['row_nodes'] = 9223372036854775807 is too large (at most 1000000000)")
+    assert error({"levels": 1001}) == "budgets['levels'] = 1001 is too large (at most 1000)"
+    assert error({"polish_kick_moves": 10**6 + 1}) == (
+        "budgets['polish_kick_moves'] = 1000001 is too large (at most 1000000)")
+
+
+def test_moe_layers_largest_id():
+    # The last MoE layer id + 1 is the default num_hidden_layers: 2^31 - 1 is refused, not wrapped.
+    lengths, counts = np.full(8, 10), np.ones((8, 1, 4), dtype=np.int64)
+    topology = routepack.Topology(ep_ranks=2, dp_slots=2, edp_shards=2, token_cap=100)
+    with pytest.raises(ValueError) as e:
+        routepack.plan(lengths, counts, topology, moe_layers=[2**31 - 1])
+    assert str(e.value) == (
+        "moe_layers: MoE layer 2147483647 is outside 0..99999 (num_hidden_layers is at most 100000)")
+    assert routepack.plan(lengths, counts, topology, moe_layers=[99999]).num_hidden_layers == 100000
+
+
+def test_progress_false_stops_a_long_stage():
+    # One annealing level of 10^8 proposals sends no event until it ends; progress is called again
+    # with the last stage while it runs, and returning False there stops the level (the plan comes
+    # back cancelled instead of after the whole level).
+    lengths = np.arange(40, 72)
+    counts = np.ones((32, 1, 4), dtype=np.int64)
+    topology = routepack.Topology(ep_ranks=2, dp_slots=2, edp_shards=2, token_cap=400)
+    calls = []
+
+    def progress(stage, fraction):
+        calls.append((stage, fraction))
+        # A repeated (stage, fraction) only comes from the repeat while no event arrives.
+        return not (stage == "annealing" and calls.count((stage, fraction)) >= 2)
+
+    plan = routepack.plan(lengths, counts, topology, moe_layers=[0], progress=progress,
+                          budgets={"levels": 1, "steps": 10**8, "population": 1, "seeds": 2})
+    assert plan.cancelled
+    assert calls.count(("annealing", 0.4)) == 2
+
+
+def test_keyboard_interrupt_stops_the_row_count():
+    # A window whose R* is hard to certify (41 lengths in 251..499, cap 1000, 2 DP slots): the row
+    # count's exact search runs linearly in row_nodes; Ctrl-C stops it (and the time limit does too)
+    # instead of leaving the planner thread to be joined after the whole budget.
+    rng = np.random.default_rng(12)
+    lengths = rng.integers(251, 500, size=41)
+    counts = np.zeros((41, 1, 4), dtype=np.int64)
+    counts[np.arange(41), 0, np.arange(41) % 4] = lengths
+    t = routepack.Topology(2, 2, 2, 1000)
+    budgets = {"row_nodes": 10**9, "levels": 1, "steps": 10, "seeds": 2, "population": 1}
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        routepack.plan(lengths, counts, t, moe_layers=[0], budgets=budgets)
+    timer.join()
+    limited = routepack.plan(lengths, counts, t, moe_layers=[0], budgets=budgets, time_limit_s=0.2)
+    assert limited.time_limit_hit
+    assert not limited.certified
 
 def plan_doc(p):
     d = json.loads(p.to_json())
@@ -700,7 +769,8 @@ def test_load_plan_refuses_what_the_cli_refuses(tmp_path, window):
 def test_library_strings_that_are_not_utf8(tmp_path):
     """Names stored by older imports from file names that are not UTF-8 come back decoded with
     'surrogateescape' (every string the module returns from a library), can be passed back, and a
-    plan file that would have to hold one is refused naming it."""
+    plan file that would have to hold one is refused naming it; a sample id that is not UTF-8 is
+    refused by the library on load, naming the file, trace and sample."""
     import os
     import sqlite3
     import subprocess
@@ -724,31 +794,34 @@ def test_library_strings_that_are_not_utf8(tmp_path):
     topology = routepack.Topology(4, 4, None, 8192)
     clean = routepack.plan_window(routepack.Library(db).load("syn", "w"), topology, seed=2)
 
-    # What an older import stored: a sample id with byte 0xff, then a trace name with 0xfe.
+    # What an older import stored: a sample id with byte 0xff. The library refuses it on load,
+    # naming the file, trace and sample (no Window ever holds a sample id that is not UTF-8).
     with sqlite3.connect(db) as c:
         first = c.execute("SELECT sample_id FROM samples ORDER BY position LIMIT 1").fetchone()[0]
         c.execute("UPDATE samples SET sample_id = CAST(X'6261642dff2d6964' AS TEXT) WHERE position = 0")
     lib = routepack.Library(db)
-    w = lib.load("syn", "w")
-    assert w.sample_ids[0] == "bad-\udcff-id"
-    assert w.sample_ids[0].encode("utf-8", "surrogateescape") == b"bad-\xff-id"
-    assert w.sample_ids[1:] == clean.sample_ids[1:]
-    p = routepack.plan_window(w, topology, seed=2)
-    assert p.sample_ids[0] == "bad-\udcff-id" and p.rows == clean.rows
-    assert call_error(p.to_json) == (
-        "plan: sample id 'bad-\\xff-id' (sample 0 of trace 'syn') is not valid UTF-8, so no plan file can hold it "
-        "(re-import the trace)")
-    assert first != "bad-\udcff-id"
+    message = call_error(lambda: lib.load("syn", "w"))
+    assert message.startswith(f"{db}: trace 'syn' sample 'bad-\\xff-id': id is not valid UTF-8"), message
+    assert [t["name"] for t in lib.traces()] == ["syn"]
+    with sqlite3.connect(db) as c:
+        c.execute("UPDATE samples SET sample_id = ? WHERE position = 0", (first,))
 
+    # A trace name with byte 0xfe: decoded with 'surrogateescape', and accepted back.
     with sqlite3.connect(db) as c:
         c.execute("UPDATE traces SET name = CAST(X'73796efe' AS TEXT)")
     lib = routepack.Library(db)
     name = lib.traces()[0]["name"]
-    assert name == "syn\udcfe"
+    assert name == "syn\udcfe" and name.encode("utf-8", "surrogateescape") == b"syn\xfe"
     assert [x["trace"] for x in lib.windows(name)] == [name]
     w = lib.load(name, "w")
     assert (w.trace_name, w.window_name, len(w)) == (name, "w", 8)
+    assert w.sample_ids == clean.sample_ids
     assert lib.layer_totals(name).shape == (2, 8)
+    # Planned like any window; only a plan file cannot hold the name, and says so.
+    p = routepack.plan_window(w, topology, seed=2)
+    assert p.rows == clean.rows and p.sample_ids == clean.sample_ids
+    assert call_error(p.to_json) == (
+        "plan: the name of trace 'syn\\xfe' is not valid UTF-8, so no plan file can hold it (re-import the trace)")
     assert call_error(lambda: lib.load("syn\udcfd")) == f"no trace named 'syn\\xfd' in {db}"
     assert call_error(lambda: lib.load("syn\ud800")) == (
         "trace = 'syn\\ud800' is not valid Unicode text: lone surrogate U+D800 at character 3 "

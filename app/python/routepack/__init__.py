@@ -69,8 +69,10 @@ def plan(
     ``time_limit_s`` is 0. budgets: optional dict with the CLI's budget names (seeds, population,
     choice_width, eta, projections, pair_candidates, levels, steps, t0, cooling, p_guide, rho,
     p_straggler, row_nodes, polish_evaluations, polish_kick_moves, placement_rounds, anytime; anytime needs
-    time_limit_s > 0 and then runs the final search to the limit, so such plans depend on timing). progress: called on the calling thread as ``progress(stage, fraction)``; returning
-    False cancels (the best valid plan so far comes back with ``plan.cancelled`` True). The GIL is
+    time_limit_s > 0 and then runs the final search to the limit, so such plans depend on timing). progress: called on the calling thread as ``progress(stage, fraction)`` at every planner event
+    and, while a stage runs without events, again with the last stage and fraction every 0.1 s; returning
+    False cancels within about as long as Ctrl-C takes (the best valid plan so far comes back with
+    ``plan.cancelled`` True). The GIL is
     released while the planner runs; Ctrl-C (KeyboardInterrupt) stops it and propagates.
     top_k / num_hidden_layers / model_name / sample_ids / trace_name / window_name are recorded in
     the plan file (defaults: 1, max(moe_layers) + 1, "", "0".."N-1", "python", "").

@@ -1,0 +1,69 @@
+#pragma once
+// The one reader of integer flags for every `routepack` subcommand (and routepack-rewrite): decimal
+// digits only (an optional '-' first; "010" is ten, never octal; no "0x", no '+', no spaces, no
+// exponent), range-checked without wrapping or saturating, and an empty value refused. CLI11's own
+// integer conversion reads "010" as 8, "0x10" as 16, saturates past int64 and takes "" as 0, so no
+// command registers an integer option through it.
+#include "core/util/errors.h"
+#include "core/util/text.h"
+
+#include <CLI/CLI.hpp>
+
+#include <charconv>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+namespace routepack::cli {
+
+/// Reads `text` as a decimal integer in lo..hi. `name` names the flag as the message shows it
+/// ("compare: --threads", "rewrite: --workers"). InputError "<name> must be an integer in lo..hi
+/// (got '<text>')" (text passed through util::printable) for an empty text, any character other
+/// than an optional leading '-' and the digits 0-9, or a value outside lo..hi (values past the
+/// 64-bit range included: never saturated).
+template <class T> T parse_int_flag(const std::string& text, const std::string& name, T lo, T hi) {
+    static_assert(std::is_integral_v<T>);
+    const auto fail = [&]() -> T {
+        throw InputError(name + " must be an integer in " + std::to_string(lo) + ".." + std::to_string(hi) + " (got '" +
+                         util::printable(text) + "')");
+    };
+    const std::size_t first = (!text.empty() && text[0] == '-') ? 1 : 0;
+    if (text.size() == first) return fail();
+    for (std::size_t i = first; i < text.size(); ++i)
+        if (text[i] < '0' || text[i] > '9') return fail();
+    if constexpr (std::is_unsigned_v<T>) {
+        if (first == 1) {
+            // "-0" is zero; any other negative value is out of range.
+            if (text.find_first_not_of('0', 1) != std::string::npos || lo != 0) return fail();
+            return 0;
+        }
+    }
+    T v{};
+    const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v, 10);
+    if (ec != std::errc() || p != text.data() + text.size() || v < lo || v > hi) return fail();
+    return v;
+}
+
+/// Adds the integer option `flag` to `app`, read by parse_int_flag into `target` (lo..hi, default
+/// the target type's whole range) when it is parsed; `given` (optional) is set true then. The error
+/// of a bad value is thrown out of CLI::App::parse as an InputError naming "<app name>: <flag>"
+/// ("window: --first"); the
+/// callers of parse (cli::run, routepack-rewrite's main) print it as one error line, exit status 1.
+template <class T>
+CLI::Option* add_int_option(CLI::App& app, const std::string& flag, T& target, const std::string& help,
+                            T lo = std::numeric_limits<T>::min(), T hi = std::numeric_limits<T>::max(),
+                            bool* given = nullptr) {
+    const std::string name = app.get_name() + ": " + flag;
+    return app
+        .add_option_function<std::string>(
+            flag,
+            [&target, name, lo, hi, given](const std::string& text) {
+                target = parse_int_flag<T>(text, name, lo, hi);
+                if (given) *given = true;
+            },
+            help)
+        ->type_name("INT");
+}
+
+} // namespace routepack::cli
