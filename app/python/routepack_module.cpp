@@ -811,19 +811,25 @@ Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scal
                     value_error("loads has shape " + shape_text(a) + "; expected [L, E] = (" +
                                 std::to_string(p.pi.layers) + ", " + std::to_string(p.pi.experts) + ")");
                 const auto v = load_values(a, "loads");
-                // G[l][p] must not wrap: every rank's sum is checked in 128 bits first.
+                // G[l][p] must not wrap: every rank's sum is checked first (one pass, per layer the
+                // loads grouped by the rank owning their slot; slots outside 0..E-1 are rank_loads' error).
                 const int H = p.pi.experts / p.pi.ep_ranks;
-                for (int l = 0; l < p.pi.layers; ++l)
-                    for (int r = 0; r < p.pi.ep_ranks; ++r) {
-                        std::vector<std::uint64_t> on_rank;
-                        for (int e = 0; e < p.pi.experts; ++e)
-                            if (p.pi.at(l, e) / H == r)
-                                on_rank.push_back(v[static_cast<std::size_t>(l) * p.pi.experts + e]);
-                        check_sum_fits(on_rank, [&](const std::string& total) {
+                std::vector<std::vector<std::uint64_t>> by_rank(static_cast<std::size_t>(p.pi.ep_ranks));
+                for (int l = 0; l < p.pi.layers; ++l) {
+                    for (auto& r : by_rank)
+                        r.clear();
+                    for (int e = 0; e < p.pi.experts; ++e) {
+                        const int slot = p.pi.at(l, e);
+                        if (slot >= 0 && slot < p.pi.experts)
+                            by_rank[static_cast<std::size_t>(slot / H)].push_back(
+                                v[static_cast<std::size_t>(l) * p.pi.experts + e]);
+                    }
+                    for (int r = 0; r < p.pi.ep_ranks; ++r)
+                        check_sum_fits(by_rank[static_cast<std::size_t>(r)], [&](const std::string& total) {
                             return "rank_loads: the loads on EP rank " + std::to_string(r) + " at layer index " +
                                    std::to_string(l) + " sum to " + total;
                         });
-                    }
+                }
                 const auto G = rank_loads(v, p.pi);
                 py::array_t<std::uint64_t> out(
                     {static_cast<py::ssize_t>(p.pi.layers), static_cast<py::ssize_t>(p.pi.ep_ranks)});
