@@ -3,6 +3,9 @@
 // core/plan/placement.h, core/model/route_counts.h, core/plan/expert_map.h, core/model/topology.h, storage/library.h).
 // Errors: InputError and std::invalid_argument become ValueError with the core's (= the CLI's) text;
 // bad shapes, dtypes, negative counts and NaN are refused with ValueError naming the argument and index.
+// Every argument is converted by app/python/py_convert.h (one rule for integers, numbers, arrays of
+// either byte order, text, paths; exceptions an argument raises itself propagate).
+#include "app/python/py_convert.h"
 #include "core/model/route_counts.h"
 #include "core/model/topology.h"
 #include "core/plan/budgets_json.h"
@@ -11,6 +14,7 @@
 #include "core/plan/plan_file.h"
 #include "core/plan/planner.h"
 #include "core/util/errors.h"
+#include "core/util/input_file.h"
 #include "storage/library.h"
 
 #include <nlohmann/json.hpp>
@@ -29,6 +33,7 @@
 #include <mutex>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 #include <unordered_map>
 
@@ -37,115 +42,7 @@ using namespace routepack;
 
 namespace {
 
-[[noreturn]] void value_error(const std::string& msg) {
-    throw py::value_error(msg);
-}
-
-std::string dtype_name(const py::array& a) {
-    return py::str(a.dtype()).cast<std::string>();
-}
-
-std::string shape_text(const py::array& a) {
-    std::string s = "(";
-    for (py::ssize_t d = 0; d < a.ndim(); ++d)
-        s += (d ? ", " : "") + std::to_string(a.shape(d));
-    if (a.ndim() == 1) s += ",";
-    return s + ")";
-}
-
-std::string index_text(const std::vector<py::ssize_t>& idx) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < idx.size(); ++i)
-        s += (i ? ", " : "") + std::to_string(idx[i]);
-    return s + "]";
-}
-
-/// Flat index -> multi-index of a C-contiguous array of `shape`.
-std::vector<py::ssize_t> unravel(py::ssize_t flat, const py::array& a) {
-    std::vector<py::ssize_t> idx(static_cast<std::size_t>(a.ndim()));
-    for (py::ssize_t d = a.ndim() - 1; d >= 0; --d) {
-        idx[static_cast<std::size_t>(d)] = flat % a.shape(d);
-        flat /= a.shape(d);
-    }
-    return idx;
-}
-
-/// Any array-like as a numpy array (lists included); ValueError naming `what` otherwise.
-py::array as_array(const py::handle& obj, const std::string& what) {
-    py::array a = py::array::ensure(obj);
-    if (!a) value_error(what + " must be a numpy array or a nested list of numbers");
-    return a;
-}
-
-/// Calls f(typed C-contiguous array) for an integer (or bool) array; ValueError for anything else
-/// (floats, objects, strings), naming `what` and the dtype.
-template <class F> decltype(auto) with_integer_array(const py::array& a, const std::string& what, F&& f) {
-    const char kind = a.dtype().kind();
-    const auto size = a.dtype().itemsize();
-    auto typed = [&](auto tag) -> decltype(auto) {
-        using T = decltype(tag);
-        return f(py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(a));
-    };
-    if (kind == 'b') return typed(std::uint8_t{});
-    if (kind == 'i') {
-        if (size == 1) return typed(std::int8_t{});
-        if (size == 2) return typed(std::int16_t{});
-        if (size == 4) return typed(std::int32_t{});
-        if (size == 8) return typed(std::int64_t{});
-    }
-    if (kind == 'u') {
-        if (size == 1) return typed(std::uint8_t{});
-        if (size == 2) return typed(std::uint16_t{});
-        if (size == 4) return typed(std::uint32_t{});
-        if (size == 8) return typed(std::uint64_t{});
-    }
-    value_error(what + " must hold integers (got dtype " + dtype_name(a) + ")");
-}
-
-/// Integer values of an array, each checked to lie in [lo, hi]; ValueError "what[i, j] = v is ..." otherwise.
-template <class Out>
-std::vector<Out> checked_values(const py::array& a, const std::string& what, std::int64_t lo, std::uint64_t hi,
-                                const char* lo_words) {
-    return with_integer_array(a, what, [&](auto typed) {
-        std::vector<Out> out(static_cast<std::size_t>(typed.size()));
-        const auto* p = typed.data();
-        for (py::ssize_t i = 0; i < typed.size(); ++i) {
-            const auto v = p[i];
-            if constexpr (std::is_signed_v<std::remove_cv_t<std::remove_reference_t<decltype(v)>>>) {
-                if (static_cast<std::int64_t>(v) < lo)
-                    value_error(what + index_text(unravel(i, typed)) + " = " + std::to_string(v) + " " + lo_words);
-                if (v > 0 && static_cast<std::uint64_t>(v) > hi)
-                    value_error(what + index_text(unravel(i, typed)) + " = " + std::to_string(v) + " exceeds " +
-                                std::to_string(hi));
-            } else {
-                if (static_cast<std::uint64_t>(v) > hi)
-                    value_error(what + index_text(unravel(i, typed)) + " = " + std::to_string(v) + " exceeds " +
-                                std::to_string(hi));
-            }
-            // int8 arrays hold numbers (-1 = no expert), not characters.
-            out[static_cast<std::size_t>(i)] = static_cast<Out>(v); // NOLINT(bugprone-signed-char-misuse)
-        }
-        return out;
-    });
-}
-
-/// Non-negative loads from an integer array, or from a float array whose values are finite,
-/// >= 0 and whole (EPLB-style float tensors of token counts).
-std::vector<std::uint64_t> load_values(const py::array& a, const std::string& what) {
-    if (a.dtype().kind() == 'f') {
-        auto d = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(a);
-        std::vector<std::uint64_t> out(static_cast<std::size_t>(d.size()));
-        for (py::ssize_t i = 0; i < d.size(); ++i) {
-            const double v = d.data()[i];
-            if (!std::isfinite(v) || v < 0 || v != std::floor(v) || v >= 1.8e19)
-                value_error(what + index_text(unravel(i, d)) + " = " + py::repr(py::float_(v)).cast<std::string>() +
-                            " is not a finite non-negative whole number");
-            out[static_cast<std::size_t>(i)] = static_cast<std::uint64_t>(v);
-        }
-        return out;
-    }
-    return checked_values<std::uint64_t>(a, what, 0, std::numeric_limits<std::uint64_t>::max(), "is negative");
-}
+using namespace routepack::pyconv;
 
 /// Absolute MoE layer ids: ascending, unique, >= 0.
 std::vector<int> check_moe_layers(const std::vector<int>& moe_layers) {
@@ -177,9 +74,28 @@ ModelDescription make_model(const std::vector<int>& moe_layers, int experts, std
 // ---------------------------------------------------------------------------------------------
 // Topology
 
-Topology make_topology(int ep_ranks, int dp_slots, const py::object& edp_shards, std::int64_t token_cap,
-                       const std::vector<std::tuple<std::string, double, double>>& stages, int min_rows,
-                       int experts_per_layer, std::int64_t row_multiple) {
+Topology make_topology(const py::object& ep_ranks_obj, const py::object& dp_slots_obj, const py::object& edp_shards,
+                       const py::object& token_cap_obj, const py::object& stages_obj, const py::object& min_rows_obj,
+                       const py::object& experts_per_layer_obj, const py::object& row_multiple_obj) {
+    // C++ ranges here; the topology file's rules (parse_topology) check the values.
+    const int ep_ranks = py_int(ep_ranks_obj, "topology: ep_ranks");
+    const int dp_slots = py_int(dp_slots_obj, "topology: dp_slots");
+    const std::int64_t token_cap = py_int_in(token_cap_obj, "topology: token_cap", INT64_MIN, INT64_MAX);
+    const int min_rows = py_int(min_rows_obj, "topology: min_rows");
+    const int experts_per_layer = py_int(experts_per_layer_obj, "topology: experts_per_layer");
+    const std::int64_t row_multiple = py_int_in(row_multiple_obj, "topology: row_multiple", INT64_MIN, INT64_MAX);
+    std::vector<std::tuple<std::string, double, double>> stages;
+    {
+        const auto items = py_items(stages_obj, "topology: stages", "(name, alpha, beta) tuples");
+        for (std::size_t s = 0; s < items.size(); ++s) {
+            const std::string what = "topology: stages[" + std::to_string(s) + "]";
+            const auto t = py_items(items[s], what, "3 values (name, alpha, beta)");
+            if (t.size() != 3)
+                value_error(what + " must be (name, alpha, beta) (got " + std::to_string(t.size()) + " values)");
+            stages.emplace_back(py_utf8(t[0], what + "[0]"), py_float(t[1], what + "[1]"),
+                                py_float(t[2], what + "[2]"));
+        }
+    }
     nlohmann::json j;
     j["ep_ranks"] = ep_ranks;
     j["dp_slots"] = dp_slots;
@@ -188,8 +104,9 @@ Topology make_topology(int ep_ranks, int dp_slots, const py::object& edp_shards,
     if (row_multiple != 1) j["row_multiple"] = row_multiple;
     if (experts_per_layer) j["experts_per_layer"] = experts_per_layer;
     if (!edp_shards.is_none()) {
-        if (py::isinstance<py::int_>(edp_shards)) {
-            const int g = edp_shards.cast<int>();
+        if (!py::isinstance<py::list>(edp_shards) && !py::isinstance<py::tuple>(edp_shards) &&
+            !(py::isinstance<py::array>(edp_shards) && py::reinterpret_borrow<py::array>(edp_shards).ndim() > 0)) {
+            const int g = py_int(edp_shards, "topology: edp_shards");
             if (g < 1 || dp_slots < 1 || dp_slots % g != 0)
                 value_error("topology: edp_shards = " + std::to_string(g) +
                             " must be >= 1 and divide dp_slots = " + std::to_string(dp_slots));
@@ -203,7 +120,11 @@ Topology make_topology(int ep_ranks, int dp_slots, const py::object& edp_shards,
             }
             j["edp_shards"] = shards;
         } else {
-            j["edp_shards"] = edp_shards.cast<std::vector<std::vector<int>>>();
+            nlohmann::json shards = nlohmann::json::array();
+            const auto items = py_items(edp_shards, "topology: edp_shards", "lists of DP slots");
+            for (std::size_t s = 0; s < items.size(); ++s)
+                shards.push_back(py_int_list(items[s], "topology: edp_shards[" + std::to_string(s) + "]"));
+            j["edp_shards"] = shards;
         }
     }
     nlohmann::json st = nlohmann::json::array();
@@ -221,6 +142,22 @@ Topology make_topology(int ep_ranks, int dp_slots, const py::object& edp_shards,
 
 // ---------------------------------------------------------------------------------------------
 // Placement and plan wrappers
+
+/// ValueError "<where(total)>, more than a uint64 holds (at most 18446744073709551615)" when the
+/// values sum past 2**64-1 (summed in 128 bits, so the total in the message is exact).
+__extension__ typedef unsigned __int128 uint128_sum;
+
+template <class Where> void check_sum_fits(std::span<const std::uint64_t> values, Where&& where) {
+    uint128_sum sum = 0;
+    for (const std::uint64_t v : values)
+        sum += v;
+    if (sum <= std::numeric_limits<std::uint64_t>::max()) return;
+    std::string digits;
+    for (uint128_sum x = sum; x != 0; x /= 10)
+        digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(x % 10)));
+    value_error(where(digits) + ", more than a uint64 holds (at most " +
+                std::to_string(std::numeric_limits<std::uint64_t>::max()) + ")");
+}
 
 /// A placement with the model facts its maps need (absolute MoE layer ids, decoder layer count).
 struct PyPlacement {
@@ -293,64 +230,12 @@ PyPlan plan_from_text(std::string text, const std::string& origin) {
     return p;
 }
 
-std::string read_file_text(const std::string& path, const char* what) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw InputError(path + ": cannot open " + what);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
 // ---------------------------------------------------------------------------------------------
 // plan(): the planner on its own thread, the GIL released, cancellation from Python
 
-/// The text of an integer for a message: its digits, or "an integer of N digits" where Python
-/// refuses to print it (beyond 4300 digits).
-std::string int_text(const py::handle& v) {
-    try {
-        return std::string(py::str(v));
-    } catch (const py::error_already_set&) {
-        return "an integer of more than 4300 digits";
-    }
-}
-
-/// An integer argument as a Python int: any object with __index__ (int, numpy integer scalars and
-/// 0-d integer arrays, as RL frameworks pass them), bool excluded. nullopt for anything else.
-std::optional<py::int_> as_py_int(const py::handle& v) {
-    if (PyBool_Check(v.ptr())) return std::nullopt;
-    PyObject* i = PyNumber_Index(v.ptr());
-    if (!i) {
-        PyErr_Clear();
-        return std::nullopt;
-    }
-    return py::reinterpret_steal<py::int_>(i);
-}
-
-/// An integer argument that fits lo..hi: ValueError "<what> must be an integer (got <repr>)" for
-/// any other type (bool and float included), "<what> = <v> is too large (at most hi)" or "... too
-/// small (at least lo)" beyond it (never wrapped).
-std::int64_t py_int_in(const py::handle& v, const std::string& what, std::int64_t lo, std::int64_t hi) {
-    const auto i = as_py_int(v);
-    if (!i) value_error(what + " must be an integer (got " + std::string(py::repr(v)) + ")");
-    int overflow = 0;
-    const long long x = PyLong_AsLongLongAndOverflow(i->ptr(), &overflow);
-    if (overflow > 0 || (overflow == 0 && x > hi))
-        value_error(what + " = " + int_text(*i) + " is too large (at most " + std::to_string(hi) + ")");
-    if (overflow < 0 || x < lo)
-        value_error(what + " = " + int_text(*i) + " is too small (at least " + std::to_string(lo) + ")");
-    return x;
-}
-
-/// The master seed: an integer (as py_int_in) in 0..2**64-1, ValueError otherwise naming the value.
+/// The master seed: an integer in 0..2**64-1 (py_uint64), ValueError otherwise naming the value.
 std::uint64_t py_seed(const py::object& v) {
-    const auto i = as_py_int(v);
-    if (!i) value_error("seed must be an integer in 0..2**64-1 (got " + std::string(py::repr(v)) + ")");
-    const unsigned long long x = PyLong_AsUnsignedLongLong(i->ptr());
-    if (x == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
-        PyErr_Clear();
-        value_error("seed must be an integer in 0..2**64-1 (got " + int_text(*i) + ")");
-    }
-    return x;
+    return py_uint64(v, "seed");
 }
 
 PlannerBudgets make_budgets(const py::object& budgets) {
@@ -367,7 +252,7 @@ PlannerBudgets make_budgets(const py::object& budgets) {
             else if (key == "choice_width")
                 b.seeding.choice_width = static_cast<int>(py_int_in(v, "budgets['choice_width']", 1, kMaxChoiceWidth));
             else if (key == "eta")
-                b.seeding.eta = v.cast<double>();
+                b.seeding.eta = py_float(v, "budgets['eta']");
             else if (key == "projections")
                 b.seeding.projections = static_cast<int>(py_int_in(v, "budgets['projections']", 1, kMaxProjections));
             else if (key == "pair_candidates")
@@ -378,15 +263,15 @@ PlannerBudgets make_budgets(const py::object& budgets) {
             else if (key == "steps")
                 b.annealing.steps = static_cast<int>(py_int_in(v, "budgets['steps']", 0, kMaxStepsPerLevel));
             else if (key == "t0")
-                b.annealing.t0 = v.cast<double>();
+                b.annealing.t0 = py_float(v, "budgets['t0']");
             else if (key == "cooling")
-                b.annealing.cooling = v.cast<double>();
+                b.annealing.cooling = py_float(v, "budgets['cooling']");
             else if (key == "p_guide")
-                b.annealing.p_guide = v.cast<double>();
+                b.annealing.p_guide = py_float(v, "budgets['p_guide']");
             else if (key == "rho")
-                b.annealing.rho = v.cast<double>();
+                b.annealing.rho = py_float(v, "budgets['rho']");
             else if (key == "p_straggler")
-                b.annealing.p_straggler = v.cast<double>();
+                b.annealing.p_straggler = py_float(v, "budgets['p_straggler']");
             else if (key == "row_nodes")
                 b.row_nodes = py_int_in(v, "budgets['row_nodes']", 0, kMaxRowNodes);
             else if (key == "polish_evaluations")
@@ -437,7 +322,9 @@ Trace make_window(const py::object& lengths_obj, const py::object& counts_obj, c
         checked_values<std::uint32_t>(counts, "counts", 0, std::numeric_limits<std::uint32_t>::max(), "is negative");
     std::vector<std::string> ids;
     if (!sample_ids.is_none()) {
-        ids = sample_ids.cast<std::vector<std::string>>();
+        const auto items = py_items(sample_ids, "sample_ids", "str");
+        for (std::size_t i = 0; i < items.size(); ++i)
+            ids.push_back(py_utf8(items[i], "sample_ids[" + std::to_string(i) + "]"));
         if (static_cast<py::ssize_t>(ids.size()) != n)
             value_error("sample_ids holds " + std::to_string(ids.size()) + " ids for " + std::to_string(n) +
                         " samples");
@@ -491,8 +378,26 @@ PlanFile plan_file_of(const PlanResult& r) {
     return f;
 }
 
+/// The plan file text (written on first use). A plan file is UTF-8 JSON: a name or sample id stored
+/// by an older import that is not UTF-8 is refused naming it, e.g. "plan: sample id 'bad-\xff' (sample
+/// 0 of trace 'syn') is not valid UTF-8, so no plan file can hold it (re-import the trace)".
 const std::string& plan_json(const PyPlan& p) {
-    if (p.json.empty() && p.result) p.json = plan_to_json(*p.result);
+    if (p.json.empty() && p.result) {
+        const PlanResult& r = *p.result;
+        auto escaped = [](const std::string& s) { return std::string(py::str(message_text(s.c_str()))); };
+        const std::string trace = "trace '" + escaped(r.trace_name) + "'";
+        auto refuse = [&](const std::string& what) {
+            value_error("plan: " + what + " is not valid UTF-8, so no plan file can hold it (re-import the trace)");
+        };
+        if (!is_utf8(r.trace_name)) refuse("the name of " + trace);
+        if (!is_utf8(r.window_name)) refuse("window name '" + escaped(r.window_name) + "' of " + trace);
+        if (!is_utf8(r.model.name)) refuse("model name '" + escaped(r.model.name) + "' of " + trace);
+        for (std::size_t i = 0; i < r.samples.size(); ++i)
+            if (!is_utf8(r.samples[i].id))
+                refuse("sample id '" + escaped(r.samples[i].id) + "' (sample " + std::to_string(i) + " of " + trace +
+                       ")");
+        p.json = plan_to_json(r);
+    }
     return p.json;
 }
 
@@ -543,22 +448,29 @@ void check_plan_args(int workers, double time_limit_s, const py::object& progres
 }
 
 PyPlan run_plan(const py::object& lengths, const py::object& counts, const Topology& topology,
-                const std::vector<int>& moe_layers, const py::object& seed, int workers, double time_limit_s,
-                const py::object& budgets, const py::object& progress, std::optional<int> top_k,
-                std::optional<int> num_hidden_layers, const py::object& sample_ids, const std::string& trace_name,
-                const std::string& window_name, const std::string& model_name) {
-    check_plan_args(workers, time_limit_s, progress);
-    return plan_trace(make_window(lengths, counts, moe_layers, top_k, num_hidden_layers, sample_ids, model_name),
-                      trace_name, window_name, topology, seed, workers, time_limit_s, budgets, progress);
+                const py::object& moe_layers, const py::object& seed, const py::object& workers,
+                const py::object& time_limit_s, const py::object& budgets, const py::object& progress,
+                const py::object& top_k, const py::object& num_hidden_layers, const py::object& sample_ids,
+                const py::object& trace_name, const py::object& window_name, const py::object& model_name) {
+    const int w = py_int(workers, "workers");
+    const double limit = py_float(time_limit_s, "time_limit_s");
+    check_plan_args(w, limit, progress);
+    return plan_trace(make_window(lengths, counts, py_int_list(moe_layers, "moe_layers"), py_opt_int(top_k, "top_k"),
+                                  py_opt_int(num_hidden_layers, "num_hidden_layers"), sample_ids,
+                                  py_utf8(model_name, "model_name")),
+                      py_utf8(trace_name, "trace_name"), py_utf8(window_name, "window_name"), topology, seed, w, limit,
+                      budgets, progress);
 }
 
 /// plan_window: a library window planned as `routepack plan --db` plans it, its per-token routes
 /// included (Library.load reads them), so on more than one node the plan has the communication
 /// figures and the grouter / routepack+comm methods. Argument errors as run_plan.
-PyPlan run_plan_window(const PyWindow& w, const Topology& topology, const py::object& seed, int workers,
-                       double time_limit_s, const py::object& budgets, const py::object& progress) {
-    check_plan_args(workers, time_limit_s, progress);
-    return plan_trace(*w.trace, w.trace_name, w.window_name, topology, seed, workers, time_limit_s, budgets, progress);
+PyPlan run_plan_window(const PyWindow& w, const Topology& topology, const py::object& seed, const py::object& workers,
+                       const py::object& time_limit_s, const py::object& budgets, const py::object& progress) {
+    const int n = py_int(workers, "workers");
+    const double limit = py_float(time_limit_s, "time_limit_s");
+    check_plan_args(n, limit, progress);
+    return plan_trace(*w.trace, w.trace_name, w.window_name, topology, seed, n, limit, budgets, progress);
 }
 
 PyPlan run_plan_input(PlanInput in, const py::object& progress) {
@@ -686,12 +598,16 @@ py::array routes_array(const py::handle& obj, const std::string& what) {
     if (!((kind == 'i' && (size == 1 || size == 2 || size == 4 || size == 8)) || (kind == 'u' && size == 1)))
         value_error(what + " must be int16, int32 or uint8 (int8 and int64 also accepted; got dtype " + dtype_name(a) +
                     ")");
-    return py::array::ensure(a, py::array::c_style);
+    // The counting reads the buffer as native integers: a big-endian ('>i2') array is converted first.
+    return native_c_array(a);
 }
 
-py::array_t<std::int32_t> counts_from_routes(const py::object& routes, int num_experts,
-                                             const std::vector<int>& moe_layers, const std::string& layer_axis,
+py::array_t<std::int32_t> counts_from_routes(const py::object& routes, const py::object& num_experts_obj,
+                                             const py::object& moe_layers_obj, const py::object& layer_axis_obj,
                                              const py::object& valid) {
+    const int num_experts = py_int(num_experts_obj, "num_experts");
+    const std::vector<int> moe_layers = py_int_list(moe_layers_obj, "moe_layers");
+    const std::string layer_axis = py_utf8(layer_axis_obj, "layer_axis");
     if (num_experts < 1) value_error("num_experts must be >= 1 (got " + std::to_string(num_experts) + ")");
     if (layer_axis != "all" && layer_axis != "moe")
         value_error("layer_axis must be 'all' or 'moe' (got '" + layer_axis + "')");
@@ -731,7 +647,7 @@ py::array_t<std::int32_t> counts_from_routes(const py::object& routes, int num_e
         const auto B = a.shape(0), S = a.shape(1);
         const std::uint8_t* mask = nullptr;
         if (!valid.is_none()) {
-            py::array m = as_array(valid, "valid");
+            py::array m = as_array(valid, "valid", true);
             if (m.ndim() != 2 || m.shape(0) != B || m.shape(1) != S)
                 value_error("valid has shape " + shape_text(m) + "; expected [B, S] = (" + std::to_string(B) + ", " +
                             std::to_string(S) + ")");
@@ -791,16 +707,16 @@ struct PyLibrary {
 
 py::dict trace_entry_dict(const storage::TraceEntry& t) {
     py::dict d;
-    d["name"] = t.name;
-    d["format"] = t.format;
+    d["name"] = py_text(t.name);
+    d["format"] = py_text(t.format);
     d["load_only"] = t.load_only;
     d["samples"] = t.samples;
-    d["model"] = t.model.name;
+    d["model"] = py_text(t.model.name);
     d["num_hidden_layers"] = t.model.num_hidden_layers;
     d["num_experts"] = t.model.experts;
     d["top_k"] = t.model.top_k;
     d["moe_layers"] = t.model.moe_layers;
-    d["fingerprint"] = t.fingerprint;
+    d["fingerprint"] = py_text(t.fingerprint);
     return d;
 }
 
@@ -815,11 +731,13 @@ PYBIND11_MODULE(_core, m) {
         try {
             if (p) std::rethrow_exception(p);
         } catch (const InputError& e) {
-            PyErr_SetString(PyExc_ValueError, e.what());
+            PyErr_SetObject(PyExc_ValueError, message_text(e.what()).ptr());
         } catch (const Cancelled& e) {
             cancelled_exc(e.what());
         } catch (const nlohmann::json::exception& e) {
-            PyErr_SetString(PyExc_ValueError, e.what());
+            PyErr_SetObject(PyExc_ValueError, message_text(e.what()).ptr());
+        } catch (const std::invalid_argument& e) { // pybind11's own mapping, with a readable text
+            PyErr_SetObject(PyExc_ValueError, message_text(e.what()).ptr());
         }
     });
 
@@ -838,10 +756,11 @@ consecutive slots, or a list of lists partitioning 0..D-1. Validated with the to
              py::arg("stages") = std::vector<std::tuple<std::string, double, double>>{{"attention", 1.0, 0.0}},
              py::arg("min_rows") = 0, py::arg("experts_per_layer") = 0, py::arg("row_multiple") = 1)
         .def_static(
-            "from_json", [](const std::string& text) { return parse_topology(text, "topology"); }, py::arg("text"),
-            "Parses topology JSON text (the CLI's --topology file format).")
-        .def_static("load", &load_topology, py::arg("spec"),
-                    "A topology file path or the name of a shipped topology (as `routepack plan --topology`).")
+            "from_json", [](const py::object& text) { return parse_topology(py_utf8(text, "text"), "topology"); },
+            py::arg("text"), "Parses topology JSON text (the CLI's --topology file format).")
+        .def_static(
+            "load", [](const py::object& spec) { return load_topology(py_path(spec, "spec")); }, py::arg("spec"),
+            "A topology file path or the name of a shipped topology (as `routepack plan --topology`).")
         .def_static("known_names", &known_topology_names)
         .def("to_json", &topology_to_json)
         .def_readonly("ep_ranks", &Topology::ep_ranks)
@@ -891,17 +810,40 @@ Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scal
                 if (a.ndim() != 2 || a.shape(0) != p.pi.layers || a.shape(1) != p.pi.experts)
                     value_error("loads has shape " + shape_text(a) + "; expected [L, E] = (" +
                                 std::to_string(p.pi.layers) + ", " + std::to_string(p.pi.experts) + ")");
-                const auto G = rank_loads(load_values(a, "loads"), p.pi);
+                const auto v = load_values(a, "loads");
+                // G[l][p] must not wrap: every rank's sum is checked first (one pass, per layer the
+                // loads grouped by the rank owning their slot; slots outside 0..E-1 are rank_loads' error).
+                const int H = p.pi.experts / p.pi.ep_ranks;
+                std::vector<std::vector<std::uint64_t>> by_rank(static_cast<std::size_t>(p.pi.ep_ranks));
+                for (int l = 0; l < p.pi.layers; ++l) {
+                    for (auto& r : by_rank)
+                        r.clear();
+                    for (int e = 0; e < p.pi.experts; ++e) {
+                        const int slot = p.pi.at(l, e);
+                        if (slot >= 0 && slot < p.pi.experts)
+                            by_rank[static_cast<std::size_t>(slot / H)].push_back(
+                                v[static_cast<std::size_t>(l) * p.pi.experts + e]);
+                    }
+                    for (int r = 0; r < p.pi.ep_ranks; ++r)
+                        check_sum_fits(by_rank[static_cast<std::size_t>(r)], [&](const std::string& total) {
+                            return "rank_loads: the loads on EP rank " + std::to_string(r) + " at layer index " +
+                                   std::to_string(l) + " sum to " + total;
+                        });
+                }
+                const auto G = rank_loads(v, p.pi);
                 py::array_t<std::uint64_t> out(
                     {static_cast<py::ssize_t>(p.pi.layers), static_cast<py::ssize_t>(p.pi.ep_ranks)});
                 std::copy(G.begin(), G.end(), out.mutable_data());
                 return out;
             },
-            py::arg("loads"), "uint64 [L, P]: G[l][p] = sum of loads of the experts on rank p (eq. 10)")
+            py::arg("loads"),
+            "uint64 [L, P]: G[l][p] = sum of loads of the experts on rank p (eq. 10). loads: [L, E] non-negative "
+            "token counts (integers, or floats holding whole numbers). ValueError naming the layer and rank when "
+            "a sum passes 2**64-1 (never wrapped).")
         .def(
             "export_map",
-            [](const PyPlacement& p, const std::string& format) {
-                return expert_map_json(p.pi, p.model, parse_expert_map_format(format));
+            [](const PyPlacement& p, const py::object& format) {
+                return expert_map_json(p.pi, p.model, parse_expert_map_format(py_utf8(format, "format")));
             },
             py::arg("format"),
             "Expert map JSON text as `routepack export-map --format routepack|sglang|vllm` writes it.")
@@ -911,8 +853,12 @@ Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scal
 
     m.def(
         "_place",
-        [](const py::object& loads, int ep_ranks, std::optional<std::vector<int>> moe_layers,
-           std::optional<int> num_hidden_layers) {
+        [](const py::object& loads, const py::object& ep_ranks_obj, const py::object& moe_layers_obj,
+           const py::object& num_hidden_layers_obj) {
+            const int ep_ranks = py_int(ep_ranks_obj, "ep_ranks");
+            std::optional<std::vector<int>> moe_layers;
+            if (!moe_layers_obj.is_none()) moe_layers = py_int_list(moe_layers_obj, "moe_layers");
+            const std::optional<int> num_hidden_layers = py_opt_int(num_hidden_layers_obj, "num_hidden_layers");
             const py::array a = as_array(loads, "loads");
             if (a.ndim() != 2 || a.shape(0) < 1 || a.shape(1) < 1)
                 value_error("loads must be 2-dimensional [L, E] with L, E >= 1 (got shape " + shape_text(a) + ")");
@@ -934,6 +880,11 @@ Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scal
             PyPlacement p;
             p.model = make_model(layers, E, std::nullopt, num_hidden_layers, "");
             const auto v = load_values(a, "loads");
+            // LPT adds loads per EP rank: a layer whose total passes 2**64-1 would wrap them.
+            for (int l = 0; l < L; ++l)
+                check_sum_fits(std::span(v).subspan(static_cast<std::size_t>(l) * E, E), [&](const std::string& total) {
+                    return "loads: layer " + std::to_string(l) + " sums to " + total;
+                });
             py::gil_scoped_release release;
             p.pi = lpt_placement(v, L, E, ep_ranks);
             return p;
@@ -941,8 +892,18 @@ Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scal
         py::arg("loads"), py::arg("ep_ranks"), py::arg("moe_layers") = py::none(),
         py::arg("num_hidden_layers") = py::none());
 
-    m.def("_identity", [](int layers, int experts, int ep_ranks, const std::vector<int>& moe_layers,
-                          std::optional<int> num_hidden_layers) {
+    m.def("_identity", [](const py::object& layers_obj, const py::object& experts_obj, const py::object& ep_ranks_obj,
+                          const py::object& moe_layers_obj, const py::object& num_hidden_layers_obj) {
+        const int layers = py_int(layers_obj, "layers");
+        const int experts = py_int(experts_obj, "num_experts");
+        const int ep_ranks = py_int(ep_ranks_obj, "ep_ranks");
+        std::vector<int> moe_layers;
+        if (moe_layers_obj.is_none())
+            for (int l = 0; l < layers; ++l)
+                moe_layers.push_back(l);
+        else
+            moe_layers = py_int_list(moe_layers_obj, "moe_layers");
+        const std::optional<int> num_hidden_layers = py_opt_int(num_hidden_layers_obj, "num_hidden_layers");
         PyPlacement p;
         p.model = make_model(moe_layers, experts, std::nullopt, num_hidden_layers, "");
         if (static_cast<int>(moe_layers.size()) != layers) value_error("moe_layers must name every layer");
@@ -1024,7 +985,9 @@ Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scal
         .def_property_readonly("moe_layers", [](const PyPlan& p) { return p.file.model.moe_layers; })
         .def_property_readonly("num_hidden_layers", [](const PyPlan& p) { return p.file.model.num_hidden_layers; })
         .def_property_readonly("num_experts", [](const PyPlan& p) { return p.file.model.experts; })
-        .def_property_readonly("sample_ids", [](const PyPlan& p) { return p.file.sample_ids; })
+        .def_property_readonly(
+            "sample_ids", [](const PyPlan& p) { return py_text_list(p.file.sample_ids); },
+            "[N] str: the window's sample ids (bytes that are not UTF-8 decoded with 'surrogateescape')")
         .def_property_readonly("lengths",
                                [](const PyPlan& p) {
                                    py::array_t<std::int64_t> out(static_cast<py::ssize_t>(p.file.lengths.size()));
@@ -1033,7 +996,7 @@ Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scal
                                })
         .def_property_readonly("topology", [](const PyPlan& p) { return p.file.topology; })
         .def_property_readonly("seed", [](const PyPlan& p) { return p.file.seed; })
-        .def_property_readonly("fingerprint", [](const PyPlan& p) { return p.file.fingerprint; })
+        .def_property_readonly("fingerprint", [](const PyPlan& p) { return py_text(p.file.fingerprint); })
         .def_property_readonly("cancelled", [](const PyPlan& p) { return p.cancelled; })
         .def_property_readonly("time_limit_hit", [](const PyPlan& p) { return p.time_limit_hit; })
         .def_property_readonly("timings", [](const PyPlan& p) { return p.timings; })
@@ -1059,8 +1022,9 @@ Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scal
             "The plan file text (format routepack-plan, the version plan_to_json writes: 3).")
         .def(
             "export_map",
-            [](const PyPlan& p, const std::string& format) {
-                return expert_map_json(p.file.placement, p.file.model, parse_expert_map_format(format));
+            [](const PyPlan& p, const py::object& format) {
+                return expert_map_json(p.file.placement, p.file.model,
+                                       parse_expert_map_format(py_utf8(format, "format")));
             },
             py::arg("format"));
 
@@ -1076,10 +1040,23 @@ Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scal
 
     m.def(
         "_plan_from_json",
-        [](std::string text, const std::string& origin) { return plan_from_text(std::move(text), origin); },
+        [](const py::object& text, const py::object& origin) {
+            return plan_from_text(py_utf8(text, "text"), py_utf8(origin, "origin"));
+        },
         py::arg("text"), py::arg("origin") = "plan");
     m.def(
-        "_load_plan", [](const std::string& path) { return plan_from_text(read_file_text(path, "plan"), path); },
+        "_load_plan",
+        [](const py::object& path_obj) {
+            // The CLI's reader: a regular file only (a FIFO, device or folder is refused without
+            // blocking), at most the plan file cap, read with the GIL released.
+            const std::string path = py_path(path_obj, "path");
+            std::string text;
+            {
+                py::gil_scoped_release release;
+                text = read_input_file(path, input_files::kPlan);
+            }
+            return plan_from_text(std::move(text), path);
+        },
         py::arg("path"));
 
     m.def("counts_from_routes", &counts_from_routes, py::arg("routes"), py::arg("num_experts"), py::kw_only(),
@@ -1090,7 +1067,9 @@ routes: an int16/int32/uint8 (also int8/int64) array [B, S, L, K] with an option
 [B, S] (nonzero = the token counts), or a list of [T, L, K] arrays (one per sample). L is every
 decoder layer (layer_axis='all'; rows of dense layers ignored) or only the MoE layers
 (layer_axis='moe'). moe_layers are absolute decoder-layer ids. A route of -1 never counts; any other
-value outside 0..num_experts-1 is a ValueError naming its index. The GIL is released while counting.)doc");
+value outside 0..num_experts-1 is a ValueError naming its index. Arrays of either byte order are
+read by value ('>i2' gives the counts of its native twin). num_experts and moe_layers are integers
+(numpy integers too, never bools). The GIL is released while counting.)doc");
 
     py::class_<PyWindow>(m, "Window", "A trace or window read from a library: lengths, counts, moe_layers, sample ids.")
         .def_property_readonly(
@@ -1121,20 +1100,24 @@ value outside 0..num_experts-1 is a ValueError naming its index. The GIL is rele
         .def_property_readonly("num_experts", [](const PyWindow& w) { return w.trace->model.experts; })
         .def_property_readonly("top_k", [](const PyWindow& w) { return w.trace->model.top_k; })
         .def_property_readonly("num_hidden_layers", [](const PyWindow& w) { return w.trace->model.num_hidden_layers; })
-        .def_property_readonly("model_name", [](const PyWindow& w) { return w.trace->model.name; })
-        .def_property_readonly("sample_ids",
-                               [](const PyWindow& w) {
-                                   std::vector<std::string> ids;
-                                   for (const auto& s : w.trace->samples)
-                                       ids.push_back(s.id);
-                                   return ids;
-                               })
-        .def_readonly("trace_name", &PyWindow::trace_name)
-        .def_readonly("window_name", &PyWindow::window_name)
+        .def_property_readonly("model_name", [](const PyWindow& w) { return py_text(w.trace->model.name); })
+        .def_property_readonly(
+            "sample_ids",
+            [](const PyWindow& w) {
+                py::list ids;
+                for (const auto& s : w.trace->samples)
+                    ids.append(py_text(s.id));
+                return ids;
+            },
+            "[N] str: sample ids as stored (bytes that are not UTF-8, from names of older imports, decoded with "
+            "'surrogateescape': s.encode('utf-8', 'surrogateescape') gives the stored bytes)")
+        .def_property_readonly("trace_name", [](const PyWindow& w) { return py_text(w.trace_name); })
+        .def_property_readonly("window_name", [](const PyWindow& w) { return py_text(w.window_name); })
         .def("__len__", [](const PyWindow& w) { return w.trace->size(); });
 
     py::class_<PyLibrary>(m, "Library", "A RoutePack library (SQLite), opened read-only.")
-        .def(py::init([](const std::string& path) {
+        .def(py::init([](const py::object& path_obj) {
+                 const std::string path = py_path(path_obj, "path");
                  if (!std::filesystem::exists(path)) throw InputError(path + ": no such library file");
                  return PyLibrary{storage::Library::open(path, storage::OpenMode::ReadOnly)};
              }),
@@ -1150,13 +1133,14 @@ value outside 0..num_experts-1 is a ValueError naming its index. The GIL is rele
             "Every trace: name, format, load_only, samples, model, num_hidden_layers, num_experts, top_k, moe_layers")
         .def(
             "windows",
-            [](const PyLibrary& l, const std::string& trace) {
+            [](const PyLibrary& l, const py::object& trace_obj) {
+                const std::string trace = py_name(trace_obj, "trace");
                 py::list out;
                 for (const auto& w : l.lib->windows(trace)) {
                     py::dict d;
-                    d["trace"] = w.trace;
-                    d["name"] = w.name;
-                    d["definition"] = w.definition;
+                    d["trace"] = py_text(w.trace);
+                    d["name"] = py_text(w.name);
+                    d["definition"] = py_text(w.definition);
                     d["samples"] = w.samples;
                     out.append(d);
                 }
@@ -1165,7 +1149,8 @@ value outside 0..num_experts-1 is a ValueError naming its index. The GIL is rele
             py::arg("trace") = "")
         .def(
             "load",
-            [](const PyLibrary& l, const std::string& trace, const std::string& window) {
+            [](const PyLibrary& l, const py::object& trace_obj, const py::object& window_obj) {
+                const std::string trace = py_name(trace_obj, "trace"), window = py_name(window_obj, "window");
                 Trace t;
                 {
                     py::gil_scoped_release release;
@@ -1176,7 +1161,8 @@ value outside 0..num_experts-1 is a ValueError naming its index. The GIL is rele
             py::arg("trace"), py::arg("window") = "", "The whole trace, or one of its windows, with counts.")
         .def(
             "layer_totals",
-            [](const PyLibrary& l, const std::string& trace) {
+            [](const PyLibrary& l, const py::object& trace_obj) {
+                const std::string trace = py_name(trace_obj, "trace");
                 const auto e = l.lib->trace(trace);
                 const auto v = l.lib->layer_totals(trace);
                 py::array_t<std::uint64_t> out(
@@ -1187,5 +1173,5 @@ value outside 0..num_experts-1 is a ValueError naming its index. The GIL is rele
                 return out;
             },
             py::arg("trace"), "uint64 [L, E]: per-layer expert totals (aggregate traces included)")
-        .def_property_readonly("path", [](const PyLibrary& l) { return l.lib->path().string(); });
+        .def_property_readonly("path", [](const PyLibrary& l) { return py_text(l.lib->path().string()); });
 }

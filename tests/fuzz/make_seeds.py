@@ -141,3 +141,26 @@ put('fuzz_library_blobs', 'metrics', b'\x06' + json.dumps({'cv_global': 0.5, 'ep
                                                             'attention_sum': 1.0, 'joint': 2.0, 'cap_violations': 0, 'empty_cells': 0}).encode())
 if len(sys.argv) > 1:  # a small plan written by the CLI: make_seeds.py PLAN.json
     copy_into('fuzz_plan_file', sys.argv[1], 'plan.json')
+
+# The Python argument conversions (fuzz_python_args.cpp): a header (range lo: 8 bytes, shift: 1, width:
+# 4), then one object program (first byte = the kind of object, see build() in the harness).
+def args_seed(name, program, lo=0, shift=0, width=100):
+    put('fuzz_python_args', name, struct.pack('>qBI', lo, shift, width) + bytes(program))
+args_seed('int_2_40', [11, 40, 0, 0])
+args_seed('int_neg_2_64', [11, 64, 1, 1], lo=-(1 << 62), width=0xffffffff)
+args_seed('pyint', [0, 3, 0x10, 0x27, 0], lo=1)
+args_seed('np_int64', [1, 3] + list((2**40).to_bytes(8, 'big')))
+args_seed('np_bool', [1, 8, 0, 0, 0, 0, 0, 0, 0, 1])
+args_seed('bool_true', [2, 1])
+args_seed('float_nan', [3, 0x7f, 0xf8, 0, 0, 0, 0, 0, 0])
+args_seed('str_surrogates', [4, 3, 0, 0, 0x61, 0, 0xdc, 0xff, 0, 0xd8, 0])
+args_seed('bytes_not_utf8', [5, 4, 0x62, 0xff, 0xc3, 0x28])
+args_seed('list_of_ints', [6, 3, 0, 1, 5, 1, 3, 0, 0, 0, 0, 0, 0, 0, 7, 11, 33, 0, 0, 0])
+args_seed('big_endian_i2', [7, 1, 1, 4, 1, 2, 0x01, 0x86, 1, 0x7f, 0, 2, 0x12, 0x34, 1, 0x40, 1])
+args_seed('big_endian_u8_2d', [7, 7, 2, 2, 3, 8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1, 5, 1, 6, 1, 7, 1, 8,
+                                1, 9, 1, 1, 1])
+args_seed('bool_array', [7, 8, 1, 3, 1, 1, 1, 1, 0, 1, 2, 0])
+args_seed('raising_keyboard_interrupt', [8, 3])
+args_seed('raising_type_error', [8, 0])
+args_seed('not_an_int', [10])
+

@@ -108,3 +108,101 @@ def test_errors():
     assert error([r[0]], 4, moe_layers=[1], valid=np.ones((1, 3), bool)) == (
         "valid applies to a [B, S, L, K] array; a list of [T, L, K] arrays has no mask")
     assert error(r, 4, moe_layers=[]) == "moe_layers must name at least one MoE layer"
+
+
+@pytest.mark.parametrize("dtype", ["i2", "i4", "i8"])
+def test_big_endian_routes_count_as_native(dtype):
+    # Expert 6 of 16, stored big-endian: counted as expert 6 (not 6 x 256, not "1536 is outside").
+    routes = np.zeros((1, 1, 2, 1), dtype="<" + dtype)
+    routes[0, 0, 1, 0] = 6
+    got = routepack.counts_from_routes(routes.astype(">" + dtype), 16, moe_layers=[1])
+    assert got.tolist() == [[[0, 0, 0, 0, 0, 0, 1] + [0] * 9]]
+    # A random batch, as [B, S, L, K] with a big-endian mask, and as a list of big-endian samples:
+    # byte for byte the counts of the native array.
+    rng = np.random.default_rng(11)
+    native = rng.integers(-1, 16, size=(3, 20, 4, 2)).astype("<" + dtype)
+    valid = rng.integers(0, 2, size=(3, 20)).astype("<i4")
+    want = routepack.counts_from_routes(native, 16, moe_layers=[0, 2, 3], valid=valid)
+    swapped = routepack.counts_from_routes(native.astype(">" + dtype), 16, moe_layers=[0, 2, 3],
+                                           valid=valid.astype(">i4"))
+    assert swapped.tobytes() == want.tobytes()
+    assert want.tobytes() == reference_counts(native, valid, [0, 2, 3], 16, "all").tobytes()
+    listed = routepack.counts_from_routes([s.astype(">" + dtype) for s in native], 16, moe_layers=[0, 2, 3])
+    assert listed.tobytes() == routepack.counts_from_routes(list(native), 16, moe_layers=[0, 2, 3]).tobytes()
+    # Non-contiguous big-endian views too.
+    view = native.astype(">" + dtype)[:, ::3]
+    assert routepack.counts_from_routes(view, 16, moe_layers=[0, 2, 3]).tobytes() == \
+        reference_counts(np.ascontiguousarray(native[:, ::3]), None, [0, 2, 3], 16, "all").tobytes()
+    # An out-of-range route is named with its own value.
+    bad = routes.astype(">" + dtype)
+    bad[0, 0, 1, 0] = 17
+    assert error(bad, 16, moe_layers=[1]) == "routes[0, 0, 1, 0] = 17 is outside 0..15 (-1 = no route)"
+
+
+def test_counts_scalar_arguments():
+    routes = np.zeros((1, 2, 2, 1), dtype=np.int16)
+    routes[0, :, 1, 0] = [3, 1]
+    want = [[[0, 1, 0, 1]]]
+    # numpy integers are integers, for num_experts and every MoE layer id.
+    assert routepack.counts_from_routes(routes, np.int64(4), moe_layers=[np.int32(1)]).tolist() == want
+    assert routepack.counts_from_routes(routes, np.uint8(4), moe_layers=np.array([1])).tolist() == want
+    assert routepack.counts_from_routes(routes, np.array(4), moe_layers=(1,)).tolist() == want
+    # Bools are never integers; out-of-range values are named, not wrapped.
+    assert error(routes, True, moe_layers=[1]) == "num_experts must be an integer (got True)"
+    assert error(routes, np.bool_(True), moe_layers=[1]) == "num_experts must be an integer (got True)"
+    assert error(routes, 4, moe_layers=[True]) == "moe_layers[0] must be an integer (got True)"
+    assert error(routes, 4, moe_layers=np.array([True])) == "moe_layers[0] must be an integer (got True)"
+    assert error(routes, 4.0, moe_layers=[1]) == "num_experts must be an integer (got 4.0)"
+    assert error(routes, 2**40, moe_layers=[1]) == "num_experts = 1099511627776 is too large (at most 2147483647)"
+    assert error(routes, 4, moe_layers=[1, np.int64(2**40)]) == (
+        "moe_layers[1] = 1099511627776 is too large (at most 2147483647)")
+    assert error(routes, 4, moe_layers=1) == "moe_layers must be a list of integers (got int)"
+    assert error(routes, 4, moe_layers="1") == "moe_layers must be a list of integers (got str)"
+    assert error(routes, 4, moe_layers=[1], layer_axis=1) == "layer_axis must be a str (got int)"
+    # A bool route array is not an integer array.
+    assert error(routes.astype(bool), 4, moe_layers=[1]) == (
+        "routes must be int16, int32 or uint8 (int8 and int64 also accepted; got dtype bool)")
+
+
+class RaisingIndex:
+    """An integer-like whose __index__ raises `exc` (a Ctrl-C arriving during the conversion)."""
+
+    def __init__(self, exc):
+        self.exc = exc
+
+    def __index__(self):
+        raise self.exc
+
+
+class RaisingArray:
+    def __array__(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, SystemExit, MemoryError])
+def test_counts_conversion_propagates_base_exceptions(exc):
+    routes = np.zeros((1, 1, 2, 1), dtype=np.int16)
+    with pytest.raises(exc):
+        routepack.counts_from_routes(routes, RaisingIndex(exc), moe_layers=[1])
+    with pytest.raises(exc):
+        routepack.counts_from_routes(routes, 4, moe_layers=[RaisingIndex(exc)])
+    with pytest.raises(KeyboardInterrupt):
+        routepack.counts_from_routes(RaisingArray(), 4, moe_layers=[1])
+    with pytest.raises(KeyboardInterrupt):
+        routepack.counts_from_routes([routes[0], RaisingArray()], 4, moe_layers=[1])
+    with pytest.raises(KeyboardInterrupt):
+        routepack.counts_from_routes(routes, 4, moe_layers=[1], valid=RaisingArray())
+    # A plain conversion failure (TypeError from __index__) stays the argument's ValueError.
+    assert error(routes, RaisingIndex(TypeError("no")), moe_layers=[1]).startswith("num_experts must be an integer")
+
+
+def test_bools_inside_route_lists():
+    # A list of samples, each [T=1, L=2, K=1] as nested lists: a bool in one is named by its index.
+    assert error([[[0], [1]], [[[0], [True]]]][1:], 4, moe_layers=[1]) == (
+        "routes[0][0, 1, 0] = True is a bool, not an integer")
+    assert error([np.zeros((1, 2, 1), np.int16), [[[0], [np.bool_(True)]]]], 4, moe_layers=[1]) == (
+        "routes[1][0, 1, 0] = True is a bool, not an integer")
+    # A mask is made of bools: a list of them is fine.
+    got = routepack.counts_from_routes(np.array([[[[1], [2]], [[3], [3]]]], np.int16), 4, moe_layers=[1],
+                                       valid=[[True, False]])
+    assert got.tolist() == [[[0, 0, 1, 0]]]

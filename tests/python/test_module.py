@@ -206,7 +206,7 @@ def test_maps(window):
 def test_load_plan_errors(tmp_path):
     with pytest.raises(ValueError) as e:
         routepack.load_plan(str(tmp_path / "missing.json"))
-    assert str(e.value) == f"{tmp_path / 'missing.json'}: cannot open plan"
+    assert str(e.value) == f"{tmp_path / 'missing.json'}: no such plan file"  # the CLI's reader and text
     bad = tmp_path / "bad.json"
     bad.write_text('{"format": "something-else"}')
     with pytest.raises(ValueError, match=re.escape(str(bad))):
@@ -522,3 +522,376 @@ def test_keyboard_interrupt_stops_the_row_count():
     limited = routepack.plan(lengths, counts, t, moe_layers=[0], budgets=budgets, time_limit_s=0.2)
     assert limited.time_limit_hit
     assert not limited.certified
+
+def plan_doc(p):
+    d = json.loads(p.to_json())
+    d.pop("timings")
+    return d
+
+
+def test_big_endian_arrays_give_the_native_values(window):
+    lengths, counts = window
+    native = plan_doc(routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], seed=5))
+    swapped = plan_doc(routepack.plan(lengths.astype(">i8"), counts.astype(">u4"), topo(), moe_layers=[1, 3], seed=5))
+    assert swapped == native
+    assert plan_doc(routepack.plan(lengths.astype(">i4"), counts.astype(">i2"), topo(), moe_layers=[1, 3],
+                                   seed=5)) == native
+    loads = np.array([[8, 5, 5, 6, 10, 1]])
+    pl = routepack.place(loads, 2)
+    for dtype in (">i8", ">u4", ">i2", ">f8", ">f4"):
+        assert routepack.place(loads.astype(dtype), 2) == pl
+        assert pl.rank_loads(loads.astype(dtype)).tolist() == [[16, 19]]
+    assert routepack.rank_max_over_mean(np.array([[16, 19]], dtype=">u8")) == [19 / 17.5]
+    neg = loads.astype(">i4")
+    neg[0, 2] = -300
+    with pytest.raises(ValueError) as e:
+        routepack.place(neg, 2)
+    assert str(e.value) == "loads[0, 2] = -300 is negative"
+
+
+def call_error(f):
+    with pytest.raises(ValueError) as e:
+        f()
+    return str(e.value)
+
+
+L0, C0 = make_window(n=8)
+BOOL_CASES = [
+    (lambda b: routepack.Topology(b, 4, None, 2048), "topology: ep_ranks must be an integer (got True)"),
+    (lambda b: routepack.Topology(4, b, None, 2048), "topology: dp_slots must be an integer (got True)"),
+    (lambda b: routepack.Topology(4, 4, b, 2048), "topology: edp_shards must be an integer (got True)"),
+    (lambda b: routepack.Topology(4, 4, [[0, b], [2, 3]], 2048), "topology: edp_shards[0][1] must be an integer (got True)"),
+    (lambda b: routepack.Topology(4, 4, None, b), "topology: token_cap must be an integer (got True)"),
+    (lambda b: routepack.Topology(4, 4, None, 2048, min_rows=b), "topology: min_rows must be an integer (got True)"),
+    (lambda b: routepack.Topology(4, 4, None, 2048, row_multiple=b), "topology: row_multiple must be an integer (got True)"),
+    (lambda b: routepack.Topology(4, 4, None, 2048, experts_per_layer=b),
+     "topology: experts_per_layer must be an integer (got True)"),
+    (lambda b: routepack.Topology(4, 4, None, 2048, stages=[("a", b, 0.0)]),
+     "topology: stages[0][1] must be a number (got True)"),
+    (lambda b: routepack.plan(L0, C0, topo(), moe_layers=[1, 3], workers=b), "workers must be an integer (got True)"),
+    (lambda b: routepack.plan(L0, C0, topo(), moe_layers=[1, b]), "moe_layers[1] must be an integer (got True)"),
+    (lambda b: routepack.plan(L0, C0, topo(), moe_layers=[1, 3], top_k=b), "top_k must be an integer (got True)"),
+    (lambda b: routepack.plan(L0, C0, topo(), moe_layers=[1, 3], num_hidden_layers=b),
+     "num_hidden_layers must be an integer (got True)"),
+    (lambda b: routepack.plan(L0, C0, topo(), moe_layers=[1, 3], seed=b), "seed must be an integer in 0..2**64-1 (got True)"),
+    (lambda b: routepack.plan(L0, C0, topo(), moe_layers=[1, 3], time_limit_s=b), "time_limit_s must be a number (got True)"),
+    (lambda b: routepack.plan(L0, C0, topo(), moe_layers=[1, 3], budgets={"steps": b}),
+     "budgets['steps'] must be an integer (got True)"),
+    (lambda b: routepack.place([[1, 2]], b), "ep_ranks must be an integer (got True)"),
+    (lambda b: routepack.place([[1, 2]], 1, moe_layers=[b]), "moe_layers[0] must be an integer (got True)"),
+    (lambda b: routepack.place([[1, 2]], 1, num_hidden_layers=b), "num_hidden_layers must be an integer (got True)"),
+    (lambda b: routepack.identity(b, 2, 1), "layers must be an integer (got True)"),
+    (lambda b: routepack.identity(1, b, 1), "num_experts must be an integer (got True)"),
+    (lambda b: routepack.identity(1, 2, b), "ep_ranks must be an integer (got True)"),
+    (lambda b: routepack.counts_from_routes(np.zeros((1, 1, 1, 1), np.int16), b, moe_layers=[0]),
+     "num_experts must be an integer (got True)"),
+]
+
+
+@pytest.mark.parametrize("case", range(len(BOOL_CASES)))
+@pytest.mark.parametrize("b", [True, np.bool_(True), np.array(True)])
+def test_bools_are_never_integers(case, b):
+    f, message = BOOL_CASES[case]
+    got = call_error(lambda: f(b))
+    assert got == message.replace("(got True)", f"(got {ascii(b)})")
+
+
+def test_bool_arrays_are_not_integer_arrays(window):
+    lengths, counts = window
+    assert call_error(lambda: routepack.plan(lengths, counts.astype(bool), topo(), moe_layers=[1, 3])) == (
+        "counts must hold integers (got dtype bool)")
+    assert call_error(lambda: routepack.plan(lengths > 0, counts, topo(), moe_layers=[1, 3])) == (
+        "lengths must hold integers (got dtype bool)")
+    assert call_error(lambda: routepack.place([[True, False]], 1)) == "loads must hold integers (got dtype bool)"
+
+
+def test_numpy_and_large_integers(window):
+    lengths, counts = window
+    t = routepack.Topology(np.int64(4), np.int32(4), [[np.int64(0), np.uint8(1)], np.array([2, 3])], np.int64(2048),
+                           stages=[("kda", np.float32(10.0), 0), ("mla", 27, np.float64(27.0))],
+                           min_rows=np.int16(0), row_multiple=np.uint64(1))
+    assert t == topo()
+    assert routepack.Topology(4, 4, np.int64(2), 2048, stages=TOPO["stages"]) == topo()
+    a = plan_doc(routepack.plan(lengths, counts, t, moe_layers=np.array([1, 3]), workers=np.int64(1),
+                                top_k=np.int8(2), num_hidden_layers=np.int32(4), time_limit_s=np.float64(0)))
+    b = plan_doc(routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], top_k=2, num_hidden_layers=4))
+    assert a == b
+    assert routepack.place([[1, 2]], np.int64(2), moe_layers=[np.int64(5)]).moe_layers == [5]
+    assert routepack.identity(np.int64(1), np.int32(4), np.uint16(2)).num_experts == 4
+    assert call_error(lambda: routepack.Topology(4, 4, [[0, 1], [2, 2**40]], 2048)) == (
+        "topology: edp_shards[1][1] = 1099511627776 is too large (at most 2147483647)")
+    assert call_error(lambda: routepack.Topology(4, 4, [[np.int64(-2**40)], [1, 2, 3]], 2048)) == (
+        "topology: edp_shards[0][0] = -1099511627776 is too small (at least -2147483648)")
+    assert call_error(lambda: routepack.Topology(4, 4, [[0, 1.0], [2, 3]], 2048)) == (
+        "topology: edp_shards[0][1] must be an integer (got 1.0)")
+    assert call_error(lambda: routepack.Topology(4, 4, [0, 1], 2048)) == (
+        "topology: edp_shards[0] must be a list of integers (got int)")
+    assert call_error(lambda: routepack.Topology(2**40, 4, None, 2048)) == (
+        "topology: ep_ranks = 1099511627776 is too large (at most 2147483647)")
+    assert call_error(lambda: routepack.Topology(4, 4, None, 2**70)) == (
+        "topology: token_cap = 1180591620717411303424 is too large (at most 9223372036854775807)")
+    assert call_error(lambda: routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], workers=2**40)) == (
+        "workers = 1099511627776 is too large (at most 2147483647)")
+    assert call_error(lambda: routepack.place([[1, 2]], np.uint64(2**63))) == (
+        "ep_ranks = 9223372036854775808 is too large (at most 2147483647)")
+    assert call_error(lambda: routepack.identity(1, 4, 2, moe_layers=[np.int64(2**40)])) == (
+        "moe_layers[0] = 1099511627776 is too large (at most 2147483647)")
+
+
+class RaisingIndex:
+    """An integer-like whose __index__ (and __float__) raises `exc`: a Ctrl-C during the conversion."""
+
+    def __init__(self, exc):
+        self.exc = exc
+
+    def __index__(self):
+        raise self.exc
+
+    def __float__(self):
+        raise self.exc
+
+
+class RaisingArray:
+    def __init__(self, exc):
+        self.exc = exc
+
+    def __array__(self, *args, **kwargs):
+        raise self.exc
+
+
+RAISING_CASES = [
+    lambda x: routepack.Topology(x, 4, None, 2048),
+    lambda x: routepack.Topology(4, 4, x, 2048),
+    lambda x: routepack.Topology(4, 4, [[0, x], [2, 3]], 2048),
+    lambda x: routepack.Topology(4, 4, None, x),
+    lambda x: routepack.Topology(4, 4, None, 2048, stages=[("a", x, 0.0)]),
+    lambda x: routepack.plan(L0, C0, topo(), moe_layers=[1, 3], workers=x),
+    lambda x: routepack.plan(L0, C0, topo(), moe_layers=[1, x]),
+    lambda x: routepack.plan(L0, C0, topo(), moe_layers=[1, 3], seed=x),
+    lambda x: routepack.plan(L0, C0, topo(), moe_layers=[1, 3], top_k=x),
+    lambda x: routepack.plan(L0, C0, topo(), moe_layers=[1, 3], time_limit_s=x),
+    lambda x: routepack.plan(L0, C0, topo(), moe_layers=[1, 3], budgets={"levels": x}),
+    lambda x: routepack.place([[1, 2]], x),
+    lambda x: routepack.identity(1, x, 1),
+]
+
+
+@pytest.mark.parametrize("case", range(len(RAISING_CASES)))
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, SystemExit, MemoryError, RuntimeError])
+def test_exceptions_of_a_conversion_propagate(case, exc):
+    with pytest.raises(exc):
+        RAISING_CASES[case](RaisingIndex(exc))
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, SystemExit, MemoryError])
+def test_exceptions_of_an_array_conversion_propagate(window, exc):
+    lengths, counts = window
+    with pytest.raises(exc):
+        routepack.plan(RaisingArray(exc), counts, topo(), moe_layers=[1, 3])
+    with pytest.raises(exc):
+        routepack.plan(lengths, RaisingArray(exc), topo(), moe_layers=[1, 3])
+    with pytest.raises(exc):
+        routepack.place(RaisingArray(exc), 2)
+    with pytest.raises(exc):
+        routepack.identity(1, 2, 1).rank_loads(RaisingArray(exc))
+    # TypeError / ValueError from __array__ are plain conversion failures: the argument's ValueError.
+    assert call_error(lambda: routepack.plan(lengths, RaisingArray(TypeError("x")), topo(), moe_layers=[1, 3])) == (
+        "counts must be a numpy array or a nested list of numbers")
+
+
+def test_sample_ids_must_be_unicode_text(window):
+    lengths, counts = window
+    ids = [f"s{i}" for i in range(24)]
+    ids[5] = "name-\udcff.npy"  # os.fsdecode of a file name with byte 0xff
+    assert call_error(lambda: routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], sample_ids=ids)) == (
+        "sample_ids[5] = 'name-\\udcff.npy' is not valid Unicode text: lone surrogate U+DCFF at character 5 "
+        "(it cannot be written as UTF-8)")
+    ids[5] = np.str_("s5-\u00e9")  # numpy strings and non-ASCII text are fine
+    p = routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], sample_ids=ids)
+    assert p.sample_ids[5] == "s5-\u00e9" and p.sample_ids[23] == "s23"
+    assert call_error(lambda: routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], trace_name="t\ud800")) == (
+        "trace_name = 't\\ud800' is not valid Unicode text: lone surrogate U+D800 at character 1 "
+        "(it cannot be written as UTF-8)")
+
+
+def test_rank_loads_never_wrap():
+    pl = routepack.identity(1, 4, 2)  # ranks own slots {0, 1} and {2, 3}
+    two = np.array([[2**63, 2**63, 0, 0]], dtype=np.uint64)
+    assert call_error(lambda: pl.rank_loads(two)) == (
+        "rank_loads: the loads on EP rank 0 at layer index 0 sum to 18446744073709551616, more than a uint64 "
+        "holds (at most 18446744073709551615)")
+    # The largest sum that fits, and two 2**63 loads on different ranks, come back exactly.
+    assert pl.rank_loads(np.array([[2**63, 2**63 - 1, 0, 0]], dtype=np.uint64)).tolist() == [[2**64 - 1, 0]]
+    assert pl.rank_loads(np.array([[2**63, 0, 2**63, 0]], dtype=np.uint64)).tolist() == [[2**63, 2**63]]
+    assert call_error(lambda: routepack.place(two, 2)) == (
+        "loads: layer 0 sums to 18446744073709551616, more than a uint64 holds (at most 18446744073709551615)")
+
+
+def test_load_plan_refuses_what_the_cli_refuses(tmp_path, window):
+    import os
+    import subprocess
+    from conftest import cli
+
+    fifo = tmp_path / "plan.fifo"
+    os.mkfifo(fifo)
+    folder = tmp_path / "folder.json"
+    folder.mkdir()
+    big = tmp_path / "big.json"
+    with open(big, "wb") as f:
+        f.truncate((256 << 20) + 1)  # sparse: nothing is written or read
+    cases = {
+        str(fifo): f"{fifo}: is a pipe (FIFO), not a plan file",
+        "/dev/zero": "/dev/zero: is a device, not a plan file",
+        str(folder): f"{folder}: is a folder, not a plan file",
+        str(big): f"{big}: too large for a plan file: 268435457 bytes, the limit is 268435456 bytes",
+        str(tmp_path / "none.json"): f"{tmp_path / 'none.json'}: no such plan file",
+    }
+    for path, message in cases.items():
+        assert call_error(lambda: routepack.load_plan(path)) == message
+        assert call_error(lambda: routepack.load_plan(pathlib.Path(path))) == message
+        exe = cli()
+        if exe and os.path.exists(exe):  # the very text of `routepack validate`
+            env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+            r = subprocess.run([exe, "validate", path], capture_output=True, text=True, env=env)
+            assert r.returncode != 0 and r.stderr.strip().endswith(message), r.stderr
+    # A valid plan under a file name that is not UTF-8 (bytes, or the str os.fsdecode gives).
+    lengths, counts = window
+    p = routepack.plan(lengths, counts, topo(), moe_layers=[1, 3])
+    raw = os.fsencode(str(tmp_path)) + b"/plan-\xff.json"
+    with open(raw, "w") as f:
+        f.write(p.to_json())
+    assert routepack.load_plan(raw).to_json() == p.to_json()
+    assert routepack.load_plan(os.fsdecode(raw)).to_json() == p.to_json()
+    assert call_error(lambda: routepack.load_plan(raw + b".missing")).endswith("/plan-\\xff.json.missing: no such plan file")
+    assert call_error(lambda: routepack.load_plan(3)) == "path must be a path (str, bytes or os.PathLike; got int)"
+
+
+def test_library_strings_that_are_not_utf8(tmp_path):
+    """Names stored by older imports from file names that are not UTF-8 come back decoded with
+    'surrogateescape' (every string the module returns from a library), can be passed back, and a
+    plan file that would have to hold one is refused naming it; a sample id that is not UTF-8 is
+    refused by the library on load, naming the file, trace and sample."""
+    import os
+    import sqlite3
+    import subprocess
+    from conftest import cli
+
+    exe = cli()
+    if not exe or not os.path.exists(exe):
+        pytest.skip("ROUTEPACK_CLI is not set (run through ctest)")
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+
+    def run(*args):
+        r = subprocess.run([exe, *args], capture_output=True, text=True, env=env)
+        assert r.returncode == 0, r.stderr
+
+    run("synth", "--out", str(tmp_path / "synth"), "--groups", "2", "--group-size", "4", "--layers", "3",
+        "--dense-layers", "1", "--experts", "8", "--top-k", "2", "--seed", "3")
+    db = str(tmp_path / "lib.routepack")
+    run("import", "--db", db, "--name", "syn", "--quiet", "--experts", "8", "--top-k", "2", "--layers", "3",
+        "--moe-layers", "1-2", str(tmp_path / "synth"))
+    run("window", "--db", db, "--trace", "syn", "--name", "w", "--first", "8")
+    topology = routepack.Topology(4, 4, None, 8192)
+    clean = routepack.plan_window(routepack.Library(db).load("syn", "w"), topology, seed=2)
+
+    # What an older import stored: a sample id with byte 0xff. The library refuses it on load,
+    # naming the file, trace and sample (no Window ever holds a sample id that is not UTF-8).
+    with sqlite3.connect(db) as c:
+        first = c.execute("SELECT sample_id FROM samples ORDER BY position LIMIT 1").fetchone()[0]
+        c.execute("UPDATE samples SET sample_id = CAST(X'6261642dff2d6964' AS TEXT) WHERE position = 0")
+    lib = routepack.Library(db)
+    message = call_error(lambda: lib.load("syn", "w"))
+    assert message.startswith(f"{db}: trace 'syn' sample 'bad-\\xff-id': id is not valid UTF-8"), message
+    assert [t["name"] for t in lib.traces()] == ["syn"]
+    with sqlite3.connect(db) as c:
+        c.execute("UPDATE samples SET sample_id = ? WHERE position = 0", (first,))
+
+    # A trace name with byte 0xfe: decoded with 'surrogateescape', and accepted back.
+    with sqlite3.connect(db) as c:
+        c.execute("UPDATE traces SET name = CAST(X'73796efe' AS TEXT)")
+    lib = routepack.Library(db)
+    name = lib.traces()[0]["name"]
+    assert name == "syn\udcfe" and name.encode("utf-8", "surrogateescape") == b"syn\xfe"
+    assert [x["trace"] for x in lib.windows(name)] == [name]
+    w = lib.load(name, "w")
+    assert (w.trace_name, w.window_name, len(w)) == (name, "w", 8)
+    assert w.sample_ids == clean.sample_ids
+    assert lib.layer_totals(name).shape == (2, 8)
+    # Planned like any window; only a plan file cannot hold the name, and says so.
+    p = routepack.plan_window(w, topology, seed=2)
+    assert p.rows == clean.rows and p.sample_ids == clean.sample_ids
+    assert call_error(p.to_json) == (
+        "plan: the name of trace 'syn\\xfe' is not valid UTF-8, so no plan file can hold it (re-import the trace)")
+    assert call_error(lambda: lib.load("syn\udcfd")) == f"no trace named 'syn\\xfd' in {db}"
+    assert call_error(lambda: lib.load("syn\ud800")) == (
+        "trace = 'syn\\ud800' is not valid Unicode text: lone surrogate U+D800 at character 3 "
+        "(it cannot be written as UTF-8)")
+
+
+def test_place_per_sample_counts_never_wrap():
+    # [N, L, E] counts are summed over N: two samples of 2**63 on one expert pass 2**64-1.
+    counts = np.zeros((2, 1, 2), dtype=np.uint64)
+    counts[:, 0, 1] = 2**63
+    assert call_error(lambda: routepack.place(counts, 1)) == (
+        "loads[:, 0, 1] sums to 18446744073709551616, more than a uint64 holds (at most 18446744073709551615)")
+    counts[1, 0, 1] = 2**63 - 1  # the largest total that fits is summed exactly
+    pl = routepack.place(counts, 2)
+    assert pl.rank_loads(counts.sum(axis=0, dtype=np.uint64)).tolist() in ([[0, 2**64 - 1]], [[2**64 - 1, 0]])
+    assert call_error(lambda: routepack.place(np.ones((2, 1, 2), dtype=bool), 1)) == (
+        "loads must hold integers (got dtype bool)")
+    big_endian = np.array([[[8, 5, 5, 6, 10, 1]], [[1, 1, 1, 1, 1, 1]]], dtype=">i4")
+    assert routepack.place(big_endian, 2) == routepack.place([[9, 6, 6, 7, 11, 2]], 2)
+
+
+def test_text_arguments_are_named(window):
+    assert call_error(lambda: routepack.Topology.from_json(b"{}")) == "text must be a str (got bytes)"
+    assert call_error(lambda: routepack.Topology.load(3)) == "spec must be a path (str, bytes or os.PathLike; got int)"
+    assert routepack.Topology.load(b"synthetic-demo-ep8-dp4") == routepack.Topology.load("synthetic-demo-ep8-dp4")
+    assert call_error(lambda: routepack.plan_from_json(None)) == "text must be a str (got NoneType)"
+    pl = routepack.place([[1, 2]], 1)
+    assert call_error(lambda: pl.export_map(b"vllm")) == "format must be a str (got bytes)"
+    assert call_error(lambda: routepack.Topology(4, 4, None, 2048, stages=[("a\ud800", 1.0, 0.0)])) == (
+        "topology: stages[0][0] = 'a\\ud800' is not valid Unicode text: lone surrogate U+D800 at character 1 "
+        "(it cannot be written as UTF-8)")
+    assert call_error(lambda: routepack.Topology(4, 4, None, 2048, stages=[("a", 1.0)])) == (
+        "topology: stages[0] must be (name, alpha, beta) (got 2 values)")
+
+
+def test_budget_numbers(window):
+    lengths, counts = window
+    assert call_error(lambda: routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], budgets={"eta": True})) == (
+        "budgets['eta'] must be a number (got True)")
+    assert call_error(lambda: routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], budgets={"t0": "hot"})) == (
+        "budgets['t0'] must be a number (got 'hot')")
+    assert call_error(lambda: routepack.plan(lengths, counts, topo(), moe_layers=[1, 3],
+                                             budgets={"cooling": 10**400})) == (
+        f"budgets['cooling'] must be a number (got {10**400})")
+    for exc in (KeyboardInterrupt, SystemExit):
+        with pytest.raises(exc):
+            routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], budgets={"rho": RaisingIndex(exc)})
+    p = routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], budgets={"p_guide": np.float32(0.5), "rho": 0})
+    b = json.loads(p.to_json())["planner"]["budgets"]
+    assert (b["p_guide"], b["rho"]) == (0.5, 0.0)
+    # moe_layers may be any sequence of integers, a numpy array included; a non-sequence is named.
+    assert call_error(lambda: routepack.plan(lengths, counts, topo(), moe_layers=3)) == (
+        "moe_layers must be a list of integers (got int)")
+
+
+def test_bools_inside_nested_lists(window):
+    lengths, counts = window
+    ls = [int(x) for x in lengths]
+    ls[3] = True
+    assert call_error(lambda: routepack.plan(ls, counts, topo(), moe_layers=[1, 3])) == (
+        "lengths[3] = True is a bool, not an integer")
+    cs = counts.tolist()
+    cs[2][1][4] = np.bool_(False)
+    assert call_error(lambda: routepack.plan(lengths, cs, topo(), moe_layers=[1, 3])) == (
+        "counts[2, 1, 4] = False is a bool, not an integer")
+    assert call_error(lambda: routepack.place([[1, 2], (3, True)], 1)) == "loads[1, 1] = True is a bool, not an integer"
+    assert call_error(lambda: routepack.place([[[1, True]]], 1)) == (
+        "loads must hold integers (got a bool inside the nested lists)")
+    assert call_error(lambda: routepack.identity(1, 2, 1).rank_loads([[True, 1]])) == (
+        "loads[0, 0] = True is a bool, not an integer")
+    # Lists of plain integers are as good as arrays.
+    assert plan_doc(routepack.plan(lengths.tolist(), counts.tolist(), topo(), moe_layers=[1, 3])) == \
+        plan_doc(routepack.plan(lengths, counts, topo(), moe_layers=[1, 3]))

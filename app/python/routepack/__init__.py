@@ -8,6 +8,11 @@ decoder-layer ids), a :class:`Topology` (P EP ranks, D DP slots in EDP shards, t
 refined for the rows).
 
 Errors are ``ValueError`` with the CLI's texts (``routepack: error: ...`` without the prefix).
+Arguments follow one set of rules (``app/python/py_convert.h``): integers are Python ints or
+anything with ``__index__`` (numpy integers), never bools, checked against the argument's range;
+arrays may be of either byte order; an exception an argument raises itself (other than a plain
+TypeError of the conversion) propagates unchanged, KeyboardInterrupt included; text that comes from
+a library is decoded with ``'surrogateescape'``.
 """
 
 from __future__ import annotations
@@ -79,7 +84,7 @@ def plan(
         lengths,
         counts,
         topology,
-        moe_layers=list(moe_layers),
+        moe_layers=moe_layers,
         seed=seed,
         workers=workers,
         time_limit_s=time_limit_s,
@@ -131,20 +136,39 @@ def place(loads, ep_ranks: int, *, moe_layers: Optional[Sequence[int]] = None,
     import numpy as np
 
     a = np.asarray(loads)
-    if a.ndim == 3:
+    if a.ndim != 3:
+        a = loads  # the module converts it (and names a bool inside nested lists)
+    else:
+        if not isinstance(loads, np.ndarray) and a.dtype.kind != "b":
+            kinds = {type(x) for x in np.asarray(loads, dtype=object).flat}
+            if bool in kinds or np.bool_ in kinds:
+                raise ValueError("loads must hold integers (got a bool inside the nested lists)")
+        if a.dtype.kind not in "iuf":
+            raise ValueError(f"loads must hold integers (got dtype {a.dtype})")
         if a.dtype.kind == "f" and not np.isfinite(a).all():
             raise ValueError("loads must be finite")
         if a.dtype.kind in "iu" and a.size and a.min() < 0:
             raise ValueError("loads must be non-negative")
-        a = a.sum(axis=0, dtype=np.float64 if a.dtype.kind == "f" else np.uint64)
+        if a.dtype.kind == "f":
+            a = a.sum(axis=0, dtype=np.float64)
+        elif a.size and a.sum(axis=0, dtype=np.float64).max() >= 2.0**63:
+            # numpy's uint64 sum wraps silently: near the top of the range, sum exactly.
+            exact = a.astype(object).sum(axis=0)
+            l, e = np.unravel_index(int(np.argmax(exact)), exact.shape)
+            if exact[l, e] > 2**64 - 1:
+                raise ValueError(f"loads[:, {l}, {e}] sums to {exact[l, e]}, more than a uint64 holds "
+                                 f"(at most {2**64 - 1})")
+            a = exact.astype(np.uint64)
+        else:
+            a = a.sum(axis=0, dtype=np.uint64)
     return _core._place(a, ep_ranks, None if moe_layers is None else list(moe_layers), num_hidden_layers)
 
 
 def identity(layers: int, num_experts: int, ep_ranks: int, *, moe_layers: Optional[Sequence[int]] = None,
              num_hidden_layers: Optional[int] = None) -> Placement:
-    """The identity placement pi_l(e) = e (what a job runs before any placement)."""
-    ids = list(range(layers)) if moe_layers is None else list(moe_layers)
-    return _core._identity(layers, num_experts, ep_ranks, ids, num_hidden_layers)
+    """The identity placement pi_l(e) = e (what a job runs before any placement). moe_layers:
+    absolute ids of the L = layers rows (default 0..layers-1)."""
+    return _core._identity(layers, num_experts, ep_ranks, moe_layers, num_hidden_layers)
 
 
 def rank_max_over_mean(G) -> list:
@@ -152,10 +176,13 @@ def rank_max_over_mean(G) -> list:
     return _core._rank_max_over_mean(G)
 
 
-def load_plan(path: str) -> Plan:
-    """Reads a plan file (format routepack-plan, version 1) as written by ``routepack plan`` or
-    :meth:`Plan.to_json`; ValueError naming the file and field when it is not a valid plan."""
-    return _core._load_plan(str(path))
+def load_plan(path) -> Plan:
+    """Reads a plan file (format routepack-plan) as written by ``routepack plan`` or
+    :meth:`Plan.to_json`. path: str, bytes or os.PathLike. The file is read as the CLI reads it: a
+    regular file of at most 256 MiB (a FIFO, device or folder is refused without blocking or
+    reading). ValueError naming the file (and the field when it is not a valid plan), with the CLI's
+    text, e.g. "<path>: is a pipe (FIFO), not a plan file"."""
+    return _core._load_plan(path)
 
 
 def plan_from_json(text: str) -> Plan:
