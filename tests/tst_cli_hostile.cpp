@@ -990,7 +990,7 @@ private Q_SLOTS:
             {[](nlohmann::json& j) { j["planner"]["budgets"] = "x"; },
              QStringLiteral(": planner.budgets must be an object, not a string")},
             {[](nlohmann::json& j) { j["planner"]["budgets"]["levels"] = -5; },
-             QStringLiteral(": planner.budgets: budget 'levels' must be in 0..2147483647 (got -5)")},
+             QStringLiteral(": planner.budgets: budget 'levels' must be in 0..1000 (got -5)")},
             {[](nlohmann::json& j) { j["planner"]["budgets"]["cooling"] = 5; },
              QStringLiteral(": planner.budgets: budget 'cooling' is out of range (got 5)")},
             {[](nlohmann::json& j) { j["planner"]["placement_refinement"]["rounds_kpet"] = 0; },

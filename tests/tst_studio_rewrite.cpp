@@ -187,9 +187,10 @@ private Q_SLOTS:
         QVERIFY(!d.loadMapFile(qpath(dir / "rep.json")));
         QCOMPARE(d.errorText(), qpath(dir / "rep.json") +
                                     QStringLiteral(": physical_to_logical_map[0] has 3 physical slots for 2 logical "
-                                                   "experts (expert 0 is in slots 0 and 2): a map with replicas "
-                                                   "(redundant experts) cannot rewrite a checkpoint, which holds each "
-                                                   "expert once"));
+                                                   "experts (expert 0 is in slots 0 and 2, and no row names expert "
+                                                   "2): either expert 2 is missing, or the map has replicas "
+                                                   "(redundant experts), which cannot rewrite a checkpoint that holds "
+                                                   "each expert once"));
         QVERIFY(!d.hasMap() && !d.hasPlan());
     }
 
