@@ -1007,6 +1007,23 @@ private Q_SLOTS:
             QCOMPARE(r.err, err_line(q(tmp / "bad.json") + err));
             QCOMPARE(read_file(tmp / "bad.json"), before); // read-only
         }
+        // Anytime adds rounds (and refinements) until the time limit: more kept than
+        // placement_rounds is what such a plan records, and it validates.
+        {
+            nlohmann::json anytime = good;
+            refined(anytime, 6);
+            anytime["planner"]["budgets"]["anytime"] = true;
+            anytime["planner"]["budgets"]["time_limit_s"] = 2;
+            write_file(tmp / "anytime.json", anytime.dump());
+            r = cli({QStringLiteral("validate"), q(tmp / "anytime.json")});
+            QVERIFY2(r.code == 0, qPrintable(r.err));
+            anytime["planner"]["budgets"]["placement_rounds"] = 0;
+            write_file(tmp / "anytime.json", anytime.dump());
+            r = cli({QStringLiteral("validate"), q(tmp / "anytime.json")});
+            QCOMPARE(r.err, err_line(q(tmp / "anytime.json") +
+                                     QStringLiteral(": planner.placement_refinement: rounds_kept 6 is more than "
+                                                    "planner.budgets.placement_rounds 0")));
+        }
         // Against the trace: a version-5 plan holds LPT's placement (refined ones came with
         // version 6), and the baselines' stored metrics are rescored too.
         auto against_trace = [&](const nlohmann::json& j) {

@@ -615,8 +615,12 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
             (f.placement_refinement_skipped && (f.placement_refined || f.placement_rounds_kept > 0)))
             throw InputError(where + ": refined " + pr["refined"].dump() + ", rounds_kept " + pr["rounds_kept"].dump() +
                              ", swaps " + pr["swaps"].dump() + " and skipped " + pr["skipped"].dump() + " disagree");
-        // Each kept refinement followed one round of the final pass.
-        if (f.placement_rounds_kept > f.budgets.placement_rounds)
+        // Each kept refinement followed one round of the final pass: placement_rounds of them, or
+        // more under anytime, which adds rounds until the time limit when there are rounds and a
+        // search budget at all.
+        const bool more_rounds =
+            f.budgets.anytime && f.budgets.placement_rounds > 0 && f.budgets.polish_evaluations > 0;
+        if (!more_rounds && f.placement_rounds_kept > f.budgets.placement_rounds)
             throw InputError(where + ": rounds_kept " + std::to_string(f.placement_rounds_kept) +
                              " is more than planner.budgets.placement_rounds " +
                              std::to_string(f.budgets.placement_rounds));
