@@ -74,6 +74,9 @@ int run_sweep(const SweepCmd& c) {
         const auto st = std::filesystem::status(c.out, ec);
         if (std::filesystem::exists(st) && !std::filesystem::is_directory(st))
             throw InputError(c.out + ": is not a folder (--out names the folder to write the sweep into)");
+        if (std::filesystem::is_symlink(std::filesystem::symlink_status(c.out, ec)) && !std::filesystem::exists(st))
+            throw InputError(c.out +
+                             ": is a symbolic link to nothing (--out names the folder to write the sweep into)");
     }
     const Topology topology = load_plan_topology(c.plan);
     auto lib = storage::Library::open(c.db, storage::OpenMode::ReadWrite);
@@ -276,6 +279,9 @@ int run_sweep(const SweepCmd& c) {
                 out_folder->write(plan_files[k], plan_to_json(rows[k].plan) + "\n", "plan");
         }
         if (cancel.load()) throw Cancelled();
+        // Last, still inside the transaction: a folder that cannot be moved into place rolls the
+        // runs back.
+        if (out_folder) out_folder->commit();
     };
     try {
         lib->save_runs(results, c.plan.topology, tables);
@@ -283,7 +289,6 @@ int run_sweep(const SweepCmd& c) {
         std::cerr << "routepack: sweep interrupted: no run was saved and nothing was written\n";
         return 130;
     }
-    if (out_folder) out_folder->commit();
     if (c.plan.json) {
         std::cout << j.dump(2) << "\n";
     } else {

@@ -53,6 +53,7 @@ std::vector<std::filesystem::path> write_synth_whole(const SynthConfig& cfg, Tra
             msg.replace(at, from.size(), to);
         throw InputError(msg + "; nothing was written");
     }
+    if (sigint_flag().load()) throw Cancelled(); // the staging folder goes with the unwinding
     folder.commit();
     for (auto& p : files)
         p = target / p.lexically_relative(tmp);
@@ -60,6 +61,7 @@ std::vector<std::filesystem::path> write_synth_whole(const SynthConfig& cfg, Tra
 }
 
 int run_synth(const SynthCmd& c) {
+    catch_sigint(); // a signal lets the writing finish into the staging folder, which is then removed
     check_synth_config(c.cfg, SynthNames::Flags); // errors name the flags the user typed
     const TraceFormat f = parse_trace_format(c.format);
     const auto files = write_synth_whole(c.cfg, f, c.out);

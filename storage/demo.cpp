@@ -16,9 +16,7 @@ DemoBuild build_demo(const std::filesystem::path& folder, const PlannerBudgets& 
     d.traces = folder / "trace";
     d.plan_file = folder / "plan.json";
     std::filesystem::create_directories(folder);
-    std::filesystem::remove(d.library);
-    std::filesystem::remove(d.library.string() + "-wal");
-    std::filesystem::remove(d.library.string() + "-shm");
+    Library::remove_unused(d.library); // LibraryBusy while another writer has it open
     std::filesystem::remove_all(d.traces);
 
     d.trace_files = write_synth(d.config, TraceFormat::VLLM, d.traces);

@@ -168,7 +168,12 @@ void probe_through_wal(const std::filesystem::path& file) {
 /// descriptor never drops SQLite's own POSIX locks on the library (closing any descriptor of the
 /// library file itself would).
 std::filesystem::path writer_lock_path(const std::filesystem::path& file) {
-    return file.string() + "-lock";
+    // One lock per library file, whatever path names it: symlinks and relative paths are resolved
+    // first (the last component too, when it is a symlink), so that every writer meets one lock.
+    std::error_code ec;
+    std::filesystem::path real = std::filesystem::weakly_canonical(file, ec);
+    if (ec) real = std::filesystem::absolute(file, ec);
+    return real.string() + "-lock";
 }
 
 /// Takes flock(`op`: LOCK_SH or LOCK_EX) on the writers' lock file of `file`, creating the lock
@@ -180,10 +185,13 @@ int take_writer_lock(const std::filesystem::path& file, int op, int timeout_ms) 
     const std::filesystem::path path = writer_lock_path(file);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     for (;;) {
-        const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        // Never through a symlink; a lock file made by another user may be read-only to us, and
+        // flock works on a read-only descriptor.
+        int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+        if (fd < 0 && errno == EACCES) fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0)
             throw InputError(file.string() + ": cannot take the library's writer lock (" + path.string() + ": " +
-                             std::strerror(errno) + ")");
+                             (errno == ELOOP ? std::string("is a symbolic link") : std::strerror(errno)) + ")");
         bool locked = false;
         while (!(locked = ::flock(fd, op | LOCK_NB) == 0) && (errno == EWOULDBLOCK || errno == EINTR) &&
                std::chrono::steady_clock::now() < deadline)
@@ -395,6 +403,16 @@ Library::~Library() {
     release_writer_lock(path_, writer_lock_fd_);
 }
 
+void Library::remove_unused(const std::filesystem::path& file) {
+    std::error_code ec;
+    if (!std::filesystem::exists(std::filesystem::symlink_status(file, ec))) return;
+    const int fd = take_writer_lock(file, LOCK_EX, kBusyTimeoutMs);
+    for (const char* side : {"", "-wal", "-shm"})
+        std::filesystem::remove(file.string() + side, ec);
+    ::unlink(writer_lock_path(file).c_str());
+    ::close(fd);
+}
+
 bool Library::discard_if_created_and_empty() {
     if (!created_ || !db_ || writer_lock_fd_ < 0) return false;
     // Exclusive only when no other writer, of this process or another, has the library open.
@@ -597,6 +615,7 @@ ImportSummary Library::import_trace(const std::string& name, const std::vector<s
                                     const std::atomic<bool>* cancel) {
     if (read_only_) throw InputError(path_.string() + ": library is read-only (cannot write)");
     if (name.empty()) throw InputError("trace name must not be empty");
+    detail::require_utf8_name("trace", name);
     detail::ImportHooks hooks;
     hooks.fail_after_samples = fail_after_;
     if (const char* env = std::getenv("ROUTEPACK_TEST_EXIT_AFTER_SAMPLES"))
@@ -742,6 +761,7 @@ std::vector<WindowEntry> Library::create_windows(const std::string& trace, const
         const std::vector<std::string>& sample_ids = spec.sample_ids;
         const std::string& definition = spec.definition;
         if (name.empty()) throw InputError("window name must not be empty (trace '" + shown(trace) + "')");
+        detail::require_utf8_name("window", name);
         if (sample_ids.empty())
             throw InputError("window '" + shown(name) + "' of trace '" + shown(trace) + "' lists no samples");
         {

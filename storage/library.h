@@ -133,6 +133,11 @@ public:
     /// (a read-write connection would checkpoint it into the file); ReadOnly reads a library of an older schema version
     /// as it is (reads use only tables of version 1) and refuses a file without any schema.
     static std::unique_ptr<Library> open(const std::filesystem::path& file, OpenMode mode);
+    /// Removes the library file `file` (and its -wal/-shm side files) when no writer has it open:
+    /// under its writer lock held exclusively (waiting up to the busy timeout, then LibraryBusy
+    /// "<file>: library is in use by another process (...)"), so nothing another process is writing
+    /// is lost. Nothing happens when the file is absent. Used to replace a library whole (the demo).
+    static void remove_unused(const std::filesystem::path& file);
     ~Library();
     Library(const Library&) = delete;
     Library& operator=(const Library&) = delete;

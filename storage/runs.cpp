@@ -285,6 +285,7 @@ TopologyEntry Library::save_topology(const std::string& name, const Topology& to
                                      const std::optional<PlannerBudgets>& budgets) {
     require_writable(read_only_, path_);
     if (name.empty()) throw InputError("topology name must not be empty");
+    detail::require_utf8_name("topology", name);
     // Validate through the file format (the same rules as a topology file).
     const Topology checked = parse_topology(topology_to_json(topology), "topology '" + shown(name) + "'");
     Transaction tx(db_, path_);

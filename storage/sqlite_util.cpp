@@ -1,9 +1,11 @@
 #include "storage/sqlite_util.h"
 
 #include "core/util/errors.h"
+#include "core/util/text.h"
 #include "storage/library.h"
 
 #include <cctype>
+#include <cstdio>
 #include <ctime>
 #include <stdexcept>
 
@@ -159,6 +161,15 @@ Transaction::~Transaction() {
 void Transaction::commit() {
     exec(db_, file_, "COMMIT");
     open_ = false;
+}
+
+void require_utf8_name(const char* kind, const std::string& name) {
+    const std::size_t bad = util::utf8_invalid_at(name);
+    if (bad == std::string::npos) return;
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02x", static_cast<unsigned char>(name[bad]));
+    throw InputError(std::string(kind) + " name '" + util::printable(name) + "' is not valid UTF-8 (byte " + byte +
+                     " at index " + std::to_string(bad) + ")");
 }
 
 std::string utc_now_iso8601() {

@@ -84,6 +84,10 @@ private:
     bool open_ = false;
 };
 
+/// Names (traces, windows, topologies) are UTF-8 text, as plan files, tables and Python strings need:
+/// InputError "<kind> name '<name, escaped>' is not valid UTF-8 (byte 0xNN at index I)" otherwise.
+void require_utf8_name(const char* kind, const std::string& name);
+
 /// Current UTC time as ISO-8601 ("2025-01-31T12:34:56Z").
 std::string utc_now_iso8601();
 

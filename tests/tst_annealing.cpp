@@ -243,6 +243,7 @@ private Q_SLOTS:
     void iteratedSearchInvariants();
     void iteratedSearchDeterministicAcrossWorkers();
     void guidedSearchWithoutPeakTable();
+    void kickStopsWithinItsMoves();
     void iteratedSearchBudgetsAndStops();
 };
 
@@ -631,6 +632,26 @@ void TestAnnealing::iteratedSearchInvariants() {
         const PolishResult d = iterated_straggler_search(p, x, plain, seed);
         QCOMPARE(straggler_move_improving(d.layout, d.score, p), std::string());
     }
+}
+
+void TestAnnealing::kickStopsWithinItsMoves() {
+    // A stop that fires while a kick of a million moves runs ends it within 256 moves: the cancel is
+    // set at the first improvement, so the first kick starts with it set.
+    std::mt19937_64 g(7);
+    const PackingProblem p = random_problem(g, 40, 3, 4, 4, 2, 1500, 40, 500);
+    const Layout x = make_population(p, ffd_rows(p), 1, 7)[0].layout;
+    PolishSettings s;
+    s.evaluations = 100000000;
+    s.kick_moves = 1000000;
+    std::atomic<bool> cancel{false};
+    const PolishResult r =
+        iterated_straggler_search(p, x, s, 7, &cancel, std::nullopt, [&](const Score&) { cancel.store(true); });
+    QVERIFY(cancel.load());
+    QVERIFY(r.cancelled);
+    QVERIFY2(r.evaluations < 20000, qPrintable(QString::number(r.evaluations)));
+    QCOMPARE(validate_layout(r.layout, p), std::string());
+    QVERIFY(r.score == score_layout(r.layout, p));
+    QVERIFY(!(score_layout(x, p) < r.score));
 }
 
 void TestAnnealing::guidedSearchWithoutPeakTable() {

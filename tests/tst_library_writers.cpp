@@ -1,6 +1,7 @@
 // Concurrent writers of one library: real `routepack` processes and Library connections at the
 // interleavings where a check-then-create or a check-then-remove used to race. Nothing another
 // writer committed is ever removed; two creators of one new library both land.
+#include "core/model/topology.h"
 #include "core/util/errors.h"
 #include "core/util/output_folder.h"
 #include "storage/library.h"
@@ -231,6 +232,69 @@ private Q_SLOTS:
         QCOMPARE(finish(*p, &err), 1);
         QVERIFY2(err.contains(QStringLiteral("zz-bad.jsonl")), qPrintable(err));
         QVERIFY(fs::is_empty(out));
+    }
+
+    // Writers naming one library through a symlink or a relative path meet the same lock: the
+    // creator's clean-up keeps a library another writer opened under another name.
+    void oneLockWhateverPathNamesTheLibrary() {
+        const auto tmp = temp_dir(QStringLiteral("writers-symlink"));
+        const fs::path db = tmp / "lib.db";
+        auto a = storage::Library::open(db, storage::OpenMode::Create);
+        fs::create_symlink("lib.db", tmp / "link.db");
+        auto b = storage::Library::open(tmp / "link.db", storage::OpenMode::ReadWrite);
+        QVERIFY(!a->discard_if_created_and_empty());
+        QVERIFY(present(db));
+        QVERIFY(!present(tmp / "link.db-lock"));
+        b.reset();
+        // A symlink where the lock file belongs is refused, never followed.
+        fs::create_symlink("elsewhere", tmp / "x.db-lock");
+        const std::string e = routepack::test::error_of<InputError>(
+            [&] { storage::Library::open(tmp / "x.db", storage::OpenMode::Create); });
+        QCOMPARE(e, (tmp / "x.db").string() + ": cannot take the library's writer lock (" +
+                        (tmp / "x.db-lock").string() + ": is a symbolic link)");
+        QVERIFY(!present(tmp / "elsewhere"));
+        QVERIFY(!present(tmp / "x.db"));
+    }
+
+    // Replacing a library whole (the demo) waits for its writers and then refuses: nothing another
+    // process is writing is removed.
+    void replacingALibraryRespectsItsWriters() {
+        const auto tmp = temp_dir(QStringLiteral("writers-replace"));
+        const fs::path db = tmp / "lib.db";
+        auto a = storage::Library::open(db, storage::OpenMode::Create);
+        const std::string e =
+            routepack::test::error_of<storage::LibraryBusy>([&] { storage::Library::remove_unused(db); });
+        QCOMPARE(e, db.string() + ": library is in use by another process (its writer lock " + db.string() +
+                        "-lock is held) while opening it; try again");
+        QVERIFY(present(db));
+        a.reset();
+        storage::Library::remove_unused(db);
+        QVERIFY(fs::is_empty(tmp));
+        storage::Library::remove_unused(db); // absent: nothing to do
+    }
+
+    // Names are UTF-8 text: a trace, window or topology name that is not is refused up front.
+    void namesMustBeUtf8() {
+        const auto tmp = temp_dir(QStringLiteral("writers-names"));
+        auto lib = storage::Library::open(tmp / "lib.db", storage::OpenMode::Create);
+        QCOMPARE(routepack::test::error_of<InputError>(
+                     [&] { lib->save_topology("t\xff", routepack::known_topology("synthetic-demo-ep8-dp4")); }),
+                 std::string("topology name 't\\xff' is not valid UTF-8 (byte 0xff at index 1)"));
+        ImportOptions opt;
+        opt.format = TraceFormat::NestedJson;
+        opt.model.experts = 4;
+        opt.model.top_k = 2;
+        opt.model.num_hidden_layers = 2;
+        const fs::path in = make_input(tmp / "in", 2, false);
+        QCOMPARE(routepack::test::error_of<InputError>([&] { lib->import_trace("ds\xff", {in}, opt); }),
+                 std::string("trace name 'ds\\xff' is not valid UTF-8 (byte 0xff at index 2)"));
+        lib->import_trace("ds", {in}, opt);
+        std::vector<std::string> all;
+        for (const auto& x : lib->samples("ds"))
+            all.push_back(x.id);
+        QCOMPARE(routepack::test::error_of<InputError>([&] { lib->create_window("ds", "w\xfe", all, "all"); }),
+                 std::string("window name 'w\\xfe' is not valid UTF-8 (byte 0xfe at index 1)"));
+        QCOMPARE(lib->windows("ds").size(), std::size_t(0));
     }
 
     // A lock file left by a killed writer is taken over and removed by the next writer.

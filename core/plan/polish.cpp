@@ -610,12 +610,17 @@ bool guided_descent(IncrementalScorer& sc, Guide& gd, int verify, std::int64_t b
     return true;
 }
 
-/// Applies `moves` random feasible moves of straggler-shard samples (whatever their score).
-void kick(IncrementalScorer& sc, Guide* gd, Rng& rng, int moves, Counts& c) {
+/// Applies `moves` random feasible moves of straggler-shard samples (whatever their score); polls
+/// `stop` every 256 moves and returns early (c.stopped) when it fires.
+void kick(IncrementalScorer& sc, Guide* gd, Rng& rng, int moves, Counts& c, Stop& stop) {
     const PackingProblem& p = sc.problem();
     const int n = p.n, K = sc.cell_count(), D = p.D;
     if (K < 2) return;
     for (int m = 0; m < moves; ++m) {
+        if ((m & 255) == 255 && stop.poll()) {
+            c.stopped = true;
+            return;
+        }
         for (int attempt = 0; attempt < kKickTries; ++attempt) {
             const int gs = sc.straggler_shard();
             const int i = static_cast<int>(rng.below(static_cast<std::uint64_t>(n)));
@@ -698,7 +703,12 @@ PolishResult iterated_straggler_search(const PackingProblem& p, const Layout& x,
                 rep.local_optimum = at_opt;
                 while (s.kick_moves > 0 && !c.stopped && c.evaluations < s.evaluations) {
                     const std::int64_t before_kick = c.evaluations;
-                    kick(sc, gd ? &*gd : nullptr, rng, s.kick_moves, c);
+                    kick(sc, gd ? &*gd : nullptr, rng, s.kick_moves, c, stop);
+                    if (c.stopped) { // a cut kick is no search state: back to the best
+                        sc = *rep.best;
+                        if (gd) *gd = *gd_best;
+                        break;
+                    }
                     // A kick that found no feasible move still costs a unit, so the budget ends the
                     // loop even where nothing can move (one cell, every move over C).
                     if (c.evaluations == before_kick) ++c.evaluations;

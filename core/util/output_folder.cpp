@@ -115,6 +115,16 @@ void OutputFolder::commit() {
         committed_ = true;
         return;
     }
+    // Every target is checked before anything moves: a folder (or link, or device) where a
+    // written file should go fails the commit with the output as it was.
+    if (!fs::is_directory(fs::status(output_, ec))) // a folder, or a link to one
+        throw InputError(output_.string() + ": cannot move the finished output into place (not a folder)");
+    for (const auto& de : fs::directory_iterator(staging_, ec)) {
+        const auto target = fs::symlink_status(output_ / de.path().filename(), ec);
+        if (fs::exists(target) && !fs::is_regular_file(target))
+            throw InputError((output_ / de.path().filename()).string() +
+                             ": cannot move the finished output into place (exists and is not a regular file)");
+    }
     for (const auto& de : fs::directory_iterator(staging_, ec)) {
         fs::rename(de.path(), output_ / de.path().filename(), ec);
         if (ec)
