@@ -4,6 +4,7 @@
 
 #include "core/import/import.h"
 #include "core/model/topology.h"
+#include "core/plan/budget_table.h"
 #include "core/plan/budgets_json.h"
 #include "core/util/atomic_file.h"
 #include "core/util/errors.h"
@@ -17,8 +18,10 @@
 #include <csignal>
 #include <filesystem>
 #include <limits>
+#include <type_traits>
 #include <unistd.h>
 #include <unordered_map>
+#include <variant>
 
 namespace routepack::cli {
 
@@ -185,31 +188,22 @@ void add_budget_flags(CLI::App& app, PlanCmd& c) {
                    &c.row_multiple_given);
     app.add_option("--seed", c.seed_text, "random seed, 0..2^64-1 (same inputs + seed + threads => same plan)")
         ->each([&c](const std::string&) { c.seed_given = true; }); // --seed "" is refused, not the default
-    add_int_option(app, "--threads", b.workers, "worker threads (default: all cores)");
-    app.add_option("--time-limit", b.time_limit_s, "wall-clock limit in seconds (recorded when it fires)");
-    app.add_flag("--anytime", b.anytime,
-                 "keep improving the plan until --time-limit (the plan then depends on timing)");
-    add_int_option(app, "--seeds", b.seeding.candidates, "M: fixed-row seed candidates");
-    add_int_option(app, "--population", b.seeding.population, "P_pop: annealing chains");
-    add_int_option(app, "--choice-width", b.seeding.choice_width, "w: seeding choice width");
-    app.add_option("--eta", b.seeding.eta, "diversity weight");
-    add_int_option(app, "--levels", b.annealing.levels, "N_T: temperature levels");
-    add_int_option(app, "--steps", b.annealing.steps, "K: proposals per chain per level");
-    app.add_option("--t0", b.annealing.t0, "T_0 on the normalized energy delta");
-    app.add_option("--cooling", b.annealing.cooling, "geometric cooling factor");
-    app.add_option("--p-guide", b.annealing.p_guide, "probability of a guided proposal");
-    app.add_option("--rho", b.annealing.rho, "relocation probability");
-    app.add_option("--p-straggler", b.annealing.p_straggler,
-                   "share of guided proposals aimed at the straggler EDP shard");
-    add_int_option(app, "--row-nodes", b.row_nodes, "node budget of the exact row-count search");
-    add_int_option(app, "--polish", b.polish_evaluations,
-                   "work of the final exact improvement pass on the straggler shard: scored moves plus ranked "
-                   "sample visits (0 = none)");
-    add_int_option(app, "--polish-kicks", b.polish_kick_moves,
-                   "random moves per kick of the final pass (0 = one guided descent, no kicks)");
-    add_int_option(app, "--placement-rounds", b.placement_rounds,
-                   "rounds of the final pass, each followed by refining the LPT placement for the layout "
-                   "(expert swaps between EP ranks, kept when the score drops; 0 = keep the LPT placement)");
+    // Every budget with a flag, from the one table (core/plan/budget_table.h); integers through the
+    // decimal reader, ranges checked by check_planner_budgets in run_planner.
+    for (const BudgetRow& row : budget_table()) {
+        if (!row.flag) continue;
+        std::visit(
+            [&](auto* p) {
+                using T = std::remove_pointer_t<decltype(p)>;
+                if constexpr (std::is_same_v<T, bool>)
+                    app.add_flag(row.flag, *p, row.help);
+                else if constexpr (std::is_same_v<T, double>)
+                    app.add_option(row.flag, *p, row.help);
+                else
+                    add_int_option(app, row.flag, *p, row.help);
+            },
+            row.field(b));
+    }
 }
 
 Topology load_plan_topology(const PlanCmd& c) {

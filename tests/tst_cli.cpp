@@ -1,5 +1,6 @@
 // The headless CLI as a user runs it: real processes, real library files, exact stdout/stderr lines
 // and exit codes.
+#include "core/plan/budget_table.h"
 #include "core/plan/placement.h"
 #include "core/plan/plan_file.h"
 #include "storage/library.h"
@@ -44,6 +45,38 @@ private Q_SLOTS:
             const Run s = cli({QString::fromLatin1(sub), QStringLiteral("--help")});
             QCOMPARE(s.code, 0);
             QVERIFY2(s.out.contains(QStringLiteral("--")), sub);
+        }
+    }
+
+    /// Every CLI flag of the budget table exists on plan, compare and sweep (listed by --help), and
+    /// each integer or number flag just past its upper bound is refused naming the flag and the range,
+    /// before anything is read.
+    void budgetTableFlags() {
+        const QStringList commands[] = {
+            {QStringLiteral("plan"), QStringLiteral("--out"), QStringLiteral("o.json")},
+            {QStringLiteral("compare")},
+            {QStringLiteral("sweep"), QStringLiteral("--db"), QStringLiteral("/nonexistent/x.routepack"),
+             QStringLiteral("--trace"), QStringLiteral("t")},
+        };
+        for (const QStringList& command : commands) {
+            const Run help = cli({command[0], QStringLiteral("--help")});
+            QCOMPARE(help.code, 0);
+            for (const routepack::BudgetRow& row : routepack::budget_table()) {
+                if (!row.flag) continue;
+                const QString flag = QString::fromLatin1(row.flag);
+                QVERIFY2(help.out.contains(QStringLiteral("  ") + flag + QLatin1Char(' ')),
+                         qPrintable(command[0] + QLatin1Char(' ') + flag));
+                if (row.kind == routepack::BudgetKind::Bool || row.hi >= 1e300) continue;
+                const bool integer = row.kind != routepack::BudgetKind::Double;
+                const QString above = integer ? QString::number(static_cast<qint64>(row.hi) + 1)
+                                              : QString::number(row.hi * 2 + 1, 'g', 17);
+                const Run r =
+                    cli(command + QStringList{QStringLiteral("--topology"), QStringLiteral("x"), flag, above});
+                QCOMPARE(r.code, 1);
+                const QString want = QStringLiteral("routepack: error: ") + command[0] + QStringLiteral(": ") + flag +
+                                     QStringLiteral(" must be ");
+                QVERIFY2(r.err.startsWith(want) && r.err.contains(above), qPrintable(r.err));
+            }
         }
     }
 

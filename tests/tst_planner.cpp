@@ -3,6 +3,7 @@
 // on windows of the real traces in ../shared/traces.
 #include "core/import/import.h"
 #include "core/plan/bound.h"
+#include "core/plan/budget_table.h"
 #include "core/plan/budgets_json.h"
 #include "core/plan/expert_map.h"
 #include "core/plan/plan_file.h"
@@ -13,7 +14,9 @@
 
 #include <QtTest>
 
+#include <cmath>
 #include <functional>
+#include <set>
 
 #include <tbb/task_arena.h>
 
@@ -502,6 +505,94 @@ private Q_SLOTS:
             QCOMPARE(QString::fromStdString(routepack::test::error_of<InputError>(
                          [&] { check_planner_budgets(in.budgets, "plan", BudgetNames::Flags); })),
                      QStringLiteral("plan: --seeds must be in 1..4096 (got 10000000)"));
+        }
+    }
+
+    /// The budget table (core/plan/budget_table.h), row by row: every key round-trips through the
+    /// budgets JSON at its upper bound, lo and hi are accepted, the values just outside are refused with
+    /// the key (or the CLI flag) in the message, and the table covers every key the writer emits.
+    void budgetTableWalk() {
+        using routepack::budget_table;
+        using routepack::BudgetKind;
+        using routepack::BudgetRow;
+        const auto table = budget_table();
+        QVERIFY(table.size() >= 19);
+        const nlohmann::json written = nlohmann::json::parse(planner_budgets_to_json(PlannerBudgets{}));
+        QCOMPARE(written.size(), table.size() + 1); // + "seed"
+        std::set<std::string> keys, flags, labels;
+        for (const BudgetRow& row : table) {
+            const std::string key = row.key;
+            QVERIFY2(keys.insert(key).second, row.key);
+            QVERIFY2(written.contains(key), row.key);
+            QVERIFY2(!row.flag || flags.insert(row.flag).second, row.key);
+            QVERIFY2(labels.insert(row.label).second, row.key);
+            QVERIFY2(std::string(row.help).size() > 5, row.key);
+            QVERIFY2(row.lo <= row.hi && row.hi <= std::numeric_limits<double>::max(), row.key); // an upper bound
+            QCOMPARE(routepack::find_budget(key), &row);
+            // The budgets around the row's value: anytime needs a time limit.
+            auto with = [&](double v) {
+                PlannerBudgets b;
+                if (key == "anytime") b.time_limit_s = 1;
+                if (row.kind == BudgetKind::Double)
+                    routepack::set_budget_double(row, b, v);
+                else
+                    routepack::set_budget_int(row, b, static_cast<std::int64_t>(v));
+                return b;
+            };
+            auto json_of = [&](double v) {
+                nlohmann::json j = nlohmann::json::object();
+                if (key == "anytime") j["time_limit_s"] = 1;
+                if (row.kind == BudgetKind::Double)
+                    j[key] = v;
+                else if (row.kind == BudgetKind::Bool)
+                    j[key] = v != 0;
+                else
+                    j[key] = static_cast<std::int64_t>(v);
+                return j.dump();
+            };
+            const double lo = row.lo_open ? std::nextafter(row.lo, row.hi) : row.lo;
+            const double hi = row.hi_open ? std::nextafter(row.hi, row.lo) : row.hi;
+            for (const double v : {lo, hi}) {
+                // Accepted by the check, and round-trips through the JSON text unchanged.
+                const PlannerBudgets b = with(v);
+                check_planner_budgets(b, "planner", BudgetNames::Keys, false);
+                const std::string text = planner_budgets_to_json(b);
+                const PlannerBudgets back = parse_planner_budgets(text, "t");
+                QCOMPARE(routepack::budget_double(row, back), routepack::budget_double(row, b));
+                QCOMPARE(planner_budgets_to_json(back), text);
+                QCOMPARE(routepack::budget_double(row, parse_planner_budgets(json_of(v), "t")),
+                         routepack::budget_double(row, b));
+            }
+            if (row.kind == BudgetKind::Bool) {
+                // The only rule of a flag: anytime without a time limit, and JSON true/false only.
+                PlannerBudgets b;
+                routepack::set_budget_int(row, b, 1);
+                const std::string e = routepack::test::error_of<InputError>(
+                    [&] { check_planner_budgets(b, "planner", BudgetNames::Keys); });
+                QVERIFY2(e.starts_with("planner: budget '" + key + "' must be "), e.c_str());
+                QCOMPARE(
+                    routepack::test::error_of<InputError>([&] { parse_planner_budgets("{\"" + key + "\": 2}", "t"); }),
+                    "t: budget '" + key + "' must be true or false");
+                continue;
+            }
+            const bool integer = row.kind != BudgetKind::Double;
+            const double below = integer ? row.lo - 1 : (row.lo_open ? row.lo : std::nextafter(row.lo, -HUGE_VAL));
+            const double above = integer ? row.hi + 1 : (row.hi_open ? row.hi : std::nextafter(row.hi, HUGE_VAL));
+            for (const double v : {below, above}) {
+                if (key == "workers" && v > row.hi && max_planner_workers() > row.hi) continue; // a huge machine
+                const PlannerBudgets b = with(v);
+                const std::string by_key = routepack::test::error_of<InputError>(
+                    [&] { check_planner_budgets(b, "planner", BudgetNames::Keys); });
+                QVERIFY2(by_key.starts_with("planner: budget '" + key + "' must be "), by_key.c_str());
+                const std::string by_flag = routepack::test::error_of<InputError>(
+                    [&] { check_planner_budgets(b, "plan", BudgetNames::Flags); });
+                const std::string name = row.flag ? row.flag : row.key;
+                QVERIFY2(by_flag.starts_with("plan: " + name + " must be "), by_flag.c_str());
+                if (!std::isfinite(v)) continue; // no JSON number for it
+                const std::string by_json =
+                    routepack::test::error_of<InputError>([&] { parse_planner_budgets(json_of(v), "t"); });
+                QVERIFY2(by_json.starts_with("t: budget '" + key + "' "), by_json.c_str());
+            }
         }
     }
 

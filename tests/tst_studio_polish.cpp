@@ -6,6 +6,7 @@
 // and says what an aggregate (load-only) import holds. Screenshots via QWidget::grab into
 // $ROUTEPACK_SCREENSHOT_DIR or a temporary folder.
 #include "core/model/window_select.h"
+#include "core/plan/budget_table.h"
 #include "core/plan/budgets_json.h"
 #include "core/synth/synth.h"
 #include "core/util/errors.h"
@@ -33,6 +34,7 @@
 #include <QChartView>
 #include <QComboBox>
 #include <QDir>
+#include <QDoubleSpinBox>
 #include <QFontMetrics>
 #include <QHeaderView>
 #include <QLabel>
@@ -40,12 +42,15 @@
 #include <QProgressBar>
 #include <QRegularExpression>
 #include <QSettings>
+#include <QSpinBox>
 #include <QStandardPaths>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTableWidget>
 #include <QTreeView>
 #include <QtTest>
+
+#include <cmath>
 
 using namespace routepack;
 using namespace routepack::views;
@@ -215,6 +220,64 @@ private Q_SLOTS:
         QVERIFY(w.statusIsError());
         seed->setText(QStringLiteral("5"));
         QVERIFY(!w.statusIsError());
+    }
+
+    // --- Budget fields from the budget table ---
+
+    /// Every budget has a field whose range is the table's: a run's budgets at the table's upper (and
+    /// lower) bounds load into the editor and read back unchanged, never clamped (an open lower end,
+    /// t0 > 0, starts at 1e-300).
+    void budgetFieldsTakeTheTableRanges() {
+        TopologyEditor e;
+        for (const BudgetRow& row : budget_table()) {
+            QWidget* w = e.findChild<QWidget*>(QStringLiteral("budget:") + QLatin1String(row.key));
+            QVERIFY2(w, row.key);
+            if (auto* s = qobject_cast<QSpinBox*>(w)) {
+                QCOMPARE(s->minimum(), static_cast<int>(row.lo));
+                QCOMPARE(s->maximum(), static_cast<int>(row.hi));
+            }
+            if (auto* d = qobject_cast<QDoubleSpinBox*>(w)) QCOMPARE(d->maximum(), row.hi);
+            for (const bool upper : {true, false}) {
+                PlannerBudgets b;
+                b.seed = 12345678901234567ull;
+                if (std::string(row.key) == "anytime") b.time_limit_s = 1;
+                const double v = upper ? (row.hi_open ? std::nextafter(row.hi, row.lo) : row.hi)
+                                       : (row.lo_open ? row.lo + 1e-300 : row.lo); // the field's floor
+                if (row.kind == BudgetKind::Double)
+                    set_budget_double(row, b, v);
+                else
+                    set_budget_int(row, b, static_cast<std::int64_t>(v));
+                e.setBudgets(b);
+                const PlannerBudgets back = e.budgets();
+                QVERIFY2(budget_double(row, back) == v, qPrintable(QString::fromLatin1(row.key) + QLatin1Char(' ') +
+                                                                   QString::number(budget_double(row, back), 'g', 17)));
+                QCOMPARE(QString::fromStdString(planner_budgets_to_json(back)),
+                         QString::fromStdString(planner_budgets_to_json(b)));
+            }
+        }
+        // A number typed in full reads back exactly (no rounding to a fixed count of decimals).
+        auto* t0 = e.findChild<QDoubleSpinBox*>(QStringLiteral("budget:t0"));
+        QVERIFY(t0);
+        t0->setValue(1e-9);
+        QCOMPARE(e.budgets().annealing.t0, 1e-9);
+        QCOMPARE(t0->text(), QStringLiteral("1e-09"));
+    }
+
+    /// Every budget has studio words in messages: its key and its flag become the field's label.
+    void budgetMessagesNameEveryField() {
+        for (const BudgetRow& row : budget_table()) {
+            const QString label = QLatin1Char('"') + QString::fromUtf8(row.label) + QLatin1Char('"');
+            const QString keyed =
+                guiFieldText(QStringLiteral("planner: budget '%1' must be x").arg(QLatin1String(row.key)));
+            QCOMPARE(keyed, QStringLiteral("planner: ") + label + QStringLiteral(" must be x"));
+            if (!row.flag) continue;
+            const QString flagged = guiFieldText(QStringLiteral("plan: %1 must be x").arg(QLatin1String(row.flag)));
+            QCOMPARE(flagged, QStringLiteral("plan: ") + label + QStringLiteral(" must be x"));
+        }
+        PlannerBudgets b;
+        b.placement_rounds = 1001;
+        QCOMPARE(guiFieldText(test::error_text([&] { check_planner_budgets(b, "planner", BudgetNames::Keys); })),
+                 QStringLiteral("planner: \"Placement rounds\" must be in 0..1000 (got 1001)"));
     }
 
     // --- Field names instead of CLI flags ---

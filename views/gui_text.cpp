@@ -1,9 +1,12 @@
 #include "views/gui_text.h"
 
+#include "core/plan/budget_table.h"
+
 #include <QRegularExpression>
 
 #include <array>
 #include <utility>
+#include <vector>
 
 namespace routepack::views {
 
@@ -23,7 +26,7 @@ constexpr std::array<Pair, 4> kPhrases{{
 
 /// CLI flag -> the studio field that sets the same thing (import dialog, window dialog, checkpoint
 /// rewrite dialog, topology and budget editor).
-constexpr std::array<Pair, 36> kFlags{{
+constexpr std::array<Pair, 22> kFlags{{
     {"--model-config", "Hugging Face config.json"},
     {"--model", "Model"},
     {"--experts", "Experts E"},
@@ -42,41 +45,22 @@ constexpr std::array<Pair, 36> kFlags{{
     {"--permute-router", "Permute router rows"},
     {"--verify", "Verify"},
     {"--workers", "Workers"},
-    {"--threads", "Workers"},
-    {"--time-limit", "Time limit (s)"},
-    {"--anytime", "anytime"},
-    {"--seeds", "Seeds M"},
-    {"--population", "Population P_pop"},
-    {"--choice-width", "Choice width w"},
-    {"--eta", "Diversity weight eta"},
-    {"--levels", "Temperature levels N_T"},
-    {"--steps", "Steps K per level"},
-    {"--t0", "T_0"},
-    {"--cooling", "Cooling"},
-    {"--p-guide", "p_guide"},
-    {"--rho", "Relocation rho"},
-    {"--row-nodes", "Row-count nodes"},
     {"--topology", "Topology"},
     {"--db", "library"},
     {"--trace", "trace"},
     {"--window", "window"},
 }};
 
-/// Planner budget JSON key (check_planner_budgets with BudgetNames::Keys) -> the editor's field.
-constexpr std::array<Pair, 12> kBudgetKeys{{
-    {"workers", "Workers"},
-    {"time_limit_s", "Time limit (s)"},
-    {"seeds_M", "Seeds M"},
-    {"population", "Population P_pop"},
-    {"choice_width", "Choice width w"},
-    {"eta", "Diversity weight eta"},
-    {"levels", "Temperature levels N_T"},
-    {"steps_per_level", "Steps K per level"},
-    {"t0", "T_0"},
-    {"cooling", "Cooling"},
-    {"rho", "Relocation rho"},
-    {"row_nodes", "Row-count nodes"},
-}};
+/// The CLI flags above, then every planner budget's flag (core/plan/budget_table.h) -> its field.
+const std::vector<Pair>& flagFields() {
+    static const std::vector<Pair> all = [] {
+        std::vector<Pair> v(kFlags.begin(), kFlags.end());
+        for (const BudgetRow& row : budget_table())
+            if (row.flag) v.emplace_back(row.flag, row.label);
+        return v;
+    }();
+    return all;
+}
 
 } // namespace
 
@@ -84,7 +68,7 @@ QString guiFieldText(const QString& message) {
     QString out = message;
     for (const auto& [cli, gui] : kPhrases)
         out.replace(QLatin1String(cli), QLatin1String(gui));
-    for (const auto& [flag, field] : kFlags) {
+    for (const auto& [flag, field] : flagFields()) {
         // The flag as a whole word ("--split" is not the start of "--split-groups"), with its value
         // when a number follows: "--split 40" -> "windows of N samples" = 40.
         const QRegularExpression re(QStringLiteral("(?<![\\w-])%1(?![\\w-])( (-?[0-9][0-9.]*))?")
@@ -102,9 +86,10 @@ QString guiFieldText(const QString& message) {
         next += out.mid(at);
         out = next;
     }
-    for (const auto& [key, field] : kBudgetKeys)
-        out.replace(QStringLiteral("budget '%1'").arg(QLatin1String(key)),
-                    QLatin1Char('"') + QLatin1String(field) + QLatin1Char('"'));
+    // Planner budget JSON keys (check_planner_budgets with BudgetNames::Keys) -> the editor's field.
+    for (const BudgetRow& row : budget_table())
+        out.replace(QStringLiteral("budget '%1'").arg(QLatin1String(row.key)),
+                    QLatin1Char('"') + QString::fromUtf8(row.label) + QLatin1Char('"'));
     return out;
 }
 

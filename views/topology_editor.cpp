@@ -1,8 +1,11 @@
 #include "views/topology_editor.h"
 
+#include "core/plan/budget_table.h"
 #include "core/plan/budgets_json.h"
 #include "core/util/errors.h"
+#include "views/gui_text.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
@@ -23,6 +26,7 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace routepack::views {
@@ -123,15 +127,6 @@ QSpinBox* spin(QWidget* parent, int lo, int hi, int value) {
     return s;
 }
 
-QDoubleSpinBox* dspin(QWidget* parent, double lo, double hi, double value, int decimals, double step) {
-    auto* s = new QDoubleSpinBox(parent);
-    s->setDecimals(decimals);
-    s->setRange(lo, hi);
-    s->setSingleStep(step);
-    s->setValue(value);
-    return s;
-}
-
 /// A double spin box that writes its value without trailing zeros ("0.5", "0.02", "16"), in the
 /// widget's locale without group separators (so the default parser reads it back).
 class CompactDoubleSpinBox : public QDoubleSpinBox {
@@ -152,6 +147,49 @@ QDoubleSpinBox* compactSpin(QWidget* parent, double lo, double hi, double value,
     s->setValue(value);
     return s;
 }
+
+/// How far above an open lower end (t0 > 0) a budget's number field starts.
+constexpr double kOpenLowFloor = 1e-300;
+
+/// A double spin box that holds any finite double of its range exactly: it shows the shortest text
+/// that reads back as the value ("0.05", "1e-09", "1.7976931348623157e+308", locale decimal point,
+/// no group separators) and reads such text back, so a loaded budget is never rounded to a number
+/// of decimals.
+class ExactDoubleSpinBox : public QDoubleSpinBox {
+public:
+    using QDoubleSpinBox::QDoubleSpinBox;
+    QString textFromValue(double v) const override {
+        return plainLocale().toString(v, 'g', QLocale::FloatingPointShortest);
+    }
+    double valueFromText(const QString& text) const override { return plainLocale().toDouble(text); }
+    /// As wide as a field for 0..1e9 with 6 decimals (the budgets' usual numbers), not as wide as the
+    /// text of its largest value (1.7976931348623157e+308 for eta and t0): a longer value scrolls.
+    QSize sizeHint() const override { return capped(QDoubleSpinBox::sizeHint(), false); }
+    QSize minimumSizeHint() const override { return capped(QDoubleSpinBox::minimumSizeHint(), true); }
+    QValidator::State validate(QString& text, int&) const override {
+        bool ok = false;
+        const double v = plainLocale().toDouble(text, &ok);
+        if (ok && v >= minimum() && v <= maximum()) return QValidator::Acceptable;
+        return QValidator::Intermediate;
+    }
+
+private:
+    QSize capped(QSize size, bool minimum) const {
+        QDoubleSpinBox probe;
+        probe.setFont(font());
+        probe.setStyle(style());
+        probe.setDecimals(6);
+        probe.setRange(0, 1e9);
+        const QSize usual = minimum ? probe.minimumSizeHint() : probe.sizeHint();
+        size.setWidth(std::min(size.width(), usual.width()));
+        return size;
+    }
+    QLocale plainLocale() const {
+        QLocale l = locale();
+        l.setNumberOptions(QLocale::OmitGroupSeparator);
+        return l;
+    }
+};
 
 /// A combo box that elides its text in the middle instead of cutting its end: preset names differ
 /// in their tail ("...-ep8-dp4" against "...-ep16-dp8-2nodes"), which a cut hides. The popup is
@@ -295,36 +333,51 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
     auto* bf = new QFormLayout(budgetBox);
     bf->setRowWrapPolicy(QFormLayout::WrapLongRows);
     const PlannerBudgets d;
-    seeds_ = spin(budgetBox, 1, 100000, d.seeding.candidates);
-    population_ = spin(budgetBox, 1, 4096, d.seeding.population);
-    choiceWidth_ = spin(budgetBox, 1, 1024, d.seeding.choice_width);
-    eta_ = dspin(budgetBox, 0, 100, d.seeding.eta, 3, 0.05);
-    levels_ = spin(budgetBox, 0, 10000, d.annealing.levels);
-    t0_ = dspin(budgetBox, 1e-6, 1000, d.annealing.t0, 6, 0.001);
-    cooling_ = dspin(budgetBox, 0.001, 1, d.annealing.cooling, 3, 0.05);
-    steps_ = spin(budgetBox, 0, 100000000, d.annealing.steps);
-    pGuide_ = dspin(budgetBox, 0, 1, d.annealing.p_guide, 2, 0.05);
-    rho_ = dspin(budgetBox, 0, 1, d.annealing.rho, 2, 0.05);
-    rowNodes_ = spin(budgetBox, 0, std::numeric_limits<int>::max(), static_cast<int>(d.row_nodes));
-    timeLimit_ = dspin(budgetBox, 0, 86400, 0, 1, 1);
-    timeLimit_->setSpecialValueText(tr("none"));
-    workers_ = spin(budgetBox, 0, max_planner_workers(), std::max(1, QThread::idealThreadCount()));
-    workers_->setSpecialValueText(tr("all cores"));
-    workers_->setToolTip(tr("Same inputs + seed + worker count give the same plan"));
+    // One field per budget, in table order; the run settings (workers) last, then the seed.
+    std::vector<const BudgetRow*> rows;
+    for (const BudgetRow& row : budget_table())
+        if (!row.run_setting) rows.push_back(&row);
+    for (const BudgetRow& row : budget_table())
+        if (row.run_setting) rows.push_back(&row);
+    for (const BudgetRow* row : rows) {
+        BudgetField f;
+        f.row = row;
+        QWidget* w = nullptr;
+        const std::string key = row->key;
+        if (row->kind == BudgetKind::Bool) {
+            f.check = new QCheckBox(budgetBox);
+            f.check->setChecked(budget_int(*row, d) != 0);
+            w = f.check;
+        } else if (row->kind == BudgetKind::Double) {
+            // An open lower end (t0 > 0): from kOpenLowFloor above it, the smallest value the field holds
+            // exactly (it keeps max_exponent10 + digits10 decimals, 17 significant digits from 1e-306).
+            const double lo = row->lo_open ? row->lo + kOpenLowFloor : row->lo;
+            const double hi = row->hi_open ? std::nextafter(row->hi, row->lo) : row->hi;
+            f.number = new ExactDoubleSpinBox(budgetBox);
+            f.number->setDecimals(std::numeric_limits<double>::max_exponent10 + std::numeric_limits<double>::digits10);
+            f.number->setRange(lo, hi);
+            f.number->setSingleStep(key == "time_limit_s" ? 1.0 : (key == "t0" ? 0.001 : 0.05));
+            f.number->setValue(budget_double(*row, d));
+            if (key == "time_limit_s") f.number->setSpecialValueText(tr("none"));
+            w = f.number;
+        } else {
+            // Every integer bound of the table fits an int (QSpinBox's range).
+            Q_ASSERT(row->hi <= std::numeric_limits<int>::max());
+            f.spin = spin(budgetBox, static_cast<int>(row->lo), static_cast<int>(row->hi),
+                          static_cast<int>(budget_int(*row, d)));
+            if (key == "workers") {
+                f.spin->setValue(std::max(1, QThread::idealThreadCount()));
+                f.spin->setSpecialValueText(tr("all cores"));
+                f.spin->setToolTip(tr("Same inputs + seed + worker count give the same plan"));
+            }
+            w = f.spin;
+        }
+        w->setObjectName(QStringLiteral("budget:") + QLatin1String(row->key));
+        if (w->toolTip().isEmpty()) w->setToolTip(QString::fromUtf8(row->help));
+        bf->addRow(QString::fromUtf8(row->label), w);
+        budgetFields_.push_back(f);
+    }
     seed_ = new QLineEdit(QString::number(d.seed), budgetBox);
-    bf->addRow(tr("Seeds M"), seeds_);
-    bf->addRow(tr("Population P_pop"), population_);
-    bf->addRow(tr("Choice width w"), choiceWidth_);
-    bf->addRow(tr("Diversity weight eta"), eta_);
-    bf->addRow(tr("Temperature levels N_T"), levels_);
-    bf->addRow(tr("T_0"), t0_);
-    bf->addRow(tr("Cooling"), cooling_);
-    bf->addRow(tr("Steps K per level"), steps_);
-    bf->addRow(tr("p_guide"), pGuide_);
-    bf->addRow(tr("Relocation rho"), rho_);
-    bf->addRow(tr("Row-count nodes"), rowNodes_);
-    bf->addRow(tr("Time limit (s)"), timeLimit_);
-    bf->addRow(tr("Workers"), workers_);
     bf->addRow(tr("Seed"), seed_);
     layout->addWidget(budgetBox);
 
@@ -350,11 +403,15 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
         syncPreset();
         Q_EMIT changed();
     };
-    for (QSpinBox* s : {ranks_, experts_, slots_, cap_, minRows_, rowMultiple_, gpusPerNode_, seeds_, population_,
-                        choiceWidth_, levels_, steps_, rowNodes_, workers_})
+    for (QSpinBox* s : {ranks_, experts_, slots_, cap_, minRows_, rowMultiple_, gpusPerNode_})
         connect(s, &QSpinBox::valueChanged, this, notify);
-    for (QDoubleSpinBox* s : {eta_, t0_, cooling_, pGuide_, rho_, timeLimit_, commWeight_, commTolerance_})
+    for (QDoubleSpinBox* s : {commWeight_, commTolerance_})
         connect(s, &QDoubleSpinBox::valueChanged, this, notify);
+    for (const BudgetField& f : budgetFields_) {
+        if (f.spin) connect(f.spin, &QSpinBox::valueChanged, this, notify);
+        if (f.number) connect(f.number, &QDoubleSpinBox::valueChanged, this, notify);
+        if (f.check) connect(f.check, &QCheckBox::toggled, this, notify);
+    }
     for (QLineEdit* e : {name_, shards_, seed_, epRankNodes_, dpSlotNodes_})
         connect(e, &QLineEdit::textChanged, this, notify);
     connect(stages_, &QTableWidget::cellChanged, this, notify);
@@ -504,19 +561,11 @@ void TopologyEditor::setTopology(const QString& name, const Topology& t) {
 void TopologyEditor::setBudgets(const PlannerBudgets& b) {
     filling_ = true;
     hidden_ = b;
-    seeds_->setValue(b.seeding.candidates);
-    population_->setValue(b.seeding.population);
-    choiceWidth_->setValue(b.seeding.choice_width);
-    eta_->setValue(b.seeding.eta);
-    levels_->setValue(b.annealing.levels);
-    t0_->setValue(b.annealing.t0);
-    cooling_->setValue(b.annealing.cooling);
-    steps_->setValue(b.annealing.steps);
-    pGuide_->setValue(b.annealing.p_guide);
-    rho_->setValue(b.annealing.rho);
-    rowNodes_->setValue(static_cast<int>(std::min<std::int64_t>(b.row_nodes, std::numeric_limits<int>::max())));
-    timeLimit_->setValue(b.time_limit_s);
-    workers_->setValue(b.workers);
+    for (const BudgetField& f : budgetFields_) {
+        if (f.spin) f.spin->setValue(static_cast<int>(budget_int(*f.row, b)));
+        if (f.number) f.number->setValue(budget_double(*f.row, b));
+        if (f.check) f.check->setChecked(budget_int(*f.row, b) != 0);
+    }
     seed_->setText(QString::number(b.seed));
     filling_ = false;
     updateValidity();
@@ -565,19 +614,11 @@ std::optional<Topology> TopologyEditor::topology(QString* error) const {
 
 PlannerBudgets TopologyEditor::budgets() const {
     PlannerBudgets b = hidden_;
-    b.seeding.candidates = seeds_->value();
-    b.seeding.population = population_->value();
-    b.seeding.choice_width = choiceWidth_->value();
-    b.seeding.eta = eta_->value();
-    b.annealing.levels = levels_->value();
-    b.annealing.t0 = t0_->value();
-    b.annealing.cooling = cooling_->value();
-    b.annealing.steps = steps_->value();
-    b.annealing.p_guide = pGuide_->value();
-    b.annealing.rho = rho_->value();
-    b.row_nodes = rowNodes_->value();
-    b.time_limit_s = timeLimit_->value();
-    b.workers = workers_->value();
+    for (const BudgetField& f : budgetFields_) {
+        if (f.spin) set_budget_int(*f.row, b, f.spin->value());
+        if (f.number) set_budget_double(*f.row, b, f.number->value());
+        if (f.check) set_budget_int(*f.row, b, f.check->isChecked() ? 1 : 0);
+    }
     bool ok = false;
     const qulonglong seed = seed_->text().trimmed().toULongLong(&ok);
     if (ok) b.seed = seed;
@@ -591,7 +632,14 @@ std::optional<PlannerBudgets> TopologyEditor::budgets(QString* error) const {
         if (error) *error = tr("seed must be an integer in 0..18446744073709551615");
         return std::nullopt;
     }
-    return budgets();
+    PlannerBudgets b = budgets();
+    try {
+        check_planner_budgets(b, "budgets", BudgetNames::Keys);
+    } catch (const InputError& e) {
+        if (error) *error = guiFieldText(QString::fromStdString(e.what()));
+        return std::nullopt;
+    }
+    return b;
 }
 
 void TopologyEditor::updateValidity() {

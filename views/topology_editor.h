@@ -5,6 +5,7 @@
 // and every PlannerBudgets field. Presets: the shipped topologies (resources/topologies) and the
 // topologies saved in the open library.
 #include "core/model/topology.h"
+#include "core/plan/budget_table.h"
 #include "core/plan/planner.h"
 #include "storage/library.h"
 
@@ -15,6 +16,7 @@
 #include <vector>
 
 class QComboBox;
+class QCheckBox;
 class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
@@ -72,7 +74,9 @@ public:
     /// The edited budgets (an invalid seed text keeps the seed last set by setBudgets).
     routepack::PlannerBudgets budgets() const;
     /// The edited budgets, or nullopt with `error` set in words when a field is invalid (the seed
-    /// text: "seed must be an integer in 0..18446744073709551615").
+    /// text: "seed must be an integer in 0..18446744073709551615") or the budgets break a rule of
+    /// check_planner_budgets, in the fields' names (guiFieldText: "budgets: \"Workers\" must be ...",
+    /// "budgets: \"anytime\" must be used with a time limit > 0 ...").
     std::optional<routepack::PlannerBudgets> budgets(QString* error) const;
 
 Q_SIGNALS:
@@ -109,22 +113,17 @@ private:
     QDoubleSpinBox* commTolerance_ = nullptr;
     QTableWidget* stages_ = nullptr;
     QLabel* validity_ = nullptr;
-    // Budgets.
-    QSpinBox* seeds_ = nullptr;
-    QSpinBox* population_ = nullptr;
-    QSpinBox* choiceWidth_ = nullptr;
-    QDoubleSpinBox* eta_ = nullptr;
-    QSpinBox* levels_ = nullptr;
-    QDoubleSpinBox* t0_ = nullptr;
-    QDoubleSpinBox* cooling_ = nullptr;
-    QSpinBox* steps_ = nullptr;
-    QDoubleSpinBox* pGuide_ = nullptr;
-    QDoubleSpinBox* rho_ = nullptr;
-    QSpinBox* rowNodes_ = nullptr;
-    QDoubleSpinBox* timeLimit_ = nullptr;
-    QSpinBox* workers_ = nullptr;
+    // Budgets: one field per row of routepack::budget_table() (core/plan/budget_table.h), with the
+    // row's range, so a loaded budget shows as it is.
+    struct BudgetField {
+        const routepack::BudgetRow* row = nullptr;
+        QSpinBox* spin = nullptr;         ///< Int / Int64 rows (every bound fits an int)
+        QDoubleSpinBox* number = nullptr; ///< Double rows
+        QCheckBox* check = nullptr;       ///< Bool rows
+    };
+    std::vector<BudgetField> budgetFields_;
     QLineEdit* seed_ = nullptr;
-    routepack::PlannerBudgets hidden_; ///< fields the editor does not show (projections, pair candidates)
+    routepack::PlannerBudgets hidden_; ///< the budgets last set (a field that cannot be read keeps its value)
     bool filling_ = false;
 };
 

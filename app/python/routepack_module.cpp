@@ -8,6 +8,7 @@
 #include "app/python/py_convert.h"
 #include "core/model/route_counts.h"
 #include "core/model/topology.h"
+#include "core/plan/budget_table.h"
 #include "core/plan/budgets_json.h"
 #include "core/plan/expert_map.h"
 #include "core/plan/placement.h"
@@ -238,64 +239,72 @@ std::uint64_t py_seed(const py::object& v) {
     return py_uint64(v, "seed");
 }
 
+/// The module's first names of two budgets, still read (with a DeprecationWarning) in plan()'s
+/// `budgets` dict: old name -> JSON key.
+constexpr std::pair<const char*, const char*> kOldBudgetNames[] = {{"seeds", "seeds_M"}, {"steps", "steps_per_level"}};
+
+/// True for the budget-table rows that plan() takes as arguments of its own (workers, time_limit_s),
+/// not as `budgets` keys.
+bool plan_argument(const BudgetRow& row) {
+    return row.run_setting || std::string(row.key) == "time_limit_s";
+}
+
+/// plan()'s `budgets` dict: keys are the budgets JSON keys (core/plan/budget_table.h) but workers and
+/// time_limit_s (arguments of plan()); "seeds" and "steps" are read as seeds_M and steps_per_level
+/// with a DeprecationWarning. Integers are range-checked here ("budgets['levels'] = 1001 is too large
+/// (at most 1000)", naming the key as given); numbers must be finite (their ranges are checked by the
+/// planner); anytime is a bool. ValueError for an unknown key, a key given under both names, or a
+/// value of the wrong type.
 PlannerBudgets make_budgets(const py::object& budgets) {
     PlannerBudgets b;
     if (budgets.is_none()) return b;
     if (!py::isinstance<py::dict>(budgets)) value_error("budgets must be a dict of budget names to numbers");
-    for (auto [k, v] : budgets.cast<py::dict>()) {
+    const py::dict dict = budgets.cast<py::dict>();
+    for (auto [k, v] : dict) {
         const std::string key = py::str(k);
-        try {
-            if (key == "seeds")
-                b.seeding.candidates = static_cast<int>(py_int_in(v, "budgets['seeds']", 1, kMaxSeedCandidates));
-            else if (key == "population")
-                b.seeding.population = static_cast<int>(py_int_in(v, "budgets['population']", 1, kMaxPopulation));
-            else if (key == "choice_width")
-                b.seeding.choice_width = static_cast<int>(py_int_in(v, "budgets['choice_width']", 1, kMaxChoiceWidth));
-            else if (key == "eta")
-                b.seeding.eta = py_float(v, "budgets['eta']");
-            else if (key == "projections")
-                b.seeding.projections = static_cast<int>(py_int_in(v, "budgets['projections']", 1, kMaxProjections));
-            else if (key == "pair_candidates")
-                b.seeding.pair_candidates =
-                    static_cast<int>(py_int_in(v, "budgets['pair_candidates']", 1, kMaxPairCandidates));
-            else if (key == "levels")
-                b.annealing.levels = static_cast<int>(py_int_in(v, "budgets['levels']", 0, kMaxLevels));
-            else if (key == "steps")
-                b.annealing.steps = static_cast<int>(py_int_in(v, "budgets['steps']", 0, kMaxStepsPerLevel));
-            else if (key == "t0")
-                b.annealing.t0 = py_float(v, "budgets['t0']");
-            else if (key == "cooling")
-                b.annealing.cooling = py_float(v, "budgets['cooling']");
-            else if (key == "p_guide")
-                b.annealing.p_guide = py_float(v, "budgets['p_guide']");
-            else if (key == "rho")
-                b.annealing.rho = py_float(v, "budgets['rho']");
-            else if (key == "p_straggler")
-                b.annealing.p_straggler = py_float(v, "budgets['p_straggler']");
-            else if (key == "row_nodes")
-                b.row_nodes = py_int_in(v, "budgets['row_nodes']", 0, kMaxRowNodes);
-            else if (key == "polish_evaluations")
-                b.polish_evaluations = py_int_in(v, "budgets['polish_evaluations']", 0, kMaxPolishEvaluations);
-            else if (key == "polish_kick_moves")
-                b.polish_kick_moves =
-                    static_cast<int>(py_int_in(v, "budgets['polish_kick_moves']", 0, kMaxPolishKickMoves));
-            else if (key == "placement_rounds")
-                b.placement_rounds =
-                    static_cast<int>(py_int_in(v, "budgets['placement_rounds']", 0, kMaxPlacementRounds));
-            else if (key == "anytime")
-                b.anytime = v.cast<bool>();
-            else
-                value_error("budgets: unknown budget '" + key +
-                            "' (known: seeds, population, choice_width, eta, projections, pair_candidates, levels, "
-                            "steps, t0, cooling, p_guide, rho, p_straggler, row_nodes, polish_evaluations, "
-                            "polish_kick_moves, placement_rounds, anytime)");
-        } catch (const py::cast_error&) {
-            value_error("budgets['" + key + "'] must be a number");
+        std::string json_key = key;
+        for (const auto& [old_name, new_key] : kOldBudgetNames)
+            if (key == old_name) {
+                if (dict.contains(new_key))
+                    value_error("budgets: give either '" + std::string(new_key) + "' or its old name '" + key +
+                                "', not both");
+                py::module_::import("warnings")
+                    .attr("warn")("budgets['" + key + "'] is deprecated: use budgets['" + new_key +
+                                      "'] (the budgets JSON key)",
+                                  py::reinterpret_borrow<py::object>(PyExc_DeprecationWarning), 2);
+                json_key = new_key;
+            }
+        const BudgetRow* row = find_budget(json_key);
+        if (row && plan_argument(*row))
+            value_error("budgets: '" + key + "' is an argument of plan(), not a budgets key");
+        if (!row) {
+            std::string known;
+            for (const BudgetRow& r : budget_table())
+                if (!plan_argument(r)) known += (known.empty() ? "" : ", ") + std::string(r.key);
+            value_error("budgets: unknown budget '" + key + "' (known: " + known + ")");
+        }
+        const std::string what = "budgets['" + key + "']";
+        switch (row->kind) {
+        case BudgetKind::Int:
+        case BudgetKind::Int64:
+            set_budget_int(*row, b,
+                           py_int_in(v, what, static_cast<std::int64_t>(row->lo), static_cast<std::int64_t>(row->hi)));
+            break;
+        case BudgetKind::Double: {
+            const double x = py_float(v, what);
+            if (!std::isfinite(x)) value_error("budgets: every budget must be finite");
+            set_budget_double(*row, b, x);
+            break;
+        }
+        case BudgetKind::Bool:
+            try {
+                set_budget_int(*row, b, v.cast<bool>() ? 1 : 0);
+            } catch (const py::cast_error&) {
+                value_error(what + " must be a number");
+            }
+            break;
         }
     }
-    for (double v : {b.seeding.eta, b.annealing.t0, b.annealing.cooling, b.annealing.p_guide, b.annealing.rho,
-                     b.annealing.p_straggler})
-        if (!std::isfinite(v)) value_error("budgets: every budget must be finite");
     return b;
 }
 

@@ -1,5 +1,7 @@
 #include "core/plan/budgets_json.h"
 
+#include "core/plan/budget_table.h"
+
 #include "core/util/errors.h"
 #include "core/util/json.h"
 
@@ -12,34 +14,16 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <variant>
 
 namespace routepack {
 
 std::string planner_budgets_to_json(const PlannerBudgets& b) {
-    const auto& s = b.seeding;
-    const auto& a = b.annealing;
     nlohmann::ordered_json j;
     j["seed"] = b.seed;
-    j["workers"] = b.workers;
-    j["seeds_M"] = s.candidates;
-    j["population"] = s.population;
-    j["choice_width"] = s.choice_width;
-    j["eta"] = s.eta;
-    j["projections"] = s.projections;
-    j["pair_candidates"] = s.pair_candidates;
-    j["levels"] = a.levels;
-    j["t0"] = a.t0;
-    j["cooling"] = a.cooling;
-    j["steps_per_level"] = a.steps;
-    j["p_guide"] = a.p_guide;
-    j["rho"] = a.rho;
-    j["p_straggler"] = a.p_straggler;
-    j["row_nodes"] = b.row_nodes;
-    j["polish_evaluations"] = b.polish_evaluations;
-    j["polish_kick_moves"] = b.polish_kick_moves;
-    j["placement_rounds"] = b.placement_rounds;
-    j["time_limit_s"] = b.time_limit_s;
-    j["anytime"] = b.anytime;
+    PlannerBudgets copy = b;
+    for (const BudgetRow& row : budget_table())
+        std::visit([&](const auto* p) { j[row.key] = *p; }, row.field(copy));
     return j.dump();
 }
 
@@ -49,10 +33,10 @@ struct Reader {
     const nlohmann::json& j;
     const std::string& origin;
 
-    template <class Int>
-    void integer(const char* key, Int& out, std::int64_t lo,
-                 std::int64_t hi = std::numeric_limits<std::int64_t>::max()) const {
-        if (!j.contains(key)) return;
+    /// Reads integer `key` into `out` (true), or false when absent; InputError when not an integer
+    /// in lo..hi.
+    bool integer(const char* key, std::int64_t& out, std::int64_t lo, std::int64_t hi) const {
+        if (!j.contains(key)) return false;
         const auto& v = j[key];
         if (!v.is_number_integer()) throw InputError(origin + ": budget '" + key + "' must be an integer");
         const bool is_unsigned = v.is_number_unsigned();
@@ -64,16 +48,20 @@ struct Reader {
         if (x < lo || x > hi)
             throw InputError(origin + ": budget '" + key + "' must be in " + range + " (got " + std::to_string(x) +
                              ")");
-        out = static_cast<Int>(x);
+        out = x;
+        return true;
     }
-    void real(const char* key, double& out, double lo, double hi, bool lo_open = false) const {
-        if (!j.contains(key)) return;
+    /// Reads number `key` into `out` (true), or false when absent; InputError when not a finite
+    /// number in the range (an end excluded when lo_open / hi_open).
+    bool real(const char* key, double& out, double lo, double hi, bool lo_open, bool hi_open) const {
+        if (!j.contains(key)) return false;
         const auto& v = j[key];
         if (!v.is_number()) throw InputError(origin + ": budget '" + key + "' must be a number");
         const double x = v.get<double>();
-        if (!std::isfinite(x) || x < lo || x > hi || (lo_open && x == lo))
+        if (!std::isfinite(x) || x < lo || x > hi || (lo_open && x == lo) || (hi_open && x == hi))
             throw InputError(origin + ": budget '" + key + "' is out of range (got " + v.dump() + ")");
         out = x;
+        return true;
     }
 };
 
@@ -98,42 +86,35 @@ void check_planner_budgets(const PlannerBudgets& b, const std::string& origin, B
         const std::string name = flags ? std::string(flag) : "budget '" + std::string(key) + "'";
         throw InputError(origin + ": " + name + " must be " + rule + " (got " + got + ")");
     };
+    // Checked first, in this order: the worker count (bounded by this machine, not by the row), the
+    // time limit, then anytime (whose rule depends on the time limit); then every other row in table
+    // order.
+    const BudgetRow& workers = *find_budget("workers");
+    const BudgetRow& time_limit = *find_budget("time_limit_s");
+    const BudgetRow& anytime = *find_budget("anytime");
     const int max_workers = max_planner_workers();
     if (b.workers < 0 || (check_workers && b.workers > max_workers))
-        bad("--threads", "workers",
+        bad(workers.flag, workers.key,
             "0 (all cores) or in 1.." + std::to_string(max_workers) + " = 4 x " + std::to_string(max_workers / 4) +
                 " cores",
             std::to_string(b.workers));
-    if (!std::isfinite(b.time_limit_s) || b.time_limit_s < 0 || b.time_limit_s > kMaxTimeLimitSeconds)
-        bad("--time-limit", "time_limit_s", "finite seconds in 0..31536000 (one year; 0 = no limit)",
-            number_text(b.time_limit_s));
+    if (!budget_in_range(time_limit, b.time_limit_s))
+        bad(time_limit.flag, time_limit.key, time_limit.rule, number_text(b.time_limit_s));
     if (b.anytime && !(b.time_limit_s > 0))
-        bad("--anytime", "anytime", "used with a time limit > 0", "time limit " + number_text(b.time_limit_s));
-    const auto& s = b.seeding;
-    const auto& a = b.annealing;
-    auto in_range = [&](const char* flag, const char* key, std::int64_t v, std::int64_t lo, std::int64_t hi) {
-        if (v < lo || v > hi) bad(flag, key, "in " + std::to_string(lo) + ".." + std::to_string(hi), std::to_string(v));
-    };
-    in_range("--seeds", "seeds_M", s.candidates, 1, kMaxSeedCandidates);
-    in_range("--population", "population", s.population, 1, kMaxPopulation);
-    in_range("--choice-width", "choice_width", s.choice_width, 1, kMaxChoiceWidth);
-    in_range("projections", "projections", s.projections, 1, kMaxProjections);
-    in_range("pair_candidates", "pair_candidates", s.pair_candidates, 1, kMaxPairCandidates);
-    if (!std::isfinite(s.eta) || s.eta < 0) bad("--eta", "eta", "a finite number >= 0", number_text(s.eta));
-    in_range("--levels", "levels", a.levels, 0, kMaxLevels);
-    in_range("--steps", "steps_per_level", a.steps, 0, kMaxStepsPerLevel);
-    if (!std::isfinite(a.t0) || !(a.t0 > 0)) bad("--t0", "t0", "a finite number > 0", number_text(a.t0));
-    if (!(a.cooling > 0 && a.cooling <= 1)) bad("--cooling", "cooling", "in (0, 1]", number_text(a.cooling));
-    if (!(a.p_guide >= 0 && a.p_guide <= 1)) bad("--p-guide", "p_guide", "in [0, 1]", number_text(a.p_guide));
-    if (!(a.rho >= 0 && a.rho <= 1)) bad("--rho", "rho", "in [0, 1]", number_text(a.rho));
-    if (!(a.p_straggler >= 0 && a.p_straggler <= 1))
-        bad("--p-straggler", "p_straggler", "in [0, 1]", number_text(a.p_straggler));
-    in_range("--row-nodes", "row_nodes", b.row_nodes, 0, kMaxRowNodes);
-    in_range("--polish", "polish_evaluations", b.polish_evaluations, 0, kMaxPolishEvaluations);
-    in_range("--polish-kicks", "polish_kick_moves", b.polish_kick_moves, 0, kMaxPolishKickMoves);
-    if (b.placement_rounds < 0 || b.placement_rounds > kMaxPlacementRounds)
-        bad("--placement-rounds", "placement_rounds", "in 0.." + std::to_string(kMaxPlacementRounds),
-            std::to_string(b.placement_rounds));
+        bad(anytime.flag, anytime.key, anytime.rule, "time limit " + number_text(b.time_limit_s));
+    for (const BudgetRow& row : budget_table()) {
+        if (&row == &workers || &row == &time_limit || &row == &anytime) continue;
+        const char* flag = row.flag ? row.flag : row.key;
+        if (row.kind == BudgetKind::Double) {
+            const double v = budget_double(row, b);
+            if (!budget_in_range(row, v)) bad(flag, row.key, row.rule, number_text(v));
+        } else {
+            const std::int64_t v = budget_int(row, b);
+            const auto lo = static_cast<std::int64_t>(row.lo), hi = static_cast<std::int64_t>(row.hi);
+            if (v < lo || v > hi)
+                bad(flag, row.key, "in " + std::to_string(lo) + ".." + std::to_string(hi), std::to_string(v));
+        }
+    }
 }
 
 PlannerBudgets parse_planner_budgets(const std::string& json_text, const std::string& origin) {
@@ -152,28 +133,29 @@ PlannerBudgets parse_planner_budgets(const std::string& json_text, const std::st
             throw InputError(origin + ": budget 'seed' must be an integer in 0..2^64-1");
         b.seed = j["seed"].get<std::uint64_t>();
     }
-    r.integer("workers", b.workers, 0, 4096);
-    r.integer("seeds_M", b.seeding.candidates, 1, kMaxSeedCandidates);
-    r.integer("population", b.seeding.population, 1, kMaxPopulation);
-    r.integer("choice_width", b.seeding.choice_width, 1, kMaxChoiceWidth);
-    r.real("eta", b.seeding.eta, 0, inf);
-    r.integer("projections", b.seeding.projections, 1, kMaxProjections);
-    r.integer("pair_candidates", b.seeding.pair_candidates, 1, kMaxPairCandidates);
-    r.integer("levels", b.annealing.levels, 0, kMaxLevels);
-    r.real("t0", b.annealing.t0, 0, inf, true);
-    r.real("cooling", b.annealing.cooling, 0, 1, true);
-    r.integer("steps_per_level", b.annealing.steps, 0, kMaxStepsPerLevel);
-    r.real("p_guide", b.annealing.p_guide, 0, 1);
-    r.real("rho", b.annealing.rho, 0, 1);
-    r.real("p_straggler", b.annealing.p_straggler, 0, 1);
-    r.integer("row_nodes", b.row_nodes, 0, kMaxRowNodes);
-    r.integer("polish_evaluations", b.polish_evaluations, 0, kMaxPolishEvaluations);
-    r.integer("polish_kick_moves", b.polish_kick_moves, 0, kMaxPolishKickMoves);
-    r.integer("placement_rounds", b.placement_rounds, 0, kMaxPlacementRounds);
-    r.real("time_limit_s", b.time_limit_s, 0, inf);
-    if (j.contains("anytime")) {
-        if (!j["anytime"].is_boolean()) throw InputError(origin + ": budget 'anytime' must be true or false");
-        b.anytime = j["anytime"].get<bool>();
+    for (const BudgetRow& row : budget_table()) {
+        switch (row.kind) {
+        case BudgetKind::Int:
+        case BudgetKind::Int64: {
+            std::int64_t v = 0;
+            if (r.integer(row.key, v, static_cast<std::int64_t>(row.lo), static_cast<std::int64_t>(row.hi)))
+                set_budget_int(row, b, v);
+            break;
+        }
+        case BudgetKind::Double: {
+            double v = 0;
+            if (r.real(row.key, v, row.lo, row.json_defers_hi ? inf : row.hi, row.lo_open, row.hi_open))
+                set_budget_double(row, b, v);
+            break;
+        }
+        case BudgetKind::Bool:
+            if (j.contains(row.key)) {
+                if (!j[row.key].is_boolean())
+                    throw InputError(origin + ": budget '" + row.key + "' must be true or false");
+                set_budget_int(row, b, j[row.key].get<bool>() ? 1 : 0);
+            }
+            break;
+        }
     }
     check_planner_budgets(b, origin, BudgetNames::Keys, false);
     return b;

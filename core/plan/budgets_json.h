@@ -7,11 +7,11 @@
 
 namespace routepack {
 
-/// {"seed", "workers", "seeds_M", "population", "choice_width", "eta", "projections",
-/// "pair_candidates", "levels", "t0", "cooling", "steps_per_level", "p_guide", "rho", "p_straggler", "row_nodes",
-/// "polish_evaluations", "polish_kick_moves", "placement_rounds", "time_limit_s", "anytime"} (compact JSON; doubles
-/// with round-trip precision). The annealing and seeding seeds/workers are derived by the planner and are not part of
-/// it.
+/// {"seed", then every key of budget_table() in table order: "workers", "seeds_M", "population",
+/// "choice_width", "eta", "projections", "pair_candidates", "levels", "t0", "cooling", "steps_per_level",
+/// "p_guide", "rho", "p_straggler", "row_nodes", "polish_evaluations", "polish_kick_moves",
+/// "placement_rounds", "time_limit_s", "anytime"} (compact JSON; doubles with round-trip precision). The annealing and
+/// seeding seeds/workers are derived by the planner and are not part of it.
 std::string planner_budgets_to_json(const PlannerBudgets& b);
 
 /// How check_planner_budgets names a budget: by its CLI flag ("--threads", "--time-limit", ...)
@@ -27,29 +27,26 @@ inline constexpr double kMaxTimeLimitSeconds = 365.0 * 24 * 3600;
 inline constexpr int kMaxPlacementRounds = 1000;
 
 /// The one validation of planner budgets, shared by the CLI (flags), the studio and the planner
-/// (plan_window checks its input with BudgetNames::Keys and origin "planner"). InputError
-/// "<origin>: --flag must be <rule> (got <value>)" or "<origin>: budget 'key' must be <rule> (got
-/// <value>)" for the first budget out of range:
+/// (plan_window checks its input with BudgetNames::Keys and origin "planner"). Every range is a row
+/// of budget_table() (core/plan/budget_table.h). InputError "<origin>: --flag must be <rule> (got
+/// <value>)" (a budget without a flag is named by its key: "plan: projections must be ...") or
+/// "<origin>: budget 'key' must be <rule> (got <value>)" for the first budget out of range, checked
+/// in this order: workers, time_limit_s, anytime, then the other rows in table order. <rule> is
+/// "in lo..hi" for integers and the row's `rule` otherwise:
 ///   workers          0 (all cores) or 1..max_planner_workers() (skipped when !check_workers)
 ///   time_limit_s     finite, 0..kMaxTimeLimitSeconds (0 = none)
-///   seeds_M 1..kMaxSeedCandidates, population 1..kMaxPopulation, choice_width 1..kMaxChoiceWidth,
-///   projections 1..kMaxProjections, pair_candidates 1..kMaxPairCandidates (core/plan/seeding.h)
-///   eta              finite, >= 0;  t0  finite, > 0;  cooling in (0, 1];  p_guide, rho, p_straggler in [0, 1]
-///   levels 0..kMaxLevels, steps_per_level 0..kMaxStepsPerLevel (core/plan/annealing.h)
-///   row_nodes 0..kMaxRowNodes, polish_evaluations 0..kMaxPolishEvaluations,
-///   polish_kick_moves 0..kMaxPolishKickMoves (core/plan/planner.h)
-///   placement_rounds 0..kMaxPlacementRounds
 ///   anytime          only with time_limit_s > 0
+///   eta finite, >= 0;  t0 finite, > 0;  cooling in (0, 1];  p_guide, rho, p_straggler in [0, 1]
 /// (the seed is any 64-bit unsigned value; its text is checked where it is parsed).
 void check_planner_budgets(const PlannerBudgets& b, const std::string& origin, BudgetNames names,
                            bool check_workers = true);
 
-/// Inverse of planner_budgets_to_json. Absent keys keep their defaults (PlannerBudgets{}); a key of
-/// the wrong type, a malformed text or an out-of-range value (negative counts, p_guide/rho/p_straggler
-/// outside [0, 1], cooling outside (0, 1], t0 <= 0, non-finite numbers, any rule of
-/// check_planner_budgets except the machine's worker bound: workers are 0..4096 there) is an
-/// InputError naming `origin`
-/// and the key.
+/// Inverse of planner_budgets_to_json; reads the keys of budget_table() (plus "seed"). Absent keys
+/// keep their defaults (PlannerBudgets{}); a key of the wrong type ("budget 'k' must be an integer",
+/// "... must be a number", "... must be true or false"), a malformed text or an out-of-range value
+/// ("budget 'k' must be in lo..hi (got v)" for integers, "budget 'k' is out of range (got v)" for
+/// numbers, then any rule of check_planner_budgets except the machine's worker bound: workers are
+/// 0..4096 there) is an InputError naming `origin` and the key.
 PlannerBudgets parse_planner_budgets(const std::string& json_text, const std::string& origin);
 
 } // namespace routepack

@@ -1,5 +1,6 @@
 #include "core/plan/plan_file.h"
 
+#include "core/plan/budget_table.h"
 #include "core/plan/budgets_json.h"
 #include "core/plan/packing.h"
 #include "core/plan/placement.h"
@@ -14,6 +15,7 @@
 #include <cmath>
 #include <limits>
 #include <unordered_map>
+#include <variant>
 
 namespace routepack {
 
@@ -21,6 +23,16 @@ namespace {
 
 using nlohmann::json;
 using ojson = nlohmann::ordered_json;
+
+/// The plan file's planner.budgets: every row of budget_table() but the run settings (workers),
+/// in table order.
+ojson budgets_ojson(const PlannerBudgets& b) {
+    ojson out = ojson::object();
+    PlannerBudgets copy = b;
+    for (const BudgetRow& row : budget_table())
+        if (!row.run_setting) std::visit([&](const auto* p) { out[row.key] = *p; }, row.field(copy));
+    return out;
+}
 
 ojson score_json(const Score& s) {
     return ojson::array({s.max_u, s.sum_u, s.max_j});
@@ -155,8 +167,6 @@ std::string plan_to_json(const PlanResult& r) {
     if (r.grouter) j["metrics"]["grouter"] = metrics_json(*r.grouter);
     if (r.routepack_comm) j["metrics"]["routepack+comm"] = metrics_json(*r.routepack_comm);
     j["communication"] = communication_ojson(r);
-    const auto& sb = r.budgets.seeding;
-    const auto& ab = r.budgets.annealing;
     ojson conv = ojson::array();
     for (const auto& s : r.convergence)
         conv.push_back({{"level", s.level},
@@ -167,26 +177,7 @@ std::string plan_to_json(const PlanResult& r) {
                         {"proposals", s.proposals}});
     j["planner"] = {{"seed", r.budgets.seed},
                     {"workers", r.budgets.workers},
-                    {"budgets",
-                     {{"seeds_M", sb.candidates},
-                      {"population", sb.population},
-                      {"choice_width", sb.choice_width},
-                      {"eta", sb.eta},
-                      {"projections", sb.projections},
-                      {"pair_candidates", sb.pair_candidates},
-                      {"levels", ab.levels},
-                      {"t0", ab.t0},
-                      {"cooling", ab.cooling},
-                      {"steps_per_level", ab.steps},
-                      {"p_guide", ab.p_guide},
-                      {"rho", ab.rho},
-                      {"p_straggler", ab.p_straggler},
-                      {"row_nodes", r.budgets.row_nodes},
-                      {"polish_evaluations", r.budgets.polish_evaluations},
-                      {"polish_kick_moves", r.budgets.polish_kick_moves},
-                      {"placement_rounds", r.budgets.placement_rounds},
-                      {"time_limit_s", r.budgets.time_limit_s},
-                      {"anytime", r.budgets.anytime}}},
+                    {"budgets", budgets_ojson(r.budgets)},
                     {"population", r.population_origins},
                     {"proposals", r.proposals},
                     {"accepted", r.accepted},

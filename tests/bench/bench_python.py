@@ -61,7 +61,7 @@ def bench_counts():
 
 
 def bench_overhead():
-    tiny = {"seeds": 2, "population": 2, "levels": 1, "steps": 1}
+    tiny = {"seeds_M": 2, "population": 2, "levels": 1, "steps_per_level": 1}
     for n in (64, 8192):
         rng = np.random.default_rng(n)
         lengths = rng.integers(100, 4000, size=n).astype(np.int64)

@@ -292,7 +292,7 @@ def test_plan_errors(window):
     assert plan_error(lengths[:3], counts[:3]) == "no rectangular layout exists: 3 samples cannot fill 4 DP slots"
     assert plan_error(lengths, counts, workers=-1) == "workers must be >= 0 (0 = all cores; got -1)"
     assert plan_error(lengths, counts, time_limit_s=float("nan")) == "time_limit_s must be finite and >= 0 (0 = none)"
-    assert plan_error(lengths, counts, budgets={"stepz": 3}).startswith("budgets: unknown budget 'stepz' (known: seeds,")
+    assert plan_error(lengths, counts, budgets={"stepz": 3}).startswith("budgets: unknown budget 'stepz' (known: seeds_M,")
     assert plan_error(lengths, counts, budgets={"stepz": 3}).endswith(
         "row_nodes, polish_evaluations, polish_kick_moves, placement_rounds, anytime)")
     assert plan_error(lengths, counts, budgets={"anytime": True}) == (
@@ -303,20 +303,20 @@ def test_plan_errors(window):
     assert plan_error(lengths, counts, seed=1.5) == "seed must be an integer in 0..2**64-1 (got 1.5)"
     assert plan_error(lengths, counts, budgets={"polish_evaluations": 2**63}) == (
         "budgets['polish_evaluations'] = 9223372036854775808 is too large (at most 1000000000)")
-    assert plan_error(lengths, counts, budgets={"steps": 2**31}) == (
-        "budgets['steps'] = 2147483648 is too large (at most 100000000)")
+    assert plan_error(lengths, counts, budgets={"steps_per_level": 2**31}) == (
+        "budgets['steps_per_level'] = 2147483648 is too large (at most 100000000)")
     assert plan_error(lengths, counts, budgets={"row_nodes": -2**70}) == (
         f"budgets['row_nodes'] = {-2**70} is too small (at least 0)")
-    assert plan_error(lengths, counts, budgets={"seeds": 0}) == "budgets['seeds'] = 0 is too small (at least 1)"
+    assert plan_error(lengths, counts, budgets={"seeds_M": 0}) == "budgets['seeds_M'] = 0 is too small (at least 1)"
     assert plan_error(lengths, counts, seed=10**5000) == (
         "seed must be an integer in 0..2**64-1 (got an integer of more than 4300 digits)")
-    assert plan_error(lengths, counts, budgets={"steps": 10**5000}) == (
-        "budgets['steps'] = an integer of more than 4300 digits is too large (at most 100000000)")
+    assert plan_error(lengths, counts, budgets={"steps_per_level": 10**5000}) == (
+        "budgets['steps_per_level'] = an integer of more than 4300 digits is too large (at most 100000000)")
     # numpy integers (and 0-d integer arrays) are integers, as RL frameworks pass them.
     a = routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], seed=np.uint64(7),
-                       budgets={"steps": np.int32(50), "polish_evaluations": np.array(300)})
+                       budgets={"steps_per_level": np.int32(50), "polish_evaluations": np.array(300)})
     b = routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], seed=7,
-                       budgets={"steps": 50, "polish_evaluations": 300})
+                       budgets={"steps_per_level": 50, "polish_evaluations": 300})
     ja, jb = json.loads(a.to_json()), json.loads(b.to_json())
     assert a.seed == 7
     assert (ja["rows"], ja["score"], ja["planner"]["budgets"]) == (jb["rows"], jb["score"], jb["planner"]["budgets"])
@@ -353,7 +353,7 @@ def big_window():
     return make_window(n=400, layers=4, experts=16, k=2, seed=9, max_len=3000)
 
 
-BIG_BUDGETS = {"levels": 300, "steps": 20000, "cooling": 0.98}
+BIG_BUDGETS = {"levels": 300, "steps_per_level": 20000, "cooling": 0.98}
 
 
 def test_progress_and_cancel_by_callback():
@@ -408,7 +408,7 @@ def test_gil_released_while_planning():
     th.start()
     try:
         before = ticks[0]
-        routepack.plan(lengths, counts, t, moe_layers=[0, 1, 2, 3], budgets={"levels": 4, "steps": 2000})
+        routepack.plan(lengths, counts, t, moe_layers=[0, 1, 2, 3], budgets={"levels": 4, "steps_per_level": 2000})
         during = ticks[0] - before
     finally:
         stop.set()
@@ -464,13 +464,56 @@ def test_budget_upper_bounds():
             routepack.plan(lengths, counts, topology, moe_layers=[0], budgets=budgets)
         return str(e.value)
 
-    assert error({"seeds": 10**7}) == "budgets['seeds'] = 10000000 is too large (at most 4096)"
+    assert error({"seeds_M": 10**7}) == "budgets['seeds_M'] = 10000000 is too large (at most 4096)"
     assert error({"population": 257}) == "budgets['population'] = 257 is too large (at most 256)"
     assert error({"row_nodes": 2**63 - 1}) == (
         "budgets['row_nodes'] = 9223372036854775807 is too large (at most 1000000000)")
     assert error({"levels": 1001}) == "budgets['levels'] = 1001 is too large (at most 1000)"
     assert error({"polish_kick_moves": 10**6 + 1}) == (
         "budgets['polish_kick_moves'] = 1000001 is too large (at most 1000000)")
+
+
+def test_budgets_take_the_json_keys_and_the_old_names_with_a_warning(window):
+    # budgets={...} takes the plan file's planner.budgets keys; every one comes back as given.
+    lengths, counts = window
+    given = {"seeds_M": 3, "population": 2, "choice_width": 5, "eta": 0.25, "projections": 4,
+             "pair_candidates": 16, "levels": 2, "t0": 0.5, "cooling": 0.9, "steps_per_level": 40,
+             "p_guide": 0.5, "rho": 0.25, "p_straggler": 0.75, "row_nodes": 5000, "polish_evaluations": 100,
+             "polish_kick_moves": 2, "placement_rounds": 1, "anytime": False}
+    p = routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], seed=5, budgets=given)
+    stored = json.loads(p.to_json())["planner"]["budgets"]
+    assert {k: stored[k] for k in given} == given and stored["time_limit_s"] == 0
+    # The JSON keys are the whole list of a misspelt key (workers and time_limit_s are plan()'s own).
+    message = plan_error_of(lambda: routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], budgets={"x": 1}))
+    assert message == "budgets: unknown budget 'x' (known: " + ", ".join(given) + ")"
+    for key in ("workers", "time_limit_s"):
+        assert plan_error_of(lambda: routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], budgets={key: 1})) == (
+            f"budgets: '{key}' is an argument of plan(), not a budgets key")
+    # The old names still work, with a DeprecationWarning naming the key to use, and give the same plan.
+    new = {"seeds_M": 3, "steps_per_level": 40, "levels": 2}
+    for old, key in (("seeds", "seeds_M"), ("steps", "steps_per_level")):
+        budgets = dict(new)
+        budgets[old] = budgets.pop(key)
+        with pytest.warns(DeprecationWarning, match=re.escape(f"use budgets['{key}']")):
+            a = routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], seed=5, budgets=budgets)
+        b = routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], seed=5, budgets=new)
+        ja, jb = json.loads(a.to_json()), json.loads(b.to_json())
+        ja.pop("timings"), jb.pop("timings")
+        assert ja == jb
+        both = dict(new)
+        both[old] = 1
+        assert plan_error_of(lambda: routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], budgets=both)) == (
+            f"budgets: give either '{key}' or its old name '{old}', not both")
+    with pytest.warns(DeprecationWarning):
+        assert plan_error_of(lambda: routepack.plan(lengths, counts, topo(), moe_layers=[1, 3],
+                                                    budgets={"seeds": 0})) == (
+            "budgets['seeds'] = 0 is too small (at least 1)")
+
+
+def plan_error_of(call):
+    with pytest.raises(ValueError) as e:
+        call()
+    return str(e.value)
 
 
 def test_moe_layers_largest_id():
@@ -499,7 +542,7 @@ def test_progress_false_stops_a_long_stage():
         return not (stage == "annealing" and calls.count((stage, fraction)) >= 2)
 
     plan = routepack.plan(lengths, counts, topology, moe_layers=[0], progress=progress,
-                          budgets={"levels": 1, "steps": 10**8, "population": 1, "seeds": 2})
+                          budgets={"levels": 1, "steps_per_level": 10**8, "population": 1, "seeds_M": 2})
     assert plan.cancelled
     assert calls.count(("annealing", 0.4)) == 2
 
@@ -513,7 +556,7 @@ def test_keyboard_interrupt_stops_the_row_count():
     counts = np.zeros((41, 1, 4), dtype=np.int64)
     counts[np.arange(41), 0, np.arange(41) % 4] = lengths
     t = routepack.Topology(2, 2, 2, 1000)
-    budgets = {"row_nodes": 10**9, "levels": 1, "steps": 10, "seeds": 2, "population": 1}
+    budgets = {"row_nodes": 10**9, "levels": 1, "steps_per_level": 10, "seeds_M": 2, "population": 1}
     timer = threading.Timer(0.3, _thread.interrupt_main)
     timer.start()
     with pytest.raises(KeyboardInterrupt):
@@ -575,8 +618,8 @@ BOOL_CASES = [
      "num_hidden_layers must be an integer (got True)"),
     (lambda b: routepack.plan(L0, C0, topo(), moe_layers=[1, 3], seed=b), "seed must be an integer in 0..2**64-1 (got True)"),
     (lambda b: routepack.plan(L0, C0, topo(), moe_layers=[1, 3], time_limit_s=b), "time_limit_s must be a number (got True)"),
-    (lambda b: routepack.plan(L0, C0, topo(), moe_layers=[1, 3], budgets={"steps": b}),
-     "budgets['steps'] must be an integer (got True)"),
+    (lambda b: routepack.plan(L0, C0, topo(), moe_layers=[1, 3], budgets={"steps_per_level": b}),
+     "budgets['steps_per_level'] must be an integer (got True)"),
     (lambda b: routepack.place([[1, 2]], b), "ep_ranks must be an integer (got True)"),
     (lambda b: routepack.place([[1, 2]], 1, moe_layers=[b]), "moe_layers[0] must be an integer (got True)"),
     (lambda b: routepack.place([[1, 2]], 1, num_hidden_layers=b), "num_hidden_layers must be an integer (got True)"),

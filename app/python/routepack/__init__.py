@@ -66,9 +66,10 @@ def plan(
     0..2^32-1), L = len(moe_layers). moe_layers: absolute decoder-layer ids, ascending.
     seed: master seed. workers: planner threads (1 by default, a Ray actor usually reserves one CPU;
     0 = all cores); the plan is the same for a seed whatever ``workers``, as long as
-    ``time_limit_s`` is 0. budgets: optional dict with the CLI's budget names (seeds, population,
-    choice_width, eta, projections, pair_candidates, levels, steps, t0, cooling, p_guide, rho,
-    p_straggler, row_nodes, polish_evaluations, polish_kick_moves, placement_rounds, anytime; anytime needs
+    ``time_limit_s`` is 0. budgets: optional dict with the plan file's planner.budgets keys (seeds_M,
+    population, choice_width, eta, projections, pair_candidates, levels, t0, cooling, steps_per_level,
+    p_guide, rho, p_straggler, row_nodes, polish_evaluations, polish_kick_moves, placement_rounds,
+    anytime; the old names seeds and steps still work with a DeprecationWarning; anytime needs
     time_limit_s > 0 and then runs the final search to the limit, so such plans depend on timing). progress: called on the calling thread as ``progress(stage, fraction)`` at every planner event
     and, while a stage runs without events, again with the last stage and fraction every 0.1 s; returning
     False cancels within about as long as Ctrl-C takes (the best valid plan so far comes back with

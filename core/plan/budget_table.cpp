@@ -1,0 +1,175 @@
+#include "core/plan/budget_table.h"
+
+#include "core/plan/budgets_json.h"
+
+#include <array>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+namespace routepack {
+
+namespace {
+
+constexpr double kFinite = std::numeric_limits<double>::max();
+
+BudgetRow row(const char* key, const char* flag, const char* label, BudgetKind kind,
+              BudgetRef (*field)(PlannerBudgets&), double lo, double hi, const char* help) {
+    BudgetRow r{key, flag, label, kind, field, lo, hi};
+    r.help = help;
+    return r;
+}
+
+BudgetRow real(const char* key, const char* flag, const char* label, BudgetRef (*field)(PlannerBudgets&), double lo,
+               double hi, bool lo_open, const char* rule, const char* help) {
+    BudgetRow r = row(key, flag, label, BudgetKind::Double, field, lo, hi, help);
+    r.lo_open = lo_open;
+    r.rule = rule;
+    return r;
+}
+
+std::array<BudgetRow, 20> make_table() {
+    using K = BudgetKind;
+    BudgetRow workers = row(
+        "workers", "--threads", "Workers", K::Int, [](PlannerBudgets& b) -> BudgetRef { return &b.workers; }, 0, 4096,
+        "worker threads (default: all cores)");
+    workers.run_setting = true;
+    BudgetRow time_limit = real(
+        "time_limit_s", "--time-limit", "Time limit (s)",
+        [](PlannerBudgets& b) -> BudgetRef { return &b.time_limit_s; }, 0, kMaxTimeLimitSeconds, false,
+        "finite seconds in 0..31536000 (one year; 0 = no limit)",
+        "wall-clock limit in seconds (recorded when it fires)");
+    time_limit.json_defers_hi = true;
+    BudgetRow anytime = row(
+        "anytime", "--anytime", "Anytime", K::Bool, [](PlannerBudgets& b) -> BudgetRef { return &b.anytime; }, 0, 1,
+        "keep improving the plan until --time-limit (the plan then depends on timing)");
+    anytime.rule = "used with a time limit > 0";
+    return {{
+        workers,
+        row(
+            "seeds_M", "--seeds", "Seeds M", K::Int,
+            [](PlannerBudgets& b) -> BudgetRef { return &b.seeding.candidates; }, 1, kMaxSeedCandidates,
+            "M: fixed-row seed candidates"),
+        row(
+            "population", "--population", "Population P_pop", K::Int,
+            [](PlannerBudgets& b) -> BudgetRef { return &b.seeding.population; }, 1, kMaxPopulation,
+            "P_pop: annealing chains"),
+        row(
+            "choice_width", "--choice-width", "Choice width w", K::Int,
+            [](PlannerBudgets& b) -> BudgetRef { return &b.seeding.choice_width; }, 1, kMaxChoiceWidth,
+            "w: seeding choice width"),
+        real(
+            "eta", "--eta", "Diversity weight eta", [](PlannerBudgets& b) -> BudgetRef { return &b.seeding.eta; }, 0,
+            kFinite, false, "a finite number >= 0", "diversity weight"),
+        row(
+            "projections", nullptr, "Projections q", K::Int,
+            [](PlannerBudgets& b) -> BudgetRef { return &b.seeding.projections; }, 1, kMaxProjections,
+            "q: random projections of each seed candidate's sketch"),
+        row(
+            "pair_candidates", nullptr, "Pair candidates", K::Int,
+            [](PlannerBudgets& b) -> BudgetRef { return &b.seeding.pair_candidates; }, 1, kMaxPairCandidates,
+            "ranked pair candidates of the EDP-aware pairing"),
+        row(
+            "levels", "--levels", "Temperature levels N_T", K::Int,
+            [](PlannerBudgets& b) -> BudgetRef { return &b.annealing.levels; }, 0, kMaxLevels,
+            "N_T: temperature levels"),
+        real(
+            "t0", "--t0", "T_0", [](PlannerBudgets& b) -> BudgetRef { return &b.annealing.t0; }, 0, kFinite, true,
+            "a finite number > 0", "T_0 on the normalized energy delta"),
+        real(
+            "cooling", "--cooling", "Cooling", [](PlannerBudgets& b) -> BudgetRef { return &b.annealing.cooling; }, 0,
+            1, true, "in (0, 1]", "geometric cooling factor"),
+        row(
+            "steps_per_level", "--steps", "Steps K per level", K::Int,
+            [](PlannerBudgets& b) -> BudgetRef { return &b.annealing.steps; }, 0, kMaxStepsPerLevel,
+            "K: proposals per chain per level"),
+        real(
+            "p_guide", "--p-guide", "p_guide", [](PlannerBudgets& b) -> BudgetRef { return &b.annealing.p_guide; }, 0,
+            1, false, "in [0, 1]", "probability of a guided proposal"),
+        real(
+            "rho", "--rho", "Relocation rho", [](PlannerBudgets& b) -> BudgetRef { return &b.annealing.rho; }, 0, 1,
+            false, "in [0, 1]", "relocation probability"),
+        real(
+            "p_straggler", "--p-straggler", "Straggler share p_straggler",
+            [](PlannerBudgets& b) -> BudgetRef { return &b.annealing.p_straggler; }, 0, 1, false, "in [0, 1]",
+            "share of guided proposals aimed at the straggler EDP shard"),
+        row(
+            "row_nodes", "--row-nodes", "Row-count nodes", K::Int64,
+            [](PlannerBudgets& b) -> BudgetRef { return &b.row_nodes; }, 0, static_cast<double>(kMaxRowNodes),
+            "node budget of the exact row-count search"),
+        row(
+            "polish_evaluations", "--polish", "Polish evaluations", K::Int64,
+            [](PlannerBudgets& b) -> BudgetRef { return &b.polish_evaluations; }, 0,
+            static_cast<double>(kMaxPolishEvaluations),
+            "work of the final exact improvement pass on the straggler shard: scored moves plus ranked "
+            "sample visits (0 = none)"),
+        row(
+            "polish_kick_moves", "--polish-kicks", "Polish kick moves", K::Int,
+            [](PlannerBudgets& b) -> BudgetRef { return &b.polish_kick_moves; }, 0, kMaxPolishKickMoves,
+            "random moves per kick of the final pass (0 = one guided descent, no kicks)"),
+        row(
+            "placement_rounds", "--placement-rounds", "Placement rounds", K::Int,
+            [](PlannerBudgets& b) -> BudgetRef { return &b.placement_rounds; }, 0, kMaxPlacementRounds,
+            "rounds of the final pass, each followed by refining the LPT placement for the layout "
+            "(expert swaps between EP ranks, kept when the score drops; 0 = keep the LPT placement)"),
+        time_limit,
+        anytime,
+    }};
+}
+
+} // namespace
+
+std::span<const BudgetRow> budget_table() {
+    static const std::array<BudgetRow, 20> table = make_table();
+    return table;
+}
+
+const BudgetRow* find_budget(const std::string& key) {
+    for (const BudgetRow& r : budget_table())
+        if (key == r.key) return &r;
+    return nullptr;
+}
+
+std::int64_t budget_int(const BudgetRow& row, const PlannerBudgets& b) {
+    // The accessor only forms a pointer; nothing is written through it here.
+    const BudgetRef ref = row.field(const_cast<PlannerBudgets&>(b));
+    return std::visit([](auto* p) { return static_cast<std::int64_t>(*p); }, ref);
+}
+
+double budget_double(const BudgetRow& row, const PlannerBudgets& b) {
+    const BudgetRef ref = row.field(const_cast<PlannerBudgets&>(b));
+    return std::visit([](auto* p) { return static_cast<double>(*p); }, ref);
+}
+
+void set_budget_int(const BudgetRow& row, PlannerBudgets& b, std::int64_t v) {
+    std::visit(
+        [v](auto* p) {
+            using T = std::remove_pointer_t<decltype(p)>;
+            if constexpr (std::is_same_v<T, bool>)
+                *p = v != 0;
+            else
+                *p = static_cast<T>(v);
+        },
+        row.field(b));
+}
+
+void set_budget_double(const BudgetRow& row, PlannerBudgets& b, double v) {
+    std::visit(
+        [v](auto* p) {
+            using T = std::remove_pointer_t<decltype(p)>;
+            if constexpr (std::is_same_v<T, bool>)
+                *p = v != 0;
+            else
+                *p = static_cast<T>(v);
+        },
+        row.field(b));
+}
+
+bool budget_in_range(const BudgetRow& row, double v) {
+    if (!std::isfinite(v) || v < row.lo || v > row.hi) return false;
+    if (row.lo_open && v == row.lo) return false;
+    if (row.hi_open && v == row.hi) return false;
+    return true;
+}
+
+} // namespace routepack
