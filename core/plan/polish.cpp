@@ -316,7 +316,6 @@ private:
         const auto LP = static_cast<std::size_t>(L_) * static_cast<std::size_t>(P_);
         const std::int64_t* w = W_.data() + static_cast<std::size_t>(rs) * LP;
         int* pk = peak_.data() + static_cast<std::size_t>(rs) * static_cast<std::size_t>(L_);
-        std::int64_t* s = S_.data() + static_cast<std::size_t>(rs) * static_cast<std::size_t>(n_);
         moved_.clear();
         for (int l = 0; l < L_; ++l) {
             int best = 0;
@@ -327,6 +326,7 @@ private:
             pk[l] = now;
         }
         if (full || moved_.empty() || !dense_) return;
+        std::int64_t* s = S_.data() + static_cast<std::size_t>(rs) * static_cast<std::size_t>(n_);
         // Only the layers whose peak rank moved change S (exact integer update), all of them in one
         // pass over the samples.
         const std::int32_t* q = p().demand.data();
