@@ -198,7 +198,7 @@ void add_budget_flags(CLI::App& app, PlanCmd& c) {
                 if constexpr (std::is_same_v<T, bool>)
                     app.add_flag(row.flag, *p, row.help);
                 else if constexpr (std::is_same_v<T, double>)
-                    app.add_option(row.flag, *p, row.help);
+                    add_float_option(app, row.flag, *p, row.help);
                 else
                     add_int_option(app, row.flag, *p, row.help);
             },

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -64,6 +65,49 @@ CLI::Option* add_int_option(CLI::App& app, const std::string& flag, T& target, c
             },
             help)
         ->type_name("INT");
+}
+
+/// Reads `text` as a finite decimal number: an optional '-', digits with at most one '.', and an
+/// optional exponent (e or E, an optional sign, digits). InputError "<name> must be a decimal
+/// number (got '<text>')" for an empty text, spaces, hex ("0x1p3"), "inf"/"nan", any other
+/// character, or a value no double holds ("1e400").
+inline double parse_float_flag(const std::string& text, const std::string& name) {
+    const auto fail = [&]() -> double {
+        throw InputError(name + " must be a decimal number (got '" + util::printable(text) + "')");
+    };
+    std::size_t i = (!text.empty() && text[0] == '-') ? 1 : 0;
+    std::size_t digits = 0;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9')
+        ++i, ++digits;
+    if (i < text.size() && text[i] == '.') {
+        ++i;
+        while (i < text.size() && text[i] >= '0' && text[i] <= '9')
+            ++i, ++digits;
+    }
+    if (digits == 0) return fail();
+    if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+        ++i;
+        if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+        const std::size_t exp_start = i;
+        while (i < text.size() && text[i] >= '0' && text[i] <= '9')
+            ++i;
+        if (i == exp_start) return fail();
+    }
+    if (i != text.size()) return fail();
+    double v = 0;
+    const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v, std::chars_format::general);
+    if (ec != std::errc() || p != text.data() + text.size() || !std::isfinite(v)) return fail();
+    return v;
+}
+
+/// Adds the number option `flag` to `app`, read by parse_float_flag into `target` when it is parsed
+/// (range rules are the caller's: check_planner_budgets for the budgets). Errors as add_int_option.
+inline CLI::Option* add_float_option(CLI::App& app, const std::string& flag, double& target, const std::string& help) {
+    const std::string name = app.get_name() + ": " + flag;
+    return app
+        .add_option_function<std::string>(
+            flag, [&target, name](const std::string& text) { target = parse_float_flag(text, name); }, help)
+        ->type_name("FLOAT");
 }
 
 } // namespace routepack::cli

@@ -93,7 +93,7 @@ Command register_synth(CLI::App& app) {
     add_int_option(*syn, "--prompt-mean", c->cfg.prompt_mean, "mean prompt tokens");
     add_int_option(*syn, "--response-mean", c->cfg.response_mean, "mean response tokens");
     add_int_option(*syn, "--max-length", c->cfg.max_length, "cap on sample length");
-    syn->add_option("--skew", c->cfg.skew, "Zipf exponent of expert popularity");
+    add_float_option(*syn, "--skew", c->cfg.skew, "Zipf exponent of expert popularity");
     add_int_option(*syn, "--seed", c->cfg.seed, "random seed");
     return {syn, [c] { return run_synth(*c); }};
 }

@@ -51,6 +51,12 @@ std::string output_folder_problem(const std::string& out) {
 } // namespace
 
 int main(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i)
+        if (std::strcmp(argv[i], "--headless-out=") == 0 ||
+            (std::strcmp(argv[i], "--headless-out") == 0 && i + 1 < argc && argv[i + 1][0] == '\0')) {
+            std::fprintf(stderr, "routepack-studio: error: --headless-out must name a folder (got '')\n");
+            return 1;
+        }
     if (const std::string out = headless_out(argc, argv); !out.empty()) {
         if (const std::string bad = output_folder_problem(out); !bad.empty()) {
             std::fprintf(stderr, "routepack-studio: error: %s\n", bad.c_str());

@@ -531,8 +531,15 @@ private Q_SLOTS:
              QStringLiteral(
                  "compare: --time-limit must be finite seconds in 0..31536000 (one year; 0 = no limit) (got -1)")},
             {{QStringLiteral("--time-limit"), QStringLiteral("nan")},
-             QStringLiteral(
-                 "compare: --time-limit must be finite seconds in 0..31536000 (one year; 0 = no limit) (got nan)")},
+             QStringLiteral("compare: --time-limit must be a decimal number (got 'nan')")},
+            {{QStringLiteral("--time-limit="), QString()},
+             QStringLiteral("compare: --time-limit must be a decimal number (got '')")},
+            {{QStringLiteral("--time-limit"), QStringLiteral("0x1p3")},
+             QStringLiteral("compare: --time-limit must be a decimal number (got '0x1p3')")},
+            {{QStringLiteral("--time-limit"), QStringLiteral(" 1")},
+             QStringLiteral("compare: --time-limit must be a decimal number (got ' 1')")},
+            {{QStringLiteral("--p-guide"), QStringLiteral("1e400")},
+             QStringLiteral("compare: --p-guide must be a decimal number (got '1e400')")},
             {{QStringLiteral("--seed=-1")},
              QStringLiteral("compare: --seed must be an integer in 0..18446744073709551615 (got '-1')")},
             {{QStringLiteral("--seed="), QString()},
@@ -548,7 +555,9 @@ private Q_SLOTS:
             {{QStringLiteral("--row-nodes=-1")},
              QStringLiteral("compare: --row-nodes must be in 0..1000000000 (got -1)")},
             {{QStringLiteral("--eta"), QStringLiteral("nan")},
-             QStringLiteral("compare: --eta must be a finite number >= 0 (got nan)")},
+             QStringLiteral("compare: --eta must be a decimal number (got 'nan')")},
+            {{QStringLiteral("--eta"), QStringLiteral("-0.5e-1")},
+             QStringLiteral("compare: --eta must be a finite number >= 0 (got -0.05)")},
             {{QStringLiteral("--placement-rounds"), QStringLiteral("1001")},
              QStringLiteral("compare: --placement-rounds must be in 0..1000 (got 1001)")},
             {{QStringLiteral("--placement-rounds=-1")},
@@ -1007,6 +1016,19 @@ private Q_SLOTS:
             QCOMPARE(r.err, err_line(q(tmp / "bad.json") + err));
             QCOMPARE(read_file(tmp / "bad.json"), before); // read-only
         }
+        // A lower bound on the row count above the row count itself.
+        {
+            nlohmann::json bad = good;
+            const int rows = good["row_count"].get<int>();
+            bad["row_lower_bound"] = rows + 1;
+            write_file(tmp / "bad.json", bad.dump());
+            r = cli({QStringLiteral("validate"), q(tmp / "bad.json")});
+            QCOMPARE(r.err, err_line(q(tmp / "bad.json") +
+                                     QStringLiteral(": row_lower_bound %1 is more than row_count %2 (a lower bound on "
+                                                    "the row count cannot exceed a row count that exists)")
+                                         .arg(rows + 1)
+                                         .arg(rows)));
+        }
         // Anytime adds rounds (and refinements) until the time limit: more kept than
         // placement_rounds is what such a plan records, and it validates.
         {
@@ -1150,6 +1172,18 @@ private Q_SLOTS:
                      QStringLiteral(": cannot be created (") + q(tmp / "file.txt") +
                      QStringLiteral(" is not a folder)\n"));
         QCOMPARE(read_file(tmp / "file.txt"), std::string("keep me\n"));
+        // An empty folder name is refused, never the working directory.
+        for (const QStringList& args : {QStringList{QStringLiteral("--headless-out"), QString()},
+                                        QStringList{QStringLiteral("--headless-out=")}}) {
+            QProcess e;
+            e.setWorkingDirectory(q(tmp));
+            e.start(QStringLiteral(ROUTEPACK_STUDIO), args);
+            QVERIFY(e.waitForFinished(120000));
+            QCOMPARE(e.exitCode(), 1);
+            QCOMPARE(QString::fromUtf8(e.readAllStandardError()),
+                     QStringLiteral("routepack-studio: error: --headless-out must name a folder (got '')\n"));
+        }
+        QVERIFY(!fs::exists(tmp / "plan.json"));
     }
 
     void synthOnAFullDiskLeavesNoFolder() {

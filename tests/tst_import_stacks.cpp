@@ -683,6 +683,13 @@ private Q_SLOTS:
         write_folder(b, {{"r3_routing_valid.npy", npy("|b1", "(2,)", std::string(2, '\x01'))}});
         QCOMPARE(import_error({b}),
                  q((b / "r3_routing_valid.npy").string() + " has shape (2,), expected (1,) (one flag per batch row)"));
+        // Mask values are 0/1: 2 or -1 is refused, naming the batch row and token.
+        std::filesystem::remove(b / "r3_routing_valid.npy");
+        write_folder(b, {{"attention_mask.npy", npy("<i8", "(1, 2)", le({1, 2}, 8))}});
+        QCOMPARE(import_error({b}), q((b / "attention_mask.npy").string() + "[0, 1] is 2, not 0 or 1"));
+        write_folder(b, {{"attention_mask.npy", npy("<i8", "(1, 2)", le({-1, 1}, 8))}});
+        QCOMPARE(import_error({b}), q((b / "attention_mask.npy").string() + "[0, 0] is -1, not 0 or 1"));
+        std::filesystem::remove(b / "attention_mask.npy");
         // Validity flags are bools: -1 or 2 in a flag is refused, naming the batch row.
         write_folder(b, {{"r3_routing_valid.npy", npy("<i8", "(1,)", le({2}, 8))}});
         QCOMPARE(import_error({b}), q((b / "r3_routing_valid.npy").string() +

@@ -463,6 +463,12 @@ void parse_batch(const BatchArrays& arrays, const SourceFile& f, const std::stri
                 const std::int64_t pos = static_cast<std::int64_t>(s0 + i);
                 if (mask) {
                     if (!element_nonzero(mask_raw.data(), i, static_cast<int>(msize))) continue;
+                    // One 0/1 per token (verl's attention_mask): anything else is refused.
+                    std::int32_t m = 0;
+                    if (convert_wire_ints(mask_raw.data() + i * msize, 1, mask->header().type, &m) != 1 || m != 1)
+                        throw InputError(mask->where() + "[" + std::to_string(b) + ", " + std::to_string(pos) +
+                                         "] is " + wire_value_text(mask_raw.data(), i, mask->header().type) +
+                                         ", not 0 or 1");
                     ++tokens;
                     prompt += pos < prompt_area;
                 } else {

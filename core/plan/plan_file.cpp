@@ -520,6 +520,10 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
                          util::json_kind(certified));
     f.row_count_certified = certified.get<bool>();
     f.row_lower_bound = static_cast<int>(need_int(j, "row_lower_bound", origin, 0, kIntMax));
+    if (f.row_lower_bound > f.row_count)
+        throw InputError(origin + ": row_lower_bound " + std::to_string(f.row_lower_bound) +
+                         " is more than row_count " + std::to_string(f.row_count) +
+                         " (a lower bound on the row count cannot exceed a row count that exists)");
     const int D = f.topology.dp_slots;
     f.layout = parse_rows(need(j, "rows", origin), index, f.row_count, D, origin + ": rows");
     // Structure: coverage, cap, non-empty, rectangle — with the plan's own lengths.

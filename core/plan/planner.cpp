@@ -252,6 +252,10 @@ SearchStats packing_search(const PackingProblem& p, const Layout& ffd, const Pla
             const Score before = best.score;
             if (share > 0) polish(share, static_cast<std::uint64_t>(k));
             if (cancelled() || st.time_limit_hit) break;
+            if (stop_now()) { // no search in this round to notice it (polish 0)
+                st.time_limit_hit = true;
+                break;
+            }
             const bool kept = refine();
             // Without kicks a round is a deterministic descent: once a round neither improved nor
             // refined anything, every later one would repeat it.

@@ -749,6 +749,9 @@ def test_sample_ids_must_be_unicode_text(window):
     assert call_error(lambda: routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], sample_ids=ids)) == (
         "sample_ids[5] = 'name-\\udcff.npy' is not valid Unicode text: lone surrogate U+DCFF at character 5 "
         "(it cannot be written as UTF-8)")
+    ids[5] = b"a\xff"  # bytes are not text: never stored as their repr
+    assert call_error(lambda: routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], sample_ids=ids)) == (
+        "sample_ids[5] must be a str (got bytes)")
     ids[5] = np.str_("s5-\u00e9")  # numpy strings and non-ASCII text are fine
     p = routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], sample_ids=ids)
     assert p.sample_ids[5] == "s5-\u00e9" and p.sample_ids[23] == "s23"

@@ -93,7 +93,7 @@ def plan(
         progress=progress,
         top_k=top_k,
         num_hidden_layers=num_hidden_layers,
-        sample_ids=None if sample_ids is None else [str(s) for s in sample_ids],
+        sample_ids=sample_ids,
         trace_name=trace_name,
         window_name=window_name,
         model_name=model_name,
