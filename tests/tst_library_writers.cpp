@@ -180,7 +180,7 @@ private Q_SLOTS:
     // files into the same path at the same moment. B's trace is always there afterwards.
     void failingAndSucceedingImportsOnOneNewLibrary() {
         const auto tmp = temp_dir(QStringLiteral("writers-race"));
-        const fs::path bad = make_input(tmp / "bad", 200, true);
+        const fs::path bad = make_input(tmp / "bad", 60, true);
         const fs::path good = make_input(tmp / "good", 1, false);
         for (int round = 0; round < 6; ++round) {
             const fs::path db = tmp / ("f" + std::to_string(round) + ".db");
