@@ -200,18 +200,6 @@ std::string json_id_text(const nlohmann::json* v, const std::string& where, cons
     throw InputError(where + ": " + field + " must be a string or integer, not " + json_kind(*v));
 }
 
-std::int64_t rows_without_trailing_padding(const std::vector<std::int32_t>& ids, std::int64_t rows, std::size_t width) {
-    while (rows > 0) {
-        const std::int32_t* r = ids.data() + static_cast<std::size_t>(rows - 1) * width;
-        bool all_missing = true;
-        for (std::size_t j = 0; j < width && all_missing; ++j)
-            all_missing = r[j] == -1;
-        if (!all_missing) break;
-        --rows;
-    }
-    return rows;
-}
-
 namespace {
 thread_local std::vector<std::string>* t_notes = nullptr;
 } // namespace

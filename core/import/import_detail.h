@@ -113,10 +113,6 @@ std::optional<std::int64_t> token_id_count(const nlohmann::json& obj, const char
 /// serialized: a container could be nested deeper than the stack allows).
 std::string json_id_text(const nlohmann::json* v, const std::string& where, const std::string& field);
 
-/// Number of rows that are not entirely -1 at the end of `ids` ([rows][width]): trailing all -1
-/// rows are padding.
-std::int64_t rows_without_trailing_padding(const std::vector<std::int32_t>& ids, std::int64_t rows, std::size_t width);
-
 /// Notes an importer adds to the import summary ("skipped 2 batch rows ..."). import_trace opens a
 /// NoteScope around each file's parse (on the parsing thread); add_import_note appends to the
 /// innermost open scope of the calling thread and does nothing without one.

@@ -249,17 +249,6 @@ ModelDescription parse_model_description(const std::string& json_text, const std
     return m;
 }
 
-std::string model_description_to_json(const ModelDescription& m) {
-    nlohmann::json j;
-    j["name"] = m.name;
-    j["num_hidden_layers"] = m.num_hidden_layers;
-    j["experts"] = m.experts;
-    j["top_k"] = m.top_k;
-    j["moe_layers"] = m.moe_layers;
-    j["source"] = m.source;
-    return j.dump();
-}
-
 std::vector<std::string> known_model_names() {
     std::vector<std::string> names;
     for (const auto& r : embedded_model_descriptions())

@@ -48,9 +48,6 @@ std::string format_layer_list(const std::vector<int>& layers);
 /// top_k, moe_layers (layer list string or array), source. `origin` names the file in errors.
 ModelDescription parse_model_description(const std::string& json_text, const std::string& origin);
 
-/// Serializes a description to the same JSON shape (moe_layers as an array).
-std::string model_description_to_json(const ModelDescription& m);
-
 /// A shipped model by name ("deepseek-v2-lite", "llama4-maverick"); InputError listing the known
 /// names otherwise.
 ModelDescription known_model(const std::string& name);

@@ -39,11 +39,6 @@ inline void append_tiles(std::vector<GatherEntry>& table, const GatherEntry& e) 
     }
 }
 
-/// Number of tiles append_tiles() produces for `len` bytes.
-inline std::uint64_t tile_count(std::uint64_t len) {
-    return (len + kTileBytes - 1) / kTileBytes;
-}
-
 /// A CUDA runtime failure. what() is "cuda: <call>: <cudaGetErrorString>" (or "cuda: not available: ...").
 class Error : public std::runtime_error {
 public:
