@@ -141,7 +141,10 @@ double budget_double(const BudgetRow& row, const PlannerBudgets& b) {
     return std::visit([](auto* p) { return static_cast<double>(*p); }, ref);
 }
 
-void set_budget_int(const BudgetRow& row, PlannerBudgets& b, std::int64_t v) {
+namespace {
+
+/// Stores `v` into the budget `row` names: bools as v != 0, other kinds converted to their type.
+template <class V> void set_budget(const BudgetRow& row, PlannerBudgets& b, V v) {
     std::visit(
         [v](auto* p) {
             using T = std::remove_pointer_t<decltype(p)>;
@@ -153,16 +156,14 @@ void set_budget_int(const BudgetRow& row, PlannerBudgets& b, std::int64_t v) {
         row.field(b));
 }
 
+} // namespace
+
+void set_budget_int(const BudgetRow& row, PlannerBudgets& b, std::int64_t v) {
+    set_budget(row, b, v);
+}
+
 void set_budget_double(const BudgetRow& row, PlannerBudgets& b, double v) {
-    std::visit(
-        [v](auto* p) {
-            using T = std::remove_pointer_t<decltype(p)>;
-            if constexpr (std::is_same_v<T, bool>)
-                *p = v != 0;
-            else
-                *p = static_cast<T>(v);
-        },
-        row.field(b));
+    set_budget(row, b, v);
 }
 
 bool budget_in_range(const BudgetRow& row, double v) {

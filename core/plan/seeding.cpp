@@ -943,8 +943,7 @@ std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout
     check_shape(ffd, p, "diverse_population");
     const int R = ffd.rows;
     const int w = clamp_width(b.choice_width);
-    const int q = std::max(1, b.projections);
-    const int pair_cap = std::max(1, b.pair_candidates);
+    const int q = std::max(1, b.projections), pair_cap = std::max(1, b.pair_candidates);
     const int pop = std::max(1, b.population);
     auto stop = [&] {
         return (cancel != nullptr && cancel->load(std::memory_order_relaxed)) ||
