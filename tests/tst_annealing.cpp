@@ -232,6 +232,7 @@ private Q_SLOTS:
     void neverWorseThanBestSeedOnRandomWindows();
     void reachesBruteForceOptimum();
     void deterministicAcrossRunsAndWorkers();
+    void stopTokenReasons();
     void cancelFromOnLevel();
     void deadlineInThePast();
     void deadlineDuringRun();
@@ -416,6 +417,43 @@ void TestAnnealing::deterministicAcrossRunsAndWorkers() {
     QVERIFY(!same_stats(e.levels, a.levels));
 }
 
+void TestAnnealing::stopTokenReasons() {
+    using Clock = StopToken::Clock;
+    const auto past = Clock::now() - std::chrono::seconds(1), future = Clock::now() + std::chrono::hours(1);
+    std::atomic<bool> flag{false};
+    QCOMPARE(StopToken().reason(), StopReason::None);
+    QVERIFY(!StopToken().stop_requested());
+    QCOMPARE(StopToken(&flag, future).reason(), StopReason::None);
+    QCOMPARE(StopToken(&flag, past).reason(), StopReason::TimeLimit);
+    QCOMPARE(StopToken(nullptr, past).reason(), StopReason::TimeLimit);
+    flag = true;
+    QCOMPARE(StopToken(&flag).reason(), StopReason::Cancelled);
+    QCOMPARE(StopToken(&flag, past).reason(), StopReason::Cancelled); // the flag wins over the deadline
+    QVERIFY(StopToken(&flag).stop_requested());
+    // The planner's token: time_limit_s seconds after the start, none for 0.
+    const auto t = Clock::now();
+    QVERIFY(!StopToken::with_time_limit(nullptr, 0, t).deadline());
+    QVERIFY(!StopToken::with_time_limit(nullptr, -1, t).deadline());
+    QVERIFY(*StopToken::with_time_limit(nullptr, 2.5, t).deadline() == t + std::chrono::milliseconds(2500));
+    QCOMPARE(StopToken::with_time_limit(&flag, 3600, t).reason(), StopReason::Cancelled);
+    // A latch keeps the first reason a poll saw, and answers true from then on.
+    flag = false;
+    StopLatch latch{StopToken(&flag, future)};
+    QVERIFY(!latch.poll());
+    QCOMPARE(latch.reason(), StopReason::None);
+    flag = true;
+    QVERIFY(latch.poll());
+    flag = false;
+    QVERIFY(latch.poll());
+    QVERIFY(latch.stopped());
+    QCOMPARE(latch.reason(), StopReason::Cancelled);
+    StopLatch late{StopToken(&flag, past)};
+    QVERIFY(late.poll());
+    flag = true;
+    QVERIFY(late.poll());
+    QCOMPARE(late.reason(), StopReason::TimeLimit);
+}
+
 void TestAnnealing::cancelFromOnLevel() {
     const PackingProblem p = standard_problem(22);
     const auto pop = make_population(p, ffd_rows(p), 4, 6);
@@ -428,7 +466,7 @@ void TestAnnealing::cancelFromOnLevel() {
             on_caller = on_caller && std::this_thread::get_id() == caller;
             if (s.level == 0) cancel = true;
         },
-        &cancel);
+        StopToken(&cancel));
     QVERIFY(on_caller);
     QVERIFY(r.cancelled);
     QVERIFY(!r.time_limit_hit);
@@ -441,8 +479,8 @@ void TestAnnealing::cancelFromOnLevel() {
 void TestAnnealing::deadlineInThePast() {
     const PackingProblem p = standard_problem(23);
     const auto pop = make_population(p, ffd_rows(p), 4, 7);
-    const AnnealResult r = population_anneal(p, pop, small_budget(), {}, nullptr,
-                                             std::chrono::steady_clock::now() - std::chrono::seconds(1));
+    const AnnealResult r = population_anneal(
+        p, pop, small_budget(), {}, StopToken(nullptr, std::chrono::steady_clock::now() - std::chrono::seconds(1)));
     QVERIFY(r.time_limit_hit);
     QVERIFY(r.cancelled);
     QVERIFY(r.levels.empty());
@@ -459,7 +497,7 @@ void TestAnnealing::deadlineDuringRun() {
     AnnealingBudget b = small_budget();
     b.steps = 1 << 30;
     const auto t0 = std::chrono::steady_clock::now();
-    const AnnealResult r = population_anneal(p, pop, b, {}, nullptr, t0 + std::chrono::milliseconds(100));
+    const AnnealResult r = population_anneal(p, pop, b, {}, StopToken(nullptr, t0 + std::chrono::milliseconds(100)));
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     QVERIFY(r.time_limit_hit);
     QVERIFY(r.cancelled);
@@ -645,7 +683,7 @@ void TestAnnealing::kickStopsWithinItsMoves() {
     s.kick_moves = 1000000;
     std::atomic<bool> cancel{false};
     const PolishResult r =
-        iterated_straggler_search(p, x, s, 7, &cancel, std::nullopt, [&](const Score&) { cancel.store(true); });
+        iterated_straggler_search(p, x, s, 7, StopToken(&cancel), [&](const Score&) { cancel.store(true); });
     QVERIFY(cancel.load());
     QVERIFY(r.cancelled);
     QVERIFY2(r.evaluations < 20000, qPrintable(QString::number(r.evaluations)));
@@ -743,11 +781,11 @@ void TestAnnealing::iteratedSearchBudgetsAndStops() {
     QVERIFY(none.layout == x);
     QCOMPARE(none.evaluations, std::int64_t{0});
     std::atomic<bool> cancel{true};
-    const PolishResult c = iterated_straggler_search(p, x, PolishSettings{}, 1, &cancel);
+    const PolishResult c = iterated_straggler_search(p, x, PolishSettings{}, 1, StopToken(&cancel));
     QVERIFY(c.cancelled);
     QVERIFY(c.layout == x);
     const PolishResult d =
-        iterated_straggler_search(p, x, PolishSettings{}, 1, nullptr, std::chrono::steady_clock::now());
+        iterated_straggler_search(p, x, PolishSettings{}, 1, StopToken(nullptr, std::chrono::steady_clock::now()));
     QVERIFY(d.cancelled);
     QVERIFY(d.layout == x);
     // Where nothing can move (one cell) the kicks still spend the budget and the run ends.
@@ -765,8 +803,8 @@ void TestAnnealing::iteratedSearchBudgetsAndStops() {
     }
     // on_improve reports strictly decreasing scores, the last one the result's.
     std::vector<Score> seen;
-    const PolishResult e = iterated_straggler_search(p, x, PolishSettings{}, 1, nullptr, std::nullopt,
-                                                     [&](const Score& sc) { seen.push_back(sc); });
+    const PolishResult e =
+        iterated_straggler_search(p, x, PolishSettings{}, 1, {}, [&](const Score& sc) { seen.push_back(sc); });
     QVERIFY(!seen.empty());
     for (std::size_t k = 1; k < seen.size(); ++k)
         QVERIFY(seen[k] < seen[k - 1]);

@@ -24,11 +24,14 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <numeric>
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace routepack;
@@ -547,6 +550,10 @@ private Q_SLOTS:
         const Placement pi = comm_aware_placement(w, topo, lpt, loads, {0, 0, 1, 1}, 0.0);
         for (int e = 0; e < 8; ++e)
             QCOMPARE(topo.node_of_rank()[pi.rank_of(0, e)], e >= 4 ? 0 : 1);
+        QVERIFY(!(pi == lpt));
+        // A stop token that has fired ends every layer before its first sweep: LPT unchanged.
+        const std::atomic<bool> set{true};
+        QVERIFY(comm_aware_placement(w, topo, lpt, loads, {0, 0, 1, 1}, 0.0, StopToken(&set)) == lpt);
         const auto before = rank_loads(loads, lpt), after = rank_loads(loads, pi);
         QCOMPARE(*std::max_element(after.begin(), after.end()), *std::max_element(before.begin(), before.end()));
         // A zero-tolerance bound that forbids every swap leaves LPT unchanged: one heavy expert.
@@ -657,6 +664,21 @@ private Q_SLOTS:
         const CommCost lpt = *comm_cost_if_available(x, families, topo, lpt_placement(loads, 2, 8, 4));
         QVERIFY2(lpt.inter_total > 0, std::to_string(lpt.inter_total).c_str());
         expect_equal(lpt, brute_force(x, families, topo, lpt_placement(loads, 2, 8, 4)));
+        // Stopped before its first layer (a set cancel flag, a passed deadline): every layer keeps
+        // LPT's placement, each expert on the node of its rank; the full run says it was not stopped.
+        QVERIFY(!g.stopped);
+        QCOMPARE(g.layers_grouped, 2);
+        const std::atomic<bool> set{true};
+        for (const StopToken& stop : {StopToken(&set), StopToken(nullptr, StopToken::Clock::now())}) {
+            const GrouterGrouping s = grouter_placement(families, topo, {}, stop);
+            QVERIFY(s.stopped);
+            QCOMPARE(s.layers_grouped, 0);
+            QVERIFY(s.placement == lpt_placement(loads, 2, 8, 4));
+            QCOMPARE(s.kept_samples, (std::vector<int>{0, 0}));
+            for (int l = 0; l < 2; ++l)
+                for (int e = 0; e < 8; ++e)
+                    QCOMPARE(s.expert_node[l * 8 + e], topo.node_of_rank()[s.placement.rank_of(l, e)]);
+        }
     }
 
     void plannerFindsPlantedMinimum() {
@@ -703,6 +725,20 @@ private Q_SLOTS:
         const PlanResult back = restore_plan(f, in.window, "p.json");
         QCOMPARE(back.routepack_comm->comm->inter_total, i64(0));
         QCOMPARE(back.grouter->metrics.joint, r.grouter->metrics.joint);
+        // Cancelled as the communication stage begins: Grouter's grouping stops before its first
+        // layer (LPT's placement), routepack+comm keeps LPT and its best seed; every figure is still
+        // the recount at the method's own placement, and routepack's plan is the uncancelled one.
+        std::atomic<bool> cancel{false};
+        const PlanResult c = plan_window(
+            in, [&](const PlanEvent& e) { cancel = cancel || e.stage == "communication"; }, &cancel);
+        QVERIFY(c.cancelled && !c.time_limit_hit);
+        QVERIFY(c.grouter && c.routepack_comm);
+        QVERIFY(c.grouter_placement == c.lpt);
+        QVERIFY(c.comm_placement == c.lpt);
+        QCOMPARE(c.routepack.layout, r.routepack.layout);
+        expect_equal(*c.grouter->comm, brute_force(c.grouter->layout, in.window, in.topology, c.grouter_placement));
+        expect_equal(*c.routepack_comm->comm,
+                     brute_force(c.routepack_comm->layout, in.window, in.topology, c.comm_placement));
         // One node: no communication methods, the section is null, the plan is the one-node plan.
         PlanInput one = in;
         one.topology.gpus_per_node = 0;
@@ -800,6 +836,46 @@ private Q_SLOTS:
         QVERIFY(one.placement == two.placement);
         QCOMPARE(one.expert_node, two.expert_node);
         QCOMPARE(one.kept_samples, two.kept_samples);
+    }
+
+    void grouterCancelledWhileRunning() {
+        // Cancelled from another thread a quarter into the run: the grouping stops before its next
+        // layer, well before the full run's time; the layers it grouped are the full run's, the rest
+        // keep LPT's placement (each expert on the node of its rank).
+        ROUTEPACK_REQUIRE_SHARED(ds, "traces/deepseek-v2-lite");
+        const Trace w = deepseek_first(ds, 512);
+        const Topology topo = known_topology("deepseek-v2-lite-ep32-dp16-4nodes");
+        const int L = w.model.num_moe_layers(), E = w.model.experts;
+        const auto t0 = std::chrono::steady_clock::now();
+        const GrouterGrouping full = grouter_placement(w, topo);
+        const auto full_time = std::chrono::steady_clock::now() - t0;
+        QVERIFY(!full.stopped);
+        QCOMPARE(full.layers_grouped, L);
+        std::atomic<bool> cancel{false};
+        std::thread canceller([&] {
+            std::this_thread::sleep_for(full_time / 4);
+            cancel = true;
+        });
+        const auto t1 = std::chrono::steady_clock::now();
+        const GrouterGrouping part = grouter_placement(w, topo, {}, StopToken(&cancel));
+        const auto part_time = std::chrono::steady_clock::now() - t1;
+        canceller.join();
+        QVERIFY(part.stopped);
+        QVERIFY2(part.layers_grouped > 0 && part.layers_grouped < L, std::to_string(part.layers_grouped).c_str());
+        QVERIFY(part_time < full_time);
+        const auto lpt = lpt_placement(aggregate_expert_loads(w.counts, w.size(), L, E), L, E, topo.ep_ranks);
+        const std::size_t done = static_cast<std::size_t>(part.layers_grouped) * E;
+        for (std::size_t x = 0; x < part.placement.slot.size(); ++x) {
+            QCOMPARE(part.placement.slot[x], x < done ? full.placement.slot[x] : lpt.slot[x]);
+            QCOMPARE(part.expert_node[x],
+                     x < done ? full.expert_node[x] : topo.node_of_rank()[lpt.slot[x] / lpt.slots_per_rank()]);
+        }
+        for (int l = 0; l < L; ++l) { // every layer's slots a permutation of 0..E-1
+            std::vector<int> slots(part.placement.slot.begin() + l * E, part.placement.slot.begin() + (l + 1) * E);
+            std::sort(slots.begin(), slots.end());
+            for (int e = 0; e < E; ++e)
+                QCOMPARE(slots[static_cast<std::size_t>(e)], e);
+        }
     }
 
     void deepseekFirst512() {

@@ -16,6 +16,7 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <functional>
 #include <numeric>
@@ -434,6 +435,13 @@ void TestPlacement::refineRandomInvariants() {
                         peak_sum_of(t, q, rs, RS) >= f,
                         qPrintable(QStringLiteral("trial %1 layer %2 swap e%3 e%4").arg(trial).arg(l).arg(a).arg(b)));
                 }
+        // A stop token that has fired ends every layer before its first pass: the start, unchanged.
+        const std::atomic<bool> set{true};
+        const PlacementRefinement stopped = refine_placement(t, start, rs, RS, 1000, StopToken(&set));
+        QCOMPARE(stopped.placement, start);
+        QCOMPARE(stopped.swaps, std::int64_t{0});
+        QCOMPARE(stopped.evaluations, std::int64_t{0});
+        QCOMPARE(stopped.peak_sum_after, one.peak_sum_before);
     }
 }
 

@@ -642,16 +642,22 @@ private Q_SLOTS:
         QVERIFY(c.cancelled);
         QVERIFY(c.rows.stopped);
         QVERIFY(c.rows.nodes <= 4096); // the first poll saw the flag
-        // minimum_rows itself: the stop function is polled every 4096 nodes.
-        int polls = 0;
+        // minimum_rows itself: the token is polled every 4096 nodes, the first time before the first
+        // node, so a flag set beforehand (or a deadline already passed) stops every exact search at
+        // once; the incumbent is FixedRowFFD's.
         std::vector<std::int64_t> t;
         for (const auto& sm : in.window.samples)
             t.push_back(sm.length);
-        const RowCount rc = minimum_rows(t, 1000, 2, 0, kMaxRowNodes, 1, [&] { return ++polls > 3; });
-        QVERIFY(rc.stopped);
-        QCOMPARE(polls, 4);
-        QVERIFY(rc.nodes > 3 * 4096 - 4096 && rc.nodes <= 4 * 4096);
-        QCOMPARE(rc.rows, base.rows.rows);
+        const std::atomic<bool> set{true};
+        for (const StopToken& stop : {StopToken(&set), StopToken(nullptr, StopToken::Clock::now())}) {
+            const RowCount rc = minimum_rows(t, 1000, 2, 0, kMaxRowNodes, 1, stop);
+            QVERIFY(rc.stopped);
+            QCOMPARE(rc.nodes, std::int64_t{0});
+            QCOMPARE(rc.rows, base.rows.rows);
+            QCOMPARE(rc.how, std::string("R* = 9 best-known (not certified): lower bound 8, exact search at R = 8 was "
+                                         "stopped (cancelled or out of time) after 0 of 1000000000 nodes; layout by "
+                                         "FixedRowFFD"));
+        }
     }
 
     void timeLimit() {

@@ -1,12 +1,15 @@
 // Diverse fixed-row seeding (core/plan/seeding.h, paper section 4.1.1, Algorithm 2): the xoshiro256** Rng
-// (golden values, unbiased bounds), WindowShuffle, Canonicalize, the sliced-Wasserstein sketch,
-// EDPAwarePair on a hand case and as a cell permutation, and diverse_population's contract
-// (validity on 100 random windows, winner first and never worse than the FFD seed, canonical-distinct
-// members, cyclic fill, determinism across runs and thread counts).
+// (golden values, unbiased bounds), the seed derivations of core/util/seeds.h (every planner stage id
+// once, Grouter's layers, the window sampler without modulo bias), WindowShuffle, Canonicalize, the sliced-Wasserstein
+// sketch, EDPAwarePair on a hand case and as a cell permutation, and diverse_population's contract (validity on 100
+// random windows, winner first and never worse than the FFD seed, canonical-distinct members, cyclic fill, determinism
+// across runs and thread counts).
+#include "core/model/window_select.h"
 #include "core/plan/packing.h"
 #include "core/plan/rowcount.h"
 #include "core/plan/score.h"
 #include "core/plan/seeding.h"
+#include "core/util/seeds.h"
 #include "tests/testutil.h"
 
 #include <QtTest>
@@ -163,6 +166,101 @@ private Q_SLOTS:
             const double u = r.uniform();
             QVERIFY(u >= 0.0 && u < 1.0);
         }
+    }
+
+    /// Every planner stage with its id, each listed exactly once: kPlannerStages holds exactly these,
+    /// no two stages share an id, and the two searches' streams are six different stages.
+    void stageIdsUnique() {
+        using seeds::Stage;
+        const std::vector<std::pair<Stage, std::uint64_t>> listed = {
+            {Stage::Seeding, 1},      {Stage::Annealing, 2},      {Stage::Polish, 3},      {Stage::Grouter, 4},
+            {Stage::CommSeeding, 11}, {Stage::CommAnnealing, 12}, {Stage::CommPolish, 13},
+        };
+        QCOMPARE(std::size(seeds::kPlannerStages), listed.size());
+        std::set<std::uint64_t> ids;
+        for (std::size_t k = 0; k < listed.size(); ++k) {
+            QCOMPARE(static_cast<std::uint64_t>(listed[k].first), listed[k].second);
+            QVERIFY(seeds::kPlannerStages[k] == listed[k].first);
+            QVERIFY2(ids.insert(listed[k].second).second, qPrintable(QString::number(listed[k].second)));
+        }
+        std::set<Stage> streams;
+        for (const auto& s : {seeds::kRoutepackSearch, seeds::kCommSearch})
+            streams.insert({s.seeding, s.annealing, s.polish});
+        QCOMPARE(streams.size(), std::size_t{6});
+        // The derivation: the (id + 1)-th splitmix64 output of the master seed.
+        for (const auto& [stage, id] : listed) {
+            std::uint64_t state = 7;
+            std::uint64_t out = 0;
+            for (std::uint64_t k = 0; k <= id; ++k)
+                out = splitmix64(state);
+            QCOMPARE(seeds::planner_stage(7, stage), out);
+        }
+        QCOMPARE(seeds::planner_stage(7, Stage::Grouter), std::uint64_t{0x73d33b666a1e21daULL});
+        // Grouter's layer streams: the stage seed plus the layer, wrapping.
+        QCOMPARE(seeds::grouter_layer(40, 3), std::uint64_t{43});
+        QCOMPARE(seeds::grouter_layer(~std::uint64_t{0}, 2), std::uint64_t{1});
+        QCOMPARE(seeds::window_sampler(12345), std::uint64_t{12345});
+    }
+
+    /// uniform_below against a scripted word source: 2^64 mod n raw values (the lowest) are
+    /// rejected, so each result has exactly floor(2^64 / n) raw values; n a power of two rejects nothing.
+    void uniformBelowRejectsTheRemainder() {
+        auto scripted = [](std::vector<std::uint64_t> words, std::uint64_t n, int& used) {
+            used = 0;
+            return uniform_below(n, [&] { return words[static_cast<std::size_t>(used++)]; });
+        };
+        int used = 0;
+        // n = 3: 2^64 mod 3 = 1, raw 0 is rejected (plain modulo would map it to 0).
+        QCOMPARE(scripted({0, 7}, 3, used), std::uint64_t{1});
+        QCOMPARE(used, 2);
+        QCOMPARE(scripted({1}, 3, used), std::uint64_t{1});
+        QCOMPARE(used, 1);
+        // n = 2^63 + 1: 2^64 mod n = 2^63 - 1, so raw 0 .. 2^63 - 2 are rejected.
+        const std::uint64_t big = (std::uint64_t{1} << 63) + 1, rem = (std::uint64_t{1} << 63) - 1;
+        QCOMPARE(scripted({0, rem - 1, rem}, big, used), rem);
+        QCOMPARE(used, 3);
+        QCOMPARE(scripted({0}, std::uint64_t{1} << 40, used), std::uint64_t{0});
+        QCOMPARE(used, 1);
+        QCOMPARE(scripted({}, 1, used), std::uint64_t{0}); // the only value, no draw
+        QCOMPARE(used, 0);
+    }
+
+    /// The bias that plain modulo has and uniform_below has not, measured on the window sampler's
+    /// splitmix64 stream: for n = 3 * 2^62 the values below 2^62 have two raw preimages each under
+    /// r mod n, so plain modulo lands there half the time; uniform_below a third of the time.
+    void uniformBelowUnbiased() {
+        const std::uint64_t n = std::uint64_t{3} << 62, low = std::uint64_t{1} << 62;
+        std::uint64_t a = 1, b = 1;
+        int unbiased = 0, plain = 0;
+        const int draws = 30000;
+        for (int k = 0; k < draws; ++k) {
+            unbiased += uniform_below(n, [&] { return splitmix64(a); }) < low;
+            plain += splitmix64(b) % n < low;
+        }
+        // Standard deviation of a count at p = 1/3: sqrt(30000 * 2/9) = 82.
+        QVERIFY2(std::abs(unbiased - draws / 3) < 400, qPrintable(QString::number(unbiased)));
+        QVERIFY2(std::abs(plain - draws / 2) < 400, qPrintable(QString::number(plain)));
+    }
+
+    /// `window --random N --seed S`: the samples of a fixed seed, held as values (import order); the
+    /// same seed gives the same window, every size-1 window is uniform over the samples.
+    void randomWindowSamples() {
+        std::vector<SampleInfo> samples(40);
+        for (std::size_t i = 0; i < samples.size(); ++i)
+            samples[i].id = "s" + std::to_string(i);
+        const WindowSelection w = select_random(samples, 10, 7, "t");
+        // The list of an independent Python model of the documented draw (splitmix64 from the seed,
+        // rejection of the lowest 2^64 mod m words).
+        QCOMPARE(w.ids, (std::vector<std::string>{"s7", "s9", "s10", "s16", "s18", "s20", "s23", "s24", "s25", "s38"}));
+        QCOMPARE(w.definition, std::string("random 10 seed 7"));
+        QCOMPARE(select_random(samples, 10, 7, "t").ids, w.ids);
+        QCOMPARE(select_random(samples, 40, 3, "t").ids.size(), std::size_t{40});
+        std::vector<int> hist(5, 0);
+        const std::vector<SampleInfo> five(samples.begin(), samples.begin() + 5);
+        for (std::uint64_t seed = 0; seed < 5000; ++seed)
+            ++hist[static_cast<std::size_t>(std::stoi(select_random(five, 1, seed, "t").ids[0].substr(1)))];
+        for (int h : hist) // 1000 expected each; sd 28
+            QVERIFY2(h > 880 && h < 1120, qPrintable(QString::number(h)));
     }
 
     void windowShuffle() {
@@ -472,7 +570,7 @@ private Q_SLOTS:
             QCOMPARE(x.layout, ffd);
         b.candidates = 20;
         std::atomic<bool> cancel{true}; // cancelled before any trial: still one valid member
-        m = diverse_population(p, ffd, b, &cancel);
+        m = diverse_population(p, ffd, b, StopToken(&cancel));
         QCOMPARE(m.size(), std::size_t{3});
         QCOMPARE(m.front().layout, ffd);
         const Layout bad = changed(ffd, [](auto& c) { c.front().push_back(c.back().front()); });

@@ -2,6 +2,7 @@
 
 #include "core/util/errors.h"
 #include "core/util/rng.h"
+#include "core/util/seeds.h"
 #include "core/util/text.h"
 
 #include <algorithm>
@@ -44,9 +45,9 @@ WindowSelection select_random(const std::vector<SampleInfo>& samples, std::size_
     check_count("--random", n, samples.size(), trace);
     std::vector<std::size_t> idx(samples.size());
     std::iota(idx.begin(), idx.end(), std::size_t{0});
-    std::uint64_t state = seed;
+    std::uint64_t state = seeds::window_sampler(seed);
     for (std::size_t i = 0; i < n; ++i) {
-        const std::size_t j = i + splitmix64(state) % (idx.size() - i);
+        const std::size_t j = i + uniform_below(idx.size() - i, [&] { return splitmix64(state); });
         std::swap(idx[i], idx[j]);
     }
     idx.resize(n);

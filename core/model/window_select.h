@@ -19,8 +19,10 @@ struct WindowSelection {
 /// but trace 'T' has only M samples" when n exceeds the trace, "window: --first must be >= 1" for 0.
 WindowSelection select_first(const std::vector<SampleInfo>& samples, std::size_t n, const std::string& trace);
 
-/// `n` samples drawn without replacement by a splitmix64 Fisher-Yates prefix seeded with `seed`,
-/// kept in import order. InputError when n is 0 or exceeds the trace.
+/// `n` samples drawn without replacement, kept in import order: the first n steps of a Fisher-Yates
+/// shuffle of the sample positions whose step i swaps position i with i + uniform_below(size - i)
+/// over the splitmix64 stream from seeds::window_sampler(seed) (uniform: no modulo bias).
+/// InputError when n is 0 or exceeds the trace.
 WindowSelection select_random(const std::vector<SampleInfo>& samples, std::size_t n, std::uint64_t seed,
                               const std::string& trace);
 

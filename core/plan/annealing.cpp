@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -39,9 +40,7 @@ namespace routepack {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-/// Proposals between two polls of the cancel flag and the deadline inside a chain.
+/// Proposals between two polls of the stop token inside a chain.
 constexpr int kPollMask = 255;
 /// Uniform row-shard draws whose smallest J is the guided target (tournament selection).
 constexpr int kTargetDraws = 3;
@@ -50,32 +49,6 @@ constexpr int kMaxRejections = 1024;
 
 /// The member index used for the level's own stream (resampling u0); never a real member.
 constexpr std::uint64_t kLevelStream = std::numeric_limits<std::uint64_t>::max();
-
-/// Shared stop state of one run: the caller's cancel flag, the deadline, and the flag that tells
-/// every chain to finish immediately once one of them was seen.
-struct StopState {
-    const std::atomic<bool>* cancel = nullptr;
-    std::optional<Clock::time_point> deadline;
-    std::atomic<bool> stop{false};
-    std::atomic<bool> cancelled{false};
-    std::atomic<bool> time_limit{false};
-
-    /// True when the run must stop (sets the reason flags the first time it sees one).
-    bool poll() {
-        if (stop.load(std::memory_order_relaxed)) return true;
-        if (cancel && cancel->load(std::memory_order_relaxed)) {
-            cancelled.store(true, std::memory_order_relaxed);
-            stop.store(true, std::memory_order_relaxed);
-            return true;
-        }
-        if (deadline && Clock::now() >= *deadline) {
-            time_limit.store(true, std::memory_order_relaxed);
-            stop.store(true, std::memory_order_relaxed);
-            return true;
-        }
-        return false;
-    }
-};
 
 /// Fixed per-level chain parameters.
 struct ChainConfig {
@@ -96,6 +69,202 @@ struct ChainOutcome {
     std::int64_t proposals = 0;
     std::int64_t accepted = 0;
     std::int64_t infeasible = 0;
+};
+
+/// A proposed move (Algorithm 3 line 5): sample i from cell `from` to cell `to`, a relocation or a
+/// swap with a partner of `to` chosen when it is applied.
+struct Move {
+    int i = 0, from = 0, to = 0;
+    bool relocate = false;
+};
+
+/// One fixed-temperature chain (run_chain) on its scorer, its own RNG stream and its outcome.
+class Chain {
+public:
+    Chain(const PackingProblem& p, IncrementalScorer& sc, const ChainConfig& cfg, std::uint64_t seed, ChainOutcome& out)
+        : p_(p), sc_(sc), cfg_(cfg), rng_(seed), out_(out), R_(sc.rows()), D_(p.D), G_(p.G), RG_(R_ * G_),
+          cells_(R_ * D_) {}
+
+    /// Lines 3-12: cfg.steps proposals (fewer when `stop` fires), the scorer left at z_j.
+    void run(StopLatch& stop) {
+        Score cur = sc_.score();
+        sc_.copy_placement_to(out_.best);
+        out_.best_score = cur;
+        for (int step = 0; step < cfg_.steps; ++step) {
+            if ((step & kPollMask) == kPollMask && stop.poll()) break;
+            ++out_.proposals;
+            Move mv;
+            const bool feasible = rng_.uniform() < cfg_.p_guide ? guided(mv, cur) : uniform(mv);
+            int j = -1;
+            if (!feasible || (!mv.relocate && !swap_partner(mv, j))) {
+                ++out_.infeasible;
+                continue;
+            }
+            const Score next = mv.relocate ? sc_.apply_relocate(mv.i, mv.to) : sc_.apply_swap(mv.i, j);
+            if (accept(next, cur)) {
+                cur = next;
+                ++out_.accepted;
+                if (cur < out_.best_score) { // line 11: b_j <- minScore(b_j, y)
+                    out_.best_score = cur;
+                    sc_.copy_placement_to(out_.best);
+                }
+            } else {
+                sc_.undo();
+            }
+        }
+        out_.terminal_score = cur; // line 12: z_j is the scorer's state
+    }
+
+private:
+    /// GuidedProposal: source row-shard, source cell, target cell, then the sample. False when the
+    /// proposal is infeasible (target = source, nothing of the source fits the target).
+    bool guided(Move& mv, const Score& cur) {
+        const bool aim = G_ > 1 && cfg_.p_straggler > 0 && rng_.uniform() < cfg_.p_straggler;
+        const int gs = aim ? sc_.straggler_shard() : -1;
+        mv.from = source_cell(source_row_shard(aim, gs, cur));
+        mv.to = target_cell(aim, gs);
+        if (mv.to == mv.from) return false;
+        const std::span<const int> src = sc_.cell(mv.from);
+        mv.relocate = rng_.uniform() < cfg_.rho;
+        if (!mv.relocate) {
+            mv.i = src[rng_.below(src.size())];
+            return true;
+        }
+        // A sample of the source cell that fits the target cell's free room.
+        if (src.size() < 2) return false;
+        const std::int64_t room = p_.C - sc_.cell_tokens(mv.to);
+        const std::int64_t* t = p_.length.data();
+        std::uint64_t count = 0;
+        for (int c : src)
+            count += t[c] <= room;
+        if (count == 0) return false;
+        std::uint64_t pick = rng_.below(count);
+        for (int c : src)
+            if (t[c] <= room && pick-- == 0) {
+                mv.i = c;
+                break;
+            }
+        return true;
+    }
+
+    /// Source row-shard with probability J / sum J: rejection sampling against max J = s2 of the
+    /// current score (expected max J / mean J draws, no per-move upkeep). Straggler branch (`aim`): a
+    /// row of g* with probability J[r][g*] / U_{g*} (rejection against max_r J[r][g*]); only a move
+    /// out of g*'s row-shards can lower s0. The draw count is bounded so that no cost vector can stall
+    /// a chain; J = max J always accepts, so the bound is never reached in practice.
+    int source_row_shard(bool aim, int gs, const Score& cur) {
+        if (aim) {
+            const double mj = sc_.shard_max_j(gs);
+            int r = static_cast<int>(rng_.below(static_cast<std::uint64_t>(R_)));
+            for (int t = 0; t < kMaxRejections && mj > 0 && !(rng_.uniform() * mj < sc_.row_shard_cost(r, gs)); ++t)
+                r = static_cast<int>(rng_.below(static_cast<std::uint64_t>(R_)));
+            return r * G_ + gs;
+        }
+        int rs = static_cast<int>(rng_.below(static_cast<std::uint64_t>(RG_)));
+        for (int t = 0; t < kMaxRejections && cur.max_j > 0 &&
+                        !(rng_.uniform() * cur.max_j < sc_.row_shard_cost(rs / G_, rs % G_));
+             ++t)
+            rs = static_cast<int>(rng_.below(static_cast<std::uint64_t>(RG_)));
+        return rs;
+    }
+
+    /// The cell (r, d), d in D_g, of row-shard rs drawn with probability proportional to its token
+    /// sum (the attention straggler of the shard maximum); uniform when the shard holds no tokens.
+    int source_cell(int rs) {
+        const int r = rs / G_;
+        const auto& slots = p_.shards[static_cast<std::size_t>(rs % G_)];
+        int d = slots[0];
+        if (slots.size() > 1) {
+            std::int64_t sum = 0;
+            for (int s : slots)
+                sum += sc_.cell_tokens(r * D_ + s);
+            if (sum > 0) {
+                auto x = static_cast<std::int64_t>(rng_.below(static_cast<std::uint64_t>(sum)));
+                for (int s : slots) {
+                    x -= sc_.cell_tokens(r * D_ + s);
+                    if (x < 0) {
+                        d = s;
+                        break;
+                    }
+                }
+            } else {
+                d = slots[rng_.below(slots.size())];
+            }
+        }
+        return r * D_ + d;
+    }
+
+    /// Target row-shard: the smallest J among kTargetDraws uniform draws (first wins ties); in the
+    /// straggler branch the draws skip g* (uniform over the R (G-1) others). The target cell (r', d')
+    /// has d' uniform in D_{g'}.
+    int target_cell(bool aim, int gs) {
+        auto draw = [&] {
+            if (!aim) return static_cast<int>(rng_.below(static_cast<std::uint64_t>(RG_)));
+            const int c =
+                static_cast<int>(rng_.below(static_cast<std::uint64_t>(R_) * static_cast<std::uint64_t>(G_ - 1)));
+            const int g = c % (G_ - 1);
+            return (c / (G_ - 1)) * G_ + (g >= gs ? g + 1 : g);
+        };
+        int rt = draw();
+        double jt = sc_.row_shard_cost(rt / G_, rt % G_);
+        for (int t = 1; t < kTargetDraws; ++t) {
+            const int c = draw();
+            const double jc = sc_.row_shard_cost(c / G_, c % G_);
+            if (jc < jt) {
+                rt = c;
+                jt = jc;
+            }
+        }
+        const auto& tslots = p_.shards[static_cast<std::size_t>(rt % G_)];
+        return (rt / G_) * D_ + tslots[rng_.below(tslots.size())];
+    }
+
+    /// Uniform branch: i uniform over the samples, the target cell uniform over the other R*D - 1
+    /// cells, relocation with probability rho. False when infeasible.
+    bool uniform(Move& mv) {
+        if (cells_ < 2) return false;
+        mv.i = static_cast<int>(rng_.below(static_cast<std::uint64_t>(p_.n)));
+        mv.from = sc_.cell_of(mv.i);
+        mv.to = static_cast<int>(rng_.below(static_cast<std::uint64_t>(cells_ - 1)));
+        if (mv.to >= mv.from) ++mv.to;
+        mv.relocate = rng_.uniform() < cfg_.rho;
+        return !mv.relocate || sc_.relocate_feasible(mv.i, mv.to);
+    }
+
+    /// Swap partner: a uniform sample j of the target cell among those that keep both cells within
+    /// C (t_j in [t_i - free(to), t_i + free(from)]); false when there is none.
+    bool swap_partner(const Move& mv, int& j) {
+        const std::span<const int> dst = sc_.cell(mv.to);
+        const std::int64_t* t = p_.length.data();
+        const std::int64_t lo = t[mv.i] - (p_.C - sc_.cell_tokens(mv.to));
+        const std::int64_t hi = t[mv.i] + (p_.C - sc_.cell_tokens(mv.from));
+        std::uint64_t count = 0;
+        for (int c : dst)
+            count += t[c] >= lo && t[c] <= hi;
+        if (count == 0) return false;
+        std::uint64_t pick = rng_.below(count);
+        for (int c : dst)
+            if (t[c] >= lo && t[c] <= hi && pick-- == 0) {
+                j = c;
+                break;
+            }
+        return true;
+    }
+
+    /// Line 9-10: accept a strictly better tuple, else Metropolis on the normalized energy delta.
+    bool accept(const Score& next, const Score& cur) {
+        if (next < cur) return true;
+        const double e = cur.energy();
+        const double delta = (next.energy() - e) / std::max(std::abs(e), 1.0);
+        return delta <= 0 || rng_.uniform() < std::exp(-delta * cfg_.inv_t);
+    }
+
+    const PackingProblem& p_;
+    IncrementalScorer& sc_;
+    const ChainConfig& cfg_;
+    Rng rng_;
+    ChainOutcome& out_;
+    const int R_, D_, G_, RG_, cells_;
 };
 
 /// One fixed-temperature chain (Algorithm 3 lines 3-12) from the scorer's current state, which it
@@ -124,180 +293,8 @@ struct ChainOutcome {
 /// flat); b_j is copied (2n ints, into reused storage) only when the chain's score strictly
 /// improves on b_j.
 void run_chain(const PackingProblem& p, IncrementalScorer& sc, const ChainConfig& cfg, std::uint64_t seed,
-               StopState& stop, ChainOutcome& out) {
-    Rng rng(seed);
-    const int R = sc.rows();
-    const int D = p.D;
-    const int G = p.G;
-    const int RG = R * G;
-    const int cells = R * D;
-    Score cur = sc.score();
-    sc.copy_placement_to(out.best);
-    out.best_score = cur;
-
-    for (int step = 0; step < cfg.steps; ++step) {
-        if ((step & kPollMask) == kPollMask && stop.poll()) break;
-        ++out.proposals;
-        int i = 0, from = 0, to = 0;
-        bool relocate = false;
-        if (rng.uniform() < cfg.p_guide) {
-            // Source row-shard with probability J / sum J: rejection sampling against max J = s2 of
-            // the current score (expected max J / mean J draws, no per-move upkeep).
-            // The draw count is bounded so that no cost vector can stall a chain; J = max J always
-            // accepts, so the bound is never reached in practice.
-            const bool aim = G > 1 && cfg.p_straggler > 0 && rng.uniform() < cfg.p_straggler;
-            const int gs = aim ? sc.straggler_shard() : -1;
-            int rs;
-            if (aim) {
-                // Straggler branch: a row of g* with probability J[r][g*] / U_{g*} (rejection against
-                // max_r J[r][g*]); only a move out of g*'s row-shards can lower s0.
-                const double mj = sc.shard_max_j(gs);
-                int r = static_cast<int>(rng.below(static_cast<std::uint64_t>(R)));
-                for (int t = 0; t < kMaxRejections && mj > 0 && !(rng.uniform() * mj < sc.row_shard_cost(r, gs)); ++t)
-                    r = static_cast<int>(rng.below(static_cast<std::uint64_t>(R)));
-                rs = r * G + gs;
-            } else {
-                rs = static_cast<int>(rng.below(static_cast<std::uint64_t>(RG)));
-                for (int t = 0; t < kMaxRejections && cur.max_j > 0 &&
-                                !(rng.uniform() * cur.max_j < sc.row_shard_cost(rs / G, rs % G));
-                     ++t)
-                    rs = static_cast<int>(rng.below(static_cast<std::uint64_t>(RG)));
-            }
-            const int r = rs / G;
-            const auto& slots = p.shards[static_cast<std::size_t>(rs % G)];
-            int d = slots[0];
-            if (slots.size() > 1) {
-                std::int64_t sum = 0;
-                for (int s : slots)
-                    sum += sc.cell_tokens(r * D + s);
-                if (sum > 0) {
-                    std::int64_t x = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(sum)));
-                    for (int s : slots) {
-                        x -= sc.cell_tokens(r * D + s);
-                        if (x < 0) {
-                            d = s;
-                            break;
-                        }
-                    }
-                } else {
-                    d = slots[rng.below(slots.size())];
-                }
-            }
-            from = r * D + d;
-            // Target row-shard: the smallest J among kTargetDraws uniform draws (first wins ties);
-            // in the straggler branch the draws skip g* (uniform over the R (G-1) others).
-            auto draw_target = [&] {
-                if (!aim) return static_cast<int>(rng.below(static_cast<std::uint64_t>(RG)));
-                const int c =
-                    static_cast<int>(rng.below(static_cast<std::uint64_t>(R) * static_cast<std::uint64_t>(G - 1)));
-                const int g = c % (G - 1);
-                return (c / (G - 1)) * G + (g >= gs ? g + 1 : g);
-            };
-            int rt = draw_target();
-            double jt = sc.row_shard_cost(rt / G, rt % G);
-            for (int t = 1; t < kTargetDraws; ++t) {
-                const int c = draw_target();
-                const double jc = sc.row_shard_cost(c / G, c % G);
-                if (jc < jt) {
-                    rt = c;
-                    jt = jc;
-                }
-            }
-            const auto& tslots = p.shards[static_cast<std::size_t>(rt % G)];
-            to = (rt / G) * D + tslots[rng.below(tslots.size())];
-            if (to == from) {
-                ++out.infeasible;
-                continue;
-            }
-            const std::span<const int> src = sc.cell(from);
-            relocate = rng.uniform() < cfg.rho;
-            if (relocate) {
-                // A sample of the source cell that fits the target cell's free room.
-                if (src.size() < 2) {
-                    ++out.infeasible;
-                    continue;
-                }
-                const std::int64_t room = p.C - sc.cell_tokens(to);
-                std::uint64_t count = 0;
-                for (int c : src)
-                    count += p.length[static_cast<std::size_t>(c)] <= room;
-                if (count == 0) {
-                    ++out.infeasible;
-                    continue;
-                }
-                std::uint64_t pick = rng.below(count);
-                for (int c : src)
-                    if (p.length[static_cast<std::size_t>(c)] <= room && pick-- == 0) {
-                        i = c;
-                        break;
-                    }
-            } else {
-                i = src[rng.below(src.size())];
-            }
-        } else {
-            if (cells < 2) {
-                ++out.infeasible;
-                continue;
-            }
-            i = static_cast<int>(rng.below(static_cast<std::uint64_t>(p.n)));
-            from = sc.cell_of(i);
-            to = static_cast<int>(rng.below(static_cast<std::uint64_t>(cells - 1)));
-            if (to >= from) ++to;
-            relocate = rng.uniform() < cfg.rho;
-            if (relocate && !sc.relocate_feasible(i, to)) {
-                ++out.infeasible;
-                continue;
-            }
-        }
-        Score next;
-        if (relocate) {
-            next = sc.apply_relocate(i, to);
-        } else {
-            // Swap partner: a uniform sample j of the target cell among those that keep both cells
-            // within C (t_j in [t_i - free(to), t_i + free(from)]); none -> infeasible.
-            const std::span<const int> dst = sc.cell(to);
-            const std::int64_t ti = p.length[static_cast<std::size_t>(i)];
-            const std::int64_t lo = ti - (p.C - sc.cell_tokens(to));
-            const std::int64_t hi = ti + (p.C - sc.cell_tokens(from));
-            std::uint64_t count = 0;
-            for (int c : dst) {
-                const std::int64_t tc = p.length[static_cast<std::size_t>(c)];
-                count += tc >= lo && tc <= hi;
-            }
-            if (count == 0) {
-                ++out.infeasible;
-                continue;
-            }
-            std::uint64_t pick = rng.below(count);
-            int j = -1;
-            for (int c : dst) {
-                const std::int64_t tc = p.length[static_cast<std::size_t>(c)];
-                if (tc >= lo && tc <= hi && pick-- == 0) {
-                    j = c;
-                    break;
-                }
-            }
-            next = sc.apply_swap(i, j);
-        }
-        // Line 9-10: accept a strictly better tuple, else Metropolis on the normalized energy delta.
-        bool accept = next < cur;
-        if (!accept) {
-            const double e = cur.energy();
-            const double delta = (next.energy() - e) / std::max(std::abs(e), 1.0);
-            accept = delta <= 0 || rng.uniform() < std::exp(-delta * cfg.inv_t);
-        }
-        if (accept) {
-            cur = next;
-            ++out.accepted;
-            if (cur < out.best_score) { // line 11: b_j <- minScore(b_j, y)
-                out.best_score = cur;
-                sc.copy_placement_to(out.best);
-            }
-        } else {
-            sc.undo();
-        }
-    }
-    out.terminal_score = cur; // line 12: z_j is the scorer's state
+               StopLatch& stop, ChainOutcome& out) {
+    Chain(p, sc, cfg, seed, out).run(stop);
 }
 
 void check_budget(const AnnealingBudget& b) {
@@ -387,68 +384,122 @@ void plan_resample_reuse(const std::vector<int>& pick, const std::vector<int>& o
     }
 }
 
-AnnealResult population_anneal(const PackingProblem& p, const std::vector<SeedMember>& population,
-                               const AnnealingBudget& b, const std::function<void(const LevelStats&)>& on_level,
-                               const std::atomic<bool>* cancel, std::optional<Clock::time_point> deadline) {
-    check_budget(b);
+namespace {
+
+/// std::invalid_argument unless every member of `population` is a valid layout for p with the
+/// first member's row count (and there is at least one).
+void check_population(const PackingProblem& p, const std::vector<SeedMember>& population) {
     if (population.empty()) throw std::invalid_argument("population_anneal: empty population");
-    const int P = static_cast<int>(population.size());
-    for (int j = 0; j < P; ++j) {
-        const Layout& x = population[static_cast<std::size_t>(j)].layout;
+    for (std::size_t j = 0; j < population.size(); ++j) {
+        const Layout& x = population[j].layout;
         const std::string why = validate_layout(x, p);
         if (!why.empty())
-            throw std::invalid_argument("population_anneal: member " + std::to_string(j) + " (" +
-                                        population[static_cast<std::size_t>(j)].origin + ") is invalid: " + why);
+            throw std::invalid_argument("population_anneal: member " + std::to_string(j) + " (" + population[j].origin +
+                                        ") is invalid: " + why);
         if (x.rows != population[0].layout.rows)
             throw std::invalid_argument("population_anneal: members have different row counts");
     }
+}
 
-    // The chains run on the caller's TBB arena (the planner owns the threads); the result does not
-    // depend on its size.
-    auto parallel_members = [&](auto&& body) {
-        tbb::parallel_for(
-            tbb::blocked_range<int>(0, P, 1),
-            [&](const tbb::blocked_range<int>& range) {
-                for (int j = range.begin(); j != range.end(); ++j)
-                    body(j);
-            },
-            tbb::simple_partitioner());
-    };
+/// `count` tasks body(0..count-1) on the caller's TBB arena (the planner owns the threads), one per
+/// task: the result does not depend on the arena's size.
+template <class Body> void parallel_tasks(int count, Body&& body) {
+    if (count == 0) return;
+    tbb::parallel_for(
+        tbb::blocked_range<int>(0, count, 1),
+        [&](const tbb::blocked_range<int>& range) {
+            for (int c = range.begin(); c != range.end(); ++c)
+                body(c);
+        },
+        tbb::simple_partitioner());
+}
 
-    auto parallel_for_count = [&](int count, auto&& body) {
-        if (count == 0) return;
-        tbb::parallel_for(
-            tbb::blocked_range<int>(0, count, 1),
-            [&](const tbb::blocked_range<int>& range) {
-                for (int c = range.begin(); c != range.end(); ++c)
-                    body(c);
-            },
-            tbb::simple_partitioner());
-    };
-
-    // Every member's chain state lives in one IncrementalScorer for the whole run (`pool`, member m
-    // at pool[obj[m]]); resampling moves objects between members and copies state only where a
-    // terminal state is picked more than once (ResampleReuse).
-    std::vector<std::optional<IncrementalScorer>> slots(static_cast<std::size_t>(P));
-    parallel_members(
-        [&](int j) { slots[static_cast<std::size_t>(j)].emplace(p, population[static_cast<std::size_t>(j)].layout); });
+/// The chain state of every member of one run: one IncrementalScorer per member for the whole run
+/// (member m at pool[obj[m]]); resampling moves objects between members and copies state only where
+/// a terminal state is picked more than once (ResampleReuse).
+struct MemberPool {
     std::vector<IncrementalScorer> pool;
-    pool.reserve(static_cast<std::size_t>(P));
-    for (auto& x : slots)
-        pool.push_back(std::move(*x));
-    slots.clear();
-    std::vector<int> obj(static_cast<std::size_t>(P));
-    for (int j = 0; j < P; ++j)
-        obj[static_cast<std::size_t>(j)] = j;
+    std::vector<int> obj;
+
+    MemberPool(const PackingProblem& p, const std::vector<SeedMember>& population) {
+        const int P = static_cast<int>(population.size());
+        std::vector<std::optional<IncrementalScorer>> slots(population.size());
+        parallel_tasks(P, [&](int j) {
+            slots[static_cast<std::size_t>(j)].emplace(p, population[static_cast<std::size_t>(j)].layout);
+        });
+        pool.reserve(population.size());
+        for (auto& x : slots)
+            pool.push_back(std::move(*x));
+        obj.resize(population.size());
+        std::iota(obj.begin(), obj.end(), 0);
+    }
+    IncrementalScorer& of(std::size_t member) { return pool[static_cast<std::size_t>(obj[member])]; }
+
+    /// Lines 14-18: P_{n+1} from the terminal states by systematic resampling at u0; returns the
+    /// number of states copied.
+    int resample(const std::vector<double>& terminal_energy, double t, double t_next, double u0, ResampleReuse& reuse) {
+        const std::vector<int> pick = systematic_resample(terminal_energy, t, t_next, u0);
+        plan_resample_reuse(pick, obj, reuse);
+        parallel_tasks(static_cast<int>(reuse.copies.size()), [&](int c) {
+            const auto [dst, src] = reuse.copies[static_cast<std::size_t>(c)];
+            pool[static_cast<std::size_t>(dst)] = pool[static_cast<std::size_t>(src)];
+        });
+        obj.swap(reuse.obj);
+        return static_cast<int>(reuse.copies.size());
+    }
+};
+
+/// Line 13 of level n, serially in member order: x* <- minScore(x*, b_0..b_{P-1}) (first strict
+/// improvement wins), the terminal energies, and the level's counts (acceptance still a count).
+/// Trajectory bests are valid states even when a chain was stopped early, so they count toward x*
+/// also for an interrupted level.
+LevelStats reduce_level(const std::vector<ChainOutcome>& outcomes, int n, double t, int rows, int D,
+                        std::vector<double>& terminal_energy, Layout& x_star, Score& x_star_score,
+                        AnnealResult& result) {
+    LevelStats st;
+    st.level = n;
+    st.temperature = t;
+    double energy_sum = 0;
+    const ChainOutcome* improved = nullptr;
+    for (std::size_t j = 0; j < outcomes.size(); ++j) {
+        const ChainOutcome& o = outcomes[j];
+        if (o.best_score < x_star_score) {
+            x_star_score = o.best_score;
+            improved = &o;
+        }
+        terminal_energy[j] = o.terminal_score.energy();
+        energy_sum += terminal_energy[j];
+        st.proposals += o.proposals;
+        st.infeasible += o.infeasible;
+        result.accepted += o.accepted;
+        st.acceptance += static_cast<double>(o.accepted);
+    }
+    if (improved) x_star = layout_from_placement(improved->best, rows, D);
+    result.proposals += st.proposals;
+    st.mean_energy = energy_sum / static_cast<double>(outcomes.size());
+    st.best = x_star_score;
+    return st;
+}
+
+} // namespace
+
+AnnealResult population_anneal(const PackingProblem& p, const std::vector<SeedMember>& population,
+                               const AnnealingBudget& b, const std::function<void(const LevelStats&)>& on_level,
+                               const StopToken& stop_token) {
+    check_budget(b);
+    check_population(p, population);
+    const int P = static_cast<int>(population.size());
+    MemberPool members(p, population);
 
     // Line 1: x* <- argmin Score over P0 (exact rescoring: a new scorer's score is bitwise the full
     // score of eqs. 11-15; the members' stored scores are not trusted).
     int first = 0;
     for (int j = 1; j < P; ++j)
-        if (pool[static_cast<std::size_t>(j)].score() < pool[static_cast<std::size_t>(first)].score()) first = j;
+        if (members.pool[static_cast<std::size_t>(j)].score() < members.pool[static_cast<std::size_t>(first)].score())
+            first = j;
 
     AnnealResult result;
-    result.initial_best = pool[static_cast<std::size_t>(first)].score();
+    result.initial_best = members.pool[static_cast<std::size_t>(first)].score();
     Layout x_star = population[static_cast<std::size_t>(first)].layout;
     Score x_star_score = result.initial_best;
 
@@ -459,10 +510,7 @@ AnnealResult population_anneal(const PackingProblem& p, const std::vector<SeedMe
     }
     std::vector<double> terminal_energy(static_cast<std::size_t>(P));
     ResampleReuse reuse;
-
-    StopState stop;
-    stop.cancel = cancel;
-    stop.deadline = deadline;
+    StopLatch stop(stop_token);
 
     double t = b.t0;
     for (int n = 0; n < b.levels; ++n, t *= b.cooling) {
@@ -474,61 +522,28 @@ AnnealResult population_anneal(const PackingProblem& p, const std::vector<SeedMe
         cfg.rho = b.rho;
         cfg.p_straggler = b.p_straggler;
         // Lines 3-12, one task per member.
-        parallel_members([&](int j) {
+        parallel_tasks(P, [&](int j) {
             ChainOutcome& o = outcomes[static_cast<std::size_t>(j)];
             o.proposals = o.accepted = o.infeasible = 0;
-            run_chain(p, pool[static_cast<std::size_t>(obj[static_cast<std::size_t>(j)])], cfg,
+            run_chain(p, members.of(static_cast<std::size_t>(j)), cfg,
                       seeds::annealing_chain(b.seed, static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(j)),
                       stop, o);
         });
-
-        // Line 13, serially in member order. Trajectory bests are valid states even when a chain was
-        // stopped early, so they count toward x* also for an interrupted level.
-        LevelStats st;
-        st.level = n;
-        st.temperature = t;
-        double energy_sum = 0;
-        int improved = -1;
-        for (int j = 0; j < P; ++j) {
-            const ChainOutcome& o = outcomes[static_cast<std::size_t>(j)];
-            if (o.best_score < x_star_score) {
-                x_star_score = o.best_score;
-                improved = j;
-            }
-            terminal_energy[static_cast<std::size_t>(j)] = o.terminal_score.energy();
-            energy_sum += terminal_energy[static_cast<std::size_t>(j)];
-            st.proposals += o.proposals;
-            st.infeasible += o.infeasible;
-            result.accepted += o.accepted;
-            st.acceptance += static_cast<double>(o.accepted);
-        }
-        if (improved >= 0)
-            x_star = layout_from_placement(outcomes[static_cast<std::size_t>(improved)].best, pool[0].rows(), p.D);
-        result.proposals += st.proposals;
+        LevelStats st =
+            reduce_level(outcomes, n, t, members.pool[0].rows(), p.D, terminal_energy, x_star, x_star_score, result);
         // An interrupted level is not reported (its statistics would describe partial chains).
-        if (stop.stop.load(std::memory_order_relaxed)) break;
+        if (stop.stopped()) break;
         st.acceptance = st.proposals > 0 ? st.acceptance / static_cast<double>(st.proposals) : 0.0;
-        st.mean_energy = energy_sum / P;
-        st.best = x_star_score;
-
-        // Lines 14-18: systematic resampling of the terminal states into P_{n+1}.
         if (n + 1 < b.levels) {
             Rng level_rng(seeds::annealing_chain(b.seed, static_cast<std::uint64_t>(n), kLevelStream));
             const double u0 = level_rng.uniform() / P;
-            const std::vector<int> pick = systematic_resample(terminal_energy, t, t * b.cooling, u0);
-            plan_resample_reuse(pick, obj, reuse);
-            parallel_for_count(static_cast<int>(reuse.copies.size()), [&](int c) {
-                const auto [dst, src] = reuse.copies[static_cast<std::size_t>(c)];
-                pool[static_cast<std::size_t>(dst)] = pool[static_cast<std::size_t>(src)];
-            });
-            obj.swap(reuse.obj);
-            st.state_copies = static_cast<int>(reuse.copies.size());
+            st.state_copies = members.resample(terminal_energy, t, t * b.cooling, u0, reuse);
         }
         result.levels.push_back(st);
         if (on_level) on_level(st);
     }
-    result.cancelled = stop.cancelled.load() || stop.time_limit.load();
-    result.time_limit_hit = stop.time_limit.load();
+    result.cancelled = stop.stopped();
+    result.time_limit_hit = stop.reason() == StopReason::TimeLimit;
 
     // Line 19: validate and assert non-regression on a full rescoring of x*.
     const std::string why = validate_layout(x_star, p);

@@ -2,8 +2,8 @@
 // Fixed-row population annealing (paper section 4.1.2-4.1.3, Algorithm 3).
 #include "core/plan/seeding.h"
 
-#include <atomic>
-#include <chrono>
+#include "core/util/stop.h"
+
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -32,9 +32,9 @@ struct AnnealingSettings {
 };
 
 /// The settings of one run of Algorithm 3 plus the seed of its chain streams (the planner derives
-/// it from the master seed: seeds::planner_stage(seed, 2)). Threads are not a budget of the stage:
-/// the chains run on the calling thread's TBB arena (the planner's, sized by PlannerBudgets::workers),
-/// and the result does not depend on its size.
+/// it from the master seed: seeds::planner_stage(seed, seeds::Stage::Annealing)). Threads are not a budget of the
+/// stage: the chains run on the calling thread's TBB arena (the planner's, sized by PlannerBudgets::workers), and the
+/// result does not depend on its size.
 struct AnnealingBudget : AnnealingSettings {
     std::uint64_t seed = 1;
 };
@@ -58,7 +58,7 @@ struct AnnealResult {
     std::vector<LevelStats> levels;
     std::int64_t proposals = 0;
     std::int64_t accepted = 0;
-    bool cancelled = false; ///< cancel flag or deadline stopped it early (best valid so far returned)
+    bool cancelled = false; ///< the stop token (cancel flag or deadline) stopped it early (best valid so far returned)
     bool time_limit_hit = false;
 };
 
@@ -71,15 +71,15 @@ struct AnnealResult {
 /// trajectory-best archive, systematic resampling between levels with weights
 /// exp(-(1/T_{n+1} - 1/T_n) E~_j), E~_j = (E(z_j) - E_min) / max(|E_min|, 1). Validates the result
 /// and asserts non-regression (std::logic_error if violated). `on_level` is called after each level
-/// on the calling thread. Cancellation / deadline are checked before each level and every 256
-/// proposals inside each chain; when hit, the run stops at once and returns the best valid x* so far
-/// (trajectory bests of the interrupted level included) with cancelled = true (and time_limit_hit for
-/// the deadline); the interrupted level gets no LevelStats. Budgets out of range: InputError; an empty
-/// population or an invalid member: std::invalid_argument. Proposal details: core/plan/annealing.cpp.
+/// on the calling thread. `stop` is polled before each level and every 256 proposals inside each
+/// chain; when it fires, the run stops at once and returns the best valid x* so far (trajectory
+/// bests of the interrupted level included) with cancelled = true (and time_limit_hit when the first
+/// chain to see it saw the deadline, not the cancel flag); the interrupted level gets no LevelStats. Budgets out of
+/// range: InputError; an empty population or an invalid member: std::invalid_argument. Proposal details:
+/// core/plan/annealing.cpp.
 AnnealResult population_anneal(const PackingProblem& p, const std::vector<SeedMember>& population,
                                const AnnealingBudget& b, const std::function<void(const LevelStats&)>& on_level = {},
-                               const std::atomic<bool>* cancel = nullptr,
-                               std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
+                               const StopToken& stop = {});
 
 /// How resampled members get their chain states without rebuilding them. Every member m holds its
 /// state in pool object obj[m]; after resampling member m needs the terminal state of pick[m]:

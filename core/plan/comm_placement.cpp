@@ -105,7 +105,8 @@ std::vector<int> balanced_home_nodes(const CommDemand& c, std::span<const std::i
 }
 
 Placement comm_aware_placement(const Trace& window, const Topology& topo, const Placement& lpt,
-                               std::span<const std::uint64_t> loads, const std::vector<int>& home, double tolerance) {
+                               std::span<const std::uint64_t> loads, const std::vector<int>& home, double tolerance,
+                               const StopToken& stop) {
     const int L = lpt.layers, E = lpt.experts, P = lpt.ep_ranks, N = topo.nodes();
     const std::size_t n = window.size();
     if (home.size() != n) throw std::invalid_argument("comm_aware_placement: home is not [n]");
@@ -136,6 +137,7 @@ Placement comm_aware_placement(const Trace& window, const Topology& topo, const 
         auto node_of = [&](int e) { return rank_node[static_cast<std::size_t>(slot[e] / H)]; };
         auto m_at = [&](int e, int m) { return M[static_cast<std::size_t>(e) * N + m]; };
         for (int sweep = 0; sweep < 8; ++sweep) {
+            if (stop.stop_requested()) break;
             bool changed = false;
             for (int e = 0; e < E; ++e) {
                 const int ne = node_of(e), pe = slot[e] / H;

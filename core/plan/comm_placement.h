@@ -3,6 +3,7 @@
 // that decide which node a sample and an expert live on (Grouter paper, "Decoupling Communication
 // Optimization", Algorithm "Optimize Sample-to-Node Assignment"; RoutePack's LPT bound, Algorithm 1).
 #include "core/plan/comm.h"
+#include "core/util/stop.h"
 
 #include <cstdint>
 #include <span>
@@ -35,9 +36,12 @@ std::vector<int> balanced_home_nodes(const CommDemand& c, std::span<const std::i
 /// samples homed on m routed to e, from the window's counts) and keeps both ranks' loads at most
 /// floor((1 + tolerance) * LPT's busiest rank load of that layer). Sweeps over e (best partner f
 /// each) until no gain or 8 sweeps. Deterministic. [L][E] slots like lpt; std::invalid_argument when
-/// `home` is not [n] or a node id is out of range.
+/// `home` is not [n] or a node id is out of range. `stop` is polled before every sweep of every layer
+/// (from worker threads); once it fires the layers keep the swaps made so far (a valid placement
+/// within the tolerance, but then depending on timing).
 Placement comm_aware_placement(const Trace& window, const Topology& topo, const Placement& lpt,
-                               std::span<const std::uint64_t> loads, const std::vector<int>& home, double tolerance);
+                               std::span<const std::uint64_t> loads, const std::vector<int>& home, double tolerance,
+                               const StopToken& stop = {});
 
 /// A layout whose samples sit on their home nodes where cap and rectangle allow.
 struct NodePacking {

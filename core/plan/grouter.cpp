@@ -1,6 +1,7 @@
 #include "core/plan/grouter.h"
 
 #include "core/util/rng.h"
+#include "core/util/seeds.h"
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -205,126 +206,190 @@ std::vector<int> hungarian_max(const std::vector<double>& weight, int n) {
     return col;
 }
 
-GrouterGrouping grouter_placement(const Trace& window, const Topology& topo, const GrouterOptions& opt) {
+namespace {
+
+/// What every layer of one grouping shares: the node capacities, the matching's columns and the
+/// window's expert loads.
+struct NodeFrame {
+    int L = 0, E = 0, P = 0, H = 0, N = 0;
+    std::vector<int> rank_node;             ///< [P] node of EP rank p
+    std::vector<std::vector<int>> ranks_of; ///< [N] EP ranks of node m, ascending
+    std::vector<int> node_order;            ///< nodes by capacity (most EP ranks first, then index)
+    std::vector<int> col_node;              ///< [E] node of column j of the expert matching
+    std::vector<std::uint64_t> loads;       ///< [L][E] the window's expert loads
+};
+
+NodeFrame node_frame(const Trace& window, const Topology& topo) {
+    NodeFrame f;
+    f.L = window.model.num_moe_layers();
+    f.E = window.model.experts;
+    f.P = topo.ep_ranks;
+    f.H = f.E / f.P;
+    f.N = topo.nodes();
+    f.rank_node = topo.node_of_rank();
+    f.ranks_of.resize(static_cast<std::size_t>(f.N));
+    for (int p = 0; p < f.P; ++p)
+        f.ranks_of[static_cast<std::size_t>(f.rank_node[static_cast<std::size_t>(p)])].push_back(p);
+    // Column j of the matching belongs to node col_node[j]: each node's H experts per EP rank.
+    f.node_order.resize(static_cast<std::size_t>(f.N));
+    std::iota(f.node_order.begin(), f.node_order.end(), 0);
+    std::stable_sort(f.node_order.begin(), f.node_order.end(), [&](int a, int b) {
+        return f.ranks_of[static_cast<std::size_t>(a)].size() > f.ranks_of[static_cast<std::size_t>(b)].size();
+    });
+    for (int m : f.node_order)
+        for (std::size_t k = 0; k < f.ranks_of[static_cast<std::size_t>(m)].size() * static_cast<std::size_t>(f.H); ++k)
+            f.col_node.push_back(m);
+    f.loads = aggregate_expert_loads(window.counts, window.size(), f.L, f.E);
+    return f;
+}
+
+/// The samples of layer l's clustering (affinity `phi` [n][E]): those whose affinity entropy is at
+/// most `limit`, every sample with routed tokens when none passes (all samples when none has any).
+std::vector<int> entropy_filter(const std::vector<double>& phi, std::size_t n, int E, double limit) {
+    std::vector<int> kept;
+    for (std::size_t i = 0; i < n; ++i) {
+        const double* x = phi.data() + i * E;
+        double sum = 0;
+        for (int e = 0; e < E; ++e)
+            sum += x[e];
+        if (!(sum > 0)) continue;
+        double h = 0;
+        for (int e = 0; e < E; ++e)
+            if (x[e] > 0) h -= (x[e] / sum) * std::log(x[e] / sum);
+        if (h <= limit) kept.push_back(static_cast<int>(i));
+    }
+    if (kept.empty()) {
+        kept.resize(n);
+        std::iota(kept.begin(), kept.end(), 0);
+    }
+    return kept;
+}
+
+/// Which of the N merged clusters `cl` each node takes ([N] cluster of node m). First MoE layer: the
+/// largest cluster to the node with most EP ranks. Later layers follow the samples: cluster c goes
+/// to the node that is home (most local affinity `home` [n][N] over the layers before) to most of
+/// the kept samples nearest to c (Hungarian matching of the votes).
+std::vector<int> clusters_of_nodes(const NodeFrame& f, int l, const std::vector<Cluster>& cl,
+                                   const std::vector<double>& phi, const std::vector<int>& kept,
+                                   const std::vector<double>& home) {
+    const int N = f.N, E = f.E;
+    std::vector<int> cluster_of_node(static_cast<std::size_t>(N));
+    if (l == 0) {
+        std::vector<int> order(static_cast<std::size_t>(N));
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+            return cl[static_cast<std::size_t>(a)].size > cl[static_cast<std::size_t>(b)].size;
+        });
+        for (std::size_t k = 0; k < order.size(); ++k)
+            cluster_of_node[static_cast<std::size_t>(f.node_order[k])] = order[k];
+        return cluster_of_node;
+    }
+    std::vector<double> votes(static_cast<std::size_t>(N) * N, 0.0);
+    for (int i : kept) {
+        const double* x = phi.data() + static_cast<std::size_t>(i) * E;
+        int near = 0;
+        double bd = std::numeric_limits<double>::infinity();
+        for (int c = 0; c < N; ++c)
+            if (const double d = sq_dist(x, cl[static_cast<std::size_t>(c)].mean.data(), E); d < bd) {
+                bd = d;
+                near = c;
+            }
+        const double* h = home.data() + static_cast<std::size_t>(i) * N;
+        const int m = static_cast<int>(std::max_element(h, h + N) - h);
+        votes[static_cast<std::size_t>(near) * N + m] += 1;
+    }
+    const std::vector<int> node_of_cluster = hungarian_max(votes, N);
+    for (std::size_t c = 0; c < node_of_cluster.size(); ++c)
+        cluster_of_node[static_cast<std::size_t>(node_of_cluster[c])] = static_cast<int>(c);
+    return cluster_of_node;
+}
+
+/// Algorithm 1 inside each node at layer l: the node's experts (`experts_of` [N]) heaviest first,
+/// each to the node's least-loaded EP rank with an open slot; writes g.placement's layer l.
+void place_inside_nodes(const NodeFrame& f, int l, std::vector<std::vector<int>>& experts_of, GrouterGrouping& g) {
+    const std::uint64_t* ld = f.loads.data() + static_cast<std::size_t>(l) * f.E;
+    int* slot = g.placement.slot.data() + static_cast<std::size_t>(l) * f.E;
+    std::vector<std::uint64_t> gl; // [ranks of m] load placed on each
+    std::vector<int> used;         // [ranks of m] slots taken on each
+    for (std::size_t m = 0; m < experts_of.size(); ++m) {
+        auto& ex = experts_of[m];
+        std::stable_sort(ex.begin(), ex.end(), [&](int a, int b) { return ld[a] > ld[b]; });
+        const auto& rk = f.ranks_of[m];
+        gl.assign(rk.size(), 0);
+        used.assign(rk.size(), 0);
+        for (int e : ex) {
+            std::size_t best = rk.size();
+            for (std::size_t k = 0; k < rk.size(); ++k)
+                if (used[k] < f.H && (best == rk.size() || gl[k] < gl[best])) best = k;
+            slot[e] = rk[best] * f.H + used[best];
+            ++used[best];
+            gl[best] += ld[e];
+        }
+    }
+}
+
+/// Grouter's grouping of MoE layer l (grouter.h): entropy filter, k-means++ on the layer's own
+/// stream, Ward merge to N clusters, clusters to nodes, the expert matching, Algorithm 1 inside the
+/// nodes; adds the layer's affinities to each sample's `home` [n][N].
+void group_layer(const Trace& window, const NodeFrame& f, const GrouterOptions& opt, int l, std::vector<double>& home,
+                 GrouterGrouping& g) {
+    const int E = f.E, N = f.N;
+    const std::size_t n = window.size();
+    const std::vector<double> phi = affinity_vectors(window, l);
+    const std::vector<int> kept = entropy_filter(phi, n, E, opt.entropy_fraction * std::log(static_cast<double>(E)));
+    g.kept_samples[static_cast<std::size_t>(l)] = static_cast<int>(kept.size());
+    Rng rng(seeds::grouter_layer(opt.seed, static_cast<std::uint64_t>(l)));
+    const int k0 = std::max(1, std::min(opt.initial_clusters, static_cast<int>(kept.size())));
+    std::vector<Cluster> cl = kmeans(phi, E, kept, k0, opt.kmeans_iterations, rng);
+    ward_merge(cl, N, E);
+    const std::vector<int> cluster_of_node = clusters_of_nodes(f, l, cl, phi, kept, home);
+    // w[e][j]: the mean affinity to expert e of the cluster on column j's node.
+    std::vector<double> w(static_cast<std::size_t>(E) * E);
+    for (std::size_t e = 0; e < static_cast<std::size_t>(E); ++e)
+        for (std::size_t j = 0; j < static_cast<std::size_t>(E); ++j)
+            w[e * E + j] =
+                cl[static_cast<std::size_t>(cluster_of_node[static_cast<std::size_t>(f.col_node[j])])].mean[e];
+    const std::vector<int> col = hungarian_max(w, E);
+    int* node = g.expert_node.data() + static_cast<std::size_t>(l) * E;
+    std::vector<std::vector<int>> experts_of(static_cast<std::size_t>(N));
+    for (int e = 0; e < E; ++e) {
+        node[e] = f.col_node[static_cast<std::size_t>(col[static_cast<std::size_t>(e)])];
+        experts_of[static_cast<std::size_t>(node[e])].push_back(e);
+    }
+    for (std::size_t i = 0; i < n; ++i)
+        for (int e = 0; e < E; ++e)
+            home[i * N + static_cast<std::size_t>(node[e])] += phi[i * E + e];
+    place_inside_nodes(f, l, experts_of, g);
+}
+
+} // namespace
+
+GrouterGrouping grouter_placement(const Trace& window, const Topology& topo, const GrouterOptions& opt,
+                                  const StopToken& stop) {
     const int L = window.model.num_moe_layers(), E = window.model.experts, P = topo.ep_ranks;
     if (window.size() == 0) throw std::invalid_argument("grouter_placement: the window is empty");
     if (P <= 0 || E % P != 0)
         throw std::invalid_argument("grouter_placement: " + std::to_string(E) + " experts are not divisible by " +
                                     std::to_string(P) + " EP ranks");
-    const int H = E / P, N = topo.nodes();
-    const std::vector<int> rank_node = topo.node_of_rank();
-    std::vector<std::vector<int>> ranks_of(static_cast<std::size_t>(N));
-    for (int p = 0; p < P; ++p)
-        ranks_of[static_cast<std::size_t>(rank_node[static_cast<std::size_t>(p)])].push_back(p);
-    // Nodes by capacity (largest first, then index); column j of the matching belongs to node col_node[j].
-    std::vector<int> node_order(static_cast<std::size_t>(N));
-    std::iota(node_order.begin(), node_order.end(), 0);
-    std::stable_sort(node_order.begin(), node_order.end(), [&](int a, int b) {
-        return ranks_of[static_cast<std::size_t>(a)].size() > ranks_of[static_cast<std::size_t>(b)].size();
-    });
-    std::vector<int> col_node;
-    for (int m : node_order)
-        for (std::size_t k = 0; k < ranks_of[static_cast<std::size_t>(m)].size() * static_cast<std::size_t>(H); ++k)
-            col_node.push_back(m);
-    const auto loads = aggregate_expert_loads(window.counts, window.size(), L, E);
-
+    const NodeFrame f = node_frame(window, topo);
     GrouterGrouping g;
     g.placement = identity_placement(L, E, P);
     g.expert_node.assign(static_cast<std::size_t>(L) * E, 0);
     g.kept_samples.assign(static_cast<std::size_t>(L), 0);
-    const double limit = opt.entropy_fraction * std::log(static_cast<double>(E));
     // home[i][m]: sample i's affinity to the experts node m holds, summed over the layers done.
-    std::vector<double> home(window.size() * static_cast<std::size_t>(N), 0.0);
-    for (int l = 0; l < L; ++l) {
-        const std::vector<double> phi = affinity_vectors(window, l);
-        std::vector<int> kept;
-        for (std::size_t i = 0; i < window.size(); ++i) {
-            const double* x = phi.data() + i * E;
-            double sum = 0;
-            for (int e = 0; e < E; ++e)
-                sum += x[e];
-            if (!(sum > 0)) continue;
-            double h = 0;
-            for (int e = 0; e < E; ++e)
-                if (x[e] > 0) h -= (x[e] / sum) * std::log(x[e] / sum);
-            if (h <= limit) kept.push_back(static_cast<int>(i));
-        }
-        if (kept.empty()) {
-            kept.resize(window.size());
-            std::iota(kept.begin(), kept.end(), 0);
-        }
-        g.kept_samples[static_cast<std::size_t>(l)] = static_cast<int>(kept.size());
-        Rng rng(opt.seed + static_cast<std::uint64_t>(l));
-        const int k0 = std::max(1, std::min(opt.initial_clusters, static_cast<int>(kept.size())));
-        std::vector<Cluster> cl = kmeans(phi, E, kept, k0, opt.kmeans_iterations, rng);
-        ward_merge(cl, N, E);
-        std::vector<int> cluster_of_node(static_cast<std::size_t>(N));
-        if (l == 0) {
-            // Largest cluster to the largest node.
-            std::vector<int> order(static_cast<std::size_t>(N));
-            std::iota(order.begin(), order.end(), 0);
-            std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-                return cl[static_cast<std::size_t>(a)].size > cl[static_cast<std::size_t>(b)].size;
-            });
-            for (int k = 0; k < N; ++k)
-                cluster_of_node[static_cast<std::size_t>(node_order[static_cast<std::size_t>(k)])] =
-                    order[static_cast<std::size_t>(k)];
-        } else {
-            // Later layers follow the samples: cluster c goes to the node that is home (most local
-            // affinity over the layers before) to most of the kept samples nearest to c.
-            std::vector<double> votes(static_cast<std::size_t>(N) * N, 0.0);
-            for (int i : kept) {
-                const double* x = phi.data() + static_cast<std::size_t>(i) * E;
-                int near = 0;
-                double bd = std::numeric_limits<double>::infinity();
-                for (int c = 0; c < N; ++c)
-                    if (const double d = sq_dist(x, cl[static_cast<std::size_t>(c)].mean.data(), E); d < bd) {
-                        bd = d;
-                        near = c;
-                    }
-                const double* h = home.data() + static_cast<std::size_t>(i) * N;
-                const int m = static_cast<int>(std::max_element(h, h + N) - h);
-                votes[static_cast<std::size_t>(near) * N + m] += 1;
-            }
-            const std::vector<int> node_of_cluster = hungarian_max(votes, N);
-            for (int c = 0; c < N; ++c)
-                cluster_of_node[static_cast<std::size_t>(node_of_cluster[static_cast<std::size_t>(c)])] = c;
-        }
-        std::vector<double> w(static_cast<std::size_t>(E) * E);
-        for (int e = 0; e < E; ++e)
-            for (int j = 0; j < E; ++j)
-                w[static_cast<std::size_t>(e) * E + j] =
-                    cl[static_cast<std::size_t>(
-                           cluster_of_node[static_cast<std::size_t>(col_node[static_cast<std::size_t>(j)])])]
-                        .mean[static_cast<std::size_t>(e)];
-        const std::vector<int> col = hungarian_max(w, E);
-        std::vector<std::vector<int>> experts_of(static_cast<std::size_t>(N));
-        for (int e = 0; e < E; ++e) {
-            const int m = col_node[static_cast<std::size_t>(col[static_cast<std::size_t>(e)])];
-            g.expert_node[static_cast<std::size_t>(l) * E + e] = m;
-            experts_of[static_cast<std::size_t>(m)].push_back(e);
-        }
-        for (std::size_t i = 0; i < window.size(); ++i)
-            for (int e = 0; e < E; ++e)
-                home[i * N + static_cast<std::size_t>(g.expert_node[static_cast<std::size_t>(l) * E + e])] +=
-                    phi[i * E + e];
-        // Algorithm 1 inside each node: heaviest expert first to its least-loaded rank with an open slot.
-        const std::uint64_t* ld = loads.data() + static_cast<std::size_t>(l) * E;
-        for (int m = 0; m < N; ++m) {
-            auto& ex = experts_of[static_cast<std::size_t>(m)];
-            std::stable_sort(ex.begin(), ex.end(), [&](int a, int b) { return ld[a] > ld[b]; });
-            const auto& rk = ranks_of[static_cast<std::size_t>(m)];
-            std::vector<std::uint64_t> gl(rk.size(), 0);
-            std::vector<int> used(rk.size(), 0);
-            for (int e : ex) {
-                std::size_t best = rk.size();
-                for (std::size_t k = 0; k < rk.size(); ++k)
-                    if (used[k] < H && (best == rk.size() || gl[k] < gl[best])) best = k;
-                g.placement.slot[static_cast<std::size_t>(l) * E + e] = rk[best] * H + used[best];
-                ++used[best];
-                gl[best] += ld[e];
-            }
-        }
+    std::vector<double> home(window.size() * static_cast<std::size_t>(f.N), 0.0);
+    for (; g.layers_grouped < L; ++g.layers_grouped) {
+        if (stop.stop_requested()) break;
+        group_layer(window, f, opt, g.layers_grouped, home, g);
+    }
+    if (g.layers_grouped == L) return g;
+    // Stopped: the layers not grouped keep Algorithm 1 over all EP ranks (LPT), each expert on the
+    // node of its rank.
+    g.stopped = true;
+    const Placement lpt = lpt_placement(f.loads, L, E, P);
+    for (std::size_t x = static_cast<std::size_t>(g.layers_grouped) * E; x < g.placement.slot.size(); ++x) {
+        g.placement.slot[x] = lpt.slot[x];
+        g.expert_node[x] = f.rank_node[static_cast<std::size_t>(lpt.slot[x] / f.H)];
     }
     return g;
 }

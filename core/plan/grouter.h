@@ -4,6 +4,7 @@
 // routing-affinity clustering + Hungarian matching, then each sample to the node that keeps most of
 // its tokens local (the paper's Algorithm "Optimize Sample-to-Node Assignment").
 #include "core/plan/comm.h"
+#include "core/util/stop.h"
 
 #include <cstdint>
 #include <vector>
@@ -25,6 +26,8 @@ struct GrouterGrouping {
     Placement placement;           ///< pi_l: node m's experts on the slots of m's EP ranks (LPT inside the node)
     std::vector<int> expert_node;  ///< [L][E] node of logical expert e at MoE layer l
     std::vector<int> kept_samples; ///< [L] samples that passed the entropy filter (all when none did)
+    int layers_grouped = 0;        ///< MoE layers 0..layers_grouped-1 were grouped (L unless stopped)
+    bool stopped = false;          ///< the stop token ended the grouping before the last layer
 };
 
 /// Routing affinity of sample i at MoE layer l (Grouter eq. phi): phi[e] = a[i][l][e] / routed tokens,
@@ -42,9 +45,14 @@ std::vector<double> affinity_vectors(const Trace& window, int l);
 /// cluster and its home node, the node with most of its affinity over the layers before), so that a
 /// sample's experts stay on one node across layers. Inside a node the experts
 /// are placed by Algorithm 1 (LPT on the window's loads) over that node's EP ranks. Deterministic for
-/// a seed whatever the worker count (the k-means assignment runs on the caller's TBB arena).
+/// a seed whatever the worker count (the k-means assignment runs on the caller's TBB arena); layer
+/// l's k-means++ draws from seeds::grouter_layer(opt.seed, l).
+/// `stop` is polled before each layer; once it fires, the layers not yet grouped keep Algorithm 1's
+/// LPT placement over all EP ranks (each expert on the node of its rank), stopped = true and
+/// layers_grouped says how far the grouping got: still a valid placement, but then depending on timing.
 /// std::invalid_argument when E % P != 0 or the window is empty.
-GrouterGrouping grouter_placement(const Trace& window, const Topology& topo, const GrouterOptions& opt = {});
+GrouterGrouping grouter_placement(const Trace& window, const Topology& topo, const GrouterOptions& opt = {},
+                                  const StopToken& stop = {});
 
 /// The paper's sample-to-node assignment: each sample to the node m maximizing sum_l c[i][l][m]
 /// (tokens with an expert on m, CommDemand), the lowest such m on ties. [n] node ids.

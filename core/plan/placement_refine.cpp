@@ -45,7 +45,7 @@ std::int64_t max_except(const Top3& t, int a, int b) {
 
 /// One layer's local search; returns (F before, F after, swaps, evaluations) through the refs.
 void refine_layer(const Trace& window, int l, std::vector<int>& slot, int H, int P, std::span<const int> row_shard,
-                  int RS, int max_passes, const std::function<bool()>& stop, std::int64_t& before, std::int64_t& after,
+                  int RS, int max_passes, const StopToken& stop, std::int64_t& before, std::int64_t& after,
                   std::int64_t& swaps, std::int64_t& evaluations) {
     const int E = window.model.experts;
     const std::size_t n = window.size();
@@ -80,7 +80,7 @@ void refine_layer(const Trace& window, int l, std::vector<int>& slot, int H, int
     refresh();
     before = F;
     for (int pass = 0; pass < max_passes && P > 1; ++pass) {
-        if (stop && stop()) break;
+        if (stop.stop_requested()) break;
         bool kept = false;
         for (int e1 = 0; e1 < E; ++e1) {
             for (int e2 = e1 + 1; e2 < E; ++e2) {
@@ -120,7 +120,7 @@ void refine_layer(const Trace& window, int l, std::vector<int>& slot, int H, int
 } // namespace
 
 PlacementRefinement refine_placement(const Trace& window, const Placement& start, std::span<const int> row_shard,
-                                     int row_shards, int max_passes, const std::function<bool()>& stop) {
+                                     int row_shards, int max_passes, const StopToken& stop) {
     const int L = window.model.num_moe_layers(), E = window.model.experts;
     if (start.layers != L || start.experts != E || start.ep_ranks < 1 || E % start.ep_ranks != 0 ||
         start.slot.size() != static_cast<std::size_t>(L) * E)

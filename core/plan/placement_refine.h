@@ -3,9 +3,9 @@
 // over row-shards of the busiest rank's load (paper eqs. 13-14 at a fixed layout).
 #include "core/model/trace.h"
 #include "core/plan/placement.h"
+#include "core/util/stop.h"
 
 #include <cstdint>
-#include <functional>
 #include <span>
 
 namespace routepack {
@@ -32,12 +32,12 @@ struct PlacementRefinement {
 /// the inputs (not on the worker count). Cost per pass and layer O(E^2 * row_shards) at most, plus
 /// one pass over the window's counts.
 /// `row_shard` is [n]: the row-shard (any id in 0..row_shards-1) of each window sample.
-/// `stop`, when set, is polled before every pass of every layer (from the worker threads, so it must
-/// be thread-safe); once it returns true the layers stop where they are (the result is still a valid
-/// placement, F no higher than at the start, but then depends on timing).
+/// `stop` is polled before every pass of every layer (from the worker threads); once it fires the
+/// layers stop where they are (the result is still a valid placement, F no higher than at the start,
+/// but then depends on timing).
 /// std::invalid_argument when the shapes disagree (placement vs the window's L and E, row_shard
 /// size or ids out of range, max_passes < 0).
 PlacementRefinement refine_placement(const Trace& window, const Placement& start, std::span<const int> row_shard,
-                                     int row_shards, int max_passes, const std::function<bool()>& stop = {});
+                                     int row_shards, int max_passes, const StopToken& stop = {});
 
 } // namespace routepack

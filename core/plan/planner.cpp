@@ -94,25 +94,21 @@ struct PlacementContext {
 
 /// RoutePack's packing search on problem `p` from the length-only layout `ffd`: seeding (Algorithm 2),
 /// population annealing (Algorithm 3) and the final exact pass on the straggler, keeping the best in
-/// `best`. `stage0` offsets the RNG streams (planner stages stage0 + 1..3 of the master seed);
+/// `best`. `streams` names the planner stages whose RNG streams the three steps draw from;
 /// `extra_seed`, when given, replaces the population's worst member (same population size). With a
 /// placement context and budgets.placement_rounds > 0 the final pass runs in that many rounds, each
 /// followed by refine_placement on the best layout; a refinement is kept when it lowers the exact
 /// score, and the next round searches at the new placement (`best` is then scored at pc->placement).
-SearchStats packing_search(const PackingProblem& p, const Layout& ffd, const PlannerBudgets& budgets, int stage0,
-                           const std::optional<SeedMember>& extra_seed, BestLayout& best, const SearchHooks& hooks,
-                           const std::atomic<bool>* cancel, std::optional<Clock::time_point> deadline,
+SearchStats packing_search(const PackingProblem& p, const Layout& ffd, const PlannerBudgets& budgets,
+                           const seeds::SearchStreams& streams, const std::optional<SeedMember>& extra_seed,
+                           BestLayout& best, const SearchHooks& hooks, const StopToken& stop,
                            PlacementContext* pc = nullptr) {
     SearchStats st;
-    auto cancelled = [&] { return cancel && cancel->load(std::memory_order_relaxed); };
     auto emit = [&](const char* stage, double f) {
         if (hooks.progress) hooks.progress(PlanEvent{stage, f, std::nullopt, std::nullopt});
     };
     auto time = [&](const char* stage, Clock::time_point t0) {
         if (hooks.timings) (*hooks.timings)[stage] = seconds_since(t0);
-    };
-    const auto stage = [&](int k) {
-        return seeds::planner_stage(budgets.seed, static_cast<std::uint64_t>(stage0) + static_cast<std::uint64_t>(k));
     };
 
     // Seeding (Algorithm 2).
@@ -120,8 +116,8 @@ SearchStats packing_search(const PackingProblem& p, const Layout& ffd, const Pla
     emit("seeding", 0.3);
     SeedingBudget sb;
     static_cast<SeedingSettings&>(sb) = budgets.seeding;
-    sb.seed = stage(1);
-    auto population = diverse_population(p, ffd, sb, cancel, deadline);
+    sb.seed = seeds::planner_stage(budgets.seed, streams.seeding);
+    auto population = diverse_population(p, ffd, sb, stop);
     if (extra_seed && !population.empty()) {
         auto worst = std::max_element(population.begin(), population.end(),
                                       [](const SeedMember& a, const SeedMember& b) { return a.score < b.score; });
@@ -134,7 +130,7 @@ SearchStats packing_search(const PackingProblem& p, const Layout& ffd, const Pla
     for (const auto& m : population)
         if (m.score < best_seed->score) best_seed = &m;
     best.keep(best_seed->layout, best_seed->score);
-    if (cancelled()) {
+    if (stop.cancelled()) {
         st.cancelled = true;
         st.finished = false;
         return st;
@@ -145,7 +141,7 @@ SearchStats packing_search(const PackingProblem& p, const Layout& ffd, const Pla
     emit("annealing", 0.4);
     AnnealingBudget ab;
     static_cast<AnnealingSettings&>(ab) = budgets.annealing;
-    ab.seed = stage(2);
+    ab.seed = seeds::planner_stage(budgets.seed, streams.annealing);
     const int levels = std::max(1, ab.levels);
     const auto res = population_anneal(
         p, population, ab,
@@ -154,7 +150,7 @@ SearchStats packing_search(const PackingProblem& p, const Layout& ffd, const Pla
             if (hooks.progress)
                 hooks.progress(PlanEvent{"annealing", 0.4 + 0.55 * (s.level + 1) / levels, s, std::nullopt});
         },
-        cancel, deadline);
+        stop);
     st.proposals = res.proposals;
     st.accepted = res.accepted;
     st.cancelled = res.cancelled && !res.time_limit_hit;
@@ -179,15 +175,16 @@ SearchStats packing_search(const PackingProblem& p, const Layout& ffd, const Pla
         PolishSettings ps;
         ps.evaluations = evaluations;
         ps.kick_moves = budgets.polish_kick_moves;
-        const PolishResult d = iterated_straggler_search(*cur, best.layout, ps, seeds::polish_round(stage(3), k),
-                                                         cancel, deadline, on_improve);
+        const PolishResult d = iterated_straggler_search(
+            *cur, best.layout, ps, seeds::polish_round(seeds::planner_stage(budgets.seed, streams.polish), k), stop,
+            on_improve);
         st.polish_evaluations += d.evaluations;
         st.polish_improvements += d.improvements;
         st.polish_kicks += d.kicks;
         st.polish_kicks_kept += d.kicks_kept;
         st.polish_local_optimum = d.local_optimum;
         if (d.cancelled) {
-            if (cancelled())
+            if (stop.cancelled())
                 st.cancelled = true;
             else
                 st.time_limit_hit = true;
@@ -195,8 +192,7 @@ SearchStats packing_search(const PackingProblem& p, const Layout& ffd, const Pla
         best.keep(d.layout, d.score);
     };
     // The placement adapted to the best layout; kept (with its problem) when the exact score drops.
-    // The cancel flag and the deadline stop it between passes (the placement so far is still valid).
-    const std::function<bool()> stop_now = [&] { return cancelled() || (deadline && Clock::now() >= *deadline); };
+    // The stop token ends it between passes (the placement so far is still valid).
     double refine_s = 0;
     auto refine = [&]() -> bool {
         const auto t_refine = Clock::now();
@@ -212,7 +208,7 @@ SearchStats packing_search(const PackingProblem& p, const Layout& ffd, const Pla
                 row_shard[static_cast<std::size_t>(i)] =
                     (k / cur->D) * cur->G + cur->shard_of_slot[static_cast<std::size_t>(k % cur->D)];
         PlacementRefinement rf =
-            refine_placement(*pc->window, pc->placement, row_shard, x.rows * cur->G, kRefinePasses, stop_now);
+            refine_placement(*pc->window, pc->placement, row_shard, x.rows * cur->G, kRefinePasses, stop);
         if (rf.swaps == 0) return false;
         PackingProblem q = make_packing_problem(*pc->window, *pc->topology, rf.placement);
         const Score s = score_layout(x, q);
@@ -227,7 +223,7 @@ SearchStats packing_search(const PackingProblem& p, const Layout& ffd, const Pla
         if (on_improve) on_improve(s);
         return true;
     };
-    const bool searching = !cancelled() && !st.time_limit_hit;
+    const bool searching = !stop.cancelled() && !st.time_limit_hit;
     const std::int64_t budget = budgets.polish_evaluations;
     const double pass_work =
         pc ? static_cast<double>(p.L) * pc->placement.experts * (pc->placement.experts - 1) / 2 * best.layout.rows * p.G
@@ -251,8 +247,8 @@ SearchStats packing_search(const PackingProblem& p, const Layout& ffd, const Pla
                                            : base << shift;
             const Score before = best.score;
             if (share > 0) polish(share, static_cast<std::uint64_t>(k));
-            if (cancelled() || st.time_limit_hit) break;
-            if (stop_now()) { // no search in this round to notice it (polish 0)
+            if (stop.cancelled() || st.time_limit_hit) break;
+            if (stop.stop_requested()) { // no search in this round to notice it (polish 0)
                 st.time_limit_hit = true;
                 break;
             }
@@ -277,7 +273,7 @@ MethodResult make_method(const char* name, const char* placement, Layout layout,
 /// Stage 8 of plan_window: communication figures of every method and the `grouter` and
 /// `routepack+comm` methods (README "Communication"), into r. Runs inside the planner's arena.
 void plan_communication(const Trace& w, const PlanInput& in, const std::vector<std::uint64_t>& loads, const Layout& ffd,
-                        PlanResult& r, const std::atomic<bool>* cancel, std::optional<Clock::time_point> deadline) {
+                        PlanResult& r, const StopToken& stop) {
     const Topology& topo = in.topology;
     const std::vector<int> slot_node = topo.node_of_dp_slot();
     std::vector<std::int64_t> length(w.size());
@@ -295,8 +291,8 @@ void plan_communication(const Trace& w, const PlanInput& in, const std::vector<s
     // grouter: the paper's expert grouping, each sample to the node with most local tokens, packed
     // into that node's DP slots at R* rows (cap and rectangle kept; the rest go elsewhere).
     GrouterOptions go;
-    go.seed = seeds::planner_stage(in.budgets.seed, 4);
-    GrouterGrouping gg = grouter_placement(w, topo, go);
+    go.seed = seeds::planner_stage(in.budgets.seed, seeds::Stage::Grouter);
+    GrouterGrouping gg = grouter_placement(w, topo, go, stop);
     const CommDemand d_g = make_comm_demand(w, topo, gg.placement);
     r.grouter_home = grouter_sample_nodes(d_g);
     NodePacking gp = pack_on_home_nodes(length, topo.token_cap, r.rows.rows, slot_node, r.grouter_home);
@@ -329,9 +325,9 @@ void plan_communication(const Trace& w, const PlanInput& in, const std::vector<s
     // tolerance of LPT that keeps the home nodes' tokens local (twice: the homes follow the
     // placement once), then RoutePack's search with the communication term of weight w in the row cost.
     std::vector<int> home = balanced_home_nodes(d_g, length, slot_node);
-    Placement pi = comm_aware_placement(w, topo, r.lpt, loads, home, topo.comm_load_tolerance);
+    Placement pi = comm_aware_placement(w, topo, r.lpt, loads, home, topo.comm_load_tolerance, stop);
     home = balanced_home_nodes(make_comm_demand(w, topo, pi), length, slot_node);
-    pi = comm_aware_placement(w, topo, r.lpt, loads, home, topo.comm_load_tolerance);
+    pi = comm_aware_placement(w, topo, r.lpt, loads, home, topo.comm_load_tolerance, stop);
     const CommDemand d_c = make_comm_demand(w, topo, pi);
     const PackingProblem p_c = make_packing_problem(w, topo, pi);
     PackingProblem p_cw = p_c;
@@ -342,7 +338,7 @@ void plan_communication(const Trace& w, const PlanInput& in, const std::vector<s
         home_seed = SeedMember{hp.layout, score_layout(hp.layout, p_cw), "home-nodes"};
         best.keep(home_seed->layout, home_seed->score);
     }
-    const SearchStats st = packing_search(p_cw, ffd, in.budgets, 10, home_seed, best, {}, cancel, deadline);
+    const SearchStats st = packing_search(p_cw, ffd, in.budgets, seeds::kCommSearch, home_seed, best, {}, stop);
     r.cancelled = r.cancelled || st.cancelled;
     r.time_limit_hit = r.time_limit_hit || st.time_limit_hit;
     r.comm_placement = pi;
@@ -426,15 +422,10 @@ std::string window_fingerprint(const Trace& window) {
 PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, const std::atomic<bool>* cancel) {
     check_planner_budgets(in.budgets, "planner", BudgetNames::Keys);
     const auto t_start = Clock::now();
-    std::optional<Clock::time_point> deadline;
-    if (in.budgets.time_limit_s > 0)
-        deadline = t_start +
-                   std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(in.budgets.time_limit_s));
+    const StopToken stop = StopToken::with_time_limit(cancel, in.budgets.time_limit_s, t_start);
     auto emit = [&](const char* stage, double f) {
         if (progress) progress(PlanEvent{stage, f, std::nullopt, std::nullopt});
     };
-    auto cancelled = [&] { return cancel && cancel->load(std::memory_order_relaxed); };
-    auto out_of_time = [&] { return deadline && Clock::now() >= *deadline; };
 
     const Trace& w = in.window;
     if (w.size() == 0) throw InputError("the window is empty");
@@ -502,7 +493,7 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
         t0 = Clock::now();
         emit("row count", 0.1);
         r.rows = minimum_rows(p_lpt.length, p_lpt.C, p_lpt.D, in.topology.min_rows, in.budgets.row_nodes,
-                              in.topology.row_multiple, [&] { return cancelled() || out_of_time(); });
+                              in.topology.row_multiple, stop);
         r.timings["row count"] = seconds_since(t0);
 
         // 3. Baselines on the same window and R*.
@@ -528,11 +519,11 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
         r.routepack.name = "routepack";
         r.timings["baselines"] = seconds_since(t0);
         // Cancelled or out of time (in the row count, say): the plan is `reorder` on the R* found so far.
-        if (cancelled()) {
+        if (stop.cancelled()) {
             r.cancelled = true;
             return;
         }
-        if (out_of_time()) {
+        if (stop.out_of_time()) {
             r.time_limit_hit = true;
             return;
         }
@@ -545,7 +536,8 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
         pc.window = &w;
         pc.topology = &in.topology;
         pc.placement = r.lpt;
-        const SearchStats st = packing_search(p_lpt, ffd, in.budgets, 0, {}, best, hooks, cancel, deadline, &pc);
+        const SearchStats st =
+            packing_search(p_lpt, ffd, in.budgets, seeds::kRoutepackSearch, {}, best, hooks, stop, &pc);
         const PackingProblem& p_final = pc.problem ? *pc.problem : p_lpt;
         if (pc.problem) {
             // routepack runs on the refined placement: its rank loads, CV and bound follow it.
@@ -589,7 +581,7 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
         if (r.nodes > 1 && r.comm_available && !r.cancelled) {
             t0 = Clock::now();
             emit("communication", 0.98);
-            plan_communication(w, in, loads, ffd, r, cancel, deadline);
+            plan_communication(w, in, loads, ffd, r, stop);
             r.timings["communication"] = seconds_since(t0);
         }
     });
@@ -601,10 +593,11 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
 std::vector<WindowPlan> plan_windows(const std::vector<PlanInput>& inputs, int workers,
                                      const std::function<void(std::size_t)>& on_done, const std::atomic<bool>* cancel) {
     std::vector<WindowPlan> out(inputs.size());
+    const StopToken stop(cancel); // each window's own time limit is added by plan_window
     tbb::task_arena arena(workers > 0 ? workers : tbb::task_arena::automatic);
     arena.execute([&] {
         tbb::parallel_for(std::size_t{0}, inputs.size(), [&](std::size_t k) {
-            if (cancel && cancel->load()) return; // not started: nothing planned for it
+            if (stop.cancelled()) return; // not started: nothing planned for it
             out[k].started = true;
             PlanInput in = inputs[k];
             in.budgets.workers = 1;

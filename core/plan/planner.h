@@ -173,8 +173,10 @@ std::string window_fingerprint_fnv(const Trace& window);
 
 /// Runs the whole planner. InputError for bad input (budgets out of range, as check_planner_budgets
 /// with origin "planner" and JSON key names: "planner: budget 'workers' must be ..."; sample longer than C, fewer
-/// samples than D, E not divisible by P, no rectangular layout, empty window, ...), naming the sample or field. When
-/// `cancel` is set, returns the best valid plan found so far (at worst `reorder`) with cancelled = true.
+/// samples than D, E not divisible by P, no rectangular layout, empty window, ...), naming the sample or field.
+/// `cancel` and budgets.time_limit_s (from the call's start) form the one StopToken (core/util/stop.h) that
+/// every stage polls, Grouter's grouping included. When `cancel` is set, returns the best valid plan found so
+/// far (at worst `reorder`) with cancelled = true; when the time limit passes, with time_limit_hit = true.
 PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress = {},
                        const std::atomic<bool>* cancel = nullptr);
 

@@ -24,31 +24,12 @@ namespace routepack {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-/// Evaluations between two polls of the cancel flag and the deadline.
+/// Evaluations between two polls of the stop token.
 constexpr std::int64_t kPollMask = 255;
 /// Candidates ranked per work unit of a guided visit (a visit ranks about n of them).
 constexpr int kCandidatesPerUnit = 1024;
 /// Draws before a kick move gives up finding a straggler-shard sample with a feasible move.
 constexpr int kKickTries = 64;
-
-/// Shared stop state: the caller's cancel flag, the deadline, and the flag that tells every replica
-/// to finish once one of them saw either.
-struct Stop {
-    const std::atomic<bool>* cancel = nullptr;
-    std::optional<Clock::time_point> deadline;
-    std::atomic<bool> hit{false};
-
-    bool poll() {
-        if (hit.load(std::memory_order_relaxed)) return true;
-        if ((cancel && cancel->load(std::memory_order_relaxed)) || (deadline && Clock::now() >= *deadline)) {
-            hit.store(true, std::memory_order_relaxed);
-            return true;
-        }
-        return false;
-    }
-};
 
 /// One replica's running counts.
 struct Counts {
@@ -63,7 +44,7 @@ struct Counts {
 /// every feasible relocation, then every feasible swap (partner ascending); the first strictly
 /// better move is kept and the visit moves on. Returns true at a local optimum (n consecutive
 /// visits without improvement), false when the budget ran out or the run was stopped.
-bool cyclic_descent(IncrementalScorer& sc, std::int64_t budget, Counts& c, int& cursor, Stop& stop) {
+bool cyclic_descent(IncrementalScorer& sc, std::int64_t budget, Counts& c, int& cursor, StopLatch& stop) {
     const PackingProblem& p = sc.problem();
     const int n = p.n, K = sc.cell_count(), D = p.D;
     int idle = 0; // consecutive visits without improvement
@@ -375,131 +356,205 @@ private:
     std::uint64_t column_version_ = 0; // changed_[column_rs_] when column_ was formed
 };
 
-/// Guided descent: like cyclic_descent, but each visit of a straggler-shard sample i ranks every
-/// feasible relocation and swap of i by the Guide's optimistic estimate of the new (max_g U,
-/// sum_g U), drops those whose estimate does not beat the current score, and scores exactly the
-/// best `verify` of them in estimate order; the first strictly better one is kept.
-bool guided_descent(IncrementalScorer& sc, Guide& gd, int verify, std::int64_t budget, Counts& c, int& cursor,
-                    Stop& stop) {
-    const PackingProblem& p = sc.problem();
-    const int n = p.n, K = sc.cell_count(), D = p.D, G = p.G;
+/// Guided descent (guided_descent) on one scorer and its Guide: the ranking buffers, reused by
+/// every visit, and the state of the visit in progress (sample i in cell `from` of row-shard rsa in
+/// the straggler shard gs).
+class GuidedDescent {
+public:
+    GuidedDescent(IncrementalScorer& sc, Guide& gd, int verify)
+        : sc_(sc), gd_(gd), p_(sc.problem()), n_(p_.n), K_(sc.cell_count()), D_(p_.D), G_(p_.G), verify_(verify),
+          top_(static_cast<std::size_t>(verify)), U_(static_cast<std::size_t>(G_)),
+          a_cell_(static_cast<std::size_t>(K_)), shard_of_cell_(static_cast<std::size_t>(K_)),
+          visit_cost_(1 + (n_ - 1) / kCandidatesPerUnit) {
+        for (std::size_t k = 0; k < shard_of_cell_.size(); ++k)
+            shard_of_cell_[k] = p_.shard_of_slot[k % static_cast<std::size_t>(D_)];
+    }
+
+    /// The descent from `cursor` (guided_descent's contract).
+    bool run(std::int64_t budget, Counts& c, int& cursor, StopLatch& stop) {
+        int idle = 0;
+        while (idle < n_) {
+            if (c.evaluations >= budget) return false;
+            if (stop.poll()) {
+                c.stopped = true;
+                return false;
+            }
+            const int i = cursor;
+            cursor = cursor + 1 == n_ ? 0 : cursor + 1;
+            const int gs = sc_.straggler_shard();
+            const int from = sc_.cell_of(i);
+            if (p_.shard_of_slot[static_cast<std::size_t>(from % D_)] != gs ||
+                gd_.dont_look(i, gd_.rs_of_cell(from), gs)) {
+                ++idle;
+                continue;
+            }
+            begin_visit(i, from, gs);
+            for (int k = 0; k < K_; ++k)
+                if (k != from && sc_.relocate_feasible(i, k)) consider(-1, k, k);
+            rank_swaps();
+            const bool improved = try_best(c);
+            c.evaluations += visit_cost_; // the visit's ranking
+            if (improved) {
+                ++c.improvements;
+                idle = 0;
+            } else {
+                gd_.looked(i, gs);
+                ++idle;
+            }
+        }
+        return true;
+    }
+
+private:
     struct Cand {
         double s0, s1;
         int j, k; // j >= 0: swap with j; else relocation to cell k
         int seq;  // tie-break: k for a relocation, K + j for a swap
     };
-    std::vector<Cand> top(static_cast<std::size_t>(verify));
-    std::vector<double> U(static_cast<std::size_t>(G));
-    std::vector<double> a_cell(static_cast<std::size_t>(K)); // attention of each cell's row-shard
-    std::vector<double> oth;                                 // Guide::other_cells_max
-    std::vector<double> om;                                  // [S] stage maxima of a row-shard's other cells
-    std::vector<int> shard_of_cell(static_cast<std::size_t>(K));
-    for (int k = 0; k < K; ++k)
-        shard_of_cell[static_cast<std::size_t>(k)] = p.shard_of_slot[static_cast<std::size_t>(k % D)];
-    const std::int64_t visit_cost = 1 + (n - 1) / kCandidatesPerUnit;
-    int idle = 0;
-    while (idle < n) {
-        if (c.evaluations >= budget) return false;
-        if (stop.poll()) {
-            c.stopped = true;
-            return false;
+
+    /// The visit's start: the score, the shard totals U, the attention of every cell's row-shard
+    /// and the largest U of the shards other than gs.
+    void begin_visit(int i, int from, int gs) {
+        i_ = i;
+        from_ = from;
+        gs_ = gs;
+        rsa_ = gd_.rs_of_cell(from);
+        before_ = sc_.score();
+        for (std::size_t g = 0; g < U_.size(); ++g)
+            U_[g] = sc_.shard_total(static_cast<int>(g));
+        ti_ = p_.length[static_cast<std::size_t>(i)];
+        Si_a_ = static_cast<double>(gd_.peak_demand(rsa_, i));
+        found_ = 0;
+        gd_.other_cells_max(oth_);
+        for (int k = 0; k < K_; ++k)
+            a_cell_[static_cast<std::size_t>(k)] = gd_.attention_one(oth_, k, 0, 0);
+        Aa_ = a_cell_[static_cast<std::size_t>(from)];
+        u_other_ = -1;
+        for (std::size_t g = 0; g < U_.size(); ++g)
+            if (static_cast<int>(g) != gs && U_[g] > u_other_) u_other_ = U_[g];
+    }
+
+    /// Inserts a candidate into the sorted top list. Its `seq` (relocation to cell k: k; swap with j:
+    /// K + j) breaks ties of the estimate, so the ranking is that of relocations then swaps in
+    /// partner order.
+    void insert(double s0, double s1, int j, int k, int seq) {
+        int pos = found_ < verify_ ? found_ : verify_;
+        while (pos > 0) {
+            const Cand& t = top_[static_cast<std::size_t>(pos - 1)];
+            if (!(s0 < t.s0 || (s0 == t.s0 && (s1 < t.s1 || (s1 == t.s1 && seq < t.seq))))) break;
+            if (pos < verify_) top_[static_cast<std::size_t>(pos)] = t;
+            --pos;
         }
-        const int i = cursor;
-        cursor = cursor + 1 == n ? 0 : cursor + 1;
-        const int gs = sc.straggler_shard();
-        const int from = sc.cell_of(i);
-        if (p.shard_of_slot[static_cast<std::size_t>(from % D)] != gs) {
-            ++idle;
-            continue;
+        if (pos < verify_) top_[static_cast<std::size_t>(pos)] = Cand{s0, s1, j, k, seq};
+        if (found_ < verify_) ++found_;
+    }
+
+    /// The estimate of moving i to cell k (j < 0) or swapping it with j in cell k; inserted when it
+    /// beats the current score.
+    void consider(int j, int k, int seq) {
+        const int gb = shard_of_cell_[static_cast<std::size_t>(k)];
+        const int rsb = gd_.rs_of_cell(k);
+        const std::int64_t tj = j >= 0 ? p_.length[static_cast<std::size_t>(j)] : 0;
+        const std::int64_t dt = tj - ti_, dq = tj * tj - ti_ * ti_;
+        const double* U = U_.data();
+        double dJa = 0, dJb = 0;
+        if (rsb == rsa_) {
+            dJa = gd_.attention(from_, dt, dq, k, -dt, -dq) - Aa_; // W of the row-shard unchanged
+        } else {
+            const double Sj_a = j >= 0 ? static_cast<double>(gd_.peak_demand(rsa_, j)) : 0.0;
+            dJa = gd_.attention_one(oth_, from_, dt, dq) - Aa_ + (Sj_a - Si_a_) * gd_.inv_c();
+            // The straggler's own estimate first: most candidates fail here.
+            if (gb != gs_ && U[gs_] + dJa > before_.max_u) return;
+            const double Si_b = static_cast<double>(gd_.peak_demand(rsb, i_));
+            const double Sj_b = j >= 0 ? static_cast<double>(gd_.peak_demand(rsb, j)) : 0.0;
+            dJb = gd_.attention_one(oth_, k, -dt, -dq) - a_cell_[static_cast<std::size_t>(k)] +
+                  (Si_b - Sj_b) * gd_.inv_c();
         }
-        const int rsa = gd.rs_of_cell(from);
-        if (gd.dont_look(i, rsa, gs)) {
-            ++idle;
-            continue;
+        double s0 = u_other_;
+        if (gb == gs_) {
+            s0 = std::max(s0, U[gs_] + dJa + dJb);
+        } else {
+            s0 = std::max(s0, U[gs_] + dJa);
+            s0 = std::max(s0, U[gb] + dJb);
+            // u_other included gb's current U: recompute without it when gb held the maximum.
+            if (U[gb] == u_other_) {
+                double m = U[gs_] + dJa;
+                for (int g = 0; g < G_; ++g)
+                    if (g != gs_ && g != gb) m = std::max(m, U[g]);
+                s0 = std::max(m, U[gb] + dJb);
+            }
         }
-        const Score before = sc.score();
-        for (int g = 0; g < G; ++g)
-            U[static_cast<std::size_t>(g)] = sc.shard_total(g);
-        const std::int64_t ti = p.length[static_cast<std::size_t>(i)];
-        const double Si_a = static_cast<double>(gd.peak_demand(rsa, i));
-        int found = 0;
-        gd.other_cells_max(oth);
-        for (int k = 0; k < K; ++k)
-            a_cell[static_cast<std::size_t>(k)] = gd.attention_one(oth, k, 0, 0);
-        const double Aa = a_cell[static_cast<std::size_t>(from)];
-        const double u_other = [&] { // max U over the shards other than gs
-            double m = -1;
-            for (int g = 0; g < G; ++g)
-                if (g != gs && U[static_cast<std::size_t>(g)] > m) m = U[static_cast<std::size_t>(g)];
-            return m;
-        }();
-        // Inserts a candidate into the sorted top list. Its `seq` (relocation to cell k: k; swap
-        // with j: K + j) breaks ties of the estimate, so the ranking is that of relocations then
-        // swaps in partner order.
-        auto insert = [&](double s0, double s1, int j, int k, int seq) {
-            int pos = found < verify ? found : verify;
-            while (pos > 0) {
-                const Cand& t = top[static_cast<std::size_t>(pos - 1)];
-                if (!(s0 < t.s0 || (s0 == t.s0 && (s1 < t.s1 || (s1 == t.s1 && seq < t.seq))))) break;
-                if (pos < verify) top[static_cast<std::size_t>(pos)] = t;
-                --pos;
+        const double s1 = before_.sum_u + dJa + dJb;
+        if (s0 > before_.max_u || (s0 == before_.max_u && s1 >= before_.sum_u)) return;
+        insert(s0, s1, j, k, seq);
+    }
+
+    /// Swaps, cell by cell; cap feasibility (IncrementalScorer::swap_feasible) from the cells' token
+    /// sums: i's cell takes t_j - t_i more, j's cell as much less.
+    void rank_swaps() {
+        const std::int64_t tj_max = p_.C - sc_.cell_tokens(from_) + ti_;
+        S_a_ = gd_.peak_demands(rsa_);
+        for (int k = 0; k < K_; ++k) {
+            if (k == from_) continue;
+            const std::int64_t tj_min = sc_.cell_tokens(k) + ti_ - p_.C;
+            if (gd_.rs_of_cell(k) == rsa_)
+                rank_swaps_in_row_shard(k, tj_min, tj_max);
+            else
+                rank_swaps_across(k, tj_min, tj_max);
+        }
+    }
+
+    /// Swaps with the samples of cell k in i's own row-shard: W unchanged, A from Guide::attention's
+    /// terms, the row-shard's other cells' stage maxima hoisted.
+    void rank_swaps_in_row_shard(int k, std::int64_t tj_min, std::int64_t tj_max) {
+        const std::size_t S = p_.stages.size();
+        const int r = from_ / D_;
+        const std::int64_t tok_a = gd_.cell_tok(from_), sq_a = gd_.cell_sq(from_);
+        const std::int64_t tok_k = gd_.cell_tok(k), sq_k = gd_.cell_sq(k);
+        om_.resize(S);
+        for (std::size_t st = 0; st < S; ++st) {
+            double m = -std::numeric_limits<double>::infinity();
+            for (int d : p_.shards[static_cast<std::size_t>(gs_)]) {
+                const int o = r * D_ + d;
+                if (o != from_ && o != k)
+                    m = std::max(m, gd_.stage_value(p_.stages[st], gd_.cell_tok(o), gd_.cell_sq(o)));
             }
-            if (pos < verify) top[static_cast<std::size_t>(pos)] = Cand{s0, s1, j, k, seq};
-            if (found < verify) ++found;
-        };
-        auto consider = [&](int j, int k, int seq) {
-            const int gb = shard_of_cell[static_cast<std::size_t>(k)];
-            const int rsb = gd.rs_of_cell(k);
-            const std::int64_t tj = j >= 0 ? p.length[static_cast<std::size_t>(j)] : 0;
-            const std::int64_t dt = tj - ti, dq = tj * tj - ti * ti;
-            double dJa = 0, dJb = 0;
-            if (rsb == rsa) {
-                dJa = gd.attention(from, dt, dq, k, -dt, -dq) - Aa; // W of the row-shard unchanged
-            } else {
-                const double Sj_a = j >= 0 ? static_cast<double>(gd.peak_demand(rsa, j)) : 0.0;
-                dJa = gd.attention_one(oth, from, dt, dq) - Aa + (Sj_a - Si_a) * gd.inv_c();
-                // The straggler's own estimate first: most candidates fail here.
-                if (gb != gs && U[static_cast<std::size_t>(gs)] + dJa > before.max_u) return;
-                const double Si_b = static_cast<double>(gd.peak_demand(rsb, i));
-                const double Sj_b = j >= 0 ? static_cast<double>(gd.peak_demand(rsb, j)) : 0.0;
-                dJb = gd.attention_one(oth, k, -dt, -dq) - a_cell[static_cast<std::size_t>(k)] +
-                      (Si_b - Sj_b) * gd.inv_c();
+            om_[st] = m;
+        }
+        const double u_gs = U_[static_cast<std::size_t>(gs_)];
+        for (int j : sc_.cell(k)) {
+            const std::int64_t tj = p_.length[static_cast<std::size_t>(j)];
+            if (tj > tj_max || tj < tj_min) continue;
+            const std::int64_t dt = tj - ti_, dq = tj * tj - ti_ * ti_;
+            double a = 0;
+            for (std::size_t st = 0; st < S; ++st) {
+                const double v0 = gd_.stage_value(p_.stages[st], tok_a + dt, sq_a + dq);
+                const double v1 = gd_.stage_value(p_.stages[st], tok_k - dt, sq_k - dq);
+                a += std::max(std::max(om_[st], v0), v1);
             }
-            double s0 = u_other;
-            if (gb == gs) {
-                s0 = std::max(s0, U[static_cast<std::size_t>(gs)] + dJa + dJb);
-            } else {
-                s0 = std::max(s0, U[static_cast<std::size_t>(gs)] + dJa);
-                s0 = std::max(s0, U[static_cast<std::size_t>(gb)] + dJb);
-                // u_other included gb's current U: recompute without it when gb held the maximum.
-                if (U[static_cast<std::size_t>(gb)] == u_other) {
-                    double m = U[static_cast<std::size_t>(gs)] + dJa;
-                    for (int g = 0; g < G; ++g)
-                        if (g != gs && g != gb) m = std::max(m, U[static_cast<std::size_t>(g)]);
-                    s0 = std::max(m, U[static_cast<std::size_t>(gb)] + dJb);
-                }
-            }
-            const double s1 = before.sum_u + dJa + dJb;
-            if (s0 > before.max_u || (s0 == before.max_u && s1 >= before.sum_u)) return;
-            insert(s0, s1, j, k, seq);
-        };
-        for (int k = 0; k < K; ++k)
-            if (k != from && sc.relocate_feasible(i, k)) consider(-1, k, k);
-        // Swaps, cell by cell; cap feasibility (IncrementalScorer::swap_feasible) from the cells'
-        // token sums: i's cell takes t_j - t_i more, j's cell as much less. Partners in another
-        // row-shard (nearly all) get consider's arithmetic, operation for operation, with the
-        // cell's terms hoisted out of the loop.
-        const std::int64_t tj_max = p.C - sc.cell_tokens(from) + ti;
-        const std::size_t S = p.stages.size();
-        const double* oth_a = oth.data() + static_cast<std::size_t>(from) * S;
-        const std::int64_t tok_a = gd.cell_tok(from), sq_a = gd.cell_sq(from);
-        const double inv_c = gd.inv_c();
-        const double u_gs = U[static_cast<std::size_t>(gs)];
-        // Guide::stage_sum with the stage coefficients in registers (one or two stages unrolled).
-        const double ta0 = S > 0 ? gd.stage_a(0) : 0.0, tb0 = S > 0 ? gd.stage_b(0) : 0.0;
-        const double ta1 = S > 1 ? gd.stage_a(1) : 0.0, tb1 = S > 1 ? gd.stage_b(1) : 0.0;
+            const double dJa = a - Aa_;
+            const double s0 = std::max(u_other_, u_gs + dJa + 0.0);
+            const double s1 = before_.sum_u + dJa + 0.0;
+            if (s0 > before_.max_u || (s0 == before_.max_u && s1 >= before_.sum_u)) continue;
+            insert(s0, s1, j, k, K_ + j);
+        }
+    }
+
+    /// Swaps with the samples of cell k in another row-shard (nearly all partners): consider's
+    /// arithmetic, operation for operation, with the cells' terms hoisted out of the loop and
+    /// Guide::stage_sum with the stage coefficients in registers (one or two stages unrolled).
+    void rank_swaps_across(int k, std::int64_t tj_min, std::int64_t tj_max) {
+        const std::size_t S = p_.stages.size();
+        const double* oth_a = oth_.data() + static_cast<std::size_t>(from_) * S;
+        const std::int64_t tok_a = gd_.cell_tok(from_), sq_a = gd_.cell_sq(from_);
+        const double inv_c = gd_.inv_c();
+        const double u_gs = U_[static_cast<std::size_t>(gs_)], u_other = u_other_, Aa = Aa_, Si_a = Si_a_;
+        const Score before = before_;
+        const std::int64_t ti = ti_;
+        const double ta0 = S > 0 ? gd_.stage_a(0) : 0.0, tb0 = S > 0 ? gd_.stage_b(0) : 0.0;
+        const double ta1 = S > 1 ? gd_.stage_a(1) : 0.0, tb1 = S > 1 ? gd_.stage_b(1) : 0.0;
         auto stage_sum = [&](const double* o, std::int64_t t, std::int64_t q) {
-            if (S == 0 || S > 2) return gd.stage_sum(o, t, q);
+            if (S == 0 || S > 2) return gd_.stage_sum(o, t, q);
             const auto td = static_cast<double>(t);
             const auto qd = static_cast<double>(q);
             double a = 0;
@@ -507,112 +562,92 @@ bool guided_descent(IncrementalScorer& sc, Guide& gd, int verify, std::int64_t b
             if (S == 2) a += std::max(o[1], ta1 * td + tb1 * qd);
             return a;
         };
-        const std::int64_t* S_a = gd.peak_demands(rsa);
-        om.resize(S);
-        for (int k = 0; k < K; ++k) {
-            if (k == from) continue;
-            const std::int64_t tj_min = sc.cell_tokens(k) + ti - p.C;
-            const int rsb = gd.rs_of_cell(k);
-            if (rsb == rsa) {
-                // Both cells in i's row-shard: W unchanged, A from Guide::attention's terms, the
-                // row-shard's other cells' stage maxima hoisted.
-                const int r = from / D;
-                const std::int64_t tok_k = gd.cell_tok(k), sq_k = gd.cell_sq(k);
-                for (std::size_t st = 0; st < S; ++st) {
-                    double m = -std::numeric_limits<double>::infinity();
-                    for (int d : p.shards[static_cast<std::size_t>(gs)]) {
-                        const int o = r * D + d;
-                        if (o != from && o != k)
-                            m = std::max(m, gd.stage_value(p.stages[st], gd.cell_tok(o), gd.cell_sq(o)));
-                    }
-                    om[st] = m;
-                }
-                for (int j : sc.cell(k)) {
-                    const std::int64_t tj = p.length[static_cast<std::size_t>(j)];
-                    if (tj > tj_max || tj < tj_min) continue;
-                    const std::int64_t dt = tj - ti, dq = tj * tj - ti * ti;
-                    double a = 0;
-                    for (std::size_t st = 0; st < S; ++st) {
-                        const double v0 = gd.stage_value(p.stages[st], tok_a + dt, sq_a + dq);
-                        const double v1 = gd.stage_value(p.stages[st], tok_k - dt, sq_k - dq);
-                        a += std::max(std::max(om[st], v0), v1);
-                    }
-                    const double dJa = a - Aa;
-                    const double s0 = std::max(u_other, u_gs + dJa + 0.0);
-                    const double s1 = before.sum_u + dJa + 0.0;
-                    if (s0 > before.max_u || (s0 == before.max_u && s1 >= before.sum_u)) continue;
-                    insert(s0, s1, j, k, K + j);
-                }
-                continue;
-            }
-            const int gb = shard_of_cell[static_cast<std::size_t>(k)];
-            const bool cross = gb != gs;
-            const double u_gb = U[static_cast<std::size_t>(gb)];
-            // consider's s0 = max(max(base, U[gs] + dJa), U[gb] + dJb): base is u_other, or when gb
-            // holds u_other the largest U of the shards other than gs and gb (-inf: none).
-            double base = u_other;
-            if (cross && u_gb == u_other) {
-                base = -std::numeric_limits<double>::infinity();
-                for (int g = 0; g < G; ++g)
-                    if (g != gs && g != gb) base = std::max(base, U[static_cast<std::size_t>(g)]);
-            }
-            const double* oth_b = oth.data() + static_cast<std::size_t>(k) * S;
-            const std::int64_t tok_b = gd.cell_tok(k), sq_b = gd.cell_sq(k);
-            const double a_b = a_cell[static_cast<std::size_t>(k)];
-            const double Si_b = static_cast<double>(gd.peak_demand(rsb, i));
-            const std::int64_t* S_b = gd.dense() ? gd.peak_demands(rsb) : nullptr; // else one value per partner
-            for (int j : sc.cell(k)) {
-                const std::int64_t tj = p.length[static_cast<std::size_t>(j)];
-                if (tj > tj_max || tj < tj_min) continue;
-                const std::int64_t dt = tj - ti, dq = tj * tj - ti * ti;
-                const double Sj_a = static_cast<double>(S_a[j]);
-                const double dJa = stage_sum(oth_a, tok_a + dt, sq_a + dq) - Aa + (Sj_a - Si_a) * inv_c;
-                if (cross && u_gs + dJa > before.max_u) continue;
-                const double Sj_b = static_cast<double>(S_b ? S_b[j] : gd.peak_demand(rsb, j));
-                const double dJb = stage_sum(oth_b, tok_b - dt, sq_b - dq) - a_b + (Si_b - Sj_b) * inv_c;
-                const double s0 =
-                    cross ? std::max(std::max(base, u_gs + dJa), u_gb + dJb) : std::max(u_other, u_gs + dJa + dJb);
-                const double s1 = before.sum_u + dJa + dJb;
-                if (s0 > before.max_u || (s0 == before.max_u && s1 >= before.sum_u)) continue;
-                insert(s0, s1, j, k, K + j);
-            }
+        const std::int64_t* S_a = S_a_;
+        const int rsb = gd_.rs_of_cell(k);
+        const int gb = shard_of_cell_[static_cast<std::size_t>(k)];
+        const bool cross = gb != gs_;
+        const double u_gb = U_[static_cast<std::size_t>(gb)];
+        // consider's s0 = max(max(base, U[gs] + dJa), U[gb] + dJb): base is u_other, or when gb holds
+        // u_other the largest U of the shards other than gs and gb (-inf: none).
+        double base = u_other;
+        if (cross && u_gb == u_other) {
+            base = -std::numeric_limits<double>::infinity();
+            for (int g = 0; g < G_; ++g)
+                if (g != gs_ && g != gb) base = std::max(base, U_[static_cast<std::size_t>(g)]);
         }
-        bool improved = false;
-        for (int x = 0; x < found && !improved; ++x) {
-            const Cand& cd = top[static_cast<std::size_t>(x)];
-            ++c.evaluations;
-            if (cd.j >= 0) {
-                const int kb = sc.cell_of(cd.j);
-                if (sc.apply_swap(i, cd.j) < before) {
-                    gd.swapped(i, from, cd.j, kb);
-                    improved = true;
-                } else {
-                    sc.undo();
-                }
-            } else {
-                if (sc.apply_relocate(i, cd.k) < before) {
-                    gd.relocated(i, from, cd.k);
-                    improved = true;
-                } else {
-                    sc.undo();
-                }
-            }
-        }
-        c.evaluations += visit_cost; // the visit's ranking
-        if (improved) {
-            ++c.improvements;
-            idle = 0;
-        } else {
-            gd.looked(i, gs);
-            ++idle;
+        const double* oth_b = oth_.data() + static_cast<std::size_t>(k) * S;
+        const std::int64_t tok_b = gd_.cell_tok(k), sq_b = gd_.cell_sq(k);
+        const double a_b = a_cell_[static_cast<std::size_t>(k)];
+        const double Si_b = static_cast<double>(gd_.peak_demand(rsb, i_));
+        const std::int64_t* S_b = gd_.dense() ? gd_.peak_demands(rsb) : nullptr; // else one value per partner
+        const std::int64_t* length = p_.length.data();
+        for (int j : sc_.cell(k)) {
+            const std::int64_t tj = length[j];
+            if (tj > tj_max || tj < tj_min) continue;
+            const std::int64_t dt = tj - ti, dq = tj * tj - ti * ti;
+            const double Sj_a = static_cast<double>(S_a[j]);
+            const double dJa = stage_sum(oth_a, tok_a + dt, sq_a + dq) - Aa + (Sj_a - Si_a) * inv_c;
+            if (cross && u_gs + dJa > before.max_u) continue;
+            const double Sj_b = static_cast<double>(S_b ? S_b[j] : gd_.peak_demand(rsb, j));
+            const double dJb = stage_sum(oth_b, tok_b - dt, sq_b - dq) - a_b + (Si_b - Sj_b) * inv_c;
+            const double s0 =
+                cross ? std::max(std::max(base, u_gs + dJa), u_gb + dJb) : std::max(u_other, u_gs + dJa + dJb);
+            const double s1 = before.sum_u + dJa + dJb;
+            if (s0 > before.max_u || (s0 == before.max_u && s1 >= before.sum_u)) continue;
+            insert(s0, s1, j, k, K_ + j);
         }
     }
-    return true;
+
+    /// Scores the ranked candidates exactly in estimate order; keeps the first strictly better one.
+    bool try_best(Counts& c) {
+        for (int x = 0; x < found_; ++x) {
+            const Cand& cd = top_[static_cast<std::size_t>(x)];
+            ++c.evaluations;
+            if (cd.j >= 0) {
+                const int kb = sc_.cell_of(cd.j);
+                if (sc_.apply_swap(i_, cd.j) < before_) {
+                    gd_.swapped(i_, from_, cd.j, kb);
+                    return true;
+                }
+            } else if (sc_.apply_relocate(i_, cd.k) < before_) {
+                gd_.relocated(i_, from_, cd.k);
+                return true;
+            }
+            sc_.undo();
+        }
+        return false;
+    }
+
+    IncrementalScorer& sc_;
+    Guide& gd_;
+    const PackingProblem& p_;
+    const int n_, K_, D_, G_, verify_;
+    std::vector<Cand> top_;
+    std::vector<double> U_;
+    std::vector<double> a_cell_;     // attention of each cell's row-shard
+    std::vector<double> oth_;        // Guide::other_cells_max
+    std::vector<double> om_;         // [S] stage maxima of a row-shard's other cells
+    std::vector<int> shard_of_cell_; // [K]
+    const std::int64_t visit_cost_;
+    int i_ = 0, from_ = 0, gs_ = 0, rsa_ = 0, found_ = 0;
+    Score before_;
+    std::int64_t ti_ = 0;
+    double Si_a_ = 0, Aa_ = 0, u_other_ = 0;
+    const std::int64_t* S_a_ = nullptr; // Guide::peak_demands(rsa) during rank_swaps
+};
+
+/// Guided descent: like cyclic_descent, but each visit of a straggler-shard sample i ranks every
+/// feasible relocation and swap of i by the Guide's optimistic estimate of the new (max_g U,
+/// sum_g U), drops those whose estimate does not beat the current score, and scores exactly the
+/// best `verify` of them in estimate order; the first strictly better one is kept.
+bool guided_descent(IncrementalScorer& sc, Guide& gd, int verify, std::int64_t budget, Counts& c, int& cursor,
+                    StopLatch& stop) {
+    return GuidedDescent(sc, gd, verify).run(budget, c, cursor, stop);
 }
 
 /// Applies `moves` random feasible moves of straggler-shard samples (whatever their score); polls
 /// `stop` every 256 moves and returns early (c.stopped) when it fires.
-void kick(IncrementalScorer& sc, Guide* gd, Rng& rng, int moves, Counts& c, Stop& stop) {
+void kick(IncrementalScorer& sc, Guide* gd, Rng& rng, int moves, Counts& c, StopLatch& stop) {
     const PackingProblem& p = sc.problem();
     const int n = p.n, K = sc.cell_count(), D = p.D;
     if (K < 2) return;
@@ -664,16 +699,13 @@ void check_settings(const PolishSettings& s) {
 } // namespace
 
 PolishResult iterated_straggler_search(const PackingProblem& p, const Layout& x, const PolishSettings& s,
-                                       std::uint64_t seed, const std::atomic<bool>* cancel,
-                                       std::optional<Clock::time_point> deadline,
+                                       std::uint64_t seed, const StopToken& stop_token,
                                        const std::function<void(const Score&)>& on_improve) {
     check_settings(s);
     const std::string why = validate_layout(x, p);
     if (!why.empty()) throw std::invalid_argument("iterated_straggler_search: layout is invalid: " + why);
     const IncrementalScorer start(p, x);
-    Stop stop;
-    stop.cancel = cancel;
-    stop.deadline = deadline;
+    StopLatch stop(stop_token);
 
     struct Replica {
         std::optional<IncrementalScorer> best;
@@ -744,13 +776,13 @@ PolishResult iterated_straggler_search(const PackingProblem& p, const Layout& x,
     res.layout = w.best->layout();
     res.score = w.best->score();
     res.local_optimum = w.local_optimum;
-    res.cancelled = stop.hit.load();
+    res.cancelled = stop.stopped();
     if (start.score() < res.score) throw std::logic_error("iterated_straggler_search: result is worse than its start");
     return res;
 }
 
 DescentResult straggler_descent(const PackingProblem& p, const Layout& x, std::int64_t max_evaluations,
-                                const std::atomic<bool>* cancel, std::optional<Clock::time_point> deadline) {
+                                const StopToken& stop) {
     const std::string why = validate_layout(x, p);
     if (!why.empty()) throw std::invalid_argument("straggler_descent: layout is invalid: " + why);
     IncrementalScorer sc(p, x);
@@ -761,7 +793,7 @@ DescentResult straggler_descent(const PackingProblem& p, const Layout& x, std::i
     mine.reserve(static_cast<std::size_t>(p.n));
     auto stopped = [&] {
         if ((res.evaluations & kPollMask) != 0) return false;
-        if ((cancel && cancel->load(std::memory_order_relaxed)) || (deadline && Clock::now() >= *deadline)) {
+        if (stop.stop_requested()) {
             res.cancelled = true;
             return true;
         }

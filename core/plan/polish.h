@@ -3,8 +3,8 @@
 // iterated (kick-and-descend) form, on IncrementalScorer (paper eq. 15 score, exact).
 #include "core/plan/score.h"
 
-#include <atomic>
-#include <chrono>
+#include "core/util/stop.h"
+
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -42,7 +42,7 @@ struct PolishResult {
     int kicks = 0;                 ///< kicks over all replicas
     int kicks_kept = 0;            ///< kicks whose descent beat the replica's best
     bool local_optimum = false;    ///< the returned layout is a local optimum of the descent neighborhood
-    bool cancelled = false;        ///< cancel flag or deadline stopped it
+    bool cancelled = false;        ///< the stop token (cancel flag or deadline) stopped it
 };
 
 /// Iterated straggler search (kick and descend) from layout x. The descent (verify > 0, guided):
@@ -64,16 +64,14 @@ struct PolishResult {
 /// and descends again, keeping the result when it is strictly better than the replica's best, until the replica spent
 /// `evaluations` scored moves. Replica r draws from an Rng seeded by seeds::annealing_chain(seed,
 /// 0, r); replicas run in parallel on the calling thread's TBB arena and the best is chosen in
-/// replica order, so the result does not depend on the arena's size. Cancellation / the deadline
-/// (polled every 256 evaluations) stop every replica; the best valid layout so far is returned with
-/// cancelled = true. The layout must be valid for `p` (std::invalid_argument otherwise); the result
-/// is never worse than x and its score equals score_layout(result.layout, p). Budgets out of range
-/// (evaluations < 0, replicas < 1, kick_moves < 0, verify < 0): InputError. `on_improve`, when set,
-/// is called with a replica's new best score each time it improves (on that replica's thread; the
-/// caller serializes).
+/// replica order, so the result does not depend on the arena's size. `stop` (polled every 256
+/// evaluations, and before every visit of the guided descent) stops every replica; the best valid layout so far is
+/// returned with cancelled = true. The layout must be valid for `p` (std::invalid_argument otherwise); the result is
+/// never worse than x and its score equals score_layout(result.layout, p). Budgets out of range (evaluations < 0,
+/// replicas < 1, kick_moves < 0, verify < 0): InputError. `on_improve`, when set, is called with a replica's new best
+/// score each time it improves (on that replica's thread; the caller serializes).
 PolishResult iterated_straggler_search(const PackingProblem& p, const Layout& x, const PolishSettings& s,
-                                       std::uint64_t seed, const std::atomic<bool>* cancel = nullptr,
-                                       std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt,
+                                       std::uint64_t seed, const StopToken& stop = {},
                                        const std::function<void(const Score&)>& on_improve = {});
 
 /// Result of straggler_descent.
@@ -83,7 +81,7 @@ struct DescentResult {
     std::int64_t evaluations = 0;  ///< moves applied to the scorer and scored (kept or undone)
     std::int64_t improvements = 0; ///< moves kept (each strictly improves the score tuple)
     bool local_optimum = false;    ///< a full scan found no improving move (else the budget ran out)
-    bool cancelled = false;        ///< cancel flag or deadline stopped it
+    bool cancelled = false;        ///< the stop token (cancel flag or deadline) stopped it
 };
 
 /// The plain straggler descent (the final pass before iterated_straggler_search; kept for the
@@ -93,12 +91,11 @@ struct DescentResult {
 /// non-empty and the target within C, then every cap-feasible swap of i with a sample j of another cell (j ascending);
 /// the first move whose score is strictly lower (lexicographically, so s0 may stay equal while s1 or s2 drop) is kept
 /// and the scan restarts at the new straggler. Stops at a local optimum of that neighborhood (a full scan of g* without
-/// improvement), after `max_evaluations` scored moves, or on cancel / deadline (polled every 256 evaluations). Serial
+/// improvement), after `max_evaluations` scored moves, or when `stop` fires (polled every 256 evaluations). Serial
 /// and RNG-free: the result depends only on the inputs and the budget. The layout must be valid for `p`
 /// (std::invalid_argument otherwise); the result is never worse than x. Cost per evaluation O(L*P + R + G)
 /// (IncrementalScorer).
 DescentResult straggler_descent(const PackingProblem& p, const Layout& x, std::int64_t max_evaluations,
-                                const std::atomic<bool>* cancel = nullptr,
-                                std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
+                                const StopToken& stop = {});
 
 } // namespace routepack

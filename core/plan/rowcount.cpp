@@ -5,7 +5,6 @@
 #include "core/util/errors.h"
 
 #include <algorithm>
-#include <functional>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -104,7 +103,7 @@ std::int64_t martello_toth_l2(std::vector<std::int64_t> w, std::int64_t C) {
 
 enum class Exact { Feasible, Infeasible, Unknown, Stopped };
 
-/// Nodes between two polls of the stop function (a node costs O(K): 4096 of them well under 1 ms on
+/// Nodes between two polls of the stop token (a node costs O(K): 4096 of them well under 1 ms on
 /// the windows the planner sees).
 constexpr std::int64_t kStopPollNodes = 4096;
 
@@ -115,10 +114,10 @@ constexpr std::int64_t kStopPollNodes = 4096;
 /// alternative (dominance: the items a solution puts beside it are no larger in total, so they can
 /// trade places); volume pruning: the residuals of bins that can still take the smallest item must
 /// hold the remaining volume. Every placement is one node; stops with Unknown when `budget` nodes
-/// are spent, with Stopped when `stop` (polled every kStopPollNodes nodes) returns true. On Feasible,
+/// are spent, with Stopped when `stop` (polled every kStopPollNodes nodes) fires. On Feasible,
 /// bin_of[j] is item j's bin.
 Exact exact_bin_feasible(const std::vector<std::int64_t>& t, std::int64_t C, int K, std::int64_t budget,
-                         std::int64_t& nodes, std::vector<int>& bin_of, const std::function<bool()>& stop) {
+                         std::int64_t& nodes, std::vector<int>& bin_of, const StopToken& stop) {
     const int m = static_cast<int>(t.size());
     bin_of.assign(m, -1);
     if (m == 0) return Exact::Feasible;
@@ -156,7 +155,7 @@ Exact exact_bin_feasible(const std::vector<std::int64_t>& t, std::int64_t C, int
             continue;
         }
         if (nodes >= budget) return Exact::Unknown;
-        if (stop && nodes % kStopPollNodes == 0 && stop()) return Exact::Stopped;
+        if (nodes % kStopPollNodes == 0 && stop.stop_requested()) return Exact::Stopped;
         ++nodes;
         tried[j] = load[b];
         usable -= usable_of(load[b]);
@@ -230,6 +229,222 @@ std::string str(std::int64_t v) {
     return std::to_string(v);
 }
 
+/// Sum of the lengths (tokens); InputError for a sample below 1 token or above the cap C, and for a
+/// sum beyond int64.
+std::int64_t checked_total(const std::vector<std::int64_t>& length, std::int64_t C) {
+    __extension__ typedef __int128 i128;
+    i128 sum = 0;
+    for (std::size_t i = 0; i < length.size(); ++i) {
+        if (length[i] < 1)
+            throw InputError("sample " + str(static_cast<std::int64_t>(i)) + " has length " + str(length[i]) +
+                             "; every sample needs >= 1 token");
+        if (length[i] > C)
+            throw InputError("sample " + str(static_cast<std::int64_t>(i)) + " has length " + str(length[i]) +
+                             " > token cap " + str(C) + "; it fits in no cell");
+        sum += length[i];
+    }
+    if (sum > std::numeric_limits<std::int64_t>::max())
+        throw InputError("row count: the samples hold more than 2^63 - 1 tokens in total");
+    return static_cast<std::int64_t>(sum);
+}
+
+constexpr const char* kNoLayout = "no rectangular layout exists: ";
+
+/// The lower bound of minimum_rows and the rows it may search.
+struct RowBounds {
+    std::int64_t lb = 0;     ///< max(volume, L2, min_rows, 1)
+    std::int64_t lbm = 0;    ///< lb rounded up to a multiple of m
+    std::int64_t rmax = 0;   ///< n / D
+    std::int64_t rmax_m = 0; ///< the largest multiple of m <= n / D
+    std::string why;         ///< which bound lb is, for RowCount::how
+};
+
+/// minimum_rows' bounds for n samples of `total` tokens (lengths `length`), cap C, D DP slots,
+/// min_rows and multiple m; InputError "no rectangular layout exists: ..." when they exceed n / D.
+RowBounds row_bounds(const std::vector<std::int64_t>& length, std::int64_t total, std::int64_t C, int D, int min_rows,
+                     std::int64_t m) {
+    const std::int64_t n = static_cast<std::int64_t>(length.size());
+    const std::string prefix = kNoLayout;
+    if (n < D) throw InputError(prefix + str(n) + " samples cannot fill " + str(D) + " DP slots");
+    RowBounds b;
+    b.rmax = n / D;
+    if (min_rows > b.rmax)
+        throw InputError(prefix + "min_rows " + str(min_rows) + " needs " + str(min_rows) + " x " + str(D) + " = " +
+                         str(static_cast<std::int64_t>(min_rows) * D) + " non-empty cells but the window has only " +
+                         str(n) + " samples");
+    const std::int64_t vol_rows = ceil_div(ceil_div(total, C), D); // == ceil(total / (C*D))
+    const std::int64_t l2_cells = martello_toth_l2(length, C);
+    const std::int64_t l2_rows = ceil_div(l2_cells, D);
+    const std::int64_t lb = std::max({vol_rows, l2_rows, static_cast<std::int64_t>(min_rows), std::int64_t{1}});
+    if (lb > b.rmax) {
+        if (vol_rows == lb)
+            throw InputError(prefix + str(total) + " tokens at cap " + str(C) + " need at least " + str(lb) +
+                             " rows of " + str(D) + " cells = " + str(lb * D) +
+                             " non-empty cells, but there are only " + str(n) + " samples");
+        throw InputError(prefix + "the samples need at least " + str(l2_cells) + " cells of cap " + str(C) +
+                         " (bin-packing bound L2), i.e. " + str(lb) + " rows of " + str(D) + " = " + str(lb * D) +
+                         " non-empty cells, but there are only " + str(n) + " samples");
+    }
+    b.lb = lb;
+    b.lbm = (lb + m - 1) / m * m; // lb <= 2^31, no overflow
+    b.rmax_m = b.rmax / m * m;
+    if (b.lbm > b.rmax)
+        throw InputError(prefix + "row_multiple " + str(m) + " rounds the lower bound " + str(lb) + " up to " +
+                         str(b.lbm) + " rows of " + str(D) + " = " + str(b.lbm * D) +
+                         " non-empty cells, but there are only " + str(n) + " samples");
+    if (vol_rows == lb)
+        b.why = "volume bound ceil(" + str(total) + " / (" + str(C) + " x " + str(D) + ")) = " + str(lb);
+    else if (l2_rows == lb)
+        b.why = "bin-packing bound L2 = " + str(l2_cells) + " cells -> " + str(lb) + " rows";
+    else
+        b.why = "min_rows " + str(lb);
+    if (b.lbm != lb) b.why += ", rounded up to the multiple " + str(b.lbm) + " of row_multiple " + str(m);
+    return b;
+}
+
+/// The two phases of minimum_rows (its doc comment) on one window: the exact searches share the node
+/// budget, and the incumbent, the lower bound and the texts of RowCount::how accumulate here.
+class RowSearch {
+public:
+    RowSearch(const std::vector<std::int64_t>& length, std::int64_t C, int D, std::int64_t m, std::int64_t budget,
+              const StopToken& stop, RowCount& out)
+        : length_(length), C_(C), D_(D), m_(m), budget_(budget), stop_(stop), out_(out) {}
+
+    /// Phase 1, upward from the bound: FixedRowFFD, else a first descent of the exact search (at
+    /// most n nodes: its first dive is best-fit decreasing into K bins; small windows are decided here).
+    void upward(const RowBounds& b) {
+        const auto n = static_cast<std::int64_t>(length_.size());
+        for (std::int64_t R = b.lbm; R <= b.rmax && found_ < 0; R += m_) {
+            if (R < out_.lower_bound) continue;
+            if (fixed_row_ffd(length_, C_, static_cast<int>(R), D_, &best_)) {
+                found_ = R;
+                by_ = "FixedRowFFD";
+                break;
+            }
+            const std::int64_t before = out_.nodes;
+            const Exact r = exact(R, n);
+            if (r == Exact::Feasible)
+                take_search(R, before);
+            else if (r == Exact::Infeasible)
+                proved(R, before);
+        }
+    }
+
+    /// Nothing found upward: feasibility is monotone in R, so a layout exists at all iff one exists
+    /// at R = n / D (with m > 1: a multiple of m is feasible iff the largest one <= n / D is); the
+    /// full search there decides it. InputError when it is stopped, out of budget, or proves none.
+    void decide(const RowBounds& b) {
+        if (found_ < 0 && out_.lower_bound <= b.rmax_m) {
+            const std::int64_t before = out_.nodes;
+            const Exact r = exact(b.rmax_m, budget_);
+            const std::string tried =
+                "no rectangular layout found: FixedRowFFD failed at every R in " + str(b.lbm) + ".." + str(b.rmax_m);
+            if (r == Exact::Feasible)
+                take_search(b.rmax_m, before);
+            else if (r == Exact::Infeasible)
+                proved(b.rmax_m, before);
+            else if (r == Exact::Stopped)
+                throw InputError(tried + " and the exact search was stopped (cancelled or out of time) after " +
+                                 str(out_.nodes) + " nodes");
+            else
+                throw InputError(tried + (m_ > 1 ? " (multiples of row_multiple " + str(m_) + ")" : "") +
+                                 " and the exact search ran out of its node budget (" + str(budget_) +
+                                 " nodes); raise the node budget");
+        }
+        if (found_ >= 0) return;
+        const std::int64_t n = static_cast<std::int64_t>(length_.size());
+        if (m_ > 1)
+            throw InputError(std::string(kNoLayout) + "the exact search proved every R <= " + str(b.rmax_m) +
+                             " (the largest multiple of row_multiple " + str(m_) + " <= " + str(n) + " / " + str(D_) +
+                             ") infeasible (" + str(out_.nodes) + " nodes)");
+        throw InputError(std::string(kNoLayout) + "the exact search proved every R <= " + str(n) + " / " + str(D_) +
+                         " = " + str(b.rmax) + " infeasible (" + str(out_.nodes) + " nodes)");
+    }
+
+    /// Phase 2, downward from the layout found: the rest of the budget goes to R* - 1, R* - 2, ...
+    /// until a proof of infeasibility (certified: by monotonicity every smaller R is infeasible too)
+    /// or the budget runs out (best-known).
+    void downward() {
+        for (std::int64_t R = found_ - m_; R >= out_.lower_bound; R -= m_) {
+            const std::int64_t before = out_.nodes;
+            const Exact r = exact(R, budget_);
+            if (r == Exact::Feasible) {
+                take_search(R, before);
+            } else if (r == Exact::Infeasible) {
+                proved(R, before);
+                break;
+            } else {
+                unknown_at_ = R;
+                break;
+            }
+        }
+    }
+
+    /// Fills out's rows, layout, certification and `how` (the lower bound rounded up to m: no
+    /// multiple of m below it is feasible).
+    void finish(const RowBounds& b) {
+        const bool stopped_at = out_.stopped;
+        out_.rows = static_cast<int>(found_);
+        out_.layout = std::move(best_);
+        out_.lower_bound = static_cast<int>((out_.lower_bound + m_ - 1) / m_ * m_);
+        out_.certified = out_.lower_bound == out_.rows;
+        out_.stopped = stopped_at && !out_.certified;
+        const std::string head = "R* = " + str(found_);
+        const std::string unknown = head + " best-known (not certified): lower bound " + str(out_.lower_bound) +
+                                    ", exact search at R = " + str(unknown_at_);
+        if (out_.stopped)
+            out_.how = unknown + " was stopped (cancelled or out of time) after " + str(out_.nodes) + " of " +
+                       str(budget_) + " nodes; layout by " + by_;
+        else if (!out_.certified)
+            out_.how = unknown + " ran out of its node budget (" + str(budget_) + " nodes); layout by " + by_;
+        else if (found_ == b.lbm)
+            out_.how = head + " certified: " + b.why + " met by " + by_;
+        else
+            out_.how = head + " certified: " + searched_ + ", layout by " + by_;
+    }
+
+private:
+    /// Exact search at R, spending at most `cap` more nodes (and never more than the whole budget).
+    Exact exact(std::int64_t R, std::int64_t cap) {
+        if (order_.empty()) {
+            order_ = ffd_order(length_);
+            sorted_len_.resize(order_.size());
+            for (std::size_t j = 0; j < order_.size(); ++j)
+                sorted_len_[j] = length_[order_[j]];
+        }
+        const std::int64_t limit = cap >= budget_ - out_.nodes ? budget_ : out_.nodes + cap;
+        const Exact e =
+            exact_bin_feasible(sorted_len_, C_, static_cast<int>(R * D_), limit, out_.nodes, bin_of_, stop_);
+        if (e == Exact::Stopped) out_.stopped = true;
+        return e;
+    }
+    void take_search(std::int64_t R, std::int64_t before) {
+        found_ = R;
+        best_ = layout_from_bins(length_, order_, bin_of_, static_cast<int>(R), D_);
+        by_ = "the exact search (" + str(out_.nodes - before) + " nodes; FixedRowFFD failed at " + str(R) + ")";
+    }
+    void proved(std::int64_t R, std::int64_t before) {
+        out_.lower_bound = static_cast<int>(R + 1);
+        searched_ = "exact search proved R = " + str(R) + " (so every smaller R) infeasible (" +
+                    str(out_.nodes - before) + " nodes)";
+    }
+
+    const std::vector<std::int64_t>& length_;
+    const std::int64_t C_;
+    const int D_;
+    const std::int64_t m_, budget_;
+    const StopToken& stop_;
+    RowCount& out_;
+    std::vector<int> order_; // FFD order, built on the first exact search
+    std::vector<std::int64_t> sorted_len_;
+    std::vector<int> bin_of_;
+    std::string searched_; // the last infeasibility proof, for `how`
+    std::int64_t unknown_at_ = -1;
+    std::int64_t found_ = -1;
+    std::string by_;
+    Layout best_;
+};
+
 } // namespace
 
 /// FixedRowFFD (Algorithm 2 line 1): K = rows*D; the K longest samples (nonincreasing length, ties
@@ -293,176 +508,20 @@ bool fixed_row_ffd(const std::vector<std::int64_t>& length, std::int64_t C, int 
 /// min_rows*D > n, the bounds (rounded up to a multiple of m) need more cells than samples, or the
 /// search proves every R (multiple of m) <= n/D infeasible.
 RowCount minimum_rows(const std::vector<std::int64_t>& length, std::int64_t C, int D, int min_rows,
-                      std::int64_t node_budget, int row_multiple, const std::function<bool()>& stop) {
+                      std::int64_t node_budget, int row_multiple, const StopToken& stop) {
     if (D < 1) throw InputError("row count: the topology needs at least 1 DP slot (got " + str(D) + ")");
     if (C < 1) throw InputError("row count: the token cap must be at least 1 (got " + str(C) + ")");
     if (min_rows < 0) throw InputError("row count: min_rows must be >= 0 (got " + str(min_rows) + ")");
     if (row_multiple < 1) throw InputError("row count: row_multiple must be >= 1 (got " + str(row_multiple) + ")");
-    const std::int64_t m = row_multiple;
-    auto up = [m](std::int64_t r) { return (r + m - 1) / m * m; }; // r <= 2^31, no overflow
-    const std::int64_t n = static_cast<std::int64_t>(length.size());
-    __extension__ typedef __int128 i128;
-    i128 sum = 0;
-    for (std::int64_t i = 0; i < n; ++i) {
-        if (length[i] < 1)
-            throw InputError("sample " + str(i) + " has length " + str(length[i]) + "; every sample needs >= 1 token");
-        if (length[i] > C)
-            throw InputError("sample " + str(i) + " has length " + str(length[i]) + " > token cap " + str(C) +
-                             "; it fits in no cell");
-        sum += length[i];
-    }
-    if (sum > std::numeric_limits<std::int64_t>::max())
-        throw InputError("row count: the samples hold more than 2^63 - 1 tokens in total");
-    const std::int64_t total = static_cast<std::int64_t>(sum);
-    const std::string prefix = "no rectangular layout exists: ";
-    if (n < D) throw InputError(prefix + str(n) + " samples cannot fill " + str(D) + " DP slots");
-    const std::int64_t rmax = n / D;
-    if (min_rows > rmax)
-        throw InputError(prefix + "min_rows " + str(min_rows) + " needs " + str(min_rows) + " x " + str(D) + " = " +
-                         str(static_cast<std::int64_t>(min_rows) * D) + " non-empty cells but the window has only " +
-                         str(n) + " samples");
-    const std::int64_t vol_rows = ceil_div(ceil_div(total, C), D); // == ceil(total / (C*D))
-    const std::int64_t l2_cells = martello_toth_l2(length, C);
-    const std::int64_t l2_rows = ceil_div(l2_cells, D);
-    const std::int64_t lb = std::max({vol_rows, l2_rows, static_cast<std::int64_t>(min_rows), std::int64_t{1}});
-    if (lb > rmax) {
-        if (vol_rows == lb)
-            throw InputError(prefix + str(total) + " tokens at cap " + str(C) + " need at least " + str(lb) +
-                             " rows of " + str(D) + " cells = " + str(lb * D) +
-                             " non-empty cells, but there are only " + str(n) + " samples");
-        throw InputError(prefix + "the samples need at least " + str(l2_cells) + " cells of cap " + str(C) +
-                         " (bin-packing bound L2), i.e. " + str(lb) + " rows of " + str(D) + " = " + str(lb * D) +
-                         " non-empty cells, but there are only " + str(n) + " samples");
-    }
-    const std::int64_t lbm = up(lb);
-    const std::int64_t rmax_m = rmax / m * m; // the largest multiple of m <= n / D
-    if (lbm > rmax)
-        throw InputError(prefix + "row_multiple " + str(m) + " rounds the lower bound " + str(lb) + " up to " +
-                         str(lbm) + " rows of " + str(D) + " = " + str(lbm * D) +
-                         " non-empty cells, but there are only " + str(n) + " samples");
-    std::string lb_why;
-    if (vol_rows == lb)
-        lb_why = "volume bound ceil(" + str(total) + " / (" + str(C) + " x " + str(D) + ")) = " + str(lb);
-    else if (l2_rows == lb)
-        lb_why = "bin-packing bound L2 = " + str(l2_cells) + " cells -> " + str(lb) + " rows";
-    else
-        lb_why = "min_rows " + str(lb);
-    if (lbm != lb) lb_why += ", rounded up to the multiple " + str(lbm) + " of row_multiple " + str(m);
-
+    const std::int64_t total = checked_total(length, C);
+    const RowBounds b = row_bounds(length, total, C, D, min_rows, row_multiple);
     RowCount out;
-    out.lower_bound = static_cast<int>(lb);
-    const std::int64_t budget = std::max<std::int64_t>(0, node_budget);
-    std::vector<int> order; // FFD order, built on the first exact search
-    std::vector<std::int64_t> sorted_len;
-    std::vector<int> bin_of;
-    // Exact search at R, spending at most `cap` more nodes (and never more than the whole budget).
-    auto exact = [&](std::int64_t R, std::int64_t cap) {
-        if (order.empty()) {
-            order = ffd_order(length);
-            sorted_len.resize(order.size());
-            for (std::size_t j = 0; j < order.size(); ++j)
-                sorted_len[j] = length[order[j]];
-        }
-        const std::int64_t limit = cap >= budget - out.nodes ? budget : out.nodes + cap;
-        const Exact e = exact_bin_feasible(sorted_len, C, static_cast<int>(R * D), limit, out.nodes, bin_of, stop);
-        if (e == Exact::Stopped) out.stopped = true;
-        return e;
-    };
-    std::string searched; // the last infeasibility proof, for `how`
-    std::int64_t unknown_at = -1;
-    std::int64_t found = -1;
-    std::string by;
-    Layout best;
-    auto take_search = [&](std::int64_t R, std::int64_t before) {
-        found = R;
-        best = layout_from_bins(length, order, bin_of, static_cast<int>(R), D);
-        by = "the exact search (" + str(out.nodes - before) + " nodes; FixedRowFFD failed at " + str(R) + ")";
-    };
-    auto proved = [&](std::int64_t R, std::int64_t before) {
-        out.lower_bound = static_cast<int>(R + 1);
-        searched = "exact search proved R = " + str(R) + " (so every smaller R) infeasible (" +
-                   str(out.nodes - before) + " nodes)";
-    };
-
-    // Phase 1, upward from the bound: FixedRowFFD, else a first descent of the exact search (at most
-    // n nodes: its first dive is best-fit decreasing into K bins; small windows are decided here).
-    for (std::int64_t R = lbm; R <= rmax && found < 0; R += m) {
-        if (R < out.lower_bound) continue;
-        if (fixed_row_ffd(length, C, static_cast<int>(R), D, &best)) {
-            found = R;
-            by = "FixedRowFFD";
-            break;
-        }
-        const std::int64_t before = out.nodes;
-        const Exact r = exact(R, n);
-        if (r == Exact::Feasible)
-            take_search(R, before);
-        else if (r == Exact::Infeasible)
-            proved(R, before);
-    }
-    if (found < 0 && out.lower_bound <= rmax_m) {
-        // Feasibility is monotone in R, so a layout exists at all iff one exists at R = n / D (with
-        // m > 1: a multiple of m is feasible iff the largest one <= n / D is).
-        const std::int64_t before = out.nodes;
-        const Exact r = exact(rmax_m, budget);
-        if (r == Exact::Feasible)
-            take_search(rmax_m, before);
-        else if (r == Exact::Infeasible)
-            proved(rmax_m, before);
-        else if (r == Exact::Stopped)
-            throw InputError("no rectangular layout found: FixedRowFFD failed at every R in " + str(lbm) + ".." +
-                             str(rmax_m) + " and the exact search was stopped (cancelled or out of time) after " +
-                             str(out.nodes) + " nodes");
-        else
-            throw InputError("no rectangular layout found: FixedRowFFD failed at every R in " + str(lbm) + ".." +
-                             str(rmax_m) + (m > 1 ? " (multiples of row_multiple " + str(m) + ")" : "") +
-                             " and the exact search ran out of its node budget (" + str(budget) +
-                             " nodes); raise the node budget");
-    }
-    if (found < 0) {
-        if (m > 1)
-            throw InputError(prefix + "the exact search proved every R <= " + str(rmax_m) +
-                             " (the largest multiple of row_multiple " + str(m) + " <= " + str(n) + " / " + str(D) +
-                             ") infeasible (" + str(out.nodes) + " nodes)");
-        throw InputError(prefix + "the exact search proved every R <= " + str(n) + " / " + str(D) + " = " + str(rmax) +
-                         " infeasible (" + str(out.nodes) + " nodes)");
-    }
-
-    // Phase 2, downward from the layout found: the rest of the budget goes to R* - 1, R* - 2, ... until
-    // a proof of infeasibility (certified: by monotonicity every smaller R is infeasible too) or the
-    // budget runs out (best-known).
-    for (std::int64_t R = found - m; R >= out.lower_bound; R -= m) {
-        const std::int64_t before = out.nodes;
-        const Exact r = exact(R, budget);
-        if (r == Exact::Feasible) {
-            take_search(R, before);
-        } else if (r == Exact::Infeasible) {
-            proved(R, before);
-            break;
-        } else {
-            unknown_at = R;
-            break;
-        }
-    }
-    const bool stopped_at = out.stopped;
-
-    out.rows = static_cast<int>(found);
-    out.layout = std::move(best);
-    out.lower_bound = static_cast<int>(up(out.lower_bound)); // no multiple of m below it is feasible
-    out.certified = out.lower_bound == out.rows;
-    out.stopped = stopped_at && !out.certified;
-    if (out.stopped)
-        out.how = "R* = " + str(found) + " best-known (not certified): lower bound " + str(out.lower_bound) +
-                  ", exact search at R = " + str(unknown_at) + " was stopped (cancelled or out of time) after " +
-                  str(out.nodes) + " of " + str(budget) + " nodes; layout by " + by;
-    else if (!out.certified)
-        out.how = "R* = " + str(found) + " best-known (not certified): lower bound " + str(out.lower_bound) +
-                  ", exact search at R = " + str(unknown_at) + " ran out of its node budget (" + str(budget) +
-                  " nodes); layout by " + by;
-    else if (found == lbm)
-        out.how = "R* = " + str(found) + " certified: " + lb_why + " met by " + by;
-    else
-        out.how = "R* = " + str(found) + " certified: " + searched + ", layout by " + by;
+    out.lower_bound = static_cast<int>(b.lb);
+    RowSearch search(length, C, D, row_multiple, std::max<std::int64_t>(0, node_budget), stop, out);
+    search.upward(b);
+    search.decide(b);
+    search.downward();
+    search.finish(b);
     return out;
 }
 

@@ -2,9 +2,9 @@
 // Row count R* (paper eq. 9; DESIGN.md "Row count"): lower bounds, fixed-row FFD, bounded exact
 // feasibility search.
 #include "core/plan/packing.h"
+#include "core/util/stop.h"
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,7 +22,7 @@ struct RowCount {
     bool certified = false; ///< a lower bound met `rows`, or the exact search proved every smaller R infeasible
     int lower_bound = 0;    ///< best lower bound on R found (volume, bin-packing, min_rows; a multiple of row_multiple)
     std::int64_t nodes = 0; ///< exact-search nodes spent
-    /// `stop` ended the exact search before its budget: `rows` is best-known (not certified) and `how` says so.
+    /// The stop token ended the exact search before its budget: `rows` is best-known (not certified) and `how` says so.
     bool stopped = false;
     std::string how; ///< one line: which bound / search decided it
     Layout layout;   ///< a feasible layout with `rows` rows (FixedRowFFD or the exact search's)
@@ -35,11 +35,11 @@ struct RowCount {
 /// row_multiple only. InputError "no rectangular layout exists: ..." with the reason when no R <= n/D
 /// admits a layout (fewer samples than D; min_rows beyond n/D; cells needed exceed samples; no
 /// multiple of row_multiple between the lower bound and n/D); "row count: row_multiple must be >= 1".
-/// `stop` (the planner's cancel flag and time limit) is polled every 4096 nodes; once it returns true
+/// `stop` (the planner's cancel flag and time limit) is polled every 4096 nodes; once it fires
 /// the exact search ends and the best layout found so far is returned with stopped = true (not
 /// certified); when no layout was found by then (FixedRowFFD failed everywhere), InputError "no
 /// rectangular layout found: ... the exact search was stopped (cancelled or out of time) after N nodes".
 RowCount minimum_rows(const std::vector<std::int64_t>& length, std::int64_t C, int D, int min_rows,
-                      std::int64_t node_budget, int row_multiple = 1, const std::function<bool()>& stop = {});
+                      std::int64_t node_budget, int row_multiple = 1, const StopToken& stop = {});
 
 } // namespace routepack

@@ -334,6 +334,324 @@ struct PairOutputs {
     std::vector<std::int64_t>* peak_sum = nullptr; ///< sum_l max_p W[r][g][l][p], [R][G] (score input)
 };
 
+template <class V> class CellPairing {
+public:
+    using i64 = std::int64_t;
+
+    CellPairing(const Layout& cells, const PackingProblem& p, int w, Rng& rng, int max_candidates,
+                const PairOutputs& outputs, std::vector<V>* buffer)
+        : cells_(cells), p_(p), rng_(rng), outputs_(outputs), D_(p.D), G_(p.G), L_(p.L), P_(p.P), rows_(cells.rows),
+          K_(rows_ * D_), RS_(rows_ * G_), w_(clamp_width(w)), max_candidates_(std::max(1, max_candidates)),
+          LP_(static_cast<std::size_t>(L_) * static_cast<std::size_t>(P_)),
+          cache_(static_cast<std::size_t>(K_) * LP_ * sizeof(V) <= kCellLoadCacheBytes),
+          cached_(buffer ? *buffer : own_), scratch_(LP_), filled_(static_cast<std::size_t>(RS_), 0),
+          buffer_of_(static_cast<std::size_t>(RS_), -1), partial_pos_(static_cast<std::size_t>(RS_), -1),
+          cpeak_(static_cast<std::size_t>(L_)), carg_(static_cast<std::size_t>(L_)),
+          position_(static_cast<std::size_t>(K_), -1) {}
+
+    /// Pairs every cell in processing order, then lays the cells out by the slot each took.
+    Layout run() {
+        const std::vector<int> order = load_cells();
+        for (int r = 0; r < rows_; ++r)
+            for (int g = 0; g < G_; ++g)
+                empty_first_.insert(r * D_ + p_.shards[static_cast<std::size_t>(g)].front());
+        best_.reserve(static_cast<std::size_t>(w_) + 1);
+        ranked_.reserve(static_cast<std::size_t>(max_candidates_));
+        if (outputs_.row_peak) outputs_.row_peak->assign(static_cast<std::size_t>(rows_) * L_, 0);
+        if (outputs_.peak_sum) outputs_.peak_sum->assign(static_cast<std::size_t>(RS_), 0);
+        for (int c : order) {
+            const V* load = cell_load(c);
+            i64 csum = 0, cmax = 0;
+            for (std::size_t l = 0; l < cpeak_.size(); ++l) {
+                const auto [m, a] = arg_max(load + l * P_, P_);
+                carg_[l] = a;
+                cpeak_[l] = m;
+                csum += m;
+                cmax = std::max<i64>(cmax, m);
+            }
+            best_.clear();
+            // Still-empty row-shards: key (csum, cmax, first slot); only the w lowest slots can rank.
+            int taken = 0;
+            for (auto it = empty_first_.begin(); it != empty_first_.end() && taken < w_; ++it, ++taken) {
+                const int k = *it;
+                offer(Cand{csum, cmax, k, (k / D_) * G_ + p_.shard_of_slot[static_cast<std::size_t>(k % D_)]});
+            }
+            rank_partial(load, sample_partial());
+            scan_partial(load);
+            place(best_[static_cast<std::size_t>(decaying_pick(static_cast<int>(best_.size()), rng_))], c, load);
+        }
+        return assemble();
+    }
+
+private:
+    /// A row-shard's key for the cell (lower is better): increase of sum_l peak, largest resulting
+    /// layer peak, slot index taken.
+    struct Cand {
+        i64 inc, top;
+        int k, rs;
+        bool operator<(const Cand& o) const {
+            if (inc != o.inc) return inc < o.inc;
+            if (top != o.top) return top < o.top;
+            return k < o.k;
+        }
+    };
+    /// A partially filled row-shard: W [L][P], the per-layer peaks max_p W[l][p] and the first p
+    /// attaining each.
+    struct Open {
+        std::vector<V> W;
+        std::vector<i64> peak;
+        std::vector<int> arg;
+    };
+    /// A candidate open row-shard (partial_[j]) with its lower bound on the increase.
+    struct Ranked {
+        i64 lb;
+        int j;
+        bool operator<(const Ranked& o) const { return lb != o.lb ? lb < o.lb : j < o.j; }
+    };
+
+    /// Checks the sample ids; fills the cell-load cache (when it fits) and returns the processing
+    /// order: cells by routed-token peak sum_l max_p c[l][p] descending, then token sum descending,
+    /// then index. The cache is the caller's buffer when given (reused across the trials one thread
+    /// runs: no allocation, page faults or zeroing of K*L*P values per trial); each cell's part is
+    /// zeroed right before its loads are summed into it.
+    std::vector<int> load_cells() {
+        std::vector<i64> cell_peak(static_cast<std::size_t>(K_), 0), cell_tokens(static_cast<std::size_t>(K_), 0);
+        if (cache_ && cached_.size() < static_cast<std::size_t>(K_) * LP_)
+            cached_.resize(static_cast<std::size_t>(K_) * LP_);
+        for (int c = 0; c < K_; ++c) {
+            for (int i : cells_.cell(c))
+                if (i < 0 || i >= p_.n)
+                    throw std::invalid_argument("edp_aware_pair: sample index " + std::to_string(i) + " outside 0.." +
+                                                std::to_string(p_.n - 1));
+            V* load = cache_ ? cached_.data() + static_cast<std::size_t>(c) * LP_ : scratch_.data();
+            std::fill(load, load + LP_, V{0});
+            add_cell(load, c);
+            i64 s = 0;
+            for (std::size_t l = 0; l < static_cast<std::size_t>(L_); ++l)
+                s += arg_max(load + l * P_, P_).first;
+            cell_peak[static_cast<std::size_t>(c)] = s;
+            for (int i : cells_.cell(c))
+                cell_tokens[static_cast<std::size_t>(c)] += p_.length[static_cast<std::size_t>(i)];
+        }
+        std::vector<int> order(static_cast<std::size_t>(K_));
+        std::iota(order.begin(), order.end(), 0);
+        std::sort(order.begin(), order.end(), [&](int a, int b) {
+            if (cell_peak[a] != cell_peak[b]) return cell_peak[a] > cell_peak[b];
+            if (cell_tokens[a] != cell_tokens[b]) return cell_tokens[a] > cell_tokens[b];
+            return a < b;
+        });
+        return order;
+    }
+
+    /// A cell's load: the sum of its samples' demand rows.
+    void add_cell(V* load, int c) const {
+        for (int i : cells_.cell(c))
+            add_into(load, p_.q(i), LP_);
+    }
+    /// Cell c's load [L][P]: from the cache, else summed into the scratch buffer.
+    const V* cell_load(int c) {
+        if (cache_) return cached_.data() + static_cast<std::size_t>(c) * LP_;
+        std::fill(scratch_.begin(), scratch_.end(), 0);
+        add_cell(scratch_.data(), c);
+        return scratch_.data();
+    }
+
+    /// Keeps the w best candidates, sorted.
+    void offer(const Cand& c) {
+        if (static_cast<int>(best_.size()) == w_ && !(c < best_.back())) return;
+        best_.insert(std::upper_bound(best_.begin(), best_.end(), c), c);
+        if (static_cast<int>(best_.size()) > w_) best_.pop_back();
+    }
+    /// The w-th best increase so far (no bound while fewer than w are known).
+    i64 bound_now() const {
+        return static_cast<int>(best_.size()) == w_ ? best_.back().inc : std::numeric_limits<i64>::max();
+    }
+
+    /// Partially filled row-shards to examine: all of them, or a random subset of max_candidates
+    /// moved to the front of partial_ (a partial Fisher-Yates shuffle). Returns their count.
+    int sample_partial() {
+        const int count = static_cast<int>(partial_.size());
+        if (count <= max_candidates_) return count;
+        for (int j = 0; j < max_candidates_; ++j) {
+            const int pick = j + static_cast<int>(rng_.below(static_cast<std::uint64_t>(count - j)));
+            std::swap(partial_[static_cast<std::size_t>(j)], partial_[static_cast<std::size_t>(pick)]);
+            partial_pos_[static_cast<std::size_t>(partial_[static_cast<std::size_t>(j)])] = j;
+            partial_pos_[static_cast<std::size_t>(partial_[static_cast<std::size_t>(pick)])] = pick;
+        }
+        return max_candidates_;
+    }
+
+    /// Per-layer lower bound on the increase of layer l's peak when the cell (`load`) joins open
+    /// row-shard o: max_p (W + c) - max W >= c[argmax W] (it reads only the cell's own load, not W).
+    i64 layer_bound(const V* load, const Open& o, std::size_t l) const {
+        return load[l * P_ + static_cast<std::size_t>(o.arg[l])];
+    }
+
+    /// ranked_: the first `examine` open row-shards by ascending lower bound sum_l layer_bound.
+    void rank_partial(const V* load, int examine) {
+        ranked_.clear();
+        for (int j = 0; j < examine; ++j) {
+            const Open& o = open_of(partial_[static_cast<std::size_t>(j)]);
+            i64 lb = 0;
+            for (std::size_t l = 0; l < static_cast<std::size_t>(L_); ++l)
+                lb += layer_bound(load, o, l);
+            ranked_.push_back(Ranked{lb, j});
+        }
+        std::sort(ranked_.begin(), ranked_.end());
+    }
+
+    /// Offers the ranked open row-shards whose exact key can still beat the w-th best: a candidate
+    /// whose bound exceeds it ends the scan (every later one is strictly worse), and a layer scan
+    /// stops once the running increase plus the bound of the layers left exceeds it.
+    void scan_partial(const V* load) {
+        const auto L = static_cast<std::size_t>(L_);
+        for (const Ranked& cand : ranked_) {
+            const i64 bound = bound_now();
+            if (cand.lb > bound) break;
+            const int rs = partial_[static_cast<std::size_t>(cand.j)];
+            const int r = rs / G_, g = rs % G_;
+            const int k =
+                r * D_ +
+                p_.shards[static_cast<std::size_t>(g)][static_cast<std::size_t>(filled_[static_cast<std::size_t>(rs)])];
+            const Open& o = open_of(rs);
+            i64 inc = 0, top = 0, rest = cand.lb; // rest: the bound of the layers not yet scanned
+            bool pruned = false;
+            for (std::size_t l = 0; l < L; ++l) {
+                // The bound meets the upper bound max c when the cell peaks on W's peak rank too.
+                const i64 lb = layer_bound(load, o, l);
+                const i64 m = lb == cpeak_[l] ? o.peak[l] + lb
+                                              : std::max<i64>(0, peak_of_sum(o.W.data() + l * P_, load + l * P_, P_));
+                inc += m - o.peak[l];
+                rest -= lb;
+                top = std::max(top, m);
+                if (inc + rest > bound) {
+                    pruned = true;
+                    break;
+                }
+            }
+            if (!pruned) offer(Cand{inc, top, k, rs});
+        }
+    }
+
+    /// Puts cell c into the chosen slot: a row-shard's first cell opens it (or closes it at once when
+    /// its shard has one slot), a later one adds its load; the last closes it.
+    void place(const Cand& chosen, int c, const V* load) {
+        const int rs = chosen.rs;
+        const int size_g = static_cast<int>(p_.shards[static_cast<std::size_t>(rs % G_)].size());
+        position_[static_cast<std::size_t>(chosen.k)] = c;
+        const int before = filled_[static_cast<std::size_t>(rs)]++;
+        if (before == 0) {
+            empty_first_.erase(chosen.k);
+            if (size_g == 1)
+                close_row_shard(rs, cpeak_);
+            else
+                open_row_shard(rs, load);
+            return;
+        }
+        Open& o = open_of(rs);
+        for (std::size_t l = 0; l < static_cast<std::size_t>(L_); ++l) {
+            V* Wl = o.W.data() + l * P_;
+            add_into(Wl, load + l * P_, static_cast<std::size_t>(P_));
+            const auto [m, a] = arg_max(Wl, P_);
+            o.arg[l] = a;
+            o.peak[l] = std::max<i64>(0, m);
+        }
+        if (before + 1 == size_g) { // full: record its peaks, recycle the buffer
+            close_row_shard(rs, o.peak);
+            free_pool_.push_back(buffer_of_[static_cast<std::size_t>(rs)]);
+            buffer_of_[static_cast<std::size_t>(rs)] = -1;
+            remove_partial(rs);
+        }
+    }
+
+    /// Row-shard rs takes its first cell (`load`): an Open buffer from the pool, and a place in partial_.
+    void open_row_shard(int rs, const V* load) {
+        int buf;
+        if (!free_pool_.empty()) {
+            buf = free_pool_.back();
+            free_pool_.pop_back();
+        } else {
+            buf = static_cast<int>(pool_.size());
+            pool_.push_back(Open{std::vector<V>(LP_), std::vector<i64>(static_cast<std::size_t>(L_)),
+                                 std::vector<int>(static_cast<std::size_t>(L_))});
+        }
+        Open& o = pool_[static_cast<std::size_t>(buf)];
+        std::copy(load, load + LP_, o.W.begin());
+        o.peak = cpeak_;
+        o.arg = carg_;
+        buffer_of_[static_cast<std::size_t>(rs)] = buf;
+        partial_pos_[static_cast<std::size_t>(rs)] = static_cast<int>(partial_.size());
+        partial_.push_back(rs);
+    }
+
+    Open& open_of(int rs) { return pool_[static_cast<std::size_t>(buffer_of_[static_cast<std::size_t>(rs)])]; }
+
+    void remove_partial(int rs) {
+        const int pos = partial_pos_[static_cast<std::size_t>(rs)];
+        const int last = partial_.back();
+        partial_[static_cast<std::size_t>(pos)] = last;
+        partial_pos_[static_cast<std::size_t>(last)] = pos;
+        partial_.pop_back();
+        partial_pos_[static_cast<std::size_t>(rs)] = -1;
+    }
+
+    /// A full row-shard's peaks [L] into the requested outputs.
+    void close_row_shard(int rs, const std::vector<i64>& peak) {
+        const int r = rs / G_, g = rs % G_;
+        if (outputs_.row_peak) {
+            i64* out = outputs_.row_peak->data() + static_cast<std::size_t>(r) * L_;
+            for (std::size_t l = 0; l < peak.size(); ++l)
+                out[l] += peak[l];
+        }
+        if (outputs_.peak_sum) {
+            i64 sum = 0;
+            for (const i64 v : peak)
+                sum += v;
+            (*outputs_.peak_sum)[static_cast<std::size_t>(r) * G_ + g] = sum;
+        }
+    }
+
+    /// The layout: slot k holds the samples of the input cell placed there.
+    Layout assemble() const {
+        Layout x;
+        x.rows = rows_;
+        x.dp_slots = D_;
+        x.samples.reserve(cells_.samples.size());
+        x.offsets.reserve(static_cast<std::size_t>(K_) + 1);
+        for (const int c : position_) {
+            const std::span<const int> cell = cells_.cell(c);
+            x.samples.insert(x.samples.end(), cell.begin(), cell.end());
+            x.offsets.push_back(static_cast<int>(x.samples.size()));
+        }
+        return x;
+    }
+
+    const Layout& cells_;
+    const PackingProblem& p_;
+    Rng& rng_;
+    const PairOutputs& outputs_;
+    const int D_, G_, L_, P_, rows_, K_, RS_, w_, max_candidates_;
+    const std::size_t LP_;
+    const bool cache_; // cell loads cached across the two passes
+    std::vector<V> own_;
+    std::vector<V>& cached_;
+    std::vector<V> scratch_;
+    // Row-shard rs = r*G + g. Empty row-shards are kept ordered by their first slot index
+    // r*D + D_g[0]; partially filled ones carry an Open buffer from the pool.
+    std::vector<int> filled_;
+    std::set<int> empty_first_;
+    std::vector<Open> pool_;
+    std::vector<int> free_pool_;
+    std::vector<int> buffer_of_;
+    std::vector<int> partial_; // open, non-empty row-shards
+    std::vector<int> partial_pos_;
+    std::vector<Cand> best_; // sorted, size <= w
+    std::vector<i64> cpeak_; // [L] the current cell's peaks
+    std::vector<int> carg_;  // [L] and their EP ranks
+    std::vector<Ranked> ranked_;
+    std::vector<int> position_; // slot k -> input cell
+};
+
 /// EDPAwarePair on loads of type V (int32 when narrow_loads_fit, else int64; the integers, hence
 /// the result, are the same). The candidates of a cell are the w best row-shards by the insertion
 /// key (increase, top, slot). A partially filled row-shard's increase has the lower bound
@@ -347,261 +665,7 @@ struct PairOutputs {
 template <class V>
 Layout pair_cells_t(const Layout& cells, const PackingProblem& p, int w, Rng& rng, int max_candidates,
                     const PairOutputs& outputs, std::vector<V>* buffer) {
-    const int D = p.D, G = p.G, L = p.L, P = p.P;
-    const int rows = cells.rows;
-    const int K = rows * D;
-    w = clamp_width(w);
-    max_candidates = std::max(1, max_candidates);
-    const std::size_t LP = static_cast<std::size_t>(L) * P;
-    using i64 = std::int64_t;
-    // A cell's load: the sum of its samples' demand rows.
-    auto add_cell = [&](V* load, int c) {
-        for (int i : cells.cell(c))
-            add_into(load, p.q(i), LP);
-    };
-
-    // Per-cell routed-token peak sum_l max_p c[l][p] and token sum, for the processing order.
-    std::vector<i64> cell_peak(static_cast<std::size_t>(K), 0), cell_tokens(static_cast<std::size_t>(K), 0);
-    const bool cache = static_cast<std::size_t>(K) * LP * sizeof(V) <= kCellLoadCacheBytes;
-    // The cell-load cache is the caller's buffer when given (reused across the trials one thread
-    // runs: no allocation, page faults or zeroing of K*L*P values per trial); each cell's part is
-    // zeroed right before its loads are summed into it.
-    std::vector<V> own;
-    std::vector<V>& cached = buffer ? *buffer : own;
-    if (cache && cached.size() < static_cast<std::size_t>(K) * LP) cached.resize(static_cast<std::size_t>(K) * LP);
-    std::vector<V> scratch(LP);
-    for (int c = 0; c < K; ++c) {
-        for (int i : cells.cell(c))
-            if (i < 0 || i >= p.n)
-                throw std::invalid_argument("edp_aware_pair: sample index " + std::to_string(i) + " outside 0.." +
-                                            std::to_string(p.n - 1));
-        V* load = cache ? cached.data() + static_cast<std::size_t>(c) * LP : scratch.data();
-        std::fill(load, load + LP, V{0});
-        add_cell(load, c);
-        i64 s = 0;
-        for (int l = 0; l < L; ++l)
-            s += arg_max(load + static_cast<std::size_t>(l) * P, P).first;
-        cell_peak[static_cast<std::size_t>(c)] = s;
-        for (int i : cells.cell(c))
-            cell_tokens[static_cast<std::size_t>(c)] += p.length[static_cast<std::size_t>(i)];
-    }
-    std::vector<int> order(static_cast<std::size_t>(K));
-    std::iota(order.begin(), order.end(), 0);
-    std::sort(order.begin(), order.end(), [&](int a, int b) {
-        if (cell_peak[a] != cell_peak[b]) return cell_peak[a] > cell_peak[b];
-        if (cell_tokens[a] != cell_tokens[b]) return cell_tokens[a] > cell_tokens[b];
-        return a < b;
-    });
-
-    // Row-shard rs = r*G + g. Empty row-shards are kept ordered by their first slot index r*D + D_g[0];
-    // partially filled ones carry W [L][P], the per-layer peaks and their EP ranks in a pooled buffer.
-    const int RS = rows * G;
-    std::vector<int> filled(static_cast<std::size_t>(RS), 0);
-    std::set<int> empty_first; // first slot index of each still-empty row-shard
-    for (int r = 0; r < rows; ++r)
-        for (int g = 0; g < G; ++g)
-            empty_first.insert(r * D + p.shards[static_cast<std::size_t>(g)].front());
-    struct Open {
-        std::vector<V> W;      // [L][P]
-        std::vector<i64> peak; // [L] max_p W[l][p]
-        std::vector<int> arg;  // [L] the first p with W[l][p] = peak[l]
-    };
-    std::vector<Open> pool;
-    std::vector<int> free_pool;
-    std::vector<int> buffer_of(static_cast<std::size_t>(RS), -1);
-    std::vector<int> partial; // open, non-empty row-shards
-    std::vector<int> partial_pos(static_cast<std::size_t>(RS), -1);
-    auto remove_partial = [&](int rs) {
-        const int pos = partial_pos[static_cast<std::size_t>(rs)];
-        const int last = partial.back();
-        partial[static_cast<std::size_t>(pos)] = last;
-        partial_pos[static_cast<std::size_t>(last)] = pos;
-        partial.pop_back();
-        partial_pos[static_cast<std::size_t>(rs)] = -1;
-    };
-
-    struct Cand {
-        i64 inc, top; // increase of sum_l peak, largest resulting layer peak
-        int k, rs;    // slot index taken, row-shard
-        bool operator<(const Cand& o) const {
-            if (inc != o.inc) return inc < o.inc;
-            if (top != o.top) return top < o.top;
-            return k < o.k;
-        }
-    };
-    std::vector<Cand> best; // sorted, size <= w
-    best.reserve(static_cast<std::size_t>(w) + 1);
-    auto offer = [&](const Cand& c) {
-        if (static_cast<int>(best.size()) == w && !(c < best.back())) return;
-        best.insert(std::upper_bound(best.begin(), best.end(), c), c);
-        if (static_cast<int>(best.size()) > w) best.pop_back();
-    };
-    auto bound_now = [&] {
-        return static_cast<int>(best.size()) == w ? best.back().inc : std::numeric_limits<i64>::max();
-    };
-
-    if (outputs.row_peak) outputs.row_peak->assign(static_cast<std::size_t>(rows) * L, 0);
-    if (outputs.peak_sum) outputs.peak_sum->assign(static_cast<std::size_t>(RS), 0);
-    auto close_row_shard = [&](int rs, const std::vector<i64>& peak) {
-        const int r = rs / G, g = rs % G;
-        if (outputs.row_peak) {
-            i64* out = outputs.row_peak->data() + static_cast<std::size_t>(r) * L;
-            for (int l = 0; l < L; ++l)
-                out[l] += peak[static_cast<std::size_t>(l)];
-        }
-        if (outputs.peak_sum) {
-            i64 sum = 0;
-            for (int l = 0; l < L; ++l)
-                sum += peak[static_cast<std::size_t>(l)];
-            (*outputs.peak_sum)[static_cast<std::size_t>(r) * G + g] = sum;
-        }
-    };
-    std::vector<i64> cpeak(static_cast<std::size_t>(L));
-    std::vector<int> carg(static_cast<std::size_t>(L));
-    struct Ranked {
-        i64 lb;
-        int j;
-        bool operator<(const Ranked& o) const { return lb != o.lb ? lb < o.lb : j < o.j; }
-    };
-    std::vector<Ranked> ranked;
-    ranked.reserve(static_cast<std::size_t>(max_candidates));
-    std::vector<int> position(static_cast<std::size_t>(K), -1); // slot k -> input cell
-    for (int c : order) {
-        const V* load = scratch.data();
-        if (cache) {
-            load = cached.data() + static_cast<std::size_t>(c) * LP;
-        } else {
-            std::fill(scratch.begin(), scratch.end(), 0);
-            add_cell(scratch.data(), c);
-        }
-        i64 csum = 0, cmax = 0;
-        for (int l = 0; l < L; ++l) {
-            const auto [m, a] = arg_max(load + static_cast<std::size_t>(l) * P, P);
-            carg[static_cast<std::size_t>(l)] = a;
-            cpeak[static_cast<std::size_t>(l)] = m;
-            csum += m;
-            cmax = std::max<i64>(cmax, m);
-        }
-        best.clear();
-        // Still-empty row-shards: key (csum, cmax, first slot); only the w lowest slots can rank.
-        {
-            int taken = 0;
-            for (auto it = empty_first.begin(); it != empty_first.end() && taken < w; ++it, ++taken) {
-                const int k = *it;
-                offer(Cand{csum, cmax, k, (k / D) * G + p.shard_of_slot[static_cast<std::size_t>(k % D)]});
-            }
-        }
-        // Partially filled row-shards: all of them, or a random subset of max_candidates.
-        int examine = static_cast<int>(partial.size());
-        if (examine > max_candidates) {
-            for (int j = 0; j < max_candidates; ++j) {
-                const int pick = j + static_cast<int>(rng.below(static_cast<std::uint64_t>(partial.size() - j)));
-                std::swap(partial[static_cast<std::size_t>(j)], partial[static_cast<std::size_t>(pick)]);
-                partial_pos[static_cast<std::size_t>(partial[static_cast<std::size_t>(j)])] = j;
-                partial_pos[static_cast<std::size_t>(partial[static_cast<std::size_t>(pick)])] = pick;
-            }
-            examine = max_candidates;
-        }
-        // Per-layer lower bound on the increase of layer l's peak when the cell joins open row-shard o:
-        // max_p (W + c) - max W >= c[argmax W] (it reads only the cell's own load, not W).
-        auto layer_bound = [&](const Open& o, int l) -> i64 {
-            return load[static_cast<std::size_t>(l) * P + static_cast<std::size_t>(o.arg[static_cast<std::size_t>(l)])];
-        };
-        ranked.clear();
-        for (int j = 0; j < examine; ++j) {
-            const Open& o = pool[static_cast<std::size_t>(buffer_of[static_cast<std::size_t>(partial[j])])];
-            i64 lb = 0;
-            for (int l = 0; l < L; ++l)
-                lb += layer_bound(o, l);
-            ranked.push_back(Ranked{lb, j});
-        }
-        std::sort(ranked.begin(), ranked.end());
-        for (const Ranked& cand : ranked) {
-            const i64 bound = bound_now();
-            if (cand.lb > bound) break; // this and every later candidate is strictly worse than the w-th best
-            const int rs = partial[static_cast<std::size_t>(cand.j)];
-            const int r = rs / G, g = rs % G;
-            const int k =
-                r * D +
-                p.shards[static_cast<std::size_t>(g)][static_cast<std::size_t>(filled[static_cast<std::size_t>(rs)])];
-            const Open& o = pool[static_cast<std::size_t>(buffer_of[static_cast<std::size_t>(rs)])];
-            i64 inc = 0, top = 0, rest = cand.lb; // rest: the bound of the layers not yet scanned
-            bool pruned = false;
-            for (int l = 0; l < L; ++l) {
-                // The bound meets the upper bound max c when the cell peaks on W's peak rank too.
-                const i64 lb = layer_bound(o, l);
-                const i64 m = lb == cpeak[static_cast<std::size_t>(l)]
-                                  ? o.peak[static_cast<std::size_t>(l)] + lb
-                                  : std::max<i64>(0, peak_of_sum(o.W.data() + static_cast<std::size_t>(l) * P,
-                                                                 load + static_cast<std::size_t>(l) * P, P));
-                inc += m - o.peak[static_cast<std::size_t>(l)];
-                rest -= lb;
-                top = std::max(top, m);
-                if (inc + rest > bound) {
-                    pruned = true;
-                    break;
-                }
-            }
-            if (!pruned) offer(Cand{inc, top, k, rs});
-        }
-        const Cand chosen = best[static_cast<std::size_t>(decaying_pick(static_cast<int>(best.size()), rng))];
-        const int rs = chosen.rs;
-        const int g = rs % G;
-        const int size_g = static_cast<int>(p.shards[static_cast<std::size_t>(g)].size());
-        position[static_cast<std::size_t>(chosen.k)] = c;
-        const int before = filled[static_cast<std::size_t>(rs)]++;
-        if (before == 0) {
-            empty_first.erase(chosen.k);
-            if (size_g == 1) {
-                close_row_shard(rs, cpeak);
-            } else {
-                int buf;
-                if (!free_pool.empty()) {
-                    buf = free_pool.back();
-                    free_pool.pop_back();
-                } else {
-                    buf = static_cast<int>(pool.size());
-                    pool.push_back(Open{std::vector<V>(LP), std::vector<i64>(static_cast<std::size_t>(L)),
-                                        std::vector<int>(static_cast<std::size_t>(L))});
-                }
-                Open& o = pool[static_cast<std::size_t>(buf)];
-                std::copy(load, load + LP, o.W.begin());
-                o.peak = cpeak;
-                o.arg = carg;
-                buffer_of[static_cast<std::size_t>(rs)] = buf;
-                partial_pos[static_cast<std::size_t>(rs)] = static_cast<int>(partial.size());
-                partial.push_back(rs);
-            }
-        } else {
-            Open& o = pool[static_cast<std::size_t>(buffer_of[static_cast<std::size_t>(rs)])];
-            for (int l = 0; l < L; ++l) {
-                V* Wl = o.W.data() + static_cast<std::size_t>(l) * P;
-                const V* cl = load + static_cast<std::size_t>(l) * P;
-                add_into(Wl, cl, static_cast<std::size_t>(P));
-                const auto [m, a] = arg_max(Wl, P);
-                o.arg[static_cast<std::size_t>(l)] = a;
-                o.peak[static_cast<std::size_t>(l)] = std::max<i64>(0, m);
-            }
-            if (before + 1 == size_g) { // full: record its peaks, recycle the buffer
-                close_row_shard(rs, o.peak);
-                free_pool.push_back(buffer_of[static_cast<std::size_t>(rs)]);
-                buffer_of[static_cast<std::size_t>(rs)] = -1;
-                remove_partial(rs);
-            }
-        }
-    }
-
-    Layout x;
-    x.rows = rows;
-    x.dp_slots = D;
-    x.samples.reserve(cells.samples.size());
-    x.offsets.reserve(static_cast<std::size_t>(K) + 1);
-    for (int k = 0; k < K; ++k) {
-        const std::span<const int> c = cells.cell(position[static_cast<std::size_t>(k)]);
-        x.samples.insert(x.samples.end(), c.begin(), c.end());
-        x.offsets.push_back(static_cast<int>(x.samples.size()));
-    }
-    return x;
+    return CellPairing<V>(cells, p, w, rng, max_candidates, outputs, buffer).run();
 }
 
 /// EDPAwarePair (see edp_aware_pair); `narrow` = narrow_loads_fit(p) selects int32 loads.
@@ -763,7 +827,7 @@ std::vector<double> row_features(const Layout& x, const PackingProblem& p, const
 /// Fixed projections u_k in R^F: Gaussian components (Box-Muller) from a fixed-seed Rng, unit norm.
 /// Independent of the budget seed, so sketches of different runs are comparable. [q][F].
 std::vector<double> projections(int q, int F) {
-    Rng rng(0x534b45544348ULL); // "SKETCH"
+    Rng rng(seeds::kSketchProjections);
     std::vector<double> u(static_cast<std::size_t>(q) * F);
     constexpr double two_pi = 6.283185307179586476925286766559;
     for (int k = 0; k < q; ++k) {
@@ -935,8 +999,7 @@ std::optional<Layout> randomized_best_fit(const std::vector<int>& sigma, const P
 } // namespace
 
 std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout& ffd, const SeedingBudget& b,
-                                           const std::atomic<bool>* cancel,
-                                           std::optional<std::chrono::steady_clock::time_point> deadline) {
+                                           const StopToken& stop) {
     check_problem(p, "diverse_population");
     if (const std::string why = validate_layout(ffd, p); !why.empty())
         throw std::invalid_argument("diverse_population: the FFD seed is not a valid layout: " + why);
@@ -945,10 +1008,6 @@ std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout
     const int w = clamp_width(b.choice_width);
     const int q = std::max(1, b.projections), pair_cap = std::max(1, b.pair_candidates);
     const int pop = std::max(1, b.population);
-    auto stop = [&] {
-        return (cancel != nullptr && cancel->load(std::memory_order_relaxed)) ||
-               (deadline && std::chrono::steady_clock::now() >= *deadline);
-    };
 
     // Tasks, run in parallel, each on its own RNG stream: 0 = the FFD seed itself, 1 = EDPAwarePair of
     // its cells (stream 0), 1 + t = trial t = 1..M-2 (stream t). Results land in task order, so nothing
@@ -973,7 +1032,7 @@ std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout
             c.layout = ffd; // row_peak filled lazily, only when selection needs sketches
             c.origin = "ffd";
         } else {
-            if (stop()) return;
+            if (stop.stop_requested()) return;
             const int trial = j - 1;
             Rng rng(seeds::seeding_trial(b.seed, static_cast<std::uint64_t>(trial)));
             const PairOutputs outputs{&c.row_peak, &peak_sum};

@@ -5,8 +5,8 @@
 #include "core/plan/score.h"
 #include "core/util/rng.h"
 
-#include <atomic>
-#include <chrono>
+#include "core/util/stop.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -35,7 +35,7 @@ struct SeedingSettings {
 };
 
 /// The settings of one run of Algorithm 2 plus the seed of its random streams (the planner derives
-/// it from the master seed: seeds::planner_stage(seed, 1)).
+/// it from the master seed: seeds::planner_stage(seed, seeds::Stage::Seeding)).
 struct SeedingBudget : SeedingSettings {
     std::uint64_t seed = 1;
 };
@@ -109,11 +109,9 @@ double sketch_distance(const Sketch& a, const Sketch& b, int projections);
 ///   Cost per trial: O(n w + n log B) construction, EDPAwarePair O(B (w + pair_candidates) L P) plus
 /// one pass over the demand (two when the B x L x P cell loads exceed 64 MiB), one exact score;
 /// selection O(M P_pop (n + q R)). Deterministic for a given problem, ffd and budget, independent of the
-/// number of TBB threads. Stops adding trials when `cancel` is set or `deadline` has passed (never
+/// number of TBB threads. Stops adding trials once `stop` fires (polled before each trial; never
 /// returns fewer than one member; then the result depends on timing).
-std::vector<SeedMember>
-diverse_population(const PackingProblem& p, const Layout& ffd, const SeedingBudget& b,
-                   const std::atomic<bool>* cancel = nullptr,
-                   std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
+std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout& ffd, const SeedingBudget& b,
+                                           const StopToken& stop = {});
 
 } // namespace routepack

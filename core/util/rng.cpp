@@ -42,13 +42,7 @@ double Rng::uniform() {
 }
 
 std::uint64_t Rng::below(std::uint64_t n) {
-    if (n <= 1) return 0; // no draw: the only value
-    // Rejection: accept r >= 2^64 mod n, so exactly floor(2^64 / n) * n raw values map onto [0, n).
-    const std::uint64_t threshold = (std::uint64_t{0} - n) % n;
-    for (;;) {
-        const std::uint64_t r = next();
-        if (r >= threshold) return r % n;
-    }
+    return uniform_below(n, [this] { return next(); });
 }
 
 } // namespace routepack

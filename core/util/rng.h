@@ -10,6 +10,19 @@ namespace routepack {
 /// splitmix64: advances `x` by the golden gamma and returns the next output.
 std::uint64_t splitmix64(std::uint64_t& x);
 
+/// Uniform integer in [0, n) from a source of uniform 64-bit words (`next()` returns the next one),
+/// without modulo bias: draws r until r >= 2^64 mod n and returns r mod n, so exactly
+/// floor(2^64 / n) * n raw values, the same number for every result, are accepted (a draw is
+/// rejected with probability (2^64 mod n) / 2^64 < n / 2^64). n <= 1 returns 0 without drawing.
+template <class Next> std::uint64_t uniform_below(std::uint64_t n, Next&& next) {
+    if (n <= 1) return 0;                                       // no draw: the only value
+    const std::uint64_t threshold = (std::uint64_t{0} - n) % n; // 2^64 mod n
+    for (;;) {
+        const std::uint64_t r = next();
+        if (r >= threshold) return r % n;
+    }
+}
+
 /// xoshiro256**, its four state words the first four splitmix64 outputs of `seed` (golden values for
 /// seed 1 frozen in tests/tst_seeding.cpp).
 class Rng {
@@ -18,8 +31,8 @@ public:
     std::uint64_t next();
     /// Uniform in [0, 1) from the top 53 bits of one draw.
     double uniform();
-    /// Uniform integer in [0, n), unbiased: draws r until r >= 2^64 mod n, returns r mod n. n <= 1
-    /// returns 0 without drawing.
+    /// Uniform integer in [0, n), unbiased: uniform_below over this stream. n <= 1 returns 0
+    /// without drawing.
     std::uint64_t below(std::uint64_t n);
 
 private:

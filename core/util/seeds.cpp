@@ -1,4 +1,5 @@
-// Seed derivations of the planner stages, seeding trials, annealing chains and synthetic traces.
+// Seed derivations of the planner stages, seeding trials, annealing chains, Grouter's layers, the
+// window sampler and synthetic traces.
 // See seeds.h.
 #include "core/util/seeds.h"
 
@@ -14,11 +15,19 @@ std::uint64_t polish_round(std::uint64_t stage_seed, std::uint64_t round) {
     return round == 0 ? stage_seed : mix64(stage_seed + round);
 }
 
-std::uint64_t planner_stage(std::uint64_t seed, std::uint64_t stage) {
-    std::uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (stage + 1);
+std::uint64_t planner_stage(std::uint64_t seed, Stage stage) {
+    std::uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (static_cast<std::uint64_t>(stage) + 1);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
+}
+
+std::uint64_t grouter_layer(std::uint64_t stage_seed, std::uint64_t layer) {
+    return stage_seed + layer;
+}
+
+std::uint64_t window_sampler(std::uint64_t seed) {
+    return seed;
 }
 
 std::uint64_t seeding_trial(std::uint64_t seed, std::uint64_t trial) {
