@@ -54,7 +54,6 @@ public:
     void finish(const ImportSummary& summary, const std::vector<std::filesystem::path>& files);
 
     std::int64_t trace_id() const { return trace_id_; }
-    std::size_t samples_written() const { return written_; }
 
 private:
     sqlite3* db_;

@@ -455,10 +455,11 @@ std::uint64_t combine_file_hashes(std::vector<std::uint64_t> hashes) {
     return h;
 }
 
+/// One input file on its way through the import pipeline: loaded, parsed (unless streamed), then
+/// delivered; `error` holds what went wrong in an earlier stage, thrown in input order.
 struct Token {
-    std::size_t index = 0;
+    std::size_t index = 0; ///< position in the input order
     SourceFile file;
-    TraceFormat format = TraceFormat::Auto;
     std::vector<SampleRecord> records;
     std::vector<std::string> notes;
     std::exception_ptr error;
@@ -472,68 +473,227 @@ void check_same_format(const SourceFile& f, TraceFormat format, const std::files
                          first.string() + "; import different formats as separate traces");
 }
 
+/// The exception being handled (call it inside a catch block) with the library exceptions a parser
+/// lets escape turned into one InputError line naming the file `p`.
+std::exception_ptr file_error(const std::filesystem::path& p) {
+    try {
+        throw;
+    } catch (const nlohmann::json::exception& e) {
+        return std::make_exception_ptr(InputError(p.string() + ": " + detail::json_error_description(e)));
+    } catch (const std::filesystem::filesystem_error& e) {
+        return std::make_exception_ptr(InputError(p.string() + ": " + e.code().message()));
+    } catch (...) {
+        return std::current_exception();
+    }
+}
+
+/// The format of the first file (a non-empty one) as detected; InputError for a pickle or an
+/// unrecognized file.
+TraceFormat detect_first_format(const SourceFile& first) {
+    const TraceFormat format = detect_format(first);
+    if (format == TraceFormat::Auto) {
+        if (static_cast<unsigned char>(first.bytes[0]) == 0x80)
+            throw InputError(first.path.string() + ": " + detail::kPickleHint);
+        throw InputError(first.path.string() + ": unrecognized trace format (use --format; valid: sglang, vllm, "
+                                               "npy, npz, nested-json, nrlre1, megatron, step-json, prompt-csv, "
+                                               "aggregate)");
+    }
+    return format;
+}
+
+/// Imports the aggregate file `first` (the only one of `file_count` inputs) into `sink`, filling
+/// `summary` (format already set) and reporting one file done.
+void import_aggregate(const SourceFile& first, std::size_t file_count, const ModelDescription& given, ImportSink& sink,
+                      const ImportProgressFn& progress, ImportSummary& summary, ImportProgress& prog) {
+    if (file_count != 1)
+        throw InputError("aggregate traces are imported one file at a time (got " + std::to_string(file_count) +
+                         " files)");
+    AggregateCounts agg;
+    try {
+        agg = detail::parse_aggregate(first, given);
+    } catch (...) {
+        std::rethrow_exception(file_error(first.path));
+    }
+    summary.model = agg.model;
+    if (first.streamed) throw InputError(first.path.string() + ": an aggregate trace is a JSON file");
+    summary.bytes = first.bytes.size();
+    summary.fingerprint = fnv1a64(first.bytes.data(), first.bytes.size()); // = combined over one file
+    summary.notes.emplace_back("load-only trace: per-layer expert totals, usable for placement views, not for packing");
+    sink.begin(agg.model, summary.format);
+    sink.aggregate(std::move(agg));
+    prog.files_done = 1;
+    prog.bytes_done = summary.bytes;
+    if (progress) progress(prog);
+}
+
+/// The per-sample import of `files` in one format and model: a TBB pipeline that loads the files
+/// in input order, parses them in parallel (a streamed input in the last stage) and hands their
+/// samples to the sink in input order, checking that sample ids are unique across the files.
+/// Fills the summary's samples, lengths, missing routes, bytes and notes, and the progress.
+class ImportPipeline {
+public:
+    ImportPipeline(const std::vector<std::filesystem::path>& files, SourceFile&& first, TraceFormat format,
+                   bool check_format, const ModelDescription& model, ImportSink& sink, const ImportProgressFn& progress,
+                   const std::atomic<bool>* cancel, ImportSummary& summary, ImportProgress& prog)
+        : files_(files), first_(std::move(first)), format_(format), check_format_(check_format), model_(model),
+          sink_(sink), progress_(progress), cancel_(cancel), summary_(summary), prog_(prog), pool_(files.size()) {
+        file_hashes_.reserve(files.size());
+    }
+
+    /// Runs the pipeline to its end, or until cancelled (then fewer files were read).
+    void run() {
+        // Tokens live in `pool_` so that nothing leaks when a stage throws and the pipeline is cancelled.
+        const auto threads = static_cast<std::size_t>(std::max(1, tbb::info::default_concurrency()));
+        tbb::parallel_pipeline(
+            2 * threads,
+            tbb::make_filter<void, Token*>(tbb::filter_mode::serial_in_order,
+                                           [this](tbb::flow_control& fc) { return load(fc); }) &
+                tbb::make_filter<Token*, Token*>(tbb::filter_mode::parallel, [this](Token* t) { return parse(t); }) &
+                tbb::make_filter<Token*, void>(tbb::filter_mode::serial_in_order, [this](Token* t) { deliver(t); }));
+    }
+
+    bool cancelled() const { return cancel_ && cancel_->load(std::memory_order_relaxed); }
+    /// Per file, in input order (a streamed file's own hash list).
+    const std::vector<std::uint64_t>& file_hashes() const { return file_hashes_; }
+    /// Sum of the accepted samples' lengths t_i.
+    std::int64_t length_sum() const { return length_sum_; }
+
+private:
+    /// First stage: the next file, loaded (a load error kept in the token).
+    Token* load(tbb::flow_control& fc) {
+        if (next_ >= files_.size() || cancelled()) {
+            fc.stop();
+            return nullptr;
+        }
+        pool_[next_] = std::make_unique<Token>();
+        Token* t = pool_[next_].get();
+        t->index = next_;
+        try {
+            t->file = next_ == 0 ? std::move(first_) : load_source(files_[next_]);
+        } catch (...) {
+            t->error = file_error(files_[next_]);
+        }
+        ++next_;
+        return t;
+    }
+
+    /// Second stage (parallel): a file read whole, parsed into the token's records.
+    Token* parse(Token* t) const {
+        if (t->error || t->file.streamed) return t; // a streamed input is parsed by the last stage
+        try {
+            if (t->file.bytes.empty()) throw InputError(t->file.path.string() + ": empty file");
+            if (check_format_) check_same_format(t->file, format_, files_.front());
+            const detail::NoteScope notes(t->notes);
+            parse_file(format_, t->file, model_, [&](SampleRecord&& r) { t->records.push_back(std::move(r)); });
+            if (t->records.empty()) throw InputError(t->file.path.string() + ": no samples");
+        } catch (...) {
+            t->error = file_error(t->file.path);
+        }
+        return t;
+    }
+
+    /// Last stage: the token's samples to the sink, in input order; the token is released.
+    void deliver(Token* t) {
+        struct Release {
+            std::unique_ptr<Token>& slot;
+            ~Release() { slot.reset(); }
+        } release{pool_[t->index]};
+        if (t->error) std::rethrow_exception(t->error);
+        if (cancelled()) return;
+        if (t->file.streamed) {
+            deliver_streamed(t);
+        } else {
+            file_hashes_.push_back(fnv1a64(t->file.bytes.data(), t->file.bytes.size()));
+            for (auto& r : t->records)
+                accept(std::move(r));
+        }
+        for (auto& n : t->notes)
+            summary_.notes.push_back(std::move(n));
+        summary_.bytes += t->file.byte_count();
+        prog_.files_done = t->index + 1;
+        prog_.bytes_done = summary_.bytes;
+        prog_.samples = summary_.samples;
+        prog_.current_file = t->file.path.string();
+        if (progress_) progress_(prog_);
+    }
+
+    /// A streamed input parsed here, each sample handed to the sink as it is read (a batch file's
+    /// samples are never held together), while another thread hashes the file.
+    void deliver_streamed(Token* t) {
+        std::vector<std::uint64_t> hashes;
+        std::size_t emitted = 0;
+        try {
+            if (check_format_) check_same_format(t->file, format_, files_.front());
+            tbb::parallel_invoke([&] { hashes = streamed_hashes(t->file); },
+                                 [&] {
+                                     const detail::NoteScope notes(t->notes);
+                                     parse_file(format_, t->file, model_, [&](SampleRecord&& r) {
+                                         if (cancelled()) throw Cancelled();
+                                         ++emitted;
+                                         accept(std::move(r));
+                                         // A batch file takes long: progress per sample.
+                                         prog_.samples = summary_.samples;
+                                         prog_.current_file = t->file.path.string();
+                                         if (progress_) progress_(prog_);
+                                     });
+                                 });
+            if (emitted == 0) throw InputError(t->file.path.string() + ": no samples");
+        } catch (...) {
+            std::rethrow_exception(file_error(t->file.path));
+        }
+        file_hashes_.insert(file_hashes_.end(), hashes.begin(), hashes.end());
+    }
+
+    /// One sample to the sink; InputError for an id seen before (in any file).
+    void accept(SampleRecord&& r) {
+        auto [it, fresh] = id_to_file_.emplace(r.info.id, r.info.source_file);
+        if (!fresh)
+            throw InputError(r.info.source_file + ": duplicate sample id '" + detail::printable(r.info.id) +
+                             "' (first seen in " + it->second + ")");
+        if (summary_.samples == 0 || r.info.length < summary_.min_length) summary_.min_length = r.info.length;
+        summary_.max_length = std::max(summary_.max_length, r.info.length);
+        length_sum_ += r.info.length;
+        summary_.missing_routes += r.info.missing_routes;
+        ++summary_.samples;
+        sink_.sample(std::move(r));
+    }
+
+    const std::vector<std::filesystem::path>& files_;
+    SourceFile first_;
+    const TraceFormat format_;
+    const bool check_format_; ///< every file detected again and compared with the first's format
+    const ModelDescription& model_;
+    ImportSink& sink_;
+    const ImportProgressFn& progress_;
+    const std::atomic<bool>* cancel_;
+    ImportSummary& summary_;
+    ImportProgress& prog_;
+    std::vector<std::unique_ptr<Token>> pool_;
+    std::size_t next_ = 0;
+    std::unordered_map<std::string, std::string> id_to_file_;
+    std::vector<std::uint64_t> file_hashes_;
+    std::int64_t length_sum_ = 0;
+};
+
 } // namespace
 
 ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, const ImportOptions& options,
                            ImportSink& sink, const ImportProgressFn& progress, const std::atomic<bool>* cancel) {
     const auto files = collect_trace_files(inputs);
-    // Turns library exceptions escaping a parser into one line naming the file.
-    auto file_error = [](const std::filesystem::path& p) -> std::exception_ptr {
-        try {
-            throw;
-        } catch (const nlohmann::json::exception& e) {
-            return std::make_exception_ptr(InputError(p.string() + ": " + detail::json_error_description(e)));
-        } catch (const std::filesystem::filesystem_error& e) {
-            return std::make_exception_ptr(InputError(p.string() + ": " + e.code().message()));
-        } catch (...) {
-            return std::current_exception();
-        }
-    };
     ImportSummary summary;
     summary.files = files.size();
     ImportProgress prog;
     prog.files_total = files.size();
     for (const auto& p : files)
         prog.bytes_total += trace_input_bytes(p);
-    auto cancelled = [&] { return cancel && cancel->load(std::memory_order_relaxed); };
 
     // The first file fixes the format (and, for self-describing formats, the MoE layer list).
     SourceFile first = load_source(files.front());
     if (first.byte_count() == 0) throw InputError(first.path.string() + ": empty file");
-    TraceFormat format = options.format;
-    if (format == TraceFormat::Auto) {
-        format = detect_format(first);
-        if (format == TraceFormat::Auto) {
-            if (static_cast<unsigned char>(first.bytes[0]) == 0x80)
-                throw InputError(first.path.string() + ": " + detail::kPickleHint);
-            throw InputError(first.path.string() + ": unrecognized trace format (use --format; valid: sglang, vllm, "
-                                                   "npy, npz, nested-json, nrlre1, megatron, step-json, prompt-csv, "
-                                                   "aggregate)");
-        }
-    }
+    const TraceFormat format = options.format == TraceFormat::Auto ? detect_first_format(first) : options.format;
     summary.format = format;
-
     if (format == TraceFormat::Aggregate) {
-        if (files.size() != 1)
-            throw InputError("aggregate traces are imported one file at a time (got " + std::to_string(files.size()) +
-                             " files)");
-        AggregateCounts agg;
-        try {
-            agg = detail::parse_aggregate(first, options.model);
-        } catch (...) {
-            std::rethrow_exception(file_error(first.path));
-        }
-        summary.model = agg.model;
-        if (first.streamed) throw InputError(first.path.string() + ": an aggregate trace is a JSON file");
-        summary.bytes = first.bytes.size();
-        summary.fingerprint = fnv1a64(first.bytes.data(), first.bytes.size()); // = combined over one file
-        summary.notes.emplace_back(
-            "load-only trace: per-layer expert totals, usable for placement views, not for packing");
-        sink.begin(agg.model, format);
-        sink.aggregate(std::move(agg));
-        prog.files_done = 1;
-        prog.bytes_done = summary.bytes;
-        if (progress) progress(prog);
+        import_aggregate(first, files.size(), options.model, sink, progress, summary, prog);
         return summary;
     }
 
@@ -542,106 +702,12 @@ ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, con
     summary.model = model;
     sink.begin(model, format);
 
-    std::unordered_map<std::string, std::string> id_to_file;
-    std::vector<std::uint64_t> file_hashes; // per file, in input order
-    file_hashes.reserve(files.size());
-    std::int64_t length_sum = 0;
-    std::size_t next = 0;
-    // Tokens live in `pool` so that nothing leaks when a stage throws and the pipeline is cancelled.
-    std::vector<std::unique_ptr<Token>> pool(files.size());
-    const auto threads = static_cast<std::size_t>(std::max(1, tbb::info::default_concurrency()));
-
-    tbb::parallel_pipeline(
-        2 * threads,
-        tbb::make_filter<void, Token*>(tbb::filter_mode::serial_in_order, [&](tbb::flow_control& fc) -> Token* {
-            if (next >= files.size() || cancelled()) {
-                fc.stop();
-                return nullptr;
-            }
-            pool[next] = std::make_unique<Token>();
-            Token* t = pool[next].get();
-            t->index = next;
-            try {
-                t->file = next == 0 ? std::move(first) : load_source(files[next]);
-            } catch (...) {
-                t->error = file_error(files[next]);
-            }
-            ++next;
-            return t;
-        }) & tbb::make_filter<Token*, Token*>(tbb::filter_mode::parallel, [&](Token* t) -> Token* {
-            if (t->error || t->file.streamed) return t; // a streamed input is parsed by the last stage
-            try {
-                if (t->file.bytes.empty()) throw InputError(t->file.path.string() + ": empty file");
-                t->format = format;
-                if (options.format == TraceFormat::Auto) check_same_format(t->file, format, files.front());
-                const detail::NoteScope notes(t->notes);
-                parse_file(format, t->file, model, [&](SampleRecord&& r) { t->records.push_back(std::move(r)); });
-                if (t->records.empty()) throw InputError(t->file.path.string() + ": no samples");
-            } catch (...) {
-                t->error = file_error(t->file.path);
-            }
-            return t;
-        }) & tbb::make_filter<Token*, void>(tbb::filter_mode::serial_in_order, [&](Token* t) {
-            struct Release {
-                std::unique_ptr<Token>& slot;
-                ~Release() { slot.reset(); }
-            } release{pool[t->index]};
-            if (t->error) std::rethrow_exception(t->error);
-            if (cancelled()) return;
-            auto accept = [&](SampleRecord&& r) {
-                auto [it, fresh] = id_to_file.emplace(r.info.id, r.info.source_file);
-                if (!fresh)
-                    throw InputError(r.info.source_file + ": duplicate sample id '" + detail::printable(r.info.id) +
-                                     "' (first seen in " + it->second + ")");
-                if (summary.samples == 0 || r.info.length < summary.min_length) summary.min_length = r.info.length;
-                summary.max_length = std::max(summary.max_length, r.info.length);
-                length_sum += r.info.length;
-                summary.missing_routes += r.info.missing_routes;
-                ++summary.samples;
-                sink.sample(std::move(r));
-            };
-            if (t->file.streamed) {
-                // Parsed here, each sample handed to the sink as it is read (a batch file's samples
-                // are never held together), while another thread hashes the file.
-                std::vector<std::uint64_t> hashes;
-                std::size_t emitted = 0;
-                try {
-                    if (options.format == TraceFormat::Auto) check_same_format(t->file, format, files.front());
-                    tbb::parallel_invoke([&] { hashes = streamed_hashes(t->file); },
-                                         [&] {
-                                             const detail::NoteScope notes(t->notes);
-                                             parse_file(format, t->file, model, [&](SampleRecord&& r) {
-                                                 if (cancelled()) throw Cancelled();
-                                                 ++emitted;
-                                                 accept(std::move(r));
-                                                 // A batch file takes long: progress per sample.
-                                                 prog.samples = summary.samples;
-                                                 prog.current_file = t->file.path.string();
-                                                 if (progress) progress(prog);
-                                             });
-                                         });
-                    if (emitted == 0) throw InputError(t->file.path.string() + ": no samples");
-                } catch (...) {
-                    std::rethrow_exception(file_error(t->file.path));
-                }
-                file_hashes.insert(file_hashes.end(), hashes.begin(), hashes.end());
-            } else {
-                file_hashes.push_back(fnv1a64(t->file.bytes.data(), t->file.bytes.size()));
-                for (auto& r : t->records)
-                    accept(std::move(r));
-            }
-            for (auto& n : t->notes)
-                summary.notes.push_back(std::move(n));
-            summary.bytes += t->file.byte_count();
-            prog.files_done = t->index + 1;
-            prog.bytes_done = summary.bytes;
-            prog.samples = summary.samples;
-            prog.current_file = t->file.path.string();
-            if (progress) progress(prog);
-        }));
-    if (cancelled()) throw Cancelled();
-    summary.fingerprint = combine_file_hashes(file_hashes);
-    summary.mean_length = summary.samples ? static_cast<double>(length_sum) / summary.samples : 0.0;
+    ImportPipeline pipeline(files, std::move(first), format, options.format == TraceFormat::Auto, model, sink, progress,
+                            cancel, summary, prog);
+    pipeline.run();
+    if (pipeline.cancelled()) throw Cancelled();
+    summary.fingerprint = combine_file_hashes(pipeline.file_hashes());
+    summary.mean_length = summary.samples ? static_cast<double>(pipeline.length_sum()) / summary.samples : 0.0;
     if (summary.missing_routes > 0)
         summary.notes.push_back(std::to_string(summary.missing_routes) +
                                 " route slots held the format's missing-route marker and were counted as nothing");

@@ -147,223 +147,269 @@ void routes_from_value(const nlohmann::json& v, const std::string& where, const 
     }
 }
 
-} // namespace
-
-void parse_nemo_rl(const SourceFile& f, const ModelDescription& m, const EmitFn& emit) {
+/// A text file of envelopes, one sample per non-blank line (see the file comment).
+void parse_envelope_lines(const SourceFile& f, const ModelDescription& m, const EmitFn& emit) {
     const std::string stem = f.stem();
     std::size_t k = 0;
     RouteArray routes;
+    for_each_line(text_of(f), [&](std::string_view line, std::size_t, std::size_t line_no) {
+        SampleMeta meta;
+        meta.id = stem + "#" + std::to_string(k++);
+        meta.source_file = f.path.string();
+        meta.rows_rule = LengthRule::RowsPlusOne;
+        const std::string where = sample_where(f, meta.id) + " (line " + std::to_string(line_no) + ")";
+        while (!line.empty() && (line.back() == ' ' || line.back() == '\t'))
+            line.remove_suffix(1);
+        while (!line.empty() && (line.front() == ' ' || line.front() == '\t'))
+            line.remove_prefix(1);
+        decode_envelope(line, where, routes);
+        routes.axis_layer_ids = resolve_layer_axis(routes.axis_layers, m, where);
+        drop_default_route(routes, where);
+        emit(make_sample_record(routes, m, meta));
+    });
+    if (k == 0) throw InputError(f.path.string() + ": empty file");
+}
+
+/// The JSON carriers of one file (chat answers, NeMo Gym results: see the file comment), one
+/// top-level record at a time; samples are "<stem>#<k>", k counting samples across the file.
+class NemoJsonReader {
+public:
+    NemoJsonReader(const SourceFile& f, const ModelDescription& m, const EmitFn& emit)
+        : f_(f), m_(m), emit_(emit), stem_(f.stem()) {}
+
+    /// One top-level record: a chat answer (choices[]) or a NeMo Gym result (response.output[]).
+    void record(const nlohmann::json& rec);
+    /// Samples emitted so far.
+    std::size_t samples() const { return k_; }
+    /// Adds the notes on stitched results and skipped empty generations.
+    void add_notes() const;
+
+private:
+    SampleMeta next_meta(const std::string& request_id);
+    void sample(const nlohmann::json& holder, const std::string& field_prefix, const std::string& request_id,
+                const std::string& group);
+    void stitch(const nlohmann::json& output, const std::vector<std::size_t>& calls, const std::string& request_id);
+    void gym_result(const nlohmann::json& resp, const nlohmann::json& output, const std::string& rwhere);
+
+    const SourceFile& f_;
+    const ModelDescription& m_;
+    const EmitFn& emit_;
+    const std::string stem_;
+    std::size_t k_ = 0, record_no_ = 0;
+    RouteArray routes_;
+    std::size_t stitched_results_ = 0, stitched_calls_ = 0, results_with_empty_generations_ = 0;
+};
+
+SampleMeta NemoJsonReader::next_meta(const std::string& request_id) {
+    SampleMeta meta;
+    meta.id = stem_ + "#" + std::to_string(k_++);
+    meta.source_file = f_.path.string();
+    meta.request_id = request_id;
+    meta.rows_rule = LengthRule::RowsPlusOne;
+    return meta;
+}
+
+/// One sample from a carrier object `holder` (a chat message or a Gym output item).
+void NemoJsonReader::sample(const nlohmann::json& holder, const std::string& field_prefix,
+                            const std::string& request_id, const std::string& group) {
+    SampleMeta meta = next_meta(request_id);
+    meta.group = group;
+    const std::string where = sample_where(f_, meta.id);
+    const std::string field = field_prefix + "routed_experts";
+    routes_from_value(holder["routed_experts"], where, field, routes_);
+    routes_.axis_layer_ids = resolve_layer_axis(routes_.axis_layers, m_, where + ": " + field);
+    const std::int64_t S = drop_default_route(routes_, where + ": " + field);
+    const auto prompt = token_id_count(holder, "prompt_token_ids", where, field_prefix + "prompt_token_ids");
+    const auto gen = token_id_count(holder, "generation_token_ids", where, field_prefix + "generation_token_ids");
+    if (prompt && gen) {
+        if (*prompt + *gen != S)
+            throw InputError(where + ": " + field + " has " + std::to_string(S) + " rows, but " + field_prefix +
+                             "prompt_token_ids + generation_token_ids = " + std::to_string(*prompt) + " + " +
+                             std::to_string(*gen) + " tokens (NeMo-RL writes one row per token)");
+        meta.prompt_len = *prompt;
+        meta.explicit_length = S;
+    }
+    emit_(make_sample_record(routes_, m_, meta));
+}
+
+/// Checks model call `item` (call j of n, at `cwhere` = "<sample>: response.output[o].") before its
+/// routes are read: routed_experts present, prompt_token_ids and generation_token_ids lists, and
+/// the prompt beginning with the conversation `seen` so far (NeMo-RL's contiguity check).
+void check_model_call(const nlohmann::json& item, const std::string& cwhere, std::size_t j, std::size_t n,
+                      const std::vector<const nlohmann::json*>& seen) {
+    if (!json_member(item, "routed_experts"))
+        throw InputError(cwhere + "routed_experts is missing: the model call's routes are unknown (call " +
+                         std::to_string(j + 1) + " of " + std::to_string(n) + ")");
+    const nlohmann::json* prompt = json_member(item, "prompt_token_ids");
+    const nlohmann::json* gen = json_member(item, "generation_token_ids");
+    if (!prompt || !prompt->is_array())
+        throw InputError(cwhere + "prompt_token_ids is " + (prompt ? json_kind(*prompt) : "missing") +
+                         ": the model call cannot be placed in the conversation");
+    if (!gen->is_array())
+        throw InputError(cwhere + "generation_token_ids is " + json_kind(*gen) + ", not a list of token ids");
+    if (prompt->size() < seen.size())
+        throw InputError(cwhere + "prompt_token_ids holds " + std::to_string(prompt->size()) +
+                         " tokens, fewer than the " + std::to_string(seen.size()) +
+                         " of the conversation before this call: the call cannot be placed");
+    for (std::size_t t = 0; t < seen.size(); ++t)
+        if (!((*prompt)[t] == *seen[t]))
+            throw InputError(cwhere + "prompt_token_ids[" + std::to_string(t) + "] is " + json_brief((*prompt)[t]) +
+                             " but token " + std::to_string(t) + " of the conversation before this call is " +
+                             json_brief(*seen[t]) +
+                             ": the call does not continue it (non-contiguous messages) and cannot be placed");
+}
+
+/// One NeMo Gym result of one or more model calls (`calls`: indices into `output`) into one
+/// sample (see the file comment).
+void NemoJsonReader::stitch(const nlohmann::json& output, const std::vector<std::size_t>& calls,
+                            const std::string& request_id) {
+    SampleMeta meta = next_meta(request_id);
+    const std::string where = sample_where(f_, meta.id);
+    std::vector<const nlohmann::json*> seen; // the conversation's token ids so far
+    RouteArray call;
+    std::size_t width = 0;
+    for (std::size_t j = 0; j < calls.size(); ++j) {
+        const std::size_t o = calls[j];
+        const auto& item = output[o];
+        const std::string prefix = "response.output[" + std::to_string(o) + "].";
+        const std::string cwhere = where + ": " + prefix;
+        check_model_call(item, cwhere, j, calls.size(), seen);
+        const nlohmann::json& prompt = *json_member(item, "prompt_token_ids");
+        const nlohmann::json& gen = *json_member(item, "generation_token_ids");
+        const std::int64_t P = static_cast<std::int64_t>(prompt.size());
+        const std::int64_t G = static_cast<std::int64_t>(gen.size());
+        routes_from_value(*json_member(item, "routed_experts"), where, prefix + "routed_experts", call);
+        const std::string fwhere = cwhere + "routed_experts";
+        call.axis_layer_ids = resolve_layer_axis(call.axis_layers, m_, fwhere);
+        check_default_route(call, fwhere);
+        if (call.rows != P + G)
+            throw InputError(fwhere + " has " + std::to_string(call.rows) + " rows, but " + prefix +
+                             "prompt_token_ids + generation_token_ids = " + std::to_string(P) + " + " +
+                             std::to_string(G) + " tokens (NeMo-RL writes one row per token)");
+        if (j == 0) {
+            routes_.axis_layers = call.axis_layers;
+            routes_.top_k = call.top_k;
+            routes_.axis_layer_ids = call.axis_layer_ids;
+            routes_.rows = 0;
+            routes_.ids.clear();
+            width = static_cast<std::size_t>(call.axis_layers) * static_cast<std::size_t>(call.top_k);
+            meta.prompt_len = P;
+        } else if (call.axis_layers != routes_.axis_layers || call.top_k != routes_.top_k) {
+            throw InputError(fwhere + " is [" + std::to_string(call.rows) + "][" + std::to_string(call.axis_layers) +
+                             "][" + std::to_string(call.top_k) + "], but the first call's layer axis and top-k are [" +
+                             std::to_string(routes_.axis_layers) + "][" + std::to_string(routes_.top_k) + "]");
+        }
+        const std::size_t from = seen.size();
+        const std::int32_t* ids = call.ids.data();
+        if (from > 0) // the previous call's last token, routed for real by this call's prefill
+            std::copy_n(ids + (from - 1) * width, width, routes_.ids.data() + (from - 1) * width);
+        routes_.ids.insert(routes_.ids.end(), ids + from * width, ids + call.ids.size());
+        routes_.rows = call.rows;
+        if (routes_.ids.size() > kMaxRouteValues)
+            throw InputError(where + ": the stitched conversation holds " + std::to_string(routes_.ids.size()) +
+                             " route values, more than the per-sample limit of " + std::to_string(kMaxRouteValues));
+        for (std::size_t t = from; t < prompt.size(); ++t)
+            seen.push_back(&prompt[t]);
+        for (const auto& g : gen)
+            seen.push_back(&g);
+    }
+    const std::int64_t S = routes_.rows;
+    routes_.rows = S - 1; // the last call's default route
+    routes_.ids.resize(static_cast<std::size_t>(routes_.rows) * width);
+    if (routes_.rows == 0) throw InputError(where + ": no routed rows (only the default route row)");
+    meta.explicit_length = S;
+    if (calls.size() > 1) {
+        ++stitched_results_;
+        stitched_calls_ += calls.size();
+    }
+    emit_(make_sample_record(routes_, m_, meta));
+}
+
+/// A NeMo Gym result `resp` whose response.output is the list `output`: its model calls are the
+/// items with non-empty generation_token_ids (or, without token ids, a lone item carrying
+/// routed_experts).
+void NemoJsonReader::gym_result(const nlohmann::json& resp, const nlohmann::json& output, const std::string& rwhere) {
+    const std::string id = json_id_text(json_member(resp, "id"), rwhere, "response.id");
+    std::vector<std::size_t> calls, routed;
+    std::size_t empty_generations = 0;
+    for (std::size_t o = 0; o < output.size(); ++o) {
+        const auto& item = output[o];
+        const nlohmann::json* gen = json_member(item, "generation_token_ids");
+        if (json_member(item, "routed_experts")) routed.push_back(o);
+        if (gen && gen->is_array() && gen->empty()) {
+            ++empty_generations;
+            continue;
+        }
+        if (gen && !gen->is_null()) calls.push_back(o);
+    }
+    if (routed.empty()) throw InputError(rwhere + ": no response.output item carries routed_experts");
+    if (calls.empty() && routed.size() == 1) {
+        sample(output[routed[0]], "response.output[" + std::to_string(routed[0]) + "].", id, "");
+    } else if (calls.empty()) {
+        throw InputError(rwhere + ": response.output items " + std::to_string(routed[0]) + " and " +
+                         std::to_string(routed[1]) +
+                         " carry routed_experts without generation_token_ids: the model calls cannot be placed "
+                         "in one conversation");
+    } else {
+        stitch(output, calls, id);
+    }
+    if (empty_generations > 0) ++results_with_empty_generations_;
+}
+
+void NemoJsonReader::record(const nlohmann::json& rec) {
+    const std::string rwhere = f_.path.string() + ": record " + std::to_string(record_no_++);
+    if (!rec.is_object()) throw InputError(rwhere + ": not a JSON object");
+    if (const nlohmann::json* choices = json_member(rec, "choices")) {
+        if (!choices->is_array()) throw InputError(rwhere + ": choices is " + json_kind(*choices) + ", not a list");
+        const std::string id = json_id_text(json_member(rec, "id"), rwhere, "id");
+        for (std::size_t c = 0; c < choices->size(); ++c) {
+            const std::string cf = "choices[" + std::to_string(c) + "]";
+            const nlohmann::json* msg = json_member((*choices)[c], "message");
+            if (!msg || !json_member(*msg, "routed_experts"))
+                throw InputError(rwhere + ": " + cf + ".message.routed_experts is missing");
+            sample(*msg, cf + ".message.", id, id);
+        }
+        return;
+    }
+    const nlohmann::json* resp = json_member(rec, "response");
+    const nlohmann::json* output = resp ? json_member(*resp, "output") : nullptr;
+    if (!output)
+        throw InputError(rwhere + ": neither choices[].message.routed_experts (a NeMo-RL chat answer) nor "
+                                  "response.output[].routed_experts (a NeMo Gym result)");
+    if (!output->is_array()) throw InputError(rwhere + ": response.output is " + json_kind(*output) + ", not a list");
+    gym_result(*resp, *output, rwhere);
+}
+
+void NemoJsonReader::add_notes() const {
+    if (stitched_results_ > 0)
+        add_import_note(f_.path.string() + ": stitched " + std::to_string(stitched_calls_) + " model calls of " +
+                        std::to_string(stitched_results_) +
+                        " NeMo Gym results into one sample per result (one conversation each)");
+    if (results_with_empty_generations_ > 0)
+        add_import_note(f_.path.string() + ": " + std::to_string(results_with_empty_generations_) +
+                        " NeMo Gym results hold output items with empty generation_token_ids, skipped as NeMo-RL "
+                        "skips them");
+}
+
+} // namespace
+
+void parse_nemo_rl(const SourceFile& f, const ModelDescription& m, const EmitFn& emit) {
     const std::string_view text = text_of(f);
     const std::size_t first = text.find_first_not_of(" \t\r\n");
     if (first == std::string_view::npos) throw InputError(f.path.string() + ": empty file");
+    if (text[first] != '{' && text[first] != '[') return parse_envelope_lines(f, m, emit);
 
-    if (text[first] != '{' && text[first] != '[') {
-        for_each_line(text, [&](std::string_view line, std::size_t, std::size_t line_no) {
-            SampleMeta meta;
-            meta.id = stem + "#" + std::to_string(k++);
-            meta.source_file = f.path.string();
-            meta.rows_rule = LengthRule::RowsPlusOne;
-            const std::string where = sample_where(f, meta.id) + " (line " + std::to_string(line_no) + ")";
-            while (!line.empty() && (line.back() == ' ' || line.back() == '\t'))
-                line.remove_suffix(1);
-            while (!line.empty() && (line.front() == ' ' || line.front() == '\t'))
-                line.remove_prefix(1);
-            decode_envelope(line, where, routes);
-            routes.axis_layer_ids = resolve_layer_axis(routes.axis_layers, m, where);
-            drop_default_route(routes, where);
-            emit(make_sample_record(routes, m, meta));
-        });
-        if (k == 0) throw InputError(f.path.string() + ": empty file");
-        return;
-    }
-
-    std::size_t record_no = 0;
-    // One sample from a carrier object `holder` (a chat message or a Gym output item).
-    auto sample = [&](const nlohmann::json& holder, const std::string& field_prefix, const std::string& request_id,
-                      const std::string& group) {
-        SampleMeta meta;
-        meta.id = stem + "#" + std::to_string(k++);
-        meta.source_file = f.path.string();
-        meta.request_id = request_id;
-        meta.group = group;
-        meta.rows_rule = LengthRule::RowsPlusOne;
-        const std::string where = sample_where(f, meta.id);
-        const std::string field = field_prefix + "routed_experts";
-        routes_from_value(holder["routed_experts"], where, field, routes);
-        routes.axis_layer_ids = resolve_layer_axis(routes.axis_layers, m, where + ": " + field);
-        const std::int64_t S = drop_default_route(routes, where + ": " + field);
-        const auto prompt = token_id_count(holder, "prompt_token_ids", where, field_prefix + "prompt_token_ids");
-        const auto gen = token_id_count(holder, "generation_token_ids", where, field_prefix + "generation_token_ids");
-        if (prompt && gen) {
-            if (*prompt + *gen != S)
-                throw InputError(where + ": " + field + " has " + std::to_string(S) + " rows, but " + field_prefix +
-                                 "prompt_token_ids + generation_token_ids = " + std::to_string(*prompt) + " + " +
-                                 std::to_string(*gen) + " tokens (NeMo-RL writes one row per token)");
-            meta.prompt_len = *prompt;
-            meta.explicit_length = S;
-        }
-        emit(make_sample_record(routes, m, meta));
-    };
-
-    std::size_t stitched_results = 0, stitched_calls = 0, results_with_empty_generations = 0;
-    // One NeMo Gym result of one or more model calls into one sample (see the file comment).
-    auto stitch = [&](const nlohmann::json& output, const std::vector<std::size_t>& calls,
-                      const std::string& request_id) {
-        SampleMeta meta;
-        meta.id = stem + "#" + std::to_string(k++);
-        meta.source_file = f.path.string();
-        meta.request_id = request_id;
-        meta.rows_rule = LengthRule::RowsPlusOne;
-        const std::string where = sample_where(f, meta.id);
-        std::vector<const nlohmann::json*> seen; // the conversation's token ids so far
-        RouteArray call;
-        std::size_t width = 0;
-        for (std::size_t j = 0; j < calls.size(); ++j) {
-            const std::size_t o = calls[j];
-            const auto& item = output[o];
-            const std::string prefix = "response.output[" + std::to_string(o) + "].";
-            const std::string cwhere = where + ": " + prefix;
-            const nlohmann::json* re = json_member(item, "routed_experts");
-            if (!re)
-                throw InputError(cwhere + "routed_experts is missing: the model call's routes are unknown (call " +
-                                 std::to_string(j + 1) + " of " + std::to_string(calls.size()) + ")");
-            const nlohmann::json* prompt = json_member(item, "prompt_token_ids");
-            const nlohmann::json* gen = json_member(item, "generation_token_ids");
-            if (!prompt || !prompt->is_array())
-                throw InputError(cwhere + "prompt_token_ids is " + (prompt ? json_kind(*prompt) : "missing") +
-                                 ": the model call cannot be placed in the conversation");
-            if (!gen->is_array())
-                throw InputError(cwhere + "generation_token_ids is " + json_kind(*gen) + ", not a list of token ids");
-            const std::int64_t P = static_cast<std::int64_t>(prompt->size());
-            const std::int64_t G = static_cast<std::int64_t>(gen->size());
-            // NeMo-RL's contiguity check: the call's prompt begins with everything seen so far.
-            if (prompt->size() < seen.size())
-                throw InputError(cwhere + "prompt_token_ids holds " + std::to_string(P) + " tokens, fewer than the " +
-                                 std::to_string(seen.size()) +
-                                 " of the conversation before this call: the call cannot be placed");
-            for (std::size_t t = 0; t < seen.size(); ++t)
-                if (!((*prompt)[t] == *seen[t]))
-                    throw InputError(cwhere + "prompt_token_ids[" + std::to_string(t) + "] is " +
-                                     json_brief((*prompt)[t]) + " but token " + std::to_string(t) +
-                                     " of the conversation before this call is " + json_brief(*seen[t]) +
-                                     ": the call does not continue it (non-contiguous messages) and cannot be placed");
-            routes_from_value(*re, where, prefix + "routed_experts", call);
-            const std::string fwhere = cwhere + "routed_experts";
-            call.axis_layer_ids = resolve_layer_axis(call.axis_layers, m, fwhere);
-            check_default_route(call, fwhere);
-            if (call.rows != P + G)
-                throw InputError(fwhere + " has " + std::to_string(call.rows) + " rows, but " + prefix +
-                                 "prompt_token_ids + generation_token_ids = " + std::to_string(P) + " + " +
-                                 std::to_string(G) + " tokens (NeMo-RL writes one row per token)");
-            if (j == 0) {
-                routes.axis_layers = call.axis_layers;
-                routes.top_k = call.top_k;
-                routes.axis_layer_ids = call.axis_layer_ids;
-                routes.rows = 0;
-                routes.ids.clear();
-                width = static_cast<std::size_t>(call.axis_layers) * static_cast<std::size_t>(call.top_k);
-                meta.prompt_len = P;
-            } else if (call.axis_layers != routes.axis_layers || call.top_k != routes.top_k) {
-                throw InputError(fwhere + " is [" + std::to_string(call.rows) + "][" +
-                                 std::to_string(call.axis_layers) + "][" + std::to_string(call.top_k) +
-                                 "], but the first call's layer axis and top-k are [" +
-                                 std::to_string(routes.axis_layers) + "][" + std::to_string(routes.top_k) + "]");
-            }
-            const std::size_t from = seen.size();
-            if (from > 0) // the previous call's last token, routed for real by this call's prefill
-                std::copy_n(call.ids.begin() + static_cast<std::ptrdiff_t>((from - 1) * width), width,
-                            routes.ids.begin() + static_cast<std::ptrdiff_t>((from - 1) * width));
-            routes.ids.insert(routes.ids.end(), call.ids.begin() + static_cast<std::ptrdiff_t>(from * width),
-                              call.ids.end());
-            routes.rows = call.rows;
-            if (static_cast<std::uint64_t>(routes.ids.size()) > kMaxRouteValues)
-                throw InputError(where + ": the stitched conversation holds " + std::to_string(routes.ids.size()) +
-                                 " route values, more than the per-sample limit of " + std::to_string(kMaxRouteValues));
-            for (std::size_t t = from; t < prompt->size(); ++t)
-                seen.push_back(&(*prompt)[t]);
-            for (const auto& g : *gen)
-                seen.push_back(&g);
-        }
-        const std::int64_t S = routes.rows;
-        routes.rows = S - 1; // the last call's default route
-        routes.ids.resize(static_cast<std::size_t>(routes.rows) * width);
-        if (routes.rows == 0) throw InputError(where + ": no routed rows (only the default route row)");
-        meta.explicit_length = S;
-        if (calls.size() > 1) {
-            ++stitched_results;
-            stitched_calls += calls.size();
-        }
-        emit(make_sample_record(routes, m, meta));
-    };
-
-    auto record = [&](const nlohmann::json& rec) {
-        const std::string rwhere = f.path.string() + ": record " + std::to_string(record_no++);
-        if (!rec.is_object()) throw InputError(rwhere + ": not a JSON object");
-        if (const nlohmann::json* choices = json_member(rec, "choices")) {
-            if (!choices->is_array()) throw InputError(rwhere + ": choices is " + json_kind(*choices) + ", not a list");
-            const std::string id = json_id_text(json_member(rec, "id"), rwhere, "id");
-            for (std::size_t c = 0; c < choices->size(); ++c) {
-                const std::string cf = "choices[" + std::to_string(c) + "]";
-                const nlohmann::json* msg = json_member((*choices)[c], "message");
-                if (!msg || !json_member(*msg, "routed_experts"))
-                    throw InputError(rwhere + ": " + cf + ".message.routed_experts is missing");
-                sample(*msg, cf + ".message.", id, id);
-            }
-            return;
-        }
-        const nlohmann::json* resp = json_member(rec, "response");
-        const nlohmann::json* output = resp ? json_member(*resp, "output") : nullptr;
-        if (!output)
-            throw InputError(rwhere + ": neither choices[].message.routed_experts (a NeMo-RL chat answer) nor "
-                                      "response.output[].routed_experts (a NeMo Gym result)");
-        if (!output->is_array())
-            throw InputError(rwhere + ": response.output is " + json_kind(*output) + ", not a list");
-        const std::string id = json_id_text(json_member(*resp, "id"), rwhere, "response.id");
-        // The model calls: items with non-empty generation_token_ids (or, without token ids, a
-        // lone item carrying routed_experts).
-        std::vector<std::size_t> calls, routed;
-        std::size_t empty_generations = 0;
-        for (std::size_t o = 0; o < output->size(); ++o) {
-            const auto& item = (*output)[o];
-            const nlohmann::json* gen = json_member(item, "generation_token_ids");
-            if (json_member(item, "routed_experts")) routed.push_back(o);
-            if (gen && gen->is_array() && gen->empty()) {
-                ++empty_generations;
-                continue;
-            }
-            if (gen && !gen->is_null()) calls.push_back(o);
-        }
-        if (routed.empty()) throw InputError(rwhere + ": no response.output item carries routed_experts");
-        if (calls.empty() && routed.size() == 1) {
-            sample((*output)[routed[0]], "response.output[" + std::to_string(routed[0]) + "].", id, "");
-        } else if (calls.empty()) {
-            throw InputError(rwhere + ": response.output items " + std::to_string(routed[0]) + " and " +
-                             std::to_string(routed[1]) +
-                             " carry routed_experts without generation_token_ids: the model calls cannot be placed "
-                             "in one conversation");
-        } else {
-            stitch(*output, calls, id);
-        }
-        if (empty_generations > 0) ++results_with_empty_generations;
-    };
-
+    NemoJsonReader reader(f, m, emit);
     for_each_json_value(f, [&](nlohmann::json&& v, bool) {
         if (v.is_array()) {
             for (const auto& r : v)
-                record(r);
+                reader.record(r);
         } else {
-            record(v);
+            reader.record(v);
         }
     });
-    if (k == 0) throw InputError(f.path.string() + ": no samples");
-    if (stitched_results > 0)
-        add_import_note(f.path.string() + ": stitched " + std::to_string(stitched_calls) + " model calls of " +
-                        std::to_string(stitched_results) +
-                        " NeMo Gym results into one sample per result (one conversation each)");
-    if (results_with_empty_generations > 0)
-        add_import_note(f.path.string() + ": " + std::to_string(results_with_empty_generations) +
-                        " NeMo Gym results hold output items with empty generation_token_ids, skipped as NeMo-RL "
-                        "skips them");
+    if (reader.samples() == 0) throw InputError(f.path.string() + ": no samples");
+    reader.add_notes();
 }
 
 } // namespace routepack::detail

@@ -352,15 +352,28 @@ std::string row_list(const std::vector<std::int64_t>& rows) {
     return s;
 }
 
-/// One padded batch (see the file comment), from an archive or a folder.
-void parse_batch(const BatchArrays& arrays, const SourceFile& f, const std::string& stem, const ModelDescription& m,
-                 const EmitFn& emit) {
-    const std::string path = f.path.string();
-    // Every array's header is read and checked (shape against the routes', declared size against
-    // the shape) before any array's data is inflated; then all are read one batch row at a time.
-    const std::string rwhere = arrays.where("routed_experts");
-    BatchArray routes_in(arrays.open("routed_experts", kMaxBatchEntryBytes), rwhere, false);
-    const NpyHeaderInfo& h = routes_in.header();
+/// The arrays of one padded batch opened past their .npy headers and checked against each other
+/// (see the file comment) before any array's data is inflated.
+struct OpenBatch {
+    std::string rwhere;                   ///< error prefix of routed_experts
+    std::unique_ptr<BatchArray> routes;   ///< routed_experts [B][S][L][K]
+    std::unique_ptr<BatchArray> mask;     ///< attention_mask [B, S] when saved
+    std::unique_ptr<BatchArray> valid;    ///< r3_routing_valid [B] when saved
+    std::int64_t B = 0, S = 0;            ///< batch rows, tokens per batch row
+    int L = 0, K = 0;                     ///< layer axis, top_k
+    std::int64_t prompt_area = -1;        ///< S - R when responses [B, R] is saved
+    std::size_t width = 0, row_bytes = 0; ///< values per token (L x K), bytes per batch row
+};
+
+/// Opens and checks the arrays of a padded batch: every array's header is read and checked (shape
+/// against the routes', declared size against the shape) before any array's data is inflated.
+/// InputError naming the array for a wrong shape, order or size.
+OpenBatch open_batch(const BatchArrays& arrays) {
+    OpenBatch ob;
+    ob.rwhere = arrays.where("routed_experts");
+    const std::string& rwhere = ob.rwhere;
+    ob.routes = std::make_unique<BatchArray>(arrays.open("routed_experts", kMaxBatchEntryBytes), rwhere, false);
+    const NpyHeaderInfo& h = ob.routes->header();
     if (h.shape.size() != 4)
         throw InputError(rwhere + ": has " + std::to_string(h.shape.size()) +
                          " dimensions, expected a padded batch [batch][tokens][layers][top_k]");
@@ -371,19 +384,18 @@ void parse_batch(const BatchArrays& arrays, const SourceFile& f, const std::stri
         throw InputError(rwhere + ": a padded batch [B, S, layers, top_k] needs attention_mask [B, S] (verl) or " +
                          "r3_routing_valid [B] (AReaL) beside it in the " + arrays.container() +
                          " to tell routes from padding");
-    const std::int64_t B = h.shape[0], S = h.shape[1];
+    const std::int64_t B = ob.B = h.shape[0], S = ob.S = h.shape[1];
     if (h.shape[2] > INT32_MAX || h.shape[3] > INT32_MAX) throw InputError(rwhere + ": shape too large");
-    const int L = static_cast<int>(h.shape[2]), K = static_cast<int>(h.shape[3]);
+    const int L = ob.L = static_cast<int>(h.shape[2]), K = ob.K = static_cast<int>(h.shape[3]);
     // A batch row of no values would let a header alone declare any number of rows.
     if (S == 0 || L == 0 || K == 0)
         throw InputError(rwhere + ": shape " + shape_str(h.shape) +
                          " holds no routes (a zero tokens, layers or "
                          "top_k dimension)");
-    std::unique_ptr<BatchArray> mask, valid;
     if (have_mask) {
         const std::string w = arrays.where("attention_mask");
-        mask = std::make_unique<BatchArray>(arrays.open("attention_mask", kMaxEntryBytes), w, true);
-        const NpyHeaderInfo& mh = mask->header();
+        ob.mask = std::make_unique<BatchArray>(arrays.open("attention_mask", kMaxEntryBytes), w, true);
+        const NpyHeaderInfo& mh = ob.mask->header();
         if (mh.shape.size() != 2 || mh.shape[0] != B || mh.shape[1] != S)
             throw InputError(w + " has shape " + shape_str(mh.shape) + ", expected " + shape_str({B, S}) +
                              " to match routed_experts " + shape_str(h.shape));
@@ -393,8 +405,8 @@ void parse_batch(const BatchArrays& arrays, const SourceFile& f, const std::stri
     }
     if (have_valid) {
         const std::string w = arrays.where("r3_routing_valid");
-        valid = std::make_unique<BatchArray>(arrays.open("r3_routing_valid", kMaxEntryBytes), w, true);
-        const NpyHeaderInfo& vh = valid->header();
+        ob.valid = std::make_unique<BatchArray>(arrays.open("r3_routing_valid", kMaxEntryBytes), w, true);
+        const NpyHeaderInfo& vh = ob.valid->header();
         if (vh.shape.size() != 1 || vh.shape[0] != B)
             throw InputError(w + " has shape " + shape_str(vh.shape) + ", expected " + shape_str({B}) +
                              " (one flag per batch row)");
@@ -402,84 +414,107 @@ void parse_batch(const BatchArrays& arrays, const SourceFile& f, const std::stri
     if (have_valid && !have_mask && K == 1)
         throw InputError(rwhere + ": top-1 routes to expert 0 cannot be told from zero padding: save attention_mask "
                                   "beside r3_routing_valid");
-    std::int64_t prompt_area = -1; // S - R when responses [B, R] is saved
     if (arrays.has("responses")) {
         // Only its shape is used: its header is read, its data never inflated.
         const BatchArray responses(arrays.open("responses", kMaxEntryBytes), arrays.where("responses"), true);
         const NpyHeaderInfo& rh = responses.header();
-        if (rh.shape.size() == 2 && rh.shape[0] == B && rh.shape[1] <= S) prompt_area = S - rh.shape[1];
+        if (rh.shape.size() == 2 && rh.shape[0] == B && rh.shape[1] <= S) ob.prompt_area = S - rh.shape[1];
     }
 
-    const std::size_t width = static_cast<std::size_t>(L) * static_cast<std::size_t>(K);
-    std::size_t row_values = 0, row_bytes = 0;
-    if (__builtin_mul_overflow(static_cast<std::size_t>(S), width, &row_values) ||
-        __builtin_mul_overflow(row_values, static_cast<std::size_t>(h.type.size), &row_bytes) ||
+    ob.width = static_cast<std::size_t>(L) * static_cast<std::size_t>(K);
+    std::size_t row_values = 0;
+    if (__builtin_mul_overflow(static_cast<std::size_t>(S), ob.width, &row_values) ||
+        __builtin_mul_overflow(row_values, static_cast<std::size_t>(h.type.size), &ob.row_bytes) ||
         row_values > kMaxRouteValues)
         throw InputError(rwhere + ": one batch row of " + std::to_string(S) + " x " + std::to_string(L) + " x " +
                          std::to_string(K) + " values is more than the per-sample limit of " +
                          std::to_string(kMaxRouteValues));
-    RouteArray routes;
-    routes.axis_layers = L;
-    routes.top_k = K;
-    routes.axis_layer_ids = resolve_layer_axis(L, m, rwhere);
-    std::vector<std::int64_t> empty_rows, invalid_rows, short_rows;
-    // A batch row is read in chunks of tokens (about 1 Mi values): memory holds one chunk of each
-    // array and the current sample's routes, never a whole row of padding.
+    return ob;
+}
+
+/// Reads batch row `b`'s r3_routing_valid flag (`raw`: scratch bytes): true or false; InputError
+/// for anything but 0 and 1 (AReaL writes one bool per batch row).
+bool read_row_flag(BatchArray& valid, std::int64_t b, std::string& raw) {
+    const std::size_t fsize = static_cast<std::size_t>(valid.header().type.size);
+    valid.read(b, fsize, raw, 0, fsize);
+    std::int32_t flag = 0;
+    const bool fits = convert_wire_ints(raw.data(), 1, valid.header().type, &flag) == 1;
+    if (!fits || (flag != 0 && flag != 1))
+        throw InputError(valid.where() + "[" + std::to_string(b) + "] is " +
+                         (fits ? std::to_string(flag) : std::string("outside the int32 range")) +
+                         ", not 0 or 1 (r3_routing_valid holds one bool per batch row)");
+    return flag == 1;
+}
+
+/// Scratch buffers of read_row_tokens, kept across batch rows.
+struct RowBuffers {
+    std::vector<std::int32_t> chunk;
+    std::string raw, mask_raw;
+};
+
+/// Reads batch row `b` of the routes (and of the mask) into `ids`: the rows of the sample's tokens,
+/// the masked positions (verl), or positions 0..last non-zero row (AReaL without a mask; zero rows
+/// only once a later non-zero row shows they are inside the sample). Returns the token count and
+/// how many of them lie in the prompt area. A row is read in chunks of tokens (about 1 Mi
+/// values): memory holds one chunk of each array and the sample's routes, never a whole row of
+/// padding.
+std::pair<std::int64_t, std::int64_t> read_row_tokens(OpenBatch& ob, std::int64_t b, RowBuffers& buf,
+                                                      std::vector<std::int32_t>& ids) {
+    const NpyHeaderInfo& h = ob.routes->header();
+    const std::size_t width = ob.width, S = static_cast<std::size_t>(ob.S);
     const std::size_t chunk_tokens = std::max<std::size_t>(1, (std::size_t(1) << 20) / width);
     const std::size_t rsize = static_cast<std::size_t>(h.type.size);
-    const std::size_t msize = mask ? static_cast<std::size_t>(mask->header().type.size) : 0;
-    std::vector<std::int32_t> chunk;
-    std::string raw, mask_raw, flag_raw;
-    for (std::int64_t b = 0; b < B; ++b) {
-        bool row_valid = true;
-        if (valid) {
-            const std::size_t fsize = static_cast<std::size_t>(valid->header().type.size);
-            valid->read(b, fsize, flag_raw, 0, fsize);
-            // One bool per batch row (AReaL writes True/False): anything but 0 and 1 is refused.
-            std::int32_t flag = 0;
-            const bool fits = convert_wire_ints(flag_raw.data(), 1, valid->header().type, &flag) == 1;
-            if (!fits || (flag != 0 && flag != 1))
-                throw InputError(valid->where() + "[" + std::to_string(b) + "] is " +
-                                 (fits ? std::to_string(flag) : std::string("outside the int32 range")) +
-                                 ", not 0 or 1 (r3_routing_valid holds one bool per batch row)");
-            row_valid = flag == 1;
-        }
-        // The sample's tokens: the masked positions (verl), or positions 0..last non-zero row
-        // (AReaL without a mask). routes.ids collects their rows (without a mask, zero rows only
-        // once a later non-zero row shows they are inside the sample).
-        routes.ids.clear();
-        std::int64_t tokens = 0, prompt = 0;
-        for (std::size_t s0 = 0; s0 < static_cast<std::size_t>(S); s0 += chunk_tokens) {
-            const std::size_t n = std::min(chunk_tokens, static_cast<std::size_t>(S) - s0);
-            routes_in.read(b, n * width * rsize, raw, s0 * width * rsize, row_bytes);
-            chunk.resize(n * width);
-            const std::size_t bad = convert_wire_ints(raw.data(), n * width, h.type, chunk.data());
-            if (bad != n * width)
-                throw InputError(rwhere + ": value " + wire_value_text(raw.data(), bad, h.type) + " in batch row " +
-                                 std::to_string(b) + " does not fit int32");
-            if (mask) mask->read(b, n * msize, mask_raw, s0 * msize, static_cast<std::size_t>(S) * msize);
-            for (std::size_t i = 0; i < n; ++i) {
-                const std::int32_t* r = chunk.data() + i * width;
-                const std::int64_t pos = static_cast<std::int64_t>(s0 + i);
-                if (mask) {
-                    if (!element_nonzero(mask_raw.data(), i, static_cast<int>(msize))) continue;
-                    // One 0/1 per token (verl's attention_mask): anything else is refused.
-                    std::int32_t m = 0;
-                    if (convert_wire_ints(mask_raw.data() + i * msize, 1, mask->header().type, &m) != 1 || m != 1)
-                        throw InputError(mask->where() + "[" + std::to_string(b) + ", " + std::to_string(pos) +
-                                         "] is " + wire_value_text(mask_raw.data(), i, mask->header().type) +
-                                         ", not 0 or 1");
-                    ++tokens;
-                    prompt += pos < prompt_area;
-                } else {
-                    if (std::none_of(r, r + width, [](std::int32_t v) { return v != 0; })) continue;
-                    routes.ids.resize(static_cast<std::size_t>(pos) * width); // the zero rows before it
-                    tokens = pos + 1;
-                    prompt = std::min<std::int64_t>(tokens, std::max<std::int64_t>(prompt_area, 0));
-                }
-                routes.ids.insert(routes.ids.end(), r, r + width);
+    const std::size_t msize = ob.mask ? static_cast<std::size_t>(ob.mask->header().type.size) : 0;
+    ids.clear();
+    std::int64_t tokens = 0, prompt = 0;
+    for (std::size_t s0 = 0; s0 < S; s0 += chunk_tokens) {
+        const std::size_t n = std::min(chunk_tokens, S - s0);
+        ob.routes->read(b, n * width * rsize, buf.raw, s0 * width * rsize, ob.row_bytes);
+        buf.chunk.resize(n * width);
+        const std::size_t bad = convert_wire_ints(buf.raw.data(), n * width, h.type, buf.chunk.data());
+        if (bad != n * width)
+            throw InputError(ob.rwhere + ": value " + wire_value_text(buf.raw.data(), bad, h.type) + " in batch row " +
+                             std::to_string(b) + " does not fit int32");
+        if (ob.mask) ob.mask->read(b, n * msize, buf.mask_raw, s0 * msize, S * msize);
+        for (std::size_t i = 0; i < n; ++i) {
+            const std::int32_t* r = buf.chunk.data() + i * width;
+            const std::int64_t pos = static_cast<std::int64_t>(s0 + i);
+            if (ob.mask) {
+                if (!element_nonzero(buf.mask_raw.data(), i, static_cast<int>(msize))) continue;
+                // One 0/1 per token (verl's attention_mask): anything else is refused.
+                std::int32_t m = 0;
+                if (convert_wire_ints(buf.mask_raw.data() + i * msize, 1, ob.mask->header().type, &m) != 1 || m != 1)
+                    throw InputError(ob.mask->where() + "[" + std::to_string(b) + ", " + std::to_string(pos) + "] is " +
+                                     wire_value_text(buf.mask_raw.data(), i, ob.mask->header().type) + ", not 0 or 1");
+                ++tokens;
+                prompt += pos < ob.prompt_area;
+            } else {
+                if (std::none_of(r, r + width, [](std::int32_t v) { return v != 0; })) continue;
+                ids.resize(static_cast<std::size_t>(pos) * width); // the zero rows before it
+                tokens = pos + 1;
+                prompt = std::min<std::int64_t>(tokens, std::max<std::int64_t>(ob.prompt_area, 0));
             }
+            ids.insert(ids.end(), r, r + width);
         }
+    }
+    return {tokens, prompt};
+}
+
+/// One padded batch (see the file comment), from an archive or a folder.
+void parse_batch(const BatchArrays& arrays, const SourceFile& f, const std::string& stem, const ModelDescription& m,
+                 const EmitFn& emit) {
+    const std::string path = f.path.string();
+    OpenBatch ob = open_batch(arrays);
+    RouteArray routes;
+    routes.axis_layers = ob.L;
+    routes.top_k = ob.K;
+    routes.axis_layer_ids = resolve_layer_axis(ob.L, m, ob.rwhere);
+    std::vector<std::int64_t> empty_rows, invalid_rows, short_rows;
+    RowBuffers buf;
+    std::string flag_raw;
+    for (std::int64_t b = 0; b < ob.B; ++b) {
+        const bool row_valid = !ob.valid || read_row_flag(*ob.valid, b, flag_raw);
+        const auto [tokens, prompt] = read_row_tokens(ob, b, buf, routes.ids);
         if (tokens == 0) {
             empty_rows.push_back(b);
             continue;
@@ -494,21 +529,21 @@ void parse_batch(const BatchArrays& arrays, const SourceFile& f, const std::stri
         }
         // The last token's row is never a route (it is never forwarded).
         routes.rows = tokens - 1;
-        routes.ids.resize(static_cast<std::size_t>(routes.rows) * width);
+        routes.ids.resize(static_cast<std::size_t>(routes.rows) * ob.width);
         SampleMeta meta;
         meta.id = stem + "#" + std::to_string(b);
         meta.source_file = path;
         meta.request_id = "row " + std::to_string(b);
         meta.rows_rule = LengthRule::RowsPlusOne;
-        if (prompt_area >= 0) meta.prompt_len = prompt;
+        if (ob.prompt_area >= 0) meta.prompt_len = prompt;
         emit(make_sample_record(routes, m, meta));
     }
-    routes_in.finish();
-    if (mask) mask->finish();
-    if (valid) valid->finish();
+    ob.routes->finish();
+    if (ob.mask) ob.mask->finish();
+    if (ob.valid) ob.valid->finish();
     if (!empty_rows.empty())
         add_import_note(path + ": skipped " + std::to_string(empty_rows.size()) + " batch rows whose " +
-                        (have_mask ? "attention_mask is all zero" : "routes are all zero") + " (rows " +
+                        (ob.mask ? "attention_mask is all zero" : "routes are all zero") + " (rows " +
                         row_list(empty_rows) + ")");
     if (!invalid_rows.empty())
         add_import_note(path + ": skipped " + std::to_string(invalid_rows.size()) +

@@ -85,6 +85,88 @@ void apply_physical_map(const nlohmann::json& map, RouteArray& r, const ModelDes
     }
 }
 
+/// Reads meta_info.routed_experts (base64 with meta_info.routed_experts_dtype, or the nested list)
+/// of one record into `routes`, whose axis_layers and top_k are num_hidden_layers and top_k.
+/// InputError naming `where` for a missing, malformed or mis-shaped array.
+void read_sglang_routes(const nlohmann::json& info, const std::string& where, const ModelDescription& m,
+                        RouteArray& routes) {
+    const nlohmann::json* re = json_member(info, "routed_experts");
+    if (!re) throw InputError(where + ": meta_info.routed_experts is missing");
+    if (re->is_array()) {
+        // slime's patched SGLang 0.5.6 returns the nested list [rows][num_hidden_layers][top_k].
+        routes_from_json(*re, where, "meta_info.routed_experts", routes);
+        if (routes.rows == 0) throw InputError(where + ": meta_info.routed_experts is empty");
+        if (routes.axis_layers != m.num_hidden_layers)
+            throw InputError(where + ": meta_info.routed_experts rows have " + std::to_string(routes.axis_layers) +
+                             " layers, expected num_hidden_layers " + std::to_string(m.num_hidden_layers));
+        if (routes.top_k != m.top_k)
+            throw InputError(where + ": meta_info.routed_experts layers have " + std::to_string(routes.top_k) +
+                             " expert ids, expected top_k " + std::to_string(m.top_k));
+    } else if (!re->is_string()) {
+        throw InputError(where + ": meta_info.routed_experts is not a base64 string or a nested list");
+    } else {
+        WireInt t{4, true, false};
+        if (const nlohmann::json* dt = json_member(info, "routed_experts_dtype")) {
+            if (!dt->is_string())
+                throw InputError(where +
+                                 ": meta_info.routed_experts_dtype must be a string (one of int32, int16, "
+                                 "uint16, uint8, int8), not " +
+                                 json_kind(*dt));
+            if (!sglang_dtype(dt->get_ref<const std::string&>(), t))
+                throw InputError(where + ": meta_info.routed_experts_dtype " + json_brief(*dt) +
+                                 " is not one of int32, int16, uint16, uint8, int8");
+        }
+        const std::string bytes =
+            base64_decode(re->get_ref<const std::string&>(), where + ": meta_info.routed_experts");
+        const std::size_t row_bytes =
+            static_cast<std::size_t>(m.num_hidden_layers) * static_cast<std::size_t>(m.top_k) * t.size;
+        if (bytes.empty()) throw InputError(where + ": meta_info.routed_experts is empty");
+        if (bytes.size() % row_bytes != 0)
+            throw InputError(where + ": meta_info.routed_experts holds " + std::to_string(bytes.size()) +
+                             " bytes, not a multiple of num_hidden_layers " + std::to_string(m.num_hidden_layers) +
+                             " x top_k " + std::to_string(m.top_k) + " x " + std::to_string(t.size) + " bytes (" +
+                             t.name() + ")");
+        const std::size_t count = bytes.size() / t.size;
+        if (count > kMaxRouteValues)
+            throw InputError(where + ": meta_info.routed_experts holds " + std::to_string(count) +
+                             " values, more than the per-sample limit of " + std::to_string(kMaxRouteValues));
+        routes.rows = static_cast<std::int64_t>(bytes.size() / row_bytes);
+        routes.ids.resize(count);
+        const std::size_t bad = convert_wire_ints(bytes.data(), count, t, routes.ids.data());
+        if (bad != count)
+            throw InputError(where + ": meta_info.routed_experts value " + wire_value_text(bytes.data(), bad, t) +
+                             " at element " + std::to_string(bad) + " does not fit int32");
+    }
+}
+
+/// Reads one record's token counts, start offset, request id and group into `meta` (see the file
+/// comment); InputError naming `where` for a value of the wrong type or range.
+void read_sglang_meta(const nlohmann::json& rec, const nlohmann::json& info, const std::string& where,
+                      SampleMeta& meta) {
+    const auto prompt = json_int(info, "prompt_tokens", where, "meta_info.prompt_tokens", 0, kMaxTokens);
+    const auto completion = json_int(info, "completion_tokens", where, "meta_info.completion_tokens", 0, kMaxTokens);
+    if (auto start =
+            json_int(info, "routed_experts_start_len", where, "meta_info.routed_experts_start_len", 0, kMaxTokens)) {
+        // The response covers [start_len, seqlen - 1): start_len never exceeds the prompt.
+        if (prompt && *start > *prompt)
+            throw InputError(where + ": meta_info.routed_experts_start_len " + std::to_string(*start) +
+                             " exceeds meta_info.prompt_tokens " + std::to_string(*prompt));
+        meta.start_offset = *start;
+    }
+    if (prompt) meta.prompt_len = *prompt;
+    if (prompt && completion) meta.explicit_length = *prompt + *completion; // each <= 2^40: no overflow
+
+    const char* rid_field = "meta_info.id";
+    const nlohmann::json* rid = json_member(info, "id");
+    if (!rid) rid = json_member(rec, rid_field = "rid");
+    if (!rid) rid = json_member(rec, rid_field = "id");
+    meta.request_id = json_id_text(rid, where, rid_field);
+    const char* group_field = "group";
+    const nlohmann::json* group = json_member(rec, group_field);
+    if (!group) group = json_member(rec, group_field = "group_id");
+    meta.group = json_id_text(group, where, group_field);
+}
+
 } // namespace
 
 void parse_sglang(const SourceFile& f, const ModelDescription& m, const EmitFn& emit) {
@@ -118,81 +200,12 @@ void parse_sglang(const SourceFile& f, const ModelDescription& m, const EmitFn& 
         const nlohmann::json* info = json_member(rec, "meta_info");
         if (!info) throw InputError(where + ": meta_info is missing");
         if (!info->is_object()) throw InputError(where + ": meta_info is " + json_kind(*info) + ", not an object");
-        const nlohmann::json* re = json_member(*info, "routed_experts");
-        if (!re) throw InputError(where + ": meta_info.routed_experts is missing");
-        if (re->is_array()) {
-            // slime's patched SGLang 0.5.6 returns the nested list [rows][num_hidden_layers][top_k].
-            routes_from_json(*re, where, "meta_info.routed_experts", routes);
-            if (routes.rows == 0) throw InputError(where + ": meta_info.routed_experts is empty");
-            if (routes.axis_layers != m.num_hidden_layers)
-                throw InputError(where + ": meta_info.routed_experts rows have " + std::to_string(routes.axis_layers) +
-                                 " layers, expected num_hidden_layers " + std::to_string(m.num_hidden_layers));
-            if (routes.top_k != m.top_k)
-                throw InputError(where + ": meta_info.routed_experts layers have " + std::to_string(routes.top_k) +
-                                 " expert ids, expected top_k " + std::to_string(m.top_k));
-        } else if (!re->is_string()) {
-            throw InputError(where + ": meta_info.routed_experts is not a base64 string or a nested list");
-        } else {
-            WireInt t{4, true, false};
-            if (const nlohmann::json* dt = json_member(*info, "routed_experts_dtype")) {
-                if (!dt->is_string())
-                    throw InputError(where +
-                                     ": meta_info.routed_experts_dtype must be a string (one of int32, int16, "
-                                     "uint16, uint8, int8), not " +
-                                     json_kind(*dt));
-                if (!sglang_dtype(dt->get_ref<const std::string&>(), t))
-                    throw InputError(where + ": meta_info.routed_experts_dtype " + json_brief(*dt) +
-                                     " is not one of int32, int16, uint16, uint8, int8");
-            }
-            const std::string bytes =
-                base64_decode(re->get_ref<const std::string&>(), where + ": meta_info.routed_experts");
-            const std::size_t row_bytes =
-                static_cast<std::size_t>(m.num_hidden_layers) * static_cast<std::size_t>(m.top_k) * t.size;
-            if (bytes.empty()) throw InputError(where + ": meta_info.routed_experts is empty");
-            if (bytes.size() % row_bytes != 0)
-                throw InputError(where + ": meta_info.routed_experts holds " + std::to_string(bytes.size()) +
-                                 " bytes, not a multiple of num_hidden_layers " + std::to_string(m.num_hidden_layers) +
-                                 " x top_k " + std::to_string(m.top_k) + " x " + std::to_string(t.size) + " bytes (" +
-                                 t.name() + ")");
-            const std::size_t count = bytes.size() / t.size;
-            if (count > kMaxRouteValues)
-                throw InputError(where + ": meta_info.routed_experts holds " + std::to_string(count) +
-                                 " values, more than the per-sample limit of " + std::to_string(kMaxRouteValues));
-            routes.rows = static_cast<std::int64_t>(bytes.size() / row_bytes);
-            routes.ids.resize(count);
-            const std::size_t bad = convert_wire_ints(bytes.data(), count, t, routes.ids.data());
-            if (bad != count)
-                throw InputError(where + ": meta_info.routed_experts value " + wire_value_text(bytes.data(), bad, t) +
-                                 " at element " + std::to_string(bad) + " does not fit int32");
-        }
-
+        read_sglang_routes(*info, where, m, routes);
         const nlohmann::json* map = json_member(*info, "physical_to_logical_map");
         if (!map) map = json_member(rec, "physical_to_logical_map");
         if (map) apply_physical_map(*map, routes, m, where);
 
-        const auto prompt = json_int(*info, "prompt_tokens", where, "meta_info.prompt_tokens", 0, kMaxTokens);
-        const auto completion =
-            json_int(*info, "completion_tokens", where, "meta_info.completion_tokens", 0, kMaxTokens);
-        if (auto start = json_int(*info, "routed_experts_start_len", where, "meta_info.routed_experts_start_len", 0,
-                                  kMaxTokens)) {
-            // The response covers [start_len, seqlen - 1): start_len never exceeds the prompt.
-            if (prompt && *start > *prompt)
-                throw InputError(where + ": meta_info.routed_experts_start_len " + std::to_string(*start) +
-                                 " exceeds meta_info.prompt_tokens " + std::to_string(*prompt));
-            meta.start_offset = *start;
-        }
-        if (prompt) meta.prompt_len = *prompt;
-        if (prompt && completion) meta.explicit_length = *prompt + *completion; // each <= 2^40: no overflow
-
-        const char* rid_field = "meta_info.id";
-        const nlohmann::json* rid = json_member(*info, "id");
-        if (!rid) rid = json_member(rec, rid_field = "rid");
-        if (!rid) rid = json_member(rec, rid_field = "id");
-        meta.request_id = json_id_text(rid, where, rid_field);
-        const char* group_field = "group";
-        const nlohmann::json* group = json_member(rec, group_field);
-        if (!group) group = json_member(rec, group_field = "group_id");
-        meta.group = json_id_text(group, where, group_field);
+        read_sglang_meta(rec, *info, where, meta);
 
         if (!meta.request_id.empty() && meta.start_offset > 0) {
             if (const auto it = open_by_id.find(meta.request_id); it != open_by_id.end()) {

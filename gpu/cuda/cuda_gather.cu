@@ -232,9 +232,6 @@ std::byte* Stager::output(int slot) const {
 GatherEntry* Stager::table(int slot) const {
     return impl_->slots[slot].h_table;
 }
-const StagerConfig& Stager::config() const {
-    return impl_->cfg;
-}
 std::string Stager::device() const {
     return impl_->device;
 }

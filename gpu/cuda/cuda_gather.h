@@ -77,7 +77,6 @@ public:
     std::byte* input(int slot) const;
     std::byte* output(int slot) const;
     GatherEntry* table(int slot) const;
-    const StagerConfig& config() const;
     /// "cuda (<device name>)", or "host emulation".
     std::string device() const;
 

@@ -17,7 +17,6 @@ bool cuda_compiled() {
 DeviceInfo query_devices() {
     DeviceInfo info;
 #ifdef ROUTEPACK_HAVE_CUDA
-    info.cuda_built = true;
     std::string name;
     info.cuda_devices = cuda_device_count(&name);
     info.description = info.cuda_devices > 0

@@ -271,6 +271,186 @@ std::vector<std::uint64_t> unsigned_array(const std::filesystem::path& file, con
     return out;
 }
 
+/// Maps `path` (a regular file of at least 8 bytes) read-only; returns the mapping's address.
+/// InputError (IoError, HeaderTooSmall) when it cannot be opened, is not a regular file or is too
+/// small; `size` receives the file size.
+const std::byte* map_file(const std::filesystem::path& path, std::uint64_t& size) {
+    // O_NONBLOCK: opening a FIFO named like a shard must not wait for a writer (fstat refuses it).
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) fail(path, "IoError", std::string("cannot open: ") + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+        const int err = errno;
+        ::close(fd);
+        fail(path, "IoError", std::string("cannot stat: ") + std::strerror(err));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        ::close(fd);
+        fail(path, "IoError", "not a regular file");
+    }
+    size = static_cast<std::uint64_t>(st.st_size);
+    if (size < 8) {
+        ::close(fd);
+        fail(path, "HeaderTooSmall", "file is " + std::to_string(size) + " bytes, less than the 8-byte header length");
+    }
+    void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    const int map_err = errno;
+    ::close(fd);
+    if (m == MAP_FAILED) fail(path, "IoError", std::string("cannot map: ") + std::strerror(map_err));
+    return static_cast<const std::byte*>(m);
+}
+
+/// The little-endian u64 header length of a mapped file of `size` bytes, at most
+/// kMaxHeaderSize and inside the file; InputError (HeaderTooLarge, InvalidHeaderLength) otherwise.
+std::uint64_t header_length(const std::filesystem::path& path, const std::byte* map, std::uint64_t size) {
+    std::uint64_t n = 0;
+    for (int i = 7; i >= 0; --i)
+        n = (n << 8) | static_cast<std::uint8_t>(map[i]);
+    if (n > kMaxHeaderSize)
+        fail(path, "HeaderTooLarge",
+             "header length " + std::to_string(n) + " exceeds the limit of " + std::to_string(kMaxHeaderSize) +
+                 " bytes");
+    if (8 + n > size)
+        fail(path, "InvalidHeaderLength",
+             "header length " + std::to_string(n) + " runs past the end of the file (" + std::to_string(size) +
+                 " bytes)");
+    return n;
+}
+
+/// The header parsed: its JSON object and its top-level keys in file order.
+struct ParsedHeader {
+    hjson doc;
+    std::vector<std::string> top_keys;
+};
+
+/// The header text checked and parsed: UTF-8 and one JSON object without a repeated tensor, field
+/// or __metadata__ key; InputError (InvalidHeader, InvalidHeaderDeserialization, DuplicateTensor)
+/// otherwise.
+ParsedHeader parse_header(const std::filesystem::path& path, std::string_view header) {
+    if (const auto bad = invalid_utf8_at(header); bad != std::string_view::npos)
+        fail(path, "InvalidHeader", "header: invalid UTF-8 at header byte " + std::to_string(bad));
+    if (header.size() >= 3 && header.substr(0, 3) == "\xEF\xBB\xBF")
+        fail(path, "InvalidHeaderDeserialization", "header: byte order mark before the JSON object");
+    ParsedHeader out;
+    HeaderSax sax(out.doc);
+    // nlohmann's lexer takes a NUL byte for the end of input; a raw NUL is never valid JSON, so parse up
+    // to the first one and refuse it when the text before it parsed (trailing NUL padding).
+    const std::size_t nul = header.find('\0');
+    const std::string_view text = header.substr(0, nul);
+    try {
+        hjson::sax_parse(text.begin(), text.end(), &sax, nlohmann::json::input_format_t::json, /*strict=*/true,
+                         /*ignore_comments=*/false);
+    } catch (const hjson::parse_error& e) {
+        // e.byte counts the characters read, so the offending one is at e.byte - 1 (0-based).
+        const std::size_t at = std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
+        fail(path, "InvalidHeaderDeserialization",
+             "header: not valid JSON (error at header byte " + std::to_string(at) + ")");
+    } catch (const hjson::exception& e) {
+        // out_of_range.406: a number beyond double ("1e400").
+        fail(path, "InvalidHeaderDeserialization", "header: not valid JSON (" + util::json_error_description(e) + ")");
+    }
+    if (nul != std::string_view::npos)
+        fail(path, "InvalidHeaderDeserialization",
+             "header: not valid JSON (error at header byte " + std::to_string(nul) + ")");
+    if (!out.doc.is_object())
+        fail(path, "InvalidHeaderDeserialization",
+             "header: expected a JSON object, got " + describe_json_type(out.doc));
+    if (const std::optional<DuplicateKey>& dup = sax.dup) {
+        if (dup->level == 1 && dup->key == "__metadata__")
+            fail(path, "InvalidHeaderDeserialization", "__metadata__: duplicate field");
+        if (dup->level == 1)
+            fail(path, "DuplicateTensor",
+                 tensor_field(dup->key) +
+                     ": appears more than once in the header (refused; the reference keeps the last)");
+        fail(path, "InvalidHeaderDeserialization", tensor_field(dup->owner) + " " + dup->key + ": duplicate field");
+    }
+    out.top_keys = std::move(sax.top_keys);
+    return out;
+}
+
+/// The __metadata__ value (not null) into `out`: a map of string to string, or InputError.
+void read_metadata(const std::filesystem::path& path, const hjson& value, SafetensorsMetadata& out) {
+    if (!value.is_object())
+        fail(path, "InvalidHeaderDeserialization",
+             "__metadata__: expected a map of string to string, got " + describe_json_type(value));
+    for (const auto& [mk, mv] : value.items()) {
+        if (!mv.is_string())
+            fail(path, "InvalidHeaderDeserialization",
+                 "__metadata__ '" + mk + "': expected a string, got " + describe_json_type(mv));
+        out[mk] = mv.get<std::string>();
+    }
+}
+
+/// Tensor `key` of the header: its object's dtype, shape and data_offsets, or InputError.
+TensorInfo tensor_of(const std::filesystem::path& path, const std::string& key, const hjson& value) {
+    const std::string field = tensor_field(key);
+    if (!value.is_object())
+        fail(path, "InvalidHeaderDeserialization", field + ": expected an object, got " + describe_json_type(value));
+    TensorInfo t;
+    t.name = key;
+    const auto dt = value.find("dtype");
+    if (dt == value.end()) fail(path, "InvalidHeaderDeserialization", field + ": missing field dtype");
+    if (!dt->is_string())
+        fail(path, "InvalidHeaderDeserialization", field + " dtype: expected a string, got " + describe_json_type(*dt));
+    const auto parsed = parse_dtype(dt->get<std::string>());
+    if (!parsed)
+        fail(path, "InvalidHeaderDeserialization", field + " dtype: unknown dtype '" + dt->get<std::string>() + "'");
+    t.dtype = *parsed;
+    const auto sh = value.find("shape");
+    if (sh == value.end()) fail(path, "InvalidHeaderDeserialization", field + ": missing field shape");
+    t.shape = unsigned_array(path, field + " shape", *sh);
+    const auto off = value.find("data_offsets");
+    if (off == value.end()) fail(path, "InvalidHeaderDeserialization", field + ": missing field data_offsets");
+    const auto o = unsigned_array(path, field + " data_offsets", *off);
+    if (o.size() != 2)
+        fail(path, "InvalidHeaderDeserialization",
+             field + " data_offsets: expected 2 offsets, got " + std::to_string(o.size()));
+    t.data_begin = o[0];
+    t.data_end = o[1];
+    return t;
+}
+
+/// Puts `tensors` in offset order and checks that they cover the data buffer contiguously, each
+/// exactly as many bytes as its dtype and shape need, and the buffer ends at the end of the file
+/// (`size` bytes, header length `n`); InputError (InvalidOffset, ValidationOverflow, MisalignedSlice,
+/// TensorInvalidInfo, MetadataIncompleteBuffer) otherwise.
+void check_coverage(const std::filesystem::path& path, std::vector<TensorInfo>& tensors, std::uint64_t n,
+                    std::uint64_t size) {
+    std::stable_sort(tensors.begin(), tensors.end(), [](const TensorInfo& a, const TensorInfo& b) {
+        return std::pair(a.data_begin, a.data_end) < std::pair(b.data_begin, b.data_end);
+    });
+    std::uint64_t start = 0;
+    for (const auto& t : tensors) {
+        const std::string field = tensor_field(t.name);
+        if (t.data_begin != start)
+            fail(path, "InvalidOffset",
+                 field + " data_offsets " + offsets_text(t.data_begin, t.data_end) + ": expected to begin at " +
+                     std::to_string(start) + " (a gap or an overlap)");
+        if (t.data_end < t.data_begin)
+            fail(path, "InvalidOffset",
+                 field + " data_offsets " + offsets_text(t.data_begin, t.data_end) + ": end before begin");
+        std::uint64_t elements = 0;
+        const auto bits = checked_bits(t.shape, dtype_bits(t.dtype), &elements);
+        if (!bits)
+            fail(path, "ValidationOverflow", field + " shape " + shape_text(t.shape) + ": size overflows 64 bits");
+        if (*bits % 8 != 0)
+            fail(path, "MisalignedSlice",
+                 field + " shape " + shape_text(t.shape) + ": " + std::to_string(elements) + " elements of " +
+                     std::string(dtype_name(t.dtype)) + " are not a whole number of bytes");
+        if (t.data_end - t.data_begin != *bits / 8)
+            fail(path, "TensorInvalidInfo",
+                 field + " data_offsets " + offsets_text(t.data_begin, t.data_end) + ": " +
+                     std::to_string(t.data_end - t.data_begin) + " bytes, but " + std::string(dtype_name(t.dtype)) +
+                     " shape " + shape_text(t.shape) + " needs " + std::to_string(*bits / 8));
+        start = t.data_end;
+    }
+    std::uint64_t expected = 0;
+    if (__builtin_add_overflow(start, 8 + n, &expected) || expected != size)
+        fail(path, "MetadataIncompleteBuffer",
+             "data: tensors cover " + std::to_string(start) + " bytes, but the file holds " +
+                 std::to_string(size - 8 - n) + " after the header");
+}
+
 } // namespace
 
 std::string_view dtype_name(Dtype d) {
@@ -322,176 +502,25 @@ void SafetensorsFile::release() noexcept {
 SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
     SafetensorsFile f;
     f.path_ = path;
-
-    // O_NONBLOCK: opening a FIFO named like a shard must not wait for a writer (fstat refuses it).
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0) fail(path, "IoError", std::string("cannot open: ") + std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-        const int err = errno;
-        ::close(fd);
-        fail(path, "IoError", std::string("cannot stat: ") + std::strerror(err));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        ::close(fd);
-        fail(path, "IoError", "not a regular file");
-    }
-    const auto size = static_cast<std::uint64_t>(st.st_size);
-    if (size < 8) {
-        ::close(fd);
-        fail(path, "HeaderTooSmall", "file is " + std::to_string(size) + " bytes, less than the 8-byte header length");
-    }
-    void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    const int map_err = errno;
-    ::close(fd);
-    if (m == MAP_FAILED) fail(path, "IoError", std::string("cannot map: ") + std::strerror(map_err));
-    f.map_ = static_cast<const std::byte*>(m);
+    std::uint64_t size = 0;
+    f.map_ = map_file(path, size); // unmapped by f's destructor when a check below throws
     f.size_ = size;
-
-    // 1..3: header length.
-    std::uint64_t n = 0;
-    for (int i = 7; i >= 0; --i)
-        n = (n << 8) | static_cast<std::uint8_t>(f.map_[i]);
-    if (n > kMaxHeaderSize)
-        fail(path, "HeaderTooLarge",
-             "header length " + std::to_string(n) + " exceeds the limit of " + std::to_string(kMaxHeaderSize) +
-                 " bytes");
-    if (8 + n > size)
-        fail(path, "InvalidHeaderLength",
-             "header length " + std::to_string(n) + " runs past the end of the file (" + std::to_string(size) +
-                 " bytes)");
+    const std::uint64_t n = header_length(path, f.map_, size);
     f.header_size_ = n;
-
-    // 4: UTF-8.
-    const std::string_view header(reinterpret_cast<const char*>(f.map_ + 8), n);
-    if (const auto bad = invalid_utf8_at(header); bad != std::string_view::npos)
-        fail(path, "InvalidHeader", "header: invalid UTF-8 at header byte " + std::to_string(bad));
-
-    // 5: JSON.
-    if (header.size() >= 3 && header.substr(0, 3) == "\xEF\xBB\xBF")
-        fail(path, "InvalidHeaderDeserialization", "header: byte order mark before the JSON object");
-    hjson doc;
-    HeaderSax sax(doc);
-    // nlohmann's lexer takes a NUL byte for the end of input; a raw NUL is never valid JSON, so parse up
-    // to the first one and refuse it when the text before it parsed (trailing NUL padding).
-    const std::size_t nul = header.find('\0');
-    const std::string_view text = header.substr(0, nul);
-    try {
-        hjson::sax_parse(text.begin(), text.end(), &sax, nlohmann::json::input_format_t::json, /*strict=*/true,
-                         /*ignore_comments=*/false);
-    } catch (const hjson::parse_error& e) {
-        // e.byte counts the characters read, so the offending one is at e.byte - 1 (0-based).
-        const std::size_t at = std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
-        fail(path, "InvalidHeaderDeserialization",
-             "header: not valid JSON (error at header byte " + std::to_string(at) + ")");
-    } catch (const hjson::exception& e) {
-        // out_of_range.406: a number beyond double ("1e400").
-        fail(path, "InvalidHeaderDeserialization", "header: not valid JSON (" + util::json_error_description(e) + ")");
-    }
-    if (nul != std::string_view::npos)
-        fail(path, "InvalidHeaderDeserialization",
-             "header: not valid JSON (error at header byte " + std::to_string(nul) + ")");
-    if (!doc.is_object())
-        fail(path, "InvalidHeaderDeserialization", "header: expected a JSON object, got " + describe_json_type(doc));
-    const std::optional<DuplicateKey>& dup = sax.dup;
-    const std::vector<std::string>& top_keys = sax.top_keys;
-    if (dup) {
-        if (dup->level == 1 && dup->key == "__metadata__")
-            fail(path, "InvalidHeaderDeserialization", "__metadata__: duplicate field");
-        if (dup->level == 1)
-            fail(path, "DuplicateTensor",
-                 tensor_field(dup->key) +
-                     ": appears more than once in the header (refused; the reference keeps the last)");
-        fail(path, "InvalidHeaderDeserialization", tensor_field(dup->owner) + " " + dup->key + ": duplicate field");
-    }
+    const ParsedHeader header = parse_header(path, std::string_view(reinterpret_cast<const char*>(f.map_ + 8), n));
 
     std::vector<TensorInfo> tensors;
-    tensors.reserve(top_keys.size());
-    for (const std::string& key : top_keys) {
-        const hjson& value = doc.find(key).value();
+    tensors.reserve(header.top_keys.size());
+    for (const std::string& key : header.top_keys) {
+        const hjson& value = header.doc.find(key).value();
         if (key == "__metadata__") {
-            if (value.is_null()) {
-                f.has_metadata_ = true;
-                continue;
-            }
-            if (!value.is_object())
-                fail(path, "InvalidHeaderDeserialization",
-                     "__metadata__: expected a map of string to string, got " + describe_json_type(value));
-            for (const auto& [mk, mv] : value.items()) {
-                if (!mv.is_string())
-                    fail(path, "InvalidHeaderDeserialization",
-                         "__metadata__ '" + mk + "': expected a string, got " + describe_json_type(mv));
-                f.metadata_[mk] = mv.get<std::string>();
-            }
+            if (!value.is_null()) read_metadata(path, value, f.metadata_);
             f.has_metadata_ = true;
             continue;
         }
-        const std::string field = tensor_field(key);
-        if (!value.is_object())
-            fail(path, "InvalidHeaderDeserialization",
-                 field + ": expected an object, got " + describe_json_type(value));
-        TensorInfo t;
-        t.name = key;
-        const auto dt = value.find("dtype");
-        if (dt == value.end()) fail(path, "InvalidHeaderDeserialization", field + ": missing field dtype");
-        if (!dt->is_string())
-            fail(path, "InvalidHeaderDeserialization",
-                 field + " dtype: expected a string, got " + describe_json_type(*dt));
-        const auto parsed = parse_dtype(dt->get<std::string>());
-        if (!parsed)
-            fail(path, "InvalidHeaderDeserialization",
-                 field + " dtype: unknown dtype '" + dt->get<std::string>() + "'");
-        t.dtype = *parsed;
-        const auto sh = value.find("shape");
-        if (sh == value.end()) fail(path, "InvalidHeaderDeserialization", field + ": missing field shape");
-        t.shape = unsigned_array(path, field + " shape", *sh);
-        const auto off = value.find("data_offsets");
-        if (off == value.end()) fail(path, "InvalidHeaderDeserialization", field + ": missing field data_offsets");
-        const auto o = unsigned_array(path, field + " data_offsets", *off);
-        if (o.size() != 2)
-            fail(path, "InvalidHeaderDeserialization",
-                 field + " data_offsets: expected 2 offsets, got " + std::to_string(o.size()));
-        t.data_begin = o[0];
-        t.data_end = o[1];
-        tensors.push_back(std::move(t));
+        tensors.push_back(tensor_of(path, key, value));
     }
-
-    // 6, 7: contiguous coverage and sizes, in offset order.
-    std::stable_sort(tensors.begin(), tensors.end(), [](const TensorInfo& a, const TensorInfo& b) {
-        return std::pair(a.data_begin, a.data_end) < std::pair(b.data_begin, b.data_end);
-    });
-    std::uint64_t start = 0;
-    for (const auto& t : tensors) {
-        const std::string field = tensor_field(t.name);
-        if (t.data_begin != start)
-            fail(path, "InvalidOffset",
-                 field + " data_offsets " + offsets_text(t.data_begin, t.data_end) + ": expected to begin at " +
-                     std::to_string(start) + " (a gap or an overlap)");
-        if (t.data_end < t.data_begin)
-            fail(path, "InvalidOffset",
-                 field + " data_offsets " + offsets_text(t.data_begin, t.data_end) + ": end before begin");
-        std::uint64_t elements = 0;
-        const auto bits = checked_bits(t.shape, dtype_bits(t.dtype), &elements);
-        if (!bits)
-            fail(path, "ValidationOverflow", field + " shape " + shape_text(t.shape) + ": size overflows 64 bits");
-        if (*bits % 8 != 0)
-            fail(path, "MisalignedSlice",
-                 field + " shape " + shape_text(t.shape) + ": " + std::to_string(elements) + " elements of " +
-                     std::string(dtype_name(t.dtype)) + " are not a whole number of bytes");
-        if (t.data_end - t.data_begin != *bits / 8)
-            fail(path, "TensorInvalidInfo",
-                 field + " data_offsets " + offsets_text(t.data_begin, t.data_end) + ": " +
-                     std::to_string(t.data_end - t.data_begin) + " bytes, but " + std::string(dtype_name(t.dtype)) +
-                     " shape " + shape_text(t.shape) + " needs " + std::to_string(*bits / 8));
-        start = t.data_end;
-    }
-    // 8: the buffer ends exactly at the end of the file.
-    std::uint64_t expected = 0;
-    if (__builtin_add_overflow(start, 8 + n, &expected) || expected != size)
-        fail(path, "MetadataIncompleteBuffer",
-             "data: tensors cover " + std::to_string(start) + " bytes, but the file holds " +
-                 std::to_string(size - 8 - n) + " after the header");
-
+    check_coverage(path, tensors, n, size);
     for (std::size_t i = 0; i < tensors.size(); ++i)
         f.index_.emplace(tensors[i].name, i);
     f.tensors_ = std::move(tensors);
