@@ -424,7 +424,7 @@ std::string window_fingerprint(const Trace& window) {
 }
 
 PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, const std::atomic<bool>* cancel) {
-    check_planner_budgets(in.budgets, "planner", BudgetNames::Keys);
+    check_planner_budgets(in.budgets, "planner");
     const auto t_start = Clock::now();
     std::optional<Clock::time_point> deadline;
     if (in.budgets.time_limit_s > 0)
