@@ -3,6 +3,7 @@
 // "routepack: error: ..." line and an exit status.
 #include "app/cli.h"
 
+#include "app/cli_errors.h"
 #include "app/cmd_rewrite.h"
 #include "app/commands.h"
 #include "core/util/errors.h"
@@ -80,7 +81,7 @@ int run(int argc, char** argv) {
         return 2;
     } catch (const InputError& e) {
         // An integer flag's value refused by its reader (app/cli_int.h), while parsing.
-        std::cerr << "routepack: error: " << one_line(e.what()) << "\n";
+        std::cerr << "routepack: error: " << one_line(cli_error_text(e)) << "\n";
         return 1;
     }
 
@@ -98,7 +99,7 @@ int run(int argc, char** argv) {
         std::cerr << "routepack: error: out of memory while running '" << command << "'\n";
         return 1;
     } catch (const InputError& e) {
-        std::cerr << "routepack: error: " << one_line(e.what()) << "\n";
+        std::cerr << "routepack: error: " << one_line(cli_error_text(e)) << "\n";
         return 1;
     } catch (const nlohmann::json::exception& e) {
         std::cerr << "routepack: error: " << one_line(util::json_error_description(e)) << "\n";

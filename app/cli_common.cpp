@@ -221,7 +221,7 @@ Topology load_plan_topology(const PlanCmd& c) {
 PlanResult run_planner(const PlanCmd& c) {
     PlannerBudgets budgets = c.budgets;
     if (c.seed_given) budgets.seed = parse_seed(c.seed_text, c.command);
-    check_planner_budgets(budgets, c.command, BudgetNames::Flags); // before anything is read
+    check_planner_budgets(budgets, c.command); // before anything is read
     PlanInput in;
     // The topology first: a file or a shipped name (resources/topologies), small and quick to refuse.
     in.topology = load_plan_topology(c);

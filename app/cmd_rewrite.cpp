@@ -101,13 +101,10 @@ int run_rewrite_cli(const RewriteCliOptions& o, std::ostream& out, std::ostream&
         SignalScope signals;
         try {
             rep = rewrite_checkpoint(req, progress, &g_cancel);
-        } catch (const InputError& e) {
-            if (g_cancel.load() && std::string(e.what()) == "cancelled") {
-                if (tty) err << "\n";
-                err << "rewrite cancelled; nothing was written at " << o.output << "\n";
-                return 130;
-            }
-            throw;
+        } catch (const Cancelled&) {
+            if (tty) err << "\n";
+            err << "rewrite cancelled; nothing was written at " << o.output << "\n";
+            return 130;
         }
     }
     if (tty) err << "\r" << std::string(16, ' ') << "\r" << std::flush;

@@ -61,7 +61,7 @@ int run_sweep(const SweepCmd& c) {
     catch_sigint(); // before anything is created: a signal from here on stops the sweep cleanly
     PlannerBudgets budgets = c.plan.budgets;
     if (c.plan.seed_given) budgets.seed = parse_seed(c.plan.seed_text, "sweep");
-    check_planner_budgets(budgets, "sweep", BudgetNames::Flags);
+    check_planner_budgets(budgets, "sweep");
     // One expert's state is far below 1 TiB; with at most 2^22 slots per placement the churn in bytes
     // then fits 64 bits.
     if (c.expert_bytes < 0 || c.expert_bytes > (std::int64_t(1) << 40))

@@ -45,7 +45,7 @@ struct RewriteReport {
 /// Plans and executes: checks free space on the output's file system, writes into a temporary sibling
 /// folder, syncs, renames it to req.output. With req.verify re-reads every output file and compares
 /// each segment with its source. On any error or cancellation the temporary folder is removed and
-/// nothing is left at req.output; InputError for bad input, "cancelled" when `cancel` was set.
+/// nothing is left at req.output; InputError for bad input, Cancelled when `cancel` was set.
 RewriteReport rewrite_checkpoint(const RewriteRequest& req, const RewriteProgressFn& progress = {},
                                  const std::atomic<bool>* cancel = nullptr);
 

@@ -467,10 +467,9 @@ std::unique_ptr<Library> Library::open(const std::filesystem::path& file, OpenMo
         // write and leave side files behind.
         const std::filesystem::path dir = file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
         const bool exists = std::filesystem::exists(file, ec);
-        if (exists && ::access(file.c_str(), W_OK) != 0)
-            throw InputError(file.string() + ": library is read-only (cannot write)");
+        if (exists && ::access(file.c_str(), W_OK) != 0) throw LibraryReadOnly(file);
         if (::access(dir.c_str(), W_OK) != 0) {
-            if (exists) throw InputError(file.string() + ": library is read-only (cannot write)");
+            if (exists) throw LibraryReadOnly(file);
             if (::access(dir.c_str(), F_OK) != 0)
                 throw InputError(file.string() + ": cannot create library (no folder " + dir.string() + ")");
             throw InputError(file.string() + ": cannot create library (folder " + dir.string() + " is read-only)");
@@ -566,8 +565,7 @@ std::unique_ptr<Library> Library::open(const std::filesystem::path& file, OpenMo
     lib->read_only_ = !writable;
     sqlite3_extended_result_codes(raw, 1);
     lib->set_busy_timeout_ms(kBusyTimeoutMs);
-    if (writable && sqlite3_db_readonly(raw, "main") == 1)
-        throw InputError(file.string() + ": library is read-only (cannot write)");
+    if (writable && sqlite3_db_readonly(raw, "main") == 1) throw LibraryReadOnly(file);
 
     if (!writable) {
         // Belt and braces: never checkpoint at close, whatever the connection believes it may do.
@@ -613,8 +611,8 @@ int Library::schema_version() const {
 ImportSummary Library::import_trace(const std::string& name, const std::vector<std::filesystem::path>& inputs,
                                     const ImportOptions& options, const ImportProgressFn& progress,
                                     const std::atomic<bool>* cancel) {
-    if (read_only_) throw InputError(path_.string() + ": library is read-only (cannot write)");
-    if (name.empty()) throw InputError("trace name must not be empty");
+    if (read_only_) throw LibraryReadOnly(path_);
+    if (name.empty()) throw InputError("", {"trace_name", "", "trace name"}, " must not be empty");
     detail::require_utf8_name("trace", name);
     detail::ImportHooks hooks;
     hooks.fail_after_samples = fail_after_;
@@ -751,7 +749,7 @@ WindowEntry Library::create_window(const std::string& trace, const std::string& 
 }
 
 std::vector<WindowEntry> Library::create_windows(const std::string& trace, const std::vector<WindowSpec>& windows) {
-    if (read_only_) throw InputError(path_.string() + ": library is read-only (cannot write)");
+    if (read_only_) throw LibraryReadOnly(path_);
     Transaction tx(db_, path_);
     const TraceEntry t = find_trace(db_, path_, trace);
     require_samples(t, path_, "windows need samples");
@@ -760,7 +758,9 @@ std::vector<WindowEntry> Library::create_windows(const std::string& trace, const
         const std::string& name = spec.name;
         const std::vector<std::string>& sample_ids = spec.sample_ids;
         const std::string& definition = spec.definition;
-        if (name.empty()) throw InputError("window name must not be empty (trace '" + shown(trace) + "')");
+        if (name.empty())
+            throw InputError("", {"window_name", "", "window name"},
+                             " must not be empty (trace '" + shown(trace) + "')");
         detail::require_utf8_name("window", name);
         if (sample_ids.empty())
             throw InputError("window '" + shown(name) + "' of trace '" + shown(trace) + "' lists no samples");

@@ -101,6 +101,15 @@ public:
     using InputError::InputError;
 };
 
+/// The library cannot be written: its file or folder is read-only to this process, or it was
+/// opened with OpenMode::ReadOnly. The message is "<file>: library is read-only (cannot write)".
+/// A caller that only reads may open the library again with OpenMode::ReadOnly.
+class LibraryReadOnly : public InputError {
+public:
+    explicit LibraryReadOnly(const std::filesystem::path& file)
+        : InputError(file.string() + ": library is read-only (cannot write)") {}
+};
+
 /// How Library::open treats the file.
 enum class OpenMode {
     Create,    ///< read-write; an absent file becomes a new, empty library
@@ -114,8 +123,8 @@ enum class OpenMode {
                ///< read through it (SQLite may create the -shm), and when what it then reads is
                ///< not a readable library (e.g. the -wal belongs to another database):
                ///< "<file>: cannot be read with the write-ahead log beside it (<file>-wal):
-               ///< <why>; nothing was changed (...)". Every write fails "<file>: library is
-               ///< read-only (cannot write)"; an existing 0-byte file: "<file>: not a RoutePack
+               ///< <why>; nothing was changed (...)". Every write fails with LibraryReadOnly;
+               ///< an existing 0-byte file: "<file>: not a RoutePack
                ///< library (empty file)"
 };
 
@@ -126,12 +135,11 @@ public:
     /// is not an SQLite database, fails quick_check, or was written by a newer schema version.
     /// Same as open(file, create ? OpenMode::Create : OpenMode::ReadWrite).
     static std::unique_ptr<Library> open(const std::filesystem::path& file, bool create = true);
-    /// Opens in the given mode. The writable modes refuse up front, with "<file>: library is
-    /// read-only (cannot write)", a file or folder the process cannot write (so that no -wal/-shm
-    /// files are left behind), and with the ReadOnly message "<file>: cannot be read with the
-    /// write-ahead log beside it (...)" a library whose -wal does not read as a RoutePack library
-    /// (a read-write connection would checkpoint it into the file); ReadOnly reads a library of an older schema version
-    /// as it is (reads use only tables of version 1) and refuses a file without any schema.
+    /// Opens in the given mode. The writable modes refuse up front, with LibraryReadOnly, a file or folder the process
+    /// cannot write (so that no -wal/-shm files are left behind), and with the ReadOnly message "<file>: cannot be read
+    /// with the write-ahead log beside it (...)" a library whose -wal does not read as a RoutePack library (a
+    /// read-write connection would checkpoint it into the file); ReadOnly reads a library of an older schema version as
+    /// it is (reads use only tables of version 1) and refuses a file without any schema.
     static std::unique_ptr<Library> open(const std::filesystem::path& file, OpenMode mode);
     /// Removes the library file `file` (and its -wal/-shm side files) when no writer has it open:
     /// under its writer lock held exclusively (waiting up to the busy timeout, then LibraryBusy

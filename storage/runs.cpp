@@ -29,7 +29,7 @@ std::string shown(const std::string& s) {
 }
 
 void require_writable(bool read_only, const std::filesystem::path& file) {
-    if (read_only) throw InputError(file.string() + ": library is read-only (cannot write)");
+    if (read_only) throw LibraryReadOnly(file);
 }
 
 /// The `definition` column of a topology: topology_to_json plus, when given, the budgets under
@@ -284,7 +284,7 @@ RunEntry read_run(sqlite3* db, const Statement& st, const std::filesystem::path&
 TopologyEntry Library::save_topology(const std::string& name, const Topology& topology,
                                      const std::optional<PlannerBudgets>& budgets) {
     require_writable(read_only_, path_);
-    if (name.empty()) throw InputError("topology name must not be empty");
+    if (name.empty()) throw InputError("", {"topology_name", "", "topology name"}, " must not be empty");
     detail::require_utf8_name("topology", name);
     // Validate through the file format (the same rules as a topology file).
     const Topology checked = parse_topology(topology_to_json(topology), "topology '" + shown(name) + "'");

@@ -18,7 +18,7 @@ void throw_sqlite(sqlite3* db, int rc, const std::filesystem::path& file, std::s
     case SQLITE_NOTADB:
         throw InputError(prefix + "not a RoutePack library (file is not an SQLite database)");
     case SQLITE_READONLY:
-        throw InputError(prefix + "library is read-only (cannot write)");
+        throw LibraryReadOnly(file);
     case SQLITE_CORRUPT:
         throw InputError(prefix + "library is damaged (" + detail + ") while " + std::string(what));
     case SQLITE_BUSY:

@@ -15,8 +15,8 @@
 namespace routepack::storage::detail {
 
 /// Throws the exception for SQLite result code `rc` (extended codes allowed): "<file>: <what>:
-/// <sqlite3_errmsg>" ("<file>: library is read-only (cannot write)" for SQLITE_READONLY; LibraryBusy
-/// for SQLITE_BUSY / SQLITE_LOCKED). `db` may
+/// <sqlite3_errmsg>" (LibraryReadOnly "<file>: library is read-only (cannot write)" for
+/// SQLITE_READONLY; LibraryBusy for SQLITE_BUSY / SQLITE_LOCKED). `db` may
 /// be null (then sqlite3_errstr(rc) is used). `what` describes the operation, never SQL text.
 [[noreturn]] void throw_sqlite(sqlite3* db, int rc, const std::filesystem::path& file, std::string_view what);
 

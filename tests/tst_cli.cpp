@@ -382,6 +382,11 @@ private Q_SLOTS:
         r = cli(split + QStringList{QString(), QStringLiteral("--split"), QStringLiteral("5")});
         QCOMPARE(r.err, QStringLiteral("routepack: error: window: --name must not be empty (it prefixes the split "
                                        "windows' names)\n"));
+        // The library's error about the window name (storage create_window: Setting "window_name"),
+        // in the CLI's words: the flag that gives it.
+        r = cli(split + QStringList{QString(), QStringLiteral("--first"), QStringLiteral("1")});
+        QCOMPARE(r.err, QStringLiteral("routepack: error: --name must not be empty (trace 'syn')\n"));
+        QCOMPARE(r.code, 1);
 
         write_file(tmp / "ids.txt", "# chosen by hand\ngroup_1#2\n\ngroup_0#0\n");
         r = cli({QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),

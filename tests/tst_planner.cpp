@@ -1,6 +1,7 @@
 // The planner facade end to end (core/plan/planner.h): topology parsing, bad input, determinism,
 // cancellation, time limit, non-regression, the plan file round trip and its validation, and plans
 // on windows of the real traces in ../shared/traces.
+#include "app/cli_errors.h"
 #include "core/import/import.h"
 #include "core/plan/bound.h"
 #include "core/plan/budget_table.h"
@@ -25,6 +26,16 @@
 using namespace routepack;
 
 namespace {
+
+/// The InputError `f` throws in the CLI's words (cli::cli_error_text), or what happened instead.
+template <typename F> std::string cli_text(F&& f) {
+    try {
+        f();
+    } catch (const InputError& e) {
+        return cli::cli_error_text(e);
+    }
+    return "<no InputError>";
+}
 
 Topology topo(int P, int D, std::vector<std::vector<int>> shards, std::int64_t C) {
     Topology t;
@@ -499,11 +510,10 @@ private Q_SLOTS:
         const QRegularExpressionMatch hi = QRegularExpression(QStringLiteral("\\.\\.(\\d+) ")).match(expected);
         QVERIFY(hi.hasMatch());
         set(ok, hi.captured(1).toLongLong());
-        check_planner_budgets(ok, "planner", BudgetNames::Keys);
+        check_planner_budgets(ok, "planner");
         // The CLI names the flag where the budget has one.
         if (key == "seeds_M") {
-            QCOMPARE(QString::fromStdString(routepack::test::error_of<InputError>(
-                         [&] { check_planner_budgets(in.budgets, "plan", BudgetNames::Flags); })),
+            QCOMPARE(QString::fromStdString(cli_text([&] { check_planner_budgets(in.budgets, "plan"); })),
                      QStringLiteral("plan: --seeds must be in 1..4096 (got 10000000)"));
         }
     }
@@ -555,7 +565,7 @@ private Q_SLOTS:
             for (const double v : {lo, hi}) {
                 // Accepted by the check, and round-trips through the JSON text unchanged.
                 const PlannerBudgets b = with(v);
-                check_planner_budgets(b, "planner", BudgetNames::Keys, false);
+                check_planner_budgets(b, "planner", false);
                 const std::string text = planner_budgets_to_json(b);
                 const PlannerBudgets back = parse_planner_budgets(text, "t");
                 QCOMPARE(routepack::budget_double(row, back), routepack::budget_double(row, b));
@@ -567,8 +577,8 @@ private Q_SLOTS:
                 // The only rule of a flag: anytime without a time limit, and JSON true/false only.
                 PlannerBudgets b;
                 routepack::set_budget_int(row, b, 1);
-                const std::string e = routepack::test::error_of<InputError>(
-                    [&] { check_planner_budgets(b, "planner", BudgetNames::Keys); });
+                const std::string e =
+                    routepack::test::error_of<InputError>([&] { check_planner_budgets(b, "planner"); });
                 QVERIFY2(e.starts_with("planner: budget '" + key + "' must be "), e.c_str());
                 QCOMPARE(
                     routepack::test::error_of<InputError>([&] { parse_planner_budgets("{\"" + key + "\": 2}", "t"); }),
@@ -581,13 +591,14 @@ private Q_SLOTS:
             for (const double v : {below, above}) {
                 if (key == "workers" && v > row.hi && max_planner_workers() > row.hi) continue; // a huge machine
                 const PlannerBudgets b = with(v);
-                const std::string by_key = routepack::test::error_of<InputError>(
-                    [&] { check_planner_budgets(b, "planner", BudgetNames::Keys); });
+                const std::string by_key =
+                    routepack::test::error_of<InputError>([&] { check_planner_budgets(b, "planner"); });
                 QVERIFY2(by_key.starts_with("planner: budget '" + key + "' must be "), by_key.c_str());
-                const std::string by_flag = routepack::test::error_of<InputError>(
-                    [&] { check_planner_budgets(b, "plan", BudgetNames::Flags); });
+                // The same error in the CLI's words: the budget's flag (its key when it has none).
+                const std::string by_flag = cli_text([&] { check_planner_budgets(b, "plan"); });
                 const std::string name = row.flag ? row.flag : row.key;
                 QVERIFY2(by_flag.starts_with("plan: " + name + " must be "), by_flag.c_str());
+                QCOMPARE(by_flag.substr(by_flag.find(" must be ")), by_key.substr(by_key.find(" must be ")));
                 if (!std::isfinite(v)) continue; // no JSON number for it
                 const std::string by_json =
                     routepack::test::error_of<InputError>([&] { parse_planner_budgets(json_of(v), "t"); });

@@ -793,7 +793,7 @@ void TestRewrite::cancelLeavesNothing() {
             },
             &cancel);
         QFAIL("not cancelled");
-    } catch (const InputError& e) {
+    } catch (const Cancelled& e) {
         QCOMPARE(std::string(e.what()), std::string("cancelled"));
     }
     QCOMPARE(calls, 1);

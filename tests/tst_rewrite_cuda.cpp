@@ -331,7 +331,7 @@ void TestRewriteCuda::cancelled() {
                 if (++calls == 2) cancel = true;
             },
             &cancel, nullptr);
-    } catch (const InputError& e) {
+    } catch (const Cancelled& e) {
         err = QString::fromUtf8(e.what());
     }
     QCOMPARE(err, QStringLiteral("cancelled"));

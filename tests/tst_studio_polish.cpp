@@ -5,6 +5,8 @@
 // the import dialog proposes the trace name and the model from the inputs until the user sets them,
 // and says what an aggregate (load-only) import holds. Screenshots via QWidget::grab into
 // $ROUTEPACK_SCREENSHOT_DIR or a temporary folder.
+#include "app/cli_errors.h"
+#include "core/model/topology.h"
 #include "core/model/window_select.h"
 #include "core/plan/budget_table.h"
 #include "core/plan/budgets_json.h"
@@ -51,6 +53,8 @@
 #include <QtTest>
 
 #include <cmath>
+#include <functional>
+#include <optional>
 
 using namespace routepack;
 using namespace routepack::views;
@@ -263,21 +267,39 @@ private Q_SLOTS:
         QCOMPARE(t0->text(), QStringLiteral("1e-09"));
     }
 
-    /// Every budget has studio words in messages: its key and its flag become the field's label.
+    /// Every budget's error names the budget editor's field by its label from the budget table
+    /// (placement_rounds and the polish budgets too), from the key the error carries; the CLI names
+    /// the same error's budget by its flag.
     void budgetMessagesNameEveryField() {
         for (const BudgetRow& row : budget_table()) {
             const QString label = QLatin1Char('"') + QString::fromUtf8(row.label) + QLatin1Char('"');
-            const QString keyed =
-                guiFieldText(QStringLiteral("planner: budget '%1' must be x").arg(QLatin1String(row.key)));
-            QCOMPARE(keyed, QStringLiteral("planner: ") + label + QStringLiteral(" must be x"));
-            if (!row.flag) continue;
-            const QString flagged = guiFieldText(QStringLiteral("plan: %1 must be x").arg(QLatin1String(row.flag)));
-            QCOMPARE(flagged, QStringLiteral("plan: ") + label + QStringLiteral(" must be x"));
+            const InputError e("planner: ", budget_setting(row), " must be x");
+            QCOMPARE(QString::fromStdString(e.what()),
+                     QStringLiteral("planner: budget '%1' must be x").arg(QLatin1String(row.key)));
+            QCOMPARE(guiErrorText(e), QStringLiteral("planner: ") + label + QStringLiteral(" must be x"));
+            QCOMPARE(QString::fromStdString(cli::cli_error_text(e)),
+                     QStringLiteral("planner: %1 must be x").arg(QLatin1String(row.flag ? row.flag : row.key)));
         }
+        auto checked = [](const PlannerBudgets& b) {
+            try {
+                check_planner_budgets(b, "planner");
+            } catch (const InputError& e) {
+                return guiErrorText(e);
+            }
+            return QString();
+        };
         PlannerBudgets b;
         b.placement_rounds = 1001;
-        QCOMPARE(guiFieldText(test::error_text([&] { check_planner_budgets(b, "planner", BudgetNames::Keys); })),
-                 QStringLiteral("planner: \"Placement rounds\" must be in 0..1000 (got 1001)"));
+        QCOMPARE(checked(b), QStringLiteral("planner: \"Placement rounds\" must be in 0..1000 (got 1001)"));
+        b = PlannerBudgets{};
+        b.polish_kick_moves = -1;
+        QCOMPARE(checked(b), QStringLiteral("planner: \"Polish kick moves\" must be in 0..") +
+                                 QString::number(find_budget("polish_kick_moves")->hi, 'f', 0) +
+                                 QStringLiteral(" (got -1)"));
+        b = PlannerBudgets{};
+        b.polish_evaluations = -1;
+        QVERIFY2(checked(b).startsWith(QStringLiteral("planner: \"Polish evaluations\" must be in 0..")),
+                 qPrintable(checked(b)));
     }
 
     // --- Field names instead of CLI flags ---
@@ -288,24 +310,141 @@ private Q_SLOTS:
             samples[static_cast<std::size_t>(i)].id = std::to_string(i);
             samples[static_cast<std::size_t>(i)].group = "g" + std::to_string(i);
         }
-        const QString split = test::error_text([&] { split_consecutive(samples, 40, "syn"); });
-        QCOMPARE(split, QStringLiteral("window: --split 40 but trace 'syn' has only 3 samples")); // the CLI's words
-        QCOMPARE(guiFieldText(split),
+        auto caught = [](const std::function<void()>& f) -> std::optional<InputError> {
+            try {
+                f();
+            } catch (const InputError& e) {
+                return e;
+            }
+            return std::nullopt;
+        };
+        const auto split = caught([&] { split_consecutive(samples, 40, "syn"); });
+        QVERIFY(split && split->setting() && split->setting()->key == "split");
+        QCOMPARE(QString::fromStdString(split->what()),
+                 QStringLiteral("window: split 40 but trace 'syn' has only 3 samples")); // no CLI flag
+        QCOMPARE(QString::fromStdString(cli::cli_error_text(*split)),
+                 QStringLiteral("window: --split 40 but trace 'syn' has only 3 samples")); // the CLI's words
+        QCOMPARE(guiErrorText(*split),
                  QStringLiteral("window: \"windows of N samples\" = 40 but trace 'syn' has only 3 samples"));
-        const QString groups = test::error_text([&] { split_groups(samples, 0, "syn"); });
-        QCOMPARE(guiFieldText(groups),
+        const auto groups = caught([&] { split_groups(samples, 0, "syn"); });
+        QVERIFY(groups);
+        QCOMPARE(guiErrorText(*groups),
                  QStringLiteral("window: \"windows of G whole GRPO groups\" must be >= 1 (got 0)"));
+        QCOMPARE(QString::fromStdString(cli::cli_error_text(*groups)),
+                 QStringLiteral("window: --split-groups must be >= 1 (got 0)"));
         PlannerBudgets b;
         b.annealing.steps = -1;
-        const QString keys = test::error_text([&] { check_planner_budgets(b, "planner", BudgetNames::Keys); });
-        QCOMPARE(guiFieldText(keys), QStringLiteral("planner: \"Steps K per level\" must be in 0..100000000 (got -1)"));
-        const QString flags = test::error_text([&] { check_planner_budgets(b, "plan", BudgetNames::Flags); });
-        QCOMPARE(flags, QStringLiteral("plan: --steps must be in 0..100000000 (got -1)"));
-        QCOMPARE(guiFieldText(flags), QStringLiteral("plan: \"Steps K per level\" must be in 0..100000000 (got -1)"));
+        const auto steps = caught([&] { check_planner_budgets(b, "plan"); });
+        QVERIFY(steps);
+        QCOMPARE(QString::fromStdString(steps->what()),
+                 QStringLiteral("plan: budget 'steps_per_level' must be in 0..100000000 (got -1)"));
+        QCOMPARE(QString::fromStdString(cli::cli_error_text(*steps)),
+                 QStringLiteral("plan: --steps must be in 0..100000000 (got -1)"));
+        QCOMPARE(guiErrorText(*steps), QStringLiteral("plan: \"Steps K per level\" must be in 0..100000000 (got -1)"));
+        // Messages of the rewrite code still name CLI flags: reworded by guiFieldText.
         QCOMPARE(guiFieldText(QStringLiteral("--layer-map: plan layer 3 is mapped twice")),
                  QStringLiteral("\"Layer map\": plan layer 3 is mapped twice"));
         // Not a flag: unchanged.
         QCOMPARE(guiFieldText(QStringLiteral("a-b --- c")), QStringLiteral("a-b --- c"));
+        // A budget key in a message without a typed setting (a stored budgets JSON) stays the key.
+        QCOMPARE(guiErrorText(InputError("t: budget 'steps_per_level' must be an integer")),
+                 QStringLiteral("t: budget 'steps_per_level' must be an integer"));
+    }
+
+    /// A storage error about a setting carries its key: the library's text names it in words, the
+    /// CLI by its flag, the studio by its field's label.
+    void storageErrorInCliAndStudioWords() {
+        const fs::path file = synthLibrary(QStringLiteral("polish-names"));
+        auto lib = storage::Library::open(file);
+        auto caught = [](const std::function<void()>& f) -> std::optional<InputError> {
+            try {
+                f();
+            } catch (const InputError& e) {
+                return e;
+            }
+            return std::nullopt;
+        };
+        const auto trace = caught([&] { lib->import_trace("", {file.parent_path()}, ImportOptions{}); });
+        QVERIFY(trace && trace->setting());
+        QCOMPARE(trace->setting()->key, std::string("trace_name"));
+        QCOMPARE(QString::fromStdString(trace->what()), QStringLiteral("trace name must not be empty"));
+        QCOMPARE(QString::fromStdString(cli::cli_error_text(*trace)), QStringLiteral("--name must not be empty"));
+        QCOMPARE(guiErrorText(*trace), QStringLiteral("\"Trace name\" must not be empty"));
+        const auto window = caught([&] { lib->create_window("syn", "", {lib->samples("syn").front().id}, "d"); });
+        QVERIFY(window && window->setting());
+        QCOMPARE(QString::fromStdString(window->what()), QStringLiteral("window name must not be empty (trace 'syn')"));
+        QCOMPARE(QString::fromStdString(cli::cli_error_text(*window)),
+                 QStringLiteral("--name must not be empty (trace 'syn')"));
+        QCOMPARE(guiErrorText(*window), QStringLiteral("\"Window name\" must not be empty (trace 'syn')"));
+        const auto topology = caught([&] { lib->save_topology("", known_topology("synthetic-demo-ep8-dp4")); });
+        QVERIFY(topology && topology->setting());
+        QCOMPARE(QString::fromStdString(cli::cli_error_text(*topology)),
+                 QStringLiteral("topology name must not be empty"));
+        QCOMPARE(guiErrorText(*topology), QStringLiteral("\"Topology name\" must not be empty"));
+    }
+
+    /// The studio opens a library read-only only for storage::LibraryReadOnly: an error of another
+    /// type whose message ends like the read-only one is reported, not taken as read-only.
+    void readOnlyIsDecidedByTheErrorType() {
+        const fs::path file = synthLibrary(QStringLiteral("polish-readonly"));
+        std::vector<storage::OpenMode> modes;
+        const auto lib = openStudioLibrary(
+            [&](storage::OpenMode mode) {
+                modes.push_back(mode);
+                if (mode != storage::OpenMode::ReadOnly) throw storage::LibraryReadOnly(file);
+                return storage::Library::open(file, mode);
+            },
+            false);
+        QVERIFY(lib && lib->read_only());
+        QVERIFY(modes == (std::vector{storage::OpenMode::ReadWrite, storage::OpenMode::ReadOnly}));
+        // Same words, another type: the error stands and nothing is opened read-only.
+        const std::string words = file.string() + ": library is read-only (cannot write)";
+        QCOMPARE(QString::fromStdString(storage::LibraryReadOnly(file).what()), QString::fromStdString(words));
+        modes.clear();
+        const QString error = test::error_text([&] {
+            openStudioLibrary(
+                [&](storage::OpenMode mode) -> std::unique_ptr<storage::Library> {
+                    modes.push_back(mode);
+                    throw InputError(words);
+                },
+                false);
+        });
+        QCOMPARE(error, QString::fromStdString(words));
+        QVERIFY(modes == std::vector{storage::OpenMode::ReadWrite});
+        // Creating a library where it cannot be written is refused, not opened read-only.
+        modes.clear();
+        QCOMPARE(test::error_text([&] {
+                     openStudioLibrary(
+                         [&](storage::OpenMode mode) -> std::unique_ptr<storage::Library> {
+                             modes.push_back(mode);
+                             throw storage::LibraryReadOnly(file);
+                         },
+                         true);
+                 }),
+                 QString::fromStdString(words));
+        QVERIFY(modes == std::vector{storage::OpenMode::Create});
+    }
+
+    /// A planner job that fails (a budget out of range) reaches the status line in the studio's words
+    /// (the budget editor's label, from the key the error carries).
+    void failedPlanJobReachesTheStatusLine() {
+        const fs::path file = synthLibrary(QStringLiteral("polish-failed-job"));
+        StudioWindow w(options_);
+        QVERIFY(w.openLibrary(q(file)));
+        PlanJobRequest rq;
+        rq.library = q(file);
+        rq.trace = QStringLiteral("syn");
+        rq.window = QStringLiteral("all");
+        rq.topologyName = QStringLiteral("t");
+        rq.topology = known_topology("synthetic-demo-ep8-dp4");
+        rq.budgets.placement_rounds = 1001;
+        rq.saveRun = false;
+        QSignalSpy failed(w.jobs(), &PlanJobQueue::failed);
+        w.jobs()->enqueue(rq);
+        QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 60000);
+        const QString expected = QStringLiteral("planner: \"Placement rounds\" must be in 0..1000 (got 1001)");
+        QCOMPARE(failed.front().at(1).toString(), expected);
+        QCOMPARE(w.statusText(), QStringLiteral("Planner failed: ") + expected);
     }
 
     void importDialogNamesTheModelField() {
@@ -320,8 +459,8 @@ private Q_SLOTS:
         QSignalSpy failed(dlg.job(), &ImportJob::failed);
         QVERIFY(dlg.startImport());
         QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 30000);
-        const QString raw = failed.front().front().toString();
-        QVERIFY2(raw.contains(QStringLiteral("give --model NAME")), qPrintable(raw)); // the core's (CLI) words
+        const QString raw = failed.front().front().toString(); // the failed job's text (JobFailure::text)
+        QVERIFY2(!raw.contains(QStringLiteral("--")), qPrintable(raw));
         QVERIFY2(dlg.errorText().endsWith(QStringLiteral(": choose the Model: a shipped model, a Hugging Face "
                                                          "config.json, or Fields (Experts E, Top-k)")),
                  qPrintable(dlg.errorText()));

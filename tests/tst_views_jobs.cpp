@@ -6,6 +6,7 @@
 #include "core/plan/placement.h"
 #include "core/plan/plan_file.h"
 #include "core/util/errors.h"
+#include "storage/library.h"
 #include "tests/testutil.h"
 #include "views/exports.h"
 #include "views/job_tracker.h"
@@ -39,12 +40,18 @@ bool waitFor(const std::atomic<bool>& flag, const JobContext& context) {
     return flag.load();
 }
 
-/// Deliveries of a tracker, in order, as text ("done 1 = 10", "stale 2", "post 1 = 7").
+/// Deliveries of a tracker, in order, as text ("done 1 = 10", "failed 3 (kind 3): text", "stale 2",
+/// "post 1 = 7").
 struct Log {
     QStringList lines;
     std::function<void(quint64, std::shared_ptr<const int>)> done() {
         return [this](quint64 id, const std::shared_ptr<const int>& r) {
             lines << (r ? QStringLiteral("done %1 = %2").arg(id).arg(*r) : QStringLiteral("done %1 = null").arg(id));
+        };
+    }
+    JobTracker::FailedFn failed() {
+        return [this](quint64 id, const JobFailure& f) {
+            lines << QStringLiteral("failed %1 (kind %2): %3").arg(id).arg(static_cast<int>(f.kind)).arg(f.text);
         };
     }
     std::function<void(quint64)> stale() {
@@ -243,12 +250,12 @@ private Q_SLOTS:
             c.post([&log, id] { log.lines << QStringLiteral("late post %1").arg(id); });
             return static_cast<int>(100 + id);
         };
-        const quint64 a = tracker.start<int>(work, log.done(), log.stale());
-        const quint64 b = tracker.start<int>(work, log.done(), log.stale()); // waits behind a
-        QTRY_COMPARE_WITH_TIMEOUT(log.lines.size(), 1, 20000);               // a's first post arrived
+        const quint64 a = tracker.start<int>(work, log.done(), log.failed(), log.stale());
+        const quint64 b = tracker.start<int>(work, log.done(), log.failed(), log.stale()); // waits behind a
+        QTRY_COMPARE_WITH_TIMEOUT(log.lines.size(), 1, 20000);                             // a's first post arrived
         tracker.invalidate(); // a and b (already queued) belong to generation 1
         QCOMPARE(tracker.generation(), quint64(2));
-        const quint64 c = tracker.start<int>(work, log.done(), log.stale());
+        const quint64 c = tracker.start<int>(work, log.done(), log.failed(), log.stale());
         release = true;
         QTRY_COMPARE_WITH_TIMEOUT(idle.count(), 1, 20000);
         // Superseded jobs still ran (they are not cancelled) but only their end is reported, as stale.
@@ -263,10 +270,10 @@ private Q_SLOTS:
         QSignalSpy idle(&tracker, &JobTracker::idle);
         Log log;
         std::atomic<bool> releaseA{false}, releaseB{false};
-        const quint64 a =
-            tracker.start<int>([&](JobContext& c) { return waitFor(releaseA, c) ? 1 : -1; }, log.done(), log.stale());
-        const quint64 b =
-            tracker.start<int>([&](JobContext& c) { return waitFor(releaseB, c) ? 2 : -2; }, log.done(), log.stale());
+        const quint64 a = tracker.start<int>([&](JobContext& c) { return waitFor(releaseA, c) ? 1 : -1; }, log.done(),
+                                             log.failed(), log.stale());
+        const quint64 b = tracker.start<int>([&](JobContext& c) { return waitFor(releaseB, c) ? 2 : -2; }, log.done(),
+                                             log.failed(), log.stale());
         QCOMPARE(tracker.generation(), quint64(3)); // each start() began a generation
         QCOMPARE(tracker.runningCount(), 2);        // two threads: both run
         releaseB = true;                            // the newer one ends first ...
@@ -276,13 +283,31 @@ private Q_SLOTS:
         QCOMPARE(log.lines, (QStringList{QStringLiteral("done %1 = 2").arg(b), QStringLiteral("stale %1").arg(a)}));
     }
 
-    void throwingWorkEndsWithNullResult() {
+    /// What a work function throws reaches `failed` with its kind (from the type) and its text in the
+    /// studio's words; `done` never sees a null result; without a `failed` callback nothing is delivered.
+    void throwingWorkEndsWithItsFailure() {
         JobTracker tracker(JobTracker::Policy::EveryResult, 1);
         QSignalSpy idle(&tracker, &JobTracker::idle);
         Log log;
-        tracker.start<int>([](JobContext&) -> int { throw std::runtime_error("boom"); }, log.done());
+        auto start = [&](std::function<int(JobContext&)> work) { tracker.start<int>(work, log.done(), log.failed()); };
+        start([](JobContext&) -> int { throw std::runtime_error("boom"); });
+        start([](JobContext&) -> int { throw Cancelled(); });
+        start([](JobContext&) -> int { throw storage::LibraryBusy("lib: library is in use by another process"); });
+        start([](JobContext&) -> int { throw storage::LibraryReadOnly("lib"); });
+        start([](JobContext&) -> int { throw InputError("window: ", {"split", "40", "split 40"}, " but no"); });
+        start([](JobContext&) -> int { throw std::bad_alloc(); });
+        start([](JobContext&) -> int { throw 7; });
+        tracker.start<int>([](JobContext&) -> int { throw std::runtime_error("unheard"); }, log.done());
+        start([](JobContext&) { return 9; });
         QTRY_COMPARE_WITH_TIMEOUT(idle.count(), 1, 20000);
-        QCOMPARE(log.lines, QStringList{QStringLiteral("done 1 = null")});
+        QCOMPARE(log.lines,
+                 (QStringList{QStringLiteral("failed 1 (kind 5): boom"), QStringLiteral("failed 2 (kind 0): cancelled"),
+                              QStringLiteral("failed 3 (kind 1): lib: library is in use by another process"),
+                              QStringLiteral("failed 4 (kind 2): lib: library is read-only (cannot write)"),
+                              QStringLiteral("failed 5 (kind 3): window: \"windows of N samples\" = 40 but no"),
+                              QStringLiteral("failed 6 (kind 4): out of memory"),
+                              QStringLiteral("failed 7 (kind 5): the job failed without an error message"),
+                              QStringLiteral("done 9 = 9")}));
     }
 
     void shutdownCancelsWaitsAndDeliversNothing() {

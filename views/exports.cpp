@@ -2,6 +2,7 @@
 
 #include "core/plan/expert_map.h"
 #include "core/plan/plan_file.h"
+#include "views/gui_text.h"
 #include "views/plan_data.h"
 #include "views/plan_views.h"
 #include "views/sample_table_model.h"
@@ -50,7 +51,7 @@ ExportResult writeExpertMap(const PlanResult& plan, const QString& format, const
             expert_map_json(planned_placement(plan), plan.model, parse_expert_map_format(format.toStdString()));
         if (!writeTextFile(file, text, &err)) return failure(err);
     } catch (const std::exception& e) {
-        return failure(QString::fromStdString(e.what()));
+        return failure(guiErrorText(e));
     }
     return {StudioExports::tr("Expert map (%1) written to %2.").arg(format, file)};
 }

@@ -2,17 +2,32 @@
 
 #include "core/plan/budget_table.h"
 
+#include <QCoreApplication>
 #include <QRegularExpression>
 
 #include <array>
+#include <new>
+#include <string_view>
 #include <utility>
-#include <vector>
 
 namespace routepack::views {
 
 namespace {
 
 using Pair = std::pair<const char*, const char*>;
+
+/// Setting keys other than the planner budgets (core/util/errors.h) -> the studio field that sets
+/// them: the window dialog's choices, the import dialog's, window dialog's and topology editor's
+/// name fields.
+constexpr std::array<std::pair<std::string_view, const char*>, 7> kSettingLabels{{
+    {"first", QT_TRANSLATE_NOOP("Settings", "First N in numeric id order")},
+    {"random", QT_TRANSLATE_NOOP("Settings", "N random samples")},
+    {"split", QT_TRANSLATE_NOOP("Settings", "windows of N samples")},
+    {"split_groups", QT_TRANSLATE_NOOP("Settings", "windows of G whole GRPO groups")},
+    {"trace_name", QT_TRANSLATE_NOOP("Settings", "Trace name")},
+    {"window_name", QT_TRANSLATE_NOOP("Settings", "Window name")},
+    {"topology_name", QT_TRANSLATE_NOOP("Settings", "Topology name")},
+}};
 
 /// Whole CLI phrases of core/import (import.cpp resolve_model, detect step; import_aggregate.cpp).
 constexpr std::array<Pair, 4> kPhrases{{
@@ -24,9 +39,9 @@ constexpr std::array<Pair, 4> kPhrases{{
     {"use --format;", "choose the \"Format\";"},
 }};
 
-/// CLI flag -> the studio field that sets the same thing (import dialog, window dialog, checkpoint
-/// rewrite dialog, topology and budget editor).
-constexpr std::array<Pair, 22> kFlags{{
+/// CLI flags still named by the import and checkpoint rewrite code -> the studio field that sets the
+/// same thing (import dialog, checkpoint rewrite dialog).
+constexpr std::array<Pair, 14> kFlags{{
     {"--model-config", "Hugging Face config.json"},
     {"--model", "Model"},
     {"--experts", "Experts E"},
@@ -34,10 +49,6 @@ constexpr std::array<Pair, 22> kFlags{{
     {"--moe-layers", "MoE layers"},
     {"--layers", "Decoder layers"},
     {"--format", "Format"},
-    {"--first", "First N in numeric id order"},
-    {"--random", "N random samples"},
-    {"--split-groups", "windows of G whole GRPO groups"},
-    {"--split", "windows of N samples"},
     {"--layer-map", "Layer map"},
     {"--device", "Device"},
     {"--input", "Input checkpoint"},
@@ -45,35 +56,46 @@ constexpr std::array<Pair, 22> kFlags{{
     {"--permute-router", "Permute router rows"},
     {"--verify", "Verify"},
     {"--workers", "Workers"},
-    {"--topology", "Topology"},
-    {"--db", "library"},
-    {"--trace", "trace"},
-    {"--window", "window"},
 }};
 
-/// The CLI flags above, then every planner budget's flag (core/plan/budget_table.h) -> its field.
-const std::vector<Pair>& flagFields() {
-    static const std::vector<Pair> all = [] {
-        std::vector<Pair> v(kFlags.begin(), kFlags.end());
-        for (const BudgetRow& row : budget_table())
-            if (row.flag) v.emplace_back(row.flag, row.label);
-        return v;
-    }();
-    return all;
+QString quotedLabel(const QString& label) {
+    return QLatin1Char('"') + label + QLatin1Char('"');
 }
 
 } // namespace
+
+QString guiSettingText(const Setting& setting) {
+    QString label;
+    if (const BudgetRow* row = find_budget(setting.key)) {
+        label = QString::fromUtf8(row->label);
+    } else {
+        for (const auto& [key, text] : kSettingLabels)
+            if (setting.key == key) label = QCoreApplication::translate("Settings", text);
+    }
+    if (label.isEmpty()) return QString::fromStdString(setting.words);
+    QString out = quotedLabel(label);
+    if (!setting.value.empty()) out += QStringLiteral(" = ") + QString::fromStdString(setting.value);
+    return out;
+}
+
+QString guiErrorText(const std::exception& e) {
+    if (dynamic_cast<const std::bad_alloc*>(&e)) return QStringLiteral("out of memory");
+    if (const auto* input = dynamic_cast<const InputError*>(&e))
+        return guiFieldText(
+            QString::fromStdString(input->reworded([](const Setting& s) { return guiSettingText(s).toStdString(); })));
+    return QString::fromStdString(e.what());
+}
 
 QString guiFieldText(const QString& message) {
     QString out = message;
     for (const auto& [cli, gui] : kPhrases)
         out.replace(QLatin1String(cli), QLatin1String(gui));
-    for (const auto& [flag, field] : flagFields()) {
-        // The flag as a whole word ("--split" is not the start of "--split-groups"), with its value
-        // when a number follows: "--split 40" -> "windows of N samples" = 40.
+    for (const auto& [flag, field] : kFlags) {
+        // The flag as a whole word ("--model" is not the start of "--model-config"), with its value
+        // when a number follows: "--workers 0" -> "Workers" = 0.
         const QRegularExpression re(QStringLiteral("(?<![\\w-])%1(?![\\w-])( (-?[0-9][0-9.]*))?")
                                         .arg(QRegularExpression::escape(QLatin1String(flag))));
-        const QString quoted = QLatin1Char('"') + QLatin1String(field) + QLatin1Char('"');
+        const QString quoted = quotedLabel(QLatin1String(field));
         QString next;
         qsizetype at = 0;
         for (auto it = re.globalMatch(out); it.hasNext();) {
@@ -86,10 +108,6 @@ QString guiFieldText(const QString& message) {
         next += out.mid(at);
         out = next;
     }
-    // Planner budget JSON keys (check_planner_budgets with BudgetNames::Keys) -> the editor's field.
-    for (const BudgetRow& row : budget_table())
-        out.replace(QStringLiteral("budget '%1'").arg(QLatin1String(row.key)),
-                    QLatin1Char('"') + QString::fromUtf8(row.label) + QLatin1Char('"'));
     return out;
 }
 

@@ -76,13 +76,6 @@ QString importSummaryText(const QString& name, const ImportSummary& s) {
 
 // --- ImportJob ---
 
-struct ImportJob::Outcome {
-    enum Kind { Ok, Failed, Cancelled } kind = Failed;
-    QString name;
-    ImportSummary summary;
-    QString message;
-};
-
 ImportJob::ImportJob(QObject* parent)
     : QObject(parent), tracker_(new JobTracker(JobTracker::Policy::EveryResult, 1, false, this)) {
     qRegisterMetaType<routepack::views::ImportProgressInfo>();
@@ -96,7 +89,7 @@ ImportJob::~ImportJob() {
 bool ImportJob::start(const ImportRequest& request) {
     if (isRunning()) return false;
     const qint64 cancel_after = cancelAfter_;
-    tracker_->start<Outcome>(
+    tracker_->start<ImportSummary>(
         [this, request, cancel_after](JobContext& context) {
             std::atomic<bool>* cancel = context.cancelFlag();
             auto on_progress = [&](const ImportProgress& p) {
@@ -111,38 +104,19 @@ bool ImportJob::start(const ImportRequest& request) {
                 info.currentFile = QString::fromStdString(p.current_file);
                 context.post([this, info] { Q_EMIT progress(info); });
             };
-            Outcome outcome;
-            outcome.name = request.traceName;
-            try {
-                // One connection per thread: this worker's own.
-                auto lib = storage::Library::open(request.library.toStdString(), storage::OpenMode::Create);
-                outcome.summary = lib->import_trace(request.traceName.toStdString(), to_paths(request.inputs),
-                                                    request.options, on_progress, cancel);
-                outcome.kind = Outcome::Ok;
-            } catch (const Cancelled&) {
-                outcome.kind = Outcome::Cancelled;
-            } catch (const std::bad_alloc&) {
-                outcome.kind = Outcome::Failed;
-                outcome.message = tr("out of memory while importing");
-            } catch (const std::exception& e) {
-                outcome.kind = Outcome::Failed;
-                outcome.message = QString::fromStdString(e.what());
-            }
-            return outcome;
+            // One connection per thread: this worker's own.
+            auto lib = storage::Library::open(request.library.toStdString(), storage::OpenMode::Create);
+            return lib->import_trace(request.traceName.toStdString(), to_paths(request.inputs), request.options,
+                                     on_progress, cancel);
         },
-        [this](quint64, const std::shared_ptr<const Outcome>& o) {
-            if (!o) return;
-            switch (o->kind) {
-            case Outcome::Ok:
-                Q_EMIT finished(o->name, o->summary);
-                break;
-            case Outcome::Cancelled:
+        [this, name = request.traceName](quint64, const std::shared_ptr<const ImportSummary>& summary) {
+            Q_EMIT finished(name, *summary);
+        },
+        [this](quint64, const JobFailure& failure) {
+            if (failure.kind == JobFailure::Kind::Cancelled)
                 Q_EMIT cancelled();
-                break;
-            case Outcome::Failed:
-                Q_EMIT failed(o->message);
-                break;
-            }
+            else
+                Q_EMIT failed(failure.text);
         });
     return true;
 }
@@ -313,7 +287,7 @@ ImportDialog::ImportDialog(const QString& library, QWidget* parent)
         setBusy(false);
         progress_->setValue(0);
         progress_->setFormat(QString());
-        showError(tr("Import failed; nothing was written. %1").arg(guiFieldText(message)));
+        showError(tr("Import failed; nothing was written. %1").arg(message));
     });
     connect(job_, &ImportJob::cancelled, this, [this] {
         setBusy(false);
@@ -444,8 +418,8 @@ void ImportDialog::inputsChanged() {
     detects_->start<DetectedInput>(
         [list](JobContext&) { return detectInputFormat(list); },
         [this](quint64, const std::shared_ptr<const DetectedInput>& found) {
-            detected_ = found ? found->format : QString();
-            detectedStack_ = found ? found->stack : QString();
+            detected_ = found->format;
+            detectedStack_ = found->stack;
             format_->setItemText(0, detected_.isEmpty()
                                         ? tr("Auto-detect (not recognized)")
                                         : tr("Auto-detect (detected: %1, %2)").arg(detected_, detectedStack_));
@@ -495,7 +469,7 @@ std::optional<ImportRequest> ImportDialog::request(QString* error) const {
             break;
         }
     } catch (const std::exception& e) {
-        return fail(guiFieldText(QString::fromStdString(e.what())));
+        return fail(guiErrorText(e));
     }
     return r;
 }

@@ -66,13 +66,13 @@ Q_SIGNALS:
     void progress(const routepack::views::ImportProgressInfo& info);
     /// The trace was imported (committed).
     void finished(const QString& traceName, const routepack::ImportSummary& summary);
-    /// The import failed; `message` is the error in words (InputError's message); nothing was written.
+    /// The import failed; `message` is the error in the studio's words (JobFailure::text); nothing
+    /// was written.
     void failed(const QString& message);
     /// The import was cancelled; nothing was written.
     void cancelled();
 
 private:
-    struct Outcome;
     JobTracker* tracker_ = nullptr;
     qint64 cancelAfter_ = 0;
 };

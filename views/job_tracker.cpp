@@ -1,9 +1,45 @@
 #include "views/job_tracker.h"
 
+#include "core/util/errors.h"
+#include "storage/library.h"
+#include "views/gui_text.h"
+
 #include <QMetaObject>
 #include <QThreadPool>
 
+#include <new>
+
 namespace routepack::views {
+
+JobFailure JobFailure::of(const std::exception_ptr& error) {
+    JobFailure f;
+    f.text = QStringLiteral("the job failed without an error message");
+    if (!error) return f;
+    try {
+        std::rethrow_exception(error);
+    } catch (const Cancelled& e) {
+        f.kind = Kind::Cancelled;
+        f.text = guiErrorText(e);
+    } catch (const storage::LibraryBusy& e) {
+        f.kind = Kind::Busy;
+        f.text = guiErrorText(e);
+    } catch (const storage::LibraryReadOnly& e) {
+        f.kind = Kind::ReadOnly;
+        f.text = guiErrorText(e);
+    } catch (const InputError& e) {
+        f.kind = Kind::Input;
+        f.text = guiErrorText(e);
+    } catch (const std::bad_alloc& e) {
+        f.kind = Kind::OutOfMemory;
+        f.text = guiErrorText(e);
+    } catch (const std::exception& e) {
+        f.text = guiErrorText(e);
+    } catch (...) {
+        // Not a std::exception: the text above.
+    }
+    if (f.text.isEmpty()) f.text = QStringLiteral("the job failed without an error message");
+    return f;
+}
 
 bool ProgressThrottle::pass(bool force, Clock::time_point now) {
     if (reported_ && !force && now - last_ < kInterval) return false;
@@ -32,6 +68,7 @@ struct JobTracker::Job {
     std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
     ErasedWork work;
     ErasedDone done;
+    FailedFn failed;
     std::function<void(quint64)> stale;
 };
 
@@ -45,13 +82,14 @@ JobTracker::~JobTracker() {
     shutdown();
 }
 
-quint64 JobTracker::startErased(ErasedWork work, ErasedDone done, std::function<void(quint64)> stale) {
+quint64 JobTracker::startErased(ErasedWork work, ErasedDone done, FailedFn failed, std::function<void(quint64)> stale) {
     if (policy_ == Policy::LatestResult) invalidate();
     auto job = std::make_shared<Job>();
     job->id = nextId_++;
     job->generation = generation_;
     job->work = std::move(work);
     job->done = std::move(done);
+    job->failed = std::move(failed);
     job->stale = std::move(stale);
     if (shutDown_) return job->id; // never runs
     pending_.push_back(job);
@@ -68,23 +106,33 @@ void JobTracker::launchPending() {
         pool_->start([this, job] {
             JobContext context(this, job->id, job->generation, job->cancel);
             std::shared_ptr<const void> result;
+            JobFailure failure;
             try {
                 result = job->work(context);
             } catch (...) {
-                result.reset(); // documented: a work function that throws ends with a null result
+                result.reset();
+                failure = JobFailure::of(std::current_exception()); // worded here, off the GUI thread
             }
             // Queued behind every value the work posted: the end arrives last.
             QMetaObject::invokeMethod(
-                this, [this, job, result = std::move(result)]() { onEnded(job, result); }, Qt::QueuedConnection);
+                this,
+                [this, job, result = std::move(result), failure = std::move(failure)]() {
+                    onEnded(job, result, failure);
+                },
+                Qt::QueuedConnection);
         });
     }
 }
 
-void JobTracker::onEnded(const std::shared_ptr<Job>& job, const std::shared_ptr<const void>& result) {
+void JobTracker::onEnded(const std::shared_ptr<Job>& job, const std::shared_ptr<const void>& result,
+                         const JobFailure& failure) {
     running_.erase(job->id);
     if (shutDown_) return;
     if (job->generation == generation_) {
-        job->done(job->id, result);
+        if (result)
+            job->done(job->id, result);
+        else if (job->failed)
+            job->failed(job->id, failure);
     } else if (job->stale) {
         job->stale(job->id);
     }

@@ -6,16 +6,20 @@
 // annealing level) is delivered only while the job's generation is still current, so the latest
 // request wins and answers about what is no longer shown are dropped. Cancel is cooperative: a job's
 // cancel flag is handed to the core functions that poll one (plan_window, import_trace,
-// rewrite_checkpoint). ProgressThrottle is the one rate limit of progress reports (50 ms).
+// rewrite_checkpoint). A work function that throws ends its job with a JobFailure: the error's kind
+// (from its type) and its text in the studio's words (guiErrorText, views/gui_text.h), the one
+// rendering of a failed job. ProgressThrottle is the one rate limit of progress reports (50 ms).
 //
 // Users: PlanJobQueue (planning and restoring saved runs), ImportJob (trace import), RewriteJob
 // (rewrite checks and rewrites), and the one-shot loads of the studio (sample table, demo library,
 // format detection, device query). Worker code never touches widgets; it only computes values.
 #include <QObject>
+#include <QString>
 
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
@@ -45,6 +49,27 @@ private:
     bool reported_ = false;
     Clock::time_point last_{};
     std::string stage_;
+};
+
+/// Why a job ended without a result: what its work function threw, classified by the error's type
+/// and worded once.
+struct JobFailure {
+    enum class Kind {
+        Cancelled,   ///< routepack::Cancelled: the job's cancel flag stopped it
+        Busy,        ///< storage::LibraryBusy: another process holds the library; the same job may succeed later
+        ReadOnly,    ///< storage::LibraryReadOnly: the library cannot be written
+        Input,       ///< any other InputError: bad input (a file, a field, a setting)
+        OutOfMemory, ///< std::bad_alloc
+        Internal,    ///< anything else: a broken contract
+    };
+    Kind kind = Kind::Internal;
+    /// The error in the studio's words (guiErrorText: settings named by their fields' labels; "out of
+    /// memory"; "cancelled"); never empty.
+    QString text;
+
+    /// The failure of exception `error` (a null pointer or a non-std::exception: Internal, "the job
+    /// failed without an error message").
+    static JobFailure of(const std::exception_ptr& error);
 };
 
 class JobTracker;
@@ -95,8 +120,10 @@ private:
 /// superseded job is not cancelled: it runs to its end (its side effects, such as a saved run, still
 /// happen) and only its delivery is dropped.
 ///
-/// Errors: a work function reports failure inside its result; it should not throw. Should one throw
-/// anyway, `done` receives a null result.
+/// Errors: a work function that cannot deliver its result throws (InputError, Cancelled, ...); the
+/// tracker turns what it threw into a JobFailure (JobFailure::of, on the worker thread) and calls
+/// `failed(id, failure)` instead of `done` (when the generation is still current, else `stale`).
+/// `done` always receives a result; a failure without a `failed` callback is dropped.
 class JobTracker : public QObject {
     Q_OBJECT
 public:
@@ -111,13 +138,19 @@ public:
     /// shutdown().
     ~JobTracker() override;
 
+    /// Called with a failed job's id and why it failed.
+    using FailedFn = std::function<void(quint64 id, const JobFailure& failure)>;
+
     /// Queues `work(context)` to run on a worker thread; returns the job id (1, 2, ...). See the class
-    /// doc for when `done` and `stale` are called.
+    /// doc for when `done`, `failed` and `stale` are called.
     template <class R>
     quint64 start(std::function<R(JobContext&)> work,
                   std::function<void(quint64 id, std::shared_ptr<const R> result)> done,
-                  // `stale` is moved into startErased below; the check takes that std::move, an argument
-                  // of a call that depends on R, for a const use. NOLINTNEXTLINE(performance-unnecessary-value-param)
+                  // `failed` and `stale` are moved into startErased below; the check takes that
+                  // std::move, an argument of a call that depends on R, for a const use.
+                  // NOLINTNEXTLINE(performance-unnecessary-value-param)
+                  FailedFn failed = {},
+                  // NOLINTNEXTLINE(performance-unnecessary-value-param)
                   std::function<void(quint64 id)> stale = {}) {
         return startErased(
             [work = std::move(work)](JobContext& context) -> std::shared_ptr<const void> {
@@ -126,7 +159,7 @@ public:
             [done = std::move(done)](quint64 id, const std::shared_ptr<const void>& result) {
                 if (done) done(id, std::static_pointer_cast<const R>(result));
             },
-            std::move(stale));
+            std::move(failed), std::move(stale));
     }
 
     /// Sets the cancel flag of running job `id`, or removes pending job `id` (`removed`). False for an
@@ -172,9 +205,10 @@ private:
     struct Job;
     using ErasedWork = std::function<std::shared_ptr<const void>(JobContext&)>;
     using ErasedDone = std::function<void(quint64, const std::shared_ptr<const void>&)>;
-    quint64 startErased(ErasedWork work, ErasedDone done, std::function<void(quint64)> stale);
+    quint64 startErased(ErasedWork work, ErasedDone done, FailedFn failed, std::function<void(quint64)> stale);
     void launchPending();
-    void onEnded(const std::shared_ptr<Job>& job, const std::shared_ptr<const void>& result);
+    /// On the tracker's thread: a job's result, or (null result) its failure.
+    void onEnded(const std::shared_ptr<Job>& job, const std::shared_ptr<const void>& result, const JobFailure& failure);
     void postFor(quint64 generation, std::function<void()> fn);
 
     Policy policy_;

@@ -3,6 +3,7 @@
 #include "core/plan/plan_file.h"
 #include "core/util/errors.h"
 #include "storage/library.h"
+#include "views/gui_text.h"
 
 #include <QDateTime>
 #include <QElapsedTimer>
@@ -41,11 +42,6 @@ template <class Fn> auto retryWhileBusy(Fn&& save, const std::atomic<bool>& stop
     }
 }
 
-QString describe(const std::exception& e) {
-    if (dynamic_cast<const std::bad_alloc*>(&e)) return QStringLiteral("out of memory while planning");
-    return QString::fromStdString(e.what());
-}
-
 } // namespace
 
 PlanJobQueue::PlanJobQueue(QObject* parent)
@@ -70,17 +66,23 @@ quint64 PlanJobQueue::enqueue(const PlanJobRequest& request) {
     // The id the tracker will hand out: jobStarted is emitted inside start() when nothing runs.
     const quint64 id = tracker_->nextId();
     jobs_[id] = {rq.label, rq.library};
-    const quint64 started = tracker_->start<Outcome>(
+    const quint64 started = tracker_->start<PlanJobResult>(
         [this, rq, weights = weights_](JobContext& context) { return run(rq, weights, context); },
-        [this](quint64 job, const std::shared_ptr<const Outcome>& outcome) { onEnded(job, outcome, false); },
-        [this](quint64 job) { onEnded(job, nullptr, true); });
+        [this](quint64 job, const std::shared_ptr<const PlanJobResult>& result) {
+            forget(job);
+            Q_EMIT finished(*result);
+        },
+        [this](quint64 job, const JobFailure& failure) {
+            forget(job);
+            Q_EMIT failed(job, failure.text);
+        },
+        [this](quint64 job) { Q_EMIT staleDropped(job, forget(job)); });
     Q_ASSERT(started == id);
     return started;
 }
 
-PlanJobQueue::Outcome PlanJobQueue::run(const PlanJobRequest& request, const StageWeights& weights,
-                                        JobContext& context) {
-    Outcome out;
+PlanJobResult PlanJobQueue::run(const PlanJobRequest& request, const StageWeights& weights, JobContext& context) {
+    PlanJobResult out;
     QElapsedTimer timer;
     timer.start();
     const quint64 id = context.id();
@@ -122,55 +124,48 @@ PlanJobQueue::Outcome PlanJobQueue::run(const PlanJobRequest& request, const Sta
         } else {
             plan = std::make_shared<PlanResult>(plan_window(in, on_event, context.cancelFlag()));
         }
-        out.result.window = std::make_shared<const Trace>(std::move(in.window));
-        out.result.plan = plan;
-        out.ok = true;
+        out.window = std::make_shared<const Trace>(std::move(in.window));
+        out.plan = plan;
         if (request.saveRun && request.restoreRun <= 0) {
             try {
                 // Another process (an import, a second studio) may hold the library for a
                 // while: keep the finished plan and try again before giving up.
-                out.result.runId =
+                out.runId =
                     retryWhileBusy([&] { return lib->save_run(*plan, request.topologyName.toStdString(), started).id; },
                                    context.shutdownFlag());
             } catch (const std::exception& e) {
-                out.result.saveError = describe(e);
+                out.saveError = guiErrorText(e);
             }
         }
     } catch (const std::exception& e) {
-        out.error = describe(e);
+        // Record the failed run (in the library's words), then let the tracker report the error.
         if (request.saveRun && request.restoreRun <= 0 && lib) {
             try {
                 retryWhileBusy(
                     [&] {
                         return lib->save_failed_run(request.trace.toStdString(), request.window.toStdString(),
                                                     request.topologyName.toStdString(), request.topology,
-                                                    request.budgets, out.error.toStdString(), started);
+                                                    request.budgets, e.what(), started);
                     },
                     context.shutdownFlag());
             } catch (const std::exception&) {
                 // The failure itself is what the user needs to see; a record of it is secondary.
             }
         }
+        throw; // the connection closes while the exception leaves: before the GUI hears of the end
     }
     lib.reset(); // close this thread's connection before the GUI hears of the end
-    out.result.job = id;
-    out.result.seconds = static_cast<double>(timer.nsecsElapsed()) / 1e9;
+    out.job = id;
+    out.seconds = static_cast<double>(timer.nsecsElapsed()) / 1e9;
     return out;
 }
 
-void PlanJobQueue::onEnded(quint64 job, const std::shared_ptr<const Outcome>& outcome, bool stale) {
+QString PlanJobQueue::forget(quint64 job) {
     const auto it = jobs_.find(job);
-    const QString library = it != jobs_.end() ? it->second.second : QString();
-    if (it != jobs_.end()) jobs_.erase(it);
-    if (stale) {
-        Q_EMIT staleDropped(job, library);
-    } else if (!outcome) {
-        Q_EMIT failed(job, QStringLiteral("the planner job ended without a result"));
-    } else if (outcome->ok) {
-        Q_EMIT finished(outcome->result);
-    } else {
-        Q_EMIT failed(job, outcome->error);
-    }
+    if (it == jobs_.end()) return {};
+    const QString library = it->second.second;
+    jobs_.erase(it);
+    return library;
 }
 
 bool PlanJobQueue::cancel(quint64 id) {

@@ -103,7 +103,8 @@ Q_SIGNALS:
     /// One finished temperature level of the running job (live convergence).
     void levelFinished(quint64 job, const routepack::LevelStats& level);
     void finished(const routepack::views::PlanJobResult& result);
-    /// The planner (or loading the window) failed; `message` is the error in words (InputError's).
+    /// The planner (or loading the window) failed; `message` is the error in the studio's words
+    /// (JobFailure::text: budgets named by their fields' labels).
     void failed(quint64 job, const QString& message);
     /// A queued job was removed by cancel() before it started.
     void cancelledQueued(quint64 job);
@@ -114,16 +115,11 @@ Q_SIGNALS:
     void idle();
 
 private:
-    /// What the worker hands back: the result, or the error in words.
-    struct Outcome {
-        PlanJobResult result;
-        QString error;
-        bool ok = false;
-    };
-    /// The worker's part: opens its own library connection, plans (or restores) and saves.
-    Outcome run(const PlanJobRequest& request, const StageWeights& weights, JobContext& context);
-    /// On the GUI thread: `finished`, `failed` or (`stale`) `staleDropped`.
-    void onEnded(quint64 job, const std::shared_ptr<const Outcome>& outcome, bool stale);
+    /// The worker's part: opens its own library connection, plans (or restores) and saves. Throws
+    /// what planning threw (after saving the failed run when the job saves runs).
+    PlanJobResult run(const PlanJobRequest& request, const StageWeights& weights, JobContext& context);
+    /// Drops the ended job's entry of jobs_; returns its library file ("" when unknown).
+    QString forget(quint64 job);
 
     JobTracker* tracker_ = nullptr;
     StageWeights weights_ = StageWeights::defaults();

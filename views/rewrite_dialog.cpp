@@ -31,12 +31,6 @@ namespace {
 /// Style of error text: white on red, readable in light and dark palettes.
 const char* const kErrorStyle = "color: white; background-color: #b3261e; padding: 4px; border-radius: 3px;";
 
-QString words(const std::exception& e, const char* while_doing) {
-    if (dynamic_cast<const std::bad_alloc*>(&e))
-        return QStringLiteral("out of memory while %1").arg(QLatin1String(while_doing));
-    return guiFieldText(QString::fromStdString(e.what())); // the core's words name CLI flags
-}
-
 /// The facts of a checked rewrite.
 RewriteCheck describe(const gpu::RewritePlan& p) {
     RewriteCheck c;
@@ -109,18 +103,16 @@ quint64 RewriteJob::check(const gpu::RewriteRequest& request) {
     const quint64 id = nextId_++;
     checks_->start<RewriteCheck>(
         [id, request](JobContext&) {
-            RewriteCheck c;
-            try {
-                c = describe(gpu::plan_rewrite(request));
-            } catch (const std::exception& e) {
-                c = RewriteCheck{};
-                c.error = words(e, "checking the rewrite");
-            }
+            RewriteCheck c = describe(gpu::plan_rewrite(request));
             c.id = id;
             return c;
         },
-        [this](quint64, const std::shared_ptr<const RewriteCheck>& c) {
-            if (c) Q_EMIT checked(*c);
+        [this](quint64, const std::shared_ptr<const RewriteCheck>& c) { Q_EMIT checked(*c); },
+        [this, id](quint64, const JobFailure& failure) {
+            RewriteCheck c;
+            c.id = id;
+            c.error = failure.text;
+            Q_EMIT checked(c);
         });
     return id;
 }
@@ -132,19 +124,13 @@ void RewriteJob::dropPendingChecks() {
 quint64 RewriteJob::start(const gpu::RewriteRequest& request) {
     if (isRunning()) return 0;
     const quint64 id = nextId_++;
-    enum Kind { Ok, Failed, Cancelled };
-    struct Result {
-        Kind kind = Failed;
-        RewriteOutcome outcome;
-        QString message;
-    };
     const bool cancelAtFirst = cancelAtFirstProgress_;
-    rewrites_->start<Result>(
+    rewrites_->start<RewriteOutcome>(
         [this, id, request, cancelAtFirst](JobContext& context) {
             std::atomic<bool>* cancel = context.cancelFlag();
-            Result res;
-            res.outcome.id = id;
-            res.outcome.output = QString::fromStdString(request.output.string());
+            RewriteOutcome outcome;
+            outcome.id = id;
+            outcome.output = QString::fromStdString(request.output.string());
             // Progress, throttled here on the worker: only values cross to the GUI thread.
             bool first = true;
             const gpu::RewriteProgressFn on_progress = [&](const std::string& stage, std::uint64_t done,
@@ -155,37 +141,17 @@ quint64 RewriteJob::start(const gpu::RewriteRequest& request) {
                 const double f = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
                 context.post([this, s = QString::fromStdString(stage), f] { Q_EMIT progress(s, f); });
             };
-            try {
-                // The facts to report (rewrite_checkpoint plans again: headers only, cheap), then the rewrite.
-                res.outcome.check = describe(gpu::plan_rewrite(request));
-                res.outcome.report = gpu::rewrite_checkpoint(request, on_progress, cancel);
-                res.kind = Ok;
-            } catch (const InputError& e) {
-                if (cancel->load() && std::string(e.what()) == "cancelled") {
-                    res.kind = Cancelled;
-                } else {
-                    res.kind = Failed;
-                    res.message = guiFieldText(QString::fromStdString(e.what()));
-                }
-            } catch (const std::exception& e) {
-                res.kind = Failed;
-                res.message = words(e, "rewriting");
-            }
-            return res;
+            // The facts to report (rewrite_checkpoint plans again: headers only, cheap), then the rewrite.
+            outcome.check = describe(gpu::plan_rewrite(request));
+            outcome.report = gpu::rewrite_checkpoint(request, on_progress, cancel);
+            return outcome;
         },
-        [this](quint64, const std::shared_ptr<const Result>& res) {
-            if (!res) return;
-            switch (res->kind) {
-            case Ok:
-                Q_EMIT finished(res->outcome);
-                break;
-            case Cancelled:
+        [this](quint64, const std::shared_ptr<const RewriteOutcome>& outcome) { Q_EMIT finished(*outcome); },
+        [this](quint64, const JobFailure& failure) {
+            if (failure.kind == JobFailure::Kind::Cancelled)
                 Q_EMIT cancelled();
-                break;
-            case Failed:
-                Q_EMIT failed(res->message);
-                break;
-            }
+            else
+                Q_EMIT failed(failure.text);
         });
     return id;
 }
@@ -380,12 +346,17 @@ RewriteDialog::RewriteDialog(QWidget* parent) : QDialog(parent), job_(new Rewrit
 
     // What the machine can run on: the CUDA runtime may take a while to answer, so ask off the GUI thread.
     devices_ = new JobTracker(JobTracker::Policy::EveryResult, 1, false, this);
-    devices_->start<QString>([](JobContext&) { return QString::fromStdString(gpu::query_devices().description); },
-                             [this](quint64, const std::shared_ptr<const QString>& description) {
-                                 deviceDescription_ = description ? *description : QString();
-                                 deviceInfo_->setText(deviceDescription_);
-                                 Q_EMIT devicesQueried(deviceDescription_);
-                             });
+    auto showDevices = [this](const QString& description) {
+        deviceDescription_ = description;
+        deviceInfo_->setText(deviceDescription_);
+        Q_EMIT devicesQueried(deviceDescription_);
+    };
+    devices_->start<QString>(
+        [](JobContext&) { return QString::fromStdString(gpu::query_devices().description); },
+        [showDevices](quint64, const std::shared_ptr<const QString>& description) { showDevices(*description); },
+        [showDevices](quint64, const JobFailure& failure) {
+            showDevices(tr("Cannot query the devices: %1").arg(failure.text));
+        });
 
     summary_->setPlainText(tr("Check reads the checkpoint's headers and shows what the rewrite will move."));
     resize(760, 580);
@@ -405,7 +376,7 @@ bool RewriteDialog::usePlan(const std::function<PlanFile()>& load, const QString
         showPlanInfo();
         updateLayerMapError();
         fieldsChanged();
-        showError(tr("Cannot use the plan: "), words(e, "reading the plan"));
+        showError(tr("Cannot use the plan: "), guiErrorText(e));
         return false;
     }
     showPlanInfo();
@@ -441,7 +412,7 @@ bool RewriteDialog::loadMapFile(const QString& path) {
         showPlanInfo();
         updateLayerMapError();
         fieldsChanged();
-        showError(tr("Cannot use the expert map: "), words(e, "reading the expert map"));
+        showError(tr("Cannot use the expert map: "), guiErrorText(e));
         return false;
     }
     showPlanInfo();
@@ -526,7 +497,7 @@ std::optional<gpu::RewriteRequest> RewriteDialog::request(QString* error) const 
         r.verify = verify_->isChecked();
         return r;
     } catch (const std::exception& e) {
-        return fail(guiFieldText(QString::fromStdString(e.what())));
+        return fail(guiErrorText(e));
     }
 }
 
@@ -653,7 +624,7 @@ void RewriteDialog::updateLayerMapError() {
         try {
             gpu::parse_layer_map(text.toStdString(), *layers);
         } catch (const std::exception& e) {
-            layerMapError_ = guiFieldText(QString::fromStdString(e.what()));
+            layerMapError_ = guiErrorText(e);
         }
     }
     layerMapNote_->setText(layerMapError_);

@@ -33,7 +33,7 @@ namespace routepack::views {
 /// What Check found: the facts of gpu::plan_rewrite's RewritePlan, or why the rewrite is refused.
 struct RewriteCheck {
     quint64 id = 0;  ///< RewriteJob::check's id (0 for the facts of a rewrite)
-    bool ok = false; ///< false: `error` says why (plan_rewrite's InputError message, verbatim)
+    bool ok = false; ///< false: `error` says why (plan_rewrite's error as JobFailure::text words it)
     QString error;
     QString scheme;                    ///< hf-per-expert | hf-stacked | megatron-stacked
     int experts = 0;                   ///< experts per MoE layer of the checkpoint
@@ -91,8 +91,8 @@ Q_SIGNALS:
     void progress(const QString& stage, double fraction);
     /// The rewrite is complete and renamed into place.
     void finished(const routepack::views::RewriteOutcome& outcome);
-    /// The rewrite was refused or failed; `message` is the error in words (InputError's message);
-    /// nothing was left at the output.
+    /// The rewrite was refused or failed; `message` is the error in the studio's words
+    /// (JobFailure::text); nothing was left at the output.
     void failed(const QString& message);
     /// The rewrite was cancelled; nothing was left at the output.
     void cancelled();

@@ -146,29 +146,24 @@ void RunView::start() {
     showEmpty(tr("Reading the saved runs of %1…").arg(trace_));
     const std::string file = library_.toStdString(), trace = trace_.toStdString();
     tracker_->start<RunSeriesSet>(
-        [file, trace](JobContext& ctx) -> RunSeriesSet {
-            try {
-                auto lib = storage::Library::open(file, storage::OpenMode::ReadOnly); // this thread's own
-                return compute_run_series(*lib, trace, ctx.cancelFlag());
-            } catch (const std::exception& e) {
-                RunSeriesSet s;
-                s.trace = trace;
-                s.error = e.what();
-                return s;
-            }
+        [file, trace](JobContext& ctx) {
+            auto lib = storage::Library::open(file, storage::OpenMode::ReadOnly); // this thread's own
+            return compute_run_series(*lib, trace, ctx.cancelFlag());
         },
         [this](quint64, const std::shared_ptr<const RunSeriesSet>& set) {
             loading_ = false;
+            showResult(set);
+        },
+        [this, trace](quint64, const JobFailure& failure) {
+            loading_ = false;
+            auto set = std::make_shared<RunSeriesSet>();
+            set->trace = trace;
+            set->error = failure.text.toStdString();
             showResult(set);
         });
 }
 
 void RunView::showResult(std::shared_ptr<const RunSeriesSet> set) {
-    if (!set) {
-        auto s = std::make_shared<RunSeriesSet>();
-        s->error = "reading the runs failed";
-        set = s;
-    }
     data_ = std::move(set);
     {
         QSignalBlocker block(topologyBox_);

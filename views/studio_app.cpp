@@ -1,6 +1,7 @@
 #include "views/studio_app.h"
 
 #include "storage/demo.h"
+#include "views/gui_text.h"
 #include "views/plan_views.h"
 #include "views/studio_window.h"
 
@@ -55,7 +56,7 @@ bool runHeadlessDemo(const QString& folder, HeadlessOutput* output, QString* err
         if (output) *output = out;
         return true;
     } catch (const std::exception& e) {
-        if (error) *error = QString::fromStdString(e.what());
+        if (error) *error = guiErrorText(e);
         return false;
     }
 }

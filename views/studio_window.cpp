@@ -58,12 +58,6 @@ constexpr int kGuiBusyTimeoutMs = 200;
 /// Width of the sample pane (table and length histogram) at the first start, in pixels.
 constexpr int kSamplePaneWidth = 380;
 
-/// What a sample-loading worker hands back.
-struct SampleLoad {
-    std::shared_ptr<const SampleTableData> data;
-    QString error;
-};
-
 } // namespace
 
 StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
@@ -162,7 +156,7 @@ StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
     connect(jobs_, &PlanJobQueue::failed, this, [this](quint64 job, const QString& message) {
         replay_.takeRestore(job);
         refreshLibrary();
-        setStatus(tr("Planner failed: %1").arg(guiFieldText(message)), true);
+        setStatus(tr("Planner failed: %1").arg(message), true);
     });
     connect(jobs_, &PlanJobQueue::staleDropped, this, [this](quint64 job, const QString& library) {
         replay_.takeRestore(job);
@@ -535,19 +529,23 @@ void StudioWindow::clearStaleError() {
     if (statusError_) setStatus(QString());
 }
 
+std::unique_ptr<storage::Library>
+openStudioLibrary(const std::function<std::unique_ptr<storage::Library>(storage::OpenMode)>& open, bool create) {
+    try {
+        return open(create ? storage::OpenMode::Create : storage::OpenMode::ReadWrite);
+    } catch (const storage::LibraryReadOnly&) {
+        if (create) throw;
+    }
+    return open(storage::OpenMode::ReadOnly); // a library we may only read still opens, read-only
+}
+
 bool StudioWindow::openLibrary(const QString& file, bool create, QString* error) {
     std::unique_ptr<storage::Library> lib;
     try {
-        try {
-            lib = storage::Library::open(file.toStdString(),
-                                         create ? storage::OpenMode::Create : storage::OpenMode::ReadWrite);
-        } catch (const InputError& e) {
-            // A library we may only read still opens, read-only (no import, no saved runs).
-            if (create || !std::string(e.what()).ends_with("library is read-only (cannot write)")) throw;
-            lib = storage::Library::open(file.toStdString(), storage::OpenMode::ReadOnly);
-        }
+        lib = openStudioLibrary(
+            [path = file.toStdString()](storage::OpenMode mode) { return storage::Library::open(path, mode); }, create);
     } catch (const std::exception& e) {
-        const QString why = QString::fromStdString(e.what());
+        const QString why = guiErrorText(e);
         if (error) *error = why;
         setStatus(tr("Cannot open library: %1").arg(why), true);
         return false;
@@ -583,7 +581,7 @@ bool StudioWindow::openLibrary(const QString& file, bool create, QString* error)
     try {
         editor_->setLibraryTopologies(lib_->topologies());
     } catch (const std::exception& e) {
-        setStatus(QString::fromStdString(e.what()), true);
+        setStatus(guiErrorText(e), true);
     }
     sampleHeader_->setText(tr("Select a trace or a window in the library."));
     const auto& snap = tree_->snapshot();
@@ -638,23 +636,22 @@ void StudioWindow::openDemoLibrary() {
     setStatus(tr("Building the demo library in %1 (synthetic GRPO window: synth, import, window, plan)…").arg(dir));
     jobProgress_->setRange(0, 0);
     jobProgress_->show();
-    demoBuild_->start<QString>(
-        [dir](JobContext&) -> QString {
-            try {
-                storage::build_demo(dir.toStdString());
-                return {};
-            } catch (const std::exception& e) {
-                return QString::fromStdString(e.what());
-            }
+    auto ended = [this] {
+        jobProgress_->setRange(0, 1000);
+        if (!jobs_->isBusy()) jobProgress_->hide();
+    };
+    demoBuild_->start<bool>(
+        [dir](JobContext&) {
+            storage::build_demo(dir.toStdString());
+            return true;
         },
-        [this, file, finish](quint64, const std::shared_ptr<const QString>& error) {
-            jobProgress_->setRange(0, 1000);
-            if (!jobs_->isBusy()) jobProgress_->hide();
-            if (!error || !error->isEmpty()) {
-                setStatus(tr("Could not build the demo library: %1").arg(error ? *error : QString()), true);
-                return;
-            }
+        [this, file, finish, ended](quint64, const std::shared_ptr<const bool>&) {
+            ended();
             if (openLibrary(file)) finish();
+        },
+        [this, ended](quint64, const JobFailure& failure) {
+            ended();
+            setStatus(tr("Could not build the demo library: %1").arg(failure.text), true);
         });
 }
 
@@ -669,7 +666,7 @@ void StudioWindow::refreshLibrary() {
     try {
         tree_->setSnapshot(readLibrarySnapshot(*lib_));
     } catch (const std::exception& e) {
-        setStatus(tr("Cannot read the library: %1").arg(QString::fromStdString(e.what())), true);
+        setStatus(tr("Cannot read the library: %1").arg(guiErrorText(e)), true);
         return;
     }
     treeView_->expandAll();
@@ -789,15 +786,15 @@ void StudioWindow::loadSamples(const QString& trace, const QString& window) {
     sampleHeader_->setText(tr("Loading %1…").arg(window.isEmpty() ? trace : trace + QLatin1Char('/') + window));
     const QString file = libraryPath();
     // Latest selection wins: a load superseded by another selection (or another library) is dropped.
-    auto show = [this, trace, window](quint64, const std::shared_ptr<const SampleLoad>& load) {
-        const SampleLoad r = load ? *load : SampleLoad{nullptr, tr("Loading the samples failed.")};
+    // The loaded table, or (data null) why it could not be loaded.
+    auto show = [this, trace, window](const std::shared_ptr<const SampleTableData>& data, const QString& error) {
         clearSampleFilter();
-        samples_->setData(r.data);
+        samples_->setData(data);
         sampleView_->resizeColumnsToContents();
         sampleView_->setColumnWidth(SampleTableModel::Id,
                                     std::min(sampleView_->columnWidth(SampleTableModel::Id), 220));
-        if (!r.error.isEmpty()) {
-            sampleHeader_->setText(r.error);
+        if (!data) {
+            sampleHeader_->setText(error);
             for (const auto& t : tree_->snapshot().traces)
                 if (t.load_only && QString::fromStdString(t.name) == trace)
                     sampleHeader_->setText(tr("Trace %1: load-only (per-layer expert totals of %2 MoE layers x %3 "
@@ -811,7 +808,7 @@ void StudioWindow::loadSamples(const QString& trace, const QString& window) {
         }
         std::vector<qint64> lengths;
         qint64 total = 0;
-        for (const auto& row : r.data->rows) {
+        for (const auto& row : data->rows) {
             lengths.push_back(row.info.length);
             total += row.info.length;
         }
@@ -822,20 +819,17 @@ void StudioWindow::loadSamples(const QString& trace, const QString& window) {
         fitPresetToTrace(trace);
         Q_EMIT samplesLoaded(trace);
     };
-    sampleLoads_->start<SampleLoad>(
-        [file, trace, window](JobContext&) -> SampleLoad {
-            SampleLoad out;
-            try {
-                auto lib = storage::Library::open(file.toStdString(), storage::OpenMode::ReadOnly); // this thread's own
-                const Trace t = window.isEmpty() ? lib->load_trace(trace.toStdString())
-                                                 : lib->load_window(trace.toStdString(), window.toStdString());
-                out.data = buildSampleTable(t, trace);
-            } catch (const std::exception& e) {
-                out.error = QString::fromStdString(e.what());
-            }
-            return out;
+    sampleLoads_->start<std::shared_ptr<const SampleTableData>>(
+        [file, trace, window](JobContext&) {
+            auto lib = storage::Library::open(file.toStdString(), storage::OpenMode::ReadOnly); // this thread's own
+            const Trace t = window.isEmpty() ? lib->load_trace(trace.toStdString())
+                                             : lib->load_window(trace.toStdString(), window.toStdString());
+            return std::shared_ptr<const SampleTableData>(buildSampleTable(t, trace));
         },
-        show);
+        [show](quint64, const std::shared_ptr<const std::shared_ptr<const SampleTableData>>& data) {
+            show(*data, QString());
+        },
+        [show](quint64, const JobFailure& failure) { show(nullptr, failure.text); });
 }
 
 void StudioWindow::fitPresetToTrace(const QString& trace) {
@@ -973,7 +967,7 @@ void StudioWindow::showPlacementIfLoadOnly(const QString& trace) {
                       .arg(p->cv_identity, 0, 'f', 4)
                       .arg(p->cv_lpt, 0, 'f', 4));
     } catch (const std::exception& e) {
-        setStatus(tr("Trace %1: %2").arg(trace, QString::fromStdString(e.what())), true);
+        setStatus(tr("Trace %1: %2").arg(trace, guiErrorText(e)), true);
     }
 }
 
@@ -1093,7 +1087,7 @@ void StudioWindow::defineWindow() {
     try {
         all = lib_->samples(shownTrace_.toStdString());
     } catch (const std::exception& e) {
-        setStatus(QString::fromStdString(e.what()), true);
+        setStatus(guiErrorText(e), true);
         return;
     }
     QStringList selected;
@@ -1116,8 +1110,7 @@ void StudioWindow::defineWindow() {
         try {
             lib_->create_windows(shownTrace_.toStdString(), specs);
         } catch (const std::exception& e) {
-            setStatus(tr("Cannot create the windows (none was created): %1").arg(QString::fromStdString(e.what())),
-                      true);
+            setStatus(tr("Cannot create the windows (none was created): %1").arg(guiErrorText(e)), true);
             return;
         }
         const QString trace = shownTrace_;
@@ -1135,7 +1128,7 @@ void StudioWindow::defineWindow() {
     try {
         lib_->create_window(shownTrace_.toStdString(), dlg.windowName().toStdString(), sel->ids, sel->definition);
     } catch (const std::exception& e) {
-        setStatus(tr("Cannot create the window: %1").arg(QString::fromStdString(e.what())), true);
+        setStatus(tr("Cannot create the window: %1").arg(guiErrorText(e)), true);
         return;
     }
     const QString trace = shownTrace_;
@@ -1169,7 +1162,7 @@ void StudioWindow::saveTopology() {
         editor_->selectPreset(editor_->topologyName());
         setStatus(tr("Topology %1 saved in the library.").arg(editor_->topologyName()));
     } catch (const std::exception& e) {
-        setStatus(tr("Cannot save the topology: %1").arg(QString::fromStdString(e.what())), true);
+        setStatus(tr("Cannot save the topology: %1").arg(guiErrorText(e)), true);
     }
 }
 

@@ -15,6 +15,7 @@
 #include <QMainWindow>
 #include <QString>
 
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -51,6 +52,13 @@ struct StudioOptions {
     QString settingsOrganization = QStringLiteral("RoutePack");
     QString settingsApplication = QStringLiteral("RoutePack Studio");
 };
+
+/// How the studio opens a library file: `open(OpenMode::Create)` when `create`, else
+/// `open(OpenMode::ReadWrite)`; when that fails with storage::LibraryReadOnly (a file or folder this
+/// process may only read) and not `create`, `open(OpenMode::ReadOnly)` (no import, no saved runs).
+/// Decided by the error's type: any other error propagates, whatever its message says.
+std::unique_ptr<storage::Library>
+openStudioLibrary(const std::function<std::unique_ptr<storage::Library>(storage::OpenMode)>& open, bool create);
 
 /// The main window. Keyboard: Ctrl+O open library, Ctrl+N new library, Ctrl+I import trace,
 /// Ctrl+D define window, Ctrl+R run the planner, Esc / Ctrl+. cancel the running job, Ctrl+Shift+W

@@ -607,7 +607,7 @@ std::optional<Topology> TopologyEditor::topology(QString* error) const {
         // The topology file rules decide what is valid (one place for them).
         return parse_topology(topology_to_json(t), "topology");
     } catch (const std::exception& e) {
-        if (error) *error = QString::fromStdString(e.what());
+        if (error) *error = guiErrorText(e);
         return std::nullopt;
     }
 }
@@ -634,9 +634,9 @@ std::optional<PlannerBudgets> TopologyEditor::budgets(QString* error) const {
     }
     PlannerBudgets b = budgets();
     try {
-        check_planner_budgets(b, "budgets", BudgetNames::Keys);
+        check_planner_budgets(b, "budgets");
     } catch (const InputError& e) {
-        if (error) *error = guiFieldText(QString::fromStdString(e.what()));
+        if (error) *error = guiErrorText(e);
         return std::nullopt;
     }
     return b;

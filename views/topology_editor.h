@@ -75,8 +75,8 @@ public:
     routepack::PlannerBudgets budgets() const;
     /// The edited budgets, or nullopt with `error` set in words when a field is invalid (the seed
     /// text: "seed must be an integer in 0..18446744073709551615") or the budgets break a rule of
-    /// check_planner_budgets, in the fields' names (guiFieldText: "budgets: \"Workers\" must be ...",
-    /// "budgets: \"anytime\" must be used with a time limit > 0 ...").
+    /// check_planner_budgets, in the fields' names (guiErrorText: "budgets: \"Workers\" must be ...",
+    /// "budgets: \"Anytime\" must be used with a time limit > 0 ...").
     std::optional<routepack::PlannerBudgets> budgets(QString* error) const;
 
 Q_SIGNALS:

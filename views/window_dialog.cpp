@@ -161,7 +161,7 @@ std::optional<std::vector<WindowDialog::SplitWindow>> WindowDialog::splitWindows
             out.push_back({QString::fromStdString(names[k]), parts[k]});
         return out;
     } catch (const std::exception& e) {
-        if (error) *error = guiFieldText(QString::fromStdString(e.what()));
+        if (error) *error = guiErrorText(e);
         return std::nullopt;
     }
 }
@@ -205,7 +205,7 @@ std::optional<WindowSelection> WindowDialog::selection(QString* error) const {
             throw InputError("choose how to define the window");
         }
     } catch (const std::exception& e) {
-        if (error) *error = guiFieldText(QString::fromStdString(e.what()));
+        if (error) *error = guiErrorText(e);
         return std::nullopt;
     }
 }

@@ -19,17 +19,24 @@ std::string quoted(const std::string& s) {
     return "'" + util::printable(s) + "'";
 }
 
-void check_count(const char* flag, std::size_t n, std::size_t have, const std::string& trace) {
-    if (n < 1) throw InputError(std::string("window: ") + flag + " must be >= 1 (got 0)");
+/// The window selector `key` ("first", "random", "split") as the subject of a message, with the
+/// count it was given when `with_value`.
+Setting selector(const char* key, std::size_t n, bool with_value) {
+    const std::string value = with_value ? std::to_string(n) : std::string();
+    return {key, value, with_value ? std::string(key) + " " + value : std::string(key)};
+}
+
+void check_count(const char* key, std::size_t n, std::size_t have, const std::string& trace) {
+    if (n < 1) throw InputError("window: ", selector(key, n, false), " must be >= 1 (got 0)");
     if (n > have)
-        throw InputError(std::string("window: ") + flag + " " + std::to_string(n) + " but trace " + quoted(trace) +
-                         " has only " + std::to_string(have) + " samples");
+        throw InputError("window: ", selector(key, n, true),
+                         " but trace " + quoted(trace) + " has only " + std::to_string(have) + " samples");
 }
 
 } // namespace
 
 WindowSelection select_first(const std::vector<SampleInfo>& samples, std::size_t n, const std::string& trace) {
-    check_count("--first", n, samples.size(), trace);
+    check_count("first", n, samples.size(), trace);
     WindowSelection w;
     w.ids.reserve(samples.size());
     for (const auto& s : samples)
@@ -42,7 +49,7 @@ WindowSelection select_first(const std::vector<SampleInfo>& samples, std::size_t
 
 WindowSelection select_random(const std::vector<SampleInfo>& samples, std::size_t n, std::uint64_t seed,
                               const std::string& trace) {
-    check_count("--random", n, samples.size(), trace);
+    check_count("random", n, samples.size(), trace);
     std::vector<std::size_t> idx(samples.size());
     std::iota(idx.begin(), idx.end(), std::size_t{0});
     std::uint64_t state = seeds::window_sampler(seed);
@@ -81,7 +88,7 @@ WindowSelection select_groups(const std::vector<SampleInfo>& samples, const std:
 
 std::vector<WindowSelection> split_consecutive(const std::vector<SampleInfo>& samples, std::size_t n,
                                                const std::string& trace) {
-    check_count("--split", n, samples.size(), trace);
+    check_count("split", n, samples.size(), trace);
     std::vector<WindowSelection> out;
     const std::size_t total = samples.size();
     for (std::size_t b = 0; b < total; b += n) {
@@ -101,10 +108,10 @@ std::vector<WindowSelection> split_groups(const std::vector<SampleInfo>& samples
                                           const std::string& trace) {
     const std::vector<std::string> groups = sample_groups(samples);
     if (groups.empty()) throw InputError("window: trace " + quoted(trace) + " has no GRPO groups");
-    if (g < 1) throw InputError("window: --split-groups must be >= 1 (got 0)");
+    if (g < 1) throw InputError("window: ", selector("split_groups", g, false), " must be >= 1 (got 0)");
     if (g > groups.size())
-        throw InputError("window: --split-groups " + std::to_string(g) + " but trace " + quoted(trace) + " has only " +
-                         std::to_string(groups.size()) + " GRPO groups");
+        throw InputError("window: ", selector("split_groups", g, true),
+                         " but trace " + quoted(trace) + " has only " + std::to_string(groups.size()) + " GRPO groups");
     std::unordered_map<std::string, std::size_t> window_of;
     for (std::size_t k = 0; k < groups.size(); ++k)
         window_of[groups[k]] = k / g;

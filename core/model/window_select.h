@@ -15,14 +15,15 @@ struct WindowSelection {
     std::string definition;
 };
 
-/// The first `n` samples in numeric-aware id order (natural_less). InputError "window: --first N
-/// but trace 'T' has only M samples" when n exceeds the trace, "window: --first must be >= 1" for 0.
+/// The first `n` samples in numeric-aware id order (natural_less). InputError "window: first N
+/// but trace 'T' has only M samples" when n exceeds the trace, "window: first must be >= 1 (got 0)"
+/// for 0; both carry the Setting "first" (value N in the first).
 WindowSelection select_first(const std::vector<SampleInfo>& samples, std::size_t n, const std::string& trace);
 
 /// `n` samples drawn without replacement, kept in import order: the first n steps of a Fisher-Yates
 /// shuffle of the sample positions whose step i swaps position i with i + uniform_below(size - i)
 /// over the splitmix64 stream from seeds::window_sampler(seed) (uniform: no modulo bias).
-/// InputError when n is 0 or exceeds the trace.
+/// InputError as select_first's, about the Setting "random".
 WindowSelection select_random(const std::vector<SampleInfo>& samples, std::size_t n, std::uint64_t seed,
                               const std::string& trace);
 
@@ -36,7 +37,7 @@ WindowSelection select_groups(const std::vector<SampleInfo>& samples, const std:
 /// samples (steps of a training run, in order). The last window holds the remainder when n does not
 /// divide the sample count; its definition says so ("split 128: samples 513-599 of 599, remainder
 /// of 87"). Definitions of full windows: "split 128: samples 1-128 of 599". InputError "window:
-/// --split must be >= 1 (got 0)" or "window: --split N but trace 'T' has only M samples".
+/// split must be >= 1 (got 0)" or "window: split N but trace 'T' has only M samples" (Setting "split").
 std::vector<WindowSelection> split_consecutive(const std::vector<SampleInfo>& samples, std::size_t n,
                                                const std::string& trace);
 
@@ -44,7 +45,8 @@ std::vector<WindowSelection> split_consecutive(const std::vector<SampleInfo>& sa
 /// window in import order); the last holds the remaining groups when g does not divide the group
 /// count ("split-groups 4: groups 9-10 of 10, remainder of 2"); samples without a group belong to
 /// no window. InputError "window: trace 'T' has
-/// no GRPO groups", "window: --split-groups must be >= 1 (got 0)", or when g exceeds the groups.
+/// no GRPO groups", "window: split_groups must be >= 1 (got 0)", or "window: split_groups G but trace 'T' has
+/// only M GRPO groups" (Setting "split_groups").
 std::vector<WindowSelection> split_groups(const std::vector<SampleInfo>& samples, std::size_t g,
                                           const std::string& trace);
 

@@ -173,4 +173,8 @@ bool budget_in_range(const BudgetRow& row, double v) {
     return true;
 }
 
+Setting budget_setting(const BudgetRow& row) {
+    return {row.key, "", "budget '" + std::string(row.key) + "'"};
+}
+
 } // namespace routepack

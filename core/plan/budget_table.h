@@ -5,6 +5,7 @@
 // planner.budgets, the CLI flags of plan/compare/sweep, the Python module's `budgets` dict and the
 // studio's budget editor all iterate it; adding a budget is one row.
 #include "core/plan/planner.h"
+#include "core/util/errors.h"
 
 #include <cstdint>
 #include <span>
@@ -67,5 +68,9 @@ void set_budget_double(const BudgetRow& row, PlannerBudgets& b, double v);
 
 /// True when `v` is in the row's range (finite, ends as lo_open / hi_open say).
 bool budget_in_range(const BudgetRow& row, double v);
+
+/// The budget as the Setting of an InputError about it: key row.key, no value, named
+/// "budget '<key>'" in the library's own text (what()).
+Setting budget_setting(const BudgetRow& row);
 
 } // namespace routepack

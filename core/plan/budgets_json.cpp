@@ -80,11 +80,9 @@ int max_planner_workers() {
     return 4 * std::max(1, tbb::info::default_concurrency());
 }
 
-void check_planner_budgets(const PlannerBudgets& b, const std::string& origin, BudgetNames names, bool check_workers) {
-    const bool flags = names == BudgetNames::Flags;
-    auto bad = [&](const char* flag, const char* key, const std::string& rule, const std::string& got) {
-        const std::string name = flags ? std::string(flag) : "budget '" + std::string(key) + "'";
-        throw InputError(origin + ": " + name + " must be " + rule + " (got " + got + ")");
+void check_planner_budgets(const PlannerBudgets& b, const std::string& origin, bool check_workers) {
+    auto bad = [&](const BudgetRow& row, const std::string& rule, const std::string& got) {
+        throw InputError(origin + ": ", budget_setting(row), " must be " + rule + " (got " + got + ")");
     };
     // Checked first, in this order: the worker count (bounded by this machine, not by the row), the
     // time limit, then anytime (whose rule depends on the time limit); then every other row in table
@@ -94,25 +92,21 @@ void check_planner_budgets(const PlannerBudgets& b, const std::string& origin, B
     const BudgetRow& anytime = *find_budget("anytime");
     const int max_workers = max_planner_workers();
     if (b.workers < 0 || (check_workers && b.workers > max_workers))
-        bad(workers.flag, workers.key,
+        bad(workers,
             "0 (all cores) or in 1.." + std::to_string(max_workers) + " = 4 x " + std::to_string(max_workers / 4) +
                 " cores",
             std::to_string(b.workers));
-    if (!budget_in_range(time_limit, b.time_limit_s))
-        bad(time_limit.flag, time_limit.key, time_limit.rule, number_text(b.time_limit_s));
-    if (b.anytime && !(b.time_limit_s > 0))
-        bad(anytime.flag, anytime.key, anytime.rule, "time limit " + number_text(b.time_limit_s));
+    if (!budget_in_range(time_limit, b.time_limit_s)) bad(time_limit, time_limit.rule, number_text(b.time_limit_s));
+    if (b.anytime && !(b.time_limit_s > 0)) bad(anytime, anytime.rule, "time limit " + number_text(b.time_limit_s));
     for (const BudgetRow& row : budget_table()) {
         if (&row == &workers || &row == &time_limit || &row == &anytime) continue;
-        const char* flag = row.flag ? row.flag : row.key;
         if (row.kind == BudgetKind::Double) {
             const double v = budget_double(row, b);
-            if (!budget_in_range(row, v)) bad(flag, row.key, row.rule, number_text(v));
+            if (!budget_in_range(row, v)) bad(row, row.rule, number_text(v));
         } else {
             const std::int64_t v = budget_int(row, b);
             const auto lo = static_cast<std::int64_t>(row.lo), hi = static_cast<std::int64_t>(row.hi);
-            if (v < lo || v > hi)
-                bad(flag, row.key, "in " + std::to_string(lo) + ".." + std::to_string(hi), std::to_string(v));
+            if (v < lo || v > hi) bad(row, "in " + std::to_string(lo) + ".." + std::to_string(hi), std::to_string(v));
         }
     }
 }
@@ -157,7 +151,7 @@ PlannerBudgets parse_planner_budgets(const std::string& json_text, const std::st
             break;
         }
     }
-    check_planner_budgets(b, origin, BudgetNames::Keys, false);
+    check_planner_budgets(b, origin, false);
     return b;
 }
 

@@ -14,10 +14,6 @@ namespace routepack {
 /// seeding seeds/workers are derived by the planner and are not part of it.
 std::string planner_budgets_to_json(const PlannerBudgets& b);
 
-/// How check_planner_budgets names a budget: by its CLI flag ("--threads", "--time-limit", ...)
-/// or by its JSON key ('workers', 'time_limit_s', ...).
-enum class BudgetNames { Flags, Keys };
-
 /// Largest planner worker count on this machine: 4 x the cores this process may use
 /// (tbb::info::default_concurrency()).
 int max_planner_workers();
@@ -26,20 +22,18 @@ inline constexpr double kMaxTimeLimitSeconds = 365.0 * 24 * 3600;
 /// Most rounds of the final pass (each may rebuild the [n][L][P] demand at a refined placement).
 inline constexpr int kMaxPlacementRounds = 1000;
 
-/// The one validation of planner budgets, shared by the CLI (flags), the studio and the planner
-/// (plan_window checks its input with BudgetNames::Keys and origin "planner"). Every range is a row
-/// of budget_table() (core/plan/budget_table.h). InputError "<origin>: --flag must be <rule> (got
-/// <value>)" (a budget without a flag is named by its key: "plan: projections must be ...") or
-/// "<origin>: budget 'key' must be <rule> (got <value>)" for the first budget out of range, checked
-/// in this order: workers, time_limit_s, anytime, then the other rows in table order. <rule> is
-/// "in lo..hi" for integers and the row's `rule` otherwise:
+/// The one validation of planner budgets, shared by the CLI, the studio and the planner
+/// (plan_window checks its input with origin "planner"). Every range is a row of budget_table()
+/// (core/plan/budget_table.h). InputError "<origin>: budget 'key' must be <rule> (got <value>)",
+/// carrying the budget as its Setting (budget_setting: the CLI names it by its flag, the studio by
+/// its label), for the first budget out of range, checked in this order: workers, time_limit_s, anytime, then the other
+/// rows in table order. <rule> is "in lo..hi" for integers and the row's `rule` otherwise:
 ///   workers          0 (all cores) or 1..max_planner_workers() (skipped when !check_workers)
 ///   time_limit_s     finite, 0..kMaxTimeLimitSeconds (0 = none)
 ///   anytime          only with time_limit_s > 0
 ///   eta finite, >= 0;  t0 finite, > 0;  cooling in (0, 1];  p_guide, rho, p_straggler in [0, 1]
 /// (the seed is any 64-bit unsigned value; its text is checked where it is parsed).
-void check_planner_budgets(const PlannerBudgets& b, const std::string& origin, BudgetNames names,
-                           bool check_workers = true);
+void check_planner_budgets(const PlannerBudgets& b, const std::string& origin, bool check_workers = true);
 
 /// Inverse of planner_budgets_to_json; reads the keys of budget_table() (plus "seed"). Absent keys
 /// keep their defaults (PlannerBudgets{}); a key of the wrong type ("budget 'k' must be an integer",

@@ -420,7 +420,7 @@ std::string window_fingerprint(const Trace& window) {
 }
 
 PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, const std::atomic<bool>* cancel) {
-    check_planner_budgets(in.budgets, "planner", BudgetNames::Keys);
+    check_planner_budgets(in.budgets, "planner");
     const auto t_start = Clock::now();
     const StopToken stop = StopToken::with_time_limit(cancel, in.budgets.time_limit_s, t_start);
     auto emit = [&](const char* stage, double f) {

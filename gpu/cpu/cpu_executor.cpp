@@ -50,7 +50,7 @@ void for_pieces(const std::vector<Piece>& pieces, int workers, const std::string
     tbb::task_arena arena(workers > 0 ? workers : tbb::task_arena::automatic);
     std::size_t i = 0;
     while (i < pieces.size()) {
-        if (cancel && cancel->load()) throw InputError("cancelled");
+        if (cancel && cancel->load()) throw Cancelled();
         std::size_t j = i;
         std::uint64_t bytes = 0;
         while (j < pieces.size() && (j == i || bytes + pieces[j].len <= kBatch))
@@ -63,7 +63,7 @@ void for_pieces(const std::vector<Piece>& pieces, int workers, const std::string
                 }
             });
         });
-        if (cancel && cancel->load()) throw InputError("cancelled");
+        if (cancel && cancel->load()) throw Cancelled();
         done += bytes;
         if (progress) progress(stage, done, total);
         i = j;

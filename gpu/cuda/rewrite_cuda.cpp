@@ -246,7 +246,7 @@ public:
             if (progress) progress("write", done, total_);
         };
         for (std::uint64_t k = 0;; ++k) {
-            if (cancel && cancel->load()) throw InputError("cancelled");
+            if (cancel && cancel->load()) throw Cancelled();
             const int slot = static_cast<int>(k % cuda::Stager::kSlots);
             const bool more = cursor.next(chunks[slot]);
             if (more) {

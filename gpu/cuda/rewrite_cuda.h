@@ -32,7 +32,7 @@ namespace routepack::gpu {
 /// bytes done, bytes total, after every chunk. Throws routepack::InputError "cuda: <call>:
 /// <cudaGetErrorString>" on any CUDA failure, "cuda: not available: <why>" when built without CUDA or
 /// without a device, an InputError naming the file on an I/O failure or a malformed plan (segments not
-/// covering [0, size) in order, a source range beyond its file), and InputError("cancelled") (as
+/// covering [0, size) in order, a source range beyond its file), and routepack::Cancelled (as
 /// execute_rewrite_cpu) when *cancel is set (checked before every chunk). On an error the files written so
 /// far stay in `dir` (the caller removes the temporary folder).
 std::uint64_t execute_rewrite_cuda(const RewritePlan& plan, const std::filesystem::path& dir,
