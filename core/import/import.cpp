@@ -163,6 +163,13 @@ TraceFormat parse_trace_format(const std::string& name) {
     throw InputError("unknown format '" + detail::printable(name) + "' (valid: " + list + ")");
 }
 
+LayerBase parse_layer_base(const std::string& text) {
+    if (text == "auto") return LayerBase::Auto;
+    if (text == "0") return LayerBase::Zero;
+    if (text == "1") return LayerBase::One;
+    throw InputError("unknown router trace layer base '" + detail::printable(text) + "' (valid: auto, 0, 1)");
+}
+
 TraceFormat detect_format(const SourceFile& f) {
     const auto ext = f.path.extension().string();
     const std::string& b = f.bytes;
@@ -519,7 +526,8 @@ ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, con
                              " files)");
         AggregateCounts agg;
         try {
-            agg = detail::parse_aggregate(first, options.model);
+            const detail::NoteScope scope(summary.notes);
+            agg = detail::parse_aggregate(first, options.model, options.router_layer_base);
         } catch (...) {
             std::rethrow_exception(file_error(first.path));
         }
