@@ -125,12 +125,19 @@ ModelDescription ModelFlags::resolve() const {
     return m;
 }
 
+void add_layer_base_option(CLI::App& app, std::string& value) {
+    app.add_option("--router-layer-base", value,
+                   "base of a Megatron router trace's layer ids: 0 (training hooks' decoder.layers index), 1 "
+                   "(inference's layer_number), auto (default: detected from the file and the model)");
+}
+
 void WindowSource::add(CLI::App& app, bool window_flag) {
     app.add_option("--db", db, "library file");
     app.add_option("--trace", trace, "trace name in the library");
     if (window_flag) app.add_option("--window", window, "window name (default: the whole trace)");
     app.add_option("--input", inputs, "trace files or folders read straight (no library)");
     app.add_option("--format", format, "format of --input (default auto)");
+    add_layer_base_option(app, layer_base);
     model.add(app);
 }
 
@@ -150,6 +157,7 @@ Trace WindowSource::load(std::string* trace_name, std::string* window_name, cons
     if (inputs.empty()) throw InputError("give the window: --db DB --trace NAME [--window W], or --input PATH...");
     ImportOptions opt;
     opt.format = parse_trace_format(format);
+    opt.router_layer_base = parse_layer_base(layer_base);
     opt.model = model.resolve();
     std::vector<std::filesystem::path> paths(inputs.begin(), inputs.end());
     Trace t = import_trace_to_memory(paths, opt);

@@ -90,14 +90,18 @@ struct ModelFlags {
     ModelDescription resolve() const;
 };
 
+/// Adds --router-layer-base (auto, 0, 1; read with parse_layer_base) to `app`.
+void add_layer_base_option(CLI::App& app, std::string& value);
+
 /// Inputs shared by plan, compare, validate and place: a library window, or trace files read
 /// straight (imported in memory).
 struct WindowSource {
     std::string db, trace, window, format = "auto";
+    std::string layer_base = "auto"; ///< --router-layer-base (parse_layer_base)
     std::vector<std::string> inputs;
     ModelFlags model;
 
-    /// Adds --db, --trace, [--window,] --input, --format and the model flags to `app`.
+    /// Adds --db, --trace, [--window,] --input, --format, --router-layer-base and the model flags to `app`.
     void add(CLI::App& app, bool window_flag = true);
     /// True when --db or --input was given.
     bool given() const { return !db.empty() || !inputs.empty(); }

@@ -21,7 +21,7 @@ namespace routepack::cli {
 namespace {
 
 struct ImportCmd {
-    std::string db, name, format = "auto";
+    std::string db, name, format = "auto", layer_base = "auto";
     ModelFlags model;
     std::vector<std::string> paths;
     bool quiet = false;
@@ -31,6 +31,7 @@ int run_import(const ImportCmd& c) {
     check_db_path(c.db);
     ImportOptions opt;
     opt.format = parse_trace_format(c.format);
+    opt.router_layer_base = parse_layer_base(c.layer_base);
     opt.model = c.model.resolve();
     // A library this import creates is removed again when the import fails (Library::open
     // removes it when it cannot make it a library at all).
@@ -92,6 +93,7 @@ Command register_import(CLI::App& app) {
     imp->add_option("--name", c->name, "trace name")->required();
     imp->add_option("--format", c->format,
                     "auto, sglang, vllm, npy, npz, nested-json, nrlre1, megatron, step-json, prompt-csv, aggregate");
+    add_layer_base_option(*imp, c->layer_base);
     c->model.add(*imp);
     imp->add_flag("--quiet", c->quiet, "no progress on stderr");
     imp->add_option("paths", c->paths, "trace files or folders")->required();

@@ -85,6 +85,7 @@ int run_place(const PlaceCmd& c) {
         // Files read straight: summed sample by sample, or an aggregate file's totals as they are.
         ImportOptions opt;
         opt.format = parse_trace_format(c.src.format);
+        opt.router_layer_base = parse_layer_base(c.src.layer_base);
         opt.model = c.src.model.resolve();
         const std::vector<std::filesystem::path> paths(c.src.inputs.begin(), c.src.inputs.end());
         loads = import_expert_loads(paths, opt, &model);
@@ -138,6 +139,7 @@ Command register_place(CLI::App& app) {
     place->add_option("--window", c->src.window, "window name (default: the whole trace)");
     place->add_option("--input", c->src.inputs, "trace files or folders read straight (no library)");
     place->add_option("--input-format", c->src.format, "format of --input (default auto)");
+    add_layer_base_option(*place, c->src.layer_base);
     c->src.model.add(*place);
     place->add_option("--loads", c->loads,
                       "JSON [L][E] expert loads, or {\"loads\", \"moe_layers\", \"num_hidden_layers\"}");

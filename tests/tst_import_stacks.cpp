@@ -550,6 +550,108 @@ private Q_SLOTS:
                    ": sample w#0: choices[0].routed_experts[0][1] has 1 expert ids, expected 2 (as row 0, layer 0)"));
     }
 
+    // A completion request over several prompts: usage.prompt_tokens is their sum, so it is no
+    // choice's prompt length. Rows over the MoE-only axis (layers 1, 2), top-2 of 4 experts; vLLM
+    // writes prompt + completion - 1 rows per choice.
+    void vllmSeveralPromptsUsage() {
+        const auto dir = test::temp_dir(QStringLiteral("vllm-prompts"));
+        auto choice = [](int index, const std::string& rows) {
+            return "{\"index\": " + std::to_string(index) + ", \"text\": \"x\", \"routed_experts\": [" + rows + "]}";
+        };
+        auto response = [](const std::string& id, const std::vector<std::string>& choices, const std::string& usage) {
+            std::string s = "{\"id\": \"" + id + "\", \"object\": \"text_completion\", \"choices\": [";
+            for (std::size_t i = 0; i < choices.size(); ++i)
+                s += (i ? ", " : "") + choices[i];
+            return s + "], \"usage\": " + usage + "}";
+        };
+        const std::string r01 = "[[0, 1], [2, 3]]", r02 = "[[0, 2], [1, 3]]", r12 = "[[1, 2], [0, 3]]";
+        const std::string r32 = "[[3, 2], [1, 0]]", r23 = "[[2, 3], [0, 1]]";
+        // Two prompts of 2 and 3 tokens, n = 2: completions of 2, 1 | 2, 1 tokens (t_i 4, 3 | 5, 4).
+        // sum t_i = 16 = n x 5 + 6: 2 prompts; the old reading gave every choice prompt_len 5 (> 4).
+        const std::vector<std::string> four = {choice(0, r01 + ", " + r02 + ", " + r12), choice(1, r01 + ", " + r32),
+                                               choice(2, r01 + ", " + r01 + ", " + r01 + ", " + r01),
+                                               choice(3, r23 + ", " + r23 + ", " + r23)};
+        test::write_file(
+            dir / "multi.json",
+            response("cmpl-3", four, "{\"prompt_tokens\": 5, \"completion_tokens\": 6, \"total_tokens\": 11}"));
+        ImportSummary s;
+        Trace t = import_auto({dir / "multi.json"}, &s);
+        QCOMPARE(s.format, TraceFormat::VLLM);
+        QCOMPARE(t.size(), std::size_t(4));
+        const std::vector<std::int64_t> lengths = {4, 3, 5, 4};
+        const std::vector<std::string> groups = {"cmpl-3/p0", "cmpl-3/p0", "cmpl-3/p1", "cmpl-3/p1"};
+        const QStringList counts = {QStringLiteral("2 2 2 0 | 1 1 1 3"), QStringLiteral("1 1 1 1 | 1 1 1 1"),
+                                    QStringLiteral("4 4 0 0 | 0 0 4 4"), QStringLiteral("0 0 3 3 | 3 3 0 0")};
+        for (std::size_t i = 0; i < 4; ++i) {
+            QCOMPARE(t.samples[i].length, lengths[i]);
+            QCOMPARE(t.samples[i].routed_rows, lengths[i] - 1);
+            QCOMPARE(t.samples[i].prompt_len, std::optional<std::int64_t>()); // only their sum is known
+            QCOMPARE(t.samples[i].group, groups[i]);
+            QCOMPARE(t.samples[i].request_id, std::string("cmpl-3"));
+            QCOMPARE(counts_text(t, i), counts[static_cast<int>(i)]);
+        }
+        QCOMPARE(s.notes, std::vector<std::string>{
+                              (dir / "multi.json").string() +
+                              ": response 0 (id 'cmpl-3'): usage.prompt_tokens = 5 sums 2 prompts of 2 choices each "
+                              "(from usage.completion_tokens = 6 and the 4 choices' 16 tokens); the response does not "
+                              "state each prompt's length: left unknown (request return_token_ids for them), choices "
+                              "grouped by prompt"});
+        // One prompt of 2 tokens, n = 2 (t_i 4, 3): 7 = 2 x 2 + 3, so 2 is each choice's prompt length.
+        test::write_file(dir / "one.json",
+                         response("cmpl-4", {choice(0, r01 + ", " + r02 + ", " + r12), choice(1, r01 + ", " + r32)},
+                                  "{\"prompt_tokens\": 2, \"completion_tokens\": 3}"));
+        t = import_auto({dir / "one.json"}, &s);
+        QCOMPARE(t.size(), std::size_t(2));
+        for (std::size_t i = 0; i < 2; ++i) {
+            QCOMPARE(t.samples[i].prompt_len, std::optional<std::int64_t>(2));
+            QCOMPARE(t.samples[i].group, std::string("cmpl-4"));
+        }
+        QCOMPARE(t.samples[0].length, std::int64_t(4));
+        QCOMPARE(t.samples[1].length, std::int64_t(3));
+        QCOMPARE(counts_text(t, 0), QStringLiteral("2 2 2 0 | 1 1 1 3"));
+        QCOMPARE(counts_text(t, 1), QStringLiteral("1 1 1 1 | 1 1 1 1"));
+        QVERIFY(s.notes.empty());
+        // Prompts of 1 and 2 tokens, one choice each (t_i 4, 4): the sum 3 fits both samples and was
+        // taken as each prompt's length; 8 = 1 x 3 + 5 gives 2 prompts.
+        test::write_file(dir / "fits.json",
+                         response("cmpl-5",
+                                  {choice(0, r01 + ", " + r02 + ", " + r12), choice(1, r23 + ", " + r23 + ", " + r23)},
+                                  "{\"prompt_tokens\": 3, \"completion_tokens\": 5}"));
+        t = import_auto({dir / "fits.json"}, &s);
+        QCOMPARE(t.size(), std::size_t(2));
+        QCOMPARE(t.samples[0].prompt_len, std::optional<std::int64_t>());
+        QCOMPARE(t.samples[1].prompt_len, std::optional<std::int64_t>());
+        QCOMPARE(t.samples[0].group, std::string("cmpl-5/p0"));
+        QCOMPARE(t.samples[1].group, std::string("cmpl-5/p1"));
+        QCOMPARE(t.samples[0].length, std::int64_t(4));
+        QCOMPARE(t.samples[1].length, std::int64_t(4));
+        QCOMPARE(counts_text(t, 0), QStringLiteral("2 2 2 0 | 1 1 1 3"));
+        QCOMPARE(counts_text(t, 1), QStringLiteral("0 0 3 3 | 3 3 0 0"));
+        QCOMPARE(s.notes.size(), std::size_t(1));
+        // Without completion_tokens two choices cannot be told apart: prompt lengths unknown, one group.
+        test::write_file(dir / "bare.json",
+                         response("cmpl-6", {choice(0, r01), choice(1, r32)}, "{\"prompt_tokens\": 1}"));
+        t = import_auto({dir / "bare.json"}, &s);
+        QCOMPARE(t.samples[0].prompt_len, std::optional<std::int64_t>());
+        QCOMPARE(t.samples[1].group, std::string("cmpl-6"));
+        QCOMPARE(counts_text(t, 1), QStringLiteral("0 0 1 1 | 1 1 0 0"));
+        QCOMPARE(s.notes, std::vector<std::string>{
+                              (dir / "bare.json").string() +
+                              ": response 0 (id 'cmpl-6'): usage.prompt_tokens = 1 is the sum over the request's "
+                              "prompts and 2 choices carry no prompt token ids (and usage no completion_tokens to tell "
+                              "the prompts apart): their prompt lengths are left unknown"});
+        // Usage that fits no layout (sum t_i = 7 = 2 x S + G for no prompt count): unknown, said so.
+        test::write_file(dir / "odd.json",
+                         response("cmpl-7", {choice(0, r01 + ", " + r02 + ", " + r12), choice(1, r01 + ", " + r32)},
+                                  "{\"prompt_tokens\": 2, \"completion_tokens\": 4}"));
+        t = import_auto({dir / "odd.json"}, &s);
+        QCOMPARE(t.samples[0].prompt_len, std::optional<std::int64_t>());
+        QCOMPARE(s.notes, std::vector<std::string>{(dir / "odd.json").string() +
+                                                   ": response 0 (id 'cmpl-7'): usage.prompt_tokens = 2 matches no "
+                                                   "prompt layout of usage.completion_tokens = 4 and the 2 choices' 7 "
+                                                   "tokens: prompt lengths left unknown"});
+    }
+
     // ------------------------------------------------------------------ padded batches (.npz)
     void verlBatch() {
         const auto dir = test::temp_dir(QStringLiteral("verl"));
@@ -568,6 +670,99 @@ private Q_SLOTS:
         ImportSummary sd;
         check_verl(import_auto({dir / "batch.npz"}, &sd), sd, (dir / "batch.npz").string());
         QCOMPARE(sd.fingerprint, fnv1a64(deflated.data(), deflated.size()));
+    }
+
+    // verl's per-sample AgentLoopOutput.as_dict() arrays saved with np.savez: routed_experts
+    // [prompt + response, 3 layers (layer 0 dense, zeros), top_k] with zero rows from the last
+    // recorded one on, beside prompts and responses (response_mask and an object array beside them
+    // are never opened).
+    void verlAgentLoopSamples() {
+        const auto dir = test::temp_dir(QStringLiteral("verl-agent"));
+        // rows[r] = {L1 e0, L1 e1, L2 e0, L2 e1}; rows past the list stay zero.
+        auto routes = [](std::int64_t T, int K, const std::vector<std::vector<int>>& rows) {
+            std::vector<std::int64_t> re(static_cast<std::size_t>(T) * 3 * K, 0);
+            for (std::size_t r = 0; r < rows.size(); ++r)
+                for (int j = 0; j < 2 * K; ++j)
+                    re[(r * 3 + 1) * K + j] = rows[r][j]; // layers 1 and 2 follow layer 0 in the row
+            return npy("<i2", "(" + std::to_string(T) + ", 3, " + std::to_string(K) + ")", le(re, 2));
+        };
+        auto ids = [](int n) {
+            return npy("<i8", "(" + std::to_string(n) + ",)", le(std::vector<std::int64_t>(n, 9), 8));
+        };
+        const std::string pickled = npy("|O", "(1,)", std::string("\x80\x04\x95garbage", 12));
+        // a: prompt 3 + response 2, 4 recorded rows, row 4 the fill.
+        //   L1 {0,1} {1,2} {2,3} {0,1} -> 2 3 2 1; L2 {2,3} {0,3} {1,0} {3,2} -> 2 1 2 3.
+        write_zip(dir / "a.npz",
+                  {{"prompts.npy", ids(3)},
+                   {"responses.npy", ids(2)},
+                   {"response_mask.npy", ids(2)},
+                   {"routed_experts.npy", routes(5, 2, {{0, 1, 2, 3}, {1, 2, 0, 3}, {2, 3, 1, 0}, {0, 1, 3, 2}})},
+                   {"extra_fields.npy", pickled}});
+        // b: multi-turn, prompt 2 + response 4: 3 recorded rows, rows 3-4 zero (a tool response the
+        // engine never saw), row 5 the fill. L1 {3,2} {3,0} {1,2} -> 1 1 2 2; L2 {1,0} {1,2} {0,3} -> 2 2 1 1.
+        write_zip(dir / "b.npz", {{"prompts.npy", ids(2)},
+                                  {"responses.npy", ids(4)},
+                                  {"routed_experts.npy", routes(6, 2, {{3, 2, 1, 0}, {3, 0, 1, 2}, {1, 2, 0, 3}})}});
+        ImportSummary s;
+        Trace t = import_auto({dir}, &s);
+        QCOMPARE(s.format, TraceFormat::Npz);
+        QCOMPARE(t.size(), std::size_t(2));
+        QCOMPARE(t.samples[0].id, std::string("a"));
+        QCOMPARE(t.samples[0].length, std::int64_t(5));
+        QCOMPARE(t.samples[0].prompt_len, std::optional<std::int64_t>(3));
+        QCOMPARE(t.samples[0].routed_rows, std::int64_t(4));
+        QCOMPARE(t.samples[0].missing_routes, std::int64_t(0));
+        QCOMPARE(t.samples[0].length_rule, LengthRule::ExplicitTokens);
+        QCOMPARE(counts_text(t, 0), QStringLiteral("2 3 2 1 | 2 1 2 3"));
+        QCOMPARE(t.samples[1].id, std::string("b"));
+        QCOMPARE(t.samples[1].length, std::int64_t(6));
+        QCOMPARE(t.samples[1].prompt_len, std::optional<std::int64_t>(2));
+        QCOMPARE(t.samples[1].routed_rows, std::int64_t(5));
+        QCOMPARE(t.samples[1].missing_routes, std::int64_t(8)); // rows 3-4 x 2 MoE layers x top-2
+        QCOMPARE(counts_text(t, 1), QStringLiteral("1 1 2 2 | 2 2 1 1"));
+        QCOMPARE(s.missing_routes, std::int64_t(8));
+        QVERIFY(std::find(s.notes.begin(), s.notes.end(),
+                          (dir / "b.npz").string() +
+                              ": sample b: entry 'routed_experts': 2 all-zero rows before the last (tokens the engine "
+                              "did not record) are missing routes") != s.notes.end());
+        QCOMPARE(detected_stack(SourceFile{dir / "a.npz", {}}, TraceFormat::Npz),
+                 std::string("verl AgentLoopOutput.as_dict sample (routed_experts, prompts, responses) in an .npz"));
+
+        // Top-1: the fill row reads as expert 0 unless prompts + responses say the token count.
+        // c: prompt 2 + response 2, rows L1 {0} {0} {3}, L2 {2} {0} {1}, row 3 the fill.
+        ModelDescription top1 = model3();
+        top1.top_k = 1;
+        write_zip(dir / "c.npz", {{"prompts.npy", ids(2)},
+                                  {"responses.npy", ids(2)},
+                                  {"routed_experts.npy", routes(4, 1, {{0, 2}, {0, 0}, {3, 1}})}});
+        t = import_auto({dir / "c.npz"}, &s, top1);
+        QCOMPARE(t.samples[0].length, std::int64_t(4));
+        QCOMPARE(t.samples[0].routed_rows, std::int64_t(3));
+        QCOMPARE(counts_text(t, 0), QStringLiteral("2 0 0 1 | 1 1 1 0"));
+
+        // The routes alone (np.savez("d.npz", a["routed_experts"])): top-2 shows its fill row (expert 0
+        // listed twice is never a route), so the array spans the tokens: t_i = rows.
+        write_zip(dir / "d.npz",
+                  {{"arr_0.npy", routes(5, 2, {{0, 1, 2, 3}, {1, 2, 0, 3}, {2, 3, 1, 0}, {0, 1, 3, 2}})}});
+        t = import_auto({dir / "d.npz"}, &s);
+        QCOMPARE(t.samples[0].length, std::int64_t(5));
+        QCOMPARE(t.samples[0].routed_rows, std::int64_t(4));
+        QCOMPARE(t.samples[0].prompt_len, std::optional<std::int64_t>());
+        QCOMPARE(counts_text(t, 0), QStringLiteral("2 3 2 1 | 2 1 2 3"));
+        QCOMPARE(s.notes.front(),
+                 (dir / "d.npz").string() +
+                     ": sample d#0: entry 'arr_0.npy': the last row is all zero, the fill of verl's "
+                     "AgentLoopOutput.as_dict (routes aligned to prompt + response): t_i = 5 rows, the "
+                     "last one never forwarded");
+
+        // Rows that are not prompt + response are refused.
+        write_zip(
+            dir / "e.npz",
+            {{"prompts.npy", ids(3)}, {"responses.npy", ids(3)}, {"routed_experts.npy", routes(5, 2, {{0, 1, 2, 3}})}});
+        QCOMPARE(import_error({dir / "e.npz"}),
+                 q((dir / "e.npz").string() +
+                   ": sample e: entry 'routed_experts': has 5 rows but prompts 3 + "
+                   "responses 3 = 6 tokens (as_dict aligns the routes to prompt + response)"));
     }
 
     void arealBatch() {
@@ -1053,15 +1248,33 @@ private Q_SLOTS:
         const ImportSummary s = import_trace({p}, opt, sink);
         QCOMPARE(s.format, TraceFormat::Aggregate);
         QCOMPARE(sink.agg.totals, (std::vector<std::uint64_t>{1, 1, 2, 2, 1, 1, 1, 1}));
-        QCOMPARE(sink.agg.source, std::string("Megatron router trace router_trace_rank0.jsonl, steps 0..1"));
-        // Without a layer list the layers seen are the MoE layers.
-        opt.model.moe_layers.clear();
-        opt.model.num_hidden_layers = 0;
-        import_trace({p}, opt, sink);
-        QCOMPARE(sink.agg.model.moe_layers, (std::vector<int>{1, 2}));
+        QCOMPARE(sink.agg.source,
+                 std::string("Megatron router trace router_trace_rank0.jsonl, steps 0..1, layer ids 0-based"));
+        // Read 1-based, layer 1 would be the dense layer 0: the file is 0-based, and the summary says so.
+        QCOMPARE(s.notes,
+                 (std::vector<std::string>{
+                     p.string() + ": router trace layer ids read 0-based (the decoder.layers index of "
+                                  "Megatron-LM's training hooks): read 1-based, layer 1 (decoder layer 0) is "
+                                  "not a MoE layer of the model (MoE layers 1-2)",
+                     "load-only trace: per-layer expert totals, usable for placement views, not for packing"}));
         auto err = [&](const ImportOptions& o) {
             return q(test::error_of<InputError>([&] { import_trace({p}, o, sink); }));
         };
+        // Without a layer list nothing tells the base: asked for; given, the layers seen are the MoE layers.
+        opt.model.moe_layers.clear();
+        opt.model.num_hidden_layers = 0;
+        QCOMPARE(err(opt), q(p.string() + ": the router trace's layer ids 1-2 fit the model read 0-based "
+                                          "(decoder.layers index, Megatron-LM's training hooks) and 1-based "
+                                          "(layer_number, its inference record_indices) alike: give the base "
+                                          "(--router-layer-base 0 or 1)"));
+        opt.router_layer_base = LayerBase::Zero;
+        import_trace({p}, opt, sink);
+        QCOMPARE(sink.agg.model.moe_layers, (std::vector<int>{1, 2}));
+        opt.router_layer_base = LayerBase::One;
+        import_trace({p}, opt, sink);
+        QCOMPARE(sink.agg.model.moe_layers, (std::vector<int>{0, 1}));
+        QCOMPARE(sink.agg.totals, (std::vector<std::uint64_t>{1, 1, 2, 2, 1, 1, 1, 1}));
+        opt.router_layer_base = LayerBase::Auto;
         test::write_file(p, rec(0, 1, "[[0, 9]]"));
         QCOMPARE(err(opt), q(p.string() + ": line 1: top_indices[0][1] 9 is out of range 0..3"));
         opt.model = model3();
@@ -1069,6 +1282,82 @@ private Q_SLOTS:
         QCOMPARE(err(opt), q(p.string() + ": line 1: layer 0 is not a MoE layer of the model (MoE layers 1-2)"));
         QCOMPARE(err(ImportOptions{}), q(p.string() + ": a Megatron router trace does not say the expert count: give "
                                                       "--model NAME, --model-config config.json or --experts E"));
+    }
+
+    // The `layer` field of a router trace: 1-based layer_number (Megatron-LM d98e8a64 inference,
+    // record_indices) or the 0-based decoder.layers index (its training hooks).
+    void megatronRouterTraceLayerBase() {
+        const auto dir = test::temp_dir(QStringLiteral("router-base"));
+        const auto p = dir / "router_trace_rank0.jsonl";
+        auto rec = [](int layer, const std::string& top) {
+            return "{\"step\": 0, \"stage\": \"pre_dispatch\", \"block\": \"decoder\", \"layer\": " +
+                   std::to_string(layer) + ", \"rank\": 0, \"num_tokens\": 2, \"topk\": 2, \"top_indices\": " + top +
+                   "}\n";
+        };
+        // A 4-layer model, layer 0 dense (MoE layers 1-3), written 1-based: layer ids 2, 3, 4.
+        test::write_file(p, rec(2, "[[0, 1], [0, 2]]") + rec(3, "[[3, 2], [1, 3]]") + rec(4, "[[2, 1], [2, 0]]") +
+                                rec(2, "[[1, 3]]"));
+        struct AggSink : ImportSink {
+            AggregateCounts agg;
+            void begin(const ModelDescription&, TraceFormat) override {}
+            void sample(SampleRecord&&) override {}
+            void aggregate(AggregateCounts&& a) override { agg = std::move(a); }
+        } sink;
+        ImportOptions opt;
+        opt.model = model3();
+        opt.model.num_hidden_layers = 4;
+        opt.model.moe_layers = {1, 2, 3};
+        const ImportSummary s = import_trace({p}, opt, sink);
+        // Layer 1 (id 2): 0 1 0 2 1 3 -> 2 2 1 1; layer 2 (id 3): 3 2 1 3 -> 0 1 1 2; layer 3 (id 4): 2 1 2 0 -> 1 1 2
+        // 0.
+        QCOMPARE(sink.agg.totals, (std::vector<std::uint64_t>{2, 2, 1, 1, 0, 1, 1, 2, 1, 1, 2, 0}));
+        QCOMPARE(sink.agg.model.moe_layers, (std::vector<int>{1, 2, 3}));
+        QCOMPARE(sink.agg.source,
+                 std::string("Megatron router trace router_trace_rank0.jsonl, steps 0..0, layer ids 1-based"));
+        QCOMPARE(s.notes.front(), p.string() + ": router trace layer ids read 1-based (the layer_number of "
+                                               "Megatron-LM's inference record_indices): read 0-based, layer 4 is not "
+                                               "below num_hidden_layers = 4");
+        auto err = [&](const ImportOptions& o) {
+            return q(test::error_of<InputError>([&] { import_trace({p}, o, sink); }));
+        };
+        // Named 0-based, the file contradicts it.
+        opt.router_layer_base = LayerBase::Zero;
+        QCOMPARE(err(opt), q(p.string() + ": line 3: layer 4 is not below num_hidden_layers = 4"));
+        // A larger model (6 layers, all MoE): both bases fit, so the base is asked for, then used.
+        opt.model.num_hidden_layers = 6;
+        opt.model.moe_layers = {0, 1, 2, 3, 4, 5};
+        opt.router_layer_base = LayerBase::Auto;
+        QCOMPARE(err(opt), q(p.string() + ": the router trace's layer ids 2-4 fit the model read 0-based "
+                                          "(decoder.layers index, Megatron-LM's training hooks) and 1-based "
+                                          "(layer_number, its inference record_indices) alike: give the base "
+                                          "(--router-layer-base 0 or 1)"));
+        opt.router_layer_base = LayerBase::One;
+        const ImportSummary s1 = import_trace({p}, opt, sink);
+        QCOMPARE(sink.agg.totals,
+                 (std::vector<std::uint64_t>{0, 0, 0, 0, 2, 2, 1, 1, 0, 1, 1, 2, 1, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
+        QCOMPARE(s1.notes.front(), p.string() + ": router trace layer ids read 1-based (the layer_number of "
+                                                "Megatron-LM's inference record_indices), as given");
+        opt.router_layer_base = LayerBase::Zero;
+        import_trace({p}, opt, sink);
+        QCOMPARE(sink.agg.totals,
+                 (std::vector<std::uint64_t>{0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 1, 1, 0, 1, 1, 2, 1, 1, 2, 0, 0, 0, 0, 0}));
+        // --experts alone: only an id 0 shows the base (it rules out 1-based).
+        opt.model = ModelDescription{};
+        opt.model.experts = 4;
+        opt.router_layer_base = LayerBase::Auto;
+        QVERIFY(err(opt).endsWith(QStringLiteral("give the base (--router-layer-base 0 or 1)")));
+        test::write_file(p, rec(0, "[[0, 1]]") + rec(1, "[[2, 3]]"));
+        const ImportSummary s0 = import_trace({p}, opt, sink);
+        QCOMPARE(sink.agg.model.moe_layers, (std::vector<int>{0, 1}));
+        QCOMPARE(sink.agg.totals, (std::vector<std::uint64_t>{1, 1, 0, 0, 0, 0, 1, 1}));
+        QCOMPARE(s0.notes.front(), p.string() + ": router trace layer ids read 0-based (the decoder.layers index of "
+                                                "Megatron-LM's training hooks): read 1-based, layer 0 is not a 1-based "
+                                                "layer_number");
+        opt.router_layer_base = LayerBase::One;
+        QCOMPARE(err(opt), q(p.string() + ": line 1: layer 0 is not a 1-based layer_number"));
+        QCOMPARE(parse_layer_base("1"), LayerBase::One);
+        QCOMPARE(q(test::error_of<InputError>([] { parse_layer_base("2"); })),
+                 QStringLiteral("unknown router trace layer base '2' (valid: auto, 0, 1)"));
     }
 
     // ------------------------------------------------------------------ config.json beside the traces

@@ -163,6 +163,13 @@ TraceFormat parse_trace_format(const std::string& name) {
     throw InputError("unknown format '" + detail::printable(name) + "' (valid: " + list + ")");
 }
 
+LayerBase parse_layer_base(const std::string& text) {
+    if (text == "auto") return LayerBase::Auto;
+    if (text == "0") return LayerBase::Zero;
+    if (text == "1") return LayerBase::One;
+    throw InputError("unknown router trace layer base '" + detail::printable(text) + "' (valid: auto, 0, 1)");
+}
+
 TraceFormat detect_format(const SourceFile& f) {
     const auto ext = f.path.extension().string();
     const std::string& b = f.bytes;
@@ -503,14 +510,15 @@ TraceFormat detect_first_format(const SourceFile& first) {
 
 /// Imports the aggregate file `first` (the only one of `file_count` inputs) into `sink`, filling
 /// `summary` (format already set) and reporting one file done.
-void import_aggregate(const SourceFile& first, std::size_t file_count, const ModelDescription& given, ImportSink& sink,
+void import_aggregate(const SourceFile& first, std::size_t file_count, const ImportOptions& options, ImportSink& sink,
                       const ImportProgressFn& progress, ImportSummary& summary, ImportProgress& prog) {
     if (file_count != 1)
         throw InputError("aggregate traces are imported one file at a time (got " + std::to_string(file_count) +
                          " files)");
     AggregateCounts agg;
     try {
-        agg = detail::parse_aggregate(first, given);
+        const detail::NoteScope scope(summary.notes);
+        agg = detail::parse_aggregate(first, options.model, options.router_layer_base);
     } catch (...) {
         std::rethrow_exception(file_error(first.path));
     }
@@ -693,7 +701,7 @@ ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, con
     const TraceFormat format = options.format == TraceFormat::Auto ? detect_first_format(first) : options.format;
     summary.format = format;
     if (format == TraceFormat::Aggregate) {
-        import_aggregate(first, files.size(), options.model, sink, progress, summary, prog);
+        import_aggregate(first, files.size(), options, sink, progress, summary, prog);
         return summary;
     }
 

@@ -83,6 +83,19 @@ struct AggregateCounts {
     std::string source; ///< the file's own provenance field ("src") if any
 };
 
+/// Base of the `layer` ids of a Megatron-LM router trace (router_trace_rank<r>.jsonl). At
+/// NVIDIA/Megatron-LM d98e8a64 megatron/core/transformer/moe/router_trace.py writes both: the
+/// training hooks (register_hooks) parse the router module's name "decoder.layers.<n>", a 0-based
+/// index of the stage's layers; inference's record_indices stamps each RouterReplay's
+/// `layer_number`, 1-based (TransformerLayer.layer_number).
+enum class LayerBase {
+    Auto, ///< detected where the file and the model show it, else refused
+    Zero, ///< decoder.layers index: layer id = decoder layer
+    One,  ///< layer_number: layer id - 1 = decoder layer
+};
+/// Parses a --router-layer-base value ("auto", "0", "1"); InputError naming the valid values.
+LayerBase parse_layer_base(const std::string& text);
+
 /// What an import needs besides the files.
 struct ImportOptions {
     TraceFormat format = TraceFormat::Auto;
@@ -90,6 +103,8 @@ struct ImportOptions {
     /// files list their own MoE layers (step JSON, CSV) an empty moe_layers list is filled from the
     /// first file; the aggregate format describes itself.
     ModelDescription model;
+    /// Base of a Megatron-LM router trace's layer ids (ignored by every other format).
+    LayerBase router_layer_base = LayerBase::Auto;
 };
 
 /// Throttled progress of one import.

@@ -22,20 +22,81 @@ std::vector<int> step_json_layer_ids(const SourceFile& f); // import_step_json.c
 
 namespace {
 
+/// The decoder layer of router-trace layer id `id` read with `shift` (0: 0-based, 1: 1-based), or
+/// why it is none: "" when it fits the model (>= 0, below num_hidden_layers when known, a MoE layer
+/// when the model lists them).
+std::string layer_misfit(int id, int shift, const ModelDescription& m) {
+    const int layer = id - shift;
+    if (layer < 0) return "layer " + std::to_string(id) + " is not a 1-based layer_number";
+    if (m.num_hidden_layers > 0 && layer >= m.num_hidden_layers)
+        return "layer " + std::to_string(id) + (shift ? " (decoder layer " + std::to_string(layer) + ")" : "") +
+               " is not below num_hidden_layers = " + std::to_string(m.num_hidden_layers);
+    if (!m.moe_layers.empty() && m.moe_index(layer) < 0)
+        return "layer " + std::to_string(id) + (shift ? " (decoder layer " + std::to_string(layer) + ")" : "") +
+               " is not a MoE layer of the model (MoE layers " + format_layer_list(m.moe_layers) + ")";
+    return {};
+}
+
+/// The shift (0 or 1) of the layer ids seen (id -> first line), and the import note that says it.
+/// Auto: the base under which every id fits the model (layer_misfit) when only one does; an id 0
+/// rules out 1-based, an id reaching num_hidden_layers (or one off the MoE layers) 0-based.
+/// InputError naming the line of the first misfit when no base fits (or the given one does not),
+/// and asking for the base when both fit.
+int router_trace_shift(const std::map<int, std::size_t>& first_line, LayerBase base, const ModelDescription& m,
+                       const std::string& file) {
+    const char* const kZero = "0-based (the decoder.layers index of Megatron-LM's training hooks)";
+    const char* const kOne = "1-based (the layer_number of Megatron-LM's inference record_indices)";
+    auto misfit = [&](int shift) -> std::pair<std::string, std::size_t> {
+        for (const auto& [id, line] : first_line)
+            if (std::string why = layer_misfit(id, shift, m); !why.empty()) return {why, line};
+        return {"", 0};
+    };
+    auto refuse = [&](const std::pair<std::string, std::size_t>& bad) {
+        throw InputError(file + ": line " + std::to_string(bad.second) + ": " + bad.first);
+    };
+    const auto zero = misfit(0), one = misfit(1);
+    const std::string head = file + ": router trace layer ids read ";
+    if (base != LayerBase::Auto) {
+        const bool is_one = base == LayerBase::One;
+        if (!(is_one ? one : zero).first.empty()) refuse(is_one ? one : zero);
+        add_import_note(head + (is_one ? kOne : kZero) + ", as given");
+        return is_one ? 1 : 0;
+    }
+    if (zero.first.empty() && !one.first.empty()) {
+        add_import_note(head + kZero + ": read 1-based, " + one.first);
+        return 0;
+    }
+    if (one.first.empty() && !zero.first.empty()) {
+        add_import_note(head + kOne + ": read 0-based, " + zero.first);
+        return 1;
+    }
+    if (!zero.first.empty()) refuse(zero);
+    std::vector<int> ids;
+    for (const auto& [id, line] : first_line)
+        ids.push_back(id);
+    throw InputError(file + ": the router trace's layer ids " + format_layer_list(ids) +
+                     " fit the model read 0-based (decoder.layers index, Megatron-LM's training hooks) and 1-based "
+                     "(layer_number, its inference record_indices) alike: give the base (--router-layer-base 0 "
+                     "or 1)");
+}
+
 /// Megatron-LM's router trace (NVIDIA/Megatron-LM d98e8a64 megatron/core/transformer/moe/router_trace.py,
 /// --moe-routing-trace-path): router_trace_rank<r>.jsonl, one record per (step, block, layer)
 /// {"step", "stage", "block", "layer", "rank", "num_tokens", "topk", "top_indices": [num_tokens][topk]}.
 /// No request boundaries, so only totals: a[l][e] = occurrences of e in the decoder records of
-/// layer l (MTP records, block "mtp", are skipped). `layer` is the decoder.layers index; it must be
-/// a MoE layer of the given model, or, without a layer list, the MoE layers are the layers seen.
-/// The expert count must be given (the trace does not say it).
-AggregateCounts parse_router_trace(const SourceFile& f, const ModelDescription& given) {
+/// layer l (MTP records, block "mtp", are skipped). `layer` is a decoder layer id with the base of
+/// router_trace_shift (the training hooks' 0-based decoder.layers index, which with pipeline
+/// parallelism counts within the rank's stage, or inference's 1-based layer_number); the layers
+/// must be MoE layers of the given model, or, without a layer list, the MoE layers are the layers
+/// seen. The expert count must be given (the trace does not say it).
+AggregateCounts parse_router_trace(const SourceFile& f, const ModelDescription& given, LayerBase base) {
     const std::string file = f.path.string();
     if (given.experts <= 0)
         throw InputError(file + ": a Megatron router trace does not say the expert count: give --model NAME, "
                                 "--model-config config.json or --experts E");
     const int E = given.experts;
-    std::map<int, std::vector<std::uint64_t>> by_layer; // layer -> [E]
+    std::map<int, std::vector<std::uint64_t>> by_id; // layer id as written -> [E]
+    std::map<int, std::size_t> first_line;
     std::int64_t steps_lo = INT64_MAX, steps_hi = INT64_MIN;
     int topk_seen = 0;
     for_each_line(text_of(f), [&](std::string_view line, std::size_t offset, std::size_t line_no) {
@@ -45,20 +106,17 @@ AggregateCounts parse_router_trace(const SourceFile& f, const ModelDescription& 
         if (const nlohmann::json* block = json_member(rec, "block"))
             if (!block->is_string() || block->get_ref<const std::string&>() != "decoder") return;
         if (json_member(rec, "mtp_idx")) return;
-        const auto layer = json_int(rec, "layer", where, "layer", 0, kMaxLayerId);
+        const auto layer = json_int(rec, "layer", where, "layer", 0, kMaxLayerId + 1);
         if (!layer) throw InputError(where + ": layer is missing");
         if (const auto step = json_int(rec, "step", where, "step", 0, kMaxTokens)) {
             steps_lo = std::min(steps_lo, *step);
             steps_hi = std::max(steps_hi, *step);
         }
-        if (!given.moe_layers.empty() && given.moe_index(static_cast<int>(*layer)) < 0)
-            throw InputError(where + ": layer " + std::to_string(*layer) +
-                             " is not a MoE layer of the model (MoE layers " + format_layer_list(given.moe_layers) +
-                             ")");
         const nlohmann::json* top = json_member(rec, "top_indices");
         if (!top) throw InputError(where + ": top_indices is missing");
         if (!top->is_array()) throw InputError(where + ": top_indices is " + json_kind(*top) + ", not a list");
-        auto& row = by_layer[static_cast<int>(*layer)];
+        first_line.emplace(static_cast<int>(*layer), line_no);
+        auto& row = by_id[static_cast<int>(*layer)];
         row.resize(static_cast<std::size_t>(E), 0);
         for (std::size_t t = 0; t < top->size(); ++t) {
             const auto& slots = (*top)[t];
@@ -74,11 +132,12 @@ AggregateCounts parse_router_trace(const SourceFile& f, const ModelDescription& 
             }
         }
     });
-    if (by_layer.empty()) throw InputError(file + ": no decoder records in the router trace");
+    if (by_id.empty()) throw InputError(file + ": no decoder records in the router trace");
+    const int shift = router_trace_shift(first_line, base, given, file);
     ModelDescription m = given;
     if (m.moe_layers.empty())
-        for (const auto& [l, _] : by_layer)
-            m.moe_layers.push_back(l);
+        for (const auto& [id, _] : by_id)
+            m.moe_layers.push_back(id - shift);
     if (m.num_hidden_layers <= 0) m.num_hidden_layers = hidden_layers_for(m.moe_layers, file + ": moe_layers");
     if (m.top_k <= 0) m.top_k = topk_seen;
     if (m.name.empty()) m.name = f.stem();
@@ -86,21 +145,23 @@ AggregateCounts parse_router_trace(const SourceFile& f, const ModelDescription& 
     m.validate();
     AggregateCounts out;
     out.totals.assign(static_cast<std::size_t>(m.num_moe_layers()) * E, 0);
-    for (const auto& [l, row] : by_layer)
-        std::copy(row.begin(), row.end(), out.totals.begin() + static_cast<std::ptrdiff_t>(m.moe_index(l)) * E);
+    for (const auto& [id, row] : by_id)
+        std::copy(row.begin(), row.end(),
+                  out.totals.begin() + static_cast<std::ptrdiff_t>(m.moe_index(id - shift)) * E);
     out.source = "Megatron router trace " + f.path.filename().string() +
-                 (steps_lo <= steps_hi ? ", steps " + std::to_string(steps_lo) + ".." + std::to_string(steps_hi) : "");
+                 (steps_lo <= steps_hi ? ", steps " + std::to_string(steps_lo) + ".." + std::to_string(steps_hi) : "") +
+                 ", layer ids " + (shift ? "1-based" : "0-based");
     out.model = m;
     return out;
 }
 
 } // namespace
 
-AggregateCounts parse_aggregate(const SourceFile& f, const ModelDescription& given) {
+AggregateCounts parse_aggregate(const SourceFile& f, const ModelDescription& given, LayerBase base) {
     const std::string file = f.path.string();
     const std::string_view text = text_of(f);
     if (const std::size_t eol = text.find('\n'); text.substr(0, eol).find("\"top_indices\"") != std::string_view::npos)
-        return parse_router_trace(f, given);
+        return parse_router_trace(f, given, base);
     const nlohmann::json j = parse_json_text(f, text, f.bytes.size() - text.size(), 0);
     if (!j.is_object()) throw InputError(file + ": expected an object with counts, num_layers, num_experts");
     for (const char* k : {"counts", "num_layers", "num_experts"})

@@ -61,7 +61,9 @@ inline constexpr const char* kPickleHint =
     "np.savez(path, routed_experts=t.cpu().numpy(), attention_mask=m.cpu().numpy())";
 void parse_step_json(const SourceFile& f, const ModelDescription& m, const EmitFn& emit);
 void parse_prompt_csv(const SourceFile& f, const ModelDescription& m, const EmitFn& emit);
-AggregateCounts parse_aggregate(const SourceFile& f, const ModelDescription& given);
+/// Aggregate totals JSON, or a Megatron-LM router trace read with layer-id base `base` (the base
+/// used is said in an import note).
+AggregateCounts parse_aggregate(const SourceFile& f, const ModelDescription& given, LayerBase base);
 
 /// MoE layers a self-describing file lists (step JSON: non-null layer keys; CSV: Layer IDs), for
 /// filling a model description given only experts/top-k. Empty when the format does not say.

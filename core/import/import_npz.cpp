@@ -40,6 +40,14 @@
 // routes' shape ([B, S], [B]) from their headers alone; responses is used for its shape only and
 // its data is never inflated; members the importer does not use are never opened.
 // A torch.save file (a zip holding data.pkl) is refused with a hint to save with np.savez.
+// verl's per-sample AgentLoopOutput.as_dict() arrays (verl-project/verl 1dda039b
+// verl/experimental/agent_loop/agent_loop.py) saved with np.savez: routed_experts [prompt +
+// response, layers, top_k] beside prompts and responses (no attention_mask) is one sample, id =
+// the archive's stem, t_i = prompt + response tokens, prompt_len = prompts; its routes are aligned
+// to every token, zero rows from the last recorded one on (parse_agent_loop_sample). A plain
+// array of top-k >= 2 whose last row is all zero is read the same way (expert 0 listed k times is
+// never a route): t_i = rows. A top-1 array alone cannot show its fill: save prompts and responses
+// beside it.
 #include "core/import/import_detail.h"
 
 #include "core/util/input_file.h"
@@ -66,7 +74,35 @@ std::string shape_str(const std::vector<std::int64_t>& shape) {
     return s + ")";
 }
 
+/// Whether routes row `r` holds only zeros (every layer, every slot).
+bool zero_row(const RouteArray& routes, std::int64_t r) {
+    const std::size_t width = static_cast<std::size_t>(routes.axis_layers) * static_cast<std::size_t>(routes.top_k);
+    const auto* row = routes.ids.data() + static_cast<std::size_t>(r) * width;
+    return std::all_of(row, row + width, [](std::int32_t v) { return v == 0; });
+}
+
+/// Routes aligned to all of a sample's tokens, as verl's AgentLoopOutput.as_dict writes them
+/// (verl-project/verl 1dda039b verl/experimental/agent_loop/agent_loop.py: zero rows from the
+/// last recorded one to prompt + response): drops the last row (the final token is never
+/// forwarded; verl's build_r3_replay_mask never replays it) and, for top-k >= 2, marks the zero
+/// rows before it as missing (-1): expert 0 listed k times is never a route, only the fill of
+/// tokens the engine did not record (multi-turn tool responses after the last generation).
+/// Returns how many rows were marked.
+std::int64_t drop_as_dict_fill(RouteArray& routes) {
+    if (routes.rows == 0) return 0;
+    --routes.rows;
+    const std::size_t width = static_cast<std::size_t>(routes.axis_layers) * static_cast<std::size_t>(routes.top_k);
+    routes.ids.resize(static_cast<std::size_t>(routes.rows) * width);
+    std::int64_t marked = 0;
+    if (routes.top_k < 2) return 0;
+    for (std::int64_t r = routes.rows - 1; r >= 0 && zero_row(routes, r); --r, ++marked)
+        std::fill_n(routes.ids.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(r) * width), width, -1);
+    return marked;
+}
+
 /// Turns one decoded array into a sample and emits it. `where` = "<path>: sample <id>[: entry ...]".
+/// For top-k >= 2 an all-zero last row is verl's as_dict fill (drop_as_dict_fill): the array spans
+/// the sample's tokens, t_i = rows; otherwise t_i = rows + 1.
 void emit_npy_sample(NpyArray&& a, RouteArray& routes, const ModelDescription& m, SampleMeta&& meta,
                      const std::string& where, const EmitFn& emit) {
     if (a.shape.size() != 3)
@@ -79,6 +115,15 @@ void emit_npy_sample(NpyArray&& a, RouteArray& routes, const ModelDescription& m
     routes.ids.swap(a.values);
     routes.axis_layer_ids = resolve_layer_axis(routes.axis_layers, m, where);
     meta.rows_rule = LengthRule::RowsPlusOne;
+    if (routes.top_k >= 2 && routes.rows > 0 && zero_row(routes, routes.rows - 1)) {
+        const std::int64_t rows = routes.rows;
+        const std::int64_t marked = drop_as_dict_fill(routes);
+        add_import_note(where + ": the last " + (marked ? std::to_string(marked + 1) + " rows are" : "row is") +
+                        " all zero, the fill of verl's AgentLoopOutput.as_dict (routes aligned to prompt + response): "
+                        "t_i = " +
+                        std::to_string(rows) + " rows, the last one never forwarded" +
+                        (marked ? ", the other zero rows missing routes" : ""));
+    }
     emit(make_sample_record(routes, m, meta));
 }
 
@@ -553,6 +598,77 @@ void parse_batch(const BatchArrays& arrays, const SourceFile& f, const std::stri
                         " batch rows of a single token, which has no routed row (rows " + row_list(short_rows) + ")");
 }
 
+/// Reads archive entry `index` whole after checking its .npy header and declared sizes (the
+/// header first: a shape over the per-sample limit, or trailing bytes, is refused before the data
+/// is inflated), to the end so that libzip checks the CRC.
+NpyArray read_entry_array(zip_t* za, zip_uint64_t index, const std::string& where) {
+    zip_stat_t st;
+    zip_stat_init(&st);
+    if (zip_stat_index(za, index, 0, &st) != 0) throw InputError(where + ": " + printable(zip_strerror(za)));
+    check_entry_sizes(st, where, kMaxEntryBytes);
+    EntryReader in(za, index, st, where);
+    std::string buf;
+    const NpyHeaderInfo h = read_header_bytes(in, buf, where);
+    npy_header_checked(buf, where);
+    check_no_trailing(h, st.size, where);
+    for (;;) {
+        const std::size_t at = buf.size();
+        buf.resize(at + kReadChunk);
+        const std::size_t got = in.read(buf.data() + at, kReadChunk);
+        buf.resize(at + got);
+        if (got == 0) break;
+    }
+    in.finish();
+    return parse_npy(buf, where);
+}
+
+/// One sample of verl's agent loop saved from AgentLoopOutput.as_dict() (verl-project/verl
+/// 1dda039b verl/experimental/agent_loop/agent_loop.py) with np.savez: routed_experts int16
+/// [prompt + response, layers, top_k], zero rows after the last recorded one, beside prompts [P]
+/// and responses [R] (their headers alone are read; response_mask and the rest are never opened).
+/// t_i = P + R = the routes' rows, prompt_len = P; the routes are drop_as_dict_fill's. The sample
+/// id is the archive's stem. InputError when the rows are not P + R.
+void parse_agent_loop_sample(const ArchiveArrays& arrays, zip_t* za, zip_uint64_t routes_index, const SourceFile& f,
+                             const std::string& stem, const ModelDescription& m, const EmitFn& emit) {
+    SampleMeta meta;
+    meta.id = stem;
+    meta.source_file = f.path.string();
+    const std::string where = sample_where(f, meta.id) + ": entry 'routed_experts'";
+    NpyArray a = read_entry_array(za, routes_index, where);
+    if (a.shape.size() != 3 || a.shape[1] > INT32_MAX || a.shape[2] > INT32_MAX)
+        throw InputError(where + ": has shape " + shape_str(a.shape) +
+                         ", expected [prompt + response][layers][top_k] (AgentLoopOutput.as_dict)");
+    std::int64_t tokens = 0;
+    std::string parts;
+    for (const char* name : {"prompts", "responses"}) {
+        if (!arrays.has(name)) continue;
+        const BatchArray ids(arrays.open(name, kMaxEntryBytes), arrays.where(name), true);
+        const NpyHeaderInfo& h = ids.header();
+        if (h.shape.size() != 1)
+            throw InputError(arrays.where(name) + " has shape " + shape_str(h.shape) + ", expected one token id list");
+        tokens += h.shape[0];
+        parts += (parts.empty() ? "" : " + ") + std::string(name) + " " + std::to_string(h.shape[0]);
+        if (std::string(name) == "prompts") meta.prompt_len = h.shape[0];
+    }
+    if (arrays.has("prompts") && arrays.has("responses")) {
+        if (a.shape[0] != tokens)
+            throw InputError(where + ": has " + std::to_string(a.shape[0]) + " rows but " + parts + " = " +
+                             std::to_string(tokens) + " tokens (as_dict aligns the routes to prompt + response)");
+        meta.explicit_length = tokens;
+    }
+    RouteArray routes;
+    routes.rows = a.shape[0];
+    routes.axis_layers = static_cast<int>(a.shape[1]);
+    routes.top_k = static_cast<int>(a.shape[2]);
+    routes.ids.swap(a.values);
+    routes.axis_layer_ids = resolve_layer_axis(routes.axis_layers, m, where);
+    meta.rows_rule = LengthRule::RowsPlusOne; // rows + 1 = all tokens once the last row is dropped
+    if (const std::int64_t marked = drop_as_dict_fill(routes))
+        add_import_note(where + ": " + std::to_string(marked) +
+                        " all-zero rows before the last (tokens the engine did not record) are missing routes");
+    emit(make_sample_record(routes, m, meta));
+}
+
 } // namespace
 
 void parse_npy_file(const SourceFile& f, const ModelDescription& m, const EmitFn& emit) {
@@ -613,11 +729,20 @@ void parse_npz(const SourceFile& f, const ModelDescription& m, const EmitFn& emi
         names.emplace(name.ends_with(".npy") ? name.substr(0, name.size() - 4) : name, static_cast<zip_uint64_t>(i));
     }
     if (names.count("routed_experts")) {
-        parse_batch(ArchiveArrays(za.get(), names, path), f, stem, m, emit);
+        const ArchiveArrays arrays(za.get(), names, path);
+        // AgentLoopOutput.as_dict() of one sample: token id lists, no mask or validity flags.
+        if ((names.count("prompts") || names.count("responses")) && !names.count("attention_mask") &&
+            !names.count("r3_routing_valid")) {
+            const std::string w = arrays.where("routed_experts");
+            if (BatchArray(arrays.open("routed_experts", kMaxBatchEntryBytes), w, false).header().shape.size() != 4) {
+                parse_agent_loop_sample(arrays, za.get(), names.at("routed_experts"), f, stem, m, emit);
+                return;
+            }
+        }
+        parse_batch(arrays, f, stem, m, emit);
         return;
     }
     std::size_t k = 0;
-    std::string buf;
     RouteArray routes;
     for (zip_int64_t i = 0; i < n; ++i) {
         zip_stat_t st;
@@ -632,25 +757,9 @@ void parse_npz(const SourceFile& f, const ModelDescription& m, const EmitFn& emi
         meta.source_file = path;
         meta.request_id = name.size() > 4 && name.ends_with(".npy") ? name.substr(0, name.size() - 4) : name;
         const std::string where = sample_where(f, meta.id) + ": entry '" + printable(name) + "'";
-        check_entry_sizes(st, where, kMaxEntryBytes);
-
-        // The header first: a shape over the per-sample limit, or a declared size beyond what the
-        // shape holds (trailing bytes), is refused before the data is inflated.
-        EntryReader in(za.get(), static_cast<zip_uint64_t>(i), st, where);
-        const NpyHeaderInfo h = read_header_bytes(in, buf, where);
-        npy_header_checked(buf, where);
-        check_no_trailing(h, st.size, where);
-        // Then the data in chunks until the end (so that libzip checks the CRC): memory follows the
-        // data actually there, never the declared size.
-        for (;;) {
-            const std::size_t at = buf.size();
-            buf.resize(at + kReadChunk);
-            const std::size_t got = in.read(buf.data() + at, kReadChunk);
-            buf.resize(at + got);
-            if (got == 0) break;
-        }
-        in.finish();
-        emit_npy_sample(parse_npy(buf, where), routes, m, std::move(meta), where, emit);
+        // Memory follows the data actually there, never the declared size.
+        emit_npy_sample(read_entry_array(za.get(), static_cast<zip_uint64_t>(i), where), routes, m, std::move(meta),
+                        where, emit);
     }
     if (k == 0) throw InputError(path + ": the .npz archive holds no arrays");
 }
@@ -683,6 +792,9 @@ std::string detected_stack(const SourceFile& f, TraceFormat detected) {
         return format_stack(detected);
     }
     if (!names.count("routed_experts")) return "numpy per-sample arrays in " + container;
+    if ((names.count("prompts") || names.count("responses")) && !names.count("attention_mask") &&
+        !names.count("r3_routing_valid"))
+        return "verl AgentLoopOutput.as_dict sample (routed_experts, prompts, responses) in " + container;
     if (names.count("r3_routing_valid")) return "AReaL padded batch (routed_experts, r3_routing_valid) in " + container;
     if (names.count("attention_mask")) return "verl padded batch (routed_experts, attention_mask) in " + container;
     return "padded batch (routed_experts without attention_mask or r3_routing_valid) in " + container;

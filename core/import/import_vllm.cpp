@@ -13,12 +13,16 @@
 // axis and top_k must match); prompt_len = its rows. v0.21 servers send both as nested JSON lists
 // [rows][layers][top_k] instead of base64 .npy (vllm-project/vllm v0.21.0
 // vllm/entrypoints/openai/completion/serving.py, docs training/routed_experts_replay); both are read.
-// usage.prompt_tokens sums every prompt of a request, so it is only a fallback prompt_len; the
-// choices of different prompts (per-choice prompt_token_ids that differ) get groups "<id>/p<j>".
+// The choices of different prompts (per-choice prompt_token_ids that differ) get groups "<id>/p<j>".
 // A surplus final row (rows = t_i when token ids say t_i) is dropped.
 // Length: explicit when the choice has "token_ids" and the choice or response has
 // "prompt_token_ids" (t_i = both counts, prompt_len = prompt ids); otherwise rows + 1 (rule 1),
-// with prompt_len from usage.prompt_tokens when present (the same prompt for every choice).
+// prompt_len = the prompt ids' count when given, else the prompt part's rows.
+// usage.prompt_tokens sums the prompts of a request (completion/serving.py
+// request_output_to_completion_response adds len(prompt_token_ids) per prompt; the choices come
+// prompt by prompt, n each), so it is a choice's prompt_len only when the response provably holds
+// one prompt (usage_prompts below); a request over several prompts keeps its choices' prompt
+// lengths unknown (the response states only their sum) and groups them by prompt, with a note.
 #include "core/import/import_detail.h"
 
 #include <algorithm>
@@ -55,6 +59,88 @@ NpyArray decode_npy_field(const nlohmann::json& v, const std::string& where, con
     return a;
 }
 
+/// t_i = P + G and prompt_len = P of choice c from its prompt and generated token ids. One row per
+/// token but the last generated one (a surplus final row allowed, then dropped from `routes`): the
+/// prompt part (when `prompt` is given) holds the prompt's P rows and the choice's array G - 1 (or
+/// G); a single array covers prompt and completion, or the completion alone. InputError naming
+/// the counts otherwise.
+void lengths_from_token_ids(std::int64_t P, std::int64_t G, const NpyArray* prompt, std::int64_t completion_rows,
+                            std::size_t c, const std::string& where, const std::string& field, SampleMeta& meta,
+                            RouteArray& routes) {
+    const auto one_of = [](std::int64_t v, std::int64_t n) { return v == n - 1 || v == n; };
+    const bool consistent = prompt ? prompt->shape[0] == P && one_of(completion_rows, G)
+                                   : one_of(completion_rows, P + G) || one_of(completion_rows, G);
+    if (!consistent) {
+        const std::string tokens = "prompt_token_ids + " + std::string("choices[") + std::to_string(c) +
+                                   "].token_ids = " + std::to_string(P) + " + " + std::to_string(G) + " tokens";
+        if (prompt)
+            throw InputError(where + ": prompt_routed_experts has " + std::to_string(prompt->shape[0]) + " rows and " +
+                             field + " " + std::to_string(completion_rows) + ", but " + tokens +
+                             " (vLLM writes one prompt row per prompt token and one row per "
+                             "generated token but the last: " +
+                             std::to_string(P) + " and " + std::to_string(std::max<std::int64_t>(G - 1, 0)) + " rows)");
+        throw InputError(where + ": " + field + " has " + std::to_string(completion_rows) + " rows, but " + tokens +
+                         " (vLLM writes one row per token but the last generated one: " +
+                         std::to_string(std::max<std::int64_t>(P + G - 1, 0)) + " rows, or " +
+                         std::to_string(std::max<std::int64_t>(G - 1, 0)) + " for the completion alone)");
+    }
+    meta.prompt_len = P;
+    meta.explicit_length = P + G;
+    // One surplus final row (the last sampled token's) may appear: rows = t_i.
+    if (routes.rows == *meta.explicit_length && routes.rows > 0) {
+        --routes.rows;
+        routes.ids.resize(routes.ids.size() -
+                          static_cast<std::size_t>(routes.axis_layers) * static_cast<std::size_t>(routes.top_k));
+    }
+}
+
+/// How usage.prompt_tokens S applies to the C choices of a response none of which carries prompt
+/// token ids or a prompt part. With t_c = rows_c + 1 (choice c's prompt and completion tokens), K
+/// prompts of n = C / K choices each and G = usage.completion_tokens (the completions' sum):
+/// sum_c t_c = n * S + G. One choice, or sum_c t_c = C * S + G: one prompt, S is every choice's
+/// prompt length. Otherwise K = C * S / (sum_c t_c - G) when that is a whole divisor of C, K >= 2:
+/// K prompts, their lengths unknown. Any other case (G missing with C > 1, or no such K): unknown.
+struct UsagePrompts {
+    bool each = false;       ///< S is every choice's prompt length
+    std::int64_t groups = 1; ///< K prompts (choices c / (C / K) share prompt j)
+    std::string note;        ///< why the prompt lengths stay unknown (empty when `each`)
+};
+
+UsagePrompts usage_prompts(std::int64_t S, std::optional<std::int64_t> G, const std::vector<std::int64_t>& t,
+                           const std::string& rwhere) {
+    __extension__ typedef __int128 i128;
+    UsagePrompts u;
+    const auto C = static_cast<std::int64_t>(t.size());
+    i128 sum_t = 0;
+    for (const std::int64_t v : t)
+        sum_t += v;
+    const std::string head = rwhere + ": usage.prompt_tokens = " + std::to_string(S);
+    if (C == 1 || (G && sum_t == i128(C) * S + *G)) {
+        u.each = true;
+        return u;
+    }
+    if (!G) {
+        u.note = head + " is the sum over the request's prompts and " + std::to_string(C) +
+                 " choices carry no prompt token ids (and usage no completion_tokens to tell the prompts apart): "
+                 "their prompt lengths are left unknown";
+        return u;
+    }
+    const i128 prompt_part = sum_t - *G; // n * S
+    const i128 k = prompt_part > 0 && (i128(C) * S) % prompt_part == 0 ? i128(C) * S / prompt_part : 0;
+    const std::string tokens = "usage.completion_tokens = " + std::to_string(*G) + " and the " + std::to_string(C) +
+                               " choices' " + std::to_string(static_cast<std::int64_t>(sum_t)) + " tokens";
+    if (k >= 2 && k <= C && C % static_cast<std::int64_t>(k) == 0) {
+        u.groups = static_cast<std::int64_t>(k);
+        u.note = head + " sums " + std::to_string(u.groups) + " prompts of " + std::to_string(C / u.groups) +
+                 " choices each (from " + tokens +
+                 "); the response does not state each prompt's length: left "
+                 "unknown (request return_token_ids for them), choices grouped by prompt";
+        return u;
+    }
+    u.note = head + " matches no prompt layout of " + tokens + ": prompt lengths left unknown";
+    return u;
+}
+
 } // namespace
 
 void parse_vllm(const SourceFile& f, const ModelDescription& m, const EmitFn& emit) {
@@ -77,10 +163,11 @@ void parse_vllm(const SourceFile& f, const ModelDescription& m, const EmitFn& em
             have_prompt = true;
         }
         const nlohmann::json* resp_prompt_ids = json_member(resp, "prompt_token_ids");
-        std::optional<std::int64_t> usage_prompt;
+        std::optional<std::int64_t> usage_prompt, usage_completion;
         if (const nlohmann::json* usage = json_member(resp, "usage")) {
             if (!usage->is_object()) throw InputError(rwhere + ": usage is " + json_kind(*usage) + ", not an object");
             usage_prompt = json_int(*usage, "prompt_tokens", rwhere, "usage.prompt_tokens", 0, kMaxTokens);
+            usage_completion = json_int(*usage, "completion_tokens", rwhere, "usage.completion_tokens", 0, kMaxTokens);
         }
 
         // A request over several prompts answers choices of different prompts: they are different
@@ -101,19 +188,39 @@ void parse_vllm(const SourceFile& f, const ModelDescription& m, const EmitFn& em
             }
             distinct = seen.size();
         }
+        // Every choice's routes first: the usage check needs all their row counts.
+        std::vector<NpyArray> arrays(choices->size());
+        std::vector<std::string> ids(choices->size());
+        for (std::size_t c = 0; c < choices->size(); ++c) {
+            ids[c] = stem + "#" + std::to_string(k++);
+            const std::string field = "choices[" + std::to_string(c) + "].routed_experts";
+            const nlohmann::json* re = json_member((*choices)[c], "routed_experts");
+            if (!re) throw InputError(sample_where(f, ids[c]) + ": " + field + " is missing");
+            arrays[c] = decode_npy_field(*re, sample_where(f, ids[c]), field);
+        }
+        UsagePrompts usage_rule;
+        if (usage_prompt && !have_prompt && !resp_prompt_ids && distinct == 0 && !choices->empty()) {
+            std::vector<std::int64_t> t;
+            for (const NpyArray& a : arrays)
+                t.push_back(a.shape[0] + 1);
+            usage_rule = usage_prompts(*usage_prompt, usage_completion, t, rwhere + " (id '" + request_id + "')");
+            if (!usage_rule.each) add_import_note(usage_rule.note);
+        }
         for (std::size_t c = 0; c < choices->size(); ++c) {
             const nlohmann::json& choice = (*choices)[c];
             SampleMeta meta;
-            meta.id = stem + "#" + std::to_string(k++);
+            meta.id = ids[c];
             meta.source_file = f.path.string();
             meta.request_id = request_id;
             meta.group = distinct > 1 ? request_id + "/p" + std::to_string(prompt_no[c]) : request_id;
+            if (usage_rule.groups > 1)
+                meta.group = request_id + "/p" +
+                             std::to_string(static_cast<std::int64_t>(c) /
+                                            (static_cast<std::int64_t>(choices->size()) / usage_rule.groups));
             meta.rows_rule = LengthRule::RowsPlusOne;
             const std::string where = sample_where(f, meta.id);
             const std::string field = "choices[" + std::to_string(c) + "].routed_experts";
-            const nlohmann::json* re = json_member(choice, "routed_experts");
-            if (!re) throw InputError(where + ": " + field + " is missing");
-            NpyArray a = decode_npy_field(*re, where, field);
+            NpyArray a = std::move(arrays[c]);
             if (have_prompt && (prompt.shape[1] != a.shape[1] || prompt.shape[2] != a.shape[2]))
                 throw InputError(where + ": " + field + " has shape " + shape_str(a.shape) +
                                  " but prompt_routed_experts has " + shape_str(prompt.shape) +
@@ -136,42 +243,14 @@ void parse_vllm(const SourceFile& f, const ModelDescription& m, const EmitFn& em
             const nlohmann::json* prompt_ids = json_member(choice, "prompt_token_ids");
             if (!prompt_ids) prompt_ids = resp_prompt_ids;
             if (token_ids && prompt_ids && token_ids->is_array() && prompt_ids->is_array()) {
-                // One row per token but the last generated one (a surplus final row allowed): the
-                // prompt part holds the prompt's rows, the completion part G - 1 (or G); a
-                // single array covers prompt and completion, or the completion alone.
-                const auto P = static_cast<std::int64_t>(prompt_ids->size());
-                const auto G = static_cast<std::int64_t>(token_ids->size());
-                const std::int64_t completion_rows = a.shape[0];
-                const auto one_of = [](std::int64_t v, std::int64_t n) { return v == n - 1 || v == n; };
-                const bool consistent = have_prompt ? prompt.shape[0] == P && one_of(completion_rows, G)
-                                                    : one_of(completion_rows, P + G) || one_of(completion_rows, G);
-                if (!consistent) {
-                    const std::string tokens = "prompt_token_ids + " + std::string("choices[") + std::to_string(c) +
-                                               "].token_ids = " + std::to_string(P) + " + " + std::to_string(G) +
-                                               " tokens";
-                    if (have_prompt)
-                        throw InputError(
-                            where + ": prompt_routed_experts has " + std::to_string(prompt.shape[0]) + " rows and " +
-                            field + " " + std::to_string(completion_rows) + ", but " + tokens +
-                            " (vLLM writes one prompt row per prompt token and one row per "
-                            "generated token but the last: " +
-                            std::to_string(P) + " and " + std::to_string(std::max<std::int64_t>(G - 1, 0)) + " rows)");
-                    throw InputError(where + ": " + field + " has " + std::to_string(completion_rows) + " rows, but " +
-                                     tokens + " (vLLM writes one row per token but the last generated one: " +
-                                     std::to_string(std::max<std::int64_t>(P + G - 1, 0)) + " rows, or " +
-                                     std::to_string(std::max<std::int64_t>(G - 1, 0)) + " for the completion alone)");
-                }
+                lengths_from_token_ids(static_cast<std::int64_t>(prompt_ids->size()),
+                                       static_cast<std::int64_t>(token_ids->size()), have_prompt ? &prompt : nullptr,
+                                       a.shape[0], c, where, field, meta, routes);
+            } else if (prompt_ids && prompt_ids->is_array()) {
                 meta.prompt_len = static_cast<std::int64_t>(prompt_ids->size());
-                meta.explicit_length = static_cast<std::int64_t>(prompt_ids->size() + token_ids->size());
-                // One surplus final row (the last sampled token's) may appear: rows = t_i.
-                if (routes.rows == *meta.explicit_length && routes.rows > 0) {
-                    --routes.rows;
-                    routes.ids.resize(routes.ids.size() - static_cast<std::size_t>(routes.axis_layers) *
-                                                              static_cast<std::size_t>(routes.top_k));
-                }
             } else if (have_prompt) {
                 meta.prompt_len = prompt.shape[0]; // the prompt part covers every prompt token
-            } else if (usage_prompt) {
+            } else if (usage_prompt && usage_rule.each) {
                 meta.prompt_len = *usage_prompt;
             }
             emit(make_sample_record(routes, m, meta));

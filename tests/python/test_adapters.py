@@ -95,8 +95,86 @@ def test_slime_errors():
     with pytest.raises(ValueError, match="set --use-dynamic-batch-size"):
         slime.build_dp_schedule(slime_args(use_dynamic_batch_size=False), cfg, lengths, global_batch_size=4,
                                 rollout_indices=rids)
-    with pytest.raises(ValueError, match=r"num_rollouts \(10\) < global_batch_size \(11\)"):
+    # slime's own exception types for the same mistakes (AssertionError, as its asserts raise).
+    with pytest.raises(AssertionError) as e:
         slime.build_dp_schedule(slime_args(), cfg, lengths, global_batch_size=11, rollout_indices=rids)
+    assert str(e.value) == "num_rollouts (10) < global_batch_size (11); need at least one rollout per step."
+    with pytest.raises(AssertionError) as e:
+        slime.build_dp_schedule(slime_args(), {**cfg, "dp_size": 4}, [100, 100, 100], global_batch_size=3,
+                                rollout_indices=[0, 1, 2])
+    assert str(e.value) == "step 0: 3 samples < dp_size 4; each step needs at least one sample per rank."
+    with pytest.raises(AssertionError) as e:
+        slime.build_dp_schedule(slime_args(max_tokens_per_gpu=None), cfg, lengths, global_batch_size=4,
+                                rollout_indices=rids)
+    assert str(e.value) == "--use-dynamic-batch-size needs --max-tokens-per-gpu"
+    # Upstream divides by global_batch_size: ZeroDivisionError, with a message that names it.
+    with pytest.raises(ZeroDivisionError) as e:
+        slime.build_dp_schedule(slime_args(), cfg, lengths, global_batch_size=0, rollout_indices=rids)
+    assert str(e.value) == "global_batch_size is 0: it counts the rollouts of one training step (>= 1)"
+    # Lengths are never truncated: 1.7 tokens is refused, 300.0 is 300.
+    with pytest.raises(ValueError) as e:
+        slime.build_dp_schedule(slime_args(), cfg, [300, 1.7, 200, 100], global_batch_size=4,
+                                rollout_indices=[0, 1, 2, 3])
+    assert str(e.value) == "total_lengths[1] = 1.7 is not a whole number of tokens"
+    whole = slime.build_dp_schedule(slime_args(), cfg, [300.0, 250, 200, 100], global_batch_size=4,
+                                    rollout_indices=[0, 1, 2, 3])
+    assert whole == slime.build_dp_schedule(slime_args(), cfg, [300, 250, 200, 100], global_batch_size=4,
+                                            rollout_indices=[0, 1, 2, 3])
+
+
+def test_slime_moe_layer_freq_megatron_semantics():
+    """moe_layer_freq as Megatron reads it: an integer N puts a MoE layer where layer % N == 0, a
+    list (or its text) marks each layer; dense layers are neither planned nor handed a map."""
+    def layers(freq, num_layers=4):
+        return slime.moe_layers_of(SimpleNamespace(num_layers=num_layers, moe_layer_freq=freq))
+
+    assert layers(2) == [0, 2]
+    assert layers(3, 7) == [0, 3, 6]
+    assert layers(1) == layers(None) == [0, 1, 2, 3]
+    assert layers([0, 1, 1, 0]) == [1, 2]
+    assert layers("2") == [0, 2]
+    assert layers("[0]*1+[1]*3") == [1, 2, 3]
+    assert layers("([1]*1+[0]*1)*2") == [0, 2]
+    with pytest.raises(AssertionError) as e:
+        layers([1, 1, 1])
+    assert str(e.value) == "moe_layer_freq has 3 entries but num_layers is 4: one 0/1 entry per layer"
+    with pytest.raises(ValueError, match="moe_layer_freq must be >= 1"):
+        layers(0)
+    with pytest.raises(ValueError, match="is not a list of integers built with"):
+        layers("[__import__('os')]")
+
+    # N = 2 on 4 layers: layers 1 and 3 are dense, their replay rows zeros (slime keeps a row for
+    # every decoder layer). Hand-checked: 4 samples of 3 routed rows each, top-2 over 4 experts.
+    lengths, rids = [4, 4, 4, 4], [0, 1, 2, 3]
+    routes = []
+    for i in range(4):
+        r = np.zeros((3, 4, 2), dtype=np.int16)
+        r[:, 0] = [2, 3]  # layer 0: experts 2 and 3 on every row
+        r[:, 2] = [1, 2] if i < 2 else [1, 3]
+        routes.append(r)
+    args = slime_args(max_tokens_per_gpu=8, moe_layer_freq=2, num_experts=4)
+    cfg = {"dp_size": 2, "cp_size": 1, "vpp_size": 1, "microbatch_group_size_per_vp_stage": 1}
+    slime.build_dp_schedule(args, cfg, lengths, global_batch_size=4, rollout_indices=rids,
+                            rollout_routed_experts=routes)
+    p = slime.last_plans[0]
+    assert p.moe_layers == [0, 2] and p.physical_to_logical.shape == (2, 4)
+    # Loads per expert: layer 0 {2: 12, 3: 12}, layer 2 {1: 12, 2: 6, 3: 6}; no dense row is expert 0.
+    loads = np.array([[0, 0, 12, 12], [0, 12, 6, 6]])
+    assert (routepack.counts_from_routes(routes, 4, moe_layers=[0, 2]).sum(axis=0) == loads).all()
+    # The hook hands maps to the MoE layers only (layer_number 1 and 3 are layers 0 and 2).
+    chunk = FakeChunk([FakeLayer(n) for n in (1, 2, 3, 4)])
+    slime.before_train_step_hook(args, 0, 0, [chunk], None, None)
+    assert sorted(slime.current_physical_to_logical) == [0, 2]
+    assert (chunk.layers[0].routepack_physical_to_logical == p.physical_to_logical[0]).all()
+    assert (chunk.layers[2].routepack_physical_to_logical == p.physical_to_logical[1]).all()
+    assert not hasattr(chunk.layers[1], "routepack_physical_to_logical")
+    assert not hasattr(chunk.layers[3], "routepack_physical_to_logical")
+    # A plan without routes (lengths alone) places no expert: no layer gets a map.
+    slime.build_dp_schedule(args, cfg, lengths, global_batch_size=4, rollout_indices=rids)
+    chunk = FakeChunk([FakeLayer(n) for n in (1, 2, 3, 4)])
+    slime.before_train_step_hook(args, 0, 0, [chunk], None, None)
+    assert slime.current_physical_to_logical == {}
+    assert not any(hasattr(layer, "routepack_physical_to_logical") for layer in chunk.layers)
 
 
 class FakeLayer:
@@ -155,6 +233,71 @@ def test_nemo_rl_packer_contract():
     assert str(e.value) == "Sequence length 150 exceeds bin capacity 100"
     with pytest.raises(ValueError, match="bin_count_multiple must be positive"):
         nemo_rl.RoutePackPacker(100, bin_count_multiple=0)
+
+
+def test_nemo_rl_packer_upstream_edges():
+    """NeMo-RL's own answers for an empty list and too few sequences (SequencePacker.pack /
+    _adjust_bin_count at 7ea279ab), routing consumed by a failed call, lengths never truncated."""
+    for kw in ({}, {"bin_count_multiple": 4}, {"min_bin_count": 0}):
+        assert nemo_rl.RoutePackPacker(100, **kw).pack([]) == []
+    msg = ("Cannot create {} bins with only {} sequences. Each bin must contain at least one sequence. Either reduce "
+           "min_bin_count/bin_count_multiple or provide more sequences.")
+    cases = [
+        (dict(min_bin_count=2, bin_count_multiple=3), [], msg.format(3, 0)),
+        (dict(min_bin_count=3), [50, 50], msg.format(3, 2)),
+        (dict(bin_count_multiple=4), [50, 50], msg.format(4, 2)),
+        # Five full sequences need five bins: eight at multiple 4 (two rows of four DP slots).
+        (dict(bin_count_multiple=4), [100] * 5, msg.format(8, 5)),
+    ]
+    for kw, lengths, text in cases:
+        with pytest.raises(ValueError) as e:
+            nemo_rl.RoutePackPacker(100, **kw).pack(lengths)
+        assert str(e.value) == text
+    with pytest.raises(ValueError) as e:
+        nemo_rl.RoutePackPacker(100).pack([10, 1.7, 30])
+    assert str(e.value) == "sequence_lengths[1] = 1.7 is not a whole number of tokens"
+    assert nemo_rl.RoutePackPacker(100).pack([60.0, 50, 40]) == nemo_rl.RoutePackPacker(100).pack([60, 50, 40])
+    # A call that raises consumes set_routing's counts: the next call of the same N is lengths-only.
+    lengths = [60, 50, 40, 30]
+    counts = np.zeros((4, 1, 4), dtype=np.int32)
+    counts[:, 0, 0] = [118, 98, 78, 58]
+    packer = nemo_rl.RoutePackPacker(100, bin_count_multiple=2, ep_ranks=2)
+    packer.set_routing(counts, moe_layers=[0])
+    with pytest.raises(ValueError, match="Sequence length 150 exceeds bin capacity 100"):
+        packer.pack([60, 150, 40, 30])
+    bins = packer.pack(lengths)
+    assert packer.last_plan.num_experts == 1 and packer.last_plan.moe_layers == [0]  # no routes
+    assert bins == nemo_rl.RoutePackPacker(100, bin_count_multiple=2, ep_ranks=2).pack(lengths)
+    packer.set_routing(counts, moe_layers=[0])
+    packer.pack(lengths)
+    assert packer.last_plan.num_experts == 4
+
+
+def test_megatron_scheduler_upstream_edges():
+    """Megatron-Core's answers (DpBalancedScheduler at d48bd6be): no samples give no micro-batches,
+    too few samples is its AssertionError; routing consumed by a failed call; lengths whole."""
+    sched = megatron.RoutePackScheduler(100, 1, 2, None)
+    assert sched.get_groups_and_subsamples([]) == []
+    with pytest.raises(AssertionError) as e:
+        sched.get_groups_and_subsamples([(7, 40)])
+    assert str(e.value) == ("Not enough samples to move: no rectangular layout exists: 1 samples cannot fill 2 DP "
+                            "slots")
+    with pytest.raises(ValueError) as e:
+        sched.get_groups_and_subsamples([(0, 40), (1, 1.7)])
+    assert str(e.value) == "sample_id_seqlens[1][1] = 1.7 is not a whole number of tokens"
+    seqlens = [(0, 60), (1, 50), (2, 40), (3, 30)]
+    counts = np.zeros((4, 1, 4), dtype=np.int32)
+    counts[:, 0, 1] = [118, 98, 78, 58]
+    sched = megatron.RoutePackScheduler(100, 1, 2, None, ep_ranks=2)
+    sched.set_routing(counts, moe_layers=[3])
+    with pytest.raises(ValueError, match="sample 1 has 150 tokens"):
+        sched.get_groups_and_subsamples([(0, 60), (1, 150), (2, 40), (3, 30)])
+    groups = sched.get_groups_and_subsamples(seqlens)
+    assert sched.last_plan.num_experts == 1 and sched.last_plan.moe_layers == [0]  # no routes
+    assert groups == megatron.RoutePackScheduler(100, 1, 2, None, ep_ranks=2).get_groups_and_subsamples(seqlens)
+    sched.set_routing(counts, moe_layers=[3])
+    sched.get_groups_and_subsamples(seqlens)
+    assert sched.last_plan.moe_layers == [3] and sched.last_plan.num_experts == 4
 
 
 def test_megatron_scheduler_contract():
@@ -288,3 +431,28 @@ def test_verl_refuses_unequal_slots():
     p, global_idx, rows = verl.plan_batch(mask, 2, max_token_len=10)
     assert [len(part) for part in p.dp_partitions()] == [2, 2] and sorted(global_idx) == [0, 1, 2, 3]
     assert rows == [0, 0, 0, 0]
+
+
+def test_verl_rearrange_refuses_float_and_short_rows():
+    from routepack.adapters import verl
+
+    mask = np.zeros((4, 10), dtype=np.int64)
+    mask[:, :5] = 1
+    local = {"attention_mask": mask, verl.ROW_KEY: np.array([0.0, 1.7, 1.0, 2.0])}
+    with pytest.raises(IndexError) as e:
+        verl.rearrange_micro_batches(local, max_token_len=10)
+    assert str(e.value) == "routepack_row must hold integer rows (an index tensor: long or int), not float64: " \
+                           "routepack_row[1] = 1.7"
+    # Integral floats are refused too: torch and numpy refuse float index tensors whatever their values.
+    local[verl.ROW_KEY] = np.array([0.0, 0.0, 1.0, 1.0])
+    with pytest.raises(IndexError) as e:
+        verl.rearrange_micro_batches(local, max_token_len=10)
+    assert str(e.value) == "routepack_row must hold integer rows (an index tensor: long or int), not float64"
+    local[verl.ROW_KEY] = np.array([0, 0, 1])
+    with pytest.raises(ValueError) as e:
+        verl.rearrange_micro_batches(local, max_token_len=10)
+    assert str(e.value) == ("routepack_row has shape (3,) but attention_mask has 4 samples: one row per sample, as "
+                            "make_balance_batch writes it")
+    local[verl.ROW_KEY] = np.array([0, 0, 1, 1], dtype=np.int32)
+    mbs, idx = verl.rearrange_micro_batches(local, max_token_len=10)
+    assert idx == [[0, 1], [2, 3]] and [mb["attention_mask"].sum() for mb in mbs] == [10, 10]

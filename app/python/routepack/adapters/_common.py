@@ -3,6 +3,8 @@ required micro-batch multiple."""
 
 from __future__ import annotations
 
+import math
+import operator
 from math import gcd
 from typing import Optional, Sequence
 
@@ -47,3 +49,19 @@ def plan_rows(
 def rows_multiple_for_bins(bin_multiple: int, dp_slots: int) -> int:
     """Smallest m such that R * D is a multiple of `bin_multiple` whenever R is a multiple of m."""
     return bin_multiple // gcd(bin_multiple, dp_slots)
+
+
+def whole_tokens(value, where: str) -> int:
+    """`value` as a whole token count: a Python or numpy integer, or a float with an integral value
+    (30.0 -> 30, as the stacks' own packers accept floats they only add up). ValueError
+    "<where> = 1.7 is not a whole number of tokens" for a fractional, non-finite, boolean or
+    non-numeric value (never truncated: 1.7 would otherwise plan as 1 token)."""
+    if not isinstance(value, (bool, np.bool_)):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+        if isinstance(value, (float, np.floating)) and math.isfinite(value) and float(value).is_integer():
+            return int(value)
+    text = str(value) if isinstance(value, (int, float, np.number, np.bool_)) else repr(value)
+    raise ValueError(f"{where} = {text} is not a whole number of tokens")

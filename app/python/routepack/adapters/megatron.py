@@ -12,14 +12,19 @@ microbatch_group_size_per_vp_stage`` (when that is not None). ``run`` then check
 sample appears exactly once.
 
 :class:`RoutePackScheduler` answers with a RoutePack plan: micro-batch r, DP rank d is cell (r, d).
-Routing counts for the next call are given with :meth:`RoutePackScheduler.set_routing`.
+Routing counts for the next call are given with :meth:`RoutePackScheduler.set_routing`; that call
+consumes them, whether it returns or raises. As upstream, no samples give no micro-batches and
+too few samples to fill every DP rank's micro-batches is an AssertionError ("Not enough samples
+to move"). A sample longer than ``max_seqlen_per_dp_cp_rank * cp_size`` is a ValueError (upstream
+gives it a micro-batch of its own), and ``max_num_seqs`` is checked on the plan (ValueError), not
+planned for.
 """
 
 from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from ._common import plan_rows
+from ._common import plan_rows, whole_tokens
 
 
 class RoutePackScheduler:
@@ -51,24 +56,37 @@ class RoutePackScheduler:
         return ["tokens", "labels", "loss_mask", "position_ids", "original_seq_len", "padded_seq_len"]
 
     def set_routing(self, counts, moe_layers: Sequence[int]) -> None:
-        """Routing counts [N, L, E] of the samples of the next call, in sample_id_seqlens order."""
+        """Routing counts [N, L, E] of the samples of the next call, in sample_id_seqlens order.
+        That call consumes them whether it succeeds or raises: a later call never plans with them."""
         self._counts = counts
         self._moe_layers = list(moe_layers)
 
     def get_groups_and_subsamples(self, sample_id_seqlens):
-        lengths = [int(s[1]) for s in sample_id_seqlens]
+        """``sample_id_groups[microbatch][j]`` (see the module docstring), from a RoutePack plan with
+        the routing of ``set_routing`` (consumed here). No samples give no micro-batches, as
+        upstream. Sequence lengths are whole token counts (ValueError "sample_id_seqlens[i][1] = 1.7
+        is not a whole number of tokens"); too few samples to give every DP rank a micro-batch (at
+        the required multiple) is upstream's AssertionError "Not enough samples to move"."""
+        counts, moe_layers = self._counts, self._moe_layers
+        self._counts = self._moe_layers = None
+        lengths = [whole_tokens(s[1], f"sample_id_seqlens[{i}][1]") for i, s in enumerate(sample_id_seqlens)]
         for i, length in enumerate(lengths):
             if length > self.max_seq_len_all_ranks:
                 raise ValueError(f"sample {i} has {length} tokens, more than max_seqlen_per_dp_cp_rank * cp_size = "
                                  f"{self.max_seq_len_all_ranks}")
-        counts = self._counts
         if counts is not None and len(counts) != len(lengths):
             raise ValueError(f"set_routing gave counts for {len(counts)} samples; got {len(lengths)}")
-        p = plan_rows(lengths, dp_slots=self.dp_size, token_cap=self.max_seq_len_all_ranks, counts=counts,
-                      moe_layers=self._moe_layers, ep_ranks=self.ep_ranks, edp_shards=self.edp_shards,
-                      stages=self.stages, row_multiple=self.microbatch_group_size_per_vp_stage or 1,
-                      seed=self.seed, workers=self.workers, budgets=self.budgets)
-        self._counts = None
+        if not lengths:
+            return []
+        try:
+            p = plan_rows(lengths, dp_slots=self.dp_size, token_cap=self.max_seq_len_all_ranks, counts=counts,
+                          moe_layers=moe_layers, ep_ranks=self.ep_ranks, edp_shards=self.edp_shards,
+                          stages=self.stages, row_multiple=self.microbatch_group_size_per_vp_stage or 1,
+                          seed=self.seed, workers=self.workers, budgets=self.budgets)
+        except ValueError as e:
+            if str(e).startswith("no rectangular layout exists: "):
+                raise AssertionError(f"Not enough samples to move: {e}") from e
+            raise
         self.last_plan = p
         if self.max_num_seqs is not None:
             for r, row in enumerate(p.rows):

@@ -15,7 +15,23 @@ rollout_indices) -> (partitions, micro_batch_indices, num_microbatches, global_b
 Each step is one RoutePack plan: DP rank r's micro-batches are the plan's cells (0, r), (1, r),
 ..., so every rank runs R micro-batches, each holding <= ``max_tokens_per_gpu * cp_size`` tokens
 (a longer sample is a ValueError, not an oversize micro-batch), and with virtual pipelining
-(``vpp_size > 1``) R is a multiple of ``microbatch_group_size_per_vp_stage``.
+(``vpp_size > 1``) R is a multiple of ``microbatch_group_size_per_vp_stage``. Only the dynamic
+mode (``use_dynamic_batch_size``) is planned; the static mode (``micro_batch_size``) is refused
+with a ValueError.
+
+The same mistakes raise upstream's exception types: fewer rollouts than ``global_batch_size``,
+a step with fewer samples than ``dp_size``, and ``use_dynamic_batch_size`` without
+``max_tokens_per_gpu`` are AssertionErrors (upstream's texts); ``global_batch_size=0`` is the
+ZeroDivisionError of upstream's ``len(rollout_ids) // global_batch_size``, with a message that
+says so. ``total_lengths`` are whole token counts (integral floats accepted; ValueError
+"total_lengths[i] = 1.7 is not a whole number of tokens", never truncated).
+
+slime's own ``tests/test_dp_schedule.py`` at 624b824a, run unchanged through a shim package
+(``slime/utils/dp_schedule.py`` importing this function): 5 of 9 pass. The static mode
+(``test_static_stride_single_step``, ``test_static_balance_multi_step``,
+``test_balance_data_distributes_by_flops``) is refused, and a sample over the cap
+(``test_dynamic_oversized_sample_lands_alone``) is refused where slime gives it a micro-batch of
+its own.
 
 Routing counts come from ``rollout_routed_experts`` (slime's per-sample ``[T, num_layers, topk]``
 replay arrays, every decoder layer, ``layer_axis='all'``), passed as the keyword
@@ -23,8 +39,8 @@ replay arrays, every decoder layer, ``layer_axis='all'``), passed as the keyword
 ``RolloutManager._split_train_data_by_dp``). Without it the plan balances lengths alone.
 
 RoutePack settings are read from ``args`` (Megatron argument names where they exist):
-``num_experts``, ``num_layers``, ``moe_layer_freq`` (list: layers with a non-zero entry; else
-every layer, as slime's replay validation), ``expert_model_parallel_size`` (EP ranks P),
+``num_experts``, ``num_layers``, ``moe_layer_freq`` (Megatron's: an integer N, MoE where
+layer % N == 0, or a 0/1 list; see :func:`moe_layers_of`), ``expert_model_parallel_size`` (EP ranks P),
 ``routepack_edp_shards`` (None = one shard), ``routepack_attention_stages``
 (default ``[("attention", 1.0, 0.0)]``), ``routepack_seed`` (default 1), ``routepack_workers``
 (default 1), ``routepack_plan_dir`` (when set, step s's plan is written to
@@ -33,6 +49,8 @@ every layer, as slime's replay validation), ``expert_model_parallel_size`` (EP r
 
 from __future__ import annotations
 
+import ast
+import operator
 import os
 from typing import Any, Optional
 
@@ -40,7 +58,7 @@ import numpy as np
 
 import routepack
 
-from ._common import plan_rows
+from ._common import plan_rows, whole_tokens
 
 #: Plans of the last build_dp_schedule call in this process, one per step.
 last_plans: list = []
@@ -51,14 +69,55 @@ last_moves: list = []
 _applied_plan = None
 
 
+def _freq_pattern(text: str):
+    """Megatron's ``--moe-layer-freq`` text (``moe_freq_type``, megatron/training/arguments.py):
+    "N", or a Python list expression such as "[0]*3+[1]*1" or "([1]*3+[0]*1)*3", read without
+    eval: list literals of integers combined with + and *."""
+    if "[" not in text:
+        return int(text)
+
+    def value(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+            return node.value
+        if isinstance(node, (ast.List, ast.Tuple)):
+            items = [value(e) for e in node.elts]
+            if all(isinstance(i, int) for i in items):
+                return list(items)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult)):
+            left, right = value(node.left), value(node.right)
+            return left + right if isinstance(node.op, ast.Add) else left * right
+        raise ValueError(f"moe_layer_freq {text!r} is not a list of integers built with + and *")
+
+    try:
+        pattern = value(ast.parse(text.strip(), mode="eval").body)
+    except SyntaxError as e:
+        raise ValueError(f"moe_layer_freq {text!r} is not a list expression") from e
+    if not isinstance(pattern, list):
+        raise ValueError(f"moe_layer_freq {text!r} is not a list of integers built with + and *")
+    return pattern
+
+
 def moe_layers_of(args: Any) -> list:
-    """Absolute MoE layer ids from Megatron args: non-zero entries of a ``moe_layer_freq`` list,
-    else every layer of ``num_layers``."""
+    """Absolute (0-based) MoE layer ids from Megatron args, with Megatron's ``moe_layer_freq``
+    semantics (megatron/core/models/gpt/gpt_layer_specs.py ``get_gpt_decoder_layer_specs``; slime
+    624b824a ``fill_routing_replay`` skips the same layers): an integer N (default 1) makes layer i
+    a MoE layer when i % N == 0; a list (or its text, "[0]*3+[1]*1") gives one 0/1 entry per
+    layer, MoE where non-zero. AssertionError when a list's length is not ``num_layers`` (as
+    Megatron and slime assert); ValueError for N < 1 or a malformed pattern."""
     num_layers = int(args.num_layers)
     freq = getattr(args, "moe_layer_freq", None)
+    if freq is None:
+        freq = 1
+    if isinstance(freq, str):
+        freq = _freq_pattern(freq)
     if isinstance(freq, (list, tuple)):
-        return [i for i, f in enumerate(freq[:num_layers]) if int(f) != 0]
-    return list(range(num_layers))
+        assert len(freq) == num_layers, (
+            f"moe_layer_freq has {len(freq)} entries but num_layers is {num_layers}: one 0/1 entry per layer")
+        return [i for i, f in enumerate(freq) if int(f) != 0]
+    n = operator.index(freq)
+    if n < 1:
+        raise ValueError(f"moe_layer_freq must be >= 1 (a MoE layer every N layers), got {n}")
+    return [i for i in range(num_layers) if i % n == 0]
 
 
 def build_dp_schedule(
@@ -75,8 +134,9 @@ def build_dp_schedule(
     cp_size = int(train_parallel_config["cp_size"])
     vpp_size = int(train_parallel_config["vpp_size"])
     mb_group = train_parallel_config["microbatch_group_size_per_vp_stage"]
-    if not getattr(args, "use_dynamic_batch_size", False) or getattr(args, "max_tokens_per_gpu", None) is None:
+    if not getattr(args, "use_dynamic_batch_size", False):
         raise ValueError("routepack packs by tokens: set --use-dynamic-batch-size and --max-tokens-per-gpu")
+    assert args.max_tokens_per_gpu is not None, "--use-dynamic-batch-size needs --max-tokens-per-gpu"
     cap = int(args.max_tokens_per_gpu) * cp_size
     row_multiple = int(mb_group) if vpp_size > 1 and mb_group else 1
     if len(rollout_indices) != len(total_lengths):
@@ -89,10 +149,11 @@ def build_dp_schedule(
     for pos, rid in enumerate(rollout_indices):
         by_rollout.setdefault(rid, []).append(pos)
     rollout_ids = list(by_rollout)
+    if global_batch_size == 0:
+        raise ZeroDivisionError("global_batch_size is 0: it counts the rollouts of one training step (>= 1)")
     num_steps = len(rollout_ids) // global_batch_size
-    if num_steps < 1:
-        raise ValueError(f"num_rollouts ({len(rollout_ids)}) < global_batch_size ({global_batch_size}); "
-                         "need at least one rollout per step.")
+    assert num_steps >= 1, (f"num_rollouts ({len(rollout_ids)}) < global_batch_size ({global_batch_size}); "
+                            "need at least one rollout per step.")
 
     moe_layers = ep_ranks = num_experts = None
     if rollout_routed_experts is not None:
@@ -112,10 +173,9 @@ def build_dp_schedule(
     for step in range(num_steps):
         step_rollouts = rollout_ids[step * global_batch_size:(step + 1) * global_batch_size]
         sample_indices = [pos for rid in step_rollouts for pos in by_rollout[rid]]
-        lengths = [int(total_lengths[i]) for i in sample_indices]
-        if len(sample_indices) < dp_size:
-            raise ValueError(f"step {step}: {len(sample_indices)} samples < dp_size {dp_size}; "
-                             "each step needs at least one sample per rank.")
+        lengths = [whole_tokens(total_lengths[i], f"total_lengths[{i}]") for i in sample_indices]
+        assert len(sample_indices) >= dp_size, (f"step {step}: {len(sample_indices)} samples < dp_size {dp_size}; "
+                                                "each step needs at least one sample per rank.")
         counts = None
         if rollout_routed_experts is not None:
             counts = routepack.counts_from_routes([np.asarray(rollout_routed_experts[i]) for i in sample_indices],
@@ -153,8 +213,9 @@ def before_train_step_hook(args, rollout_id, step_id, model, optimizer, opt_para
     Takes step ``step_id``'s plan (this process's last build_dp_schedule, else
     ``<args.routepack_plan_dir>/step_<step_id>.json``) and hands each MoE layer its row of
     ``physical_to_logical``: every module of the model chunks with a 1-based ``layer_number``
-    (Megatron's TransformerLayer) whose layer is a MoE layer gets ``routepack_physical_to_logical``
-    (int64 [E]); the rows also land in ``current_physical_to_logical`` and the slots that changed
+    (Megatron's TransformerLayer) whose layer is a MoE layer of ``args`` (:func:`moe_layers_of`)
+    gets ``routepack_physical_to_logical`` (int64 [E]); dense layers, and every layer when the
+    plan was made without routes, get nothing; the rows also land in ``current_physical_to_logical`` and the slots that changed
     since the previous plan in ``last_moves`` (what the trainer must copy: weights, master weights,
     both Adam moments, FP8 scales).
     """
@@ -167,7 +228,10 @@ def before_train_step_hook(args, rollout_id, step_id, model, optimizer, opt_para
             raise ValueError(f"no RoutePack plan for step {step_id}: set args.routepack_plan_dir")
         p = routepack.load_plan(os.path.join(plan_dir, f"step_{step_id}.json"))
     p2l = p.physical_to_logical
-    rows = {layer: p2l[l] for l, layer in enumerate(p.moe_layers)}
+    num_experts = getattr(args, "num_experts", None)
+    moe = set(moe_layers_of(args)) if num_experts else set()
+    # A plan without routes (no rollout_routed_experts: one placeholder expert) places nothing.
+    rows = {layer: p2l[l] for l, layer in enumerate(p.moe_layers) if layer in moe and p.num_experts == num_experts}
     current_physical_to_logical.clear()
     current_physical_to_logical.update(rows)
     last_moves.clear()

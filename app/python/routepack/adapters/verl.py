@@ -131,15 +131,28 @@ def rearrange_micro_batches(batch, max_token_len, dp_group=None, num_batches_div
     """Cuts a rank's local batch at the plan's row boundaries (field ``routepack_row``, written by
     the ``_balance_batch`` of :func:`make_balance_batch`): micro-batch r holds the rank's samples of
     row r, in order. Returns (micro_batches, micro_bsz_idx) as upstream. ValueError when the field is
-    missing, a micro-batch exceeds ``max_token_len``, or the row count misses
-    ``num_batches_divided_by`` / ``min_num_micro_batch`` (plan with ``row_multiple`` / ``min_rows``)."""
+    missing, does not hold one row per sample, a micro-batch exceeds ``max_token_len``, or the row
+    count misses ``num_batches_divided_by`` / ``min_num_micro_batch`` (plan with ``row_multiple`` /
+    ``min_rows``). IndexError when the rows are not integers (a float 1.7 is never truncated to
+    1): they index the batch, and indexing a TensorDict or array with a float index tensor is
+    torch's and numpy's IndexError."""
     if force_group_size != 1:
         raise ValueError("force_group_size > 1 is not supported by the routepack adapter")
     keys = batch.keys()
     if ROW_KEY not in keys:
         raise ValueError(f"the batch has no '{ROW_KEY}' field: plan it with routepack.adapters.verl.make_balance_batch")
-    rows = _np(batch[ROW_KEY]).astype(np.int64)
-    lengths = _np(batch["attention_mask"]).reshape(len(rows), -1).sum(-1)
+    rows = _np(batch[ROW_KEY])
+    if not np.issubdtype(rows.dtype, np.integer):
+        flat = rows.reshape(-1)
+        bad = next((i for i, r in enumerate(flat) if not float(r).is_integer()), None)
+        shown = f": {ROW_KEY}[{bad}] = {flat[bad]}" if bad is not None else ""
+        raise IndexError(f"{ROW_KEY} must hold integer rows (an index tensor: long or int), not {rows.dtype}{shown}")
+    mask = _np(batch["attention_mask"])
+    if rows.ndim != 1 or len(rows) != mask.shape[0]:
+        raise ValueError(f"{ROW_KEY} has shape {tuple(rows.shape)} but attention_mask has {mask.shape[0]} samples: "
+                         f"one row per sample, as make_balance_batch writes it")
+    rows = rows.astype(np.int64)
+    lengths = mask.reshape(len(rows), -1).sum(-1)
     micro_bsz_idx = []
     for i, r in enumerate(rows):
         if r < 0 or (micro_bsz_idx and r < len(micro_bsz_idx) - 1) or r > len(micro_bsz_idx):
