@@ -6,10 +6,19 @@
 namespace routepack {
 
 static_assert([] {
-    for (int i = 0; i < kMethodCount; ++i)
-        if (method_index(kMethodTable[static_cast<std::size_t>(i)].method) != i) return false;
+    for (std::size_t i = 0; i < kMethodTable.size(); ++i)
+        if (static_cast<std::size_t>(method_index(kMethodTable[i].method)) != i) return false;
     return true;
 }());
+
+namespace {
+
+/// The table row of m (std::out_of_range for a value outside the enumeration).
+const MethodRow& row_of(Method m) {
+    return kMethodTable.at(static_cast<std::size_t>(method_index(m)));
+}
+
+} // namespace
 
 Method method_at(int index) {
     if (index < 0 || index >= kMethodCount)
@@ -19,11 +28,11 @@ Method method_at(int index) {
 }
 
 const char* method_key(Method m) {
-    return kMethodTable.at(static_cast<std::size_t>(method_index(m))).key;
+    return row_of(m).key;
 }
 
 const char* method_label(Method m) {
-    return kMethodTable.at(static_cast<std::size_t>(method_index(m))).label;
+    return row_of(m).label;
 }
 
 std::optional<Method> method_from_key(std::string_view key) {

@@ -106,6 +106,7 @@ struct SearchSettings {
 
 /// The state one packing search shares between its stages.
 struct Search {
+    Search(const SearchSettings& settings, BestLayout& kept) : s(settings), best(kept) {}
     const SearchSettings& s;
     BestLayout& best;
     SearchStats st;
@@ -208,11 +209,11 @@ bool refine_round(Search& x, double& seconds) {
     PlacementContext& pc = *x.s.placement;
     const PackingProblem& cur = *x.cur;
     const Layout& layout = x.best.layout;
-    std::vector<int> row_shard(static_cast<std::size_t>(cur.n));
+    std::vector<int> row_shard(cur.length.size()); // [n] row-shard r * G + g of each sample's cell
     for (int k = 0; k < layout.cell_count(); ++k) {
-        const int shard = (k / cur.D) * cur.G + cur.shard_of_slot[static_cast<std::size_t>(k % cur.D)];
+        const int shard = (k / cur.D) * cur.G + cur.shard_of_slot[k % cur.D];
         for (const int i : layout.cell(k))
-            row_shard[static_cast<std::size_t>(i)] = shard;
+            row_shard[i] = shard;
     }
     PlacementRefinement rf =
         refine_placement(*pc.window, pc.placement, row_shard, layout.rows * cur.G, kRefinePasses, x.s.stop);
@@ -290,7 +291,7 @@ void final_pass(Search& x) {
 /// placement context, a refinement is kept when it lowers the exact score and the next round searches
 /// at the new placement (`best` is then scored at placement->placement).
 SearchStats packing_search(const SearchSettings& settings, BestLayout& best) {
-    Search x{settings, best, {}};
+    Search x(settings, best);
     const std::vector<SeedMember> population = seed_population(x);
     if (x.cancelled()) {
         x.st.cancelled = true;
@@ -334,9 +335,9 @@ void plan_communication(const Trace& w, const PlanInput& in, const std::vector<s
         gp.layout = ffd;
         gp.off_node.clear();
         for (int k = 0; k < ffd.cell_count(); ++k) {
-            const int node = slot_node[static_cast<std::size_t>(k % ffd.dp_slots)];
+            const int node = slot_node[k % ffd.dp_slots];
             for (int i : ffd.cell(k))
-                if (node != c.grouter_home[static_cast<std::size_t>(i)]) gp.off_node.push_back(i);
+                if (node != c.grouter_home[i]) gp.off_node.push_back(i);
         }
         std::sort(gp.off_node.begin(), gp.off_node.end());
     }
