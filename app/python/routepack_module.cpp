@@ -850,6 +850,7 @@ void bind_placement_functions(py::module_& m) {
                     return "loads: layer " + std::to_string(l) + " sums to " + total;
                 });
             py::gil_scoped_release release;
+            // The LPT side of the placement comparison the planner, `routepack place` and the studio make.
             p.pi = compare_placements(v, L, E, ep_ranks).lpt;
             return p;
         },
