@@ -117,7 +117,7 @@ std::string pct(double from, double to) {
 
 /// Why a plan on more than one node has no communication figures.
 std::string comm_note(const PlanResult& r) {
-    return r.comm_available ? "n/a (not computed: the plan was cancelled)" : kCommUnavailable;
+    return r.comm.available ? "n/a (not computed: the plan was cancelled)" : kCommUnavailable;
 }
 
 nlohmann::json compare_json(const PlanResult& r) {
@@ -131,24 +131,28 @@ nlohmann::json compare_json(const PlanResult& r) {
     nlohmann::json methods;
     for (const MethodResult* m : r.methods()) {
         const auto& x = m->metrics;
-        methods[m->name] = {
-            {"placement", m->placement_name},     {"score", {x.score.max_u, x.score.sum_u, x.score.max_j}},
-            {"cv_global", x.cv_global},           {"ep_peak_sum", x.ep_peak_sum},
-            {"ep_tail_peak", x.ep_tail_peak},     {"ep_balance_efficiency", x.ep_balance_efficiency},
-            {"attention_sum", x.attention_sum},   {"joint", x.joint},
-            {"cap_violations", x.cap_violations}, {"empty_cells", x.empty_cells}};
-        if (r.nodes > 1)
-            methods[m->name]["communication"] = m->comm
-                                                    ? nlohmann::json{{"inter_node_copies", m->comm->inter_total},
-                                                                     {"intra_node_copies", m->comm->intra_total},
-                                                                     {"busiest_node_copies", m->comm->busiest_total}}
-                                                    : nlohmann::json(comm_note(r));
+        methods[m->key()] = {{"placement", placement_key(m->placement)},
+                             {"score", {x.score.max_u, x.score.sum_u, x.score.max_j}},
+                             {"cv_global", x.cv_global},
+                             {"ep_peak_sum", x.ep_peak_sum},
+                             {"ep_tail_peak", x.ep_tail_peak},
+                             {"ep_balance_efficiency", x.ep_balance_efficiency},
+                             {"attention_sum", x.attention_sum},
+                             {"joint", x.joint},
+                             {"cap_violations", x.cap_violations},
+                             {"empty_cells", x.empty_cells}};
+        if (r.comm.nodes > 1)
+            methods[m->key()]["communication"] = m->comm
+                                                     ? nlohmann::json{{"inter_node_copies", m->comm->inter_total},
+                                                                      {"intra_node_copies", m->comm->intra_total},
+                                                                      {"busiest_node_copies", m->comm->busiest_total}}
+                                                     : nlohmann::json(comm_note(r));
     }
     j["methods"] = methods;
-    j["nodes"] = r.nodes;
-    if (r.grouter) {
+    j["nodes"] = r.comm.nodes;
+    if (r.comm.grouter) {
         nlohmann::json off = nlohmann::json::array();
-        for (int i : r.grouter_off_node)
+        for (int i : r.comm.grouter_off_node)
             off.push_back(r.samples[static_cast<std::size_t>(i)].id);
         j["grouter_off_node"] = off;
     }
@@ -168,12 +172,12 @@ nlohmann::json compare_json(const PlanResult& r) {
     j["routepack_vs_baseline"] = change(r.baseline.metrics, r.routepack.metrics);
     j["routepack_vs_karmarkar_karp"] = change(r.karmarkar_karp.metrics, r.routepack.metrics);
     j["planner"] = {{"seconds", r.timings.count("total") ? r.timings.at("total") : 0.0},
-                    {"proposals", r.proposals},
+                    {"proposals", r.search.proposals},
                     {"placement_refinement",
-                     {{"refined", !(r.routepack_placement == r.lpt)},
-                      {"rounds_kept", r.placement_rounds_kept},
-                      {"swaps", r.placement_swaps},
-                      {"skipped", r.placement_refinement_skipped}}},
+                     {{"refined", r.placement_refined()},
+                      {"rounds_kept", r.placement.rounds_kept},
+                      {"swaps", r.placement.swaps},
+                      {"skipped", r.placement.refinement_skipped}}},
                     {"cancelled", r.cancelled},
                     {"time_limit_hit", r.time_limit_hit}};
     return j;
@@ -190,18 +194,19 @@ void print_comparison(const PlanResult& r) {
     std::cout << "rows: " << r.rows.how << "; lower bound " << r.rows.lower_bound << "\n";
     if (r.baseline_not_ffd)
         std::cout << "note: FixedRowFFD cannot fill R* rows; baseline and reorder use the row-count search's layout\n";
-    std::cout << "CV_global: identity " << fmt("%.4f", r.cv_identity) << " -> LPT " << fmt("%.4f", r.cv_lpt);
-    if (!(r.routepack_placement == r.lpt))
-        std::cout << " -> refined for routepack's layout " << fmt("%.4f", r.cv_routepack) << " (" << r.placement_swaps
-                  << " expert swaps)";
-    if (r.placement_refinement_skipped) std::cout << " (refinement skipped: problem too large)";
+    std::cout << "CV_global: identity " << fmt("%.4f", r.placement.cv_identity) << " -> LPT "
+              << fmt("%.4f", r.placement.cv_lpt);
+    if (r.placement_refined())
+        std::cout << " -> refined for routepack's layout " << fmt("%.4f", r.placement.cv_routepack) << " ("
+                  << r.placement.swaps << " expert swaps)";
+    if (r.placement.refinement_skipped) std::cout << " (refinement skipped: problem too large)";
     std::cout << "\n";
     std::printf("%-15s %9s %12s %12s %10s %12s %10s %8s %12s %5s\n", "method", "placement", "max_g U", "sum_g U",
                 "max J", "S_EP", "T_EP", "eta_EP", "attention", "cap!");
     for (const MethodResult* m : r.methods()) {
         const auto& x = m->metrics;
-        std::printf("%-15s %9s %12.4f %12.4f %10.4f %12lld %10lld %8.4f %12.4f %5d\n", m->name.c_str(),
-                    m->placement_name.c_str(), x.score.max_u, x.score.sum_u, x.score.max_j,
+        std::printf("%-15s %9s %12.4f %12.4f %10.4f %12lld %10lld %8.4f %12.4f %5d\n", m->key(),
+                    placement_key(m->placement), x.score.max_u, x.score.sum_u, x.score.max_j,
                     static_cast<long long>(x.ep_peak_sum), static_cast<long long>(x.ep_tail_peak),
                     x.ep_balance_efficiency, x.attention_sum, x.cap_violations + x.empty_cells);
     }
@@ -219,8 +224,9 @@ void print_comparison(const PlanResult& r) {
     line("routepack vs reorder       ", r.reorder.metrics, r.routepack.metrics);
     line("routepack vs baseline      ", r.baseline.metrics, r.routepack.metrics);
     line("routepack vs karmarkar_karp", r.karmarkar_karp.metrics, r.routepack.metrics);
-    if (r.nodes > 1) {
-        std::cout << "communication over " << r.nodes << " nodes (inter-node token copies, de-duplicated per node; "
+    if (r.comm.nodes > 1) {
+        std::cout << "communication over " << r.comm.nodes
+                  << " nodes (inter-node token copies, de-duplicated per node; "
                   << "comm_weight " << fmt("%g", r.topology.comm_weight) << "):\n";
         if (!r.routepack.comm) {
             std::cout << "  " << comm_note(r) << "\n";
@@ -230,24 +236,24 @@ void print_comparison(const PlanResult& r) {
                         "vs routepack");
             for (const MethodResult* m : r.methods())
                 if (m->comm)
-                    std::printf("  %-15s %14lld %14lld %14lld %10s\n", m->name.c_str(),
-                                static_cast<long long>(m->comm->inter_total),
-                                static_cast<long long>(m->comm->intra_total),
-                                static_cast<long long>(m->comm->busiest_total),
-                                pct(ref, static_cast<double>(m->comm->inter_total)).c_str());
-            if (r.grouter)
-                std::cout << "  grouter: " << r.grouter_off_node.size() << " of " << r.samples.size()
+                    std::printf(
+                        "  %-15s %14lld %14lld %14lld %10s\n", m->key(), static_cast<long long>(m->comm->inter_total),
+                        static_cast<long long>(m->comm->intra_total), static_cast<long long>(m->comm->busiest_total),
+                        pct(ref, static_cast<double>(m->comm->inter_total)).c_str());
+            if (r.comm.grouter)
+                std::cout << "  grouter: " << r.comm.grouter_off_node.size() << " of " << r.samples.size()
                           << " samples placed off their node"
-                          << (r.grouter_fitted ? "" : " (node packing failed; the FFD layout is used)") << "\n";
+                          << (r.comm.grouter_fitted ? "" : " (node packing failed; the FFD layout is used)") << "\n";
         }
     }
     if (r.karmarkar_karp.metrics.cap_violations > 0)
         std::cout << "note: karmarkar_karp puts " << r.karmarkar_karp.metrics.cap_violations
                   << " cell(s) over the cap C (reported, still scored)\n";
     std::cout << "planner: " << fmt("%.3f", r.timings.count("total") ? r.timings.at("total") : 0.0) << " s, "
-              << r.proposals << " proposals, " << r.accepted << " accepted, polish " << r.polish_improvements << "/"
-              << r.polish_evaluations << ", " << r.polish_kicks_kept << "/" << r.polish_kicks << " kicks kept"
-              << (r.polish_local_optimum ? " (local optimum)" : "")
+              << r.search.proposals << " proposals, " << r.search.accepted << " accepted, polish "
+              << r.search.polish_improvements << "/" << r.search.polish_evaluations << ", "
+              << r.search.polish_kicks_kept << "/" << r.search.polish_kicks << " kicks kept"
+              << (r.search.polish_local_optimum ? " (local optimum)" : "")
               << (r.cancelled ? ", CANCELLED (best valid plan so far)" : "")
               << (r.time_limit_hit ? ", time limit hit" : "") << "\n";
 }

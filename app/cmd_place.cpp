@@ -50,8 +50,8 @@ std::vector<std::uint64_t> read_loads_file(const std::string& path, const ModelF
     return std::move(f.loads);
 }
 
-/// `routepack place`: LPT placement (the planner's stage 1) from expert totals alone; writes an
-/// expert map and prints identity vs LPT max/mean rank load per layer.
+/// `routepack place`: the placement comparison (compare_placements, the planner's stage 1) from
+/// expert totals alone; writes LPT's expert map and prints identity vs LPT max/mean rank load per layer.
 int run_place(const PlaceCmd& c) {
     const ExpertMapFormat format = parse_expert_map_format(c.format);
     int P = c.ep_ranks;
@@ -104,26 +104,24 @@ int run_place(const PlaceCmd& c) {
     if (E % P != 0)
         throw InputError("topology: " + std::to_string(E) + " experts are not divisible by " + std::to_string(P) +
                          " EP ranks");
-    const Placement ident = identity_placement(L, E, P);
-    const Placement lpt = lpt_placement(loads, L, E, P);
-    const auto Gi = rank_loads(loads, ident), Gl = rank_loads(loads, lpt);
-    const auto mi = rank_max_over_mean(Gi, L, P), ml = rank_max_over_mean(Gl, L, P);
-    const std::string text = expert_map_json(lpt, model, format);
+    const PlacementComparison cmp = compare_placements(loads, L, E, P);
+    const auto mi = rank_max_over_mean(cmp.rank_loads_identity, L, P);
+    const auto ml = rank_max_over_mean(cmp.rank_loads_lpt, L, P);
+    const std::string text = expert_map_json(cmp.lpt, model, format);
     write_output(c.out, text, "expert map");
     std::cout << "placement of " << what << ": " << L << " MoE layers x " << E << " experts on " << P
               << " EP ranks (LPT, Algorithm 1)\n";
     std::printf("%7s %14s %14s\n", "layer", "identity max/mean", "LPT max/mean");
     double si = 0, sl = 0;
-    for (int l = 0; l < L; ++l) {
-        std::printf("%7d %17.4f %14.4f\n", model.moe_layers[static_cast<std::size_t>(l)],
-                    mi[static_cast<std::size_t>(l)], ml[static_cast<std::size_t>(l)]);
-        si += mi[static_cast<std::size_t>(l)];
-        sl += ml[static_cast<std::size_t>(l)];
+    for (std::size_t l = 0; l < mi.size(); ++l) {
+        std::printf("%7d %17.4f %14.4f\n", model.moe_layers[l], mi[l], ml[l]);
+        si += mi[l];
+        sl += ml[l];
     }
     std::printf("%7s %17.4f %14.4f\n", "mean", L ? si / L : 1.0, L ? sl / L : 1.0);
     std::fflush(stdout);
-    std::cout << "CV_global: identity " << fmt("%.4f", cv_global(Gi, L, P)) << " -> LPT "
-              << fmt("%.4f", cv_global(Gl, L, P)) << "\n";
+    std::cout << "CV_global: identity " << fmt("%.4f", cmp.cv_identity) << " -> LPT " << fmt("%.4f", cmp.cv_lpt)
+              << "\n";
     std::cout << "expert map (" << c.format << ") written to " << c.out << "\n";
     return 0;
 }

@@ -184,7 +184,7 @@ int run_sweep(const SweepCmd& c) {
     for (std::size_t k = 1; k < rows.size(); ++k) {
         rows[k].churn = 0;
         for (const auto& layer :
-             placement_moves(rows[k].plan.routepack_placement, rows[k - 1].plan.routepack_placement))
+             placement_moves(rows[k].plan.placement.routepack, rows[k - 1].plan.placement.routepack))
             rows[k].churn += static_cast<std::int64_t>(layer.size());
     }
     std::vector<const PlanResult*> results;
@@ -240,13 +240,14 @@ int run_sweep(const SweepCmd& c) {
             // On more than one node: the communication methods' joint cost and every method's inter-node
             // copies (null with the reason when the window has no routes).
             std::string comm_csv = ",,,,,"; // five empty fields on one node
-            if (p.nodes > 1) {
-                o["grouter"] = p.grouter ? nlohmann::json(p.grouter->metrics.score.max_u) : nlohmann::json(nullptr);
-                o["routepack+comm"] =
-                    p.routepack_comm ? nlohmann::json(p.routepack_comm->metrics.score.max_u) : nlohmann::json(nullptr);
+            if (p.comm.nodes > 1) {
+                o["grouter"] =
+                    p.comm.grouter ? nlohmann::json(p.comm.grouter->metrics.score.max_u) : nlohmann::json(nullptr);
+                o["routepack+comm"] = p.comm.routepack_comm ? nlohmann::json(p.comm.routepack_comm->metrics.score.max_u)
+                                                            : nlohmann::json(nullptr);
                 nlohmann::json copies;
                 for (const MethodResult* m : p.methods())
-                    copies[m->name] = m->comm ? nlohmann::json(m->comm->inter_total) : nlohmann::json(nullptr);
+                    copies[m->key()] = m->comm ? nlohmann::json(m->comm->inter_total) : nlohmann::json(nullptr);
                 o["inter_node_copies"] = copies;
                 if (!p.routepack.comm) o["communication_note"] = kCommUnavailable;
                 auto num = [](const nlohmann::json& v) {
@@ -257,7 +258,7 @@ int run_sweep(const SweepCmd& c) {
                 };
                 comm_csv = "," + num(o["grouter"]) + "," + num(o["routepack+comm"]) + "," +
                            (p.routepack.comm ? std::to_string(p.routepack.comm->inter_total) : std::string()) + "," +
-                           count(p.grouter) + "," + count(p.routepack_comm);
+                           count(p.comm.grouter) + "," + count(p.comm.routepack_comm);
             }
             j.push_back(o);
             csv << csv_field(r.window) << "," << p.samples.size() << "," << p.rows.rows << ","

@@ -3,6 +3,7 @@
 #include "storage/library.h"
 
 #include "core/plan/budgets_json.h"
+#include "core/plan/method.h"
 #include "core/plan/plan_file.h"
 #include "core/util/errors.h"
 #include "core/util/json.h"
@@ -122,20 +123,19 @@ int effective_workers(int workers) {
     return workers > 0 ? workers : std::max(1, tbb::this_task_arena::max_concurrency());
 }
 
-/// run_results.method uses the hyphenated names of the schema's CHECK constraint.
-std::string method_key(const std::string& core_name) {
-    return core_name == "karmarkar_karp" ? std::string("karmarkar-karp") : core_name;
+/// run_results.method of method m: its key (core/plan/method.h), hyphenated as the schema's CHECK
+/// constraint spells it ("karmarkar-karp").
+std::string schema_method(Method m) {
+    return m == Method::KarmarkarKarp ? std::string("karmarkar-karp") : std::string(method_key(m));
 }
-std::string method_name(const std::string& key) {
-    return key == "karmarkar-karp" ? std::string("karmarkar_karp") : key;
+/// The method key of a run_results.method value (schema_method read back).
+std::string method_of_schema(const std::string& stored) {
+    return stored == "karmarkar-karp" ? std::string(method_key(Method::KarmarkarKarp)) : stored;
 }
-int method_order(const std::string& name) {
-    if (name == "baseline") return 0;
-    if (name == "reorder") return 1;
-    if (name == "karmarkar_karp") return 2;
-    if (name == "routepack") return 3;
-    if (name == "grouter") return 4;
-    return 5; // routepack+comm
+/// Report order of a method key: its position in the method table (a name outside it last).
+int method_order(const std::string& key) {
+    const std::optional<Method> m = method_from_key(key);
+    return m ? method_index(*m) : kMethodCount;
 }
 
 std::string metrics_json(const LayoutMetrics& m) {
@@ -252,7 +252,7 @@ RunEntry read_run(sqlite3* db, const Statement& st, const std::filesystem::path&
     res.bind(1, r.id);
     while (res.step()) {
         RunMethodEntry m;
-        m.method = method_name(res.text(0));
+        m.method = method_of_schema(res.text(0));
         m.rows = static_cast<int>(res.int64(1));
         m.metrics = parse_metrics(res.text(5), origin + " " + m.method);
         m.metrics.score = Score{res.real(2), res.real(3), res.real(4)};
@@ -381,7 +381,7 @@ std::int64_t insert_finished_run(sqlite3* db_, const std::filesystem::path& path
                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
     for (const MethodResult* m : r.methods()) {
         const Score& ms = m->metrics.score;
-        res.bind(1, run_id).bind(2, method_key(m->name)).bind(3, std::max(1, m->layout.rows));
+        res.bind(1, run_id).bind(2, schema_method(m->method)).bind(3, std::max(1, m->layout.rows));
         res.bind(4, ms.max_u).bind(5, ms.sum_u).bind(6, ms.max_j).bind(7, metrics_json(m->metrics));
         res.run();
     }
@@ -389,7 +389,7 @@ std::int64_t insert_finished_run(sqlite3* db_, const std::filesystem::path& path
         db_, path_,
         "INSERT INTO annealing_history (run_id, level, chain, temperature, proposed, accepted, energy, best_max_u, "
         "best_sum_u, best_max_j) VALUES (?1, ?2, 0, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
-    for (const LevelStats& x : r.convergence) {
+    for (const LevelStats& x : r.search.convergence) {
         const auto accepted = static_cast<std::int64_t>(std::llround(x.acceptance * static_cast<double>(x.proposals)));
         lv.bind(1, run_id).bind(2, x.level).bind(3, x.temperature).bind(4, x.proposals).bind(5, accepted);
         lv.bind(6, x.mean_energy).bind(7, x.best.max_u).bind(8, x.best.sum_u).bind(9, x.best.max_j);

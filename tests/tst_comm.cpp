@@ -18,6 +18,7 @@
 #include "core/plan/score.h"
 #include "core/util/errors.h"
 #include "tests/comm_testutil.h"
+#include "tests/plan_file_testutil.h"
 #include "tests/testutil.h"
 
 #include <QtTest>
@@ -701,30 +702,43 @@ private Q_SLOTS:
                                      "t");
         in.budgets.workers = 1;
         const PlanResult r = plan_window(in);
-        QCOMPARE(r.nodes, 2);
-        QVERIFY(r.grouter && r.routepack_comm);
+        QCOMPARE(r.comm.nodes, 2);
+        QVERIFY(r.comm.grouter && r.comm.routepack_comm);
         QCOMPARE(r.rows.rows, 1); // 64 tokens in 4 cells of C = 20: two samples per cell
-        QCOMPARE(r.grouter->comm->inter_total, i64(0));
-        QCOMPARE(r.routepack_comm->comm->inter_total, i64(0));
+        QCOMPARE(r.comm.grouter->comm->inter_total, i64(0));
+        QCOMPARE(r.comm.routepack_comm->comm->inter_total, i64(0));
         QVERIFY(r.routepack.comm->inter_total > 0);
-        QCOMPARE(r.grouter_off_node, std::vector<int>{});
-        QCOMPARE(r.routepack_comm->placement_name, std::string("comm"));
+        QCOMPARE(r.comm.grouter_off_node, std::vector<int>{});
+        QCOMPARE(r.comm.routepack_comm->placement, PlacementKind::Comm);
         // Every method's figures equal the brute-force recount at its own placement.
-        expect_equal(*r.routepack.comm, brute_force(r.routepack.layout, in.window, in.topology, r.routepack_placement));
-        expect_equal(*r.grouter->comm, brute_force(r.grouter->layout, in.window, in.topology, r.grouter_placement));
-        expect_equal(*r.routepack_comm->comm,
-                     brute_force(r.routepack_comm->layout, in.window, in.topology, r.comm_placement));
+        expect_equal(*r.routepack.comm, brute_force(r.routepack.layout, in.window, in.topology, r.placement.routepack));
+        expect_equal(*r.comm.grouter->comm,
+                     brute_force(r.comm.grouter->layout, in.window, in.topology, r.comm.grouter_placement));
+        expect_equal(*r.comm.routepack_comm->comm,
+                     brute_force(r.comm.routepack_comm->layout, in.window, in.topology, r.comm.comm_placement));
         const PlanFile f = parse_plan(plan_to_json(r), "p.json");
+        QCOMPARE(test::plan_file_difference(plan_file_of(r), f), std::string()); // the same fields without text
+        {
+            // Without routes the section says why (note), and plan_file_of says the same.
+            PlanInput bare = in;
+            for (auto& routes : bare.window.routes)
+                routes = {};
+            const PlanResult nr = plan_window(bare);
+            QVERIFY(!nr.comm.available);
+            const PlanFile fn = parse_plan(plan_to_json(nr), "p.json");
+            QCOMPARE(fn.comm.note, std::string(kCommUnavailable));
+            QCOMPARE(test::plan_file_difference(plan_file_of(nr), fn), std::string());
+        }
         QCOMPARE(f.version, 6);
         QCOMPARE(f.comm.nodes, 2);
         QVERIFY(f.comm.available && f.comm.has_grouter && f.comm.has_comm_method);
-        QCOMPARE(f.comm.comm_layout, r.routepack_comm->layout);
-        QCOMPARE(f.comm.grouter_layout, r.grouter->layout);
+        QCOMPARE(f.comm.comm_layout, r.comm.routepack_comm->layout);
+        QCOMPARE(f.comm.grouter_layout, r.comm.grouter->layout);
         QCOMPARE(f.comm.figures.at("routepack").inter, r.routepack.comm->inter_total);
-        QCOMPARE(f.metrics.at("routepack+comm").joint, r.routepack_comm->metrics.joint);
+        QCOMPARE(f.metrics.at("routepack+comm").joint, r.comm.routepack_comm->metrics.joint);
         const PlanResult back = restore_plan(f, in.window, "p.json");
-        QCOMPARE(back.routepack_comm->comm->inter_total, i64(0));
-        QCOMPARE(back.grouter->metrics.joint, r.grouter->metrics.joint);
+        QCOMPARE(back.comm.routepack_comm->comm->inter_total, i64(0));
+        QCOMPARE(back.comm.grouter->metrics.joint, r.comm.grouter->metrics.joint);
         // Cancelled as the communication stage begins: Grouter's grouping stops before its first
         // layer (LPT's placement), routepack+comm keeps LPT and its best seed; every figure is still
         // the recount at the method's own placement, and routepack's plan is the uncancelled one.
@@ -732,18 +746,19 @@ private Q_SLOTS:
         const PlanResult c = plan_window(
             in, [&](const PlanEvent& e) { cancel = cancel || e.stage == "communication"; }, &cancel);
         QVERIFY(c.cancelled && !c.time_limit_hit);
-        QVERIFY(c.grouter && c.routepack_comm);
-        QVERIFY(c.grouter_placement == c.lpt);
-        QVERIFY(c.comm_placement == c.lpt);
+        QVERIFY(c.comm.grouter && c.comm.routepack_comm);
+        QVERIFY(c.comm.grouter_placement == c.placement.lpt);
+        QVERIFY(c.comm.comm_placement == c.placement.lpt);
         QCOMPARE(c.routepack.layout, r.routepack.layout);
-        expect_equal(*c.grouter->comm, brute_force(c.grouter->layout, in.window, in.topology, c.grouter_placement));
-        expect_equal(*c.routepack_comm->comm,
-                     brute_force(c.routepack_comm->layout, in.window, in.topology, c.comm_placement));
+        expect_equal(*c.comm.grouter->comm,
+                     brute_force(c.comm.grouter->layout, in.window, in.topology, c.comm.grouter_placement));
+        expect_equal(*c.comm.routepack_comm->comm,
+                     brute_force(c.comm.routepack_comm->layout, in.window, in.topology, c.comm.comm_placement));
         // One node: no communication methods, the section is null, the plan is the one-node plan.
         PlanInput one = in;
         one.topology.gpus_per_node = 0;
         const PlanResult r1 = plan_window(one);
-        QVERIFY(!r1.grouter && !r1.routepack_comm && !r1.routepack.comm);
+        QVERIFY(!r1.comm.grouter && !r1.comm.routepack_comm && !r1.routepack.comm);
         QCOMPARE(r1.routepack.layout, r.routepack.layout);
         QVERIFY(plan_to_json(r1).find("\"communication\": null") != std::string::npos);
     }
@@ -785,17 +800,17 @@ private Q_SLOTS:
             in.budgets.annealing.levels = 3;
             in.budgets.annealing.steps = 200;
             const PlanResult r = plan_window(in);
-            QVERIFY(r.grouter && r.routepack_comm);
+            QVERIFY(r.comm.grouter && r.comm.routepack_comm);
             QCOMPARE(r.methods().size(), std::size_t(6));
             const std::vector<std::pair<const MethodResult*, const Placement*>> runs = {
-                {&r.baseline, &r.identity},          {&r.reorder, &r.lpt},
-                {&r.karmarkar_karp, &r.lpt},         {&r.routepack, &r.routepack_placement},
-                {&*r.grouter, &r.grouter_placement}, {&*r.routepack_comm, &r.comm_placement}};
+                {&r.baseline, &r.placement.identity},          {&r.reorder, &r.placement.lpt},
+                {&r.karmarkar_karp, &r.placement.lpt},         {&r.routepack, &r.placement.routepack},
+                {&*r.comm.grouter, &r.comm.grouter_placement}, {&*r.comm.routepack_comm, &r.comm.comm_placement}};
             for (const auto& [method, pi] : runs) {
                 const PackingProblem p = make_packing_problem(in.window, in.topology, *pi);
                 QCOMPARE(method->layout.rows, r.rows.rows);
                 if (method != &r.karmarkar_karp) // KK may break the cap (reported, not refused)
-                    QVERIFY2(validate_layout(method->layout, p).empty(), method->name.c_str());
+                    QVERIFY2(validate_layout(method->layout, p).empty(), method->key());
                 QVERIFY(method->comm.has_value());
                 expect_equal(*method->comm, brute_force(method->layout, in.window, in.topology, *pi));
                 QCOMPARE(method->metrics.score, score_layout(method->layout, p));

@@ -128,6 +128,7 @@ private Q_SLOTS:
     void lptMatchesLinearScan();
     void aggregateLoadsRandomBlocks();
     void cvGlobalHand();
+    void comparePlacementsHand();
     void physicalToLogicalInverse();
     void rankMaxOverMeanHand();
     void movesHand();
@@ -503,6 +504,25 @@ void TestPlacement::cvGlobalHand() {
     QVERIFY(std::abs(cv_global(std::vector<std::uint64_t>{16, 19}, 1, 2) - 3.0 / 35.0) < 1e-15);
     QVERIFY(std::abs(cv_global(std::vector<std::uint64_t>{18, 17}, 1, 2) - 1.0 / 35.0) < 1e-15);
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, cv_global(std::vector<std::uint64_t>{1, 2, 3}, 1, 2));
+}
+
+void TestPlacement::comparePlacementsHand() {
+    // L = 2 layers, E = 4 experts on P = 2 EP ranks (H = 2). Layer 0 loads 5, 4, 1, 2: identity puts
+    // 5 + 4 = 9 on rank 0 and 3 on rank 1 (CV = sqrt(((9-6)^2 + (3-6)^2) / 2) / 6 = 0.5); LPT takes
+    // 5 -> rank 0, 4 -> rank 1, 2 -> rank 1 (4 < 5), 1 -> rank 0: G = 6, 6 (CV 0), slots 0, 2, 1, 3.
+    // Layer 1 loads 1, 1, 1, 1: balanced either way (ties by rank: 0, 1, 0, 1 -> slots 0, 2, 1, 3).
+    const std::vector<std::uint64_t> loads = {5, 4, 1, 2, 1, 1, 1, 1};
+    const PlacementComparison c = compare_placements(loads, 2, 4, 2);
+    QCOMPARE(c.identity.slot, (std::vector<int>{0, 1, 2, 3, 0, 1, 2, 3}));
+    QCOMPARE(c.lpt.slot, (std::vector<int>{0, 2, 1, 3, 0, 2, 1, 3}));
+    QCOMPARE(c.identity, identity_placement(2, 4, 2));
+    QCOMPARE(c.lpt, lpt_placement(loads, 2, 4, 2));
+    QCOMPARE(c.rank_loads_identity, (std::vector<std::uint64_t>{9, 3, 2, 2}));
+    QCOMPARE(c.rank_loads_lpt, (std::vector<std::uint64_t>{6, 6, 2, 2}));
+    QCOMPARE(c.cv_identity, 0.25); // mean of 0.5 and 0 over the two layers (eq. 22)
+    QCOMPARE(c.cv_lpt, 0.0);
+    QCOMPARE(test::error_of<std::invalid_argument>([&] { (void)compare_placements(loads, 2, 4, 3); }),
+             std::string("identity_placement: 4 experts are not divisible by 3 EP ranks"));
 }
 
 void TestPlacement::physicalToLogicalInverse() {

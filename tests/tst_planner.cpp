@@ -11,6 +11,7 @@
 #include "core/plan/planner.h"
 #include "core/synth/synth.h"
 #include "core/util/errors.h"
+#include "tests/plan_file_testutil.h"
 #include "tests/testutil.h"
 
 #include <QtTest>
@@ -250,11 +251,11 @@ private Q_SLOTS:
             QCOMPARE(r.routepack.layout.rows, r.rows.rows);
             QCOMPARE(r.baseline.layout, r.reorder.layout); // same FixedRowFFD layout, other placement
             QVERIFY(!(r.reorder.metrics.score < r.routepack.metrics.score));
-            QVERIFY(r.cv_lpt <= r.cv_identity);
+            QVERIFY(r.placement.cv_lpt <= r.placement.cv_identity);
             QCOMPARE(r.routepack.metrics.cap_violations, 0);
             QCOMPARE(r.routepack.metrics.empty_cells, 0);
-            QVERIFY(!r.convergence.empty());
-            QCOMPARE(int(r.convergence.size()), in.budgets.annealing.levels);
+            QVERIFY(!r.search.convergence.empty());
+            QCOMPARE(int(r.search.convergence.size()), in.budgets.annealing.levels);
         }
     }
 
@@ -314,7 +315,7 @@ private Q_SLOTS:
             },
             &cancel);
         QVERIFY(r.cancelled);
-        QCOMPARE(r.convergence.size(), std::size_t(1));
+        QCOMPARE(r.search.convergence.size(), std::size_t(1));
         QVERIFY(std::find(stages.begin(), stages.end(), "placement") != stages.end());
         QVERIFY(std::find(stages.begin(), stages.end(), "seeding") != stages.end());
         // The best valid plan so far comes back.
@@ -393,7 +394,7 @@ private Q_SLOTS:
         const int L = w.model.num_moe_layers(), E = w.model.experts, P = in.topology.ep_ranks;
         const Placement shuffled = shuffled_placement(L, E, P, 9);
         int compared = 0;
-        for (const Placement* pi : std::vector<const Placement*>{&r.identity, &r.lpt, &shuffled}) {
+        for (const Placement* pi : std::vector<const Placement*>{&r.placement.identity, &r.placement.lpt, &shuffled}) {
             const PackingProblem full = make_packing_problem(w, in.topology, *pi);
             const PackingProblem shape = make_packing_shape(w, in.topology, *pi);
             QVERIFY(shape.demand.empty());
@@ -423,14 +424,16 @@ private Q_SLOTS:
         QCOMPARE(compared, 12);
         // The planner's own baseline figures are these.
         QCOMPARE(r.baseline.metrics.score.max_u,
-                 layout_metrics(r.baseline.layout, make_packing_problem(w, in.topology, r.identity), 0).score.max_u);
+                 layout_metrics(r.baseline.layout, make_packing_problem(w, in.topology, r.placement.identity), 0)
+                     .score.max_u);
         QCOMPARE(r.baseline.metrics.ep_peak_sum,
-                 layout_metrics(r.baseline.layout, make_packing_problem(w, in.topology, r.identity), 0).ep_peak_sum);
+                 layout_metrics(r.baseline.layout, make_packing_problem(w, in.topology, r.placement.identity), 0)
+                     .ep_peak_sum);
         // A window that is not the problem's is refused.
         const PlanInput other = synth_input(2, 17);
         QCOMPARE(QString::fromStdString(routepack::test::error_of<std::invalid_argument>([&] {
-                     layout_metrics_from_counts(r.reorder.layout, make_packing_shape(w, in.topology, r.lpt),
-                                                other.window, r.lpt, 0.0);
+                     layout_metrics_from_counts(r.reorder.layout, make_packing_shape(w, in.topology, r.placement.lpt),
+                                                other.window, r.placement.lpt, 0.0);
                  })),
                  QStringLiteral("layout_metrics_from_counts: window, placement and problem shapes differ"));
     }
@@ -640,7 +643,8 @@ private Q_SLOTS:
         QVERIFY2(QString::fromStdString(r.rows.how).contains(QStringLiteral("was stopped (cancelled or out of time)")),
                  r.rows.how.c_str());
         QCOMPARE(r.routepack.layout.cell_count(), r.rows.rows * 2);
-        QCOMPARE(validate_layout(r.routepack.layout, make_packing_shape(in.window, in.topology, r.lpt)), std::string());
+        QCOMPARE(validate_layout(r.routepack.layout, make_packing_shape(in.window, in.topology, r.placement.lpt)),
+                 std::string());
         // Cancel (the CLI's SIGINT, Python's progress returning False) during the row count.
         in.budgets.time_limit_s = 0;
         std::atomic<bool> cancel{false};
@@ -715,18 +719,18 @@ private Q_SLOTS:
         PlanInput in = synth_input(6, 4);
         in.budgets.polish_evaluations = 3000;
         const PlanResult base = plan_window(in);
-        QVERIFY(base.polish_kicks > 0);
+        QVERIFY(base.search.polish_kicks > 0);
         in.budgets.time_limit_s = 0.3;
         in.budgets.anytime = true;
         std::vector<Score> polish;
         const PlanResult any = plan_window(in, [&](const PlanEvent& e) {
             if (e.best) polish.push_back(*e.best);
         });
-        QCOMPARE(any.convergence.size(), base.convergence.size()); // annealing finished before the limit
+        QCOMPARE(any.search.convergence.size(), base.search.convergence.size()); // annealing finished before the limit
         QVERIFY(any.time_limit_hit);
         QVERIFY(!(base.routepack.metrics.score < any.routepack.metrics.score));
-        QVERIFY(any.polish_evaluations >= base.polish_evaluations);
-        QVERIFY(any.polish_kicks >= base.polish_kicks);
+        QVERIFY(any.search.polish_evaluations >= base.search.polish_evaluations);
+        QVERIFY(any.search.polish_kicks >= base.search.polish_kicks);
         for (std::size_t k = 1; k < polish.size(); ++k)
             QVERIFY(polish[k] < polish[k - 1]);
         QVERIFY(!polish.empty());
@@ -737,7 +741,7 @@ private Q_SLOTS:
                                                 "time limit 0)"));
         const auto j = nlohmann::json::parse(plan_to_json(any));
         QCOMPARE(j["planner"]["budgets"]["anytime"].get<bool>(), true);
-        QCOMPARE(j["planner"]["polish"]["kicks"].get<int>(), any.polish_kicks);
+        QCOMPARE(j["planner"]["polish"]["kicks"].get<int>(), any.search.polish_kicks);
     }
 
     /// Anytime with rounds: no final search when its budget is 0, and without kicks the rounds stop
@@ -749,14 +753,14 @@ private Q_SLOTS:
         in.budgets.anytime = true;
         in.budgets.polish_evaluations = 0;
         const PlanResult none = plan_window(in);
-        QCOMPARE(none.polish_evaluations, std::int64_t{0});
+        QCOMPARE(none.search.polish_evaluations, std::int64_t{0});
         QVERIFY(!none.time_limit_hit);
         in.budgets.polish_evaluations = 3000;
         in.budgets.polish_kick_moves = 0;
         const PlanResult descent = plan_window(in);
         QVERIFY(!descent.time_limit_hit);
-        QCOMPARE(descent.polish_kicks, 0);
-        QVERIFY(descent.polish_evaluations > 0);
+        QCOMPARE(descent.search.polish_kicks, 0);
+        QVERIFY(descent.search.polish_evaluations > 0);
     }
 
     /// A problem whose refinement would exceed the size limit keeps the LPT placement and says so:
@@ -785,9 +789,9 @@ private Q_SLOTS:
         in.budgets.polish_evaluations = 500;
         const PlanResult r = plan_window(in);
         QCOMPARE(r.rows.rows, 10);
-        QVERIFY(r.placement_refinement_skipped);
-        QCOMPARE(r.routepack_placement, r.lpt);
-        QCOMPARE(r.routepack.placement_name, std::string("lpt"));
+        QVERIFY(r.placement.refinement_skipped);
+        QCOMPARE(r.placement.routepack, r.placement.lpt);
+        QCOMPARE(r.routepack.placement, PlacementKind::Lpt);
         const auto j = nlohmann::json::parse(plan_to_json(r));
         QCOMPARE(j["planner"]["placement_refinement"].dump(),
                  std::string(R"({"refined":false,"rounds_kept":0,"skipped":true,"swaps":0})"));
@@ -795,7 +799,99 @@ private Q_SLOTS:
         in.topology = topo(8, 4, {{0, 1}, {2, 3}}, 200);
         const PlanResult fits = plan_window(in);
         QCOMPARE(fits.rows.rows, 5);
-        QVERIFY(!fits.placement_refinement_skipped);
+        QVERIFY(!fits.placement.refinement_skipped);
+    }
+
+    void methodTable() {
+        // Every key round-trips, in report order, with its label; other text names no method.
+        const std::vector<std::string> keys = {"baseline",  "reorder", "karmarkar_karp",
+                                               "routepack", "grouter", "routepack+comm"};
+        const std::vector<std::string> labels = {"Baseline",  "Reorder", "Karmarkar-Karp",
+                                                 "RoutePack", "Grouter", "RoutePack+comm"};
+        QCOMPARE(kMethodCount, 6);
+        QCOMPARE(kPaperMethodCount, 4);
+        for (int i = 0; i < kMethodCount; ++i) {
+            const Method m = method_at(i);
+            QCOMPARE(method_index(m), i);
+            QCOMPARE(std::string(method_key(m)), keys[static_cast<std::size_t>(i)]);
+            QCOMPARE(std::string(method_label(m)), labels[static_cast<std::size_t>(i)]);
+            QVERIFY(method_from_key(keys[static_cast<std::size_t>(i)]) == m);
+            QCOMPARE(is_comm_method(m), i >= kPaperMethodCount);
+        }
+        QCOMPARE(method_index(Method::RoutePack), 3);
+        for (const char* other : {"karmarkar-karp", "RoutePack", "", "routepack "})
+            QVERIFY(!method_from_key(other));
+        QCOMPARE(test::error_of<std::out_of_range>([] { (void)method_at(6); }),
+                 std::string("method index 6 outside 0..5"));
+        QCOMPARE(test::error_of<std::out_of_range>([] { (void)method_at(-1); }),
+                 std::string("method index -1 outside 0..5"));
+        const std::vector<std::pair<PlacementKind, std::string>> kinds = {{PlacementKind::Identity, "identity"},
+                                                                          {PlacementKind::Lpt, "lpt"},
+                                                                          {PlacementKind::Refined, "refined"},
+                                                                          {PlacementKind::Grouter, "grouter"},
+                                                                          {PlacementKind::Comm, "comm"}};
+        for (const auto& [kind, key] : kinds)
+            QCOMPARE(std::string(placement_key(kind)), key);
+        // A plan names its methods by the table, in report order, and the plan file's metrics use the keys.
+        const PlanResult r = plan_window(synth_input(8, 11));
+        std::vector<std::string> got;
+        for (const MethodResult* m : r.methods()) {
+            got.emplace_back(m->key());
+            QCOMPARE(r.method(m->method), m);
+        }
+        QCOMPARE(got, std::vector<std::string>(keys.begin(), keys.begin() + 4));
+        QVERIFY(r.method(Method::Grouter) == nullptr && r.method(Method::RoutePackComm) == nullptr);
+        QCOMPARE(r.baseline.placement, PlacementKind::Identity);
+        QCOMPARE(r.reorder.placement, PlacementKind::Lpt);
+        QCOMPARE(r.karmarkar_karp.placement, PlacementKind::Lpt);
+        const auto j = nlohmann::json::parse(plan_to_json(r));
+        for (const std::string& key : std::vector<std::string>(keys.begin(), keys.begin() + 4))
+            QVERIFY(j["metrics"].contains(key));
+        QCOMPARE(j["metrics"].size(), std::size_t{4});
+        QCOMPARE(j["metrics"]["baseline"]["placement"].get<std::string>(), std::string("identity"));
+    }
+
+    void placementRefinedHand() {
+        // One layer, 4 experts on 2 EP ranks (H = 2): LPT puts experts 0, 2 on rank 0 and 1, 3 on rank 1.
+        PlanResult r;
+        r.placement.identity = identity_placement(1, 4, 2);
+        r.placement.lpt = Placement{1, 4, 2, {0, 2, 1, 3}};
+        r.placement.routepack = r.placement.lpt;
+        QVERIFY(!r.placement_refined());
+        QCOMPARE(&r.placement_of(PlacementKind::Lpt), &r.placement.lpt);
+        QCOMPARE(&r.placement_of(PlacementKind::Refined), &r.placement.routepack);
+        QCOMPARE(&r.placement_of(PlacementKind::Identity), &r.placement.identity);
+        QCOMPARE(&r.placement_of(PlacementKind::Grouter), &r.comm.grouter_placement);
+        QCOMPARE(&r.placement_of(PlacementKind::Comm), &r.comm.comm_placement);
+        // Swapping experts 1 and 2 between the ranks refines it; exchanging the slots of experts 0 and 2
+        // on rank 0 does too (a different placement, though every rank holds the same experts).
+        r.placement.routepack = Placement{1, 4, 2, {0, 1, 2, 3}};
+        QVERIFY(r.placement_refined());
+        r.placement.routepack = Placement{1, 4, 2, {1, 2, 0, 3}};
+        QVERIFY(r.placement_refined());
+        r.placement.routepack = r.placement.lpt;
+        QVERIFY(!r.placement_refined());
+    }
+
+    void planFileOfMatchesItsText() {
+        // plan_file_of(r) holds exactly what parse_plan reads back from plan_to_json(r): a plain plan,
+        // one without placement refinement, and one cancelled before the search.
+        PlanInput in = synth_input(8, 11);
+        const PlanResult r = plan_window(in);
+        QCOMPARE(test::plan_file_difference(plan_file_of(r), parse_plan(plan_to_json(r), "p.json")), std::string());
+        in.budgets.placement_rounds = 0;
+        const PlanResult plain = plan_window(in);
+        QCOMPARE(test::plan_file_difference(plan_file_of(plain), parse_plan(plan_to_json(plain), "p.json")),
+                 std::string());
+        const std::atomic<bool> stop{true};
+        const PlanResult cancelled = plan_window(in, {}, &stop);
+        QVERIFY(cancelled.cancelled);
+        QCOMPARE(test::plan_file_difference(plan_file_of(cancelled), parse_plan(plan_to_json(cancelled), "p.json")),
+                 std::string());
+        // The difference helper sees a changed field.
+        PlanFile other = plan_file_of(r);
+        other.metrics["reorder"].joint += 1;
+        QCOMPARE(test::plan_file_difference(other, plan_file_of(r)), std::string("metrics.reorder"));
     }
 
     void planFileRoundTrip() {
@@ -805,7 +901,7 @@ private Q_SLOTS:
         const PlanFile f = parse_plan(text, "p.json");
         QCOMPARE(f.score, r.routepack.metrics.score);
         QCOMPARE(f.layout, r.routepack.layout);
-        QCOMPARE(f.placement, r.routepack_placement);
+        QCOMPARE(f.placement, r.placement.routepack);
         QCOMPARE(f.row_count, r.rows.rows);
         QCOMPARE(rescore_plan(f, in.window), std::string());
         // Schema fields the training job relies on.
@@ -814,13 +910,13 @@ private Q_SLOTS:
         QCOMPARE(j["version"].get<int>(), 6);
         QVERIFY(j["communication"].is_null()); // one node: no communication section
         QCOMPARE(j["planner"]["budgets"]["placement_rounds"].get<int>(), 2);
-        QCOMPARE(j["planner"]["placement_refinement"]["refined"].get<bool>(), !(r.routepack_placement == r.lpt));
-        QCOMPARE(j["planner"]["placement_refinement"]["swaps"].get<std::int64_t>(), r.placement_swaps);
-        QCOMPARE(j["planner"]["placement_refinement"]["rounds_kept"].get<int>(), r.placement_rounds_kept);
+        QCOMPARE(j["planner"]["placement_refinement"]["refined"].get<bool>(), r.placement_refined());
+        QCOMPARE(j["planner"]["placement_refinement"]["swaps"].get<std::int64_t>(), r.placement.swaps);
+        QCOMPARE(j["planner"]["placement_refinement"]["rounds_kept"].get<int>(), r.placement.rounds_kept);
         QCOMPARE(j["topology"]["row_multiple"].get<int>(), 1);
         QCOMPARE(j["inputs"]["fingerprint"].get<std::string>(), window_fingerprint(in.window));
         // The lower bound: recomputed from the window (core/plan/bound.h) and below the plan's max_g U.
-        const PackingProblem pl = make_packing_problem(in.window, in.topology, r.routepack_placement);
+        const PackingProblem pl = make_packing_problem(in.window, in.topology, r.placement.routepack);
         const MaxULowerBound want = max_u_lower_bound(pl);
         QCOMPARE(j["max_u_lower_bound"]["value"].get<double>(), want.value);
         QCOMPARE(j["max_u_lower_bound"]["mean"].get<double>(), want.mean);
@@ -905,7 +1001,7 @@ private Q_SLOTS:
             QVERIFY(QString::fromStdString(routepack::test::error_of<InputError>([&] {
                         parse_plan(pr.dump(), "p.json");
                     })).startsWith(QStringLiteral("p.json: planner.placement_refinement")));
-            const bool refined = !(r.routepack_placement == r.lpt);
+            const bool refined = r.placement_refined();
             pr = j;
             pr["planner"]["placement_refinement"] = {{"refined", !refined},
                                                      {"rounds_kept", refined ? 0 : 1},
@@ -1120,7 +1216,7 @@ private Q_SLOTS:
         in.trace_name = set.toStdString();
         const PlanResult r = plan_window(in);
         QVERIFY(r.rows.certified);
-        QVERIFY(r.cv_lpt < r.cv_identity);
+        QVERIFY(r.placement.cv_lpt < r.placement.cv_identity);
         // At default budgets RoutePack beats both reorder and karmarkar-karp on the joint score.
         QVERIFY2(r.routepack.metrics.score < r.reorder.metrics.score, "routepack must beat reorder");
         QVERIFY2(r.routepack.metrics.score < r.karmarkar_karp.metrics.score, "routepack must beat karmarkar-karp");
@@ -1129,28 +1225,28 @@ private Q_SLOTS:
         // The final pass refined the LPT placement for routepack's layout on every real window: the
         // plan's placement is the refined one, every rank keeps H slots, routepack's score and bound
         // are those at it, and a saved plan restores it (reorder and karmarkar-karp stay on LPT).
-        QCOMPARE(r.routepack.placement_name, std::string("refined"));
-        QVERIFY(!(r.routepack_placement == r.lpt));
-        QVERIFY(r.placement_swaps > 0 && r.placement_rounds_kept > 0);
-        QCOMPARE(r.reorder.placement_name, std::string("lpt"));
-        const PackingProblem at = make_packing_problem(in.window, in.topology, r.routepack_placement);
+        QCOMPARE(r.routepack.placement, PlacementKind::Refined);
+        QVERIFY(r.placement_refined());
+        QVERIFY(r.placement.swaps > 0 && r.placement.rounds_kept > 0);
+        QCOMPARE(r.reorder.placement, PlacementKind::Lpt);
+        const PackingProblem at = make_packing_problem(in.window, in.topology, r.placement.routepack);
         QCOMPARE(score_layout(r.routepack.layout, at), r.routepack.metrics.score);
         QCOMPARE(max_u_lower_bound(at).value, r.bound.value);
         QVERIFY(r.bound.value <= r.routepack.metrics.score.max_u);
-        QCOMPARE(f.placement, r.routepack_placement);
+        QCOMPARE(f.placement, r.placement.routepack);
         const PlanResult back = restore_plan(f, in.window, "real.json");
-        QCOMPARE(back.routepack.placement_name, std::string("refined"));
-        QCOMPARE(back.lpt, r.lpt);
-        QCOMPARE(back.cv_routepack, r.cv_routepack);
+        QCOMPARE(back.routepack.placement, PlacementKind::Refined);
+        QCOMPARE(back.placement.lpt, r.placement.lpt);
+        QCOMPARE(back.placement.cv_routepack, r.placement.cv_routepack);
         QCOMPARE(back.bound.value, r.bound.value);
-        QCOMPARE(back.placement_swaps, r.placement_swaps);
-        QCOMPARE(back.placement_rounds_kept, r.placement_rounds_kept);
+        QCOMPARE(back.placement.swaps, r.placement.swaps);
+        QCOMPARE(back.placement.rounds_kept, r.placement.rounds_kept);
         // placement_rounds 0: routepack keeps the LPT placement.
         in.budgets.placement_rounds = 0;
         const PlanResult plain = plan_window(in);
-        QCOMPARE(plain.routepack_placement, plain.lpt);
-        QCOMPARE(plain.routepack.placement_name, std::string("lpt"));
-        QCOMPARE(plain.placement_swaps, std::int64_t{0});
+        QCOMPARE(plain.placement.routepack, plain.placement.lpt);
+        QCOMPARE(plain.routepack.placement, PlacementKind::Lpt);
+        QCOMPARE(plain.placement.swaps, std::int64_t{0});
     }
 };
 

@@ -211,7 +211,7 @@ private Q_SLOTS:
         {
             auto lib = Library::open(db);
             r = plan_of(*lib, b);
-            QVERIFY(r.convergence.size() == 4);
+            QVERIFY(r.search.convergence.size() == 4);
             const RunEntry e = lib->save_run(r, "demo-topo", "2025-01-02T03:04:05Z");
             id = e.id;
             QVERIFY(id > 0);
@@ -241,13 +241,13 @@ private Q_SLOTS:
         QCOMPARE(e.results.size(), std::size_t(4));
         const MethodResult* methods[] = {&r.baseline, &r.reorder, &r.karmarkar_karp, &r.routepack};
         for (std::size_t k = 0; k < 4; ++k) {
-            QCOMPARE(e.results[k].method, methods[k]->name);
+            QCOMPARE(e.results[k].method, methods[k]->key());
             QCOMPARE(e.results[k].rows, methods[k]->layout.rows);
             compare_metrics(e.results[k].metrics, methods[k]->metrics);
         }
-        QCOMPARE(e.levels.size(), r.convergence.size());
+        QCOMPARE(e.levels.size(), r.search.convergence.size());
         for (std::size_t k = 0; k < e.levels.size(); ++k) {
-            const LevelStats &a = e.levels[k], &x = r.convergence[k];
+            const LevelStats &a = e.levels[k], &x = r.search.convergence[k];
             QCOMPARE(a.level, x.level);
             QCOMPARE(a.temperature, x.temperature);
             QCOMPARE(a.best, x.best);

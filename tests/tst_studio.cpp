@@ -424,9 +424,10 @@ private Q_SLOTS:
         QCOMPARE(r.plan->routepack.layout, direct.routepack.layout);
         QCOMPARE(r.plan->rows.rows, direct.rows.rows);
         QCOMPARE(r.plan->baseline.metrics.score, direct.baseline.metrics.score);
-        QCOMPARE(r.plan->convergence.size(), std::size_t(6));
+        QCOMPARE(r.plan->search.convergence.size(), std::size_t(6));
         for (int k = 0; k < 6; ++k)
-            QCOMPARE(levels.at(k).at(1).value<LevelStats>().best, direct.convergence[static_cast<std::size_t>(k)].best);
+            QCOMPARE(levels.at(k).at(1).value<LevelStats>().best,
+                     direct.search.convergence[static_cast<std::size_t>(k)].best);
         QCOMPARE(r.plan->rows.rows, 5); // README: R* = 5, certified, for EP 8 / DP 4 / C 2048
         QVERIFY(r.plan->rows.certified);
         // Saved as a finished run with the same numbers.
@@ -459,7 +460,7 @@ private Q_SLOTS:
         QVERIFY(r.plan->cancelled);
         QVERIFY(levels.count() >= 1 && levels.count() < 400);
         // A valid plan, never worse than its reorder seed.
-        const PackingProblem p = make_packing_problem(*r.window, r.plan->topology, r.plan->lpt);
+        const PackingProblem p = make_packing_problem(*r.window, r.plan->topology, r.plan->placement.lpt);
         QCOMPARE(validate_layout(r.plan->routepack.layout, p), std::string());
         QVERIFY(!(r.plan->reorder.metrics.score < r.plan->routepack.metrics.score));
         const auto run = storage::Library::open(lib, storage::OpenMode::ReadOnly)->run(r.runId);
@@ -735,9 +736,9 @@ private Q_SLOTS:
         QCOMPARE(got.reorder.metrics.score, d.plan.reorder.metrics.score);
         QCOMPARE(got.karmarkar_karp.metrics.score, d.plan.karmarkar_karp.metrics.score);
         QCOMPARE(got.baseline.layout, d.plan.baseline.layout);
-        QCOMPARE(got.lpt, d.plan.lpt);
+        QCOMPARE(got.placement.lpt, d.plan.placement.lpt);
         QCOMPARE(got.rows.rows, d.plan.rows.rows);
-        QCOMPARE(got.convergence.size(), d.plan.convergence.size());
+        QCOMPARE(got.search.convergence.size(), d.plan.search.convergence.size());
         QCOMPARE(w.statusText(), QStringLiteral("Run %1: the saved plan (max U %2, R* = %3)")
                                      .arg(d.run.id)
                                      .arg(d.plan.routepack.metrics.score.max_u, 0, 'f', 4)

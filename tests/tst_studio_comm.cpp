@@ -133,32 +133,35 @@ private Q_SLOTS:
         two.window.routes.clear(); // a library imported before routes were kept
         windowNoRoutes_ = std::make_shared<const Trace>(two.window);
         noRoutes_ = std::make_shared<const PlanResult>(plan_window(two));
-        QCOMPARE(two_->nodes, 2);
-        QVERIFY(two_->comm_available && two_->grouter && two_->routepack_comm);
-        QCOMPARE(one_->nodes, 1);
-        QCOMPARE(noRoutes_->nodes, 2);
-        QVERIFY(!noRoutes_->comm_available && !noRoutes_->grouter);
+        QCOMPARE(two_->comm.nodes, 2);
+        QVERIFY(two_->comm.available && two_->comm.grouter && two_->comm.routepack_comm);
+        QCOMPARE(one_->comm.nodes, 1);
+        QCOMPARE(noRoutes_->comm.nodes, 2);
+        QVERIFY(!noRoutes_->comm.available && !noRoutes_->comm.grouter);
         // The planted minimum: grouter and routepack+comm send nothing between nodes, routepack does.
-        QCOMPARE(two_->grouter->comm->inter_total, i64(0));
-        QCOMPARE(two_->routepack_comm->comm->inter_total, i64(0));
+        QCOMPARE(two_->comm.grouter->comm->inter_total, i64(0));
+        QCOMPARE(two_->comm.routepack_comm->comm->inter_total, i64(0));
         QVERIFY(two_->routepack.comm->inter_total > 0);
     }
 
     void methodsOfAPlan() {
-        QCOMPARE(plan_methods(*one_), (std::vector<int>{0, 1, 2, 3}));
-        QCOMPARE(plan_methods(*two_), (std::vector<int>{0, 1, 2, 3, 4, 5}));
-        QCOMPARE(plan_methods(*noRoutes_), (std::vector<int>{0, 1, 2, 3}));
-        QCOMPARE(std::string(method_id(4)), std::string("grouter"));
-        QCOMPARE(std::string(method_id(5)), std::string("routepack+comm"));
-        QCOMPARE(std::string(method_label(5)), std::string("RoutePack+comm"));
-        QCOMPARE(&method_of(*two_, 4), &*two_->grouter);
-        QCOMPARE(&placement_of(*two_, 4), &two_->grouter_placement);
-        QCOMPARE(&placement_of(*two_, 5), &two_->comm_placement);
-        QCOMPARE(&placement_of(*two_, 0), &two_->identity);
-        QCOMPARE(&placement_of(*two_, 3), &two_->lpt);
+        QCOMPARE(plan_methods(*one_),
+                 (std::vector<Method>{Method::Baseline, Method::Reorder, Method::KarmarkarKarp, Method::RoutePack}));
+        QCOMPARE(plan_methods(*two_), (std::vector<Method>{Method::Baseline, Method::Reorder, Method::KarmarkarKarp,
+                                                           Method::RoutePack, Method::Grouter, Method::RoutePackComm}));
+        QCOMPARE(plan_methods(*noRoutes_),
+                 (std::vector<Method>{Method::Baseline, Method::Reorder, Method::KarmarkarKarp, Method::RoutePack}));
+        QCOMPARE(std::string(method_key(Method::Grouter)), std::string("grouter"));
+        QCOMPARE(std::string(method_key(Method::RoutePackComm)), std::string("routepack+comm"));
+        QCOMPARE(std::string(method_label(Method::RoutePackComm)), std::string("RoutePack+comm"));
+        QCOMPARE(&method_of(*two_, Method::Grouter), &*two_->comm.grouter);
+        QCOMPARE(&placement_of(*two_, Method::Grouter), &two_->comm.grouter_placement);
+        QCOMPARE(&placement_of(*two_, Method::RoutePackComm), &two_->comm.comm_placement);
+        QCOMPARE(&placement_of(*two_, Method::Baseline), &two_->placement.identity);
+        QCOMPARE(&placement_of(*two_, Method::RoutePack), &two_->placement.lpt);
         bool threw = false;
         try {
-            (void)method_of(*one_, 4);
+            (void)method_of(*one_, Method::Grouter);
         } catch (const std::out_of_range& e) {
             threw = true;
             QCOMPARE(std::string(e.what()),
@@ -183,7 +186,8 @@ private Q_SLOTS:
         QCOMPARE(int(CompareTableModel::ColumnCount), 14);
         QVERIFY(!m.hasCommColumns());
         for (int r = 0; r < 4; ++r)
-            QCOMPARE(m.rawValue(r, CompareTableModel::Method).toString(), QString::fromLatin1(method_id(r)));
+            QCOMPARE(m.rawValue(r, CompareTableModel::Method).toString(),
+                     QString::fromLatin1(method_key(method_at(r))));
         QVERIFY(!m.headerData(CompareTableModel::InterCopies, Qt::Horizontal).isValid());
     }
 
@@ -209,9 +213,10 @@ private Q_SLOTS:
         for (int k = 0; k < 6; ++k) {
             const int row = 4 + k;
             QCOMPARE(m.rowRun(row), 1);
-            QCOMPARE(m.rowMethod(row), k);
-            const MethodResult& r = method_of(*two_, k);
-            QCOMPARE(m.rawValue(row, CompareTableModel::Method).toString(), QString::fromLatin1(method_id(k)));
+            QCOMPARE(m.rowMethod(row), method_at(k));
+            const MethodResult& r = method_of(*two_, method_at(k));
+            QCOMPARE(m.rawValue(row, CompareTableModel::Method).toString(),
+                     QString::fromLatin1(method_key(method_at(k))));
             QCOMPARE(m.rawValue(row, CompareTableModel::Joint).toDouble(), r.metrics.score.max_u);
             QCOMPARE(m.rawValue(row, CompareTableModel::InterCopies).toLongLong(), r.comm->inter_total);
             QCOMPARE(m.rawValue(row, CompareTableModel::IntraCopies).toLongLong(), r.comm->intra_total);
@@ -251,7 +256,7 @@ private Q_SLOTS:
                 QCOMPARE(b.data(b.index(r, c)).toString(), a.data(a.index(r, c)).toString());
         PlanView view;
         view.setPlan(back, window_);
-        view.commPanel()->setMethod(5);
+        view.commPanel()->setMethod(Method::RoutePackComm);
         QCOMPARE(view.commPanel()->dispatchMap()->value(0, 1), 0.0);
         QCOMPARE(view.commPanel()->dispatchMap()->value(1, 0), 0.0);
     }
@@ -270,11 +275,11 @@ private Q_SLOTS:
         QCOMPARE(x->at(4), QStringLiteral("Grouter"));
         QCOMPARE(x->at(5), QStringLiteral("RoutePack+comm"));
         for (int meth = 0; meth < 6; ++meth)
-            QCOMPARE(bars->barSets().at(1)->at(meth), method_of(*two_, meth).metrics.score.max_u);
+            QCOMPARE(bars->barSets().at(1)->at(meth), method_of(*two_, method_at(meth)).metrics.score.max_u);
         QCOMPARE(bars->barSets().at(0)->at(4), 0.0);
-        QCOMPARE(compareBarToolTip(*one_, 4, QStringLiteral("one node")),
+        QCOMPARE(compareBarToolTip(*one_, Method::Grouter, QStringLiteral("one node")),
                  QStringLiteral("<b>one node</b>: Grouter did not run (one node, or no per-token routes)"));
-        QVERIFY(compareBarToolTip(*two_, 5, QStringLiteral("two"))
+        QVERIFY(compareBarToolTip(*two_, Method::RoutePackComm, QStringLiteral("two"))
                     .startsWith(QStringLiteral("<b>two</b>: RoutePack+comm<br>max_g U = ")));
         // One run on one node: four categories, as before.
         cv.setRuns({one_}, {QStringLiteral("one node")});
@@ -289,11 +294,11 @@ private Q_SLOTS:
         view.setPlan(two_, window_);
         for (QComboBox* box : view.gridPanel()->findChildren<QComboBox*>())
             if (box->toolTip() == QStringLiteral("Method whose layout is shown")) QCOMPARE(box->count(), 6);
-        QCOMPARE(view.gridPanel()->method(), 3);
-        view.gridPanel()->setMethod(4);
-        QCOMPARE(view.gridPanel()->method(), 4);
-        QCOMPARE(view.gridPanel()->model()->method(), 4);
-        const Layout& g = two_->grouter->layout;
+        QCOMPARE(view.gridPanel()->method(), Method::RoutePack);
+        view.gridPanel()->setMethod(Method::Grouter);
+        QCOMPARE(view.gridPanel()->method(), Method::Grouter);
+        QCOMPARE(view.gridPanel()->model()->method(), Method::Grouter);
+        const Layout& g = two_->comm.grouter->layout;
         for (int r = 0; r < g.rows; ++r)
             for (int d = 0; d < g.dp_slots; ++d) {
                 i64 tokens = 0;
@@ -302,31 +307,31 @@ private Q_SLOTS:
                 QCOMPARE(view.gridPanel()->model()->index(r, d).data(RawValueRole).toLongLong(), tokens);
             }
         // Costs of routepack+comm at its own placement: max_g U is the method's joint cost.
-        view.costsPanel()->setMethod(5);
-        QCOMPARE(view.costsPanel()->method(), 5);
+        view.costsPanel()->setMethod(Method::RoutePackComm);
+        QCOMPARE(view.costsPanel()->method(), Method::RoutePackComm);
         QBarSet* totals = view.costsPanel()->shardTotalSet();
         QVERIFY(totals);
         double maxU = 0;
         for (int k = 0; k < totals->count(); ++k)
             maxU = std::max(maxU, totals->at(k));
-        QCOMPARE(maxU, two_->routepack_comm->metrics.score.max_u);
+        QCOMPARE(maxU, two_->comm.routepack_comm->metrics.score.max_u);
         QVERIFY(view.costsPanel()->headingText().contains(QStringLiteral("RoutePack+comm")) ||
                 view.costsPanel()->rowChartView()->chart()->title().contains(QStringLiteral("RoutePack+comm")));
-        view.costsPanel()->setMethod(4);
+        view.costsPanel()->setMethod(Method::Grouter);
         maxU = 0;
         for (int k = 0; k < view.costsPanel()->shardTotalSet()->count(); ++k)
             maxU = std::max(maxU, view.costsPanel()->shardTotalSet()->at(k));
-        QCOMPARE(maxU, two_->grouter->metrics.score.max_u);
-        view.rowHeatmapPanel()->setMethod(5);
-        QCOMPARE(view.rowHeatmapPanel()->method(), 5);
+        QCOMPARE(maxU, two_->comm.grouter->metrics.score.max_u);
+        view.rowHeatmapPanel()->setMethod(Method::RoutePackComm);
+        QCOMPARE(view.rowHeatmapPanel()->method(), Method::RoutePackComm);
         // A one-node plan: back to the four methods, the shown method falls back to routepack.
         view.setPlan(one_, nullptr);
-        QCOMPARE(view.gridPanel()->method(), 3);
-        QCOMPARE(view.costsPanel()->method(), 3);
-        view.gridPanel()->setMethod(1);
-        QCOMPARE(view.gridPanel()->method(), 1);
-        view.gridPanel()->setMethod(4); // not in the list: ignored
-        QCOMPARE(view.gridPanel()->method(), 1);
+        QCOMPARE(view.gridPanel()->method(), Method::RoutePack);
+        QCOMPARE(view.costsPanel()->method(), Method::RoutePack);
+        view.gridPanel()->setMethod(Method::Reorder);
+        QCOMPARE(view.gridPanel()->method(), Method::Reorder);
+        view.gridPanel()->setMethod(Method::Grouter); // not in the list: ignored
+        QCOMPARE(view.gridPanel()->method(), Method::Reorder);
     }
 
     void coactivationByHand() {
@@ -398,7 +403,7 @@ private Q_SLOTS:
         QCOMPARE(view.viewWidget(QStringLiteral("communication")), p);
         QCOMPARE(p->methodCombo()->count(), 6);
         QCOMPARE(p->layerCombo()->count(), 3); // sum + 2 MoE layers
-        QCOMPARE(p->method(), 3);
+        QCOMPARE(p->method(), Method::RoutePack);
         QCOMPARE(p->layer(), -1);
         HeatmapWidget* d = p->dispatchMap();
         QVERIFY(d->diagonalMarked());
@@ -418,7 +423,7 @@ private Q_SLOTS:
             QStringLiteral("<b>%1</b> inter-node copies").arg(QString::fromStdString(grouped_count(rp.inter_total)))));
         QCOMPARE(p->affinityMap()->rowCount(), 0); // the sum: pick a layer
         // Layer 1 of grouter: nothing crosses nodes; the affinity map puts each family in one block.
-        p->setMethod(4);
+        p->setMethod(Method::Grouter);
         p->setLayer(1);
         QCOMPARE(d->value(0, 1), 0.0);
         QCOMPARE(d->value(1, 0), 0.0);
@@ -428,7 +433,7 @@ private Q_SLOTS:
         QCOMPARE(a->rowCount(), 8);
         QCOMPARE(a->columnBoundaries(), std::vector<int>{4});
         QCOMPARE(a->rowBoundaries(), std::vector<int>{4});
-        const ExpertNodeOrder o = experts_by_node(two_->topology, two_->grouter_placement, 1);
+        const ExpertNodeOrder o = experts_by_node(two_->topology, two_->comm.grouter_placement, 1);
         const std::vector<i64> co = coactivation_matrix(*window_, 1);
         for (int i = 0; i < 8; ++i)
             for (int j = 0; j < 8; ++j) {
@@ -522,23 +527,23 @@ private Q_SLOTS:
     void screenshots() {
         const PlanInput in = families_input();
         const auto plan = std::make_shared<const PlanResult>(plan_window(in));
-        QCOMPARE(plan->nodes, 4);
-        QVERIFY(plan->routepack_comm);
+        QCOMPARE(plan->comm.nodes, 4);
+        QVERIFY(plan->comm.routepack_comm);
         qInfo("families window: routepack %lld inter-node copies, grouter %lld, routepack+comm %lld",
               static_cast<long long>(plan->routepack.comm->inter_total),
-              static_cast<long long>(plan->grouter->comm->inter_total),
-              static_cast<long long>(plan->routepack_comm->comm->inter_total));
+              static_cast<long long>(plan->comm.grouter->comm->inter_total),
+              static_cast<long long>(plan->comm.routepack_comm->comm->inter_total));
         PlanView view;
         view.resize(1280, 760);
         view.setPlan(plan, std::make_shared<const Trace>(in.window));
         view.show();
         QVERIFY(QTest::qWaitForWindowExposed(&view));
         view.setCurrentWidget(view.commPanel());
-        view.commPanel()->setMethod(5);
+        view.commPanel()->setMethod(Method::RoutePackComm);
         view.commPanel()->setLayer(0);
         QCoreApplication::processEvents();
         shoot(&view, QStringLiteral("plan-communication"));
-        view.commPanel()->setMethod(3);
+        view.commPanel()->setMethod(Method::RoutePack);
         view.commPanel()->setLayer(-1);
         QCoreApplication::processEvents();
         shoot(&view, QStringLiteral("plan-communication-sum"));
@@ -576,14 +581,14 @@ private Q_SLOTS:
         in.budgets.annealing.steps = 300;
         const auto plan = std::make_shared<const PlanResult>(plan_window(in));
         const auto window = std::make_shared<const Trace>(in.window);
-        QCOMPARE(plan->nodes, 2);
-        QVERIFY(plan->grouter && plan->routepack_comm);
+        QCOMPARE(plan->comm.nodes, 2);
+        QVERIFY(plan->comm.grouter && plan->comm.routepack_comm);
         qInfo("DeepSeek first 64, ep16-dp8-2nodes: inter-node copies routepack %lld, grouter %lld, routepack+comm "
               "%lld; joint %.4f, %.4f, %.4f",
               static_cast<long long>(plan->routepack.comm->inter_total),
-              static_cast<long long>(plan->grouter->comm->inter_total),
-              static_cast<long long>(plan->routepack_comm->comm->inter_total), plan->routepack.metrics.score.max_u,
-              plan->grouter->metrics.score.max_u, plan->routepack_comm->metrics.score.max_u);
+              static_cast<long long>(plan->comm.grouter->comm->inter_total),
+              static_cast<long long>(plan->comm.routepack_comm->comm->inter_total), plan->routepack.metrics.score.max_u,
+              plan->comm.grouter->metrics.score.max_u, plan->comm.routepack_comm->metrics.score.max_u);
         PlanView view;
         view.resize(1280, 760);
         view.setPlan(plan, window);
@@ -591,10 +596,10 @@ private Q_SLOTS:
         QVERIFY(QTest::qWaitForWindowExposed(&view));
         view.setCurrentWidget(view.commPanel());
         CommPanel* p = view.commPanel();
-        p->setMethod(5);
+        p->setMethod(Method::RoutePackComm);
         p->setLayer(0);
         QCoreApplication::processEvents();
-        const CommCost& c = *plan->routepack_comm->comm;
+        const CommCost& c = *plan->comm.routepack_comm->comm;
         HeatmapWidget* d = p->dispatchMap();
         QCOMPARE(d->value(0, 1), static_cast<double>(c.matrix[1]));
         QCOMPARE(d->value(1, 0), static_cast<double>(c.matrix[2]));
@@ -605,7 +610,7 @@ private Q_SLOTS:
         QCOMPARE(a->columnBoundaries(), std::vector<int>{32}); // EP ranks 0-7 hold 32 of the 64 experts
         const auto loads = aggregate_expert_loads(window->counts, window->size(), window->model.num_moe_layers(),
                                                   window->model.experts);
-        const ExpertNodeOrder o = experts_by_node(plan->topology, plan->comm_placement, 0);
+        const ExpertNodeOrder o = experts_by_node(plan->topology, plan->comm.comm_placement, 0);
         for (int k = 0; k < 64; ++k)
             QCOMPARE(a->value(k, k), static_cast<double>(loads[static_cast<std::size_t>(o.experts[k])]));
         shoot(&view, QStringLiteral("real-ds-communication"));

@@ -114,7 +114,7 @@ private Q_SLOTS:
             QCOMPARE(plan->routepack.metrics.score.sum_u, direct.routepack.metrics.score.sum_u);
             QCOMPARE(plan->reorder.metrics.score.max_u, direct.reorder.metrics.score.max_u);
             QCOMPARE(plan->karmarkar_karp.metrics.score.max_u, direct.karmarkar_karp.metrics.score.max_u);
-            QCOMPARE(plan->cv_lpt, direct.cv_lpt);
+            QCOMPARE(plan->placement.cv_lpt, direct.placement.cv_lpt);
             qInfo("studio ds step0 %s: R* %d, reorder %.4f -> routepack %.4f (%.2f%%), KK %.4f", c.preset,
                   plan->rows.rows, plan->reorder.metrics.score.max_u, plan->routepack.metrics.score.max_u,
                   100.0 * (plan->routepack.metrics.score.max_u / plan->reorder.metrics.score.max_u - 1.0),

@@ -82,14 +82,14 @@ std::shared_ptr<PlanResult> handPlacement() {
     p->topology.dp_slots = 1;
     p->topology.edp_shards = {{0}};
     p->topology.token_cap = 100;
-    p->identity = identity_placement(2, 4, 2);
-    p->lpt = p->identity;
-    p->lpt.slot = {0, 2, 3, 1, 0, 2, 1, 3};
+    p->placement.identity = identity_placement(2, 4, 2);
+    p->placement.lpt = p->placement.identity;
+    p->placement.lpt.slot = {0, 2, 3, 1, 0, 2, 1, 3};
     const std::vector<std::uint64_t> loads = {10, 1, 1, 0, 3, 3, 3, 3};
-    p->rank_loads_identity = rank_loads(loads, p->identity);
-    p->rank_loads_lpt = rank_loads(loads, p->lpt);
-    p->cv_identity = cv_global(p->rank_loads_identity, 2, 2);
-    p->cv_lpt = cv_global(p->rank_loads_lpt, 2, 2);
+    p->placement.rank_loads_identity = rank_loads(loads, p->placement.identity);
+    p->placement.rank_loads_lpt = rank_loads(loads, p->placement.lpt);
+    p->placement.cv_identity = cv_global(p->placement.rank_loads_identity, 2, 2);
+    p->placement.cv_lpt = cv_global(p->placement.rank_loads_lpt, 2, 2);
     return p;
 }
 
@@ -269,12 +269,12 @@ private Q_SLOTS:
         p.routepack.metrics.score.max_u = 150;
         PlanCosts c;
         // One row, two shards, two layers: peaks [r][g][l].
-        c.method[0].U = {300, 250};
-        c.method[0].peak = {50, 40, 30, 20}; // layer sums 80, 60
-        c.method[1].U = {200, 190};
-        c.method[1].peak = {20, 35, 25, 20}; // 45, 55
-        c.method[3].U = {150, 148};
-        c.method[3].peak = {20, 30, 20, 15}; // 40, 45
+        c.method[Method::Baseline].U = {300, 250};
+        c.method[Method::Baseline].peak = {50, 40, 30, 20}; // layer sums 80, 60
+        c.method[Method::Reorder].U = {200, 190};
+        c.method[Method::Reorder].peak = {20, 35, 25, 20}; // 45, 55
+        c.method[Method::RoutePack].U = {150, 148};
+        c.method[Method::RoutePack].peak = {20, 30, 20, 15}; // 40, 45
         const GainExplanation g = explain_gain(p, c);
         QVERIFY(std::abs(g.placement_pct - -100.0 / 3.0) < 1e-12);
         QCOMPARE(g.packing_pct, -25.0);
@@ -444,12 +444,12 @@ private Q_SLOTS:
             plan->topology.dp_slots = 1;
             plan->topology.edp_shards = {{0}};
             plan->topology.token_cap = 1000;
-            plan->identity = identity_placement(L, E, P);
-            plan->lpt = lpt_placement(loads, L, E, P);
-            plan->rank_loads_identity = rank_loads(loads, plan->identity);
-            plan->rank_loads_lpt = rank_loads(loads, plan->lpt);
-            plan->cv_identity = cv_global(plan->rank_loads_identity, L, P);
-            plan->cv_lpt = cv_global(plan->rank_loads_lpt, L, P);
+            plan->placement.identity = identity_placement(L, E, P);
+            plan->placement.lpt = lpt_placement(loads, L, E, P);
+            plan->placement.rank_loads_identity = rank_loads(loads, plan->placement.identity);
+            plan->placement.rank_loads_lpt = rank_loads(loads, plan->placement.lpt);
+            plan->placement.cv_identity = cv_global(plan->placement.rank_loads_identity, L, P);
+            plan->placement.cv_lpt = cv_global(plan->placement.rank_loads_lpt, L, P);
             PlanView view;
             view.resize(1400, 820);
             view.setPlacement(plan, std::make_shared<const std::vector<std::uint64_t>>(loads));
@@ -537,12 +537,12 @@ private Q_SLOTS:
         plan->topology.dp_slots = 1;
         plan->topology.edp_shards = {{0}};
         plan->topology.token_cap = 8192;
-        plan->identity = identity_placement(L, E, P);
-        plan->lpt = lpt_placement(loads, L, E, P);
-        plan->rank_loads_identity = rank_loads(loads, plan->identity);
-        plan->rank_loads_lpt = rank_loads(loads, plan->lpt);
-        plan->cv_identity = cv_global(plan->rank_loads_identity, L, P);
-        plan->cv_lpt = cv_global(plan->rank_loads_lpt, L, P);
+        plan->placement.identity = identity_placement(L, E, P);
+        plan->placement.lpt = lpt_placement(loads, L, E, P);
+        plan->placement.rank_loads_identity = rank_loads(loads, plan->placement.identity);
+        plan->placement.rank_loads_lpt = rank_loads(loads, plan->placement.lpt);
+        plan->placement.cv_identity = cv_global(plan->placement.rank_loads_identity, L, P);
+        plan->placement.cv_lpt = cv_global(plan->placement.rank_loads_lpt, L, P);
         PlanView view;
         view.resize(1400, 820);
         view.setPlacement(plan, std::make_shared<const std::vector<std::uint64_t>>(loads));
@@ -551,7 +551,7 @@ private Q_SLOTS:
         EpHeatmapPanel* ep = view.epHeatmapPanel();
         QCOMPARE(ep->boundedLayers().size(), bounded.size());
         QVERIFY(ep->map(true)->rowMarks()[static_cast<std::size_t>(l45)]);
-        const int hotRank = plan->lpt.rank_of(l45, 40);
+        const int hotRank = plan->placement.lpt.rank_of(l45, 40);
         QVERIFY2(ep->map(true)
                      ->toolTipFor(l45, hotRank)
                      .contains(QStringLiteral("bounded by expert 40 (34485 of 34517 tokens): no placement can lower "
@@ -619,7 +619,7 @@ private Q_SLOTS:
         for (std::size_t i = 0; i < window->size(); ++i) {
             std::uint64_t t = 0;
             for (int e = 0; e < window->model.experts; ++e)
-                if (plan->lpt.rank_of(l, e) == p) t += window->count(i, l, e);
+                if (plan->placement.lpt.rank_of(l, e) == p) t += window->count(i, l, e);
             tokens.emplace_back(t, static_cast<int>(i));
         }
         std::stable_sort(tokens.begin(), tokens.end(),
@@ -652,7 +652,7 @@ private Q_SLOTS:
         QVERIFY2(list.startsWith(
                      QStringLiteral("<b>Layer %1, EP rank 1</b> (refined LPT placement): G = %2 tokens on %3 experts: ")
                          .arg(layerId)
-                         .arg(plan->rank_loads_routepack[static_cast<std::size_t>(l) * P + p])
+                         .arg(plan->placement.rank_loads_routepack[static_cast<std::size_t>(l) * P + p])
                          .arg(plan->model.experts / P)),
                  qPrintable(list));
         shot(&w, QStringLiteral("explain-linked-ep"));
@@ -664,7 +664,7 @@ private Q_SLOTS:
         // The row-peak tooltip names the peak rank.
         RowHeatmapPanel* rows = w.planView()->rowHeatmapPanel();
         const MethodResult& rp = plan->routepack;
-        const auto W = row_shard_rank_loads(*window, plan->topology, plan->lpt, rp.layout, 0, 0, l);
+        const auto W = row_shard_rank_loads(*window, plan->topology, plan->placement.lpt, rp.layout, 0, 0, l);
         const auto top = std::max_element(W.begin(), W.end());
         const QString rowTip = rows->map()->toolTipFor(0, l);
         QVERIFY2(rowTip.contains(QStringLiteral("peak on EP rank %1 (%2 tokens;").arg(top - W.begin()).arg(*top)),
@@ -703,12 +703,12 @@ private Q_SLOTS:
         }
         QVERIFY2(rowTop >= maxJ * 1.05 - 1e-9 && shardTop >= maxU * 1.1 - 1e-9,
                  qPrintable(QStringLiteral("%1 %2 %3 %4").arg(rowTop).arg(maxJ).arg(shardTop).arg(maxU)));
-        for (int m = 0; m < kMethodCount; ++m) {
-            costs->setMethod(m);
+        for (int m = 0; m < kPaperMethodCount; ++m) {
+            costs->setMethod(method_at(m));
             QCOMPARE(axisMax(costs->rowChartView()), rowTop);
             QCOMPARE(axisMax(costs->shardChartView()), shardTop);
         }
-        costs->setMethod(kMethodCount - 1);
+        costs->setMethod(Method::RoutePack);
         // The "why it gains" paragraph, from this plan's numbers.
         const QString gain = costs->gainText();
         QVERIFY2(gain.contains(QStringLiteral("takes the joint cost from %1 (baseline) to %2 (reorder)")

@@ -901,8 +901,8 @@ private Q_SLOTS:
             QCOMPARE(w.planView()->epHeatmapPanel()->map(planned)->neutralBand(), 0.02);
         // The shard totals: the bars tied with the straggler are selected; all tied = one neutral colour.
         CostsPanel* costs = w.planView()->costsPanel();
-        for (int m = 0; m < 4; ++m) {
-            costs->setMethod(m);
+        for (int m = 0; m < kPaperMethodCount; ++m) {
+            costs->setMethod(method_at(m));
             QBarSet* set = costs->shardTotalSet();
             QVERIFY(set);
             std::vector<double> U;

@@ -499,7 +499,7 @@ private Q_SLOTS:
         QCOMPARE(d->planOrigin(),
                  QStringLiteral("run %1 in %2").arg(demo.run.id).arg(QString::fromLatin1(storage::kDemoLibraryFile)));
         QCOMPARE(d->plan()->fingerprint, demo.plan.fingerprint);
-        QCOMPARE(d->plan()->placement.slot, demo.plan.lpt.slot);
+        QCOMPARE(d->plan()->placement.slot, demo.plan.placement.lpt.slot);
         QCOMPARE(d->plan()->model.moe_layers, demo.plan.model.moe_layers);
         QTRY_VERIFY_WITH_TIMEOUT(!d->deviceDescription().isEmpty(), 60000);
         QTest::qWait(50);

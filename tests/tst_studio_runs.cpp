@@ -132,17 +132,17 @@ private Q_SLOTS:
         const RunSeries& s = set.series[0];
         QCOMPARE(s.topology, std::string("demo-ep8"));
         QCOMPARE(s.steps.size(), std::size_t(3));
-        QCOMPARE(s.slots, std::int64_t(plans_[0].lpt.layers) * plans_[0].lpt.experts);
+        QCOMPARE(s.slots, std::int64_t(plans_[0].placement.lpt.layers) * plans_[0].placement.lpt.experts);
         for (std::size_t k = 0; k < 3; ++k) {
             const RunStep& st = s.steps[k];
             const PlanResult& p = plans_[k];
             QCOMPARE(st.window, p.window_name);
             QCOMPARE(st.run, runIds_[k]);
             QCOMPARE(st.samples, std::size_t(16));
-            QCOMPARE(st.cost[0], p.baseline.metrics.score.max_u);
-            QCOMPARE(st.cost[1], p.reorder.metrics.score.max_u);
-            QCOMPARE(st.cost[2], p.karmarkar_karp.metrics.score.max_u);
-            QCOMPARE(st.cost[3], p.routepack.metrics.score.max_u);
+            QCOMPARE(st.cost[Method::Baseline], p.baseline.metrics.score.max_u);
+            QCOMPARE(st.cost[Method::Reorder], p.reorder.metrics.score.max_u);
+            QCOMPARE(st.cost[Method::KarmarkarKarp], p.karmarkar_karp.metrics.score.max_u);
+            QCOMPARE(st.cost[Method::RoutePack], p.routepack.metrics.score.max_u);
             const double base = p.baseline.metrics.score.max_u;
             QCOMPARE(st.gain_pct, 100.0 * (p.routepack.metrics.score.max_u - base) / base);
             QVERIFY(st.gain_pct <= 0); // routepack never loses to the baseline here
@@ -155,10 +155,10 @@ private Q_SLOTS:
             // Churn: experts that change slot against the previous window, summed over MoE layers (the
             // number `routepack sweep` prints), counted here slot by slot from the two placements.
             std::int64_t changed = 0;
-            for (std::size_t v = 0; v < p.lpt.slot.size(); ++v)
-                changed += p.lpt.slot[v] != plans_[k - 1].lpt.slot[v] ? 1 : 0;
+            for (std::size_t v = 0; v < p.placement.lpt.slot.size(); ++v)
+                changed += p.placement.lpt.slot[v] != plans_[k - 1].placement.lpt.slot[v] ? 1 : 0;
             std::int64_t moves = 0;
-            for (const auto& layer : placement_moves(p.lpt, plans_[k - 1].lpt))
+            for (const auto& layer : placement_moves(p.placement.lpt, plans_[k - 1].placement.lpt))
                 moves += static_cast<std::int64_t>(layer.size());
             QCOMPARE(st.churn, moves);
             QCOMPARE(st.churn, changed);
@@ -217,18 +217,19 @@ private Q_SLOTS:
         const RunSeries* s = rv->currentSeries();
         QCOMPARE(s->steps.size(), std::size_t(3));
         // One node: the four methods, no inter-node figures.
-        QCOMPARE(s->methods, std::vector<int>({0, 1, 2, 3}));
-        QCOMPARE(rv->costSeries(4), nullptr);
-        QCOMPARE(rv->costSeries(5), nullptr);
+        QCOMPARE(s->methods,
+                 std::vector<Method>({Method::Baseline, Method::Reorder, Method::KarmarkarKarp, Method::RoutePack}));
+        QCOMPARE(rv->costSeries(Method::Grouter), nullptr);
+        QCOMPARE(rv->costSeries(Method::RoutePackComm), nullptr);
         QCOMPARE(s->steps[0].nodes, 1);
-        QCOMPARE(s->steps[0].inter_copies[3], std::int64_t(-1));
+        QCOMPARE(s->steps[0].inter_copies[Method::RoutePack], std::int64_t(-1));
         // The charts hold the numbers: one point per step and method, one churn bar per step.
-        for (int m = 0; m < 4; ++m) {
-            QLineSeries* line = rv->costSeries(m);
+        for (int i = 0; i < kPaperMethodCount; ++i) {
+            QLineSeries* line = rv->costSeries(method_at(i));
             QVERIFY(line);
             QCOMPARE(line->count(), 3);
-            for (int k = 0; k < 3; ++k)
-                QCOMPARE(line->at(k).y(), s->steps[static_cast<std::size_t>(k)].cost[static_cast<std::size_t>(m)]);
+            for (std::size_t k = 0; k < 3; ++k)
+                QCOMPARE(line->at(static_cast<int>(k)).y(), s->steps[k].cost[method_at(i)]);
         }
         QCOMPARE(rv->churnSet()->count(), 3);
         QCOMPARE(rv->churnSet()->at(0), 0.0);
@@ -265,7 +266,8 @@ private Q_SLOTS:
         // A real click on step 2 of the cost chart selects step 2's run and shows its plan.
         QChartView* view = rv->costChartView();
         QChart* chart = view->chart();
-        const QPointF at = chart->mapToPosition(QPointF(2, s->steps[2].cost[3]), rv->costSeries(3));
+        const QPointF at =
+            chart->mapToPosition(QPointF(2, s->steps[2].cost[Method::RoutePack]), rv->costSeries(Method::RoutePack));
         const QPoint pos = view->mapFromScene(chart->mapToScene(at));
         QCOMPARE(rv->stepAt(view, pos), 2);
         QSignalSpy activated(rv, &RunView::stepActivated);
@@ -444,15 +446,15 @@ private Q_SLOTS:
             QCOMPARE(st.window, row["window"].get<std::string>());
             QCOMPARE(st.run, row["run"].get<std::int64_t>());
             QCOMPARE(st.samples, row["samples"].get<std::size_t>());
-            QCOMPARE(st.cost[0], row["baseline"].get<double>());
-            QCOMPARE(st.cost[1], row["reorder"].get<double>());
-            QCOMPARE(st.cost[2], row["karmarkar_karp"].get<double>());
-            QCOMPARE(st.cost[3], row["routepack"].get<double>());
+            QCOMPARE(st.cost[Method::Baseline], row["baseline"].get<double>());
+            QCOMPARE(st.cost[Method::Reorder], row["reorder"].get<double>());
+            QCOMPARE(st.cost[Method::KarmarkarKarp], row["karmarkar_karp"].get<double>());
+            QCOMPARE(st.cost[Method::RoutePack], row["routepack"].get<double>());
             QCOMPARE(st.gain_pct, row["routepack_vs_baseline_pct"].get<double>());
             QCOMPARE(st.churn,
                      row["churn_slots"].is_null() ? std::int64_t(-1) : row["churn_slots"].get<std::int64_t>());
-            qInfo("%s: baseline %.4f routepack %.4f (%+.2f%%), churn %lld", st.window.c_str(), st.cost[0], st.cost[3],
-                  st.gain_pct, static_cast<long long>(st.churn));
+            qInfo("%s: baseline %.4f routepack %.4f (%+.2f%%), churn %lld", st.window.c_str(),
+                  st.cost[Method::Baseline], st.cost[Method::RoutePack], st.gain_pct, static_cast<long long>(st.churn));
         }
         QTRY_COMPARE_WITH_TIMEOUT(w.sampleModel()->rowCount(), 599, 60000);
         QTest::qWait(300);
@@ -483,7 +485,8 @@ private Q_SLOTS:
         QCOMPARE(rv->seriesIndex(), 0);
         const RunSeries& s2 = *rv->currentSeries();
         QCOMPARE(s2.topology, std::string("deepseek-v2-lite-ep16-dp8-2nodes"));
-        QCOMPARE(s2.methods, std::vector<int>({0, 1, 2, 3, 4, 5}));
+        QCOMPARE(s2.methods, std::vector<Method>({Method::Baseline, Method::Reorder, Method::KarmarkarKarp,
+                                                  Method::RoutePack, Method::Grouter, Method::RoutePackComm}));
         QCOMPARE(s2.steps.size(), std::size_t(5));
         for (std::size_t k = 0; k < 5; ++k) {
             const auto& row = sweep2[k];
@@ -491,43 +494,46 @@ private Q_SLOTS:
             QCOMPARE(st.window, row["window"].get<std::string>());
             QCOMPARE(st.run, row["run"].get<std::int64_t>());
             QCOMPARE(st.nodes, 2);
-            QCOMPARE(st.cost[0], row["baseline"].get<double>());
-            QCOMPARE(st.cost[3], row["routepack"].get<double>());
-            QVERIFY(st.has[4] && st.has[5]);
-            QCOMPARE(st.cost[4], row["grouter"].get<double>());
-            QCOMPARE(st.cost[5], row["routepack+comm"].get<double>());
-            for (int m = 0; m < kAllMethodCount; ++m)
-                QCOMPARE(st.inter_copies[static_cast<std::size_t>(m)],
-                         row["inter_node_copies"][method_id(m)].get<std::int64_t>());
+            QCOMPARE(st.cost[Method::Baseline], row["baseline"].get<double>());
+            QCOMPARE(st.cost[Method::RoutePack], row["routepack"].get<double>());
+            QVERIFY(st.has[Method::Grouter] && st.has[Method::RoutePackComm]);
+            QCOMPARE(st.cost[Method::Grouter], row["grouter"].get<double>());
+            QCOMPARE(st.cost[Method::RoutePackComm], row["routepack+comm"].get<double>());
+            for (const MethodRow& m : kMethodTable)
+                QCOMPARE(st.inter_copies[m.method], row["inter_node_copies"][m.key].get<std::int64_t>());
             // The chart's lines hold the same numbers, and the tooltip names them.
-            for (int m = 0; m < kAllMethodCount; ++m) {
-                QLineSeries* line = rv->costSeries(m);
+            for (const MethodRow& m : kMethodTable) {
+                QLineSeries* line = rv->costSeries(m.method);
                 QVERIFY(line);
                 QCOMPARE(line->count(), 5);
-                QCOMPARE(line->at(static_cast<int>(k)).y(), st.cost[static_cast<std::size_t>(m)]);
+                QCOMPARE(line->at(static_cast<int>(k)).y(), st.cost[m.method]);
             }
             const QString tip = rv->stepToolTip(static_cast<int>(k));
-            const double base = st.cost[0];
-            QVERIFY2(tip.contains(QStringLiteral("Grouter: max_g U = %1 (%2 vs baseline), %3 inter-node copies")
-                                      .arg(st.cost[4], 0, 'f', 4)
-                                      .arg(QString::asprintf("%+.2f %%", 100.0 * (st.cost[4] - base) / base))
-                                      .arg(QString::fromStdString(grouped_count(st.inter_copies[4])))),
-                     qPrintable(tip));
-            QVERIFY2(tip.contains(QStringLiteral("RoutePack+comm: max_g U = %1 (").arg(st.cost[5], 0, 'f', 4)),
-                     qPrintable(tip));
+            const double base = st.cost[Method::Baseline];
+            QVERIFY2(
+                tip.contains(QStringLiteral("Grouter: max_g U = %1 (%2 vs baseline), %3 inter-node copies")
+                                 .arg(st.cost[Method::Grouter], 0, 'f', 4)
+                                 .arg(QString::asprintf("%+.2f %%", 100.0 * (st.cost[Method::Grouter] - base) / base))
+                                 .arg(QString::fromStdString(grouped_count(st.inter_copies[Method::Grouter])))),
+                qPrintable(tip));
+            QVERIFY2(
+                tip.contains(
+                    QStringLiteral("RoutePack+comm: max_g U = %1 (").arg(st.cost[Method::RoutePackComm], 0, 'f', 4)),
+                qPrintable(tip));
             QVERIFY2(tip.contains(QStringLiteral("RoutePack: max_g U = %1, %2 inter-node copies")
-                                      .arg(st.cost[3], 0, 'f', 4)
-                                      .arg(QString::fromStdString(grouped_count(st.inter_copies[3])))),
+                                      .arg(st.cost[Method::RoutePack], 0, 'f', 4)
+                                      .arg(QString::fromStdString(grouped_count(st.inter_copies[Method::RoutePack])))),
                      qPrintable(tip));
             qInfo("2 nodes %s: baseline %.4f routepack %.4f grouter %.4f routepack+comm %.4f; inter-node copies "
                   "routepack %lld grouter %lld routepack+comm %lld",
-                  st.window.c_str(), st.cost[0], st.cost[3], st.cost[4], st.cost[5],
-                  static_cast<long long>(st.inter_copies[3]), static_cast<long long>(st.inter_copies[4]),
-                  static_cast<long long>(st.inter_copies[5]));
+                  st.window.c_str(), st.cost[Method::Baseline], st.cost[Method::RoutePack], st.cost[Method::Grouter],
+                  st.cost[Method::RoutePackComm], static_cast<long long>(st.inter_copies[Method::RoutePack]),
+                  static_cast<long long>(st.inter_copies[Method::Grouter]),
+                  static_cast<long long>(st.inter_copies[Method::RoutePackComm]));
         }
         // The dashed communication-aware lines in the legend, light and dark.
-        QCOMPARE(rv->costSeries(4)->pen().style(), Qt::DashLine);
-        QCOMPARE(rv->costSeries(3)->pen().style(), Qt::SolidLine);
+        QCOMPARE(rv->costSeries(Method::Grouter)->pen().style(), Qt::DashLine);
+        QCOMPARE(rv->costSeries(Method::RoutePack)->pen().style(), Qt::SolidLine);
         QTest::qWait(300);
         shot(&w, QStringLiteral("real-ds-run-2nodes"));
         QApplication::setStyle(QStringLiteral("Fusion"));
@@ -539,8 +545,8 @@ private Q_SLOTS:
         // The one-node series is still there: four lines again.
         rv->setSeriesIndex(1);
         QCOMPARE(rv->currentSeries()->topology, std::string("deepseek-v2-lite-ep8-dp4"));
-        QCOMPARE(rv->costSeries(5), nullptr);
-        QVERIFY(rv->costSeries(3));
+        QCOMPARE(rv->costSeries(Method::RoutePackComm), nullptr);
+        QVERIFY(rv->costSeries(Method::RoutePack));
         w.close();
     }
 
@@ -584,7 +590,7 @@ private Q_SLOTS:
                      "Trace syn has saved runs in 1 of its 2 windows, and no topology has runs in two or more.")),
                  qPrintable(rv.emptyText()));
         QVERIFY(rv.emptyText().contains(QStringLiteral("Split into consecutive windows")));
-        QVERIFY(rv.costSeries(0) == nullptr);
+        QVERIFY(rv.costSeries(Method::Baseline) == nullptr);
         // Same source again: nothing is read again.
         rv.setSource(q(lib), QStringLiteral("syn"));
         QVERIFY(!rv.isLoading());

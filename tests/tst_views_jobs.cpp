@@ -401,14 +401,14 @@ private Q_SLOTS:
         plan->model.experts = 4;
         plan->model.top_k = 1;
         plan->model.moe_layers = {1};
-        plan->lpt = identity_placement(1, 4, 2);
-        std::swap(plan->lpt.slot[0], plan->lpt.slot[3]);
+        plan->placement.lpt = identity_placement(1, 4, 2);
+        std::swap(plan->placement.lpt.slot[0], plan->placement.lpt.slot[3]);
         const QString vllm = dir.filePath(QStringLiteral("map.json"));
         const ExportResult ok = writeExpertMap(*plan, QStringLiteral("vllm"), vllm);
         QVERIFY2(!ok.error, qPrintable(ok.message));
         QCOMPARE(ok.message, QStringLiteral("Expert map (vllm) written to %1.").arg(vllm));
         const std::string text = test::read_file(vllm.toStdString());
-        QCOMPARE(text, expert_map_json(plan->lpt, plan->model, ExpertMapFormat::VLLM) + "\n");
+        QCOMPARE(text, expert_map_json(plan->placement.lpt, plan->model, ExpertMapFormat::VLLM) + "\n");
         QVERIFY2(QString::fromStdString(text)
                      .remove(QLatin1Char(' '))
                      .remove(QLatin1Char('\n'))

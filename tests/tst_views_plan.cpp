@@ -141,9 +141,9 @@ QPalette darkPalette() {
 /// A plan with hand-set metrics only (for exact CSV text and percentage changes).
 std::shared_ptr<PlanResult> tiny_plan() {
     auto p = std::make_shared<PlanResult>();
-    auto set = [](MethodResult& m, const char* name, double maxU, double sumU, double maxJ, double cv, std::int64_t sep,
+    auto set = [](MethodResult& m, Method method, double maxU, double sumU, double maxJ, double cv, std::int64_t sep,
                   std::int64_t tep, double eta, double att, int viol) {
-        m.name = name;
+        m.method = method;
         m.layout = Layout::from_cells(2, 1, {{0}, {1}});
         m.metrics.score = Score{maxU, sumU, maxJ};
         m.metrics.cv_global = cv;
@@ -153,10 +153,10 @@ std::shared_ptr<PlanResult> tiny_plan() {
         m.metrics.attention_sum = att;
         m.metrics.cap_violations = viol;
     };
-    set(p->baseline, "baseline", 300, 500, 80, 0.25, 1000, 90, 0.5, 12.5, 0);
-    set(p->reorder, "reorder", 200, 400, 70, 0.125, 900, 80, 0.75, 12.5, 0);
-    set(p->karmarkar_karp, "karmarkar_karp", 250, 450, 75, 0.125, 950, 85, 0.625, 11, 1);
-    set(p->routepack, "routepack", 150, 350, 60, 0.125, 800, 70, 0.875, 13, 0);
+    set(p->baseline, Method::Baseline, 300, 500, 80, 0.25, 1000, 90, 0.5, 12.5, 0);
+    set(p->reorder, Method::Reorder, 200, 400, 70, 0.125, 900, 80, 0.75, 12.5, 0);
+    set(p->karmarkar_karp, Method::KarmarkarKarp, 250, 450, 75, 0.125, 950, 85, 0.625, 11, 1);
+    set(p->routepack, Method::RoutePack, 150, 350, 60, 0.125, 800, 70, 0.875, 13, 0);
     return p;
 }
 
@@ -181,7 +181,7 @@ private Q_SLOTS:
         plan_ = std::make_shared<const PlanResult>(plan_window(in));
         plan2_ = std::make_shared<const PlanResult>(plan_window(test_input(8, 2))); // another step
         QVERIFY(plan_->rows.rows >= 2);
-        QVERIFY(!plan_->convergence.empty());
+        QVERIFY(!plan_->search.convergence.empty());
     }
 
     void epHeatmap() {
@@ -197,9 +197,9 @@ private Q_SLOTS:
         QCOMPARE(view.viewWidget(QStringLiteral("nope")), nullptr);
         const int L = plan_->model.num_moe_layers(), P = plan_->topology.ep_ranks;
         for (bool planned : {false, true}) {
-            const Placement& pi = planned ? plan_->lpt : plan_->identity;
+            const Placement& pi = planned ? plan_->placement.lpt : plan_->placement.identity;
             const auto G = independent_rank_loads(*window_, pi);
-            QCOMPARE(G, planned ? plan_->rank_loads_lpt : plan_->rank_loads_identity);
+            QCOMPARE(G, planned ? plan_->placement.rank_loads_lpt : plan_->placement.rank_loads_identity);
             HeatmapWidget* map = view.epHeatmapPanel()->map(planned);
             QCOMPARE(map->rowCount(), L);
             QCOMPARE(map->columnCount(), P);
@@ -232,13 +232,13 @@ private Q_SLOTS:
                 cvSum += cv;
             }
             // Mean of the per-layer CVs is the planner's CV_global (eq. 22).
-            QVERIFY(close(cvSum / L, planned ? plan_->cv_lpt : plan_->cv_identity, 1e-9));
+            QVERIFY(close(cvSum / L, planned ? plan_->placement.cv_lpt : plan_->placement.cv_identity, 1e-9));
             // Both maps share one scale centred on the layer mean.
             QCOMPARE(map->rangeLow(), view.epHeatmapPanel()->map(!planned)->rangeLow());
             QCOMPARE(map->rangeHigh(), view.epHeatmapPanel()->map(!planned)->rangeHigh());
         }
         // LPT flattens the layers: its CV_global is below identity's.
-        QVERIFY(plan_->cv_lpt < plan_->cv_identity);
+        QVERIFY(plan_->placement.cv_lpt < plan_->placement.cv_identity);
         // Tooltip through the event path: the hovered cell's text.
         HeatmapWidget* map = view.epHeatmapPanel()->map(false);
         const QPoint pos = map->cellRect(2, 3).center();
@@ -257,17 +257,17 @@ private Q_SLOTS:
         const int L = plan_->model.num_moe_layers(), G = t.shards();
         RowHeatmapPanel* rows = view.rowHeatmapPanel();
         CostsPanel* costs = view.costsPanel();
-        QCOMPARE(rows->method(), 3);
+        QCOMPARE(rows->method(), Method::RoutePack);
         QCOMPARE(rows->shardCombo()->count(), G);
-        for (int m = 0; m < kMethodCount; ++m) {
-            const MethodResult& mr = method_of(*plan_, m);
-            const Placement& pi = mr.lpt ? plan_->lpt : plan_->identity;
+        for (int m = 0; m < kPaperMethodCount; ++m) {
+            const MethodResult& mr = method_of(*plan_, method_at(m));
+            const Placement& pi = plan_->placement_of(mr.placement);
             const Costs ind = independent_costs(*window_, t, pi, mr.layout);
             const int R = mr.layout.rows;
             // The core's breakdown on the planner's own problem.
             const CostBreakdown cb = cost_breakdown(mr.layout, make_packing_problem(*window_, t, pi));
             QCOMPARE(cb.peak, ind.peak);
-            rows->setMethod(m);
+            rows->setMethod(method_at(m));
             for (int g = 0; g < G; ++g) {
                 rows->setShard(g);
                 QCOMPARE(rows->map()->rowCount(), R);
@@ -277,7 +277,7 @@ private Q_SLOTS:
                         QCOMPARE(rows->map()->value(r, l),
                                  static_cast<double>(ind.peak[(static_cast<std::size_t>(r) * G + g) * L + l]));
             }
-            costs->setMethod(m);
+            costs->setMethod(method_at(m));
             QCOMPARE(costs->attentionSet()->count(), R * G);
             QCOMPARE(costs->shardTotalSet()->count(), G);
             for (int k = 0; k < R * G; ++k) {
@@ -308,7 +308,7 @@ private Q_SLOTS:
                                       .arg(plan_->bound.value, 0, 'f', 4)
                                       .arg(100.0 * (mr.metrics.score.max_u / plan_->bound.value - 1.0), 0, 'f', 2);
             QVERIFY(plan_->bound.value > 0);
-            QCOMPARE(costs->headingText().endsWith(bound), mr.lpt);
+            QCOMPARE(costs->headingText().endsWith(bound), mr.placement != PlacementKind::Identity);
         }
         // Without the window, the two views that need counts say so instead of guessing.
         view.setPlan(plan_);
@@ -343,10 +343,10 @@ private Q_SLOTS:
         QVERIFY(!costs->sideBySide());
         QVERIFY(!costs->baselineChartView()->isVisible());
         QCOMPARE(costs->baselineAttentionSet(), nullptr);
-        for (int m = 0; m < kMethodCount; ++m) {
-            costs->setMethod(m);
-            const MethodResult& mr = method_of(*plan_, m);
-            const Costs ind = independent_costs(*window_, t, mr.lpt ? plan_->lpt : plan_->identity, mr.layout);
+        for (int m = 0; m < kPaperMethodCount; ++m) {
+            costs->setMethod(method_at(m));
+            const MethodResult& mr = method_of(*plan_, method_at(m));
+            const Costs ind = independent_costs(*window_, t, plan_->placement_of(mr.placement), mr.layout);
             // The tallest bar, found here from the independent A + E: its J is the score's max J.
             int tallest = 0;
             for (std::size_t k = 1; k < ind.A.size(); ++k)
@@ -379,14 +379,15 @@ private Q_SLOTS:
 
         // Side by side: the baseline's chart left of routepack's, on the same y-axis; the shard
         // totals chart holds both methods' U[g].
-        costs->setMethod(3);
+        costs->setMethod(Method::RoutePack);
         costs->setSideBySide(true);
         QVERIFY(costs->sideBySideBox()->isChecked());
         QVERIFY(costs->baselineChartView()->isVisible());
         QTRY_VERIFY(costs->baselineChartView()->x() < costs->rowChartView()->x()); // after the splitter laid out
         const CostBreakdown base =
-            cost_breakdown(plan_->baseline.layout, make_packing_problem(*window_, t, plan_->identity));
-        const CostBreakdown rp = cost_breakdown(plan_->routepack.layout, make_packing_problem(*window_, t, plan_->lpt));
+            cost_breakdown(plan_->baseline.layout, make_packing_problem(*window_, t, plan_->placement.identity));
+        const CostBreakdown rp =
+            cost_breakdown(plan_->routepack.layout, make_packing_problem(*window_, t, plan_->placement.lpt));
         QCOMPARE(costs->baselineAttentionSet()->count(), base.rows * G);
         for (int k = 0; k < base.rows * G; ++k) {
             QCOMPARE(costs->baselineAttentionSet()->at(k), base.A[static_cast<std::size_t>(k)]);
@@ -409,8 +410,8 @@ private Q_SLOTS:
             QCOMPARE(costs->baselineShardTotalSet()->at(g), base.U[static_cast<std::size_t>(g)]);
             QCOMPARE(costs->shardTotalSet()->at(g), rp.U[static_cast<std::size_t>(g)]);
         }
-        QCOMPARE(costs->shardBarToolTip(0, 0).left(22), QStringLiteral("<b>Baseline: EDP shard"));
-        QCOMPARE(costs->rowBarToolTip(0, 0).left(19), QStringLiteral("<b>Baseline: row 0,"));
+        QCOMPARE(costs->shardBarToolTip(0, Method::Baseline).left(22), QStringLiteral("<b>Baseline: EDP shard"));
+        QCOMPARE(costs->rowBarToolTip(0, Method::Baseline).left(19), QStringLiteral("<b>Baseline: row 0,"));
         QTest::qWait(150); // the charts repaint at their new widths before the grab
         shoot(&view, QStringLiteral("plan-costs-side-by-side"));
         view.setPalette(darkPalette());
@@ -418,10 +419,10 @@ private Q_SLOTS:
         shoot(&view, QStringLiteral("plan-costs-side-by-side-dark"));
         view.setPalette(QPalette());
         // The baseline itself is shown alone; unticking goes back to one chart.
-        costs->setMethod(0);
+        costs->setMethod(Method::Baseline);
         QVERIFY(!costs->baselineChartView()->isVisible());
         QCOMPARE(costs->baselineAttentionSet(), nullptr);
-        costs->setMethod(3);
+        costs->setMethod(Method::RoutePack);
         QVERIFY(costs->baselineChartView()->isVisible());
         costs->setSideBySide(false);
         QVERIFY(!costs->baselineChartView()->isVisible());
@@ -591,9 +592,9 @@ private Q_SLOTS:
         QVERIFY(QTest::qWaitForWindowExposed(&view));
         ExecutionGridModel* model = view.gridPanel()->model();
         QAbstractItemModelTester tester(model, QAbstractItemModelTester::FailureReportingMode::QtTest);
-        for (int m = 0; m < kMethodCount; ++m) {
-            view.gridPanel()->setMethod(m);
-            const Layout& x = method_of(*plan_, m).layout;
+        for (int m = 0; m < kPaperMethodCount; ++m) {
+            view.gridPanel()->setMethod(method_at(m));
+            const Layout& x = method_of(*plan_, method_at(m)).layout;
             QCOMPARE(model->rowCount(), x.rows);
             QCOMPARE(model->columnCount(), plan_->topology.dp_slots);
             for (int r = 0; r < x.rows; ++r)
@@ -619,7 +620,7 @@ private Q_SLOTS:
         QCOMPARE(model->headerData(1, Qt::Horizontal).toString(), QStringLiteral("DP 1 (g0)"));
         QCOMPARE(model->headerData(2, Qt::Horizontal).toString(), QStringLiteral("DP 2 (g1)"));
         // Click -> cellActivated with the cell's samples in window order.
-        view.gridPanel()->setMethod(3);
+        view.gridPanel()->setMethod(Method::RoutePack);
         QSignalSpy spy(&view, &PlanView::cellActivated);
         QTableView* table = view.gridPanel()->view();
         const QModelIndex target = model->index(1, 2);
@@ -634,7 +635,7 @@ private Q_SLOTS:
 
         // Karmarkar-Karp may overfill cells: the grid shows exactly the cells the metrics count.
         view.setPlan(plan2_);
-        view.gridPanel()->setMethod(2);
+        view.gridPanel()->setMethod(Method::KarmarkarKarp);
         int over = 0;
         for (int r = 0; r < model->rowCount(); ++r)
             for (int d = 0; d < model->columnCount(); ++d)
@@ -649,7 +650,7 @@ private Q_SLOTS:
         PlanView view;
         view.setPlan(plan_, window_);
         ConvergencePanel* c = view.convergencePanel();
-        const auto& levels = plan_->convergence;
+        const auto& levels = plan_->search.convergence;
         auto check = [&](int n) {
             QCOMPARE(c->bestSeries()->count(), n);
             QCOMPARE(c->energySeries()->count(), n);
@@ -687,14 +688,14 @@ private Q_SLOTS:
         QCOMPARE(m->columnCount(), int(CompareTableModel::ColumnCount));
         const std::shared_ptr<const PlanResult> runs[] = {plan_, plan2_};
         for (int k = 0; k < 2; ++k)
-            for (int meth = 0; meth < kMethodCount; ++meth) {
-                const int row = k * kMethodCount + meth;
-                const MethodResult& mr = method_of(*runs[k], meth);
+            for (int meth = 0; meth < kPaperMethodCount; ++meth) {
+                const int row = k * kPaperMethodCount + meth;
+                const MethodResult& mr = method_of(*runs[k], method_at(meth));
                 const LayoutMetrics& x = mr.metrics;
                 auto raw = [&](int col) { return m->index(row, col).data(RawValueRole); };
                 QCOMPARE(raw(CompareTableModel::Run).toString(),
                          k == 0 ? QStringLiteral("step 7") : QStringLiteral("step 8"));
-                QCOMPARE(raw(CompareTableModel::Method).toString(), QString::fromStdString(mr.name));
+                QCOMPARE(raw(CompareTableModel::Method).toString(), QString::fromLatin1(mr.key()));
                 QCOMPARE(raw(CompareTableModel::Rows).toLongLong(), runs[k]->rows.rows);
                 QCOMPARE(raw(CompareTableModel::Joint).toDouble(), x.score.max_u);
                 QCOMPARE(raw(CompareTableModel::SumU).toDouble(), x.score.sum_u);
@@ -733,11 +734,11 @@ private Q_SLOTS:
                      (QStringList{QStringLiteral("Baseline"), QStringLiteral("Reorder (-33.3 % vs baseline)"),
                                   QStringLiteral("Karmarkar-Karp (-16.7 % vs baseline)"),
                                   QStringLiteral("RoutePack (-50.0 % vs baseline)")}));
-            QCOMPARE(compareBarToolTip(*tiny_plan(), 3, QStringLiteral("tiny <1>")),
+            QCOMPARE(compareBarToolTip(*tiny_plan(), Method::RoutePack, QStringLiteral("tiny <1>")),
                      QStringLiteral("<b>tiny &lt;1&gt;</b>: RoutePack<br>max_g U = 150.0000<br>-50.00 % vs baseline, "
                                     "-25.00 % vs reorder"));
             QCOMPARE(
-                compareBarToolTip(*tiny_plan(), 0, QStringLiteral("t")),
+                compareBarToolTip(*tiny_plan(), Method::Baseline, QStringLiteral("t")),
                 QStringLiteral("<b>t</b>: Baseline<br>max_g U = 300.0000<br>+0.00 % vs baseline, +50.00 % vs reorder"));
         }
 
@@ -761,8 +762,8 @@ private Q_SLOTS:
         QVERIFY(bars);
         QCOMPARE(bars->count(), 2);
         for (int k = 0; k < 2; ++k)
-            for (int meth = 0; meth < kMethodCount; ++meth)
-                QCOMPARE(bars->barSets().at(k)->at(meth), method_of(*runs[k], meth).metrics.score.max_u);
+            for (int meth = 0; meth < kPaperMethodCount; ++meth)
+                QCOMPARE(bars->barSets().at(k)->at(meth), method_of(*runs[k], method_at(meth)).metrics.score.max_u);
         QVERIFY(bars->isLabelsVisible()); // two runs: the values fit on the bars
         cv.setRuns({plan_, plan2_, plan_}, {QStringLiteral("a"), QStringLiteral("b"), QStringLiteral("c")});
         bars = qobject_cast<QAbstractBarSeries*>(chart->chart()->series().first());
@@ -817,11 +818,11 @@ private Q_SLOTS:
         QFile in3(f3);
         QVERIFY(in3.open(QIODevice::ReadOnly));
         const QStringList lines = QString::fromUtf8(in3.readAll()).split(QStringLiteral("\r\n"), Qt::SkipEmptyParts);
-        QCOMPARE(lines.size(), 1 + kMethodCount);
-        for (int meth = 0; meth < kMethodCount; ++meth) {
+        QCOMPARE(lines.size(), 1 + kPaperMethodCount);
+        for (int meth = 0; meth < kPaperMethodCount; ++meth) {
             const QStringList f = lines[meth + 1].split(QLatin1Char(','));
             QCOMPARE(f.size(), int(CompareTableModel::ColumnCount));
-            const LayoutMetrics& x = method_of(*plan_, meth).metrics;
+            const LayoutMetrics& x = method_of(*plan_, method_at(meth)).metrics;
             QCOMPARE(f[CompareTableModel::Joint].toDouble(), x.score.max_u);
             QCOMPARE(f[CompareTableModel::SumU].toDouble(), x.score.sum_u);
             QCOMPARE(f[CompareTableModel::CvGlobal].toDouble(), x.cv_global);
@@ -945,7 +946,7 @@ private Q_SLOTS:
         view.show();
         QVERIFY(QTest::qWaitForWindowExposed(&view));
         const CostBreakdown cb =
-            cost_breakdown(plan->routepack.layout, make_packing_problem(*window, plan->topology, plan->lpt));
+            cost_breakdown(plan->routepack.layout, make_packing_problem(*window, plan->topology, plan->placement.lpt));
         QCOMPARE(view.costsPanel()->categories().size(), cb.rows * cb.shards);
         for (int k = 0; k < cb.rows * cb.shards; ++k)
             QCOMPARE(view.costsPanel()->expertSet()->at(k), cb.E[static_cast<std::size_t>(k)]);

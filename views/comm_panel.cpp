@@ -2,6 +2,7 @@
 
 #include "views/comm_data.h"
 #include "views/heatmap_widget.h"
+#include "views/method_combo.h"
 #include "views/plan_data.h"
 
 #include <QComboBox>
@@ -76,31 +77,30 @@ void CommPanel::setPlan(const std::shared_ptr<const PlanResult>& plan, std::shar
     {
         const QSignalBlocker blockMethod(methodBox_);
         const QSignalBlocker blockLayer(layerBox_);
-        const int shownMethod = method();
+        const Method shownMethod = method();
         const int shownLayer = layer();
         methodBox_->clear();
         layerBox_->clear();
         if (plan_) {
-            for (int m : plan_methods(*plan_))
-                methodBox_->addItem(QString::fromLatin1(method_label(m)), m);
+            for (const Method m : plan_methods(*plan_))
+                addMethodItem(methodBox_, m);
             layerBox_->addItem(tr("all MoE layers (sum)"), -1);
             for (int l = 0; l < plan_->model.num_moe_layers(); ++l)
                 layerBox_->addItem(layerName(*plan_, l), l);
         }
-        const int at = methodBox_->findData(shownMethod);
-        methodBox_->setCurrentIndex(at >= 0 ? at : methodBox_->findData(kMethodCount - 1));
+        const int at = methodBox_->findData(method_index(shownMethod));
+        methodBox_->setCurrentIndex(at >= 0 ? at : methodBox_->findData(method_index(Method::RoutePack)));
         const int lat = layerBox_->findData(shownLayer);
         layerBox_->setCurrentIndex(lat >= 0 ? lat : 0);
     }
     refresh();
 }
 
-void CommPanel::setMethod(int method) {
-    const int at = methodBox_->findData(method);
-    if (at >= 0) methodBox_->setCurrentIndex(at);
+void CommPanel::setMethod(Method method) {
+    setComboMethod(methodBox_, method);
 }
-int CommPanel::method() const {
-    return methodBox_->currentData().isValid() ? methodBox_->currentData().toInt() : kMethodCount - 1;
+Method CommPanel::method() const {
+    return comboMethod(methodBox_);
 }
 void CommPanel::setLayer(int l) {
     const int at = layerBox_->findData(l);
@@ -114,7 +114,7 @@ QString CommPanel::headingText() const {
 }
 
 void CommPanel::refresh() {
-    const bool multi = plan_ && plan_->nodes > 1;
+    const bool multi = plan_ && plan_->comm.nodes > 1;
     methodBox_->setEnabled(multi);
     layerBox_->setEnabled(multi);
     auto empty = [this](const QString& text) {
@@ -129,14 +129,14 @@ void CommPanel::refresh() {
         empty(tr("No plan"));
         return;
     }
-    if (plan_->nodes <= 1) {
+    if (plan_->comm.nodes <= 1) {
         empty(tr("The plan is on one node: no token crosses nodes. Give the topology gpus_per_node (or "
                  "ep_rank_nodes and dp_slot_nodes) to plan and see the traffic between nodes."));
         return;
     }
-    const int m = method();
+    const Method m = method();
     const MethodResult& r = method_of(*plan_, m);
-    if (!plan_->comm_available || !r.comm) {
+    if (!plan_->comm.available || !r.comm) {
         empty(tr("Communication figures: %1. The window's samples were imported before per-token routes were "
                  "kept; re-import the trace to count the traffic between nodes.")
                   .arg(QString::fromLatin1(kCommUnavailable)));

@@ -38,9 +38,9 @@ public:
     /// `window`: the planned window with its routes (or null: the co-activation map says so).
     void setPlan(const std::shared_ptr<const routepack::PlanResult>& plan,
                  std::shared_ptr<const routepack::Trace> window);
-    /// Method index (views/plan_data.h method_id) shown; ignored when the plan lacks it.
-    void setMethod(int method);
-    int method() const;
+    /// Method shown; ignored when the plan lacks it.
+    void setMethod(routepack::Method method);
+    routepack::Method method() const;
     /// MoE layer index shown (0..L-1), or -1 for the sum over every MoE layer.
     void setLayer(int l);
     int layer() const;

@@ -8,73 +8,38 @@
 
 namespace routepack::views {
 
-const char* method_id(int m) {
-    static const char* const ids[kAllMethodCount] = {"baseline",  "reorder", "karmarkar_karp",
-                                                     "routepack", "grouter", "routepack+comm"};
-    if (m < 0 || m >= kAllMethodCount) throw std::out_of_range("method_id: method index out of range");
-    return ids[m];
+bool has_method(const PlanResult& plan, Method m) {
+    return plan.method(m) != nullptr;
 }
 
-const char* method_label(int m) {
-    static const char* const labels[kAllMethodCount] = {"Baseline",  "Reorder", "Karmarkar-Karp",
-                                                        "RoutePack", "Grouter", "RoutePack+comm"};
-    if (m < 0 || m >= kAllMethodCount) throw std::out_of_range("method_label: method index out of range");
-    return labels[m];
-}
-
-bool has_method(const PlanResult& plan, int m) {
-    if (m >= 0 && m < kMethodCount) return true;
-    if (m == 4) return plan.grouter.has_value();
-    if (m == 5) return plan.routepack_comm.has_value();
-    return false;
-}
-
-std::vector<int> plan_methods(const PlanResult& plan) {
-    std::vector<int> out;
-    for (int m = 0; m < kAllMethodCount; ++m)
-        if (has_method(plan, m)) out.push_back(m);
+std::vector<Method> plan_methods(const PlanResult& plan) {
+    std::vector<Method> out;
+    for (const MethodResult* r : plan.methods())
+        out.push_back(r->method);
     return out;
 }
 
-const MethodResult& method_of(const PlanResult& plan, int m) {
-    switch (m) {
-    case 0:
-        return plan.baseline;
-    case 1:
-        return plan.reorder;
-    case 2:
-        return plan.karmarkar_karp;
-    case 3:
-        return plan.routepack;
-    case 4:
-        if (plan.grouter) return *plan.grouter;
-        throw std::out_of_range("method_of: the plan has no grouter method (one node or no routes)");
-    case 5:
-        if (plan.routepack_comm) return *plan.routepack_comm;
-        throw std::out_of_range("method_of: the plan has no routepack+comm method (one node or no routes)");
-    default:
-        throw std::out_of_range("method_of: method index out of range");
-    }
+const MethodResult& method_of(const PlanResult& plan, Method m) {
+    if (const MethodResult* r = plan.method(m)) return *r;
+    throw std::out_of_range(std::string("method_of: the plan has no ") + method_key(m) +
+                            " method (one node or no routes)");
 }
 
 const Placement& planned_placement(const PlanResult& plan) {
-    return plan.routepack_placement.slot.empty() ? plan.lpt : plan.routepack_placement;
+    return plan.placement.routepack.slot.empty() ? plan.placement.lpt : plan.placement.routepack;
 }
 
 const std::vector<std::uint64_t>& planned_rank_loads(const PlanResult& plan) {
-    return plan.rank_loads_routepack.empty() ? plan.rank_loads_lpt : plan.rank_loads_routepack;
+    return plan.placement.rank_loads_routepack.empty() ? plan.placement.rank_loads_lpt
+                                                       : plan.placement.rank_loads_routepack;
 }
 
 double planned_cv(const PlanResult& plan) {
-    return plan.rank_loads_routepack.empty() ? plan.cv_lpt : plan.cv_routepack;
+    return plan.placement.rank_loads_routepack.empty() ? plan.placement.cv_lpt : plan.placement.cv_routepack;
 }
 
-const Placement& placement_of(const PlanResult& plan, int m) {
-    const MethodResult& r = method_of(plan, m);
-    if (r.placement_name == "grouter") return plan.grouter_placement;
-    if (r.placement_name == "comm") return plan.comm_placement;
-    if (r.placement_name == "refined") return planned_placement(plan);
-    return r.lpt ? plan.lpt : plan.identity;
+const Placement& placement_of(const PlanResult& plan, Method m) {
+    return plan.placement_of(method_of(plan, m).placement);
 }
 
 std::string grouped_count(std::int64_t v) {
@@ -90,7 +55,7 @@ std::string grouped_count(std::int64_t v) {
 }
 
 std::string comm_figure_text(const PlanResult& plan, const std::optional<std::int64_t>& value) {
-    if (plan.nodes <= 1) return {};
+    if (plan.comm.nodes <= 1) return {};
     if (!value) return kCommUnavailable;
     return grouped_count(*value);
 }
@@ -149,19 +114,18 @@ std::shared_ptr<const PlanCosts> plan_costs(const PlanResult& plan, const Trace&
     const std::uint64_t counts = static_cast<std::uint64_t>(window.size()) * window.stride();
     if (counts > kMaxCostCounts) return nullptr;
     auto out = std::make_shared<PlanCosts>();
-    const PackingProblem p_id = make_packing_problem(window, plan.topology, plan.identity);
-    const PackingProblem p_lpt = make_packing_problem(window, plan.topology, plan.lpt);
-    for (int m : plan_methods(plan)) {
-        const MethodResult& r = method_of(plan, m);
-        const Placement& pi = placement_of(plan, m);
-        const bool shared = &pi == &plan.identity || &pi == &plan.lpt;
-        CostBreakdown cb = shared ? cost_breakdown(r.layout, &pi == &plan.lpt ? p_lpt : p_id)
-                                  : cost_breakdown(r.layout, make_packing_problem(window, plan.topology, pi));
-        int straggler = 0;
-        for (int g = 1; g < cb.shards; ++g)
-            if (cb.U[static_cast<std::size_t>(g)] > cb.U[static_cast<std::size_t>(straggler)]) straggler = g;
-        out->method[static_cast<std::size_t>(m)] = std::move(cb);
-        out->straggler[static_cast<std::size_t>(m)] = straggler;
+    const PackingProblem p_id = make_packing_problem(window, plan.topology, plan.placement.identity);
+    const PackingProblem p_lpt = make_packing_problem(window, plan.topology, plan.placement.lpt);
+    for (const MethodResult* r : plan.methods()) {
+        const Placement& pi = plan.placement_of(r->placement);
+        const bool shared = &pi == &plan.placement.identity || &pi == &plan.placement.lpt;
+        CostBreakdown cb = shared ? cost_breakdown(r->layout, &pi == &plan.placement.lpt ? p_lpt : p_id)
+                                  : cost_breakdown(r->layout, make_packing_problem(window, plan.topology, pi));
+        std::size_t straggler = 0;
+        for (std::size_t g = 1; g < cb.U.size(); ++g)
+            if (cb.U[g] > cb.U[straggler]) straggler = g;
+        out->method[r->method] = std::move(cb);
+        out->straggler[r->method] = static_cast<int>(straggler);
     }
     return out;
 }

@@ -14,33 +14,25 @@
 
 namespace routepack::views {
 
-/// The paper's four compared methods (indices 0..3), in table / combo-box order; every plan has them.
-inline constexpr int kMethodCount = 4;
-/// Every method index: the four, then 4 = "grouter" and 5 = "routepack+comm", which a plan has only
-/// when it ran on more than one node with per-token routes (PlanResult::grouter / routepack_comm).
-inline constexpr int kAllMethodCount = 6;
-/// Method id of index m (0..kAllMethodCount-1): "baseline", "reorder", "karmarkar_karp",
-/// "routepack", "grouter", "routepack+comm" (the plan file's metrics keys). std::out_of_range otherwise.
-const char* method_id(int m);
-/// Human label of method m: "Baseline", "Reorder", "Karmarkar-Karp", "RoutePack", "Grouter",
-/// "RoutePack+comm".
-const char* method_label(int m);
-/// Whether the plan has method m (0..3 always; 4 and 5 when the communication methods ran).
-bool has_method(const PlanResult& plan, int m);
-/// The method indices of a plan in report order (PlanResult::methods()): {0,1,2,3} or {0,..,5}.
-std::vector<int> plan_methods(const PlanResult& plan);
-/// The MethodResult of method m of a plan; std::out_of_range when m is outside 0..5 or the plan
-/// lacks it (has_method).
-const MethodResult& method_of(const PlanResult& plan, int m);
-/// The plan's deployed placement: routepack_placement (LPT refined for routepack's layout), or LPT
+/// Whether the plan has method m (the paper's four always; Grouter and RoutePackComm when the
+/// communication methods ran): PlanResult::method(m) != nullptr.
+bool has_method(const PlanResult& plan, Method m);
+/// The methods of a plan in report order (PlanResult::methods()): the paper's four, then the two
+/// communication methods when they ran.
+std::vector<Method> plan_methods(const PlanResult& plan);
+/// The MethodResult of method m of a plan; std::out_of_range "method_of: the plan has no grouter
+/// method (one node or no routes)" (or routepack+comm) when the plan lacks it.
+const MethodResult& method_of(const PlanResult& plan, Method m);
+/// The plan's deployed placement: placement.routepack (LPT refined for routepack's layout), or LPT
 /// for a plan built without one (a placement-only plan of a load-only trace); its rank loads G[l][p]
 /// (eq. 10) and CV_global (eq. 22) likewise.
 const Placement& planned_placement(const PlanResult& plan);
 const std::vector<std::uint64_t>& planned_rank_loads(const PlanResult& plan);
 double planned_cv(const PlanResult& plan);
-/// The placement method m runs on (MethodResult::placement_name): identity, LPT, the grouter
-/// grouping or routepack+comm's placement. Same errors as method_of.
-const Placement& placement_of(const PlanResult& plan, int m);
+/// The placement method m runs on (PlanResult::placement_of of MethodResult::placement): identity,
+/// LPT, routepack's refined placement, the grouter grouping or routepack+comm's placement. Same
+/// errors as method_of.
+const Placement& placement_of(const PlanResult& plan, Method m);
 /// An integer with its digits grouped by threes with commas, whatever the locale: 1286301 ->
 /// "1,286,301", -42 -> "-42" (the README's tables).
 std::string grouped_count(std::int64_t v);
@@ -60,11 +52,11 @@ std::vector<double> normalized_rank_loads(std::span<const std::uint64_t> G, int 
 /// Per-row-shard costs of the methods of one plan (cost_breakdown of each method's layout under its
 /// own placement, placement_of: identity for baseline, LPT for reorder / karmarkar_karp / routepack,
 /// the grouter grouping and routepack+comm's placement for those two), plus each method's straggler
-/// shard argmax_g U[g] (lowest g on ties). Indexed by method index; the entries of methods the plan
-/// lacks stay empty (shards 0).
+/// shard argmax_g U[g] (lowest g on ties). Indexed by Method; the entries of methods the plan lacks
+/// stay empty (shards 0).
 struct PlanCosts {
-    std::array<CostBreakdown, kAllMethodCount> method;
-    std::array<int, kAllMethodCount> straggler{};
+    PerMethod<CostBreakdown> method;
+    PerMethod<int> straggler;
 };
 
 /// Largest n * L * E (counts) for which plan_costs() runs on the GUI thread (2^26).

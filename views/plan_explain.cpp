@@ -222,10 +222,10 @@ GainExplanation explain_gain(const PlanResult& plan, const PlanCosts& costs) {
                          [](const auto& x, const auto& y) { return x.before - x.after > y.before - y.after; });
         return v;
     };
-    out.placement_shards = shards(costs.method[0], costs.method[1]);
-    out.packing_shards = shards(costs.method[1], costs.method[3]);
-    out.placement_layers = layers(costs.method[0], costs.method[1]);
-    out.packing_layers = layers(costs.method[1], costs.method[3]);
+    out.placement_shards = shards(costs.method[Method::Baseline], costs.method[Method::Reorder]);
+    out.packing_shards = shards(costs.method[Method::Reorder], costs.method[Method::RoutePack]);
+    out.placement_layers = layers(costs.method[Method::Baseline], costs.method[Method::Reorder]);
+    out.packing_layers = layers(costs.method[Method::Reorder], costs.method[Method::RoutePack]);
     return out;
 }
 

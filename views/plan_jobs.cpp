@@ -117,7 +117,7 @@ PlanJobResult PlanJobQueue::run(const PlanJobRequest& request, const StageWeight
             plan = std::make_shared<PlanResult>(
                 restore_plan(parse_plan(lib->run_plan_json(request.restoreRun), origin), in.window, origin));
             plan->budgets = run.budgets;
-            plan->convergence = run.levels;
+            plan->search.convergence = run.levels;
             plan->timings = run.timings;
             plan->cancelled = run.status == "cancelled";
             plan->time_limit_hit = run.message.find("time limit") != std::string::npos;

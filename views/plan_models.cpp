@@ -13,10 +13,10 @@ namespace routepack::views {
 
 ExecutionGridModel::ExecutionGridModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-void ExecutionGridModel::setPlan(std::shared_ptr<const PlanResult> plan, int method) {
+void ExecutionGridModel::setPlan(std::shared_ptr<const PlanResult> plan, routepack::Method method) {
     beginResetModel();
     plan_ = std::move(plan);
-    method_ = plan_ && has_method(*plan_, method) ? method : kMethodCount - 1;
+    method_ = plan_ && has_method(*plan_, method) ? method : routepack::Method::RoutePack;
     rows_ = cols_ = 0;
     cap_ = 0;
     tokens_.clear();
@@ -115,9 +115,9 @@ void CompareTableModel::setRuns(const QList<std::shared_ptr<const PlanResult>>& 
         if (!runs[k]) continue;
         runs_.push_back(runs[k]);
         names_.append(k < runNames.size() && !runNames[k].isEmpty() ? runNames[k] : tr("run %1").arg(k + 1));
-        for (int m : plan_methods(*runs[k]))
+        for (const routepack::Method m : plan_methods(*runs[k]))
             rows_.emplace_back(static_cast<int>(runs_.size()) - 1, m);
-        comm_ = comm_ || runs[k]->nodes > 1;
+        comm_ = comm_ || runs[k]->comm.nodes > 1;
     }
     endResetModel();
 }
@@ -144,7 +144,7 @@ QVariant CompareTableModel::rawValue(int row, int column) const {
     case Run:
         return names_[run];
     case Method:
-        return QString::fromLatin1(method_id(m));
+        return QString::fromLatin1(method_key(m));
     case Rows:
         return static_cast<qint64>(method.layout.rows);
     case Joint:
@@ -197,7 +197,7 @@ QVariant CompareTableModel::data(const QModelIndex& index, int role) const {
         if (!v.isValid()) {
             // A multi-node run without routes: the figures cannot be counted (never zero).
             const PlanResult& plan = run(rowRun(index.row()));
-            if (commCol && plan.nodes > 1 && !plan.comm_available) return QString::fromLatin1(kCommUnavailable);
+            if (commCol && plan.comm.nodes > 1 && !plan.comm.available) return QString::fromLatin1(kCommUnavailable);
             return QStringLiteral("\u2014");
         }
         switch (col) {

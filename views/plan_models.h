@@ -24,10 +24,9 @@ class ExecutionGridModel : public QAbstractTableModel {
 public:
     explicit ExecutionGridModel(QObject* parent = nullptr);
 
-    /// Shows method `method` (a method index, see method_id; routepack when the plan lacks it) of
-    /// `plan`; nullptr empties the model.
-    void setPlan(std::shared_ptr<const routepack::PlanResult> plan, int method);
-    int method() const { return method_; }
+    /// Shows method `method` (RoutePack when the plan lacks it) of `plan`; nullptr empties the model.
+    void setPlan(std::shared_ptr<const routepack::PlanResult> plan, routepack::Method method);
+    routepack::Method method() const { return method_; }
     /// Cap C of the shown plan (0 when empty).
     qint64 cap() const { return cap_; }
 
@@ -38,7 +37,7 @@ public:
 
 private:
     std::shared_ptr<const routepack::PlanResult> plan_;
-    int method_ = 3;
+    routepack::Method method_ = routepack::Method::RoutePack;
     int rows_ = 0, cols_ = 0;
     qint64 cap_ = 0;
     std::vector<std::int64_t> tokens_; // [R*D]
@@ -89,9 +88,9 @@ public:
     int runCount() const { return static_cast<int>(runs_.size()); }
     QString runName(int run) const { return names_.value(run); }
     const routepack::PlanResult& run(int k) const { return *runs_[static_cast<std::size_t>(k)]; }
-    /// The run (index into the runs) and method index (method_id) of table row `row`.
+    /// The run (index into the runs) and method of table row `row`.
     int rowRun(int row) const { return rows_.at(static_cast<std::size_t>(row)).first; }
-    int rowMethod(int row) const { return rows_.at(static_cast<std::size_t>(row)).second; }
+    routepack::Method rowMethod(int row) const { return rows_.at(static_cast<std::size_t>(row)).second; }
     /// Whether the communication columns are shown (a run is on more than one node).
     bool hasCommColumns() const { return comm_; }
 
@@ -106,7 +105,7 @@ public:
 private:
     std::vector<std::shared_ptr<const routepack::PlanResult>> runs_;
     QStringList names_;
-    std::vector<std::pair<int, int>> rows_; // (run, method index) per table row
+    std::vector<std::pair<int, routepack::Method>> rows_; // (run, method) per table row
     bool comm_ = false;
 };
 

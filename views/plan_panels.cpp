@@ -1,6 +1,7 @@
 #include "views/plan_panels.h"
 
 #include "views/heatmap_widget.h"
+#include "views/method_combo.h"
 #include "views/plan_models.h"
 
 #include <QBarCategoryAxis>
@@ -51,40 +52,6 @@ const QColor kTallestColour(0xf2, 0xd5, 0x3c);       ///< marker on the tallest 
 const QColor kBestColour(0xe4, 0x57, 0x56);
 const QColor kEnergyColour(0x4c, 0x78, 0xa8);
 const QColor kRateColour(0x54, 0xa2, 0x4b);
-
-QComboBox* methodCombo(QWidget* parent) {
-    auto* box = new QComboBox(parent);
-    for (int m = 0; m < kMethodCount; ++m)
-        box->addItem(QString::fromLatin1(method_label(m)), m);
-    box->setCurrentIndex(kMethodCount - 1);
-    box->setToolTip(QObject::tr("Method whose layout is shown"));
-    return box;
-}
-
-/// Refills a method box with the methods of `plan` (the four, or six on several nodes; item data =
-/// method index), keeping the shown method when the plan has it, else routepack. No signal.
-void fillMethodCombo(QComboBox* box, const PlanResult* plan) {
-    const QSignalBlocker block(box);
-    const int current = box->currentData().isValid() ? box->currentData().toInt() : kMethodCount - 1;
-    const std::vector<int> methods = plan ? plan_methods(*plan) : std::vector<int>{0, 1, 2, 3};
-    if (box->count() == static_cast<int>(methods.size())) return; // same list: keep it as it is
-    box->clear();
-    for (int m : methods)
-        box->addItem(QString::fromLatin1(method_label(m)), m);
-    const int at = box->findData(current);
-    box->setCurrentIndex(at >= 0 ? at : box->findData(kMethodCount - 1));
-}
-
-/// The method index a method box shows (routepack when empty).
-int comboMethod(const QComboBox* box) {
-    return box->currentData().isValid() ? box->currentData().toInt() : kMethodCount - 1;
-}
-
-/// Shows method index `m` in a method box when it lists it.
-void setComboMethod(QComboBox* box, int m) {
-    const int at = box->findData(m);
-    if (at >= 0) box->setCurrentIndex(at);
-}
 
 QString layerLabel(const PlanResult& plan, int l) {
     const auto& ids = plan.model.moe_layers;
@@ -293,7 +260,7 @@ void EpHeatmapPanel::setPlan(const std::shared_ptr<const PlanResult>& plan,
         return;
     }
     const int L = plan_->model.num_moe_layers(), P = plan_->topology.ep_ranks;
-    if (L < 1 || P < 1 || plan_->rank_loads_identity.size() != static_cast<std::size_t>(L) * P ||
+    if (L < 1 || P < 1 || plan_->placement.rank_loads_identity.size() != static_cast<std::size_t>(L) * P ||
         planned_rank_loads(*plan_).size() != static_cast<std::size_t>(L) * P) {
         identity_->clear();
         lpt_->clear();
@@ -307,9 +274,9 @@ void EpHeatmapPanel::setPlan(const std::shared_ptr<const PlanResult>& plan,
     std::vector<bool> marks(static_cast<std::size_t>(L), false);
     for (const ExpertBound& b : bounded_)
         marks[static_cast<std::size_t>(b.layer)] = true;
-    cvIdentity_ = layer_rank_cv(plan_->rank_loads_identity, L, P);
+    cvIdentity_ = layer_rank_cv(plan_->placement.rank_loads_identity, L, P);
     cvLpt_ = layer_rank_cv(planned_rank_loads(*plan_), L, P);
-    auto normId = normalized_rank_loads(plan_->rank_loads_identity, L, P);
+    auto normId = normalized_rank_loads(plan_->placement.rank_loads_identity, L, P);
     auto normLpt = normalized_rank_loads(planned_rank_loads(*plan_), L, P);
     // One scale for both maps, centred on the layer mean; never degenerate.
     double lo = 1.0, hi = 1.0;
@@ -344,9 +311,9 @@ void EpHeatmapPanel::setPlan(const std::shared_ptr<const PlanResult>& plan,
                                  p);
         });
     };
-    fill(identity_, std::move(normId), cvIdentity_, &plan_->rank_loads_identity, &plan_->identity,
-         tr("Identity placement (CV_global %1)").arg(plan_->cv_identity, 0, 'f', 4));
-    const bool refined = !(planned_placement(*plan_) == plan_->lpt);
+    fill(identity_, std::move(normId), cvIdentity_, &plan_->placement.rank_loads_identity, &plan_->placement.identity,
+         tr("Identity placement (CV_global %1)").arg(plan_->placement.cv_identity, 0, 'f', 4));
+    const bool refined = !(planned_placement(*plan_) == plan_->placement.lpt);
     fill(lpt_, std::move(normLpt), cvLpt_, &planned_rank_loads(*plan_), &planned_placement(*plan_),
          (refined ? tr("Planned placement, LPT refined for the layout (CV_global %1)")
                   : tr("Planned LPT placement (CV_global %1)"))
@@ -394,11 +361,11 @@ void EpHeatmapPanel::selectCell(int layer, int rank, bool planned) {
     }
     for (HeatmapWidget* h : {identity_, lpt_})
         h->setSelection(layer, rank);
-    const Placement& pi = planned ? planned_placement(*plan_) : plan_->identity;
-    const auto& G = planned ? planned_rank_loads(*plan_) : plan_->rank_loads_identity;
-    const QString where = !planned                                  ? tr("identity placement")
-                          : planned_placement(*plan_) == plan_->lpt ? tr("LPT placement")
-                                                                    : tr("refined LPT placement");
+    const Placement& pi = planned ? planned_placement(*plan_) : plan_->placement.identity;
+    const auto& G = planned ? planned_rank_loads(*plan_) : plan_->placement.rank_loads_identity;
+    const QString where = !planned                                            ? tr("identity placement")
+                          : planned_placement(*plan_) == plan_->placement.lpt ? tr("LPT placement")
+                                                                              : tr("refined LPT placement");
     QString text = tr("<b>Layer %1, EP rank %2</b> (%3): G = %4 tokens")
                        .arg(layerLabel(*plan_, layer))
                        .arg(rank)
@@ -490,13 +457,13 @@ void RowHeatmapPanel::setPlan(const std::shared_ptr<const PlanResult>& plan, std
 void RowHeatmapPanel::setShard(int g) {
     shardBox_->setCurrentIndex(g);
 }
-void RowHeatmapPanel::setMethod(int method) {
+void RowHeatmapPanel::setMethod(Method method) {
     setComboMethod(methodBox_, method);
 }
 int RowHeatmapPanel::shard() const {
     return shardBox_->currentIndex();
 }
-int RowHeatmapPanel::method() const {
+Method RowHeatmapPanel::method() const {
     return comboMethod(methodBox_);
 }
 
@@ -514,8 +481,8 @@ void RowHeatmapPanel::refresh() {
         note_->clear();
         return;
     }
-    const int m = method();
-    const CostBreakdown& cb = costs_->method[static_cast<std::size_t>(m)];
+    const Method m = method();
+    const CostBreakdown& cb = costs_->method[m];
     const int g = std::clamp(shard(), 0, std::max(cb.shards - 1, 0));
     const int R = cb.rows, G = cb.shards, L = plan_->model.num_moe_layers();
     if (R < 1 || G < 1 || cb.peak.size() != static_cast<std::size_t>(R) * G * L) {
@@ -548,7 +515,7 @@ void RowHeatmapPanel::refresh() {
     const std::shared_ptr<const Trace> window = window_;
     const qint64 C = plan_->topology.token_cap;
     map_->setToolTipProvider([keep, costs, window, m, g, G, L, C](int r, int l) {
-        const CostBreakdown& c = costs->method[static_cast<std::size_t>(m)];
+        const CostBreakdown& c = costs->method[m];
         const std::int64_t w = c.peak[(static_cast<std::size_t>(r) * G + g) * L + l];
         QString tip = tr("<b>Row %1, shard g%2, layer %3</b><br>max_p W = %4 tokens (%5 of C)<br>E[r][g] = %6")
                           .arg(r)
@@ -677,10 +644,10 @@ void CostsPanel::setPlan(const std::shared_ptr<const PlanResult>& plan, std::sha
     refresh();
 }
 
-void CostsPanel::setMethod(int method) {
+void CostsPanel::setMethod(Method method) {
     setComboMethod(methodBox_, method);
 }
-int CostsPanel::method() const {
+Method CostsPanel::method() const {
     return comboMethod(methodBox_);
 }
 
@@ -697,11 +664,11 @@ void CostsPanel::changeEvent(QEvent* e) {
     QWidget::changeEvent(e);
 }
 
-CostsPanel::RowChart CostsPanel::fillRowChart(QChart* rc, int m, double maxJ) {
+CostsPanel::RowChart CostsPanel::fillRowChart(QChart* rc, Method m, double maxJ) {
     RowChart out;
-    const CostBreakdown& cb = costs_->method[static_cast<std::size_t>(m)];
+    const CostBreakdown& cb = costs_->method[m];
     const int R = cb.rows, G = cb.shards;
-    const int straggler = costs_->straggler[static_cast<std::size_t>(m)];
+    const int straggler = costs_->straggler[m];
     const int tallest = tallestRowShard(cb);
     const QColor text = palette().color(QPalette::Text);
 
@@ -815,9 +782,9 @@ void CostsPanel::refresh() {
     tallest_ = -1;
     gain_->clear();
     gain_->hide();
-    const int m = method();
+    const Method m = method();
     // Side by side needs a second method to show; the baseline itself is shown alone.
-    const bool side = sideBySide() && plan_ && costs_ && m != 0;
+    const bool side = sideBySide() && plan_ && costs_ && m != Method::Baseline;
     if (side != baseView_->isVisibleTo(this)) {
         baseView_->setVisible(side);
         // The two row-shard charts equally wide, the totals chart at a third of one.
@@ -836,9 +803,9 @@ void CostsPanel::refresh() {
     }
     gain_->setText(gainExplanationText(explain_gain(*plan_, *costs_), *plan_));
     gain_->show();
-    const CostBreakdown& cb = costs_->method[static_cast<std::size_t>(m)];
+    const CostBreakdown& cb = costs_->method[m];
     const int R = cb.rows, G = cb.shards;
-    straggler_ = costs_->straggler[static_cast<std::size_t>(m)];
+    straggler_ = costs_->straggler[m];
     tallest_ = tallestRowShard(cb);
     const QColor text = palette().color(QPalette::Text);
 
@@ -855,15 +822,15 @@ void CostsPanel::refresh() {
     expert_ = shown.expert;
     tallestMarker_ = shown.tallest;
     if (side) {
-        const RowChart base = fillRowChart(bc, 0, maxJ);
+        const RowChart base = fillRowChart(bc, Method::Baseline, maxJ);
         baseAttention_ = base.attention;
         baseExpert_ = base.expert;
         baseTallestMarker_ = base.tallest;
     }
 
     // U[g] per shard, straggler selected; side by side the baseline's totals first.
-    auto totals = [&](int method, const QColor& colour) {
-        const CostBreakdown& c = costs_->method[static_cast<std::size_t>(method)];
+    auto totals = [&](Method method, const QColor& colour) {
+        const CostBreakdown& c = costs_->method[method];
         auto* set = new QBarSet(side ? tr("%1 U[g]").arg(QString::fromLatin1(method_label(method)))
                                      : tr("U[g] = sum_r J[r][g]"));
         set->setColor(colour);
@@ -888,7 +855,7 @@ void CostsPanel::refresh() {
     const bool balanced = G > 1 && static_cast<int>(tied.size()) == G;
     auto* bars = new QBarSeries;
     if (side) {
-        baseTotal_ = totals(0, kBaselineTotalColour);
+        baseTotal_ = totals(Method::Baseline, kBaselineTotalColour);
         bars->append(baseTotal_);
     }
     total_ = totals(m, kTotalColour);
@@ -912,13 +879,14 @@ void CostsPanel::refresh() {
     bars->attachAxis(sx);
     bars->attachAxis(sy);
     // Side by side, two short title lines name the bars (a legend would be elided in this narrow chart).
-    sc->setTitle(side ? tr("Shard totals U[g]<br>left: %1, right: %2")
-                            .arg(QString::fromLatin1(method_label(0)), QString::fromLatin1(method_label(m)))
-                      : tr("Shard totals U[g]"));
+    sc->setTitle(
+        side ? tr("Shard totals U[g]<br>left: %1, right: %2")
+                   .arg(QString::fromLatin1(method_label(Method::Baseline)), QString::fromLatin1(method_label(m)))
+             : tr("Shard totals U[g]"));
     sc->legend()->setVisible(false);
     for (QBarSet* set : {baseTotal_, total_}) {
         if (!set) continue;
-        const int method = set == baseTotal_ ? 0 : m;
+        const Method method = set == baseTotal_ ? Method::Baseline : m;
         connect(set, &QBarSet::hovered, shardView_, [this, method](bool on, int index) {
             if (on)
                 QToolTip::showText(QCursor::pos(), shardBarToolTip(index, method), shardView_);
@@ -968,13 +936,13 @@ QString CostsPanel::rowBarToolTip(int index) const {
     return rowBarToolTip(index, method());
 }
 
-QString CostsPanel::rowBarToolTip(int index, int m) const {
-    if (!plan_ || !costs_ || straggler_ < 0 || m < 0 || m >= kAllMethodCount || !has_method(*plan_, m)) return {};
-    const CostBreakdown& cb = costs_->method[static_cast<std::size_t>(m)];
+QString CostsPanel::rowBarToolTip(int index, Method m) const {
+    if (!plan_ || !costs_ || straggler_ < 0 || !has_method(*plan_, m)) return {};
+    const CostBreakdown& cb = costs_->method[m];
     if (index < 0 || static_cast<std::size_t>(index) >= cb.J.size() || cb.shards < 1) return {};
     const int r = index / cb.shards, g = index % cb.shards;
     const auto k = static_cast<std::size_t>(index);
-    const int straggler = costs_->straggler[static_cast<std::size_t>(m)];
+    const int straggler = costs_->straggler[m];
     return tr("<b>%1: row %2, EDP shard g%3</b>%4<br>A = %5 (attention, eq. 12)<br>E = %6 (expert, eq. 14)<br>"
               "J = A + E = %7%8")
         .arg(QString::fromLatin1(method_label(m)))
@@ -991,11 +959,11 @@ QString CostsPanel::shardBarToolTip(int g) const {
     return shardBarToolTip(g, method());
 }
 
-QString CostsPanel::shardBarToolTip(int g, int m) const {
-    if (!plan_ || !costs_ || straggler_ < 0 || m < 0 || m >= kAllMethodCount || !has_method(*plan_, m)) return {};
-    const CostBreakdown& cb = costs_->method[static_cast<std::size_t>(m)];
+QString CostsPanel::shardBarToolTip(int g, Method m) const {
+    if (!plan_ || !costs_ || straggler_ < 0 || !has_method(*plan_, m)) return {};
+    const CostBreakdown& cb = costs_->method[m];
     if (g < 0 || g >= cb.shards) return {};
-    const int straggler = costs_->straggler[static_cast<std::size_t>(m)];
+    const int straggler = costs_->straggler[m];
     QStringList slots;
     for (int d : plan_->topology.edp_shards[static_cast<std::size_t>(g)])
         slots << QString::number(d);
@@ -1081,15 +1049,15 @@ void GridPanel::setPlan(const std::shared_ptr<const PlanResult>& plan) {
     refresh();
 }
 
-void GridPanel::setMethod(int method) {
+void GridPanel::setMethod(Method method) {
     setComboMethod(methodBox_, method);
 }
-int GridPanel::method() const {
+Method GridPanel::method() const {
     return comboMethod(methodBox_);
 }
 
 void GridPanel::refresh() {
-    const int m = method();
+    const Method m = method();
     model_->setPlan(plan_, m);
     if (!plan_) {
         summary_->clear();

@@ -114,9 +114,9 @@ public:
     void setShard(int g);
     /// Outlines MoE layer index `l`'s column (-1: none), kept across method and shard changes.
     void setSelectedLayer(int l);
-    void setMethod(int method);
+    void setMethod(routepack::Method method);
     int shard() const;
-    int method() const;
+    routepack::Method method() const;
     QComboBox* shardCombo() const { return shardBox_; }
     HeatmapWidget* map() const { return map_; }
 
@@ -156,8 +156,8 @@ class CostsPanel : public QWidget {
 public:
     explicit CostsPanel(QWidget* parent = nullptr);
     void setPlan(const std::shared_ptr<const routepack::PlanResult>& plan, std::shared_ptr<const PlanCosts> costs);
-    void setMethod(int method);
-    int method() const;
+    void setMethod(routepack::Method method);
+    routepack::Method method() const;
     /// Shows the baseline's row-shard chart beside the shown method's (true), or the method alone.
     void setSideBySide(bool on);
     bool sideBySide() const;
@@ -188,12 +188,12 @@ public:
     /// Tooltip of bar `index` (= r * G + g) of the shown method's row-shard chart: A, E and J of (r, g)
     /// exactly, and "the tallest row-shard (max J)" on the tallest bar.
     QString rowBarToolTip(int index) const;
-    /// The same for method index `method` (0..kAllMethodCount-1; "" for a method the plan lacks).
-    QString rowBarToolTip(int index, int method) const;
+    /// The same for method `method` ("" for a method the plan lacks).
+    QString rowBarToolTip(int index, routepack::Method method) const;
     /// Tooltip of shard g's bar of the U[g] chart: U[g] exactly and its distance to the straggler.
     QString shardBarToolTip(int g) const;
-    /// The same for method index `method`.
-    QString shardBarToolTip(int g, int method) const;
+    /// The same for method `method`.
+    QString shardBarToolTip(int g, routepack::Method method) const;
     /// The "why it gains" paragraph under the charts (gainExplanationText; "" without costs).
     QString gainText() const;
 
@@ -207,7 +207,7 @@ private:
         QBarSet* expert = nullptr;
         QScatterSeries* tallest = nullptr;
     };
-    RowChart fillRowChart(QChart* chart, int method, double maxJ);
+    RowChart fillRowChart(QChart* chart, routepack::Method method, double maxJ);
     void refresh();
     std::shared_ptr<const routepack::PlanResult> plan_;
     std::shared_ptr<const PlanCosts> costs_;
@@ -251,8 +251,8 @@ class GridPanel : public QWidget {
 public:
     explicit GridPanel(QWidget* parent = nullptr);
     void setPlan(const std::shared_ptr<const routepack::PlanResult>& plan);
-    void setMethod(int method);
-    int method() const;
+    void setMethod(routepack::Method method);
+    routepack::Method method() const;
     ExecutionGridModel* model() const { return model_; }
     QTableView* view() const { return view_; }
 

@@ -217,7 +217,7 @@ void PlanView::refill() {
     grid_->setPlan(plan_);
     comm_->setPlan(plan_, window_);
     if (plan_)
-        conv_->setLevels(plan_->convergence);
+        conv_->setLevels(plan_->search.convergence);
     else
         conv_->clear();
 }
@@ -275,7 +275,7 @@ struct CompareView::Private {
     QSortFilterProxyModel* proxy = nullptr;
     QTableView* table = nullptr;
     QChartView* chart = nullptr;
-    int methods = kMethodCount; ///< bar categories of the chart (4 or 6)
+    int methods = kPaperMethodCount; ///< bar categories of the chart (method_at(0..methods-1): 4 or 6)
 };
 
 namespace {
@@ -290,7 +290,7 @@ QColor runColour(int k) {
 
 } // namespace
 
-QString compareBarToolTip(const PlanResult& run, int method, const QString& runName) {
+QString compareBarToolTip(const PlanResult& run, Method method, const QString& runName) {
     if (!has_method(run, method))
         return QObject::tr("<b>%1</b>: %2 did not run (one node, or no per-token routes)")
             .arg(runName.toHtmlEscaped(), QString::fromLatin1(method_label(method)));
@@ -358,7 +358,7 @@ void CompareView::setRuns(const QList<std::shared_ptr<const PlanResult>>& runs, 
     double top = 0;
     // Categories: every method any run has (the four, and the two communication methods when a run
     // ran on several nodes); a run without a method has a zero bar there (its tooltip says so).
-    int methods = kMethodCount;
+    int methods = kPaperMethodCount;
     for (int k = 0; k < n; ++k)
         methods = std::max(methods, static_cast<int>(plan_methods(d_->model->run(k)).size()));
     d_->methods = methods;
@@ -367,8 +367,9 @@ void CompareView::setRuns(const QList<std::shared_ptr<const PlanResult>>& runs, 
         set->setColor(runColour(k));
         set->setBorderColor(runColour(k));
         set->setLabelColor(palette().color(QPalette::Text)); // labels sit above the bars, on the background
-        for (int m = 0; m < methods; ++m) {
+        for (int i = 0; i < methods; ++i) {
             const PlanResult& run = d_->model->run(k);
+            const Method m = method_at(i);
             const double joint = has_method(run, m) ? method_of(run, m).metrics.score.max_u : 0.0;
             set->append(joint);
             top = std::max(top, joint);
@@ -392,14 +393,15 @@ void CompareView::setRuns(const QList<std::shared_ptr<const PlanResult>>& runs, 
                 : static_cast<int>(
                       qobject_cast<QAbstractBarSeries*>(d_->chart->chart()->series().first())->barSets().indexOf(set));
         if (k < 0 || k >= d_->model->runCount() || index < 0 || index >= d_->methods) return;
-        QToolTip::showText(QCursor::pos(), compareBarToolTip(d_->model->run(k), index, d_->model->runName(k)),
-                           d_->chart);
+        QToolTip::showText(QCursor::pos(),
+                           compareBarToolTip(d_->model->run(k), method_at(index), d_->model->runName(k)), d_->chart);
     });
     c->addSeries(series);
     auto* x = new QBarCategoryAxis;
-    for (int m = 0; m < methods; ++m) {
+    for (int i = 0; i < methods; ++i) {
+        const Method m = method_at(i);
         QString label = QString::fromLatin1(method_label(m));
-        if (n == 1 && m > 0) {
+        if (n == 1 && m != Method::Baseline) {
             // One run: the gain against its baseline under each method's name.
             const double b = d_->model->run(0).baseline.metrics.score.max_u;
             const double j = method_of(d_->model->run(0), m).metrics.score.max_u;

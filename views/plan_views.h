@@ -78,7 +78,7 @@ public:
     /// The window passed to setPlan (nullptr when none or when it did not match the plan).
     std::shared_ptr<const routepack::Trace> window() const;
 
-    /// Empties the convergence chart (before a new run). setPlan() replaces it with plan->convergence.
+    /// Empties the convergence chart (before a new run). setPlan() replaces it with plan->search.convergence.
     void clearConvergence();
     /// Appends one temperature level to the convergence chart (live, during a run; GUI thread).
     void addConvergenceLevel(const routepack::LevelStats& level);
@@ -161,9 +161,9 @@ private:
 
 /// Tooltip of one comparison bar: run name, method, exact max_g U (eq. 15) and the change against
 /// the same run's baseline and reorder in percent ("<b>step 7</b>: routepack<br>max_g U = 150.0000<br>
-/// -50.00 % vs baseline, -25.00 % vs reorder"); `method` indexes method_of (0..kAllMethodCount-1);
-/// a method the run lacks gives "<b>step 7</b>: Grouter did not run (one node, or no per-token routes)".
-QString compareBarToolTip(const routepack::PlanResult& run, int method, const QString& runName);
+/// -50.00 % vs baseline, -25.00 % vs reorder"); a method the run lacks gives "<b>step 7</b>: Grouter
+/// did not run (one node, or no per-token routes)".
+QString compareBarToolTip(const routepack::PlanResult& run, routepack::Method method, const QString& runName);
 
 /// Writes `model`'s top-level table as CSV (RFC 4180: comma separator, CRLF line ends, fields with
 /// comma, quote, CR or LF quoted with doubled quotes): a header row of the horizontal headers, then

@@ -67,15 +67,15 @@ RunSeriesSet compute_run_series(const storage::Library& lib, const std::string& 
                 st.runs = p.runs;
                 st.status = r.status;
                 st.nodes = plan.topology.nodes();
-                for (int m = 0; m < kAllMethodCount; ++m) {
-                    const auto k = static_cast<std::size_t>(m);
-                    const auto it = plan.metrics.find(method_id(m));
-                    st.has[k] = it != plan.metrics.end();
-                    st.cost[k] = st.has[k] ? it->second.score.max_u : 0.0;
-                    const auto f = plan.comm.figures.find(method_id(m));
-                    if (st.has[k] && f != plan.comm.figures.end()) st.inter_copies[k] = f->second.inter;
+                for (const MethodRow& row : kMethodTable) {
+                    const Method m = row.method;
+                    const auto it = plan.metrics.find(row.key);
+                    st.has[m] = it != plan.metrics.end();
+                    st.cost[m] = st.has[m] ? it->second.score.max_u : 0.0;
+                    const auto f = plan.comm.figures.find(row.key);
+                    if (st.has[m] && f != plan.comm.figures.end()) st.inter_copies[m] = f->second.inter;
                 }
-                const double base = st.cost[0], rp = st.cost[3];
+                const double base = st.cost[Method::Baseline], rp = st.cost[Method::RoutePack];
                 st.gain_pct = base > 0 ? 100.0 * (rp - base) / base : 0.0;
                 st.rows = plan.row_count;
                 st.certified = plan.row_count_certified;
@@ -100,10 +100,10 @@ RunSeriesSet compute_run_series(const storage::Library& lib, const std::string& 
                 previous = plan.placement;
                 s.steps.push_back(std::move(st));
             }
-            for (int m = 0; m < kAllMethodCount; ++m)
+            for (const MethodRow& row : kMethodTable)
                 if (std::any_of(s.steps.begin(), s.steps.end(),
-                                [m](const RunStep& st) { return st.has[static_cast<std::size_t>(m)]; }))
-                    s.methods.push_back(m);
+                                [m = row.method](const RunStep& st) { return st.has[m]; }))
+                    s.methods.push_back(row.method);
             out.series.push_back(std::move(s));
         }
         std::stable_sort(out.series.begin(), out.series.end(), [](const RunSeries& a, const RunSeries& b) {

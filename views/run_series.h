@@ -24,15 +24,14 @@ struct RunStep {
     std::int64_t run = 0;    ///< the saved run shown (the newest finished or cancelled run on the topology)
     int runs = 0;            ///< finished or cancelled runs of the window on the topology (>= 1)
     std::string status;      ///< "finished" or "cancelled"
-    /// max_g U (eq. 15, tokens) per method in views::method_id order: baseline, reorder,
-    /// karmarkar_karp, routepack, and on more than one node grouter and routepack+comm (the stored
-    /// plan's metrics; 0 for a method the plan lacks, see `has`).
-    std::array<double, kAllMethodCount> cost{};
+    /// max_g U (eq. 15, tokens) per method: the paper's four, and on more than one node grouter and
+    /// routepack+comm (the stored plan's metrics; 0 for a method the plan lacks, see `has`).
+    PerMethod<double> cost;
     /// Whether the stored plan has method m (the four always; grouter and routepack+comm when they ran).
-    std::array<bool, kAllMethodCount> has{};
+    PerMethod<bool> has;
     /// Inter-node token copies of method m (the plan's communication figures, `routepack sweep
     /// --json`'s inter_node_copies); -1 on one node, without per-token routes or for a missing method.
-    std::array<std::int64_t, kAllMethodCount> inter_copies{-1, -1, -1, -1, -1, -1};
+    PerMethod<std::int64_t> inter_copies{{-1, -1, -1, -1, -1, -1}};
     int nodes = 1; ///< nodes of the run's topology
     /// 100 x (routepack - baseline) / baseline in percent (negative: routepack is cheaper; 0 when the
     /// baseline is 0): `routepack sweep`'s routepack_vs_baseline_pct.
@@ -57,8 +56,9 @@ struct RunSeries {
     Topology topology_value; ///< the topology the runs used
     std::int64_t slots = 0;  ///< slots of one placement, MoE layers x experts (churn's upper bound)
     std::vector<RunStep> steps;
-    /// The method indices some step has, ascending: {0, 1, 2, 3}, or {0, ..., 5} on several nodes.
-    std::vector<int> methods;
+    /// The methods some step has, in Method order: the paper's four, and the two communication
+    /// methods on several nodes.
+    std::vector<Method> methods;
 };
 
 /// Every run series of one trace.

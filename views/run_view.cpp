@@ -32,11 +32,8 @@ namespace {
 
 /// Line colours of the methods (baseline, reorder, Karmarkar-Karp, RoutePack, Grouter,
 /// RoutePack+comm): mid-tone, readable on light and dark backgrounds.
-const QColor kMethodColours[kAllMethodCount] = {QColor(0x8c, 0x8c, 0x8c), QColor(0x4c, 0x78, 0xa8),
-                                                QColor(0xf5, 0x85, 0x18), QColor(0x54, 0xa2, 0x4b),
-                                                QColor(0x72, 0xb7, 0xb2), QColor(0xd6, 0x27, 0x28)};
-/// The communication-aware methods are dashed: their costs carry their own placements.
-constexpr int kFirstCommMethod = kMethodCount;
+const PerMethod<QColor> kMethodColours{{QColor(0x8c, 0x8c, 0x8c), QColor(0x4c, 0x78, 0xa8), QColor(0xf5, 0x85, 0x18),
+                                        QColor(0x54, 0xa2, 0x4b), QColor(0x72, 0xb7, 0xb2), QColor(0xd6, 0x27, 0x28)}};
 const QColor kChurnColour(0xb2, 0x79, 0xa2);
 const QColor kGainColour(0x54, 0xa2, 0x4b);
 
@@ -276,23 +273,23 @@ void RunView::rebuild() {
     for (auto& line : cost_)
         line = nullptr;
     double top = 0;
-    for (int m : s->methods) {
+    for (const Method m : s->methods) {
         auto* line = new QLineSeries;
         line->setName(QString::fromLatin1(method_label(m)));
         QPen pen(kMethodColours[m]);
-        pen.setWidthF(m == kMethodCount - 1 ? 2.5 : 1.6);
-        if (m >= kFirstCommMethod) pen.setStyle(Qt::DashLine);
+        pen.setWidthF(m == Method::RoutePack ? 2.5 : 1.6);
+        // The communication-aware methods are dashed: their costs carry their own placements.
+        if (is_comm_method(m)) pen.setStyle(Qt::DashLine);
         line->setPen(pen);
         line->setColor(kMethodColours[m]);
         line->setPointsVisible(true);
-        line->setMarkerSize(m == kMethodCount - 1 ? 8 : 6);
+        line->setMarkerSize(m == Method::RoutePack ? 8 : 6);
         // A step whose plan lacks the method (no routes, cancelled before it ran) has no point.
-        for (int k = 0; k < n; ++k) {
-            const RunStep& st = s->steps[static_cast<std::size_t>(k)];
-            if (!st.has[static_cast<std::size_t>(m)]) continue;
-            const double v = st.cost[static_cast<std::size_t>(m)];
-            line->append(k, v);
-            top = std::max(top, v);
+        for (std::size_t k = 0; k < s->steps.size(); ++k) {
+            const RunStep& st = s->steps[k];
+            if (!st.has[m]) continue;
+            line->append(static_cast<qreal>(k), st.cost[m]);
+            top = std::max(top, st.cost[m]);
         }
         c->addSeries(line);
         cost_[m] = line;
@@ -424,26 +421,24 @@ QString RunView::stepToolTip(int k) const {
                       .arg(st.samples)
                       .arg(st.rows)
                       .arg(st.certified ? tr(" (certified)") : QString());
-    const double base = st.cost[0];
-    for (int m : s->methods) {
-        const auto i = static_cast<std::size_t>(m);
-        if (!st.has[i]) {
+    const double base = st.cost[Method::Baseline];
+    for (const Method m : s->methods) {
+        if (!st.has[m]) {
             tip += tr("%1: did not run (no per-token routes, or cancelled before it)<br>")
                        .arg(QString::fromLatin1(method_label(m)));
             continue;
         }
-        tip += tr("%1: max_g U = %2").arg(QString::fromLatin1(method_label(m))).arg(st.cost[i], 0, 'f', 4);
+        tip += tr("%1: max_g U = %2").arg(QString::fromLatin1(method_label(m))).arg(st.cost[m], 0, 'f', 4);
         // The communication-aware methods: their gain against the baseline and their inter-node copies.
-        if (m >= kFirstCommMethod && base > 0)
-            tip += tr(" (%1 vs baseline)").arg(pct(100.0 * (st.cost[i] - base) / base));
-        if (st.inter_copies[i] >= 0)
-            tip += tr(", %1 inter-node copies").arg(QString::fromStdString(grouped_count(st.inter_copies[i])));
+        if (is_comm_method(m) && base > 0) tip += tr(" (%1 vs baseline)").arg(pct(100.0 * (st.cost[m] - base) / base));
+        if (st.inter_copies[m] >= 0)
+            tip += tr(", %1 inter-node copies").arg(QString::fromStdString(grouped_count(st.inter_copies[m])));
         tip += QStringLiteral("<br>");
     }
-    const double reorder = st.cost[1];
-    tip +=
-        tr("routepack vs baseline %1, vs reorder %2<br>")
-            .arg(pct(st.gain_pct), reorder > 0 ? pct(100.0 * (st.cost[3] - reorder) / reorder) : QStringLiteral("n/a"));
+    const double reorder = st.cost[Method::Reorder];
+    tip += tr("routepack vs baseline %1, vs reorder %2<br>")
+               .arg(pct(st.gain_pct), reorder > 0 ? pct(100.0 * (st.cost[Method::RoutePack] - reorder) / reorder)
+                                                  : QStringLiteral("n/a"));
     if (st.churn < 0)
         tip += tr("churn: first step (no previous window)");
     else
@@ -492,8 +487,8 @@ bool RunView::activateStep(int k) {
     return true;
 }
 
-QLineSeries* RunView::costSeries(int m) const {
-    return m >= 0 && m < kAllMethodCount ? cost_[m] : nullptr;
+QLineSeries* RunView::costSeries(Method m) const {
+    return cost_[m];
 }
 
 bool RunView::eventFilter(QObject* watched, QEvent* event) {

@@ -78,9 +78,9 @@ public:
     QChartView* costChartView() const { return costView_; }
     QChartView* gainChartView() const { return gainView_; }
     QChartView* churnChartView() const { return churnView_; }
-    /// The cost line of method m (views::method_id order, 0..kAllMethodCount-1; nullptr in the empty
-    /// state and for a method no step of the series has). Its points are the steps that have it.
-    QLineSeries* costSeries(int m) const;
+    /// The cost line of method m (nullptr in the empty state and for a method no step of the series
+    /// has). Its points are the steps that have it.
+    QLineSeries* costSeries(routepack::Method m) const;
     /// Bars of the churn chart (one per step; the first step's is 0) and of the gain histogram.
     QBarSet* churnSet() const { return churnSet_; }
     QBarSet* gainSet() const { return gainSet_; }
@@ -117,7 +117,7 @@ private:
     QChartView* costView_ = nullptr;
     QChartView* gainView_ = nullptr;
     QChartView* churnView_ = nullptr;
-    QLineSeries* cost_[kAllMethodCount] = {nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
+    routepack::PerMethod<QLineSeries*> cost_;
     QBarSet* churnSet_ = nullptr;
     QBarSet* gainSet_ = nullptr;
 };

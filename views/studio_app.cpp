@@ -46,7 +46,7 @@ bool runHeadlessDemo(const QString& folder, HeadlessOutput* output, QString* err
         QApplication::processEvents(); // lay the shown widgets out once before grabbing them
         for (const QString& name : view.viewNames()) {
             // The demo plan is on one node: its communication view would only say so.
-            if (name == QStringLiteral("communication") && plan->nodes <= 1) continue;
+            if (name == QStringLiteral("communication") && plan->comm.nodes <= 1) continue;
             view.setCurrentWidget(view.viewWidget(name));
             QApplication::processEvents();
             const QString file = QStringLiteral("plan-%1.png").arg(name);

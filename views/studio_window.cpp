@@ -950,22 +950,17 @@ void StudioWindow::showPlacementIfLoadOnly(const QString& trace) {
         p->model = m;
         p->topology = *topo;
         p->trace_name = it->name;
-        p->identity = identity_placement(L, E, topo->ep_ranks);
-        p->lpt = lpt_placement(loads, L, E, topo->ep_ranks);
-        p->rank_loads_identity = rank_loads(loads, p->identity);
-        p->rank_loads_lpt = rank_loads(loads, p->lpt);
-        p->cv_identity = cv_global(p->rank_loads_identity, L, topo->ep_ranks);
-        p->cv_lpt = cv_global(p->rank_loads_lpt, L, topo->ep_ranks);
-        p->routepack_placement = p->lpt;
-        p->rank_loads_routepack = p->rank_loads_lpt;
-        p->cv_routepack = p->cv_lpt;
+        static_cast<PlacementComparison&>(p->placement) = compare_placements(loads, L, E, topo->ep_ranks);
+        p->placement.routepack = p->placement.lpt;
+        p->placement.rank_loads_routepack = p->placement.rank_loads_lpt;
+        p->placement.cv_routepack = p->placement.cv_lpt;
         clearPlan();
         planView_->setPlacement(p, std::make_shared<const std::vector<std::uint64_t>>(loads));
         setStatus(tr("Trace %1 is load-only: placement on %2 EP ranks, CV_global %3 (identity) -> %4 (LPT).")
                       .arg(trace)
                       .arg(topo->ep_ranks)
-                      .arg(p->cv_identity, 0, 'f', 4)
-                      .arg(p->cv_lpt, 0, 'f', 4));
+                      .arg(p->placement.cv_identity, 0, 'f', 4)
+                      .arg(p->placement.cv_lpt, 0, 'f', 4));
     } catch (const std::exception& e) {
         setStatus(tr("Trace %1: %2").arg(trace, guiErrorText(e)), true);
     }
@@ -1187,8 +1182,7 @@ void StudioWindow::onCellActivated(int row, int slot, const QList<int>& sampleIn
     const QString what = tr("Row %1, DP slot %2 of the %3 layout: %4 %5")
                              .arg(row)
                              .arg(slot)
-                             .arg(QString::fromLatin1(
-                                 method_label(std::clamp(planView_->gridPanel()->method(), 0, kAllMethodCount - 1))))
+                             .arg(QString::fromLatin1(method_label(planView_->gridPanel()->method())))
                              .arg(ids.size())
                              .arg(ids.size() == 1 ? tr("sample") : tr("samples"));
     setStatus(what);

@@ -355,38 +355,6 @@ Trace make_window(const py::object& lengths_obj, const py::object& counts_obj, c
     return w;
 }
 
-/// The plan file's fields of a planner result, as parse_plan(plan_to_json(r)) gives them (the
-/// Python tests check that both agree).
-PlanFile plan_file_of(const PlanResult& r) {
-    PlanFile f;
-    f.trace_name = r.trace_name;
-    f.window_name = r.window_name;
-    f.fingerprint = r.fingerprint;
-    f.model = r.model;
-    f.topology = r.topology;
-    f.placement = r.routepack_placement;
-    f.placement_refined = !(r.routepack_placement == r.lpt);
-    f.placement_rounds_kept = r.placement_rounds_kept;
-    f.placement_swaps = r.placement_swaps;
-    f.placement_refinement_skipped = r.placement_refinement_skipped;
-    for (const auto& s : r.samples) {
-        f.sample_ids.push_back(s.id);
-        f.lengths.push_back(s.length);
-    }
-    f.row_count = r.rows.rows;
-    f.row_count_certified = r.rows.certified;
-    f.row_lower_bound = r.rows.lower_bound;
-    f.has_bound = true;
-    f.bound = r.bound;
-    f.layout = r.routepack.layout;
-    f.score = r.routepack.metrics.score;
-    for (const MethodResult* m : r.methods())
-        f.metrics[m->name] = m->metrics;
-    f.seed = r.budgets.seed;
-    f.workers = r.budgets.workers;
-    return f;
-}
-
 /// The plan file text (written on first use). A plan file is UTF-8 JSON: a name or sample id stored
 /// by an older import that is not UTF-8 is refused naming it, e.g. "plan: sample id 'bad-\xff' (sample
 /// 0 of trace 'syn') is not valid UTF-8, so no plan file can hold it (re-import the trace)".
@@ -729,27 +697,8 @@ py::dict trace_entry_dict(const storage::TraceEntry& t) {
     return d;
 }
 
-} // namespace
-
-PYBIND11_MODULE(_core, m) {
-    m.doc() = "RoutePack core (C++): placement, row count, packing planner, plan files, route counting";
-
-    static py::exception<Cancelled> cancelled_exc(m, "Cancelled", PyExc_KeyboardInterrupt);
-    // pybind11 stores translators as void(*)(std::exception_ptr): the parameter must be by value.
-    py::register_exception_translator([](std::exception_ptr p) { // NOLINT(performance-unnecessary-value-param)
-        try {
-            if (p) std::rethrow_exception(p);
-        } catch (const InputError& e) {
-            PyErr_SetObject(PyExc_ValueError, message_text(e.what()).ptr());
-        } catch (const Cancelled& e) {
-            cancelled_exc(e.what());
-        } catch (const nlohmann::json::exception& e) {
-            PyErr_SetObject(PyExc_ValueError, message_text(e.what()).ptr());
-        } catch (const std::invalid_argument& e) { // pybind11's own mapping, with a readable text
-            PyErr_SetObject(PyExc_ValueError, message_text(e.what()).ptr());
-        }
-    });
-
+/// The Topology class (topology file rules, shipped topologies).
+void bind_topology(py::module_& m) {
     py::class_<Topology>(m, "Topology", R"doc(
 Execution topology of one training step: P EP ranks, D DP slots grouped in EDP shards, token cap C
 per cell, attention stages (alpha_s, beta_s) of the cost model (paper eq. 12).
@@ -788,7 +737,10 @@ consecutive slots, or a list of lists partitioning 0..D-1. Validated with the to
                                })
         .def("__eq__", [](const Topology& a, const Topology& b) { return a == b; })
         .def("__repr__", [](const Topology& t) { return "routepack.Topology(" + topology_to_json(t) + ")"; });
+}
 
+/// The Placement class: maps, moves between placements, rank loads, expert maps.
+void bind_placement(py::module_& m) {
     py::class_<PyPlacement>(m, "Placement", R"doc(
 Layer-wise expert placement pi_l (paper section 3.3): logical_to_physical[l, e] = physical slot of
 logical expert e at MoE layer index l; slot v is on EP rank v // (E / P).)doc")
@@ -859,7 +811,10 @@ Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scal
         .def("__eq__", [](const PyPlacement& a, const PyPlacement& b) {
             return a.pi == b.pi && a.model.moe_layers == b.model.moe_layers;
         });
+}
 
+/// _place (the LPT placement of expert totals), _identity, _rank_max_over_mean.
+void bind_placement_functions(py::module_& m) {
     m.def(
         "_place",
         [](const py::object& loads, const py::object& ep_ranks_obj, const py::object& moe_layers_obj,
@@ -895,7 +850,8 @@ Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scal
                     return "loads: layer " + std::to_string(l) + " sums to " + total;
                 });
             py::gil_scoped_release release;
-            p.pi = lpt_placement(v, L, E, ep_ranks);
+            // The LPT side of the placement comparison the planner, `routepack place` and the studio make.
+            p.pi = compare_placements(v, L, E, ep_ranks).lpt;
             return p;
         },
         py::arg("loads"), py::arg("ep_ranks"), py::arg("moe_layers") = py::none(),
@@ -928,7 +884,10 @@ Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scal
         if (a.ndim() != 2) value_error("G must be [L, P]");
         return rank_max_over_mean(load_values(a, "G"), static_cast<int>(a.shape(0)), static_cast<int>(a.shape(1)));
     });
+}
 
+/// The Plan class: the plan file's rows, metrics, placement and maps.
+void bind_plan(py::module_& m) {
     py::class_<PyPlan>(m, "Plan", "A RoutePack plan (the plan file's content; see routepack.Plan in the package).")
         .def_property_readonly(
             "rows",
@@ -1036,7 +995,10 @@ Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scal
                                        parse_expert_map_format(py_utf8(format, "format")));
             },
             py::arg("format"));
+}
 
+/// _plan, _plan_window (the planner on its own thread), _plan_from_json, _load_plan.
+void bind_plan_functions(py::module_& m) {
     m.def("_plan", &run_plan, py::arg("lengths"), py::arg("counts"), py::arg("topology"), py::kw_only(),
           py::arg("moe_layers"), py::arg("seed") = 1, py::arg("workers") = 1, py::arg("time_limit_s") = 0.0,
           py::arg("budgets") = py::none(), py::arg("progress") = py::none(), py::arg("top_k") = py::none(),
@@ -1067,7 +1029,10 @@ Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scal
             return plan_from_text(std::move(text), path);
         },
         py::arg("path"));
+}
 
+/// counts_from_routes.
+void bind_routes(py::module_& m) {
     m.def("counts_from_routes", &counts_from_routes, py::arg("routes"), py::arg("num_experts"), py::kw_only(),
           py::arg("moe_layers"), py::arg("layer_axis") = "all", py::arg("valid") = py::none(), R"doc(
 Routing counts a[i][l][e] from per-token routes: int32 [N, len(moe_layers), E].
@@ -1079,7 +1044,10 @@ decoder layer (layer_axis='all'; rows of dense layers ignored) or only the MoE l
 value outside 0..num_experts-1 is a ValueError naming its index. Arrays of either byte order are
 read by value ('>i2' gives the counts of its native twin). num_experts and moe_layers are integers
 (numpy integers too, never bools). The GIL is released while counting.)doc");
+}
 
+/// The read-only Library and the Window it loads.
+void bind_library(py::module_& m) {
     py::class_<PyWindow>(m, "Window", "A trace or window read from a library: lengths, counts, moe_layers, sample ids.")
         .def_property_readonly(
             "lengths",
@@ -1183,4 +1151,34 @@ read by value ('>i2' gives the counts of its native twin). num_experts and moe_l
             },
             py::arg("trace"), "uint64 [L, E]: per-layer expert totals (aggregate traces included)")
         .def_property_readonly("path", [](const PyLibrary& l) { return py_text(l.lib->path().string()); });
+}
+
+} // namespace
+
+PYBIND11_MODULE(_core, m) {
+    m.doc() = "RoutePack core (C++): placement, row count, packing planner, plan files, route counting";
+
+    static py::exception<Cancelled> cancelled_exc(m, "Cancelled", PyExc_KeyboardInterrupt);
+    // pybind11 stores translators as void(*)(std::exception_ptr): the parameter must be by value.
+    py::register_exception_translator([](std::exception_ptr p) { // NOLINT(performance-unnecessary-value-param)
+        try {
+            if (p) std::rethrow_exception(p);
+        } catch (const InputError& e) {
+            PyErr_SetObject(PyExc_ValueError, message_text(e.what()).ptr());
+        } catch (const Cancelled& e) {
+            cancelled_exc(e.what());
+        } catch (const nlohmann::json::exception& e) {
+            PyErr_SetObject(PyExc_ValueError, message_text(e.what()).ptr());
+        } catch (const std::invalid_argument& e) { // pybind11's own mapping, with a readable text
+            PyErr_SetObject(PyExc_ValueError, message_text(e.what()).ptr());
+        }
+    });
+
+    bind_topology(m);
+    bind_placement(m);
+    bind_placement_functions(m);
+    bind_plan(m);
+    bind_plan_functions(m);
+    bind_routes(m);
+    bind_library(m);
 }

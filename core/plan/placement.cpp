@@ -198,6 +198,17 @@ double cv_global(std::span<const std::uint64_t> G, int L, int P) {
     return total / L;
 }
 
+PlacementComparison compare_placements(std::span<const std::uint64_t> loads, int L, int E, int P) {
+    PlacementComparison c;
+    c.identity = identity_placement(L, E, P);
+    c.lpt = lpt_placement(loads, L, E, P);
+    c.rank_loads_identity = rank_loads(loads, c.identity);
+    c.rank_loads_lpt = rank_loads(loads, c.lpt);
+    c.cv_identity = cv_global(c.rank_loads_identity, L, P);
+    c.cv_lpt = cv_global(c.rank_loads_lpt, L, P);
+    return c;
+}
+
 /// logical[l*E + v] = e with pi_l(e) = v, [L][E] (the physical_to_logical map of serving stacks).
 /// std::invalid_argument when some pi_l is not a permutation of 0..E-1.
 std::vector<int> physical_to_logical(const Placement& pi) {

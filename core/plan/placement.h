@@ -40,6 +40,19 @@ std::vector<std::uint64_t> rank_loads(std::span<const std::uint64_t> loads, cons
 /// (a layer with zero load contributes 0). `G` is [L][P].
 double cv_global(std::span<const std::uint64_t> G, int L, int P);
 
+/// The placement comparison of a window or of expert totals alone: the identity placement against
+/// LPT (Algorithm 1), with the rank loads G[l][p] (eq. 10, [L][P]) and CV_global (eq. 22) of each.
+struct PlacementComparison {
+    Placement identity, lpt;
+    std::vector<std::uint64_t> rank_loads_identity, rank_loads_lpt; ///< G[l][p] (eq. 10), [L][P]
+    double cv_identity = 0, cv_lpt = 0;                             ///< eq. 22
+};
+
+/// identity_placement and lpt_placement of `loads` ([L][E] expert totals, aggregate_expert_loads),
+/// with rank_loads and cv_global of both. std::invalid_argument as lpt_placement (E % P != 0,
+/// loads.size() != L*E).
+PlacementComparison compare_placements(std::span<const std::uint64_t> loads, int L, int E, int P);
+
 /// Per-layer max/mean of the rank loads G[l][.] (1 = perfectly balanced; a layer with zero load
 /// gives 1). `G` is [L][P]; result [L]. std::invalid_argument on a size mismatch.
 std::vector<double> rank_max_over_mean(std::span<const std::uint64_t> G, int L, int P);

@@ -41,7 +41,7 @@ ojson score_json(const Score& s) {
 ojson metrics_json(const MethodResult& m) {
     const auto& x = m.metrics;
     ojson j;
-    j["placement"] = m.placement_name;
+    j["placement"] = placement_key(m.placement);
     j["score"] = score_json(x.score);
     j["cv_global"] = x.cv_global;
     j["ep_peak_sum"] = x.ep_peak_sum;
@@ -91,35 +91,35 @@ ojson comm_figures_ojson(const CommCost& c) {
 /// tolerance, and when the window has routes every method's figures and the two communication
 /// methods' placements and rows.
 ojson communication_ojson(const PlanResult& r) {
-    if (r.nodes <= 1) return nullptr;
+    if (r.comm.nodes <= 1) return nullptr;
     ojson c;
-    c["nodes"] = r.nodes;
+    c["nodes"] = r.comm.nodes;
     c["ep_rank_nodes"] = r.topology.node_of_rank();
     c["dp_slot_nodes"] = r.topology.node_of_dp_slot();
     c["weight"] = r.topology.comm_weight;
     c["load_tolerance"] = r.topology.comm_load_tolerance;
-    c["available"] = r.comm_available && r.routepack.comm.has_value();
+    c["available"] = r.comm.available && r.routepack.comm.has_value();
     if (!c["available"].get<bool>()) {
-        c["note"] = r.comm_available ? "not computed (the plan was cancelled)" : kCommUnavailable;
+        c["note"] = r.comm.available ? "not computed (the plan was cancelled)" : kCommUnavailable;
         return c;
     }
     ojson methods;
     for (const MethodResult* m : r.methods())
-        if (m->comm) methods[m->name] = comm_figures_ojson(*m->comm);
+        if (m->comm) methods[m->key()] = comm_figures_ojson(*m->comm);
     c["methods"] = std::move(methods);
-    if (r.grouter) {
+    if (r.comm.grouter) {
         ojson off = ojson::array();
-        for (int i : r.grouter_off_node)
+        for (int i : r.comm.grouter_off_node)
             off.push_back(r.samples[static_cast<std::size_t>(i)].id);
-        c["grouter"] = {{"placement", placement_ojson(r.grouter_placement)},
-                        {"rows", rows_ojson(r.grouter->layout, r.samples)},
-                        {"node_packing_fitted", r.grouter_fitted},
+        c["grouter"] = {{"placement", placement_ojson(r.comm.grouter_placement)},
+                        {"rows", rows_ojson(r.comm.grouter->layout, r.samples)},
+                        {"node_packing_fitted", r.comm.grouter_fitted},
                         {"off_node", std::move(off)}};
     }
-    if (r.routepack_comm)
-        c["routepack+comm"] = {{"placement", placement_ojson(r.comm_placement)},
-                               {"rows", rows_ojson(r.routepack_comm->layout, r.samples)},
-                               {"search_score", score_json(r.routepack_comm->comm_score.value_or(Score{}))}};
+    if (r.comm.routepack_comm)
+        c["routepack+comm"] = {{"placement", placement_ojson(r.comm.comm_placement)},
+                               {"rows", rows_ojson(r.comm.routepack_comm->layout, r.samples)},
+                               {"search_score", score_json(r.comm.routepack_comm->comm_score.value_or(Score{}))}};
     return c;
 }
 
@@ -144,7 +144,7 @@ std::string plan_to_json(const PlanResult& r) {
     j["topology"] = topology_ojson(r.topology);
     j["topology"]["row_multiple"] = r.topology.row_multiple; // version 4: always written
     j["moe_layers"] = r.model.moe_layers;
-    j["placement"] = placement_ojson(r.routepack_placement);
+    j["placement"] = placement_ojson(r.placement.routepack);
     ojson samples = ojson::array();
     for (std::size_t i = 0; i < r.samples.size(); ++i)
         samples.push_back({{"id", r.samples[i].id}, {"index", i}, {"length", r.samples[i].length}});
@@ -160,15 +160,13 @@ std::string plan_to_json(const PlanResult& r) {
                               {"mean", r.bound.mean},
                               {"sample", r.bound.sample},
                               {"gap", bound_gap(r.routepack.metrics.score.max_u, r.bound.value)}};
-    j["metrics"] = {{"baseline", metrics_json(r.baseline)},
-                    {"reorder", metrics_json(r.reorder)},
-                    {"karmarkar_karp", metrics_json(r.karmarkar_karp)},
-                    {"routepack", metrics_json(r.routepack)}};
-    if (r.grouter) j["metrics"]["grouter"] = metrics_json(*r.grouter);
-    if (r.routepack_comm) j["metrics"]["routepack+comm"] = metrics_json(*r.routepack_comm);
+    ojson metrics;
+    for (const MethodResult* m : r.methods())
+        metrics[m->key()] = metrics_json(*m);
+    j["metrics"] = std::move(metrics);
     j["communication"] = communication_ojson(r);
     ojson conv = ojson::array();
-    for (const auto& s : r.convergence)
+    for (const auto& s : r.search.convergence)
         conv.push_back({{"level", s.level},
                         {"temperature", s.temperature},
                         {"best", score_json(s.best)},
@@ -178,20 +176,20 @@ std::string plan_to_json(const PlanResult& r) {
     j["planner"] = {{"seed", r.budgets.seed},
                     {"workers", r.budgets.workers},
                     {"budgets", budgets_ojson(r.budgets)},
-                    {"population", r.population_origins},
-                    {"proposals", r.proposals},
-                    {"accepted", r.accepted},
+                    {"population", r.search.origins},
+                    {"proposals", r.search.proposals},
+                    {"accepted", r.search.accepted},
                     {"polish",
-                     {{"evaluations", r.polish_evaluations},
-                      {"improvements", r.polish_improvements},
-                      {"kicks", r.polish_kicks},
-                      {"kicks_kept", r.polish_kicks_kept},
-                      {"local_optimum", r.polish_local_optimum}}},
+                     {{"evaluations", r.search.polish_evaluations},
+                      {"improvements", r.search.polish_improvements},
+                      {"kicks", r.search.polish_kicks},
+                      {"kicks_kept", r.search.polish_kicks_kept},
+                      {"local_optimum", r.search.polish_local_optimum}}},
                     {"placement_refinement",
-                     {{"refined", !(r.routepack_placement == r.lpt)},
-                      {"rounds_kept", r.placement_rounds_kept},
-                      {"swaps", r.placement_swaps},
-                      {"skipped", r.placement_refinement_skipped}}},
+                     {{"refined", r.placement_refined()},
+                      {"rounds_kept", r.placement.rounds_kept},
+                      {"swaps", r.placement.swaps},
+                      {"skipped", r.placement.refinement_skipped}}},
                     {"cancelled", r.cancelled},
                     {"time_limit_hit", r.time_limit_hit},
                     {"convergence", std::move(conv)}};
@@ -200,6 +198,78 @@ std::string plan_to_json(const PlanResult& r) {
         timings[k] = v;
     j["timings"] = std::move(timings);
     return j.dump(2);
+}
+
+namespace {
+
+/// The "communication" section of plan_file_of, as parse_communication reads communication_ojson(r).
+PlanFileComm plan_file_comm(const PlanResult& r) {
+    PlanFileComm c;
+    if (r.comm.nodes <= 1) return c;
+    c.nodes = r.comm.nodes;
+    c.weight = r.topology.comm_weight;
+    c.load_tolerance = r.topology.comm_load_tolerance;
+    c.available = r.comm.available && r.routepack.comm.has_value();
+    if (!c.available) {
+        c.note = r.comm.available ? "not computed (the plan was cancelled)" : kCommUnavailable;
+        return c;
+    }
+    for (const MethodResult* m : r.methods())
+        if (m->comm)
+            c.figures[m->key()] = CommFigures{m->comm->inter_total, m->comm->intra_total, m->comm->busiest_total,
+                                              m->comm->inter_per_layer};
+    if (r.comm.grouter) {
+        c.has_grouter = true;
+        c.grouter_fitted = r.comm.grouter_fitted;
+        c.grouter_placement = r.comm.grouter_placement;
+        c.grouter_layout = r.comm.grouter->layout;
+        c.grouter_off_node = r.comm.grouter_off_node;
+    }
+    if (r.comm.routepack_comm) {
+        c.has_comm_method = true;
+        c.comm_placement = r.comm.comm_placement;
+        c.comm_layout = r.comm.routepack_comm->layout;
+        c.comm_search_score = r.comm.routepack_comm->comm_score.value_or(Score{});
+    }
+    return c;
+}
+
+} // namespace
+
+PlanFile plan_file_of(const PlanResult& r) {
+    PlanFile f;
+    f.trace_name = r.trace_name;
+    f.window_name = r.window_name;
+    f.fingerprint = r.fingerprint;
+    f.model.name = r.model.name;
+    f.model.num_hidden_layers = r.model.num_hidden_layers;
+    f.model.experts = r.model.experts;
+    f.model.top_k = r.model.top_k;
+    f.model.moe_layers = r.model.moe_layers;
+    f.topology = r.topology;
+    f.placement = r.placement.routepack;
+    for (const auto& s : r.samples) {
+        f.sample_ids.push_back(s.id);
+        f.lengths.push_back(s.length);
+    }
+    f.row_count = r.rows.rows;
+    f.row_count_certified = r.rows.certified;
+    f.row_lower_bound = r.rows.lower_bound;
+    f.layout = r.routepack.layout;
+    f.score = r.routepack.metrics.score;
+    f.has_bound = true;
+    f.bound = r.bound;
+    for (const MethodResult* m : r.methods())
+        f.metrics[m->key()] = m->metrics;
+    f.comm = plan_file_comm(r);
+    f.seed = r.budgets.seed;
+    f.workers = r.budgets.workers;
+    f.budgets = r.budgets;
+    f.placement_refined = r.placement_refined();
+    f.placement_rounds_kept = r.placement.rounds_kept;
+    f.placement_swaps = r.placement.swaps;
+    f.placement_refinement_skipped = r.placement.refinement_skipped;
+    return f;
 }
 
 namespace {
@@ -728,8 +798,8 @@ std::string rescore_plan_with(const PlanFile& plan, const Trace& window, PlanRes
         return "the recomputed row count R* is " + std::to_string(r.rows.rows) + ", the plan's row_count " +
                std::to_string(plan.row_count);
     for (const MethodResult* m : {&r.baseline, &r.reorder, &r.karmarkar_karp})
-        if (const auto it = plan.metrics.find(m->name); it != plan.metrics.end())
-            if (std::string d = metrics_difference(m->name, it->second, m->metrics); !d.empty()) return d;
+        if (const auto it = plan.metrics.find(m->key()); it != plan.metrics.end())
+            if (std::string d = metrics_difference(m->key(), it->second, m->metrics); !d.empty()) return d;
     if (baselines) *baselines = std::move(r);
     return {};
 }
@@ -746,67 +816,68 @@ PlanResult restore_plan(const PlanFile& plan, const Trace& window, const std::st
     PlanResult r;
     if (const std::string bad = rescore_plan_with(plan, window, &r); !bad.empty())
         throw InputError(origin + ": the saved plan does not match its window (" + bad + ")");
-    if (!(r.routepack_placement == plan.placement)) {
+    if (!(r.placement.routepack == plan.placement)) {
         // The saved placement is routepack's (the LPT placement, refined for its layout from plan
         // version 6); the rank loads, CV and bound follow it. LPT itself is recomputed above.
-        r.routepack_placement = plan.placement;
+        r.placement.routepack = plan.placement;
         const auto loads =
             aggregate_expert_loads(window.counts, window.size(), window.model.num_moe_layers(), window.model.experts);
-        r.rank_loads_routepack = rank_loads(loads, r.routepack_placement);
-        r.cv_routepack =
-            cv_global(r.rank_loads_routepack, r.routepack_placement.layers, r.routepack_placement.ep_ranks);
-        r.bound = max_u_lower_bound(make_packing_problem(window, plan.topology, r.routepack_placement));
+        r.placement.rank_loads_routepack = rank_loads(loads, r.placement.routepack);
+        r.placement.cv_routepack =
+            cv_global(r.placement.rank_loads_routepack, r.placement.routepack.layers, r.placement.routepack.ep_ranks);
+        r.bound = max_u_lower_bound(make_packing_problem(window, plan.topology, r.placement.routepack));
     }
     r.rows.rows = plan.row_count;
     r.rows.certified = plan.row_count_certified;
     r.rows.lower_bound = plan.row_lower_bound;
     r.routepack.layout = plan.layout;
-    r.routepack.placement_name = r.routepack_placement == r.lpt ? "lpt" : "refined";
-    r.placement_swaps = plan.placement_swaps;
-    r.placement_rounds_kept = plan.placement_rounds_kept;
-    r.placement_refinement_skipped = plan.placement_refinement_skipped;
-    auto method = [&](const char* name, const char* placement, const Layout& x) {
+    r.routepack.placement = r.placement_refined() ? PlacementKind::Refined : PlacementKind::Lpt;
+    r.placement.swaps = plan.placement_swaps;
+    r.placement.rounds_kept = plan.placement_rounds_kept;
+    r.placement.refinement_skipped = plan.placement_refinement_skipped;
+    auto method = [&](Method name, PlacementKind placement, const Layout& x) {
         MethodResult m;
-        m.name = name;
-        m.placement_name = placement;
+        m.method = name;
+        m.placement = placement;
         m.layout = x;
         return m;
     };
     const PlanFileComm& c = plan.comm;
     if (c.has_grouter) {
-        r.grouter = method("grouter", "grouter", c.grouter_layout);
-        r.grouter_placement = c.grouter_placement;
-        r.grouter_off_node = c.grouter_off_node;
-        r.grouter_fitted = c.grouter_fitted;
+        r.comm.grouter = method(Method::Grouter, PlacementKind::Grouter, c.grouter_layout);
+        r.comm.grouter_placement = c.grouter_placement;
+        r.comm.grouter_off_node = c.grouter_off_node;
+        r.comm.grouter_fitted = c.grouter_fitted;
     }
     if (c.has_comm_method) {
-        r.routepack_comm = method("routepack+comm", "comm", c.comm_layout);
-        r.routepack_comm->comm_score = c.comm_search_score;
-        r.comm_placement = c.comm_placement;
+        r.comm.routepack_comm = method(Method::RoutePackComm, PlacementKind::Comm, c.comm_layout);
+        r.comm.routepack_comm->comm_score = c.comm_search_score;
+        r.comm.comm_placement = c.comm_placement;
     }
     // Communication figures are recomputed from the routes (exact integers, deterministic); a
     // window without routes keeps them unset (shown as n/a).
-    if (r.nodes > 1 && r.comm_available) {
+    if (r.comm.nodes > 1 && r.comm.available) {
         const std::vector<int> slot_node = plan.topology.node_of_dp_slot();
-        const CommDemand d_id = make_comm_demand(window, plan.topology, r.identity);
-        const CommDemand d_lpt = make_comm_demand(window, plan.topology, r.lpt);
+        const CommDemand d_id = make_comm_demand(window, plan.topology, r.placement.identity);
+        const CommDemand d_lpt = make_comm_demand(window, plan.topology, r.placement.lpt);
         r.baseline.comm = comm_cost(r.baseline.layout, d_id, slot_node);
         for (MethodResult* m : {&r.reorder, &r.karmarkar_karp})
             m->comm = comm_cost(m->layout, d_lpt, slot_node);
         r.routepack.comm =
-            comm_cost(r.routepack.layout, make_comm_demand(window, plan.topology, r.routepack_placement), slot_node);
-        if (r.grouter)
-            r.grouter->comm =
-                comm_cost(r.grouter->layout, make_comm_demand(window, plan.topology, r.grouter_placement), slot_node);
-        if (r.routepack_comm)
-            r.routepack_comm->comm = comm_cost(r.routepack_comm->layout,
-                                               make_comm_demand(window, plan.topology, r.comm_placement), slot_node);
+            comm_cost(r.routepack.layout, make_comm_demand(window, plan.topology, r.placement.routepack), slot_node);
+        if (r.comm.grouter)
+            r.comm.grouter->comm = comm_cost(
+                r.comm.grouter->layout, make_comm_demand(window, plan.topology, r.comm.grouter_placement), slot_node);
+        if (r.comm.routepack_comm)
+            r.comm.routepack_comm->comm =
+                comm_cost(r.comm.routepack_comm->layout, make_comm_demand(window, plan.topology, r.comm.comm_placement),
+                          slot_node);
     }
     for (MethodResult* m : {&r.baseline, &r.reorder, &r.karmarkar_karp, &r.routepack})
-        if (const auto it = plan.metrics.find(m->name); it != plan.metrics.end()) m->metrics = it->second;
-    for (auto* m : {&r.grouter, &r.routepack_comm})
+        if (const auto it = plan.metrics.find(m->key()); it != plan.metrics.end()) m->metrics = it->second;
+    for (auto* m : {&r.comm.grouter, &r.comm.routepack_comm})
         if (*m)
-            if (const auto it = plan.metrics.find((*m)->name); it != plan.metrics.end()) (*m)->metrics = it->second;
+            if (const auto it = plan.metrics.find((*m)->key()); it != plan.metrics.end()) (*m)->metrics = it->second;
     return r;
 }
 

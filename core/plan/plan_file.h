@@ -15,7 +15,7 @@ namespace routepack {
 /// with routes, every method's inter-node figures and the grouter / routepack+comm placements and rows)
 /// and the metrics of those two methods.
 /// Version 6: "placement" is routepack's placement, the LPT placement refined for its layout
-/// (PlanResult::routepack_placement; equal to LPT when no refinement was kept), the bound and the
+/// (PlanResult::placement.routepack; equal to LPT when no refinement was kept), the bound and the
 /// routepack metrics are taken at it, and the planner section adds budgets.placement_rounds and
 /// placement_refinement {rounds_kept, swaps, refined}.
 /// parse_plan reads versions 1 to 6 (version 1 has no bound; versions 1 to 3 have no row_multiple,
@@ -80,6 +80,12 @@ struct PlanFile {
     std::int64_t placement_swaps = 0;
     bool placement_refinement_skipped = false;
 };
+
+/// The plan file of a planner result without its text: the fields parse_plan(plan_to_json(r), origin)
+/// reads back (version kPlanVersion; the model's name, num_hidden_layers, experts, top_k and
+/// moe_layers; routepack's placement, layout and score; every method's metrics; the communication
+/// section on more than one node), so a caller that only reads the rows does not pay for the JSON.
+PlanFile plan_file_of(const PlanResult& r);
 
 /// Parses and checks a plan's structure alone: format/version (1 to 6), every layer's placement a permutation
 /// of 0..E-1 with E % P == 0, topology valid, R x D non-empty cells, every sample exactly once, cell

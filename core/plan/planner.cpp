@@ -29,11 +29,10 @@ double seconds_since(Clock::time_point t0) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-MethodResult make_method(const char* name, bool lpt, Layout layout, const PackingProblem& p, double cv) {
+MethodResult make_method(Method method, PlacementKind placement, Layout layout, const PackingProblem& p, double cv) {
     MethodResult m;
-    m.name = name;
-    m.lpt = lpt;
-    m.placement_name = lpt ? "lpt" : "identity";
+    m.method = method;
+    m.placement = placement;
     m.layout = std::move(layout);
     m.metrics = layout_metrics(m.layout, p, cv);
     return m;
@@ -59,13 +58,10 @@ struct SearchHooks {
     std::map<std::string, double>* timings = nullptr;
 };
 
-/// Counts of one packing search.
+/// Counts of one packing search (PlanSearch without the convergence, which goes to the hooks) and
+/// how it stopped.
 struct SearchStats {
-    std::vector<std::string> origins;
-    std::int64_t proposals = 0, accepted = 0;
-    std::int64_t polish_evaluations = 0, polish_improvements = 0;
-    int polish_kicks = 0, polish_kicks_kept = 0;
-    bool polish_local_optimum = false;
+    PlanSearch counts;
     bool cancelled = false, time_limit_hit = false;
     bool finished = true; ///< false when cancelled before annealing (the caller returns at once)
 };
@@ -92,149 +88,177 @@ struct PlacementContext {
     bool skipped = false; ///< the problem exceeds kRefineMaxPassWork
 };
 
-/// RoutePack's packing search on problem `p` from the length-only layout `ffd`: seeding (Algorithm 2),
-/// population annealing (Algorithm 3) and the final exact pass on the straggler, keeping the best in
-/// `best`. `streams` names the planner stages whose RNG streams the three steps draw from;
-/// `extra_seed`, when given, replaces the population's worst member (same population size). With a
-/// placement context and budgets.placement_rounds > 0 the final pass runs in that many rounds, each
-/// followed by refine_placement on the best layout; a refinement is kept when it lowers the exact
-/// score, and the next round searches at the new placement (`best` is then scored at pc->placement).
-SearchStats packing_search(const PackingProblem& p, const Layout& ffd, const PlannerBudgets& budgets,
-                           const seeds::SearchStreams& streams, const std::optional<SeedMember>& extra_seed,
-                           BestLayout& best, const SearchHooks& hooks, const StopToken& stop,
-                           PlacementContext* pc = nullptr) {
-    SearchStats st;
-    auto emit = [&](const char* stage, double f) {
-        if (hooks.progress) hooks.progress(PlanEvent{stage, f, std::nullopt, std::nullopt});
-    };
-    auto time = [&](const char* stage, Clock::time_point t0) {
-        if (hooks.timings) (*hooks.timings)[stage] = seconds_since(t0);
-    };
+/// One packing search: problem `problem` from the length-only layout `ffd`, with `budgets`.
+/// `streams` names the planner stages whose RNG streams seeding, annealing and the final pass draw
+/// from; `extra_seed`, when given, replaces the population's worst member (same population size).
+/// `stop` ends every stage early. With a placement context and budgets.placement_rounds > 0 the
+/// final pass runs in rounds, each followed by refine_placement.
+struct SearchSettings {
+    const PackingProblem* problem = nullptr;
+    const Layout* ffd = nullptr;
+    const PlannerBudgets* budgets = nullptr;
+    seeds::SearchStreams streams = seeds::kRoutepackSearch;
+    std::optional<SeedMember> extra_seed;
+    SearchHooks hooks;
+    StopToken stop;
+    PlacementContext* placement = nullptr;
+};
 
-    // Seeding (Algorithm 2).
-    auto t0 = Clock::now();
-    emit("seeding", 0.3);
+/// The state one packing search shares between its stages.
+struct Search {
+    Search(const SearchSettings& settings, BestLayout& kept) : s(settings), best(kept) {}
+    const SearchSettings& s;
+    BestLayout& best;
+    SearchStats st;
+    /// The problem the final pass scores on: s.problem, then the problem of each kept refinement.
+    const PackingProblem* cur = s.problem;
+    std::function<void(const Score&)> on_improve; ///< progress of the final pass's new best scores
+    std::mutex progress_mutex;
+
+    bool cancelled() const { return s.stop.cancelled(); }
+    void emit(const char* stage, double f) const {
+        if (s.hooks.progress) s.hooks.progress(PlanEvent{stage, f, std::nullopt, std::nullopt});
+    }
+    void time(const char* stage, Clock::time_point t0) const {
+        if (s.hooks.timings) (*s.hooks.timings)[stage] = seconds_since(t0);
+    }
+    std::uint64_t stage(seeds::Stage k) const { return seeds::planner_stage(s.budgets->seed, k); }
+};
+
+/// Seeding (Algorithm 2): the population, its origins, and its best member into `best`.
+std::vector<SeedMember> seed_population(Search& x) {
+    const auto t0 = Clock::now();
+    x.emit("seeding", 0.3);
     SeedingBudget sb;
-    static_cast<SeedingSettings&>(sb) = budgets.seeding;
-    sb.seed = seeds::planner_stage(budgets.seed, streams.seeding);
-    auto population = diverse_population(p, ffd, sb, stop);
-    if (extra_seed && !population.empty()) {
+    static_cast<SeedingSettings&>(sb) = x.s.budgets->seeding;
+    sb.seed = x.stage(x.s.streams.seeding);
+    auto population = diverse_population(*x.s.problem, *x.s.ffd, sb, x.s.stop);
+    if (x.s.extra_seed && !population.empty()) {
         auto worst = std::max_element(population.begin(), population.end(),
                                       [](const SeedMember& a, const SeedMember& b) { return a.score < b.score; });
-        *worst = *extra_seed;
+        *worst = *x.s.extra_seed;
     }
     for (const auto& m : population)
-        st.origins.push_back(m.origin);
-    time("seeding", t0);
+        x.st.counts.origins.push_back(m.origin);
+    x.time("seeding", t0);
     const SeedMember* best_seed = &population.front();
     for (const auto& m : population)
         if (m.score < best_seed->score) best_seed = &m;
-    best.keep(best_seed->layout, best_seed->score);
-    if (stop.cancelled()) {
-        st.cancelled = true;
-        st.finished = false;
-        return st;
-    }
+    x.best.keep(best_seed->layout, best_seed->score);
+    return population;
+}
 
-    // Population annealing (Algorithm 3).
-    t0 = Clock::now();
-    emit("annealing", 0.4);
+/// Population annealing (Algorithm 3) from the seeded population; its best into `best`.
+void anneal(Search& x, const std::vector<SeedMember>& population) {
+    const auto t0 = Clock::now();
+    x.emit("annealing", 0.4);
     AnnealingBudget ab;
-    static_cast<AnnealingSettings&>(ab) = budgets.annealing;
-    ab.seed = seeds::planner_stage(budgets.seed, streams.annealing);
+    static_cast<AnnealingSettings&>(ab) = x.s.budgets->annealing;
+    ab.seed = x.stage(x.s.streams.annealing);
     const int levels = std::max(1, ab.levels);
+    const SearchHooks& hooks = x.s.hooks;
     const auto res = population_anneal(
-        p, population, ab,
+        *x.s.problem, population, ab,
         [&](const LevelStats& s) {
             if (hooks.convergence) hooks.convergence->push_back(s);
             if (hooks.progress)
                 hooks.progress(PlanEvent{"annealing", 0.4 + 0.55 * (s.level + 1) / levels, s, std::nullopt});
         },
-        stop);
-    st.proposals = res.proposals;
-    st.accepted = res.accepted;
-    st.cancelled = res.cancelled && !res.time_limit_hit;
-    st.time_limit_hit = res.time_limit_hit;
-    best.keep(res.best, res.score);
-    time("annealing", t0);
+        x.s.stop);
+    x.st.counts.proposals = res.proposals;
+    x.st.counts.accepted = res.accepted;
+    x.st.cancelled = res.cancelled && !res.time_limit_hit;
+    x.st.time_limit_hit = res.time_limit_hit;
+    x.best.keep(res.best, res.score);
+    x.time("annealing", t0);
+}
 
-    // Final exact improvement pass on the straggler: guided descent and kicks (one replica, its own RNG
-    // stream; anytime until the deadline when there is one).
-    t0 = Clock::now();
-    emit("polish", 0.95);
-    const PackingProblem* cur = &p;
-    std::mutex progress_mutex;
-    std::function<void(const Score&)> on_improve;
-    if (hooks.progress)
-        on_improve = [&](const Score& s) {
-            const std::lock_guard<std::mutex> lock(progress_mutex);
-            hooks.progress(PlanEvent{"polish", 0.95, std::nullopt, s});
+/// One segment of the final pass (iterated_straggler_search: guided descent and kicks, one replica)
+/// of `evaluations` on the current problem, with the RNG stream of round k.
+void polish_segment(Search& x, std::int64_t evaluations, std::uint64_t k) {
+    PolishSettings ps;
+    ps.evaluations = evaluations;
+    ps.kick_moves = x.s.budgets->polish_kick_moves;
+    const PolishResult d = iterated_straggler_search(
+        *x.cur, x.best.layout, ps, seeds::polish_round(x.stage(x.s.streams.polish), k), x.s.stop, x.on_improve);
+    PlanSearch& c = x.st.counts;
+    c.polish_evaluations += d.evaluations;
+    c.polish_improvements += d.improvements;
+    c.polish_kicks += d.kicks;
+    c.polish_kicks_kept += d.kicks_kept;
+    c.polish_local_optimum = d.local_optimum;
+    if (d.cancelled) {
+        if (x.cancelled())
+            x.st.cancelled = true;
+        else
+            x.st.time_limit_hit = true;
+    }
+    x.best.keep(d.layout, d.score);
+}
+
+/// The placement adapted to the best layout (refine_placement); kept, with its problem, when the
+/// exact score drops. The stop token ends it between passes (the placement so far is still valid). Adds its seconds to
+/// `seconds`; returns whether it was kept.
+bool refine_round(Search& x, double& seconds) {
+    const auto t_refine = Clock::now();
+    struct Add {
+        double& total;
+        Clock::time_point t;
+        ~Add() { total += seconds_since(t); }
+    } add{seconds, t_refine};
+    PlacementContext& pc = *x.s.placement;
+    const PackingProblem& cur = *x.cur;
+    const Layout& layout = x.best.layout;
+    std::vector<int> row_shard(cur.length.size()); // [n] row-shard r * G + g of each sample's cell
+    for (int k = 0; k < layout.cell_count(); ++k) {
+        const int shard = (k / cur.D) * cur.G + cur.shard_of_slot[k % cur.D];
+        for (const int i : layout.cell(k))
+            row_shard[i] = shard;
+    }
+    PlacementRefinement rf =
+        refine_placement(*pc.window, pc.placement, row_shard, layout.rows * cur.G, kRefinePasses, x.s.stop);
+    if (rf.swaps == 0) return false;
+    PackingProblem q = make_packing_problem(*pc.window, *pc.topology, rf.placement);
+    const Score s = score_layout(layout, q);
+    if (!(s < x.best.score)) return false;
+    pc.placement = std::move(rf.placement);
+    pc.problem = std::move(q);
+    x.cur = &*pc.problem;
+    x.best.score = s;
+    x.best.improved = true;
+    pc.swaps += rf.swaps;
+    ++pc.rounds_kept;
+    if (x.on_improve) x.on_improve(s);
+    return true;
+}
+
+/// The final exact improvement pass on the straggler, on the annealing's best: one segment of
+/// budgets.polish_evaluations, or `rounds` segments whose evaluations sum to it, each followed by a
+/// placement refinement; anytime: until the deadline (more rounds with refinement).
+void final_pass(Search& x) {
+    const auto t0 = Clock::now();
+    x.emit("polish", 0.95);
+    if (x.s.hooks.progress)
+        x.on_improve = [&x](const Score& s) {
+            const std::lock_guard<std::mutex> lock(x.progress_mutex);
+            x.s.hooks.progress(PlanEvent{"polish", 0.95, std::nullopt, s});
         };
-    // One search segment of `evaluations` on the current problem, with the RNG stream of round k.
-    auto polish = [&](std::int64_t evaluations, std::uint64_t k) {
-        PolishSettings ps;
-        ps.evaluations = evaluations;
-        ps.kick_moves = budgets.polish_kick_moves;
-        const PolishResult d = iterated_straggler_search(
-            *cur, best.layout, ps, seeds::polish_round(seeds::planner_stage(budgets.seed, streams.polish), k), stop,
-            on_improve);
-        st.polish_evaluations += d.evaluations;
-        st.polish_improvements += d.improvements;
-        st.polish_kicks += d.kicks;
-        st.polish_kicks_kept += d.kicks_kept;
-        st.polish_local_optimum = d.local_optimum;
-        if (d.cancelled) {
-            if (stop.cancelled())
-                st.cancelled = true;
-            else
-                st.time_limit_hit = true;
-        }
-        best.keep(d.layout, d.score);
-    };
-    // The placement adapted to the best layout; kept (with its problem) when the exact score drops.
-    // The stop token ends it between passes (the placement so far is still valid).
+    const PlannerBudgets& b = *x.s.budgets;
+    PlacementContext* pc = x.s.placement;
+    const PackingProblem& p = *x.s.problem;
     double refine_s = 0;
-    auto refine = [&]() -> bool {
-        const auto t_refine = Clock::now();
-        struct Add {
-            double& total;
-            Clock::time_point t;
-            ~Add() { total += seconds_since(t); }
-        } add{refine_s, t_refine};
-        const Layout& x = best.layout;
-        std::vector<int> row_shard(static_cast<std::size_t>(cur->n));
-        for (int k = 0; k < x.cell_count(); ++k)
-            for (const int i : x.cell(k))
-                row_shard[static_cast<std::size_t>(i)] =
-                    (k / cur->D) * cur->G + cur->shard_of_slot[static_cast<std::size_t>(k % cur->D)];
-        PlacementRefinement rf =
-            refine_placement(*pc->window, pc->placement, row_shard, x.rows * cur->G, kRefinePasses, stop);
-        if (rf.swaps == 0) return false;
-        PackingProblem q = make_packing_problem(*pc->window, *pc->topology, rf.placement);
-        const Score s = score_layout(x, q);
-        if (!(s < best.score)) return false;
-        pc->placement = std::move(rf.placement);
-        pc->problem = std::move(q);
-        cur = &*pc->problem;
-        best.score = s;
-        best.improved = true;
-        pc->swaps += rf.swaps;
-        ++pc->rounds_kept;
-        if (on_improve) on_improve(s);
-        return true;
-    };
-    const bool searching = !stop.cancelled() && !st.time_limit_hit;
-    const std::int64_t budget = budgets.polish_evaluations;
-    const double pass_work =
-        pc ? static_cast<double>(p.L) * pc->placement.experts * (pc->placement.experts - 1) / 2 * best.layout.rows * p.G
-           : 0.0;
-    if (pc && budgets.placement_rounds > 0 && pass_work > kRefineMaxPassWork) pc->skipped = true;
-    const int rounds = pc && pass_work <= kRefineMaxPassWork ? budgets.placement_rounds : 0;
+    const bool searching = !x.cancelled() && !x.st.time_limit_hit;
+    const std::int64_t budget = b.polish_evaluations;
+    const double pass_work = pc ? static_cast<double>(p.L) * pc->placement.experts * (pc->placement.experts - 1) / 2 *
+                                      x.best.layout.rows * p.G
+                                : 0.0;
+    if (pc && b.placement_rounds > 0 && pass_work > kRefineMaxPassWork) pc->skipped = true;
+    const int rounds = pc && pass_work <= kRefineMaxPassWork ? b.placement_rounds : 0;
     if (searching && rounds == 0 && budget > 0) {
-        polish(budgets.anytime ? std::numeric_limits<std::int64_t>::max() : budget, 0);
+        polish_segment(x, b.anytime ? std::numeric_limits<std::int64_t>::max() : budget, 0);
     } else if (searching && rounds > 0) {
         // `rounds` rounds whose evaluations sum to the budget; anytime: more rounds until the deadline.
-        for (std::int64_t k = 0; budgets.anytime && budget > 0 ? true : k < rounds; ++k) {
+        for (std::int64_t k = 0; b.anytime && budget > 0 ? true : k < rounds; ++k) {
             // Anytime runs the default's rounds first (the same trajectory, so never worse than the
             // default plan), then rounds of 2x, 4x, ... budget / rounds evaluations: early refinements
             // follow the layout closely, later rounds are long searches (each round restarts the
@@ -245,32 +269,41 @@ SearchStats packing_search(const PackingProblem& p, const Layout& ffd, const Pla
                                        : base > (std::numeric_limits<std::int64_t>::max() >> shift)
                                            ? std::numeric_limits<std::int64_t>::max()
                                            : base << shift;
-            const Score before = best.score;
-            if (share > 0) polish(share, static_cast<std::uint64_t>(k));
-            if (stop.cancelled() || st.time_limit_hit) break;
-            if (stop.stop_requested()) { // no search in this round to notice it (polish 0)
-                st.time_limit_hit = true;
+            const Score before = x.best.score;
+            if (share > 0) polish_segment(x, share, static_cast<std::uint64_t>(k));
+            if (x.cancelled() || x.st.time_limit_hit) break;
+            if (x.s.stop.stop_requested()) { // no search in this round to notice it (polish 0)
+                x.st.time_limit_hit = true;
                 break;
             }
-            const bool kept = refine();
+            const bool kept = refine_round(x, refine_s);
             // Without kicks a round is a deterministic descent: once a round neither improved nor
             // refined anything, every later one would repeat it.
-            if (budgets.anytime && budgets.polish_kick_moves == 0 && !kept && !(best.score < before)) break;
+            if (b.anytime && b.polish_kick_moves == 0 && !kept && !(x.best.score < before)) break;
         }
     }
-    if (rounds > 0 && hooks.timings) (*hooks.timings)["placement refinement"] = refine_s;
-    time("polish", t0);
-    return st;
+    if (rounds > 0 && x.s.hooks.timings) (*x.s.hooks.timings)["placement refinement"] = refine_s;
+    x.time("polish", t0);
 }
 
-/// The placement name written for a method (plan JSON "placement").
-MethodResult make_method(const char* name, const char* placement, Layout layout, const PackingProblem& p, double cv) {
-    MethodResult m = make_method(name, false, std::move(layout), p, cv);
-    m.placement_name = placement;
-    return m;
+/// RoutePack's packing search (SearchSettings): seeding (Algorithm 2), population annealing
+/// (Algorithm 3) and the final exact pass on the straggler, keeping the best in `best`. With a
+/// placement context, a refinement is kept when it lowers the exact score and the next round searches
+/// at the new placement (`best` is then scored at placement->placement).
+SearchStats packing_search(const SearchSettings& settings, BestLayout& best) {
+    Search x(settings, best);
+    const std::vector<SeedMember> population = seed_population(x);
+    if (x.cancelled()) {
+        x.st.cancelled = true;
+        x.st.finished = false;
+        return x.st;
+    }
+    anneal(x, population);
+    final_pass(x);
+    return x.st;
 }
 
-/// Stage 8 of plan_window: communication figures of every method and the `grouter` and
+/// Stage 6 of plan_window: communication figures of every method and the `grouter` and
 /// `routepack+comm` methods (README "Communication"), into r. Runs inside the planner's arena.
 void plan_communication(const Trace& w, const PlanInput& in, const std::vector<std::uint64_t>& loads, const Layout& ffd,
                         PlanResult& r, const StopToken& stop) {
@@ -279,14 +312,15 @@ void plan_communication(const Trace& w, const PlanInput& in, const std::vector<s
     std::vector<std::int64_t> length(w.size());
     for (std::size_t i = 0; i < w.size(); ++i)
         length[i] = w.samples[i].length;
-    const CommDemand d_id = make_comm_demand(w, topo, r.identity);
-    const CommDemand d_lpt = make_comm_demand(w, topo, r.lpt);
+    const CommDemand d_id = make_comm_demand(w, topo, r.placement.identity);
+    const CommDemand d_lpt = make_comm_demand(w, topo, r.placement.lpt);
     r.baseline.comm = comm_cost(r.baseline.layout, d_id, slot_node);
     for (MethodResult* m : {&r.reorder, &r.karmarkar_karp})
         m->comm = comm_cost(m->layout, d_lpt, slot_node);
-    r.routepack.comm = r.routepack_placement == r.lpt
-                           ? comm_cost(r.routepack.layout, d_lpt, slot_node)
-                           : comm_cost(r.routepack.layout, make_comm_demand(w, topo, r.routepack_placement), slot_node);
+    r.routepack.comm = r.placement_refined()
+                           ? comm_cost(r.routepack.layout, make_comm_demand(w, topo, r.placement.routepack), slot_node)
+                           : comm_cost(r.routepack.layout, d_lpt, slot_node);
+    PlanComm& c = r.comm;
 
     // grouter: the paper's expert grouping, each sample to the node with most local tokens, packed
     // into that node's DP slots at R* rows (cap and rectangle kept; the rest go elsewhere).
@@ -294,70 +328,109 @@ void plan_communication(const Trace& w, const PlanInput& in, const std::vector<s
     go.seed = seeds::planner_stage(in.budgets.seed, seeds::Stage::Grouter);
     GrouterGrouping gg = grouter_placement(w, topo, go, stop);
     const CommDemand d_g = make_comm_demand(w, topo, gg.placement);
-    r.grouter_home = grouter_sample_nodes(d_g);
-    NodePacking gp = pack_on_home_nodes(length, topo.token_cap, r.rows.rows, slot_node, r.grouter_home);
-    r.grouter_fitted = gp.fitted;
+    c.grouter_home = grouter_sample_nodes(d_g);
+    NodePacking gp = pack_on_home_nodes(length, topo.token_cap, r.rows.rows, slot_node, c.grouter_home);
+    c.grouter_fitted = gp.fitted;
     if (!gp.fitted) {
         gp.layout = ffd;
         gp.off_node.clear();
-        for (int k = 0; k < ffd.cell_count(); ++k)
+        for (int k = 0; k < ffd.cell_count(); ++k) {
+            const int node = slot_node[k % ffd.dp_slots];
             for (int i : ffd.cell(k))
-                if (slot_node[static_cast<std::size_t>(k % ffd.dp_slots)] !=
-                    r.grouter_home[static_cast<std::size_t>(i)])
-                    gp.off_node.push_back(i);
+                if (node != c.grouter_home[i]) gp.off_node.push_back(i);
+        }
         std::sort(gp.off_node.begin(), gp.off_node.end());
     }
-    r.grouter_off_node = gp.off_node;
-    r.grouter_placement = gg.placement;
+    c.grouter_off_node = gp.off_node;
+    c.grouter_placement = gg.placement;
     const PackingProblem p_g = make_packing_shape(w, topo, gg.placement); // one layout: figures from the counts
-    r.cv_grouter = cv_global(rank_loads(loads, gg.placement), gg.placement.layers, gg.placement.ep_ranks);
+    c.cv_grouter = cv_global(rank_loads(loads, gg.placement), gg.placement.layers, gg.placement.ep_ranks);
     MethodResult g;
-    g.name = "grouter";
-    g.placement_name = "grouter";
+    g.method = Method::Grouter;
+    g.placement = PlacementKind::Grouter;
     g.layout = gp.layout;
-    g.metrics = layout_metrics_from_counts(g.layout, p_g, w, gg.placement, r.cv_grouter);
+    g.metrics = layout_metrics_from_counts(g.layout, p_g, w, gg.placement, c.cv_grouter);
     if (const std::string bad = validate_layout(g.layout, p_g); !bad.empty())
         throw std::logic_error("planner: grouter's layout is invalid: " + bad);
     g.comm = comm_cost(g.layout, d_g, slot_node);
-    r.grouter = std::move(g);
+    c.grouter = std::move(g);
 
     // routepack+comm: home nodes under capacity from Grouter's grouping, a placement within the load
     // tolerance of LPT that keeps the home nodes' tokens local (twice: the homes follow the
     // placement once), then RoutePack's search with the communication term of weight w in the row cost.
     std::vector<int> home = balanced_home_nodes(d_g, length, slot_node);
-    Placement pi = comm_aware_placement(w, topo, r.lpt, loads, home, topo.comm_load_tolerance, stop);
+    Placement pi = comm_aware_placement(w, topo, r.placement.lpt, loads, home, topo.comm_load_tolerance, stop);
     home = balanced_home_nodes(make_comm_demand(w, topo, pi), length, slot_node);
-    pi = comm_aware_placement(w, topo, r.lpt, loads, home, topo.comm_load_tolerance, stop);
+    pi = comm_aware_placement(w, topo, r.placement.lpt, loads, home, topo.comm_load_tolerance, stop);
     const CommDemand d_c = make_comm_demand(w, topo, pi);
     const PackingProblem p_c = make_packing_problem(w, topo, pi);
     PackingProblem p_cw = p_c;
     set_comm_term(p_cw, d_c, slot_node, topo.comm_weight);
     BestLayout best{ffd, score_layout(ffd, p_cw)};
-    std::optional<SeedMember> home_seed;
+    SearchSettings ss;
+    ss.problem = &p_cw;
+    ss.ffd = &ffd;
+    ss.budgets = &in.budgets;
+    ss.streams = seeds::kCommSearch;
+    ss.stop = stop;
     if (NodePacking hp = pack_on_home_nodes(length, topo.token_cap, r.rows.rows, slot_node, home); hp.fitted) {
-        home_seed = SeedMember{hp.layout, score_layout(hp.layout, p_cw), "home-nodes"};
-        best.keep(home_seed->layout, home_seed->score);
+        ss.extra_seed = SeedMember{hp.layout, score_layout(hp.layout, p_cw), "home-nodes"};
+        best.keep(ss.extra_seed->layout, ss.extra_seed->score);
     }
-    const SearchStats st = packing_search(p_cw, ffd, in.budgets, seeds::kCommSearch, home_seed, best, {}, stop);
+    const SearchStats st = packing_search(ss, best);
     r.cancelled = r.cancelled || st.cancelled;
     r.time_limit_hit = r.time_limit_hit || st.time_limit_hit;
-    r.comm_placement = pi;
-    r.cv_comm = cv_global(rank_loads(loads, pi), pi.layers, pi.ep_ranks);
-    MethodResult c = make_method("routepack+comm", "comm", best.layout, p_c, r.cv_comm);
-    if (const std::string bad = validate_layout(c.layout, p_c); !bad.empty())
+    c.comm_placement = pi;
+    c.cv_comm = cv_global(rank_loads(loads, pi), pi.layers, pi.ep_ranks);
+    MethodResult rc = make_method(Method::RoutePackComm, PlacementKind::Comm, best.layout, p_c, c.cv_comm);
+    if (const std::string bad = validate_layout(rc.layout, p_c); !bad.empty())
         throw std::logic_error("planner: routepack+comm's layout is invalid: " + bad);
-    c.comm_score = best.score;
-    c.comm = comm_cost(c.layout, d_c, slot_node);
-    r.routepack_comm = std::move(c);
+    rc.comm_score = best.score;
+    rc.comm = comm_cost(rc.layout, d_c, slot_node);
+    c.routepack_comm = std::move(rc);
 }
 
 } // namespace
 
 std::vector<const MethodResult*> PlanResult::methods() const {
     std::vector<const MethodResult*> out{&baseline, &reorder, &karmarkar_karp, &routepack};
-    if (grouter) out.push_back(&*grouter);
-    if (routepack_comm) out.push_back(&*routepack_comm);
+    if (comm.grouter) out.push_back(&*comm.grouter);
+    if (comm.routepack_comm) out.push_back(&*comm.routepack_comm);
     return out;
+}
+
+const MethodResult* PlanResult::method(Method m) const {
+    switch (m) {
+    case Method::Baseline:
+        return &baseline;
+    case Method::Reorder:
+        return &reorder;
+    case Method::KarmarkarKarp:
+        return &karmarkar_karp;
+    case Method::RoutePack:
+        return &routepack;
+    case Method::Grouter:
+        return comm.grouter ? &*comm.grouter : nullptr;
+    case Method::RoutePackComm:
+        return comm.routepack_comm ? &*comm.routepack_comm : nullptr;
+    }
+    return nullptr;
+}
+
+const Placement& PlanResult::placement_of(PlacementKind k) const {
+    switch (k) {
+    case PlacementKind::Identity:
+        return placement.identity;
+    case PlacementKind::Lpt:
+        return placement.lpt;
+    case PlacementKind::Refined:
+        return placement.routepack;
+    case PlacementKind::Grouter:
+        return comm.grouter_placement;
+    case PlacementKind::Comm:
+        return comm.comm_placement;
+    }
+    throw std::out_of_range("PlanResult::placement_of: not a placement kind");
 }
 
 double bound_gap(double max_u, double bound) {
@@ -419,37 +492,167 @@ std::string window_fingerprint(const Trace& window) {
     return hex64(h);
 }
 
-PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, const std::atomic<bool>* cancel) {
-    check_planner_budgets(in.budgets, "planner");
-    const auto t_start = Clock::now();
-    const StopToken stop = StopToken::with_time_limit(cancel, in.budgets.time_limit_s, t_start);
-    auto emit = [&](const char* stage, double f) {
-        if (progress) progress(PlanEvent{stage, f, std::nullopt, std::nullopt});
-    };
+namespace {
 
+/// Refuses a window whose inputs the planner cannot pack (InputError): empty, without per-sample
+/// counts, a topology that does not fit the model, or seeding candidates that would hold more than
+/// kMaxSeedingBytes (checked before any work; R at most n / D).
+void check_window(const PlanInput& in) {
     const Trace& w = in.window;
     if (w.size() == 0) throw InputError("the window is empty");
     if (w.model.top_k <= 0 || w.stride() == 0 || w.counts.size() != w.size() * w.stride())
         throw InputError("the window has no per-sample routing counts (aggregate traces cannot be packed)");
     check_topology_for_model(in.topology, w.model);
-    {
-        // Seeding keeps every candidate until the selection: refuse a product that cannot fit, before
-        // any work (R at most n / D).
-        const double n = static_cast<double>(w.size());
-        const double R = std::floor(n / std::max(1, in.topology.dp_slots));
-        const double per =
-            24 * n + 8 * R * (w.model.num_moe_layers() + in.budgets.seeding.projections) + 4 * R * in.topology.dp_slots;
-        const double bytes = per * in.budgets.seeding.candidates;
-        if (bytes > kMaxSeedingBytes) {
-            char buf[256];
-            std::snprintf(buf, sizeof buf,
-                          "planner: budget 'seeds_M' = %d would hold about %.1f GiB of seeding candidates for %zu "
-                          "samples (limit %.0f GiB); use seeds_M <= %lld for this window",
-                          in.budgets.seeding.candidates, bytes / (1 << 30), w.size(), kMaxSeedingBytes / (1 << 30),
-                          static_cast<long long>(std::max(1.0, std::floor(kMaxSeedingBytes / per))));
-            throw InputError(buf);
-        }
+    const double n = static_cast<double>(w.size());
+    const double R = std::floor(n / std::max(1, in.topology.dp_slots));
+    const double per =
+        24 * n + 8 * R * (w.model.num_moe_layers() + in.budgets.seeding.projections) + 4 * R * in.topology.dp_slots;
+    const double bytes = per * in.budgets.seeding.candidates;
+    if (bytes > kMaxSeedingBytes) {
+        char buf[256];
+        std::snprintf(buf, sizeof buf,
+                      "planner: budget 'seeds_M' = %d would hold about %.1f GiB of seeding candidates for %zu "
+                      "samples (limit %.0f GiB); use seeds_M <= %lld for this window",
+                      in.budgets.seeding.candidates, bytes / (1 << 30), w.size(), kMaxSeedingBytes / (1 << 30),
+                      static_cast<long long>(std::max(1.0, std::floor(kMaxSeedingBytes / per))));
+        throw InputError(buf);
     }
+}
+
+/// The planner's run of one window: its inputs, stop conditions and what the stages share.
+struct WindowRun {
+    const PlanInput& in;
+    const PlanProgressFn& progress;
+    StopToken stop;
+    PlanResult& r;
+    std::vector<std::uint64_t> loads; ///< L[l][e], [L][E]
+    Layout ffd;                       ///< the length-only layout of baseline and reorder
+
+    void emit(const char* stage, double f) const {
+        if (progress) progress(PlanEvent{stage, f, std::nullopt, std::nullopt});
+    }
+};
+
+/// Stages 1-3 of plan_window: the placement comparison (Algorithm 1, layers in parallel) with the
+/// lower bound at LPT, the row count R*, and the baselines on the same window and R*; routepack
+/// starts as reorder. Returns the problem at LPT.
+PackingProblem place_and_baselines(WindowRun& run) {
+    const Trace& w = run.in.window;
+    PlanResult& r = run.r;
+    const int L = w.model.num_moe_layers(), E = w.model.experts, P = run.in.topology.ep_ranks;
+
+    // 1. Placement comparison (identity vs LPT) and the lower bound at LPT.
+    auto t0 = Clock::now();
+    run.emit("placement", 0.0);
+    run.loads = aggregate_expert_loads(w.counts, w.size(), L, E);
+    static_cast<PlacementComparison&>(r.placement) = compare_placements(run.loads, L, E, P);
+    r.placement.routepack = r.placement.lpt;
+    r.placement.rank_loads_routepack = r.placement.rank_loads_lpt;
+    r.placement.cv_routepack = r.placement.cv_lpt;
+    // The identity placement is measured on one layout only (the baseline): its figures are
+    // formed from the counts directly, without an [n][L][P] demand array of its own.
+    const PackingProblem p_id = make_packing_shape(w, run.in.topology, r.placement.identity);
+    PackingProblem p_lpt = make_packing_problem(w, run.in.topology, r.placement.lpt);
+    r.timings["placement"] = seconds_since(t0);
+    t0 = Clock::now();
+    r.bound = max_u_lower_bound(p_lpt);
+    r.timings["bound"] = seconds_since(t0);
+
+    // 2. Row count R*.
+    t0 = Clock::now();
+    run.emit("row count", 0.1);
+    r.rows = minimum_rows(p_lpt.length, p_lpt.C, p_lpt.D, run.in.topology.min_rows, run.in.budgets.row_nodes,
+                          run.in.topology.row_multiple, run.stop);
+    r.timings["row count"] = seconds_since(t0);
+
+    // 3. Baselines on the same window and R*.
+    t0 = Clock::now();
+    run.emit("baselines", 0.2);
+    if (!fixed_row_ffd(p_lpt.length, p_lpt.C, r.rows.rows, p_lpt.D, &run.ffd)) {
+        run.ffd = r.rows.layout;
+        r.baseline_not_ffd = true;
+    }
+    r.baseline.method = Method::Baseline;
+    r.baseline.placement = PlacementKind::Identity;
+    r.baseline.layout = run.ffd;
+    r.baseline.metrics = layout_metrics_from_counts(run.ffd, p_id, w, r.placement.identity, r.placement.cv_identity);
+    r.reorder = make_method(Method::Reorder, PlacementKind::Lpt, run.ffd, p_lpt, r.placement.cv_lpt);
+    r.karmarkar_karp =
+        make_method(Method::KarmarkarKarp, PlacementKind::Lpt,
+                    karmarkar_karp_layout(p_lpt.length, r.rows.rows, p_lpt.D), p_lpt, r.placement.cv_lpt);
+    // routepack starts as reorder (the same layout on the same problem, so the same metrics); the
+    // search keeps its best layout and exact score, and the metrics (one full pass) are formed once,
+    // when the search ends, instead of after every stage that improves it.
+    r.routepack = r.reorder;
+    r.routepack.method = Method::RoutePack;
+    r.timings["baselines"] = seconds_since(t0);
+    return p_lpt;
+}
+
+/// Stage 4 of plan_window: routepack's search (packing_search with placement refinement) from the
+/// baselines' layout, its outcome into r (placement, search counts, the routepack method), and
+/// stage 5, validation and non-regression (never worse than reorder, one of its seeds). Returns
+/// false when cancelled before annealing (the plan is then reorder's).
+bool search_routepack(WindowRun& run, const PackingProblem& p_lpt) {
+    PlanResult& r = run.r;
+    BestLayout best{run.ffd, r.reorder.metrics.score};
+    PlacementContext pc;
+    pc.window = &run.in.window;
+    pc.topology = &run.in.topology;
+    pc.placement = r.placement.lpt;
+    SearchSettings ss;
+    ss.problem = &p_lpt;
+    ss.ffd = &run.ffd;
+    ss.budgets = &run.in.budgets;
+    ss.hooks.progress = run.progress;
+    ss.hooks.convergence = &r.search.convergence;
+    ss.hooks.timings = &r.timings;
+    ss.stop = run.stop;
+    ss.placement = &pc;
+    const SearchStats st = packing_search(ss, best);
+    const PackingProblem& p_final = pc.problem ? *pc.problem : p_lpt;
+    if (pc.problem) {
+        // routepack runs on the refined placement: its rank loads, CV and bound follow it.
+        PlanPlacements& pl = r.placement;
+        pl.routepack = pc.placement;
+        pl.rank_loads_routepack = rank_loads(run.loads, pl.routepack);
+        pl.cv_routepack = cv_global(pl.rank_loads_routepack, pl.routepack.layers, pl.routepack.ep_ranks);
+        r.bound = max_u_lower_bound(p_final);
+        pl.swaps = pc.swaps;
+        pl.rounds_kept = pc.rounds_kept;
+    }
+    r.placement.refinement_skipped = pc.skipped;
+    std::vector<LevelStats> convergence = std::move(r.search.convergence);
+    r.search = st.counts;
+    r.search.convergence = std::move(convergence);
+    r.cancelled = st.cancelled;
+    r.time_limit_hit = st.time_limit_hit;
+    if (best.improved)
+        r.routepack = make_method(Method::RoutePack, pc.problem ? PlacementKind::Refined : PlacementKind::Lpt,
+                                  best.layout, p_final, r.placement.cv_routepack);
+    if (r.cancelled && !st.finished) return false;
+
+    // 5. Validation and non-regression.
+    const auto t0 = Clock::now();
+    run.emit("validate", 0.97);
+    if (!(r.routepack.metrics.score == best.score))
+        throw std::logic_error("planner: the search's score differs from the routepack layout's metrics");
+    const std::string bad = validate_layout(r.routepack.layout, p_final);
+    if (!bad.empty()) throw std::logic_error("planner produced an invalid layout: " + bad);
+    if (r.reorder.metrics.score < r.routepack.metrics.score)
+        throw std::logic_error("planner regressed below its reorder seed");
+    r.timings["validate"] = seconds_since(t0);
+    return true;
+}
+
+} // namespace
+
+PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, const std::atomic<bool>* cancel) {
+    check_planner_budgets(in.budgets, "planner");
+    const auto t_start = Clock::now();
+    const StopToken stop = StopToken::with_time_limit(cancel, in.budgets.time_limit_s, t_start);
+    check_window(in);
+    const Trace& w = in.window;
 
     PlanResult r;
     r.model = w.model;
@@ -458,66 +661,15 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
     r.trace_name = in.trace_name;
     r.window_name = in.window_name;
     r.samples = w.samples;
-    r.nodes = in.topology.nodes();
-    r.comm_available = comm_available(w);
+    r.comm.nodes = in.topology.nodes();
+    r.comm.available = comm_available(w);
 
+    WindowRun run{in, progress, stop, r, {}, {}};
     const int workers = in.budgets.workers > 0 ? in.budgets.workers : tbb::this_task_arena::max_concurrency();
     tbb::task_arena arena(workers);
     arena.execute([&] {
         r.fingerprint = window_fingerprint(w);
-        const int L = w.model.num_moe_layers(), E = w.model.experts, P = in.topology.ep_ranks;
-
-        // 1. Placement (Algorithm 1, layers in parallel).
-        auto t0 = Clock::now();
-        emit("placement", 0.0);
-        const auto loads = aggregate_expert_loads(w.counts, w.size(), L, E);
-        r.identity = identity_placement(L, E, P);
-        r.lpt = lpt_placement(loads, L, E, P);
-        r.rank_loads_identity = rank_loads(loads, r.identity);
-        r.rank_loads_lpt = rank_loads(loads, r.lpt);
-        r.cv_identity = cv_global(r.rank_loads_identity, L, P);
-        r.cv_lpt = cv_global(r.rank_loads_lpt, L, P);
-        r.routepack_placement = r.lpt;
-        r.rank_loads_routepack = r.rank_loads_lpt;
-        r.cv_routepack = r.cv_lpt;
-        // The identity placement is measured on one layout only (the baseline): its figures are
-        // formed from the counts directly, without an [n][L][P] demand array of its own.
-        const PackingProblem p_id = make_packing_shape(w, in.topology, r.identity);
-        const PackingProblem p_lpt = make_packing_problem(w, in.topology, r.lpt);
-        r.timings["placement"] = seconds_since(t0);
-        t0 = Clock::now();
-        r.bound = max_u_lower_bound(p_lpt);
-        r.timings["bound"] = seconds_since(t0);
-
-        // 2. Row count R*.
-        t0 = Clock::now();
-        emit("row count", 0.1);
-        r.rows = minimum_rows(p_lpt.length, p_lpt.C, p_lpt.D, in.topology.min_rows, in.budgets.row_nodes,
-                              in.topology.row_multiple, stop);
-        r.timings["row count"] = seconds_since(t0);
-
-        // 3. Baselines on the same window and R*.
-        t0 = Clock::now();
-        emit("baselines", 0.2);
-        Layout ffd;
-        if (!fixed_row_ffd(p_lpt.length, p_lpt.C, r.rows.rows, p_lpt.D, &ffd)) {
-            ffd = r.rows.layout;
-            r.baseline_not_ffd = true;
-        }
-        r.baseline.name = "baseline";
-        r.baseline.lpt = false;
-        r.baseline.placement_name = "identity";
-        r.baseline.layout = ffd;
-        r.baseline.metrics = layout_metrics_from_counts(ffd, p_id, w, r.identity, r.cv_identity);
-        r.reorder = make_method("reorder", true, ffd, p_lpt, r.cv_lpt);
-        r.karmarkar_karp = make_method("karmarkar_karp", true,
-                                       karmarkar_karp_layout(p_lpt.length, r.rows.rows, p_lpt.D), p_lpt, r.cv_lpt);
-        // routepack starts as reorder (the same layout on the same problem, so the same metrics); the
-        // search keeps its best layout and exact score, and the metrics (one full pass) are formed once,
-        // when the search ends, instead of after every stage that improves it.
-        r.routepack = r.reorder;
-        r.routepack.name = "routepack";
-        r.timings["baselines"] = seconds_since(t0);
+        const PackingProblem p_lpt = place_and_baselines(run);
         // Cancelled or out of time (in the row count, say): the plan is `reorder` on the R* found so far.
         if (stop.cancelled()) {
             r.cancelled = true;
@@ -527,66 +679,20 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
             r.time_limit_hit = true;
             return;
         }
-        BestLayout best{ffd, r.reorder.metrics.score};
-        SearchHooks hooks;
-        hooks.progress = progress;
-        hooks.convergence = &r.convergence;
-        hooks.timings = &r.timings;
-        PlacementContext pc;
-        pc.window = &w;
-        pc.topology = &in.topology;
-        pc.placement = r.lpt;
-        const SearchStats st =
-            packing_search(p_lpt, ffd, in.budgets, seeds::kRoutepackSearch, {}, best, hooks, stop, &pc);
-        const PackingProblem& p_final = pc.problem ? *pc.problem : p_lpt;
-        if (pc.problem) {
-            // routepack runs on the refined placement: its rank loads, CV and bound follow it.
-            r.routepack_placement = pc.placement;
-            r.rank_loads_routepack = rank_loads(loads, r.routepack_placement);
-            r.cv_routepack = cv_global(r.rank_loads_routepack, L, P);
-            r.bound = max_u_lower_bound(p_final);
-            r.placement_swaps = pc.swaps;
-            r.placement_rounds_kept = pc.rounds_kept;
-        }
-        r.placement_refinement_skipped = pc.skipped;
-        r.population_origins = st.origins;
-        r.proposals = st.proposals;
-        r.accepted = st.accepted;
-        r.polish_evaluations = st.polish_evaluations;
-        r.polish_improvements = st.polish_improvements;
-        r.polish_kicks = st.polish_kicks;
-        r.polish_kicks_kept = st.polish_kicks_kept;
-        r.polish_local_optimum = st.polish_local_optimum;
-        r.cancelled = st.cancelled;
-        r.time_limit_hit = st.time_limit_hit;
-        if (best.improved) {
-            r.routepack = make_method("routepack", true, best.layout, p_final, r.cv_routepack);
-            if (pc.problem) r.routepack.placement_name = "refined";
-        }
-        if (r.cancelled && !st.finished) return;
+        // 4. RoutePack's search (seeding, annealing, final pass with placement refinement), 5. validation.
+        if (!search_routepack(run, p_lpt)) return;
 
-        // 7. Validate + non-regression (the routepack layout is never worse than reorder, one of its seeds).
-        t0 = Clock::now();
-        emit("validate", 0.97);
-        if (!(r.routepack.metrics.score == best.score))
-            throw std::logic_error("planner: the search's score differs from the routepack layout's metrics");
-        const std::string bad = validate_layout(r.routepack.layout, p_final);
-        if (!bad.empty()) throw std::logic_error("planner produced an invalid layout: " + bad);
-        if (r.reorder.metrics.score < r.routepack.metrics.score)
-            throw std::logic_error("planner regressed below its reorder seed");
-        r.timings["validate"] = seconds_since(t0);
-
-        // 8. Communication (more than one node): every method's inter-node traffic, and the two
+        // 6. Communication (more than one node): every method's inter-node traffic, and the two
         // communication-aware methods on the same window and R*.
-        if (r.nodes > 1 && r.comm_available && !r.cancelled) {
-            t0 = Clock::now();
-            emit("communication", 0.98);
-            plan_communication(w, in, loads, ffd, r, stop);
+        if (r.comm.nodes > 1 && r.comm.available && !r.cancelled) {
+            const auto t0 = Clock::now();
+            run.emit("communication", 0.98);
+            plan_communication(w, in, run.loads, run.ffd, r, stop);
             r.timings["communication"] = seconds_since(t0);
         }
     });
     r.timings["total"] = seconds_since(t_start);
-    emit("done", 1.0);
+    run.emit("done", 1.0);
     return r;
 }
 

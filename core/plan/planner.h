@@ -1,13 +1,18 @@
 #pragma once
-// The planner facade: runs placement, row count, baselines, seeding and population annealing on one
-// window with progress events, cooperative cancellation, a time limit and a fixed seed (DESIGN.md
-// "Pipeline"). The only place in core that owns threads (a oneTBB arena of `workers`).
+// The planner facade: runs the placement comparison (identity vs LPT), the lower bound, the row count
+// R*, the baselines, then routepack's search (seeding, population annealing, the final exact pass on
+// the straggler with placement refinement rounds) and, on more than one node with routes, the
+// communication figures and the grouter / routepack+comm methods, on one window with progress events,
+// cooperative cancellation, a time limit and a fixed seed (DESIGN.md "Pipeline"). The only place in
+// core that owns threads (a oneTBB arena of `workers`).
 #include "core/model/topology.h"
 #include "core/model/trace.h"
 #include "core/plan/annealing.h"
 #include "core/plan/bound.h"
 #include "core/plan/comm.h"
+#include "core/plan/method.h"
 #include "core/plan/metrics.h"
+#include "core/plan/placement.h"
 #include "core/plan/polish.h"
 #include "core/plan/rowcount.h"
 #include "core/plan/seeding.h"
@@ -63,13 +68,10 @@ struct PlannerBudgets {
 
 /// One compared method: its placement and layout, and the Table 3-4 metrics.
 struct MethodResult {
-    /// "baseline", "reorder", "karmarkar_karp", "routepack", and on more than one node "grouter" and
-    /// "routepack+comm".
-    std::string name;
-    bool lpt = false; ///< placement: LPT (true) or identity (the communication methods: false)
-    /// The placement it runs on: "identity", "lpt", "grouter" (PlanResult::grouter_placement) or
-    /// "comm" (PlanResult::comm_placement).
-    std::string placement_name = "identity";
+    Method method = Method::Baseline;
+    /// The placement it runs on (PlanResult::placement_of): identity for baseline, LPT for reorder
+    /// and karmarkar_karp, LPT or refined for routepack, grouter and comm for the communication methods.
+    PlacementKind placement = PlacementKind::Identity;
     Layout layout;
     LayoutMetrics metrics; ///< the paper's score and metrics (without any communication term)
     /// Inter-node traffic of the layout at its placement (core/plan/comm.h); set when the topology has
@@ -78,6 +80,9 @@ struct MethodResult {
     /// routepack+comm: the score its search minimized (communication term of weight
     /// Topology::comm_weight included); unset for the other methods.
     std::optional<Score> comm_score;
+
+    /// method_key(method): the plan file's metrics key.
+    const char* key() const { return method_key(method); }
 };
 
 /// A progress event: stage name, overall fraction in [0, 1], and for the annealing stage the level
@@ -101,39 +106,63 @@ struct PlanInput {
     PlannerBudgets budgets;
 };
 
-/// Everything the plan file, the CLI comparison and the views show.
+/// The placements of a plan: identity against LPT (compare_placements), and routepack's placement,
+/// the LPT placement refined for routepack's layout (PlannerBudgets::placement_rounds), or LPT itself
+/// when no refinement lowered the score. The plan file's "placement", the expert map and the
+/// rewrite follow `routepack`.
+struct PlanPlacements : PlacementComparison {
+    Placement routepack;
+    std::vector<std::uint64_t> rank_loads_routepack; ///< G[l][p] (eq. 10) at `routepack`
+    double cv_routepack = 0;                         ///< eq. 22 at `routepack`
+    std::int64_t swaps = 0;                          ///< expert swaps of the refinements that were kept
+    int rounds_kept = 0;                             ///< refinements that lowered the score
+    /// The refinement did not run: one pass over every layer's expert pairs would exceed the
+    /// planner's size limit (README "Placement refined for the layout").
+    bool refinement_skipped = false;
+};
+
+/// What routepack's search did: annealing levels and counts, the seeding's population, and the
+/// final exact pass's counts (iterated_straggler_search, core/plan/polish.h).
+struct PlanSearch {
+    std::vector<LevelStats> convergence;
+    std::vector<std::string> origins; ///< origin of each population member (SeedMember::origin)
+    std::int64_t proposals = 0, accepted = 0;
+    std::int64_t polish_evaluations = 0, polish_improvements = 0;
+    int polish_kicks = 0, polish_kicks_kept = 0;
+    bool polish_local_optimum = false;
+};
+
+/// Communication (README "Communication"): N = topology.nodes(); `available` when every sample has
+/// per-token routes. With N > 1 and routes, every method's `comm` is set and the two
+/// communication-aware methods run on the same window and R*.
+struct PlanComm {
+    int nodes = 1;
+    bool available = false;
+    std::optional<MethodResult> grouter, routepack_comm;
+    Placement grouter_placement, comm_placement;
+    double cv_grouter = 0, cv_comm = 0; ///< eq. 22 at those placements
+    std::vector<int> grouter_home;      ///< [n] Grouter's node of each sample (most local tokens)
+    std::vector<int> grouter_off_node;  ///< samples grouter's layout could not keep on their node
+    bool grouter_fitted = true;         ///< false: the node packing failed and grouter uses the FFD layout
+};
+
+/// Everything the plan file, the CLI comparison and the views show: the inputs, R*, the compared
+/// methods, and the placement, search and communication parts.
 struct PlanResult {
     ModelDescription model;
     Topology topology;
     PlannerBudgets budgets;
     std::string trace_name, window_name;
     std::vector<SampleInfo> samples; ///< window order
-    std::string fingerprint;         ///< hex FNV-1a of lengths and counts
-    Placement identity, lpt;
-    std::vector<std::uint64_t> rank_loads_identity, rank_loads_lpt; ///< G[l][p] (eq. 10)
-    double cv_identity = 0, cv_lpt = 0;                             ///< eq. 22
+    std::string fingerprint;         ///< window_fingerprint (16 hex digits)
     RowCount rows;
     MethodResult baseline, reorder, karmarkar_karp, routepack;
-    /// routepack's placement: `lpt` refined for routepack's layout (PlannerBudgets::placement_rounds;
-    /// routepack.placement_name "refined"), or `lpt` itself when no refinement lowered the score
-    /// (placement_name "lpt"). The plan file's "placement", the expert map and the rewrite follow it.
-    Placement routepack_placement;
-    std::vector<std::uint64_t> rank_loads_routepack; ///< G[l][p] (eq. 10) at routepack_placement
-    double cv_routepack = 0;                         ///< eq. 22 at routepack_placement
-    std::int64_t placement_swaps = 0;                ///< expert swaps of the refinements that were kept
-    int placement_rounds_kept = 0;                   ///< refinements that lowered the score
-    /// The refinement did not run: one pass over every layer's expert pairs would exceed the
-    /// planner's size limit (README "Placement refined for the layout").
-    bool placement_refinement_skipped = false;
-    /// Certified lower bound on routepack's max_g U at its placement (routepack_placement), over every
+    /// Certified lower bound on routepack's max_g U at its placement (placement.routepack), over every
     /// layout (core/plan/bound.h); the plan's gap is routepack.metrics.score.max_u / bound.value - 1.
     MaxULowerBound bound;
-    std::vector<LevelStats> convergence;
-    std::vector<std::string> population_origins;
-    std::int64_t proposals = 0, accepted = 0;
-    std::int64_t polish_evaluations = 0, polish_improvements = 0; ///< iterated_straggler_search's counts
-    int polish_kicks = 0, polish_kicks_kept = 0;
-    bool polish_local_optimum = false;
+    PlanPlacements placement;
+    PlanSearch search;
+    PlanComm comm;
     bool cancelled = false;
     bool time_limit_hit = false;
     /// FixedRowFFD could not fill R* rows (the exact search found a layout it misses); the length-only
@@ -141,21 +170,18 @@ struct PlanResult {
     bool baseline_not_ffd = false;
     std::map<std::string, double> timings; ///< seconds per stage, and "total"
 
-    /// Communication (README "Communication"): N = topology.nodes(); comm_available when every
-    /// sample has per-token routes. With N > 1 and routes, every method's `comm` is set and the two
-    /// communication-aware methods run on the same window and R*.
-    int nodes = 1;
-    bool comm_available = false;
-    std::optional<MethodResult> grouter, routepack_comm;
-    Placement grouter_placement, comm_placement;
-    double cv_grouter = 0, cv_comm = 0;
-    std::vector<int> grouter_home;     ///< [n] Grouter's node of each sample (most local tokens)
-    std::vector<int> grouter_off_node; ///< samples grouter's layout could not keep on their node
-    bool grouter_fitted = true;        ///< false: the node packing failed and grouter uses the FFD layout
-
     /// The compared methods in report order: the four of the paper, then grouter and routepack+comm
     /// when they ran.
     std::vector<const MethodResult*> methods() const;
+    /// Method m of the plan; nullptr when the plan lacks it (grouter and routepack+comm on one node
+    /// or without routes).
+    const MethodResult* method(Method m) const;
+    /// The placement of kind k: placement.identity, placement.lpt, placement.routepack (Refined),
+    /// comm.grouter_placement, comm.comm_placement.
+    const Placement& placement_of(PlacementKind k) const;
+    /// Whether routepack's placement is LPT refined for its layout (placement.routepack differs
+    /// from placement.lpt): the plan file's placement_refinement.refined.
+    bool placement_refined() const { return !(placement.routepack == placement.lpt); }
 };
 
 /// Relative gap of a max_g U above its lower bound: max_u / bound - 1 (0 when bound <= 0).

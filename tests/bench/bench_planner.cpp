@@ -102,8 +102,8 @@ void speed_row(const char* label, const PlanResult& r, int workers) {
     std::printf(
         "| %-40s | %d | %6.3f | %6.3f | %6.3f | %6.3f | %6.3f | %7.3f | %8.0f | %6.3f | %6.3f | %7.3f | %.2f%% |\n",
         label, workers, timing(r, "placement"), timing(r, "bound"), timing(r, "row count"), timing(r, "baselines"),
-        timing(r, "seeding"), t_anneal, t_anneal > 0 ? r.proposals / t_anneal / workers : 0.0, timing(r, "polish"),
-        timing(r, "placement refinement"), timing(r, "total"),
+        timing(r, "seeding"), t_anneal, t_anneal > 0 ? r.search.proposals / t_anneal / workers : 0.0,
+        timing(r, "polish"), timing(r, "placement refinement"), timing(r, "total"),
         100.0 * bound_gap(r.routepack.metrics.score.max_u, r.bound.value));
 }
 const char* kSpeedHeader = "| window | workers | placement | bound | rows | baselines | seeding | annealing | "
@@ -286,7 +286,7 @@ int main(int argc, char** argv) {
                             const double c0 = cpu_seconds();
                             const auto t0 = std::chrono::steady_clock::now();
                             const auto o = plan_window(old);
-                            const PackingProblem p = make_packing_problem(old.window, old.topology, o.lpt);
+                            const PackingProblem p = make_packing_problem(old.window, old.topology, o.placement.lpt);
                             const DescentResult d = straggler_descent(p, o.routepack.layout, 100000);
                             secs_old.push_back(
                                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -361,7 +361,7 @@ int main(int argc, char** argv) {
                         std::printf("| %.2f s | (no level finished yet) | |\n", budget);
                 }
                 std::printf("final plan %.3f after %.3f s (%d kicks, %d kept)\n", r.routepack.metrics.score.max_u,
-                            timing(r, "total"), r.polish_kicks, r.polish_kicks_kept);
+                            timing(r, "total"), r.search.polish_kicks, r.search.polish_kicks_kept);
             }
         }
         if (grid) {

@@ -1,0 +1,47 @@
+#include "views/method_combo.h"
+
+#include <QSignalBlocker>
+
+namespace routepack::views {
+
+void addMethodItem(QComboBox* box, Method m) {
+    box->addItem(QString::fromLatin1(method_label(m)), method_index(m));
+}
+
+QComboBox* methodCombo(QWidget* parent) {
+    auto* box = new QComboBox(parent);
+    for (int k = 0; k < kPaperMethodCount; ++k)
+        addMethodItem(box, method_at(k));
+    setComboMethod(box, Method::RoutePack);
+    box->setToolTip(QObject::tr("Method whose layout is shown"));
+    return box;
+}
+
+void fillMethodCombo(QComboBox* box, const PlanResult* plan) {
+    const QSignalBlocker block(box);
+    const Method current = comboMethod(box);
+    std::vector<Method> methods;
+    if (plan)
+        for (const MethodResult* r : plan->methods())
+            methods.push_back(r->method);
+    else
+        for (int k = 0; k < kPaperMethodCount; ++k)
+            methods.push_back(method_at(k));
+    if (box->count() == static_cast<int>(methods.size())) return; // same list: keep it as it is
+    box->clear();
+    for (const Method m : methods)
+        addMethodItem(box, m);
+    const int at = box->findData(method_index(current));
+    box->setCurrentIndex(at >= 0 ? at : box->findData(method_index(Method::RoutePack)));
+}
+
+Method comboMethod(const QComboBox* box) {
+    return box->currentData().isValid() ? method_at(box->currentData().toInt()) : Method::RoutePack;
+}
+
+void setComboMethod(QComboBox* box, Method m) {
+    const int at = box->findData(method_index(m));
+    if (at >= 0) box->setCurrentIndex(at);
+}
+
+} // namespace routepack::views
