@@ -382,9 +382,9 @@ private Q_SLOTS:
         QCOMPARE(error_with([](nlohmann::json& j) { j["inputs"]["trace"] = 5; }),
                  QStringLiteral("p.json: inputs.trace is 5, not a string"));
         QCOMPARE(error_with([](nlohmann::json& j) { j["inputs"] = nlohmann::json::array(); }),
-                 QStringLiteral("p.json: inputs is a list, not an object"));
+                 QStringLiteral("p.json: inputs is [], not an object"));
         QCOMPARE(error_with([](nlohmann::json& j) { j["model"]["name"] = nlohmann::json::object(); }),
-                 QStringLiteral("p.json: model.name is an object, not a string"));
+                 QStringLiteral("p.json: model.name is {}, not a string"));
         QCOMPARE(error_with([](nlohmann::json& j) { j["format"] = 7; }),
                  QStringLiteral("p.json: not a RoutePack plan (format must be \"routepack-plan\")"));
         // A row with the wrong cell count is refused before the row_count x D cells are allocated.

@@ -330,8 +330,10 @@ private Q_SLOTS:
         row("number below", "-0.5", "at-least", "f.json: a.b[0] is -0.5, not a finite number >= 0");
         row("string wanted", "5", "string", "f.json: a.b[0] is 5, not a string");
         row("boolean wanted", "1", "bool", "f.json: a.b[0] is 1, not true or false");
-        row("list wanted", "{}", "list", "f.json: a.b[0] is an object, not a list");
-        row("object wanted", "[]", "object", "f.json: a.b[0] is a list, not an object");
+        row("list wanted", "{\"k\": 1}", "list", "f.json: a.b[0] is an object, not a list");
+        row("object wanted", "[1]", "object", "f.json: a.b[0] is a list, not an object");
+        row("empty list", "[]", "object", "f.json: a.b[0] is [], not an object");
+        row("empty object", "{}", "list", "f.json: a.b[0] is {}, not a list");
         row("unknown field", "{\"x\": 1, \"y\": 2}", "only", "f.json: a.b[0]: unknown field 'y' (known: x, z)");
     }
     void jsonFieldErrors() {

@@ -25,6 +25,7 @@ constexpr double kTwo64 = 18446744073709551616.0;
 } // namespace
 
 std::string json_value_text(const nlohmann::json& v) {
+    if (v.is_structured() && v.empty()) return v.is_array() ? "[]" : "{}";
     if (v.is_number_float()) {
         const double d = v.get<double>();
         if (std::isnan(d)) return "nan";

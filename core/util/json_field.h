@@ -29,8 +29,8 @@ enum class IntegralFloats { Refuse, Accept };
 /// Every error is an InputError in one of two wordings, `where()` being "<origin>: <path>":
 ///   "<where> is missing"
 ///   "<where> is <value>, not <expected>"
-/// where <value> is the value as written (strings quoted, numbers exactly, above INT64_MAX
-/// included, a non-finite number as nan / inf; "a list" / "an object" for containers) and
+/// where <value> is the value as written (json_value_text: strings quoted, numbers exactly, above
+/// INT64_MAX included, a non-finite number as nan / inf; "a list" / "an object" for containers) and
 /// <expected> the whole rule: "an integer", "an integer in 1..64", "a finite number", "a number in
 /// (0, 1]", "a string", "true or false", "a list", "an object". Integers are exact: never narrowed,
 /// wrapped, rounded or saturated.
@@ -99,8 +99,8 @@ std::optional<std::int64_t> json_integer_of(const nlohmann::json& v, std::int64_
                                             IntegralFloats floats);
 
 /// A value as an error message shows it: strings quoted (printable()), numbers exactly as JSON
-/// writes them (a non-finite double as nan / inf / -inf), true / false / null, "a list" / "an
-/// object" for containers (never serialized: they could be huge or deeply nested).
+/// writes them (a non-finite double as nan / inf / -inf), true / false / null, [] / {} when empty,
+/// else "a list" / "an object" (never serialized: they could be huge or deeply nested).
 std::string json_value_text(const nlohmann::json& v);
 
 /// parse_json_strict of a whole file's text for the readers of one-document files (model
