@@ -91,8 +91,9 @@ Command register_import(CLI::App& app) {
     auto* imp = app.add_subcommand("import", "import routing traces (files or folders) into a library");
     imp->add_option("--db", c->db, "library file (SQLite; created when absent)")->required();
     imp->add_option("--name", c->name, "trace name")->required();
-    imp->add_option("--format", c->format,
-                    "auto, sglang, vllm, npy, npz, nested-json, nrlre1, megatron, step-json, prompt-csv, aggregate");
+    imp->add_option(
+        "--format", c->format,
+        "auto, sglang, vllm, npy, npz, nested-json, nrlre1, megatron, step-json, prompt-csv, aggregate, loads");
     add_layer_base_option(*imp, c->layer_base);
     c->model.add(*imp);
     imp->add_flag("--quiet", c->quiet, "no progress on stderr");

@@ -2,7 +2,6 @@
 #include "app/commands.h"
 
 #include "app/cli_int.h"
-#include "app/cli_loads.h"
 
 #include "core/import/import.h"
 #include "core/model/topology.h"
@@ -39,15 +38,17 @@ struct PlaceCmd {
 
 /// Largest --ep-ranks (as a topology file's ep_ranks).
 constexpr int kMaxEpRanks = 1 << 20;
-/// Reads `--loads FILE` (parse_loads_text, app/cli_loads.h): a folder or an unreadable file refused
-/// first, naming the path.
+/// Reads `--loads FILE` through the importer format "loads" (core/import/import.h): a folder or a
+/// file over the loads-file cap refused first, naming the path; the model flags (--moe-layers,
+/// --layers, ...) describe what the file leaves out.
 std::vector<std::uint64_t> read_loads_file(const std::string& path, const ModelFlags& flags, ModelDescription* model) {
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec)) throw InputError(path + ": is a folder, not a loads file");
-    LoadsFile f =
-        parse_loads_text(read_input_file(path, input_files::kLoadsFile), path, flags.moe_layers, flags.layers);
-    *model = std::move(f.model);
-    return std::move(f.loads);
+    (void)check_input_file(path, input_files::kLoadsFile);
+    ImportOptions opt;
+    opt.format = TraceFormat::Loads;
+    opt.model = flags.resolve();
+    return import_expert_loads({std::filesystem::path(path)}, opt, model);
 }
 
 /// `routepack place`: the placement comparison (compare_placements, the planner's stage 1) from

@@ -1,6 +1,6 @@
 // `routepack sweep`: every window of a trace (a whole training run) planned on one topology, with
-// per-window costs, gains and placement churn. The windows run in parallel through the planner's
-// plan_windows (one planner worker per window).
+// per-window costs, gains and placement churn (summarize_steps, core/plan/run_steps.h). The windows run in parallel
+// through the planner's plan_windows (one planner worker per window).
 #include "app/commands.h"
 
 #include "app/cli_int.h"
@@ -9,6 +9,7 @@
 #include "core/plan/budgets_json.h"
 #include "core/plan/placement.h"
 #include "core/plan/plan_file.h"
+#include "core/plan/run_steps.h"
 #include "core/util/errors.h"
 #include "core/util/output_folder.h"
 #include "core/util/text.h"
@@ -42,26 +43,187 @@ struct SweepCmd {
     std::int64_t expert_bytes = 0; ///< bytes one expert's parameters + optimizer state take per replica
 };
 
-/// One window's line of the sweep table.
+/// One window's planned result.
 struct SweepRow {
     std::string window;
     PlanResult plan;
-    std::int64_t run_id = 0;
-    std::int64_t churn = -1; ///< slots whose expert changes against the previous window (-1: first window)
 };
 
-/// Plans the windows matching `--windows` (a shell pattern, default every window) in natural name
-/// order. The windows run in parallel (plan_windows) on --threads workers (0 = all cores), one
-/// planner worker each, so every plan is the one `routepack plan --threads 1` gives for that window
-/// and seed. Each finished plan is saved as a run of its window; churn is placement_moves(next,
-/// previous) summed over MoE layers, bytes = churn x --expert-bytes. Output: one line per window (or
-/// --json), and with --out DIR: DIR/sweep.csv, DIR/sweep.json and one DIR/<window>.plan.json per
-/// window (the name reduced to [A-Za-z0-9._-], recorded as plan_file).
-int run_sweep(const SweepCmd& c) {
-    catch_sigint(); // before anything is created: a signal from here on stops the sweep cleanly
-    PlannerBudgets budgets = c.plan.budgets;
-    if (c.plan.seed_given) budgets.seed = parse_seed(c.plan.seed_text, "sweep");
-    check_planner_budgets(budgets, "sweep");
+/// One window's line of the sweep table: what sweep.json, sweep.csv and the printed table show.
+struct SweepLine {
+    std::string window;
+    std::size_t samples = 0;
+    int rows = 0; ///< R*
+    bool certified = false;
+    /// max_g U (eq. 15, tokens) of each method, and routepack's gains against baseline and reorder (gain_pct).
+    double baseline = 0, reorder = 0, karmarkar_karp = 0, routepack = 0, vs_baseline_pct = 0, vs_reorder_pct = 0;
+    double lower_bound = 0; ///< the bound on max_g U
+    double planner_s = 0;   ///< the plan's "total" timing, seconds
+    bool time_limit_hit = false;
+    std::int64_t run = 0;          ///< the saved run's id
+    std::string plan_file;         ///< the plan's file in --out ("" without --out)
+    std::int64_t churn_slots = -1; ///< summarize_steps' churn against the previous window (-1: the first)
+    std::int64_t churn_bytes = -1; ///< churn_slots x --expert-bytes (-1: the first window, or no --expert-bytes)
+    /// More than one node: the communication methods' max_g U and each method's inter-node copies
+    /// (methods() order; nullopt where not computed); comm_unavailable when the window has no routes.
+    bool multi_node = false;
+    std::optional<double> grouter, routepack_comm;
+    std::vector<std::pair<std::string, std::optional<std::int64_t>>> inter_copies;
+    bool comm_unavailable = false;
+
+    /// The inter-node copies of method `name` (nullopt when not computed or not run).
+    std::optional<std::int64_t> copies_of(const std::string& name) const {
+        for (const auto& [n, v] : inter_copies)
+            if (n == name) return v;
+        return std::nullopt;
+    }
+};
+
+/// The sweep table's lines from the planned windows (gains and churn from summarize_steps).
+std::vector<SweepLine> sweep_lines(const std::vector<SweepRow>& rows, const std::vector<std::int64_t>& run_ids,
+                                   const std::vector<std::string>& plan_files, std::int64_t expert_bytes) {
+    std::vector<RunStepInput> steps;
+    for (const auto& r : rows)
+        steps.push_back(
+            {r.plan.baseline.metrics.score.max_u, r.plan.routepack.metrics.score.max_u, &r.plan.placement.routepack});
+    const std::vector<RunStepSummary> summary = summarize_steps(steps);
+    std::vector<SweepLine> out(rows.size());
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+        const PlanResult& p = rows[k].plan;
+        SweepLine& l = out[k];
+        l.window = rows[k].window;
+        l.samples = p.samples.size();
+        l.rows = p.rows.rows;
+        l.certified = p.rows.certified;
+        l.baseline = p.baseline.metrics.score.max_u;
+        l.reorder = p.reorder.metrics.score.max_u;
+        l.karmarkar_karp = p.karmarkar_karp.metrics.score.max_u;
+        l.routepack = p.routepack.metrics.score.max_u;
+        l.vs_baseline_pct = summary[k].gain_pct;
+        l.vs_reorder_pct = gain_pct(l.reorder, l.routepack);
+        l.lower_bound = p.bound.value;
+        l.planner_s = p.timings.count("total") ? p.timings.at("total") : 0.0;
+        l.time_limit_hit = p.time_limit_hit;
+        l.run = run_ids[k];
+        l.plan_file = plan_files[k];
+        l.churn_slots = summary[k].churn_slots;
+        if (l.churn_slots >= 0 && expert_bytes > 0) l.churn_bytes = l.churn_slots * expert_bytes;
+        l.multi_node = p.comm.nodes > 1;
+        if (!l.multi_node) continue;
+        if (p.comm.grouter) l.grouter = p.comm.grouter->metrics.score.max_u;
+        if (p.comm.routepack_comm) l.routepack_comm = p.comm.routepack_comm->metrics.score.max_u;
+        for (const MethodResult* m : p.methods())
+            l.inter_copies.emplace_back(m->key(), m->comm ? std::optional(m->comm->inter_total) : std::nullopt);
+        l.comm_unavailable = !p.routepack.comm;
+    }
+    return out;
+}
+
+/// sweep.json (and --json): one object per line.
+nlohmann::json sweep_json(const std::vector<SweepLine>& lines) {
+    auto value = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+    auto count = [](std::int64_t v) { return v >= 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
+    nlohmann::json j = nlohmann::json::array();
+    for (const SweepLine& l : lines) {
+        nlohmann::json o = {{"window", l.window},
+                            {"samples", l.samples},
+                            {"rows", l.rows},
+                            {"certified", l.certified},
+                            {"baseline", l.baseline},
+                            {"reorder", l.reorder},
+                            {"karmarkar_karp", l.karmarkar_karp},
+                            {"routepack", l.routepack},
+                            {"routepack_vs_baseline_pct", l.vs_baseline_pct},
+                            {"routepack_vs_reorder_pct", l.vs_reorder_pct},
+                            {"lower_bound", l.lower_bound},
+                            {"planner_s", l.planner_s},
+                            {"time_limit_hit", l.time_limit_hit},
+                            {"run", l.run},
+                            {"plan_file", l.plan_file},
+                            {"churn_slots", count(l.churn_slots)},
+                            {"churn_bytes", count(l.churn_bytes)}};
+        // On more than one node: the communication methods' joint cost and every method's inter-node
+        // copies (null with the reason when the window has no routes).
+        if (l.multi_node) {
+            o["grouter"] = value(l.grouter);
+            o["routepack+comm"] = value(l.routepack_comm);
+            nlohmann::json copies;
+            for (const auto& [name, v] : l.inter_copies)
+                copies[name] = value(v);
+            o["inter_node_copies"] = copies;
+            if (l.comm_unavailable) o["communication_note"] = kCommUnavailable;
+        }
+        j.push_back(std::move(o));
+    }
+    return j;
+}
+
+/// sweep.csv: a header and one CRLF-ended line per window (RFC 4180).
+std::string sweep_csv(const std::vector<SweepLine>& lines) {
+    // RFC 4180 field: quoted (quotes doubled) when it holds a comma, quote, CR or LF.
+    auto field = [](const std::string& v) {
+        if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
+        std::string out = "\"";
+        for (char ch : v)
+            out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+        return out + "\"";
+    };
+    auto count = [](std::int64_t v) { return v >= 0 ? std::to_string(v) : std::string(); };
+    auto copies = [](const std::optional<std::int64_t>& v) { return v ? std::to_string(*v) : std::string(); };
+    auto cost = [](const std::optional<double>& v) { return v ? fmt("%.17g", *v) : std::string(); };
+    std::ostringstream csv;
+    csv << "window,samples,rows,certified,baseline,reorder,karmarkar_karp,routepack,routepack_vs_baseline_pct,"
+           "routepack_vs_reorder_pct,lower_bound,planner_s,time_limit_hit,churn_slots,churn_bytes,run,grouter,"
+           "routepack+comm,"
+           "routepack_inter_node_copies,grouter_inter_node_copies,routepack+comm_inter_node_copies\r\n";
+    for (const SweepLine& l : lines) {
+        // Five empty fields on one node.
+        const std::string comm = !l.multi_node
+                                     ? ",,,,,"
+                                     : "," + cost(l.grouter) + "," + cost(l.routepack_comm) + "," +
+                                           copies(l.copies_of("routepack")) + "," + copies(l.copies_of("grouter")) +
+                                           "," + copies(l.copies_of("routepack+comm"));
+        csv << field(l.window) << "," << l.samples << "," << l.rows << "," << (l.certified ? 1 : 0) << ","
+            << fmt("%.17g", l.baseline) << "," << fmt("%.17g", l.reorder) << "," << fmt("%.17g", l.karmarkar_karp)
+            << "," << fmt("%.17g", l.routepack) << "," << fmt("%.6f", l.vs_baseline_pct) << ","
+            << fmt("%.6f", l.vs_reorder_pct) << "," << fmt("%.17g", l.lower_bound) << "," << fmt("%.6f", l.planner_s)
+            << "," << (l.time_limit_hit ? 1 : 0) << "," << count(l.churn_slots) << "," << count(l.churn_bytes) << ","
+            << l.run << comm << "\r\n";
+    }
+    return csv.str();
+}
+
+/// The printed table (without --json): one line per window, then the mean gain and the windows
+/// whose time limit fired.
+void print_sweep(const std::vector<SweepLine>& lines, const SweepCmd& c) {
+    std::cout << fmt_line("%-16s %7s %4s %11s %11s %11s %11s %9s %8s %7s", "window", "samples", "rows", "baseline",
+                          "reorder", "kk", "routepack", "vs base", "time_s", "churn")
+              << (c.expert_bytes > 0 ? "  churn bytes" : "") << "\n";
+    double sum_gain = 0;
+    for (const SweepLine& l : lines) {
+        sum_gain += l.vs_baseline_pct;
+        std::cout << fmt_line("%-16s %7zu %4d %11.4f %11.4f %11.4f %11.4f %+8.2f%% %8.3f %7s",
+                              util::printable(l.window).c_str(), l.samples, l.rows, l.baseline, l.reorder,
+                              l.karmarkar_karp, l.routepack, l.vs_baseline_pct, l.planner_s,
+                              l.churn_slots < 0 ? "-" : std::to_string(l.churn_slots).c_str())
+                  << (c.expert_bytes > 0 && l.churn_bytes >= 0 ? "  " + std::to_string(l.churn_bytes) : std::string())
+                  << "\n";
+    }
+    std::cout << "sweep: " << lines.size() << " windows of trace '" << util::printable(c.trace)
+              << "' planned and saved as runs " << lines.front().run << ".." << lines.back().run
+              << "; mean routepack vs baseline " << fmt("%+.2f%%", sum_gain / static_cast<double>(lines.size()))
+              << (c.out.empty() ? std::string() : "; written to " + c.out) << "\n";
+    std::string hit;
+    int hits = 0;
+    for (const SweepLine& l : lines)
+        if (l.time_limit_hit) hit += (hits++ ? ", " : "") + util::printable(l.window);
+    if (hits > 0)
+        std::cout << "time limit hit in " << hits << " of " << lines.size()
+                  << " windows (their searches stopped early): " << hit << "\n";
+}
+
+/// The flags' own checks, before anything is read.
+void check_sweep_flags(const SweepCmd& c) {
     // One expert's state is far below 1 TiB; with at most 2^22 slots per placement the churn in bytes
     // then fits 64 bits.
     if (c.expert_bytes < 0 || c.expert_bytes > (std::int64_t(1) << 40))
@@ -78,23 +240,13 @@ int run_sweep(const SweepCmd& c) {
             throw InputError(c.out +
                              ": is a symbolic link to nothing (--out names the folder to write the sweep into)");
     }
-    const Topology topology = load_plan_topology(c.plan);
-    auto lib = storage::Library::open(c.db, storage::OpenMode::ReadWrite);
-    const storage::TraceEntry trace = lib->trace(c.trace); // an unknown trace is refused by name
-    if (trace.load_only)
-        throw InputError("sweep: trace '" + util::printable(c.trace) +
-                         "' is load-only (per-layer expert totals, no samples): sweeps need windows of samples");
-    // Once for every window (they share the trace's model), before --out is created.
-    check_topology_for_model(topology, trace.model, topology_origin(c.plan.topology));
-    std::vector<std::string> names;
-    for (const auto& w : lib->windows(c.trace))
-        if (fnmatch(c.windows.c_str(), w.name.c_str(), 0) == 0) names.push_back(w.name);
-    std::sort(names.begin(), names.end(), natural_less);
-    if (names.empty())
-        throw InputError("sweep: trace '" + util::printable(c.trace) + "' has no window matching '" +
-                         util::printable(c.windows) + "'");
-    // Window names are free text: their plan files keep [A-Za-z0-9._-] only (no separators, no
-    // leading dot), so every plan lands inside --out; clashes get the window's position appended.
+}
+
+/// The plan file of each window in --out. Window names are free text: their plan files keep
+/// [A-Za-z0-9._-] only (no separators, no leading dot), so every plan lands inside --out; clashes
+/// get the window's position appended. Refuses a name that is not valid UTF-8 (plans and tables are
+/// JSON).
+std::vector<std::string> plan_file_names(const std::vector<std::string>& names, const std::string& trace) {
     std::vector<std::string> plan_files(names.size());
     std::set<std::string> used;
     for (std::size_t k = 0; k < names.size(); ++k) {
@@ -111,37 +263,76 @@ int run_sweep(const SweepCmd& c) {
         try {
             (void)nlohmann::json(n).dump();
         } catch (const nlohmann::json::exception&) {
-            throw InputError("sweep: window '" + util::printable(n) + "' of trace '" + util::printable(c.trace) +
+            throw InputError("sweep: window '" + util::printable(n) + "' of trace '" + util::printable(trace) +
                              "' has a name that is not valid UTF-8 (plans and tables are JSON); nothing was planned");
         }
     }
-    // The output folder appears whole at the end or not at all: its files are written into a
-    // staging folder beside it (checked now, before planning) and moved into place once the runs
-    // are saved; a failure, a signal or a kill leaves no output behind.
+    return plan_files;
+}
+
+/// Checks the output folder before planning: it appears whole at the end or not at all (a
+/// util::OutputFolder: its files are written into a staging folder beside it and moved into place
+/// once the runs are saved; a failure, a signal or a kill leaves no output behind).
+void check_sweep_folder(const std::string& out, const std::vector<std::string>& plan_files) {
+    std::error_code ec;
+    std::filesystem::path parent = std::filesystem::absolute(out, ec).lexically_normal();
+    if (!parent.has_filename()) parent = parent.parent_path();
+    parent = parent.parent_path();
+    while (!parent.empty() && !std::filesystem::exists(parent, ec) && parent != parent.parent_path())
+        parent = parent.parent_path(); // the folder under which the missing ones will be made
+    if (!std::filesystem::is_directory(parent, ec))
+        throw InputError(out + ": cannot create the sweep folder (" + parent.string() + " is not a folder)");
+    std::vector<std::string> targets = plan_files;
+    targets.emplace_back("sweep.csv");
+    targets.emplace_back("sweep.json");
+    for (const auto& t : targets) {
+        const auto st = std::filesystem::symlink_status(std::filesystem::path(out) / t, ec);
+        if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+            throw InputError((std::filesystem::path(out) / t).string() +
+                             ": exists and is not a regular file; nothing was planned");
+    }
+    if (std::filesystem::exists(out, ec) && access(out.c_str(), W_OK) != 0)
+        throw InputError(out + ": folder is not writable; nothing was planned");
+    if (access(parent.c_str(), W_OK) != 0)
+        throw InputError(out + ": cannot create the sweep folder (folder " + parent.string() +
+                         " is not writable); nothing was planned");
+}
+
+/// Plans the windows matching `--windows` (a shell pattern, default every window) in natural name
+/// order. The windows run in parallel (plan_windows) on --threads workers (0 = all cores), one
+/// planner worker each, so every plan is the one `routepack plan --threads 1` gives for that window
+/// and seed. Each finished plan is saved as a run of its window; gains and churn come from
+/// summarize_steps (core/plan/run_steps.h), bytes = churn x --expert-bytes. Output: one line per
+/// window (or --json), and with --out DIR: DIR/sweep.csv, DIR/sweep.json and one
+/// DIR/<window>.plan.json per window (plan_file_names, recorded as plan_file).
+int run_sweep(const SweepCmd& c) {
+    catch_sigint(); // before anything is created: a signal from here on stops the sweep cleanly
+    PlannerBudgets budgets = c.plan.budgets;
+    if (c.plan.seed_given) budgets.seed = parse_seed(c.plan.seed_text, "sweep");
+    check_planner_budgets(budgets, "sweep");
+    check_sweep_flags(c);
+    // What a killed sweep left beside --out goes first, so a sweep stopped or refused at any later
+    // point never leaves an older partial folder behind.
+    if (!c.out.empty()) util::remove_stale_partial_folders(c.out);
+    const Topology topology = load_plan_topology(c.plan);
+    auto lib = storage::Library::open(c.db, storage::OpenMode::ReadWrite);
+    const storage::TraceEntry trace = lib->trace(c.trace); // an unknown trace is refused by name
+    if (trace.load_only)
+        throw InputError("sweep: trace '" + util::printable(c.trace) +
+                         "' is load-only (per-layer expert totals, no samples): sweeps need windows of samples");
+    // Once for every window (they share the trace's model), before --out is created.
+    check_topology_for_model(topology, trace.model, topology_origin(c.plan.topology));
+    std::vector<std::string> names;
+    for (const auto& w : lib->windows(c.trace))
+        if (fnmatch(c.windows.c_str(), w.name.c_str(), 0) == 0) names.push_back(w.name);
+    std::sort(names.begin(), names.end(), natural_less);
+    if (names.empty())
+        throw InputError("sweep: trace '" + util::printable(c.trace) + "' has no window matching '" +
+                         util::printable(c.windows) + "'");
+    const std::vector<std::string> plan_files = plan_file_names(names, c.trace);
     std::optional<util::OutputFolder> out_folder;
     if (!c.out.empty()) {
-        std::error_code ec;
-        std::filesystem::path parent = std::filesystem::absolute(c.out, ec).lexically_normal();
-        if (!parent.has_filename()) parent = parent.parent_path();
-        parent = parent.parent_path();
-        while (!parent.empty() && !std::filesystem::exists(parent, ec) && parent != parent.parent_path())
-            parent = parent.parent_path(); // the folder under which the missing ones will be made
-        if (!std::filesystem::is_directory(parent, ec))
-            throw InputError(c.out + ": cannot create the sweep folder (" + parent.string() + " is not a folder)");
-        std::vector<std::string> targets = plan_files;
-        targets.emplace_back("sweep.csv");
-        targets.emplace_back("sweep.json");
-        for (const auto& t : targets) {
-            const auto st = std::filesystem::symlink_status(std::filesystem::path(c.out) / t, ec);
-            if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
-                throw InputError((std::filesystem::path(c.out) / t).string() +
-                                 ": exists and is not a regular file; nothing was planned");
-        }
-        if (std::filesystem::exists(c.out, ec) && access(c.out.c_str(), W_OK) != 0)
-            throw InputError(c.out + ": folder is not writable; nothing was planned");
-        if (access(parent.c_str(), W_OK) != 0)
-            throw InputError(c.out + ": cannot create the sweep folder (folder " + parent.string() +
-                             " is not writable); nothing was planned");
+        check_sweep_folder(c.out, plan_files);
         out_folder.emplace(c.out);
     }
     std::vector<PlanInput> inputs(names.size());
@@ -181,99 +372,18 @@ int run_sweep(const SweepCmd& c) {
     }
     for (std::size_t k = 0; k < names.size(); ++k)
         if (!errors[k].empty()) throw InputError("sweep: window '" + util::printable(names[k]) + "': " + errors[k]);
-    for (std::size_t k = 1; k < rows.size(); ++k) {
-        rows[k].churn = 0;
-        for (const auto& layer :
-             placement_moves(rows[k].plan.placement.routepack, rows[k - 1].plan.placement.routepack))
-            rows[k].churn += static_cast<std::int64_t>(layer.size());
-    }
     std::vector<const PlanResult*> results;
     for (const auto& r : rows)
         results.push_back(&r.plan);
-
-    // RFC 4180 field: quoted (quotes doubled) when it holds a comma, quote, CR or LF.
-    auto csv_field = [](const std::string& v) {
-        if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
-        std::string out = "\"";
-        for (char ch : v)
-            out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-        return out + "\"";
-    };
-    auto gain = [](double base, double x) { return base > 0 ? 100.0 * (x - base) / base : 0.0; };
-    nlohmann::json j = nlohmann::json::array();
-    std::ostringstream csv;
+    std::vector<SweepLine> lines;
     // Inside the transaction that saves the runs (their ids are in the tables): the files go to the
     // staging folder, and a signal received by then rolls every run back.
     auto tables = [&](const std::vector<std::int64_t>& run_ids) {
-        for (std::size_t k = 0; k < rows.size(); ++k)
-            rows[k].run_id = run_ids[k];
-        csv << "window,samples,rows,certified,baseline,reorder,karmarkar_karp,routepack,routepack_vs_baseline_pct,"
-               "routepack_vs_reorder_pct,lower_bound,planner_s,time_limit_hit,churn_slots,churn_bytes,run,grouter,"
-               "routepack+comm,"
-               "routepack_inter_node_copies,grouter_inter_node_copies,routepack+comm_inter_node_copies\r\n";
-        for (const auto& r : rows) {
-            const PlanResult& p = r.plan;
-            const double base = p.baseline.metrics.score.max_u, rp = p.routepack.metrics.score.max_u;
-            nlohmann::json o = {{"window", r.window},
-                                {"samples", p.samples.size()},
-                                {"rows", p.rows.rows},
-                                {"certified", p.rows.certified},
-                                {"baseline", base},
-                                {"reorder", p.reorder.metrics.score.max_u},
-                                {"karmarkar_karp", p.karmarkar_karp.metrics.score.max_u},
-                                {"routepack", rp},
-                                {"routepack_vs_baseline_pct", gain(base, rp)},
-                                {"routepack_vs_reorder_pct", gain(p.reorder.metrics.score.max_u, rp)},
-                                {"lower_bound", p.bound.value},
-                                {"planner_s", p.timings.count("total") ? p.timings.at("total") : 0.0},
-                                {"time_limit_hit", p.time_limit_hit},
-                                {"run", r.run_id},
-                                {"plan_file", c.out.empty() ? std::string() : plan_files[j.size()]}};
-            if (r.churn >= 0) {
-                o["churn_slots"] = r.churn;
-                o["churn_bytes"] =
-                    c.expert_bytes > 0 ? nlohmann::json(r.churn * c.expert_bytes) : nlohmann::json(nullptr);
-            } else {
-                o["churn_slots"] = nullptr;
-                o["churn_bytes"] = nullptr;
-            }
-            // On more than one node: the communication methods' joint cost and every method's inter-node
-            // copies (null with the reason when the window has no routes).
-            std::string comm_csv = ",,,,,"; // five empty fields on one node
-            if (p.comm.nodes > 1) {
-                o["grouter"] =
-                    p.comm.grouter ? nlohmann::json(p.comm.grouter->metrics.score.max_u) : nlohmann::json(nullptr);
-                o["routepack+comm"] = p.comm.routepack_comm ? nlohmann::json(p.comm.routepack_comm->metrics.score.max_u)
-                                                            : nlohmann::json(nullptr);
-                nlohmann::json copies;
-                for (const MethodResult* m : p.methods())
-                    copies[m->key()] = m->comm ? nlohmann::json(m->comm->inter_total) : nlohmann::json(nullptr);
-                o["inter_node_copies"] = copies;
-                if (!p.routepack.comm) o["communication_note"] = kCommUnavailable;
-                auto num = [](const nlohmann::json& v) {
-                    return v.is_null() ? std::string() : fmt("%.17g", v.get<double>());
-                };
-                auto count = [](const std::optional<MethodResult>& m) {
-                    return m && m->comm ? std::to_string(m->comm->inter_total) : std::string();
-                };
-                comm_csv = "," + num(o["grouter"]) + "," + num(o["routepack+comm"]) + "," +
-                           (p.routepack.comm ? std::to_string(p.routepack.comm->inter_total) : std::string()) + "," +
-                           count(p.comm.grouter) + "," + count(p.comm.routepack_comm);
-            }
-            j.push_back(o);
-            csv << csv_field(r.window) << "," << p.samples.size() << "," << p.rows.rows << ","
-                << (p.rows.certified ? 1 : 0) << "," << fmt("%.17g", base) << ","
-                << fmt("%.17g", p.reorder.metrics.score.max_u) << ","
-                << fmt("%.17g", p.karmarkar_karp.metrics.score.max_u) << "," << fmt("%.17g", rp) << ","
-                << fmt("%.6f", gain(base, rp)) << "," << fmt("%.6f", gain(p.reorder.metrics.score.max_u, rp)) << ","
-                << fmt("%.17g", p.bound.value) << "," << fmt("%.6f", o["planner_s"].get<double>()) << ","
-                << (p.time_limit_hit ? 1 : 0) << "," << (r.churn >= 0 ? std::to_string(r.churn) : "") << ","
-                << (r.churn >= 0 && c.expert_bytes > 0 ? std::to_string(r.churn * c.expert_bytes) : "") << ","
-                << r.run_id << comm_csv << "\r\n";
-        }
+        lines = sweep_lines(rows, run_ids, c.out.empty() ? std::vector<std::string>(rows.size()) : plan_files,
+                            c.expert_bytes);
         if (out_folder) {
-            out_folder->write("sweep.json", j.dump(2) + "\n", "sweep table");
-            std::string text = csv.str();
+            out_folder->write("sweep.json", sweep_json(lines).dump(2) + "\n", "sweep table");
+            std::string text = sweep_csv(lines);
             text.pop_back(); // the last line ends in "\r\n" like every other
             out_folder->write("sweep.csv", text + "\n", "sweep table");
             for (std::size_t k = 0; k < rows.size(); ++k)
@@ -290,40 +400,10 @@ int run_sweep(const SweepCmd& c) {
         std::cerr << "routepack: sweep interrupted: no run was saved and nothing was written\n";
         return 130;
     }
-    if (c.plan.json) {
-        std::cout << j.dump(2) << "\n";
-    } else {
-        std::cout << fmt_line("%-16s %7s %4s %11s %11s %11s %11s %9s %8s %7s", "window", "samples", "rows", "baseline",
-                              "reorder", "kk", "routepack", "vs base", "time_s", "churn")
-                  << (c.expert_bytes > 0 ? "  churn bytes" : "") << "\n";
-        double sum_gain = 0;
-        for (const auto& o : j) {
-            sum_gain += o["routepack_vs_baseline_pct"].get<double>();
-            std::cout << fmt_line(
-                             "%-16s %7zu %4d %11.4f %11.4f %11.4f %11.4f %+8.2f%% %8.3f %7s",
-                             util::printable(o["window"].get<std::string>()).c_str(), o["samples"].get<std::size_t>(),
-                             o["rows"].get<int>(), o["baseline"].get<double>(), o["reorder"].get<double>(),
-                             o["karmarkar_karp"].get<double>(), o["routepack"].get<double>(),
-                             o["routepack_vs_baseline_pct"].get<double>(), o["planner_s"].get<double>(),
-                             o["churn_slots"].is_null() ? "-"
-                                                        : std::to_string(o["churn_slots"].get<std::int64_t>()).c_str())
-                      << (c.expert_bytes > 0 && !o["churn_bytes"].is_null()
-                              ? "  " + std::to_string(o["churn_bytes"].get<std::int64_t>())
-                              : std::string())
-                      << "\n";
-        }
-        std::cout << "sweep: " << rows.size() << " windows of trace '" << util::printable(c.trace)
-                  << "' planned and saved as runs " << rows.front().run_id << ".." << rows.back().run_id
-                  << "; mean routepack vs baseline " << fmt("%+.2f%%", sum_gain / static_cast<double>(rows.size()))
-                  << (c.out.empty() ? std::string() : "; written to " + c.out) << "\n";
-        std::string hit;
-        int hits = 0;
-        for (const auto& r : rows)
-            if (r.plan.time_limit_hit) hit += (hits++ ? ", " : "") + util::printable(r.window);
-        if (hits > 0)
-            std::cout << "time limit hit in " << hits << " of " << rows.size()
-                      << " windows (their searches stopped early): " << hit << "\n";
-    }
+    if (c.plan.json)
+        std::cout << sweep_json(lines).dump(2) << "\n";
+    else
+        print_sweep(lines, c);
     bool cancelled = false;
     for (const auto& r : rows)
         cancelled = cancelled || r.plan.cancelled;

@@ -2,6 +2,7 @@
 #include "storage/library.h"
 
 #include "core/util/errors.h"
+#include "core/util/json_field.h"
 #include "core/util/text.h"
 #include "storage/counts_codec.h"
 #include "storage/library_internal.h"
@@ -264,12 +265,17 @@ ModelDescription read_model(const Statement& st, int col, const std::filesystem:
         static_cast<int>(checked_int(st, col + 1, 1, kIntMax, file, where, "model row", "num_hidden_layers"));
     m.experts = static_cast<int>(checked_int(st, col + 2, 1, kIntMax, file, where, "model row", "experts"));
     m.top_k = static_cast<int>(checked_int(st, col + 3, 0, kIntMax, file, where, "model row", "top_k"));
+    nlohmann::json layers;
     try {
-        m.moe_layers = nlohmann::json::parse(st.text(col + 4)).get<std::vector<int>>();
+        layers = nlohmann::json::parse(st.text(col + 4));
     } catch (const nlohmann::json::exception& e) {
         throw InputError(file.string() + ": trace '" + shown(trace) + "': damaged model row (moe_layers: " + e.what() +
                          ")");
     }
+    const util::JsonField f(layers, file.string() + ": trace '" + shown(trace) + "' model row", "moe_layers");
+    const std::size_t n = f.list("a list of layer ids");
+    for (std::size_t i = 0; i < n; ++i)
+        m.moe_layers.push_back(static_cast<int>(f[i].integer(0, kIntMax)));
     m.source = st.text(col + 5);
     return m;
 }

@@ -65,6 +65,7 @@ private:
     ModelDescription model_;
     std::size_t stride_ = 0; ///< L*E
     bool load_only_ = false;
+    TraceFormat format_ = TraceFormat::Auto; ///< the format begin() was given
     std::string aggregate_source_;
     std::size_t written_ = 0;
     std::vector<std::uint64_t> totals_; ///< [L][E]

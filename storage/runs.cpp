@@ -4,9 +4,10 @@
 
 #include "core/plan/budgets_json.h"
 #include "core/plan/method.h"
+#include "core/plan/metrics_json.h"
 #include "core/plan/plan_file.h"
 #include "core/util/errors.h"
-#include "core/util/json.h"
+#include "core/util/json_field.h"
 #include "core/util/text.h"
 #include "storage/sqlite_util.h"
 
@@ -139,41 +140,22 @@ int method_order(const std::string& key) {
 }
 
 std::string metrics_json(const LayoutMetrics& m) {
-    nlohmann::ordered_json j;
-    j["cv_global"] = m.cv_global;
-    j["ep_peak_sum"] = m.ep_peak_sum;
-    j["ep_tail_peak"] = m.ep_tail_peak;
-    j["ep_balance_efficiency"] = m.ep_balance_efficiency;
-    j["attention_sum"] = m.attention_sum;
-    j["joint"] = m.joint;
-    j["cap_violations"] = m.cap_violations;
-    j["empty_cells"] = m.empty_cells;
+    nlohmann::ordered_json j = nlohmann::ordered_json::object();
+    write_layout_metrics(m, j);
     return j.dump();
 }
 
-/// Reads a run_results.metrics value (metrics_json). Integers are range-checked, never cast from an
-/// arbitrary float (1e300 as cap_violations is undefined behaviour in a plain conversion):
-/// InputError "<origin>: damaged metrics[: <field> ...]".
+/// Reads a run_results.metrics value (metrics_json; the score is in its own columns):
+/// InputError "<origin>: damaged metrics" for text that is no JSON, read_layout_metrics' errors
+/// ("<origin>: cap_violations is 1e+300, not an integer in 0..2147483647") otherwise.
 LayoutMetrics parse_metrics(const std::string& text, const std::string& origin) {
-    LayoutMetrics m;
-    const std::string where = origin + ": damaged metrics";
+    nlohmann::json j;
     try {
-        const auto j = nlohmann::json::parse(text);
-        auto count = [&](const char* key, std::int64_t hi) {
-            return util::json_int_value(j.at(key), where, key, 0, hi);
-        };
-        m.cv_global = j.at("cv_global").get<double>();
-        m.ep_peak_sum = count("ep_peak_sum", INT64_MAX);
-        m.ep_tail_peak = count("ep_tail_peak", INT64_MAX);
-        m.ep_balance_efficiency = j.at("ep_balance_efficiency").get<double>();
-        m.attention_sum = j.at("attention_sum").get<double>();
-        m.joint = j.at("joint").get<double>();
-        m.cap_violations = static_cast<int>(count("cap_violations", INT32_MAX));
-        m.empty_cells = static_cast<int>(count("empty_cells", INT32_MAX));
+        j = nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception&) {
-        throw InputError(where);
+        throw InputError(origin + ": damaged metrics");
     }
-    return m;
+    return read_layout_metrics(util::JsonField(j, origin));
 }
 
 std::string timings_json(const std::map<std::string, double>& t) {
@@ -232,13 +214,16 @@ RunEntry read_run(sqlite3* db, const Statement& st, const std::filesystem::path&
     r.started_at = st.text(10);
     r.finished_at = st.is_null(11) ? std::string() : st.text(11);
     if (!st.is_null(12)) {
+        nlohmann::json t;
         try {
-            const nlohmann::json t = nlohmann::json::parse(st.text(12));
-            for (const auto& [k, v] : t.items())
-                r.timings[k] = v.get<double>();
+            t = nlohmann::json::parse(st.text(12));
         } catch (const nlohmann::json::exception&) {
             throw InputError(origin + ": damaged timings");
         }
+        const util::JsonField timings(t, origin + " timings");
+        timings.object();
+        for (const auto& [k, v] : t.items())
+            r.timings[k] = timings[k].number();
     }
     if (r.plan_id > 0) {
         r.fingerprint = st.text(13);
@@ -254,7 +239,7 @@ RunEntry read_run(sqlite3* db, const Statement& st, const std::filesystem::path&
         RunMethodEntry m;
         m.method = method_of_schema(res.text(0));
         m.rows = static_cast<int>(res.int64(1));
-        m.metrics = parse_metrics(res.text(5), origin + " " + m.method);
+        m.metrics = parse_metrics(res.text(5), origin + " " + m.method + " metrics");
         m.metrics.score = Score{res.real(2), res.real(3), res.real(4)};
         r.results.push_back(std::move(m));
     }

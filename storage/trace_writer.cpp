@@ -71,7 +71,8 @@ void TraceWriter::begin(const ModelDescription& model, TraceFormat format) {
     Statement insert(db_, file_,
                      "INSERT INTO traces (name, format, load_only, model_id, imported_at) "
                      "VALUES (?1, ?2, ?3, ?4, ?5)");
-    insert.bind(1, name_).bind(2, to_string(format)).bind(3, format == TraceFormat::Aggregate ? 1 : 0);
+    format_ = format;
+    insert.bind(1, name_).bind(2, to_string(format)).bind(3, is_load_only(format) ? 1 : 0);
     insert.bind(4, model_id).bind(5, utc_now_iso8601());
     insert.run();
     trace_id_ = sqlite3_last_insert_rowid(db_);
@@ -156,7 +157,7 @@ void TraceWriter::aggregate(AggregateCounts&& counts) {
     if (!load_only_) {
         load_only_ = true;
         Statement update(db_, file_, "UPDATE traces SET load_only = 1, format = ?1 WHERE id = ?2");
-        update.bind(1, to_string(TraceFormat::Aggregate)).bind(2, trace_id_);
+        update.bind(1, to_string(is_load_only(format_) ? format_ : TraceFormat::Aggregate)).bind(2, trace_id_);
         update.run();
     }
     if (!counts.source.empty()) {

@@ -569,7 +569,7 @@ private Q_SLOTS:
         r = import({QStringLiteral("--model-config"), q(tmp / "cfg.json")}, q(tmp / "n.json"));
         QCOMPARE(r.code, 1);
         QCOMPARE(r.err, QStringLiteral("routepack: error: ") + q(tmp / "cfg.json") +
-                            QStringLiteral(": field 'num_hidden_layers' = 4294967308 is out of range 1..100000\n"));
+                            QStringLiteral(": num_hidden_layers is 4294967308, not an integer in 1..100000\n"));
         r = import({QStringLiteral("--model-config"), q(tmp)}, q(tmp / "n.json"));
         QCOMPARE(r.code, 1);
         QCOMPARE(r.err, QStringLiteral("routepack: error: ") + q(tmp) +

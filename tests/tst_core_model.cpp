@@ -1,18 +1,23 @@
-// Model descriptions, layer lists, natural id order, fingerprints, load CV.
+// Model descriptions, layer lists, natural id order, fingerprints, load CV, and the one JSON field
+// reader (util::JsonField) with every error wording.
 #include "core/model/model.h"
 #include "core/model/trace.h"
 #include "core/util/atomic_file.h"
 #include "core/util/errors.h"
+#include "core/util/json_field.h"
 #include "tests/testutil.h"
 
 #include <QtTest>
 
 #include <cerrno>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 
 using namespace routepack;
+using routepack::test::error_of;
 
 class TestCoreModel : public QObject {
     Q_OBJECT
@@ -240,40 +245,40 @@ private Q_SLOTS:
         QTest::addColumn<QString>("error");
         const QString base = QStringLiteral(R"("num_experts": 8, "num_experts_per_tok": 2)");
         QTest::newRow("layers wrap") << true << R"({"num_hidden_layers": 4294967308, )" + base + "}"
-                                     << "c.json: field 'num_hidden_layers' = 4294967308 is out of range 1..100000";
+                                     << "c.json: num_hidden_layers is 4294967308, not an integer in 1..100000";
         QTest::newRow("layers 2e8") << true << R"({"num_hidden_layers": 200000000, )" + base + "}"
-                                    << "c.json: field 'num_hidden_layers' = 200000000 is out of range 1..100000";
+                                    << "c.json: num_hidden_layers is 200000000, not an integer in 1..100000";
         QTest::newRow("experts uint64")
             << true << R"({"num_hidden_layers": 6, "num_experts": 18446744073709551615, "num_experts_per_tok": 2})"
-            << "c.json: field 'num_experts' = 18446744073709551615 is out of range 1..1048576";
+            << "c.json: num_experts is 18446744073709551615, not an integer in 1..1048576";
         QTest::newRow("negative top-k") << true
                                         << R"({"num_hidden_layers": 6, "num_experts": 8, "num_experts_per_tok": -2})"
-                                        << "c.json: field 'num_experts_per_tok' = -2 is out of range 1..1024";
+                                        << "c.json: num_experts_per_tok is -2, not an integer in 1..1024";
         QTest::newRow("mlp_only_layers strings")
             << true << R"({"num_hidden_layers": 6, "mlp_only_layers": ["a"], )" + base + "}"
-            << "c.json: field 'mlp_only_layers[0]' must be an integer";
+            << "c.json: mlp_only_layers[0] is \"a\", not an integer in 0..99999";
         QTest::newRow("mlp_only_layers huge")
             << true << R"({"num_hidden_layers": 6, "mlp_only_layers": [4294967297], )" + base + "}"
-            << "c.json: field 'mlp_only_layers[0]' = 4294967297 is out of range 0..99999";
+            << "c.json: mlp_only_layers[0] is 4294967297, not an integer in 0..99999";
         QTest::newRow("moe_layers strings") << true << R"({"num_hidden_layers": 6, "moe_layers": ["1"], )" + base + "}"
-                                            << "c.json: field 'moe_layers[0]' must be an integer";
+                                            << "c.json: moe_layers[0] is \"1\", not an integer in 0..99999";
         QTest::newRow("model_type number") << true << R"({"num_hidden_layers": 6, "model_type": 5, )" + base + "}"
-                                           << "c.json: field 'model_type' must be a string";
+                                           << "c.json: model_type is 5, not a string";
         QTest::newRow("number overflow") << true << R"({"num_hidden_layers": 6, "x": 1e999, )" + base + "}"
                                          << "c.json: malformed JSON: number overflow parsing '1e999' (field x)";
         QTest::newRow("name number")
             << false << R"({"name": 5, "num_hidden_layers": 2, "experts": 4, "top_k": 2, "moe_layers": [1]})"
-            << "c.json: field 'name' must be a string";
+            << "c.json: name is 5, not a string";
         QTest::newRow("description layers wrap")
             << false << R"({"name": "x", "num_hidden_layers": 4294967298, "experts": 4, "top_k": 2, "moe_layers": [1]})"
-            << "c.json: field 'num_hidden_layers' = 4294967298 is out of range 1..100000";
+            << "c.json: num_hidden_layers is 4294967298, not an integer in 1..100000";
         QTest::newRow("description layer id wraps")
             << false << R"({"name": "x", "num_hidden_layers": 2, "experts": 4, "top_k": 2, "moe_layers": [4294967297]})"
-            << "c.json: field 'moe_layers[0]' = 4294967297 is out of range 0..99999";
+            << "c.json: moe_layers[0] is 4294967297, not an integer in 0..99999";
         QTest::newRow("description source list")
             << false
             << R"({"name": "x", "num_hidden_layers": 2, "experts": 4, "top_k": 2, "moe_layers": [1], "source": [[1]]})"
-            << "c.json: field 'source' must be a string";
+            << "c.json: source is a list, not a string";
     }
     void hostileModelFiles() {
         QFETCH(bool, hf);
@@ -288,6 +293,115 @@ private Q_SLOTS:
         } catch (const InputError& e) {
             QCOMPARE(QString::fromStdString(e.what()), error);
         }
+    }
+    // Every wording of the one field reader, on hand cases: the value as written (never narrowed,
+    // wrapped or rounded), then the whole rule; "is missing" for an absent field.
+    void jsonFieldErrors_data() {
+        QTest::addColumn<QString>("json"); // the document; the field read is {"a": {"b": [x]}}.a.b[0]
+        QTest::addColumn<QString>("read");
+        QTest::addColumn<QString>("error");
+        auto row = [](const char* name, const char* value, const char* read, const char* error) {
+            QTest::newRow(name) << QStringLiteral(R"({"a": {"b": [%1]}})").arg(QLatin1String(value))
+                                << QString::fromLatin1(read) << QString::fromLatin1(error);
+        };
+        row("missing", "", "int", "f.json: a.b[0] is missing");
+        row("string", "\"7\"", "int", "f.json: a.b[0] is \"7\", not an integer in 1..64");
+        row("list", "[7]", "int", "f.json: a.b[0] is a list, not an integer in 1..64");
+        row("null", "null", "int", "f.json: a.b[0] is null, not an integer in 1..64");
+        row("boolean", "true", "int", "f.json: a.b[0] is true, not an integer in 1..64");
+        row("fraction", "1.5", "int", "f.json: a.b[0] is 1.5, not an integer in 1..64");
+        row("integral float refused", "2.0", "int", "f.json: a.b[0] is 2.0, not an integer in 1..64");
+        row("fraction accepted kind", "1.5", "int-floats", "f.json: a.b[0] is 1.5, not an integer in 1..64");
+        row("below", "0", "int", "f.json: a.b[0] is 0, not an integer in 1..64");
+        row("negative", "-4", "int", "f.json: a.b[0] is -4, not an integer in 1..64");
+        row("above", "65", "int", "f.json: a.b[0] is 65, not an integer in 1..64");
+        row("2^32+1", "4294967297", "int", "f.json: a.b[0] is 4294967297, not an integer in 1..64");
+        row("2^63", "9223372036854775808", "int64", "f.json: a.b[0] is 9223372036854775808, not an integer");
+        row("2^64-1 as int64", "18446744073709551615", "int64",
+            "f.json: a.b[0] is 18446744073709551615, not an integer");
+        row("2^64", "18446744073709551616", "uint64",
+            "f.json: a.b[0] is 1.8446744073709552e+19, not an integer in 0..18446744073709551615");
+        row("float 2^63", "9223372036854775808.0", "int-floats",
+            "f.json: a.b[0] is 9.223372036854776e+18, not an integer in 1..64");
+        row("negative unsigned", "-1", "uint64", "f.json: a.b[0] is -1, not an integer in 0..18446744073709551615");
+        row("number string", "\"x\"", "number", "f.json: a.b[0] is \"x\", not a finite number");
+        row("number out of range", "1.5", "fraction", "f.json: a.b[0] is 1.5, not a number in (0, 1]");
+        row("number at open end", "0", "fraction", "f.json: a.b[0] is 0, not a number in (0, 1]");
+        row("number below", "-0.5", "at-least", "f.json: a.b[0] is -0.5, not a finite number >= 0");
+        row("string wanted", "5", "string", "f.json: a.b[0] is 5, not a string");
+        row("boolean wanted", "1", "bool", "f.json: a.b[0] is 1, not true or false");
+        row("list wanted", "{\"k\": 1}", "list", "f.json: a.b[0] is an object, not a list");
+        row("object wanted", "[1]", "object", "f.json: a.b[0] is a list, not an object");
+        row("empty list", "[]", "object", "f.json: a.b[0] is [], not an object");
+        row("empty object", "{}", "list", "f.json: a.b[0] is {}, not a list");
+        row("unknown field", "{\"x\": 1, \"y\": 2}", "only", "f.json: a.b[0]: unknown field 'y' (known: x, z)");
+    }
+    void jsonFieldErrors() {
+        QFETCH(QString, json);
+        QFETCH(QString, read);
+        QFETCH(QString, error);
+        const nlohmann::json doc = util::parse_json_document(json.toStdString(), "f.json");
+        const util::JsonField f = util::JsonField(doc, "f.json")["a"]["b"][0];
+        const std::string r = read.toStdString();
+        try {
+            if (r == "int") (void)f.integer(1, 64);
+            if (r == "int-floats") (void)f.integer(1, 64, util::IntegralFloats::Accept);
+            if (r == "int64") (void)f.integer();
+            if (r == "uint64") (void)f.unsigned_integer();
+            if (r == "number") (void)f.number();
+            if (r == "fraction") (void)f.number(0, 1, true, false);
+            if (r == "at-least") (void)f.number(0, std::numeric_limits<double>::max());
+            if (r == "string") (void)f.string();
+            if (r == "bool") (void)f.boolean();
+            if (r == "list") (void)f.list();
+            if (r == "object") f.object();
+            if (r == "only") f.only({"x", "z"});
+            QFAIL("no error");
+        } catch (const InputError& e) {
+            QCOMPARE(QString::fromStdString(e.what()), error);
+        }
+    }
+    // Non-finite numbers reach the reader from values built in memory (JSON text has none): NaN
+    // and infinities are refused by name, shown as nan / inf, never as JSON's null.
+    void jsonFieldNonFinite() {
+        const nlohmann::json doc = {{"x", std::nan("")}, {"y", -HUGE_VAL}, {"z", HUGE_VAL}};
+        const util::JsonField f(doc, "run 3 metrics");
+        QCOMPARE(QString::fromStdString(error_of<InputError>([&] { (void)f["x"].number(); })),
+                 QStringLiteral("run 3 metrics: x is nan, not a finite number"));
+        QCOMPARE(QString::fromStdString(error_of<InputError>([&] { (void)f["y"].number(-1, 1); })),
+                 QStringLiteral("run 3 metrics: y is -inf, not a number in [-1, 1]"));
+        QCOMPARE(QString::fromStdString(
+                     error_of<InputError>([&] { (void)f["z"].integer(0, 10, util::IntegralFloats::Accept); })),
+                 QStringLiteral("run 3 metrics: z is inf, not an integer in 0..10"));
+    }
+    // What the reader returns: exact integers across the whole 64-bit ranges, integral floats only
+    // when asked, finite numbers, and the document itself named by its origin alone.
+    void jsonFieldValues() {
+        const nlohmann::json doc = nlohmann::json::parse(
+            R"({"big": 4294967297, "max": 18446744073709551615, "min": -9223372036854775808, "f": 232795.0,
+                "x": 0.25, "s": "name", "t": true, "l": [1, 2, 3], "n": null})");
+        const util::JsonField f(doc, "f.json");
+        QCOMPARE(f["big"].integer(0, INT64_MAX), std::int64_t(4294967297));
+        QCOMPARE(f["max"].unsigned_integer(), std::numeric_limits<std::uint64_t>::max());
+        QCOMPARE(f["min"].integer(), std::numeric_limits<std::int64_t>::min());
+        QCOMPARE(f["f"].integer(0, 1 << 20, util::IntegralFloats::Accept), std::int64_t(232795));
+        QCOMPARE(f["f"].unsigned_integer(1 << 20, util::IntegralFloats::Accept), std::uint64_t(232795));
+        QCOMPARE(f["x"].number(0, 1, true, true), 0.25);
+        QCOMPARE(f["s"].string(), std::string("name"));
+        QVERIFY(f["t"].boolean());
+        QCOMPARE(f["l"].list(), std::size_t(3));
+        QCOMPARE(f["l"][2].integer(), std::int64_t(3));
+        QVERIFY(f["n"].exists() && !f["n"].given());
+        QVERIFY(!f["nope"].exists() && !f["l"][3].exists() && !f["s"]["k"].exists());
+        QCOMPARE(f["l"][2].where(), std::string("f.json: l[2]"));
+        QCOMPARE(f.where(), std::string("f.json"));
+        QCOMPARE(QString::fromStdString(error_of<InputError>([&] { (void)f.string(); })),
+                 QStringLiteral("f.json is an object, not a string"));
+        // The importers' shorthand reads the same way, with the same words.
+        QCOMPARE(util::json_int_value(doc["f"], "f.json", "f", 0, 1 << 20), std::int64_t(232795));
+        QCOMPARE(QString::fromStdString(
+                     error_of<InputError>([&] { (void)util::json_int_value(doc["x"], "f.json", "x", 0, 9); })),
+                 QStringLiteral("f.json: x is 0.25, not an integer in 0..9"));
     }
     void realCheckpointConfigs_data() {
         QTest::addColumn<QString>("folder");

@@ -884,13 +884,13 @@ private Q_SLOTS:
             "in/s.json: sample s#0: meta_info.routed_experts rows have 2 layers, expected num_hidden_layers 3");
         add("sglang start_len type", SGLang, "s.json",
             sglang_record(kRoutesI32, "\"routed_experts_start_len\": \"5\", "),
-            "in/s.json: sample s#0: meta_info.routed_experts_start_len is not an integer");
+            "in/s.json: sample s#0: meta_info.routed_experts_start_len is \"5\", not an integer in 0..1099511627776");
         add("sglang map layers", SGLang, "s.json",
             sglang_record(kRoutesI32, "\"physical_to_logical_map\": [[0, 1], [0, 1]], "),
             "in/s.json: sample s#0: physical_to_logical_map has 2 layers, expected 3 (the routed_experts layer axis)");
         add("sglang map value", SGLang, "s.json",
             sglang_record(kRoutesI32, "\"physical_to_logical_map\": [[0], [0, 1, 2, 3], [0, 1, 7, 3]], "),
-            "in/s.json: sample s#0: physical_to_logical_map[2][2] = 7 is not a logical expert id (0..3)");
+            "in/s.json: sample s#0: physical_to_logical_map[2][2] is 7, not an integer in 0..3");
         add("sglang physical id outside map", SGLang, "s.json",
             sglang_record("AAAAAAAAAAAFAAAABAAAAAEAAAACAAAA",
                           "\"physical_to_logical_map\": [[0], [0, 1, 2, 3], [0, 1, 2, 3]], "),
@@ -1065,52 +1065,52 @@ private Q_SLOTS:
             "in/s.json: sample s#0: meta_info.id must be a string or integer, not a boolean");
         add("sglang deep map entry", SGLang, "s.json",
             sglang_record(kRoutesI32, "\"physical_to_logical_map\": [[0], [0, 1, " + deep + ", 3], [0, 1, 2, 3]], "),
-            "in/s.json: sample s#0: physical_to_logical_map[1][2] is a list, not a logical expert id (0..3)");
+            "in/s.json: sample s#0: physical_to_logical_map[1][2] is a list, not an integer in 0..3");
         add("sglang huge map entry", SGLang, "s.json",
             sglang_record(kRoutesI32,
                           "\"physical_to_logical_map\": [[0], [0, 1, 18446744073709551615, 3], [0, 1, 2, 3]], "),
-            "in/s.json: sample s#0: physical_to_logical_map[1][2] = 18446744073709551615 is not a logical expert id "
-            "(0..3)");
+            "in/s.json: sample s#0: physical_to_logical_map[1][2] is 18446744073709551615, not an integer in 0..3");
         add("sglang string map entry", SGLang, "s.json",
             sglang_record(kRoutesI32, "\"physical_to_logical_map\": [[0], [0, 1, \"" + std::string(200, 'x') +
                                           "\", 3], [0, 1, 2, 3]], "),
-            QString::fromStdString("in/s.json: sample s#0: physical_to_logical_map[1][2] = \"" + std::string(80, 'x') +
-                                   "...\" is not a logical expert id (0..3)"));
+            QString::fromStdString("in/s.json: sample s#0: physical_to_logical_map[1][2] is \"" + std::string(80, 'x') +
+                                   "...\", not an integer in 0..3"));
         add("vllm deep id", VLLM, "v.json", "{\"id\": " + deep + ", \"choices\": [{" + re(kNpyI4) + "}]}",
             "in/v.json: response 0: id must be a string or integer, not a list");
 
         // Token counts: never negative, never beyond the sample (bug 8), start_len within the prompt (bug 9).
         add("sglang negative prompt", SGLang, "s.json",
             sglang_record(kRoutesI32, "\"prompt_tokens\": -5, \"completion_tokens\": 20, "),
-            "in/s.json: sample s#0: meta_info.prompt_tokens -5 is negative");
+            "in/s.json: sample s#0: meta_info.prompt_tokens is -5, not an integer in 0..1099511627776");
         add("sglang negative prompt alone", SGLang, "s.json", sglang_record(kRoutesI32, "\"prompt_tokens\": -5, "),
-            "in/s.json: sample s#0: meta_info.prompt_tokens -5 is negative");
+            "in/s.json: sample s#0: meta_info.prompt_tokens is -5, not an integer in 0..1099511627776");
         add("sglang negative completion", SGLang, "s.json",
             sglang_record(kRoutesI32, "\"prompt_tokens\": 1000, \"completion_tokens\": -990, "),
-            "in/s.json: sample s#0: meta_info.completion_tokens -990 is negative");
+            "in/s.json: sample s#0: meta_info.completion_tokens is -990, not an integer in 0..1099511627776");
         add("sglang prompt beyond the sample", SGLang, "s.json", sglang_record(kRoutesI32, "\"prompt_tokens\": 4, "),
             "in/s.json: sample s#0: prompt length 4 exceeds the sample length t_i = 3");
         add("sglang prompt int64 max", SGLang, "s.json",
             sglang_record(kRoutesI32, "\"prompt_tokens\": 9223372036854775807, \"completion_tokens\": 1, "),
-            "in/s.json: sample s#0: meta_info.prompt_tokens 9223372036854775807 is out of range 0..1099511627776");
+            "in/s.json: sample s#0: meta_info.prompt_tokens is 9223372036854775807, not an integer in "
+            "0..1099511627776");
         add("sglang start_len above prompt", SGLang, "s.json",
             sglang_record(kRoutesI32, "\"prompt_tokens\": 4, \"completion_tokens\": 1, "
                                       "\"routed_experts_start_len\": 10, "),
             "in/s.json: sample s#0: meta_info.routed_experts_start_len 10 exceeds meta_info.prompt_tokens 4");
         add("sglang start_len int64 max", SGLang, "s.json",
             sglang_record(kRoutesI32, "\"routed_experts_start_len\": 9223372036854775807, "),
-            "in/s.json: sample s#0: meta_info.routed_experts_start_len 9223372036854775807 is out of range "
+            "in/s.json: sample s#0: meta_info.routed_experts_start_len is 9223372036854775807, not an integer in "
             "0..1099511627776");
         add("sglang start_len uint64", SGLang, "s.json",
             sglang_record(kRoutesI32, "\"routed_experts_start_len\": 18446744073709551615, "),
-            "in/s.json: sample s#0: meta_info.routed_experts_start_len 18446744073709551615 is out of range "
+            "in/s.json: sample s#0: meta_info.routed_experts_start_len is 18446744073709551615, not an integer in "
             "0..1099511627776");
         add("sglang start_len negative", SGLang, "s.json",
             sglang_record(kRoutesI32, "\"routed_experts_start_len\": -3, "),
-            "in/s.json: sample s#0: meta_info.routed_experts_start_len -3 is negative");
+            "in/s.json: sample s#0: meta_info.routed_experts_start_len is -3, not an integer in 0..1099511627776");
         add("vllm negative usage", VLLM, "v.json",
             vllm_response("r", {re(kNpyI4)}, "\"usage\": {\"prompt_tokens\": -3}, "),
-            "in/v.json: response 0: usage.prompt_tokens -3 is negative");
+            "in/v.json: response 0: usage.prompt_tokens is -3, not an integer in 0..1099511627776");
         add("vllm usage beyond the sample", VLLM, "v.json",
             vllm_response("r", {re(kNpyI4)}, "\"usage\": {\"prompt_tokens\": 1000000000000}, "),
             "in/v.json: sample v#0: prompt length 1000000000000 exceeds the sample length t_i = 2");

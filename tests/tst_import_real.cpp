@@ -254,7 +254,7 @@ private Q_SLOTS:
                                       << ": MoE layer set 0-2 differs from the model's 1-2";
         QTest::newRow("not steps") << QStringLiteral(R"({"0": null})") << ": expected a JSON list of forward steps";
         QTest::newRow("string id") << QStringLiteral(R"([{"0": null, "1": [["a", 1]], "2": [[1, 2]]}])")
-                                   << ": step 0, layer 1, token 0: expert id is not an integer";
+                                   << ": step 0, layer 1, token 0: expert id is \"a\", not an integer in 0..3";
         // Breaker report: keys are canonical layer ids (bug 2), ids never wrap (bugs 6/7), no
         // missing-route marker inside a slot (bug 10), keys name layers of the model (bug 18).
         const QString key_rule = QStringLiteral(" is not a layer id (a decimal number 0..99999 without sign, spaces or "
@@ -275,11 +275,12 @@ private Q_SLOTS:
             << ": step 0: layer id 3 is not below the model's 3 decoder layers";
         QTest::newRow("uint64 max id")
             << QStringLiteral(R"([{"0": null, "1": [[0, 18446744073709551615]], "2": [[1, 2]]}])")
-            << ": step 0, layer 1, token 0: expert id 18446744073709551615 out of range 0..3";
-        QTest::newRow("2^63 id") << QStringLiteral(R"([{"0": null, "1": [[0, 9223372036854775808]], "2": [[1, 2]]}])")
-                                 << ": step 0, layer 1, token 0: expert id 9223372036854775808 out of range 0..3";
+            << ": step 0, layer 1, token 0: expert id is 18446744073709551615, not an integer in 0..3";
+        QTest::newRow("2^63 id")
+            << QStringLiteral(R"([{"0": null, "1": [[0, 9223372036854775808]], "2": [[1, 2]]}])")
+            << ": step 0, layer 1, token 0: expert id is 9223372036854775808, not an integer in 0..3";
         QTest::newRow("2^31 id") << QStringLiteral(R"([{"0": null, "1": [[0, 2147483648]], "2": [[1, 2]]}])")
-                                 << ": step 0, layer 1, token 0: expert id 2147483648 out of range 0..3";
+                                 << ": step 0, layer 1, token 0: expert id is 2147483648, not an integer in 0..3";
         QTest::newRow("-1 id") << QStringLiteral(R"([{"0": null, "1": [[0, -1]], "2": [[1, 2]]}])")
                                << ": step 0, layer 1, token 0: expert id -1 (this format has no missing-route marker)";
         QTest::newRow("null id") << QStringLiteral(R"([{"0": null, "1": [[0, null]], "2": [[1, 2]]}])")
@@ -384,20 +385,20 @@ private Q_SLOTS:
         QTest::newRow("layers") << QStringLiteral(R"({"counts": [[1, 2]], "num_layers": 2, "num_experts": 2})")
                                 << ": counts must be a list of num_layers = 2 lists";
         QTest::newRow("negative") << QStringLiteral(R"({"counts": [[1, -2]], "num_layers": 1, "num_experts": 2})")
-                                  << ": counts[0][1] is not a non-negative integer";
+                                  << ": counts[0][1] is -2, not an integer in 0..9223372036854775807";
         QTest::newRow("missing") << QStringLiteral(R"({"counts": [[1, 2]], "num_experts": 2})")
-                                 << ": missing field 'num_layers'";
+                                 << ": num_layers is missing";
         // Breaker report: sizes never wrap (bugs 6/7) and are checked against the arrays before
         // anything is allocated from them (bug 4); raw library errors never escape (bug 14).
         QTest::newRow("layers wrap")
             << QStringLiteral(R"({"counts": [[1, 2], [3, 4]], "num_layers": 4294967298, "num_experts": 2})")
-            << ": num_layers 4294967298 is out of range 1..100000";
+            << ": num_layers is 4294967298, not an integer in 1..100000";
         QTest::newRow("experts wrap") << QStringLiteral(
                                              R"({"counts": [[1, 2, 3]], "num_layers": 1, "num_experts": 4294967299})")
-                                      << ": num_experts 4294967299 is out of range 1..1048576";
+                                      << ": num_experts is 4294967299, not an integer in 1..1048576";
         QTest::newRow("experts uint64")
             << QStringLiteral(R"({"counts": [[1]], "num_layers": 1, "num_experts": 18446744073709551615})")
-            << ": num_experts 18446744073709551615 is out of range 1..1048576";
+            << ": num_experts is 18446744073709551615, not an integer in 1..1048576";
         QTest::newRow("declared experts, short rows")
             << QStringLiteral(R"({"counts": [[1, 2, 3]], "num_layers": 1, "num_experts": 1000000})")
             << ": counts[0] must hold num_experts = 1000000 integers";
@@ -406,10 +407,10 @@ private Q_SLOTS:
             << ": counts[0] adds up to more than 9223372036854775807";
         QTest::newRow("src number") << QStringLiteral(
                                            R"({"counts": [[1, 2]], "num_layers": 1, "num_experts": 2, "src": 5})")
-                                    << ": src must be a string, not an integer";
+                                    << ": src is 5, not a string";
         QTest::newRow("src deep") << QStringLiteral(
                                          R"({"counts": [[1, 2]], "num_layers": 1, "num_experts": 2, "src": [[[]]]})")
-                                  << ": src must be a string, not a list";
+                                  << ": src is a list, not a string";
         QTest::newRow("number overflow") << QStringLiteral(
                                                 R"({"counts": [[1, 1e500]], "num_layers": 1, "num_experts": 2})")
                                          << ": malformed JSON: number overflow parsing '1e500' (field counts[0][1])";
@@ -475,7 +476,7 @@ private Q_SLOTS:
         } catch (const InputError& e) {
             QCOMPARE(QString::fromStdString(e.what()),
                      QStringLiteral("unknown format 'pt' (valid: auto, sglang, vllm, npy, npz, nested-json, nrlre1, "
-                                    "megatron, step-json, prompt-csv, aggregate)"));
+                                    "megatron, step-json, prompt-csv, aggregate, loads)"));
         }
     }
 

@@ -488,8 +488,9 @@ private Q_SLOTS:
             << "sample m#0: choices[0].moe_topk_indices[1].dtype \"float32\" is not an integer type";
         QTest::newRow("no data") << "{\"choices\": [{\"moe_topk_indices\": [\"ndarray\", {\"dtype\": \"int16\"}]}]}"
                                  << "sample m#0: choices[0].moe_topk_indices[1].data is missing";
-        QTest::newRow("non-integral id") << "{\"choices\": [{\"moe_topk_indices\": [[[0, 1.5], [2, 3]]]}]}"
-                                         << "sample m#0: choices[0].moe_topk_indices[0][0][1] 1.5 is not an integer";
+        QTest::newRow("non-integral id")
+            << "{\"choices\": [{\"moe_topk_indices\": [[[0, 1.5], [2, 3]]]}]}"
+            << "sample m#0: choices[0].moe_topk_indices[0][0][1] is 1.5, not an integer in -2147483648..2147483647";
         QTest::newRow("choice without routes")
             << "{\"choices\": [{\"moe_topk_indices\": [[[0, 1], [2, 3]]]}, {\"text\": \"x\"}]}"
             << "record 0: choices[1].moe_topk_indices is missing";
@@ -1220,10 +1221,10 @@ private Q_SLOTS:
         QCOMPARE(sink.agg.totals, (std::vector<std::uint64_t>{232795, 2, 0, 7}));
         test::write_file(dir / "a.json", R"({"counts": [[232795.0, 2.5]], "num_layers": 1, "num_experts": 2})");
         QCOMPARE(q(test::error_of<InputError>([&] { import_trace({dir / "a.json"}, ImportOptions{}, sink); })),
-                 q((dir / "a.json").string() + ": counts[0][1] = 2.5 is not an integer count"));
+                 q((dir / "a.json").string() + ": counts[0][1] is 2.5, not an integer in 0..9223372036854775807"));
         test::write_file(dir / "a.json", R"({"counts": [[1, 2]], "num_layers": 1.5, "num_experts": 2})");
         QCOMPARE(q(test::error_of<InputError>([&] { import_trace({dir / "a.json"}, ImportOptions{}, sink); })),
-                 q((dir / "a.json").string() + ": num_layers 1.5 is not an integer"));
+                 q((dir / "a.json").string() + ": num_layers is 1.5, not an integer in 1..100000"));
     }
 
     void megatronRouterTraceIsLoadOnly() {
@@ -1276,7 +1277,7 @@ private Q_SLOTS:
         QCOMPARE(sink.agg.totals, (std::vector<std::uint64_t>{1, 1, 2, 2, 1, 1, 1, 1}));
         opt.router_layer_base = LayerBase::Auto;
         test::write_file(p, rec(0, 1, "[[0, 9]]"));
-        QCOMPARE(err(opt), q(p.string() + ": line 1: top_indices[0][1] 9 is out of range 0..3"));
+        QCOMPARE(err(opt), q(p.string() + ": line 1: top_indices[0][1] is 9, not an integer in 0..3"));
         opt.model = model3();
         test::write_file(p, rec(0, 0, "[[0, 1]]"));
         QCOMPARE(err(opt), q(p.string() + ": line 1: layer 0 is not a MoE layer of the model (MoE layers 1-2)"));

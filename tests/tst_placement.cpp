@@ -7,6 +7,7 @@
 #include "core/plan/placement.h"
 #include "core/plan/placement_refine.h"
 #include "core/plan/rowcount.h"
+#include "core/plan/run_steps.h"
 #include "core/util/errors.h"
 #include "core/util/rng.h"
 #include "tests/testutil.h"
@@ -115,6 +116,56 @@ class TestPlacement : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
+    // The step summary of a run (what sweep and the Run view report), on three hand-computed steps
+    // of 2 MoE layers x 4 experts on 2 EP ranks (slots 0-1 on rank 0, 2-3 on rank 1):
+    //   step 0: layer 0 slots [0,1,2,3], layer 1 [0,1,2,3]
+    //   step 1: layer 0 [1,0,2,3] (experts 0 and 1 swap slots inside rank 0: 2 slots change, no
+    //           expert changes rank), layer 1 unchanged
+    //   step 2: layer 0 [2,0,1,3] (slots 1 and 2 change: expert 0 goes to rank 1, expert 2 to rank
+    //           0: 2 moves), layer 1 [1,0,3,2] (all 4 slots change, every expert stays on its rank)
+    // Gains: 100 x (90 - 100) / 100 = -10; baseline 0 gives 0; 100 x (100 - 80) / 80 = +25.
+    void runStepSummary() {
+        auto placement = [](std::vector<int> slots) {
+            Placement p;
+            p.layers = 2;
+            p.experts = 4;
+            p.ep_ranks = 2;
+            p.slot = std::move(slots);
+            return p;
+        };
+        const Placement p0 = placement({0, 1, 2, 3, 0, 1, 2, 3});
+        const Placement p1 = placement({1, 0, 2, 3, 0, 1, 2, 3});
+        const Placement p2 = placement({2, 0, 1, 3, 1, 0, 3, 2});
+        const std::vector<RunStepInput> steps = {{100, 90, &p0}, {0, 5, &p1}, {80, 100, &p2}};
+        const std::vector<RunStepSummary> s = summarize_steps(steps);
+        QCOMPARE(s.size(), std::size_t(3));
+        QCOMPARE(s[0].gain_pct, -10.0);
+        QCOMPARE(s[0].churn_slots, std::int64_t(-1));
+        QCOMPARE(s[0].churn_layer, -1);
+        QCOMPARE(s[0].churn_layer_slots, std::int64_t(0));
+        QCOMPARE(s[0].moves, std::int64_t(-1));
+        QCOMPARE(s[1].gain_pct, 0.0);
+        QCOMPARE(s[1].churn_slots, std::int64_t(2));
+        QCOMPARE(s[1].churn_layer, 0);
+        QCOMPARE(s[1].churn_layer_slots, std::int64_t(2));
+        QCOMPARE(s[1].moves, std::int64_t(0));
+        QCOMPARE(s[2].gain_pct, 25.0);
+        QCOMPARE(s[2].churn_slots, std::int64_t(6));
+        QCOMPARE(s[2].churn_layer, 1);
+        QCOMPARE(s[2].churn_layer_slots, std::int64_t(4));
+        QCOMPARE(s[2].moves, std::int64_t(2));
+        // The same placement twice: nothing changes, no churn layer.
+        const std::vector<RunStepInput> same = {{1, 1, &p2}, {1, 1, &p2}};
+        const auto t = summarize_steps(same);
+        QCOMPARE(t[1].churn_slots, std::int64_t(0));
+        QCOMPARE(t[1].churn_layer, -1);
+        QCOMPARE(t[1].moves, std::int64_t(0));
+        QCOMPARE(gain_pct(0, 7), 0.0);
+        QCOMPARE(gain_pct(-1, 7), 0.0);
+        QVERIFY(summarize_steps({}).empty());
+        const std::vector<RunStepInput> missing = {{1, 1, nullptr}};
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, summarize_steps(missing));
+    }
     // ---- placement -------------------------------------------------------------------------
     void aggregateLoadsHand();
     void lptIssueExample();

@@ -966,6 +966,67 @@ private Q_SLOTS:
         QCOMPARE(q(RawDb(f).one("SELECT source FROM aggregate_totals")), QStringLiteral("unit test"));
     }
 
+    // The loads file of `place --loads` is the importer format "loads": read straight
+    // (import_expert_loads, as place reads it) and imported as a load-only trace, its values exact:
+    // 2^32 + 1 stays 4294967297 (never narrowed to 1) and 2^64 - 1 stays itself.
+    void loadsFileIsAnImporterFormat() {
+        const fs::path input = dir_ / "loads/loads.json";
+        test::write_file(input,
+                         R"({"loads": [[4294967297, 0, 3], [18446744073709551615, 0, 0]], "moe_layers": [1, 3]})");
+        const std::vector<std::uint64_t> want = {4294967297ull, 0, 3, 18446744073709551615ull, 0, 0};
+        ImportOptions o;
+        o.format = TraceFormat::Loads;
+        ModelDescription m;
+        QCOMPARE(import_expert_loads({input}, o, &m), want);
+        QCOMPARE(m.experts, 3);
+        QCOMPARE(m.moe_layers, (std::vector<int>{1, 3}));
+        QCOMPARE(m.num_hidden_layers, 4);
+        QCOMPARE(m.top_k, 0); // a loads file does not say
+        // The object form is detected; the bare [L][E] list is read with the format named.
+        o.format = TraceFormat::Auto;
+        QCOMPARE(import_expert_loads({input}, o, &m), want);
+        const fs::path bare = dir_ / "loads/bare.json";
+        test::write_file(bare, "[[1, 2], [3.0, 4294967297]]");
+        o.format = TraceFormat::Loads;
+        o.model.num_hidden_layers = 5; // what the file leaves out comes from the model given
+        QCOMPARE(import_expert_loads({bare}, o, &m), (std::vector<std::uint64_t>{1, 2, 3, 4294967297ull}));
+        QCOMPARE(m.moe_layers, (std::vector<int>{0, 1}));
+        QCOMPARE(m.num_hidden_layers, 5);
+
+        const fs::path f = library_file("loads.routepack");
+        auto lib = Library::open(f);
+        o.model = {};
+        lib->import_trace("l", {input}, o);
+        const TraceEntry t = lib->trace("l");
+        QVERIFY(t.load_only);
+        QCOMPARE(q(t.format), QStringLiteral("loads"));
+        QCOMPARE(t.model.moe_layers, (std::vector<int>{1, 3}));
+        QCOMPARE(lib->layer_totals("l"), want);
+
+        // Errors name the file and the field path, in the field reader's words.
+        const std::pair<std::string, std::string> cases[] = {
+            {R"({"loads": [[1, 2], [3, -4]]})", ": loads[1][1] is -4, not an integer in 0..18446744073709551615"},
+            {R"({"loads": [[1, 2], [3, 2.5]]})", ": loads[1][1] is 2.5, not an integer in 0..18446744073709551615"},
+            {R"({"loads": [[1, 2], [3, "4"]]})", ": loads[1][1] is \"4\", not an integer in 0..18446744073709551615"},
+            {R"({"loads": [[1, 18446744073709551616]]})",
+             ": loads[0][1] is 1.8446744073709552e+19, not an integer in 0..18446744073709551615"},
+            {R"({"loads": [[1, 2], [3]]})", ": loads[1] must be a list of 2 loads (as row 0)"},
+            {R"({"moe_layers": [1]})", ": loads is missing"},
+            {R"({"loads": [[1, 2]], "moe_layers": [4294967297]})",
+             ": moe_layers[0] is 4294967297, not an integer in 0..2147483646"},
+            {R"({"loads": [[1, 2]], "num_hidden_layers": 4294967297})",
+             ": num_hidden_layers is 4294967297, not an integer in 1..2147483647"},
+            {R"({"loads": [[1, 2]], "moe_layer": [1]})",
+             ": unknown field 'moe_layer' (known: loads, moe_layers, num_hidden_layers)"},
+            {R"({"loads": [[1, 2]], "moe_layers": [1, 2]})", ": 1 rows of loads but 2 MoE layers named"},
+            {R"("loads")", " is \"loads\", not a [L][E] list of lists or an object with loads"},
+        };
+        for (const auto& [text, err] : cases) {
+            test::write_file(input, text);
+            QCOMPARE(q(error_of<InputError>([&] { import_expert_loads({input}, o, &m); })), q(input.string() + err));
+        }
+    }
+
     void killedImportLeavesFileUnchanged() {
         const fs::path f = library_file("killed.routepack");
         const fs::path first = write_trace("killed/a.jsonl", make_routes(3, 11));

@@ -37,6 +37,14 @@ std::vector<std::filesystem::path> to_paths(const QStringList& list) {
     return out;
 }
 
+/// Whether a format name (to_string(TraceFormat)) is a load-only format, whose file describes its
+/// own model.
+bool loadOnlyFormat(const QString& name) {
+    for (const TraceFormat f : {TraceFormat::Aggregate, TraceFormat::Loads})
+        if (name == QLatin1String(to_string(f))) return is_load_only(f);
+    return false;
+}
+
 } // namespace
 
 DetectedInput detectInputFormat(const QStringList& inputs) {
@@ -57,7 +65,7 @@ DetectedInput detectInputFormat(const QStringList& inputs) {
 }
 
 QString importSummaryText(const QString& name, const ImportSummary& s) {
-    if (s.format == TraceFormat::Aggregate)
+    if (is_load_only(s.format))
         return ImportDialog::tr("Imported trace '%1': load-only per-layer expert totals, %2 MoE layers x %3 experts "
                                 "from %4 file(s) (format %5); no samples: its placement views are on the trace.")
             .arg(name)
@@ -259,7 +267,7 @@ ImportDialog::ImportDialog(const QString& library, QWidget* parent)
     connect(name_, &QLineEdit::textEdited, this, [this] { proposedName_.clear(); });
     // Once the format is known: an aggregate file describes its own model.
     connect(this, &ImportDialog::formatDetected, this, [this](const QString& format) {
-        if (format == QStringLiteral("aggregate")) proposeFromInputs(format);
+        if (loadOnlyFormat(format)) proposeFromInputs(format);
     });
     connect(importButton_, &QPushButton::clicked, this, [this] { startImport(); });
     connect(cancelButton_, &QPushButton::clicked, job_, &ImportJob::cancel);
@@ -360,7 +368,7 @@ void ImportDialog::proposeFromInputs(const QString& detectedFormat) {
         proposedName_ = name;
     }
     if (modelChosen_ || first.isEmpty()) return;
-    if (detectedFormat == QStringLiteral("aggregate")) {
+    if (loadOnlyFormat(detectedFormat)) {
         proposeModel(FromFiles, QString());
         return;
     }

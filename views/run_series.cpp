@@ -3,6 +3,7 @@
 #include "core/model/trace.h"
 #include "core/plan/placement.h"
 #include "core/plan/plan_file.h"
+#include "core/plan/run_steps.h"
 #include "views/plan_data.h"
 
 #include <algorithm>
@@ -18,6 +19,23 @@ struct Picked {
     const storage::RunEntry* run = nullptr;
     int runs = 0;
 };
+
+/// Each step's gain and churn against the previous step (summarize_steps); the churn layer named
+/// by its decoder layer.
+void summarize(RunSeries& s, const std::vector<Placement>& placements, const std::vector<int>& moe_layers) {
+    std::vector<RunStepInput> in(s.steps.size());
+    for (std::size_t k = 0; k < in.size(); ++k)
+        in[k] = {s.steps[k].cost[Method::Baseline], s.steps[k].cost[Method::RoutePack], &placements[k]};
+    const std::vector<RunStepSummary> sum = summarize_steps(in);
+    for (std::size_t k = 0; k < in.size(); ++k) {
+        RunStep& st = s.steps[k];
+        st.gain_pct = sum[k].gain_pct;
+        st.churn = sum[k].churn_slots;
+        st.churn_layer_slots = sum[k].churn_layer_slots;
+        const auto l = static_cast<std::size_t>(sum[k].churn_layer);
+        st.churn_layer = sum[k].churn_layer < 0 ? -1 : l < moe_layers.size() ? moe_layers[l] : sum[k].churn_layer;
+    }
+}
 
 } // namespace
 
@@ -51,7 +69,8 @@ RunSeriesSet compute_run_series(const storage::Library& lib, const std::string& 
             if (picked.size() < 2) continue;
             RunSeries s;
             s.topology = topology;
-            Placement previous;
+            std::vector<Placement> placements; // routepack's placement of each step
+            std::vector<int> moe_layers;       // the decoder layer of each MoE layer index
             for (const auto& [w, p] : picked) {
                 if (cancel && cancel->load()) {
                     out.series.clear();
@@ -75,31 +94,20 @@ RunSeriesSet compute_run_series(const storage::Library& lib, const std::string& 
                     const auto f = plan.comm.figures.find(row.key);
                     if (st.has[m] && f != plan.comm.figures.end()) st.inter_copies[m] = f->second.inter;
                 }
-                const double base = st.cost[Method::Baseline], rp = st.cost[Method::RoutePack];
-                st.gain_pct = base > 0 ? 100.0 * (rp - base) / base : 0.0;
                 st.rows = plan.row_count;
                 st.certified = plan.row_count_certified;
                 if (const auto t = r.timings.find("total"); t != r.timings.end()) st.planner_s = t->second;
                 if (s.steps.empty()) {
                     s.topology_value = r.topology_value;
                     s.slots = static_cast<std::int64_t>(plan.placement.layers) * plan.placement.experts;
+                    moe_layers = plan.model.moe_layers;
                 } else {
                     st.previous = s.steps.back().window;
-                    const auto moves = placement_moves(plan.placement, previous);
-                    st.churn = 0;
-                    for (std::size_t l = 0; l < moves.size(); ++l) {
-                        const auto n = static_cast<std::int64_t>(moves[l].size());
-                        st.churn += n;
-                        if (n > st.churn_layer_slots) {
-                            st.churn_layer_slots = n;
-                            const auto& ids = plan.model.moe_layers;
-                            st.churn_layer = l < ids.size() ? ids[l] : static_cast<int>(l);
-                        }
-                    }
                 }
-                previous = plan.placement;
+                placements.push_back(plan.placement);
                 s.steps.push_back(std::move(st));
             }
+            summarize(s, placements, moe_layers);
             for (const MethodRow& row : kMethodTable)
                 if (std::any_of(s.steps.begin(), s.steps.end(),
                                 [m = row.method](const RunStep& st) { return st.has[m]; }))

@@ -2,8 +2,9 @@
 // What the studio's Run view shows: a trace's windows as the steps of a training run, each with one
 // saved run's joint cost per method, its gain against the baseline and the placement churn against
 // the previous step, grouped by topology. These are the numbers `routepack sweep` prints for the
-// runs it saves (app/cmd_sweep.cpp): joint cost = max_g U (eq. 15) of each method, gain = 100 x
-// (routepack - baseline) / baseline, churn = placement_moves(step, previous step) summed over MoE
+// runs it saves (app/cmd_sweep.cpp), gain and churn from the same function (summarize_steps,
+// core/plan/run_steps.h): joint cost = max_g U (eq. 15) of each method, gain = 100 x (routepack -
+// baseline) / baseline, churn = slots whose expert changes against the previous step, summed over MoE
 // layers. Plain C++ (no widgets), computed on a worker thread.
 #include "core/model/topology.h"
 #include "storage/library.h"
@@ -73,7 +74,7 @@ struct RunSeriesSet {
 };
 
 /// Reads every saved run of `trace` and builds its series from the stored plans (Library::runs,
-/// run_plan_json, parse_plan; placement_moves for churn). Windows without runs are left out; a window
+/// run_plan_json, parse_plan; summarize_steps for gain and churn). Windows without runs are left out; a window
 /// with several runs on one topology shows the newest (highest id). Failed runs (no plan) are
 /// skipped. Errors (an unknown trace, a damaged plan) land in RunSeriesSet::error in words; `cancel`
 /// (polled between runs) stops early with error "cancelled". Cost: one plan JSON parse per run shown

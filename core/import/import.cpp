@@ -35,7 +35,16 @@ constexpr FormatName kFormats[] = {
     {TraceFormat::StepJson, "step-json"},
     {TraceFormat::PromptCsv, "prompt-csv"},
     {TraceFormat::Aggregate, "aggregate"},
+    {TraceFormat::Loads, "loads"},
 };
+
+/// The format names, comma-separated, in table order ("auto" first when `with_auto`).
+std::string format_names(bool with_auto) {
+    std::string list;
+    for (const auto& fn : kFormats)
+        if (with_auto || fn.format != TraceFormat::Auto) list += (list.empty() ? "" : ", ") + std::string(fn.name);
+    return list;
+}
 
 std::string read_whole_file(const std::filesystem::path& p) {
     return read_input_file(p, input_files::kTraceFile);
@@ -141,10 +150,16 @@ const char* format_stack(TraceFormat f) {
         return "per-prompt CSV (deepseek-v2-lite set)";
     case TraceFormat::Aggregate:
         return "SGLang expert-distribution totals or Megatron-LM router trace (load-only)";
+    case TraceFormat::Loads:
+        return "[L][E] expert loads, as routepack place --loads reads them (load-only)";
     case TraceFormat::Auto:
         break;
     }
     return "";
+}
+
+bool is_load_only(TraceFormat f) {
+    return f == TraceFormat::Aggregate || f == TraceFormat::Loads;
 }
 
 std::vector<std::string> trace_format_names() {
@@ -157,10 +172,7 @@ std::vector<std::string> trace_format_names() {
 TraceFormat parse_trace_format(const std::string& name) {
     for (const auto& fn : kFormats)
         if (name == fn.name) return fn.format;
-    std::string list;
-    for (const auto& fn : kFormats)
-        list += (list.empty() ? "" : ", ") + std::string(fn.name);
-    throw InputError("unknown format '" + detail::printable(name) + "' (valid: " + list + ")");
+    throw InputError("unknown format '" + detail::printable(name) + "' (valid: " + format_names(true) + ")");
 }
 
 LayerBase parse_layer_base(const std::string& text) {
@@ -211,6 +223,8 @@ TraceFormat detect_format(const SourceFile& f) {
             return TraceFormat::Aggregate;
         if (head.find("\"top_indices\"") != std::string::npos && head.find("\"num_tokens\"") != std::string::npos)
             return TraceFormat::Aggregate; // Megatron-LM router trace (load-only)
+        // A loads file in its object form (the bare [L][E] list reads as nested JSON: give --format loads).
+        if (head.find("\"loads\"") != std::string::npos) return TraceFormat::Loads;
         if (head.find("\"data\"") != std::string::npos) return TraceFormat::NestedJson;
     }
     return TraceFormat::Auto;
@@ -387,7 +401,7 @@ ModelDescription model_with_config(const std::vector<std::filesystem::path>& inp
 /// Fills a partial model description for the formats that describe their own layers.
 ModelDescription resolve_model(const ModelDescription& given, TraceFormat format, const SourceFile& first) {
     ModelDescription m = given;
-    if (format == TraceFormat::Aggregate) return m; // the aggregate file describes itself
+    if (is_load_only(format)) return m; // a load-only file describes itself
     if (m.experts <= 0 || m.top_k <= 0)
         throw InputError("no model description for " + first.path.string() +
                          ": give --model NAME, --model-config config.json, or --experts E --top-k K");
@@ -440,6 +454,7 @@ void parse_file(TraceFormat format, const SourceFile& f, const ModelDescription&
     case TraceFormat::PromptCsv:
         return detail::parse_prompt_csv(f, m, emit);
     case TraceFormat::Aggregate:
+    case TraceFormat::Loads:
     case TraceFormat::Auto:
         break;
     }
@@ -501,29 +516,32 @@ TraceFormat detect_first_format(const SourceFile& first) {
     if (format == TraceFormat::Auto) {
         if (static_cast<unsigned char>(first.bytes[0]) == 0x80)
             throw InputError(first.path.string() + ": " + detail::kPickleHint);
-        throw InputError(first.path.string() + ": unrecognized trace format (use --format; valid: sglang, vllm, "
-                                               "npy, npz, nested-json, nrlre1, megatron, step-json, prompt-csv, "
-                                               "aggregate)");
+        throw InputError(first.path.string() +
+                         ": unrecognized trace format (use --format; valid: " + format_names(false) + ")");
     }
     return format;
 }
 
-/// Imports the aggregate file `first` (the only one of `file_count` inputs) into `sink`, filling
-/// `summary` (format already set) and reporting one file done.
+/// Imports the load-only file `first` (an aggregate or loads file, summary.format; the only one of
+/// `file_count` inputs) into `sink`, filling `summary` and reporting one file done.
 void import_aggregate(const SourceFile& first, std::size_t file_count, const ImportOptions& options, ImportSink& sink,
                       const ImportProgressFn& progress, ImportSummary& summary, ImportProgress& prog) {
+    const bool loads = summary.format == TraceFormat::Loads;
     if (file_count != 1)
-        throw InputError("aggregate traces are imported one file at a time (got " + std::to_string(file_count) +
-                         " files)");
+        throw InputError(std::string(loads ? "loads files" : "aggregate traces") +
+                         " are imported one file at a time (got " + std::to_string(file_count) + " files)");
     AggregateCounts agg;
     try {
         const detail::NoteScope scope(summary.notes);
-        agg = detail::parse_aggregate(first, options.model, options.router_layer_base);
+        agg = loads ? detail::parse_loads(first, options.model)
+                    : detail::parse_aggregate(first, options.model, options.router_layer_base);
     } catch (...) {
         std::rethrow_exception(file_error(first.path));
     }
     summary.model = agg.model;
-    if (first.streamed) throw InputError(first.path.string() + ": an aggregate trace is a JSON file");
+    if (first.streamed)
+        throw InputError(first.path.string() + ": " + (loads ? "a loads file" : "an aggregate trace") +
+                         " is a JSON file");
     summary.bytes = first.bytes.size();
     summary.fingerprint = fnv1a64(first.bytes.data(), first.bytes.size()); // = combined over one file
     summary.notes.emplace_back("load-only trace: per-layer expert totals, usable for placement views, not for packing");
@@ -700,7 +718,7 @@ ImportSummary import_trace(const std::vector<std::filesystem::path>& inputs, con
     if (first.byte_count() == 0) throw InputError(first.path.string() + ": empty file");
     const TraceFormat format = options.format == TraceFormat::Auto ? detect_first_format(first) : options.format;
     summary.format = format;
-    if (format == TraceFormat::Aggregate) {
+    if (is_load_only(format)) {
         import_aggregate(first, files.size(), options, sink, progress, summary, prog);
         return summary;
     }

@@ -27,7 +27,12 @@ enum class TraceFormat {
     StepJson,   ///< per-request step JSON (llama4-maverick set): list of {layer id: [[ids]...] | null}
     PromptCsv,  ///< per-prompt CSV (deepseek-v2-lite set): Layer ID,Batch Number,Token,Activated Expert IDs
     Aggregate,  ///< per-layer expert totals JSON {"counts", "num_layers", "num_experts", "src"} (load-only)
+    Loads,      ///< loads file: [L][E] expert loads, or {"loads", "moe_layers", "num_hidden_layers"} (load-only;
+                ///< `place --loads`)
 };
+/// Whether a format holds per-layer expert totals only (Aggregate, Loads): imported as a load-only
+/// trace (AggregateCounts through ImportSink::aggregate), usable for placement, never packed.
+bool is_load_only(TraceFormat f);
 const char* to_string(TraceFormat f);
 /// Parses a --format value; InputError listing the valid names otherwise.
 TraceFormat parse_trace_format(const std::string& name);

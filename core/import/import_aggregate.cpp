@@ -7,11 +7,11 @@
 // trace is load-only (placement views), never packed. Megatron-LM's router trace JSONL is read here
 // too (parse_router_trace): it has no request boundaries either.
 #include "core/import/import_detail.h"
+#include "core/util/json_field.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <numeric>
 
@@ -164,13 +164,12 @@ AggregateCounts parse_aggregate(const SourceFile& f, const ModelDescription& giv
         return parse_router_trace(f, given, base);
     const nlohmann::json j = parse_json_text(f, text, f.bytes.size() - text.size(), 0);
     if (!j.is_object()) throw InputError(file + ": expected an object with counts, num_layers, num_experts");
-    for (const char* k : {"counts", "num_layers", "num_experts"})
-        if (j.find(k) == j.end()) throw InputError(file + ": missing field '" + k + "'");
+    const util::JsonField doc(j, file);
     // Range checks without wrapping (4294967298 is not 2); integral floats (28.0) are integers. The
     // model bounds follow from validate().
-    const std::int64_t L = json_int_value(*j.find("num_layers"), file, "num_layers", 1, kMaxLayerId + 1);
-    const std::int64_t E = json_int_value(*j.find("num_experts"), file, "num_experts", 1, std::int64_t(1) << 20);
-    const auto& c = *j.find("counts");
+    const auto& c = doc["counts"].json();
+    const std::int64_t L = doc["num_layers"].integer(1, kMaxLayerId + 1, util::IntegralFloats::Accept);
+    const std::int64_t E = doc["num_experts"].integer(1, std::int64_t(1) << 20, util::IntegralFloats::Accept);
     if (!c.is_array() || static_cast<std::int64_t>(c.size()) != L)
         throw InputError(file + ": counts must be a list of num_layers = " + std::to_string(L) + " lists");
     // Check every row against the real arrays before allocating [L][E] from the declared sizes.
@@ -182,33 +181,20 @@ AggregateCounts parse_aggregate(const SourceFile& f, const ModelDescription& giv
     }
 
     AggregateCounts out;
-    if (const auto src = j.find("src"); src != j.end() && !src->is_null()) {
-        if (!src->is_string()) throw InputError(file + ": src must be a string, not " + json_kind(*src));
-        out.source = src->get<std::string>();
-    }
+    if (doc["src"].given()) out.source = doc["src"].string();
     out.totals.resize(static_cast<std::size_t>(L * E));
     for (std::int64_t l = 0; l < L; ++l) {
         const auto& row = c[static_cast<std::size_t>(l)];
         std::uint64_t layer_sum = 0;
         for (std::int64_t e = 0; e < E; ++e) {
             const auto& v = row[static_cast<std::size_t>(e)];
-            const std::string field = "counts[" + std::to_string(l) + "][" + std::to_string(e) + "]";
             // SGLang's recorder dumps float tensors: 232795.0 is the count 232795; 1.5 is refused.
-            if (v.is_number_float()) {
-                const double d = v.get<double>();
-                if (!std::isfinite(d) || d != std::floor(d))
-                    throw InputError(file + ": " + field + " = " + json_brief(v) + " is not an integer count");
-                if (d < 0) throw InputError(file + ": " + field + " is not a non-negative integer");
-                if (d >= 9223372036854775808.0)
-                    throw InputError(file + ": counts[" + std::to_string(l) + "] adds up to more than " +
-                                     std::to_string(INT64_MAX));
-            } else if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<std::int64_t>() < 0)) {
-                throw InputError(file + ": " + field + " is not a non-negative integer");
-            }
-            const std::uint64_t x =
-                v.is_number_float() ? static_cast<std::uint64_t>(v.get<double>()) : v.get<std::uint64_t>();
-            if (x > static_cast<std::uint64_t>(INT64_MAX) || __builtin_add_overflow(layer_sum, x, &layer_sum) ||
-                layer_sum > static_cast<std::uint64_t>(INT64_MAX))
+            auto count = util::json_integer_of(v, 0, INT64_MAX, util::IntegralFloats::Accept);
+            if (!count)
+                count = util::JsonField(v, file, "counts[" + std::to_string(l) + "][" + std::to_string(e) + "]")
+                            .integer(0, INT64_MAX, util::IntegralFloats::Accept); // throws, naming the field
+            const auto x = static_cast<std::uint64_t>(*count);
+            if (__builtin_add_overflow(layer_sum, x, &layer_sum) || layer_sum > static_cast<std::uint64_t>(INT64_MAX))
                 throw InputError(file + ": counts[" + std::to_string(l) + "] adds up to more than " +
                                  std::to_string(INT64_MAX));
             out.totals[static_cast<std::size_t>(l * E + e)] = x;

@@ -64,6 +64,11 @@ void parse_prompt_csv(const SourceFile& f, const ModelDescription& m, const Emit
 /// Aggregate totals JSON, or a Megatron-LM router trace read with layer-id base `base` (the base
 /// used is said in an import note).
 AggregateCounts parse_aggregate(const SourceFile& f, const ModelDescription& given, LayerBase base);
+/// A loads file (TraceFormat::Loads, import_loads.cpp): its [L][E] loads as totals, the model from
+/// the file's moe_layers / num_hidden_layers, else `given`'s, else MoE layers 0..L-1 (experts E
+/// from the rows; top_k as given, 0 when unknown). InputError "<path>: <field path> ..." (JsonField's
+/// wording: "loads.json: loads[1][0] is -4, not an integer in 0..18446744073709551615").
+AggregateCounts parse_loads(const SourceFile& f, const ModelDescription& given);
 
 /// MoE layers a self-describing file lists (step JSON: non-null layer keys; CSV: Layer IDs), for
 /// filling a model description given only experts/top-k. Empty when the format does not say.

@@ -27,6 +27,7 @@
 // record with s > 0 and no earlier record of its id is a sample of its own, offset by s. Samples
 // come out in the order of their first record.
 #include "core/import/import_detail.h"
+#include "core/util/json_field.h"
 
 #include <memory>
 #include <unordered_map>
@@ -57,18 +58,13 @@ void apply_physical_map(const nlohmann::json& map, RouteArray& r, const ModelDes
                              "] is not a list of expert ids");
         lut.resize(row.size());
         for (std::size_t j = 0; j < row.size(); ++j) {
-            const auto& v = row[j];
-            const std::string at = "physical_to_logical_map[" + std::to_string(a) + "][" + std::to_string(j) + "]";
-            const std::string range = " (0.." + std::to_string(m.experts - 1) + ")";
-            if (v.is_array() || v.is_object() || v.is_binary())
-                throw InputError(where + ": " + at + " is " + json_kind(v) + ", not a logical expert id" + range);
-            const bool ok =
-                v.is_number_integer() &&
-                !(v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) &&
-                v.get<std::int64_t>() >= 0 && v.get<std::int64_t>() < m.experts;
-            if (!ok)
-                throw InputError(where + ": " + at + " = " + json_brief(v) + " is not a logical expert id" + range);
-            lut[j] = static_cast<std::int32_t>(v.get<std::int64_t>());
+            // A logical expert id: an integer in 0..E-1.
+            auto e = util::json_integer_of(row[j], 0, m.experts - 1, util::IntegralFloats::Refuse);
+            if (!e)
+                e = util::JsonField(row[j], where,
+                                    "physical_to_logical_map[" + std::to_string(a) + "][" + std::to_string(j) + "]")
+                        .integer(0, m.experts - 1); // throws, naming the field
+            lut[j] = static_cast<std::int32_t>(*e);
         }
         for (std::int64_t row_i = 0; row_i < r.rows; ++row_i) {
             std::int32_t* ids = r.ids.data() + (static_cast<std::size_t>(row_i) * axis + a) * k;

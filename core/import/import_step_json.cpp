@@ -7,6 +7,7 @@
 // Length rule: replay rows, t_i = rows + 1 (RowsPlusOne); prompt_len = tokens of step 0.
 // Sample id = "<parent folder>/<file stem>".
 #include "core/import/import_detail.h"
+#include "core/util/json_field.h"
 
 #include <nlohmann/json.hpp>
 
@@ -131,16 +132,11 @@ void parse_step_json(const SourceFile& f, const ModelDescription& m, const EmitF
                     if (v.is_null())
                         throw InputError(at + ": expert id is null (this format has no missing-route marker: null "
                                               "stands only for a whole dense layer)");
-                    if (!v.is_number_integer()) throw InputError(at + ": expert id is not an integer");
-                    const bool huge =
-                        v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX);
-                    const std::string text =
-                        huge ? std::to_string(v.get<std::uint64_t>()) : std::to_string(v.get<std::int64_t>());
-                    const std::int64_t x = huge ? INT64_MAX : v.get<std::int64_t>();
-                    if (x == -1) throw InputError(at + ": expert id -1 (this format has no missing-route marker)");
-                    if (x < 0 || x >= E)
-                        throw InputError(at + ": expert id " + text + " out of range 0.." + std::to_string(E - 1));
-                    out[k] = static_cast<std::int32_t>(x);
+                    auto x = util::json_integer_of(v, 0, E - 1, util::IntegralFloats::Refuse);
+                    if (!x && v.is_number_integer() && !v.is_number_unsigned() && v.get<std::int64_t>() == -1)
+                        throw InputError(at + ": expert id -1 (this format has no missing-route marker)");
+                    if (!x) x = util::JsonField(v, at, "expert id").integer(0, E - 1); // throws, naming the field
+                    out[k] = static_cast<std::int32_t>(*x);
                 }
             }
         }

@@ -1,7 +1,7 @@
 #include "core/model/model.h"
 
 #include "core/util/errors.h"
-#include "core/util/json.h"
+#include "core/util/json_field.h"
 #include "core/util/resources.h"
 #include "core/util/text.h"
 
@@ -157,61 +157,21 @@ std::string format_layer_list(const std::vector<int>& layers) {
 
 namespace {
 
-/// Member `key` of object `j` when present (null counts as present: it is the wrong type).
-const nlohmann::json* member(const nlohmann::json& j, const char* key) {
-    const auto it = j.find(key);
-    return it == j.end() ? nullptr : &*it;
+/// A string field, or `fallback` when absent (null is the wrong type).
+std::string string_or(const util::JsonField& f, const std::string& fallback) {
+    return f.exists() ? f.string() : fallback;
 }
 
-/// An integer field checked against lo..hi without ever wrapping (4294967308 is not 12).
-int int_in(const nlohmann::json& v, const std::string& origin, const std::string& field, std::int64_t lo,
-           std::int64_t hi) {
-    if (!v.is_number_integer()) throw InputError(origin + ": field '" + field + "' must be an integer");
-    const bool huge = v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX);
-    const std::int64_t x = huge ? INT64_MAX : v.get<std::int64_t>();
-    if (huge || x < lo || x > hi)
-        throw InputError(origin + ": field '" + field +
-                         "' = " + (huge ? std::to_string(v.get<std::uint64_t>()) : std::to_string(x)) +
-                         " is out of range " + std::to_string(lo) + ".." + std::to_string(hi));
-    return static_cast<int>(x);
-}
-
-int need_int(const nlohmann::json& j, const char* key, const std::string& origin, std::int64_t lo, std::int64_t hi) {
-    const nlohmann::json* v = member(j, key);
-    if (!v) throw InputError(origin + ": missing field '" + key + "'");
-    return int_in(*v, origin, key, lo, hi);
-}
-
-/// A string field, or `fallback` when absent; InputError when present with another type.
-std::string string_or(const nlohmann::json& j, const char* key, const std::string& origin,
-                      const std::string& fallback) {
-    const nlohmann::json* v = member(j, key);
-    if (!v) return fallback;
-    if (!v->is_string()) throw InputError(origin + ": field '" + std::string(key) + "' must be a string");
-    return v->get<std::string>();
-}
-
-/// An integer array field as layer ids (each 0..kMaxHiddenLayers - 1).
-std::vector<int> layer_array(const nlohmann::json& v, const std::string& origin, const std::string& field) {
-    if (!v.is_array()) throw InputError(origin + ": field '" + field + "' must be a list of layer ids");
-    if (v.size() > static_cast<std::size_t>(kMaxHiddenLayers))
-        throw InputError(origin + ": field '" + field + "' lists more than " + std::to_string(kMaxHiddenLayers) +
-                         " layers");
+/// A list field of layer ids (each 0..kMaxHiddenLayers - 1).
+std::vector<int> layer_array(const util::JsonField& f) {
+    const std::size_t n = f.list("a list of layer ids");
+    if (n > static_cast<std::size_t>(kMaxHiddenLayers))
+        throw InputError(f.where() + " lists more than " + std::to_string(kMaxHiddenLayers) + " layers");
     std::vector<int> out;
-    out.reserve(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i)
-        out.push_back(int_in(v[i], origin, field + "[" + std::to_string(i) + "]", 0, kMaxHiddenLayers - 1));
+    out.reserve(n);
+    for (std::size_t i = 0; i < n; ++i)
+        out.push_back(static_cast<int>(f[i].integer(0, kMaxHiddenLayers - 1)));
     return out;
-}
-
-nlohmann::json parse_json_text(const std::string& text, const std::string& origin) {
-    try {
-        return util::parse_json_strict(text, origin);
-    } catch (const nlohmann::json::parse_error& e) {
-        throw InputError(origin + ": malformed JSON at byte " + std::to_string(e.byte) + "");
-    } catch (const nlohmann::json::exception& e) {
-        throw InputError(origin + ": malformed JSON: " + util::json_error_description(e));
-    }
 }
 
 /// m.validate(), its message prefixed with the file the description was read from.
@@ -226,25 +186,22 @@ void validate_from(const ModelDescription& m, const std::string& origin) {
 } // namespace
 
 ModelDescription parse_model_description(const std::string& json_text, const std::string& origin) {
-    const auto j = parse_json_text(json_text, origin);
+    const auto j = util::parse_json_document(json_text, origin);
     if (!j.is_object()) throw InputError(origin + ": a model description must be a JSON object");
+    const util::JsonField doc(j, origin);
     ModelDescription m;
-    m.name = string_or(j, "name", origin, "");
-    m.num_hidden_layers = need_int(j, "num_hidden_layers", origin, 1, kMaxHiddenLayers);
-    m.experts = need_int(j, "experts", origin, 1, kMaxExperts);
-    m.top_k = need_int(j, "top_k", origin, 1, kMaxTopK);
-    const nlohmann::json* ml = member(j, "moe_layers");
-    if (!ml) throw InputError(origin + ": missing field 'moe_layers'");
-    if (ml->is_string()) {
-        m.moe_layers = parse_layer_list(ml->get<std::string>(), origin + ": moe_layers");
-    } else if (ml->is_array()) {
-        for (const auto& v : *ml)
-            if (!v.is_number_integer()) throw InputError(origin + ": moe_layers must hold integers");
-        m.moe_layers = layer_array(*ml, origin, "moe_layers");
-    } else {
-        throw InputError(origin + ": moe_layers must be a layer list string or an array");
-    }
-    m.source = string_or(j, "source", origin, origin);
+    m.name = string_or(doc["name"], "");
+    m.num_hidden_layers = static_cast<int>(doc["num_hidden_layers"].integer(1, kMaxHiddenLayers));
+    m.experts = static_cast<int>(doc["experts"].integer(1, kMaxExperts));
+    m.top_k = static_cast<int>(doc["top_k"].integer(1, kMaxTopK));
+    const util::JsonField ml = doc["moe_layers"];
+    if (ml.exists() && ml.json().is_string())
+        m.moe_layers = parse_layer_list(ml.string(), origin + ": moe_layers");
+    else if (ml.exists() && ml.json().is_array())
+        m.moe_layers = layer_array(ml);
+    else
+        ml.fail("a layer list string or a list of layer ids");
+    m.source = string_or(doc["source"], origin);
     validate_from(m, origin);
     return m;
 }
@@ -266,21 +223,22 @@ ModelDescription known_model(const std::string& name) {
 }
 
 ModelDescription model_from_hf_config(const std::string& json_text, const std::string& origin) {
-    const auto j = parse_json_text(json_text, origin);
+    const auto j = util::parse_json_document(json_text, origin);
     if (!j.is_object()) throw InputError(origin + ": config.json must be a JSON object");
     // Llama 4 nests the text model's settings.
-    const nlohmann::json* text_config = member(j, "text_config");
-    const nlohmann::json& c = text_config && text_config->is_object() ? *text_config : j;
-    // The first of `keys` present, checked against lo..hi (never wrapped to int).
+    const util::JsonField doc(j, origin);
+    const util::JsonField text_config = doc["text_config"];
+    const util::JsonField c = text_config.exists() && text_config.json().is_object() ? text_config : doc;
+    // The first of `keys` that holds an integer, checked against lo..hi (never wrapped to int).
     auto get_int = [&](std::initializer_list<const char*> keys, std::int64_t lo,
                        std::int64_t hi) -> std::optional<int> {
         for (const char* k : keys)
-            if (const nlohmann::json* v = member(c, k); v && v->is_number_integer())
-                return int_in(*v, origin, k, lo, hi);
+            if (const util::JsonField f = c[k]; f.exists() && f.json().is_number_integer())
+                return static_cast<int>(f.integer(lo, hi));
         return std::nullopt;
     };
     ModelDescription m;
-    m.name = string_or(c, "model_type", origin, string_or(j, "model_type", origin, ""));
+    m.name = string_or(c["model_type"], string_or(doc["model_type"], ""));
     m.source = origin;
     auto layers = get_int({"num_hidden_layers", "num_layers", "n_layer"}, 1, kMaxHiddenLayers);
     if (!layers) throw InputError(origin + ": no num_hidden_layers");
@@ -293,14 +251,14 @@ ModelDescription model_from_hf_config(const std::string& json_text, const std::s
     m.top_k = *topk;
 
     std::set<int> mlp_only;
-    if (const nlohmann::json* v = member(c, "mlp_only_layers"); v && !v->is_null())
-        for (int l : layer_array(*v, origin, "mlp_only_layers"))
+    if (c["mlp_only_layers"].given())
+        for (int l : layer_array(c["mlp_only_layers"]))
             mlp_only.insert(l);
     const int first_dense = get_int({"first_k_dense_replace"}, 0, kMaxHiddenLayers).value_or(0);
     const int freq = std::max(1, get_int({"moe_layer_freq"}, 0, kMaxHiddenLayers).value_or(1));
     const int sparse_step = std::max(1, get_int({"decoder_sparse_step"}, 0, kMaxHiddenLayers).value_or(1));
-    if (const nlohmann::json* v = member(c, "moe_layers"); v && v->is_array()) {
-        m.moe_layers = layer_array(*v, origin, "moe_layers");
+    if (c["moe_layers"].exists() && c["moe_layers"].json().is_array()) {
+        m.moe_layers = layer_array(c["moe_layers"]);
     } else if (auto step = get_int({"interleave_moe_layer_step"}, 0, kMaxHiddenLayers); step && *step > 0) {
         // Llama 4: layer i is MoE when (i + 1) % step == 0.
         for (int i = 0; i < m.num_hidden_layers; ++i)

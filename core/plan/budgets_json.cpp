@@ -3,7 +3,7 @@
 #include "core/plan/budget_table.h"
 
 #include "core/util/errors.h"
-#include "core/util/json.h"
+#include "core/util/json_field.h"
 
 #include <nlohmann/json.hpp>
 
@@ -28,42 +28,6 @@ std::string planner_budgets_to_json(const PlannerBudgets& b) {
 }
 
 namespace {
-
-struct Reader {
-    const nlohmann::json& j;
-    const std::string& origin;
-
-    /// Reads integer `key` into `out` (true), or false when absent; InputError when not an integer
-    /// in lo..hi.
-    bool integer(const char* key, std::int64_t& out, std::int64_t lo, std::int64_t hi) const {
-        if (!j.contains(key)) return false;
-        const auto& v = j[key];
-        if (!v.is_number_integer()) throw InputError(origin + ": budget '" + key + "' must be an integer");
-        const bool is_unsigned = v.is_number_unsigned();
-        const std::string range = std::to_string(lo) + ".." + std::to_string(hi);
-        if (is_unsigned && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi))
-            throw InputError(origin + ": budget '" + key + "' must be in " + range + " (got " +
-                             std::to_string(v.get<std::uint64_t>()) + ")");
-        const std::int64_t x = is_unsigned ? static_cast<std::int64_t>(v.get<std::uint64_t>()) : v.get<std::int64_t>();
-        if (x < lo || x > hi)
-            throw InputError(origin + ": budget '" + key + "' must be in " + range + " (got " + std::to_string(x) +
-                             ")");
-        out = x;
-        return true;
-    }
-    /// Reads number `key` into `out` (true), or false when absent; InputError when not a finite
-    /// number in the range (an end excluded when lo_open / hi_open).
-    bool real(const char* key, double& out, double lo, double hi, bool lo_open, bool hi_open) const {
-        if (!j.contains(key)) return false;
-        const auto& v = j[key];
-        if (!v.is_number()) throw InputError(origin + ": budget '" + key + "' must be a number");
-        const double x = v.get<double>();
-        if (!std::isfinite(x) || x < lo || x > hi || (lo_open && x == lo) || (hi_open && x == hi))
-            throw InputError(origin + ": budget '" + key + "' is out of range (got " + v.dump() + ")");
-        out = x;
-        return true;
-    }
-};
 
 /// The shortest text that reads back as v (31536001, not %g's 3.1536e+07, which looks like the
 /// limit itself); inf and nan as such.
@@ -119,35 +83,24 @@ PlannerBudgets parse_planner_budgets(const std::string& json_text, const std::st
         throw InputError(origin + ": malformed budgets JSON");
     }
     if (!j.is_object()) throw InputError(origin + ": budgets must be a JSON object");
+    const util::JsonField doc(j, origin);
     PlannerBudgets b;
-    const Reader r{j, origin};
-    const double inf = std::numeric_limits<double>::max();
-    if (j.contains("seed")) {
-        if (!j["seed"].is_number_unsigned() && !(j["seed"].is_number_integer() && j["seed"].get<std::int64_t>() >= 0))
-            throw InputError(origin + ": budget 'seed' must be an integer in 0..2^64-1");
-        b.seed = j["seed"].get<std::uint64_t>();
-    }
+    if (doc["seed"].exists()) b.seed = doc["seed"].unsigned_integer();
     for (const BudgetRow& row : budget_table()) {
+        const util::JsonField f = doc[row.key];
+        if (!f.exists()) continue;
         switch (row.kind) {
         case BudgetKind::Int:
-        case BudgetKind::Int64: {
-            std::int64_t v = 0;
-            if (r.integer(row.key, v, static_cast<std::int64_t>(row.lo), static_cast<std::int64_t>(row.hi)))
-                set_budget_int(row, b, v);
+        case BudgetKind::Int64:
+            set_budget_int(row, b, f.integer(static_cast<std::int64_t>(row.lo), static_cast<std::int64_t>(row.hi)));
             break;
-        }
-        case BudgetKind::Double: {
-            double v = 0;
-            if (r.real(row.key, v, row.lo, row.json_defers_hi ? inf : row.hi, row.lo_open, row.hi_open))
-                set_budget_double(row, b, v);
+        case BudgetKind::Double:
+            set_budget_double(row, b,
+                              f.number(row.lo, row.json_defers_hi ? std::numeric_limits<double>::max() : row.hi,
+                                       row.lo_open, row.hi_open));
             break;
-        }
         case BudgetKind::Bool:
-            if (j.contains(row.key)) {
-                if (!j[row.key].is_boolean())
-                    throw InputError(origin + ": budget '" + row.key + "' must be true or false");
-                set_budget_int(row, b, j[row.key].get<bool>() ? 1 : 0);
-            }
+            set_budget_int(row, b, f.boolean() ? 1 : 0);
             break;
         }
     }

@@ -35,12 +35,12 @@ inline constexpr int kMaxPlacementRounds = 1000;
 /// (the seed is any 64-bit unsigned value; its text is checked where it is parsed).
 void check_planner_budgets(const PlannerBudgets& b, const std::string& origin, bool check_workers = true);
 
-/// Inverse of planner_budgets_to_json; reads the keys of budget_table() (plus "seed"). Absent keys
-/// keep their defaults (PlannerBudgets{}); a key of the wrong type ("budget 'k' must be an integer",
-/// "... must be a number", "... must be true or false"), a malformed text or an out-of-range value
-/// ("budget 'k' must be in lo..hi (got v)" for integers, "budget 'k' is out of range (got v)" for
-/// numbers, then any rule of check_planner_budgets except the machine's worker bound: workers are
-/// 0..4096 there) is an InputError naming `origin` and the key.
+/// Inverse of planner_budgets_to_json; reads the keys of budget_table() (plus "seed") with
+/// util::JsonField. Absent keys keep their defaults (PlannerBudgets{}); a malformed text, a key of
+/// the wrong type or out of its row's range ("<origin>: levels is -5, not an integer in 0..1000",
+/// "<origin>: cooling is 1.5, not a number in (0, 1]", "<origin>: anytime is 1, not true or false"),
+/// then any rule of check_planner_budgets except the machine's worker bound (workers are 0..4096
+/// there) is an InputError naming `origin` and the key.
 PlannerBudgets parse_planner_budgets(const std::string& json_text, const std::string& origin);
 
 } // namespace routepack

@@ -2,10 +2,11 @@
 
 #include "core/plan/budget_table.h"
 #include "core/plan/budgets_json.h"
+#include "core/plan/metrics_json.h"
 #include "core/plan/packing.h"
 #include "core/plan/placement.h"
 #include "core/util/errors.h"
-#include "core/util/json.h"
+#include "core/util/json_field.h"
 #include "core/util/text.h"
 
 #include <nlohmann/json.hpp>
@@ -39,18 +40,10 @@ ojson score_json(const Score& s) {
 }
 
 ojson metrics_json(const MethodResult& m) {
-    const auto& x = m.metrics;
     ojson j;
     j["placement"] = placement_key(m.placement);
-    j["score"] = score_json(x.score);
-    j["cv_global"] = x.cv_global;
-    j["ep_peak_sum"] = x.ep_peak_sum;
-    j["ep_tail_peak"] = x.ep_tail_peak;
-    j["ep_balance_efficiency"] = x.ep_balance_efficiency;
-    j["attention_sum"] = x.attention_sum;
-    j["joint"] = x.joint;
-    j["cap_violations"] = x.cap_violations;
-    j["empty_cells"] = x.empty_cells;
+    j["score"] = score_json(m.metrics.score);
+    write_layout_metrics(m.metrics, j);
     return j;
 }
 
@@ -274,137 +267,82 @@ PlanFile plan_file_of(const PlanResult& r) {
 
 namespace {
 
-const json& need(const json& j, const char* key, const std::string& where) {
-    if (!j.is_object() || !j.contains(key)) throw InputError(where + ": missing field '" + key + "'");
-    return j[key];
-}
-
-/// An integer field in lo..hi, never narrowed or wrapped: "<where>: field 'k' must be an integer in
-/// lo..hi (got x)" (x as written, values above INT64_MAX included).
-std::int64_t need_int(const json& j, const char* key, const std::string& where,
-                      std::int64_t lo = std::numeric_limits<std::int64_t>::min(),
-                      std::int64_t hi = std::numeric_limits<std::int64_t>::max()) {
-    const auto& v = need(j, key, where);
-    if (!v.is_number_integer()) throw InputError(where + ": field '" + std::string(key) + "' must be an integer");
-    const bool huge = v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi);
-    if (huge || v.get<std::int64_t>() < lo || v.get<std::int64_t>() > hi)
-        throw InputError(where + ": field '" + std::string(key) + "' must be an integer in " + std::to_string(lo) +
-                         ".." + std::to_string(hi) + " (got " + v.dump() + ")");
-    return v.get<std::int64_t>();
-}
+using util::JsonField;
 
 constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
 
-/// A number field: "<where>: field 'k' must be a number, not <kind>" otherwise.
-double need_number(const json& j, const char* key, const std::string& where) {
-    const auto& v = need(j, key, where);
-    if (!v.is_number())
-        throw InputError(where + ": field '" + std::string(key) + "' must be a number, not " + util::json_kind(v));
-    return v.get<double>();
+/// An optional string field ("" when absent or null).
+std::string string_or_empty(const JsonField& f) {
+    return f.given() ? f.string() : std::string();
 }
 
-/// An optional string field ("" when absent or null): "<where>: field 'k' must be a string, not <kind>".
-std::string string_or_empty(const json& j, const char* key, const std::string& where) {
-    if (!j.is_object()) throw InputError(where + " must be a JSON object, not " + util::json_kind(j));
-    const auto it = j.find(key);
-    if (it == j.end() || it->is_null()) return {};
-    if (!it->is_string())
-        throw InputError(where + ": field '" + std::string(key) + "' must be a string, not " + util::json_kind(*it));
-    return it->get<std::string>();
+/// A list of exactly n elements: InputError "<where> must hold <what>" otherwise.
+void need_list(const JsonField& f, std::size_t n, const std::string& what) {
+    if (!f.json().is_array() || f.json().size() != n) throw InputError(f.where() + " must hold " + what);
 }
 
-/// An integer field that must fit 0..INT_MAX (no silent wrap or truncation of 2^32+16 or 1.7).
-int need_count(const json& j, const char* key, const std::string& where) {
-    const std::int64_t v = need_int(j, key, where);
-    if (v < 0 || v > std::numeric_limits<int>::max())
-        throw InputError(where + ": field '" + std::string(key) + "' must be an integer in 0.." +
-                         std::to_string(std::numeric_limits<int>::max()));
-    return static_cast<int>(v);
+Score parse_score(const JsonField& f) {
+    if (!f.json().is_array() || f.json().size() != 3)
+        throw InputError(f.where() + " must be [max_g U_g, sum_g U_g, max J]");
+    return Score{f[0].number(), f[1].number(), f[2].number()};
 }
 
-Score parse_score(const json& v, const std::string& where) {
-    if (!v.is_array() || v.size() != 3 || !v[0].is_number() || !v[1].is_number() || !v[2].is_number())
-        throw InputError(where + " must be [max_g U_g, sum_g U_g, max J]");
-    return Score{v[0].get<double>(), v[1].get<double>(), v[2].get<double>()};
-}
-
-LayoutMetrics parse_metrics(const json& j, const std::string& where) {
-    LayoutMetrics m;
-    m.score = parse_score(need(j, "score", where), where + ".score");
-    m.cv_global = need_number(j, "cv_global", where);
-    m.ep_peak_sum = need_int(j, "ep_peak_sum", where, 0);
-    m.ep_tail_peak = need_int(j, "ep_tail_peak", where, 0);
-    m.ep_balance_efficiency = need_number(j, "ep_balance_efficiency", where);
-    m.attention_sum = need_number(j, "attention_sum", where);
-    m.joint = need_number(j, "joint", where);
-    m.cap_violations = static_cast<int>(need_int(j, "cap_violations", where, 0, kIntMax));
-    m.empty_cells = static_cast<int>(need_int(j, "empty_cells", where, 0, kIntMax));
-    return m;
-}
-
-/// A placement list [L][E] of physical slots, each layer a permutation of 0..E-1 (where = "<origin>: placement").
-Placement parse_placement(const json& pl, const ModelDescription& model, int P, const std::string& where0) {
+/// A placement list [L][E] of physical slots, each layer a permutation of 0..E-1.
+Placement parse_placement(const JsonField& pl, const ModelDescription& model, int P) {
     const int L = model.num_moe_layers(), E = model.experts;
-    if (!pl.is_array() || static_cast<int>(pl.size()) != L)
-        throw InputError(where0 + " must hold one list per MoE layer (" + std::to_string(L) + ")");
+    need_list(pl, static_cast<std::size_t>(L), "one list per MoE layer (" + std::to_string(L) + ")");
     Placement out;
     out.layers = L;
     out.experts = E;
     out.ep_ranks = P;
     auto layer_where = [&](int l) {
-        return where0 + "[" + std::to_string(l) + "] (layer " + std::to_string(model.moe_layers[l]) + ")";
+        return pl[static_cast<std::size_t>(l)].where() + " (layer " + std::to_string(model.moe_layers[l]) + ")";
     };
     // The shape first: the [L][E] table is allocated only for a file that really holds it.
     for (int l = 0; l < L; ++l) {
-        const auto& layer = pl[static_cast<std::size_t>(l)];
+        const auto& layer = pl.json()[static_cast<std::size_t>(l)];
         if (!layer.is_array() || static_cast<int>(layer.size()) != E)
             throw InputError(layer_where(l) + " must list the slot of each of the " + std::to_string(E) + " experts");
     }
     out.slot.assign(static_cast<std::size_t>(L) * E, -1);
     for (int l = 0; l < L; ++l) {
-        const auto& layer = pl[static_cast<std::size_t>(l)];
-        const std::string where = layer_where(l);
+        const auto& layer = pl.json()[static_cast<std::size_t>(l)];
         std::vector<char> used(static_cast<std::size_t>(E), 0);
         for (int e = 0; e < E; ++e) {
             const auto& v = layer[static_cast<std::size_t>(e)];
-            if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() >= E)
-                throw InputError(where + ": expert " + std::to_string(e) + " has no slot in 0.." +
-                                 std::to_string(E - 1));
-            const int s = v.get<int>();
-            if (used[static_cast<std::size_t>(s)])
-                throw InputError(where + ": slot " + std::to_string(s) + " used twice");
-            used[static_cast<std::size_t>(s)] = 1;
-            out.slot[static_cast<std::size_t>(l) * E + e] = s;
+            auto s = util::json_integer_of(v, 0, E - 1, util::IntegralFloats::Refuse);
+            if (!s) pl[static_cast<std::size_t>(l)][static_cast<std::size_t>(e)].integer(0, E - 1); // throws
+            if (used[static_cast<std::size_t>(*s)])
+                throw InputError(layer_where(l) + ": slot " + std::to_string(*s) + " used twice");
+            used[static_cast<std::size_t>(*s)] = 1;
+            out.slot[static_cast<std::size_t>(l) * E + e] = static_cast<int>(*s);
         }
     }
     return out;
 }
 
-/// Rows of sample ids [R][D][...] into a Layout of sample indices (where = "<origin>: rows").
-Layout parse_rows(const json& rows, const std::unordered_map<std::string, int>& index, int row_count, int D,
-                  const std::string& where) {
-    if (!rows.is_array() || static_cast<int>(rows.size()) != row_count || row_count < 1)
-        throw InputError(where + " must hold row_count = " + std::to_string(row_count) + " rows");
+/// Rows of sample ids [R][D][...] into a Layout of sample indices.
+Layout parse_rows(const JsonField& rows, const std::unordered_map<std::string, int>& index, int row_count, int D) {
+    need_list(rows, static_cast<std::size_t>(row_count), "row_count = " + std::to_string(row_count) + " rows");
     // The shape first: the cell offsets are allocated only for a file that really holds row_count x D cells.
-    for (int r = 0; r < row_count; ++r) {
-        const auto& row = rows[static_cast<std::size_t>(r)];
-        if (!row.is_array() || static_cast<int>(row.size()) != D)
-            throw InputError(where + "[" + std::to_string(r) + "] must hold D = " + std::to_string(D) + " cells");
-    }
+    for (int r = 0; r < row_count; ++r)
+        need_list(rows[static_cast<std::size_t>(r)], static_cast<std::size_t>(D),
+                  "D = " + std::to_string(D) + " cells");
     Layout x;
     x.rows = row_count;
     x.dp_slots = D;
     x.offsets.reserve(static_cast<std::size_t>(row_count) * D + 1);
     for (int r = 0; r < row_count; ++r) {
-        const auto& row = rows[static_cast<std::size_t>(r)];
+        const auto& row = rows.json()[static_cast<std::size_t>(r)];
         for (int d = 0; d < D; ++d) {
             const auto& cell = row[static_cast<std::size_t>(d)];
-            const std::string at = where + "[" + std::to_string(r) + "][" + std::to_string(d) + "]";
-            if (!cell.is_array()) throw InputError(at + " must be a list of sample ids, not " + util::json_kind(cell));
+            if (!cell.is_array())
+                rows[static_cast<std::size_t>(r)][static_cast<std::size_t>(d)].list("a list of sample ids");
             for (const auto& v : cell) {
                 auto it = v.is_string() ? index.find(v.get<std::string>()) : index.end();
                 if (it == index.end())
-                    throw InputError(at + " names " + util::json_brief(v) + ", not a sample of the plan");
+                    throw InputError(rows[static_cast<std::size_t>(r)][static_cast<std::size_t>(d)].where() +
+                                     " names " + util::json_brief(v) + ", not a sample of the plan");
                 x.samples.push_back(it->second);
             }
             x.offsets.push_back(static_cast<int>(x.samples.size()));
@@ -413,189 +351,239 @@ Layout parse_rows(const json& rows, const std::unordered_map<std::string, int>& 
     return x;
 }
 
-CommFigures parse_figures(const json& j, int L, const std::string& where) {
+CommFigures parse_figures(const JsonField& f, int L) {
     CommFigures c;
-    c.inter = need_int(j, "inter_node_copies", where, 0);
-    c.intra = need_int(j, "intra_node_copies", where, 0);
-    c.busiest = need_int(j, "busiest_node_copies", where, 0);
-    const auto& per = need(j, "inter_node_per_layer", where);
-    if (!per.is_array() || static_cast<int>(per.size()) != L)
-        throw InputError(where + ": inter_node_per_layer must hold one count per MoE layer (" + std::to_string(L) +
-                         ")");
+    c.inter = f["inter_node_copies"].integer(0);
+    c.intra = f["intra_node_copies"].integer(0);
+    c.busiest = f["busiest_node_copies"].integer(0);
+    const JsonField per = f["inter_node_per_layer"];
+    need_list(per, static_cast<std::size_t>(L), "one count per MoE layer (" + std::to_string(L) + ")");
     std::int64_t sum = 0;
-    for (std::size_t l = 0; l < per.size(); ++l) {
-        if (!per[l].is_number_integer() || per[l].get<std::int64_t>() < 0 ||
-            (per[l].is_number_unsigned() && per[l].get<std::uint64_t>() > std::uint64_t(INT64_MAX)))
-            throw InputError(where + ": inter_node_per_layer[" + std::to_string(l) + "] must be an integer >= 0");
-        c.inter_per_layer.push_back(per[l].get<std::int64_t>());
+    for (std::size_t l = 0; l < static_cast<std::size_t>(L); ++l) {
+        c.inter_per_layer.push_back(per[l].integer(0));
         if (__builtin_add_overflow(sum, c.inter_per_layer.back(), &sum))
-            throw InputError(where + ": inter_node_per_layer sums above 2^63 - 1");
+            throw InputError(per.where() + " sums above 2^63 - 1");
     }
     if (sum != c.inter)
-        throw InputError(where + ": inter_node_per_layer sums to " + std::to_string(sum) + ", not inter_node_copies " +
+        throw InputError(per.where() + " sums to " + std::to_string(sum) + ", not inter_node_copies " +
                          std::to_string(c.inter));
     return c;
 }
 
 /// The version-5 "communication" section into f.comm (f's model, topology and samples already read).
-void parse_communication(const json& c, PlanFile& f, const std::unordered_map<std::string, int>& index,
-                         const PackingProblem& shape, const std::string& where) {
+void parse_communication(const JsonField& c, PlanFile& f, const std::unordered_map<std::string, int>& index,
+                         const PackingProblem& shape) {
     const int nodes = f.topology.nodes();
-    if (c.is_null()) {
-        if (nodes > 1) throw InputError(where + " is null but the topology has " + std::to_string(nodes) + " nodes");
+    if (c.json().is_null()) {
+        if (nodes > 1)
+            throw InputError(c.where() + " is null but the topology has " + std::to_string(nodes) + " nodes");
         return;
     }
-    if (nodes == 1) throw InputError(where + " must be null: the topology has one node");
-    if (!c.is_object()) throw InputError(where + " must be null or an object, not " + util::json_kind(c));
-    f.comm.nodes = static_cast<int>(need_int(c, "nodes", where, 1, kIntMax));
+    if (nodes == 1) throw InputError(c.where() + " must be null: the topology has one node");
+    c.object("null or an object");
+    f.comm.nodes = static_cast<int>(c["nodes"].integer(1, kIntMax));
     if (f.comm.nodes != nodes)
-        throw InputError(where + ": nodes " + std::to_string(f.comm.nodes) + " differs from the topology's " +
+        throw InputError(c.where() + ": nodes " + std::to_string(f.comm.nodes) + " differs from the topology's " +
                          std::to_string(nodes));
-    f.comm.weight = need_number(c, "weight", where);
-    f.comm.load_tolerance = need_number(c, "load_tolerance", where);
-    const auto& avail = need(c, "available", where);
-    if (!avail.is_boolean())
-        throw InputError(where + ": field 'available' must be true or false, not " + util::json_kind(avail));
-    f.comm.available = avail.get<bool>();
+    f.comm.weight = c["weight"].number();
+    f.comm.load_tolerance = c["load_tolerance"].number();
+    f.comm.available = c["available"].boolean();
     if (!f.comm.available) {
-        f.comm.note = string_or_empty(c, "note", where);
+        f.comm.note = string_or_empty(c["note"]);
         return;
     }
     const int L = f.model.num_moe_layers();
-    const auto& methods = need(c, "methods", where);
-    if (!methods.is_object()) throw InputError(where + ": methods must be an object");
-    for (const auto& [name, v] : methods.items()) {
+    const JsonField methods = c["methods"];
+    methods.object();
+    for (const auto& [name, v] : methods.json().items()) {
         if (!f.metrics.count(name))
-            throw InputError(where + ".methods: '" + name + "' is not a method of the plan's metrics");
-        f.comm.figures[name] = parse_figures(v, L, where + ".methods." + name);
+            throw InputError(methods.where() + ": '" + name + "' is not a method of the plan's metrics");
+        f.comm.figures[name] = parse_figures(methods[name], L);
     }
     const int R = f.row_count, D = f.topology.dp_slots;
-    if (c.contains("grouter")) {
-        const std::string at = where + ".grouter";
-        const auto& g = c["grouter"];
-        f.comm.grouter_placement =
-            parse_placement(need(g, "placement", at), f.model, f.topology.ep_ranks, at + ": placement");
-        f.comm.grouter_layout = parse_rows(need(g, "rows", at), index, R, D, at + ": rows");
+    if (const JsonField g = c["grouter"]; g.exists()) {
+        f.comm.grouter_placement = parse_placement(g["placement"], f.model, f.topology.ep_ranks);
+        f.comm.grouter_layout = parse_rows(g["rows"], index, R, D);
         if (const std::string bad = validate_layout(f.comm.grouter_layout, shape); !bad.empty())
-            throw InputError(at + ": rows: " + bad);
-        const auto& fitted = need(g, "node_packing_fitted", at);
-        if (!fitted.is_boolean()) throw InputError(at + ": field 'node_packing_fitted' must be true or false");
-        f.comm.grouter_fitted = fitted.get<bool>();
-        const auto& off = need(g, "off_node", at);
-        if (!off.is_array()) throw InputError(at + ": off_node must be a list of sample ids");
-        for (const auto& v : off) {
+            throw InputError(g["rows"].where() + ": " + bad);
+        f.comm.grouter_fitted = g["node_packing_fitted"].boolean();
+        const JsonField off = g["off_node"];
+        const std::size_t n = off.list("a list of sample ids");
+        for (std::size_t k = 0; k < n; ++k) {
+            const auto& v = off.json()[k];
             auto it = v.is_string() ? index.find(v.get<std::string>()) : index.end();
             if (it == index.end())
-                throw InputError(at + ": off_node names " + util::json_brief(v) + ", not a sample of the plan");
+                throw InputError(off.where() + " names " + util::json_brief(v) + ", not a sample of the plan");
             f.comm.grouter_off_node.push_back(it->second);
         }
         f.comm.has_grouter = true;
     }
-    if (c.contains("routepack+comm")) {
-        const std::string at = where + ".routepack+comm";
-        const auto& m = c["routepack+comm"];
-        f.comm.comm_placement =
-            parse_placement(need(m, "placement", at), f.model, f.topology.ep_ranks, at + ": placement");
-        f.comm.comm_layout = parse_rows(need(m, "rows", at), index, R, D, at + ": rows");
+    if (const JsonField m = c["routepack+comm"]; m.exists()) {
+        f.comm.comm_placement = parse_placement(m["placement"], f.model, f.topology.ep_ranks);
+        f.comm.comm_layout = parse_rows(m["rows"], index, R, D);
         if (const std::string bad = validate_layout(f.comm.comm_layout, shape); !bad.empty())
-            throw InputError(at + ": rows: " + bad);
-        f.comm.comm_search_score = parse_score(need(m, "search_score", at), at + ".search_score");
+            throw InputError(m["rows"].where() + ": " + bad);
+        f.comm.comm_search_score = parse_score(m["search_score"]);
         f.comm.has_comm_method = true;
     }
 }
 
-} // namespace
-
-PlanFile parse_plan(const std::string& text, const std::string& origin) {
-    json j;
-    try {
-        j = util::parse_json_strict(text, origin);
-    } catch (const json::parse_error& e) {
-        throw InputError(origin + ": malformed JSON at byte " + std::to_string(e.byte));
-    } catch (const json::exception& e) {
-        // out_of_range.406: a number such as 1e400 that no double holds
-        throw InputError(origin + ": malformed JSON: " + util::json_error_description(e));
-    }
-    if (!j.is_object()) throw InputError(origin + ": a plan must be a JSON object");
-    if (!j.contains("format") || !j["format"].is_string() || j["format"].get<std::string>() != "routepack-plan")
+/// format, version, inputs, model and moe_layers into f.
+void parse_header(const JsonField& j, PlanFile& f) {
+    const std::string& origin = j.origin();
+    const JsonField format = j["format"];
+    if (!format.exists() || !format.json().is_string() || format.string() != "routepack-plan")
         throw InputError(origin + ": not a RoutePack plan (format must be \"routepack-plan\")");
-    const std::int64_t version = need_int(j, "version", origin);
+    const std::int64_t version = j["version"].integer();
     if (version < 1 || version > kPlanVersion)
-        throw InputError(origin + ": plan version " + j["version"].dump() + " is not supported (expected 1 to " +
+        throw InputError(origin + ": plan version " + j["version"].json().dump() + " is not supported (expected 1 to " +
                          std::to_string(kPlanVersion) + ")");
-    PlanFile f;
     f.version = static_cast<int>(version);
-    const auto& in = need(j, "inputs", origin);
-    f.trace_name = string_or_empty(in, "trace", origin + ": inputs");
-    f.window_name = string_or_empty(in, "window", origin + ": inputs");
-    f.fingerprint = string_or_empty(in, "fingerprint", origin + ": inputs");
-    const auto& m = need(j, "model", origin);
-    f.model.name = string_or_empty(m, "name", origin + ": model");
-    f.model.num_hidden_layers = need_count(m, "num_hidden_layers", origin + ": model");
-    f.model.experts = need_count(m, "experts", origin + ": model");
-    f.model.top_k = need_count(m, "top_k", origin + ": model");
-    const auto& ml = need(j, "moe_layers", origin);
-    if (!ml.is_array()) throw InputError(origin + ": moe_layers must be a list of layer ids");
-    for (std::size_t i = 0; i < ml.size(); ++i) {
-        const auto& v = ml[i];
-        if (!v.is_number_integer() || v.get<std::int64_t>() < 0 ||
-            v.get<std::int64_t>() > std::numeric_limits<int>::max())
-            throw InputError(origin + ": moe_layers[" + std::to_string(i) + "] must be a layer id (integer in 0.." +
-                             std::to_string(std::numeric_limits<int>::max()) + ")");
-        f.model.moe_layers.push_back(v.get<int>());
-    }
+    const JsonField in = j["inputs"];
+    in.object();
+    f.trace_name = string_or_empty(in["trace"]);
+    f.window_name = string_or_empty(in["window"]);
+    f.fingerprint = string_or_empty(in["fingerprint"]);
+    const JsonField m = j["model"];
+    m.object();
+    f.model.name = string_or_empty(m["name"]);
+    f.model.num_hidden_layers = static_cast<int>(m["num_hidden_layers"].integer(0, kIntMax));
+    f.model.experts = static_cast<int>(m["experts"].integer(0, kIntMax));
+    f.model.top_k = static_cast<int>(m["top_k"].integer(0, kIntMax));
+    const JsonField ml = j["moe_layers"];
+    const std::size_t n = ml.list("a list of layer ids");
+    for (std::size_t i = 0; i < n; ++i)
+        f.model.moe_layers.push_back(static_cast<int>(ml[i].integer(0, kIntMax)));
     try {
         f.model.validate();
     } catch (const InputError& e) {
         throw InputError(origin + ": " + e.what());
     }
-    const json& topology = need(j, "topology", origin);
-    util::check_json_depth(topology, origin + ": topology"); // printed back to text for parse_topology
-    f.topology = parse_topology(topology.dump(), origin + ": topology");
+}
+
+/// samples into f.sample_ids / f.lengths; returns the index of each sample id.
+std::unordered_map<std::string, int> parse_samples(const JsonField& samples, PlanFile& f) {
+    const std::size_t n = samples.json().is_array() ? samples.json().size() : 0;
+    if (n == 0) throw InputError(samples.where() + " must be a non-empty list");
+    std::unordered_map<std::string, int> index;
+    for (std::size_t i = 0; i < n; ++i) {
+        const JsonField s = samples[i];
+        const std::string id = s["id"].string();
+        const JsonField index_field = s["index"];
+        if (index_field.integer() != static_cast<std::int64_t>(i))
+            throw InputError(index_field.where() + " must be " + std::to_string(i));
+        const auto len = s["length"].integer(1, f.topology.token_cap);
+        if (!index.emplace(id, static_cast<int>(i)).second)
+            throw InputError(s.where() + ": duplicate sample id '" + id + "'");
+        f.sample_ids.push_back(id);
+        f.lengths.push_back(len);
+    }
+    return index;
+}
+
+/// metrics, and (version 2 on) max_u_lower_bound, into f (f.score read).
+void parse_metrics_and_bound(const JsonField& j, PlanFile& f) {
+    const JsonField metrics = j["metrics"];
+    metrics.object();
+    auto method = [&](const char* k) {
+        LayoutMetrics x = read_layout_metrics(metrics[k]);
+        x.score = parse_score(metrics[k]["score"]);
+        f.metrics[k] = x;
+    };
+    for (const char* k : {"baseline", "reorder", "karmarkar_karp", "routepack"})
+        method(k);
+    if (f.version >= 5)
+        for (const char* k : {"grouter", "routepack+comm"})
+            if (metrics[k].exists()) method(k);
+    if (!(f.metrics["routepack"].score == f.score))
+        throw InputError(j.origin() + ": score differs from metrics.routepack.score");
+    if (f.version < 2) return;
+    const JsonField b = j["max_u_lower_bound"];
+    b.object();
+    f.bound.value = b["value"].number();
+    f.bound.mean = b["mean"].number();
+    f.bound.sample = b["sample"].number();
+    const double gap = b["gap"].number();
+    if (!(f.bound.value <= f.score.max_u))
+        throw InputError(b.where() + ": value " + b["value"].json().dump() + " is above the plan's max_g U " +
+                         nlohmann::json(f.score.max_u).dump());
+    if (gap != bound_gap(f.score.max_u, f.bound.value))
+        throw InputError(b.where() + ": gap " + b["gap"].json().dump() + " differs from score[0] / value - 1");
+    f.has_bound = true;
+}
+
+/// planner: seed, workers, budgets and (version 6) placement_refinement into f.
+void parse_planner(const JsonField& planner, PlanFile& f) {
+    planner.object();
+    f.seed = planner["seed"].unsigned_integer();
+    f.workers = static_cast<int>(planner["workers"].integer(0, 4096));
+    {
+        // The budget reader's own ranges (core/plan/budgets_json.h), the one definition of them.
+        const JsonField b = planner["budgets"];
+        b.object();
+        util::check_json_depth(b.json(), b.where()); // printed back to text for parse_planner_budgets
+        if (b.json().contains("seed") || b.json().contains("workers"))
+            throw InputError(b.where() + ": field '" + std::string(b.json().contains("seed") ? "seed" : "workers") +
+                             "' belongs to planner, not planner.budgets");
+        if (f.version >= 6) (void)b["placement_rounds"].json(); // "is missing"
+        f.budgets = parse_planner_budgets(b.json().dump(), b.where());
+        f.budgets.seed = f.seed;
+        f.budgets.workers = f.workers;
+    }
+    if (f.version < 6) return;
+    const JsonField pr = planner["placement_refinement"];
+    pr.only({"refined", "rounds_kept", "swaps", "skipped"});
+    f.placement_refined = pr["refined"].boolean();
+    f.placement_refinement_skipped = pr["skipped"].boolean();
+    f.placement_rounds_kept = static_cast<int>(pr["rounds_kept"].integer(0, kIntMax));
+    f.placement_swaps = pr["swaps"].integer(0);
+    // A refined placement came from kept refinements; a skipped refinement kept none.
+    if ((f.placement_refined && (f.placement_rounds_kept == 0 || f.placement_swaps == 0)) ||
+        (f.placement_refinement_skipped && (f.placement_refined || f.placement_rounds_kept > 0)))
+        throw InputError(pr.where() + ": refined " + pr["refined"].json().dump() + ", rounds_kept " +
+                         pr["rounds_kept"].json().dump() + ", swaps " + pr["swaps"].json().dump() + " and skipped " +
+                         pr["skipped"].json().dump() + " disagree");
+    // Each kept refinement followed one round of the final pass: placement_rounds of them, or
+    // more under anytime, which adds rounds until the time limit when there are rounds and a
+    // search budget at all.
+    const bool more_rounds = f.budgets.anytime && f.budgets.placement_rounds > 0 && f.budgets.polish_evaluations > 0;
+    if (!more_rounds && f.placement_rounds_kept > f.budgets.placement_rounds)
+        throw InputError(pr.where() + ": rounds_kept " + std::to_string(f.placement_rounds_kept) +
+                         " is more than planner.budgets.placement_rounds " +
+                         std::to_string(f.budgets.placement_rounds));
+}
+
+} // namespace
+
+PlanFile parse_plan(const std::string& text, const std::string& origin) {
+    const json doc = util::parse_json_document(text, origin);
+    if (!doc.is_object()) throw InputError(origin + ": a plan must be a JSON object");
+    const JsonField j(doc, origin);
+    PlanFile f;
+    parse_header(j, f);
+    const JsonField topology = j["topology"];
+    util::check_json_depth(topology.json(), topology.where()); // printed back to text for parse_topology
+    f.topology = parse_topology(topology.json().dump(), topology.where());
     try {
         check_topology_for_model(f.topology, f.model);
     } catch (const InputError& e) {
         throw InputError(origin + ": " + e.what());
     }
-    f.placement = parse_placement(need(j, "placement", origin), f.model, f.topology.ep_ranks, origin + ": placement");
-    const auto& samples = need(j, "samples", origin);
-    if (!samples.is_array() || samples.empty()) throw InputError(origin + ": samples must be a non-empty list");
-    std::unordered_map<std::string, int> index;
-    for (std::size_t i = 0; i < samples.size(); ++i) {
-        const std::string where = origin + ": samples[" + std::to_string(i) + "]";
-        const auto& s = samples[i];
-        const auto& id_value = need(s, "id", where);
-        if (!id_value.is_string())
-            throw InputError(where + ": field 'id' must be a string, not " + util::json_kind(id_value));
-        const std::string id = id_value.get<std::string>();
-        if (need_int(s, "index", where) != static_cast<std::int64_t>(i))
-            throw InputError(where + ": index must be " + std::to_string(i));
-        const auto len = need_int(s, "length", where);
-        if (len < 1 || len > f.topology.token_cap)
-            throw InputError(where + ": length " + std::to_string(len) +
-                             " outside 1..C=" + std::to_string(f.topology.token_cap));
-        if (!index.emplace(id, static_cast<int>(i)).second)
-            throw InputError(where + ": duplicate sample id '" + id + "'");
-        f.sample_ids.push_back(id);
-        f.lengths.push_back(len);
-    }
+    f.placement = parse_placement(j["placement"], f.model, f.topology.ep_ranks);
+    const std::unordered_map<std::string, int> index = parse_samples(j["samples"], f);
     // Every row holds D non-empty cells, so there are at most as many rows as samples.
-    f.row_count = static_cast<int>(need_int(j, "row_count", origin, 1, static_cast<std::int64_t>(f.sample_ids.size())));
+    f.row_count = static_cast<int>(j["row_count"].integer(1, static_cast<std::int64_t>(f.sample_ids.size())));
     if (f.row_count % f.topology.row_multiple != 0)
         throw InputError(origin + ": row_count " + std::to_string(f.row_count) +
                          " is not a multiple of topology.row_multiple " + std::to_string(f.topology.row_multiple));
-    const auto& certified = need(j, "row_count_certified", origin);
-    if (!certified.is_boolean())
-        throw InputError(origin + ": field 'row_count_certified' must be true or false, not " +
-                         util::json_kind(certified));
-    f.row_count_certified = certified.get<bool>();
-    f.row_lower_bound = static_cast<int>(need_int(j, "row_lower_bound", origin, 0, kIntMax));
+    f.row_count_certified = j["row_count_certified"].boolean();
+    f.row_lower_bound = static_cast<int>(j["row_lower_bound"].integer(0, kIntMax));
     if (f.row_lower_bound > f.row_count)
         throw InputError(origin + ": row_lower_bound " + std::to_string(f.row_lower_bound) +
                          " is more than row_count " + std::to_string(f.row_count) +
                          " (a lower bound on the row count cannot exceed a row count that exists)");
     const int D = f.topology.dp_slots;
-    f.layout = parse_rows(need(j, "rows", origin), index, f.row_count, D, origin + ": rows");
+    f.layout = parse_rows(j["rows"], index, f.row_count, D);
     // Structure: coverage, cap, non-empty, rectangle — with the plan's own lengths.
     PackingProblem shape;
     shape.n = static_cast<int>(f.lengths.size());
@@ -604,92 +592,10 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
     shape.length = f.lengths;
     const std::string bad = validate_layout(f.layout, shape);
     if (!bad.empty()) throw InputError(origin + ": rows: " + bad);
-    f.score = parse_score(need(j, "score", origin), origin + ": score");
-    const auto& metrics = need(j, "metrics", origin);
-    for (const char* k : {"baseline", "reorder", "karmarkar_karp", "routepack"})
-        f.metrics[k] = parse_metrics(need(metrics, k, origin + ": metrics"), origin + ": metrics." + k);
-    if (f.version >= 5)
-        for (const char* k : {"grouter", "routepack+comm"})
-            if (metrics.is_object() && metrics.contains(k))
-                f.metrics[k] = parse_metrics(metrics[k], origin + ": metrics." + k);
-    if (!(f.metrics["routepack"].score == f.score))
-        throw InputError(origin + ": score differs from metrics.routepack.score");
-    if (f.version >= 2) {
-        const std::string where = origin + ": max_u_lower_bound";
-        const auto& b = need(j, "max_u_lower_bound", origin);
-        auto num = [&](const char* key) {
-            const auto& v = need(b, key, where);
-            if (!v.is_number()) throw InputError(where + ": field '" + std::string(key) + "' must be a number");
-            return v.get<double>();
-        };
-        f.bound.value = num("value");
-        f.bound.mean = num("mean");
-        f.bound.sample = num("sample");
-        const double gap = num("gap");
-        if (!(f.bound.value <= f.score.max_u))
-            throw InputError(where + ": value " + b["value"].dump() + " is above the plan's max_g U " +
-                             nlohmann::json(f.score.max_u).dump());
-        if (gap != bound_gap(f.score.max_u, f.bound.value))
-            throw InputError(where + ": gap " + b["gap"].dump() + " differs from score[0] / value - 1");
-        f.has_bound = true;
-    }
-    if (f.version >= 5)
-        parse_communication(need(j, "communication", origin), f, index, shape, origin + ": communication");
-    const auto& planner = need(j, "planner", origin);
-    {
-        const auto& seed = need(planner, "seed", origin + ": planner");
-        if (!seed.is_number_unsigned())
-            throw InputError(origin + ": planner: field 'seed' must be an integer in 0..2^64-1");
-        f.seed = seed.get<std::uint64_t>();
-    }
-    f.workers = static_cast<int>(need_int(planner, "workers", origin + ": planner", 0, 4096));
-    {
-        // The budget reader's own ranges (core/plan/budgets_json.h), the one definition of them.
-        const std::string where = origin + ": planner.budgets";
-        const auto& b = need(planner, "budgets", origin + ": planner");
-        if (!b.is_object()) throw InputError(where + " must be an object, not " + util::json_kind(b));
-        util::check_json_depth(b, where); // printed back to text for parse_planner_budgets
-        if (b.contains("seed") || b.contains("workers"))
-            throw InputError(where + ": field '" + std::string(b.contains("seed") ? "seed" : "workers") +
-                             "' belongs to planner, not planner.budgets");
-        if (f.version >= 6 && !b.contains("placement_rounds"))
-            throw InputError(where + ": missing field 'placement_rounds'");
-        f.budgets = parse_planner_budgets(b.dump(), where);
-        f.budgets.seed = f.seed;
-        f.budgets.workers = f.workers;
-    }
-    if (f.version >= 6) {
-        const std::string where = origin + ": planner.placement_refinement";
-        const auto& pr = need(planner, "placement_refinement", origin + ": planner");
-        if (!pr.is_object()) throw InputError(where + " must be an object, not " + util::json_kind(pr));
-        for (const auto& [key, v] : pr.items())
-            if (key != "refined" && key != "rounds_kept" && key != "swaps" && key != "skipped")
-                throw InputError(where + ": unknown field '" + util::printable(key) +
-                                 "' (it holds refined, rounds_kept, swaps and skipped)");
-        auto flag = [&](const char* key) {
-            const auto& v = need(pr, key, where);
-            if (!v.is_boolean()) throw InputError(where + ": field '" + key + "' must be true or false");
-            return v.get<bool>();
-        };
-        f.placement_refined = flag("refined");
-        f.placement_refinement_skipped = flag("skipped");
-        f.placement_rounds_kept = static_cast<int>(need_int(pr, "rounds_kept", where, 0, kIntMax));
-        f.placement_swaps = need_int(pr, "swaps", where, 0);
-        // A refined placement came from kept refinements; a skipped refinement kept none.
-        if ((f.placement_refined && (f.placement_rounds_kept == 0 || f.placement_swaps == 0)) ||
-            (f.placement_refinement_skipped && (f.placement_refined || f.placement_rounds_kept > 0)))
-            throw InputError(where + ": refined " + pr["refined"].dump() + ", rounds_kept " + pr["rounds_kept"].dump() +
-                             ", swaps " + pr["swaps"].dump() + " and skipped " + pr["skipped"].dump() + " disagree");
-        // Each kept refinement followed one round of the final pass: placement_rounds of them, or
-        // more under anytime, which adds rounds until the time limit when there are rounds and a
-        // search budget at all.
-        const bool more_rounds =
-            f.budgets.anytime && f.budgets.placement_rounds > 0 && f.budgets.polish_evaluations > 0;
-        if (!more_rounds && f.placement_rounds_kept > f.budgets.placement_rounds)
-            throw InputError(where + ": rounds_kept " + std::to_string(f.placement_rounds_kept) +
-                             " is more than planner.budgets.placement_rounds " +
-                             std::to_string(f.budgets.placement_rounds));
-    }
+    f.score = parse_score(j["score"]);
+    parse_metrics_and_bound(j, f);
+    if (f.version >= 5) parse_communication(j["communication"], f, index, shape);
+    parse_planner(j["planner"], f);
     return f;
 }
 

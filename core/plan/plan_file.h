@@ -94,10 +94,11 @@ PlanFile plan_file_of(const PlanResult& r);
 /// (version 2 on) a bound with value <= score[0] and gap == score[0] / value - 1, (version 5) a
 /// communication section whose node count matches the topology's and whose grouter / routepack+comm
 /// placements and rows pass the same checks, planner.budgets an object within the budget reader's
-/// ranges (parse_planner_budgets: "<origin>: planner.budgets: budget 'levels' must be in
-/// 0..2147483647 (got -5)"), and (version 6) planner.placement_refinement holding exactly refined,
-/// rounds_kept, swaps and skipped, with rounds_kept <= budgets.placement_rounds and a refined
-/// placement only with placement_rounds >= 1. InputError naming `origin` and the field.
+/// ranges (parse_planner_budgets: "<origin>: planner.budgets: levels is -5, not an integer in
+/// 0..1000"), and (version 6) planner.placement_refinement holding exactly refined, rounds_kept,
+/// swaps and skipped, with rounds_kept <= budgets.placement_rounds and a refined placement only with
+/// placement_rounds >= 1. InputError naming `origin` and the field path, fields read by
+/// util::JsonField ("<origin>: samples[3].length is 0, not an integer in 1..4096").
 PlanFile parse_plan(const std::string& json_text, const std::string& origin);
 
 /// Rescores a parsed plan against its window (samples in the plan's order, with counts): lengths

@@ -2,6 +2,7 @@
 #include "core/util/json.h"
 
 #include "core/util/errors.h"
+#include "core/util/json_field.h"
 #include "core/util/text.h"
 
 #include <cmath>
@@ -175,34 +176,8 @@ const nlohmann::json* json_member(const nlohmann::json& obj, const char* key) {
 
 std::int64_t json_int_value(const nlohmann::json& v, const std::string& where, const std::string& field,
                             std::int64_t lo, std::int64_t hi) {
-    if (v.is_number_float()) {
-        // Integral floats (232795.0, as JSON writers emit float tensors) are integers; 1.5, nan
-        // and values beyond int64 are not.
-        const double d = v.get<double>();
-        if (!std::isfinite(d) || d != std::floor(d))
-            throw InputError(where + ": " + field + " " + json_brief(v) + " is not an integer");
-        if (d < -9223372036854775808.0 || d >= 9223372036854775808.0 || d < static_cast<double>(lo) ||
-            d > static_cast<double>(hi)) {
-            if (d < 0 && lo == 0) throw InputError(where + ": " + field + " " + json_brief(v) + " is negative");
-            throw InputError(where + ": " + field + " " + json_brief(v) + " is out of range " + std::to_string(lo) +
-                             ".." + std::to_string(hi));
-        }
-        const auto x = static_cast<std::int64_t>(d);
-        if (x < lo || x > hi)
-            throw InputError(where + ": " + field + " " + json_brief(v) + " is out of range " + std::to_string(lo) +
-                             ".." + std::to_string(hi));
-        return x;
-    }
-    if (!v.is_number_integer()) throw InputError(where + ": " + field + " is not an integer");
-    const bool too_big = v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX);
-    const std::int64_t x = too_big ? 0 : v.get<std::int64_t>();
-    if (too_big || x < lo || x > hi) {
-        const std::string text = too_big ? std::to_string(v.get<std::uint64_t>()) : std::to_string(x);
-        if (!too_big && x < 0 && lo == 0) throw InputError(where + ": " + field + " " + text + " is negative");
-        throw InputError(where + ": " + field + " " + text + " is out of range " + std::to_string(lo) + ".." +
-                         std::to_string(hi));
-    }
-    return x;
+    if (const auto x = json_integer_of(v, lo, hi, IntegralFloats::Accept)) return *x;
+    return JsonField(v, where, field).integer(lo, hi, IntegralFloats::Accept); // throws, naming the field
 }
 
 std::optional<std::int64_t> json_int(const nlohmann::json& obj, const char* key, const std::string& where,

@@ -1,8 +1,9 @@
 #pragma once
 // JSON helpers on nlohmann::json (Debian nlohmann-json3-dev 3.11) for every JSON input the
 // project reads (traces, model configs, topologies, plans, budgets, safetensors headers): strict
-// parsing (a repeated key is an error, not a silent overwrite), user-facing error text, and
-// range-checked integers. Include it only where JSON is parsed; it pulls in nlohmann/json.hpp.
+// parsing (a repeated key is an error, not a silent overwrite) and user-facing error text; the
+// fields themselves are read by JsonField (core/util/json_field.h). Include it only where JSON is
+// parsed; it pulls in nlohmann/json.hpp.
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -41,16 +42,14 @@ void check_json_depth(const nlohmann::json& v, const std::string& origin);
 /// Member `key` of `obj` when present and not null; nullptr otherwise.
 const nlohmann::json* json_member(const nlohmann::json& obj, const char* key);
 
-/// An integer JSON value checked against lo..hi: InputError "<where>: <field> is not an integer"
-/// for another type, "<where>: <field> <v> is out of range lo..hi" otherwise (unsigned values
-/// above INT64_MAX included: never wrapped). A float with an integral value (232795.0, as JSON
-/// dumps of float tensors write counts) is that integer; any other float is refused as
-/// "<where>: <field> 1.5 is not an integer".
+/// The importers' shorthand for JsonField(v, where, field).integer(lo, hi, IntegralFloats::Accept)
+/// (core/util/json_field.h): an integer, or a float with an integral value (232795.0, as JSON dumps
+/// of float tensors write counts), in lo..hi; JsonField's errors ("<where>: <field> is 1.5, not an
+/// integer in 0..7").
 std::int64_t json_int_value(const nlohmann::json& v, const std::string& where, const std::string& field,
                             std::int64_t lo = INT64_MIN, std::int64_t hi = INT64_MAX);
 
-/// Member `key` of object `obj` as an integer in lo..hi; nullopt when absent or null. Errors as
-/// json_int_value.
+/// Member `key` of object `obj` as json_int_value reads it; nullopt when absent or null.
 std::optional<std::int64_t> json_int(const nlohmann::json& obj, const char* key, const std::string& where,
                                      const std::string& field, std::int64_t lo = INT64_MIN,
                                      std::int64_t hi = INT64_MAX);

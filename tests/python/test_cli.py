@@ -148,7 +148,7 @@ def test_cli_place_from_library(exe, library):
 
 
 @pytest.mark.parametrize("content, args, message", [
-    ("[[1, -2]]", ["--ep-ranks", "1"], "{f}: [0][1] must be a non-negative whole number (got -2)"),
+    ("[[1, -2]]", ["--ep-ranks", "1"], "{f}: [0][1] is -2, not an integer in 0..18446744073709551615"),
     ('{"loads": [[1, 2], [3]]}', ["--ep-ranks", "1"], "{f}: loads[1] must be a list of 2 loads (as row 0)"),
     ("[[1, 2, 3]]", ["--ep-ranks", "2"], "topology: 3 experts are not divisible by 2 EP ranks"),
     ("[[1, 2]]", [], "place: give --ep-ranks P (or --topology)"),

@@ -58,14 +58,14 @@ def test_topology_fields_and_json():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(ep_ranks=0), "topology: field 'ep_ranks' must be >= 1 (got 0)"),
-    (dict(token_cap=0), "topology: field 'token_cap' must be >= 1 (got 0)"),
+    (dict(ep_ranks=0), "topology: ep_ranks is 0, not an integer in 1..1048576"),
+    (dict(token_cap=0), "topology: token_cap is 0, not an integer in 1..1099511627776"),
     (dict(edp_shards=3), "topology: edp_shards = 3 must be >= 1 and divide dp_slots = 4"),
     (dict(edp_shards=[[0, 1], [1, 2, 3]]), "topology: DP slot 1 is in edp_shards[0] and edp_shards[1]; shards must partition the DP slots"),
     (dict(stages=[("kda", float("nan"), 0.0)]), "topology: attention_stages[0]: 'alpha' must be finite and >= 0 (got nan)"),
     (dict(stages=[("kda", 1.0, -2.0)]), "topology: attention_stages[0]: 'beta' must be finite and >= 0 (got -2.0)"),
-    (dict(row_multiple=0), "topology: field 'row_multiple' must be >= 1 (got 0)"),
-    (dict(row_multiple=1 << 21), "topology: field 'row_multiple' must be at most 1048576 (got 2097152)"),
+    (dict(row_multiple=0), "topology: row_multiple is 0, not an integer in 1..1048576"),
+    (dict(row_multiple=1 << 21), "topology: row_multiple is 2097152, not an integer in 1..1048576"),
     (dict(min_rows=1 << 30, row_multiple=3),
      "topology: min_rows 1073741824 rounded up to a multiple of row_multiple 3 is 1073741826 rows, above the largest "
      "row count 1073741824"),
