@@ -384,6 +384,16 @@ private Q_SLOTS:
         }
         qInfo("sweeps stopped: %d, finished before the signal: %d", stopped, finished);
         QVERIFY2(stopped >= 4, "every sweep finished before its signal; make the sweep longer");
+        // A sweep refused before it plans still removes the partial folder a killed one left.
+        {
+            const fs::path dead = tmp / ".out.routepack-partial-999999999";
+            write_file(dead / util::kPartialFolderMarker, "");
+            QStringList refused = sweep;
+            refused[refused.indexOf(QStringLiteral("syn"))] = QStringLiteral("no-such-trace");
+            QCOMPARE(cli(refused, &err), 1);
+            QVERIFY2(err.contains(QStringLiteral("no-such-trace")), qPrintable(err));
+            QVERIFY(!present(dead));
+        }
         // The next sweep removes what a killed one left, and lands whole.
         QCOMPARE(cli(sweep, &err), 0);
         QCOMPARE(entries_with(tmp, "routepack-partial"), 0);
