@@ -690,7 +690,7 @@ private Q_SLOTS:
         auto ids = [](int n) {
             return npy("<i8", "(" + std::to_string(n) + ",)", le(std::vector<std::int64_t>(n, 9), 8));
         };
-        const std::string pickled = npy("|O", "(1,)", std::string("\x80\x04\x95garbage", 12));
+        const std::string pickled = npy("|O", "(1,)", std::string("\x80\x04\x95garbage", 10));
         // a: prompt 3 + response 2, 4 recorded rows, row 4 the fill.
         //   L1 {0,1} {1,2} {2,3} {0,1} -> 2 3 2 1; L2 {2,3} {0,3} {1,0} {3,2} -> 2 1 2 3.
         write_zip(dir / "a.npz",
