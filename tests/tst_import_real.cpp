@@ -31,7 +31,7 @@ QString import_error(const std::vector<fs::path>& inputs, const ImportOptions& o
     try {
         import_trace_to_memory(inputs, opt);
     } catch (const InputError& e) {
-        return QString::fromStdString(e.what());
+        return QString::fromStdString(cli::cli_error_text(e)); // the CLI's words
     }
     return QStringLiteral("(no error)");
 }
