@@ -1,8 +1,6 @@
 #pragma once
 // Helpers shared by the test executables.
-#include "app/cli_errors.h"
 #include "core/plan/score.h"
-#include "core/util/errors.h"
 
 #include <QByteArray>
 #include <QString>
@@ -39,18 +37,6 @@ template <typename E, typename F> std::string error_of(F&& f) {
         f();
     } catch (const E& e) {
         return e.what();
-    } catch (const std::exception& e) {
-        return std::string("<other exception: ") + e.what() + ">";
-    }
-    return "<no exception>";
-}
-/// The InputError f() throws in the CLI's words (cli::cli_error_text: each setting it names by its
-/// flag), or a description of what happened instead. Needs routepack_cli_errors.
-template <typename F> std::string cli_error_of(F&& f) {
-    try {
-        f();
-    } catch (const InputError& e) {
-        return cli::cli_error_text(e);
     } catch (const std::exception& e) {
         return std::string("<other exception: ") + e.what() + ">";
     }

@@ -5,6 +5,7 @@
 #include "core/util/atomic_file.h"
 #include "core/util/errors.h"
 #include "core/util/json_field.h"
+#include "tests/cli_error_of.h"
 #include "tests/testutil.h"
 
 #include <QtTest>

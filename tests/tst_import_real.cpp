@@ -3,6 +3,7 @@
 // own checks (duplicate ids, mixed formats, missing model, empty files).
 #include "core/import/import.h"
 #include "core/util/errors.h"
+#include "tests/cli_error_of.h"
 #include "tests/testutil.h"
 
 #include <QtTest>

@@ -6,6 +6,7 @@
 #include "core/import/import.h"
 #include "core/synth/synth.h"
 #include "core/util/errors.h"
+#include "tests/cli_error_of.h"
 #include "tests/testutil.h"
 
 #include <QRegularExpression>
