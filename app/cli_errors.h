@@ -8,9 +8,11 @@
 namespace routepack::cli {
 
 /// How the CLI names `setting`: a planner budget by its flag ("--steps"; its key when it has none,
-/// "projections"); a window selector by its flag and the value it was given ("--split 40",
-/// "--split-groups", "--first", "--random"); a trace or window name by `--name` (of `import` and
-/// `window`); any other setting (a topology name) by the library's own words (Setting::words).
+/// "projections"); a window selector, a model or synth field, a rewrite option by its flag and the
+/// value the message quotes ("--split 40", "--split-groups", "--top-k 9", "--device cuda",
+/// "--layer-map"); a trace or window name by `--name` (of `import` and `window`); a request ("ask_"
+/// keys) by its whole phrase ("give --moe-layers LIST or --layers N", "use --format"); any other
+/// setting (a topology name, sample_concentration) by the library's own words (Setting::words).
 std::string cli_setting_text(const Setting& setting);
 
 /// The message of `e` in the CLI's words: InputError::reworded with cli_setting_text.

@@ -61,8 +61,8 @@ std::vector<std::filesystem::path> write_synth_whole(const SynthConfig& cfg, Tra
 }
 
 int run_synth(const SynthCmd& c) {
-    catch_sigint(); // a signal lets the writing finish into the staging folder, which is then removed
-    check_synth_config(c.cfg, SynthNames::Flags); // errors name the flags the user typed
+    catch_sigint();            // a signal lets the writing finish into the staging folder, which is then removed
+    check_synth_config(c.cfg); // the CLI names each field by its flag (cli_error_text)
     const TraceFormat f = parse_trace_format(c.format);
     const auto files = write_synth_whole(c.cfg, f, c.out);
     const auto m = synth_model(c.cfg);

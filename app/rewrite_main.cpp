@@ -1,5 +1,6 @@
 // `routepack-rewrite`: the checkpoint rewrite as a Qt-free executable (runs on GPU machines without Qt).
 // Same options and output as `routepack rewrite`.
+#include "app/cli_errors.h"
 #include "app/cmd_rewrite.h"
 #include "core/util/errors.h"
 
@@ -31,6 +32,10 @@ int main(int argc, char** argv) {
     } catch (const std::filesystem::filesystem_error& e) {
         std::cerr << "routepack-rewrite: error: " << (e.path1().empty() ? "" : e.path1().string() + ": ")
                   << e.code().message() << "\n";
+    } catch (const routepack::InputError& e) {
+        std::string msg = routepack::cli::cli_error_text(e); // settings named by their flags
+        std::replace(msg.begin(), msg.end(), '\n', ' ');
+        std::cerr << "routepack-rewrite: error: " << msg << "\n";
     } catch (const std::exception& e) {
         std::string msg = e.what();
         std::replace(msg.begin(), msg.end(), '\n', ' ');

@@ -25,7 +25,7 @@ RewriteReport rewrite_checkpoint(const RewriteRequest& req, const RewriteProgres
     bool use_cuda = false;
     std::string why;
     if (req.device == RewriteDevice::Cuda) {
-        if (!cuda_rewrite_available(&why)) throw InputError("--device cuda: " + why);
+        if (!cuda_rewrite_available(&why)) throw InputError("", rewrite_setting("device", "cuda"), ": " + why);
         use_cuda = true;
     } else if (req.device == RewriteDevice::Auto) {
         use_cuda = cuda_rewrite_available(&why);
@@ -68,7 +68,7 @@ RewriteReport rewrite_checkpoint(const RewriteRequest& req, const RewriteProgres
         if (req.verify) {
             const auto v0 = std::chrono::steady_clock::now();
             const std::string diff = verify_rewrite(plan, tmp, progress, cancel);
-            if (!diff.empty()) throw InputError("--verify: " + diff);
+            if (!diff.empty()) throw InputError("", rewrite_setting("verify"), ": " + diff);
             rep.verified = true;
             rep.verify_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - v0).count();
         }

@@ -5,6 +5,7 @@
 #include "core/util/atomic_file.h"
 #include "core/util/errors.h"
 #include "core/util/json_field.h"
+#include "tests/cli_error_of.h"
 #include "tests/testutil.h"
 
 #include <QtTest>
@@ -125,7 +126,10 @@ private Q_SLOTS:
             parse_layer_list(text.toStdString());
             QFAIL("no error");
         } catch (const InputError& e) {
-            QCOMPARE(QString::fromStdString(e.what()), error);
+            // The CLI names the setting by its flag; the library by its words.
+            QCOMPARE(QString::fromStdString(cli::cli_error_text(e)), error);
+            QVERIFY(e.setting() && e.setting()->key == "moe_layers");
+            QCOMPARE(QString::fromStdString(e.what()), QStringLiteral("MoE layers") + error.mid(12));
         }
     }
     void knownModels() {

@@ -3,6 +3,7 @@
 // own checks (duplicate ids, mixed formats, missing model, empty files).
 #include "core/import/import.h"
 #include "core/util/errors.h"
+#include "tests/cli_error_of.h"
 #include "tests/testutil.h"
 
 #include <QtTest>
@@ -31,7 +32,7 @@ QString import_error(const std::vector<fs::path>& inputs, const ImportOptions& o
     try {
         import_trace_to_memory(inputs, opt);
     } catch (const InputError& e) {
-        return QString::fromStdString(e.what());
+        return QString::fromStdString(cli::cli_error_text(e)); // the CLI's words
     }
     return QStringLiteral("(no error)");
 }

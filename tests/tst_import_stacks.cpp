@@ -6,6 +6,7 @@
 #include "core/import/import.h"
 #include "core/import/import_detail.h"
 #include "core/util/errors.h"
+#include "tests/cli_error_of.h"
 #include "tests/testutil.h"
 
 #include <QtTest>
@@ -98,7 +99,7 @@ Trace import_auto(const std::vector<std::filesystem::path>& in, ImportSummary* s
 }
 
 QString import_error(const std::vector<std::filesystem::path>& in, const ModelDescription& m = model3()) {
-    return QString::fromStdString(test::error_of<InputError>([&] {
+    return QString::fromStdString(test::cli_error_of([&] { // the CLI's words
         ImportSummary s;
         import_auto(in, &s, m);
     }));
@@ -1259,7 +1260,7 @@ private Q_SLOTS:
                                   "not a MoE layer of the model (MoE layers 1-2)",
                      "load-only trace: per-layer expert totals, usable for placement views, not for packing"}));
         auto err = [&](const ImportOptions& o) {
-            return q(test::error_of<InputError>([&] { import_trace({p}, o, sink); }));
+            return q(test::cli_error_of([&] { import_trace({p}, o, sink); })); // the CLI's words
         };
         // Without a layer list nothing tells the base: asked for; given, the layers seen are the MoE layers.
         opt.model.moe_layers.clear();
@@ -1319,7 +1320,7 @@ private Q_SLOTS:
                                                "Megatron-LM's inference record_indices): read 0-based, layer 4 is not "
                                                "below num_hidden_layers = 4");
         auto err = [&](const ImportOptions& o) {
-            return q(test::error_of<InputError>([&] { import_trace({p}, o, sink); }));
+            return q(test::cli_error_of([&] { import_trace({p}, o, sink); })); // the CLI's words
         };
         // Named 0-based, the file contradicts it.
         opt.router_layer_base = LayerBase::Zero;

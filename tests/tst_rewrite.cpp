@@ -1,6 +1,7 @@
 // Checkpoint rewriter: planning checks, CPU executor, round trips on the five real checkpoints
 // in ../shared/checkpoints, identity, synthetic expert slots, refusals before writing, atomic output,
 // sidecar provenance, --layer-map, --verify, free space, the CLI.
+#include "app/cli_errors.h"
 #include "core/model/model.h"
 #include "core/plan/plan_file.h"
 #include "core/plan/planner.h"
@@ -125,11 +126,12 @@ void expect_slots(const fs::path& src, const fs::path& out, const Placement& pi,
     QVERIFY(checked > 0);
 }
 
+/// The InputError rewriting `r` throws, in the CLI's words (options named by their flags).
 std::string error_of(const RewriteRequest& r) {
     try {
         rewrite_checkpoint(r);
     } catch (const InputError& e) {
-        return e.what();
+        return cli::cli_error_text(e);
     }
     return "<no error>";
 }
@@ -218,7 +220,9 @@ void TestRewrite::layerMapErrors() {
         parse_layer_map(text.toStdString(), {1, 2, 3});
         QFAIL("no error");
     } catch (const InputError& e) {
-        QCOMPARE(QString::fromStdString(e.what()), error);
+        QCOMPARE(QString::fromStdString(cli::cli_error_text(e)), error);
+        QVERIFY(e.setting() && e.setting()->key == "rewrite_layer_map");
+        QCOMPARE(QString::fromStdString(e.what()), QStringLiteral("layer map") + error.mid(11)); // no CLI flag
     }
 }
 
@@ -495,7 +499,7 @@ void TestRewrite::outputChecks() {
                  try {
                      plan_rewrite(rewrite_request(ck, tmp / "afile" / "out", pi, m));
                  } catch (const InputError& e) {
-                     return std::string(e.what());
+                     return cli::cli_error_text(e);
                  }
                  return std::string("<no error>");
              }()),
@@ -1036,7 +1040,7 @@ void TestRewrite::expertMapErrors() {
         request_from_map(vllm, "m.json", tmp / "ckpt");
         QFAIL("no error");
     } catch (const InputError& e) {
-        QCOMPARE(QString::fromStdString(e.what()),
+        QCOMPARE(QString::fromStdString(cli::cli_error_text(e)),
                  QStringLiteral("m.json: the map's rows carry no absolute layer ids (SGLang rows are decoder layers, "
                                 "vLLM rows MoE layers in order) and ") +
                      qpath(tmp / "ckpt") +

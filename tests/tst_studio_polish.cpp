@@ -6,12 +6,15 @@
 // and says what an aggregate (load-only) import holds. Screenshots via QWidget::grab into
 // $ROUTEPACK_SCREENSHOT_DIR or a temporary folder.
 #include "app/cli_errors.h"
+#include "core/import/import.h"
+#include "core/model/model.h"
 #include "core/model/topology.h"
 #include "core/model/window_select.h"
 #include "core/plan/budget_table.h"
 #include "core/plan/budgets_json.h"
 #include "core/synth/synth.h"
 #include "core/util/errors.h"
+#include "gpu/rewrite/request.h"
 #include "storage/library.h"
 #include "tests/gui_testutil.h"
 #include "tests/testutil.h"
@@ -341,14 +344,84 @@ private Q_SLOTS:
         QCOMPARE(QString::fromStdString(cli::cli_error_text(*steps)),
                  QStringLiteral("plan: --steps must be in 0..100000000 (got -1)"));
         QCOMPARE(guiErrorText(*steps), QStringLiteral("plan: \"Steps K per level\" must be in 0..100000000 (got -1)"));
-        // Messages of the rewrite code still name CLI flags: reworded by guiFieldText.
-        QCOMPARE(guiFieldText(QStringLiteral("--layer-map: plan layer 3 is mapped twice")),
-                 QStringLiteral("\"Layer map\": plan layer 3 is mapped twice"));
-        // Not a flag: unchanged.
-        QCOMPARE(guiFieldText(QStringLiteral("a-b --- c")), QStringLiteral("a-b --- c"));
+        // A message naming no setting is shown as it is, dashes included.
+        QCOMPARE(guiErrorText(InputError("a-b --- c")), QStringLiteral("a-b --- c"));
         // A budget key in a message without a typed setting (a stored budgets JSON) stays the key.
         QCOMPARE(guiErrorText(InputError("t: budget 'steps_per_level' must be an integer")),
                  QStringLiteral("t: budget 'steps_per_level' must be an integer"));
+    }
+
+    /// The import, model, synth and rewrite errors about a setting carry its key: the library's
+    /// text names it in words, the CLI by its flag (as before the key was carried), the studio by
+    /// its field's label; a request for one of several ways to give something is a whole phrase.
+    void libraryErrorsInCliAndStudioWords() {
+        auto caught = [](const std::function<void()>& f) -> std::optional<InputError> {
+            try {
+                f();
+            } catch (const InputError& e) {
+                return e;
+            }
+            return std::nullopt;
+        };
+        auto cli = [](const InputError& e) { return QString::fromStdString(cli::cli_error_text(e)); };
+        auto lib = [](const InputError& e) { return QString::fromStdString(e.what()); };
+        // core/model: a layer list.
+        const auto list = caught([] { parse_layer_list("5,3"); });
+        QVERIFY(list && list->setting() && list->setting()->key == "moe_layers");
+        QCOMPARE(lib(*list), QStringLiteral("MoE layers: layers must be ascending and unique in '5,3'"));
+        QCOMPARE(cli(*list), QStringLiteral("--moe-layers: layers must be ascending and unique in '5,3'"));
+        QCOMPARE(guiErrorText(*list), QStringLiteral("\"MoE layers\": layers must be ascending and unique in '5,3'"));
+        // core/import: no model given for a format that does not describe it; an unknown format.
+        const auto dir = test::temp_dir(QStringLiteral("polish-families"));
+        SynthConfig c;
+        c.groups = 1;
+        c.group_size = 2;
+        write_synth(c, TraceFormat::VLLM, dir / "syn");
+        const auto model = caught([&] { import_trace_to_memory({dir / "syn"}, ImportOptions{}); });
+        QVERIFY(model && model->setting() && model->setting()->key == "ask_model");
+        QVERIFY2(lib(*model).endsWith(QStringLiteral(": give the model (a shipped model's name, its config.json, or "
+                                                     "its expert count and top-k)")),
+                 qPrintable(lib(*model)));
+        const QString head = lib(*model).left(lib(*model).indexOf(QStringLiteral(": give ")) + 2);
+        QVERIFY(head.startsWith(QStringLiteral("no model description for ")));
+        QCOMPARE(cli(*model), head + QStringLiteral("give --model NAME, --model-config config.json, or --experts E "
+                                                    "--top-k K"));
+        QCOMPARE(guiErrorText(*model), head + QStringLiteral("choose the Model: a shipped model, a Hugging Face "
+                                                             "config.json, or Fields (Experts E, Top-k)"));
+        test::write_file(dir / "notes.txt", "hello");
+        const auto format = caught([&] { import_trace_to_memory({dir / "notes.txt"}, ImportOptions{}); });
+        QVERIFY(format && format->setting() && format->setting()->key == "ask_format");
+        const QString at =
+            QString::fromStdString((dir / "notes.txt").string()) + QStringLiteral(": unrecognized trace format (");
+        QVERIFY2(lib(*format).startsWith(at + QStringLiteral("name the format; valid: ")), qPrintable(lib(*format)));
+        QVERIFY2(cli(*format).startsWith(at + QStringLiteral("use --format; valid: ")), qPrintable(cli(*format)));
+        QVERIFY2(guiErrorText(*format).startsWith(at + QStringLiteral("choose the \"Format\"; valid: ")),
+                 qPrintable(guiErrorText(*format)));
+        // core/synth: two settings in one message, each with the value it quotes.
+        SynthConfig k = c;
+        k.experts = 8;
+        k.top_k = 9;
+        const auto synth = caught([&] { check_synth_config(k); });
+        QVERIFY(synth && synth->settings().size() == 2);
+        QCOMPARE(synth->settings()[1].key, std::string("experts"));
+        QCOMPARE(lib(*synth), QStringLiteral("synth: top_k 9 exceeds experts 8"));
+        QCOMPARE(cli(*synth), QStringLiteral("synth: --top-k 9 exceeds --experts 8"));
+        QCOMPARE(guiErrorText(*synth), QStringLiteral("synth: \"Top-k\" = 9 exceeds \"Experts E\" = 8"));
+        // gpu/rewrite: the layer map and the device.
+        const auto map = caught([] { gpu::parse_layer_map("1:0,2:0", {1, 2}); });
+        QVERIFY(map && map->setting() && map->setting()->key == "rewrite_layer_map");
+        QCOMPARE(lib(*map), QStringLiteral("layer map: checkpoint layer 0 is the target of two plan layers"));
+        QCOMPARE(cli(*map), QStringLiteral("--layer-map: checkpoint layer 0 is the target of two plan layers"));
+        QCOMPARE(guiErrorText(*map),
+                 QStringLiteral("\"Layer map\": checkpoint layer 0 is the target of two plan layers"));
+        const InputError cuda("", gpu::rewrite_setting("device", "cuda"), ": no CUDA device");
+        QCOMPARE(lib(cuda), QStringLiteral("device cuda: no CUDA device"));
+        QCOMPARE(cli(cuda), QStringLiteral("--device cuda: no CUDA device"));
+        QCOMPARE(guiErrorText(cuda), QStringLiteral("\"Device\" = cuda: no CUDA device"));
+        const auto device = caught([] { gpu::parse_rewrite_device("tpu"); });
+        QVERIFY(device);
+        QCOMPARE(cli(*device), QStringLiteral("--device: unknown device 'tpu' (valid: auto, cpu, cuda)"));
+        QCOMPARE(guiErrorText(*device), QStringLiteral("\"Device\": unknown device 'tpu' (valid: auto, cpu, cuda)"));
     }
 
     /// A storage error about a setting carries its key: the library's text names it in words, the

@@ -69,12 +69,13 @@ int partial_folders(const fs::path& dir) {
     return n;
 }
 
-/// The message of the InputError `fn` throws ("" when it does not throw).
-template <class Fn> QString error_of(Fn&& fn) {
+/// The message of the InputError `fn` throws, the library's (what()) or the studio's words
+/// (guiErrorText); "" when it does not throw.
+template <class Fn> QString error_of(Fn&& fn, bool studio = false) {
     try {
         fn();
     } catch (const InputError& e) {
-        return QString::fromStdString(e.what());
+        return studio ? guiErrorText(e) : QString::fromStdString(e.what());
     }
     return {};
 }
@@ -335,11 +336,11 @@ private Q_SLOTS:
         d.show();
         fill(d, QString::fromStdString(plan), QStringLiteral("test plan"), src, dir / "out");
         for (const QString& bad : {QStringLiteral("1-2:x"), QStringLiteral("1:5,2:5"), QStringLiteral("1:0,")}) {
-            // The core's words name the CLI flag ("--layer-map: ..."); the dialog names its field.
-            const QString cli = error_of([&] { gpu::parse_layer_map(bad.toStdString(), {1, 2}); });
-            QVERIFY2(cli.startsWith(QStringLiteral("--layer-map: ")), qPrintable(cli));
-            const QString expected = QStringLiteral("\"Layer map\": ") + cli.mid(13);
-            QCOMPARE(guiFieldText(cli), expected);
+            // The core's words name the setting ("layer map: ..."); the dialog names its field.
+            const QString lib = error_of([&] { gpu::parse_layer_map(bad.toStdString(), {1, 2}); });
+            QVERIFY2(lib.startsWith(QStringLiteral("layer map: ")), qPrintable(lib));
+            const QString expected = QStringLiteral("\"Layer map\": ") + lib.mid(11);
+            QCOMPARE(error_of([&] { gpu::parse_layer_map(bad.toStdString(), {1, 2}); }, true), expected);
             d.setLayerMap(bad);
             QCOMPARE(d.layerMapError(), expected); // shown inline as typed
             QVERIFY(!d.startCheck());
@@ -372,7 +373,7 @@ private Q_SLOTS:
         fs::create_directories(dir);
         const std::string origin = "plan-e32.json";
         const QString expected =
-            guiFieldText(error_of([&] { gpu::plan_rewrite(direct_request(plan, origin, src, dir / "out", false)); }));
+            error_of([&] { gpu::plan_rewrite(direct_request(plan, origin, src, dir / "out", false)); }, true);
         QVERIFY(expected.contains(QStringLiteral("32 experts")));
 
         RewriteDialog d;

@@ -6,6 +6,7 @@
 #include "core/import/import.h"
 #include "core/synth/synth.h"
 #include "core/util/errors.h"
+#include "tests/cli_error_of.h"
 #include "tests/testutil.h"
 
 #include <QRegularExpression>
@@ -463,7 +464,7 @@ void TestSynth::validation() {
     for (const auto& [from, to] : to_flag)
         flags.replace(QRegularExpression(QStringLiteral("\\b%1\\b").arg(QLatin1String(from))), QLatin1String(to));
     QVERIFY(flags != message || field == QLatin1String("sample_concentration"));
-    QCOMPARE(error_of([&] { check_synth_config(c, SynthNames::Flags); }), flags);
+    QCOMPARE(QString::fromStdString(test::cli_error_of([&] { check_synth_config(c); })), flags);
     QCOMPARE(error_of([&] { check_synth_config(c); }), message);
 }
 

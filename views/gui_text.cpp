@@ -3,7 +3,6 @@
 #include "core/plan/budget_table.h"
 
 #include <QCoreApplication>
-#include <QRegularExpression>
 
 #include <array>
 #include <new>
@@ -14,12 +13,10 @@ namespace routepack::views {
 
 namespace {
 
-using Pair = std::pair<const char*, const char*>;
-
 /// Setting keys other than the planner budgets (core/util/errors.h) -> the studio field that sets
 /// them: the window dialog's choices, the import dialog's, window dialog's and topology editor's
-/// name fields.
-constexpr std::array<std::pair<std::string_view, const char*>, 7> kSettingLabels{{
+/// name fields, the import dialog's model fields, the checkpoint rewrite dialog's fields.
+constexpr std::array<std::pair<std::string_view, const char*>, 19> kSettingLabels{{
     {"first", QT_TRANSLATE_NOOP("Settings", "First N in numeric id order")},
     {"random", QT_TRANSLATE_NOOP("Settings", "N random samples")},
     {"split", QT_TRANSLATE_NOOP("Settings", "windows of N samples")},
@@ -27,35 +24,30 @@ constexpr std::array<std::pair<std::string_view, const char*>, 7> kSettingLabels
     {"trace_name", QT_TRANSLATE_NOOP("Settings", "Trace name")},
     {"window_name", QT_TRANSLATE_NOOP("Settings", "Window name")},
     {"topology_name", QT_TRANSLATE_NOOP("Settings", "Topology name")},
+    {"moe_layers", QT_TRANSLATE_NOOP("Settings", "MoE layers")},
+    {"num_hidden_layers", QT_TRANSLATE_NOOP("Settings", "Decoder layers")},
+    {"experts", QT_TRANSLATE_NOOP("Settings", "Experts E")},
+    {"top_k", QT_TRANSLATE_NOOP("Settings", "Top-k")},
+    {"rewrite_input", QT_TRANSLATE_NOOP("Settings", "Input checkpoint")},
+    {"rewrite_output", QT_TRANSLATE_NOOP("Settings", "Output folder")},
+    {"rewrite_device", QT_TRANSLATE_NOOP("Settings", "Device")},
+    {"rewrite_layer_map", QT_TRANSLATE_NOOP("Settings", "Layer map")},
+    {"rewrite_workers", QT_TRANSLATE_NOOP("Settings", "Workers")},
+    {"rewrite_permute_router", QT_TRANSLATE_NOOP("Settings", "Permute router rows")},
+    {"rewrite_verify", QT_TRANSLATE_NOOP("Settings", "Verify")},
+    {"rewrite_inverse", QT_TRANSLATE_NOOP("Settings", "Direction: Inverse")},
 }};
 
-/// Whole CLI phrases of core/import (import.cpp resolve_model, detect step; import_aggregate.cpp).
-constexpr std::array<Pair, 4> kPhrases{{
-    {"give --model NAME, --model-config config.json, or --experts E --top-k K",
-     "choose the Model: a shipped model, a Hugging Face config.json, or Fields (Experts E, Top-k)"},
-    {"give --model NAME, --model-config config.json or --experts E",
-     "choose the Model: a shipped model, a Hugging Face config.json, or Fields (Experts E)"},
-    {"give --moe-layers LIST or --layers N", "fill in the Model's Fields: \"MoE layers\" or \"Decoder layers\""},
-    {"use --format;", "choose the \"Format\";"},
-}};
-
-/// CLI flags still named by the import and checkpoint rewrite code -> the studio field that sets the
-/// same thing (import dialog, checkpoint rewrite dialog).
-constexpr std::array<Pair, 14> kFlags{{
-    {"--model-config", "Hugging Face config.json"},
-    {"--model", "Model"},
-    {"--experts", "Experts E"},
-    {"--top-k", "Top-k"},
-    {"--moe-layers", "MoE layers"},
-    {"--layers", "Decoder layers"},
-    {"--format", "Format"},
-    {"--layer-map", "Layer map"},
-    {"--device", "Device"},
-    {"--input", "Input checkpoint"},
-    {"--output", "Output folder"},
-    {"--permute-router", "Permute router rows"},
-    {"--verify", "Verify"},
-    {"--workers", "Workers"},
+/// Requests for one of several ways to give something ("ask_" keys of core/import) -> the whole
+/// phrase in the import dialog's terms, verb included.
+constexpr std::array<std::pair<std::string_view, const char*>, 4> kRequests{{
+    {"ask_model", QT_TRANSLATE_NOOP("Settings", "choose the Model: a shipped model, a Hugging Face config.json, or "
+                                                "Fields (Experts E, Top-k)")},
+    {"ask_expert_count", QT_TRANSLATE_NOOP("Settings", "choose the Model: a shipped model, a Hugging Face "
+                                                       "config.json, or Fields (Experts E)")},
+    {"ask_moe_layers",
+     QT_TRANSLATE_NOOP("Settings", "fill in the Model's Fields: \"MoE layers\" or \"Decoder layers\"")},
+    {"ask_format", QT_TRANSLATE_NOOP("Settings", "choose the \"Format\"")},
 }};
 
 QString quotedLabel(const QString& label) {
@@ -71,6 +63,8 @@ QString guiSettingText(const Setting& setting) {
     } else {
         for (const auto& [key, text] : kSettingLabels)
             if (setting.key == key) label = QCoreApplication::translate("Settings", text);
+        for (const auto& [key, text] : kRequests)
+            if (setting.key == key) return QCoreApplication::translate("Settings", text);
     }
     if (label.isEmpty()) return QString::fromStdString(setting.words);
     QString out = quotedLabel(label);
@@ -81,34 +75,9 @@ QString guiSettingText(const Setting& setting) {
 QString guiErrorText(const std::exception& e) {
     if (dynamic_cast<const std::bad_alloc*>(&e)) return QStringLiteral("out of memory");
     if (const auto* input = dynamic_cast<const InputError*>(&e))
-        return guiFieldText(
-            QString::fromStdString(input->reworded([](const Setting& s) { return guiSettingText(s).toStdString(); })));
+        return QString::fromStdString(
+            input->reworded([](const Setting& s) { return guiSettingText(s).toStdString(); }));
     return QString::fromStdString(e.what());
-}
-
-QString guiFieldText(const QString& message) {
-    QString out = message;
-    for (const auto& [cli, gui] : kPhrases)
-        out.replace(QLatin1String(cli), QLatin1String(gui));
-    for (const auto& [flag, field] : kFlags) {
-        // The flag as a whole word ("--model" is not the start of "--model-config"), with its value
-        // when a number follows: "--workers 0" -> "Workers" = 0.
-        const QRegularExpression re(QStringLiteral("(?<![\\w-])%1(?![\\w-])( (-?[0-9][0-9.]*))?")
-                                        .arg(QRegularExpression::escape(QLatin1String(flag))));
-        const QString quoted = quotedLabel(QLatin1String(field));
-        QString next;
-        qsizetype at = 0;
-        for (auto it = re.globalMatch(out); it.hasNext();) {
-            const QRegularExpressionMatch m = it.next();
-            next += out.mid(at, m.capturedStart() - at);
-            next += quoted;
-            if (m.capturedLength(2) > 0) next += QStringLiteral(" = ") + m.captured(2);
-            at = m.capturedEnd();
-        }
-        next += out.mid(at);
-        out = next;
-    }
-    return out;
 }
 
 } // namespace routepack::views

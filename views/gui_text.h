@@ -1,8 +1,7 @@
 #pragma once
 // The studio's words for the library's errors. An InputError about a setting (core/util/errors.h
-// Setting: a planner budget, a window selector, a trace, window or topology name) is worded from its
-// key with the label of the studio field that sets it; messages of the import and rewrite code that
-// still name CLI flags ("give --model NAME, ...", "--layer-map: ...") are reworded by guiFieldText.
+// Setting: a planner budget, a window selector, a trace, window or topology name, a model field, a
+// rewrite option) is worded from its key with the label of the studio field that sets it.
 // guiErrorText is the one rendering of an error the studio shows (failed jobs and failed actions alike).
 #include "core/util/errors.h"
 
@@ -15,22 +14,16 @@ namespace routepack::views {
 /// How the studio names `setting`: the label of the field that sets it in double quotes, followed
 /// by " = <value>" when the message quotes a value: a planner budget by its budget_table() label
 /// ("\"Placement rounds\""), a window selector by its choice in the window dialog
-/// ("\"windows of N samples\" = 40"), "\"Trace name\"", "\"Window name\"", "\"Topology name\"".
-/// A key it does not know is named by the library's words (Setting::words).
+/// ("\"windows of N samples\" = 40"), "\"Trace name\"", "\"Window name\"", "\"Topology name\"", a
+/// model field or a rewrite option by its field in the import or rewrite dialog ("\"Top-k\" = 9",
+/// "\"Layer map\"", "\"Device\" = cuda"); a request ("ask_" keys) by a whole phrase in the import
+/// dialog's terms ("choose the \"Format\""). A key it does not know is named by the library's words
+/// (Setting::words).
 QString guiSettingText(const Setting& setting);
 
-/// The one rendering of an error for the studio: an InputError reworded with guiSettingText, then
-/// guiFieldText; std::bad_alloc "out of memory"; anything else its what().
+/// The one rendering of an error for the studio: an InputError reworded with guiSettingText;
+/// std::bad_alloc "out of memory"; anything else its what().
 QString guiErrorText(const std::exception& e);
-
-/// `message` with every CLI flag of the import and rewrite code replaced by the studio field that
-/// sets the same thing, in double quotes: whole phrases first ("give --model NAME, --model-config
-/// config.json, or --experts E --top-k K" becomes "choose the Model: a shipped model, a Hugging
-/// Face config.json, or Fields (Experts E, Top-k)"), then single flags ("--layer-map" becomes
-/// "\"Layer map\"", "--format" becomes "\"Format\""; a number after the flag becomes " = <number>").
-/// A flag it does not know is left as it is; everything else in the message (file names, values,
-/// the rule) is unchanged.
-QString guiFieldText(const QString& message);
 
 } // namespace routepack::views
 

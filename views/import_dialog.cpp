@@ -468,7 +468,7 @@ std::optional<ImportRequest> ImportDialog::request(QString* error) const {
             m.top_k = topK_->value();
             m.num_hidden_layers = layers_->value();
             const QString list = moeLayers_->text().trimmed();
-            if (!list.isEmpty()) m.moe_layers = parse_layer_list(list.toStdString(), "MoE layers");
+            if (!list.isEmpty()) m.moe_layers = parse_layer_list(list.toStdString());
             m.source = "fields";
             r.options.model = m;
             break;

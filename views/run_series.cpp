@@ -4,6 +4,7 @@
 #include "core/plan/placement.h"
 #include "core/plan/plan_file.h"
 #include "core/plan/run_steps.h"
+#include "views/gui_text.h"
 #include "views/plan_data.h"
 
 #include <algorithm>
@@ -126,7 +127,7 @@ RunSeriesSet compute_run_series(const storage::Library& lib, const std::string& 
         });
     } catch (const std::exception& e) {
         out.series.clear();
-        out.error = e.what();
+        out.error = guiErrorText(e).toStdString();
     }
     return out;
 }

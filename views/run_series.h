@@ -70,7 +70,7 @@ struct RunSeriesSet {
     /// Topologies with runs in at least two windows: the most steps first, ties broken by the newest
     /// run (highest id) first.
     std::vector<RunSeries> series;
-    std::string error; ///< why reading failed (then `series` is empty)
+    std::string error; ///< why reading failed, in the studio's words (guiErrorText); then `series` is empty
 };
 
 /// Reads every saved run of `trace` and builds its series from the stored plans (Library::runs,

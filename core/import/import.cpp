@@ -151,7 +151,7 @@ const char* format_stack(TraceFormat f) {
     case TraceFormat::Aggregate:
         return "SGLang expert-distribution totals or Megatron-LM router trace (load-only)";
     case TraceFormat::Loads:
-        return "[L][E] expert loads, as routepack place --loads reads them (load-only)";
+        return "[L][E] expert loads, the loads file of routepack place (load-only)";
     case TraceFormat::Auto:
         break;
     }
@@ -403,14 +403,18 @@ ModelDescription resolve_model(const ModelDescription& given, TraceFormat format
     ModelDescription m = given;
     if (is_load_only(format)) return m; // a load-only file describes itself
     if (m.experts <= 0 || m.top_k <= 0)
-        throw InputError("no model description for " + first.path.string() +
-                         ": give --model NAME, --model-config config.json, or --experts E --top-k K");
+        throw InputError("no model description for " + first.path.string() + ": ",
+                         Setting{"ask_model", "",
+                                 "give the model (a shipped model's name, its config.json, or its expert count and "
+                                 "top-k)"},
+                         "");
     if (m.moe_layers.empty()) {
         m.moe_layers = detail::self_described_moe_layers(first, format);
         if (m.moe_layers.empty()) {
             if (m.num_hidden_layers <= 0)
-                throw InputError(std::string("format ") + to_string(format) +
-                                 " does not list its MoE layers: give --moe-layers LIST or --layers N");
+                throw InputError(std::string("format ") + to_string(format) + " does not list its MoE layers: ",
+                                 Setting{"ask_moe_layers", "", "give the MoE layer list or the decoder layer count"},
+                                 "");
             // Check the sizes (num_hidden_layers, experts, top_k bounds) before allocating from them.
             ModelDescription probe = m;
             probe.moe_layers = {0};
@@ -516,8 +520,8 @@ TraceFormat detect_first_format(const SourceFile& first) {
     if (format == TraceFormat::Auto) {
         if (static_cast<unsigned char>(first.bytes[0]) == 0x80)
             throw InputError(first.path.string() + ": " + detail::kPickleHint);
-        throw InputError(first.path.string() +
-                         ": unrecognized trace format (use --format; valid: " + format_names(false) + ")");
+        throw InputError(first.path.string() + ": unrecognized trace format (",
+                         Setting{"ask_format", "", "name the format"}, "; valid: " + format_names(false) + ")");
     }
     return format;
 }

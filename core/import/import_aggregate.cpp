@@ -75,9 +75,9 @@ int router_trace_shift(const std::map<int, std::size_t>& first_line, LayerBase b
     for (const auto& [id, line] : first_line)
         ids.push_back(id);
     throw InputError(file + ": the router trace's layer ids " + format_layer_list(ids) +
-                     " fit the model read 0-based (decoder.layers index, Megatron-LM's training hooks) and 1-based "
-                     "(layer_number, its inference record_indices) alike: give the base (--router-layer-base 0 "
-                     "or 1)");
+                         " fit the model read 0-based (decoder.layers index, Megatron-LM's training hooks) and "
+                         "1-based (layer_number, its inference record_indices) alike: give the base (",
+                     Setting{"router_layer_base", "0 or 1", "router layer base 0 or 1"}, ")");
 }
 
 /// Megatron-LM's router trace (NVIDIA/Megatron-LM d98e8a64 megatron/core/transformer/moe/router_trace.py,
@@ -92,8 +92,10 @@ int router_trace_shift(const std::map<int, std::size_t>& first_line, LayerBase b
 AggregateCounts parse_router_trace(const SourceFile& f, const ModelDescription& given, LayerBase base) {
     const std::string file = f.path.string();
     if (given.experts <= 0)
-        throw InputError(file + ": a Megatron router trace does not say the expert count: give --model NAME, "
-                                "--model-config config.json or --experts E");
+        throw InputError(file + ": a Megatron router trace does not say the expert count: ",
+                         Setting{"ask_expert_count", "",
+                                 "give the expert count (a shipped model's name, its config.json or the count)"},
+                         "");
     const int E = given.experts;
     std::map<int, std::vector<std::uint64_t>> by_id; // layer id as written -> [E]
     std::map<int, std::size_t> first_line;

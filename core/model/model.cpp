@@ -74,22 +74,23 @@ void ModelDescription::validate() const {
 
 namespace {
 
-std::int64_t parse_int(std::string_view s, const std::string& field, const std::string& text) {
+std::int64_t parse_int(std::string_view s, const Setting& field, const std::string& text) {
     std::int64_t v = 0;
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     if (ec == std::errc::result_out_of_range ||
         (ec == std::errc() && p == s.data() + s.size() && v > kMaxListedLayerId))
-        throw InputError(field + ": layer id " + util::printable(s) + " in '" + util::printable(text) +
-                         "' is larger than " + std::to_string(kMaxListedLayerId));
+        throw InputError("", field,
+                         ": layer id " + util::printable(s) + " in '" + util::printable(text) + "' is larger than " +
+                             std::to_string(kMaxListedLayerId));
     if (ec != std::errc() || p != s.data() + s.size() || s.empty())
-        throw InputError(field + ": malformed layer list '" + util::printable(text) +
-                         "' (expected e.g. 1-26, 1-47:2 or 0,3,5)");
+        throw InputError(
+            "", field, ": malformed layer list '" + util::printable(text) + "' (expected e.g. 1-26, 1-47:2 or 0,3,5)");
     return v;
 }
 
 } // namespace
 
-std::vector<int> parse_layer_list(const std::string& text, const std::string& field) {
+std::vector<int> parse_layer_list(const std::string& text, const Setting& field) {
     std::vector<int> out;
     const std::string shown = util::printable(text);
     std::string_view rest(text);
@@ -105,7 +106,7 @@ std::vector<int> parse_layer_list(const std::string& text, const std::string& fi
         if (auto colon = item.find(':'); colon != std::string_view::npos) {
             step = parse_int(item.substr(colon + 1), field, text);
             item = item.substr(0, colon);
-            if (step < 1) throw InputError(field + ": step must be >= 1 in '" + shown + "'");
+            if (step < 1) throw InputError("", field, ": step must be >= 1 in '" + shown + "'");
         }
         auto dash = item.find('-', 1);
         std::int64_t a = 0, b = 0;
@@ -115,19 +116,20 @@ std::vector<int> parse_layer_list(const std::string& text, const std::string& fi
             a = parse_int(item.substr(0, dash), field, text);
             b = parse_int(item.substr(dash + 1), field, text);
         }
-        if (a < 0 || b < a) throw InputError(field + ": bad range '" + util::printable(item) + "' in '" + shown + "'");
+        if (a < 0 || b < a)
+            throw InputError("", field, ": bad range '" + util::printable(item) + "' in '" + shown + "'");
         // a, b <= 1e6 and step >= 1: no overflow; count before expanding.
         const std::int64_t n = (b - a) / step + 1;
         if (static_cast<std::int64_t>(out.size()) + n > kMaxListedLayers)
-            throw InputError(field + ": '" + shown + "' lists more than " + std::to_string(kMaxListedLayers) +
-                             " layers");
+            throw InputError("", field,
+                             ": '" + shown + "' lists more than " + std::to_string(kMaxListedLayers) + " layers");
         for (std::int64_t v = a; v <= b; v += step) {
             if (!out.empty() && v <= out.back())
-                throw InputError(field + ": layers must be ascending and unique in '" + shown + "'");
+                throw InputError("", field, ": layers must be ascending and unique in '" + shown + "'");
             out.push_back(static_cast<int>(v));
         }
     }
-    if (out.empty()) throw InputError(field + ": empty layer list");
+    if (out.empty()) throw InputError("", field, ": empty layer list");
     return out;
 }
 
@@ -196,7 +198,7 @@ ModelDescription parse_model_description(const std::string& json_text, const std
     m.top_k = static_cast<int>(doc["top_k"].integer(1, kMaxTopK));
     const util::JsonField ml = doc["moe_layers"];
     if (ml.exists() && ml.json().is_string())
-        m.moe_layers = parse_layer_list(ml.string(), origin + ": moe_layers");
+        m.moe_layers = parse_layer_list(ml.string(), Setting{"", "", origin + ": moe_layers"});
     else if (ml.exists() && ml.json().is_array())
         m.moe_layers = layer_array(ml);
     else

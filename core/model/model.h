@@ -1,5 +1,7 @@
 #pragma once
 // Model description: which decoder layers are MoE layers, how many logical experts, top-k.
+#include "core/util/errors.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -37,9 +39,16 @@ struct ModelDescription {
 /// negative; "<what>: no MoE layers" when empty.
 int hidden_layers_for(const std::vector<int>& moe_layers, const std::string& what);
 
+/// The setting of a model's MoE layer list (core/util/errors.h): key "moe_layers", words "MoE layers".
+inline Setting moe_layers_setting() {
+    return Setting{"moe_layers", "", "MoE layers"};
+}
+
 /// Parses a layer list such as "1-26", "1-47:2" (start-end:step), "0,3,5-7". Throws InputError
-/// naming `field` on malformed text, descending or duplicate ids.
-std::vector<int> parse_layer_list(const std::string& text, const std::string& field = "--moe-layers");
+/// "<field>: ..." about the setting `field` (its words in what(); a Setting with an empty key for a
+/// field that is no setting, such as a model file's "moe_layers") on malformed text, descending or
+/// duplicate ids.
+std::vector<int> parse_layer_list(const std::string& text, const Setting& field = moe_layers_setting());
 
 /// Formats ascending layer ids compactly ("1-26", "1-47:2", "0,3,5-7"); inverse of parse_layer_list.
 std::string format_layer_list(const std::vector<int>& layers);

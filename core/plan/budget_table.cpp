@@ -42,7 +42,7 @@ std::array<BudgetRow, 20> make_table() {
     time_limit.json_defers_hi = true;
     BudgetRow anytime = row(
         "anytime", "--anytime", "Anytime", K::Bool, [](PlannerBudgets& b) -> BudgetRef { return &b.anytime; }, 0, 1,
-        "keep improving the plan until --time-limit (the plan then depends on timing)");
+        "keep improving the plan until the time limit (the plan then depends on timing)");
     anytime.rule = "used with a time limit > 0";
     return {{
         workers,

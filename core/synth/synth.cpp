@@ -122,49 +122,49 @@ std::string fmt_double(double v) {
     return ss.str();
 }
 
-void validate(const SynthConfig& c, SynthNames names = SynthNames::Fields) {
-    auto fail = [](const std::string& m) { throw InputError("synth: " + m); };
-    // A field as the message names it: the config's field, or the CLI flag that sets it.
-    auto f = [&](const char* field, const char* flag) {
-        return std::string(names == SynthNames::Flags ? flag : field);
-    };
-    const std::string groups = f("groups", "--groups"), group_size = f("group_size", "--group-size");
-    const std::string layers = f("num_hidden_layers", "--layers"), dense = f("first_dense_layers", "--dense-layers");
-    const std::string experts = f("experts", "--experts"), top_k = f("top_k", "--top-k");
-    if (c.groups < 1) fail(groups + " must be >= 1 (got " + std::to_string(c.groups) + ")");
-    if (c.group_size < 1) fail(group_size + " must be >= 1 (got " + std::to_string(c.group_size) + ")");
+/// A SynthConfig field as a Setting: its key and the library's words are the field's name; with a
+/// value, the message quotes it after the name ("top_k 9").
+Setting field(const char* key, const std::string& value = {}) {
+    return Setting{key, value, value.empty() ? std::string(key) : key + (" " + value)};
+}
+
+void validate(const SynthConfig& c) {
+    auto fail = [](const char* key, const std::string& after) { throw InputError("synth: ", field(key), after); };
+    if (c.groups < 1) fail("groups", " must be >= 1 (got " + std::to_string(c.groups) + ")");
+    if (c.group_size < 1) fail("group_size", " must be >= 1 (got " + std::to_string(c.group_size) + ")");
     constexpr std::int64_t kMaxSamples = std::int64_t{1} << 24;
     const std::int64_t n = std::int64_t{c.groups} * c.group_size;
     if (n > kMaxSamples)
-        fail(groups + " x " + group_size + " " + std::to_string(n) + " exceeds " + std::to_string(kMaxSamples) +
-             " samples");
+        throw InputError("synth: ", {{field("groups"), " x "},
+                                     {field("group_size"), " " + std::to_string(n) + " exceeds " +
+                                                               std::to_string(kMaxSamples) + " samples"}});
     if (c.num_hidden_layers < 1 || c.num_hidden_layers > 65536)
-        fail(layers + " must be in 1..65536 (got " + std::to_string(c.num_hidden_layers) + ")");
-    if (c.first_dense_layers < 0) fail(dense + " must be >= 0 (got " + std::to_string(c.first_dense_layers) + ")");
+        fail("num_hidden_layers", " must be in 1..65536 (got " + std::to_string(c.num_hidden_layers) + ")");
+    if (c.first_dense_layers < 0)
+        fail("first_dense_layers", " must be >= 0 (got " + std::to_string(c.first_dense_layers) + ")");
     if (c.first_dense_layers >= c.num_hidden_layers)
-        fail(dense + " " + std::to_string(c.first_dense_layers) + " leaves no MoE layer (" + layers + " " +
-             std::to_string(c.num_hidden_layers) + ")");
+        throw InputError("synth: ",
+                         {{field("first_dense_layers", std::to_string(c.first_dense_layers)), " leaves no MoE layer ("},
+                          {field("num_hidden_layers", std::to_string(c.num_hidden_layers)), ")"}});
     if (c.experts < 1 || c.experts > (1 << 20))
-        fail(experts + " must be in 1..1048576 (got " + std::to_string(c.experts) + ")");
-    if (c.top_k < 1) fail(top_k + " must be >= 1 (got " + std::to_string(c.top_k) + ")");
+        fail("experts", " must be in 1..1048576 (got " + std::to_string(c.experts) + ")");
+    if (c.top_k < 1) fail("top_k", " must be >= 1 (got " + std::to_string(c.top_k) + ")");
     if (c.top_k > c.experts)
-        fail(top_k + " " + std::to_string(c.top_k) + " exceeds " + experts + " " + std::to_string(c.experts));
-    if (c.prompt_mean < 1)
-        fail(f("prompt_mean", "--prompt-mean") + " must be >= 1 (got " + std::to_string(c.prompt_mean) + ")");
-    if (c.response_mean < 1)
-        fail(f("response_mean", "--response-mean") + " must be >= 1 (got " + std::to_string(c.response_mean) + ")");
-    if (c.max_length < 2)
-        fail(f("max_length", "--max-length") + " must be >= 2 (got " + std::to_string(c.max_length) + ")");
+        throw InputError("synth: ", {{field("top_k", std::to_string(c.top_k)), " exceeds "},
+                                     {field("experts", std::to_string(c.experts)), ""}});
+    if (c.prompt_mean < 1) fail("prompt_mean", " must be >= 1 (got " + std::to_string(c.prompt_mean) + ")");
+    if (c.response_mean < 1) fail("response_mean", " must be >= 1 (got " + std::to_string(c.response_mean) + ")");
+    if (c.max_length < 2) fail("max_length", " must be >= 2 (got " + std::to_string(c.max_length) + ")");
     if (!std::isfinite(c.skew) || c.skew < 0.0 || c.skew > 100.0)
-        fail(f("skew", "--skew") + " must be in [0, 100] (got " + fmt_double(c.skew) + ")");
+        fail("skew", " must be in [0, 100] (got " + fmt_double(c.skew) + ")");
     if (!std::isfinite(c.sample_concentration) || c.sample_concentration < 0.0 || c.sample_concentration > 100.0)
-        fail("sample_concentration must be in [0, 100] (got " + fmt_double(c.sample_concentration) + ")");
+        fail("sample_concentration", " must be in [0, 100] (got " + fmt_double(c.sample_concentration) + ")");
 }
 
 } // namespace
 
-void check_synth_config(const SynthConfig& c, SynthNames names) {
-    validate(c, names);
+void check_synth_config(const SynthConfig& c) {
+    validate(c);
 }
 
 namespace {

@@ -49,15 +49,13 @@ struct SynthSample {
     std::vector<std::int32_t> routes; ///< [(t_i-1)][num_hidden_layers][top_k]
 };
 
-/// How a config error names a field: the SynthConfig field ("top_k 9 exceeds experts 8") or the
-/// `routepack synth` flag that sets it ("--top-k 9 exceeds --experts 8").
-enum class SynthNames { Fields, Flags };
-
 /// Checks a config as every function below does: groups, group_size >= 1 with at most 2^24
 /// samples; num_hidden_layers in 1..65536; first_dense_layers in 0..num_hidden_layers-1; experts in
 /// 1..2^20; top_k in 1..experts; prompt_mean, response_mean >= 1; max_length >= 2; skew and
-/// sample_concentration in [0, 100]. InputError "synth: <field> ..." naming the field as `names` says.
-void check_synth_config(const SynthConfig& c, SynthNames names = SynthNames::Fields);
+/// sample_concentration in [0, 100]. InputError "synth: <field> ..." ("synth: top_k 9 exceeds experts
+/// 8") carrying each field it names as a Setting whose key is the field's name (core/util/errors.h),
+/// so each front end names it its own way (the CLI by the `routepack synth` flag: "--top-k 9").
+void check_synth_config(const SynthConfig& c);
 
 /// The model the synthetic trace pretends to come from: name "synthetic", num_hidden_layers,
 /// experts, top_k from the config, moe_layers first_dense_layers..num_hidden_layers-1.

@@ -11,14 +11,20 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace routepack {
 
 /// The setting an InputError is about.
 struct Setting {
     /// Its key: a planner budget's JSON key ("steps_per_level", core/plan/budget_table.h), a window
-    /// selector ("first", "random", "split", "split_groups"), or a name ("trace_name",
-    /// "window_name", "topology_name").
+    /// selector ("first", "random", "split", "split_groups"), a name ("trace_name", "window_name",
+    /// "topology_name"), a model or synth field ("moe_layers", "top_k", "num_hidden_layers",
+    /// core/synth/synth.h SynthConfig), the router trace's "router_layer_base", a rewrite option
+    /// ("rewrite_layer_map", gpu/rewrite/request.h rewrite_setting), a format of a file to give
+    /// ("export_map_routepack"), or a request for one of several ways to give something, rendered
+    /// as a whole phrase with its verb ("ask_model", "ask_expert_count", "ask_moe_layers",
+    /// "ask_format", core/import).
     std::string key;
     /// The value the message quotes, as text ("40"); empty when the message quotes none there.
     std::string value;
@@ -30,27 +36,51 @@ struct Setting {
 /// Bad input (a file, a field, a flag). `what()` is one line meant for the user.
 class InputError : public std::runtime_error {
 public:
+    /// A setting the message names and the text that follows it.
+    struct Named {
+        Setting setting;
+        std::string after;
+    };
+
     explicit InputError(const std::string& message) : std::runtime_error(message) {}
     /// An error about `setting`: what() is `before` + setting.words + `after`.
     InputError(std::string before, Setting setting, std::string after)
-        : std::runtime_error(before + setting.words + after),
-          parts_(std::make_shared<const Parts>(Parts{std::move(before), std::move(setting), std::move(after)})) {}
+        : InputError(std::move(before), {Named{std::move(setting), std::move(after)}}) {}
+    /// An error about several settings ("top_k 9 exceeds experts 8"): what() is `before`, then each
+    /// setting's words followed by its text. `named` is not empty.
+    InputError(std::string before, std::vector<Named> named)
+        : std::runtime_error(joined(before, named, [](const Setting& s) { return s.words; })),
+          parts_(std::make_shared<const Parts>(Parts{std::move(before), std::move(named)})) {}
 
-    /// The setting the message is about; nullptr when it names none.
-    const Setting* setting() const { return parts_ ? &parts_->setting : nullptr; }
-    /// The message with its setting named by `name(setting)` instead of setting.words (what() when
+    /// The (first) setting the message is about; nullptr when it names none.
+    const Setting* setting() const { return parts_ ? &parts_->named.front().setting : nullptr; }
+    /// Every setting the message names, in order; empty when it names none.
+    std::vector<Setting> settings() const {
+        std::vector<Setting> out;
+        if (parts_)
+            for (const Named& n : parts_->named)
+                out.push_back(n.setting);
+        return out;
+    }
+    /// The message with each setting named by `name(setting)` instead of setting.words (what() when
     /// the message names no setting). `name` is any callable taking a const Setting& and returning
     /// a std::string.
     template <class Name> std::string reworded(Name&& name) const {
         if (!parts_) return what();
-        return parts_->before + std::string(name(parts_->setting)) + parts_->after;
+        return joined(parts_->before, parts_->named, name);
     }
 
 private:
+    template <class Name>
+    static std::string joined(const std::string& before, const std::vector<Named>& named, Name&& name) {
+        std::string out = before;
+        for (const Named& n : named)
+            out += std::string(name(n.setting)) + n.after;
+        return out;
+    }
     struct Parts {
         std::string before;
-        Setting setting;
-        std::string after;
+        std::vector<Named> named;
     };
     std::shared_ptr<const Parts> parts_; ///< shared: copying an exception does not throw
 };

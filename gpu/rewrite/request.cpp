@@ -12,17 +12,24 @@
 #include <cstdio>
 #include <set>
 #include <sstream>
+#include <stdexcept>
+#include <utility>
 
 namespace routepack::gpu {
 
 namespace {
 
-/// Parses a non-negative or signed decimal integer; InputError naming --layer-map otherwise.
+/// An InputError about the layer map: "layer map" + `after`.
+InputError layer_map_error(const std::string& after) {
+    return InputError("", rewrite_setting("layer_map"), after);
+}
+
+/// Parses a non-negative or signed decimal integer; InputError about the layer map otherwise.
 int parse_int(const std::string& s, const std::string& item) {
     const std::size_t i = (!s.empty() && (s[0] == '+' || s[0] == '-')) ? 1 : 0;
-    if (s.size() == i || s.size() - i > 9) throw InputError("--layer-map: '" + item + "': expected a layer id");
+    if (s.size() == i || s.size() - i > 9) throw layer_map_error(": '" + item + "': expected a layer id");
     for (std::size_t k = i; k < s.size(); ++k)
-        if (s[k] < '0' || s[k] > '9') throw InputError("--layer-map: '" + item + "': expected a layer id");
+        if (s[k] < '0' || s[k] > '9') throw layer_map_error(": '" + item + "': expected a layer id");
     return std::stoi(s);
 }
 
@@ -32,29 +39,40 @@ std::string join_layers(const std::vector<int>& v) {
 
 } // namespace
 
+Setting rewrite_setting(std::string_view name, const std::string& value) {
+    static constexpr std::pair<std::string_view, const char*> kWords[] = {
+        {"input", "input"},         {"output", "output"},           {"device", "device"},
+        {"layer_map", "layer map"}, {"workers", "workers"},         {"permute_router", "router permutation"},
+        {"verify", "verification"}, {"inverse", "inverse rewrite"},
+    };
+    for (const auto& [field, words] : kWords)
+        if (field == name)
+            return Setting{"rewrite_" + std::string(name), value, value.empty() ? words : words + (" " + value)};
+    throw std::logic_error("rewrite_setting: unknown setting '" + std::string(name) + "'");
+}
+
 RewriteDevice parse_rewrite_device(const std::string& name) {
     if (name == "auto") return RewriteDevice::Auto;
     if (name == "cpu") return RewriteDevice::Cpu;
     if (name == "cuda") return RewriteDevice::Cuda;
-    throw InputError("--device: unknown device '" + name + "' (valid: auto, cpu, cuda)");
+    throw InputError("", rewrite_setting("device"), ": unknown device '" + name + "' (valid: auto, cpu, cuda)");
 }
 
 std::map<int, int> parse_layer_map(const std::string& text, const std::vector<int>& plan_layers) {
     std::map<int, int> m;
-    if (text.empty()) throw InputError("--layer-map: empty");
-    if (text.back() == ',') throw InputError("--layer-map: empty item in '" + text + "'");
+    if (text.empty()) throw layer_map_error(": empty");
+    if (text.back() == ',') throw layer_map_error(": empty item in '" + text + "'");
     std::stringstream ss(text);
     std::string item;
     auto put = [&](int p, long long c, const std::string& it) {
-        if (c < 0)
-            throw InputError("--layer-map: '" + it + "': checkpoint layer " + std::to_string(c) + " is negative");
+        if (c < 0) throw layer_map_error(": '" + it + "': checkpoint layer " + std::to_string(c) + " is negative");
         if (c > 999999999)
-            throw InputError("--layer-map: '" + it + "': checkpoint layer " + std::to_string(c) + " is too large");
+            throw layer_map_error(": '" + it + "': checkpoint layer " + std::to_string(c) + " is too large");
         if (!m.emplace(p, static_cast<int>(c)).second)
-            throw InputError("--layer-map: plan layer " + std::to_string(p) + " is mapped twice");
+            throw layer_map_error(": plan layer " + std::to_string(p) + " is mapped twice");
     };
     while (std::getline(ss, item, ',')) {
-        if (item.empty()) throw InputError("--layer-map: empty item in '" + text + "'");
+        if (item.empty()) throw layer_map_error(": empty item in '" + text + "'");
         if ((item[0] == '+' || item[0] == '-') && item.find(':') == std::string::npos) {
             const int shift = parse_int(item, item);
             for (int p : plan_layers)
@@ -63,7 +81,7 @@ std::map<int, int> parse_layer_map(const std::string& text, const std::vector<in
         }
         const std::size_t colon = item.find(':');
         if (colon == std::string::npos)
-            throw InputError("--layer-map: '" + item + "': expected P:C, P-Q:C or a shift +N / -N");
+            throw layer_map_error(": '" + item + "': expected P:C, P-Q:C or a shift +N / -N");
         const std::string lhs = item.substr(0, colon), rhs = item.substr(colon + 1);
         const int c = parse_int(rhs, item);
         const std::size_t dash = lhs.find('-', 1);
@@ -71,7 +89,7 @@ std::map<int, int> parse_layer_map(const std::string& text, const std::vector<in
             put(parse_int(lhs, item), c, item);
         } else {
             const int a = parse_int(lhs.substr(0, dash), item), b = parse_int(lhs.substr(dash + 1), item);
-            if (a < 0 || b < a) throw InputError("--layer-map: '" + item + "': range must be ascending");
+            if (a < 0 || b < a) throw layer_map_error(": '" + item + "': range must be ascending");
             // Only the plan's MoE layers inside the range get an entry (a range never allocates per id).
             for (int p : plan_layers)
                 if (p >= a && p <= b) put(p, static_cast<long long>(c) + (p - a), item);
@@ -79,13 +97,12 @@ std::map<int, int> parse_layer_map(const std::string& text, const std::vector<in
     }
     for (const auto& [p, c] : m)
         if (std::find(plan_layers.begin(), plan_layers.end(), p) == plan_layers.end())
-            throw InputError("--layer-map: plan layer " + std::to_string(p) + " is not a MoE layer of the plan (" +
-                             join_layers(plan_layers) + ")");
+            throw layer_map_error(": plan layer " + std::to_string(p) + " is not a MoE layer of the plan (" +
+                                  join_layers(plan_layers) + ")");
     std::set<int> targets;
     for (const auto& [p, c] : m)
         if (!targets.insert(c).second)
-            throw InputError("--layer-map: checkpoint layer " + std::to_string(c) +
-                             " is the target of two plan layers");
+            throw layer_map_error(": checkpoint layer " + std::to_string(c) + " is the target of two plan layers");
     return m;
 }
 
@@ -364,11 +381,12 @@ RewriteRequest request_from_map(const ExpertMapFile& map, const std::string& ori
         const std::filesystem::path config = dir / "config.json";
         if (!std::filesystem::is_regular_file(config, ec))
             throw InputError(origin +
-                             ": the map's rows carry no absolute layer ids (SGLang rows are decoder layers, "
-                             "vLLM rows MoE layers in order) and " +
-                             (dir.empty() ? std::string(".") : dir.string()) +
-                             " has no config.json to take them from; give a map with \"moe_layers\" (routepack "
-                             "export-map --format routepack, or {\"moe_layers\": [...], \"placement\": [[...]]})");
+                                 ": the map's rows carry no absolute layer ids (SGLang rows are decoder layers, "
+                                 "vLLM rows MoE layers in order) and " +
+                                 (dir.empty() ? std::string(".") : dir.string()) +
+                                 " has no config.json to take them from; give a map with \"moe_layers\" (",
+                             Setting{"export_map_routepack", "", "an expert map exported in the routepack format"},
+                             ", or {\"moe_layers\": [...], \"placement\": [[...]]})");
         const ModelDescription cm =
             model_from_hf_config(read_input_file(config, input_files::kModelConfig), config.string());
         const std::size_t R = rows.size();

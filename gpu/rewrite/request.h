@@ -10,12 +10,20 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace routepack::gpu {
 
 enum class RewriteDirection { Apply, Inverse };
 enum class RewriteDevice { Auto, Cpu, Cuda };
+
+/// A setting of the rewrite as its InputErrors name it (core/util/errors.h): key "rewrite_" + `name`,
+/// for `name` one of "input", "output", "device", "layer_map", "workers", "permute_router", "verify"
+/// (the RewriteRequest fields) and "inverse" (RewriteDirection::Inverse); words "input", "output",
+/// "device", "layer map", "workers", "router permutation", "verification", "inverse rewrite",
+/// followed by " " + `value` when given ("device cuda"). Throws std::logic_error for another name.
+Setting rewrite_setting(std::string_view name, const std::string& value = {});
 
 /// "auto" | "cpu" | "cuda"; InputError listing the valid names otherwise.
 RewriteDevice parse_rewrite_device(const std::string& name);
@@ -26,8 +34,8 @@ inline constexpr const char* kRewriteSidecar = "routepack-rewrite.json";
 /// Parses `--layer-map` text mapping plan layer ids to checkpoint layer ids: comma-separated items
 /// `P:C` (plan layer P is checkpoint layer C), `P-Q:C` (plan layers P..Q are C..C+Q-P) or a shift
 /// `+N` / `-N` (every plan layer l is checkpoint layer l+N). Result: plan layer -> checkpoint layer.
-/// InputError naming `--layer-map` on malformed text, a plan layer listed twice, two plan layers mapped
-/// to one checkpoint layer, or a negative checkpoint layer.
+/// InputError about rewrite_setting("layer_map") ("layer map: empty") on malformed text, a plan layer listed twice, two
+/// plan layers mapped to one checkpoint layer, or a negative checkpoint layer.
 std::map<int, int> parse_layer_map(const std::string& text, const std::vector<int>& plan_layers);
 
 /// What to rewrite and how.

@@ -122,12 +122,12 @@ public:
     }
 
 private:
-    /// The input exists; sets input (canonical), input_is_dir and input_dir. InputError "--input: missing",
-    /// "--output: missing", "<input>: no such file or folder".
+    /// The input exists; sets input (canonical), input_is_dir and input_dir. InputError "input: missing",
+    /// "output: missing" (about rewrite_setting "input", "output"), "<input>: no such file or folder".
     void resolve_input() {
         std::error_code ec;
-        if (req.input.empty()) throw InputError("--input: missing");
-        if (req.output.empty()) throw InputError("--output: missing");
+        if (req.input.empty()) throw InputError("", rewrite_setting("input"), ": missing");
+        if (req.output.empty()) throw InputError("", rewrite_setting("output"), ": missing");
         if (!fs::exists(req.input, ec)) throw InputError(req.input.string() + ": no such file or folder");
         input = fs::canonical(req.input);
         input_is_dir = fs::is_directory(input);
@@ -139,7 +139,8 @@ private:
     void check_output_location() {
         std::error_code ec;
         if (req.workers < 0 || req.workers > 1024)
-            throw InputError("--workers: expected 0 (all cores) to 1024, got " + std::to_string(req.workers));
+            throw InputError("", rewrite_setting("workers"),
+                             ": expected 0 (all cores) to 1024, got " + std::to_string(req.workers));
         output = output_path(req.output);
         if (fs::is_symlink(output, ec))
             throw InputError(req.output.string() + ": output is a symbolic link; name a folder to create");
@@ -157,7 +158,8 @@ private:
                     throw InputError(req.output.string() + ": output exists and is not an empty folder");
             }
             if (!fs::is_directory(output.parent_path(), ec))
-                throw InputError(output.parent_path().string() + ": no such folder (for --output)");
+                throw InputError(output.parent_path().string() + ": no such folder (for ", rewrite_setting("output"),
+                                 ")");
         }
     }
 
@@ -262,8 +264,9 @@ private:
             }
             model_origin = config.string();
         } else if (req.permute_router) {
-            throw InputError("--permute-router: no config.json beside " + input.string() +
-                             "; it is needed to check group-limited routing (n_group) before router rows move");
+            throw InputError("", rewrite_setting("permute_router"),
+                             ": no config.json beside " + input.string() +
+                                 "; it is needed to check group-limited routing (n_group) before router rows move");
         }
     }
 
@@ -282,8 +285,9 @@ private:
                 plan.layer_map[l] = l;
         for (const auto& [p, c] : plan.layer_map)
             if (std::find(req.plan_layers.begin(), req.plan_layers.end(), p) == req.plan_layers.end())
-                throw InputError("--layer-map: plan layer " + std::to_string(p) + " is not a MoE layer of the plan (" +
-                                 join_layers(req.plan_layers) + ")");
+                throw InputError("", rewrite_setting("layer_map"),
+                                 ": plan layer " + std::to_string(p) + " is not a MoE layer of the plan (" +
+                                     join_layers(req.plan_layers) + ")");
         if (model_origin.empty()) {
             // No config.json: the checkpoint has the plan's experts at the mapped layers.
             model = req.plan_model;
@@ -302,8 +306,10 @@ private:
         try {
             rep = classify_checkpoint(names_and_shapes, model);
         } catch (const InputError& e) {
-            throw InputError(std::string(e.what()) + " (MoE layers " + join_layers(model.moe_layers) + " from " +
-                             model_origin + (req.layer_map.empty() ? std::string() : " and --layer-map") + ")");
+            const std::string why =
+                std::string(e.what()) + " (MoE layers " + join_layers(model.moe_layers) + " from " + model_origin;
+            if (req.layer_map.empty()) throw InputError(why + ")");
+            throw InputError(why + " and ", rewrite_setting("layer_map"), ")");
         }
         plan.scheme = rep.scheme;
         plan.experts = E;
@@ -313,12 +319,14 @@ private:
             const int p = req.plan_layers[r];
             auto it = plan.layer_map.find(p);
             if (it == plan.layer_map.end()) continue; // not in this checkpoint (explicit layer map)
-            if (!ck_layers.count(it->second))
-                throw InputError(
+            if (!ck_layers.count(it->second)) {
+                const std::string why =
                     req.plan_origin + ": plan layer " + std::to_string(p) +
                     (it->second != p ? " (checkpoint layer " + std::to_string(it->second) + ")" : std::string()) +
-                    " is not a MoE layer of the checkpoint (MoE layers " + join_layers(rep.moe_layers) + ")" +
-                    (req.layer_map.empty() ? "; use --layer-map" : ""));
+                    " is not a MoE layer of the checkpoint (MoE layers " + join_layers(rep.moe_layers) + ")";
+                if (!req.layer_map.empty()) throw InputError(why);
+                throw InputError(why + "; use ", rewrite_setting("layer_map"), "");
+            }
             row_of_ck[it->second] = static_cast<int>(r);
         }
         for (int c : rep.moe_layers)
@@ -326,11 +334,12 @@ private:
                 std::vector<int> covered;
                 for (const auto& [pc, r] : row_of_ck)
                     covered.push_back(pc);
-                throw InputError(
-                    input.string() + ": checkpoint MoE layer " + std::to_string(c) +
-                    " has no placement row in the plan (plan MoE layers " + join_layers(req.plan_layers) + ")" +
-                    (req.layer_map.empty() ? std::string("; use --layer-map")
-                                           : "; --layer-map covers checkpoint layers " + join_layers(covered)));
+                const std::string why = input.string() + ": checkpoint MoE layer " + std::to_string(c) +
+                                        " has no placement row in the plan (plan MoE layers " +
+                                        join_layers(req.plan_layers) + ")";
+                if (req.layer_map.empty()) throw InputError(why + "; use ", rewrite_setting("layer_map"), "");
+                throw InputError(why + "; ", rewrite_setting("layer_map"),
+                                 " covers checkpoint layers " + join_layers(covered));
             }
         if (req.permute_router) {
             std::set<int> with_router;
@@ -338,10 +347,11 @@ private:
                 if (tc.role == TensorRole::Router) with_router.insert(tc.layer);
             for (int c : rep.moe_layers)
                 if (!with_router.count(c))
-                    throw InputError("--permute-router: checkpoint MoE layer " + std::to_string(c) +
-                                     " has no router tensor with " + std::to_string(E) +
-                                     " rows (mlp.gate.weight, block_sparse_moe.gate.weight or mlp.router.weight); "
-                                     "a self-contained export needs it");
+                    throw InputError("", rewrite_setting("permute_router"),
+                                     ": checkpoint MoE layer " + std::to_string(c) + " has no router tensor with " +
+                                         std::to_string(E) +
+                                         " rows (mlp.gate.weight, block_sparse_moe.gate.weight or mlp.router.weight); "
+                                         "a self-contained export needs it");
         }
     }
 
@@ -376,15 +386,17 @@ private:
                     const int h = pi.at(r, g * gs) / gs;
                     for (int e = g * gs; e < (g + 1) * gs; ++e)
                         if (pi.at(r, e) / gs != h)
-                            throw InputError("--permute-router: layer " + std::to_string(c) +
-                                             ": the placement splits expert group " + std::to_string(g) + " (experts " +
-                                             std::to_string(g * gs) + "-" + std::to_string((g + 1) * gs - 1) +
-                                             ") across slot groups " + std::to_string(h) + " and " +
-                                             std::to_string(pi.at(r, e) / gs) +
-                                             "; the model routes group-limited (n_group " + std::to_string(n_group) +
-                                             "), so permuting the router would change its output. Use a "
-                                             "placement that keeps each group's experts together, or rewrite without "
-                                             "--permute-router");
+                            throw InputError(
+                                "", {{rewrite_setting("permute_router"),
+                                      ": layer " + std::to_string(c) + ": the placement splits expert group " +
+                                          std::to_string(g) + " (experts " + std::to_string(g * gs) + "-" +
+                                          std::to_string((g + 1) * gs - 1) + ") across slot groups " +
+                                          std::to_string(h) + " and " + std::to_string(pi.at(r, e) / gs) +
+                                          "; the model routes group-limited (n_group " + std::to_string(n_group) +
+                                          "), so permuting the router would change its output. Use a "
+                                          "placement that keeps each group's experts together, or rewrite "
+                                          "without "},
+                                     {rewrite_setting("permute_router"), ""}});
                 }
             }
             plan.source_index[c] = std::move(src);
@@ -417,8 +429,8 @@ private:
             if (auto sc = read_input_sidecar(input_dir)) {
                 if (req.direction == RewriteDirection::Apply && sc->order == "physical")
                     throw InputError(input.string() + ": already in physical order (" + std::string(kRewriteSidecar) +
-                                     ": placement " + sc->placement_fingerprint +
-                                     "); invert it first (--inverse with that plan)");
+                                         ": placement " + sc->placement_fingerprint + "); invert it first (",
+                                     rewrite_setting("inverse"), " with that plan)");
                 if (req.direction == RewriteDirection::Inverse) {
                     if (sc->order == "logical")
                         throw InputError(input.string() + ": already in logical order (" +
@@ -430,8 +442,8 @@ private:
                                          ", not this plan's " + plan.placement_fingerprint);
                     if (sc->permute_router != req.permute_router)
                         throw InputError(input.string() + std::string(": was rewritten ") +
-                                         (sc->permute_router ? "with" : "without") +
-                                         " --permute-router; invert it the same way");
+                                             (sc->permute_router ? "with " : "without "),
+                                         rewrite_setting("permute_router"), "; invert it the same way");
                 }
             }
         }
