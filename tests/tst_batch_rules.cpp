@@ -113,7 +113,8 @@ QString count_violation(const Layout& x, const BatchRules& b) {
     for (int k = 0; k < x.cell_count(); ++k) {
         const int size = x.cell_size(k);
         if (size < 1) return QStringLiteral("empty cell %1").arg(k);
-        if (b.samples_per_cell > 0 && size != b.samples_per_cell) return QStringLiteral("cell %1 size %2").arg(k).arg(size);
+        if (b.samples_per_cell > 0 && size != b.samples_per_cell)
+            return QStringLiteral("cell %1 size %2").arg(k).arg(size);
         if (b.max_samples_per_cell > 0 && size > b.max_samples_per_cell)
             return QStringLiteral("cell %1 size %2 > max").arg(k).arg(size);
         slot[static_cast<std::size_t>(k % x.dp_slots)] += size;
@@ -200,7 +201,8 @@ private Q_SLOTS:
     void refusals_data() {
         QTest::addColumn<QString>("json");
         QTest::addColumn<QString>("message");
-        const QString head = QStringLiteral(R"({"ep_ranks": 8, "dp_slots": 4, "token_cap": 100, "attention_stages": [], )");
+        const QString head =
+            QStringLiteral(R"({"ep_ranks": 8, "dp_slots": 4, "token_cap": 100, "attention_stages": [], )");
         QTest::newRow("cell over max") << head + R"("samples_per_cell": 4, "max_samples_per_cell": 2})"
                                        << "t.json: samples_per_cell 4 exceeds max_samples_per_cell 2";
         QTest::newRow("cell not dividing slot") << head + R"("samples_per_cell": 3, "samples_per_dp_slot": 128})"
@@ -242,8 +244,9 @@ private Q_SLOTS:
                  QStringLiteral("510 samples cannot fill cells of 4 samples on 4 DP slots: 510 is not a multiple of "
                                 "4 x 4 = 16"));
         t.min_rows = 40;
-        QCOMPARE(input_error_of([&] { check_batch_window(t, 512); }),
-                 QStringLiteral("samples_per_cell 4 on 4 DP slots fixes R = 32 rows for 512 samples, below min_rows 40"));
+        QCOMPARE(
+            input_error_of([&] { check_batch_window(t, 512); }),
+            QStringLiteral("samples_per_cell 4 on 4 DP slots fixes R = 32 rows for 512 samples, below min_rows 40"));
         t.min_rows = 0;
         t.row_multiple = 3;
         QCOMPARE(input_error_of([&] { check_batch_window(t, 512); }),
@@ -278,7 +281,8 @@ private Q_SLOTS:
         p.length = {1, 2, 3, 4, 5, 6};
         const Layout x = Layout::from_cells(2, 2, {{0, 1, 2}, {3}, {4}, {5}});
         p.rules = rules(0, 2, 0);
-        QCOMPARE(QString::fromStdString(validate_layout(x, p)), QStringLiteral("cell (0, 0) holds 3 samples, samples_per_cell is 2"));
+        QCOMPARE(QString::fromStdString(validate_layout(x, p)),
+                 QStringLiteral("cell (0, 0) holds 3 samples, samples_per_cell is 2"));
         p.rules = rules(0, 0, 2);
         QCOMPARE(QString::fromStdString(validate_layout(x, p)),
                  QStringLiteral("cell (0, 0) holds 3 samples, max_samples_per_cell is 2"));
@@ -344,10 +348,18 @@ private Q_SLOTS:
                 v = 1 + static_cast<std::int64_t>(rng.below(10));
             BatchRules b;
             switch (trial % 4) {
-            case 0: b = rules(n / D, 0, 0); break;
-            case 1: b = rules(0, 0, 2); break;
-            case 2: b = rules(n / D, 0, 2); break;
-            default: b = rules(0, n % (2 * D) == 0 ? 2 : 1, 0); break;
+            case 0:
+                b = rules(n / D, 0, 0);
+                break;
+            case 1:
+                b = rules(0, 0, 2);
+                break;
+            case 2:
+                b = rules(n / D, 0, 2);
+                break;
+            default:
+                b = rules(0, n % (2 * D) == 0 ? 2 : 1, 0);
+                break;
             }
             const Topology t = topo(1, D, C, b);
             const int truth = brute_rows(len, C, D, b);
@@ -381,8 +393,8 @@ private Q_SLOTS:
         for (const BatchRules& b : {rules(32, 0, 0), rules(0, 2, 0), rules(0, 0, 3), rules(32, 0, 4)}) {
             const PlanInput in = synth_input(16, 3, b);
             const PackingProblem p =
-                make_packing_problem(in.window, in.topology, identity_placement(in.window.model.num_moe_layers(),
-                                                                                in.window.model.experts, 8));
+                make_packing_problem(in.window, in.topology,
+                                     identity_placement(in.window.model.num_moe_layers(), in.window.model.experts, 8));
             const RowCount rc = minimum_rows_under_rules(p.length, p.C, in.topology, 10000);
             QCOMPARE(QString::fromStdString(validate_layout(rc.layout, p)), QString());
             IncrementalScorer sc(p, rc.layout);
@@ -480,7 +492,8 @@ private Q_SLOTS:
         const PlanResult r = plan_window(in);
         const PackingProblem p = make_packing_problem(in.window, in.topology, r.placement.routepack);
         Score best{1e300, 1e300, 1e300};
-        for_each_layout(len, 12, r.rows.rows, 2, b, [&](const Layout& x) { best = std::min(best, score_layout(x, p)); });
+        for_each_layout(len, 12, r.rows.rows, 2, b,
+                        [&](const Layout& x) { best = std::min(best, score_layout(x, p)); });
         QCOMPARE(r.routepack.metrics.score, best);
         QCOMPARE(count_violation(r.routepack.layout, b), QString());
         QCOMPARE(r.rows.rows, brute_rows(len, 12, 2, b));
@@ -509,17 +522,19 @@ private Q_SLOTS:
             QVERIFY(!sc.relocate_feasible(i, alone));
         const std::string text = plan_to_json(r);
         const auto j = nlohmann::json::parse(text);
-        QCOMPARE(j["oversize_cells"], nlohmann::json::parse("[[" + std::to_string(alone / 2) + ", " +
-                                                            std::to_string(alone % 2) + "]]"));
+        QCOMPARE(j["oversize_cells"],
+                 nlohmann::json::parse("[[" + std::to_string(alone / 2) + ", " + std::to_string(alone % 2) + "]]"));
         const PlanFile f = parse_plan(text, "plan.json");
         QCOMPARE(f.oversize_cells, std::vector<int>({alone}));
         auto wrong = j;
         wrong["oversize_cells"] = nlohmann::json::array();
-        QVERIFY(input_error_of([&] { parse_plan(wrong.dump(), "plan.json"); })
-                    .startsWith(QStringLiteral("plan.json: oversize_cells lists [] but the cells over C are [[")));
+        QVERIFY(input_error_of([&] {
+                    parse_plan(wrong.dump(), "plan.json");
+                }).startsWith(QStringLiteral("plan.json: oversize_cells lists [] but the cells over C are [[")));
         // The same window with `refuse` is refused with today's text.
         in.topology.batch.oversize = Oversize::Refuse;
-        QCOMPARE(input_error_of([&] { plan_window(in); }), QStringLiteral("sample 's0' has 30 tokens, more than the cap C = 12"));
+        QCOMPARE(input_error_of([&] { plan_window(in); }),
+                 QStringLiteral("sample 's0' has 30 tokens, more than the cap C = 12"));
     }
 
     /// With every rule at its default the packers are today's.

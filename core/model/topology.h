@@ -52,8 +52,8 @@ struct BatchRules {
 /// "attention_stages": [{"name", "alpha", "beta"}...], "min_rows": optional, "row_multiple": optional
 /// (default 1), the batch rules, optional: "samples_per_dp_slot", "samples_per_cell",
 /// "max_samples_per_cell" (integers, 0 = free) and "oversize" ("refuse" or "alone"; BatchRules), where
-/// "token_cap" may be absent (0) when samples_per_cell is set, and where things run, optional: "gpus_per_node": g, or "ep_rank_nodes": [P] with
-/// "dp_slot_nodes": [D]}.
+/// "token_cap" may be absent (0) when samples_per_cell is set, and where things run, optional: "gpus_per_node": g, or
+/// "ep_rank_nodes": [P] with "dp_slot_nodes": [D]}.
 ///
 /// Row count: the plan's R is >= min_rows and a multiple of row_multiple (virtual-pipeline stacks need
 /// the micro-batch count per DP rank to be a multiple of the stage group size: Megatron-Core's

@@ -285,8 +285,8 @@ Layout karmarkar_karp_layout(const std::vector<std::int64_t>& length, int rows, 
 
 std::vector<std::vector<int>> equal_size_kk(const std::vector<std::int64_t>& length, std::vector<int> items, int k) {
     if (k < 1 || items.size() % static_cast<std::size_t>(k) != 0)
-        throw std::invalid_argument("equal_size_kk: " + std::to_string(items.size()) +
-                                    " samples do not split into " + std::to_string(k) + " equal parts");
+        throw std::invalid_argument("equal_size_kk: " + std::to_string(items.size()) + " samples do not split into " +
+                                    std::to_string(k) + " equal parts");
     std::sort(items.begin(), items.end(), [&](int a, int b) {
         if (length[a] != length[b]) return length[a] > length[b];
         return a < b;
@@ -368,7 +368,8 @@ Layout karmarkar_karp_layout(const std::vector<std::int64_t>& length, int rows, 
         for (int r = 0; r < rows; ++r) {
             for (int j : col.cell(r))
                 cells[static_cast<std::size_t>(r) * D + d].push_back(slots[d][j]);
-            std::sort(cells[static_cast<std::size_t>(r) * D + d].begin(), cells[static_cast<std::size_t>(r) * D + d].end());
+            std::sort(cells[static_cast<std::size_t>(r) * D + d].begin(),
+                      cells[static_cast<std::size_t>(r) * D + d].end());
         }
     }
     return Layout::from_cells(rows, D, cells);

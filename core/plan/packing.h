@@ -71,10 +71,10 @@ struct PackingProblem {
 /// Builds the problem from a window (samples + counts), a topology and a placement: C is
 /// effective_token_cap (the topology's cap, or the c longest samples' sum with samples_per_cell c and
 /// no cap), the batch rules are the topology's and checked against the window (check_batch_window's
-/// InputErrors). InputError naming the sample when t_i > C with oversize Refuse, when t_i * top_k >= 2^31 or a layer's routed count total does
-/// (int32 demand), or when the window is empty; std::invalid_argument when the trace's E/L differ
-/// from the placement's or a layer of the placement gives an EP rank more than E / P experts.
-/// One parallel pass over the counts (each q is a gathered sum of its rank's E / P counts).
+/// InputErrors). InputError naming the sample when t_i > C with oversize Refuse, when t_i * top_k >= 2^31 or a layer's
+/// routed count total does (int32 demand), or when the window is empty; std::invalid_argument when the trace's E/L
+/// differ from the placement's or a layer of the placement gives an EP rank more than E / P experts. One parallel pass
+/// over the counts (each q is a gathered sum of its rank's E / P counts).
 PackingProblem make_packing_problem(const Trace& window, const Topology& topo, const Placement& pi);
 
 /// The same problem without its demand (`demand` empty, every other field and every check of

@@ -97,7 +97,8 @@ PlanFile plan_file_of(const PlanResult& r);
 /// of 0..E-1 with E % P == 0, topology valid, R x D non-empty cells, every sample exactly once, cell
 /// token sums <= C (from the plan's own lengths; C is effective_token_cap) or one oversize sample alone
 /// with oversize "alone", every count of the topology's batch rules, "oversize_cells" listing exactly
-/// the cells over C ("<origin>: oversize_cells lists [[0, 1]] but the cells over C are [[0, 2]]"), row_count a multiple of topology.row_multiple
+/// the cells over C ("<origin>: oversize_cells lists [[0, 1]] but the cells over C are [[0, 2]]"), row_count a multiple
+/// of topology.row_multiple
 /// ("<origin>: row_count 6 is not a multiple of topology.row_multiple 4"), score == metrics.routepack.score, and
 /// (version 2 on) a bound with value <= score[0] and gap == score[0] / value - 1, (version 5) a
 /// communication section whose node count matches the topology's and whose grouter / routepack+comm

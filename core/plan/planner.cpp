@@ -330,8 +330,8 @@ void plan_communication(const Trace& w, const PlanInput& in, const std::vector<s
     const CommDemand d_g = make_comm_demand(w, topo, gg.placement);
     c.grouter_home = grouter_sample_nodes(d_g);
     const PackingProblem p_g = make_packing_shape(w, topo, gg.placement); // one layout: figures from the counts
-    NodePacking gp = pack_on_home_nodes(fitting_lengths(length, p_g.C, p_g.rules), p_g.C, r.rows.rows, slot_node,
-                                        c.grouter_home);
+    NodePacking gp =
+        pack_on_home_nodes(fitting_lengths(length, p_g.C, p_g.rules), p_g.C, r.rows.rows, slot_node, c.grouter_home);
     // The node packing knows the cap, not the batch rules' counts: a packing that breaks them is not used.
     if (gp.fitted && p_g.rules.counts() && !validate_layout(gp.layout, p_g).empty()) gp.fitted = false;
     c.grouter_fitted = gp.fitted;

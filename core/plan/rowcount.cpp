@@ -2,8 +2,8 @@
 // feasibility search.
 #include "core/plan/rowcount.h"
 
-#include "core/util/errors.h"
 #include "core/model/topology.h"
+#include "core/util/errors.h"
 
 #include <algorithm>
 #include <limits>
@@ -717,8 +717,9 @@ RowCount minimum_rows_under_rules(const std::vector<std::int64_t>& length, std::
         std::int64_t worst = 0;
         for (std::size_t j = 0; j < sorted.size() / 2; ++j)
             worst = std::max(worst, sorted[j] + sorted[sorted.size() - 1 - j]);
-        throw InputError(std::string(kNoLayout) + "with samples_per_cell 2 the best pairing (longest with shortest) puts " +
-                         str(worst) + " tokens in a cell, above the cap " + str(C));
+        throw InputError(std::string(kNoLayout) +
+                         "with samples_per_cell 2 the best pairing (longest with shortest) puts " + str(worst) +
+                         " tokens in a cell, above the cap " + str(C));
     }
     throw InputError("no layout keeping " + rules_text(b) + " found: the constructions failed at every R in " +
                      str(lb) + ".." + str(cb.hi) + (m > 1 ? " (multiples of row_multiple " + str(m) + ")" : ""));

@@ -980,7 +980,9 @@ std::optional<Layout> randomized_best_fit(const std::vector<int>& sigma, const P
     const int limit = p.rules.cell_limit(), quota = p.rules.samples_per_dp_slot;
     std::vector<int> slot_count(quota > 0 ? static_cast<std::size_t>(p.D) : 0, rows);
     std::vector<int> card(static_cast<std::size_t>(K), 1);
-    auto key_of = [&](int k) { return Key{tokens[static_cast<std::size_t>(k)], -card[static_cast<std::size_t>(k)], -k}; };
+    auto key_of = [&](int k) {
+        return Key{tokens[static_cast<std::size_t>(k)], -card[static_cast<std::size_t>(k)], -k};
+    };
     auto close_full = [&](int k) {
         if (limit > 0 && card[static_cast<std::size_t>(k)] >= limit) ranked.erase(key_of(k));
         if (quota > 0 && slot_count[static_cast<std::size_t>(k % p.D)] >= quota)
@@ -1014,6 +1016,25 @@ std::optional<Layout> randomized_best_fit(const std::vector<int>& sigma, const P
         }
     }
     return Layout::from_assignment(rows, p.D, sigma, cell_of);
+}
+
+/// Whether a paired layout keeps the batch rules' counts (always, without a count rule).
+bool keeps_counts(const Layout& x, const PackingProblem& p) {
+    return !p.rules.counts() || validate_layout(x, p).empty();
+}
+
+/// A trial's layout after EDPAwarePair (`paired`, from the RandomizedBestFit `cells`): kept when
+/// valid; under samples_per_dp_slot, when the pairing moved a cell to another DP slot and broke a
+/// slot's count, the unpaired cells instead (their peak sums and row peaks cleared, to be formed
+/// again). False when neither is valid (the trial is aborted).
+bool keep_trial_layout(Layout& paired, const Layout& cells, const PackingProblem& p,
+                       std::vector<std::int64_t>& peak_sum, std::vector<std::int64_t>& row_peak) {
+    if (validate_layout(paired, p).empty()) return true;
+    if (p.rules.samples_per_dp_slot == 0 || !validate_layout(cells, p).empty()) return false;
+    paired = cells;
+    peak_sum.clear();
+    row_peak.clear();
+    return true;
 }
 
 } // namespace
@@ -1065,14 +1086,7 @@ std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout
                 if (!cells) return; // abort trial: a sample fits nowhere
                 c.layout =
                     pair_cells(*cells, p, w, rng, pair_cap, narrow, outputs, &buffer32.local(), &buffer64.local());
-                if (!validate_layout(c.layout, p).empty()) {
-                    // The pairing moves cells between DP slots: under samples_per_dp_slot the cells
-                    // stay where RandomizedBestFit put them when it breaks a slot's count.
-                    if (p.rules.samples_per_dp_slot == 0 || !validate_layout(*cells, p).empty()) return;
-                    c.layout = *cells;
-                    peak_sum.clear();
-                    c.row_peak.clear();
-                }
+                if (!keep_trial_layout(c.layout, *cells, p, peak_sum, c.row_peak)) return; // abort: not in X_R*
                 c.origin = "shuffle#" + std::to_string(trial);
             }
         }
@@ -1081,9 +1095,8 @@ std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout
         raw[static_cast<std::size_t>(j)] = std::move(c);
     });
     // x_paired = minScore{x_length, EDPAwarePair(cells(x_length))} (Algorithm 2 line 2).
-    if (tasks > 1 && raw[1] && !(raw[1]->score < raw[0]->score)) raw[1].reset();
-    // The pairing of the FFD cells may move cells between DP slots: kept only when it keeps the counts.
-    if (tasks > 1 && raw[1] && p.rules.counts() && !validate_layout(raw[1]->layout, p).empty()) raw[1].reset();
+    // The pairing may move cells between DP slots: kept only when it keeps the batch rules' counts.
+    if (tasks > 1 && raw[1] && (!(raw[1]->score < raw[0]->score) || !keeps_counts(raw[1]->layout, p))) raw[1].reset();
 
     // Canonicalize + CanonicalMap: lowest exact score per signature, ties to the earlier candidate.
     std::map<std::vector<int>, int> slot_of_signature;
