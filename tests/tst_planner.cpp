@@ -974,15 +974,15 @@ private Q_SLOTS:
             QCOMPARE(three.topology.row_multiple, 1);
             QCOMPARE(three.layout, f.layout);
             QCOMPARE(rescore_plan(three, in.window), std::string());
-            auto v7 = j;
-            v7["version"] = 7;
+            auto v8 = j;
+            v8["version"] = 8;
             QCOMPARE(
-                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v7.dump(), "p.json"); })),
-                QStringLiteral("p.json: plan version 7 is not supported (expected 1 to 6)"));
-            v7["version"] = 0;
+                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v8.dump(), "p.json"); })),
+                QStringLiteral("p.json: plan version 8 is not supported (expected 1 to 7)"));
+            v8["version"] = 0;
             QCOMPARE(
-                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v7.dump(), "p.json"); })),
-                QStringLiteral("p.json: plan version 0 is not supported (expected 1 to 6)"));
+                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v8.dump(), "p.json"); })),
+                QStringLiteral("p.json: plan version 0 is not supported (expected 1 to 7)"));
             // Version 6's placement_refinement: present, typed, consistent, and (rescored) telling the
             // truth about whether the placement is the window's LPT placement.
             auto pr = j;
