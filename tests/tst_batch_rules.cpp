@@ -13,6 +13,7 @@
 #include "core/synth/synth.h"
 #include "core/util/errors.h"
 #include "core/util/rng.h"
+#include "tests/comm_testutil.h"
 #include "tests/testutil.h"
 
 #include <QtTest>
@@ -20,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <numeric>
 
@@ -451,8 +453,9 @@ private Q_SLOTS:
         in.budgets.workers = 1;
         const PlanResult r = plan_window(in);
         for (const MethodResult* m : r.methods()) {
-            if (m->method == Method::KarmarkarKarp && per_cell == 0 && per_slot == 0) continue; // reported, not kept
-            QCOMPARE(count_violation(m->layout, b), QString());
+            // Karmarkar-Karp does not know max_samples_per_cell: reported, not kept.
+            const BatchRules kept = m->method == Method::KarmarkarKarp ? rules(per_slot, per_cell, 0) : b;
+            QCOMPARE(count_violation(m->layout, kept), QString());
         }
         QVERIFY(!(r.reorder.metrics.score < r.routepack.metrics.score));
         QVERIFY(r.routepack.metrics.score < r.reorder.metrics.score);
@@ -535,6 +538,91 @@ private Q_SLOTS:
         in.topology.batch.oversize = Oversize::Refuse;
         QCOMPARE(input_error_of([&] { plan_window(in); }),
                  QStringLiteral("sample 's0' has 30 tokens, more than the cap C = 12"));
+    }
+
+    /// On two nodes grouter and routepack+comm keep the counts too (a node packing that breaks them is
+    /// not used): a routed window of 64 samples, S = 16 on 4 DP slots, 2 nodes.
+    void comm_methods_keep_counts() {
+        const ModelDescription m = test::tiny_model(2, 8, 2);
+        Trace w;
+        w.model = m;
+        Rng rng(21);
+        for (int i = 0; i < 64; ++i) {
+            const int T = 5 + static_cast<int>(rng.below(40));
+            std::vector<std::vector<std::vector<int>>> routes(2);
+            for (int l = 0; l < 2; ++l)
+                for (int t = 0; t < T; ++t) {
+                    const int a = static_cast<int>(rng.below(8)), b = (a + 1 + static_cast<int>(rng.below(7))) % 8;
+                    routes[static_cast<std::size_t>(l)].push_back({a, b});
+                }
+            w.append(test::sample_of("s" + std::to_string(i), m, routes));
+        }
+        PlanInput in;
+        in.window = w;
+        in.trace_name = "routed";
+        in.window_name = "all";
+        in.topology = topo(4, 4, 200, rules(16, 0, 4));
+        in.topology.gpus_per_node = 2;
+        in = small_budgets(in);
+        in.budgets.workers = 1;
+        const PlanResult r = plan_window(in);
+        QCOMPARE(r.methods().size(), std::size_t{6});
+        // Karmarkar-Karp keeps the DP slots' counts; it does not know max_samples_per_cell (as the
+        // stacks' own balancers do not).
+        for (const MethodResult* x : r.methods()) {
+            const BatchRules kept = x->method == Method::KarmarkarKarp ? rules(16, 0, 0) : rules(16, 0, 4);
+            QVERIFY2(
+                count_violation(x->layout, kept).isEmpty(),
+                qPrintable(QString::fromStdString(x->key()) + QStringLiteral(": ") + count_violation(x->layout, kept)));
+        }
+    }
+
+    /// The CLI's flags replace the topology's rules; their refusals name the flag and the numbers.
+    void cli_flags() {
+        const auto tmp = test::temp_dir(QStringLiteral("batch-cli"));
+        test::CliRun r = test::run_cli({QStringLiteral("synth"), QStringLiteral("--out"), test::qpath(tmp / "syn"),
+                                        QStringLiteral("--groups"), QStringLiteral("3"), QStringLiteral("--group-size"),
+                                        QStringLiteral("4"), QStringLiteral("--seed"), QStringLiteral("5")});
+        QCOMPARE(r.code, 0);
+        const QStringList plan = {QStringLiteral("plan"),
+                                  QStringLiteral("--input"),
+                                  test::qpath(tmp / "syn"),
+                                  QStringLiteral("--experts"),
+                                  QStringLiteral("32"),
+                                  QStringLiteral("--top-k"),
+                                  QStringLiteral("4"),
+                                  QStringLiteral("--layers"),
+                                  QStringLiteral("12"),
+                                  QStringLiteral("--moe-layers"),
+                                  QStringLiteral("1-11"),
+                                  QStringLiteral("--topology"),
+                                  QStringLiteral("synthetic-demo-ep8-dp4"),
+                                  QStringLiteral("--quiet")};
+        const QString out = test::qpath(tmp / "p.json");
+        r = test::run_cli(plan + QStringList{QStringLiteral("--samples-per-dp-slot"), QStringLiteral("3"),
+                                             QStringLiteral("--out"), out});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const auto j = nlohmann::json::parse(test::read_file(tmp / "p.json"));
+        QCOMPARE(j["topology"]["samples_per_dp_slot"].get<int>(), 3);
+        for (std::size_t d = 0; d < 4; ++d) {
+            std::size_t count = 0;
+            for (const auto& row : j["rows"])
+                count += row[d].size();
+            QCOMPARE(count, std::size_t{3});
+        }
+        auto err = [&](const QStringList& extra) {
+            return test::run_cli(plan + extra + QStringList{QStringLiteral("--out"), out}).err;
+        };
+        QCOMPARE(err({QStringLiteral("--samples-per-dp-slot"), QStringLiteral("5")}),
+                 QStringLiteral("routepack: error: 12 samples cannot fill 4 DP slots with 5 each\n"));
+        QCOMPARE(err({QStringLiteral("--samples-per-cell"), QStringLiteral("-1")}),
+                 QStringLiteral("routepack: error: plan: --samples-per-cell must be in 0..1073741824 (got -1)\n"));
+        QCOMPARE(err({QStringLiteral("--oversize"), QStringLiteral("maybe")}),
+                 QStringLiteral("routepack: error: plan: --oversize must be refuse or alone (got maybe)\n"));
+        QCOMPARE(err({QStringLiteral("--samples-per-cell"), QStringLiteral("4"),
+                      QStringLiteral("--max-samples-per-cell"), QStringLiteral("2")}),
+                 QStringLiteral("routepack: error: plan: --samples-per-cell, --max-samples-per-cell: samples_per_cell "
+                                "4 exceeds max_samples_per_cell 2\n"));
     }
 
     /// With every rule at its default the packers are today's.

@@ -47,8 +47,9 @@ Layout karmarkar_karp_layout(const std::vector<std::int64_t>& length, int rows, 
 ///  - samples_per_dp_slot S (no c): equal-size largest differencing into D parts of S samples (part d
 ///    in descending sum is DP slot d), then karmarkar_karp_layout of each part into `rows` cells of
 ///    its DP slot (row r its r-th part in descending sum);
-///  - otherwise (max_samples_per_cell only, or no count): karmarkar_karp_layout; counts are then
-///    reported, not kept.
+///  - otherwise (max_samples_per_cell only, or no count): karmarkar_karp_layout.
+/// max_samples_per_cell is never kept (the stacks' balancers do not know it): a cell above it is a
+/// finding about the partition, like a part over C.
 /// Parts may exceed C, as with karmarkar_karp_layout. std::invalid_argument when rows < 1 or D < 1,
 /// or the counts do not divide n.
 Layout karmarkar_karp_layout(const std::vector<std::int64_t>& length, int rows, int D, const BatchRules& rules);
