@@ -534,6 +534,12 @@ private Q_SLOTS:
         QVERIFY(input_error_of([&] {
                     parse_plan(wrong.dump(), "plan.json");
                 }).startsWith(QStringLiteral("plan.json: oversize_cells lists [] but the cells over C are [[")));
+        // Alone cannot hold with two samples in every cell.
+        in.topology.batch.samples_per_cell = 2;
+        QCOMPARE(input_error_of([&] { plan_window(in); }),
+                 QStringLiteral("sample 's0' has 30 tokens, more than the cap C = 12: oversize alone needs a cell of "
+                                "its own, but samples_per_cell puts 2 samples in every cell"));
+        in.topology.batch.samples_per_cell = 0;
         // The same window with `refuse` is refused with today's text.
         in.topology.batch.oversize = Oversize::Refuse;
         QCOMPARE(input_error_of([&] { plan_window(in); }),

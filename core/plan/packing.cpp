@@ -37,6 +37,11 @@ PackingProblem shape_of(const Trace& window, const Topology& topo, const Placeme
     for (int i = 0; i < p.n; ++i) {
         const auto& s = window.samples[static_cast<std::size_t>(i)];
         if (s.length < 1) throw InputError("sample '" + s.id + "' has length " + std::to_string(s.length));
+        if (s.length > p.C && p.rules.oversize == Oversize::Alone && p.rules.samples_per_cell > 1)
+            throw InputError("sample '" + s.id + "' has " + std::to_string(s.length) +
+                             " tokens, more than the cap C = " + std::to_string(p.C) +
+                             ": oversize alone needs a cell of its own, but samples_per_cell puts " +
+                             std::to_string(p.rules.samples_per_cell) + " samples in every cell");
         if (s.length > p.C && p.rules.oversize == Oversize::Refuse)
             throw InputError("sample '" + s.id + "' has " + std::to_string(s.length) +
                              " tokens, more than the cap C = " + std::to_string(p.C));

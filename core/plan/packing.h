@@ -71,7 +71,9 @@ struct PackingProblem {
 /// Builds the problem from a window (samples + counts), a topology and a placement: C is
 /// effective_token_cap (the topology's cap, or the c longest samples' sum with samples_per_cell c and
 /// no cap), the batch rules are the topology's and checked against the window (check_batch_window's
-/// InputErrors). InputError naming the sample when t_i > C with oversize Refuse, when t_i * top_k >= 2^31 or a layer's
+/// InputErrors). InputError naming the sample when t_i > C with oversize Refuse (or with oversize Alone
+/// and samples_per_cell > 1: "sample 's0' has 30 tokens, more than the cap C = 12: oversize alone needs
+/// a cell of its own, but samples_per_cell puts 2 samples in every cell"), when t_i * top_k >= 2^31 or a layer's
 /// routed count total does (int32 demand), or when the window is empty; std::invalid_argument when the trace's E/L
 /// differ from the placement's or a layer of the placement gives an EP rank more than E / P experts. One parallel pass
 /// over the counts (each q is a gathered sum of its rank's E / P counts).
