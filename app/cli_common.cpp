@@ -194,6 +194,13 @@ void add_budget_flags(CLI::App& app, PlanCmd& c) {
                    "the row count R must be a multiple of this (default: the topology's row_multiple, else 1)",
                    std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max(),
                    &c.row_multiple_given);
+    for (std::size_t k = 0; k < batch_flags().size(); ++k)
+        add_int_option(app, batch_flags()[k].flag, c.batch_count[k], batch_flags()[k].help,
+                       std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max(),
+                       &c.batch_count_given[k]);
+    app.add_option("--oversize", c.oversize,
+                   "a sample longer than the token cap: refuse (the window) or alone (a cell of its own); default: "
+                   "the topology's oversize, else refuse");
     app.add_option("--seed", c.seed_text, "random seed, 0..2^64-1 (same inputs + seed + threads => same plan)")
         ->each([&c](const std::string&) { c.seed_given = true; }); // --seed "" is refused, not the default
     // Every budget with a flag, from the one table (core/plan/budget_table.h); integers through the
@@ -214,6 +221,20 @@ void add_budget_flags(CLI::App& app, PlanCmd& c) {
     }
 }
 
+const std::array<BatchFlag, 3>& batch_flags() {
+    static const std::array<BatchFlag, 3> flags = {{
+        {"--samples-per-dp-slot", &BatchRules::samples_per_dp_slot, "samples_per_dp_slot",
+         "every DP slot holds exactly this many samples over its rows (verl: batch / DP ranks; 0 = free; default: "
+         "the topology's)"},
+        {"--samples-per-cell", &BatchRules::samples_per_cell, "samples_per_cell",
+         "every cell (micro-batch) holds exactly this many samples (static micro-batches; 0 = free; default: the "
+         "topology's)"},
+        {"--max-samples-per-cell", &BatchRules::max_samples_per_cell, "max_samples_per_cell",
+         "every cell holds at most this many samples (Megatron's max_num_seqs; 0 = free; default: the topology's)"},
+    }};
+    return flags;
+}
+
 Topology load_plan_topology(const PlanCmd& c) {
     if (c.row_multiple_given && (c.row_multiple < 1 || c.row_multiple > kMaxRowMultiple))
         throw InputError(c.command + ": --row-multiple must be in 1.." + std::to_string(kMaxRowMultiple) + " (got " +
@@ -223,6 +244,23 @@ Topology load_plan_topology(const PlanCmd& c) {
         t.row_multiple = static_cast<int>(c.row_multiple);
         check_row_fields(t, c.command + ": --row-multiple");
     }
+    std::string given;
+    for (std::size_t k = 0; k < batch_flags().size(); ++k) {
+        if (!c.batch_count_given[k]) continue;
+        const std::int64_t v = c.batch_count[k];
+        if (v < 0 || v > kMaxBatchCount)
+            throw InputError(c.command + ": " + batch_flags()[k].flag + " must be in 0.." +
+                             std::to_string(kMaxBatchCount) + " (got " + std::to_string(v) + ")");
+        t.batch.*(batch_flags()[k].field) = static_cast<int>(v);
+        given += std::string(given.empty() ? "" : ", ") + batch_flags()[k].flag;
+    }
+    if (!c.oversize.empty()) {
+        if (c.oversize != "refuse" && c.oversize != "alone")
+            throw InputError(c.command + ": --oversize must be refuse or alone (got " + util::printable(c.oversize) +
+                             ")");
+        t.batch.oversize = c.oversize == "alone" ? Oversize::Alone : Oversize::Refuse;
+    }
+    if (!given.empty()) check_batch_fields(t, c.command + ": " + given);
     return t;
 }
 

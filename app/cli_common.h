@@ -7,6 +7,7 @@
 #include "core/model/trace.h"
 #include "core/plan/planner.h"
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -124,13 +125,30 @@ struct PlanCmd {
     bool seed_given = false;         ///< --seed was given (an empty value is then refused)
     bool row_multiple_given = false; ///< --row-multiple given: it replaces the topology's row_multiple
     std::int64_t row_multiple = 1;
+    /// --samples-per-dp-slot, --samples-per-cell, --max-samples-per-cell (batch_flags() order): each,
+    /// when given, replaces the topology's batch rule.
+    std::array<std::int64_t, 3> batch_count{};
+    std::array<bool, 3> batch_count_given{};
+    std::string oversize; ///< --oversize refuse|alone ("" = the topology's)
     PlannerBudgets budgets;
     bool json = false;
     bool quiet = false;
 };
 
-/// The topology of `c`: --topology loaded (a file or a shipped name), with --row-multiple, when
-/// given, in place of its row_multiple. InputError "<command>: --row-multiple must be in 1..1048576
+/// The batch-rule flags of plan, compare and sweep: flag, the BatchRules count it sets, its help.
+struct BatchFlag {
+    const char* flag;
+    int BatchRules::*field;
+    const char* key; ///< the topology file's key
+    const char* help;
+};
+/// The three count flags, in PlanCmd::batch_count order.
+const std::array<BatchFlag, 3>& batch_flags();
+
+/// The topology of `c`: --topology loaded (a file or a shipped name), with --row-multiple and the
+/// batch-rule flags, when given, in place of its values (check_batch_fields' errors prefixed by
+/// "<command>: --samples-per-cell" and the like; "<command>: --oversize must be refuse or alone (got
+/// x)"). InputError "<command>: --row-multiple must be in 1..1048576
 /// (got 0)", and check_row_fields' "<command>: --row-multiple: min_rows ... rounded up ..." when
 /// the topology's min_rows has no multiple within the largest row count.
 Topology load_plan_topology(const PlanCmd& c);

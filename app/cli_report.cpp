@@ -183,6 +183,27 @@ nlohmann::json compare_json(const PlanResult& r) {
     return j;
 }
 
+/// The batch rules for the comparison's first line: "" when free, else ("; samples_per_dp_slot 128,
+/// oversize alone"); without a cap, the C that normalizes the cost model (effective_token_cap).
+std::string batch_rules_text(const PlanResult& r) {
+    const BatchRules& b = r.topology.batch;
+    if (b.free()) return {};
+    std::string out;
+    auto add = [&](const std::string& part) { out += (out.empty() ? "; " : ", ") + part; };
+    if (r.topology.token_cap == 0) {
+        std::vector<std::int64_t> length;
+        for (const auto& s : r.samples)
+            length.push_back(s.length);
+        add("no cap: C = " + std::to_string(effective_token_cap(r.topology, length)) + " (the " +
+            std::to_string(b.samples_per_cell) + " longest samples)");
+    }
+    if (b.samples_per_dp_slot) add("samples_per_dp_slot " + std::to_string(b.samples_per_dp_slot));
+    if (b.samples_per_cell) add("samples_per_cell " + std::to_string(b.samples_per_cell));
+    if (b.max_samples_per_cell) add("max_samples_per_cell " + std::to_string(b.max_samples_per_cell));
+    if (b.oversize == Oversize::Alone) add("oversize alone");
+    return out;
+}
+
 } // namespace
 
 void print_comparison(const PlanResult& r) {
@@ -190,7 +211,7 @@ void print_comparison(const PlanResult& r) {
     std::cout << "window " << (r.window_name.empty() ? std::string("(whole trace)") : "'" + shown(r.window_name) + "'")
               << " of '" << shown(r.trace_name) << "': " << r.samples.size() << " samples; " << t.ep_ranks
               << " EP ranks, " << t.dp_slots << " DP slots in " << t.shards() << " EDP shards, cap C = " << t.token_cap
-              << "\n";
+              << batch_rules_text(r) << "\n";
     std::cout << "rows: " << r.rows.how << "; lower bound " << r.rows.lower_bound << "\n";
     if (r.baseline_not_ffd)
         std::cout << "note: FixedRowFFD cannot fill R* rows; baseline and reorder use the row-count search's layout\n";

@@ -188,7 +188,8 @@ private Q_SLOTS:
             << R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 10, "gpus_per_nod": 1, )" + st + "}"
             << "t.json: unknown field 'gpus_per_nod' (known: ep_ranks, dp_slots, token_cap, experts_per_layer, "
                "min_rows, row_multiple, gpus_per_node, ep_rank_nodes, dp_slot_nodes, comm_weight, "
-               "comm_load_tolerance, edp_shards, attention_stages)";
+               "comm_load_tolerance, edp_shards, attention_stages, samples_per_dp_slot, samples_per_cell, "
+               "max_samples_per_cell, oversize)";
         QTest::newRow("comm_weight a list")
             << R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 10, "comm_weight": [[1]], )" + st + "}"
             << "t.json: comm_weight is a list, not a number in [0, 1e+06]";
@@ -911,7 +912,7 @@ private Q_SLOTS:
         // Schema fields the training job relies on.
         const auto j = nlohmann::json::parse(text);
         QCOMPARE(j["format"].get<std::string>(), std::string("routepack-plan"));
-        QCOMPARE(j["version"].get<int>(), 6);
+        QCOMPARE(j["version"].get<int>(), 7);
         QVERIFY(j["communication"].is_null()); // one node: no communication section
         QCOMPARE(j["planner"]["budgets"]["placement_rounds"].get<int>(), 2);
         QCOMPARE(j["planner"]["placement_refinement"]["refined"].get<bool>(), r.placement_refined());
@@ -927,7 +928,7 @@ private Q_SLOTS:
         QCOMPARE(j["max_u_lower_bound"]["sample"].get<double>(), want.sample);
         QCOMPARE(j["max_u_lower_bound"]["gap"].get<double>(), r.routepack.metrics.score.max_u / want.value - 1.0);
         QVERIFY(want.value > 0 && want.value <= r.routepack.metrics.score.max_u);
-        QCOMPARE(f.version, 6);
+        QCOMPARE(f.version, 7);
         QVERIFY(f.has_bound);
         QCOMPARE(f.bound.value, want.value);
         {
@@ -973,15 +974,15 @@ private Q_SLOTS:
             QCOMPARE(three.topology.row_multiple, 1);
             QCOMPARE(three.layout, f.layout);
             QCOMPARE(rescore_plan(three, in.window), std::string());
-            auto v7 = j;
-            v7["version"] = 7;
+            auto v8 = j;
+            v8["version"] = 8;
             QCOMPARE(
-                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v7.dump(), "p.json"); })),
-                QStringLiteral("p.json: plan version 7 is not supported (expected 1 to 6)"));
-            v7["version"] = 0;
+                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v8.dump(), "p.json"); })),
+                QStringLiteral("p.json: plan version 8 is not supported (expected 1 to 7)"));
+            v8["version"] = 0;
             QCOMPARE(
-                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v7.dump(), "p.json"); })),
-                QStringLiteral("p.json: plan version 0 is not supported (expected 1 to 6)"));
+                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v8.dump(), "p.json"); })),
+                QStringLiteral("p.json: plan version 0 is not supported (expected 1 to 7)"));
             // Version 6's placement_refinement: present, typed, consistent, and (rescored) telling the
             // truth about whether the placement is the window's LPT placement.
             auto pr = j;

@@ -32,6 +32,7 @@
 #include <QLineEdit>
 #include <QProcess>
 #include <QSettings>
+#include <QSpinBox>
 #include <QStandardPaths>
 #include <QStyle>
 #include <QTableView>
@@ -557,6 +558,37 @@ private Q_SLOTS:
         QVERIFY(ri.sibling(ri.row(), 1).data().toString().startsWith(QStringLiteral("finished, R*=")));
         model.setSnapshot({});
         QCOMPARE(model.rowCount(), 0);
+    }
+
+    /// The batch rules in the topology editor: shown, edited, taken back; refused as the topology file
+    /// refuses them; no token cap with samples per cell.
+    void topologyEditorBatchRules() {
+        TopologyEditor ed;
+        Topology t = known_topology("deepseek-v2-lite-ep8-dp4");
+        t.batch.samples_per_dp_slot = 128;
+        t.batch.max_samples_per_cell = 4;
+        t.batch.oversize = Oversize::Alone;
+        ed.setTopology(QStringLiteral("verl"), t);
+        QString why;
+        auto back = ed.topology(&why);
+        QVERIFY2(back.has_value(), qPrintable(why));
+        QCOMPARE(*back, t);
+        auto* perSlot = ed.findChild<QSpinBox*>(QStringLiteral("samplesPerDpSlot"));
+        auto* perCell = ed.findChild<QSpinBox*>(QStringLiteral("samplesPerCell"));
+        auto* oversize = ed.findChild<QComboBox*>(QStringLiteral("oversize"));
+        QVERIFY(perSlot && perCell && oversize);
+        QCOMPARE(perSlot->value(), 128);
+        QCOMPARE(oversize->currentText(), QStringLiteral("alone"));
+        perCell->setValue(8);
+        QVERIFY(!ed.topology(&why));
+        QCOMPARE(why, QStringLiteral("topology: samples_per_cell 8 exceeds max_samples_per_cell 4"));
+        perCell->setValue(2);
+        back = ed.topology(&why);
+        QVERIFY2(back.has_value(), qPrintable(why));
+        QCOMPARE(back->batch.samples_per_cell, 2);
+        ed.setTopology(QStringLiteral("free"), known_topology("deepseek-v2-lite-ep8-dp4"));
+        QCOMPARE(perSlot->text(), QStringLiteral("free"));
+        QCOMPARE(*ed.topology(), known_topology("deepseek-v2-lite-ep8-dp4"));
     }
 
     void topologyEditorRoundTrip() {

@@ -269,7 +269,8 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
     slots_ = spin(topoBox, 1, 65536, 4);
     shards_ = new QLineEdit(QStringLiteral("0,1 | 2,3"), topoBox);
     shards_->setToolTip(tr("Partition of the DP slots 0..D-1 into EDP shards, e.g. 0,1 | 2,3 or 0-3 | 4-7"));
-    cap_ = spin(topoBox, 1, std::numeric_limits<int>::max(), 8192);
+    cap_ = spin(topoBox, 0, std::numeric_limits<int>::max(), 8192);
+    cap_->setSpecialValueText(tr("none (samples per cell)"));
     minRows_ = spin(topoBox, 0, 1 << 20, 0);
     minRows_->setSpecialValueText(tr("none"));
     rowMultiple_ = spin(topoBox, 1, kMaxRowMultiple, 1);
@@ -288,6 +289,7 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
     tf->addRow(tr("Token cap C"), cap_);
     tf->addRow(tr("Minimum rows"), minRows_);
     tf->addRow(tr("Row multiple"), rowMultiple_);
+    addBatchRows(tf, topoBox);
     epRankNodes_ = new QLineEdit(topoBox);
     epRankNodes_->setObjectName(QStringLiteral("epRankNodes"));
     epRankNodes_->setPlaceholderText(tr("not given, e.g. 0, 0, 1, 1"));
@@ -403,8 +405,10 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
         syncPreset();
         Q_EMIT changed();
     };
-    for (QSpinBox* s : {ranks_, experts_, slots_, cap_, minRows_, rowMultiple_, gpusPerNode_})
+    for (QSpinBox* s : {ranks_, experts_, slots_, cap_, minRows_, rowMultiple_, gpusPerNode_, samplesPerDpSlot_,
+                        samplesPerCell_, maxSamplesPerCell_})
         connect(s, &QSpinBox::valueChanged, this, notify);
+    connect(oversize_, &QComboBox::currentIndexChanged, this, notify);
     for (QDoubleSpinBox* s : {commWeight_, commTolerance_})
         connect(s, &QDoubleSpinBox::valueChanged, this, notify);
     for (const BudgetField& f : budgetFields_) {
@@ -533,6 +537,31 @@ void TopologyEditor::addStage(const QString& name, double alpha, double beta) {
     stages_->setItem(r, 2, b);
 }
 
+void TopologyEditor::addBatchRows(QFormLayout* form, QWidget* parent) {
+    auto count = [&](const char* name, const QString& tip) {
+        QSpinBox* s = spin(parent, 0, kMaxBatchCount, 0);
+        s->setObjectName(QString::fromLatin1(name));
+        s->setSpecialValueText(tr("free"));
+        s->setToolTip(tip);
+        return s;
+    };
+    samplesPerDpSlot_ = count("samplesPerDpSlot", tr("samples_per_dp_slot: every DP slot holds exactly this many "
+                                                     "samples over its rows (verl: batch / DP ranks)"));
+    samplesPerCell_ = count("samplesPerCell", tr("samples_per_cell: every cell holds exactly this many samples "
+                                                 "(static micro-batches); the token cap may then be none"));
+    maxSamplesPerCell_ =
+        count("maxSamplesPerCell", tr("max_samples_per_cell: every cell holds at most this many samples (Megatron's "
+                                      "max_num_seqs)"));
+    oversize_ = new QComboBox(parent);
+    oversize_->setObjectName(QStringLiteral("oversize"));
+    oversize_->addItems({tr("refuse"), tr("alone")});
+    oversize_->setToolTip(tr("A sample longer than the token cap: refuse the window, or give it a cell of its own"));
+    form->addRow(tr("Samples per DP slot"), samplesPerDpSlot_);
+    form->addRow(tr("Samples per cell"), samplesPerCell_);
+    form->addRow(tr("At most samples per cell"), maxSamplesPerCell_);
+    form->addRow(tr("Oversize samples"), oversize_);
+}
+
 void TopologyEditor::setTopology(const QString& name, const Topology& t) {
     filling_ = true;
     name_->setText(name);
@@ -544,6 +573,10 @@ void TopologyEditor::setTopology(const QString& name, const Topology& t) {
     cap_->setValue(static_cast<int>(std::min<std::int64_t>(t.token_cap, std::numeric_limits<int>::max())));
     minRows_->setValue(t.min_rows);
     rowMultiple_->setValue(t.row_multiple);
+    samplesPerDpSlot_->setValue(t.batch.samples_per_dp_slot);
+    samplesPerCell_->setValue(t.batch.samples_per_cell);
+    maxSamplesPerCell_->setValue(t.batch.max_samples_per_cell);
+    oversize_->setCurrentIndex(t.batch.oversize == Oversize::Alone ? 1 : 0);
     gpusPerNode_->setValue(t.gpus_per_node);
     epRankNodes_->setText(nodeListText(t.ep_rank_nodes));
     dpSlotNodes_->setText(nodeListText(t.dp_slot_nodes));
@@ -586,6 +619,10 @@ std::optional<Topology> TopologyEditor::topology(QString* error) const {
         t.token_cap = cap_->value();
         t.min_rows = minRows_->value();
         t.row_multiple = rowMultiple_->value();
+        t.batch.samples_per_dp_slot = samplesPerDpSlot_->value();
+        t.batch.samples_per_cell = samplesPerCell_->value();
+        t.batch.max_samples_per_cell = maxSamplesPerCell_->value();
+        t.batch.oversize = oversize_->currentIndex() == 1 ? Oversize::Alone : Oversize::Refuse;
         t.gpus_per_node = gpusPerNode_->value();
         t.ep_rank_nodes = parseNodeListText(epRankNodes_->text(), "EP rank nodes");
         t.dp_slot_nodes = parseNodeListText(dpSlotNodes_->text(), "DP slot nodes");

@@ -16,6 +16,7 @@
 #include <vector>
 
 class QComboBox;
+class QFormLayout;
 class QCheckBox;
 class QDoubleSpinBox;
 class QLabel;
@@ -94,6 +95,8 @@ private:
     /// The box's tooltip: the full label of the preset shown, or why none is.
     void updatePresetToolTip();
     void addStage(const QString& name, double alpha, double beta);
+    /// The batch-rule rows (samples per DP slot, per cell, at most per cell, oversize) into `form`.
+    void addBatchRows(QFormLayout* form, QWidget* parent);
     void updateValidity();
 
     std::vector<storage::TopologyEntry> library_;
@@ -107,6 +110,11 @@ private:
     QSpinBox* minRows_ = nullptr;
     QSpinBox* rowMultiple_ = nullptr;
     QSpinBox* gpusPerNode_ = nullptr;
+    // The stacks' batch rules (routepack::BatchRules): 0 = free.
+    QSpinBox* samplesPerDpSlot_ = nullptr;
+    QSpinBox* samplesPerCell_ = nullptr;
+    QSpinBox* maxSamplesPerCell_ = nullptr;
+    QComboBox* oversize_ = nullptr;    ///< "refuse" (index 0) or "alone" (index 1)
     QLineEdit* epRankNodes_ = nullptr; ///< ep_rank_nodes, "0, 0, 1, 1" ("" = not given)
     QLineEdit* dpSlotNodes_ = nullptr; ///< dp_slot_nodes
     QDoubleSpinBox* commWeight_ = nullptr;

@@ -728,6 +728,30 @@ consecutive slots, or a list of lists partitioning 0..D-1. Validated with the to
         .def_readonly("min_rows", &Topology::min_rows)
         .def_readonly("row_multiple", &Topology::row_multiple)
         .def_readonly("experts_per_layer", &Topology::experts_per_layer)
+        // The stacks' batch rules (README "Batch rules"): read here, set with with_batch_rules.
+        .def_property_readonly("samples_per_dp_slot", [](const Topology& t) { return t.batch.samples_per_dp_slot; })
+        .def_property_readonly("samples_per_cell", [](const Topology& t) { return t.batch.samples_per_cell; })
+        .def_property_readonly("max_samples_per_cell", [](const Topology& t) { return t.batch.max_samples_per_cell; })
+        .def_property_readonly(
+            "oversize", [](const Topology& t) { return t.batch.oversize == Oversize::Alone ? "alone" : "refuse"; })
+        .def(
+            "with_batch_rules",
+            [](const Topology& t, const py::object& per_slot, const py::object& per_cell,
+               const py::object& max_per_cell, const py::object& oversize) {
+                nlohmann::json j = nlohmann::json::parse(topology_to_json(t));
+                j["samples_per_dp_slot"] = py_int_in(per_slot, "topology: samples_per_dp_slot", INT64_MIN, INT64_MAX);
+                j["samples_per_cell"] = py_int_in(per_cell, "topology: samples_per_cell", INT64_MIN, INT64_MAX);
+                j["max_samples_per_cell"] =
+                    py_int_in(max_per_cell, "topology: max_samples_per_cell", INT64_MIN, INT64_MAX);
+                j["oversize"] = py_utf8(oversize, "topology: oversize");
+                return parse_topology(j.dump(), "topology");
+            },
+            py::arg("samples_per_dp_slot") = 0, py::arg("samples_per_cell") = 0, py::arg("max_samples_per_cell") = 0,
+            py::arg("oversize") = "refuse",
+            "A copy with the stacks' batch rules: samples_per_dp_slot (every DP slot exactly that many samples; "
+            "verl: batch / DP ranks), samples_per_cell (every cell exactly that many: static micro-batches), "
+            "max_samples_per_cell (at most that many per cell), each 0 = free, and oversize ('refuse' or 'alone': "
+            "a sample longer than token_cap gets a cell of its own). ValueError with the topology file's text.")
         .def_property_readonly("stages",
                                [](const Topology& t) {
                                    py::list l;

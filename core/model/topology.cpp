@@ -14,6 +14,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <string_view>
 
@@ -136,6 +137,24 @@ void parse_nodes(const util::JsonField& j, Topology& t, const std::string& origi
     }
 }
 
+/// Reads the batch rules (BatchRules) into t.batch; their checks against each other come later
+/// (check_batch_fields, once the row fields are read).
+void parse_batch(const util::JsonField& j, Topology& t) {
+    for (const auto& [key, out] : {std::pair<const char*, int*>{"samples_per_dp_slot", &t.batch.samples_per_dp_slot},
+                                   {"samples_per_cell", &t.batch.samples_per_cell},
+                                   {"max_samples_per_cell", &t.batch.max_samples_per_cell}})
+        if (j[key].exists()) *out = static_cast<int>(j[key].integer(0, kMaxBatchCount));
+    const util::JsonField o = j["oversize"];
+    if (!o.exists()) return;
+    const std::string& word = o.string();
+    if (word == "refuse")
+        t.batch.oversize = Oversize::Refuse;
+    else if (word == "alone")
+        t.batch.oversize = Oversize::Alone;
+    else
+        o.fail("\"refuse\" or \"alone\"");
+}
+
 /// The optional edp_shards field into t.edp_shards: a partition of the DP slots (one shard of every
 /// slot when absent).
 void parse_edp_shards(const util::JsonField& f, Topology& t, const std::string& origin) {
@@ -202,16 +221,19 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
     // A misspelt optional field would silently fall back to its default (one node, no row multiple):
     // every field must be one this parser reads.
     j.only({"ep_ranks", "dp_slots", "token_cap", "experts_per_layer", "min_rows", "row_multiple", "gpus_per_node",
-            "ep_rank_nodes", "dp_slot_nodes", "comm_weight", "comm_load_tolerance", "edp_shards", "attention_stages"});
+            "ep_rank_nodes", "dp_slot_nodes", "comm_weight", "comm_load_tolerance", "edp_shards", "attention_stages",
+            "samples_per_dp_slot", "samples_per_cell", "max_samples_per_cell", "oversize"});
     Topology t;
     t.ep_ranks = static_cast<int>(j["ep_ranks"].integer(1, kMaxRanks));
     t.dp_slots = static_cast<int>(j["dp_slots"].integer(1, kMaxRanks));
-    t.token_cap = j["token_cap"].integer(1, kMaxTokenCap);
+    parse_batch(j, t);
+    if (j["token_cap"].exists() || t.batch.samples_per_cell == 0) t.token_cap = j["token_cap"].integer(1, kMaxTokenCap);
     if (j["experts_per_layer"].exists())
         t.experts_per_layer = static_cast<int>(j["experts_per_layer"].integer(1, kMaxExpertsPerLayer));
     if (j["min_rows"].exists()) t.min_rows = static_cast<int>(j["min_rows"].integer(0, kMaxMinRows));
     if (j["row_multiple"].exists()) t.row_multiple = static_cast<int>(j["row_multiple"].integer(1, kMaxRowMultiple));
     check_row_fields(t, origin);
+    check_batch_fields(t, origin);
     parse_nodes(j, t, origin);
     if (j["comm_weight"].exists()) t.comm_weight = j["comm_weight"].number(0, kMaxCommWeight);
     if (j["comm_load_tolerance"].exists()) t.comm_load_tolerance = j["comm_load_tolerance"].number(0, 1);
@@ -226,7 +248,7 @@ std::string topology_to_json(const Topology& t) {
     if (t.experts_per_layer) j["experts_per_layer"] = t.experts_per_layer;
     j["dp_slots"] = t.dp_slots;
     j["edp_shards"] = t.edp_shards;
-    j["token_cap"] = t.token_cap;
+    if (t.token_cap != 0 || t.batch.samples_per_cell == 0) j["token_cap"] = t.token_cap;
     nlohmann::json st = nlohmann::json::array();
     for (const auto& s : t.attention_stages)
         st.push_back({{"name", s.name}, {"alpha", s.alpha}, {"beta", s.beta}});
@@ -238,6 +260,10 @@ std::string topology_to_json(const Topology& t) {
     if (!t.dp_slot_nodes.empty()) j["dp_slot_nodes"] = t.dp_slot_nodes;
     if (t.comm_weight != 0) j["comm_weight"] = t.comm_weight;
     if (t.comm_load_tolerance != 0.02) j["comm_load_tolerance"] = t.comm_load_tolerance;
+    if (t.batch.samples_per_dp_slot) j["samples_per_dp_slot"] = t.batch.samples_per_dp_slot;
+    if (t.batch.samples_per_cell) j["samples_per_cell"] = t.batch.samples_per_cell;
+    if (t.batch.max_samples_per_cell) j["max_samples_per_cell"] = t.batch.max_samples_per_cell;
+    if (t.batch.oversize == Oversize::Alone) j["oversize"] = "alone";
     return j.dump();
 }
 
@@ -258,6 +284,71 @@ void check_row_fields(const Topology& t, const std::string& origin) {
         throw InputError(origin + ": min_rows " + std::to_string(t.min_rows) + " rounded up to a multiple of " +
                          "row_multiple " + std::to_string(m) + " is " + std::to_string(first) +
                          " rows, above the largest row count " + std::to_string(kMaxTopologyRows));
+}
+
+void check_batch_fields(const Topology& t, const std::string& origin) {
+    const BatchRules& b = t.batch;
+    auto range = [&](const char* key, std::int64_t v) {
+        if (v < 0 || v > kMaxBatchCount)
+            throw InputError(origin + ": field '" + key + "' must be in 0.." + std::to_string(kMaxBatchCount) +
+                             " (got " + std::to_string(v) + ")");
+    };
+    range("samples_per_dp_slot", b.samples_per_dp_slot);
+    range("samples_per_cell", b.samples_per_cell);
+    range("max_samples_per_cell", b.max_samples_per_cell);
+    const std::string S = std::to_string(b.samples_per_dp_slot), c = std::to_string(b.samples_per_cell);
+    if (t.token_cap == 0 && b.samples_per_cell == 0)
+        throw InputError(origin + ": token_cap 0: a token cap is needed unless samples_per_cell is set");
+    if (b.samples_per_cell > 0 && b.max_samples_per_cell > 0 && b.samples_per_cell > b.max_samples_per_cell)
+        throw InputError(origin + ": samples_per_cell " + c + " exceeds max_samples_per_cell " +
+                         std::to_string(b.max_samples_per_cell));
+    if (b.samples_per_dp_slot == 0) return;
+    const std::int64_t m = t.row_multiple;
+    if (b.samples_per_cell > 0) {
+        if (b.samples_per_dp_slot % b.samples_per_cell != 0)
+            throw InputError(origin + ": samples_per_cell " + c + " does not divide samples_per_dp_slot " + S);
+        const std::int64_t R = b.samples_per_dp_slot / b.samples_per_cell;
+        const std::string head = origin + ": samples_per_dp_slot " + S + " with samples_per_cell " + c +
+                                 " fixes R = " + std::to_string(R) + " rows, ";
+        if (R < t.min_rows) throw InputError(head + "below min_rows " + std::to_string(t.min_rows));
+        if (R % m != 0) throw InputError(head + "not a multiple of row_multiple " + std::to_string(m));
+        return;
+    }
+    const std::string head =
+        origin + ": samples_per_dp_slot " + S + " allows at most " + S + " rows (every cell non-empty)";
+    if (t.min_rows > b.samples_per_dp_slot) throw InputError(head + ", below min_rows " + std::to_string(t.min_rows));
+    if (m > b.samples_per_dp_slot)
+        throw InputError(head + ", and no multiple of row_multiple " + std::to_string(m) + " is among 1.." + S);
+}
+
+void check_batch_window(const Topology& t, std::int64_t n) {
+    const BatchRules& b = t.batch;
+    const std::int64_t D = t.dp_slots;
+    auto str = [](std::int64_t v) { return std::to_string(v); };
+    if (b.samples_per_dp_slot > 0 && n != D * b.samples_per_dp_slot)
+        throw InputError(str(n) + " samples cannot fill " + str(D) + " DP slots with " + str(b.samples_per_dp_slot) +
+                         " each");
+    if (b.samples_per_cell == 0) return;
+    const std::int64_t c = b.samples_per_cell;
+    if (n % (c * D) != 0)
+        throw InputError(str(n) + " samples cannot fill cells of " + str(c) + " samples on " + str(D) + " DP slots: " +
+                         str(n) + " is not a multiple of " + str(c) + " x " + str(D) + " = " + str(c * D));
+    const std::int64_t R = n / (c * D);
+    const std::string head = "samples_per_cell " + str(c) + " on " + str(D) + " DP slots fixes R = " + str(R) +
+                             " rows for " + str(n) + " samples, ";
+    if (R < t.min_rows) throw InputError(head + "below min_rows " + str(t.min_rows));
+    if (R % t.row_multiple != 0) throw InputError(head + "not a multiple of row_multiple " + str(t.row_multiple));
+}
+
+std::int64_t effective_token_cap(const Topology& t, const std::vector<std::int64_t>& length) {
+    if (t.token_cap > 0 || t.batch.samples_per_cell <= 0) return t.token_cap;
+    std::vector<std::int64_t> sorted(length);
+    const std::size_t c = std::min(sorted.size(), static_cast<std::size_t>(t.batch.samples_per_cell));
+    std::partial_sort(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(c), sorted.end(), std::greater<>());
+    std::int64_t sum = 0;
+    for (std::size_t k = 0; k < c; ++k)
+        sum += sorted[k];
+    return std::max<std::int64_t>(sum, 1);
 }
 
 void check_topology_for_model(const Topology& t, const ModelDescription& m, const std::string& origin) {

@@ -18,11 +18,42 @@ struct AttentionStage {
     bool operator==(const AttentionStage&) const = default;
 };
 
+/// What a sample longer than the token cap C gets: `Refuse` (the window is refused, naming the
+/// sample) or `Alone` (a cell of its own, marked oversize in the plan and scored as it is: slime's
+/// build_dp_schedule and Megatron's schedulers give such a sample a micro-batch of its own).
+enum class Oversize { Refuse, Alone };
+
+/// The stacks' batch rules (DESIGN.md "The stacks' batch contracts"), kept by every stage of the
+/// planner. 0 = free for each count.
+///  - samples_per_dp_slot S: every DP slot d holds exactly S samples summed over its cells (r, d)
+///    (verl's dispatch hands every DP rank B / D samples: DataProto.chunk);
+///  - samples_per_cell c: every cell holds exactly c samples (static micro-batches: slime's
+///    micro_batch_size); R is then n / (c D). The token cap may be absent (0): the cap C is then
+///    the token sum of the c longest samples of the window (effective_token_cap), which no cell can
+///    exceed, so every layout is within it and C only normalizes eqs. 11 and 14;
+///  - max_samples_per_cell m: every cell holds at most m samples (Megatron's max_num_seqs);
+///  - oversize: see Oversize.
+struct BatchRules {
+    int samples_per_dp_slot = 0;
+    int samples_per_cell = 0;
+    int max_samples_per_cell = 0;
+    Oversize oversize = Oversize::Refuse;
+    /// Whether any count is constrained (the oversize policy aside).
+    bool counts() const { return samples_per_dp_slot > 0 || samples_per_cell > 0 || max_samples_per_cell > 0; }
+    /// Whether every rule is at its default (the paper's problem).
+    bool free() const { return !counts() && oversize == Oversize::Refuse; }
+    /// The most samples a cell may hold (samples_per_cell, else max_samples_per_cell; 0 = no limit).
+    int cell_limit() const { return samples_per_cell > 0 ? samples_per_cell : max_samples_per_cell; }
+    bool operator==(const BatchRules&) const = default;
+};
+
 /// The topology file (JSON): {"ep_ranks": P, "experts_per_layer": E (optional), "dp_slots": D,
 /// "edp_shards": [[d...]...] (partition of 0..D-1; default one shard), "token_cap": C,
 /// "attention_stages": [{"name", "alpha", "beta"}...], "min_rows": optional, "row_multiple": optional
-/// (default 1), and where things run, optional: "gpus_per_node": g, or "ep_rank_nodes": [P] with
-/// "dp_slot_nodes": [D]}.
+/// (default 1), the batch rules, optional: "samples_per_dp_slot", "samples_per_cell",
+/// "max_samples_per_cell" (integers, 0 = free) and "oversize" ("refuse" or "alone"; BatchRules), where
+/// "token_cap" may be absent (0) when samples_per_cell is set, and where things run, optional: "gpus_per_node": g, or
+/// "ep_rank_nodes": [P] with "dp_slot_nodes": [D]}.
 ///
 /// Row count: the plan's R is >= min_rows and a multiple of row_multiple (virtual-pipeline stacks need
 /// the micro-batch count per DP rank to be a multiple of the stage group size: Megatron-Core's
@@ -59,6 +90,7 @@ struct Topology {
     std::vector<int> dp_slot_nodes;    ///< [D] node of each DP slot as written (empty = not given)
     double comm_weight = 0;            ///< w of routepack+comm's row cost term (0 = the paper's score)
     double comm_load_tolerance = 0.02; ///< tau: routepack+comm placement's max rank load <= (1 + tau) LPT's
+    BatchRules batch;                  ///< the stacks' batch rules (all free by default)
 
     int shards() const { return static_cast<int>(edp_shards.size()); }
     /// [D] -> shard index g of each DP slot.
@@ -100,9 +132,34 @@ constexpr int kMaxTopologyRows = 1 << 30;
 /// count 1073741824".
 void check_row_fields(const Topology& t, const std::string& origin);
 
+/// Largest count of a batch rule (samples_per_dp_slot, samples_per_cell, max_samples_per_cell): 2^30.
+constexpr int kMaxBatchCount = 1 << 30;
+
+/// Checks the batch rules of a topology against each other and the row fields (parse_topology
+/// applies the same rules): counts in 0..2^30; InputError "<origin>: samples_per_cell 4 exceeds
+/// max_samples_per_cell 2", "<origin>: samples_per_cell 3 does not divide samples_per_dp_slot 128",
+/// "<origin>: samples_per_dp_slot 128 with samples_per_cell 4 fixes R = 32 rows, below min_rows 40",
+/// "<origin>: samples_per_dp_slot 128 with samples_per_cell 4 fixes R = 32 rows, not a multiple of
+/// row_multiple 3", "<origin>: samples_per_dp_slot 8 allows at most 8 rows (every cell non-empty),
+/// below min_rows 10", "<origin>: samples_per_dp_slot 8 allows at most 8 rows, and no multiple of
+/// row_multiple 16 is among 1..8", "<origin>: token_cap 0: a token cap is needed unless
+/// samples_per_cell is set".
+void check_batch_fields(const Topology& t, const std::string& origin);
+
+/// Checks the batch rules against a window of n samples on D = t.dp_slots DP slots: InputError
+/// "512 samples cannot fill 3 DP slots with 171 each", "510 samples cannot fill cells of 4 samples on
+/// 4 DP slots: 510 is not a multiple of 4 x 4 = 16", "samples_per_cell 4 on 4 DP slots fixes R = 32
+/// rows for 512 samples, below min_rows 40" and "..., not a multiple of row_multiple 3".
+void check_batch_window(const Topology& t, std::int64_t n);
+
+/// C of a window of lengths `length` under topology t: t.token_cap when it is set, else (only with
+/// samples_per_cell c) the token sum of the c longest samples, the largest sum any cell can hold.
+std::int64_t effective_token_cap(const Topology& t, const std::vector<std::int64_t>& length);
+
 /// Serializes to the same JSON shape (edp_shards always written; the node fields only when given, so
 /// a one-node topology serializes exactly as before they existed; row_multiple only when it is not 1,
-/// comm_weight only when not 0, comm_load_tolerance only when not 0.02).
+/// comm_weight only when not 0, comm_load_tolerance only when not 0.02, token_cap only when set, each
+/// batch rule only when not free).
 std::string topology_to_json(const Topology& t);
 /// How messages name a topology given as `spec` (a file path or a shipped name, as --topology
 /// takes it): control characters and invalid UTF-8 escaped (util::printable), never cut short, so

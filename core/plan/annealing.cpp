@@ -125,11 +125,12 @@ private:
         mv.to = target_cell(aim, gs);
         if (mv.to == mv.from) return false;
         const std::span<const int> src = sc_.cell(mv.from);
-        mv.relocate = rng_.uniform() < cfg_.rho;
+        mv.relocate = relocation_drawn();
         if (!mv.relocate) {
             mv.i = src[rng_.below(src.size())];
             return true;
         }
+        if (!relocation_target(mv)) return false;
         // A sample of the source cell that fits the target cell's free room.
         if (src.size() < 2) return false;
         const std::int64_t room = p_.C - sc_.cell_tokens(mv.to);
@@ -145,6 +146,24 @@ private:
                 break;
             }
         return true;
+    }
+
+    /// Whether the proposal is a relocation (probability rho); never with samples_per_cell, where a
+    /// relocation would change two cells' counts (the draw is made all the same, so the stream stays
+    /// the same).
+    bool relocation_drawn() {
+        const bool drawn = rng_.uniform() < cfg_.rho;
+        return drawn && p_.rules.samples_per_cell == 0;
+    }
+
+    /// The batch rules on a relocation's target: with samples_per_dp_slot the target moves to the
+    /// source's DP slot in the drawn row (a relocation across DP slots is never proposed); false when
+    /// the move cannot keep every count (PackingProblem::relocation_keeps_counts).
+    bool relocation_target(Move& mv) const {
+        if (!p_.rules.counts()) return true;
+        if (p_.rules.samples_per_dp_slot > 0) mv.to = (mv.to / D_) * D_ + mv.from % D_;
+        if (mv.to == mv.from) return false;
+        return p_.relocation_keeps_counts(mv.from % D_, sc_.cell_size(mv.from), mv.to % D_, sc_.cell_size(mv.to));
     }
 
     /// Source row-shard with probability J / sum J: rejection sampling against max J = s2 of the
@@ -227,7 +246,8 @@ private:
         mv.from = sc_.cell_of(mv.i);
         mv.to = static_cast<int>(rng_.below(static_cast<std::uint64_t>(cells_ - 1)));
         if (mv.to >= mv.from) ++mv.to;
-        mv.relocate = rng_.uniform() < cfg_.rho;
+        mv.relocate = relocation_drawn();
+        if (mv.relocate && !relocation_target(mv)) return false;
         return !mv.relocate || sc_.relocate_feasible(mv.i, mv.to);
     }
 
@@ -236,8 +256,12 @@ private:
     bool swap_partner(const Move& mv, int& j) {
         const std::span<const int> dst = sc_.cell(mv.to);
         const std::int64_t* t = p_.length.data();
-        const std::int64_t lo = t[mv.i] - (p_.C - sc_.cell_tokens(mv.to));
-        const std::int64_t hi = t[mv.i] + (p_.C - sc_.cell_tokens(mv.from));
+        // With oversize Alone a single-sample cell takes any partner (PackingProblem::cell_fits).
+        const bool alone = p_.rules.oversize == Oversize::Alone;
+        constexpr std::int64_t kAny = std::numeric_limits<std::int64_t>::max();
+        const std::int64_t lo = alone && sc_.cell_size(mv.to) == 1 ? -kAny : t[mv.i] - (p_.C - sc_.cell_tokens(mv.to));
+        const std::int64_t hi =
+            alone && sc_.cell_size(mv.from) == 1 ? kAny : t[mv.i] + (p_.C - sc_.cell_tokens(mv.from));
         std::uint64_t count = 0;
         for (int c : dst)
             count += t[c] >= lo && t[c] <= hi;

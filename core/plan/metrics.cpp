@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <iterator>
 #include <limits>
+#include <numeric>
 #include <queue>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 namespace routepack {
 
@@ -279,6 +281,98 @@ Layout karmarkar_karp_layout(const std::vector<std::int64_t>& length, int rows, 
     }
     x.offsets.resize(static_cast<std::size_t>(K) + 1, static_cast<int>(x.samples.size())); // empty cells last
     return x;
+}
+
+std::vector<std::vector<int>> equal_size_kk(const std::vector<std::int64_t>& length, std::vector<int> items, int k) {
+    if (k < 1 || items.size() % static_cast<std::size_t>(k) != 0)
+        throw std::invalid_argument("equal_size_kk: " + std::to_string(items.size()) + " samples do not split into " +
+                                    std::to_string(k) + " equal parts");
+    std::sort(items.begin(), items.end(), [&](int a, int b) {
+        if (length[a] != length[b]) return length[a] > length[b];
+        return a < b;
+    });
+    struct EqPart {
+        std::int64_t sum = 0;
+        std::vector<int> members;
+        int first() const { return *std::min_element(members.begin(), members.end()); }
+    };
+    using State = std::vector<EqPart>; // parts in descending sum (ties by smallest member)
+    auto order = [](State& st) {
+        std::sort(st.begin(), st.end(), [](const EqPart& a, const EqPart& b) {
+            if (a.sum != b.sum) return a.sum > b.sum;
+            return a.first() < b.first();
+        });
+    };
+    std::vector<State> states;
+    for (std::size_t j = 0; j < items.size(); j += static_cast<std::size_t>(k)) {
+        State st(static_cast<std::size_t>(k));
+        for (int h = 0; h < k; ++h)
+            st[h] = EqPart{length[items[j + h]], {items[j + h]}};
+        order(st);
+        states.push_back(std::move(st));
+    }
+    // Largest spread first; ties to the state created first (a deterministic total order).
+    using Key = std::tuple<std::int64_t, int>;
+    auto worse = [](const Key& a, const Key& b) {
+        if (std::get<0>(a) != std::get<0>(b)) return std::get<0>(a) < std::get<0>(b);
+        return std::get<1>(a) > std::get<1>(b);
+    };
+    std::priority_queue<Key, std::vector<Key>, decltype(worse)> heap(worse);
+    for (std::size_t s = 0; s < states.size(); ++s)
+        heap.push({states[s].front().sum - states[s].back().sum, static_cast<int>(s)});
+    while (heap.size() > 1) {
+        const int a = std::get<1>(heap.top());
+        heap.pop();
+        const int b = std::get<1>(heap.top());
+        heap.pop();
+        State& A = states[static_cast<std::size_t>(a)];
+        State& B = states[static_cast<std::size_t>(b)];
+        for (int h = 0; h < k; ++h) {
+            EqPart& part = A[h];
+            const EqPart& other = B[static_cast<std::size_t>(k - 1 - h)];
+            part.sum += other.sum;
+            part.members.insert(part.members.end(), other.members.begin(), other.members.end());
+        }
+        B.clear();
+        order(A);
+        heap.push({A.front().sum - A.back().sum, std::min(a, b)});
+        if (a > b) std::swap(states[static_cast<std::size_t>(a)], states[static_cast<std::size_t>(b)]);
+    }
+    std::vector<std::vector<int>> out;
+    if (states.empty()) return std::vector<std::vector<int>>(static_cast<std::size_t>(k));
+    for (EqPart& part : states[static_cast<std::size_t>(std::get<1>(heap.top()))]) {
+        std::sort(part.members.begin(), part.members.end());
+        out.push_back(std::move(part.members));
+    }
+    return out;
+}
+
+Layout karmarkar_karp_layout(const std::vector<std::int64_t>& length, int rows, int D, const BatchRules& rules) {
+    if (rules.samples_per_cell == 0 && rules.samples_per_dp_slot == 0) return karmarkar_karp_layout(length, rows, D);
+    if (rows < 1 || D < 1)
+        throw std::invalid_argument("karmarkar_karp_layout: need rows >= 1 and D >= 1 (got " + std::to_string(rows) +
+                                    ", " + std::to_string(D) + ")");
+    std::vector<int> all(length.size());
+    std::iota(all.begin(), all.end(), 0);
+    if (rules.samples_per_cell > 0) {
+        const std::vector<std::vector<int>> parts = equal_size_kk(length, all, rows * D);
+        return Layout::from_cells(rows, D, parts);
+    }
+    const std::vector<std::vector<int>> slots = equal_size_kk(length, all, D);
+    std::vector<std::vector<int>> cells(static_cast<std::size_t>(rows) * D);
+    for (int d = 0; d < D; ++d) {
+        std::vector<std::int64_t> sub;
+        for (int i : slots[d])
+            sub.push_back(length[i]);
+        const Layout col = karmarkar_karp_layout(sub, rows, 1);
+        for (int r = 0; r < rows; ++r) {
+            for (int j : col.cell(r))
+                cells[static_cast<std::size_t>(r) * D + d].push_back(slots[d][j]);
+            std::sort(cells[static_cast<std::size_t>(r) * D + d].begin(),
+                      cells[static_cast<std::size_t>(r) * D + d].end());
+        }
+    }
+    return Layout::from_cells(rows, D, cells);
 }
 
 } // namespace routepack

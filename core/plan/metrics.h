@@ -37,4 +37,26 @@ LayoutMetrics layout_metrics_from_counts(const Layout& x, const PackingProblem& 
 /// (row k / D, slot k % D). Parts may exceed C: that is reported by layout_metrics, not hidden.
 Layout karmarkar_karp_layout(const std::vector<std::int64_t>& length, int rows, int D);
 
+/// Karmarkar-Karp under the batch rules' counts (the karmarkar_karp baseline when a count rule is set),
+/// as the stacks' own balancers do it (verl get_seqlen_balanced_partitions, equal_size=True, then
+/// rearrange_micro_batches within each DP rank):
+///  - samples_per_cell c: equal-size largest differencing into K = rows*D parts of exactly c samples
+///    (the samples in nonincreasing length, ties by index, form n / K tuples of K one-sample parts;
+///    the two tuples with the largest spread are combined, the larger's parts in descending sum with
+///    the smaller's in ascending sum), parts dealt as karmarkar_karp_layout does;
+///  - samples_per_dp_slot S (no c): equal-size largest differencing into D parts of S samples (part d
+///    in descending sum is DP slot d), then karmarkar_karp_layout of each part into `rows` cells of
+///    its DP slot (row r its r-th part in descending sum);
+///  - otherwise (max_samples_per_cell only, or no count): karmarkar_karp_layout.
+/// max_samples_per_cell is never kept (the stacks' balancers do not know it): a cell above it is a
+/// finding about the partition, like a part over C.
+/// Parts may exceed C, as with karmarkar_karp_layout. std::invalid_argument when rows < 1 or D < 1,
+/// or the counts do not divide n.
+Layout karmarkar_karp_layout(const std::vector<std::int64_t>& length, int rows, int D, const BatchRules& rules);
+
+/// Equal-size largest differencing of the samples `items` (indices into `length`) into k parts of
+/// items.size() / k samples each (k must divide it); parts in descending token sum (ties by smallest
+/// member), members ascending. std::invalid_argument when k < 1 or k does not divide the count.
+std::vector<std::vector<int>> equal_size_kk(const std::vector<std::int64_t>& length, std::vector<int> items, int k);
+
 } // namespace routepack

@@ -25,18 +25,26 @@ PackingProblem shape_of(const Trace& window, const Topology& topo, const Placeme
     p.P = pi.ep_ranks;
     p.D = topo.dp_slots;
     p.G = topo.shards();
-    p.C = topo.token_cap;
+    p.rules = topo.batch;
+    check_batch_window(topo, p.n);
     p.shard_of_slot = topo.shard_of_slot();
     p.shards = topo.edp_shards;
     p.stages = topo.attention_stages;
     p.length.resize(static_cast<std::size_t>(p.n));
+    for (int i = 0; i < p.n; ++i)
+        p.length[static_cast<std::size_t>(i)] = window.samples[static_cast<std::size_t>(i)].length;
+    p.C = effective_token_cap(topo, p.length);
     for (int i = 0; i < p.n; ++i) {
         const auto& s = window.samples[static_cast<std::size_t>(i)];
         if (s.length < 1) throw InputError("sample '" + s.id + "' has length " + std::to_string(s.length));
-        if (s.length > p.C)
+        if (s.length > p.C && p.rules.oversize == Oversize::Alone && p.rules.samples_per_cell > 1)
+            throw InputError("sample '" + s.id + "' has " + std::to_string(s.length) +
+                             " tokens, more than the cap C = " + std::to_string(p.C) +
+                             ": oversize alone needs a cell of its own, but samples_per_cell puts " +
+                             std::to_string(p.rules.samples_per_cell) + " samples in every cell");
+        if (s.length > p.C && p.rules.oversize == Oversize::Refuse)
             throw InputError("sample '" + s.id + "' has " + std::to_string(s.length) +
                              " tokens, more than the cap C = " + std::to_string(p.C));
-        p.length[static_cast<std::size_t>(i)] = s.length;
         const std::int64_t top_k = std::max(1, window.model.top_k);
         if (s.length > std::numeric_limits<std::int32_t>::max() / top_k)
             throw InputError("sample '" + s.id + "': t_i * top_k = " + std::to_string(s.length) + " * " +
@@ -204,11 +212,48 @@ std::string validate_layout(const Layout& x, const PackingProblem& p) {
             seen[static_cast<std::size_t>(i)] = k;
             tokens += p.length[static_cast<std::size_t>(i)];
         }
-        if (tokens > p.C) return where + " holds " + std::to_string(tokens) + " tokens > cap " + std::to_string(p.C);
+        if (!p.cell_fits(static_cast<int>(cell.size()), tokens))
+            return where + " holds " + std::to_string(tokens) + " tokens > cap " + std::to_string(p.C);
+        const int size = static_cast<int>(cell.size());
+        if (p.rules.samples_per_cell > 0 && size != p.rules.samples_per_cell)
+            return where + " holds " + std::to_string(size) + " samples, samples_per_cell is " +
+                   std::to_string(p.rules.samples_per_cell);
+        if (p.rules.max_samples_per_cell > 0 && size > p.rules.max_samples_per_cell)
+            return where + " holds " + std::to_string(size) + " samples, max_samples_per_cell is " +
+                   std::to_string(p.rules.max_samples_per_cell);
     }
     for (int i = 0; i < p.n; ++i)
         if (seen[static_cast<std::size_t>(i)] < 0) return "sample " + std::to_string(i) + " is in no cell";
+    if (p.rules.samples_per_dp_slot > 0)
+        for (int d = 0; d < x.dp_slots; ++d) {
+            int count = 0;
+            for (int r = 0; r < x.rows; ++r)
+                count += x.cell_size(x.cell_index(r, d));
+            if (count != p.rules.samples_per_dp_slot)
+                return "DP slot " + std::to_string(d) + " holds " + std::to_string(count) +
+                       " samples, samples_per_dp_slot is " + std::to_string(p.rules.samples_per_dp_slot);
+        }
     return {};
+}
+
+std::vector<std::int64_t> fitting_lengths(const std::vector<std::int64_t>& length, std::int64_t C,
+                                          const BatchRules& rules) {
+    std::vector<std::int64_t> fit(length);
+    if (rules.oversize == Oversize::Alone)
+        for (auto& v : fit)
+            v = std::min(v, C);
+    return fit;
+}
+
+std::vector<int> oversize_cells(const Layout& x, const PackingProblem& p) {
+    std::vector<int> out;
+    for (int k = 0; k < x.cell_count(); ++k) {
+        std::int64_t tokens = 0;
+        for (int i : x.cell(k))
+            tokens += p.length[static_cast<std::size_t>(i)];
+        if (tokens > p.C) out.push_back(k);
+    }
+    return out;
 }
 
 } // namespace routepack

@@ -32,6 +32,10 @@ struct PackingProblem {
     std::vector<int> shard_of_slot;       ///< [D] -> g
     std::vector<std::vector<int>> shards; ///< [G] -> DP slots of D_g, ascending
     std::vector<AttentionStage> stages;
+    /// The stacks' batch rules (Topology::batch): every layout of the problem keeps them (validate_layout),
+    /// and every stage only builds or proposes layouts that do. With oversize Alone a sample longer
+    /// than C may stand in a cell of its own (the only cells whose token sum may exceed C).
+    BatchRules rules;
     /// Communication term of the row cost (routepack+comm): with comm_weight w > 0 every row-shard's
     /// J gains K[r][g] = w * X[r][g] / C, X = sum over its cells (r, d) of comm_sent[i][node_of_slot[d]]
     /// (inter-node token copies, summed over MoE layers; core/plan/comm.h sample_sent_copies). w = 0
@@ -43,6 +47,20 @@ struct PackingProblem {
 
     const std::int32_t* q(int i) const { return demand.data() + static_cast<std::size_t>(i) * L * P; }
     bool has_comm_term() const { return comm_weight > 0 && !comm_sent.empty(); }
+    /// Whether a cell of `size` samples and `tokens` tokens is within the cap: tokens <= C, or (oversize
+    /// Alone) one sample whatever its length. Without oversize samples the same as tokens <= C.
+    bool cell_fits(int size, std::int64_t tokens) const {
+        return tokens <= C || (size == 1 && rules.oversize == Oversize::Alone);
+    }
+    /// Whether moving one sample out of a cell in DP slot `from_slot` (holding `from_size` samples)
+    /// into a cell in DP slot `to_slot` (holding `to_size`) keeps every count of `rules`: never with
+    /// samples_per_cell, only within one DP slot with samples_per_dp_slot, only into a cell below
+    /// max_samples_per_cell. The source must keep a sample (every cell non-empty).
+    bool relocation_keeps_counts(int from_slot, int from_size, int to_slot, int to_size) const {
+        if (from_size < 2 || rules.samples_per_cell > 0) return false;
+        if (rules.samples_per_dp_slot > 0 && from_slot != to_slot) return false;
+        return rules.max_samples_per_cell == 0 || to_size < rules.max_samples_per_cell;
+    }
     /// Copies sample i sends to other nodes from DP slot d (requires comm_sent).
     std::int64_t sent_from(int i, int d) const {
         return comm_sent[static_cast<std::size_t>(i) * static_cast<std::size_t>(comm_nodes) +
@@ -50,11 +68,15 @@ struct PackingProblem {
     }
 };
 
-/// Builds the problem from a window (samples + counts), a topology and a placement. InputError
-/// naming the sample when t_i > C, when t_i * top_k >= 2^31 or a layer's routed count total does
-/// (int32 demand), or when the window is empty; std::invalid_argument when the trace's E/L differ
-/// from the placement's or a layer of the placement gives an EP rank more than E / P experts.
-/// One parallel pass over the counts (each q is a gathered sum of its rank's E / P counts).
+/// Builds the problem from a window (samples + counts), a topology and a placement: C is
+/// effective_token_cap (the topology's cap, or the c longest samples' sum with samples_per_cell c and
+/// no cap), the batch rules are the topology's and checked against the window (check_batch_window's
+/// InputErrors). InputError naming the sample when t_i > C with oversize Refuse (or with oversize Alone
+/// and samples_per_cell > 1: "sample 's0' has 30 tokens, more than the cap C = 12: oversize alone needs
+/// a cell of its own, but samples_per_cell puts 2 samples in every cell"), when t_i * top_k >= 2^31 or a layer's
+/// routed count total does (int32 demand), or when the window is empty; std::invalid_argument when the trace's E/L
+/// differ from the placement's or a layer of the placement gives an EP rank more than E / P experts. One parallel pass
+/// over the counts (each q is a gathered sum of its rank's E / P counts).
 PackingProblem make_packing_problem(const Trace& window, const Topology& topo, const Placement& pi);
 
 /// The same problem without its demand (`demand` empty, every other field and every check of
@@ -116,10 +138,23 @@ struct Layout {
     bool operator==(const Layout&) const = default;
 };
 
-/// Checks eqs. 6-8 and the rectangle: R x D cells (a well-formed Layout), every sample exactly once,
-/// every cell non-empty, every cell's token sum <= C. Returns "" when valid, else the first violation
-/// in words ("cell (2, 1) holds 9000 tokens > cap 8192", "sample 17 appears twice", "layout has 3
-/// cells, expected R x D = 4", "layout's cell offsets do not split its 12 samples", ...). O(n + R*D).
+/// Checks eqs. 6-8, the rectangle and the batch rules (p.rules): R x D cells (a well-formed Layout),
+/// every sample exactly once, every cell non-empty, every cell's token sum <= C (or one oversize
+/// sample alone, with oversize Alone), every count of the rules. Returns "" when valid, else the first
+/// violation in words ("cell (2, 1) holds 9000 tokens > cap 8192", "sample 17 appears twice", "layout
+/// has 3 cells, expected R x D = 4", "layout's cell offsets do not split its 12 samples", "cell (2, 1)
+/// holds 3 samples, samples_per_cell is 2", "cell (0, 3) holds 5 samples, max_samples_per_cell is 4",
+/// "DP slot 1 holds 130 samples, samples_per_dp_slot is 128", ...). O(n + R*D).
 std::string validate_layout(const Layout& x, const PackingProblem& p);
+
+/// The samples' fitting lengths, [n]: with oversize Alone a sample longer than C counts as C (nothing
+/// else fits beside it, so it stands alone in any layout the packers build); otherwise `length` itself.
+/// The row count and the length-only packers read these; the score reads the true lengths.
+std::vector<std::int64_t> fitting_lengths(const std::vector<std::int64_t>& length, std::int64_t C,
+                                          const BatchRules& rules);
+
+/// The cells of x whose token sum exceeds p.C (each one oversize sample alone, in a valid layout), as
+/// cell indices k = r*D + d ascending. O(n).
+std::vector<int> oversize_cells(const Layout& x, const PackingProblem& p);
 
 } // namespace routepack

@@ -1,5 +1,7 @@
 #include "core/plan/plan_file.h"
 
+#include "core/model/limits.h"
+
 #include "core/plan/budget_table.h"
 #include "core/plan/budgets_json.h"
 #include "core/plan/metrics_json.h"
@@ -116,6 +118,26 @@ ojson communication_ojson(const PlanResult& r) {
     return c;
 }
 
+/// The routepack layout's cells over C (oversize Alone), ascending; empty otherwise.
+std::vector<int> oversize_cells_of(const PlanResult& r) {
+    if (r.topology.batch.oversize != Oversize::Alone) return {};
+    PackingProblem shape;
+    shape.length.reserve(r.samples.size());
+    for (const auto& s : r.samples)
+        shape.length.push_back(s.length);
+    shape.C = effective_token_cap(r.topology, shape.length);
+    return oversize_cells(r.routepack.layout, shape);
+}
+
+/// The [row, dp_slot] pairs of oversize_cells_of(r).
+ojson oversize_ojson(const PlanResult& r) {
+    ojson out = ojson::array();
+    const int D = r.routepack.layout.dp_slots;
+    for (int k : oversize_cells_of(r))
+        out.push_back({k / D, k % D});
+    return out;
+}
+
 ojson topology_ojson(const Topology& t) {
     return ojson::parse(topology_to_json(t));
 }
@@ -148,6 +170,7 @@ std::string plan_to_json(const PlanResult& r) {
     j["row_count_how"] = r.rows.how;
     j["baseline_is_fixed_row_ffd"] = !r.baseline_not_ffd;
     j["rows"] = rows_ojson(r.routepack.layout, r.samples);
+    if (const ojson over = oversize_ojson(r); !over.empty()) j["oversize_cells"] = over;
     j["score"] = score_json(r.routepack.metrics.score);
     j["max_u_lower_bound"] = {{"value", r.bound.value},
                               {"mean", r.bound.mean},
@@ -249,6 +272,7 @@ PlanFile plan_file_of(const PlanResult& r) {
     f.row_count_certified = r.rows.certified;
     f.row_lower_bound = r.rows.lower_bound;
     f.layout = r.routepack.layout;
+    f.oversize_cells = oversize_cells_of(r);
     f.score = r.routepack.metrics.score;
     f.has_bound = true;
     f.bound = r.bound;
@@ -370,6 +394,34 @@ CommFigures parse_figures(const JsonField& f, int L) {
     return c;
 }
 
+/// "oversize_cells" (version 7, optional) into f.oversize_cells, checked against the cells of f.layout
+/// whose token sum exceeds C (shape.C).
+void parse_oversize_cells(const JsonField& v, PlanFile& f, const PackingProblem& shape) {
+    const std::vector<int> over = oversize_cells(f.layout, shape);
+    const int D = f.layout.dp_slots;
+    std::vector<int> listed;
+    if (v.exists()) {
+        const std::size_t n = v.list("a list of [row, dp_slot] pairs");
+        for (std::size_t k = 0; k < n; ++k) {
+            const JsonField c = v[k];
+            if (c.list("a [row, dp_slot] pair") != 2) c.fail("a [row, dp_slot] pair");
+            const auto r = static_cast<int>(c[std::size_t{0}].integer(0, f.layout.rows - 1));
+            const auto d = static_cast<int>(c[std::size_t{1}].integer(0, D - 1));
+            listed.push_back(r * D + d);
+        }
+    }
+    if (listed != over) {
+        auto text = [&](const std::vector<int>& cells) {
+            std::string out = "[";
+            for (std::size_t k = 0; k < cells.size(); ++k)
+                out += (k ? ", [" : "[") + std::to_string(cells[k] / D) + ", " + std::to_string(cells[k] % D) + "]";
+            return out + "]";
+        };
+        throw InputError(v.where() + " lists " + text(listed) + " but the cells over C are " + text(over));
+    }
+    f.oversize_cells = over;
+}
+
 /// The version-5 "communication" section into f.comm (f's model, topology and samples already read).
 void parse_communication(const JsonField& c, PlanFile& f, const std::unordered_map<std::string, int>& index,
                          const PackingProblem& shape) {
@@ -472,7 +524,9 @@ std::unordered_map<std::string, int> parse_samples(const JsonField& samples, Pla
         const JsonField index_field = s["index"];
         if (index_field.integer() != static_cast<std::int64_t>(i))
             throw InputError(index_field.where() + " must be " + std::to_string(i));
-        const auto len = s["length"].integer(1, f.topology.token_cap);
+        // Without a cap (samples_per_cell) or with oversize samples alone a length may exceed token_cap.
+        const bool capped = f.topology.token_cap > 0 && f.topology.batch.oversize == Oversize::Refuse;
+        const auto len = s["length"].integer(1, capped ? f.topology.token_cap : kMaxTokens);
         if (!index.emplace(id, static_cast<int>(i)).second)
             throw InputError(s.where() + ": duplicate sample id '" + id + "'");
         f.sample_ids.push_back(id);
@@ -588,10 +642,12 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
     PackingProblem shape;
     shape.n = static_cast<int>(f.lengths.size());
     shape.D = D;
-    shape.C = f.topology.token_cap;
+    shape.C = effective_token_cap(f.topology, f.lengths);
     shape.length = f.lengths;
+    shape.rules = f.topology.batch;
     const std::string bad = validate_layout(f.layout, shape);
     if (!bad.empty()) throw InputError(origin + ": rows: " + bad);
+    parse_oversize_cells(j["oversize_cells"], f, shape);
     f.score = parse_score(j["score"]);
     parse_metrics_and_bound(j, f);
     if (f.version >= 5) parse_communication(j["communication"], f, index, shape);

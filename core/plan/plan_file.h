@@ -18,9 +18,13 @@ namespace routepack {
 /// (PlanResult::placement.routepack; equal to LPT when no refinement was kept), the bound and the
 /// routepack metrics are taken at it, and the planner section adds budgets.placement_rounds and
 /// placement_refinement {rounds_kept, swaps, refined}.
-/// parse_plan reads versions 1 to 6 (version 1 has no bound; versions 1 to 3 have no row_multiple,
+/// Version 7: the topology may carry the batch rules (samples_per_dp_slot, samples_per_cell,
+/// max_samples_per_cell, oversize; token_cap absent with samples_per_cell), and "oversize_cells" lists
+/// the [row, dp_slot] cells holding one sample longer than C (written only when there is one); a plan
+/// of the default rules differs from version 6 in the version number only.
+/// parse_plan reads versions 1 to 7 (version 1 has no bound; versions 1 to 3 have no row_multiple,
 /// read as 1) and rescore_plan checks each file's fingerprint with the function of its version.
-constexpr int kPlanVersion = 6;
+constexpr int kPlanVersion = 7;
 
 /// One method's inter-node figures as the plan file holds them (token copies, core/plan/comm.h).
 struct CommFigures {
@@ -61,8 +65,10 @@ struct PlanFile {
     bool row_count_certified = false;
     int row_lower_bound = 0;
     Layout layout; ///< rows as sample indices (window order)
+    /// Cells k = r*D + d holding one sample longer than C (oversize Alone; version 7), ascending.
+    std::vector<int> oversize_cells;
     Score score;
-    int version = kPlanVersion; ///< the file's format version (1 to 6; a plan built in memory: current)
+    int version = kPlanVersion; ///< the file's format version (1 to 7; a plan built in memory: current)
     /// "max_u_lower_bound" (versions 2 to 4; absent in version 1 files: has_bound false).
     bool has_bound = false;
     MaxULowerBound bound;
@@ -87,9 +93,12 @@ struct PlanFile {
 /// section on more than one node), so a caller that only reads the rows does not pay for the JSON.
 PlanFile plan_file_of(const PlanResult& r);
 
-/// Parses and checks a plan's structure alone: format/version (1 to 6), every layer's placement a permutation
+/// Parses and checks a plan's structure alone: format/version (1 to 7), every layer's placement a permutation
 /// of 0..E-1 with E % P == 0, topology valid, R x D non-empty cells, every sample exactly once, cell
-/// token sums <= C (from the plan's own lengths), row_count a multiple of topology.row_multiple
+/// token sums <= C (from the plan's own lengths; C is effective_token_cap) or one oversize sample alone
+/// with oversize "alone", every count of the topology's batch rules, "oversize_cells" listing exactly
+/// the cells over C ("<origin>: oversize_cells lists [[0, 1]] but the cells over C are [[0, 2]]"), row_count a multiple
+/// of topology.row_multiple
 /// ("<origin>: row_count 6 is not a multiple of topology.row_multiple 4"), score == metrics.routepack.score, and
 /// (version 2 on) a bound with value <= score[0] and gap == score[0] / value - 1, (version 5) a
 /// communication section whose node count matches the topology's and whose grouter / routepack+comm

@@ -329,7 +329,11 @@ void plan_communication(const Trace& w, const PlanInput& in, const std::vector<s
     GrouterGrouping gg = grouter_placement(w, topo, go, stop);
     const CommDemand d_g = make_comm_demand(w, topo, gg.placement);
     c.grouter_home = grouter_sample_nodes(d_g);
-    NodePacking gp = pack_on_home_nodes(length, topo.token_cap, r.rows.rows, slot_node, c.grouter_home);
+    const PackingProblem p_g = make_packing_shape(w, topo, gg.placement); // one layout: figures from the counts
+    NodePacking gp =
+        pack_on_home_nodes(fitting_lengths(length, p_g.C, p_g.rules), p_g.C, r.rows.rows, slot_node, c.grouter_home);
+    // The node packing knows the cap, not the batch rules' counts: a packing that breaks them is not used.
+    if (gp.fitted && p_g.rules.counts() && !validate_layout(gp.layout, p_g).empty()) gp.fitted = false;
     c.grouter_fitted = gp.fitted;
     if (!gp.fitted) {
         gp.layout = ffd;
@@ -343,7 +347,6 @@ void plan_communication(const Trace& w, const PlanInput& in, const std::vector<s
     }
     c.grouter_off_node = gp.off_node;
     c.grouter_placement = gg.placement;
-    const PackingProblem p_g = make_packing_shape(w, topo, gg.placement); // one layout: figures from the counts
     c.cv_grouter = cv_global(rank_loads(loads, gg.placement), gg.placement.layers, gg.placement.ep_ranks);
     MethodResult g;
     g.method = Method::Grouter;
@@ -373,7 +376,9 @@ void plan_communication(const Trace& w, const PlanInput& in, const std::vector<s
     ss.budgets = &in.budgets;
     ss.streams = seeds::kCommSearch;
     ss.stop = stop;
-    if (NodePacking hp = pack_on_home_nodes(length, topo.token_cap, r.rows.rows, slot_node, home); hp.fitted) {
+    if (NodePacking hp =
+            pack_on_home_nodes(fitting_lengths(length, p_c.C, p_c.rules), p_c.C, r.rows.rows, slot_node, home);
+        hp.fitted && validate_layout(hp.layout, p_c).empty()) {
         ss.extra_seed = SeedMember{hp.layout, score_layout(hp.layout, p_cw), "home-nodes"};
         best.keep(ss.extra_seed->layout, ss.extra_seed->score);
     }
@@ -561,14 +566,14 @@ PackingProblem place_and_baselines(WindowRun& run) {
     // 2. Row count R*.
     t0 = Clock::now();
     run.emit("row count", 0.1);
-    r.rows = minimum_rows(p_lpt.length, p_lpt.C, p_lpt.D, run.in.topology.min_rows, run.in.budgets.row_nodes,
-                          run.in.topology.row_multiple, run.stop);
+    r.rows = minimum_rows_under_rules(p_lpt.length, p_lpt.C, run.in.topology, run.in.budgets.row_nodes, run.stop);
     r.timings["row count"] = seconds_since(t0);
 
     // 3. Baselines on the same window and R*.
     t0 = Clock::now();
     run.emit("baselines", 0.2);
-    if (!fixed_row_ffd(p_lpt.length, p_lpt.C, r.rows.rows, p_lpt.D, &run.ffd)) {
+    const std::vector<std::int64_t> fit = fitting_lengths(p_lpt.length, p_lpt.C, p_lpt.rules);
+    if (!fixed_row_ffd_counts(fit, p_lpt.C, r.rows.rows, p_lpt.D, p_lpt.rules, &run.ffd)) {
         run.ffd = r.rows.layout;
         r.baseline_not_ffd = true;
     }
@@ -579,7 +584,7 @@ PackingProblem place_and_baselines(WindowRun& run) {
     r.reorder = make_method(Method::Reorder, PlacementKind::Lpt, run.ffd, p_lpt, r.placement.cv_lpt);
     r.karmarkar_karp =
         make_method(Method::KarmarkarKarp, PlacementKind::Lpt,
-                    karmarkar_karp_layout(p_lpt.length, r.rows.rows, p_lpt.D), p_lpt, r.placement.cv_lpt);
+                    karmarkar_karp_layout(p_lpt.length, r.rows.rows, p_lpt.D, p_lpt.rules), p_lpt, r.placement.cv_lpt);
     // routepack starts as reorder (the same layout on the same problem, so the same metrics); the
     // search keeps its best layout and exact score, and the metrics (one full pass) are formed once,
     // when the search ends, instead of after every stage that improves it.

@@ -492,11 +492,14 @@ private:
     /// Swaps, cell by cell; cap feasibility (IncrementalScorer::swap_feasible) from the cells' token
     /// sums: i's cell takes t_j - t_i more, j's cell as much less.
     void rank_swaps() {
-        const std::int64_t tj_max = p_.C - sc_.cell_tokens(from_) + ti_;
+        // With oversize Alone a single-sample cell takes any partner (PackingProblem::cell_fits).
+        const bool alone = p_.rules.oversize == Oversize::Alone;
+        constexpr std::int64_t kAny = std::numeric_limits<std::int64_t>::max();
+        const std::int64_t tj_max = alone && sc_.cell_size(from_) == 1 ? kAny : p_.C - sc_.cell_tokens(from_) + ti_;
         S_a_ = gd_.peak_demands(rsa_);
         for (int k = 0; k < K_; ++k) {
             if (k == from_) continue;
-            const std::int64_t tj_min = sc_.cell_tokens(k) + ti_ - p_.C;
+            const std::int64_t tj_min = alone && sc_.cell_size(k) == 1 ? -kAny : sc_.cell_tokens(k) + ti_ - p_.C;
             if (gd_.rs_of_cell(k) == rsa_)
                 rank_swaps_in_row_shard(k, tj_min, tj_max);
             else
@@ -663,8 +666,11 @@ void kick(IncrementalScorer& sc, Guide* gd, Rng& rng, int moves, Counts& c, Stop
             if (p.shard_of_slot[static_cast<std::size_t>(from % D)] != gs) continue;
             int k = static_cast<int>(rng.below(static_cast<std::uint64_t>(K - 1)));
             if (k >= from) ++k;
-            if (rng.uniform() < 0.5) {
-                if (!sc.relocate_feasible(i, k)) continue;
+            // Relocations only where they can keep the batch rules' counts: none with
+            // samples_per_cell, within the sample's DP slot with samples_per_dp_slot.
+            if (rng.uniform() < 0.5 && p.rules.samples_per_cell == 0) {
+                if (p.rules.samples_per_dp_slot > 0) k = (k / D) * D + from % D;
+                if (k == from || !sc.relocate_feasible(i, k)) continue;
                 sc.apply_relocate(i, k);
                 if (gd) gd->relocated(i, from, k);
             } else {

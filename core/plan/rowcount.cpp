@@ -2,6 +2,7 @@
 // feasibility search.
 #include "core/plan/rowcount.h"
 
+#include "core/model/topology.h"
 #include "core/util/errors.h"
 
 #include <algorithm>
@@ -447,12 +448,13 @@ private:
 
 } // namespace
 
-/// FixedRowFFD (Algorithm 2 line 1): K = rows*D; the K longest samples (nonincreasing length, ties
-/// by index) seed cells 0..K-1, the rest follow in the same order into the lowest-index cell whose
-/// token sum stays <= C (first fit, O(n log K) with a max-residual tree). Cell k is (k / D, k % D);
-/// within a cell samples appear in placement order. Returns false and leaves *x untouched when
-/// rows < 1, D < 1, n < K or some sample fits nowhere; x may be null (feasibility test only).
-bool fixed_row_ffd(const std::vector<std::int64_t>& length, std::int64_t C, int rows, int D, Layout* x) {
+namespace {
+
+/// FixedRowFFD with counts (fixed_row_ffd_counts): `limit` samples per cell at most (0 = any),
+/// `quota` samples per DP slot at most (0 = any). A cell that reaches its limit, and every cell of a
+/// DP slot that reaches its quota, leaves the first-fit tree (residual below any length).
+bool ffd_with_counts(const std::vector<std::int64_t>& length, std::int64_t C, int rows, int D, int limit, int quota,
+                     Layout* x) {
     if (rows < 1 || D < 1) return false;
     const std::int64_t K64 = static_cast<std::int64_t>(rows) * D;
     if (static_cast<std::int64_t>(length.size()) < K64) return false;
@@ -467,6 +469,17 @@ bool fixed_row_ffd(const std::vector<std::int64_t>& length, std::int64_t C, int 
         residual[k] = C - length[i];
     }
     FirstFitTree tree(residual);
+    constexpr std::int64_t kClosed = std::numeric_limits<std::int64_t>::min();
+    std::vector<int> size(limit > 0 ? K : 0, 1), slot_count(quota > 0 ? D : 0, rows);
+    auto close_full = [&](int k) {
+        if (limit > 0 && size[k] == limit) tree.set(k, kClosed);
+        if (quota > 0 && slot_count[k % D] == quota)
+            for (int r = 0; r < rows; ++r)
+                tree.set(r * D + k % D, kClosed);
+    };
+    if (limit > 0 || quota > 0)
+        for (int k = 0; k < K; ++k)
+            close_full(k);
     for (std::size_t j = K; j < order.size(); ++j) {
         const int i = order[j];
         const int k = tree.find(length[i]);
@@ -474,9 +487,105 @@ bool fixed_row_ffd(const std::vector<std::int64_t>& length, std::int64_t C, int 
         cell_of[j] = k;
         residual[k] -= length[i];
         tree.set(k, residual[k]);
+        if (limit > 0) ++size[k];
+        if (quota > 0) ++slot_count[k % D];
+        if (limit > 0 || quota > 0) close_full(k);
     }
     if (x) *x = Layout::from_assignment(rows, D, order, cell_of);
     return true;
+}
+
+/// Column first (layout_under_counts, samples_per_dp_slot S): samples in FFD order each to the DP
+/// slot of the fewest tokens that holds fewer than S (ties: lowest slot), then every slot's samples
+/// FFD-packed into its `rows` cells under the cell limit.
+bool columns_first(const std::vector<std::int64_t>& length, std::int64_t C, int rows, int D, const BatchRules& rules,
+                   Layout* x) {
+    const int S = rules.samples_per_dp_slot;
+    if (S < rows || static_cast<std::int64_t>(length.size()) != static_cast<std::int64_t>(S) * D) return false;
+    const std::vector<int> order = ffd_order(length);
+    std::vector<std::vector<int>> slot(static_cast<std::size_t>(D));
+    std::vector<std::int64_t> tokens(static_cast<std::size_t>(D), 0);
+    for (int i : order) {
+        int best = -1;
+        for (int d = 0; d < D; ++d)
+            if (static_cast<int>(slot[d].size()) < S && (best < 0 || tokens[d] < tokens[best])) best = d;
+        slot[best].push_back(i);
+        tokens[best] += length[i];
+    }
+    std::vector<std::vector<int>> cells(static_cast<std::size_t>(rows) * D);
+    for (int d = 0; d < D; ++d) {
+        std::vector<std::int64_t> sub;
+        for (int i : slot[d])
+            sub.push_back(length[i]);
+        Layout col;
+        if (!ffd_with_counts(sub, C, rows, 1, rules.cell_limit(), 0, &col)) return false;
+        for (int r = 0; r < rows; ++r)
+            for (int j : col.cell(r))
+                cells[static_cast<std::size_t>(r) * D + d].push_back(slot[d][j]);
+    }
+    if (x) *x = Layout::from_cells(rows, D, cells);
+    return true;
+}
+
+/// Boustrophedon dealing (layout_under_counts, samples_per_cell c): the samples in FFD order, K at a
+/// time, to cells 0..K-1 and back K-1..0, so every cell gets exactly c and similar token sums.
+bool dealt_cells(const std::vector<std::int64_t>& length, std::int64_t C, int rows, int D, Layout* x) {
+    const std::int64_t K = static_cast<std::int64_t>(rows) * D;
+    const auto n = static_cast<std::int64_t>(length.size());
+    if (K < 1 || n % K != 0) return false;
+    const std::vector<int> order = ffd_order(length);
+    std::vector<int> cell_of(order.size());
+    std::vector<std::int64_t> tokens(static_cast<std::size_t>(K), 0);
+    for (std::int64_t j = 0; j < n; ++j) {
+        const std::int64_t round = j / K, pos = j % K;
+        const std::int64_t k = round % 2 == 0 ? pos : K - 1 - pos;
+        cell_of[static_cast<std::size_t>(j)] = static_cast<int>(k);
+        tokens[static_cast<std::size_t>(k)] += length[order[static_cast<std::size_t>(j)]];
+    }
+    for (std::int64_t v : tokens)
+        if (v > C) return false;
+    if (x) *x = Layout::from_assignment(rows, D, order, cell_of);
+    return true;
+}
+
+} // namespace
+
+/// FixedRowFFD (Algorithm 2 line 1): K = rows*D; the K longest samples (nonincreasing length, ties
+/// by index) seed cells 0..K-1, the rest follow in the same order into the lowest-index cell whose
+/// token sum stays <= C (first fit, O(n log K) with a max-residual tree). Cell k is (k / D, k % D);
+/// within a cell samples appear in placement order. Returns false and leaves *x untouched when
+/// rows < 1, D < 1, n < K or some sample fits nowhere; x may be null (feasibility test only).
+bool fixed_row_ffd(const std::vector<std::int64_t>& length, std::int64_t C, int rows, int D, Layout* x) {
+    return ffd_with_counts(length, C, rows, D, 0, 0, x);
+}
+
+bool fixed_row_ffd_counts(const std::vector<std::int64_t>& length, std::int64_t C, int rows, int D,
+                          const BatchRules& rules, Layout* x) {
+    const int quota = rules.samples_per_dp_slot;
+    if (quota > 0 && static_cast<std::int64_t>(length.size()) != static_cast<std::int64_t>(quota) * D) return false;
+    if (rules.samples_per_cell > 0 &&
+        static_cast<std::int64_t>(length.size()) != static_cast<std::int64_t>(rows) * D * rules.samples_per_cell)
+        return false;
+    Layout y;
+    if (!ffd_with_counts(length, C, rows, D, rules.cell_limit(), quota, &y)) return false;
+    if (x) *x = std::move(y);
+    return true;
+}
+
+bool layout_under_counts(const std::vector<std::int64_t>& length, std::int64_t C, int rows, int D,
+                         const BatchRules& rules, Layout* x, std::string* by) {
+    auto done = [&](const char* name) {
+        if (by) *by = name;
+        return true;
+    };
+    if (fixed_row_ffd_counts(length, C, rows, D, rules, x)) return done("FixedRowFFD under the counts");
+    if (rules.samples_per_cell > 0) {
+        if (dealt_cells(length, C, rows, D, x)) return done("boustrophedon dealing");
+        return false;
+    }
+    if (rules.samples_per_dp_slot > 0 && columns_first(length, C, rows, D, rules, x))
+        return done("DP slots filled first, then FFD per slot");
+    return false;
 }
 
 /// R* (eq. 9) for lengths t_i (tokens, [n]), cap C (tokens per cell), D DP slots, min_rows (0 =
@@ -523,6 +632,97 @@ RowCount minimum_rows(const std::vector<std::int64_t>& length, std::int64_t C, i
     search.downward();
     search.finish(b);
     return out;
+}
+
+namespace {
+
+/// The counts' own row bounds (minimum_rows_under_rules): lo (with the reason) and hi.
+struct CountBounds {
+    std::int64_t lo = 1, hi = 0;
+    std::string why;
+};
+
+CountBounds count_bounds(std::int64_t n, int D, const BatchRules& b) {
+    CountBounds c;
+    c.hi = n / D;
+    if (b.samples_per_dp_slot > 0) c.hi = std::min<std::int64_t>(c.hi, b.samples_per_dp_slot);
+    if (b.samples_per_cell > 0) {
+        c.lo = c.hi = n / (static_cast<std::int64_t>(b.samples_per_cell) * D);
+        c.why = "samples_per_cell " + str(b.samples_per_cell) + " fixes R = " + str(c.lo);
+    } else if (b.max_samples_per_cell > 0) {
+        const std::int64_t per_slot = b.samples_per_dp_slot > 0 ? b.samples_per_dp_slot : ceil_div(n, D);
+        c.lo = ceil_div(per_slot, b.max_samples_per_cell);
+        c.why = "max_samples_per_cell " + str(b.max_samples_per_cell) + " needs R >= ceil(" + str(per_slot) + " / " +
+                str(b.max_samples_per_cell) + ") = " + str(c.lo);
+    }
+    return c;
+}
+
+/// A short name of the count rules for messages ("samples_per_dp_slot 128, max_samples_per_cell 4").
+std::string rules_text(const BatchRules& b) {
+    std::string out;
+    auto add = [&](const char* key, int v) {
+        if (v > 0) out += (out.empty() ? "" : ", ") + std::string(key) + " " + str(v);
+    };
+    add("samples_per_dp_slot", b.samples_per_dp_slot);
+    add("samples_per_cell", b.samples_per_cell);
+    add("max_samples_per_cell", b.max_samples_per_cell);
+    return out;
+}
+
+} // namespace
+
+RowCount minimum_rows_under_rules(const std::vector<std::int64_t>& length, std::int64_t C, const Topology& t,
+                                  std::int64_t node_budget, const StopToken& stop) {
+    const BatchRules& b = t.batch;
+    const std::vector<std::int64_t> fit = fitting_lengths(length, C, b);
+    RowCount free = minimum_rows(fit, C, t.dp_slots, t.min_rows, node_budget, t.row_multiple, stop);
+    if (!b.counts()) return free;
+    const auto n = static_cast<std::int64_t>(length.size());
+    const int D = t.dp_slots;
+    const std::int64_t m = t.row_multiple;
+    check_batch_window(t, n);
+    const CountBounds cb = count_bounds(n, D, b);
+    // The free problem's lower bound (certified R* or the best bound proved) holds under the counts
+    // too: they only remove layouts.
+    const std::int64_t free_lb = free.certified ? free.rows : free.lower_bound;
+    if (free_lb > cb.hi)
+        throw InputError(std::string(kNoLayout) + rules_text(b) + " allows at most " + str(cb.hi) +
+                         " rows, but the samples need at least " + str(free_lb) + " rows at cap " + str(C));
+    std::int64_t lb = std::max(free_lb, cb.lo);
+    lb = (lb + m - 1) / m * m;
+    RowCount out;
+    out.nodes = free.nodes;
+    out.stopped = free.stopped;
+    out.lower_bound = static_cast<int>(lb);
+    std::string by;
+    for (std::int64_t R = lb; R <= cb.hi; R += m) {
+        if (!layout_under_counts(fit, C, static_cast<int>(R), D, b, &out.layout, &by)) continue;
+        out.rows = static_cast<int>(R);
+        out.certified = R == lb;
+        const std::string bound = lb > free_lb ? cb.why : "the free row count (" + free.how + ")";
+        if (out.certified)
+            out.how = "R* = " + str(R) + " certified under " + rules_text(b) + ": " + bound + ", met by " + by;
+        else
+            out.how = "R* = " + str(R) + " best-known (not certified) under " + rules_text(b) + ": lower bound " +
+                      str(lb) + " (" + bound + "); the constructions under the counts found no layout at R in " +
+                      str(lb) + ".." + str(R - m) + "; layout by " + by;
+        return out;
+    }
+    if (b.samples_per_cell == 2) {
+        // Pairing the i-th longest with the i-th shortest minimizes the largest pair sum: its failure
+        // (the dealing above) proves that no layout exists.
+        std::vector<std::int64_t> sorted(fit);
+        std::sort(sorted.begin(), sorted.end());
+        std::int64_t worst = 0;
+        for (std::size_t j = 0; j < sorted.size() / 2; ++j)
+            worst = std::max(worst, sorted[j] + sorted[sorted.size() - 1 - j]);
+        throw InputError(std::string(kNoLayout) +
+                         "with samples_per_cell 2 the best pairing (longest with shortest) puts " + str(worst) +
+                         " tokens in a cell, above the cap " + str(C));
+    }
+    throw InputError("no layout keeping " + rules_text(b) + " found: the constructions failed at every R in " +
+                     str(lb) + ".." + str(cb.hi) + (m > 1 ? " (multiples of row_multiple " + str(m) + ")" : ""));
 }
 
 } // namespace routepack

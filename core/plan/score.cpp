@@ -608,13 +608,13 @@ bool IncrementalScorer::swap_feasible(int i, int j) const {
     const int ka = cell_of_[i], kb = cell_of_[j];
     if (ka == kb) return false;
     const i64 dt = p_->length[j] - p_->length[i];
-    return tokens_[ka] + dt <= p_->C && tokens_[kb] - dt <= p_->C;
+    return p_->cell_fits(cell_size_[ka], tokens_[ka] + dt) && p_->cell_fits(cell_size_[kb], tokens_[kb] - dt);
 }
 
 bool IncrementalScorer::relocate_feasible(int i, int k) const {
     const int ka = cell_of_[i];
     if (k < 0 || static_cast<std::size_t>(k) >= tokens_.size() || k == ka) return false;
-    if (cell_size_[ka] < 2) return false;
+    if (!p_->relocation_keeps_counts(ka % D_, cell_size_[ka], k % D_, cell_size_[k])) return false;
     return tokens_[k] + p_->length[i] <= p_->C;
 }
 

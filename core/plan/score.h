@@ -125,10 +125,13 @@ public:
         return gs;
     }
 
-    /// Whether swapping samples i and j (in different cells) keeps both cells <= C. O(1).
+    /// Whether swapping samples i and j (in different cells) keeps both cells within the cap
+    /// (PackingProblem::cell_fits: <= C, or one oversize sample alone). Swaps keep every count of the
+    /// batch rules. O(1).
     bool swap_feasible(int i, int j) const;
     /// Whether moving sample i to cell k (a valid cell other than i's own) keeps its source cell
-    /// non-empty and k <= C. O(1).
+    /// non-empty, every count of the batch rules (PackingProblem::relocation_keeps_counts) and k <= C.
+    /// O(1).
     bool relocate_feasible(int i, int k) const;
     /// Applies the move (which must be feasible) and returns the new score. A swap within one cell
     /// or a relocation to i's own cell changes nothing (and undo() after it does nothing).

@@ -975,6 +975,23 @@ std::optional<Layout> randomized_best_fit(const std::vector<int>& sigma, const P
         tokens[static_cast<std::size_t>(k)] = p.length[static_cast<std::size_t>(i)];
         ranked.insert(Key{tokens[static_cast<std::size_t>(k)], -1, -k});
     }
+    // The batch rules' counts: a cell at its limit, and every cell of a DP slot at its quota, leaves
+    // the ranked set (with every count free nothing ever leaves it).
+    const int limit = p.rules.cell_limit(), quota = p.rules.samples_per_dp_slot;
+    std::vector<int> slot_count(quota > 0 ? static_cast<std::size_t>(p.D) : 0, rows);
+    std::vector<int> card(static_cast<std::size_t>(K), 1);
+    auto key_of = [&](int k) {
+        return Key{tokens[static_cast<std::size_t>(k)], -card[static_cast<std::size_t>(k)], -k};
+    };
+    auto close_full = [&](int k) {
+        if (limit > 0 && card[static_cast<std::size_t>(k)] >= limit) ranked.erase(key_of(k));
+        if (quota > 0 && slot_count[static_cast<std::size_t>(k % p.D)] >= quota)
+            for (int r = 0; r < rows; ++r)
+                ranked.erase(key_of(r * p.D + k % p.D));
+    };
+    if (limit > 0 || quota > 0)
+        for (int k = 0; k < K; ++k)
+            close_full(k);
     std::vector<Key> lead;
     lead.reserve(static_cast<std::size_t>(w));
     for (std::size_t h = static_cast<std::size_t>(K); h < sigma.size(); ++h) {
@@ -992,8 +1009,32 @@ std::optional<Layout> randomized_best_fit(const std::vector<int>& sigma, const P
         cell_of[h] = k;
         tokens[static_cast<std::size_t>(k)] += t;
         ranked.insert(Key{tokens[static_cast<std::size_t>(k)], chosen.neg_card - 1, chosen.neg_index});
+        if (limit > 0 || quota > 0) {
+            ++card[static_cast<std::size_t>(k)];
+            if (quota > 0) ++slot_count[static_cast<std::size_t>(k % p.D)];
+            close_full(k);
+        }
     }
     return Layout::from_assignment(rows, p.D, sigma, cell_of);
+}
+
+/// Whether a paired layout keeps the batch rules' counts (always, without a count rule).
+bool keeps_counts(const Layout& x, const PackingProblem& p) {
+    return !p.rules.counts() || validate_layout(x, p).empty();
+}
+
+/// A trial's layout after EDPAwarePair (`paired`, from the RandomizedBestFit `cells`): kept when
+/// valid; under samples_per_dp_slot, when the pairing moved a cell to another DP slot and broke a
+/// slot's count, the unpaired cells instead (their peak sums and row peaks cleared, to be formed
+/// again). False when neither is valid (the trial is aborted).
+bool keep_trial_layout(Layout& paired, const Layout& cells, const PackingProblem& p,
+                       std::vector<std::int64_t>& peak_sum, std::vector<std::int64_t>& row_peak) {
+    if (validate_layout(paired, p).empty()) return true;
+    if (p.rules.samples_per_dp_slot == 0 || !validate_layout(cells, p).empty()) return false;
+    paired = cells;
+    peak_sum.clear();
+    row_peak.clear();
+    return true;
 }
 
 } // namespace
@@ -1045,16 +1086,17 @@ std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout
                 if (!cells) return; // abort trial: a sample fits nowhere
                 c.layout =
                     pair_cells(*cells, p, w, rng, pair_cap, narrow, outputs, &buffer32.local(), &buffer64.local());
-                if (!validate_layout(c.layout, p).empty()) return; // abort trial: not in X_R*
+                if (!keep_trial_layout(c.layout, *cells, p, peak_sum, c.row_peak)) return; // abort: not in X_R*
                 c.origin = "shuffle#" + std::to_string(trial);
             }
         }
-        c.score = j == 0 ? score_layout(c.layout, p) : score_from_peak_sums(c.layout, p, peak_sum);
+        c.score = j == 0 || peak_sum.empty() ? score_layout(c.layout, p) : score_from_peak_sums(c.layout, p, peak_sum);
         c.signature = canonical_signature(c.layout, p);
         raw[static_cast<std::size_t>(j)] = std::move(c);
     });
     // x_paired = minScore{x_length, EDPAwarePair(cells(x_length))} (Algorithm 2 line 2).
-    if (tasks > 1 && raw[1] && !(raw[1]->score < raw[0]->score)) raw[1].reset();
+    // The pairing may move cells between DP slots: kept only when it keeps the batch rules' counts.
+    if (tasks > 1 && raw[1] && (!(raw[1]->score < raw[0]->score) || !keeps_counts(raw[1]->layout, p))) raw[1].reset();
 
     // Canonicalize + CanonicalMap: lowest exact score per signature, ties to the earlier candidate.
     std::map<std::vector<int>, int> slot_of_signature;

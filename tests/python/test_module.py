@@ -76,6 +76,27 @@ def test_topology_errors(kwargs, message):
     assert str(e.value) == message
 
 
+def test_batch_rules(window):
+    # The stacks' batch rules: read back from the topology, kept by the plan (6 samples per DP slot of
+    # 24 on 4 slots; 2 per cell), refused with the numbers when they cannot hold.
+    lengths, counts = window
+    t = topo().with_batch_rules(samples_per_dp_slot=6, max_samples_per_cell=3)
+    assert (t.samples_per_dp_slot, t.samples_per_cell, t.max_samples_per_cell, t.oversize) == (6, 0, 3, "refuse")
+    assert routepack.Topology.from_json(t.to_json()) == t
+    p = routepack.plan(lengths, counts, t, moe_layers=[1, 3], seed=7)
+    check_layout(p, lengths, 2048, 4)
+    assert all(sum(len(cell) for cell in slot) == 6 for slot in p.micro_batches())
+    assert all(len(cell) <= 3 for row in p.rows for cell in row)
+    c = routepack.plan(lengths, counts, topo().with_batch_rules(samples_per_cell=2), moe_layers=[1, 3], seed=7)
+    assert c.row_count == 3 and all(len(cell) == 2 for row in c.rows for cell in row)
+    with pytest.raises(ValueError) as e:
+        routepack.plan(lengths, counts, topo().with_batch_rules(samples_per_dp_slot=7), moe_layers=[1, 3], seed=7)
+    assert str(e.value) == "24 samples cannot fill 4 DP slots with 7 each"
+    with pytest.raises(ValueError) as e:
+        topo().with_batch_rules(samples_per_cell=4, max_samples_per_cell=2)
+    assert str(e.value) == "topology: samples_per_cell 4 exceeds max_samples_per_cell 2"
+
+
 def test_row_multiple(window):
     # R is the smallest multiple of row_multiple >= the plain certified R*, with exactly that many
     # rows of D non-empty cells; the plan file records it and loads back.
@@ -163,7 +184,7 @@ def test_plan_json_roundtrip(tmp_path, window):
     assert path.read_text() == p.to_json() + "\n"  # the file is the text plus a newline, as the CLI writes it
     assert routepack.plan_from_json(p.to_json()).rows == p.rows
     j = json.loads(p.to_json())
-    assert j["format"] == "routepack-plan" and j["version"] == 6
+    assert j["format"] == "routepack-plan" and j["version"] == 7
     assert j["topology"]["row_multiple"] == 1
     # The published schema is valid JSON, names this version, and every key it requires is written.
     schema_path = pathlib.Path(__file__).resolve().parents[2] / "resources" / "schema" / "plan.schema.json"
