@@ -188,7 +188,7 @@ private Q_SLOTS:
             << R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 10, "gpus_per_nod": 1, )" + st + "}"
             << "t.json: unknown field 'gpus_per_nod' (known: ep_ranks, dp_slots, token_cap, experts_per_layer, "
                "min_rows, row_multiple, gpus_per_node, ep_rank_nodes, dp_slot_nodes, comm_weight, "
-               "comm_load_tolerance, edp_shards, attention_stages)";
+               "comm_load_tolerance, edp_shards, attention_stages, migration)";
         QTest::newRow("comm_weight a list")
             << R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 10, "comm_weight": [[1]], )" + st + "}"
             << "t.json: comm_weight is a list, not a number in [0, 1e+06]";
@@ -532,12 +532,17 @@ private Q_SLOTS:
         const auto table = budget_table();
         QVERIFY(table.size() >= 19);
         const nlohmann::json written = nlohmann::json::parse(planner_budgets_to_json(PlannerBudgets{}));
-        QCOMPARE(written.size(), table.size() + 1); // + "seed"
+        // Every row but those not set by default (max_moves: -1, unlimited, not written), + "seed".
+        std::size_t unset = 0;
+        for (const BudgetRow& row : table)
+            unset += row.unset_below_zero && routepack::budget_int(row, PlannerBudgets{}) < 0 ? 1 : 0;
+        QCOMPARE(unset, std::size_t{1});
+        QCOMPARE(written.size(), table.size() - unset + 1);
         std::set<std::string> keys, flags, labels;
         for (const BudgetRow& row : table) {
             const std::string key = row.key;
             QVERIFY2(keys.insert(key).second, row.key);
-            QVERIFY2(written.contains(key), row.key);
+            QVERIFY2(written.contains(key) || row.unset_below_zero, row.key);
             QVERIFY2(!row.flag || flags.insert(row.flag).second, row.key);
             QVERIFY2(labels.insert(row.label).second, row.key);
             QVERIFY2(std::string(row.help).size() > 5, row.key);
@@ -911,7 +916,7 @@ private Q_SLOTS:
         // Schema fields the training job relies on.
         const auto j = nlohmann::json::parse(text);
         QCOMPARE(j["format"].get<std::string>(), std::string("routepack-plan"));
-        QCOMPARE(j["version"].get<int>(), 6);
+        QCOMPARE(j["version"].get<int>(), 7);
         QVERIFY(j["communication"].is_null()); // one node: no communication section
         QCOMPARE(j["planner"]["budgets"]["placement_rounds"].get<int>(), 2);
         QCOMPARE(j["planner"]["placement_refinement"]["refined"].get<bool>(), r.placement_refined());
@@ -927,7 +932,7 @@ private Q_SLOTS:
         QCOMPARE(j["max_u_lower_bound"]["sample"].get<double>(), want.sample);
         QCOMPARE(j["max_u_lower_bound"]["gap"].get<double>(), r.routepack.metrics.score.max_u / want.value - 1.0);
         QVERIFY(want.value > 0 && want.value <= r.routepack.metrics.score.max_u);
-        QCOMPARE(f.version, 6);
+        QCOMPARE(f.version, 7);
         QVERIFY(f.has_bound);
         QCOMPARE(f.bound.value, want.value);
         {
@@ -973,15 +978,15 @@ private Q_SLOTS:
             QCOMPARE(three.topology.row_multiple, 1);
             QCOMPARE(three.layout, f.layout);
             QCOMPARE(rescore_plan(three, in.window), std::string());
-            auto v7 = j;
-            v7["version"] = 7;
+            auto v8 = j;
+            v8["version"] = 8;
             QCOMPARE(
-                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v7.dump(), "p.json"); })),
-                QStringLiteral("p.json: plan version 7 is not supported (expected 1 to 6)"));
-            v7["version"] = 0;
+                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v8.dump(), "p.json"); })),
+                QStringLiteral("p.json: plan version 8 is not supported (expected 1 to 7)"));
+            v8["version"] = 0;
             QCOMPARE(
-                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v7.dump(), "p.json"); })),
-                QStringLiteral("p.json: plan version 0 is not supported (expected 1 to 6)"));
+                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v8.dump(), "p.json"); })),
+                QStringLiteral("p.json: plan version 0 is not supported (expected 1 to 7)"));
             // Version 6's placement_refinement: present, typed, consistent, and (rescored) telling the
             // truth about whether the placement is the window's LPT placement.
             auto pr = j;

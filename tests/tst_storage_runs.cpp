@@ -197,7 +197,7 @@ private Q_SLOTS:
         QCOMPARE(error_of<InputError>([&] { Library::open(db, OpenMode::ReadOnly)->topologies(); }),
                  where + "unknown field 'zz' (known: ep_ranks, dp_slots, token_cap, experts_per_layer, min_rows, "
                          "row_multiple, gpus_per_node, ep_rank_nodes, dp_slot_nodes, comm_weight, "
-                         "comm_load_tolerance, edp_shards, attention_stages)");
+                         "comm_load_tolerance, edp_shards, attention_stages, migration)");
         set_definition(R"(, "zz": )" + nested(200000));
         QCOMPARE(error_of<InputError>([&] { Library::open(db, OpenMode::ReadOnly)->topologies(); }),
                  where + "JSON nested deeper than 512 levels");

@@ -18,9 +18,26 @@ namespace routepack {
 /// (PlanResult::placement.routepack; equal to LPT when no refinement was kept), the bound and the
 /// routepack metrics are taken at it, and the planner section adds budgets.placement_rounds and
 /// placement_refinement {rounds_kept, swaps, refined}.
-/// parse_plan reads versions 1 to 6 (version 1 has no bound; versions 1 to 3 have no row_multiple,
+/// Version 7 adds the optional "migration" section (a plan with a previous placement: the previous
+/// placement's fingerprint, the move budget, the cost model, the moves, bytes and seconds; "placement"
+/// is then routepack's placement from the previous one, not LPT refined) and the topology's optional
+/// "migration" cost model.
+/// parse_plan reads versions 1 to 7 (version 1 has no bound; versions 1 to 3 have no row_multiple,
 /// read as 1) and rescore_plan checks each file's fingerprint with the function of its version.
-constexpr int kPlanVersion = 6;
+constexpr int kPlanVersion = 7;
+
+/// The plan file's "migration" section (version 7, plans with a previous placement).
+struct PlanFileMigration {
+    bool present = false;
+    std::string previous_fingerprint;      ///< placement_fingerprint of the previous placement
+    std::int64_t max_moves = -1;           ///< -1: unlimited
+    bool costed = false;                   ///< the topology's migration section chose the moves (modelled time)
+    std::int64_t moves = 0;                ///< experts moved over all MoE layers
+    std::vector<std::int64_t> layer_moves; ///< [L]
+    double bytes = 0;                      ///< moved state bytes (0 when the expert size is unknown)
+    double seconds = -1;                   ///< materialization seconds (-1: no cost model could be resolved)
+    double compute_seconds = -1;           ///< seconds_per_U x max_g U (-1: none)
+};
 
 /// One method's inter-node figures as the plan file holds them (token copies, core/plan/comm.h).
 struct CommFigures {
@@ -79,7 +96,18 @@ struct PlanFile {
     int placement_rounds_kept = 0;
     std::int64_t placement_swaps = 0;
     bool placement_refinement_skipped = false;
+    PlanFileMigration migration; ///< version 7, with a previous placement
 };
+
+/// The "migration" section of a plan with a previous placement (PlanMigration), as JSON text:
+/// {"previous_fingerprint", "max_moves" (null: unlimited), "objective" ("score" or "modelled time"),
+/// "cost_model" (null when the expert size is unknown; else expert_parameters, state_bytes_per_param,
+/// expert_bytes, intra_node_GBps, inter_node_GBps, seconds_per_U, seconds_per_U_derived, from_topology),
+/// "moves", "intra_node_moves", "inter_node_moves", "layer_moves" [L], "bytes", "busiest_rank",
+/// "busiest_intra_node_bytes", "busiest_inter_node_bytes", "materialization_seconds",
+/// "compute_seconds", "modelled_seconds" (the last three null without a cost model),
+/// "peak_sum_previous", "peak_sum_start"}; "null" without a previous placement.
+std::string plan_migration_json(const PlanResult& r);
 
 /// The plan file of a planner result without its text: the fields parse_plan(plan_to_json(r), origin)
 /// reads back (version kPlanVersion; the model's name, num_hidden_layers, experts, top_k and
@@ -87,7 +115,7 @@ struct PlanFile {
 /// section on more than one node), so a caller that only reads the rows does not pay for the JSON.
 PlanFile plan_file_of(const PlanResult& r);
 
-/// Parses and checks a plan's structure alone: format/version (1 to 6), every layer's placement a permutation
+/// Parses and checks a plan's structure alone: format/version (1 to 7), every layer's placement a permutation
 /// of 0..E-1 with E % P == 0, topology valid, R x D non-empty cells, every sample exactly once, cell
 /// token sums <= C (from the plan's own lengths), row_count a multiple of topology.row_multiple
 /// ("<origin>: row_count 6 is not a multiple of topology.row_multiple 4"), score == metrics.routepack.score, and
