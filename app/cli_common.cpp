@@ -9,7 +9,9 @@
 #include "core/util/atomic_file.h"
 #include "core/util/errors.h"
 #include "core/util/input_file.h"
+#include "core/util/json.h"
 #include "core/util/text.h"
+#include "gpu/rewrite/request.h"
 #include "storage/library.h"
 
 #include <CLI/CLI.hpp>
@@ -205,6 +207,9 @@ void add_budget_flags(CLI::App& app, PlanCmd& c) {
         ->each([&c](const std::string&) { c.seed_given = true; }); // --seed "" is refused, not the default
     // Every budget with a flag, from the one table (core/plan/budget_table.h); integers through the
     // decimal reader, ranges checked by check_planner_budgets in run_planner.
+    app.add_option("--previous", c.previous,
+                   "the previous step's placement: a plan file or an expert map file (as rewrite --map reads); "
+                   "routepack's placement then starts there and pays for its moves");
     for (const BudgetRow& row : budget_table()) {
         if (!row.flag) continue;
         std::visit(
@@ -264,6 +269,62 @@ Topology load_plan_topology(const PlanCmd& c) {
     return t;
 }
 
+Placement read_previous_placement(const std::string& path, const ModelDescription& model, int ep_ranks) {
+    const std::string text = read_input_file(path, input_files::kExpertMap);
+    const std::string origin = util::printable(path);
+    bool is_plan = false;
+    try {
+        const nlohmann::json j = nlohmann::json::parse(text);
+        is_plan = j.is_object() && j.contains("format") && j["format"] == "routepack-plan";
+    } catch (const nlohmann::json::exception&) {
+        // not JSON: the map parser names the problem
+    }
+    const int L = model.num_moe_layers(), E = model.experts;
+    Placement pi;
+    if (is_plan) {
+        pi = gpu::parse_plan_text(text, origin).placement;
+    } else {
+        const gpu::ExpertMapFile map = gpu::parse_expert_map_text(text, origin);
+        const int rows = static_cast<int>(map.p2l.size());
+        std::vector<int> row_of(static_cast<std::size_t>(L), -1); // map row of each MoE layer index
+        if (!map.moe_layers.empty()) {
+            if (map.moe_layers != model.moe_layers)
+                throw InputError(origin + ": the previous placement has MoE layers " +
+                                 format_layer_list(map.moe_layers) + ", the window " +
+                                 format_layer_list(model.moe_layers));
+            for (int l = 0; l < L; ++l)
+                row_of[static_cast<std::size_t>(l)] = l;
+        } else if (rows == L) {
+            for (int l = 0; l < L; ++l)
+                row_of[static_cast<std::size_t>(l)] = l;
+        } else if (rows == model.num_hidden_layers) {
+            for (int l = 0; l < L; ++l)
+                row_of[static_cast<std::size_t>(l)] = model.moe_layers[static_cast<std::size_t>(l)];
+        } else {
+            throw InputError(origin + ": the previous placement has " + std::to_string(rows) +
+                             " rows; the window has " + std::to_string(L) + " MoE layers and " +
+                             std::to_string(model.num_hidden_layers) + " decoder layers");
+        }
+        pi.layers = L;
+        pi.experts = rows > 0 ? static_cast<int>(map.p2l.front().size()) : 0;
+        pi.ep_ranks = ep_ranks;
+        pi.slot.assign(static_cast<std::size_t>(L) * pi.experts, 0);
+        for (int l = 0; l < L; ++l) {
+            const auto& row = map.p2l[static_cast<std::size_t>(row_of[static_cast<std::size_t>(l)])];
+            for (int v = 0; v < static_cast<int>(row.size()); ++v)
+                pi.slot[static_cast<std::size_t>(l) * pi.experts + row[static_cast<std::size_t>(v)]] = v;
+        }
+    }
+    if (pi.experts != E)
+        throw InputError(origin + ": the previous placement has " + std::to_string(pi.experts) +
+                         " experts per layer, the window " + std::to_string(E));
+    if (pi.layers != L)
+        throw InputError(origin + ": the previous placement has " + std::to_string(pi.layers) +
+                         " MoE layers, the window " + std::to_string(L));
+    pi.ep_ranks = ep_ranks;
+    return pi;
+}
+
 PlanResult run_planner(const PlanCmd& c) {
     PlannerBudgets budgets = c.budgets;
     if (c.seed_given) budgets.seed = parse_seed(c.seed_text, c.command);
@@ -275,6 +336,7 @@ PlanResult run_planner(const PlanCmd& c) {
     // The planner's check, naming the file.
     check_topology_for_model(in.topology, in.window.model, topology_origin(c.topology));
     in.budgets = budgets;
+    if (!c.previous.empty()) in.previous = read_previous_placement(c.previous, in.window.model, in.topology.ep_ranks);
     catch_sigint();
     const bool tty = isatty(STDERR_FILENO) && !c.quiet;
     return plan_window(

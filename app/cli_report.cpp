@@ -3,6 +3,7 @@
 #include "app/cli_common.h"
 #include "core/model/route_counts.h"
 #include "core/plan/bound.h"
+#include "core/plan/plan_file.h"
 
 #include <nlohmann/json.hpp>
 
@@ -168,6 +169,14 @@ nlohmann::json compare_json(const PlanResult& r) {
                               {"mean", r.bound.mean},
                               {"sample", r.bound.sample},
                               {"gap", bound_gap(r.routepack.metrics.score.max_u, r.bound.value)}};
+    if (r.bound_any_placement.value > 0)
+        j["max_u_lower_bound_any_placement"] = {
+            {"value", r.bound_any_placement.value},
+            {"mean", r.bound_any_placement.mean},
+            {"sample", r.bound_any_placement.sample},
+            {"gap", bound_gap(r.routepack.metrics.score.max_u, r.bound_any_placement.value)}};
+    if (r.migration.has_previous) j["migration"] = nlohmann::json::parse(plan_migration_json(r));
+    if (!r.migration.note.empty()) j["migration_note"] = r.migration.note;
     j["routepack_vs_reorder"] = change(r.reorder.metrics, r.routepack.metrics);
     j["routepack_vs_baseline"] = change(r.baseline.metrics, r.routepack.metrics);
     j["routepack_vs_karmarkar_karp"] = change(r.karmarkar_karp.metrics, r.routepack.metrics);
@@ -202,6 +211,35 @@ std::string batch_rules_text(const PlanResult& r) {
     if (b.max_samples_per_cell) add("max_samples_per_cell " + std::to_string(b.max_samples_per_cell));
     if (b.oversize == Oversize::Alone) add("oversize alone");
     return out;
+}
+
+/// The moves from the previous placement (PlanMigration) in two or three lines, or the note saying
+/// why a budget or cost model was ignored.
+void print_migration(const PlanResult& r) {
+    const PlanMigration& m = r.migration;
+    if (!m.note.empty()) std::cout << "note: " << m.note << "\n";
+    if (!m.has_previous) return;
+    const MigrationFigures& f = m.figures;
+    const std::int64_t all = static_cast<std::int64_t>(m.previous.layers) * m.previous.experts;
+    std::cout << "experts moved from the previous placement " << m.previous_fingerprint << ": " << f.moved << " of "
+              << all << " (" << f.intra_moves << " within a node, " << f.inter_moves << " across nodes; budget "
+              << (m.max_moves >= 0 ? std::to_string(m.max_moves) : std::string("unlimited")) << "; objective "
+              << (m.costed ? "modelled step time" : "the paper's score") << ")\n";
+    if (m.cost.expert_bytes <= 0) {
+        std::cout << "  bytes and seconds unknown: the model's expert size is not known (give the topology a "
+                     "migration section with expert_parameters)\n";
+        return;
+    }
+    std::cout << "  " << fmt("%.3f", f.bytes / 1e9) << " GB moved (" << fmt("%.1f", m.cost.expert_bytes / 1e6)
+              << " MB per expert); busiest EP rank " << f.busiest_rank << ": "
+              << fmt("%.3f", f.busiest_intra_bytes / 1e9) << " GB in+out within its node, "
+              << fmt("%.3f", f.busiest_inter_bytes / 1e9) << " GB across nodes, materialization "
+              << fmt("%.4f", f.seconds) << " s\n";
+    std::cout << "  modelled step: compute " << fmt("%.4f", m.compute_seconds) << " s (seconds_per_U "
+              << fmt("%.4g", m.cost.seconds_per_U) << (m.seconds_per_U_derived ? ", derived" : ", given")
+              << ") + materialization " << fmt("%.4f", f.seconds)
+              << " s = " << fmt("%.4f", m.compute_seconds + f.seconds) << " s"
+              << (r.topology.has_migration ? "" : " (default cost model)") << "\n";
 }
 
 } // namespace
@@ -239,12 +277,19 @@ void print_comparison(const PlanResult& r) {
                   << fmt("%.3f", a.ep_balance_efficiency) << " -> " << fmt("%.3f", b.ep_balance_efficiency)
                   << "  attention " << pct(a.attention_sum, b.attention_sum) << "\n";
     };
-    std::cout << "lower bound on max_g U: " << fmt("%.4f", r.bound.value) << " (mean bound "
+    std::cout << "lower bound on max_g U at this placement: " << fmt("%.4f", r.bound.value) << " (mean bound "
               << fmt("%.4f", r.bound.mean) << ", largest sample " << fmt("%.4f", r.bound.sample) << "); routepack is "
               << fmt("%.2f%%", 100.0 * bound_gap(r.routepack.metrics.score.max_u, r.bound.value)) << " above it\n";
+    if (r.bound_any_placement.value > 0)
+        std::cout << "lower bound on max_g U over every placement: " << fmt("%.4f", r.bound_any_placement.value)
+                  << " (mean bound " << fmt("%.4f", r.bound_any_placement.mean) << ", largest sample "
+                  << fmt("%.4f", r.bound_any_placement.sample) << "); routepack is "
+                  << fmt("%.2f%%", 100.0 * bound_gap(r.routepack.metrics.score.max_u, r.bound_any_placement.value))
+                  << " above it\n";
     line("routepack vs reorder       ", r.reorder.metrics, r.routepack.metrics);
     line("routepack vs baseline      ", r.baseline.metrics, r.routepack.metrics);
     line("routepack vs karmarkar_karp", r.karmarkar_karp.metrics, r.routepack.metrics);
+    print_migration(r);
     if (r.comm.nodes > 1) {
         std::cout << "communication over " << r.comm.nodes
                   << " nodes (inter-node token copies, de-duplicated per node; "

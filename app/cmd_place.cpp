@@ -5,8 +5,10 @@
 
 #include "core/import/import.h"
 #include "core/model/topology.h"
+#include "core/plan/budget_table.h"
 #include "core/plan/expert_map.h"
 #include "core/plan/metrics.h"
+#include "core/plan/migration.h"
 #include "core/plan/placement.h"
 #include "core/util/errors.h"
 #include "core/util/input_file.h"
@@ -31,7 +33,8 @@ namespace {
 
 struct PlaceCmd {
     WindowSource src;
-    std::string loads, topology, format = "routepack", out;
+    std::string loads, topology, format = "routepack", out, previous;
+    std::int64_t max_moves = -1;
     int ep_ranks = 0;
     bool ep_ranks_given = false;
 };
@@ -107,12 +110,31 @@ int run_place(const PlaceCmd& c) {
                          " EP ranks");
     const PlacementComparison cmp = compare_placements(loads, L, E, P);
     const auto mi = rank_max_over_mean(cmp.rank_loads_identity, L, P);
-    const auto ml = rank_max_over_mean(cmp.rank_loads_lpt, L, P);
-    const std::string text = expert_map_json(cmp.lpt, model, format);
+    auto ml = rank_max_over_mean(cmp.rank_loads_lpt, L, P);
+    Placement placed = cmp.lpt;
+    std::optional<Placement> previous;
+    MigrationCost cost;
+    if (!c.previous.empty()) {
+        previous = read_previous_placement(c.previous, model, P);
+        MoveRequest rq;
+        rq.previous = &*previous;
+        rq.max_moves = c.max_moves;
+        if (topology && topology->has_migration) {
+            cost = resolve_migration_cost(*topology, model);
+            rq.cost = &cost;
+            rq.tokens_per_U = static_cast<double>(topology->token_cap) * topology->shards();
+        }
+        placed = place_from_previous(loads, cmp.lpt, rq).placement;
+        ml = rank_max_over_mean(rank_loads(loads, placed), L, P);
+    } else if (c.max_moves >= 0) {
+        std::cout << "note: no previous placement: --max-moves is ignored (the placement is LPT's)\n";
+    }
+    const std::string text = expert_map_json(placed, model, format);
     write_output(c.out, text, "expert map");
     std::cout << "placement of " << what << ": " << L << " MoE layers x " << E << " experts on " << P
-              << " EP ranks (LPT, Algorithm 1)\n";
-    std::printf("%7s %14s %14s\n", "layer", "identity max/mean", "LPT max/mean");
+              << (previous ? " EP ranks (from the previous placement, paying for its moves)\n"
+                           : " EP ranks (LPT, Algorithm 1)\n");
+    std::printf("%7s %14s %14s\n", "layer", "identity max/mean", previous ? "placed max/mean" : "LPT max/mean");
     double si = 0, sl = 0;
     for (std::size_t l = 0; l < mi.size(); ++l) {
         std::printf("%7d %17.4f %14.4f\n", model.moe_layers[l], mi[l], ml[l]);
@@ -123,6 +145,16 @@ int run_place(const PlaceCmd& c) {
     std::fflush(stdout);
     std::cout << "CV_global: identity " << fmt("%.4f", cmp.cv_identity) << " -> LPT " << fmt("%.4f", cmp.cv_lpt)
               << "\n";
+    if (previous) {
+        const MigrationFigures f = migration_figures(placed, *previous, cost);
+        std::cout << "experts moved from the previous placement: " << f.moved << " of "
+                  << static_cast<std::int64_t>(L) * E << " (budget "
+                  << (c.max_moves >= 0 ? std::to_string(c.max_moves) : std::string("unlimited")) << ")";
+        if (cost.expert_bytes > 0)
+            std::cout << ", " << fmt("%.3f", f.bytes / 1e9) << " GB, materialization " << fmt("%.4f", f.seconds)
+                      << " s (busiest EP rank " << f.busiest_rank << ")";
+        std::cout << "\n";
+    }
     std::cout << "expert map (" << c.format << ") written to " << c.out << "\n";
     return 0;
 }
@@ -144,6 +176,12 @@ Command register_place(CLI::App& app) {
                       "JSON [L][E] expert loads, or {\"loads\", \"moe_layers\", \"num_hidden_layers\"}");
     add_int_option(*place, "--ep-ranks", c->ep_ranks, "EP ranks P", 1, kMaxEpRanks, &c->ep_ranks_given);
     place->add_option("--topology", c->topology, "take P from a topology file or shipped name");
+    place->add_option("--previous", c->previous,
+                      "the previous step's placement (a plan file or an expert map file, as rewrite --map reads): "
+                      "the placement starts there and pays for its moves");
+    add_int_option(*place, "--max-moves", c->max_moves,
+                   "experts moved from --previous, summed over MoE layers, at most (default: unlimited)",
+                   std::int64_t{0}, kMaxMoves);
     place->add_option("--format", c->format, "routepack (default), sglang, vllm");
     place->add_option("--out", c->out, "expert map file to write")->required();
     return {place, [c] { return run_place(*c); }};

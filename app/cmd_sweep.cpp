@@ -1,6 +1,7 @@
 // `routepack sweep`: every window of a trace (a whole training run) planned on one topology, with
-// per-window costs, gains and placement churn (summarize_steps, core/plan/run_steps.h). The windows run in parallel
-// through the planner's plan_windows (one planner worker per window).
+// per-window costs, gains, placement churn and moved experts (summarize_steps, core/plan/run_steps.h). The
+// windows form a chain (plan_chain): each starts from the previous window's placement and pays for its
+// moves; the planner's workers run inside each window.
 #include "app/commands.h"
 
 #include "app/cli_int.h"
@@ -41,6 +42,7 @@ struct SweepCmd {
     std::string db, trace, windows = "*", out;
     bool out_given = false;
     std::int64_t expert_bytes = 0; ///< bytes one expert's parameters + optimizer state take per replica
+    bool frontier = false;         ///< --frontier: max_g U per step at the move budgets of kFrontierFractions
 };
 
 /// One window's planned result.
@@ -64,6 +66,13 @@ struct SweepLine {
     std::string plan_file;         ///< the plan's file in --out ("" without --out)
     std::int64_t churn_slots = -1; ///< summarize_steps' churn against the previous window (-1: the first)
     std::int64_t churn_bytes = -1; ///< churn_slots x --expert-bytes (-1: the first window, or no --expert-bytes)
+    /// Experts moved from the previous placement (the previous window's; for the first window the
+    /// identity or --previous), and their cost (PlanMigration); nullopt where the expert size is unknown.
+    std::int64_t moves = 0;
+    std::optional<double> migration_bytes, materialization_s, compute_s;
+    std::int64_t moves_total = 0;           ///< moves summed over this and the earlier windows
+    std::optional<double> modelled_s_total; ///< compute + materialization summed likewise
+    std::vector<FrontierPoint> frontier;    ///< --frontier: this step at every move budget (empty otherwise)
     /// More than one node: the communication methods' max_g U and each method's inter-node copies
     /// (methods() order; nullopt where not computed); comm_unavailable when the window has no routes.
     bool multi_node = false;
@@ -107,6 +116,16 @@ std::vector<SweepLine> sweep_lines(const std::vector<SweepRow>& rows, const std:
         l.run = run_ids[k];
         l.plan_file = plan_files[k];
         l.churn_slots = summary[k].churn_slots;
+        const PlanMigration& mg = p.migration;
+        l.moves = mg.figures.moved;
+        l.moves_total = l.moves + (k > 0 ? out[k - 1].moves_total : 0);
+        if (mg.cost.expert_bytes > 0) {
+            l.migration_bytes = mg.figures.bytes;
+            l.materialization_s = mg.figures.seconds;
+            l.compute_s = mg.compute_seconds;
+            const double prior = k > 0 && out[k - 1].modelled_s_total ? *out[k - 1].modelled_s_total : 0.0;
+            l.modelled_s_total = prior + mg.compute_seconds + mg.figures.seconds;
+        }
         if (l.churn_slots >= 0 && expert_bytes > 0) l.churn_bytes = l.churn_slots * expert_bytes;
         l.multi_node = p.comm.nodes > 1;
         if (!l.multi_node) continue;
@@ -141,7 +160,22 @@ nlohmann::json sweep_json(const std::vector<SweepLine>& lines) {
                             {"run", l.run},
                             {"plan_file", l.plan_file},
                             {"churn_slots", count(l.churn_slots)},
-                            {"churn_bytes", count(l.churn_bytes)}};
+                            {"churn_bytes", count(l.churn_bytes)},
+                            {"experts_moved", l.moves},
+                            {"migration_bytes", value(l.migration_bytes)},
+                            {"materialization_seconds", value(l.materialization_s)},
+                            {"compute_seconds", value(l.compute_s)},
+                            {"modelled_seconds", l.compute_s ? nlohmann::json(*l.compute_s + *l.materialization_s)
+                                                             : nlohmann::json(nullptr)},
+                            {"experts_moved_total", l.moves_total},
+                            {"modelled_seconds_total", value(l.modelled_s_total)}};
+        if (!l.frontier.empty()) {
+            nlohmann::json f = nlohmann::json::array();
+            for (const FrontierPoint& p : l.frontier)
+                f.push_back(
+                    {{"fraction", p.fraction}, {"max_moves", p.max_moves}, {"max_u", p.max_u}, {"moves", p.moves}});
+            o["frontier"] = std::move(f);
+        }
         // On more than one node: the communication methods' joint cost and every method's inter-node
         // copies (null with the reason when the window has no routes).
         if (l.multi_node) {
@@ -175,7 +209,9 @@ std::string sweep_csv(const std::vector<SweepLine>& lines) {
     csv << "window,samples,rows,certified,baseline,reorder,karmarkar_karp,routepack,routepack_vs_baseline_pct,"
            "routepack_vs_reorder_pct,lower_bound,planner_s,time_limit_hit,churn_slots,churn_bytes,run,grouter,"
            "routepack+comm,"
-           "routepack_inter_node_copies,grouter_inter_node_copies,routepack+comm_inter_node_copies\r\n";
+           "routepack_inter_node_copies,grouter_inter_node_copies,routepack+comm_inter_node_copies,experts_moved,"
+           "migration_bytes,materialization_seconds,compute_seconds,modelled_seconds,experts_moved_total,"
+           "modelled_seconds_total\r\n";
     for (const SweepLine& l : lines) {
         // Five empty fields on one node.
         const std::string comm = !l.multi_node
@@ -188,7 +224,10 @@ std::string sweep_csv(const std::vector<SweepLine>& lines) {
             << "," << fmt("%.17g", l.routepack) << "," << fmt("%.6f", l.vs_baseline_pct) << ","
             << fmt("%.6f", l.vs_reorder_pct) << "," << fmt("%.17g", l.lower_bound) << "," << fmt("%.6f", l.planner_s)
             << "," << (l.time_limit_hit ? 1 : 0) << "," << count(l.churn_slots) << "," << count(l.churn_bytes) << ","
-            << l.run << comm << "\r\n";
+            << l.run << comm << "," << l.moves << "," << cost(l.migration_bytes) << "," << cost(l.materialization_s)
+            << "," << cost(l.compute_s) << ","
+            << (l.compute_s ? fmt("%.17g", *l.compute_s + *l.materialization_s) : std::string()) << "," << l.moves_total
+            << "," << cost(l.modelled_s_total) << "\r\n";
     }
     return csv.str();
 }
@@ -196,16 +235,18 @@ std::string sweep_csv(const std::vector<SweepLine>& lines) {
 /// The printed table (without --json): one line per window, then the mean gain and the windows
 /// whose time limit fired.
 void print_sweep(const std::vector<SweepLine>& lines, const SweepCmd& c) {
-    std::cout << fmt_line("%-16s %7s %4s %11s %11s %11s %11s %9s %8s %7s", "window", "samples", "rows", "baseline",
-                          "reorder", "kk", "routepack", "vs base", "time_s", "churn")
+    std::cout << fmt_line("%-16s %7s %4s %11s %11s %11s %11s %9s %8s %7s %6s %9s", "window", "samples", "rows",
+                          "baseline", "reorder", "kk", "routepack", "vs base", "time_s", "churn", "moved", "migrate_s")
               << (c.expert_bytes > 0 ? "  churn bytes" : "") << "\n";
     double sum_gain = 0;
     for (const SweepLine& l : lines) {
         sum_gain += l.vs_baseline_pct;
-        std::cout << fmt_line("%-16s %7zu %4d %11.4f %11.4f %11.4f %11.4f %+8.2f%% %8.3f %7s",
+        std::cout << fmt_line("%-16s %7zu %4d %11.4f %11.4f %11.4f %11.4f %+8.2f%% %8.3f %7s %6lld %9s",
                               util::printable(l.window).c_str(), l.samples, l.rows, l.baseline, l.reorder,
                               l.karmarkar_karp, l.routepack, l.vs_baseline_pct, l.planner_s,
-                              l.churn_slots < 0 ? "-" : std::to_string(l.churn_slots).c_str())
+                              l.churn_slots < 0 ? "-" : std::to_string(l.churn_slots).c_str(),
+                              static_cast<long long>(l.moves),
+                              l.materialization_s ? fmt("%.4f", *l.materialization_s).c_str() : "-")
                   << (c.expert_bytes > 0 && l.churn_bytes >= 0 ? "  " + std::to_string(l.churn_bytes) : std::string())
                   << "\n";
     }
@@ -213,6 +254,30 @@ void print_sweep(const std::vector<SweepLine>& lines, const SweepCmd& c) {
               << "' planned and saved as runs " << lines.front().run << ".." << lines.back().run
               << "; mean routepack vs baseline " << fmt("%+.2f%%", sum_gain / static_cast<double>(lines.size()))
               << (c.out.empty() ? std::string() : "; written to " + c.out) << "\n";
+    const SweepLine& last = lines.back();
+    std::cout << "experts moved over the run: " << last.moves_total;
+    if (last.modelled_s_total) {
+        double compute = 0, migrate = 0;
+        for (const SweepLine& l : lines)
+            compute += l.compute_s.value_or(0), migrate += l.materialization_s.value_or(0);
+        std::cout << "; modelled time: compute " << fmt("%.4f", compute) << " s + materialization "
+                  << fmt("%.4f", migrate) << " s = " << fmt("%.4f", *last.modelled_s_total) << " s";
+    }
+    std::cout << "\n";
+    if (!last.frontier.empty()) {
+        std::cout << "frontier: routepack's max_g U within a move budget (% of the experts) from the previous "
+                     "step's placement\n"
+                  << fmt_line("%-16s", "window");
+        for (const FrontierPoint& p : last.frontier)
+            std::cout << fmt_line(" %10s", (fmt("%g", 100 * p.fraction) + "%").c_str());
+        std::cout << fmt_line(" %10s", "chain") << "\n";
+        for (const SweepLine& l : lines) {
+            std::cout << fmt_line("%-16s", util::printable(l.window).c_str());
+            for (const FrontierPoint& p : l.frontier)
+                std::cout << fmt_line(" %10.4f", p.max_u);
+            std::cout << fmt_line(" %10.4f", l.routepack) << "\n";
+        }
+    }
     std::string hit;
     int hits = 0;
     for (const SweepLine& l : lines)
@@ -299,11 +364,11 @@ void check_sweep_folder(const std::string& out, const std::vector<std::string>& 
 }
 
 /// Plans the windows matching `--windows` (a shell pattern, default every window) in natural name
-/// order. The windows run in parallel (plan_windows) on --threads workers (0 = all cores), one
-/// planner worker each, so every plan is the one `routepack plan --threads 1` gives for that window
-/// and seed. Each finished plan is saved as a run of its window; gains and churn come from
-/// summarize_steps (core/plan/run_steps.h), bytes = churn x --expert-bytes. Output: one line per
-/// window (or --json), and with --out DIR: DIR/sweep.csv, DIR/sweep.json and one
+/// order, as a chain (plan_chain): window k starts from window k-1's final placement, the first from
+/// --previous or the identity; each window is planned on --threads workers (0 = all cores), so every
+/// plan is the one `routepack plan --previous <previous plan>` gives for that window and seed. Each finished plan is
+/// saved as a run of its window; gains and churn come from summarize_steps (core/plan/run_steps.h), bytes = churn x
+/// --expert-bytes. Output: one line per window (or --json), and with --out DIR: DIR/sweep.csv, DIR/sweep.json and one
 /// DIR/<window>.plan.json per window (plan_file_names, recorded as plan_file).
 int run_sweep(const SweepCmd& c) {
     catch_sigint(); // before anything is created: a signal from here on stops the sweep cleanly
@@ -342,15 +407,15 @@ int run_sweep(const SweepCmd& c) {
         inputs[k].window_name = names[k];
         inputs[k].topology = topology;
         inputs[k].budgets = budgets;
-        inputs[k].budgets.workers = 1;
     }
+    if (!c.plan.previous.empty())
+        inputs.front().previous = read_previous_placement(c.plan.previous, trace.model, topology.ep_ranks);
     std::atomic<bool>& cancel = sigint_flag();
     std::vector<SweepRow> rows(names.size());
     std::atomic<std::size_t> done{0};
     const bool tty = isatty(STDERR_FILENO) && !c.plan.quiet;
-    // The planner owns the threads: plan_windows runs the windows on --threads workers, one planner
-    // worker each.
-    auto planned = plan_windows(
+    // The planner owns the threads: plan_chain runs the windows in order, each on --threads workers.
+    auto planned = plan_chain(
         inputs, budgets.workers,
         [&](std::size_t) {
             const std::size_t n = ++done;
@@ -372,6 +437,19 @@ int run_sweep(const SweepCmd& c) {
     }
     for (std::size_t k = 0; k < names.size(); ++k)
         if (!errors[k].empty()) throw InputError("sweep: window '" + util::printable(names[k]) + "': " + errors[k]);
+    std::vector<std::vector<FrontierPoint>> frontier;
+    if (c.frontier) {
+        // Each step from the placement the chain gave it: the first from --previous or the identity.
+        for (std::size_t k = 0; k < names.size(); ++k)
+            inputs[k].previous = k > 0 ? rows[k - 1].plan.placement.routepack
+                                       : inputs[0].previous.value_or(identity_placement(
+                                             trace.model.num_moe_layers(), trace.model.experts, topology.ep_ranks));
+        frontier = move_frontier(inputs, budgets.workers, &cancel);
+        if (cancel.load()) {
+            std::cerr << "routepack: sweep interrupted: no run was saved and nothing was written\n";
+            return 130;
+        }
+    }
     std::vector<const PlanResult*> results;
     for (const auto& r : rows)
         results.push_back(&r.plan);
@@ -381,6 +459,8 @@ int run_sweep(const SweepCmd& c) {
     auto tables = [&](const std::vector<std::int64_t>& run_ids) {
         lines = sweep_lines(rows, run_ids, c.out.empty() ? std::vector<std::string>(rows.size()) : plan_files,
                             c.expert_bytes);
+        for (std::size_t k = 0; k < frontier.size(); ++k)
+            lines[k].frontier = frontier[k];
         if (out_folder) {
             out_folder->write("sweep.json", sweep_json(lines).dump(2) + "\n", "sweep table");
             std::string text = sweep_csv(lines);
@@ -426,6 +506,9 @@ Command register_sweep(CLI::App& app) {
                    "bytes of one expert's parameters plus optimizer state per replica (churn in bytes)");
     add_budget_flags(*sweep, c->plan);
     sweep->add_flag("--json", c->plan.json, "print the table as JSON");
+    sweep->add_flag("--frontier", c->frontier,
+                    "also plan every step from the chain's previous placement within move budgets of 0, 1, 2, 5, "
+                    "10, 25, 50 and 100% of the experts, and report max_g U at each (the steps' frontier)");
     sweep->add_flag("--quiet", c->plan.quiet, "no progress on stderr");
     return {sweep, [c] { return run_sweep(*c); }};
 }

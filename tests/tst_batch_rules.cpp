@@ -467,7 +467,7 @@ private Q_SLOTS:
         const std::string text = plan_to_json(r);
         const PlanFile f = parse_plan(text, "plan.json");
         QVERIFY(f.topology.batch == b);
-        QCOMPARE(nlohmann::json::parse(text)["version"].get<int>(), 7);
+        QCOMPARE(nlohmann::json::parse(text)["version"].get<int>(), 8);
         QCOMPARE(QString::fromStdString(rescore_plan(f, in.window)), QString());
     }
 

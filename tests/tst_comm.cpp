@@ -729,7 +729,7 @@ private Q_SLOTS:
             QCOMPARE(fn.comm.note, std::string(kCommUnavailable));
             QCOMPARE(test::plan_file_difference(plan_file_of(nr), fn), std::string());
         }
-        QCOMPARE(f.version, 7);
+        QCOMPARE(f.version, 8);
         QCOMPARE(f.comm.nodes, 2);
         QVERIFY(f.comm.available && f.comm.has_grouter && f.comm.has_comm_method);
         QCOMPARE(f.comm.comm_layout, r.comm.routepack_comm->layout);

@@ -182,6 +182,8 @@ private Q_SLOTS:
     void comparePlacementsHand();
     void physicalToLogicalInverse();
     void rankMaxOverMeanHand();
+    void slotChangesHand();
+    void slotChangesRandomInvariants();
     void movesHand();
     void movesRandomInvariants();
     void movesErrors();
@@ -603,29 +605,29 @@ void TestPlacement::rankMaxOverMeanHand() {
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, rank_max_over_mean(std::vector<std::uint64_t>{1, 2, 3}, 1, 2));
 }
 
-void TestPlacement::movesHand() {
+void TestPlacement::slotChangesHand() {
     // E = 4, P = 2, two layers. Previous: identity. Next layer 0: logical -> slot (1, 0, 2, 3), i.e.
     // experts 0 and 1 swap slots: slot 0 now holds e1 (was in slot 1), slot 1 holds e0 (was in 0).
     // Next layer 1: identity (nothing moves).
     const Placement prev = identity_placement(2, 4, 2);
     Placement next = prev;
     next.slot = {1, 0, 2, 3, 0, 1, 2, 3};
-    const auto m = placement_moves(next, prev);
+    const auto m = placement_slot_changes(next, prev);
     QCOMPARE(m.size(), std::size_t{2});
     QCOMPARE(m[0], (std::vector<SlotMove>{{0, 1, 1, 0}, {1, 0, 0, 1}}));
     QVERIFY(m[1].empty());
     // A 3-cycle on layer 1: logical -> slot (2, 0, 1, 3): slot 0 holds e1 (was slot 1), slot 1 holds
     // e2 (was slot 2), slot 2 holds e0 (was slot 0); slot 3 keeps e3.
     next.slot = {0, 1, 2, 3, 2, 0, 1, 3};
-    const auto c = placement_moves(next, prev);
+    const auto c = placement_slot_changes(next, prev);
     QVERIFY(c[0].empty());
     QCOMPARE(c[1], (std::vector<SlotMove>{{0, 1, 1, 0}, {1, 2, 2, 1}, {2, 0, 0, 2}}));
     // Nothing moves between a placement and itself.
-    for (const auto& layer : placement_moves(next, next))
+    for (const auto& layer : placement_slot_changes(next, next))
         QVERIFY(layer.empty());
 }
 
-void TestPlacement::movesRandomInvariants() {
+void TestPlacement::slotChangesRandomInvariants() {
     std::mt19937_64 rng(11);
     for (int round = 0; round < 20; ++round) {
         const int L = 1 + static_cast<int>(rng() % 4), P = 1 + static_cast<int>(rng() % 4);
@@ -636,7 +638,7 @@ void TestPlacement::movesRandomInvariants() {
         for (auto& v : b)
             v = rng() % 50;
         const Placement pa = lpt_placement(a, L, E, P), pb = lpt_placement(b, L, E, P);
-        const auto m = placement_moves(pb, pa);
+        const auto m = placement_slot_changes(pb, pa);
         const auto now = physical_to_logical(pb), before = physical_to_logical(pa);
         for (int l = 0; l < L; ++l) {
             // Exactly the slots that differ, ascending; applying the moves to `before` gives `now`.
@@ -658,6 +660,62 @@ void TestPlacement::movesRandomInvariants() {
     }
 }
 
+void TestPlacement::movesHand() {
+    // E = 6, P = 3 (H = 2), one layer. Previous: identity (rank 0: e0 e1, rank 1: e2 e3, rank 2: e4 e5).
+    // Next: e0 and e1 trade slots (same rank: no move), e2 goes to rank 2 and e4 to rank 1.
+    const Placement prev = identity_placement(1, 6, 3);
+    Placement next = prev;
+    next.slot = {1, 0, 4, 3, 2, 5};
+    QCOMPARE(placement_moves(next, prev)[0], (std::vector<ExpertMove>{{2, 1, 2, 2, 4}, {4, 2, 1, 4, 2}}));
+    QCOMPARE(moved_experts(next, prev), std::int64_t{2});
+    QCOMPARE(placement_slot_changes(next, prev)[0].size(), std::size_t{4});
+    // Keeping the previous slots: e0, e1, e3, e5 stay where they were; e4 takes e2's old slot 2 on
+    // rank 1 and e2 takes e4's old slot 4 on rank 2. The moves are the same, the slot changes only
+    // those of the moved experts.
+    const Placement kept = keep_previous_slots(next, prev);
+    QCOMPARE(kept.slot, (std::vector<int>{0, 1, 4, 3, 2, 5}));
+    QCOMPARE(placement_moves(kept, prev), placement_moves(next, prev));
+    QCOMPARE(placement_slot_changes(kept, prev)[0].size(), std::size_t{2});
+    // A rank-preserving placement becomes the previous one, slot for slot.
+    Placement shuffled = prev;
+    shuffled.slot = {1, 0, 3, 2, 5, 4};
+    QCOMPARE(moved_experts(shuffled, prev), std::int64_t{0});
+    QCOMPARE(keep_previous_slots(shuffled, prev), prev);
+}
+
+void TestPlacement::movesRandomInvariants() {
+    std::mt19937_64 rng(12);
+    for (int round = 0; round < 20; ++round) {
+        const int L = 1 + static_cast<int>(rng() % 4), P = 1 + static_cast<int>(rng() % 4);
+        const int E = P * (1 + static_cast<int>(rng() % 5));
+        std::vector<std::uint64_t> a(static_cast<std::size_t>(L) * E), b(a.size());
+        for (auto& v : a)
+            v = rng() % 50;
+        for (auto& v : b)
+            v = rng() % 50;
+        const Placement pa = lpt_placement(a, L, E, P), pb = lpt_placement(b, L, E, P);
+        const Placement kept = keep_previous_slots(pb, pa);
+        // Brute force: an expert moves when the rank holding it differs; keeping slots changes no rank
+        // and leaves every non-moved expert in its previous slot.
+        std::int64_t moved = 0;
+        for (int l = 0; l < L; ++l)
+            for (int e = 0; e < E; ++e) {
+                const int H = E / P;
+                const bool moves = pb.slot[l * E + e] / H != pa.slot[l * E + e] / H;
+                moved += moves ? 1 : 0;
+                QCOMPARE(kept.slot[l * E + e] / H, pb.slot[l * E + e] / H);
+                if (!moves) QCOMPARE(kept.slot[l * E + e], pa.slot[l * E + e]);
+            }
+        QCOMPARE(moved_experts(pb, pa), moved);
+        QCOMPARE(moved_experts(kept, pa), moved);
+        std::int64_t listed = 0;
+        for (const auto& layer : placement_moves(pb, pa))
+            listed += static_cast<std::int64_t>(layer.size());
+        QCOMPARE(listed, moved);
+        QCOMPARE(physical_to_logical(kept).size(), kept.slot.size()); // still a permutation
+    }
+}
+
 void TestPlacement::movesErrors() {
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
                              placement_moves(identity_placement(2, 4, 2), identity_placement(1, 4, 2)));
@@ -672,6 +730,9 @@ void TestPlacement::movesErrors() {
     Placement bad = identity_placement(1, 4, 2);
     bad.slot[0] = 1; // two experts in slot 1
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, placement_moves(bad, identity_placement(1, 4, 2)));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, placement_slot_changes(bad, identity_placement(1, 4, 2)));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, keep_previous_slots(bad, identity_placement(1, 4, 2)));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, moved_experts(bad, identity_placement(1, 4, 2)));
 }
 
 void TestPlacement::routeCountsHand() {

@@ -189,7 +189,7 @@ private Q_SLOTS:
             << "t.json: unknown field 'gpus_per_nod' (known: ep_ranks, dp_slots, token_cap, experts_per_layer, "
                "min_rows, row_multiple, gpus_per_node, ep_rank_nodes, dp_slot_nodes, comm_weight, "
                "comm_load_tolerance, edp_shards, attention_stages, samples_per_dp_slot, samples_per_cell, "
-               "max_samples_per_cell, oversize)";
+               "max_samples_per_cell, oversize, migration)";
         QTest::newRow("comm_weight a list")
             << R"({"ep_ranks": 2, "dp_slots": 2, "token_cap": 10, "comm_weight": [[1]], )" + st + "}"
             << "t.json: comm_weight is a list, not a number in [0, 1e+06]";
@@ -533,12 +533,17 @@ private Q_SLOTS:
         const auto table = budget_table();
         QVERIFY(table.size() >= 19);
         const nlohmann::json written = nlohmann::json::parse(planner_budgets_to_json(PlannerBudgets{}));
-        QCOMPARE(written.size(), table.size() + 1); // + "seed"
+        // Every row but those not set by default (max_moves: -1, unlimited, not written), + "seed".
+        std::size_t unset = 0;
+        for (const BudgetRow& row : table)
+            unset += row.unset_below_zero && routepack::budget_int(row, PlannerBudgets{}) < 0 ? 1 : 0;
+        QCOMPARE(unset, std::size_t{1});
+        QCOMPARE(written.size(), table.size() - unset + 1);
         std::set<std::string> keys, flags, labels;
         for (const BudgetRow& row : table) {
             const std::string key = row.key;
             QVERIFY2(keys.insert(key).second, row.key);
-            QVERIFY2(written.contains(key), row.key);
+            QVERIFY2(written.contains(key) || row.unset_below_zero, row.key);
             QVERIFY2(!row.flag || flags.insert(row.flag).second, row.key);
             QVERIFY2(labels.insert(row.label).second, row.key);
             QVERIFY2(std::string(row.help).size() > 5, row.key);
@@ -912,7 +917,7 @@ private Q_SLOTS:
         // Schema fields the training job relies on.
         const auto j = nlohmann::json::parse(text);
         QCOMPARE(j["format"].get<std::string>(), std::string("routepack-plan"));
-        QCOMPARE(j["version"].get<int>(), 7);
+        QCOMPARE(j["version"].get<int>(), 8);
         QVERIFY(j["communication"].is_null()); // one node: no communication section
         QCOMPARE(j["planner"]["budgets"]["placement_rounds"].get<int>(), 2);
         QCOMPARE(j["planner"]["placement_refinement"]["refined"].get<bool>(), r.placement_refined());
@@ -928,7 +933,7 @@ private Q_SLOTS:
         QCOMPARE(j["max_u_lower_bound"]["sample"].get<double>(), want.sample);
         QCOMPARE(j["max_u_lower_bound"]["gap"].get<double>(), r.routepack.metrics.score.max_u / want.value - 1.0);
         QVERIFY(want.value > 0 && want.value <= r.routepack.metrics.score.max_u);
-        QCOMPARE(f.version, 7);
+        QCOMPARE(f.version, 8);
         QVERIFY(f.has_bound);
         QCOMPARE(f.bound.value, want.value);
         {
@@ -974,15 +979,15 @@ private Q_SLOTS:
             QCOMPARE(three.topology.row_multiple, 1);
             QCOMPARE(three.layout, f.layout);
             QCOMPARE(rescore_plan(three, in.window), std::string());
-            auto v8 = j;
-            v8["version"] = 8;
+            auto v9 = j;
+            v9["version"] = 9;
             QCOMPARE(
-                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v8.dump(), "p.json"); })),
-                QStringLiteral("p.json: plan version 8 is not supported (expected 1 to 7)"));
-            v8["version"] = 0;
+                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v9.dump(), "p.json"); })),
+                QStringLiteral("p.json: plan version 9 is not supported (expected 1 to 8)"));
+            v9["version"] = 0;
             QCOMPARE(
-                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v8.dump(), "p.json"); })),
-                QStringLiteral("p.json: plan version 0 is not supported (expected 1 to 7)"));
+                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v9.dump(), "p.json"); })),
+                QStringLiteral("p.json: plan version 0 is not supported (expected 1 to 8)"));
             // Version 6's placement_refinement: present, typed, consistent, and (rescored) telling the
             // truth about whether the placement is the window's LPT placement.
             auto pr = j;

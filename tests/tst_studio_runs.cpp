@@ -158,10 +158,12 @@ private Q_SLOTS:
             for (std::size_t v = 0; v < p.placement.lpt.slot.size(); ++v)
                 changed += p.placement.lpt.slot[v] != plans_[k - 1].placement.lpt.slot[v] ? 1 : 0;
             std::int64_t moves = 0;
-            for (const auto& layer : placement_moves(p.placement.lpt, plans_[k - 1].placement.lpt))
+            for (const auto& layer : placement_slot_changes(p.placement.lpt, plans_[k - 1].placement.lpt))
                 moves += static_cast<std::int64_t>(layer.size());
             QCOMPARE(st.churn, moves);
             QCOMPARE(st.churn, changed);
+            // Experts moved: those on another EP rank than at the previous step (placement_moves).
+            QCOMPARE(st.moves, moved_experts(p.placement.lpt, plans_[k - 1].placement.lpt));
             QCOMPARE(st.previous, plans_[k - 1].window_name);
         }
         // The histogram holds every step once, in bins of a round width covering the gains.
@@ -234,6 +236,8 @@ private Q_SLOTS:
         QCOMPARE(rv->churnSet()->count(), 3);
         QCOMPARE(rv->churnSet()->at(0), 0.0);
         QCOMPARE(rv->churnSet()->at(2), static_cast<double>(s->steps[2].churn));
+        QCOMPARE(rv->movesSet()->count(), 3);
+        QCOMPARE(rv->movesSet()->at(2), static_cast<double>(s->steps[2].moves));
         QCOMPARE(rv->gainSet()->count(), static_cast<int>(rv->gainBins().size()));
         // Tooltips give the exact values.
         const QString tip = rv->stepToolTip(1);

@@ -32,6 +32,7 @@ void summarize(RunSeries& s, const std::vector<Placement>& placements, const std
         RunStep& st = s.steps[k];
         st.gain_pct = sum[k].gain_pct;
         st.churn = sum[k].churn_slots;
+        st.moves = sum[k].moves;
         st.churn_layer_slots = sum[k].churn_layer_slots;
         const auto l = static_cast<std::size_t>(sum[k].churn_layer);
         st.churn_layer = sum[k].churn_layer < 0 ? -1 : l < moe_layers.size() ? moe_layers[l] : sum[k].churn_layer;

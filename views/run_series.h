@@ -42,8 +42,11 @@ struct RunStep {
     double planner_s = 0;   ///< the run's planner time ("total" timing), seconds
     std::string previous;   ///< window of the previous step ("" for the first step)
     /// Physical slots whose logical expert changes against the previous step's placement, summed
-    /// over MoE layers (placement_moves); -1 for the first step.
+    /// over MoE layers (placement_slot_changes); -1 for the first step.
     std::int64_t churn = -1;
+    /// Experts moved: experts on another EP rank than at the previous step, summed over MoE layers
+    /// (placement_moves, summarize_steps); -1 for the first step.
+    std::int64_t moves = -1;
     /// The MoE layer (its decoder layer number, ModelDescription::moe_layers) with the most changed
     /// slots, the first on ties (-1: nothing changed or first step).
     int churn_layer = -1;

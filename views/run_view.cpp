@@ -183,7 +183,7 @@ void RunView::showEmpty(const QString& text) {
         clearChart(v->chart());
     for (auto& s : cost_)
         s = nullptr;
-    churnSet_ = gainSet_ = nullptr;
+    churnSet_ = gainSet_ = movesSet_ = nullptr;
     empty_->setText(text);
     heading_->setText(trace_.isEmpty() ? tr("<b>Run</b>") : tr("<b>Run of trace %1</b>").arg(trace_.toHtmlEscaped()));
     topologyLabel_->setVisible(false);
@@ -315,15 +315,18 @@ void RunView::rebuild() {
     c = churnView_->chart();
     clearChart(c);
     auto* churn = new QBarSeries;
+    movesSet_ = new QBarSet(tr("experts moved"));
     churnSet_ = new QBarSet(tr("changed slots"));
     churnSet_->setColor(kChurnColour);
     churnSet_->setBorderColor(kChurnColour);
     std::int64_t most = 0, total = 0;
     for (const auto& st : s->steps) {
+        movesSet_->append(static_cast<double>(std::max<std::int64_t>(0, st.moves)));
         churnSet_->append(static_cast<double>(std::max<std::int64_t>(0, st.churn)));
-        most = std::max(most, st.churn);
+        most = std::max({most, st.churn, st.moves});
         total += std::max<std::int64_t>(0, st.churn);
     }
+    churn->append(movesSet_);
     churn->append(churnSet_);
     churn->setBarWidth(0.6);
     c->addSeries(churn);
@@ -331,7 +334,7 @@ void RunView::rebuild() {
         tr("step (0 = %1)").arg(fm.elidedText(QString::fromStdString(s->steps.front().window), Qt::ElideLeft, 120)),
         false);
     y = new QValueAxis;
-    y->setTitleText(tr("experts changing slot"));
+    y->setTitleText(tr("experts moved / changing slot"));
     y->setLabelFormat(QStringLiteral("%d"));
     y->setRange(0, most > 0 ? static_cast<double>(most) * 1.1 : 1);
     y->applyNiceNumbers();
@@ -339,8 +342,9 @@ void RunView::rebuild() {
     c->addAxis(y, Qt::AlignLeft);
     churn->attachAxis(x);
     churn->attachAxis(y);
-    c->setTitle(tr("Churn vs the previous step (of %1 slots)").arg(s->slots));
-    c->legend()->setVisible(false);
+    c->setTitle(
+        tr("Experts moved (to another EP rank) and slots changed vs the previous step (of %1 slots)").arg(s->slots));
+    c->legend()->setVisible(true);
     styleChart(c, palette());
 
     // Distribution of the gains.
@@ -449,6 +453,7 @@ QString RunView::stepToolTip(int k) const {
                    .arg(st.churn_layer >= 0
                             ? tr("; most in MoE layer %1 (%2)").arg(st.churn_layer).arg(st.churn_layer_slots)
                             : QString());
+    if (st.moves >= 0) tip += tr("<br>experts moved to another EP rank: %1").arg(st.moves);
     tip += tr("<br>planner time %1 s").arg(st.planner_s, 0, 'f', 3);
     return tip;
 }

@@ -83,6 +83,8 @@ public:
     QLineSeries* costSeries(routepack::Method m) const;
     /// Bars of the churn chart (one per step; the first step's is 0) and of the gain histogram.
     QBarSet* churnSet() const { return churnSet_; }
+    /// Bars of the experts moved (placement_moves) per step, beside the churn (the first step's is 0).
+    QBarSet* movesSet() const { return movesSet_; }
     QBarSet* gainSet() const { return gainSet_; }
     /// The gain histogram's bins (gain_histogram of the shown series).
     const std::vector<GainBin>& gainBins() const { return bins_; }
@@ -119,6 +121,7 @@ private:
     QChartView* churnView_ = nullptr;
     routepack::PerMethod<QLineSeries*> cost_;
     QBarSet* churnSet_ = nullptr;
+    QBarSet* movesSet_ = nullptr;
     QBarSet* gainSet_ = nullptr;
 };
 

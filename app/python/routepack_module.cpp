@@ -174,13 +174,26 @@ py::array_t<std::int64_t> layer_matrix(const std::vector<int>& v, int L, int E) 
     return out;
 }
 
-py::list moves_list(const Placement& next, const Placement& previous) {
-    const auto moves = placement_moves(next, previous);
+py::list slot_changes_list(const Placement& next, const Placement& previous) {
+    const auto moves = placement_slot_changes(next, previous);
     py::list out;
     for (const auto& layer : moves) {
         py::list l;
         for (const auto& m : layer)
             l.append(py::make_tuple(m.slot, m.expert, m.from_slot, m.previous_expert));
+        out.append(std::move(l));
+    }
+    return out;
+}
+
+/// The moves (experts on another EP rank) per MoE layer index as lists of (expert, from_rank,
+/// to_rank, from_slot, to_slot) tuples.
+py::list moves_list(const Placement& next, const Placement& previous) {
+    py::list out;
+    for (const auto& layer : placement_moves(next, previous)) {
+        py::list l;
+        for (const ExpertMove& m : layer)
+            l.append(py::make_tuple(m.expert, m.from_rank, m.to_rank, m.from_slot, m.to_slot));
         out.append(std::move(l));
     }
     return out;
@@ -398,12 +411,45 @@ struct PyWindow {
 /// thread (returning False cancels), Ctrl-C stops it and propagates; the plan or the planner's error.
 PyPlan run_plan_input(PlanInput in, const py::object& progress);
 
+/// The previous placement of plan(..., previous=) / place(..., previous=) for L MoE layers x E experts
+/// on P EP ranks: a Plan (its placement), a Placement, or an integer [L, E] logical -> slot matrix (the
+/// package converts expert map files and dicts to it). None: no previous placement. ValueError when
+/// the shape differs or a row is not a permutation.
+std::optional<Placement> previous_of(const py::object& obj, int L, int E, int P) {
+    if (obj.is_none()) return std::nullopt;
+    Placement pi;
+    if (py::isinstance<PyPlacement>(obj) || py::isinstance<PyPlan>(obj)) {
+        pi = placement_of(obj);
+    } else {
+        const py::array a = as_array(obj, "previous");
+        if (a.ndim() != 2)
+            value_error("previous must be a Plan, a Placement or an [L, E] map (got shape " + shape_text(a) + ")");
+        const auto v = load_values(a, "previous");
+        pi.layers = static_cast<int>(a.shape(0));
+        pi.experts = static_cast<int>(a.shape(1));
+        for (const std::uint64_t x : v)
+            pi.slot.push_back(x < static_cast<std::uint64_t>(pi.experts) ? static_cast<int>(x) : -1);
+    }
+    pi.ep_ranks = P;
+    if (pi.layers != L || pi.experts != E)
+        value_error("previous placement has " + std::to_string(pi.layers) + " MoE layers x " +
+                    std::to_string(pi.experts) + " experts; the window has " + std::to_string(L) + " x " +
+                    std::to_string(E));
+    try {
+        physical_to_logical(pi);
+    } catch (const std::invalid_argument& e) {
+        value_error(std::string("previous placement: ") + e.what());
+    }
+    return pi;
+}
+
 /// One window planned with the arguments of plan() (budgets dict, seed, workers, time limit, progress:
 /// checked by check_plan_args and make_budgets), through run_plan_input.
 PyPlan plan_trace(Trace window, const std::string& trace_name, const std::string& window_name, const Topology& topology,
                   const py::object& seed, int workers, double time_limit_s, const py::object& budgets,
-                  const py::object& progress) {
+                  const py::object& progress, const py::object& previous) {
     PlanInput in;
+    in.previous = previous_of(previous, window.model.num_moe_layers(), window.model.experts, topology.ep_ranks);
     in.window = std::move(window);
     in.trace_name = trace_name;
     in.window_name = window_name;
@@ -428,7 +474,8 @@ PyPlan run_plan(const py::object& lengths, const py::object& counts, const Topol
                 const py::object& moe_layers, const py::object& seed, const py::object& workers,
                 const py::object& time_limit_s, const py::object& budgets, const py::object& progress,
                 const py::object& top_k, const py::object& num_hidden_layers, const py::object& sample_ids,
-                const py::object& trace_name, const py::object& window_name, const py::object& model_name) {
+                const py::object& trace_name, const py::object& window_name, const py::object& model_name,
+                const py::object& previous) {
     const int w = py_int(workers, "workers");
     const double limit = py_float(time_limit_s, "time_limit_s");
     check_plan_args(w, limit, progress);
@@ -436,18 +483,19 @@ PyPlan run_plan(const py::object& lengths, const py::object& counts, const Topol
                                   py_opt_int(num_hidden_layers, "num_hidden_layers"), sample_ids,
                                   py_utf8(model_name, "model_name")),
                       py_utf8(trace_name, "trace_name"), py_utf8(window_name, "window_name"), topology, seed, w, limit,
-                      budgets, progress);
+                      budgets, progress, previous);
 }
 
 /// plan_window: a library window planned as `routepack plan --db` plans it, its per-token routes
 /// included (Library.load reads them), so on more than one node the plan has the communication
 /// figures and the grouter / routepack+comm methods. Argument errors as run_plan.
 PyPlan run_plan_window(const PyWindow& w, const Topology& topology, const py::object& seed, const py::object& workers,
-                       const py::object& time_limit_s, const py::object& budgets, const py::object& progress) {
+                       const py::object& time_limit_s, const py::object& budgets, const py::object& progress,
+                       const py::object& previous) {
     const int n = py_int(workers, "workers");
     const double limit = py_float(time_limit_s, "time_limit_s");
     check_plan_args(n, limit, progress);
-    return plan_trace(*w.trace, w.trace_name, w.window_name, topology, seed, n, limit, budgets, progress);
+    return plan_trace(*w.trace, w.trace_name, w.window_name, topology, seed, n, limit, budgets, progress, previous);
 }
 
 PyPlan run_plan_input(PlanInput in, const py::object& progress) {
@@ -784,6 +832,14 @@ logical expert e at MoE layer index l; slot v is on EP rank v // (E / P).)doc")
         .def(
             "moves", [](const PyPlacement& p, const py::object& prev) { return moves_list(p.pi, placement_of(prev)); },
             py::arg("previous"), R"doc(
+The experts moved from `previous` (a Placement or Plan of the same shape) to this one: the logical
+experts whose EP rank changes, per MoE layer index: [L] lists of (expert, from_rank, to_rank,
+from_slot, to_slot) tuples, ascending expert. Their state (weights, master weights, both Adam
+moments, FP8 scales) crosses GPUs before the step starts.)doc")
+        .def(
+            "slot_changes",
+            [](const PyPlacement& p, const py::object& prev) { return slot_changes_list(p.pi, placement_of(prev)); },
+            py::arg("previous"), R"doc(
 The slots whose expert changes from `previous` (a Placement or Plan of the same shape) to this one,
 per MoE layer index: [L] lists of (slot, expert, from_slot, previous_expert) tuples, ascending slot.
 Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scales) from
@@ -842,7 +898,7 @@ void bind_placement_functions(py::module_& m) {
     m.def(
         "_place",
         [](const py::object& loads, const py::object& ep_ranks_obj, const py::object& moe_layers_obj,
-           const py::object& num_hidden_layers_obj) {
+           const py::object& num_hidden_layers_obj, const py::object& previous_obj, const py::object& max_moves_obj) {
             const int ep_ranks = py_int(ep_ranks_obj, "ep_ranks");
             std::optional<std::vector<int>> moe_layers;
             if (!moe_layers_obj.is_none()) moe_layers = py_int_list(moe_layers_obj, "moe_layers");
@@ -873,13 +929,22 @@ void bind_placement_functions(py::module_& m) {
                 check_sum_fits(std::span(v).subspan(static_cast<std::size_t>(l) * E, E), [&](const std::string& total) {
                     return "loads: layer " + std::to_string(l) + " sums to " + total;
                 });
+            const std::optional<Placement> previous = previous_of(previous_obj, L, E, ep_ranks);
+            const std::int64_t max_moves =
+                max_moves_obj.is_none() ? -1 : py_int_in(max_moves_obj, "max_moves", 0, kMaxMoves);
             py::gil_scoped_release release;
             // The LPT side of the placement comparison the planner, `routepack place` and the studio make.
             p.pi = compare_placements(v, L, E, ep_ranks).lpt;
+            if (previous) {
+                MoveRequest rq;
+                rq.previous = &*previous;
+                rq.max_moves = max_moves;
+                p.pi = place_from_previous(v, p.pi, rq).placement;
+            }
             return p;
         },
         py::arg("loads"), py::arg("ep_ranks"), py::arg("moe_layers") = py::none(),
-        py::arg("num_hidden_layers") = py::none());
+        py::arg("num_hidden_layers") = py::none(), py::arg("previous") = py::none(), py::arg("max_moves") = py::none());
 
     m.def("_identity", [](const py::object& layers_obj, const py::object& experts_obj, const py::object& ep_ranks_obj,
                           const py::object& moe_layers_obj, const py::object& num_hidden_layers_obj) {
@@ -913,6 +978,24 @@ void bind_placement_functions(py::module_& m) {
 /// The Plan class: the plan file's rows, metrics, placement and maps.
 void bind_plan(py::module_& m) {
     py::class_<PyPlan>(m, "Plan", "A RoutePack plan (the plan file's content; see routepack.Plan in the package).")
+        .def_property_readonly(
+            "_migration_json",
+            [](const PyPlan& p) {
+                if (p.result) return plan_migration_json(*p.result);
+                const PlanFileMigration& m = p.file.migration;
+                if (!m.present) return std::string("null");
+                nlohmann::json j = {
+                    {"previous_fingerprint", m.previous_fingerprint},
+                    {"max_moves", m.max_moves >= 0 ? nlohmann::json(m.max_moves) : nlohmann::json()},
+                    {"objective", m.costed ? "modelled time" : "score"},
+                    {"moves", m.moves},
+                    {"layer_moves", m.layer_moves},
+                    {"bytes", m.bytes},
+                    {"materialization_seconds", m.seconds >= 0 ? nlohmann::json(m.seconds) : nlohmann::json()},
+                    {"compute_seconds", m.compute_seconds >= 0 ? nlohmann::json(m.compute_seconds) : nlohmann::json()}};
+                return j.dump();
+            },
+            "the plan's migration section as JSON text (null without a previous placement)")
         .def_property_readonly(
             "rows",
             [](const PyPlan& p) {
@@ -1027,11 +1110,12 @@ void bind_plan_functions(py::module_& m) {
           py::arg("moe_layers"), py::arg("seed") = 1, py::arg("workers") = 1, py::arg("time_limit_s") = 0.0,
           py::arg("budgets") = py::none(), py::arg("progress") = py::none(), py::arg("top_k") = py::none(),
           py::arg("num_hidden_layers") = py::none(), py::arg("sample_ids") = py::none(),
-          py::arg("trace_name") = "python", py::arg("window_name") = "", py::arg("model_name") = "");
+          py::arg("trace_name") = "python", py::arg("window_name") = "", py::arg("model_name") = "",
+          py::arg("previous") = py::none());
 
     m.def("_plan_window", &run_plan_window, py::arg("window"), py::arg("topology"), py::kw_only(), py::arg("seed") = 1,
           py::arg("workers") = 1, py::arg("time_limit_s") = 0.0, py::arg("budgets") = py::none(),
-          py::arg("progress") = py::none());
+          py::arg("progress") = py::none(), py::arg("previous") = py::none());
 
     m.def(
         "_plan_from_json",

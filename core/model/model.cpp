@@ -204,6 +204,15 @@ ModelDescription parse_model_description(const std::string& json_text, const std
     else
         ml.fail("a layer list string or a list of layer ids");
     m.source = string_or(doc["source"], origin);
+    if (const util::JsonField shape = doc["expert_shape"]; shape.exists()) {
+        const std::size_t n = shape.list("a list of 1 to 4 dimensions");
+        if (n < 1 || n > 4) shape.fail("a list of 1 to 4 dimensions");
+        std::int64_t params = 1;
+        for (std::size_t i = 0; i < n; ++i)
+            params *= shape[i].integer(1, 1 << 20);
+        if (params > (std::int64_t{1} << 40)) shape.fail("at most 2^40 parameters");
+        m.expert_params = params;
+    }
     validate_from(m, origin);
     return m;
 }

@@ -23,6 +23,9 @@ struct ModelDescription {
     int top_k = 0;               ///< k, experts per token per MoE layer
     std::vector<int> moe_layers; ///< absolute ids of the MoE layers, ascending
     std::string source;          ///< where the description came from (resource, config.json path, flags)
+    /// Parameters of one routed expert (the product of the description's optional expert_shape, e.g.
+    /// [3, 2048, 1408]: gate, up and down projections of hidden x intermediate); 0 when not given.
+    std::int64_t expert_params = 0;
 
     int num_moe_layers() const { return static_cast<int>(moe_layers.size()); }
     /// Index of absolute layer `layer` within moe_layers, or -1 when it is dense / out of range.

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <sstream>
 #include <string_view>
 
 namespace routepack {
@@ -212,7 +213,44 @@ void parse_attention_stages(const util::JsonField& f, Topology& t) {
     }
 }
 
+/// The optional "migration" object into t (MigrationModel): finite numbers > 0 (at most 1e15),
+/// expert_parameters an integer in 1..2^40.
+void parse_migration(const util::JsonField& f, Topology& t) {
+    if (!f.exists()) return;
+    f.object();
+    f.only({"state_bytes_per_param", "expert_parameters", "intra_node_GBps", "inter_node_GBps", "seconds_per_U",
+            "achieved_TFLOPs"});
+    t.has_migration = true;
+    MigrationModel& m = t.migration;
+    constexpr double kMax = 1e15;
+    for (const auto& [key, out] : {std::pair<const char*, double*>{"state_bytes_per_param", &m.state_bytes_per_param},
+                                   {"intra_node_GBps", &m.intra_node_GBps},
+                                   {"inter_node_GBps", &m.inter_node_GBps},
+                                   {"seconds_per_U", &m.seconds_per_U},
+                                   {"achieved_TFLOPs", &m.achieved_TFLOPs}})
+        if (f[key].exists()) *out = f[key].number(0, kMax, true, false);
+    if (f["expert_parameters"].exists()) m.expert_parameters = f["expert_parameters"].integer(1, std::int64_t{1} << 40);
+}
+
 } // namespace
+
+void check_migration_model(const MigrationModel& m, const std::string& origin) {
+    auto positive = [&](const char* key, double v) {
+        if (!std::isfinite(v) || !(v > 0) || v > 1e15) {
+            std::ostringstream got;
+            got << v;
+            throw InputError(origin + ": migration." + key + " is " + got.str() + ", not a number in (0, 1e+15]");
+        }
+    };
+    positive("state_bytes_per_param", m.state_bytes_per_param);
+    positive("intra_node_GBps", m.intra_node_GBps);
+    positive("inter_node_GBps", m.inter_node_GBps);
+    positive("achieved_TFLOPs", m.achieved_TFLOPs);
+    if (m.seconds_per_U != 0) positive("seconds_per_U", m.seconds_per_U);
+    if (m.expert_parameters < 0 || m.expert_parameters > (std::int64_t{1} << 40))
+        throw InputError(origin + ": migration.expert_parameters is " + std::to_string(m.expert_parameters) +
+                         ", not an integer in 1..1099511627776");
+}
 
 Topology parse_topology(const std::string& json_text, const std::string& origin) {
     const nlohmann::json doc = util::parse_json_document(json_text, origin);
@@ -222,7 +260,7 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
     // every field must be one this parser reads.
     j.only({"ep_ranks", "dp_slots", "token_cap", "experts_per_layer", "min_rows", "row_multiple", "gpus_per_node",
             "ep_rank_nodes", "dp_slot_nodes", "comm_weight", "comm_load_tolerance", "edp_shards", "attention_stages",
-            "samples_per_dp_slot", "samples_per_cell", "max_samples_per_cell", "oversize"});
+            "samples_per_dp_slot", "samples_per_cell", "max_samples_per_cell", "oversize", "migration"});
     Topology t;
     t.ep_ranks = static_cast<int>(j["ep_ranks"].integer(1, kMaxRanks));
     t.dp_slots = static_cast<int>(j["dp_slots"].integer(1, kMaxRanks));
@@ -239,6 +277,7 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
     if (j["comm_load_tolerance"].exists()) t.comm_load_tolerance = j["comm_load_tolerance"].number(0, 1);
     parse_edp_shards(j["edp_shards"], t, origin);
     parse_attention_stages(j["attention_stages"], t);
+    parse_migration(j["migration"], t);
     return t;
 }
 
@@ -264,6 +303,16 @@ std::string topology_to_json(const Topology& t) {
     if (t.batch.samples_per_cell) j["samples_per_cell"] = t.batch.samples_per_cell;
     if (t.batch.max_samples_per_cell) j["max_samples_per_cell"] = t.batch.max_samples_per_cell;
     if (t.batch.oversize == Oversize::Alone) j["oversize"] = "alone";
+    if (t.has_migration) {
+        const MigrationModel& m = t.migration;
+        nlohmann::json o = {{"state_bytes_per_param", m.state_bytes_per_param},
+                            {"intra_node_GBps", m.intra_node_GBps},
+                            {"inter_node_GBps", m.inter_node_GBps},
+                            {"achieved_TFLOPs", m.achieved_TFLOPs}};
+        if (m.expert_parameters) o["expert_parameters"] = m.expert_parameters;
+        if (m.seconds_per_U != 0) o["seconds_per_U"] = m.seconds_per_U;
+        j["migration"] = o;
+    }
     return j.dump();
 }
 

@@ -76,6 +76,23 @@ struct BatchRules {
 /// summed over MoE layers) / C to that method's row cost J (default 0: its search uses the paper's
 /// score); "comm_load_tolerance" tau in 0..1 lets its placement raise a layer's busiest EP rank load
 /// up to (1 + tau) times LPT's while it moves co-activated experts onto one node (default 0.02).
+/// The cost model of moving experts between steps (the topology's optional "migration" object; every
+/// field optional): {"state_bytes_per_param": 14 (bf16 weight, fp32 master weight, two fp32 Adam
+/// moments), "expert_parameters": parameters of one routed expert (default: the model description's
+/// expert_shape), "intra_node_GBps": 400, "inter_node_GBps": 50 (per GPU, 1e9 bytes/s),
+/// "seconds_per_U": seconds of step compute per unit of max_g U (default: derived,
+/// 6 x token_cap x expert_parameters / (achieved_TFLOPs x 1e12), docs/migration.md),
+/// "achieved_TFLOPs": 400}. Numbers finite and > 0 (expert_parameters an integer in 1..2^40).
+struct MigrationModel {
+    double state_bytes_per_param = 14;
+    std::int64_t expert_parameters = 0; ///< 0 = from the model description
+    double intra_node_GBps = 400;
+    double inter_node_GBps = 50;
+    double seconds_per_U = 0; ///< 0 = derived from achieved_TFLOPs
+    double achieved_TFLOPs = 400;
+    bool operator==(const MigrationModel&) const = default;
+};
+
 struct Topology {
     int ep_ranks = 0;                         ///< P
     int experts_per_layer = 0;                ///< E when the file states it (0 = take the trace's)
@@ -91,6 +108,8 @@ struct Topology {
     double comm_weight = 0;            ///< w of routepack+comm's row cost term (0 = the paper's score)
     double comm_load_tolerance = 0.02; ///< tau: routepack+comm placement's max rank load <= (1 + tau) LPT's
     BatchRules batch;                  ///< the stacks' batch rules (all free by default)
+    bool has_migration = false;        ///< the file has a "migration" object
+    MigrationModel migration;          ///< its fields (defaults when has_migration is false)
 
     int shards() const { return static_cast<int>(edp_shards.size()); }
     /// [D] -> shard index g of each DP slot.
@@ -165,6 +184,10 @@ std::string topology_to_json(const Topology& t);
 /// takes it): control characters and invalid UTF-8 escaped (util::printable), never cut short, so
 /// a long path stays whole. load_topology's errors and the model check's callers use it.
 std::string topology_origin(const std::string& spec);
+
+/// The migration cost model's numbers as a Topology holds them, checked: InputError "<origin>:
+/// migration.inter_node_GBps must be a finite number > 0 (got 0)".
+void check_migration_model(const MigrationModel& m, const std::string& origin);
 
 /// Checks the topology against a model: E % P == 0, experts_per_layer == E when given. InputError
 /// prefixed by `origin` (the topology's file or shipped name): "t.json: 64 experts are not

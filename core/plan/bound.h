@@ -3,6 +3,9 @@
 // layout of a window at a fixed placement.
 #include "core/plan/packing.h"
 
+#include <cstdint>
+#include <span>
+
 namespace routepack {
 
 /// The lower bound and its two parts (cost units of eq. 15: tokens / C).
@@ -32,5 +35,15 @@ struct MaxULowerBound {
 /// Integer sums (int64) are formed first, doubles only from them. Cost O(n*L*P + n*S).
 /// std::invalid_argument when the problem has no shards, samples or a negative alpha/beta.
 MaxULowerBound max_u_lower_bound(const PackingProblem& p);
+
+/// Lower bound on max_g U_g over every layout *and every placement* of the window (the bound above
+/// holds at one placement only): the same two parts with the rank loads bounded for any placement.
+/// Per MoE layer the busiest of P ranks of H = E / P slots carries at least the mean rank load,
+/// ceil(sum_e x[e] / P), and at least the heaviest expert plus the H - 1 lightest (the rank holding
+/// the heaviest expert holds H - 1 others); x is the window's loads L[l][e] for the mean part and a
+/// sample's counts a[i][l][e] for the sample part. `p` supplies the lengths, C, stages and shards
+/// (its demand is not read); `counts` is the window's [n][L][E]. O(n L E log E).
+/// std::invalid_argument as max_u_lower_bound, or when counts is not n x L x E with E % P == 0.
+MaxULowerBound max_u_lower_bound_any_placement(const PackingProblem& p, std::span<const std::uint32_t> counts, int E);
 
 } // namespace routepack

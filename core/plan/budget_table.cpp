@@ -28,7 +28,7 @@ BudgetRow real(const char* key, const char* flag, const char* label, BudgetRef (
     return r;
 }
 
-std::array<BudgetRow, 20> make_table() {
+std::array<BudgetRow, 21> make_table() {
     using K = BudgetKind;
     BudgetRow workers = row(
         "workers", "--threads", "Workers", K::Int, [](PlannerBudgets& b) -> BudgetRef { return &b.workers; }, 0, 4096,
@@ -44,6 +44,13 @@ std::array<BudgetRow, 20> make_table() {
         "anytime", "--anytime", "Anytime", K::Bool, [](PlannerBudgets& b) -> BudgetRef { return &b.anytime; }, 0, 1,
         "keep improving the plan until the time limit (the plan then depends on timing)");
     anytime.rule = "used with a time limit > 0";
+    BudgetRow max_moves = row(
+        "max_moves", "--max-moves", "Max moves", K::Int64, [](PlannerBudgets& b) -> BudgetRef { return &b.max_moves; },
+        -1, static_cast<double>(kMaxMoves),
+        "experts moved from the previous placement, summed over MoE layers, at most (default: unlimited; "
+        "used with a previous placement)");
+    max_moves.rule = "in 0..1000000000, or -1 (unlimited)";
+    max_moves.unset_below_zero = true;
     return {{
         workers,
         row(
@@ -112,6 +119,7 @@ std::array<BudgetRow, 20> make_table() {
             [](PlannerBudgets& b) -> BudgetRef { return &b.placement_rounds; }, 0, kMaxPlacementRounds,
             "rounds of the final pass, each followed by refining the LPT placement for the layout "
             "(expert swaps between EP ranks, kept when the score drops; 0 = keep the LPT placement)"),
+        max_moves,
         time_limit,
         anytime,
     }};
@@ -120,7 +128,7 @@ std::array<BudgetRow, 20> make_table() {
 } // namespace
 
 std::span<const BudgetRow> budget_table() {
-    static const std::array<BudgetRow, 20> table = make_table();
+    static const std::array<BudgetRow, 21> table = make_table();
     return table;
 }
 

@@ -44,12 +44,19 @@ struct BudgetRow {
     /// The JSON reader takes any finite value >= lo and leaves the upper bound to
     /// check_planner_budgets, whose message states the rule (time_limit_s).
     bool json_defers_hi = false;
+    /// A negative value means "not set" (max_moves: unlimited): written to no JSON, so plans and
+    /// budget files without it read as before.
+    bool unset_below_zero = false;
 };
+
+/// Largest move budget (10^9 moved experts; a placement of 64 layers x 2^20 experts holds fewer).
+inline constexpr std::int64_t kMaxMoves = 1000000000;
 
 /// Every budget, in the order of the budgets JSON (planner_budgets_to_json after "seed") and of the
 /// plan file's planner.budgets: workers, seeds_M, population, choice_width, eta, projections,
 /// pair_candidates, levels, t0, cooling, steps_per_level, p_guide, rho, p_straggler, row_nodes,
-/// polish_evaluations, polish_kick_moves, placement_rounds, time_limit_s, anytime. The row for
+/// polish_evaluations, polish_kick_moves, placement_rounds, max_moves (written only when set),
+/// time_limit_s, anytime. The row for
 /// `workers` has hi = 4096 (what a stored file may hold); check_planner_budgets bounds it by
 /// max_planner_workers() on this machine.
 std::span<const BudgetRow> budget_table();

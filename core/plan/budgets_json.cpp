@@ -23,7 +23,8 @@ std::string planner_budgets_to_json(const PlannerBudgets& b) {
     j["seed"] = b.seed;
     PlannerBudgets copy = b;
     for (const BudgetRow& row : budget_table())
-        std::visit([&](const auto* p) { j[row.key] = *p; }, row.field(copy));
+        if (!(row.unset_below_zero && budget_int(row, b) < 0))
+            std::visit([&](const auto* p) { j[row.key] = *p; }, row.field(copy));
     return j.dump();
 }
 

@@ -254,15 +254,24 @@ std::vector<double> rank_max_over_mean(std::span<const std::uint64_t> G, int L, 
     return out;
 }
 
-/// For every layer, compares physical_to_logical of both placements slot by slot; a differing slot
-/// v yields {v, next's expert at v, previous slot of that expert, previous expert at v}.
-std::vector<std::vector<SlotMove>> placement_moves(const Placement& next, const Placement& previous) {
+namespace {
+
+/// Throws unless both placements have one shape (`who` names the caller in the message).
+void check_same_shape(const Placement& next, const Placement& previous, const char* who) {
     if (next.layers != previous.layers || next.experts != previous.experts || next.ep_ranks != previous.ep_ranks)
-        throw std::invalid_argument("placement_moves: placements differ in shape (" + std::to_string(next.layers) +
+        throw std::invalid_argument(std::string(who) + ": placements differ in shape (" + std::to_string(next.layers) +
                                     " layers x " + std::to_string(next.experts) + " experts on " +
                                     std::to_string(next.ep_ranks) + " EP ranks vs " + std::to_string(previous.layers) +
                                     " x " + std::to_string(previous.experts) + " on " +
                                     std::to_string(previous.ep_ranks) + ")");
+}
+
+} // namespace
+
+/// For every layer, compares physical_to_logical of both placements slot by slot; a differing slot
+/// v yields {v, next's expert at v, previous slot of that expert, previous expert at v}.
+std::vector<std::vector<SlotMove>> placement_slot_changes(const Placement& next, const Placement& previous) {
+    check_same_shape(next, previous, "placement_slot_changes");
     const int L = next.layers, E = next.experts;
     const std::vector<int> now = physical_to_logical(next);
     const std::vector<int> before = physical_to_logical(previous);
@@ -276,6 +285,68 @@ std::vector<std::vector<SlotMove>> placement_moves(const Placement& next, const 
         }
     }
     return moves;
+}
+
+/// Checks both placements (physical_to_logical proves each a permutation), then lists per layer the
+/// experts e with owner(next(e)) != owner(previous(e)).
+std::vector<std::vector<ExpertMove>> placement_moves(const Placement& next, const Placement& previous) {
+    check_same_shape(next, previous, "placement_moves");
+    physical_to_logical(next);
+    physical_to_logical(previous);
+    std::vector<std::vector<ExpertMove>> moves(static_cast<std::size_t>(next.layers));
+    for (int l = 0; l < next.layers; ++l)
+        for (int e = 0; e < next.experts; ++e) {
+            const int to = next.rank_of(l, e), from = previous.rank_of(l, e);
+            if (to != from) moves[l].push_back(ExpertMove{e, from, to, previous.at(l, e), next.at(l, e)});
+        }
+    return moves;
+}
+
+std::int64_t moved_experts(const Placement& next, const Placement& previous) {
+    check_same_shape(next, previous, "placement_moves");
+    physical_to_logical(next);
+    physical_to_logical(previous);
+    std::int64_t n = 0;
+    for (int l = 0; l < next.layers; ++l)
+        for (int e = 0; e < next.experts; ++e)
+            n += next.rank_of(l, e) != previous.rank_of(l, e) ? 1 : 0;
+    return n;
+}
+
+/// Per layer: staying experts copy their previous slot; freed slots (previous slots of leaving
+/// experts) are collected per rank in ascending order, and the arriving experts, visited in
+/// ascending order of their next slot, take them in turn. O(L E).
+Placement keep_previous_slots(const Placement& next, const Placement& previous) {
+    check_same_shape(next, previous, "keep_previous_slots");
+    const std::vector<int> now = physical_to_logical(next);
+    physical_to_logical(previous);
+    const int L = next.layers, E = next.experts, P = next.ep_ranks;
+    Placement out = next;
+    std::vector<std::vector<int>> freed(static_cast<std::size_t>(P));
+    std::vector<std::size_t> taken(static_cast<std::size_t>(P));
+    for (int l = 0; l < L; ++l) {
+        for (auto& f : freed)
+            f.clear();
+        std::fill(taken.begin(), taken.end(), 0);
+        std::vector<int> before_slot_order(static_cast<std::size_t>(E));
+        for (int e = 0; e < E; ++e)
+            before_slot_order[static_cast<std::size_t>(previous.at(l, e))] = e;
+        for (int v = 0; v < E; ++v) { // ascending previous slot
+            const int e = before_slot_order[static_cast<std::size_t>(v)];
+            if (next.rank_of(l, e) != previous.owner(v))
+                freed[static_cast<std::size_t>(previous.owner(v))].push_back(v);
+        }
+        for (int v = 0; v < E; ++v) { // ascending next slot
+            const int e = now[static_cast<std::size_t>(l) * E + v];
+            const int p = next.owner(v);
+            int& dst = out.slot[static_cast<std::size_t>(l) * E + e];
+            if (previous.rank_of(l, e) == p)
+                dst = previous.at(l, e);
+            else
+                dst = freed[static_cast<std::size_t>(p)][taken[static_cast<std::size_t>(p)]++];
+        }
+    }
+    return out;
 }
 
 } // namespace routepack

@@ -69,11 +69,43 @@ struct SlotMove {
     bool operator==(const SlotMove&) const = default;
 };
 
-/// The slots whose logical expert changes from `previous` to `next`, per MoE layer index
-/// ([L] lists, each in ascending slot order; an empty list = nothing to copy at that layer).
-/// Both placements must have the same L, E and P and be permutations (std::invalid_argument
-/// naming the mismatch or the layer otherwise).
-std::vector<std::vector<SlotMove>> placement_moves(const Placement& next, const Placement& previous);
+/// The slot changes from `previous` to `next`: the slots whose logical expert changes, per MoE layer
+/// index ([L] lists, each in ascending slot order). A slot change inside one EP rank is a local copy;
+/// only the slot changes of moved experts (placement_moves) cross GPUs. Both placements must have the
+/// same L, E and P and be permutations (std::invalid_argument naming the mismatch or the layer
+/// otherwise: "placement_slot_changes: placements differ in shape (...)").
+std::vector<std::vector<SlotMove>> placement_slot_changes(const Placement& next, const Placement& previous);
+
+/// A move: a logical expert whose EP rank differs from the previous placement's, so its state
+/// (weights, master weights, both Adam moments, FP8 scales) crosses GPUs before the step starts (the
+/// paper's state-consistent materialization, section 4.2).
+struct ExpertMove {
+    int expert = 0;    ///< logical expert e
+    int from_rank = 0; ///< EP rank of e in the previous placement
+    int to_rank = 0;   ///< EP rank of e in the next placement (!= from_rank)
+    int from_slot = 0; ///< slot of e in the previous placement
+    int to_slot = 0;   ///< slot of e in the next placement
+    bool operator==(const ExpertMove&) const = default;
+};
+
+/// The moves from `previous` to `next` (the one definition of a move in the project): per MoE layer
+/// index, the logical experts whose EP rank changes, in ascending expert order ([L] lists). The
+/// order of the experts within a rank's slots is free and never a move. Both placements must have
+/// the same L, E and P and be permutations (std::invalid_argument: "placement_moves: placements
+/// differ in shape (1 layers x 4 experts on 2 EP ranks vs 1 x 4 on 4)", or naming the layer).
+std::vector<std::vector<ExpertMove>> placement_moves(const Placement& next, const Placement& previous);
+
+/// Number of moves from `previous` to `next` summed over MoE layers (placement_moves, counted
+/// without building the lists). Same errors as placement_moves.
+std::int64_t moved_experts(const Placement& next, const Placement& previous);
+
+/// `next` with the previous slot kept for every expert that stays on its EP rank: per layer and
+/// rank p, an expert on p in both placements keeps its slot of `previous`; the experts arriving on
+/// p take the slots its leaving experts freed, in ascending slot order, the arriving experts in
+/// ascending order of their slot in `next`. Ranks, and so the score (eqs. 10-15), are those of
+/// `next`; a placement that keeps every expert's rank becomes `previous` slot for slot. Same errors
+/// as placement_moves.
+Placement keep_previous_slots(const Placement& next, const Placement& previous);
 
 /// Inverse map: logical[l*E + v] = e with pi_l(e) = v (the physical_to_logical shape serving
 /// stacks load).

@@ -45,8 +45,8 @@ std::int64_t max_except(const Top3& t, int a, int b) {
 
 /// One layer's local search; returns (F before, F after, swaps, evaluations) through the refs.
 void refine_layer(const Trace& window, int l, std::vector<int>& slot, int H, int P, std::span<const int> row_shard,
-                  int RS, int max_passes, const StopToken& stop, std::int64_t& before, std::int64_t& after,
-                  std::int64_t& swaps, std::int64_t& evaluations) {
+                  int RS, int max_passes, const StopToken& stop, const std::vector<int>* home, std::int64_t allowance,
+                  std::int64_t& before, std::int64_t& after, std::int64_t& swaps, std::int64_t& evaluations) {
     const int E = window.model.experts;
     const std::size_t n = window.size();
     // we[rs][e]: layer-l tokens of row-shard rs routed to logical expert e.
@@ -79,6 +79,11 @@ void refine_layer(const Trace& window, int l, std::vector<int>& slot, int H, int
     };
     refresh();
     before = F;
+    // Moved experts of the layer against `home` (the previous placement's ranks) when limited.
+    std::int64_t moved = 0;
+    if (home)
+        for (int e = 0; e < E; ++e)
+            moved += rank[static_cast<std::size_t>(e)] != (*home)[static_cast<std::size_t>(e)] ? 1 : 0;
     for (int pass = 0; pass < max_passes && P > 1; ++pass) {
         if (stop.stop_requested()) break;
         bool kept = false;
@@ -86,6 +91,12 @@ void refine_layer(const Trace& window, int l, std::vector<int>& slot, int H, int
             for (int e2 = e1 + 1; e2 < E; ++e2) {
                 const int a = rank[static_cast<std::size_t>(e1)], b = rank[static_cast<std::size_t>(e2)];
                 if (a == b || (!peak[static_cast<std::size_t>(a)] && !peak[static_cast<std::size_t>(b)])) continue;
+                int dc = 0;
+                if (home) {
+                    const int h1 = (*home)[static_cast<std::size_t>(e1)], h2 = (*home)[static_cast<std::size_t>(e2)];
+                    dc = (b != h1) - (a != h1) + (a != h2) - (b != h2);
+                    if (allowance >= 0 && moved + dc > allowance) continue;
+                }
                 ++evaluations;
                 // Moving e1 from a to b and e2 from b to a changes a by +d and b by -d per row-shard.
                 std::int64_t delta = 0;
@@ -108,6 +119,7 @@ void refine_layer(const Trace& window, int l, std::vector<int>& slot, int H, int
                 std::swap(rank[static_cast<std::size_t>(e1)], rank[static_cast<std::size_t>(e2)]);
                 std::swap(slot[static_cast<std::size_t>(e1)], slot[static_cast<std::size_t>(e2)]);
                 refresh();
+                moved += dc;
                 ++swaps;
                 kept = true;
             }
@@ -120,7 +132,8 @@ void refine_layer(const Trace& window, int l, std::vector<int>& slot, int H, int
 } // namespace
 
 PlacementRefinement refine_placement(const Trace& window, const Placement& start, std::span<const int> row_shard,
-                                     int row_shards, int max_passes, const StopToken& stop) {
+                                     int row_shards, int max_passes, const StopToken& stop,
+                                     const RefineMoveLimit* limit) {
     const int L = window.model.num_moe_layers(), E = window.model.experts;
     if (start.layers != L || start.experts != E || start.ep_ranks < 1 || E % start.ep_ranks != 0 ||
         start.slot.size() != static_cast<std::size_t>(L) * E)
@@ -135,6 +148,11 @@ PlacementRefinement refine_placement(const Trace& window, const Placement& start
             throw std::invalid_argument("refine_placement: row-shard id " + std::to_string(rs) + " is not in 0.." +
                                         std::to_string(row_shards - 1));
     if (max_passes < 0) throw std::invalid_argument("refine_placement: max_passes < 0");
+    if (limit && (!limit->previous ||
+                  !(limit->previous->layers == L && limit->previous->experts == E &&
+                    limit->previous->ep_ranks == start.ep_ranks) ||
+                  limit->allowance.size() != static_cast<std::size_t>(L)))
+        throw std::invalid_argument("refine_placement: the move limit does not have the placement's shape");
 
     PlacementRefinement out;
     out.placement = start;
@@ -146,8 +164,14 @@ PlacementRefinement refine_placement(const Trace& window, const Placement& start
             std::vector<int> slot(out.placement.slot.begin() + static_cast<std::ptrdiff_t>(l) * E,
                                   out.placement.slot.begin() + static_cast<std::ptrdiff_t>(l + 1) * E);
             const auto k = static_cast<std::size_t>(l);
-            refine_layer(window, l, slot, H, P, row_shard, row_shards, max_passes, stop, before[k], after[k], swaps[k],
-                         evals[k]);
+            std::vector<int> home;
+            if (limit) {
+                home.resize(static_cast<std::size_t>(E));
+                for (int e = 0; e < E; ++e)
+                    home[static_cast<std::size_t>(e)] = limit->previous->rank_of(l, e);
+            }
+            refine_layer(window, l, slot, H, P, row_shard, row_shards, max_passes, stop, limit ? &home : nullptr,
+                         limit ? limit->allowance[k] : -1, before[k], after[k], swaps[k], evals[k]);
             std::copy(slot.begin(), slot.end(), out.placement.slot.begin() + static_cast<std::ptrdiff_t>(l) * E);
         }
     });

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace routepack {
 
@@ -18,6 +19,14 @@ struct PlacementRefinement {
     std::int64_t peak_sum_after = 0;  ///< F at the refined placement (tokens), <= peak_sum_before
     std::int64_t swaps = 0;           ///< expert swaps kept, over all layers
     std::int64_t evaluations = 0;     ///< swaps evaluated, over all layers
+};
+
+/// Moves a refinement may make against a previous step's placement (core/plan/migration.h): a swap is
+/// considered only while layer l's moved experts (placement_moves against `previous`) stay at most
+/// allowance[l] (-1: no limit at that layer).
+struct RefineMoveLimit {
+    const Placement* previous = nullptr;
+    std::vector<std::int64_t> allowance; ///< [L]
 };
 
 /// Refines `start` for a fixed assignment of samples to row-shards: for every MoE layer l
@@ -35,9 +44,11 @@ struct PlacementRefinement {
 /// `stop` is polled before every pass of every layer (from the worker threads); once it fires the
 /// layers stop where they are (the result is still a valid placement, F no higher than at the start,
 /// but then depends on timing).
+/// With `limit`, swaps that would take a layer past its allowance of moves are skipped.
 /// std::invalid_argument when the shapes disagree (placement vs the window's L and E, row_shard
-/// size or ids out of range, max_passes < 0).
+/// size or ids out of range, max_passes < 0, a limit whose previous or allowance has another shape).
 PlacementRefinement refine_placement(const Trace& window, const Placement& start, std::span<const int> row_shard,
-                                     int row_shards, int max_passes, const StopToken& stop = {});
+                                     int row_shards, int max_passes, const StopToken& stop = {},
+                                     const RefineMoveLimit* limit = nullptr);
 
 } // namespace routepack

@@ -33,7 +33,8 @@ ojson budgets_ojson(const PlannerBudgets& b) {
     ojson out = ojson::object();
     PlannerBudgets copy = b;
     for (const BudgetRow& row : budget_table())
-        if (!row.run_setting) std::visit([&](const auto* p) { out[row.key] = *p; }, row.field(copy));
+        if (!row.run_setting && !(row.unset_below_zero && budget_int(row, b) < 0))
+            std::visit([&](const auto* p) { out[row.key] = *p; }, row.field(copy));
     return out;
 }
 
@@ -138,11 +139,56 @@ ojson oversize_ojson(const PlanResult& r) {
     return out;
 }
 
+/// The plan file's "migration" section (PlanMigration), null without a previous placement.
+ojson migration_ojson(const PlanResult& r) {
+    const PlanMigration& m = r.migration;
+    if (!m.has_previous) return nullptr;
+    const MigrationFigures& f = m.figures;
+    const bool sized = m.cost.expert_bytes > 0;
+    ojson j;
+    j["previous_fingerprint"] = m.previous_fingerprint;
+    j["max_moves"] = m.max_moves >= 0 ? ojson(m.max_moves) : ojson(nullptr);
+    j["objective"] = m.costed ? "modelled time" : "score";
+    if (sized) {
+        const MigrationModel& mm = r.topology.migration;
+        j["cost_model"] = {
+            {"expert_parameters", static_cast<std::int64_t>(m.cost.expert_bytes / mm.state_bytes_per_param + 0.5)},
+            {"state_bytes_per_param", mm.state_bytes_per_param},
+            {"expert_bytes", m.cost.expert_bytes},
+            {"intra_node_GBps", m.cost.intra_node_GBps},
+            {"inter_node_GBps", m.cost.inter_node_GBps},
+            {"seconds_per_U", m.cost.seconds_per_U},
+            {"seconds_per_U_derived", m.seconds_per_U_derived},
+            {"from_topology", r.topology.has_migration}};
+    } else {
+        j["cost_model"] = nullptr;
+    }
+    j["moves"] = f.moved;
+    j["intra_node_moves"] = f.intra_moves;
+    j["inter_node_moves"] = f.inter_moves;
+    j["layer_moves"] = layer_moves(r.placement.routepack, m.previous);
+    j["bytes"] = f.bytes;
+    j["busiest_rank"] = f.busiest_rank;
+    j["busiest_intra_node_bytes"] = f.busiest_intra_bytes;
+    j["busiest_inter_node_bytes"] = f.busiest_inter_bytes;
+    const double compute = m.cost.seconds_per_U * r.routepack.metrics.score.max_u;
+    j["materialization_seconds"] = sized ? ojson(f.seconds) : ojson(nullptr);
+    j["compute_seconds"] = sized ? ojson(compute) : ojson(nullptr);
+    j["modelled_seconds"] = sized ? ojson(compute + f.seconds) : ojson(nullptr);
+    j["peak_sum_previous"] = m.peak_sum_previous;
+    j["peak_sum_start"] = m.peak_sum_start;
+    return j;
+}
+
 ojson topology_ojson(const Topology& t) {
     return ojson::parse(topology_to_json(t));
 }
 
 } // namespace
+
+std::string plan_migration_json(const PlanResult& r) {
+    return migration_ojson(r).dump();
+}
 
 std::string plan_to_json(const PlanResult& r) {
     ojson j;
@@ -181,6 +227,7 @@ std::string plan_to_json(const PlanResult& r) {
         metrics[m->key()] = metrics_json(*m);
     j["metrics"] = std::move(metrics);
     j["communication"] = communication_ojson(r);
+    if (r.migration.has_previous) j["migration"] = migration_ojson(r);
     ojson conv = ojson::array();
     for (const auto& s : r.search.convergence)
         conv.push_back({{"level", s.level},
@@ -252,6 +299,10 @@ PlanFileComm plan_file_comm(const PlanResult& r) {
 
 } // namespace
 
+namespace {
+PlanFileMigration parse_plan_migration(const util::JsonField& m);
+} // namespace
+
 PlanFile plan_file_of(const PlanResult& r) {
     PlanFile f;
     f.trace_name = r.trace_name;
@@ -286,6 +337,10 @@ PlanFile plan_file_of(const PlanResult& r) {
     f.placement_rounds_kept = r.placement.rounds_kept;
     f.placement_swaps = r.placement.swaps;
     f.placement_refinement_skipped = r.placement.refinement_skipped;
+    if (r.migration.has_previous) {
+        const json m = json::parse(plan_migration_json(r));
+        f.migration = parse_plan_migration(util::JsonField(m, "plan"));
+    }
     return f;
 }
 
@@ -566,6 +621,24 @@ void parse_metrics_and_bound(const JsonField& j, PlanFile& f) {
     f.has_bound = true;
 }
 
+/// The "migration" section (version 7) into a PlanFileMigration; InputError naming the field.
+PlanFileMigration parse_plan_migration(const JsonField& m) {
+    m.object();
+    PlanFileMigration f;
+    f.present = true;
+    f.previous_fingerprint = m["previous_fingerprint"].string();
+    f.max_moves = m["max_moves"].given() ? m["max_moves"].integer(0) : -1;
+    f.costed = m["objective"].string() == "modelled time";
+    f.moves = m["moves"].integer(0);
+    const std::size_t L = m["layer_moves"].list();
+    for (std::size_t l = 0; l < L; ++l)
+        f.layer_moves.push_back(m["layer_moves"][l].integer(0));
+    f.bytes = m["bytes"].number();
+    f.seconds = m["materialization_seconds"].given() ? m["materialization_seconds"].number() : -1;
+    f.compute_seconds = m["compute_seconds"].given() ? m["compute_seconds"].number() : -1;
+    return f;
+}
+
 /// planner: seed, workers, budgets and (version 6) placement_refinement into f.
 void parse_planner(const JsonField& planner, PlanFile& f) {
     planner.object();
@@ -592,7 +665,8 @@ void parse_planner(const JsonField& planner, PlanFile& f) {
     f.placement_rounds_kept = static_cast<int>(pr["rounds_kept"].integer(0, kIntMax));
     f.placement_swaps = pr["swaps"].integer(0);
     // A refined placement came from kept refinements; a skipped refinement kept none.
-    if ((f.placement_refined && (f.placement_rounds_kept == 0 || f.placement_swaps == 0)) ||
+    // With a previous placement (version 7) the placement is not LPT whatever the rounds did.
+    if ((f.placement_refined && !f.migration.present && (f.placement_rounds_kept == 0 || f.placement_swaps == 0)) ||
         (f.placement_refinement_skipped && (f.placement_refined || f.placement_rounds_kept > 0)))
         throw InputError(pr.where() + ": refined " + pr["refined"].json().dump() + ", rounds_kept " +
                          pr["rounds_kept"].json().dump() + ", swaps " + pr["swaps"].json().dump() + " and skipped " +
@@ -651,6 +725,7 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
     f.score = parse_score(j["score"]);
     parse_metrics_and_bound(j, f);
     if (f.version >= 5) parse_communication(j["communication"], f, index, shape);
+    if (f.version >= 7 && j["migration"].given()) f.migration = parse_plan_migration(j["migration"]);
     parse_planner(j["planner"], f);
     return f;
 }
@@ -725,7 +800,9 @@ std::string rescore_plan_with(const PlanFile& plan, const Trace& window, PlanRes
         aggregate_expert_loads(window.counts, window.size(), window.model.num_moe_layers(), window.model.experts);
     const bool lpt =
         lpt_placement(loads, plan.placement.layers, plan.placement.experts, plan.placement.ep_ranks) == plan.placement;
-    if (plan.version >= 6) {
+    if (plan.migration.present) {
+        // A placement from a previous one (version 7) is neither LPT nor LPT refined.
+    } else if (plan.version >= 6) {
         // Version 6 says whether its placement is LPT's (Algorithm 1, recomputed here) or refined.
         if (lpt == plan.placement_refined)
             return std::string("placement_refinement.refined is ") + (plan.placement_refined ? "true" : "false") +

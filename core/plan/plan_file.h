@@ -22,9 +22,27 @@ namespace routepack {
 /// max_samples_per_cell, oversize; token_cap absent with samples_per_cell), and "oversize_cells" lists
 /// the [row, dp_slot] cells holding one sample longer than C (written only when there is one); a plan
 /// of the default rules differs from version 6 in the version number only.
-/// parse_plan reads versions 1 to 7 (version 1 has no bound; versions 1 to 3 have no row_multiple,
+/// Version 8 adds the optional "migration" section (a plan with a previous placement: the previous
+/// placement's fingerprint, the move budget, the cost model, the moves, bytes and seconds; "placement"
+/// is then routepack's placement from the previous one, not LPT refined) and the topology's optional
+/// "migration" cost model; a plan without a previous placement differs from version 7 in the version
+/// number only.
+/// parse_plan reads versions 1 to 8 (version 1 has no bound; versions 1 to 3 have no row_multiple,
 /// read as 1) and rescore_plan checks each file's fingerprint with the function of its version.
-constexpr int kPlanVersion = 7;
+constexpr int kPlanVersion = 8;
+
+/// The plan file's "migration" section (version 8, plans with a previous placement).
+struct PlanFileMigration {
+    bool present = false;
+    std::string previous_fingerprint;      ///< placement_fingerprint of the previous placement
+    std::int64_t max_moves = -1;           ///< -1: unlimited
+    bool costed = false;                   ///< the topology's migration section chose the moves (modelled time)
+    std::int64_t moves = 0;                ///< experts moved over all MoE layers
+    std::vector<std::int64_t> layer_moves; ///< [L]
+    double bytes = 0;                      ///< moved state bytes (0 when the expert size is unknown)
+    double seconds = -1;                   ///< materialization seconds (-1: no cost model could be resolved)
+    double compute_seconds = -1;           ///< seconds_per_U x max_g U (-1: none)
+};
 
 /// One method's inter-node figures as the plan file holds them (token copies, core/plan/comm.h).
 struct CommFigures {
@@ -68,7 +86,7 @@ struct PlanFile {
     /// Cells k = r*D + d holding one sample longer than C (oversize Alone; version 7), ascending.
     std::vector<int> oversize_cells;
     Score score;
-    int version = kPlanVersion; ///< the file's format version (1 to 7; a plan built in memory: current)
+    int version = kPlanVersion; ///< the file's format version (1 to 8; a plan built in memory: current)
     /// "max_u_lower_bound" (versions 2 to 4; absent in version 1 files: has_bound false).
     bool has_bound = false;
     MaxULowerBound bound;
@@ -85,7 +103,18 @@ struct PlanFile {
     int placement_rounds_kept = 0;
     std::int64_t placement_swaps = 0;
     bool placement_refinement_skipped = false;
+    PlanFileMigration migration; ///< version 7, with a previous placement
 };
+
+/// The "migration" section of a plan with a previous placement (PlanMigration), as JSON text:
+/// {"previous_fingerprint", "max_moves" (null: unlimited), "objective" ("score" or "modelled time"),
+/// "cost_model" (null when the expert size is unknown; else expert_parameters, state_bytes_per_param,
+/// expert_bytes, intra_node_GBps, inter_node_GBps, seconds_per_U, seconds_per_U_derived, from_topology),
+/// "moves", "intra_node_moves", "inter_node_moves", "layer_moves" [L], "bytes", "busiest_rank",
+/// "busiest_intra_node_bytes", "busiest_inter_node_bytes", "materialization_seconds",
+/// "compute_seconds", "modelled_seconds" (the last three null without a cost model),
+/// "peak_sum_previous", "peak_sum_start"}; "null" without a previous placement.
+std::string plan_migration_json(const PlanResult& r);
 
 /// The plan file of a planner result without its text: the fields parse_plan(plan_to_json(r), origin)
 /// reads back (version kPlanVersion; the model's name, num_hidden_layers, experts, top_k and
@@ -93,7 +122,7 @@ struct PlanFile {
 /// section on more than one node), so a caller that only reads the rows does not pay for the JSON.
 PlanFile plan_file_of(const PlanResult& r);
 
-/// Parses and checks a plan's structure alone: format/version (1 to 7), every layer's placement a permutation
+/// Parses and checks a plan's structure alone: format/version (1 to 8), every layer's placement a permutation
 /// of 0..E-1 with E % P == 0, topology valid, R x D non-empty cells, every sample exactly once, cell
 /// token sums <= C (from the plan's own lengths; C is effective_token_cap) or one oversize sample alone
 /// with oversize "alone", every count of the topology's batch rules, "oversize_cells" listing exactly

@@ -86,7 +86,29 @@ struct PlacementContext {
     std::int64_t swaps = 0;
     int rounds_kept = 0;
     bool skipped = false; ///< the problem exceeds kRefineMaxPassWork
+    /// With a previous placement under a budget or cost model: the moves' request (its previous, budget,
+    /// cost); each refinement then stays within the budget, and a second candidate chooses the moves
+    /// from previous again for the layout's row-shards (budgeted_placement).
+    const MoveRequest* moves = nullptr;
 };
+
+/// The modelled step time of a placement and score with a cost model (seconds_per_U x max_g U plus the
+/// materialization from previous), or 0 without one.
+double modelled_seconds(const PlacementContext& pc, const Placement& pi, const Score& s) {
+    if (!pc.moves || !pc.moves->cost) return 0;
+    const MigrationCost& c = *pc.moves->cost;
+    return c.seconds_per_U * s.max_u + migration_figures(pi, *pc.moves->previous, c).seconds;
+}
+
+/// Whether (pi, s) beats the context's current (placement, best): a lower modelled time with a cost
+/// model (ties: the score), a lower score otherwise.
+bool beats(const PlacementContext& pc, const Placement& pi, const Score& s, const Score& best) {
+    if (pc.moves && pc.moves->cost) {
+        const double a = modelled_seconds(pc, pi, s), b = modelled_seconds(pc, pc.placement, best);
+        if (a != b) return a < b;
+    }
+    return s < best;
+}
 
 /// One packing search: problem `problem` from the length-only layout `ffd`, with `budgets`.
 /// `streams` names the planner stages whose RNG streams seeding, annealing and the final pass draw
@@ -215,20 +237,47 @@ bool refine_round(Search& x, double& seconds) {
         for (const int i : layout.cell(k))
             row_shard[i] = shard;
     }
-    PlacementRefinement rf =
-        refine_placement(*pc.window, pc.placement, row_shard, layout.rows * cur.G, kRefinePasses, x.s.stop);
-    if (rf.swaps == 0) return false;
-    PackingProblem q = make_packing_problem(*pc.window, *pc.topology, rf.placement);
-    const Score s = score_layout(layout, q);
-    if (!(s < x.best.score)) return false;
-    pc.placement = std::move(rf.placement);
-    pc.problem = std::move(q);
-    x.cur = &*pc.problem;
-    x.best.score = s;
-    x.best.improved = true;
-    pc.swaps += rf.swaps;
+    const int RS = layout.rows * cur.G;
+    const Trace& w = *pc.window;
+    // Candidates: the current placement refined (within the budget), and with a move request the moves
+    // chosen again from previous for this layout's row-shards, then refined within their own moves.
+    std::vector<PlacementRefinement> candidates;
+    auto limit_of = [&](const Placement& pi, bool own) {
+        RefineMoveLimit lim;
+        lim.previous = pc.moves->previous;
+        lim.allowance = layer_move_allowance(layer_moves(pi, *pc.moves->previous), pc.moves->max_moves,
+                                             own || pc.moves->cost != nullptr);
+        return lim;
+    };
+    if (pc.moves) {
+        const RefineMoveLimit lim = limit_of(pc.placement, false);
+        candidates.push_back(refine_placement(w, pc.placement, row_shard, RS, kRefinePasses, x.s.stop, &lim));
+        const GroupLoads gl =
+            row_shard_group_loads(w.counts, w.size(), w.model.num_moe_layers(), w.model.experts, row_shard, RS);
+        const MovePlan mp = budgeted_placement(gl, *pc.moves);
+        const RefineMoveLimit own = limit_of(mp.placement, true);
+        candidates.push_back(refine_placement(w, mp.placement, row_shard, RS, kRefinePasses, x.s.stop, &own));
+        candidates.back().swaps = std::max<std::int64_t>(1, candidates.back().swaps);
+    } else {
+        candidates.push_back(refine_placement(w, pc.placement, row_shard, RS, kRefinePasses, x.s.stop));
+    }
+    bool kept = false;
+    for (PlacementRefinement& rf : candidates) {
+        if (rf.swaps == 0 || rf.placement == pc.placement) continue;
+        PackingProblem q = make_packing_problem(w, *pc.topology, rf.placement);
+        const Score s = score_layout(layout, q);
+        if (!beats(pc, rf.placement, s, x.best.score)) continue;
+        pc.placement = std::move(rf.placement);
+        pc.problem = std::move(q);
+        x.cur = &*pc.problem;
+        x.best.score = s;
+        x.best.improved = true;
+        pc.swaps += rf.swaps;
+        kept = true;
+    }
+    if (!kept) return false;
     ++pc.rounds_kept;
-    if (x.on_improve) x.on_improve(s);
+    if (x.on_improve) x.on_improve(x.best.score);
     return true;
 }
 
@@ -524,6 +573,23 @@ void check_window(const PlanInput& in) {
     }
 }
 
+/// A previous placement must have the window's shape: InputError "previous placement: 2 MoE layers x
+/// 64 experts on 4 EP ranks; the window has 26 x 64 on 8" otherwise, or when it is not a permutation.
+void check_previous(const Placement& prev, const Trace& w, const Topology& t) {
+    const int L = w.model.num_moe_layers(), E = w.model.experts;
+    if (prev.layers != L || prev.experts != E || prev.ep_ranks != t.ep_ranks ||
+        prev.slot.size() != static_cast<std::size_t>(L) * E)
+        throw InputError("previous placement: " + std::to_string(prev.layers) + " MoE layers x " +
+                         std::to_string(prev.experts) + " experts on " + std::to_string(prev.ep_ranks) +
+                         " EP ranks; the window has " + std::to_string(L) + " x " + std::to_string(E) + " on " +
+                         std::to_string(t.ep_ranks));
+    try {
+        physical_to_logical(prev);
+    } catch (const std::invalid_argument& e) {
+        throw InputError(std::string("previous placement: ") + e.what());
+    }
+}
+
 /// The planner's run of one window: its inputs, stop conditions and what the stages share.
 struct WindowRun {
     const PlanInput& in;
@@ -561,6 +627,7 @@ PackingProblem place_and_baselines(WindowRun& run) {
     r.timings["placement"] = seconds_since(t0);
     t0 = Clock::now();
     r.bound = max_u_lower_bound(p_lpt);
+    r.bound_any_placement = max_u_lower_bound_any_placement(p_lpt, w.counts, E);
     r.timings["bound"] = seconds_since(t0);
 
     // 2. Row count R*.
@@ -594,19 +661,92 @@ PackingProblem place_and_baselines(WindowRun& run) {
     return p_lpt;
 }
 
+/// Where routepack's search starts with a previous placement (PlanMigration's cases): the budgeted
+/// placement from previous (budgeted_placement, LPT offered per layer), its problem and the refinement's
+/// move allowance. Without a budget or cost model the search starts at LPT as without a previous
+/// placement and only the final placement is relabeled (move_start stays unset).
+struct MoveStart {
+    std::optional<PackingProblem> problem;
+    Placement placement;
+    MoveRequest request;
+};
+
+std::optional<MoveStart> move_start(WindowRun& run) {
+    const PlanInput& in = run.in;
+    PlanMigration& mg = run.r.migration;
+    if (!in.previous) return std::nullopt;
+    mg.has_previous = true;
+    mg.previous = *in.previous;
+    mg.previous_fingerprint = placement_fingerprint(mg.previous);
+    mg.max_moves = in.budgets.max_moves;
+    mg.seconds_per_U_derived = !(in.topology.migration.seconds_per_U > 0);
+    if (in.topology.has_migration) {
+        mg.costed = true;
+        mg.cost = resolve_migration_cost(in.topology, in.window.model);
+    } else {
+        try { // the default cost model, for the report only, when the model's expert size is known
+            mg.cost = resolve_migration_cost(in.topology, in.window.model);
+        } catch (const InputError&) {
+            mg.cost = MigrationCost{};
+        }
+    }
+    MoveRequest rq;
+    rq.previous = &mg.previous;
+    rq.target = &run.r.placement.lpt;
+    rq.max_moves = in.budgets.max_moves;
+    rq.cost = mg.costed ? &mg.cost : nullptr;
+    rq.tokens_per_U = static_cast<double>(in.topology.token_cap) * in.topology.shards();
+    const int L = in.window.model.num_moe_layers(), E = in.window.model.experts;
+    MovePlan mp = budgeted_placement(aggregate_group_loads(run.loads, L, E), rq);
+    mg.peak_sum_previous = mp.peak_before;
+    mg.peak_sum_start = mp.peak_after;
+    if (rq.max_moves < 0 && !rq.cost) {
+        mg.peak_sum_start = 0;
+        for (std::size_t l = 0; l < static_cast<std::size_t>(run.r.placement.lpt.layers); ++l) {
+            const std::uint64_t* g = run.r.placement.rank_loads_lpt.data() + l * run.r.placement.lpt.ep_ranks;
+            mg.peak_sum_start += static_cast<std::int64_t>(*std::max_element(g, g + run.r.placement.lpt.ep_ranks));
+        }
+        return std::nullopt;
+    }
+    MoveStart ms;
+    ms.request = rq;
+    ms.problem = make_packing_problem(in.window, in.topology, mp.placement);
+    ms.placement = std::move(mp.placement);
+    return ms;
+}
+
+/// routepack's final placement against the previous one: relabeled (unlimited moves, no cost model)
+/// or with the previous slots kept, and the moves' figures; rank loads and CV follow the placement.
+void finish_migration(WindowRun& run, bool relabel) {
+    PlanResult& r = run.r;
+    PlanMigration& mg = r.migration;
+    PlanPlacements& pl = r.placement;
+    pl.routepack =
+        relabel ? relabel_to_previous(pl.routepack, mg.previous) : keep_previous_slots(pl.routepack, mg.previous);
+    pl.rank_loads_routepack = rank_loads(run.loads, pl.routepack);
+    pl.cv_routepack = cv_global(pl.rank_loads_routepack, pl.routepack.layers, pl.routepack.ep_ranks);
+    mg.figures = migration_figures(pl.routepack, mg.previous, mg.cost);
+    mg.compute_seconds = mg.cost.seconds_per_U * r.routepack.metrics.score.max_u;
+}
+
 /// Stage 4 of plan_window: routepack's search (packing_search with placement refinement) from the
 /// baselines' layout, its outcome into r (placement, search counts, the routepack method), and
-/// stage 5, validation and non-regression (never worse than reorder, one of its seeds). Returns
+/// stage 5, validation and non-regression (never worse than reorder, one of its seeds; with a
+/// previous placement under a budget or cost model, never worse than its own start). Returns
 /// false when cancelled before annealing (the plan is then reorder's).
 bool search_routepack(WindowRun& run, const PackingProblem& p_lpt) {
     PlanResult& r = run.r;
-    BestLayout best{run.ffd, r.reorder.metrics.score};
+    std::optional<MoveStart> ms = move_start(run);
+    const PackingProblem& p_start = ms ? *ms->problem : p_lpt;
+    const Score start_score = ms ? score_layout(run.ffd, p_start) : r.reorder.metrics.score;
+    BestLayout best{run.ffd, start_score};
     PlacementContext pc;
     pc.window = &run.in.window;
     pc.topology = &run.in.topology;
-    pc.placement = r.placement.lpt;
+    pc.placement = ms ? ms->placement : r.placement.lpt;
+    pc.moves = ms ? &ms->request : nullptr;
     SearchSettings ss;
-    ss.problem = &p_lpt;
+    ss.problem = &p_start;
     ss.ffd = &run.ffd;
     ss.budgets = &run.in.budgets;
     ss.hooks.progress = run.progress;
@@ -615,9 +755,9 @@ bool search_routepack(WindowRun& run, const PackingProblem& p_lpt) {
     ss.stop = run.stop;
     ss.placement = &pc;
     const SearchStats st = packing_search(ss, best);
-    const PackingProblem& p_final = pc.problem ? *pc.problem : p_lpt;
-    if (pc.problem) {
-        // routepack runs on the refined placement: its rank loads, CV and bound follow it.
+    const PackingProblem& p_final = pc.problem ? *pc.problem : p_start;
+    if (pc.problem || ms) {
+        // routepack runs on the refined (or moved) placement: its rank loads, CV and bound follow it.
         PlanPlacements& pl = r.placement;
         pl.routepack = pc.placement;
         pl.rank_loads_routepack = rank_loads(run.loads, pl.routepack);
@@ -632,9 +772,10 @@ bool search_routepack(WindowRun& run, const PackingProblem& p_lpt) {
     r.search.convergence = std::move(convergence);
     r.cancelled = st.cancelled;
     r.time_limit_hit = st.time_limit_hit;
-    if (best.improved)
-        r.routepack = make_method(Method::RoutePack, pc.problem ? PlacementKind::Refined : PlacementKind::Lpt,
+    if (best.improved || ms)
+        r.routepack = make_method(Method::RoutePack, pc.problem || ms ? PlacementKind::Refined : PlacementKind::Lpt,
                                   best.layout, p_final, r.placement.cv_routepack);
+    if (r.migration.has_previous) finish_migration(run, !ms);
     if (r.cancelled && !st.finished) return false;
 
     // 5. Validation and non-regression.
@@ -644,7 +785,7 @@ bool search_routepack(WindowRun& run, const PackingProblem& p_lpt) {
         throw std::logic_error("planner: the search's score differs from the routepack layout's metrics");
     const std::string bad = validate_layout(r.routepack.layout, p_final);
     if (!bad.empty()) throw std::logic_error("planner produced an invalid layout: " + bad);
-    if (r.reorder.metrics.score < r.routepack.metrics.score)
+    if (!r.migration.costed && start_score < r.routepack.metrics.score)
         throw std::logic_error("planner regressed below its reorder seed");
     r.timings["validate"] = seconds_since(t0);
     return true;
@@ -668,6 +809,10 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
     r.samples = w.samples;
     r.comm.nodes = in.topology.nodes();
     r.comm.available = comm_available(w);
+    if (!in.previous && (in.budgets.max_moves >= 0 || in.topology.has_migration))
+        r.migration.note = "no previous placement: the move budget and the topology's migration section are ignored "
+                           "(the plan is the paper's)";
+    if (in.previous) check_previous(*in.previous, w, in.topology);
 
     WindowRun run{in, progress, stop, r, {}, {}};
     const int workers = in.budgets.workers > 0 ? in.budgets.workers : tbb::this_task_arena::max_concurrency();
@@ -720,6 +865,60 @@ std::vector<WindowPlan> plan_windows(const std::vector<PlanInput>& inputs, int w
             if (on_done) on_done(k);
         });
     });
+    return out;
+}
+
+std::vector<WindowPlan> plan_chain(const std::vector<PlanInput>& inputs, int workers,
+                                   const std::function<void(std::size_t)>& on_done, const std::atomic<bool>* cancel) {
+    std::vector<WindowPlan> out(inputs.size());
+    const StopToken stop(cancel);
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+        if (stop.cancelled()) break;
+        PlanInput in = inputs[k];
+        in.budgets.workers = workers;
+        out[k].started = true;
+        try {
+            if (k > 0)
+                in.previous = out[k - 1].plan.placement.routepack;
+            else if (!in.previous)
+                in.previous =
+                    identity_placement(in.window.model.num_moe_layers(), in.window.model.experts, in.topology.ep_ranks);
+            out[k].plan = plan_window(in, {}, cancel);
+        } catch (const std::exception& e) {
+            out[k].error = e.what();
+        }
+        if (on_done) on_done(k);
+        if (!out[k].error.empty() || out[k].plan.cancelled) break;
+    }
+    return out;
+}
+
+std::vector<std::vector<FrontierPoint>> move_frontier(const std::vector<PlanInput>& steps, int workers,
+                                                      const std::atomic<bool>* cancel) {
+    constexpr std::size_t F = std::size(kFrontierFractions);
+    std::vector<PlanInput> all;
+    all.reserve(steps.size() * F);
+    for (const PlanInput& s : steps) {
+        if (!s.previous) throw InputError("frontier: window '" + s.window_name + "' has no previous placement");
+        const double experts = static_cast<double>(s.previous->layers) * s.previous->experts;
+        for (const double f : kFrontierFractions) {
+            PlanInput in = s;
+            in.budgets.max_moves = std::llround(f * experts);
+            all.push_back(std::move(in));
+        }
+    }
+    const std::vector<WindowPlan> plans = plan_windows(all, workers, {}, cancel);
+    std::vector<std::vector<FrontierPoint>> out(steps.size(), std::vector<FrontierPoint>(F));
+    for (std::size_t k = 0; k < steps.size(); ++k)
+        for (std::size_t j = 0; j < F; ++j) {
+            const WindowPlan& w = plans[k * F + j];
+            if (!w.error.empty()) throw InputError("frontier: window '" + steps[k].window_name + "': " + w.error);
+            FrontierPoint& p = out[k][j];
+            p.fraction = kFrontierFractions[j];
+            p.max_moves = all[k * F + j].budgets.max_moves;
+            p.max_u = w.plan.routepack.metrics.score.max_u;
+            p.moves = w.plan.migration.figures.moved;
+        }
     return out;
 }
 

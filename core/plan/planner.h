@@ -12,6 +12,7 @@
 #include "core/plan/comm.h"
 #include "core/plan/method.h"
 #include "core/plan/metrics.h"
+#include "core/plan/migration.h"
 #include "core/plan/placement.h"
 #include "core/plan/polish.h"
 #include "core/plan/rowcount.h"
@@ -62,6 +63,9 @@ struct PlannerBudgets {
     double time_limit_s = 0; ///< 0 = none
     /// Anytime mode: the final pass runs until `time_limit_s` (which must then be > 0).
     bool anytime = false;
+    /// Moved experts (placement_moves against PlanInput::previous) summed over MoE layers at most;
+    /// -1 = unlimited. Without a previous placement it is ignored (with a note).
+    std::int64_t max_moves = -1;
     int workers = 0;        ///< worker threads (0 = all cores)
     std::uint64_t seed = 1; ///< master seed; seeding and annealing streams derive from it
 };
@@ -104,6 +108,9 @@ struct PlanInput {
     std::string window_name;
     Topology topology;
     PlannerBudgets budgets;
+    /// The placement the previous step ran on (a run's chain: core/plan/migration.h); without it every
+    /// plan is the paper's. Its shape must be the window's L x E on the topology's P ranks.
+    std::optional<Placement> previous;
 };
 
 /// The placements of a plan: identity against LPT (compare_placements), and routepack's placement,
@@ -146,6 +153,28 @@ struct PlanComm {
     bool grouter_fitted = true;         ///< false: the node packing failed and grouter uses the FFD layout
 };
 
+/// Moves from the previous step's placement (PlanInput::previous) to routepack's, and what they cost.
+/// The four cases: no previous placement, the paper's plan (budget and cost model ignored, `note`
+/// says so when either was given); previous with budgets.max_moves and no migration section: the
+/// paper's score within the budget; previous with the topology's migration section: the modelled
+/// step time, seconds_per_U x max_g U + materialization seconds (within the budget when given);
+/// previous alone: unlimited moves, the paper's score (the plan's placement relabeled to move the
+/// fewest experts).
+struct PlanMigration {
+    bool has_previous = false;
+    Placement previous;
+    std::string previous_fingerprint; ///< placement_fingerprint(previous)
+    std::int64_t max_moves = -1;      ///< the budget applied (-1 unlimited)
+    bool costed = false;              ///< the topology's migration section chose the moves
+    bool seconds_per_U_derived = false;
+    MigrationCost cost;                 ///< resolved when the topology has a migration section
+    MigrationFigures figures;           ///< routepack's placement against previous
+    double compute_seconds = 0;         ///< seconds_per_U x routepack's max_g U (costed)
+    std::int64_t peak_sum_previous = 0; ///< sum_l max_p G[l][p] at previous (tokens, the window's loads)
+    std::int64_t peak_sum_start = 0;    ///< the same at the placement routepack's search started from
+    std::string note;                   ///< why a budget or cost model was ignored; empty otherwise
+};
+
 /// Everything the plan file, the CLI comparison and the views show: the inputs, R*, the compared
 /// methods, and the placement, search and communication parts.
 struct PlanResult {
@@ -160,9 +189,13 @@ struct PlanResult {
     /// Certified lower bound on routepack's max_g U at its placement (placement.routepack), over every
     /// layout (core/plan/bound.h); the plan's gap is routepack.metrics.score.max_u / bound.value - 1.
     MaxULowerBound bound;
+    /// Certified lower bound on max_g U over every layout and every placement of the window
+    /// (max_u_lower_bound_any_placement): no plan of this window, at any placement, does better.
+    MaxULowerBound bound_any_placement;
     PlanPlacements placement;
     PlanSearch search;
     PlanComm comm;
+    PlanMigration migration;
     bool cancelled = false;
     bool time_limit_hit = false;
     /// FixedRowFFD could not fill R* rows (the exact search found a layout it misses); the length-only
@@ -223,5 +256,35 @@ struct WindowPlan {
 std::vector<WindowPlan> plan_windows(const std::vector<PlanInput>& inputs, int workers,
                                      const std::function<void(std::size_t)>& on_done = {},
                                      const std::atomic<bool>* cancel = nullptr);
+
+/// The move budgets of a frontier, as fractions of a placement's L x E experts.
+inline constexpr double kFrontierFractions[] = {0.0, 0.01, 0.02, 0.05, 0.10, 0.25, 0.50, 1.0};
+
+/// One point of a step's frontier: routepack's max_g U (eq. 15) planned within max_moves =
+/// round(fraction x L x E) moved experts from the step's previous placement, and the moves it made.
+struct FrontierPoint {
+    double fraction = 0;
+    std::int64_t max_moves = 0;
+    double max_u = 0;
+    std::int64_t moves = 0;
+};
+
+/// The frontier of every step: steps[k] (its `previous` set; InputError when not) planned at each
+/// budget of kFrontierFractions. The plans are independent and run in parallel (plan_windows on
+/// `workers`, each plan single-worker, so the same for a seed whatever the worker count); result
+/// [k][point]. A plan that fails throws its error as an InputError naming the window.
+std::vector<std::vector<FrontierPoint>> move_frontier(const std::vector<PlanInput>& steps, int workers,
+                                                      const std::atomic<bool>* cancel = nullptr);
+
+/// Plans the windows of a run in order as a chain (core/plan/migration.h): window k starts from the
+/// final placement of window k-1 (PlanResult::placement.routepack, after every refinement); window
+/// 0 from inputs[0].previous when set, else the identity placement (the checkpoint's order). The
+/// chain is sequential; each window runs plan_window with budgets.workers = `workers` (0 = all
+/// cores), so the parallelism is inside the windows. `on_done(k)` is called after window k. A
+/// window that fails (its `error` set) ends the chain: the later ones are not started. Once `cancel`
+/// is set, the running window returns its best plan so far and the later ones are not started.
+std::vector<WindowPlan> plan_chain(const std::vector<PlanInput>& inputs, int workers,
+                                   const std::function<void(std::size_t)>& on_done = {},
+                                   const std::atomic<bool>* cancel = nullptr);
 
 } // namespace routepack

@@ -18,7 +18,7 @@ std::vector<RunStepSummary> summarize_steps(std::span<const RunStepInput> steps)
         if (k == 0) continue;
         const Placement& now = *steps[k].placement;
         const Placement& before = *steps[k - 1].placement;
-        const auto changed = placement_moves(now, before);
+        const auto changed = placement_slot_changes(now, before);
         s.churn_slots = 0;
         for (std::size_t l = 0; l < changed.size(); ++l) {
             const auto n = static_cast<std::int64_t>(changed[l].size());
@@ -28,10 +28,7 @@ std::vector<RunStepSummary> summarize_steps(std::span<const RunStepInput> steps)
                 s.churn_layer = static_cast<int>(l);
             }
         }
-        s.moves = 0;
-        for (int l = 0; l < now.layers; ++l)
-            for (int e = 0; e < now.experts; ++e)
-                s.moves += now.rank_of(l, e) != before.rank_of(l, e) ? 1 : 0;
+        s.moves = moved_experts(now, before);
     }
     return out;
 }

@@ -23,8 +23,8 @@ struct RunStepInput {
 };
 
 /// One step's summary against the previous step. Churn counts physical slots whose logical expert
-/// changes (placement_moves: the copies of expert state a trainer makes, one per changed slot); a
-/// move is an expert whose EP rank changes (its state crosses GPUs). The first step has no previous
+/// changes (placement_slot_changes: the copies of expert state a trainer makes, one per changed slot); a
+/// move is an expert whose EP rank changes (placement_moves: its state crosses GPUs). The first step has no previous
 /// step: churn_slots and moves are -1 there.
 struct RunStepSummary {
     double gain_pct = 0;                ///< gain_pct(baseline, routepack)

@@ -184,7 +184,7 @@ def test_plan_json_roundtrip(tmp_path, window):
     assert path.read_text() == p.to_json() + "\n"  # the file is the text plus a newline, as the CLI writes it
     assert routepack.plan_from_json(p.to_json()).rows == p.rows
     j = json.loads(p.to_json())
-    assert j["format"] == "routepack-plan" and j["version"] == 7
+    assert j["format"] == "routepack-plan" and j["version"] == 8
     assert j["topology"]["row_multiple"] == 1
     # The published schema is valid JSON, names this version, and every key it requires is written.
     schema_path = pathlib.Path(__file__).resolve().parents[2] / "resources" / "schema" / "plan.schema.json"
@@ -254,12 +254,55 @@ def test_moves_hand_case():
     pl = routepack.place([[8, 5, 5, 6, 10, 1]], 2)
     # Identity -> pl: slot 0 now e4 (was in slot 4), slot 1 keeps e1, slot 2 e5 (from 5),
     # slot 3 e0 (from 0), slot 4 e3 (from 3), slot 5 e2 (from 2).
-    assert pl.moves(ident) == [[(0, 4, 4, 0), (2, 5, 5, 2), (3, 0, 0, 3), (4, 3, 3, 4), (5, 2, 2, 5)]]
+    assert pl.slot_changes(ident) == [[(0, 4, 4, 0), (2, 5, 5, 2), (3, 0, 0, 3), (4, 3, 3, 4), (5, 2, 2, 5)]]
+    assert pl.slot_changes(pl) == [[]]
+    # Experts moved (H = 3): e0 and e2 go from rank 0 to 1, e4 and e5 from rank 1 to 0; e1 and e3 keep
+    # their ranks (e3 changes slot inside rank 1, which is not a move).
+    assert pl.moves(ident) == [[(0, 0, 1, 0, 3), (2, 0, 1, 2, 5), (4, 1, 0, 4, 0), (5, 1, 0, 5, 2)]]
     assert pl.moves(pl) == [[]]
     with pytest.raises(ValueError, match="placements differ in shape"):
         pl.moves(routepack.identity(1, 6, 3))
     with pytest.raises(ValueError, match="previous must be a routepack Placement or Plan"):
         pl.moves([0, 1])
+
+
+def test_plan_with_previous(window, tmp_path):
+    """The next step pays for its moves: within the budget, the previous slot kept for every expert
+    that stays on its rank, the same plan whatever form the previous placement comes in."""
+    lengths, counts = window
+    p0 = routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], seed=3)
+    assert p0.migration is None
+    shifted = counts[:, :, ::-1].copy()  # the next step routes elsewhere
+    p1 = routepack.plan(lengths, shifted, topo(), moe_layers=[1, 3], seed=3, previous=p0,
+                        budgets={"max_moves": 4})
+    m = p1.migration
+    assert m["max_moves"] == 4 and m["objective"] == "score"
+    assert m["moves"] <= 4 and m["moves"] == sum(len(layer) for layer in p1.moves(p0))
+    before, after = p0.logical_to_physical, p1.logical_to_physical
+    for l in range(2):
+        for e in range(8):
+            if before[l, e] // 2 == after[l, e] // 2:  # H = 8 / 4 = 2 slots per rank
+                assert before[l, e] == after[l, e]
+    # A Placement, a map dict, a map file and an [L, E] array name the same previous placement.
+    same = dict(moe_layers=[1, 3], seed=3, budgets={"max_moves": 4})
+    for prev in (p0.placement, {"moe_layers": [1, 3], "placement": before.tolist()}, before):
+        assert routepack.plan(lengths, shifted, topo(), previous=prev, **same).rows == p1.rows
+    (tmp_path / "map.json").write_text(json.dumps({"physical_to_logical_map": p0.physical_to_logical.tolist()}))
+    assert routepack.plan(lengths, shifted, topo(), previous=str(tmp_path / "map.json"), **same).rows == p1.rows
+    # Budget 0 keeps every slot; the plan file carries the section.
+    kept = routepack.plan(lengths, shifted, topo(), moe_layers=[1, 3], seed=3, previous=p0, budgets={"max_moves": 0})
+    assert (kept.logical_to_physical == before).all()
+    assert kept.migration["moves"] == 0
+    again = routepack.plan_from_json(p1.to_json())
+    assert again.migration["moves"] == m["moves"]
+    with pytest.raises(ValueError, match="previous placement has 1 MoE layers x 8 experts"):
+        routepack.plan(lengths, shifted, topo(), moe_layers=[1, 3], previous=before[:1])
+    # place(): from the previous placement within max_moves; without a budget, LPT relabeled.
+    loads = shifted.sum(axis=0)
+    pl = routepack.place(loads, 4, previous=p0.placement, max_moves=2)
+    assert sum(len(layer) for layer in pl.moves(p0.placement)) <= 2
+    full = routepack.place(loads, 4, previous=p0.placement)
+    assert full.rank_loads(loads).max(axis=1).tolist() == routepack.place(loads, 4).rank_loads(loads).max(axis=1).tolist()
 
 
 @pytest.mark.parametrize("loads, ranks, message", [
@@ -315,7 +358,7 @@ def test_plan_errors(window):
     assert plan_error(lengths, counts, time_limit_s=float("nan")) == "time_limit_s must be finite and >= 0 (0 = none)"
     assert plan_error(lengths, counts, budgets={"stepz": 3}).startswith("budgets: unknown budget 'stepz' (known: seeds_M,")
     assert plan_error(lengths, counts, budgets={"stepz": 3}).endswith(
-        "row_nodes, polish_evaluations, polish_kick_moves, placement_rounds, anytime)")
+        "row_nodes, polish_evaluations, polish_kick_moves, placement_rounds, max_moves, anytime)")
     assert plan_error(lengths, counts, budgets={"anytime": True}) == (
         "planner: budget 'anytime' must be used with a time limit > 0 (got time limit 0)")
     assert plan_error(lengths, counts, seed=-1) == "seed must be an integer in 0..2**64-1 (got -1)"
@@ -500,7 +543,7 @@ def test_budgets_take_the_json_keys_and_the_old_names_with_a_warning(window):
     given = {"seeds_M": 3, "population": 2, "choice_width": 5, "eta": 0.25, "projections": 4,
              "pair_candidates": 16, "levels": 2, "t0": 0.5, "cooling": 0.9, "steps_per_level": 40,
              "p_guide": 0.5, "rho": 0.25, "p_straggler": 0.75, "row_nodes": 5000, "polish_evaluations": 100,
-             "polish_kick_moves": 2, "placement_rounds": 1, "anytime": False}
+             "polish_kick_moves": 2, "placement_rounds": 1, "max_moves": 7, "anytime": False}
     p = routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], seed=5, budgets=given)
     stored = json.loads(p.to_json())["planner"]["budgets"]
     assert {k: stored[k] for k in given} == given and stored["time_limit_s"] == 0

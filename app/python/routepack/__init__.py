@@ -57,6 +57,7 @@ def plan(
     trace_name: str = "python",
     window_name: str = "",
     model_name: str = "",
+    previous=None,
 ) -> Plan:
     """Plans one window: LPT placement (Algorithm 1), certified row count R* (eq. 9), RoutePack
     packing (seeding + population annealing + the final search) with the placement refined for the
@@ -78,6 +79,13 @@ def plan(
     top_k / num_hidden_layers / model_name / sample_ids / trace_name / window_name are recorded in
     the plan file (defaults: 1, max(moe_layers) + 1, "", "0".."N-1", "python", "").
 
+    previous: the placement the previous step ran on (a :class:`Plan`, a :class:`Placement`, an
+    expert map as a dict or a file path in any shape ``routepack rewrite --map`` reads, or an [L, E]
+    logical -> slot array). The plan's placement then starts there and pays for its moves: within
+    ``budgets["max_moves"]`` (experts moved over all MoE layers; default unlimited) for the paper's
+    score, or, when the topology has a ``migration`` section, for the modelled step time (compute +
+    materialization). ``plan.migration`` reports the moves, bytes and seconds.
+
     Raises ValueError for bad input (a sample longer than C, fewer samples than D, E not divisible
     by P, bad shapes or dtypes, negative counts, NaN), with the CLI's text.
     """
@@ -97,6 +105,7 @@ def plan(
         trace_name=trace_name,
         window_name=window_name,
         model_name=model_name,
+        previous=_previous_map(previous, moe_layers),
     )
 
 
@@ -109,12 +118,13 @@ def plan_window(
     time_limit_s: float = 0.0,
     budgets: Optional[dict] = None,
     progress: Optional[Callable[[str, float], Optional[bool]]] = None,
+    previous=None,
 ) -> Plan:
     """Plans a :class:`Window` read from a :class:`Library` as ``routepack plan --db`` does: its
     lengths, counts, model, sample ids and per-token routes (so on a topology with more than one
     node the plan carries the communication figures and the grouter / routepack+comm methods); the
-    plan's inputs name its trace and window. seed, workers, time_limit_s, budgets, progress: as
-    :func:`plan`."""
+    plan's inputs name its trace and window. seed, workers, time_limit_s, budgets, progress,
+    previous: as :func:`plan`."""
     return _core._plan_window(
         window,
         topology,
@@ -123,16 +133,20 @@ def plan_window(
         time_limit_s=time_limit_s,
         budgets=budgets,
         progress=progress,
+        previous=_previous_map(previous, window.moe_layers if hasattr(window, "moe_layers") else None),
     )
 
 
 def place(loads, ep_ranks: int, *, moe_layers: Optional[Sequence[int]] = None,
-          num_hidden_layers: Optional[int] = None) -> Placement:
+          num_hidden_layers: Optional[int] = None, previous=None, max_moves: Optional[int] = None) -> Placement:
     """LPT placement (Algorithm 1, the planner's stage 1) from aggregate expert loads alone.
 
     loads: [L, E] non-negative token counts (integers, or floats holding whole numbers, e.g. SGLang's
     expert-distribution recorder or an EPLB load tensor), or [N, L, E] per-sample counts (summed
     over N). ep_ranks: P, must divide E. moe_layers: absolute ids of the L rows (default 0..L-1).
+    previous: the placement the previous step ran on (as :func:`plan` takes it): the placement then
+    starts there, moves at most ``max_moves`` experts over all layers (None: unlimited, LPT with its
+    ranks relabeled to move the fewest experts) and balances the busiest EP rank per layer.
     """
     import numpy as np
 
@@ -162,7 +176,49 @@ def place(loads, ep_ranks: int, *, moe_layers: Optional[Sequence[int]] = None,
             a = exact.astype(np.uint64)
         else:
             a = a.sum(axis=0, dtype=np.uint64)
-    return _core._place(a, ep_ranks, None if moe_layers is None else list(moe_layers), num_hidden_layers)
+    return _core._place(a, ep_ranks, None if moe_layers is None else list(moe_layers), num_hidden_layers,
+                        _previous_map(previous, moe_layers), max_moves)
+
+
+def _previous_map(previous, moe_layers):
+    """A previous placement as the module takes it: Plan and Placement as they are; an expert map
+    (a dict, or a path to its JSON file) in the shapes ``routepack rewrite --map`` reads, as an
+    [L, E] logical -> slot list (rows with ``moe_layers`` matched to the window's MoE layers)."""
+    import json
+    import os
+
+    if previous is None or isinstance(previous, (Plan, Placement)):
+        return previous
+    if isinstance(previous, (str, os.PathLike)):
+        with open(previous, encoding="utf-8") as f:
+            previous = json.load(f)
+    if isinstance(previous, dict):
+        if previous.get("format") == "routepack-plan":
+            return plan_from_json(json.dumps(previous))
+        layers = previous.get("moe_layers")
+        if "placement" in previous:
+            rows = [list(r) for r in previous["placement"]]
+        elif "physical_to_logical_map" in previous:
+            rows = []
+            for p2l in previous["physical_to_logical_map"]:
+                l2p = [-1] * len(p2l)
+                for v, e in enumerate(p2l):
+                    if not isinstance(e, int) or not 0 <= e < len(p2l) or l2p[e] >= 0:
+                        raise ValueError("previous: physical_to_logical_map rows must be permutations")
+                    l2p[e] = v
+                rows.append(l2p)
+        else:
+            raise ValueError("previous must be a Plan, a Placement, an expert map (placement or "
+                             "physical_to_logical_map) or an [L, E] logical -> slot array")
+        if layers is not None and moe_layers is not None:
+            if list(layers) != list(moe_layers):
+                if set(moe_layers) <= set(layers):
+                    rows = [rows[list(layers).index(l)] for l in moe_layers]
+                else:
+                    raise ValueError(f"previous: the map's MoE layers {list(layers)} are not the window's "
+                                     f"{list(moe_layers)}")
+        return rows
+    return previous
 
 
 def identity(layers: int, num_experts: int, ep_ranks: int, *, moe_layers: Optional[Sequence[int]] = None,
@@ -226,3 +282,9 @@ for _cls in (Plan, Placement):
     _cls.routepack_map = _map_dict("routepack")
 Plan.moves = lambda self, previous: self.placement.moves(previous)
 Plan.moves.__doc__ = Placement.moves.__doc__
+Plan.slot_changes = lambda self, previous: self.placement.slot_changes(previous)
+Plan.migration = property(lambda self: __import__("json").loads(self._migration_json), doc=(
+    "The moves from the previous placement (plan(..., previous=)): a dict with previous_fingerprint, "
+    "max_moves, objective, cost_model, moves, layer_moves, bytes, busiest_rank, materialization_seconds, "
+    "compute_seconds, modelled_seconds; None without a previous placement."))
+Plan.slot_changes.__doc__ = Placement.slot_changes.__doc__

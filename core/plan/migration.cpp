@@ -1,0 +1,562 @@
+// Placement across the steps of a run (core/plan/migration.h).
+#include "core/plan/migration.h"
+
+#include "core/model/trace.h"
+#include "core/util/errors.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace routepack {
+
+namespace {
+
+/// Minimum-cost assignment of rows to columns of a square matrix (Hungarian algorithm with
+/// potentials, O(n^3)); result[row] = column.
+std::vector<int> assignment(const std::vector<std::int64_t>& cost, int n) {
+    constexpr std::int64_t kInf = std::numeric_limits<std::int64_t>::max() / 4;
+    std::vector<std::int64_t> u(static_cast<std::size_t>(n) + 1, 0), v(static_cast<std::size_t>(n) + 1, 0);
+    std::vector<int> match(static_cast<std::size_t>(n) + 1, 0), way(static_cast<std::size_t>(n) + 1, 0);
+    for (int i = 1; i <= n; ++i) {
+        match[0] = i;
+        int j0 = 0;
+        std::vector<std::int64_t> minv(static_cast<std::size_t>(n) + 1, kInf);
+        std::vector<char> used(static_cast<std::size_t>(n) + 1, 0);
+        do {
+            used[static_cast<std::size_t>(j0)] = 1;
+            const int i0 = match[static_cast<std::size_t>(j0)];
+            std::int64_t delta = kInf;
+            int j1 = 0;
+            for (int j = 1; j <= n; ++j) {
+                if (used[static_cast<std::size_t>(j)]) continue;
+                const std::int64_t cur = cost[static_cast<std::size_t>(i0 - 1) * n + (j - 1)] -
+                                         u[static_cast<std::size_t>(i0)] - v[static_cast<std::size_t>(j)];
+                if (cur < minv[static_cast<std::size_t>(j)]) {
+                    minv[static_cast<std::size_t>(j)] = cur;
+                    way[static_cast<std::size_t>(j)] = j0;
+                }
+                if (minv[static_cast<std::size_t>(j)] < delta) {
+                    delta = minv[static_cast<std::size_t>(j)];
+                    j1 = j;
+                }
+            }
+            for (int j = 0; j <= n; ++j) {
+                if (used[static_cast<std::size_t>(j)]) {
+                    u[static_cast<std::size_t>(match[static_cast<std::size_t>(j)])] += delta;
+                    v[static_cast<std::size_t>(j)] -= delta;
+                } else {
+                    minv[static_cast<std::size_t>(j)] -= delta;
+                }
+            }
+            j0 = j1;
+        } while (match[static_cast<std::size_t>(j0)] != 0);
+        do {
+            const int j1 = way[static_cast<std::size_t>(j0)];
+            match[static_cast<std::size_t>(j0)] = match[static_cast<std::size_t>(j1)];
+            j0 = j1;
+        } while (j0 != 0);
+    }
+    std::vector<int> out(static_cast<std::size_t>(n), 0);
+    for (int j = 1; j <= n; ++j)
+        out[static_cast<std::size_t>(match[static_cast<std::size_t>(j)] - 1)] = j - 1;
+    return out;
+}
+
+/// One option of a layer: `moves` moved experts with busiest-rank load `peak`; reached by replaying
+/// the first `steps` swaps of the layer's trajectory, or (steps -1) by taking the target's layer.
+struct LayerOption {
+    std::int64_t moves = 0;
+    std::int64_t peak = 0;
+    int steps = 0;
+};
+
+/// A layer's greedy trajectory from the previous placement: its swaps (expert pairs) and options.
+struct Trajectory {
+    std::vector<std::pair<int, int>> swaps;
+    std::vector<LayerOption> options; ///< options[k]: after the first k swaps
+};
+
+/// The three busiest ranks of one group (value, rank), v1 >= v2 >= v3; rank -1 = none.
+struct Top3 {
+    std::int64_t v[3] = {0, 0, 0};
+    int p[3] = {-1, -1, -1};
+};
+
+Top3 top3(const std::int64_t* w, int P) {
+    Top3 t;
+    for (int p = 0; p < P; ++p) {
+        const std::int64_t x = w[p];
+        int k = 3;
+        while (k > 0 && (t.p[k - 1] < 0 || x > t.v[k - 1]))
+            --k;
+        for (int j = 2; j > k; --j)
+            t.v[j] = t.v[j - 1], t.p[j] = t.p[j - 1];
+        if (k < 3) t.v[k] = x, t.p[k] = p;
+    }
+    return t;
+}
+
+/// Largest load of a group over the ranks other than a and b (0 when there are none).
+std::int64_t max_except(const Top3& t, int a, int b) {
+    for (int k = 0; k < 3; ++k)
+        if (t.p[k] >= 0 && t.p[k] != a && t.p[k] != b) return t.v[k];
+    return 0;
+}
+
+/// One layer's measure state: per group the rank loads W[g][p] and their top three.
+struct LayerState {
+    int P = 0, E = 0, groups = 0;
+    const std::int64_t* we = nullptr; ///< [groups][E]
+    std::vector<std::int64_t> W;      ///< [groups][P]
+    std::vector<Top3> top;            ///< [groups]
+    std::vector<char> peak;           ///< [P] rank is the busiest of some group
+    std::int64_t F = 0;               ///< sum over groups of the busiest rank's load
+
+    void refresh() {
+        std::fill(peak.begin(), peak.end(), 0);
+        F = 0;
+        for (int g = 0; g < groups; ++g) {
+            Top3& t = top[static_cast<std::size_t>(g)];
+            t = top3(W.data() + static_cast<std::size_t>(g) * P, P);
+            peak[static_cast<std::size_t>(t.p[0])] = 1;
+            F += t.v[0];
+        }
+    }
+    /// Change of F when e1 (rank a) and e2 (rank b) trade ranks.
+    std::int64_t delta(int e1, int e2, int a, int b) const {
+        std::int64_t d = 0;
+        for (int g = 0; g < groups; ++g) {
+            const std::int64_t* w = W.data() + static_cast<std::size_t>(g) * P;
+            const std::int64_t x = we[static_cast<std::size_t>(g) * E + e2] - we[static_cast<std::size_t>(g) * E + e1];
+            const Top3& t = top[static_cast<std::size_t>(g)];
+            d += std::max({max_except(t, a, b), w[a] + x, w[b] - x}) - t.v[0];
+        }
+        return d;
+    }
+    void apply(int e1, int e2, int a, int b) {
+        for (int g = 0; g < groups; ++g) {
+            std::int64_t* w = W.data() + static_cast<std::size_t>(g) * P;
+            const std::int64_t x = we[static_cast<std::size_t>(g) * E + e2] - we[static_cast<std::size_t>(g) * E + e1];
+            w[a] += x;
+            w[b] -= x;
+        }
+        refresh();
+    }
+};
+
+LayerState layer_state(const std::int64_t* we, int groups, int E, int P, const std::vector<int>& rank) {
+    LayerState st;
+    st.P = P, st.E = E, st.groups = groups, st.we = we;
+    st.W.assign(static_cast<std::size_t>(groups) * P, 0);
+    st.top.resize(static_cast<std::size_t>(groups));
+    st.peak.assign(static_cast<std::size_t>(P), 0);
+    for (int g = 0; g < groups; ++g)
+        for (int e = 0; e < E; ++e)
+            st.W[static_cast<std::size_t>(g) * P + rank[static_cast<std::size_t>(e)]] +=
+                we[static_cast<std::size_t>(g) * E + e];
+    st.refresh();
+    return st;
+}
+
+/// The greedy swaps of one layer (budgeted_placement). `home` [E] previous rank; `we` [groups][E].
+Trajectory layer_trajectory(const std::int64_t* we, int groups, const std::vector<int>& home, int P) {
+    const int E = static_cast<int>(home.size());
+    std::vector<int> rank = home;
+    LayerState st = layer_state(we, groups, E, P, rank);
+    Trajectory t;
+    std::int64_t moved = 0;
+    t.options.push_back(LayerOption{0, st.F, 0});
+    const auto at = [](const std::vector<int>& v, int i) { return v[static_cast<std::size_t>(i)]; };
+    for (int step = 0; step < 2 * E + 4 && P > 1; ++step) {
+        double best = 0;
+        int b1 = -1, b2 = -1, bdc = 0;
+        for (int e1 = 0; e1 < E; ++e1) {
+            for (int e2 = e1 + 1; e2 < E; ++e2) {
+                const int a = at(rank, e1), b = at(rank, e2);
+                if (a == b || (!st.peak[static_cast<std::size_t>(a)] && !st.peak[static_cast<std::size_t>(b)]))
+                    continue;
+                const std::int64_t d = st.delta(e1, e2, a, b);
+                if (d >= 0) continue;
+                const int dc = (b != at(home, e1)) - (a != at(home, e1)) + (a != at(home, e2)) - (b != at(home, e2));
+                const double value = static_cast<double>(-d) / std::max(0.25, static_cast<double>(dc));
+                if (value > best) best = value, b1 = e1, b2 = e2, bdc = dc;
+            }
+        }
+        if (b1 < 0) break;
+        const int a = at(rank, b1), b = at(rank, b2);
+        st.apply(b1, b2, a, b);
+        rank[static_cast<std::size_t>(b1)] = b;
+        rank[static_cast<std::size_t>(b2)] = a;
+        moved += bdc;
+        t.swaps.emplace_back(b1, b2);
+        t.options.push_back(LayerOption{moved, st.F, static_cast<int>(t.swaps.size())});
+    }
+    return t;
+}
+
+/// The options no other option beats: ascending moves, strictly descending peak (ties: fewer
+/// moves, then fewer steps).
+std::vector<LayerOption> staircase(std::vector<LayerOption> all) {
+    std::stable_sort(all.begin(), all.end(), [](const LayerOption& x, const LayerOption& y) {
+        if (x.moves != y.moves) return x.moves < y.moves;
+        return x.peak < y.peak;
+    });
+    std::vector<LayerOption> out;
+    for (const LayerOption& o : all)
+        if (out.empty() || o.peak < out.back().peak) out.push_back(o);
+    return out;
+}
+
+/// The upper convex hull of a staircase (gain per move non-increasing along it): indices into it.
+std::vector<int> hull(const std::vector<LayerOption>& s) {
+    std::vector<int> h;
+    for (int k = 0; k < static_cast<int>(s.size()); ++k) {
+        while (h.size() >= 2) {
+            const LayerOption& a = s[static_cast<std::size_t>(h[h.size() - 2])];
+            const LayerOption& b = s[static_cast<std::size_t>(h.back())];
+            const LayerOption& c = s[static_cast<std::size_t>(k)];
+            // b is under the chord a-c when (gain a->b)/(moves a->b) <= (gain a->c)/(moves a->c).
+            const double ab = static_cast<double>(a.peak - b.peak) * static_cast<double>(c.moves - a.moves);
+            const double ac = static_cast<double>(a.peak - c.peak) * static_cast<double>(b.moves - a.moves);
+            if (ab <= ac)
+                h.pop_back();
+            else
+                break;
+        }
+        h.push_back(k);
+    }
+    return h;
+}
+
+/// Per-rank materialization seconds of one layer's moves (migration_figures without the max).
+void add_layer_seconds(const std::vector<int>& from, const std::vector<int>& to, const MigrationCost& c,
+                       std::vector<double>& sec, double sign) {
+    for (std::size_t e = 0; e < from.size(); ++e) {
+        const int a = from[e], b = to[e];
+        if (a == b) continue;
+        const bool intra = c.node_of_rank[static_cast<std::size_t>(a)] == c.node_of_rank[static_cast<std::size_t>(b)];
+        const double s = sign * c.expert_bytes / ((intra ? c.intra_node_GBps : c.inter_node_GBps) * 1e9);
+        sec[static_cast<std::size_t>(a)] += s;
+        sec[static_cast<std::size_t>(b)] += s;
+    }
+}
+
+} // namespace
+
+MigrationFigures migration_figures(const Placement& next, const Placement& previous, const MigrationCost& cost) {
+    const auto moves = placement_moves(next, previous);
+    const int P = next.ep_ranks;
+    const bool costed = cost.expert_bytes > 0;
+    if (costed && cost.node_of_rank.size() != static_cast<std::size_t>(P))
+        throw std::invalid_argument("migration_figures: node_of_rank holds " +
+                                    std::to_string(cost.node_of_rank.size()) + " ranks, expected " + std::to_string(P));
+    MigrationFigures f;
+    std::vector<double> intra(static_cast<std::size_t>(P), 0), inter(static_cast<std::size_t>(P), 0);
+    for (const auto& layer : moves)
+        for (const ExpertMove& m : layer) {
+            ++f.moved;
+            const bool same = !costed || cost.node_of_rank[static_cast<std::size_t>(m.from_rank)] ==
+                                             cost.node_of_rank[static_cast<std::size_t>(m.to_rank)];
+            (same ? f.intra_moves : f.inter_moves) += 1;
+            auto& side = same ? intra : inter;
+            side[static_cast<std::size_t>(m.from_rank)] += cost.expert_bytes;
+            side[static_cast<std::size_t>(m.to_rank)] += cost.expert_bytes;
+        }
+    f.bytes = static_cast<double>(f.moved) * cost.expert_bytes;
+    if (!costed || f.moved == 0) return f;
+    for (int p = 0; p < P; ++p) {
+        const auto k = static_cast<std::size_t>(p);
+        const double s = intra[k] / (cost.intra_node_GBps * 1e9) + inter[k] / (cost.inter_node_GBps * 1e9);
+        if (f.busiest_rank < 0 || s > f.seconds) {
+            f.busiest_rank = p;
+            f.seconds = s;
+            f.busiest_intra_bytes = intra[k];
+            f.busiest_inter_bytes = inter[k];
+        }
+    }
+    return f;
+}
+
+Placement relabel_to_previous(const Placement& next, const Placement& previous) {
+    moved_experts(next, previous); // shape and permutation checks
+    const int L = next.layers, E = next.experts, P = next.ep_ranks, H = next.slots_per_rank();
+    Placement out = next;
+    std::vector<std::int64_t> cost(static_cast<std::size_t>(P) * P);
+    for (int l = 0; l < L; ++l) {
+        std::fill(cost.begin(), cost.end(), 0);
+        for (int e = 0; e < E; ++e) // minimizing -(experts of next's group q that were on rank p)
+            cost[static_cast<std::size_t>(next.rank_of(l, e)) * P + previous.rank_of(l, e)] -= 1;
+        const std::vector<int> label = assignment(cost, P);
+        const std::vector<int> logical = physical_to_logical(next);
+        std::vector<int> filled(static_cast<std::size_t>(P), 0);
+        for (int v = 0; v < E; ++v) {
+            const int e = logical[static_cast<std::size_t>(l) * E + v];
+            const int p = label[static_cast<std::size_t>(next.owner(v))];
+            out.slot[static_cast<std::size_t>(l) * E + e] = p * H + filled[static_cast<std::size_t>(p)]++;
+        }
+    }
+    return keep_previous_slots(out, previous);
+}
+
+namespace {
+
+/// The layers' options (trajectory points and the target's layer) as staircases, layers in parallel.
+struct LayerChoices {
+    std::vector<Trajectory> trajectories;
+    std::vector<std::vector<LayerOption>> stairs;
+};
+
+LayerChoices layer_choices(const GroupLoads& loads, const Placement& prev, const Placement* target) {
+    const int L = prev.layers, E = prev.experts, P = prev.ep_ranks, groups = loads.groups;
+    LayerChoices c;
+    c.trajectories.resize(static_cast<std::size_t>(L));
+    c.stairs.resize(static_cast<std::size_t>(L));
+    tbb::parallel_for(tbb::blocked_range<int>(0, L, 1), [&](const tbb::blocked_range<int>& range) {
+        for (int l = range.begin(); l < range.end(); ++l) {
+            std::vector<int> home(static_cast<std::size_t>(E));
+            for (int e = 0; e < E; ++e)
+                home[static_cast<std::size_t>(e)] = prev.rank_of(l, e);
+            const std::int64_t* we = loads.w.data() + static_cast<std::size_t>(l) * groups * E;
+            Trajectory t = layer_trajectory(we, groups, home, P);
+            std::vector<LayerOption> all = t.options;
+            if (target) {
+                std::vector<int> rank(static_cast<std::size_t>(E));
+                std::int64_t moved = 0;
+                for (int e = 0; e < E; ++e) {
+                    rank[static_cast<std::size_t>(e)] = target->rank_of(l, e);
+                    moved += target->rank_of(l, e) != prev.rank_of(l, e) ? 1 : 0;
+                }
+                all.push_back(LayerOption{moved, layer_state(we, groups, E, P, rank).F, -1});
+            }
+            c.stairs[static_cast<std::size_t>(l)] = staircase(std::move(all));
+            c.trajectories[static_cast<std::size_t>(l)] = std::move(t);
+        }
+    });
+    return c;
+}
+
+/// One hull segment of a layer: from stair point `from` to `to`.
+struct Segment {
+    int layer = 0, from = 0, to = 0;
+    std::int64_t moves = 0, gain = 0;
+};
+
+/// The layer at stair point `o`: replayed swaps or the target's layer; its ranks into `rank`.
+void layer_at(const LayerOption& o, const Trajectory& t, const Placement& prev, const Placement* target, int l,
+              std::vector<int>& rank) {
+    const int E = prev.experts;
+    for (int e = 0; e < E; ++e)
+        rank[static_cast<std::size_t>(e)] = o.steps < 0 ? target->rank_of(l, e) : prev.rank_of(l, e);
+    for (int k = 0; k < std::max(0, o.steps); ++k) {
+        const auto [e1, e2] = t.swaps[static_cast<std::size_t>(k)];
+        std::swap(rank[static_cast<std::size_t>(e1)], rank[static_cast<std::size_t>(e2)]);
+    }
+}
+
+} // namespace
+
+GroupLoads aggregate_group_loads(std::span<const std::uint64_t> loads, int L, int E) {
+    if (loads.size() != static_cast<std::size_t>(L) * E)
+        throw std::invalid_argument("aggregate_group_loads: loads hold " + std::to_string(loads.size()) +
+                                    " values, expected L*E = " + std::to_string(static_cast<std::size_t>(L) * E));
+    GroupLoads g{L, E, 1, std::vector<std::int64_t>(loads.size())};
+    for (std::size_t k = 0; k < loads.size(); ++k)
+        g.w[k] = static_cast<std::int64_t>(loads[k]);
+    return g;
+}
+
+GroupLoads row_shard_group_loads(std::span<const std::uint32_t> counts, std::size_t n, int L, int E,
+                                 std::span<const int> row_shard, int row_shards) {
+    const std::size_t stride = static_cast<std::size_t>(L) * E;
+    if (counts.size() != n * stride || row_shard.size() != n || row_shards < 1)
+        throw std::invalid_argument("row_shard_group_loads: counts, row-shard ids and samples disagree");
+    GroupLoads g{L, E, row_shards, std::vector<std::int64_t>(stride * row_shards, 0)};
+    for (std::size_t i = 0; i < n; ++i) {
+        const int rs = row_shard[i];
+        if (rs < 0 || rs >= row_shards)
+            throw std::invalid_argument("row_shard_group_loads: row-shard id " + std::to_string(rs) + " is not in 0.." +
+                                        std::to_string(row_shards - 1));
+        const std::uint32_t* a = counts.data() + i * stride;
+        for (int l = 0; l < L; ++l) {
+            std::int64_t* dst = g.w.data() + (static_cast<std::size_t>(l) * row_shards + rs) * E;
+            for (int e = 0; e < E; ++e)
+                dst[e] += a[static_cast<std::size_t>(l) * E + e];
+        }
+    }
+    return g;
+}
+
+MovePlan budgeted_placement(const GroupLoads& loads, const MoveRequest& rq) {
+    if (!rq.previous) throw std::invalid_argument("budgeted_placement: no previous placement");
+    const Placement& prev = *rq.previous;
+    const int L = prev.layers, E = prev.experts, P = prev.ep_ranks;
+    if (loads.layers != L || loads.experts != E || loads.groups < 1 ||
+        loads.w.size() != static_cast<std::size_t>(L) * loads.groups * E)
+        throw std::invalid_argument("budgeted_placement: the loads are not " + std::to_string(L) + " MoE layers x " +
+                                    std::to_string(E) + " experts");
+    physical_to_logical(prev);
+    Placement relabeled;
+    if (rq.target) relabeled = relabel_to_previous(*rq.target, prev);
+    const Placement* target = rq.target ? &relabeled : nullptr;
+    const LayerChoices ch = layer_choices(loads, prev, target);
+
+    std::vector<Segment> segments;
+    for (int l = 0; l < L; ++l) {
+        const auto& s = ch.stairs[static_cast<std::size_t>(l)];
+        const std::vector<int> h = hull(s);
+        for (std::size_t k = 1; k < h.size(); ++k) {
+            const LayerOption &a = s[static_cast<std::size_t>(h[k - 1])], &b = s[static_cast<std::size_t>(h[k])];
+            segments.push_back(Segment{l, h[k - 1], h[k], b.moves - a.moves, a.peak - b.peak});
+        }
+    }
+    // Descending gain per move (a segment of no moves first); stable: lower layer, then earlier.
+    std::stable_sort(segments.begin(), segments.end(), [](const Segment& x, const Segment& y) {
+        return static_cast<double>(x.gain) * static_cast<double>(std::max<std::int64_t>(y.moves, 0)) >
+               static_cast<double>(y.gain) * static_cast<double>(std::max<std::int64_t>(x.moves, 0));
+    });
+    std::vector<int> at(static_cast<std::size_t>(L), 0); // chosen stair point per layer
+    std::vector<char> closed(static_cast<std::size_t>(L), 0);
+    std::int64_t used = 0;
+    const bool limited = rq.max_moves >= 0;
+    std::vector<double> sec(static_cast<std::size_t>(P), 0);
+    std::vector<int> home(static_cast<std::size_t>(E)), before(static_cast<std::size_t>(E)),
+        after(static_cast<std::size_t>(E));
+    for (const Segment& sg : segments) {
+        const auto l = static_cast<std::size_t>(sg.layer);
+        if (closed[l] || at[l] != sg.from) continue;
+        if (limited && used + sg.moves > rq.max_moves) {
+            closed[l] = 1;
+            continue;
+        }
+        const auto& s = ch.stairs[l];
+        if (rq.cost) {
+            layer_at(s[static_cast<std::size_t>(sg.from)], ch.trajectories[l], prev, target, sg.layer, before);
+            layer_at(s[static_cast<std::size_t>(sg.to)], ch.trajectories[l], prev, target, sg.layer, after);
+            for (int e = 0; e < E; ++e)
+                home[static_cast<std::size_t>(e)] = prev.rank_of(sg.layer, e);
+            std::vector<double> next_sec = sec;
+            add_layer_seconds(home, before, *rq.cost, next_sec, -1.0);
+            add_layer_seconds(home, after, *rq.cost, next_sec, 1.0);
+            const double growth =
+                *std::max_element(next_sec.begin(), next_sec.end()) - *std::max_element(sec.begin(), sec.end());
+            const double saving = rq.cost->seconds_per_U * static_cast<double>(sg.gain) / rq.tokens_per_U;
+            if (!(saving > growth)) {
+                closed[l] = 1;
+                continue;
+            }
+            sec = std::move(next_sec);
+        }
+        at[l] = sg.to;
+        used += sg.moves;
+    }
+
+    MovePlan out;
+    out.placement = prev;
+    out.layer_moves.assign(static_cast<std::size_t>(L), 0);
+    std::vector<int> rank(static_cast<std::size_t>(E));
+    for (int l = 0; l < L; ++l) {
+        const auto& s = ch.stairs[static_cast<std::size_t>(l)];
+        const LayerOption& o = s[static_cast<std::size_t>(at[static_cast<std::size_t>(l)])];
+        out.peak_before += ch.trajectories[static_cast<std::size_t>(l)].options.front().peak;
+        out.peak_after += o.peak;
+        out.layer_moves[static_cast<std::size_t>(l)] = o.moves;
+        layer_at(o, ch.trajectories[static_cast<std::size_t>(l)], prev, target, l, rank);
+        // Ranks to slots: stayers keep their slot, arrivals take the freed slots (keep_previous_slots).
+        const int H = prev.slots_per_rank();
+        std::vector<int> filled(static_cast<std::size_t>(P), 0);
+        for (int e = 0; e < E; ++e) {
+            const int p = rank[static_cast<std::size_t>(e)];
+            out.placement.slot[static_cast<std::size_t>(l) * E + e] = p * H + filled[static_cast<std::size_t>(p)]++;
+        }
+    }
+    out.placement = keep_previous_slots(out.placement, prev);
+    return out;
+}
+
+MovePlan place_from_previous(std::span<const std::uint64_t> loads, const Placement& lpt, const MoveRequest& rq) {
+    if (!rq.previous) throw std::invalid_argument("place_from_previous: no previous placement");
+    const GroupLoads g = aggregate_group_loads(loads, lpt.layers, lpt.experts);
+    if (rq.max_moves >= 0 || rq.cost) {
+        MoveRequest r = rq;
+        r.target = &lpt;
+        return budgeted_placement(g, r);
+    }
+    MoveRequest none = rq;
+    none.max_moves = 0;
+    MovePlan out = budgeted_placement(g, none); // the previous placement's measure
+    out.placement = relabel_to_previous(lpt, *rq.previous);
+    out.layer_moves = layer_moves(out.placement, *rq.previous);
+    out.peak_after = 0;
+    for (int l = 0; l < lpt.layers; ++l) {
+        std::vector<std::int64_t> G(static_cast<std::size_t>(lpt.ep_ranks), 0);
+        for (int e = 0; e < lpt.experts; ++e)
+            G[static_cast<std::size_t>(lpt.rank_of(l, e))] +=
+                static_cast<std::int64_t>(loads[static_cast<std::size_t>(l) * lpt.experts + e]);
+        out.peak_after += *std::max_element(G.begin(), G.end());
+    }
+    return out;
+}
+
+std::vector<std::int64_t> layer_moves(const Placement& next, const Placement& previous) {
+    std::vector<std::int64_t> out;
+    for (const auto& layer : placement_moves(next, previous))
+        out.push_back(static_cast<std::int64_t>(layer.size()));
+    return out;
+}
+
+std::vector<std::int64_t> layer_move_allowance(const std::vector<std::int64_t>& layer_moves, std::int64_t max_moves,
+                                               bool no_extra) {
+    std::vector<std::int64_t> out = layer_moves;
+    if (max_moves < 0) {
+        if (!no_extra) std::fill(out.begin(), out.end(), -1);
+        return out;
+    }
+    if (no_extra || out.empty()) return out;
+    std::int64_t sum = 0;
+    for (const std::int64_t m : layer_moves)
+        sum += m;
+    const std::int64_t left = std::max<std::int64_t>(0, max_moves - sum);
+    const auto L = static_cast<std::int64_t>(out.size());
+    for (std::int64_t l = 0; l < L; ++l)
+        out[static_cast<std::size_t>(l)] += left / L + (l < left % L ? 1 : 0);
+    return out;
+}
+
+std::string placement_fingerprint(const Placement& pi) {
+    std::uint64_t h = 0xcbf29ce484222325ULL;
+    for (const std::int32_t x : {pi.layers, pi.experts, pi.ep_ranks})
+        h = fnv1a64(&x, sizeof x, h);
+    for (const int v : pi.slot) {
+        const std::int32_t x = v;
+        h = fnv1a64(&x, sizeof x, h);
+    }
+    return hex64(h);
+}
+
+MigrationCost resolve_migration_cost(const Topology& topology, const ModelDescription& model) {
+    const MigrationModel& m = topology.migration;
+    std::int64_t params = m.expert_parameters > 0 ? m.expert_parameters : model.expert_params;
+    if (params <= 0) {
+        for (const std::string& name : known_model_names())
+            if (name == model.name) params = known_model(name).expert_params;
+    }
+    if (params <= 0)
+        throw InputError("topology: migration: the expert parameters of model '" + model.name +
+                         "' are unknown; give migration.expert_parameters");
+    MigrationCost c;
+    c.expert_bytes = m.state_bytes_per_param * static_cast<double>(params);
+    c.intra_node_GBps = m.intra_node_GBps;
+    c.inter_node_GBps = m.inter_node_GBps;
+    c.seconds_per_U = m.seconds_per_U > 0 ? m.seconds_per_U
+                                          : 6.0 * static_cast<double>(topology.token_cap) *
+                                                static_cast<double>(params) / (m.achieved_TFLOPs * 1e12);
+    c.node_of_rank = topology.node_of_rank();
+    return c;
+}
+
+} // namespace routepack

@@ -1,0 +1,409 @@
+// Placement across the steps of a run (core/plan/migration.h and the planner's previous placement):
+// the moves that pay on a hand case, the cost of moves against a brute-force recount, the four
+// cases of PlanMigration, budget 0, the chain of a run against planning the steps one by one, and
+// plans identical for a seed whatever the worker count.
+#include "core/model/topology.h"
+#include "core/plan/bound.h"
+#include "core/plan/migration.h"
+#include "core/plan/plan_file.h"
+#include "core/plan/planner.h"
+#include "core/synth/synth.h"
+#include "core/util/errors.h"
+#include "tests/testutil.h"
+
+#include <QtTest>
+
+#include <algorithm>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+using namespace routepack;
+
+namespace {
+
+/// One layer of loads per row, E = row size, as GroupLoads of one group.
+GroupLoads one_group(const std::vector<std::vector<std::uint64_t>>& rows) {
+    std::vector<std::uint64_t> flat;
+    for (const auto& r : rows)
+        flat.insert(flat.end(), r.begin(), r.end());
+    return aggregate_group_loads(flat, static_cast<int>(rows.size()), static_cast<int>(rows.front().size()));
+}
+
+Topology topo8() {
+    Topology t;
+    t.ep_ranks = 8;
+    t.dp_slots = 4;
+    t.edp_shards = {{0, 1}, {2, 3}};
+    t.token_cap = 4096;
+    t.attention_stages = {AttentionStage{"mla", 27.0, 27.0}};
+    return t;
+}
+
+/// A synthetic window (Zipf-skewed experts, 32 per layer, 11 MoE layers) planned on EP8 / DP4.
+PlanInput synth_input(int groups, std::uint64_t seed) {
+    SynthConfig c;
+    c.groups = groups;
+    c.group_size = 8;
+    c.seed = seed;
+    PlanInput in;
+    in.window = synth_trace(c);
+    in.trace_name = "synth";
+    in.window_name = "w" + std::to_string(seed);
+    in.topology = topo8();
+    in.budgets.annealing.levels = 4;
+    in.budgets.annealing.steps = 300;
+    in.budgets.seeding.candidates = 8;
+    in.budgets.seeding.population = 4;
+    in.budgets.workers = 2;
+    return in;
+}
+
+/// The plan file text without its timings (the only part allowed to differ between runs).
+nlohmann::json plan_json(const PlanResult& r) {
+    auto j = nlohmann::json::parse(plan_to_json(r));
+    j.erase("timings");
+    return j;
+}
+
+} // namespace
+
+class TestMigration : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void handCaseRightMoves();
+    void budgetGoesWhereItBuysMost();
+    void figuresAgainstRecount();
+    void relabelKeepsRanksAndScore();
+    void topologySectionAndCost();
+    void noPreviousIsThePapersPlan();
+    void previousAloneIsUnlimited();
+    void budgetZeroKeepsEverySlot();
+    void budgetBoundsMoves();
+    void costModelChoosesModelledTime();
+    void chainEqualsStepByStep();
+    void sameForEveryWorkerCount();
+    void boundOverEveryPlacement();
+};
+
+void TestMigration::handCaseRightMoves() {
+    // E = 6, P = 2 (H = 3): rank 0 holds e0 (10), e1 (8), e2 (6), rank 1 e3 (2), e4 (1), e5 (0): busiest
+    // 24 of 27. The best single swap moves x = L[e] - L[f] from rank 0 to rank 1 with max(24 - x, 3 + x)
+    // least: e0 <-> e5 (x = 10: 14 and 13); the next best, e0 <-> e4 and e1 <-> e5, leave 15 and 16.
+    // One move alone is impossible (every rank keeps its three slots): a budget of 1 keeps previous.
+    const Placement prev = identity_placement(1, 6, 2);
+    MoveRequest rq;
+    rq.previous = &prev;
+    rq.max_moves = 1;
+    const GroupLoads g = one_group({{10, 8, 6, 2, 1, 0}});
+    MovePlan one = budgeted_placement(g, rq);
+    QCOMPARE(one.placement, prev);
+    QCOMPARE(one.peak_before, std::int64_t{24});
+    QCOMPARE(one.peak_after, std::int64_t{24});
+    rq.max_moves = 2;
+    const MovePlan two = budgeted_placement(g, rq);
+    // e0 takes e5's slot 5, e5 takes e0's slot 0; the others keep theirs.
+    QCOMPARE(two.placement.slot, (std::vector<int>{5, 1, 2, 3, 4, 0}));
+    QCOMPARE(two.peak_after, std::int64_t{14});
+    QCOMPARE(two.layer_moves, (std::vector<std::int64_t>{2}));
+    QCOMPARE(placement_moves(two.placement, prev)[0], (std::vector<ExpertMove>{{0, 0, 1, 0, 5}, {5, 1, 0, 5, 0}}));
+}
+
+void TestMigration::budgetGoesWhereItBuysMost() {
+    // Layer 0 as above (one swap lowers its busiest rank by 9); layer 1 (5, 5, 4, 4): ranks 10 and 8,
+    // its best swap e0 <-> e2 gives 9 and 9, a gain of 1. Two moves go to layer 0; four buy both.
+    const Placement prev = identity_placement(2, 4, 2);
+    const GroupLoads g = one_group({{10, 9, 1, 0}, {5, 5, 4, 4}});
+    MoveRequest rq;
+    rq.previous = &prev;
+    rq.max_moves = 2;
+    MovePlan p = budgeted_placement(g, rq);
+    QCOMPARE(p.layer_moves, (std::vector<std::int64_t>{2, 0}));
+    QCOMPARE(p.peak_before, std::int64_t{29});
+    QCOMPARE(p.peak_after, std::int64_t{20});
+    rq.max_moves = 4;
+    p = budgeted_placement(g, rq);
+    QCOMPARE(p.layer_moves, (std::vector<std::int64_t>{2, 2}));
+    QCOMPARE(p.peak_after, std::int64_t{19});
+    QCOMPARE(moved_experts(p.placement, prev), std::int64_t{4});
+    // The leftover of a budget is shared over the layers for the refinement, in layer order.
+    QCOMPARE(layer_move_allowance({2, 0}, 5, false), (std::vector<std::int64_t>{4, 1}));
+    QCOMPARE(layer_move_allowance({2, 0}, 5, true), (std::vector<std::int64_t>{2, 0}));
+    QCOMPARE(layer_move_allowance({2, 0}, -1, false), (std::vector<std::int64_t>{-1, -1}));
+}
+
+void TestMigration::figuresAgainstRecount() {
+    // Random placements on 4 ranks over 2 nodes (ranks 0-1 on node 0): the figures against a recount
+    // of every expert of every layer.
+    std::mt19937_64 rng(5);
+    MigrationCost c;
+    c.expert_bytes = 1e6;
+    c.intra_node_GBps = 400;
+    c.inter_node_GBps = 50;
+    c.seconds_per_U = 1;
+    c.node_of_rank = {0, 0, 1, 1};
+    for (int round = 0; round < 20; ++round) {
+        const int L = 1 + static_cast<int>(rng() % 3), E = 8;
+        Placement a = identity_placement(L, E, 4), b = a;
+        for (int l = 0; l < L; ++l) {
+            std::shuffle(a.slot.begin() + l * E, a.slot.begin() + (l + 1) * E, rng);
+            std::shuffle(b.slot.begin() + l * E, b.slot.begin() + (l + 1) * E, rng);
+        }
+        const MigrationFigures f = migration_figures(b, a, c);
+        std::int64_t moved = 0, inter = 0;
+        std::vector<double> in_out_intra(4, 0), in_out_inter(4, 0);
+        for (int l = 0; l < L; ++l)
+            for (int e = 0; e < E; ++e) {
+                const int from = a.slot[l * E + e] / 2, to = b.slot[l * E + e] / 2;
+                if (from == to) continue;
+                ++moved;
+                const bool across = c.node_of_rank[from] != c.node_of_rank[to];
+                inter += across ? 1 : 0;
+                auto& side = across ? in_out_inter : in_out_intra;
+                side[from] += 1e6;
+                side[to] += 1e6;
+            }
+        double busiest = 0;
+        for (int p = 0; p < 4; ++p)
+            busiest = std::max(busiest, in_out_intra[p] / 400e9 + in_out_inter[p] / 50e9);
+        QCOMPARE(f.moved, moved);
+        QCOMPARE(f.inter_moves, inter);
+        QCOMPARE(f.intra_moves, moved - inter);
+        QCOMPARE(f.bytes, 1e6 * static_cast<double>(moved));
+        QCOMPARE(f.seconds, busiest);
+        if (moved > 0) QCOMPARE(f.seconds, f.busiest_intra_bytes / 400e9 + f.busiest_inter_bytes / 50e9);
+    }
+    // Hand case: one expert from rank 0 to rank 2 (across nodes): 2 MB at 50 GB/s on both ranks.
+    Placement a = identity_placement(1, 8, 4), b = a;
+    std::swap(b.slot[0], b.slot[4]);
+    const MigrationFigures f = migration_figures(b, a, c);
+    QCOMPARE(f.moved, std::int64_t{2});
+    QCOMPARE(f.inter_moves, std::int64_t{2});
+    QCOMPARE(f.busiest_rank, 0);
+    QCOMPARE(f.busiest_inter_bytes, 2e6);
+    QCOMPARE(f.seconds, 2e6 / 50e9);
+}
+
+void TestMigration::relabelKeepsRanksAndScore() {
+    // Next = previous with ranks 0 and 1 exchanged wholesale plus a swap of e0 and e4: as written 5
+    // experts move; relabeled (the groups {e2, e3}, {e1, e4}, {e0, e5} kept) only 2 do.
+    const Placement prev = identity_placement(1, 6, 3);
+    Placement next = prev;
+    next.slot = {2, 3, 0, 1, 4, 5};        // ranks 0 and 1 exchanged: 4 moves as written
+    std::swap(next.slot[0], next.slot[4]); // e0 <-> e4 across ranks
+    QCOMPARE(moved_experts(next, prev), std::int64_t{5});
+    const Placement r = relabel_to_previous(next, prev);
+    QCOMPARE(moved_experts(r, prev), std::int64_t{2});
+    // Rank sets of `next` up to their labels: {e1, e4} (was rank 1), {e2, e3}, {e0, e5}.
+    QCOMPARE(r.rank_of(0, 1), r.rank_of(0, 4));
+    QCOMPARE(r.rank_of(0, 2), r.rank_of(0, 3));
+    QCOMPARE(r.rank_of(0, 0), r.rank_of(0, 5));
+    QCOMPARE(r.rank_of(0, 2), 1); // the group that was wholly on rank 1 goes back to it
+    QCOMPARE(r.at(0, 2), 2);      // in its previous slots
+    QCOMPARE(r.at(0, 3), 3);
+}
+
+void TestMigration::topologySectionAndCost() {
+    const std::string base = R"({"ep_ranks": 8, "dp_slots": 4, "token_cap": 4096,
+        "attention_stages": [{"name": "mla", "alpha": 27, "beta": 27}])";
+    Topology t = parse_topology(base + "}", "t.json");
+    QVERIFY(!t.has_migration);
+    t = parse_topology(base + R"(, "migration": {"inter_node_GBps": 25}})", "t.json");
+    QVERIFY(t.has_migration);
+    QCOMPARE(t.migration.inter_node_GBps, 25.0);
+    QCOMPARE(t.migration.state_bytes_per_param, 14.0);
+    QCOMPARE(parse_topology(topology_to_json(t), "again"), t);
+    QCOMPARE(
+        test::error_of<InputError>([&] { parse_topology(base + R"(, "migration": {"intra_GBps": 1}})", "t.json"); }),
+        std::string("t.json: migration: unknown field 'intra_GBps' (known: state_bytes_per_param, "
+                    "expert_parameters, intra_node_GBps, inter_node_GBps, seconds_per_U, achieved_TFLOPs)"));
+    QCOMPARE(test::error_of<InputError>(
+                 [&] { parse_topology(base + R"(, "migration": {"inter_node_GBps": 0}})", "t.json"); }),
+             std::string("t.json: migration.inter_node_GBps is 0, not a number in (0, 1e+15]"));
+    // DeepSeek-V2-Lite: 3 x 2048 x 1408 = 8,650,752 parameters per expert, 14 bytes each; seconds
+    // per U derived as 6 x C x params / (TFLOPs x 1e12) = 6 x 4096 x 8650752 / 400e12.
+    const ModelDescription m = known_model("deepseek-v2-lite");
+    QCOMPARE(m.expert_params, std::int64_t{8650752});
+    const MigrationCost c = resolve_migration_cost(t, m);
+    QCOMPARE(c.expert_bytes, 14.0 * 8650752);
+    QCOMPARE(c.seconds_per_U, 6.0 * 4096 * 8650752 / 400e12);
+    QCOMPARE(c.node_of_rank, std::vector<int>(8, 0));
+    ModelDescription unknown = m;
+    unknown.name = "mine";
+    unknown.expert_params = 0;
+    QCOMPARE(test::error_of<InputError>([&] { resolve_migration_cost(t, unknown); }),
+             std::string("topology: migration: the expert parameters of model 'mine' are unknown; give "
+                         "migration.expert_parameters"));
+}
+
+void TestMigration::noPreviousIsThePapersPlan() {
+    // Without a previous placement the budget and the migration section change nothing but the note
+    // (and the budget and section recorded where they are written).
+    PlanInput in = synth_input(4, 1);
+    const PlanResult plain = plan_window(in);
+    in.budgets.max_moves = 3;
+    in.topology.has_migration = true;
+    const PlanResult noted = plan_window(in);
+    QCOMPARE(noted.placement.routepack, plain.placement.routepack);
+    QCOMPARE(noted.routepack.layout, plain.routepack.layout);
+    QCOMPARE(noted.routepack.metrics.score, plain.routepack.metrics.score);
+    QVERIFY(!noted.migration.has_previous);
+    QCOMPARE(noted.migration.note, std::string("no previous placement: the move budget and the topology's "
+                                               "migration section are ignored (the plan is the paper's)"));
+    QVERIFY(plain.migration.note.empty());
+    QVERIFY(!plan_json(plain).contains("migration"));
+    QVERIFY(!plan_json(plain)["planner"]["budgets"].contains("max_moves"));
+}
+
+void TestMigration::previousAloneIsUnlimited() {
+    // Previous alone: the paper's score (the plan without a previous placement, its ranks relabeled),
+    // moves reported; the same as an unlimited budget written out.
+    PlanInput in = synth_input(4, 2);
+    const PlanResult plain = plan_window(in);
+    in.previous = identity_placement(plain.placement.lpt.layers, plain.placement.lpt.experts, 8);
+    const PlanResult alone = plan_window(in);
+    QCOMPARE(alone.routepack.metrics.score, plain.routepack.metrics.score);
+    QCOMPARE(alone.routepack.layout, plain.routepack.layout);
+    QCOMPARE(alone.placement.routepack, relabel_to_previous(plain.placement.routepack, *in.previous));
+    QVERIFY(alone.migration.has_previous);
+    QCOMPARE(alone.migration.figures.moved, moved_experts(alone.placement.routepack, *in.previous));
+    QVERIFY(alone.migration.figures.moved <= moved_experts(plain.placement.routepack, *in.previous));
+    in.budgets.max_moves = -1;
+    QCOMPARE(plan_json(plan_window(in)), plan_json(alone));
+    // The plan file carries the migration section and reads back.
+    const PlanFile f = parse_plan(plan_to_json(alone), "p.json");
+    QVERIFY(f.migration.present);
+    QCOMPARE(f.migration.moves, alone.migration.figures.moved);
+    QCOMPARE(f.migration.previous_fingerprint, placement_fingerprint(*in.previous));
+    QCOMPARE(f.migration.max_moves, std::int64_t{-1});
+}
+
+void TestMigration::budgetZeroKeepsEverySlot() {
+    PlanInput in = synth_input(4, 3);
+    const int L = in.window.model.num_moe_layers(), E = in.window.model.experts;
+    Placement prev = identity_placement(L, E, 8);
+    std::mt19937_64 rng(3);
+    for (int l = 0; l < L; ++l)
+        std::shuffle(prev.slot.begin() + l * E, prev.slot.begin() + (l + 1) * E, rng);
+    in.previous = prev;
+    in.budgets.max_moves = 0;
+    const PlanResult r = plan_window(in);
+    QCOMPARE(r.placement.routepack, prev);
+    QCOMPARE(r.migration.figures.moved, std::int64_t{0});
+    for (const auto& layer : placement_slot_changes(r.placement.routepack, prev))
+        QVERIFY(layer.empty());
+    // Its score is the score of its layout at the previous placement (nothing else moved).
+    QCOMPARE(r.routepack.metrics.score,
+             score_layout(r.routepack.layout, make_packing_problem(in.window, in.topology, prev)));
+}
+
+void TestMigration::budgetBoundsMoves() {
+    PlanInput in = synth_input(4, 4);
+    const int L = in.window.model.num_moe_layers(), E = in.window.model.experts;
+    in.previous = identity_placement(L, E, 8);
+    double last = 0;
+    for (const std::int64_t budget : {0, 4, 16, 64}) {
+        in.budgets.max_moves = budget;
+        const PlanResult r = plan_window(in);
+        QVERIFY(r.migration.figures.moved <= budget);
+        QCOMPARE(r.migration.figures.moved, moved_experts(r.placement.routepack, *in.previous));
+        // Every expert that stays on its rank keeps its previous slot.
+        for (int l = 0; l < L; ++l)
+            for (int e = 0; e < E; ++e)
+                if (r.placement.routepack.rank_of(l, e) == in.previous->rank_of(l, e))
+                    QCOMPARE(r.placement.routepack.at(l, e), in.previous->at(l, e));
+        if (budget > 0) QVERIFY(r.migration.peak_sum_start <= r.migration.peak_sum_previous);
+        last = r.routepack.metrics.score.max_u;
+    }
+    QVERIFY(last > 0);
+}
+
+void TestMigration::costModelChoosesModelledTime() {
+    // With the migration section: moves that cost far more than they save are not made, and with
+    // compute far dearer than moving the planner moves experts.
+    PlanInput in = synth_input(4, 5);
+    const int L = in.window.model.num_moe_layers(), E = in.window.model.experts;
+    in.previous = identity_placement(L, E, 8);
+    in.topology.has_migration = true;
+    in.topology.migration.expert_parameters = 1000000;
+    in.topology.migration.seconds_per_U = 1e-9; // compute nearly free: never move
+    PlanResult r = plan_window(in);
+    QVERIFY(r.migration.costed);
+    QCOMPARE(r.migration.figures.moved, std::int64_t{0});
+    in.topology.migration.seconds_per_U = 1e3; // compute dear: move
+    r = plan_window(in);
+    QVERIFY(r.migration.figures.moved > 0);
+    QCOMPARE(r.migration.compute_seconds, 1e3 * r.routepack.metrics.score.max_u);
+    QCOMPARE(nlohmann::json::parse(plan_migration_json(r))["objective"], nlohmann::json("modelled time"));
+    in.budgets.max_moves = 2; // a budget bounds it too
+    QVERIFY(plan_window(in).migration.figures.moved <= 2);
+}
+
+void TestMigration::chainEqualsStepByStep() {
+    std::vector<PlanInput> steps = {synth_input(4, 11), synth_input(4, 12), synth_input(4, 13)};
+    for (auto& s : steps)
+        s.budgets.max_moves = 20;
+    const auto chain = plan_chain(steps, 2);
+    QCOMPARE(chain.size(), std::size_t{3});
+    Placement prev = identity_placement(steps[0].window.model.num_moe_layers(), steps[0].window.model.experts, 8);
+    for (std::size_t k = 0; k < steps.size(); ++k) {
+        QVERIFY2(chain[k].error.empty(), chain[k].error.c_str());
+        PlanInput one = steps[k];
+        one.previous = prev;
+        const PlanResult r = plan_window(one);
+        QCOMPARE(plan_json(chain[k].plan), plan_json(r));
+        QVERIFY(r.migration.figures.moved <= 20);
+        prev = r.placement.routepack;
+    }
+}
+
+void TestMigration::sameForEveryWorkerCount() {
+    std::vector<PlanInput> steps = {synth_input(4, 21), synth_input(4, 22)};
+    for (auto& s : steps)
+        s.budgets.max_moves = 12;
+    const auto one = plan_chain(steps, 1);
+    const auto three = plan_chain(steps, 3);
+    for (std::size_t k = 0; k < steps.size(); ++k) {
+        auto a = plan_json(one[k].plan), b = plan_json(three[k].plan);
+        a["planner"].erase("workers");
+        b["planner"].erase("workers");
+        QCOMPARE(a, b);
+    }
+}
+
+void TestMigration::boundOverEveryPlacement() {
+    // One sample of 12 tokens, one MoE layer, E = 4 on P = 2 (H = 2), counts (6, 3, 2, 1), C = 100,
+    // no attention cost: any placement's busiest rank holds at least max(ceil(12 / 2), 6 + 1) = 7.
+    Trace w;
+    w.model.name = "tiny";
+    w.model.num_hidden_layers = 1;
+    w.model.experts = 4;
+    w.model.top_k = 1;
+    w.model.moe_layers = {0};
+    SampleInfo s;
+    s.id = "s0";
+    s.length = 12;
+    s.routed_rows = 12;
+    w.samples.push_back(s);
+    w.counts = {6, 3, 2, 1};
+    Topology t;
+    t.ep_ranks = 2;
+    t.dp_slots = 1;
+    t.edp_shards = {{0}};
+    t.token_cap = 100;
+    t.attention_stages = {AttentionStage{"none", 0.0, 0.0}};
+    const PackingProblem p = make_packing_problem(w, t, identity_placement(1, 4, 2));
+    const MaxULowerBound any = max_u_lower_bound_any_placement(p, w.counts, 4);
+    QCOMPARE(any.mean, 0.07);
+    QCOMPARE(any.sample, 0.07);
+    // At the identity placement the busiest rank holds 6 + 3 = 9.
+    QCOMPARE(max_u_lower_bound(p).mean, 0.09);
+    // On a planned window: below the bound at the plan's placement and below the plan.
+    const PlanResult r = plan_window(synth_input(4, 31));
+    QVERIFY(r.bound_any_placement.value > 0);
+    QVERIFY(r.bound_any_placement.value <= r.bound.value);
+    QVERIFY(r.bound_any_placement.value <= r.routepack.metrics.score.max_u);
+}
+
+QTEST_GUILESS_MAIN(TestMigration)
+#include "tst_migration.moc"
