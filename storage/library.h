@@ -245,7 +245,9 @@ public:
     std::vector<std::int64_t>
     save_runs(const std::vector<const PlanResult*>& results, const std::string& topology_name,
               const std::function<void(const std::vector<std::int64_t>&)>& before_commit = {});
-    /// Saves a run that failed with `message` (no plan, no results), same topology rule.
+    /// Saves a run that failed with `message` (no plan, no results), same topology rule. Budgets out
+    /// of their ranges are refused before anything is written (check_planner_budgets, origin
+    /// "<file>: failed run's budgets", workers unchecked), so runs() can always read the window's runs.
     RunEntry save_failed_run(const std::string& trace, const std::string& window, const std::string& topology_name,
                              const Topology& topology, const PlannerBudgets& budgets, const std::string& message,
                              const std::string& started_at = {});

@@ -416,6 +416,8 @@ RunEntry Library::save_failed_run(const std::string& trace, const std::string& w
                                   const Topology& topology, const PlannerBudgets& budgets, const std::string& message,
                                   const std::string& started_at) {
     require_writable(read_only_, path_);
+    // runs() reads every row's budgets with their ranges: a row it would refuse is never written.
+    check_planner_budgets(budgets, path_.string() + ": failed run's budgets", false);
     Transaction tx(db_, path_);
     const std::int64_t window_id = window_row(db_, path_, trace, window);
     const std::int64_t topology_id = topology_for_run(db_, path_, topology_name, topology);

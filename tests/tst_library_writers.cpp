@@ -451,12 +451,21 @@ private Q_SLOTS:
         const fs::path dead = tmp / ".out.routepack-partial-999999999";
         const fs::path dead_empty = tmp / ".out.routepack-partial-999999998";
         const fs::path dead_unmarked = tmp / ".out.routepack-partial-999999997";
+        // Killed while its marker was being written: only the marker's temporary file inside.
+        const fs::path dead_marking = tmp / ".out.routepack-partial-999999996";
+        // A marker-like temporary beside a file of the run's own: kept (not only the marker's).
+        const fs::path dead_marking_more = tmp / ".out.routepack-partial-999999995";
         const fs::path alive = tmp / (".out.routepack-partial-" + std::to_string(::getppid()));
         write_file(dead / util::kPartialFolderMarker, "");
         fs::create_directories(dead_empty);
         write_file(dead_unmarked / "x", "");
+        write_file(dead_marking / (std::string(util::kPartialFolderMarker) + ".999999996-0.tmp"), "routepack");
+        write_file(dead_marking_more / (std::string(util::kPartialFolderMarker) + ".999999995-0.tmp"), "");
+        write_file(dead_marking_more / "x.plan.json", "{}");
         write_file(alive / util::kPartialFolderMarker, "");
         util::remove_stale_partial_folders(out);
+        QVERIFY(!present(dead_marking));
+        QVERIFY(present(dead_marking_more));
         QVERIFY(!present(dead));
         QVERIFY(!present(dead_empty));
         QVERIFY(present(dead_unmarked));

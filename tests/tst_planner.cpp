@@ -694,6 +694,16 @@ private Q_SLOTS:
         QVERIFY(!r.cancelled);
         const auto j = nlohmann::json::parse(plan_to_json(r));
         QCOMPARE(j["planner"]["time_limit_hit"].get<bool>(), true);
+        // The plan file reads it back (absent: false), and a non-boolean is refused naming the field.
+        QVERIFY(parse_plan(plan_to_json(r), "p.json").time_limit_hit);
+        auto absent = j;
+        absent["planner"].erase("time_limit_hit");
+        QVERIFY(!parse_plan(absent.dump(), "p.json").time_limit_hit);
+        auto bad = j;
+        bad["planner"]["time_limit_hit"] = 1;
+        QCOMPARE(
+            QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(bad.dump(), "p.json"); })),
+            QStringLiteral("p.json: planner.time_limit_hit is 1, not true or false"));
     }
 
     /// window_fingerprint against an independent implementation of its documented algorithm (Python:

@@ -315,7 +315,12 @@ private Q_SLOTS:
         QVERIFY(error_of<InputError>([&] {
                     lib->save_failed_run("syn", "", "t", r.topology, {}, "m");
                 }).starts_with("runs are saved per window"));
-        // Nothing of a refused run was written.
+        // Budgets that runs() would refuse to read back are refused before writing.
+        PlannerBudgets bad = small_budgets();
+        bad.annealing.cooling = 1.5;
+        QCOMPARE(error_of<InputError>([&] { lib->save_failed_run("syn", "w", "t", r.topology, bad, "m"); }),
+                 db.string() + ": failed run's budgets: budget 'cooling' must be in (0, 1] (got 1.5)");
+        // Nothing of a refused run was written, and the window's runs still read.
         QCOMPARE(lib->runs("syn", "w").size(), std::size_t(2));
     }
 

@@ -114,13 +114,13 @@ PlanJobResult PlanJobQueue::run(const PlanJobRequest& request, const StageWeight
         if (request.restoreRun > 0) {
             const std::string origin = "run " + std::to_string(request.restoreRun);
             const storage::RunEntry run = lib->run(request.restoreRun);
-            plan = std::make_shared<PlanResult>(
-                restore_plan(parse_plan(lib->run_plan_json(request.restoreRun), origin), in.window, origin));
+            const PlanFile file = parse_plan(lib->run_plan_json(request.restoreRun), origin);
+            plan = std::make_shared<PlanResult>(restore_plan(file, in.window, origin));
             plan->budgets = run.budgets;
             plan->search.convergence = run.levels;
             plan->timings = run.timings;
             plan->cancelled = run.status == "cancelled";
-            plan->time_limit_hit = run.message.find("time limit") != std::string::npos;
+            plan->time_limit_hit = file.time_limit_hit;
         } else {
             plan = std::make_shared<PlanResult>(plan_window(in, on_event, context.cancelFlag()));
         }

@@ -11,6 +11,7 @@
 #include "core/plan/budget_table.h"
 #include "core/plan/budgets_json.h"
 #include "core/plan/expert_map.h"
+#include "core/plan/metrics_json.h"
 #include "core/plan/placement.h"
 #include "core/plan/plan_file.h"
 #include "core/plan/planner.h"
@@ -220,17 +221,19 @@ Placement placement_of(const py::handle& obj) {
                 py::str(py::type::handle_of(obj).attr("__name__")).cast<std::string>() + ")");
 }
 
+/// One method's LayoutMetrics as Plan.metrics gives it: "score" as the (max_u, sum_u, max_j) tuple,
+/// then the fields of write_layout_metrics (core/plan/metrics_json.h), integers as int, the rest float.
 py::dict metrics_dict(const LayoutMetrics& x) {
     py::dict d;
     d["score"] = py::make_tuple(x.score.max_u, x.score.sum_u, x.score.max_j);
-    d["cv_global"] = x.cv_global;
-    d["ep_peak_sum"] = x.ep_peak_sum;
-    d["ep_tail_peak"] = x.ep_tail_peak;
-    d["ep_balance_efficiency"] = x.ep_balance_efficiency;
-    d["attention_sum"] = x.attention_sum;
-    d["joint"] = x.joint;
-    d["cap_violations"] = x.cap_violations;
-    d["empty_cells"] = x.empty_cells;
+    nlohmann::ordered_json fields; // the plan file's codec: the same keys, in the same order
+    write_layout_metrics(x, fields);
+    for (const auto& [key, value] : fields.items()) {
+        if (value.is_number_integer())
+            d[py::str(key)] = py::int_(value.get<std::int64_t>());
+        else
+            d[py::str(key)] = py::float_(value.get<double>());
+    }
     return d;
 }
 

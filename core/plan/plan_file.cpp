@@ -657,6 +657,7 @@ void parse_planner(const JsonField& planner, PlanFile& f) {
         f.budgets.seed = f.seed;
         f.budgets.workers = f.workers;
     }
+    if (planner["time_limit_hit"].exists()) f.time_limit_hit = planner["time_limit_hit"].boolean();
     if (f.version < 6) return;
     const JsonField pr = planner["placement_refinement"];
     pr.only({"refined", "rounds_kept", "swaps", "skipped"});
@@ -665,7 +666,7 @@ void parse_planner(const JsonField& planner, PlanFile& f) {
     f.placement_rounds_kept = static_cast<int>(pr["rounds_kept"].integer(0, kIntMax));
     f.placement_swaps = pr["swaps"].integer(0);
     // A refined placement came from kept refinements; a skipped refinement kept none.
-    // With a previous placement (version 7) the placement is not LPT whatever the rounds did.
+    // With a previous placement (version 8) the placement is not LPT whatever the rounds did.
     if ((f.placement_refined && !f.migration.present && (f.placement_rounds_kept == 0 || f.placement_swaps == 0)) ||
         (f.placement_refinement_skipped && (f.placement_refined || f.placement_rounds_kept > 0)))
         throw InputError(pr.where() + ": refined " + pr["refined"].json().dump() + ", rounds_kept " +

@@ -98,12 +98,14 @@ struct PlanFile {
     /// planner.budgets, read and range-checked by parse_planner_budgets (core/plan/budgets_json.h);
     /// absent keys (older versions) keep their defaults; seed and workers as above.
     PlannerBudgets budgets;
+    /// planner.time_limit_hit: the search stopped at budgets.time_limit_s (false when absent).
+    bool time_limit_hit = false;
     /// planner.placement_refinement (version 6; older versions: false, 0, 0, false).
     bool placement_refined = false;
     int placement_rounds_kept = 0;
     std::int64_t placement_swaps = 0;
     bool placement_refinement_skipped = false;
-    PlanFileMigration migration; ///< version 7, with a previous placement
+    PlanFileMigration migration; ///< version 8, with a previous placement
 };
 
 /// The "migration" section of a plan with a previous placement (PlanMigration), as JSON text:

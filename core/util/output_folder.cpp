@@ -33,6 +33,20 @@ fs::path lexically_absolute(const fs::path& p) {
     return a;
 }
 
+/// True when `folder` holds nothing but temporary files of its marker (write_file_atomically's
+/// "<marker>.<pid>-<n>.tmp", regular files) or nothing at all.
+bool only_marker_temporaries(const fs::path& folder) {
+    const std::string stem = std::string(kPartialFolderMarker) + ".";
+    std::error_code ec;
+    for (const auto& de : fs::directory_iterator(folder, ec)) {
+        const std::string n = de.path().filename().string();
+        if (n.compare(0, stem.size(), stem) != 0 || !n.ends_with(".tmp") ||
+            !fs::is_regular_file(fs::symlink_status(de.path(), ec)))
+            return false;
+    }
+    return !ec;
+}
+
 } // namespace
 
 void remove_stale_partial_folders(const fs::path& output) {
@@ -44,12 +58,13 @@ void remove_stale_partial_folders(const fs::path& output) {
         if (n.compare(0, stem.size(), stem) != 0 || n.size() == stem.size() || n.size() - stem.size() > 9) continue;
         if (n.find_first_not_of("0123456789", stem.size()) != std::string::npos) continue;
         const long pid = std::atol(n.c_str() + stem.size());
-        // Only our own folders (marker inside), only of processes that are gone. An empty one is a
-        // run killed between creating its folder and writing the marker: nothing to lose.
+        // Only our own folders (marker inside), only of processes that are gone. An empty one, or
+        // one holding only the marker's temporary file, is a run killed between creating its folder
+        // and writing the marker: nothing to lose.
         std::error_code e2;
         if (pid > 1 && !pid_alive(pid) && fs::is_directory(fs::symlink_status(de.path(), e2)) &&
             (fs::is_regular_file(fs::symlink_status(de.path() / kPartialFolderMarker, e2)) ||
-             fs::is_empty(de.path(), e2)))
+             only_marker_temporaries(de.path())))
             fs::remove_all(de.path(), e2);
     }
 }

@@ -9,12 +9,13 @@
 
 namespace routepack::util {
 
-/// Name of the marker file inside a partial folder: only folders holding it (or empty ones) are
-/// ever removed as stale.
+/// Name of the marker file inside a partial folder: only folders holding it (or nothing, or only
+/// the marker's temporary file of a process killed while writing it) are ever removed as stale.
 inline constexpr const char* kPartialFolderMarker = ".routepack-partial";
 
 /// Removes the partial folders ".<name>.routepack-partial-<pid>" beside `output` whose process is
-/// gone and which hold the marker (or nothing). Errors are ignored: a folder that cannot be removed
+/// gone and which hold the marker (or nothing, or only the marker's temporary files
+/// "<marker>.<pid>-<n>.tmp"). Errors are ignored: a folder that cannot be removed
 /// stays.
 void remove_stale_partial_folders(const std::filesystem::path& output);
 

@@ -151,6 +151,16 @@ def test_plan_invariants(window):
     assert set(p.metrics) == {"baseline", "reorder", "karmarkar_karp", "routepack"}
     assert p.metrics["routepack"]["score"] == p.score
     assert p.metrics["routepack"]["score"] <= p.metrics["reorder"]["score"]
+    # Each method's metrics are the plan file's, key for key and in the file's order, with the
+    # integer fields as int.
+    file_metrics = json.loads(p.to_json())["metrics"]
+    for method, m in p.metrics.items():
+        fields = {k: v for k, v in file_metrics[method].items() if k not in ("placement", "score")}
+        assert list(m) == ["score"] + list(fields)
+        assert list(m["score"]) == file_metrics[method]["score"]
+        for key, value in fields.items():
+            assert m[key] == value and type(m[key]) is type(value), (method, key)
+    assert type(p.metrics["routepack"]["ep_peak_sum"]) is int
     assert p.certified == (p.row_count == p.row_lower_bound) or p.certified
 
 
