@@ -30,14 +30,15 @@ through a temporary file and a rename). Every file appears whole (temporary file
 Faults: a step whose files cannot be read, or whose window cannot be planned, fails with the
 importer's or planner's message; its chain continues from the last good placement (the placement
 the job keeps running on when a step has no plan), and the summary lists the failed steps. A rerun
-retries the failed steps; a kept step whose recorded starting step differs from the chain's (a
-step before it failed then, and is planned now) is planned again.
+retries the failed steps; a kept step whose recorded starting placement (a digest in its record)
+differs from the chain's (a step before it failed then, and is planned now) is planned again.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import io
 import json
 import os
@@ -283,12 +284,20 @@ class _Chain:
         """The record of step k when it is finished in OUT and started from the chain's placement."""
         plan, step, _ = self.paths(k)
         rec = _read_json(step)
-        if rec is None or rec.get("previous_from") != self.previous_from or not os.path.isfile(plan):
+        if rec is None or rec.get("previous_key") != _placement_key(self.previous) or not os.path.isfile(plan):
             return None
         return rec
 
     def done(self):
         return self.pos >= len(self.files)
+
+
+def _placement_key(previous) -> str:
+    """What a step started from, as its record keeps it: a digest of the placement rows (or of the
+    --previous file's content; None = the identity). A kept step must have started from the very
+    placement the chain now gives it."""
+    text = json.dumps(previous, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
 def _finish(chain, k, name, result, read_future) -> None:
@@ -304,7 +313,8 @@ def _finish(chain, k, name, result, read_future) -> None:
         _write_atomic(plan, result["plan"] + "\n")
         rec = dict(result["line"])
         rec.update({"window": name, "plan_file": os.path.basename(plan), "worker": result["worker"],
-                    "task_seconds": result["seconds"], "previous_from": chain.previous_from})
+                    "task_seconds": result["seconds"], "previous_from": chain.previous_from,
+                    "previous_key": _placement_key(chain.previous)})
         _write_atomic(step, json.dumps(rec, indent=2) + "\n")
         if os.path.exists(failed):
             os.unlink(failed)
@@ -432,7 +442,7 @@ def write_summary(out: str, chains, steps) -> dict:
             rec = _read_json(step) if os.path.isfile(plan) else None
             if rec is not None:
                 line = {"topology": c.name, "window": name, "status": "planned", "error": None}
-                line.update({key: v for key, v in rec.items() if key != "window"})
+                line.update({key: v for key, v in rec.items() if key not in ("window", "previous_key")})
             else:
                 f = _read_json(fail) or {"error": "not planned", "stage": None}
                 line = {"topology": c.name, "window": name, "status": "failed", "error": f["error"],
@@ -543,7 +553,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             client = Client(args.scheduler)
         else:
             cluster = LocalCluster(n_workers=args.workers or 1, threads_per_worker=1, processes=True,
-                                   dashboard_address=None)
+                                   dashboard_address=":0")
             client = Client(cluster)
         try:
             report = None if args.quiet else (lambda c, w, st: print(f"{c} {w} {st}", file=sys.stderr, flush=True))
