@@ -6,6 +6,7 @@
 // Every argument is converted by app/python/py_convert.h (one rule for integers, numbers, arrays of
 // either byte order, text, paths; exceptions an argument raises itself propagate).
 #include "app/python/py_convert.h"
+#include "app/python/py_window.h"
 #include "core/model/route_counts.h"
 #include "core/model/topology.h"
 #include "core/plan/budget_table.h"
@@ -405,10 +406,6 @@ struct PlannerThread {
 };
 
 /// A trace or window read from a library (Library.load): the Trace with counts and per-token routes.
-struct PyWindow {
-    std::shared_ptr<const Trace> trace;
-    std::string trace_name, window_name;
-};
 
 /// The planner on its own thread with the GIL released: progress events delivered on the calling
 /// thread (returning False cancels), Ctrl-C stops it and propagates; the plan or the planner's error.
@@ -1292,4 +1289,5 @@ PYBIND11_MODULE(_core, m) {
     bind_plan_functions(m);
     bind_routes(m);
     bind_library(m);
+    routepack::pyconv::bind_read_trace(m);
 }

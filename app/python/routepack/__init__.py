@@ -35,6 +35,7 @@ __all__ = [
     "place",
     "plan",
     "plan_from_json",
+    "read_trace",
 ]
 
 Plan = _core.Plan
@@ -288,3 +289,51 @@ Plan.migration = property(lambda self: __import__("json").loads(self._migration_
     "max_moves, objective, cost_model, moves, layer_moves, bytes, busiest_rank, materialization_seconds, "
     "compute_seconds, modelled_seconds; None without a previous placement."))
 Plan.slot_changes.__doc__ = Placement.slot_changes.__doc__
+
+
+def read_trace(path, format: str = "auto", model=None, *, routes: bool = True,
+               layer_base: str = "auto") -> Window:
+    """Reads one step's trace (a file, or a folder ``routepack import`` takes as one input: a padded
+    batch of ``.npy`` files, or a folder walked for its trace files in natural order) into memory with
+    the importers' exact rules (format detection, the length rule, per-sample validation), writing
+    nothing. Returns a :class:`Window`: ``lengths`` (int64 [N], t_i), ``counts`` (uint32 [N, L, E],
+    a[i][l][e]), ``sample_ids``, ``moe_layers``, ``num_experts``, ``top_k``, ``format``, and
+    ``routes`` ([N] int32 [T, L, K] per-token routes, -1 = missing; None when the file has none or
+    ``routes`` is False, which drops each sample's routes as it is read).
+
+    format: ``auto`` or a ``routepack import --format`` name. model: the model that produced the
+    trace: a shipped description's name (``routepack import --model``), a path to a Hugging Face
+    ``config.json``, a dict with any of ``name``, ``experts``, ``top_k``, ``num_hidden_layers``,
+    ``moe_layers`` (and optionally ``model`` / ``config`` to start from), or None (the config.json
+    beside the input). layer_base: a Megatron router trace's layer-id base (``auto``, ``0``, ``1``).
+
+    Raises ValueError with the importer's message (file, sample, field), as ``routepack import``
+    prints it without the ``routepack: error:`` prefix. The GIL is released while reading.
+    """
+    import os
+
+    spec = {}
+    if isinstance(model, dict):
+        spec = dict(model)
+        unknown = set(spec) - {"model", "config", "name", "experts", "top_k", "num_hidden_layers", "moe_layers"}
+        if unknown:
+            raise ValueError(f"model: unknown key(s) {sorted(unknown)} (name, model, config, experts, top_k, "
+                             "num_hidden_layers, moe_layers)")
+    elif isinstance(model, (str, os.PathLike)):
+        text = os.fspath(model)
+        spec = {"config": text} if text.endswith(".json") else {"model": text}
+    elif model is not None:
+        raise ValueError(f"model must be a name, a config.json path, a dict or None (got {type(model).__name__})")
+    return _core._read_trace(
+        path,
+        format=format,
+        model_name=spec.get("model", ""),
+        model_config=os.fspath(spec.get("config", "")),
+        experts=spec.get("experts", 0),
+        top_k=spec.get("top_k", 0),
+        num_hidden_layers=spec.get("num_hidden_layers", 0),
+        moe_layers=list(spec.get("moe_layers", [])),
+        name=spec.get("name", ""),
+        layer_base=layer_base,
+        routes=routes,
+    )

@@ -1,0 +1,307 @@
+"""Whole-run sweeps on Dask (routepack.run) and read_trace: a real LocalCluster of 2 worker processes
+(one thread each) against `routepack sweep` on the same steps imported into a library, plan for plan;
+resuming; a bad step; a killed worker. The steps are small verl batches (.npz) written here."""
+
+import json
+import os
+import signal
+import subprocess
+
+import numpy as np
+import pytest
+
+import routepack
+from conftest import cli
+
+# The sanitizer pass preloads the ASan runtime into the interpreter; Dask's worker processes and the
+# dask-scheduler / dask-worker commands would inherit it and abort, so the pass skips these tests.
+pytestmark = pytest.mark.skipif("asan" in os.environ.get("LD_PRELOAD", ""),
+                                reason="Dask worker processes under the sanitizer pass's preloaded ASan runtime")
+distributed = pytest.importorskip("distributed")  # python3-distributed (resources/setup/debian-packages.txt)
+run_mod = pytest.importorskip("routepack.run")
+
+MODEL = {"experts": 16, "top_k": 2, "num_hidden_layers": 4, "moe_layers": [1, 2, 3]}
+MODEL_FLAGS = ["--experts", "16", "--top-k", "2", "--layers", "4", "--moe-layers", "1-3"]
+TOPOLOGIES = {
+    "two-shards": {"ep_ranks": 4, "dp_slots": 4, "edp_shards": [[0, 1], [2, 3]], "token_cap": 256,
+                   "attention_stages": [{"name": "attn", "alpha": 1.0, "beta": 2.0}]},
+    "wide": {"ep_ranks": 8, "dp_slots": 2, "token_cap": 512,
+             "attention_stages": [{"name": "mla", "alpha": 1.0, "beta": 1.0}]},
+}
+
+
+def write_steps(folder, steps=5, batch=24, seq=96, seed=0, first=1):
+    """`steps` verl batches step-<k>.npz (routed_experts int16 [B, S, 4 layers, top-2] over 16 experts,
+    left-padded attention_mask [B, S]), skewed towards a few experts that drift from step to step."""
+    rng = np.random.default_rng(seed)
+    os.makedirs(folder, exist_ok=True)
+    w = 1.0 / np.arange(1, 17)
+    w /= w.sum()
+    for s in range(steps):
+        lengths = rng.integers(seq // 4, seq, size=batch)
+        mask = np.zeros((batch, seq), dtype=np.int64)
+        routes = np.zeros((batch, seq, 4, 2), dtype=np.int16)
+        for b in range(batch):
+            mask[b, seq - lengths[b]:] = 1
+            for layer in range(4):
+                p = np.roll(w, layer + s)
+                for t in range(seq - lengths[b], seq):
+                    routes[b, t, layer] = rng.choice(16, size=2, replace=False, p=p)
+        np.savez(os.path.join(folder, f"step-{s + first}.npz"), routed_experts=routes, attention_mask=mask)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def exe():
+    path = cli()
+    if not path or not os.path.exists(path):
+        pytest.skip("ROUTEPACK_CLI is not set (run through ctest)")
+    return path
+
+
+def run_cli(exe, *args, ok=True):
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    r = subprocess.run([exe, *args], capture_output=True, text=True, env=env)
+    if ok:
+        assert r.returncode == 0, r.stderr
+    return r
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0")
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def steps(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cluster")
+    write_steps(str(d / "run"))
+    for name, t in TOPOLOGIES.items():
+        (d / f"{name}.json").write_text(json.dumps(t))
+    return d
+
+
+def without_timings(text):
+    """A plan file's text without its timings (everything else is identical for identical inputs)."""
+    doc = json.loads(text)
+    doc.pop("timings")
+    return json.dumps(doc)
+
+
+def library_sweep(exe, d, topology, out, *extra):
+    """`routepack sweep` of the run's steps imported into one library trace named 'run', one window
+    per step (the step's samples in file order), into `out`."""
+    db = str(d / "lib.routepack")
+    if not os.path.exists(db):
+        run_cli(exe, "import", "--db", db, "--name", "run", "--quiet", *MODEL_FLAGS, str(d / "run"))
+        for name, path in run_mod.run_steps(str(d / "run")):
+            ids = d / f"{name}.ids"
+            ids.write_text("\n".join(routepack.read_trace(path, model=MODEL).sample_ids) + "\n")
+            run_cli(exe, "window", "--db", db, "--trace", "run", "--name", name, "--ids", str(ids))
+    run_cli(exe, "sweep", "--db", db, "--trace", "run", "--topology", topology, "--out", out, "--threads", "1",
+            "--quiet", *extra)
+    return out
+
+
+# --- read_trace ----------------------------------------------------------------------------------
+
+def test_read_trace_is_the_import(exe, steps, tmp_path):
+    """read_trace gives the samples, lengths and counts `routepack import` stores, and the routes the
+    file holds; it writes nothing."""
+    path = str(steps / "run" / "step-2.npz")
+    before = sorted(os.listdir(steps / "run"))
+    w = routepack.read_trace(path, model=MODEL)
+    assert sorted(os.listdir(steps / "run")) == before
+    db = str(tmp_path / "one.routepack")
+    run_cli(exe, "import", "--db", db, "--name", "one", "--quiet", *MODEL_FLAGS, path)
+    lib = routepack.Library(db).load("one")
+    assert w.sample_ids == lib.sample_ids == [f"step-2#{b}" for b in range(24)]
+    assert (w.lengths == lib.lengths).all() and (w.counts == lib.counts).all()
+    assert w.format == "npz" and w.moe_layers == [1, 2, 3] and w.num_experts == 16 and w.top_k == 2
+    # Sample 0's routes: rows = t_0 - 1 (the last masked position is never forwarded), MoE layers 1-3.
+    r0 = w.routes[0]
+    assert r0.shape == (w.lengths[0] - 1, 3, 2) and r0.dtype == np.int32
+    raw = np.load(path)
+    mask = raw["attention_mask"][0].astype(bool)
+    np.testing.assert_array_equal(r0, raw["routed_experts"][0][mask][:-1, 1:4])
+    assert routepack.read_trace(path, model=MODEL, routes=False).routes is None
+
+
+def test_read_trace_errors_are_the_importers(exe, tmp_path):
+    bad = tmp_path / "step-9.npz"
+    bad.write_bytes(b"not a zip")
+    with pytest.raises(ValueError) as e:
+        routepack.read_trace(str(bad), model=MODEL)
+    assert str(e.value) == f"{bad}: not a valid .npz (zip) archive: Not a zip archive"
+    r = run_cli(exe, "import", "--db", str(tmp_path / "x.routepack"), "--name", "x", *MODEL_FLAGS, str(bad), ok=False)
+    assert r.stderr.strip() == f"routepack: error: {e.value}"
+    with pytest.raises(ValueError, match=r"^model: unknown key\(s\) \['layers'\]"):
+        routepack.read_trace(str(bad), model={"layers": 4})
+
+
+def test_window_pickles(steps):
+    import pickle
+
+    w = routepack.read_trace(str(steps / "run" / "step-1.npz"), model=MODEL)._named("run", "step-1")
+    v = pickle.loads(pickle.dumps(w))
+    assert v.sample_ids == w.sample_ids and (v.counts == w.counts).all() and (v.lengths == w.lengths).all()
+    assert v.trace_name == "run" and v.window_name == "step-1"
+    assert all((a == b).all() for a, b in zip(v.routes, w.routes))
+
+
+def test_run_steps_natural_order(tmp_path):
+    for n in ("step-10.npz", "step-2.npz", "step-1", ".hidden", "config.json"):
+        (tmp_path / n).write_text("")
+    assert [w for w, _ in run_mod.run_steps(str(tmp_path))] == ["step-1", "step-2", "step-10"]
+    (tmp_path / "step-2.jsonl").write_text("")
+    with pytest.raises(ValueError, match="step name 'step-2' is also the name of"):
+        run_mod.run_steps(str(tmp_path))
+
+
+# --- the cluster sweep ---------------------------------------------------------------------------
+
+def test_cluster_sweep_equals_routepack_sweep(exe, client, steps, tmp_path):
+    """Two chains (two topologies) on 2 worker processes: every plan file is the one `routepack sweep`
+    writes for that step (timings aside), and the summary lists every step once per chain."""
+    topologies = [str(steps / "two-shards.json"), str(steps / "wide.json")]
+    out = str(tmp_path / "out")
+    summary = run_mod.sweep(client, str(steps / "run"), model=MODEL, topologies=topologies, out=out, seed=5)
+    assert summary["failed"] == [] and summary["topologies"] == ["two-shards", "wide"]
+    assert [(x["topology"], x["window"]) for x in summary["lines"]] == [
+        (t, f"step-{k}") for t in ("two-shards", "wide") for k in range(1, 6)]
+    for name, topo in zip(("two-shards", "wide"), topologies):
+        ref = library_sweep(exe, steps, topo, str(tmp_path / f"ref-{name}"), "--seed", "5")
+        table = json.loads(open(os.path.join(ref, "sweep.json")).read())
+        for k in range(1, 6):
+            mine = open(os.path.join(out, name, f"step-{k}.plan.json")).read()
+            theirs = open(os.path.join(ref, f"step-{k}.plan.json")).read()
+            assert without_timings(mine) == without_timings(theirs)
+            # Byte for byte up to the timings object, the plan file's last member.
+            assert mine[:mine.index('"timings"')] == theirs[:theirs.index('"timings"')]
+        lines = [x for x in summary["lines"] if x["topology"] == name]
+        for line, row in zip(lines, table):
+            for key in ("samples", "rows", "baseline", "reorder", "karmarkar_karp", "routepack", "experts_moved",
+                        "routepack_vs_baseline_pct", "lower_bound"):
+                assert line[key] == pytest.approx(row[key], rel=1e-12), key
+        assert [x["previous_from"] for x in lines] == ["identity", "step-1", "step-2", "step-3", "step-4"]
+    workers = set(client.scheduler_info()["workers"])
+    assert {x["worker"] for x in summary["lines"]} <= workers
+    csv_lines = open(os.path.join(out, "summary.csv"), newline="").read().split("\r\n")
+    assert csv_lines[0].startswith("topology,window,status,samples,rows,certified,baseline,reorder,")
+    assert csv_lines[1].startswith("two-shards,step-1,planned,24,") and len(csv_lines) == 12 and csv_lines[-1] == ""
+
+
+def test_cluster_sweep_previous_and_move_budget(exe, client, steps, tmp_path):
+    """--previous and --max-moves as `routepack sweep` takes them."""
+    topo = str(steps / "two-shards.json")
+    base = run_mod.sweep(client, [str(steps / "run" / "step-5.npz")], model=MODEL, topologies=[topo],
+                         out=str(tmp_path / "prev"), seed=9)
+    assert base["failed"] == []
+    previous = str(tmp_path / "prev" / "two-shards" / "step-5.plan.json")
+    out = str(tmp_path / "out")
+    run_mod.sweep(client, str(steps / "run"), model=MODEL, topologies=[topo], out=out, seed=5, previous=previous,
+                  max_moves=3)
+    ref = library_sweep(exe, steps, topo, str(tmp_path / "ref"), "--seed", "5", "--previous", previous,
+                        "--max-moves", "3")
+    for k in range(1, 6):
+        mine = json.loads(open(os.path.join(out, "two-shards", f"step-{k}.plan.json")).read())
+        assert mine["migration"]["moves"] <= 3
+        assert without_timings(json.dumps(mine)) == without_timings(open(os.path.join(ref, f"step-{k}.plan.json")).read())
+
+
+def test_resume_plans_only_missing_steps(client, steps, tmp_path):
+    """A rerun plans only the steps OUT lacks, from the placement of the last finished step; a rerun
+    with other settings is refused."""
+    topo = str(steps / "two-shards.json")
+    out = str(tmp_path / "out")
+    run_mod.sweep(client, str(steps / "run"), model=MODEL, topologies=[topo], out=out, seed=5)
+    first = {k: open(os.path.join(out, "two-shards", f"step-{k}.plan.json")).read() for k in range(1, 6)}
+    for k in (4, 5):
+        os.unlink(os.path.join(out, "two-shards", f"step-{k}.plan.json"))
+    planned = []
+    run_mod.sweep(client, str(steps / "run"), model=MODEL, topologies=[topo], out=out, seed=5,
+                  progress=lambda c, w, st: planned.append((w, st)))
+    assert planned == [("step-4", "planned"), ("step-5", "planned")]
+    for k in range(1, 6):
+        again = open(os.path.join(out, "two-shards", f"step-{k}.plan.json")).read()
+        assert (again == first[k]) if k < 4 else (without_timings(again) == without_timings(first[k]))
+    with pytest.raises(ValueError) as e:
+        run_mod.sweep(client, str(steps / "run"), model=MODEL, topologies=[topo], out=out, seed=6)
+    assert str(e.value) == f"{out}: holds a run with another seed (5 != 6); give another --out or the same settings"
+
+
+def test_bad_step_fails_alone(client, steps, tmp_path):
+    """A step that does not read fails with the importer's message, the chain goes on from the last
+    good placement and the summary lists the failure; once the file is fixed, a rerun plans it and
+    the steps after it again, and the run equals a clean one."""
+    run = tmp_path / "run"
+    os.makedirs(run)
+    for k in range(1, 6):
+        src = steps / "run" / f"step-{k}.npz"
+        (run / src.name).write_bytes(src.read_bytes() if k != 3 else b"not a zip")
+    topo = str(steps / "two-shards.json")
+    out = str(tmp_path / "out")
+    summary = run_mod.sweep(client, str(run), model=MODEL, topologies=[topo], out=out, seed=5)
+    msg = f"{run / 'step-3.npz'}: not a valid .npz (zip) archive: Not a zip archive"
+    assert summary["failed"] == [{"topology": "two-shards", "window": "step-3", "path": str(run / "step-3.npz"),
+                                  "error": msg}]
+    lines = summary["lines"]
+    assert [x["status"] for x in lines] == ["planned", "planned", "failed", "planned", "planned"]
+    assert lines[2]["error"] == msg and lines[2]["stage"] == "read"
+    assert [x.get("previous_from") for x in lines] == ["identity", "step-1", None, "step-2", "step-4"]
+    csv_text = open(os.path.join(out, "summary.csv"), newline="").read()
+    assert f'two-shards,step-3,failed,{"," * 22}{msg}\r\n' in csv_text
+    (run / "step-3.npz").write_bytes((steps / "run" / "step-3.npz").read_bytes())
+    planned = []
+    summary = run_mod.sweep(client, str(run), model=MODEL, topologies=[topo], out=out, seed=5,
+                            progress=lambda c, w, st: planned.append(w))
+    assert planned == ["step-3", "step-4", "step-5"] and summary["failed"] == []
+    assert not os.path.exists(os.path.join(out, "two-shards", "step-3.failed.json"))
+    clean = str(tmp_path / "clean")
+    run_mod.sweep(client, str(steps / "run"), model=MODEL, topologies=[topo], out=clean, seed=5)
+    for k in range(1, 6):
+        a = open(os.path.join(out, "two-shards", f"step-{k}.plan.json")).read()
+        b = open(os.path.join(clean, "two-shards", f"step-{k}.plan.json")).read()
+        assert without_timings(a) == without_timings(b)
+
+
+def test_killed_worker_loses_no_finished_step(steps, tmp_path):
+    """One of 2 worker processes killed (SIGKILL) after the first finished step: every finished step
+    stays as written, and the run completes, equal to a run without the kill."""
+    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0")
+    c = distributed.Client(cluster)
+    try:
+        run = write_steps(str(tmp_path / "run"), steps=6, batch=32, seed=4)
+        topo = str(steps / "two-shards.json")
+        budgets = {"levels": 12, "steps_per_level": 400}
+        out = str(tmp_path / "out")
+        pids = c.run(os.getpid)
+        killed, written = [], {}
+
+        def on_step(chain, window, status):
+            path = os.path.join(out, "two-shards", f"{window}.plan.json")
+            written[window] = open(path).read()
+            if not killed:
+                victim = next(a for a in pids)
+                os.kill(pids[victim], signal.SIGKILL)
+                killed.append(victim)
+
+        summary = run_mod.sweep(c, run, model=MODEL, topologies=[topo], out=out, seed=3, budgets=budgets,
+                                progress=on_step)
+        assert killed and summary["failed"] == []
+        assert sorted(written) == [f"step-{k}" for k in range(1, 7)]
+        for w, text in written.items():
+            assert open(os.path.join(out, "two-shards", f"{w}.plan.json")).read() == text
+        ref = str(tmp_path / "ref")
+        run_mod.sweep(c, run, model=MODEL, topologies=[topo], out=ref, seed=3, budgets=budgets)
+        for k in range(1, 7):
+            a = open(os.path.join(out, "two-shards", f"step-{k}.plan.json")).read()
+            b = open(os.path.join(ref, "two-shards", f"step-{k}.plan.json")).read()
+            assert without_timings(a) == without_timings(b)
+    finally:
+        c.close()
+        cluster.close()
