@@ -7,6 +7,8 @@
 // either byte order, text, paths; exceptions an argument raises itself propagate).
 #include "app/python/py_convert.h"
 #include "app/python/py_window.h"
+#include "core/import/import.h"
+#include "core/model/limits.h"
 #include "core/model/route_counts.h"
 #include "core/model/topology.h"
 #include "core/plan/budget_table.h"
@@ -77,13 +79,27 @@ ModelDescription make_model(const std::vector<int>& moe_layers, int experts, std
 // ---------------------------------------------------------------------------------------------
 // Topology
 
+/// Writes the stacks' batch rules (docs/batch-rules.md) into topology JSON `j`, converted with the
+/// module's integer rules; parse_topology checks the values.
+void put_batch_rules(nlohmann::json& j, const py::object& per_slot, const py::object& per_cell,
+                     const py::object& max_per_cell, const py::object& oversize) {
+    j["samples_per_dp_slot"] = py_int_in(per_slot, "topology: samples_per_dp_slot", INT64_MIN, INT64_MAX);
+    j["samples_per_cell"] = py_int_in(per_cell, "topology: samples_per_cell", INT64_MIN, INT64_MAX);
+    j["max_samples_per_cell"] = py_int_in(max_per_cell, "topology: max_samples_per_cell", INT64_MIN, INT64_MAX);
+    j["oversize"] = py_utf8(oversize, "topology: oversize");
+}
+
 Topology make_topology(const py::object& ep_ranks_obj, const py::object& dp_slots_obj, const py::object& edp_shards,
                        const py::object& token_cap_obj, const py::object& stages_obj, const py::object& min_rows_obj,
-                       const py::object& experts_per_layer_obj, const py::object& row_multiple_obj) {
+                       const py::object& experts_per_layer_obj, const py::object& row_multiple_obj,
+                       const py::object& per_slot, const py::object& per_cell, const py::object& max_per_cell,
+                       const py::object& oversize) {
     // C++ ranges here; the topology file's rules (parse_topology) check the values.
     const int ep_ranks = py_int(ep_ranks_obj, "topology: ep_ranks");
     const int dp_slots = py_int(dp_slots_obj, "topology: dp_slots");
-    const std::int64_t token_cap = py_int_in(token_cap_obj, "topology: token_cap", INT64_MIN, INT64_MAX);
+    const bool has_cap = !token_cap_obj.is_none();
+    const std::int64_t token_cap =
+        has_cap ? py_int_in(token_cap_obj, "topology: token_cap", INT64_MIN, INT64_MAX) : std::int64_t{0};
     const int min_rows = py_int(min_rows_obj, "topology: min_rows");
     const int experts_per_layer = py_int(experts_per_layer_obj, "topology: experts_per_layer");
     const std::int64_t row_multiple = py_int_in(row_multiple_obj, "topology: row_multiple", INT64_MIN, INT64_MAX);
@@ -102,7 +118,9 @@ Topology make_topology(const py::object& ep_ranks_obj, const py::object& dp_slot
     nlohmann::json j;
     j["ep_ranks"] = ep_ranks;
     j["dp_slots"] = dp_slots;
-    j["token_cap"] = token_cap;
+    put_batch_rules(j, per_slot, per_cell, max_per_cell, oversize);
+    // None, or 0 with samples_per_cell: left out (the cap is then derived from the window).
+    if (has_cap && (token_cap != 0 || j["samples_per_cell"] == 0)) j["token_cap"] = token_cap;
     if (min_rows) j["min_rows"] = min_rows;
     if (row_multiple != 1) j["row_multiple"] = row_multiple;
     if (experts_per_layer) j["experts_per_layer"] = experts_per_layer;
@@ -405,7 +423,12 @@ struct PlannerThread {
     std::atomic<bool> cancel{false};
 };
 
-/// A trace or window read from a library (Library.load): the Trace with counts and per-token routes.
+/// uint64 [L, E] from row-major totals (v.size() == L * E).
+py::array_t<std::uint64_t> layer_totals_array(const std::vector<std::uint64_t>& v, int L, int E) {
+    py::array_t<std::uint64_t> out({static_cast<py::ssize_t>(L), static_cast<py::ssize_t>(E)});
+    std::copy(v.begin(), v.end(), out.mutable_data());
+    return out;
+}
 
 /// The planner on its own thread with the GIL released: progress events delivered on the calling
 /// thread (returning False cancels), Ctrl-C stops it and propagates; the plan or the planner's error.
@@ -751,16 +774,24 @@ void bind_topology(py::module_& m) {
 Execution topology of one training step: P EP ranks, D DP slots grouped in EDP shards, token cap C
 per cell, attention stages (alpha_s, beta_s) of the cost model (paper eq. 12).
 
-Topology(ep_ranks, dp_slots, edp_shards=None, token_cap, stages=[("attention", 1.0, 0.0)], min_rows=0,
-experts_per_layer=0, row_multiple=1). row_multiple: the row count R must be a multiple of it (1..2^20;
+Topology(ep_ranks, dp_slots, edp_shards=None, token_cap=None, stages=[("attention", 1.0, 0.0)], min_rows=0,
+experts_per_layer=0, row_multiple=1, samples_per_dp_slot=0, samples_per_cell=0, max_samples_per_cell=0,
+oversize="refuse"). token_cap: C tokens per cell, required unless samples_per_cell is given (then None
+or 0 = derived from the window, docs/batch-rules.md). The batch rules (as with_batch_rules):
+samples_per_dp_slot (every DP slot exactly that many samples; verl: batch / DP ranks),
+samples_per_cell (every cell exactly that many: static micro-batches), max_samples_per_cell (at
+most that many per cell; Megatron's max_num_seqs), each 0 = free, and oversize ('refuse', or
+'alone': a sample longer than token_cap gets a cell of its own). row_multiple: the row count R must be a multiple of it (1..2^20;
 virtual-pipeline stacks need the micro-batch count per rank to be a multiple of the stage group
 size); the certified R* is then the smallest feasible multiple >= min_rows. edp_shards: None = one shard of all DP slots, an int G = G shards of
 consecutive slots, or a list of lists partitioning 0..D-1. Validated with the topology file's rules
 (ValueError with the same text as the CLI, prefixed "topology: ").)doc")
         .def(py::init(&make_topology), py::arg("ep_ranks"), py::arg("dp_slots"), py::arg("edp_shards") = py::none(),
-             py::arg("token_cap"),
+             py::arg("token_cap") = py::none(),
              py::arg("stages") = std::vector<std::tuple<std::string, double, double>>{{"attention", 1.0, 0.0}},
-             py::arg("min_rows") = 0, py::arg("experts_per_layer") = 0, py::arg("row_multiple") = 1)
+             py::arg("min_rows") = 0, py::arg("experts_per_layer") = 0, py::arg("row_multiple") = 1,
+             py::arg("samples_per_dp_slot") = 0, py::arg("samples_per_cell") = 0, py::arg("max_samples_per_cell") = 0,
+             py::arg("oversize") = "refuse")
         .def_static(
             "from_json", [](const py::object& text) { return parse_topology(py_utf8(text, "text"), "topology"); },
             py::arg("text"), "Parses topology JSON text (the CLI's --topology file format).")
@@ -787,11 +818,7 @@ consecutive slots, or a list of lists partitioning 0..D-1. Validated with the to
             [](const Topology& t, const py::object& per_slot, const py::object& per_cell,
                const py::object& max_per_cell, const py::object& oversize) {
                 nlohmann::json j = nlohmann::json::parse(topology_to_json(t));
-                j["samples_per_dp_slot"] = py_int_in(per_slot, "topology: samples_per_dp_slot", INT64_MIN, INT64_MAX);
-                j["samples_per_cell"] = py_int_in(per_cell, "topology: samples_per_cell", INT64_MIN, INT64_MAX);
-                j["max_samples_per_cell"] =
-                    py_int_in(max_per_cell, "topology: max_samples_per_cell", INT64_MIN, INT64_MAX);
-                j["oversize"] = py_utf8(oversize, "topology: oversize");
+                put_batch_rules(j, per_slot, per_cell, max_per_cell, oversize);
                 return parse_topology(j.dump(), "topology");
             },
             py::arg("samples_per_dp_slot") = 0, py::arg("samples_per_cell") = 0, py::arg("max_samples_per_cell") = 0,
@@ -1154,6 +1181,71 @@ read by value ('>i2' gives the counts of its native twin). num_experts and moe_l
 (numpy integers too, never bools). The GIL is released while counting.)doc");
 }
 
+/// ImportOptions of expert_loads(): the shipped model `model_name` (or none) with the given facts
+/// over it, the format, and the router trace's layer base ("auto", "0", "1"; ints 0 and 1 too).
+ImportOptions import_options(const py::object& format, const py::object& model_name, const py::object& experts,
+                             const py::object& top_k, const py::object& num_hidden_layers, const py::object& moe_layers,
+                             const py::object& layer_base) {
+    ImportOptions opt;
+    opt.format = parse_trace_format(py_utf8(format, "format"));
+    const std::string base = py::isinstance<py::str>(layer_base)
+                                 ? py_utf8(layer_base, "router_layer_base")
+                                 : std::to_string(py_int_in(layer_base, "router_layer_base", 0, 1));
+    opt.router_layer_base = parse_layer_base(base);
+    ModelDescription& m = opt.model;
+    if (!model_name.is_none()) m = known_model(py_utf8(model_name, "model"));
+    bool given = false;
+    if (!experts.is_none()) m.experts = py_int(experts, "num_experts", 1, 1 << 20), given = true;
+    if (!top_k.is_none()) m.top_k = py_int(top_k, "top_k", 1, 1 << 20), given = true;
+    if (!num_hidden_layers.is_none())
+        m.num_hidden_layers = py_int(num_hidden_layers, "num_hidden_layers", 1, kMaxLayerId + 1), given = true;
+    if (!moe_layers.is_none()) m.moe_layers = check_moe_layers(py_int_list(moe_layers, "moe_layers")), given = true;
+    if (given && model_name.is_none()) m.source = "python";
+    return opt;
+}
+
+/// expert_loads(): per-layer expert loads read straight from trace files (`routepack place --input`).
+void bind_imports(py::module_& m) {
+    m.def(
+        "_expert_loads",
+        [](const py::object& inputs, const py::object& format, const py::object& model_name, const py::object& experts,
+           const py::object& top_k, const py::object& num_hidden_layers, const py::object& moe_layers,
+           const py::object& layer_base) {
+            const ImportOptions opt =
+                import_options(format, model_name, experts, top_k, num_hidden_layers, moe_layers, layer_base);
+            std::vector<std::filesystem::path> paths;
+            if (py::isinstance<py::str>(inputs) || py::isinstance<py::bytes>(inputs) ||
+                py::hasattr(inputs, "__fspath__"))
+                paths.emplace_back(py_path(inputs, "inputs"));
+            else
+                for (const auto& item : py_items(inputs, "inputs", "paths"))
+                    paths.emplace_back(py_path(item, "inputs"));
+            ModelDescription model;
+            ImportSummary summary;
+            std::vector<std::uint64_t> loads;
+            {
+                py::gil_scoped_release release;
+                loads = import_expert_loads(paths, opt, &model, &summary);
+            }
+            py::dict d;
+            d["loads"] = layer_totals_array(loads, model.num_moe_layers(), model.experts);
+            d["moe_layers"] = model.moe_layers;
+            d["num_hidden_layers"] = model.num_hidden_layers;
+            d["num_experts"] = model.experts;
+            d["top_k"] = model.top_k;
+            d["format"] = to_string(summary.format);
+            d["files"] = summary.files;
+            py::list notes;
+            for (const auto& n : summary.notes)
+                notes.append(py_text(n));
+            d["notes"] = notes;
+            return d;
+        },
+        py::arg("inputs"), py::kw_only(), py::arg("format") = "auto", py::arg("model") = py::none(),
+        py::arg("num_experts") = py::none(), py::arg("top_k") = py::none(), py::arg("num_hidden_layers") = py::none(),
+        py::arg("moe_layers") = py::none(), py::arg("router_layer_base") = "auto");
+}
+
 /// The read-only Library and the Window it loads.
 void bind_library(py::module_& m) {
     py::class_<PyWindow>(m, "Window", "A trace or window read from a library: lengths, counts, moe_layers, sample ids.")
@@ -1250,12 +1342,9 @@ void bind_library(py::module_& m) {
                 const std::string trace = py_name(trace_obj, "trace");
                 const auto e = l.lib->trace(trace);
                 const auto v = l.lib->layer_totals(trace);
-                py::array_t<std::uint64_t> out(
-                    {static_cast<py::ssize_t>(e.model.num_moe_layers()), static_cast<py::ssize_t>(e.model.experts)});
-                if (v.size() != static_cast<std::size_t>(out.size()))
+                if (v.size() != static_cast<std::size_t>(e.model.num_moe_layers()) * e.model.experts)
                     throw InputError("trace '" + trace + "' has no expert totals");
-                std::copy(v.begin(), v.end(), out.mutable_data());
-                return out;
+                return layer_totals_array(v, e.model.num_moe_layers(), e.model.experts);
             },
             py::arg("trace"), "uint64 [L, E]: per-layer expert totals (aggregate traces included)")
         .def_property_readonly("path", [](const PyLibrary& l) { return py_text(l.lib->path().string()); });
@@ -1290,4 +1379,5 @@ PYBIND11_MODULE(_core, m) {
     bind_routes(m);
     bind_library(m);
     routepack::pyconv::bind_read_trace(m);
+    bind_imports(m);
 }

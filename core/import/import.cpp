@@ -766,7 +766,8 @@ Trace import_trace_to_memory(const std::vector<std::filesystem::path>& inputs, c
 }
 
 std::vector<std::uint64_t> import_expert_loads(const std::vector<std::filesystem::path>& inputs,
-                                               const ImportOptions& options, ModelDescription* model) {
+                                               const ImportOptions& options, ModelDescription* model,
+                                               ImportSummary* summary) {
     struct LoadSink : ImportSink {
         ModelDescription model;
         std::vector<std::uint64_t> loads;
@@ -788,8 +789,9 @@ std::vector<std::uint64_t> import_expert_loads(const std::vector<std::filesystem
                 loads[k] += a.totals[k];
         }
     } sink;
-    import_trace(inputs, options, sink);
+    ImportSummary done = import_trace(inputs, options, sink);
     if (model) *model = sink.model;
+    if (summary) *summary = std::move(done);
     return std::move(sink.loads);
 }
 

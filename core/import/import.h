@@ -177,9 +177,11 @@ Trace import_trace_to_memory(const std::vector<std::filesystem::path>& inputs, c
 
 /// The window's per-expert loads L[l][e] = sum_i a[i][l][e] ([L][E], tokens) read straight from the
 /// files, for placement alone: per-sample formats are summed sample by sample (no [n][L][E] array is
-/// kept) and an aggregate file gives its totals as they are. `model` receives the resolved model.
+/// kept) and an aggregate file gives its totals as they are. `model` receives the resolved model,
+/// `summary` (when given) import_trace's summary, its notes included (a router trace's layer base).
 /// The errors of import_trace.
 std::vector<std::uint64_t> import_expert_loads(const std::vector<std::filesystem::path>& inputs,
-                                               const ImportOptions& options, ModelDescription* model);
+                                               const ImportOptions& options, ModelDescription* model,
+                                               ImportSummary* summary = nullptr);
 
 } // namespace routepack

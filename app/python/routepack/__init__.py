@@ -30,6 +30,7 @@ __all__ = [
     "Topology",
     "Window",
     "counts_from_routes",
+    "expert_loads",
     "identity",
     "load_plan",
     "place",
@@ -220,6 +221,30 @@ def _previous_map(previous, moe_layers):
                                      f"{list(moe_layers)}")
         return rows
     return previous
+
+
+def expert_loads(inputs, *, format: str = "auto", model: Optional[str] = None, num_experts: Optional[int] = None,
+                 top_k: Optional[int] = None, num_hidden_layers: Optional[int] = None,
+                 moe_layers: Optional[Sequence[int]] = None, router_layer_base="auto") -> dict:
+    """Per-layer expert loads L[l][e] = sum_i a[i][l][e] read straight from trace files, as
+    ``routepack place --input`` reads them (per-sample formats summed sample by sample, aggregate
+    files and Megatron-LM router traces as their totals), for :func:`place`.
+
+    inputs: a path (str, bytes, os.PathLike) or a list of them (files or folders). format: a
+    ``--format`` name ("auto" detects it). model: a shipped model name (``--model``); num_experts,
+    top_k, num_hidden_layers, moe_layers (absolute decoder-layer ids) override it (``--experts``,
+    ``--top-k``, ``--layers``, ``--moe-layers``). router_layer_base: the base of a Megatron-LM
+    router trace's ``layer`` ids (``--router-layer-base``): "auto" (detected where the file and the
+    model show it, e.g. an id reaching num_hidden_layers; refused when both bases fit), 0 (the
+    training hooks' 0-based decoder.layers index) or 1 (inference's 1-based layer_number); ignored
+    by every other format.
+
+    Returns a dict: loads (uint64 [L, E]), moe_layers, num_hidden_layers, num_experts, top_k,
+    format (the format read), files, notes (the import summary's notes, e.g. which layer base a
+    router trace was read with). ValueError with the CLI's text for a bad file, model or base."""
+    return _core._expert_loads(inputs, format=format, model=model, num_experts=num_experts, top_k=top_k,
+                               num_hidden_layers=num_hidden_layers, moe_layers=moe_layers,
+                               router_layer_base=router_layer_base)
 
 
 def identity(layers: int, num_experts: int, ep_ranks: int, *, moe_layers: Optional[Sequence[int]] = None,

@@ -1,8 +1,10 @@
 """Drop-in replacements for the packing functions of RL training stacks (pure Python; none of
 them imports its stack). Each module reproduces one upstream calling convention and return shape
 at a cited commit and fills it from a RoutePack plan: every DP rank runs the same number of
-micro-batches (R rows), every sample appears exactly once, no micro-batch holds more tokens than
-the cap, and the micro-batch count honours the stack's required multiple.
+micro-batches (R rows), every sample appears exactly once, and the stack's batch rules (token cap,
+oversize samples alone, samples per DP rank or per micro-batch, the micro-batch count's multiple)
+are kept by the planner itself (docs/batch-rules.md); each adapter passes its last plan on as the
+next step's previous placement. Contracts and upstream test results: docs/adapters.md.
 
 - :mod:`routepack.adapters.slime`: ``build_dp_schedule`` (THUDM/slime 624b824a) and a
   ``--custom-megatron-before-train-step-hook-path`` hook.

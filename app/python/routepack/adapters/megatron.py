@@ -15,9 +15,15 @@ sample appears exactly once.
 Routing counts for the next call are given with :meth:`RoutePackScheduler.set_routing`; that call
 consumes them, whether it returns or raises. As upstream, no samples give no micro-batches and
 too few samples to fill every DP rank's micro-batches is an AssertionError ("Not enough samples
-to move"). A sample longer than ``max_seqlen_per_dp_cp_rank * cp_size`` is a ValueError (upstream
-gives it a micro-batch of its own), and ``max_num_seqs`` is checked on the plan (ValueError), not
-planned for.
+to move"). The plan keeps the scheduler's rules itself (docs/batch-rules.md; it is ``routepack
+plan`` with the same topology options): cap C = ``max_seqlen_per_dp_cp_rank * cp_size`` tokens per
+group, a sample longer than C gets a micro-batch of its own (``oversize`` ``alone``, as upstream's
+packing gives it), at most ``max_num_seqs`` sequences per group (``max_samples_per_cell``), the
+micro-batch count a multiple of ``microbatch_group_size_per_vp_stage`` (``row_multiple``).
+
+Consecutive calls are chained: a call with routing starts its placement from the last plan
+(``last_plan``) and moves at most ``max_moves`` experts (None: unlimited), as ``routepack plan
+--previous FILE --max-moves N``.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ class RoutePackScheduler:
     def __init__(self, max_seqlen_per_dp_cp_rank: int, cp_size: int, dp_size: int,
                  microbatch_group_size_per_vp_stage: Optional[int], max_num_seqs: Optional[int] = None, *,
                  ep_ranks: int = 1, edp_shards=None, stages=(("attention", 1.0, 0.0),), seed: int = 1,
-                 workers: int = 1, budgets: Optional[dict] = None):
+                 workers: int = 1, budgets: Optional[dict] = None, max_moves: Optional[int] = None):
         self.max_seqlen_per_dp_cp_rank = max_seqlen_per_dp_cp_rank
         self.cp_size = cp_size
         self.dp_size = dp_size
@@ -47,6 +53,7 @@ class RoutePackScheduler:
         self.seed = seed
         self.workers = workers
         self.budgets = budgets
+        self.max_moves = max_moves
         self._counts = None
         self._moe_layers = None
         self.last_plan = None
@@ -63,17 +70,13 @@ class RoutePackScheduler:
 
     def get_groups_and_subsamples(self, sample_id_seqlens):
         """``sample_id_groups[microbatch][j]`` (see the module docstring), from a RoutePack plan with
-        the routing of ``set_routing`` (consumed here). No samples give no micro-batches, as
-        upstream. Sequence lengths are whole token counts (ValueError "sample_id_seqlens[i][1] = 1.7
+        the routing of ``set_routing`` (consumed here), starting its placement from ``last_plan``
+        (within ``max_moves``). No samples give no micro-batches, as upstream. Sequence lengths are whole token counts (ValueError "sample_id_seqlens[i][1] = 1.7
         is not a whole number of tokens"); too few samples to give every DP rank a micro-batch (at
         the required multiple) is upstream's AssertionError "Not enough samples to move"."""
         counts, moe_layers = self._counts, self._moe_layers
         self._counts = self._moe_layers = None
         lengths = [whole_tokens(s[1], f"sample_id_seqlens[{i}][1]") for i, s in enumerate(sample_id_seqlens)]
-        for i, length in enumerate(lengths):
-            if length > self.max_seq_len_all_ranks:
-                raise ValueError(f"sample {i} has {length} tokens, more than max_seqlen_per_dp_cp_rank * cp_size = "
-                                 f"{self.max_seq_len_all_ranks}")
         if counts is not None and len(counts) != len(lengths):
             raise ValueError(f"set_routing gave counts for {len(counts)} samples; got {len(lengths)}")
         if not lengths:
@@ -82,16 +85,11 @@ class RoutePackScheduler:
             p = plan_rows(lengths, dp_slots=self.dp_size, token_cap=self.max_seq_len_all_ranks, counts=counts,
                           moe_layers=moe_layers, ep_ranks=self.ep_ranks, edp_shards=self.edp_shards,
                           stages=self.stages, row_multiple=self.microbatch_group_size_per_vp_stage or 1,
-                          seed=self.seed, workers=self.workers, budgets=self.budgets)
+                          max_samples_per_cell=self.max_num_seqs or 0, oversize="alone", previous=self.last_plan,
+                          max_moves=self.max_moves, seed=self.seed, workers=self.workers, budgets=self.budgets)
         except ValueError as e:
             if str(e).startswith("no rectangular layout exists: "):
                 raise AssertionError(f"Not enough samples to move: {e}") from e
             raise
         self.last_plan = p
-        if self.max_num_seqs is not None:
-            for r, row in enumerate(p.rows):
-                for d, cell in enumerate(row):
-                    if len(cell) > self.max_num_seqs:
-                        raise ValueError(f"micro-batch {r} of DP rank {d} packs {len(cell)} sequences, more than "
-                                         f"max_num_seqs = {self.max_num_seqs}")
         return [[list(row[j // self.cp_size]) for j in range(self.cp_size * self.dp_size)] for row in p.rows]

@@ -24,6 +24,10 @@ Lengths are whole token counts: integral floats are accepted (upstream only adds
 fractional one is ``ValueError("sequence_lengths[i] = 1.7 is not a whole number of tokens")``.
 NeMo-RL's own ``tests/unit/data/packing/test_algorithms.py`` at 7ea279ab, run unchanged through a
 shim whose ``get_packer`` answers every algorithm with this class: 59 of 59 pass.
+
+Consecutive calls are chained: a ``pack`` with routing starts its placement from the last plan
+(``last_plan``, kept across a failed call) and moves at most ``max_moves`` experts (None:
+unlimited), as ``routepack plan --previous FILE --max-moves N``.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ class RoutePackPacker:
     def __init__(self, bin_capacity: int, collect_metrics: bool = False, min_bin_count: Optional[int] = None,
                  bin_count_multiple: Optional[int] = None, *, dp_slots: Optional[int] = None, ep_ranks: int = 1,
                  edp_shards=None, stages=(("attention", 1.0, 0.0),), seed: int = 1, workers: int = 1,
-                 budgets: Optional[dict] = None):
+                 budgets: Optional[dict] = None, max_moves: Optional[int] = None):
         if min_bin_count is not None and min_bin_count < 0:
             raise ValueError("min_bin_count must be nonnegative")
         if bin_count_multiple is not None and bin_count_multiple < 1:
@@ -57,9 +61,10 @@ class RoutePackPacker:
         self.seed = seed
         self.workers = workers
         self.budgets = budgets
+        self.max_moves = max_moves
         self._counts = None
         self._moe_layers = None
-        #: The plan of the last pack() call.
+        #: The plan of the last pack() call that planned (the previous placement of the next one).
         self.last_plan = None
 
     def set_routing(self, counts, moe_layers: Sequence[int]) -> None:
@@ -87,13 +92,12 @@ class RoutePackPacker:
 
     def _pack_implementation(self, sequence_lengths: List[int]) -> List[List[int]]:
         """Bins of the plan, row-major: bin r * D + d = cell (r, d). Consumes the routing of
-        ``set_routing``. An empty list gives no bins (upstream's answer) unless min_bin_count /
+        ``set_routing``; the placement starts from ``last_plan`` (within ``max_moves``). An empty list gives no bins (upstream's answer) unless min_bin_count /
         bin_count_multiple ask for some; lengths are whole token counts (integral floats accepted,
         ValueError "sequence_lengths[i] = 1.7 is not a whole number of tokens" otherwise)."""
         counts, moe_layers = self._take_routing()
         lengths = [whole_tokens(x, f"sequence_lengths[{i}]") for i, x in enumerate(sequence_lengths)]
         self._validate_sequence_lengths(lengths)
-        self.last_plan = None
         n = len(lengths)
         if counts is not None and len(counts) != n:
             raise ValueError(f"set_routing gave counts for {len(counts)} sequences; pack got {n}")
@@ -113,8 +117,8 @@ class RoutePackPacker:
         try:
             p = plan_rows(lengths, dp_slots=D, token_cap=self.bin_capacity, counts=counts, moe_layers=moe_layers,
                           ep_ranks=self.ep_ranks, edp_shards=self.edp_shards, stages=self.stages,
-                          row_multiple=multiple, min_rows=min_rows, seed=self.seed, workers=self.workers,
-                          budgets=self.budgets)
+                          row_multiple=multiple, min_rows=min_rows, previous=self.last_plan,
+                          max_moves=self.max_moves, seed=self.seed, workers=self.workers, budgets=self.budgets)
         except ValueError as e:
             cells = re.search(r"= (\d+) non-empty cells", str(e))
             if str(e).startswith("no rectangular layout exists: ") and cells:

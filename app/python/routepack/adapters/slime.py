@@ -12,26 +12,41 @@ rollout_indices) -> (partitions, micro_batch_indices, num_microbatches, global_b
 - ``num_microbatches[s]``: micro-batches per rank at step s (the same on every rank);
 - ``global_batch_sizes[s]``: rollouts in step s.
 
-Each step is one RoutePack plan: DP rank r's micro-batches are the plan's cells (0, r), (1, r),
-..., so every rank runs R micro-batches, each holding <= ``max_tokens_per_gpu * cp_size`` tokens
-(a longer sample is a ValueError, not an oversize micro-batch), and with virtual pipelining
-(``vpp_size > 1``) R is a multiple of ``microbatch_group_size_per_vp_stage``. Only the dynamic
-mode (``use_dynamic_batch_size``) is planned; the static mode (``micro_batch_size``) is refused
-with a ValueError.
+Each step is one RoutePack plan under slime's batch rules, kept by the planner itself
+(docs/batch-rules.md; the plan is ``routepack plan`` with the same topology options): DP rank r's
+micro-batches are the plan's cells (0, r), (1, r), ..., so every rank runs R micro-batches, and
+with virtual pipelining (``vpp_size > 1``) R is a multiple of
+``microbatch_group_size_per_vp_stage`` (the topology's ``row_multiple``).
+
+- Dynamic mode (``use_dynamic_batch_size``): cap C = ``max_tokens_per_gpu * cp_size`` tokens per
+  micro-batch, and a sample longer than C gets a micro-batch of its own (``oversize`` ``alone``), as
+  slime's first-fit packing gives it.
+- Static mode (``micro_batch_size`` c): micro-batches of exactly c samples (``samples_per_cell``
+  c, no token cap), R = n / (c D). slime chunks a step of n samples into ceil(n / c) micro-batches,
+  the last one short when c does not divide n; then the plan has ceil(n / c) / D rows of at most c
+  samples each (``max_samples_per_cell`` c, ``min_rows`` ceil(n / c) / D, the cap the c longest
+  samples fill). A micro-batch count that is not a multiple of ``dp_size * mb_group`` is upstream's
+  AssertionError ("static path: num_mbs (...) is not a multiple of dp_size * mb_group (...)").
+- ``balance_data`` / ``balance_by_flops``: the plan balances the exact cost (routing and
+  attention) itself; slime's FLOPs-weighted Karmarkar-Karp order is not reproduced.
 
 The same mistakes raise upstream's exception types: fewer rollouts than ``global_batch_size``,
-a step with fewer samples than ``dp_size``, and ``use_dynamic_batch_size`` without
-``max_tokens_per_gpu`` are AssertionErrors (upstream's texts); ``global_batch_size=0`` is the
-ZeroDivisionError of upstream's ``len(rollout_ids) // global_batch_size``, with a message that
-says so. ``total_lengths`` are whole token counts (integral floats accepted; ValueError
-"total_lengths[i] = 1.7 is not a whole number of tokens", never truncated).
+a step with fewer samples than ``dp_size``, too few samples for the micro-batch multiple, a static
+micro-batch count off the multiple, ``use_dynamic_batch_size`` without ``max_tokens_per_gpu`` and
+the static mode without ``micro_batch_size`` are AssertionErrors (upstream's texts);
+``global_batch_size=0`` is the ZeroDivisionError of upstream's ``len(rollout_ids) //
+global_batch_size``, with a message that says so. ``total_lengths`` are whole token counts
+(integral floats accepted; ValueError "total_lengths[i] = 1.7 is not a whole number of tokens",
+never truncated).
 
 slime's own ``tests/test_dp_schedule.py`` at 624b824a, run unchanged through a shim package
-(``slime/utils/dp_schedule.py`` importing this function): 5 of 9 pass. The static mode
-(``test_static_stride_single_step``, ``test_static_balance_multi_step``,
-``test_balance_data_distributes_by_flops``) is refused, and a sample over the cap
-(``test_dynamic_oversized_sample_lands_alone``) is refused where slime gives it a micro-batch of
-its own.
+(``slime/utils/dp_schedule.py`` importing this function): 8 of 9 pass. The one failure,
+``test_balance_data_distributes_by_flops``, pins slime's FLOPs-balanced partition of 8 samples
+(``[[1, 2, 5, 6], [0, 3, 4, 7]]``); the plan's partition is RoutePack's own.
+
+Steps are chained: the placement of step s starts from step s-1's plan (the first step of a call
+from the last step of this process's previous call) and moves at most ``args.routepack_max_moves``
+experts (None: unlimited), as ``routepack plan --previous FILE --max-moves N``.
 
 Routing counts come from ``rollout_routed_experts`` (slime's per-sample ``[T, num_layers, topk]``
 replay arrays, every decoder layer, ``layer_axis='all'``), passed as the keyword
@@ -43,7 +58,7 @@ RoutePack settings are read from ``args`` (Megatron argument names where they ex
 layer % N == 0, or a 0/1 list; see :func:`moe_layers_of`), ``expert_model_parallel_size`` (EP ranks P),
 ``routepack_edp_shards`` (None = one shard), ``routepack_attention_stages``
 (default ``[("attention", 1.0, 0.0)]``), ``routepack_seed`` (default 1), ``routepack_workers``
-(default 1), ``routepack_plan_dir`` (when set, step s's plan is written to
+(default 1), ``routepack_max_moves`` (default None: unlimited), ``routepack_plan_dir`` (when set, step s's plan is written to
 ``<dir>/step_<s>.json`` for the train-step hook on the training ranks).
 """
 
@@ -120,6 +135,23 @@ def moe_layers_of(args: Any) -> list:
     return [i for i in range(num_layers) if i % n == 0]
 
 
+def _static_rules(lengths: list, c: int, dp_size: int, align_to: int) -> dict:
+    """Plan options of slime's static mode for one step of n samples: ceil(n / c) micro-batches,
+    a multiple of align_to (else upstream's AssertionError), exactly c samples each when c divides
+    n, else at most c in ceil(n / c) / D rows."""
+    n = len(lengths)
+    k = -(-n // c)
+    if k % align_to:
+        raise AssertionError(
+            f"static path: num_mbs ({k}) is not a multiple of dp_size * mb_group ({align_to}); got "
+            f"step_size={n}, micro_batch_size={c}, dp_size={dp_size}, mb_group={align_to // dp_size}. "
+            f"Splitting static mbs would break the fixed-size invariant; adjust the config "
+            f"so step_size % (dp_size * micro_batch_size * mb_group) == 0.")
+    if n % c == 0:
+        return dict(token_cap=0, samples_per_cell=c)
+    return dict(token_cap=sum(sorted(lengths)[-c:]), max_samples_per_cell=c, min_rows=k // dp_size)
+
+
 def build_dp_schedule(
     args: Any,
     train_parallel_config: dict,
@@ -134,11 +166,18 @@ def build_dp_schedule(
     cp_size = int(train_parallel_config["cp_size"])
     vpp_size = int(train_parallel_config["vpp_size"])
     mb_group = train_parallel_config["microbatch_group_size_per_vp_stage"]
-    if not getattr(args, "use_dynamic_batch_size", False):
-        raise ValueError("routepack packs by tokens: set --use-dynamic-batch-size and --max-tokens-per-gpu")
-    assert args.max_tokens_per_gpu is not None, "--use-dynamic-batch-size needs --max-tokens-per-gpu"
-    cap = int(args.max_tokens_per_gpu) * cp_size
     row_multiple = int(mb_group) if vpp_size > 1 and mb_group else 1
+    align_to = dp_size * row_multiple
+    dynamic = bool(getattr(args, "use_dynamic_batch_size", False))
+    if dynamic:
+        assert args.max_tokens_per_gpu is not None, "--use-dynamic-batch-size needs --max-tokens-per-gpu"
+        rules = dict(token_cap=int(args.max_tokens_per_gpu) * cp_size, oversize="alone")
+    else:
+        c = getattr(args, "micro_batch_size", None)
+        assert c is not None, "the static mode (no --use-dynamic-batch-size) needs --micro-batch-size"
+        c = operator.index(c)
+        if c < 1:
+            raise ValueError(f"micro_batch_size must be >= 1 (samples per micro-batch), got {c}")
     if len(rollout_indices) != len(total_lengths):
         raise ValueError(f"rollout_indices holds {len(rollout_indices)} ids for {len(total_lengths)} samples")
     if rollout_routed_experts is not None and len(rollout_routed_experts) != len(total_lengths):
@@ -160,15 +199,17 @@ def build_dp_schedule(
         moe_layers = moe_layers_of(args)
         num_experts = int(args.num_experts)
         ep_ranks = int(getattr(args, "expert_model_parallel_size", 1) or 1)
-    stages = getattr(args, "routepack_attention_stages", None) or [("attention", 1.0, 0.0)]
-    seed = int(getattr(args, "routepack_seed", 1))
-    workers = int(getattr(args, "routepack_workers", 1))
+    settings = dict(edp_shards=getattr(args, "routepack_edp_shards", None),
+                    stages=getattr(args, "routepack_attention_stages", None) or [("attention", 1.0, 0.0)],
+                    seed=int(getattr(args, "routepack_seed", 1)), workers=int(getattr(args, "routepack_workers", 1)),
+                    max_moves=getattr(args, "routepack_max_moves", None), row_multiple=row_multiple)
     plan_dir = getattr(args, "routepack_plan_dir", None)
 
     partitions = [[] for _ in range(dp_size)]
     micro_batch_indices = [[] for _ in range(dp_size)]
     num_microbatches = []
     global_batch_sizes = []
+    previous = last_plans[-1] if last_plans else None
     last_plans.clear()
     for step in range(num_steps):
         step_rollouts = rollout_ids[step * global_batch_size:(step + 1) * global_batch_size]
@@ -176,13 +217,21 @@ def build_dp_schedule(
         lengths = [whole_tokens(total_lengths[i], f"total_lengths[{i}]") for i in sample_indices]
         assert len(sample_indices) >= dp_size, (f"step {step}: {len(sample_indices)} samples < dp_size {dp_size}; "
                                                 "each step needs at least one sample per rank.")
+        if not dynamic:
+            rules = _static_rules(lengths, c, dp_size, align_to)
         counts = None
         if rollout_routed_experts is not None:
             counts = routepack.counts_from_routes([np.asarray(rollout_routed_experts[i]) for i in sample_indices],
                                                   num_experts, moe_layers=moe_layers, layer_axis="all")
-        p = plan_rows(lengths, dp_slots=dp_size, token_cap=cap, counts=counts, moe_layers=moe_layers,
-                      ep_ranks=ep_ranks or 1, edp_shards=getattr(args, "routepack_edp_shards", None),
-                      stages=stages, row_multiple=row_multiple, seed=seed, workers=workers)
+        try:
+            p = plan_rows(lengths, dp_slots=dp_size, counts=counts, moe_layers=moe_layers, ep_ranks=ep_ranks or 1,
+                          previous=previous, **rules, **settings)
+        except ValueError as e:
+            if dynamic and str(e).startswith("no rectangular layout exists: "):
+                raise AssertionError(f"dynamic path: step {step}'s {len(sample_indices)} samples cannot fill a "
+                                     f"multiple of dp_size * mb_group ({align_to}) micro-batches: {e}") from e
+            raise
+        previous = p
         last_plans.append(p)
         if plan_dir:
             os.makedirs(plan_dir, exist_ok=True)

@@ -18,23 +18,35 @@ DP-slot-major, then by row, writing each sample's row into the batch field ``rou
 :func:`rearrange_micro_batches` cuts the local batch at those row boundaries, so every rank runs
 R micro-batches.
 
-Uneven DP slots are refused (ValueError naming the counts), because verl's contract at 1dda039b has no
-way to hand DP ranks different sample counts:
+verl's dispatch contract is kept by the planner itself: the plan's topology has
+``samples_per_dp_slot`` = B / D (docs/batch-rules.md), so DP slot d holds exactly the d-th equal
+chunk, and the plan equals ``routepack plan --samples-per-dp-slot B/D`` on the same window. Why the
+count is a contract, not a preference:
 
 - ``_balance_batch`` itself partitions with ``get_seqlen_balanced_partitions(workload_lst,
   k_partitions=dp_size, equal_size=True)`` and says "The data will be automatically equally
-  partitioned by dispatch function" (verl/trainer/ppo/ray_trainer.py); its PrefixGrouper branch
-  refuses unless ``num_groups % dp_size == 0`` ("This ensures each rank gets equal number of groups");
+  partitioned by dispatch function" (verl/trainer/ppo/ray_trainer.py);
 - the dispatch splits positionally: ``dispatch_nd_compute_dataproto`` -> ``_split_args_kwargs_data_proto``
   -> ``BatchData.chunk`` (verl/single_controller/base/decorator.py) -> ``DataProto.chunk``, which asserts
   ``len(self) % chunks == 0`` ("only support equal chunk", verl/protocol.py), or ``chunk_tensordict``
   ("Must evenly divide len(td)", verl/utils/tensordict_utils.py); no chunk-size argument exists;
 - the only escape, auto padding (``DataProto.padding`` / ``_split_args_kwargs_data_proto_with_auto_padding``),
   appends copies of the last sample to the END of the batch, so the padded copies land on the last
-  ranks (not on the short slots) and are trained on by ``update_actor``: it would change the gradient.
+  ranks and are trained on by ``update_actor``: it would change the gradient.
 
-So a plan is usable in verl exactly when its DP slots hold B / D samples each; otherwise use the
-plan's rows with a stack that dispatches per-rank lists (slime, Megatron-Core, NeMo-RL adapters).
+The same mistakes raise upstream's exception types: a batch that D does not divide is the
+AssertionError of verl's equal-size partition (``"{B} % {D} != 0"``), fewer samples than DP ranks
+its ``"number of items:[B] < k_partitions:[D]"``. ``keep_minibatch=True`` gets the same equal
+chunks (upstream sorts each rank's samples by workload afterwards, so mini-batch membership is not
+kept there either). The PrefixGrouper branch (``use_prefix_grouper`` with ``uid``: whole uid groups
+per rank) is refused with a ValueError: the plan does not keep groups together.
+
+Steps are chained: a batch with routes starts its placement from ``trainer.routepack_plan`` (the
+previous step's plan) and moves at most ``max_moves`` experts (None: unlimited), as ``routepack plan
+--previous FILE --max-moves N``.
+
+verl's own ``tests/utils/test_seqlen_balancing.py`` needs torch and tensordict, which Debian 12
+does not package; this contract is tested in RoutePack's ``tests/python/test_adapters.py`` instead.
 """
 
 from __future__ import annotations
@@ -66,55 +78,75 @@ def _like(values, ref):
 
 def plan_batch(attention_mask, dp_size: int, *, max_token_len: int, routed_experts=None, num_experts=None,
                moe_layers: Optional[Sequence[int]] = None, layer_axis: str = "all", ep_ranks: int = 1,
-               edp_shards=None, stages=(("attention", 1.0, 0.0),), row_multiple: int = 1, seed: int = 1,
-               workers: int = 1, budgets: Optional[dict] = None):
+               edp_shards=None, stages=(("attention", 1.0, 0.0),), row_multiple: int = 1, previous=None,
+               max_moves: Optional[int] = None, model_name: str = "", seed: int = 1, workers: int = 1,
+               budgets: Optional[dict] = None):
     """The plan of a verl batch, and (global_idx, rows): global_idx orders the batch DP-slot-major
-    then by row; rows[j] is the row of the j-th sample after reordering."""
+    then by row (DP rank d's equal chunk is global_idx[d * B/D:(d + 1) * B/D]); rows[j] is the row
+    of the j-th sample after reordering.
+
+    attention_mask: [B, S] (torch or numpy); lengths are its row sums. routed_experts: [B, S, L, K]
+    expert ids (with num_experts, the absolute moe_layers and layer_axis as
+    :func:`routepack.counts_from_routes` takes them); without it the plan balances lengths alone.
+    The plan has cap C = max_token_len, D = dp_size DP slots of exactly B / D samples
+    (``samples_per_dp_slot``), P = ep_ranks EP ranks, R a multiple of row_multiple; previous: the
+    previous step's plan (its placement is the start, at most max_moves experts move); model_name: a
+    shipped model (its expert shapes size the moves in the plan's migration section).
+    AssertionError "{B} % {D} != 0" and "number of items:[B] < k_partitions:[D]" as verl's
+    equal-size partition; ValueError for a sample longer than max_token_len (the planner's text)."""
     mask = _np(attention_mask)
-    lengths = mask.reshape(mask.shape[0], -1).sum(-1).astype(np.int64)
+    batch_size = mask.shape[0]
+    assert batch_size >= dp_size, f"number of items:[{batch_size}] < k_partitions:[{dp_size}]"
+    assert batch_size % dp_size == 0, f"{batch_size} % {dp_size} != 0"
+    lengths = mask.reshape(batch_size, -1).sum(-1).astype(np.int64)
     counts = None
     if routed_experts is not None:
         if num_experts is None or moe_layers is None:
             raise ValueError("routed_experts needs num_experts and moe_layers")
         counts = routepack.counts_from_routes(_np(routed_experts), int(num_experts), moe_layers=list(moe_layers),
-                                              layer_axis=layer_axis, valid=mask.reshape(mask.shape[0], -1).astype(bool))
+                                              layer_axis=layer_axis, valid=mask.reshape(batch_size, -1).astype(bool))
     p = plan_rows(lengths, dp_slots=dp_size, token_cap=max_token_len, counts=counts, moe_layers=moe_layers,
-                  ep_ranks=ep_ranks, edp_shards=edp_shards, stages=stages, row_multiple=row_multiple, seed=seed,
-                  workers=workers, budgets=budgets)
+                  ep_ranks=ep_ranks, edp_shards=edp_shards, stages=stages, row_multiple=row_multiple,
+                  samples_per_dp_slot=batch_size // dp_size, previous=previous, max_moves=max_moves,
+                  model_name=model_name, seed=seed, workers=workers, budgets=budgets)
     global_idx, rows = [], []
     for slot in p.micro_batches():
         for r, cell in enumerate(slot):
             global_idx.extend(cell)
             rows.extend([r] * len(cell))
-    sizes = [sum(len(c) for c in slot) for slot in p.micro_batches()]
-    if len(set(sizes)) != 1:
-        raise ValueError(f"verl dispatches {dp_size} equal chunks of the batch (DataProto.chunk), but the plan gives "
-                         f"the DP slots {sizes} samples; equal chunks need {len(lengths) / dp_size:g} each, and "
-                         f"verl has no per-rank sample counts (its auto padding would train on copies)")
     return p, global_idx, rows
 
 
 def make_balance_batch(*, max_token_len: int, num_experts=None, moe_layers=None, layer_axis: str = "all",
                        ep_ranks: int = 1, edp_shards=None, stages=(("attention", 1.0, 0.0),), row_multiple: int = 1,
-                       seed: int = 1, workers: int = 1, budgets: Optional[dict] = None):
+                       max_moves: Optional[int] = None, model_name: str = "", seed: int = 1, workers: int = 1,
+                       budgets: Optional[dict] = None):
     """A replacement for ``RayPPOTrainer._balance_batch`` (bind it to the trainer:
     ``trainer._balance_batch = types.MethodType(make_balance_batch(...), trainer)``). The trainer's
     ``_get_dp_size(self.actor_rollout_wg, "actor")`` gives D. The last plan is kept as
-    ``trainer.routepack_plan``."""
+    ``trainer.routepack_plan``; the next call starts its placement there (at most max_moves experts
+    move). Raises as :func:`plan_batch`, and ValueError for the PrefixGrouper branch."""
 
     def _balance_batch(self, batch, metrics, logging_prefix="global_seqlen", keep_minibatch=False):
+        if getattr(self, "use_prefix_grouper", False) and "uid" in getattr(batch, "non_tensor_batch", {}):
+            raise ValueError("use_prefix_grouper keeps each uid group on one DP rank; the routepack adapter "
+                             "balances samples, not groups: turn off use_prefix_grouper or balance_batch")
         dp_size = self._get_dp_size(self.actor_rollout_wg, "actor")
         mask = batch.batch["attention_mask"]
         routes = batch.batch["routed_experts"] if "routed_experts" in batch.batch.keys() else None
         p, global_idx, rows = plan_batch(mask, dp_size, max_token_len=max_token_len, routed_experts=routes,
                                          num_experts=num_experts, moe_layers=moe_layers, layer_axis=layer_axis,
                                          ep_ranks=ep_ranks, edp_shards=edp_shards, stages=stages,
-                                         row_multiple=row_multiple, seed=seed, workers=workers, budgets=budgets)
+                                         row_multiple=row_multiple, previous=getattr(self, "routepack_plan", None),
+                                         max_moves=max_moves, model_name=model_name, seed=seed, workers=workers,
+                                         budgets=budgets)
         batch.reorder(_like(global_idx, mask))
         batch.batch[ROW_KEY] = _like(rows, mask)
         self.routepack_plan = p
         metrics[f"{logging_prefix}/routepack_rows"] = p.row_count
         metrics[f"{logging_prefix}/routepack_score_max_u"] = p.score[0]
+        if p.migration is not None:
+            metrics[f"{logging_prefix}/routepack_experts_moved"] = p.migration["moves"]
 
     return _balance_batch
 
@@ -130,7 +162,8 @@ def rearrange_micro_batches(batch, max_token_len, dp_group=None, num_batches_div
                             force_group_size=1):
     """Cuts a rank's local batch at the plan's row boundaries (field ``routepack_row``, written by
     the ``_balance_batch`` of :func:`make_balance_batch`): micro-batch r holds the rank's samples of
-    row r, in order. Returns (micro_batches, micro_bsz_idx) as upstream. ValueError when the field is
+    row r, in order. Returns (micro_batches, micro_bsz_idx) as upstream. AssertionError, as upstream,
+    when max_token_len is below the padded sequence length (attention_mask's width). ValueError when the field is
     missing, does not hold one row per sample, a micro-batch exceeds ``max_token_len``, or the row
     count misses ``num_batches_divided_by`` / ``min_num_micro_batch`` (plan with ``row_multiple`` /
     ``min_rows``). IndexError when the rows are not integers (a float 1.7 is never truncated to
@@ -151,6 +184,9 @@ def rearrange_micro_batches(batch, max_token_len, dp_group=None, num_batches_div
     if rows.ndim != 1 or len(rows) != mask.shape[0]:
         raise ValueError(f"{ROW_KEY} has shape {tuple(rows.shape)} but attention_mask has {mask.shape[0]} samples: "
                          f"one row per sample, as make_balance_batch writes it")
+    max_seq_len = mask.shape[-1]
+    assert max_token_len >= max_seq_len, (
+        f"max_token_len must be greater than the sequence length. Got {max_token_len=} and {max_seq_len=}")
     rows = rows.astype(np.int64)
     lengths = mask.reshape(len(rows), -1).sum(-1)
     micro_bsz_idx = []
