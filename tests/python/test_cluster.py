@@ -15,10 +15,10 @@ from conftest import cli
 
 # The sanitizer pass preloads the ASan runtime into the interpreter; Dask's worker processes and the
 # dask-scheduler / dask-worker commands would inherit it and abort, so the pass skips these tests.
-pytestmark = pytest.mark.skipif("asan" in os.environ.get("LD_PRELOAD", ""),
-                                reason="Dask worker processes under the sanitizer pass's preloaded ASan runtime")
-distributed = pytest.importorskip("distributed")  # python3-distributed (resources/setup/debian-packages.txt)
-run_mod = pytest.importorskip("routepack.run")
+if "asan" in os.environ.get("LD_PRELOAD", ""):
+    pytest.skip("Dask worker processes under the sanitizer pass's preloaded ASan runtime", allow_module_level=True)
+import distributed  # python3-distributed (resources/setup/debian-packages.txt): missing is a failure, not a skip
+import routepack.run as run_mod
 
 MODEL = {"experts": 16, "top_k": 2, "num_hidden_layers": 4, "moe_layers": [1, 2, 3]}
 MODEL_FLAGS = ["--experts", "16", "--top-k", "2", "--layers", "4", "--moe-layers", "1-3"]
