@@ -5,6 +5,7 @@
 #include "core/plan/plan_file.h"
 #include "core/plan/run_steps.h"
 #include "views/gui_text.h"
+#include "views/nice_scale.h"
 #include "views/plan_data.h"
 
 #include <algorithm>
@@ -142,18 +143,10 @@ std::vector<GainBin> gain_histogram(const RunSeries& series, int max_bins) {
         lo = std::min(lo, st.gain_pct);
         hi = std::max(hi, st.gain_pct);
     }
-    double width = 0.1;
-    for (double decade = 0.1;; decade *= 10) {
-        bool found = false;
-        for (double f : {1.0, 2.0, 5.0}) {
-            width = f * decade;
-            if (std::floor(hi / width) - std::floor(lo / width) + 1 <= max_bins) {
-                found = true;
-                break;
-            }
-        }
-        if (found) break;
-    }
+    const auto s = round_step({1.0, 2.0, 5.0}, -1, 308,
+                              [&](const RoundStep& r) { return bins_holding(lo, hi, r.step) <= max_bins; });
+    if (!s) return bins; // a gain that is not finite
+    const double width = s->step;
     const double first = std::floor(lo / width);
     const int n = static_cast<int>(std::floor(hi / width) - first) + 1;
     bins.resize(static_cast<std::size_t>(n));

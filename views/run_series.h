@@ -94,7 +94,8 @@ struct GainBin {
 
 /// Histogram of the steps' gain_pct: bins on multiples of the smallest round width (1, 2 or 5 x 10^k
 /// percent, at least 0.1) that covers min..max in at most `max_bins` (>= 1) bins; bin lo = floor(gain
-/// / width) x width. Empty bins inside the range are kept; no steps: no bins.
+/// / width) x width (nice_scale.h round_step, bins_holding). Empty bins inside the range are kept; no
+/// steps, or a gain that is not finite: no bins.
 std::vector<GainBin> gain_histogram(const RunSeries& series, int max_bins = 8);
 
 } // namespace routepack::views

@@ -2,8 +2,8 @@
 
 #include "storage/library.h"
 #include "views/job_tracker.h"
+#include "views/panel_util.h"
 #include "views/plan_data.h"
-#include "views/plan_panels.h"
 
 #include <QBarCategoryAxis>
 #include <QBarSeries>
@@ -38,24 +38,9 @@ const QColor kChurnColour(0xb2, 0x79, 0xa2);
 const QColor kGainColour(0x54, 0xa2, 0x4b);
 
 QChartView* chartView(QWidget* parent, int minHeight) {
-    auto* chart = new QChart;
-    chart->setBackgroundRoundness(0);
-    chart->setMargins(QMargins(4, 4, 4, 4));
-    chart->legend()->setAlignment(Qt::AlignBottom);
-    auto* view = new QChartView(chart, parent);
-    view->setRenderHint(QPainter::Antialiasing, true);
-    view->setMinimumSize(260, minHeight);
+    QChartView* view = makeChartView(parent, QSize(260, minHeight));
     view->viewport()->setMouseTracking(true);
     return view;
-}
-
-void clearChart(QChart* c) {
-    c->removeAllSeries();
-    for (QAbstractAxis* a : c->axes()) {
-        c->removeAxis(a);
-        delete a;
-    }
-    c->setTitle(QString());
 }
 
 QString pct(double v) {
