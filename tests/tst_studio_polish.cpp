@@ -24,6 +24,7 @@
 #include "views/gain_explanation.h"
 #include "views/grid_panel.h"
 #include "views/gui_text.h"
+#include "views/heatmap_view.h"
 #include "views/heatmap_widget.h"
 #include "views/import_dialog.h"
 #include "views/length_histogram_view.h"

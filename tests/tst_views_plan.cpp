@@ -13,6 +13,7 @@
 #include "views/ep_heatmap_panel.h"
 #include "views/gain_explanation.h"
 #include "views/grid_panel.h"
+#include "views/heatmap_view.h"
 #include "views/heatmap_widget.h"
 #include "views/panel_util.h"
 #include "views/plan_data.h"

@@ -1,6 +1,7 @@
 #include "views/comm_panel.h"
 
 #include "views/comm_data.h"
+#include "views/heatmap_view.h"
 #include "views/heatmap_widget.h"
 #include "views/job_tracker.h"
 #include "views/method_combo.h"

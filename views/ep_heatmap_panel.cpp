@@ -1,5 +1,6 @@
 #include "views/ep_heatmap_panel.h"
 
+#include "views/heatmap_view.h"
 #include "views/heatmap_widget.h"
 #include "views/panel_util.h"
 #include "views/plan_data.h"

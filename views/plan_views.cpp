@@ -6,6 +6,7 @@
 #include "views/costs_panel.h"
 #include "views/ep_heatmap_panel.h"
 #include "views/grid_panel.h"
+#include "views/heatmap_view.h"
 #include "views/heatmap_widget.h"
 #include "views/panel_util.h"
 #include "views/plan_data.h"

@@ -1,5 +1,6 @@
 #include "views/row_heatmap_panel.h"
 
+#include "views/heatmap_view.h"
 #include "views/heatmap_widget.h"
 #include "views/method_combo.h"
 #include "views/panel_util.h"

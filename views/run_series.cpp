@@ -161,4 +161,24 @@ std::vector<GainBin> gain_histogram(const RunSeries& series, int max_bins) {
     return bins;
 }
 
+RunSeriesSummary summarize_series(const RunSeries& series) {
+    RunSeriesSummary out;
+    if (series.steps.empty()) return out;
+    std::vector<double> g;
+    for (const auto& st : series.steps) {
+        g.push_back(st.gain_pct);
+        out.most_changed = std::max({out.most_changed, st.churn, st.moves});
+        out.churn_total += std::max<std::int64_t>(0, st.churn);
+    }
+    std::sort(g.begin(), g.end());
+    double mean = 0;
+    for (double v : g)
+        mean += v;
+    out.mean_gain_pct = mean / static_cast<double>(g.size());
+    out.median_gain_pct = g.size() % 2 ? g[g.size() / 2] : 0.5 * (g[g.size() / 2 - 1] + g[g.size() / 2]);
+    out.best_gain_pct = g.front();
+    out.worst_gain_pct = g.back();
+    return out;
+}
+
 } // namespace routepack::views

@@ -98,4 +98,19 @@ struct GainBin {
 /// steps, or a gain that is not finite: no bins.
 std::vector<GainBin> gain_histogram(const RunSeries& series, int max_bins = 8);
 
+/// What the Run view's heading says of a series: routepack against the baseline over its steps
+/// (RunStep::gain_pct, percent) and the placement churn.
+struct RunSeriesSummary {
+    double mean_gain_pct = 0;      ///< mean of gain_pct
+    double median_gain_pct = 0;    ///< the middle gain_pct (the mean of the two middle ones for an even count)
+    double best_gain_pct = 0;      ///< the lowest gain_pct (the cheapest against the baseline)
+    double worst_gain_pct = 0;     ///< the highest gain_pct
+    std::int64_t churn_total = 0;  ///< sum of RunStep::churn over the steps that have one (not the first)
+    std::int64_t most_changed = 0; ///< the largest churn or moves of one step (0 when none)
+};
+
+/// The summary of `series`; all zero for a series without steps. E.g. gains {-4, -1, -2, -3} percent:
+/// mean -2.5, median -2.5, best -4, worst -1.
+RunSeriesSummary summarize_series(const RunSeries& series);
+
 } // namespace routepack::views

@@ -6,15 +6,15 @@
 #include "storage/demo.h"
 #include "views/grid_panel.h"
 #include "views/gui_text.h"
+#include "views/heatmap_view.h"
 #include "views/heatmap_widget.h"
 #include "views/import_dialog.h"
-#include "views/length_histogram_view.h"
 #include "views/library_tree_model.h"
 #include "views/plan_data.h"
 #include "views/plan_views.h"
 #include "views/rewrite_dialog.h"
 #include "views/run_view.h"
-#include "views/sample_table_model.h"
+#include "views/sample_pane.h"
 #include "views/topology_editor.h"
 #include "views/window_dialog.h"
 
@@ -63,7 +63,6 @@ constexpr int kSamplePaneWidth = 380;
 
 StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
     : QMainWindow(parent), options_(options), jobs_(new PlanJobQueue(this)),
-      sampleLoads_(new JobTracker(JobTracker::Policy::LatestResult, 2, false, this)),
       demoBuild_(new JobTracker(JobTracker::Policy::EveryResult, 1, false, this)) {
     setWindowTitle(tr("RoutePack Studio"));
     buildUi();
@@ -186,7 +185,6 @@ StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
 
 StudioWindow::~StudioWindow() {
     // The workers end before the widgets their results would go to (nothing is delivered after this).
-    sampleLoads_->shutdown();
     demoBuild_->shutdown();
 }
 
@@ -196,59 +194,11 @@ std::unique_ptr<QSettings> StudioWindow::settings() const {
 
 void StudioWindow::buildUi() {
     // Centre: the sample table of the selected trace or window, and its length histogram.
-    auto* centre = new QWidget(this);
-    auto* cl = new QVBoxLayout(centre);
-    cl->setContentsMargins(6, 6, 6, 6);
-    sampleHeader_ = new QLabel(tr("Open a library (Ctrl+O) or import a trace (Ctrl+I)."), centre);
-    QFont hf = sampleHeader_->font();
-    hf.setBold(true);
-    sampleHeader_->setFont(hf);
-    cl->addWidget(sampleHeader_);
-    auto* filterRow = new QHBoxLayout();
-    filter_ = new QLineEdit(centre);
-    filter_->setPlaceholderText(tr("Filter samples by id or group"));
-    filter_->setClearButtonEnabled(true);
-    auto* defineButton = new QToolButton(centre);
-    filterRow->addWidget(filter_, 1);
-    filterRow->addWidget(defineButton);
-    cl->addLayout(filterRow);
-    // What a click in the plan views keeps in the table, with the way back.
-    filterBar_ = new QWidget(centre);
-    auto* fb = new QHBoxLayout(filterBar_);
-    fb->setContentsMargins(0, 0, 0, 0);
-    filterLabel_ = new QLabel(filterBar_);
-    filterLabel_->setWordWrap(true);
-    clearFilter_ = new QToolButton(filterBar_);
-    clearFilter_->setText(tr("Clear filter"));
-    clearFilter_->setToolTip(tr("Show every sample again"));
-    fb->addWidget(filterLabel_, 1);
-    fb->addWidget(clearFilter_, 0, Qt::AlignTop);
-    filterBar_->hide();
-    cl->addWidget(filterBar_);
-    samples_ = new SampleTableModel(this);
-    proxy_ = new SampleFilterProxy(this);
-    proxy_->setSourceModel(samples_);
-    sampleView_ = new QTableView(centre);
-    sampleView_->setModel(proxy_);
-    sampleView_->setSortingEnabled(true);
-    sampleView_->sortByColumn(-1, Qt::AscendingOrder);
-    sampleView_->setSelectionBehavior(QAbstractItemView::SelectRows);
-    sampleView_->setSelectionMode(QAbstractItemView::ExtendedSelection);
-    sampleView_->setAlternatingRowColors(true);
-    sampleView_->verticalHeader()->hide();
-    sampleView_->verticalHeader()->setDefaultSectionSize(sampleView_->fontMetrics().height() + 6);
-    sampleView_->horizontalHeader()->setStretchLastSection(true);
-    sampleView_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
-    sampleView_->setColumnWidth(SampleTableModel::Id, 230);
-    histogram_ = new LengthHistogramView(centre);
-    auto* split = new QSplitter(Qt::Vertical, centre);
-    split->addWidget(sampleView_);
-    split->addWidget(histogram_);
-    split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 2);
-    cl->addWidget(split, 1);
-    connect(filter_, &QLineEdit::textChanged, proxy_, &SampleFilterProxy::setTextFilter);
-    connect(clearFilter_, &QToolButton::clicked, this, &StudioWindow::clearSampleFilter);
+    samplePane_ = new SamplePane(this);
+    connect(samplePane_, &SamplePane::loaded, this, [this](const QString& trace, bool hasSamples) {
+        if (hasSamples) fitPresetToTrace(trace);
+        Q_EMIT samplesLoaded(trace);
+    });
 
     // Left: the library tree, and below it the topology / budget editor.
     tree_ = new LibraryTreeModel(this);
@@ -307,7 +257,7 @@ void StudioWindow::buildUi() {
     mainSplit_ = new QSplitter(Qt::Horizontal, this);
     mainSplit_->setObjectName(QStringLiteral("mainSplit"));
     mainSplit_->setChildrenCollapsible(false);
-    mainSplit_->addWidget(centre);
+    mainSplit_->addWidget(samplePane_);
     mainSplit_->addWidget(resultTabs_);
     mainSplit_->setStretchFactor(0, 0);
     mainSplit_->setStretchFactor(1, 1);
@@ -340,8 +290,9 @@ void StudioWindow::buildUi() {
     connect(cancelButton_, &QToolButton::clicked, this, &StudioWindow::cancelJob);
 
     windowAction_ = new QAction(tr("Define &window…"), this);
-    defineButton->setDefaultAction(windowAction_);
-    exports_ = std::make_unique<StudioExports>(this, planView_, compareView_, samples_, proxy_, resultTabs_);
+    samplePane_->defineButton()->setDefaultAction(windowAction_);
+    exports_ = std::make_unique<StudioExports>(this, planView_, compareView_, samplePane_->model(),
+                                               samplePane_->proxy(), resultTabs_);
 }
 
 void StudioWindow::buildActions() {
@@ -512,7 +463,7 @@ QString StudioWindow::lastLibrary() const {
 }
 
 QString StudioWindow::sampleHeaderText() const {
-    return sampleHeader_->text();
+    return samplePane_->headingText();
 }
 
 QString StudioWindow::statusText() const {
@@ -560,13 +511,9 @@ bool StudioWindow::openLibrary(const QString& file, bool create, QString* error)
         jobs_->invalidate(); // results of jobs for the previous library are no longer shown
         replay_.clear();     // run ids of another library
     }
-    sampleLoads_->invalidate(); // a sample load still running for what was shown is dropped
+    samplePane_->reset(); // a sample load still running for what was shown is dropped
     lib_ = std::move(lib);
     shownRun_ = 0;
-    shownTrace_.clear();
-    shownWindow_.clear();
-    samples_->setData(nullptr);
-    histogram_->setLengths({}, QString());
     planView_->setPlan(nullptr);
     compareView_->setRuns({}, {});
     if (importDialog_ && !sameLibrary) { // an import into this same library goes on
@@ -584,7 +531,7 @@ bool StudioWindow::openLibrary(const QString& file, bool create, QString* error)
     } catch (const std::exception& e) {
         setStatus(guiErrorText(e), true);
     }
-    sampleHeader_->setText(tr("Select a trace or a window in the library."));
+    samplePane_->setHeadingText(tr("Select a trace or a window in the library."));
     const auto& snap = tree_->snapshot();
     // The run selected when the studio last closed on this library, else the first window.
     qint64 lastRun = 0;
@@ -715,7 +662,7 @@ void StudioWindow::onTreeSelection() {
     const int kind = cur.data(KindRole).toInt();
     const QString trace = cur.data(TraceRole).toString();
     const QString window = kind == LibraryTreeModel::TraceNode ? QString() : cur.data(WindowRole).toString();
-    if (trace != shownTrace_ || window != shownWindow_) loadSamples(trace, window);
+    if (trace != samplePane_->trace() || window != samplePane_->window()) loadSamples(trace, window);
     updateRunView();
     // The plan views show the selection or nothing: a plan of another window (or the whole trace)
     // is cleared at once instead of lingering under the new heading.
@@ -782,55 +729,10 @@ int StudioWindow::compareSavedRuns() {
 }
 
 void StudioWindow::loadSamples(const QString& trace, const QString& window) {
-    shownTrace_ = trace;
-    shownWindow_ = window;
-    sampleHeader_->setText(tr("Loading %1…").arg(window.isEmpty() ? trace : trace + QLatin1Char('/') + window));
-    const QString file = libraryPath();
-    // Latest selection wins: a load superseded by another selection (or another library) is dropped.
-    // The loaded table, or (data null) why it could not be loaded.
-    auto show = [this, trace, window](const std::shared_ptr<const SampleTableData>& data, const QString& error) {
-        clearSampleFilter();
-        samples_->setData(data);
-        sampleView_->resizeColumnsToContents();
-        sampleView_->setColumnWidth(SampleTableModel::Id,
-                                    std::min(sampleView_->columnWidth(SampleTableModel::Id), 220));
-        if (!data) {
-            sampleHeader_->setText(error);
-            for (const auto& t : tree_->snapshot().traces)
-                if (t.load_only && QString::fromStdString(t.name) == trace)
-                    sampleHeader_->setText(tr("Trace %1: load-only (per-layer expert totals of %2 MoE layers x %3 "
-                                              "experts), no samples")
-                                               .arg(trace)
-                                               .arg(t.model.num_moe_layers())
-                                               .arg(t.model.experts));
-            histogram_->setLengths({}, QString());
-            Q_EMIT samplesLoaded(trace);
-            return;
-        }
-        std::vector<qint64> lengths;
-        qint64 total = 0;
-        for (const auto& row : data->rows) {
-            lengths.push_back(row.info.length);
-            total += row.info.length;
-        }
-        const QString what =
-            window.isEmpty() ? tr("Trace %1").arg(trace) : tr("Window %1 of trace %2").arg(window, trace);
-        sampleHeader_->setText(tr("%1: %2 samples, %3 tokens").arg(what).arg(lengths.size()).arg(total));
-        histogram_->setLengths(lengths, tr("Length distribution (%1 samples)").arg(lengths.size()));
-        fitPresetToTrace(trace);
-        Q_EMIT samplesLoaded(trace);
-    };
-    sampleLoads_->start<std::shared_ptr<const SampleTableData>>(
-        [file, trace, window](JobContext&) {
-            auto lib = storage::Library::open(file.toStdString(), storage::OpenMode::ReadOnly); // this thread's own
-            const Trace t = window.isEmpty() ? lib->load_trace(trace.toStdString())
-                                             : lib->load_window(trace.toStdString(), window.toStdString());
-            return std::shared_ptr<const SampleTableData>(buildSampleTable(t, trace));
-        },
-        [show](quint64, const std::shared_ptr<const std::shared_ptr<const SampleTableData>>& data) {
-            show(*data, QString());
-        },
-        [show](quint64, const JobFailure& failure) { show(nullptr, failure.text); });
+    std::optional<ModelDescription> loadOnly;
+    for (const auto& t : tree_->snapshot().traces)
+        if (t.load_only && QString::fromStdString(t.name) == trace) loadOnly = t.model;
+    samplePane_->load(libraryPath(), trace, window, loadOnly);
 }
 
 void StudioWindow::fitPresetToTrace(const QString& trace) {
@@ -1004,7 +906,7 @@ void StudioWindow::updateRunView() {
         runView_->setSource({}, {});
         return;
     }
-    // The tree's selection names the trace (shownTrace_ may lag behind until its samples are loaded);
+    // The tree's selection names the trace (the sample pane's trace may lag behind until its samples are loaded);
     // the revision is the trace's saved runs, so that a new run reads the series again.
     const QModelIndex cur = treeView_->currentIndex();
     const QString trace = cur.isValid() ? cur.data(TraceRole).toString() : QString();
@@ -1075,22 +977,20 @@ RewriteDialog* StudioWindow::showRewriteDialog() {
 }
 
 void StudioWindow::defineWindow() {
-    if (!lib_ || shownTrace_.isEmpty()) {
+    const QString shownTrace = samplePane_->trace();
+    if (!lib_ || shownTrace.isEmpty()) {
         setStatus(tr("Select a trace first."), true);
         return;
     }
     std::vector<SampleInfo> all;
     try {
-        all = lib_->samples(shownTrace_.toStdString());
+        all = lib_->samples(shownTrace.toStdString());
     } catch (const std::exception& e) {
         setStatus(guiErrorText(e), true);
         return;
     }
-    QStringList selected;
-    for (const QModelIndex& i : sampleView_->selectionModel()->selectedRows())
-        selected << samples_->sampleId(proxy_->mapToSource(i).row());
-    WindowDialog dlg(shownTrace_, std::move(all), selected, this);
-    dlg.setWindowName(tr("step-%1").arg(lib_->windows(shownTrace_.toStdString()).size()));
+    WindowDialog dlg(shownTrace, std::move(all), samplePane_->selectedSampleIds(), this);
+    dlg.setWindowName(tr("step-%1").arg(lib_->windows(shownTrace.toStdString()).size()));
     if (dlg.exec() != QDialog::Accepted) return;
     if (dlg.isSplit()) {
         // A whole run: every window in one transaction (all or none), as `routepack window --split`.
@@ -1104,12 +1004,12 @@ void StudioWindow::defineWindow() {
         for (const auto& p : *parts)
             specs.push_back({p.name.toStdString(), p.selection.ids, p.selection.definition});
         try {
-            lib_->create_windows(shownTrace_.toStdString(), specs);
+            lib_->create_windows(shownTrace.toStdString(), specs);
         } catch (const std::exception& e) {
             setStatus(tr("Cannot create the windows (none was created): %1").arg(guiErrorText(e)), true);
             return;
         }
-        const QString trace = shownTrace_;
+        const QString trace = shownTrace;
         refreshLibrary();
         selectWindow(trace, parts->front().name);
         setStatus(tr("Trace %1 split into %2 windows, %3 .. %4 (last: %5).")
@@ -1122,12 +1022,12 @@ void StudioWindow::defineWindow() {
     const auto sel = dlg.selection();
     if (!sel) return;
     try {
-        lib_->create_window(shownTrace_.toStdString(), dlg.windowName().toStdString(), sel->ids, sel->definition);
+        lib_->create_window(shownTrace.toStdString(), dlg.windowName().toStdString(), sel->ids, sel->definition);
     } catch (const std::exception& e) {
         setStatus(tr("Cannot create the window: %1").arg(guiErrorText(e)), true);
         return;
     }
-    const QString trace = shownTrace_;
+    const QString trace = shownTrace;
     refreshLibrary();
     selectWindow(trace, dlg.windowName());
     setStatus(tr("Window %1 defined: %2 samples (%3).")
@@ -1166,7 +1066,7 @@ void StudioWindow::updateActions() {
     const bool has_lib = lib_ != nullptr;
     const bool has_plan = planView_->plan() != nullptr;
     importAction_->setEnabled(has_lib && !lib_->read_only());
-    windowAction_->setEnabled(has_lib && !lib_->read_only() && !shownTrace_.isEmpty());
+    windowAction_->setEnabled(has_lib && !lib_->read_only() && !samplePane_->trace().isEmpty());
     runAction_->setEnabled(has_lib);
     cancelAction_->setEnabled(jobs_->isBusy());
     for (QAction* a : planActions_)
@@ -1187,7 +1087,7 @@ void StudioWindow::onCellActivated(int row, int slot, const QList<int>& sampleIn
                              .arg(ids.size())
                              .arg(ids.size() == 1 ? tr("sample") : tr("samples"));
     setStatus(what);
-    if (QString::fromStdString(plan->trace_name) != shownTrace_) return;
+    if (QString::fromStdString(plan->trace_name) != samplePane_->trace()) return;
     filterSamples(ids, what);
 }
 
@@ -1208,28 +1108,36 @@ void StudioWindow::onRankActivated(int layer, int rank, const QList<int>& sample
         if (i >= 0 && static_cast<std::size_t>(i) < plan->samples.size())
             ids.push_back(plan->samples[static_cast<std::size_t>(i)].id);
     setStatus(description);
-    if (QString::fromStdString(plan->trace_name) != shownTrace_) return;
+    if (QString::fromStdString(plan->trace_name) != samplePane_->trace()) return;
     filterSamples(ids, description);
 }
 
+SampleTableModel* StudioWindow::sampleModel() const {
+    return samplePane_->model();
+}
+SampleFilterProxy* StudioWindow::sampleProxy() const {
+    return samplePane_->proxy();
+}
+QTableView* StudioWindow::sampleView() const {
+    return samplePane_->view();
+}
+LengthHistogramView* StudioWindow::histogramView() const {
+    return samplePane_->histogram();
+}
+QToolButton* StudioWindow::clearFilterButton() const {
+    return samplePane_->clearFilterButton();
+}
+
 QString StudioWindow::sampleFilterText() const {
-    return proxy_->hasRowFilter() ? filterLabel_->text() : QString();
+    return samplePane_->filterText();
 }
 
 void StudioWindow::filterSamples(const std::vector<std::string>& ids, const QString& label) {
-    const std::set<std::string> wanted(ids.begin(), ids.end());
-    QSet<int> rows;
-    for (int r = 0; r < samples_->rowCount(); ++r)
-        if (wanted.count(samples_->sampleId(r).toStdString())) rows.insert(r);
-    proxy_->setRowFilter(rows);
-    filterLabel_->setText(label);
-    filterBar_->show();
+    samplePane_->filterSamples(ids, label);
 }
 
 void StudioWindow::clearSampleFilter() {
-    proxy_->setRowFilter(std::nullopt);
-    filterLabel_->clear();
-    filterBar_->hide();
+    samplePane_->clearFilter();
 }
 
 void StudioWindow::showExport(const std::optional<ExportResult>& result) {

@@ -290,6 +290,27 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
     tf->addRow(tr("Minimum rows"), minRows_);
     tf->addRow(tr("Row multiple"), rowMultiple_);
     addBatchRows(tf, topoBox);
+    addNodeRows(tf, topoBox);
+    addStageRows(tf, topoBox);
+    layout->addWidget(topoBox);
+
+    layout->addWidget(buildBudgetBox());
+
+    validity_ = new QLabel(this);
+    validity_->setWordWrap(true);
+    layout->addWidget(validity_);
+    layout->addStretch(1);
+
+    setLibraryTopologies({});
+    connect(preset_, &QComboBox::activated, this, &TopologyEditor::applyPreset);
+    connect(save, &QPushButton::clicked, this, &TopologyEditor::saveRequested);
+    connectFields();
+
+    // Start on the demo preset.
+    if (!selectPreset(QStringLiteral("synthetic-demo-ep8-dp4")) && preset_->count() > 0) applyPreset(0);
+}
+
+void TopologyEditor::addNodeRows(QFormLayout* tf, QWidget* topoBox) {
     epRankNodes_ = new QLineEdit(topoBox);
     epRankNodes_->setObjectName(QStringLiteral("epRankNodes"));
     epRankNodes_->setPlaceholderText(tr("not given, e.g. 0, 0, 1, 1"));
@@ -313,6 +334,9 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
     tf->addRow(tr("DP slot nodes"), dpSlotNodes_);
     tf->addRow(tr("Comm weight w"), commWeight_);
     tf->addRow(tr("Comm load tolerance"), commTolerance_);
+}
+
+void TopologyEditor::addStageRows(QFormLayout* tf, QWidget* topoBox) {
     stages_ = new QTableWidget(0, 3, topoBox);
     stages_->setHorizontalHeaderLabels({tr("Attention stage"), tr("alpha"), tr("beta")});
     stages_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
@@ -329,8 +353,17 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
     stageButtons->addStretch(1);
     tf->addRow(stages_);
     tf->addRow(stageButtons);
-    layout->addWidget(topoBox);
+    connect(addStageButton, &QPushButton::clicked, this,
+            [this] { addStage(tr("stage %1").arg(stages_->rowCount() + 1), 1.0, 0.0); });
+    connect(removeStageButton, &QPushButton::clicked, this, [this] {
+        const int r = stages_->currentRow();
+        if (r >= 0) stages_->removeRow(r);
+        updateValidity();
+        syncPreset();
+    });
+}
 
+QGroupBox* TopologyEditor::buildBudgetBox() {
     auto* budgetBox = new QGroupBox(tr("Planner budgets"), this);
     auto* bf = new QFormLayout(budgetBox);
     bf->setRowWrapPolicy(QFormLayout::WrapLongRows);
@@ -381,24 +414,10 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
     }
     seed_ = new QLineEdit(QString::number(d.seed), budgetBox);
     bf->addRow(tr("Seed"), seed_);
-    layout->addWidget(budgetBox);
+    return budgetBox;
+}
 
-    validity_ = new QLabel(this);
-    validity_->setWordWrap(true);
-    layout->addWidget(validity_);
-    layout->addStretch(1);
-
-    setLibraryTopologies({});
-    connect(preset_, &QComboBox::activated, this, &TopologyEditor::applyPreset);
-    connect(save, &QPushButton::clicked, this, &TopologyEditor::saveRequested);
-    connect(addStageButton, &QPushButton::clicked, this,
-            [this] { addStage(tr("stage %1").arg(stages_->rowCount() + 1), 1.0, 0.0); });
-    connect(removeStageButton, &QPushButton::clicked, this, [this] {
-        const int r = stages_->currentRow();
-        if (r >= 0) stages_->removeRow(r);
-        updateValidity();
-        syncPreset();
-    });
+void TopologyEditor::connectFields() {
     auto notify = [this] {
         if (filling_) return;
         updateValidity();
@@ -419,9 +438,6 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
     for (QLineEdit* e : {name_, shards_, seed_, epRankNodes_, dpSlotNodes_})
         connect(e, &QLineEdit::textChanged, this, notify);
     connect(stages_, &QTableWidget::cellChanged, this, notify);
-
-    // Start on the demo preset.
-    if (!selectPreset(QStringLiteral("synthetic-demo-ep8-dp4")) && preset_->count() > 0) applyPreset(0);
 }
 
 TopologyEditor::~TopologyEditor() = default;
