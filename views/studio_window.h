@@ -174,6 +174,8 @@ private:
     bool isOpenLibrary(const QString& file) const;
     void buildUi();
     void buildActions();
+    /// What the planner job queue's signals show: progress, convergence, results, failures.
+    void connectPlanJobs();
     void onTreeSelection();
     /// Loads a saved run's topology (selecting its library preset) and budgets into the editor.
     void loadRunSetup(const storage::RunEntry& run);
