@@ -13,11 +13,17 @@
 #include "tests/testutil.h"
 #include "views/comm_data.h"
 #include "views/comm_panel.h"
+#include "views/convergence_panel.h"
+#include "views/costs_panel.h"
+#include "views/ep_heatmap_panel.h"
+#include "views/gain_explanation.h"
+#include "views/grid_panel.h"
 #include "views/heatmap_widget.h"
+#include "views/panel_util.h"
 #include "views/plan_data.h"
 #include "views/plan_models.h"
-#include "views/plan_panels.h"
 #include "views/plan_views.h"
+#include "views/row_heatmap_panel.h"
 #include "views/topology_editor.h"
 
 #include <QAbstractItemModelTester>
@@ -429,6 +435,10 @@ private Q_SLOTS:
         QCOMPARE(d->value(1, 0), 0.0);
         QCOMPARE(d->value(0, 0) + d->value(1, 1), 64.0); // 8 samples x 8 tokens at one layer
         QVERIFY(d->toolTipFor(1, 1).contains(QStringLiteral("intra-node")));
+        // The co-activation is counted on a worker thread; until it arrives the map says so.
+        QVERIFY(p->coactivationPending());
+        QCOMPARE(p->affinityMap()->rowCount(), 0);
+        QTRY_VERIFY(!p->coactivationPending());
         HeatmapWidget* a = p->affinityMap();
         QCOMPARE(a->rowCount(), 8);
         QCOMPARE(a->columnBoundaries(), std::vector<int>{4});
@@ -450,6 +460,12 @@ private Q_SLOTS:
             QCOMPARE(a->value(i, i), 16.0);
         QVERIFY(a->toolTipFor(0, 0).contains(QStringLiteral("16 tokens route to it")));
         QVERIFY(a->toolTipFor(0, 1).contains(QStringLiteral("(same node: one copy serves both)")));
+        // Counted once per layer of the window: back on layer 1 it shows at once.
+        p->setLayer(-1);
+        QCOMPARE(a->rowCount(), 0);
+        p->setLayer(1);
+        QVERIFY(!p->coactivationPending());
+        QCOMPARE(a->rowCount(), 8);
         // One node and no routes: the empty states.
         view.setPlan(one_, nullptr);
         QVERIFY(p->headingText().startsWith(QStringLiteral("The plan is on one node")));
@@ -541,6 +557,7 @@ private Q_SLOTS:
         view.setCurrentWidget(view.commPanel());
         view.commPanel()->setMethod(Method::RoutePackComm);
         view.commPanel()->setLayer(0);
+        QTRY_VERIFY(!view.commPanel()->coactivationPending());
         QCoreApplication::processEvents();
         shoot(&view, QStringLiteral("plan-communication"));
         view.commPanel()->setMethod(Method::RoutePack);
@@ -598,6 +615,7 @@ private Q_SLOTS:
         CommPanel* p = view.commPanel();
         p->setMethod(Method::RoutePackComm);
         p->setLayer(0);
+        QTRY_VERIFY(!p->coactivationPending());
         QCoreApplication::processEvents();
         const CommCost& c = *plan->comm.routepack_comm->comm;
         HeatmapWidget* d = p->dispatchMap();

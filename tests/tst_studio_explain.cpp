@@ -13,12 +13,21 @@
 #include "storage/library.h"
 #include "tests/gui_testutil.h"
 #include "tests/testutil.h"
+#include "views/convergence_panel.h"
+#include "views/costs_panel.h"
+#include "views/ep_heatmap_panel.h"
+#include "views/gain_explanation.h"
+#include "views/grid_panel.h"
 #include "views/heatmap_widget.h"
+#include "views/nice_scale.h"
+#include "views/panel_util.h"
 #include "views/plan_explain.h"
 #include "views/plan_models.h"
-#include "views/plan_panels.h"
 #include "views/plan_views.h"
 #include "views/roles.h"
+#include "views/row_heatmap_panel.h"
+#include "views/run_series.h"
+#include "views/sample_data.h"
 #include "views/sample_table_model.h"
 #include "views/studio_window.h"
 #include "views/topology_editor.h"
@@ -252,6 +261,60 @@ private Q_SLOTS:
         QCOMPARE(round_ticks(1.2, 1.8, ColourScale::Log, 5), (V{1.2, 1.4, 1.6, 1.8}));
         QVERIFY(round_ticks(1, 1, ColourScale::Linear, 5).empty());
         QCOMPARE(round_ticks(-1, 1, ColourScale::Linear, 3), (V{-1, 0, 1}));
+    }
+
+    void roundStepsShared() {
+        // The one search for a round step m x 10^k: decades ascending, mantissas in the order given,
+        // the first that fits.
+        auto atMost = [](double lo, double hi, double n) {
+            return [=](const RoundStep& r) { return multiples_within(lo, hi, r.step) <= n; };
+        };
+        const auto four = round_step({1.0, 2.0, 5.0}, -1, 3, atMost(0, 2.3, 4));
+        QVERIFY(four.has_value());
+        QCOMPARE(four->step, 1.0);
+        QCOMPARE(four->mantissa, 1.0);
+        QCOMPARE(four->exponent, 0);
+        const auto five = round_step({1.0, 2.0, 5.0}, -1, 3, atMost(0, 2.3, 5));
+        QCOMPARE(five->step, 0.5);
+        QCOMPARE(five->exponent, -1);
+        QVERIFY(!round_step({1.0, 2.0, 5.0}, 0, 1, [](const RoundStep&) { return false; }).has_value());
+        QVERIFY(!round_step({1.0}, 2, 1, [](const RoundStep&) { return true; }).has_value());
+        // The three counts, by hand.
+        QCOMPARE(multiples_within(0, 2.3, 0.5), 5.0);     // 0, 0.5, 1, 1.5, 2
+        QCOMPARE(multiples_within(0.1, 0.3, 0.1), 3.0);   // 0.3 / 0.1 = 2.9999999999999996: the slack keeps 0.3
+        QCOMPARE(multiples_within(0.31, 0.39, 0.1), 0.0); // no multiple inside
+        QCOMPARE(bins_holding(-3.5, 2, 1), 7.0);          // [-4, -3) .. [2, 3): 2 starts a bin
+        QCOMPARE(bins_covering(100, 390, 100), 3.0);      // [100, 200) [200, 300) [300, 400]
+        // Every user keeps its values (the GUI tests check them at length): the colour bar's ticks,
+        // the Run view's gain bins, the sample lengths' linear bins and the convergence chart's level
+        // ticks (1, 2, 5, ..., 1000 for at most 12 labels, 1000 however many levels).
+        QCOMPARE(round_ticks(0, 2.3, ColourScale::Linear, 6), (std::vector<double>{0, 0.5, 1, 1.5, 2}));
+        RunSeries run;
+        for (double g : {-12.3, -10.0, -4.9, -4.1}) {
+            RunStep st;
+            st.gain_pct = g;
+            run.steps.push_back(st);
+        }
+        const auto bins = gain_histogram(run, 8); // width 2: -14 .. -4
+        QCOMPARE(bins.size(), std::size_t(5));
+        QCOMPARE(bins.front().lo, -14.0);
+        const LengthHistogram lin = lengthHistogram({103, 180, 260, 390}, 4); // step 100: 100 .. 400
+        QCOMPARE(lin.edges, (std::vector<double>{100, 200, 300, 400}));
+        ConvergencePanel conv;
+        auto interval = [&conv](int levels) {
+            std::vector<LevelStats> v(static_cast<std::size_t>(levels) + 1);
+            for (int k = 0; k <= levels; ++k) {
+                v[static_cast<std::size_t>(k)].level = k;
+                v[static_cast<std::size_t>(k)].best.max_u = 100.0 - k * 1e-3;
+            }
+            conv.setLevels(v);
+            return qobject_cast<QValueAxis*>(conv.chartView()->chart()->axes(Qt::Horizontal).value(0))->tickInterval();
+        };
+        QCOMPARE(interval(12), 1.0);
+        QCOMPARE(interval(13), 2.0);
+        QCOMPARE(interval(30), 5.0);
+        QCOMPARE(interval(240), 20.0);
+        QCOMPARE(interval(30000), 1000.0);
     }
 
     void labelStrides() {

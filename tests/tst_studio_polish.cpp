@@ -18,15 +18,24 @@
 #include "storage/library.h"
 #include "tests/gui_testutil.h"
 #include "tests/testutil.h"
+#include "views/convergence_panel.h"
+#include "views/costs_panel.h"
+#include "views/ep_heatmap_panel.h"
+#include "views/gain_explanation.h"
+#include "views/grid_panel.h"
 #include "views/gui_text.h"
+#include "views/heatmap_view.h"
 #include "views/heatmap_widget.h"
 #include "views/import_dialog.h"
+#include "views/length_histogram_view.h"
 #include "views/library_tree_model.h"
+#include "views/panel_util.h"
 #include "views/plan_models.h"
-#include "views/plan_panels.h"
 #include "views/plan_views.h"
 #include "views/roles.h"
+#include "views/row_heatmap_panel.h"
 #include "views/sample_table_model.h"
+#include "views/studio_data.h"
 #include "views/studio_window.h"
 #include "views/topology_editor.h"
 
@@ -79,6 +88,58 @@ private Q_SLOTS:
     void cleanupTestCase() { clearStudioSettings(); }
 
     // --- The preset box ---
+
+    void presetForModelByHand() {
+        // Which shipped preset the studio offers for a trace whose model the topology cannot plan:
+        // the model's preset with the same EP ranks and DP slots, else its first one.
+        ModelDescription maverick;
+        maverick.name = "llama4-maverick";
+        maverick.experts = 128;
+        const Topology ds8 = known_topology("deepseek-v2-lite-ep8-dp4");
+        QCOMPARE(preset_for_model(maverick, ds8), std::optional<std::string>("llama4-maverick-ep8-dp4"));
+        QCOMPARE(preset_for_model(maverick, known_topology("deepseek-v2-lite-ep32-dp16-4nodes")),
+                 std::optional<std::string>("llama4-maverick-ep32-dp16-4nodes"));
+        Topology odd = ds8;
+        odd.ep_ranks = 4;
+        odd.dp_slots = 2;
+        QCOMPARE(preset_for_model(maverick, odd), std::optional<std::string>("llama4-maverick-ep16-dp8"));
+        // The topology fits: nothing to offer.
+        QCOMPARE(preset_for_model(maverick, known_topology("llama4-maverick-ep16-dp8")), std::nullopt);
+        Topology fromTrace = ds8;
+        fromTrace.experts_per_layer = 0;
+        QCOMPARE(preset_for_model(maverick, fromTrace), std::nullopt);
+        ModelDescription unnamed = maverick;
+        unnamed.name.clear();
+        QCOMPARE(preset_for_model(unnamed, ds8), std::nullopt);
+        // No preset of the model ships: "" (the studio says to set the experts by hand).
+        ModelDescription other = maverick;
+        other.name = "qwen3-moe";
+        QCOMPARE(preset_for_model(other, ds8), std::optional<std::string>(""));
+    }
+
+    void loadOnlyPlacementByHand() {
+        // One MoE layer, 4 experts with totals {10, 1, 1, 0}, on 2 EP ranks (2 experts each): identity
+        // puts e0, e1 on rank 0 (11 tokens) and e2, e3 on rank 1 (1); LPT puts e0 alone with e3 (10)
+        // and e1, e2 together (2). The planned placement is LPT's.
+        ModelDescription m;
+        m.name = "hand";
+        m.num_hidden_layers = 1;
+        m.moe_layers = {0};
+        m.experts = 4;
+        m.top_k = 1;
+        Topology t = known_topology("synthetic-demo-ep8-dp4");
+        t.ep_ranks = 2;
+        t.experts_per_layer = 4;
+        const auto p = load_only_placement(m, t, {10, 1, 1, 0}, "totals");
+        QCOMPARE(p->trace_name, std::string("totals"));
+        QCOMPARE(p->topology.ep_ranks, 2);
+        QCOMPARE(p->placement.rank_loads_identity, (std::vector<std::uint64_t>{11, 1}));
+        QCOMPARE(p->placement.rank_loads_lpt, (std::vector<std::uint64_t>{10, 2}));
+        QVERIFY(p->placement.routepack == p->placement.lpt);
+        QCOMPARE(p->placement.rank_loads_routepack, p->placement.rank_loads_lpt);
+        QCOMPARE(p->placement.cv_routepack, p->placement.cv_lpt);
+        QVERIFY(p->rows.rows == 0 && p->samples.empty());
+    }
 
     void presetFollowsTheForm() {
         TopologyEditor e;

@@ -182,6 +182,33 @@ private Q_SLOTS:
         QVERIFY(bins.size() <= 8);
     }
 
+    void seriesSummaryByHand() {
+        // The Run view's heading: gains {-4, -1, -2, -3} % -> mean -2.5, median (-3 + -2) / 2, best
+        // -4, worst -1; churn 5 + 0 + 7 (the first step has none); the most changed in one step: 9
+        // experts moved.
+        RunSeries s;
+        const double gains[] = {-4, -1, -2, -3};
+        const std::int64_t churn[] = {-1, 5, 0, 7}, moves[] = {-1, 2, 9, 1};
+        for (int k = 0; k < 4; ++k) {
+            RunStep st = gain_step(gains[k]);
+            st.churn = churn[k];
+            st.moves = moves[k];
+            s.steps.push_back(st);
+        }
+        const RunSeriesSummary sum = summarize_series(s);
+        QCOMPARE(sum.mean_gain_pct, -2.5);
+        QCOMPARE(sum.median_gain_pct, -2.5);
+        QCOMPARE(sum.best_gain_pct, -4.0);
+        QCOMPARE(sum.worst_gain_pct, -1.0);
+        QCOMPARE(sum.churn_total, std::int64_t(12));
+        QCOMPARE(sum.most_changed, std::int64_t(9));
+        s.steps.pop_back(); // three steps: the middle one
+        QCOMPARE(summarize_series(s).median_gain_pct, -2.0);
+        const RunSeriesSummary none = summarize_series(RunSeries{});
+        QCOMPARE(none.mean_gain_pct, 0.0);
+        QCOMPARE(none.churn_total, std::int64_t(0));
+    }
+
     void gainHistogramHandCases() {
         RunSeries s;
         for (double g : {-12.3, -10.0, -4.9, -4.1})

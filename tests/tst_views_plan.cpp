@@ -8,11 +8,18 @@
 #include "core/plan/score.h"
 #include "core/synth/synth.h"
 #include "tests/gui_testutil.h"
+#include "views/convergence_panel.h"
+#include "views/costs_panel.h"
+#include "views/ep_heatmap_panel.h"
+#include "views/gain_explanation.h"
+#include "views/grid_panel.h"
+#include "views/heatmap_view.h"
 #include "views/heatmap_widget.h"
+#include "views/panel_util.h"
 #include "views/plan_data.h"
 #include "views/plan_models.h"
-#include "views/plan_panels.h"
 #include "views/plan_views.h"
+#include "views/row_heatmap_panel.h"
 
 #include <QAbstractItemModelTester>
 #include <QApplication>

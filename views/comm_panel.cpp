@@ -1,8 +1,11 @@
 #include "views/comm_panel.h"
 
 #include "views/comm_data.h"
+#include "views/heatmap_view.h"
 #include "views/heatmap_widget.h"
+#include "views/job_tracker.h"
 #include "views/method_combo.h"
+#include "views/panel_util.h"
 #include "views/plan_data.h"
 
 #include <QComboBox>
@@ -20,25 +23,19 @@ namespace routepack::views {
 
 namespace {
 
-QString layerName(const PlanResult& plan, int l) {
-    const auto& ids = plan.model.moe_layers;
-    return QString::number(l >= 0 && l < static_cast<int>(ids.size()) ? ids[static_cast<std::size_t>(l)] : l);
-}
-
 QString grouped(std::int64_t v) {
     return QString::fromStdString(grouped_count(v));
 }
 
 } // namespace
 
-CommPanel::CommPanel(QWidget* parent) : QWidget(parent) {
-    methodBox_ = new QComboBox(this);
+CommPanel::CommPanel(QWidget* parent)
+    : QWidget(parent), coactivation_(new JobTracker(JobTracker::Policy::LatestResult, 1, false, this)) {
+    methodBox_ = views::methodCombo(this);
     methodBox_->setToolTip(tr("Method whose layout and placement are shown"));
     layerBox_ = new QComboBox(this);
     layerBox_->setToolTip(tr("MoE layer (absolute decoder layer id), or the sum over every MoE layer"));
-    heading_ = new QLabel(this);
-    heading_->setWordWrap(true);
-    heading_->setTextFormat(Qt::RichText);
+    heading_ = headingLabel(this);
     dispatch_ = new HeatmapWidget(this);
     dispatch_->setColourMap(HeatmapWidget::ColourMap::Sequential);
     dispatch_->setAxisTitles(tr("from node (DP slot)"), tr("to node (EP rank)"));
@@ -55,41 +52,47 @@ CommPanel::CommPanel(QWidget* parent) : QWidget(parent) {
     split->addWidget(new HeatmapView(affinity_, this));
     split->setStretchFactor(0, 2);
     split->setStretchFactor(1, 3);
-    auto* bar = new QHBoxLayout;
-    bar->addWidget(new QLabel(tr("Method:"), this));
-    bar->addWidget(methodBox_);
+    QHBoxLayout* bar = methodPanelLayout(this, methodBox_, heading_, split);
     bar->addSpacing(12);
     bar->addWidget(new QLabel(tr("MoE layer:"), this));
     bar->addWidget(layerBox_);
     bar->addStretch(1);
-    auto* v = new QVBoxLayout(this);
-    v->addLayout(bar);
-    v->addWidget(heading_);
-    v->addWidget(split, 1);
     connect(methodBox_, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
     connect(layerBox_, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
     setPlan(nullptr, nullptr);
 }
 
+CommPanel::~CommPanel() {
+    coactivation_->shutdown();
+}
+
 void CommPanel::setPlan(const std::shared_ptr<const PlanResult>& plan, std::shared_ptr<const Trace> window) {
     plan_ = plan;
-    window_ = plan_ && window && window_matches(*plan_, *window) ? std::move(window) : nullptr;
+    std::shared_ptr<const Trace> shown =
+        plan_ && window && window_matches(*plan_, *window) ? std::move(window) : nullptr;
+    if (shown != window_) {
+        // The counts belong to the window: a new one (or none) starts an empty cache, and a count on
+        // its way for the old one is dropped.
+        coactivation_->invalidate();
+        coCache_.clear();
+        coPending_ = -1;
+    }
+    window_ = std::move(shown);
     {
-        const QSignalBlocker blockMethod(methodBox_);
         const QSignalBlocker blockLayer(layerBox_);
-        const Method shownMethod = method();
         const int shownLayer = layer();
-        methodBox_->clear();
+        if (plan_) {
+            fillMethodCombo(methodBox_, plan_.get());
+        } else {
+            const QSignalBlocker blockMethod(methodBox_);
+            methodBox_->clear();
+        }
         layerBox_->clear();
         if (plan_) {
-            for (const Method m : plan_methods(*plan_))
-                addMethodItem(methodBox_, m);
             layerBox_->addItem(tr("all MoE layers (sum)"), -1);
             for (int l = 0; l < plan_->model.num_moe_layers(); ++l)
-                layerBox_->addItem(layerName(*plan_, l), l);
+                layerBox_->addItem(layerLabel(*plan_, l), l);
         }
-        const int at = methodBox_->findData(method_index(shownMethod));
-        methodBox_->setCurrentIndex(at >= 0 ? at : methodBox_->findData(method_index(Method::RoutePack)));
         const int lat = layerBox_->findData(shownLayer);
         layerBox_->setCurrentIndex(lat >= 0 ? lat : 0);
     }
@@ -121,9 +124,7 @@ void CommPanel::refresh() {
         heading_->setText(text);
         dispatch_->setEmptyText(text);
         dispatch_->clear();
-        affinity_->setEmptyText(text);
-        affinity_->clear();
-        affinity_->setGroupBoundaries({}, {});
+        clearAffinity(text);
     };
     if (!plan_) {
         empty(tr("No plan"));
@@ -143,10 +144,16 @@ void CommPanel::refresh() {
         return;
     }
     const CommCost& c = *r.comm;
-    const int N = c.nodes, l = layer();
+    const int l = layer();
     const QString label = QString::fromLatin1(method_label(m));
-    const QString where = l < 0 ? tr("all %1 MoE layers").arg(c.layers) : tr("MoE layer %1").arg(layerName(*plan_, l));
+    const QString where = l < 0 ? tr("all %1 MoE layers").arg(c.layers) : tr("MoE layer %1").arg(layerLabel(*plan_, l));
 
+    showDispatch(c, l, label, where);
+    showCoactivation(m, l, label);
+}
+
+void CommPanel::showDispatch(const CommCost& c, int l, const QString& label, const QString& where) {
+    const int N = c.nodes;
     // Dispatch matrix.
     const std::vector<std::int64_t> mat = dispatch_matrix(c, l);
     std::vector<double> values(mat.begin(), mat.end());
@@ -162,7 +169,6 @@ void CommPanel::refresh() {
     dispatch_->setTitle(tr("%1: dispatch copies node to node, %2 (dashed: intra-node)").arg(label, where));
     dispatch_->setData(N, N, std::move(values), from, to);
     dispatch_->setRange(0, static_cast<double>(*std::max_element(mat.begin(), mat.end())));
-    const std::shared_ptr<const PlanResult> keep = plan_;
     dispatch_->setToolTipProvider([mat, N, where](int a, int b) {
         const std::int64_t v = mat[static_cast<std::size_t>(a) * N + b];
         return a == b ? tr("<b>node %1 to itself</b>, %2<br>%3 intra-node (token, node) pairs: tokens of node %1's "
@@ -183,25 +189,57 @@ void CommPanel::refresh() {
                                l < 0 ? QString() : tr("; the whole step sends %1").arg(grouped(c.inter_total)),
                                grouped(c.busiest_total))
                           .arg(N));
+}
 
+void CommPanel::clearAffinity(const QString& text) {
+    affinity_->setEmptyText(text);
+    affinity_->clear();
+    affinity_->setGroupBoundaries({}, {});
+}
+
+void CommPanel::showCoactivation(Method m, int l, const QString& label) {
     // Co-activation of one MoE layer, experts ordered by the method's placement's nodes.
     if (l < 0) {
-        const QString text = tr("Pick one MoE layer to see which experts the window's tokens use together: the "
-                                "grouping of experts onto nodes is per layer.");
-        affinity_->setEmptyText(text);
-        affinity_->clear();
-        affinity_->setGroupBoundaries({}, {});
+        clearAffinity(tr("Pick one MoE layer to see which experts the window's tokens use together: the "
+                         "grouping of experts onto nodes is per layer."));
         return;
     }
     if (!window_ || !window_->has_routes()) {
-        affinity_->setEmptyText(tr("Expert co-activation needs the planned window's per-token routes (not loaded "
-                                   "for this plan)."));
-        affinity_->clear();
-        affinity_->setGroupBoundaries({}, {});
+        clearAffinity(tr("Expert co-activation needs the planned window's per-token routes (not loaded "
+                         "for this plan)."));
         return;
     }
+    if (const auto it = coCache_.find(l); it != coCache_.end()) {
+        showAffinity(m, l, label, it->second);
+        return;
+    }
+    // O(tokens x K^2) per layer: counted on a worker thread, once per layer of the window.
+    clearAffinity(tr("Counting which experts the tokens of MoE layer %1 use together…").arg(layerLabel(*plan_, l)));
+    if (coPending_ == l) return;
+    coPending_ = l;
+    const std::shared_ptr<const Trace> window = window_;
+    coactivation_->start<std::vector<std::int64_t>>(
+        [window, l](JobContext&) { return coactivation_matrix(*window, l); },
+        [this, l](quint64, const std::shared_ptr<const std::vector<std::int64_t>>& co) {
+            coPending_ = -1;
+            coCache_[l] = co;
+            refresh();
+        },
+        [this, l](quint64, const JobFailure& failure) {
+            coPending_ = -1;
+            if (layer() == l) clearAffinity(failure.text);
+        });
+}
+
+bool CommPanel::coactivationPending() const {
+    return coPending_ >= 0;
+}
+
+void CommPanel::showAffinity(Method m, int l, const QString& label,
+                             const std::shared_ptr<const std::vector<std::int64_t>>& counts) {
+    const std::shared_ptr<const PlanResult> keep = plan_;
+    const std::vector<std::int64_t>& co = *counts;
     const int E = window_->model.experts;
-    const std::vector<std::int64_t> co = coactivation_matrix(*window_, l);
     const ExpertNodeOrder order = experts_by_node(plan_->topology, placement_of(*plan_, m), l);
     std::vector<double> v(static_cast<std::size_t>(E) * E);
     QStringList labels;
@@ -217,26 +255,26 @@ void CommPanel::refresh() {
         }
     }
     affinity_->setTitle(tr("Expert co-activation, MoE layer %1: tokens using both experts, grouped by %2's nodes")
-                            .arg(layerName(*plan_, l), label));
+                            .arg(layerLabel(*plan_, l), label));
     affinity_->setData(E, E, std::move(v), labels, labels);
     affinity_->setRange(0, offDiagonal > 0 ? static_cast<double>(offDiagonal) : 1.0);
     affinity_->setGroupBoundaries(order.boundaries, order.boundaries);
-    affinity_->setToolTipProvider([co, order, E, keep, l](int i, int j) {
+    affinity_->setToolTipProvider([counts, order, E, keep, l](int i, int j) {
         const int e = order.experts[static_cast<std::size_t>(i)], f = order.experts[static_cast<std::size_t>(j)];
-        const std::int64_t x = co[static_cast<std::size_t>(e) * E + f];
+        const std::int64_t x = (*counts)[static_cast<std::size_t>(e) * E + f];
         const int ne = order.node[static_cast<std::size_t>(i)], nf = order.node[static_cast<std::size_t>(j)];
         if (e == f)
             return tr("<b>expert %1</b> (node %2), MoE layer %3<br>%4 tokens route to it")
                 .arg(e)
                 .arg(ne)
-                .arg(layerName(*keep, l))
+                .arg(layerLabel(*keep, l))
                 .arg(grouped(x));
         return tr("<b>experts %1 (node %2) and %3 (node %4)</b>, MoE layer %5<br>%6 tokens route to both%7")
             .arg(e)
             .arg(ne)
             .arg(f)
             .arg(nf)
-            .arg(layerName(*keep, l))
+            .arg(layerLabel(*keep, l))
             .arg(grouped(x))
             .arg(ne == nf ? tr(" (same node: one copy serves both)")
                           : tr(" (different nodes: a token of a third node is sent to both)"));

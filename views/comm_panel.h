@@ -8,7 +8,10 @@
 #include <QString>
 #include <QWidget>
 
+#include <cstdint>
+#include <map>
 #include <memory>
+#include <vector>
 
 class QComboBox;
 class QLabel;
@@ -16,6 +19,7 @@ class QLabel;
 namespace routepack::views {
 
 class HeatmapWidget;
+class JobTracker;
 
 /// "communication": for a selectable method (those of the plan; default routepack) and MoE layer
 /// (or the sum over every MoE layer):
@@ -31,10 +35,15 @@ class HeatmapWidget;
 ///   grouping is per layer).
 /// Empty states: no plan; a plan on one node (nothing crosses nodes); a multi-node plan whose window
 /// has no per-token routes (kCommUnavailable); no window passed (co-activation only).
+/// The co-activation of a layer (O(routed tokens x K^2)) is counted on a worker thread (a JobTracker,
+/// latest request wins) the first time the layer is shown, and kept per layer until the window
+/// changes; until it arrives the map says it is being counted.
 class CommPanel : public QWidget {
     Q_OBJECT
 public:
     explicit CommPanel(QWidget* parent = nullptr);
+    /// Stops the co-activation worker (its result is dropped).
+    ~CommPanel() override;
     /// `window`: the planned window with its routes (or null: the co-activation map says so).
     void setPlan(const std::shared_ptr<const routepack::PlanResult>& plan,
                  std::shared_ptr<const routepack::Trace> window);
@@ -50,9 +59,20 @@ public:
     HeatmapWidget* affinityMap() const { return affinity_; }
     /// The heading over the maps (method, layer, inter / intra copies), or the empty-state text.
     QString headingText() const;
+    /// True while the co-activation of a layer is being counted on the worker thread.
+    bool coactivationPending() const;
 
 private:
     void refresh();
+    /// The dispatch matrix of cost `c` at MoE layer index l (-1: summed) and the heading.
+    void showDispatch(const routepack::CommCost& c, int l, const QString& label, const QString& where);
+    /// The co-activation map of MoE layer index l under method m: from the cache, or counted first.
+    void showCoactivation(routepack::Method m, int l, const QString& label);
+    /// Paints co-activation `counts` ([E][E]) of layer l, experts ordered by method m's nodes.
+    void showAffinity(routepack::Method m, int l, const QString& label,
+                      const std::shared_ptr<const std::vector<std::int64_t>>& counts);
+    /// Empties the co-activation map with `text` in its place.
+    void clearAffinity(const QString& text);
     std::shared_ptr<const routepack::PlanResult> plan_;
     std::shared_ptr<const routepack::Trace> window_;
     QComboBox* methodBox_ = nullptr;
@@ -60,6 +80,10 @@ private:
     QLabel* heading_ = nullptr;
     HeatmapWidget* dispatch_ = nullptr;
     HeatmapWidget* affinity_ = nullptr;
+    JobTracker* coactivation_ = nullptr;
+    /// Co-activation counts of the window by MoE layer index ([E][E] each).
+    std::map<int, std::shared_ptr<const std::vector<std::int64_t>>> coCache_;
+    int coPending_ = -1; ///< the layer being counted (-1: none)
 };
 
 } // namespace routepack::views

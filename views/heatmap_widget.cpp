@@ -426,10 +426,6 @@ void HeatmapWidget::paintEvent(QPaintEvent*) {
     p.setRenderHint(QPainter::SmoothPixmapTransform, false);
     const QPalette& pal = palette();
     p.fillRect(rect(), pal.color(QPalette::Window));
-    const QFontMetrics fm(font());
-    const int lineH = fm.height();
-    const QColor text = pal.color(QPalette::WindowText);
-
     if (rows_ == 0 || cols_ == 0) {
         p.setPen(pal.color(QPalette::PlaceholderText));
         p.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap, emptyText_);
@@ -437,36 +433,53 @@ void HeatmapWidget::paintEvent(QPaintEvent*) {
     }
     if (imageDirty_) rebuildImage();
     const Geometry g = geometry();
+    paintTitle(p);
+    paintCells(p, g);
+    paintAxisLabels(p, g);
+    paintSideColumn(p, g);
+    paintLegend(p, g);
+}
+
+int HeatmapWidget::rowLabelStep(const Geometry& g) const {
+    // Every k-th row label (and side column entry) when rows are thinner than a text line.
+    const double ch = g.cells.height() / rows_;
+    return std::max(1, static_cast<int>(std::ceil(QFontMetrics(font()).height() / std::max(ch, 1e-9))));
+}
+
+void HeatmapWidget::paintTitle(QPainter& p) const {
+    if (title_.isEmpty()) return;
+    const int lineH = QFontMetrics(font()).height();
+    const QColor text = palette().color(QPalette::WindowText);
+    QFont bold = font();
+    bold.setBold(true);
+    p.setFont(bold);
+    p.setPen(text);
+    const QFontMetrics bm(bold);
+    const int w = width() - 2 * kMargin;
+    if (titleLines() == 1) {
+        p.drawText(QRectF(kMargin, kMargin, w, lineH + 2), Qt::AlignLeft | Qt::AlignVCenter, title_);
+    } else {
+        // First line: the words that fit; second: the rest, elided when still too long.
+        const int cut = title_.lastIndexOf(QLatin1Char(' '), title_.size() - 1);
+        int split = -1;
+        for (int at = cut; at > 0; at = title_.lastIndexOf(QLatin1Char(' '), at - 1))
+            if (bm.horizontalAdvance(title_.left(at)) <= w) {
+                split = at;
+                break;
+            }
+        const QString first = split > 0 ? title_.left(split) : bm.elidedText(title_, Qt::ElideRight, w);
+        const QString rest = split > 0 ? bm.elidedText(title_.mid(split + 1), Qt::ElideRight, w) : QString();
+        p.drawText(QRectF(kMargin, kMargin, w, lineH + 2), Qt::AlignLeft | Qt::AlignVCenter, first);
+        p.drawText(QRectF(kMargin, kMargin + lineH, w, lineH + 2), Qt::AlignLeft | Qt::AlignVCenter, rest);
+    }
+    p.setFont(font());
+}
+
+void HeatmapWidget::paintCells(QPainter& p, const Geometry& g) const {
+    const QPalette& pal = palette();
+    const QColor text = pal.color(QPalette::WindowText);
     const QRectF& a = g.cells;
     const double cw = a.width() / cols_, ch = a.height() / rows_;
-
-    // Title.
-    if (!title_.isEmpty()) {
-        QFont bold = font();
-        bold.setBold(true);
-        p.setFont(bold);
-        p.setPen(text);
-        const QFontMetrics bm(bold);
-        const int w = width() - 2 * kMargin;
-        if (titleLines() == 1) {
-            p.drawText(QRectF(kMargin, kMargin, w, lineH + 2), Qt::AlignLeft | Qt::AlignVCenter, title_);
-        } else {
-            // First line: the words that fit; second: the rest, elided when still too long.
-            const int cut = title_.lastIndexOf(QLatin1Char(' '), title_.size() - 1);
-            int split = -1;
-            for (int at = cut; at > 0; at = title_.lastIndexOf(QLatin1Char(' '), at - 1))
-                if (bm.horizontalAdvance(title_.left(at)) <= w) {
-                    split = at;
-                    break;
-                }
-            const QString first = split > 0 ? title_.left(split) : bm.elidedText(title_, Qt::ElideRight, w);
-            const QString rest = split > 0 ? bm.elidedText(title_.mid(split + 1), Qt::ElideRight, w) : QString();
-            p.drawText(QRectF(kMargin, kMargin, w, lineH + 2), Qt::AlignLeft | Qt::AlignVCenter, first);
-            p.drawText(QRectF(kMargin, kMargin + lineH, w, lineH + 2), Qt::AlignLeft | Qt::AlignVCenter, rest);
-        }
-        p.setFont(font());
-    }
-
     // Cells: the cached one-pixel-per-cell image, scaled without smoothing.
     p.drawImage(a, image_);
     if (cw >= 8 && ch >= 8) {
@@ -518,7 +531,15 @@ void HeatmapWidget::paintEvent(QPaintEvent*) {
         p.setPen(QPen(text, 1.5));
         p.drawRect(s);
     }
+}
 
+void HeatmapWidget::paintAxisLabels(QPainter& p, const Geometry& g) const {
+    const QPalette& pal = palette();
+    const QColor text = pal.color(QPalette::WindowText);
+    const QFontMetrics fm(font());
+    const int lineH = fm.height();
+    const QRectF& a = g.cells;
+    const double cw = a.width() / cols_, ch = a.height() / rows_;
     // Axis labels stay at the viewport's edges when the map is zoomed and scrolled: the row labels
     // (with their marks and title) at its left, the column labels (with their title) at its bottom,
     // each over a band of the window colour that hides the cells scrolled beneath.
@@ -534,7 +555,7 @@ void HeatmapWidget::paintEvent(QPaintEvent*) {
     if (pin.x() > 0) p.fillRect(QRectF(0, a.top() - 1, a.left() - 1, a.height() + 2), pal.color(QPalette::Window));
     // Row labels (every k-th when rows are thinner than a text line).
     p.setPen(text);
-    const int rowStep = std::max(1, static_cast<int>(std::ceil(lineH / std::max(ch, 1e-9))));
+    const int rowStep = rowLabelStep(g);
     for (int r = 0; r < rows_; r += rowStep) {
         const QString s = r < rowLabels_.size() ? rowLabels_[r] : QString::number(r);
         p.drawText(QRectF(kMargin, a.top() + r * ch + ch / 2 - lineH / 2.0, a.left() - kMargin - 4 - g.markW, lineH),
@@ -583,19 +604,30 @@ void HeatmapWidget::paintEvent(QPaintEvent*) {
         p.drawText(QRectF(shownL, a.bottom() + 2 + lineH, std::max(shownR - shownL, 1.0), lineH + 2), Qt::AlignCenter,
                    colTitle_);
     p.restore();
+}
 
+void HeatmapWidget::paintSideColumn(QPainter& p, const Geometry& g) const {
     // Side column (e.g. per-layer CV), right-aligned numbers.
-    if (!side_.isEmpty()) {
-        QFont bold = font();
-        bold.setBold(true);
-        p.setFont(bold);
-        p.drawText(QRectF(g.sideX, g.headerY, g.sideW - 4, lineH), Qt::AlignRight | Qt::AlignVCenter, sideHeader_);
-        p.setFont(font());
-        for (int r = 0; r < rows_ && r < side_.size(); r += rowStep)
-            p.drawText(QRectF(g.sideX, a.top() + r * ch + ch / 2 - lineH / 2.0, g.sideW - 4, lineH),
-                       Qt::AlignRight | Qt::AlignVCenter, side_[r]);
-    }
+    if (side_.isEmpty()) return;
+    const int lineH = QFontMetrics(font()).height();
+    const QRectF& a = g.cells;
+    const double ch = a.height() / rows_;
+    const int rowStep = rowLabelStep(g);
+    p.setPen(palette().color(QPalette::WindowText));
+    QFont bold = font();
+    bold.setBold(true);
+    p.setFont(bold);
+    p.drawText(QRectF(g.sideX, g.headerY, g.sideW - 4, lineH), Qt::AlignRight | Qt::AlignVCenter, sideHeader_);
+    p.setFont(font());
+    for (int r = 0; r < rows_ && r < side_.size(); r += rowStep)
+        p.drawText(QRectF(g.sideX, a.top() + r * ch + ch / 2 - lineH / 2.0, g.sideW - 4, lineH),
+                   Qt::AlignRight | Qt::AlignVCenter, side_[r]);
+}
 
+void HeatmapWidget::paintLegend(QPainter& p, const Geometry& g) const {
+    const QPalette& pal = palette();
+    const QColor text = pal.color(QPalette::WindowText);
+    const int lineH = QFontMetrics(font()).height();
     // Legend: colour bar (high at the top) with ticks and numbers.
     const QRectF& lb = g.legendBar;
     QImage bar(1, 256, QImage::Format_RGB32);
@@ -630,88 +662,6 @@ void HeatmapWidget::paintEvent(QPaintEvent*) {
         p.drawText(QRectF(lb.right() + 5, ty, width() - lb.right() - 5, lineH), Qt::AlignLeft | Qt::AlignVCenter,
                    label);
     }
-}
-
-// =============================================================================================
-// HeatmapView
-
-HeatmapView::HeatmapView(HeatmapWidget* map, QWidget* parent) : QScrollArea(parent), map_(map) {
-    setFrameShape(QFrame::NoFrame);
-    setWidgetResizable(false);
-    setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
-    setVerticalScrollBarPolicy(Qt::ScrollBarAsNeeded);
-    setWidget(map_);
-    setSizePolicy(map_->sizePolicy());
-    // A scroll moves the map's pixels and repaints only what it exposed; the pinned axis labels
-    // must be repainted where they now belong.
-    connect(horizontalScrollBar(), &QScrollBar::valueChanged, map_, qOverload<>(&QWidget::update));
-    connect(verticalScrollBar(), &QScrollBar::valueChanged, map_, qOverload<>(&QWidget::update));
-    layoutMap();
-}
-
-double HeatmapView::zoom() const {
-    return std::pow(kZoomStep, level_);
-}
-
-QSize HeatmapView::sizeHint() const {
-    return map_->sizeHint();
-}
-
-QSize HeatmapView::minimumSizeHint() const {
-    return map_->minimumSizeHint();
-}
-
-void HeatmapView::layoutMap() {
-    const QSize fit = maximumViewportSize();
-    const double z = zoom();
-    map_->resize(std::max(1, static_cast<int>(std::lround(fit.width() * z))),
-                 std::max(1, static_cast<int>(std::lround(fit.height() * z))));
-}
-
-void HeatmapView::setZoomLevel(int level, QPoint anchor) {
-    level = std::clamp(level, 0, kMaxZoomLevel);
-    if (level == level_) return;
-    const QSize vp = viewport()->size();
-    if (anchor.x() < 0 || anchor.y() < 0) anchor = QPoint(vp.width() / 2, vp.height() / 2);
-    // The cell area in map coordinates (the whole map without data): the labels around it keep
-    // their size, so the point under the anchor is kept as a fraction of the cell area.
-    const auto cellArea = [this]() -> QRectF {
-        const QRect first = map_->cellRect(0, 0);
-        const QRect last = map_->cellRect(map_->rowCount() - 1, map_->columnCount() - 1);
-        if (first.isEmpty() || last.isEmpty()) return QRectF(QPointF(0, 0), QSizeF(map_->size()));
-        return QRectF(QPointF(first.topLeft()), QPointF(last.bottomRight() + QPoint(1, 1)));
-    };
-    const QRectF before = cellArea();
-    const QPointF on(horizontalScrollBar()->value() + anchor.x(), verticalScrollBar()->value() + anchor.y());
-    const double fx = (on.x() - before.left()) / std::max(1.0, before.width());
-    const double fy = (on.y() - before.top()) / std::max(1.0, before.height());
-    level_ = level;
-    layoutMap();
-    const QRectF after = cellArea();
-    horizontalScrollBar()->setValue(static_cast<int>(std::lround(after.left() + fx * after.width() - anchor.x())));
-    verticalScrollBar()->setValue(static_cast<int>(std::lround(after.top() + fy * after.height() - anchor.y())));
-    Q_EMIT zoomChanged(level_);
-}
-
-void HeatmapView::resizeEvent(QResizeEvent* e) {
-    QScrollArea::resizeEvent(e);
-    layoutMap();
-}
-
-void HeatmapView::wheelEvent(QWheelEvent* e) {
-    if (!(e->modifiers() & Qt::ControlModifier)) {
-        wheelEighths_ = 0;
-        QScrollArea::wheelEvent(e);
-        return;
-    }
-    wheelEighths_ += e->angleDelta().y();
-    const int notches = wheelEighths_ / 120;
-    wheelEighths_ -= notches * 120;
-    if (notches != 0) {
-        const QPoint at = viewport()->mapFrom(this, e->position().toPoint());
-        setZoomLevel(level_ + notches, at);
-    }
-    e->accept();
 }
 
 } // namespace routepack::views

@@ -176,6 +176,59 @@ ImportDialog::ImportDialog(const QString& library, QWidget* parent)
     modelSource_->addItem(tr("From the files (aggregate totals)"), FromFiles);
     form->addRow(tr("Model"), modelSource_);
 
+    buildModelStack();
+    form->addRow(QString(), modelStack_);
+
+    progress_ = new QProgressBar(this);
+    progress_->setRange(0, 1000);
+    progress_->setValue(0);
+    progress_->setTextVisible(true);
+    progress_->setFormat(QString());
+    progress_->hide(); // shown once an import starts
+    layout->addWidget(progress_);
+    status_ = new QLabel(this);
+    status_->setWordWrap(true);
+    status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    layout->addWidget(status_);
+
+    auto* buttons = new QDialogButtonBox(this);
+    importButton_ = buttons->addButton(tr("Import"), QDialogButtonBox::AcceptRole);
+    cancelButton_ = buttons->addButton(tr("Cancel import"), QDialogButtonBox::ActionRole);
+    closeButton_ = buttons->addButton(QDialogButtonBox::Close);
+    cancelButton_->setEnabled(false);
+    layout->addWidget(buttons);
+    fieldWidgets_ = {inputs_, addFilesButton, addFolderButton, removeButton, name_, format_, modelSource_, modelStack_};
+
+    connect(addFilesButton, &QPushButton::clicked, this, &ImportDialog::addFiles);
+    connect(addFolderButton, &QPushButton::clicked, this, &ImportDialog::addFolder);
+    connect(removeButton, &QPushButton::clicked, this, &ImportDialog::removeSelected);
+    // The stack takes the height of the page shown, not of its tallest page.
+    auto fitStack = [this](int index) {
+        for (int i = 0; i < modelStack_->count(); ++i)
+            modelStack_->widget(i)->setSizePolicy(QSizePolicy::Preferred,
+                                                  i == index ? QSizePolicy::Maximum : QSizePolicy::Ignored);
+        modelStack_->setCurrentIndex(index);
+        modelStack_->adjustSize();
+    };
+    fitStack(0);
+    connect(modelSource_, &QComboBox::currentIndexChanged, this, fitStack);
+    // A model picked by hand stays for later inputs; a proposed one follows them.
+    connect(modelSource_, &QComboBox::activated, this, [this] { modelChosen_ = true; });
+    connect(knownModel_, &QComboBox::activated, this, [this] { modelChosen_ = true; });
+    connect(name_, &QLineEdit::textEdited, this, [this] { proposedName_.clear(); });
+    // Once the format is known: an aggregate file describes its own model.
+    connect(this, &ImportDialog::formatDetected, this, [this](const QString& format) {
+        if (loadOnlyFormat(format)) proposeFromInputs(format);
+    });
+    connect(importButton_, &QPushButton::clicked, this, [this] { startImport(); });
+    connect(cancelButton_, &QPushButton::clicked, job_, &ImportJob::cancel);
+    connect(closeButton_, &QPushButton::clicked, this, &QDialog::reject);
+
+    connectJob();
+    resize(620, 520);
+}
+
+void ImportDialog::buildModelStack() {
     modelStack_ = new QStackedWidget(this);
     auto* knownPage = new QWidget(this);
     auto* knownRow = new QVBoxLayout(knownPage);
@@ -221,58 +274,14 @@ ImportDialog::ImportDialog(const QString& library, QWidget* parent)
     fromFiles->setAlignment(Qt::AlignLeft | Qt::AlignTop);
     modelStack_->addWidget(fromFiles);
     modelStack_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Maximum);
-    form->addRow(QString(), modelStack_);
-
-    progress_ = new QProgressBar(this);
-    progress_->setRange(0, 1000);
-    progress_->setValue(0);
-    progress_->setTextVisible(true);
-    progress_->setFormat(QString());
-    progress_->hide(); // shown once an import starts
-    layout->addWidget(progress_);
-    status_ = new QLabel(this);
-    status_->setWordWrap(true);
-    status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    layout->addWidget(status_);
-
-    auto* buttons = new QDialogButtonBox(this);
-    importButton_ = buttons->addButton(tr("Import"), QDialogButtonBox::AcceptRole);
-    cancelButton_ = buttons->addButton(tr("Cancel import"), QDialogButtonBox::ActionRole);
-    closeButton_ = buttons->addButton(QDialogButtonBox::Close);
-    cancelButton_->setEnabled(false);
-    layout->addWidget(buttons);
-    fieldWidgets_ = {inputs_, addFilesButton, addFolderButton, removeButton, name_, format_, modelSource_, modelStack_};
-
-    connect(addFilesButton, &QPushButton::clicked, this, &ImportDialog::addFiles);
-    connect(addFolderButton, &QPushButton::clicked, this, &ImportDialog::addFolder);
-    connect(removeButton, &QPushButton::clicked, this, &ImportDialog::removeSelected);
     connect(browse, &QPushButton::clicked, this, [this] {
         const QString f =
             QFileDialog::getOpenFileName(this, tr("Model config.json"), QString(), tr("JSON (*.json);;All files (*)"));
         if (!f.isEmpty()) configPath_->setText(f);
     });
-    // The stack takes the height of the page shown, not of its tallest page.
-    auto fitStack = [this](int index) {
-        for (int i = 0; i < modelStack_->count(); ++i)
-            modelStack_->widget(i)->setSizePolicy(QSizePolicy::Preferred,
-                                                  i == index ? QSizePolicy::Maximum : QSizePolicy::Ignored);
-        modelStack_->setCurrentIndex(index);
-        modelStack_->adjustSize();
-    };
-    fitStack(0);
-    connect(modelSource_, &QComboBox::currentIndexChanged, this, fitStack);
-    // A model picked by hand stays for later inputs; a proposed one follows them.
-    connect(modelSource_, &QComboBox::activated, this, [this] { modelChosen_ = true; });
-    connect(knownModel_, &QComboBox::activated, this, [this] { modelChosen_ = true; });
-    connect(name_, &QLineEdit::textEdited, this, [this] { proposedName_.clear(); });
-    // Once the format is known: an aggregate file describes its own model.
-    connect(this, &ImportDialog::formatDetected, this, [this](const QString& format) {
-        if (loadOnlyFormat(format)) proposeFromInputs(format);
-    });
-    connect(importButton_, &QPushButton::clicked, this, [this] { startImport(); });
-    connect(cancelButton_, &QPushButton::clicked, job_, &ImportJob::cancel);
-    connect(closeButton_, &QPushButton::clicked, this, &QDialog::reject);
+}
 
+void ImportDialog::connectJob() {
     connect(job_, &ImportJob::progress, this, [this](const ImportProgressInfo& p) {
         const double f = p.bytesTotal > 0   ? static_cast<double>(p.bytesDone) / static_cast<double>(p.bytesTotal)
                          : p.filesTotal > 0 ? static_cast<double>(p.filesDone) / static_cast<double>(p.filesTotal)
@@ -303,7 +312,6 @@ ImportDialog::ImportDialog(const QString& library, QWidget* parent)
         progress_->setFormat(QString());
         showInfo(tr("Import cancelled; the library is unchanged."));
     });
-    resize(620, 520);
 }
 
 ImportDialog::~ImportDialog() = default;

@@ -133,6 +133,10 @@ protected:
     void reject() override;
 
 private:
+    /// The model pages (shipped model, config.json, fields, from the files), one shown at a time.
+    void buildModelStack();
+    /// What the ImportJob reports: progress and the end of an import.
+    void connectJob();
     void addFiles();
     void addFolder();
     void removeSelected();

@@ -1,5 +1,7 @@
 #include "views/plan_explain.h"
 
+#include "views/nice_scale.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -127,23 +129,20 @@ namespace {
 std::vector<double> linear_ticks(double lo, double hi, int max_ticks) {
     const double raw = (hi - lo) / std::max(1, max_ticks - 1);
     const int k0 = static_cast<int>(std::floor(std::log10(raw))) - 1;
-    for (int k = k0; k < k0 + 4; ++k)
-        for (double m : {1.0, 2.0, 5.0}) {
-            const double step = m * std::pow(10.0, k);
-            const double first = std::ceil(lo / step - 1e-9), last = std::floor(hi / step + 1e-9);
-            if (last - first + 1 > max_ticks) continue;
-            // j * m / 10^-k rather than j * step: 3 x 0.1 reads 0.3, not 0.30000000000000004.
-            const double scale = std::pow(10.0, std::abs(k));
-            std::vector<double> out;
-            const auto count = static_cast<long long>(last - first) + 1; // <= max_ticks, checked above
-            out.reserve(static_cast<std::size_t>(count));
-            for (long long t = 0; t < count; ++t) {
-                const double j = first + static_cast<double>(t);              // an integer-valued tick index
-                out.push_back((k < 0 ? j * m / scale : j * m * scale) + 0.0); // + 0.0: no -0
-            }
-            return out;
-        }
-    return {lo, hi};
+    const auto s = round_step({1.0, 2.0, 5.0}, k0, k0 + 3,
+                              [&](const RoundStep& r) { return multiples_within(lo, hi, r.step) <= max_ticks; });
+    if (!s) return {lo, hi};
+    const double first = std::ceil(lo / s->step - 1e-9);
+    // j * m / 10^-k rather than j * step: 3 x 0.1 reads 0.3, not 0.30000000000000004.
+    const double scale = std::pow(10.0, std::abs(s->exponent));
+    const auto count = static_cast<long long>(multiples_within(lo, hi, s->step)); // <= max_ticks
+    std::vector<double> out;
+    out.reserve(static_cast<std::size_t>(count));
+    for (long long t = 0; t < count; ++t) {
+        const double j = first + static_cast<double>(t); // an integer-valued tick index
+        out.push_back((s->exponent < 0 ? j * s->mantissa / scale : j * s->mantissa * scale) + 0.0); // + 0.0: no -0
+    }
+    return out;
 }
 
 } // namespace

@@ -2,7 +2,7 @@
 // Table models of the plan views: the execution grid of one method and the run comparison table.
 // Both answer RawValueRole (views/roles.h) with raw numbers and pass QAbstractItemModelTester.
 #include "core/plan/planner.h"
-#include "views/plan_views.h"
+#include "views/roles.h"
 
 #include <QAbstractTableModel>
 #include <QList>

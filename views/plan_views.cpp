@@ -2,10 +2,16 @@
 
 #include "core/plan/placement.h"
 #include "views/comm_panel.h"
+#include "views/convergence_panel.h"
+#include "views/costs_panel.h"
+#include "views/ep_heatmap_panel.h"
+#include "views/grid_panel.h"
+#include "views/heatmap_view.h"
 #include "views/heatmap_widget.h"
+#include "views/panel_util.h"
 #include "views/plan_data.h"
 #include "views/plan_models.h"
-#include "views/plan_panels.h"
+#include "views/row_heatmap_panel.h"
 
 #include <QBarCategoryAxis>
 #include <QBarSeries>
@@ -320,13 +326,7 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent), d_(std::make_unique
     d_->table->verticalHeader()->setVisible(false);
     d_->table->horizontalHeader()->setStretchLastSection(true);
     d_->table->setAlternatingRowColors(true);
-    auto* chart = new QChart;
-    chart->setBackgroundRoundness(0);
-    chart->setMargins(QMargins(4, 4, 4, 4));
-    chart->legend()->setAlignment(Qt::AlignBottom);
-    d_->chart = new QChartView(chart, this);
-    d_->chart->setRenderHint(QPainter::Antialiasing, true);
-    d_->chart->setMinimumHeight(220);
+    d_->chart = makeChartView(this, QSize(0, 220));
     auto* split = new QSplitter(Qt::Vertical, this);
     split->addWidget(d_->table);
     split->addWidget(d_->chart);
@@ -343,14 +343,9 @@ CompareView::~CompareView() = default;
 void CompareView::setRuns(const QList<std::shared_ptr<const PlanResult>>& runs, const QStringList& runNames) {
     d_->model->setRuns(runs, runNames);
     QChart* c = d_->chart->chart();
-    c->removeAllSeries();
-    for (QAbstractAxis* a : c->axes()) {
-        c->removeAxis(a);
-        delete a;
-    }
+    clearChart(c);
     const int n = d_->model->runCount();
     if (n == 0) {
-        c->setTitle(QString());
         styleChart(c, palette());
         return;
     }

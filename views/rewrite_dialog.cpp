@@ -31,26 +31,6 @@ namespace {
 /// Style of error text: white on red, readable in light and dark palettes.
 const char* const kErrorStyle = "color: white; background-color: #b3261e; padding: 4px; border-radius: 3px;";
 
-/// The facts of a checked rewrite.
-RewriteCheck describe(const gpu::RewritePlan& p) {
-    RewriteCheck c;
-    c.ok = true;
-    c.scheme = QString::fromStdString(p.scheme);
-    c.experts = p.experts;
-    c.checkpointLayers = p.checkpoint_layers;
-    c.layerMap = p.layer_map;
-    c.shards = static_cast<int>(p.outputs.size());
-    c.otherFiles = static_cast<int>(p.other_files.size());
-    c.movedTensors = p.moved_tensors;
-    c.expertTensors = p.expert_tensors;
-    c.routerTensors = p.router_tensors;
-    c.movedBytes = p.moved_bytes;
-    c.totalBytes = p.total_bytes;
-    c.placementFingerprint = QString::fromStdString(p.placement_fingerprint);
-    c.sourceFingerprint = QString::fromStdString(p.source_fingerprint);
-    return c;
-}
-
 QString bytesText(quint64 b) {
     return QString::fromStdString(gpu::format_gb(b));
 }
@@ -85,95 +65,26 @@ QString row(const QString& name, const QString& value) {
 
 } // namespace
 
-// --- RewriteJob ---
-
-RewriteJob::RewriteJob(QObject* parent)
-    : QObject(parent), checks_(new JobTracker(JobTracker::Policy::LatestResult, 2, false, this)),
-      rewrites_(new JobTracker(JobTracker::Policy::EveryResult, 1, false, this)) {
-    qRegisterMetaType<routepack::views::RewriteCheck>();
-    qRegisterMetaType<routepack::views::RewriteOutcome>();
-}
-
-RewriteJob::~RewriteJob() {
-    rewrites_->shutdown(); // a running rewrite removes its temporary folder
-    checks_->shutdown();
-}
-
-quint64 RewriteJob::check(const gpu::RewriteRequest& request) {
-    const quint64 id = nextId_++;
-    checks_->start<RewriteCheck>(
-        [id, request](JobContext&) {
-            RewriteCheck c = describe(gpu::plan_rewrite(request));
-            c.id = id;
-            return c;
-        },
-        [this](quint64, const std::shared_ptr<const RewriteCheck>& c) { Q_EMIT checked(*c); },
-        [this, id](quint64, const JobFailure& failure) {
-            RewriteCheck c;
-            c.id = id;
-            c.error = failure.text;
-            Q_EMIT checked(c);
-        });
-    return id;
-}
-
-void RewriteJob::dropPendingChecks() {
-    checks_->invalidate();
-}
-
-quint64 RewriteJob::start(const gpu::RewriteRequest& request) {
-    if (isRunning()) return 0;
-    const quint64 id = nextId_++;
-    const bool cancelAtFirst = cancelAtFirstProgress_;
-    rewrites_->start<RewriteOutcome>(
-        [this, id, request, cancelAtFirst](JobContext& context) {
-            std::atomic<bool>* cancel = context.cancelFlag();
-            RewriteOutcome outcome;
-            outcome.id = id;
-            outcome.output = QString::fromStdString(request.output.string());
-            // Progress, throttled here on the worker: only values cross to the GUI thread.
-            bool first = true;
-            const gpu::RewriteProgressFn on_progress = [&](const std::string& stage, std::uint64_t done,
-                                                           std::uint64_t total) {
-                if (first && cancelAtFirst) cancel->store(true);
-                first = false;
-                if (!context.throttle().passStage(stage, done >= total)) return;
-                const double f = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
-                context.post([this, s = QString::fromStdString(stage), f] { Q_EMIT progress(s, f); });
-            };
-            // The facts to report (rewrite_checkpoint plans again: headers only, cheap), then the rewrite.
-            outcome.check = describe(gpu::plan_rewrite(request));
-            outcome.report = gpu::rewrite_checkpoint(request, on_progress, cancel);
-            return outcome;
-        },
-        [this](quint64, const std::shared_ptr<const RewriteOutcome>& outcome) { Q_EMIT finished(*outcome); },
-        [this](quint64, const JobFailure& failure) {
-            if (failure.kind == JobFailure::Kind::Cancelled)
-                Q_EMIT cancelled();
-            else
-                Q_EMIT failed(failure.text);
-        });
-    return id;
-}
-
-void RewriteJob::cancel() {
-    rewrites_->cancelRunning();
-}
-
-void RewriteJob::waitForDone() {
-    rewrites_->waitForDone();
-    checks_->waitForDone();
-}
-
-// --- RewriteDialog ---
-
 RewriteDialog::RewriteDialog(QWidget* parent) : QDialog(parent), job_(new RewriteJob(this)) {
     setWindowTitle(tr("Rewrite checkpoint"));
     auto* layout = new QVBoxLayout(this);
     auto* form = new QFormLayout();
     form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
     layout->addLayout(form);
+    buildPlanRow(form);
+    const QList<QWidget*> browse = buildCheckpointRows(form);
+    buildOptionRows(form);
+    buildResultArea(layout);
+    fieldWidgets_ = {planButton_, mapButton_, input_,         browse[0], browse[1], output_,
+                     browse[2],   direction_, permuteRouter_, layerMap_, device_,   verify_};
+    connectFields();
+    connectJob();
+    queryDevices();
+    summary_->setPlainText(tr("Check reads the checkpoint's headers and shows what the rewrite will move."));
+    resize(760, 580);
+}
 
+void RewriteDialog::buildPlanRow(QFormLayout* form) {
     planInfo_ = new QLabel(tr("No plan: select a planned run in the studio, or choose a plan file."), this);
     planInfo_->setWordWrap(true);
     planInfo_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -189,7 +100,9 @@ RewriteDialog::RewriteDialog(QWidget* parent) : QDialog(parent), job_(new Rewrit
     planRow->addWidget(planInfo_, 1);
     planRow->addLayout(planButtons);
     form->addRow(tr("Plan"), planRow);
+}
 
+QList<QWidget*> RewriteDialog::buildCheckpointRows(QFormLayout* form) {
     input_ = new QLineEdit(this);
     input_->setPlaceholderText(tr("checkpoint folder or one .safetensors file"));
     input_->setToolTip(tr("A Hugging Face checkpoint folder (safetensors shards, model.safetensors.index.json, "
@@ -211,7 +124,13 @@ RewriteDialog::RewriteDialog(QWidget* parent) : QDialog(parent), job_(new Rewrit
     outputRow->addWidget(output_, 1);
     outputRow->addWidget(outputBrowse);
     form->addRow(tr("Output folder"), outputRow);
+    connect(inputFolder, &QPushButton::clicked, this, &RewriteDialog::browseInputFolder);
+    connect(inputFile, &QPushButton::clicked, this, &RewriteDialog::browseInputFile);
+    connect(outputBrowse, &QPushButton::clicked, this, &RewriteDialog::browseOutput);
+    return {inputFolder, inputFile, outputBrowse};
+}
 
+void RewriteDialog::buildOptionRows(QFormLayout* form) {
     direction_ = new QComboBox(this);
     direction_->addItem(tr("Apply the placement (logical → physical order)"), false);
     direction_->addItem(tr("Inverse (physical → logical, canonical order)"), true);
@@ -248,7 +167,9 @@ RewriteDialog::RewriteDialog(QWidget* parent) : QDialog(parent), job_(new Rewrit
     verify_ = new QCheckBox(tr("Verify: re-read the output and compare every tensor with its source"), this);
     verify_->setChecked(true);
     form->addRow(QString(), verify_);
+}
 
+void RewriteDialog::buildResultArea(QVBoxLayout* layout) {
     summary_ = new QTextBrowser(this);
     summary_->setFrameShape(QFrame::StyledPanel);
     summary_->setOpenLinks(false);
@@ -277,14 +198,11 @@ RewriteDialog::RewriteDialog(QWidget* parent) : QDialog(parent), job_(new Rewrit
     cancelButton_->setEnabled(false);
     rewriteButton_->setDefault(true);
     layout->addWidget(buttons);
-    fieldWidgets_ = {planButton_,  mapButton_, input_,         inputFolder, inputFile, output_,
-                     outputBrowse, direction_, permuteRouter_, layerMap_,   device_,   verify_};
+}
 
+void RewriteDialog::connectFields() {
     connect(planButton_, &QPushButton::clicked, this, &RewriteDialog::choosePlanFile);
     connect(mapButton_, &QPushButton::clicked, this, &RewriteDialog::chooseMapFile);
-    connect(inputFolder, &QPushButton::clicked, this, &RewriteDialog::browseInputFolder);
-    connect(inputFile, &QPushButton::clicked, this, &RewriteDialog::browseInputFile);
-    connect(outputBrowse, &QPushButton::clicked, this, &RewriteDialog::browseOutput);
     connect(input_, &QLineEdit::textChanged, this, &RewriteDialog::fieldsChanged);
     connect(output_, &QLineEdit::textChanged, this, &RewriteDialog::fieldsChanged);
     connect(direction_, &QComboBox::currentIndexChanged, this, &RewriteDialog::fieldsChanged);
@@ -299,7 +217,9 @@ RewriteDialog::RewriteDialog(QWidget* parent) : QDialog(parent), job_(new Rewrit
     connect(rewriteButton_, &QPushButton::clicked, this, [this] { startRewrite(); });
     connect(cancelButton_, &QPushButton::clicked, this, &RewriteDialog::cancelRewrite);
     connect(closeButton_, &QPushButton::clicked, this, &QDialog::reject);
+}
 
+void RewriteDialog::connectJob() {
     connect(job_, &RewriteJob::checked, this, [this](const RewriteCheck& c) {
         if (c.id != pendingCheck_) return; // the fields changed since
         pendingCheck_ = 0;
@@ -343,7 +263,9 @@ RewriteDialog::RewriteDialog(QWidget* parent) : QDialog(parent), job_(new Rewrit
         error_.clear();
         showInfo(tr("Rewrite cancelled; nothing was written at %1.").arg(output()));
     });
+}
 
+void RewriteDialog::queryDevices() {
     // What the machine can run on: the CUDA runtime may take a while to answer, so ask off the GUI thread.
     devices_ = new JobTracker(JobTracker::Policy::EveryResult, 1, false, this);
     auto showDevices = [this](const QString& description) {
@@ -357,9 +279,6 @@ RewriteDialog::RewriteDialog(QWidget* parent) : QDialog(parent), job_(new Rewrit
         [showDevices](quint64, const JobFailure& failure) {
             showDevices(tr("Cannot query the devices: %1").arg(failure.text));
         });
-
-    summary_->setPlainText(tr("Check reads the checkpoint's headers and shows what the rewrite will move."));
-    resize(760, 580);
 }
 
 RewriteDialog::~RewriteDialog() = default;

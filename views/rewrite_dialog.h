@@ -1,16 +1,14 @@
 #pragma once
-// Checkpoint rewrite from the studio (the rewriter is gpu/rewrite.h).
-// RewriteJob runs gpu::plan_rewrite ("Check":
-// headers only) and gpu::rewrite_checkpoint ("Rewrite") on worker threads (two JobTrackers,
-// views/job_tracker.h) and hands every result back
-// to the GUI thread as a value; RewriteDialog collects the plan, the checkpoint, the output folder and
-// the options, and drives a RewriteJob. The request is built exactly as `routepack rewrite` builds it
-// (gpu::request_from_plan), so the dialog and the CLI write the same bytes.
+// Checkpoint rewrite from the studio (the rewriter is gpu/rewrite.h): RewriteDialog collects the
+// plan, the checkpoint, the output folder and the options, and drives a RewriteJob
+// (views/rewrite_job.h), which runs Check and Rewrite on worker threads. The request is built exactly as `routepack
+// rewrite` builds it (gpu::request_from_plan), so the dialog and the CLI write the same bytes.
 #include "core/plan/plan_file.h"
 #include "gpu/rewrite.h"
-#include "views/job_tracker.h"
+#include "views/rewrite_job.h"
 
 #include <QDialog>
+#include <QList>
 #include <QMetaType>
 #include <QString>
 
@@ -22,87 +20,15 @@
 
 class QCheckBox;
 class QComboBox;
+class QFormLayout;
 class QLabel;
 class QLineEdit;
 class QProgressBar;
 class QPushButton;
 class QTextBrowser;
+class QVBoxLayout;
 
 namespace routepack::views {
-
-/// What Check found: the facts of gpu::plan_rewrite's RewritePlan, or why the rewrite is refused.
-struct RewriteCheck {
-    quint64 id = 0;  ///< RewriteJob::check's id (0 for the facts of a rewrite)
-    bool ok = false; ///< false: `error` says why (plan_rewrite's error as JobFailure::text words it)
-    QString error;
-    QString scheme;                    ///< hf-per-expert | hf-stacked | megatron-stacked
-    int experts = 0;                   ///< experts per MoE layer of the checkpoint
-    std::vector<int> checkpointLayers; ///< MoE layers of the checkpoint, ascending
-    std::map<int, int> layerMap;       ///< plan layer -> checkpoint layer used
-    int shards = 0;                    ///< safetensors files
-    int otherFiles = 0;                ///< files copied verbatim (config.json, index, ...)
-    int movedTensors = 0;              ///< expert (and router) tensors whose bytes move
-    int expertTensors = 0, routerTensors = 0;
-    quint64 movedBytes = 0, totalBytes = 0;
-    QString placementFingerprint, sourceFingerprint;
-};
-
-/// A finished rewrite, as a value.
-struct RewriteOutcome {
-    quint64 id = 0;            ///< RewriteJob::start's id
-    RewriteCheck check;        ///< the facts of the plan that was executed
-    gpu::RewriteReport report; ///< device, bytes written, seconds, GB/s, verified
-    QString output;            ///< the output folder (now in place)
-};
-
-/// Runs rewrite checks and one rewrite at a time on worker threads (two JobTrackers: checks, two at a
-/// time, latest answer wins; rewrites; the CPU executor's own oneTBB arena does the parallel copying).
-/// Signals are emitted on the thread that owns the job (the GUI thread); workers never touch widgets.
-/// Progress is throttled by ProgressThrottle: at most one signal per 50 ms (a stage change and each
-/// stage's end always pass). Only the latest check's answer is delivered; dropPendingChecks() drops
-/// the answers of checks already started (the fields changed).
-class RewriteJob : public QObject {
-    Q_OBJECT
-public:
-    explicit RewriteJob(QObject* parent = nullptr);
-    /// Cancels a running rewrite (its temporary folder is removed) and waits for the workers.
-    ~RewriteJob() override;
-
-    /// Starts gpu::plan_rewrite(request) on a worker; returns its id. `checked` delivers the answer.
-    quint64 check(const gpu::RewriteRequest& request);
-    /// Starts gpu::rewrite_checkpoint(request) on a worker; returns its id, or 0 when a rewrite already
-    /// runs. Ends with exactly one of `finished`, `failed`, `cancelled`.
-    quint64 start(const gpu::RewriteRequest& request);
-    /// Asks the running rewrite to stop; it removes its temporary folder and emits `cancelled`.
-    void cancel();
-    bool isRunning() const { return rewrites_->runningCount() > 0; }
-    /// Answers of checks started so far will not be delivered.
-    void dropPendingChecks();
-    /// Blocks until every worker ended (tests and shutdown only; never in GUI code paths).
-    void waitForDone();
-    /// Test hook: the worker sets the cancel flag itself in the rewrite's first progress callback, so
-    /// tests can cancel deterministically in the middle of a (small, fast) rewrite.
-    void setCancelAtFirstProgressForTesting(bool on) { cancelAtFirstProgress_ = on; }
-
-Q_SIGNALS:
-    /// The latest check's answer.
-    void checked(const routepack::views::RewriteCheck& result);
-    /// Stage ("write" or "verify") and the fraction of that stage's bytes done, in [0, 1].
-    void progress(const QString& stage, double fraction);
-    /// The rewrite is complete and renamed into place.
-    void finished(const routepack::views::RewriteOutcome& outcome);
-    /// The rewrite was refused or failed; `message` is the error in the studio's words
-    /// (JobFailure::text); nothing was left at the output.
-    void failed(const QString& message);
-    /// The rewrite was cancelled; nothing was left at the output.
-    void cancelled();
-
-private:
-    JobTracker* checks_ = nullptr;   ///< Policy::LatestResult
-    JobTracker* rewrites_ = nullptr; ///< one rewrite at a time
-    quint64 nextId_ = 1;             ///< ids of checks and rewrites, one sequence
-    bool cancelAtFirstProgress_ = false;
-};
 
 /// The rewrite dialog: plan (a saved run's plan JSON, a shown plan, or a plan file), input checkpoint
 /// (folder or .safetensors file), output folder (must not exist or be empty), direction, router
@@ -196,6 +122,19 @@ protected:
 private:
     /// Loads a plan through `load` (its errors shown in words); shared by setPlanJson and loadPlanFile.
     bool usePlan(const std::function<routepack::PlanFile()>& load, const QString& origin);
+    // The parts of the constructor, top to bottom.
+    void buildPlanRow(QFormLayout* form);
+    /// The input and output rows; returns their browse buttons (input folder, input file, output).
+    QList<QWidget*> buildCheckpointRows(QFormLayout* form);
+    /// Direction, router permutation, layer map, device and verify.
+    void buildOptionRows(QFormLayout* form);
+    /// The summary, progress bar, status line and the buttons.
+    void buildResultArea(QVBoxLayout* layout);
+    void connectFields();
+    /// What the RewriteJob reports: checks, progress, the end of a rewrite.
+    void connectJob();
+    /// Asks off the GUI thread which devices the machine has (the CUDA runtime may take a while).
+    void queryDevices();
     void choosePlanFile();
     void chooseMapFile();
     void browseInputFolder();
@@ -245,6 +184,3 @@ private:
 };
 
 } // namespace routepack::views
-
-Q_DECLARE_METATYPE(routepack::views::RewriteCheck)
-Q_DECLARE_METATYPE(routepack::views::RewriteOutcome)

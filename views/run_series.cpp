@@ -5,6 +5,7 @@
 #include "core/plan/plan_file.h"
 #include "core/plan/run_steps.h"
 #include "views/gui_text.h"
+#include "views/nice_scale.h"
 #include "views/plan_data.h"
 
 #include <algorithm>
@@ -142,18 +143,10 @@ std::vector<GainBin> gain_histogram(const RunSeries& series, int max_bins) {
         lo = std::min(lo, st.gain_pct);
         hi = std::max(hi, st.gain_pct);
     }
-    double width = 0.1;
-    for (double decade = 0.1;; decade *= 10) {
-        bool found = false;
-        for (double f : {1.0, 2.0, 5.0}) {
-            width = f * decade;
-            if (std::floor(hi / width) - std::floor(lo / width) + 1 <= max_bins) {
-                found = true;
-                break;
-            }
-        }
-        if (found) break;
-    }
+    const auto s = round_step({1.0, 2.0, 5.0}, -1, 308,
+                              [&](const RoundStep& r) { return bins_holding(lo, hi, r.step) <= max_bins; });
+    if (!s) return bins; // a gain that is not finite
+    const double width = s->step;
     const double first = std::floor(lo / width);
     const int n = static_cast<int>(std::floor(hi / width) - first) + 1;
     bins.resize(static_cast<std::size_t>(n));
@@ -166,6 +159,26 @@ std::vector<GainBin> gain_histogram(const RunSeries& series, int max_bins) {
         bins[static_cast<std::size_t>(k)].steps.push_back(static_cast<int>(i));
     }
     return bins;
+}
+
+RunSeriesSummary summarize_series(const RunSeries& series) {
+    RunSeriesSummary out;
+    if (series.steps.empty()) return out;
+    std::vector<double> g;
+    for (const auto& st : series.steps) {
+        g.push_back(st.gain_pct);
+        out.most_changed = std::max({out.most_changed, st.churn, st.moves});
+        out.churn_total += std::max<std::int64_t>(0, st.churn);
+    }
+    std::sort(g.begin(), g.end());
+    double mean = 0;
+    for (double v : g)
+        mean += v;
+    out.mean_gain_pct = mean / static_cast<double>(g.size());
+    out.median_gain_pct = g.size() % 2 ? g[g.size() / 2] : 0.5 * (g[g.size() / 2 - 1] + g[g.size() / 2]);
+    out.best_gain_pct = g.front();
+    out.worst_gain_pct = g.back();
+    return out;
 }
 
 } // namespace routepack::views

@@ -94,7 +94,23 @@ struct GainBin {
 
 /// Histogram of the steps' gain_pct: bins on multiples of the smallest round width (1, 2 or 5 x 10^k
 /// percent, at least 0.1) that covers min..max in at most `max_bins` (>= 1) bins; bin lo = floor(gain
-/// / width) x width. Empty bins inside the range are kept; no steps: no bins.
+/// / width) x width (nice_scale.h round_step, bins_holding). Empty bins inside the range are kept; no
+/// steps, or a gain that is not finite: no bins.
 std::vector<GainBin> gain_histogram(const RunSeries& series, int max_bins = 8);
+
+/// What the Run view's heading says of a series: routepack against the baseline over its steps
+/// (RunStep::gain_pct, percent) and the placement churn.
+struct RunSeriesSummary {
+    double mean_gain_pct = 0;      ///< mean of gain_pct
+    double median_gain_pct = 0;    ///< the middle gain_pct (the mean of the two middle ones for an even count)
+    double best_gain_pct = 0;      ///< the lowest gain_pct (the cheapest against the baseline)
+    double worst_gain_pct = 0;     ///< the highest gain_pct
+    std::int64_t churn_total = 0;  ///< sum of RunStep::churn over the steps that have one (not the first)
+    std::int64_t most_changed = 0; ///< the largest churn or moves of one step (0 when none)
+};
+
+/// The summary of `series`; all zero for a series without steps. E.g. gains {-4, -1, -2, -3} percent:
+/// mean -2.5, median -2.5, best -4, worst -1.
+RunSeriesSummary summarize_series(const RunSeries& series);
 
 } // namespace routepack::views

@@ -2,8 +2,8 @@
 
 #include "storage/library.h"
 #include "views/job_tracker.h"
+#include "views/panel_util.h"
 #include "views/plan_data.h"
-#include "views/plan_panels.h"
 
 #include <QBarCategoryAxis>
 #include <QBarSeries>
@@ -38,24 +38,9 @@ const QColor kChurnColour(0xb2, 0x79, 0xa2);
 const QColor kGainColour(0x54, 0xa2, 0x4b);
 
 QChartView* chartView(QWidget* parent, int minHeight) {
-    auto* chart = new QChart;
-    chart->setBackgroundRoundness(0);
-    chart->setMargins(QMargins(4, 4, 4, 4));
-    chart->legend()->setAlignment(Qt::AlignBottom);
-    auto* view = new QChartView(chart, parent);
-    view->setRenderHint(QPainter::Antialiasing, true);
-    view->setMinimumSize(260, minHeight);
+    QChartView* view = makeChartView(parent, QSize(260, minHeight));
     view->viewport()->setMouseTracking(true);
     return view;
-}
-
-void clearChart(QChart* c) {
-    c->removeAllSeries();
-    for (QAbstractAxis* a : c->axes()) {
-        c->removeAxis(a);
-        delete a;
-    }
-    c->setTitle(QString());
 }
 
 QString pct(double v) {
@@ -241,39 +226,60 @@ void RunView::rebuild() {
         }
         return;
     }
-    const auto n = static_cast<int>(s->steps.size());
+    const RunSeriesSummary summary = summarize_series(*s);
+    fillCostChart(*s);
+    fillChurnChart(*s, summary);
+    fillGainChart(*s);
+    // Heading: what is shown, the gain summary and the churn total.
+    const Topology& t = s->topology_value;
+    heading_->setText(tr("<b>Run of trace %1</b> on %2 (EP%3/DP%4, %5 shards, C %6): %7 steps of %8 windows<br>"
+                         "routepack vs baseline: mean %9, median %10, best %11, worst %12; churn %13 slots in total")
+                          .arg(trace_.toHtmlEscaped(), QString::fromStdString(s->topology).toHtmlEscaped())
+                          .arg(t.ep_ranks)
+                          .arg(t.dp_slots)
+                          .arg(t.shards())
+                          .arg(t.token_cap)
+                          .arg(static_cast<int>(s->steps.size()))
+                          .arg(data_->windows)
+                          .arg(pct(summary.mean_gain_pct), pct(summary.median_gain_pct), pct(summary.best_gain_pct),
+                               pct(summary.worst_gain_pct))
+                          .arg(summary.churn_total));
+    stack_->setCurrentIndex(1);
+}
+
+QBarCategoryAxis* RunView::stepAxis(const RunSeries& s, const QString& title, bool names) const {
+    const auto n = static_cast<int>(s.steps.size());
     // The cost chart labels its steps with the window names (elided from the left, so that the step
     // number at their end stays) while they fit, else with the step numbers; the narrower churn chart
     // with the step numbers (its tooltip names the window).
     QStringList cats;
-    const QFontMetrics fm(font());
-    for (int k = 0; k < n; ++k) {
-        const QString name = QString::fromStdString(s->steps[static_cast<std::size_t>(k)].window);
-        cats << (n <= 12 ? fm.elidedText(name, Qt::ElideLeft, 96) : QString::number(k));
+    if (names) {
+        const QFontMetrics fm(font());
+        for (int k = 0; k < n; ++k) {
+            const QString name = QString::fromStdString(s.steps[static_cast<std::size_t>(k)].window);
+            cats << (n <= 12 ? fm.elidedText(name, Qt::ElideLeft, 96) : QString::number(k));
+        }
+        cats.removeDuplicates();
     }
-    cats.removeDuplicates();
     if (cats.size() != n) {
         cats.clear();
         for (int k = 0; k < n; ++k)
             cats << QString::number(k);
     }
-    QStringList numbers;
-    for (int k = 0; k < n; ++k)
-        numbers << QString::number(k);
-    auto stepAxis = [&](const QString& title, bool names) {
-        auto* x = new QBarCategoryAxis;
-        x->append(names ? cats : numbers);
-        x->setTitleText(title);
-        return x;
-    };
+    auto* x = new QBarCategoryAxis;
+    x->append(cats);
+    x->setTitleText(title);
+    return x;
+}
 
+void RunView::fillCostChart(const RunSeries& s) {
     // Cost per step and method.
     QChart* c = costView_->chart();
     clearChart(c);
     for (auto& line : cost_)
         line = nullptr;
     double top = 0;
-    for (const Method m : s->methods) {
+    for (const Method m : s.methods) {
         auto* line = new QLineSeries;
         line->setName(QString::fromLatin1(method_label(m)));
         QPen pen(kMethodColours[m]);
@@ -285,8 +291,8 @@ void RunView::rebuild() {
         line->setPointsVisible(true);
         line->setMarkerSize(m == Method::RoutePack ? 8 : 6);
         // A step whose plan lacks the method (no routes, cancelled before it ran) has no point.
-        for (std::size_t k = 0; k < s->steps.size(); ++k) {
-            const RunStep& st = s->steps[k];
+        for (std::size_t k = 0; k < s.steps.size(); ++k) {
+            const RunStep& st = s.steps[k];
             if (!st.has[m]) continue;
             line->append(static_cast<qreal>(k), st.cost[m]);
             top = std::max(top, st.cost[m]);
@@ -294,7 +300,7 @@ void RunView::rebuild() {
         c->addSeries(line);
         cost_[m] = line;
     }
-    auto* x = stepAxis(tr("step (window in run order)"), true);
+    auto* x = stepAxis(s, tr("step (window in run order)"), true);
     auto* y = new QValueAxis;
     y->setTitleText(tr("joint cost max_g U (tokens)"));
     y->setLabelFormat(QStringLiteral("%.4g"));
@@ -310,30 +316,31 @@ void RunView::rebuild() {
     c->setTitle(tr("Joint cost per step and method (eq. 15); click a step to show its plan"));
     c->legend()->setVisible(true);
     styleChart(c, palette());
+}
 
+void RunView::fillChurnChart(const RunSeries& s, const RunSeriesSummary& summary) {
     // Churn per step.
-    c = churnView_->chart();
+    QChart* c = churnView_->chart();
     clearChart(c);
     auto* churn = new QBarSeries;
     movesSet_ = new QBarSet(tr("experts moved"));
     churnSet_ = new QBarSet(tr("changed slots"));
     churnSet_->setColor(kChurnColour);
     churnSet_->setBorderColor(kChurnColour);
-    std::int64_t most = 0, total = 0;
-    for (const auto& st : s->steps) {
+    for (const auto& st : s.steps) {
         movesSet_->append(static_cast<double>(std::max<std::int64_t>(0, st.moves)));
         churnSet_->append(static_cast<double>(std::max<std::int64_t>(0, st.churn)));
-        most = std::max({most, st.churn, st.moves});
-        total += std::max<std::int64_t>(0, st.churn);
     }
+    const std::int64_t most = summary.most_changed;
     churn->append(movesSet_);
     churn->append(churnSet_);
     churn->setBarWidth(0.6);
     c->addSeries(churn);
-    x = stepAxis(
-        tr("step (0 = %1)").arg(fm.elidedText(QString::fromStdString(s->steps.front().window), Qt::ElideLeft, 120)),
+    const QFontMetrics fm(font());
+    auto* x = stepAxis(
+        s, tr("step (0 = %1)").arg(fm.elidedText(QString::fromStdString(s.steps.front().window), Qt::ElideLeft, 120)),
         false);
-    y = new QValueAxis;
+    auto* y = new QValueAxis;
     y->setTitleText(tr("experts moved / changing slot"));
     y->setLabelFormat(QStringLiteral("%d"));
     y->setRange(0, most > 0 ? static_cast<double>(most) * 1.1 : 1);
@@ -343,14 +350,16 @@ void RunView::rebuild() {
     churn->attachAxis(x);
     churn->attachAxis(y);
     c->setTitle(
-        tr("Experts moved (to another EP rank) and slots changed vs the previous step (of %1 slots)").arg(s->slots));
+        tr("Experts moved (to another EP rank) and slots changed vs the previous step (of %1 slots)").arg(s.slots));
     c->legend()->setVisible(true);
     styleChart(c, palette());
+}
 
+void RunView::fillGainChart(const RunSeries& s) {
     // Distribution of the gains.
-    c = gainView_->chart();
+    QChart* c = gainView_->chart();
     clearChart(c);
-    bins_ = gain_histogram(*s);
+    bins_ = gain_histogram(s);
     auto* gains = new QBarSeries;
     gainSet_ = new QBarSet(tr("steps"));
     gainSet_->setColor(kGainColour);
@@ -368,7 +377,7 @@ void RunView::rebuild() {
     auto* bx = new QBarCategoryAxis;
     bx->append(binLabels);
     bx->setTitleText(tr("routepack vs baseline (%, bin start)"));
-    y = new QValueAxis;
+    auto* y = new QValueAxis;
     y->setTitleText(tr("steps"));
     y->setLabelFormat(QStringLiteral("%d"));
     y->setRange(0, std::max(1, tallest));
@@ -386,30 +395,6 @@ void RunView::rebuild() {
         else
             QToolTip::hideText();
     });
-
-    // Heading: what is shown, the gain summary and the churn total.
-    std::vector<double> g;
-    for (const auto& st : s->steps)
-        g.push_back(st.gain_pct);
-    std::sort(g.begin(), g.end());
-    double mean = 0;
-    for (double v : g)
-        mean += v;
-    mean /= static_cast<double>(g.size());
-    const double median = g.size() % 2 ? g[g.size() / 2] : 0.5 * (g[g.size() / 2 - 1] + g[g.size() / 2]);
-    const Topology& t = s->topology_value;
-    heading_->setText(tr("<b>Run of trace %1</b> on %2 (EP%3/DP%4, %5 shards, C %6): %7 steps of %8 windows<br>"
-                         "routepack vs baseline: mean %9, median %10, best %11, worst %12; churn %13 slots in total")
-                          .arg(trace_.toHtmlEscaped(), QString::fromStdString(s->topology).toHtmlEscaped())
-                          .arg(t.ep_ranks)
-                          .arg(t.dp_slots)
-                          .arg(t.shards())
-                          .arg(t.token_cap)
-                          .arg(n)
-                          .arg(data_->windows)
-                          .arg(pct(mean), pct(median), pct(g.front()), pct(g.back()))
-                          .arg(total));
-    stack_->setCurrentIndex(1);
 }
 
 QString RunView::stepToolTip(int k) const {

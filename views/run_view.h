@@ -11,6 +11,7 @@
 
 #include <memory>
 
+class QBarCategoryAxis;
 class QBarSet;
 class QChartView;
 class QComboBox;
@@ -103,6 +104,14 @@ private:
     void start();
     void showResult(std::shared_ptr<const RunSeriesSet> set);
     void rebuild();
+    /// An x axis of the steps of `s`: window names (`names`, while they fit) or step numbers.
+    QBarCategoryAxis* stepAxis(const RunSeries& s, const QString& title, bool names) const;
+    /// The cost chart: one line per method of `s`.
+    void fillCostChart(const RunSeries& s);
+    /// The churn chart: experts moved and changed slots per step.
+    void fillChurnChart(const RunSeries& s, const RunSeriesSummary& summary);
+    /// The gain histogram (gain_histogram of `s`).
+    void fillGainChart(const RunSeries& s);
     void showEmpty(const QString& text);
 
     JobTracker* tracker_ = nullptr;

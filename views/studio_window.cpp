@@ -4,16 +4,18 @@
 
 #include "core/plan/plan_file.h"
 #include "storage/demo.h"
+#include "views/grid_panel.h"
 #include "views/gui_text.h"
+#include "views/heatmap_view.h"
 #include "views/heatmap_widget.h"
 #include "views/import_dialog.h"
 #include "views/library_tree_model.h"
 #include "views/plan_data.h"
-#include "views/plan_panels.h"
 #include "views/plan_views.h"
 #include "views/rewrite_dialog.h"
 #include "views/run_view.h"
-#include "views/sample_table_model.h"
+#include "views/sample_pane.h"
+#include "views/studio_data.h"
 #include "views/topology_editor.h"
 #include "views/window_dialog.h"
 
@@ -62,7 +64,6 @@ constexpr int kSamplePaneWidth = 380;
 
 StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
     : QMainWindow(parent), options_(options), jobs_(new PlanJobQueue(this)),
-      sampleLoads_(new JobTracker(JobTracker::Policy::LatestResult, 2, false, this)),
       demoBuild_(new JobTracker(JobTracker::Policy::EveryResult, 1, false, this)) {
     setWindowTitle(tr("RoutePack Studio"));
     buildUi();
@@ -82,110 +83,12 @@ StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
         exports_->setFolder(s->value(QStringLiteral("studio/exportFolder")).toString());
     }
 
-    connect(jobs_, &PlanJobQueue::jobStarted, this, [this](quint64 job, const QString& label) {
-        jobProgress_->setRange(0, 1000);
-        jobProgress_->setValue(0);
-        jobProgress_->show();
-        jobClock_.start();
-        cancelButton_->setEnabled(true);
-        planView_->clearConvergence();
-        setStatus(tr("Planning %1 (job %2)…").arg(label).arg(job));
-        updateActions();
-    });
-    connect(jobs_, &PlanJobQueue::progress, this, [this](quint64 job, const QString& stage, double fraction) {
-        jobProgress_->setValue(static_cast<int>(1000 * fraction));
-        const int queued = jobs_->queuedCount();
-        // A restore shows a saved run: it is named by the run's id, not by the planner job's.
-        const RunReplay::Restore* restore = replay_.findRestore(job);
-        setStatus(tr("%1: %2 (%3%, %4)%5")
-                      .arg(restore ? tr("Saved run %1").arg(restore->run) : tr("Job %1 (a new run)").arg(job))
-                      .arg(stage)
-                      .arg(static_cast<int>(100 * fraction))
-                      .arg(progressTimeText(static_cast<double>(jobClock_.elapsed()) / 1000.0, fraction))
-                      .arg(queued > 0 ? tr(", %1 more queued").arg(queued) : QString()));
-    });
-    connect(jobs_, &PlanJobQueue::levelFinished, this,
-            [this](quint64, const LevelStats& level) { planView_->addConvergenceLevel(level); });
-    connect(jobs_, &PlanJobQueue::finished, this, [this](const PlanJobResult& r) {
-        // A run that planned to the end measured its stages: the next job's progress uses its shares.
-        if (!replay_.findRestore(r.job) && !r.plan->cancelled && !r.plan->time_limit_hit)
-            jobs_->setStageWeights(stage_weights_from(r.plan->timings, jobs_->stageWeights()));
-        qint64 id = r.runId;
-        QString note;
-        bool show = true;
-        if (const auto restore = replay_.takeRestore(r.job)) {
-            id = restore->run;
-            show = restore->show;
-            note = tr("Run %1: the saved plan (max U %2, R* = %3%4)")
-                       .arg(id)
-                       .arg(r.plan->routepack.metrics.score.max_u, 0, 'f', 4)
-                       .arg(r.plan->rows.rows)
-                       .arg(r.plan->cancelled ? tr(", cancelled: best valid plan at the time") : QString());
-        }
-        id = replay_.store(id, r.plan, r.window);
-        if (r.runId > 0 && !show) refreshLibrary(); // the saved run joins the tree
-        if (!show) {
-            updateCompare();
-            setStatus(note);
-            return;
-        }
-        if (r.runId > 0) refreshLibrary();
-        showPlan(r.plan, r.window, id);
-        if (r.runId > 0) {
-            const QModelIndex ri = tree_->runIndex(r.runId);
-            if (ri.isValid()) {
-                QSignalBlocker block(treeView_->selectionModel());
-                treeView_->setCurrentIndex(ri);
-            }
-        }
-        if (!r.saveError.isEmpty()) {
-            setStatus(tr("Planned, but the run was not saved: %1").arg(r.saveError), true);
-        } else if (!note.isEmpty()) {
-            setStatus(note);
-        } else {
-            setStatus(tr("Run %1 %2 in %3 s: max U %4, R* = %5%6 (planner job %7)")
-                          .arg(r.runId)
-                          .arg(r.plan->cancelled ? tr("cancelled (best valid plan so far)") : tr("finished"))
-                          .arg(r.seconds, 0, 'f', 2)
-                          .arg(r.plan->routepack.metrics.score.max_u, 0, 'f', 4)
-                          .arg(r.plan->rows.rows)
-                          .arg(r.plan->rows.certified ? tr(" (certified)") : QString())
-                          .arg(r.job));
-        }
-    });
-    connect(jobs_, &PlanJobQueue::failed, this, [this](quint64 job, const QString& message) {
-        replay_.takeRestore(job);
-        refreshLibrary();
-        setStatus(tr("Planner failed: %1").arg(message), true);
-    });
-    connect(jobs_, &PlanJobQueue::staleDropped, this, [this](quint64 job, const QString& library) {
-        replay_.takeRestore(job);
-        if (isOpenLibrary(library)) {
-            // Queued before this library was opened again: its run (if it saved one) is here.
-            refreshLibrary();
-            setStatus(tr("Job %1 was queued before this library was opened again; its result was not shown (a saved "
-                         "run is in the library tree).")
-                          .arg(job));
-            return;
-        }
-        setStatus(
-            tr("Job %1 belonged to the previous library; its result was not shown (it is saved there).").arg(job));
-    });
-    connect(jobs_, &PlanJobQueue::cancelledQueued, this, [this](quint64 job) {
-        replay_.takeRestore(job);
-        setStatus(tr("Queued job %1 removed.").arg(job));
-    });
-    connect(jobs_, &PlanJobQueue::idle, this, [this] {
-        jobProgress_->hide();
-        cancelButton_->setEnabled(false);
-        updateActions();
-    });
+    connectPlanJobs();
     updateActions();
 }
 
 StudioWindow::~StudioWindow() {
     // The workers end before the widgets their results would go to (nothing is delivered after this).
-    sampleLoads_->shutdown();
     demoBuild_->shutdown();
 }
 
@@ -195,59 +98,11 @@ std::unique_ptr<QSettings> StudioWindow::settings() const {
 
 void StudioWindow::buildUi() {
     // Centre: the sample table of the selected trace or window, and its length histogram.
-    auto* centre = new QWidget(this);
-    auto* cl = new QVBoxLayout(centre);
-    cl->setContentsMargins(6, 6, 6, 6);
-    sampleHeader_ = new QLabel(tr("Open a library (Ctrl+O) or import a trace (Ctrl+I)."), centre);
-    QFont hf = sampleHeader_->font();
-    hf.setBold(true);
-    sampleHeader_->setFont(hf);
-    cl->addWidget(sampleHeader_);
-    auto* filterRow = new QHBoxLayout();
-    filter_ = new QLineEdit(centre);
-    filter_->setPlaceholderText(tr("Filter samples by id or group"));
-    filter_->setClearButtonEnabled(true);
-    auto* defineButton = new QToolButton(centre);
-    filterRow->addWidget(filter_, 1);
-    filterRow->addWidget(defineButton);
-    cl->addLayout(filterRow);
-    // What a click in the plan views keeps in the table, with the way back.
-    filterBar_ = new QWidget(centre);
-    auto* fb = new QHBoxLayout(filterBar_);
-    fb->setContentsMargins(0, 0, 0, 0);
-    filterLabel_ = new QLabel(filterBar_);
-    filterLabel_->setWordWrap(true);
-    clearFilter_ = new QToolButton(filterBar_);
-    clearFilter_->setText(tr("Clear filter"));
-    clearFilter_->setToolTip(tr("Show every sample again"));
-    fb->addWidget(filterLabel_, 1);
-    fb->addWidget(clearFilter_, 0, Qt::AlignTop);
-    filterBar_->hide();
-    cl->addWidget(filterBar_);
-    samples_ = new SampleTableModel(this);
-    proxy_ = new SampleFilterProxy(this);
-    proxy_->setSourceModel(samples_);
-    sampleView_ = new QTableView(centre);
-    sampleView_->setModel(proxy_);
-    sampleView_->setSortingEnabled(true);
-    sampleView_->sortByColumn(-1, Qt::AscendingOrder);
-    sampleView_->setSelectionBehavior(QAbstractItemView::SelectRows);
-    sampleView_->setSelectionMode(QAbstractItemView::ExtendedSelection);
-    sampleView_->setAlternatingRowColors(true);
-    sampleView_->verticalHeader()->hide();
-    sampleView_->verticalHeader()->setDefaultSectionSize(sampleView_->fontMetrics().height() + 6);
-    sampleView_->horizontalHeader()->setStretchLastSection(true);
-    sampleView_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
-    sampleView_->setColumnWidth(SampleTableModel::Id, 230);
-    histogram_ = new LengthHistogramView(centre);
-    auto* split = new QSplitter(Qt::Vertical, centre);
-    split->addWidget(sampleView_);
-    split->addWidget(histogram_);
-    split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 2);
-    cl->addWidget(split, 1);
-    connect(filter_, &QLineEdit::textChanged, proxy_, &SampleFilterProxy::setTextFilter);
-    connect(clearFilter_, &QToolButton::clicked, this, &StudioWindow::clearSampleFilter);
+    samplePane_ = new SamplePane(this);
+    connect(samplePane_, &SamplePane::loaded, this, [this](const QString& trace, bool hasSamples) {
+        if (hasSamples) fitPresetToTrace(trace);
+        Q_EMIT samplesLoaded(trace);
+    });
 
     // Left: the library tree, and below it the topology / budget editor.
     tree_ = new LibraryTreeModel(this);
@@ -306,7 +161,7 @@ void StudioWindow::buildUi() {
     mainSplit_ = new QSplitter(Qt::Horizontal, this);
     mainSplit_->setObjectName(QStringLiteral("mainSplit"));
     mainSplit_->setChildrenCollapsible(false);
-    mainSplit_->addWidget(centre);
+    mainSplit_->addWidget(samplePane_);
     mainSplit_->addWidget(resultTabs_);
     mainSplit_->setStretchFactor(0, 0);
     mainSplit_->setStretchFactor(1, 1);
@@ -339,159 +194,9 @@ void StudioWindow::buildUi() {
     connect(cancelButton_, &QToolButton::clicked, this, &StudioWindow::cancelJob);
 
     windowAction_ = new QAction(tr("Define &window…"), this);
-    defineButton->setDefaultAction(windowAction_);
-    exports_ = std::make_unique<StudioExports>(this, planView_, compareView_, samples_, proxy_, resultTabs_);
-}
-
-void StudioWindow::buildActions() {
-    QMenu* file = menuBar()->addMenu(tr("&File"));
-    QAction* open = file->addAction(tr("&Open library…"));
-    open->setShortcut(QKeySequence::Open);
-    connect(open, &QAction::triggered, this, [this] {
-        const QString f =
-            QFileDialog::getOpenFileName(this, tr("Open library"), QFileInfo(libraryPath()).absolutePath(),
-                                         tr("RoutePack libraries (*.routepack);;All files (*)"));
-        if (!f.isEmpty()) openLibrary(f);
-    });
-    QAction* create = file->addAction(tr("&New library…"));
-    create->setShortcut(QKeySequence::New);
-    connect(create, &QAction::triggered, this, [this] {
-        QString f =
-            QFileDialog::getSaveFileName(this, tr("New library"), QString(), tr("RoutePack libraries (*.routepack)"));
-        if (f.isEmpty()) return;
-        if (QFileInfo(f).suffix().isEmpty()) f += QStringLiteral(".routepack");
-        openLibrary(f, true);
-    });
-    QAction* demo = file->addAction(tr("Open the &demo library"));
-    connect(demo, &QAction::triggered, this, &StudioWindow::openDemoLibrary);
-    file->addSeparator();
-    importAction_ = file->addAction(tr("&Import trace…"));
-    importAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_I));
-    connect(importAction_, &QAction::triggered, this, [this] { showImportDialog(); });
-    file->addAction(windowAction_);
-    windowAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_D));
-    connect(windowAction_, &QAction::triggered, this, &StudioWindow::defineWindow);
-    file->addSeparator();
-    QMenu* exp = file->addMenu(tr("&Export"));
-    exportAction_ = exp->addAction(tr("Export what is shown…"));
-    exportAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
-    connect(exportAction_, &QAction::triggered, this, [this] { showExport(exports_->exportCurrent()); });
-    exp->addSeparator();
-    QAction* planJson = exp->addAction(tr("Plan JSON…"));
-    connect(planJson, &QAction::triggered, this, [this] { showExport(exports_->exportPlanJson()); });
-    QMenu* maps = exp->addMenu(tr("Expert map"));
-    for (const char* f : {"routepack", "sglang", "vllm"}) {
-        QAction* a = maps->addAction(QString::fromLatin1(f));
-        connect(a, &QAction::triggered, this,
-                [this, f] { showExport(exports_->exportExpertMap(QString::fromLatin1(f))); });
-        planActions_ << a;
-    }
-    QAction* viewImage = exp->addAction(tr("Current plan view (PNG/SVG)…"));
-    connect(viewImage, &QAction::triggered, this, [this] { showExport(exports_->exportPlanViewImage()); });
-    QAction* cmpCsv = exp->addAction(tr("Comparison table (CSV)…"));
-    connect(cmpCsv, &QAction::triggered, this, [this] { showExport(exports_->exportComparisonCsv()); });
-    QAction* cmpChart = exp->addAction(tr("Comparison chart (PNG/SVG)…"));
-    connect(cmpChart, &QAction::triggered, this, [this] { showExport(exports_->exportComparisonChart()); });
-    QAction* sampleCsv = exp->addAction(tr("Sample table (CSV)…"));
-    connect(sampleCsv, &QAction::triggered, this, [this] { showExport(exports_->exportSampleCsv()); });
-    planActions_ << planJson << viewImage << cmpCsv << cmpChart;
-    file->addSeparator();
-    QAction* quit = file->addAction(tr("&Quit"));
-    quit->setShortcut(QKeySequence::Quit);
-    connect(quit, &QAction::triggered, this, &QWidget::close);
-
-    QMenu* plan = menuBar()->addMenu(tr("&Plan"));
-    runAction_ = plan->addAction(tr("&Run planner"));
-    runAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
-    connect(runAction_, &QAction::triggered, this, [this] { runPlanner(); });
-    cancelAction_ = plan->addAction(tr("&Cancel job"));
-    cancelAction_->setShortcuts({QKeySequence(Qt::Key_Escape), QKeySequence(Qt::CTRL | Qt::Key_Period)});
-    connect(cancelAction_, &QAction::triggered, this, &StudioWindow::cancelJob);
-    QAction* compareAll = plan->addAction(tr("Compare all saved runs of this &window"));
-    connect(compareAll, &QAction::triggered, this, [this] { compareSavedRuns(); });
-    planActions_ << compareAll;
-    QAction* cancelAll = plan->addAction(tr("Cancel all &queued jobs"));
-    connect(cancelAll, &QAction::triggered, jobs_, &PlanJobQueue::cancelAll);
-    plan->addSeparator();
-    rewriteAction_ = plan->addAction(tr("Rewrite check&point…"));
-    rewriteAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_W));
-    rewriteAction_->setToolTip(tr("Rewrite a checkpoint so that expert state follows the shown plan's placement"));
-    connect(rewriteAction_, &QAction::triggered, this, [this] { showRewriteDialog(); });
-    planActions_ << rewriteAction_;
-
-    QMenu* view = menuBar()->addMenu(tr("&View"));
-    for (QDockWidget* d : findChildren<QDockWidget*>())
-        view->addAction(d->toggleViewAction());
-    view->addSeparator();
-    // The result tabs by number, and the plan view's tabs in turn (the plan view is shown first).
-    const QString resultNames[] = {tr("&Plan"), tr("&Compare runs"), tr("R&un")};
-    for (int t = 0; t < 3; ++t) {
-        QAction* a = view->addAction(resultNames[t]);
-        a->setShortcut(QKeySequence(Qt::ALT | static_cast<Qt::Key>(Qt::Key_1 + t)));
-        connect(a, &QAction::triggered, this, [this, t] {
-            if (t < resultTabs_->count()) resultTabs_->setCurrentIndex(t);
-        });
-    }
-    auto stepPlanTab = [this](int step) {
-        resultTabs_->setCurrentWidget(planView_);
-        const int n = planView_->count();
-        if (n > 0) planView_->setCurrentIndex((planView_->currentIndex() + step + n) % n);
-    };
-    QAction* next = view->addAction(tr("&Next plan view"));
-    next->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_PageDown));
-    connect(next, &QAction::triggered, this, [stepPlanTab] { stepPlanTab(1); });
-    QAction* prev = view->addAction(tr("Pre&vious plan view"));
-    prev->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_PageUp));
-    connect(prev, &QAction::triggered, this, [stepPlanTab] { stepPlanTab(-1); });
-    view->addSeparator();
-    // Heatmap zoom: the maps of the shown plan view, their cells larger in a scroll area.
-    auto zoom = [this](int steps) {
-        resultTabs_->setCurrentWidget(planView_);
-        QWidget* tab = planView_->currentWidget();
-        const QList<HeatmapView*> views = tab ? tab->findChildren<HeatmapView*>() : QList<HeatmapView*>();
-        if (planView_->zoomHeatmaps(steps) == 0 || views.isEmpty()) {
-            setStatus(tr("The shown plan view has no heatmap to zoom."));
-            return;
-        }
-        setStatus(tr("Heatmap zoom %1% (Ctrl+= / Ctrl+- / Ctrl+0, or Ctrl + mouse wheel)")
-                      .arg(static_cast<int>(std::lround(100 * views.front()->zoom()))));
-    };
-    QAction* zoomIn = view->addAction(tr("Zoom &in heatmaps"));
-    zoomIn->setShortcuts({QKeySequence(Qt::CTRL | Qt::Key_Equal), QKeySequence(Qt::CTRL | Qt::Key_Plus)});
-    connect(zoomIn, &QAction::triggered, this, [zoom] { zoom(1); });
-    QAction* zoomOut = view->addAction(tr("Zoom &out heatmaps"));
-    zoomOut->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Minus));
-    connect(zoomOut, &QAction::triggered, this, [zoom] { zoom(-1); });
-    QAction* zoomReset = view->addAction(tr("&Reset heatmap zoom"));
-    zoomReset->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
-    connect(zoomReset, &QAction::triggered, this, [zoom] { zoom(0); });
-
-    QMenu* help = menuBar()->addMenu(tr("&Help"));
-    QAction* keys = help->addAction(tr("&Keyboard shortcuts"));
-    keys->setShortcut(QKeySequence::HelpContents);
-    connect(keys, &QAction::triggered, this,
-            [this] { QMessageBox::information(this, tr("Keyboard shortcuts"), shortcutsText()); });
-}
-
-QString StudioWindow::shortcutsText() const {
-    QStringList lines;
-    const std::function<void(const QMenu*, const QString&)> walk = [&](const QMenu* menu, const QString& path) {
-        for (QAction* a : menu->actions()) {
-            const QString name = a->text().remove(QLatin1Char('&')).remove(QStringLiteral("…"));
-            if (a->menu()) {
-                walk(a->menu(), path + QStringLiteral(" > ") + name);
-                continue;
-            }
-            if (a->shortcuts().isEmpty()) continue;
-            QStringList keys;
-            for (const QKeySequence& k : a->shortcuts())
-                keys << k.toString(QKeySequence::NativeText);
-            lines << QStringLiteral("%1 > %2: %3").arg(path, name, keys.join(tr(" or ")));
-        }
-    };
-    for (QAction* a : menuBar()->actions())
-        if (a->menu()) walk(a->menu(), a->text().remove(QLatin1Char('&')));
-    return lines.join(QLatin1Char('\n'));
+    samplePane_->defineButton()->setDefaultAction(windowAction_);
+    exports_ = std::make_unique<StudioExports>(this, planView_, compareView_, samplePane_->model(),
+                                               samplePane_->proxy(), resultTabs_);
 }
 
 bool StudioWindow::isOpenLibrary(const QString& file) const {
@@ -511,7 +216,7 @@ QString StudioWindow::lastLibrary() const {
 }
 
 QString StudioWindow::sampleHeaderText() const {
-    return sampleHeader_->text();
+    return samplePane_->headingText();
 }
 
 QString StudioWindow::statusText() const {
@@ -559,13 +264,9 @@ bool StudioWindow::openLibrary(const QString& file, bool create, QString* error)
         jobs_->invalidate(); // results of jobs for the previous library are no longer shown
         replay_.clear();     // run ids of another library
     }
-    sampleLoads_->invalidate(); // a sample load still running for what was shown is dropped
+    samplePane_->reset(); // a sample load still running for what was shown is dropped
     lib_ = std::move(lib);
     shownRun_ = 0;
-    shownTrace_.clear();
-    shownWindow_.clear();
-    samples_->setData(nullptr);
-    histogram_->setLengths({}, QString());
     planView_->setPlan(nullptr);
     compareView_->setRuns({}, {});
     if (importDialog_ && !sameLibrary) { // an import into this same library goes on
@@ -583,7 +284,7 @@ bool StudioWindow::openLibrary(const QString& file, bool create, QString* error)
     } catch (const std::exception& e) {
         setStatus(guiErrorText(e), true);
     }
-    sampleHeader_->setText(tr("Select a trace or a window in the library."));
+    samplePane_->setHeadingText(tr("Select a trace or a window in the library."));
     const auto& snap = tree_->snapshot();
     // The run selected when the studio last closed on this library, else the first window.
     qint64 lastRun = 0;
@@ -714,7 +415,7 @@ void StudioWindow::onTreeSelection() {
     const int kind = cur.data(KindRole).toInt();
     const QString trace = cur.data(TraceRole).toString();
     const QString window = kind == LibraryTreeModel::TraceNode ? QString() : cur.data(WindowRole).toString();
-    if (trace != shownTrace_ || window != shownWindow_) loadSamples(trace, window);
+    if (trace != samplePane_->trace() || window != samplePane_->window()) loadSamples(trace, window);
     updateRunView();
     // The plan views show the selection or nothing: a plan of another window (or the whole trace)
     // is cleared at once instead of lingering under the new heading.
@@ -755,81 +456,11 @@ void StudioWindow::loadRunSetup(const storage::RunEntry& run) {
     editor_->setBudgets(run.budgets);
 }
 
-quint64 StudioWindow::restoreRun(const storage::RunEntry& run, bool show) {
-    // A run saved in an earlier session: show exactly its stored plan, rebuilt on the worker thread
-    // (the window, its placements and baselines are recomputed; nothing is searched or written).
-    return replay_.restore(*jobs_, libraryPath(), run, show, tr("saved run %1").arg(run.id));
-}
-
-int StudioWindow::compareSavedRuns() {
-    const auto shown = planView_->plan();
-    if (!shown) {
-        setStatus(tr("Show a plan first: the comparison is per window."), true);
-        return 0;
-    }
-    int queued = 0;
-    for (const auto& run : tree_->snapshot().runs) {
-        if (run.trace != shown->trace_name || run.window != shown->window_name || run.status == "failed") continue;
-        if (replay_.contains(run.id)) continue;
-        restoreRun(run, false);
-        ++queued;
-    }
-    resultTabs_->setCurrentWidget(compareView_);
-    setStatus(queued ? tr("Loading %1 saved run(s) of this window for the comparison…").arg(queued)
-                     : tr("Every saved run of this window is in the comparison."));
-    return queued;
-}
-
 void StudioWindow::loadSamples(const QString& trace, const QString& window) {
-    shownTrace_ = trace;
-    shownWindow_ = window;
-    sampleHeader_->setText(tr("Loading %1…").arg(window.isEmpty() ? trace : trace + QLatin1Char('/') + window));
-    const QString file = libraryPath();
-    // Latest selection wins: a load superseded by another selection (or another library) is dropped.
-    // The loaded table, or (data null) why it could not be loaded.
-    auto show = [this, trace, window](const std::shared_ptr<const SampleTableData>& data, const QString& error) {
-        clearSampleFilter();
-        samples_->setData(data);
-        sampleView_->resizeColumnsToContents();
-        sampleView_->setColumnWidth(SampleTableModel::Id,
-                                    std::min(sampleView_->columnWidth(SampleTableModel::Id), 220));
-        if (!data) {
-            sampleHeader_->setText(error);
-            for (const auto& t : tree_->snapshot().traces)
-                if (t.load_only && QString::fromStdString(t.name) == trace)
-                    sampleHeader_->setText(tr("Trace %1: load-only (per-layer expert totals of %2 MoE layers x %3 "
-                                              "experts), no samples")
-                                               .arg(trace)
-                                               .arg(t.model.num_moe_layers())
-                                               .arg(t.model.experts));
-            histogram_->setLengths({}, QString());
-            Q_EMIT samplesLoaded(trace);
-            return;
-        }
-        std::vector<qint64> lengths;
-        qint64 total = 0;
-        for (const auto& row : data->rows) {
-            lengths.push_back(row.info.length);
-            total += row.info.length;
-        }
-        const QString what =
-            window.isEmpty() ? tr("Trace %1").arg(trace) : tr("Window %1 of trace %2").arg(window, trace);
-        sampleHeader_->setText(tr("%1: %2 samples, %3 tokens").arg(what).arg(lengths.size()).arg(total));
-        histogram_->setLengths(lengths, tr("Length distribution (%1 samples)").arg(lengths.size()));
-        fitPresetToTrace(trace);
-        Q_EMIT samplesLoaded(trace);
-    };
-    sampleLoads_->start<std::shared_ptr<const SampleTableData>>(
-        [file, trace, window](JobContext&) {
-            auto lib = storage::Library::open(file.toStdString(), storage::OpenMode::ReadOnly); // this thread's own
-            const Trace t = window.isEmpty() ? lib->load_trace(trace.toStdString())
-                                             : lib->load_window(trace.toStdString(), window.toStdString());
-            return std::shared_ptr<const SampleTableData>(buildSampleTable(t, trace));
-        },
-        [show](quint64, const std::shared_ptr<const std::shared_ptr<const SampleTableData>>& data) {
-            show(*data, QString());
-        },
-        [show](quint64, const JobFailure& failure) { show(nullptr, failure.text); });
+    std::optional<ModelDescription> loadOnly;
+    for (const auto& t : tree_->snapshot().traces)
+        if (t.load_only && QString::fromStdString(t.name) == trace) loadOnly = t.model;
+    samplePane_->load(libraryPath(), trace, window, loadOnly);
 }
 
 void StudioWindow::fitPresetToTrace(const QString& trace) {
@@ -839,21 +470,11 @@ void StudioWindow::fitPresetToTrace(const QString& trace) {
     for (const auto& t : tree_->snapshot().traces) {
         if (QString::fromStdString(t.name) != trace) continue;
         const auto topo = editor_->topology();
-        if (!topo || topo->experts_per_layer == 0 || topo->experts_per_layer == t.model.experts || t.model.name.empty())
-            return;
-        std::string pick;
-        for (const auto& n : known_topology_names()) {
-            if (n.rfind(t.model.name, 0) != 0) continue;
-            const Topology k = known_topology(n);
-            if (k.experts_per_layer != 0 && k.experts_per_layer != t.model.experts) continue;
-            if (pick.empty()) pick = n;
-            if (k.ep_ranks == topo->ep_ranks && k.dp_slots == topo->dp_slots) {
-                pick = n;
-                break;
-            }
-        }
+        if (!topo) return;
+        const std::optional<std::string> pick = preset_for_model(t.model, *topo);
+        if (!pick) return;
         const QString before = editor_->topologyName();
-        if (pick.empty() || !editor_->selectPreset(QString::fromStdString(pick))) {
+        if (pick->empty() || !editor_->selectPreset(QString::fromStdString(*pick))) {
             setStatus(tr("Topology %1 has %2 experts per layer, trace %3 (%4) has %5: set \"Experts per layer E\" "
                          "(or \"from the trace\") before planning it.")
                           .arg(before)
@@ -865,54 +486,12 @@ void StudioWindow::fitPresetToTrace(const QString& trace) {
         }
         setStatus(tr("Preset switched to %1 for trace %2: topology %3 has %4 experts per layer, the trace's model %5 "
                      "has %6 (pick %3 again in Preset to go back).")
-                      .arg(QString::fromStdString(pick), trace, before)
+                      .arg(QString::fromStdString(*pick), trace, before)
                       .arg(topo->experts_per_layer)
                       .arg(QString::fromStdString(t.model.name))
                       .arg(t.model.experts));
         return;
     }
-}
-
-quint64 StudioWindow::runPlanner() {
-    if (!lib_) {
-        setStatus(tr("Open a library first."), true);
-        return 0;
-    }
-    const QModelIndex cur = treeView_->currentIndex();
-    const int kind = cur.isValid() ? cur.data(KindRole).toInt() : -1;
-    if (kind != LibraryTreeModel::WindowNode && kind != LibraryTreeModel::RunNode) {
-        setStatus(tr("Select a window to plan (define one with Ctrl+D)."), true);
-        return 0;
-    }
-    QString why;
-    const auto topo = editor_->topology(&why);
-    if (!topo) {
-        setStatus(tr("The topology is not valid: %1").arg(why), true);
-        return 0;
-    }
-    const auto budgets = editor_->budgets(&why);
-    if (!budgets) {
-        setStatus(tr("The planner budgets are not valid: %1").arg(why), true);
-        return 0;
-    }
-    PlanJobRequest rq;
-    rq.library = libraryPath();
-    rq.trace = cur.data(TraceRole).toString();
-    rq.window = cur.data(WindowRole).toString();
-    rq.topologyName = editor_->topologyName().isEmpty() ? QStringLiteral("topology") : editor_->topologyName();
-    rq.topology = *topo;
-    rq.budgets = *budgets;
-    rq.saveRun = !lib_->read_only();
-    const quint64 id = jobs_->enqueue(rq);
-    if (jobs_->currentJob() != id) setStatus(tr("Job %1 queued (%2 waiting).").arg(id).arg(jobs_->queuedCount()));
-    updateActions();
-    return id;
-}
-
-void StudioWindow::cancelJob() {
-    if (!jobs_->isBusy()) return;
-    jobs_->cancelCurrent();
-    setStatus(tr("Cancelling job %1: keeping the best valid plan so far…").arg(jobs_->currentJob()));
 }
 
 void StudioWindow::showPlan(std::shared_ptr<const PlanResult> plan, std::shared_ptr<const Trace> window, qint64 runId) {
@@ -934,7 +513,7 @@ void StudioWindow::showPlacementIfLoadOnly(const QString& trace) {
     QString why;
     const std::optional<Topology> topo = editor_->topology(&why);
     const ModelDescription& m = it->model;
-    const int L = m.num_moe_layers(), E = m.experts;
+    const int E = m.experts;
     if (!topo || topo->ep_ranks < 1 || E % topo->ep_ranks != 0) {
         clearPlan();
         setStatus(tr("Trace %1 is load-only: its placement needs a topology whose EP ranks divide its %2 experts%3.")
@@ -946,14 +525,7 @@ void StudioWindow::showPlacementIfLoadOnly(const QString& trace) {
     }
     try {
         const std::vector<std::uint64_t> loads = lib_->layer_totals(it->name);
-        auto p = std::make_shared<PlanResult>();
-        p->model = m;
-        p->topology = *topo;
-        p->trace_name = it->name;
-        static_cast<PlacementComparison&>(p->placement) = compare_placements(loads, L, E, topo->ep_ranks);
-        p->placement.routepack = p->placement.lpt;
-        p->placement.rank_loads_routepack = p->placement.rank_loads_lpt;
-        p->placement.cv_routepack = p->placement.cv_lpt;
+        const auto p = load_only_placement(m, *topo, loads, it->name);
         clearPlan();
         planView_->setPlacement(p, std::make_shared<const std::vector<std::uint64_t>>(loads));
         setStatus(tr("Trace %1 is load-only: placement on %2 EP ranks, CV_global %3 (identity) -> %4 (LPT).")
@@ -1003,7 +575,7 @@ void StudioWindow::updateRunView() {
         runView_->setSource({}, {});
         return;
     }
-    // The tree's selection names the trace (shownTrace_ may lag behind until its samples are loaded);
+    // The tree's selection names the trace (the sample pane's trace may lag behind until its samples are loaded);
     // the revision is the trace's saved runs, so that a new run reads the series again.
     const QModelIndex cur = treeView_->currentIndex();
     const QString trace = cur.isValid() ? cur.data(TraceRole).toString() : QString();
@@ -1012,164 +584,6 @@ void StudioWindow::updateRunView() {
         if (QString::fromStdString(r.trace) == trace)
             revision += QString::number(r.id) + QLatin1Char(':') + QString::fromStdString(r.status) + QLatin1Char(',');
     runView_->setSource(libraryPath(), trace, revision);
-}
-
-ImportDialog* StudioWindow::showImportDialog() {
-    if (!lib_) {
-        setStatus(tr("Open or create a library first (Ctrl+O, Ctrl+N)."), true);
-        return nullptr;
-    }
-    if (lib_->read_only()) {
-        setStatus(tr("This library is read-only: nothing can be imported into it."), true);
-        return nullptr;
-    }
-    if (!importDialog_) {
-        importDialog_ = new ImportDialog(libraryPath(), this);
-        connect(importDialog_, &ImportDialog::imported, this, [this](const QString& name) {
-            refreshLibrary();
-            selectTrace(name);
-            setStatus(tr("Imported trace %1.").arg(name));
-        });
-    }
-    clearStaleError();
-    importDialog_->show();
-    importDialog_->raise();
-    importDialog_->activateWindow();
-    return importDialog_;
-}
-
-RewriteDialog* StudioWindow::showRewriteDialog() {
-    const auto plan = planView_->plan();
-    if (!plan) {
-        setStatus(tr("Show a plan first: select a planned run in the library, or run the planner (Ctrl+R)."), true);
-        return nullptr;
-    }
-    if (!rewriteDialog_) {
-        rewriteDialog_ = new RewriteDialog(this);
-        connect(rewriteDialog_, &RewriteDialog::rewritten, this,
-                [this](const QString& output) { setStatus(tr("Checkpoint rewritten into %1.").arg(output)); });
-    }
-    if (!rewriteDialog_->job()->isRunning()) {
-        QString json, origin;
-        if (shownRun_ > 0 && lib_) {
-            try {
-                json = QString::fromStdString(lib_->run_plan_json(shownRun_));
-                origin = QStringLiteral("run %1 in %2").arg(shownRun_).arg(QFileInfo(libraryPath()).fileName());
-            } catch (const std::exception&) {
-                json.clear(); // fall back to the plan shown
-            }
-        }
-        if (json.isEmpty()) {
-            json = QString::fromStdString(plan_to_json(*plan));
-            origin = QStringLiteral("unsaved plan of %1/%2")
-                         .arg(QString::fromStdString(plan->trace_name), QString::fromStdString(plan->window_name));
-        }
-        rewriteDialog_->setPlanJson(json, origin);
-    }
-    clearStaleError();
-    rewriteDialog_->show();
-    rewriteDialog_->raise();
-    rewriteDialog_->activateWindow();
-    return rewriteDialog_;
-}
-
-void StudioWindow::defineWindow() {
-    if (!lib_ || shownTrace_.isEmpty()) {
-        setStatus(tr("Select a trace first."), true);
-        return;
-    }
-    std::vector<SampleInfo> all;
-    try {
-        all = lib_->samples(shownTrace_.toStdString());
-    } catch (const std::exception& e) {
-        setStatus(guiErrorText(e), true);
-        return;
-    }
-    QStringList selected;
-    for (const QModelIndex& i : sampleView_->selectionModel()->selectedRows())
-        selected << samples_->sampleId(proxy_->mapToSource(i).row());
-    WindowDialog dlg(shownTrace_, std::move(all), selected, this);
-    dlg.setWindowName(tr("step-%1").arg(lib_->windows(shownTrace_.toStdString()).size()));
-    if (dlg.exec() != QDialog::Accepted) return;
-    if (dlg.isSplit()) {
-        // A whole run: every window in one transaction (all or none), as `routepack window --split`.
-        QString why;
-        const auto parts = dlg.splitWindows(&why);
-        if (!parts) {
-            setStatus(tr("Cannot split the trace: %1").arg(why), true);
-            return;
-        }
-        std::vector<storage::Library::WindowSpec> specs;
-        for (const auto& p : *parts)
-            specs.push_back({p.name.toStdString(), p.selection.ids, p.selection.definition});
-        try {
-            lib_->create_windows(shownTrace_.toStdString(), specs);
-        } catch (const std::exception& e) {
-            setStatus(tr("Cannot create the windows (none was created): %1").arg(guiErrorText(e)), true);
-            return;
-        }
-        const QString trace = shownTrace_;
-        refreshLibrary();
-        selectWindow(trace, parts->front().name);
-        setStatus(tr("Trace %1 split into %2 windows, %3 .. %4 (last: %5).")
-                      .arg(trace)
-                      .arg(parts->size())
-                      .arg(parts->front().name, parts->back().name)
-                      .arg(QString::fromStdString(parts->back().selection.definition)));
-        return;
-    }
-    const auto sel = dlg.selection();
-    if (!sel) return;
-    try {
-        lib_->create_window(shownTrace_.toStdString(), dlg.windowName().toStdString(), sel->ids, sel->definition);
-    } catch (const std::exception& e) {
-        setStatus(tr("Cannot create the window: %1").arg(guiErrorText(e)), true);
-        return;
-    }
-    const QString trace = shownTrace_;
-    refreshLibrary();
-    selectWindow(trace, dlg.windowName());
-    setStatus(tr("Window %1 defined: %2 samples (%3).")
-                  .arg(dlg.windowName())
-                  .arg(sel->ids.size())
-                  .arg(QString::fromStdString(sel->definition)));
-}
-
-void StudioWindow::saveTopology() {
-    if (!lib_) {
-        setStatus(tr("Open a library first."), true);
-        return;
-    }
-    QString why;
-    const auto t = editor_->topology(&why);
-    if (!t) {
-        setStatus(tr("The topology is not valid: %1").arg(why), true);
-        return;
-    }
-    const auto budgets = editor_->budgets(&why);
-    if (!budgets) {
-        setStatus(tr("The planner budgets are not valid: %1").arg(why), true);
-        return;
-    }
-    try {
-        lib_->save_topology(editor_->topologyName().toStdString(), *t, *budgets);
-        editor_->setLibraryTopologies(lib_->topologies());
-        editor_->selectPreset(editor_->topologyName());
-        setStatus(tr("Topology %1 saved in the library.").arg(editor_->topologyName()));
-    } catch (const std::exception& e) {
-        setStatus(tr("Cannot save the topology: %1").arg(guiErrorText(e)), true);
-    }
-}
-
-void StudioWindow::updateActions() {
-    const bool has_lib = lib_ != nullptr;
-    const bool has_plan = planView_->plan() != nullptr;
-    importAction_->setEnabled(has_lib && !lib_->read_only());
-    windowAction_->setEnabled(has_lib && !lib_->read_only() && !shownTrace_.isEmpty());
-    runAction_->setEnabled(has_lib);
-    cancelAction_->setEnabled(jobs_->isBusy());
-    for (QAction* a : planActions_)
-        a->setEnabled(has_plan);
 }
 
 void StudioWindow::onCellActivated(int row, int slot, const QList<int>& sampleIndices) {
@@ -1186,7 +600,7 @@ void StudioWindow::onCellActivated(int row, int slot, const QList<int>& sampleIn
                              .arg(ids.size())
                              .arg(ids.size() == 1 ? tr("sample") : tr("samples"));
     setStatus(what);
-    if (QString::fromStdString(plan->trace_name) != shownTrace_) return;
+    if (QString::fromStdString(plan->trace_name) != samplePane_->trace()) return;
     filterSamples(ids, what);
 }
 
@@ -1207,32 +621,36 @@ void StudioWindow::onRankActivated(int layer, int rank, const QList<int>& sample
         if (i >= 0 && static_cast<std::size_t>(i) < plan->samples.size())
             ids.push_back(plan->samples[static_cast<std::size_t>(i)].id);
     setStatus(description);
-    if (QString::fromStdString(plan->trace_name) != shownTrace_) return;
+    if (QString::fromStdString(plan->trace_name) != samplePane_->trace()) return;
     filterSamples(ids, description);
 }
 
+SampleTableModel* StudioWindow::sampleModel() const {
+    return samplePane_->model();
+}
+SampleFilterProxy* StudioWindow::sampleProxy() const {
+    return samplePane_->proxy();
+}
+QTableView* StudioWindow::sampleView() const {
+    return samplePane_->view();
+}
+LengthHistogramView* StudioWindow::histogramView() const {
+    return samplePane_->histogram();
+}
+QToolButton* StudioWindow::clearFilterButton() const {
+    return samplePane_->clearFilterButton();
+}
+
 QString StudioWindow::sampleFilterText() const {
-    return proxy_->hasRowFilter() ? filterLabel_->text() : QString();
+    return samplePane_->filterText();
 }
 
 void StudioWindow::filterSamples(const std::vector<std::string>& ids, const QString& label) {
-    const std::set<std::string> wanted(ids.begin(), ids.end());
-    QSet<int> rows;
-    for (int r = 0; r < samples_->rowCount(); ++r)
-        if (wanted.count(samples_->sampleId(r).toStdString())) rows.insert(r);
-    proxy_->setRowFilter(rows);
-    filterLabel_->setText(label);
-    filterBar_->show();
+    samplePane_->filterSamples(ids, label);
 }
 
 void StudioWindow::clearSampleFilter() {
-    proxy_->setRowFilter(std::nullopt);
-    filterLabel_->clear();
-    filterBar_->hide();
-}
-
-void StudioWindow::showExport(const std::optional<ExportResult>& result) {
-    if (result) setStatus(result->message, result->error);
+    samplePane_->clearFilter();
 }
 
 void StudioWindow::closeEvent(QCloseEvent* event) {

@@ -21,7 +21,6 @@
 
 class QAction;
 class QLabel;
-class QLineEdit;
 class QProgressBar;
 class QSettings;
 class QSplitter;
@@ -39,10 +38,10 @@ class LibraryTreeModel;
 class PlanView;
 class RewriteDialog;
 class RunView;
+class SamplePane;
 class SampleFilterProxy;
 class SampleTableModel;
 class TopologyEditor;
-struct SampleTableData;
 
 /// Where the studio keeps its settings (QSettings organization / application): the last library,
 /// window geometry, dock layout and centre split, and as of the last close the selected run (with
@@ -115,11 +114,13 @@ public:
 
     PlanJobQueue* jobs() const { return jobs_; }
     LibraryTreeModel* libraryModel() const { return tree_; }
-    SampleTableModel* sampleModel() const { return samples_; }
-    SampleFilterProxy* sampleProxy() const { return proxy_; }
-    QTableView* sampleView() const { return sampleView_; }
+    /// The sample pane (table, filters and length histogram of the selected trace or window).
+    SamplePane* samplePane() const { return samplePane_; }
+    SampleTableModel* sampleModel() const;
+    SampleFilterProxy* sampleProxy() const;
+    QTableView* sampleView() const;
     QTreeView* libraryView() const { return treeView_; }
-    LengthHistogramView* histogramView() const { return histogram_; }
+    LengthHistogramView* histogramView() const;
     PlanView* planView() const { return planView_; }
     CompareView* compareView() const { return compareView_; }
     /// The Run view (the selected trace's windows as the steps of a run).
@@ -153,7 +154,7 @@ public:
     void filterSamples(const std::vector<std::string>& ids, const QString& label);
     /// Shows every sample again (the "Clear filter" button).
     void clearSampleFilter();
-    QToolButton* clearFilterButton() const { return clearFilter_; }
+    QToolButton* clearFilterButton() const;
 
 Q_SIGNALS:
     void libraryOpened(const QString& file);
@@ -173,6 +174,8 @@ private:
     bool isOpenLibrary(const QString& file) const;
     void buildUi();
     void buildActions();
+    /// What the planner job queue's signals show: progress, convergence, results, failures.
+    void connectPlanJobs();
     void onTreeSelection();
     /// Loads a saved run's topology (selecting its library preset) and budgets into the editor.
     void loadRunSetup(const storage::RunEntry& run);
@@ -207,15 +210,7 @@ private:
     PlanJobQueue* jobs_ = nullptr;
     LibraryTreeModel* tree_ = nullptr;
     QTreeView* treeView_ = nullptr;
-    SampleTableModel* samples_ = nullptr;
-    SampleFilterProxy* proxy_ = nullptr;
-    QTableView* sampleView_ = nullptr;
-    QLabel* sampleHeader_ = nullptr;
-    QLineEdit* filter_ = nullptr;
-    QWidget* filterBar_ = nullptr; ///< the filter line and its "Clear filter" button
-    QLabel* filterLabel_ = nullptr;
-    QToolButton* clearFilter_ = nullptr;
-    LengthHistogramView* histogram_ = nullptr;
+    SamplePane* samplePane_ = nullptr;
     PlanView* planView_ = nullptr;
     CompareView* compareView_ = nullptr;
     RunView* runView_ = nullptr;
@@ -236,9 +231,7 @@ private:
     QAction* rewriteAction_ = nullptr;
     QList<QAction*> planActions_;
 
-    QString shownTrace_, shownWindow_;  ///< what the sample table shows
-    JobTracker* sampleLoads_ = nullptr; ///< the sample table's loads: the latest selection wins
-    JobTracker* demoBuild_ = nullptr;   ///< building the demo library
+    JobTracker* demoBuild_ = nullptr; ///< building the demo library
     std::unique_ptr<StudioExports> exports_;
     RunReplay replay_; ///< plans of this session by run id, restores of saved runs on their way
     qint64 shownRun_ = 0;

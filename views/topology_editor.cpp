@@ -3,6 +3,7 @@
 #include "core/plan/budget_table.h"
 #include "core/plan/budgets_json.h"
 #include "core/util/errors.h"
+#include "views/editor_fields.h"
 #include "views/gui_text.h"
 
 #include <QCheckBox>
@@ -19,8 +20,6 @@
 #include <QRegularExpression>
 #include <QScrollBar>
 #include <QSpinBox>
-#include <QStyleOptionComboBox>
-#include <QStylePainter>
 #include <QTableWidget>
 #include <QThread>
 #include <QVBoxLayout>
@@ -119,123 +118,8 @@ QString nodeListText(const std::vector<int>& nodes) {
 
 namespace {
 
-QSpinBox* spin(QWidget* parent, int lo, int hi, int value) {
-    auto* s = new QSpinBox(parent);
-    s->setRange(lo, hi);
-    s->setValue(value);
-    s->setGroupSeparatorShown(true);
-    return s;
-}
-
-/// A double spin box that writes its value without trailing zeros ("0.5", "0.02", "16"), in the
-/// widget's locale without group separators (so the default parser reads it back).
-class CompactDoubleSpinBox : public QDoubleSpinBox {
-public:
-    using QDoubleSpinBox::QDoubleSpinBox;
-    QString textFromValue(double v) const override {
-        QLocale l = locale();
-        l.setNumberOptions(QLocale::OmitGroupSeparator);
-        return l.toString(v, 'g', 12);
-    }
-};
-
-QDoubleSpinBox* compactSpin(QWidget* parent, double lo, double hi, double value, int decimals, double step) {
-    auto* s = new CompactDoubleSpinBox(parent);
-    s->setDecimals(decimals);
-    s->setRange(lo, hi);
-    s->setSingleStep(step);
-    s->setValue(value);
-    return s;
-}
-
 /// How far above an open lower end (t0 > 0) a budget's number field starts.
 constexpr double kOpenLowFloor = 1e-300;
-
-/// A double spin box that holds any finite double of its range exactly: it shows the shortest text
-/// that reads back as the value ("0.05", "1e-09", "1.7976931348623157e+308", locale decimal point,
-/// no group separators) and reads such text back, so a loaded budget is never rounded to a number
-/// of decimals.
-class ExactDoubleSpinBox : public QDoubleSpinBox {
-public:
-    using QDoubleSpinBox::QDoubleSpinBox;
-    QString textFromValue(double v) const override {
-        return plainLocale().toString(v, 'g', QLocale::FloatingPointShortest);
-    }
-    double valueFromText(const QString& text) const override { return plainLocale().toDouble(text); }
-    /// As wide as a field for 0..1e9 with 6 decimals (the budgets' usual numbers), not as wide as the
-    /// text of its largest value (1.7976931348623157e+308 for eta and t0): a longer value scrolls.
-    QSize sizeHint() const override { return capped(QDoubleSpinBox::sizeHint(), false); }
-    QSize minimumSizeHint() const override { return capped(QDoubleSpinBox::minimumSizeHint(), true); }
-    QValidator::State validate(QString& text, int&) const override {
-        bool ok = false;
-        const double v = plainLocale().toDouble(text, &ok);
-        if (ok && v >= minimum() && v <= maximum()) return QValidator::Acceptable;
-        return QValidator::Intermediate;
-    }
-
-private:
-    QSize capped(QSize size, bool minimum) const {
-        QDoubleSpinBox probe;
-        probe.setFont(font());
-        probe.setStyle(style());
-        probe.setDecimals(6);
-        probe.setRange(0, 1e9);
-        const QSize usual = minimum ? probe.minimumSizeHint() : probe.sizeHint();
-        size.setWidth(std::min(size.width(), usual.width()));
-        return size;
-    }
-    QLocale plainLocale() const {
-        QLocale l = locale();
-        l.setNumberOptions(QLocale::OmitGroupSeparator);
-        return l;
-    }
-};
-
-/// A combo box that elides its text in the middle instead of cutting its end: preset names differ
-/// in their tail ("...-ep8-dp4" against "...-ep16-dp8-2nodes"), which a cut hides. The popup is
-/// as wide as the longest name.
-class MiddleElidingComboBox : public QComboBox {
-public:
-    using QComboBox::QComboBox;
-
-    /// The text as paintEvent draws it at the current width.
-    QString displayText() const {
-        QStyleOptionComboBox opt;
-        initStyleOption(&opt);
-        if (currentIndex() < 0) opt.currentText = placeholderText();
-        return elided(opt);
-    }
-
-protected:
-    void paintEvent(QPaintEvent*) override {
-        QStylePainter painter(this);
-        painter.setPen(palette().color(QPalette::Text));
-        QStyleOptionComboBox opt;
-        initStyleOption(&opt);
-        if (currentIndex() < 0 && !placeholderText().isEmpty()) {
-            opt.palette.setBrush(QPalette::ButtonText, opt.palette.placeholderText());
-            opt.currentText = placeholderText();
-        }
-        opt.currentText = elided(opt);
-        painter.drawComplexControl(QStyle::CC_ComboBox, opt);
-        painter.drawControl(QStyle::CE_ComboBoxLabel, opt);
-    }
-
-    void showPopup() override {
-        int widest = 0;
-        for (int i = 0; i < count(); ++i)
-            widest = std::max(widest, view()->fontMetrics().horizontalAdvance(itemText(i)));
-        view()->setMinimumWidth(widest + view()->verticalScrollBar()->sizeHint().width() + 24);
-        QComboBox::showPopup();
-    }
-
-private:
-    QString elided(const QStyleOptionComboBox& opt) const {
-        const QRect r = style()->subControlRect(QStyle::CC_ComboBox, &opt, QStyle::SC_ComboBoxEditField, this);
-        // A few pixels less than the field: styles inset the label a little.
-        return fontMetrics().elidedText(opt.currentText, Qt::ElideMiddle, std::max(0, r.width() - 4));
-    }
-};
 
 } // namespace
 
@@ -263,21 +147,21 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
     for (const auto& n : known_topology_names())
         longestName = std::max(longestName, name_->fontMetrics().horizontalAdvance(QString::fromStdString(n)));
     name_->setMinimumWidth(longestName + 16);
-    ranks_ = spin(topoBox, 1, 65536, 8);
-    experts_ = spin(topoBox, 0, 1 << 20, 0);
+    ranks_ = intSpin(topoBox, 1, 65536, 8);
+    experts_ = intSpin(topoBox, 0, 1 << 20, 0);
     experts_->setSpecialValueText(tr("from the trace"));
-    slots_ = spin(topoBox, 1, 65536, 4);
+    slots_ = intSpin(topoBox, 1, 65536, 4);
     shards_ = new QLineEdit(QStringLiteral("0,1 | 2,3"), topoBox);
     shards_->setToolTip(tr("Partition of the DP slots 0..D-1 into EDP shards, e.g. 0,1 | 2,3 or 0-3 | 4-7"));
-    cap_ = spin(topoBox, 0, std::numeric_limits<int>::max(), 8192);
+    cap_ = intSpin(topoBox, 0, std::numeric_limits<int>::max(), 8192);
     cap_->setSpecialValueText(tr("none (samples per cell)"));
-    minRows_ = spin(topoBox, 0, 1 << 20, 0);
+    minRows_ = intSpin(topoBox, 0, 1 << 20, 0);
     minRows_->setSpecialValueText(tr("none"));
-    rowMultiple_ = spin(topoBox, 1, kMaxRowMultiple, 1);
+    rowMultiple_ = intSpin(topoBox, 1, kMaxRowMultiple, 1);
     rowMultiple_->setSpecialValueText(tr("any"));
     rowMultiple_->setToolTip(tr("The row count R must be a multiple of this (virtual-pipeline stacks need the "
                                 "micro-batch count per rank to be a multiple of the stage group size)"));
-    gpusPerNode_ = spin(topoBox, 0, 65536, 0);
+    gpusPerNode_ = intSpin(topoBox, 0, 65536, 0);
     gpusPerNode_->setSpecialValueText(tr("not given"));
     gpusPerNode_->setToolTip(tr("GPUs per node g: EP rank p runs on node p / g (N = P / g nodes); the communication "
                                 "figures split traffic into intra- and inter-node with it"));
@@ -290,6 +174,27 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
     tf->addRow(tr("Minimum rows"), minRows_);
     tf->addRow(tr("Row multiple"), rowMultiple_);
     addBatchRows(tf, topoBox);
+    addNodeRows(tf, topoBox);
+    addStageRows(tf, topoBox);
+    layout->addWidget(topoBox);
+
+    layout->addWidget(buildBudgetBox());
+
+    validity_ = new QLabel(this);
+    validity_->setWordWrap(true);
+    layout->addWidget(validity_);
+    layout->addStretch(1);
+
+    setLibraryTopologies({});
+    connect(preset_, &QComboBox::activated, this, &TopologyEditor::applyPreset);
+    connect(save, &QPushButton::clicked, this, &TopologyEditor::saveRequested);
+    connectFields();
+
+    // Start on the demo preset.
+    if (!selectPreset(QStringLiteral("synthetic-demo-ep8-dp4")) && preset_->count() > 0) applyPreset(0);
+}
+
+void TopologyEditor::addNodeRows(QFormLayout* tf, QWidget* topoBox) {
     epRankNodes_ = new QLineEdit(topoBox);
     epRankNodes_->setObjectName(QStringLiteral("epRankNodes"));
     epRankNodes_->setPlaceholderText(tr("not given, e.g. 0, 0, 1, 1"));
@@ -313,6 +218,9 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
     tf->addRow(tr("DP slot nodes"), dpSlotNodes_);
     tf->addRow(tr("Comm weight w"), commWeight_);
     tf->addRow(tr("Comm load tolerance"), commTolerance_);
+}
+
+void TopologyEditor::addStageRows(QFormLayout* tf, QWidget* topoBox) {
     stages_ = new QTableWidget(0, 3, topoBox);
     stages_->setHorizontalHeaderLabels({tr("Attention stage"), tr("alpha"), tr("beta")});
     stages_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
@@ -329,8 +237,17 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
     stageButtons->addStretch(1);
     tf->addRow(stages_);
     tf->addRow(stageButtons);
-    layout->addWidget(topoBox);
+    connect(addStageButton, &QPushButton::clicked, this,
+            [this] { addStage(tr("stage %1").arg(stages_->rowCount() + 1), 1.0, 0.0); });
+    connect(removeStageButton, &QPushButton::clicked, this, [this] {
+        const int r = stages_->currentRow();
+        if (r >= 0) stages_->removeRow(r);
+        updateValidity();
+        syncPreset();
+    });
+}
 
+QGroupBox* TopologyEditor::buildBudgetBox() {
     auto* budgetBox = new QGroupBox(tr("Planner budgets"), this);
     auto* bf = new QFormLayout(budgetBox);
     bf->setRowWrapPolicy(QFormLayout::WrapLongRows);
@@ -365,8 +282,8 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
         } else {
             // Every integer bound of the table fits an int (QSpinBox's range).
             Q_ASSERT(row->hi <= std::numeric_limits<int>::max());
-            f.spin = spin(budgetBox, static_cast<int>(row->lo), static_cast<int>(row->hi),
-                          static_cast<int>(budget_int(*row, d)));
+            f.spin = intSpin(budgetBox, static_cast<int>(row->lo), static_cast<int>(row->hi),
+                             static_cast<int>(budget_int(*row, d)));
             if (key == "workers") {
                 f.spin->setValue(std::max(1, QThread::idealThreadCount()));
                 f.spin->setSpecialValueText(tr("all cores"));
@@ -381,24 +298,10 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
     }
     seed_ = new QLineEdit(QString::number(d.seed), budgetBox);
     bf->addRow(tr("Seed"), seed_);
-    layout->addWidget(budgetBox);
+    return budgetBox;
+}
 
-    validity_ = new QLabel(this);
-    validity_->setWordWrap(true);
-    layout->addWidget(validity_);
-    layout->addStretch(1);
-
-    setLibraryTopologies({});
-    connect(preset_, &QComboBox::activated, this, &TopologyEditor::applyPreset);
-    connect(save, &QPushButton::clicked, this, &TopologyEditor::saveRequested);
-    connect(addStageButton, &QPushButton::clicked, this,
-            [this] { addStage(tr("stage %1").arg(stages_->rowCount() + 1), 1.0, 0.0); });
-    connect(removeStageButton, &QPushButton::clicked, this, [this] {
-        const int r = stages_->currentRow();
-        if (r >= 0) stages_->removeRow(r);
-        updateValidity();
-        syncPreset();
-    });
+void TopologyEditor::connectFields() {
     auto notify = [this] {
         if (filling_) return;
         updateValidity();
@@ -419,9 +322,6 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
     for (QLineEdit* e : {name_, shards_, seed_, epRankNodes_, dpSlotNodes_})
         connect(e, &QLineEdit::textChanged, this, notify);
     connect(stages_, &QTableWidget::cellChanged, this, notify);
-
-    // Start on the demo preset.
-    if (!selectPreset(QStringLiteral("synthetic-demo-ep8-dp4")) && preset_->count() > 0) applyPreset(0);
 }
 
 TopologyEditor::~TopologyEditor() = default;
@@ -539,7 +439,7 @@ void TopologyEditor::addStage(const QString& name, double alpha, double beta) {
 
 void TopologyEditor::addBatchRows(QFormLayout* form, QWidget* parent) {
     auto count = [&](const char* name, const QString& tip) {
-        QSpinBox* s = spin(parent, 0, kMaxBatchCount, 0);
+        QSpinBox* s = intSpin(parent, 0, kMaxBatchCount, 0);
         s->setObjectName(QString::fromLatin1(name));
         s->setSpecialValueText(tr("free"));
         s->setToolTip(tip);

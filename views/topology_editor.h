@@ -17,6 +17,7 @@
 
 class QComboBox;
 class QFormLayout;
+class QGroupBox;
 class QCheckBox;
 class QDoubleSpinBox;
 class QLabel;
@@ -87,6 +88,15 @@ Q_SIGNALS:
     void changed();
 
 private:
+    // The parts of the constructor, in the order their widgets are created (the tab order).
+    /// GPUs per node, the explicit node lists and the communication fields' rows.
+    void addNodeRows(QFormLayout* tf, QWidget* topoBox);
+    /// The attention stage table and its Add / Remove buttons.
+    void addStageRows(QFormLayout* tf, QWidget* topoBox);
+    /// The budget fields (budget_table order, run settings last) and the seed.
+    QGroupBox* buildBudgetBox();
+    /// Every field's change validates, syncs the preset and emits changed.
+    void connectFields();
     void applyPreset(int index);
     /// Points the preset box at the preset matching the form, or at none ("edited: <name>").
     void syncPreset();

@@ -1,0 +1,146 @@
+#include "views/convergence_panel.h"
+
+#include "views/nice_scale.h"
+#include "views/panel_util.h"
+
+#include <QChart>
+#include <QChartView>
+#include <QEvent>
+#include <QLabel>
+#include <QLineSeries>
+#include <QPen>
+#include <QVBoxLayout>
+#include <QValueAxis>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace routepack::views {
+
+namespace {
+
+const QColor kBestColour(0xe4, 0x57, 0x56);
+const QColor kEnergyColour(0x4c, 0x78, 0xa8);
+const QColor kRateColour(0x54, 0xa2, 0x4b);
+
+} // namespace
+
+ConvergencePanel::ConvergencePanel(QWidget* parent) : QWidget(parent) {
+    summary_ = headingLabel(this);
+    view_ = makeChartView(this);
+    QChart* c = view_->chart();
+    best_ = new QLineSeries;
+    best_->setName(tr("best joint max_g U"));
+    energy_ = new QLineSeries;
+    energy_->setName(tr("mean energy of chains"));
+    acceptance_ = new QLineSeries;
+    acceptance_->setName(tr("acceptance rate (right axis)"));
+    best_->setPen(QPen(kBestColour, 2));
+    energy_->setPen(QPen(kEnergyColour, 2, Qt::DashLine));
+    acceptance_->setPen(QPen(kRateColour, 2, Qt::DotLine));
+    for (QLineSeries* s : {best_, energy_, acceptance_}) {
+        s->setPointsVisible(true);
+        c->addSeries(s);
+    }
+    best_->setColor(kBestColour);
+    energy_->setColor(kEnergyColour);
+    acceptance_->setColor(kRateColour);
+    x_ = new QValueAxis;
+    x_->setTitleText(tr("temperature level"));
+    x_->setLabelFormat(QStringLiteral("%d"));
+    y_ = new QValueAxis;
+    y_->setTitleText(tr("cost (tokens)"));
+    y_->setLabelFormat(QStringLiteral("%.5g"));
+    yRate_ = new QValueAxis;
+    yRate_->setTitleText(tr("acceptance"));
+    yRate_->setRange(0, 1);
+    yRate_->setLabelFormat(QStringLiteral("%.2f"));
+    yRate_->setGridLineVisible(false); // the cost axis owns the grid
+    c->addAxis(x_, Qt::AlignBottom);
+    c->addAxis(y_, Qt::AlignLeft);
+    c->addAxis(yRate_, Qt::AlignRight);
+    for (QLineSeries* s : {best_, energy_}) {
+        s->attachAxis(x_);
+        s->attachAxis(y_);
+    }
+    acceptance_->attachAxis(x_);
+    acceptance_->attachAxis(yRate_);
+    c->setTitle(tr("Population annealing convergence"));
+    auto* v = new QVBoxLayout(this);
+    v->addWidget(summary_);
+    v->addWidget(view_, 1);
+    styleChart(c, palette());
+    rescale();
+}
+
+void ConvergencePanel::changeEvent(QEvent* e) {
+    if (e->type() == QEvent::PaletteChange) styleChart(view_->chart(), palette());
+    QWidget::changeEvent(e);
+}
+
+void ConvergencePanel::clear() {
+    best_->clear();
+    energy_->clear();
+    acceptance_->clear();
+    rescale();
+}
+
+void ConvergencePanel::addLevel(const LevelStats& s) {
+    best_->append(s.level, s.best.max_u);
+    energy_->append(s.level, s.mean_energy);
+    acceptance_->append(s.level, s.acceptance);
+    rescale();
+}
+
+void ConvergencePanel::setLevels(const std::vector<LevelStats>& levels) {
+    QList<QPointF> b, e, a;
+    for (const LevelStats& s : levels) {
+        b.append(QPointF(s.level, s.best.max_u));
+        e.append(QPointF(s.level, s.mean_energy));
+        a.append(QPointF(s.level, s.acceptance));
+    }
+    best_->replace(b);
+    energy_->replace(e);
+    acceptance_->replace(a);
+    rescale();
+}
+
+void ConvergencePanel::rescale() {
+    const int n = static_cast<int>(best_->count());
+    if (n == 0) {
+        x_->setRange(0, 1);
+        y_->setRange(0, 1);
+        summary_->setText(tr("No annealing levels yet."));
+        return;
+    }
+    double xmin = std::numeric_limits<double>::infinity(), xmax = -xmin, ymin = xmin, ymax = -xmin, rmax = 0;
+    for (int i = 0; i < n; ++i) {
+        const QPointF b = best_->at(i), e = energy_->at(i);
+        xmin = std::min(xmin, b.x()), xmax = std::max(xmax, b.x());
+        ymin = std::min({ymin, b.y(), e.y()});
+        ymax = std::max({ymax, b.y(), e.y()});
+        rmax = std::max(rmax, acceptance_->at(i).y());
+    }
+    if (xmax <= xmin) xmax = xmin + 1;
+    x_->setRange(xmin, xmax);
+    // Integer levels on whole ticks: interval 1, 2, 5, 10, 20, ..., 1000 giving at most ~12 labels.
+    const double step = round_step({1.0, 2.0, 5.0}, 0, 3, [&](const RoundStep& r) {
+                            return (xmax - xmin) / r.step <= 12 || r.step >= 1000;
+                        })->step;
+    x_->setTickType(QValueAxis::TicksDynamic);
+    x_->setTickAnchor(0);
+    x_->setTickInterval(step);
+    const double pad = std::max((ymax - ymin) * 0.08, std::abs(ymax) * 1e-4 + 1e-12);
+    y_->setRange(ymin - pad, ymax + pad);
+    y_->applyNiceNumbers();
+    yRate_->setRange(0, rmax > 0 ? std::min(1.0, rmax * 1.15) : 1.0);
+    const QPointF last = best_->at(n - 1), first = best_->at(0);
+    summary_->setText(tr("%n level(s); best joint %1 -> %2 (%3%), last acceptance %4.", nullptr, n)
+                          .arg(first.y(), 0, 'f', 4)
+                          .arg(last.y(), 0, 'f', 4)
+                          .arg(first.y() != 0 ? 100.0 * (last.y() - first.y()) / first.y() : 0.0, 0, 'f', 2)
+                          .arg(acceptance_->at(n - 1).y(), 0, 'f', 3));
+}
+
+} // namespace routepack::views

@@ -1,0 +1,337 @@
+// The studio window's menus, actions and the dialogs they open (import, define window, rewrite,
+// save topology); the rest of StudioWindow is views/studio_window.cpp.
+#include "views/studio_window.h"
+
+#include "core/plan/plan_file.h"
+#include "views/gui_text.h"
+#include "views/heatmap_view.h"
+#include "views/import_dialog.h"
+#include "views/library_tree_model.h"
+#include "views/plan_views.h"
+#include "views/rewrite_dialog.h"
+#include "views/sample_pane.h"
+#include "views/topology_editor.h"
+#include "views/window_dialog.h"
+
+#include <QAction>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QTabWidget>
+
+namespace routepack::views {
+
+void StudioWindow::buildActions() {
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    QAction* open = file->addAction(tr("&Open library…"));
+    open->setShortcut(QKeySequence::Open);
+    connect(open, &QAction::triggered, this, [this] {
+        const QString f =
+            QFileDialog::getOpenFileName(this, tr("Open library"), QFileInfo(libraryPath()).absolutePath(),
+                                         tr("RoutePack libraries (*.routepack);;All files (*)"));
+        if (!f.isEmpty()) openLibrary(f);
+    });
+    QAction* create = file->addAction(tr("&New library…"));
+    create->setShortcut(QKeySequence::New);
+    connect(create, &QAction::triggered, this, [this] {
+        QString f =
+            QFileDialog::getSaveFileName(this, tr("New library"), QString(), tr("RoutePack libraries (*.routepack)"));
+        if (f.isEmpty()) return;
+        if (QFileInfo(f).suffix().isEmpty()) f += QStringLiteral(".routepack");
+        openLibrary(f, true);
+    });
+    QAction* demo = file->addAction(tr("Open the &demo library"));
+    connect(demo, &QAction::triggered, this, &StudioWindow::openDemoLibrary);
+    file->addSeparator();
+    importAction_ = file->addAction(tr("&Import trace…"));
+    importAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_I));
+    connect(importAction_, &QAction::triggered, this, [this] { showImportDialog(); });
+    file->addAction(windowAction_);
+    windowAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_D));
+    connect(windowAction_, &QAction::triggered, this, &StudioWindow::defineWindow);
+    file->addSeparator();
+    QMenu* exp = file->addMenu(tr("&Export"));
+    exportAction_ = exp->addAction(tr("Export what is shown…"));
+    exportAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
+    connect(exportAction_, &QAction::triggered, this, [this] { showExport(exports_->exportCurrent()); });
+    exp->addSeparator();
+    QAction* planJson = exp->addAction(tr("Plan JSON…"));
+    connect(planJson, &QAction::triggered, this, [this] { showExport(exports_->exportPlanJson()); });
+    QMenu* maps = exp->addMenu(tr("Expert map"));
+    for (const char* f : {"routepack", "sglang", "vllm"}) {
+        QAction* a = maps->addAction(QString::fromLatin1(f));
+        connect(a, &QAction::triggered, this,
+                [this, f] { showExport(exports_->exportExpertMap(QString::fromLatin1(f))); });
+        planActions_ << a;
+    }
+    QAction* viewImage = exp->addAction(tr("Current plan view (PNG/SVG)…"));
+    connect(viewImage, &QAction::triggered, this, [this] { showExport(exports_->exportPlanViewImage()); });
+    QAction* cmpCsv = exp->addAction(tr("Comparison table (CSV)…"));
+    connect(cmpCsv, &QAction::triggered, this, [this] { showExport(exports_->exportComparisonCsv()); });
+    QAction* cmpChart = exp->addAction(tr("Comparison chart (PNG/SVG)…"));
+    connect(cmpChart, &QAction::triggered, this, [this] { showExport(exports_->exportComparisonChart()); });
+    QAction* sampleCsv = exp->addAction(tr("Sample table (CSV)…"));
+    connect(sampleCsv, &QAction::triggered, this, [this] { showExport(exports_->exportSampleCsv()); });
+    planActions_ << planJson << viewImage << cmpCsv << cmpChart;
+    file->addSeparator();
+    QAction* quit = file->addAction(tr("&Quit"));
+    quit->setShortcut(QKeySequence::Quit);
+    connect(quit, &QAction::triggered, this, &QWidget::close);
+
+    QMenu* plan = menuBar()->addMenu(tr("&Plan"));
+    runAction_ = plan->addAction(tr("&Run planner"));
+    runAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
+    connect(runAction_, &QAction::triggered, this, [this] { runPlanner(); });
+    cancelAction_ = plan->addAction(tr("&Cancel job"));
+    cancelAction_->setShortcuts({QKeySequence(Qt::Key_Escape), QKeySequence(Qt::CTRL | Qt::Key_Period)});
+    connect(cancelAction_, &QAction::triggered, this, &StudioWindow::cancelJob);
+    QAction* compareAll = plan->addAction(tr("Compare all saved runs of this &window"));
+    connect(compareAll, &QAction::triggered, this, [this] { compareSavedRuns(); });
+    planActions_ << compareAll;
+    QAction* cancelAll = plan->addAction(tr("Cancel all &queued jobs"));
+    connect(cancelAll, &QAction::triggered, jobs_, &PlanJobQueue::cancelAll);
+    plan->addSeparator();
+    rewriteAction_ = plan->addAction(tr("Rewrite check&point…"));
+    rewriteAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_W));
+    rewriteAction_->setToolTip(tr("Rewrite a checkpoint so that expert state follows the shown plan's placement"));
+    connect(rewriteAction_, &QAction::triggered, this, [this] { showRewriteDialog(); });
+    planActions_ << rewriteAction_;
+
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    for (QDockWidget* d : findChildren<QDockWidget*>())
+        view->addAction(d->toggleViewAction());
+    view->addSeparator();
+    // The result tabs by number, and the plan view's tabs in turn (the plan view is shown first).
+    const QString resultNames[] = {tr("&Plan"), tr("&Compare runs"), tr("R&un")};
+    for (int t = 0; t < 3; ++t) {
+        QAction* a = view->addAction(resultNames[t]);
+        a->setShortcut(QKeySequence(Qt::ALT | static_cast<Qt::Key>(Qt::Key_1 + t)));
+        connect(a, &QAction::triggered, this, [this, t] {
+            if (t < resultTabs_->count()) resultTabs_->setCurrentIndex(t);
+        });
+    }
+    auto stepPlanTab = [this](int step) {
+        resultTabs_->setCurrentWidget(planView_);
+        const int n = planView_->count();
+        if (n > 0) planView_->setCurrentIndex((planView_->currentIndex() + step + n) % n);
+    };
+    QAction* next = view->addAction(tr("&Next plan view"));
+    next->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_PageDown));
+    connect(next, &QAction::triggered, this, [stepPlanTab] { stepPlanTab(1); });
+    QAction* prev = view->addAction(tr("Pre&vious plan view"));
+    prev->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_PageUp));
+    connect(prev, &QAction::triggered, this, [stepPlanTab] { stepPlanTab(-1); });
+    view->addSeparator();
+    // Heatmap zoom: the maps of the shown plan view, their cells larger in a scroll area.
+    auto zoom = [this](int steps) {
+        resultTabs_->setCurrentWidget(planView_);
+        QWidget* tab = planView_->currentWidget();
+        const QList<HeatmapView*> views = tab ? tab->findChildren<HeatmapView*>() : QList<HeatmapView*>();
+        if (planView_->zoomHeatmaps(steps) == 0 || views.isEmpty()) {
+            setStatus(tr("The shown plan view has no heatmap to zoom."));
+            return;
+        }
+        setStatus(tr("Heatmap zoom %1% (Ctrl+= / Ctrl+- / Ctrl+0, or Ctrl + mouse wheel)")
+                      .arg(static_cast<int>(std::lround(100 * views.front()->zoom()))));
+    };
+    QAction* zoomIn = view->addAction(tr("Zoom &in heatmaps"));
+    zoomIn->setShortcuts({QKeySequence(Qt::CTRL | Qt::Key_Equal), QKeySequence(Qt::CTRL | Qt::Key_Plus)});
+    connect(zoomIn, &QAction::triggered, this, [zoom] { zoom(1); });
+    QAction* zoomOut = view->addAction(tr("Zoom &out heatmaps"));
+    zoomOut->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Minus));
+    connect(zoomOut, &QAction::triggered, this, [zoom] { zoom(-1); });
+    QAction* zoomReset = view->addAction(tr("&Reset heatmap zoom"));
+    zoomReset->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
+    connect(zoomReset, &QAction::triggered, this, [zoom] { zoom(0); });
+
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    QAction* keys = help->addAction(tr("&Keyboard shortcuts"));
+    keys->setShortcut(QKeySequence::HelpContents);
+    connect(keys, &QAction::triggered, this,
+            [this] { QMessageBox::information(this, tr("Keyboard shortcuts"), shortcutsText()); });
+}
+
+QString StudioWindow::shortcutsText() const {
+    QStringList lines;
+    const std::function<void(const QMenu*, const QString&)> walk = [&](const QMenu* menu, const QString& path) {
+        for (QAction* a : menu->actions()) {
+            const QString name = a->text().remove(QLatin1Char('&')).remove(QStringLiteral("…"));
+            if (a->menu()) {
+                walk(a->menu(), path + QStringLiteral(" > ") + name);
+                continue;
+            }
+            if (a->shortcuts().isEmpty()) continue;
+            QStringList keys;
+            for (const QKeySequence& k : a->shortcuts())
+                keys << k.toString(QKeySequence::NativeText);
+            lines << QStringLiteral("%1 > %2: %3").arg(path, name, keys.join(tr(" or ")));
+        }
+    };
+    for (QAction* a : menuBar()->actions())
+        if (a->menu()) walk(a->menu(), a->text().remove(QLatin1Char('&')));
+    return lines.join(QLatin1Char('\n'));
+}
+
+void StudioWindow::updateActions() {
+    const bool has_lib = lib_ != nullptr;
+    const bool has_plan = planView_->plan() != nullptr;
+    importAction_->setEnabled(has_lib && !lib_->read_only());
+    windowAction_->setEnabled(has_lib && !lib_->read_only() && !samplePane_->trace().isEmpty());
+    runAction_->setEnabled(has_lib);
+    cancelAction_->setEnabled(jobs_->isBusy());
+    for (QAction* a : planActions_)
+        a->setEnabled(has_plan);
+}
+
+ImportDialog* StudioWindow::showImportDialog() {
+    if (!lib_) {
+        setStatus(tr("Open or create a library first (Ctrl+O, Ctrl+N)."), true);
+        return nullptr;
+    }
+    if (lib_->read_only()) {
+        setStatus(tr("This library is read-only: nothing can be imported into it."), true);
+        return nullptr;
+    }
+    if (!importDialog_) {
+        importDialog_ = new ImportDialog(libraryPath(), this);
+        connect(importDialog_, &ImportDialog::imported, this, [this](const QString& name) {
+            refreshLibrary();
+            selectTrace(name);
+            setStatus(tr("Imported trace %1.").arg(name));
+        });
+    }
+    clearStaleError();
+    importDialog_->show();
+    importDialog_->raise();
+    importDialog_->activateWindow();
+    return importDialog_;
+}
+
+RewriteDialog* StudioWindow::showRewriteDialog() {
+    const auto plan = planView_->plan();
+    if (!plan) {
+        setStatus(tr("Show a plan first: select a planned run in the library, or run the planner (Ctrl+R)."), true);
+        return nullptr;
+    }
+    if (!rewriteDialog_) {
+        rewriteDialog_ = new RewriteDialog(this);
+        connect(rewriteDialog_, &RewriteDialog::rewritten, this,
+                [this](const QString& output) { setStatus(tr("Checkpoint rewritten into %1.").arg(output)); });
+    }
+    if (!rewriteDialog_->job()->isRunning()) {
+        QString json, origin;
+        if (shownRun_ > 0 && lib_) {
+            try {
+                json = QString::fromStdString(lib_->run_plan_json(shownRun_));
+                origin = QStringLiteral("run %1 in %2").arg(shownRun_).arg(QFileInfo(libraryPath()).fileName());
+            } catch (const std::exception&) {
+                json.clear(); // fall back to the plan shown
+            }
+        }
+        if (json.isEmpty()) {
+            json = QString::fromStdString(plan_to_json(*plan));
+            origin = QStringLiteral("unsaved plan of %1/%2")
+                         .arg(QString::fromStdString(plan->trace_name), QString::fromStdString(plan->window_name));
+        }
+        rewriteDialog_->setPlanJson(json, origin);
+    }
+    clearStaleError();
+    rewriteDialog_->show();
+    rewriteDialog_->raise();
+    rewriteDialog_->activateWindow();
+    return rewriteDialog_;
+}
+
+void StudioWindow::defineWindow() {
+    const QString shownTrace = samplePane_->trace();
+    if (!lib_ || shownTrace.isEmpty()) {
+        setStatus(tr("Select a trace first."), true);
+        return;
+    }
+    std::vector<SampleInfo> all;
+    try {
+        all = lib_->samples(shownTrace.toStdString());
+    } catch (const std::exception& e) {
+        setStatus(guiErrorText(e), true);
+        return;
+    }
+    WindowDialog dlg(shownTrace, std::move(all), samplePane_->selectedSampleIds(), this);
+    dlg.setWindowName(tr("step-%1").arg(lib_->windows(shownTrace.toStdString()).size()));
+    if (dlg.exec() != QDialog::Accepted) return;
+    if (dlg.isSplit()) {
+        // A whole run: every window in one transaction (all or none), as `routepack window --split`.
+        QString why;
+        const auto parts = dlg.splitWindows(&why);
+        if (!parts) {
+            setStatus(tr("Cannot split the trace: %1").arg(why), true);
+            return;
+        }
+        std::vector<storage::Library::WindowSpec> specs;
+        for (const auto& p : *parts)
+            specs.push_back({p.name.toStdString(), p.selection.ids, p.selection.definition});
+        try {
+            lib_->create_windows(shownTrace.toStdString(), specs);
+        } catch (const std::exception& e) {
+            setStatus(tr("Cannot create the windows (none was created): %1").arg(guiErrorText(e)), true);
+            return;
+        }
+        const QString trace = shownTrace;
+        refreshLibrary();
+        selectWindow(trace, parts->front().name);
+        setStatus(tr("Trace %1 split into %2 windows, %3 .. %4 (last: %5).")
+                      .arg(trace)
+                      .arg(parts->size())
+                      .arg(parts->front().name, parts->back().name)
+                      .arg(QString::fromStdString(parts->back().selection.definition)));
+        return;
+    }
+    const auto sel = dlg.selection();
+    if (!sel) return;
+    try {
+        lib_->create_window(shownTrace.toStdString(), dlg.windowName().toStdString(), sel->ids, sel->definition);
+    } catch (const std::exception& e) {
+        setStatus(tr("Cannot create the window: %1").arg(guiErrorText(e)), true);
+        return;
+    }
+    const QString trace = shownTrace;
+    refreshLibrary();
+    selectWindow(trace, dlg.windowName());
+    setStatus(tr("Window %1 defined: %2 samples (%3).")
+                  .arg(dlg.windowName())
+                  .arg(sel->ids.size())
+                  .arg(QString::fromStdString(sel->definition)));
+}
+
+void StudioWindow::saveTopology() {
+    if (!lib_) {
+        setStatus(tr("Open a library first."), true);
+        return;
+    }
+    QString why;
+    const auto t = editor_->topology(&why);
+    if (!t) {
+        setStatus(tr("The topology is not valid: %1").arg(why), true);
+        return;
+    }
+    const auto budgets = editor_->budgets(&why);
+    if (!budgets) {
+        setStatus(tr("The planner budgets are not valid: %1").arg(why), true);
+        return;
+    }
+    try {
+        lib_->save_topology(editor_->topologyName().toStdString(), *t, *budgets);
+        editor_->setLibraryTopologies(lib_->topologies());
+        editor_->selectPreset(editor_->topologyName());
+        setStatus(tr("Topology %1 saved in the library.").arg(editor_->topologyName()));
+    } catch (const std::exception& e) {
+        setStatus(tr("Cannot save the topology: %1").arg(guiErrorText(e)), true);
+    }
+}
+
+void StudioWindow::showExport(const std::optional<ExportResult>& result) {
+    if (result) setStatus(result->message, result->error);
+}
+
+} // namespace routepack::views

@@ -1,0 +1,187 @@
+// The studio window's side of the planner job queue: what its signals show, planning the selected
+// window, cancelling, and restoring saved runs; the rest of StudioWindow is views/studio_window.cpp.
+#include "views/studio_window.h"
+
+#include "views/gui_text.h"
+#include "views/library_tree_model.h"
+#include "views/plan_views.h"
+#include "views/topology_editor.h"
+
+#include <QItemSelectionModel>
+#include <QProgressBar>
+#include <QSignalBlocker>
+#include <QTabWidget>
+#include <QToolButton>
+#include <QTreeView>
+
+namespace routepack::views {
+
+void StudioWindow::connectPlanJobs() {
+    connect(jobs_, &PlanJobQueue::jobStarted, this, [this](quint64 job, const QString& label) {
+        jobProgress_->setRange(0, 1000);
+        jobProgress_->setValue(0);
+        jobProgress_->show();
+        jobClock_.start();
+        cancelButton_->setEnabled(true);
+        planView_->clearConvergence();
+        setStatus(tr("Planning %1 (job %2)…").arg(label).arg(job));
+        updateActions();
+    });
+    connect(jobs_, &PlanJobQueue::progress, this, [this](quint64 job, const QString& stage, double fraction) {
+        jobProgress_->setValue(static_cast<int>(1000 * fraction));
+        const int queued = jobs_->queuedCount();
+        // A restore shows a saved run: it is named by the run's id, not by the planner job's.
+        const RunReplay::Restore* restore = replay_.findRestore(job);
+        setStatus(tr("%1: %2 (%3%, %4)%5")
+                      .arg(restore ? tr("Saved run %1").arg(restore->run) : tr("Job %1 (a new run)").arg(job))
+                      .arg(stage)
+                      .arg(static_cast<int>(100 * fraction))
+                      .arg(progressTimeText(static_cast<double>(jobClock_.elapsed()) / 1000.0, fraction))
+                      .arg(queued > 0 ? tr(", %1 more queued").arg(queued) : QString()));
+    });
+    connect(jobs_, &PlanJobQueue::levelFinished, this,
+            [this](quint64, const LevelStats& level) { planView_->addConvergenceLevel(level); });
+    connect(jobs_, &PlanJobQueue::finished, this, [this](const PlanJobResult& r) {
+        // A run that planned to the end measured its stages: the next job's progress uses its shares.
+        if (!replay_.findRestore(r.job) && !r.plan->cancelled && !r.plan->time_limit_hit)
+            jobs_->setStageWeights(stage_weights_from(r.plan->timings, jobs_->stageWeights()));
+        qint64 id = r.runId;
+        QString note;
+        bool show = true;
+        if (const auto restore = replay_.takeRestore(r.job)) {
+            id = restore->run;
+            show = restore->show;
+            note = tr("Run %1: the saved plan (max U %2, R* = %3%4)")
+                       .arg(id)
+                       .arg(r.plan->routepack.metrics.score.max_u, 0, 'f', 4)
+                       .arg(r.plan->rows.rows)
+                       .arg(r.plan->cancelled ? tr(", cancelled: best valid plan at the time") : QString());
+        }
+        id = replay_.store(id, r.plan, r.window);
+        if (r.runId > 0 && !show) refreshLibrary(); // the saved run joins the tree
+        if (!show) {
+            updateCompare();
+            setStatus(note);
+            return;
+        }
+        if (r.runId > 0) refreshLibrary();
+        showPlan(r.plan, r.window, id);
+        if (r.runId > 0) {
+            const QModelIndex ri = tree_->runIndex(r.runId);
+            if (ri.isValid()) {
+                QSignalBlocker block(treeView_->selectionModel());
+                treeView_->setCurrentIndex(ri);
+            }
+        }
+        if (!r.saveError.isEmpty()) {
+            setStatus(tr("Planned, but the run was not saved: %1").arg(r.saveError), true);
+        } else if (!note.isEmpty()) {
+            setStatus(note);
+        } else {
+            setStatus(tr("Run %1 %2 in %3 s: max U %4, R* = %5%6 (planner job %7)")
+                          .arg(r.runId)
+                          .arg(r.plan->cancelled ? tr("cancelled (best valid plan so far)") : tr("finished"))
+                          .arg(r.seconds, 0, 'f', 2)
+                          .arg(r.plan->routepack.metrics.score.max_u, 0, 'f', 4)
+                          .arg(r.plan->rows.rows)
+                          .arg(r.plan->rows.certified ? tr(" (certified)") : QString())
+                          .arg(r.job));
+        }
+    });
+    connect(jobs_, &PlanJobQueue::failed, this, [this](quint64 job, const QString& message) {
+        replay_.takeRestore(job);
+        refreshLibrary();
+        setStatus(tr("Planner failed: %1").arg(message), true);
+    });
+    connect(jobs_, &PlanJobQueue::staleDropped, this, [this](quint64 job, const QString& library) {
+        replay_.takeRestore(job);
+        if (isOpenLibrary(library)) {
+            // Queued before this library was opened again: its run (if it saved one) is here.
+            refreshLibrary();
+            setStatus(tr("Job %1 was queued before this library was opened again; its result was not shown (a saved "
+                         "run is in the library tree).")
+                          .arg(job));
+            return;
+        }
+        setStatus(
+            tr("Job %1 belonged to the previous library; its result was not shown (it is saved there).").arg(job));
+    });
+    connect(jobs_, &PlanJobQueue::cancelledQueued, this, [this](quint64 job) {
+        replay_.takeRestore(job);
+        setStatus(tr("Queued job %1 removed.").arg(job));
+    });
+    connect(jobs_, &PlanJobQueue::idle, this, [this] {
+        jobProgress_->hide();
+        cancelButton_->setEnabled(false);
+        updateActions();
+    });
+}
+
+quint64 StudioWindow::runPlanner() {
+    if (!lib_) {
+        setStatus(tr("Open a library first."), true);
+        return 0;
+    }
+    const QModelIndex cur = treeView_->currentIndex();
+    const int kind = cur.isValid() ? cur.data(KindRole).toInt() : -1;
+    if (kind != LibraryTreeModel::WindowNode && kind != LibraryTreeModel::RunNode) {
+        setStatus(tr("Select a window to plan (define one with Ctrl+D)."), true);
+        return 0;
+    }
+    QString why;
+    const auto topo = editor_->topology(&why);
+    if (!topo) {
+        setStatus(tr("The topology is not valid: %1").arg(why), true);
+        return 0;
+    }
+    const auto budgets = editor_->budgets(&why);
+    if (!budgets) {
+        setStatus(tr("The planner budgets are not valid: %1").arg(why), true);
+        return 0;
+    }
+    PlanJobRequest rq;
+    rq.library = libraryPath();
+    rq.trace = cur.data(TraceRole).toString();
+    rq.window = cur.data(WindowRole).toString();
+    rq.topologyName = editor_->topologyName().isEmpty() ? QStringLiteral("topology") : editor_->topologyName();
+    rq.topology = *topo;
+    rq.budgets = *budgets;
+    rq.saveRun = !lib_->read_only();
+    const quint64 id = jobs_->enqueue(rq);
+    if (jobs_->currentJob() != id) setStatus(tr("Job %1 queued (%2 waiting).").arg(id).arg(jobs_->queuedCount()));
+    updateActions();
+    return id;
+}
+
+void StudioWindow::cancelJob() {
+    if (!jobs_->isBusy()) return;
+    jobs_->cancelCurrent();
+    setStatus(tr("Cancelling job %1: keeping the best valid plan so far…").arg(jobs_->currentJob()));
+}
+
+quint64 StudioWindow::restoreRun(const storage::RunEntry& run, bool show) {
+    // A run saved in an earlier session: show exactly its stored plan, rebuilt on the worker thread
+    // (the window, its placements and baselines are recomputed; nothing is searched or written).
+    return replay_.restore(*jobs_, libraryPath(), run, show, tr("saved run %1").arg(run.id));
+}
+
+int StudioWindow::compareSavedRuns() {
+    const auto shown = planView_->plan();
+    if (!shown) {
+        setStatus(tr("Show a plan first: the comparison is per window."), true);
+        return 0;
+    }
+    int queued = 0;
+    for (const auto& run : tree_->snapshot().runs) {
+        if (run.trace != shown->trace_name || run.window != shown->window_name || run.status == "failed") continue;
+        if (replay_.contains(run.id)) continue;
+        restoreRun(run, false);
+        ++queued;
+    }
+    resultTabs_->setCurrentWidget(compareView_);
+    setStatus(queued ? tr("Loading %1 saved run(s) of this window for the comparison…").arg(queued)
+                     : tr("Every saved run of this window is in the comparison."));
+    return queued;
+}
+
+} // namespace routepack::views
