@@ -8,6 +8,7 @@
 #include "core/import/import.h"
 #include "core/model/topology.h"
 #include "core/model/window_select.h"
+#include "core/plan/assignment.h"
 #include "core/plan/comm.h"
 #include "core/plan/comm_placement.h"
 #include "core/plan/grouter.h"
@@ -593,7 +594,27 @@ private Q_SLOTS:
             for (int i = 0; i < n; ++i)
                 got += w[i * n + col[i]];
             QCOMPARE(got, best);
+            // The integer form (EP rank relabeling across steps) on the same matrix, as costs: the
+            // same optimum, exactly.
+            std::vector<std::int64_t> cost(w.size());
+            for (std::size_t k = 0; k < w.size(); ++k)
+                cost[k] = 20 - static_cast<std::int64_t>(w[k]);
+            const auto icol = min_cost_assignment<std::int64_t>(
+                n, [&](int i, int j) { return cost[static_cast<std::size_t>(i * n + j)]; });
+            std::int64_t icost = 0;
+            for (int i = 0; i < n; ++i)
+                icost += cost[static_cast<std::size_t>(i * n + icol[i])];
+            QCOMPARE(icost, static_cast<std::int64_t>(20 * n - best));
         }
+        // Hand case: rows to columns {2, 0, 1} cost 1 + 1 + 1 = 3; every other assignment costs more.
+        QCOMPARE(
+            min_cost_assignment<std::int64_t>(3,
+                                              [](int i, int j) {
+                                                  static const std::int64_t c[3][3] = {{5, 4, 1}, {1, 6, 7}, {8, 1, 9}};
+                                                  return c[i][j];
+                                              }),
+            (std::vector<int>{2, 0, 1}));
+        QCOMPARE(min_cost_assignment<double>(0, [](int, int) { return 0.0; }), std::vector<int>());
     }
 
     void grouterFindsPlantedGrouping() {

@@ -1,5 +1,6 @@
 #include "core/plan/grouter.h"
 
+#include "core/plan/assignment.h"
 #include "core/util/rng.h"
 #include "core/util/seeds.h"
 
@@ -157,53 +158,10 @@ std::vector<double> affinity_vectors(const Trace& window, int l) {
 std::vector<int> hungarian_max(const std::vector<double>& weight, int n) {
     if (n < 0 || weight.size() != static_cast<std::size_t>(n) * static_cast<std::size_t>(n))
         throw std::invalid_argument("hungarian_max: weight is not " + std::to_string(n) + " x " + std::to_string(n));
-    // Minimizes cost = -weight (Kuhn-Munkres with row/column potentials, 1-based, rows into columns).
-    const double inf = std::numeric_limits<double>::infinity();
-    std::vector<double> u(static_cast<std::size_t>(n) + 1, 0), v(static_cast<std::size_t>(n) + 1, 0);
-    std::vector<int> p(static_cast<std::size_t>(n) + 1, 0), way(static_cast<std::size_t>(n) + 1, 0);
-    auto cost = [&](int i, int j) { return -weight[static_cast<std::size_t>(i - 1) * n + (j - 1)]; };
-    for (int i = 1; i <= n; ++i) {
-        p[0] = i;
-        int j0 = 0;
-        std::vector<double> minv(static_cast<std::size_t>(n) + 1, inf);
-        std::vector<char> used(static_cast<std::size_t>(n) + 1, 0);
-        do {
-            used[static_cast<std::size_t>(j0)] = 1;
-            const int i0 = p[static_cast<std::size_t>(j0)];
-            double delta = inf;
-            int j1 = 0;
-            for (int j = 1; j <= n; ++j) {
-                if (used[static_cast<std::size_t>(j)]) continue;
-                const double cur = cost(i0, j) - u[static_cast<std::size_t>(i0)] - v[static_cast<std::size_t>(j)];
-                if (cur < minv[static_cast<std::size_t>(j)]) {
-                    minv[static_cast<std::size_t>(j)] = cur;
-                    way[static_cast<std::size_t>(j)] = j0;
-                }
-                if (minv[static_cast<std::size_t>(j)] < delta) {
-                    delta = minv[static_cast<std::size_t>(j)];
-                    j1 = j;
-                }
-            }
-            for (int j = 0; j <= n; ++j) {
-                if (used[static_cast<std::size_t>(j)]) {
-                    u[static_cast<std::size_t>(p[static_cast<std::size_t>(j)])] += delta;
-                    v[static_cast<std::size_t>(j)] -= delta;
-                } else {
-                    minv[static_cast<std::size_t>(j)] -= delta;
-                }
-            }
-            j0 = j1;
-        } while (p[static_cast<std::size_t>(j0)] != 0);
-        do {
-            const int j1 = way[static_cast<std::size_t>(j0)];
-            p[static_cast<std::size_t>(j0)] = p[static_cast<std::size_t>(j1)];
-            j0 = j1;
-        } while (j0 != 0);
-    }
-    std::vector<int> col(static_cast<std::size_t>(n), -1);
-    for (int j = 1; j <= n; ++j)
-        col[static_cast<std::size_t>(p[static_cast<std::size_t>(j)] - 1)] = j - 1;
-    return col;
+    // Minimizes cost = -weight.
+    return min_cost_assignment<double>(n, [&](int i, int j) {
+        return -weight[static_cast<std::size_t>(i) * static_cast<std::size_t>(n) + static_cast<std::size_t>(j)];
+    });
 }
 
 namespace {

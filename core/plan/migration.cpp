@@ -1,6 +1,8 @@
 // Placement across the steps of a run (core/plan/migration.h).
 #include "core/plan/migration.h"
 
+#include "core/plan/assignment.h"
+
 #include "core/model/trace.h"
 #include "core/util/errors.h"
 
@@ -16,55 +18,12 @@ namespace routepack {
 
 namespace {
 
-/// Minimum-cost assignment of rows to columns of a square matrix (Hungarian algorithm with
-/// potentials, O(n^3)); result[row] = column.
+/// Minimum-cost assignment of rows to columns of the square matrix `cost` [n][n] (row-major);
+/// result[row] = column (min_cost_assignment).
 std::vector<int> assignment(const std::vector<std::int64_t>& cost, int n) {
-    constexpr std::int64_t kInf = std::numeric_limits<std::int64_t>::max() / 4;
-    std::vector<std::int64_t> u(static_cast<std::size_t>(n) + 1, 0), v(static_cast<std::size_t>(n) + 1, 0);
-    std::vector<int> match(static_cast<std::size_t>(n) + 1, 0), way(static_cast<std::size_t>(n) + 1, 0);
-    for (int i = 1; i <= n; ++i) {
-        match[0] = i;
-        int j0 = 0;
-        std::vector<std::int64_t> minv(static_cast<std::size_t>(n) + 1, kInf);
-        std::vector<char> used(static_cast<std::size_t>(n) + 1, 0);
-        do {
-            used[static_cast<std::size_t>(j0)] = 1;
-            const int i0 = match[static_cast<std::size_t>(j0)];
-            std::int64_t delta = kInf;
-            int j1 = 0;
-            for (int j = 1; j <= n; ++j) {
-                if (used[static_cast<std::size_t>(j)]) continue;
-                const std::int64_t cur = cost[static_cast<std::size_t>(i0 - 1) * n + (j - 1)] -
-                                         u[static_cast<std::size_t>(i0)] - v[static_cast<std::size_t>(j)];
-                if (cur < minv[static_cast<std::size_t>(j)]) {
-                    minv[static_cast<std::size_t>(j)] = cur;
-                    way[static_cast<std::size_t>(j)] = j0;
-                }
-                if (minv[static_cast<std::size_t>(j)] < delta) {
-                    delta = minv[static_cast<std::size_t>(j)];
-                    j1 = j;
-                }
-            }
-            for (int j = 0; j <= n; ++j) {
-                if (used[static_cast<std::size_t>(j)]) {
-                    u[static_cast<std::size_t>(match[static_cast<std::size_t>(j)])] += delta;
-                    v[static_cast<std::size_t>(j)] -= delta;
-                } else {
-                    minv[static_cast<std::size_t>(j)] -= delta;
-                }
-            }
-            j0 = j1;
-        } while (match[static_cast<std::size_t>(j0)] != 0);
-        do {
-            const int j1 = way[static_cast<std::size_t>(j0)];
-            match[static_cast<std::size_t>(j0)] = match[static_cast<std::size_t>(j1)];
-            j0 = j1;
-        } while (j0 != 0);
-    }
-    std::vector<int> out(static_cast<std::size_t>(n), 0);
-    for (int j = 1; j <= n; ++j)
-        out[static_cast<std::size_t>(match[static_cast<std::size_t>(j)] - 1)] = j - 1;
-    return out;
+    return min_cost_assignment<std::int64_t>(n, [&](int i, int j) {
+        return cost[static_cast<std::size_t>(i) * static_cast<std::size_t>(n) + static_cast<std::size_t>(j)];
+    });
 }
 
 /// One option of a layer: `moves` moved experts with busiest-rank load `peak`; reached by replaying
