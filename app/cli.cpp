@@ -47,6 +47,7 @@ int run(int argc, char** argv) {
     // In the order --help lists them.
     const std::vector<Command> commands = {
         register_import(app),
+        register_import_run(app),
         register_info(app),
         register_window(app),
         register_synth(app),
