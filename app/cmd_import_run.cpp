@@ -49,8 +49,8 @@ int run_import_run(const ImportRunCmd& c) {
     if (run.failed > 0)
         for (const storage::ClusterRunStep& s : lib->cluster_run_steps(run.id))
             if (!s.planned)
-                std::cout << "  failed: " << shown(s.chain_name) << " " << shown(s.window) << ": " << shown(s.error)
-                          << "\n";
+                std::cout << "  failed: " << shown(s.chain_name) << " " << shown(s.window) << ": "
+                          << shown_path(s.error) << "\n";
     return 0;
 }
 
