@@ -5,7 +5,9 @@ topologies, EP 64), reporting steps per second, the peak RSS of each worker abov
 one step's counts, and the client's peak RSS.
 
     PYTHONPATH=build/python /usr/bin/python3 tests/bench/bench_cluster.py --dir /tmp/bench-run \
-        [--steps 40 --batch 1024 --seq 512]   # the issue's size (about 40 x 0.5 GB on disk)
+        [--steps 40 --batch 1024 --seq 480]   # the issue's size: 40 x 0.48 GB on disk (19.3 GB)
+
+docs/cluster-runs.md ("Measured") gives the numbers of one run.
 
 Not run by ctest (a benchmark, never a timed unit test)."""
 
@@ -23,21 +25,29 @@ MODEL = {"experts": 256, "top_k": 8, "num_hidden_layers": 61, "moe_layers": list
 
 
 def write_run(folder, steps, batch, seq, seed=0):
-    """`steps` verl batches; each token's top-8 are distinct experts (one per group of 32, skewed by a
-    per-step hot set); lengths uniform in seq/4..seq, left-padded."""
+    """`steps` verl batches; each token's top-8 are distinct experts (one per group of 32, at a
+    geometric offset from a per-step hot expert of the group); lengths uniform in seq/4..seq,
+    left-padded. The offsets are drawn once and reused with each step's own hot experts and sample
+    order (drawing 10^8 geometric variates per step would take longer than the sweeps)."""
     os.makedirs(folder, exist_ok=True)
     rng = np.random.default_rng(seed)
+    off = None
     for s in range(steps):
         path = os.path.join(folder, f"step-{s + 1}.npz")
         if os.path.exists(path):
             continue
-        lengths = rng.integers(seq // 4, seq + 1, size=batch)
+        if off is None:
+            off = np.minimum(rng.geometric(0.15, size=(batch, seq, 61, 8)) - 1, 31).astype(np.uint8)
+            base_lengths = rng.integers(seq // 4, seq + 1, size=batch)
+        order = rng.permutation(batch)
+        lengths = base_lengths[order]
         mask = (np.arange(seq)[None, :] >= (seq - lengths)[:, None]).astype(np.int64)
-        skew = rng.integers(0, 32, size=(61, 8))
-        off = np.minimum(rng.geometric(0.15, size=(batch, seq, 61, 8)) - 1, 31)
-        routes = ((np.arange(8)[None, None, None, :] * 32 + (skew[None, None] + off) % 32)).astype(np.int16)
+        skew = rng.integers(0, 32, size=(61, 8)).astype(np.uint8)
+        routes = ((skew[None, None] + off[order]) % 32).astype(np.int16)
+        routes += (np.arange(8, dtype=np.int16) * 32)[None, None, None, :]
         routes[mask == 0] = 0
         np.savez(path, routed_experts=routes, attention_mask=mask)
+        del routes
 
 
 def topology(path, dp_slots, cap):
@@ -68,10 +78,12 @@ def sweep_once(run, topologies, workers, out, budgets):
 
     cluster = LocalCluster(n_workers=workers, processes=True, threads_per_worker=1, dashboard_address=":0")
     client = Client(cluster)
+    client_rss = []  # the client's RSS after each finished step (all chains)
     try:
         idle = client.run(rss_mb)
         t0 = time.perf_counter()
-        summary = rr.sweep(client, run, model=MODEL, topologies=topologies, out=out, seed=7, budgets=budgets)
+        summary = rr.sweep(client, run, model=MODEL, topologies=topologies, out=out, seed=7, budgets=budgets,
+                           progress=lambda c, w, st: client_rss.append(rss_mb()))
         wall = time.perf_counter() - t0
         peak = client.run(peak_rss_mb)
     finally:
@@ -79,10 +91,12 @@ def sweep_once(run, topologies, workers, out, budgets):
         cluster.close()
     assert summary["failed"] == [], summary["failed"]
     planner = sum(x["planner_s"] for x in summary["lines"])
+    n = len(client_rss)
     return {"workers": workers, "chains": len(topologies), "steps": summary["steps"], "wall_s": wall,
             "steps_per_s": summary["steps"] * len(topologies) / wall, "planner_s_sum": planner,
             "worker_idle_rss_mb": sorted(idle.values()),
-            "worker_peak_above_idle_mb": sorted(peak[a] - idle[a] for a in peak)}
+            "worker_peak_above_idle_mb": sorted(peak[a] - idle[a] for a in peak),
+            "client_rss_mb_at": {k: client_rss[k - 1] for k in sorted({1, n // 4, n // 2, 3 * n // 4, n}) if k > 0}}
 
 
 def main():
@@ -101,7 +115,7 @@ def main():
     disk = sum(os.path.getsize(os.path.join(run, f)) for f in os.listdir(run))
     print(f"run: {args.steps} steps x {args.batch} samples x {args.seq} tokens, 58 MoE layers x 256 experts, "
           f"top-8: {disk / 1e9:.2f} GB on disk (written in {time.perf_counter() - t0:.1f} s); one step's counts "
-          f"{args.batch * 58 * 256 * 4 / 1e6:.1f} MB", flush=True)
+          f"{args.batch * 58 * 256 * 4 / 1e6:.1f} MB (int32 [N, 58, 256])", flush=True)
     topos = [topology(os.path.join(args.dir, "ep64-a.json"), args.dp_slots, args.cap),
              topology(os.path.join(args.dir, "ep64-b.json"), args.dp_slots // 2, args.cap * 2)]
     budgets = json.loads(args.budgets)
