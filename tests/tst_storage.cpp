@@ -184,11 +184,22 @@ std::string dump_of(const fs::path& p) {
     return RawDb(p).dump();
 }
 
-const std::vector<std::string> kTables = {
-    "aggregate_totals", "annealing_history", "cluster_run_chains", "cluster_run_steps", "cluster_runs",
-    "models",           "plans",             "run_results",        "runs",              "sample_routes",
-    "samples",          "source_files",      "topologies",         "traces",            "window_samples",
-    "windows"};
+const std::vector<std::string> kTables = {"aggregate_totals",
+                                          "annealing_history",
+                                          "cluster_run_chains",
+                                          "cluster_run_steps",
+                                          "cluster_runs",
+                                          "models",
+                                          "plans",
+                                          "run_results",
+                                          "runs",
+                                          "sample_routes",
+                                          "samples",
+                                          "source_files",
+                                          "topologies",
+                                          "traces",
+                                          "window_samples",
+                                          "windows"};
 
 constexpr const char* kChildLibraryEnv = "ROUTEPACK_TEST_CHILD_LIBRARY";
 constexpr const char* kChildInputEnv = "ROUTEPACK_TEST_CHILD_INPUT";
