@@ -44,9 +44,11 @@ int run(int argc, char** argv) {
     app.require_subcommand(1);
     app.set_version_flag("--version", "routepack 0.1.0");
 
-    // In the order --help lists them.
+    // In the order --help lists them, one a line.
+    // clang-format off
     const std::vector<Command> commands = {
         register_import(app),
+        register_import_run(app),
         register_info(app),
         register_window(app),
         register_synth(app),
@@ -59,6 +61,7 @@ int run(int argc, char** argv) {
         register_export_map(app),
         register_place(app),
     };
+    // clang-format on
     // `rewrite` registers through the rewrite command's own options (app/cmd_rewrite.h), shared with
     // the routepack-rewrite executable.
     RewriteCliOptions rwc;

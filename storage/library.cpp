@@ -430,7 +430,7 @@ bool Library::discard_if_created_and_empty() {
     try {
         Statement st(db_, path_,
                      "SELECT (SELECT count(*) FROM traces) + (SELECT count(*) FROM topologies) + "
-                     "(SELECT count(*) FROM runs)");
+                     "(SELECT count(*) FROM runs) + (SELECT count(*) FROM cluster_runs)");
         empty = st.step() && st.int64(0) == 0;
     } catch (const std::exception&) {
         empty = false; // unreadable now: keep it

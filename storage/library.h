@@ -4,6 +4,7 @@
 #include "core/import/import.h"
 #include "core/model/topology.h"
 #include "core/model/trace.h"
+#include "core/plan/method.h"
 #include "core/plan/planner.h"
 
 #include <atomic>
@@ -13,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 struct sqlite3;
@@ -85,6 +87,79 @@ struct RunEntry {
     /// Annealing convergence per temperature level (LevelStats::infeasible is not stored: 0).
     std::vector<LevelStats> levels;
 };
+
+/// One chain of a cluster run: the folder of its plans in OUT and its topology.
+struct ClusterRunChain {
+    std::string name; ///< OUT/<name>/ holds the chain's plans (a topology file's stem or a shipped name)
+    Topology topology;
+};
+
+/// A run swept on a cluster (python3 -m routepack.run sweep) as imported from its output folder
+/// (tables `cluster_runs`, `cluster_run_chains`).
+struct ClusterRunEntry {
+    std::int64_t id = 0;
+    std::filesystem::path out; ///< OUT, absolute
+    std::string trace;         ///< the plans' inputs.trace (the run folder's name unless --trace-name)
+    std::string model;         ///< run.json "model" as JSON text (a shipped name, a path, an object)
+    std::uint64_t seed = 0;
+    int threads = 1;                     ///< planner threads per step
+    std::string budgets;                 ///< run.json "budgets", a JSON object (the plan file's budget keys)
+    std::string previous;                ///< "identity", or "previous:<file>" step 0 started from
+    std::vector<ClusterRunChain> chains; ///< in summary order
+    std::size_t steps = 0;               ///< steps per chain
+    std::size_t planned = 0, failed = 0; ///< steps planned / failed, all chains together
+    std::string fingerprint;             ///< hex64 FNV-1a of run.json's then summary.json's bytes
+    std::string imported_at;             ///< UTC ISO-8601
+};
+
+/// One step of one chain of an imported cluster run (table `cluster_run_steps`): summary.json's
+/// line. The plan's figures are set for a planned step only; error and stage for a failed one.
+struct ClusterRunStep {
+    std::size_t chain = 0;           ///< index into ClusterRunEntry::chains
+    std::string chain_name;          ///< ClusterRunEntry::chains[chain].name
+    std::size_t position = 0;        ///< the step's index in the run (0-based, natural order of names)
+    std::string window;              ///< the step's window name (its entry without the extension)
+    std::filesystem::path step_path; ///< the step's file or folder as the sweep read it ("" when not recorded)
+    bool planned = false;            ///< false: failed
+    std::size_t samples = 0;
+    int rows = 0; ///< R*
+    bool certified = false;
+    PerMethod<std::optional<double>> max_u; ///< max_g U per method; grouter, routepack+comm on > 1 node only
+    double gain_vs_baseline_pct = 0, gain_vs_reorder_pct = 0; ///< routepack's max_g U against them, %
+    double lower_bound = 0;                                   ///< of max_g U
+    std::int64_t experts_moved = 0;                           ///< against the placement the step started from
+    /// With the topology's migration cost model only: bytes moved, seconds (migration.md).
+    std::optional<double> migration_bytes, materialization_seconds, compute_seconds, modelled_seconds;
+    double planner_seconds = 0, task_seconds = 0; ///< the planner's, and the whole task's (read excluded)
+    bool time_limit_hit = false;
+    std::string worker;              ///< the Dask worker's address (or host:pid) that planned it
+    std::string previous_from;       ///< "identity", "previous:<file>" or the window it started from
+    std::filesystem::path plan_file; ///< OUT/<chain>/<window>.plan.json (planned), "" (failed)
+    std::string error;               ///< the importer's or planner's message (failed)
+    std::string stage;               ///< "read" or "plan" (failed; "" when the summary does not say)
+};
+
+/// What Library::import_cluster_run did.
+struct ClusterRunImport {
+    enum class Outcome {
+        Imported,  ///< a new run
+        Replaced,  ///< the same OUT was imported before; its rows now hold this summary
+        Unchanged, ///< the same OUT with the same run.json and summary.json bytes: nothing written
+    };
+    Outcome outcome = Outcome::Imported;
+    ClusterRunEntry run;
+};
+
+/// Reads a cluster run's output folder (OUT/run.json, OUT/summary.json) as import_cluster_run
+/// stores it, writing nothing: the entry (id 0, imported_at empty) and its steps. Every field is
+/// checked with util::JsonField, errors InputError naming the file and field:
+///   "<OUT>: no such folder" / "<OUT>: is not a folder", read_input_file's "<file>: no such ..."
+///   "<file>: <path> is missing", "<file>: <path> is <value>, not <rule>" (e.g. "<OUT>/summary.json:
+///   lines[3].samples is 0, not an integer in 1..2147483647"; a line out of order: "lines[2].window
+///   is \"step-3\", not \"step-2\""; a planned step without its plan file: "lines[0].plan_file is
+///   \"step-1.plan.json\", not a plan file in <OUT>/<chain>"), parse_topology's errors for a chain's
+///   topology ("<OUT>/run.json: topologies.<chain>: ..."), parse_json_document's for malformed JSON.
+std::pair<ClusterRunEntry, std::vector<ClusterRunStep>> read_cluster_run_folder(const std::filesystem::path& out);
 
 /// Whether a load reads the samples' per-token routes (Load) or leaves Trace::routes empty (Skip).
 enum class RouteLoading { Load, Skip };
@@ -258,6 +333,29 @@ public:
     /// The plan JSON a run produced (plan_to_json text, parse_plan reads it). InputError when the
     /// run is unknown or produced no plan.
     std::string run_plan_json(std::int64_t run_id) const;
+
+    // --- Runs swept on a cluster (schema migration 4; storage/cluster_runs.cpp) ---
+
+    /// Stores the cluster run whose output folder is `out` (python3 -m routepack.run sweep --out,
+    /// docs/cluster-runs.md): its settings (OUT/run.json), its chains with their topologies and
+    /// one row per chain and step (OUT/summary.json's lines), with each planned step's plan file
+    /// name; no counts, no plan text. Every field is checked before anything is written
+    /// (read_cluster_run_folder's errors); one transaction. A run is known by OUT's absolute path
+    /// (symbolic links resolved): importing the same OUT again replaces its rows and keeps its id
+    /// (ClusterRunImport::Replaced), or changes nothing when run.json and summary.json hold the same
+    /// bytes as at the last import (Unchanged). LibraryReadOnly on a read-only library.
+    ClusterRunImport import_cluster_run(const std::filesystem::path& out);
+    /// Every imported cluster run, in the order first imported (chains filled in); empty for a library
+    /// opened read-only at a schema version below 4.
+    std::vector<ClusterRunEntry> cluster_runs() const;
+    /// One imported cluster run; InputError "no cluster run N in <file>" when absent.
+    ClusterRunEntry cluster_run(std::int64_t id) const;
+    /// The steps of cluster run `id` as the Run view lists them: chain by chain (the summary's
+    /// chain order), each chain's steps in run order, planned and failed alike. A planned step's
+    /// plan_file is OUT/<chain>/<file> (a plan file parse_plan reads; the library keeps no counts,
+    /// so views that need them import the step's file, step_path). InputError "no cluster run N in
+    /// <file>" when absent.
+    std::vector<ClusterRunStep> cluster_run_steps(std::int64_t id) const;
 
     /// Test hook: when > 0, import throws after that many samples were written (inside the
     /// transaction), so tests can prove atomicity under a failure mid-import.

@@ -218,10 +218,83 @@ DROP TABLE run_results;
 ALTER TABLE run_results_v3 RENAME TO run_results;
 )sql";
 
+// Migration 4: runs swept on a cluster (python3 -m routepack.run sweep), imported from their output
+// folder OUT by `routepack import-run` (Library::import_cluster_run). No counts: the steps' files
+// stay where the run left them, the plans in OUT.
+//   cluster_runs        one row per imported OUT (its absolute path, unique): the run.json settings,
+//                       step and chain counts, a fingerprint of summary.json's bytes
+//   cluster_run_chains  its chains in summary order: the chain's folder name and its topology JSON
+//   cluster_run_steps   one row per chain and step (summary.json's lines): planned or failed, max_g U
+//                       per method, gains, moves, modelled seconds, the worker, the plan file's name
+//                       in OUT/<chain>/ (planned) or the error (failed)
+constexpr const char* kMigration4 = R"sql(
+CREATE TABLE cluster_runs (
+    id           INTEGER PRIMARY KEY,
+    out_path     TEXT    NOT NULL UNIQUE CHECK (out_path <> ''),  -- OUT, absolute
+    trace        TEXT    NOT NULL,            -- the plans' inputs.trace (run.json "trace")
+    model        TEXT    NOT NULL,            -- run.json "model", JSON
+    seed         INTEGER NOT NULL,            -- uint64 stored as the same 64 bits
+    threads      INTEGER NOT NULL CHECK (threads > 0),
+    budgets      TEXT    NOT NULL,            -- run.json "budgets", JSON object
+    previous     TEXT    NOT NULL,            -- "identity" or "previous:<plan or map file>"
+    step_count   INTEGER NOT NULL CHECK (step_count > 0),
+    planned      INTEGER NOT NULL CHECK (planned >= 0),   -- lines planned (all chains)
+    failed       INTEGER NOT NULL CHECK (failed >= 0),    -- lines failed (all chains)
+    fingerprint  TEXT    NOT NULL,            -- hex64 FNV-1a of run.json and summary.json's bytes
+    imported_at  TEXT    NOT NULL             -- UTC ISO-8601
+);
+
+CREATE TABLE cluster_run_chains (
+    run_id     INTEGER NOT NULL REFERENCES cluster_runs(id) ON DELETE CASCADE,
+    position   INTEGER NOT NULL CHECK (position >= 0),
+    name       TEXT    NOT NULL CHECK (name <> ''),      -- the chain's folder in OUT
+    topology   TEXT    NOT NULL,                         -- topology JSON
+    PRIMARY KEY (run_id, position),
+    UNIQUE (run_id, name)
+) WITHOUT ROWID;
+
+CREATE TABLE cluster_run_steps (
+    run_id            INTEGER NOT NULL REFERENCES cluster_runs(id) ON DELETE CASCADE,
+    chain             INTEGER NOT NULL CHECK (chain >= 0),     -- cluster_run_chains.position
+    position          INTEGER NOT NULL CHECK (position >= 0),  -- the step's index in the run
+    window_name       TEXT    NOT NULL CHECK (window_name <> ''),
+    step_path         TEXT    NOT NULL DEFAULT '',             -- the step's file or folder, '' when not recorded
+    status            TEXT    NOT NULL CHECK (status IN ('planned', 'failed')),
+    samples           INTEGER CHECK (samples > 0),             -- planned steps only (else NULL)
+    rows              INTEGER CHECK (rows > 0),
+    certified         INTEGER CHECK (certified IN (0, 1)),
+    max_u_baseline    REAL,                                    -- max_g U_g per method
+    max_u_reorder     REAL,
+    max_u_karmarkar_karp REAL,
+    max_u_routepack   REAL,
+    max_u_grouter     REAL,                                    -- more than one node only
+    max_u_routepack_comm REAL,
+    gain_vs_baseline_pct REAL,
+    gain_vs_reorder_pct  REAL,
+    lower_bound       REAL,
+    experts_moved     INTEGER CHECK (experts_moved >= 0),
+    migration_bytes   REAL,                                    -- with the topology's migration model only
+    materialization_seconds REAL,
+    compute_seconds   REAL,
+    modelled_seconds  REAL,
+    planner_seconds   REAL,
+    task_seconds      REAL,
+    time_limit_hit    INTEGER CHECK (time_limit_hit IN (0, 1)),
+    worker            TEXT,
+    previous_from     TEXT,                                    -- the step the placement started from
+    plan_file         TEXT,                                    -- file name in OUT/<chain>/
+    error             TEXT,                                    -- failed steps only
+    stage             TEXT,                                    -- 'read' or 'plan' (failed; NULL when unknown)
+    PRIMARY KEY (run_id, chain, position),
+    FOREIGN KEY (run_id, chain) REFERENCES cluster_run_chains(run_id, position) ON DELETE CASCADE
+) WITHOUT ROWID;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "models, traces, source files, samples (counts blobs), aggregate totals, windows", kMigration1},
     {2, "topologies, plans, runs, run results, annealing history", kMigration2},
     {3, "per-token sample routes; run results accept grouter and routepack+comm", kMigration3},
+    {4, "cluster runs imported from their output folder: settings, chains, per-step summary", kMigration4},
 };
 
 int read_user_version(sqlite3* db, const std::filesystem::path& file) {

@@ -184,9 +184,22 @@ std::string dump_of(const fs::path& p) {
     return RawDb(p).dump();
 }
 
-const std::vector<std::string> kTablesV3 = {
-    "aggregate_totals", "annealing_history", "models",     "plans",  "run_results",    "runs",   "sample_routes",
-    "samples",          "source_files",      "topologies", "traces", "window_samples", "windows"};
+const std::vector<std::string> kTables = {"aggregate_totals",
+                                          "annealing_history",
+                                          "cluster_run_chains",
+                                          "cluster_run_steps",
+                                          "cluster_runs",
+                                          "models",
+                                          "plans",
+                                          "run_results",
+                                          "runs",
+                                          "sample_routes",
+                                          "samples",
+                                          "source_files",
+                                          "topologies",
+                                          "traces",
+                                          "window_samples",
+                                          "windows"};
 
 constexpr const char* kChildLibraryEnv = "ROUTEPACK_TEST_CHILD_LIBRARY";
 constexpr const char* kChildInputEnv = "ROUTEPACK_TEST_CHILD_INPUT";
@@ -225,7 +238,7 @@ private Q_SLOTS:
     void cleanupTestCase() { fs::remove_all(dir_); }
 
     void migratesEmptyFileToCurrentVersion() {
-        QCOMPARE(supported_schema_version(), 3);
+        QCOMPARE(supported_schema_version(), 4);
         const fs::path f = library_file("fresh.routepack");
         {
             auto lib = Library::open(f);
@@ -235,10 +248,10 @@ private Q_SLOTS:
             QVERIFY(lib->windows().empty());
         }
         RawDb raw(f);
-        QCOMPARE(q(raw.one("PRAGMA user_version")), QStringLiteral("3"));
+        QCOMPARE(q(raw.one("PRAGMA user_version")), QStringLiteral("4"));
         QCOMPARE(q(raw.one("PRAGMA application_id")), QString::number(detail::kApplicationId));
         QCOMPARE(q(raw.one("PRAGMA journal_mode")), QStringLiteral("wal"));
-        QCOMPARE(raw.tables(), kTablesV3);
+        QCOMPARE(raw.tables(), kTables);
         // Foreign keys are declared (spot checks).
         QCOMPARE(q(raw.one("SELECT \"table\" FROM pragma_foreign_key_list('samples')")), QStringLiteral("traces"));
         QCOMPARE(q(raw.one("SELECT \"table\" FROM pragma_foreign_key_list('window_samples') WHERE \"from\" = "
@@ -261,7 +274,7 @@ private Q_SLOTS:
         QVERIFY(!fs::exists(f.string() + "-wal"));
         QVERIFY(!fs::exists(f.string() + "-shm"));
         auto lib = Library::open(f, OpenMode::Create);
-        QCOMPARE(lib->schema_version(), 3);
+        QCOMPARE(lib->schema_version(), 4);
     }
 
     void busyLibraryFailsAfterTheBusyTimeout() {
@@ -302,9 +315,9 @@ private Q_SLOTS:
             QCOMPARE(raw.tables().size(), std::size_t{7});
         }
         auto lib = Library::open(f, false);
-        QCOMPARE(lib->schema_version(), 3);
+        QCOMPARE(lib->schema_version(), 4);
         RawDb raw(f);
-        QCOMPARE(raw.tables(), kTablesV3);
+        QCOMPARE(raw.tables(), kTables);
         QCOMPARE(q(raw.one("SELECT count(*) FROM models")), QStringLiteral("1"));
     }
 
@@ -430,7 +443,7 @@ private Q_SLOTS:
 
     void inMemoryLibrary() {
         auto lib = Library::open(":memory:");
-        QCOMPARE(lib->schema_version(), 3);
+        QCOMPARE(lib->schema_version(), 4);
         QVERIFY(lib->traces().empty());
     }
 
@@ -717,7 +730,7 @@ private Q_SLOTS:
         }
         const std::string dump = dump_of(f);
         auto lib = Library::open(f, false);
-        QCOMPARE(lib->schema_version(), 3);
+        QCOMPARE(lib->schema_version(), 4);
         const Trace after = lib->load_trace("t");
         QVERIFY(after.samples == before.samples);
         QCOMPARE(after.counts, before.counts);

@@ -4,6 +4,7 @@ resuming; a bad step; a killed worker. The steps are small verl batches (.npz) w
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 
@@ -305,3 +306,157 @@ def test_killed_worker_loses_no_finished_step(steps, tmp_path):
     finally:
         c.close()
         cluster.close()
+
+
+# --- back to the studio: routepack import-run ------------------------------------------------------
+
+STEP_COLUMNS = ("window_name", "step_path", "status", "samples", "rows", "certified", "max_u_baseline",
+                "max_u_reorder", "max_u_karmarkar_karp", "max_u_routepack", "max_u_grouter", "max_u_routepack_comm",
+                "gain_vs_baseline_pct", "gain_vs_reorder_pct", "lower_bound", "experts_moved", "migration_bytes",
+                "materialization_seconds", "compute_seconds", "modelled_seconds", "planner_seconds", "task_seconds",
+                "time_limit_hit", "worker", "previous_from", "plan_file", "error", "stage")
+# The summary line's key of each column (the same name where not listed).
+LINE_KEYS = {"window_name": "window", "step_path": "path", "max_u_baseline": "baseline", "max_u_reorder": "reorder",
+             "max_u_karmarkar_karp": "karmarkar_karp", "max_u_routepack": "routepack", "max_u_grouter": "grouter",
+             "max_u_routepack_comm": "routepack+comm", "gain_vs_baseline_pct": "routepack_vs_baseline_pct",
+             "gain_vs_reorder_pct": "routepack_vs_reorder_pct", "planner_seconds": "planner_s"}
+
+
+def stored_steps(db):
+    """Every cluster_run_steps row of the library as (run id, chain name, position, {column: value})."""
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    try:
+        rows = con.execute(f"SELECT s.run_id, c.name, s.position, {', '.join('s.' + c for c in STEP_COLUMNS)} "
+                           "FROM cluster_run_steps s JOIN cluster_run_chains c ON c.run_id = s.run_id AND "
+                           "c.position = s.chain ORDER BY s.run_id, s.chain, s.position").fetchall()
+        runs = con.execute("SELECT id, out_path, trace, seed, step_count, planned, failed FROM cluster_runs").fetchall()
+    finally:
+        con.close()
+    return [(r[0], r[1], r[2], dict(zip(STEP_COLUMNS, r[3:]))) for r in rows], runs
+
+
+def expected_row(line):
+    """The cluster_run_steps columns a summary line becomes (booleans as 0/1, absent as None)."""
+    row = {}
+    for col in STEP_COLUMNS:
+        v = line.get(LINE_KEYS.get(col, col))
+        row[col] = int(v) if isinstance(v, bool) else v
+    if line["status"] == "failed":
+        row["time_limit_hit"] = None
+    return row
+
+
+def test_import_run_stores_the_summary(exe, client, steps, tmp_path):
+    """A cluster sweep of two chains with a bad step, imported with `routepack import-run`: the stored rows
+    equal summary.json's lines, field for field; importing again says so and changes nothing; once the step
+    is fixed and the run resumed, importing again replaces the rows; a bad summary is refused with its
+    field."""
+    run = tmp_path / "run"
+    os.makedirs(run)
+    for k in range(1, 5):
+        src = steps / "run" / f"step-{k}.npz"
+        (run / src.name).write_bytes(src.read_bytes() if k != 2 else b"not a zip")
+    topologies = [str(steps / "wide.json"), str(steps / "two-shards.json")]
+    out = str(tmp_path / "out")
+    summary = run_mod.sweep(client, str(run), model=MODEL, topologies=topologies, out=out, seed=5)
+    assert len(summary["failed"]) == 2
+    db = str(tmp_path / "lib.routepack")
+    r = run_cli(exe, "import-run", out, "--db", db)
+    msg = f"{run / 'step-2.npz'}: not a valid .npz (zip) archive: Not a zip archive"
+    assert r.stdout == (f"imported cluster run 1 'run' from {out} into {db}: 4 steps x 2 chains, 6 planned, "
+                        f"2 failed\n  failed: wide step-2: {msg}\n  failed: two-shards step-2: {msg}\n")
+    rows, runs = stored_steps(db)
+    assert runs == [(1, out, "run", 5, 4, 6, 2)]
+    assert [(chain, pos) for _, chain, pos, _ in rows] == [(c, k) for c in ("wide", "two-shards") for k in range(4)]
+    for (_, chain, pos, row), line in zip(rows, summary["lines"]):
+        assert (chain, line["topology"]) == (chain, chain)
+        assert row == expected_row(line), (chain, pos)
+        if line["status"] == "planned":
+            assert os.path.isfile(os.path.join(out, chain, row["plan_file"]))
+    assert rows[1][3]["status"] == "failed" and rows[1][3]["stage"] == "read" and rows[1][3]["error"] == msg
+    assert rows[0][3]["max_u_grouter"] is None and rows[0][3]["previous_from"] == "identity"
+    # Again: nothing changes.
+    with open(db, "rb") as f:
+        before = f.read()
+    r = run_cli(exe, "import-run", out, "--db", db)
+    assert r.stdout.startswith(f"cluster run 1 'run' from {out} is already in {db} as it is (nothing changed): ")
+    assert stored_steps(db) == (rows, runs)
+    # Fixed and resumed: the rows are replaced, same id.
+    (run / "step-2.npz").write_bytes((steps / "run" / "step-2.npz").read_bytes())
+    summary = run_mod.sweep(client, str(run), model=MODEL, topologies=topologies, out=out, seed=5)
+    assert summary["failed"] == []
+    r = run_cli(exe, "import-run", out, "--db", db)
+    assert r.stdout == (f"replaced cluster run 1 'run' (imported before from {out}) in {db}: 4 steps x 2 chains, "
+                        "8 planned, 0 failed\n")
+    rows, runs = stored_steps(db)
+    assert runs == [(1, out, "run", 5, 4, 8, 0)]
+    assert [row for _, _, _, row in rows] == [expected_row(line) for line in summary["lines"]]
+    # A bad field: refused with the file and the field, the library unchanged.
+    doc = json.loads(open(os.path.join(out, "summary.json")).read())
+    doc["lines"][5]["samples"] = 0
+    bad = tmp_path / "bad"
+    shutil.copytree(out, bad)
+    (bad / "summary.json").write_text(json.dumps(doc))
+    r = run_cli(exe, "import-run", str(bad), "--db", db, ok=False)
+    assert r.returncode == 1
+    assert r.stderr == (f"routepack: error: {bad / 'summary.json'}: lines[5].samples is 0, not an integer in "
+                        "1..2147483647\n")
+    assert stored_steps(db) == (rows, runs)
+    # Into a new library that the failure would leave empty: no file is left behind.
+    r = run_cli(exe, "import-run", str(bad), "--db", str(tmp_path / "new.routepack"), ok=False)
+    assert r.returncode == 1 and not os.path.exists(tmp_path / "new.routepack")
+
+
+# --- the real DeepSeek-V2-Lite run ------------------------------------------------------------------
+
+def test_deepseek_run_through_the_cluster(exe, client, tmp_path):
+    """The real DeepSeek-V2-Lite trace (599 prompts, one prompt-csv file each) as a run of 10 steps, each a
+    folder of 64 of its files (the last 23) in the order `routepack window --split 64` takes them: the
+    cluster sweep on 2 worker processes equals `routepack sweep` of the split windows, plan for plan, and
+    `import-run` stores its summary."""
+    from conftest import shared_dir
+
+    shared = shared_dir()
+    if shared is None:
+        if os.environ.get("CI"):
+            pytest.fail("ROUTEPACK_SHARED_DIR is absent")
+        pytest.skip("../shared is absent")
+    src = os.path.join(shared, "traces", "deepseek-v2-lite")
+    names = [n for n in os.listdir(src) if n.endswith(".csv")]
+    names = run_mod._core._natural_sorted(names)
+    assert len(names) == 599
+    run = tmp_path / "ds"
+    for k in range(0, len(names), 64):
+        step = run / f"ds-{k // 64:03d}"
+        os.makedirs(step)
+        for n in names[k:k + 64]:
+            os.symlink(os.path.join(src, n), step / n)
+    db = str(tmp_path / "ds.routepack")
+    run_cli(exe, "import", "--db", db, "--name", "ds", "--model", "deepseek-v2-lite", "--quiet", src)
+    r = run_cli(exe, "window", "--db", db, "--trace", "ds", "--name", "ds", "--split", "64")
+    assert r.stdout.count("\n") == 10
+    lib = routepack.Library(db)
+    for name, path in run_mod.run_steps(str(run)):
+        assert lib.load("ds", name).sample_ids == routepack.read_trace(path, model="deepseek-v2-lite").sample_ids
+    topology = "deepseek-v2-lite-ep8-dp4"
+    ref = str(tmp_path / "ref")
+    run_cli(exe, "sweep", "--db", db, "--trace", "ds", "--topology", topology, "--out", ref, "--threads", "1",
+            "--seed", "7", "--quiet")
+    out = str(tmp_path / "out")
+    summary = run_mod.sweep(client, str(run), model="deepseek-v2-lite", topologies=[topology], out=out, seed=7,
+                            trace_name="ds")
+    assert summary["failed"] == [] and [x["window"] for x in summary["lines"]] == [f"ds-{k:03d}" for k in range(10)]
+    assert [x["samples"] for x in summary["lines"]] == [64] * 9 + [23]
+    table = json.loads(open(os.path.join(ref, "sweep.json")).read())
+    for k, (line, row) in enumerate(zip(summary["lines"], table)):
+        mine = open(os.path.join(out, topology, f"ds-{k:03d}.plan.json")).read()
+        theirs = open(os.path.join(ref, f"ds-{k:03d}.plan.json")).read()
+        assert mine[:mine.index('"timings"')] == theirs[:theirs.index('"timings"')], k
+        for key in ("baseline", "reorder", "karmarkar_karp", "routepack", "experts_moved"):
+            assert line[key] == pytest.approx(row[key], rel=1e-12), key
+    r = run_cli(exe, "import-run", out, "--db", db)
+    assert r.stdout == f"imported cluster run 1 'ds' from {out} into {db}: 10 steps x 1 chains, 10 planned, 0 failed\n"
+    rows, _ = stored_steps(db)
+    assert [row for _, _, _, row in rows] == [expected_row(line) for line in summary["lines"]]

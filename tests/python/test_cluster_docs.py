@@ -1,5 +1,5 @@
 """docs/cluster-runs.md as written: its shell commands (a dask-scheduler and a dask-worker on
-127.0.0.1, the sweep against them, the local --workers sweep) and its Python blocks (the Client
+127.0.0.1, the sweep against them, the local --workers sweep, routepack import-run) and its Python blocks (the Client
 sweep, and the Ray block with a stand-in `ray` module), with the page's paths in a temporary folder.
 The plans equal `routepack sweep`'s, timings aside."""
 
@@ -103,7 +103,10 @@ def plans_equal_library_sweep(tmp_path, out_folder, topology):
 def test_shell_commands_as_written(page):
     tmp_path, sub = page
     sh = [line for b in blocks("sh") for line in b.splitlines() if line.strip()]
-    assert len(sh) == 4
+    assert len(sh) == 5
+    exe = cli()
+    if not exe or not os.path.exists(exe):
+        pytest.skip("ROUTEPACK_CLI is not set (run through ctest)")
     daemons = []
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
@@ -117,7 +120,7 @@ def test_shell_commands_as_written(page):
         client = distributed.Client(f"tcp://127.0.0.1:{port}", timeout=30)
         client.wait_for_workers(2, timeout=60)
         client.close()
-        for line in sh[2:]:
+        for line in sh[2:4]:
             r = subprocess.run(sub(line).split(), capture_output=True, text=True, env=env, timeout=300)
             assert r.returncode == 0, r.stderr
             assert r.stdout.startswith("sweep: ")
@@ -129,6 +132,12 @@ def test_shell_commands_as_written(page):
     summary = json.load(open(tmp_path / "out" / "summary.json"))
     assert summary["topologies"] == ["deepseek-v2-lite-ep8-dp4", "deepseek-v2-lite-ep16-dp8"]
     assert summary["failed"] == [] and len(summary["lines"]) == 6
+    # Back to the studio: the import-run line, with the built CLI.
+    assert sh[4].startswith("routepack import-run ")
+    r = subprocess.run([exe] + sub(sh[4]).split()[1:], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == (f"imported cluster run 1 'run' from {tmp_path / 'out'} into {tmp_path / 'runs.routepack'}: "
+                        "3 steps x 2 chains, 6 planned, 0 failed\n")
     assert sub(" python3 -m").strip().startswith(sys.executable)
     plans_equal_library_sweep(tmp_path, lambda k: tmp_path / "out" / "deepseek-v2-lite-ep16-dp8" /
                               f"step-{k}.plan.json", "deepseek-v2-lite-ep16-dp8")

@@ -434,18 +434,20 @@ def sweep(client, run, *, model, topologies: Sequence, out: str, seed: int = 1, 
 
 def write_summary(out: str, chains, steps) -> dict:
     """summary.json and summary.csv of OUT from its step records (each through a temporary file and
-    a rename): one line per chain and step, planned or failed, and the failed steps listed."""
+    a rename): one line per chain and step, planned or failed (with the step's file or folder as
+    "path"), and the failed steps listed. ``routepack import-run OUT --db LIB`` stores summary.json
+    in a library."""
     lines, failed = [], []
     for c in chains:
         for k, (name, path) in enumerate(steps):
             plan, step, fail = c.paths(k)
             rec = _read_json(step) if os.path.isfile(plan) else None
             if rec is not None:
-                line = {"topology": c.name, "window": name, "status": "planned", "error": None}
+                line = {"topology": c.name, "window": name, "path": path, "status": "planned", "error": None}
                 line.update({key: v for key, v in rec.items() if key not in ("window", "previous_key")})
             else:
                 f = _read_json(fail) or {"error": "not planned", "stage": None}
-                line = {"topology": c.name, "window": name, "status": "failed", "error": f["error"],
+                line = {"topology": c.name, "window": name, "path": path, "status": "failed", "error": f["error"],
                         "stage": f.get("stage")}
                 failed.append({"topology": c.name, "window": name, "path": path, "error": f["error"]})
             lines.append(line)
