@@ -129,25 +129,28 @@ QString count_violation(const Layout& x, const BatchRules& b) {
 }
 
 /// Every assignment of n samples to K = R*D cells (K^n of them) that keeps the counts and the cap:
-/// calls `visit` with each as a Layout (cells' members ascending).
+/// calls `visit` with each as a Layout (cells' members ascending) until it returns false.
 void for_each_layout(const std::vector<std::int64_t>& len, std::int64_t C, int R, int D, const BatchRules& b,
-                     const std::function<void(const Layout&)>& visit) {
+                     const std::function<bool(const Layout&)>& visit) {
     const int n = static_cast<int>(len.size()), K = R * D;
     std::vector<int> cell(static_cast<std::size_t>(n), 0);
+    std::vector<std::vector<int>> cells(static_cast<std::size_t>(K));
+    std::vector<std::int64_t> sum(static_cast<std::size_t>(K));
     while (true) {
-        std::vector<std::vector<int>> cells(static_cast<std::size_t>(K));
-        for (int i = 0; i < n; ++i)
-            cells[static_cast<std::size_t>(cell[static_cast<std::size_t>(i)])].push_back(i);
-        bool ok = true;
-        for (const auto& c : cells) {
-            std::int64_t sum = 0;
-            for (int i : c)
-                sum += len[static_cast<std::size_t>(i)];
-            if (c.empty() || !(sum <= C || (c.size() == 1 && b.oversize == Oversize::Alone))) ok = false;
+        for (auto& c : cells)
+            c.clear();
+        std::fill(sum.begin(), sum.end(), 0);
+        for (int i = 0; i < n; ++i) {
+            const auto k = static_cast<std::size_t>(cell[static_cast<std::size_t>(i)]);
+            cells[k].push_back(i);
+            sum[k] += len[static_cast<std::size_t>(i)];
         }
+        bool ok = true;
+        for (std::size_t k = 0; k < cells.size() && ok; ++k)
+            ok = !cells[k].empty() && (sum[k] <= C || (cells[k].size() == 1 && b.oversize == Oversize::Alone));
         if (ok) {
             const Layout x = Layout::from_cells(R, D, cells);
-            if (count_violation(x, b).isEmpty()) visit(x);
+            if (count_violation(x, b).isEmpty() && !visit(x)) return;
         }
         int i = 0;
         while (i < n && ++cell[static_cast<std::size_t>(i)] == K)
@@ -160,7 +163,10 @@ void for_each_layout(const std::vector<std::int64_t>& len, std::int64_t C, int R
 int brute_rows(const std::vector<std::int64_t>& len, std::int64_t C, int D, const BatchRules& b) {
     for (int R = 1; R * D <= static_cast<int>(len.size()); ++R) {
         bool any = false;
-        for_each_layout(len, C, R, D, b, [&](const Layout&) { any = true; });
+        for_each_layout(len, C, R, D, b, [&](const Layout&) {
+            any = true;
+            return false; // one is enough
+        });
         if (any) return R;
     }
     return 0;
@@ -495,8 +501,10 @@ private Q_SLOTS:
         const PlanResult r = plan_window(in);
         const PackingProblem p = make_packing_problem(in.window, in.topology, r.placement.routepack);
         Score best{1e300, 1e300, 1e300};
-        for_each_layout(len, 12, r.rows.rows, 2, b,
-                        [&](const Layout& x) { best = std::min(best, score_layout(x, p)); });
+        for_each_layout(len, 12, r.rows.rows, 2, b, [&](const Layout& x) {
+            best = std::min(best, score_layout(x, p));
+            return true;
+        });
         QCOMPARE(r.routepack.metrics.score, best);
         QCOMPARE(count_violation(r.routepack.layout, b), QString());
         QCOMPARE(r.rows.rows, brute_rows(len, 12, 2, b));

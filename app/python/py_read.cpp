@@ -101,7 +101,7 @@ py::object sample_routes(const Trace& t, std::size_t i) {
             std::memcpy(out + (static_cast<std::size_t>(tok) * r.layers + l) * r.top_k,
                         ids.data() + static_cast<std::size_t>(tok) * r.top_k, sizeof(std::int32_t) * r.top_k);
     }
-    return std::move(a);
+    return a;
 }
 
 /// Pickle state of a Window: names, format, model, samples, counts and routes (bytes as stored).
@@ -195,7 +195,7 @@ void bind_read_trace(py::module_& m) {
                 py::list out;
                 for (std::size_t i = 0; i < w.trace->size(); ++i)
                     out.append(sample_routes(*w.trace, i));
-                return std::move(out);
+                return out;
             },
             "[N] int32 [T, L, K] arrays of per-token routes (-1 = missing), or None when the source has none")
         .def_property_readonly("format", [](const PyWindow& w) { return w.trace->format; })
