@@ -87,6 +87,21 @@ std::string line(const std::string& s) {
     return s;
 }
 
+/// One JSON line {label, D, C, length, rows, samples, offsets}: a stack layout with its window's lengths.
+void dump(FILE* f, const std::string& label, const PackingProblem& p, std::int64_t C, const Layout& x) {
+    std::fprintf(f, "{\"label\": \"%s\", \"D\": %d, \"C\": %lld, \"length\": [", label.c_str(), p.D,
+                 static_cast<long long>(C));
+    for (int i = 0; i < p.n; ++i)
+        std::fprintf(f, "%s%lld", i ? ", " : "", static_cast<long long>(p.length[static_cast<std::size_t>(i)]));
+    std::fprintf(f, "], \"rows\": %d, \"samples\": [", x.rows);
+    for (std::size_t i = 0; i < x.samples.size(); ++i)
+        std::fprintf(f, "%s%d", i ? ", " : "", x.samples[i]);
+    std::fprintf(f, "], \"offsets\": [");
+    for (std::size_t i = 0; i < x.offsets.size(); ++i)
+        std::fprintf(f, "%s%d", i ? ", " : "", x.offsets[i]);
+    std::fprintf(f, "]}\n");
+}
+
 struct Case {
     std::string window;
     Trace trace;
@@ -114,20 +129,7 @@ void row(const Case& c, const char* topo_name, const Topology& base, const Plann
     const double u_lpt = score_layout(r.routepack.layout, p).max_u;
     for (const auto& [label, layout] : others(p)) {
         const LayoutMetrics m = layout_metrics(layout, p, 0.0);
-        if (g_dump) {
-            std::fprintf(g_dump, "{\"label\": \"%s\", \"D\": %d, \"C\": %lld, \"length\": [", label.c_str(), p.D,
-                         static_cast<long long>(base.token_cap));
-            for (int i = 0; i < p.n; ++i)
-                std::fprintf(g_dump, "%s%lld", i ? ", " : "",
-                             static_cast<long long>(p.length[static_cast<std::size_t>(i)]));
-            std::fprintf(g_dump, "], \"rows\": %d, \"samples\": [", layout.rows);
-            for (std::size_t i = 0; i < layout.samples.size(); ++i)
-                std::fprintf(g_dump, "%s%d", i ? ", " : "", layout.samples[i]);
-            std::fprintf(g_dump, "], \"offsets\": [");
-            for (std::size_t i = 0; i < layout.offsets.size(); ++i)
-                std::fprintf(g_dump, "%s%d", i ? ", " : "", layout.offsets[i]);
-            std::fprintf(g_dump, "]}\n");
-        }
+        if (g_dump) dump(g_dump, label, p, base.token_cap, layout);
         std::string stack = label + " (R " + std::to_string(layout.rows);
         if (m.cap_violations) stack += ", " + std::to_string(m.cap_violations) + " cells over C";
         stack += ")";
