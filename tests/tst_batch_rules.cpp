@@ -13,6 +13,7 @@
 #include "core/synth/synth.h"
 #include "core/util/errors.h"
 #include "core/util/rng.h"
+#include "tests/bench/stack_balancers.h"
 #include "tests/comm_testutil.h"
 #include "tests/testutil.h"
 
@@ -652,6 +653,45 @@ private Q_SLOTS:
         QCOMPARE(same.rows, free.rows);
         QCOMPARE(same.layout, free.layout);
         QCOMPARE(same.how, free.how);
+    }
+
+    /// The stacks' layouts of bench_batch_rules (tests/bench/stack_balancers.h) on hand cases.
+    void stack_balancers() {
+        using namespace routepack::stacks;
+        // verl's equal-size differencing of t = {4, 7, 1, 5, 2, 6} into 2 parts: the tuples (1, 2),
+        // (4, 5), (6, 7) (as (t, t), samples (2, 4), (0, 3), (5, 1)) all have spread 1, so those with
+        // the larger top merge first: {6, 5} and {7, 4} (11 each; the larger item list, sample 5 before
+        // sample 1, goes first), then (1, 2) joins them crosswise: {2, 7, 4} = 13 and {1, 6, 5} = 12.
+        const std::vector<std::int64_t> t = {4, 7, 1, 5, 2, 6};
+        QCOMPARE(verl_karmarkar_karp(t, 2, true), (std::vector<std::vector<int>>{{4, 1, 0}, {2, 5, 3}}));
+        QCOMPARE(verl_balanced_partitions(t, 2, true), (std::vector<std::vector<int>>{{0, 1, 4}, {2, 3, 5}}));
+        // Without equal sizes: {7} | {6} and {5} | {4} (spread 1 each); 2 (spread 2) merges first with
+        // the spread-1 state of the larger top: {2, 6} = 8 | {7}; then that one with {5} | {4}:
+        // {2, 6, 4} = 12 | {7, 5} = 12; last 1 joins the part of 7 and 5: {7, 5, 1} = 13 | {2, 6, 4} = 12.
+        QCOMPARE(verl_karmarkar_karp(t, 2, false), (std::vector<std::vector<int>>{{2, 1, 3}, {4, 5, 0}}));
+        QCOMPARE(verl_balanced_partitions(t, 2, false), (std::vector<std::vector<int>>{{1, 2, 3}, {0, 4, 5}}));
+        QCOMPARE(verl_workload(4), 98320);
+        QCOMPARE(slime_flops_deepseek_v2_lite(2), 9791602688LL + 552960LL);
+        // verl's whole layout on 2 DP ranks, max_token_len 8. Workloads 24576 t + t^2 keep the order of
+        // t; the equal-size partition is {5, 2, 6} (samples 3, 4, 5) and {4, 7, 1} (0, 1, 2); each rank
+        // orders its samples small/large: rank 0 is 4, 5, 3 (t 2, 6, 5), rank 1 is 2, 1, 0 (t 1, 7, 4).
+        // R = max(ceil(13 / 8), ceil(12 / 8)) = 2. Rank 0's differencing: {6} against {5} first, then
+        // {2} joins the smaller: {2, 5} (workload 172061) and {6}; rank 1: {7} and {4, 1}. Micro-batches
+        // in descending workload, then the even ones reversed before the odd ones.
+        const Layout v = verl_layout(t, 2, 8);
+        QCOMPARE(v, Layout::from_cells(2, 2, {{4, 3}, {1}, {5}, {2, 0}}));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, verl_layout(t, 2, 6));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, verl_layout(t, 4, 8));
+        // slime's static micro-batches of 2 on 2 ranks: micro-batches {0, 1} (t 1 + 1), {2, 3} (4 + 4),
+        // {4, 5} (2 + 2), {6, 7} (3 + 3). Balanced by FLOPs f(t) = a t + b t^2: the tuple (micro-batch 3,
+        // 1) has the larger spread (2(a + 7b) > 2(a + 3b)) and takes (0, 2) reversed: {1, 0} against
+        // {3, 2}; rank 0 runs micro-batches 0, 1, rank 1 runs 2, 3. Round-robin: 0, 2 and 1, 3.
+        const std::vector<std::int64_t> s = {1, 1, 4, 4, 2, 2, 3, 3};
+        QCOMPARE(slime_static_layout(s, 2, 2, true, slime_flops_deepseek_v2_lite),
+                 Layout::from_cells(2, 2, {{0, 1}, {4, 5}, {2, 3}, {6, 7}}));
+        QCOMPARE(slime_static_layout(s, 2, 2, false, slime_flops_deepseek_v2_lite),
+                 Layout::from_cells(2, 2, {{0, 1}, {2, 3}, {4, 5}, {6, 7}}));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, slime_static_layout(s, 3, 2, false, verl_workload));
     }
 };
 
