@@ -13,6 +13,7 @@
 #include "views/grid_panel.h"
 #include "views/gui_text.h"
 #include "views/library_tree_model.h"
+#include "views/method_combo.h"
 #include "views/plan_data.h"
 #include "views/plan_jobs.h"
 #include "views/plan_models.h"
@@ -27,12 +28,13 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QHBoxLayout>
 #include <QLineEdit>
 #include <QRegularExpression>
+#include <QSet>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QStatusBar>
-#include <QSet>
 #include <QTabWidget>
 #include <QTimer>
 #include <QTreeView>
@@ -159,6 +161,26 @@ private Q_SLOTS:
         QVERIFY(!wheelBlocked(spin));
         QVERIFY(wheelBlocked(combo));
         QCOMPARE(spin->focusPolicy(), Qt::StrongFocus);
+    }
+
+    void methodBoxFitsMethodsAddedAfterItsFirstShow() {
+        // The plan views' method box is shown with the paper's four methods; a plan with the
+        // communication methods adds "routepack+comm", which the box then shows whole.
+        QWidget host;
+        auto* bar = new QHBoxLayout(&host);
+        QComboBox* box = methodCombo(&host);
+        bar->addWidget(box);
+        bar->addStretch(1);
+        host.resize(600, 60);
+        host.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&host));
+        addMethodItem(box, Method::RoutePackComm);
+        setComboMethod(box, Method::RoutePackComm);
+        QApplication::processEvents();
+        const QString label = QString::fromLatin1(method_label(Method::RoutePackComm));
+        QCOMPARE(box->currentText(), label);
+        QVERIFY2(box->width() >= box->fontMetrics().horizontalAdvance(label) + 20,
+                 qPrintable(QStringLiteral("%1 px for %2").arg(box->width()).arg(label)));
     }
 
     // --- Undo and redo of the form ---
@@ -367,8 +389,9 @@ private Q_SLOTS:
         QTRY_COMPARE_WITH_TIMEOUT(shown2.count(), 1, 60000);
         QCOMPARE(w2.compareSavedRuns(), 1);
         w2.jobs()->waitForIdle();
-        QTRY_VERIFY2(w2.statusText().startsWith(QStringLiteral("Added to the comparison: Run %1: the saved plan").arg(first)),
-                     qPrintable(w2.statusText()));
+        QTRY_VERIFY2(
+            w2.statusText().startsWith(QStringLiteral("Added to the comparison: Run %1: the saved plan").arg(first)),
+            qPrintable(w2.statusText()));
         QCOMPARE(w2.shownRunId(), second);
     }
 
