@@ -233,6 +233,26 @@ private Q_SLOTS:
         QCOMPARE(tolerance->value(), 0.04);
     }
 
+    void undoKeepsBudgetsOutsideTheRules() {
+        // Budgets that break a rule (anytime without a time limit) are shown as they are; undoing an
+        // edit beside them restores the field and keeps them.
+        TopologyEditor e;
+        PlannerBudgets b;
+        b.anytime = true;
+        e.setBudgets(b);
+        QString why;
+        QVERIFY(!e.budgets(&why));
+        auto* tolerance = e.findChild<QDoubleSpinBox*>(QStringLiteral("commLoadTolerance"));
+        tolerance->setValue(0.05);
+        QVERIFY(e.hasUnsavedEdits());
+        e.undoStack()->undo();
+        QCOMPARE(tolerance->value(), 0.02);
+        QVERIFY(e.budgets().anytime);
+        QVERIFY(!e.hasUnsavedEdits());
+        e.undoStack()->redo();
+        QCOMPARE(tolerance->value(), 0.05);
+    }
+
     // --- A saved run's setup and the form's edits ---
 
     void selectingARunKeepsTheFormsEdits() {

@@ -306,7 +306,12 @@ void TopologyEditor::restoreFormState(const QVariantList& state) {
         const QVariantList cells = row.toList();
         addStage(cells[0].toString(), cells[1].toDouble(), cells[2].toDouble());
     }
-    hidden_ = parse_planner_budgets(state[i++].toString().toStdString(), "form");
+    try {
+        hidden_ = parse_planner_budgets(state[i].toString().toStdString(), "form");
+    } catch (const std::exception&) {
+        // Budgets outside the rules (as setBudgets may be given) do not read back: the fields above
+        // hold every budget the form shows, and the hidden ones stay as they are.
+    }
     filling_ = false;
     recorded_ = state;
     updateValidity();
