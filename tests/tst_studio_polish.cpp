@@ -754,12 +754,12 @@ private Q_SLOTS:
         QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
         QVERIFY(!progressLines.isEmpty());
         for (const QString& line : progressLines)
-            QVERIFY2(QRegularExpression(
-                         QStringLiteral("^New run of syn/all: [a-z ]+ \\(\\d+%, \\d+\\.\\d s elapsed(, about "
-                                        "[^)]+ left)?\\)$"))
-                         .match(line)
-                         .hasMatch(),
-                     qPrintable(line));
+            QVERIFY2(
+                QRegularExpression(QStringLiteral("^New run of syn/all: [a-z ]+ \\(\\d+%, \\d+\\.\\d s elapsed(, about "
+                                                  "[^)]+ left)?\\)$"))
+                    .match(line)
+                    .hasMatch(),
+                qPrintable(line));
         *run = shown.back().front().toLongLong();
         QVERIFY(*run > 0);
         w.show();
