@@ -400,6 +400,14 @@ private Q_SLOTS:
         QCOMPARE(w.shownRunId(), second);
         QVERIFY2(w.statusText().startsWith(QStringLiteral("Run %1: the saved plan").arg(second)),
                  qPrintable(w.statusText()));
+        // Away to the window (no plan of its own: the line says nothing of run 2) and back to run 1,
+        // shown from this session's cache: the line names run 1.
+        QVERIFY(w.selectWindow(QStringLiteral("syn"), QStringLiteral("all")));
+        QCOMPARE(w.statusText(), QString());
+        QVERIFY(w.selectRun(first));
+        QCOMPARE(w.shownRunId(), first);
+        QVERIFY2(w.statusText().startsWith(QStringLiteral("Run %1: the saved plan (max U ").arg(first)),
+                 qPrintable(w.statusText()));
         // Compare all in another fresh session: the other run joins the comparison, and the line names
         // it as added while run 2 stays shown.
         StudioWindow w2(options_);

@@ -420,7 +420,9 @@ bool StudioWindow::selectRun(qint64 runId) {
 void StudioWindow::onTreeSelection() {
     const QModelIndex cur = treeView_->currentIndex();
     if (!cur.isValid() || !lib_) return;
-    clearStaleError(); // the selection succeeded; what goes wrong below says so again
+    // The status line describes the new selection: what it said of the previous one goes (a
+    // running job's progress comes back with its next event).
+    setStatus(QString());
     const int kind = cur.data(KindRole).toInt();
     const QString trace = cur.data(TraceRole).toString();
     const QString window = kind == LibraryTreeModel::TraceNode ? QString() : cur.data(WindowRole).toString();
@@ -443,7 +445,7 @@ void StudioWindow::onTreeSelection() {
     keptEditsRun_ = loadRunSetup(*run, false) ? 0 : run->id;
     if (const RunReplay::Entry* cached = replay_.find(run->id)) {
         showPlan(cached->plan, cached->window, run->id);
-        if (keptEditsRun_) setStatus(keptEditsNote(run->id));
+        setStatus(keptEditsRun_ ? keptEditsNote(run->id) : savedPlanNote(run->id, *cached->plan));
         return;
     }
     if (keptEditsRun_) setStatus(keptEditsNote(run->id));

@@ -196,6 +196,8 @@ private:
     void showProgress();
     /// What a job's stage shares depend on: its window, topology and budgets (seed aside).
     static std::string setupKey(const PlanJobRequest& rq);
+    /// The status line of saved run `runId` shown with `plan`: "Run 2: the saved plan (max U ..., R* = ...)".
+    QString savedPlanNote(qint64 runId, const routepack::PlanResult& plan) const;
     /// "<trace>/<window>" of a planner job queued by runPlanner ("a window" for another job).
     QString liveLabel(quint64 job) const;
     /// The run selected in the library tree (0 when the selection is not a run).

@@ -66,11 +66,7 @@ void StudioWindow::connectPlanJobs() {
             // A run shown on request is shown only while it is still the one selected.
             show = restore->show && selectedRunId() == id;
             compared = !restore->show;
-            note = tr("Run %1: the saved plan (max U %2, R* = %3%4)")
-                       .arg(id)
-                       .arg(r.plan->routepack.metrics.score.max_u, 0, 'f', 4)
-                       .arg(r.plan->rows.rows)
-                       .arg(r.plan->cancelled ? tr(", cancelled: best valid plan at the time") : QString());
+            note = savedPlanNote(id, *r.plan);
         }
         id = replay_.store(id, r.plan, r.window);
         if (r.runId > 0 && !show) refreshLibrary(); // the saved run joins the tree
@@ -210,6 +206,14 @@ void StudioWindow::showProgress() {
                   .arg(static_cast<int>(100 * fraction))
                   .arg(progressTimeText(static_cast<double>(jobClock_.elapsed()) / 1000.0, honest ? fraction : 0.0))
                   .arg(queued > 0 ? tr(", %1 more queued").arg(queued) : QString()));
+}
+
+QString StudioWindow::savedPlanNote(qint64 runId, const PlanResult& plan) const {
+    return tr("Run %1: the saved plan (max U %2, R* = %3%4)")
+        .arg(runId)
+        .arg(plan.routepack.metrics.score.max_u, 0, 'f', 4)
+        .arg(plan.rows.rows)
+        .arg(plan.cancelled ? tr(", cancelled: best valid plan at the time") : QString());
 }
 
 QString StudioWindow::liveLabel(quint64 job) const {
