@@ -754,12 +754,12 @@ private Q_SLOTS:
         QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
         QVERIFY(!progressLines.isEmpty());
         for (const QString& line : progressLines)
-            QVERIFY2(QRegularExpression(
-                         QStringLiteral("^Job \\d+ \\(a new run\\): [a-z ]+ \\(\\d+%, \\d+\\.\\d s elapsed(, about "
-                                        "[^)]+ left)?\\)$"))
-                         .match(line)
-                         .hasMatch(),
-                     qPrintable(line));
+            QVERIFY2(
+                QRegularExpression(QStringLiteral("^New run of syn/all: [a-z ]+ \\(\\d+%, \\d+\\.\\d s elapsed(, about "
+                                                  "[^)]+ left)?\\)$"))
+                    .match(line)
+                    .hasMatch(),
+                qPrintable(line));
         *run = shown.back().front().toLongLong();
         QVERIFY(*run > 0);
         w.show();
@@ -991,7 +991,7 @@ private Q_SLOTS:
 
     // --- Run and job numbers ---
 
-    void finishedRunNamesRunAndJob() {
+    void finishedRunNamesTheRun() {
         const fs::path lib = synthLibrary(QStringLiteral("polish-run"));
         StudioWindow w(options_);
         QSignalSpy loaded(&w, &StudioWindow::samplesLoaded);
@@ -1012,7 +1012,7 @@ private Q_SLOTS:
         const qint64 run = shown.back().front().toLongLong();
         QVERIFY(run > 0);
         QVERIFY2(w.statusText().startsWith(QStringLiteral("Run %1 finished in ").arg(run)), qPrintable(w.statusText()));
-        QVERIFY2(w.statusText().endsWith(QStringLiteral(" (planner job %1)").arg(j1)), qPrintable(w.statusText()));
+        QVERIFY2(!w.statusText().contains(QStringLiteral("job")), qPrintable(w.statusText())); // one number: the run's
         // Every cost axis of the plan views and the comparison says its unit.
         int costAxes = 0;
         for (QWidget* root : {static_cast<QWidget*>(w.planView()), static_cast<QWidget*>(w.compareView())})

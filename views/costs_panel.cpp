@@ -229,6 +229,11 @@ void CostsPanel::refresh() {
     // Side by side needs a second method to show; the baseline itself is shown alone.
     const bool side = sideBySide() && plan_ && costs_ && m != Method::Baseline;
     if (side != baseView_->isVisibleTo(this)) {
+        // Side by side the two row-shard charts share the one chart's minimum width: the option
+        // never makes the page (and the window) wider than it was.
+        const int chartMin = kChartMinimum.width();
+        baseView_->setMinimumWidth(chartMin / 2);
+        rowView_->setMinimumWidth(side ? chartMin / 2 : chartMin);
         baseView_->setVisible(side);
         // The two row-shard charts equally wide, the totals chart at a third of one.
         const int w = std::max(split_->width(), 700);

@@ -105,18 +105,23 @@ void GridPanel::refresh() {
     for (std::int64_t t : tokens)
         lo = std::min(lo, t), hi = std::max(hi, t), sum += t;
     if (tokens.empty()) lo = 0;
-    const double C = static_cast<double>(plan_->topology.token_cap);
+    const std::int64_t cap = plan_token_cap(*plan_);
+    const double C = static_cast<double>(std::max<std::int64_t>(cap, 1));
     const double mean = tokens.empty() ? 0.0 : static_cast<double>(sum) / static_cast<double>(tokens.size());
     summary_->setText(tr("%1: R = %2 rows x D = %3 DP slots, cap C = %4 tokens (%5). Fill min / mean / max = "
                          "%6 / %7 / %8 %. Click a cell to keep only its samples in the sample table.")
                           .arg(QString::fromLatin1(method_label(m)))
                           .arg(x.rows)
                           .arg(x.dp_slots)
-                          .arg(plan_->topology.token_cap)
+                          .arg(cap)
                           .arg(plan_->rows.certified ? tr("R* certified") : tr("R* best known"))
                           .arg(100.0 * static_cast<double>(lo) / C, 0, 'f', 1)
                           .arg(100.0 * mean / C, 0, 'f', 1)
                           .arg(100.0 * static_cast<double>(hi) / C, 0, 'f', 1));
+}
+
+QString GridPanel::summaryText() const {
+    return summary_->text();
 }
 
 } // namespace routepack::views

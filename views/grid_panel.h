@@ -27,6 +27,8 @@ public:
     routepack::Method method() const;
     ExecutionGridModel* model() const { return model_; }
     QTableView* view() const { return view_; }
+    /// The line above the grid: method, R x D, the cap C (the plan's effective cap), fills.
+    QString summaryText() const;
 
 Q_SIGNALS:
     void cellActivated(int row, int slot, QList<int> sampleIndices);

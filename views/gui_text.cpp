@@ -101,4 +101,10 @@ QString progressTimeText(double elapsedSeconds, double fraction) {
     return QStringLiteral("%1, about %2 left").arg(elapsed, durationText(left));
 }
 
+QString capText(const Topology& t) {
+    if (t.token_cap > 0) return QString::number(t.token_cap);
+    return QCoreApplication::translate("routepack::views", "none (the %1 longest samples)")
+        .arg(t.batch.samples_per_cell);
+}
+
 } // namespace routepack::views

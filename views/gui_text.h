@@ -3,6 +3,7 @@
 // Setting: a planner budget, a window selector, a trace, window or topology name, a model field, a
 // rewrite option) is worded from its key with the label of the studio field that sets it.
 // guiErrorText is the one rendering of an error the studio shows (failed jobs and failed actions alike).
+#include "core/model/topology.h"
 #include "core/util/errors.h"
 
 #include <QString>
@@ -39,5 +40,10 @@ QString durationText(double seconds);
 /// elapsed * (1 - fraction) / fraction (the rate so far held). Only "3.0 s elapsed" while the estimate
 /// means little (under 1 s elapsed or under 2% done) and once the job reports 1 (done).
 QString progressTimeText(double elapsedSeconds, double fraction);
+
+/// The token cap of a topology in words: "8192" (C in tokens), or, without a cap (batch rule
+/// samples_per_cell c), "none (the c longest samples)": C is then derived per window
+/// (effective_token_cap, views::plan_token_cap for a plan).
+QString capText(const routepack::Topology& t);
 
 } // namespace routepack::views

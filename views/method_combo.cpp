@@ -10,6 +10,9 @@ void addMethodItem(QComboBox* box, Method m) {
 
 QComboBox* methodCombo(QWidget* parent) {
     auto* box = new QComboBox(parent);
+    // As wide as its longest method name, also after the communication methods join the list (a
+    // width fixed at the first show cut "RoutePack+comm").
+    box->setSizeAdjustPolicy(QComboBox::AdjustToContents);
     for (int k = 0; k < kPaperMethodCount; ++k)
         addMethodItem(box, method_at(k));
     setComboMethod(box, Method::RoutePack);

@@ -24,9 +24,11 @@ QString layerLabel(const routepack::PlanResult& plan, int l);
 /// layerLabel of every MoE layer index 0..L-1.
 QStringList layerLabels(const routepack::PlanResult& plan);
 
+/// The smallest size of a chart view (px): what makeChartView gives unless told otherwise.
+inline constexpr QSize kChartMinimum(240, 200);
 /// A chart view over a new QChart: square corners, 4 px margins, the legend at the bottom,
 /// antialiased, at least `minimum` in size.
-QChartView* makeChartView(QWidget* parent, QSize minimum = QSize(240, 200));
+QChartView* makeChartView(QWidget* parent, QSize minimum = kChartMinimum);
 /// Removes every series and axis of `chart` (deleting the axes) and its title.
 void clearChart(QChart* chart);
 /// Styles a chart from a widget palette: background (Base), text (title, legend, axis labels and

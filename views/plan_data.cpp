@@ -42,6 +42,15 @@ const Placement& placement_of(const PlanResult& plan, Method m) {
     return plan.placement_of(method_of(plan, m).placement);
 }
 
+std::int64_t plan_token_cap(const PlanResult& plan) {
+    if (plan.topology.token_cap > 0) return plan.topology.token_cap;
+    std::vector<std::int64_t> length;
+    length.reserve(plan.samples.size());
+    for (const auto& s : plan.samples)
+        length.push_back(s.length);
+    return effective_token_cap(plan.topology, length);
+}
+
 std::string grouped_count(std::int64_t v) {
     const std::string digits = std::to_string(v);
     const std::size_t sign = v < 0 ? 1 : 0;

@@ -33,6 +33,11 @@ double planned_cv(const PlanResult& plan);
 /// LPT, routepack's refined placement, the grouter grouping or routepack+comm's placement. Same
 /// errors as method_of.
 const Placement& placement_of(const PlanResult& plan, Method m);
+/// The token cap C of a plan (tokens): topology.token_cap when set, else (batch rule
+/// samples_per_cell c, no cap) the token sum of the c longest samples of its window
+/// (effective_token_cap of core/model/topology.h), which normalizes eqs. 11 and 14. Views read C
+/// here, never topology.token_cap (0 for such a plan).
+std::int64_t plan_token_cap(const PlanResult& plan);
 /// An integer with its digits grouped by threes with commas, whatever the locale: 1286301 ->
 /// "1,286,301", -42 -> "-42" (the README's tables).
 std::string grouped_count(std::int64_t v);

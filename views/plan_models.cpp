@@ -27,7 +27,7 @@ void ExecutionGridModel::setPlan(std::shared_ptr<const PlanResult> plan, routepa
             cols_ = x.dp_slots;
             tokens_ = cell_tokens(x, plan_->samples);
         }
-        cap_ = plan_->topology.token_cap;
+        cap_ = plan_token_cap(*plan_);
     }
     endResetModel();
 }

@@ -6,6 +6,7 @@
 #include "views/costs_panel.h"
 #include "views/ep_heatmap_panel.h"
 #include "views/grid_panel.h"
+#include "views/gui_text.h"
 #include "views/heatmap_view.h"
 #include "views/heatmap_widget.h"
 #include "views/panel_util.h"
@@ -424,7 +425,7 @@ void CompareView::setRuns(const QList<std::shared_ptr<const PlanResult>>& runs, 
                           .arg(t.ep_ranks)
                           .arg(t.dp_slots)
                           .arg(t.shards())
-                          .arg(t.token_cap);
+                          .arg(capText(t));
     }
     c->setTitle(topologies.size() > 1
                     ? tr("Joint cost per method (eq. 15), one bar per run; runs on %1 topologies (%2) share this axis: "

@@ -4,6 +4,7 @@
 #include "views/heatmap_widget.h"
 #include "views/method_combo.h"
 #include "views/panel_util.h"
+#include "views/plan_data.h"
 #include "views/plan_explain.h"
 
 #include <QComboBox>
@@ -128,7 +129,7 @@ void RowHeatmapPanel::refresh() {
     const std::shared_ptr<const PlanResult> keep = plan_;
     const std::shared_ptr<const PlanCosts> costs = costs_;
     const std::shared_ptr<const Trace> window = window_;
-    const qint64 C = plan_->topology.token_cap;
+    const qint64 C = std::max<qint64>(plan_token_cap(*plan_), 1);
     map_->setToolTipProvider([keep, costs, window, m, g, G, L, C](int r, int l) {
         const CostBreakdown& c = costs->method[m];
         const std::int64_t w = c.peak[(static_cast<std::size_t>(r) * G + g) * L + l];

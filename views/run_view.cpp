@@ -1,6 +1,8 @@
 #include "views/run_view.h"
 
 #include "storage/library.h"
+#include "views/editor_fields.h"
+#include "views/gui_text.h"
 #include "views/job_tracker.h"
 #include "views/panel_util.h"
 #include "views/plan_data.h"
@@ -55,8 +57,11 @@ RunView::RunView(QWidget* parent)
     heading_->setWordWrap(true);
     heading_->setTextFormat(Qt::RichText);
     topologyLabel_ = new QLabel(tr("Topology:"), this);
-    topologyBox_ = new QComboBox(this);
-    topologyBox_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    // As wide as 16 characters, a longer name elided in the middle (its popup and tooltip whole): a
+    // long topology name never widens the window.
+    topologyBox_ = new MiddleElidingComboBox(this);
+    topologyBox_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    topologyBox_->setMinimumContentsLength(16);
     topologyBox_->setToolTip(tr("Topology of the runs shown (each topology with runs in two or more windows)"));
     auto* bar = new QHBoxLayout;
     bar->addWidget(heading_, 1);
@@ -238,7 +243,7 @@ void RunView::rebuild() {
                           .arg(t.ep_ranks)
                           .arg(t.dp_slots)
                           .arg(t.shards())
-                          .arg(t.token_cap)
+                          .arg(capText(t))
                           .arg(static_cast<int>(s->steps.size()))
                           .arg(data_->windows)
                           .arg(pct(summary.mean_gain_pct), pct(summary.median_gain_pct), pct(summary.best_gain_pct),

@@ -28,6 +28,7 @@ SamplePane::SamplePane(QWidget* parent)
     QFont hf = heading_->font();
     hf.setBold(true);
     heading_->setFont(hf);
+    heading_->setWordWrap(true); // a long heading takes a second line, never the window's width
     cl->addWidget(heading_);
     auto* filterRow = new QHBoxLayout();
     filter_ = new QLineEdit(this);

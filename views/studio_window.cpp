@@ -17,6 +17,7 @@
 #include "views/sample_pane.h"
 #include "views/studio_data.h"
 #include "views/topology_editor.h"
+#include "views/wheel_guard.h"
 #include "views/window_dialog.h"
 
 #include <QAction>
@@ -42,6 +43,7 @@
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTableView>
+#include <QTimer>
 #include <QToolButton>
 #include <QTreeView>
 #include <QVBoxLayout>
@@ -66,6 +68,7 @@ StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
     : QMainWindow(parent), options_(options), jobs_(new PlanJobQueue(this)),
       demoBuild_(new JobTracker(JobTracker::Policy::EveryResult, 1, false, this)) {
     setWindowTitle(tr("RoutePack Studio"));
+    installWheelGuard(); // value fields take the wheel only with focus, in every form of the studio
     buildUi();
     buildActions();
     resize(1560, 960);
@@ -83,6 +86,8 @@ StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
         exports_->setFolder(s->value(QStringLiteral("studio/exportFolder")).toString());
     }
 
+    progressTick_ = new QTimer(this);
+    progressTick_->setInterval(250);
     connectPlanJobs();
     updateActions();
 }
@@ -178,6 +183,9 @@ void StudioWindow::buildUi() {
     // Status bar: stage text, progress, Cancel, the library file.
     status_ = new QLabel(this);
     status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    // A long message never widens the window past the screen: the line takes the width there is
+    // and its tooltip holds the whole message.
+    status_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
     jobProgress_ = new QProgressBar(this);
     jobProgress_->setMaximumWidth(220);
     jobProgress_->setTextVisible(false);
@@ -226,6 +234,7 @@ QString StudioWindow::statusText() const {
 void StudioWindow::setStatus(const QString& text, bool error) {
     statusError_ = error && !text.isEmpty();
     status_->setText(text);
+    status_->setToolTip(text);
     status_->setStyleSheet(error ? QStringLiteral("color: white; background-color: #b3261e; padding: 1px 4px;")
                                  : QString());
 }
@@ -411,7 +420,9 @@ bool StudioWindow::selectRun(qint64 runId) {
 void StudioWindow::onTreeSelection() {
     const QModelIndex cur = treeView_->currentIndex();
     if (!cur.isValid() || !lib_) return;
-    clearStaleError(); // the selection succeeded; what goes wrong below says so again
+    // The status line describes the new selection: what it said of the previous one goes (a
+    // running job's progress comes back with its next event).
+    setStatus(QString());
     const int kind = cur.data(KindRole).toInt();
     const QString trace = cur.data(TraceRole).toString();
     const QString window = kind == LibraryTreeModel::TraceNode ? QString() : cur.data(WindowRole).toString();
@@ -431,11 +442,13 @@ void StudioWindow::onTreeSelection() {
     const storage::RunEntry* run = tree_->runAt(cur.sibling(cur.row(), 0));
     if (!run) return;
     if (shownRun_ != run->id) clearPlan(); // until this run's plan arrives
-    loadRunSetup(*run);
+    keptEditsRun_ = loadRunSetup(*run, false) ? 0 : run->id;
     if (const RunReplay::Entry* cached = replay_.find(run->id)) {
         showPlan(cached->plan, cached->window, run->id);
+        setStatus(keptEditsRun_ ? keptEditsNote(run->id) : savedPlanNote(run->id, *cached->plan));
         return;
     }
+    if (keptEditsRun_) setStatus(keptEditsNote(run->id));
     if (run->status == "failed") {
         setStatus(tr("Run %1 failed: %2").arg(run->id).arg(QString::fromStdString(run->message)), true);
         return;
@@ -443,17 +456,26 @@ void StudioWindow::onTreeSelection() {
     restoreRun(*run, true);
 }
 
-void StudioWindow::loadRunSetup(const storage::RunEntry& run) {
-    // The editor shows what the run was planned with, so that planning again starts from it.
+bool StudioWindow::loadRunSetup(const storage::RunEntry& run, bool force) {
+    // The editor shows what the run was planned with, so that planning again starts from it; edits
+    // of the form that no run or saved topology holds are kept unless `force` (they are one Ctrl+Z
+    // away after a forced load).
+    const QString name = QString::fromStdString(run.topology);
+    if (editor_->showsSetup(name, run.topology_value, run.budgets)) return true;
+    if (!force && editor_->hasUnsavedEdits()) return false;
     try {
         editor_->setLibraryTopologies(lib_->topologies()); // the run may have saved a new one
     } catch (const std::exception&) {
         // The presets stay as they were; the fields below are still the run's.
     }
-    const QString name = QString::fromStdString(run.topology);
-    editor_->selectPreset(name);
-    editor_->setTopology(name, run.topology_value);
-    editor_->setBudgets(run.budgets);
+    editor_->loadSetup(name, run.topology_value, run.budgets, tr("run %1's setup").arg(run.id));
+    return true;
+}
+
+QString StudioWindow::keptEditsNote(qint64 runId) const {
+    return tr("The Topology and budgets form keeps your unsaved edits, not run %1's setup (Edit > Load the shown "
+              "run's setup replaces them; Ctrl+Z in the form undoes that).")
+        .arg(runId);
 }
 
 void StudioWindow::loadSamples(const QString& trace, const QString& window) {

@@ -16,8 +16,11 @@
 #include <QString>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <string>
+#include <tuple>
 
 class QAction;
 class QLabel;
@@ -25,6 +28,7 @@ class QProgressBar;
 class QSettings;
 class QSplitter;
 class QTabWidget;
+class QTimer;
 class QTableView;
 class QToolButton;
 class QTreeView;
@@ -62,8 +66,9 @@ openStudioLibrary(const std::function<std::unique_ptr<storage::Library>(storage:
 /// The main window. Keyboard: Ctrl+O open library, Ctrl+N new library, Ctrl+I import trace,
 /// Ctrl+D define window, Ctrl+R run the planner, Esc / Ctrl+. cancel the running job, Ctrl+Shift+W
 /// rewrite a checkpoint with the shown plan, Ctrl+E export what is shown (plan view image, comparison
-/// CSV or sample table CSV), Ctrl+Q quit. Selecting a saved run shows its plan and loads its topology
-/// and budgets into the editor.
+/// CSV or sample table CSV), Ctrl+Shift+L load the shown run's setup into the form, Ctrl+Q quit.
+/// Selecting a saved run shows its plan and loads its topology and budgets into the editor, unless
+/// the editor holds unsaved edits: then they stay and the status line says so.
 class StudioWindow : public QMainWindow {
     Q_OBJECT
 public:
@@ -94,6 +99,10 @@ public:
     /// the job id (0 with the reason in the status bar when no window is selected or the topology
     /// or the budgets are invalid).
     quint64 runPlanner();
+    /// Edit > Load the shown run's setup: replaces the editor's form (and any unsaved edits, one
+    /// Ctrl+Z away) with the shown saved run's topology and budgets. False (with the reason in the
+    /// status line) when no saved run is shown.
+    bool loadShownRunSetup();
     /// Cancels the running job (the planner keeps its best valid plan so far).
     void cancelJob();
     /// Adds every saved run of the shown plan's window to the comparison, restoring from their stored
@@ -177,8 +186,25 @@ private:
     /// What the planner job queue's signals show: progress, convergence, results, failures.
     void connectPlanJobs();
     void onTreeSelection();
-    /// Loads a saved run's topology (selecting its library preset) and budgets into the editor.
-    void loadRunSetup(const storage::RunEntry& run);
+    /// Loads a saved run's topology and budgets into the editor as one undo step. When the form
+    /// holds unsaved edits (TopologyEditor::hasUnsavedEdits) and differs from the run's setup, they
+    /// are kept and false is returned, unless `force`.
+    bool loadRunSetup(const storage::RunEntry& run, bool force);
+    /// The status line's note that the form kept its edits instead of run `runId`'s setup.
+    QString keptEditsNote(qint64 runId) const;
+    /// The progress line of lastProgress_ with the time elapsed now (the time left only when honest).
+    void showProgress();
+    /// What a job's stage shares depend on: its window, topology and budgets (seed aside).
+    static std::string setupKey(const PlanJobRequest& rq);
+    /// The status line of saved run `runId` shown with `plan`: "Run 2: the saved plan (max U ..., R* = ...)".
+    QString savedPlanNote(qint64 runId, const routepack::PlanResult& plan) const;
+    /// "<trace>/<window>" of a planner job queued by runPlanner ("a window" for another job).
+    QString liveLabel(quint64 job) const;
+    /// The run selected in the library tree (0 when the selection is not a run).
+    qint64 selectedRunId() const;
+    /// Selects the window that planner job `job` plans in the tree (its selection signals blocked:
+    /// the views keep what they show until the job's plan arrives).
+    void followLiveJob(quint64 job);
     /// Queues a background restore of a saved run's stored plan (RunReplay::restore).
     quint64 restoreRun(const storage::RunEntry& run, bool show);
     /// Empties the plan views and the comparison (nothing selected has a plan shown yet).
@@ -235,6 +261,13 @@ private:
     std::unique_ptr<StudioExports> exports_;
     RunReplay replay_; ///< plans of this session by run id, restores of saved runs on their way
     qint64 shownRun_ = 0;
+    std::map<quint64, std::pair<QString, QString>> liveJobs_; ///< planner jobs queued here: trace, window
+    std::pair<QString, QString> pendingLive_;   ///< the planner job being queued (runPlanner), until it has an id
+    std::map<quint64, std::string> liveSetups_; ///< planner jobs queued here: setupKey
+    std::string weightsSetup_;                  ///< setupKey of the run the stage shares were measured on
+    std::tuple<quint64, QString, double> lastProgress_; ///< the running job's last stage and fraction
+    QTimer* progressTick_ = nullptr;                    ///< re-shows the progress line between events
+    qint64 keptEditsRun_ = 0; ///< the selected run whose setup the form did not take (its edits kept)
     bool statusError_ = false;
     QElapsedTimer jobClock_; ///< since the running planner job started (the progress line's times)
 };

@@ -80,6 +80,13 @@ void StudioWindow::buildActions() {
     quit->setShortcut(QKeySequence::Quit);
     connect(quit, &QAction::triggered, this, &QWidget::close);
 
+    QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+    QAction* loadSetup = edit->addAction(tr("&Load the shown run's setup"));
+    loadSetup->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_L));
+    loadSetup->setToolTip(tr("Replace the Topology and budgets form with the shown run's topology and budgets "
+                             "(Ctrl+Z in the form brings the edits back)"));
+    connect(loadSetup, &QAction::triggered, this, [this] { loadShownRunSetup(); });
+
     QMenu* plan = menuBar()->addMenu(tr("&Plan"));
     runAction_ = plan->addAction(tr("&Run planner"));
     runAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
@@ -324,6 +331,7 @@ void StudioWindow::saveTopology() {
         lib_->save_topology(editor_->topologyName().toStdString(), *t, *budgets);
         editor_->setLibraryTopologies(lib_->topologies());
         editor_->selectPreset(editor_->topologyName());
+        editor_->markClean();
         setStatus(tr("Topology %1 saved in the library.").arg(editor_->topologyName()));
     } catch (const std::exception& e) {
         setStatus(tr("Cannot save the topology: %1").arg(guiErrorText(e)), true);
@@ -332,6 +340,18 @@ void StudioWindow::saveTopology() {
 
 void StudioWindow::showExport(const std::optional<ExportResult>& result) {
     if (result) setStatus(result->message, result->error);
+}
+
+bool StudioWindow::loadShownRunSetup() {
+    for (const auto& run : tree_->snapshot().runs) {
+        if (shownRun_ == 0 || run.id != shownRun_) continue;
+        loadRunSetup(run, true);
+        keptEditsRun_ = 0;
+        setStatus(tr("The form holds run %1's setup (Ctrl+Z in the form brings your edits back).").arg(run.id));
+        return true;
+    }
+    setStatus(tr("Show a saved run first: its setup is what the form loads."), true);
+    return false;
 }
 
 } // namespace routepack::views

@@ -6,6 +6,7 @@
 #include "views/editor_fields.h"
 #include "views/gui_text.h"
 
+#include <QAction>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -13,6 +14,7 @@
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QKeyEvent>
 #include <QLabel>
 #include <QLineEdit>
 #include <QLocale>
@@ -22,11 +24,13 @@
 #include <QSpinBox>
 #include <QTableWidget>
 #include <QThread>
+#include <QUndoStack>
 #include <QVBoxLayout>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 namespace routepack::views {
 
@@ -121,7 +125,41 @@ namespace {
 /// How far above an open lower end (t0 > 0) a budget's number field starts.
 constexpr double kOpenLowFloor = 1e-300;
 
+/// The index of the first entry where two form states differ (-1 when equal).
+int firstDifference(const QVariantList& a, const QVariantList& b) {
+    for (int i = 0; i < std::min(a.size(), b.size()); ++i)
+        if (a[i] != b[i]) return i;
+    return a.size() == b.size() ? -1 : std::min(a.size(), b.size());
+}
+
 } // namespace
+
+/// One undo step of the form: the states before and after. The first redo (QUndoStack::push) finds
+/// the form already changed and does nothing.
+class FormStep : public QUndoCommand {
+public:
+    FormStep(TopologyEditor* editor, QVariantList before, QVariantList after, bool mergeable, const QString& text)
+        : QUndoCommand(text), editor_(editor), before_(std::move(before)), after_(std::move(after)),
+          field_(mergeable ? firstDifference(before_, after_) : -1) {}
+    void undo() override { editor_->restoreFormState(before_); }
+    void redo() override {
+        if (pushed_) editor_->restoreFormState(after_);
+        pushed_ = true;
+    }
+    int id() const override { return field_ >= 0 ? 1 : -1; }
+    bool mergeWith(const QUndoCommand* other) override {
+        const auto* o = static_cast<const FormStep*>(other);
+        if (o->field_ != field_) return false;
+        after_ = o->after_;
+        return true;
+    }
+
+private:
+    TopologyEditor* editor_;
+    QVariantList before_, after_;
+    int field_;
+    bool pushed_ = false;
+};
 
 TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
@@ -192,6 +230,125 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
 
     // Start on the demo preset.
     if (!selectPreset(QStringLiteral("synthetic-demo-ep8-dp4")) && preset_->count() > 0) applyPreset(0);
+    setupUndoShortcuts();
+}
+
+void TopologyEditor::setupUndoShortcuts() {
+    undo_ = new QUndoStack(this);
+    recorded_ = formState();
+    markClean();
+    QAction* undo = undo_->createUndoAction(this, tr("Undo form edit"));
+    undo->setShortcuts(QKeySequence::Undo);
+    QAction* redo = undo_->createRedoAction(this, tr("Redo form edit"));
+    redo->setShortcuts(QKeySequence::Redo);
+    for (QAction* a : {undo, redo}) {
+        a->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+        addAction(a);
+    }
+    // A text or spin field would take Ctrl+Z for its own text undo: the form's steps go first.
+    for (QWidget* w : findChildren<QWidget*>())
+        w->installEventFilter(this);
+}
+
+bool TopologyEditor::eventFilter(QObject* watched, QEvent* event) {
+    if (event->type() == QEvent::ShortcutOverride) {
+        const auto* key = static_cast<QKeyEvent*>(event);
+        if (key->matches(QKeySequence::Undo) || key->matches(QKeySequence::Redo)) {
+            event->ignore();
+            return true;
+        }
+    }
+    return QWidget::eventFilter(watched, event);
+}
+
+QVariantList TopologyEditor::formState() const {
+    QVariantList s;
+    for (const QLineEdit* e : {name_, shards_, seed_, epRankNodes_, dpSlotNodes_})
+        s << e->text();
+    for (const QSpinBox* b : {ranks_, experts_, slots_, cap_, minRows_, rowMultiple_, gpusPerNode_, samplesPerDpSlot_,
+                              samplesPerCell_, maxSamplesPerCell_})
+        s << b->value();
+    s << oversize_->currentIndex() << commWeight_->value() << commTolerance_->value();
+    for (const BudgetField& f : budgetFields_)
+        s << (f.spin     ? QVariant(f.spin->value())
+              : f.number ? QVariant(f.number->value())
+                         : QVariant(f.check->isChecked()));
+    QVariantList stages;
+    for (int r = 0; r < stages_->rowCount(); ++r) {
+        QVariantList row;
+        for (int c = 0; c < 3; ++c)
+            row << (stages_->item(r, c) ? stages_->item(r, c)->data(Qt::EditRole) : QVariant());
+        stages << QVariant(row);
+    }
+    s << QVariant(stages) << QString::fromStdString(planner_budgets_to_json(hidden_));
+    return s;
+}
+
+void TopologyEditor::restoreFormState(const QVariantList& state) {
+    filling_ = true;
+    int i = 0;
+    for (QLineEdit* e : {name_, shards_, seed_, epRankNodes_, dpSlotNodes_})
+        e->setText(state[i++].toString());
+    for (QSpinBox* b : {ranks_, experts_, slots_, cap_, minRows_, rowMultiple_, gpusPerNode_, samplesPerDpSlot_,
+                        samplesPerCell_, maxSamplesPerCell_})
+        b->setValue(state[i++].toInt());
+    oversize_->setCurrentIndex(state[i++].toInt());
+    commWeight_->setValue(state[i++].toDouble());
+    commTolerance_->setValue(state[i++].toDouble());
+    for (const BudgetField& f : budgetFields_) {
+        const QVariant v = state[i++];
+        if (f.spin) f.spin->setValue(v.toInt());
+        if (f.number) f.number->setValue(v.toDouble());
+        if (f.check) f.check->setChecked(v.toBool());
+    }
+    stages_->setRowCount(0);
+    for (const QVariant& row : state[i++].toList()) {
+        const QVariantList cells = row.toList();
+        addStage(cells[0].toString(), cells[1].toDouble(), cells[2].toDouble());
+    }
+    try {
+        hidden_ = parse_planner_budgets(state[i].toString().toStdString(), "form");
+    } catch (const std::exception&) {
+        // Budgets outside the rules (as setBudgets may be given) do not read back: the fields above
+        // hold every budget the form shows, and the hidden ones stay as they are.
+    }
+    filling_ = false;
+    recorded_ = state;
+    updateValidity();
+    syncPreset();
+    Q_EMIT changed();
+}
+
+void TopologyEditor::recordStep(const QString& text, bool mergeable) {
+    if (!undo_ || fillDepth_ > 0) return;
+    QVariantList now = formState();
+    if (now == recorded_) return;
+    QVariantList before = std::exchange(recorded_, now);
+    undo_->push(new FormStep(this, std::move(before), std::move(now), mergeable, text));
+}
+
+bool TopologyEditor::hasUnsavedEdits() const {
+    return formState() != clean_;
+}
+
+void TopologyEditor::markClean() {
+    clean_ = formState();
+    if (undo_) undo_->setClean();
+}
+
+void TopologyEditor::loadSetup(const QString& name, const Topology& t, const PlannerBudgets& b, const QString& label) {
+    ++fillDepth_;
+    setTopology(name, t);
+    setBudgets(b);
+    --fillDepth_;
+    recordStep(tr("Load %1").arg(label), false);
+    markClean();
+}
+
+bool TopologyEditor::showsSetup(const QString& name, const Topology& t, const PlannerBudgets& b) const {
+    const std::optional<Topology> form = topology();
+    return topologyName() == name && form && *form == t &&
+           planner_budgets_to_json(budgets()) == planner_budgets_to_json(b);
 }
 
 void TopologyEditor::addNodeRows(QFormLayout* tf, QWidget* topoBox) {
@@ -237,13 +394,20 @@ void TopologyEditor::addStageRows(QFormLayout* tf, QWidget* topoBox) {
     stageButtons->addStretch(1);
     tf->addRow(stages_);
     tf->addRow(stageButtons);
-    connect(addStageButton, &QPushButton::clicked, this,
-            [this] { addStage(tr("stage %1").arg(stages_->rowCount() + 1), 1.0, 0.0); });
+    connect(addStageButton, &QPushButton::clicked, this, [this] {
+        filling_ = true;
+        addStage(tr("stage %1").arg(stages_->rowCount() + 1), 1.0, 0.0);
+        filling_ = false;
+        updateValidity();
+        syncPreset();
+        recordStep(tr("Add an attention stage"), false);
+    });
     connect(removeStageButton, &QPushButton::clicked, this, [this] {
         const int r = stages_->currentRow();
         if (r >= 0) stages_->removeRow(r);
         updateValidity();
         syncPreset();
+        recordStep(tr("Remove an attention stage"), false);
     });
 }
 
@@ -306,6 +470,7 @@ void TopologyEditor::connectFields() {
         if (filling_) return;
         updateValidity();
         syncPreset();
+        recordStep(tr("Edit the form"), true);
         Q_EMIT changed();
     };
     for (QSpinBox* s : {ranks_, experts_, slots_, cap_, minRows_, rowMultiple_, gpusPerNode_, samplesPerDpSlot_,
@@ -412,6 +577,14 @@ bool TopologyEditor::selectPreset(const QString& name) {
 
 void TopologyEditor::applyPreset(int index) {
     const QString key = preset_->itemData(index).toString();
+    ++fillDepth_;
+    applyPresetFields(key);
+    --fillDepth_;
+    recordStep(tr("Preset %1").arg(preset_->itemText(index)), false);
+    markClean();
+}
+
+void TopologyEditor::applyPresetFields(const QString& key) {
     if (key.startsWith(QStringLiteral("library:"))) {
         const std::string name = key.mid(8).toStdString();
         for (const auto& e : library_) {
@@ -489,6 +662,13 @@ void TopologyEditor::setTopology(const QString& name, const Topology& t) {
     updateValidity();
     syncPreset();
     Q_EMIT changed();
+    recordFill();
+}
+
+void TopologyEditor::recordFill() {
+    if (fillDepth_ > 0 || !undo_) return;
+    recordStep(tr("Load %1").arg(topologyName()), false);
+    markClean();
 }
 
 void TopologyEditor::setBudgets(const PlannerBudgets& b) {
@@ -503,6 +683,7 @@ void TopologyEditor::setBudgets(const PlannerBudgets& b) {
     filling_ = false;
     updateValidity();
     Q_EMIT changed();
+    recordFill();
 }
 
 QString TopologyEditor::topologyName() const {
@@ -592,7 +773,7 @@ void TopologyEditor::updateValidity() {
                                 .arg(t->ep_ranks)
                                 .arg(t->dp_slots)
                                 .arg(t->shards())
-                                .arg(t->token_cap)
+                                .arg(capText(*t))
                           : why);
     validity_->setStyleSheet(
         ok ? QString() : QStringLiteral("color: white; background-color: #b3261e; padding: 3px; border-radius: 3px;"));

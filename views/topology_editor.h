@@ -10,6 +10,7 @@
 #include "storage/library.h"
 
 #include <QString>
+#include <QVariantList>
 #include <QWidget>
 
 #include <optional>
@@ -24,6 +25,7 @@ class QLabel;
 class QLineEdit;
 class QSpinBox;
 class QTableWidget;
+class QUndoStack;
 
 namespace routepack::views {
 
@@ -44,6 +46,9 @@ std::vector<int> parseNodeListText(const QString& text, const std::string& what)
 QString nodeListText(const std::vector<int>& nodes);
 
 /// The editor widget. Edits are local until saveRequested (the studio saves to the library).
+/// Every change of the form (an edit, a preset, a run's setup loaded) is a step of undoStack():
+/// Ctrl+Z / Ctrl+Shift+Z (QKeySequence::Undo / Redo) anywhere in the form undo and redo them, ahead
+/// of a text field's own undo; consecutive edits of one field are one step.
 class TopologyEditor : public QWidget {
     Q_OBJECT
 public:
@@ -81,6 +86,21 @@ public:
     /// "budgets: \"Anytime\" must be used with a time limit > 0 ...").
     std::optional<routepack::PlannerBudgets> budgets(QString* error) const;
 
+    /// The form's undo stack. Its clean state is the form as last filled by setTopology /
+    /// setBudgets / a preset, or as marked by markClean (a run queued or a topology saved with it).
+    QUndoStack* undoStack() const { return undo_; }
+    /// True when the form differs from its clean state: edits the user made that no run and no
+    /// saved topology holds (an edit undone back to the clean state is none).
+    bool hasUnsavedEdits() const;
+    /// Marks the form as it is now as the clean state (no unsaved edits).
+    void markClean();
+    /// Fills the form with a run's setup (topology `name` = `t`, budgets `b`) as one undo step
+    /// "Load <label>", marked clean; Ctrl+Z brings the previous form back.
+    void loadSetup(const QString& name, const routepack::Topology& t, const routepack::PlannerBudgets& b,
+                   const QString& label);
+    /// True when the form holds exactly this topology name, topology and budgets.
+    bool showsSetup(const QString& name, const routepack::Topology& t, const routepack::PlannerBudgets& b) const;
+
 Q_SIGNALS:
     /// The Save button: store name + topology + budgets in the library.
     void saveRequested();
@@ -98,6 +118,10 @@ private:
     /// Every field's change validates, syncs the preset and emits changed.
     void connectFields();
     void applyPreset(int index);
+    /// Fills the form from the preset with item data `key` ("library:<name>" / "shipped:<name>").
+    void applyPresetFields(const QString& key);
+    /// After a fill from outside (setTopology, setBudgets): one undo step, marked clean.
+    void recordFill();
     /// Points the preset box at the preset matching the form, or at none ("edited: <name>").
     void syncPreset();
     /// True when preset `index` has this name and topology.
@@ -108,6 +132,19 @@ private:
     /// The batch-rule rows (samples per DP slot, per cell, at most per cell, oversize) into `form`.
     void addBatchRows(QFormLayout* form, QWidget* parent);
     void updateValidity();
+    /// Every field's value in a fixed order (the stage table as one list per row, then the
+    /// budgets kept from setBudgets as JSON): what an undo step restores.
+    QVariantList formState() const;
+    /// Sets every field from formState's list without recording a step, then validates, syncs the
+    /// preset and emits changed.
+    void restoreFormState(const QVariantList& state);
+    /// Records the change from the last recorded state to the form as an undo step (`text`; a
+    /// field's edits merge when `mergeable`). Nothing when the form did not change.
+    void recordStep(const QString& text, bool mergeable);
+    /// Ctrl+Z / Ctrl+Shift+Z on the form, ahead of the fields' own shortcuts.
+    void setupUndoShortcuts();
+    bool eventFilter(QObject* watched, QEvent* event) override;
+    friend class FormStep;
 
     std::vector<storage::TopologyEntry> library_;
     QComboBox* preset_ = nullptr;
@@ -143,6 +180,10 @@ private:
     QLineEdit* seed_ = nullptr;
     routepack::PlannerBudgets hidden_; ///< the budgets last set (a field that cannot be read keeps its value)
     bool filling_ = false;
+    QUndoStack* undo_ = nullptr;
+    QVariantList recorded_; ///< the form as of the last undo step (or the start)
+    QVariantList clean_;    ///< the form as of the last fill or markClean
+    int fillDepth_ = 0;     ///< nested programmatic fills (a step is recorded when the outermost ends)
 };
 
 } // namespace routepack::views

@@ -1,0 +1,535 @@
+// The studio changes nothing the user did not touch and says what is shown, offscreen: value fields
+// take the mouse wheel only with focus; a saved run's setup never silently replaces edits of the
+// form; the form's edits undo and redo (Ctrl+Z / Ctrl+Shift+Z). Real QWheelEvent and key events
+// sent to the widgets. Screenshots via QWidget::grab into $ROUTEPACK_SCREENSHOT_DIR or a temporary
+// folder.
+#include "core/import/import.h"
+#include "core/model/topology.h"
+#include "core/plan/planner.h"
+#include "storage/library.h"
+#include "tests/gui_testutil.h"
+#include "tests/testutil.h"
+#include "views/costs_panel.h"
+#include "views/grid_panel.h"
+#include "views/gui_text.h"
+#include "views/library_tree_model.h"
+#include "views/method_combo.h"
+#include "views/plan_data.h"
+#include "views/plan_jobs.h"
+#include "views/plan_models.h"
+#include "views/plan_views.h"
+#include "views/roles.h"
+#include "views/run_view.h"
+#include "views/studio_window.h"
+#include "views/topology_editor.h"
+#include "views/wheel_guard.h"
+
+#include <QApplication>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QHBoxLayout>
+#include <QLineEdit>
+#include <QRegularExpression>
+#include <QSet>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTimer>
+#include <QTreeView>
+#include <QUndoStack>
+#include <QWheelEvent>
+#include <QtTest>
+
+using namespace routepack;
+using namespace routepack::views;
+namespace fs = std::filesystem;
+
+namespace {
+constexpr auto& q = test::qpath; // a path as QString
+
+/// Sends one wheel notch (angle delta 120, "up") to the middle of `w`; returns whether the event
+/// came back accepted (false: Qt hands it on to the parents).
+bool wheelUp(QWidget* w) {
+    const QPointF at(w->width() / 2.0, w->height() / 2.0);
+    QWheelEvent e(at, w->mapToGlobal(at), QPoint(), QPoint(0, 120), Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase,
+                  false);
+    QApplication::sendEvent(w, &e);
+    return e.isAccepted();
+}
+
+/// Budgets that plan the small synthetic window in well under a second.
+PlannerBudgets quickBudgets() {
+    PlannerBudgets b;
+    b.annealing.levels = 2;
+    b.annealing.steps = 50;
+    b.seeding.candidates = 2;
+    b.seeding.population = 2;
+    b.workers = 1;
+    return b;
+}
+
+} // namespace
+
+class TestStudioTruth : public test::StudioTestBase {
+    Q_OBJECT
+
+    fs::path synthLibrary(const QString& tag) { return test::synth_library(test::temp_dir(tag), 2, 4); }
+
+    /// The studio on a fresh synthetic library, shown and active, with one planned run (`run`).
+    void plannedStudio(StudioWindow& w, const fs::path& lib, qint64* run) {
+        QSignalSpy loaded(&w, &StudioWindow::samplesLoaded);
+        QSignalSpy shown(&w, &StudioWindow::planShown);
+        QVERIFY(w.openLibrary(q(lib)));
+        QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 30000);
+        w.topologyEditor()->setBudgets(quickBudgets());
+        QVERIFY(w.runPlanner() > 0);
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+        *run = shown.back().front().toLongLong();
+        QVERIFY(*run > 0);
+        w.show();
+        w.activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(&w));
+    }
+
+private Q_SLOTS:
+    void initTestCase() { initStudioTest(QStringLiteral("tst_studio_truth"), QStringLiteral("studio-truth")); }
+
+    void cleanupTestCase() { clearStudioSettings(); }
+
+    // --- The mouse wheel ---
+
+    void wheelChangesOnlyFocusedFields() {
+        StudioWindow w(options_);
+        w.show();
+        w.activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(&w));
+        auto* tolerance = w.topologyEditor()->findChild<QDoubleSpinBox*>(QStringLiteral("commLoadTolerance"));
+        auto* perCell = w.topologyEditor()->findChild<QSpinBox*>(QStringLiteral("samplesPerCell"));
+        auto* oversize = w.topologyEditor()->findChild<QComboBox*>(QStringLiteral("oversize"));
+        QVERIFY(tolerance && perCell && oversize);
+        // Every value field of the studio takes the focus by Tab or click, never by the wheel.
+        for (QWidget* f : w.findChildren<QAbstractSpinBox*>())
+            QVERIFY2(f->focusPolicy() == Qt::StrongFocus, qPrintable(f->objectName()));
+        for (QWidget* f : w.findChildren<QComboBox*>())
+            QVERIFY2(f->focusPolicy() == Qt::StrongFocus, qPrintable(f->objectName()));
+        // Without focus the wheel leaves the values alone and goes on to the scroll area.
+        w.libraryView()->setFocus();
+        QCOMPARE(tolerance->value(), 0.02);
+        QVERIFY(!wheelUp(tolerance));
+        QCOMPARE(tolerance->value(), 0.02);
+        QVERIFY(!wheelUp(perCell));
+        QCOMPARE(perCell->value(), 0);
+        oversize->setCurrentIndex(1);
+        w.topologyEditor()->markClean();
+        const int steps = w.topologyEditor()->undoStack()->count();
+        QVERIFY(!wheelUp(oversize));
+        QCOMPARE(oversize->currentIndex(), 1);
+        QVERIFY(!w.topologyEditor()->hasUnsavedEdits());
+        QCOMPARE(w.topologyEditor()->undoStack()->count(), steps);
+        // With focus one notch is one step (0.01 for the tolerance, 1 for a count, one item back).
+        tolerance->setFocus();
+        QVERIFY(tolerance->hasFocus());
+        QVERIFY(wheelUp(tolerance));
+        QCOMPARE(tolerance->value(), 0.03);
+        perCell->setFocus();
+        wheelUp(perCell);
+        QCOMPARE(perCell->value(), 1);
+        oversize->setFocus();
+        wheelUp(oversize);
+        QCOMPARE(oversize->currentIndex(), 0);
+        QVERIFY(w.topologyEditor()->hasUnsavedEdits());
+        shot(&w, QStringLiteral("wheel-focused-fields"));
+    }
+
+    void wheelGuardDecidesByFocus() {
+        installWheelGuard();
+        QWidget host;
+        auto* spin = new QSpinBox(&host);
+        auto* combo = new QComboBox(&host);
+        auto* edit = new QLineEdit(&host);
+        combo->addItems({QStringLiteral("a"), QStringLiteral("b")});
+        host.show();
+        host.activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(&host));
+        edit->setFocus();
+        QVERIFY(wheelBlocked(spin));
+        QVERIFY(wheelBlocked(combo));
+        QVERIFY(!wheelBlocked(edit)); // not a value field
+        spin->setFocus();
+        QVERIFY(!wheelBlocked(spin));
+        QVERIFY(wheelBlocked(combo));
+        QCOMPARE(spin->focusPolicy(), Qt::StrongFocus);
+    }
+
+    void methodBoxFitsMethodsAddedAfterItsFirstShow() {
+        // The plan views' method box is shown with the paper's four methods; a plan with the
+        // communication methods adds "routepack+comm", which the box then shows whole.
+        QWidget host;
+        auto* bar = new QHBoxLayout(&host);
+        QComboBox* box = methodCombo(&host);
+        bar->addWidget(box);
+        bar->addStretch(1);
+        host.resize(600, 60);
+        host.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&host));
+        addMethodItem(box, Method::RoutePackComm);
+        setComboMethod(box, Method::RoutePackComm);
+        QApplication::processEvents();
+        const QString label = QString::fromLatin1(method_label(Method::RoutePackComm));
+        QCOMPARE(box->currentText(), label);
+        QVERIFY2(box->width() >= box->fontMetrics().horizontalAdvance(label) + 20,
+                 qPrintable(QStringLiteral("%1 px for %2").arg(box->width()).arg(label)));
+    }
+
+    // --- Undo and redo of the form ---
+
+    void formEditsUndoAndRedoByKeys() {
+        StudioWindow w(options_);
+        w.show();
+        w.activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(&w));
+        TopologyEditor* e = w.topologyEditor();
+        auto* tolerance = e->findChild<QDoubleSpinBox*>(QStringLiteral("commLoadTolerance"));
+        QLineEdit* name = nullptr;
+        for (QLineEdit* l : e->findChildren<QLineEdit*>())
+            if (l->text() == QStringLiteral("synthetic-demo-ep8-dp4")) name = l;
+        QVERIFY(tolerance && name);
+        QVERIFY(!e->hasUnsavedEdits());
+        // Two Up keys on the tolerance (one step), then three characters typed into the name (one step).
+        tolerance->setFocus();
+        QTest::keyClick(tolerance, Qt::Key_Up);
+        QTest::keyClick(tolerance, Qt::Key_Up);
+        QCOMPARE(tolerance->value(), 0.04);
+        name->setFocus();
+        name->end(false);
+        QTest::keyClicks(name, QStringLiteral("-me"));
+        QCOMPARE(e->topologyName(), QStringLiteral("synthetic-demo-ep8-dp4-me"));
+        QVERIFY(e->hasUnsavedEdits());
+        QCOMPARE(e->currentPreset(), QString());
+        // Ctrl+Z in the name field undoes the form's last step (the typing), then the tolerance.
+        QTest::keyClick(name, Qt::Key_Z, Qt::ControlModifier);
+        QCOMPARE(e->topologyName(), QStringLiteral("synthetic-demo-ep8-dp4"));
+        QCOMPARE(tolerance->value(), 0.04);
+        QTest::keyClick(name, Qt::Key_Z, Qt::ControlModifier);
+        QCOMPARE(tolerance->value(), 0.02);
+        QVERIFY(!e->hasUnsavedEdits());
+        QCOMPARE(e->currentPreset(), QStringLiteral("synthetic-demo-ep8-dp4"));
+        // Ctrl+Shift+Z redoes them, from a spin box as well.
+        tolerance->setFocus();
+        QTest::keyClick(tolerance, Qt::Key_Z, Qt::ControlModifier | Qt::ShiftModifier);
+        QCOMPARE(tolerance->value(), 0.04);
+        QCOMPARE(e->topologyName(), QStringLiteral("synthetic-demo-ep8-dp4"));
+        QTest::keyClick(tolerance, Qt::Key_Z, Qt::ControlModifier | Qt::ShiftModifier);
+        QCOMPARE(e->topologyName(), QStringLiteral("synthetic-demo-ep8-dp4-me"));
+        QVERIFY(e->hasUnsavedEdits());
+        // A preset chosen is one step too: Ctrl+Z brings the edited form back.
+        QVERIFY(e->selectPreset(QStringLiteral("deepseek-v2-lite-ep8-dp4")));
+        QVERIFY(!e->hasUnsavedEdits());
+        name->setFocus();
+        QTest::keyClick(name, Qt::Key_Z, Qt::ControlModifier);
+        QCOMPARE(e->topologyName(), QStringLiteral("synthetic-demo-ep8-dp4-me"));
+        QCOMPARE(tolerance->value(), 0.04);
+    }
+
+    void undoKeepsBudgetsOutsideTheRules() {
+        // Budgets that break a rule (anytime without a time limit) are shown as they are; undoing an
+        // edit beside them restores the field and keeps them.
+        TopologyEditor e;
+        PlannerBudgets b;
+        b.anytime = true;
+        e.setBudgets(b);
+        QString why;
+        QVERIFY(!e.budgets(&why));
+        auto* tolerance = e.findChild<QDoubleSpinBox*>(QStringLiteral("commLoadTolerance"));
+        tolerance->setValue(0.05);
+        QVERIFY(e.hasUnsavedEdits());
+        e.undoStack()->undo();
+        QCOMPARE(tolerance->value(), 0.02);
+        QVERIFY(e.budgets().anytime);
+        QVERIFY(!e.hasUnsavedEdits());
+        e.undoStack()->redo();
+        QCOMPARE(tolerance->value(), 0.05);
+    }
+
+    // --- A saved run's setup and the form's edits ---
+
+    void selectingARunKeepsTheFormsEdits() {
+        const fs::path lib = synthLibrary(QStringLiteral("truth-keep"));
+        StudioWindow w(options_);
+        qint64 run = 0;
+        plannedStudio(w, lib, &run);
+        TopologyEditor* e = w.topologyEditor();
+        QVERIFY(!e->hasUnsavedEdits()); // the form's setup is the run's
+        auto* tolerance = e->findChild<QDoubleSpinBox*>(QStringLiteral("commLoadTolerance"));
+        tolerance->setFocus();
+        QTest::keyClick(tolerance, Qt::Key_Up);
+        QCOMPARE(tolerance->value(), 0.03);
+        // Away to the window and back to the run: the plan is shown, the edit stays, the status says so.
+        QVERIFY(w.selectWindow(QStringLiteral("syn"), QStringLiteral("all")));
+        QVERIFY(w.selectRun(run));
+        QTRY_COMPARE(w.shownRunId(), run);
+        QCOMPARE(tolerance->value(), 0.03);
+        QVERIFY2(
+            w.statusText().contains(
+                QStringLiteral("The Topology and budgets form keeps your unsaved edits, not run %1's setup").arg(run)),
+            qPrintable(w.statusText()));
+        shot(&w, QStringLiteral("run-selected-edits-kept"));
+        // Ctrl+Shift+L loads the run's setup; Ctrl+Z in the form brings the edit back.
+        QTest::keyClick(&w, Qt::Key_L, Qt::ControlModifier | Qt::ShiftModifier);
+        QCOMPARE(tolerance->value(), 0.02);
+        QVERIFY(!e->hasUnsavedEdits());
+        QCOMPARE(w.statusText(),
+                 QStringLiteral("The form holds run %1's setup (Ctrl+Z in the form brings your edits back).").arg(run));
+        tolerance->setFocus();
+        QTest::keyClick(tolerance, Qt::Key_Z, Qt::ControlModifier);
+        QCOMPARE(tolerance->value(), 0.03);
+        // An unedited form takes a selected run's setup as before.
+        e->markClean();
+        e->setBudgets(PlannerBudgets{});
+        QVERIFY(w.selectWindow(QStringLiteral("syn"), QStringLiteral("all")));
+        QVERIFY(w.selectRun(run));
+        QCOMPARE(tolerance->value(), 0.02);
+        QCOMPARE(e->budgets().annealing.steps, quickBudgets().annealing.steps);
+        QVERIFY(!w.statusText().contains(QStringLiteral("keeps your unsaved edits")));
+    }
+
+    // --- What the status line and the tree say ---
+
+    void oneNumberAndTheTreeFollowsTheLiveJob() {
+        const fs::path lib = synthLibrary(QStringLiteral("truth-live"));
+        StudioWindow w(options_);
+        qint64 first = 0;
+        plannedStudio(w, lib, &first);
+        QVERIFY(w.selectRun(first));
+        // While the next run is planned the tree shows its window, not the run planned before; every
+        // line names the window or the run, never a job number.
+        QStringList lines;
+        QList<int> kinds;
+        connect(w.jobs(), &PlanJobQueue::jobStarted, &w, [&] {
+            lines << w.statusText();
+            kinds << w.libraryView()->currentIndex().data(KindRole).toInt();
+        });
+        connect(w.jobs(), &PlanJobQueue::progress, &w, [&] {
+            lines << w.statusText();
+            kinds << w.libraryView()->currentIndex().data(KindRole).toInt();
+        });
+        QSignalSpy shown(&w, &StudioWindow::planShown);
+        QVERIFY(w.runPlanner() > 0);
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+        const qint64 second = shown.back().front().toLongLong();
+        QCOMPARE(second, first + 1);
+        QVERIFY(!lines.isEmpty());
+        QCOMPARE(lines.front(), QStringLiteral("Planning a new run of syn/all…"));
+        for (const QString& line : lines.mid(1))
+            QVERIFY2(
+                QRegularExpression(QStringLiteral("^New run of syn/all: [a-z ]+ \\(\\d+%, \\d+\\.\\d s elapsed(, about "
+                                                  "[^)]+ left)?\\)$"))
+                    .match(line)
+                    .hasMatch(),
+                qPrintable(line));
+        for (int k : kinds)
+            QCOMPARE(k, int(LibraryTreeModel::WindowNode));
+        QVERIFY2(QRegularExpression(QStringLiteral("^Run %1 finished in \\d+\\.\\d\\d s: max U [0-9.]+, R\\* = \\d+( "
+                                                   "\\(certified\\))?$")
+                                        .arg(second))
+                     .match(w.statusText())
+                     .hasMatch(),
+                 qPrintable(w.statusText()));
+        QCOMPARE(w.libraryView()->currentIndex().data(KindRole).toInt(), int(LibraryTreeModel::RunNode));
+        QCOMPARE(w.shownRunId(), second);
+    }
+
+    void progressLineTicksWithoutAGuessedTimeLeft() {
+        // A 1.5 s anytime run, the first of the session (no stage shares measured for its setup):
+        // the elapsed time on the line goes on in steps of at most a quarter second, and no time
+        // left is shown.
+        const fs::path lib = synthLibrary(QStringLiteral("truth-tick"));
+        StudioWindow w(options_);
+        QSignalSpy loaded(&w, &StudioWindow::samplesLoaded);
+        QSignalSpy shown(&w, &StudioWindow::planShown);
+        QVERIFY(w.openLibrary(q(lib)));
+        QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 30000);
+        PlannerBudgets b = quickBudgets();
+        b.time_limit_s = 1.5;
+        b.anytime = true;
+        w.topologyEditor()->setBudgets(b);
+        QStringList seen;
+        QTimer poll;
+        poll.setInterval(40);
+        connect(&poll, &QTimer::timeout, &w, [&] {
+            if (w.jobs()->isBusy()) seen << w.statusText();
+        });
+        poll.start();
+        QVERIFY(w.runPlanner() > 0);
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+        poll.stop();
+        QSet<QString> elapsed;
+        const QRegularExpression re(QStringLiteral("\\((\\d+)%, (\\d+\\.\\d) s elapsed\\)$"));
+        for (const QString& line : seen) {
+            QVERIFY2(!line.contains(QStringLiteral(" left")), qPrintable(line));
+            const auto m = re.match(line);
+            if (m.hasMatch()) elapsed.insert(m.captured(2));
+        }
+        QVERIFY2(elapsed.size() >= 5, qPrintable(QStringList(elapsed.values()).join(QLatin1Char(' '))));
+    }
+
+    void statusDescribesTheRunShown() {
+        // A fresh session on two saved runs: run 1 selected, then run 2 before run 1's stored plan is
+        // back. Run 2 is shown and named; run 1's late plan neither replaces it nor the status line.
+        const fs::path lib = synthLibrary(QStringLiteral("truth-status"));
+        qint64 first = 0, second = 0;
+        {
+            StudioWindow w(options_);
+            plannedStudio(w, lib, &first);
+            QSignalSpy shown(&w, &StudioWindow::planShown);
+            QVERIFY(w.runPlanner() > 0);
+            QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+            second = shown.back().front().toLongLong();
+        }
+        StudioWindow w(options_);
+        QSignalSpy shown(&w, &StudioWindow::planShown);
+        QVERIFY(w.openLibrary(q(lib)));
+        QVERIFY(w.selectRun(first));
+        QVERIFY(w.selectRun(second));
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+        QCOMPARE(shown.back().front().toLongLong(), second);
+        w.jobs()->waitForIdle();
+        QTest::qWait(100);
+        QCOMPARE(w.shownRunId(), second);
+        QVERIFY2(w.statusText().startsWith(QStringLiteral("Run %1: the saved plan").arg(second)),
+                 qPrintable(w.statusText()));
+        // Away to the window (no plan of its own: the line says nothing of run 2) and back to run 1,
+        // shown from this session's cache: the line names run 1.
+        QVERIFY(w.selectWindow(QStringLiteral("syn"), QStringLiteral("all")));
+        QCOMPARE(w.statusText(), QString());
+        QVERIFY(w.selectRun(first));
+        QCOMPARE(w.shownRunId(), first);
+        QVERIFY2(w.statusText().startsWith(QStringLiteral("Run %1: the saved plan (max U ").arg(first)),
+                 qPrintable(w.statusText()));
+        // Compare all in another fresh session: the other run joins the comparison, and the line names
+        // it as added while run 2 stays shown.
+        StudioWindow w2(options_);
+        QSignalSpy shown2(&w2, &StudioWindow::planShown);
+        QVERIFY(w2.openLibrary(q(lib)));
+        QVERIFY(w2.selectRun(second));
+        QTRY_COMPARE_WITH_TIMEOUT(shown2.count(), 1, 60000);
+        QCOMPARE(w2.compareSavedRuns(), 1);
+        w2.jobs()->waitForIdle();
+        QTRY_VERIFY2(
+            w2.statusText().startsWith(QStringLiteral("Added to the comparison: Run %1: the saved plan").arg(first)),
+            qPrintable(w2.statusText()));
+        QCOMPARE(w2.shownRunId(), second);
+    }
+
+    // --- A plan whose token cap is derived ---
+
+    void derivedCapIsReadFromThePlan() {
+        // samples_per_cell 1 and no token cap: C is the longest sample's tokens (effective_token_cap),
+        // which the grid, its fills and the headings use, never the topology's 0.
+        const fs::path lib = synthLibrary(QStringLiteral("truth-cap"));
+        StudioWindow w(options_);
+        QSignalSpy loaded(&w, &StudioWindow::samplesLoaded);
+        QSignalSpy shown(&w, &StudioWindow::planShown);
+        QVERIFY(w.openLibrary(q(lib)));
+        QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 30000);
+        Topology t = known_topology("synthetic-demo-ep8-dp4");
+        t.token_cap = 0;
+        t.batch.samples_per_cell = 1;
+        w.topologyEditor()->setTopology(QStringLiteral("per-cell"), t);
+        w.topologyEditor()->setBudgets(quickBudgets());
+        QVERIFY2(w.runPlanner() > 0, qPrintable(w.statusText()));
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+        const auto plan = w.planView()->plan();
+        QVERIFY(plan);
+        QCOMPARE(plan->topology.token_cap, std::int64_t(0));
+        std::int64_t longest = 0;
+        for (const auto& s : plan->samples)
+            longest = std::max(longest, s.length);
+        QVERIFY(longest > 0);
+        QCOMPARE(plan_token_cap(*plan), longest);
+        QCOMPARE(w.planView()->gridPanel()->model()->cap(), longest);
+        const QString summary = w.planView()->gridPanel()->summaryText();
+        QVERIFY2(summary.contains(QStringLiteral("cap C = %1 tokens").arg(longest)), qPrintable(summary));
+        QVERIFY2(!summary.contains(QStringLiteral("inf")) && !summary.contains(QStringLiteral("nan")),
+                 qPrintable(summary));
+        QCOMPARE(capText(t), QStringLiteral("none (the 1 longest samples)"));
+        QCOMPARE(capText(known_topology("synthetic-demo-ep8-dp4")), QStringLiteral("8192"));
+        w.show();
+        w.planView()->setCurrentWidget(w.planView()->gridPanel());
+        QTest::qWait(50);
+        shot(&w, QStringLiteral("derived-cap-grid"));
+    }
+
+    // --- The window's size ---
+
+    void noViewOrOptionGrowsTheWindow() {
+        // Every result tab, every plan view, "Baseline side by side" on and off, and an aggregate
+        // trace selected: the window keeps the size it was given, and its minimum fits the screen.
+        const fs::path lib = synthLibrary(QStringLiteral("truth-size"));
+        const fs::path agg = test::temp_dir(QStringLiteral("truth-size-agg")) / "counts.json";
+        test::write_file(agg, R"({"counts": [[16,15,14,13,12,11,10,9,8,7,6,5,4,3,2,1],)"
+                              R"( [1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]], "num_layers": 2, "num_experts": 16})");
+        {
+            auto l = storage::Library::open(lib, storage::OpenMode::ReadWrite);
+            ImportOptions o;
+            o.format = TraceFormat::Aggregate;
+            l->import_trace("agg", {agg}, o);
+        }
+        StudioWindow w(options_);
+        qint64 run = 0;
+        plannedStudio(w, lib, &run);
+        for (const QSize screen : {QSize(1366, 768), QSize(1600, 1000)}) {
+            const QString tag = QStringLiteral("%1x%2").arg(screen.width()).arg(screen.height());
+            w.resize(screen);
+            QTest::qWait(100);
+            QCOMPARE(w.size(), screen);
+            auto fits = [&](const QString& what) {
+                QApplication::processEvents();
+                QTest::qWait(30);
+                QVERIFY2(w.size() == screen && w.minimumSizeHint().width() <= screen.width() &&
+                             w.minimumSizeHint().height() <= screen.height(),
+                         qPrintable(QStringLiteral("%1 %2: window %3x%4, minimum %5x%6 (samples %7, results %8, "
+                                                   "status bar %9)")
+                                        .arg(tag, what)
+                                        .arg(w.width())
+                                        .arg(w.height())
+                                        .arg(w.minimumSizeHint().width())
+                                        .arg(w.minimumSizeHint().height())
+                                        .arg(w.mainSplitter()->widget(0)->minimumSizeHint().width())
+                                        .arg(w.resultTabs()->minimumSizeHint().width())
+                                        .arg(w.statusBar()->minimumSizeHint().width())));
+            };
+            QVERIFY(w.selectRun(run));
+            QTRY_COMPARE(w.shownRunId(), run);
+            w.resultTabs()->setCurrentWidget(w.planView());
+            for (int t = 0; t < w.planView()->count(); ++t) {
+                w.planView()->setCurrentIndex(t);
+                fits(w.planView()->tabText(t));
+                shot(&w, QStringLiteral("size-%1-plan-%2").arg(tag).arg(t));
+            }
+            w.planView()->setCurrentWidget(w.planView()->costsPanel());
+            w.planView()->costsPanel()->sideBySideBox()->setChecked(true);
+            fits(QStringLiteral("baseline side by side"));
+            shot(&w, QStringLiteral("size-%1-side-by-side").arg(tag));
+            w.planView()->costsPanel()->sideBySideBox()->setChecked(false);
+            fits(QStringLiteral("side by side unticked"));
+            for (int t = 1; t < w.resultTabs()->count(); ++t) {
+                w.resultTabs()->setCurrentIndex(t);
+                fits(w.resultTabs()->tabText(t));
+                shot(&w, QStringLiteral("size-%1-tab-%2").arg(tag).arg(t));
+            }
+            w.resultTabs()->setCurrentWidget(w.planView());
+            QVERIFY(w.selectTrace(QStringLiteral("agg")));
+            QTRY_VERIFY(w.statusText().startsWith(QStringLiteral("Trace agg is load-only")));
+            fits(QStringLiteral("aggregate trace"));
+            shot(&w, QStringLiteral("size-%1-aggregate").arg(tag));
+            w.resultTabs()->setCurrentWidget(w.runView());
+            fits(QStringLiteral("aggregate trace, Run tab"));
+        }
+    }
+};
+
+QTEST_MAIN(TestStudioTruth)
+#include "tst_studio_truth.moc"
