@@ -417,7 +417,7 @@ int run_sweep(const SweepCmd& c) {
     // The planner owns the threads: plan_chain runs the windows in order, each on --threads workers.
     auto planned = plan_chain(
         inputs, budgets.workers,
-        [&](std::size_t) {
+        [&](std::size_t, const WindowPlan&) {
             const std::size_t n = ++done;
             if (tty) std::fprintf(stderr, "\rsweep %zu/%zu windows", n, names.size());
         },

@@ -84,6 +84,7 @@ StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
     }
 
     connectPlanJobs();
+    connectRunJobs();
     updateActions();
 }
 
@@ -109,6 +110,8 @@ void StudioWindow::buildUi() {
     treeView_ = new QTreeView(this);
     treeView_->setModel(tree_);
     treeView_->setUniformRowHeights(true);
+    // Several windows (or a trace) at once: Plan > Plan run plans them as the steps of one run.
+    treeView_->setSelectionMode(QAbstractItemView::ExtendedSelection);
     treeView_->header()->setStretchLastSection(true);
     treeView_->setColumnWidth(LibraryTreeModel::Name, 150);
     auto* libraryDock = new QDockWidget(tr("Library"), this);

@@ -84,6 +84,9 @@ void StudioWindow::buildActions() {
     runAction_ = plan->addAction(tr("&Run planner"));
     runAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
     connect(runAction_, &QAction::triggered, this, [this] { runPlanner(); });
+    runPlanAction_ = plan->addAction(tr("Plan &run (selected windows, or every window of the trace)"));
+    runPlanAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R));
+    connect(runPlanAction_, &QAction::triggered, this, [this] { planSelectedRun(); });
     cancelAction_ = plan->addAction(tr("&Cancel job"));
     cancelAction_->setShortcuts({QKeySequence(Qt::Key_Escape), QKeySequence(Qt::CTRL | Qt::Key_Period)});
     connect(cancelAction_, &QAction::triggered, this, &StudioWindow::cancelJob);
@@ -180,6 +183,7 @@ void StudioWindow::updateActions() {
     importAction_->setEnabled(has_lib && !lib_->read_only());
     windowAction_->setEnabled(has_lib && !lib_->read_only() && !samplePane_->trace().isEmpty());
     runAction_->setEnabled(has_lib);
+    runPlanAction_->setEnabled(has_lib);
     cancelAction_->setEnabled(jobs_->isBusy());
     for (QAction* a : planActions_)
         a->setEnabled(has_plan);
