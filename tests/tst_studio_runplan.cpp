@@ -11,6 +11,7 @@
 #include "storage/library.h"
 #include "tests/gui_testutil.h"
 #include "tests/testutil.h"
+#include "views/exports.h"
 #include "views/library_tree_model.h"
 #include "views/plan_jobs.h"
 #include "views/run_series.h"
@@ -19,6 +20,8 @@
 #include "views/topology_editor.h"
 
 #include <QApplication>
+#include <QFileInfo>
+#include <QImage>
 #include <QItemSelectionModel>
 #include <QProcess>
 #include <QTabWidget>
@@ -222,6 +225,62 @@ private Q_SLOTS:
         for (std::size_t k = 0; k < 5; ++k)
             QCOMPARE(rv->currentSeries()->steps[k].cost[Method::RoutePack], sweep[k]["routepack"].get<double>());
         shot(w.get(), QStringLiteral("studio-runplan-finished"));
+    }
+
+    void exportedCsvEqualsSweep_data() {
+        QTest::addColumn<QString>("topology");
+        QTest::newRow("one node") << QString::fromLatin1(kTopology);
+        // Two nodes of 4 GPUs with a migration cost model: the communication and migration columns.
+        const fs::path topo = tmp_ / "two-nodes.json";
+        test::write_file(topo,
+                         R"({"ep_ranks": 8, "experts_per_layer": 32, "dp_slots": 4, "edp_shards": [[0, 1], [2, 3]],
+ "token_cap": 8192, "attention_stages": [{"name": "mla", "alpha": 27.0, "beta": 27.0}], "gpus_per_node": 4,
+ "migration": {"expert_parameters": 1000000, "seconds_per_U": 0.001}})");
+        QTest::newRow("two nodes, migration") << q(topo);
+    }
+
+    void exportedCsvEqualsSweep() {
+        // `routepack sweep --out` writes sweep.csv; the Run view of the runs it saved exports the same bytes.
+        QFETCH(QString, topology);
+        const std::string tag = QTest::currentDataTag();
+        const fs::path file = copyLibrary("export-" + std::to_string(tag.size()) + ".routepack");
+        const fs::path out = tmp_ / ("sweep-out-" + std::to_string(tag.size()));
+        QVERIFY(!cli({QStringLiteral("sweep"), QStringLiteral("--db"), q(file), QStringLiteral("--trace"),
+                      QStringLiteral("syn"), QStringLiteral("--topology"), topology, QStringLiteral("--seed"),
+                      QStringLiteral("3"), QStringLiteral("--levels"), QStringLiteral("3"), QStringLiteral("--steps"),
+                      QStringLiteral("100"), QStringLiteral("--threads"), QStringLiteral("1"), QStringLiteral("--out"),
+                      q(out), QStringLiteral("--quiet")})
+                     .empty());
+        auto w = studio(file, run_budgets(3, 100));
+        QVERIFY(w);
+        QVERIFY(w->selectTrace(QStringLiteral("syn")));
+        RunView* rv = w->runView();
+        w->resultTabs()->setCurrentWidget(rv);
+        QTRY_VERIFY_WITH_TIMEOUT(!rv->isLoading() && rv->currentSeries(), 30000);
+        QCOMPARE(rv->currentSeries()->table.size(), std::size_t(5));
+        const QString csv = q(tmp_ / "studio-sweep.csv");
+        const ExportResult r = writeRunCsv(*rv, csv);
+        QVERIFY2(!r.error, qPrintable(r.message));
+        QCOMPARE(r.message, QStringLiteral("Run steps written to %1.").arg(csv));
+        const std::string expected = test::read_file(out / "sweep.csv");
+        QVERIFY(expected.size() > 400);
+        if (tag != "one node") // the migration columns are filled from the second step on
+            QVERIFY2(expected.find(",,,,,") == std::string::npos, expected.c_str());
+        QCOMPARE(test::read_file(csv.toStdString()), expected);
+        // Every chart as PNG and SVG.
+        for (const QString& name : RunView::chartNames()) {
+            for (const char* suffix : {".png", ".svg"}) {
+                const QString f = q(tmp_ / (name.toStdString() + suffix));
+                const ExportResult c = writeRunChart(*rv, name, f);
+                QVERIFY2(!c.error, qPrintable(c.message));
+                QVERIFY(QFileInfo(f).size() > 1000);
+            }
+            QVERIFY(!QImage(q(tmp_ / (name.toStdString() + ".png"))).isNull());
+        }
+        const ExportResult bad = writeRunChart(*rv, QStringLiteral("pie"), q(tmp_ / "pie.png"));
+        QVERIFY(bad.error);
+        QCOMPARE(bad.message, QStringLiteral("no Run view chart named pie"));
+        shot(w.get(), QStringLiteral("studio-runplan-export-%1").arg(tag.size()));
     }
 
     void cancelKeepsFinishedWindows() {

@@ -4,6 +4,7 @@
 #include "views/job_tracker.h"
 #include "views/panel_util.h"
 #include "views/plan_data.h"
+#include "views/plan_views.h"
 
 #include <QBarCategoryAxis>
 #include <QBarSeries>
@@ -505,6 +506,25 @@ void RunView::changeEvent(QEvent* e) {
         for (QChartView* v : {costView_, gainView_, churnView_})
             styleChart(v->chart(), palette());
     QWidget::changeEvent(e);
+}
+
+std::string RunView::tableCsv() const {
+    const RunSeries* s = currentSeries();
+    return s ? sweep_csv(s->table) : std::string();
+}
+
+QStringList RunView::chartNames() {
+    return {QStringLiteral("run-costs"), QStringLiteral("run-gains"), QStringLiteral("run-churn")};
+}
+
+bool RunView::exportChart(const QString& name, const QString& file, QString* error) const {
+    const int i = static_cast<int>(chartNames().indexOf(name));
+    if (i < 0 || !currentSeries()) {
+        if (error) *error = i < 0 ? tr("no Run view chart named %1").arg(name) : tr("the Run view shows no run");
+        return false;
+    }
+    QChartView* views[] = {costView_, gainView_, churnView_};
+    return exportWidgetImage(views[i], file, error);
 }
 
 } // namespace routepack::views

@@ -200,6 +200,7 @@ void StudioWindow::buildUi() {
     samplePane_->defineButton()->setDefaultAction(windowAction_);
     exports_ = std::make_unique<StudioExports>(this, planView_, compareView_, samplePane_->model(),
                                                samplePane_->proxy(), resultTabs_);
+    exports_->setRunView(runView_);
 }
 
 bool StudioWindow::isOpenLibrary(const QString& file) const {

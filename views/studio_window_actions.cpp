@@ -9,6 +9,7 @@
 #include "views/library_tree_model.h"
 #include "views/plan_views.h"
 #include "views/rewrite_dialog.h"
+#include "views/run_view.h"
 #include "views/sample_pane.h"
 #include "views/topology_editor.h"
 #include "views/window_dialog.h"
@@ -72,6 +73,12 @@ void StudioWindow::buildActions() {
     connect(cmpCsv, &QAction::triggered, this, [this] { showExport(exports_->exportComparisonCsv()); });
     QAction* cmpChart = exp->addAction(tr("Comparison chart (PNG/SVG)…"));
     connect(cmpChart, &QAction::triggered, this, [this] { showExport(exports_->exportComparisonChart()); });
+    QAction* runCsv = exp->addAction(tr("Run steps (CSV, as routepack sweep)…"));
+    connect(runCsv, &QAction::triggered, this, [this] { showExport(exports_->exportRunCsv()); });
+    QMenu* runCharts = exp->addMenu(tr("Run chart (PNG/SVG)"));
+    for (const QString& name : RunView::chartNames())
+        connect(runCharts->addAction(name), &QAction::triggered, this,
+                [this, name] { showExport(exports_->exportRunChart(name)); });
     QAction* sampleCsv = exp->addAction(tr("Sample table (CSV)…"));
     connect(sampleCsv, &QAction::triggered, this, [this] { showExport(exports_->exportSampleCsv()); });
     planActions_ << planJson << viewImage << cmpCsv << cmpChart;
