@@ -14,6 +14,7 @@
 #include "views/exports.h"
 #include "views/library_tree_model.h"
 #include "views/plan_jobs.h"
+#include "views/plan_views.h"
 #include "views/run_series.h"
 #include "views/run_view.h"
 #include "views/studio_window.h"
@@ -24,6 +25,7 @@
 #include <QImage>
 #include <QItemSelectionModel>
 #include <QProcess>
+#include <QProcessEnvironment>
 #include <QTabWidget>
 #include <QTreeView>
 #include <QtTest>
@@ -281,6 +283,92 @@ private Q_SLOTS:
         QVERIFY(bad.error);
         QCOMPARE(bad.message, QStringLiteral("no Run view chart named pie"));
         shot(w.get(), QStringLiteral("studio-runplan-export-%1").arg(tag.size()));
+    }
+
+    void headlessRendersSavedRun() {
+        // Two saved runs of step-001 (seeds 1 and 2): --run renders the one named, --trace/--window the latest.
+        const fs::path file = copyLibrary("headless.routepack");
+        std::vector<std::int64_t> ids;
+        {
+            auto lib = storage::Library::open(file);
+            for (std::uint64_t seed : {1, 2}) {
+                PlanInput in;
+                in.window = lib->load_window("syn", "step-001");
+                in.trace_name = "syn";
+                in.window_name = "step-001";
+                in.topology = known_topology(kTopology);
+                in.budgets = run_budgets(seed, 100);
+                ids.push_back(lib->save_run(plan_window(in), kTopology).id);
+            }
+        }
+        auto lib = storage::Library::open(file, storage::OpenMode::ReadOnly);
+        auto studio = [](const QStringList& args, QString* err = nullptr) {
+            QProcess p;
+            QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+            env.remove(QStringLiteral("QT_QPA_PLATFORM"));
+            p.setProcessEnvironment(env);
+            p.start(QStringLiteral(ROUTEPACK_STUDIO), args);
+            p.waitForFinished(300000);
+            if (err) *err = QString::fromUtf8(p.readAllStandardError());
+            return std::make_pair(p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()));
+        };
+        PlanView views;
+        QStringList pngs;
+        for (const QString& name : views.viewNames())
+            if (name != QStringLiteral("communication")) pngs << QStringLiteral("plan-%1.png").arg(name);
+        for (int k = 0; k < 2; ++k) {
+            const fs::path out = tmp_ / ("headless-" + std::to_string(k));
+            const QStringList args = k == 0 ? QStringList{QStringLiteral("--headless-out"), q(out),
+                                                          QStringLiteral("--db"),           q(file),
+                                                          QStringLiteral("--run"),          QString::number(ids[0])}
+                                            : QStringList{QStringLiteral("--headless-out"), q(out),
+                                                          QStringLiteral("--db"),           q(file),
+                                                          QStringLiteral("--trace"),        QStringLiteral("syn"),
+                                                          QStringLiteral("--window"),       QStringLiteral("step-001")};
+            QString err;
+            const auto [status, text] = studio(args, &err);
+            QVERIFY2(status == 0, qPrintable(err));
+            const std::int64_t run = ids[static_cast<std::size_t>(k)];
+            const QStringList lines = text.split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+            QCOMPARE(lines.value(0), QStringLiteral("routepack-studio: run %1 written to %2").arg(run).arg(q(out)));
+            QCOMPARE(lines.value(1), QStringLiteral("  plan.json"));
+            QCOMPARE(lines.size(), 2 + pngs.size());
+            QCOMPARE(test::read_file(out / "plan.json"), lib->run_plan_json(run) + "\n");
+            for (const QString& f : pngs) {
+                QVERIFY2(lines.contains(QStringLiteral("  ") + f), qPrintable(text));
+                const QImage img(q(out) + QLatin1Char('/') + f);
+                QVERIFY2(img.width() > 400 && img.height() > 300, qPrintable(f));
+            }
+            if (k == 0) {
+                QFile::remove(shots_ + QStringLiteral("/headless-run-plan-costs.png"));
+                QFile::copy(q(out / "plan-costs.png"), shots_ + QStringLiteral("/headless-run-plan-costs.png"));
+            }
+        }
+        // A window without runs, an unknown run, and the options without an output folder.
+        QString err;
+        auto r = studio({QStringLiteral("--headless-out"), q(tmp_ / "h-none"), QStringLiteral("--db"), q(file),
+                         QStringLiteral("--trace"), QStringLiteral("syn"), QStringLiteral("--window"),
+                         QStringLiteral("step-003")},
+                        &err);
+        QCOMPARE(r.first, 1);
+        QCOMPARE(
+            err.trimmed(),
+            QStringLiteral("routepack-studio: error: window 'step-003' of trace 'syn' has no saved run with a plan"));
+        r = studio({QStringLiteral("--headless-out"), q(tmp_ / "h-none"), QStringLiteral("--db"), q(file),
+                    QStringLiteral("--run"), QStringLiteral("99")},
+                   &err);
+        QCOMPARE(r.first, 1);
+        QVERIFY2(err.contains(QStringLiteral("no run 99 in")), qPrintable(err));
+        r = studio({QStringLiteral("--db"), q(file), QStringLiteral("--run"), QStringLiteral("1")}, &err);
+        QCOMPARE(r.first, 2);
+        QCOMPARE(err.trimmed(), QStringLiteral("routepack-studio: error: --db, --run, --trace and --window render a "
+                                               "saved run: they need --headless-out DIR"));
+        r = studio({QStringLiteral("--headless-out"), q(tmp_ / "h-none"), QStringLiteral("--db"), q(file),
+                    QStringLiteral("--run"), QStringLiteral("x")},
+                   &err);
+        QCOMPARE(r.first, 2);
+        QCOMPARE(err.trimmed(),
+                 QStringLiteral("routepack-studio: error: --run must be a run id, a positive integer (got 'x')"));
     }
 
     void cancelKeepsFinishedWindows() {
