@@ -269,6 +269,18 @@ private Q_SLOTS:
         if (tag != "one node") // the migration columns are filled from the second step on
             QVERIFY2(expected.find(",,,,,") == std::string::npos, expected.c_str());
         QCOMPARE(test::read_file(csv.toStdString()), expected);
+        if (tag != "one node") {
+            // What applying the run costs: in the step's tooltip and the heading, as sweep's columns.
+            const SweepLine& l = rv->currentSeries()->table[1];
+            QVERIFY(l.compute_s && l.materialization_s);
+            QVERIFY2(rv->stepToolTip(1).contains(QStringLiteral("modelled time: compute %1 s + materialization %2 s")
+                                                     .arg(*l.compute_s, 0, 'f', 4)
+                                                     .arg(*l.materialization_s, 0, 'f', 4)),
+                     qPrintable(rv->stepToolTip(1)));
+            QVERIFY2(rv->headingText().contains(QStringLiteral("applying the run: %1 experts moved")
+                                                    .arg(rv->currentSeries()->table[4].moves_total)),
+                     qPrintable(rv->headingText()));
+        }
         // Every chart as PNG and SVG.
         for (const QString& name : RunView::chartNames()) {
             for (const char* suffix : {".png", ".svg"}) {
