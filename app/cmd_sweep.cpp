@@ -11,6 +11,7 @@
 #include "core/plan/placement.h"
 #include "core/plan/plan_file.h"
 #include "core/plan/run_steps.h"
+#include "core/plan/sweep_table.h"
 #include "core/util/errors.h"
 #include "core/util/output_folder.h"
 #include "core/util/text.h"
@@ -51,90 +52,19 @@ struct SweepRow {
     PlanResult plan;
 };
 
-/// One window's line of the sweep table: what sweep.json, sweep.csv and the printed table show.
-struct SweepLine {
-    std::string window;
-    std::size_t samples = 0;
-    int rows = 0; ///< R*
-    bool certified = false;
-    /// max_g U (eq. 15, tokens) of each method, and routepack's gains against baseline and reorder (gain_pct).
-    double baseline = 0, reorder = 0, karmarkar_karp = 0, routepack = 0, vs_baseline_pct = 0, vs_reorder_pct = 0;
-    double lower_bound = 0; ///< the bound on max_g U
-    double planner_s = 0;   ///< the plan's "total" timing, seconds
-    bool time_limit_hit = false;
-    std::int64_t run = 0;          ///< the saved run's id
-    std::string plan_file;         ///< the plan's file in --out ("" without --out)
-    std::int64_t churn_slots = -1; ///< summarize_steps' churn against the previous window (-1: the first)
-    std::int64_t churn_bytes = -1; ///< churn_slots x --expert-bytes (-1: the first window, or no --expert-bytes)
-    /// Experts moved from the previous placement (the previous window's; for the first window the
-    /// identity or --previous), and their cost (PlanMigration); nullopt where the expert size is unknown.
-    std::int64_t moves = 0;
-    std::optional<double> migration_bytes, materialization_s, compute_s;
-    std::int64_t moves_total = 0;           ///< moves summed over this and the earlier windows
-    std::optional<double> modelled_s_total; ///< compute + materialization summed likewise
-    std::vector<FrontierPoint> frontier;    ///< --frontier: this step at every move budget (empty otherwise)
-    /// More than one node: the communication methods' max_g U and each method's inter-node copies
-    /// (methods() order; nullopt where not computed); comm_unavailable when the window has no routes.
-    bool multi_node = false;
-    std::optional<double> grouter, routepack_comm;
-    std::vector<std::pair<std::string, std::optional<std::int64_t>>> inter_copies;
-    bool comm_unavailable = false;
-
-    /// The inter-node copies of method `name` (nullopt when not computed or not run).
-    std::optional<std::int64_t> copies_of(const std::string& name) const {
-        for (const auto& [n, v] : inter_copies)
-            if (n == name) return v;
-        return std::nullopt;
-    }
-};
-
-/// The sweep table's lines from the planned windows (gains and churn from summarize_steps).
+/// The sweep table's lines from the planned windows (core/plan/sweep_table.h).
 std::vector<SweepLine> sweep_lines(const std::vector<SweepRow>& rows, const std::vector<std::int64_t>& run_ids,
                                    const std::vector<std::string>& plan_files, std::int64_t expert_bytes) {
-    std::vector<RunStepInput> steps;
-    for (const auto& r : rows)
-        steps.push_back(
-            {r.plan.baseline.metrics.score.max_u, r.plan.routepack.metrics.score.max_u, &r.plan.placement.routepack});
-    const std::vector<RunStepSummary> summary = summarize_steps(steps);
-    std::vector<SweepLine> out(rows.size());
+    std::vector<SweepLine> out;
+    std::vector<const Placement*> placements;
     for (std::size_t k = 0; k < rows.size(); ++k) {
-        const PlanResult& p = rows[k].plan;
-        SweepLine& l = out[k];
-        l.window = rows[k].window;
-        l.samples = p.samples.size();
-        l.rows = p.rows.rows;
-        l.certified = p.rows.certified;
-        l.baseline = p.baseline.metrics.score.max_u;
-        l.reorder = p.reorder.metrics.score.max_u;
-        l.karmarkar_karp = p.karmarkar_karp.metrics.score.max_u;
-        l.routepack = p.routepack.metrics.score.max_u;
-        l.vs_baseline_pct = summary[k].gain_pct;
-        l.vs_reorder_pct = gain_pct(l.reorder, l.routepack);
-        l.lower_bound = p.bound.value;
-        l.planner_s = p.timings.count("total") ? p.timings.at("total") : 0.0;
-        l.time_limit_hit = p.time_limit_hit;
-        l.run = run_ids[k];
-        l.plan_file = plan_files[k];
-        l.churn_slots = summary[k].churn_slots;
-        const PlanMigration& mg = p.migration;
-        l.moves = mg.figures.moved;
-        l.moves_total = l.moves + (k > 0 ? out[k - 1].moves_total : 0);
-        if (mg.cost.expert_bytes > 0) {
-            l.migration_bytes = mg.figures.bytes;
-            l.materialization_s = mg.figures.seconds;
-            l.compute_s = mg.compute_seconds;
-            const double prior = k > 0 && out[k - 1].modelled_s_total ? *out[k - 1].modelled_s_total : 0.0;
-            l.modelled_s_total = prior + mg.compute_seconds + mg.figures.seconds;
-        }
-        if (l.churn_slots >= 0 && expert_bytes > 0) l.churn_bytes = l.churn_slots * expert_bytes;
-        l.multi_node = p.comm.nodes > 1;
-        if (!l.multi_node) continue;
-        if (p.comm.grouter) l.grouter = p.comm.grouter->metrics.score.max_u;
-        if (p.comm.routepack_comm) l.routepack_comm = p.comm.routepack_comm->metrics.score.max_u;
-        for (const MethodResult* m : p.methods())
-            l.inter_copies.emplace_back(m->key(), m->comm ? std::optional(m->comm->inter_total) : std::nullopt);
-        l.comm_unavailable = !p.routepack.comm;
+        out.push_back(sweep_line(rows[k].plan));
+        out.back().window = rows[k].window;
+        out.back().run = run_ids[k];
+        out.back().plan_file = plan_files[k];
+        placements.push_back(&rows[k].plan.placement.routepack);
     }
+    sweep_link(out, placements, expert_bytes);
     return out;
 }
 
@@ -190,46 +120,6 @@ nlohmann::json sweep_json(const std::vector<SweepLine>& lines) {
         j.push_back(std::move(o));
     }
     return j;
-}
-
-/// sweep.csv: a header and one CRLF-ended line per window (RFC 4180).
-std::string sweep_csv(const std::vector<SweepLine>& lines) {
-    // RFC 4180 field: quoted (quotes doubled) when it holds a comma, quote, CR or LF.
-    auto field = [](const std::string& v) {
-        if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
-        std::string out = "\"";
-        for (char ch : v)
-            out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-        return out + "\"";
-    };
-    auto count = [](std::int64_t v) { return v >= 0 ? std::to_string(v) : std::string(); };
-    auto copies = [](const std::optional<std::int64_t>& v) { return v ? std::to_string(*v) : std::string(); };
-    auto cost = [](const std::optional<double>& v) { return v ? fmt("%.17g", *v) : std::string(); };
-    std::ostringstream csv;
-    csv << "window,samples,rows,certified,baseline,reorder,karmarkar_karp,routepack,routepack_vs_baseline_pct,"
-           "routepack_vs_reorder_pct,lower_bound,planner_s,time_limit_hit,churn_slots,churn_bytes,run,grouter,"
-           "routepack+comm,"
-           "routepack_inter_node_copies,grouter_inter_node_copies,routepack+comm_inter_node_copies,experts_moved,"
-           "migration_bytes,materialization_seconds,compute_seconds,modelled_seconds,experts_moved_total,"
-           "modelled_seconds_total\r\n";
-    for (const SweepLine& l : lines) {
-        // Five empty fields on one node.
-        const std::string comm = !l.multi_node
-                                     ? ",,,,,"
-                                     : "," + cost(l.grouter) + "," + cost(l.routepack_comm) + "," +
-                                           copies(l.copies_of("routepack")) + "," + copies(l.copies_of("grouter")) +
-                                           "," + copies(l.copies_of("routepack+comm"));
-        csv << field(l.window) << "," << l.samples << "," << l.rows << "," << (l.certified ? 1 : 0) << ","
-            << fmt("%.17g", l.baseline) << "," << fmt("%.17g", l.reorder) << "," << fmt("%.17g", l.karmarkar_karp)
-            << "," << fmt("%.17g", l.routepack) << "," << fmt("%.6f", l.vs_baseline_pct) << ","
-            << fmt("%.6f", l.vs_reorder_pct) << "," << fmt("%.17g", l.lower_bound) << "," << fmt("%.6f", l.planner_s)
-            << "," << (l.time_limit_hit ? 1 : 0) << "," << count(l.churn_slots) << "," << count(l.churn_bytes) << ","
-            << l.run << comm << "," << l.moves << "," << cost(l.migration_bytes) << "," << cost(l.materialization_s)
-            << "," << cost(l.compute_s) << ","
-            << (l.compute_s ? fmt("%.17g", *l.compute_s + *l.materialization_s) : std::string()) << "," << l.moves_total
-            << "," << cost(l.modelled_s_total) << "\r\n";
-    }
-    return csv.str();
 }
 
 /// The printed table (without --json): one line per window, then the mean gain and the windows
@@ -417,7 +307,7 @@ int run_sweep(const SweepCmd& c) {
     // The planner owns the threads: plan_chain runs the windows in order, each on --threads workers.
     auto planned = plan_chain(
         inputs, budgets.workers,
-        [&](std::size_t) {
+        [&](std::size_t, const WindowPlan&) {
             const std::size_t n = ++done;
             if (tty) std::fprintf(stderr, "\rsweep %zu/%zu windows", n, names.size());
         },

@@ -5,6 +5,7 @@
 #include "views/gui_text.h"
 #include "views/plan_data.h"
 #include "views/plan_views.h"
+#include "views/run_view.h"
 #include "views/sample_table_model.h"
 
 #include <QDir>
@@ -74,6 +75,21 @@ ExportResult writeComparisonChart(const CompareView& view, const QString& file) 
     return {StudioExports::tr("Comparison chart written to %1.").arg(file)};
 }
 
+ExportResult writeRunCsv(const RunView& view, const QString& file) {
+    std::string text = view.tableCsv();
+    if (text.empty()) return failure(StudioExports::tr("the Run view shows no run"));
+    text.pop_back(); // writeTextFile ends the text with "\n": the last line ends in "\r\n" like every other
+    QString err;
+    if (!writeTextFile(file, text, &err)) return failure(err);
+    return {StudioExports::tr("Run steps written to %1.").arg(file)};
+}
+
+ExportResult writeRunChart(const RunView& view, const QString& name, const QString& file) {
+    QString err;
+    if (!view.exportChart(name, file, &err)) return failure(err);
+    return {StudioExports::tr("Run chart %1 written to %2.").arg(name, file)};
+}
+
 ExportResult writeSampleCsv(const SampleFilterProxy& proxy, const QString& file) {
     QString err;
     if (!exportModelCsv(proxy, file, &err)) return failure(err);
@@ -87,6 +103,7 @@ StudioExports::StudioExports(QWidget* parent, PlanView* plan, CompareView* compa
 std::optional<ExportResult> StudioExports::exportCurrent() const {
     if (tabs_->currentWidget() == plan_ && plan_->plan()) return exportPlanViewImage();
     if (tabs_->currentWidget() == compare_ && plan_->plan()) return exportComparisonCsv();
+    if (run_ && tabs_->currentWidget() == run_ && run_->currentSeries()) return exportRunCsv();
     return exportSampleCsv();
 }
 
@@ -146,6 +163,21 @@ std::optional<ExportResult> StudioExports::exportSampleCsv() const {
     const QString f = askFile(tr("Export samples"), QStringLiteral("samples.csv"), tr("CSV (*.csv)"));
     if (f.isEmpty()) return std::nullopt;
     return writeSampleCsv(*proxy_, f);
+}
+
+std::optional<ExportResult> StudioExports::exportRunCsv() const {
+    if (!run_ || !run_->currentSeries()) return std::nullopt;
+    const QString f = askFile(tr("Export run steps"), QStringLiteral("sweep.csv"), tr("CSV (*.csv)"));
+    if (f.isEmpty()) return std::nullopt;
+    return writeRunCsv(*run_, f);
+}
+
+std::optional<ExportResult> StudioExports::exportRunChart(const QString& name) const {
+    if (!run_ || !run_->currentSeries()) return std::nullopt;
+    const QString f =
+        askFile(tr("Export %1").arg(name), name + QStringLiteral(".png"), tr("PNG image (*.png);;SVG drawing (*.svg)"));
+    if (f.isEmpty()) return std::nullopt;
+    return writeRunChart(*run_, name, f);
 }
 
 } // namespace routepack::views

@@ -18,6 +18,7 @@ namespace routepack::views {
 
 class CompareView;
 class PlanView;
+class RunView;
 class SampleFilterProxy;
 class SampleTableModel;
 
@@ -44,6 +45,11 @@ ExportResult writePlanViewImage(const PlanView& view, const QString& name, const
 ExportResult writeComparisonCsv(const CompareView& view, const QString& file);
 /// CompareView::exportChart: ".png" or ".svg".
 ExportResult writeComparisonChart(const CompareView& view, const QString& file);
+/// The Run view's steps as `routepack sweep`'s sweep.csv (sweep_csv of RunSeries::table; the same
+/// bytes sweep writes for the same runs). An error when the view shows no series.
+ExportResult writeRunCsv(const RunView& view, const QString& file);
+/// RunView::exportChart(name, file): ".png" or ".svg" by the file's suffix.
+ExportResult writeRunChart(const RunView& view, const QString& name, const QString& file);
 /// exportModelCsv of the sample table as filtered and sorted (the proxy's rows, raw values).
 ExportResult writeSampleCsv(const SampleFilterProxy& proxy, const QString& file);
 
@@ -57,8 +63,10 @@ public:
     StudioExports(QWidget* parent, PlanView* plan, CompareView* compare, SampleTableModel* samples,
                   SampleFilterProxy* proxy, QTabWidget* tabs);
 
+    /// The Run view, for its exports (the window sets it once built).
+    void setRunView(RunView* run) { run_ = run; }
     /// Ctrl+E: the shown plan view as an image when the plan tab is current, the comparison CSV when
-    /// the comparison tab is, else the sample table CSV.
+    /// the comparison tab is, the steps' CSV when the Run tab is, else the sample table CSV.
     std::optional<ExportResult> exportCurrent() const;
     std::optional<ExportResult> exportPlanJson() const;
     /// `format`: "routepack", "sglang" or "vllm".
@@ -68,6 +76,10 @@ public:
     std::optional<ExportResult> exportComparisonCsv() const;
     std::optional<ExportResult> exportComparisonChart() const;
     std::optional<ExportResult> exportSampleCsv() const;
+    /// The Run view's steps (writeRunCsv); nullopt when it shows no series.
+    std::optional<ExportResult> exportRunCsv() const;
+    /// One chart of the Run view (RunView::chartNames) as PNG or SVG.
+    std::optional<ExportResult> exportRunChart(const QString& name) const;
 
     /// The folder the save dialogs start in: the one of the last file chosen, or set here (the
     /// studio restores it from its settings). Empty: the dialog's own default (the working folder).
@@ -86,6 +98,7 @@ private:
     SampleTableModel* samples_;
     SampleFilterProxy* proxy_;
     QTabWidget* tabs_;
+    RunView* run_ = nullptr;
     mutable QString folder_;
 };
 

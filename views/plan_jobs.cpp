@@ -1,5 +1,6 @@
 #include "views/plan_jobs.h"
 
+#include "core/model/trace.h"
 #include "core/plan/plan_file.h"
 #include "core/util/errors.h"
 #include "storage/library.h"
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 namespace routepack::views {
@@ -48,6 +50,7 @@ PlanJobQueue::PlanJobQueue(QObject* parent)
     : QObject(parent), tracker_(new JobTracker(JobTracker::Policy::EveryResult, 1, true, this)) {
     qRegisterMetaType<routepack::LevelStats>();
     qRegisterMetaType<routepack::views::PlanJobResult>();
+    qRegisterMetaType<routepack::views::RunPlanResult>();
     connect(tracker_, &JobTracker::started, this, [this](quint64 job) { Q_EMIT jobStarted(job, jobs_[job].first); });
     connect(tracker_, &JobTracker::removed, this, [this](quint64 job) {
         jobs_.erase(job);
@@ -79,6 +82,101 @@ quint64 PlanJobQueue::enqueue(const PlanJobRequest& request) {
         [this](quint64 job) { Q_EMIT staleDropped(job, forget(job)); });
     Q_ASSERT(started == id);
     return started;
+}
+
+quint64 PlanJobQueue::enqueueRun(const RunPlanRequest& request) {
+    RunPlanRequest rq = request;
+    if (rq.label.isEmpty()) rq.label = tr("%1: %2 windows").arg(request.trace).arg(request.windows.size());
+    const quint64 id = tracker_->nextId();
+    jobs_[id] = {rq.label, rq.library};
+    const quint64 started = tracker_->start<RunPlanResult>(
+        [this, rq, weights = weights_](JobContext& context) { return runChain(rq, weights, context); },
+        [this](quint64 job, const std::shared_ptr<const RunPlanResult>& result) {
+            forget(job);
+            Q_EMIT runFinished(*result);
+        },
+        [this](quint64 job, const JobFailure& failure) {
+            forget(job);
+            Q_EMIT failed(job, failure.text);
+        },
+        [this](quint64 job) { Q_EMIT staleDropped(job, forget(job)); });
+    Q_ASSERT(started == id);
+    return started;
+}
+
+RunPlanResult PlanJobQueue::runChain(const RunPlanRequest& request, const StageWeights& weights, JobContext& context) {
+    RunPlanResult out;
+    QElapsedTimer timer;
+    timer.start();
+    const quint64 id = context.id();
+    out.job = id;
+    out.trace = request.trace;
+    std::vector<std::string> names;
+    for (const QString& w : request.windows)
+        names.push_back(w.toStdString());
+    std::sort(names.begin(), names.end(), natural_less);
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    for (const auto& n : names)
+        out.windows << QString::fromStdString(n);
+    auto lib = storage::Library::open(request.library.toStdString(),
+                                      request.saveRuns ? storage::OpenMode::ReadWrite : storage::OpenMode::ReadOnly);
+    lib->set_busy_timeout_ms(kWorkerBusyTimeoutMs);
+    // The inputs `routepack sweep` builds: every window on one topology with the same budgets.
+    std::vector<PlanInput> inputs(names.size());
+    for (std::size_t k = 0; k < names.size(); ++k) {
+        inputs[k].window =
+            lib->load_window(request.trace.toStdString(), names[k], storage::routes_for(request.topology));
+        inputs[k].trace_name = request.trace.toStdString();
+        inputs[k].window_name = names[k];
+        inputs[k].topology = request.topology;
+        inputs[k].budgets = request.budgets;
+    }
+    const int count = static_cast<int>(names.size());
+    std::size_t current = names.size();
+    std::optional<StageProgress> share;
+    auto on_event = [&](std::size_t k, const PlanEvent& e) {
+        if (k != current) share.emplace(weights, request.budgets.annealing.levels, request.topology.nodes() > 1);
+        const bool next = k != current;
+        current = k;
+        const double window = share->update(e);
+        if (!context.throttle().passStage(e.stage, next || e.stage == "done")) return;
+        const double overall = (static_cast<double>(k) + window) / count;
+        context.post([this, id, k, count, stage = QString::fromStdString(e.stage), window, overall] {
+            Q_EMIT runProgress(id, static_cast<int>(k), count, stage, window, overall);
+        });
+    };
+    // Each window that planned to its end is saved at once, so that a cancel keeps it.
+    auto on_done = [&](std::size_t k, const WindowPlan& w) {
+        if (!w.error.empty()) {
+            out.error = tr("window '%1': %2").arg(out.windows[static_cast<int>(k)], QString::fromStdString(w.error));
+            return;
+        }
+        if (w.plan.cancelled) return;
+        auto plan = std::make_shared<const PlanResult>(w.plan);
+        qint64 run = 0;
+        if (request.saveRuns && out.error.isEmpty()) {
+            try {
+                run = retryWhileBusy(
+                    [&] { return lib->save_runs({plan.get()}, request.topologyName.toStdString()).front(); },
+                    context.shutdownFlag());
+            } catch (const std::exception& e) {
+                out.error = tr("the run of window '%1' was not saved: %2")
+                                .arg(out.windows[static_cast<int>(k)], guiErrorText(e));
+            }
+            if (!out.error.isEmpty()) context.cancelFlag()->store(true); // the chain stops: a run without gaps
+        }
+        out.plans.push_back(plan);
+        out.runIds.push_back(run);
+        context.post([this, id, k, count, name = out.windows[static_cast<int>(k)], run,
+                      maxU = plan->routepack.metrics.score.max_u] {
+            Q_EMIT runStepFinished(id, static_cast<int>(k), count, name, run, maxU);
+        });
+    };
+    plan_chain(inputs, request.budgets.workers, on_done, context.cancelFlag(), on_event);
+    out.cancelled = out.plans.size() < names.size() && out.error.isEmpty();
+    lib.reset(); // close this thread's connection before the GUI hears of the end
+    out.seconds = static_cast<double>(timer.nsecsElapsed()) / 1e9;
+    return out;
 }
 
 PlanJobResult PlanJobQueue::run(const PlanJobRequest& request, const StageWeights& weights, JobContext& context) {

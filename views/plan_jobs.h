@@ -12,6 +12,7 @@
 
 #include <QObject>
 #include <QString>
+#include <QStringList>
 
 #include <map>
 #include <memory>
@@ -48,6 +49,36 @@ struct PlanJobResult {
     double seconds = 0;                                ///< wall time of the job
 };
 
+/// What one run-planning job needs: windows of one trace planned as the steps of a run, in natural
+/// name order (natural_less), chained as `routepack sweep` chains them (plan_chain: window k starts
+/// from window k-1's final placement, window 0 from the identity), every window with `topology` and
+/// `budgets` (the same seed), the chain on budgets.workers workers. When `saveRuns`, every window that
+/// planned to its end is saved as a run the moment it ends (Library::save_runs, as `sweep` saves its
+/// runs; retried while another process holds the library, as PlanJobRequest's save).
+struct RunPlanRequest {
+    QString library; ///< library file
+    QString trace;
+    QStringList windows;  ///< windows of `trace` (any order; planned in natural name order)
+    QString topologyName; ///< name the runs' topology is saved under
+    routepack::Topology topology;
+    routepack::PlannerBudgets budgets;
+    bool saveRuns = true;
+    QString label; ///< shown in the status bar; default "<trace>: N windows"
+};
+
+/// The outcome of a run-planning job: the windows that planned to their end, in run order (a
+/// cancelled job keeps those finished before the cancel; the window that was running is dropped).
+struct RunPlanResult {
+    quint64 job = 0;
+    QString trace;
+    QStringList windows;                                             ///< every requested window, in run order
+    std::vector<std::shared_ptr<const routepack::PlanResult>> plans; ///< the finished windows' plans, in order
+    std::vector<qint64> runIds;                                      ///< their saved runs (0 when not saved)
+    bool cancelled = false; ///< the job was cancelled before the last window ended
+    QString error;          ///< a window that failed ("window 'w': why") or a save that failed; "" when none
+    double seconds = 0;     ///< wall time of the job
+};
+
 /// FIFO of planning jobs run one at a time on a private worker thread (a JobTracker with one thread
 /// that never expires; the planner's own oneTBB arena does the parallel work). All signals are emitted on the
 /// thread that owns the queue (the GUI thread); values are copied there from the worker.
@@ -67,6 +98,10 @@ public:
 
     /// Queues a job; returns its id (1, 2, ...). It starts at once when nothing runs.
     quint64 enqueue(const PlanJobRequest& request);
+    /// Queues a run-planning job (RunPlanRequest) in the same FIFO; returns its id. It reports
+    /// `runProgress`, `runStepFinished` for each window that ends, then `runFinished` (or `failed`
+    /// when the library or a window cannot be read).
+    quint64 enqueueRun(const RunPlanRequest& request);
     /// Cancels the running job (it returns the best valid plan so far, delivered as `finished` with
     /// plan->cancelled) or, for a queued id, removes it (`cancelledQueued`). False for an unknown id.
     bool cancel(quint64 id);
@@ -106,6 +141,14 @@ Q_SIGNALS:
     /// The planner (or loading the window) failed; `message` is the error in the studio's words
     /// (JobFailure::text: budgets named by their fields' labels).
     void failed(quint64 job, const QString& message);
+    /// Run-planning job `job` is at window `index` of `count` (0-based), in planner stage `stage`:
+    /// `window` the fraction of that window (StageProgress), `overall` of the whole run ((index +
+    /// window) / count). Throttled like `progress`.
+    void runProgress(quint64 job, int index, int count, const QString& stage, double window, double overall);
+    /// Window `index` of run-planning job `job` planned to its end and was saved as run `runId` (0 when
+    /// not saved); `maxU` its routepack max_g U.
+    void runStepFinished(quint64 job, int index, int count, const QString& window, qint64 runId, double maxU);
+    void runFinished(const routepack::views::RunPlanResult& result);
     /// A queued job was removed by cancel() before it started.
     void cancelledQueued(quint64 job);
     /// A job of an older generation ended; its result was dropped. `library`: the job's library
@@ -118,6 +161,8 @@ private:
     /// The worker's part: opens its own library connection, plans (or restores) and saves. Throws
     /// what planning threw (after saving the failed run when the job saves runs).
     PlanJobResult run(const PlanJobRequest& request, const StageWeights& weights, JobContext& context);
+    /// The worker's part of a run-planning job.
+    RunPlanResult runChain(const RunPlanRequest& request, const StageWeights& weights, JobContext& context);
     /// Drops the ended job's entry of jobs_; returns its library file ("" when unknown).
     QString forget(quint64 job);
 
@@ -131,3 +176,4 @@ private:
 
 Q_DECLARE_METATYPE(routepack::LevelStats)
 Q_DECLARE_METATYPE(routepack::views::PlanJobResult)
+Q_DECLARE_METATYPE(routepack::views::RunPlanResult)

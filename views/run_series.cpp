@@ -108,9 +108,15 @@ RunSeriesSet compute_run_series(const storage::Library& lib, const std::string& 
                     st.previous = s.steps.back().window;
                 }
                 placements.push_back(plan.placement);
+                s.table.push_back(sweep_line(plan, st.planner_s));
+                s.table.back().run = r.id;
                 s.steps.push_back(std::move(st));
             }
             summarize(s, placements, moe_layers);
+            std::vector<const Placement*> at;
+            for (const Placement& p : placements)
+                at.push_back(&p);
+            sweep_link(s.table, at, 0);
             for (const MethodRow& row : kMethodTable)
                 if (std::any_of(s.steps.begin(), s.steps.end(),
                                 [m = row.method](const RunStep& st) { return st.has[m]; }))

@@ -7,6 +7,7 @@
 // baseline) / baseline, churn = slots whose expert changes against the previous step, summed over MoE
 // layers. Plain C++ (no widgets), computed on a worker thread.
 #include "core/model/topology.h"
+#include "core/plan/sweep_table.h"
 #include "storage/library.h"
 #include "views/plan_data.h"
 
@@ -63,6 +64,9 @@ struct RunSeries {
     /// The methods some step has, in Method order: the paper's four, and the two communication
     /// methods on several nodes.
     std::vector<Method> methods;
+    /// The steps as `routepack sweep`'s table (sweep_line of each stored plan, sweep_link; no expert
+    /// bytes): what File > Export writes as CSV (sweep_csv).
+    std::vector<SweepLine> table;
 };
 
 /// Every run series of one trace.

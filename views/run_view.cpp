@@ -6,6 +6,7 @@
 #include "views/job_tracker.h"
 #include "views/panel_util.h"
 #include "views/plan_data.h"
+#include "views/plan_views.h"
 
 #include <QBarCategoryAxis>
 #include <QBarSeries>
@@ -213,6 +214,26 @@ QString RunView::headingText() const {
     return heading_->text();
 }
 
+namespace {
+
+/// The heading's line on applying the run, when its plans carry a migration cost model: experts
+/// moved and modelled time summed over the steps (sweep's experts_moved_total and
+/// modelled_seconds_total of the last step); "" otherwise.
+QString migrationText(const RunSeries& s) {
+    if (s.table.empty() || !s.table.back().modelled_s_total) return {};
+    double compute = 0, materialization = 0;
+    for (const SweepLine& l : s.table)
+        compute += l.compute_s.value_or(0), materialization += l.materialization_s.value_or(0);
+    return RunView::tr(
+               "<br>applying the run: %1 experts moved; modelled time compute %2 s + materialization %3 s = %4 s")
+        .arg(s.table.back().moves_total)
+        .arg(compute, 0, 'f', 4)
+        .arg(materialization, 0, 'f', 4)
+        .arg(*s.table.back().modelled_s_total, 0, 'f', 4);
+}
+
+} // namespace
+
 void RunView::rebuild() {
     const RunSeries* s = currentSeries();
     if (!s) {
@@ -224,7 +245,7 @@ void RunView::rebuild() {
             showEmpty(tr("Trace %1 has saved runs in %2 of its %3 windows, and no topology has runs in two or more.\n\n"
                          "The Run view shows a training run step by step: cut the trace into consecutive windows "
                          "(Define window, Split into consecutive windows), then plan each window on one topology "
-                         "(Run planner on each, or routepack sweep from the command line).")
+                         "(select them, or the trace, and Plan run; or routepack sweep from the command line).")
                           .arg(t)
                           .arg(data_->windows_with_runs)
                           .arg(data_->windows));
@@ -248,7 +269,8 @@ void RunView::rebuild() {
                           .arg(data_->windows)
                           .arg(pct(summary.mean_gain_pct), pct(summary.median_gain_pct), pct(summary.best_gain_pct),
                                pct(summary.worst_gain_pct))
-                          .arg(summary.churn_total));
+                          .arg(summary.churn_total) +
+                      migrationText(*s));
     stack_->setCurrentIndex(1);
 }
 
@@ -444,6 +466,18 @@ QString RunView::stepToolTip(int k) const {
                             ? tr("; most in MoE layer %1 (%2)").arg(st.churn_layer).arg(st.churn_layer_slots)
                             : QString());
     if (st.moves >= 0) tip += tr("<br>experts moved to another EP rank: %1").arg(st.moves);
+    // The plan's migration section with a cost model: what applying the step costs (sweep's columns).
+    if (static_cast<std::size_t>(k) < s->table.size()) {
+        const SweepLine& l = s->table[static_cast<std::size_t>(k)];
+        if (l.compute_s && l.materialization_s)
+            tip += tr("<br>modelled time: compute %1 s + materialization %2 s = %3 s (%4 experts moved, %5 bytes)")
+                       .arg(*l.compute_s, 0, 'f', 4)
+                       .arg(*l.materialization_s, 0, 'f', 4)
+                       .arg(*l.compute_s + *l.materialization_s, 0, 'f', 4)
+                       .arg(l.moves)
+                       .arg(QString::fromStdString(
+                           grouped_count(static_cast<std::int64_t>(l.migration_bytes.value_or(0)))));
+    }
     tip += tr("<br>planner time %1 s").arg(st.planner_s, 0, 'f', 3);
     return tip;
 }
@@ -510,6 +544,25 @@ void RunView::changeEvent(QEvent* e) {
         for (QChartView* v : {costView_, gainView_, churnView_})
             styleChart(v->chart(), palette());
     QWidget::changeEvent(e);
+}
+
+std::string RunView::tableCsv() const {
+    const RunSeries* s = currentSeries();
+    return s ? sweep_csv(s->table) : std::string();
+}
+
+QStringList RunView::chartNames() {
+    return {QStringLiteral("run-costs"), QStringLiteral("run-gains"), QStringLiteral("run-churn")};
+}
+
+bool RunView::exportChart(const QString& name, const QString& file, QString* error) const {
+    const int i = static_cast<int>(chartNames().indexOf(name));
+    if (i < 0 || !currentSeries()) {
+        if (error) *error = i < 0 ? tr("no Run view chart named %1").arg(name) : tr("the Run view shows no run");
+        return false;
+    }
+    QChartView* views[] = {costView_, gainView_, churnView_};
+    return exportWidgetImage(views[i], file, error);
 }
 
 } // namespace routepack::views

@@ -76,6 +76,15 @@ public:
     /// Emits stepActivated for step k of the shown series (what a click does); false for an invalid k.
     bool activateStep(int k);
 
+    /// The shown series' steps as `routepack sweep`'s sweep.csv text (sweep_csv of RunSeries::table,
+    /// CRLF-ended lines); "" in the empty state.
+    std::string tableCsv() const;
+    /// The charts' ids for exportChart: "run-costs", "run-gains", "run-churn".
+    static QStringList chartNames();
+    /// Chart `name` (chartNames) as ".png" or ".svg" by the file's suffix (exportWidgetImage). False
+    /// with `error` set on an unknown name, the empty state or a write failure.
+    bool exportChart(const QString& name, const QString& file, QString* error = nullptr) const;
+
     QChartView* costChartView() const { return costView_; }
     QChartView* gainChartView() const { return gainView_; }
     QChartView* churnChartView() const { return churnView_; }

@@ -1,6 +1,9 @@
 #include "views/studio_app.h"
 
+#include "core/plan/plan_file.h"
+#include "core/util/errors.h"
 #include "storage/demo.h"
+#include "views/exports.h"
 #include "views/gui_text.h"
 #include "views/plan_views.h"
 #include "views/studio_window.h"
@@ -13,6 +16,75 @@
 #include <cstdio>
 
 namespace routepack::views {
+
+namespace {
+
+/// Writes plan-<view>.png into `folder` for every PlanView view of `plan` (the communication view
+/// only on more than one node); appends the file names to `files`. Throws std::runtime_error with the
+/// export's error.
+void renderPlanViews(const std::shared_ptr<const PlanResult>& plan, const std::shared_ptr<const Trace>& window,
+                     const QString& folder, QStringList* files) {
+    PlanView view;
+    view.resize(1200, 800);
+    view.setPlan(plan, window);
+    view.show();
+    QApplication::processEvents(); // lay the shown widgets out once before grabbing them
+    const QDir dir(folder);
+    QString why;
+    for (const QString& name : view.viewNames()) {
+        // On one node the communication view would only say so.
+        if (name == QStringLiteral("communication") && plan->comm.nodes <= 1) continue;
+        view.setCurrentWidget(view.viewWidget(name));
+        QApplication::processEvents();
+        const QString file = QStringLiteral("plan-%1.png").arg(name);
+        if (!view.exportView(name, dir.filePath(file), &why)) throw std::runtime_error(why.toStdString());
+        *files << file;
+    }
+}
+
+} // namespace
+
+bool runHeadlessRun(const QString& folder, const HeadlessRun& what, HeadlessOutput* output, QString* error) {
+    try {
+        const QString abs = QDir(folder).absolutePath();
+        if (!QDir().mkpath(abs)) throw InputError(abs.toStdString() + ": cannot create the folder");
+        HeadlessOutput out;
+        out.folder = abs;
+        auto lib = storage::Library::open(what.library.toStdString(), storage::OpenMode::ReadOnly);
+        std::int64_t id = what.run;
+        if (id <= 0) {
+            // The window's latest run with a plan (finished or cancelled).
+            for (const auto& r : lib->runs(what.trace.toStdString(), what.window.toStdString()))
+                if (r.plan_id != 0 && r.id > id) id = r.id;
+            if (id <= 0)
+                throw InputError("window '" + what.window.toStdString() + "' of trace '" + what.trace.toStdString() +
+                                 "' has no saved run with a plan");
+        }
+        const storage::RunEntry run = lib->run(id);
+        if (run.plan_id == 0) throw InputError("run " + std::to_string(id) + " has no plan (it " + run.status + ")");
+        out.run = id;
+        const std::string text = lib->run_plan_json(id);
+        QString why;
+        if (!writeTextFile(QDir(abs).filePath(QStringLiteral("plan.json")), text, &why))
+            throw std::runtime_error(why.toStdString());
+        out.files << QStringLiteral("plan.json");
+        // The saved plan rebuilt against its window, as the studio shows a saved run (restore_plan).
+        const std::string origin = "run " + std::to_string(id);
+        auto window = std::make_shared<const Trace>(
+            lib->load_window(run.trace, run.window, storage::routes_for(run.topology_value)));
+        auto plan = std::make_shared<PlanResult>(restore_plan(parse_plan(text, origin), *window, origin));
+        plan->budgets = run.budgets;
+        plan->search.convergence = run.levels;
+        plan->timings = run.timings;
+        plan->cancelled = run.status == "cancelled";
+        renderPlanViews(plan, window, abs, &out.files);
+        if (output) *output = out;
+        return true;
+    } catch (const std::exception& e) {
+        if (error) *error = guiErrorText(e);
+        return false;
+    }
+}
 
 bool runHeadlessDemo(const QString& folder, HeadlessOutput* output, QString* error) {
     try {
@@ -39,20 +111,7 @@ bool runHeadlessDemo(const QString& folder, HeadlessOutput* output, QString* err
             throw std::runtime_error(why.toStdString());
         out.files << QStringLiteral("comparison-chart.png");
 
-        PlanView view;
-        view.resize(1200, 800);
-        view.setPlan(plan, window);
-        view.show();
-        QApplication::processEvents(); // lay the shown widgets out once before grabbing them
-        for (const QString& name : view.viewNames()) {
-            // The demo plan is on one node: its communication view would only say so.
-            if (name == QStringLiteral("communication") && plan->comm.nodes <= 1) continue;
-            view.setCurrentWidget(view.viewWidget(name));
-            QApplication::processEvents();
-            const QString file = QStringLiteral("plan-%1.png").arg(name);
-            if (!view.exportView(name, dir.filePath(file), &why)) throw std::runtime_error(why.toStdString());
-            out.files << file;
-        }
+        renderPlanViews(plan, window, abs, &out.files);
         if (output) *output = out;
         return true;
     } catch (const std::exception& e) {
@@ -86,45 +145,92 @@ void printComparison(const QString& csv) {
     }
 }
 
-} // namespace
-
-int runStudio(int argc, char** argv) {
+/// The studio's command line.
+struct StudioArgs {
     bool headless = false;
     bool outGiven = false;
     QString out = QStringLiteral("routepack-demo");
     QString library;
+    HeadlessRun run;       ///< --db, --run, --trace, --window
+    bool runAsked = false; ///< one of them was given
+};
+
+/// Reads the command line into `args`; returns -1 to go on, else the exit status (help printed, or
+/// an error line on stderr).
+int parseStudioArgs(int argc, char** argv, StudioArgs& args) {
+    auto fail = [](const QString& text, int status) {
+        std::fprintf(stderr, "routepack-studio: error: %s\n", qPrintable(text));
+        return status;
+    };
+    QString runText;
     for (int i = 1; i < argc; ++i) {
         const QString a = QString::fromLocal8Bit(argv[i]);
-        if (a == QStringLiteral("--headless")) {
-            headless = true;
+        // The options that name a saved run take one value each.
+        QString* value = a == QStringLiteral("--db")       ? &args.run.library
+                         : a == QStringLiteral("--run")    ? &runText
+                         : a == QStringLiteral("--trace")  ? &args.run.trace
+                         : a == QStringLiteral("--window") ? &args.run.window
+                                                           : nullptr;
+        if (value) {
+            if (i + 1 >= argc) return fail(QStringLiteral("%1 needs a value").arg(a), 2);
+            *value = QString::fromLocal8Bit(argv[++i]);
+            args.runAsked = true;
+        } else if (a == QStringLiteral("--headless")) {
+            args.headless = true;
         } else if (a == QStringLiteral("--headless-out") && i + 1 < argc) {
             // An output folder is only written by the headless run, so asking for one means headless
             // whatever the platform (an invisible GUI that writes nothing would never end).
-            out = QString::fromLocal8Bit(argv[++i]);
-            outGiven = true;
+            args.out = QString::fromLocal8Bit(argv[++i]);
+            args.outGiven = true;
         } else if (a.startsWith(QStringLiteral("--headless-out="))) {
-            out = a.mid(15);
-            outGiven = true;
+            args.out = a.mid(15);
+            args.outGiven = true;
         } else if (a == QStringLiteral("-h") || a == QStringLiteral("--help")) {
             std::printf("usage: routepack-studio [LIBRARY]\n"
                         "       routepack-studio --headless [--headless-out DIR]\n"
+                        "       routepack-studio --headless-out DIR --db LIBRARY (--run N | --trace T --window W)\n"
                         "Opens LIBRARY (else the last library, else the embedded demo library). Without a display,\n"
                         "with --headless, or with --headless-out DIR, runs the demo pipeline without a window and\n"
                         "writes plan.json, comparison.csv and PNG renderings of the plan views and the comparison\n"
-                        "chart to DIR (default ./routepack-demo).\n");
+                        "chart to DIR (default ./routepack-demo). With --db, renders saved run N of LIBRARY (or the\n"
+                        "latest run of window W of trace T) instead: its plan.json and a PNG of every plan view.\n");
             return 0;
         } else if (a.startsWith(QLatin1Char('-')) && !a.startsWith(QStringLiteral("-platform")) &&
                    a != QStringLiteral("-style")) {
-            std::fprintf(stderr, "routepack-studio: error: unknown option '%s' (see routepack-studio --help)\n",
-                         argv[i]);
-            return 2;
+            return fail(QStringLiteral("unknown option '%1' (see routepack-studio --help)").arg(a), 2);
         } else if (!a.startsWith(QLatin1Char('-'))) {
-            library = a;
+            args.library = a;
         }
     }
+    if (!args.runAsked) return -1;
+    if (!args.outGiven)
+        return fail(
+            QStringLiteral("--db, --run, --trace and --window render a saved run: they need --headless-out DIR"), 2);
+    if (args.run.library.isEmpty()) return fail(QStringLiteral("--run, --trace and --window need --db LIBRARY"), 2);
+    const bool byWindow = !args.run.trace.isEmpty() || !args.run.window.isEmpty();
+    if (runText.isEmpty() == !byWindow || (byWindow && (args.run.trace.isEmpty() || args.run.window.isEmpty())))
+        return fail(QStringLiteral("--db needs either --run N or both --trace T and --window W"), 2);
+    if (!runText.isEmpty()) {
+        bool ok = false;
+        args.run.run = runText.toLongLong(&ok);
+        if (!ok || args.run.run <= 0)
+            return fail(QStringLiteral("--run must be a run id, a positive integer (got '%1')").arg(runText), 2);
+    }
+    return -1;
+}
+
+} // namespace
+
+int runStudio(int argc, char** argv) {
+    StudioArgs args;
+    if (const int status = parseStudioArgs(argc, argv, args); status >= 0) return status;
+    bool headless = args.headless;
+    const bool outGiven = args.outGiven;
+    const QString out = args.out;
+    const QString library = args.library;
     const bool no_display = qEnvironmentVariableIsEmpty("DISPLAY") && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") &&
                             !qEnvironmentVariableIsSet("QT_QPA_PLATFORM");
-    if (no_display && !headless) {
+    if (no_display && !headless && !args.runAsked) {
         std::printf("routepack-studio: no display found; running the demo headless\n");
         std::fflush(stdout);
         headless = true;
@@ -140,6 +246,19 @@ int runStudio(int argc, char** argv) {
     QApplication::setApplicationName(QStringLiteral("RoutePack Studio"));
     QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
 
+    if (args.runAsked) {
+        HeadlessOutput result;
+        QString error;
+        if (!runHeadlessRun(out, args.run, &result, &error)) {
+            std::fprintf(stderr, "routepack-studio: error: %s\n", qPrintable(error));
+            return 1;
+        }
+        std::printf("routepack-studio: run %lld written to %s\n", static_cast<long long>(result.run),
+                    qPrintable(result.folder));
+        for (const QString& f : result.files)
+            std::printf("  %s\n", qPrintable(f));
+        return 0;
+    }
     if (headless) {
         HeadlessOutput result;
         QString error;

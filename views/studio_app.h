@@ -3,6 +3,9 @@
 //
 //   routepack-studio [LIBRARY]                  the studio on LIBRARY, else the last library, else
 //                                               the embedded demo library (built on first start)
+//   routepack-studio --headless-out DIR --db LIBRARY (--run N | --trace T --window W)
+//                                               no window: a saved run's plan.json and its plan views
+//                                               as PNG into DIR (runHeadlessRun)
 //   routepack-studio --headless [--headless-out DIR]
 //                                               no window: the demo pipeline (synth, import, window,
 //                                               plan) into DIR (default ./routepack-demo) with
@@ -20,7 +23,24 @@ namespace routepack::views {
 struct HeadlessOutput {
     QString folder;    ///< absolute path of the output folder
     QStringList files; ///< file names inside it, in the order written
+    qint64 run = 0;    ///< the saved run rendered (runHeadlessRun)
 };
+
+/// Which saved run runHeadlessRun renders: run `run` of `library`, or (run 0) the latest run with a
+/// plan of window `window` of trace `trace` (the highest id, finished or cancelled).
+struct HeadlessRun {
+    QString library;
+    qint64 run = 0;
+    QString trace, window;
+};
+
+/// Renders a saved run without a window into `folder` (created when missing): plan.json, the run's
+/// stored plan (Library::run_plan_json, the file the studio's File > Export > Plan JSON and the
+/// rewrite dialog use for a saved run), and plan-<view>.png for every PlanView view of the plan
+/// rebuilt against its window (restore_plan; the communication view on more than one node only).
+/// The library is opened read-only. Needs a QApplication. False with `error` set (an unknown run,
+/// a window without runs, a failed run, a damaged plan, a write failure).
+bool runHeadlessRun(const QString& folder, const HeadlessRun& what, HeadlessOutput* output, QString* error);
 
 /// Runs the demo pipeline without a window (storage::build_demo: synthetic GRPO trace, library,
 /// window, plan, saved run, plan.json) into `folder`, then renders with the studio's own widgets:

@@ -89,6 +89,7 @@ StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
     progressTick_ = new QTimer(this);
     progressTick_->setInterval(250);
     connectPlanJobs();
+    connectRunJobs();
     updateActions();
 }
 
@@ -114,6 +115,8 @@ void StudioWindow::buildUi() {
     treeView_ = new QTreeView(this);
     treeView_->setModel(tree_);
     treeView_->setUniformRowHeights(true);
+    // Several windows (or a trace) at once: Plan > Plan run plans them as the steps of one run.
+    treeView_->setSelectionMode(QAbstractItemView::ExtendedSelection);
     treeView_->header()->setStretchLastSection(true);
     treeView_->setColumnWidth(LibraryTreeModel::Name, 150);
     auto* libraryDock = new QDockWidget(tr("Library"), this);
@@ -205,6 +208,7 @@ void StudioWindow::buildUi() {
     samplePane_->defineButton()->setDefaultAction(windowAction_);
     exports_ = std::make_unique<StudioExports>(this, planView_, compareView_, samplePane_->model(),
                                                samplePane_->proxy(), resultTabs_);
+    exports_->setRunView(runView_);
 }
 
 bool StudioWindow::isOpenLibrary(const QString& file) const {

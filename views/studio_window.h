@@ -103,6 +103,17 @@ public:
     /// Ctrl+Z away) with the shown saved run's topology and budgets. False (with the reason in the
     /// status line) when no saved run is shown.
     bool loadShownRunSetup();
+    /// Queues one run-planning job (PlanJobQueue::enqueueRun) over `windows` of `trace` with the
+    /// editor's topology and budgets: chained as `routepack sweep` chains them, each finished window
+    /// saved as a run at once (the Run view reads them as they arrive). Returns the job id (0 with the
+    /// reason in the status bar when there is no library, no window, or the topology or the budgets
+    /// are invalid).
+    quint64 planRun(const QString& trace, const QStringList& windows);
+    /// planRun over what the library tree selects: the selected windows (and the windows of selected
+    /// runs) when they belong to one trace, or every window of the selected trace ("Plan every
+    /// window"). 0 with the reason in the status bar when the selection names no window or spans
+    /// several traces.
+    quint64 planSelectedRun();
     /// Cancels the running job (the planner keeps its best valid plan so far).
     void cancelJob();
     /// Adds every saved run of the shown plan's window to the comparison, restoring from their stored
@@ -185,6 +196,8 @@ private:
     void buildActions();
     /// What the planner job queue's signals show: progress, convergence, results, failures.
     void connectPlanJobs();
+    /// What the run-planning signals show: progress per window and overall, steps as they end.
+    void connectRunJobs();
     void onTreeSelection();
     /// Loads a saved run's topology and budgets into the editor as one undo step. When the form
     /// holds unsaved edits (TopologyEditor::hasUnsavedEdits) and differs from the run's setup, they
@@ -250,6 +263,7 @@ private:
     ImportDialog* importDialog_ = nullptr;
     RewriteDialog* rewriteDialog_ = nullptr;
     QAction* runAction_ = nullptr;
+    QAction* runPlanAction_ = nullptr;
     QAction* cancelAction_ = nullptr;
     QAction* importAction_ = nullptr;
     QAction* windowAction_ = nullptr;

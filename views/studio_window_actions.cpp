@@ -9,6 +9,7 @@
 #include "views/library_tree_model.h"
 #include "views/plan_views.h"
 #include "views/rewrite_dialog.h"
+#include "views/run_view.h"
 #include "views/sample_pane.h"
 #include "views/topology_editor.h"
 #include "views/window_dialog.h"
@@ -72,6 +73,12 @@ void StudioWindow::buildActions() {
     connect(cmpCsv, &QAction::triggered, this, [this] { showExport(exports_->exportComparisonCsv()); });
     QAction* cmpChart = exp->addAction(tr("Comparison chart (PNG/SVG)…"));
     connect(cmpChart, &QAction::triggered, this, [this] { showExport(exports_->exportComparisonChart()); });
+    QAction* runCsv = exp->addAction(tr("Run steps (CSV, as routepack sweep)…"));
+    connect(runCsv, &QAction::triggered, this, [this] { showExport(exports_->exportRunCsv()); });
+    QMenu* runCharts = exp->addMenu(tr("Run chart (PNG/SVG)"));
+    for (const QString& name : RunView::chartNames())
+        connect(runCharts->addAction(name), &QAction::triggered, this,
+                [this, name] { showExport(exports_->exportRunChart(name)); });
     QAction* sampleCsv = exp->addAction(tr("Sample table (CSV)…"));
     connect(sampleCsv, &QAction::triggered, this, [this] { showExport(exports_->exportSampleCsv()); });
     planActions_ << planJson << viewImage << cmpCsv << cmpChart;
@@ -91,6 +98,9 @@ void StudioWindow::buildActions() {
     runAction_ = plan->addAction(tr("&Run planner"));
     runAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
     connect(runAction_, &QAction::triggered, this, [this] { runPlanner(); });
+    runPlanAction_ = plan->addAction(tr("Plan &run (selected windows, or every window of the trace)"));
+    runPlanAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R));
+    connect(runPlanAction_, &QAction::triggered, this, [this] { planSelectedRun(); });
     cancelAction_ = plan->addAction(tr("&Cancel job"));
     cancelAction_->setShortcuts({QKeySequence(Qt::Key_Escape), QKeySequence(Qt::CTRL | Qt::Key_Period)});
     connect(cancelAction_, &QAction::triggered, this, &StudioWindow::cancelJob);
@@ -187,6 +197,7 @@ void StudioWindow::updateActions() {
     importAction_->setEnabled(has_lib && !lib_->read_only());
     windowAction_->setEnabled(has_lib && !lib_->read_only() && !samplePane_->trace().isEmpty());
     runAction_->setEnabled(has_lib);
+    runPlanAction_->setEnabled(has_lib);
     cancelAction_->setEnabled(jobs_->isBusy());
     for (QAction* a : planActions_)
         a->setEnabled(has_plan);

@@ -869,7 +869,9 @@ std::vector<WindowPlan> plan_windows(const std::vector<PlanInput>& inputs, int w
 }
 
 std::vector<WindowPlan> plan_chain(const std::vector<PlanInput>& inputs, int workers,
-                                   const std::function<void(std::size_t)>& on_done, const std::atomic<bool>* cancel) {
+                                   const std::function<void(std::size_t, const WindowPlan&)>& on_done,
+                                   const std::atomic<bool>* cancel,
+                                   const std::function<void(std::size_t, const PlanEvent&)>& on_event) {
     std::vector<WindowPlan> out(inputs.size());
     const StopToken stop(cancel);
     for (std::size_t k = 0; k < inputs.size(); ++k) {
@@ -883,11 +885,13 @@ std::vector<WindowPlan> plan_chain(const std::vector<PlanInput>& inputs, int wor
             else if (!in.previous)
                 in.previous =
                     identity_placement(in.window.model.num_moe_layers(), in.window.model.experts, in.topology.ep_ranks);
-            out[k].plan = plan_window(in, {}, cancel);
+            PlanProgressFn events;
+            if (on_event) events = [&on_event, k](const PlanEvent& e) { on_event(k, e); };
+            out[k].plan = plan_window(in, events, cancel);
         } catch (const std::exception& e) {
             out[k].error = e.what();
         }
-        if (on_done) on_done(k);
+        if (on_done) on_done(k, out[k]);
         if (!out[k].error.empty() || out[k].plan.cancelled) break;
     }
     return out;

@@ -280,11 +280,15 @@ std::vector<std::vector<FrontierPoint>> move_frontier(const std::vector<PlanInpu
 /// final placement of window k-1 (PlanResult::placement.routepack, after every refinement); window
 /// 0 from inputs[0].previous when set, else the identity placement (the checkpoint's order). The
 /// chain is sequential; each window runs plan_window with budgets.workers = `workers` (0 = all
-/// cores), so the parallelism is inside the windows. `on_done(k)` is called after window k. A
+/// cores), so the parallelism is inside the windows. `on_done(k, plan)` is called after window k
+/// with its outcome (a run saves each step there as it ends). A
 /// window that fails (its `error` set) ends the chain: the later ones are not started. Once `cancel`
 /// is set, the running window returns its best plan so far and the later ones are not started.
+/// `on_event(k, event)`, when given, receives window k's planner events (plan_window's progress) on
+/// the calling thread; it never changes a plan.
 std::vector<WindowPlan> plan_chain(const std::vector<PlanInput>& inputs, int workers,
-                                   const std::function<void(std::size_t)>& on_done = {},
-                                   const std::atomic<bool>* cancel = nullptr);
+                                   const std::function<void(std::size_t, const WindowPlan&)>& on_done = {},
+                                   const std::atomic<bool>* cancel = nullptr,
+                                   const std::function<void(std::size_t, const PlanEvent&)>& on_event = {});
 
 } // namespace routepack
