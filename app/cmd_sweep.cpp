@@ -102,8 +102,11 @@ nlohmann::json sweep_json(const std::vector<SweepLine>& lines) {
         if (!l.frontier.empty()) {
             nlohmann::json f = nlohmann::json::array();
             for (const FrontierPoint& p : l.frontier)
-                f.push_back(
-                    {{"fraction", p.fraction}, {"max_moves", p.max_moves}, {"max_u", p.max_u}, {"moves", p.moves}});
+                f.push_back({{"fraction", p.fraction},
+                             {"max_moves", p.max_moves},
+                             {"max_u", p.max_u},
+                             {"moves", p.moves},
+                             {"planned_fraction", p.planned_fraction}});
             o["frontier"] = std::move(f);
         }
         // On more than one node: the communication methods' joint cost and every method's inter-node

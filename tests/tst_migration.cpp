@@ -73,6 +73,7 @@ class TestMigration : public QObject {
 private Q_SLOTS:
     void handCaseRightMoves();
     void budgetGoesWhereItBuysMost();
+    void relocationChainWhereNoSwapHelps();
     void figuresAgainstRecount();
     void relabelKeepsRanksAndScore();
     void topologySectionAndCost();
@@ -84,6 +85,7 @@ private Q_SLOTS:
     void chainEqualsStepByStep();
     void sameForEveryWorkerCount();
     void boundOverEveryPlacement();
+    void frontierIsBestOfSmallerBudgets();
 };
 
 void TestMigration::handCaseRightMoves() {
@@ -107,6 +109,31 @@ void TestMigration::handCaseRightMoves() {
     QCOMPARE(two.peak_after, std::int64_t{14});
     QCOMPARE(two.layer_moves, (std::vector<std::int64_t>{2}));
     QCOMPARE(placement_moves(two.placement, prev)[0], (std::vector<ExpertMove>{{0, 0, 1, 0, 5}, {5, 1, 0, 5, 0}}));
+}
+
+void TestMigration::relocationChainWhereNoSwapHelps() {
+    // E = 6, P = 3 (H = 2): rank 0 holds e0 (8), e1 (9), rank 1 e2 (7), e3 (10), rank 2 e4 (1), e5 (8):
+    // 17, 17, 9. Every swap leaves one of the two busiest ranks at 17 or above, so no swap lowers the
+    // peak; the chain e0 -> rank 2, e4 -> rank 1, e2 -> rank 0 gives 16, 11, 16 (three moves; the best
+    // gain, 1, first in (e1, e2, e3) order among the chains leaving rank 0, its busiest). Each moved
+    // expert takes the slot its rank freed: e0 slot 4, e4 slot 2, e2 slot 0.
+    const Placement prev = identity_placement(1, 6, 3);
+    const GroupLoads g = one_group({{8, 9, 7, 10, 1, 8}});
+    MoveRequest rq;
+    rq.previous = &prev;
+    rq.max_moves = 2;
+    const MovePlan two = budgeted_placement(g, rq);
+    QCOMPARE(two.placement, prev);
+    QCOMPARE(two.peak_before, std::int64_t{17});
+    QCOMPARE(two.peak_after, std::int64_t{17});
+    rq.max_moves = 3;
+    const MovePlan three = budgeted_placement(g, rq);
+    QCOMPARE(three.peak_after, std::int64_t{16});
+    QCOMPARE(three.layer_moves, (std::vector<std::int64_t>{3}));
+    QCOMPARE(three.placement.slot, (std::vector<int>{4, 1, 0, 3, 2, 5}));
+    QCOMPARE(three.placement.rank_of(0, 0), 2);
+    QCOMPARE(three.placement.rank_of(0, 4), 1);
+    QCOMPARE(three.placement.rank_of(0, 2), 0);
 }
 
 void TestMigration::budgetGoesWhereItBuysMost() {
@@ -403,6 +430,47 @@ void TestMigration::boundOverEveryPlacement() {
     QVERIFY(r.bound_any_placement.value > 0);
     QVERIFY(r.bound_any_placement.value <= r.bound.value);
     QVERIFY(r.bound_any_placement.value <= r.routepack.metrics.score.max_u);
+}
+
+void TestMigration::frontierIsBestOfSmallerBudgets() {
+    // Each point is the lowest max_g U of the plans at its budget and every smaller one, each plan
+    // exactly plan_window's single-worker plan at that budget.
+    PlanInput in = synth_input(4, 31);
+    const int L = in.window.model.num_moe_layers(), E = in.window.model.experts;
+    in.previous = identity_placement(L, E, 8);
+    const auto frontier = move_frontier({in}, 2);
+    QCOMPARE(frontier.size(), std::size_t{1});
+    const auto& points = frontier[0];
+    QCOMPARE(points.size(), std::size(kFrontierFractions));
+    double best = 0;
+    std::int64_t best_moves = 0;
+    double best_fraction = 0;
+    for (std::size_t j = 0; j < points.size(); ++j) {
+        PlanInput one = in;
+        one.budgets.workers = 1;
+        one.budgets.max_moves = std::llround(kFrontierFractions[j] * L * E);
+        const PlanResult r = plan_window(one);
+        if (j == 0 || r.routepack.metrics.score.max_u <= best) {
+            best = r.routepack.metrics.score.max_u;
+            best_moves = r.migration.figures.moved;
+            best_fraction = kFrontierFractions[j];
+        }
+        QCOMPARE(points[j].fraction, kFrontierFractions[j]);
+        QCOMPARE(points[j].max_moves, one.budgets.max_moves);
+        QCOMPARE(points[j].max_u, best);
+        QCOMPARE(points[j].moves, best_moves);
+        QCOMPARE(points[j].planned_fraction, best_fraction);
+        QVERIFY(points[j].moves <= points[j].max_moves);
+        if (j > 0) QVERIFY(points[j].max_u <= points[j - 1].max_u);
+    }
+    QCOMPARE(points[0].moves, std::int64_t{0});
+    in.previous.reset();
+    try {
+        move_frontier({in}, 1);
+        QFAIL("a step without a previous placement was planned");
+    } catch (const InputError& e) {
+        QCOMPARE(std::string(e.what()), std::string("frontier: window 'w31' has no previous placement"));
+    }
 }
 
 QTEST_GUILESS_MAIN(TestMigration)

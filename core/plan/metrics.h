@@ -37,9 +37,11 @@ LayoutMetrics layout_metrics_from_counts(const Layout& x, const PackingProblem& 
 /// (row k / D, slot k % D). Parts may exceed C: that is reported by layout_metrics, not hidden.
 Layout karmarkar_karp_layout(const std::vector<std::int64_t>& length, int rows, int D);
 
-/// Karmarkar-Karp under the batch rules' counts (the karmarkar_karp baseline when a count rule is set),
-/// as the stacks' own balancers do it (verl get_seqlen_balanced_partitions, equal_size=True, then
-/// rearrange_micro_batches within each DP rank):
+/// Karmarkar-Karp under the batch rules' counts (the karmarkar_karp baseline when a count rule is set):
+/// the equal-size largest differencing of verl's get_seqlen_balanced_partitions (equal_size=True),
+/// applied to token counts. It is not a replica of a stack: verl balances workloads (24576 t + t^2)
+/// over DP ranks and then splits each rank by rearrange_micro_batches, slime deals micro-batches of
+/// consecutive samples; those replicas live in tests/bench/stack_balancers.h.
 ///  - samples_per_cell c: equal-size largest differencing into K = rows*D parts of exactly c samples
 ///    (the samples in nonincreasing length, ties by index, form n / K tuples of K one-sample parts;
 ///    the two tuples with the largest spread are combined, the larger's parts in descending sum with
@@ -48,7 +50,7 @@ Layout karmarkar_karp_layout(const std::vector<std::int64_t>& length, int rows, 
 ///    in descending sum is DP slot d), then karmarkar_karp_layout of each part into `rows` cells of
 ///    its DP slot (row r its r-th part in descending sum);
 ///  - otherwise (max_samples_per_cell only, or no count): karmarkar_karp_layout.
-/// max_samples_per_cell is never kept (the stacks' balancers do not know it): a cell above it is a
+/// max_samples_per_cell is never kept (as in the stacks' balancers, which do not know it): a cell above it is a
 /// finding about the partition, like a part over C.
 /// Parts may exceed C, as with karmarkar_karp_layout. std::invalid_argument when rows < 1 or D < 1,
 /// or the counts do not divide n.

@@ -40,30 +40,31 @@ struct Trajectory {
     std::vector<LayerOption> options; ///< options[k]: after the first k swaps
 };
 
-/// The three busiest ranks of one group (value, rank), v1 >= v2 >= v3; rank -1 = none.
-struct Top3 {
-    std::int64_t v[3] = {0, 0, 0};
-    int p[3] = {-1, -1, -1};
+/// The four busiest ranks of one group (value, rank), v1 >= v2 >= v3 >= v4; rank -1 = none.
+struct Top4 {
+    std::int64_t v[4] = {0, 0, 0, 0};
+    int p[4] = {-1, -1, -1, -1};
 };
 
-Top3 top3(const std::int64_t* w, int P) {
-    Top3 t;
+Top4 top4(const std::int64_t* w, int P) {
+    Top4 t;
     for (int p = 0; p < P; ++p) {
         const std::int64_t x = w[p];
-        int k = 3;
+        int k = 4;
         while (k > 0 && (t.p[k - 1] < 0 || x > t.v[k - 1]))
             --k;
-        for (int j = 2; j > k; --j)
+        for (int j = 3; j > k; --j)
             t.v[j] = t.v[j - 1], t.p[j] = t.p[j - 1];
-        if (k < 3) t.v[k] = x, t.p[k] = p;
+        if (k < 4) t.v[k] = x, t.p[k] = p;
     }
     return t;
 }
 
-/// Largest load of a group over the ranks other than a and b (0 when there are none).
-std::int64_t max_except(const Top3& t, int a, int b) {
-    for (int k = 0; k < 3; ++k)
-        if (t.p[k] >= 0 && t.p[k] != a && t.p[k] != b) return t.v[k];
+/// Largest load of a group over the ranks other than a, b and c (0 when there are none; c = -1 for
+/// two ranks).
+std::int64_t max_except(const Top4& t, int a, int b, int c = -1) {
+    for (int k = 0; k < 4; ++k)
+        if (t.p[k] >= 0 && t.p[k] != a && t.p[k] != b && t.p[k] != c) return t.v[k];
     return 0;
 }
 
@@ -72,7 +73,7 @@ struct LayerState {
     int P = 0, E = 0, groups = 0;
     const std::int64_t* we = nullptr; ///< [groups][E]
     std::vector<std::int64_t> W;      ///< [groups][P]
-    std::vector<Top3> top;            ///< [groups]
+    std::vector<Top4> top;            ///< [groups]
     std::vector<char> peak;           ///< [P] rank is the busiest of some group
     std::int64_t F = 0;               ///< sum over groups of the busiest rank's load
 
@@ -80,8 +81,8 @@ struct LayerState {
         std::fill(peak.begin(), peak.end(), 0);
         F = 0;
         for (int g = 0; g < groups; ++g) {
-            Top3& t = top[static_cast<std::size_t>(g)];
-            t = top3(W.data() + static_cast<std::size_t>(g) * P, P);
+            Top4& t = top[static_cast<std::size_t>(g)];
+            t = top4(W.data() + static_cast<std::size_t>(g) * P, P);
             peak[static_cast<std::size_t>(t.p[0])] = 1;
             F += t.v[0];
         }
@@ -92,8 +93,20 @@ struct LayerState {
         for (int g = 0; g < groups; ++g) {
             const std::int64_t* w = W.data() + static_cast<std::size_t>(g) * P;
             const std::int64_t x = we[static_cast<std::size_t>(g) * E + e2] - we[static_cast<std::size_t>(g) * E + e1];
-            const Top3& t = top[static_cast<std::size_t>(g)];
+            const Top4& t = top[static_cast<std::size_t>(g)];
             d += std::max({max_except(t, a, b), w[a] + x, w[b] - x}) - t.v[0];
+        }
+        return d;
+    }
+    /// Change of F when e1 (rank a) goes to rank b, e2 (rank b) to rank c and e3 (rank c) to rank a.
+    std::int64_t delta_cycle(int e1, int e2, int e3, int a, int b, int c) const {
+        std::int64_t d = 0;
+        for (int g = 0; g < groups; ++g) {
+            const std::int64_t* w = W.data() + static_cast<std::size_t>(g) * P;
+            const std::int64_t* x = we + static_cast<std::size_t>(g) * E;
+            const Top4& t = top[static_cast<std::size_t>(g)];
+            d += std::max({max_except(t, a, b, c), w[a] - x[e1] + x[e3], w[b] - x[e2] + x[e1], w[c] - x[e3] + x[e2]}) -
+                 t.v[0];
         }
         return d;
     }
@@ -122,6 +135,62 @@ LayerState layer_state(const std::int64_t* we, int groups, int E, int P, const s
     return st;
 }
 
+/// Largest search for a relocation chain, in (expert on a busiest rank, expert, expert, group) tuples.
+constexpr std::int64_t kChainSearchLimit = std::int64_t{1} << 25;
+
+/// The relocation chain that lowers the layer's measure when no swap does: e1 leaves a busiest rank a
+/// for rank b, e2 leaves b for c, e3 leaves c for a (three ranks, each keeping its expert count), the
+/// most gain per added move (ties: lower e1, e2, e3). Applied to `st` and `rank` and recorded in `t`
+/// as the two swaps (e1, e2), (e2, e3) with one option after both; false when no chain lowers it or
+/// the search would exceed kChainSearchLimit tuples.
+bool relocation_chain(LayerState& st, std::vector<int>& rank, const std::vector<int>& home, Trajectory& t,
+                      std::int64_t& moved) {
+    const int E = st.E;
+    const auto at = [](const std::vector<int>& v, int i) { return v[static_cast<std::size_t>(i)]; };
+    std::int64_t on_peaks = 0;
+    for (int e = 0; e < E; ++e)
+        on_peaks += st.peak[static_cast<std::size_t>(at(rank, e))] ? 1 : 0;
+    if (on_peaks * E * E * st.groups > kChainSearchLimit) return false;
+    double best = 0;
+    int b1 = -1, b2 = -1, b3 = -1, bdc = 0;
+    for (int e1 = 0; e1 < E; ++e1) {
+        const int a = at(rank, e1);
+        if (!st.peak[static_cast<std::size_t>(a)]) continue;
+        for (int e2 = 0; e2 < E; ++e2) {
+            const int b = at(rank, e2);
+            if (b == a) continue;
+            for (int e3 = 0; e3 < E; ++e3) {
+                const int c = at(rank, e3);
+                if (c == a || c == b) continue;
+                const std::int64_t d = st.delta_cycle(e1, e2, e3, a, b, c);
+                if (d >= 0) continue;
+                const int dc = (b != at(home, e1)) - (a != at(home, e1)) + (c != at(home, e2)) - (b != at(home, e2)) +
+                               (a != at(home, e3)) - (c != at(home, e3));
+                const double value = static_cast<double>(-d) / std::max(0.25, static_cast<double>(dc));
+                if (value > best) best = value, b1 = e1, b2 = e2, b3 = e3, bdc = dc;
+            }
+        }
+    }
+    if (b1 < 0) return false;
+    const int a = at(rank, b1), b = at(rank, b2), c = at(rank, b3);
+    for (int g = 0; g < st.groups; ++g) {
+        std::int64_t* w = st.W.data() + static_cast<std::size_t>(g) * st.P;
+        const std::int64_t* x = st.we + static_cast<std::size_t>(g) * E;
+        w[a] += x[b3] - x[b1];
+        w[b] += x[b1] - x[b2];
+        w[c] += x[b2] - x[b3];
+    }
+    st.refresh();
+    rank[static_cast<std::size_t>(b1)] = b;
+    rank[static_cast<std::size_t>(b2)] = c;
+    rank[static_cast<std::size_t>(b3)] = a;
+    moved += bdc;
+    t.swaps.emplace_back(b1, b2);
+    t.swaps.emplace_back(b2, b3);
+    t.options.push_back(LayerOption{moved, st.F, static_cast<int>(t.swaps.size())});
+    return true;
+}
+
 /// The greedy swaps of one layer (budgeted_placement). `home` [E] previous rank; `we` [groups][E].
 Trajectory layer_trajectory(const std::int64_t* we, int groups, const std::vector<int>& home, int P) {
     const int E = static_cast<int>(home.size());
@@ -146,7 +215,11 @@ Trajectory layer_trajectory(const std::int64_t* we, int groups, const std::vecto
                 if (value > best) best = value, b1 = e1, b2 = e2, bdc = dc;
             }
         }
-        if (b1 < 0) break;
+        if (b1 < 0) {
+            if (!relocation_chain(st, rank, home, t, moved)) break;
+            ++step; // a chain is two swaps
+            continue;
+        }
         const int a = at(rank, b1), b = at(rank, b2);
         st.apply(b1, b2, a, b);
         rank[static_cast<std::size_t>(b1)] = b;

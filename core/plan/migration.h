@@ -94,15 +94,19 @@ struct MovePlan {
 /// The placement a step starts from when it pays for its moves. Per MoE layer (layers in parallel,
 /// deterministic), a greedy trajectory from previous: each step the swap of two experts on different
 /// EP ranks that lowers the layer's measure, sum over groups of max_p W[g][l][p], with the most gain
-/// per added move (moving an expert back home or onward costs nothing more; ties: lower e1, e2), until
-/// no swap lowers it or after 2E + 4 swaps;
+/// per added move (moving an expert back home or onward costs nothing more; ties: lower e1, e2); when
+/// no swap lowers it, the relocation chain over three ranks that does (an expert leaves a busiest rank
+/// a for b, one leaves b for c, one leaves c for a; the most gain per added move), until neither
+/// lowers it or after 2E + 4 steps (a chain counts as two);
 /// the layer's options are the trajectory's points and the target's layer (relabel_to_previous of
 /// `target`), as (moved experts, busiest-rank load). The layers' options are combined by the upper
 /// convex hull of each layer's best load per move count, its segments taken in descending gain per
 /// move (ties: lower layer, then earlier) while the budget holds; with a cost, a segment is taken only
 /// when its estimated compute saving, seconds_per_U x gain / tokens_per_U, exceeds the growth of the
 /// materialization seconds (migration_figures). max_moves 0 returns previous. Cost per layer and swap
-/// O(E^2 x groups). std::invalid_argument on shapes that disagree or a missing previous.
+/// O(E^2 x groups), per relocation chain O(E^3 x groups) at most (its first expert on a busiest rank;
+/// no chain is searched past 2^25 such tuples).
+/// std::invalid_argument on shapes that disagree or a missing previous.
 MovePlan budgeted_placement(const GroupLoads& loads, const MoveRequest& request);
 
 /// The placement of expert totals alone (no layout; `routepack place --previous`, Python place(...,

@@ -922,6 +922,13 @@ std::vector<std::vector<FrontierPoint>> move_frontier(const std::vector<PlanInpu
             p.max_moves = all[k * F + j].budgets.max_moves;
             p.max_u = w.plan.routepack.metrics.score.max_u;
             p.moves = w.plan.migration.figures.moved;
+            p.planned_fraction = p.fraction;
+            // The smaller budget's plan is within this budget too: keep it when it is better.
+            if (j > 0 && out[k][j - 1].max_u < p.max_u) {
+                p.max_u = out[k][j - 1].max_u;
+                p.moves = out[k][j - 1].moves;
+                p.planned_fraction = out[k][j - 1].planned_fraction;
+            }
         }
     return out;
 }

@@ -260,19 +260,24 @@ std::vector<WindowPlan> plan_windows(const std::vector<PlanInput>& inputs, int w
 /// The move budgets of a frontier, as fractions of a placement's L x E experts.
 inline constexpr double kFrontierFractions[] = {0.0, 0.01, 0.02, 0.05, 0.10, 0.25, 0.50, 1.0};
 
-/// One point of a step's frontier: routepack's max_g U (eq. 15) planned within max_moves =
-/// round(fraction x L x E) moved experts from the step's previous placement, and the moves it made.
+/// One point of a step's frontier: the lowest routepack max_g U (eq. 15) among the plans within
+/// max_moves = round(fraction x L x E) moved experts from the step's previous placement, and the
+/// moves of that plan. A plan of a smaller budget is also within a larger one, so the point is the
+/// best of the plans at every budget up to `fraction` (`planned_fraction` names the budget that
+/// planned it; equal to `fraction` unless a smaller budget's plan was better), and max_u never rises
+/// with the budget.
 struct FrontierPoint {
     double fraction = 0;
     std::int64_t max_moves = 0;
     double max_u = 0;
     std::int64_t moves = 0;
+    double planned_fraction = 0;
 };
 
 /// The frontier of every step: steps[k] (its `previous` set; InputError when not) planned at each
-/// budget of kFrontierFractions. The plans are independent and run in parallel (plan_windows on
-/// `workers`, each plan single-worker, so the same for a seed whatever the worker count); result
-/// [k][point]. A plan that fails throws its error as an InputError naming the window.
+/// budget of kFrontierFractions, each point the best plan of its budget and the smaller ones. The plans are independent
+/// and run in parallel (plan_windows on `workers`, each plan single-worker, so the same for a seed whatever the worker
+/// count); result [k][point]. A plan that fails throws its error as an InputError naming the window.
 std::vector<std::vector<FrontierPoint>> move_frontier(const std::vector<PlanInput>& steps, int workers,
                                                       const std::atomic<bool>* cancel = nullptr);
 

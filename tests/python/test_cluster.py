@@ -460,3 +460,30 @@ def test_deepseek_run_through_the_cluster(exe, client, tmp_path):
     assert r.stdout == f"imported cluster run 1 'ds' from {out} into {db}: 10 steps x 1 chains, 10 planned, 0 failed\n"
     rows, _ = stored_steps(db)
     assert [row for _, _, _, row in rows] == [expected_row(line) for line in summary["lines"]]
+
+
+def test_lookahead_changes_no_plan(client, steps, tmp_path, capsys):
+    """The read-ahead only changes when steps are read: the plans with none ahead (1) and with every
+    step ahead (5) are the same files; below 1 is refused by the function and by the command line."""
+    topo = str(steps / "wide.json")
+    plans = {}
+    for ahead in (1, 5):
+        out = str(tmp_path / f"ahead-{ahead}")
+        summary = run_mod.sweep(client, str(steps / "run"), model=MODEL, topologies=[topo], out=out, seed=3,
+                                lookahead=ahead)
+        assert summary["failed"] == []
+        plans[ahead] = [without_timings(open(os.path.join(out, "wide", f"step-{k}.plan.json")).read())
+                        for k in range(1, 6)]
+    assert plans[1] == plans[5]
+    for bad in (0, -2, 1.5, True):
+        with pytest.raises(ValueError) as e:
+            run_mod.sweep(client, str(steps / "run"), model=MODEL, topologies=[topo], out=str(tmp_path / "bad"),
+                          lookahead=bad)
+        assert str(e.value) == f"lookahead: must be an integer of at least 1, got {bad!r}"
+    assert not os.path.exists(tmp_path / "bad")
+    with pytest.raises(SystemExit) as e:
+        run_mod.main(["sweep", str(steps / "run"), "--model", "x", "--topology", topo, "--out", str(tmp_path / "bad"),
+                      "--lookahead", "0"])
+    assert e.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "python3 -m routepack.run sweep: error: argument --lookahead: must be at least 1, got 0")

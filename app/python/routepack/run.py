@@ -13,7 +13,7 @@ What runs where:
   * :func:`read_step` (a plain function; a Dask or Ray task): one step's files read and reduced to
     a :class:`routepack.Window` (lengths, counts; per-token routes only when a chain needs them,
     i.e. a topology of more than one node). Reads run ahead of the chains on every worker, at most
-    ``lookahead`` steps past the slowest chain, and a read is shared by every chain.
+    ``lookahead`` steps from the slowest chain's step on, and a read is shared by every chain.
   * :func:`plan_step` (a plain function): one step planned from the previous placement; the chains
     run concurrently, the steps of one chain in order.
   * :func:`sweep_step` (a plain function): both in one call, for a Ray task or a single process.
@@ -347,8 +347,8 @@ def sweep(client, run, *, model, topologies: Sequence, out: str, seed: int = 1, 
     budgets (the plan file's budget keys), max_moves (budgets["max_moves"]): as ``routepack sweep``.
     previous: the placement step 0 starts from (a plan or expert map file, as ``--previous``);
     None: the identity. trace_name: the plans' ``inputs.trace`` (default: the run folder's name;
-    ``routepack sweep`` records its library trace's name). lookahead: steps read ahead of the
-    slowest chain (default: the workers + 1). progress: called as progress(chain, window, status)
+    ``routepack sweep`` records its library trace's name). lookahead: steps read at once from the
+    slowest chain's step on (default: the workers; 1 reads no step ahead; at least 1). progress: called as progress(chain, window, status)
     after every step.
 
     ValueError for bad settings (unknown topology or model, an OUT of another run); a step's own
@@ -356,6 +356,8 @@ def sweep(client, run, *, model, topologies: Sequence, out: str, seed: int = 1, 
     """
     from distributed import wait
 
+    if lookahead is not None and (isinstance(lookahead, bool) or not isinstance(lookahead, int) or lookahead < 1):
+        raise ValueError(f"lookahead: must be an integer of at least 1, got {lookahead!r}")
     steps = run_steps(run)
     if isinstance(run, (str, os.PathLike)):
         trace_name = trace_name or os.path.basename(os.path.normpath(os.fspath(run)))
@@ -384,7 +386,7 @@ def sweep(client, run, *, model, topologies: Sequence, out: str, seed: int = 1, 
     _open_out(out, settings)
     chains = [_Chain(n, t, out, files, previous_doc, previous_label) for n, t in zip(chain_names, topo_json)]
     workers = max(1, len(client.scheduler_info().get("workers", {})))
-    lookahead = lookahead or workers + 1
+    lookahead = lookahead or workers
     any_routes = any(c.routes for c in chains)
     reads = {}  # step index -> read future (released once no chain needs it)
 
@@ -515,9 +517,21 @@ def _layer_list(text: str) -> list:
     return out
 
 
+def _at_least_one(text: str) -> int:
+    """argparse type of --lookahead: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """``python3 -m routepack.run sweep RUN_DIR --model M --topology T [--topology T2 ...] --out OUT
-    [--seed S] [--previous FILE] [--max-moves N] [--threads N] [--scheduler ADDRESS | --workers N]``.
+    [--seed S] [--previous FILE] [--max-moves N] [--threads N] [--lookahead N]
+    [--scheduler ADDRESS | --workers N]``.
     Exit status 0 when every step of every chain was planned, 1 when some failed (listed), 2 for bad
     arguments or settings."""
     p = argparse.ArgumentParser(prog="python3 -m routepack.run",
@@ -540,6 +554,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     s.add_argument("--max-moves", type=int, default=None, help="experts moved per step at most (all MoE layers)")
     s.add_argument("--threads", type=int, default=1, help="planner threads per step (default 1)")
     s.add_argument("--trace-name", default=None, help="the plans' inputs.trace (default: the run folder's name)")
+    s.add_argument("--lookahead", type=_at_least_one, default=None,
+                   help="steps read at once from the slowest chain's step on (default: the workers; 1: none ahead)")
     g = s.add_mutually_exclusive_group()
     g.add_argument("--scheduler", default=None, help="address of a running dask-scheduler (tcp://host:8786)")
     g.add_argument("--workers", type=int, default=None,
@@ -561,7 +577,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             report = None if args.quiet else (lambda c, w, st: print(f"{c} {w} {st}", file=sys.stderr, flush=True))
             summary = sweep(client, run, model=_model_arg(args), topologies=args.topology, out=args.out,
                             seed=args.seed, previous=args.previous, max_moves=args.max_moves, threads=args.threads,
-                            format=args.format, trace_name=args.trace_name, progress=report)
+                            format=args.format, trace_name=args.trace_name, lookahead=args.lookahead,
+                            progress=report)
         finally:
             client.close()
     except ValueError as e:
