@@ -154,7 +154,7 @@ void ConvergencePanel::rescale() {
         ymax = std::max(ymax, t.y());
     }
     if (xmax <= xmin) xmax = xmin + 1;
-    x_->setRange(xmin, xmax);
+    x_->setRange(xmin, tail.size() > 1 ? xmax + 0.4 : xmax); // room for the last point's label
     // Integer levels on whole ticks: interval 1, 2, 5, 10, 20, ..., 1000 giving at most ~12 labels.
     const double step = round_step({1.0, 2.0, 5.0}, 0, 3, [&](const RoundStep& r) {
                             return (xmax - xmin) / r.step <= 12 || r.step >= 1000;

@@ -65,6 +65,7 @@ CostsPanel::CostsPanel(QWidget* parent) : QWidget(parent) {
     gain_ = headingLabel(this);
     gain_->setMargin(4);
     gain_->setTextInteractionFlags(Qt::TextBrowserInteraction);
+    gain_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
     gain_->setOpenExternalLinks(false);
     connect(gain_, &QLabel::linkActivated, this, &CostsPanel::explainLinkActivated);
     // The table under the charts scrolls inside a bounded height: it never raises the page's minimum.

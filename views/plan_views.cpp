@@ -369,7 +369,7 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent), d_(std::make_unique
     d_->table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     d_->table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     d_->table->verticalHeader()->setVisible(false);
-    d_->table->horizontalHeader()->setStretchLastSection(true);
+    // No stretched last column: scrolled to the end, the last column shows whole beside the frozen run column.
     d_->table->setAlternatingRowColors(true);
     d_->chart = makeChartView(this, QSize(0, 220));
     auto* split = new QSplitter(Qt::Vertical, this);
@@ -509,9 +509,10 @@ void CompareView::setRuns(const QList<std::shared_ptr<const PlanResult>>& runs, 
         const Topology& t = d_->model->run(k).topology;
         if (std::find(seen.begin(), seen.end(), t) != seen.end()) continue;
         seen.push_back(t);
-        topologies << QStringLiteral("EP%1/DP%2 in %3 shards, C %4")
+        topologies << QStringLiteral("EP%1/DP%2%3 in %4 shards, C %5")
                           .arg(t.ep_ranks)
                           .arg(t.dp_slots)
+                          .arg(t.nodes() > 1 ? tr(" on %1 nodes").arg(t.nodes()) : QString())
                           .arg(t.shards())
                           .arg(capText(t));
     }
