@@ -2,8 +2,9 @@
 // experts on a rank, layers one expert bounds, the samples that load a rank most, a row-shard's rank
 // loads, colour positions and round ticks, label strides, and views/plan_explain_gain.h: the split of
 // the gain into LPT, packing and refinement, attention and expert, with the moved shards, rows, layers
-// and EP ranks) on hand-computed cases, with its invariants on the demo and a real DeepSeek window; the tooltips with exact values (EP cell with its experts and the bound, row peaks with the
-// peak rank, cost and shard bars); the colour-scale switch; and the linked selection in the studio: a
+// and EP ranks) on hand-computed cases, with its invariants on the demo and a real DeepSeek window;
+// the tooltips with exact values (EP cell with its experts and the bound, row peaks with the peak
+// rank, cost and shard bars); the colour-scale switch; and the linked selection in the studio: a
 // click on an EP-rank cell outlines it in every plan view, lists the rank's experts and filters the
 // sample table to the 20 samples that load it most, a click on a grid cell filters the table to that
 // cell's samples. Screenshots via QWidget::grab into $ROUTEPACK_SCREENSHOT_DIR or a temporary folder.
