@@ -988,6 +988,13 @@ private Q_SLOTS:
         expected.sort();
         QCOMPARE(shownIds(), expected);
         const QString layerId = QString::number(plan->model.moe_layers[static_cast<std::size_t>(l)]);
+        // Their tokens on (l, p) in their own column, the table sorted by it, most first.
+        QVERIFY(!w.sampleView()->isColumnHidden(SampleTableModel::SelectedTokens));
+        QCOMPARE(w.sampleModel()->headerData(SampleTableModel::SelectedTokens, Qt::Horizontal).toString(),
+                 QStringLiteral("Tokens on L%1/EP1").arg(layerId));
+        for (int k = 0; k < 20; ++k)
+            QCOMPARE(w.sampleProxy()->index(k, SampleTableModel::SelectedTokens).data(RawValueRole).toLongLong(),
+                     static_cast<qint64>(tokens[static_cast<std::size_t>(k)].first));
         QCOMPARE(w.sampleFilterText(),
                  QStringLiteral("Top 20 samples by tokens on EP rank 1 of MoE layer %1 (refined LPT placement)")
                      .arg(layerId));
@@ -1017,6 +1024,7 @@ private Q_SLOTS:
         QCOMPARE(w.sampleProxy()->rowCount(), 32);
         QCOMPARE(w.sampleFilterText(), QString());
         QVERIFY(!w.clearFilterButton()->isVisible());
+        QVERIFY(w.sampleView()->isColumnHidden(SampleTableModel::SelectedTokens));
 
         // The row-peak tooltip names the peak rank.
         RowHeatmapPanel* rows = w.planView()->rowHeatmapPanel();
