@@ -58,10 +58,16 @@ SamplePane::SamplePane(QWidget* parent)
     view_->setModel(proxy_);
     view_->setSortingEnabled(true);
     view_->sortByColumn(-1, Qt::AscendingOrder);
-    // The tokens column shows while a rank filter names tokens (a new table has none).
-    view_->setColumnHidden(SampleTableModel::SelectedTokens, true);
-    connect(samples_, &QAbstractItemModel::modelReset, this,
-            [this] { view_->setColumnHidden(SampleTableModel::SelectedTokens, !samples_->hasSelectedTokens()); });
+    // The tokens column shows while a rank filter names tokens (a new table has none), right after the
+    // sample id, where the narrow pane shows it.
+    auto placeTokens = [this] {
+        QHeaderView* h = view_->horizontalHeader();
+        const int at = h->visualIndex(SampleTableModel::SelectedTokens);
+        if (at > 1) h->moveSection(at, 1);
+        view_->setColumnHidden(SampleTableModel::SelectedTokens, !samples_->hasSelectedTokens());
+    };
+    placeTokens();
+    connect(samples_, &QAbstractItemModel::modelReset, this, placeTokens);
     view_->setSelectionBehavior(QAbstractItemView::SelectRows);
     view_->setSelectionMode(QAbstractItemView::ExtendedSelection);
     view_->setAlternatingRowColors(true);
@@ -168,7 +174,10 @@ void SamplePane::filterSamples(const std::vector<std::string>& ids, const QStrin
             byId.insert(QString::fromStdString(ids[k]), tokens[k]);
     samples_->setSelectedTokens(byId, tokensHeader);
     view_->setColumnHidden(SampleTableModel::SelectedTokens, byId.isEmpty());
-    if (!byId.isEmpty()) view_->sortByColumn(SampleTableModel::SelectedTokens, Qt::DescendingOrder);
+    if (!byId.isEmpty()) {
+        view_->sortByColumn(SampleTableModel::SelectedTokens, Qt::DescendingOrder);
+        view_->resizeColumnToContents(SampleTableModel::SelectedTokens); // its header names the (layer, rank)
+    }
     filterLabel_->setText(label);
     filterBar_->show();
 }
