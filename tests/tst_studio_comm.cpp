@@ -189,7 +189,7 @@ private Q_SLOTS:
         m.setRuns({one_}, {QStringLiteral("one")});
         QCOMPARE(m.rowCount(), 4);
         QCOMPARE(m.columnCount(), int(CompareTableModel::ColumnCount));
-        QCOMPARE(int(CompareTableModel::ColumnCount), 14);
+        QCOMPARE(int(CompareTableModel::ColumnCount), 15);
         QVERIFY(!m.hasCommColumns());
         for (int r = 0; r < 4; ++r)
             QCOMPARE(m.rawValue(r, CompareTableModel::Method).toString(),

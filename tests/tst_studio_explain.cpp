@@ -1,15 +1,20 @@
 // What the plan views explain, offscreen: the Qt-free numbers behind them (views/plan_explain.h:
 // experts on a rank, layers one expert bounds, the samples that load a rank most, a row-shard's rank
-// loads, colour positions and round ticks, label strides, where the gain comes from) on hand-computed
-// cases; the tooltips with exact values (EP cell with its experts and the bound, row peaks with the
-// peak rank, cost and shard bars); the colour-scale switch; and the linked selection in the studio: a
+// loads, colour positions and round ticks, label strides, and views/plan_explain_gain.h: the split of
+// the gain into LPT, packing and refinement, attention and expert, with the moved shards, rows, layers
+// and EP ranks) on hand-computed cases, with its invariants on the demo and a real DeepSeek window;
+// the tooltips with exact values (EP cell with its experts and the bound, row peaks with the peak
+// rank, cost and shard bars); the colour-scale switch; and the linked selection in the studio: a
 // click on an EP-rank cell outlines it in every plan view, lists the rank's experts and filters the
 // sample table to the 20 samples that load it most, a click on a grid cell filters the table to that
 // cell's samples. Screenshots via QWidget::grab into $ROUTEPACK_SCREENSHOT_DIR or a temporary folder.
 #include "core/import/import.h"
 #include "core/model/model.h"
+#include "core/plan/packing.h"
 #include "core/plan/placement.h"
+#include "core/plan/score.h"
 #include "core/synth/synth.h"
+#include "storage/demo.h"
 #include "storage/library.h"
 #include "tests/gui_testutil.h"
 #include "tests/testutil.h"
@@ -22,12 +27,14 @@
 #include "views/nice_scale.h"
 #include "views/panel_util.h"
 #include "views/plan_explain.h"
+#include "views/plan_explain_gain.h"
 #include "views/plan_models.h"
 #include "views/plan_views.h"
 #include "views/roles.h"
 #include "views/row_heatmap_panel.h"
 #include "views/run_series.h"
 #include "views/sample_data.h"
+#include "views/sample_pane.h"
 #include "views/sample_table_model.h"
 #include "views/studio_window.h"
 #include "views/topology_editor.h"
@@ -39,6 +46,7 @@
 #include <QComboBox>
 #include <QDir>
 #include <QLabel>
+#include <QLineSeries>
 #include <QSettings>
 #include <QStandardPaths>
 #include <QTableView>
@@ -48,6 +56,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <random>
 
 using namespace routepack;
@@ -100,6 +109,81 @@ std::shared_ptr<PlanResult> handPlacement() {
     p->placement.cv_identity = cv_global(p->placement.rank_loads_identity, 2, 2);
     p->placement.cv_lpt = cv_global(p->placement.rank_loads_lpt, 2, 2);
     return p;
+}
+
+/// A hand-built plan whose gain splits by hand (one MoE layer, id 3; E = 4 experts on P = 2 EP ranks; D
+/// = 2 DP slots, each its own EDP shard; R = 1 row; C = 100; one attention stage alpha 1, beta 0, so
+/// A = tokens / C). Samples (counts e0..e3, t_i their sum): s0 {0,5,5,20} 30, s1 {10,5,15,15} 45,
+/// s2 {5,0,5,0} 10, s3 {5,5,15,5} 30. Placements: identity (rank 0 = e0, e1), LPT on the loads {20, 15,
+/// 40, 40} (rank 0 = e2, e0; slots {1,3,0,2}), refined (rank 0 = e0, e3; slots {0,2,3,1}). Layouts:
+/// baseline, reorder and karmarkar_karp [s0 s1 | s2 s3], routepack [s0 s3 | s1 s2].
+/// Rank demands q (rank 0, rank 1): identity s0 (5,25) s1 (15,30) s2 (5,5) s3 (10,20); LPT s0 (5,25)
+/// s1 (25,20) s2 (10,0) s3 (20,10); refined s0 (20,10) s1 (25,20) s2 (5,5) s3 (10,20). Shard costs U =
+/// A + max_p W / C:
+///   baseline  g0 0.75 + 55/100 = 1.30, g1 0.40 + 25/100 = 0.65
+///   reorder   g0 0.75 + 45/100 = 1.20, g1 0.40 + 30/100 = 0.70
+///   rp at LPT g0 0.60 + 35/100 = 0.95, g1 0.55 + 35/100 = 0.90
+///   routepack g0 0.60 + 30/100 = 0.90, g1 0.55 + 30/100 = 0.85
+std::pair<std::shared_ptr<PlanResult>, std::shared_ptr<const Trace>> handGainPlan() {
+    auto w = std::make_shared<Trace>();
+    w->model.name = "hand";
+    w->model.num_hidden_layers = 4;
+    w->model.experts = 4;
+    w->model.top_k = 1;
+    w->model.moe_layers = {3};
+    const std::vector<std::vector<std::uint32_t>> counts = {
+        {0, 5, 5, 20}, {10, 5, 15, 15}, {5, 0, 5, 0}, {5, 5, 15, 5}};
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+        SampleRecord r;
+        r.info.id = "s" + std::to_string(i);
+        for (auto c : counts[i])
+            r.info.length += c;
+        r.info.routed_rows = r.info.length;
+        r.counts = counts[i];
+        w->append(std::move(r));
+    }
+    auto p = std::make_shared<PlanResult>();
+    p->model = w->model;
+    p->trace_name = "hand";
+    p->window_name = "all";
+    p->topology.ep_ranks = 2;
+    p->topology.dp_slots = 2;
+    p->topology.edp_shards = {{0}, {1}};
+    p->topology.token_cap = 100;
+    p->topology.attention_stages = {AttentionStage{"a", 1.0, 0.0}};
+    for (const auto& s : w->samples)
+        p->samples.push_back(s);
+    p->rows.rows = 1;
+    p->placement.identity = identity_placement(1, 4, 2);
+    p->placement.lpt = p->placement.identity;
+    p->placement.lpt.slot = {1, 3, 0, 2};
+    p->placement.routepack = p->placement.identity;
+    p->placement.routepack.slot = {0, 2, 3, 1};
+    const std::vector<std::uint64_t> loads = aggregate_expert_loads(w->counts, w->size(), 1, 4);
+    p->placement.rank_loads_identity = rank_loads(loads, p->placement.identity);
+    p->placement.rank_loads_lpt = rank_loads(loads, p->placement.lpt);
+    p->placement.rank_loads_routepack = rank_loads(loads, p->placement.routepack);
+    const Layout x1 = Layout::from_cells(1, 2, {{0, 1}, {2, 3}});
+    const Layout x2 = Layout::from_cells(1, 2, {{0, 3}, {1, 2}});
+    auto method = [&](Method m, PlacementKind k, const Layout& x, const Placement& pi) {
+        MethodResult r;
+        r.method = m;
+        r.placement = k;
+        r.layout = x;
+        r.metrics.score = score_layout(x, make_packing_problem(*w, p->topology, pi));
+        return r;
+    };
+    p->baseline = method(Method::Baseline, PlacementKind::Identity, x1, p->placement.identity);
+    p->reorder = method(Method::Reorder, PlacementKind::Lpt, x1, p->placement.lpt);
+    p->karmarkar_karp = method(Method::KarmarkarKarp, PlacementKind::Lpt, x1, p->placement.lpt);
+    p->routepack = method(Method::RoutePack, PlacementKind::Refined, x2, p->placement.routepack);
+    LevelStats level;
+    level.level = 0;
+    level.best.max_u = 1.0;
+    p->search.convergence = {level, level};
+    p->search.convergence[1].level = 1;
+    p->search.convergence[1].best.max_u = 0.97;
+    return {p, w};
 }
 
 } // namespace
@@ -324,48 +408,258 @@ private Q_SLOTS:
         QCOMPARE(axis_label_stride(64, 30, 14, 16), 1);
     }
 
-    void gainExplained() {
-        PlanResult p;
-        p.model.moe_layers = {1, 2};
-        p.baseline.metrics.score.max_u = 300;
-        p.reorder.metrics.score.max_u = 200;
-        p.routepack.metrics.score.max_u = 150;
-        PlanCosts c;
-        // One row, two shards, two layers: peaks [r][g][l].
-        c.method[Method::Baseline].U = {300, 250};
-        c.method[Method::Baseline].peak = {50, 40, 30, 20}; // layer sums 80, 60
-        c.method[Method::Reorder].U = {200, 190};
-        c.method[Method::Reorder].peak = {20, 35, 25, 20}; // 45, 55
-        c.method[Method::RoutePack].U = {150, 148};
-        c.method[Method::RoutePack].peak = {20, 30, 20, 15}; // 40, 45
-        const GainExplanation g = explain_gain(p, c);
-        QVERIFY(std::abs(g.placement_pct - -100.0 / 3.0) < 1e-12);
-        QCOMPARE(g.packing_pct, -25.0);
-        QCOMPARE(g.total_pct, -50.0);
-        QCOMPARE(g.placement_shards.size(), std::size_t{2});
-        QCOMPARE(g.placement_shards[0].shard, 0); // -100 before -60
-        QCOMPARE(g.placement_shards[0].before, 300.0);
-        QCOMPARE(g.placement_shards[0].after, 200.0);
-        QCOMPARE(g.packing_shards[0].shard, 0);   // -50 before -42
-        QCOMPARE(g.placement_layers[0].layer, 0); // 80 -> 45 before 60 -> 55
-        QCOMPARE(g.placement_layers[0].before, std::int64_t{80});
-        QCOMPARE(g.placement_layers[0].after, std::int64_t{45});
-        QCOMPARE(g.packing_layers[0].layer, 1); // 55 -> 45 before 45 -> 40
-        QCOMPARE(g.packing_layers[0].before, std::int64_t{55});
-        QCOMPARE(g.packing_layers[0].after, std::int64_t{45});
-        QCOMPARE(gainExplanationText(g, p),
-                 QStringLiteral("<b>Why it gains:</b> placing experts by load (LPT) instead of in id order takes the "
-                                "joint cost from 300.0000 (baseline) to 200.0000 (reorder), -33.33 %; packing samples "
-                                "by their routing instead of by length alone takes it to 150.0000 (RoutePack), "
-                                "-25.00 %; -50.00 % in all. Placement moved shard g0 most (U 300.0000 -> 200.0000) "
-                                "and MoE layer 1 (summed row peaks 80 -> 45 tokens). Packing moved shard g0 most (U "
-                                "200.0000 -> 150.0000) and MoE layer 2 (summed row peaks 55 -> 45 tokens)."));
-        // No layer whose peaks fell: said so.
-        for (auto& m : c.method)
-            m.peak = {10, 10, 10, 10};
-        QVERIFY(gainExplanationText(explain_gain(p, c), p)
-                    .endsWith(QStringLiteral("Packing moved shard g0 most (U 200.0000 -> 150.0000) and no MoE layer's "
-                                             "summed row peaks fell.")));
+    void gainSplitByHand() {
+        // handGainPlan(): baseline 1.30 -> reorder 1.20 -> routepack's layout at LPT 0.95 -> routepack 0.90.
+        const auto [plan, window] = handGainPlan();
+        const auto costs = plan_costs(*plan, *window);
+        QVERIFY(costs);
+        const GainSplit g = split_gain(*plan, *window, *costs);
+        auto near = [](double a, double b) { return std::abs(a - b) < 1e-12; };
+        QVERIFY(g.refined);
+        QCOMPARE(g.cap, std::int64_t{100});
+        const double maxU[] = {1.30, 1.20, 0.95, 0.90}, att[] = {0.75, 0.75, 0.60, 0.60};
+        const std::int64_t layer[] = {55, 45, 35, 30};
+        for (int k = 0; k < 4; ++k) {
+            const GainState& s = g.states[static_cast<std::size_t>(k)];
+            QVERIFY2(near(s.max_u, maxU[k]) && near(s.attention, att[k]) && near(s.expert, maxU[k] - att[k]),
+                     qPrintable(QString::number(k)));
+            QCOMPARE(s.straggler, 0);
+            QCOMPARE(s.layer, std::vector<std::int64_t>{layer[k]});
+        }
+        QCOMPARE(g.states[0].max_u, plan->baseline.metrics.score.max_u);
+        QCOMPARE(g.states[3].max_u, plan->routepack.metrics.score.max_u);
+        // Peak rank of the straggler's one row-shard: rank 1 (55, 45, 35 tokens), then rank 0 on the
+        // 30-30 tie of the refined placement.
+        QCOMPARE(g.states[0].rank, (std::vector<std::int64_t>{0, 55}));
+        QCOMPARE(g.states[2].rank, (std::vector<std::int64_t>{0, 35}));
+        QCOMPARE(g.states[3].rank, (std::vector<std::int64_t>{30, 0}));
+        // Steps: LPT -0.10 (expert), packing -0.25 (attention -0.15, expert -0.10), refinement -0.05.
+        const GainStep& lpt = g.steps[0];
+        const GainStep& pack = g.steps[1];
+        const GainStep& ref = g.steps[2];
+        QVERIFY(near(lpt.change(), -0.10) && near(lpt.attention, 0) && near(lpt.expert, -0.10));
+        QVERIFY(near(pack.change(), -0.25) && near(pack.attention, -0.15) && near(pack.expert, -0.10));
+        QVERIFY(near(ref.change(), -0.05) && near(ref.attention, 0) && near(ref.expert, -0.05));
+        QVERIFY(near(g.placement(), -0.15) && near(g.packing(), -0.25) && near(g.total(), -0.40));
+        QVERIFY(near(g.percent(g.total()), -400.0 / 13.0));
+        QCOMPARE(lpt.method, Method::Reorder);
+        QCOMPARE(ref.method, Method::RoutePack);
+        // Shards: g0 -0.10 before g1 +0.05; packing g0 -0.25 before g1 +0.20.
+        QCOMPARE(lpt.shards.size(), std::size_t{2});
+        QCOMPARE(lpt.shards[0].index, 0);
+        QVERIFY(near(lpt.shards[1].change(), 0.05));
+        QCOMPARE(pack.shards[0].index, 0);
+        QVERIFY(near(pack.shards[1].change(), 0.20));
+        // One row, one layer: their changes are the step's (row) and C x its expert change (layer).
+        QCOMPARE(pack.rows.size(), std::size_t{1});
+        QVERIFY(near(pack.rows[0].change(), -0.25));
+        QCOMPARE(pack.layers[0].change(), -10.0);
+        // Ranks: the refinement moves the peak from rank 1 (35 -> 0) to rank 0 (0 -> 30).
+        QCOMPARE(ref.ranks.size(), std::size_t{2});
+        QCOMPARE(ref.ranks[0].rank, 1);
+        QCOMPARE(ref.ranks[0].change(), -35.0);
+        QCOMPARE(ref.ranks[1].rank, 0);
+        QCOMPARE(ref.ranks[1].change(), 30.0);
+        QCOMPARE(lpt.ranks.size(), std::size_t{1});
+        QCOMPARE(lpt.ranks[0].change(), -10.0);
+
+        const QString text = gainExplanationText(g, *plan);
+        for (const char* part :
+             {"max_g U goes from 1.3000 (baseline) to 0.9000 (RoutePack), -0.4000 (-30.77 %) = placement -0.1500 "
+              "(-11.54 %: LPT -0.1000, then refined for the layout -0.0500) + packing -0.2500 (-19.23 %); by part, "
+              "attention -0.1500 + expert -0.2500",
+              "shard <a href=\"shard:0:reorder\">g0</a> (U -0.1000)", "row <a href=\"row:0:0:routepack\">r0</a>",
+              "MoE layer <a href=\"layer:0:0:routepack\">3</a> (-10 tokens)",
+              "EP rank <a href=\"rank:0:1\">1 of layer 3</a> (-35 tokens)"})
+            QVERIFY2(text.contains(QString::fromUtf8(part)), qPrintable(text));
+        QVERIFY(!text.contains(QStringLiteral("fell")));
+        // Links parse back; anything else is no link.
+        const ExplainLink row = parseExplainLink(QStringLiteral("row:0:1:routepack"));
+        QCOMPARE(row.kind, ExplainLink::Row);
+        QCOMPARE(row.a, 0);
+        QCOMPARE(row.b, 1);
+        QCOMPARE(row.method, Method::RoutePack);
+        QCOMPARE(parseExplainLink(QStringLiteral("rank:2:5")).kind, ExplainLink::Rank);
+        QCOMPARE(parseExplainLink(QStringLiteral("shard:0:nope")).kind, ExplainLink::None);
+        QCOMPARE(parseExplainLink(QStringLiteral("rank:-1:2")).kind, ExplainLink::None);
+
+        // The convergence chart ends at the plan: the final search at LPT (0.95), then the refinement (0.90).
+        const auto tail = convergence_tail(*plan, costs.get());
+        QCOMPARE(tail.size(), std::size_t{2});
+        QVERIFY(near(tail[0].max_u, 0.95));
+        QCOMPARE(tail[1].max_u, plan->routepack.metrics.score.max_u);
+        QCOMPARE(convergence_tail(*plan, nullptr).size(), std::size_t{1});
+        ConvergencePanel conv;
+        conv.setLevels(plan->search.convergence);
+        conv.setTail(tail);
+        QCOMPARE(conv.tailSeries()->count(), 3); // from the last level (x 1) through x 2 and 3
+        QCOMPARE(conv.tailSeries()->at(2), QPointF(3, 0.9));
+        QVERIFY2(conv.summaryText().endsWith(
+                     QStringLiteral("Then final search 0.9500, placement refined for the layout 0.9000 (the plan's "
+                                    "cost).")),
+                 qPrintable(conv.summaryText()));
+
+        // The costs tab shows the text; its links open the views.
+        PlanView view;
+        view.resize(1366, 768);
+        view.setPlan(plan, window);
+        QCOMPARE(view.costsPanel()->gainText(), text);
+        QVERIFY(view.openExplainLink(QStringLiteral("layer:0:1:routepack")));
+        QCOMPARE(view.currentWidget(), static_cast<QWidget*>(view.rowHeatmapPanel()));
+        QCOMPARE(view.rowHeatmapPanel()->shard(), 1);
+        QSignalSpy ranks(&view, &PlanView::rankActivated);
+        QVERIFY(view.openExplainLink(QStringLiteral("rank:0:1")));
+        QCOMPARE(view.currentWidget(), static_cast<QWidget*>(view.epHeatmapPanel()));
+        QCOMPARE(ranks.count(), 1);
+        QCOMPARE(ranks.front().at(1).toInt(), 1);
+        // Rank 1 of the refined placement holds e1, e2: s1 20 tokens, s3 20, s0 10, s2 5.
+        QCOMPARE(ranks.front().at(3).value<QList<int>>(), (QList<int>{1, 3, 0, 2}));
+        QCOMPARE(ranks.front().at(5).value<QList<qint64>>(), (QList<qint64>{20, 20, 10, 5}));
+        QVERIFY(view.openExplainLink(QStringLiteral("row:0:0:routepack")));
+        QCOMPARE(view.currentWidget(), static_cast<QWidget*>(view.gridPanel()));
+        QVERIFY(!view.openExplainLink(QStringLiteral("rank:0:2"))); // rank out of range
+        view.setCurrentWidget(view.costsPanel());
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        shot(&view, QStringLiteral("explain-gain-hand"));
+    }
+
+    void gainSplitRealWindow() {
+        // 256 DeepSeek-V2-Lite samples (numeric id order) on the shipped two-node EP16/DP8 topology: every
+        // part of the split adds up, and the chain's ends are the plan's baseline and routepack.
+        ROUTEPACK_REQUIRE_SHARED(dir, "traces/deepseek-v2-lite");
+        ImportOptions opt;
+        opt.model = known_model("deepseek-v2-lite");
+        const Trace all = import_trace_to_memory({dir}, opt);
+        std::vector<std::size_t> order(all.size());
+        std::iota(order.begin(), order.end(), 0);
+        std::sort(order.begin(), order.end(),
+                  [&](std::size_t a, std::size_t b) { return natural_less(all.samples[a].id, all.samples[b].id); });
+        PlanInput in;
+        in.window.model = all.model;
+        for (std::size_t k = 0; k < 256; ++k) {
+            SampleRecord rec;
+            rec.info = all.samples[order[k]];
+            const auto c = all.sample_counts(order[k]);
+            rec.counts.assign(c.begin(), c.end());
+            in.window.append(std::move(rec));
+        }
+        in.trace_name = "deepseek-v2-lite";
+        in.window_name = "first-256";
+        in.topology = known_topology("deepseek-v2-lite-ep16-dp8-2nodes");
+        in.budgets.annealing.levels = 4;
+        in.budgets.annealing.steps = 200;
+        in.budgets.seeding.candidates = 8;
+        in.budgets.seeding.population = 4;
+        in.budgets.workers = 2;
+        const PlanResult plan = plan_window(in);
+        const auto costs = plan_costs(plan, in.window);
+        QVERIFY(costs);
+        const GainSplit g = split_gain(plan, in.window, *costs);
+        QCOMPARE(g.states[0].max_u, plan.baseline.metrics.score.max_u);
+        QCOMPARE(g.states[1].max_u, plan.reorder.metrics.score.max_u);
+        QCOMPARE(g.states[3].max_u, plan.routepack.metrics.score.max_u);
+        const double tol = 1e-9 * g.states[0].max_u;
+        QVERIFY(std::abs(g.placement() + g.packing() - g.total()) <= tol);
+        const double C = static_cast<double>(g.cap);
+        for (const GainState& s : g.states) {
+            QVERIFY(std::abs(s.attention + s.expert - s.max_u) <= tol);
+            double rows = 0;
+            for (double j : s.row_j)
+                rows += j;
+            QVERIFY(std::abs(rows - s.max_u) <= tol);
+            std::int64_t tokens = 0;
+            const int P = in.topology.ep_ranks;
+            for (std::size_t l = 0; l < s.layer.size(); ++l) {
+                std::int64_t ranks = 0;
+                for (int p = 0; p < P; ++p)
+                    ranks += s.rank[l * static_cast<std::size_t>(P) + static_cast<std::size_t>(p)];
+                QCOMPARE(ranks, s.layer[l]); // the layer's peaks credited to the ranks, exactly
+                tokens += s.layer[l];
+            }
+            QVERIFY(std::abs(static_cast<double>(tokens) / C - s.expert) <= tol);
+        }
+        for (const GainStep& st : g.steps) {
+            QVERIFY(std::abs(st.attention + st.expert - st.change()) <= tol);
+            double rows = 0, layers = 0;
+            for (const auto& m : st.rows)
+                rows += m.change();
+            for (const auto& m : st.layers)
+                layers += m.change();
+            QVERIFY(std::abs(rows - st.change()) <= tol);
+            QVERIFY(std::abs(layers / C - st.expert) <= tol);
+        }
+        qInfo("deepseek 256, EP16/DP8 on 2 nodes: %.4f -> %.4f (%+.2f %%): LPT %+.4f, packing %+.4f, refinement %+.4f; "
+              "attention %+.4f, expert %+.4f",
+              g.states[0].max_u, g.states[3].max_u, g.percent(g.total()), g.steps[0].change(), g.steps[1].change(),
+              g.steps[2].change(), g.steps[0].attention + g.steps[1].attention + g.steps[2].attention,
+              g.steps[0].expert + g.steps[1].expert + g.steps[2].expert);
+        qInfo("%s", qPrintable(gainExplanationText(g, plan)));
+    }
+
+    void demoGainSplit() {
+        // The embedded demo (the studio's first start): the split adds up and ends at the plan's costs;
+        // the costs tab at both window sizes.
+        const storage::DemoBuild demo = storage::build_demo(tmp_ / "demo");
+        auto lib = storage::Library::open(demo.library, storage::OpenMode::ReadOnly);
+        auto window = std::make_shared<const Trace>(lib->load_window(storage::kDemoTrace, demo.window.name));
+        auto plan = std::make_shared<const PlanResult>(demo.plan);
+        const auto costs = plan_costs(*plan, *window);
+        QVERIFY(costs);
+        const GainSplit g = split_gain(*plan, *window, *costs);
+        QCOMPARE(g.states[0].max_u, plan->baseline.metrics.score.max_u);
+        QCOMPARE(g.states[3].max_u, plan->routepack.metrics.score.max_u);
+        QVERIFY(std::abs(g.placement() + g.packing() - g.total()) <= 1e-9 * g.states[0].max_u);
+        for (const GainStep& st : g.steps)
+            QVERIFY(std::abs(st.attention + st.expert - st.change()) <= 1e-9 * g.states[0].max_u);
+        qInfo("demo: %.4f -> %.4f (%+.2f %%): LPT %+.4f, packing %+.4f, refinement %+.4f; attention %+.4f, "
+              "expert %+.4f",
+              g.states[0].max_u, g.states[3].max_u, g.percent(g.total()), g.steps[0].change(), g.steps[1].change(),
+              g.steps[2].change(), g.steps[0].attention + g.steps[1].attention + g.steps[2].attention,
+              g.steps[0].expert + g.steps[1].expert + g.steps[2].expert);
+        qInfo("%s", qPrintable(gainExplanationText(g, *plan)));
+        PlanView view;
+        view.setPlan(plan, window);
+        view.setCurrentWidget(view.costsPanel());
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        for (const QSize size : {QSize(1600, 1000), QSize(1366, 768)}) {
+            view.resize(size);
+            QTest::qWait(30);
+            shot(&view, QStringLiteral("explain-costs-demo-%1x%2").arg(size.width()).arg(size.height()));
+        }
+        view.setCurrentWidget(view.convergencePanel());
+        QTest::qWait(30);
+        QCOMPARE(view.convergencePanel()->tailSeries()->count(), g.refined ? 3 : 2);
+        QCOMPARE(view.convergencePanel()->tailSeries()->at(view.convergencePanel()->tailSeries()->count() - 1).y(),
+                 plan->routepack.metrics.score.max_u);
+        shot(&view, QStringLiteral("explain-convergence-demo"));
+    }
+
+    void sampleTableRankTokens() {
+        // A rank filter shows each listed sample's tokens on that (layer, rank) and sorts by them.
+        SamplePane pane;
+        auto data = buildSampleTable(handTrace(), QStringLiteral("hand"));
+        pane.model()->setData(data);
+        QVERIFY(pane.view()->isColumnHidden(SampleTableModel::SelectedTokens));
+        pane.filterSamples({"s0", "s2", "s3"}, QStringLiteral("Top 3"), {5, 9, 3}, QStringLiteral("Tokens on L3/EP1"));
+        QVERIFY(!pane.view()->isColumnHidden(SampleTableModel::SelectedTokens));
+        QCOMPARE(pane.model()->headerData(SampleTableModel::SelectedTokens, Qt::Horizontal).toString(),
+                 QStringLiteral("Tokens on L3/EP1"));
+        QCOMPARE(pane.proxy()->rowCount(), 3);
+        QStringList ids;
+        QList<qint64> tokens;
+        for (int r = 0; r < pane.proxy()->rowCount(); ++r) {
+            ids << pane.proxy()->index(r, SampleTableModel::Id).data().toString();
+            tokens << pane.proxy()->index(r, SampleTableModel::SelectedTokens).data(RawValueRole).toLongLong();
+        }
+        QCOMPARE(ids, (QStringList{QStringLiteral("s2"), QStringLiteral("s0"), QStringLiteral("s3")}));
+        QCOMPARE(tokens, (QList<qint64>{9, 5, 3}));
+        QCOMPARE(pane.model()->index(1, SampleTableModel::SelectedTokens).data().toString(), QString()); // s1 unlisted
+        QCOMPARE(pane.model()->index(1, SampleTableModel::SelectedTokens).data(RawValueRole).toLongLong(), -1);
+        pane.clearFilter();
+        QVERIFY(pane.view()->isColumnHidden(SampleTableModel::SelectedTokens));
+        QVERIFY(!pane.model()->hasSelectedTokens());
     }
 
     // --- The heatmap widget's scales, marks and labels ---
@@ -694,6 +988,13 @@ private Q_SLOTS:
         expected.sort();
         QCOMPARE(shownIds(), expected);
         const QString layerId = QString::number(plan->model.moe_layers[static_cast<std::size_t>(l)]);
+        // Their tokens on (l, p) in their own column, the table sorted by it, most first.
+        QVERIFY(!w.sampleView()->isColumnHidden(SampleTableModel::SelectedTokens));
+        QCOMPARE(w.sampleModel()->headerData(SampleTableModel::SelectedTokens, Qt::Horizontal).toString(),
+                 QStringLiteral("Tokens on L%1/EP1").arg(layerId));
+        for (int k = 0; k < 20; ++k)
+            QCOMPARE(w.sampleProxy()->index(k, SampleTableModel::SelectedTokens).data(RawValueRole).toLongLong(),
+                     static_cast<qint64>(tokens[static_cast<std::size_t>(k)].first));
         QCOMPARE(w.sampleFilterText(),
                  QStringLiteral("Top 20 samples by tokens on EP rank 1 of MoE layer %1 (refined LPT placement)")
                      .arg(layerId));
@@ -723,6 +1024,7 @@ private Q_SLOTS:
         QCOMPARE(w.sampleProxy()->rowCount(), 32);
         QCOMPARE(w.sampleFilterText(), QString());
         QVERIFY(!w.clearFilterButton()->isVisible());
+        QVERIFY(w.sampleView()->isColumnHidden(SampleTableModel::SelectedTokens));
 
         // The row-peak tooltip names the peak rank.
         RowHeatmapPanel* rows = w.planView()->rowHeatmapPanel();
@@ -774,12 +1076,13 @@ private Q_SLOTS:
         costs->setMethod(Method::RoutePack);
         // The "why it gains" paragraph, from this plan's numbers.
         const QString gain = costs->gainText();
-        QVERIFY2(gain.contains(QStringLiteral("takes the joint cost from %1 (baseline) to %2 (reorder)")
+        QVERIFY2(gain.contains(QStringLiteral("max_g U goes from %1 (baseline) to %2 (RoutePack)")
+                                   .arg(plan->baseline.metrics.score.max_u, 0, 'f', 4)
+                                   .arg(plan->routepack.metrics.score.max_u, 0, 'f', 4)),
+                 qPrintable(gain));
+        QVERIFY2(gain.contains(QStringLiteral("%1 &rarr; %2")
                                    .arg(plan->baseline.metrics.score.max_u, 0, 'f', 4)
                                    .arg(plan->reorder.metrics.score.max_u, 0, 'f', 4)),
-                 qPrintable(gain));
-        QVERIFY2(gain.contains(
-                     QStringLiteral("takes it to %1 (RoutePack)").arg(plan->routepack.metrics.score.max_u, 0, 'f', 4)),
                  qPrintable(gain));
         w.planView()->setCurrentWidget(costs);
         QTest::qWait(50);

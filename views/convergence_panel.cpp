@@ -9,6 +9,7 @@
 #include <QLabel>
 #include <QLineSeries>
 #include <QPen>
+#include <QStringList>
 #include <QVBoxLayout>
 #include <QValueAxis>
 
@@ -36,6 +37,14 @@ ConvergencePanel::ConvergencePanel(QWidget* parent) : QWidget(parent) {
     energy_->setName(tr("mean energy of chains"));
     acceptance_ = new QLineSeries;
     acceptance_->setName(tr("acceptance rate (right axis)"));
+    tail_ = new QLineSeries;
+    tail_->setName(tr("final search, placement refinement"));
+    tail_->setPen(QPen(kBestColour, 2, Qt::DashLine));
+    tail_->setColor(kBestColour);
+    tail_->setPointsVisible(true);
+    tail_->setPointLabelsVisible(true);
+    tail_->setPointLabelsFormat(QStringLiteral("@yPoint"));
+    tail_->setPointLabelsClipping(false);
     best_->setPen(QPen(kBestColour, 2));
     energy_->setPen(QPen(kEnergyColour, 2, Qt::DashLine));
     acceptance_->setPen(QPen(kRateColour, 2, Qt::DotLine));
@@ -43,11 +52,12 @@ ConvergencePanel::ConvergencePanel(QWidget* parent) : QWidget(parent) {
         s->setPointsVisible(true);
         c->addSeries(s);
     }
+    c->addSeries(tail_);
     best_->setColor(kBestColour);
     energy_->setColor(kEnergyColour);
     acceptance_->setColor(kRateColour);
     x_ = new QValueAxis;
-    x_->setTitleText(tr("temperature level"));
+    x_->setTitleText(tr("temperature level, then final search and refinement"));
     x_->setLabelFormat(QStringLiteral("%d"));
     y_ = new QValueAxis;
     y_->setTitleText(tr("cost (tokens)"));
@@ -60,7 +70,7 @@ ConvergencePanel::ConvergencePanel(QWidget* parent) : QWidget(parent) {
     c->addAxis(x_, Qt::AlignBottom);
     c->addAxis(y_, Qt::AlignLeft);
     c->addAxis(yRate_, Qt::AlignRight);
-    for (QLineSeries* s : {best_, energy_}) {
+    for (QLineSeries* s : {best_, energy_, tail_}) {
         s->attachAxis(x_);
         s->attachAxis(y_);
     }
@@ -80,6 +90,8 @@ void ConvergencePanel::changeEvent(QEvent* e) {
 }
 
 void ConvergencePanel::clear() {
+    tailPoints_.clear();
+    tail_->clear();
     best_->clear();
     energy_->clear();
     acceptance_->clear();
@@ -91,6 +103,15 @@ void ConvergencePanel::addLevel(const LevelStats& s) {
     energy_->append(s.level, s.mean_energy);
     acceptance_->append(s.level, s.acceptance);
     rescale();
+}
+
+void ConvergencePanel::setTail(const std::vector<ConvergenceTailPoint>& tail) {
+    tailPoints_ = tail;
+    rescale();
+}
+
+QString ConvergencePanel::summaryText() const {
+    return summary_->text();
 }
 
 void ConvergencePanel::setLevels(const std::vector<LevelStats>& levels) {
@@ -108,12 +129,17 @@ void ConvergencePanel::setLevels(const std::vector<LevelStats>& levels) {
 
 void ConvergencePanel::rescale() {
     const int n = static_cast<int>(best_->count());
+    tail_->clear();
     if (n == 0) {
         x_->setRange(0, 1);
         y_->setRange(0, 1);
         summary_->setText(tr("No annealing levels yet."));
         return;
     }
+    QList<QPointF> tail{best_->at(n - 1)};
+    for (const ConvergenceTailPoint& t : tailPoints_)
+        tail.append(QPointF(tail.back().x() + 1, t.max_u));
+    if (tail.size() > 1) tail_->replace(tail);
     double xmin = std::numeric_limits<double>::infinity(), xmax = -xmin, ymin = xmin, ymax = -xmin, rmax = 0;
     for (int i = 0; i < n; ++i) {
         const QPointF b = best_->at(i), e = energy_->at(i);
@@ -122,8 +148,13 @@ void ConvergencePanel::rescale() {
         ymax = std::max({ymax, b.y(), e.y()});
         rmax = std::max(rmax, acceptance_->at(i).y());
     }
+    for (const QPointF& t : tail) {
+        xmax = std::max(xmax, t.x());
+        ymin = std::min(ymin, t.y());
+        ymax = std::max(ymax, t.y());
+    }
     if (xmax <= xmin) xmax = xmin + 1;
-    x_->setRange(xmin, xmax);
+    x_->setRange(xmin, tail.size() > 1 ? xmax + 0.4 : xmax); // room for the last point's label
     // Integer levels on whole ticks: interval 1, 2, 5, 10, 20, ..., 1000 giving at most ~12 labels.
     const double step = round_step({1.0, 2.0, 5.0}, 0, 3, [&](const RoundStep& r) {
                             return (xmax - xmin) / r.step <= 12 || r.step >= 1000;
@@ -141,6 +172,11 @@ void ConvergencePanel::rescale() {
                           .arg(last.y(), 0, 'f', 4)
                           .arg(first.y() != 0 ? 100.0 * (last.y() - first.y()) / first.y() : 0.0, 0, 'f', 2)
                           .arg(acceptance_->at(n - 1).y(), 0, 'f', 3));
+    QStringList after;
+    for (const ConvergenceTailPoint& t : tailPoints_)
+        after << tr("%1 %2").arg(QString::fromStdString(t.label)).arg(t.max_u, 0, 'f', 4);
+    if (!after.isEmpty())
+        summary_->setText(summary_->text() + tr(" Then %1 (the plan's cost).").arg(after.join(QStringLiteral(", "))));
 }
 
 } // namespace routepack::views

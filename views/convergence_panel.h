@@ -1,6 +1,7 @@
 #pragma once
 // The plan view's "convergence" tab: the population annealing's levels.
 #include "core/plan/annealing.h"
+#include "views/plan_explain_gain.h"
 
 #include <QWidget>
 
@@ -15,7 +16,9 @@ namespace routepack::views {
 
 /// "convergence": per temperature level the incumbent's joint cost (LevelStats::best.max_u) and the
 /// mean energy of the chains' terminal states (left axis), and the acceptance rate (right axis,
-/// 0..1). x = level index.
+/// 0..1). x = level index. After the levels (setTail), the final search and the placement refined for
+/// the layout: their max_g U at x = last level + 1, + 2 (a dashed continuation of the best line, each
+/// point labelled), so that the chart ends at the plan's cost.
 class ConvergencePanel : public QWidget {
     Q_OBJECT
 public:
@@ -23,6 +26,11 @@ public:
     void clear();
     void addLevel(const routepack::LevelStats& s);
     void setLevels(const std::vector<routepack::LevelStats>& levels);
+    /// The points after the levels (convergence_tail); empty removes them. Cleared by clear().
+    void setTail(const std::vector<ConvergenceTailPoint>& tail);
+    QLineSeries* tailSeries() const { return tail_; }
+    /// The line above the chart: levels, best joint first -> last, then the tail's points.
+    QString summaryText() const;
     QLineSeries* bestSeries() const { return best_; }
     QLineSeries* energySeries() const { return energy_; }
     QLineSeries* acceptanceSeries() const { return acceptance_; }
@@ -37,6 +45,8 @@ private:
     QLineSeries* best_ = nullptr;
     QLineSeries* energy_ = nullptr;
     QLineSeries* acceptance_ = nullptr;
+    QLineSeries* tail_ = nullptr; ///< from the last level's best through the tail's points
+    std::vector<ConvergenceTailPoint> tailPoints_;
     QValueAxis* x_ = nullptr;
     QValueAxis* y_ = nullptr;
     QValueAxis* yRate_ = nullptr;

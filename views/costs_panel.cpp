@@ -17,6 +17,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QScatterSeries>
+#include <QScrollArea>
 #include <QSplitter>
 #include <QStackedBarSeries>
 #include <QToolTip>
@@ -62,10 +63,20 @@ CostsPanel::CostsPanel(QWidget* parent) : QWidget(parent) {
     bar->addWidget(sideBox_);
     bar->addStretch(1);
     gain_ = headingLabel(this);
-    gain_->setFrameShape(QFrame::StyledPanel);
     gain_->setMargin(4);
-    gain_->hide();
-    if (auto* v = qobject_cast<QVBoxLayout*>(layout())) v->addWidget(gain_);
+    gain_->setTextInteractionFlags(Qt::TextBrowserInteraction);
+    gain_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+    gain_->setOpenExternalLinks(false);
+    connect(gain_, &QLabel::linkActivated, this, &CostsPanel::explainLinkActivated);
+    // The table under the charts scrolls inside a bounded height: it never raises the page's minimum.
+    gainArea_ = new QScrollArea(this);
+    gainArea_->setWidget(gain_);
+    gainArea_->setWidgetResizable(true);
+    gainArea_->setFrameShape(QFrame::StyledPanel);
+    gainArea_->setMinimumHeight(60);
+    gainArea_->setMaximumHeight(190);
+    gainArea_->hide();
+    if (auto* v = qobject_cast<QVBoxLayout*>(layout())) v->addWidget(gainArea_);
     connect(methodBox_, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
     connect(sideBox_, &QCheckBox::toggled, this, [this] { refresh(); });
 }
@@ -84,12 +95,14 @@ int tallestRowShard(const CostBreakdown& costs) {
 }
 
 QString CostsPanel::gainText() const {
-    return gain_->isHidden() ? QString() : gain_->text();
+    return gainArea_->isHidden() ? QString() : gain_->text();
 }
 
-void CostsPanel::setPlan(const std::shared_ptr<const PlanResult>& plan, std::shared_ptr<const PlanCosts> costs) {
+void CostsPanel::setPlan(const std::shared_ptr<const PlanResult>& plan, std::shared_ptr<const PlanCosts> costs,
+                         std::shared_ptr<const GainSplit> gain) {
     plan_ = plan;
     costs_ = std::move(costs);
+    gainSplit_ = costs_ ? std::move(gain) : nullptr;
     fillMethodCombo(methodBox_, plan_.get());
     refresh();
 }
@@ -224,7 +237,7 @@ void CostsPanel::refresh() {
     straggler_ = -1;
     tallest_ = -1;
     gain_->clear();
-    gain_->hide();
+    gainArea_->hide();
     const Method m = method();
     // Side by side needs a second method to show; the baseline itself is shown alone.
     const bool side = sideBySide() && plan_ && costs_ && m != Method::Baseline;
@@ -249,8 +262,10 @@ void CostsPanel::refresh() {
                "is too large to score on the GUI thread). Method metrics are in the compare view."));
         return;
     }
-    gain_->setText(gainExplanationText(explain_gain(*plan_, *costs_), *plan_));
-    gain_->show();
+    if (gainSplit_) {
+        gain_->setText(gainExplanationText(*gainSplit_, *plan_));
+        gainArea_->show();
+    }
     straggler_ = costs_->straggler[m];
     tallest_ = tallestRowShard(costs_->method[m]);
 

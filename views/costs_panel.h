@@ -3,6 +3,7 @@
 // and the tallest row-shard, and the "why it gains" paragraph (views/gain_explanation.h).
 #include "core/plan/planner.h"
 #include "views/plan_data.h"
+#include "views/plan_explain_gain.h"
 
 #include <QString>
 #include <QStringList>
@@ -19,6 +20,7 @@ class QCheckBox;
 class QComboBox;
 class QLabel;
 class QScatterSeries;
+class QScrollArea;
 class QSplitter;
 
 namespace routepack::views {
@@ -45,7 +47,9 @@ class CostsPanel : public QWidget {
     Q_OBJECT
 public:
     explicit CostsPanel(QWidget* parent = nullptr);
-    void setPlan(const std::shared_ptr<const routepack::PlanResult>& plan, std::shared_ptr<const PlanCosts> costs);
+    /// `gain` (split_gain of the plan, or null) gives the "why it gains" text; without it none is shown.
+    void setPlan(const std::shared_ptr<const routepack::PlanResult>& plan, std::shared_ptr<const PlanCosts> costs,
+                 std::shared_ptr<const GainSplit> gain = nullptr);
     void setMethod(routepack::Method method);
     routepack::Method method() const;
     /// Shows the baseline's row-shard chart beside the shown method's (true), or the method alone.
@@ -86,6 +90,12 @@ public:
     QString shardBarToolTip(int g, routepack::Method method) const;
     /// The "why it gains" paragraph under the charts (gainExplanationText; "" without costs).
     QString gainText() const;
+    /// The split behind gainText (null without it).
+    std::shared_ptr<const GainSplit> gainSplit() const { return gainSplit_; }
+
+Q_SIGNALS:
+    /// A link of the "why it gains" text was clicked (parseExplainLink reads it).
+    void explainLinkActivated(const QString& link);
 
 protected:
     void changeEvent(QEvent* e) override;
@@ -108,6 +118,8 @@ private:
     void refresh();
     std::shared_ptr<const routepack::PlanResult> plan_;
     std::shared_ptr<const PlanCosts> costs_;
+    std::shared_ptr<const GainSplit> gainSplit_;
+    QScrollArea* gainArea_ = nullptr;
     QComboBox* methodBox_ = nullptr;
     QCheckBox* sideBox_ = nullptr;
     QLabel* heading_ = nullptr;

@@ -268,10 +268,13 @@ void EpHeatmapPanel::selectCell(int layer, int rank, bool planned) {
         text += QLatin1Char('.');
     }
     QList<int> samples;
+    QList<qint64> tokens;
     QString description;
     if (window_) {
-        for (const SampleTokens& s : top_samples_on_rank(*window_, pi, layer, rank, kTopRankSamples))
+        for (const SampleTokens& s : top_samples_on_rank(*window_, pi, layer, rank, kTopRankSamples)) {
             samples << s.sample;
+            tokens << static_cast<qint64>(s.tokens);
+        }
         description = samples.size() == kTopRankSamples
                           ? tr("Top %1 samples by tokens on EP rank %2 of MoE layer %3 (%4)")
                                 .arg(kTopRankSamples)
@@ -284,7 +287,7 @@ void EpHeatmapPanel::selectCell(int layer, int rank, bool planned) {
     }
     selection_->setText(text);
     selection_->show();
-    Q_EMIT rankActivated(layer, rank, planned, samples, description);
+    Q_EMIT rankActivated(layer, rank, planned, samples, description, tokens);
 }
 
 } // namespace routepack::views

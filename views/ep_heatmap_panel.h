@@ -62,8 +62,10 @@ public:
 Q_SIGNALS:
     /// A cell was selected: `samples` are top_samples_on_rank (window order indices, most tokens
     /// first; empty without the window), `description` says what they are for the sample table's
-    /// filter line ("Top 20 samples by tokens on EP rank 3 of MoE layer 45 (LPT placement)").
-    void rankActivated(int layer, int rank, bool planned, QList<int> samples, QString description);
+    /// filter line ("Top 20 samples by tokens on EP rank 3 of MoE layer 45 (LPT placement)"), `tokens`
+    /// each sample's tokens on that (layer, rank).
+    void rankActivated(int layer, int rank, bool planned, QList<int> samples, QString description,
+                       QList<qint64> tokens);
 
 private:
     std::shared_ptr<const routepack::PlanResult> plan_;

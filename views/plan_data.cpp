@@ -2,6 +2,7 @@
 
 #include "core/plan/packing.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -135,6 +136,13 @@ std::shared_ptr<const PlanCosts> plan_costs(const PlanResult& plan, const Trace&
             if (cb.U[g] > cb.U[straggler]) straggler = g;
         out->method[r->method] = std::move(cb);
         out->straggler[r->method] = static_cast<int>(straggler);
+    }
+    const Placement& rp = plan.placement_of(plan.routepack.placement);
+    if (plan.routepack.layout.rows > 0) {
+        out->routepack_at_lpt =
+            rp == plan.placement.lpt ? out->method[Method::RoutePack] : cost_breakdown(plan.routepack.layout, p_lpt);
+        const auto& U = out->routepack_at_lpt.U;
+        out->straggler_at_lpt = static_cast<int>(std::max_element(U.begin(), U.end()) - U.begin());
     }
     return out;
 }

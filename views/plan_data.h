@@ -62,6 +62,11 @@ std::vector<double> normalized_rank_loads(std::span<const std::uint64_t> G, int 
 struct PlanCosts {
     PerMethod<CostBreakdown> method;
     PerMethod<int> straggler;
+    /// routepack's layout scored at the LPT placement (placement.lpt): the state between the packing
+    /// search and the placement refined for the layout (equal to method[RoutePack] when routepack runs
+    /// on LPT). Empty (shards 0) when the plan has no routepack layout.
+    CostBreakdown routepack_at_lpt;
+    int straggler_at_lpt = 0; ///< its argmax_g U[g] (lowest g on ties)
 };
 
 /// Largest n * L * E (counts) for which plan_costs() runs on the GUI thread (2^26).

@@ -184,48 +184,4 @@ int axis_label_stride(int count, double cell_width, double label_width, int ever
     return stride;
 }
 
-GainExplanation explain_gain(const PlanResult& plan, const PlanCosts& costs) {
-    GainExplanation out;
-    out.baseline = plan.baseline.metrics.score.max_u;
-    out.reorder = plan.reorder.metrics.score.max_u;
-    out.routepack = plan.routepack.metrics.score.max_u;
-    auto pct = [](double from, double to) { return from > 0 ? 100.0 * (to - from) / from : 0.0; };
-    out.placement_pct = pct(out.baseline, out.reorder);
-    out.packing_pct = pct(out.reorder, out.routepack);
-    out.total_pct = pct(out.baseline, out.routepack);
-    const int L = plan.model.num_moe_layers();
-    auto shards = [](const CostBreakdown& a, const CostBreakdown& b) {
-        std::vector<GainExplanation::ShardMove> v;
-        const std::size_t G = std::min(a.U.size(), b.U.size());
-        for (std::size_t g = 0; g < G; ++g)
-            v.push_back({static_cast<int>(g), a.U[g], b.U[g]});
-        std::stable_sort(v.begin(), v.end(), [](const auto& x, const auto& y) {
-            return std::abs(x.after - x.before) > std::abs(y.after - y.before);
-        });
-        return v;
-    };
-    auto layers = [L](const CostBreakdown& a, const CostBreakdown& b) {
-        auto sums = [L](const CostBreakdown& c) {
-            std::vector<std::int64_t> s(static_cast<std::size_t>(std::max(L, 0)), 0);
-            if (L < 1) return s;
-            for (std::size_t k = 0; k < c.peak.size(); ++k)
-                s[k % static_cast<std::size_t>(L)] += c.peak[k];
-            return s;
-        };
-        const auto sa = sums(a), sb = sums(b);
-        std::vector<GainExplanation::LayerMove> v;
-        v.reserve(static_cast<std::size_t>(std::max(L, 0)));
-        for (int l = 0; l < L; ++l)
-            v.push_back({l, sa[static_cast<std::size_t>(l)], sb[static_cast<std::size_t>(l)]});
-        std::stable_sort(v.begin(), v.end(),
-                         [](const auto& x, const auto& y) { return x.before - x.after > y.before - y.after; });
-        return v;
-    };
-    out.placement_shards = shards(costs.method[Method::Baseline], costs.method[Method::Reorder]);
-    out.packing_shards = shards(costs.method[Method::Reorder], costs.method[Method::RoutePack]);
-    out.placement_layers = layers(costs.method[Method::Baseline], costs.method[Method::Reorder]);
-    out.packing_layers = layers(costs.method[Method::Reorder], costs.method[Method::RoutePack]);
-    return out;
-}
-
 } // namespace routepack::views

@@ -1,8 +1,8 @@
 #pragma once
 // Numbers behind the plan views' explanations, Qt-free so that tests check them by hand: the logical
 // experts on an EP rank, the MoE layers one expert bounds, the samples that load a rank most, the
-// rank loads of one row-shard, the heatmaps' colour scales and round ticks, axis label strides, and
-// where a plan's gain comes from.
+// rank loads of one row-shard, the heatmaps' colour scales and round ticks and axis label strides
+// (where a plan's gain comes from: views/plan_explain_gain.h).
 #include "core/model/trace.h"
 #include "core/plan/placement.h"
 #include "core/plan/planner.h"
@@ -100,36 +100,5 @@ std::vector<double> round_ticks(double lo, double hi, ColourScale scale, int max
 /// e.g. every EP rank up to EP16), else the smallest stride in 1, 2, 4, 8, ... with stride x
 /// cell_width >= label_width + 6 px (labels 0, 4, 8, ... at EP64 in a narrow map).
 int axis_label_stride(int count, double cell_width, double label_width, int every_up_to);
-
-/// Where a plan's gain comes from, from its four methods and their row-shard costs (PlanCosts).
-struct GainExplanation {
-    double baseline = 0, reorder = 0, routepack = 0; ///< max_g U of each (eq. 15)
-    /// Placement gain: baseline -> reorder (the same length-only layout, identity -> LPT placement),
-    /// in percent of baseline (negative = cheaper).
-    double placement_pct = 0;
-    /// Packing gain: reorder -> routepack (LPT placement, length-only -> routing-aware layout), in
-    /// percent of reorder.
-    double packing_pct = 0;
-    double total_pct = 0; ///< baseline -> routepack, in percent of baseline
-    /// One EDP shard's total U[g] under two methods.
-    struct ShardMove {
-        int shard = 0;
-        double before = 0, after = 0;
-    };
-    /// The shards, most moved first (|after - before|, ties lower g): placement = baseline -> reorder,
-    /// packing = reorder -> routepack.
-    std::vector<ShardMove> placement_shards, packing_shards;
-    /// One MoE layer's summed peak rank load sum_{r,g} max_p W[r][g][l][p] (tokens) under two methods.
-    struct LayerMove {
-        int layer = 0; ///< MoE layer index l
-        std::int64_t before = 0, after = 0;
-    };
-    /// The MoE layers, largest drop first (before - after, ties lower l): placement and packing.
-    std::vector<LayerMove> placement_layers, packing_layers;
-};
-
-/// The GainExplanation of `plan` with the costs of its methods (plan_costs of the plan and its
-/// window). Percentages are 0 where the reference cost is 0.
-GainExplanation explain_gain(const PlanResult& plan, const PlanCosts& costs);
 
 } // namespace routepack::views

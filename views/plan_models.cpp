@@ -1,5 +1,6 @@
 #include "views/plan_models.h"
 
+#include "views/compare_data.h"
 #include "views/plan_data.h"
 
 #include <QLocale>
@@ -165,6 +166,8 @@ QVariant CompareTableModel::rawValue(int row, int column) const {
         return x.attention_sum;
     case CapViolations:
         return static_cast<qint64>(x.cap_violations);
+    case JointVsBaseline:
+        return change(plan.baseline);
     case JointVsReorder:
         return change(plan.reorder);
     case JointVsKarmarkarKarp:
@@ -216,6 +219,7 @@ QVariant CompareTableModel::data(const QModelIndex& index, int role) const {
         case CvGlobal:
         case EpBalance:
             return QString::number(v.toDouble(), 'f', 4);
+        case JointVsBaseline:
         case JointVsReorder:
         case JointVsKarmarkarKarp:
         case InterVsRoutepack: {
@@ -230,8 +234,13 @@ QVariant CompareTableModel::data(const QModelIndex& index, int role) const {
     case Qt::TextAlignmentRole:
         return QVariant::fromValue(col <= Method ? Qt::Alignment(Qt::AlignLeft | Qt::AlignVCenter)
                                                  : Qt::Alignment(Qt::AlignRight | Qt::AlignVCenter));
+    case Qt::DecorationRole:
+        // The table is the chart's legend: each run's name carries its bar colour.
+        if (col == Run) return compareRunColour(rowRun(index.row()));
+        return {};
     case Qt::ToolTipRole:
-        if (col == JointVsReorder || col == JointVsKarmarkarKarp)
+        if (col == Run) return names_.value(rowRun(index.row()));
+        if (col == JointVsBaseline || col == JointVsReorder || col == JointVsKarmarkarKarp)
             return tr("100 x (joint - joint of the reference) / joint of the reference; negative is better");
         if (col == InterVsRoutepack)
             return tr("100 x (inter-node copies - routepack's) / routepack's; negative is less traffic");
@@ -269,6 +278,8 @@ QVariant CompareTableModel::headerData(int section, Qt::Orientation o, int role)
             return tr("attention");
         case CapViolations:
             return tr("over cap");
+        case JointVsBaseline:
+            return tr("vs baseline");
         case JointVsReorder:
             return tr("vs reorder");
         case JointVsKarmarkarKarp:
@@ -301,6 +312,9 @@ QVariant CompareTableModel::headerData(int section, Qt::Orientation o, int role)
             return tr("worst row/layer peak max W (tokens)");
         case EpBalance:
             return tr("EP balance efficiency (eq. 23); 1 = perfect row-local balance");
+        case JointVsBaseline:
+            return tr("change of the joint cost against the run's baseline (identity placement, length-only "
+                      "layout), in percent: the gain the Run view and sweep lead with");
         case JointVsReorder:
             return tr("change of the joint cost against the run's reorder layout, in percent");
         case JointVsKarmarkarKarp:

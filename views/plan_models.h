@@ -64,6 +64,7 @@ public:
         Method,
         Rows,
         Joint,
+        JointVsBaseline,
         SumU,
         MaxJ,
         CvGlobal,

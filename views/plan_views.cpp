@@ -5,12 +5,15 @@
 #include "views/convergence_panel.h"
 #include "views/costs_panel.h"
 #include "views/ep_heatmap_panel.h"
+#include "views/frozen_table.h"
+#include "views/gain_explanation.h"
 #include "views/grid_panel.h"
 #include "views/gui_text.h"
 #include "views/heatmap_view.h"
 #include "views/heatmap_widget.h"
 #include "views/panel_util.h"
 #include "views/plan_data.h"
+#include "views/plan_explain_gain.h"
 #include "views/plan_models.h"
 #include "views/row_heatmap_panel.h"
 
@@ -21,8 +24,11 @@
 #include <QChartView>
 #include <QCursor>
 #include <QFileInfo>
+#include <QHBoxLayout>
 #include <QHeaderView>
+#include <QLabel>
 #include <QLegend>
+#include <QMenu>
 #include <QPainter>
 #include <QPixmap>
 #include <QSaveFile>
@@ -30,12 +36,14 @@
 #include <QSplitter>
 #include <QSvgGenerator>
 #include <QTableView>
+#include <QToolButton>
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <QValueAxis>
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 namespace routepack::views {
 
@@ -175,10 +183,45 @@ PlanView::PlanView(QWidget* parent) : QTabWidget(parent) {
     }
     connect(grid_, &GridPanel::cellActivated, this, &PlanView::cellActivated);
     connect(ep_, &EpHeatmapPanel::rankActivated, this,
-            [this](int layer, int rank, bool planned, const QList<int>& samples, const QString& description) {
+            [this](int layer, int rank, bool planned, const QList<int>& samples, const QString& description,
+                   const QList<qint64>& tokens) {
                 rowHeat_->setSelectedLayer(layer);
-                Q_EMIT rankActivated(layer, rank, planned, samples, description);
+                Q_EMIT rankActivated(layer, rank, planned, samples, description, tokens);
             });
+    connect(costs_, &CostsPanel::explainLinkActivated, this, &PlanView::openExplainLink);
+}
+
+bool PlanView::openExplainLink(const QString& link) {
+    const ExplainLink k = parseExplainLink(link);
+    if (!plan_ || k.kind == ExplainLink::None) return false;
+    const int G = plan_->topology.shards(), L = plan_->model.num_moe_layers(), P = plan_->topology.ep_ranks;
+    switch (k.kind) {
+    case ExplainLink::Shard:
+    case ExplainLink::Layer: {
+        const int g = k.kind == ExplainLink::Shard ? k.a : k.b;
+        if (g >= G || (k.kind == ExplainLink::Layer && k.a >= L)) return false;
+        rowHeat_->setMethod(k.method);
+        rowHeat_->setShard(g);
+        if (k.kind == ExplainLink::Layer) rowHeat_->setSelectedLayer(k.a);
+        setCurrentWidget(rowHeat_);
+        return true;
+    }
+    case ExplainLink::Row: {
+        if (k.a >= plan_->rows.rows || k.b >= G) return false;
+        grid_->setMethod(k.method);
+        grid_->view()->clearSelection();
+        grid_->view()->selectRow(k.a);
+        setCurrentWidget(grid_);
+        return true;
+    }
+    case ExplainLink::Rank:
+        if (k.a >= L || k.b >= P) return false;
+        setCurrentWidget(ep_);
+        ep_->selectCell(k.a, k.b, true);
+        return true;
+    default:
+        return false;
+    }
 }
 
 PlanView::~PlanView() = default;
@@ -218,15 +261,25 @@ void PlanView::refill() {
             loads = std::make_shared<const std::vector<std::uint64_t>>(aggregate_expert_loads(
                 window_->counts, window_->size(), window_->model.num_moe_layers(), window_->model.experts));
     }
+    std::shared_ptr<const GainSplit> gain;
+    if (costs && window_) {
+        try {
+            gain = std::make_shared<const GainSplit>(split_gain(*plan_, *window_, *costs));
+        } catch (const std::invalid_argument&) {
+            gain = nullptr; // a plan without the four methods' layouts has nothing to split
+        }
+    }
     ep_->setPlan(plan_, loads, window_);
     rowHeat_->setPlan(plan_, costs, window_);
-    costs_->setPlan(plan_, costs);
+    costs_->setPlan(plan_, costs, gain);
     grid_->setPlan(plan_);
     comm_->setPlan(plan_, window_);
-    if (plan_)
+    if (plan_) {
         conv_->setLevels(plan_->search.convergence);
-    else
+        conv_->setTail(convergence_tail(*plan_, costs.get()));
+    } else {
         conv_->clear();
+    }
 }
 
 void PlanView::clearConvergence() {
@@ -280,22 +333,13 @@ bool PlanView::exportView(const QString& name, const QString& file, QString* err
 struct CompareView::Private {
     CompareTableModel* model = nullptr;
     QSortFilterProxyModel* proxy = nullptr;
-    QTableView* table = nullptr;
+    FrozenColumnTable* table = nullptr;
+    QToolButton* runs = nullptr;
+    QMenu* runsMenu = nullptr;
+    QLabel* runsNote = nullptr;
     QChartView* chart = nullptr;
     int methods = kPaperMethodCount; ///< bar categories of the chart (method_at(0..methods-1): 4 or 6)
 };
-
-namespace {
-
-/// Bar colours of successive runs (mid-tone, readable on light and dark).
-QColor runColour(int k) {
-    static const QColor colours[] = {QColor(0x4c, 0x78, 0xa8), QColor(0xf5, 0x85, 0x18), QColor(0x54, 0xa2, 0x4b),
-                                     QColor(0xe4, 0x57, 0x56), QColor(0x72, 0xb7, 0xb2), QColor(0xb2, 0x79, 0xa2),
-                                     QColor(0xee, 0xca, 0x3b), QColor(0x9d, 0x75, 0x5d)};
-    return colours[k % 8];
-}
-
-} // namespace
 
 QString compareBarToolTip(const PlanResult& run, Method method, const QString& runName) {
     if (!has_method(run, method))
@@ -317,7 +361,7 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent), d_(std::make_unique
     d_->proxy = new QSortFilterProxyModel(this);
     d_->proxy->setSourceModel(d_->model);
     d_->proxy->setSortRole(RawValueRole);
-    d_->table = new QTableView(this);
+    d_->table = new FrozenColumnTable(this);
     d_->table->setModel(d_->proxy);
     d_->table->setSortingEnabled(true);
     d_->table->sortByColumn(-1, Qt::AscendingOrder);
@@ -325,7 +369,7 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent), d_(std::make_unique
     d_->table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     d_->table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     d_->table->verticalHeader()->setVisible(false);
-    d_->table->horizontalHeader()->setStretchLastSection(true);
+    // No stretched last column: scrolled to the end, the last column shows whole beside the frozen run column.
     d_->table->setAlternatingRowColors(true);
     d_->chart = makeChartView(this, QSize(0, 220));
     auto* split = new QSplitter(Qt::Vertical, this);
@@ -334,12 +378,55 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent), d_(std::make_unique
     split->setStretchFactor(0, 2);
     split->setStretchFactor(1, 3);
     split->setSizes({400, 600}); // proportions kept on resize: the chart gets 60 %
+    d_->runs = new QToolButton(this);
+    d_->runs->setText(tr("Runs of this window"));
+    d_->runs->setToolTip(tr("Every saved run of the shown window: check one to add it to the comparison (loaded "
+                            "from the library), uncheck it to leave it out"));
+    d_->runs->setPopupMode(QToolButton::InstantPopup);
+    d_->runsMenu = new QMenu(d_->runs);
+    d_->runs->setMenu(d_->runsMenu);
+    d_->runs->setEnabled(false);
+    d_->runsNote = new QLabel(this);
+    d_->runsNote->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    auto* bar = new QHBoxLayout;
+    bar->addWidget(d_->runs);
+    bar->addWidget(d_->runsNote, 1);
     auto* v = new QVBoxLayout(this);
     v->setContentsMargins(0, 0, 0, 0);
+    v->addLayout(bar);
     v->addWidget(split);
 }
 
 CompareView::~CompareView() = default;
+
+void CompareView::setChoices(const QList<CompareChoice>& choices) {
+    d_->runsMenu->clear();
+    int in = 0;
+    for (const CompareChoice& c : choices) {
+        QAction* a = d_->runsMenu->addAction(c.label);
+        a->setCheckable(true);
+        a->setChecked(c.checked);
+        a->setEnabled(c.enabled);
+        a->setData(c.id);
+        in += c.checked ? 1 : 0;
+        const qint64 id = c.id;
+        connect(a, &QAction::toggled, this, [this, id](bool on) { Q_EMIT runToggled(id, on); });
+    }
+    d_->runs->setEnabled(!choices.isEmpty());
+    d_->runsNote->setText(
+        choices.isEmpty() ? tr("No saved run of this window.")
+                          : tr("%1 of %2 saved runs of this window in the comparison.").arg(in).arg(choices.size()));
+}
+
+QToolButton* CompareView::runsButton() const {
+    return d_->runs;
+}
+QMenu* CompareView::runsMenu() const {
+    return d_->runsMenu;
+}
+QTableView* CompareView::tableView() const {
+    return d_->table;
+}
 
 void CompareView::setRuns(const QList<std::shared_ptr<const PlanResult>>& runs, const QStringList& runNames) {
     d_->model->setRuns(runs, runNames);
@@ -359,9 +446,10 @@ void CompareView::setRuns(const QList<std::shared_ptr<const PlanResult>>& runs, 
         methods = std::max(methods, static_cast<int>(plan_methods(d_->model->run(k)).size()));
     d_->methods = methods;
     for (int k = 0; k < n; ++k) {
-        auto* set = new QBarSet(d_->model->runName(k));
-        set->setColor(runColour(k));
-        set->setBorderColor(runColour(k));
+        // The legend names the run (the label's first part); the table's run column holds the rest.
+        auto* set = new QBarSet(d_->model->runName(k).section(QStringLiteral(" \u00b7 "), 0, 0));
+        set->setColor(compareRunColour(k));
+        set->setBorderColor(compareRunColour(k));
         set->setLabelColor(palette().color(QPalette::Text)); // labels sit above the bars, on the background
         for (int i = 0; i < methods; ++i) {
             const PlanResult& run = d_->model->run(k);
@@ -421,9 +509,10 @@ void CompareView::setRuns(const QList<std::shared_ptr<const PlanResult>>& runs, 
         const Topology& t = d_->model->run(k).topology;
         if (std::find(seen.begin(), seen.end(), t) != seen.end()) continue;
         seen.push_back(t);
-        topologies << QStringLiteral("EP%1/DP%2 in %3 shards, C %4")
+        topologies << QStringLiteral("EP%1/DP%2%3 in %4 shards, C %5")
                           .arg(t.ep_ranks)
                           .arg(t.dp_slots)
+                          .arg(t.nodes() > 1 ? tr(" on %1 nodes").arg(t.nodes()) : QString())
                           .arg(t.shards())
                           .arg(capText(t));
     }
@@ -434,6 +523,7 @@ void CompareView::setRuns(const QList<std::shared_ptr<const PlanResult>>& runs, 
                           .arg(topologies.join(QStringLiteral("; ")))
                     : tr("Joint cost per method (eq. 15), one bar per run"));
     c->legend()->setVisible(true);
+    c->legend()->setAlignment(Qt::AlignRight);
     styleChart(c, palette());
 }
 

@@ -5,6 +5,7 @@
 #include "core/model/trace.h"
 #include "core/plan/annealing.h"
 #include "core/plan/planner.h"
+#include "views/compare_data.h"
 #include "views/roles.h"
 
 #include <QList>
@@ -18,6 +19,9 @@
 #include <vector>
 
 class QAbstractItemModel;
+class QMenu;
+class QTableView;
+class QToolButton;
 
 namespace routepack::views {
 
@@ -89,6 +93,12 @@ public:
     /// without heatmaps, nothing changed).
     int zoomHeatmaps(int steps);
 
+    /// Follows a link of the costs tab's "why it gains" text (parseExplainLink): a shard or MoE layer
+    /// opens the row-peak view of that shard (the layer outlined), a row selects it in the execution grid,
+    /// an EP rank selects that (layer, rank) cell of the EP-rank view, which lists its samples
+    /// (rankActivated). Returns false (nothing changed) for an unknown or out-of-range link.
+    bool openExplainLink(const QString& link);
+
     /// Stable ids: "ep-heatmap", "row-heatmap", "costs", "grid", "convergence", "communication" (tab
     /// order).
     QStringList viewNames() const;
@@ -111,8 +121,10 @@ Q_SIGNALS:
     /// samples as indices into plan->samples (window order), in the layout's cell order.
     void cellActivated(int row, int slot, QList<int> sampleIndices);
     /// An EP-rank cell (MoE layer index `layer`, rank) was clicked (EpHeatmapPanel::rankActivated):
-    /// the row-peak view outlines that layer; `samples` load it most (indices into plan->samples).
-    void rankActivated(int layer, int rank, bool planned, QList<int> samples, QString description);
+    /// the row-peak view outlines that layer; `samples` load it most (indices into plan->samples), with
+    /// their `tokens` there.
+    void rankActivated(int layer, int rank, bool planned, QList<int> samples, QString description,
+                       QList<qint64> tokens);
 
 private:
     void refill();
@@ -131,13 +143,26 @@ private:
 ///
 /// One row per (run, method) in the order runs x (baseline, reorder, karmarkar_karp, routepack, and
 /// on several nodes grouter, routepack+comm); columns are CompareTableModel::Column (with the
-/// communication columns when a run is on several nodes). The chart groups bars by method with one
-/// bar set per run (joint = max_g U[g] of each method; 6 categories when any run has 6 methods).
+/// communication columns when a run is on several nodes); the run column stays in place while the
+/// others scroll (FrozenColumnTable) and carries each run's bar colour, so the table is the chart's
+/// full legend. The chart groups bars by method with one bar set per run (joint = max_g U[g] of each
+/// method; 6 categories when any run has 6 methods); its own legend, at the right, names each bar set
+/// by its label's first part (before " · ", e.g. "run 11"), never elided. The "Runs" button lists the
+/// saved runs of the window (setChoices), each checkable.
 class CompareView : public QWidget {
     Q_OBJECT
 public:
     explicit CompareView(QWidget* parent = nullptr);
     ~CompareView() override;
+
+    /// The saved runs the "Runs" button offers (checkable; a disabled entry for a failed run). Empty
+    /// disables the button.
+    void setChoices(const QList<CompareChoice>& choices);
+    /// The "Runs" button and its menu (one checkable action per choice, data = run id).
+    QToolButton* runsButton() const;
+    QMenu* runsMenu() const;
+    /// The table view (a FrozenColumnTable).
+    QTableView* tableView() const;
 
     /// Replaces every run. `runNames[k]` names runs[k] (missing names become "run k+1"); null
     /// entries are skipped.
@@ -150,6 +175,10 @@ public:
     bool exportChart(const QString& file, QString* error = nullptr) const;
     /// The chart's widget (a QChartView).
     QWidget* chartWidget() const;
+
+Q_SIGNALS:
+    /// A run of the "Runs" menu was checked (on) or unchecked.
+    void runToggled(qint64 id, bool on);
 
 protected:
     void changeEvent(QEvent* e) override;

@@ -58,6 +58,16 @@ SamplePane::SamplePane(QWidget* parent)
     view_->setModel(proxy_);
     view_->setSortingEnabled(true);
     view_->sortByColumn(-1, Qt::AscendingOrder);
+    // The tokens column shows while a rank filter names tokens (a new table has none), right after the
+    // sample id, where the narrow pane shows it.
+    auto placeTokens = [this] {
+        QHeaderView* h = view_->horizontalHeader();
+        const int at = h->visualIndex(SampleTableModel::SelectedTokens);
+        if (at > 1) h->moveSection(at, 1);
+        view_->setColumnHidden(SampleTableModel::SelectedTokens, !samples_->hasSelectedTokens());
+    };
+    placeTokens();
+    connect(samples_, &QAbstractItemModel::modelReset, this, placeTokens);
     view_->setSelectionBehavior(QAbstractItemView::SelectRows);
     view_->setSelectionMode(QAbstractItemView::ExtendedSelection);
     view_->setAlternatingRowColors(true);
@@ -151,18 +161,34 @@ QString SamplePane::filterText() const {
     return proxy_->hasRowFilter() ? filterLabel_->text() : QString();
 }
 
-void SamplePane::filterSamples(const std::vector<std::string>& ids, const QString& label) {
+void SamplePane::filterSamples(const std::vector<std::string>& ids, const QString& label,
+                               const std::vector<qint64>& tokens, const QString& tokensHeader) {
     const std::set<std::string> wanted(ids.begin(), ids.end());
     QSet<int> rows;
     for (int r = 0; r < samples_->rowCount(); ++r)
         if (wanted.count(samples_->sampleId(r).toStdString())) rows.insert(r);
     proxy_->setRowFilter(rows);
+    QHash<QString, qint64> byId;
+    if (tokens.size() == ids.size())
+        for (std::size_t k = 0; k < ids.size(); ++k)
+            byId.insert(QString::fromStdString(ids[k]), tokens[k]);
+    samples_->setSelectedTokens(byId, tokensHeader);
+    view_->setColumnHidden(SampleTableModel::SelectedTokens, byId.isEmpty());
+    if (!byId.isEmpty()) {
+        view_->sortByColumn(SampleTableModel::SelectedTokens, Qt::DescendingOrder);
+        view_->resizeColumnToContents(SampleTableModel::SelectedTokens); // its header names the (layer, rank)
+    }
     filterLabel_->setText(label);
     filterBar_->show();
 }
 
 void SamplePane::clearFilter() {
     proxy_->setRowFilter(std::nullopt);
+    if (samples_->hasSelectedTokens()) {
+        samples_->setSelectedTokens({}, {});
+        view_->sortByColumn(-1, Qt::AscendingOrder);
+    }
+    view_->setColumnHidden(SampleTableModel::SelectedTokens, true);
     filterLabel_->clear();
     filterBar_->hide();
 }

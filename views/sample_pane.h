@@ -56,8 +56,11 @@ public:
     /// The filter line: what a click in the plan views keeps ("" while the table is not so filtered).
     QString filterText() const;
     /// Keeps only the samples with these ids, under the filter line `label` with a "Clear filter"
-    /// button. Ids the table does not hold are ignored.
-    void filterSamples(const std::vector<std::string>& ids, const QString& label);
+    /// button. Ids the table does not hold are ignored. With `tokens` (one per id: its tokens on the
+    /// selected (layer, rank)) the column SelectedTokens shows them under `tokensHeader` and the table
+    /// sorts by it, most tokens first; without, that column is hidden.
+    void filterSamples(const std::vector<std::string>& ids, const QString& label,
+                       const std::vector<qint64>& tokens = {}, const QString& tokensHeader = {});
     /// Shows every sample again (the "Clear filter" button).
     void clearFilter();
     /// Ids of the selected rows, in selection order.

@@ -8,7 +8,20 @@ SampleTableModel::~SampleTableModel() = default;
 void SampleTableModel::setData(std::shared_ptr<const SampleTableData> data) {
     beginResetModel();
     data_ = std::move(data);
+    selected_.clear();
     endResetModel();
+}
+
+void SampleTableModel::setSelectedTokens(const QHash<QString, qint64>& tokens, const QString& header) {
+    selected_.clear();
+    selectedHeader_ = tokens.isEmpty() ? QString() : header;
+    if (!tokens.isEmpty() && data_) {
+        selected_.assign(data_->rows.size(), -1);
+        for (std::size_t r = 0; r < data_->rows.size(); ++r)
+            selected_[r] = tokens.value(QString::fromStdString(data_->rows[r].info.id), -1);
+    }
+    if (rowCount() > 0) Q_EMIT dataChanged(index(0, SelectedTokens), index(rowCount() - 1, SelectedTokens));
+    Q_EMIT headerDataChanged(Qt::Horizontal, SelectedTokens, SelectedTokens);
 }
 
 QString SampleTableModel::sampleId(int row) const {
@@ -71,6 +84,11 @@ QVariant SampleTableModel::data(const QModelIndex& index, int role) const {
     case MeanHotShare:
         if (raw) return r.meanHotShare;
         return r.hotLayer < 0 ? QString() : QString::number(r.meanHotShare, 'f', 3);
+    case SelectedTokens: {
+        const qint64 t = selected_.empty() ? -1 : selected_[static_cast<std::size_t>(index.row())];
+        if (raw) return t;
+        return t < 0 ? QVariant(QString()) : QVariant(t);
+    }
     default:
         return {};
     }
@@ -92,6 +110,9 @@ QVariant SampleTableModel::headerData(int section, Qt::Orientation o, int role) 
             return tr("MoE layer (absolute id) and expert of that largest share");
         case MeanHotShare:
             return tr("Largest share of one expert in a layer's routed tokens, mean over MoE layers");
+        case SelectedTokens:
+            return tr("Tokens the sample routes to the EP rank selected in the plan views, at its MoE layer (the "
+                      "experts the placement puts there); what the filter ranks the samples by");
         default:
             return {};
         }
@@ -114,6 +135,8 @@ QVariant SampleTableModel::headerData(int section, Qt::Orientation o, int role) 
         return tr("Hot layer / expert");
     case MeanHotShare:
         return tr("Mean hot share");
+    case SelectedTokens:
+        return selectedHeader_.isEmpty() ? tr("Tokens on (layer, rank)") : selectedHeader_;
     default:
         return {};
     }

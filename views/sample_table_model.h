@@ -6,23 +6,37 @@
 #include "views/sample_data.h"
 
 #include <QAbstractTableModel>
+#include <QHash>
 #include <QSet>
 #include <QSortFilterProxyModel>
 #include <QString>
 
 #include <memory>
 #include <optional>
+#include <vector>
 
 namespace routepack::views {
 
 /// Table of SampleTableData rows (columns: id, t_i, routed rows, hottest-expert share, its layer
-/// and expert, mean over layers of the hottest-expert share, prompt length, GRPO group). Qt::DisplayRole is formatted
+/// and expert, mean over layers of the hottest-expert share, prompt length, GRPO group, and the tokens a
+/// sample routes to the (MoE layer, EP rank) selected in the plan views). Qt::DisplayRole is formatted
 /// text; RawValueRole (views/roles.h, = Qt::UserRole) is the raw value used for sorting (qint64
 /// / double / QString; an absent prompt length is -1); Qt::ToolTipRole of HotShare lists every layer's share.
 class SampleTableModel : public QAbstractTableModel {
     Q_OBJECT
 public:
-    enum Column { Id, Length, RoutedRows, HotShare, HotLayer, MeanHotShare, Prompt, Group, ColumnCount };
+    enum Column {
+        Id,
+        Length,
+        RoutedRows,
+        HotShare,
+        HotLayer,
+        MeanHotShare,
+        Prompt,
+        Group,
+        SelectedTokens,
+        ColumnCount
+    };
     // Sort role: RawValueRole; SampleIndexRole: the row's index in the data (import order).
 
     explicit SampleTableModel(QObject* parent = nullptr);
@@ -31,6 +45,11 @@ public:
     /// Replaces every row (nullptr empties the table).
     void setData(std::shared_ptr<const SampleTableData> data);
     std::shared_ptr<const SampleTableData> tableData() const { return data_; }
+    /// Fills the SelectedTokens column: `tokens` maps sample ids to their tokens on the selected (layer,
+    /// rank); rows of other samples stay empty (raw value -1). `header` names the column ("Tokens on
+    /// L45/EP3"). An empty map clears the column (header "Tokens on (layer, rank)").
+    void setSelectedTokens(const QHash<QString, qint64>& tokens, const QString& header);
+    bool hasSelectedTokens() const { return !selected_.empty(); }
     /// Sample id of row `row` (data order).
     QString sampleId(int row) const;
 
@@ -41,6 +60,8 @@ public:
 
 private:
     std::shared_ptr<const SampleTableData> data_;
+    std::vector<qint64> selected_; ///< [rows] tokens on the selected (layer, rank), -1 when not listed; empty: none
+    QString selectedHeader_;
 };
 
 /// Sort/filter proxy of the sample table: sorts by RawValueRole (raw values), filters rows whose id

@@ -10,6 +10,7 @@
 #include "views/heatmap_widget.h"
 #include "views/import_dialog.h"
 #include "views/library_tree_model.h"
+#include "views/panel_util.h"
 #include "views/plan_data.h"
 #include "views/plan_views.h"
 #include "views/rewrite_dialog.h"
@@ -150,6 +151,8 @@ void StudioWindow::buildUi() {
     // Right: the plan views and the run comparison.
     planView_ = new PlanView(this);
     compareView_ = new CompareView(this);
+    // Queued: the slot rebuilds the menu whose action sent the signal.
+    connect(compareView_, &CompareView::runToggled, this, &StudioWindow::toggleCompared, Qt::QueuedConnection);
     resultTabs_ = new QTabWidget(this);
     resultTabs_->setDocumentMode(true);
     resultTabs_->addTab(planView_, tr("Plan"));
@@ -179,9 +182,8 @@ void StudioWindow::buildUi() {
     resizeDocks({libraryDock, setupDock}, {260, 600}, Qt::Vertical);
     connect(planView_, &PlanView::cellActivated, this, &StudioWindow::onCellActivated);
     connect(planView_, &PlanView::rankActivated, this,
-            [this](int layer, int rank, bool, const QList<int>& samples, const QString& description) {
-                onRankActivated(layer, rank, samples, description);
-            });
+            [this](int layer, int rank, bool, const QList<int>& samples, const QString& description,
+                   const QList<qint64>& tokens) { onRankActivated(layer, rank, samples, description, tokens); });
 
     // Status bar: stage text, progress, Cancel, the library file.
     status_ = new QLabel(this);
@@ -576,6 +578,7 @@ void StudioWindow::updateCompare() {
     const auto shown = planView_->plan();
     if (!shown) {
         compareView_->setRuns({}, {});
+        compareView_->setChoices({});
         return;
     }
     QList<std::shared_ptr<const PlanResult>> runs;
@@ -583,17 +586,43 @@ void StudioWindow::updateCompare() {
     for (const auto& [id, entry] : replay_.entries()) {
         const auto& p = entry.plan;
         if (p->trace_name != shown->trace_name || p->window_name != shown->window_name) continue;
+        if (compareLeftOut_.count(id) && id != shownRun_) continue;
         runs << p;
-        // The legend says what differs between runs: topology, seed and the annealing budget.
-        names << tr("%1: EP%2/DP%3, seed %4, %5x%6 steps")
-                     .arg(id > 0 ? tr("run %1").arg(id) : tr("unsaved %1").arg(-id))
-                     .arg(p->topology.ep_ranks)
-                     .arg(p->topology.dp_slots)
-                     .arg(p->budgets.seed)
-                     .arg(p->budgets.annealing.levels)
-                     .arg(p->budgets.annealing.steps);
+        // The label says what differs between runs: topology, nodes, seed, budget, how it ended (a saved
+        // run's status says so too).
+        CompareRunFacts facts = compareRunFacts(id, *p);
+        for (const auto& run : tree_->snapshot().runs)
+            if (run.id == id) {
+                const CompareRunFacts saved = compareRunFacts(run);
+                facts.cancelled = facts.cancelled || saved.cancelled;
+                facts.timeLimit = !facts.cancelled && (facts.timeLimit || saved.timeLimit);
+            }
+        names << compareRunLabel(facts);
     }
     compareView_->setRuns(runs, names);
+    compareView_->setChoices(
+        compareChoices(tree_->snapshot().runs, shown->trace_name, shown->window_name, [this](qint64 id) {
+            return replay_.contains(id) && (!compareLeftOut_.count(id) || id == shownRun_);
+        }));
+}
+
+void StudioWindow::toggleCompared(qint64 id, bool on) {
+    if (!on) {
+        compareLeftOut_.insert(id);
+        updateCompare();
+        return;
+    }
+    compareLeftOut_.erase(id);
+    if (replay_.contains(id)) {
+        updateCompare();
+        return;
+    }
+    for (const auto& run : tree_->snapshot().runs)
+        if (run.id == id && run.status != "failed") {
+            restoreRun(run, false);
+            setStatus(tr("Loading saved run %1 for the comparison…").arg(id));
+            return;
+        }
 }
 
 void StudioWindow::updateRunView() {
@@ -630,7 +659,8 @@ void StudioWindow::onCellActivated(int row, int slot, const QList<int>& sampleIn
     filterSamples(ids, what);
 }
 
-void StudioWindow::onRankActivated(int layer, int rank, const QList<int>& samples, const QString& description) {
+void StudioWindow::onRankActivated(int layer, int rank, const QList<int>& samples, const QString& description,
+                                   const QList<qint64>& tokens) {
     const auto plan = planView_->plan();
     if (!plan) return;
     if (description.isEmpty()) {
@@ -643,12 +673,17 @@ void StudioWindow::onRankActivated(int layer, int rank, const QList<int>& sample
         return;
     }
     std::vector<std::string> ids;
-    for (int i : samples)
-        if (i >= 0 && static_cast<std::size_t>(i) < plan->samples.size())
-            ids.push_back(plan->samples[static_cast<std::size_t>(i)].id);
+    std::vector<qint64> perId;
+    for (qsizetype k = 0; k < samples.size(); ++k) {
+        const int i = samples[k];
+        if (i < 0 || static_cast<std::size_t>(i) >= plan->samples.size()) continue;
+        ids.push_back(plan->samples[static_cast<std::size_t>(i)].id);
+        perId.push_back(tokens.value(k, -1));
+    }
     setStatus(description);
     if (QString::fromStdString(plan->trace_name) != samplePane_->trace()) return;
-    filterSamples(ids, description);
+    samplePane_->filterSamples(ids, description, perId,
+                               tr("Tokens on L%1/EP%2").arg(layerLabel(*plan, layer)).arg(rank));
 }
 
 SampleTableModel* StudioWindow::sampleModel() const {

@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 
@@ -231,6 +232,9 @@ private:
     /// Shows what an export did in the status line (nothing when it was cancelled).
     void showExport(const std::optional<ExportResult>& result);
     void updateCompare();
+    /// A run of the Compare tab's "Runs" menu checked or unchecked: a run not loaded yet is loaded
+    /// from the library for the comparison.
+    void toggleCompared(qint64 id, bool on);
     /// Points the Run view at the selected trace (its saved runs as of the tree's snapshot).
     void updateRunView();
     void updateActions();
@@ -242,7 +246,8 @@ private:
     /// when there is one) and says so in the status line, naming both presets.
     void fitPresetToTrace(const QString& trace);
     void onCellActivated(int row, int slot, const QList<int>& sampleIndices);
-    void onRankActivated(int layer, int rank, const QList<int>& samples, const QString& description);
+    void onRankActivated(int layer, int rank, const QList<int>& samples, const QString& description,
+                         const QList<qint64>& tokens);
 
     StudioOptions options_;
     std::unique_ptr<storage::Library> lib_;
@@ -281,6 +286,7 @@ private:
     std::string weightsSetup_;                  ///< setupKey of the run the stage shares were measured on
     std::tuple<quint64, QString, double> lastProgress_; ///< the running job's last stage and fraction
     QTimer* progressTick_ = nullptr;                    ///< re-shows the progress line between events
+    std::set<qint64> compareLeftOut_;                   ///< runs unchecked in the Compare tab's "Runs" menu
     qint64 keptEditsRun_ = 0; ///< the selected run whose setup the form did not take (its edits kept)
     bool statusError_ = false;
     QElapsedTimer jobClock_; ///< since the running planner job started (the progress line's times)

@@ -253,12 +253,14 @@ int StudioWindow::compareSavedRuns() {
         return 0;
     }
     int queued = 0;
+    compareLeftOut_.clear();
     for (const auto& run : tree_->snapshot().runs) {
         if (run.trace != shown->trace_name || run.window != shown->window_name || run.status == "failed") continue;
         if (replay_.contains(run.id)) continue;
         restoreRun(run, false);
         ++queued;
     }
+    updateCompare();
     resultTabs_->setCurrentWidget(compareView_);
     setStatus(queued ? tr("Loading %1 saved run(s) of this window for the comparison…").arg(queued)
                      : tr("Every saved run of this window is in the comparison."));
