@@ -463,6 +463,8 @@ private Q_SLOTS:
         w->resultTabs()->setCurrentWidget(rv);
         QTRY_VERIFY_WITH_TIMEOUT(!rv->isLoading() && rv->currentSeries(), 30000);
         QVERIFY(has_migration_costs(*rv->currentSeries()));
+        QVERIFY(!rv->applyChartView()->isHidden());
+        rv->chartTabs()->setCurrentIndex(1);
         QVERIFY(rv->applyChartView()->isVisible());
         QCOMPARE(rv->computeSet()->count(), 5);
         QCOMPARE(rv->materializationSet()->count(), 5);

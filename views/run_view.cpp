@@ -25,6 +25,7 @@
 #include <QSplitter>
 #include <QStackedBarSeries>
 #include <QStackedWidget>
+#include <QTabWidget>
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <QValueAxis>
@@ -90,14 +91,19 @@ RunView::RunView(QWidget* parent)
     auto* apply = new QSplitter(Qt::Horizontal, this);
     apply->addWidget(applyView_);
     apply->addWidget(buildFrontierPane());
+    apply->setStretchFactor(0, 1);
+    apply->setStretchFactor(1, 1);
+    // The lower charts share one row (two tabs): every chart keeps a readable height at 768 px.
+    chartTabs_ = new QTabWidget(this);
+    chartTabs_->setDocumentMode(true);
+    chartTabs_->addTab(bottom, tr("Gains and moves"));
+    chartTabs_->addTab(apply, tr("Applying the run"));
     auto* split = new QSplitter(Qt::Vertical, this);
     split->addWidget(costView_);
-    split->addWidget(bottom);
-    split->addWidget(apply);
+    split->addWidget(chartTabs_);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 2);
-    split->setStretchFactor(2, 2);
-    split->setSizes({400, 280, 280});
+    split->setSizes({540, 360});
     stack_ = new QStackedWidget(this);
     stack_->addWidget(empty_);
     stack_->addWidget(split);
@@ -444,7 +450,7 @@ void RunView::fillCostChart(const RunSeries& s) {
     }
     auto* x = stepAxis(s, tr("step (window in run order)"), true);
     auto* y = new QValueAxis;
-    y->setTitleText(tr("joint cost max_g U (tokens)"));
+    y->setTitleText(tr("max_g U (tokens)"));
     y->setLabelFormat(QStringLiteral("%.4g"));
     y->setRange(0, top > 0 ? top * 1.08 : 1);
     y->applyNiceNumbers();
@@ -483,7 +489,7 @@ void RunView::fillChurnChart(const RunSeries& s, const RunSeriesSummary& summary
         s, tr("step (0 = %1)").arg(fm.elidedText(QString::fromStdString(s.steps.front().window), Qt::ElideLeft, 120)),
         false);
     auto* y = new QValueAxis;
-    y->setTitleText(tr("experts moved / changing slot"));
+    y->setTitleText(tr("experts / slots"));
     y->setLabelFormat(QStringLiteral("%d"));
     y->setRange(0, most > 0 ? static_cast<double>(most) * 1.1 : 1);
     y->applyNiceNumbers();
@@ -491,8 +497,7 @@ void RunView::fillChurnChart(const RunSeries& s, const RunSeriesSummary& summary
     c->addAxis(y, Qt::AlignLeft);
     churn->attachAxis(x);
     churn->attachAxis(y);
-    c->setTitle(
-        tr("Experts moved (to another EP rank) and slots changed vs the previous step (of %1 slots)").arg(s.slots));
+    c->setTitle(tr("Moves vs the previous step (of %1 slots)").arg(s.slots));
     c->legend()->setVisible(true);
     styleChart(c, palette());
 }
@@ -547,8 +552,8 @@ void RunView::fillApplyChart(const RunSeries& s) {
     applyView_->setVisible(costs);
     if (!costs) return;
     auto* bars = new QStackedBarSeries;
-    computeSet_ = new QBarSet(tr("compute (seconds_per_U x max_g U)"));
-    materializationSet_ = new QBarSet(tr("materialization of the moves"));
+    computeSet_ = new QBarSet(tr("compute"));
+    materializationSet_ = new QBarSet(tr("materialization"));
     computeSet_->setColor(kComputeColour);
     computeSet_->setBorderColor(kComputeColour);
     materializationSet_->setColor(kMaterializationColour);
@@ -566,7 +571,7 @@ void RunView::fillApplyChart(const RunSeries& s) {
     c->addSeries(bars);
     auto* x = stepAxis(s, tr("step"), false);
     auto* y = new QValueAxis;
-    y->setTitleText(tr("modelled seconds"));
+    y->setTitleText(tr("seconds"));
     y->setLabelFormat(QStringLiteral("%.3g"));
     y->setRange(0, top > 0 ? top * 1.1 : 1);
     y->applyNiceNumbers();
@@ -574,7 +579,7 @@ void RunView::fillApplyChart(const RunSeries& s) {
     c->addAxis(y, Qt::AlignLeft);
     bars->attachAxis(x);
     bars->attachAxis(y);
-    c->setTitle(tr("Applying each step: compute + materialization (modelled s); click a step for its frontier"));
+    c->setTitle(tr("Modelled time per step; click a step for its frontier"));
     c->legend()->setVisible(true);
     styleChart(c, palette());
 }
@@ -618,7 +623,7 @@ void RunView::fillFrontierChart() {
     x->setRange(0, most > 0 ? static_cast<double>(most) * 1.05 : 1);
     x->applyNiceNumbers();
     auto* y = new QValueAxis;
-    y->setTitleText(tr("max_g U (tokens)"));
+    y->setTitleText(tr("max_g U"));
     y->setLabelFormat(QStringLiteral("%.4g"));
     const double pad = hi > lo ? 0.08 * (hi - lo) : std::max(1e-6, 0.01 * hi);
     y->setRange(lo - pad, hi + pad);
@@ -637,9 +642,7 @@ void RunView::fillFrontierChart() {
                 best = i;
         QToolTip::showText(QCursor::pos(), frontierPointToolTip(best), frontierView_);
     });
-    c->setTitle(tr("Frontier of step %1 (%2): max_g U against experts moved")
-                    .arg(f->step)
-                    .arg(QString::fromStdString(f->window)));
+    c->setTitle(tr("Frontier of step %1 (%2)").arg(f->step).arg(QString::fromStdString(f->window)));
     c->legend()->setVisible(true);
     styleChart(c, palette());
 }
@@ -657,6 +660,7 @@ bool RunView::computeFrontier(int k) {
     const RunSeries* s = currentSeries();
     if (!s || k < 0 || k >= static_cast<int>(s->steps.size())) return false;
     setFrontierStep(k);
+    chartTabs_->setCurrentIndex(1);
     frontierLoading_ = true;
     frontier_.reset();
     fillFrontierChart();
@@ -873,6 +877,8 @@ bool RunView::exportChart(const QString& name, const QString& file, QString* err
         if (error) *error = tr("no frontier is shown: pick a step and Compute");
         return false;
     }
+    // The chart exported is the one on screen: its tab comes forward.
+    if (i > 0) chartTabs_->setCurrentIndex(i < 3 ? 0 : 1);
     QChartView* views[] = {costView_, gainView_, churnView_, applyView_, frontierView_};
     return exportWidgetImage(views[i], file, error);
 }

@@ -20,6 +20,7 @@ class QLineSeries;
 class QPushButton;
 class QScatterSeries;
 class QStackedWidget;
+class QTabWidget;
 
 namespace routepack::views {
 
@@ -109,6 +110,9 @@ public:
     /// The frontier chart: x = experts moved, y = routepack's max_g U, one point per move budget of
     /// kFrontierFractions (frontierLine), and the saved plan of the step (frontierSaved).
     QChartView* frontierChartView() const { return frontierView_; }
+    /// The lower charts' tabs: 0 "Gains and moves" (gain histogram, churn), 1 "Applying the run"
+    /// (apply chart, frontier). computeFrontier and exportChart bring their chart's tab forward.
+    QTabWidget* chartTabs() const { return chartTabs_; }
     QLineSeries* frontierLine() const { return frontierLine_; }
     QScatterSeries* frontierSaved() const { return frontierSaved_; }
     /// The step the frontier is for (the box above the chart; a click on a step of the cost, churn or
@@ -183,6 +187,7 @@ private:
     QLabel* frontierNote_ = nullptr;
     QChartView* applyView_ = nullptr;
     QChartView* frontierView_ = nullptr;
+    QTabWidget* chartTabs_ = nullptr;
     QBarSet* computeSet_ = nullptr;
     QBarSet* materializationSet_ = nullptr;
     QLineSeries* frontierLine_ = nullptr;
