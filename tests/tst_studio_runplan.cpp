@@ -510,7 +510,7 @@ private Q_SLOTS:
         QCOMPARE(f->saved_moves, sw[static_cast<std::size_t>(k)]["experts_moved"].get<std::int64_t>());
         QCOMPARE(rv->frontierSaved()->at(0), QPointF(static_cast<double>(f->saved_moves), f->saved_max_u));
         QCOMPARE(f->experts, rv->currentSeries()->slots);
-        QVERIFY2(rv->frontierNote().contains(QStringLiteral("full re-placement: %1 with %2 experts moved")
+        QVERIFY2(rv->frontierNote().contains(QStringLiteral("full re-placement %1 (%2 moved)")
                                                  .arg(f->points.back().max_u, 0, 'f', 4)
                                                  .arg(f->points.back().moves)),
                  qPrintable(rv->frontierNote()));
@@ -581,9 +581,8 @@ private Q_SLOTS:
         QVERIFY(rv->computeFrontier(1));
         QTRY_COMPARE_WITH_TIMEOUT(arrived.count(), 1, 30000);
         QCOMPARE(QString::fromStdString(rv->frontier()->error),
-                 QStringLiteral("the frontier plans the step again and needs its counts, which a cluster run keeps in "
-                                "the step's file (/data/syn-run/step-001.jsonl): import it into the library "
-                                "(routepack import) and plan the run there"));
+                 QStringLiteral("it plans the step again from its counts, kept in the step's file "
+                                "(/data/syn-run/step-001.jsonl): import it (routepack import) first"));
         shot(w.get(), QStringLiteral("studio-run-cluster"));
         // Back to the trace (no saved runs in this library): its own state again, no chain of the cluster run.
         QVERIFY(w->selectTrace(QStringLiteral("syn")));

@@ -153,11 +153,10 @@ StepFrontier compute_step_frontier(const storage::Library& lib, const std::strin
     out.saved_max_u = st.cost[Method::RoutePack];
     out.saved_moves = i < series.table.size() ? series.table[i].moves : 0;
     if (st.run <= 0) {
-        out.error = "the frontier plans the step again and needs its counts, which a cluster run keeps in the "
-                    "step's file" +
+        out.error = "it plans the step again from its counts, kept in the step's file" +
                     (i < series.step_paths.size() && !series.step_paths[i].empty() ? " (" + series.step_paths[i] + ")"
                                                                                    : std::string()) +
-                    ": import it into the library (routepack import) and plan the run there";
+                    ": import it (routepack import) first";
         return out;
     }
     try {

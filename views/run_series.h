@@ -135,7 +135,8 @@ struct StepFrontier {
 /// the first step, as `routepack sweep --frontier` starts it) planned at every budget of
 /// kFrontierFractions (move_frontier on `workers` workers, each plan single-worker: the same for a
 /// seed whatever `workers`). For a cluster run's series (its steps have no saved run) error says
-/// that the step's counts are in its step file and must be imported first. Cost: 8 plans of the
+/// that the step's counts are in its step file and must be imported first ("it plans the step again
+/// from its counts, kept in the step's file (PATH): import it (routepack import) first"). Cost: 8 plans of the
 /// window. Errors (and a cancel: "cancelled") land in `error`.
 StepFrontier compute_step_frontier(const storage::Library& lib, const std::string& trace, const RunSeries& series,
                                    int k, int workers, const std::atomic<bool>* cancel = nullptr);

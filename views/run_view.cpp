@@ -101,9 +101,9 @@ RunView::RunView(QWidget* parent)
     auto* split = new QSplitter(Qt::Vertical, this);
     split->addWidget(costView_);
     split->addWidget(chartTabs_);
-    split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 2);
-    split->setSizes({540, 360});
+    split->setStretchFactor(0, 1);
+    split->setStretchFactor(1, 1);
+    split->setSizes({450, 450});
     stack_ = new QStackedWidget(this);
     stack_->addWidget(empty_);
     stack_->addWidget(split);
@@ -591,13 +591,14 @@ void RunView::fillFrontierChart() {
     frontierSaved_ = nullptr;
     const StepFrontier* f = frontier_.get();
     frontierNote_->setText(frontierNote());
+    frontierNote_->setToolTip(frontierNote_->text());
     if (!f || f->points.empty()) {
         c->setTitle(tr("Frontier: max_g U against experts moved"));
         styleChart(c, palette());
         return;
     }
     frontierLine_ = new QLineSeries;
-    frontierLine_->setName(tr("routepack within a move budget"));
+    frontierLine_->setName(tr("budgeted plans"));
     QPen pen(kMethodColours[Method::RoutePack]);
     pen.setWidthF(2.0);
     frontierLine_->setPen(pen);
@@ -698,8 +699,7 @@ QString RunView::frontierNote() const {
     const StepFrontier& f = *frontier_;
     const FrontierPoint& keep = f.points.front();
     const FrontierPoint& full = f.points.back();
-    return tr("Keeping the placement: max_g U %1; full re-placement: %2 with %3 experts moved; the saved plan: %4 "
-              "with %5 moved.")
+    return tr("max_g U keeping the placement %1; full re-placement %2 (%3 moved); the saved plan %4 (%5 moved)")
         .arg(keep.max_u, 0, 'f', 4)
         .arg(full.max_u, 0, 'f', 4)
         .arg(full.moves)

@@ -193,10 +193,9 @@ void StudioWindow::buildUi() {
     // Status bar: stage text, progress, Cancel, the library file.
     status_ = new QLabel(this);
     status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    // A long message never widens the window past the screen: the line takes the width there is,
-    // wraps onto a second line rather than being cut, and its tooltip holds the whole message.
+    // A long message never widens the window past the screen: the line takes the width there is
+    // and its tooltip holds the whole message.
     status_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
-    status_->setWordWrap(true);
     jobProgress_ = new QProgressBar(this);
     jobProgress_->setMaximumWidth(220);
     jobProgress_->setTextVisible(false);
