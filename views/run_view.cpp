@@ -135,6 +135,10 @@ QWidget* RunView::buildFrontierPane() {
                                    "its experts, from the previous step's placement (routepack sweep --frontier)"));
     frontierNote_ = new QLabel(pane);
     frontierNote_->setWordWrap(true);
+    // Three lines kept: a word-wrapped label in a splitter's tab page gets no height-for-width, and
+    // its note (or why there is no frontier) would be cut.
+    frontierNote_->setMinimumHeight(3 * frontierNote_->fontMetrics().lineSpacing() + 2);
+    frontierNote_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
     frontierView_ = chartView(pane, 120);
     auto* row = new QHBoxLayout;
     row->addWidget(new QLabel(tr("Frontier of step:"), pane));
