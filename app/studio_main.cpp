@@ -23,10 +23,21 @@ std::string headless_out(int argc, char** argv) {
     return out;
 }
 
+/// True when the command line asks for a saved run (--db, --run, --trace or --window), not the demo.
+bool renders_saved_run(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i)
+        for (const char* flag : {"--db", "--run", "--trace", "--window"})
+            if (std::strcmp(argv[i], flag) == 0 ||
+                (std::strncmp(argv[i], flag, std::strlen(flag)) == 0 && argv[i][std::strlen(flag)] == '='))
+                return true;
+    return false;
+}
+
 /// "" when `out` can be the headless output folder (a folder, or a path whose nearest existing
-/// ancestor is a folder); else the error line's text: "<out>: is a file, not a folder (...)" or
-/// "<out>: cannot be created (<ancestor> is not a folder)". Paths as echoed: escaped, never cut.
-std::string output_folder_problem(const std::string& out) {
+/// ancestor is a folder); else the error line's text: "<out>: is a file, not a folder (--headless-out
+/// names the folder to write <what> into)" (`what`: "the demo" or "the saved run") or "<out>: cannot
+/// be created (<ancestor> is not a folder)". Paths as echoed: escaped, never cut.
+std::string output_folder_problem(const std::string& out, const char* what) {
     namespace fs = std::filesystem;
     const std::string shown = routepack::util::printable(out, out.size());
     std::error_code ec;
@@ -34,7 +45,7 @@ std::string output_folder_problem(const std::string& out) {
     if (fs::exists(st)) {
         if (fs::is_directory(st)) return {};
         return shown + ": " + (fs::is_regular_file(st) ? "is a file" : "is not a folder") +
-               ", not a folder (--headless-out names the folder to write the demo into)";
+               ", not a folder (--headless-out names the folder to write " + what + " into)";
     }
     for (fs::path p = fs::path(out).lexically_normal().parent_path(); !p.empty(); p = p.parent_path()) {
         const fs::file_status a = fs::status(p, ec);
@@ -58,7 +69,8 @@ int main(int argc, char** argv) {
             return 1;
         }
     if (const std::string out = headless_out(argc, argv); !out.empty()) {
-        if (const std::string bad = output_folder_problem(out); !bad.empty()) {
+        const char* what = renders_saved_run(argc, argv) ? "the saved run" : "the demo";
+        if (const std::string bad = output_folder_problem(out, what); !bad.empty()) {
             std::fprintf(stderr, "routepack-studio: error: %s\n", bad.c_str());
             return 1;
         }

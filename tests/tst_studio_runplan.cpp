@@ -11,22 +11,34 @@
 #include "storage/library.h"
 #include "tests/gui_testutil.h"
 #include "tests/testutil.h"
+#include "views/comm_panel.h"
+#include "views/ep_heatmap_panel.h"
 #include "views/exports.h"
+#include "views/heatmap_widget.h"
 #include "views/library_tree_model.h"
+#include "views/plan_data.h"
 #include "views/plan_jobs.h"
 #include "views/plan_views.h"
 #include "views/run_series.h"
 #include "views/run_view.h"
+#include "views/sample_pane.h"
+#include "views/stage_progress.h"
 #include "views/studio_window.h"
 #include "views/topology_editor.h"
 
 #include <QApplication>
+#include <QBarSet>
+#include <QChartView>
+#include <QFileDialog>
 #include <QFileInfo>
 #include <QImage>
 #include <QItemSelectionModel>
+#include <QLineSeries>
 #include <QProcess>
 #include <QProcessEnvironment>
+#include <QScatterSeries>
 #include <QTabWidget>
+#include <QTimer>
 #include <QTreeView>
 #include <QtTest>
 
@@ -41,6 +53,11 @@ namespace fs = std::filesystem;
 namespace {
 constexpr auto& q = test::qpath; // a path as QString
 constexpr const char* kTopology = "synthetic-demo-ep8-dp4";
+/// Two nodes of 4 GPUs with a migration cost model (a million parameters per expert, 1 ms per unit of U).
+constexpr const char* kMigrationTopology =
+    R"({"ep_ranks": 8, "experts_per_layer": 32, "dp_slots": 4, "edp_shards": [[0, 1], [2, 3]],
+ "token_cap": 8192, "attention_stages": [{"name": "mla", "alpha": 27.0, "beta": 27.0}], "gpus_per_node": 4,
+ "migration": {"expert_parameters": 1000000, "seconds_per_U": 0.001}})";
 
 /// The budgets of both front ends: the CLI flags below give the same.
 PlannerBudgets run_budgets(std::uint64_t seed, int steps) {
@@ -107,6 +124,108 @@ class TestStudioRunPlan : public test::StudioTestBase {
         return w;
     }
 
+    /// Two nodes of 4 GPUs with a migration cost model: the communication and migration columns.
+    fs::path migrationTopology() {
+        const fs::path topo = tmp_ / "two-nodes.json";
+        test::write_file(topo, kMigrationTopology);
+        return topo;
+    }
+
+    /// `routepack sweep` of trace "syn" in `file` on `topology`, seed 3, 3 levels of 100 steps, one
+    /// thread, with `extra` flags; its --json output (null when it failed).
+    nlohmann::json sweep(const fs::path& file, const QString& topology, const QStringList& extra) {
+        const std::string out =
+            cli(QStringList{QStringLiteral("sweep"), QStringLiteral("--db"), q(file), QStringLiteral("--trace"),
+                            QStringLiteral("syn"), QStringLiteral("--topology"), topology, QStringLiteral("--seed"),
+                            QStringLiteral("3"), QStringLiteral("--levels"), QStringLiteral("3"),
+                            QStringLiteral("--steps"), QStringLiteral("100"), QStringLiteral("--threads"),
+                            QStringLiteral("1"), QStringLiteral("--json"), QStringLiteral("--quiet")} +
+                extra);
+        return out.empty() ? nlohmann::json() : nlohmann::json::parse(out);
+    }
+
+    /// A cluster run's OUT folder at `out`, written here from `routepack sweep --out` on a copy of
+    /// the library (its plan files, their summary lines; step-002 failed reading) on the migration
+    /// topology, chain "two-nodes"; the sweep's --json lines.
+    nlohmann::json writeClusterOut(const fs::path& file, const fs::path& out) {
+        const fs::path sweepOut = out.string() + "-sweep";
+        const nlohmann::json sw = sweep(file, q(migrationTopology()), {QStringLiteral("--out"), q(sweepOut)});
+        if (sw.size() != 5) return nlohmann::json();
+        fs::remove_all(out);
+        nlohmann::ordered_json run = {{"format", "routepack-cluster-run"},
+                                      {"version", 1},
+                                      {"trace", "syn-run"},
+                                      {"model", "synthetic"},
+                                      {"topologies", {{"two-nodes", nlohmann::json::parse(kMigrationTopology)}}},
+                                      {"seed", 3},
+                                      {"threads", 1},
+                                      {"budgets", nlohmann::json::object()},
+                                      {"previous", "identity"},
+                                      {"read_format", "auto"}};
+        nlohmann::ordered_json lines = nlohmann::ordered_json::array(), failed = nlohmann::ordered_json::array();
+        for (std::size_t k = 0; k < 5; ++k) {
+            const auto& l = sw[k];
+            const std::string window = l["window"].get<std::string>();
+            const std::string path = "/data/syn-run/" + window + ".jsonl";
+            if (k == 2) {
+                lines.push_back({{"topology", "two-nodes"},
+                                 {"window", window},
+                                 {"path", path},
+                                 {"status", "failed"},
+                                 {"error", window + ".jsonl: line 3: not JSON"},
+                                 {"stage", "read"}});
+                failed.push_back({{"topology", "two-nodes"},
+                                  {"window", window},
+                                  {"path", path},
+                                  {"error", window + ".jsonl: line 3: not JSON"}});
+                continue;
+            }
+            fs::create_directories(out / "two-nodes");
+            fs::copy_file(sweepOut / l["plan_file"].get<std::string>(),
+                          out / "two-nodes" / l["plan_file"].get<std::string>());
+            nlohmann::ordered_json line = {{"topology", "two-nodes"},
+                                           {"window", window},
+                                           {"path", path},
+                                           {"status", "planned"},
+                                           {"error", nullptr}};
+            for (const char* key : {"samples",
+                                    "rows",
+                                    "certified",
+                                    "baseline",
+                                    "reorder",
+                                    "karmarkar_karp",
+                                    "routepack",
+                                    "grouter",
+                                    "routepack+comm",
+                                    "routepack_vs_baseline_pct",
+                                    "routepack_vs_reorder_pct",
+                                    "lower_bound",
+                                    "planner_s",
+                                    "time_limit_hit",
+                                    "experts_moved",
+                                    "migration_bytes",
+                                    "materialization_seconds",
+                                    "compute_seconds",
+                                    "modelled_seconds",
+                                    "plan_file"})
+                line[key] = l.contains(key) ? l[key] : nlohmann::json(nullptr);
+            line["worker"] = "tcp://127.0.0.1:4000" + std::to_string(k);
+            line["task_seconds"] = 0.5;
+            line["previous_from"] = k == 0 ? std::string("identity") : sw[k - 1]["window"].get<std::string>();
+            lines.push_back(line);
+        }
+        test::write_file(out / "run.json", run.dump(2) + "\n");
+        test::write_file(out / "summary.json", nlohmann::ordered_json({{"format", "routepack-cluster-summary"},
+                                                                       {"version", 1},
+                                                                       {"steps", 5},
+                                                                       {"topologies", {"two-nodes"}},
+                                                                       {"lines", lines},
+                                                                       {"failed", failed}})
+                                                       .dump(2) +
+                                                   "\n");
+        return sw;
+    }
+
 private Q_SLOTS:
     void initTestCase() {
         initStudioTest(QStringLiteral("tst_studio_runplan"), QStringLiteral("studio-runplan"));
@@ -164,6 +283,10 @@ private Q_SLOTS:
         const fs::path file = copyLibrary("studio.routepack");
         auto w = studio(file, run_budgets(17, 150));
         QVERIFY(w);
+        // A window shown first: its samples stay shown through the run (never "Loading" again).
+        QVERIFY(w->selectWindow(QStringLiteral("syn"), QStringLiteral("step-004")));
+        const QString shown = QStringLiteral("Window step-004 of trace syn: 8 samples, ");
+        QTRY_VERIFY_WITH_TIMEOUT(w->sampleHeaderText().startsWith(shown), 30000);
         // The five windows selected in the tree, in reverse order (the run is in natural name order).
         QTreeView* tv = w->libraryView();
         auto* sel = tv->selectionModel();
@@ -194,6 +317,10 @@ private Q_SLOTS:
         QVERIFY(overall.back() <= 1.0);
         QCOMPARE(result->plans.size(), std::size_t(5));
         QVERIFY2(w->statusText().contains(QStringLiteral("5 of 5 windows planned")), qPrintable(w->statusText()));
+        QTRY_VERIFY_WITH_TIMEOUT(w->samplePane()->trace() == QStringLiteral("syn") &&
+                                     !w->sampleHeaderText().startsWith(QStringLiteral("Loading")),
+                                 30000);
+        QVERIFY2(w->sampleHeaderText().startsWith(shown), qPrintable(w->sampleHeaderText()));
 
         auto lib = storage::Library::open(file, storage::OpenMode::ReadOnly);
         auto cliRuns = storage::Library::open(cliLib, storage::OpenMode::ReadOnly);
@@ -232,13 +359,7 @@ private Q_SLOTS:
     void exportedCsvEqualsSweep_data() {
         QTest::addColumn<QString>("topology");
         QTest::newRow("one node") << QString::fromLatin1(kTopology);
-        // Two nodes of 4 GPUs with a migration cost model: the communication and migration columns.
-        const fs::path topo = tmp_ / "two-nodes.json";
-        test::write_file(topo,
-                         R"({"ep_ranks": 8, "experts_per_layer": 32, "dp_slots": 4, "edp_shards": [[0, 1], [2, 3]],
- "token_cap": 8192, "attention_stages": [{"name": "mla", "alpha": 27.0, "beta": 27.0}], "gpus_per_node": 4,
- "migration": {"expert_parameters": 1000000, "seconds_per_U": 0.001}})");
-        QTest::newRow("two nodes, migration") << q(topo);
+        QTest::newRow("two nodes, migration") << q(migrationTopology());
     }
 
     void exportedCsvEqualsSweep() {
@@ -269,6 +390,27 @@ private Q_SLOTS:
         if (tag != "one node") // the migration columns are filled from the second step on
             QVERIFY2(expected.find(",,,,,") == std::string::npos, expected.c_str());
         QCOMPARE(test::read_file(csv.toStdString()), expected);
+        // Ctrl+E on the Run tab exports the same table: the save dialog gets the file name and is accepted.
+        const QString keyed = q(tmp_ / ("ctrl-e-" + std::to_string(tag.size()) + ".csv"));
+        QFile::remove(keyed);
+        bool answered = false;
+        QTimer poll;
+        connect(&poll, &QTimer::timeout, this, [&] {
+            auto* dlg = qobject_cast<QFileDialog*>(QApplication::activeModalWidget());
+            if (!dlg || answered) return;
+            answered = true;
+            QCOMPARE(dlg->windowTitle(), QStringLiteral("Export run steps"));
+            dlg->selectFile(keyed);
+            static_cast<QDialog*>(dlg)->accept(); // QFileDialog::accept, through the public base
+        });
+        poll.start(20);
+        w->activateWindow();
+        QTest::keyClick(w.get(), Qt::Key_E, Qt::ControlModifier);
+        QTRY_VERIFY_WITH_TIMEOUT(answered, 10000);
+        poll.stop();
+        QCOMPARE(test::read_file(keyed.toStdString()), expected);
+        QVERIFY2(w->statusText().contains(QStringLiteral("Run steps written to %1.").arg(keyed)),
+                 qPrintable(w->statusText()));
         if (tag != "one node") {
             // What applying the run costs: in the step's tooltip and the heading, as sweep's columns.
             const SweepLine& l = rv->currentSeries()->table[1];
@@ -281,8 +423,18 @@ private Q_SLOTS:
                                                     .arg(rv->currentSeries()->table[4].moves_total)),
                      qPrintable(rv->headingText()));
         }
-        // Every chart as PNG and SVG.
+        // Every chart as PNG and SVG; what applying the run costs only with a cost model, and the
+        // frontier once one is shown.
+        QCOMPARE(RunView::chartNames().size(), 5);
         for (const QString& name : RunView::chartNames()) {
+            const bool apply = name == QStringLiteral("run-apply");
+            if ((apply && tag == "one node") || name == QStringLiteral("run-frontier")) {
+                const ExportResult none = writeRunChart(*rv, name, q(tmp_ / "none.png"));
+                QVERIFY(none.error);
+                QCOMPARE(none.message, apply ? QStringLiteral("the run shown carries no migration cost model")
+                                             : QStringLiteral("no frontier is shown: pick a step and Compute"));
+                continue;
+            }
             for (const char* suffix : {".png", ".svg"}) {
                 const QString f = q(tmp_ / (name.toStdString() + suffix));
                 const ExportResult c = writeRunChart(*rv, name, f);
@@ -295,6 +447,285 @@ private Q_SLOTS:
         QVERIFY(bad.error);
         QCOMPARE(bad.message, QStringLiteral("no Run view chart named pie"));
         shot(w.get(), QStringLiteral("studio-runplan-export-%1").arg(tag.size()));
+    }
+
+    void applyChartAndFrontierEqualSweep() {
+        // `routepack sweep --frontier` on the two-node topology with a cost model: every step's compute and
+        // materialization seconds and, for one step, max_g U at every move budget. The Run view of the
+        // runs it saved shows the same seconds stacked per step, and plans the same frontier for that step.
+        const fs::path file = copyLibrary("frontier.routepack");
+        const nlohmann::json sw = sweep(file, q(migrationTopology()), {QStringLiteral("--frontier")});
+        QCOMPARE(sw.size(), std::size_t(5));
+        auto w = studio(file, run_budgets(3, 100));
+        QVERIFY(w);
+        QVERIFY(w->selectTrace(QStringLiteral("syn")));
+        RunView* rv = w->runView();
+        w->resultTabs()->setCurrentWidget(rv);
+        QTRY_VERIFY_WITH_TIMEOUT(!rv->isLoading() && rv->currentSeries(), 30000);
+        QVERIFY(has_migration_costs(*rv->currentSeries()));
+        QVERIFY(!rv->applyChartView()->isHidden());
+        rv->chartTabs()->setCurrentIndex(1);
+        QVERIFY(rv->applyChartView()->isVisible());
+        QCOMPARE(rv->computeSet()->count(), 5);
+        QCOMPARE(rv->materializationSet()->count(), 5);
+        double materialization = 0;
+        for (int k = 0; k < 5; ++k) {
+            const auto& line = sw[static_cast<std::size_t>(k)];
+            QCOMPARE(rv->computeSet()->at(k), line["compute_seconds"].get<double>());
+            QCOMPARE(rv->materializationSet()->at(k), line["materialization_seconds"].get<double>());
+            // Compute is seconds_per_U x routepack's max_g U (1 ms per unit here).
+            QCOMPARE(rv->computeSet()->at(k), 0.001 * line["routepack"].get<double>());
+            materialization += rv->materializationSet()->at(k);
+        }
+        QVERIFY2(materialization > 0, "no step moved an expert: the stacked chart shows compute alone");
+        // The first step starts from the identity; the frontier box offers every step, the second first.
+        QCOMPARE(rv->frontierStep(), 1);
+        QVERIFY(!rv->frontier());
+        const int k = 2;
+        QSignalSpy arrived(rv, &RunView::frontierUpdated);
+        QVERIFY(rv->computeFrontier(k));
+        QVERIFY(rv->isFrontierLoading());
+        QVERIFY2(rv->frontierNote().startsWith(QStringLiteral("Planning the step")), qPrintable(rv->frontierNote()));
+        QTRY_COMPARE_WITH_TIMEOUT(arrived.count(), 1, 120000);
+        const StepFrontier* f = rv->frontier();
+        QVERIFY(f);
+        QVERIFY2(f->error.empty(), f->error.c_str());
+        QCOMPARE(f->step, k);
+        QCOMPARE(f->window, std::string("step-002"));
+        const nlohmann::json& theirs = sw[static_cast<std::size_t>(k)]["frontier"];
+        QCOMPARE(f->points.size(), theirs.size());
+        QCOMPARE(f->points.size(), std::size(kFrontierFractions));
+        QCOMPARE(rv->frontierLine()->count(), static_cast<int>(theirs.size()));
+        for (std::size_t i = 0; i < theirs.size(); ++i) {
+            QCOMPARE(f->points[i].max_moves, theirs[i]["max_moves"].get<std::int64_t>());
+            QCOMPARE(f->points[i].moves, theirs[i]["moves"].get<std::int64_t>());
+            QCOMPARE(f->points[i].max_u, theirs[i]["max_u"].get<double>());
+            QCOMPARE(
+                rv->frontierLine()->at(static_cast<int>(i)),
+                QPointF(static_cast<double>(theirs[i]["moves"].get<std::int64_t>()), theirs[i]["max_u"].get<double>()));
+        }
+        // Budget 0 keeps the previous placement: no move. The saved plan is the step's point.
+        QCOMPARE(f->points.front().moves, std::int64_t(0));
+        QCOMPARE(f->saved_max_u, sw[static_cast<std::size_t>(k)]["routepack"].get<double>());
+        QCOMPARE(f->saved_moves, sw[static_cast<std::size_t>(k)]["experts_moved"].get<std::int64_t>());
+        QCOMPARE(rv->frontierSaved()->at(0), QPointF(static_cast<double>(f->saved_moves), f->saved_max_u));
+        QCOMPARE(f->experts, rv->currentSeries()->slots);
+        QVERIFY2(rv->frontierNote().contains(QStringLiteral("full re-placement %1 (%2 moved)")
+                                                 .arg(f->points.back().max_u, 0, 'f', 4)
+                                                 .arg(f->points.back().moves)),
+                 qPrintable(rv->frontierNote()));
+        for (const char* suffix : {".png", ".svg"}) {
+            const QString out = q(tmp_ / (std::string("frontier") + suffix));
+            const ExportResult r = writeRunChart(*rv, QStringLiteral("run-frontier"), out);
+            QVERIFY2(!r.error, qPrintable(r.message));
+            QVERIFY(QFileInfo(out).size() > 1000);
+        }
+        shot(w.get(), QStringLiteral("studio-run-apply-1600x1000"));
+        w->resize(1366, 768);
+        QTest::qWait(50);
+        QCOMPARE(w->width(), 1366);
+        shot(w.get(), QStringLiteral("studio-run-apply-1366x768"));
+    }
+
+    void clusterRunShownLikeSavedRuns() {
+        // A cluster run's OUT folder, written here from `routepack sweep --out` (its plan files, their
+        // summary lines; step-002 failed reading), imported with `routepack import-run`: the tree lists
+        // it and the Run view shows its chain with the plans' numbers.
+        const fs::path file = copyLibrary("cluster.routepack");
+        const fs::path out = tmp_ / "cluster-out";
+        const nlohmann::json sw = writeClusterOut(copyLibrary("cluster-sweep.routepack"), out);
+        QCOMPARE(sw.size(), std::size_t(5));
+        QVERIFY(!cli({QStringLiteral("import-run"), q(out), QStringLiteral("--db"), q(file)}).empty());
+
+        auto w = studio(file, run_budgets(3, 100));
+        QVERIFY(w);
+        const QModelIndex node = w->libraryModel()->clusterRunIndex(1);
+        QVERIFY(node.isValid());
+        QCOMPARE(node.data().toString(), QStringLiteral("cluster run 1: syn-run"));
+        QCOMPARE(node.sibling(node.row(), 1).data().toString(),
+                 QStringLiteral("5 steps x 1 chain(s), 4 planned, 1 failed"));
+        w->libraryView()->setCurrentIndex(node);
+        RunView* rv = w->runView();
+        QCOMPARE(w->resultTabs()->currentWidget(), static_cast<QWidget*>(rv));
+        QCOMPARE(rv->clusterRun(), qint64(1));
+        QTRY_VERIFY_WITH_TIMEOUT(!rv->isLoading() && rv->currentSeries(), 30000);
+        const RunSeries& s = *rv->currentSeries();
+        QCOMPARE(s.topology, std::string("two-nodes"));
+        QCOMPARE(s.steps.size(), std::size_t(4));
+        QCOMPARE(s.failed, std::vector<std::string>({"step-002 (read): step-002.jsonl: line 3: not JSON"}));
+        const std::size_t from[] = {0, 1, 3, 4};
+        for (std::size_t i = 0; i < 4; ++i) {
+            const auto& l = sw[from[i]];
+            QCOMPARE(s.steps[i].window, l["window"].get<std::string>());
+            QCOMPARE(s.steps[i].run, std::int64_t(0));
+            QCOMPARE(s.steps[i].cost[Method::Baseline], l["baseline"].get<double>());
+            QCOMPARE(s.steps[i].cost[Method::RoutePack], l["routepack"].get<double>());
+            QCOMPARE(s.table[i].moves, l["experts_moved"].get<std::int64_t>());
+            QCOMPARE(rv->computeSet()->at(static_cast<int>(i)), l["compute_seconds"].get<double>());
+            QCOMPARE(rv->materializationSet()->at(static_cast<int>(i)), l["materialization_seconds"].get<double>());
+        }
+        QVERIFY2(rv->headingText().contains(QStringLiteral("<b>Cluster run 1</b> (syn-run, ")),
+                 qPrintable(rv->headingText()));
+        QVERIFY2(rv->headingText().contains(QStringLiteral("1 failed step(s): step-002 (read)")),
+                 qPrintable(rv->headingText()));
+        // A step opens its plan file's place: the plan views need the step's counts.
+        QSignalSpy opened(rv, &RunView::clusterStepActivated);
+        QVERIFY(rv->activateStep(2));
+        QCOMPARE(opened.count(), 1);
+        QCOMPARE(opened.at(0).at(0).toString(), q(fs::canonical(out) / "two-nodes" / "step-003.plan.json"));
+        QCOMPARE(opened.at(0).at(1).toString(), QStringLiteral("/data/syn-run/step-003.jsonl"));
+        QVERIFY2(w->statusText().startsWith(QStringLiteral("Step step-003 of the cluster run: its plan is ")),
+                 qPrintable(w->statusText()));
+        // Its frontier would plan the step again: the counts are in the step's file.
+        QSignalSpy arrived(rv, &RunView::frontierUpdated);
+        QVERIFY(rv->computeFrontier(1));
+        QTRY_COMPARE_WITH_TIMEOUT(arrived.count(), 1, 30000);
+        QCOMPARE(QString::fromStdString(rv->frontier()->error),
+                 QStringLiteral("it plans the step again from its counts, kept in the step's file "
+                                "(/data/syn-run/step-001.jsonl): import it (routepack import) first"));
+        shot(w.get(), QStringLiteral("studio-run-cluster"));
+        // Back to the trace (no saved runs in this library): its own state again, no chain of the cluster run.
+        QVERIFY(w->selectTrace(QStringLiteral("syn")));
+        QTRY_VERIFY_WITH_TIMEOUT(!rv->isLoading() && rv->clusterRun() == 0, 30000);
+        QVERIFY(rv->isEmptyState());
+        QVERIFY2(rv->emptyText().startsWith(QStringLiteral("Trace syn has saved runs in 0 of its 5 windows")),
+                 qPrintable(rv->emptyText()));
+    }
+
+    void docCommandsRun() {
+        // Every command of docs/studio-runs.md, run as written in a folder holding what they name: the
+        // library (trace "syn"), the topology file and a cluster run's OUT.
+        const fs::path dir = tmp_ / "doc";
+        fs::remove_all(dir);
+        fs::create_directories(dir);
+        fs::copy_file(lib_, dir / "runs.routepack");
+        test::write_file(dir / "two-nodes.json", kMigrationTopology);
+        QCOMPARE(writeClusterOut(copyLibrary("doc-sweep.routepack"), dir / "cluster-out").size(), std::size_t(5));
+        const QString doc =
+            QString::fromStdString(test::read_file(fs::path(ROUTEPACK_SOURCE_DIR) / "docs/studio-runs.md"));
+        QStringList commands;
+        for (const QString& block : doc.split(QStringLiteral("```sh\n")).mid(1))
+            for (const QString& line : block.section(QStringLiteral("```"), 0, 0).split(QLatin1Char('\n')))
+                if (!line.trimmed().isEmpty()) commands << line.trimmed();
+        QCOMPARE(commands.size(), 3);
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.remove(QStringLiteral("QT_QPA_PLATFORM"));
+        env.insert(QStringLiteral("PATH"), QFileInfo(QStringLiteral(ROUTEPACK_CLI)).absolutePath() + QLatin1Char(':') +
+                                               QFileInfo(QStringLiteral(ROUTEPACK_STUDIO)).absolutePath() +
+                                               QLatin1Char(':') + env.value(QStringLiteral("PATH")));
+        QStringList outputs;
+        for (const QString& c : commands) {
+            QProcess p;
+            p.setProcessEnvironment(env);
+            p.setWorkingDirectory(q(dir));
+            p.start(QStringLiteral("/bin/sh"), {QStringLiteral("-c"), c});
+            QVERIFY(p.waitForFinished(300000));
+            QVERIFY2(p.exitCode() == 0,
+                     qPrintable(c + QStringLiteral(": ") + QString::fromUtf8(p.readAllStandardError())));
+            outputs << QString::fromUtf8(p.readAllStandardOutput());
+        }
+        const nlohmann::json sw = nlohmann::json::parse(outputs[0].toStdString());
+        QCOMPARE(sw.size(), std::size_t(5));
+        QCOMPARE(sw[2]["frontier"].size(), std::size(kFrontierFractions));
+        auto lib = storage::Library::open(dir / "runs.routepack", storage::OpenMode::ReadOnly);
+        QCOMPARE(lib->cluster_runs().size(), std::size_t(1));
+        QCOMPARE(lib->cluster_run_steps(1).size(), std::size_t(5));
+        QCOMPARE(test::read_file(dir / "shots" / "plan.json"), lib->run_plan_json(1) + "\n");
+    }
+
+    void cancelledRunTellsTheTruthAboutCommunication() {
+        // A two-node plan of a window with per-token routes, cancelled before its communication stage:
+        // the figures were not counted, and the trace needs no re-import.
+        auto lib = storage::Library::open(lib_, storage::OpenMode::ReadOnly);
+        PlanInput in;
+        in.window = lib->load_window("syn", "step-001", storage::RouteLoading::Load);
+        in.trace_name = "syn";
+        in.window_name = "step-001";
+        in.topology = parse_topology(kMigrationTopology, "two-nodes.json");
+        in.budgets = run_budgets(3, 100);
+        const std::atomic<bool> cancel{true};
+        auto window = std::make_shared<const Trace>(in.window);
+        auto plan = std::make_shared<const PlanResult>(plan_window(in, {}, &cancel));
+        QVERIFY(plan->cancelled);
+        QCOMPARE(plan->comm.nodes, 2);
+        QVERIFY(plan->comm.available);
+        QVERIFY(!plan->routepack.comm);
+        QCOMPARE(comm_figure_text(*plan, std::nullopt), std::string("n/a (not computed: the plan was cancelled)"));
+        CommPanel panel;
+        panel.setPlan(plan, window);
+        QCOMPARE(panel.headingText(),
+                 QStringLiteral("Communication figures: n/a (not computed: the plan was cancelled). The run was "
+                                "cancelled before its communication stage; plan the window again to count the traffic "
+                                "between nodes."));
+        // Without routes the re-import is what helps.
+        PlanInput bare = in;
+        bare.window = lib->load_window("syn", "step-001", storage::RouteLoading::Skip);
+        auto unrouted = std::make_shared<const PlanResult>(plan_window(bare, {}, &cancel));
+        QVERIFY(!unrouted->comm.available);
+        QCOMPARE(comm_figure_text(*unrouted, std::nullopt), std::string("n/a (re-import the trace)"));
+        panel.setPlan(unrouted, nullptr);
+        QVERIFY2(
+            panel.headingText().endsWith(QStringLiteral("re-import the trace to count the traffic between nodes.")),
+            qPrintable(panel.headingText()));
+    }
+
+    void communicationStageReportsItsLevels() {
+        // On two nodes the communication stage reports each annealing level of routepack+comm's search
+        // (after routepack's own levels, which alone feed the convergence chart's "annealing" stage).
+        auto lib = storage::Library::open(lib_, storage::OpenMode::ReadOnly);
+        PlanInput in;
+        in.window = lib->load_window("syn", "step-001", storage::RouteLoading::Load);
+        in.trace_name = "syn";
+        in.window_name = "step-001";
+        in.topology = parse_topology(kMigrationTopology, "two-nodes.json");
+        in.budgets = run_budgets(3, 100);
+        std::vector<int> annealing, communication;
+        std::vector<double> fractions;
+        StageProgress progress(StageWeights::defaults(), in.budgets.annealing.levels, true);
+        const PlanResult plan = plan_window(in, [&](const PlanEvent& e) {
+            if (e.level && e.stage == "annealing") annealing.push_back(e.level->level);
+            if (e.level && e.stage == "communication") communication.push_back(e.level->level);
+            fractions.push_back(progress.update(e));
+        });
+        QVERIFY(plan.comm.routepack_comm.has_value());
+        QCOMPARE(annealing, std::vector<int>({0, 1, 2, 3}));
+        QCOMPARE(communication, std::vector<int>({0, 1, 2, 3}));
+        // The bar moves through the communication stage: its last level ends the stage.
+        const int comm = planner_stage_index("communication");
+        QVERIFY(std::is_sorted(fractions.begin(), fractions.end()));
+        QVERIFY(std::count_if(fractions.begin(), fractions.end(),
+                              [&](double f) { return f > progress.stageStart(comm) + 1e-9 && f < 1.0 - 1e-9; }) >= 3);
+    }
+
+    void noCellOutlineOutlivesItsRun() {
+        // A cell selected on one run's EP map is gone when the next run's plan is shown (same shape).
+        auto lib = storage::Library::open(lib_, storage::OpenMode::ReadOnly);
+        std::vector<std::shared_ptr<const PlanResult>> plans;
+        std::vector<std::shared_ptr<const Trace>> windows;
+        for (const char* window : {"step-000", "step-001"}) {
+            PlanInput in;
+            in.window = lib->load_window("syn", window);
+            windows.push_back(std::make_shared<const Trace>(in.window));
+            in.trace_name = "syn";
+            in.window_name = window;
+            in.topology = known_topology(kTopology);
+            in.budgets = run_budgets(3, 100);
+            plans.push_back(std::make_shared<const PlanResult>(plan_window(in)));
+        }
+        PlanView view;
+        view.resize(1200, 800);
+        view.setPlan(plans[0], windows[0]);
+        EpHeatmapPanel* ep = view.epHeatmapPanel();
+        ep->selectCell(1, 2, true);
+        QCOMPARE(ep->map(true)->selectedRow(), 1);
+        QCOMPARE(ep->map(false)->selectedColumn(), 2);
+        QVERIFY(!ep->selectionText().isEmpty());
+        view.setPlan(plans[1], windows[1]);
+        for (bool planned : {false, true}) {
+            QCOMPARE(ep->map(planned)->selectedRow(), -1);
+            QCOMPARE(ep->map(planned)->selectedColumn(), -1);
+        }
+        QVERIFY(ep->selectionText().isEmpty());
     }
 
     void headlessRendersSavedRun() {
@@ -356,8 +787,18 @@ private Q_SLOTS:
                 QFile::copy(q(out / "plan-costs.png"), shots_ + QStringLiteral("/headless-run-plan-costs.png"));
             }
         }
-        // A window without runs, an unknown run, and the options without an output folder.
+        // A window without runs, an unknown run, the options without an output folder, and a file as
+        // the output folder (named for what it was to hold).
         QString err;
+        test::write_file(tmp_ / "h-file", "keep\n");
+        auto f = studio({QStringLiteral("--headless-out"), q(tmp_ / "h-file"), QStringLiteral("--db"), q(file),
+                         QStringLiteral("--run"), QString::number(ids[0])},
+                        &err);
+        QCOMPARE(f.first, 1);
+        QCOMPARE(err, QStringLiteral("routepack-studio: error: %1: is a file, not a folder (--headless-out names the "
+                                     "folder to write the saved run into)\n")
+                          .arg(q(tmp_ / "h-file")));
+        QCOMPARE(test::read_file(tmp_ / "h-file"), std::string("keep\n"));
         auto r = studio({QStringLiteral("--headless-out"), q(tmp_ / "h-none"), QStringLiteral("--db"), q(file),
                          QStringLiteral("--trace"), QStringLiteral("syn"), QStringLiteral("--window"),
                          QStringLiteral("step-003")},
@@ -385,16 +826,18 @@ private Q_SLOTS:
 
     void cancelKeepsFinishedWindows() {
         const fs::path file = copyLibrary("cancel.routepack");
-        // Long windows: the third is still searching when the cancel arrives.
-        auto w = studio(file, run_budgets(23, 120000));
+        auto w = studio(file, run_budgets(23, 100));
         QVERIFY(w);
         QVERIFY(w->selectTrace(QStringLiteral("syn"))); // "Plan every window"
         std::optional<RunPlanResult> result;
         connect(w->jobs(), &PlanJobQueue::runFinished, this, [&](const RunPlanResult& r) { result = r; });
-        connect(w->jobs(), &PlanJobQueue::runStepFinished, this,
-                [&](quint64, int index, int, const QString&, qint64, double) {
-                    if (index == 1) w->cancelJob();
-                });
+        // The cancel lands exactly after the second window was saved, before the third starts
+        // (whatever the machine's speed): the job's own cancel flag, set by the stop hook.
+        std::vector<int> asked;
+        w->jobs()->setRunStopForTesting([&asked](int finished) {
+            asked.push_back(finished);
+            return finished == 2;
+        });
         bool shotTaken = false;
         connect(w->jobs(), &PlanJobQueue::runProgress, this,
                 [&](quint64, int index, int, const QString&, double, double) {
@@ -409,6 +852,7 @@ private Q_SLOTS:
         QVERIFY2(result->error.isEmpty(), qPrintable(result->error));
         QCOMPARE(result->windows.size(), 5);
         QCOMPARE(result->plans.size(), std::size_t(2));
+        QCOMPARE(asked, std::vector<int>({1, 2}));
         QVERIFY2(w->statusText().contains(QStringLiteral("cancelled (the finished windows are kept): 2 of 5")),
                  qPrintable(w->statusText()));
         auto lib = storage::Library::open(file, storage::OpenMode::ReadOnly);

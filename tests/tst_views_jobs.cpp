@@ -121,10 +121,11 @@ private Q_SLOTS:
         // Two nodes: W = 200; communication is the last half.
         StageProgress two(w, 4, true);
         const std::vector<std::pair<PlanEvent, double>> twoNodes = {
-            {event("placement"), 0.0},     {event("row count"), 0.005},    {event("baselines"), 0.01},
-            {event("seeding"), 0.02},      {event("annealing"), 0.05},     {event("annealing", 0), 0.125},
-            {event("annealing", 1), 0.20}, {event("annealing", 3), 0.35},  {event("polish"), 0.35},
-            {event("validate"), 0.45},     {event("communication"), 0.50}, {event("done"), 1.0}};
+            {event("placement"), 0.0},         {event("row count"), 0.005},        {event("baselines"), 0.01},
+            {event("seeding"), 0.02},          {event("annealing"), 0.05},         {event("annealing", 0), 0.125},
+            {event("annealing", 1), 0.20},     {event("annealing", 3), 0.35},      {event("polish"), 0.35},
+            {event("validate"), 0.45},         {event("communication"), 0.50},     {event("communication", 0), 0.625},
+            {event("communication", 1), 0.75}, {event("communication", 2), 0.875}, {event("done"), 1.0}};
         for (const auto& [e, expected] : twoNodes)
             QVERIFY2(std::abs(two.update(e) - expected) < 1e-12, e.stage.c_str());
         // Never backwards: an earlier stage's event or an unknown stage keeps the fraction.

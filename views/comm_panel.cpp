@@ -137,10 +137,21 @@ void CommPanel::refresh() {
     }
     const Method m = method();
     const MethodResult& r = method_of(*plan_, m);
-    if (!plan_->comm.available || !r.comm) {
+    if (!plan_->comm.available) {
         empty(tr("Communication figures: %1. The window's samples were imported before per-token routes were "
                  "kept; re-import the trace to count the traffic between nodes.")
                   .arg(QString::fromLatin1(kCommUnavailable)));
+        return;
+    }
+    if (!r.comm) {
+        // The window has its routes: the plan stopped before the communication stage counted them.
+        empty(plan_->cancelled || plan_->time_limit_hit
+                  ? tr("Communication figures: %1. The run was %2 before its communication stage; plan the "
+                       "window again to count the traffic between nodes.")
+                        .arg(QString::fromLatin1(kCommNotComputed),
+                             plan_->cancelled ? tr("cancelled") : tr("stopped by its time limit"))
+                  : tr("Communication figures: %1 for %2 (it did not run on this plan).")
+                        .arg(QString::fromLatin1(kCommNotComputed), QString::fromLatin1(method_label(m))));
         return;
     }
     const CommCost& c = *r.comm;

@@ -138,6 +138,9 @@ void EpHeatmapPanel::setPlan(const std::shared_ptr<const PlanResult>& plan,
     cvIdentity_.clear();
     cvLpt_.clear();
     bounded_.clear();
+    // No selection outlives its plan: the outline goes with the text.
+    for (HeatmapWidget* h : {identity_, lpt_})
+        h->setSelection(-1, -1);
     selection_->clear();
     selection_->hide();
     if (!plan_) {

@@ -12,6 +12,7 @@ LibrarySnapshot readLibrarySnapshot(const storage::Library& lib) {
     for (const auto& w : s.windows)
         for (auto& r : lib.runs(w.trace, w.name))
             s.runs.push_back(std::move(r));
+    s.cluster_runs = lib.cluster_runs();
     return s;
 }
 
@@ -47,6 +48,11 @@ void LibraryTreeModel::setSnapshot(LibrarySnapshot snapshot) {
         const int row = static_cast<int>(nodes_[static_cast<std::size_t>(it->second)].children.size());
         nodes_.push_back({RunNode, it->second, row, r, {}});
         nodes_[static_cast<std::size_t>(it->second)].children.push_back(id);
+    }
+    for (std::size_t c = 0; c < snap_.cluster_runs.size(); ++c) {
+        const int id = static_cast<int>(nodes_.size());
+        nodes_.push_back({ClusterRunNode, -1, static_cast<int>(top_.size()), c, {}});
+        top_.push_back(id);
     }
     endResetModel();
 }
@@ -89,7 +95,8 @@ int LibraryTreeModel::columnCount(const QModelIndex&) const {
 
 QModelIndex LibraryTreeModel::traceIndex(const QString& trace) const {
     for (int row = 0; row < static_cast<int>(top_.size()); ++row)
-        if (QString::fromStdString(
+        if (nodes_[static_cast<std::size_t>(top_[static_cast<std::size_t>(row)])].kind == TraceNode &&
+            QString::fromStdString(
                 snap_.traces[nodes_[static_cast<std::size_t>(top_[static_cast<std::size_t>(row)])].item].name) == trace)
             return index(row, 0);
     return {};
@@ -109,6 +116,15 @@ QModelIndex LibraryTreeModel::runIndex(qint64 runId) const {
     for (std::size_t k = 0; k < nodes_.size(); ++k) {
         const Node& n = nodes_[k];
         if (n.kind == RunNode && snap_.runs[n.item].id == runId) return createIndex(n.row, 0, static_cast<quintptr>(k));
+    }
+    return {};
+}
+
+QModelIndex LibraryTreeModel::clusterRunIndex(qint64 clusterRunId) const {
+    for (std::size_t k = 0; k < nodes_.size(); ++k) {
+        const Node& n = nodes_[k];
+        if (n.kind == ClusterRunNode && snap_.cluster_runs[n.item].id == clusterRunId)
+            return createIndex(n.row, 0, static_cast<quintptr>(k));
     }
     return {};
 }
@@ -170,6 +186,24 @@ QVariant LibraryTreeModel::data(const QModelIndex& index, int role) const {
             .arg(QString::fromStdString(r.status))
             .arg(r.rows)
             .arg(r.score.max_u, 0, 'f', 2);
+    }
+    case ClusterRunNode: {
+        const auto& c = snap_.cluster_runs[n->item];
+        if (role == ClusterRunRole) return static_cast<qint64>(c.id);
+        if (role == Qt::ToolTipRole)
+            return tr("swept on a cluster into %1; seed %2, imported %3")
+                .arg(QString::fromStdString(c.out.string()))
+                .arg(c.seed)
+                .arg(QString::fromStdString(c.imported_at));
+        if (role != Qt::DisplayRole && !raw) return {};
+        if (index.column() == Name)
+            return raw ? QVariant(static_cast<qint64>(c.id))
+                       : QVariant(tr("cluster run %1: %2").arg(c.id).arg(QString::fromStdString(c.trace)));
+        if (raw) return static_cast<qulonglong>(c.planned);
+        return tr("%1 steps x %n chain(s), %2 planned, %3 failed", nullptr, static_cast<int>(c.chains.size()))
+            .arg(c.steps)
+            .arg(c.planned)
+            .arg(c.failed);
     }
     }
     return {};

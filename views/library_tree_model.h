@@ -15,22 +15,24 @@ namespace routepack::views {
 struct LibrarySnapshot {
     QString file;
     std::vector<storage::TraceEntry> traces;
-    std::vector<storage::WindowEntry> windows; ///< every window, grouped by trace
-    std::vector<storage::RunEntry> runs;       ///< every run, grouped by window, oldest first
+    std::vector<storage::WindowEntry> windows;          ///< every window, grouped by trace
+    std::vector<storage::RunEntry> runs;                ///< every run, grouped by window, oldest first
+    std::vector<storage::ClusterRunEntry> cluster_runs; ///< imported cluster runs (Library::cluster_runs)
 };
 
 /// Reads a snapshot (traces, windows, runs of every window). Throws what Library throws.
 LibrarySnapshot readLibrarySnapshot(const storage::Library& lib);
 
-/// Three-level tree: trace -> window -> run. Columns: name, details ("235 samples, step-json";
-/// "64 samples: first 64 ..."; "finished, joint 228.76"). RawValueRole (= Qt::UserRole) gives the raw
-/// sort value of the column; KindRole, TraceRole, WindowRole and RunIdRole (views/roles.h) identify a
-/// node.
+/// Three-level tree: trace -> window -> run, and after the traces one top-level node per imported
+/// cluster run ("cluster run 1: run-7"; details "3 steps x 2 chains, 5 planned, 1 failed"). Columns: name, details
+/// ("235 samples, step-json"; "64 samples: first 64 ..."; "finished, joint 228.76"). RawValueRole (= Qt::UserRole)
+/// gives the raw sort value of the column; KindRole, TraceRole, WindowRole, RunIdRole and ClusterRunRole
+/// (views/roles.h) identify a node.
 class LibraryTreeModel : public QAbstractItemModel {
     Q_OBJECT
 public:
     enum Column { Name, Details, ColumnCount };
-    enum Kind { TraceNode, WindowNode, RunNode };
+    enum Kind { TraceNode, WindowNode, RunNode, ClusterRunNode };
 
     explicit LibraryTreeModel(QObject* parent = nullptr);
     ~LibraryTreeModel() override;
@@ -41,6 +43,7 @@ public:
     QModelIndex traceIndex(const QString& trace) const;
     QModelIndex windowIndex(const QString& trace, const QString& window) const;
     QModelIndex runIndex(qint64 runId) const;
+    QModelIndex clusterRunIndex(qint64 clusterRunId) const;
     /// The run of a RunNode index (nullptr otherwise).
     const storage::RunEntry* runAt(const QModelIndex& index) const;
 
@@ -56,14 +59,14 @@ private:
         Kind kind;
         int parent;       ///< node index, -1 for top level
         int row;          ///< row within its parent
-        std::size_t item; ///< index into snap_.traces / windows / runs
+        std::size_t item; ///< index into snap_.traces / windows / runs / cluster_runs
         std::vector<int> children;
     };
     const Node* node(const QModelIndex& index) const;
 
     LibrarySnapshot snap_;
     std::vector<Node> nodes_;
-    std::vector<int> top_; ///< node indices of the traces
+    std::vector<int> top_; ///< node indices of the traces, then of the cluster runs
 };
 
 } // namespace routepack::views

@@ -66,7 +66,7 @@ std::string grouped_count(std::int64_t v) {
 
 std::string comm_figure_text(const PlanResult& plan, const std::optional<std::int64_t>& value) {
     if (plan.comm.nodes <= 1) return {};
-    if (!value) return kCommUnavailable;
+    if (!value) return plan.comm.available ? kCommNotComputed : kCommUnavailable;
     return grouped_count(*value);
 }
 

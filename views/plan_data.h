@@ -41,9 +41,14 @@ std::int64_t plan_token_cap(const PlanResult& plan);
 /// An integer with its digits grouped by threes with commas, whatever the locale: 1286301 ->
 /// "1,286,301", -42 -> "-42" (the README's tables).
 std::string grouped_count(std::int64_t v);
+/// A communication figure the plan did not count although its window has routes (the run was
+/// cancelled, or stopped by its time limit, before the communication stage): the CLI's words.
+inline constexpr const char* kCommNotComputed = "n/a (not computed: the plan was cancelled)";
+
 /// Text of a communication figure: grouped_count of the value, or kCommUnavailable
-/// ("n/a (re-import the trace)") when the plan is on more than one node without routes; "" on one
-/// node (nothing to show).
+/// ("n/a (re-import the trace)") when the plan is on more than one node without routes, or
+/// kCommNotComputed when its window has routes but the figure was not counted; "" on one node
+/// (nothing to show).
 std::string comm_figure_text(const PlanResult& plan, const std::optional<std::int64_t>& value);
 
 /// Per MoE layer l: population std / mean over EP ranks of G[l][.] (the per-layer term of eq. 22;

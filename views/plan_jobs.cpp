@@ -66,45 +66,24 @@ PlanJobQueue::~PlanJobQueue() {
 quint64 PlanJobQueue::enqueue(const PlanJobRequest& request) {
     PlanJobRequest rq = request;
     if (rq.label.isEmpty()) rq.label = request.trace + QLatin1Char('/') + request.window;
-    // The id the tracker will hand out: jobStarted is emitted inside start() when nothing runs.
-    const quint64 id = tracker_->nextId();
-    jobs_[id] = {rq.label, rq.library};
-    const quint64 started = tracker_->start<PlanJobResult>(
-        [this, rq, weights = weights_](JobContext& context) { return run(rq, weights, context); },
-        [this](quint64 job, const std::shared_ptr<const PlanJobResult>& result) {
-            forget(job);
-            Q_EMIT finished(*result);
-        },
-        [this](quint64 job, const JobFailure& failure) {
-            forget(job);
-            Q_EMIT failed(job, failure.text);
-        },
-        [this](quint64 job) { Q_EMIT staleDropped(job, forget(job)); });
-    Q_ASSERT(started == id);
-    return started;
+    return queue<PlanJobResult>(
+        rq.label, rq.library, [this, rq, weights = weights_](JobContext& context) { return run(rq, weights, context); },
+        [this](const PlanJobResult& result) { Q_EMIT finished(result); });
 }
 
 quint64 PlanJobQueue::enqueueRun(const RunPlanRequest& request) {
     RunPlanRequest rq = request;
     if (rq.label.isEmpty()) rq.label = tr("%1: %2 windows").arg(request.trace).arg(request.windows.size());
-    const quint64 id = tracker_->nextId();
-    jobs_[id] = {rq.label, rq.library};
-    const quint64 started = tracker_->start<RunPlanResult>(
-        [this, rq, weights = weights_](JobContext& context) { return runChain(rq, weights, context); },
-        [this](quint64 job, const std::shared_ptr<const RunPlanResult>& result) {
-            forget(job);
-            Q_EMIT runFinished(*result);
+    return queue<RunPlanResult>(
+        rq.label, rq.library,
+        [this, rq, weights = weights_, stop = runStop_](JobContext& context) {
+            return runChain(rq, weights, stop, context);
         },
-        [this](quint64 job, const JobFailure& failure) {
-            forget(job);
-            Q_EMIT failed(job, failure.text);
-        },
-        [this](quint64 job) { Q_EMIT staleDropped(job, forget(job)); });
-    Q_ASSERT(started == id);
-    return started;
+        [this](const RunPlanResult& result) { Q_EMIT runFinished(result); });
 }
 
-RunPlanResult PlanJobQueue::runChain(const RunPlanRequest& request, const StageWeights& weights, JobContext& context) {
+RunPlanResult PlanJobQueue::runChain(const RunPlanRequest& request, const StageWeights& weights,
+                                     const std::function<bool(int)>& stop, JobContext& context) {
     RunPlanResult out;
     QElapsedTimer timer;
     timer.start();
@@ -167,6 +146,7 @@ RunPlanResult PlanJobQueue::runChain(const RunPlanRequest& request, const StageW
         }
         out.plans.push_back(plan);
         out.runIds.push_back(run);
+        if (stop && stop(static_cast<int>(out.plans.size()))) context.cancelFlag()->store(true);
         context.post([this, id, k, count, name = out.windows[static_cast<int>(k)], run,
                       maxU = plan->routepack.metrics.score.max_u] {
             Q_EMIT runStepFinished(id, static_cast<int>(k), count, name, run, maxU);
@@ -189,7 +169,9 @@ PlanJobResult PlanJobQueue::run(const PlanJobRequest& request, const StageWeight
     // worker: only values cross to the GUI thread.
     StageProgress timeShare(weights, request.budgets.annealing.levels, request.topology.nodes() > 1);
     auto on_event = [&](const PlanEvent& e) {
-        if (e.level) context.post([this, id, level = *e.level] { Q_EMIT levelFinished(id, level); });
+        // Routepack's convergence only: the communication stage's levels are routepack+comm's search.
+        if (e.level && e.stage == "annealing")
+            context.post([this, id, level = *e.level] { Q_EMIT levelFinished(id, level); });
         const double fraction = timeShare.update(e);
         if (!context.throttle().passStage(e.stage, e.stage == "done")) return;
         context.post(

@@ -14,6 +14,7 @@
 #include <QString>
 #include <QStringList>
 
+#include <functional>
 #include <map>
 #include <memory>
 
@@ -127,6 +128,10 @@ public:
     bool isBusy() const;
     /// Blocks until the running job ended (tests and shutdown only; never in GUI code paths).
     void waitForIdle();
+    /// Test hook: run-planning jobs enqueued from now on ask `stop` (on the worker) after each window
+    /// that planned to its end and was saved, with the count of such windows; true cancels the job
+    /// there, exactly as Cancel does, before the next window starts. Empty: never.
+    void setRunStopForTesting(std::function<bool(int finished)> stop) { runStop_ = std::move(stop); }
 
 Q_SIGNALS:
     void jobStarted(quint64 job, const QString& label);
@@ -161,13 +166,37 @@ private:
     /// The worker's part: opens its own library connection, plans (or restores) and saves. Throws
     /// what planning threw (after saving the failed run when the job saves runs).
     PlanJobResult run(const PlanJobRequest& request, const StageWeights& weights, JobContext& context);
-    /// The worker's part of a run-planning job.
-    RunPlanResult runChain(const RunPlanRequest& request, const StageWeights& weights, JobContext& context);
+    /// The worker's part of a run-planning job (`stop`: setRunStopForTesting's hook).
+    RunPlanResult runChain(const RunPlanRequest& request, const StageWeights& weights,
+                           const std::function<bool(int)>& stop, JobContext& context);
     /// Drops the ended job's entry of jobs_; returns its library file ("" when unknown).
     QString forget(quint64 job);
+    /// Queues `work` (JobContext& -> Result, on the worker) under `label` and `library`; its result
+    /// goes to `deliver` on the GUI thread, a failure to `failed`, a stale result to `staleDropped`.
+    /// Returns the job's id (what jobStarted names: it is emitted inside the tracker's start when
+    /// nothing runs).
+    template <class Result, class Work, class Deliver>
+    quint64 queue(const QString& label, const QString& library, Work&& work, Deliver&& deliver) {
+        const quint64 id = tracker_->nextId();
+        jobs_[id] = {label, library};
+        const quint64 started = tracker_->start<Result>(
+            std::forward<Work>(work),
+            [this, deliver = std::forward<Deliver>(deliver)](quint64 job, const std::shared_ptr<const Result>& r) {
+                forget(job);
+                deliver(*r);
+            },
+            [this](quint64 job, const JobFailure& failure) {
+                forget(job);
+                Q_EMIT failed(job, failure.text);
+            },
+            [this](quint64 job) { Q_EMIT staleDropped(job, forget(job)); });
+        Q_ASSERT(started == id);
+        return started;
+    }
 
     JobTracker* tracker_ = nullptr;
     StageWeights weights_ = StageWeights::defaults();
+    std::function<bool(int)> runStop_;
     /// Label (PlanJobRequest::label) and library of every job that runs or waits.
     std::map<quint64, std::pair<QString, QString>> jobs_;
 };

@@ -17,9 +17,10 @@ enum ItemRole : int {
     SampleIndexRole = Qt::UserRole + 16,
     /// Library tree: the node's LibraryTreeModel::Kind (int).
     KindRole = Qt::UserRole + 32,
-    TraceRole,  ///< library tree: trace name (every node), QString
-    WindowRole, ///< library tree: window name (windows and runs), QString
-    RunIdRole,  ///< library tree: run id (runs), qint64
+    TraceRole,      ///< library tree: trace name (every node), QString
+    WindowRole,     ///< library tree: window name (windows and runs), QString
+    RunIdRole,      ///< library tree: run id (runs), qint64
+    ClusterRunRole, ///< library tree: imported cluster run id (cluster runs), qint64
 };
 
 } // namespace routepack::views

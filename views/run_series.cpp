@@ -4,6 +4,7 @@
 #include "core/plan/placement.h"
 #include "core/plan/plan_file.h"
 #include "core/plan/run_steps.h"
+#include "core/util/input_file.h"
 #include "views/gui_text.h"
 #include "views/nice_scale.h"
 #include "views/plan_data.h"
@@ -40,7 +41,147 @@ void summarize(RunSeries& s, const std::vector<Placement>& placements, const std
     }
 }
 
+/// Appends the step of `plan` (window `window`) to `s`: every method's cost, R*, the table line and
+/// routepack's placement; `st` brings what the plan file does not hold (run, status, planner time).
+void add_step(RunSeries& s, const PlanFile& plan, RunStep st, const std::string& window, std::vector<int>& moe_layers) {
+    st.window = window;
+    st.nodes = plan.topology.nodes();
+    for (const MethodRow& row : kMethodTable) {
+        const Method m = row.method;
+        const auto it = plan.metrics.find(row.key);
+        st.has[m] = it != plan.metrics.end();
+        st.cost[m] = st.has[m] ? it->second.score.max_u : 0.0;
+        const auto f = plan.comm.figures.find(row.key);
+        if (st.has[m] && f != plan.comm.figures.end()) st.inter_copies[m] = f->second.inter;
+    }
+    st.rows = plan.row_count;
+    st.certified = plan.row_count_certified;
+    if (s.steps.empty()) {
+        s.slots = static_cast<std::int64_t>(plan.placement.layers) * plan.placement.experts;
+        moe_layers = plan.model.moe_layers;
+    } else {
+        st.previous = s.steps.back().window;
+    }
+    s.placements.push_back(plan.placement);
+    s.table.push_back(sweep_line(plan, st.planner_s));
+    s.table.back().run = st.run;
+    s.steps.push_back(std::move(st));
+}
+
+/// Gains, churn, the table's links and the methods present, once every step of `s` is in.
+void finish_series(RunSeries& s, const std::vector<int>& moe_layers) {
+    summarize(s, s.placements, moe_layers);
+    std::vector<const Placement*> at;
+    for (const Placement& p : s.placements)
+        at.push_back(&p);
+    sweep_link(s.table, at, 0);
+    for (const MethodRow& row : kMethodTable)
+        if (std::any_of(s.steps.begin(), s.steps.end(), [m = row.method](const RunStep& st) { return st.has[m]; }))
+            s.methods.push_back(row.method);
+}
+
 } // namespace
+
+bool has_migration_costs(const RunSeries& series) {
+    return std::any_of(series.table.begin(), series.table.end(),
+                       [](const SweepLine& l) { return l.compute_s && l.materialization_s; });
+}
+
+RunSeriesSet compute_cluster_run_series(const storage::Library& lib, std::int64_t cluster_run,
+                                        const std::atomic<bool>* cancel) {
+    RunSeriesSet out;
+    out.cluster_run = cluster_run;
+    try {
+        const storage::ClusterRunEntry run = lib.cluster_run(cluster_run);
+        const std::vector<storage::ClusterRunStep> steps = lib.cluster_run_steps(cluster_run);
+        out.trace = run.trace;
+        out.cluster_out = run.out.string();
+        out.windows = run.steps;
+        std::vector<bool> any(run.steps, false);
+        for (std::size_t c = 0; c < run.chains.size(); ++c) {
+            RunSeries s;
+            s.topology = run.chains[c].name;
+            s.topology_value = run.chains[c].topology;
+            std::vector<int> moe_layers;
+            for (const storage::ClusterRunStep& step : steps) {
+                if (step.chain != c) continue;
+                if (cancel && cancel->load()) {
+                    out.series.clear();
+                    out.error = "cancelled";
+                    return out;
+                }
+                if (!step.planned) {
+                    s.failed.push_back(step.window + (step.stage.empty() ? "" : " (" + step.stage + ")") + ": " +
+                                       step.error);
+                    continue;
+                }
+                const PlanFile plan =
+                    parse_plan(read_input_file(step.plan_file, input_files::kPlan), step.plan_file.string());
+                RunStep st;
+                st.samples = step.samples;
+                st.runs = 1;
+                st.status = "planned";
+                st.planner_s = step.planner_seconds;
+                add_step(s, plan, std::move(st), step.window, moe_layers);
+                s.plan_files.push_back(step.plan_file.string());
+                s.step_paths.push_back(step.step_path.string());
+                if (step.position < any.size()) any[step.position] = true;
+            }
+            if (s.steps.empty()) continue;
+            finish_series(s, moe_layers);
+            out.series.push_back(std::move(s));
+        }
+        out.windows_with_runs = static_cast<std::size_t>(std::count(any.begin(), any.end(), true));
+    } catch (const std::exception& e) {
+        out.series.clear();
+        out.error = guiErrorText(e).toStdString();
+    }
+    return out;
+}
+
+StepFrontier compute_step_frontier(const storage::Library& lib, const std::string& trace, const RunSeries& series,
+                                   int k, int workers, const std::atomic<bool>* cancel) {
+    StepFrontier out;
+    out.step = k;
+    if (k < 0 || k >= static_cast<int>(series.steps.size())) {
+        out.error = "no step " + std::to_string(k) + " in the run shown";
+        return out;
+    }
+    const auto i = static_cast<std::size_t>(k);
+    const RunStep& st = series.steps[i];
+    out.window = st.window;
+    out.saved_max_u = st.cost[Method::RoutePack];
+    out.saved_moves = i < series.table.size() ? series.table[i].moves : 0;
+    if (st.run <= 0) {
+        out.error = "it plans the step again from its counts, kept in the step's file" +
+                    (i < series.step_paths.size() && !series.step_paths[i].empty() ? " (" + series.step_paths[i] + ")"
+                                                                                   : std::string()) +
+                    ": import it (routepack import) first";
+        return out;
+    }
+    try {
+        const storage::RunEntry run = lib.run(st.run);
+        PlanInput in;
+        in.window = lib.load_window(trace, st.window, storage::routes_for(run.topology_value));
+        in.trace_name = trace;
+        in.window_name = st.window;
+        in.topology = run.topology_value;
+        in.budgets = run.budgets;
+        const Placement& any = series.placements.at(i);
+        out.experts = static_cast<std::int64_t>(any.layers) * any.experts;
+        // As `routepack sweep --frontier`: each step from the placement the chain gave it.
+        in.previous = i > 0 ? series.placements[i - 1] : identity_placement(any.layers, any.experts, any.ep_ranks);
+        const auto points = move_frontier({in}, workers, cancel);
+        if (cancel && cancel->load()) {
+            out.error = "cancelled";
+            return out;
+        }
+        out.points = points.front();
+    } catch (const std::exception& e) {
+        out.error = guiErrorText(e).toStdString();
+    }
+    return out;
+}
 
 RunSeriesSet compute_run_series(const storage::Library& lib, const std::string& trace,
                                 const std::atomic<bool>* cancel) {
@@ -72,8 +213,7 @@ RunSeriesSet compute_run_series(const storage::Library& lib, const std::string& 
             if (picked.size() < 2) continue;
             RunSeries s;
             s.topology = topology;
-            std::vector<Placement> placements; // routepack's placement of each step
-            std::vector<int> moe_layers;       // the decoder layer of each MoE layer index
+            std::vector<int> moe_layers; // the decoder layer of each MoE layer index
             for (const auto& [w, p] : picked) {
                 if (cancel && cancel->load()) {
                     out.series.clear();
@@ -83,44 +223,15 @@ RunSeriesSet compute_run_series(const storage::Library& lib, const std::string& 
                 const storage::RunEntry& r = *p.run;
                 const PlanFile plan = parse_plan(lib.run_plan_json(r.id), "run " + std::to_string(r.id));
                 RunStep st;
-                st.window = windows[w].name;
                 st.samples = windows[w].samples;
                 st.run = r.id;
                 st.runs = p.runs;
                 st.status = r.status;
-                st.nodes = plan.topology.nodes();
-                for (const MethodRow& row : kMethodTable) {
-                    const Method m = row.method;
-                    const auto it = plan.metrics.find(row.key);
-                    st.has[m] = it != plan.metrics.end();
-                    st.cost[m] = st.has[m] ? it->second.score.max_u : 0.0;
-                    const auto f = plan.comm.figures.find(row.key);
-                    if (st.has[m] && f != plan.comm.figures.end()) st.inter_copies[m] = f->second.inter;
-                }
-                st.rows = plan.row_count;
-                st.certified = plan.row_count_certified;
                 if (const auto t = r.timings.find("total"); t != r.timings.end()) st.planner_s = t->second;
-                if (s.steps.empty()) {
-                    s.topology_value = r.topology_value;
-                    s.slots = static_cast<std::int64_t>(plan.placement.layers) * plan.placement.experts;
-                    moe_layers = plan.model.moe_layers;
-                } else {
-                    st.previous = s.steps.back().window;
-                }
-                placements.push_back(plan.placement);
-                s.table.push_back(sweep_line(plan, st.planner_s));
-                s.table.back().run = r.id;
-                s.steps.push_back(std::move(st));
+                if (s.steps.empty()) s.topology_value = r.topology_value;
+                add_step(s, plan, std::move(st), windows[w].name, moe_layers);
             }
-            summarize(s, placements, moe_layers);
-            std::vector<const Placement*> at;
-            for (const Placement& p : placements)
-                at.push_back(&p);
-            sweep_link(s.table, at, 0);
-            for (const MethodRow& row : kMethodTable)
-                if (std::any_of(s.steps.begin(), s.steps.end(),
-                                [m = row.method](const RunStep& st) { return st.has[m]; }))
-                    s.methods.push_back(row.method);
+            finish_series(s, moe_layers);
             out.series.push_back(std::move(s));
         }
         std::stable_sort(out.series.begin(), out.series.end(), [](const RunSeries& a, const RunSeries& b) {

@@ -67,7 +67,20 @@ struct RunSeries {
     /// The steps as `routepack sweep`'s table (sweep_line of each stored plan, sweep_link; no expert
     /// bytes): what File > Export writes as CSV (sweep_csv).
     std::vector<SweepLine> table;
+    /// routepack's placement of each step (the plan's "placement"): step k+1's previous placement,
+    /// the start of step k+1's frontier (compute_step_frontier).
+    std::vector<Placement> placements;
+    /// A cluster run's chain: each step's plan file and the step's file or folder as the sweep read
+    /// it (ClusterRunStep::plan_file, step_path); empty for the library's saved runs.
+    std::vector<std::string> plan_files, step_paths;
+    /// A cluster run's chain: its failed steps, "window (stage): the importer's or planner's message".
+    std::vector<std::string> failed;
 };
+
+/// True when some step of `series` carries what applying it costs in seconds: its plan has a
+/// previous placement and a resolved migration cost model (SweepLine::compute_s and
+/// materialization_s; the Run view's "applying the run" chart).
+bool has_migration_costs(const RunSeries& series);
 
 /// Every run series of one trace.
 struct RunSeriesSet {
@@ -78,6 +91,10 @@ struct RunSeriesSet {
     /// run (highest id) first.
     std::vector<RunSeries> series;
     std::string error; ///< why reading failed, in the studio's words (guiErrorText); then `series` is empty
+    /// > 0: the series are the chains of this imported cluster run (compute_cluster_run_series);
+    /// `trace` is then the run's trace name (the plans' inputs.trace), `windows` its steps per chain.
+    std::int64_t cluster_run = 0;
+    std::string cluster_out; ///< the cluster run's output folder OUT
 };
 
 /// Reads every saved run of `trace` and builds its series from the stored plans (Library::runs,
@@ -88,6 +105,41 @@ struct RunSeriesSet {
 /// plus O(L x E) per step.
 RunSeriesSet compute_run_series(const storage::Library& lib, const std::string& trace,
                                 const std::atomic<bool>* cancel = nullptr);
+
+/// The series of an imported cluster run (Library::cluster_run, cluster_run_steps; docs/cluster-runs.md):
+/// one series per chain, in the summary's chain order, its planned steps in run order, each read from
+/// its plan file in OUT (parse_plan) as compute_run_series reads a saved run's plan (RunStep::run 0,
+/// status "planned", planner_s the summary's planner seconds); failed steps are listed in
+/// RunSeries::failed and left out of the charts. A chain with no planned step is left out. Errors
+/// (an unknown run, a plan file that is gone or damaged) land in RunSeriesSet::error; `cancel` as
+/// compute_run_series.
+RunSeriesSet compute_cluster_run_series(const storage::Library& lib, std::int64_t cluster_run,
+                                        const std::atomic<bool>* cancel = nullptr);
+
+/// One step's frontier (compute_step_frontier): routepack's max_g U planned within each move budget
+/// of kFrontierFractions from the step's previous placement, the figures `routepack sweep --frontier`
+/// reports for that step.
+struct StepFrontier {
+    std::string window;
+    int step = -1;                     ///< index into RunSeries::steps
+    std::int64_t experts = 0;          ///< L x E experts of one placement (the budgets' 100 %)
+    std::vector<FrontierPoint> points; ///< kFrontierFractions order
+    double saved_max_u = 0;            ///< routepack's max_g U of the saved plan of the step
+    std::int64_t saved_moves = 0;      ///< experts it moved (sweep's experts_moved)
+    std::string error;                 ///< why there is no frontier, in the studio's words
+};
+
+/// The frontier of step k of `series` (of trace `trace`, saved runs of `lib`): the step's window
+/// loaded from the library (Library::load_window), its saved run's topology and budgets
+/// (Library::run), from the previous step's placement (RunSeries::placements[k-1]; the identity for
+/// the first step, as `routepack sweep --frontier` starts it) planned at every budget of
+/// kFrontierFractions (move_frontier on `workers` workers, each plan single-worker: the same for a
+/// seed whatever `workers`). For a cluster run's series (its steps have no saved run) error says
+/// that the step's counts are in its step file and must be imported first ("it plans the step again
+/// from its counts, kept in the step's file (PATH): import it (routepack import) first"). Cost: 8 plans of the
+/// window. Errors (and a cancel: "cancelled") land in `error`.
+StepFrontier compute_step_frontier(const storage::Library& lib, const std::string& trace, const RunSeries& series,
+                                   int k, int workers, const std::atomic<bool>* cancel = nullptr);
 
 /// One bin of the gain distribution: gains in [lo, hi) percent and the steps (indices into
 /// RunSeries::steps) that fall in it.

@@ -17,7 +17,10 @@ class QChartView;
 class QComboBox;
 class QLabel;
 class QLineSeries;
+class QPushButton;
+class QScatterSeries;
 class QStackedWidget;
+class QTabWidget;
 
 namespace routepack::views {
 
@@ -42,6 +45,12 @@ public:
     /// Nothing is read again when library, trace and `revision` (e.g. the trace's run ids) are what
     /// is already shown or on its way.
     void setSource(const QString& library, const QString& trace, const QString& revision = {});
+    /// Shows imported cluster run `clusterRun` of library file `library` (compute_cluster_run_series:
+    /// one series per chain, read from the plan files in its OUT folder) the way saved runs are shown.
+    /// Nothing is read again when library, run and `revision` are what is shown or on its way.
+    void setClusterSource(const QString& library, qint64 clusterRun, const QString& revision = {});
+    /// The cluster run shown (0 when the saved runs of a trace are shown).
+    qint64 clusterRun() const { return clusterRun_; }
     /// Reads the shown source again (after runs were saved elsewhere).
     void reload();
     /// The trace shown (or being read).
@@ -79,15 +88,49 @@ public:
     /// The shown series' steps as `routepack sweep`'s sweep.csv text (sweep_csv of RunSeries::table,
     /// CRLF-ended lines); "" in the empty state.
     std::string tableCsv() const;
-    /// The charts' ids for exportChart: "run-costs", "run-gains", "run-churn".
+    /// The charts' ids for exportChart: "run-costs", "run-gains", "run-churn", "run-apply" (compute and
+    /// materialization per step), "run-frontier" (the selected step's frontier).
     static QStringList chartNames();
     /// Chart `name` (chartNames) as ".png" or ".svg" by the file's suffix (exportWidgetImage). False
-    /// with `error` set on an unknown name, the empty state or a write failure.
+    /// with `error` set on an unknown name, the empty state, "run-apply" of a series without migration
+    /// costs ("the run shown carries no migration cost model"), "run-frontier" before a frontier is
+    /// shown ("no frontier is shown: pick a step and Compute") or a write failure.
     bool exportChart(const QString& name, const QString& file, QString* error = nullptr) const;
 
     QChartView* costChartView() const { return costView_; }
     QChartView* gainChartView() const { return gainView_; }
     QChartView* churnChartView() const { return churnView_; }
+    /// What applying the run costs per step, stacked: compute (seconds_per_U x max_g U) and
+    /// materialization of the step's moves (migration_figures), seconds; hidden when the series has
+    /// no migration costs (has_migration_costs). Its bars: computeSet, materializationSet (0 for a step
+    /// without them).
+    QChartView* applyChartView() const { return applyView_; }
+    QBarSet* computeSet() const { return computeSet_; }
+    QBarSet* materializationSet() const { return materializationSet_; }
+    /// The frontier chart: x = experts moved, y = routepack's max_g U, one point per move budget of
+    /// kFrontierFractions (frontierLine), and the saved plan of the step (frontierSaved).
+    QChartView* frontierChartView() const { return frontierView_; }
+    /// The lower charts' tabs: 0 "Gains and moves" (gain histogram, churn), 1 "Applying the run"
+    /// (apply chart, frontier). computeFrontier and exportChart bring their chart's tab forward.
+    QTabWidget* chartTabs() const { return chartTabs_; }
+    QLineSeries* frontierLine() const { return frontierLine_; }
+    QScatterSeries* frontierSaved() const { return frontierSaved_; }
+    /// The step the frontier is for (the box above the chart; a click on a step of the cost, churn or
+    /// apply chart selects it), -1 in the empty state.
+    int frontierStep() const;
+    void setFrontierStep(int k);
+    /// Plans the frontier of step k of the shown series on a worker thread (compute_step_frontier on
+    /// the planner's default workers; the latest request wins); frontierUpdated follows. False for an
+    /// invalid k.
+    bool computeFrontier(int k);
+    bool isFrontierLoading() const { return frontierLoading_; }
+    /// The frontier shown (nullptr before one arrived or after the series changed).
+    const StepFrontier* frontier() const { return frontier_.get(); }
+    /// The note under the frontier box: what to do, the job's state or why there is no frontier.
+    QString frontierNote() const;
+    /// Tooltip of frontier point i: the budget (fraction, experts), the experts moved and max_g U
+    /// against the full re-placement (the 100 % budget) and keeping the placement (0 %).
+    QString frontierPointToolTip(int i) const;
     /// The cost line of method m (nullptr in the empty state and for a method no step of the series
     /// has). Its points are the steps that have it.
     QLineSeries* costSeries(routepack::Method m) const;
@@ -104,6 +147,11 @@ Q_SIGNALS:
     void updated();
     /// The user clicked step `window` of the shown series: its saved run `runId`.
     void stepActivated(qint64 runId, const QString& trace, const QString& window);
+    /// The user clicked step `window` of a cluster run's chain: its plan file in OUT and the step's
+    /// file or folder (the counts the plan's views need).
+    void clusterStepActivated(const QString& planFile, const QString& stepPath, const QString& window);
+    /// A frontier arrived (or failed; frontier()->error says why).
+    void frontierUpdated();
 
 protected:
     bool eventFilter(QObject* watched, QEvent* event) override;
@@ -121,10 +169,29 @@ private:
     void fillChurnChart(const RunSeries& s, const RunSeriesSummary& summary);
     /// The gain histogram (gain_histogram of `s`).
     void fillGainChart(const RunSeries& s);
+    /// The apply chart: compute and materialization seconds per step, stacked.
+    void fillApplyChart(const RunSeries& s);
+    /// The frontier chart of frontier_ (empty axes without one).
+    void fillFrontierChart();
+    QWidget* buildFrontierPane();
     void showEmpty(const QString& text);
 
     JobTracker* tracker_ = nullptr;
+    JobTracker* frontierTracker_ = nullptr;
     QString library_, trace_, revision_;
+    qint64 clusterRun_ = 0;
+    bool frontierLoading_ = false;
+    std::shared_ptr<const StepFrontier> frontier_;
+    QComboBox* frontierBox_ = nullptr;
+    QPushButton* frontierButton_ = nullptr;
+    QLabel* frontierNote_ = nullptr;
+    QChartView* applyView_ = nullptr;
+    QChartView* frontierView_ = nullptr;
+    QTabWidget* chartTabs_ = nullptr;
+    QBarSet* computeSet_ = nullptr;
+    QBarSet* materializationSet_ = nullptr;
+    QLineSeries* frontierLine_ = nullptr;
+    QScatterSeries* frontierSaved_ = nullptr;
     bool loading_ = false;
     std::shared_ptr<const RunSeriesSet> data_;
     int series_ = -1;

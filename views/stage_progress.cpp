@@ -88,7 +88,9 @@ double StageProgress::update(const PlanEvent& e) {
     } else if (const int s = planner_stage_index(e.stage); s >= 0) {
         const auto k = static_cast<std::size_t>(s);
         f = start_[k];
-        if (e.level && s == planner_stage_index("annealing")) {
+        // The annealing levels of routepack's search, and of routepack+comm's within the
+        // communication stage (the same budgets), move the bar through their stage.
+        if (e.level && (s == planner_stage_index("annealing") || s == planner_stage_index("communication"))) {
             const double done = std::min(1.0, static_cast<double>(e.level->level + 1) / levels_);
             f += part_[k] * done;
         }

@@ -49,8 +49,10 @@ StageWeights stage_weights_from(const std::map<std::string, double>& timings,
 /// and W the sum over the stages that run (communication only when `communication`), the start of
 /// stage s is at sum_{s' before s} w_s' / W; annealing level k (0-based, of `annealing_levels`)
 /// ending is at start(annealing) + w_annealing / W x (k + 1) / annealing_levels (capped at the
-/// stage's end); "done" is 1. Other events (unknown stages, the final search's improvements) keep
-/// the fraction; it never decreases. All weights zero: every stage weighs the same.
+/// stage's end), and likewise within the communication stage for the levels of routepack+comm's
+/// search (events of stage "communication" with a level, the same budgets); "done" is 1. Other events (unknown stages,
+/// the final search's improvements) keep the fraction; it never decreases. All weights zero: every stage weighs the
+/// same.
 class StageProgress {
 public:
     StageProgress(const StageWeights& weights, int annealing_levels, bool communication);

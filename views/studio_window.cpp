@@ -167,6 +167,13 @@ void StudioWindow::buildUi() {
         }
         resultTabs_->setCurrentWidget(planView_);
     });
+    // A cluster run's step: its plan stays in OUT and the library has no counts of it.
+    connect(runView_, &RunView::clusterStepActivated, this,
+            [this](const QString& planFile, const QString& stepPath, const QString& window) {
+                setStatus(tr("Step %1 of the cluster run: its plan is %2; the plan views need the step's counts: "
+                             "import %3 (routepack import) to open it")
+                              .arg(window, planFile, stepPath.isEmpty() ? tr("the step's file") : stepPath));
+            });
     // The centre splits the samples (left) from the plan views (right); the plan views take every
     // pixel the window gains (maximised, a wider screen), the samples keep theirs.
     mainSplit_ = new QSplitter(Qt::Horizontal, this);
@@ -379,6 +386,7 @@ void StudioWindow::refreshLibrary() {
     const QString trace = cur.data(TraceRole).toString();
     const QString window = cur.data(WindowRole).toString();
     const qint64 run = cur.data(RunIdRole).toLongLong();
+    const qint64 cluster = cur.data(ClusterRunRole).toLongLong();
     try {
         tree_->setSnapshot(readLibrarySnapshot(*lib_));
     } catch (const std::exception& e) {
@@ -395,6 +403,8 @@ void StudioWindow::refreshLibrary() {
         again = tree_->windowIndex(trace, window);
     else if (kind == LibraryTreeModel::TraceNode)
         again = tree_->traceIndex(trace);
+    else if (kind == LibraryTreeModel::ClusterRunNode)
+        again = tree_->clusterRunIndex(cluster);
     if (again.isValid()) {
         QSignalBlocker block(treeView_->selectionModel());
         treeView_->setCurrentIndex(again);
@@ -430,6 +440,17 @@ void StudioWindow::onTreeSelection() {
     // running job's progress comes back with its next event).
     setStatus(QString());
     const int kind = cur.data(KindRole).toInt();
+    if (kind == LibraryTreeModel::ClusterRunNode) {
+        // A cluster run is a whole run: the Run view shows it; no window or plan goes with it.
+        clearPlan();
+        updateRunView();
+        resultTabs_->setCurrentWidget(runView_);
+        setStatus(tr("Cluster run %1: %2")
+                      .arg(cur.data(ClusterRunRole).toLongLong())
+                      .arg(cur.sibling(cur.row(), 1).data().toString()));
+        updateActions();
+        return;
+    }
     const QString trace = cur.data(TraceRole).toString();
     const QString window = kind == LibraryTreeModel::TraceNode ? QString() : cur.data(WindowRole).toString();
     if (trace != samplePane_->trace() || window != samplePane_->window()) loadSamples(trace, window);
@@ -633,6 +654,14 @@ void StudioWindow::updateRunView() {
     // The tree's selection names the trace (the sample pane's trace may lag behind until its samples are loaded);
     // the revision is the trace's saved runs, so that a new run reads the series again.
     const QModelIndex cur = treeView_->currentIndex();
+    if (cur.isValid() && cur.data(KindRole).toInt() == LibraryTreeModel::ClusterRunNode) {
+        const qint64 id = cur.data(ClusterRunRole).toLongLong();
+        QString revision;
+        for (const auto& c : tree_->snapshot().cluster_runs)
+            if (c.id == id) revision = QString::fromStdString(c.fingerprint);
+        runView_->setClusterSource(libraryPath(), id, revision);
+        return;
+    }
     const QString trace = cur.isValid() ? cur.data(TraceRole).toString() : QString();
     QString revision;
     for (const auto& r : tree_->snapshot().runs)

@@ -206,7 +206,8 @@ private:
     bool loadRunSetup(const storage::RunEntry& run, bool force);
     /// The status line's note that the form kept its edits instead of run `runId`'s setup.
     QString keptEditsNote(qint64 runId) const;
-    /// The progress line of lastProgress_ with the time elapsed now (the time left only when honest).
+    /// The progress line of lastProgress_ (and of runProgress_ for a run-planning job) with the time
+    /// elapsed now (the time left only when honest); the one place that words a job's progress.
     void showProgress();
     /// What a job's stage shares depend on: its window, topology and budgets (seed aside).
     static std::string setupKey(const PlanJobRequest& rq);
@@ -285,9 +286,12 @@ private:
     std::map<quint64, std::string> liveSetups_; ///< planner jobs queued here: setupKey
     std::string weightsSetup_;                  ///< setupKey of the run the stage shares were measured on
     std::tuple<quint64, QString, double> lastProgress_; ///< the running job's last stage and fraction
-    QTimer* progressTick_ = nullptr;                    ///< re-shows the progress line between events
-    std::set<qint64> compareLeftOut_;                   ///< runs unchecked in the Compare tab's "Runs" menu
-    qint64 keptEditsRun_ = 0; ///< the selected run whose setup the form did not take (its edits kept)
+    /// A run-planning job's place (runProgress): job, window index, window count, the window's
+    /// fraction; lastProgress_ then holds the stage and the whole run's fraction.
+    std::tuple<quint64, int, int, double> runProgress_{0, 0, 0, 0.0};
+    QTimer* progressTick_ = nullptr;  ///< re-shows the progress line between events
+    std::set<qint64> compareLeftOut_; ///< runs unchecked in the Compare tab's "Runs" menu
+    qint64 keptEditsRun_ = 0;         ///< the selected run whose setup the form did not take (its edits kept)
     bool statusError_ = false;
     QElapsedTimer jobClock_; ///< since the running planner job started (the progress line's times)
 };

@@ -26,6 +26,7 @@ void StudioWindow::connectPlanJobs() {
         jobClock_.start();
         progressTick_->start();
         lastProgress_ = {job, QString(), 0.0};
+        runProgress_ = {0, 0, 0, 0.0};
         cancelButton_->setEnabled(true);
         planView_->clearConvergence();
         if (const RunReplay::Restore* restore = replay_.findRestore(job)) {
@@ -197,6 +198,20 @@ void StudioWindow::showProgress() {
     // A restore shows a saved run: it is named by the run's id. A new run's time left is shown only
     // when the stage shares were measured on the same window, topology and budgets (else the
     // fraction is a guess, and only the elapsed time is honest).
+    if (std::get<0>(runProgress_) == job) {
+        // A run-planning job: its window and the whole run (the time left from this job's own pace).
+        const auto& [unused, index, count, window] = runProgress_;
+        setStatus(tr("Run job %1: window %2 of %3, %4 (%5%), run %6% (%7)%8")
+                      .arg(job)
+                      .arg(index + 1)
+                      .arg(count)
+                      .arg(stage)
+                      .arg(static_cast<int>(100 * window))
+                      .arg(static_cast<int>(100 * fraction))
+                      .arg(progressTimeText(static_cast<double>(jobClock_.elapsed()) / 1000.0, fraction))
+                      .arg(queued > 0 ? tr(", %1 more queued").arg(queued) : QString()));
+        return;
+    }
     const RunReplay::Restore* restore = replay_.findRestore(job);
     const auto setup = liveSetups_.find(job);
     const bool honest = restore || (setup != liveSetups_.end() && setup->second == weightsSetup_);

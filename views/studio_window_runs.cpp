@@ -22,14 +22,9 @@ void StudioWindow::connectRunJobs() {
     connect(jobs_, &PlanJobQueue::runProgress, this,
             [this](quint64 job, int index, int count, const QString& stage, double window, double overall) {
                 jobProgress_->setValue(static_cast<int>(1000 * overall));
-                setStatus(tr("Run job %1: window %2 of %3, %4 (%5%), run %6% (%7)")
-                              .arg(job)
-                              .arg(index + 1)
-                              .arg(count)
-                              .arg(stage)
-                              .arg(static_cast<int>(100 * window))
-                              .arg(static_cast<int>(100 * overall))
-                              .arg(progressTimeText(static_cast<double>(jobClock_.elapsed()) / 1000.0, overall)));
+                lastProgress_ = {job, stage, overall};
+                runProgress_ = {job, index, count, window};
+                showProgress();
             });
     connect(jobs_, &PlanJobQueue::runStepFinished, this,
             [this](quint64 job, int index, int count, const QString& window, qint64 runId, double maxU) {
@@ -113,6 +108,7 @@ quint64 StudioWindow::planSelectedRun() {
     QString wholeTrace;
     for (const QModelIndex& i : treeView_->selectionModel()->selectedRows()) {
         const int kind = i.data(KindRole).toInt();
+        if (kind == LibraryTreeModel::ClusterRunNode) continue; // swept elsewhere: nothing to plan here
         traces.insert(i.data(TraceRole).toString());
         if (kind == LibraryTreeModel::TraceNode)
             wholeTrace = i.data(TraceRole).toString();

@@ -355,7 +355,7 @@ SearchStats packing_search(const SearchSettings& settings, BestLayout& best) {
 /// Stage 6 of plan_window: communication figures of every method and the `grouter` and
 /// `routepack+comm` methods (README "Communication"), into r. Runs inside the planner's arena.
 void plan_communication(const Trace& w, const PlanInput& in, const std::vector<std::uint64_t>& loads, const Layout& ffd,
-                        PlanResult& r, const StopToken& stop) {
+                        PlanResult& r, const StopToken& stop, const PlanProgressFn& progress) {
     const Topology& topo = in.topology;
     const std::vector<int> slot_node = topo.node_of_dp_slot();
     std::vector<std::int64_t> length(w.size());
@@ -425,6 +425,12 @@ void plan_communication(const Trace& w, const PlanInput& in, const std::vector<s
     ss.budgets = &in.budgets;
     ss.streams = seeds::kCommSearch;
     ss.stop = stop;
+    // routepack+comm's search reports as the communication stage: its annealing levels (LevelStats
+    // of this search, not of routepack's convergence) carry the stage's own progress.
+    if (progress)
+        ss.hooks.progress = [&progress](const PlanEvent& e) {
+            progress(PlanEvent{"communication", 0.98, e.level, std::nullopt});
+        };
     if (NodePacking hp =
             pack_on_home_nodes(fitting_lengths(length, p_c.C, p_c.rules), p_c.C, r.rows.rows, slot_node, home);
         hp.fitted && validate_layout(hp.layout, p_c).empty()) {
@@ -837,7 +843,7 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
         if (r.comm.nodes > 1 && r.comm.available && !r.cancelled) {
             const auto t0 = Clock::now();
             run.emit("communication", 0.98);
-            plan_communication(w, in, run.loads, run.ffd, r, stop);
+            plan_communication(w, in, run.loads, run.ffd, r, stop, progress);
             r.timings["communication"] = seconds_since(t0);
         }
     });
