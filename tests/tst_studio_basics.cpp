@@ -427,11 +427,11 @@ private Q_SLOTS:
         QSettings s(options_.settingsOrganization, options_.settingsApplication);
         s.remove(QStringLiteral("view/theme"));
         const QColor darkWindow(0x2d, 0x2d, 0x30);
-        QApplication::setPalette(lightPalette());
+        QApplication::setPalette(lightThemePalette());
         {
             StudioWindow w(options_);
             QCOMPARE(w.theme(), Theme::Light);
-            QCOMPARE(QApplication::palette().color(QPalette::Window), lightPalette().color(QPalette::Window));
+            QCOMPARE(QApplication::palette().color(QPalette::Window), lightThemePalette().color(QPalette::Window));
             auto* dark = w.menuBar()->findChild<QAction*>(QStringLiteral("theme-dark"));
             QVERIFY(dark);
             dark->trigger();
@@ -450,14 +450,14 @@ private Q_SLOTS:
                      .toString(),
                  QStringLiteral("dark"));
         // The next start comes up dark, and Light goes back to Fusion's palette.
-        QApplication::setPalette(lightPalette());
+        QApplication::setPalette(lightThemePalette());
         StudioWindow again(options_);
         QCOMPARE(again.theme(), Theme::Dark);
         QCOMPARE(QApplication::palette().color(QPalette::Window), darkWindow);
         QVERIFY(again.menuBar()->findChild<QAction*>(QStringLiteral("theme-dark"))->isChecked());
         again.menuBar()->findChild<QAction*>(QStringLiteral("theme-light"))->trigger();
-        QCOMPARE(QApplication::palette().color(QPalette::Window), lightPalette().color(QPalette::Window));
-        QVERIFY(lightPalette().color(QPalette::Window) != darkWindow);
+        QCOMPARE(QApplication::palette().color(QPalette::Window), lightThemePalette().color(QPalette::Window));
+        QVERIFY(lightThemePalette().color(QPalette::Window) != darkWindow);
         QCOMPARE(again.statusText(), QStringLiteral("Light theme (kept for the next start)."));
         s.remove(QStringLiteral("view/theme"));
         QApplication::setPalette(startPalette_);

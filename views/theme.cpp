@@ -18,7 +18,7 @@ Theme themeFromKey(const QString& key, Theme fallback) {
     return fallback;
 }
 
-QPalette darkPalette() {
+QPalette darkThemePalette() {
     QPalette p;
     const QColor window(0x2d, 0x2d, 0x30), base(0x1e, 0x1e, 0x1e), text(0xe6, 0xe6, 0xe6);
     p.setColor(QPalette::Window, window);
@@ -46,7 +46,7 @@ QPalette darkPalette() {
     return p;
 }
 
-QPalette lightPalette() {
+QPalette lightThemePalette() {
     const std::unique_ptr<QStyle> fusion(QStyleFactory::create(QStringLiteral("Fusion")));
     return fusion ? fusion->standardPalette() : QPalette();
 }
@@ -54,7 +54,7 @@ QPalette lightPalette() {
 void applyTheme(Theme theme) {
     if (QApplication::style()->name().compare(QLatin1String("fusion"), Qt::CaseInsensitive) != 0)
         QApplication::setStyle(QStringLiteral("Fusion"));
-    QApplication::setPalette(theme == Theme::Dark ? darkPalette() : lightPalette());
+    QApplication::setPalette(theme == Theme::Dark ? darkThemePalette() : lightThemePalette());
 }
 
 } // namespace routepack::views

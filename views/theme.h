@@ -16,9 +16,9 @@ Theme themeFromKey(const QString& key, Theme fallback = Theme::Light);
 
 /// The dark palette: window #2d2d30, base #1e1e1e, text #e6e6e6, button #3a3a3d, highlight
 /// #2f65ca with white text, links #6fa8ff, grey (#808080) disabled text, tooltips on the base colour.
-QPalette darkPalette();
+QPalette darkThemePalette();
 /// Fusion's light palette (QStyle::standardPalette of the Fusion style).
-QPalette lightPalette();
+QPalette lightThemePalette();
 
 /// Sets the Fusion style and the theme's palette on the whole application (every open window
 /// repaints: widgets and charts follow QEvent::PaletteChange). Needs a QApplication.
