@@ -161,6 +161,16 @@ struct ClusterRunImport {
 ///   topology ("<OUT>/run.json: topologies.<chain>: ..."), parse_json_document's for malformed JSON.
 std::pair<ClusterRunEntry, std::vector<ClusterRunStep>> read_cluster_run_folder(const std::filesystem::path& out);
 
+/// What deleting a trace, a window or a saved run removes from the library (counted inside the
+/// same transaction as the delete, or by the *_removal preview functions).
+struct Removal {
+    std::size_t traces = 0;  ///< 1 for delete_trace, else 0
+    std::size_t windows = 0; ///< windows with their sample lists
+    std::size_t runs = 0;    ///< saved runs (finished, cancelled or failed) with their results and history
+    std::size_t plans = 0;   ///< stored plans (plan JSON) of those runs
+    std::size_t samples = 0; ///< samples with their counts and routes (delete_trace only)
+};
+
 /// Whether a load reads the samples' per-token routes (Load) or leaves Trace::routes empty (Skip).
 enum class RouteLoading { Load, Skip };
 /// RouteLoading::Load when a plan on `topology` uses routes (more than one node), else RouteLoading::Skip.
@@ -333,6 +343,34 @@ public:
     /// The plan JSON a run produced (plan_to_json text, parse_plan reads it). InputError when the
     /// run is unknown or produced no plan.
     std::string run_plan_json(std::int64_t run_id) const;
+
+    // --- Deleting and renaming (storage/library_edit.cpp) ---
+    // Each call is one transaction: everything it names changes, or nothing does. Writable modes
+    // only (LibraryReadOnly otherwise). Saved topologies and imported cluster runs are never touched.
+
+    /// What delete_trace / delete_window / delete_run would remove now (nothing is changed). Errors as
+    /// the deletes' for an unknown trace, window or run.
+    Removal trace_removal(const std::string& trace) const;
+    Removal window_removal(const std::string& trace, const std::string& window) const;
+    Removal run_removal(std::int64_t run_id) const;
+    /// Deletes trace `trace` with its samples, source files, totals, windows and their saved runs
+    /// and plans (and its model row when no other trace shares it). InputError "no trace named 'X'
+    /// in <file>" when absent. Returns what was removed.
+    Removal delete_trace(const std::string& trace);
+    /// Deletes one window with its saved runs and plans; the trace's samples stay. InputError "trace
+    /// 'X' has no window named 'W' in <file>" (or the unknown-trace error) when absent.
+    Removal delete_window(const std::string& trace, const std::string& window);
+    /// Deletes one saved run with its results, annealing history and its plan (unless another run
+    /// holds the same plan). InputError "no run N in <file>" when absent.
+    Removal delete_run(std::int64_t run_id);
+    /// Renames a trace. Every stored plan of its windows is rewritten so that its inputs.trace names
+    /// the new name (the plan JSON otherwise byte-identical). InputError for an unknown trace, an
+    /// empty or non-UTF-8 name, or "trace 'NEW' already exists in <file>"; same name: nothing changes.
+    void rename_trace(const std::string& trace, const std::string& new_name);
+    /// Renames a window of a trace; its stored plans' inputs.window follow. InputError for an unknown
+    /// trace or window, an empty or non-UTF-8 name, or "trace 'T' already has a window named 'NEW' in
+    /// <file>"; same name: nothing changes.
+    void rename_window(const std::string& trace, const std::string& window, const std::string& new_name);
 
     // --- Runs swept on a cluster (schema migration 4; storage/cluster_runs.cpp) ---
 

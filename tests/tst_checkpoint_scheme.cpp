@@ -3,6 +3,7 @@
 // on hand-made name lists, with its exact message.
 #include "core/model/model.h"
 #include "core/util/errors.h"
+#include "gpu/safetensors/checkpoint_info.h"
 #include "gpu/safetensors/checkpoint_scheme.h"
 #include "gpu/safetensors/safetensors.h"
 #include "tests/testutil.h"
@@ -285,6 +286,98 @@ private Q_SLOTS:
         QCOMPARE(error_of(ns, toy()),
                  std::string("model.layers.2.mlp.experts.gate_up_proj: stacked expert tensor in a checkpoint with "
                              "per-expert tensors (model.layers.1.mlp.experts.0.gate_proj.weight)"));
+    }
+
+    /// describe_checkpoint on the five shared checkpoints (the README's table), and on one without
+    /// config.json (its tensor names alone).
+    void describe_shared_checkpoints() {
+        struct Want {
+            const char* folder;
+            const char* name;
+            int layers, experts, top_k;
+            std::vector<int> moe;
+            const char* scheme;
+            const char* text;
+        };
+        const Want wants[] = {
+            {"qwen3_moe",
+             "qwen3_moe",
+             3,
+             16,
+             4,
+             {1, 2},
+             "hf-per-expert",
+             "qwen3_moe: 16 experts (top-4) in MoE layers 1-2 of 3 decoder layers"},
+            {"mixtral",
+             "mixtral",
+             2,
+             8,
+             2,
+             {0, 1},
+             "hf-per-expert",
+             "mixtral: 8 experts (top-2) in MoE layers 0-1 of 2 decoder layers"},
+            {"olmoe",
+             "olmoe",
+             2,
+             16,
+             4,
+             {0, 1},
+             "hf-per-expert",
+             "olmoe: 16 experts (top-4) in MoE layers 0-1 of 2 decoder layers"},
+            {"deepseek_v3",
+             "deepseek_v3",
+             3,
+             16,
+             4,
+             {1, 2},
+             "hf-per-expert",
+             "deepseek_v3: 16 experts (top-4) in MoE layers 1-2 of 3 decoder layers"},
+            {"gpt_oss",
+             "gpt_oss",
+             2,
+             8,
+             2,
+             {0, 1},
+             "hf-stacked",
+             "gpt_oss: 8 experts (top-2) in MoE layers 0-1 of 2 decoder layers"},
+        };
+        for (const Want& w : wants) {
+            ROUTEPACK_REQUIRE_SHARED(dir, std::string("checkpoints/") + w.folder + "/checkpoint");
+            const CheckpointModel m = describe_checkpoint(dir);
+            QCOMPARE(m.name, std::string(w.name));
+            QCOMPARE(m.num_hidden_layers, w.layers);
+            QCOMPARE(m.experts, w.experts);
+            QCOMPARE(m.top_k, w.top_k);
+            QCOMPARE(m.moe_layers, w.moe);
+            QCOMPARE(m.scheme, std::string(w.scheme));
+            QVERIFY(m.from_config);
+            QCOMPARE(checkpoint_model_text(m), std::string(w.text));
+        }
+        // Without config.json: the names give the MoE layers, E and the decoder layers.
+        ROUTEPACK_REQUIRE_SHARED(qwen, "checkpoints/qwen3_moe/checkpoint");
+        const fs::path bare = routepack::test::temp_dir(QStringLiteral("describe-bare"));
+        for (const auto& e : fs::directory_iterator(qwen))
+            if (e.path().extension() == ".safetensors") fs::copy_file(e.path(), bare / e.path().filename());
+        const CheckpointModel b = describe_checkpoint(bare);
+        QVERIFY(!b.from_config);
+        QCOMPARE(b.experts, 16);
+        QCOMPARE(b.moe_layers, (std::vector<int>{1, 2}));
+        QCOMPARE(b.num_hidden_layers, 3);
+        QCOMPARE(checkpoint_model_text(b), std::string("16 experts in MoE layers 1-2 of 3 decoder layers"));
+        ROUTEPACK_REQUIRE_SHARED(oss, "checkpoints/gpt_oss/checkpoint");
+        const fs::path stacked = routepack::test::temp_dir(QStringLiteral("describe-stacked"));
+        for (const auto& e : fs::directory_iterator(oss))
+            if (e.path().extension() == ".safetensors") fs::copy_file(e.path(), stacked / e.path().filename());
+        QCOMPARE(describe_checkpoint(stacked).experts, 8);
+        // A dense checkpoint (no expert tensors) and a missing folder are refused.
+        const fs::path dense = routepack::test::temp_dir(QStringLiteral("describe-dense"));
+        const std::vector<std::byte> zeros(16);
+        write_safetensors(dense / "model.safetensors",
+                          {{"model.layers.0.mlp.up_proj.weight", Dtype::F32, {2, 2}, zeros}}, {});
+        QCOMPARE(routepack::test::error_of<InputError>([&] { describe_checkpoint(dense); }),
+                 dense.string() + ": no routed-expert tensors (not a MoE checkpoint)");
+        QCOMPARE(routepack::test::error_of<InputError>([&] { describe_checkpoint(dense / "nope"); }),
+                 (dense / "nope").string() + ": no such checkpoint folder or file");
     }
 };
 

@@ -1,6 +1,14 @@
 #include "views/heatmap_widget.h"
 
+#include "views/item_actions.h"
+
+#include <QClipboard>
+#include <QContextMenuEvent>
+#include <QFileDialog>
+#include <QGuiApplication>
 #include <QHelpEvent>
+#include <QKeyEvent>
+#include <QMenu>
 #include <QMouseEvent>
 #include <QPainter>
 #include <QResizeEvent>
@@ -45,6 +53,7 @@ QString formatNumber(double v, int digits) {
 HeatmapWidget::HeatmapWidget(QWidget* parent) : QWidget(parent) {
     setMouseTracking(false);
     setAttribute(Qt::WA_OpaquePaintEvent);
+    setFocusPolicy(Qt::ClickFocus); // Ctrl+C copies the selected cell's details
     emptyText_ = tr("No data");
     rebuildLut();
 }
@@ -399,6 +408,7 @@ bool HeatmapWidget::event(QEvent* e) {
         auto* he = static_cast<QHelpEvent*>(e);
         const QPoint cell = cellAt(he->pos());
         if (cell.x() >= 0) {
+            hoverCell_ = cell;
             QToolTip::showText(he->globalPos(), toolTipFor(cell.y(), cell.x()), this, cellRect(cell.y(), cell.x()));
         } else {
             QToolTip::hideText();
@@ -413,6 +423,51 @@ void HeatmapWidget::mousePressEvent(QMouseEvent* e) {
     const QPoint cell = cellAt(e->position().toPoint());
     if (e->button() == Qt::LeftButton && cell.x() >= 0) Q_EMIT cellClicked(cell.y(), cell.x());
     QWidget::mousePressEvent(e);
+}
+
+QString HeatmapWidget::copiedText() const {
+    if (selRow_ >= 0 && selCol_ >= 0 && selRow_ < rows_ && selCol_ < cols_)
+        return toolTipPlainText(toolTipFor(selRow_, selCol_));
+    if (hoverCell_.x() >= 0 && hoverCell_.y() >= 0 && hoverCell_.y() < rows_ && hoverCell_.x() < cols_)
+        return toolTipPlainText(toolTipFor(hoverCell_.y(), hoverCell_.x()));
+    return {};
+}
+
+void HeatmapWidget::contextMenuEvent(QContextMenuEvent* e) {
+    const QPoint cell = cellAt(e->pos());
+    if (cell.x() >= 0) hoverCell_ = cell;
+    if (QMenu* old = lastContextMenu(this)) {
+        old->setObjectName(QString());
+        old->close();
+    }
+    auto* menu = new QMenu(this);
+    menu->setObjectName(QStringLiteral("contextMenu"));
+    menu->setAttribute(Qt::WA_DeleteOnClose);
+    QAction* copy = menu->addAction(tr("Copy cell details"));
+    copy->setShortcut(QKeySequence::Copy);
+    copy->setEnabled(cell.x() >= 0);
+    const QString details = cell.x() >= 0 ? toolTipPlainText(toolTipFor(cell.y(), cell.x())) : QString();
+    connect(copy, &QAction::triggered, this, [details] { copyText(details); });
+    connect(menu->addAction(tr("Copy image")), &QAction::triggered, this, [this] {
+        if (QClipboard* c = QGuiApplication::clipboard()) c->setPixmap(grab());
+    });
+    connect(menu->addAction(tr("Save image…")), &QAction::triggered, this, [this] {
+        QString f = QFileDialog::getSaveFileName(this, tr("Save heatmap image"), QString(), tr("PNG images (*.png)"));
+        if (f.isEmpty()) return;
+        if (!f.endsWith(QStringLiteral(".png"), Qt::CaseInsensitive)) f += QStringLiteral(".png");
+        grab().save(f);
+    });
+    menu->popup(e->globalPos());
+    e->accept();
+}
+
+void HeatmapWidget::keyPressEvent(QKeyEvent* e) {
+    if (e->matches(QKeySequence::Copy)) {
+        if (const QString t = copiedText(); !t.isEmpty()) copyText(t);
+        e->accept();
+        return;
+    }
+    QWidget::keyPressEvent(e);
 }
 
 void HeatmapWidget::changeEvent(QEvent* e) {

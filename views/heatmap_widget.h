@@ -119,6 +119,9 @@ public:
     QPoint cellAt(const QPoint& pos) const;
     /// Tooltip text of a cell (what event(QEvent::ToolTip) shows).
     QString toolTipFor(int row, int col) const;
+    /// What Ctrl+C copies: the tooltip of the selected cell (setSelection with a row and a column),
+    /// else of the cell the last tooltip or context menu was shown for, as plain text; "" when none.
+    QString copiedText() const;
 
     QSize sizeHint() const override;
     QSize minimumSizeHint() const override;
@@ -131,6 +134,10 @@ protected:
     void paintEvent(QPaintEvent* e) override;
     void mousePressEvent(QMouseEvent* e) override;
     void changeEvent(QEvent* e) override;
+    /// Copy cell details (the tooltip's text), Copy image, Save image… (views/item_actions.h).
+    void contextMenuEvent(QContextMenuEvent* e) override;
+    /// Ctrl+C copies copiedText().
+    void keyPressEvent(QKeyEvent* e) override;
 
 private:
     struct Geometry {
@@ -172,6 +179,7 @@ private:
     std::vector<bool> marks_;
     QColor markColour_;
     int selRow_ = -1, selCol_ = -1;
+    QPoint hoverCell_{-1, -1}; ///< (col, row) of the last tooltip or context menu
     std::vector<int> rowBounds_, colBounds_;
     bool diagonal_ = false;
     int precision_ = 4;

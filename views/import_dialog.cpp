@@ -9,6 +9,8 @@
 #include <QComboBox>
 #include <QDialogButtonBox>
 #include <QDir>
+#include <QDragEnterEvent>
+#include <QDropEvent>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -17,10 +19,12 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
+#include <QMimeData>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QStackedWidget>
+#include <QUrl>
 #include <QVBoxLayout>
 
 #include <filesystem>
@@ -139,6 +143,7 @@ ImportDialog::ImportDialog(const QString& library, QWidget* parent)
     : QDialog(parent), library_(library), job_(new ImportJob(this)),
       detects_(new JobTracker(JobTracker::Policy::LatestResult, 2, false, this)) {
     setWindowTitle(tr("Import trace"));
+    setAcceptDrops(true); // trace files and folders from a file manager
     auto* layout = new QVBoxLayout(this);
     auto* form = new QFormLayout();
     layout->addLayout(form);
@@ -322,6 +327,40 @@ void ImportDialog::setInputs(const QStringList& paths) {
     inputsChanged();
 }
 
+int ImportDialog::addInputs(const QStringList& paths) {
+    if (job_->isRunning()) return 0;
+    const QStringList have = inputs();
+    int added = 0;
+    for (const QString& p : paths) {
+        if (p.isEmpty() || have.contains(p)) continue;
+        inputs_->addItem(p);
+        ++added;
+    }
+    if (added > 0) inputsChanged();
+    return added;
+}
+
+QStringList droppedLocalPaths(const QMimeData* mime) {
+    QStringList out;
+    if (!mime || !mime->hasUrls()) return out;
+    for (const QUrl& u : mime->urls()) {
+        if (!u.isLocalFile()) return {};
+        out << QDir::cleanPath(u.toLocalFile());
+    }
+    return out;
+}
+
+void ImportDialog::dragEnterEvent(QDragEnterEvent* e) {
+    if (!job_->isRunning() && !droppedLocalPaths(e->mimeData()).isEmpty()) e->acceptProposedAction();
+}
+
+void ImportDialog::dropEvent(QDropEvent* e) {
+    const QStringList paths = droppedLocalPaths(e->mimeData());
+    if (paths.isEmpty() || job_->isRunning()) return;
+    addInputs(paths);
+    e->acceptProposedAction();
+}
+
 QStringList ImportDialog::inputs() const {
     QStringList out;
     for (int i = 0; i < inputs_->count(); ++i)
@@ -406,8 +445,7 @@ void ImportDialog::addFiles() {
         this, tr("Trace files"), QString(),
         tr("Trace files (*.json *.jsonl *.csv *.npy *.npz *.txt *.nrlre1);;All files (*)"));
     if (files.isEmpty()) return;
-    inputs_->addItems(files);
-    inputsChanged();
+    addInputs(files);
 }
 
 void ImportDialog::addFolder() {

@@ -18,6 +18,9 @@
 
 class QComboBox;
 class QDialogButtonBox;
+class QDragEnterEvent;
+class QDropEvent;
+class QMimeData;
 class QLabel;
 class QLineEdit;
 class QListWidget;
@@ -89,6 +92,9 @@ public:
     ~ImportDialog() override;
 
     void setInputs(const QStringList& paths);
+    /// Appends inputs (files or folders) not listed yet, as Add files… / Add folder… and a drop do.
+    /// Returns how many were added (none while an import runs).
+    int addInputs(const QStringList& paths);
     QStringList inputs() const;
     /// Sets the trace name as typed: later inputs no longer propose one. Until a name is typed, the
     /// name follows the inputs: the first input's base name ("llama4-maverick" for that folder).
@@ -131,6 +137,10 @@ Q_SIGNALS:
 
 protected:
     void reject() override;
+    /// Files and folders dragged from a file manager are accepted (local paths only) and dropped
+    /// into the input list (addInputs).
+    void dragEnterEvent(QDragEnterEvent* e) override;
+    void dropEvent(QDropEvent* e) override;
 
 private:
     /// The model pages (shipped model, config.json, fields, from the files), one shown at a time.
@@ -184,6 +194,10 @@ struct DetectedInput {
     QString format;
     QString stack;
 };
+
+/// The local files and folders a drag carries (its file:// URLs), in order; empty when it carries
+/// none or any URL is not a local file.
+QStringList droppedLocalPaths(const QMimeData* mime);
 
 /// What the import dialog says about a finished import: "<samples> samples from <files> files (format
 /// F), lengths a-b tokens", or for an aggregate (load-only) file "load-only per-layer expert totals,

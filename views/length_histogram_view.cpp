@@ -1,5 +1,7 @@
 #include "views/length_histogram_view.h"
 
+#include "views/item_actions.h"
+
 #include <QtCharts/QBarSeries>
 #include <QtCharts/QBarSet>
 #include <QtCharts/QCategoryAxis>
@@ -24,6 +26,7 @@ LengthHistogramView::LengthHistogramView(QWidget* parent) : QChartView(parent) {
     chart->legend()->hide();
     chart->setMargins(QMargins(4, 4, 4, 4));
     setChart(chart);
+    installChartActions(this);
 }
 
 void LengthHistogramView::changeEvent(QEvent* event) {

@@ -1,5 +1,7 @@
 #include "views/library_tree_model.h"
 
+#include <QTreeView>
+
 #include <map>
 
 namespace routepack::views {
@@ -14,6 +16,36 @@ LibrarySnapshot readLibrarySnapshot(const storage::Library& lib) {
             s.runs.push_back(std::move(r));
     s.cluster_runs = lib.cluster_runs();
     return s;
+}
+
+namespace {
+
+/// Shows or hides the rows under `parent` for `text`; `shownAbove`: an ancestor matched. Returns
+/// whether any row under `parent` matched (so that `parent` stays shown).
+bool filterRows(QTreeView* view, const QModelIndex& parent, const QString& text, bool shownAbove, int& shown) {
+    const QAbstractItemModel* m = view->model();
+    bool any = false;
+    for (int r = 0; r < m->rowCount(parent); ++r) {
+        const QModelIndex i = m->index(r, 0, parent);
+        bool match = text.isEmpty();
+        for (int c = 0; c < m->columnCount(parent) && !match; ++c)
+            match = i.sibling(r, c).data(Qt::DisplayRole).toString().contains(text, Qt::CaseInsensitive);
+        const bool below = filterRows(view, i, text, shownAbove || match, shown);
+        const bool show = match || below || shownAbove;
+        view->setRowHidden(r, parent, !show);
+        if (show) ++shown;
+        any = any || match || below;
+    }
+    return any;
+}
+
+} // namespace
+
+int applyTreeFilter(QTreeView* view, const QString& text) {
+    if (!view || !view->model()) return 0;
+    int shown = 0;
+    filterRows(view, {}, text.trimmed(), false, shown);
+    return shown;
 }
 
 LibraryTreeModel::LibraryTreeModel(QObject* parent) : QAbstractItemModel(parent) {}

@@ -9,6 +9,8 @@
 
 #include <vector>
 
+class QTreeView;
+
 namespace routepack::views {
 
 /// Everything the tree shows, read from a library in one go (a few small queries).
@@ -22,6 +24,12 @@ struct LibrarySnapshot {
 
 /// Reads a snapshot (traces, windows, runs of every window). Throws what Library throws.
 LibrarySnapshot readLibrarySnapshot(const storage::Library& lib);
+
+/// Hides the rows of `view` (over a LibraryTreeModel or any tree model) that do not match `text`:
+/// a row matches when its Name or Details column contains `text` (any case); a matching row is shown
+/// with its ancestors and all its descendants, as QSortFilterProxyModel's recursive filtering with
+/// autoAcceptChildRows. An empty (or blank) `text` shows every row. Returns how many rows are shown.
+int applyTreeFilter(QTreeView* view, const QString& text);
 
 /// Three-level tree: trace -> window -> run, and after the traces one top-level node per imported
 /// cluster run ("cluster run 1: run-7"; details "3 steps x 2 chains, 5 planned, 1 failed"). Columns: name, details

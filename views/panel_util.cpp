@@ -1,5 +1,6 @@
 #include "views/panel_util.h"
 
+#include "views/item_actions.h"
 #include "views/plan_explain.h"
 
 #include <QChart>
@@ -34,6 +35,7 @@ QChartView* makeChartView(QWidget* parent, QSize minimum) {
     auto* view = new QChartView(chart, parent);
     view->setRenderHint(QPainter::Antialiasing, true);
     view->setMinimumSize(minimum);
+    installChartActions(view);
     return view;
 }
 

@@ -27,7 +27,7 @@ QStringList layerLabels(const routepack::PlanResult& plan);
 /// The smallest size of a chart view (px): what makeChartView gives unless told otherwise.
 inline constexpr QSize kChartMinimum(240, 200);
 /// A chart view over a new QChart: square corners, 4 px margins, the legend at the bottom,
-/// antialiased, at least `minimum` in size.
+/// antialiased, at least `minimum` in size, with the Copy image / Save image context menu.
 QChartView* makeChartView(QWidget* parent, QSize minimum = kChartMinimum);
 /// Removes every series and axis of `chart` (deleting the axes) and its title.
 void clearChart(QChart* chart);

@@ -5,6 +5,7 @@
 #include "gpu/cuda/device.h"
 #include "gpu/rewrite/request.h"
 #include "views/gui_text.h"
+#include "views/job_tracker.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -19,6 +20,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QTextBrowser>
+#include <QTimer>
 #include <QVBoxLayout>
 
 #include <cstdio>
@@ -65,8 +67,13 @@ QString row(const QString& name, const QString& value) {
 
 } // namespace
 
-RewriteDialog::RewriteDialog(QWidget* parent) : QDialog(parent), job_(new RewriteJob(this)) {
+RewriteDialog::RewriteDialog(QWidget* parent)
+    : QDialog(parent), job_(new RewriteJob(this)),
+      describe_(new JobTracker(JobTracker::Policy::LatestResult, 1, false, this)),
+      synthWrite_(new JobTracker(JobTracker::Policy::EveryResult, 1, false, this)), describeTimer_(new QTimer(this)) {
     setWindowTitle(tr("Rewrite checkpoint"));
+    describeTimer_->setSingleShot(true);
+    describeTimer_->setInterval(250);
     auto* layout = new QVBoxLayout(this);
     auto* form = new QFormLayout();
     form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
@@ -75,8 +82,8 @@ RewriteDialog::RewriteDialog(QWidget* parent) : QDialog(parent), job_(new Rewrit
     const QList<QWidget*> browse = buildCheckpointRows(form);
     buildOptionRows(form);
     buildResultArea(layout);
-    fieldWidgets_ = {planButton_, mapButton_, input_,         browse[0], browse[1], output_,
-                     browse[2],   direction_, permuteRouter_, layerMap_, device_,   verify_};
+    fieldWidgets_ = {planButton_, mapButton_,     input_,    browse[0], browse[1], output_,     browse[2],
+                     direction_,  permuteRouter_, layerMap_, device_,   verify_,   synthButton_};
     connectFields();
     connectJob();
     queryDevices();
@@ -114,6 +121,20 @@ QList<QWidget*> RewriteDialog::buildCheckpointRows(QFormLayout* form) {
     inputRow->addWidget(inputFolder);
     inputRow->addWidget(inputFile);
     form->addRow(tr("Input checkpoint"), inputRow);
+    // Which model the checkpoint is, and what to do when the plan is for another one.
+    checkpointNote_ = new QLabel(this);
+    checkpointNote_->setObjectName(QStringLiteral("checkpointNote"));
+    checkpointNote_->setWordWrap(true);
+    checkpointNote_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    checkpointNote_->hide();
+    synthButton_ = new QPushButton(tr("Write a checkpoint of the plan's model…"), this);
+    synthButton_->setToolTip(tr("Writes a small synthetic checkpoint shaped like the plan's model (as routepack "
+                                "synth-checkpoint does) and makes it the input"));
+    synthButton_->hide();
+    auto* noteRow = new QVBoxLayout();
+    noteRow->addWidget(checkpointNote_);
+    noteRow->addWidget(synthButton_, 0, Qt::AlignLeft);
+    form->addRow(QString(), noteRow);
 
     output_ = new QLineEdit(this);
     output_->setPlaceholderText(tr("folder to create (must not exist or be empty)"));
@@ -204,6 +225,9 @@ void RewriteDialog::connectFields() {
     connect(planButton_, &QPushButton::clicked, this, &RewriteDialog::choosePlanFile);
     connect(mapButton_, &QPushButton::clicked, this, &RewriteDialog::chooseMapFile);
     connect(input_, &QLineEdit::textChanged, this, &RewriteDialog::fieldsChanged);
+    connect(input_, &QLineEdit::textChanged, describeTimer_, qOverload<>(&QTimer::start));
+    connect(describeTimer_, &QTimer::timeout, this, &RewriteDialog::describeInput);
+    connect(synthButton_, &QPushButton::clicked, this, &RewriteDialog::chooseSynthFolder);
     connect(output_, &QLineEdit::textChanged, this, &RewriteDialog::fieldsChanged);
     connect(direction_, &QComboBox::currentIndexChanged, this, &RewriteDialog::fieldsChanged);
     connect(permuteRouter_, &QCheckBox::toggled, this, &RewriteDialog::fieldsChanged);
@@ -281,7 +305,11 @@ void RewriteDialog::queryDevices() {
         });
 }
 
-RewriteDialog::~RewriteDialog() = default;
+RewriteDialog::~RewriteDialog() {
+    // Nothing read or written for this dialog is delivered after this.
+    describe_->shutdown();
+    synthWrite_->shutdown();
+}
 
 bool RewriteDialog::usePlan(const std::function<PlanFile()>& load, const QString& origin) {
     try {
@@ -560,6 +588,7 @@ void RewriteDialog::setBusy(bool busy) {
 }
 
 void RewriteDialog::showPlanInfo() {
+    updateCheckpointNote(); // the plan's model is what the checkpoint is compared with
     if (map_) {
         const auto& m = *map_;
         planInfo_->setText(tr("%1\nexpert map (%2): %3 rows of %4 experts, %5")

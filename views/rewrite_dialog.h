@@ -5,6 +5,7 @@
 // rewrite` builds it (gpu::request_from_plan), so the dialog and the CLI write the same bytes.
 #include "core/plan/plan_file.h"
 #include "gpu/rewrite.h"
+#include "gpu/safetensors/checkpoint_info.h"
 #include "views/rewrite_job.h"
 
 #include <QDialog>
@@ -26,9 +27,20 @@ class QLineEdit;
 class QProgressBar;
 class QPushButton;
 class QTextBrowser;
+class QTimer;
 class QVBoxLayout;
 
 namespace routepack::views {
+
+class JobTracker;
+
+/// A saved plan the studio knows (a run of the open library), so that the rewrite dialog can name
+/// the runs planned for the model of a chosen checkpoint.
+struct KnownPlan {
+    qint64 run = 0;
+    QString trace, window;
+    routepack::ModelDescription model;
+};
 
 /// The rewrite dialog: plan (a saved run's plan JSON, a shown plan, or a plan file), input checkpoint
 /// (folder or .safetensors file), output folder (must not exist or be empty), direction, router
@@ -109,7 +121,31 @@ public:
     const std::optional<RewriteOutcome>& lastOutcome() const { return lastOutcome_; }
     QProgressBar* progressBar() const { return progress_; }
 
+    /// The saved plans of the open library (the studio passes every run with a plan).
+    void setKnownPlans(std::vector<KnownPlan> plans);
+    /// What the chosen input checkpoint is (gpu::describe_checkpoint, read on a worker shortly after the
+    /// input changed; nullopt before it answered, or when it could not be read).
+    const std::optional<gpu::CheckpointModel>& checkpointModel() const { return checkpointModel_; }
+    /// The note under the input, as plain text: which model the checkpoint is, and when the plan's
+    /// model differs (experts, or the number of MoE layers), the saved runs planned for a model like
+    /// the checkpoint's (or that there are none) and how to get a checkpoint of the plan's model
+    /// (`routepack synth-checkpoint --model NAME --out DIR` for a shipped model, or the dialog's
+    /// "Write a checkpoint of the plan's model…" button). "" before the checkpoint was read.
+    QString checkpointNote() const;
+    /// True when a checkpoint was read and its experts or MoE-layer count differ from the plan's.
+    bool checkpointMismatch() const;
+    /// Writes a synthetic checkpoint shaped like the plan's model (gpu::write_synth_checkpoint: HF
+    /// names, BF16, tiny widths) into `folder` (must not exist or be empty) on a worker, then makes it
+    /// the input (synthCheckpointWritten). False, with the reason shown, without a plan or while a
+    /// rewrite or another write runs.
+    bool writePlanModelCheckpoint(const QString& folder);
+
 Q_SIGNALS:
+    /// The input checkpoint was read (checkpointModel(), checkpointNote() are up to date), or could
+    /// not be (checkpointModel() is nullopt).
+    void checkpointDescribed();
+    /// writePlanModelCheckpoint finished (`folder` is the input now), or failed (`folder` empty).
+    void synthCheckpointWritten(const QString& folder);
     /// A rewrite finished; `output` holds the rewritten checkpoint.
     void rewritten(const QString& output);
     /// The device query answered (deviceDescription()).
@@ -149,6 +185,11 @@ private:
     void showError(const QString& prefix, const QString& message);
     void showInfo(const QString& message);
     void suggestOutput();
+    /// Reads the input checkpoint's model on a worker (debounced by describeTimer_).
+    void describeInput();
+    /// Shows checkpointNote() under the input and the synthetic-checkpoint button when it applies.
+    void updateCheckpointNote();
+    void chooseSynthFolder();
 
     RewriteJob* job_ = nullptr;
     JobTracker* devices_ = nullptr; ///< the device query (the CUDA runtime may take a while)
@@ -160,6 +201,15 @@ private:
     std::optional<RewriteCheck> lastCheck_;
     std::optional<RewriteOutcome> lastOutcome_;
     bool filling_ = false;
+    JobTracker* describe_ = nullptr;   ///< reading the input checkpoint's model (latest input wins)
+    JobTracker* synthWrite_ = nullptr; ///< writing a synthetic checkpoint of the plan's model
+    QTimer* describeTimer_ = nullptr;  ///< debounces describeInput while the input is typed
+    std::optional<gpu::CheckpointModel> checkpointModel_;
+    QString describedInput_; ///< the input checkpointModel_ (or describeError_) belongs to
+    QString describeError_;
+    std::vector<KnownPlan> knownPlans_;
+    QLabel* checkpointNote_ = nullptr;
+    QPushButton* synthButton_ = nullptr;
 
     QLabel* planInfo_ = nullptr;
     QPushButton* planButton_ = nullptr;

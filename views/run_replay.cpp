@@ -42,6 +42,11 @@ std::optional<RunReplay::Restore> RunReplay::takeRestore(quint64 job) {
     return r;
 }
 
+int RunReplay::forget(const std::function<bool(qint64, const PlanResult&)>& which) {
+    const auto n = std::erase_if(cache_, [&](const auto& kv) { return which(kv.first, *kv.second.plan); });
+    return static_cast<int>(n);
+}
+
 void RunReplay::clear() {
     cache_.clear();
     restores_.clear();

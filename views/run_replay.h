@@ -10,6 +10,7 @@
 
 #include <QString>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -63,6 +64,9 @@ public:
     /// Forgets every plan and restore (another library was opened: its run ids mean other runs).
     /// Unsaved ids keep counting down, so that they stay unique in the session.
     void clear();
+    /// Forgets the cached plans (saved or not) for which `which(id, plan)` holds, e.g. those of a
+    /// deleted or renamed trace or window. Returns how many went.
+    int forget(const std::function<bool(qint64 id, const routepack::PlanResult& plan)>& which);
 
 private:
     std::map<qint64, Entry> cache_;

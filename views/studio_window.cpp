@@ -69,7 +69,8 @@ StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
     : QMainWindow(parent), options_(options), jobs_(new PlanJobQueue(this)),
       demoBuild_(new JobTracker(JobTracker::Policy::EveryResult, 1, false, this)) {
     setWindowTitle(tr("RoutePack Studio"));
-    installWheelGuard(); // value fields take the wheel only with focus, in every form of the studio
+    setAcceptDrops(true); // a library file opens, trace files go to the import dialog
+    installWheelGuard();  // value fields take the wheel only with focus, in every form of the studio
     buildUi();
     buildActions();
     resize(1560, 960);
@@ -122,7 +123,7 @@ void StudioWindow::buildUi() {
     treeView_->setColumnWidth(LibraryTreeModel::Name, 150);
     auto* libraryDock = new QDockWidget(tr("Library"), this);
     libraryDock->setObjectName(QStringLiteral("libraryDock"));
-    libraryDock->setWidget(treeView_);
+    libraryDock->setWidget(buildLibraryPane());
     addDockWidget(Qt::LeftDockWidgetArea, libraryDock);
     connect(treeView_->selectionModel(), &QItemSelectionModel::currentChanged, this, [this] { onTreeSelection(); });
 
@@ -218,6 +219,7 @@ void StudioWindow::buildUi() {
     exports_ = std::make_unique<StudioExports>(this, planView_, compareView_, samplePane_->model(),
                                                samplePane_->proxy(), resultTabs_);
     exports_->setRunView(runView_);
+    installTableMenus();
 }
 
 bool StudioWindow::isOpenLibrary(const QString& file) const {
@@ -297,6 +299,7 @@ bool StudioWindow::openLibrary(const QString& file, bool create, QString* error)
         importDialog_ = nullptr;
     }
     settings()->setValue(QStringLiteral("library/last"), QFileInfo(file).absoluteFilePath());
+    rememberRecent(QFileInfo(file).absoluteFilePath());
     libraryLabel_->setText(QFileInfo(file).fileName() + (lib_->read_only() ? tr(" (read-only)") : QString()));
     libraryLabel_->setToolTip(QFileInfo(file).absoluteFilePath());
     setWindowTitle(tr("%1 — RoutePack Studio").arg(QFileInfo(file).fileName()));
@@ -396,6 +399,7 @@ void StudioWindow::refreshLibrary() {
     treeView_->expandAll();
     for (int c = 0; c < LibraryTreeModel::ColumnCount; ++c)
         treeView_->resizeColumnToContents(c);
+    applyLibraryFilter();
     QModelIndex again;
     if (kind == LibraryTreeModel::RunNode)
         again = tree_->runIndex(run);

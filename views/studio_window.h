@@ -10,9 +10,11 @@
 #include "views/job_tracker.h"
 #include "views/plan_jobs.h"
 #include "views/run_replay.h"
+#include "views/theme.h"
 
 #include <QElapsedTimer>
 #include <QMainWindow>
+#include <QModelIndex>
 #include <QString>
 
 #include <functional>
@@ -24,7 +26,10 @@
 #include <tuple>
 
 class QAction;
+class QDialog;
 class QLabel;
+class QLineEdit;
+class QMenu;
 class QProgressBar;
 class QSettings;
 class QSplitter;
@@ -177,6 +182,48 @@ public:
     void clearSampleFilter();
     QToolButton* clearFilterButton() const;
 
+    // --- Deleting and renaming (views/studio_window_edit.cpp) ---
+    // Each refuses, with the reason in the status line, without a library, on a read-only one, and
+    // while a planner job runs (its result would be saved into what changes; restores of saved runs
+    // are dropped instead). Afterwards the tree is read again, cached plans of what changed are
+    // dropped, and the status line says what was done.
+
+    /// Deletes a trace with its windows, saved runs and samples (storage::Library::delete_trace).
+    /// With `confirm`, a question names what goes (trace_removal) and No keeps everything. True when
+    /// deleted.
+    bool deleteTrace(const QString& trace, bool confirm = true);
+    /// Deletes a window with its saved runs (the samples stay), confirmed as deleteTrace.
+    bool deleteWindow(const QString& trace, const QString& window, bool confirm = true);
+    /// Deletes a saved run with its plan, confirmed as deleteTrace.
+    bool deleteRun(qint64 runId, bool confirm = true);
+    /// Renames a trace (stored plans follow, Library::rename_trace). An empty `newName` asks for one
+    /// (QInputDialog, the old name proposed). True when renamed; the renamed trace is selected.
+    bool renameTrace(const QString& trace, const QString& newName = {});
+    /// Renames a window of `trace`, as renameTrace.
+    bool renameWindow(const QString& trace, const QString& window, const QString& newName = {});
+    /// The library tree's context menu entries for the node at `index` (its kind's Rename… and
+    /// Delete…), besides the Copy entries every table and tree has (views/item_actions.h).
+    QList<QAction*> libraryActions(const QModelIndex& index, QObject* parent);
+
+    // --- What an analysis tool's user expects (views/studio_window_basics.cpp) ---
+
+    /// File > Open Recent: the libraries opened last (newest first, at most 10, absolute paths),
+    /// kept in the settings ("library/recent"). Files that no longer exist are dropped from the
+    /// settings as the list is read.
+    QStringList recentLibraries() const;
+    QMenu* recentMenu() const { return recentMenu_; }
+    /// View > Theme: Fusion with a light or dark palette (views/theme.h), on the whole application,
+    /// kept in the settings ("view/theme") and applied again when the next studio window starts.
+    /// Without a kept theme the studio leaves the application's palette as it found it.
+    void setTheme(Theme theme);
+    Theme theme() const { return theme_; }
+    /// The filter line above the library tree: rows whose name or details contain its text (any
+    /// case) stay, with their parents and children; the others are hidden. Ctrl+F focuses it.
+    QLineEdit* libraryFilter() const { return libraryFilter_; }
+    /// Help > Guide to the views: docs/studio-views.md (embedded as :/docs/studio-views.md) in a
+    /// QTextBrowser (setMarkdown). Opened modeless; the same dialog is raised again.
+    QDialog* showViewsHelp();
+
 Q_SIGNALS:
     void libraryOpened(const QString& file);
     /// The sample table shows `trace` (or a window of it).
@@ -188,6 +235,10 @@ Q_SIGNALS:
 
 protected:
     void closeEvent(QCloseEvent* event) override;
+    /// Local files dropped on the window: one .routepack file opens that library; trace files and
+    /// folders open the import dialog with them as its inputs.
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
 
 private:
     std::unique_ptr<QSettings> settings() const;
@@ -195,6 +246,24 @@ private:
     bool isOpenLibrary(const QString& file) const;
     void buildUi();
     void buildActions();
+    /// The library dock's contents: the filter line over the tree, the tree's context menu.
+    QWidget* buildLibraryPane();
+    /// File > Open Recent, View > Theme, the Help menu.
+    void buildRecentMenu(QMenu* file);
+    void buildThemeMenu(QMenu* view);
+    void buildHelpMenu();
+    /// Context menus and Ctrl+C of the sample, comparison and grid tables.
+    void installTableMenus();
+    /// Adds `file` (absolute) at the top of the recent libraries.
+    void rememberRecent(const QString& file);
+    void fillRecentMenu();
+    /// Hides the library tree's rows that do not match the filter line.
+    void applyLibraryFilter();
+    /// True when the library may change now; else false with the reason (`what` names the change).
+    bool libraryEditable(const QString& what);
+    /// After a delete or rename: the plan views emptied, the tree read again, `trace` (and `window`)
+    /// selected when given, else the first window or trace, as if clicked.
+    void libraryEdited(const QString& trace, const QString& window);
     /// What the planner job queue's signals show: progress, convergence, results, failures.
     void connectPlanJobs();
     /// What the run-planning signals show: progress per window and overall, steps as they end.
@@ -293,6 +362,10 @@ private:
     std::set<qint64> compareLeftOut_; ///< runs unchecked in the Compare tab's "Runs" menu
     qint64 keptEditsRun_ = 0;         ///< the selected run whose setup the form did not take (its edits kept)
     bool statusError_ = false;
+    QMenu* recentMenu_ = nullptr;
+    QLineEdit* libraryFilter_ = nullptr;
+    QDialog* helpDialog_ = nullptr;
+    Theme theme_ = Theme::Light;
     QElapsedTimer jobClock_; ///< since the running planner job started (the progress line's times)
 };
 

@@ -18,6 +18,7 @@
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QLineEdit>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QTabWidget>
@@ -34,6 +35,7 @@ void StudioWindow::buildActions() {
                                          tr("RoutePack libraries (*.routepack);;All files (*)"));
         if (!f.isEmpty()) openLibrary(f);
     });
+    buildRecentMenu(file);
     QAction* create = file->addAction(tr("&New library…"));
     create->setShortcut(QKeySequence::New);
     connect(create, &QAction::triggered, this, [this] {
@@ -93,6 +95,12 @@ void StudioWindow::buildActions() {
     loadSetup->setToolTip(tr("Replace the Topology and budgets form with the shown run's topology and budgets "
                              "(Ctrl+Z in the form brings the edits back)"));
     connect(loadSetup, &QAction::triggered, this, [this] { loadShownRunSetup(); });
+    QAction* find = edit->addAction(tr("&Find in the library"));
+    find->setShortcut(QKeySequence::Find);
+    connect(find, &QAction::triggered, this, [this] {
+        libraryFilter_->setFocus(Qt::ShortcutFocusReason);
+        libraryFilter_->selectAll();
+    });
 
     QMenu* plan = menuBar()->addMenu(tr("&Plan"));
     runAction_ = plan->addAction(tr("&Run planner"));
@@ -119,6 +127,7 @@ void StudioWindow::buildActions() {
     QMenu* view = menuBar()->addMenu(tr("&View"));
     for (QDockWidget* d : findChildren<QDockWidget*>())
         view->addAction(d->toggleViewAction());
+    buildThemeMenu(view);
     view->addSeparator();
     // The result tabs by number, and the plan view's tabs in turn (the plan view is shown first).
     const QString resultNames[] = {tr("&Plan"), tr("&Compare runs"), tr("R&un")};
@@ -163,11 +172,7 @@ void StudioWindow::buildActions() {
     zoomReset->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
     connect(zoomReset, &QAction::triggered, this, [zoom] { zoom(0); });
 
-    QMenu* help = menuBar()->addMenu(tr("&Help"));
-    QAction* keys = help->addAction(tr("&Keyboard shortcuts"));
-    keys->setShortcut(QKeySequence::HelpContents);
-    connect(keys, &QAction::triggered, this,
-            [this] { QMessageBox::information(this, tr("Keyboard shortcuts"), shortcutsText()); });
+    buildHelpMenu();
 }
 
 QString StudioWindow::shortcutsText() const {
@@ -255,6 +260,15 @@ RewriteDialog* StudioWindow::showRewriteDialog() {
         }
         rewriteDialog_->setPlanJson(json, origin);
     }
+    // The saved plans of the library, so that a checkpoint of another model names the runs that fit it.
+    std::vector<KnownPlan> known;
+    for (const auto& r : tree_->snapshot().runs) {
+        if (r.plan_id == 0) continue;
+        for (const auto& t : tree_->snapshot().traces)
+            if (t.name == r.trace)
+                known.push_back({r.id, QString::fromStdString(r.trace), QString::fromStdString(r.window), t.model});
+    }
+    rewriteDialog_->setKnownPlans(std::move(known));
     clearStaleError();
     rewriteDialog_->show();
     rewriteDialog_->raise();

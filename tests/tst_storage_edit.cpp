@@ -1,0 +1,242 @@
+// Deleting and renaming traces, windows and saved runs (storage/library_edit.cpp) on a real SQLite
+// file: what each removes (counted, then checked table by table), stored plans following a rename,
+// all-or-nothing on a failure, the refusals and their exact texts, read-only libraries.
+#include "core/plan/plan_file.h"
+#include "core/synth/synth.h"
+#include "core/util/errors.h"
+#include "storage/library.h"
+#include "tests/testutil.h"
+
+#include <QtTest>
+#include <sqlite3.h>
+
+using namespace routepack;
+using namespace routepack::storage;
+namespace fs = std::filesystem;
+
+using routepack::test::error_of;
+
+namespace {
+
+/// Rows of `table` in the library file (a connection of its own).
+std::int64_t rows_of(const fs::path& file, const std::string& table) {
+    sqlite3* h = nullptr;
+    if (sqlite3_open_v2(file.string().c_str(), &h, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) return -1;
+    sqlite3_stmt* st = nullptr;
+    std::int64_t n = -1;
+    if (sqlite3_prepare_v2(h, ("SELECT COUNT(*) FROM " + table).c_str(), -1, &st, nullptr) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return n;
+}
+
+void exec_sql(const fs::path& file, const std::string& sql) {
+    sqlite3* h = nullptr;
+    QCOMPARE(sqlite3_open(file.string().c_str(), &h), SQLITE_OK);
+    QCOMPARE(sqlite3_exec(h, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(h);
+}
+
+PlannerBudgets tiny_budgets(std::uint64_t seed) {
+    PlannerBudgets b;
+    b.annealing.levels = 2;
+    b.annealing.steps = 20;
+    b.seeding.candidates = 4;
+    b.seeding.population = 2;
+    b.workers = 1;
+    b.seed = seed;
+    return b;
+}
+
+PlanResult plan_of(const Library& lib, const std::string& window, std::uint64_t seed) {
+    PlanInput in;
+    in.window = lib.load_window("syn", window);
+    in.trace_name = "syn";
+    in.window_name = window;
+    in.topology = known_topology("synthetic-demo-ep8-dp4");
+    in.budgets = tiny_budgets(seed);
+    return plan_window(in, {}, nullptr);
+}
+
+bool same(const Removal& a, const Removal& b) {
+    return a.traces == b.traces && a.windows == b.windows && a.runs == b.runs && a.plans == b.plans &&
+           a.samples == b.samples;
+}
+
+QString removal_text(const Removal& r) {
+    return QStringLiteral("traces %1 windows %2 runs %3 plans %4 samples %5")
+        .arg(r.traces)
+        .arg(r.windows)
+        .arg(r.runs)
+        .arg(r.plans)
+        .arg(r.samples);
+}
+
+/// Replaces the one occurrence of `from` in `s` by `to` (empty when it does not occur exactly once).
+std::string replace_once(const std::string& s, const std::string& from, const std::string& to) {
+    const auto at = s.find(from);
+    if (at == std::string::npos || s.find(from, at + 1) != std::string::npos) return {};
+    return s.substr(0, at) + to + s.substr(at + from.size());
+}
+
+} // namespace
+
+class TestStorageEdit : public QObject {
+    Q_OBJECT
+
+    fs::path file_;
+    std::int64_t runA_ = 0, runB_ = 0, runHalf_ = 0, runFailed_ = 0;
+
+private Q_SLOTS:
+    /// Trace "syn" (16 samples), windows "w" (all 16) and "half" (the first 8); two planned runs on
+    /// "w", one planned and one failed run on "half".
+    void initTestCase() {
+        const auto tmp = test::temp_dir(QStringLiteral("storage-edit"));
+        SynthConfig c;
+        c.groups = 4;
+        c.group_size = 4;
+        write_synth(c, TraceFormat::VLLM, tmp / "syn");
+        auto lib = Library::open(tmp / "lib.routepack");
+        ImportOptions o;
+        o.model = synth_model(c);
+        lib->import_trace("syn", {tmp / "syn"}, o);
+        std::vector<std::string> ids;
+        for (const auto& s : lib->samples("syn"))
+            ids.push_back(s.id);
+        QCOMPARE(ids.size(), std::size_t(16));
+        lib->create_window("syn", "w", ids, "all");
+        lib->create_window("syn", "half", std::vector<std::string>(ids.begin(), ids.begin() + 8), "first 8");
+        runA_ = lib->save_run(plan_of(*lib, "w", 1), "t").id;
+        runB_ = lib->save_run(plan_of(*lib, "w", 2), "t").id;
+        runHalf_ = lib->save_run(plan_of(*lib, "half", 3), "t").id;
+        runFailed_ = lib->save_failed_run("syn", "half", "t", known_topology("synthetic-demo-ep8-dp4"), tiny_budgets(4),
+                                          "no layout")
+                         .id;
+        file_ = tmp / "lib.routepack";
+        QCOMPARE(rows_of(file_, "plans"), std::int64_t(3));
+        QCOMPARE(rows_of(file_, "runs"), std::int64_t(4));
+    }
+
+    void previewsCountWhatGoes() {
+        auto lib = Library::open(file_, OpenMode::ReadOnly);
+        QVERIFY2(same(lib->trace_removal("syn"), {1, 2, 4, 3, 16}),
+                 qPrintable(removal_text(lib->trace_removal("syn"))));
+        QVERIFY(same(lib->window_removal("syn", "w"), {0, 1, 2, 2, 0}));
+        QVERIFY(same(lib->window_removal("syn", "half"), {0, 1, 2, 1, 0}));
+        QVERIFY(same(lib->run_removal(runA_), {0, 0, 1, 1, 0}));
+        QVERIFY(same(lib->run_removal(runFailed_), {0, 0, 1, 0, 0})); // a failed run has no plan
+        const std::string f = file_.string();
+        QCOMPARE(error_of<InputError>([&] { lib->trace_removal("nope"); }), "no trace named 'nope' in " + f);
+        QCOMPARE(error_of<InputError>([&] { lib->window_removal("syn", "nope"); }),
+                 "trace 'syn' has no window named 'nope' in " + f);
+        QCOMPARE(error_of<InputError>([&] { lib->run_removal(99); }), "no run 99 in " + f);
+        // A library opened read-only refuses every change, and nothing changes.
+        const std::string ro = f + ": library is read-only (cannot write)";
+        QCOMPARE(error_of<LibraryReadOnly>([&] { lib->delete_trace("syn"); }), ro);
+        QCOMPARE(error_of<LibraryReadOnly>([&] { lib->delete_window("syn", "w"); }), ro);
+        QCOMPARE(error_of<LibraryReadOnly>([&] { lib->delete_run(runA_); }), ro);
+        QCOMPARE(error_of<LibraryReadOnly>([&] { lib->rename_trace("syn", "x"); }), ro);
+        QCOMPARE(error_of<LibraryReadOnly>([&] { lib->rename_window("syn", "w", "x"); }), ro);
+        QCOMPARE(lib->traces().size(), std::size_t(1));
+    }
+
+    void deleteRunKeepsTheOthers() {
+        auto lib = Library::open(file_, OpenMode::ReadWrite);
+        const std::string planB = lib->run_plan_json(runB_);
+        QVERIFY(same(lib->delete_run(runA_), {0, 0, 1, 1, 0}));
+        QCOMPARE(error_of<InputError>([&] { lib->run(runA_); }),
+                 "no run " + std::to_string(runA_) + " in " + file_.string());
+        QCOMPARE(error_of<InputError>([&] { lib->delete_run(runA_); }),
+                 "no run " + std::to_string(runA_) + " in " + file_.string());
+        QCOMPARE(lib->runs("syn", "w").size(), std::size_t(1));
+        QCOMPARE(lib->run_plan_json(runB_), planB);
+        QCOMPARE(rows_of(file_, "plans"), std::int64_t(2));
+        QCOMPARE(rows_of(file_, "run_results WHERE run_id = " + std::to_string(runA_)), std::int64_t(0));
+        QCOMPARE(rows_of(file_, "annealing_history WHERE run_id = " + std::to_string(runA_)), std::int64_t(0));
+        QVERIFY(rows_of(file_, "run_results WHERE run_id = " + std::to_string(runB_)) >= 4);
+        // A failed run goes without a plan to remove.
+        QVERIFY(same(lib->delete_run(runFailed_), {0, 0, 1, 0, 0}));
+        QCOMPARE(lib->runs("syn", "half").size(), std::size_t(1));
+        QCOMPARE(rows_of(file_, "plans"), std::int64_t(2));
+    }
+
+    void renameWindowRewritesItsPlans() {
+        auto lib = Library::open(file_, OpenMode::ReadWrite);
+        const std::string before = lib->run_plan_json(runB_);
+        const std::string other = lib->run_plan_json(runHalf_);
+        const std::string f = file_.string();
+        QCOMPARE(error_of<InputError>([&] { lib->rename_window("syn", "w", "half"); }),
+                 "trace 'syn' already has a window named 'half' in " + f);
+        QCOMPARE(error_of<InputError>([&] { lib->rename_window("syn", "w", ""); }),
+                 std::string("window name must not be empty"));
+        QCOMPARE(error_of<InputError>([&] { lib->rename_window("syn", "nope", "x"); }),
+                 "trace 'syn' has no window named 'nope' in " + f);
+        lib->rename_window("syn", "w", "w"); // the same name: nothing to do
+        lib->rename_window("syn", "w", "step-0");
+        // Only inputs.window changed, byte for byte; the other window's plan is untouched.
+        const std::string after = lib->run_plan_json(runB_);
+        QCOMPARE(after, replace_once(before, "\"window\": \"w\"", "\"window\": \"step-0\""));
+        QCOMPARE(lib->run_plan_json(runHalf_), other);
+        const PlanFile p = parse_plan(after, "renamed");
+        QCOMPARE(p.window_name, std::string("step-0"));
+        QCOMPARE(p.trace_name, std::string("syn"));
+        QCOMPARE(lib->run(runB_).window, std::string("step-0"));
+        QCOMPARE(lib->runs("syn", "step-0").size(), std::size_t(1));
+        QCOMPARE(lib->window_sample_ids("syn", "step-0").size(), std::size_t(16));
+        QCOMPARE(error_of<InputError>([&] { lib->window_sample_ids("syn", "w"); }),
+                 "trace 'syn' has no window named 'w' in " + f);
+    }
+
+    void renameTraceIsAllOrNothing() {
+        auto lib = Library::open(file_, OpenMode::ReadWrite);
+        const std::string planB = lib->run_plan_json(runB_);
+        const std::string planHalf = lib->run_plan_json(runHalf_);
+        // A damaged plan stops the rename: the trace keeps its name and no other plan changed.
+        exec_sql(file_, "UPDATE plans SET plan_json = '[1]' WHERE id = (SELECT plan_id FROM runs WHERE id = " +
+                            std::to_string(runHalf_) + ")");
+        const std::string err = error_of<InputError>([&] { lib->rename_trace("syn", "syn2"); });
+        QVERIFY2(QString::fromStdString(err).startsWith(QString::fromStdString(file_.string() + ": plan ")) &&
+                     QString::fromStdString(err).endsWith(
+                         QStringLiteral(" is damaged (no inputs object); nothing was renamed")),
+                 err.c_str());
+        QCOMPARE(lib->traces().front().name, std::string("syn"));
+        QCOMPARE(lib->run_plan_json(runB_), planB);
+        exec_sql(file_, "UPDATE plans SET plan_json = '" + planHalf +
+                            "' WHERE id = (SELECT plan_id FROM runs WHERE id = " + std::to_string(runHalf_) + ")");
+        QCOMPARE(error_of<InputError>([&] { lib->rename_trace("syn", ""); }),
+                 std::string("trace name must not be empty"));
+        QCOMPARE(error_of<InputError>([&] { lib->rename_trace("nope", "x"); }),
+                 "no trace named 'nope' in " + file_.string());
+        lib->rename_trace("syn", "syn2");
+        QCOMPARE(lib->run_plan_json(runB_), replace_once(planB, "\"trace\": \"syn\"", "\"trace\": \"syn2\""));
+        QCOMPARE(lib->run_plan_json(runHalf_), replace_once(planHalf, "\"trace\": \"syn\"", "\"trace\": \"syn2\""));
+        QCOMPARE(lib->windows("syn2").size(), std::size_t(2));
+        QCOMPARE(lib->run(runHalf_).trace, std::string("syn2"));
+        QCOMPARE(lib->samples("syn2").size(), std::size_t(16));
+        // The same name: nothing to do.
+        QCOMPARE(error_of<InputError>([&] { lib->rename_trace("syn2", "syn2"); }), std::string("<no exception>"));
+    }
+
+    void deleteWindowThenTrace() {
+        auto lib = Library::open(file_, OpenMode::ReadWrite);
+        QVERIFY(same(lib->delete_window("syn2", "half"), {0, 1, 1, 1, 0}));
+        QCOMPARE(lib->windows("syn2").size(), std::size_t(1));
+        QCOMPARE(lib->samples("syn2").size(), std::size_t(16)); // the samples stay with the trace
+        QCOMPARE(rows_of(file_, "window_samples"), std::int64_t(16));
+        QCOMPARE(rows_of(file_, "plans"), std::int64_t(1));
+        QVERIFY(same(lib->delete_trace("syn2"), {1, 1, 1, 1, 16}));
+        QVERIFY(lib->traces().empty());
+        for (const char* table : {"traces", "samples", "sample_routes", "source_files", "aggregate_totals", "windows",
+                                  "window_samples", "plans", "runs", "run_results", "annealing_history", "models"})
+            QVERIFY2(rows_of(file_, table) == 0, table);
+        QCOMPARE(rows_of(file_, "topologies"), std::int64_t(1)); // saved topologies stay
+        lib.reset();
+        // The file reopens as a valid, empty library (quick_check on open).
+        QVERIFY(Library::open(file_, OpenMode::ReadWrite)->traces().empty());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestStorageEdit)
+#include "tst_storage_edit.moc"

@@ -1,0 +1,602 @@
+// What an analysis tool's user expects of the studio, offscreen with real events: context menus
+// (customContextMenuRequested, QContextMenuEvent) on the library tree, tables, charts and heatmaps;
+// Ctrl+C of table rows and of a heatmap cell's tooltip (QTest::keyClick); delete and rename from the
+// tree with their confirm dialogs; the library filter (typed with QTest::keyClicks); File > Open
+// Recent (missing files pruned); the light/dark theme kept across windows; Help > Guide to the views;
+// trace files dropped on the window and on the import dialog (QMimeData drops); and the rewrite
+// dialog's path from a checkpoint of another model to one of the plan's (shared checkpoints).
+// Settings live under a temporary folder (QSettings::setPath) with a per-process organization.
+#include "core/plan/plan_file.h"
+#include "core/synth/synth.h"
+#include "gpu/safetensors/checkpoint_info.h"
+#include "storage/library.h"
+#include "tests/gui_testutil.h"
+#include "tests/rewrite_testutil.h"
+#include "tests/testutil.h"
+#include "views/ep_heatmap_panel.h"
+#include "views/heatmap_widget.h"
+#include "views/import_dialog.h"
+#include "views/item_actions.h"
+#include "views/library_tree_model.h"
+#include "views/plan_views.h"
+#include "views/rewrite_dialog.h"
+#include "views/roles.h"
+#include "views/sample_table_model.h"
+#include "views/studio_window.h"
+#include "views/theme.h"
+#include "views/topology_editor.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QChartView>
+#include <QClipboard>
+#include <QContextMenuEvent>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QHeaderView>
+#include <QInputDialog>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenu>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QPushButton>
+#include <QSettings>
+#include <QStyle>
+#include <QTableView>
+#include <QTextBrowser>
+#include <QTimer>
+#include <QTreeView>
+#include <QUrl>
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+
+using namespace routepack;
+using namespace routepack::views;
+namespace fs = std::filesystem;
+
+namespace {
+constexpr auto& q = test::qpath;
+
+PlannerBudgets quickBudgets() {
+    PlannerBudgets b;
+    b.annealing.levels = 2;
+    b.annealing.steps = 50;
+    b.seeding.candidates = 2;
+    b.seeding.population = 2;
+    b.workers = 1;
+    return b;
+}
+
+/// The texts of a menu's actions, separators left out.
+QStringList actionTexts(const QMenu* menu) {
+    QStringList out;
+    if (!menu) return out;
+    for (const QAction* a : menu->actions())
+        if (!a->isSeparator()) out << a->text();
+    return out;
+}
+
+QAction* actionNamed(const QMenu* menu, const QString& text) {
+    if (!menu) return nullptr;
+    for (QAction* a : menu->actions())
+        if (a->text() == text) return a;
+    return nullptr;
+}
+
+/// Answers the next modal dialog once it shows: a QMessageBox with `button` (its text kept in
+/// *text), a QInputDialog with `value`.
+void answerNextDialog(QMessageBox::StandardButton button, QString* text, const QString& value = {}) {
+    QTimer::singleShot(0, [=] {
+        QWidget* w = QApplication::activeModalWidget();
+        if (auto* box = qobject_cast<QMessageBox*>(w)) {
+            if (text) *text = box->text();
+            box->button(button)->click();
+        } else if (auto* in = qobject_cast<QInputDialog*>(w)) {
+            in->setTextValue(value);
+            in->accept();
+        } else {
+            QTimer::singleShot(20, [=] { answerNextDialog(button, text, value); });
+        }
+    });
+}
+
+/// Opens the context menu of `view`'s row `index` as a right click does.
+QMenu* rowMenu(QAbstractItemView* view, const QModelIndex& index) {
+    const QPoint at = view->visualRect(index).center();
+    Q_EMIT view->customContextMenuRequested(at);
+    return lastContextMenu(view);
+}
+
+/// Sends a drag carrying `paths` (file URLs, or `urls` as given) over `target` and drops it; returns
+/// whether the drag was accepted.
+bool dropOn(QWidget* target, const QList<QUrl>& urls) {
+    QMimeData mime;
+    mime.setUrls(urls);
+    const QPoint at(target->width() / 2, target->height() / 2);
+    QDragEnterEvent enter(at, Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(target, &enter);
+    if (!enter.isAccepted()) return false;
+    QDropEvent drop(QPointF(at), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(target, &drop);
+    return drop.isAccepted();
+}
+
+} // namespace
+
+class TestStudioBasics : public test::StudioTestBase {
+    Q_OBJECT
+
+    fs::path lib_;
+    QPalette startPalette_;
+
+    /// The studio on the library with its samples loaded, shown and active.
+    void openStudio(StudioWindow& w, const fs::path& lib) {
+        QSignalSpy loaded(&w, &StudioWindow::samplesLoaded);
+        QVERIFY(w.openLibrary(q(lib)));
+        QTRY_VERIFY_WITH_TIMEOUT(loaded.count() >= 1, 30000);
+        w.resize(1366, 768);
+        w.show();
+        w.activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(&w));
+    }
+
+    /// Runs the planner on the selected window; returns the saved run's id.
+    qint64 plan(StudioWindow& w) {
+        QSignalSpy shown(&w, &StudioWindow::planShown);
+        w.topologyEditor()->setBudgets(quickBudgets());
+        if (w.runPlanner() == 0) return 0;
+        if (!QTest::qWaitFor([&] { return shown.count() >= 1; }, 60000)) return 0;
+        return shown.back().front().toLongLong();
+    }
+
+private Q_SLOTS:
+    void initTestCase() {
+        initStudioTest(QStringLiteral("tst_studio_basics"), QStringLiteral("studio-basics"));
+        QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, q(tmp_ / "settings"));
+        startPalette_ = QApplication::palette();
+        // Trace "syn" (8 samples) with windows "all" and "half" (the first 4).
+        lib_ = test::synth_library(tmp_ / "lib", 2, 4);
+        auto lib = storage::Library::open(lib_);
+        std::vector<std::string> ids;
+        for (const auto& s : lib->samples("syn"))
+            ids.push_back(s.id);
+        lib->create_window("syn", "half", std::vector<std::string>(ids.begin(), ids.begin() + 4), "first 4");
+    }
+
+    void cleanupTestCase() {
+        clearStudioSettings();
+        QApplication::setPalette(startPalette_);
+    }
+
+    void deleteAndRenameFromTheTree() {
+        const fs::path file = tmp_ / "edit.routepack";
+        fs::copy_file(lib_, file);
+        StudioWindow w(options_);
+        openStudio(w, file);
+        QVERIFY(w.selectWindow(QStringLiteral("syn"), QStringLiteral("all")));
+        const qint64 run = plan(w);
+        QVERIFY(run > 0);
+        QTreeView* tree = w.libraryView();
+        LibraryTreeModel* model = w.libraryModel();
+
+        // The menu of each kind of node.
+        QCOMPARE(actionTexts(rowMenu(tree, model->traceIndex(QStringLiteral("syn")))),
+                 (QStringList{QStringLiteral("Copy"), QStringLiteral("Copy all rows"), QStringLiteral("Rename trace…"),
+                              QStringLiteral("Delete trace…")}));
+        QCOMPARE(actionTexts(rowMenu(tree, model->runIndex(run))),
+                 (QStringList{QStringLiteral("Copy"), QStringLiteral("Copy all rows"), QStringLiteral("Delete run…")}));
+        QMenu* menu = rowMenu(tree, model->windowIndex(QStringLiteral("syn"), QStringLiteral("all")));
+        QCOMPARE(actionTexts(menu), (QStringList{QStringLiteral("Copy"), QStringLiteral("Copy all rows"),
+                                                 QStringLiteral("Rename window…"), QStringLiteral("Delete window…")}));
+        // The right click selected the row it was on.
+        QCOMPARE(tree->currentIndex().data(WindowRole).toString(), QStringLiteral("all"));
+
+        // Rename the window through the menu and its input dialog: the saved plan follows.
+        answerNextDialog(QMessageBox::Ok, nullptr, QStringLiteral("step-0"));
+        actionNamed(menu, QStringLiteral("Rename window…"))->trigger();
+        QCOMPARE(w.statusText(),
+                 QStringLiteral("Window all of trace syn renamed to step-0 (its saved plans name it so too)."));
+        QVERIFY(!model->windowIndex(QStringLiteral("syn"), QStringLiteral("all")).isValid());
+        QCOMPARE(tree->currentIndex().data(WindowRole).toString(), QStringLiteral("step-0"));
+        {
+            auto lib = storage::Library::open(file, storage::OpenMode::ReadOnly);
+            QCOMPARE(parse_plan(lib->run_plan_json(run), "run").window_name, std::string("step-0"));
+        }
+        QSignalSpy shown(&w, &StudioWindow::planShown);
+        QVERIFY(w.selectRun(run));
+        QTRY_VERIFY_WITH_TIMEOUT(w.planView()->plan() != nullptr, 30000);
+        QCOMPARE(w.planView()->plan()->window_name, std::string("step-0"));
+
+        // While a job runs nothing may change.
+        w.topologyEditor()->setBudgets(quickBudgets());
+        QVERIFY(w.runPlanner() > 0);
+        QVERIFY(!w.deleteTrace(QStringLiteral("syn"), false));
+        QCOMPARE(w.statusText(), QStringLiteral("A job is running: wait for it or cancel it (Esc) before you delete "
+                                                "trace syn."));
+        QTRY_VERIFY_WITH_TIMEOUT(!w.jobs()->isBusy(), 60000);
+        const auto runs = w.libraryModel()->snapshot().runs;
+        QCOMPARE(runs.size(), std::size_t(2));
+        const qint64 second = runs.back().id;
+
+        // Delete a run: No keeps it, Yes removes it with its plan.
+        QString question;
+        menu = rowMenu(tree, model->runIndex(run));
+        answerNextDialog(QMessageBox::No, &question);
+        actionNamed(menu, QStringLiteral("Delete run…"))->trigger();
+        QCOMPARE(
+            question,
+            QStringLiteral("Delete run %1 of syn/step-0 (finished) with its plan? This cannot be undone.").arg(run));
+        QVERIFY(model->runIndex(run).isValid());
+        menu = rowMenu(tree, model->runIndex(run));
+        answerNextDialog(QMessageBox::Yes, &question);
+        actionNamed(menu, QStringLiteral("Delete run…"))->trigger();
+        QVERIFY(!model->runIndex(run).isValid());
+        QVERIFY(model->runIndex(second).isValid());
+        QCOMPARE(w.statusText(), QStringLiteral("Deleted run %1 of syn/step-0.").arg(run));
+
+        // Delete the other window without a question; then the trace, whose question names what goes.
+        QVERIFY(w.deleteWindow(QStringLiteral("syn"), QStringLiteral("half"), false));
+        QCOMPARE(w.statusText(), QStringLiteral("Deleted window half of trace syn with nothing else."));
+        QVERIFY(w.renameTrace(QStringLiteral("syn"), QStringLiteral("syn-b")));
+        QCOMPARE(w.statusText(), QStringLiteral("Trace syn renamed to syn-b (its saved plans name it so too)."));
+        menu = rowMenu(tree, model->traceIndex(QStringLiteral("syn-b")));
+        answerNextDialog(QMessageBox::Yes, &question);
+        actionNamed(menu, QStringLiteral("Delete trace…"))->trigger();
+        QCOMPARE(question, QStringLiteral("Delete trace syn-b from edit.routepack with 1 window, 1 saved run, 8 "
+                                          "samples? This cannot be undone."));
+        QCOMPARE(w.statusText(), QStringLiteral("Deleted trace syn-b with 1 window, 1 saved run, 8 samples."));
+        QCOMPARE(model->rowCount(), 0);
+        QVERIFY(w.planView()->plan() == nullptr);
+        QVERIFY(storage::Library::open(file, storage::OpenMode::ReadOnly)->traces().empty());
+        shot(&w, QStringLiteral("basics-after-delete"));
+    }
+
+    void ctrlCAndContextMenusCopy() {
+        const fs::path file = tmp_ / "copy.routepack";
+        fs::copy_file(lib_, file);
+        StudioWindow w(options_);
+        openStudio(w, file);
+        QVERIFY(w.selectWindow(QStringLiteral("syn"), QStringLiteral("all")));
+        QTRY_COMPARE_WITH_TIMEOUT(w.sampleModel()->rowCount(), 8, 30000);
+        QVERIFY(plan(w) > 0);
+
+        // Rows 0 and 2 of the sample table, Ctrl+C: the header line, then the two rows as shown.
+        QTableView* table = w.sampleView();
+        table->selectionModel()->clearSelection();
+        const QAbstractItemModel* m = table->model();
+        for (int r : {0, 2})
+            table->selectionModel()->select(m->index(r, 0), QItemSelectionModel::Select | QItemSelectionModel::Rows);
+        table->setFocus();
+        QApplication::clipboard()->clear();
+        QTest::keyClick(table, Qt::Key_C, Qt::ControlModifier);
+        QStringList expected;
+        QStringList head;
+        for (int c = 0; c < m->columnCount(); ++c)
+            if (!table->isColumnHidden(c)) head << m->headerData(c, Qt::Horizontal).toString();
+        expected << head.join(QLatin1Char('\t'));
+        for (int r : {0, 2}) {
+            QStringList cells;
+            for (int c = 0; c < m->columnCount(); ++c)
+                if (!table->isColumnHidden(c)) cells << m->index(r, c).data().toString();
+            expected << cells.join(QLatin1Char('\t'));
+        }
+        const QString copied = QApplication::clipboard()->text();
+        QCOMPARE(copied, expected.join(QLatin1Char('\n')) + QLatin1Char('\n'));
+        QCOMPARE(head.size(), 8);
+        QVERIFY2(copied.startsWith(QStringLiteral("Sample\tLength t_i\tRouted rows\t")), qPrintable(copied.left(80)));
+        QCOMPARE(copied.count(QLatin1Char('\n')), 3);
+
+        // The table's menu: Copy, Copy all rows (9 lines), the CSV export.
+        QMenu* menu = rowMenu(table, m->index(1, 0));
+        QCOMPARE(actionTexts(menu), (QStringList{QStringLiteral("Copy"), QStringLiteral("Copy all rows"),
+                                                 QStringLiteral("Export the sample table (CSV)…")}));
+        actionNamed(menu, QStringLiteral("Copy all rows"))->trigger();
+        QCOMPARE(QApplication::clipboard()->text().count(QLatin1Char('\n')), 9);
+
+        // The comparison table has the same menu with its export.
+        auto* compare = w.compareView()->findChild<QTableView*>();
+        QVERIFY(compare && compare->model()->rowCount() >= 4);
+        QCOMPARE(actionTexts(rowMenu(compare, compare->model()->index(0, 0))),
+                 (QStringList{QStringLiteral("Copy"), QStringLiteral("Copy all rows"),
+                              QStringLiteral("Export the comparison (CSV)…")}));
+
+        // A heatmap: the selected cell's tooltip, as plain text, by Ctrl+C and by its context menu.
+        w.planView()->setCurrentIndex(0);
+        auto* heat = w.planView()->widget(0)->findChildren<HeatmapWidget*>().value(1);
+        QVERIFY(heat && heat->rowCount() > 0);
+        const int lastRow = heat->rowCount() - 1, lastCol = heat->columnCount() - 1;
+        heat->setSelection(lastRow, lastCol);
+        heat->setFocus();
+        QApplication::clipboard()->clear();
+        QTest::keyClick(heat, Qt::Key_C, Qt::ControlModifier);
+        const QString tip = toolTipPlainText(heat->toolTipFor(lastRow, lastCol));
+        QVERIFY(!tip.isEmpty() && !tip.contains(QLatin1Char('<')));
+        QCOMPARE(QApplication::clipboard()->text(), tip);
+        const QPoint cell = heat->cellRect(0, 0).center();
+        QContextMenuEvent ev(QContextMenuEvent::Mouse, cell, heat->mapToGlobal(cell));
+        QApplication::sendEvent(heat, &ev);
+        menu = lastContextMenu(heat);
+        QCOMPARE(actionTexts(menu), (QStringList{QStringLiteral("Copy cell details"), QStringLiteral("Copy image"),
+                                                 QStringLiteral("Save image…")}));
+        actionNamed(menu, QStringLiteral("Copy cell details"))->trigger();
+        QCOMPARE(QApplication::clipboard()->text(), toolTipPlainText(heat->toolTipFor(0, 0)));
+        QVERIFY(QApplication::clipboard()->text() != tip);
+        actionNamed(menu, QStringLiteral("Copy image"))->trigger();
+        QCOMPARE(QApplication::clipboard()->image().size(), heat->grab().size());
+
+        // A chart (the convergence tab): Copy image puts the chart as painted on the clipboard.
+        w.planView()->setCurrentIndex(4);
+        auto* chart = w.planView()->widget(4)->findChild<QChartView*>();
+        QVERIFY(chart);
+        Q_EMIT chart->customContextMenuRequested(QPoint(10, 10));
+        menu = lastContextMenu(chart);
+        QCOMPARE(actionTexts(menu), (QStringList{QStringLiteral("Copy image"), QStringLiteral("Save image…")}));
+        QApplication::clipboard()->clear();
+        actionNamed(menu, QStringLiteral("Copy image"))->trigger();
+        QCOMPARE(QApplication::clipboard()->image().size(), chart->grab().size());
+
+        // The library tree: Ctrl+C copies the selected rows with the tree's header.
+        QTreeView* tree = w.libraryView();
+        tree->selectionModel()->setCurrentIndex(
+            w.libraryModel()->windowIndex(QStringLiteral("syn"), QStringLiteral("half")),
+            QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+        tree->setFocus();
+        QTest::keyClick(tree, Qt::Key_C, Qt::ControlModifier);
+        QCOMPARE(QApplication::clipboard()->text(), QStringLiteral("Library\tDetails\nhalf\t4 samples\n"));
+    }
+
+    void libraryFilter() {
+        StudioWindow w(options_);
+        openStudio(w, lib_);
+        QTreeView* tree = w.libraryView();
+        LibraryTreeModel* model = w.libraryModel();
+        const QModelIndex trace = model->traceIndex(QStringLiteral("syn"));
+        const QModelIndex all = model->windowIndex(QStringLiteral("syn"), QStringLiteral("all"));
+        const QModelIndex half = model->windowIndex(QStringLiteral("syn"), QStringLiteral("half"));
+        // Ctrl+F goes to the filter line.
+        QTest::keyClick(&w, Qt::Key_F, Qt::ControlModifier);
+        QCOMPARE(QApplication::focusWidget(), w.libraryFilter());
+        QTest::keyClicks(w.libraryFilter(), QStringLiteral("HAL"));
+        QVERIFY(!tree->isRowHidden(trace.row(), {}));
+        QVERIFY(tree->isRowHidden(all.row(), trace));
+        QVERIFY(!tree->isRowHidden(half.row(), trace));
+        // A trace that matches keeps its windows; a text nothing has hides everything.
+        w.libraryFilter()->setText(QStringLiteral("vllm"));
+        QVERIFY(!tree->isRowHidden(all.row(), trace) && !tree->isRowHidden(half.row(), trace));
+        QCOMPARE(applyTreeFilter(tree, QStringLiteral("4 samples")), 2); // the trace and "half"
+        w.libraryFilter()->setText(QStringLiteral("zzz"));
+        QVERIFY(tree->isRowHidden(trace.row(), {}));
+        // Esc in the filter line clears it: everything is back.
+        w.libraryFilter()->setFocus();
+        QTest::keyClick(w.libraryFilter(), Qt::Key_Escape);
+        QCOMPARE(w.libraryFilter()->text(), QString());
+        QVERIFY(!tree->isRowHidden(trace.row(), {}) && !tree->isRowHidden(all.row(), trace) &&
+                !tree->isRowHidden(half.row(), trace));
+        // The filter stays applied when the tree is read again.
+        w.libraryFilter()->setText(QStringLiteral("half"));
+        w.refreshLibrary();
+        QVERIFY(tree->isRowHidden(model->windowIndex(QStringLiteral("syn"), QStringLiteral("all")).row(),
+                                  model->traceIndex(QStringLiteral("syn"))));
+    }
+
+    void recentLibraries() {
+        QSettings(options_.settingsOrganization, options_.settingsApplication).remove(QStringLiteral("library/recent"));
+        std::vector<QString> files;
+        for (const char* n : {"a", "b", "c"}) {
+            const fs::path f = tmp_ / "recent" / (std::string(n) + ".routepack");
+            fs::create_directories(f.parent_path());
+            storage::Library::open(f, storage::OpenMode::Create);
+            files.push_back(q(fs::absolute(f)));
+        }
+        {
+            StudioWindow w(options_);
+            for (const QString& f : files)
+                QVERIFY(w.openLibrary(f));
+            QVERIFY(w.openLibrary(files[1])); // again: to the top, once
+            QCOMPARE(w.recentLibraries(), (QStringList{files[1], files[2], files[0]}));
+            Q_EMIT w.recentMenu()->aboutToShow();
+            const QString dir = QFileInfo(files[0]).absolutePath();
+            QCOMPARE(actionTexts(w.recentMenu()),
+                     (QStringList{QStringLiteral("&1 b.routepack — ") + dir, QStringLiteral("&2 c.routepack — ") + dir,
+                                  QStringLiteral("&3 a.routepack — ") + dir, QStringLiteral("Clear the list")}));
+            // A file that is gone drops off the list and out of the settings.
+            fs::remove(files[2].toStdString());
+            Q_EMIT w.recentMenu()->aboutToShow();
+            QCOMPARE(actionTexts(w.recentMenu()).size(), 3);
+            QCOMPARE(QSettings(options_.settingsOrganization, options_.settingsApplication)
+                         .value(QStringLiteral("library/recent"))
+                         .toStringList(),
+                     (QStringList{files[1], files[0]}));
+            // Choosing an entry opens that library.
+            actionNamed(w.recentMenu(), QStringLiteral("&2 a.routepack — ") + dir)->trigger();
+            QCOMPARE(w.libraryPath(), files[0]);
+        }
+        // The next window remembers.
+        StudioWindow again(options_);
+        QCOMPARE(again.recentLibraries(), (QStringList{files[0], files[1]}));
+        actionNamed(again.recentMenu(), QStringLiteral("Clear the list"))->trigger();
+        QVERIFY(again.recentLibraries().isEmpty());
+        QCOMPARE(actionTexts(again.recentMenu()),
+                 (QStringList{QStringLiteral("(no library opened yet)"), QStringLiteral("Clear the list")}));
+    }
+
+    void themeIsKeptAcrossWindows() {
+        QSettings s(options_.settingsOrganization, options_.settingsApplication);
+        s.remove(QStringLiteral("view/theme"));
+        const QColor darkWindow(0x2d, 0x2d, 0x30);
+        QApplication::setPalette(lightThemePalette());
+        {
+            StudioWindow w(options_);
+            QCOMPARE(w.theme(), Theme::Light);
+            QCOMPARE(QApplication::palette().color(QPalette::Window), lightThemePalette().color(QPalette::Window));
+            auto* dark = w.menuBar()->findChild<QAction*>(QStringLiteral("theme-dark"));
+            QVERIFY(dark);
+            dark->trigger();
+            QCOMPARE(w.theme(), Theme::Dark);
+            QVERIFY(dark->isChecked());
+            QCOMPARE(QApplication::palette().color(QPalette::Window), darkWindow);
+            QCOMPARE(QApplication::palette().color(QPalette::Text), QColor(0xe6, 0xe6, 0xe6));
+            QCOMPARE(QApplication::style()->name().toLower(), QStringLiteral("fusion"));
+            openStudio(w, lib_);
+            // The window's widgets follow.
+            QTRY_COMPARE(w.libraryView()->palette().color(QPalette::Base), QColor(0x1e, 0x1e, 0x1e));
+            shot(&w, QStringLiteral("basics-dark"));
+        }
+        QCOMPARE(QSettings(options_.settingsOrganization, options_.settingsApplication)
+                     .value(QStringLiteral("view/theme"))
+                     .toString(),
+                 QStringLiteral("dark"));
+        // The next start comes up dark, and Light goes back to Fusion's palette.
+        QApplication::setPalette(lightThemePalette());
+        StudioWindow again(options_);
+        QCOMPARE(again.theme(), Theme::Dark);
+        QCOMPARE(QApplication::palette().color(QPalette::Window), darkWindow);
+        QVERIFY(again.menuBar()->findChild<QAction*>(QStringLiteral("theme-dark"))->isChecked());
+        again.menuBar()->findChild<QAction*>(QStringLiteral("theme-light"))->trigger();
+        QCOMPARE(QApplication::palette().color(QPalette::Window), lightThemePalette().color(QPalette::Window));
+        QVERIFY(lightThemePalette().color(QPalette::Window) != darkWindow);
+        QCOMPARE(again.statusText(), QStringLiteral("Light theme (kept for the next start)."));
+        s.remove(QStringLiteral("view/theme"));
+        QApplication::setPalette(startPalette_);
+    }
+
+    void helpExplainsEveryView() {
+        StudioWindow w(options_);
+        auto* guide = w.menuBar()->findChild<QAction*>(QStringLiteral("viewsGuide"));
+        QVERIFY(guide);
+        guide->trigger();
+        auto* browser = w.findChild<QTextBrowser*>(QStringLiteral("viewsGuideText"));
+        QVERIFY(browser && browser->isVisible());
+        QFile f(QStringLiteral(":/docs/studio-views.md"));
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QString md = QString::fromUtf8(f.readAll());
+        // Every tab and dock of the window has its heading, so a new view cannot go unexplained.
+        QStringList titles;
+        for (int t = 0; t < w.resultTabs()->count(); ++t)
+            titles << QStringLiteral("## ") + w.resultTabs()->tabText(t).remove(QLatin1Char('&'));
+        for (int t = 0; t < w.planView()->count(); ++t)
+            titles << QStringLiteral("### ") + w.planView()->tabText(t).remove(QLatin1Char('&'));
+        titles << QStringLiteral("## Library") << QStringLiteral("## Topology and budgets");
+        QCOMPARE(titles.size(), 11);
+        for (const QString& t : titles)
+            QVERIFY2(md.contains(QLatin1Char('\n') + t + QLatin1Char('\n')), qPrintable(t));
+        // Shown as rendered Markdown: the headings' text without their #.
+        const QString shown = browser->toPlainText();
+        QVERIFY(shown.startsWith(QStringLiteral("RoutePack Studio: a guide to the views")));
+        QVERIFY(shown.contains(QStringLiteral("\nExecution grid\n")));
+        QVERIFY(!shown.contains(QStringLiteral("### ")));
+        // The keyboard shortcuts stay in the Help menu.
+        QVERIFY(w.shortcutsText().contains(QStringLiteral("Edit > Find in the library: Ctrl+F")));
+        browser->window()->resize(760, 640);
+        shot(browser->window(), QStringLiteral("basics-help"));
+    }
+
+    void dropsGoToTheImportDialog() {
+        const fs::path file = tmp_ / "drop.routepack";
+        fs::copy_file(lib_, file);
+        SynthConfig c;
+        c.groups = 1;
+        c.group_size = 2;
+        write_synth(c, TraceFormat::VLLM, tmp_ / "drop-a");
+        write_synth(c, TraceFormat::VLLM, tmp_ / "drop-b");
+        StudioWindow w(options_);
+        openStudio(w, file);
+        // Not a local file: refused.
+        QVERIFY(!dropOn(&w, {QUrl(QStringLiteral("https://example.com/trace.json"))}));
+        QVERIFY(w.findChild<ImportDialog*>() == nullptr);
+        // Trace files on the window: the import dialog opens with them.
+        QVERIFY(dropOn(&w, {QUrl::fromLocalFile(q(tmp_ / "drop-a"))}));
+        auto* dialog = w.findChild<ImportDialog*>();
+        QVERIFY(dialog && dialog->isVisible());
+        QCOMPARE(dialog->inputs(), QStringList{q(tmp_ / "drop-a")});
+        // More on the dialog itself: added once.
+        QVERIFY(dropOn(dialog, {QUrl::fromLocalFile(q(tmp_ / "drop-b")), QUrl::fromLocalFile(q(tmp_ / "drop-a"))}));
+        QCOMPARE(dialog->inputs(), (QStringList{q(tmp_ / "drop-a"), q(tmp_ / "drop-b")}));
+        QCOMPARE(dialog->traceName(), QStringLiteral("drop-a"));
+        // A library file on the window opens it.
+        const fs::path other = tmp_ / "dropped.routepack";
+        fs::copy_file(lib_, other);
+        QVERIFY(dropOn(&w, {QUrl::fromLocalFile(q(other))}));
+        QCOMPARE(QFileInfo(w.libraryPath()).fileName(), QStringLiteral("dropped.routepack"));
+    }
+
+    void rewriteDialogNamesTheCheckpointsModel() {
+        ROUTEPACK_REQUIRE_SHARED(root, "checkpoints/qwen3_moe");
+        const fs::path src = root / "checkpoint";
+        // A plan for deepseek-v2-lite's shape (64 experts, MoE layers 1-26 of 27).
+        const ModelDescription ds = known_model("deepseek-v2-lite");
+        nlohmann::ordered_json j = nlohmann::ordered_json::parse(test::plan_json_for_model(ds, 4));
+        j["model"]["name"] = "deepseek-v2-lite";
+        RewriteDialog d;
+        QVERIFY(d.setPlanJson(QString::fromStdString(j.dump(2)), QStringLiteral("test plan")));
+        ModelDescription tiny = ds;
+        tiny.name = "tiny";
+        tiny.experts = 16;
+        tiny.moe_layers = {3, 4};
+        d.setKnownPlans({{7, QStringLiteral("ds"), QStringLiteral("w"), ds},
+                         {9, QStringLiteral("tiny"), QStringLiteral("all"), tiny}});
+        d.show();
+        QSignalSpy described(&d, &RewriteDialog::checkpointDescribed);
+        d.setInput(q(src));
+        QTRY_COMPARE_WITH_TIMEOUT(described.count(), 1, 30000);
+        QVERIFY(d.checkpointModel().has_value());
+        const gpu::CheckpointModel& ck = *d.checkpointModel();
+        QCOMPARE(ck.name, std::string("qwen3_moe"));
+        QCOMPARE(ck.experts, 16);
+        QCOMPARE(ck.moe_layers, (std::vector<int>{1, 2}));
+        QCOMPARE(ck.num_hidden_layers, 3);
+        QVERIFY(d.checkpointMismatch());
+        const QString head = QStringLiteral(
+            "The checkpoint is qwen3_moe: 16 experts (top-4) in MoE layers 1-2 of 3 decoder layers. The plan is for "
+            "another model (deepseek-v2-lite: 64 experts (top-6) in MoE layers 1-26 of 27 decoder layers): this "
+            "checkpoint cannot be rewritten with it.");
+        const QString tail = QStringLiteral(
+            " To try the rewrite with this plan, write a checkpoint shaped like the plan's model: routepack "
+            "synth-checkpoint --model deepseek-v2-lite --out DIR, or the button below; then choose DIR as the input.");
+        QCOMPARE(d.checkpointNote(), head +
+                                         QStringLiteral(" Saved runs planned for a model like the checkpoint's: run 9 "
+                                                        "(tiny/all); select one in the library and open this dialog "
+                                                        "again.") +
+                                         tail);
+        d.setKnownPlans({});
+        QCOMPARE(d.checkpointNote(), head +
+                                         QStringLiteral(" No saved plan of this library is for a model like the "
+                                                        "checkpoint's (16 experts, 2 MoE layers): import a trace of "
+                                                        "that model and plan it.") +
+                                         tail);
+        auto* note = d.findChild<QLabel*>(QStringLiteral("checkpointNote"));
+        QVERIFY(note && note->isVisible());
+        QCOMPARE(note->text(), d.checkpointNote());
+        QPushButton* synth = nullptr;
+        for (QPushButton* b : d.findChildren<QPushButton*>())
+            if (b->text() == QStringLiteral("Write a checkpoint of the plan's model…")) synth = b;
+        QVERIFY(synth && synth->isVisible());
+        shot(&d, QStringLiteral("basics-rewrite-mismatch"));
+
+        // Write a checkpoint of the plan's model: it becomes the input, fits the plan and checks.
+        const fs::path out = tmp_ / "ds-synthetic";
+        QSignalSpy written(&d, &RewriteDialog::synthCheckpointWritten);
+        QVERIFY(d.writePlanModelCheckpoint(q(out)));
+        QTRY_COMPARE_WITH_TIMEOUT(written.count(), 1, 60000);
+        QCOMPARE(written.first().first().toString(), q(out));
+        QCOMPARE(d.input(), q(out));
+        QTRY_COMPARE_WITH_TIMEOUT(described.count(), 2, 30000);
+        QVERIFY(d.checkpointModel().has_value());
+        QCOMPARE(d.checkpointModel()->experts, 64);
+        QCOMPARE(d.checkpointModel()->moe_layers, ds.moe_layers);
+        QVERIFY(!d.checkpointMismatch());
+        QVERIFY(d.checkpointNote().endsWith(QStringLiteral(" It matches the plan's model.")));
+        QVERIFY(!synth->isVisible());
+        d.setOutput(q(tmp_ / "ds-physical"));
+        QSignalSpy checked(d.job(), &RewriteJob::checked);
+        QVERIFY(d.startCheck());
+        QTRY_COMPARE_WITH_TIMEOUT(checked.count(), 1, 60000);
+        QVERIFY2(checked.first().at(0).value<RewriteCheck>().ok, qPrintable(d.statusText()));
+    }
+};
+
+QTEST_MAIN(TestStudioBasics)
+#include "tst_studio_basics.moc"

@@ -1,0 +1,44 @@
+#pragma once
+// What every table, tree, chart and heatmap of the studio shares: Ctrl+C of the selected rows as
+// tab-separated text (header first), and a context menu with Copy and the exports that apply.
+#include <QList>
+#include <QString>
+
+#include <functional>
+
+class QAbstractItemView;
+class QAction;
+class QChartView;
+class QMenu;
+class QPoint;
+class QWidget;
+
+namespace routepack::views {
+
+/// The rows of `view` as tab-separated lines, the header line first (the horizontal header's
+/// titles of the visible columns), one line per row in view order, cells as shown (DisplayRole;
+/// tabs and line breaks inside a cell become spaces). Only the selected rows (selectionModel()'s
+/// selectedRows of any column), unless `all`. "" when there is no row to copy.
+QString itemRowsText(const QAbstractItemView* view, bool all = false);
+
+/// Plain text of a tooltip (rich text as QTextDocument reads it; plain text unchanged).
+QString toolTipPlainText(const QString& text);
+
+/// Puts `text` on the clipboard.
+void copyText(const QString& text);
+
+/// Gives a table or tree view Ctrl+C (copies itemRowsText of the selection while the view has the
+/// focus) and a context menu: "Copy" (the selected rows), "Copy all rows", then `extra` actions (an
+/// export, delete, rename, ...) built for the position under the mouse (viewport coordinates). The
+/// menu pops up without blocking (lastContextMenu finds it).
+void installTableActions(QAbstractItemView* view,
+                         const std::function<QList<QAction*>(QMenu* menu, const QPoint& pos)>& extra = {});
+
+/// A chart view's context menu: "Copy image" (the chart as painted, onto the clipboard) and "Save
+/// image…" (PNG).
+void installChartActions(QChartView* view);
+
+/// The context menu `widget` popped up last (nullptr before one).
+QMenu* lastContextMenu(const QWidget* widget);
+
+} // namespace routepack::views
