@@ -39,7 +39,7 @@ const Placement& placement_of(const PlanResult& plan, Method m);
 /// here, never topology.token_cap (0 for such a plan).
 std::int64_t plan_token_cap(const PlanResult& plan);
 /// An integer with its digits grouped by threes with commas, whatever the locale: 1286301 ->
-/// "1,286,301", -42 -> "-42" (the README's tables).
+/// "1,286,301", -42 -> "-42" (the docs' tables).
 std::string grouped_count(std::int64_t v);
 /// Text of a communication figure: grouped_count of the value, or kCommUnavailable
 /// ("n/a (re-import the trace)") when the plan is on more than one node without routes; "" on one
