@@ -1510,8 +1510,8 @@ private Q_SLOTS:
         const QString doc = read("docs/trace-formats.md"), readme = read("README.md");
         QVERIFY(!doc.isEmpty());
         QVERIFY(readme.contains(QStringLiteral("(docs/trace-formats.md)")));
-        const QString table = readme.section(QStringLiteral("## Trace formats"), 1, 1)
-                                  .section(QStringLiteral("\n## "), 0, 0);
+        const QString table =
+            readme.section(QStringLiteral("## Trace formats"), 1, 1).section(QStringLiteral("\n## "), 0, 0);
         for (const auto& n : trace_format_names()) {
             if (n == "auto") continue;
             const QString cell = QStringLiteral("| `") + QString::fromStdString(n) + QLatin1Char('`');

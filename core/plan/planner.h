@@ -139,8 +139,8 @@ struct PlanSearch {
     bool polish_local_optimum = false;
 };
 
-/// Communication (docs/topology-and-plan.md "Communication between nodes"): N = topology.nodes(); `available` when every sample has
-/// per-token routes. With N > 1 and routes, every method's `comm` is set and the two
+/// Communication (docs/topology-and-plan.md "Communication between nodes"): N = topology.nodes(); `available` when
+/// every sample has per-token routes. With N > 1 and routes, every method's `comm` is set and the two
 /// communication-aware methods run on the same window and R*.
 struct PlanComm {
     int nodes = 1;
