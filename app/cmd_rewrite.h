@@ -11,7 +11,7 @@ class App;
 
 namespace routepack::cli {
 
-/// The rewrite command's options (README "Rewriting a checkpoint").
+/// The rewrite command's options (docs/checkpoints.md "Rewriting a checkpoint").
 struct RewriteCliOptions {
     std::string plan, map, input, output, layer_map, device = "auto";
     bool inverse = false, permute_router = false, verify = false, quiet = false;

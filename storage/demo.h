@@ -1,5 +1,5 @@
 #pragma once
-// The embedded demo (README "Set-up", `routepack demo`, the studio's first start and its headless
+// The embedded demo (README "Set-up", docs/studio.md, `routepack demo`, the studio's first start and its headless
 // mode): a synthetic GRPO window written as vLLM responses, imported into a fresh library, defined
 // as a window, planned on the shipped demo topology, saved as a run and written as plan.json.
 //

@@ -1500,7 +1500,7 @@ private Q_SLOTS:
     }
 
     // docs/trace-formats.md lists every form, and the README's format table every format name
-    // and links the page.
+    // and stack version, and links the page.
     void formatsDocumented() {
         auto read = [](const char* rel) {
             QFile file(QStringLiteral(ROUTEPACK_SOURCE_DIR) + QLatin1Char('/') + QLatin1String(rel));
@@ -1510,8 +1510,8 @@ private Q_SLOTS:
         const QString doc = read("docs/trace-formats.md"), readme = read("README.md");
         QVERIFY(!doc.isEmpty());
         QVERIFY(readme.contains(QStringLiteral("(docs/trace-formats.md)")));
-        const QString table = readme.section(QStringLiteral("## Trace formats and the length rule"), 1, 1)
-                                  .section(QStringLiteral("\n## "), 0, 0);
+        const QString table =
+            readme.section(QStringLiteral("## Trace formats"), 1, 1).section(QStringLiteral("\n## "), 0, 0);
         for (const auto& n : trace_format_names()) {
             if (n == "auto") continue;
             const QString cell = QStringLiteral("| `") + QString::fromStdString(n) + QLatin1Char('`');

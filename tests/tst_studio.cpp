@@ -252,7 +252,7 @@ private Q_SLOTS:
         const QString tip = model.index(0, SampleTableModel::HotShare).data(Qt::ToolTipRole).toString();
         QCOMPARE(tip.count(QStringLiteral("(e")), 24);
         QVERIFY(tip.contains(QStringLiteral("\nL1 ")));
-        QVERIFY(max_share > 0.9); // README: layer 45 routes almost everything to expert 40
+        QVERIFY(max_share > 0.9); // docs/studio.md: layer 45 routes almost everything to expert 40
 
         // Sorting by the raw value: longest first.
         proxy.sort(SampleTableModel::Length, Qt::DescendingOrder);
@@ -436,7 +436,7 @@ private Q_SLOTS:
         for (int k = 0; k < 6; ++k)
             QCOMPARE(levels.at(k).at(1).value<LevelStats>().best,
                      direct.search.convergence[static_cast<std::size_t>(k)].best);
-        QCOMPARE(r.plan->rows.rows, 5); // README: R* = 5, certified, for EP 8 / DP 4 / C 2048
+        QCOMPARE(r.plan->rows.rows, 5); // docs/cli.md: R* = 5, certified, for EP 8 / DP 4 / C 2048
         QVERIFY(r.plan->rows.certified);
         // Saved as a finished run with the same numbers.
         QVERIFY(r.runId > 0);

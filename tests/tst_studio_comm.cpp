@@ -576,7 +576,7 @@ private Q_SLOTS:
         // The first 64 samples of the real DeepSeek-V2-Lite trace (numeric id order) on the shipped
         // 2-node topology: the views show the plan's own figures, the co-activation map's diagonal
         // is each expert's token count at that layer (top-6 names 6 distinct experts per token), and
-        // the screenshot of the tab for the README.
+        // the screenshot of the tab for docs/studio.md.
         ROUTEPACK_REQUIRE_SHARED(ds, "traces/deepseek-v2-lite");
         std::vector<std::filesystem::path> files;
         for (const auto& f : std::filesystem::directory_iterator(ds))

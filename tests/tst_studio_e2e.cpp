@@ -6,7 +6,7 @@
 // DeepSeek-V2-Lite-shaped checkpoint with the plan through the rewrite dialog (slots checked, inverse
 // byte-identical), and write the
 // screenshots of the real window (heatmaps, costs, grid, convergence, comparison) into
-// $ROUTEPACK_SCREENSHOT_DIR (README's docs/screenshots come from here) or a temporary folder.
+// $ROUTEPACK_SCREENSHOT_DIR (docs/screenshots come from here) or a temporary folder.
 #include "core/model/window_select.h"
 #include "core/plan/planner.h"
 #include "gpu/safetensors/synth_checkpoint.h"
@@ -91,7 +91,7 @@ private Q_SLOTS:
         QSignalSpy shown(&w, &StudioWindow::planShown);
         for (const Case& c : cases) {
             QVERIFY(w.topologyEditor()->selectPreset(QString::fromLatin1(c.preset)));
-            PlannerBudgets b; // the defaults of `routepack plan`, on 2 workers as in README's figures
+            PlannerBudgets b; // the defaults of `routepack plan`, on 2 workers as in docs/cli.md's figures
             b.workers = 2;
             w.topologyEditor()->setBudgets(b);
             const int before = static_cast<int>(shown.count());
@@ -120,7 +120,7 @@ private Q_SLOTS:
                   100.0 * (plan->routepack.metrics.score.max_u / plan->reorder.metrics.score.max_u - 1.0),
                   plan->karmarkar_karp.metrics.score.max_u);
         }
-        // README's figures for EP 8 / DP 4 (the plan shown last): reorder 252.95 -> routepack 222.06.
+        // docs/cli.md's figures for EP 8 / DP 4 (the plan shown last): reorder 252.95 -> routepack 222.06.
         const auto plan = w.planView()->plan();
         QCOMPARE(QString::number(plan->reorder.metrics.score.max_u, 'f', 2), QStringLiteral("252.95"));
         QCOMPARE(QString::number(plan->routepack.metrics.score.max_u, 'f', 2), QStringLiteral("222.06"));
@@ -142,7 +142,7 @@ private Q_SLOTS:
         }
         QCOMPARE(routepack_rows, 2);
 
-        // 5. Screenshots of the real window for the README.
+        // 5. Screenshots of the real window for the README and docs/studio.md.
         w.selectRun(w.shownRunId());
         w.resultTabs()->setCurrentWidget(w.planView());
         for (const QString& name : w.planView()->viewNames()) {

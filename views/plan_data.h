@@ -39,7 +39,7 @@ const Placement& placement_of(const PlanResult& plan, Method m);
 /// here, never topology.token_cap (0 for such a plan).
 std::int64_t plan_token_cap(const PlanResult& plan);
 /// An integer with its digits grouped by threes with commas, whatever the locale: 1286301 ->
-/// "1,286,301", -42 -> "-42" (the README's tables).
+/// "1,286,301", -42 -> "-42" (the docs' tables).
 std::string grouped_count(std::int64_t v);
 /// A communication figure the plan did not count although its window has routes (the run was
 /// cancelled, or stopped by its time limit, before the communication stage): the CLI's words.

@@ -807,7 +807,7 @@ consecutive slots, or a list of lists partitioning 0..D-1. Validated with the to
         .def_readonly("min_rows", &Topology::min_rows)
         .def_readonly("row_multiple", &Topology::row_multiple)
         .def_readonly("experts_per_layer", &Topology::experts_per_layer)
-        // The stacks' batch rules (README "Batch rules"): read here, set with with_batch_rules.
+        // The stacks' batch rules (docs/topology-and-plan.md "Batch rules"): read here, set with with_batch_rules.
         .def_property_readonly("samples_per_dp_slot", [](const Topology& t) { return t.batch.samples_per_dp_slot; })
         .def_property_readonly("samples_per_cell", [](const Topology& t) { return t.batch.samples_per_cell; })
         .def_property_readonly("max_samples_per_cell", [](const Topology& t) { return t.batch.max_samples_per_cell; })

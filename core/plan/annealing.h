@@ -18,7 +18,7 @@ namespace routepack {
 inline constexpr int kMaxLevels = 1000;
 inline constexpr int kMaxStepsPerLevel = 100000000;
 
-/// Budgets of Algorithm 3 (defaults justified by tests/bench/bench_planner and listed in README).
+/// Budgets of Algorithm 3 (defaults justified by tests/bench/bench_planner and listed in docs/planner.md).
 struct AnnealingSettings {
     int levels = 12;      ///< N_T temperature levels
     double t0 = 0.01;     ///< T_0 on the normalized energy delta of line 9

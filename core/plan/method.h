@@ -1,6 +1,6 @@
 #pragma once
 // The compared methods and the placements they run on, each named once: the key the plan file, the
-// run records and the sweep output write, and the label the studio shows (README "Compared methods").
+// run records and the sweep output write, and the label the studio shows (docs/cli.md, the walk-through's comparison).
 #include <array>
 #include <optional>
 #include <string_view>

@@ -1,5 +1,6 @@
 #pragma once
-// The plan file: the contract with training jobs (README "Plan file", resources/plan.schema.json).
+// The plan file: the contract with training jobs (docs/topology-and-plan.md "Plan file",
+// resources/schema/plan.schema.json).
 #include "core/plan/planner.h"
 
 #include <string>

@@ -353,7 +353,8 @@ SearchStats packing_search(const SearchSettings& settings, BestLayout& best) {
 }
 
 /// Stage 6 of plan_window: communication figures of every method and the `grouter` and
-/// `routepack+comm` methods (README "Communication"), into r. Runs inside the planner's arena.
+/// `routepack+comm` methods (docs/topology-and-plan.md "Communication between nodes"), into r. Runs inside the
+/// planner's arena.
 void plan_communication(const Trace& w, const PlanInput& in, const std::vector<std::uint64_t>& loads, const Layout& ffd,
                         PlanResult& r, const StopToken& stop, const PlanProgressFn& progress) {
     const Topology& topo = in.topology;

@@ -124,7 +124,7 @@ struct PlanPlacements : PlacementComparison {
     std::int64_t swaps = 0;                          ///< expert swaps of the refinements that were kept
     int rounds_kept = 0;                             ///< refinements that lowered the score
     /// The refinement did not run: one pass over every layer's expert pairs would exceed the
-    /// planner's size limit (README "Placement refined for the layout").
+    /// planner's size limit (docs/topology-and-plan.md "Placement refined for the layout").
     bool refinement_skipped = false;
 };
 
@@ -139,8 +139,8 @@ struct PlanSearch {
     bool polish_local_optimum = false;
 };
 
-/// Communication (README "Communication"): N = topology.nodes(); `available` when every sample has
-/// per-token routes. With N > 1 and routes, every method's `comm` is set and the two
+/// Communication (docs/topology-and-plan.md "Communication between nodes"): N = topology.nodes(); `available` when
+/// every sample has per-token routes. With N > 1 and routes, every method's `comm` is set and the two
 /// communication-aware methods run on the same window and R*.
 struct PlanComm {
     int nodes = 1;

@@ -490,18 +490,17 @@ def test_gil_released_while_planning():
     assert during > 10000  # the other thread ran (pure-Python increments) while the planner worked
 
 
-def test_readme_example(tmp_path, monkeypatch):
-    """The README's example runs as written."""
+def test_docs_trainer_example(tmp_path, monkeypatch):
+    """docs/python.md's trainer example runs as written, and gives what its comments say."""
     import os
 
-    readme = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")
-    text = open(readme, encoding="utf-8").read()
-    start = text.index("    import numpy as np, routepack\n")
-    block = text[start:text.index("\n\n", start)]
-    code = "\n".join(line[4:] for line in block.splitlines())
+    page = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "python.md")
+    text = open(page, encoding="utf-8").read()
+    start = text.index("```python\nimport numpy as np, routepack\n") + len("```python\n")
+    code = text[start:text.index("```", start)]
     monkeypatch.chdir(tmp_path)
     env = {}
-    exec(compile(code, "README.md", "exec"), env)
+    exec(compile(code, "docs/python.md", "exec"), env)
     assert len(env["mine"]) == env["plan"].row_count
     assert routepack.load_plan("plan.json").rows == env["plan"].rows
     assert len(env["copies"]) == 3
