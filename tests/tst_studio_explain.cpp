@@ -186,6 +186,57 @@ std::pair<std::shared_ptr<PlanResult>, std::shared_ptr<const Trace>> handGainPla
     return {p, w};
 }
 
+/// The ids of the samples the sample table shows, sorted.
+QStringList shown_sample_ids(StudioWindow& w) {
+    QStringList out;
+    for (int r = 0; r < w.sampleProxy()->rowCount(); ++r)
+        out << w.sampleProxy()->index(r, SampleTableModel::Id).data().toString();
+    out.sort();
+    return out;
+}
+
+/// The costs panel's row and shard bars against the plan: exact tooltips, the straggler named, one
+/// y-axis for every method that fits the largest J and U of any method. Leaves RoutePack shown.
+void check_cost_bars(CostsPanel* costs, const PlanResult& p) {
+    const PlanResult* plan = &p;
+    const QString bar = costs->rowBarToolTip(0);
+    QVERIFY2(bar.startsWith(QStringLiteral("<b>RoutePack: row 0, EDP shard g0</b>")), qPrintable(bar));
+    QVERIFY2(
+        bar.contains(
+            QStringLiteral("J = A + E = %1").arg(costs->attentionSet()->at(0) + costs->expertSet()->at(0), 0, 'f', 4)),
+        qPrintable(bar));
+    const int G = plan->topology.shards();
+    for (int g = 0; g < G; ++g) {
+        const QString s = costs->shardBarToolTip(g);
+        QVERIFY2(s.contains(QStringLiteral("U = sum_r J[r][g] = %1").arg(costs->shardTotalSet()->at(g), 0, 'f', 4)),
+                 qPrintable(s));
+        QCOMPARE(s.contains(QStringLiteral("the straggler: U = max_g U, the joint cost")),
+                 g == costs->stragglerShard());
+        if (g != costs->stragglerShard())
+            QVERIFY2(s.contains(QStringLiteral("below the straggler g%1").arg(costs->stragglerShard())), qPrintable(s));
+    }
+    QVERIFY(costs->shardBarToolTip(G).isEmpty());
+    // One y-axis for every method: the largest J (and U) of any method fits in it.
+    auto axisMax = [](QChartView* v) {
+        const auto axes = v->chart()->axes(Qt::Vertical);
+        return axes.isEmpty() ? -1.0 : qobject_cast<QValueAxis*>(axes.front())->max();
+    };
+    const double rowTop = axisMax(costs->rowChartView()), shardTop = axisMax(costs->shardChartView());
+    double maxJ = 0, maxU = 0;
+    for (const MethodResult* mr : {&plan->baseline, &plan->reorder, &plan->karmarkar_karp, &plan->routepack}) {
+        maxJ = std::max(maxJ, mr->metrics.score.max_j);
+        maxU = std::max(maxU, mr->metrics.score.max_u);
+    }
+    QVERIFY2(rowTop >= maxJ * 1.05 - 1e-9 && shardTop >= maxU * 1.1 - 1e-9,
+             qPrintable(QStringLiteral("%1 %2 %3 %4").arg(rowTop).arg(maxJ).arg(shardTop).arg(maxU)));
+    for (int m = 0; m < kPaperMethodCount; ++m) {
+        costs->setMethod(method_at(m));
+        QCOMPARE(axisMax(costs->rowChartView()), rowTop);
+        QCOMPARE(axisMax(costs->shardChartView()), shardTop);
+    }
+    costs->setMethod(Method::RoutePack);
+}
+
 } // namespace
 
 class TestStudioExplain : public test::StudioTestBase {
@@ -956,13 +1007,7 @@ private Q_SLOTS:
         QCOMPARE(w.sampleProxy()->rowCount(), 32);
         QCOMPARE(w.sampleFilterText(), QString());
 
-        auto shownIds = [&] {
-            QStringList out;
-            for (int r = 0; r < w.sampleProxy()->rowCount(); ++r)
-                out << w.sampleProxy()->index(r, SampleTableModel::Id).data().toString();
-            out.sort();
-            return out;
-        };
+        auto shownIds = [&] { return shown_sample_ids(w); };
 
         // Click EP rank 1 of the third MoE layer on the LPT map.
         w.planView()->setCurrentWidget(w.planView()->epHeatmapPanel());
@@ -1036,44 +1081,9 @@ private Q_SLOTS:
                  qPrintable(rowTip));
         QVERIFY2(rowTip.contains(QStringLiteral("max_p W = %1 tokens").arg(*top)), qPrintable(rowTip));
 
-        // Cost and shard bars: exact values.
         CostsPanel* costs = w.planView()->costsPanel();
-        const QString bar = costs->rowBarToolTip(0);
-        QVERIFY2(bar.startsWith(QStringLiteral("<b>RoutePack: row 0, EDP shard g0</b>")), qPrintable(bar));
-        QVERIFY2(bar.contains(QStringLiteral("J = A + E = %1")
-                                  .arg(costs->attentionSet()->at(0) + costs->expertSet()->at(0), 0, 'f', 4)),
-                 qPrintable(bar));
-        const int G = plan->topology.shards();
-        for (int g = 0; g < G; ++g) {
-            const QString s = costs->shardBarToolTip(g);
-            QVERIFY2(s.contains(QStringLiteral("U = sum_r J[r][g] = %1").arg(costs->shardTotalSet()->at(g), 0, 'f', 4)),
-                     qPrintable(s));
-            QCOMPARE(s.contains(QStringLiteral("the straggler: U = max_g U, the joint cost")),
-                     g == costs->stragglerShard());
-            if (g != costs->stragglerShard())
-                QVERIFY2(s.contains(QStringLiteral("below the straggler g%1").arg(costs->stragglerShard())),
-                         qPrintable(s));
-        }
-        QVERIFY(costs->shardBarToolTip(G).isEmpty());
-        // One y-axis for every method: the largest J (and U) of any method fits in it.
-        auto axisMax = [](QChartView* v) {
-            const auto axes = v->chart()->axes(Qt::Vertical);
-            return axes.isEmpty() ? -1.0 : qobject_cast<QValueAxis*>(axes.front())->max();
-        };
-        const double rowTop = axisMax(costs->rowChartView()), shardTop = axisMax(costs->shardChartView());
-        double maxJ = 0, maxU = 0;
-        for (const MethodResult* mr : {&plan->baseline, &plan->reorder, &plan->karmarkar_karp, &plan->routepack}) {
-            maxJ = std::max(maxJ, mr->metrics.score.max_j);
-            maxU = std::max(maxU, mr->metrics.score.max_u);
-        }
-        QVERIFY2(rowTop >= maxJ * 1.05 - 1e-9 && shardTop >= maxU * 1.1 - 1e-9,
-                 qPrintable(QStringLiteral("%1 %2 %3 %4").arg(rowTop).arg(maxJ).arg(shardTop).arg(maxU)));
-        for (int m = 0; m < kPaperMethodCount; ++m) {
-            costs->setMethod(method_at(m));
-            QCOMPARE(axisMax(costs->rowChartView()), rowTop);
-            QCOMPARE(axisMax(costs->shardChartView()), shardTop);
-        }
-        costs->setMethod(Method::RoutePack);
+        check_cost_bars(costs, *plan);
+        if (QTest::currentTestFailed()) return;
         // The "why it gains" paragraph, from this plan's numbers.
         const QString gain = costs->gainText();
         QVERIFY2(gain.contains(QStringLiteral("max_g U goes from %1 (baseline) to %2 (RoutePack)")

@@ -562,7 +562,9 @@ private Q_SLOTS:
         area.resetZoom();
         QCoreApplication::processEvents(); // the scroll bars go once the layout settles
         QCOMPARE(map->pinnedLabelOffset(), QPoint(0, 0));
+    }
 
+    void planViewZoomsMapsTogether() {
         // In a plan view the EP-rank maps zoom and scroll together; a tab without maps has none.
         PlanView view;
         view.resize(1280, 760);

@@ -24,6 +24,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 
 class QAction;
 class QDialog;
@@ -309,6 +310,9 @@ private:
     void updateRunView();
     void updateActions();
     void setStatus(const QString& text, bool error = false);
+    /// The topology and planner budgets of the form, or nullopt after saying in the status line
+    /// which of them is not valid and why (the editor's own message).
+    std::optional<std::pair<routepack::Topology, routepack::PlannerBudgets>> formSetup();
     /// Clears the status line when it shows an error (an action succeeded since).
     void clearStaleError();
     /// When the editor's topology has other experts per layer than trace `trace`'s model (it cannot

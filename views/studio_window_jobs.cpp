@@ -132,6 +132,21 @@ void StudioWindow::connectPlanJobs() {
     });
 }
 
+std::optional<std::pair<routepack::Topology, routepack::PlannerBudgets>> StudioWindow::formSetup() {
+    QString why;
+    auto topo = editor_->topology(&why);
+    if (!topo) {
+        setStatus(tr("The topology is not valid: %1").arg(why), true);
+        return std::nullopt;
+    }
+    auto budgets = editor_->budgets(&why);
+    if (!budgets) {
+        setStatus(tr("The planner budgets are not valid: %1").arg(why), true);
+        return std::nullopt;
+    }
+    return std::make_pair(std::move(*topo), std::move(*budgets));
+}
+
 quint64 StudioWindow::runPlanner() {
     if (!lib_) {
         setStatus(tr("Open a library first."), true);
@@ -143,24 +158,15 @@ quint64 StudioWindow::runPlanner() {
         setStatus(tr("Select a window to plan (define one with Ctrl+D)."), true);
         return 0;
     }
-    QString why;
-    const auto topo = editor_->topology(&why);
-    if (!topo) {
-        setStatus(tr("The topology is not valid: %1").arg(why), true);
-        return 0;
-    }
-    const auto budgets = editor_->budgets(&why);
-    if (!budgets) {
-        setStatus(tr("The planner budgets are not valid: %1").arg(why), true);
-        return 0;
-    }
+    const auto setup = formSetup();
+    if (!setup) return 0;
     PlanJobRequest rq;
     rq.library = libraryPath();
     rq.trace = cur.data(TraceRole).toString();
     rq.window = cur.data(WindowRole).toString();
     rq.topologyName = editor_->topologyName().isEmpty() ? QStringLiteral("topology") : editor_->topologyName();
-    rq.topology = *topo;
-    rq.budgets = *budgets;
+    rq.topology = setup->first;
+    rq.budgets = setup->second;
     rq.saveRun = !lib_->read_only();
     // The queue may start the job (jobStarted) before enqueue returns its id.
     pendingLive_ = {rq.trace, rq.window};

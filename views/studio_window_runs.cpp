@@ -72,24 +72,15 @@ quint64 StudioWindow::planRun(const QString& trace, const QStringList& windows) 
         setStatus(tr("Trace %1 has no window to plan (define windows with Ctrl+D).").arg(trace), true);
         return 0;
     }
-    QString why;
-    const auto topo = editor_->topology(&why);
-    if (!topo) {
-        setStatus(tr("The topology is not valid: %1").arg(why), true);
-        return 0;
-    }
-    const auto budgets = editor_->budgets(&why);
-    if (!budgets) {
-        setStatus(tr("The planner budgets are not valid: %1").arg(why), true);
-        return 0;
-    }
+    const auto setup = formSetup();
+    if (!setup) return 0;
     RunPlanRequest rq;
     rq.library = libraryPath();
     rq.trace = trace;
     rq.windows = windows;
     rq.topologyName = editor_->topologyName().isEmpty() ? QStringLiteral("topology") : editor_->topologyName();
-    rq.topology = *topo;
-    rq.budgets = *budgets;
+    rq.topology = setup->first;
+    rq.budgets = setup->second;
     rq.saveRuns = !lib_->read_only();
     resultTabs_->setCurrentWidget(runView_); // the steps appear there as they are saved
     const quint64 id = jobs_->enqueueRun(rq);
