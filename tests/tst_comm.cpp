@@ -759,6 +759,36 @@ private Q_SLOTS:
         QCOMPARE(f.metrics.at("routepack+comm").joint, r.comm.routepack_comm->metrics.joint);
         const PlanResult back = restore_plan(f, in.window, "p.json");
         QCOMPARE(back.comm.routepack_comm->comm->inter_total, i64(0));
+        {
+            // The plan file alone (a cluster run's step whose counts are elsewhere): what the file
+            // holds, and nothing that needs the counts.
+            const PlanResult alone = plan_of_file(f);
+            QCOMPARE(alone.samples.size(), r.samples.size());
+            for (std::size_t i = 0; i < r.samples.size(); ++i) {
+                QCOMPARE(alone.samples[i].id, r.samples[i].id);
+                QCOMPARE(alone.samples[i].length, r.samples[i].length);
+            }
+            QCOMPARE(alone.rows.rows, r.rows.rows);
+            QCOMPARE(alone.rows.certified, r.rows.certified);
+            QCOMPARE(alone.routepack.layout, r.routepack.layout);
+            QVERIFY(alone.placement.routepack == r.placement.routepack);
+            QCOMPARE(alone.placement_refined(), r.placement_refined());
+            QVERIFY(alone.placement.identity == r.placement.identity);
+            QCOMPARE(alone.comm.grouter->layout, r.comm.grouter->layout);
+            QCOMPARE(alone.comm.routepack_comm->layout, r.comm.routepack_comm->layout);
+            QVERIFY(alone.comm.comm_placement == r.comm.comm_placement);
+            for (const MethodResult* m : r.methods()) {
+                const MethodResult* a = alone.method(m->method);
+                QVERIFY(a);
+                QVERIFY(a->metrics.score == m->metrics.score);
+                QCOMPARE(a->placement, m->placement);
+            }
+            for (const MethodResult* m : {&alone.baseline, &alone.reorder, &alone.karmarkar_karp})
+                QCOMPARE(m->layout.rows, 0);
+            QVERIFY(!alone.comm.available && !alone.routepack.comm);
+            QVERIFY(alone.placement.rank_loads_routepack.empty() && alone.placement.rank_loads_identity.empty());
+            QCOMPARE(alone.comm.nodes, 2);
+        }
         QCOMPARE(back.comm.grouter->metrics.joint, r.comm.grouter->metrics.joint);
         // Cancelled as the communication stage begins: Grouter's grouping stops before its first
         // layer (LPT's placement), routepack+comm keeps LPT and its best seed; every figure is still

@@ -12,13 +12,18 @@
 #include "tests/gui_testutil.h"
 #include "tests/testutil.h"
 #include "views/comm_panel.h"
+#include "views/convergence_panel.h"
+#include "views/costs_panel.h"
 #include "views/ep_heatmap_panel.h"
 #include "views/exports.h"
+#include "views/grid_panel.h"
 #include "views/heatmap_widget.h"
+#include "views/import_dialog.h"
 #include "views/library_tree_model.h"
 #include "views/plan_data.h"
 #include "views/plan_jobs.h"
 #include "views/plan_views.h"
+#include "views/row_heatmap_panel.h"
 #include "views/run_series.h"
 #include "views/run_view.h"
 #include "views/sample_pane.h"
@@ -29,7 +34,7 @@
 #include <QApplication>
 #include <QBarSet>
 #include <QChartView>
-#include <QFileDialog>
+#include <QComboBox>
 #include <QFileInfo>
 #include <QImage>
 #include <QItemSelectionModel>
@@ -39,6 +44,7 @@
 #include <QScatterSeries>
 #include <QTabWidget>
 #include <QTimer>
+#include <QToolButton>
 #include <QTreeView>
 #include <QtTest>
 
@@ -390,24 +396,19 @@ private Q_SLOTS:
         if (tag != "one node") // the migration columns are filled from the second step on
             QVERIFY2(expected.find(",,,,,") == std::string::npos, expected.c_str());
         QCOMPARE(test::read_file(csv.toStdString()), expected);
-        // Ctrl+E on the Run tab exports the same table: the save dialog gets the file name and is accepted.
+        // Ctrl+E on the Run tab exports the same table: the save dialog's question is answered with
+        // the file name (the export's own hook: a live modal dialog cannot be answered reliably).
         const QString keyed = q(tmp_ / ("ctrl-e-" + std::to_string(tag.size()) + ".csv"));
         QFile::remove(keyed);
-        bool answered = false;
-        QTimer poll;
-        connect(&poll, &QTimer::timeout, this, [&] {
-            auto* dlg = qobject_cast<QFileDialog*>(QApplication::activeModalWidget());
-            if (!dlg || answered) return;
-            answered = true;
-            QCOMPARE(dlg->windowTitle(), QStringLiteral("Export run steps"));
-            dlg->selectFile(keyed);
-            static_cast<QDialog*>(dlg)->accept(); // QFileDialog::accept, through the public base
+        QStringList asked;
+        w->exports()->setFileAnswer([&](const QString& title, const QString& suggested) {
+            asked << title << QFileInfo(suggested).fileName();
+            return keyed;
         });
-        poll.start(20);
         w->activateWindow();
         QTest::keyClick(w.get(), Qt::Key_E, Qt::ControlModifier);
-        QTRY_VERIFY_WITH_TIMEOUT(answered, 10000);
-        poll.stop();
+        w->exports()->setFileAnswer({});
+        QCOMPARE(asked, QStringList({QStringLiteral("Export run steps"), QStringLiteral("sweep.csv")}));
         QCOMPARE(test::read_file(keyed.toStdString()), expected);
         QVERIFY2(w->statusText().contains(QStringLiteral("Run steps written to %1.").arg(keyed)),
                  qPrintable(w->statusText()));
@@ -568,14 +569,25 @@ private Q_SLOTS:
                  qPrintable(rv->headingText()));
         QVERIFY2(rv->headingText().contains(QStringLiteral("1 failed step(s): step-002 (read)")),
                  qPrintable(rv->headingText()));
-        // A step opens its plan file's place: the plan views need the step's counts.
+        // A step opens its plan file in the plan views; this library holds the step's samples (trace
+        // syn, which the sweep planned), so with their counts: every view, the plan's own numbers.
         QSignalSpy opened(rv, &RunView::clusterStepActivated);
         QVERIFY(rv->activateStep(2));
         QCOMPARE(opened.count(), 1);
-        QCOMPARE(opened.at(0).at(0).toString(), q(fs::canonical(out) / "two-nodes" / "step-003.plan.json"));
+        const QString planFile = q(fs::canonical(out) / "two-nodes" / "step-003.plan.json");
+        QCOMPARE(opened.at(0).at(0).toString(), planFile);
         QCOMPARE(opened.at(0).at(1).toString(), QStringLiteral("/data/syn-run/step-003.jsonl"));
-        QVERIFY2(w->statusText().startsWith(QStringLiteral("Step step-003 of the cluster run: its plan is ")),
-                 qPrintable(w->statusText()));
+        QTRY_VERIFY_WITH_TIMEOUT(w->planView()->plan() != nullptr, 30000);
+        QCOMPARE(w->resultTabs()->currentWidget(), static_cast<QWidget*>(w->planView()));
+        QCOMPARE(
+            w->statusText(),
+            QStringLiteral("Step step-003 of cluster run 1: plan %1, with the counts of trace syn.").arg(planFile));
+        QVERIFY(w->planView()->window() != nullptr);
+        QVERIFY(w->planView()->countsNote().isEmpty());
+        QCOMPARE(w->planView()->plan()->routepack.metrics.score.max_u, sw[3]["routepack"].get<double>());
+        QCOMPARE(w->planView()->plan()->baseline.metrics.score.max_u, sw[3]["baseline"].get<double>());
+        QVERIFY(!w->importStepButton()->isVisible());
+        w->resultTabs()->setCurrentWidget(rv);
         // Its frontier would plan the step again: the counts are in the step's file.
         QSignalSpy arrived(rv, &RunView::frontierUpdated);
         QVERIFY(rv->computeFrontier(1));
@@ -590,6 +602,105 @@ private Q_SLOTS:
         QVERIFY(rv->isEmptyState());
         QVERIFY2(rv->emptyText().startsWith(QStringLiteral("Trace syn has saved runs in 0 of its 5 windows")),
                  qPrintable(rv->emptyText()));
+    }
+
+    void clusterStepWithoutCountsOffersItsImport() {
+        // A library that holds none of the step's samples: the plan opens from its file alone (the
+        // grid shows its rows; the views that need counts say so), and Import step… imports the
+        // step's entry, after which the step opens with its counts.
+        const fs::path out = tmp_ / "cluster-out-nocounts";
+        const nlohmann::json sw = writeClusterOut(copyLibrary("cluster-sweep-2.routepack"), out);
+        QCOMPARE(sw.size(), std::size_t(5));
+        // Step step-003's entry is a real folder holding its samples (the synthetic trace's files).
+        std::string summary = test::read_file(out / "summary.json");
+        const std::string fake = "/data/syn-run/step-003.jsonl", real = (tmp_ / "syn").string();
+        summary.replace(summary.find(fake), fake.size(), real);
+        test::write_file(out / "summary.json", summary);
+        const fs::path file = tmp_ / "no-counts.routepack";
+        fs::remove(file);
+        storage::Library::open(file); // an empty library
+        QVERIFY(!cli({QStringLiteral("import-run"), q(out), QStringLiteral("--db"), q(file)}).empty());
+
+        auto w = studio(file, run_budgets(3, 100));
+        QVERIFY(w);
+        w->libraryView()->setCurrentIndex(w->libraryModel()->clusterRunIndex(1));
+        RunView* rv = w->runView();
+        QTRY_VERIFY_WITH_TIMEOUT(!rv->isLoading() && rv->currentSeries(), 30000);
+        QVERIFY(rv->activateStep(2));
+        QTRY_VERIFY_WITH_TIMEOUT(w->planView()->plan() != nullptr, 30000);
+        PlanView* pv = w->planView();
+        const auto plan = pv->plan();
+        const QString planFile = q(fs::canonical(out) / "two-nodes" / "step-003.plan.json");
+        QCOMPARE(w->statusText(),
+                 QStringLiteral("Step step-003 of cluster run 1: plan %1, without counts (no trace of the library "
+                                "holds the step's %2 samples).")
+                     .arg(planFile)
+                     .arg(sw[3]["samples"].get<int>()));
+        QVERIFY(pv->window() == nullptr);
+        const QString note = pv->countsNote();
+        QCOMPARE(note, QStringLiteral("Step step-003 of cluster run 1 was read from its plan file %1. This view "
+                                      "needs the step's routing counts, which the library does not hold (no trace "
+                                      "of the library holds the step's %2 samples): Import step… (top right) "
+                                      "imports %3; the step then opens with every view.")
+                           .arg(planFile)
+                           .arg(sw[3]["samples"].get<int>())
+                           .arg(q(tmp_ / "syn")));
+        // The file's own numbers; the baselines keep their metrics, not their rows.
+        QCOMPARE(plan->routepack.metrics.score.max_u, sw[3]["routepack"].get<double>());
+        QCOMPARE(plan->baseline.metrics.score.max_u, sw[3]["baseline"].get<double>());
+        QCOMPARE(plan->rows.rows, sw[3]["rows"].get<int>());
+        QCOMPARE(plan->samples.size(), sw[3]["samples"].get<std::size_t>());
+        QCOMPARE(plan->baseline.layout.rows, 0);
+        // The grid lists the methods whose rows the file holds, and shows routepack's.
+        QComboBox* methods = pv->gridPanel()->findChild<QComboBox*>();
+        QVERIFY(methods);
+        QStringList listed;
+        for (int i = 0; i < methods->count(); ++i)
+            listed << methods->itemText(i);
+        QCOMPARE(listed, QStringList({QStringLiteral("RoutePack"), QStringLiteral("Grouter"),
+                                      QStringLiteral("RoutePack+comm")}));
+        QVERIFY2(pv->gridPanel()->summaryText().startsWith(
+                     QStringLiteral("RoutePack: R = %1 rows").arg(sw[3]["rows"].get<int>())),
+                 qPrintable(pv->gridPanel()->summaryText()));
+        // Every view that needs the counts says so, word for word.
+        QCOMPARE(pv->epHeatmapPanel()->summaryText(), note);
+        for (HeatmapWidget* h : pv->epHeatmapPanel()->findChildren<HeatmapWidget*>())
+            QCOMPARE(h->emptyText(), QStringLiteral("No routing counts for this plan"));
+        QCOMPARE(pv->rowHeatmapPanel()->map()->emptyText(), note);
+        QCOMPARE(pv->costsPanel()->headingText(), note);
+        QCOMPARE(pv->commPanel()->headingText(), note);
+        QCOMPARE(pv->convergencePanel()->summaryText(),
+                 QStringLiteral("The plan file holds no annealing levels (they are in a library's saved run only)."));
+        QVERIFY(w->importStepButton()->isVisible());
+        shot(w.get(), QStringLiteral("studio-cluster-step-without-counts"));
+
+        // Import step… with a real click: the dialog holds the step's entry, its model and a name.
+        QTest::mouseClick(w->importStepButton(), Qt::LeftButton);
+        ImportDialog* dlg = w->findChild<ImportDialog*>();
+        QVERIFY(dlg && dlg->isVisible());
+        QCOMPARE(dlg->inputs(), QStringList({q(tmp_ / "syn")}));
+        QCOMPARE(dlg->traceName(), QStringLiteral("syn-step-003"));
+        QCOMPARE(dlg->modelSource(), ImportDialog::Fields);
+        QVERIFY(dlg->startImport());
+        // Once imported, the step opens again with its counts: every view, the same plan.
+        QTRY_VERIFY_WITH_TIMEOUT(pv->window() != nullptr, 60000);
+        QVERIFY(pv->countsNote().isEmpty());
+        QVERIFY(!w->importStepButton()->isVisible());
+        QCOMPARE(pv->plan()->trace_name, std::string("syn-step-003"));
+        QCOMPARE(pv->plan()->routepack.metrics.score.max_u, sw[3]["routepack"].get<double>());
+        QCOMPARE(pv->plan()->routepack.layout, plan->routepack.layout);
+        QCOMPARE(w->statusText(),
+                 QStringLiteral("Step step-003 of cluster run 1: plan %1, with the counts of trace syn-step-003.")
+                     .arg(planFile));
+        QVERIFY(pv->costsPanel()->headingText() != note);
+        // The cluster run again: no plan goes with it; its step now opens with the imported counts.
+        w->libraryView()->setCurrentIndex(w->libraryModel()->clusterRunIndex(1));
+        QVERIFY(pv->plan() == nullptr);
+        QTRY_VERIFY_WITH_TIMEOUT(!rv->isLoading() && rv->currentSeries(), 30000);
+        QVERIFY(rv->activateStep(2));
+        QTRY_VERIFY_WITH_TIMEOUT(pv->plan() != nullptr, 30000);
+        QVERIFY(pv->window() != nullptr);
+        QVERIFY(!w->importStepButton()->isVisible());
     }
 
     void docCommandsRun() {

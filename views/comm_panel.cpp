@@ -137,6 +137,10 @@ void CommPanel::refresh() {
     }
     const Method m = method();
     const MethodResult& r = method_of(*plan_, m);
+    if (!plan_->comm.available && !countsNote_.isEmpty()) {
+        empty(countsNote_);
+        return;
+    }
     if (!plan_->comm.available) {
         empty(tr("Communication figures: %1. The window's samples were imported before per-token routes were "
                  "kept; re-import the trace to count the traffic between nodes.")

@@ -62,7 +62,13 @@ public:
     /// True while the co-activation of a layer is being counted on the worker thread.
     bool coactivationPending() const;
 
+    /// What to show in place of the views that need the window's routing counts when the plan comes
+    /// without them (a cluster run's step read from its plan file); empty: the generic note. Takes
+    /// effect at the next setPlan.
+    void setCountsNote(const QString& note) { countsNote_ = note; }
+
 private:
+    QString countsNote_; ///< setCountsNote
     void refresh();
     /// The dispatch matrix of cost `c` at MoE layer index l (-1: summed) and the heading.
     void showDispatch(const routepack::CommCost& c, int l, const QString& label, const QString& where);

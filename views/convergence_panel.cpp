@@ -110,6 +110,11 @@ void ConvergencePanel::setTail(const std::vector<ConvergenceTailPoint>& tail) {
     rescale();
 }
 
+void ConvergencePanel::setEmptyText(const QString& text) {
+    emptyText_ = text;
+    if (best_->count() == 0) rescale();
+}
+
 QString ConvergencePanel::summaryText() const {
     return summary_->text();
 }
@@ -133,7 +138,7 @@ void ConvergencePanel::rescale() {
     if (n == 0) {
         x_->setRange(0, 1);
         y_->setRange(0, 1);
-        summary_->setText(tr("No annealing levels yet."));
+        summary_->setText(emptyText_.isEmpty() ? tr("No annealing levels yet.") : emptyText_);
         return;
     }
     QList<QPointF> tail{best_->at(n - 1)};

@@ -35,6 +35,9 @@ public:
     QLineSeries* energySeries() const { return energy_; }
     QLineSeries* acceptanceSeries() const { return acceptance_; }
     QChartView* chartView() const { return view_; }
+    /// The line shown while the chart has no level; empty: "No annealing levels yet." (a plan being
+    /// planned). A plan read from its file alone says the file holds none.
+    void setEmptyText(const QString& text);
 
 protected:
     void changeEvent(QEvent* e) override;
@@ -47,6 +50,7 @@ private:
     QLineSeries* acceptance_ = nullptr;
     QLineSeries* tail_ = nullptr; ///< from the last level's best through the tail's points
     std::vector<ConvergenceTailPoint> tailPoints_;
+    QString emptyText_; ///< setEmptyText
     QValueAxis* x_ = nullptr;
     QValueAxis* y_ = nullptr;
     QValueAxis* yRate_ = nullptr;

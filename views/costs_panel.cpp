@@ -258,8 +258,10 @@ void CostsPanel::refresh() {
     }
     if (!costs_) {
         heading_->setText(
-            tr("Row-shard costs need the window's routing counts (not loaded for this plan, or the window "
-               "is too large to score on the GUI thread). Method metrics are in the compare view."));
+            !countsNote_.isEmpty()
+                ? countsNote_
+                : tr("Row-shard costs need the window's routing counts (not loaded for this plan, or the window "
+                     "is too large to score on the GUI thread). Method metrics are in the compare view."));
         return;
     }
     if (gainSplit_) {

@@ -46,6 +46,11 @@ inline constexpr double kShardTieTolerance = 0.001;
 class CostsPanel : public QWidget {
     Q_OBJECT
 public:
+    /// What to show in place of the views that need the window's routing counts when the plan comes
+    /// without them (a cluster run's step read from its plan file); empty: the generic note. Takes
+    /// effect at the next setPlan.
+    void setCountsNote(const QString& note) { countsNote_ = note; }
+
     explicit CostsPanel(QWidget* parent = nullptr);
     /// `gain` (split_gain of the plan, or null) gives the "why it gains" text; without it none is shown.
     void setPlan(const std::shared_ptr<const routepack::PlanResult>& plan, std::shared_ptr<const PlanCosts> costs,
@@ -101,6 +106,7 @@ protected:
     void changeEvent(QEvent* e) override;
 
 private:
+    QString countsNote_; ///< setCountsNote
     /// What one row-shard chart holds.
     struct RowChart {
         QBarSet* attention = nullptr;

@@ -129,6 +129,10 @@ QString EpHeatmapPanel::selectionText() const {
     return selection_->text();
 }
 
+QString EpHeatmapPanel::summaryText() const {
+    return summary_->text();
+}
+
 void EpHeatmapPanel::setPlan(const std::shared_ptr<const PlanResult>& plan,
                              std::shared_ptr<const std::vector<std::uint64_t>> expertLoads,
                              std::shared_ptr<const Trace> window) {
@@ -144,8 +148,10 @@ void EpHeatmapPanel::setPlan(const std::shared_ptr<const PlanResult>& plan,
     selection_->clear();
     selection_->hide();
     if (!plan_) {
-        identity_->clear();
-        lpt_->clear();
+        for (HeatmapWidget* h : {identity_, lpt_}) {
+            h->setEmptyText(tr("No plan"));
+            h->clear();
+        }
         summary_->setText(tr("No plan for this selection: plan a window (Plan > Plan window, Ctrl+R) or select a "
                              "saved run."));
         return;
@@ -153,9 +159,11 @@ void EpHeatmapPanel::setPlan(const std::shared_ptr<const PlanResult>& plan,
     const int L = plan_->model.num_moe_layers(), P = plan_->topology.ep_ranks;
     if (L < 1 || P < 1 || plan_->placement.rank_loads_identity.size() != static_cast<std::size_t>(L) * P ||
         planned_rank_loads(*plan_).size() != static_cast<std::size_t>(L) * P) {
-        identity_->clear();
-        lpt_->clear();
-        summary_->setText(tr("This plan carries no rank loads."));
+        for (HeatmapWidget* h : {identity_, lpt_}) {
+            h->setEmptyText(countsNote_.isEmpty() ? tr("No plan") : tr("No routing counts for this plan"));
+            h->clear();
+        }
+        summary_->setText(!countsNote_.isEmpty() ? countsNote_ : tr("This plan carries no rank loads."));
         return;
     }
     const int E = plan_->model.experts;
@@ -165,6 +173,8 @@ void EpHeatmapPanel::setPlan(const std::shared_ptr<const PlanResult>& plan,
     std::vector<bool> marks(static_cast<std::size_t>(L), false);
     for (const ExpertBound& b : bounded_)
         marks[static_cast<std::size_t>(b.layer)] = true;
+    for (HeatmapWidget* h : {identity_, lpt_})
+        h->setEmptyText(tr("No plan"));
     cvIdentity_ = layer_rank_cv(plan_->placement.rank_loads_identity, L, P);
     cvLpt_ = layer_rank_cv(planned_rank_loads(*plan_), L, P);
     auto normId = normalized_rank_loads(plan_->placement.rank_loads_identity, L, P);

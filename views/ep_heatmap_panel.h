@@ -35,6 +35,11 @@ inline constexpr int kTopRankSamples = 20;
 class EpHeatmapPanel : public QWidget {
     Q_OBJECT
 public:
+    /// What to show in place of the views that need the window's routing counts when the plan comes
+    /// without them (a cluster run's step read from its plan file); empty: the generic note. Takes
+    /// effect at the next setPlan.
+    void setCountsNote(const QString& note) { countsNote_ = note; }
+
     explicit EpHeatmapPanel(QWidget* parent = nullptr);
     /// `expertLoads` = L[l][e] of the plan's window ([L][E], aggregate_expert_loads): without it the
     /// tooltips name no experts and no layer is marked. `window` (the planned window, or null) gives
@@ -58,6 +63,8 @@ public:
     void selectCell(int layer, int rank, bool planned);
     /// The list under the maps: the selected rank's experts and tokens ("" when nothing is selected).
     QString selectionText() const;
+    /// The line above the maps (what they show, or why they are empty).
+    QString summaryText() const;
 
 Q_SIGNALS:
     /// A cell was selected: `samples` are top_samples_on_rank (window order indices, most tokens
@@ -68,6 +75,7 @@ Q_SIGNALS:
                        QList<qint64> tokens);
 
 private:
+    QString countsNote_; ///< setCountsNote
     std::shared_ptr<const routepack::PlanResult> plan_;
     std::shared_ptr<const std::vector<std::uint64_t>> loads_;
     std::shared_ptr<const routepack::Trace> window_;

@@ -112,7 +112,8 @@ QString StudioExports::suggestedPath(const QString& name) const {
 }
 
 QString StudioExports::askFile(const QString& title, const QString& name, const QString& filter) const {
-    QString f = QFileDialog::getSaveFileName(parent_, title, suggestedPath(name), filter);
+    QString f = answer_ ? answer_(title, suggestedPath(name))
+                        : QFileDialog::getSaveFileName(parent_, title, suggestedPath(name), filter);
     if (!f.isEmpty()) folder_ = QFileInfo(f).absolutePath();
     return f;
 }

@@ -122,6 +122,8 @@ public:
     /// What Ctrl+C copies: the tooltip of the selected cell (setSelection with a row and a column),
     /// else of the cell the last tooltip or context menu was shown for, as plain text; "" when none.
     QString copiedText() const;
+    /// The placeholder painted while the map is empty (setEmptyText).
+    QString emptyText() const { return emptyText_; }
 
     QSize sizeHint() const override;
     QSize minimumSizeHint() const override;

@@ -1,5 +1,7 @@
 #include "views/method_combo.h"
 
+#include "views/plan_data.h"
+
 #include <QSignalBlocker>
 
 namespace routepack::views {
@@ -25,12 +27,14 @@ void fillMethodCombo(QComboBox* box, const PlanResult* plan) {
     const Method current = comboMethod(box);
     std::vector<Method> methods;
     if (plan)
-        for (const MethodResult* r : plan->methods())
-            methods.push_back(r->method);
+        methods = layout_methods(*plan);
     else
         for (int k = 0; k < kPaperMethodCount; ++k)
             methods.push_back(method_at(k));
-    if (box->count() == static_cast<int>(methods.size())) return; // same list: keep it as it is
+    bool same = box->count() == static_cast<int>(methods.size());
+    for (int i = 0; same && i < box->count(); ++i)
+        same = box->itemData(i).toInt() == method_index(methods[static_cast<std::size_t>(i)]);
+    if (same) return; // same list: keep it as it is
     box->clear();
     for (const Method m : methods)
         addMethodItem(box, m);

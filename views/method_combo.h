@@ -10,7 +10,8 @@ namespace routepack::views {
 void addMethodItem(QComboBox* box, Method m);
 /// A box listing the paper's four methods with RoutePack shown.
 QComboBox* methodCombo(QWidget* parent);
-/// Refills a method box with the methods of `plan` (the paper's four without a plan), keeping the
+/// Refills a method box with the methods of `plan` that have a layout (layout_methods; the paper's
+/// four without a plan), keeping the
 /// shown method when the plan has it, else RoutePack. Emits no signal.
 void fillMethodCombo(QComboBox* box, const PlanResult* plan);
 /// The method a box shows (RoutePack when the box is empty).

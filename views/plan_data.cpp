@@ -20,6 +20,13 @@ std::vector<Method> plan_methods(const PlanResult& plan) {
     return out;
 }
 
+std::vector<Method> layout_methods(const PlanResult& plan) {
+    std::vector<Method> out;
+    for (const MethodResult* r : plan.methods())
+        if (r->layout.rows > 0) out.push_back(r->method);
+    return out;
+}
+
 const MethodResult& method_of(const PlanResult& plan, Method m) {
     if (const MethodResult* r = plan.method(m)) return *r;
     throw std::out_of_range(std::string("method_of: the plan has no ") + method_key(m) +

@@ -20,6 +20,10 @@ bool has_method(const PlanResult& plan, Method m);
 /// The methods of a plan in report order (PlanResult::methods()): the paper's four, then the two
 /// communication methods when they ran.
 std::vector<Method> plan_methods(const PlanResult& plan);
+/// The methods of plan_methods whose layout the plan holds (rows > 0): all of them in a planned or
+/// restored plan; routepack and the communication methods in a plan read from its file alone
+/// (plan_of_file, whose baselines have metrics but no layout). The layout views list these.
+std::vector<Method> layout_methods(const PlanResult& plan);
 /// The MethodResult of method m of a plan; std::out_of_range "method_of: the plan has no grouter
 /// method (one node or no routes)" (or routepack+comm) when the plan lacks it.
 const MethodResult& method_of(const PlanResult& plan, Method m);

@@ -231,6 +231,7 @@ void PlanView::setPlan(std::shared_ptr<const PlanResult> plan) {
 }
 
 void PlanView::setPlan(std::shared_ptr<const PlanResult> plan, std::shared_ptr<const Trace> window) {
+    countsNote_.clear();
     plan_ = std::move(plan);
     window_ = (plan_ && window && window_matches(*plan_, *window)) ? std::move(window) : nullptr;
     refill();
@@ -238,11 +239,19 @@ void PlanView::setPlan(std::shared_ptr<const PlanResult> plan, std::shared_ptr<c
 
 void PlanView::setPlacement(const std::shared_ptr<const PlanResult>& placement,
                             std::shared_ptr<const std::vector<std::uint64_t>> expertLoads) {
+    countsNote_.clear();
     plan_ = nullptr;
     window_ = nullptr;
     refill();
     ep_->setPlan(placement, std::move(expertLoads));
     setCurrentWidget(ep_);
+}
+
+void PlanView::setPlanWithoutCounts(std::shared_ptr<const PlanResult> plan, const QString& countsNote) {
+    plan_ = std::move(plan);
+    window_ = nullptr;
+    countsNote_ = plan_ ? countsNote : QString();
+    refill();
 }
 
 std::shared_ptr<const PlanResult> PlanView::plan() const {
@@ -269,6 +278,13 @@ void PlanView::refill() {
             gain = nullptr; // a plan without the four methods' layouts has nothing to split
         }
     }
+    ep_->setCountsNote(countsNote_);
+    rowHeat_->setCountsNote(countsNote_);
+    costs_->setCountsNote(countsNote_);
+    comm_->setCountsNote(countsNote_);
+    conv_->setEmptyText(countsNote_.isEmpty() ? QString()
+                                              : tr("The plan file holds no annealing levels (they are in a "
+                                                   "library's saved run only)."));
     ep_->setPlan(plan_, loads, window_);
     rowHeat_->setPlan(plan_, costs, window_);
     costs_->setPlan(plan_, costs, gain);

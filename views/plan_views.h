@@ -72,6 +72,14 @@ public:
     /// if null.
     void setPlan(std::shared_ptr<const routepack::PlanResult> plan, std::shared_ptr<const routepack::Trace> window);
     std::shared_ptr<const routepack::PlanResult> plan() const;
+    /// Shows a plan read from its file without its window's counts (a cluster run's step,
+    /// plan_of_file of core/plan/plan_file.h): the execution grid shows its layouts (routepack's and
+    /// the communication methods'; the baselines have none); the EP-rank, row-peak, costs and
+    /// communication views show `countsNote` in place of their data, the convergence chart says the
+    /// file holds no annealing levels. The next setPlan or setPlacement drops the note.
+    void setPlanWithoutCounts(std::shared_ptr<const routepack::PlanResult> plan, const QString& countsNote);
+    /// The note of setPlanWithoutCounts while such a plan is shown; empty otherwise.
+    QString countsNote() const { return countsNote_; }
     /// Shows only the placement views of a load-only (aggregate) trace: `placement` carries model,
     /// topology, identity/LPT placements, rank loads [L][P] and CV (no rows, layouts or costs).
     /// plan() becomes nullptr; the other views show their empty state; the EP-rank tab is shown.
@@ -131,6 +139,7 @@ private:
 
     std::shared_ptr<const routepack::PlanResult> plan_;
     std::shared_ptr<const routepack::Trace> window_;
+    QString countsNote_; ///< setPlanWithoutCounts
     EpHeatmapPanel* ep_ = nullptr;
     RowHeatmapPanel* rowHeat_ = nullptr;
     CostsPanel* costs_ = nullptr;

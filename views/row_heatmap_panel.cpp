@@ -91,8 +91,10 @@ void RowHeatmapPanel::refresh() {
         return;
     }
     if (!costs_) {
-        map_->setEmptyText(tr("Row peaks need the window's routing counts (not loaded for this plan, or the window is "
-                              "too large to score on the GUI thread)."));
+        map_->setEmptyText(!countsNote_.isEmpty()
+                               ? countsNote_
+                               : tr("Row peaks need the window's routing counts (not loaded for this plan, or the "
+                                    "window is too large to score on the GUI thread)."));
         map_->clear();
         note_->clear();
         return;

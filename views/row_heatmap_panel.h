@@ -3,6 +3,7 @@
 #include "core/plan/planner.h"
 #include "views/plan_data.h"
 
+#include <QString>
 #include <QWidget>
 
 #include <memory>
@@ -33,7 +34,13 @@ public:
     QComboBox* shardCombo() const { return shardBox_; }
     HeatmapWidget* map() const { return map_; }
 
+    /// What to show in place of the views that need the window's routing counts when the plan comes
+    /// without them (a cluster run's step read from its plan file); empty: the generic note. Takes
+    /// effect at the next setPlan.
+    void setCountsNote(const QString& note) { countsNote_ = note; }
+
 private:
+    QString countsNote_; ///< setCountsNote
     void refresh();
     std::shared_ptr<const routepack::PlanResult> plan_;
     std::shared_ptr<const PlanCosts> costs_;

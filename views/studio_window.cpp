@@ -67,7 +67,8 @@ constexpr int kSamplePaneWidth = 380;
 
 StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
     : QMainWindow(parent), options_(options), jobs_(new PlanJobQueue(this)),
-      demoBuild_(new JobTracker(JobTracker::Policy::EveryResult, 1, false, this)) {
+      demoBuild_(new JobTracker(JobTracker::Policy::EveryResult, 1, false, this)),
+      stepOpen_(new JobTracker(JobTracker::Policy::LatestResult, 1, false, this)) {
     setWindowTitle(tr("RoutePack Studio"));
     setAcceptDrops(true); // a library file opens, trace files go to the import dialog
     installWheelGuard();  // value fields take the wheel only with focus, in every form of the studio
@@ -98,6 +99,7 @@ StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
 StudioWindow::~StudioWindow() {
     // The workers end before the widgets their results would go to (nothing is delivered after this).
     demoBuild_->shutdown();
+    stepOpen_->shutdown();
 }
 
 std::unique_ptr<QSettings> StudioWindow::settings() const {
@@ -157,6 +159,13 @@ void StudioWindow::buildUi() {
     resultTabs_ = new QTabWidget(this);
     resultTabs_->setDocumentMode(true);
     resultTabs_->addTab(planView_, tr("Plan"));
+    // Shown while a cluster run's step is shown without its counts (openClusterStep).
+    importStepButton_ = new QToolButton(planView_);
+    importStepButton_->setObjectName(QStringLiteral("importStep"));
+    importStepButton_->setText(tr("Import step…"));
+    planView_->setCornerWidget(importStepButton_, Qt::TopRightCorner);
+    importStepButton_->setVisible(false);
+    connect(importStepButton_, &QToolButton::clicked, this, [this] { importShownStep(); });
     resultTabs_->addTab(compareView_, tr("Compare runs"));
     runView_ = new RunView(this);
     resultTabs_->addTab(runView_, tr("Run"));
@@ -171,9 +180,7 @@ void StudioWindow::buildUi() {
     // A cluster run's step: its plan stays in OUT and the library has no counts of it.
     connect(runView_, &RunView::clusterStepActivated, this,
             [this](const QString& planFile, const QString& stepPath, const QString& window) {
-                setStatus(tr("Step %1 of the cluster run: its plan is %2; the plan views need the step's counts: "
-                             "import %3 (routepack import) to open it")
-                              .arg(window, planFile, stepPath.isEmpty() ? tr("the step's file") : stepPath));
+                openClusterStep(planFile, stepPath, window);
             });
     // The centre splits the samples (left) from the plan views (right); the plan views take every
     // pixel the window gains (maximised, a wider screen), the samples keep theirs.
@@ -549,6 +556,7 @@ void StudioWindow::fitPresetToTrace(const QString& trace) {
 
 void StudioWindow::showPlan(std::shared_ptr<const PlanResult> plan, std::shared_ptr<const Trace> window, qint64 runId) {
     clearSampleFilter(); // it named a cell or a rank of the plan shown before
+    setShownStep(std::nullopt);
     shownRun_ = runId;
     planView_->setPlan(std::move(plan), std::move(window));
     updateCompare();
@@ -593,6 +601,7 @@ void StudioWindow::showPlacementIfLoadOnly(const QString& trace) {
 
 void StudioWindow::clearPlan() {
     clearSampleFilter(); // it named samples of the plan that goes
+    setShownStep(std::nullopt);
     shownRun_ = 0;
     planView_->setPlan(nullptr, nullptr);
     updateCompare();

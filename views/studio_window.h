@@ -6,6 +6,7 @@
 // results arrive as immutable values and stale ones are dropped. The exports are views/exports.h, the
 // session's plans and restores of saved runs views/run_replay.h.
 #include "storage/library.h"
+#include "views/cluster_step.h"
 #include "views/exports.h"
 #include "views/job_tracker.h"
 #include "views/plan_jobs.h"
@@ -132,6 +133,19 @@ public:
                   qint64 runId);
     /// Opens the import dialog (modeless) for the open library.
     ImportDialog* showImportDialog();
+    /// Opens step `window` of the cluster run shown in the Run view in the plan views: its plan file
+    /// `planFile` (in the run's OUT) read on a worker thread (open_cluster_step, views/cluster_step.h),
+    /// with the step's counts when the library holds its samples; otherwise the views that need the
+    /// counts say so and the plan views' "Import step…" button (importStepButton()) offers to import
+    /// `stepPath`. Returns the job id; the status line says what is shown when it arrives.
+    quint64 openClusterStep(const QString& planFile, const QString& stepPath, const QString& window);
+    /// The import dialog for the shown cluster step's file: its path, the plan's model and a trace
+    /// name "<trace>-<window>" filled in; once imported, the step opens again with its counts.
+    /// nullptr (reason in the status line) when no step without counts is shown, its file is not
+    /// recorded, or the library cannot import.
+    ImportDialog* importShownStep();
+    /// The plan views' "Import step…" button (visible while a cluster step without counts is shown).
+    QToolButton* importStepButton() const { return importStepButton_; }
     /// Opens the checkpoint rewrite dialog (modeless) with the shown plan: a saved run's stored plan
     /// JSON (Library::run_plan_json), else plan_to_json of the unsaved plan. While a rewrite runs the
     /// dialog keeps its plan. nullptr (with the reason in the status bar) when no plan is shown.
@@ -292,8 +306,20 @@ private:
     void followLiveJob(quint64 job);
     /// Queues a background restore of a saved run's stored plan (RunReplay::restore).
     quint64 restoreRun(const storage::RunEntry& run, bool show);
+    /// A cluster run's step shown in the plan views (openClusterStep), or to open again once imported.
+    struct ClusterStepRef {
+        qint64 clusterRun = 0;
+        QString planFile, stepPath, window;
+    };
+    /// openClusterStep of a step of cluster run step.clusterRun (whatever the Run view shows now).
+    quint64 openStep(const ClusterStepRef& step);
     /// Empties the plan views and the comparison (nothing selected has a plan shown yet).
     void clearPlan();
+    /// Records the cluster step shown without counts (nullopt: none) and shows or hides the plan
+    /// views' Import step… button accordingly.
+    void setShownStep(std::optional<ClusterStepRef> step);
+    /// What the open plan-file job delivered (openClusterStep): shown with or without counts.
+    void showClusterStep(const ClusterStepRef& step, const ClusterStepPlan& opened);
     /// For a load-only (aggregate) trace: shows its identity vs LPT placement views on the editor's
     /// topology (PlanView::setPlacement). Does nothing for a trace with samples.
     void showPlacementIfLoadOnly(const QString& trace);
@@ -349,8 +375,14 @@ private:
     QAction* exportAction_ = nullptr;
     QAction* rewriteAction_ = nullptr;
     QList<QAction*> planActions_;
+    QList<QAction*>
+        fullPlanActions_; ///< of planActions_: those that need a complete plan (not one read from its file alone)
 
-    JobTracker* demoBuild_ = nullptr; ///< building the demo library
+    JobTracker* demoBuild_ = nullptr;          ///< building the demo library
+    JobTracker* stepOpen_ = nullptr;           ///< reading a cluster run step's plan (openClusterStep)
+    std::optional<ClusterStepRef> shownStep_;  ///< shown without counts (the Import step… button)
+    std::optional<ClusterStepRef> reopenStep_; ///< imported from importShownStep: open again when done
+    QToolButton* importStepButton_ = nullptr;
     std::unique_ptr<StudioExports> exports_;
     RunReplay replay_; ///< plans of this session by run id, restores of saved runs on their way
     qint64 shownRun_ = 0;

@@ -84,6 +84,7 @@ void StudioWindow::buildActions() {
     QAction* sampleCsv = exp->addAction(tr("Sample table (CSV)…"));
     connect(sampleCsv, &QAction::triggered, this, [this] { showExport(exports_->exportSampleCsv()); });
     planActions_ << planJson << viewImage << cmpCsv << cmpChart;
+    fullPlanActions_ << maps->actions() << planJson << cmpCsv << cmpChart;
     file->addSeparator();
     QAction* quit = file->addAction(tr("&Quit"));
     quit->setShortcut(QKeySequence::Quit);
@@ -115,6 +116,7 @@ void StudioWindow::buildActions() {
     QAction* compareAll = plan->addAction(tr("Compare all saved runs of this &window"));
     connect(compareAll, &QAction::triggered, this, [this] { compareSavedRuns(); });
     planActions_ << compareAll;
+    fullPlanActions_ << compareAll;
     QAction* cancelAll = plan->addAction(tr("Cancel all &queued jobs"));
     connect(cancelAll, &QAction::triggered, jobs_, &PlanJobQueue::cancelAll);
     plan->addSeparator();
@@ -206,6 +208,11 @@ void StudioWindow::updateActions() {
     cancelAction_->setEnabled(jobs_->isBusy());
     for (QAction* a : planActions_)
         a->setEnabled(has_plan);
+    // A plan read from its file without counts (a cluster step) has no baselines' layouts and no
+    // rank loads: its file is what there is to export (the step's plan file in OUT).
+    if (!planView_->countsNote().isEmpty())
+        for (QAction* a : fullPlanActions_)
+            a->setEnabled(false);
 }
 
 ImportDialog* StudioWindow::showImportDialog() {
@@ -223,6 +230,12 @@ ImportDialog* StudioWindow::showImportDialog() {
             refreshLibrary();
             selectTrace(name);
             setStatus(tr("Imported trace %1.").arg(name));
+            // A cluster step imported through Import step… opens again, now with its counts.
+            if (reopenStep_ && importDialog_->inputs().contains(reopenStep_->stepPath)) {
+                const ClusterStepRef step = *reopenStep_;
+                reopenStep_.reset();
+                openStep(step);
+            }
         });
     }
     clearStaleError();
@@ -244,21 +257,25 @@ RewriteDialog* StudioWindow::showRewriteDialog() {
                 [this](const QString& output) { setStatus(tr("Checkpoint rewritten into %1.").arg(output)); });
     }
     if (!rewriteDialog_->job()->isRunning()) {
-        QString json, origin;
-        if (shownRun_ > 0 && lib_) {
-            try {
-                json = QString::fromStdString(lib_->run_plan_json(shownRun_));
-                origin = QStringLiteral("run %1 in %2").arg(shownRun_).arg(QFileInfo(libraryPath()).fileName());
-            } catch (const std::exception&) {
-                json.clear(); // fall back to the plan shown
+        if (shownStep_) {
+            rewriteDialog_->loadPlanFile(shownStep_->planFile); // the cluster step's own plan file
+        } else {
+            QString json, origin;
+            if (shownRun_ > 0 && lib_) {
+                try {
+                    json = QString::fromStdString(lib_->run_plan_json(shownRun_));
+                    origin = QStringLiteral("run %1 in %2").arg(shownRun_).arg(QFileInfo(libraryPath()).fileName());
+                } catch (const std::exception&) {
+                    json.clear(); // fall back to the plan shown
+                }
             }
+            if (json.isEmpty()) {
+                json = QString::fromStdString(plan_to_json(*plan));
+                origin = QStringLiteral("unsaved plan of %1/%2")
+                             .arg(QString::fromStdString(plan->trace_name), QString::fromStdString(plan->window_name));
+            }
+            rewriteDialog_->setPlanJson(json, origin);
         }
-        if (json.isEmpty()) {
-            json = QString::fromStdString(plan_to_json(*plan));
-            origin = QStringLiteral("unsaved plan of %1/%2")
-                         .arg(QString::fromStdString(plan->trace_name), QString::fromStdString(plan->window_name));
-        }
-        rewriteDialog_->setPlanJson(json, origin);
     }
     // The saved plans of the library, so that a checkpoint of another model names the runs that fit it.
     std::vector<KnownPlan> known;

@@ -922,3 +922,66 @@ PlanResult restore_plan(const PlanFile& plan, const Trace& window, const std::st
 }
 
 } // namespace routepack
+
+namespace routepack {
+
+PlanResult plan_of_file(const PlanFile& plan) {
+    PlanResult r;
+    r.model = plan.model;
+    r.topology = plan.topology;
+    r.budgets = plan.budgets;
+    r.budgets.seed = plan.seed;
+    r.budgets.workers = plan.workers;
+    r.trace_name = plan.trace_name;
+    r.window_name = plan.window_name;
+    r.fingerprint = plan.fingerprint;
+    r.samples.resize(plan.sample_ids.size());
+    for (std::size_t i = 0; i < r.samples.size(); ++i) {
+        r.samples[i].id = plan.sample_ids[i];
+        r.samples[i].length = plan.lengths[i];
+    }
+    r.rows.rows = plan.row_count;
+    r.rows.certified = plan.row_count_certified;
+    r.rows.lower_bound = plan.row_lower_bound;
+    r.rows.how = "read from the plan file";
+    if (plan.has_bound) r.bound = plan.bound;
+    const Placement& p = plan.placement;
+    r.placement.identity = identity_placement(p.layers, p.experts, p.ep_ranks);
+    r.placement.routepack = p;
+    if (!plan.placement_refined) r.placement.lpt = p;
+    r.placement.swaps = plan.placement_swaps;
+    r.placement.rounds_kept = plan.placement_rounds_kept;
+    r.placement.refinement_skipped = plan.placement_refinement_skipped;
+    auto method = [&](MethodResult& m, Method name, PlacementKind kind) {
+        m.method = name;
+        m.placement = kind;
+        if (const auto it = plan.metrics.find(m.key()); it != plan.metrics.end()) m.metrics = it->second;
+    };
+    method(r.baseline, Method::Baseline, PlacementKind::Identity);
+    method(r.reorder, Method::Reorder, PlacementKind::Lpt);
+    method(r.karmarkar_karp, Method::KarmarkarKarp, PlacementKind::Lpt);
+    method(r.routepack, Method::RoutePack, plan.placement_refined ? PlacementKind::Refined : PlacementKind::Lpt);
+    r.routepack.layout = plan.layout;
+    const PlanFileComm& c = plan.comm;
+    r.comm.nodes = plan.topology.nodes();
+    r.comm.available = false;
+    if (c.has_grouter) {
+        r.comm.grouter.emplace();
+        method(*r.comm.grouter, Method::Grouter, PlacementKind::Grouter);
+        r.comm.grouter->layout = c.grouter_layout;
+        r.comm.grouter_placement = c.grouter_placement;
+        r.comm.grouter_off_node = c.grouter_off_node;
+        r.comm.grouter_fitted = c.grouter_fitted;
+    }
+    if (c.has_comm_method) {
+        r.comm.routepack_comm.emplace();
+        method(*r.comm.routepack_comm, Method::RoutePackComm, PlacementKind::Comm);
+        r.comm.routepack_comm->layout = c.comm_layout;
+        r.comm.routepack_comm->comm_score = c.comm_search_score;
+        r.comm.comm_placement = c.comm_placement;
+    }
+    r.time_limit_hit = plan.time_limit_hit;
+    return r;
+}
+
+} // namespace routepack

@@ -162,4 +162,16 @@ std::string rescore_plan(const PlanFile& plan, const Trace& window);
 /// `plan.workers` (1 when 0).
 PlanResult restore_plan(const PlanFile& plan, const Trace& window, const std::string& origin);
 
+/// Everything of a saved plan that its file alone holds, for showing a plan whose window is not at
+/// hand (a cluster run's step whose counts are not in a library): the model, topology, budgets
+/// (seed and workers included), trace and window names, samples (ids and lengths, window order),
+/// fingerprint, R* (rows, certified, lower bound), routepack's layout, placement (placement.routepack;
+/// placement.lpt the same unless the file says the placement was refined, then empty) and score, the
+/// bound, every method's stored metrics, and the communication methods' layouts and placements. What
+/// needs the routing counts stays empty: the rank loads and CV of every placement, the three
+/// baselines' layouts (Layout with 0 rows: only their metrics are known), the communication figures
+/// (PlanComm::available false) and the search's convergence levels. The migration section is not
+/// carried. Never throws for a PlanFile that parse_plan returned.
+PlanResult plan_of_file(const PlanFile& plan);
+
 } // namespace routepack
