@@ -35,8 +35,23 @@ void installTableActions(QAbstractItemView* view,
                          const std::function<QList<QAction*>(QMenu* menu, const QPoint& pos)>& extra = {});
 
 /// A chart view's context menu: "Copy image" (the chart as painted, onto the clipboard) and "Save
-/// image…" (PNG).
+/// image…" (saveWidgetImage).
 void installChartActions(QChartView* view);
+
+/// What "Save image…" asks the user: a file name for an image of a widget, given the dialog's
+/// `title` and `filter` ("PNG images (*.png);;SVG images (*.svg)"); sets `selectedFilter` to the
+/// filter chosen. "" when the user cancels.
+using ImageFileAsker =
+    std::function<QString(QWidget* parent, const QString& title, const QString& filter, QString* selectedFilter)>;
+/// Replaces the QFileDialog of every "Save image…" (charts, heatmaps) by `asker`, so that a test
+/// answers it with a path instead of a live dialog; an empty function brings the dialog back.
+void setImageFileAskerForTesting(ImageFileAsker asker);
+
+/// "Save image…" of a chart or heatmap: asks for a file (PNG or SVG; a name without either suffix
+/// gets the chosen filter's) and writes `widget` there as painted (exportWidgetImage: PNG = grab()
+/// at the screen's pixel ratio, SVG = the widget rendered into an SVG of its logical size). A write
+/// failure is shown in a warning box. Returns the file written, "" when cancelled or failed.
+QString saveWidgetImage(QWidget* widget, const QString& title);
 
 /// The context menu `widget` popped up last (nullptr before one).
 QMenu* lastContextMenu(const QWidget* widget);
