@@ -173,15 +173,16 @@ class TestStudioBasics : public test::StudioTestBase {
     void saveImagesOf(QChartView* chart, QMenu* menu, HeatmapWidget* heat) {
         QString title, filter;
         QString answer = q(tmp_ / "convergence.png"), answerFilter;
-        setImageFileAskerForTesting([&](QWidget*, const QString& t, const QString& f, QString* selected) {
-            title = t;
-            filter = f;
-            if (!answerFilter.isEmpty()) *selected = answerFilter;
-            return answer;
-        });
+        setSaveFileAskerForTesting(
+            [&](QWidget*, const QString& t, const QString&, const QString& f, QString* selected) {
+                title = t;
+                filter = f;
+                if (!answerFilter.isEmpty()) *selected = answerFilter;
+                return answer;
+            });
         actionNamed(menu, QStringLiteral("Save image…"))->trigger();
         QCOMPARE(title, QStringLiteral("Save chart image"));
-        QCOMPARE(filter, QStringLiteral("PNG images (*.png);;SVG images (*.svg)"));
+        QCOMPARE(filter, QStringLiteral("PNG image (*.png);;SVG drawing (*.svg)"));
         const QImage png(answer);
         QVERIFY(!png.isNull());
         QCOMPARE(png.size(), chart->size()); // offscreen: device pixel ratio 1
@@ -190,7 +191,7 @@ class TestStudioBasics : public test::StudioTestBase {
         QVERIFY2(colourCount(png) >= 16, qPrintable(QString::number(colourCount(png))));
         // A name without a suffix gets the chosen filter's: the SVG, at the chart's logical size.
         answer = q(tmp_ / "convergence");
-        answerFilter = QStringLiteral("SVG images (*.svg)");
+        answerFilter = QStringLiteral("SVG drawing (*.svg)");
         actionNamed(menu, QStringLiteral("Save image…"))->trigger();
         QSvgRenderer svg(answer + QStringLiteral(".svg"));
         QVERIFY(svg.isValid());
@@ -221,7 +222,7 @@ class TestStudioBasics : public test::StudioTestBase {
         Q_EMIT chart->customContextMenuRequested(QPoint(10, 10));
         actionNamed(lastContextMenu(chart), QStringLiteral("Save image…"))->trigger();
         QCOMPARE(title, QStringLiteral("Save chart image"));
-        setImageFileAskerForTesting({});
+        setSaveFileAskerForTesting({});
     }
 
 private Q_SLOTS:

@@ -15,6 +15,7 @@
 #include "views/ep_heatmap_panel.h"
 #include "views/exports.h"
 #include "views/heatmap_widget.h"
+#include "views/item_actions.h"
 #include "views/library_tree_model.h"
 #include "views/plan_data.h"
 #include "views/plan_jobs.h"
@@ -29,7 +30,6 @@
 #include <QApplication>
 #include <QBarSet>
 #include <QChartView>
-#include <QFileDialog>
 #include <QFileInfo>
 #include <QImage>
 #include <QItemSelectionModel>
@@ -38,7 +38,6 @@
 #include <QProcessEnvironment>
 #include <QScatterSeries>
 #include <QTabWidget>
-#include <QTimer>
 #include <QTreeView>
 #include <QtTest>
 
@@ -390,24 +389,18 @@ private Q_SLOTS:
         if (tag != "one node") // the migration columns are filled from the second step on
             QVERIFY2(expected.find(",,,,,") == std::string::npos, expected.c_str());
         QCOMPARE(test::read_file(csv.toStdString()), expected);
-        // Ctrl+E on the Run tab exports the same table: the save dialog gets the file name and is accepted.
+        // Ctrl+E on the Run tab exports the same table: the save question (askSaveFile) gets the file name.
         const QString keyed = q(tmp_ / ("ctrl-e-" + std::to_string(tag.size()) + ".csv"));
         QFile::remove(keyed);
-        bool answered = false;
-        QTimer poll;
-        connect(&poll, &QTimer::timeout, this, [&] {
-            auto* dlg = qobject_cast<QFileDialog*>(QApplication::activeModalWidget());
-            if (!dlg || answered) return;
-            answered = true;
-            QCOMPARE(dlg->windowTitle(), QStringLiteral("Export run steps"));
-            dlg->selectFile(keyed);
-            static_cast<QDialog*>(dlg)->accept(); // QFileDialog::accept, through the public base
+        QString asked;
+        setSaveFileAskerForTesting([&](QWidget*, const QString& title, const QString&, const QString&, QString*) {
+            asked = title;
+            return keyed;
         });
-        poll.start(20);
         w->activateWindow();
         QTest::keyClick(w.get(), Qt::Key_E, Qt::ControlModifier);
-        QTRY_VERIFY_WITH_TIMEOUT(answered, 10000);
-        poll.stop();
+        setSaveFileAskerForTesting({});
+        QCOMPARE(asked, QStringLiteral("Export run steps"));
         QCOMPARE(test::read_file(keyed.toStdString()), expected);
         QVERIFY2(w->statusText().contains(QStringLiteral("Run steps written to %1.").arg(keyed)),
                  qPrintable(w->statusText()));

@@ -182,23 +182,32 @@ void installChartActions(QChartView* view) {
 
 namespace {
 
-ImageFileAsker& imageFileAsker() {
-    static ImageFileAsker asker;
+SaveFileAsker& saveFileAsker() {
+    static SaveFileAsker asker;
     return asker;
 }
 
 } // namespace
 
-void setImageFileAskerForTesting(ImageFileAsker asker) {
-    imageFileAsker() = std::move(asker);
+QString askSaveFile(QWidget* parent, const QString& title, const QString& suggested, const QString& filter,
+                    QString* selectedFilter) {
+    if (saveFileAsker()) {
+        QString chosen;
+        const QString f = saveFileAsker()(parent, title, suggested, filter, &chosen);
+        if (selectedFilter && !chosen.isEmpty()) *selectedFilter = chosen;
+        return f;
+    }
+    return QFileDialog::getSaveFileName(parent, title, suggested, filter, selectedFilter);
+}
+
+void setSaveFileAskerForTesting(SaveFileAsker asker) {
+    saveFileAsker() = std::move(asker);
 }
 
 QString saveWidgetImage(QWidget* widget, const QString& title) {
-    const QString png = QObject::tr("PNG images (*.png)"), svg = QObject::tr("SVG images (*.svg)");
+    const QString png = QObject::tr("PNG image (*.png)"), svg = QObject::tr("SVG drawing (*.svg)");
     QString chosen = png;
-    QString f = imageFileAsker()
-                    ? imageFileAsker()(widget, title, png + QStringLiteral(";;") + svg, &chosen)
-                    : QFileDialog::getSaveFileName(widget, title, QString(), png + QStringLiteral(";;") + svg, &chosen);
+    QString f = askSaveFile(widget, title, QString(), png + QStringLiteral(";;") + svg, &chosen);
     if (f.isEmpty()) return {};
     const QString suffix = QFileInfo(f).suffix().toLower();
     if (suffix != QStringLiteral("png") && suffix != QStringLiteral("svg"))

@@ -38,14 +38,18 @@ void installTableActions(QAbstractItemView* view,
 /// image…" (saveWidgetImage).
 void installChartActions(QChartView* view);
 
-/// What "Save image…" asks the user: a file name for an image of a widget, given the dialog's
-/// `title` and `filter` ("PNG images (*.png);;SVG images (*.svg)"); sets `selectedFilter` to the
-/// filter chosen. "" when the user cancels.
-using ImageFileAsker =
-    std::function<QString(QWidget* parent, const QString& title, const QString& filter, QString* selectedFilter)>;
-/// Replaces the QFileDialog of every "Save image…" (charts, heatmaps) by `asker`, so that a test
-/// answers it with a path instead of a live dialog; an empty function brings the dialog back.
-void setImageFileAskerForTesting(ImageFileAsker asker);
+/// The studio's one question for a file to write (exports, "Save image…"): the file name chosen in
+/// a save dialog titled `title`, starting at `suggested`, offering `filter` ("PNG image
+/// (*.png);;SVG drawing (*.svg)"); sets `*selectedFilter` (when given) to the filter chosen. "" when
+/// the user cancels.
+using SaveFileAsker = std::function<QString(QWidget* parent, const QString& title, const QString& suggested,
+                                            const QString& filter, QString* selectedFilter)>;
+/// Asks as SaveFileAsker says: QFileDialog::getSaveFileName, or the test's asker when one is set.
+QString askSaveFile(QWidget* parent, const QString& title, const QString& suggested, const QString& filter,
+                    QString* selectedFilter = nullptr);
+/// Replaces the QFileDialog of askSaveFile by `asker`, so that a test answers it with a path (and a
+/// filter) instead of a live dialog; an empty function brings the dialog back.
+void setSaveFileAskerForTesting(SaveFileAsker asker);
 
 /// "Save image…" of a chart or heatmap: asks for a file (PNG or SVG; a name without either suffix
 /// gets the chosen filter's) and writes `widget` there as painted (exportWidgetImage: PNG = grab()
