@@ -2,7 +2,8 @@
 // The studio's main window: library tree (traces, windows, runs) on the left with the
 // topology/budget editor, the sample table and length histogram in the centre, the plan views and
 // the run comparison on the right, job progress with Cancel in the status bar. All long work runs
-// on worker threads (JobTracker users: ImportJob, PlanJobQueue, sample loading, demo building);
+// on worker threads (JobTracker users: ImportJob, PlanJobQueue, sample loading, demo building,
+// deleting traces, windows and runs);
 // results arrive as immutable values and stale ones are dropped. The exports are views/exports.h, the
 // session's plans and restores of saved runs views/run_replay.h.
 #include "storage/library.h"
