@@ -378,7 +378,7 @@ public:
     /// InputError naming the setting "run name" (key "run_name"):
     ///   "run name must not be empty"
     ///   "run name ' x' must not begin or end with white space"
-    ///   "run name 'x…' is 81 characters long, more than 80" (UTF-8 characters)
+    ///   "run name is 81 characters long, more than 80" (UTF-8 characters)
     ///   "run name 'a\nb' must not contain control characters"
     ///   "run name '...' is not valid UTF-8 (byte 0x.. at index N)"
     /// and "no run N in <file>" when absent. Same name: nothing changes.
