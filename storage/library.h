@@ -68,6 +68,7 @@ struct RunMethodEntry {
 /// `annealing_history`).
 struct RunEntry {
     std::int64_t id = 0;
+    std::string name;                      ///< given by rename_run; "" = unnamed (known by its id)
     std::string trace, window, topology;   ///< names
     Topology topology_value;               ///< the topology the run used
     std::int64_t plan_id = 0;              ///< 0: the run produced no plan (failed)
@@ -371,6 +372,19 @@ public:
     /// trace or window, an empty or non-UTF-8 name, or "trace 'T' already has a window named 'NEW' in
     /// <file>"; same name: nothing changes.
     void rename_window(const std::string& trace, const std::string& window, const std::string& new_name);
+    /// Names saved run `run_id` (RunEntry::name; schema migration 5): the studio shows it beside the
+    /// run's id ("run 11 · baseline-seed-1"); nothing else of the run or its plan changes. Names need
+    /// not be unique (the id tells runs apart). The name is checked as given (callers trim user input):
+    /// InputError naming the setting "run name" (key "run_name"):
+    ///   "run name must not be empty"
+    ///   "run name ' x' must not begin or end with white space"
+    ///   "run name is 81 characters long, more than 80" (UTF-8 characters)
+    ///   "run name 'a\nb' must not contain control characters"
+    ///   "run name '...' is not valid UTF-8 (byte 0x.. at index N)"
+    /// and "no run N in <file>" when absent. Same name: nothing changes.
+    void rename_run(std::int64_t run_id, const std::string& new_name);
+    /// Longest run name rename_run accepts, in UTF-8 characters.
+    static constexpr std::size_t kMaxRunNameLength = 80;
 
     // --- Runs swept on a cluster (schema migration 4; storage/cluster_runs.cpp) ---
 

@@ -1,5 +1,6 @@
 // Deleting and renaming traces, windows and saved runs (storage/library.h): one transaction per
-// call; foreign keys (ON DELETE CASCADE, migrations 1-3) remove what belongs to the deleted row.
+// call; foreign keys (ON DELETE CASCADE, migrations 1-3) remove what belongs to the deleted row. A
+// run's name is its own column (migration 5): renaming a run touches no plan.
 #include "storage/library.h"
 
 #include "core/util/errors.h"
@@ -86,6 +87,32 @@ void require_new_name(const char* kind, const std::string& name) {
     if (name.empty())
         throw InputError("", {std::string(kind) + "_name", "", std::string(kind) + " name"}, " must not be empty");
     detail::require_utf8_name(kind, name);
+}
+
+/// Number of UTF-8 characters of valid UTF-8 `s` (bytes that do not continue a sequence).
+std::size_t utf8_length(const std::string& s) {
+    std::size_t n = 0;
+    for (const char c : s)
+        n += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
+    return n;
+}
+
+/// Refuses a run name rename_run does not store (library.h lists the texts).
+void require_run_name(const std::string& name) {
+    const Setting empty{"run_name", "", "run name"};
+    if (name.empty()) throw InputError("", empty, " must not be empty");
+    detail::require_utf8_name("run", name);
+    const Setting named{"run_name", "'" + shown(name) + "'", "run name '" + shown(name) + "'"};
+    const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; };
+    if (space(name.front()) || space(name.back()))
+        throw InputError("", named, " must not begin or end with white space");
+    for (const char c : name)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F)
+            throw InputError("", named, " must not contain control characters");
+    if (const std::size_t n = utf8_length(name); n > Library::kMaxRunNameLength)
+        throw InputError("", empty,
+                         " is " + std::to_string(n) + " characters long, more than " +
+                             std::to_string(Library::kMaxRunNameLength));
 }
 
 /// Sets inputs.<key> = value in every stored plan that `select` (bound to `id`) lists as (plan id,
@@ -223,6 +250,17 @@ void Library::rename_window(const std::string& trace, const std::string& window,
     up.bind(1, new_name).bind(2, id);
     up.run();
     rename_in_plans(db_, path_, "SELECT id, plan_json FROM plans WHERE window_id = ?1", id, "window", new_name);
+    tx.commit();
+}
+
+void Library::rename_run(std::int64_t run_id, const std::string& new_name) {
+    if (read_only_) throw LibraryReadOnly(path_);
+    require_run_name(new_name);
+    Transaction tx(db_, path_);
+    require_run(db_, path_, run_id);
+    Statement up(db_, path_, "UPDATE runs SET name = ?1 WHERE id = ?2");
+    up.bind(1, new_name).bind(2, run_id);
+    up.run();
     tx.commit();
 }
 

@@ -290,11 +290,18 @@ CREATE TABLE cluster_run_steps (
 ) WITHOUT ROWID;
 )sql";
 
+// Migration 5: a name for each saved planner run, set by Library::rename_run ('' = unnamed; the
+// run is then known by its id alone). Rows saved before keep ''.
+constexpr const char* kMigration5 = R"sql(
+ALTER TABLE runs ADD COLUMN name TEXT NOT NULL DEFAULT '';  -- trimmed, at most 80 characters
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "models, traces, source files, samples (counts blobs), aggregate totals, windows", kMigration1},
     {2, "topologies, plans, runs, run results, annealing history", kMigration2},
     {3, "per-token sample routes; run results accept grouter and routepack+comm", kMigration3},
     {4, "cluster runs imported from their output folder: settings, chains, per-step summary", kMigration4},
+    {5, "a name for each saved planner run", kMigration5},
 };
 
 int read_user_version(sqlite3* db, const std::filesystem::path& file) {

@@ -191,12 +191,17 @@ std::int64_t insert_run(sqlite3* db, const std::filesystem::path& file, std::int
     return sqlite3_last_insert_rowid(db);
 }
 
-constexpr const char* kRunColumns =
-    "SELECT r.id, t.name, w.name, tp.name, tp.definition, r.plan_id, r.budgets, r.workers, r.status, r.message, "
-    "r.started_at, r.finished_at, r.timings, p.fingerprint, p.rows, p.certified, p.score_max_u, p.score_sum_u, "
-    "p.score_max_j "
-    "FROM runs r JOIN windows w ON w.id = r.window_id JOIN traces t ON t.id = w.trace_id "
-    "JOIN topologies tp ON tp.id = r.topology_id LEFT JOIN plans p ON p.id = r.plan_id ";
+/// The columns read_run reads, for a library at `schema` (a read-only open of a library older than
+/// migration 5 has no runs.name: every run reads as unnamed).
+std::string run_columns(int schema) {
+    return std::string(
+               "SELECT r.id, t.name, w.name, tp.name, tp.definition, r.plan_id, r.budgets, r.workers, r.status, "
+               "r.message, r.started_at, r.finished_at, r.timings, p.fingerprint, p.rows, p.certified, p.score_max_u, "
+               "p.score_sum_u, p.score_max_j, ") +
+           (schema >= 5 ? "r.name " : "'' ") +
+           "FROM runs r JOIN windows w ON w.id = r.window_id JOIN traces t ON t.id = w.trace_id "
+           "JOIN topologies tp ON tp.id = r.topology_id LEFT JOIN plans p ON p.id = r.plan_id ";
+}
 
 RunEntry read_run(sqlite3* db, const Statement& st, const std::filesystem::path& file) {
     RunEntry r;
@@ -212,6 +217,7 @@ RunEntry read_run(sqlite3* db, const Statement& st, const std::filesystem::path&
     r.status = st.text(8);
     r.message = st.text(9);
     r.started_at = st.text(10);
+    r.name = st.text(19);
     r.finished_at = st.is_null(11) ? std::string() : st.text(11);
     if (!st.is_null(12)) {
         nlohmann::json t;
@@ -432,7 +438,7 @@ std::vector<RunEntry> Library::runs(const std::string& trace, const std::string&
     check.bind(1, trace);
     if (!check.step()) throw InputError("no trace named '" + shown(trace) + "' in " + path_.string());
     const std::int64_t window_id = window_row(db_, path_, trace, window);
-    Statement st(db_, path_, std::string(kRunColumns) + "WHERE r.window_id = ?1 ORDER BY r.id");
+    Statement st(db_, path_, run_columns(schema_version()) + "WHERE r.window_id = ?1 ORDER BY r.id");
     st.bind(1, window_id);
     std::vector<RunEntry> out;
     while (st.step())
@@ -441,7 +447,7 @@ std::vector<RunEntry> Library::runs(const std::string& trace, const std::string&
 }
 
 RunEntry Library::run(std::int64_t run_id) const {
-    Statement st(db_, path_, std::string(kRunColumns) + "WHERE r.id = ?1");
+    Statement st(db_, path_, run_columns(schema_version()) + "WHERE r.id = ?1");
     st.bind(1, run_id);
     if (!st.step()) throw InputError("no run " + std::to_string(run_id) + " in " + path_.string());
     return read_run(db_, st, path_);

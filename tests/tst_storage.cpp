@@ -238,7 +238,7 @@ private Q_SLOTS:
     void cleanupTestCase() { fs::remove_all(dir_); }
 
     void migratesEmptyFileToCurrentVersion() {
-        QCOMPARE(supported_schema_version(), 4);
+        QCOMPARE(supported_schema_version(), 5);
         const fs::path f = library_file("fresh.routepack");
         {
             auto lib = Library::open(f);
@@ -248,7 +248,7 @@ private Q_SLOTS:
             QVERIFY(lib->windows().empty());
         }
         RawDb raw(f);
-        QCOMPARE(q(raw.one("PRAGMA user_version")), QStringLiteral("4"));
+        QCOMPARE(q(raw.one("PRAGMA user_version")), QStringLiteral("5"));
         QCOMPARE(q(raw.one("PRAGMA application_id")), QString::number(detail::kApplicationId));
         QCOMPARE(q(raw.one("PRAGMA journal_mode")), QStringLiteral("wal"));
         QCOMPARE(raw.tables(), kTables);
@@ -274,7 +274,7 @@ private Q_SLOTS:
         QVERIFY(!fs::exists(f.string() + "-wal"));
         QVERIFY(!fs::exists(f.string() + "-shm"));
         auto lib = Library::open(f, OpenMode::Create);
-        QCOMPARE(lib->schema_version(), 4);
+        QCOMPARE(lib->schema_version(), 5);
     }
 
     void busyLibraryFailsAfterTheBusyTimeout() {
@@ -315,7 +315,7 @@ private Q_SLOTS:
             QCOMPARE(raw.tables().size(), std::size_t{7});
         }
         auto lib = Library::open(f, false);
-        QCOMPARE(lib->schema_version(), 4);
+        QCOMPARE(lib->schema_version(), 5);
         RawDb raw(f);
         QCOMPARE(raw.tables(), kTables);
         QCOMPARE(q(raw.one("SELECT count(*) FROM models")), QStringLiteral("1"));
@@ -443,7 +443,7 @@ private Q_SLOTS:
 
     void inMemoryLibrary() {
         auto lib = Library::open(":memory:");
-        QCOMPARE(lib->schema_version(), 4);
+        QCOMPARE(lib->schema_version(), 5);
         QVERIFY(lib->traces().empty());
     }
 
@@ -730,7 +730,7 @@ private Q_SLOTS:
         }
         const std::string dump = dump_of(f);
         auto lib = Library::open(f, false);
-        QCOMPARE(lib->schema_version(), 4);
+        QCOMPARE(lib->schema_version(), 5);
         const Trace after = lib->load_trace("t");
         QVERIFY(after.samples == before.samples);
         QCOMPARE(after.counts, before.counts);

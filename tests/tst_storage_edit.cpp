@@ -5,6 +5,7 @@
 #include "core/synth/synth.h"
 #include "core/util/errors.h"
 #include "storage/library.h"
+#include "storage/migrations.h"
 #include "tests/testutil.h"
 
 #include <QtTest>
@@ -74,6 +75,21 @@ QString removal_text(const Removal& r) {
         .arg(r.samples);
 }
 
+/// The CREATE statement of `table` in the library file.
+std::string table_sql(const fs::path& file, const std::string& table) {
+    sqlite3* h = nullptr;
+    std::string out;
+    if (sqlite3_open_v2(file.string().c_str(), &h, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) return out;
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(h, "SELECT sql FROM sqlite_master WHERE name = ?1", -1, &st, nullptr) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, table.c_str(), -1, SQLITE_TRANSIENT);
+        if (sqlite3_step(st) == SQLITE_ROW) out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return out;
+}
+
 /// Replaces the one occurrence of `from` in `s` by `to` (empty when it does not occur exactly once).
 std::string replace_once(const std::string& s, const std::string& from, const std::string& to) {
     const auto at = s.find(from);
@@ -87,6 +103,7 @@ class TestStorageEdit : public QObject {
     Q_OBJECT
 
     fs::path file_;
+    fs::path v4_; ///< a copy of the library as initTestCase left it (made a schema-4 file by olderLibrary)
     std::int64_t runA_ = 0, runB_ = 0, runHalf_ = 0, runFailed_ = 0;
 
 private Q_SLOTS:
@@ -117,6 +134,9 @@ private Q_SLOTS:
         file_ = tmp / "lib.routepack";
         QCOMPARE(rows_of(file_, "plans"), std::int64_t(3));
         QCOMPARE(rows_of(file_, "runs"), std::int64_t(4));
+        lib.reset(); // the last connection checkpoints the -wal into the file
+        v4_ = tmp / "v4.routepack";
+        fs::copy_file(file_, v4_);
     }
 
     void previewsCountWhatGoes() {
@@ -139,6 +159,7 @@ private Q_SLOTS:
         QCOMPARE(error_of<LibraryReadOnly>([&] { lib->delete_run(runA_); }), ro);
         QCOMPARE(error_of<LibraryReadOnly>([&] { lib->rename_trace("syn", "x"); }), ro);
         QCOMPARE(error_of<LibraryReadOnly>([&] { lib->rename_window("syn", "w", "x"); }), ro);
+        QCOMPARE(error_of<LibraryReadOnly>([&] { lib->rename_run(runA_, "x"); }), ro);
         QCOMPARE(lib->traces().size(), std::size_t(1));
     }
 
@@ -160,6 +181,87 @@ private Q_SLOTS:
         QVERIFY(same(lib->delete_run(runFailed_), {0, 0, 1, 0, 0}));
         QCOMPARE(lib->runs("syn", "half").size(), std::size_t(1));
         QCOMPARE(rows_of(file_, "plans"), std::int64_t(2));
+    }
+
+    void renameRunNamesItAlone() {
+        auto lib = Library::open(file_, OpenMode::ReadWrite);
+        const std::string plan = lib->run_plan_json(runB_);
+        QCOMPARE(lib->run(runB_).name, std::string()); // saved runs start unnamed
+        lib->rename_run(runB_, "seed 2 \u00b7 baseline check");
+        QCOMPARE(lib->run(runB_).name, std::string("seed 2 \u00b7 baseline check"));
+        QCOMPARE(lib->run_plan_json(runB_), plan); // the plan is not touched
+        QCOMPARE(lib->runs("syn", "half").front().name, std::string());
+        QCOMPARE(rows_of(file_, "runs WHERE name = 'seed 2 \u00b7 baseline check' AND id = " + std::to_string(runB_)),
+                 std::int64_t(1));
+        lib->rename_run(runHalf_, "seed 2 \u00b7 baseline check"); // names need not be unique
+        // 80 characters of two bytes each are allowed, 81 are not.
+        std::string longest;
+        for (int k = 0; k < 80; ++k)
+            longest += "\u00e9";
+        lib->rename_run(runHalf_, longest);
+        QCOMPARE(lib->run(runHalf_).name, longest);
+        const auto refused = [&](const std::string& name) {
+            return error_of<InputError>([&] { lib->rename_run(runHalf_, name); });
+        };
+        QCOMPARE(refused(longest + "e"), std::string("run name is 81 characters long, more than 80"));
+        QCOMPARE(refused(""), std::string("run name must not be empty"));
+        QCOMPARE(refused(" lead"), std::string("run name ' lead' must not begin or end with white space"));
+        QCOMPARE(refused("trail\t"), std::string("run name 'trail\\t' must not begin or end with white space"));
+        QCOMPARE(refused("two\nlines"), std::string("run name 'two\\nlines' must not contain control characters"));
+        QCOMPARE(refused("bad\xff"), std::string("run name 'bad\\xff' is not valid UTF-8 (byte 0xff at index 3)"));
+        QCOMPARE(error_of<InputError>([&] { lib->rename_run(99, "x"); }), "no run 99 in " + file_.string());
+        // The field is named for the front ends (the studio words it by its label).
+        try {
+            lib->rename_run(runHalf_, " x");
+        } catch (const InputError& e) {
+            QVERIFY(e.setting());
+            QCOMPARE(e.setting()->key, std::string("run_name"));
+            QCOMPARE(e.setting()->value, std::string("' x'"));
+        }
+        QCOMPARE(lib->run(runHalf_).name, longest); // a refused name changes nothing
+        lib->rename_run(runHalf_, "half window");
+        lib.reset();
+        QCOMPARE(Library::open(file_, OpenMode::ReadOnly)->run(runHalf_).name, std::string("half window"));
+    }
+
+    void olderLibraryReadOnlyThenMigrated() {
+        // A schema-4 library (runs without a name column): the library of initTestCase with the column
+        // dropped and the version set back, its runs table then as migrations 1-4 create it.
+        exec_sql(v4_, "ALTER TABLE runs DROP COLUMN name; PRAGMA user_version = 4;");
+        {
+            const fs::path fresh = v4_.parent_path() / "v4-fresh.routepack";
+            std::string sql;
+            for (int k = 0; k < 4; ++k)
+                sql += detail::migrations()[static_cast<std::size_t>(k)].sql;
+            exec_sql(fresh, sql);
+            QCOMPARE(table_sql(v4_, "runs"), table_sql(fresh, "runs"));
+        }
+        exec_sql(v4_, "SELECT COUNT(*) FROM runs"); // the last read-write connection removes the reads' -wal
+        QVERIFY(!fs::exists(v4_.string() + "-wal"));
+        const std::string bytes = test::read_file(v4_);
+        {
+            auto old = Library::open(v4_, OpenMode::ReadOnly);
+            QCOMPARE(old->schema_version(), 4);
+            const auto runs = old->runs("syn", "w");
+            QCOMPARE(runs.size(), std::size_t(2));
+            QCOMPARE(runs.front().id, runA_);
+            QCOMPARE(runs.front().name, std::string());
+            QCOMPARE(old->run(runFailed_).name, std::string());
+            QCOMPARE(old->run(runFailed_).status, std::string("failed"));
+            QCOMPARE(error_of<LibraryReadOnly>([&] { old->rename_run(runA_, "x"); }),
+                     v4_.string() + ": library is read-only (cannot write)");
+        }
+        QVERIFY(test::read_file(v4_) == bytes); // not one byte written
+        QVERIFY(!fs::exists(v4_.string() + "-wal"));
+        QVERIFY(!fs::exists(v4_.string() + "-shm"));
+        // A writable open migrates it (4 -> 5): every run unnamed, then renamable.
+        auto lib = Library::open(v4_, OpenMode::ReadWrite);
+        QCOMPARE(lib->schema_version(), 5);
+        QCOMPARE(lib->runs("syn", "half").size(), std::size_t(2));
+        QCOMPARE(rows_of(v4_, "runs WHERE name = ''"), std::int64_t(4));
+        lib->rename_run(runA_, "first");
+        QCOMPARE(lib->run(runA_).name, std::string("first"));
+        QCOMPARE(lib->run(runB_).name, std::string());
     }
 
     void renameWindowRewritesItsPlans() {

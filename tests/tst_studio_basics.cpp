@@ -41,9 +41,13 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QPainter>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QSettings>
+#include <QStatusBar>
 #include <QStyle>
+#include <QSvgRenderer>
 #include <QTableView>
 #include <QTextBrowser>
 #include <QTimer>
@@ -52,6 +56,8 @@
 #include <QtTest>
 
 #include <nlohmann/json.hpp>
+
+#include <set>
 
 using namespace routepack;
 using namespace routepack::views;
@@ -103,6 +109,16 @@ void answerNextDialog(QMessageBox::StandardButton button, QString* text, const Q
     });
 }
 
+/// Distinct colours of `image` (a real drawing has many; a blank one 1).
+int colourCount(const QImage& image) {
+    const QImage rgb = image.convertToFormat(QImage::Format_RGB32);
+    std::set<QRgb> seen;
+    for (int y = 0; y < rgb.height(); ++y)
+        for (int x = 0; x < rgb.width(); ++x)
+            seen.insert(rgb.pixel(x, y));
+    return static_cast<int>(seen.size());
+}
+
 /// Opens the context menu of `view`'s row `index` as a right click does.
 QMenu* rowMenu(QAbstractItemView* view, const QModelIndex& index) {
     const QPoint at = view->visualRect(index).center();
@@ -152,6 +168,63 @@ class TestStudioBasics : public test::StudioTestBase {
         return shown.back().front().toLongLong();
     }
 
+    /// "Save image…" of `chart` (its open context menu `menu`) as PNG and SVG, then of `heat`, the
+    /// file question answered by the test hook: the files are the widgets as painted.
+    void saveImagesOf(QChartView* chart, QMenu* menu, HeatmapWidget* heat) {
+        QString title, filter;
+        QString answer = q(tmp_ / "convergence.png"), answerFilter;
+        setSaveFileAskerForTesting(
+            [&](QWidget*, const QString& t, const QString&, const QString& f, QString* selected) {
+                title = t;
+                filter = f;
+                if (!answerFilter.isEmpty()) *selected = answerFilter;
+                return answer;
+            });
+        actionNamed(menu, QStringLiteral("Save image…"))->trigger();
+        QCOMPARE(title, QStringLiteral("Save chart image"));
+        QCOMPARE(filter, QStringLiteral("PNG image (*.png);;SVG drawing (*.svg)"));
+        const QImage png(answer);
+        QVERIFY(!png.isNull());
+        QCOMPARE(png.size(), chart->size()); // offscreen: device pixel ratio 1
+        QCOMPARE(png.convertToFormat(QImage::Format_RGB32),
+                 chart->grab().toImage().convertToFormat(QImage::Format_RGB32));
+        QVERIFY2(colourCount(png) >= 16, qPrintable(QString::number(colourCount(png))));
+        // A name without a suffix gets the chosen filter's: the SVG, at the chart's logical size.
+        answer = q(tmp_ / "convergence");
+        answerFilter = QStringLiteral("SVG drawing (*.svg)");
+        actionNamed(menu, QStringLiteral("Save image…"))->trigger();
+        QSvgRenderer svg(answer + QStringLiteral(".svg"));
+        QVERIFY(svg.isValid());
+        QCOMPARE(svg.viewBox(), QRect(QPoint(0, 0), chart->size())); // the logical size
+        QImage drawn(chart->size(), QImage::Format_RGB32);
+        drawn.fill(Qt::white);
+        {
+            QPainter p(&drawn);
+            svg.render(&p);
+        }
+        QVERIFY2(colourCount(drawn) >= 16, qPrintable(QString::number(colourCount(drawn))));
+        QVERIFY(!fs::exists(tmp_ / "convergence")); // no file without the suffix
+        // The heatmap's Save image… goes the same way.
+        answer = q(tmp_ / "heatmap.png");
+        answerFilter.clear();
+        const QPoint cell = heat->cellRect(0, 0).center();
+        QContextMenuEvent ev(QContextMenuEvent::Mouse, cell, heat->mapToGlobal(cell));
+        QApplication::sendEvent(heat, &ev);
+        actionNamed(lastContextMenu(heat), QStringLiteral("Save image…"))->trigger();
+        QCOMPARE(title, QStringLiteral("Save heatmap image"));
+        const QImage heatPng(answer);
+        QCOMPARE(heatPng.convertToFormat(QImage::Format_RGB32),
+                 heat->grab().toImage().convertToFormat(QImage::Format_RGB32));
+        QVERIFY(colourCount(heatPng) >= 8);
+        // Cancelled (an empty answer): nothing is written.
+        answer.clear();
+        title.clear();
+        Q_EMIT chart->customContextMenuRequested(QPoint(10, 10));
+        actionNamed(lastContextMenu(chart), QStringLiteral("Save image…"))->trigger();
+        QCOMPARE(title, QStringLiteral("Save chart image"));
+        setSaveFileAskerForTesting({});
+    }
+
 private Q_SLOTS:
     void initTestCase() {
         initStudioTest(QStringLiteral("tst_studio_basics"), QStringLiteral("studio-basics"));
@@ -187,7 +260,8 @@ private Q_SLOTS:
                  (QStringList{QStringLiteral("Copy"), QStringLiteral("Copy all rows"), QStringLiteral("Rename trace…"),
                               QStringLiteral("Delete trace…")}));
         QCOMPARE(actionTexts(rowMenu(tree, model->runIndex(run))),
-                 (QStringList{QStringLiteral("Copy"), QStringLiteral("Copy all rows"), QStringLiteral("Delete run…")}));
+                 (QStringList{QStringLiteral("Copy"), QStringLiteral("Copy all rows"), QStringLiteral("Rename run…"),
+                              QStringLiteral("Delete run…")}));
         QMenu* menu = rowMenu(tree, model->windowIndex(QStringLiteral("syn"), QStringLiteral("all")));
         QCOMPARE(actionTexts(menu), (QStringList{QStringLiteral("Copy"), QStringLiteral("Copy all rows"),
                                                  QStringLiteral("Rename window…"), QStringLiteral("Delete window…")}));
@@ -233,18 +307,48 @@ private Q_SLOTS:
         menu = rowMenu(tree, model->runIndex(run));
         answerNextDialog(QMessageBox::Yes, &question);
         actionNamed(menu, QStringLiteral("Delete run…"))->trigger();
+        // The deletion is a background job: when the call returns it is still active (its end is
+        // delivered on this thread), the tree unchanged, the status bar busy; edits and planning wait.
+        const std::vector<quint64> deleting = w.deletionJobs()->runningJobs();
+        QCOMPARE(deleting.size(), std::size_t(1));
+        QVERIFY(w.deletionJobs()->isActive(deleting.front()));
+        QVERIFY(model->runIndex(run).isValid());
+        QCOMPARE(w.statusText(), QStringLiteral("Deleting run %1…").arg(run));
+        auto* busy = w.statusBar()->findChild<QProgressBar*>();
+        QVERIFY(busy && busy->isVisible() && busy->maximum() == 0);
+        QCOMPARE(w.renameRun(second, QStringLiteral("x")), false);
+        QCOMPARE(w.statusText(),
+                 QStringLiteral("A deletion is running: wait for it before you rename run %1.").arg(second));
+        QCOMPARE(w.deleteTrace(QStringLiteral("syn"), false), quint64(0));
+        QCOMPARE(w.runPlanner(), quint64(0));
+        QCOMPARE(w.statusText(), QStringLiteral("A deletion is running: wait for it before you plan."));
+        QTRY_VERIFY_WITH_TIMEOUT(!w.deletionJobs()->isActive(deleting.front()), 30000);
         QVERIFY(!model->runIndex(run).isValid());
         QVERIFY(model->runIndex(second).isValid());
+        QVERIFY(!busy->isVisible());
         QCOMPARE(w.statusText(), QStringLiteral("Deleted run %1 of syn/step-0.").arg(run));
+        {
+            auto lib = storage::Library::open(file, storage::OpenMode::ReadOnly);
+            QCOMPARE(lib->runs("syn", "step-0").size(), std::size_t(1));
+            QCOMPARE(lib->runs("syn", "step-0").front().id, second);
+            QCOMPARE(q(test::error_of<InputError>([&] { lib->run(run); })),
+                     QStringLiteral("no run %1 in %2").arg(run).arg(q(file)));
+        }
+        const auto deleted = [&](quint64 job) {
+            return job > 0 && QTest::qWaitFor([&] { return !w.deletionJobs()->isActive(job); }, 30000);
+        };
 
         // Delete the other window without a question; then the trace, whose question names what goes.
-        QVERIFY(w.deleteWindow(QStringLiteral("syn"), QStringLiteral("half"), false));
+        QVERIFY(deleted(w.deleteWindow(QStringLiteral("syn"), QStringLiteral("half"), false)));
         QCOMPARE(w.statusText(), QStringLiteral("Deleted window half of trace syn with nothing else."));
         QVERIFY(w.renameTrace(QStringLiteral("syn"), QStringLiteral("syn-b")));
         QCOMPARE(w.statusText(), QStringLiteral("Trace syn renamed to syn-b (its saved plans name it so too)."));
         menu = rowMenu(tree, model->traceIndex(QStringLiteral("syn-b")));
         answerNextDialog(QMessageBox::Yes, &question);
         actionNamed(menu, QStringLiteral("Delete trace…"))->trigger();
+        const std::vector<quint64> traceJob = w.deletionJobs()->runningJobs();
+        QCOMPARE(traceJob.size(), std::size_t(1));
+        QVERIFY(deleted(traceJob.front()));
         QCOMPARE(question, QStringLiteral("Delete trace syn-b from edit.routepack with 1 window, 1 saved run, 8 "
                                           "samples? This cannot be undone."));
         QCOMPARE(w.statusText(), QStringLiteral("Deleted trace syn-b with 1 window, 1 saved run, 8 samples."));
@@ -252,6 +356,54 @@ private Q_SLOTS:
         QVERIFY(w.planView()->plan() == nullptr);
         QVERIFY(storage::Library::open(file, storage::OpenMode::ReadOnly)->traces().empty());
         shot(&w, QStringLiteral("basics-after-delete"));
+    }
+
+    void renameRunByF2AndMenu() {
+        const fs::path file = tmp_ / "rename-run.routepack";
+        fs::copy_file(lib_, file);
+        StudioWindow w(options_);
+        openStudio(w, file);
+        QVERIFY(w.selectWindow(QStringLiteral("syn"), QStringLiteral("all")));
+        const qint64 run = plan(w);
+        QVERIFY(run > 0);
+        QTreeView* tree = w.libraryView();
+        LibraryTreeModel* model = w.libraryModel();
+        QCOMPARE(model->runIndex(run).data().toString(), QStringLiteral("run %1").arg(run));
+        {
+            const QSignalBlocker block(tree->selectionModel()); // the plan shown stays as it is
+            tree->setCurrentIndex(model->runIndex(run));
+        }
+        tree->setFocus();
+        // F2 on the run asks for its name; the answer is trimmed.
+        answerNextDialog(QMessageBox::Ok, nullptr, QStringLiteral("  long anneal  "));
+        QTest::keyClick(tree, Qt::Key_F2);
+        QCOMPARE(w.statusText(), QStringLiteral("Run %1 renamed to long anneal.").arg(run));
+        const QString label = QStringLiteral("run %1 \u00b7 long anneal").arg(run);
+        QCOMPARE(model->runIndex(run).data().toString(), label);
+        QCOMPARE(tree->currentIndex(), model->runIndex(run)); // still selected
+        QVERIFY(w.planView()->plan() != nullptr);
+        // The Compare tab's run column (its legend) carries the name after the id.
+        auto* compare = w.compareView()->findChild<QTableView*>();
+        QVERIFY(compare && compare->model()->rowCount() >= 4);
+        const QString compared = compare->model()->index(0, 0).data().toString();
+        QVERIFY2(compared.startsWith(label + QStringLiteral(" \u00b7 EP")), qPrintable(compared));
+        // The context menu renames too; a name the library refuses is reported with the field's label.
+        QMenu* menu = rowMenu(tree, model->runIndex(run));
+        QCOMPARE(actionTexts(menu), (QStringList{QStringLiteral("Copy"), QStringLiteral("Copy all rows"),
+                                                 QStringLiteral("Rename run…"), QStringLiteral("Delete run…")}));
+        answerNextDialog(QMessageBox::Ok, nullptr, QString(81, QLatin1Char('x')));
+        actionNamed(menu, QStringLiteral("Rename run…"))->trigger();
+        QCOMPARE(w.statusText(),
+                 QStringLiteral("Cannot rename run %1: \"Run name\" is 81 characters long, more than 80").arg(run));
+        QCOMPARE(model->runIndex(run).data().toString(), label);
+        menu = rowMenu(tree, model->runIndex(run));
+        answerNextDialog(QMessageBox::Ok, nullptr, QStringLiteral("seed 1 check"));
+        actionNamed(menu, QStringLiteral("Rename run…"))->trigger();
+        QCOMPARE(model->runIndex(run).data().toString(), QStringLiteral("run %1 \u00b7 seed 1 check").arg(run));
+        QVERIFY(compare->model()->index(0, 0).data().toString().startsWith(
+            QStringLiteral("run %1 \u00b7 seed 1 check \u00b7 EP").arg(run)));
+        QCOMPARE(storage::Library::open(file, storage::OpenMode::ReadOnly)->run(run).name, std::string("seed 1 check"));
+        shot(&w, QStringLiteral("basics-renamed-run"));
     }
 
     void ctrlCAndContextMenusCopy() {
@@ -337,6 +489,7 @@ private Q_SLOTS:
         QApplication::clipboard()->clear();
         actionNamed(menu, QStringLiteral("Copy image"))->trigger();
         QCOMPARE(QApplication::clipboard()->image().size(), chart->grab().size());
+        saveImagesOf(chart, menu, heat);
 
         // The library tree: Ctrl+C copies the selected rows with the tree's header.
         QTreeView* tree = w.libraryView();

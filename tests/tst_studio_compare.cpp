@@ -103,6 +103,7 @@ private Q_SLOTS:
             runs[k].status = status[k];
             runs[k].budgets.seed = 7;
         }
+        runs[0].name = "long anneal"; // a named run: its name follows its id
         const QList<CompareChoice> c = compareChoices(runs, "t", "w", [](qint64 id) { return id == 11; });
         QCOMPARE(c.size(), 3);
         QCOMPARE(c[0].id, qint64{1});
@@ -111,6 +112,10 @@ private Q_SLOTS:
         QCOMPARE(c[1].id, qint64{2});
         QVERIFY(!c[1].enabled && c[1].label.endsWith(QStringLiteral("failed")));
         QVERIFY(c[2].checked && c[2].label.contains(QStringLiteral("2 nodes")));
+        QVERIFY2(c[2].label.startsWith(
+                     QStringLiteral("run 11 \u00b7 long anneal \u00b7 EP16/DP8 \u00b7 2 nodes \u00b7 seed 7 \u00b7 ")),
+                 qPrintable(c[2].label));
+        QVERIFY(c[0].label.startsWith(QStringLiteral("run 1 \u00b7 EP16/DP8"))); // unnamed: the id alone
     }
 
     void vsBaselineColumnAndLegend() {

@@ -549,6 +549,25 @@ private Q_SLOTS:
                      QStringLiteral("Then final search 0.9500, placement refined for the layout 0.9000 (the plan's "
                                     "cost).")),
                  qPrintable(conv.summaryText()));
+        // A plan made in this session has its final pass round by round: every round is drawn.
+        {
+            PlanResult rounds = *plan;
+            rounds.search.final_rounds = {{0.97, 0.95}, {0.93, 0.9}};
+            const auto t = convergence_tail(rounds, costs.get());
+            QCOMPARE(t.size(), std::size_t{4});
+            QCOMPARE(t[0].label, std::string("final search 1"));
+            QCOMPARE(t[0].max_u, 0.97);
+            QCOMPARE(t[1].label, std::string("placement refinement 1"));
+            QCOMPARE(t[1].max_u, 0.95);
+            QCOMPARE(t[2].label, std::string("final search 2"));
+            QCOMPARE(t[3].label, std::string("placement refinement 2"));
+            QCOMPARE(t[3].max_u, 0.9);
+            rounds.search.final_rounds = {{0.9, std::nullopt}};
+            const auto one = convergence_tail(rounds, nullptr);
+            QCOMPARE(one.size(), std::size_t{1});
+            QCOMPARE(one[0].label, std::string("final search"));
+            QCOMPARE(one[0].max_u, 0.9);
+        }
 
         // The costs tab shows the text; its links open the views.
         PlanView view;
@@ -681,7 +700,21 @@ private Q_SLOTS:
         }
         view.setCurrentWidget(view.convergencePanel());
         QTest::qWait(30);
-        QCOMPARE(view.convergencePanel()->tailSeries()->count(), g.refined ? 3 : 2);
+        // The final pass round by round (the demo's budgets: 2 rounds, each with a refinement); the best
+        // only falls from the last level on and ends at the plan's cost.
+        const auto& rounds = plan->search.final_rounds;
+        QCOMPARE(rounds.size(), std::size_t(plan->budgets.placement_rounds));
+        int points = 1; // the last level
+        double best = plan->search.convergence.back().best.max_u;
+        for (const FinalRound& r : rounds) {
+            QVERIFY(r.searched_max_u <= best);
+            QVERIFY(r.refined_max_u && *r.refined_max_u <= r.searched_max_u);
+            best = *r.refined_max_u;
+            points += 2;
+        }
+        QCOMPARE(best, plan->routepack.metrics.score.max_u);
+        qInfo("demo final pass: %s", qPrintable(view.convergencePanel()->summaryText()));
+        QCOMPARE(view.convergencePanel()->tailSeries()->count(), points);
         QCOMPARE(view.convergencePanel()->tailSeries()->at(view.convergencePanel()->tailSeries()->count() - 1).y(),
                  plan->routepack.metrics.score.max_u);
         shot(&view, QStringLiteral("explain-convergence-demo"));

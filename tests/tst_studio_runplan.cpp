@@ -19,6 +19,7 @@
 #include "views/grid_panel.h"
 #include "views/heatmap_widget.h"
 #include "views/import_dialog.h"
+#include "views/item_actions.h"
 #include "views/library_tree_model.h"
 #include "views/plan_data.h"
 #include "views/plan_jobs.h"
@@ -396,19 +397,18 @@ private Q_SLOTS:
         if (tag != "one node") // the migration columns are filled from the second step on
             QVERIFY2(expected.find(",,,,,") == std::string::npos, expected.c_str());
         QCOMPARE(test::read_file(csv.toStdString()), expected);
-        // Ctrl+E on the Run tab exports the same table: the save dialog's question is answered with
-        // the file name (the export's own hook: a live modal dialog cannot be answered reliably).
+        // Ctrl+E on the Run tab exports the same table: the save question (askSaveFile) gets the file name.
         const QString keyed = q(tmp_ / ("ctrl-e-" + std::to_string(tag.size()) + ".csv"));
         QFile::remove(keyed);
-        QStringList asked;
-        w->exports()->setFileAnswer([&](const QString& title, const QString& suggested) {
-            asked << title << QFileInfo(suggested).fileName();
+        QString asked;
+        setSaveFileAskerForTesting([&](QWidget*, const QString& title, const QString&, const QString&, QString*) {
+            asked = title;
             return keyed;
         });
         w->activateWindow();
         QTest::keyClick(w.get(), Qt::Key_E, Qt::ControlModifier);
-        w->exports()->setFileAnswer({});
-        QCOMPARE(asked, QStringList({QStringLiteral("Export run steps"), QStringLiteral("sweep.csv")}));
+        setSaveFileAskerForTesting({});
+        QCOMPARE(asked, QStringLiteral("Export run steps"));
         QCOMPARE(test::read_file(keyed.toStdString()), expected);
         QVERIFY2(w->statusText().contains(QStringLiteral("Run steps written to %1.").arg(keyed)),
                  qPrintable(w->statusText()));

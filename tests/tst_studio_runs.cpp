@@ -326,6 +326,13 @@ private Q_SLOTS:
         QCOMPARE(activated.count(), 2);
         QCOMPARE(activated.at(1).at(0).toLongLong(), runIds_[0]);
         QTRY_COMPARE_WITH_TIMEOUT(w.shownRunId(), qint64(runIds_[0]), 60000);
+        // A named run: the Run view reads the series again and the step's tooltip names the run after
+        // its id.
+        QVERIFY(!rv->stepToolTip(1).contains(QStringLiteral("\u00b7")));
+        QVERIFY(w.renameRun(runIds_[1], QStringLiteral("second step")));
+        QTRY_VERIFY_WITH_TIMEOUT(!rv->isLoading() && rv->stepToolTip(1).contains(
+                                                         QStringLiteral("run %1 \u00b7 second step (").arg(runIds_[1])),
+                                 30000);
         w.close();
     }
 

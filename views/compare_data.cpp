@@ -19,6 +19,7 @@ CompareRunFacts compareRunFacts(qint64 id, const PlanResult& plan) {
 CompareRunFacts compareRunFacts(const storage::RunEntry& run) {
     CompareRunFacts f;
     f.id = run.id;
+    f.name = QString::fromStdString(run.name);
     f.topology = run.topology_value;
     f.seed = run.budgets.seed;
     f.levels = run.budgets.annealing.levels;
@@ -34,8 +35,9 @@ QString compareRunName(qint64 id) {
 }
 
 QString compareRunLabel(const CompareRunFacts& f) {
-    QStringList parts{compareRunName(f.id),
-                      QStringLiteral("EP%1/DP%2").arg(f.topology.ep_ranks).arg(f.topology.dp_slots)};
+    QStringList parts{compareRunName(f.id)};
+    if (!f.name.isEmpty()) parts << f.name;
+    parts << QStringLiteral("EP%1/DP%2").arg(f.topology.ep_ranks).arg(f.topology.dp_slots);
     const int nodes = f.topology.nodes();
     if (nodes > 1) parts << QObject::tr("%1 nodes").arg(nodes);
     parts << QObject::tr("seed %1").arg(f.seed) << QObject::tr("%1x%2 steps").arg(f.levels).arg(f.steps);

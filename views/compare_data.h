@@ -19,6 +19,7 @@ namespace routepack::views {
 /// The facts of a run the Compare tab's labels show.
 struct CompareRunFacts {
     qint64 id = 0; ///< saved run id (> 0), or minus the number of an unsaved run (< 0)
+    QString name;  ///< a saved run's name (storage::RunEntry::name; empty when unnamed)
     Topology topology;
     std::uint64_t seed = 0;
     int levels = 0, steps = 0; ///< annealing N_T and K
@@ -31,9 +32,10 @@ CompareRunFacts compareRunFacts(const routepack::storage::RunEntry& run);
 
 /// "run 11" (saved) or "unsaved 2" (id -2): unique per run, never elided.
 QString compareRunName(qint64 id);
-/// The full label: name, "EP<P>/DP<D>", "<N> nodes" on more than one node (node count of the
-/// topology), seed, "<N_T>x<K> steps", and "cancelled", "time limit" or "failed" when it ended so;
-/// joined by " · ". E.g. "run 11 · EP16/DP8 · 2 nodes · seed 1 · 12x1000 steps · cancelled".
+/// The full label: name, the run's own name when it has one, "EP<P>/DP<D>", "<N> nodes" on more than one node (node
+/// count of the topology), seed, "<N_T>x<K> steps", and "cancelled", "time limit" or "failed" when it ended so; joined
+/// by " · ". E.g. "run 11 · EP16/DP8 · 2 nodes · seed 1 · 12x1000 steps · cancelled", or "run 11 · long anneal ·
+/// EP16/DP8 · seed 1 · 12x1000 steps" for run 11 named "long anneal".
 QString compareRunLabel(const CompareRunFacts& f);
 
 /// Bar colour of the k-th run of the comparison (eight mid-tones, readable on light and dark, cycled).

@@ -3,13 +3,13 @@
 #include "core/plan/expert_map.h"
 #include "core/plan/plan_file.h"
 #include "views/gui_text.h"
+#include "views/item_actions.h"
 #include "views/plan_data.h"
 #include "views/plan_views.h"
 #include "views/run_view.h"
 #include "views/sample_table_model.h"
 
 #include <QDir>
-#include <QFileDialog>
 #include <QFileInfo>
 #include <QSaveFile>
 #include <QTabWidget>
@@ -112,8 +112,7 @@ QString StudioExports::suggestedPath(const QString& name) const {
 }
 
 QString StudioExports::askFile(const QString& title, const QString& name, const QString& filter) const {
-    QString f = answer_ ? answer_(title, suggestedPath(name))
-                        : QFileDialog::getSaveFileName(parent_, title, suggestedPath(name), filter);
+    QString f = askSaveFile(parent_, title, suggestedPath(name), filter);
     if (!f.isEmpty()) folder_ = QFileInfo(f).absolutePath();
     return f;
 }

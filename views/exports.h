@@ -8,7 +8,6 @@
 #include <QCoreApplication>
 #include <QString>
 
-#include <functional>
 #include <optional>
 #include <string>
 
@@ -88,11 +87,6 @@ public:
     void setFolder(const QString& folder) { folder_ = folder; }
     /// Where a save dialog for default file name `name` starts: `name` in folder(), or bare `name`.
     QString suggestedPath(const QString& name) const;
-    /// Answers the save dialogs instead of showing them: `answer(title, suggestedPath)` returns the
-    /// file chosen ("" cancels), exactly as the dialog would (the folder is remembered the same way).
-    /// For tests and scripted use; an empty function brings the dialogs back.
-    using FileAnswer = std::function<QString(const QString& title, const QString& suggested)>;
-    void setFileAnswer(FileAnswer answer) { answer_ = std::move(answer); }
 
 private:
     /// The save dialog (title, default file name, filter); remembers the chosen file's folder.
@@ -106,7 +100,6 @@ private:
     QTabWidget* tabs_;
     RunView* run_ = nullptr;
     mutable QString folder_;
-    FileAnswer answer_; ///< setFileAnswer
 };
 
 } // namespace routepack::views

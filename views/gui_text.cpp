@@ -14,9 +14,10 @@ namespace routepack::views {
 namespace {
 
 /// Setting keys other than the planner budgets (core/util/errors.h) -> the studio field that sets
-/// them: the window dialog's choices, the import dialog's, window dialog's and topology editor's
-/// name fields, the import dialog's model fields, the checkpoint rewrite dialog's fields.
-constexpr std::array<std::pair<std::string_view, const char*>, 19> kSettingLabels{{
+/// them: the window dialog's choices, the import dialog's, window dialog's, topology editor's and
+/// Rename run dialog's name fields, the import dialog's model fields, the checkpoint rewrite
+/// dialog's fields.
+constexpr std::array<std::pair<std::string_view, const char*>, 20> kSettingLabels{{
     {"first", QT_TRANSLATE_NOOP("Settings", "First N in numeric id order")},
     {"random", QT_TRANSLATE_NOOP("Settings", "N random samples")},
     {"split", QT_TRANSLATE_NOOP("Settings", "windows of N samples")},
@@ -24,6 +25,7 @@ constexpr std::array<std::pair<std::string_view, const char*>, 19> kSettingLabel
     {"trace_name", QT_TRANSLATE_NOOP("Settings", "Trace name")},
     {"window_name", QT_TRANSLATE_NOOP("Settings", "Window name")},
     {"topology_name", QT_TRANSLATE_NOOP("Settings", "Topology name")},
+    {"run_name", QT_TRANSLATE_NOOP("Settings", "Run name")},
     {"moe_layers", QT_TRANSLATE_NOOP("Settings", "MoE layers")},
     {"num_hidden_layers", QT_TRANSLATE_NOOP("Settings", "Decoder layers")},
     {"experts", QT_TRANSLATE_NOOP("Settings", "Experts E")},

@@ -4,7 +4,6 @@
 
 #include <QClipboard>
 #include <QContextMenuEvent>
-#include <QFileDialog>
 #include <QGuiApplication>
 #include <QHelpEvent>
 #include <QKeyEvent>
@@ -451,12 +450,8 @@ void HeatmapWidget::contextMenuEvent(QContextMenuEvent* e) {
     connect(menu->addAction(tr("Copy image")), &QAction::triggered, this, [this] {
         if (QClipboard* c = QGuiApplication::clipboard()) c->setPixmap(grab());
     });
-    connect(menu->addAction(tr("Save image…")), &QAction::triggered, this, [this] {
-        QString f = QFileDialog::getSaveFileName(this, tr("Save heatmap image"), QString(), tr("PNG images (*.png)"));
-        if (f.isEmpty()) return;
-        if (!f.endsWith(QStringLiteral(".png"), Qt::CaseInsensitive)) f += QStringLiteral(".png");
-        grab().save(f);
-    });
+    connect(menu->addAction(tr("Save image…")), &QAction::triggered, this,
+            [this] { saveWidgetImage(this, tr("Save heatmap image")); });
     menu->popup(e->globalPos());
     e->accept();
 }

@@ -1,15 +1,19 @@
 #include "views/item_actions.h"
 
+#include "views/plan_views.h"
+
 #include <QAbstractItemView>
 #include <QAction>
 #include <QChartView>
 #include <QClipboard>
 #include <QEvent>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QGuiApplication>
 #include <QHeaderView>
 #include <QKeyEvent>
 #include <QMenu>
+#include <QMessageBox>
 #include <QTableView>
 #include <QTextDocument>
 #include <QTreeView>
@@ -170,15 +174,50 @@ void installChartActions(QChartView* view) {
             if (QClipboard* c = QGuiApplication::clipboard()) c->setPixmap(view->grab());
         });
         QAction* save = menu->addAction(QObject::tr("Save image…"));
-        QObject::connect(save, &QAction::triggered, view, [view] {
-            QString f = QFileDialog::getSaveFileName(view, QObject::tr("Save chart image"), QString(),
-                                                     QObject::tr("PNG images (*.png)"));
-            if (f.isEmpty()) return;
-            if (!f.endsWith(QStringLiteral(".png"), Qt::CaseInsensitive)) f += QStringLiteral(".png");
-            view->grab().save(f);
-        });
+        QObject::connect(save, &QAction::triggered, view,
+                         [view] { saveWidgetImage(view, QObject::tr("Save chart image")); });
         menu->popup(view->mapToGlobal(pos));
     });
+}
+
+namespace {
+
+SaveFileAsker& saveFileAsker() {
+    static SaveFileAsker asker;
+    return asker;
+}
+
+} // namespace
+
+QString askSaveFile(QWidget* parent, const QString& title, const QString& suggested, const QString& filter,
+                    QString* selectedFilter) {
+    if (saveFileAsker()) {
+        QString chosen;
+        const QString f = saveFileAsker()(parent, title, suggested, filter, &chosen);
+        if (selectedFilter && !chosen.isEmpty()) *selectedFilter = chosen;
+        return f;
+    }
+    return QFileDialog::getSaveFileName(parent, title, suggested, filter, selectedFilter);
+}
+
+void setSaveFileAskerForTesting(SaveFileAsker asker) {
+    saveFileAsker() = std::move(asker);
+}
+
+QString saveWidgetImage(QWidget* widget, const QString& title) {
+    const QString png = QObject::tr("PNG image (*.png)"), svg = QObject::tr("SVG drawing (*.svg)");
+    QString chosen = png;
+    QString f = askSaveFile(widget, title, QString(), png + QStringLiteral(";;") + svg, &chosen);
+    if (f.isEmpty()) return {};
+    const QString suffix = QFileInfo(f).suffix().toLower();
+    if (suffix != QStringLiteral("png") && suffix != QStringLiteral("svg"))
+        f += chosen == svg ? QStringLiteral(".svg") : QStringLiteral(".png");
+    QString error;
+    if (!exportWidgetImage(widget, f, &error)) {
+        QMessageBox::warning(widget, title, error);
+        return {};
+    }
+    return f;
 }
 
 QMenu* lastContextMenu(const QWidget* widget) {

@@ -35,8 +35,27 @@ void installTableActions(QAbstractItemView* view,
                          const std::function<QList<QAction*>(QMenu* menu, const QPoint& pos)>& extra = {});
 
 /// A chart view's context menu: "Copy image" (the chart as painted, onto the clipboard) and "Save
-/// image…" (PNG).
+/// image…" (saveWidgetImage).
 void installChartActions(QChartView* view);
+
+/// The studio's one question for a file to write (exports, "Save image…"): the file name chosen in
+/// a save dialog titled `title`, starting at `suggested`, offering `filter` ("PNG image
+/// (*.png);;SVG drawing (*.svg)"); sets `*selectedFilter` (when given) to the filter chosen. "" when
+/// the user cancels.
+using SaveFileAsker = std::function<QString(QWidget* parent, const QString& title, const QString& suggested,
+                                            const QString& filter, QString* selectedFilter)>;
+/// Asks as SaveFileAsker says: QFileDialog::getSaveFileName, or the test's asker when one is set.
+QString askSaveFile(QWidget* parent, const QString& title, const QString& suggested, const QString& filter,
+                    QString* selectedFilter = nullptr);
+/// Replaces the QFileDialog of askSaveFile by `asker`, so that a test answers it with a path (and a
+/// filter) instead of a live dialog; an empty function brings the dialog back.
+void setSaveFileAskerForTesting(SaveFileAsker asker);
+
+/// "Save image…" of a chart or heatmap: asks for a file (PNG or SVG; a name without either suffix
+/// gets the chosen filter's) and writes `widget` there as painted (exportWidgetImage: PNG = grab()
+/// at the screen's pixel ratio, SVG = the widget rendered into an SVG of its logical size). A write
+/// failure is shown in a warning box. Returns the file written, "" when cancelled or failed.
+QString saveWidgetImage(QWidget* widget, const QString& title);
 
 /// The context menu `widget` popped up last (nullptr before one).
 QMenu* lastContextMenu(const QWidget* widget);

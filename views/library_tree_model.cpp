@@ -211,7 +211,11 @@ QVariant LibraryTreeModel::data(const QModelIndex& index, int role) const {
                                               .arg(r.workers)
                                               .arg(QString::fromStdString(r.started_at));
         if (role != Qt::DisplayRole && !raw) return {};
-        if (index.column() == Name) return raw ? QVariant(static_cast<qint64>(r.id)) : QVariant(tr("run %1").arg(r.id));
+        if (index.column() == Name)
+            return raw ? QVariant(static_cast<qint64>(r.id))
+                       : QVariant(r.name.empty()
+                                      ? tr("run %1").arg(r.id)
+                                      : tr("run %1 \u00b7 %2").arg(r.id).arg(QString::fromStdString(r.name)));
         if (raw) return r.score.max_u;
         if (r.status == "failed") return tr("failed");
         return tr("%1, R*=%2, max U %3")

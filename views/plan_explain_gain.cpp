@@ -112,6 +112,16 @@ GainSplit split_gain(const PlanResult& plan, const Trace& window, const PlanCost
 
 std::vector<ConvergenceTailPoint> convergence_tail(const PlanResult& plan, const PlanCosts* costs) {
     if (plan.search.convergence.empty()) return {};
+    if (const auto& rounds = plan.search.final_rounds; !rounds.empty()) {
+        std::vector<ConvergenceTailPoint> out;
+        const bool many = rounds.size() > 1;
+        for (std::size_t k = 0; k < rounds.size(); ++k) {
+            const std::string n = many ? " " + std::to_string(k + 1) : std::string();
+            out.push_back({"final search" + n, rounds[k].searched_max_u});
+            if (rounds[k].refined_max_u) out.push_back({"placement refinement" + n, *rounds[k].refined_max_u});
+        }
+        return out;
+    }
     const double final_u = plan.routepack.metrics.score.max_u;
     if (plan.placement_of(plan.routepack.placement) == plan.placement.lpt) return {{"final search", final_u}};
     if (!costs || costs->routepack_at_lpt.shards < 1) return {{"final search and placement refinement", final_u}};

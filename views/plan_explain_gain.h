@@ -87,10 +87,13 @@ struct ConvergenceTailPoint {
     double max_u = 0;
 };
 
-/// What the convergence chart draws after the annealing's levels: with costs and a refined placement,
-/// the final search's layout at the LPT placement (costs->routepack_at_lpt) and then the plan
-/// (routepack's max_g U); otherwise one point, the plan ("final search", the placement unchanged or
-/// its refinement not separable without the window). Empty for a plan without levels.
+/// What the convergence chart draws after the annealing's levels. A plan made in this session has
+/// its final pass round by round (PlanSearch::final_rounds): per round "final search K" and, when a
+/// refinement followed, "placement refinement K" (no number with one round), the last point the plan's
+/// max_g U. A plan read back from its file (a saved run) has no rounds: with costs and a refined
+/// placement, the final search's layout at the LPT placement (costs->routepack_at_lpt) and then the
+/// plan (routepack's max_g U); otherwise one point, the plan ("final search", the placement unchanged
+/// or its refinement not separable without the window). Empty for a plan without levels.
 std::vector<ConvergenceTailPoint> convergence_tail(const routepack::PlanResult& plan, const PlanCosts* costs);
 
 } // namespace routepack::views

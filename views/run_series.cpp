@@ -225,6 +225,7 @@ RunSeriesSet compute_run_series(const storage::Library& lib, const std::string& 
                 RunStep st;
                 st.samples = windows[w].samples;
                 st.run = r.id;
+                st.run_name = r.name;
                 st.runs = p.runs;
                 st.status = r.status;
                 if (const auto t = r.timings.find("total"); t != r.timings.end()) st.planner_s = t->second;

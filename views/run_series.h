@@ -24,6 +24,7 @@ struct RunStep {
     std::string window;      ///< window name
     std::size_t samples = 0; ///< samples of the window
     std::int64_t run = 0;    ///< the saved run shown (the newest finished or cancelled run on the topology)
+    std::string run_name;    ///< its name (storage::RunEntry::name; "" when unnamed)
     int runs = 0;            ///< finished or cancelled runs of the window on the topology (>= 1)
     std::string status;      ///< "finished" or "cancelled"
     /// max_g U (eq. 15, tokens) per method: the paper's four, and on more than one node grouter and

@@ -729,10 +729,14 @@ QString RunView::stepToolTip(int k) const {
     const RunSeries* s = currentSeries();
     if (!s || k < 0 || k >= static_cast<int>(s->steps.size())) return {};
     const RunStep& st = s->steps[static_cast<std::size_t>(k)];
-    QString tip = tr("<b>step %1: %2</b><br>run %3 (%4%5), %6 samples, R* = %7%8<br>")
+    const QString run =
+        st.run_name.empty()
+            ? tr("run %1").arg(st.run)
+            : tr("run %1 \u00b7 %2").arg(st.run).arg(QString::fromStdString(st.run_name).toHtmlEscaped());
+    QString tip = tr("<b>step %1: %2</b><br>%3 (%4%5), %6 samples, R* = %7%8<br>")
                       .arg(k)
                       .arg(QString::fromStdString(st.window).toHtmlEscaped())
-                      .arg(st.run)
+                      .arg(run)
                       .arg(QString::fromStdString(st.status))
                       .arg(st.runs > 1 ? tr(", newest of %1 runs").arg(st.runs) : QString())
                       .arg(st.samples)

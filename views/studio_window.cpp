@@ -68,6 +68,7 @@ constexpr int kSamplePaneWidth = 380;
 StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
     : QMainWindow(parent), options_(options), jobs_(new PlanJobQueue(this)),
       demoBuild_(new JobTracker(JobTracker::Policy::EveryResult, 1, false, this)),
+      deletions_(new JobTracker(JobTracker::Policy::EveryResult, 1, false, this)),
       stepOpen_(new JobTracker(JobTracker::Policy::LatestResult, 1, false, this)) {
     setWindowTitle(tr("RoutePack Studio"));
     setAcceptDrops(true); // a library file opens, trace files go to the import dialog
@@ -100,6 +101,7 @@ StudioWindow::~StudioWindow() {
     // The workers end before the widgets their results would go to (nothing is delivered after this).
     demoBuild_->shutdown();
     stepOpen_->shutdown();
+    deletions_->shutdown();
 }
 
 std::unique_ptr<QSettings> StudioWindow::settings() const {
@@ -628,6 +630,7 @@ void StudioWindow::updateCompare() {
         for (const auto& run : tree_->snapshot().runs)
             if (run.id == id) {
                 const CompareRunFacts saved = compareRunFacts(run);
+                facts.name = saved.name;
                 facts.cancelled = facts.cancelled || saved.cancelled;
                 facts.timeLimit = !facts.cancelled && (facts.timeLimit || saved.timeLimit);
             }
@@ -679,7 +682,8 @@ void StudioWindow::updateRunView() {
     QString revision;
     for (const auto& r : tree_->snapshot().runs)
         if (QString::fromStdString(r.trace) == trace)
-            revision += QString::number(r.id) + QLatin1Char(':') + QString::fromStdString(r.status) + QLatin1Char(',');
+            revision += QString::number(r.id) + QLatin1Char(':') + QString::fromStdString(r.status) + QLatin1Char(':') +
+                        QString::fromStdString(r.name) + QLatin1Char('\n');
     runView_->setSource(libraryPath(), trace, revision);
 }
 

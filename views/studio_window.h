@@ -2,7 +2,8 @@
 // The studio's main window: library tree (traces, windows, runs) on the left with the
 // topology/budget editor, the sample table and length histogram in the centre, the plan views and
 // the run comparison on the right, job progress with Cancel in the status bar. All long work runs
-// on worker threads (JobTracker users: ImportJob, PlanJobQueue, sample loading, demo building);
+// on worker threads (JobTracker users: ImportJob, PlanJobQueue, sample loading, demo building,
+// deleting traces, windows and runs);
 // results arrive as immutable values and stale ones are dropped. The exports are views/exports.h, the
 // session's plans and restores of saved runs views/run_replay.h.
 #include "storage/library.h"
@@ -198,24 +199,38 @@ public:
     QToolButton* clearFilterButton() const;
 
     // --- Deleting and renaming (views/studio_window_edit.cpp) ---
-    // Each refuses, with the reason in the status line, without a library, on a read-only one, and
-    // while a planner job runs (its result would be saved into what changes; restores of saved runs
-    // are dropped instead). Afterwards the tree is read again, cached plans of what changed are
-    // dropped, and the status line says what was done.
+    // Each refuses, with the reason in the status line, without a library, on a read-only one,
+    // while a deletion runs, and while a planner job runs (its result would be saved into what
+    // changes; restores of saved runs are dropped instead). Afterwards the tree is read again, cached
+    // plans of what changed are dropped, and the status line says what was done.
 
-    /// Deletes a trace with its windows, saved runs and samples (storage::Library::delete_trace).
-    /// With `confirm`, a question names what goes (trace_removal) and No keeps everything. True when
-    /// deleted.
-    bool deleteTrace(const QString& trace, bool confirm = true);
-    /// Deletes a window with its saved runs (the samples stay), confirmed as deleteTrace.
-    bool deleteWindow(const QString& trace, const QString& window, bool confirm = true);
-    /// Deletes a saved run with its plan, confirmed as deleteTrace.
-    bool deleteRun(qint64 runId, bool confirm = true);
+    /// Starts deleting a trace with its windows, saved runs and samples (storage::Library::
+    /// delete_trace) as a background job of deletionJobs() on its own library connection: the call
+    /// returns at once, the status bar shows a busy indicator and "Deleting trace T…", and when the
+    /// job ends the tree is read again and the status line says what went ("Deleted trace T with
+    /// ...") or why nothing did ("Cannot delete trace T: ..."). Planning and other edits wait for it.
+    /// With `confirm`, a question names what goes (trace_removal) and No keeps everything. Returns the
+    /// job's id, 0 when refused or declined.
+    quint64 deleteTrace(const QString& trace, bool confirm = true);
+    /// Deletes a window with its saved runs (the samples stay), as deleteTrace.
+    quint64 deleteWindow(const QString& trace, const QString& window, bool confirm = true);
+    /// Deletes a saved run with its plan, as deleteTrace.
+    quint64 deleteRun(qint64 runId, bool confirm = true);
+    /// The tracker of the deletion jobs (one at a time, each on its own library connection).
+    JobTracker* deletionJobs() const { return deletions_; }
     /// Renames a trace (stored plans follow, Library::rename_trace). An empty `newName` asks for one
     /// (QInputDialog, the old name proposed). True when renamed; the renamed trace is selected.
     bool renameTrace(const QString& trace, const QString& newName = {});
     /// Renames a window of `trace`, as renameTrace.
     bool renameWindow(const QString& trace, const QString& window, const QString& newName = {});
+    /// Names saved run `runId` (storage::Library::rename_run; the name shows beside the run's id in
+    /// the tree, the Compare tab and the Run view). An empty `newName` asks for one (QInputDialog,
+    /// the run's name proposed); the name is trimmed. Refused, with the reason in the status line,
+    /// without a writable library or for a name rename_run refuses; jobs keep running (nothing they
+    /// read or save changes). True when renamed; the plan shown stays.
+    bool renameRun(qint64 runId, const QString& newName = {});
+    /// F2 in the library tree: renames the current trace, window or saved run (asks for the name).
+    void renameCurrentNode();
     /// The library tree's context menu entries for the node at `index` (its kind's Rename… and
     /// Delete…), besides the Copy entries every table and tree has (views/item_actions.h).
     QList<QAction*> libraryActions(const QModelIndex& index, QObject* parent);
@@ -276,6 +291,15 @@ private:
     void applyLibraryFilter();
     /// True when the library may change now; else false with the reason (`what` names the change).
     bool libraryEditable(const QString& what);
+    /// True, with "A deletion is running: wait for it before you <what>." in the status line, while
+    /// a deletion job runs or waits.
+    bool deletionRunning(const QString& what);
+    /// Runs `work` on a worker with a library connection of its own (storage::OpenMode::ReadWrite on
+    /// libraryPath()): the busy indicator and "Deleting <what>…" meanwhile; then `done` with what was
+    /// removed, or "Cannot delete <what>: <why>" and the tree read again. Nothing is delivered once
+    /// another library is open. Returns the job id.
+    quint64 startDeletion(const QString& what, std::function<storage::Removal(storage::Library&)> work,
+                          std::function<void(const storage::Removal&)> done);
     /// After a delete or rename: the plan views emptied, the tree read again, `trace` (and `window`)
     /// selected when given, else the first window or trace, as if clicked.
     void libraryEdited(const QString& trace, const QString& window);
@@ -379,6 +403,7 @@ private:
         fullPlanActions_; ///< of planActions_: those that need a complete plan (not one read from its file alone)
 
     JobTracker* demoBuild_ = nullptr;          ///< building the demo library
+    JobTracker* deletions_ = nullptr;          ///< deleting traces, windows and saved runs (deleteTrace, ...)
     JobTracker* stepOpen_ = nullptr;           ///< reading a cluster run step's plan (openClusterStep)
     std::optional<ClusterStepRef> shownStep_;  ///< shown without counts (the Import step… button)
     std::optional<ClusterStepRef> reopenStep_; ///< imported from importShownStep: open again when done

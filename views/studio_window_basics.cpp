@@ -78,6 +78,11 @@ QWidget* StudioWindow::buildLibraryPane() {
     layout->addWidget(treeView_);
     installTableActions(
         treeView_, [this](QMenu* menu, const QPoint& pos) { return libraryActions(treeView_->indexAt(pos), menu); });
+    auto* rename = new QAction(tr("Rename"), treeView_);
+    rename->setShortcut(Qt::Key_F2);
+    rename->setShortcutContext(Qt::WidgetShortcut);
+    connect(rename, &QAction::triggered, this, &StudioWindow::renameCurrentNode);
+    treeView_->addAction(rename);
     return pane;
 }
 

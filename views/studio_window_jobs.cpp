@@ -152,6 +152,7 @@ quint64 StudioWindow::runPlanner() {
         setStatus(tr("Open a library first."), true);
         return 0;
     }
+    if (deletionRunning(tr("plan"))) return 0;
     const QModelIndex cur = treeView_->currentIndex();
     const int kind = cur.isValid() ? cur.data(KindRole).toInt() : -1;
     if (kind != LibraryTreeModel::WindowNode && kind != LibraryTreeModel::RunNode) {

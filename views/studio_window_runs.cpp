@@ -94,6 +94,7 @@ quint64 StudioWindow::planSelectedRun() {
         setStatus(tr("Open a library first."), true);
         return 0;
     }
+    if (deletionRunning(tr("plan"))) return 0;
     std::set<QString> traces;
     QStringList windows;
     QString wholeTrace;

@@ -303,8 +303,10 @@ void final_pass(Search& x) {
                                 : 0.0;
     if (pc && b.placement_rounds > 0 && pass_work > kRefineMaxPassWork) pc->skipped = true;
     const int rounds = pc && pass_work <= kRefineMaxPassWork ? b.placement_rounds : 0;
+    std::vector<FinalRound>& record = x.st.counts.final_rounds;
     if (searching && rounds == 0 && budget > 0) {
         polish_segment(x, b.anytime ? std::numeric_limits<std::int64_t>::max() : budget, 0);
+        record.push_back({x.best.score.max_u, std::nullopt});
     } else if (searching && rounds > 0) {
         // `rounds` rounds whose evaluations sum to the budget; anytime: more rounds until the deadline.
         for (std::int64_t k = 0; b.anytime && budget > 0 ? true : k < rounds; ++k) {
@@ -320,12 +322,14 @@ void final_pass(Search& x) {
                                            : base << shift;
             const Score before = x.best.score;
             if (share > 0) polish_segment(x, share, static_cast<std::uint64_t>(k));
+            record.push_back({x.best.score.max_u, std::nullopt});
             if (x.cancelled() || x.st.time_limit_hit) break;
             if (x.s.stop.stop_requested()) { // no search in this round to notice it (polish 0)
                 x.st.time_limit_hit = true;
                 break;
             }
             const bool kept = refine_round(x, refine_s);
+            record.back().refined_max_u = x.best.score.max_u;
             // Without kicks a round is a deterministic descent: once a round neither improved nor
             // refined anything, every later one would repeat it.
             if (b.anytime && b.polish_kick_moves == 0 && !kept && !(x.best.score < before)) break;

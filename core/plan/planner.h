@@ -128,10 +128,22 @@ struct PlanPlacements : PlacementComparison {
     bool refinement_skipped = false;
 };
 
+/// One round of the final exact pass: routepack's joint max_g U (eq. 15, tokens) after its search
+/// segment (iterated_straggler_search) and, when the round ended with a placement refinement, after
+/// it (the same value when the refinement was not kept).
+struct FinalRound {
+    double searched_max_u = 0;
+    std::optional<double> refined_max_u; ///< absent: no refinement in this round (none asked, or stopped)
+};
+
 /// What routepack's search did: annealing levels and counts, the seeding's population, and the
 /// final exact pass's counts (iterated_straggler_search, core/plan/polish.h).
 struct PlanSearch {
     std::vector<LevelStats> convergence;
+    /// The final pass round by round (one round without placement rounds), in order; recorded as the
+    /// search runs, it changes nothing of the plan. Not in the plan file: a plan read back (a saved
+    /// run) has none.
+    std::vector<FinalRound> final_rounds;
     std::vector<std::string> origins; ///< origin of each population member (SeedMember::origin)
     std::int64_t proposals = 0, accepted = 0;
     std::int64_t polish_evaluations = 0, polish_improvements = 0;
