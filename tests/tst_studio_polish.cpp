@@ -9,6 +9,7 @@
 #include "core/import/import.h"
 #include "core/model/model.h"
 #include "core/model/topology.h"
+#include "core/model/trace.h"
 #include "core/model/window_select.h"
 #include "core/plan/budget_table.h"
 #include "core/plan/budgets_json.h"
@@ -64,6 +65,7 @@
 #include <QTreeView>
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <optional>
@@ -855,6 +857,83 @@ private Q_SLOTS:
         QVERIFY2(planGain > samplesGain && planGain >= 500,
                  qPrintable(QStringLiteral("plan +%1 px, samples +%2 px").arg(planGain).arg(samplesGain)));
         QVERIFY2(w.resultTabs()->width() > 2 * w.sampleView()->width(), qPrintable(QString::number(planGain)));
+    }
+
+    // --- Nothing elided on real plans at 1560x960 and 1366x768 ---
+
+    /// A library holding the first 64 samples of the real DeepSeek-V2-Lite trace (numeric id order) as
+    /// trace "ds", window "first-64". Empty (with the test skipped) when the shared traces are absent.
+    fs::path realDeepSeekLibrary() {
+        QString why;
+        const fs::path ds = test::shared_path("traces/deepseek-v2-lite", &why);
+        if (ds.empty()) return {};
+        std::vector<fs::path> files;
+        for (const auto& f : fs::directory_iterator(ds))
+            if (f.path().extension() == ".csv") files.push_back(f.path());
+        std::sort(files.begin(), files.end(),
+                  [](const auto& a, const auto& b) { return natural_less(a.stem().string(), b.stem().string()); });
+        files.resize(std::min<std::size_t>(files.size(), 64));
+        const fs::path lib = test::temp_dir(QStringLiteral("polish-real")) / "real.routepack";
+        auto l = storage::Library::open(lib, storage::OpenMode::Create);
+        ImportOptions o;
+        o.model = known_model("deepseek-v2-lite");
+        l->import_trace("ds", files, o);
+        std::vector<std::string> ids;
+        for (const auto& s : l->samples("ds"))
+            ids.push_back(s.id);
+        l->create_window("ds", "first-64", ids, "first 64 samples");
+        return lib;
+    }
+
+    void realPlansShowEveryTextWhole() {
+        ROUTEPACK_REQUIRE_SHARED(ds, "traces/deepseek-v2-lite");
+        const fs::path lib = realDeepSeekLibrary();
+        QVERIFY(!lib.empty());
+        StudioWindow w(options_);
+        w.resize(1560, 960);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QSignalSpy loaded(&w, &StudioWindow::samplesLoaded);
+        QVERIFY(w.openLibrary(q(lib)));
+        QVERIFY(w.selectWindow(QStringLiteral("ds"), QStringLiteral("first-64")));
+        QTRY_COMPARE_WITH_TIMEOUT(w.sampleModel()->rowCount(), 64, 30000);
+        QSignalSpy shown(&w, &StudioWindow::planShown);
+        QList<qint64> runs;
+        for (const char* preset : {"deepseek-v2-lite-ep16-dp8-2nodes", "deepseek-v2-lite-ep8-dp4"}) {
+            QVERIFY(w.topologyEditor()->selectPreset(QString::fromLatin1(preset)));
+            PlannerBudgets b;
+            b.annealing.levels = 2;
+            b.annealing.steps = 50;
+            b.seeding.candidates = 2;
+            b.seeding.population = 2;
+            b.workers = 1;
+            w.topologyEditor()->setBudgets(b);
+            const int before = static_cast<int>(shown.count());
+            QVERIFY2(w.runPlanner() > 0, qPrintable(w.statusText()));
+            QTRY_VERIFY_WITH_TIMEOUT(shown.count() > before, 120000);
+            QTRY_VERIFY_WITH_TIMEOUT(!w.jobs()->isBusy(), 60000);
+            runs << w.shownRunId();
+        }
+        QVERIFY(w.topologyEditor()->selectPreset(QStringLiteral("llama4-maverick-ep16-dp8-2nodes")));
+        for (const QSize size : {QSize(1560, 960), QSize(1366, 768)}) {
+            const QString tag = QStringLiteral("%1x%2").arg(size.width()).arg(size.height());
+            w.resize(size);
+            for (int k = 0; k < runs.size(); ++k) {
+                QVERIFY(w.selectRun(runs[k]));
+                QTRY_COMPARE(w.shownRunId(), runs[k]);
+                w.resultTabs()->setCurrentWidget(w.planView());
+                for (int t = 0; t < w.planView()->count(); ++t) {
+                    w.planView()->setCurrentIndex(t);
+                    QTest::qWait(60);
+                    shot(&w, QStringLiteral("real-%1-run%2-plan-%3").arg(tag).arg(k).arg(t));
+                }
+                for (int t = 1; t < w.resultTabs()->count(); ++t) {
+                    w.resultTabs()->setCurrentIndex(t);
+                    QTest::qWait(60);
+                    shot(&w, QStringLiteral("real-%1-run%2-tab-%3").arg(tag).arg(k).arg(t));
+                }
+            }
+        }
     }
 
     // --- Progress times and what a restart restores ---
