@@ -31,12 +31,12 @@
 #include <QMenu>
 #include <QPainter>
 #include <QPixmap>
+#include <QPushButton>
 #include <QSaveFile>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QSvgGenerator>
 #include <QTableView>
-#include <QToolButton>
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <QValueAxis>
@@ -334,7 +334,7 @@ struct CompareView::Private {
     CompareTableModel* model = nullptr;
     QSortFilterProxyModel* proxy = nullptr;
     FrozenColumnTable* table = nullptr;
-    QToolButton* runs = nullptr;
+    QPushButton* runs = nullptr; ///< a push button: its style leaves room for the menu arrow
     QMenu* runsMenu = nullptr;
     QLabel* runsNote = nullptr;
     QChartView* chart = nullptr;
@@ -378,11 +378,10 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent), d_(std::make_unique
     split->setStretchFactor(0, 2);
     split->setStretchFactor(1, 3);
     split->setSizes({400, 600}); // proportions kept on resize: the chart gets 60 %
-    d_->runs = new QToolButton(this);
+    d_->runs = new QPushButton(this);
     d_->runs->setText(tr("Runs of this window"));
     d_->runs->setToolTip(tr("Every saved run of the shown window: check one to add it to the comparison (loaded "
                             "from the library), uncheck it to leave it out"));
-    d_->runs->setPopupMode(QToolButton::InstantPopup);
     d_->runsMenu = new QMenu(d_->runs);
     d_->runs->setMenu(d_->runsMenu);
     d_->runs->setEnabled(false);
@@ -418,7 +417,7 @@ void CompareView::setChoices(const QList<CompareChoice>& choices) {
                           : tr("%1 of %2 saved runs of this window in the comparison.").arg(in).arg(choices.size()));
 }
 
-QToolButton* CompareView::runsButton() const {
+QPushButton* CompareView::runsButton() const {
     return d_->runs;
 }
 QMenu* CompareView::runsMenu() const {

@@ -31,6 +31,7 @@ class QDialog;
 class QLabel;
 class QLineEdit;
 class QMenu;
+class QPlainTextEdit;
 class QProgressBar;
 class QSettings;
 class QSplitter;
@@ -43,6 +44,7 @@ class QTreeView;
 namespace routepack::views {
 
 class CompareView;
+class ElidedLabel;
 class ImportDialog;
 class LengthHistogramView;
 class LibraryTreeModel;
@@ -160,8 +162,17 @@ public:
     QSplitter* mainSplitter() const { return mainSplit_; }
     /// The heading above the sample table (what it shows, or why it is empty).
     QString sampleHeaderText() const;
-    /// Text of the status line (job stage, errors).
+    /// Text of the status line (job stage, errors): the whole message, also where the line shows it
+    /// elided at its end (its tooltip holds it too).
     QString statusText() const;
+    /// The status line's label (what it shows at its width: statusText(), elided when too long).
+    QLabel* statusLine() const;
+    /// The session's status messages, oldest first, the last kStatusLogSize: "HH:mm:ss  <message>"
+    /// ("HH:mm:ss  error: <message>" for errors); a message repeated at once is listed once.
+    QStringList statusMessages() const { return statusLog_; }
+    static constexpr int kStatusLogSize = 300;
+    /// View > Status messages: statusMessages() in a modeless dialog that follows new messages.
+    QDialog* showStatusLog();
     /// The Help > Keyboard shortcuts text: one line per menu action with a shortcut, "<menu> >
     /// <action>: <shortcuts>" in menu order (native key names, several shortcuts joined by " or "),
     /// built from the actions themselves so it never goes stale.
@@ -335,7 +346,10 @@ private:
     QTabWidget* resultTabs_ = nullptr;
     QSplitter* mainSplit_ = nullptr; ///< the sample pane | the plan views
     TopologyEditor* editor_ = nullptr;
-    QLabel* status_ = nullptr;
+    ElidedLabel* status_ = nullptr;
+    QStringList statusLog_;
+    QDialog* statusLogDialog_ = nullptr;
+    QPlainTextEdit* statusLogText_ = nullptr;
     QLabel* libraryLabel_ = nullptr;
     QProgressBar* jobProgress_ = nullptr;
     QToolButton* cancelButton_ = nullptr;
