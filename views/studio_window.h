@@ -167,6 +167,9 @@ public:
     QString statusText() const;
     /// The status line's label (what it shows at its width: statusText(), elided when too long).
     QLabel* statusLine() const;
+    /// Shows `text` in the status line (`error`: white on red until the next action that succeeds)
+    /// and adds it to statusMessages(). Put what must stay readable first: the line elides the end.
+    void setStatus(const QString& text, bool error = false);
     /// The session's status messages, oldest first, the last kStatusLogSize: "HH:mm:ss  <message>"
     /// ("HH:mm:ss  error: <message>" for errors); a message repeated at once is listed once.
     QStringList statusMessages() const { return statusLog_; }
@@ -320,7 +323,6 @@ private:
     /// Points the Run view at the selected trace (its saved runs as of the tree's snapshot).
     void updateRunView();
     void updateActions();
-    void setStatus(const QString& text, bool error = false);
     /// The topology and planner budgets of the form, or nullopt after saying in the status line
     /// which of them is not valid and why (the editor's own message).
     std::optional<std::pair<routepack::Topology, routepack::PlannerBudgets>> formSetup();
