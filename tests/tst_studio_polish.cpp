@@ -870,8 +870,9 @@ private Q_SLOTS:
 
     // --- Nothing elided on real plans at 1560x960 and 1366x768 ---
 
-    /// A library holding the first 64 samples of the real DeepSeek-V2-Lite trace (numeric id order) as
-    /// trace "ds", window "first-64". Empty (with the test skipped) when the shared traces are absent.
+    /// A library holding the real DeepSeek-V2-Lite trace (599 samples) as trace "ds" and its first 64
+    /// samples (numeric id order) as window "first-64". Empty (with the test skipped) when the shared traces are
+    /// absent.
     fs::path realDeepSeekLibrary() {
         QString why;
         const fs::path ds = test::shared_path("traces/deepseek-v2-lite", &why);
@@ -881,17 +882,34 @@ private Q_SLOTS:
             if (f.path().extension() == ".csv") files.push_back(f.path());
         std::sort(files.begin(), files.end(),
                   [](const auto& a, const auto& b) { return natural_less(a.stem().string(), b.stem().string()); });
-        files.resize(std::min<std::size_t>(files.size(), 64));
         const fs::path lib = test::temp_dir(QStringLiteral("polish-real")) / "real.routepack";
         auto l = storage::Library::open(lib, storage::OpenMode::Create);
         ImportOptions o;
         o.model = known_model("deepseek-v2-lite");
         l->import_trace("ds", files, o);
         std::vector<std::string> ids;
-        for (const auto& s : l->samples("ds"))
-            ids.push_back(s.id);
+        for (std::size_t k = 0; k < 64 && k < files.size(); ++k)
+            ids.push_back(files[k].stem().string());
         l->create_window("ds", "first-64", ids, "first 64 samples");
         return lib;
+    }
+
+    /// The length histogram of `w` labels its bin edges whole: as many as fit its plot area now.
+    void checkHistogramWhole(StudioWindow& w, const QString& where) {
+        LengthHistogramView* h = w.histogramView();
+        auto* x = qobject_cast<QCategoryAxis*>(h->chart()->axes(Qt::Horizontal).value(0));
+        QVERIFY(x);
+        QCOMPARE(x->categoriesLabels(), h->binLabels());
+        int widest = 0;
+        for (const QString& l : h->binLabels())
+            widest = std::max(widest, QFontMetrics(x->labelsFont()).horizontalAdvance(l));
+        const qreal perBar = h->chart()->plotArea().width() / static_cast<qreal>(h->histogram().edges.size() - 1);
+        QVERIFY2(widest + 8 <= h->binLabelStride() * perBar,
+                 qPrintable(QStringLiteral("%1: labels %2 px, stride %3, %4 px per bar")
+                                .arg(where)
+                                .arg(widest)
+                                .arg(h->binLabelStride())
+                                .arg(perBar)));
     }
 
     /// Every text of the shown tab of `w` is whole (`where` names the tab in failures): the heatmaps'
@@ -969,8 +987,16 @@ private Q_SLOTS:
         w.show();
         QVERIFY(QTest::qWaitForWindowExposed(&w));
         QVERIFY(w.openLibrary(q(lib)));
+        // The histogram's edge labels, fitted to the plot area each data set leaves (its value labels
+        // differ in width): the whole trace, then the window.
+        QVERIFY(w.selectTrace(QStringLiteral("ds")));
+        QTRY_COMPARE_WITH_TIMEOUT(w.sampleModel()->rowCount(), 599, 30000);
+        QTest::qWait(60);
+        checkHistogramWhole(w, QStringLiteral("trace ds"));
         QVERIFY(w.selectWindow(QStringLiteral("ds"), QStringLiteral("first-64")));
         QTRY_COMPARE_WITH_TIMEOUT(w.sampleModel()->rowCount(), 64, 30000);
+        QTest::qWait(60);
+        checkHistogramWhole(w, QStringLiteral("window first-64"));
         QSignalSpy shown(&w, &StudioWindow::planShown);
         QList<qint64> runs;
         for (const char* preset : {"deepseek-v2-lite-ep16-dp8-2nodes", "deepseek-v2-lite-ep8-dp4"}) {
@@ -996,15 +1022,7 @@ private Q_SLOTS:
             QVERIFY(w.topologyEditor()->selectPreset(QStringLiteral("llama4-maverick-ep16-dp8-2nodes")));
             QCOMPARE(w.topologyEditor()->presetDisplayText(),
                      QStringLiteral("shipped: llama4-maverick-ep16-dp8-2nodes"));
-            // The histogram's bin edges: whole labels, as many as fit.
-            LengthHistogramView* h = w.histogramView();
-            auto* x = qobject_cast<QCategoryAxis*>(h->chart()->axes(Qt::Horizontal).value(0));
-            QVERIFY(x);
-            int widest = 0;
-            for (const QString& l : h->binLabels())
-                widest = std::max(widest, QFontMetrics(x->labelsFont()).horizontalAdvance(l));
-            const qreal perBar = h->chart()->plotArea().width() / static_cast<qreal>(h->histogram().edges.size() - 1);
-            QVERIFY2(widest + 8 <= h->binLabelStride() * perBar, qPrintable(tag));
+            checkHistogramWhole(w, tag);
             for (int k = 0; k < runs.size(); ++k) {
                 QVERIFY(w.selectRun(runs[k]));
                 QTRY_COMPARE(w.shownRunId(), runs[k]);
