@@ -960,7 +960,7 @@ private Q_SLOTS:
                 if (auto* x = qobject_cast<QBarCategoryAxis*>(a); x && x->labelsAngle() == 0) {
                     const double per = c->plotArea().width() / x->count();
                     for (const QString& cat : x->categories())
-                        QVERIFY2(QFontMetrics(x->labelsFont()).horizontalAdvance(cat) + 6 <= per,
+                        QVERIFY2(QFontMetrics(x->labelsFont()).horizontalAdvance(cat) + 8 <= per,
                                  qPrintable(where + QStringLiteral(": category ") + cat));
                 }
         }

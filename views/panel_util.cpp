@@ -110,7 +110,8 @@ void fitChartText(QChart* chart) {
         }
         lines << line;
     }
-    // Category labels wider than their category are turned, not elided (level again once they fit).
+    // Category labels wider than their category (less the few pixels Qt keeps free) are turned upright,
+    // not elided; level again once they fit with room to spare.
     const double plotW = chart->plotArea().width();
     for (QAbstractAxis* a : chart->axes(Qt::Horizontal)) {
         auto* x = qobject_cast<QBarCategoryAxis*>(a);
@@ -120,7 +121,7 @@ void fitChartText(QChart* chart) {
         for (const QString& c : x->categories())
             widest = std::max(widest, xfm.horizontalAdvance(c));
         const double per = plotW / x->count();
-        if (x->labelsAngle() == 0 && widest + 6 > per)
+        if (x->labelsAngle() == 0 && widest + 8 > per)
             x->setLabelsAngle(-90);
         else if (x->labelsAngle() == -90 && widest + 16 < per)
             x->setLabelsAngle(0);
