@@ -947,20 +947,22 @@ private Q_SLOTS:
             const QFontMetrics tfm(c->titleFont());
             for (const QString& line : c->title().split(QStringLiteral("<br>")))
                 if (!line.contains(QLatin1Char('<')))
-                    QVERIFY2(tfm.horizontalAdvance(line) <= width, qPrintable(where + QStringLiteral(": ") + line));
+                    QVERIFY2(tfm.horizontalAdvance(line) <= width - 40,
+                             qPrintable(where + QStringLiteral(": ") + line));
             if (c->legend()->isVisible() && (c->legend()->alignment() & Qt::AlignBottom)) {
                 const QFontMetrics lfm(c->legend()->font());
                 int need = 0;
                 for (QLegendMarker* marker : c->legend()->markers())
                     need += lfm.height() + 16 + lfm.horizontalAdvance(marker->label());
-                QVERIFY2(need <= width - 20,
+                QVERIFY2(need <= width - 40,
                          qPrintable(where + QStringLiteral(": legend of %1 px in %2").arg(need).arg(width)));
             }
             for (QAbstractAxis* a : c->axes(Qt::Horizontal))
                 if (auto* x = qobject_cast<QBarCategoryAxis*>(a); x && x->labelsAngle() == 0) {
-                    const double per = c->plotArea().width() / x->count();
+                    // Qt's room for a label: the plot width over the category edges, less padding.
+                    const double per = c->plotArea().width() / (x->count() + 1) - 10;
                     for (const QString& cat : x->categories())
-                        QVERIFY2(QFontMetrics(x->labelsFont()).horizontalAdvance(cat) + 8 <= per,
+                        QVERIFY2(QFontMetrics(x->labelsFont()).horizontalAdvance(cat) <= per,
                                  qPrintable(where + QStringLiteral(": category ") + cat));
                 }
         }

@@ -8,6 +8,7 @@
 #include <QChart>
 #include <QChartView>
 #include <QComboBox>
+#include <QGraphicsLayout>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLegend>
@@ -40,6 +41,12 @@ constexpr char kFullTitle[] = "routepackFullTitle";         ///< the title as th
 constexpr char kShownTitle[] = "routepackShownTitle";       ///< what keepChartTextWhole made of it
 constexpr char kLegendInTitle[] = "routepackLegendInTitle"; ///< the legend hidden, its entries in the title
 
+/// The width (px) Qt leaves a bar category axis's label unelided: the plot width over the category
+/// edges (count + 1), less 10 px of padding.
+double categoryLabelRoom(double plotWidth, int count) {
+    return plotWidth / (count + 1) - 10;
+}
+
 /// `text` wrapped greedily at spaces into lines at most `width` px wide (a longer word alone).
 QStringList wrapWords(const QString& text, const QFontMetrics& fm, int width) {
     QStringList lines;
@@ -68,7 +75,8 @@ void fitChartText(QChart* chart) {
     }
     const QString full = chart->property(kFullTitle).toString();
     const QMargins m = chart->margins();
-    const int width = static_cast<int>(chart->size().width()) - m.left() - m.right() - 12;
+    // Less the chart layout's own padding and the rich-text title's document margins.
+    const int width = static_cast<int>(chart->size().width()) - m.left() - m.right() - 40;
     if (width < 40) return;
     // The legend's entries in one row, as QLegend lays them out at the bottom (marker, gap, label).
     QLegend* legend = chart->legend();
@@ -110,8 +118,9 @@ void fitChartText(QChart* chart) {
         }
         lines << line;
     }
-    // Category labels wider than their category (less the few pixels Qt keeps free) are turned upright,
-    // not elided; level again once they fit with room to spare.
+    // Category labels that Qt would elide are turned upright instead (level again once they fit with
+    // room to spare). Qt gives each label the axis width over the number of category edges (one more
+    // than the categories), less its padding.
     const double plotW = chart->plotArea().width();
     for (QAbstractAxis* a : chart->axes(Qt::Horizontal)) {
         auto* x = qobject_cast<QBarCategoryAxis*>(a);
@@ -120,23 +129,29 @@ void fitChartText(QChart* chart) {
         int widest = 0;
         for (const QString& c : x->categories())
             widest = std::max(widest, xfm.horizontalAdvance(c));
-        const double per = plotW / x->count();
-        if (x->labelsAngle() == 0 && widest + 8 > per)
+        const double room = categoryLabelRoom(plotW, x->count());
+        if (x->labelsAngle() == 0 && widest > room)
             x->setLabelsAngle(-90);
-        else if (x->labelsAngle() == -90 && widest + 16 < per)
+        else if (x->labelsAngle() == -90 && widest + 10 < room)
             x->setLabelsAngle(0);
     }
     const QString joined = lines.join(QStringLiteral("<br>"));
     chart->setProperty(kShownTitle, joined);
-    if (chart->title() != joined) chart->setTitle(joined);
+    if (chart->title() != joined) {
+        chart->setTitle(joined);
+        // Lay the chart out now: the paint under way shows the new title, not the one before.
+        if (QGraphicsLayout* l = chart->layout()) l->activate();
+    }
 }
 
-/// Calls fitChartText before the view paints and when it is resized.
+/// Calls fitChartText when the view is resized, when the chart is about to lay itself out again (a
+/// new title, new series) and before the view paints.
 class ChartTextKeeper : public QObject {
 public:
     ChartTextKeeper(QChartView* view) : QObject(view), view_(view) {}
     bool eventFilter(QObject*, QEvent* e) override {
-        if (e->type() == QEvent::Paint || e->type() == QEvent::Resize)
+        const auto t = e->type();
+        if (t == QEvent::Paint || t == QEvent::Resize || t == QEvent::LayoutRequest || t == QEvent::GraphicsSceneResize)
             if (QChart* c = view_->chart()) fitChartText(c);
         return false;
     }
@@ -151,6 +166,7 @@ void keepChartTextWhole(QChartView* view) {
     auto* keeper = new ChartTextKeeper(view);
     view->viewport()->installEventFilter(keeper);
     view->installEventFilter(keeper);
+    if (view->chart()) view->chart()->installEventFilter(keeper);
 }
 
 QString chartTitleText(const QChart* chart) {
