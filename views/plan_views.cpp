@@ -485,10 +485,10 @@ void CompareView::setRuns(const QList<std::shared_ptr<const PlanResult>>& runs, 
         const Method m = method_at(i);
         QString label = QString::fromLatin1(method_label(m));
         if (n == 1 && m != Method::Baseline) {
-            // One run: the gain against its baseline under each method's name.
+            // One run: the gain against its baseline under each method's name (the title says so).
             const double b = d_->model->run(0).baseline.metrics.score.max_u;
             const double j = method_of(d_->model->run(0), m).metrics.score.max_u;
-            if (b > 0) label += QString::asprintf(" (%+.1f %% vs baseline)", 100.0 * (j - b) / b);
+            if (b > 0) label += QString::asprintf(" (%+.1f %%)", 100.0 * (j - b) / b);
         }
         x->append(label);
     }
@@ -520,7 +520,8 @@ void CompareView::setRuns(const QList<std::shared_ptr<const PlanResult>>& runs, 
                          "compare within one topology")
                           .arg(topologies.size())
                           .arg(topologies.join(QStringLiteral("; ")))
-                    : tr("Joint cost per method (eq. 15), one bar per run"));
+                : n == 1 ? tr("Joint cost per method (eq. 15); in brackets: against the baseline")
+                         : tr("Joint cost per method (eq. 15), one bar per run"));
     c->legend()->setVisible(true);
     c->legend()->setAlignment(Qt::AlignRight);
     styleChart(c, palette());

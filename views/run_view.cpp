@@ -72,7 +72,11 @@ RunView::RunView(QWidget* parent)
     topologyBox_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     topologyBox_->setMinimumContentsLength(16);
     topologyBox_->setToolTip(tr("Topology of the runs shown (each topology with runs in two or more windows)"));
-    auto* bar = new QVBoxLayout;
+    // The heading and the topology row keep their own height; the charts below take the rest.
+    auto* top = new QWidget(this);
+    top->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Maximum);
+    auto* bar = new QVBoxLayout(top);
+    bar->setContentsMargins(0, 0, 0, 0);
     bar->addWidget(heading_);
     auto* topologyRow = new QHBoxLayout;
     topologyRow->addWidget(topologyLabel_);
@@ -112,7 +116,7 @@ RunView::RunView(QWidget* parent)
     stack_->addWidget(split);
     auto* v = new QVBoxLayout(this);
     v->setContentsMargins(4, 4, 4, 4);
-    v->addLayout(bar);
+    v->addWidget(top);
     v->addWidget(stack_, 1);
     for (QChartView* view : {costView_, churnView_, gainView_, applyView_})
         view->viewport()->installEventFilter(this);
