@@ -56,6 +56,7 @@
 #include <QLabel>
 #include <QLegendMarker>
 #include <QLineEdit>
+#include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QRegularExpression>
@@ -1096,6 +1097,14 @@ private Q_SLOTS:
         QCOMPARE(w.statusText(), longest);
         QCOMPARE(line->toolTip(), longest);
         QVERIFY(w.statusMessages().back().endsWith(QStringLiteral("  ") + longest));
+        // View > Status messages shows it whole.
+        QAction* logAction = w.findChild<QAction*>(QStringLiteral("statusLog"));
+        QVERIFY(logAction);
+        logAction->trigger();
+        auto* log = w.findChild<QPlainTextEdit*>(QStringLiteral("statusLogText"));
+        QVERIFY(log && log->isVisible());
+        QVERIFY(log->toPlainText().endsWith(QStringLiteral("  ") + longest));
+        log->window()->close();
         QCOMPARE(w.size(), QSize(1366, 768));
     }
 

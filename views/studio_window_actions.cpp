@@ -171,11 +171,8 @@ void StudioWindow::buildActions() {
     QAction* zoomReset = view->addAction(tr("&Reset heatmap zoom"));
     zoomReset->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
     connect(zoomReset, &QAction::triggered, this, [zoom] { zoom(0); });
-    view->addSeparator();
-    QAction* log = view->addAction(tr("Status &messages…"));
-    log->setObjectName(QStringLiteral("statusLog"));
-    log->setToolTip(tr("Every status message of this session, whole"));
-    connect(log, &QAction::triggered, this, [this] { showStatusLog(); });
+    view->addAction(tr("Status &messages…"), this, [this] { showStatusLog(); })
+        ->setObjectName(QStringLiteral("statusLog"));
 
     buildHelpMenu();
 }
