@@ -153,6 +153,15 @@ private Q_SLOTS:
         w.resultTabs()->setCurrentWidget(w.compareView());
         QTest::qWait(50);
         shot(&w, QStringLiteral("real-ds-compare"));
+        // The same window on a 1366x768 screen.
+        w.resize(1366, 768);
+        w.resultTabs()->setCurrentWidget(w.planView());
+        for (const QString& name : {QStringLiteral("ep-heatmap"), QStringLiteral("costs")}) {
+            w.planView()->setCurrentWidget(w.planView()->viewWidget(name));
+            QTest::qWait(50);
+            shot(&w, QStringLiteral("real-ds-%1-1366x768").arg(name));
+        }
+        QCOMPARE(w.size(), QSize(1366, 768));
 
         // 6. Step 5 from the studio: rewrite a DeepSeek-V2-Lite-shaped checkpoint with the shown plan
         //    (EP 8 / DP 4) through the rewrite dialog, check every slot, invert back to byte equality.

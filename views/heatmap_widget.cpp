@@ -193,14 +193,32 @@ std::vector<double> HeatmapWidget::legendTicks() const {
     return ticks;
 }
 
+int HeatmapWidget::columnLabelWidth() const {
+    const QFontMetrics fm(font());
+    int w = 0;
+    for (int c = 0; c < cols_; ++c)
+        w = std::max(w, fm.horizontalAdvance(c < colLabels_.size() ? colLabels_[c] : QString::number(c)));
+    return w;
+}
+
+std::pair<int, double> HeatmapWidget::columnLabelLayout(double cellWidth) const {
+    const int labelW = columnLabelWidth();
+    const int stride = axis_label_stride(cols_, cellWidth, labelW, 16);
+    if (stride > 1 || labelW + 2 <= cellWidth) return {stride, 1.0};
+    // Every label in a smaller font while it stays legible; below that, every k-th in the widget's font.
+    const double scale = std::max(cellWidth - 2, 1.0) / (labelW + 2);
+    if (scale >= kMinColumnLabelScale) return {1, scale};
+    return {axis_label_stride(cols_, cellWidth, labelW, 0), 1.0};
+}
+
 int HeatmapWidget::columnLabelStride() const {
     if (cols_ == 0) return 1;
-    const QFontMetrics fm(font());
-    int colLabelW = 0;
-    for (int c = 0; c < cols_; ++c)
-        colLabelW =
-            std::max(colLabelW, fm.horizontalAdvance(c < colLabels_.size() ? colLabels_[c] : QString::number(c)));
-    return axis_label_stride(cols_, geometry().cells.width() / cols_, colLabelW, 16);
+    return columnLabelLayout(geometry().cells.width() / cols_).first;
+}
+
+double HeatmapWidget::columnLabelScale() const {
+    if (cols_ == 0) return 1.0;
+    return columnLabelLayout(geometry().cells.width() / cols_).second;
 }
 
 void HeatmapWidget::setColourMap(ColourMap map) {
@@ -228,10 +246,34 @@ void HeatmapWidget::setSideColumn(const QString& header, const QStringList& text
     update();
 }
 
-int HeatmapWidget::titleLines() const {
+QStringList HeatmapWidget::titleLineTexts() const {
+    if (title_.isEmpty()) return {};
     QFont bold = font();
     bold.setBold(true);
-    return QFontMetrics(bold).horizontalAdvance(title_) <= width() - 2 * kMargin ? 1 : 2;
+    const QFontMetrics bm(bold);
+    const int w = std::max(1, width() - 2 * kMargin);
+    // Greedy word wrap; a word wider than the line, or a last line that still does not fit, is elided.
+    QStringList lines;
+    QString line;
+    for (const QString& word : title_.split(QLatin1Char(' '), Qt::SkipEmptyParts)) {
+        const QString joined = line.isEmpty() ? word : line + QLatin1Char(' ') + word;
+        if (line.isEmpty() || bm.horizontalAdvance(joined) <= w) {
+            line = joined;
+        } else if (lines.size() + 1 < kMaxTitleLines) {
+            lines << line;
+            line = word;
+        } else {
+            line = joined;
+        }
+    }
+    lines << line;
+    for (QString& l : lines)
+        l = bm.elidedText(l, Qt::ElideRight, w);
+    return lines;
+}
+
+int HeatmapWidget::titleLines() const {
+    return std::max<int>(1, static_cast<int>(titleLineTexts().size()));
 }
 
 void HeatmapWidget::setLegendTitle(const QString& title) {
@@ -504,24 +546,10 @@ void HeatmapWidget::paintTitle(QPainter& p) const {
     bold.setBold(true);
     p.setFont(bold);
     p.setPen(text);
-    const QFontMetrics bm(bold);
-    const int w = width() - 2 * kMargin;
-    if (titleLines() == 1) {
-        p.drawText(QRectF(kMargin, kMargin, w, lineH + 2), Qt::AlignLeft | Qt::AlignVCenter, title_);
-    } else {
-        // First line: the words that fit; second: the rest, elided when still too long.
-        const int cut = title_.lastIndexOf(QLatin1Char(' '), title_.size() - 1);
-        int split = -1;
-        for (int at = cut; at > 0; at = title_.lastIndexOf(QLatin1Char(' '), at - 1))
-            if (bm.horizontalAdvance(title_.left(at)) <= w) {
-                split = at;
-                break;
-            }
-        const QString first = split > 0 ? title_.left(split) : bm.elidedText(title_, Qt::ElideRight, w);
-        const QString rest = split > 0 ? bm.elidedText(title_.mid(split + 1), Qt::ElideRight, w) : QString();
-        p.drawText(QRectF(kMargin, kMargin, w, lineH + 2), Qt::AlignLeft | Qt::AlignVCenter, first);
-        p.drawText(QRectF(kMargin, kMargin + lineH, w, lineH + 2), Qt::AlignLeft | Qt::AlignVCenter, rest);
-    }
+    const QStringList lines = titleLineTexts();
+    for (int k = 0; k < lines.size(); ++k)
+        p.drawText(QRectF(kMargin, kMargin + k * lineH, width() - 2 * kMargin, lineH + 2),
+                   Qt::AlignLeft | Qt::AlignVCenter, lines[k]);
     p.setFont(font());
 }
 
@@ -632,16 +660,13 @@ void HeatmapWidget::paintAxisLabels(QPainter& p, const Geometry& g) const {
         p.fillRect(QRectF(0, a.bottom() + 1, width(), height() - a.bottom() - 1), pal.color(QPalette::Window));
     if (pin.x() > 0) p.setClipRect(QRectF(shownL - 1, 0, width(), height())); // not under the row labels
     p.setPen(text);
-    // Column labels.
-    int colLabelW = 0;
-    for (int c = 0; c < cols_; ++c)
-        colLabelW =
-            std::max(colLabelW, fm.horizontalAdvance(c < colLabels_.size() ? colLabels_[c] : QString::number(c)));
-    // Every column up to 16 (in a smaller font where they are narrow), else a power-of-two stride.
-    const int colStep = axis_label_stride(cols_, cw, colLabelW, 16);
-    if (colStep == 1 && colLabelW + 2 > cw) {
+    // Column labels: every column up to 16 (in a smaller, still legible font where they are narrow),
+    // else a power-of-two stride.
+    const int colLabelW = columnLabelWidth();
+    const auto [colStep, colScale] = columnLabelLayout(cw);
+    if (colScale < 1.0) {
         QFont small = font();
-        small.setPointSizeF(std::max(5.0, small.pointSizeF() * std::max(cw - 2, 1.0) / (colLabelW + 2)));
+        small.setPointSizeF(small.pointSizeF() * colScale);
         p.setFont(small);
     }
     for (int c = 0; c < cols_; c += colStep) {
@@ -650,9 +675,15 @@ void HeatmapWidget::paintAxisLabels(QPainter& p, const Geometry& g) const {
         p.drawText(QRectF(cx - colLabelW / 2.0 - 3, a.bottom() + 2, colLabelW + 6, lineH), Qt::AlignCenter, s);
     }
     p.setFont(font());
-    if (!colTitle_.isEmpty())
-        p.drawText(QRectF(shownL, a.bottom() + 2 + lineH, std::max(shownR - shownL, 1.0), lineH + 2), Qt::AlignCenter,
-                   colTitle_);
+    if (!colTitle_.isEmpty()) {
+        // Centred under the shown cells; wider than them when the title needs it (never cut).
+        const double need = fm.horizontalAdvance(colTitle_) + 4;
+        const double span = std::max(shownR - shownL, 1.0);
+        const double titleW = std::min(std::max(span, need), static_cast<double>(width()));
+        const double left = std::clamp((shownL + shownR - titleW) / 2, 0.0, std::max(width() - titleW, 0.0));
+        if (titleW > span) p.setClipping(false);
+        p.drawText(QRectF(left, a.bottom() + 2 + lineH, titleW, lineH + 2), Qt::AlignCenter, colTitle_);
+    }
     p.restore();
 }
 

@@ -13,6 +13,7 @@ class QPainter;
 
 #include <array>
 #include <functional>
+#include <utility>
 #include <vector>
 
 namespace routepack::views {
@@ -72,9 +73,12 @@ public:
     int selectedRow() const { return selRow_; }
     int selectedColumn() const { return selCol_; }
     void setTitle(const QString& title);
-    /// The title's lines at the current width: 1 when it fits, else 2 (wrapped at a space; a
-    /// title too long for two lines is elided at the end of the second).
+    /// The title's lines at the current width: 1 when it fits, else as many as its words need when
+    /// wrapped at spaces, at most kMaxTitleLines (the last one elided when still too long).
     int titleLines() const;
+    /// The title as painted, line by line (titleLines() of them; empty without a title).
+    QStringList titleLineTexts() const;
+    static constexpr int kMaxTitleLines = 4;
     QString title() const { return title_; }
     /// Axis titles drawn beside the row labels (rotated) and under the column labels.
     void setAxisTitles(const QString& rowTitle, const QString& columnTitle);
@@ -106,8 +110,14 @@ public:
     /// the centre for Diverging, and "row max").
     std::vector<double> legendTicks() const;
     /// Every how many columns a column label is drawn at the current size (axis_label_stride: every
-    /// column up to 16 of them).
+    /// column up to 16 of them, in a smaller font down to kMinColumnLabelScale of the widget's; where
+    /// even that is too wide, the power-of-two stride whose span holds a label in the widget's font).
     int columnLabelStride() const;
+    /// The column labels' font size as a fraction of the widget's (1 when they fit in its font;
+    /// at least kMinColumnLabelScale).
+    double columnLabelScale() const;
+    /// The smallest font scale of the column labels: below it they are drawn with a stride instead.
+    static constexpr double kMinColumnLabelScale = 0.75;
     /// Cell rectangle in widget coordinates (empty when out of range or no data).
     QRect cellRect(int row, int col) const;
     /// Where the axis labels are drawn, relative to their place beside the cells: (x, y) with x >= 0
@@ -155,6 +165,10 @@ private:
     /// Every how many rows a row label (and side column entry) is drawn: 1 unless rows are thinner
     /// than a text line.
     int rowLabelStep(const Geometry& g) const;
+    /// The widest column label in the widget's font (px).
+    int columnLabelWidth() const;
+    /// (stride, font scale) of the column labels for cells `cellWidth` px wide.
+    std::pair<int, double> columnLabelLayout(double cellWidth) const;
     // The phases of paintEvent, back to front.
     void paintTitle(QPainter& p) const;
     /// The cached image, separators, the outline, the diagonal, group lines and the selection.

@@ -27,6 +27,10 @@ LengthHistogramView::LengthHistogramView(QWidget* parent) : QChartView(parent) {
     chart->setMargins(QMargins(4, 4, 4, 4));
     setChart(chart);
     installChartActions(this);
+    // The plot area changes without a resize of the view too (new data, wider value labels): the
+    // edge labels are fitted again then, once the layout has settled.
+    connect(
+        chart, &QChart::plotAreaChanged, this, [this] { fitBinLabels(); }, Qt::QueuedConnection);
 }
 
 void LengthHistogramView::changeEvent(QEvent* event) {

@@ -31,12 +31,12 @@
 #include <QMenu>
 #include <QPainter>
 #include <QPixmap>
+#include <QPushButton>
 #include <QSaveFile>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QSvgGenerator>
 #include <QTableView>
-#include <QToolButton>
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <QValueAxis>
@@ -350,7 +350,7 @@ struct CompareView::Private {
     CompareTableModel* model = nullptr;
     QSortFilterProxyModel* proxy = nullptr;
     FrozenColumnTable* table = nullptr;
-    QToolButton* runs = nullptr;
+    QPushButton* runs = nullptr; ///< a push button: its style leaves room for the menu arrow
     QMenu* runsMenu = nullptr;
     QLabel* runsNote = nullptr;
     QChartView* chart = nullptr;
@@ -394,11 +394,10 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent), d_(std::make_unique
     split->setStretchFactor(0, 2);
     split->setStretchFactor(1, 3);
     split->setSizes({400, 600}); // proportions kept on resize: the chart gets 60 %
-    d_->runs = new QToolButton(this);
+    d_->runs = new QPushButton(this);
     d_->runs->setText(tr("Runs of this window"));
     d_->runs->setToolTip(tr("Every saved run of the shown window: check one to add it to the comparison (loaded "
                             "from the library), uncheck it to leave it out"));
-    d_->runs->setPopupMode(QToolButton::InstantPopup);
     d_->runsMenu = new QMenu(d_->runs);
     d_->runs->setMenu(d_->runsMenu);
     d_->runs->setEnabled(false);
@@ -434,7 +433,7 @@ void CompareView::setChoices(const QList<CompareChoice>& choices) {
                           : tr("%1 of %2 saved runs of this window in the comparison.").arg(in).arg(choices.size()));
 }
 
-QToolButton* CompareView::runsButton() const {
+QPushButton* CompareView::runsButton() const {
     return d_->runs;
 }
 QMenu* CompareView::runsMenu() const {
@@ -502,10 +501,10 @@ void CompareView::setRuns(const QList<std::shared_ptr<const PlanResult>>& runs, 
         const Method m = method_at(i);
         QString label = QString::fromLatin1(method_label(m));
         if (n == 1 && m != Method::Baseline) {
-            // One run: the gain against its baseline under each method's name.
+            // One run: the gain against its baseline under each method's name (the title says so).
             const double b = d_->model->run(0).baseline.metrics.score.max_u;
             const double j = method_of(d_->model->run(0), m).metrics.score.max_u;
-            if (b > 0) label += QString::asprintf(" (%+.1f %% vs baseline)", 100.0 * (j - b) / b);
+            if (b > 0) label += QString::asprintf(" (%+.1f %%)", 100.0 * (j - b) / b);
         }
         x->append(label);
     }
@@ -537,7 +536,8 @@ void CompareView::setRuns(const QList<std::shared_ptr<const PlanResult>>& runs, 
                          "compare within one topology")
                           .arg(topologies.size())
                           .arg(topologies.join(QStringLiteral("; ")))
-                    : tr("Joint cost per method (eq. 15), one bar per run"));
+                : n == 1 ? tr("Joint cost per method (eq. 15); in brackets: against the baseline")
+                         : tr("Joint cost per method (eq. 15), one bar per run"));
     c->legend()->setVisible(true);
     c->legend()->setAlignment(Qt::AlignRight);
     styleChart(c, palette());

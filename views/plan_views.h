@@ -21,7 +21,7 @@
 class QAbstractItemModel;
 class QMenu;
 class QTableView;
-class QToolButton;
+class QPushButton;
 
 namespace routepack::views {
 
@@ -168,7 +168,7 @@ public:
     /// disables the button.
     void setChoices(const QList<CompareChoice>& choices);
     /// The "Runs" button and its menu (one checkable action per choice, data = run id).
-    QToolButton* runsButton() const;
+    QPushButton* runsButton() const;
     QMenu* runsMenu() const;
     /// The table view (a FrozenColumnTable).
     QTableView* tableView() const;

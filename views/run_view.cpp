@@ -65,16 +65,23 @@ RunView::RunView(QWidget* parent)
     heading_->setWordWrap(true);
     heading_->setTextFormat(Qt::RichText);
     topologyLabel_ = new QLabel(tr("Topology:"), this);
-    // As wide as 16 characters, a longer name elided in the middle (its popup and tooltip whole): a
-    // long topology name never widens the window.
+    // At least 16 characters wide, on its own line under the heading with the view's width: a long
+    // topology name is whole, and one longer than the view is elided in the middle (its popup and
+    // tooltip whole), never widening the window.
     topologyBox_ = new MiddleElidingComboBox(this);
     topologyBox_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     topologyBox_->setMinimumContentsLength(16);
     topologyBox_->setToolTip(tr("Topology of the runs shown (each topology with runs in two or more windows)"));
-    auto* bar = new QHBoxLayout;
-    bar->addWidget(heading_, 1);
-    bar->addWidget(topologyLabel_);
-    bar->addWidget(topologyBox_);
+    // The heading and the topology row keep their own height; the charts below take the rest.
+    auto* top = new QWidget(this);
+    top->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Maximum);
+    auto* bar = new QVBoxLayout(top);
+    bar->setContentsMargins(0, 0, 0, 0);
+    bar->addWidget(heading_);
+    auto* topologyRow = new QHBoxLayout;
+    topologyRow->addWidget(topologyLabel_);
+    topologyRow->addWidget(topologyBox_, 1);
+    bar->addLayout(topologyRow);
 
     empty_ = new QLabel(this);
     empty_->setWordWrap(true);
@@ -109,7 +116,7 @@ RunView::RunView(QWidget* parent)
     stack_->addWidget(split);
     auto* v = new QVBoxLayout(this);
     v->setContentsMargins(4, 4, 4, 4);
-    v->addLayout(bar);
+    v->addWidget(top);
     v->addWidget(stack_, 1);
     for (QChartView* view : {costView_, churnView_, gainView_, applyView_})
         view->viewport()->installEventFilter(this);

@@ -35,6 +35,7 @@
 #include <QLineEdit>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QScrollArea>
 #include <QScrollBar>
@@ -44,6 +45,7 @@
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTableView>
+#include <QTime>
 #include <QTimer>
 #include <QToolButton>
 #include <QTreeView>
@@ -203,11 +205,10 @@ void StudioWindow::buildUi() {
                    const QList<qint64>& tokens) { onRankActivated(layer, rank, samples, description, tokens); });
 
     // Status bar: stage text, progress, Cancel, the library file.
-    status_ = new QLabel(this);
+    // A long message never widens the window past the screen: the line takes the width there is,
+    // elided at its end, and its tooltip and View > Status messages hold the whole message.
+    status_ = new ElidedLabel(this);
     status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    // A long message never widens the window past the screen: the line takes the width there is
-    // and its tooltip holds the whole message.
-    status_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
     jobProgress_ = new QProgressBar(this);
     jobProgress_->setMaximumWidth(220);
     jobProgress_->setTextVisible(false);
@@ -252,13 +253,23 @@ QString StudioWindow::sampleHeaderText() const {
 }
 
 QString StudioWindow::statusText() const {
-    return status_->text();
+    return status_->fullText();
+}
+
+QLabel* StudioWindow::statusLine() const {
+    return status_;
 }
 
 void StudioWindow::setStatus(const QString& text, bool error) {
     statusError_ = error && !text.isEmpty();
-    status_->setText(text);
-    status_->setToolTip(text);
+    status_->setFullText(text);
+    if (!text.isEmpty() && (statusLog_.isEmpty() || !statusLog_.back().endsWith(text))) {
+        statusLog_ << QStringLiteral("%1  %2%3")
+                          .arg(QTime::currentTime().toString(QStringLiteral("HH:mm:ss")),
+                               error ? tr("error: ") : QString(), text);
+        if (statusLog_.size() > kStatusLogSize) statusLog_.removeFirst();
+        if (statusLogText_) statusLogText_->setPlainText(statusLog_.join(QLatin1Char('\n')));
+    }
     status_->setStyleSheet(error ? QStringLiteral("color: white; background-color: #b3261e; padding: 1px 4px;")
                                  : QString());
 }

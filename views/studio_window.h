@@ -33,6 +33,7 @@ class QDialog;
 class QLabel;
 class QLineEdit;
 class QMenu;
+class QPlainTextEdit;
 class QProgressBar;
 class QSettings;
 class QSplitter;
@@ -45,6 +46,7 @@ class QTreeView;
 namespace routepack::views {
 
 class CompareView;
+class ElidedLabel;
 class ImportDialog;
 class LengthHistogramView;
 class LibraryTreeModel;
@@ -175,8 +177,20 @@ public:
     QSplitter* mainSplitter() const { return mainSplit_; }
     /// The heading above the sample table (what it shows, or why it is empty).
     QString sampleHeaderText() const;
-    /// Text of the status line (job stage, errors).
+    /// Text of the status line (job stage, errors): the whole message, also where the line shows it
+    /// elided at its end (its tooltip holds it too).
     QString statusText() const;
+    /// The status line's label (what it shows at its width: statusText(), elided when too long).
+    QLabel* statusLine() const;
+    /// Shows `text` in the status line (`error`: white on red until the next action that succeeds)
+    /// and adds it to statusMessages(). Put what must stay readable first: the line elides the end.
+    void setStatus(const QString& text, bool error = false);
+    /// The session's status messages, oldest first, the last kStatusLogSize: "HH:mm:ss  <message>"
+    /// ("HH:mm:ss  error: <message>" for errors); a message repeated at once is listed once.
+    QStringList statusMessages() const { return statusLog_; }
+    static constexpr int kStatusLogSize = 300;
+    /// View > Status messages: statusMessages() in a modeless dialog that follows new messages.
+    QDialog* showStatusLog();
     /// The Help > Keyboard shortcuts text: one line per menu action with a shortcut, "<menu> >
     /// <action>: <shortcuts>" in menu order (native key names, several shortcuts joined by " or "),
     /// built from the actions themselves so it never goes stale.
@@ -359,7 +373,6 @@ private:
     /// Points the Run view at the selected trace (its saved runs as of the tree's snapshot).
     void updateRunView();
     void updateActions();
-    void setStatus(const QString& text, bool error = false);
     /// The topology and planner budgets of the form, or nullopt after saying in the status line
     /// which of them is not valid and why (the editor's own message).
     std::optional<std::pair<routepack::Topology, routepack::PlannerBudgets>> formSetup();
@@ -385,7 +398,10 @@ private:
     QTabWidget* resultTabs_ = nullptr;
     QSplitter* mainSplit_ = nullptr; ///< the sample pane | the plan views
     TopologyEditor* editor_ = nullptr;
-    QLabel* status_ = nullptr;
+    ElidedLabel* status_ = nullptr;
+    QStringList statusLog_;
+    QDialog* statusLogDialog_ = nullptr;
+    QPlainTextEdit* statusLogText_ = nullptr;
     QLabel* libraryLabel_ = nullptr;
     QProgressBar* jobProgress_ = nullptr;
     QToolButton* cancelButton_ = nullptr;

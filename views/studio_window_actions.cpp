@@ -173,6 +173,8 @@ void StudioWindow::buildActions() {
     QAction* zoomReset = view->addAction(tr("&Reset heatmap zoom"));
     zoomReset->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
     connect(zoomReset, &QAction::triggered, this, [zoom] { zoom(0); });
+    view->addAction(tr("Status &messages…"), this, [this] { showStatusLog(); })
+        ->setObjectName(QStringLiteral("statusLog"));
 
     buildHelpMenu();
 }

@@ -25,9 +25,11 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QPlainTextEdit>
 #include <QSettings>
 #include <QTableView>
 #include <QTextBrowser>
+#include <QTextCursor>
 #include <QTreeView>
 #include <QVBoxLayout>
 
@@ -230,6 +232,28 @@ QDialog* StudioWindow::showViewsHelp() {
     helpDialog_->show();
     helpDialog_->raise();
     return helpDialog_;
+}
+
+QDialog* StudioWindow::showStatusLog() {
+    if (!statusLogDialog_) {
+        statusLogDialog_ = new QDialog(this);
+        statusLogDialog_->setWindowTitle(tr("Status messages — RoutePack Studio"));
+        auto* layout = new QVBoxLayout(statusLogDialog_);
+        statusLogText_ = new QPlainTextEdit(statusLogDialog_);
+        statusLogText_->setObjectName(QStringLiteral("statusLogText"));
+        statusLogText_->setReadOnly(true);
+        statusLogText_->setLineWrapMode(QPlainTextEdit::WidgetWidth);
+        layout->addWidget(statusLogText_);
+        auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, statusLogDialog_);
+        connect(buttons, &QDialogButtonBox::rejected, statusLogDialog_, &QDialog::close);
+        layout->addWidget(buttons);
+        statusLogDialog_->resize(760, 420);
+    }
+    statusLogText_->setPlainText(statusLog_.join(QLatin1Char('\n')));
+    statusLogText_->moveCursor(QTextCursor::End);
+    statusLogDialog_->show();
+    statusLogDialog_->raise();
+    return statusLogDialog_;
 }
 
 // --- Drops ---

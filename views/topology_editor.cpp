@@ -22,6 +22,8 @@
 #include <QRegularExpression>
 #include <QScrollBar>
 #include <QSpinBox>
+#include <QStyle>
+#include <QStyleOptionComboBox>
 #include <QTableWidget>
 #include <QThread>
 #include <QUndoStack>
@@ -170,10 +172,27 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
     preset_->view()->setTextElideMode(Qt::ElideMiddle);
     auto* save = new QPushButton(tr("Save"), this);
     save->setToolTip(tr("Store this topology and these budgets in the open library, under the name below"));
+    // The box has the dock's whole width under its label and button: a preset's name (up to
+    // "library: deepseek-v2-lite-ep16-dp8-2nodes") stays whole in a dock of a 1366 px screen.
     presetRow->addWidget(new QLabel(tr("Preset"), this));
-    presetRow->addWidget(preset_, 1);
+    presetRow->addStretch(1);
     presetRow->addWidget(save);
     layout->addLayout(presetRow);
+    layout->addWidget(preset_);
+    {
+        // As wide as the longest shipped preset's label, whether shipped or saved in a library.
+        int longest = 0;
+        for (const auto& n : known_topology_names())
+            for (const QString& label :
+                 {tr("shipped: %1").arg(QString::fromStdString(n)), tr("library: %1").arg(QString::fromStdString(n))})
+                longest = std::max(longest, preset_->fontMetrics().horizontalAdvance(label));
+        QStyleOptionComboBox opt;
+        opt.initFrom(preset_);
+        preset_->setMinimumWidth(preset_->style()
+                                     ->sizeFromContents(QStyle::CT_ComboBox, &opt,
+                                                        QSize(longest + 8, preset_->fontMetrics().height()), preset_)
+                                     .width());
+    }
 
     auto* topoBox = new QGroupBox(tr("Topology"), this);
     auto* tf = new QFormLayout(topoBox);
