@@ -294,6 +294,8 @@ private:
     QWidget* buildLibraryPane();
     /// File > Open Recent, View > Theme, the Help menu.
     void buildRecentMenu(QMenu* file);
+    /// File > Export: what is shown (Ctrl+E), the plan, maps, views, comparison, run and samples.
+    void buildExportMenu(QMenu* file);
     void buildThemeMenu(QMenu* view);
     void buildHelpMenu();
     /// Context menus and Ctrl+C of the sample, comparison and grid tables.

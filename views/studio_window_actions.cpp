@@ -25,36 +25,7 @@
 
 namespace routepack::views {
 
-void StudioWindow::buildActions() {
-    QMenu* file = menuBar()->addMenu(tr("&File"));
-    QAction* open = file->addAction(tr("&Open library…"));
-    open->setShortcut(QKeySequence::Open);
-    connect(open, &QAction::triggered, this, [this] {
-        const QString f =
-            QFileDialog::getOpenFileName(this, tr("Open library"), QFileInfo(libraryPath()).absolutePath(),
-                                         tr("RoutePack libraries (*.routepack);;All files (*)"));
-        if (!f.isEmpty()) openLibrary(f);
-    });
-    buildRecentMenu(file);
-    QAction* create = file->addAction(tr("&New library…"));
-    create->setShortcut(QKeySequence::New);
-    connect(create, &QAction::triggered, this, [this] {
-        QString f =
-            QFileDialog::getSaveFileName(this, tr("New library"), QString(), tr("RoutePack libraries (*.routepack)"));
-        if (f.isEmpty()) return;
-        if (QFileInfo(f).suffix().isEmpty()) f += QStringLiteral(".routepack");
-        openLibrary(f, true);
-    });
-    QAction* demo = file->addAction(tr("Open the &demo library"));
-    connect(demo, &QAction::triggered, this, &StudioWindow::openDemoLibrary);
-    file->addSeparator();
-    importAction_ = file->addAction(tr("&Import trace…"));
-    importAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_I));
-    connect(importAction_, &QAction::triggered, this, [this] { showImportDialog(); });
-    file->addAction(windowAction_);
-    windowAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_D));
-    connect(windowAction_, &QAction::triggered, this, &StudioWindow::defineWindow);
-    file->addSeparator();
+void StudioWindow::buildExportMenu(QMenu* file) {
     QMenu* exp = file->addMenu(tr("&Export"));
     exportAction_ = exp->addAction(tr("Export what is shown…"));
     exportAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
@@ -85,6 +56,39 @@ void StudioWindow::buildActions() {
     connect(sampleCsv, &QAction::triggered, this, [this] { showExport(exports_->exportSampleCsv()); });
     planActions_ << planJson << viewImage << cmpCsv << cmpChart;
     fullPlanActions_ << maps->actions() << planJson << cmpCsv << cmpChart;
+}
+
+void StudioWindow::buildActions() {
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    QAction* open = file->addAction(tr("&Open library…"));
+    open->setShortcut(QKeySequence::Open);
+    connect(open, &QAction::triggered, this, [this] {
+        const QString f =
+            QFileDialog::getOpenFileName(this, tr("Open library"), QFileInfo(libraryPath()).absolutePath(),
+                                         tr("RoutePack libraries (*.routepack);;All files (*)"));
+        if (!f.isEmpty()) openLibrary(f);
+    });
+    buildRecentMenu(file);
+    QAction* create = file->addAction(tr("&New library…"));
+    create->setShortcut(QKeySequence::New);
+    connect(create, &QAction::triggered, this, [this] {
+        QString f =
+            QFileDialog::getSaveFileName(this, tr("New library"), QString(), tr("RoutePack libraries (*.routepack)"));
+        if (f.isEmpty()) return;
+        if (QFileInfo(f).suffix().isEmpty()) f += QStringLiteral(".routepack");
+        openLibrary(f, true);
+    });
+    QAction* demo = file->addAction(tr("Open the &demo library"));
+    connect(demo, &QAction::triggered, this, &StudioWindow::openDemoLibrary);
+    file->addSeparator();
+    importAction_ = file->addAction(tr("&Import trace…"));
+    importAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_I));
+    connect(importAction_, &QAction::triggered, this, [this] { showImportDialog(); });
+    file->addAction(windowAction_);
+    windowAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_D));
+    connect(windowAction_, &QAction::triggered, this, &StudioWindow::defineWindow);
+    file->addSeparator();
+    buildExportMenu(file);
     file->addSeparator();
     QAction* quit = file->addAction(tr("&Quit"));
     quit->setShortcut(QKeySequence::Quit);
