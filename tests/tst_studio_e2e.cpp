@@ -37,6 +37,30 @@ class TestStudioEndToEnd : public QObject {
 
     void shot(QWidget* w, const QString& name) { QVERIFY2(test::save_screenshot(w, shots_, name), qPrintable(name)); }
 
+    /// Every plan view and the comparison of `w` at 1600x1000, then the EP-rank and costs views at
+    /// 1366x768 (the docs' screenshots of the real window).
+    void shootPlanViews(StudioWindow& w) {
+        w.selectRun(w.shownRunId());
+        w.resultTabs()->setCurrentWidget(w.planView());
+        for (const QString& name : w.planView()->viewNames()) {
+            w.planView()->setCurrentWidget(w.planView()->viewWidget(name));
+            QTest::qWait(50);
+            shot(&w, QStringLiteral("real-ds-") + name);
+        }
+        w.resultTabs()->setCurrentWidget(w.compareView());
+        QTest::qWait(50);
+        shot(&w, QStringLiteral("real-ds-compare"));
+        // The same window on a 1366x768 screen.
+        w.resize(1366, 768);
+        w.resultTabs()->setCurrentWidget(w.planView());
+        for (const QString& name : {QStringLiteral("ep-heatmap"), QStringLiteral("costs")}) {
+            w.planView()->setCurrentWidget(w.planView()->viewWidget(name));
+            QTest::qWait(50);
+            shot(&w, QStringLiteral("real-ds-%1-1366x768").arg(name));
+        }
+        QCOMPARE(w.size(), QSize(1366, 768));
+    }
+
 private Q_SLOTS:
     void realWindowThroughTheStudio() {
         ROUTEPACK_REQUIRE_SHARED(ds, "traces/deepseek-v2-lite");
@@ -143,25 +167,8 @@ private Q_SLOTS:
         QCOMPARE(routepack_rows, 2);
 
         // 5. Screenshots of the real window for the README and docs/studio.md.
-        w.selectRun(w.shownRunId());
-        w.resultTabs()->setCurrentWidget(w.planView());
-        for (const QString& name : w.planView()->viewNames()) {
-            w.planView()->setCurrentWidget(w.planView()->viewWidget(name));
-            QTest::qWait(50);
-            shot(&w, QStringLiteral("real-ds-") + name);
-        }
-        w.resultTabs()->setCurrentWidget(w.compareView());
-        QTest::qWait(50);
-        shot(&w, QStringLiteral("real-ds-compare"));
-        // The same window on a 1366x768 screen.
-        w.resize(1366, 768);
-        w.resultTabs()->setCurrentWidget(w.planView());
-        for (const QString& name : {QStringLiteral("ep-heatmap"), QStringLiteral("costs")}) {
-            w.planView()->setCurrentWidget(w.planView()->viewWidget(name));
-            QTest::qWait(50);
-            shot(&w, QStringLiteral("real-ds-%1-1366x768").arg(name));
-        }
-        QCOMPARE(w.size(), QSize(1366, 768));
+        shootPlanViews(w);
+        if (QTest::currentTestFailed()) return;
 
         // 6. Step 5 from the studio: rewrite a DeepSeek-V2-Lite-shaped checkpoint with the shown plan
         //    (EP 8 / DP 4) through the rewrite dialog, check every slot, invert back to byte equality.

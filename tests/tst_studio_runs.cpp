@@ -87,6 +87,21 @@ class TestStudioRuns : public test::StudioTestBase {
         return file;
     }
 
+    /// Screenshots `name` of `w` as it is and `name`-dark under Fusion with the dark palette (the
+    /// application's style and palette restored afterwards).
+    void shotLightAndDark(QWidget* w, const QString& name) {
+        QTest::qWait(300);
+        shot(w, name);
+        const QPalette light = QApplication::palette();
+        const QString style = QApplication::style()->name();
+        QApplication::setStyle(QStringLiteral("Fusion"));
+        QApplication::setPalette(test::dark_palette());
+        QTest::qWait(100);
+        shot(w, name + QStringLiteral("-dark"));
+        QApplication::setPalette(light);
+        QApplication::setStyle(style);
+    }
+
 private Q_SLOTS:
     void initTestCase() {
         initStudioTest(QStringLiteral("tst_studio_runs"), QStringLiteral("studio-runs"));
@@ -495,16 +510,7 @@ private Q_SLOTS:
                   st.cost[Method::Baseline], st.cost[Method::RoutePack], st.gain_pct, static_cast<long long>(st.churn));
         }
         QTRY_COMPARE_WITH_TIMEOUT(w.sampleModel()->rowCount(), 599, 60000);
-        QTest::qWait(300);
-        shot(&w, QStringLiteral("real-ds-run"));
-        const QPalette light = QApplication::palette();
-        const QString style = QApplication::style()->name();
-        QApplication::setStyle(QStringLiteral("Fusion"));
-        QApplication::setPalette(test::dark_palette());
-        QTest::qWait(100);
-        shot(&w, QStringLiteral("real-ds-run-dark"));
-        QApplication::setPalette(light);
-        QApplication::setStyle(style);
+        shotLightAndDark(&w, QStringLiteral("real-ds-run"));
 
         // The same windows swept on two nodes (seed 7, 4 levels x 200 steps): every step has six
         // methods, and the Run view shows grouter's and routepack+comm's costs and every method's
@@ -572,14 +578,7 @@ private Q_SLOTS:
         // The dashed communication-aware lines in the legend, light and dark.
         QCOMPARE(rv->costSeries(Method::Grouter)->pen().style(), Qt::DashLine);
         QCOMPARE(rv->costSeries(Method::RoutePack)->pen().style(), Qt::SolidLine);
-        QTest::qWait(300);
-        shot(&w, QStringLiteral("real-ds-run-2nodes"));
-        QApplication::setStyle(QStringLiteral("Fusion"));
-        QApplication::setPalette(test::dark_palette());
-        QTest::qWait(100);
-        shot(&w, QStringLiteral("real-ds-run-2nodes-dark"));
-        QApplication::setPalette(light);
-        QApplication::setStyle(style);
+        shotLightAndDark(&w, QStringLiteral("real-ds-run-2nodes"));
         // The one-node series is still there: four lines again.
         rv->setSeriesIndex(1);
         QCOMPARE(rv->currentSeries()->topology, std::string("deepseek-v2-lite-ep8-dp4"));
