@@ -6,16 +6,17 @@
 #include "core/model/topology.h"
 #include "core/plan/budget_table.h"
 #include "core/plan/budgets_json.h"
+#include "core/plan/expert_map.h"
 #include "core/util/atomic_file.h"
 #include "core/util/errors.h"
 #include "core/util/input_file.h"
 #include "core/util/json.h"
 #include "core/util/text.h"
-#include "gpu/rewrite/request.h"
 #include "storage/library.h"
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <csignal>
 #include <filesystem>
@@ -97,7 +98,8 @@ void write_output(const std::string& out, const std::string& text, const char* w
 }
 
 std::uint64_t parse_seed(const std::string& text, const std::string& command) {
-    return parse_int_flag<std::uint64_t>(text, command + ": --seed", 0, std::numeric_limits<std::uint64_t>::max());
+    return parse_int_flag<std::uint64_t>(text, command + ": --seed", 0, std::numeric_limits<std::uint64_t>::max(),
+                                         "an integer in 0..18446744073709551615");
 }
 
 void ModelFlags::add(CLI::App& app) {
@@ -185,6 +187,18 @@ Trace WindowSource::load(std::string* trace_name, std::string* window_name, cons
     return sel;
 }
 
+namespace {
+
+/// What an integer budget flag must be, in the budget's own range ("an integer in 1..64"): the
+/// message of a malformed value ("0x10"); a value out of range is refused by check_planner_budgets.
+std::string budget_int_expected(const BudgetRow& row) {
+    if (row.rule) return std::string("an integer ") + row.rule;
+    return "an integer in " + std::to_string(static_cast<std::int64_t>(row.lo)) + ".." +
+           std::to_string(static_cast<std::int64_t>(row.hi));
+}
+
+} // namespace
+
 void add_budget_flags(CLI::App& app, PlanCmd& c) {
     auto& b = c.budgets;
     app.add_option(
@@ -195,14 +209,15 @@ void add_budget_flags(CLI::App& app, PlanCmd& c) {
     add_int_option(app, "--row-multiple", c.row_multiple,
                    "the row count R must be a multiple of this (default: the topology's row_multiple, else 1)",
                    std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max(),
-                   &c.row_multiple_given);
+                   &c.row_multiple_given, "an integer in 1.." + std::to_string(kMaxRowMultiple));
     for (std::size_t k = 0; k < batch_flags().size(); ++k)
         add_int_option(app, batch_flags()[k].flag, c.batch_count[k], batch_flags()[k].help,
                        std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max(),
-                       &c.batch_count_given[k]);
+                       &c.batch_count_given[k], "an integer in 0.." + std::to_string(kMaxBatchCount));
     app.add_option("--oversize", c.oversize,
                    "a sample longer than the token cap: refuse (the window) or alone (a cell of its own); default: "
-                   "the topology's oversize, else refuse");
+                   "the topology's oversize, else refuse")
+        ->each([&c](const std::string&) { c.oversize_given = true; }); // --oversize "" is refused, not the default
     app.add_option("--seed", c.seed_text, "random seed, 0..2^64-1 (same inputs + seed + threads => same plan)")
         ->each([&c](const std::string&) { c.seed_given = true; }); // --seed "" is refused, not the default
     // Every budget with a flag, from the one table (core/plan/budget_table.h); integers through the
@@ -220,7 +235,8 @@ void add_budget_flags(CLI::App& app, PlanCmd& c) {
                 else if constexpr (std::is_same_v<T, double>)
                     add_float_option(app, row.flag, *p, row.help);
                 else
-                    add_int_option(app, row.flag, *p, row.help);
+                    add_int_option(app, row.flag, *p, row.help, std::numeric_limits<T>::min(),
+                                   std::numeric_limits<T>::max(), nullptr, budget_int_expected(row));
             },
             row.field(b));
     }
@@ -259,7 +275,7 @@ Topology load_plan_topology(const PlanCmd& c) {
         t.batch.*(batch_flags()[k].field) = static_cast<int>(v);
         given += std::string(given.empty() ? "" : ", ") + batch_flags()[k].flag;
     }
-    if (!c.oversize.empty()) {
+    if (c.oversize_given) {
         if (c.oversize != "refuse" && c.oversize != "alone")
             throw InputError(c.command + ": --oversize must be refuse or alone (got " + util::printable(c.oversize) +
                              ")");
@@ -267,62 +283,6 @@ Topology load_plan_topology(const PlanCmd& c) {
     }
     if (!given.empty()) check_batch_fields(t, c.command + ": " + given);
     return t;
-}
-
-Placement read_previous_placement(const std::string& path, const ModelDescription& model, int ep_ranks) {
-    const std::string text = read_input_file(path, input_files::kExpertMap);
-    const std::string origin = util::printable(path);
-    bool is_plan = false;
-    try {
-        const nlohmann::json j = nlohmann::json::parse(text);
-        is_plan = j.is_object() && j.contains("format") && j["format"] == "routepack-plan";
-    } catch (const nlohmann::json::exception&) {
-        // not JSON: the map parser names the problem
-    }
-    const int L = model.num_moe_layers(), E = model.experts;
-    Placement pi;
-    if (is_plan) {
-        pi = gpu::parse_plan_text(text, origin).placement;
-    } else {
-        const gpu::ExpertMapFile map = gpu::parse_expert_map_text(text, origin);
-        const int rows = static_cast<int>(map.p2l.size());
-        std::vector<int> row_of(static_cast<std::size_t>(L), -1); // map row of each MoE layer index
-        if (!map.moe_layers.empty()) {
-            if (map.moe_layers != model.moe_layers)
-                throw InputError(origin + ": the previous placement has MoE layers " +
-                                 format_layer_list(map.moe_layers) + ", the window " +
-                                 format_layer_list(model.moe_layers));
-            for (int l = 0; l < L; ++l)
-                row_of[static_cast<std::size_t>(l)] = l;
-        } else if (rows == L) {
-            for (int l = 0; l < L; ++l)
-                row_of[static_cast<std::size_t>(l)] = l;
-        } else if (rows == model.num_hidden_layers) {
-            for (int l = 0; l < L; ++l)
-                row_of[static_cast<std::size_t>(l)] = model.moe_layers[static_cast<std::size_t>(l)];
-        } else {
-            throw InputError(origin + ": the previous placement has " + std::to_string(rows) +
-                             " rows; the window has " + std::to_string(L) + " MoE layers and " +
-                             std::to_string(model.num_hidden_layers) + " decoder layers");
-        }
-        pi.layers = L;
-        pi.experts = rows > 0 ? static_cast<int>(map.p2l.front().size()) : 0;
-        pi.ep_ranks = ep_ranks;
-        pi.slot.assign(static_cast<std::size_t>(L) * pi.experts, 0);
-        for (int l = 0; l < L; ++l) {
-            const auto& row = map.p2l[static_cast<std::size_t>(row_of[static_cast<std::size_t>(l)])];
-            for (int v = 0; v < static_cast<int>(row.size()); ++v)
-                pi.slot[static_cast<std::size_t>(l) * pi.experts + row[static_cast<std::size_t>(v)]] = v;
-        }
-    }
-    if (pi.experts != E)
-        throw InputError(origin + ": the previous placement has " + std::to_string(pi.experts) +
-                         " experts per layer, the window " + std::to_string(E));
-    if (pi.layers != L)
-        throw InputError(origin + ": the previous placement has " + std::to_string(pi.layers) +
-                         " MoE layers, the window " + std::to_string(L));
-    pi.ep_ranks = ep_ranks;
-    return pi;
 }
 
 PlanResult run_planner(const PlanCmd& c) {
@@ -333,8 +293,12 @@ PlanResult run_planner(const PlanCmd& c) {
     // The topology first: a file or a shipped name (resources/topologies), small and quick to refuse.
     in.topology = load_plan_topology(c);
     in.window = c.src.load(&in.trace_name, &in.window_name, {}, in.topology.nodes() > 1);
-    // The planner's check, naming the file.
+    // The planner's checks, naming the file (and the batch rule's field, when the rules are the file's).
     check_topology_for_model(in.topology, in.window.model, topology_origin(c.topology));
+    const bool rules_from_flags =
+        std::find(c.batch_count_given.begin(), c.batch_count_given.end(), true) != c.batch_count_given.end();
+    check_batch_window(in.topology, static_cast<std::int64_t>(in.window.size()),
+                       rules_from_flags ? std::string() : topology_origin(c.topology));
     in.budgets = budgets;
     if (!c.previous.empty()) in.previous = read_previous_placement(c.previous, in.window.model, in.topology.ep_ranks);
     catch_sigint();

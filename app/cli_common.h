@@ -129,8 +129,9 @@ struct PlanCmd {
     /// when given, replaces the topology's batch rule.
     std::array<std::int64_t, 3> batch_count{};
     std::array<bool, 3> batch_count_given{};
-    std::string oversize; ///< --oversize refuse|alone ("" = the topology's)
-    std::string previous; ///< --previous FILE: the previous step's placement (plan or expert map file)
+    std::string oversize;        ///< --oversize refuse|alone
+    bool oversize_given = false; ///< --oversize was given (its value may be "", refused)
+    std::string previous;        ///< --previous FILE: the previous step's placement (plan or expert map file)
     PlannerBudgets budgets;
     bool json = false;
     bool quiet = false;
@@ -157,15 +158,6 @@ Topology load_plan_topology(const PlanCmd& c);
 /// Adds --topology (required), --row-multiple, --seed, --threads, --time-limit and the seeding / annealing /
 /// row-count / polish budget flags to `app`, stored in `c`.
 void add_budget_flags(CLI::App& app, PlanCmd& c);
-
-/// The placement of `path` for a window of `model` on `ep_ranks` EP ranks: a plan file (its placement)
-/// or any expert map file `rewrite --map` reads (gpu::parse_expert_map_text; rows with absolute
-/// layer ids are matched to the model's MoE layers; rows without ids are the MoE layers in order, or
-/// the decoder layers when there are num_hidden_layers of them). Slot v is on EP rank v / (E / P).
-/// InputError naming the file: "<path>: the previous placement has MoE layers 1-26, the window 1-47:2",
-/// "<path>: the previous placement has 64 experts per layer, the window 128", "<path>: the previous
-/// placement has 3 rows; the window has 26 MoE layers and 27 decoder layers".
-Placement read_previous_placement(const std::string& path, const ModelDescription& model, int ep_ranks);
 
 /// Plans `c`'s window: --seed parsed, budgets checked (before anything is read), the topology
 /// loaded, the window loaded, plan_window run with a one-line progress on a terminal's stderr

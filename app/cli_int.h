@@ -22,17 +22,30 @@ namespace routepack::cli {
 /// ("compare: --threads", "rewrite: --workers"). InputError "<name> must be an integer in lo..hi
 /// (got '<text>')" (text passed through util::printable) for an empty text, any character other
 /// than an optional leading '-' and the digits 0-9, or a value outside lo..hi (values past the
-/// 64-bit range included: never saturated).
-template <class T> T parse_int_flag(const std::string& text, const std::string& name, T lo, T hi) {
+/// 64-bit range included: never saturated). `expected`, when given, replaces "an integer in lo..hi"
+/// (a flag whose own range is checked later, in words of its own: "an integer in 1..64"). A flag
+/// read over its type's whole range (its range checked later, without `expected`) says "<name> must
+/// be a decimal integer (got '0x10')" for text that is no integer, never quoting the type's range.
+template <class T>
+T parse_int_flag(const std::string& text, const std::string& name, T lo, T hi, const std::string& expected = {}) {
     static_assert(std::is_integral_v<T>);
     const auto fail = [&]() -> T {
-        throw InputError(name + " must be an integer in " + std::to_string(lo) + ".." + std::to_string(hi) + " (got '" +
-                         util::printable(text) + "')");
+        throw InputError(
+            name + " must be " +
+            (expected.empty() ? "an integer in " + std::to_string(lo) + ".." + std::to_string(hi) : expected) +
+            " (got '" + util::printable(text) + "')");
+    };
+    // Text that is no decimal integer at all: a flag whose range is checked later (lo..hi the type's
+    // whole range) is not described by that range.
+    const bool whole_type = lo == std::numeric_limits<T>::min() && hi == std::numeric_limits<T>::max();
+    const auto malformed = [&]() -> T {
+        if (!expected.empty() || !whole_type) return fail();
+        throw InputError(name + " must be a decimal integer (got '" + util::printable(text) + "')");
     };
     const std::size_t first = (!text.empty() && text[0] == '-') ? 1 : 0;
-    if (text.size() == first) return fail();
+    if (text.size() == first) return malformed();
     for (std::size_t i = first; i < text.size(); ++i)
-        if (text[i] < '0' || text[i] > '9') return fail();
+        if (text[i] < '0' || text[i] > '9') return malformed();
     if constexpr (std::is_unsigned_v<T>) {
         if (first == 1) {
             // "-0" is zero; any other negative value is out of range.
@@ -47,20 +60,21 @@ template <class T> T parse_int_flag(const std::string& text, const std::string& 
 }
 
 /// Adds the integer option `flag` to `app`, read by parse_int_flag into `target` (lo..hi, default
-/// the target type's whole range) when it is parsed; `given` (optional) is set true then. The error
+/// the target type's whole range; `expected` as parse_int_flag's) when it is parsed; `given`
+/// (optional) is set true then. The error
 /// of a bad value is thrown out of CLI::App::parse as an InputError naming "<app name>: <flag>"
 /// ("window: --first"); the
 /// callers of parse (cli::run, routepack-rewrite's main) print it as one error line, exit status 1.
 template <class T>
 CLI::Option* add_int_option(CLI::App& app, const std::string& flag, T& target, const std::string& help,
                             T lo = std::numeric_limits<T>::min(), T hi = std::numeric_limits<T>::max(),
-                            bool* given = nullptr) {
+                            bool* given = nullptr, const std::string& expected = {}) {
     const std::string name = app.get_name() + ": " + flag;
     return app
         .add_option_function<std::string>(
             flag,
-            [&target, name, lo, hi, given](const std::string& text) {
-                target = parse_int_flag<T>(text, name, lo, hi);
+            [&target, name, lo, hi, given, expected](const std::string& text) {
+                target = parse_int_flag<T>(text, name, lo, hi, expected);
                 if (given) *given = true;
             },
             help)

@@ -231,10 +231,12 @@ void print_migration(const PlanResult& r) {
         return;
     }
     std::cout << "  " << fmt("%.3f", f.bytes / 1e9) << " GB moved (" << fmt("%.1f", m.cost.expert_bytes / 1e6)
-              << " MB per expert); busiest EP rank " << f.busiest_rank << ": "
-              << fmt("%.3f", f.busiest_intra_bytes / 1e9) << " GB in+out within its node, "
-              << fmt("%.3f", f.busiest_inter_bytes / 1e9) << " GB across nodes, materialization "
-              << fmt("%.4f", f.seconds) << " s\n";
+              << " MB per expert); "
+              << (f.busiest_rank >= 0 ? "busiest EP rank " + std::to_string(f.busiest_rank) + ": " +
+                                            fmt("%.3f", f.busiest_intra_bytes / 1e9) + " GB in+out within its node, " +
+                                            fmt("%.3f", f.busiest_inter_bytes / 1e9) + " GB across nodes, "
+                                      : std::string("no EP rank sends or receives, "))
+              << "materialization " << fmt("%.4f", f.seconds) << " s\n";
     std::cout << "  modelled step: compute " << fmt("%.4f", m.compute_seconds) << " s (seconds_per_U "
               << fmt("%.4g", m.cost.seconds_per_U) << (m.seconds_per_U_derived ? ", derived" : ", given")
               << ") + materialization " << fmt("%.4f", f.seconds)

@@ -152,7 +152,10 @@ int run_place(const PlaceCmd& c) {
                   << (c.max_moves >= 0 ? std::to_string(c.max_moves) : std::string("unlimited")) << ")";
         if (cost.expert_bytes > 0)
             std::cout << ", " << fmt("%.3f", f.bytes / 1e9) << " GB, materialization " << fmt("%.4f", f.seconds)
-                      << " s (busiest EP rank " << f.busiest_rank << ")";
+                      << " s ("
+                      << (f.busiest_rank >= 0 ? "busiest EP rank " + std::to_string(f.busiest_rank)
+                                              : std::string("no expert moves"))
+                      << ")";
         std::cout << "\n";
     }
     std::cout << "expert map (" << c.format << ") written to " << c.out << "\n";

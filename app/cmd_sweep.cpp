@@ -8,6 +8,7 @@
 
 #include "core/model/window_select.h"
 #include "core/plan/budgets_json.h"
+#include "core/plan/expert_map.h"
 #include "core/plan/placement.h"
 #include "core/plan/plan_file.h"
 #include "core/plan/run_steps.h"

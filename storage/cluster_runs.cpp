@@ -4,8 +4,13 @@
 // cluster_run_steps read them back for the studio's Run view.
 #include "storage/library.h"
 
+#include "core/model/model.h"
+#include "core/model/topology.h"
+#include "core/plan/budget_table.h"
+#include "core/plan/budgets_json.h"
 #include "core/util/errors.h"
 #include "core/util/input_file.h"
+#include "core/util/json.h"
 #include "core/util/json_field.h"
 #include "core/util/text.h"
 #include "storage/sqlite_util.h"
@@ -17,8 +22,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <set>
 #include <system_error>
+#include <utility>
 
 namespace routepack::storage {
 
@@ -56,6 +63,31 @@ bool plain_file_name(const std::string& name) {
            name.find('\0') == std::string::npos;
 }
 
+/// run.json's budgets as the runner took them (the Python module's `budgets` dict): every key a
+/// budget of the table (core/plan/budget_table.h) but workers and time_limit_s (arguments of plan()),
+/// or one of the module's two old names ("seeds", "steps"), each value in its budget's range (parse_planner_budgets).
+/// InputError "<where>: unknown budget 'bogus' (known: seeds_M, ...)" or the reader's range error.
+void check_run_budgets(const JsonField& budgets) {
+    static const std::pair<const char*, const char*> old_names[] = {{"seeds", "seeds_M"}, {"steps", "steps_per_level"}};
+    nlohmann::json renamed = nlohmann::json::object();
+    for (const auto& item : budgets.json().items()) {
+        std::string key = item.key();
+        for (const auto& [old_name, name] : old_names)
+            if (key == old_name) key = name;
+        const BudgetRow* row = find_budget(key);
+        auto argument = [](const BudgetRow& r) { return r.run_setting || std::string(r.key) == "time_limit_s"; };
+        if (!row || argument(*row)) {
+            std::string known;
+            for (const BudgetRow& r : budget_table())
+                if (!argument(r)) known += (known.empty() ? "" : ", ") + std::string(r.key);
+            throw InputError(budgets.where() + ": unknown budget '" + util::printable(item.key()) +
+                             "' (known: " + known + ")");
+        }
+        renamed[key] = item.value();
+    }
+    (void)parse_planner_budgets(renamed.dump(), budgets.where()); // the planner's own reader and ranges
+}
+
 /// run.json: the settings of the run and its chains' topologies (by name; summary.json's
 /// "topologies" gives their order).
 ClusterRunEntry read_run_description(const std::filesystem::path& file, const std::string& text) {
@@ -69,9 +101,21 @@ ClusterRunEntry read_run_description(const std::filesystem::path& file, const st
     e.model = d["model"].json().dump();
     e.seed = d["seed"].unsigned_integer();
     e.threads = static_cast<int>(d["threads"].integer(1, kMaxThreads));
-    d["budgets"].object();
-    e.budgets = d["budgets"].json().dump();
+    const JsonField budgets = d["budgets"];
+    budgets.object();
+    util::check_json_depth(budgets.json(), budgets.where()); // printed back to text below
+    e.budgets = budgets.json().dump();
+    check_run_budgets(budgets);
     e.previous = d["previous"].string();
+    if (e.previous != "identity" && (e.previous.rfind("previous:", 0) != 0 || e.previous.size() == 9))
+        d["previous"].fail("\"identity\" or \"previous:<file>\"");
+    if (e.trace.empty()) d["trace"].fail("a trace name");
+    // A shipped model's name: each chain's topology must fit it, as the planner checks it.
+    const JsonField model = d["model"];
+    std::optional<ModelDescription> known;
+    if (model.json().is_string())
+        for (const std::string& name : known_model_names())
+            if (name == model.string()) known = known_model(name);
     const JsonField topologies = d["topologies"];
     topologies.object();
     for (const auto& [name, value] : topologies.json().items()) {
@@ -79,7 +123,9 @@ ClusterRunEntry read_run_description(const std::filesystem::path& file, const st
             throw InputError(file.string() + ": topologies: the chain name \"" + util::printable(name) +
                              "\" is not a folder name");
         const std::string origin = file.string() + ": topologies." + util::printable(name);
+        util::check_json_depth(value, origin); // printed back to text for parse_topology
         e.chains.push_back({name, parse_topology(value.dump(), origin)});
+        if (known) check_topology_for_model(e.chains.back().topology, *known, origin);
     }
     if (e.chains.empty()) topologies.fail("an object with at least one chain");
     return e;
@@ -145,6 +191,23 @@ ClusterRunStep read_summary_line(const JsonField& line, const ClusterRunEntry& r
     return s;
 }
 
+/// The order of each chain's lines, as the runner writes them: every planned step started from the chain's previous
+/// planned step (its previous_from is that step's window; the first planned step's is run.json's "previous", "identity"
+/// or "previous:<file>"). A summary whose lines were swapped or edited fails here: "<where>.lines[4].previous_from is
+/// "step-1", not "step-2"".
+void check_step_order(const JsonField& lines, const ClusterRunEntry& run, const std::vector<ClusterRunStep>& steps) {
+    for (std::size_t c = 0; c < run.chains.size(); ++c) {
+        std::string last = run.previous;
+        for (std::size_t k = 0; k < run.steps; ++k) {
+            const std::size_t i = c * run.steps + k;
+            const ClusterRunStep& s = steps[i];
+            if (!s.planned) continue;
+            if (s.previous_from != last) lines[i]["previous_from"].fail("\"" + util::printable(last) + "\"");
+            last = s.window;
+        }
+    }
+}
+
 /// summary.json's lines into steps, after the header has been checked against run.json.
 std::vector<ClusterRunStep> read_summary_lines(const JsonField& d, ClusterRunEntry& run) {
     const JsonField lines = d["lines"];
@@ -154,14 +217,18 @@ std::vector<ClusterRunStep> read_summary_lines(const JsonField& d, ClusterRunEnt
                    std::to_string(run.chains.size()) + " chains)");
     std::vector<ClusterRunStep> steps;
     steps.reserve(expected);
+    std::set<std::string> windows; // a run's steps have distinct names (the runner refuses two)
     for (std::size_t i = 0; i < expected; ++i) {
         const std::size_t chain = i / run.steps, position = i % run.steps;
         const std::string first = chain == 0 ? std::string() : steps[position].window;
         steps.push_back(read_summary_line(lines[i], run, chain, position, first));
+        if (chain == 0 && !windows.insert(steps.back().window).second)
+            lines[i]["window"].fail("a window not named by an earlier line of its chain");
         (steps.back().planned ? run.planned : run.failed) += 1;
     }
     const JsonField failed = d["failed"];
     if (failed.list() != run.failed) failed.fail("a list of the " + std::to_string(run.failed) + " failed lines");
+    check_step_order(lines, run, steps);
     return steps;
 }
 

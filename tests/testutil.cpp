@@ -3,10 +3,20 @@
 #include <QDir>
 #include <QProcess>
 
+#include <algorithm>
 #include <fstream>
+#include <numeric>
 #include <sstream>
 
 namespace routepack::test {
+
+std::vector<std::size_t> natural_id_order(const Trace& t) {
+    std::vector<std::size_t> order(t.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t a, std::size_t b) { return natural_less(t.samples[a].id, t.samples[b].id); });
+    return order;
+}
 
 std::filesystem::path shared_dir() {
     const QByteArray env = qgetenv("ROUTEPACK_SHARED_DIR");

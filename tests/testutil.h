@@ -1,5 +1,6 @@
 #pragma once
 // Helpers shared by the test executables.
+#include "core/model/trace.h"
 #include "core/plan/score.h"
 
 #include <QByteArray>
@@ -50,6 +51,9 @@ inline QString qpath(const std::filesystem::path& p) {
 
 /// The cells of a well-formed layout as nested lists ([R*D], cell k = r*D + d, samples in cell order),
 /// for tests that compare or rearrange whole cells (then Layout::from_cells builds the result).
+/// Sample indices of `t` in numeric-aware id order (natural_less), the order `window --first` takes.
+std::vector<std::size_t> natural_id_order(const Trace& t);
+
 inline std::vector<std::vector<int>> cells_of(const Layout& x) {
     std::vector<std::vector<int>> out;
     out.reserve(static_cast<std::size_t>(x.cell_count()));

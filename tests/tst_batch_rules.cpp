@@ -4,6 +4,7 @@
 // that keep every count with an incremental score equal to a full rescore, the whole planner on
 // synthetic windows (every method keeps the counts, the same plan for any worker count, the
 // constrained optimum of tiny windows), and oversize samples alone in their cells.
+#include "core/import/import.h"
 #include "core/plan/metrics.h"
 #include "core/plan/packing.h"
 #include "core/plan/plan_file.h"
@@ -592,6 +593,43 @@ private Q_SLOTS:
         }
     }
 
+    /// A tight max_samples_per_cell (cells x limit close to n): first fit fills the first cells with
+    /// short samples to their limit and leaves a long one nowhere; the least-loaded construction
+    /// balances tokens under the counts and meets the lower bound.
+    void max_samples_per_cell_tight() {
+        // Hand case: K = 2 cells of at most 3 samples, C = 10. First fit: {6, 4}, {5, 1, 1}, and the
+        // last 1 fits nowhere (10 + 1 > C, the other cell full). Least-loaded: {6, 1, 1} and {5, 4, 1}.
+        const std::vector<std::int64_t> len = {1, 6, 1, 5, 4, 1};
+        BatchRules b;
+        b.max_samples_per_cell = 3;
+        QVERIFY(!fixed_row_ffd_counts(len, 10, 1, 2, b, nullptr));
+        Layout x;
+        std::string by;
+        QVERIFY(layout_under_counts(len, 10, 1, 2, b, &x, &by));
+        QCOMPARE(by, std::string("longest first into the least-loaded cell"));
+        QCOMPARE(test::cells_of(x), (std::vector<std::vector<int>>{{1, 0, 2}, {3, 4, 5}}));
+        const RowCount rc = minimum_rows_under_rules(len, 10, topo(1, 2, 10, b), 1000);
+        QCOMPARE(rc.rows, 1);
+        QVERIFY(rc.certified);
+        // The real DeepSeek window (first 128 samples, EP 8 / DP 4, cap 4096): 4 cells of 32 samples
+        // of about 2,270 tokens each fit one row. It used to be "R* = 2 best-known (not certified)".
+        ROUTEPACK_REQUIRE_SHARED(dir, "traces/deepseek-v2-lite");
+        ImportOptions opt;
+        opt.model = known_model("deepseek-v2-lite");
+        const Trace all = import_trace_to_memory({dir}, opt);
+        const std::vector<std::size_t> order = test::natural_id_order(all);
+        std::vector<std::int64_t> lengths;
+        for (int k = 0; k < 128; ++k)
+            lengths.push_back(all.samples[order[static_cast<std::size_t>(k)]].length);
+        for (const int limit : {32, 33, 34}) {
+            b.max_samples_per_cell = limit;
+            const RowCount r = minimum_rows_under_rules(lengths, 4096, topo(8, 4, 4096, b), 100000);
+            QVERIFY2(r.rows == 1 && r.certified, r.how.c_str());
+            for (int k = 0; k < r.layout.cell_count(); ++k)
+                QVERIFY(static_cast<int>(r.layout.cell(k).size()) <= limit);
+        }
+    }
+
     /// The CLI's flags replace the topology's rules; their refusals name the flag and the numbers.
     void cli_flags() {
         const auto tmp = test::temp_dir(QStringLiteral("batch-cli"));
@@ -638,6 +676,29 @@ private Q_SLOTS:
                       QStringLiteral("--max-samples-per-cell"), QStringLiteral("2")}),
                  QStringLiteral("routepack: error: plan: --samples-per-cell, --max-samples-per-cell: samples_per_cell "
                                 "4 exceeds max_samples_per_cell 2\n"));
+        // An empty --oversize is refused as "oversize": "" is, not taken as the topology's.
+        QCOMPARE(err({QStringLiteral("--oversize="), QString()}),
+                 QStringLiteral("routepack: error: plan: --oversize must be refuse or alone (got )\n"));
+        // The topology file's rules: a refusal names the file and the field.
+        const std::string base =
+            R"("ep_ranks": 8, "dp_slots": 4, "attention_stages": [{"name": "a", "alpha": 1, "beta": 1}])";
+        test::write_file(tmp / "t.json", "{" + base + R"(, "token_cap": 4096, "samples_per_dp_slot": 5})");
+        QStringList with_file = plan;
+        with_file[with_file.indexOf(QStringLiteral("synthetic-demo-ep8-dp4"))] = test::qpath(tmp / "t.json");
+        r = test::run_cli(with_file + QStringList{QStringLiteral("--out"), out});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, QStringLiteral("routepack: error: ") + test::qpath(tmp / "t.json") +
+                            QStringLiteral(": samples_per_dp_slot: 12 samples cannot fill 4 DP slots with 5 each\n"));
+        // token_cap 0 with samples_per_cell (docs/batch-rules.md): the cap is the count's.
+        test::write_file(tmp / "t.json", "{" + base + R"(, "token_cap": 0, "samples_per_cell": 3})");
+        r = test::run_cli(with_file + QStringList{QStringLiteral("--out"), out});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QVERIFY(!nlohmann::json::parse(test::read_file(tmp / "p.json"))["topology"].contains("token_cap"));
+        test::write_file(tmp / "t.json", "{" + base + R"(, "token_cap": 0})");
+        r = test::run_cli(with_file + QStringList{QStringLiteral("--out"), out});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, QStringLiteral("routepack: error: ") + test::qpath(tmp / "t.json") +
+                            QStringLiteral(": token_cap is 0, not an integer in 1..1099511627776\n"));
     }
 
     /// With every rule at its default the packers are today's.

@@ -234,7 +234,8 @@ private Q_SLOTS:
         }
 
         // sweep: every window of the run planned and saved, one line each; each plan is the one `plan
-        // --threads 1` gives that window; churn recounted from the two plan files' placements.
+        // --threads 1 --previous <the window before's plan>` gives that window (the first window's, the
+        // one without --previous); churn recounted from the two plan files' placements.
         r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
                  QStringLiteral("--windows"), QStringLiteral("grp-*"), QStringLiteral("--topology"),
                  QStringLiteral("synthetic-demo-ep8-dp4"), QStringLiteral("--seed"), QStringLiteral("3"),
@@ -265,11 +266,13 @@ private Q_SLOTS:
                      QStringLiteral("syn"), QStringLiteral("--window"), QStringLiteral("grp-001"),
                      QStringLiteral("--topology"), QStringLiteral("synthetic-demo-ep8-dp4"), QStringLiteral("--seed"),
                      QStringLiteral("3"), QStringLiteral("--threads"), QStringLiteral("1"), QStringLiteral("--quiet"),
-                     QStringLiteral("--out"), q(tmp / "grp-001.json")});
+                     QStringLiteral("--previous"), q(tmp / "sweep" / "grp-000.plan.json"), QStringLiteral("--out"),
+                     q(tmp / "grp-001.json")});
             QVERIFY2(r.code == 0, qPrintable(r.err));
             const routepack::PlanFile direct = routepack::parse_plan(read_file(tmp / "grp-001.json"), "direct");
             QCOMPARE(direct.score, p1.score);
             QCOMPARE(direct.layout, p1.layout);
+            QCOMPARE(direct.placement, p1.placement);
             const QString csv = QString::fromStdString(read_file(tmp / "sweep" / "sweep.csv"));
             QCOMPARE(csv.count(QStringLiteral("\r\n")), 3); // header + two windows
             QVERIFY(csv.startsWith(QStringLiteral("window,samples,rows,certified,baseline,")));

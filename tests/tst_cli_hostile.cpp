@@ -506,6 +506,71 @@ private Q_SLOTS:
         QVERIFY(read_file(lib) == bytes);
     }
 
+    void previousPlacementsOneReaderOneVerdict() {
+        // --previous reads a plan or an expert map through the one checked reader, and the same
+        // verdict on MoE layers and EP ranks for every shape (the Python module shares both).
+        const auto tmp = temp_dir(QStringLiteral("hostile-previous"));
+        const fs::path fifo = tmp / "fifo";
+        QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
+        fs::create_directories(tmp / "folder");
+        const fs::path lib = make_library(tmp);
+        write_file(tmp / "t2.json", kTopologyOk);
+        write_file(tmp / "t4.json", R"({"ep_ranks": 4, "dp_slots": 2, "token_cap": 100,
+            "attention_stages": [{"name": "a", "alpha": 1, "beta": 1}]})");
+        const QStringList plan{QStringLiteral("plan"),    QStringLiteral("--db"), q(lib),
+                               QStringLiteral("--trace"), QStringLiteral("t"),    QStringLiteral("--quiet"),
+                               QStringLiteral("--out")};
+        auto run = [&](const fs::path& out, const fs::path& topo, const QStringList& extra) {
+            return cli(plan + QStringList{q(out), QStringLiteral("--topology"), q(topo)} + extra);
+        };
+        QCOMPARE(run(tmp / "p4.json", tmp / "t4.json", {}).code, 0);
+        QCOMPARE(run(tmp / "p2.json", tmp / "t2.json", {}).code, 0);
+        auto padded = nlohmann::json::parse(read_file(tmp / "p2.json"));
+        padded["pad"] = std::string(1000, 'x');
+        write_file(tmp / "padded.json", padded.dump());
+        write_file(tmp / "layers.json", R"({"moe_layers": [1, 2], "placement": [[0, 1, 2, 3], [0, 1, 2, 3]]})");
+        write_file(tmp / "ranks.json", R"({"format": "routepack-expert-map", "version": 1, "layer_axis": "moe_layers",
+            "moe_layers": [0, 1], "num_hidden_layers": 2, "experts": 4, "ep_ranks": 4, "slots_per_rank": 1,
+            "placement": [[0, 1, 2, 3], [0, 1, 2, 3]]})");
+        write_file(tmp / "cut.json", R"({"physical_to_logical_map": [[0, 1)");
+        const std::string kind = ", not a placement file (plan or expert map)";
+        const std::pair<fs::path, std::string> cases[] = {
+            {"/dev/zero", "/dev/zero: is a device" + kind},
+            {"/dev/null", "/dev/null: is a device" + kind},
+            {fifo, fifo.string() + ": is a pipe (FIFO)" + kind},
+            {tmp / "folder", (tmp / "folder").string() + ": is a folder" + kind},
+            {tmp / "none.json", (tmp / "none.json").string() + ": no such placement file (plan or expert map)"},
+            {tmp / "layers.json", (tmp / "layers.json").string() + ": the map has MoE layers 1-2, the window 0-1"},
+            {tmp / "ranks.json", (tmp / "ranks.json").string() + ": the map is on 4 EP ranks, the topology has 2"},
+            {tmp / "p4.json", (tmp / "p4.json").string() + ": the plan is on 4 EP ranks, the topology has 2"},
+            {tmp / "cut.json", (tmp / "cut.json").string() +
+                                   ": malformed JSON at byte 35: syntax error while parsing array - "
+                                   "unexpected end of input; expected ']'"},
+        };
+        const std::string bytes = read_file(lib);
+        for (const auto& [file, err] : cases) {
+            const Run r = run(tmp / "out.json", tmp / "t2.json", {QStringLiteral("--previous"), q(file)});
+            QCOMPARE(r.code, 1);
+            QCOMPARE(r.err, err_line(qs(err)));
+            QVERIFY(!fs::exists(tmp / "out.json"));
+        }
+        const Run r = run(tmp / "out.json", tmp / "t2.json", {QStringLiteral("--previous"), q(tmp / "padded.json")});
+        QCOMPARE(r.code, 1);
+        QVERIFY2(
+            r.err.startsWith(
+                err_line(q(tmp / "padded.json") + QStringLiteral(": unknown field 'pad' (a plan holds ")).chopped(1)),
+            qPrintable(r.err));
+        QVERIFY(read_file(lib) == bytes);
+        // The plan of the same topology is taken: budget 0 keeps its placement.
+        QCOMPARE(
+            run(tmp / "out.json", tmp / "t2.json",
+                {QStringLiteral("--previous"), q(tmp / "p2.json"), QStringLiteral("--max-moves"), QStringLiteral("0")})
+                .code,
+            0);
+        QCOMPARE(nlohmann::json::parse(read_file(tmp / "out.json"))["placement"],
+                 nlohmann::json::parse(read_file(tmp / "p2.json"))["placement"]);
+    }
+
     void budgetFlagsAreRangeChecked() {
         // Checked before anything is read: the library named here does not even exist.
         const int maxw = max_planner_workers();
@@ -878,30 +943,29 @@ private Q_SLOTS:
                                QStringLiteral("t"),
                                QStringLiteral("--topology"),
                                QStringLiteral("synthetic-demo-ep8-dp4")};
-        const QString int32 = QStringLiteral("-2147483648..2147483647");
-        const QString int64 = QStringLiteral("-9223372036854775808..9223372036854775807");
         const std::pair<QStringList, QString> cases[] = {
             {{QStringLiteral("--threads"), QStringLiteral("0x10")},
-             QStringLiteral("compare: --threads must be an integer in ") + int32 + QStringLiteral(" (got '0x10')")},
+             QStringLiteral("compare: --threads must be an integer in 0..4096 (got '0x10')")},
             {{QStringLiteral("--threads"), QString()},
-             QStringLiteral("compare: --threads must be an integer in ") + int32 + QStringLiteral(" (got '')")},
+             QStringLiteral("compare: --threads must be an integer in 0..4096 (got '')")},
             {{QStringLiteral("--levels"), QStringLiteral("+5")},
-             QStringLiteral("compare: --levels must be an integer in ") + int32 + QStringLiteral(" (got '+5')")},
+             QStringLiteral("compare: --levels must be an integer in 0..1000 (got '+5')")},
             {{QStringLiteral("--steps"), QStringLiteral("1e3")},
-             QStringLiteral("compare: --steps must be an integer in ") + int32 + QStringLiteral(" (got '1e3')")},
+             QStringLiteral("compare: --steps must be an integer in 0..100000000 (got '1e3')")},
             {{QStringLiteral("--row-nodes"), QStringLiteral("9223372036854775808")},
-             QStringLiteral("compare: --row-nodes must be an integer in ") + int64 +
-                 QStringLiteral(" (got '9223372036854775808')")},
+             QStringLiteral("compare: --row-nodes must be an integer in 0..1000000000 (got '9223372036854775808')")},
             {{QStringLiteral("--polish"), QStringLiteral("-99999999999999999999")},
-             QStringLiteral("compare: --polish must be an integer in ") + int64 +
-                 QStringLiteral(" (got '-99999999999999999999')")},
+             QStringLiteral("compare: --polish must be an integer in 0..1000000000 (got '-99999999999999999999')")},
             {{QStringLiteral("--placement-rounds"), QStringLiteral("2147483648")},
-             QStringLiteral("compare: --placement-rounds must be an integer in ") + int32 +
-                 QStringLiteral(" (got '2147483648')")},
+             QStringLiteral("compare: --placement-rounds must be an integer in 0..1000 (got '2147483648')")},
             {{QStringLiteral("--row-multiple"), QStringLiteral(" 4")},
-             QStringLiteral("compare: --row-multiple must be an integer in ") + int64 + QStringLiteral(" (got ' 4')")},
+             QStringLiteral("compare: --row-multiple must be an integer in 1..") + QString::number(kMaxRowMultiple) +
+                 QStringLiteral(" (got ' 4')")},
             {{QStringLiteral("--experts"), QStringLiteral("0x8")},
-             QStringLiteral("compare: --experts must be an integer in ") + int32 + QStringLiteral(" (got '0x8')")},
+             QStringLiteral("compare: --experts must be a decimal integer (got '0x8')")},
+            {{QStringLiteral("--max-moves"), QStringLiteral("0x10")},
+             QStringLiteral(
+                 "compare: --max-moves must be an integer in 0..1000000000, or -1 (unlimited) (got '0x10')")},
         };
         for (const auto& [extra, err] : cases) {
             const Run r = cli(base + extra);
@@ -913,22 +977,21 @@ private Q_SLOTS:
             {{QStringLiteral("window"), QStringLiteral("--db"), QStringLiteral("/nonexistent/lib"),
               QStringLiteral("--trace"), QStringLiteral("t"), QStringLiteral("--name"), QStringLiteral("w"),
               QStringLiteral("--first"), QStringLiteral("0x10")},
-             QStringLiteral("window: --first must be an integer in ") + int64 + QStringLiteral(" (got '0x10')")},
+             QStringLiteral("window: --first must be a decimal integer (got '0x10')")},
             {{QStringLiteral("window"), QStringLiteral("--db"), QStringLiteral("/nonexistent/lib"),
               QStringLiteral("--trace"), QStringLiteral("t"), QStringLiteral("--name"), QStringLiteral("w"),
               QStringLiteral("--split"), QString()},
-             QStringLiteral("window: --split must be an integer in ") + int64 + QStringLiteral(" (got '')")},
+             QStringLiteral("window: --split must be a decimal integer (got '')")},
             {{QStringLiteral("synth"), QStringLiteral("--out"), QStringLiteral("/nonexistent/x"),
               QStringLiteral("--seed"), QStringLiteral("18446744073709551616")},
              QStringLiteral(
                  "synth: --seed must be an integer in 0..18446744073709551615 (got '18446744073709551616')")},
             {{QStringLiteral("synth"), QStringLiteral("--out"), QStringLiteral("/nonexistent/x"),
               QStringLiteral("--groups"), QStringLiteral("0x10")},
-             QStringLiteral("synth: --groups must be an integer in ") + int32 + QStringLiteral(" (got '0x10')")},
+             QStringLiteral("synth: --groups must be a decimal integer (got '0x10')")},
             {{QStringLiteral("synth-checkpoint"), QStringLiteral("--out"), QStringLiteral("/nonexistent/x"),
               QStringLiteral("--max-shard-bytes"), QString()},
-             QStringLiteral("synth-checkpoint: --max-shard-bytes must be an integer in ") + int64 +
-                 QStringLiteral(" (got '')")},
+             QStringLiteral("synth-checkpoint: --max-shard-bytes must be a decimal integer (got '')")},
             {{QStringLiteral("place"), QStringLiteral("--loads"), QStringLiteral("/nonexistent/l.json"),
               QStringLiteral("--ep-ranks"), QStringLiteral("0"), QStringLiteral("--out"),
               QStringLiteral("/nonexistent/m.json")},
@@ -936,7 +999,7 @@ private Q_SLOTS:
             {{QStringLiteral("rewrite"), QStringLiteral("--map"), QStringLiteral("/nonexistent/m.json"),
               QStringLiteral("--input"), QStringLiteral("/nonexistent/ck"), QStringLiteral("--output"),
               QStringLiteral("/nonexistent/out"), QStringLiteral("--workers"), QStringLiteral("010x")},
-             QStringLiteral("rewrite: --workers must be an integer in ") + int32 + QStringLiteral(" (got '010x')")},
+             QStringLiteral("rewrite: --workers must be a decimal integer (got '010x')")},
         };
         for (const auto& [args, err] : others) {
             const Run r = cli(args);

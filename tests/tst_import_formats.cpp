@@ -828,6 +828,33 @@ private Q_SLOTS:
                      run(Npz, source("z.npz", make_npz({{"a.npy", endless, true}})), m);
                  }),
                  where + QStringLiteral(".npy header is longer than 131072 bytes"));
+        // A legit-shaped array of one repeated value: 84 MB of zero routes deflate to about 82 KB, within
+        // deflate's own 1032:1, but no routing data compresses past 100:1 (it would import as one
+        // sample of 3.5 million tokens from a file of 82 KB).
+        auto npy = [](const std::string& descr, const std::string& shape, std::size_t data_bytes) {
+            std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+            const std::size_t total = (10 + dict.size() + 1 + 63) / 64 * 64; // preamble 10, '\n', 64-aligned
+            dict += std::string(total - 10 - dict.size() - 1, ' ') + "\n";
+            std::string out = "\x93NUMPY\x01";
+            out.push_back('\0');
+            out.push_back(static_cast<char>(dict.size() & 0xff));
+            out.push_back(static_cast<char>(dict.size() >> 8));
+            return out + dict + std::string(data_bytes, '\0');
+        };
+        const std::string zeros = make_npz({{"a.npy", npy("<i4", "(3500000, 3, 2)", std::size_t(3500000) * 24), true}});
+        QVERIFY(!zeros.empty() && zeros.size() < (std::size_t(1) << 20));
+        const QString ratio = error_of([&] { run(Npz, source("z.npz", zeros), m); });
+        QVERIFY2(ratio.startsWith(where + QStringLiteral("declares 84000128 bytes from ")) &&
+                     ratio.endsWith(QStringLiteral(":1): routing data (expert ids, masks, padding) does not compress "
+                                                   "beyond 100:1; an entry that does is one value repeated, not a "
+                                                   "trace")),
+                 qPrintable(ratio));
+        // A sample longer than 2^24 tokens is refused from its header (here stored: no ratio to judge).
+        QCOMPARE(
+            error_of([&] {
+                run(Npz, source("z.npz", make_npz({{"a.npy", npy("|i1", "(16777217, 1, 1)", 16777217), false}})), m);
+            }),
+            where + QStringLiteral("16777217 rows (tokens) are more than the per-sample limit of 16777216"));
         // The valid archive still imports.
         const auto recs = run(Npz, source("z.npz", make_npz({{"a.npy", i4, true}})), m);
         QCOMPARE(recs.size(), std::size_t(1));

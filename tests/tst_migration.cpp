@@ -154,9 +154,12 @@ void TestMigration::budgetGoesWhereItBuysMost() {
     QCOMPARE(p.peak_after, std::int64_t{19});
     QCOMPARE(moved_experts(p.placement, prev), std::int64_t{4});
     // The leftover of a budget is shared over the layers for the refinement, in layer order.
-    QCOMPARE(layer_move_allowance({2, 0}, 5, false), (std::vector<std::int64_t>{4, 1}));
-    QCOMPARE(layer_move_allowance({2, 0}, 5, true), (std::vector<std::int64_t>{2, 0}));
-    QCOMPARE(layer_move_allowance({2, 0}, -1, false), (std::vector<std::int64_t>{-1, -1}));
+    QCOMPARE(layer_move_allowance({2, 0}, 5, 4, false), (std::vector<std::int64_t>{4, 1}));
+    QCOMPARE(layer_move_allowance({2, 0}, 5, 4, true), (std::vector<std::int64_t>{2, 0}));
+    QCOMPARE(layer_move_allowance({2, 0}, -1, 4, false), (std::vector<std::int64_t>{-1, -1}));
+    // A budget of every expert of every layer (2 x 4) cannot bind: unlimited; one less shares.
+    QCOMPARE(layer_move_allowance({2, 0}, 8, 4, false), (std::vector<std::int64_t>{-1, -1}));
+    QCOMPARE(layer_move_allowance({2, 0}, 7, 4, false), (std::vector<std::int64_t>{5, 2}));
 }
 
 void TestMigration::figuresAgainstRecount() {
@@ -246,7 +249,23 @@ void TestMigration::topologySectionAndCost() {
                     "expert_parameters, intra_node_GBps, inter_node_GBps, seconds_per_U, achieved_TFLOPs)"));
     QCOMPARE(test::error_of<InputError>(
                  [&] { parse_topology(base + R"(, "migration": {"inter_node_GBps": 0}})", "t.json"); }),
-             std::string("t.json: migration.inter_node_GBps is 0, not a number in (0, 1e+15]"));
+             std::string("t.json: migration.inter_node_GBps is 0, not a number in [1e-06, 1e+15]"));
+    // A denormal bandwidth or TFLOP rate (each once accepted as > 0) would make the seconds infinite.
+    QCOMPARE(test::error_of<InputError>(
+                 [&] { parse_topology(base + R"(, "migration": {"intra_node_GBps": 5e-324}})", "t.json"); }),
+             std::string("t.json: migration.intra_node_GBps is 5e-324, not a number in [1e-06, 1e+15]"));
+    QCOMPARE(test::error_of<InputError>(
+                 [&] { parse_topology(base + R"(, "migration": {"achieved_TFLOPs": 1e-7}})", "t.json"); }),
+             std::string("t.json: migration.achieved_TFLOPs is 1e-07, not a number in [1e-06, 1e+15]"));
+    {
+        Topology tiny = t;
+        tiny.migration.achieved_TFLOPs = 5e-324; // past the reader: the derivation still refuses
+        QCOMPARE(QString::fromStdString(test::error_of<InputError>(
+                     [&] { resolve_migration_cost(tiny, known_model("deepseek-v2-lite")); })),
+                 QStringLiteral("topology: migration: seconds_per_U derived as 6 x token_cap 4096 x expert parameters "
+                                "8650752 / (achieved_TFLOPs x 1e12) is not a finite number > 0; give "
+                                "migration.seconds_per_U"));
+    }
     // DeepSeek-V2-Lite: 3 x 2048 x 1408 = 8,650,752 parameters per expert, 14 bytes each; seconds
     // per U derived as 6 x C x params / (TFLOPs x 1e12) = 6 x 4096 x 8650752 / 400e12.
     const ModelDescription m = known_model("deepseek-v2-lite");
@@ -283,20 +302,37 @@ void TestMigration::noPreviousIsThePapersPlan() {
 }
 
 void TestMigration::previousAloneIsUnlimited() {
-    // Previous alone: the paper's score (the plan without a previous placement, its ranks relabeled),
-    // moves reported; the same as an unlimited budget written out.
+    // Previous alone: unlimited moves, the same plan as a budget that cannot bind (every expert of
+    // every layer, L x E, or more), and at least as good in max_g U as every finite budget tried.
     PlanInput in = synth_input(4, 2);
-    const PlanResult plain = plan_window(in);
-    in.previous = identity_placement(plain.placement.lpt.layers, plain.placement.lpt.experts, 8);
+    const int L = in.window.model.num_moe_layers(), E = in.window.model.experts;
+    Placement prev = identity_placement(L, E, 8);
+    std::mt19937_64 rng(11);
+    for (int l = 0; l < L; ++l)
+        std::shuffle(prev.slot.begin() + l * E, prev.slot.begin() + (l + 1) * E, rng);
+    in.previous = prev;
     const PlanResult alone = plan_window(in);
-    QCOMPARE(alone.routepack.metrics.score, plain.routepack.metrics.score);
-    QCOMPARE(alone.routepack.layout, plain.routepack.layout);
-    QCOMPARE(alone.placement.routepack, relabel_to_previous(plain.placement.routepack, *in.previous));
     QVERIFY(alone.migration.has_previous);
+    QCOMPARE(alone.migration.max_moves, std::int64_t{-1});
     QCOMPARE(alone.migration.figures.moved, moved_experts(alone.placement.routepack, *in.previous));
-    QVERIFY(alone.migration.figures.moved <= moved_experts(plain.placement.routepack, *in.previous));
-    in.budgets.max_moves = -1;
-    QCOMPARE(plan_json(plan_window(in)), plan_json(alone));
+    nlohmann::json unlimited = plan_json(alone);
+    for (const std::int64_t budget : {static_cast<std::int64_t>(L) * E, std::int64_t{1000000}}) {
+        in.budgets.max_moves = budget;
+        nlohmann::json j = plan_json(plan_window(in));
+        QCOMPARE(j["migration"]["max_moves"].get<std::int64_t>(), budget);
+        j["migration"]["max_moves"] = nullptr;
+        j["planner"]["budgets"].erase("max_moves");
+        QCOMPARE(j, unlimited);
+    }
+    for (const std::int64_t budget : {0, 4, 16, 64, L * E / 2}) {
+        in.budgets.max_moves = budget;
+        const PlanResult b = plan_window(in);
+        QVERIFY2(alone.routepack.metrics.score.max_u <= b.routepack.metrics.score.max_u,
+                 qPrintable(QStringLiteral("budget %1: %2 < unlimited %3")
+                                .arg(budget)
+                                .arg(b.routepack.metrics.score.max_u)
+                                .arg(alone.routepack.metrics.score.max_u)));
+    }
     // The plan file carries the migration section and reads back.
     const PlanFile f = parse_plan(plan_to_json(alone), "p.json");
     QVERIFY(f.migration.present);

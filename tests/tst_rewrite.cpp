@@ -982,8 +982,8 @@ void TestRewrite::rewriteFromMap() {
     r = rewrite(QStringLiteral("--map"), tmp / "four.json", tmp / "x");
     QCOMPARE(r.code, 1);
     QCOMPARE(r.err, QStringLiteral("routepack: error: ") + qpath(tmp / "four.json") +
-                        QStringLiteral(": physical_to_logical_map has 4 rows, but ") + qpath(src / "config.json") +
-                        QStringLiteral(" gives 3 decoder layers (SGLang: one row each) and 2 MoE layers (vLLM: one "
+                        QStringLiteral(": the map has 4 rows; ") + qpath(src / "config.json") +
+                        QStringLiteral(" has 2 MoE layers (vLLM: one row each) and 3 decoder layers (SGLang: one "
                                        "row each)\n"));
     QVERIFY(!fs::exists(tmp / "x"));
     fs::remove_all(tmp);

@@ -103,6 +103,7 @@ json summary_json() {
                     {"status", "failed"},
                     {"error", "bad.npz: not a valid .npz (zip) archive"},
                     {"stage", "read"}};
+    lines[5]["previous_from"] = "step-1"; // narrow's step-3 starts from its last planned step
     return json{{"format", "routepack-cluster-summary"},
                 {"version", 1},
                 {"steps", 3},
@@ -280,6 +281,7 @@ private Q_SLOTS:
         // A resumed run: the failed step planned now. Its rows replace the old ones, same id.
         json s = summary_json();
         s["lines"][4] = planned_line("narrow", "step-2", 1);
+        s["lines"][5]["previous_from"] = "step-2"; // step-3 planned again from it (its start changed)
         s["failed"] = json::array();
         write_out(out, run_json(), s);
         const ClusterRunImport replaced = lib->import_cluster_run(out);
@@ -496,6 +498,48 @@ private Q_SLOTS:
                                    << "/topologies"
                                    << "{}"
                                    << "topologies is {}, not an object with at least one chain";
+        // Lines swapped (wide's step-2 and step-3): each planned step starts from the one before it.
+        QTest::newRow("swapped lines") << "summary"
+                                       << "/lines/1/previous_from"
+                                       << "\"step-2\""
+                                       << "lines[1].previous_from is \"step-2\", not \"step-1\"";
+        QTest::newRow("first step's start") << "summary"
+                                            << "/lines/3/previous_from"
+                                            << "\"step-1\""
+                                            << "lines[3].previous_from is \"step-1\", not \"identity\"";
+        QTest::newRow("window twice") << "summary"
+                                      << "/lines/1/window"
+                                      << "\"step-1\""
+                                      << "lines[1].window is \"step-1\", not a window not named by an earlier "
+                                         "line of its chain";
+        QTest::newRow("budget out of range") << "run"
+                                             << "/budgets/max_moves"
+                                             << "-7"
+                                             << "budgets: max_moves is -7, not an integer in -1..1000000000";
+        QTest::newRow("budget unknown")
+            << "run"
+            << "/budgets/bogus"
+            << "1"
+            << "budgets: unknown budget 'bogus' (known: seeds_M, population, choice_width, eta, projections, "
+               "pair_candidates, levels, t0, cooling, steps_per_level, p_guide, rho, "
+               "p_straggler, row_nodes, polish_evaluations, polish_kick_moves, "
+               "placement_rounds, max_moves, anytime)";
+        QTest::newRow("old budget name") << "run"
+                                         << "/budgets/seeds"
+                                         << "\"x\""
+                                         << "budgets: seeds_M is \"x\", not an integer in 1..4096";
+        QTest::newRow("previous label") << "run"
+                                        << "/previous"
+                                        << "\"yesterday\""
+                                        << "previous is \"yesterday\", not \"identity\" or \"previous:<file>\"";
+        QTest::newRow("trace empty") << "run"
+                                     << "/trace"
+                                     << "\"\""
+                                     << "trace is \"\", not a trace name";
+        QTest::newRow("topology off the model") << "run"
+                                                << "/topologies/narrow/ep_ranks"
+                                                << "3"
+                                                << "topologies.narrow: 64 experts are not divisible by 3 EP ranks";
         QTest::newRow("bad topology") << "run"
                                       << "/topologies/narrow/ep_ranks"
                                       << "0"

@@ -1210,6 +1210,28 @@ private Q_SLOTS:
                                     .split(QStringLiteral("\r\n"), Qt::SkipEmptyParts);
         QCOMPARE(csv.size(), 5); // header + baseline, reorder, karmarkar_karp, routepack
         QVERIFY(csv[4].contains(QStringLiteral("routepack")) || csv[4].contains(QStringLiteral("RoutePack")));
+        // Every printed value is the CSV's, column by column (the table once printed sum U under max J,
+        // T_EP under eta_EP and the cap violations as "vs reorder").
+        QCOMPARE(lines.value(12).simplified(), QStringLiteral("method rows max_g U sum_g U max J eta_EP vs reorder"));
+        const QStringList head = csv[0].split(QLatin1Char(','));
+        const int c_method = head.indexOf(QStringLiteral("method")), c_rows = head.indexOf(QStringLiteral("rows")),
+                  c_joint = head.indexOf(QStringLiteral("max U (joint)")),
+                  c_sum = head.indexOf(QStringLiteral("sum U")), c_maxj = head.indexOf(QStringLiteral("max J")),
+                  c_eta = head.indexOf(QStringLiteral("eta_EP")), c_vs = head.indexOf(QStringLiteral("vs reorder"));
+        QVERIFY(c_method >= 0 && c_rows >= 0 && c_joint >= 0 && c_sum >= 0 && c_maxj >= 0 && c_eta >= 0 && c_vs >= 0);
+        for (int k = 0; k < 4; ++k) {
+            const QStringList row = csv[1 + k].split(QLatin1Char(','));
+            const QStringList printed = lines.value(13 + k).simplified().split(QLatin1Char(' '));
+            const auto f4 = [&](int col) { return QString::number(row.value(col).toDouble(), 'f', 4); };
+            QCOMPARE(printed, (QStringList{row.value(c_method), row.value(c_rows), f4(c_joint), f4(c_sum), f4(c_maxj),
+                                           f4(c_eta), QString::asprintf("%+.2f%%", row.value(c_vs).toDouble())}));
+        }
+        // reorder against itself, and routepack's gain as the plan's own figures give it.
+        QCOMPARE(lines.value(14).simplified().split(QLatin1Char(' ')).value(6), QStringLiteral("+0.00%"));
+        const double gain = 100.0 *
+                            (plan.metrics.at("routepack").score.max_u - plan.metrics.at("reorder").score.max_u) /
+                            plan.metrics.at("reorder").score.max_u;
+        QCOMPARE(lines.value(16).simplified().split(QLatin1Char(' ')).value(6), QString::asprintf("%+.2f%%", gain));
         for (const QString& f : expected) {
             if (!f.endsWith(QStringLiteral(".png"))) continue;
             const QImage img(q(out) + QLatin1Char('/') + f);

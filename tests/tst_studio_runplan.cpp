@@ -218,7 +218,9 @@ class TestStudioRunPlan : public test::StudioTestBase {
                 line[key] = l.contains(key) ? l[key] : nlohmann::json(nullptr);
             line["worker"] = "tcp://127.0.0.1:4000" + std::to_string(k);
             line["task_seconds"] = 0.5;
-            line["previous_from"] = k == 0 ? std::string("identity") : sw[k - 1]["window"].get<std::string>();
+            // The last planned step before (step 2 is the failed one), as the runner records it.
+            const std::size_t from = k == 3 ? 1 : k - 1;
+            line["previous_from"] = k == 0 ? std::string("identity") : sw[from]["window"].get<std::string>();
             lines.push_back(line);
         }
         test::write_file(out / "run.json", run.dump(2) + "\n");

@@ -14,6 +14,8 @@
 #include <QFileInfo>
 
 #include <cstdio>
+#include <utility>
+#include <vector>
 
 namespace routepack::views {
 
@@ -130,18 +132,65 @@ void quietOffscreen(QtMsgType type, const QMessageLogContext& ctx, const QString
     qt_message_output(type, ctx, msg);
 }
 
-/// Prints the headless demo's comparison (comparison.csv, written by the CompareView) as a table.
+/// One CSV line's fields (RFC 4180: a quoted field may hold commas and doubled quotes).
+QStringList csvFields(const QString& line) {
+    QStringList out;
+    QString cur;
+    bool quoted = false;
+    for (int i = 0; i < line.size(); ++i) {
+        const QChar ch = line[i];
+        if (quoted) {
+            if (ch == QLatin1Char('"') && i + 1 < line.size() && line[i + 1] == QLatin1Char('"')) {
+                cur += ch;
+                ++i;
+            } else if (ch == QLatin1Char('"')) {
+                quoted = false;
+            } else {
+                cur += ch;
+            }
+        } else if (ch == QLatin1Char('"')) {
+            quoted = true;
+        } else if (ch == QLatin1Char(',')) {
+            out << cur;
+            cur.clear();
+        } else {
+            cur += ch;
+        }
+    }
+    out << cur;
+    return out;
+}
+
+/// Prints the headless demo's comparison (comparison.csv, written by the CompareView) as a table:
+/// a header line starting "method", then one line per method starting with its CSV name; the columns
+/// found by the CSV header's names (CompareTableModel's headers), percentages to 2 decimals.
 void printComparison(const QString& csv) {
     QFile f(csv);
     if (!f.open(QIODevice::ReadOnly | QIODevice::Text)) return;
     const QStringList lines = QString::fromUtf8(f.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    if (lines.isEmpty()) return;
+    const QStringList header = csvFields(lines[0].trimmed());
+    // CSV header -> printed header, in printed order.
+    const std::pair<const char*, const char*> columns[] = {
+        {"method", "method"}, {"rows", "rows"},     {"max U (joint)", "max_g U"}, {"sum U", "sum_g U"},
+        {"max J", "max J"},   {"eta_EP", "eta_EP"}, {"vs reorder", "vs reorder"}};
+    std::vector<int> at;
+    for (const auto& [name, shown] : columns) {
+        at.push_back(static_cast<int>(header.indexOf(QString::fromLatin1(name))));
+        if (at.back() < 0) {
+            std::fprintf(stderr, "routepack-studio: %s has no column '%s'\n", qPrintable(csv), name);
+            return;
+        }
+    }
     std::printf("\n%-16s %4s %12s %12s %10s %8s %10s\n", "method", "rows", "max_g U", "sum_g U", "max J", "eta_EP",
                 "vs reorder");
     for (int i = 1; i < lines.size(); ++i) {
-        const QStringList c = lines[i].trimmed().split(QLatin1Char(','));
-        if (c.size() < 14) continue;
-        std::printf("%-16s %4s %12.4f %12.4f %10.4f %8.4f %+9.2f%%\n", qPrintable(c[1]), qPrintable(c[2]),
-                    c[3].toDouble(), c[4].toDouble(), c[5].toDouble(), c[9].toDouble(), c[12].toDouble());
+        const QStringList c = csvFields(lines[i].trimmed());
+        auto cell = [&](int k) { return c.value(at[static_cast<std::size_t>(k)]); };
+        auto number = [&](int k) { return cell(k).toDouble(); };
+        const QString vs = cell(6).isEmpty() ? QStringLiteral("-") : QString::asprintf("%+.2f%%", number(6));
+        std::printf("%-16s %4s %12.4f %12.4f %10.4f %8.4f %10s\n", qPrintable(cell(0)), qPrintable(cell(1)), number(2),
+                    number(3), number(4), number(5), qPrintable(vs));
     }
 }
 

@@ -434,19 +434,44 @@ py::array_t<std::uint64_t> layer_totals_array(const std::vector<std::uint64_t>& 
 /// thread (returning False cancels), Ctrl-C stops it and propagates; the plan or the planner's error.
 PyPlan run_plan_input(PlanInput in, const py::object& progress);
 
-/// The previous placement of plan(..., previous=) / place(..., previous=) for L MoE layers x E experts
-/// on P EP ranks: a Plan (its placement), a Placement, or an integer [L, E] logical -> slot matrix (the
-/// package converts expert map files and dicts to it). None: no previous placement. ValueError when
-/// the shape differs or a row is not a permutation.
-std::optional<Placement> previous_of(const py::object& obj, int L, int E, int P) {
+/// The previous placement of plan(..., previous=) / place(..., previous=) for `model`'s MoE layers on P
+/// EP ranks, by the one reader of placements (core/plan/expert_map.h): a path (str or os.PathLike) to a
+/// plan file or an expert map file (read_previous_placement: a FIFO, device or folder refused unread,
+/// at most 256 MiB); a dict in those shapes (previous_placement_from_text of its JSON, origin
+/// "previous"); a Plan or a Placement (their MoE layers, experts and EP ranks must be the window's);
+/// an integer [L, E] logical -> slot matrix. None: no previous placement. ValueError with the reader's
+/// text otherwise ("<path>: the plan is on 16 EP ranks, the topology has 8").
+std::optional<Placement> previous_of(const py::object& obj, const ModelDescription& model, int P) {
     if (obj.is_none()) return std::nullopt;
+    const int L = model.num_moe_layers(), E = model.experts;
+    const py::module_ os = py::module_::import("os");
+    if (py::isinstance<py::str>(obj) || py::isinstance(obj, os.attr("PathLike"))) {
+        const std::string p = os.attr("fsencode")(obj).cast<std::string>(); // bytes: any file name
+        py::gil_scoped_release release;
+        return read_previous_placement(p, model, P);
+    }
+    if (py::isinstance<py::dict>(obj)) {
+        const std::string text = py::module_::import("json").attr("dumps")(obj).cast<std::string>();
+        return previous_placement_from_text(text, "previous", model, P);
+    }
     Placement pi;
     if (py::isinstance<PyPlacement>(obj) || py::isinstance<PyPlan>(obj)) {
+        const bool plan = py::isinstance<PyPlan>(obj);
+        const ModelDescription& m = plan ? obj.cast<const PyPlan&>().file.model : obj.cast<const PyPlacement&>().model;
         pi = placement_of(obj);
+        const std::string who = plan ? "previous: the plan" : "previous: the placement";
+        if (m.moe_layers != model.moe_layers)
+            value_error(who + " has MoE layers " + format_layer_list(m.moe_layers) + ", the window " +
+                        format_layer_list(model.moe_layers));
+        if (pi.ep_ranks != P)
+            value_error(who + " is on " + std::to_string(pi.ep_ranks) + " EP ranks, the topology has " +
+                        std::to_string(P));
     } else {
         const py::array a = as_array(obj, "previous");
         if (a.ndim() != 2)
-            value_error("previous must be a Plan, a Placement or an [L, E] map (got shape " + shape_text(a) + ")");
+            value_error("previous must be a Plan, a Placement, an expert map (a dict or a file) or an [L, E] "
+                        "logical -> slot array (got shape " +
+                        shape_text(a) + ")");
         const auto v = load_values(a, "previous");
         pi.layers = static_cast<int>(a.shape(0));
         pi.experts = static_cast<int>(a.shape(1));
@@ -472,7 +497,7 @@ PyPlan plan_trace(Trace window, const std::string& trace_name, const std::string
                   const py::object& seed, int workers, double time_limit_s, const py::object& budgets,
                   const py::object& progress, const py::object& previous) {
     PlanInput in;
-    in.previous = previous_of(previous, window.model.num_moe_layers(), window.model.experts, topology.ep_ranks);
+    in.previous = previous_of(previous, window.model, topology.ep_ranks);
     in.window = std::move(window);
     in.trace_name = trace_name;
     in.window_name = window_name;
@@ -920,8 +945,24 @@ Copy the state of `expert` (weights, master weights, both Adam moments, FP8 scal
         });
 }
 
-/// _place (the LPT placement of expert totals), _identity, _rank_max_over_mean.
+/// _place (the LPT placement of expert totals), _identity, _rank_max_over_mean, _read_placement_text.
 void bind_placement_functions(py::module_& m) {
+    m.def(
+        "_read_placement_text",
+        [](const py::object& path) {
+            const std::string p = py::module_::import("os").attr("fsencode")(path).cast<std::string>();
+            std::string text;
+            {
+                py::gil_scoped_release release;
+                text = read_input_file(p, input_files::kPreviousPlacement);
+            }
+            return py::bytes(text);
+        },
+        py::arg("path"), R"doc(
+The bytes of a previous placement's file (a plan or an expert map) as every reader of the module reads
+one (core/util/input_file.h): a regular file of at most 256 MiB; ValueError "<path>: is a pipe (FIFO),
+not a placement file (plan or expert map)" (likewise a folder, a device, an absent or a too large file)
+without blocking or reading it.)doc");
     m.def(
         "_place",
         [](const py::object& loads, const py::object& ep_ranks_obj, const py::object& moe_layers_obj,
@@ -956,7 +997,7 @@ void bind_placement_functions(py::module_& m) {
                 check_sum_fits(std::span(v).subspan(static_cast<std::size_t>(l) * E, E), [&](const std::string& total) {
                     return "loads: layer " + std::to_string(l) + " sums to " + total;
                 });
-            const std::optional<Placement> previous = previous_of(previous_obj, L, E, ep_ranks);
+            const std::optional<Placement> previous = previous_of(previous_obj, p.model, ep_ranks);
             const std::int64_t max_moves =
                 max_moves_obj.is_none() ? -1 : py_int_in(max_moves_obj, "max_moves", 0, kMaxMoves);
             py::gil_scoped_release release;

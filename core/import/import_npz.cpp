@@ -100,6 +100,14 @@ std::int64_t drop_as_dict_fill(RouteArray& routes) {
     return marked;
 }
 
+/// InputError "<where>: 134217728 rows (tokens) are more than the per-sample limit of 16777216" when a
+/// sample's declared replay rows pass kMaxRouteRows (checked from a header, before its data is read).
+void check_route_rows(std::int64_t rows, const std::string& where) {
+    if (rows > kMaxRouteRows)
+        throw InputError(where + ": " + std::to_string(rows) + " rows (tokens) are more than the per-sample limit of " +
+                         std::to_string(kMaxRouteRows));
+}
+
 /// Turns one decoded array into a sample and emits it. `where` = "<path>: sample <id>[: entry ...]".
 /// For top-k >= 2 an all-zero last row is verl's as_dict fill (drop_as_dict_fill): the array spans
 /// the sample's tokens, t_i = rows; otherwise t_i = rows + 1.
@@ -109,12 +117,17 @@ void emit_npy_sample(NpyArray&& a, RouteArray& routes, const ModelDescription& m
         throw InputError(where + ": array has shape " + shape_str(a.shape) + ", expected [rows][layers][top_k]");
     if (a.shape[1] > INT32_MAX || a.shape[2] > INT32_MAX)
         throw InputError(where + ": array has shape " + shape_str(a.shape) + ", too large");
+    check_route_rows(a.shape[0], where);
     routes.rows = a.shape[0];
     routes.axis_layers = static_cast<int>(a.shape[1]);
     routes.top_k = static_cast<int>(a.shape[2]);
     routes.ids.swap(a.values);
     routes.axis_layer_ids = resolve_layer_axis(routes.axis_layers, m, where);
     meta.rows_rule = LengthRule::RowsPlusOne;
+    if (routes.top_k == 1 && routes.rows > 1 && zero_row(routes, routes.rows - 1))
+        add_import_note(where + ": the last row routes to expert 0 at every layer; with top-1 routes it cannot be "
+                                "told from the all-zero fill of verl's AgentLoopOutput.as_dict, so it is counted as "
+                                "routed to expert 0 (t_i = rows + 1)");
     if (routes.top_k >= 2 && routes.rows > 0 && zero_row(routes, routes.rows - 1)) {
         const std::int64_t rows = routes.rows;
         const std::int64_t marked = drop_as_dict_fill(routes);
@@ -141,6 +154,11 @@ constexpr zip_uint64_t kMaxEntryBytes = zip_uint64_t(2) << 30;
 constexpr zip_uint64_t kMaxRatio = 1032;
 constexpr zip_uint64_t kRatioSlack = zip_uint64_t(1) << 20;
 constexpr std::size_t kReadChunk = std::size_t(1) << 20;
+// Real routing arrays compress a few times (padding more): above 64 MiB an entry may expand at most
+// 100:1. A legit-shaped archive of one repeated value passes deflate's own limit and would otherwise
+// cost gigabytes from a file of one megabyte.
+constexpr zip_uint64_t kBombBytes = zip_uint64_t(64) << 20;
+constexpr zip_uint64_t kMaxDataRatio = 100;
 
 // Largest routes entry of a padded batch (verl B 1024 x S 8192 x 48 x top-8 int16 is 6.4 GB).
 constexpr zip_uint64_t kMaxBatchEntryBytes = zip_uint64_t(1) << 40;
@@ -341,6 +359,18 @@ void check_entry_sizes(const zip_stat_t& st, const std::string& where, zip_uint6
                          (stored ? std::string("a stored entry holds") : "compression can expand to"));
 }
 
+/// Refuses an entry that expands past what routing data can (kMaxDataRatio above kBombBytes), checked
+/// after its .npy header, whose own refusals name the shape.
+void check_entry_ratio(const zip_stat_t& st, const std::string& where) {
+    const bool stored = (st.valid & ZIP_STAT_COMP_METHOD) && st.comp_method == ZIP_CM_STORE;
+    if (!stored && st.size > kBombBytes && st.size > kMaxDataRatio * st.comp_size)
+        throw InputError(where + ": declares " + std::to_string(st.size) + " bytes from " +
+                         std::to_string(st.comp_size) + " bytes in the archive (" +
+                         std::to_string(st.size / std::max<zip_uint64_t>(st.comp_size, 1)) +
+                         ":1): routing data (expert ids, masks, padding) does not compress beyond " +
+                         std::to_string(kMaxDataRatio) + ":1; an entry that does is one value repeated, not a trace");
+}
+
 /// The entries of an open .npz archive; `entries` maps entry names without ".npy" to indices.
 class ArchiveArrays final : public BatchArrays {
 public:
@@ -355,6 +385,7 @@ public:
         zip_stat_init(&st);
         if (zip_stat_index(za_, index, 0, &st) != 0) throw InputError(w + ": " + printable(zip_strerror(za_)));
         check_entry_sizes(st, w, limit);
+        check_entry_ratio(st, w);
         return std::make_unique<EntryReader>(za_, index, st, w);
     }
     const char* container() const override { return "archive"; }
@@ -430,6 +461,7 @@ OpenBatch open_batch(const BatchArrays& arrays) {
                          "r3_routing_valid [B] (AReaL) beside it in the " + arrays.container() +
                          " to tell routes from padding");
     const std::int64_t B = ob.B = h.shape[0], S = ob.S = h.shape[1];
+    check_route_rows(S, rwhere);
     if (h.shape[2] > INT32_MAX || h.shape[3] > INT32_MAX) throw InputError(rwhere + ": shape too large");
     const int L = ob.L = static_cast<int>(h.shape[2]), K = ob.K = static_cast<int>(h.shape[3]);
     // A batch row of no values would let a header alone declare any number of rows.
@@ -611,6 +643,8 @@ NpyArray read_entry_array(zip_t* za, zip_uint64_t index, const std::string& wher
     const NpyHeaderInfo h = read_header_bytes(in, buf, where);
     npy_header_checked(buf, where);
     check_no_trailing(h, st.size, where);
+    check_entry_ratio(st, where);
+    if (!h.shape.empty()) check_route_rows(h.shape[0], where);
     for (;;) {
         const std::size_t at = buf.size();
         buf.resize(at + kReadChunk);

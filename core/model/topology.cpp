@@ -213,8 +213,8 @@ void parse_attention_stages(const util::JsonField& f, Topology& t) {
     }
 }
 
-/// The optional "migration" object into t (MigrationModel): finite numbers > 0 (at most 1e15),
-/// expert_parameters an integer in 1..2^40.
+/// The optional "migration" object into t (MigrationModel): finite numbers in their ranges
+/// (migration_min_value .. 1e15), expert_parameters an integer in 1..2^40.
 void parse_migration(const util::JsonField& f, Topology& t) {
     if (!f.exists()) return;
     f.object();
@@ -228,18 +228,25 @@ void parse_migration(const util::JsonField& f, Topology& t) {
                                    {"inter_node_GBps", &m.inter_node_GBps},
                                    {"seconds_per_U", &m.seconds_per_U},
                                    {"achieved_TFLOPs", &m.achieved_TFLOPs}})
-        if (f[key].exists()) *out = f[key].number(0, kMax, true, false);
+        if (f[key].exists()) *out = f[key].number(migration_min_value(key), kMax);
     if (f["expert_parameters"].exists()) m.expert_parameters = f["expert_parameters"].integer(1, std::int64_t{1} << 40);
 }
 
 } // namespace
 
+double migration_min_value(std::string_view key) {
+    if (key == "seconds_per_U") return 1e-12;
+    return 1e-6;
+}
+
 void check_migration_model(const MigrationModel& m, const std::string& origin) {
     auto positive = [&](const char* key, double v) {
-        if (!std::isfinite(v) || !(v > 0) || v > 1e15) {
-            std::ostringstream got;
+        if (!std::isfinite(v) || !(v >= migration_min_value(key)) || v > 1e15) {
+            std::ostringstream got, lo;
             got << v;
-            throw InputError(origin + ": migration." + key + " is " + got.str() + ", not a number in (0, 1e+15]");
+            lo << migration_min_value(key);
+            throw InputError(origin + ": migration." + key + " is " + got.str() + ", not a number in [" + lo.str() +
+                             ", 1e+15]");
         }
     };
     positive("state_bytes_per_param", m.state_bytes_per_param);
@@ -265,7 +272,9 @@ Topology parse_topology(const std::string& json_text, const std::string& origin)
     t.ep_ranks = static_cast<int>(j["ep_ranks"].integer(1, kMaxRanks));
     t.dp_slots = static_cast<int>(j["dp_slots"].integer(1, kMaxRanks));
     parse_batch(j, t);
-    if (j["token_cap"].exists() || t.batch.samples_per_cell == 0) t.token_cap = j["token_cap"].integer(1, kMaxTokenCap);
+    // With samples_per_cell the cap may be absent or 0 (the stack bounds a micro-batch by its count).
+    if (j["token_cap"].exists() || t.batch.samples_per_cell == 0)
+        t.token_cap = j["token_cap"].integer(t.batch.samples_per_cell > 0 ? 0 : 1, kMaxTokenCap);
     if (j["experts_per_layer"].exists())
         t.experts_per_layer = static_cast<int>(j["experts_per_layer"].integer(1, kMaxExpertsPerLayer));
     if (j["min_rows"].exists()) t.min_rows = static_cast<int>(j["min_rows"].integer(0, kMaxMinRows));
@@ -370,23 +379,28 @@ void check_batch_fields(const Topology& t, const std::string& origin) {
         throw InputError(head + ", and no multiple of row_multiple " + std::to_string(m) + " is among 1.." + S);
 }
 
-void check_batch_window(const Topology& t, std::int64_t n) {
+void check_batch_window(const Topology& t, std::int64_t n, const std::string& origin) {
     const BatchRules& b = t.batch;
     const std::int64_t D = t.dp_slots;
     auto str = [](std::int64_t v) { return std::to_string(v); };
+    auto fail = [&](const char* field, const std::string& text) {
+        throw InputError(origin.empty() ? text : origin + ": " + field + ": " + text);
+    };
     if (b.samples_per_dp_slot > 0 && n != D * b.samples_per_dp_slot)
-        throw InputError(str(n) + " samples cannot fill " + str(D) + " DP slots with " + str(b.samples_per_dp_slot) +
-                         " each");
+        fail("samples_per_dp_slot",
+             str(n) + " samples cannot fill " + str(D) + " DP slots with " + str(b.samples_per_dp_slot) + " each");
     if (b.samples_per_cell == 0) return;
     const std::int64_t c = b.samples_per_cell;
     if (n % (c * D) != 0)
-        throw InputError(str(n) + " samples cannot fill cells of " + str(c) + " samples on " + str(D) + " DP slots: " +
-                         str(n) + " is not a multiple of " + str(c) + " x " + str(D) + " = " + str(c * D));
+        fail("samples_per_cell", str(n) + " samples cannot fill cells of " + str(c) + " samples on " + str(D) +
+                                     " DP slots: " + str(n) + " is not a multiple of " + str(c) + " x " + str(D) +
+                                     " = " + str(c * D));
     const std::int64_t R = n / (c * D);
     const std::string head = "samples_per_cell " + str(c) + " on " + str(D) + " DP slots fixes R = " + str(R) +
                              " rows for " + str(n) + " samples, ";
-    if (R < t.min_rows) throw InputError(head + "below min_rows " + str(t.min_rows));
-    if (R % t.row_multiple != 0) throw InputError(head + "not a multiple of row_multiple " + str(t.row_multiple));
+    if (R < t.min_rows) fail("samples_per_cell", head + "below min_rows " + str(t.min_rows));
+    if (R % t.row_multiple != 0)
+        fail("samples_per_cell", head + "not a multiple of row_multiple " + str(t.row_multiple));
 }
 
 std::int64_t effective_token_cap(const Topology& t, const std::vector<std::int64_t>& length) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace routepack {
@@ -168,8 +169,10 @@ void check_batch_fields(const Topology& t, const std::string& origin);
 /// Checks the batch rules against a window of n samples on D = t.dp_slots DP slots: InputError
 /// "512 samples cannot fill 3 DP slots with 171 each", "510 samples cannot fill cells of 4 samples on
 /// 4 DP slots: 510 is not a multiple of 4 x 4 = 16", "samples_per_cell 4 on 4 DP slots fixes R = 32
-/// rows for 512 samples, below min_rows 40" and "..., not a multiple of row_multiple 3".
-void check_batch_window(const Topology& t, std::int64_t n);
+/// rows for 512 samples, below min_rows 40" and "..., not a multiple of row_multiple 3". With an
+/// `origin` (the topology file or shipped name the rules came from) the message names it and the
+/// field: "t.json: samples_per_dp_slot: 512 samples cannot fill 3 DP slots with 171 each".
+void check_batch_window(const Topology& t, std::int64_t n, const std::string& origin = {});
 
 /// C of a window of lengths `length` under topology t: t.token_cap when it is set, else (only with
 /// samples_per_cell c) the token sum of the c longest samples, the largest sum any cell can hold.
@@ -185,8 +188,13 @@ std::string topology_to_json(const Topology& t);
 /// a long path stays whole. load_topology's errors and the model check's callers use it.
 std::string topology_origin(const std::string& spec);
 
+/// The smallest value a migration cost model number may take (a bandwidth of 1e-6 GB/s, 1e-6 TFLOP/s,
+/// 1e-6 state bytes per parameter; seconds_per_U 1e-12): below it, a derived figure could overflow
+/// to infinity (a denormal bandwidth, a TFLOP rate of 1e-300). `key` is the field's JSON name.
+double migration_min_value(std::string_view key);
+
 /// The migration cost model's numbers as a Topology holds them, checked: InputError "<origin>:
-/// migration.inter_node_GBps must be a finite number > 0 (got 0)".
+/// migration.inter_node_GBps is 0, not a number in [1e-06, 1e+15]" (seconds_per_U 0 means derived).
 void check_migration_model(const MigrationModel& m, const std::string& origin);
 
 /// Checks the topology against a model: E % P == 0, experts_per_layer == E when given. InputError

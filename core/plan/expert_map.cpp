@@ -1,8 +1,16 @@
 #include "core/plan/expert_map.h"
 
+#include "core/model/trace.h"
+#include "core/plan/plan_file.h"
 #include "core/util/errors.h"
+#include "core/util/input_file.h"
+#include "core/util/json.h"
+#include "core/util/text.h"
 
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdint>
 
 namespace routepack {
 
@@ -66,4 +74,354 @@ std::string expert_map_json(const Placement& pi, const ModelDescription& model, 
     return j.dump();
 }
 
+namespace {
+
+using nlohmann::json;
+
+/// Largest decoder-layer id a map may name (as --layer-map's checkpoint layers).
+constexpr std::int64_t kMaxLayerId = 999999999;
+
+/// [rows][cols] non-negative integers of `key`; InputError naming `origin`, key and index.
+std::vector<std::vector<int>> int_rows(const json& v, const std::string& key, const std::string& origin) {
+    if (!v.is_array() || v.empty())
+        throw InputError(origin + ": " + key + " must be a non-empty list of rows, not " + util::json_kind(v));
+    std::vector<std::vector<int>> out;
+    out.reserve(v.size());
+    for (std::size_t r = 0; r < v.size(); ++r) {
+        const json& row = v[r];
+        const std::string where = origin + ": " + key + "[" + std::to_string(r) + "]";
+        if (!row.is_array() || row.empty())
+            throw InputError(where + " must be a non-empty list of integers, not " + util::json_kind(row));
+        if (row.size() != v[0].size())
+            throw InputError(where + " has " + std::to_string(row.size()) + " entries, " + key + "[0] has " +
+                             std::to_string(v[0].size()));
+        std::vector<int> ints;
+        ints.reserve(row.size());
+        for (std::size_t k = 0; k < row.size(); ++k) {
+            const json& x = row[k];
+            const std::int64_t n = row.size();
+            if (!x.is_number_integer() || (!x.is_number_unsigned() && x.get<std::int64_t>() < 0))
+                throw InputError(where + "[" + std::to_string(k) + "] is " + util::json_brief(x) +
+                                 ", not an integer in 0.." + std::to_string(n - 1));
+            if (x.get<std::uint64_t>() >= std::uint64_t(n))
+                // A row lists each of its n entries' partners 0..n-1 once: a larger id means the row
+                // is short (or the id is wrong), not that the entry alone is bad.
+                throw InputError(where + " has " + std::to_string(n) + " entries but " + key + "[" + std::to_string(r) +
+                                 "][" + std::to_string(k) + "] is " + util::json_brief(x) + " (a row of " +
+                                 std::to_string(n) + " entries holds each of 0.." + std::to_string(n - 1) +
+                                 " once; is an entry missing?)");
+            ints.push_back(x.get<int>());
+        }
+        out.push_back(std::move(ints));
+    }
+    return out;
+}
+
+/// Refuses physical_to_logical_map rows that are no permutation. `logical` experts are those any
+/// row names (the largest id + 1): a row that lacks one of them is missing an expert; a row naming
+/// all of them in more slots holds replicas (redundant experts), unless the model has more experts
+/// that no row names, which the message says too.
+void check_p2l_rows(const std::vector<std::vector<int>>& rows, const std::string& key, const std::string& origin) {
+    int top = -1;
+    for (const auto& row : rows)
+        for (int x : row)
+            top = std::max(top, x);
+    const std::size_t logical = static_cast<std::size_t>(top + 1);
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        const std::vector<int>& row = rows[r];
+        std::vector<int> first(row.size(), -1);
+        std::size_t distinct = 0;
+        int rep = -1, rep_a = -1, rep_b = -1;
+        for (std::size_t v = 0; v < row.size(); ++v) {
+            int& f = first[static_cast<std::size_t>(row[v])];
+            if (f < 0) {
+                f = static_cast<int>(v);
+                ++distinct;
+            } else if (rep < 0) {
+                rep = row[v];
+                rep_a = f;
+                rep_b = static_cast<int>(v);
+            }
+        }
+        if (rep < 0) continue;
+        const std::string at = origin + ": " + key + "[" + std::to_string(r) + "]";
+        const std::string twice =
+            "expert " + std::to_string(rep) + " is in slots " + std::to_string(rep_a) + " and " + std::to_string(rep_b);
+        std::size_t missing = 0;
+        while (missing < row.size() && first[missing] >= 0)
+            ++missing;
+        if (missing < logical)
+            throw InputError(at + " is not a permutation of 0.." + std::to_string(row.size() - 1) + ": expert " +
+                             std::to_string(missing) + " is missing and " + twice);
+        if (row.size() - distinct == 1) // one id absent, one twice: a broken permutation as likely as a replica
+            throw InputError(at + " has " + std::to_string(row.size()) + " physical slots for " +
+                             std::to_string(distinct) + " logical experts (" + twice + ", and no row names expert " +
+                             std::to_string(distinct) + "): either expert " + std::to_string(distinct) +
+                             " is missing, or the map has replicas (redundant experts), which cannot rewrite a "
+                             "checkpoint that holds each expert once");
+        throw InputError(at + " has " + std::to_string(row.size()) + " physical slots for " + std::to_string(distinct) +
+                         " logical experts (" + twice +
+                         "): a map with replicas (redundant experts) cannot rewrite a checkpoint, which holds each "
+                         "expert once");
+    }
+}
+
+/// The fields an expert map object may hold: routepack export-map's, and those the stacks write
+/// beside physical_to_logical_map (SGLang, vLLM, EPLB), which are not read. Any other field (a typo
+/// such as "moe_layer") is refused rather than ignored.
+void check_map_fields(const json& j, const std::string& origin) {
+    static const char* const known[] = {"format",
+                                        "version",
+                                        "layer_axis",
+                                        "moe_layers",
+                                        "num_hidden_layers",
+                                        "experts",
+                                        "ep_ranks",
+                                        "slots_per_rank",
+                                        "placement",
+                                        "physical_to_logical_map",
+                                        "logical_to_all_physical_map",
+                                        "logical_to_all_physical_map_num_valid",
+                                        "logical_to_rank_dispatch_physical_map",
+                                        "logical_to_physical_map",
+                                        "logical_replica_count",
+                                        "logical_count",
+                                        "expert_count"};
+    for (const auto& item : j.items()) {
+        const std::string& key = item.key(); // a plain name: lambdas cannot capture structured bindings in C++20
+        if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return key == k; }) !=
+            std::end(known))
+            continue;
+        throw InputError(origin + ": unknown field '" + util::printable(key) +
+                         "' (an expert map holds moe_layers, placement and/or physical_to_logical_map, and "
+                         "routepack export-map's format, version, layer_axis, num_hidden_layers, experts, ep_ranks, "
+                         "slots_per_rank)");
+    }
+}
+
+std::vector<int> layer_ids(const json& v, std::size_t rows, const std::string& origin) {
+    if (!v.is_array()) throw InputError(origin + ": moe_layers must be a list of layer ids, not " + util::json_kind(v));
+    if (v.size() != rows)
+        throw InputError(origin + ": moe_layers lists " + std::to_string(v.size()) + " layers for " +
+                         std::to_string(rows) + " rows");
+    std::vector<int> out;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        const json& x = v[i];
+        if (!x.is_number_integer() || x.get<std::int64_t>() < 0 || x.get<std::int64_t>() > kMaxLayerId ||
+            (x.is_number_unsigned() && x.get<std::uint64_t>() > std::uint64_t(kMaxLayerId)))
+            throw InputError(origin + ": moe_layers[" + std::to_string(i) + "] is " + util::json_brief(x) +
+                             ", not a layer id in 0.." + std::to_string(kMaxLayerId));
+        if (!out.empty() && x.get<int>() <= out.back())
+            throw InputError(origin + ": moe_layers must be ascending (moe_layers[" + std::to_string(i) +
+                             "] = " + std::to_string(x.get<int>()) + " after " + std::to_string(out.back()) + ")");
+        out.push_back(x.get<int>());
+    }
+    return out;
+}
+
+} // namespace
+
+ExpertMapFile parse_expert_map_text(const std::string& text, const std::string& origin) {
+    json j;
+    try {
+        j = util::parse_json_strict(text, origin);
+    } catch (const json::parse_error& e) {
+        throw InputError(origin + ": malformed JSON at byte " + std::to_string(e.byte) + ": " +
+                         util::json_error_description(e));
+    } catch (const json::exception& e) {
+        throw InputError(origin + ": malformed JSON: " + util::json_error_description(e));
+    }
+    ExpertMapFile m;
+    const std::string shapes = "expected {\"physical_to_logical_map\": [[...]]} (SGLang / vLLM), {\"moe_layers\": "
+                               "[...], \"placement\": [[...]]} or a routepack export-map file";
+    if (j.is_array()) {
+        m.kind = "physical_to_logical_map";
+        m.p2l = int_rows(j, "physical_to_logical_map", origin);
+    } else if (!j.is_object()) {
+        throw InputError(origin + ": not an expert map (" + util::json_kind(j) + "); " + shapes);
+    } else if (check_map_fields(j, origin); j.contains("placement")) {
+        const bool ours = j.contains("format");
+        if (ours) {
+            if (!j["format"].is_string() || j["format"].get<std::string>() != "routepack-expert-map")
+                throw InputError(origin + ": format " + util::json_brief(j["format"]) +
+                                 " is not \"routepack-expert-map\"");
+            if (!j.contains("version") || j["version"] != 1)
+                throw InputError(origin + ": routepack expert map version " +
+                                 (j.contains("version") ? util::json_brief(j["version"]) : std::string("(missing)")) +
+                                 " is not supported (expected 1)");
+            if (j.contains("layer_axis") && j["layer_axis"] != "moe_layers")
+                throw InputError(origin + ": layer_axis " + util::json_brief(j["layer_axis"]) +
+                                 " is not \"moe_layers\"");
+        }
+        m.kind = ours ? "routepack export-map" : "{moe_layers, placement}";
+        const auto placement = int_rows(j["placement"], "placement", origin);
+        if (!j.contains("moe_layers"))
+            throw InputError(origin + ": missing field 'moe_layers' (the absolute decoder-layer id of each placement "
+                                      "row)");
+        m.moe_layers = layer_ids(j["moe_layers"], placement.size(), origin);
+        const std::size_t E = placement[0].size();
+        for (std::size_t l = 0; l < placement.size(); ++l) {
+            std::vector<int> row(E, -1);
+            for (std::size_t e = 0; e < E; ++e) {
+                int& at = row[static_cast<std::size_t>(placement[l][e])];
+                if (at >= 0)
+                    throw InputError(origin + ": placement[" + std::to_string(l) + "] puts experts " +
+                                     std::to_string(at) + " and " + std::to_string(e) + " in slot " +
+                                     std::to_string(placement[l][e]) + " (each logical expert needs its own slot)");
+                at = static_cast<int>(e);
+            }
+            m.p2l.push_back(std::move(row));
+        }
+        if (j.contains("physical_to_logical_map")) {
+            // Both shapes given: they must say the same, whoever wrote the file.
+            const auto p2l = int_rows(j["physical_to_logical_map"], "physical_to_logical_map", origin);
+            if (p2l.size() != m.p2l.size())
+                throw InputError(origin + ": physical_to_logical_map has " + std::to_string(p2l.size()) +
+                                 " rows, placement " + std::to_string(m.p2l.size()));
+            for (std::size_t l = 0; l < m.p2l.size(); ++l)
+                if (p2l[l] != m.p2l[l])
+                    throw InputError(origin + ": physical_to_logical_map[" + std::to_string(l) +
+                                     "] is not the inverse of placement[" + std::to_string(l) + "]");
+        }
+        if (ours && j.contains("experts") && j["experts"] != E)
+            throw InputError(origin + ": experts " + util::json_brief(j["experts"]) + " differs from the " +
+                             std::to_string(E) + " entries of each placement row");
+        if (ours && j.contains("ep_ranks")) {
+            const json& p = j["ep_ranks"];
+            if (!p.is_number_integer() || p.get<std::int64_t>() < 1 || p.get<std::int64_t>() > std::int64_t(E) ||
+                E % p.get<std::size_t>() != 0)
+                throw InputError(origin + ": ep_ranks " + util::json_brief(p) + " must divide the " +
+                                 std::to_string(E) + " experts");
+            m.ep_ranks = p.get<int>();
+            m.ep_ranks_given = true;
+        }
+    } else if (j.contains("physical_to_logical_map")) {
+        m.kind = "physical_to_logical_map";
+        m.p2l = int_rows(j["physical_to_logical_map"], "physical_to_logical_map", origin);
+        check_p2l_rows(m.p2l, "physical_to_logical_map", origin);
+        if (j.contains("moe_layers")) m.moe_layers = layer_ids(j["moe_layers"], m.p2l.size(), origin);
+    } else {
+        throw InputError(origin + ": not an expert map (no 'physical_to_logical_map' or 'placement'); " + shapes);
+    }
+    if (j.is_array()) check_p2l_rows(m.p2l, "physical_to_logical_map", origin);
+    if (j.is_object() && j.contains("num_hidden_layers")) {
+        const json& h = j["num_hidden_layers"];
+        if (!h.is_number_integer() || h.get<std::int64_t>() < 1 || h.get<std::int64_t>() > kMaxLayerId + 1 ||
+            (!m.moe_layers.empty() && h.get<std::int64_t>() <= m.moe_layers.back()))
+            throw InputError(origin + ": num_hidden_layers " + util::json_brief(h) +
+                             " must be a layer count above every MoE layer id");
+        m.num_hidden_layers = h.get<int>();
+    }
+    return m;
+}
+
+ExpertMapFile read_expert_map_file(const std::string& path) {
+    return parse_expert_map_text(read_input_file(path, input_files::kExpertMap), path);
+}
+
+namespace {
+
+std::string str(std::int64_t v) {
+    return std::to_string(v);
+}
+
+/// The experts, layers and EP ranks a placement brings, each against the window's.
+void check_layers(const std::vector<int>& have, const ModelDescription& model, const std::string& origin,
+                  const std::string& who, const std::string& against) {
+    if (have != model.moe_layers)
+        throw InputError(origin + ": " + who + " has MoE layers " + format_layer_list(have) + ", " + against + " " +
+                         format_layer_list(model.moe_layers));
+}
+
+void check_experts(int have, const ModelDescription& model, const std::string& origin, const std::string& who,
+                   const std::string& against) {
+    if (have != model.experts)
+        throw InputError(origin + ": " + who + " has " + str(have) + " experts per layer, " + against + " " +
+                         str(model.experts));
+}
+
+void check_ranks(int have, int ep_ranks, const std::string& origin, const std::string& who) {
+    if (have != ep_ranks)
+        throw InputError(origin + ": " + who + " is on " + str(have) + " EP ranks, the topology has " + str(ep_ranks));
+}
+
+} // namespace
+
+Placement placement_from_map(const ExpertMapFile& map, const ModelDescription& model, int ep_ranks,
+                             const std::string& origin, const std::string& against) {
+    const int L = model.num_moe_layers();
+    const auto R = static_cast<std::int64_t>(map.p2l.size());
+    if (R == 0) throw InputError(origin + ": the map has no rows");
+    const int E = static_cast<int>(map.p2l.front().size());
+    std::vector<int> row_of(static_cast<std::size_t>(L), -1); // map row of each MoE layer index
+    if (!map.moe_layers.empty()) {
+        check_layers(map.moe_layers, model, origin, "the map", against);
+        for (int l = 0; l < L; ++l)
+            row_of[static_cast<std::size_t>(l)] = l;
+    } else if (R == L) {
+        for (int l = 0; l < L; ++l)
+            row_of[static_cast<std::size_t>(l)] = l;
+    } else if (R == model.num_hidden_layers) {
+        for (int l = 0; l < L; ++l)
+            row_of[static_cast<std::size_t>(l)] = model.moe_layers[static_cast<std::size_t>(l)];
+        for (int layer = 0; layer < R; ++layer) {
+            if (model.moe_index(layer) >= 0) continue;
+            const std::vector<int>& row = map.p2l[static_cast<std::size_t>(layer)];
+            for (int v = 0; v < static_cast<int>(row.size()); ++v)
+                if (row[static_cast<std::size_t>(v)] != v)
+                    throw InputError(
+                        origin + ": physical_to_logical_map[" + str(layer) + "] is decoder layer " + str(layer) +
+                        ", a dense layer of " + against + ": its row must be the identity 0.." +
+                        str(static_cast<std::int64_t>(row.size()) - 1) + " (SGLang's trivial row), but slot " + str(v) +
+                        " holds expert " + str(row[static_cast<std::size_t>(v)]));
+        }
+    } else {
+        throw InputError(origin + ": the map has " + str(R) + " rows; " + against + " has " + str(L) +
+                         " MoE layers (vLLM: one row each) and " + str(model.num_hidden_layers) +
+                         " decoder layers (SGLang: one row each)");
+    }
+    check_experts(E, model, origin, "the map", against);
+    if (ep_ranks > 0 && map.ep_ranks_given) check_ranks(map.ep_ranks, ep_ranks, origin, "the map");
+    Placement pi;
+    pi.layers = L;
+    pi.experts = E;
+    pi.ep_ranks = ep_ranks > 0 ? ep_ranks : 1;
+    pi.slot.assign(static_cast<std::size_t>(L) * static_cast<std::size_t>(E), 0);
+    for (int l = 0; l < L; ++l) {
+        const auto& row = map.p2l[static_cast<std::size_t>(row_of[static_cast<std::size_t>(l)])];
+        for (int v = 0; v < E; ++v)
+            pi.slot[static_cast<std::size_t>(l) * static_cast<std::size_t>(E) +
+                    static_cast<std::size_t>(row[static_cast<std::size_t>(v)])] = v;
+    }
+    return pi;
+}
+
+Placement placement_from_plan(const PlanFile& plan, const ModelDescription& model, int ep_ranks,
+                              const std::string& origin) {
+    check_layers(plan.model.moe_layers, model, origin, "the plan", "the window");
+    check_experts(plan.placement.experts, model, origin, "the plan", "the window");
+    check_ranks(plan.topology.ep_ranks, ep_ranks, origin, "the plan");
+    Placement pi = plan.placement;
+    pi.ep_ranks = ep_ranks;
+    return pi;
+}
+
+Placement previous_placement_from_text(const std::string& text, const std::string& origin,
+                                       const ModelDescription& model, int ep_ranks) {
+    // A plan writes "format" first: the scan stops there, without building the document.
+    const util::JsonTopLevel top = util::json_top_level(text, "format");
+    const auto format = top.strings.find("format");
+    const bool is_plan = top.object && format != top.strings.end() && format->second == "routepack-plan";
+    if (!is_plan) return placement_from_map(parse_expert_map_text(text, origin), model, ep_ranks, origin, "the window");
+    try {
+        return placement_from_plan(parse_plan(text, origin), model, ep_ranks, origin);
+    } catch (const nlohmann::json::exception& e) {
+        throw InputError(origin + ": " + util::json_error_description(e));
+    }
+}
+
+Placement read_previous_placement(const std::filesystem::path& path, const ModelDescription& model, int ep_ranks) {
+    return previous_placement_from_text(read_input_file(path, input_files::kPreviousPlacement),
+                                        util::printable(path.string()), model, ep_ranks);
+}
 } // namespace routepack

@@ -10,6 +10,7 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -512,26 +513,9 @@ MovePlan budgeted_placement(const GroupLoads& loads, const MoveRequest& rq) {
 
 MovePlan place_from_previous(std::span<const std::uint64_t> loads, const Placement& lpt, const MoveRequest& rq) {
     if (!rq.previous) throw std::invalid_argument("place_from_previous: no previous placement");
-    const GroupLoads g = aggregate_group_loads(loads, lpt.layers, lpt.experts);
-    if (rq.max_moves >= 0 || rq.cost) {
-        MoveRequest r = rq;
-        r.target = &lpt;
-        return budgeted_placement(g, r);
-    }
-    MoveRequest none = rq;
-    none.max_moves = 0;
-    MovePlan out = budgeted_placement(g, none); // the previous placement's measure
-    out.placement = relabel_to_previous(lpt, *rq.previous);
-    out.layer_moves = layer_moves(out.placement, *rq.previous);
-    out.peak_after = 0;
-    for (int l = 0; l < lpt.layers; ++l) {
-        std::vector<std::int64_t> G(static_cast<std::size_t>(lpt.ep_ranks), 0);
-        for (int e = 0; e < lpt.experts; ++e)
-            G[static_cast<std::size_t>(lpt.rank_of(l, e))] +=
-                static_cast<std::int64_t>(loads[static_cast<std::size_t>(l) * lpt.experts + e]);
-        out.peak_after += *std::max_element(G.begin(), G.end());
-    }
-    return out;
+    MoveRequest r = rq;
+    r.target = &lpt;
+    return budgeted_placement(aggregate_group_loads(loads, lpt.layers, lpt.experts), r);
 }
 
 std::vector<std::int64_t> layer_moves(const Placement& next, const Placement& previous) {
@@ -542,8 +526,10 @@ std::vector<std::int64_t> layer_moves(const Placement& next, const Placement& pr
 }
 
 std::vector<std::int64_t> layer_move_allowance(const std::vector<std::int64_t>& layer_moves, std::int64_t max_moves,
-                                               bool no_extra) {
+                                               int experts, bool no_extra) {
     std::vector<std::int64_t> out = layer_moves;
+    // A budget of every expert of every layer cannot bind: it is unlimited.
+    if (max_moves >= static_cast<std::int64_t>(layer_moves.size()) * experts) max_moves = -1;
     if (max_moves < 0) {
         if (!no_extra) std::fill(out.begin(), out.end(), -1);
         return out;
@@ -587,6 +573,10 @@ MigrationCost resolve_migration_cost(const Topology& topology, const ModelDescri
     c.seconds_per_U = m.seconds_per_U > 0 ? m.seconds_per_U
                                           : 6.0 * static_cast<double>(topology.token_cap) *
                                                 static_cast<double>(params) / (m.achieved_TFLOPs * 1e12);
+    if (!std::isfinite(c.seconds_per_U) || !(c.seconds_per_U > 0) || !std::isfinite(c.expert_bytes))
+        throw InputError("topology: migration: seconds_per_U derived as 6 x token_cap " +
+                         std::to_string(topology.token_cap) + " x expert parameters " + std::to_string(params) +
+                         " / (achieved_TFLOPs x 1e12) is not a finite number > 0; give migration.seconds_per_U");
     c.node_of_rank = topology.node_of_rank();
     return c;
 }

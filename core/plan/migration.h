@@ -110,9 +110,10 @@ struct MovePlan {
 MovePlan budgeted_placement(const GroupLoads& loads, const MoveRequest& request);
 
 /// The placement of expert totals alone (no layout; `routepack place --previous`, Python place(...,
-/// previous=)) from request.previous: with no budget (max_moves -1) and no cost, `lpt` relabeled to
-/// move the fewest experts (relabel_to_previous; the same rank loads as LPT); otherwise
-/// budgeted_placement on the aggregate loads with `lpt` offered per layer. `loads` is [L][E].
+/// previous=)) from request.previous: budgeted_placement on the aggregate loads with `lpt` offered per
+/// layer, also with no budget (max_moves -1, every move allowed: per layer the lowest busiest-rank
+/// load among the greedy moves and LPT's relabeled layer, with the fewest moves for it). `loads` is
+/// [L][E].
 MovePlan place_from_previous(std::span<const std::uint64_t> loads, const Placement& lpt, const MoveRequest& request);
 
 /// Moved experts per MoE layer index from `previous` to `next` ([L]); errors as placement_moves.
@@ -120,10 +121,10 @@ std::vector<std::int64_t> layer_moves(const Placement& next, const Placement& pr
 
 /// Per-layer allowance of moves for the refinement after budgeted_placement: layer_moves[l], plus
 /// the budget left over (max_moves - sum) shared evenly over the layers in order (the first
-/// (left % L) one more); unlimited (max_moves -1): -1 everywhere. With `no_extra` (a cost model
-/// chooses the moves) the leftover is not shared.
+/// (left % L) one more); unlimited (max_moves -1, or a budget of at least L x `experts`, which cannot
+/// bind): -1 everywhere. With `no_extra` (a cost model chooses the moves) the leftover is not shared.
 std::vector<std::int64_t> layer_move_allowance(const std::vector<std::int64_t>& layer_moves, std::int64_t max_moves,
-                                               bool no_extra);
+                                               int experts, bool no_extra);
 
 /// Fingerprint of a placement, 16 hex digits: FNV-1a 64 over L, E, P (int32 each) and the slots
 /// (int32, [L][E] order). The plan file's migration.previous_fingerprint.

@@ -8,15 +8,18 @@
 #include "core/plan/packing.h"
 #include "core/plan/placement.h"
 #include "core/util/errors.h"
+#include "core/util/json.h"
 #include "core/util/json_field.h"
 #include "core/util/text.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <string_view>
 #include <unordered_map>
 #include <variant>
 
@@ -682,9 +685,46 @@ void parse_planner(const JsonField& planner, PlanFile& f) {
                          std::to_string(f.budgets.placement_rounds));
 }
 
+/// The top-level fields a plan file may hold (plan_to_json writes them; older versions a subset).
+constexpr std::array<std::string_view, 22> kPlanFields = {"format",
+                                                          "version",
+                                                          "inputs",
+                                                          "model",
+                                                          "moe_layers",
+                                                          "topology",
+                                                          "planner",
+                                                          "placement",
+                                                          "samples",
+                                                          "row_count",
+                                                          "row_count_certified",
+                                                          "row_lower_bound",
+                                                          "row_count_how",
+                                                          "rows",
+                                                          "oversize_cells",
+                                                          "score",
+                                                          "metrics",
+                                                          "max_u_lower_bound",
+                                                          "baseline_is_fixed_row_ffd",
+                                                          "communication",
+                                                          "migration",
+                                                          "timings"};
+
+/// InputError "<origin>: unknown field 'pad' (a plan holds format, version, ...)" for a top-level key
+/// no plan writes, found by a scan that does not build the document.
+void check_plan_fields(const std::string& text, const std::string& origin) {
+    for (const std::string& key : util::json_top_level(text).keys) {
+        if (std::find(kPlanFields.begin(), kPlanFields.end(), key) != kPlanFields.end()) continue;
+        std::string list;
+        for (std::string_view k : kPlanFields)
+            list += (list.empty() ? "" : ", ") + std::string(k);
+        throw InputError(origin + ": unknown field '" + util::printable(key) + "' (a plan holds " + list + ")");
+    }
+}
+
 } // namespace
 
 PlanFile parse_plan(const std::string& text, const std::string& origin) {
+    check_plan_fields(text, origin); // before the document is built: an unknown field costs no memory
     const json doc = util::parse_json_document(text, origin);
     if (!doc.is_object()) throw InputError(origin + ": a plan must be a JSON object");
     const JsonField j(doc, origin);

@@ -245,7 +245,7 @@ bool refine_round(Search& x, double& seconds) {
     auto limit_of = [&](const Placement& pi, bool own) {
         RefineMoveLimit lim;
         lim.previous = pc.moves->previous;
-        lim.allowance = layer_move_allowance(layer_moves(pi, *pc.moves->previous), pc.moves->max_moves,
+        lim.allowance = layer_move_allowance(layer_moves(pi, *pc.moves->previous), pc.moves->max_moves, pi.experts,
                                              own || pc.moves->cost != nullptr);
         return lim;
     };
@@ -708,17 +708,12 @@ std::optional<MoveStart> move_start(WindowRun& run) {
     rq.cost = mg.costed ? &mg.cost : nullptr;
     rq.tokens_per_U = static_cast<double>(in.topology.token_cap) * in.topology.shards();
     const int L = in.window.model.num_moe_layers(), E = in.window.model.experts;
+    // Unlimited moves (max_moves -1) take the same path as a budget that cannot bind (every expert of
+    // every layer): the greedy moves from the previous placement, LPT offered per layer, and the
+    // refinement's candidates from both, so no finite budget can reach a placement it cannot.
     MovePlan mp = budgeted_placement(aggregate_group_loads(run.loads, L, E), rq);
     mg.peak_sum_previous = mp.peak_before;
     mg.peak_sum_start = mp.peak_after;
-    if (rq.max_moves < 0 && !rq.cost) {
-        mg.peak_sum_start = 0;
-        for (std::size_t l = 0; l < static_cast<std::size_t>(run.r.placement.lpt.layers); ++l) {
-            const std::uint64_t* g = run.r.placement.rank_loads_lpt.data() + l * run.r.placement.lpt.ep_ranks;
-            mg.peak_sum_start += static_cast<std::int64_t>(*std::max_element(g, g + run.r.placement.lpt.ep_ranks));
-        }
-        return std::nullopt;
-    }
     MoveStart ms;
     ms.request = rq;
     ms.problem = make_packing_problem(in.window, in.topology, mp.placement);
@@ -726,14 +721,13 @@ std::optional<MoveStart> move_start(WindowRun& run) {
     return ms;
 }
 
-/// routepack's final placement against the previous one: relabeled (unlimited moves, no cost model)
-/// or with the previous slots kept, and the moves' figures; rank loads and CV follow the placement.
-void finish_migration(WindowRun& run, bool relabel) {
+/// routepack's final placement against the previous one, with the previous slots kept, and the moves'
+/// figures; rank loads and CV follow the placement.
+void finish_migration(WindowRun& run) {
     PlanResult& r = run.r;
     PlanMigration& mg = r.migration;
     PlanPlacements& pl = r.placement;
-    pl.routepack =
-        relabel ? relabel_to_previous(pl.routepack, mg.previous) : keep_previous_slots(pl.routepack, mg.previous);
+    pl.routepack = keep_previous_slots(pl.routepack, mg.previous);
     pl.rank_loads_routepack = rank_loads(run.loads, pl.routepack);
     pl.cv_routepack = cv_global(pl.rank_loads_routepack, pl.routepack.layers, pl.routepack.ep_ranks);
     mg.figures = migration_figures(pl.routepack, mg.previous, mg.cost);
@@ -786,7 +780,7 @@ bool search_routepack(WindowRun& run, const PackingProblem& p_lpt) {
     if (best.improved || ms)
         r.routepack = make_method(Method::RoutePack, pc.problem || ms ? PlacementKind::Refined : PlacementKind::Lpt,
                                   best.layout, p_final, r.placement.cv_routepack);
-    if (r.migration.has_previous) finish_migration(run, !ms);
+    if (r.migration.has_previous) finish_migration(run);
     if (r.cancelled && !st.finished) return false;
 
     // 5. Validation and non-regression.

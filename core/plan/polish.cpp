@@ -102,8 +102,9 @@ bool cyclic_descent(IncrementalScorer& sc, std::int64_t budget, Counts& c, int& 
 /// convex), so J + these linear terms is an optimistic estimate of the new J; attention (eq. 12) is
 /// computed from the cells' integer sums. Only kept moves change the state (O(n*L) per changed
 /// row-shard).
-///   S is a [R*G][n] table while it fits `table_bytes` (dense: O(1) per look-up). The table grows as
-/// rows x samples, i.e. quadratically in the window (rows grow with n): above the limit S is not
+///   S is a [R*G][n] table while it fits `table_bytes` and the size of the demands q[n][L][P] (1 MiB
+/// at least) (dense: O(1) per look-up). The table grows as rows x samples, i.e. quadratically in the
+/// window (rows grow with n), q linearly: above the limit S is not
 /// stored and each value is formed from the peaks when asked (O(L); the straggler's row-shard's
 /// whole column once per visit, cached until that row-shard changes). Both give the same integers,
 /// so the descent's moves and result do not depend on the mode; memory is then O(R G L P + n).
@@ -114,8 +115,11 @@ public:
           K_(sc.cell_count()) {
         const auto RS = static_cast<std::size_t>(R_) * static_cast<std::size_t>(G_);
         const auto LP = static_cast<std::size_t>(L_) * static_cast<std::size_t>(P_);
-        dense_ = static_cast<double>(RS) * static_cast<double>(n_) * sizeof(std::int64_t) <=
-                 static_cast<double>(table_bytes);
+        // At most table_bytes, and at most what the window's own demands q[n][L][P] take (1 MiB at
+        // least): the table then never outgrows the problem, so memory stays linear in the window.
+        const double q_bytes = static_cast<double>(n_) * static_cast<double>(LP) * sizeof(std::int32_t);
+        const double limit = std::min(static_cast<double>(table_bytes), std::max(q_bytes, double(1 << 20)));
+        dense_ = static_cast<double>(RS) * static_cast<double>(n_) * sizeof(std::int64_t) <= limit;
         W_.assign(RS * LP, 0);
         peak_.assign(RS * static_cast<std::size_t>(L_), 0);
         if (dense_) S_.assign(RS * static_cast<std::size_t>(n_), 0);

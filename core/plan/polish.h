@@ -27,9 +27,11 @@ struct PolishSettings {
     /// Guided descent: moves ranked by a linear estimate, this many best scored exactly per visit
     /// (0 = plain cyclic first-improvement descent).
     int verify = 8;
-    /// Largest table of peak demands ([R*G][n] int64, rows x samples) the guided descent stores;
-    /// above it each value is formed when needed (same result, O(L) per value instead of O(1)), so
-    /// memory stays linear in the window. Default 128 MiB: the 8192-sample scale point needs 64 MiB.
+    /// Largest table of peak demands ([R*G][n] int64, rows x samples) the guided descent stores,
+    /// and never more than the window's demands q[n][L][P] (int32) take, 1 MiB at least; above it
+    /// each value is formed when needed (same result, O(L) per value instead of O(1)), so memory
+    /// stays linear in the window. Default 128 MiB: the 8192-sample scale point needs 64 MiB (its q
+    /// takes 128 MiB).
     std::int64_t guide_table_bytes = std::int64_t{128} << 20;
 };
 

@@ -6,8 +6,10 @@
 #include "core/util/errors.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <numeric>
+#include <queue>
 #include <string>
 
 namespace routepack {
@@ -548,6 +550,50 @@ bool dealt_cells(const std::vector<std::int64_t>& length, std::int64_t C, int ro
     return true;
 }
 
+/// Longest first (FFD order), each sample into the cell of fewest tokens among those with room for it
+/// (under the cell limit and, with samples_per_dp_slot, the slot's quota; ties: lower cell index),
+/// refused when even that cell would pass C. Balances tokens when the counts are tight (cells x
+/// max_samples_per_cell close to n), where first fit fills the first cells to their limit with short
+/// samples and leaves the long ones nowhere. O(n log K) with a heap (a cell without room never
+/// regains it, so it is dropped when popped).
+bool least_loaded_cells(const std::vector<std::int64_t>& length, std::int64_t C, int rows, int D,
+                        const BatchRules& rules, Layout* x) {
+    const std::int64_t K = static_cast<std::int64_t>(rows) * D;
+    const auto n = static_cast<std::int64_t>(length.size());
+    const int limit = rules.cell_limit(), quota = rules.samples_per_dp_slot;
+    if (K < 1 || n < K || (quota > 0 && n != static_cast<std::int64_t>(quota) * D)) return false;
+    std::vector<std::vector<int>> cells(static_cast<std::size_t>(K));
+    std::vector<std::int64_t> tokens(static_cast<std::size_t>(K), 0);
+    std::vector<int> slot_count(static_cast<std::size_t>(D), 0);
+    using Entry = std::pair<std::int64_t, std::int64_t>; // (tokens, cell)
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
+    for (std::int64_t k = 0; k < K; ++k)
+        heap.emplace(0, k);
+    auto has_room = [&](std::int64_t k) {
+        const auto& c = cells[static_cast<std::size_t>(k)];
+        return (limit <= 0 || static_cast<int>(c.size()) < limit) &&
+               (quota <= 0 || slot_count[static_cast<std::size_t>(k % D)] < quota);
+    };
+    for (const int i : ffd_order(length)) {
+        while (!heap.empty() && (heap.top().first != tokens[static_cast<std::size_t>(heap.top().second)] ||
+                                 !has_room(heap.top().second)))
+            heap.pop();
+        if (heap.empty()) return false;
+        const std::int64_t k = heap.top().second;
+        heap.pop();
+        const std::int64_t t = tokens[static_cast<std::size_t>(k)] + length[static_cast<std::size_t>(i)];
+        if (t > C) return false;
+        tokens[static_cast<std::size_t>(k)] = t;
+        cells[static_cast<std::size_t>(k)].push_back(i);
+        ++slot_count[static_cast<std::size_t>(k % D)];
+        if (has_room(k)) heap.emplace(t, k);
+    }
+    for (const auto& c : cells)
+        if (c.empty()) return false;
+    if (x) *x = Layout::from_cells(rows, D, cells);
+    return true;
+}
+
 } // namespace
 
 /// FixedRowFFD (Algorithm 2 line 1): K = rows*D; the K longest samples (nonincreasing length, ties
@@ -585,6 +631,7 @@ bool layout_under_counts(const std::vector<std::int64_t>& length, std::int64_t C
     }
     if (rules.samples_per_dp_slot > 0 && columns_first(length, C, rows, D, rules, x))
         return done("DP slots filled first, then FFD per slot");
+    if (least_loaded_cells(length, C, rows, D, rules, x)) return done("longest first into the least-loaded cell");
     return false;
 }
 

@@ -29,8 +29,10 @@ bool fixed_row_ffd_counts(const std::vector<std::int64_t>& length, std::int64_t 
 /// A layout of `rows` rows keeping the batch rules' counts, or false: fixed_row_ffd_counts, then (with
 /// samples_per_dp_slot) the DP slots filled first, each sample in FFD order to the slot of the fewest
 /// tokens that still takes a sample, then each slot's samples FFD-packed into its rows; then (with
-/// samples_per_cell) the samples in FFD order dealt to the cells in boustrophedon rounds. `length` as
-/// for fixed_row_ffd_counts. `by`, when set, names the construction that succeeded.
+/// samples_per_cell) the samples in FFD order dealt to the cells in boustrophedon rounds; otherwise
+/// the samples in FFD order, each to the cell of the fewest tokens that still has room under the
+/// counts (max_samples_per_cell, the slot's samples_per_dp_slot) and stays under C. `length` as for
+/// fixed_row_ffd_counts. `by`, when set, names the construction that succeeded.
 bool layout_under_counts(const std::vector<std::int64_t>& length, std::int64_t C, int rows, int D,
                          const BatchRules& rules, Layout* x, std::string* by = nullptr);
 

@@ -30,6 +30,8 @@ inline constexpr InputFileKind kRewriteSidecar{"rewrite sidecar", std::uint64_t(
 inline constexpr InputFileKind kTraceFile{"trace file", std::uint64_t(16) << 30};                   // 16 GiB
 inline constexpr InputFileKind kLoadsFile{"loads file", std::uint64_t(256) << 20};                  // 256 MiB
 inline constexpr InputFileKind kExpertMap{"expert map file", std::uint64_t(256) << 20, "an"};       // 256 MiB
+/// A previous step's placement: a plan file or an expert map.
+inline constexpr InputFileKind kPreviousPlacement{"placement file (plan or expert map)", std::uint64_t(256) << 20};
 } // namespace input_files
 
 /// Reads the whole file at `path` as bytes. The file is opened with O_NONBLOCK (so that a FIFO

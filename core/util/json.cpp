@@ -187,4 +187,62 @@ std::optional<std::int64_t> json_int(const nlohmann::json& obj, const char* key,
     return json_int_value(*v, where, field, lo, hi);
 }
 
+namespace {
+
+/// json_top_level's SAX handler: tracks the depth, records depth-1 keys and string values.
+class TopLevelSax {
+public:
+    TopLevelSax(JsonTopLevel& out, std::string_view stop_after) : out_(out), stop_after_(stop_after) {}
+    bool null() { return value(); }
+    bool boolean(bool) { return value(); }
+    bool number_integer(nlohmann::json::number_integer_t) { return value(); }
+    bool number_unsigned(nlohmann::json::number_unsigned_t) { return value(); }
+    bool number_float(nlohmann::json::number_float_t, const std::string&) { return value(); }
+    bool string(std::string& s) {
+        if (depth_ == 1 && !out_.keys.empty()) out_.strings[out_.keys.back()] = s;
+        return value();
+    }
+    bool binary(nlohmann::json::binary_t&) { return value(); }
+    bool start_object(std::size_t) {
+        if (depth_ == 0) out_.object = true;
+        ++depth_;
+        return true;
+    }
+    bool end_object() {
+        --depth_;
+        return value();
+    }
+    bool start_array(std::size_t) {
+        ++depth_;
+        return true;
+    }
+    bool end_array() {
+        --depth_;
+        return value();
+    }
+    bool key(std::string& k) {
+        if (depth_ == 1) out_.keys.push_back(k);
+        return true;
+    }
+    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) { return false; }
+
+private:
+    /// After a complete value: false (stop) when it was the value of `stop_after` at the top level.
+    bool value() const {
+        return !(depth_ == 1 && !stop_after_.empty() && !out_.keys.empty() && out_.keys.back() == stop_after_);
+    }
+    JsonTopLevel& out_;
+    std::string_view stop_after_;
+    int depth_ = 0;
+};
+
+} // namespace
+
+JsonTopLevel json_top_level(std::string_view text, std::string_view stop_after) {
+    JsonTopLevel out;
+    TopLevelSax sax(out, stop_after);
+    (void)nlohmann::json::sax_parse(text.data(), text.data() + text.size(), &sax);
+    return out;
+}
+
 } // namespace routepack::util

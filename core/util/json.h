@@ -8,9 +8,11 @@
 
 #include <cstdint>
 #include <exception>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace routepack::util {
 
@@ -53,5 +55,17 @@ std::int64_t json_int_value(const nlohmann::json& v, const std::string& where, c
 std::optional<std::int64_t> json_int(const nlohmann::json& obj, const char* key, const std::string& where,
                                      const std::string& field, std::int64_t lo = INT64_MIN,
                                      std::int64_t hi = INT64_MAX);
+
+/// The top level of a JSON document, read without building it (a SAX pass; memory: the longest
+/// string, not the document): whether it is an object, its keys in order, and the value of each key
+/// whose value is a string. The pass ends early, keeping what it saw, at the first syntax error or
+/// once `stop_after` (when not empty) has been read with its value; it never throws for malformed
+/// text (the document parser reports that). O(bytes).
+struct JsonTopLevel {
+    bool object = false;
+    std::vector<std::string> keys;
+    std::map<std::string, std::string> strings;
+};
+JsonTopLevel json_top_level(std::string_view text, std::string_view stop_after = {});
 
 } // namespace routepack::util

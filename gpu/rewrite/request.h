@@ -3,6 +3,7 @@
 // CLI11-free, so that `routepack rewrite` (app/cmd_rewrite.cpp) and the studio's rewrite dialog build
 // the same request from the same plan file (see gpu/rewrite.h for the conventions).
 #include "core/model/model.h"
+#include "core/plan/expert_map.h"
 #include "core/plan/placement.h"
 #include "core/plan/plan_file.h"
 
@@ -68,47 +69,21 @@ PlanFile read_plan_file(const std::string& path);
 /// Shared by `routepack rewrite` and the studio's rewrite dialog, so both rewrite the same way.
 RewriteRequest request_from_plan(const PlanFile& plan, const std::string& origin);
 
-/// A placement read from an expert map file (`routepack rewrite --map`, the studio's rewrite dialog),
-/// without a plan. Accepted shapes (reference/checkpoint-formats.md section 4):
-/// - our `routepack export-map --format routepack` file: {"format": "routepack-expert-map", "version": 1,
-///   "moe_layers": [L], "num_hidden_layers", "experts", "ep_ranks", "placement": [L][E] (logical expert
-///   -> physical slot), "physical_to_logical_map": [L][E] (checked to be the inverse)};
-/// - the minimal {"moe_layers": [L], "placement": [L][E]} (absolute decoder-layer ids, logical -> slot);
-/// - {"physical_to_logical_map": [R][S]} (our `--format sglang|vllm` exports, SGLang's
-///   `--init-expert-location` JSON, sgl-project/sglang python/sglang/srt/eplb/expert_location.py; vLLM's
-///   EplbState.physical_to_logical_map, vllm/distributed/eplb/eplb_state.py), or that list alone, with an
-///   optional "moe_layers" [R]. Without it the rows carry no absolute layer ids: SGLang rows are decoder
-///   layers 0..R-1, vLLM rows the MoE layers in order; request_from_map takes them from config.json.
-/// Every row must be a permutation (one physical slot per logical expert): a row with replicas (more
-/// physical slots than experts, redundant experts of SGLang/vLLM/EPLB) is refused with that reason.
-struct ExpertMapFile {
-    std::string kind;                  ///< "routepack export-map", "{moe_layers, placement}", "physical_to_logical_map"
-    std::vector<int> moe_layers;       ///< absolute decoder-layer ids of the rows; empty: the rows carry none
-    int num_hidden_layers = 0;         ///< as written (0: not given)
-    int ep_ranks = 1;                  ///< as written in a routepack file (1 otherwise; the rewrite ignores ranks)
-    std::vector<std::vector<int>> p2l; ///< [rows][E]: physical slot v -> logical expert at that row
-};
-
-/// Parses an expert map (shapes above). InputError "<origin>: ..." naming the field and index: not one of
-/// the shapes; a row with replicas ("<origin>: physical_to_logical_map[1] has 18 physical slots for 16
-/// logical experts (expert 0 is in slots 0 and 16): a map with replicas (redundant experts) cannot
-/// rewrite a checkpoint, which holds each expert once"); an entry outside 0..E-1 or not an integer; rows
-/// of different lengths; moe_layers not ascending, or not one per row; a routepack file whose
-/// physical_to_logical_map is not the inverse of its placement.
-ExpertMapFile parse_expert_map_text(const std::string& json_text, const std::string& origin);
-
-/// Reads and parses an expert map file (read_input_file, kExpertMap; errors name the path).
-ExpertMapFile read_expert_map_file(const std::string& path);
+// The expert map reader is core's (core/plan/expert_map.h), one for every reader of a map.
+using routepack::ExpertMapFile;
+using routepack::parse_expert_map_text;
+using routepack::read_expert_map_file;
 
 /// A rewrite request carrying the map's placement (as request_from_plan does for a plan): plan_layers =
 /// the map's moe_layers, or, when the rows carry none, the MoE layers of the config.json beside
-/// `checkpoint` (the folder, or the folder of a .safetensors file): R rows = its MoE layers in order
-/// (vLLM), or R = num_hidden_layers rows = decoder layers (SGLang; the dense layers' rows are not
-/// used). plan_model: experts E, those layers, num_hidden_layers (given, config's, or max + 1);
-/// plan_fingerprint "" and plan_origin = `origin`. InputError "<origin>: the map's rows carry no
-/// absolute layer ids (SGLang rows are decoder layers, vLLM rows MoE layers in order) and <dir> has no
-/// config.json to take them from; ...", or "<origin>: physical_to_logical_map has R rows, but
-/// <config.json> gives H decoder layers (SGLang: one row each) and L MoE layers (vLLM: one row each)".
+/// `checkpoint` (the folder, or the folder of a .safetensors file), the rows matched by
+/// placement_from_map (R rows = its MoE layers in order (vLLM), or R = num_hidden_layers rows =
+/// decoder layers (SGLang), each dense layer's row the identity). plan_model: experts E, those layers,
+/// num_hidden_layers (given, config's, or max + 1); plan_fingerprint "" and plan_origin = `origin`.
+/// InputError "<origin>: the map's rows carry no absolute layer ids (SGLang rows are decoder layers,
+/// vLLM rows MoE layers in order) and <dir> has no config.json to take them from; ...", or
+/// placement_from_map's errors with `against` = the config.json path ("<origin>: the map has R rows;
+/// <config.json> has L MoE layers (vLLM: one row each) and H decoder layers (SGLang: one row each)").
 RewriteRequest request_from_map(const ExpertMapFile& map, const std::string& origin,
                                 const std::filesystem::path& checkpoint);
 

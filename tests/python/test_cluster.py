@@ -1,12 +1,20 @@
 """Whole-run sweeps on Dask (routepack.run) and read_trace: a real LocalCluster of 2 worker processes
 (one thread each) against `routepack sweep` on the same steps imported into a library, plan for plan;
-resuming; a bad step; a killed worker. The steps are small verl batches (.npz) written here."""
+resuming; a bad step; a killed worker; the command line's usage errors, OUT on a full and on a
+read-only file system, Ctrl-C, a replaced step, the files' mode and the local cluster's sockets. The
+steps are small verl batches (.npz) written here."""
 
+import contextlib
 import json
 import os
+import re
 import shutil
 import signal
+import socket
 import subprocess
+import sys
+import tempfile
+import time
 
 import numpy as np
 import pytest
@@ -18,6 +26,7 @@ from conftest import cli
 # dask-scheduler / dask-worker commands would inherit it and abort, so the pass skips these tests.
 if "asan" in os.environ.get("LD_PRELOAD", ""):
     pytest.skip("Dask worker processes under the sanitizer pass's preloaded ASan runtime", allow_module_level=True)
+import dask
 import distributed  # python3-distributed (resources/setup/debian-packages.txt): missing is a failure, not a skip
 import routepack.run as run_mod
 
@@ -70,7 +79,7 @@ def run_cli(exe, *args, ok=True):
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0")
+    cluster = run_mod.local_cluster(2)
     c = distributed.Client(cluster)
     yield c
     c.close()
@@ -273,7 +282,7 @@ def test_bad_step_fails_alone(client, steps, tmp_path):
 def test_killed_worker_loses_no_finished_step(steps, tmp_path):
     """One of 2 worker processes killed (SIGKILL) after the first finished step: every finished step
     stays as written, and the run completes, equal to a run without the kill."""
-    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0")
+    cluster = run_mod.local_cluster(2)
     c = distributed.Client(cluster)
     try:
         run = write_steps(str(tmp_path / "run"), steps=6, batch=32, seed=4)
@@ -411,11 +420,10 @@ def test_import_run_stores_the_summary(exe, client, steps, tmp_path):
 
 # --- the real DeepSeek-V2-Lite run ------------------------------------------------------------------
 
-def test_deepseek_run_through_the_cluster(exe, client, tmp_path):
-    """The real DeepSeek-V2-Lite trace (599 prompts, one prompt-csv file each) as a run of 10 steps, each a
-    folder of 64 of its files (the last 23) in the order `routepack window --split 64` takes them: the
-    cluster sweep on 2 worker processes equals `routepack sweep` of the split windows, plan for plan, and
-    `import-run` stores its summary."""
+def deepseek_run(run):
+    """The real DeepSeek-V2-Lite trace (../shared/traces/deepseek-v2-lite, 599 prompt-csv files) as a run
+    folder `run` of 10 steps ds-000 .. ds-009, each a folder of symbolic links to 64 of its files (the
+    last 23) in natural order. Returns (the trace's folder, run). Skips without ../shared (fails in CI)."""
     from conftest import shared_dir
 
     shared = shared_dir()
@@ -427,12 +435,20 @@ def test_deepseek_run_through_the_cluster(exe, client, tmp_path):
     names = [n for n in os.listdir(src) if n.endswith(".csv")]
     names = run_mod._core._natural_sorted(names)
     assert len(names) == 599
-    run = tmp_path / "ds"
     for k in range(0, len(names), 64):
         step = run / f"ds-{k // 64:03d}"
         os.makedirs(step)
         for n in names[k:k + 64]:
             os.symlink(os.path.join(src, n), step / n)
+    return src, run
+
+
+def test_deepseek_run_through_the_cluster(exe, client, tmp_path):
+    """The real DeepSeek-V2-Lite trace (599 prompts, one prompt-csv file each) as a run of 10 steps, each a
+    folder of 64 of its files (the last 23) in the order `routepack window --split 64` takes them: the
+    cluster sweep on 2 worker processes equals `routepack sweep` of the split windows, plan for plan, and
+    `import-run` stores its summary."""
+    src, run = deepseek_run(tmp_path / "ds")
     db = str(tmp_path / "ds.routepack")
     run_cli(exe, "import", "--db", db, "--name", "ds", "--model", "deepseek-v2-lite", "--quiet", src)
     r = run_cli(exe, "window", "--db", db, "--trace", "ds", "--name", "ds", "--split", "64")
@@ -487,3 +503,422 @@ def test_lookahead_changes_no_plan(client, steps, tmp_path, capsys):
     assert e.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1] == (
         "python3 -m routepack.run sweep: error: argument --lookahead: must be at least 1, got 0")
+
+
+# --- the command line: usage errors, OUT that cannot be written, Ctrl-C, resume ---------------------
+
+def run_command(*args, timeout=300):
+    """`python3 -m routepack.run ARGS` in a child process (this interpreter, this PYTHONPATH)."""
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    return subprocess.run([sys.executable, "-m", "routepack.run", *args], capture_output=True, text=True, env=env,
+                          timeout=timeout)
+
+
+def files_of(folder):
+    """Every file under `folder` as {relative path: bytes}."""
+    out = {}
+    for root, _, names in os.walk(folder):
+        for n in names:
+            path = os.path.join(root, n)
+            out[os.path.relpath(path, folder)] = open(path, "rb").read()
+    return out
+
+
+def resume_line(out):
+    return f"{out} keeps the finished steps: rerun the same command to resume"
+
+
+@contextlib.contextmanager
+def tmpfs(size):
+    """A tmpfs of `size` mounted on a new folder, unmounted (and the folder removed) on the way out.
+    Skips the test when this process may not mount (not root, or a container without the right)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root (the test runs a sweep on a full and a read-only file system)")
+    folder = tempfile.mkdtemp(prefix="routepack-tmpfs-")
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", folder],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        os.rmdir(folder)
+        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        if subprocess.run(["umount", folder], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", folder], capture_output=True)
+        os.rmdir(folder)
+
+
+def remount(folder, mode):
+    subprocess.run(["mount", "-o", f"remount,{mode}", folder], check=True, capture_output=True)
+
+
+def test_usage_errors_start_nothing(steps, tmp_path, capsys):
+    """Every setting is checked before a cluster starts or OUT is touched: each bad one is one line
+    and exit status 2, and OUT does not appear."""
+    run = str(steps / "run")
+    topo = str(steps / "two-shards.json")
+    out = str(tmp_path / "out")
+    (tmp_path / "file").write_text("x")
+    os.mkfifo(tmp_path / "fifo")
+    base = ["sweep", run, *MODEL_FLAGS, "--topology", topo, "--out", out, "--quiet"]
+    missing = "no such run folder or step (a run is a folder whose entries are the steps, or the steps' paths in order)"
+    known = ", ".join(routepack.Topology.known_names())
+    cases = [
+        (["sweep", str(steps / "rnu"), *MODEL_FLAGS, "--topology", topo, "--out", out],
+         f"{steps / 'rnu'}: {missing}"),
+        (["sweep", str(steps / "run" / "step-1.npz"), str(steps / "run" / "step-9.npz"), *MODEL_FLAGS,
+          "--topology", topo, "--out", out], f"{steps / 'run' / 'step-9.npz'}: {missing}"),
+        (["sweep", run, "--model", "deepseek-v2-lit", "--topology", topo, "--out", out],
+         "unknown model 'deepseek-v2-lit' (known: deepseek-v2-lite, "),
+        (["sweep", run, "--model-config", str(tmp_path / "config.json"), "--topology", topo, "--out", out],
+         f"{tmp_path / 'config.json'}: no such model config (config.json)"),
+        (base + ["--format", "npzz"], "unknown format 'npzz' (valid: auto, sglang, vllm, npy, npz, "),
+        (["sweep", run, *MODEL_FLAGS, "--topology", str(steps / "two-shard.json"), "--out", out],
+         f"{steps / 'two-shard.json'}: no such topology file or shipped topology (known: {known})"),
+        (base + ["--previous", str(tmp_path / "nope.plan.json")],
+         f"{tmp_path / 'nope.plan.json'}: no such placement file (plan or expert map)"),
+        (base + ["--previous", str(tmp_path / "fifo")],
+         f"{tmp_path / 'fifo'}: is a pipe (FIFO), not a placement file (plan or expert map)"),
+        (base + ["--previous", str(tmp_path)],
+         f"{tmp_path}: is a folder, not a placement file (plan or expert map)"),
+        (["sweep", run, *MODEL_FLAGS, "--topology", topo, "--out", str(tmp_path / "file")],
+         f"{tmp_path / 'file'}: is not a folder; give another --out"),
+    ]
+    for argv, message in cases:
+        assert run_mod.main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith(f"routepack.run: error: {message}") and err.count("\n") == 1, (argv, err)
+        assert not os.path.exists(out), argv
+    for flag, value, message in (
+            ("--workers", "0", "must be at least 1, got 0"),
+            ("--seed", "-1", "must be an integer in 0..18446744073709551615, got '-1'"),
+            ("--max-moves", "-7", "must be an integer in 0..1000000000 or -1 (unlimited), got '-7'"),
+            ("--threads", "-1", "must be an integer in 0..4096, got '-1'"),
+            ("--moe-layers", "1-x", "not a list of layer ids and ranges such as 1-26: '1-x'"),
+            ("--scheduler", "tcp://127.0.0.1:9",
+             "not allowed with argument --scheduler (it is the local cluster's)")):
+        argv = base + [flag, value] + (["--dashboard"] if flag == "--scheduler" else [])
+        with pytest.raises(SystemExit) as e:
+            run_mod.main(argv)
+        assert e.value.code == 2
+        last = capsys.readouterr().err.splitlines()[-1]
+        name = "--dashboard" if flag == "--scheduler" else flag
+        assert last == f"python3 -m routepack.run sweep: error: argument {name}: {message}"
+        assert not os.path.exists(out)
+    # A scheduler address that is none (2), or where no scheduler answers (3): OUT is not touched either.
+    assert run_mod.main(base + ["--scheduler", "nonsense"]) == 2
+    assert capsys.readouterr().err == (
+        "routepack.run: error: --scheduler nonsense: missing port number in address 'nonsense'\n")
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        address = f"tcp://127.0.0.1:{closed.getsockname()[1]}"
+        with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+            assert run_mod.main(base + ["--scheduler", address]) == 3
+    assert capsys.readouterr().err == (f"routepack.run: error: {address}: cannot reach the scheduler (Timed out "
+                                       f"trying to connect to {address} after 1 s); {resume_line(out)}\n")
+    assert not os.path.exists(out)
+    # The same checks from Python, before OUT is touched.
+    with pytest.raises(ValueError) as e:
+        run_mod.sweep(None, run, model=MODEL, topologies=[topo], out=out, budgets={"levels": 1, "nope": 1})
+    assert str(e.value).startswith("budgets: unknown budget 'nope' (known: seeds_M, ")
+    assert not os.path.exists(out)
+
+
+def pages(n, page=4096):
+    return (n + page - 1) // page
+
+
+def test_out_on_a_full_file_system(steps):
+    """OUT on a tmpfs that fills up at the third step's plan: one line naming that file, exit status
+    3, the two finished steps kept whole, no temporary file, no summary; once there is room the same
+    command plans the rest and keeps the first two."""
+    run, topo = str(steps / "run"), str(steps / "two-shards.json")
+    with tmpfs("4m") as mnt:
+        # Room for run.json, two steps and half of the third step's plan file (tmpfs counts pages).
+        ref = os.path.join(mnt, "ref")
+        args = ["sweep", run, *MODEL_FLAGS, "--topology", topo, "--seed", "5", "--workers", "1", "--quiet"]
+        r = run_command(*args, "--out", ref)
+        assert r.returncode == 0, r.stderr
+        size = lambda *p: os.path.getsize(os.path.join(ref, *p))  # noqa: E731
+        room = pages(size("run.json")) + sum(pages(size("two-shards", f"step-{k}.plan.json")) +
+                                             pages(size("two-shards", f"step-{k}.step.json")) for k in (1, 2))
+        room += pages(size("two-shards", "step-3.plan.json")) // 2
+        reference = files_of(ref)
+        shutil.rmtree(ref)
+        st = os.statvfs(mnt)
+        assert st.f_bsize == 4096
+        with open(os.path.join(mnt, "ballast"), "wb") as f:
+            f.write(b"\0" * ((st.f_bavail - room) * 4096))
+        out = os.path.join(mnt, "out")
+        r = run_command(*args, "--out", out)
+        plan3 = os.path.join(out, "two-shards", "step-3.plan.json")
+        assert (r.returncode, r.stdout, r.stderr) == (
+            3, "", f"routepack.run: error: {plan3}: No space left on device; {resume_line(out)}\n")
+        kept = files_of(out)
+        assert sorted(kept) == ["run.json"] + [f"two-shards/step-{k}.{x}.json" for k in (1, 2)
+                                               for x in ("plan", "step")]
+        assert kept["run.json"] == reference["run.json"]
+        for k in (1, 2):
+            name = f"two-shards/step-{k}.plan.json"
+            assert without_timings(kept[name].decode()) == without_timings(reference[name].decode())
+        os.unlink(os.path.join(mnt, "ballast"))
+        r = run_command(*args, "--out", out)
+        assert (r.returncode, r.stderr) == (0, "")
+        assert r.stdout == f"sweep: 5 of 5 steps planned (5 steps x 1 chains); written to {out}\n"
+        done = files_of(out)
+        assert sorted(done) == sorted(reference)
+        for k in (1, 2):
+            for x in ("plan", "step"):
+                assert done[f"two-shards/step-{k}.{x}.json"] == kept[f"two-shards/step-{k}.{x}.json"]
+        for k in range(3, 6):
+            name = f"two-shards/step-{k}.plan.json"
+            assert without_timings(done[name].decode()) == without_timings(reference[name].decode())
+
+
+def test_out_on_a_read_only_file_system(steps):
+    """OUT on a read-only tmpfs: not there yet, or a run missing two steps: one line naming what could
+    not be written, exit status 3, OUT unchanged; once writable, the same command plans the missing
+    steps; a finished run on a read-only file system needs no write (exit status 0)."""
+    run, topo = str(steps / "run"), str(steps / "two-shards.json")
+    with tmpfs("4m") as mnt:
+        out = os.path.join(mnt, "out")
+        args = ["sweep", run, *MODEL_FLAGS, "--topology", topo, "--seed", "5", "--workers", "1", "--quiet", "--out",
+                out]
+        remount(mnt, "ro")
+        r = run_command(*args)
+        assert (r.returncode, r.stdout, r.stderr) == (
+            3, "", f"routepack.run: error: {out}: Read-only file system; {resume_line(out)}\n")
+        assert os.listdir(mnt) == []
+        remount(mnt, "rw")
+        r = run_command(*args)
+        assert r.returncode == 0, r.stderr
+        whole = files_of(out)
+        for k in (4, 5):
+            for x in ("plan", "step"):
+                os.unlink(os.path.join(out, "two-shards", f"step-{k}.{x}.json"))
+        before = files_of(out)
+        remount(mnt, "ro")
+        r = run_command(*args)
+        plan4 = os.path.join(out, "two-shards", "step-4.plan.json")
+        assert (r.returncode, r.stdout, r.stderr) == (
+            3, "", f"routepack.run: error: {plan4}: Read-only file system; {resume_line(out)}\n")
+        assert files_of(out) == before
+        remount(mnt, "rw")
+        r = run_command(*args)
+        assert (r.returncode, r.stderr) == (0, "")
+        after = files_of(out)
+        assert sorted(after) == sorted(whole)
+        for name, data in before.items():
+            if name.startswith("two-shards/"):
+                assert after[name] == data, name
+        for k in (4, 5):
+            name = f"two-shards/step-{k}.plan.json"
+            assert without_timings(after[name].decode()) == without_timings(whole[name].decode())
+        remount(mnt, "ro")
+        r = run_command(*args)
+        assert (r.returncode, r.stderr) == (0, "")
+        assert r.stdout == f"sweep: 5 of 5 steps planned (5 steps x 1 chains); written to {out}\n"
+        assert files_of(out) == after
+        remount(mnt, "rw")
+
+
+def test_ctrl_c_leaves_a_resumable_run(client, tmp_path):
+    """Ctrl-C (SIGINT to the command's process group, as a terminal sends it) while a sweep of the real
+    DeepSeek-V2-Lite run goes on, once a plan is written: one line saying so, exit status 130, every
+    step it finished kept; the same command then plans the rest."""
+    _, run = deepseek_run(tmp_path / "ds")
+    out = str(tmp_path / "out")
+    topology = "deepseek-v2-lite-ep8-dp4"
+    args = [sys.executable, "-m", "routepack.run", "sweep", str(run), "--model", "deepseek-v2-lite", "--topology",
+            topology, "--out", out, "--seed", "7", "--workers", "1", "--lookahead", "1", "--quiet"]
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         start_new_session=True)
+    try:
+        first = os.path.join(out, topology, "ds-000.step.json")
+        while not os.path.exists(first) and p.poll() is None:
+            time.sleep(0.02)
+        os.killpg(p.pid, signal.SIGINT)
+        stdout, stderr = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    assert (p.returncode, stdout, stderr) == (130, "", f"routepack.run: interrupted; {resume_line(out)}\n")
+    kept = files_of(out)
+    finished = sorted(n[len(topology) + 1:-len(".step.json")] for n in kept if n.endswith(".step.json"))
+    assert "ds-000" in finished and len(finished) < 10 and "summary.json" not in kept
+    assert all(not n.split("/")[-1].startswith(".tmp-") for n in kept)
+    r = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
+    assert (r.returncode, r.stderr) == (0, "")
+    assert r.stdout == f"sweep: 10 of 10 steps planned (10 steps x 1 chains); written to {out}\n"
+    done = files_of(out)
+    for w in finished:
+        for x in ("plan", "step"):
+            assert done[f"{topology}/{w}.{x}.json"] == kept[f"{topology}/{w}.{x}.json"]
+    summary = json.loads(done["summary.json"])
+    assert summary["failed"] == [] and [x["window"] for x in summary["lines"]] == [f"ds-{k:03d}" for k in range(10)]
+    clean = str(tmp_path / "clean")
+    run_mod.sweep(client, str(run), model="deepseek-v2-lite", topologies=[topology], out=clean, seed=7)
+    for k in range(10):
+        name = f"{topology}/ds-{k:03d}.plan.json"
+        assert without_timings(done[name].decode()) == without_timings(open(os.path.join(clean, name)).read()), k
+
+
+def test_replaced_step_is_planned_again(client, steps, tmp_path):
+    """A step file replaced after a finished sweep (step-3 given step-2's batch): the rerun plans it again
+    from its new content, and the steps after it, whose starting placement changed; the others stay as
+    written; the new plan's fingerprint is the new content's; the run equals a clean sweep of it."""
+    run = tmp_path / "run"
+    shutil.copytree(steps / "run", run)
+    topo = str(steps / "two-shards.json")
+    out = str(tmp_path / "out")
+    run_mod.sweep(client, str(run), model=MODEL, topologies=[topo], out=out, seed=5)
+    before = files_of(out)
+    fingerprint = lambda text: json.loads(text)["inputs"]["fingerprint"]  # noqa: E731
+    old = fingerprint(before["two-shards/step-3.plan.json"])
+    (run / "step-3.npz").write_bytes((run / "step-2.npz").read_bytes())
+    r = run_command("sweep", str(run), *MODEL_FLAGS, "--topology", topo, "--out", out, "--seed", "5", "--workers", "1")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == "two-shards step-3 planned\ntwo-shards step-4 planned\ntwo-shards step-5 planned\n"
+    after = files_of(out)
+    for k in (1, 2):
+        for x in ("plan", "step"):
+            assert after[f"two-shards/step-{k}.{x}.json"] == before[f"two-shards/step-{k}.{x}.json"]
+    new = fingerprint(after["two-shards/step-3.plan.json"])
+    assert new != old and new == fingerprint(after["two-shards/step-2.plan.json"])
+    assert json.loads(after["two-shards/step-3.plan.json"])["inputs"]["window"] == "step-3"
+    clean = str(tmp_path / "clean")
+    run_mod.sweep(client, str(run), model=MODEL, topologies=[topo], out=clean, seed=5)
+    for k in range(1, 6):
+        name = f"two-shards/step-{k}.plan.json"
+        assert without_timings(after[name].decode()) == without_timings(open(os.path.join(clean, name)).read()), k
+    # A rerun with nothing changed plans nothing.
+    planned = []
+    run_mod.sweep(client, str(run), model=MODEL, topologies=[topo], out=out, seed=5,
+                  progress=lambda c, w, st: planned.append(w))
+    assert planned == [] and files_of(out) == after
+
+
+def test_stale_failure_goes_with_the_plan(client, steps, tmp_path):
+    """A mistyped run folder is refused before OUT exists, so the right one then runs into the same OUT;
+    a failed step's message left beside a finished plan (a client stopped between the two) goes on
+    resume, and the summary lists no failure."""
+    topo = str(steps / "two-shards.json")
+    out = str(tmp_path / "out")
+    args = [*MODEL_FLAGS, "--topology", topo, "--out", out, "--seed", "5", "--workers", "1", "--quiet"]
+    r = run_command("sweep", str(steps / "rnu"), *args)
+    assert (r.returncode, r.stdout) == (2, "") and not os.path.exists(out)
+    assert r.stderr == (f"routepack.run: error: {steps / 'rnu'}: no such run folder or step (a run is a folder "
+                        "whose entries are the steps, or the steps' paths in order)\n")
+    r = run_command("sweep", str(steps / "run"), *args)
+    assert (r.returncode, r.stderr) == (0, "")
+    assert sorted(os.listdir(os.path.join(out, "two-shards"))) == sorted(
+        f"step-{k}.{x}.json" for k in range(1, 6) for x in ("plan", "step"))
+    stale = os.path.join(out, "two-shards", "step-2.failed.json")
+    with open(stale, "w") as f:
+        json.dump({"window": "step-2", "stage": "read", "error": "gone", "previous_from": "step-1"}, f)
+    planned = []
+    summary = run_mod.sweep(client, str(steps / "run"), model=MODEL, topologies=[topo], out=out, seed=5,
+                            progress=lambda c, w, st: planned.append(w))
+    assert planned == [] and summary["failed"] == [] and not os.path.exists(stale)
+
+
+def test_out_files_mode(client, exe, steps, tmp_path):
+    """OUT's files get the mode a plain open gives (0666 less the umask), as `routepack sweep --out`
+    writes its plan files."""
+    topo = str(steps / "two-shards.json")
+    old = os.umask(0o022)
+    try:
+        out = str(tmp_path / "out")
+        run_mod.sweep(client, [str(steps / "run" / "step-1.npz"), str(steps / "run" / "step-2.npz")], model=MODEL,
+                      topologies=[topo], out=out, seed=5)
+        modes = {n: os.stat(os.path.join(out, n)).st_mode & 0o777 for n in files_of(out)}
+        assert len(modes) == 7 and set(modes.values()) == {0o644}, modes
+        ref = library_sweep(exe, steps, topo, str(tmp_path / "ref"), "--seed", "5")
+        assert os.stat(os.path.join(ref, "step-1.plan.json")).st_mode & 0o777 == 0o644
+        os.umask(0o027)
+        out = str(tmp_path / "out-027")
+        run_mod.sweep(client, [str(steps / "run" / "step-1.npz")], model=MODEL, topologies=[topo], out=out, seed=5)
+        modes = {n: os.stat(os.path.join(out, n)).st_mode & 0o777 for n in files_of(out)}
+        assert len(modes) == 5 and set(modes.values()) == {0o640}, modes
+    finally:
+        os.umask(old)
+
+
+def listening(pid):
+    """The TCP sockets process `pid` listens on, as (address, port) pairs (/proc/net/tcp and tcp6)."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    out = set()
+    for table, v6 in (("tcp", False), ("tcp6", True)):
+        try:
+            lines = open(f"/proc/{pid}/net/{table}").read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            if f[3] != "0A" or f[9] not in inodes:  # 0A: LISTEN
+                continue
+            host, port = f[1].split(":")
+            raw = bytes.fromhex(host)
+            if v6:
+                raw = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+                address = socket.inet_ntop(socket.AF_INET6, raw)
+            else:
+                address = socket.inet_ntop(socket.AF_INET, raw[::-1])
+            out.add((address, int(port, 16)))
+    return out
+
+
+def http_status(port, path):
+    import http.client
+
+    con = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        con.request("GET", path)
+        return con.getresponse().status
+    finally:
+        con.close()
+
+
+def test_local_cluster_on_loopback_without_dashboard(steps, tmp_path):
+    """The local cluster of --workers: the scheduler, the nannies and the workers listen on 127.0.0.1
+    only, and the HTTP servers Dask starts serve no page (no dashboard) unless asked; --dashboard
+    serves the scheduler's on 127.0.0.1 and prints its link."""
+    mine = listening(os.getpid())
+    cluster = run_mod.local_cluster(2)
+    try:
+        c = distributed.Client(cluster)
+        info = c.scheduler_info()
+        assert cluster.scheduler_address.startswith("tcp://127.0.0.1:")
+        assert len(info["workers"]) == 2 and all(a.startswith("tcp://127.0.0.1:") for a in info["workers"])
+        pids = c.run(os.getpid)
+        sockets = (listening(os.getpid()) - mine) | set().union(*(listening(p) for p in pids.values()))
+        assert sockets and {a for a, _ in sockets} == {"127.0.0.1"}, sockets
+        http = cluster.scheduler.http_server.port
+        assert (http_status(http, "/status"), http_status(http, "/health")) == (404, 404)
+        for port in c.run(lambda dask_worker: dask_worker.http_server.port).values():
+            assert http_status(port, "/health") == 404
+        assert list(c.run(lambda dask_worker: dask_worker._dashboard).values()) == [False, False]
+        c.close()
+    finally:
+        cluster.close()
+    cluster = run_mod.local_cluster(1, dashboard=True)
+    try:
+        assert cluster.dashboard_link.startswith("http://127.0.0.1:")
+        http = cluster.scheduler.http_server.port
+        assert (http_status(http, "/status"), http_status(http, "/health")) == (200, 200)
+    finally:
+        cluster.close()
+    out = str(tmp_path / "out")
+    r = run_command("sweep", str(steps / "run" / "step-1.npz"), *MODEL_FLAGS, "--topology",
+                    str(steps / "two-shards.json"), "--out", out, "--workers", "1", "--dashboard", "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert re.fullmatch(r"dashboard: http://127\.0\.0\.1:\d+/status\n", r.stderr), r.stderr

@@ -148,7 +148,9 @@ def test_shell_commands_as_written(page):
 def test_python_blocks_as_written(page, monkeypatch, capsys):
     tmp_path, sub = page
     client_block, ray_block = blocks("python")
-    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0")
+    import routepack.run
+
+    cluster = routepack.run.local_cluster(2)
     try:
         code = client_block.replace('Client("tcp://scheduler-node:8786")', "Client(cluster)")
         exec(compile(sub(code), "cluster-runs.md", "exec"), {"cluster": cluster})

@@ -309,10 +309,15 @@ def test_plan_with_previous(window, tmp_path):
         routepack.plan(lengths, shifted, topo(), moe_layers=[1, 3], previous=before[:1])
     # place(): from the previous placement within max_moves; without a budget, LPT relabeled.
     loads = shifted.sum(axis=0)
-    pl = routepack.place(loads, 4, previous=p0.placement, max_moves=2)
+    pl = routepack.place(loads, 4, moe_layers=[1, 3], previous=p0.placement, max_moves=2)
     assert sum(len(layer) for layer in pl.moves(p0.placement)) <= 2
-    full = routepack.place(loads, 4, previous=p0.placement)
-    assert full.rank_loads(loads).max(axis=1).tolist() == routepack.place(loads, 4).rank_loads(loads).max(axis=1).tolist()
+    # Unlimited: per layer the busiest EP rank at most LPT's (LPT's layer is one of the options).
+    full = routepack.place(loads, 4, moe_layers=[1, 3], previous=p0.placement)
+    assert (full.rank_loads(loads).max(axis=1) <= routepack.place(loads, 4).rank_loads(loads).max(axis=1)).all()
+    # The previous placement's MoE layers must be the loads' (once matched row by row whatever they were).
+    with pytest.raises(ValueError) as e:
+        routepack.place(loads, 4, previous=p0.placement)
+    assert str(e.value) == "previous: the placement has MoE layers 1,3, the window 0-1"
 
 
 @pytest.mark.parametrize("loads, ranks, message", [

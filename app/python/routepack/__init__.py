@@ -83,8 +83,11 @@ def plan(
 
     previous: the placement the previous step ran on (a :class:`Plan`, a :class:`Placement`, an
     expert map as a dict or a file path in any shape ``routepack rewrite --map`` reads, or an [L, E]
-    logical -> slot array). The plan's placement then starts there and pays for its moves: within
-    ``budgets["max_moves"]`` (experts moved over all MoE layers; default unlimited) for the paper's
+    logical -> slot array), read and checked as ``routepack plan --previous`` reads it: a path must
+    be a regular file (a FIFO, device or folder is refused unread); its MoE layers, experts and EP
+    ranks must be the window's. The plan's placement then starts there and pays for its moves: within
+    ``budgets["max_moves"]`` (experts moved over all MoE layers; default unlimited, which plans as a
+    budget of every expert of every layer) for the paper's
     score, or, when the topology has a ``migration`` section, for the modelled step time (compute +
     materialization). ``plan.migration`` reports the moves, bytes and seconds.
 
@@ -107,7 +110,7 @@ def plan(
         trace_name=trace_name,
         window_name=window_name,
         model_name=model_name,
-        previous=_previous_map(previous, moe_layers),
+        previous=previous,
     )
 
 
@@ -135,7 +138,7 @@ def plan_window(
         time_limit_s=time_limit_s,
         budgets=budgets,
         progress=progress,
-        previous=_previous_map(previous, window.moe_layers if hasattr(window, "moe_layers") else None),
+        previous=previous,
     )
 
 
@@ -147,8 +150,10 @@ def place(loads, ep_ranks: int, *, moe_layers: Optional[Sequence[int]] = None,
     expert-distribution recorder or an EPLB load tensor), or [N, L, E] per-sample counts (summed
     over N). ep_ranks: P, must divide E. moe_layers: absolute ids of the L rows (default 0..L-1).
     previous: the placement the previous step ran on (as :func:`plan` takes it): the placement then
-    starts there, moves at most ``max_moves`` experts over all layers (None: unlimited, LPT with its
-    ranks relabeled to move the fewest experts) and balances the busiest EP rank per layer.
+    starts there, moves at most ``max_moves`` experts over all layers (None: unlimited, the same
+    placement as a budget of every expert of every layer) and balances the busiest EP rank per layer.
+    A previous placement from another model's layers or another EP size is refused (ValueError), as
+    ``routepack place --previous`` refuses it.
     """
     import numpy as np
 
@@ -179,48 +184,7 @@ def place(loads, ep_ranks: int, *, moe_layers: Optional[Sequence[int]] = None,
         else:
             a = a.sum(axis=0, dtype=np.uint64)
     return _core._place(a, ep_ranks, None if moe_layers is None else list(moe_layers), num_hidden_layers,
-                        _previous_map(previous, moe_layers), max_moves)
-
-
-def _previous_map(previous, moe_layers):
-    """A previous placement as the module takes it: Plan and Placement as they are; an expert map
-    (a dict, or a path to its JSON file) in the shapes ``routepack rewrite --map`` reads, as an
-    [L, E] logical -> slot list (rows with ``moe_layers`` matched to the window's MoE layers)."""
-    import json
-    import os
-
-    if previous is None or isinstance(previous, (Plan, Placement)):
-        return previous
-    if isinstance(previous, (str, os.PathLike)):
-        with open(previous, encoding="utf-8") as f:
-            previous = json.load(f)
-    if isinstance(previous, dict):
-        if previous.get("format") == "routepack-plan":
-            return plan_from_json(json.dumps(previous))
-        layers = previous.get("moe_layers")
-        if "placement" in previous:
-            rows = [list(r) for r in previous["placement"]]
-        elif "physical_to_logical_map" in previous:
-            rows = []
-            for p2l in previous["physical_to_logical_map"]:
-                l2p = [-1] * len(p2l)
-                for v, e in enumerate(p2l):
-                    if not isinstance(e, int) or not 0 <= e < len(p2l) or l2p[e] >= 0:
-                        raise ValueError("previous: physical_to_logical_map rows must be permutations")
-                    l2p[e] = v
-                rows.append(l2p)
-        else:
-            raise ValueError("previous must be a Plan, a Placement, an expert map (placement or "
-                             "physical_to_logical_map) or an [L, E] logical -> slot array")
-        if layers is not None and moe_layers is not None:
-            if list(layers) != list(moe_layers):
-                if set(moe_layers) <= set(layers):
-                    rows = [rows[list(layers).index(l)] for l in moe_layers]
-                else:
-                    raise ValueError(f"previous: the map's MoE layers {list(layers)} are not the window's "
-                                     f"{list(moe_layers)}")
-        return rows
-    return previous
+                        previous, max_moves)
 
 
 def expert_loads(inputs, *, format: str = "auto", model: Optional[str] = None, num_experts: Optional[int] = None,

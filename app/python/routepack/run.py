@@ -25,13 +25,20 @@ OUT (resumable): ``run.json`` (the settings; a rerun with other settings is refu
 ``<chain>/<window>.plan.json`` (the plan file), ``<chain>/<window>.step.json`` (its summary line:
 worker, seconds, the step its placement started from), ``<chain>/<window>.failed.json`` (a failed
 step's message), and ``summary.json`` / ``summary.csv`` (every chain's steps; written last, each
-through a temporary file and a rename). Every file appears whole (temporary file + rename).
+through a temporary file and a rename). Every file appears whole (temporary file + rename), with
+the mode a plain ``open`` gives (0666 less the umask), as ``routepack sweep --out`` writes.
 
 Faults: a step whose files cannot be read, or whose window cannot be planned, fails with the
 importer's or planner's message; its chain continues from the last good placement (the placement
 the job keeps running on when a step has no plan), and the summary lists the failed steps. A rerun
 retries the failed steps; a kept step whose recorded starting placement (a digest in its record)
-differs from the chain's (a step before it failed then, and is planned now) is planned again.
+differs from the chain's (a step before it failed then, and is planned now), or whose files changed
+since it was planned (their names, sizes, modification and change times: a digest in its record),
+is planned again.
+
+Every setting is checked before a cluster starts or OUT is touched (:func:`sweep` raises ValueError).
+OUT that cannot be written (a read-only or full file system) raises :class:`OutWriteError` naming the
+file; the files written before stay whole, and a rerun of the same sweep resumes.
 """
 
 from __future__ import annotations
@@ -41,10 +48,13 @@ import csv
 import hashlib
 import io
 import json
+import operator
 import os
+import signal
 import socket
 import sys
 import tempfile
+import threading
 import time
 from typing import Optional, Sequence
 
@@ -52,7 +62,8 @@ from . import _core
 from . import read_trace as _read_trace
 from . import plan_window as _plan_window
 
-__all__ = ["plan_step", "read_step", "run_steps", "sweep", "sweep_step", "window_name_of"]
+__all__ = ["OutWriteError", "local_cluster", "plan_step", "read_step", "run_steps", "sweep", "sweep_step",
+           "window_name_of"]
 
 # Extensions of the importers' files (collect_trace_files), stripped from a step's entry name.
 _TRACE_EXTENSIONS = (".jsonl", ".json", ".npz", ".npy", ".csv", ".txt", ".nrlre1")
@@ -72,8 +83,8 @@ def window_name_of(path) -> str:
 def run_steps(run) -> list:
     """The steps of a run as (window name, path) pairs in order: the entries of folder ``run`` in
     natural order of their names (hidden entries and a ``config.json``, the model's description,
-    left out), or the given list of paths in its order. ValueError for a missing folder, an empty
-    run, or two steps with one window name."""
+    left out), or the given list of paths in its order. ValueError for a missing folder or step, an
+    empty run, or two steps with one window name."""
     if isinstance(run, (str, os.PathLike)):
         folder = os.fspath(run)
         if not os.path.isdir(folder):
@@ -82,6 +93,10 @@ def run_steps(run) -> list:
         paths = [os.path.join(folder, n) for n in _core._natural_sorted(names)]
     else:
         paths = [os.fspath(p) for p in run]
+        for p in paths:
+            if not os.path.exists(p):
+                raise ValueError(f"{p}: no such run folder or step (a run is a folder whose entries are the "
+                                 "steps, or the steps' paths in order)")
     if not paths:
         raise ValueError(f"{run}: the run has no steps")
     steps, seen = [], {}
@@ -206,20 +221,62 @@ def _summary_line(doc: dict) -> dict:
 # The output folder
 
 
-def _write_atomic(path: str, text: str) -> None:
-    """Writes `text` to `path` through a temporary file in the same folder and a rename."""
-    folder = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+class OutWriteError(OSError):
+    """OUT could not be written (a read-only or full file system, a permission): ``filename`` is the
+    file or folder, ``strerror`` the reason. What was written before stays whole (every file appears
+    through a temporary file and a rename), so a rerun of the same sweep resumes."""
+
+    def __str__(self):
+        return f"{self.filename}: {self.strerror}"
+
+
+def _out_error(e: OSError, path: str) -> OutWriteError:
+    return OutWriteError(e.errno, e.strerror or str(e), path)
+
+
+def _makedirs(path: str) -> None:
+    """os.makedirs(path, exist_ok=True), an OSError raised as OutWriteError naming the folder."""
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise _out_error(e, e.filename or path) from None
+
+
+def _write_atomic(path: str, text: str) -> None:
+    """Writes `text` to `path` through a temporary file in the same folder and a rename, with the mode
+    a plain open gives (0666 less the umask). Nothing is written when `path` already holds `text`.
+    OutWriteError naming `path` when it cannot be written; the temporary file is then removed."""
+    data = text.encode("utf-8")
+    try:
+        with open(path, "rb") as f:
+            if f.read(len(data) + 1) == data:
+                return
+    except OSError:
+        pass
+    folder = os.path.dirname(path) or "."
+    tmp = None
+    try:
+        while tmp is None:
+            name = os.path.join(folder, f".tmp-{os.getpid()}-{os.urandom(6).hex()}")
+            try:
+                fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+            except FileExistsError:
+                continue
+            tmp = name
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        tmp = None
+    except OSError as e:
+        raise _out_error(e, path) from None
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
 
 
 def _read_json(path: str):
@@ -244,21 +301,152 @@ def _chain_names(topologies: Sequence) -> list:
     return names
 
 
-def _open_out(out: str, settings: dict) -> None:
-    """Creates OUT with its run.json, or checks that an existing OUT holds a run of the same
-    settings (ValueError naming the first setting that differs)."""
-    os.makedirs(out, exist_ok=True)
+def _check_out(out: str, settings: dict) -> bool:
+    """Whether OUT already holds a run (of these settings); ValueError, before anything is written,
+    for an OUT that is not a folder, whose run.json is not a run description, or that holds a run
+    of other settings (naming the first setting that differs)."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise ValueError(f"{out}: is not a folder; give another --out")
     path = os.path.join(out, "run.json")
+    if not os.path.exists(path):
+        return False
     old = _read_json(path)
-    if old is None:
-        if os.path.exists(path):
-            raise ValueError(f"{path}: is not a run description; give another --out")
-        _write_atomic(path, json.dumps(settings, indent=2) + "\n")
-        return
+    if not isinstance(old, dict) or old.get("format") != RUN_FORMAT:
+        raise ValueError(f"{path}: is not a run description; give another --out")
     for key in settings:
         if old.get(key) != settings[key]:
             raise ValueError(f"{out}: holds a run with another {key} ({json.dumps(old.get(key))} != "
                              f"{json.dumps(settings[key])}); give another --out or the same settings")
+    return True
+
+
+def _open_out(out: str, settings: dict, chain_names: Sequence[str]) -> None:
+    """Creates OUT with its run.json and a folder per chain, or checks that an existing OUT holds a
+    run of the same settings (ValueError, see _check_out). OutWriteError when OUT cannot be written."""
+    if not _check_out(out, settings):
+        _makedirs(out)
+        _write_atomic(os.path.join(out, "run.json"), json.dumps(settings, indent=2) + "\n")
+    for name in chain_names:
+        _makedirs(os.path.join(out, name))
+
+
+def _input_key(path: str) -> str:
+    """What a step's files were when it was read, as its record keeps it: a digest of the name, size,
+    modification and change time of each (a folder: every file under it, in name order; symbolic
+    links to files followed). A kept step whose files differ now is planned again."""
+    def stat(f):
+        try:
+            st = os.stat(f)
+        except OSError as e:
+            return [f"error {e.errno}"]
+        return [st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+    entries = []
+    if os.path.isdir(path):
+        for root, dirs, names in os.walk(path):
+            dirs.sort()
+            for n in sorted(names):
+                f = os.path.join(root, n)
+                entries.append([os.path.relpath(f, path)] + stat(f))
+    else:
+        entries.append([""] + stat(path))
+    text = json.dumps(entries, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+# ---------------------------------------------------------------------------------------------
+# The settings, checked before a cluster starts or OUT is touched
+
+
+def _check_read_settings(model, format: str, layer_base: str) -> None:
+    """The model, format and layer base of the reads, checked as read_step resolves them, on an empty
+    folder (no step is read): ValueError with the reader's message for an unknown model or format, a
+    config.json that does not read, bad model flags."""
+    with tempfile.TemporaryDirectory(prefix="routepack-run-check-") as empty:
+        try:
+            read_step(empty, model=model, format=format, layer_base=layer_base)
+        except ValueError as e:
+            if not str(e).startswith(empty):
+                raise
+        except OSError as e:
+            raise ValueError(f"{e.filename}: {e.strerror}" if e.filename else str(e)) from None
+
+
+def _check_planner_settings(seed, threads, budgets: dict) -> None:
+    """seed, threads and budgets checked as plan_step passes them to the planner (ValueError with the
+    planner's message), by planning a one-sample window on one EP rank and cancelling it at once."""
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 0:
+        raise ValueError(f"threads: must be an integer of at least 0 (0 = all cores), got {threads!r}")
+    from . import plan as _plan
+
+    import numpy as np
+
+    topology = _core.Topology.from_json(json.dumps({"ep_ranks": 1, "dp_slots": 1, "token_cap": 2,
+                                                    "attention_stages": [{"name": "a", "alpha": 1.0, "beta": 1.0}]}))
+    _plan(np.array([2]), np.zeros((1, 1, 1), dtype=np.uint32), topology, moe_layers=[0], seed=seed, workers=1,
+          budgets=budgets or None, progress=lambda stage, fraction: False)
+
+
+
+
+def _read_previous(path):
+    """The previous placement's file (a plan or an expert map) as a dict, read by the module's one
+    checked reader (``_core._read_placement_text``: a regular file of at most 256 MiB; a FIFO, device
+    or folder refused without blocking or reading). Its MoE layers and EP ranks are checked against
+    each chain's first window when that step is planned (``routepack.plan_window(previous=)``).
+    ValueError naming the file otherwise, or when it is not JSON."""
+    path = os.fspath(path)
+    data = _core._read_placement_text(path)
+    try:
+        return json.loads(data.decode("utf-8"))
+    except ValueError as e:
+        raise ValueError(f"{path}: not a plan or expert map file ({e})") from None
+
+
+class _Job:
+    """A sweep's checked settings: the steps, the chains' topologies and names, the previous
+    placement, the settings run.json records. Building one reads no step and writes nothing."""
+
+    def __init__(self, run, *, model, topologies, out, seed, previous, max_moves, threads, budgets, format,
+                 trace_name, lookahead, layer_base):
+        if lookahead is not None and (isinstance(lookahead, bool) or not isinstance(lookahead, int) or lookahead < 1):
+            raise ValueError(f"lookahead: must be an integer of at least 1, got {lookahead!r}")
+        self.steps = run_steps(run)
+        if isinstance(run, (str, os.PathLike)):
+            trace_name = trace_name or os.path.basename(os.path.normpath(os.fspath(run)))
+        self.trace_name = trace_name or "run"
+        self.budgets = dict(budgets or {})
+        if max_moves is not None:
+            try:
+                if isinstance(max_moves, bool):
+                    raise TypeError
+                self.budgets["max_moves"] = operator.index(max_moves)
+            except TypeError:
+                raise ValueError(f"max_moves: must be an integer, got {max_moves!r}") from None
+        _check_planner_settings(seed, threads, self.budgets)
+        self.topo_json = [_core.Topology.load(os.fspath(t)).to_json() for t in topologies]
+        if not self.topo_json:
+            raise ValueError("give at least one topology")
+        _check_read_settings(model, format, layer_base)
+        self.chain_names = _chain_names(topologies)
+        self.files = plan_file_names([w for w, _ in self.steps])
+        self.previous_doc, self.previous_label = None, "identity"
+        if previous is not None:
+            # Read here (the workers need not see the file); each step 0 matches its rows to the window's
+            # MoE layers as routepack.plan(previous=) does.
+            self.previous_doc = _read_previous(previous)
+            self.previous_label = "previous:" + os.path.abspath(os.fspath(previous))
+        self.model, self.format, self.layer_base, self.seed, self.threads = model, format, layer_base, seed, threads
+        self.lookahead, self.out = lookahead, os.fspath(out)
+        self.settings = {"format": RUN_FORMAT, "version": 1, "trace": self.trace_name, "model": model,
+                         "topologies": dict(zip(self.chain_names, [json.loads(t) for t in self.topo_json])),
+                         "seed": seed, "threads": threads, "budgets": self.budgets, "previous": self.previous_label,
+                         "read_format": format}
+        _check_out(self.out, self.settings)
+
+    def open(self) -> None:
+        """Creates OUT (or checks the run it holds): OutWriteError when it cannot be written."""
+        _open_out(self.out, self.settings, self.chain_names)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -268,23 +456,32 @@ def _open_out(out: str, settings: dict) -> None:
 class _Chain:
     """One topology's chain: where it stands and the placement its next step starts from."""
 
-    def __init__(self, name, topology_json, out, files, previous_rows, previous_label):
+    def __init__(self, name, topology_json, out, files, previous_rows, previous_label, input_key):
         self.name, self.topology_json, self.folder, self.files = name, topology_json, os.path.join(out, name), files
         self.pos = 0
         self.previous, self.previous_from = previous_rows, previous_label
         self.busy = None  # (step index, plan future) while a step is planned
         self.routes = _needs_routes(_core.Topology.from_json(topology_json))
-        os.makedirs(self.folder, exist_ok=True)
+        self.input_key = input_key  # step index -> _input_key of its files, taken once per sweep
 
     def paths(self, k):
         stem = os.path.join(self.folder, self.files[k][: -len(".plan.json")])
         return stem + ".plan.json", stem + ".step.json", stem + ".failed.json"
 
-    def kept(self, k):
-        """The record of step k when it is finished in OUT and started from the chain's placement."""
+    def recorded(self, k):
+        """The record of step k when OUT holds its plan and the record says it was read from the step's
+        files as they are now (any starting placement)."""
         plan, step, _ = self.paths(k)
         rec = _read_json(step)
-        if rec is None or rec.get("previous_key") != _placement_key(self.previous) or not os.path.isfile(plan):
+        if not isinstance(rec, dict) or rec.get("input_key") != self.input_key(k) or not os.path.isfile(plan):
+            return None
+        return rec
+
+    def kept(self, k):
+        """The record of step k when it is finished in OUT, from the step's files as they are now and
+        the chain's placement."""
+        rec = self.recorded(k)
+        if rec is None or rec.get("previous_key") != _placement_key(self.previous):
             return None
         return rec
 
@@ -300,8 +497,21 @@ def _placement_key(previous) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
+def _remove(path: str) -> None:
+    """Removes a file of OUT if it is there (OutWriteError naming it when it cannot be removed)."""
+    if not os.path.lexists(path):
+        return
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        raise _out_error(e, path) from None
+
+
 def _finish(chain, k, name, result, read_future) -> None:
-    """Writes a planned step (plan file, then its record) or a failed one, and advances the chain."""
+    """Writes a planned step (plan file, then its record, then the step's old failure removed) or a
+    failed one (its message, then an older plan of the step removed), and advances the chain."""
     plan, step, failed = chain.paths(k)
     if isinstance(result, BaseException):
         err = read_future.exception() if read_future is not None and read_future.status == "error" else result
@@ -309,26 +519,29 @@ def _finish(chain, k, name, result, read_future) -> None:
         stage = "read" if err is not result else "plan"
         _write_atomic(failed, json.dumps({"window": name, "stage": stage, "error": message,
                                           "previous_from": chain.previous_from}, indent=2) + "\n")
+        _remove(step)
+        _remove(plan)
     else:
         _write_atomic(plan, result["plan"] + "\n")
         rec = dict(result["line"])
         rec.update({"window": name, "plan_file": os.path.basename(plan), "worker": result["worker"],
                     "task_seconds": result["seconds"], "previous_from": chain.previous_from,
-                    "previous_key": _placement_key(chain.previous)})
+                    "previous_key": _placement_key(chain.previous), "input_key": chain.input_key(k)})
         _write_atomic(step, json.dumps(rec, indent=2) + "\n")
-        if os.path.exists(failed):
-            os.unlink(failed)
+        _remove(failed)
         chain.previous, chain.previous_from = result["placement"], name
     chain.pos = k + 1
 
 
 def _advance(chain, steps) -> None:
-    """Moves the chain past the steps OUT already holds for its current placement."""
+    """Moves the chain past the steps OUT already holds for its current placement (removing a failed
+    step's message left beside a kept plan)."""
     while not chain.done():
         rec = chain.kept(chain.pos)
         if rec is None:
             return
         doc = _read_json(chain.paths(chain.pos)[0])
+        _remove(chain.paths(chain.pos)[2])
         chain.previous, chain.previous_from = doc["placement"], steps[chain.pos][0]
         chain.pos += 1
 
@@ -351,49 +564,42 @@ def sweep(client, run, *, model, topologies: Sequence, out: str, seed: int = 1, 
     slowest chain's step on (default: the workers; 1 reads no step ahead; at least 1). progress: called as progress(chain, window, status)
     after every step.
 
-    ValueError for bad settings (unknown topology or model, an OUT of another run); a step's own
-    failure is recorded, never raised.
+    ValueError for bad settings (a missing run folder or step, an unknown topology or model, a bad
+    seed or budget, an OUT of another run), raised before OUT is touched; OutWriteError (an OSError
+    naming the file) when OUT cannot be written, the steps written before kept; a step's own failure
+    is recorded, never raised.
     """
+    job = _Job(run, model=model, topologies=topologies, out=out, seed=seed, previous=previous, max_moves=max_moves,
+               threads=threads, budgets=budgets, format=format, trace_name=trace_name, lookahead=lookahead,
+               layer_base=layer_base)
+    job.open()
+    return _run(client, job, progress)
+
+
+def _run(client, job: _Job, progress=None) -> dict:
+    """The sweep of an opened job on the cluster of `client` (see sweep)."""
     from distributed import wait
 
-    if lookahead is not None and (isinstance(lookahead, bool) or not isinstance(lookahead, int) or lookahead < 1):
-        raise ValueError(f"lookahead: must be an integer of at least 1, got {lookahead!r}")
-    steps = run_steps(run)
-    if isinstance(run, (str, os.PathLike)):
-        trace_name = trace_name or os.path.basename(os.path.normpath(os.fspath(run)))
-    trace_name = trace_name or "run"
-    budgets = dict(budgets or {})
-    if max_moves is not None:
-        budgets["max_moves"] = int(max_moves)
-    topo_json = [_core.Topology.load(os.fspath(t)).to_json() for t in topologies]
-    if not topo_json:
-        raise ValueError("give at least one topology")
-    chain_names = _chain_names(topologies)
-    files = plan_file_names([w for w, _ in steps])
-    previous_doc, previous_label = None, "identity"
-    if previous is not None:
-        # Read here (the workers need not see the file); each step 0 matches its rows to the window's
-        # MoE layers as routepack.plan(previous=) does.
-        with open(os.fspath(previous), encoding="utf-8") as f:
-            try:
-                previous_doc = json.load(f)
-            except ValueError as e:
-                raise ValueError(f"{os.fspath(previous)}: not a plan or expert map file ({e})") from None
-        previous_label = "previous:" + os.path.abspath(os.fspath(previous))
-    settings = {"format": RUN_FORMAT, "version": 1, "trace": trace_name, "model": model,
-                "topologies": dict(zip(chain_names, [json.loads(t) for t in topo_json])), "seed": seed,
-                "threads": threads, "budgets": budgets, "previous": previous_label, "read_format": format}
-    _open_out(out, settings)
-    chains = [_Chain(n, t, out, files, previous_doc, previous_label) for n, t in zip(chain_names, topo_json)]
+    steps, out, budgets = job.steps, job.out, job.budgets
+    keys = {}
+
+    def input_key(k):
+        if k not in keys:
+            keys[k] = _input_key(steps[k][1])
+        return keys[k]
+
+    chains = [_Chain(n, t, out, job.files, job.previous_doc, job.previous_label, input_key)
+              for n, t in zip(job.chain_names, job.topo_json)]
     workers = max(1, len(client.scheduler_info().get("workers", {})))
-    lookahead = lookahead or workers
+    lookahead = job.lookahead or workers
     any_routes = any(c.routes for c in chains)
     reads = {}  # step index -> read future (released once no chain needs it)
 
     def read(k):
         if k not in reads:
-            reads[k] = client.submit(read_step, steps[k][1], model=model, format=format, routes=any_routes,
-                                     layer_base=layer_base, pure=False, key=f"read-{k}-{os.urandom(4).hex()}")
+            input_key(k)  # the files' state before they are read
+            reads[k] = client.submit(read_step, steps[k][1], model=job.model, format=job.format, routes=any_routes,
+                                     layer_base=job.layer_base, pure=False, key=f"read-{k}-{os.urandom(4).hex()}")
         return reads[k]
 
     while True:
@@ -402,9 +608,9 @@ def sweep(client, run, *, model, topologies: Sequence, out: str, seed: int = 1, 
                 _advance(c, steps)
                 if not c.done():
                     k = c.pos
-                    fut = client.submit(plan_step, read(k), c.topology_json, trace_name=trace_name,
-                                        window_name=steps[k][0], previous=c.previous, seed=seed, threads=threads,
-                                        budgets=budgets or None, pure=False,
+                    fut = client.submit(plan_step, read(k), c.topology_json, trace_name=job.trace_name,
+                                        window_name=steps[k][0], previous=c.previous, seed=job.seed,
+                                        threads=job.threads, budgets=budgets or None, pure=False,
                                         key=f"plan-{c.name}-{k}-{os.urandom(4).hex()}")
                     c.busy = (k, fut)
         active = [c for c in chains if c.busy is not None]
@@ -415,7 +621,7 @@ def sweep(client, run, *, model, topologies: Sequence, out: str, seed: int = 1, 
             if k < low:
                 del reads[k]
         for k in range(low, min(low + lookahead, len(steps))):
-            if any(not c.done() and c.pos <= k and not os.path.isfile(c.paths(k)[1]) for c in chains):
+            if any(not c.done() and c.pos <= k and c.recorded(k) is None for c in chains):
                 read(k)
         wait([c.busy[1] for c in active], return_when="FIRST_COMPLETED")
         for c in active:
@@ -446,7 +652,7 @@ def write_summary(out: str, chains, steps) -> dict:
             rec = _read_json(step) if os.path.isfile(plan) else None
             if rec is not None:
                 line = {"topology": c.name, "window": name, "path": path, "status": "planned", "error": None}
-                line.update({key: v for key, v in rec.items() if key not in ("window", "previous_key")})
+                line.update({key: v for key, v in rec.items() if key not in ("window", "previous_key", "input_key")})
             else:
                 f = _read_json(fail) or {"error": "not planned", "stage": None}
                 line = {"topology": c.name, "window": name, "path": path, "status": "failed", "error": f["error"],
@@ -487,7 +693,64 @@ def summary_csv(lines) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
+# A local cluster
+
+
+def local_cluster(workers: int = 1, *, dashboard: bool = False):
+    """The Dask cluster ``python3 -m routepack.run sweep --workers N`` starts on this machine (a
+    ``distributed.LocalCluster``; close it when done): `workers` worker processes of one thread each,
+    the scheduler and the workers on 127.0.0.1 only. Dask starts an HTTP server in the scheduler and
+    in every worker; each listens on 127.0.0.1 and serves no page, unless `dashboard`: then the
+    scheduler's serves its dashboard (``cluster.dashboard_link``, a free port on 127.0.0.1; its
+    pages need bokeh). The worker processes ignore SIGINT (Ctrl-C in a terminal reaches the whole
+    process group; only the client answers it, closing the cluster): called on the main thread, this
+    process ignores it while the cluster starts (a few seconds), so that the worker processes begin
+    with it ignored, and each worker ignores it (a worker Dask starts again, too)."""
+    import dask
+    from distributed import LocalCluster, Nanny
+
+    class LoopbackNanny(Nanny):
+        """A worker process whose HTTP server (on 127.0.0.1, as worker_dashboard_address says) serves
+        no dashboard (LocalCluster turns the workers' dashboards on with any address) and that
+        ignores SIGINT."""
+
+        def __init__(self, *a, **kw):
+            kw["dashboard"] = False
+            kw["worker_class"] = _sigint_ignoring_worker
+            super().__init__(*a, **kw)
+
+    routes = {} if dashboard else {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
+    handler = None
+    if threading.current_thread() is threading.main_thread():
+        handler = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a disposition the spawned processes inherit
+    try:
+        with dask.config.set(routes):
+            return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                dashboard_address="127.0.0.1:0", worker_dashboard_address="127.0.0.1:0",
+                                scheduler_kwargs={"dashboard": dashboard}, worker_class=LoopbackNanny)
+    finally:
+        if handler is not None:
+            signal.signal(signal.SIGINT, handler)
+
+
+def _sigint_ignoring_worker(**kwargs):
+    """A Dask Worker made in a worker process of local_cluster (the Nanny's worker class, called on
+    the process's main thread), the process set to ignore SIGINT first."""
+    from distributed import Worker
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return Worker(**kwargs)
+
+
+# ---------------------------------------------------------------------------------------------
 # python3 -m routepack.run
+
+# Exit statuses of `python3 -m routepack.run sweep` (docs/cluster-runs.md).
+EXIT_PLANNED = 0      # every step of every chain planned
+EXIT_STEPS_FAILED = 1  # some steps failed (listed on stdout, in summary.json)
+EXIT_USAGE = 2        # bad arguments or settings; nothing started, OUT untouched
+EXIT_STOPPED = 3      # OUT could not be written, or the scheduler not reached; OUT resumable
+EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT); OUT resumable
 
 
 def _model_arg(args):
@@ -500,25 +763,29 @@ def _model_arg(args):
         if getattr(args, key):
             spec[key] = getattr(args, key)
     if args.moe_layers:
-        spec["moe_layers"] = _layer_list(args.moe_layers)
+        spec["moe_layers"] = args.moe_layers
     if list(spec) == ["model"]:
         return spec["model"]
     return spec or None
 
 
 def _layer_list(text: str) -> list:
+    """argparse type of --moe-layers: layer ids and ranges, e.g. ``1-26`` or ``0,2,4-7``."""
     out = []
-    for part in text.split(","):
-        if "-" in part:
-            a, b = part.split("-", 1)
-            out.extend(range(int(a), int(b) + 1))
-        elif part:
-            out.append(int(part))
+    try:
+        for part in text.split(","):
+            if "-" in part:
+                a, b = part.split("-", 1)
+                out.extend(range(int(a), int(b) + 1))
+            elif part:
+                out.append(int(part))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of layer ids and ranges such as 1-26: {text!r}") from None
     return out
 
 
 def _at_least_one(text: str) -> int:
-    """argparse type of --lookahead: an integer of at least 1."""
+    """argparse type of --lookahead and --workers: an integer of at least 1."""
     try:
         value = int(text)
     except ValueError:
@@ -528,71 +795,172 @@ def _at_least_one(text: str) -> int:
     return value
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """``python3 -m routepack.run sweep RUN_DIR --model M --topology T [--topology T2 ...] --out OUT
-    [--seed S] [--previous FILE] [--max-moves N] [--threads N] [--lookahead N]
-    [--scheduler ADDRESS | --workers N]``.
-    Exit status 0 when every step of every chain was planned, 1 when some failed (listed), 2 for bad
-    arguments or settings."""
+def _int_in(low: int, high: int, also: Optional[int] = None, note: str = ""):
+    """argparse type: an integer in low..high (or `also`), the range in the error."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or not (low <= value <= high or value == also):
+            raise argparse.ArgumentTypeError(f"must be an integer in {low}..{high}{note}, got {text!r}")
+        return value
+
+    return parse
+
+
+def _parser():
+    """The command line's parser and its sweep subparser."""
     p = argparse.ArgumentParser(prog="python3 -m routepack.run",
                                 description="whole-run sweeps on a Dask cluster (docs/cluster-runs.md)")
     sub = p.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("sweep", help="plan every step of a run folder on every topology (one chain each)")
+    s = sub.add_parser("sweep", help="plan every step of a run folder on every topology (one chain each)",
+                       description="Plans every step of a run on every topology (one chain each) into the "
+                       "resumable folder OUT. Exit status: 0 every step planned, 1 some steps failed (listed), "
+                       "2 bad arguments or settings (nothing started, OUT untouched), 3 OUT could not be "
+                       "written or the scheduler not reached, 130 interrupted; after 3 or 130, OUT keeps the "
+                       "finished steps and the same command resumes.")
     s.add_argument("run", nargs="+", help="the run folder (its entries are the steps), or the step paths in order")
     s.add_argument("--model", default="", help="shipped model description (as routepack import --model)")
     s.add_argument("--model-config", default="", help="Hugging Face config.json of the model")
     s.add_argument("--experts", type=int, default=0)
     s.add_argument("--top-k", type=int, default=0)
     s.add_argument("--num-hidden-layers", "--layers", dest="num_hidden_layers", type=int, default=0)
-    s.add_argument("--moe-layers", default="", help="MoE layer ids, e.g. 1-26")
+    s.add_argument("--moe-layers", type=_layer_list, default=None, help="MoE layer ids, e.g. 1-26")
     s.add_argument("--format", default="auto", help="format of the step files (routepack import --format)")
     s.add_argument("--topology", action="append", required=True, help="topology file or shipped name; repeat "
                    "for independent chains")
     s.add_argument("--out", required=True, help="output folder (resumable: a rerun plans only what is missing)")
-    s.add_argument("--seed", type=int, default=1)
+    s.add_argument("--seed", type=_int_in(0, 2**64 - 1), default=1, help="random seed, 0..2^64-1 (default 1)")
     s.add_argument("--previous", default=None, help="placement of the step before the first (plan or map file)")
-    s.add_argument("--max-moves", type=int, default=None, help="experts moved per step at most (all MoE layers)")
-    s.add_argument("--threads", type=int, default=1, help="planner threads per step (default 1)")
+    s.add_argument("--max-moves", type=_int_in(0, 10**9, -1, " or -1 (unlimited)"), default=None,
+                   help="experts moved per step at most (all MoE layers)")
+    s.add_argument("--threads", type=_int_in(0, 4096), default=1,
+                   help="planner threads per step (default 1; 0: all cores)")
     s.add_argument("--trace-name", default=None, help="the plans' inputs.trace (default: the run folder's name)")
     s.add_argument("--lookahead", type=_at_least_one, default=None,
                    help="steps read at once from the slowest chain's step on (default: the workers; 1: none ahead)")
     g = s.add_mutually_exclusive_group()
     g.add_argument("--scheduler", default=None, help="address of a running dask-scheduler (tcp://host:8786)")
-    g.add_argument("--workers", type=int, default=None,
-                   help="start a local cluster of N worker processes, one thread each (default 1)")
+    g.add_argument("--workers", type=_at_least_one, default=None,
+                   help="start a local cluster of N worker processes, one thread each, on 127.0.0.1 (default 1)")
+    s.add_argument("--dashboard", action="store_true",
+                   help="the local cluster's scheduler serves its dashboard on 127.0.0.1 (the link on stderr)")
     s.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    args = p.parse_args(argv)
-    from distributed import Client, LocalCluster
+    return p, s
 
-    run = args.run[0] if len(args.run) == 1 and os.path.isdir(args.run[0]) else args.run
-    cluster = None
+
+def _quiet_logs() -> None:
+    """Dask's own log of this process reduced to its critical messages."""
+    import logging
+
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+
+
+def _close(client, cluster, quietly: bool) -> None:
+    """Closes the client and the local cluster; `quietly` (the run stopped): with Ctrl-C ignored and
+    without Dask's messages about the tasks it drops and the busy workers it stops (here and in the
+    local cluster's workers), both as they were here again afterwards."""
+    import logging
+
+    logger = logging.getLogger("distributed")
+    level, handler = logger.level, None
+    if quietly:
+        logger.setLevel(logging.CRITICAL)
+        if threading.current_thread() is threading.main_thread():
+            handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if client is not None and cluster is not None:
+            try:
+                client.run(_quiet_logs)
+            except Exception:  # noqa: BLE001 - a worker already gone has nothing left to say
+                pass
     try:
-        if args.scheduler:
-            client = Client(args.scheduler)
-        else:
-            cluster = LocalCluster(n_workers=args.workers or 1, threads_per_worker=1, processes=True,
-                                   dashboard_address=":0")
-            client = Client(cluster)
-        try:
-            report = None if args.quiet else (lambda c, w, st: print(f"{c} {w} {st}", file=sys.stderr, flush=True))
-            summary = sweep(client, run, model=_model_arg(args), topologies=args.topology, out=args.out,
-                            seed=args.seed, previous=args.previous, max_moves=args.max_moves, threads=args.threads,
-                            format=args.format, trace_name=args.trace_name, lookahead=args.lookahead,
-                            progress=report)
-        finally:
+        if client is not None:
             client.close()
-    except ValueError as e:
-        print(f"routepack.run: error: {e}", file=sys.stderr)
-        return 2
-    finally:
         if cluster is not None:
             cluster.close()
+    finally:
+        if quietly:
+            logger.setLevel(level)
+            if handler is not None:
+                signal.signal(signal.SIGINT, handler)
+
+
+def _checked_job(args, run):
+    """(None, None, the _Job of the command line's settings), or (EXIT_USAGE, its line, None)."""
+    try:
+        job = _Job(run, model=_model_arg(args), topologies=args.topology, out=args.out, seed=args.seed,
+                   previous=args.previous, max_moves=args.max_moves, threads=args.threads, budgets=None,
+                   format=args.format, trace_name=args.trace_name, lookahead=args.lookahead, layer_base="auto")
+    except ValueError as e:
+        return EXIT_USAGE, f"routepack.run: error: {e}", None
+    return None, None, job
+
+
+def _connect(address: str, resume: str):
+    """(None, None, a Client of the scheduler at `address`), or (EXIT_USAGE, its line, None) for an
+    address that is not one, (EXIT_STOPPED, its line, None) for a scheduler not reached."""
+    from distributed import Client
+
+    try:
+        return None, None, Client(address)
+    except ValueError as e:
+        return EXIT_USAGE, f"routepack.run: error: --scheduler {address}: {e}", None
+    except (OSError, TimeoutError) as e:
+        return EXIT_STOPPED, f"routepack.run: error: {address}: cannot reach the scheduler ({e}); {resume}", None
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``python3 -m routepack.run sweep RUN_DIR --model M --topology T [--topology T2 ...] --out OUT
+    [--seed S] [--previous FILE] [--max-moves N] [--threads N] [--lookahead N]
+    [--scheduler ADDRESS | --workers N [--dashboard]]``.
+
+    Every setting is checked before a cluster starts or OUT is touched. Exit status: 0 when every step
+    of every chain was planned; 1 when some failed (listed on stdout); 2 for bad arguments or
+    settings (``routepack.run: error: ...`` on stderr); 3 when OUT could not be written
+    (``routepack.run: error: FILE: REASON; OUT keeps ...``) or the scheduler was not reached; 130 on
+    Ctrl-C (``routepack.run: interrupted; OUT keeps ...``). After 3 and 130 the same command resumes."""
+    p, s = _parser()
+    args = p.parse_args(argv)
+    if args.dashboard and args.scheduler:
+        s.error("argument --dashboard: not allowed with argument --scheduler (it is the local cluster's)")
+    run = args.run[0] if len(args.run) == 1 and os.path.isdir(args.run[0]) else args.run
+    resume = f"{args.out} keeps the finished steps: rerun the same command to resume"
+    client = cluster = None
+    status, message = None, None
+    try:
+        try:
+            status, message, job = _checked_job(args, run)
+            if status is None and args.scheduler:
+                status, message, client = _connect(args.scheduler, resume)
+            if status is None:
+                job.open()
+                if client is None:
+                    from distributed import Client
+
+                    cluster = local_cluster(args.workers or 1, dashboard=args.dashboard)
+                    client = Client(cluster)
+                    if args.dashboard:
+                        print(f"dashboard: {cluster.dashboard_link}", file=sys.stderr, flush=True)
+                report = None if args.quiet else (
+                    lambda c, w, st: print(f"{c} {w} {st}", file=sys.stderr, flush=True))
+                summary = _run(client, job, report)
+        except OSError as e:  # OutWriteError (the file and the reason), or the cluster lost
+            status, message = EXIT_STOPPED, f"routepack.run: error: {e}; {resume}"
+        except KeyboardInterrupt:
+            status, message = EXIT_INTERRUPTED, f"routepack.run: interrupted; {resume}"
+        _close(client, cluster, quietly=status is not None)
+    except KeyboardInterrupt:
+        status, message = EXIT_INTERRUPTED, f"routepack.run: interrupted; {resume}"
+    if status is not None:
+        print(message, file=sys.stderr, flush=True)
+        return status
     planned = sum(1 for line in summary["lines"] if line["status"] == "planned")
     print(f"sweep: {planned} of {len(summary['lines'])} steps planned ({summary['steps']} steps x "
           f"{len(summary['topologies'])} chains); written to {args.out}")
     for f in summary["failed"]:
         print(f"failed: {f['topology']} {f['window']}: {f['error']}")
-    return 1 if summary["failed"] else 0
+    return EXIT_STEPS_FAILED if summary["failed"] else EXIT_PLANNED
 
 
 if __name__ == "__main__":

@@ -76,6 +76,27 @@ def _like(values, ref):
     return np.asarray(values, dtype=np.int64)
 
 
+def mask_lengths(attention_mask) -> np.ndarray:
+    """The token count of each sample of a verl batch: the row sums of ``attention_mask`` [B, S] (torch
+    or numpy; bool, integer or float), int64 [B]. verl's masks hold 0 and 1 only (verl-project/verl
+    1dda039b, ``verl/utils/seqlen_balancing.py``: ``attention_mask.sum(-1)``); any other value (0.3,
+    2, NaN) is refused rather than summed into a length that is not a token count: ValueError
+    "attention_mask[3, 7] = 0.3: an attention mask holds 0 or 1 (a sample's tokens are its row sum)"."""
+    mask = _np(attention_mask)
+    if mask.ndim < 1:
+        raise ValueError("attention_mask must be [B, S], not a scalar")
+    flat = mask.reshape(mask.shape[0], -1)
+    if flat.dtype.kind != "b":
+        if flat.dtype.kind not in "iuf":
+            raise ValueError(f"attention_mask must hold 0 and 1 (bool, integer or float), not {flat.dtype}")
+        bad = np.argwhere(~((flat == 0) | (flat == 1)))
+        if len(bad):
+            i, j = (int(x) for x in bad[0])
+            raise ValueError(f"attention_mask[{i}, {j}] = {flat[i, j]}: an attention mask holds 0 or 1 "
+                             f"(a sample's tokens are its row sum)")
+    return flat.sum(-1, dtype=np.int64)
+
+
 def plan_batch(attention_mask, dp_size: int, *, max_token_len: int, routed_experts=None, num_experts=None,
                moe_layers: Optional[Sequence[int]] = None, layer_axis: str = "all", ep_ranks: int = 1,
                edp_shards=None, stages=(("attention", 1.0, 0.0),), row_multiple: int = 1, previous=None,
@@ -98,7 +119,7 @@ def plan_batch(attention_mask, dp_size: int, *, max_token_len: int, routed_exper
     batch_size = mask.shape[0]
     assert batch_size >= dp_size, f"number of items:[{batch_size}] < k_partitions:[{dp_size}]"
     assert batch_size % dp_size == 0, f"{batch_size} % {dp_size} != 0"
-    lengths = mask.reshape(batch_size, -1).sum(-1).astype(np.int64)
+    lengths = mask_lengths(mask)
     counts = None
     if routed_experts is not None:
         if num_experts is None or moe_layers is None:
@@ -188,7 +209,7 @@ def rearrange_micro_batches(batch, max_token_len, dp_group=None, num_batches_div
     assert max_token_len >= max_seq_len, (
         f"max_token_len must be greater than the sequence length. Got {max_token_len=} and {max_seq_len=}")
     rows = rows.astype(np.int64)
-    lengths = mask.reshape(len(rows), -1).sum(-1)
+    lengths = mask_lengths(mask)
     micro_bsz_idx = []
     for i, r in enumerate(rows):
         if r < 0 or (micro_bsz_idx and r < len(micro_bsz_idx) - 1) or r > len(micro_bsz_idx):
