@@ -11,6 +11,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
+#include <string_view>
+#include <vector>
 
 namespace routepack {
 
@@ -167,31 +170,30 @@ void check_p2l_rows(const std::vector<std::vector<int>>& rows, const std::string
 }
 
 /// The fields an expert map object may hold: routepack export-map's, and those the stacks write
-/// beside physical_to_logical_map (SGLang, vLLM, EPLB), which are not read. Any other field (a typo
-/// such as "moe_layer") is refused rather than ignored.
+/// beside physical_to_logical_map (SGLang, vLLM, EPLB), which are not read.
+constexpr std::string_view kMapFields[] = {"format",
+                                           "version",
+                                           "layer_axis",
+                                           "moe_layers",
+                                           "num_hidden_layers",
+                                           "experts",
+                                           "ep_ranks",
+                                           "slots_per_rank",
+                                           "placement",
+                                           "physical_to_logical_map",
+                                           "logical_to_all_physical_map",
+                                           "logical_to_all_physical_map_num_valid",
+                                           "logical_to_rank_dispatch_physical_map",
+                                           "logical_to_physical_map",
+                                           "logical_replica_count",
+                                           "logical_count",
+                                           "expert_count"};
+
+/// Any field not in kMapFields (a typo such as "moe_layer") is refused rather than ignored.
 void check_map_fields(const json& j, const std::string& origin) {
-    static const char* const known[] = {"format",
-                                        "version",
-                                        "layer_axis",
-                                        "moe_layers",
-                                        "num_hidden_layers",
-                                        "experts",
-                                        "ep_ranks",
-                                        "slots_per_rank",
-                                        "placement",
-                                        "physical_to_logical_map",
-                                        "logical_to_all_physical_map",
-                                        "logical_to_all_physical_map_num_valid",
-                                        "logical_to_rank_dispatch_physical_map",
-                                        "logical_to_physical_map",
-                                        "logical_replica_count",
-                                        "logical_count",
-                                        "expert_count"};
     for (const auto& item : j.items()) {
         const std::string& key = item.key(); // a plain name: lambdas cannot capture structured bindings in C++20
-        if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return key == k; }) !=
-            std::end(known))
-            continue;
+        if (std::find(std::begin(kMapFields), std::end(kMapFields), key) != std::end(kMapFields)) continue;
         throw InputError(origin + ": unknown field '" + util::printable(key) +
                          "' (an expert map holds moe_layers, placement and/or physical_to_logical_map, and "
                          "routepack export-map's format, version, layer_axis, num_hidden_layers, experts, ep_ranks, "
@@ -408,10 +410,19 @@ Placement placement_from_plan(const PlanFile& plan, const ModelDescription& mode
 
 Placement previous_placement_from_text(const std::string& text, const std::string& origin,
                                        const ModelDescription& model, int ep_ranks) {
-    // A plan writes "format" first: the scan stops there, without building the document.
-    const util::JsonTopLevel top = util::json_top_level(text, "format");
+    // One scan without building the document: its format, and the first field neither a plan nor a
+    // map holds (the scan stops there, so a pad of any size is never read).
+    static const std::vector<std::string_view> known = [] {
+        std::vector<std::string_view> k(plan_file_fields().begin(), plan_file_fields().end());
+        k.insert(k.end(), std::begin(kMapFields), std::end(kMapFields));
+        return k;
+    }();
+    const util::JsonTopLevel top = util::json_top_level(text, {}, known);
     const auto format = top.strings.find("format");
     const bool is_plan = top.object && format != top.strings.end() && format->second == "routepack-plan";
+    if (top.unknown && !is_plan)
+        throw InputError(origin + ": unknown field '" + util::printable(*top.unknown) +
+                         "' (neither a plan nor an expert map holds it)");
     if (!is_plan) return placement_from_map(parse_expert_map_text(text, origin), model, ep_ranks, origin, "the window");
     try {
         return placement_from_plan(parse_plan(text, origin), model, ep_ranks, origin);

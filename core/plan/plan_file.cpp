@@ -22,6 +22,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <variant>
+#include <vector>
 
 namespace routepack {
 
@@ -712,16 +713,21 @@ constexpr std::array<std::string_view, 22> kPlanFields = {"format",
 /// InputError "<origin>: unknown field 'pad' (a plan holds format, version, ...)" for a top-level key
 /// no plan writes, found by a scan that does not build the document.
 void check_plan_fields(const std::string& text, const std::string& origin) {
-    for (const std::string& key : util::json_top_level(text).keys) {
-        if (std::find(kPlanFields.begin(), kPlanFields.end(), key) != kPlanFields.end()) continue;
-        std::string list;
-        for (std::string_view k : kPlanFields)
-            list += (list.empty() ? "" : ", ") + std::string(k);
-        throw InputError(origin + ": unknown field '" + util::printable(key) + "' (a plan holds " + list + ")");
-    }
+    static const std::vector<std::string_view> known(kPlanFields.begin(), kPlanFields.end());
+    // Stops at the first unknown key: its value (a pad of any size) is never read.
+    const util::JsonTopLevel top = util::json_top_level(text, {}, known);
+    if (!top.unknown) return;
+    std::string list;
+    for (std::string_view k : kPlanFields)
+        list += (list.empty() ? "" : ", ") + std::string(k);
+    throw InputError(origin + ": unknown field '" + util::printable(*top.unknown) + "' (a plan holds " + list + ")");
 }
 
 } // namespace
+
+std::span<const std::string_view> plan_file_fields() {
+    return kPlanFields;
+}
 
 PlanFile parse_plan(const std::string& text, const std::string& origin) {
     check_plan_fields(text, origin); // before the document is built: an unknown field costs no memory

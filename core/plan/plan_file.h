@@ -3,7 +3,9 @@
 // resources/schema/plan.schema.json).
 #include "core/plan/planner.h"
 
+#include <span>
 #include <string>
+#include <string_view>
 
 namespace routepack {
 
@@ -67,6 +69,10 @@ struct PlanFileComm {
     Layout comm_layout;
     Score comm_search_score;
 };
+
+/// The top-level fields a plan file may hold (plan_to_json writes them; older versions a subset);
+/// parse_plan refuses any other before it builds the document.
+std::span<const std::string_view> plan_file_fields();
 
 /// Serializes a plan (format "routepack-plan", version kPlanVersion) to JSON text (2-space indent). Every
 /// field but "timings" is a function of inputs, seed, budgets and worker count.

@@ -62,16 +62,19 @@ std::string read_input_file(const std::filesystem::path& path, const InputFileKi
     std::size_t got = 0;
     for (;;) {
         if (got == bytes.size()) {
-            // At the expected end: one more byte means the file grew; read on, within the cap.
-            if (bytes.size() >= kind.max_bytes) {
-                char probe;
-                const ssize_t n = ::read(fd, &probe, 1);
-                if (n == 0) break;
-                if (n > 0) check_size(path, kind, bytes.size() + 1);
-                if (n < 0 && errno == EINTR) continue;
-                if (n < 0) throw InputError(path.string() + ": read error: " + std::strerror(errno));
-            }
+            // At the expected end: one more byte means the file grew; read on, within the cap. The
+            // probe is read aside, so a file that did not grow is never copied into a larger buffer
+            // (which would briefly hold it twice).
+            char probe;
+            const ssize_t n = ::read(fd, &probe, 1);
+            if (n == 0) break;
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) throw InputError(path.string() + ": read error: " + std::strerror(errno));
+            check_size(path, kind, bytes.size() + 1);
+            bytes.push_back(probe);
+            ++got;
             bytes.resize(std::min<std::uint64_t>(kind.max_bytes, bytes.size() + (std::uint64_t(1) << 16)));
+            if (got == bytes.size()) continue;
         }
         const ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
         if (n < 0 && errno == EINTR) continue;

@@ -5,6 +5,7 @@
 #include "core/util/json_field.h"
 #include "core/util/text.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <type_traits>
@@ -192,14 +193,15 @@ namespace {
 /// json_top_level's SAX handler: tracks the depth, records depth-1 keys and string values.
 class TopLevelSax {
 public:
-    TopLevelSax(JsonTopLevel& out, std::string_view stop_after) : out_(out), stop_after_(stop_after) {}
+    TopLevelSax(JsonTopLevel& out, std::string_view stop_after, const std::vector<std::string_view>& known)
+        : out_(out), stop_after_(stop_after), known_(known) {}
     bool null() { return value(); }
     bool boolean(bool) { return value(); }
     bool number_integer(nlohmann::json::number_integer_t) { return value(); }
     bool number_unsigned(nlohmann::json::number_unsigned_t) { return value(); }
     bool number_float(nlohmann::json::number_float_t, const std::string&) { return value(); }
     bool string(std::string& s) {
-        if (depth_ == 1 && !out_.keys.empty()) out_.strings[out_.keys.back()] = s;
+        if (depth_ == 1 && !out_.keys.empty() && s.size() <= 1024) out_.strings[out_.keys.back()] = s;
         return value();
     }
     bool binary(nlohmann::json::binary_t&) { return value(); }
@@ -221,8 +223,11 @@ public:
         return value();
     }
     bool key(std::string& k) {
-        if (depth_ == 1) out_.keys.push_back(k);
-        return true;
+        if (depth_ != 1) return true;
+        out_.keys.push_back(k);
+        if (known_.empty() || std::find(known_.begin(), known_.end(), k) != known_.end()) return true;
+        out_.unknown = k;
+        return false;
     }
     bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) { return false; }
 
@@ -233,14 +238,16 @@ private:
     }
     JsonTopLevel& out_;
     std::string_view stop_after_;
+    const std::vector<std::string_view>& known_;
     int depth_ = 0;
 };
 
 } // namespace
 
-JsonTopLevel json_top_level(std::string_view text, std::string_view stop_after) {
+JsonTopLevel json_top_level(std::string_view text, std::string_view stop_after,
+                            const std::vector<std::string_view>& known) {
     JsonTopLevel out;
-    TopLevelSax sax(out, stop_after);
+    TopLevelSax sax(out, stop_after, known);
     (void)nlohmann::json::sax_parse(text.data(), text.data() + text.size(), &sax);
     return out;
 }

@@ -58,14 +58,18 @@ std::optional<std::int64_t> json_int(const nlohmann::json& obj, const char* key,
 
 /// The top level of a JSON document, read without building it (a SAX pass; memory: the longest
 /// string, not the document): whether it is an object, its keys in order, and the value of each key
-/// whose value is a string. The pass ends early, keeping what it saw, at the first syntax error or
-/// once `stop_after` (when not empty) has been read with its value; it never throws for malformed
-/// text (the document parser reports that). O(bytes).
+/// whose value is a string of at most 1024 bytes. The pass ends early, keeping what it saw, at the
+/// first syntax error, once `stop_after` (when not empty) has been read with its value, or at the
+/// first top-level key not in `known` (when not empty; `unknown` names it, and its value is never
+/// read, however large); it never throws for malformed text (the document parser reports that).
+/// O(bytes).
 struct JsonTopLevel {
     bool object = false;
     std::vector<std::string> keys;
     std::map<std::string, std::string> strings;
+    std::optional<std::string> unknown; ///< the first key not in `known`
 };
-JsonTopLevel json_top_level(std::string_view text, std::string_view stop_after = {});
+JsonTopLevel json_top_level(std::string_view text, std::string_view stop_after = {},
+                            const std::vector<std::string_view>& known = {});
 
 } // namespace routepack::util

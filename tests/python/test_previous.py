@@ -155,6 +155,11 @@ def test_unknown_plan_fields_refused(tmp_path):
     with pytest.raises(ValueError) as e:
         routepack.load_plan(str(f))
     assert str(e.value).startswith(f"{f}: unknown field 'pad' (a plan holds format, version, inputs, ")
+    # The pad before the format: neither a plan nor a map; the scan stops at its key.
+    f.write_text(json.dumps({"pad": "x" * 1000, **json.loads(p0.to_json())}))
+    with pytest.raises(ValueError) as e:
+        routepack.plan(lengths, counts, topo(), moe_layers=[1, 2], previous=str(f))
+    assert str(e.value) == f"{f}: unknown field 'pad' (neither a plan nor an expert map holds it)"
 
 
 def test_unlimited_is_a_budget_that_cannot_bind():
