@@ -79,10 +79,10 @@ nlohmann::json sweep_json(const std::vector<SweepLine>& lines) {
                             {"samples", l.samples},
                             {"rows", l.rows},
                             {"certified", l.certified},
-                            {"baseline", l.baseline},
-                            {"reorder", l.reorder},
-                            {"karmarkar_karp", l.karmarkar_karp},
-                            {"routepack", l.routepack},
+                            {"baseline", l.cost(Method::Baseline)},
+                            {"reorder", l.cost(Method::Reorder)},
+                            {"karmarkar_karp", l.cost(Method::KarmarkarKarp)},
+                            {"routepack", l.cost(Method::RoutePack)},
                             {"routepack_vs_baseline_pct", l.vs_baseline_pct},
                             {"routepack_vs_reorder_pct", l.vs_reorder_pct},
                             {"lower_bound", l.lower_bound},
@@ -113,11 +113,11 @@ nlohmann::json sweep_json(const std::vector<SweepLine>& lines) {
         // On more than one node: the communication methods' joint cost and every method's inter-node
         // copies (null with the reason when the window has no routes).
         if (l.multi_node) {
-            o["grouter"] = value(l.grouter);
-            o["routepack+comm"] = value(l.routepack_comm);
+            o["grouter"] = value(l.max_u[Method::Grouter]);
+            o["routepack+comm"] = value(l.max_u[Method::RoutePackComm]);
             nlohmann::json copies;
-            for (const auto& [name, v] : l.inter_copies)
-                copies[name] = value(v);
+            for (const MethodRow& m : kMethodTable)
+                if (l.max_u[m.method]) copies[m.key] = value(l.inter_copies[m.method]);
             o["inter_node_copies"] = copies;
             if (l.comm_unavailable) o["communication_note"] = kCommUnavailable;
         }
@@ -136,8 +136,9 @@ void print_sweep(const std::vector<SweepLine>& lines, const SweepCmd& c) {
     for (const SweepLine& l : lines) {
         sum_gain += l.vs_baseline_pct;
         std::cout << fmt_line("%-16s %7zu %4d %11.4f %11.4f %11.4f %11.4f %+8.2f%% %8.3f %7s %6lld %9s",
-                              util::printable(l.window).c_str(), l.samples, l.rows, l.baseline, l.reorder,
-                              l.karmarkar_karp, l.routepack, l.vs_baseline_pct, l.planner_s,
+                              util::printable(l.window).c_str(), l.samples, l.rows, l.cost(Method::Baseline),
+                              l.cost(Method::Reorder), l.cost(Method::KarmarkarKarp), l.cost(Method::RoutePack),
+                              l.vs_baseline_pct, l.planner_s,
                               l.churn_slots < 0 ? "-" : std::to_string(l.churn_slots).c_str(),
                               static_cast<long long>(l.moves),
                               l.materialization_s ? fmt("%.4f", *l.materialization_s).c_str() : "-")
@@ -169,7 +170,7 @@ void print_sweep(const std::vector<SweepLine>& lines, const SweepCmd& c) {
             std::cout << fmt_line("%-16s", util::printable(l.window).c_str());
             for (const FrontierPoint& p : l.frontier)
                 std::cout << fmt_line(" %10.4f", p.max_u);
-            std::cout << fmt_line(" %10.4f", l.routepack) << "\n";
+            std::cout << fmt_line(" %10.4f", l.cost(Method::RoutePack)) << "\n";
         }
     }
     std::string hit;

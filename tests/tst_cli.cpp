@@ -173,266 +173,21 @@ private Q_SLOTS:
     void idsWindowAndGroups() {
         const auto tmp = temp_dir(QStringLiteral("cli-synth"));
         const QString db = q(tmp / "lib.routepack");
-        Run r = cli({QStringLiteral("synth"), QStringLiteral("--out"), q(tmp / "syn"), QStringLiteral("--groups"),
-                     QStringLiteral("3"), QStringLiteral("--group-size"), QStringLiteral("4"), QStringLiteral("--seed"),
-                     QStringLiteral("5")});
-        QCOMPARE(r.code, 0);
-        r = cli({QStringLiteral("import"), QStringLiteral("--db"), db, QStringLiteral("--name"), QStringLiteral("syn"),
-                 QStringLiteral("--experts"), QStringLiteral("32"), QStringLiteral("--top-k"), QStringLiteral("4"),
-                 QStringLiteral("--layers"), QStringLiteral("12"), QStringLiteral("--moe-layers"),
-                 QStringLiteral("1-11"), q(tmp / "syn")});
-        QVERIFY2(r.code == 0, qPrintable(r.err));
-        QVERIFY2(r.out.contains(QStringLiteral(": 12 samples from 3 files")), qPrintable(r.out));
-        r = cli({QStringLiteral("info"), QStringLiteral("--db"), db, QStringLiteral("--json")});
-        const auto j = nlohmann::json::parse(r.out.toStdString());
-        QCOMPARE(j["traces"][0]["groups"].get<int>(), 3);
-        r = cli({QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
-                 QStringLiteral("--name"), QStringLiteral("g"), QStringLiteral("--groups"),
-                 QStringLiteral("synth-group-0,synth-group-2")});
-        QVERIFY2(r.code == 0, qPrintable(r.err));
-        QCOMPARE(r.out, QStringLiteral("window 'g' of trace 'syn': 8 samples (groups synth-group-0,synth-group-2)\n"));
-        r = cli({QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
-                 QStringLiteral("--name"), QStringLiteral("h"), QStringLiteral("--groups"), QStringLiteral("zzz")});
-        QCOMPARE(r.code, 1);
-        QCOMPARE(r.err, QStringLiteral("routepack: error: window: trace 'syn' has no group 'zzz'\n"));
-
-        // A whole run: consecutive windows of 5 samples (the last one shorter, marked), and of 2 GRPO
-        // groups (4 samples each); a second split under a used name changes nothing.
+        importSynthGroupsAndWindowByGroup(tmp, db);
+        if (QTest::currentTestFailed()) return;
         const QStringList split = {QStringLiteral("window"),  QStringLiteral("--db"), db,
                                    QStringLiteral("--trace"), QStringLiteral("syn"),  QStringLiteral("--name")};
-        r = cli(split + QStringList{QStringLiteral("step"), QStringLiteral("--split"), QStringLiteral("5")});
-        QVERIFY2(r.code == 0, qPrintable(r.err));
-        QCOMPARE(r.out, QStringLiteral("window 'step-000' of trace 'syn': 5 samples (split 5: samples 1-5 of 12)\n"
-                                       "window 'step-001' of trace 'syn': 5 samples (split 5: samples 6-10 of 12)\n"
-                                       "window 'step-002' of trace 'syn': 2 samples (split 5: samples 11-12 of 12, "
-                                       "remainder of 2)\n"));
-        r = cli(split + QStringList{QStringLiteral("grp"), QStringLiteral("--split-groups"), QStringLiteral("2")});
-        QVERIFY2(r.code == 0, qPrintable(r.err));
-        QCOMPARE(r.out, QStringLiteral("window 'grp-000' of trace 'syn': 8 samples (split-groups 2: groups 1-2 of 3)\n"
-                                       "window 'grp-001' of trace 'syn': 4 samples (split-groups 2: groups 3-3 of 3, "
-                                       "remainder of 1)\n"));
-        r = cli(split + QStringList{QStringLiteral("step"), QStringLiteral("--split"), QStringLiteral("4")});
-        QCOMPARE(r.code, 1);
-        QCOMPARE(r.err,
-                 QStringLiteral("routepack: error: window: trace 'syn' already has a window named 'step-000' (no "
-                                "window was created)\n"));
-        r = cli(split + QStringList{QStringLiteral("x"), QStringLiteral("--split"), QStringLiteral("13")});
-        QCOMPARE(r.err, QStringLiteral("routepack: error: window: --split 13 but trace 'syn' has only 12 samples\n"));
-        r = cli(split + QStringList{QStringLiteral("x"), QStringLiteral("--split"), QStringLiteral("0")});
-        QCOMPARE(r.err, QStringLiteral("routepack: error: window: --split must be >= 1 (got 0)\n"));
-        r = cli(split + QStringList{QStringLiteral("x"), QStringLiteral("--split-groups"), QStringLiteral("4")});
-        QCOMPARE(r.err, QStringLiteral("routepack: error: window: --split-groups 4 but trace 'syn' has only 3 GRPO "
-                                       "groups\n"));
-        {
-            auto lib = routepack::storage::Library::open(db.toStdString(), routepack::storage::OpenMode::ReadOnly);
-            const auto all = lib->samples("syn");
-            std::vector<std::string> want;
-            for (std::size_t i = 5; i < 10; ++i)
-                want.push_back(all[i].id);
-            QCOMPARE(lib->window_sample_ids("syn", "step-001"), want); // import order, consecutive
-            QCOMPARE(lib->windows("syn").size(), std::size_t(6));      // g + 3 + 2: the refused split added none
-        }
-
-        // sweep: every window of the run planned and saved, one line each; each plan is the one `plan
-        // --threads 1 --previous <the window before's plan>` gives that window (the first window's, the
-        // one without --previous); churn recounted from the two plan files' placements.
-        r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
-                 QStringLiteral("--windows"), QStringLiteral("grp-*"), QStringLiteral("--topology"),
-                 QStringLiteral("synthetic-demo-ep8-dp4"), QStringLiteral("--seed"), QStringLiteral("3"),
-                 QStringLiteral("--expert-bytes"), QStringLiteral("1000"), QStringLiteral("--out"), q(tmp / "sweep"),
-                 QStringLiteral("--json"), QStringLiteral("--quiet")});
-        QVERIFY2(r.code == 0, qPrintable(r.err));
-        {
-            const auto sj = nlohmann::json::parse(r.out.toStdString());
-            QCOMPARE(sj.size(), std::size_t(2));
-            QCOMPARE(sj[0]["window"].get<std::string>(), std::string("grp-000"));
-            QCOMPARE(sj[1]["window"].get<std::string>(), std::string("grp-001"));
-            QCOMPARE(sj[0]["samples"].get<int>(), 8);
-            QVERIFY(sj[0]["churn_slots"].is_null());
-            QVERIFY(sj[1]["run"].get<std::int64_t>() > sj[0]["run"].get<std::int64_t>());
-            const routepack::PlanFile p0 = routepack::parse_plan(read_file(tmp / "sweep" / "grp-000.plan.json"), "p0");
-            const routepack::PlanFile p1 = routepack::parse_plan(read_file(tmp / "sweep" / "grp-001.plan.json"), "p1");
-            const std::vector<int> m0 = routepack::physical_to_logical(p0.placement),
-                                   m1 = routepack::physical_to_logical(p1.placement);
-            std::int64_t churn = 0;
-            for (std::size_t v = 0; v < m0.size(); ++v)
-                churn += m0[v] != m1[v];
-            QCOMPARE(sj[1]["churn_slots"].get<std::int64_t>(), churn);
-            QCOMPARE(sj[1]["churn_bytes"].get<std::int64_t>(), 1000 * churn);
-            QCOMPARE(sj[1]["routepack"].get<double>(), p1.score.max_u);
-            const double base = sj[1]["baseline"].get<double>();
-            QCOMPARE(sj[1]["routepack_vs_baseline_pct"].get<double>(), 100.0 * (p1.score.max_u - base) / base);
-            r = cli({QStringLiteral("plan"), QStringLiteral("--db"), db, QStringLiteral("--trace"),
-                     QStringLiteral("syn"), QStringLiteral("--window"), QStringLiteral("grp-001"),
-                     QStringLiteral("--topology"), QStringLiteral("synthetic-demo-ep8-dp4"), QStringLiteral("--seed"),
-                     QStringLiteral("3"), QStringLiteral("--threads"), QStringLiteral("1"), QStringLiteral("--quiet"),
-                     QStringLiteral("--previous"), q(tmp / "sweep" / "grp-000.plan.json"), QStringLiteral("--out"),
-                     q(tmp / "grp-001.json")});
-            QVERIFY2(r.code == 0, qPrintable(r.err));
-            const routepack::PlanFile direct = routepack::parse_plan(read_file(tmp / "grp-001.json"), "direct");
-            QCOMPARE(direct.score, p1.score);
-            QCOMPARE(direct.layout, p1.layout);
-            QCOMPARE(direct.placement, p1.placement);
-            const QString csv = QString::fromStdString(read_file(tmp / "sweep" / "sweep.csv"));
-            QCOMPARE(csv.count(QStringLiteral("\r\n")), 3); // header + two windows
-            QVERIFY(csv.startsWith(QStringLiteral("window,samples,rows,certified,baseline,")));
-            // The sweep is a chain: with a move budget, window grp-001's plan is the one `plan --previous
-            // <grp-000's plan> --max-moves 6` gives, and it moves at most 6 experts.
-            r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"),
-                     QStringLiteral("syn"), QStringLiteral("--windows"), QStringLiteral("grp-*"),
-                     QStringLiteral("--topology"), QStringLiteral("synthetic-demo-ep8-dp4"), QStringLiteral("--seed"),
-                     QStringLiteral("3"), QStringLiteral("--max-moves"), QStringLiteral("6"), QStringLiteral("--out"),
-                     q(tmp / "sweep-budget"), QStringLiteral("--json"), QStringLiteral("--quiet")});
-            QVERIFY2(r.code == 0, qPrintable(r.err));
-            const auto bj = nlohmann::json::parse(r.out.toStdString());
-            QVERIFY(bj[1]["experts_moved"].get<std::int64_t>() <= 6);
-            r = cli({QStringLiteral("plan"), QStringLiteral("--db"), db, QStringLiteral("--trace"),
-                     QStringLiteral("syn"), QStringLiteral("--window"), QStringLiteral("grp-001"),
-                     QStringLiteral("--topology"), QStringLiteral("synthetic-demo-ep8-dp4"), QStringLiteral("--seed"),
-                     QStringLiteral("3"), QStringLiteral("--max-moves"), QStringLiteral("6"),
-                     QStringLiteral("--previous"), q(tmp / "sweep-budget" / "grp-000.plan.json"),
-                     QStringLiteral("--quiet"), QStringLiteral("--out"), q(tmp / "grp-001-chained.json")});
-            QVERIFY2(r.code == 0, qPrintable(r.err));
-            const routepack::PlanFile chained = routepack::parse_plan(read_file(tmp / "grp-001-chained.json"), "c");
-            const routepack::PlanFile swept =
-                routepack::parse_plan(read_file(tmp / "sweep-budget" / "grp-001.plan.json"), "s");
-            QCOMPARE(chained.placement, swept.placement);
-            QCOMPARE(chained.layout, swept.layout);
-            QCOMPARE(chained.score, swept.score);
-            QVERIFY(chained.migration.present);
-            QCOMPARE(chained.migration.moves, bj[1]["experts_moved"].get<std::int64_t>());
-            QCOMPARE(chained.migration.previous_fingerprint,
-                     routepack::placement_fingerprint(
-                         routepack::parse_plan(read_file(tmp / "sweep-budget" / "grp-000.plan.json"), "p").placement));
-        }
-        {
-            // On two nodes (the demo topology with 4 GPUs per node) the sweep adds grouter and
-            // routepack+comm and every method's inter-node copies, equal to the window's plan file;
-            // every CSV line has the header's number of fields.
-            routepack::Topology two = routepack::known_topology("synthetic-demo-ep8-dp4");
-            two.gpus_per_node = 4;
-            { std::ofstream(tmp / "two-nodes.json") << routepack::topology_to_json(two); }
-            r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"),
-                     QStringLiteral("syn"), QStringLiteral("--windows"), QStringLiteral("grp-*"),
-                     QStringLiteral("--topology"), q(tmp / "two-nodes.json"), QStringLiteral("--seed"),
-                     QStringLiteral("3"), QStringLiteral("--out"), q(tmp / "sweep2"), QStringLiteral("--json"),
-                     QStringLiteral("--quiet")});
-            QVERIFY2(r.code == 0, qPrintable(r.err));
-            const auto sj = nlohmann::json::parse(r.out.toStdString());
-            const routepack::PlanFile p1 = routepack::parse_plan(read_file(tmp / "sweep2" / "grp-001.plan.json"), "p1");
-            QCOMPARE(p1.comm.nodes, 2);
-            QVERIFY(p1.comm.available);
-            for (const char* m : {"baseline", "reorder", "karmarkar_karp", "routepack", "grouter", "routepack+comm"})
-                QCOMPARE(sj[1]["inter_node_copies"][m].get<std::int64_t>(), p1.comm.figures.at(m).inter);
-            QCOMPARE(sj[1]["grouter"].get<double>(), p1.metrics.at("grouter").score.max_u);
-            QCOMPARE(sj[1]["routepack+comm"].get<double>(), p1.metrics.at("routepack+comm").score.max_u);
-            const QStringList lines = QString::fromStdString(read_file(tmp / "sweep2" / "sweep.csv"))
-                                          .split(QStringLiteral("\r\n"), Qt::SkipEmptyParts);
-            QCOMPARE(lines.size(), 3);
-            for (const QString& line : lines)
-                QCOMPARE(line.count(QLatin1Char(',')), lines[0].count(QLatin1Char(',')));
-            const int copies_field = static_cast<int>(
-                lines[0].split(QLatin1Char(',')).indexOf(QStringLiteral("routepack+comm_inter_node_copies")));
-            QCOMPARE(lines[2].split(QLatin1Char(','))[copies_field],
-                     QString::number(p1.comm.figures.at("routepack+comm").inter));
-            const QStringList one = QString::fromStdString(read_file(tmp / "sweep" / "sweep.csv"))
-                                        .split(QStringLiteral("\r\n"), Qt::SkipEmptyParts);
-            QCOMPARE(one[1].count(QLatin1Char(',')), one[0].count(QLatin1Char(',')));
-        }
-        // A window name is free text: its plan file stays inside --out ("../up-000" -> "_.._up-000").
-        r = cli(split + QStringList{QStringLiteral("../up"), QStringLiteral("--split-groups"), QStringLiteral("3")});
-        QVERIFY2(r.code == 0, qPrintable(r.err));
-        r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
-                 QStringLiteral("--windows"), QStringLiteral("../up-*"), QStringLiteral("--topology"),
-                 QStringLiteral("synthetic-demo-ep8-dp4"), QStringLiteral("--out"), q(tmp / "sw2" / "out"),
-                 QStringLiteral("--json"), QStringLiteral("--quiet")});
-        QVERIFY2(r.code == 0, qPrintable(r.err));
-        QCOMPARE(nlohmann::json::parse(r.out.toStdString())[0]["plan_file"].get<std::string>(),
-                 std::string("_.._up-000.plan.json"));
-        QVERIFY(std::filesystem::exists(tmp / "sw2" / "out" / "_.._up-000.plan.json"));
-        QVERIFY(!std::filesystem::exists(tmp / "sw2" / "up-000.plan.json"));
-        r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
-                 QStringLiteral("--windows"), QStringLiteral("nope*"), QStringLiteral("--topology"),
-                 QStringLiteral("synthetic-demo-ep8-dp4")});
-        QCOMPARE(r.code, 1);
-        QCOMPARE(r.err, QStringLiteral("routepack: error: sweep: trace 'syn' has no window matching 'nope*'\n"));
-        r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
-                 QStringLiteral("--expert-bytes"), QStringLiteral("-1"), QStringLiteral("--topology"),
-                 QStringLiteral("synthetic-demo-ep8-dp4")});
-        QCOMPARE(r.err,
-                 QStringLiteral("routepack: error: sweep: --expert-bytes must be in 0..1099511627776 (1 TiB; got "
-                                "-1)\n"));
-        // Bytes that would overflow the churn product are refused up front.
-        r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
-                 QStringLiteral("--expert-bytes"), QStringLiteral("6000000000000000"), QStringLiteral("--topology"),
-                 QStringLiteral("synthetic-demo-ep8-dp4")});
-        QCOMPARE(r.err,
-                 QStringLiteral("routepack: error: sweep: --expert-bytes must be in 0..1099511627776 (1 TiB; got "
-                                "6000000000000000)\n"));
-        // Without --expert-bytes the churn in bytes is unknown (null), not zero.
-        r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
-                 QStringLiteral("--windows"), QStringLiteral("grp-*"), QStringLiteral("--topology"),
-                 QStringLiteral("synthetic-demo-ep8-dp4"), QStringLiteral("--json"), QStringLiteral("--quiet")});
-        QVERIFY2(r.code == 0, qPrintable(r.err));
-        QVERIFY(nlohmann::json::parse(r.out.toStdString())[1]["churn_bytes"].is_null());
-        // A target in --out that cannot be written is found before planning: nothing is written.
-        std::filesystem::create_directories(tmp / "sw3" / "grp-001.plan.json");
-        r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
-                 QStringLiteral("--windows"), QStringLiteral("grp-*"), QStringLiteral("--topology"),
-                 QStringLiteral("synthetic-demo-ep8-dp4"), QStringLiteral("--out"), q(tmp / "sw3"),
-                 QStringLiteral("--quiet")});
-        QCOMPARE(r.code, 1);
-        QCOMPARE(r.err, QStringLiteral("routepack: error: ") + q(tmp / "sw3" / "grp-001.plan.json") +
-                            QStringLiteral(": exists and is not a regular file; nothing was planned\n"));
-        QVERIFY(!std::filesystem::exists(tmp / "sw3" / "sweep.csv"));
-        QVERIFY(!std::filesystem::exists(tmp / "sw3" / "grp-000.plan.json"));
-        // A load-only (aggregate) trace has no samples to cut or plan: both commands say so.
-        write_file(tmp / "agg.json", R"({"counts": [[1, 2, 3, 4], [4, 3, 2, 1]], "num_layers": 2, "num_experts": 4})");
-        r = cli({QStringLiteral("import"), QStringLiteral("--db"), db, QStringLiteral("--name"), QStringLiteral("agg"),
-                 QStringLiteral("--format"), QStringLiteral("aggregate"), q(tmp / "agg.json")});
-        QVERIFY2(r.code == 0, qPrintable(r.err));
-        // It can be placed, from the library or read straight from the file: the same expert map.
-        r = cli({QStringLiteral("place"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("agg"),
-                 QStringLiteral("--ep-ranks"), QStringLiteral("2"), QStringLiteral("--out"),
-                 q(tmp / "agg-db.map.json")});
-        QVERIFY2(r.code == 0, qPrintable(r.err));
-        r = cli({QStringLiteral("place"), QStringLiteral("--input"), q(tmp / "agg.json"),
-                 QStringLiteral("--input-format"), QStringLiteral("aggregate"), QStringLiteral("--ep-ranks"),
-                 QStringLiteral("2"), QStringLiteral("--out"), q(tmp / "agg-file.map.json")});
-        QVERIFY2(r.code == 0, qPrintable(r.err));
-        QVERIFY2(r.out.startsWith(QStringLiteral("placement of ") + q(tmp / "agg.json") +
-                                  QStringLiteral(": 2 MoE layers x 4 experts on 2 EP ranks")),
-                 qPrintable(r.out));
-        QCOMPARE(read_file(tmp / "agg-file.map.json"), read_file(tmp / "agg-db.map.json"));
-        r = cli({QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("agg"),
-                 QStringLiteral("--name"), QStringLiteral("a"), QStringLiteral("--split"), QStringLiteral("1")});
-        QCOMPARE(r.err,
-                 QStringLiteral("routepack: error: window: trace 'agg' is load-only (per-layer expert totals, no "
-                                "samples): windows need samples\n"));
-        r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("agg"),
-                 QStringLiteral("--topology"), QStringLiteral("synthetic-demo-ep8-dp4")});
-        QCOMPARE(r.err, QStringLiteral("routepack: error: sweep: trace 'agg' is load-only (per-layer expert totals, no "
-                                       "samples): sweeps need windows of samples\n"));
-        r = cli(split + QStringList{QString(), QStringLiteral("--split"), QStringLiteral("5")});
-        QCOMPARE(r.err, QStringLiteral("routepack: error: window: --name must not be empty (it prefixes the split "
-                                       "windows' names)\n"));
-        // The library's error about the window name (storage create_window: Setting "window_name"),
-        // in the CLI's words: the flag that gives it.
-        r = cli(split + QStringList{QString(), QStringLiteral("--first"), QStringLiteral("1")});
-        QCOMPARE(r.err, QStringLiteral("routepack: error: --name must not be empty (trace 'syn')\n"));
-        QCOMPARE(r.code, 1);
-
-        write_file(tmp / "ids.txt", "# chosen by hand\ngroup_1#2\n\ngroup_0#0\n");
-        r = cli({QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
-                 QStringLiteral("--name"), QStringLiteral("ids"), QStringLiteral("--ids"), q(tmp / "ids.txt")});
-        QVERIFY2(r.code == 0, qPrintable(r.err));
-        QVERIFY(r.out.startsWith(QStringLiteral("window 'ids' of trace 'syn': 2 samples")));
-        write_file(tmp / "bad.txt", "group_1#2\nnot-a-sample\n");
-        r = cli({QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
-                 QStringLiteral("--name"), QStringLiteral("bad"), QStringLiteral("--ids"), q(tmp / "bad.txt")});
-        QCOMPARE(r.code, 1);
-        QCOMPARE(r.err.count(QLatin1Char('\n')), 1);
-        QVERIFY2(r.err.contains(QStringLiteral("not-a-sample")), qPrintable(r.err));
+        splitWindowsOfTheRun(db, split);
+        if (QTest::currentTestFailed()) return;
+        sweepPlansEachWindowFromThePrevious(tmp, db);
+        if (QTest::currentTestFailed()) return;
+        sweepOnTwoNodes(tmp, db);
+        if (QTest::currentTestFailed()) return;
+        sweepPlanFileNamesAndRefusals(tmp, db, split);
+        if (QTest::currentTestFailed()) return;
+        loadOnlyTraceHasNoWindows(tmp, db, split);
+        if (QTest::currentTestFailed()) return;
+        windowFromIdsFile(tmp, db);
     }
 
     void badDatabaseAndInputs() {
@@ -816,6 +571,293 @@ private Q_SLOTS:
         QVERIFY2(r.code == 0, qPrintable(r.err));
         QVERIFY(r.out.contains(QStringLiteral("demo: imported 64 samples")));
         QVERIFY(fs::exists(tmp / "d" / "demo.routepack"));
+    }
+
+private:
+    /// idsWindowAndGroups: a synthetic trace of 3 GRPO groups imported into `db`, a window of two of its
+    /// groups and an unknown group refused.
+    static void importSynthGroupsAndWindowByGroup(const fs::path& tmp, const QString& db) {
+        Run r = cli({QStringLiteral("synth"), QStringLiteral("--out"), q(tmp / "syn"), QStringLiteral("--groups"),
+                     QStringLiteral("3"), QStringLiteral("--group-size"), QStringLiteral("4"), QStringLiteral("--seed"),
+                     QStringLiteral("5")});
+        QCOMPARE(r.code, 0);
+        r = cli({QStringLiteral("import"), QStringLiteral("--db"), db, QStringLiteral("--name"), QStringLiteral("syn"),
+                 QStringLiteral("--experts"), QStringLiteral("32"), QStringLiteral("--top-k"), QStringLiteral("4"),
+                 QStringLiteral("--layers"), QStringLiteral("12"), QStringLiteral("--moe-layers"),
+                 QStringLiteral("1-11"), q(tmp / "syn")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QVERIFY2(r.out.contains(QStringLiteral(": 12 samples from 3 files")), qPrintable(r.out));
+        r = cli({QStringLiteral("info"), QStringLiteral("--db"), db, QStringLiteral("--json")});
+        const auto j = nlohmann::json::parse(r.out.toStdString());
+        QCOMPARE(j["traces"][0]["groups"].get<int>(), 3);
+        r = cli({QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
+                 QStringLiteral("--name"), QStringLiteral("g"), QStringLiteral("--groups"),
+                 QStringLiteral("synth-group-0,synth-group-2")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QCOMPARE(r.out, QStringLiteral("window 'g' of trace 'syn': 8 samples (groups synth-group-0,synth-group-2)\n"));
+        r = cli({QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
+                 QStringLiteral("--name"), QStringLiteral("h"), QStringLiteral("--groups"), QStringLiteral("zzz")});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, QStringLiteral("routepack: error: window: trace 'syn' has no group 'zzz'\n"));
+    }
+
+    /// idsWindowAndGroups: the trace cut into consecutive windows by samples and by groups; bad splits
+    /// refused.
+    static void splitWindowsOfTheRun(const QString& db, const QStringList& split) {
+        // A whole run: consecutive windows of 5 samples (the last one shorter, marked), and of 2 GRPO
+        // groups (4 samples each); a second split under a used name changes nothing.
+        Run r = cli(split + QStringList{QStringLiteral("step"), QStringLiteral("--split"), QStringLiteral("5")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QCOMPARE(r.out, QStringLiteral("window 'step-000' of trace 'syn': 5 samples (split 5: samples 1-5 of 12)\n"
+                                       "window 'step-001' of trace 'syn': 5 samples (split 5: samples 6-10 of 12)\n"
+                                       "window 'step-002' of trace 'syn': 2 samples (split 5: samples 11-12 of 12, "
+                                       "remainder of 2)\n"));
+        r = cli(split + QStringList{QStringLiteral("grp"), QStringLiteral("--split-groups"), QStringLiteral("2")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QCOMPARE(r.out, QStringLiteral("window 'grp-000' of trace 'syn': 8 samples (split-groups 2: groups 1-2 of 3)\n"
+                                       "window 'grp-001' of trace 'syn': 4 samples (split-groups 2: groups 3-3 of 3, "
+                                       "remainder of 1)\n"));
+        r = cli(split + QStringList{QStringLiteral("step"), QStringLiteral("--split"), QStringLiteral("4")});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err,
+                 QStringLiteral("routepack: error: window: trace 'syn' already has a window named 'step-000' (no "
+                                "window was created)\n"));
+        r = cli(split + QStringList{QStringLiteral("x"), QStringLiteral("--split"), QStringLiteral("13")});
+        QCOMPARE(r.err, QStringLiteral("routepack: error: window: --split 13 but trace 'syn' has only 12 samples\n"));
+        r = cli(split + QStringList{QStringLiteral("x"), QStringLiteral("--split"), QStringLiteral("0")});
+        QCOMPARE(r.err, QStringLiteral("routepack: error: window: --split must be >= 1 (got 0)\n"));
+        r = cli(split + QStringList{QStringLiteral("x"), QStringLiteral("--split-groups"), QStringLiteral("4")});
+        QCOMPARE(r.err, QStringLiteral("routepack: error: window: --split-groups 4 but trace 'syn' has only 3 GRPO "
+                                       "groups\n"));
+        {
+            auto lib = routepack::storage::Library::open(db.toStdString(), routepack::storage::OpenMode::ReadOnly);
+            const auto all = lib->samples("syn");
+            std::vector<std::string> want;
+            for (std::size_t i = 5; i < 10; ++i)
+                want.push_back(all[i].id);
+            QCOMPARE(lib->window_sample_ids("syn", "step-001"), want); // import order, consecutive
+            QCOMPARE(lib->windows("syn").size(), std::size_t(6));      // g + 3 + 2: the refused split added none
+        }
+    }
+
+    /// idsWindowAndGroups: sweep plans the split windows as a chain, each as `plan --previous` would.
+    static void sweepPlansEachWindowFromThePrevious(const fs::path& tmp, const QString& db) {
+        // sweep: every window of the run planned and saved, one line each; each plan is the one `plan
+        // --threads 1 --previous <the window before's plan>` gives that window (the first window's, the
+        // one without --previous); churn recounted from the two plan files' placements.
+        Run r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"),
+                     QStringLiteral("syn"), QStringLiteral("--windows"), QStringLiteral("grp-*"),
+                     QStringLiteral("--topology"), QStringLiteral("synthetic-demo-ep8-dp4"), QStringLiteral("--seed"),
+                     QStringLiteral("3"), QStringLiteral("--expert-bytes"), QStringLiteral("1000"),
+                     QStringLiteral("--out"), q(tmp / "sweep"), QStringLiteral("--json"), QStringLiteral("--quiet")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const auto sj = nlohmann::json::parse(r.out.toStdString());
+        QCOMPARE(sj.size(), std::size_t(2));
+        QCOMPARE(sj[0]["window"].get<std::string>(), std::string("grp-000"));
+        QCOMPARE(sj[1]["window"].get<std::string>(), std::string("grp-001"));
+        QCOMPARE(sj[0]["samples"].get<int>(), 8);
+        QVERIFY(sj[0]["churn_slots"].is_null());
+        QVERIFY(sj[1]["run"].get<std::int64_t>() > sj[0]["run"].get<std::int64_t>());
+        const routepack::PlanFile p0 = routepack::parse_plan(read_file(tmp / "sweep" / "grp-000.plan.json"), "p0");
+        const routepack::PlanFile p1 = routepack::parse_plan(read_file(tmp / "sweep" / "grp-001.plan.json"), "p1");
+        const std::vector<int> m0 = routepack::physical_to_logical(p0.placement),
+                               m1 = routepack::physical_to_logical(p1.placement);
+        std::int64_t churn = 0;
+        for (std::size_t v = 0; v < m0.size(); ++v)
+            churn += m0[v] != m1[v];
+        QCOMPARE(sj[1]["churn_slots"].get<std::int64_t>(), churn);
+        QCOMPARE(sj[1]["churn_bytes"].get<std::int64_t>(), 1000 * churn);
+        QCOMPARE(sj[1]["routepack"].get<double>(), p1.score.max_u);
+        const double base = sj[1]["baseline"].get<double>();
+        QCOMPARE(sj[1]["routepack_vs_baseline_pct"].get<double>(), 100.0 * (p1.score.max_u - base) / base);
+        r = cli({QStringLiteral("plan"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
+                 QStringLiteral("--window"), QStringLiteral("grp-001"), QStringLiteral("--topology"),
+                 QStringLiteral("synthetic-demo-ep8-dp4"), QStringLiteral("--seed"), QStringLiteral("3"),
+                 QStringLiteral("--threads"), QStringLiteral("1"), QStringLiteral("--quiet"),
+                 QStringLiteral("--previous"), q(tmp / "sweep" / "grp-000.plan.json"), QStringLiteral("--out"),
+                 q(tmp / "grp-001.json")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const routepack::PlanFile direct = routepack::parse_plan(read_file(tmp / "grp-001.json"), "direct");
+        QCOMPARE(direct.score, p1.score);
+        QCOMPARE(direct.layout, p1.layout);
+        QCOMPARE(direct.placement, p1.placement);
+        const QString csv = QString::fromStdString(read_file(tmp / "sweep" / "sweep.csv"));
+        QCOMPARE(csv.count(QStringLiteral("\r\n")), 3); // header + two windows
+        QVERIFY(csv.startsWith(QStringLiteral("window,samples,rows,certified,baseline,")));
+        // The sweep is a chain: with a move budget, window grp-001's plan is the one `plan --previous
+        // <grp-000's plan> --max-moves 6` gives, and it moves at most 6 experts.
+        r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
+                 QStringLiteral("--windows"), QStringLiteral("grp-*"), QStringLiteral("--topology"),
+                 QStringLiteral("synthetic-demo-ep8-dp4"), QStringLiteral("--seed"), QStringLiteral("3"),
+                 QStringLiteral("--max-moves"), QStringLiteral("6"), QStringLiteral("--out"), q(tmp / "sweep-budget"),
+                 QStringLiteral("--json"), QStringLiteral("--quiet")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const auto bj = nlohmann::json::parse(r.out.toStdString());
+        QVERIFY(bj[1]["experts_moved"].get<std::int64_t>() <= 6);
+        r = cli({QStringLiteral("plan"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
+                 QStringLiteral("--window"), QStringLiteral("grp-001"), QStringLiteral("--topology"),
+                 QStringLiteral("synthetic-demo-ep8-dp4"), QStringLiteral("--seed"), QStringLiteral("3"),
+                 QStringLiteral("--max-moves"), QStringLiteral("6"), QStringLiteral("--previous"),
+                 q(tmp / "sweep-budget" / "grp-000.plan.json"), QStringLiteral("--quiet"), QStringLiteral("--out"),
+                 q(tmp / "grp-001-chained.json")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const routepack::PlanFile chained = routepack::parse_plan(read_file(tmp / "grp-001-chained.json"), "c");
+        const routepack::PlanFile swept =
+            routepack::parse_plan(read_file(tmp / "sweep-budget" / "grp-001.plan.json"), "s");
+        QCOMPARE(chained.placement, swept.placement);
+        QCOMPARE(chained.layout, swept.layout);
+        QCOMPARE(chained.score, swept.score);
+        QVERIFY(chained.migration.present);
+        QCOMPARE(chained.migration.moves, bj[1]["experts_moved"].get<std::int64_t>());
+        QCOMPARE(chained.migration.previous_fingerprint,
+                 routepack::placement_fingerprint(
+                     routepack::parse_plan(read_file(tmp / "sweep-budget" / "grp-000.plan.json"), "p").placement));
+    }
+
+    /// idsWindowAndGroups: sweep on a two-node topology adds the communication-aware methods.
+    static void sweepOnTwoNodes(const fs::path& tmp, const QString& db) {
+        // On two nodes (the demo topology with 4 GPUs per node) the sweep adds grouter and
+        // routepack+comm and every method's inter-node copies, equal to the window's plan file;
+        // every CSV line has the header's number of fields.
+        routepack::Topology two = routepack::known_topology("synthetic-demo-ep8-dp4");
+        two.gpus_per_node = 4;
+        { std::ofstream(tmp / "two-nodes.json") << routepack::topology_to_json(two); }
+        Run r =
+            cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
+                 QStringLiteral("--windows"), QStringLiteral("grp-*"), QStringLiteral("--topology"),
+                 q(tmp / "two-nodes.json"), QStringLiteral("--seed"), QStringLiteral("3"), QStringLiteral("--out"),
+                 q(tmp / "sweep2"), QStringLiteral("--json"), QStringLiteral("--quiet")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const auto sj = nlohmann::json::parse(r.out.toStdString());
+        const routepack::PlanFile p1 = routepack::parse_plan(read_file(tmp / "sweep2" / "grp-001.plan.json"), "p1");
+        QCOMPARE(p1.comm.nodes, 2);
+        QVERIFY(p1.comm.available);
+        for (const char* m : {"baseline", "reorder", "karmarkar_karp", "routepack", "grouter", "routepack+comm"})
+            QCOMPARE(sj[1]["inter_node_copies"][m].get<std::int64_t>(),
+                     p1.comm.figures[routepack::method_from_key(m).value()].value().inter);
+        QCOMPARE(sj[1]["grouter"].get<double>(), p1.metrics_of(routepack::Method::Grouter).score.max_u);
+        QCOMPARE(sj[1]["routepack+comm"].get<double>(), p1.metrics_of(routepack::Method::RoutePackComm).score.max_u);
+        const QStringList lines = QString::fromStdString(read_file(tmp / "sweep2" / "sweep.csv"))
+                                      .split(QStringLiteral("\r\n"), Qt::SkipEmptyParts);
+        QCOMPARE(lines.size(), 3);
+        for (const QString& line : lines)
+            QCOMPARE(line.count(QLatin1Char(',')), lines[0].count(QLatin1Char(',')));
+        const int copies_field = static_cast<int>(
+            lines[0].split(QLatin1Char(',')).indexOf(QStringLiteral("routepack+comm_inter_node_copies")));
+        QCOMPARE(lines[2].split(QLatin1Char(','))[copies_field],
+                 QString::number(p1.comm.figures[routepack::Method::RoutePackComm].value().inter));
+        const QStringList one = QString::fromStdString(read_file(tmp / "sweep" / "sweep.csv"))
+                                    .split(QStringLiteral("\r\n"), Qt::SkipEmptyParts);
+        QCOMPARE(one[1].count(QLatin1Char(',')), one[0].count(QLatin1Char(',')));
+    }
+
+    /// idsWindowAndGroups: plan file names stay inside --out; bad sweeps are refused before planning.
+    static void sweepPlanFileNamesAndRefusals(const fs::path& tmp, const QString& db, const QStringList& split) {
+        // A window name is free text: its plan file stays inside --out ("../up-000" -> "_.._up-000").
+        Run r =
+            cli(split + QStringList{QStringLiteral("../up"), QStringLiteral("--split-groups"), QStringLiteral("3")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
+                 QStringLiteral("--windows"), QStringLiteral("../up-*"), QStringLiteral("--topology"),
+                 QStringLiteral("synthetic-demo-ep8-dp4"), QStringLiteral("--out"), q(tmp / "sw2" / "out"),
+                 QStringLiteral("--json"), QStringLiteral("--quiet")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QCOMPARE(nlohmann::json::parse(r.out.toStdString())[0]["plan_file"].get<std::string>(),
+                 std::string("_.._up-000.plan.json"));
+        QVERIFY(std::filesystem::exists(tmp / "sw2" / "out" / "_.._up-000.plan.json"));
+        QVERIFY(!std::filesystem::exists(tmp / "sw2" / "up-000.plan.json"));
+        r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
+                 QStringLiteral("--windows"), QStringLiteral("nope*"), QStringLiteral("--topology"),
+                 QStringLiteral("synthetic-demo-ep8-dp4")});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, QStringLiteral("routepack: error: sweep: trace 'syn' has no window matching 'nope*'\n"));
+        r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
+                 QStringLiteral("--expert-bytes"), QStringLiteral("-1"), QStringLiteral("--topology"),
+                 QStringLiteral("synthetic-demo-ep8-dp4")});
+        QCOMPARE(r.err,
+                 QStringLiteral("routepack: error: sweep: --expert-bytes must be in 0..1099511627776 (1 TiB; got "
+                                "-1)\n"));
+        // Bytes that would overflow the churn product are refused up front.
+        r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
+                 QStringLiteral("--expert-bytes"), QStringLiteral("6000000000000000"), QStringLiteral("--topology"),
+                 QStringLiteral("synthetic-demo-ep8-dp4")});
+        QCOMPARE(r.err,
+                 QStringLiteral("routepack: error: sweep: --expert-bytes must be in 0..1099511627776 (1 TiB; got "
+                                "6000000000000000)\n"));
+        // Without --expert-bytes the churn in bytes is unknown (null), not zero.
+        r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
+                 QStringLiteral("--windows"), QStringLiteral("grp-*"), QStringLiteral("--topology"),
+                 QStringLiteral("synthetic-demo-ep8-dp4"), QStringLiteral("--json"), QStringLiteral("--quiet")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QVERIFY(nlohmann::json::parse(r.out.toStdString())[1]["churn_bytes"].is_null());
+        // A target in --out that cannot be written is found before planning: nothing is written.
+        std::filesystem::create_directories(tmp / "sw3" / "grp-001.plan.json");
+        r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
+                 QStringLiteral("--windows"), QStringLiteral("grp-*"), QStringLiteral("--topology"),
+                 QStringLiteral("synthetic-demo-ep8-dp4"), QStringLiteral("--out"), q(tmp / "sw3"),
+                 QStringLiteral("--quiet")});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, QStringLiteral("routepack: error: ") + q(tmp / "sw3" / "grp-001.plan.json") +
+                            QStringLiteral(": exists and is not a regular file; nothing was planned\n"));
+        QVERIFY(!std::filesystem::exists(tmp / "sw3" / "sweep.csv"));
+        QVERIFY(!std::filesystem::exists(tmp / "sw3" / "grp-000.plan.json"));
+    }
+
+    /// idsWindowAndGroups: an aggregate trace can be placed but not cut into windows or swept; an empty
+    /// window name is refused.
+    static void loadOnlyTraceHasNoWindows(const fs::path& tmp, const QString& db, const QStringList& split) {
+        // A load-only (aggregate) trace has no samples to cut or plan: both commands say so.
+        write_file(tmp / "agg.json", R"({"counts": [[1, 2, 3, 4], [4, 3, 2, 1]], "num_layers": 2, "num_experts": 4})");
+        Run r =
+            cli({QStringLiteral("import"), QStringLiteral("--db"), db, QStringLiteral("--name"), QStringLiteral("agg"),
+                 QStringLiteral("--format"), QStringLiteral("aggregate"), q(tmp / "agg.json")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        // It can be placed, from the library or read straight from the file: the same expert map.
+        r = cli({QStringLiteral("place"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("agg"),
+                 QStringLiteral("--ep-ranks"), QStringLiteral("2"), QStringLiteral("--out"),
+                 q(tmp / "agg-db.map.json")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        r = cli({QStringLiteral("place"), QStringLiteral("--input"), q(tmp / "agg.json"),
+                 QStringLiteral("--input-format"), QStringLiteral("aggregate"), QStringLiteral("--ep-ranks"),
+                 QStringLiteral("2"), QStringLiteral("--out"), q(tmp / "agg-file.map.json")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QVERIFY2(r.out.startsWith(QStringLiteral("placement of ") + q(tmp / "agg.json") +
+                                  QStringLiteral(": 2 MoE layers x 4 experts on 2 EP ranks")),
+                 qPrintable(r.out));
+        QCOMPARE(read_file(tmp / "agg-file.map.json"), read_file(tmp / "agg-db.map.json"));
+        r = cli({QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("agg"),
+                 QStringLiteral("--name"), QStringLiteral("a"), QStringLiteral("--split"), QStringLiteral("1")});
+        QCOMPARE(r.err,
+                 QStringLiteral("routepack: error: window: trace 'agg' is load-only (per-layer expert totals, no "
+                                "samples): windows need samples\n"));
+        r = cli({QStringLiteral("sweep"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("agg"),
+                 QStringLiteral("--topology"), QStringLiteral("synthetic-demo-ep8-dp4")});
+        QCOMPARE(r.err, QStringLiteral("routepack: error: sweep: trace 'agg' is load-only (per-layer expert totals, no "
+                                       "samples): sweeps need windows of samples\n"));
+        r = cli(split + QStringList{QString(), QStringLiteral("--split"), QStringLiteral("5")});
+        QCOMPARE(r.err, QStringLiteral("routepack: error: window: --name must not be empty (it prefixes the split "
+                                       "windows' names)\n"));
+        // The library's error about the window name (storage create_window: Setting "window_name"),
+        // in the CLI's words: the flag that gives it.
+        r = cli(split + QStringList{QString(), QStringLiteral("--first"), QStringLiteral("1")});
+        QCOMPARE(r.err, QStringLiteral("routepack: error: --name must not be empty (trace 'syn')\n"));
+        QCOMPARE(r.code, 1);
+    }
+
+    /// idsWindowAndGroups: a window from a file of sample ids; an unknown id is refused.
+    static void windowFromIdsFile(const fs::path& tmp, const QString& db) {
+        write_file(tmp / "ids.txt", "# chosen by hand\ngroup_1#2\n\ngroup_0#0\n");
+        Run r =
+            cli({QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
+                 QStringLiteral("--name"), QStringLiteral("ids"), QStringLiteral("--ids"), q(tmp / "ids.txt")});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QVERIFY(r.out.startsWith(QStringLiteral("window 'ids' of trace 'syn': 2 samples")));
+        write_file(tmp / "bad.txt", "group_1#2\nnot-a-sample\n");
+        r = cli({QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("syn"),
+                 QStringLiteral("--name"), QStringLiteral("bad"), QStringLiteral("--ids"), q(tmp / "bad.txt")});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err.count(QLatin1Char('\n')), 1);
+        QVERIFY2(r.err.contains(QStringLiteral("not-a-sample")), qPrintable(r.err));
     }
 };
 

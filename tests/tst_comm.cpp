@@ -737,8 +737,10 @@ private Q_SLOTS:
                      brute_force(r.comm.grouter->layout, in.window, in.topology, r.comm.grouter_placement));
         expect_equal(*r.comm.routepack_comm->comm,
                      brute_force(r.comm.routepack_comm->layout, in.window, in.topology, r.comm.comm_placement));
-        const PlanFile f = parse_plan(plan_to_json(r), "p.json");
+        const std::string text = plan_to_json(r);
+        const PlanFile f = parse_plan(text, "p.json");
         QCOMPARE(test::plan_file_difference(plan_file_of(r), f), std::string()); // the same fields without text
+        QCOMPARE(plan_file_to_json(f), text);                                    // and the same text
         {
             // Without routes the section says why (note), and plan_file_of says the same.
             PlanInput bare = in;
@@ -746,17 +748,19 @@ private Q_SLOTS:
                 routes = {};
             const PlanResult nr = plan_window(bare);
             QVERIFY(!nr.comm.available);
-            const PlanFile fn = parse_plan(plan_to_json(nr), "p.json");
+            const std::string bare_text = plan_to_json(nr);
+            const PlanFile fn = parse_plan(bare_text, "p.json");
             QCOMPARE(fn.comm.note, std::string(kCommUnavailable));
             QCOMPARE(test::plan_file_difference(plan_file_of(nr), fn), std::string());
+            QCOMPARE(plan_file_to_json(fn), bare_text);
         }
         QCOMPARE(f.version, 8);
         QCOMPARE(f.comm.nodes, 2);
         QVERIFY(f.comm.available && f.comm.has_grouter && f.comm.has_comm_method);
         QCOMPARE(f.comm.comm_layout, r.comm.routepack_comm->layout);
         QCOMPARE(f.comm.grouter_layout, r.comm.grouter->layout);
-        QCOMPARE(f.comm.figures.at("routepack").inter, r.routepack.comm->inter_total);
-        QCOMPARE(f.metrics.at("routepack+comm").joint, r.comm.routepack_comm->metrics.joint);
+        QCOMPARE(f.comm.figures[Method::RoutePack].value().inter, r.routepack.comm->inter_total);
+        QCOMPARE(f.metrics_of(Method::RoutePackComm).joint, r.comm.routepack_comm->metrics.joint);
         const PlanResult back = restore_plan(f, in.window, "p.json");
         QCOMPARE(back.comm.routepack_comm->comm->inter_total, i64(0));
         {

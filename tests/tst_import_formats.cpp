@@ -214,6 +214,368 @@ std::string deep_object(int depth) {
     return s + std::string(depth, '}');
 }
 
+/// Adds one formatErrors row: the parser, the file name and content it reads, the exact error.
+void add_error_row(const char* name, Parser p, const char* file, const std::string& content, const QString& error) {
+    QTest::newRow(name) << int(p) << QString::fromLatin1(file) << QByteArray::fromStdString(content) << error;
+}
+
+/// The error of a 5-entry layer axis against model3.
+QString layer_axis_neither() {
+    return QStringLiteral(
+        "layer axis has 5 entries, matching neither the model's 3 decoder layers nor its 2 MoE layers");
+}
+
+/// The SGLang parser's errors.
+void add_sglang_error_rows() {
+    add_error_row(
+        "sglang malformed base64", SGLang, "s.json", sglang_record("AAAAAAAAAAAAA#AA"),
+        "in/s.json: sample s#0: meta_info.routed_experts: malformed base64 at offset 13: unexpected character '#'");
+    add_error_row("sglang base64 length", SGLang, "s.json", sglang_record("AAAAAAA"),
+                  "in/s.json: sample s#0: meta_info.routed_experts: malformed base64: length 7 is not a multiple of 4");
+    add_error_row(
+        "sglang bytes not divisible", SGLang, "s.json", sglang_record("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=="),
+        "in/s.json: sample s#0: meta_info.routed_experts holds 28 bytes, not a multiple of num_hidden_layers 3 "
+        "x top_k 2 x 4 bytes (int32)");
+    add_error_row(
+        "sglang uint8 not divisible", SGLang, "s.json", sglang_record("AAAA", "\"routed_experts_dtype\": \"uint8\", "),
+        "in/s.json: sample s#0: meta_info.routed_experts holds 3 bytes, not a multiple of num_hidden_layers 3 "
+        "x top_k 2 x 1 bytes (uint8)");
+    add_error_row("sglang id out of range", SGLang, "s.json", sglang_record("AAAAAAAAAAAEAAAAAQAAAAAAAAABAAAA"),
+                  "in/s.json: sample s#0: row 0, layer 1: expert id 4 out of range 0..3");
+    add_error_row("sglang negative id", SGLang, "s.json", sglang_record("AAAAAAAAAAABAAAA/v///wAAAAABAAAA"),
+                  "in/s.json: sample s#0: row 0, layer 1: negative expert id -2 (only -1 marks a missing route)");
+    add_error_row(
+        "sglang duplicate expert", SGLang, "s.json", sglang_record("AAAAAAAAAAACAAAAAgAAAAAAAAABAAAA"),
+        "in/s.json: sample s#0: row 0, layer 1: expert 2 listed twice, so counts cannot add up to rows x top-k");
+    add_error_row(
+        "sglang every route missing", SGLang, "s.json", sglang_record("////////////////////////////////"),
+        "in/s.json: sample s#0: every route is missing (-1 in all 1 rows x top-2 slots at every MoE layer): the "
+        "sample has no routing to count");
+    add_error_row(
+        "sglang bad dtype", SGLang, "s.json", sglang_record(kRoutesI32, "\"routed_experts_dtype\": \"float16\", "),
+        "in/s.json: sample s#0: meta_info.routed_experts_dtype \"float16\" is not one of int32, int16, uint16, "
+        "uint8, int8");
+    add_error_row("sglang no meta_info", SGLang, "s.json", "[{\"text\": \"a\"}]",
+                  "in/s.json: sample s#0: meta_info is missing");
+    add_error_row("sglang meta_info a list", SGLang, "s.json", "[{\"meta_info\": [1, 2]}]",
+                  "in/s.json: sample s#0: meta_info is a list, not an object");
+    add_error_row("sglang no routes", SGLang, "s.jsonl",
+                  sglang_record(kRoutesI32) + "\n{\"meta_info\": {\"id\": \"x\"}}\n",
+                  "in/s.jsonl: sample s#1: meta_info.routed_experts is missing");
+    add_error_row("sglang routes not a string", SGLang, "s.json", "{\"meta_info\": {\"routed_experts\": [1, 2]}}",
+                  "in/s.json: sample s#0: meta_info.routed_experts[0] is an integer, expected a list of layers");
+    add_error_row("sglang routes an object", SGLang, "s.json", "{\"meta_info\": {\"routed_experts\": {\"a\": 1}}}",
+                  "in/s.json: sample s#0: meta_info.routed_experts is not a base64 string or a nested list");
+    add_error_row("sglang nested layers", SGLang, "s.json", "{\"meta_info\": {\"routed_experts\": [[[1, 3], [0, 2]]]}}",
+                  "in/s.json: sample s#0: meta_info.routed_experts rows have 2 layers, expected num_hidden_layers 3");
+    add_error_row(
+        "sglang start_len type", SGLang, "s.json", sglang_record(kRoutesI32, "\"routed_experts_start_len\": \"5\", "),
+        "in/s.json: sample s#0: meta_info.routed_experts_start_len is \"5\", not an integer in 0..1099511627776");
+    add_error_row(
+        "sglang map layers", SGLang, "s.json",
+        sglang_record(kRoutesI32, "\"physical_to_logical_map\": [[0, 1], [0, 1]], "),
+        "in/s.json: sample s#0: physical_to_logical_map has 2 layers, expected 3 (the routed_experts layer axis)");
+    add_error_row("sglang map value", SGLang, "s.json",
+                  sglang_record(kRoutesI32, "\"physical_to_logical_map\": [[0], [0, 1, 2, 3], [0, 1, 7, 3]], "),
+                  "in/s.json: sample s#0: physical_to_logical_map[2][2] is 7, not an integer in 0..3");
+    add_error_row(
+        "sglang physical id outside map", SGLang, "s.json",
+        sglang_record("AAAAAAAAAAAFAAAABAAAAAEAAAACAAAA",
+                      "\"physical_to_logical_map\": [[0], [0, 1, 2, 3], [0, 1, 2, 3]], "),
+        "in/s.json: sample s#0: row 0, layer 1: physical expert id 5 is outside physical_to_logical_map (4 slots)");
+    add_error_row("sglang empty file", SGLang, "s.json", " \n\t\n", "in/s.json: empty file");
+    add_error_row("sglang empty array", SGLang, "s.json", "[]", "in/s.json: no SGLang responses in the file");
+    add_error_row(
+        "sglang truncated JSON", SGLang, "s.json", "{\"meta_info\": {\"routed_experts\": \"AAAA",
+        "in/s.json: malformed JSON at byte 39: syntax error while parsing value - invalid string: missing closing "
+        "quote; last read: '\"AAAA'");
+    add_error_row(
+        "sglang truncated line", SGLang, "s.jsonl", sglang_record(kRoutesI32) + "\n{\"meta_info\": {",
+        "in/s.jsonl: line 2: malformed JSON at byte 132: syntax error while parsing object key - unexpected end "
+        "of input; expected string literal");
+}
+
+/// The vLLM parser's errors.
+void add_vllm_error_rows() {
+    const QString neither = layer_axis_neither();
+    const std::string i4 = base64_decode(kNpyI4, "w");
+    const std::string k3 = base64_encode(encode_npy({1, 2, 3}, {0, 1, 2, 0, 1, 2}, "<i4"));
+    const std::string ax5 = base64_encode(encode_npy({1, 5, 2}, std::vector<std::int32_t>(10, 0), "<i4"));
+    const std::string f4 = base64_encode(
+        npy_file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2, 2), }", std::string(16, '\0')));
+    const std::string flat = base64_encode(encode_npy({2, 2}, {0, 1, 2, 3}, "<i4"));
+    add_error_row("vllm top-k mismatch", VLLM, "v.json", vllm_response("r", {re(kNpyI4), re(k3)}),
+                  "in/v.json: sample v#1: routes have top-k 3, model says 2");
+    add_error_row("vllm layer axis neither", VLLM, "v.json", vllm_response("r", {re(ax5)}),
+                  "in/v.json: sample v#0: choices[0].routed_experts: " + neither);
+    add_error_row(
+        "vllm non-integer dtype", VLLM, "v.json", vllm_response("r", {re(f4)}),
+        "in/v.json: sample v#0: choices[0].routed_experts: unsupported .npy dtype '<f4' (routes need an integer "
+        "dtype)");
+    add_error_row(
+        "vllm truncated npy", VLLM, "v.json", vllm_response("r", {re(base64_encode(i4.substr(0, i4.size() - 2)))}),
+        "in/v.json: sample v#0: choices[0].routed_experts: truncated .npy data: shape (1, 2, 2) of <i4 needs 16 "
+        "bytes, 14 present");
+    add_error_row("vllm 2-D array", VLLM, "v.json", vllm_response("r", {re(flat)}),
+                  "in/v.json: sample v#0: choices[0].routed_experts has shape (2, 2), expected [rows][layers][top_k]");
+    add_error_row(
+        "vllm malformed base64", VLLM, "v.json", vllm_response("r", {re("k05VTVBZ!")}),
+        "in/v.json: sample v#0: choices[0].routed_experts: malformed base64: length 9 is not a multiple of 4");
+    add_error_row("vllm missing routes", VLLM, "v.json", vllm_response("r", {re(kNpyI4), "\"logprobs\": null"}),
+                  "in/v.json: sample v#1: choices[1].routed_experts is missing");
+    {
+        // 50 generated tokens but 3 completion rows (and 1 prompt row for 1 prompt token).
+        std::string ids = "[";
+        for (int t = 0; t < 50; ++t)
+            ids += (t ? ", " : "") + std::to_string(t);
+        ids += "]";
+        const std::string rows3 = base64_encode(encode_npy({3, 2, 2}, {0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3}, "<i4"));
+        add_error_row(
+            "vllm completion rows short of token_ids", VLLM, "v.json",
+            vllm_response("r", {re(rows3) + ", \"token_ids\": " + ids},
+                          "\"prompt_routed_experts\": \"" + std::string(kNpyI4) + "\", \"prompt_token_ids\": [9], "),
+            "in/v.json: sample v#0: prompt_routed_experts has 1 rows and choices[0].routed_experts 3, but "
+            "prompt_token_ids + choices[0].token_ids = 1 + 50 tokens (vLLM writes one prompt row per prompt "
+            "token and one row per generated token but the last: 1 and 49 rows)");
+        add_error_row(
+            "vllm rows short of token_ids", VLLM, "v.json",
+            vllm_response("r", {re(rows3) + ", \"token_ids\": " + ids}, "\"prompt_token_ids\": [9, 9], "),
+            "in/v.json: sample v#0: choices[0].routed_experts has 3 rows, but prompt_token_ids + "
+            "choices[0].token_ids = 2 + 50 tokens (vLLM writes one row per token but the last generated one: 51 "
+            "rows, or 49 for the completion alone)");
+    }
+    add_error_row("vllm no choices", VLLM, "v.json", "{\"id\": \"r\"}", "in/v.json: response 0: choices is missing");
+    add_error_row("vllm choices an object", VLLM, "v.json", "{\"choices\": {\"a\": 1}}",
+                  "in/v.json: response 0: choices is an object, not a list");
+    add_error_row("vllm prompt axis mismatch", VLLM, "v.json",
+                  vllm_response("r", {re(kNpyI4)}, "\"prompt_routed_experts\": \"" + ax5 + "\", "),
+                  "in/v.json: sample v#0: choices[0].routed_experts has shape (1, 2, 2) but prompt_routed_experts has "
+                  "(1, 5, 2): layer axis and top-k must match");
+    add_error_row("vllm empty", VLLM, "v.json", "", "in/v.json: empty file");
+    add_error_row("vllm truncated JSON", VLLM, "v.json", "{\"id\": \"r\", \"choices\": [",
+                  "in/v.json: malformed JSON at byte 25: syntax error while parsing value - unexpected end of input; "
+                  "expected '[', '{', or a literal");
+}
+
+/// The .npy file parser's errors.
+void add_npy_error_rows() {
+    const QString neither = layer_axis_neither();
+    const std::string i4 = base64_decode(kNpyI4, "w");
+    add_error_row("npy out of range", NpyFile, "x.npy", encode_npy({1, 2, 2}, {0, 1, 2, 9}, "<i2"),
+                  "in/x.npy: sample x: row 0, layer 2: expert id 9 out of range 0..3");
+    add_error_row("npy truncated", NpyFile, "x.npy", i4.substr(0, 131),
+                  "in/x.npy: sample x: truncated .npy data: shape (1, 2, 2) of <i4 needs 16 bytes, 3 present");
+    add_error_row("npy layer axis neither", NpyFile, "x.npy", encode_npy({1, 5, 2}, std::vector<std::int32_t>(10, 0)),
+                  "in/x.npy: sample x: " + neither);
+    add_error_row("npy no rows", NpyFile, "x.npy", encode_npy({0, 2, 2}, {}), "in/x.npy: sample x: no routed rows");
+    add_error_row("npy empty", NpyFile, "x.npy", "", "in/x.npy: empty file");
+    add_error_row("npy every route missing", NpyFile, "x.npy",
+                  encode_npy({2, 2, 2}, std::vector<std::int32_t>(8, -1), "<i2"),
+                  "in/x.npy: sample x: every route is missing (-1 in all 2 rows x top-2 slots at every MoE layer): the "
+                  "sample has no routing to count");
+}
+
+/// The NeMo-RL nrlre1 parser's errors.
+void add_nemo_error_rows() {
+    const QString neither = layer_axis_neither();
+    add_error_row("nemo dtype", Nemo, "n.txt", "nrlre1:float32:1x1x2:AAAAAAAAAAA=",
+                  "in/n.txt: sample n#0 (line 1): dtype 'float32' is not one of int8, int16, int32");
+    add_error_row("nemo byte count", Nemo, "n.txt",
+                  "nrlre1:int16:3x1x2:AAABAAIAAwAAAAEA\n\nnrlre1:int16:2x1x2:AAABAAIA\n",
+                  "in/n.txt: sample n#1 (line 3): 6 bytes of data, expected 2x1x2 x 2 = 8 bytes (int16)");
+    add_error_row("nemo prefix", Nemo, "n.txt", "nrlre2:int16:2x1x2:AAABAAIAAwA=",
+                  "in/n.txt: sample n#0 (line 1): is not 'nrlre1:<dtype>:<S>x<L>x<K>:<base64>'");
+    add_error_row("nemo shape", Nemo, "n.txt",
+                  "nrlre1:int16:2x1:AAABAAIAAwA=", "in/n.txt: sample n#0 (line 1): shape '2x1' is not <S>x<L>x<K>");
+    add_error_row("nemo base64", Nemo, "n.txt", "nrlre1:int16:2x1x2:AAA*AAIAAwA=",
+                  "in/n.txt: sample n#0 (line 1): malformed base64 at offset 3: unexpected character '*'");
+    add_error_row("nemo last row missing", Nemo, "n.txt", "nrlre1:int8:1x1x2://8=",
+                  "in/n.txt: sample n#0 (line 1): last row (row 0) at layer position 0 is not the default route [0, 1] "
+                  "that NeMo-RL writes for the final token; not a NeMo-RL routed_experts array");
+    add_error_row("nemo only the default row", Nemo, "n.txt", "nrlre1:int8:1x1x2:AAE=",
+                  "in/n.txt: sample n#0 (line 1): no routed rows (only the default route row)");
+    add_error_row("nemo negative", Nemo, "n.txt", "nrlre1:int8:2x1x2:/v8AAQ==",
+                  "in/n.txt: sample n#0: row 0, layer 1: negative expert id -2 (only -1 marks a missing route)");
+    add_error_row(
+        "nemo layer axis", Nemo, "n.txt", "nrlre1:int8:1x3x2:AAAAAAAA",
+        "in/n.txt: sample n#0 (line 1): layer axis has 3 entries, matching neither the model's 2 decoder layers "
+        "nor its 1 MoE layers");
+    add_error_row("nemo empty", Nemo, "n.txt", "\n\n", "in/n.txt: empty file");
+}
+
+/// The nested JSON parser's errors.
+void add_nested_json_error_rows() {
+    const QString neither = layer_axis_neither();
+    add_error_row("nested width", Nested, "j.json", "[[[1,3],[0,2]],[[3],[2,1]]]",
+                  "in/j.json: sample j: row 1, layer 0 has 1 expert ids, expected top-k 2");
+    add_error_row("nested width jsonl", Nested, "j.jsonl",
+                  "[[[1,3],[0,2]]]\n[[[1,3],[0,2]],[[3,2],[2,1]],[[0,1],[0,1,2]]]",
+                  "in/j.jsonl: sample j#1: row 2, layer 1 has 3 expert ids, expected top-k 2");
+    add_error_row("nested layer count", Nested, "j.json", "[[[1,3],[0,2]],[[3,2]]]",
+                  "in/j.json: sample j: row 1 has 1 layers, expected 2 (as row 0)");
+    add_error_row("nested float", Nested, "j.json", "[[[1.5,3],[0,2]]]",
+                  "in/j.json: sample j: row 0, layer 0, slot 0: expert id 1.5 is not an integer");
+    add_error_row("nested string", Nested, "j.json", "[[[1,\"3\"],[0,2]]]",
+                  "in/j.json: sample j: row 0, layer 0, slot 1: expected an expert id, found a string");
+    add_error_row("nested flat row", Nested, "j.json", "[[1,3]]",
+                  "in/j.json: sample j: row 0, layer 0 is a number, expected a list of expert ids");
+    add_error_row("nested huge id", Nested, "j.json", "[[[1,3],[0,4294967296]]]",
+                  "in/j.json: sample j: row 0, layer 1, slot 1: expert id 4294967296 does not fit int32");
+    add_error_row("nested out of range", Nested, "j.json", "[[[1,3],[0,4]]]",
+                  "in/j.json: sample j: row 0, layer 2: expert id 4 out of range 0..3");
+    add_error_row("nested negative", Nested, "j.json", "[[[1,3],[-3,2]]]",
+                  "in/j.json: sample j: row 0, layer 2: negative expert id -3 (only -1 marks a missing route)");
+    add_error_row(
+        "nested every route missing", Nested, "j.json", "[[[-1,-1],[-1,-1]]]",
+        "in/j.json: sample j: every route is missing (-1 in all 1 rows x top-2 slots at every MoE layer): the "
+        "sample has no routing to count");
+    add_error_row(
+        "nested duplicate", Nested, "j.json", "[[[1,3],[0,2]],[[1,1],[0,2]]]",
+        "in/j.json: sample j: row 1, layer 1: expert 1 listed twice, so counts cannot add up to rows x top-k");
+    add_error_row("nested layer axis neither", Nested, "j.json", "[[[1,3],[0,2],[0,1],[0,1],[0,1]]]",
+                  "in/j.json: sample j: " + neither);
+    add_error_row("nested truncated", Nested, "j.json", "[[[1,3],[0,2]],[[3,2",
+                  "in/j.json: malformed JSON at byte 21: syntax error while parsing array - unexpected end of input; "
+                  "expected ']'");
+    add_error_row("nested truncated line", Nested, "j.jsonl", "[[[1,3],[0,2]]]\n[[[1,3]",
+                  "in/j.jsonl: line 2: malformed JSON at byte 24: syntax error while parsing array - unexpected end of "
+                  "input; expected ']'");
+    add_error_row("nested empty", Nested, "j.json", "", "in/j.json: empty file");
+    add_error_row("nested no data", Nested, "j.json", "{\"dtype\": \"int32\"}",
+                  "in/j.json: sample j: object has no \"data\" list");
+    add_error_row("nested data not list", Nested, "j.json", "{\"data\": 5}",
+                  "in/j.json: sample j: \"data\" is not a list");
+    add_error_row("nested dtype", Nested, "j.json", "{\"data\": [[[1,3],[0,2]]], \"dtype\": \"float32\"}",
+                  "in/j.json: sample j: dtype 'float32' is not an integer type");
+    add_error_row(
+        "nested scalar", Nested, "j.json", "5",
+        "in/j.json: sample j: expected a [rows][layers][top_k] list or an object with \"data\", found a number");
+    add_error_row("nested no rows", Nested, "j.json", "[]", "in/j.json: sample j: no routed rows");
+}
+
+/// Ids, groups, dtypes and map entries of the wrong JSON type, deeply nested ones included.
+void add_deep_value_error_rows() {
+    // Breaker report: deeply nested values where an id, group or dtype belongs are refused
+    // without serializing them (that recursion overflowed the stack).
+    const std::string deep = deep_list(100000), deep_obj = deep_object(100000);
+    add_error_row(
+        "sglang deep dtype", SGLang, "s.json", sglang_record(kRoutesI32, "\"routed_experts_dtype\": " + deep + ", "),
+        "in/s.json: sample s#0: meta_info.routed_experts_dtype must be a string (one of int32, int16, uint16, "
+        "uint8, int8), not a list");
+    add_error_row(
+        "sglang dtype number", SGLang, "s.json", sglang_record(kRoutesI32, "\"routed_experts_dtype\": 4, "),
+        "in/s.json: sample s#0: meta_info.routed_experts_dtype must be a string (one of int32, int16, uint16, "
+        "uint8, int8), not an integer");
+    add_error_row(
+        "sglang dtype control chars", SGLang, "s.json",
+        sglang_record(kRoutesI32, "\"routed_experts_dtype\": \"in\\nt32\", "),
+        "in/s.json: sample s#0: meta_info.routed_experts_dtype \"in\\nt32\" is not one of int32, int16, uint16, "
+        "uint8, int8");
+    add_error_row("sglang deep meta id", SGLang, "s.json", sglang_record(kRoutesI32, "\"id\": " + deep_obj + ", "),
+                  "in/s.json: sample s#0: meta_info.id must be a string or integer, not an object");
+    add_error_row("sglang deep rid", SGLang, "s.json", sglang_record(kRoutesI32, "", "\"rid\": " + deep + ", "),
+                  "in/s.json: sample s#0: rid must be a string or integer, not a list");
+    add_error_row("sglang deep record id", SGLang, "s.json", sglang_record(kRoutesI32, "", "\"id\": " + deep + ", "),
+                  "in/s.json: sample s#0: id must be a string or integer, not a list");
+    add_error_row("sglang deep group", SGLang, "s.json", sglang_record(kRoutesI32, "", "\"group\": " + deep_obj + ", "),
+                  "in/s.json: sample s#0: group must be a string or integer, not an object");
+    add_error_row("sglang float group_id", SGLang, "s.json", sglang_record(kRoutesI32, "", "\"group_id\": 1.5, "),
+                  "in/s.json: sample s#0: group_id must be a string or integer, not a non-integer number");
+    add_error_row("sglang boolean id", SGLang, "s.json", sglang_record(kRoutesI32, "\"id\": true, "),
+                  "in/s.json: sample s#0: meta_info.id must be a string or integer, not a boolean");
+    add_error_row(
+        "sglang deep map entry", SGLang, "s.json",
+        sglang_record(kRoutesI32, "\"physical_to_logical_map\": [[0], [0, 1, " + deep + ", 3], [0, 1, 2, 3]], "),
+        "in/s.json: sample s#0: physical_to_logical_map[1][2] is a list, not an integer in 0..3");
+    add_error_row(
+        "sglang huge map entry", SGLang, "s.json",
+        sglang_record(kRoutesI32,
+                      "\"physical_to_logical_map\": [[0], [0, 1, 18446744073709551615, 3], [0, 1, 2, 3]], "),
+        "in/s.json: sample s#0: physical_to_logical_map[1][2] is 18446744073709551615, not an integer in 0..3");
+    add_error_row("sglang string map entry", SGLang, "s.json",
+                  sglang_record(kRoutesI32, "\"physical_to_logical_map\": [[0], [0, 1, \"" + std::string(200, 'x') +
+                                                "\", 3], [0, 1, 2, 3]], "),
+                  QString::fromStdString("in/s.json: sample s#0: physical_to_logical_map[1][2] is \"" +
+                                         std::string(80, 'x') + "...\", not an integer in 0..3"));
+    add_error_row("vllm deep id", VLLM, "v.json", "{\"id\": " + deep + ", \"choices\": [{" + re(kNpyI4) + "}]}",
+                  "in/v.json: response 0: id must be a string or integer, not a list");
+}
+
+/// Token counts and start lengths out of range.
+void add_token_count_error_rows() {
+    // Token counts: never negative, never beyond the sample (bug 8), start_len within the prompt (bug 9).
+    add_error_row("sglang negative prompt", SGLang, "s.json",
+                  sglang_record(kRoutesI32, "\"prompt_tokens\": -5, \"completion_tokens\": 20, "),
+                  "in/s.json: sample s#0: meta_info.prompt_tokens is -5, not an integer in 0..1099511627776");
+    add_error_row("sglang negative prompt alone", SGLang, "s.json",
+                  sglang_record(kRoutesI32, "\"prompt_tokens\": -5, "),
+                  "in/s.json: sample s#0: meta_info.prompt_tokens is -5, not an integer in 0..1099511627776");
+    add_error_row("sglang negative completion", SGLang, "s.json",
+                  sglang_record(kRoutesI32, "\"prompt_tokens\": 1000, \"completion_tokens\": -990, "),
+                  "in/s.json: sample s#0: meta_info.completion_tokens is -990, not an integer in 0..1099511627776");
+    add_error_row("sglang prompt beyond the sample", SGLang, "s.json",
+                  sglang_record(kRoutesI32, "\"prompt_tokens\": 4, "),
+                  "in/s.json: sample s#0: prompt length 4 exceeds the sample length t_i = 3");
+    add_error_row("sglang prompt int64 max", SGLang, "s.json",
+                  sglang_record(kRoutesI32, "\"prompt_tokens\": 9223372036854775807, \"completion_tokens\": 1, "),
+                  "in/s.json: sample s#0: meta_info.prompt_tokens is 9223372036854775807, not an integer in "
+                  "0..1099511627776");
+    add_error_row("sglang start_len above prompt", SGLang, "s.json",
+                  sglang_record(kRoutesI32, "\"prompt_tokens\": 4, \"completion_tokens\": 1, "
+                                            "\"routed_experts_start_len\": 10, "),
+                  "in/s.json: sample s#0: meta_info.routed_experts_start_len 10 exceeds meta_info.prompt_tokens 4");
+    add_error_row("sglang start_len int64 max", SGLang, "s.json",
+                  sglang_record(kRoutesI32, "\"routed_experts_start_len\": 9223372036854775807, "),
+                  "in/s.json: sample s#0: meta_info.routed_experts_start_len is 9223372036854775807, not an integer in "
+                  "0..1099511627776");
+    add_error_row(
+        "sglang start_len uint64", SGLang, "s.json",
+        sglang_record(kRoutesI32, "\"routed_experts_start_len\": 18446744073709551615, "),
+        "in/s.json: sample s#0: meta_info.routed_experts_start_len is 18446744073709551615, not an integer in "
+        "0..1099511627776");
+    add_error_row(
+        "sglang start_len negative", SGLang, "s.json", sglang_record(kRoutesI32, "\"routed_experts_start_len\": -3, "),
+        "in/s.json: sample s#0: meta_info.routed_experts_start_len is -3, not an integer in 0..1099511627776");
+    add_error_row("vllm negative usage", VLLM, "v.json",
+                  vllm_response("r", {re(kNpyI4)}, "\"usage\": {\"prompt_tokens\": -3}, "),
+                  "in/v.json: response 0: usage.prompt_tokens is -3, not an integer in 0..1099511627776");
+    add_error_row("vllm usage beyond the sample", VLLM, "v.json",
+                  vllm_response("r", {re(kNpyI4)}, "\"usage\": {\"prompt_tokens\": 1000000000000}, "),
+                  "in/v.json: sample v#0: prompt length 1000000000000 exceeds the sample length t_i = 2");
+    add_error_row("vllm usage not an object", VLLM, "v.json", vllm_response("r", {re(kNpyI4)}, "\"usage\": 5, "),
+                  "in/v.json: response 0: usage is an integer, not an object");
+}
+
+/// Number overflows and repeated keys, in the parsers' words.
+void add_json_library_error_rows() {
+    // Raw library errors never reach the user (bug 14); repeated keys are not silently merged.
+    add_error_row("sglang number overflow", SGLang, "s.json", sglang_record(kRoutesI32, "\"x\": 1e400, "),
+                  "in/s.json: malformed JSON: number overflow parsing '1e400' (field meta_info.x)");
+    add_error_row("sglang number overflow line", SGLang, "s.jsonl",
+                  sglang_record(kRoutesI32) + "\n" + sglang_record(kRoutesI32, "\"x\": -1e999, ") + "\n",
+                  "in/s.jsonl: line 2: malformed JSON: number overflow parsing '-1e999' (field meta_info.x)");
+    add_error_row("sglang duplicate key", SGLang, "s.json",
+                  "{\"meta_info\": {\"routed_experts\": \"" + std::string(kRoutesI32) + "\", \"routed_experts\": \"" +
+                      kRoutesU8 + "\"}}",
+                  "in/s.json: malformed JSON: duplicate key 'routed_experts' in one object");
+    add_error_row("vllm duplicate key", VLLM, "v.json", "{\"id\": \"a\", \"id\": \"b\", \"choices\": []}",
+                  "in/v.json: malformed JSON: duplicate key 'id' in one object");
+    add_error_row("nested number overflow", Nested, "j.json", "[[[1e400,1],[0,2]]]",
+                  "in/j.json: malformed JSON at byte 8: number overflow parsing '1e400'");
+}
+
+/// Control characters and long values echoed from the input.
+void add_echoed_input_error_rows() {
+    // Echoed input is escaped and cut (bugs 16/17).
+    add_error_row("nemo dtype with a carriage return", Nemo, "n.txt", "nrlre1:in\rt16:2x1x2:AAABAAIAAwA=",
+                  "in/n.txt: sample n#0 (line 1): dtype 'in\\rt16' is not one of int8, int16, int32");
+    add_error_row("nemo huge dtype", Nemo, "n.txt", "nrlre1:" + std::string(5000, 'q') + ":2x1x2:AAABAAIAAwA=",
+                  QString::fromStdString("in/n.txt: sample n#0 (line 1): dtype '" + std::string(80, 'q') +
+                                         "...' is not one of int8, int16, int32"));
+    add_error_row("nested dtype bytes", Nested, "j.json", "{\"data\": [[[1,3],[0,2]]], \"dtype\": \"\\u0007x\"}",
+                  "in/j.json: sample j: dtype '\\x07x' is not an integer type");
+}
+
 } // namespace
 
 class TestImportFormats : public QObject {
@@ -867,306 +1229,15 @@ private Q_SLOTS:
         QTest::addColumn<QString>("file");
         QTest::addColumn<QByteArray>("content");
         QTest::addColumn<QString>("error");
-        auto add = [](const char* name, Parser p, const char* file, const std::string& content, const QString& error) {
-            QTest::newRow(name) << int(p) << QString::fromLatin1(file) << QByteArray::fromStdString(content) << error;
-        };
-        const QString neither = QStringLiteral(
-            "layer axis has 5 entries, matching neither the model's 3 decoder layers nor its 2 MoE layers");
-
-        // SGLang
-        add("sglang malformed base64", SGLang, "s.json", sglang_record("AAAAAAAAAAAAA#AA"),
-            "in/s.json: sample s#0: meta_info.routed_experts: malformed base64 at offset 13: unexpected character '#'");
-        add("sglang base64 length", SGLang, "s.json", sglang_record("AAAAAAA"),
-            "in/s.json: sample s#0: meta_info.routed_experts: malformed base64: length 7 is not a multiple of 4");
-        add("sglang bytes not divisible", SGLang, "s.json", sglang_record("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=="),
-            "in/s.json: sample s#0: meta_info.routed_experts holds 28 bytes, not a multiple of num_hidden_layers 3 "
-            "x top_k 2 x 4 bytes (int32)");
-        add("sglang uint8 not divisible", SGLang, "s.json",
-            sglang_record("AAAA", "\"routed_experts_dtype\": \"uint8\", "),
-            "in/s.json: sample s#0: meta_info.routed_experts holds 3 bytes, not a multiple of num_hidden_layers 3 "
-            "x top_k 2 x 1 bytes (uint8)");
-        add("sglang id out of range", SGLang, "s.json", sglang_record("AAAAAAAAAAAEAAAAAQAAAAAAAAABAAAA"),
-            "in/s.json: sample s#0: row 0, layer 1: expert id 4 out of range 0..3");
-        add("sglang negative id", SGLang, "s.json", sglang_record("AAAAAAAAAAABAAAA/v///wAAAAABAAAA"),
-            "in/s.json: sample s#0: row 0, layer 1: negative expert id -2 (only -1 marks a missing route)");
-        add("sglang duplicate expert", SGLang, "s.json", sglang_record("AAAAAAAAAAACAAAAAgAAAAAAAAABAAAA"),
-            "in/s.json: sample s#0: row 0, layer 1: expert 2 listed twice, so counts cannot add up to rows x top-k");
-        add("sglang every route missing", SGLang, "s.json", sglang_record("////////////////////////////////"),
-            "in/s.json: sample s#0: every route is missing (-1 in all 1 rows x top-2 slots at every MoE layer): the "
-            "sample has no routing to count");
-        add("sglang bad dtype", SGLang, "s.json", sglang_record(kRoutesI32, "\"routed_experts_dtype\": \"float16\", "),
-            "in/s.json: sample s#0: meta_info.routed_experts_dtype \"float16\" is not one of int32, int16, uint16, "
-            "uint8, int8");
-        add("sglang no meta_info", SGLang, "s.json", "[{\"text\": \"a\"}]",
-            "in/s.json: sample s#0: meta_info is missing");
-        add("sglang meta_info a list", SGLang, "s.json", "[{\"meta_info\": [1, 2]}]",
-            "in/s.json: sample s#0: meta_info is a list, not an object");
-        add("sglang no routes", SGLang, "s.jsonl", sglang_record(kRoutesI32) + "\n{\"meta_info\": {\"id\": \"x\"}}\n",
-            "in/s.jsonl: sample s#1: meta_info.routed_experts is missing");
-        add("sglang routes not a string", SGLang, "s.json", "{\"meta_info\": {\"routed_experts\": [1, 2]}}",
-            "in/s.json: sample s#0: meta_info.routed_experts[0] is an integer, expected a list of layers");
-        add("sglang routes an object", SGLang, "s.json", "{\"meta_info\": {\"routed_experts\": {\"a\": 1}}}",
-            "in/s.json: sample s#0: meta_info.routed_experts is not a base64 string or a nested list");
-        add("sglang nested layers", SGLang, "s.json", "{\"meta_info\": {\"routed_experts\": [[[1, 3], [0, 2]]]}}",
-            "in/s.json: sample s#0: meta_info.routed_experts rows have 2 layers, expected num_hidden_layers 3");
-        add("sglang start_len type", SGLang, "s.json",
-            sglang_record(kRoutesI32, "\"routed_experts_start_len\": \"5\", "),
-            "in/s.json: sample s#0: meta_info.routed_experts_start_len is \"5\", not an integer in 0..1099511627776");
-        add("sglang map layers", SGLang, "s.json",
-            sglang_record(kRoutesI32, "\"physical_to_logical_map\": [[0, 1], [0, 1]], "),
-            "in/s.json: sample s#0: physical_to_logical_map has 2 layers, expected 3 (the routed_experts layer axis)");
-        add("sglang map value", SGLang, "s.json",
-            sglang_record(kRoutesI32, "\"physical_to_logical_map\": [[0], [0, 1, 2, 3], [0, 1, 7, 3]], "),
-            "in/s.json: sample s#0: physical_to_logical_map[2][2] is 7, not an integer in 0..3");
-        add("sglang physical id outside map", SGLang, "s.json",
-            sglang_record("AAAAAAAAAAAFAAAABAAAAAEAAAACAAAA",
-                          "\"physical_to_logical_map\": [[0], [0, 1, 2, 3], [0, 1, 2, 3]], "),
-            "in/s.json: sample s#0: row 0, layer 1: physical expert id 5 is outside physical_to_logical_map (4 slots)");
-        add("sglang empty file", SGLang, "s.json", " \n\t\n", "in/s.json: empty file");
-        add("sglang empty array", SGLang, "s.json", "[]", "in/s.json: no SGLang responses in the file");
-        add("sglang truncated JSON", SGLang, "s.json", "{\"meta_info\": {\"routed_experts\": \"AAAA",
-            "in/s.json: malformed JSON at byte 39: syntax error while parsing value - invalid string: missing closing "
-            "quote; last read: '\"AAAA'");
-        add("sglang truncated line", SGLang, "s.jsonl", sglang_record(kRoutesI32) + "\n{\"meta_info\": {",
-            "in/s.jsonl: line 2: malformed JSON at byte 132: syntax error while parsing object key - unexpected end "
-            "of input; expected string literal");
-
-        // vLLM
-        const std::string i4 = base64_decode(kNpyI4, "w");
-        const std::string k3 = base64_encode(encode_npy({1, 2, 3}, {0, 1, 2, 0, 1, 2}, "<i4"));
-        const std::string ax5 = base64_encode(encode_npy({1, 5, 2}, std::vector<std::int32_t>(10, 0), "<i4"));
-        const std::string f4 = base64_encode(
-            npy_file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2, 2), }", std::string(16, '\0')));
-        const std::string flat = base64_encode(encode_npy({2, 2}, {0, 1, 2, 3}, "<i4"));
-        add("vllm top-k mismatch", VLLM, "v.json", vllm_response("r", {re(kNpyI4), re(k3)}),
-            "in/v.json: sample v#1: routes have top-k 3, model says 2");
-        add("vllm layer axis neither", VLLM, "v.json", vllm_response("r", {re(ax5)}),
-            "in/v.json: sample v#0: choices[0].routed_experts: " + neither);
-        add("vllm non-integer dtype", VLLM, "v.json", vllm_response("r", {re(f4)}),
-            "in/v.json: sample v#0: choices[0].routed_experts: unsupported .npy dtype '<f4' (routes need an integer "
-            "dtype)");
-        add("vllm truncated npy", VLLM, "v.json", vllm_response("r", {re(base64_encode(i4.substr(0, i4.size() - 2)))}),
-            "in/v.json: sample v#0: choices[0].routed_experts: truncated .npy data: shape (1, 2, 2) of <i4 needs 16 "
-            "bytes, 14 present");
-        add("vllm 2-D array", VLLM, "v.json", vllm_response("r", {re(flat)}),
-            "in/v.json: sample v#0: choices[0].routed_experts has shape (2, 2), expected [rows][layers][top_k]");
-        add("vllm malformed base64", VLLM, "v.json", vllm_response("r", {re("k05VTVBZ!")}),
-            "in/v.json: sample v#0: choices[0].routed_experts: malformed base64: length 9 is not a multiple of 4");
-        add("vllm missing routes", VLLM, "v.json", vllm_response("r", {re(kNpyI4), "\"logprobs\": null"}),
-            "in/v.json: sample v#1: choices[1].routed_experts is missing");
-        {
-            // 50 generated tokens but 3 completion rows (and 1 prompt row for 1 prompt token).
-            std::string ids = "[";
-            for (int t = 0; t < 50; ++t)
-                ids += (t ? ", " : "") + std::to_string(t);
-            ids += "]";
-            const std::string rows3 = base64_encode(encode_npy({3, 2, 2}, {0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3}, "<i4"));
-            add("vllm completion rows short of token_ids", VLLM, "v.json",
-                vllm_response("r", {re(rows3) + ", \"token_ids\": " + ids},
-                              "\"prompt_routed_experts\": \"" + std::string(kNpyI4) +
-                                  "\", \"prompt_token_ids\": [9], "),
-                "in/v.json: sample v#0: prompt_routed_experts has 1 rows and choices[0].routed_experts 3, but "
-                "prompt_token_ids + choices[0].token_ids = 1 + 50 tokens (vLLM writes one prompt row per prompt "
-                "token and one row per generated token but the last: 1 and 49 rows)");
-            add("vllm rows short of token_ids", VLLM, "v.json",
-                vllm_response("r", {re(rows3) + ", \"token_ids\": " + ids}, "\"prompt_token_ids\": [9, 9], "),
-                "in/v.json: sample v#0: choices[0].routed_experts has 3 rows, but prompt_token_ids + "
-                "choices[0].token_ids = 2 + 50 tokens (vLLM writes one row per token but the last generated one: 51 "
-                "rows, or 49 for the completion alone)");
-        }
-        add("vllm no choices", VLLM, "v.json", "{\"id\": \"r\"}", "in/v.json: response 0: choices is missing");
-        add("vllm choices an object", VLLM, "v.json", "{\"choices\": {\"a\": 1}}",
-            "in/v.json: response 0: choices is an object, not a list");
-        add("vllm prompt axis mismatch", VLLM, "v.json",
-            vllm_response("r", {re(kNpyI4)}, "\"prompt_routed_experts\": \"" + ax5 + "\", "),
-            "in/v.json: sample v#0: choices[0].routed_experts has shape (1, 2, 2) but prompt_routed_experts has "
-            "(1, 5, 2): layer axis and top-k must match");
-        add("vllm empty", VLLM, "v.json", "", "in/v.json: empty file");
-        add("vllm truncated JSON", VLLM, "v.json", "{\"id\": \"r\", \"choices\": [",
-            "in/v.json: malformed JSON at byte 25: syntax error while parsing value - unexpected end of input; "
-            "expected '[', '{', or a literal");
-
-        // .npy file
-        add("npy out of range", NpyFile, "x.npy", encode_npy({1, 2, 2}, {0, 1, 2, 9}, "<i2"),
-            "in/x.npy: sample x: row 0, layer 2: expert id 9 out of range 0..3");
-        add("npy truncated", NpyFile, "x.npy", i4.substr(0, 131),
-            "in/x.npy: sample x: truncated .npy data: shape (1, 2, 2) of <i4 needs 16 bytes, 3 present");
-        add("npy layer axis neither", NpyFile, "x.npy", encode_npy({1, 5, 2}, std::vector<std::int32_t>(10, 0)),
-            "in/x.npy: sample x: " + neither);
-        add("npy no rows", NpyFile, "x.npy", encode_npy({0, 2, 2}, {}), "in/x.npy: sample x: no routed rows");
-        add("npy empty", NpyFile, "x.npy", "", "in/x.npy: empty file");
-        add("npy every route missing", NpyFile, "x.npy", encode_npy({2, 2, 2}, std::vector<std::int32_t>(8, -1), "<i2"),
-            "in/x.npy: sample x: every route is missing (-1 in all 2 rows x top-2 slots at every MoE layer): the "
-            "sample has no routing to count");
-
-        // NeMo-RL
-        add("nemo dtype", Nemo, "n.txt", "nrlre1:float32:1x1x2:AAAAAAAAAAA=",
-            "in/n.txt: sample n#0 (line 1): dtype 'float32' is not one of int8, int16, int32");
-        add("nemo byte count", Nemo, "n.txt", "nrlre1:int16:3x1x2:AAABAAIAAwAAAAEA\n\nnrlre1:int16:2x1x2:AAABAAIA\n",
-            "in/n.txt: sample n#1 (line 3): 6 bytes of data, expected 2x1x2 x 2 = 8 bytes (int16)");
-        add("nemo prefix", Nemo, "n.txt", "nrlre2:int16:2x1x2:AAABAAIAAwA=",
-            "in/n.txt: sample n#0 (line 1): is not 'nrlre1:<dtype>:<S>x<L>x<K>:<base64>'");
-        add("nemo shape", Nemo, "n.txt",
-            "nrlre1:int16:2x1:AAABAAIAAwA=", "in/n.txt: sample n#0 (line 1): shape '2x1' is not <S>x<L>x<K>");
-        add("nemo base64", Nemo, "n.txt", "nrlre1:int16:2x1x2:AAA*AAIAAwA=",
-            "in/n.txt: sample n#0 (line 1): malformed base64 at offset 3: unexpected character '*'");
-        add("nemo last row missing", Nemo, "n.txt", "nrlre1:int8:1x1x2://8=",
-            "in/n.txt: sample n#0 (line 1): last row (row 0) at layer position 0 is not the default route [0, 1] "
-            "that NeMo-RL writes for the final token; not a NeMo-RL routed_experts array");
-        add("nemo only the default row", Nemo, "n.txt",
-            "nrlre1:int8:1x1x2:AAE=", "in/n.txt: sample n#0 (line 1): no routed rows (only the default route row)");
-        add("nemo negative", Nemo, "n.txt", "nrlre1:int8:2x1x2:/v8AAQ==",
-            "in/n.txt: sample n#0: row 0, layer 1: negative expert id -2 (only -1 marks a missing route)");
-        add("nemo layer axis", Nemo, "n.txt", "nrlre1:int8:1x3x2:AAAAAAAA",
-            "in/n.txt: sample n#0 (line 1): layer axis has 3 entries, matching neither the model's 2 decoder layers "
-            "nor its 1 MoE layers");
-        add("nemo empty", Nemo, "n.txt", "\n\n", "in/n.txt: empty file");
-
-        // nested JSON
-        add("nested width", Nested, "j.json", "[[[1,3],[0,2]],[[3],[2,1]]]",
-            "in/j.json: sample j: row 1, layer 0 has 1 expert ids, expected top-k 2");
-        add("nested width jsonl", Nested, "j.jsonl", "[[[1,3],[0,2]]]\n[[[1,3],[0,2]],[[3,2],[2,1]],[[0,1],[0,1,2]]]",
-            "in/j.jsonl: sample j#1: row 2, layer 1 has 3 expert ids, expected top-k 2");
-        add("nested layer count", Nested, "j.json", "[[[1,3],[0,2]],[[3,2]]]",
-            "in/j.json: sample j: row 1 has 1 layers, expected 2 (as row 0)");
-        add("nested float", Nested, "j.json", "[[[1.5,3],[0,2]]]",
-            "in/j.json: sample j: row 0, layer 0, slot 0: expert id 1.5 is not an integer");
-        add("nested string", Nested, "j.json", "[[[1,\"3\"],[0,2]]]",
-            "in/j.json: sample j: row 0, layer 0, slot 1: expected an expert id, found a string");
-        add("nested flat row", Nested, "j.json", "[[1,3]]",
-            "in/j.json: sample j: row 0, layer 0 is a number, expected a list of expert ids");
-        add("nested huge id", Nested, "j.json", "[[[1,3],[0,4294967296]]]",
-            "in/j.json: sample j: row 0, layer 1, slot 1: expert id 4294967296 does not fit int32");
-        add("nested out of range", Nested, "j.json", "[[[1,3],[0,4]]]",
-            "in/j.json: sample j: row 0, layer 2: expert id 4 out of range 0..3");
-        add("nested negative", Nested, "j.json", "[[[1,3],[-3,2]]]",
-            "in/j.json: sample j: row 0, layer 2: negative expert id -3 (only -1 marks a missing route)");
-        add("nested every route missing", Nested, "j.json", "[[[-1,-1],[-1,-1]]]",
-            "in/j.json: sample j: every route is missing (-1 in all 1 rows x top-2 slots at every MoE layer): the "
-            "sample has no routing to count");
-        add("nested duplicate", Nested, "j.json", "[[[1,3],[0,2]],[[1,1],[0,2]]]",
-            "in/j.json: sample j: row 1, layer 1: expert 1 listed twice, so counts cannot add up to rows x top-k");
-        add("nested layer axis neither", Nested, "j.json", "[[[1,3],[0,2],[0,1],[0,1],[0,1]]]",
-            "in/j.json: sample j: " + neither);
-        add("nested truncated", Nested, "j.json", "[[[1,3],[0,2]],[[3,2",
-            "in/j.json: malformed JSON at byte 21: syntax error while parsing array - unexpected end of input; "
-            "expected ']'");
-        add("nested truncated line", Nested, "j.jsonl", "[[[1,3],[0,2]]]\n[[[1,3]",
-            "in/j.jsonl: line 2: malformed JSON at byte 24: syntax error while parsing array - unexpected end of "
-            "input; expected ']'");
-        add("nested empty", Nested, "j.json", "", "in/j.json: empty file");
-        add("nested no data", Nested, "j.json", "{\"dtype\": \"int32\"}",
-            "in/j.json: sample j: object has no \"data\" list");
-        add("nested data not list", Nested, "j.json", "{\"data\": 5}", "in/j.json: sample j: \"data\" is not a list");
-        add("nested dtype", Nested, "j.json", "{\"data\": [[[1,3],[0,2]]], \"dtype\": \"float32\"}",
-            "in/j.json: sample j: dtype 'float32' is not an integer type");
-        add("nested scalar", Nested, "j.json", "5",
-            "in/j.json: sample j: expected a [rows][layers][top_k] list or an object with \"data\", found a number");
-        add("nested no rows", Nested, "j.json", "[]", "in/j.json: sample j: no routed rows");
-
-        // Breaker report: deeply nested values where an id, group or dtype belongs are refused
-        // without serializing them (that recursion overflowed the stack).
-        const std::string deep = deep_list(100000), deep_obj = deep_object(100000);
-        add("sglang deep dtype", SGLang, "s.json",
-            sglang_record(kRoutesI32, "\"routed_experts_dtype\": " + deep + ", "),
-            "in/s.json: sample s#0: meta_info.routed_experts_dtype must be a string (one of int32, int16, uint16, "
-            "uint8, int8), not a list");
-        add("sglang dtype number", SGLang, "s.json", sglang_record(kRoutesI32, "\"routed_experts_dtype\": 4, "),
-            "in/s.json: sample s#0: meta_info.routed_experts_dtype must be a string (one of int32, int16, uint16, "
-            "uint8, int8), not an integer");
-        add("sglang dtype control chars", SGLang, "s.json",
-            sglang_record(kRoutesI32, "\"routed_experts_dtype\": \"in\\nt32\", "),
-            "in/s.json: sample s#0: meta_info.routed_experts_dtype \"in\\nt32\" is not one of int32, int16, uint16, "
-            "uint8, int8");
-        add("sglang deep meta id", SGLang, "s.json", sglang_record(kRoutesI32, "\"id\": " + deep_obj + ", "),
-            "in/s.json: sample s#0: meta_info.id must be a string or integer, not an object");
-        add("sglang deep rid", SGLang, "s.json", sglang_record(kRoutesI32, "", "\"rid\": " + deep + ", "),
-            "in/s.json: sample s#0: rid must be a string or integer, not a list");
-        add("sglang deep record id", SGLang, "s.json", sglang_record(kRoutesI32, "", "\"id\": " + deep + ", "),
-            "in/s.json: sample s#0: id must be a string or integer, not a list");
-        add("sglang deep group", SGLang, "s.json", sglang_record(kRoutesI32, "", "\"group\": " + deep_obj + ", "),
-            "in/s.json: sample s#0: group must be a string or integer, not an object");
-        add("sglang float group_id", SGLang, "s.json", sglang_record(kRoutesI32, "", "\"group_id\": 1.5, "),
-            "in/s.json: sample s#0: group_id must be a string or integer, not a non-integer number");
-        add("sglang boolean id", SGLang, "s.json", sglang_record(kRoutesI32, "\"id\": true, "),
-            "in/s.json: sample s#0: meta_info.id must be a string or integer, not a boolean");
-        add("sglang deep map entry", SGLang, "s.json",
-            sglang_record(kRoutesI32, "\"physical_to_logical_map\": [[0], [0, 1, " + deep + ", 3], [0, 1, 2, 3]], "),
-            "in/s.json: sample s#0: physical_to_logical_map[1][2] is a list, not an integer in 0..3");
-        add("sglang huge map entry", SGLang, "s.json",
-            sglang_record(kRoutesI32,
-                          "\"physical_to_logical_map\": [[0], [0, 1, 18446744073709551615, 3], [0, 1, 2, 3]], "),
-            "in/s.json: sample s#0: physical_to_logical_map[1][2] is 18446744073709551615, not an integer in 0..3");
-        add("sglang string map entry", SGLang, "s.json",
-            sglang_record(kRoutesI32, "\"physical_to_logical_map\": [[0], [0, 1, \"" + std::string(200, 'x') +
-                                          "\", 3], [0, 1, 2, 3]], "),
-            QString::fromStdString("in/s.json: sample s#0: physical_to_logical_map[1][2] is \"" + std::string(80, 'x') +
-                                   "...\", not an integer in 0..3"));
-        add("vllm deep id", VLLM, "v.json", "{\"id\": " + deep + ", \"choices\": [{" + re(kNpyI4) + "}]}",
-            "in/v.json: response 0: id must be a string or integer, not a list");
-
-        // Token counts: never negative, never beyond the sample (bug 8), start_len within the prompt (bug 9).
-        add("sglang negative prompt", SGLang, "s.json",
-            sglang_record(kRoutesI32, "\"prompt_tokens\": -5, \"completion_tokens\": 20, "),
-            "in/s.json: sample s#0: meta_info.prompt_tokens is -5, not an integer in 0..1099511627776");
-        add("sglang negative prompt alone", SGLang, "s.json", sglang_record(kRoutesI32, "\"prompt_tokens\": -5, "),
-            "in/s.json: sample s#0: meta_info.prompt_tokens is -5, not an integer in 0..1099511627776");
-        add("sglang negative completion", SGLang, "s.json",
-            sglang_record(kRoutesI32, "\"prompt_tokens\": 1000, \"completion_tokens\": -990, "),
-            "in/s.json: sample s#0: meta_info.completion_tokens is -990, not an integer in 0..1099511627776");
-        add("sglang prompt beyond the sample", SGLang, "s.json", sglang_record(kRoutesI32, "\"prompt_tokens\": 4, "),
-            "in/s.json: sample s#0: prompt length 4 exceeds the sample length t_i = 3");
-        add("sglang prompt int64 max", SGLang, "s.json",
-            sglang_record(kRoutesI32, "\"prompt_tokens\": 9223372036854775807, \"completion_tokens\": 1, "),
-            "in/s.json: sample s#0: meta_info.prompt_tokens is 9223372036854775807, not an integer in "
-            "0..1099511627776");
-        add("sglang start_len above prompt", SGLang, "s.json",
-            sglang_record(kRoutesI32, "\"prompt_tokens\": 4, \"completion_tokens\": 1, "
-                                      "\"routed_experts_start_len\": 10, "),
-            "in/s.json: sample s#0: meta_info.routed_experts_start_len 10 exceeds meta_info.prompt_tokens 4");
-        add("sglang start_len int64 max", SGLang, "s.json",
-            sglang_record(kRoutesI32, "\"routed_experts_start_len\": 9223372036854775807, "),
-            "in/s.json: sample s#0: meta_info.routed_experts_start_len is 9223372036854775807, not an integer in "
-            "0..1099511627776");
-        add("sglang start_len uint64", SGLang, "s.json",
-            sglang_record(kRoutesI32, "\"routed_experts_start_len\": 18446744073709551615, "),
-            "in/s.json: sample s#0: meta_info.routed_experts_start_len is 18446744073709551615, not an integer in "
-            "0..1099511627776");
-        add("sglang start_len negative", SGLang, "s.json",
-            sglang_record(kRoutesI32, "\"routed_experts_start_len\": -3, "),
-            "in/s.json: sample s#0: meta_info.routed_experts_start_len is -3, not an integer in 0..1099511627776");
-        add("vllm negative usage", VLLM, "v.json",
-            vllm_response("r", {re(kNpyI4)}, "\"usage\": {\"prompt_tokens\": -3}, "),
-            "in/v.json: response 0: usage.prompt_tokens is -3, not an integer in 0..1099511627776");
-        add("vllm usage beyond the sample", VLLM, "v.json",
-            vllm_response("r", {re(kNpyI4)}, "\"usage\": {\"prompt_tokens\": 1000000000000}, "),
-            "in/v.json: sample v#0: prompt length 1000000000000 exceeds the sample length t_i = 2");
-        add("vllm usage not an object", VLLM, "v.json", vllm_response("r", {re(kNpyI4)}, "\"usage\": 5, "),
-            "in/v.json: response 0: usage is an integer, not an object");
-
-        // Raw library errors never reach the user (bug 14); repeated keys are not silently merged.
-        add("sglang number overflow", SGLang, "s.json", sglang_record(kRoutesI32, "\"x\": 1e400, "),
-            "in/s.json: malformed JSON: number overflow parsing '1e400' (field meta_info.x)");
-        add("sglang number overflow line", SGLang, "s.jsonl",
-            sglang_record(kRoutesI32) + "\n" + sglang_record(kRoutesI32, "\"x\": -1e999, ") + "\n",
-            "in/s.jsonl: line 2: malformed JSON: number overflow parsing '-1e999' (field meta_info.x)");
-        add("sglang duplicate key", SGLang, "s.json",
-            "{\"meta_info\": {\"routed_experts\": \"" + std::string(kRoutesI32) + "\", \"routed_experts\": \"" +
-                kRoutesU8 + "\"}}",
-            "in/s.json: malformed JSON: duplicate key 'routed_experts' in one object");
-        add("vllm duplicate key", VLLM, "v.json", "{\"id\": \"a\", \"id\": \"b\", \"choices\": []}",
-            "in/v.json: malformed JSON: duplicate key 'id' in one object");
-        add("nested number overflow", Nested, "j.json", "[[[1e400,1],[0,2]]]",
-            "in/j.json: malformed JSON at byte 8: number overflow parsing '1e400'");
-
-        // Echoed input is escaped and cut (bugs 16/17).
-        add("nemo dtype with a carriage return", Nemo, "n.txt", "nrlre1:in\rt16:2x1x2:AAABAAIAAwA=",
-            "in/n.txt: sample n#0 (line 1): dtype 'in\\rt16' is not one of int8, int16, int32");
-        add("nemo huge dtype", Nemo, "n.txt", "nrlre1:" + std::string(5000, 'q') + ":2x1x2:AAABAAIAAwA=",
-            QString::fromStdString("in/n.txt: sample n#0 (line 1): dtype '" + std::string(80, 'q') +
-                                   "...' is not one of int8, int16, int32"));
-        add("nested dtype bytes", Nested, "j.json", "{\"data\": [[[1,3],[0,2]]], \"dtype\": \"\\u0007x\"}",
-            "in/j.json: sample j: dtype '\\x07x' is not an integer type");
+        add_sglang_error_rows();
+        add_vllm_error_rows();
+        add_npy_error_rows();
+        add_nemo_error_rows();
+        add_nested_json_error_rows();
+        add_deep_value_error_rows();
+        add_token_count_error_rows();
+        add_json_library_error_rows();
+        add_echoed_input_error_rows();
     }
     void formatErrors() {
         QFETCH(int, parser);

@@ -9,6 +9,7 @@
 #include "core/plan/planner.h"
 #include "core/synth/synth.h"
 #include "core/util/errors.h"
+#include "tests/plan_file_testutil.h"
 #include "tests/testutil.h"
 
 #include <QtTest>
@@ -333,12 +334,19 @@ void TestMigration::previousAloneIsUnlimited() {
                                 .arg(b.routepack.metrics.score.max_u)
                                 .arg(alone.routepack.metrics.score.max_u)));
     }
-    // The plan file carries the migration section and reads back.
-    const PlanFile f = parse_plan(plan_to_json(alone), "p.json");
+    // The plan file carries the migration section and reads back, every field and byte of it.
+    const std::string text = plan_to_json(alone);
+    const PlanFile f = parse_plan(text, "p.json");
     QVERIFY(f.migration.present);
     QCOMPARE(f.migration.moves, alone.migration.figures.moved);
+    QCOMPARE(f.migration.intra_node_moves + f.migration.inter_node_moves, f.migration.moves);
     QCOMPARE(f.migration.previous_fingerprint, placement_fingerprint(*in.previous));
     QCOMPARE(f.migration.max_moves, std::int64_t{-1});
+    QCOMPARE(f.migration.peak_sum_previous, alone.migration.peak_sum_previous);
+    QCOMPARE(f.migration.peak_sum_start, alone.migration.peak_sum_start);
+    QCOMPARE(test::plan_file_difference(plan_file_of(alone), f), std::string());
+    QCOMPARE(plan_file_to_json(f), text);
+    QCOMPARE(plan_migration_json(f.migration), plan_migration_json(alone));
 }
 
 void TestMigration::budgetZeroKeepsEverySlot() {

@@ -9,6 +9,8 @@
 #include "core/plan/rowcount.h"
 #include "core/plan/run_steps.h"
 #include "core/util/errors.h"
+#include "core/util/grid.h"
+#include "core/util/index.h"
 #include "core/util/rng.h"
 #include "tests/testutil.h"
 
@@ -210,6 +212,8 @@ private Q_SLOTS:
     void kkEmptyParts();
     void layoutMetricsHand();
     void layoutMetricsReportsKkCapViolation();
+    // ---- the numeric code's 2-D table (core/util/grid.h) ---------------------------------------
+    void gridHand();
 };
 
 void TestPlacement::aggregateLoadsHand() {
@@ -1325,6 +1329,66 @@ void TestPlacement::layoutMetricsReportsKkCapViolation() {
     m = layout_metrics(y, q, 0.0);
     QCOMPARE(m.empty_cells, 1);
     QCOMPARE(m.cap_violations, 0);
+}
+
+void TestPlacement::gridHand() {
+    // A 2 x 3 grid of 7s, row-major: element (i, j) sits at data()[i * 3 + j].
+    Grid<int> g(2, 3, 7);
+    QCOMPARE(g.rows(), std::size_t(2));
+    QCOMPARE(g.cols(), std::size_t(3));
+    QCOMPARE(g.size(), std::size_t(6));
+    QVERIFY(!g.empty());
+    QCOMPARE(std::vector<int>(g.begin(), g.end()), std::vector<int>(6, 7));
+    // Writes through operator() land at i * 3 + j, whatever the index types.
+    g(0, 2) = 5;                            // data[0 * 3 + 2] = data[2]
+    g(1, 0) = -1;                           // data[1 * 3 + 0] = data[3]
+    g(std::size_t{1}, std::int64_t{2}) = 9; // data[1 * 3 + 2] = data[5]
+    QCOMPARE(g.data()[2], 5);
+    QCOMPARE(g.data()[3], -1);
+    QCOMPARE(g.data()[5], 9);
+    // Row 1 = data[3..6) = (-1, 7, 9); a write through the span shows in operator().
+    const std::span<int> r1 = g.row(1);
+    QCOMPARE(r1.size(), std::size_t(3));
+    QCOMPARE(std::vector<int>(r1.begin(), r1.end()), (std::vector<int>{-1, 7, 9}));
+    r1[1] = 4;
+    QCOMPARE(g(1, 1), 4);
+    const Grid<int>& cg = g;
+    const std::span<const int> r0 = cg.row(0);
+    QCOMPARE(std::vector<int>(r0.begin(), r0.end()), (std::vector<int>{7, 7, 5}));
+    QCOMPARE(cg(1, 2), 9);
+    QCOMPARE(std::vector<int>(g.begin(), g.end()), (std::vector<int>{7, 7, 5, -1, 4, 9}));
+    // Equality compares the shape and every element: 2 x 3 and 3 x 2 zeros hold the same six values.
+    Grid<int> h = g;
+    QVERIFY(h == g);
+    h(0, 0) = 8;
+    QVERIFY(!(h == g));
+    QVERIFY(Grid<int>(2, 3) == Grid<int>(2, 3, 0));
+    QVERIFY(!(Grid<int>(2, 3) == Grid<int>(3, 2)));
+    // fill keeps the shape; assign reshapes: 3 x 1 of 2s.
+    h.fill(3);
+    QCOMPARE(h.rows(), std::size_t(2));
+    QCOMPARE(h.cols(), std::size_t(3));
+    QCOMPARE(std::vector<int>(h.begin(), h.end()), std::vector<int>(6, 3));
+    h.assign(3, 1, 2);
+    QCOMPARE(h.rows(), std::size_t(3));
+    QCOMPARE(h.cols(), std::size_t(1));
+    QCOMPARE(h.size(), std::size_t(3));
+    QCOMPARE(h(2, 0), 2);
+    QCOMPARE(h.row(2).size(), std::size_t(1));
+    QVERIFY(h == Grid<int>(3, 1, 2));
+    // A default grid is 0 x 0; a grid with no columns has empty rows.
+    const Grid<double> none;
+    QVERIFY(none.empty());
+    QCOMPARE(none.rows(), std::size_t(0));
+    QCOMPARE(none.cols(), std::size_t(0));
+    const Grid<double> flat(4, 0);
+    QVERIFY(flat.empty());
+    QCOMPARE(flat.rows(), std::size_t(4));
+    QCOMPARE(flat.row(3).size(), std::size_t(0));
+    // idx: the same value as the cast, for any integer type.
+    QCOMPARE(idx(5), std::size_t(5));
+    QCOMPARE(idx(std::int64_t{1} << 40), std::size_t{1} << 40);
+    QCOMPARE(idx(std::uint16_t{65535}), std::size_t(65535));
 }
 
 QTEST_GUILESS_MAIN(TestPlacement)

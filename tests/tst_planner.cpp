@@ -895,10 +895,15 @@ private Q_SLOTS:
 
     void planFileOfMatchesItsText() {
         // plan_file_of(r) holds exactly what parse_plan reads back from plan_to_json(r): a plain plan,
-        // one without placement refinement, and one cancelled before the search.
+        // one without placement refinement, and one cancelled before the search; and the file read
+        // back writes the same text, byte for byte (one writer for made and read plans).
         PlanInput in = synth_input(8, 11);
         const PlanResult r = plan_window(in);
-        QCOMPARE(test::plan_file_difference(plan_file_of(r), parse_plan(plan_to_json(r), "p.json")), std::string());
+        const std::string text = plan_to_json(r);
+        QCOMPARE(test::plan_file_difference(plan_file_of(r), parse_plan(text, "p.json")), std::string());
+        QCOMPARE(plan_file_to_json(parse_plan(text, "p.json")), text);
+        QVERIFY(!parse_plan(text, "p.json").timings.empty());
+        QCOMPARE(parse_plan(text, "p.json").search.convergence.size(), r.search.convergence.size());
         in.budgets.placement_rounds = 0;
         const PlanResult plain = plan_window(in);
         QCOMPARE(test::plan_file_difference(plan_file_of(plain), parse_plan(plan_to_json(plain), "p.json")),
@@ -908,9 +913,11 @@ private Q_SLOTS:
         QVERIFY(cancelled.cancelled);
         QCOMPARE(test::plan_file_difference(plan_file_of(cancelled), parse_plan(plan_to_json(cancelled), "p.json")),
                  std::string());
+        QVERIFY(parse_plan(plan_to_json(cancelled), "p.json").cancelled);
+        QCOMPARE(plan_file_to_json(parse_plan(plan_to_json(cancelled), "p.json")), plan_to_json(cancelled));
         // The difference helper sees a changed field.
         PlanFile other = plan_file_of(r);
-        other.metrics["reorder"].joint += 1;
+        other.metrics[Method::Reorder].value().metrics.joint += 1;
         QCOMPARE(test::plan_file_difference(other, plan_file_of(r)), std::string("metrics.reorder"));
     }
 
@@ -946,166 +953,16 @@ private Q_SLOTS:
         QCOMPARE(f.version, 8);
         QVERIFY(f.has_bound);
         QCOMPARE(f.bound.value, want.value);
-        {
-            // A version 1 file (no bound) still reads; a bound above the score or a wrong gap does not.
-            // Versions 1 and 2 carry the FNV-1a fingerprint and are rescored with it.
-            auto v1 = j;
-            v1["version"] = 1;
-            v1.erase("max_u_lower_bound");
-            v1["inputs"]["fingerprint"] = window_fingerprint_fnv(in.window);
-            const PlanFile old = parse_plan(v1.dump(), "p.json");
-            QVERIFY(!old.has_bound);
-            QCOMPARE(rescore_plan(old, in.window), std::string());
-            auto v2 = j;
-            v2["version"] = 2;
-            v2["inputs"]["fingerprint"] = window_fingerprint_fnv(in.window);
-            QCOMPARE(rescore_plan(parse_plan(v2.dump(), "p.json"), in.window), std::string());
-            v2["inputs"]["fingerprint"] = window_fingerprint(in.window); // a version 3 hash in a version 2 file
-            QCOMPARE(QString::fromStdString(rescore_plan(parse_plan(v2.dump(), "p.json"), in.window)),
-                     QStringLiteral("routing counts differ from the plan's inputs (fingerprint %1 != %2)")
-                         .arg(QString::fromStdString(window_fingerprint_fnv(in.window)),
-                              QString::fromStdString(window_fingerprint(in.window))));
-            auto high = j;
-            high["max_u_lower_bound"]["value"] = r.routepack.metrics.score.max_u * 2;
-            QVERIFY(QString::fromStdString(routepack::test::error_of<InputError>([&] {
-                        parse_plan(high.dump(), "p.json");
-                    })).startsWith(QStringLiteral("p.json: max_u_lower_bound: value ")));
-            auto gap = j;
-            gap["max_u_lower_bound"]["gap"] = 0.5;
-            QCOMPARE(QString::fromStdString(
-                         routepack::test::error_of<InputError>([&] { parse_plan(gap.dump(), "p.json"); })),
-                     QStringLiteral("p.json: max_u_lower_bound: gap 0.5 differs from score[0] / value - 1"));
-            auto missing = j;
-            missing.erase("max_u_lower_bound");
-            QCOMPARE(QString::fromStdString(
-                         routepack::test::error_of<InputError>([&] { parse_plan(missing.dump(), "p.json"); })),
-                     QStringLiteral("p.json: max_u_lower_bound is missing"));
-            // A version 3 file has no row_multiple: read as 1.
-            auto v3 = j;
-            v3["version"] = 3;
-            v3["topology"].erase("row_multiple");
-            const PlanFile three = parse_plan(v3.dump(), "p.json");
-            QCOMPARE(three.version, 3);
-            QCOMPARE(three.topology.row_multiple, 1);
-            QCOMPARE(three.layout, f.layout);
-            QCOMPARE(rescore_plan(three, in.window), std::string());
-            auto v9 = j;
-            v9["version"] = 9;
-            QCOMPARE(
-                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v9.dump(), "p.json"); })),
-                QStringLiteral("p.json: plan version 9 is not supported (expected 1 to 8)"));
-            v9["version"] = 0;
-            QCOMPARE(
-                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v9.dump(), "p.json"); })),
-                QStringLiteral("p.json: plan version 0 is not supported (expected 1 to 8)"));
-            // Version 6's placement_refinement: present, typed, consistent, and (rescored) telling the
-            // truth about whether the placement is the window's LPT placement.
-            auto pr = j;
-            pr["planner"].erase("placement_refinement");
-            QCOMPARE(
-                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(pr.dump(), "p.json"); })),
-                QStringLiteral("p.json: planner.placement_refinement is missing"));
-            pr = j;
-            pr["planner"]["placement_refinement"]["refined"] = "yes";
-            QCOMPARE(
-                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(pr.dump(), "p.json"); })),
-                QStringLiteral("p.json: planner.placement_refinement.refined is \"yes\", not true or false"));
-            pr = j;
-            pr["planner"]["placement_refinement"] = {
-                {"refined", true}, {"rounds_kept", 0}, {"swaps", 3}, {"skipped", false}};
-            QCOMPARE(
-                QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(pr.dump(), "p.json"); })),
-                QStringLiteral("p.json: planner.placement_refinement: refined true, rounds_kept 0, swaps 3 and "
-                               "skipped false disagree"));
-            pr["planner"]["placement_refinement"]["swaps"] = -1;
-            QVERIFY(QString::fromStdString(routepack::test::error_of<InputError>([&] {
-                        parse_plan(pr.dump(), "p.json");
-                    })).startsWith(QStringLiteral("p.json: planner.placement_refinement")));
-            const bool refined = r.placement_refined();
-            pr = j;
-            pr["planner"]["placement_refinement"] = {{"refined", !refined},
-                                                     {"rounds_kept", refined ? 0 : 1},
-                                                     {"swaps", refined ? 0 : 1},
-                                                     {"skipped", false}};
-            QCOMPARE(QString::fromStdString(rescore_plan(parse_plan(pr.dump(), "p.json"), in.window)),
-                     refined ? QStringLiteral("placement_refinement.refined is false but the placement is not the "
-                                              "window's LPT placement")
-                             : QStringLiteral("placement_refinement.refined is true but the placement is the window's "
-                                              "LPT placement"));
-            // Version 4 has no communication section; version 5 must have one.
-            auto four = j;
-            four["version"] = 4;
-            four.erase("communication");
-            QCOMPARE(parse_plan(four.dump(), "p.json").layout, f.layout);
-            auto no_comm = j;
-            no_comm.erase("communication");
-            QCOMPARE(QString::fromStdString(
-                         routepack::test::error_of<InputError>([&] { parse_plan(no_comm.dump(), "p.json"); })),
-                     QStringLiteral("p.json: communication is missing"));
-            auto comm_on_one_node = j;
-            comm_on_one_node["communication"] = {{"nodes", 1}};
-            QCOMPARE(QString::fromStdString(
-                         routepack::test::error_of<InputError>([&] { parse_plan(comm_on_one_node.dump(), "p.json"); })),
-                     QStringLiteral("p.json: communication must be null: the topology has one node"));
-            auto lower = j;
-            lower["max_u_lower_bound"]["value"] = want.value / 2;
-            lower["max_u_lower_bound"]["gap"] = r.routepack.metrics.score.max_u / (want.value / 2) - 1.0;
-            QVERIFY(QString::fromStdString(rescore_plan(parse_plan(lower.dump(), "p.json"), in.window))
-                        .startsWith(QStringLiteral("recomputed max_u_lower_bound differs")));
-        }
+        checkOlderPlanVersionsAndBound(in, r, j, f);
+        if (QTest::currentTestFailed()) return;
+        checkPlacementRefinementAndCommunication(in, r, j, f, want);
+        if (QTest::currentTestFailed()) return;
         QCOMPARE(j["placement"].size(), std::size_t(in.window.model.num_moe_layers()));
         QCOMPARE(j["moe_layers"][0].get<int>(), in.window.model.moe_layers[0]);
         for (const char* k : {"baseline", "reorder", "karmarkar_karp", "routepack"})
             QVERIFY(j["metrics"].contains(k));
 
-        // Tampering is caught: structure (sample twice) and rescoring (counts changed).
-        auto bad = j;
-        bad["rows"][0][1][0] = bad["rows"][0][0][0]; // one sample twice, another missing
-        try {
-            parse_plan(bad.dump(), "p.json");
-            QFAIL("no error");
-        } catch (const InputError& e) {
-            QVERIFY2(QString::fromStdString(e.what()).contains(QStringLiteral("appears twice")), e.what());
-        }
-        auto swapped = j;
-        std::swap(swapped["placement"][0][0], swapped["placement"][0][1]);
-        const PlanFile g = parse_plan(swapped.dump(), "p.json");
-        QVERIFY(!rescore_plan(g, in.window).empty());
-        Trace other = in.window;
-        other.counts[0] += 1;
-        QVERIFY(QString::fromStdString(rescore_plan(f, other)).contains(QStringLiteral("fingerprint")));
-        // Numbers that do not fit are refused, never wrapped or truncated (2^32 + 16 is not 16, 1.7 is not 1).
-        const std::pair<std::function<void(nlohmann::json&)>, QString> wraps[] = {
-            {[](nlohmann::json& x) { x["model"]["experts"] = (1LL << 32) + 16; },
-             QStringLiteral("p.json: model.experts is 4294967312, not an integer in 0..2147483647")},
-            {[](nlohmann::json& x) { x["model"]["num_hidden_layers"] = (1LL << 32) + 3; },
-             QStringLiteral("p.json: model.num_hidden_layers is 4294967299, not an integer in 0..2147483647")},
-            {[](nlohmann::json& x) { x["moe_layers"][0] = 1.7; },
-             QStringLiteral("p.json: moe_layers[0] is 1.7, not an integer in 0..2147483647")},
-            {[](nlohmann::json& x) { x["moe_layers"][1] = (1LL << 32) + 2; },
-             QStringLiteral("p.json: moe_layers[1] is 4294967298, not an integer in 0..2147483647")},
-            {[](nlohmann::json& x) { x["moe_layers"][0] = "1"; },
-             QStringLiteral("p.json: moe_layers[0] is \"1\", not an integer in 0..2147483647")},
-            {[](nlohmann::json& x) { x["planner"]["seed"] = -1; },
-             QStringLiteral("p.json: planner.seed is -1, not an integer in 0..18446744073709551615")},
-        };
-        for (const auto& [edit, want] : wraps) {
-            auto w = j;
-            edit(w);
-            try {
-                parse_plan(w.dump(), "p.json");
-                QFAIL(qPrintable(QStringLiteral("no error, expected ") + want));
-            } catch (const InputError& e) {
-                QCOMPARE(QString::fromStdString(e.what()), want);
-            }
-        }
-        try {
-            parse_plan(R"({"format": "something-else"})", "x.json");
-            QFAIL("no error");
-        } catch (const InputError& e) {
-            QCOMPARE(QString::fromStdString(e.what()),
-                     QStringLiteral("x.json: not a RoutePack plan (format must be \"routepack-plan\")"));
-        }
+        checkTamperedPlanFilesAreRefused(in, j, f);
     }
 
     void rowMultiple() {
@@ -1267,6 +1124,174 @@ private Q_SLOTS:
         QCOMPARE(plain.placement.routepack, plain.placement.lpt);
         QCOMPARE(plain.routepack.placement, PlacementKind::Lpt);
         QCOMPARE(plain.placement.swaps, std::int64_t{0});
+    }
+
+private:
+    /// planFileRoundTrip: older plan versions still read; a wrong lower bound or an unknown version is refused.
+    static void checkOlderPlanVersionsAndBound(const PlanInput& in, const PlanResult& r, const nlohmann::json& j,
+                                               const PlanFile& f) {
+        // A version 1 file (no bound) still reads; a bound above the score or a wrong gap does not.
+        // Versions 1 and 2 carry the FNV-1a fingerprint and are rescored with it.
+        auto v1 = j;
+        v1["version"] = 1;
+        v1.erase("max_u_lower_bound");
+        v1["inputs"]["fingerprint"] = window_fingerprint_fnv(in.window);
+        const PlanFile old = parse_plan(v1.dump(), "p.json");
+        QVERIFY(!old.has_bound);
+        QCOMPARE(rescore_plan(old, in.window), std::string());
+        auto v2 = j;
+        v2["version"] = 2;
+        v2["inputs"]["fingerprint"] = window_fingerprint_fnv(in.window);
+        QCOMPARE(rescore_plan(parse_plan(v2.dump(), "p.json"), in.window), std::string());
+        v2["inputs"]["fingerprint"] = window_fingerprint(in.window); // a version 3 hash in a version 2 file
+        QCOMPARE(QString::fromStdString(rescore_plan(parse_plan(v2.dump(), "p.json"), in.window)),
+                 QStringLiteral("routing counts differ from the plan's inputs (fingerprint %1 != %2)")
+                     .arg(QString::fromStdString(window_fingerprint_fnv(in.window)),
+                          QString::fromStdString(window_fingerprint(in.window))));
+        auto high = j;
+        high["max_u_lower_bound"]["value"] = r.routepack.metrics.score.max_u * 2;
+        QVERIFY(QString::fromStdString(routepack::test::error_of<InputError>([&] {
+                    parse_plan(high.dump(), "p.json");
+                })).startsWith(QStringLiteral("p.json: max_u_lower_bound: value ")));
+        auto gap = j;
+        gap["max_u_lower_bound"]["gap"] = 0.5;
+        QCOMPARE(
+            QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(gap.dump(), "p.json"); })),
+            QStringLiteral("p.json: max_u_lower_bound: gap 0.5 differs from score[0] / value - 1"));
+        auto missing = j;
+        missing.erase("max_u_lower_bound");
+        QCOMPARE(QString::fromStdString(
+                     routepack::test::error_of<InputError>([&] { parse_plan(missing.dump(), "p.json"); })),
+                 QStringLiteral("p.json: max_u_lower_bound is missing"));
+        // A version 3 file has no row_multiple: read as 1.
+        auto v3 = j;
+        v3["version"] = 3;
+        v3["topology"].erase("row_multiple");
+        const PlanFile three = parse_plan(v3.dump(), "p.json");
+        QCOMPARE(three.version, 3);
+        QCOMPARE(three.topology.row_multiple, 1);
+        QCOMPARE(three.layout, f.layout);
+        QCOMPARE(rescore_plan(three, in.window), std::string());
+        auto v9 = j;
+        v9["version"] = 9;
+        QCOMPARE(
+            QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v9.dump(), "p.json"); })),
+            QStringLiteral("p.json: plan version 9 is not supported (expected 1 to 8)"));
+        v9["version"] = 0;
+        QCOMPARE(
+            QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(v9.dump(), "p.json"); })),
+            QStringLiteral("p.json: plan version 0 is not supported (expected 1 to 8)"));
+    }
+
+    /// planFileRoundTrip: the placement_refinement and communication sections, and a lower bound the
+    /// rescoring does not recompute.
+    static void checkPlacementRefinementAndCommunication(const PlanInput& in, const PlanResult& r,
+                                                         const nlohmann::json& j, const PlanFile& f,
+                                                         const MaxULowerBound& want) {
+        // Version 6's placement_refinement: present, typed, consistent, and (rescored) telling the
+        // truth about whether the placement is the window's LPT placement.
+        auto pr = j;
+        pr["planner"].erase("placement_refinement");
+        QCOMPARE(
+            QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(pr.dump(), "p.json"); })),
+            QStringLiteral("p.json: planner.placement_refinement is missing"));
+        pr = j;
+        pr["planner"]["placement_refinement"]["refined"] = "yes";
+        QCOMPARE(
+            QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(pr.dump(), "p.json"); })),
+            QStringLiteral("p.json: planner.placement_refinement.refined is \"yes\", not true or false"));
+        pr = j;
+        pr["planner"]["placement_refinement"] = {
+            {"refined", true}, {"rounds_kept", 0}, {"swaps", 3}, {"skipped", false}};
+        QCOMPARE(
+            QString::fromStdString(routepack::test::error_of<InputError>([&] { parse_plan(pr.dump(), "p.json"); })),
+            QStringLiteral("p.json: planner.placement_refinement: refined true, rounds_kept 0, swaps 3 and "
+                           "skipped false disagree"));
+        pr["planner"]["placement_refinement"]["swaps"] = -1;
+        QVERIFY(QString::fromStdString(routepack::test::error_of<InputError>([&] {
+                    parse_plan(pr.dump(), "p.json");
+                })).startsWith(QStringLiteral("p.json: planner.placement_refinement")));
+        const bool refined = r.placement_refined();
+        pr = j;
+        pr["planner"]["placement_refinement"] = {
+            {"refined", !refined}, {"rounds_kept", refined ? 0 : 1}, {"swaps", refined ? 0 : 1}, {"skipped", false}};
+        QCOMPARE(QString::fromStdString(rescore_plan(parse_plan(pr.dump(), "p.json"), in.window)),
+                 refined ? QStringLiteral("placement_refinement.refined is false but the placement is not the "
+                                          "window's LPT placement")
+                         : QStringLiteral("placement_refinement.refined is true but the placement is the window's "
+                                          "LPT placement"));
+        // Version 4 has no communication section; version 5 must have one.
+        auto four = j;
+        four["version"] = 4;
+        four.erase("communication");
+        QCOMPARE(parse_plan(four.dump(), "p.json").layout, f.layout);
+        auto no_comm = j;
+        no_comm.erase("communication");
+        QCOMPARE(QString::fromStdString(
+                     routepack::test::error_of<InputError>([&] { parse_plan(no_comm.dump(), "p.json"); })),
+                 QStringLiteral("p.json: communication is missing"));
+        auto comm_on_one_node = j;
+        comm_on_one_node["communication"] = {{"nodes", 1}};
+        QCOMPARE(QString::fromStdString(
+                     routepack::test::error_of<InputError>([&] { parse_plan(comm_on_one_node.dump(), "p.json"); })),
+                 QStringLiteral("p.json: communication must be null: the topology has one node"));
+        auto lower = j;
+        lower["max_u_lower_bound"]["value"] = want.value / 2;
+        lower["max_u_lower_bound"]["gap"] = r.routepack.metrics.score.max_u / (want.value / 2) - 1.0;
+        QVERIFY(QString::fromStdString(rescore_plan(parse_plan(lower.dump(), "p.json"), in.window))
+                    .startsWith(QStringLiteral("recomputed max_u_lower_bound differs")));
+    }
+
+    /// planFileRoundTrip: tampered files, numbers that do not fit and a foreign format are refused.
+    static void checkTamperedPlanFilesAreRefused(const PlanInput& in, const nlohmann::json& j, const PlanFile& f) {
+        // Tampering is caught: structure (sample twice) and rescoring (counts changed).
+        auto bad = j;
+        bad["rows"][0][1][0] = bad["rows"][0][0][0]; // one sample twice, another missing
+        try {
+            parse_plan(bad.dump(), "p.json");
+            QFAIL("no error");
+        } catch (const InputError& e) {
+            QVERIFY2(QString::fromStdString(e.what()).contains(QStringLiteral("appears twice")), e.what());
+        }
+        auto swapped = j;
+        std::swap(swapped["placement"][0][0], swapped["placement"][0][1]);
+        const PlanFile g = parse_plan(swapped.dump(), "p.json");
+        QVERIFY(!rescore_plan(g, in.window).empty());
+        Trace other = in.window;
+        other.counts[0] += 1;
+        QVERIFY(QString::fromStdString(rescore_plan(f, other)).contains(QStringLiteral("fingerprint")));
+        // Numbers that do not fit are refused, never wrapped or truncated (2^32 + 16 is not 16, 1.7 is not 1).
+        const std::pair<std::function<void(nlohmann::json&)>, QString> wraps[] = {
+            {[](nlohmann::json& x) { x["model"]["experts"] = (1LL << 32) + 16; },
+             QStringLiteral("p.json: model.experts is 4294967312, not an integer in 0..2147483647")},
+            {[](nlohmann::json& x) { x["model"]["num_hidden_layers"] = (1LL << 32) + 3; },
+             QStringLiteral("p.json: model.num_hidden_layers is 4294967299, not an integer in 0..2147483647")},
+            {[](nlohmann::json& x) { x["moe_layers"][0] = 1.7; },
+             QStringLiteral("p.json: moe_layers[0] is 1.7, not an integer in 0..2147483647")},
+            {[](nlohmann::json& x) { x["moe_layers"][1] = (1LL << 32) + 2; },
+             QStringLiteral("p.json: moe_layers[1] is 4294967298, not an integer in 0..2147483647")},
+            {[](nlohmann::json& x) { x["moe_layers"][0] = "1"; },
+             QStringLiteral("p.json: moe_layers[0] is \"1\", not an integer in 0..2147483647")},
+            {[](nlohmann::json& x) { x["planner"]["seed"] = -1; },
+             QStringLiteral("p.json: planner.seed is -1, not an integer in 0..18446744073709551615")},
+        };
+        for (const auto& [edit, want] : wraps) {
+            auto w = j;
+            edit(w);
+            try {
+                parse_plan(w.dump(), "p.json");
+                QFAIL(qPrintable(QStringLiteral("no error, expected ") + want));
+            } catch (const InputError& e) {
+                QCOMPARE(QString::fromStdString(e.what()), want);
+            }
+        }
+        try {
+            parse_plan(R"({"format": "something-else"})", "x.json");
+            QFAIL("no error");
+        } catch (const InputError& e) {
+            QCOMPARE(QString::fromStdString(e.what()),
+                     QStringLiteral("x.json: not a RoutePack plan (format must be \"routepack-plan\")"));
+        }
     }
 };
 

@@ -159,6 +159,210 @@ void raw_exec(const fs::path& db, const std::string& sql) {
     QVERIFY2(rc == SQLITE_OK, msg.c_str());
 }
 
+/// Rows of badFieldsAreRefusedWithTheirPlace: the summary's own fields and its chains.
+void add_summary_header_rows() {
+    const QString rm = QStringLiteral("<remove>");
+    QTest::newRow("summary format") << "summary"
+                                    << "/format"
+                                    << "\"x\""
+                                    << "format is \"x\", not \"routepack-cluster-summary\"";
+    QTest::newRow("summary version") << "summary"
+                                     << "/version"
+                                     << "2"
+                                     << "version is 2, not an integer in 1..1";
+    QTest::newRow("steps 0") << "summary"
+                             << "/steps"
+                             << "0"
+                             << "steps is 0, not an integer in 1..2147483647";
+    QTest::newRow("steps missing") << "summary"
+                                   << "/steps" << rm << "steps is missing";
+    QTest::newRow("too few lines") << "summary"
+                                   << "/steps"
+                                   << "4"
+                                   << "lines is a list, not a list of 8 lines (4 steps x 2 chains)";
+    QTest::newRow("unknown chain") << "summary"
+                                   << "/topologies/1"
+                                   << "\"tall\""
+                                   << "topologies[1] is \"tall\", not another chain of run.json (narrow, wide)";
+    QTest::newRow("chain twice") << "summary"
+                                 << "/topologies/1"
+                                 << "\"wide\""
+                                 << "topologies[1] is \"wide\", not another chain of run.json (narrow, wide)";
+    QTest::newRow("line of another chain") << "summary"
+                                           << "/lines/3/topology"
+                                           << "\"wide\""
+                                           << "lines[3].topology is \"wide\", not \"narrow\"";
+    QTest::newRow("windows differ") << "summary"
+                                    << "/lines/5/window"
+                                    << "\"step-9\""
+                                    << "lines[5].window is \"step-9\", not \"step-3\"";
+}
+
+/// Rows of badFieldsAreRefusedWithTheirPlace: the fields of the summary's lines and its failed list.
+void add_summary_line_rows() {
+    const QString rm = QStringLiteral("<remove>");
+    QTest::newRow("status") << "summary"
+                            << "/lines/1/status"
+                            << "\"done\""
+                            << "lines[1].status is \"done\", not \"planned\" or \"failed\"";
+    QTest::newRow("samples 0") << "summary"
+                               << "/lines/1/samples"
+                               << "0"
+                               << "lines[1].samples is 0, not an integer in 1..2147483647";
+    QTest::newRow("samples float") << "summary"
+                                   << "/lines/1/samples"
+                                   << "64.5"
+                                   << "lines[1].samples is 64.5, not an integer in 1..2147483647";
+    QTest::newRow("rows huge") << "summary"
+                               << "/lines/1/rows"
+                               << "3000000000"
+                               << "lines[1].rows is 3000000000, not an integer in 1..2147483647";
+    QTest::newRow("certified") << "summary"
+                               << "/lines/1/certified"
+                               << "1"
+                               << "lines[1].certified is 1, not true or false";
+    QTest::newRow("baseline missing") << "summary"
+                                      << "/lines/2/baseline" << rm << "lines[2].baseline is missing";
+    QTest::newRow("routepack negative") << "summary"
+                                        << "/lines/2/routepack"
+                                        << "-1"
+                                        << "lines[2].routepack is -1, not a finite number >= 0";
+    QTest::newRow("grouter text") << "summary"
+                                  << "/lines/0/grouter"
+                                  << "\"2\""
+                                  << "lines[0].grouter is \"2\", not a finite number >= 0";
+    QTest::newRow("gain huge")
+        << "summary"
+        << "/lines/0/routepack_vs_baseline_pct"
+        << "1e999"
+        << "malformed JSON: number overflow parsing '1e999' (field lines[0].routepack_vs_baseline_pct)";
+    QTest::newRow("moves negative") << "summary"
+                                    << "/lines/0/experts_moved"
+                                    << "-3"
+                                    << "lines[0].experts_moved is -3, not an integer in 0..9223372036854775807";
+    QTest::newRow("bytes negative") << "summary"
+                                    << "/lines/0/migration_bytes"
+                                    << "-1.5"
+                                    << "lines[0].migration_bytes is -1.5, not a finite number >= 0";
+    QTest::newRow("planner seconds") << "summary"
+                                     << "/lines/0/planner_s"
+                                     << "null"
+                                     << "lines[0].planner_s is null, not a finite number >= 0";
+    QTest::newRow("time limit") << "summary"
+                                << "/lines/0/time_limit_hit" << rm << "lines[0].time_limit_hit is missing";
+    QTest::newRow("worker") << "summary"
+                            << "/lines/0/worker"
+                            << "7"
+                            << "lines[0].worker is 7, not a string";
+    QTest::newRow("plan file outside") << "summary"
+                                       << "/lines/1/plan_file"
+                                       << "\"../run.json\""
+                                       << "lines[1].plan_file is \"../run.json\", not a plan file in <OUT>/wide";
+    QTest::newRow("plan file absent") << "summary"
+                                      << "/lines/1/plan_file"
+                                      << "\"step-9.plan.json\""
+                                      << "lines[1].plan_file is \"step-9.plan.json\", not a plan file in <OUT>/wide";
+    QTest::newRow("failed error") << "summary"
+                                  << "/lines/4/error"
+                                  << "null"
+                                  << "lines[4].error is null, not a string";
+    QTest::newRow("failed stage") << "summary"
+                                  << "/lines/4/stage"
+                                  << "\"write\""
+                                  << "lines[4].stage is \"write\", not \"read\" or \"plan\"";
+    QTest::newRow("failed list") << "summary"
+                                 << "/failed"
+                                 << "[]"
+                                 << "failed is [], not a list of the 1 failed lines";
+}
+
+/// Rows of badFieldsAreRefusedWithTheirPlace: run.json's own fields.
+void add_run_header_rows() {
+    const QString rm = QStringLiteral("<remove>");
+    QTest::newRow("run format") << "run"
+                                << "/format"
+                                << "\"routepack-cluster-summary\""
+                                << "format is \"routepack-cluster-summary\", not \"routepack-cluster-run\"";
+    QTest::newRow("run version") << "run"
+                                 << "/version"
+                                 << "\"1\""
+                                 << "version is \"1\", not an integer in 1..1";
+    QTest::newRow("seed negative") << "run"
+                                   << "/seed"
+                                   << "-1"
+                                   << "seed is -1, not an integer in 0..18446744073709551615";
+    QTest::newRow("threads 0") << "run"
+                               << "/threads"
+                               << "0"
+                               << "threads is 0, not an integer in 1..65536";
+    QTest::newRow("budgets list") << "run"
+                                  << "/budgets"
+                                  << "[]"
+                                  << "budgets is [], not an object";
+    QTest::newRow("trace missing") << "run"
+                                   << "/trace" << rm << "trace is missing";
+    QTest::newRow("model missing") << "run"
+                                   << "/model" << rm << "model is missing";
+    QTest::newRow("no chains") << "run"
+                               << "/topologies"
+                               << "{}"
+                               << "topologies is {}, not an object with at least one chain";
+}
+
+/// Rows of badFieldsAreRefusedWithTheirPlace: lines out of their chain's order.
+void add_step_order_rows() {
+    // Lines swapped (wide's step-2 and step-3): each planned step starts from the one before it.
+    QTest::newRow("swapped lines") << "summary"
+                                   << "/lines/1/previous_from"
+                                   << "\"step-2\""
+                                   << "lines[1].previous_from is \"step-2\", not \"step-1\"";
+    QTest::newRow("first step's start") << "summary"
+                                        << "/lines/3/previous_from"
+                                        << "\"step-1\""
+                                        << "lines[3].previous_from is \"step-1\", not \"identity\"";
+    QTest::newRow("window twice") << "summary"
+                                  << "/lines/1/window"
+                                  << "\"step-1\""
+                                  << "lines[1].window is \"step-1\", not a window not named by an earlier "
+                                     "line of its chain";
+}
+
+/// Rows of badFieldsAreRefusedWithTheirPlace: run.json's budgets, previous, trace and topologies.
+void add_run_setting_rows() {
+    QTest::newRow("budget out of range") << "run"
+                                         << "/budgets/max_moves"
+                                         << "-7"
+                                         << "budgets: max_moves is -7, not an integer in -1..1000000000";
+    QTest::newRow("budget unknown")
+        << "run"
+        << "/budgets/bogus"
+        << "1"
+        << "budgets: unknown budget 'bogus' (known: seeds_M, population, choice_width, eta, projections, "
+           "pair_candidates, levels, t0, cooling, steps_per_level, p_guide, rho, "
+           "p_straggler, row_nodes, polish_evaluations, polish_kick_moves, "
+           "placement_rounds, max_moves, anytime)";
+    QTest::newRow("old budget name") << "run"
+                                     << "/budgets/seeds"
+                                     << "\"x\""
+                                     << "budgets: seeds_M is \"x\", not an integer in 1..4096";
+    QTest::newRow("previous label") << "run"
+                                    << "/previous"
+                                    << "\"yesterday\""
+                                    << "previous is \"yesterday\", not \"identity\" or \"previous:<file>\"";
+    QTest::newRow("trace empty") << "run"
+                                 << "/trace"
+                                 << "\"\""
+                                 << "trace is \"\", not a trace name";
+    QTest::newRow("topology off the model") << "run"
+                                            << "/topologies/narrow/ep_ranks"
+                                            << "3"
+                                            << "topologies.narrow: 64 experts are not divisible by 3 EP ranks";
+    QTest::newRow("bad topology") << "run"
+                                  << "/topologies/narrow/ep_ranks"
+                                  << "0"
+                                  << "topologies.narrow: ep_ranks is 0, not an integer in 1..1048576";
+}
+
 } // namespace
 
 class TstStorageClusterRuns : public QObject {
@@ -361,189 +565,11 @@ private Q_SLOTS:
         QTest::addColumn<QString>("edit");  // a JSON pointer
         QTest::addColumn<QString>("value"); // its new JSON value ("<remove>" removes the member)
         QTest::addColumn<QString>("error"); // after "<OUT>/<file>.json: "
-        const QString rm = QStringLiteral("<remove>");
-        QTest::newRow("summary format") << "summary"
-                                        << "/format"
-                                        << "\"x\""
-                                        << "format is \"x\", not \"routepack-cluster-summary\"";
-        QTest::newRow("summary version") << "summary"
-                                         << "/version"
-                                         << "2"
-                                         << "version is 2, not an integer in 1..1";
-        QTest::newRow("steps 0") << "summary"
-                                 << "/steps"
-                                 << "0"
-                                 << "steps is 0, not an integer in 1..2147483647";
-        QTest::newRow("steps missing") << "summary"
-                                       << "/steps" << rm << "steps is missing";
-        QTest::newRow("too few lines") << "summary"
-                                       << "/steps"
-                                       << "4"
-                                       << "lines is a list, not a list of 8 lines (4 steps x 2 chains)";
-        QTest::newRow("unknown chain") << "summary"
-                                       << "/topologies/1"
-                                       << "\"tall\""
-                                       << "topologies[1] is \"tall\", not another chain of run.json (narrow, wide)";
-        QTest::newRow("chain twice") << "summary"
-                                     << "/topologies/1"
-                                     << "\"wide\""
-                                     << "topologies[1] is \"wide\", not another chain of run.json (narrow, wide)";
-        QTest::newRow("line of another chain") << "summary"
-                                               << "/lines/3/topology"
-                                               << "\"wide\""
-                                               << "lines[3].topology is \"wide\", not \"narrow\"";
-        QTest::newRow("windows differ") << "summary"
-                                        << "/lines/5/window"
-                                        << "\"step-9\""
-                                        << "lines[5].window is \"step-9\", not \"step-3\"";
-        QTest::newRow("status") << "summary"
-                                << "/lines/1/status"
-                                << "\"done\""
-                                << "lines[1].status is \"done\", not \"planned\" or \"failed\"";
-        QTest::newRow("samples 0") << "summary"
-                                   << "/lines/1/samples"
-                                   << "0"
-                                   << "lines[1].samples is 0, not an integer in 1..2147483647";
-        QTest::newRow("samples float") << "summary"
-                                       << "/lines/1/samples"
-                                       << "64.5"
-                                       << "lines[1].samples is 64.5, not an integer in 1..2147483647";
-        QTest::newRow("rows huge") << "summary"
-                                   << "/lines/1/rows"
-                                   << "3000000000"
-                                   << "lines[1].rows is 3000000000, not an integer in 1..2147483647";
-        QTest::newRow("certified") << "summary"
-                                   << "/lines/1/certified"
-                                   << "1"
-                                   << "lines[1].certified is 1, not true or false";
-        QTest::newRow("baseline missing") << "summary"
-                                          << "/lines/2/baseline" << rm << "lines[2].baseline is missing";
-        QTest::newRow("routepack negative") << "summary"
-                                            << "/lines/2/routepack"
-                                            << "-1"
-                                            << "lines[2].routepack is -1, not a finite number >= 0";
-        QTest::newRow("grouter text") << "summary"
-                                      << "/lines/0/grouter"
-                                      << "\"2\""
-                                      << "lines[0].grouter is \"2\", not a finite number >= 0";
-        QTest::newRow("gain huge")
-            << "summary"
-            << "/lines/0/routepack_vs_baseline_pct"
-            << "1e999"
-            << "malformed JSON: number overflow parsing '1e999' (field lines[0].routepack_vs_baseline_pct)";
-        QTest::newRow("moves negative") << "summary"
-                                        << "/lines/0/experts_moved"
-                                        << "-3"
-                                        << "lines[0].experts_moved is -3, not an integer in 0..9223372036854775807";
-        QTest::newRow("bytes negative") << "summary"
-                                        << "/lines/0/migration_bytes"
-                                        << "-1.5"
-                                        << "lines[0].migration_bytes is -1.5, not a finite number >= 0";
-        QTest::newRow("planner seconds") << "summary"
-                                         << "/lines/0/planner_s"
-                                         << "null"
-                                         << "lines[0].planner_s is null, not a finite number >= 0";
-        QTest::newRow("time limit") << "summary"
-                                    << "/lines/0/time_limit_hit" << rm << "lines[0].time_limit_hit is missing";
-        QTest::newRow("worker") << "summary"
-                                << "/lines/0/worker"
-                                << "7"
-                                << "lines[0].worker is 7, not a string";
-        QTest::newRow("plan file outside") << "summary"
-                                           << "/lines/1/plan_file"
-                                           << "\"../run.json\""
-                                           << "lines[1].plan_file is \"../run.json\", not a plan file in <OUT>/wide";
-        QTest::newRow("plan file absent")
-            << "summary"
-            << "/lines/1/plan_file"
-            << "\"step-9.plan.json\""
-            << "lines[1].plan_file is \"step-9.plan.json\", not a plan file in <OUT>/wide";
-        QTest::newRow("failed error") << "summary"
-                                      << "/lines/4/error"
-                                      << "null"
-                                      << "lines[4].error is null, not a string";
-        QTest::newRow("failed stage") << "summary"
-                                      << "/lines/4/stage"
-                                      << "\"write\""
-                                      << "lines[4].stage is \"write\", not \"read\" or \"plan\"";
-        QTest::newRow("failed list") << "summary"
-                                     << "/failed"
-                                     << "[]"
-                                     << "failed is [], not a list of the 1 failed lines";
-        QTest::newRow("run format") << "run"
-                                    << "/format"
-                                    << "\"routepack-cluster-summary\""
-                                    << "format is \"routepack-cluster-summary\", not \"routepack-cluster-run\"";
-        QTest::newRow("run version") << "run"
-                                     << "/version"
-                                     << "\"1\""
-                                     << "version is \"1\", not an integer in 1..1";
-        QTest::newRow("seed negative") << "run"
-                                       << "/seed"
-                                       << "-1"
-                                       << "seed is -1, not an integer in 0..18446744073709551615";
-        QTest::newRow("threads 0") << "run"
-                                   << "/threads"
-                                   << "0"
-                                   << "threads is 0, not an integer in 1..65536";
-        QTest::newRow("budgets list") << "run"
-                                      << "/budgets"
-                                      << "[]"
-                                      << "budgets is [], not an object";
-        QTest::newRow("trace missing") << "run"
-                                       << "/trace" << rm << "trace is missing";
-        QTest::newRow("model missing") << "run"
-                                       << "/model" << rm << "model is missing";
-        QTest::newRow("no chains") << "run"
-                                   << "/topologies"
-                                   << "{}"
-                                   << "topologies is {}, not an object with at least one chain";
-        // Lines swapped (wide's step-2 and step-3): each planned step starts from the one before it.
-        QTest::newRow("swapped lines") << "summary"
-                                       << "/lines/1/previous_from"
-                                       << "\"step-2\""
-                                       << "lines[1].previous_from is \"step-2\", not \"step-1\"";
-        QTest::newRow("first step's start") << "summary"
-                                            << "/lines/3/previous_from"
-                                            << "\"step-1\""
-                                            << "lines[3].previous_from is \"step-1\", not \"identity\"";
-        QTest::newRow("window twice") << "summary"
-                                      << "/lines/1/window"
-                                      << "\"step-1\""
-                                      << "lines[1].window is \"step-1\", not a window not named by an earlier "
-                                         "line of its chain";
-        QTest::newRow("budget out of range") << "run"
-                                             << "/budgets/max_moves"
-                                             << "-7"
-                                             << "budgets: max_moves is -7, not an integer in -1..1000000000";
-        QTest::newRow("budget unknown")
-            << "run"
-            << "/budgets/bogus"
-            << "1"
-            << "budgets: unknown budget 'bogus' (known: seeds_M, population, choice_width, eta, projections, "
-               "pair_candidates, levels, t0, cooling, steps_per_level, p_guide, rho, "
-               "p_straggler, row_nodes, polish_evaluations, polish_kick_moves, "
-               "placement_rounds, max_moves, anytime)";
-        QTest::newRow("old budget name") << "run"
-                                         << "/budgets/seeds"
-                                         << "\"x\""
-                                         << "budgets: seeds_M is \"x\", not an integer in 1..4096";
-        QTest::newRow("previous label") << "run"
-                                        << "/previous"
-                                        << "\"yesterday\""
-                                        << "previous is \"yesterday\", not \"identity\" or \"previous:<file>\"";
-        QTest::newRow("trace empty") << "run"
-                                     << "/trace"
-                                     << "\"\""
-                                     << "trace is \"\", not a trace name";
-        QTest::newRow("topology off the model") << "run"
-                                                << "/topologies/narrow/ep_ranks"
-                                                << "3"
-                                                << "topologies.narrow: 64 experts are not divisible by 3 EP ranks";
-        QTest::newRow("bad topology") << "run"
-                                      << "/topologies/narrow/ep_ranks"
-                                      << "0"
-                                      << "topologies.narrow: ep_ranks is 0, not an integer in 1..1048576";
+        add_summary_header_rows();
+        add_summary_line_rows();
+        add_run_header_rows();
+        add_step_order_rows();
+        add_run_setting_rows();
     }
 
     void badFieldsAreRefusedWithTheirPlace() {

@@ -1198,11 +1198,10 @@ private Q_SLOTS:
         QVERIFY2(lines.value(12).startsWith(QStringLiteral("method")) &&
                      lines.value(12).contains(QStringLiteral("max_g U")),
                  qPrintable(lines.value(12)));
-        const char* methods[] = {"baseline", "reorder", "karmarkar_karp", "routepack"};
         for (int k = 0; k < 4; ++k) {
             const QStringList cols = lines.value(13 + k).simplified().split(QLatin1Char(' '));
-            QCOMPARE(cols.value(0), QString::fromLatin1(methods[k]));
-            QCOMPARE(cols.value(2), QString::number(plan.metrics.at(methods[k]).score.max_u, 'f', 4));
+            QCOMPARE(cols.value(0), QString::fromLatin1(kMethodTable[k].key));
+            QCOMPARE(cols.value(2), QString::number(plan.metrics_of(kMethodTable[k].method).score.max_u, 'f', 4));
         }
         QCOMPARE(plan.sample_ids.size(), std::size_t(64));
         QCOMPARE(plan.trace_name, std::string("demo"));
@@ -1228,9 +1227,8 @@ private Q_SLOTS:
         }
         // reorder against itself, and routepack's gain as the plan's own figures give it.
         QCOMPARE(lines.value(14).simplified().split(QLatin1Char(' ')).value(6), QStringLiteral("+0.00%"));
-        const double gain = 100.0 *
-                            (plan.metrics.at("routepack").score.max_u - plan.metrics.at("reorder").score.max_u) /
-                            plan.metrics.at("reorder").score.max_u;
+        const double reorder = plan.metrics_of(Method::Reorder).score.max_u;
+        const double gain = 100.0 * (plan.metrics_of(Method::RoutePack).score.max_u - reorder) / reorder;
         QCOMPARE(lines.value(16).simplified().split(QLatin1Char(' ')).value(6), QString::asprintf("%+.2f%%", gain));
         for (const QString& f : expected) {
             if (!f.endsWith(QStringLiteral(".png"))) continue;

@@ -48,11 +48,9 @@ void add_step(RunSeries& s, const PlanFile& plan, RunStep st, const std::string&
     st.nodes = plan.topology.nodes();
     for (const MethodRow& row : kMethodTable) {
         const Method m = row.method;
-        const auto it = plan.metrics.find(row.key);
-        st.has[m] = it != plan.metrics.end();
-        st.cost[m] = st.has[m] ? it->second.score.max_u : 0.0;
-        const auto f = plan.comm.figures.find(row.key);
-        if (st.has[m] && f != plan.comm.figures.end()) st.inter_copies[m] = f->second.inter;
+        st.has[m] = plan.has(m);
+        st.cost[m] = st.has[m] ? plan.metrics_of(m).score.max_u : 0.0;
+        if (const auto& f = plan.comm.figures[m]; st.has[m] && f) st.inter_copies[m] = f->inter;
     }
     st.rows = plan.row_count;
     st.certified = plan.row_count_certified;

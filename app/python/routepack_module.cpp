@@ -221,16 +221,12 @@ py::list moves_list(const Placement& next, const Placement& previous) {
 
 Placement placement_of(const py::handle& obj);
 
-/// A plan: the plan file's fields (`file`), and the planner's result while it came from plan() (its
-/// plan file text is then written on the first to_json(), so a trainer that only reads the rows does
-/// not pay for the JSON).
+/// A plan: its plan file (`file`, the one serialized form, whether the plan was made or loaded) and
+/// the file's text: a loaded plan's own, a made plan's written on the first to_json(), so a trainer
+/// that only reads the rows does not pay for the JSON.
 struct PyPlan {
     PlanFile file;
     mutable std::string json;
-    std::shared_ptr<const PlanResult> result;
-    bool cancelled = false;
-    bool time_limit_hit = false;
-    std::map<std::string, double> timings;
 };
 
 Placement placement_of(const py::handle& obj) {
@@ -287,9 +283,9 @@ bool plan_argument(const BudgetRow& row) {
 /// plan()'s `budgets` dict: keys are the budgets JSON keys (core/plan/budget_table.h) but workers and
 /// time_limit_s (arguments of plan()); "seeds" and "steps" are read as seeds_M and steps_per_level
 /// with a DeprecationWarning. Integers are range-checked here ("budgets['levels'] = 1001 is too large
-/// (at most 1000)", naming the key as given); numbers must be finite (their ranges are checked by the
-/// planner); anytime is a bool. ValueError for an unknown key, a key given under both names, or a
-/// value of the wrong type.
+/// (at most 1000)", naming the key as given); numbers must be finite and in the table's range
+/// ("budgets['cooling'] = 1.5 must be in (0, 1]"); anytime is a bool. ValueError for an unknown key, a key given under
+/// both names, or a value of the wrong type.
 PlannerBudgets make_budgets(const py::object& budgets) {
     PlannerBudgets b;
     if (budgets.is_none()) return b;
@@ -328,6 +324,9 @@ PlannerBudgets make_budgets(const py::object& budgets) {
         case BudgetKind::Double: {
             const double x = py_float(v, what);
             if (!std::isfinite(x)) value_error("budgets: every budget must be finite");
+            // The budget table's range, in the module's words like the integers' (the planner's own
+            // check never sees a value out of it).
+            if (!budget_in_range(*row, x)) value_error(what + " = " + repr_text(v) + " must be " + row->rule);
             set_budget_double(*row, b, x);
             break;
         }
@@ -394,21 +393,21 @@ Trace make_window(const py::object& lengths_obj, const py::object& counts_obj, c
 /// by an older import that is not UTF-8 is refused naming it, e.g. "plan: sample id 'bad-\xff' (sample
 /// 0 of trace 'syn') is not valid UTF-8, so no plan file can hold it (re-import the trace)".
 const std::string& plan_json(const PyPlan& p) {
-    if (p.json.empty() && p.result) {
-        const PlanResult& r = *p.result;
+    if (p.json.empty()) {
+        const PlanFile& f = p.file;
         auto escaped = [](const std::string& s) { return std::string(py::str(message_text(s.c_str()))); };
-        const std::string trace = "trace '" + escaped(r.trace_name) + "'";
+        const std::string trace = "trace '" + escaped(f.trace_name) + "'";
         auto refuse = [&](const std::string& what) {
             value_error("plan: " + what + " is not valid UTF-8, so no plan file can hold it (re-import the trace)");
         };
-        if (!is_utf8(r.trace_name)) refuse("the name of " + trace);
-        if (!is_utf8(r.window_name)) refuse("window name '" + escaped(r.window_name) + "' of " + trace);
-        if (!is_utf8(r.model.name)) refuse("model name '" + escaped(r.model.name) + "' of " + trace);
-        for (std::size_t i = 0; i < r.samples.size(); ++i)
-            if (!is_utf8(r.samples[i].id))
-                refuse("sample id '" + escaped(r.samples[i].id) + "' (sample " + std::to_string(i) + " of " + trace +
+        if (!is_utf8(f.trace_name)) refuse("the name of " + trace);
+        if (!is_utf8(f.window_name)) refuse("window name '" + escaped(f.window_name) + "' of " + trace);
+        if (!is_utf8(f.model.name)) refuse("model name '" + escaped(f.model.name) + "' of " + trace);
+        for (std::size_t i = 0; i < f.sample_ids.size(); ++i)
+            if (!is_utf8(f.sample_ids[i]))
+                refuse("sample id '" + escaped(f.sample_ids[i]) + "' (sample " + std::to_string(i) + " of " + trace +
                        ")");
-        p.json = plan_to_json(r);
+        p.json = plan_file_to_json(f);
     }
     return p.json;
 }
@@ -622,13 +621,8 @@ PyPlan run_plan_input(PlanInput in, const py::object& progress) {
     }
     if (interrupted) throw *interrupted;
     if (st->error) std::rethrow_exception(st->error);
-    auto r = std::make_shared<const PlanResult>(std::move(*st->result));
     PyPlan p;
-    p.file = plan_file_of(*r);
-    p.cancelled = r->cancelled;
-    p.time_limit_hit = r->time_limit_hit;
-    p.timings = r->timings;
-    p.result = std::move(r);
+    p.file = plan_file_of(*st->result);
     return p;
 }
 
@@ -1047,22 +1041,7 @@ without blocking or reading it.)doc");
 void bind_plan(py::module_& m) {
     py::class_<PyPlan>(m, "Plan", "A RoutePack plan (the plan file's content; see routepack.Plan in the package).")
         .def_property_readonly(
-            "_migration_json",
-            [](const PyPlan& p) {
-                if (p.result) return plan_migration_json(*p.result);
-                const PlanFileMigration& m = p.file.migration;
-                if (!m.present) return std::string("null");
-                nlohmann::json j = {
-                    {"previous_fingerprint", m.previous_fingerprint},
-                    {"max_moves", m.max_moves >= 0 ? nlohmann::json(m.max_moves) : nlohmann::json()},
-                    {"objective", m.costed ? "modelled time" : "score"},
-                    {"moves", m.moves},
-                    {"layer_moves", m.layer_moves},
-                    {"bytes", m.bytes},
-                    {"materialization_seconds", m.seconds >= 0 ? nlohmann::json(m.seconds) : nlohmann::json()},
-                    {"compute_seconds", m.compute_seconds >= 0 ? nlohmann::json(m.compute_seconds) : nlohmann::json()}};
-                return j.dump();
-            },
+            "_migration_json", [](const PyPlan& p) { return plan_migration_json(p.file.migration); },
             "the plan's migration section as JSON text (null without a previous placement)")
         .def_property_readonly(
             "rows",
@@ -1119,8 +1098,8 @@ void bind_plan(py::module_& m) {
             "metrics",
             [](const PyPlan& p) {
                 py::dict d;
-                for (const auto& [name, x] : p.file.metrics)
-                    d[py::str(name)] = metrics_dict(x);
+                for (const MethodRow& m : kMethodTable)
+                    if (const auto& x = p.file.metrics[m.method]) d[py::str(m.key)] = metrics_dict(x->metrics);
                 return d;
             },
             "per method (baseline, reorder, karmarkar_karp, routepack; grouter and routepack+comm on more than one "
@@ -1140,9 +1119,9 @@ void bind_plan(py::module_& m) {
         .def_property_readonly("topology", [](const PyPlan& p) { return p.file.topology; })
         .def_property_readonly("seed", [](const PyPlan& p) { return p.file.seed; })
         .def_property_readonly("fingerprint", [](const PyPlan& p) { return py_text(p.file.fingerprint); })
-        .def_property_readonly("cancelled", [](const PyPlan& p) { return p.cancelled; })
-        .def_property_readonly("time_limit_hit", [](const PyPlan& p) { return p.time_limit_hit; })
-        .def_property_readonly("timings", [](const PyPlan& p) { return p.timings; })
+        .def_property_readonly("cancelled", [](const PyPlan& p) { return p.file.cancelled; })
+        .def_property_readonly("time_limit_hit", [](const PyPlan& p) { return p.file.time_limit_hit; })
+        .def_property_readonly("timings", [](const PyPlan& p) { return p.file.timings; })
         .def_property_readonly("placement",
                                [](const PyPlan& p) {
                                    return PyPlacement{p.file.placement, p.file.model};
@@ -1162,7 +1141,8 @@ void bind_plan(py::module_& m) {
             "int64 [L, E]: physical slot of each logical expert, rows = moe_layers")
         .def(
             "to_json", [](const PyPlan& p) { return plan_json(p); },
-            "The plan file text (format routepack-plan, the version plan_to_json writes: 3).")
+            "The plan file text (format routepack-plan; a made plan in the version plan_file_to_json writes, a loaded "
+            "plan its own text without the final newline).")
         .def(
             "export_map",
             [](const PyPlan& p, const py::object& format) {

@@ -1,6 +1,7 @@
 #include "core/plan/comm.h"
 
 #include "core/util/errors.h"
+#include "core/util/index.h"
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -31,13 +32,13 @@ CommDemand make_comm_demand(const Trace& window, const Topology& topo, const Pla
     c.L = L;
     c.N = topo.nodes();
     // node_of_expert[l*E + e]: the node of the EP rank holding logical expert e at layer l.
-    std::vector<int> node_of_expert(static_cast<std::size_t>(L) * static_cast<std::size_t>(E));
+    std::vector<int> node_of_expert(idx(L) * idx(E));
     for (int l = 0; l < L; ++l)
         for (int e = 0; e < E; ++e) {
             const int v = pi.at(l, e);
             if (v < 0 || v >= E)
                 throw std::invalid_argument("make_comm_demand: slot out of range at layer " + std::to_string(l));
-            node_of_expert[static_cast<std::size_t>(l) * E + e] = rank_node[static_cast<std::size_t>(pi.owner(v))];
+            node_of_expert[idx(l) * E + e] = rank_node[idx(pi.owner(v))];
         }
     for (std::size_t i = 0; i < window.size(); ++i) {
         const SampleRoutes& r = window.routes[i];
@@ -48,26 +49,25 @@ CommDemand make_comm_demand(const Trace& window, const Topology& topo, const Pla
                                         std::to_string(window.samples[i].routed_rows) + " x " + std::to_string(L) +
                                         " x top-" + std::to_string(K));
     }
-    c.tokens.assign(static_cast<std::size_t>(c.n) * static_cast<std::size_t>(L) * static_cast<std::size_t>(c.N), 0);
+    c.tokens.assign(idx(c.n) * idx(L) * idx(c.N), 0);
     tbb::parallel_for(tbb::blocked_range<int>(0, c.n), [&](const tbb::blocked_range<int>& range) {
         std::vector<std::int32_t> ids;
         // stamp[m] == token number when node m already counted this token (de-duplication).
-        std::vector<std::int64_t> stamp(static_cast<std::size_t>(c.N), -1);
+        std::vector<std::int64_t> stamp(idx(c.N), -1);
         std::int64_t token_no = 0;
         for (int i = range.begin(); i != range.end(); ++i) {
-            const SampleRoutes& r = window.routes[static_cast<std::size_t>(i)];
+            const SampleRoutes& r = window.routes[idx(i)];
             for (int l = 0; l < L; ++l) {
                 r.layer_ids(l, ids);
-                const int* ne = node_of_expert.data() + static_cast<std::size_t>(l) * E;
-                std::int64_t* out =
-                    c.tokens.data() + (static_cast<std::size_t>(i) * L + l) * static_cast<std::size_t>(c.N);
+                const int* ne = node_of_expert.data() + idx(l) * E;
+                std::int64_t* out = c.tokens.data() + (idx(i) * L + l) * idx(c.N);
                 for (std::int64_t t = 0; t < r.tokens; ++t, ++token_no) {
-                    const std::int32_t* p = ids.data() + static_cast<std::size_t>(t) * K;
+                    const std::int32_t* p = ids.data() + idx(t) * K;
                     for (int s = 0; s < K; ++s) {
                         if (p[s] < 0) continue;
                         const int m = ne[p[s]];
-                        if (stamp[static_cast<std::size_t>(m)] == token_no) continue;
-                        stamp[static_cast<std::size_t>(m)] = token_no;
+                        if (stamp[idx(m)] == token_no) continue;
+                        stamp[idx(m)] = token_no;
                         ++out[m];
                     }
                 }
@@ -97,17 +97,17 @@ CommCost comm_cost(const Layout& x, const CommDemand& c, const std::vector<int>&
     k.layers = c.L;
     k.nodes = c.N;
     const int L = c.L, N = c.N;
-    const std::size_t rln = static_cast<std::size_t>(x.rows) * L * N;
+    const std::size_t rln = idx(x.rows) * L * N;
     k.sent.assign(rln, 0);
     k.received.assign(rln, 0);
     k.intra.assign(rln, 0);
-    k.busiest.assign(static_cast<std::size_t>(x.rows) * L, 0);
-    k.matrix.assign(static_cast<std::size_t>(L) * N * N, 0);
-    k.inter_per_layer.assign(static_cast<std::size_t>(L), 0);
-    k.intra_per_layer.assign(static_cast<std::size_t>(L), 0);
+    k.busiest.assign(idx(x.rows) * L, 0);
+    k.matrix.assign(idx(L) * N * N, 0);
+    k.inter_per_layer.assign(idx(L), 0);
+    k.intra_per_layer.assign(idx(L), 0);
     for (int r = 0; r < x.rows; ++r)
         for (int d = 0; d < x.dp_slots; ++d) {
-            const int src = node_of_dp_slot[static_cast<std::size_t>(d)];
+            const int src = node_of_dp_slot[idx(d)];
             for (int i : x.cell(x.cell_index(r, d))) {
                 if (i < 0 || i >= c.n)
                     throw std::invalid_argument("comm_cost: cell (" + std::to_string(r) + ", " + std::to_string(d) +
@@ -115,7 +115,7 @@ CommCost comm_cost(const Layout& x, const CommDemand& c, const std::vector<int>&
                                                 std::to_string(c.n - 1));
                 for (int l = 0; l < L; ++l) {
                     const std::int64_t* q = c.at(i, l);
-                    std::int64_t* mat = k.matrix.data() + (static_cast<std::size_t>(l) * N + src) * N;
+                    std::int64_t* mat = k.matrix.data() + (idx(l) * N + src) * N;
                     for (int m = 0; m < N; ++m) {
                         const std::int64_t v = q[m];
                         if (v == 0) continue;
@@ -136,15 +136,15 @@ CommCost comm_cost(const Layout& x, const CommDemand& c, const std::vector<int>&
             for (int m = 0; m < N; ++m) {
                 const std::size_t at = k.rln(r, l, m);
                 busiest = std::max({busiest, k.sent[at], k.received[at]});
-                k.inter_per_layer[static_cast<std::size_t>(l)] += k.sent[at];
-                k.intra_per_layer[static_cast<std::size_t>(l)] += k.intra[at];
+                k.inter_per_layer[idx(l)] += k.sent[at];
+                k.intra_per_layer[idx(l)] += k.intra[at];
             }
-            k.busiest[static_cast<std::size_t>(r) * L + l] = busiest;
+            k.busiest[idx(r) * L + l] = busiest;
             k.busiest_total += busiest;
         }
     for (int l = 0; l < L; ++l) {
-        k.inter_total += k.inter_per_layer[static_cast<std::size_t>(l)];
-        k.intra_total += k.intra_per_layer[static_cast<std::size_t>(l)];
+        k.inter_total += k.inter_per_layer[idx(l)];
+        k.intra_total += k.intra_per_layer[idx(l)];
     }
     return k;
 }

@@ -3,6 +3,7 @@
 // to the node of its DP slot, counted once per (token, destination node) as DeepEP's internode
 // dispatch sends it (Grouter, "Decoupling Communication Optimization"; DeepEP v1 internode kernels).
 #include "core/plan/packing.h"
+#include "core/util/index.h"
 
 #include <cstdint>
 #include <optional>
@@ -26,11 +27,7 @@ struct CommDemand {
     int N = 0;                        ///< nodes
     std::vector<std::int64_t> tokens; ///< [n][L][N]
 
-    const std::int64_t* at(int i, int l) const {
-        return tokens.data() +
-               (static_cast<std::size_t>(i) * static_cast<std::size_t>(L) + static_cast<std::size_t>(l)) *
-                   static_cast<std::size_t>(N);
-    }
+    const std::int64_t* at(int i, int l) const { return tokens.data() + (idx(i) * idx(L) + idx(l)) * idx(N); }
 };
 
 /// True when every sample of the window has its per-token routes (Trace::has_routes); when false,
@@ -61,11 +58,7 @@ struct CommCost {
     std::int64_t intra_total = 0;              ///< all intra-node (token, node) pairs of the step
     std::int64_t busiest_total = 0;            ///< sum over rows and layers of busiest (the serialized critical volume)
 
-    std::size_t rln(int r, int l, int m) const {
-        return (static_cast<std::size_t>(r) * static_cast<std::size_t>(layers) + static_cast<std::size_t>(l)) *
-                   static_cast<std::size_t>(nodes) +
-               static_cast<std::size_t>(m);
-    }
+    std::size_t rln(int r, int l, int m) const { return (idx(r) * idx(layers) + idx(l)) * idx(nodes) + idx(m); }
 };
 
 /// comm cost of layout `x` from the node demand. `node_of_dp_slot` is [x.dp_slots] node ids in

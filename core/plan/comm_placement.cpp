@@ -1,5 +1,8 @@
 #include "core/plan/comm_placement.h"
 
+#include "core/util/grid.h"
+#include "core/util/index.h"
+
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
@@ -11,10 +14,10 @@
 namespace routepack {
 
 std::vector<std::int64_t> sample_sent_copies(const CommDemand& c) {
-    const auto N = static_cast<std::size_t>(c.N);
-    std::vector<std::int64_t> out(static_cast<std::size_t>(c.n) * N, 0);
+    const auto N = idx(c.N);
+    std::vector<std::int64_t> out(idx(c.n) * N, 0);
     for (int i = 0; i < c.n; ++i) {
-        std::int64_t* o = out.data() + static_cast<std::size_t>(i) * N;
+        std::int64_t* o = out.data() + idx(i) * N;
         for (int l = 0; l < c.L; ++l) {
             const std::int64_t* t = c.at(i, l);
             std::int64_t all = 0;
@@ -46,27 +49,27 @@ std::vector<int> balanced_home_nodes(const CommDemand& c, std::span<const std::i
         throw std::invalid_argument("balanced_home_nodes: length is not [n]");
     if (node_of_slot.empty()) throw std::invalid_argument("balanced_home_nodes: no DP slot");
     const int N = c.N;
-    std::vector<int> slots(static_cast<std::size_t>(N), 0);
+    std::vector<int> slots(idx(N), 0);
     for (int m : node_of_slot) {
         if (m < 0 || m >= N) throw std::invalid_argument("balanced_home_nodes: node id out of range");
-        ++slots[static_cast<std::size_t>(m)];
+        ++slots[idx(m)];
     }
     const std::int64_t total = std::accumulate(length.begin(), length.end(), std::int64_t{0});
-    std::vector<double> room(static_cast<std::size_t>(N));
+    std::vector<double> room(idx(N));
     for (int m = 0; m < N; ++m)
-        room[static_cast<std::size_t>(m)] = static_cast<double>(total) * slots[static_cast<std::size_t>(m)] /
-                                            static_cast<double>(node_of_slot.size()) * (1.0 + slack);
+        room[idx(m)] =
+            static_cast<double>(total) * slots[idx(m)] / static_cast<double>(node_of_slot.size()) * (1.0 + slack);
     // local[i][m] = tokens of sample i with an expert on m, summed over MoE layers.
-    std::vector<std::int64_t> local(static_cast<std::size_t>(c.n) * N, 0);
+    Grid<std::int64_t> local(c.n, N, 0);
     for (int i = 0; i < c.n; ++i)
         for (int l = 0; l < c.L; ++l)
             for (int m = 0; m < N; ++m)
-                local[static_cast<std::size_t>(i) * N + m] += c.at(i, l)[m];
-    std::vector<std::int64_t> margin(static_cast<std::size_t>(c.n), 0);
+                local(i, m) += c.at(i, l)[m];
+    std::vector<std::int64_t> margin(idx(c.n), 0);
     for (int i = 0; i < c.n; ++i) {
         std::int64_t best = -1, second = -1;
         for (int m = 0; m < N; ++m) {
-            const std::int64_t v = local[static_cast<std::size_t>(i) * N + m];
+            const std::int64_t v = local(i, m);
             if (v > best) {
                 second = best;
                 best = v;
@@ -74,32 +77,27 @@ std::vector<int> balanced_home_nodes(const CommDemand& c, std::span<const std::i
                 second = v;
             }
         }
-        margin[static_cast<std::size_t>(i)] = N > 1 ? best - second : 0;
+        margin[idx(i)] = N > 1 ? best - second : 0;
     }
-    std::vector<int> order(static_cast<std::size_t>(c.n));
+    std::vector<int> order(idx(c.n));
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-        return margin[static_cast<std::size_t>(a)] > margin[static_cast<std::size_t>(b)];
-    });
-    std::vector<double> used(static_cast<std::size_t>(N), 0.0);
-    std::vector<int> home(static_cast<std::size_t>(c.n), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return margin[idx(a)] > margin[idx(b)]; });
+    std::vector<double> used(idx(N), 0.0);
+    std::vector<int> home(idx(c.n), 0);
     for (int i : order) {
-        const auto t = static_cast<double>(length[static_cast<std::size_t>(i)]);
+        const auto t = static_cast<double>(length[idx(i)]);
         int pick = -1;
         for (int m = 0; m < N; ++m) {
-            if (used[static_cast<std::size_t>(m)] + t > room[static_cast<std::size_t>(m)]) continue;
-            if (pick < 0 || local[static_cast<std::size_t>(i) * N + m] > local[static_cast<std::size_t>(i) * N + pick])
-                pick = m;
+            if (used[idx(m)] + t > room[idx(m)]) continue;
+            if (pick < 0 || local(i, m) > local(i, pick)) pick = m;
         }
         if (pick < 0) {
             pick = 0;
             for (int m = 1; m < N; ++m)
-                if (room[static_cast<std::size_t>(m)] - used[static_cast<std::size_t>(m)] >
-                    room[static_cast<std::size_t>(pick)] - used[static_cast<std::size_t>(pick)])
-                    pick = m;
+                if (room[idx(m)] - used[idx(m)] > room[idx(pick)] - used[idx(pick)]) pick = m;
         }
-        home[static_cast<std::size_t>(i)] = pick;
-        used[static_cast<std::size_t>(pick)] += t;
+        home[idx(i)] = pick;
+        used[idx(pick)] += t;
     }
     return home;
 }
@@ -120,22 +118,20 @@ Placement comm_aware_placement(const Trace& window, const Topology& topo, const 
     const int H = lpt.slots_per_rank();
     tbb::parallel_for(0, L, [&](int l) {
         // M[e][m]: tokens of samples homed on node m routed to expert e at this layer.
-        std::vector<std::int64_t> M(static_cast<std::size_t>(E) * N, 0);
+        Grid<std::int64_t> M(E, N, 0);
         for (std::size_t i = 0; i < n; ++i) {
-            const std::uint32_t* a = window.counts.data() + i * window.stride() + static_cast<std::size_t>(l) * E;
-            std::int64_t* row = M.data() + static_cast<std::size_t>(home[i]);
+            const std::uint32_t* a = window.counts.data() + i * window.stride() + idx(l) * E;
             for (int e = 0; e < E; ++e)
-                row[static_cast<std::size_t>(e) * N] += a[e];
+                M(e, home[i]) += a[e];
         }
-        int* slot = out.slot.data() + static_cast<std::size_t>(l) * E;
-        const std::uint64_t* ld = loads.data() + static_cast<std::size_t>(l) * E;
-        std::vector<std::uint64_t> rank_load(static_cast<std::size_t>(P), 0);
+        int* slot = out.slot.data() + idx(l) * E;
+        const std::uint64_t* ld = loads.data() + idx(l) * E;
+        std::vector<std::uint64_t> rank_load(idx(P), 0);
         for (int e = 0; e < E; ++e)
-            rank_load[static_cast<std::size_t>(slot[e] / H)] += ld[e];
+            rank_load[idx(slot[e] / H)] += ld[e];
         const std::uint64_t peak = *std::max_element(rank_load.begin(), rank_load.end());
         const auto bound = static_cast<std::uint64_t>(static_cast<double>(peak) * (1.0 + tolerance));
-        auto node_of = [&](int e) { return rank_node[static_cast<std::size_t>(slot[e] / H)]; };
-        auto m_at = [&](int e, int m) { return M[static_cast<std::size_t>(e) * N + m]; };
+        auto node_of = [&](int e) { return rank_node[idx(slot[e] / H)]; };
         for (int sweep = 0; sweep < 8; ++sweep) {
             if (stop.stop_requested()) break;
             bool changed = false;
@@ -146,19 +142,19 @@ Placement comm_aware_placement(const Trace& window, const Topology& topo, const 
                 for (int f = 0; f < E; ++f) {
                     const int nf = node_of(f);
                     if (nf == ne) continue;
-                    const std::int64_t gain = m_at(e, nf) + m_at(f, ne) - m_at(e, ne) - m_at(f, nf);
+                    const std::int64_t gain = M(e, nf) + M(f, ne) - M(e, ne) - M(f, nf);
                     if (gain <= best_gain) continue;
                     const int pf = slot[f] / H;
-                    const std::uint64_t a = rank_load[static_cast<std::size_t>(pe)] - ld[e] + ld[f];
-                    const std::uint64_t b = rank_load[static_cast<std::size_t>(pf)] - ld[f] + ld[e];
+                    const std::uint64_t a = rank_load[idx(pe)] - ld[e] + ld[f];
+                    const std::uint64_t b = rank_load[idx(pf)] - ld[f] + ld[e];
                     if (a > bound || b > bound) continue;
                     best_gain = gain;
                     best_f = f;
                 }
                 if (best_f < 0) continue;
                 const int pf = slot[best_f] / H;
-                rank_load[static_cast<std::size_t>(pe)] = rank_load[static_cast<std::size_t>(pe)] - ld[e] + ld[best_f];
-                rank_load[static_cast<std::size_t>(pf)] = rank_load[static_cast<std::size_t>(pf)] - ld[best_f] + ld[e];
+                rank_load[idx(pe)] = rank_load[idx(pe)] - ld[e] + ld[best_f];
+                rank_load[idx(pf)] = rank_load[idx(pf)] - ld[best_f] + ld[e];
                 std::swap(slot[e], slot[best_f]);
                 changed = true;
             }
@@ -177,57 +173,52 @@ NodePacking pack_on_home_nodes(std::span<const std::int64_t> length, std::int64_
     const int K = rows * D;
     // Built cell by cell (samples move between cells below), then stored flat once, also when not
     // fitted (the partial packing, as far as it got).
-    std::vector<std::vector<int>> cells(static_cast<std::size_t>(std::max(K, 0)));
+    std::vector<std::vector<int>> cells(idx(std::max(K, 0)));
     auto finish = [&] {
         out.layout = Layout::from_cells(std::max(rows, 0), D, cells);
         return std::move(out);
     };
     if (rows < 1 || D < 1) return finish();
-    std::vector<std::int64_t> tokens(static_cast<std::size_t>(K), 0);
-    std::vector<int> order(static_cast<std::size_t>(n));
+    std::vector<std::int64_t> tokens(idx(K), 0);
+    std::vector<int> order(idx(n));
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-        return length[static_cast<std::size_t>(a)] > length[static_cast<std::size_t>(b)];
-    });
-    auto node_of_cell = [&](int k) { return node_of_slot[static_cast<std::size_t>(k % D)]; };
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return length[idx(a)] > length[idx(b)]; });
+    auto node_of_cell = [&](int k) { return node_of_slot[idx(k % D)]; };
     for (int i : order) {
-        const std::int64_t t = length[static_cast<std::size_t>(i)];
+        const std::int64_t t = length[idx(i)];
         int own = -1, any = -1;
         for (int k = 0; k < K; ++k) {
-            if (tokens[static_cast<std::size_t>(k)] + t > C) continue;
-            if (node_of_cell(k) == home[static_cast<std::size_t>(i)] &&
-                (own < 0 || tokens[static_cast<std::size_t>(k)] < tokens[static_cast<std::size_t>(own)]))
-                own = k;
-            if (any < 0 || tokens[static_cast<std::size_t>(k)] < tokens[static_cast<std::size_t>(any)]) any = k;
+            if (tokens[idx(k)] + t > C) continue;
+            if (node_of_cell(k) == home[idx(i)] && (own < 0 || tokens[idx(k)] < tokens[idx(own)])) own = k;
+            if (any < 0 || tokens[idx(k)] < tokens[idx(any)]) any = k;
         }
         const int k = own >= 0 ? own : any;
         if (k < 0) return finish(); // fits nowhere: not fitted
-        cells[static_cast<std::size_t>(k)].push_back(i);
-        tokens[static_cast<std::size_t>(k)] += t;
+        cells[idx(k)].push_back(i);
+        tokens[idx(k)] += t;
     }
     for (int k = 0; k < K; ++k) {
-        if (!cells[static_cast<std::size_t>(k)].empty()) continue;
+        if (!cells[idx(k)].empty()) continue;
         int donor = -1;
         for (int pass = 0; pass < 2 && donor < 0; ++pass)
             for (int j = 0; j < K; ++j) {
-                const auto& cj = cells[static_cast<std::size_t>(j)];
+                const auto& cj = cells[idx(j)];
                 if (cj.size() < 2 || (pass == 0 && node_of_cell(j) != node_of_cell(k))) continue;
-                if (donor < 0 || cj.size() > cells[static_cast<std::size_t>(donor)].size()) donor = j;
+                if (donor < 0 || cj.size() > cells[idx(donor)].size()) donor = j;
             }
         if (donor < 0) return finish();
-        auto& cd = cells[static_cast<std::size_t>(donor)];
-        auto shortest = std::min_element(cd.begin(), cd.end(), [&](int a, int b) {
-            return length[static_cast<std::size_t>(a)] < length[static_cast<std::size_t>(b)];
-        });
+        auto& cd = cells[idx(donor)];
+        auto shortest =
+            std::min_element(cd.begin(), cd.end(), [&](int a, int b) { return length[idx(a)] < length[idx(b)]; });
         const int i = *shortest;
         cd.erase(shortest);
-        tokens[static_cast<std::size_t>(donor)] -= length[static_cast<std::size_t>(i)];
-        cells[static_cast<std::size_t>(k)].push_back(i);
-        tokens[static_cast<std::size_t>(k)] += length[static_cast<std::size_t>(i)];
+        tokens[idx(donor)] -= length[idx(i)];
+        cells[idx(k)].push_back(i);
+        tokens[idx(k)] += length[idx(i)];
     }
     for (int k = 0; k < K; ++k)
-        for (int i : cells[static_cast<std::size_t>(k)])
-            if (node_of_cell(k) != home[static_cast<std::size_t>(i)]) out.off_node.push_back(i);
+        for (int i : cells[idx(k)])
+            if (node_of_cell(k) != home[idx(i)]) out.off_node.push_back(i);
     std::sort(out.off_node.begin(), out.off_node.end());
     out.fitted = true;
     return finish();

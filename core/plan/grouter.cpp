@@ -1,6 +1,8 @@
 #include "core/plan/grouter.h"
 
 #include "core/plan/assignment.h"
+#include "core/util/grid.h"
+#include "core/util/index.h"
 #include "core/util/rng.h"
 #include "core/util/seeds.h"
 
@@ -39,33 +41,32 @@ std::vector<Cluster> kmeans(const std::vector<double>& phi, int E, const std::ve
                             Rng& rng) {
     const int n = static_cast<int>(pts.size());
     std::vector<std::vector<double>> centers;
-    std::vector<double> d2(static_cast<std::size_t>(n), std::numeric_limits<double>::infinity());
-    auto row = [&](int j) { return phi.data() + static_cast<std::size_t>(pts[static_cast<std::size_t>(j)]) * E; };
+    std::vector<double> d2(idx(n), std::numeric_limits<double>::infinity());
+    auto row = [&](int j) { return phi.data() + idx(pts[idx(j)]) * E; };
     int first = static_cast<int>(rng.below(static_cast<std::uint64_t>(n)));
     centers.emplace_back(row(first), row(first) + E);
     while (static_cast<int>(centers.size()) < k) {
         double total = 0;
         for (int j = 0; j < n; ++j) {
-            d2[static_cast<std::size_t>(j)] =
-                std::min(d2[static_cast<std::size_t>(j)], sq_dist(row(j), centers.back().data(), E));
-            total += d2[static_cast<std::size_t>(j)];
+            d2[idx(j)] = std::min(d2[idx(j)], sq_dist(row(j), centers.back().data(), E));
+            total += d2[idx(j)];
         }
         if (!(total > 0)) break; // every point sits on a center: fewer clusters
         double x = rng.uniform() * total;
         int pick = n - 1;
         for (int j = 0; j < n; ++j) {
-            x -= d2[static_cast<std::size_t>(j)];
-            if (x < 0 && d2[static_cast<std::size_t>(j)] > 0) {
+            x -= d2[idx(j)];
+            if (x < 0 && d2[idx(j)] > 0) {
                 pick = j;
                 break;
             }
         }
-        if (!(d2[static_cast<std::size_t>(pick)] > 0)) break;
+        if (!(d2[idx(pick)] > 0)) break;
         centers.emplace_back(row(pick), row(pick) + E);
     }
     const int K = static_cast<int>(centers.size());
-    std::vector<int> of(static_cast<std::size_t>(n), -1);
-    std::vector<Cluster> cl(static_cast<std::size_t>(K));
+    std::vector<int> of(idx(n), -1);
+    std::vector<Cluster> cl(idx(K));
     for (int it = 0; it <= iterations; ++it) {
         std::atomic<bool> changed{false};
         tbb::parallel_for(tbb::blocked_range<int>(0, n, 16), [&](const tbb::blocked_range<int>& range) {
@@ -74,35 +75,35 @@ std::vector<Cluster> kmeans(const std::vector<double>& phi, int E, const std::ve
                 int best = 0;
                 double bd = std::numeric_limits<double>::infinity();
                 for (int c = 0; c < K; ++c) {
-                    const double d = sq_dist(row(j), centers[static_cast<std::size_t>(c)].data(), E);
+                    const double d = sq_dist(row(j), centers[idx(c)].data(), E);
                     if (d < bd) {
                         bd = d;
                         best = c;
                     }
                 }
-                if (of[static_cast<std::size_t>(j)] != best) moved = true;
-                of[static_cast<std::size_t>(j)] = best;
+                if (of[idx(j)] != best) moved = true;
+                of[idx(j)] = best;
             }
             if (moved) changed.store(true, std::memory_order_relaxed);
         });
         for (auto& c : cl) {
             c.size = 0;
-            c.mean.assign(static_cast<std::size_t>(E), 0.0);
+            c.mean.assign(idx(E), 0.0);
         }
         for (int j = 0; j < n; ++j) {
-            Cluster& c = cl[static_cast<std::size_t>(of[static_cast<std::size_t>(j)])];
+            Cluster& c = cl[idx(of[idx(j)])];
             c.size += 1;
             for (int e = 0; e < E; ++e)
-                c.mean[static_cast<std::size_t>(e)] += row(j)[e];
+                c.mean[idx(e)] += row(j)[e];
         }
         for (int c = 0; c < K; ++c) {
-            Cluster& x = cl[static_cast<std::size_t>(c)];
+            Cluster& x = cl[idx(c)];
             if (x.size > 0)
                 for (double& v : x.mean)
                     v /= x.size;
             else
-                x.mean = centers[static_cast<std::size_t>(c)];
-            centers[static_cast<std::size_t>(c)] = x.mean;
+                x.mean = centers[idx(c)];
+            centers[idx(c)] = x.mean;
         }
         if (!changed.load() && it > 0) break;
     }
@@ -131,37 +132,33 @@ void ward_merge(std::vector<Cluster>& cl, int target, int E) {
         const Cluster& b = cl[bb];
         const double s = a.size + b.size;
         for (int e = 0; e < E; ++e)
-            a.mean[static_cast<std::size_t>(e)] =
-                (a.mean[static_cast<std::size_t>(e)] * a.size + b.mean[static_cast<std::size_t>(e)] * b.size) / s;
+            a.mean[idx(e)] = (a.mean[idx(e)] * a.size + b.mean[idx(e)] * b.size) / s;
         a.size = s;
         cl.erase(cl.begin() + static_cast<std::ptrdiff_t>(bb));
     }
     while (static_cast<int>(cl.size()) < target)
-        cl.push_back(Cluster{0, std::vector<double>(static_cast<std::size_t>(E), 0.0)});
+        cl.push_back(Cluster{0, std::vector<double>(idx(E), 0.0)});
 }
 
 } // namespace
 
 std::vector<double> affinity_vectors(const Trace& window, int l) {
     const int E = window.model.experts;
-    std::vector<double> phi(window.size() * static_cast<std::size_t>(E), 0.0);
+    std::vector<double> phi(window.size() * idx(E), 0.0);
     for (std::size_t i = 0; i < window.size(); ++i) {
         const auto rows = window.samples[i].routed_rows;
         if (rows <= 0) continue;
         for (int e = 0; e < E; ++e)
-            phi[i * E + static_cast<std::size_t>(e)] =
-                static_cast<double>(window.count(i, l, e)) / static_cast<double>(rows);
+            phi[i * E + idx(e)] = static_cast<double>(window.count(i, l, e)) / static_cast<double>(rows);
     }
     return phi;
 }
 
 std::vector<int> hungarian_max(const std::vector<double>& weight, int n) {
-    if (n < 0 || weight.size() != static_cast<std::size_t>(n) * static_cast<std::size_t>(n))
+    if (n < 0 || weight.size() != idx(n) * idx(n))
         throw std::invalid_argument("hungarian_max: weight is not " + std::to_string(n) + " x " + std::to_string(n));
     // Minimizes cost = -weight.
-    return min_cost_assignment<double>(n, [&](int i, int j) {
-        return -weight[static_cast<std::size_t>(i) * static_cast<std::size_t>(n) + static_cast<std::size_t>(j)];
-    });
+    return min_cost_assignment<double>(n, [&](int i, int j) { return -weight[idx(i) * idx(n) + idx(j)]; });
 }
 
 namespace {
@@ -185,17 +182,16 @@ NodeFrame node_frame(const Trace& window, const Topology& topo) {
     f.H = f.E / f.P;
     f.N = topo.nodes();
     f.rank_node = topo.node_of_rank();
-    f.ranks_of.resize(static_cast<std::size_t>(f.N));
+    f.ranks_of.resize(idx(f.N));
     for (int p = 0; p < f.P; ++p)
-        f.ranks_of[static_cast<std::size_t>(f.rank_node[static_cast<std::size_t>(p)])].push_back(p);
+        f.ranks_of[idx(f.rank_node[idx(p)])].push_back(p);
     // Column j of the matching belongs to node col_node[j]: each node's H experts per EP rank.
-    f.node_order.resize(static_cast<std::size_t>(f.N));
+    f.node_order.resize(idx(f.N));
     std::iota(f.node_order.begin(), f.node_order.end(), 0);
-    std::stable_sort(f.node_order.begin(), f.node_order.end(), [&](int a, int b) {
-        return f.ranks_of[static_cast<std::size_t>(a)].size() > f.ranks_of[static_cast<std::size_t>(b)].size();
-    });
+    std::stable_sort(f.node_order.begin(), f.node_order.end(),
+                     [&](int a, int b) { return f.ranks_of[idx(a)].size() > f.ranks_of[idx(b)].size(); });
     for (int m : f.node_order)
-        for (std::size_t k = 0; k < f.ranks_of[static_cast<std::size_t>(m)].size() * static_cast<std::size_t>(f.H); ++k)
+        for (std::size_t k = 0; k < f.ranks_of[idx(m)].size() * idx(f.H); ++k)
             f.col_node.push_back(m);
     f.loads = aggregate_expert_loads(window.counts, window.size(), f.L, f.E);
     return f;
@@ -229,44 +225,42 @@ std::vector<int> entropy_filter(const std::vector<double>& phi, std::size_t n, i
 /// the kept samples nearest to c (Hungarian matching of the votes).
 std::vector<int> clusters_of_nodes(const NodeFrame& f, int l, const std::vector<Cluster>& cl,
                                    const std::vector<double>& phi, const std::vector<int>& kept,
-                                   const std::vector<double>& home) {
+                                   const Grid<double>& home) {
     const int N = f.N, E = f.E;
-    std::vector<int> cluster_of_node(static_cast<std::size_t>(N));
+    std::vector<int> cluster_of_node(idx(N));
     if (l == 0) {
-        std::vector<int> order(static_cast<std::size_t>(N));
+        std::vector<int> order(idx(N));
         std::iota(order.begin(), order.end(), 0);
-        std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-            return cl[static_cast<std::size_t>(a)].size > cl[static_cast<std::size_t>(b)].size;
-        });
+        std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return cl[idx(a)].size > cl[idx(b)].size; });
         for (std::size_t k = 0; k < order.size(); ++k)
-            cluster_of_node[static_cast<std::size_t>(f.node_order[k])] = order[k];
+            cluster_of_node[idx(f.node_order[k])] = order[k];
         return cluster_of_node;
     }
-    std::vector<double> votes(static_cast<std::size_t>(N) * N, 0.0);
+    std::vector<double> votes(idx(N) * N, 0.0);
     for (int i : kept) {
-        const double* x = phi.data() + static_cast<std::size_t>(i) * E;
+        const double* x = phi.data() + idx(i) * E;
         int near = 0;
         double bd = std::numeric_limits<double>::infinity();
         for (int c = 0; c < N; ++c)
-            if (const double d = sq_dist(x, cl[static_cast<std::size_t>(c)].mean.data(), E); d < bd) {
+            if (const double d = sq_dist(x, cl[idx(c)].mean.data(), E); d < bd) {
                 bd = d;
                 near = c;
             }
-        const double* h = home.data() + static_cast<std::size_t>(i) * N;
-        const int m = static_cast<int>(std::max_element(h, h + N) - h);
-        votes[static_cast<std::size_t>(near) * N + m] += 1;
+        const std::span<const double> h = home.row(i);
+        const int m = static_cast<int>(std::max_element(h.begin(), h.end()) - h.begin());
+        votes[idx(near) * N + m] += 1;
     }
     const std::vector<int> node_of_cluster = hungarian_max(votes, N);
     for (std::size_t c = 0; c < node_of_cluster.size(); ++c)
-        cluster_of_node[static_cast<std::size_t>(node_of_cluster[c])] = static_cast<int>(c);
+        cluster_of_node[idx(node_of_cluster[c])] = static_cast<int>(c);
     return cluster_of_node;
 }
 
 /// Algorithm 1 inside each node at layer l: the node's experts (`experts_of` [N]) heaviest first,
 /// each to the node's least-loaded EP rank with an open slot; writes g.placement's layer l.
 void place_inside_nodes(const NodeFrame& f, int l, std::vector<std::vector<int>>& experts_of, GrouterGrouping& g) {
-    const std::uint64_t* ld = f.loads.data() + static_cast<std::size_t>(l) * f.E;
-    int* slot = g.placement.slot.data() + static_cast<std::size_t>(l) * f.E;
+    const std::uint64_t* ld = f.loads.data() + idx(l) * f.E;
+    int* slot = g.placement.slot.data() + idx(l) * f.E;
     std::vector<std::uint64_t> gl; // [ranks of m] load placed on each
     std::vector<int> used;         // [ranks of m] slots taken on each
     for (std::size_t m = 0; m < experts_of.size(); ++m) {
@@ -289,34 +283,33 @@ void place_inside_nodes(const NodeFrame& f, int l, std::vector<std::vector<int>>
 /// Grouter's grouping of MoE layer l (grouter.h): entropy filter, k-means++ on the layer's own
 /// stream, Ward merge to N clusters, clusters to nodes, the expert matching, Algorithm 1 inside the
 /// nodes; adds the layer's affinities to each sample's `home` [n][N].
-void group_layer(const Trace& window, const NodeFrame& f, const GrouterOptions& opt, int l, std::vector<double>& home,
+void group_layer(const Trace& window, const NodeFrame& f, const GrouterOptions& opt, int l, Grid<double>& home,
                  GrouterGrouping& g) {
     const int E = f.E, N = f.N;
     const std::size_t n = window.size();
     const std::vector<double> phi = affinity_vectors(window, l);
     const std::vector<int> kept = entropy_filter(phi, n, E, opt.entropy_fraction * std::log(static_cast<double>(E)));
-    g.kept_samples[static_cast<std::size_t>(l)] = static_cast<int>(kept.size());
+    g.kept_samples[idx(l)] = static_cast<int>(kept.size());
     Rng rng(seeds::grouter_layer(opt.seed, static_cast<std::uint64_t>(l)));
     const int k0 = std::max(1, std::min(opt.initial_clusters, static_cast<int>(kept.size())));
     std::vector<Cluster> cl = kmeans(phi, E, kept, k0, opt.kmeans_iterations, rng);
     ward_merge(cl, N, E);
     const std::vector<int> cluster_of_node = clusters_of_nodes(f, l, cl, phi, kept, home);
     // w[e][j]: the mean affinity to expert e of the cluster on column j's node.
-    std::vector<double> w(static_cast<std::size_t>(E) * E);
-    for (std::size_t e = 0; e < static_cast<std::size_t>(E); ++e)
-        for (std::size_t j = 0; j < static_cast<std::size_t>(E); ++j)
-            w[e * E + j] =
-                cl[static_cast<std::size_t>(cluster_of_node[static_cast<std::size_t>(f.col_node[j])])].mean[e];
+    std::vector<double> w(idx(E) * E);
+    for (std::size_t e = 0; e < idx(E); ++e)
+        for (std::size_t j = 0; j < idx(E); ++j)
+            w[e * E + j] = cl[idx(cluster_of_node[idx(f.col_node[j])])].mean[e];
     const std::vector<int> col = hungarian_max(w, E);
-    int* node = g.expert_node.data() + static_cast<std::size_t>(l) * E;
-    std::vector<std::vector<int>> experts_of(static_cast<std::size_t>(N));
+    int* node = g.expert_node.data() + idx(l) * E;
+    std::vector<std::vector<int>> experts_of(idx(N));
     for (int e = 0; e < E; ++e) {
-        node[e] = f.col_node[static_cast<std::size_t>(col[static_cast<std::size_t>(e)])];
-        experts_of[static_cast<std::size_t>(node[e])].push_back(e);
+        node[e] = f.col_node[idx(col[idx(e)])];
+        experts_of[idx(node[e])].push_back(e);
     }
     for (std::size_t i = 0; i < n; ++i)
         for (int e = 0; e < E; ++e)
-            home[i * N + static_cast<std::size_t>(node[e])] += phi[i * E + e];
+            home(i, node[e]) += phi[i * E + e];
     place_inside_nodes(f, l, experts_of, g);
 }
 
@@ -332,10 +325,10 @@ GrouterGrouping grouter_placement(const Trace& window, const Topology& topo, con
     const NodeFrame f = node_frame(window, topo);
     GrouterGrouping g;
     g.placement = identity_placement(L, E, P);
-    g.expert_node.assign(static_cast<std::size_t>(L) * E, 0);
-    g.kept_samples.assign(static_cast<std::size_t>(L), 0);
+    g.expert_node.assign(idx(L) * E, 0);
+    g.kept_samples.assign(idx(L), 0);
     // home[i][m]: sample i's affinity to the experts node m holds, summed over the layers done.
-    std::vector<double> home(window.size() * static_cast<std::size_t>(f.N), 0.0);
+    Grid<double> home(window.size(), f.N, 0.0);
     for (; g.layers_grouped < L; ++g.layers_grouped) {
         if (stop.stop_requested()) break;
         group_layer(window, f, opt, g.layers_grouped, home, g);
@@ -345,23 +338,22 @@ GrouterGrouping grouter_placement(const Trace& window, const Topology& topo, con
     // node of its rank.
     g.stopped = true;
     const Placement lpt = lpt_placement(f.loads, L, E, P);
-    for (std::size_t x = static_cast<std::size_t>(g.layers_grouped) * E; x < g.placement.slot.size(); ++x) {
+    for (std::size_t x = idx(g.layers_grouped) * E; x < g.placement.slot.size(); ++x) {
         g.placement.slot[x] = lpt.slot[x];
-        g.expert_node[x] = f.rank_node[static_cast<std::size_t>(lpt.slot[x] / f.H)];
+        g.expert_node[x] = f.rank_node[idx(lpt.slot[x] / f.H)];
     }
     return g;
 }
 
 std::vector<int> grouter_sample_nodes(const CommDemand& c) {
-    std::vector<int> out(static_cast<std::size_t>(c.n), 0);
-    std::vector<std::int64_t> local(static_cast<std::size_t>(c.N));
+    std::vector<int> out(idx(c.n), 0);
+    std::vector<std::int64_t> local(idx(c.N));
     for (int i = 0; i < c.n; ++i) {
         std::fill(local.begin(), local.end(), 0);
         for (int l = 0; l < c.L; ++l)
             for (int m = 0; m < c.N; ++m)
-                local[static_cast<std::size_t>(m)] += c.at(i, l)[m];
-        out[static_cast<std::size_t>(i)] =
-            static_cast<int>(std::max_element(local.begin(), local.end()) - local.begin());
+                local[idx(m)] += c.at(i, l)[m];
+        out[idx(i)] = static_cast<int>(std::max_element(local.begin(), local.end()) - local.begin());
     }
     return out;
 }

@@ -57,4 +57,27 @@ const char* placement_key(PlacementKind k) {
     throw std::out_of_range("placement_key: not a placement kind");
 }
 
+std::optional<PlacementKind> placement_from_key(std::string_view key) {
+    for (const PlacementKind k : {PlacementKind::Identity, PlacementKind::Lpt, PlacementKind::Refined,
+                                  PlacementKind::Grouter, PlacementKind::Comm})
+        if (key == placement_key(k)) return k;
+    return std::nullopt;
+}
+
+PlacementKind default_placement(Method m) {
+    switch (m) {
+    case Method::Baseline:
+        return PlacementKind::Identity;
+    case Method::Reorder:
+    case Method::KarmarkarKarp:
+    case Method::RoutePack:
+        return PlacementKind::Lpt;
+    case Method::Grouter:
+        return PlacementKind::Grouter;
+    case Method::RoutePackComm:
+        return PlacementKind::Comm;
+    }
+    throw std::out_of_range("default_placement: not a method");
+}
+
 } // namespace routepack

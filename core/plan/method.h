@@ -69,5 +69,10 @@ enum class PlacementKind { Identity, Lpt, Refined, Grouter, Comm };
 
 /// The plan file's "placement" of a method's metrics: "identity", "lpt", "refined", "grouter", "comm".
 const char* placement_key(PlacementKind k);
+/// The placement kind whose placement_key is `key` (exact); nullopt for any other text.
+std::optional<PlacementKind> placement_from_key(std::string_view key);
+/// The placement method m runs on in a plan without a refined or previous placement: identity for
+/// the baseline, LPT for reorder, Karmarkar-Karp and routepack, the communication methods' own.
+PlacementKind default_placement(Method m);
 
 } // namespace routepack

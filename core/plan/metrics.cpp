@@ -1,6 +1,8 @@
 // Metrics of any layout (paper section 5.3, eqs. 21-23) and the karmarkar-karp baseline layout.
 #include "core/plan/metrics.h"
 
+#include "core/util/index.h"
+
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
@@ -40,7 +42,7 @@ LayoutMetrics metrics_from_loads(const Layout& x, const PackingProblem& p, doubl
         if (cell.empty()) ++m.empty_cells;
         std::int64_t tokens = 0;
         for (int i : cell)
-            tokens += p.length[static_cast<std::size_t>(i)];
+            tokens += p.length[idx(i)];
         if (tokens > p.C) ++m.cap_violations;
     }
 
@@ -48,13 +50,13 @@ LayoutMetrics metrics_from_loads(const Layout& x, const PackingProblem& p, doubl
     // parallel, reduced in row order.
     const int R = x.rows, L = p.L, P = p.P, G = p.G;
     std::vector<std::int64_t> row_peak_sum(R, 0), row_tail(R, 0), row_mean_sum(R, 0);
-    std::vector<std::int64_t> shard_peak_sum(static_cast<std::size_t>(R) * G, 0);
+    std::vector<std::int64_t> shard_peak_sum(idx(R) * G, 0);
     tbb::parallel_for(tbb::blocked_range<int>(0, R), [&](const tbb::blocked_range<int>& range) {
-        std::vector<std::int64_t> W(static_cast<std::size_t>(G) * L * P);
+        std::vector<std::int64_t> W(idx(G) * L * P);
         for (int r = range.begin(); r != range.end(); ++r) {
             std::fill(W.begin(), W.end(), 0);
             for (int d = 0; d < p.D; ++d) {
-                std::int64_t* Wg = W.data() + static_cast<std::size_t>(p.shard_of_slot[d]) * L * P;
+                std::int64_t* Wg = W.data() + idx(p.shard_of_slot[d]) * L * P;
                 for (int i : x.cell(x.cell_index(r, d)))
                     add(i, Wg);
             }
@@ -62,13 +64,13 @@ LayoutMetrics metrics_from_loads(const Layout& x, const PackingProblem& p, doubl
             for (int l = 0; l < L; ++l) {
                 std::int64_t peak = 0, best_total = 0;
                 for (int g = 0; g < G; ++g) {
-                    const std::int64_t* w = W.data() + (static_cast<std::size_t>(g) * L + l) * P;
+                    const std::int64_t* w = W.data() + (idx(g) * L + l) * P;
                     std::int64_t total = 0, shard_peak = 0;
                     for (int pp = 0; pp < P; ++pp) {
                         shard_peak = std::max(shard_peak, w[pp]);
                         total += w[pp];
                     }
-                    shard_peak_sum[static_cast<std::size_t>(r) * G + g] += shard_peak;
+                    shard_peak_sum[idx(r) * G + g] += shard_peak;
                     peak = std::max(peak, shard_peak);
                     best_total = std::max(best_total, total);
                 }
@@ -129,11 +131,11 @@ LayoutMetrics layout_metrics_from_counts(const Layout& x, const PackingProblem& 
     const int H = E / P;
     const std::vector<int> by_rank = experts_by_rank(pi);
     return metrics_from_loads(x, shape, cv_global, [&](int i, std::int64_t* Wg) {
-        const std::uint32_t* a = window.sample_counts(static_cast<std::size_t>(i)).data();
+        const std::uint32_t* a = window.sample_counts(idx(i)).data();
         for (int l = 0; l < L; ++l) {
-            const std::uint32_t* al = a + static_cast<std::size_t>(l) * E;
-            const int* rl = by_rank.data() + static_cast<std::size_t>(l) * E;
-            std::int64_t* w = Wg + static_cast<std::size_t>(l) * P;
+            const std::uint32_t* al = a + idx(l) * E;
+            const int* rl = by_rank.data() + idx(l) * E;
+            std::int64_t* w = Wg + idx(l) * P;
             for (int r = 0; r < P; ++r) {
                 std::int64_t sum = 0;
                 for (int h = 0; h < H; ++h)
@@ -192,7 +194,7 @@ Layout karmarkar_karp_layout(const std::vector<std::int64_t>& length, int rows, 
     x.rows = rows;
     x.dp_slots = D;
     if (n == 0) {
-        x.offsets.assign(static_cast<std::size_t>(K) + 1, 0);
+        x.offsets.assign(idx(K) + 1, 0);
         return x;
     }
 
@@ -246,15 +248,15 @@ Layout karmarkar_karp_layout(const std::vector<std::int64_t>& length, int rows, 
         const int overlap = std::max(0, a - emptyB); // k in [emptyB, a): A[k] + B[K-1-k]
         const int onlyB = K - std::max(a, emptyB);   // B[0 .. onlyB)
         std::vector<Part> mixed;
-        mixed.reserve(static_cast<std::size_t>(overlap));
+        mixed.reserve(idx(overlap));
         for (int k = emptyB; k < a; ++k) {
-            Part part = A.parts[static_cast<std::size_t>(k)];
-            concat(part, B.parts[static_cast<std::size_t>(K - 1 - k)]);
+            Part part = A.parts[idx(k)];
+            concat(part, B.parts[idx(K - 1 - k)]);
             mixed.push_back(part);
         }
         std::sort(mixed.begin(), mixed.end(), canonical_less);
         std::vector<Part> ab;
-        ab.reserve(static_cast<std::size_t>(onlyA) + static_cast<std::size_t>(onlyB));
+        ab.reserve(idx(onlyA) + idx(onlyB));
         std::merge(A.parts.begin(), A.parts.begin() + onlyA, B.parts.begin(), B.parts.begin() + onlyB,
                    std::back_inserter(ab), canonical_less);
         std::vector<Part> merged;
@@ -268,8 +270,8 @@ Layout karmarkar_karp_layout(const std::vector<std::int64_t>& length, int rows, 
     }
     const Tuple& final_tuple = tuples[heap.top().id];
     // Canonical order is already "sum desc, smallest member asc", empties last.
-    x.samples.reserve(static_cast<std::size_t>(n));
-    x.offsets.reserve(static_cast<std::size_t>(K) + 1);
+    x.samples.reserve(idx(n));
+    x.offsets.reserve(idx(K) + 1);
     for (const Part& part : final_tuple.parts) {
         const auto begin = static_cast<std::ptrdiff_t>(x.samples.size());
         for (int i = part.head; i >= 0; i = next[i]) {
@@ -279,12 +281,12 @@ Layout karmarkar_karp_layout(const std::vector<std::int64_t>& length, int rows, 
         std::sort(x.samples.begin() + begin, x.samples.end());
         x.offsets.push_back(static_cast<int>(x.samples.size()));
     }
-    x.offsets.resize(static_cast<std::size_t>(K) + 1, static_cast<int>(x.samples.size())); // empty cells last
+    x.offsets.resize(idx(K) + 1, static_cast<int>(x.samples.size())); // empty cells last
     return x;
 }
 
 std::vector<std::vector<int>> equal_size_kk(const std::vector<std::int64_t>& length, std::vector<int> items, int k) {
-    if (k < 1 || items.size() % static_cast<std::size_t>(k) != 0)
+    if (k < 1 || items.size() % idx(k) != 0)
         throw std::invalid_argument("equal_size_kk: " + std::to_string(items.size()) + " samples do not split into " +
                                     std::to_string(k) + " equal parts");
     std::sort(items.begin(), items.end(), [&](int a, int b) {
@@ -304,8 +306,8 @@ std::vector<std::vector<int>> equal_size_kk(const std::vector<std::int64_t>& len
         });
     };
     std::vector<State> states;
-    for (std::size_t j = 0; j < items.size(); j += static_cast<std::size_t>(k)) {
-        State st(static_cast<std::size_t>(k));
+    for (std::size_t j = 0; j < items.size(); j += idx(k)) {
+        State st(idx(k));
         for (int h = 0; h < k; ++h)
             st[h] = EqPart{length[items[j + h]], {items[j + h]}};
         order(st);
@@ -325,22 +327,22 @@ std::vector<std::vector<int>> equal_size_kk(const std::vector<std::int64_t>& len
         heap.pop();
         const int b = std::get<1>(heap.top());
         heap.pop();
-        State& A = states[static_cast<std::size_t>(a)];
-        State& B = states[static_cast<std::size_t>(b)];
+        State& A = states[idx(a)];
+        State& B = states[idx(b)];
         for (int h = 0; h < k; ++h) {
             EqPart& part = A[h];
-            const EqPart& other = B[static_cast<std::size_t>(k - 1 - h)];
+            const EqPart& other = B[idx(k - 1 - h)];
             part.sum += other.sum;
             part.members.insert(part.members.end(), other.members.begin(), other.members.end());
         }
         B.clear();
         order(A);
         heap.push({A.front().sum - A.back().sum, std::min(a, b)});
-        if (a > b) std::swap(states[static_cast<std::size_t>(a)], states[static_cast<std::size_t>(b)]);
+        if (a > b) std::swap(states[idx(a)], states[idx(b)]);
     }
     std::vector<std::vector<int>> out;
-    if (states.empty()) return std::vector<std::vector<int>>(static_cast<std::size_t>(k));
-    for (EqPart& part : states[static_cast<std::size_t>(std::get<1>(heap.top()))]) {
+    if (states.empty()) return std::vector<std::vector<int>>(idx(k));
+    for (EqPart& part : states[idx(std::get<1>(heap.top()))]) {
         std::sort(part.members.begin(), part.members.end());
         out.push_back(std::move(part.members));
     }
@@ -359,7 +361,7 @@ Layout karmarkar_karp_layout(const std::vector<std::int64_t>& length, int rows, 
         return Layout::from_cells(rows, D, parts);
     }
     const std::vector<std::vector<int>> slots = equal_size_kk(length, all, D);
-    std::vector<std::vector<int>> cells(static_cast<std::size_t>(rows) * D);
+    std::vector<std::vector<int>> cells(idx(rows) * D);
     for (int d = 0; d < D; ++d) {
         std::vector<std::int64_t> sub;
         for (int i : slots[d])
@@ -367,9 +369,8 @@ Layout karmarkar_karp_layout(const std::vector<std::int64_t>& length, int rows, 
         const Layout col = karmarkar_karp_layout(sub, rows, 1);
         for (int r = 0; r < rows; ++r) {
             for (int j : col.cell(r))
-                cells[static_cast<std::size_t>(r) * D + d].push_back(slots[d][j]);
-            std::sort(cells[static_cast<std::size_t>(r) * D + d].begin(),
-                      cells[static_cast<std::size_t>(r) * D + d].end());
+                cells[idx(r) * D + d].push_back(slots[d][j]);
+            std::sort(cells[idx(r) * D + d].begin(), cells[idx(r) * D + d].end());
         }
     }
     return Layout::from_cells(rows, D, cells);

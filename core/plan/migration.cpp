@@ -5,6 +5,8 @@
 
 #include "core/model/trace.h"
 #include "core/util/errors.h"
+#include "core/util/grid.h"
+#include "core/util/index.h"
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -19,12 +21,10 @@ namespace routepack {
 
 namespace {
 
-/// Minimum-cost assignment of rows to columns of the square matrix `cost` [n][n] (row-major);
+/// Minimum-cost assignment of rows to columns of the square matrix `cost` [n][n];
 /// result[row] = column (min_cost_assignment).
-std::vector<int> assignment(const std::vector<std::int64_t>& cost, int n) {
-    return min_cost_assignment<std::int64_t>(n, [&](int i, int j) {
-        return cost[static_cast<std::size_t>(i) * static_cast<std::size_t>(n) + static_cast<std::size_t>(j)];
-    });
+std::vector<int> assignment(const Grid<std::int64_t>& cost, int n) {
+    return min_cost_assignment<std::int64_t>(n, [&](int i, int j) { return cost(i, j); });
 }
 
 /// One option of a layer: `moves` moved experts with busiest-rank load `peak`; reached by replaying
@@ -73,7 +73,7 @@ std::int64_t max_except(const Top4& t, int a, int b, int c = -1) {
 struct LayerState {
     int P = 0, E = 0, groups = 0;
     const std::int64_t* we = nullptr; ///< [groups][E]
-    std::vector<std::int64_t> W;      ///< [groups][P]
+    Grid<std::int64_t> W;             ///< [groups][P]
     std::vector<Top4> top;            ///< [groups]
     std::vector<char> peak;           ///< [P] rank is the busiest of some group
     std::int64_t F = 0;               ///< sum over groups of the busiest rank's load
@@ -82,9 +82,9 @@ struct LayerState {
         std::fill(peak.begin(), peak.end(), 0);
         F = 0;
         for (int g = 0; g < groups; ++g) {
-            Top4& t = top[static_cast<std::size_t>(g)];
-            t = top4(W.data() + static_cast<std::size_t>(g) * P, P);
-            peak[static_cast<std::size_t>(t.p[0])] = 1;
+            Top4& t = top[idx(g)];
+            t = top4(W.row(g).data(), P);
+            peak[idx(t.p[0])] = 1;
             F += t.v[0];
         }
     }
@@ -92,9 +92,9 @@ struct LayerState {
     std::int64_t delta(int e1, int e2, int a, int b) const {
         std::int64_t d = 0;
         for (int g = 0; g < groups; ++g) {
-            const std::int64_t* w = W.data() + static_cast<std::size_t>(g) * P;
-            const std::int64_t x = we[static_cast<std::size_t>(g) * E + e2] - we[static_cast<std::size_t>(g) * E + e1];
-            const Top4& t = top[static_cast<std::size_t>(g)];
+            const std::span<const std::int64_t> w = W.row(g);
+            const std::int64_t x = we[idx(g) * E + e2] - we[idx(g) * E + e1];
+            const Top4& t = top[idx(g)];
             d += std::max({max_except(t, a, b), w[a] + x, w[b] - x}) - t.v[0];
         }
         return d;
@@ -103,9 +103,9 @@ struct LayerState {
     std::int64_t delta_cycle(int e1, int e2, int e3, int a, int b, int c) const {
         std::int64_t d = 0;
         for (int g = 0; g < groups; ++g) {
-            const std::int64_t* w = W.data() + static_cast<std::size_t>(g) * P;
-            const std::int64_t* x = we + static_cast<std::size_t>(g) * E;
-            const Top4& t = top[static_cast<std::size_t>(g)];
+            const std::span<const std::int64_t> w = W.row(g);
+            const std::int64_t* x = we + idx(g) * E;
+            const Top4& t = top[idx(g)];
             d += std::max({max_except(t, a, b, c), w[a] - x[e1] + x[e3], w[b] - x[e2] + x[e1], w[c] - x[e3] + x[e2]}) -
                  t.v[0];
         }
@@ -113,8 +113,8 @@ struct LayerState {
     }
     void apply(int e1, int e2, int a, int b) {
         for (int g = 0; g < groups; ++g) {
-            std::int64_t* w = W.data() + static_cast<std::size_t>(g) * P;
-            const std::int64_t x = we[static_cast<std::size_t>(g) * E + e2] - we[static_cast<std::size_t>(g) * E + e1];
+            const std::span<std::int64_t> w = W.row(g);
+            const std::int64_t x = we[idx(g) * E + e2] - we[idx(g) * E + e1];
             w[a] += x;
             w[b] -= x;
         }
@@ -125,13 +125,12 @@ struct LayerState {
 LayerState layer_state(const std::int64_t* we, int groups, int E, int P, const std::vector<int>& rank) {
     LayerState st;
     st.P = P, st.E = E, st.groups = groups, st.we = we;
-    st.W.assign(static_cast<std::size_t>(groups) * P, 0);
-    st.top.resize(static_cast<std::size_t>(groups));
-    st.peak.assign(static_cast<std::size_t>(P), 0);
+    st.W.assign(groups, P, 0);
+    st.top.resize(idx(groups));
+    st.peak.assign(idx(P), 0);
     for (int g = 0; g < groups; ++g)
         for (int e = 0; e < E; ++e)
-            st.W[static_cast<std::size_t>(g) * P + rank[static_cast<std::size_t>(e)]] +=
-                we[static_cast<std::size_t>(g) * E + e];
+            st.W(g, rank[idx(e)]) += we[idx(g) * E + e];
     st.refresh();
     return st;
 }
@@ -147,16 +146,16 @@ constexpr std::int64_t kChainSearchLimit = std::int64_t{1} << 25;
 bool relocation_chain(LayerState& st, std::vector<int>& rank, const std::vector<int>& home, Trajectory& t,
                       std::int64_t& moved) {
     const int E = st.E;
-    const auto at = [](const std::vector<int>& v, int i) { return v[static_cast<std::size_t>(i)]; };
+    const auto at = [](const std::vector<int>& v, int i) { return v[idx(i)]; };
     std::int64_t on_peaks = 0;
     for (int e = 0; e < E; ++e)
-        on_peaks += st.peak[static_cast<std::size_t>(at(rank, e))] ? 1 : 0;
+        on_peaks += st.peak[idx(at(rank, e))] ? 1 : 0;
     if (on_peaks * E * E * st.groups > kChainSearchLimit) return false;
     double best = 0;
     int b1 = -1, b2 = -1, b3 = -1, bdc = 0;
     for (int e1 = 0; e1 < E; ++e1) {
         const int a = at(rank, e1);
-        if (!st.peak[static_cast<std::size_t>(a)]) continue;
+        if (!st.peak[idx(a)]) continue;
         for (int e2 = 0; e2 < E; ++e2) {
             const int b = at(rank, e2);
             if (b == a) continue;
@@ -175,16 +174,16 @@ bool relocation_chain(LayerState& st, std::vector<int>& rank, const std::vector<
     if (b1 < 0) return false;
     const int a = at(rank, b1), b = at(rank, b2), c = at(rank, b3);
     for (int g = 0; g < st.groups; ++g) {
-        std::int64_t* w = st.W.data() + static_cast<std::size_t>(g) * st.P;
-        const std::int64_t* x = st.we + static_cast<std::size_t>(g) * E;
+        const std::span<std::int64_t> w = st.W.row(g);
+        const std::int64_t* x = st.we + idx(g) * E;
         w[a] += x[b3] - x[b1];
         w[b] += x[b1] - x[b2];
         w[c] += x[b2] - x[b3];
     }
     st.refresh();
-    rank[static_cast<std::size_t>(b1)] = b;
-    rank[static_cast<std::size_t>(b2)] = c;
-    rank[static_cast<std::size_t>(b3)] = a;
+    rank[idx(b1)] = b;
+    rank[idx(b2)] = c;
+    rank[idx(b3)] = a;
     moved += bdc;
     t.swaps.emplace_back(b1, b2);
     t.swaps.emplace_back(b2, b3);
@@ -200,15 +199,14 @@ Trajectory layer_trajectory(const std::int64_t* we, int groups, const std::vecto
     Trajectory t;
     std::int64_t moved = 0;
     t.options.push_back(LayerOption{0, st.F, 0});
-    const auto at = [](const std::vector<int>& v, int i) { return v[static_cast<std::size_t>(i)]; };
+    const auto at = [](const std::vector<int>& v, int i) { return v[idx(i)]; };
     for (int step = 0; step < 2 * E + 4 && P > 1; ++step) {
         double best = 0;
         int b1 = -1, b2 = -1, bdc = 0;
         for (int e1 = 0; e1 < E; ++e1) {
             for (int e2 = e1 + 1; e2 < E; ++e2) {
                 const int a = at(rank, e1), b = at(rank, e2);
-                if (a == b || (!st.peak[static_cast<std::size_t>(a)] && !st.peak[static_cast<std::size_t>(b)]))
-                    continue;
+                if (a == b || (!st.peak[idx(a)] && !st.peak[idx(b)])) continue;
                 const std::int64_t d = st.delta(e1, e2, a, b);
                 if (d >= 0) continue;
                 const int dc = (b != at(home, e1)) - (a != at(home, e1)) + (a != at(home, e2)) - (b != at(home, e2));
@@ -223,8 +221,8 @@ Trajectory layer_trajectory(const std::int64_t* we, int groups, const std::vecto
         }
         const int a = at(rank, b1), b = at(rank, b2);
         st.apply(b1, b2, a, b);
-        rank[static_cast<std::size_t>(b1)] = b;
-        rank[static_cast<std::size_t>(b2)] = a;
+        rank[idx(b1)] = b;
+        rank[idx(b2)] = a;
         moved += bdc;
         t.swaps.emplace_back(b1, b2);
         t.options.push_back(LayerOption{moved, st.F, static_cast<int>(t.swaps.size())});
@@ -250,9 +248,9 @@ std::vector<int> hull(const std::vector<LayerOption>& s) {
     std::vector<int> h;
     for (int k = 0; k < static_cast<int>(s.size()); ++k) {
         while (h.size() >= 2) {
-            const LayerOption& a = s[static_cast<std::size_t>(h[h.size() - 2])];
-            const LayerOption& b = s[static_cast<std::size_t>(h.back())];
-            const LayerOption& c = s[static_cast<std::size_t>(k)];
+            const LayerOption& a = s[idx(h[h.size() - 2])];
+            const LayerOption& b = s[idx(h.back())];
+            const LayerOption& c = s[idx(k)];
             // b is under the chord a-c when (gain a->b)/(moves a->b) <= (gain a->c)/(moves a->c).
             const double ab = static_cast<double>(a.peak - b.peak) * static_cast<double>(c.moves - a.moves);
             const double ac = static_cast<double>(a.peak - c.peak) * static_cast<double>(b.moves - a.moves);
@@ -272,10 +270,10 @@ void add_layer_seconds(const std::vector<int>& from, const std::vector<int>& to,
     for (std::size_t e = 0; e < from.size(); ++e) {
         const int a = from[e], b = to[e];
         if (a == b) continue;
-        const bool intra = c.node_of_rank[static_cast<std::size_t>(a)] == c.node_of_rank[static_cast<std::size_t>(b)];
+        const bool intra = c.node_of_rank[idx(a)] == c.node_of_rank[idx(b)];
         const double s = sign * c.expert_bytes / ((intra ? c.intra_node_GBps : c.inter_node_GBps) * 1e9);
-        sec[static_cast<std::size_t>(a)] += s;
-        sec[static_cast<std::size_t>(b)] += s;
+        sec[idx(a)] += s;
+        sec[idx(b)] += s;
     }
 }
 
@@ -289,21 +287,20 @@ MigrationFigures migration_figures(const Placement& next, const Placement& previ
         throw std::invalid_argument("migration_figures: node_of_rank holds " +
                                     std::to_string(cost.node_of_rank.size()) + " ranks, expected " + std::to_string(P));
     MigrationFigures f;
-    std::vector<double> intra(static_cast<std::size_t>(P), 0), inter(static_cast<std::size_t>(P), 0);
+    std::vector<double> intra(idx(P), 0), inter(idx(P), 0);
     for (const auto& layer : moves)
         for (const ExpertMove& m : layer) {
             ++f.moved;
-            const bool same = !costed || cost.node_of_rank[static_cast<std::size_t>(m.from_rank)] ==
-                                             cost.node_of_rank[static_cast<std::size_t>(m.to_rank)];
+            const bool same = !costed || cost.node_of_rank[idx(m.from_rank)] == cost.node_of_rank[idx(m.to_rank)];
             (same ? f.intra_moves : f.inter_moves) += 1;
             auto& side = same ? intra : inter;
-            side[static_cast<std::size_t>(m.from_rank)] += cost.expert_bytes;
-            side[static_cast<std::size_t>(m.to_rank)] += cost.expert_bytes;
+            side[idx(m.from_rank)] += cost.expert_bytes;
+            side[idx(m.to_rank)] += cost.expert_bytes;
         }
     f.bytes = static_cast<double>(f.moved) * cost.expert_bytes;
     if (!costed || f.moved == 0) return f;
     for (int p = 0; p < P; ++p) {
-        const auto k = static_cast<std::size_t>(p);
+        const auto k = idx(p);
         const double s = intra[k] / (cost.intra_node_GBps * 1e9) + inter[k] / (cost.inter_node_GBps * 1e9);
         if (f.busiest_rank < 0 || s > f.seconds) {
             f.busiest_rank = p;
@@ -319,18 +316,18 @@ Placement relabel_to_previous(const Placement& next, const Placement& previous) 
     moved_experts(next, previous); // shape and permutation checks
     const int L = next.layers, E = next.experts, P = next.ep_ranks, H = next.slots_per_rank();
     Placement out = next;
-    std::vector<std::int64_t> cost(static_cast<std::size_t>(P) * P);
+    Grid<std::int64_t> cost(P, P);
     for (int l = 0; l < L; ++l) {
-        std::fill(cost.begin(), cost.end(), 0);
+        cost.fill(0);
         for (int e = 0; e < E; ++e) // minimizing -(experts of next's group q that were on rank p)
-            cost[static_cast<std::size_t>(next.rank_of(l, e)) * P + previous.rank_of(l, e)] -= 1;
+            cost(next.rank_of(l, e), previous.rank_of(l, e)) -= 1;
         const std::vector<int> label = assignment(cost, P);
         const std::vector<int> logical = physical_to_logical(next);
-        std::vector<int> filled(static_cast<std::size_t>(P), 0);
+        std::vector<int> filled(idx(P), 0);
         for (int v = 0; v < E; ++v) {
-            const int e = logical[static_cast<std::size_t>(l) * E + v];
-            const int p = label[static_cast<std::size_t>(next.owner(v))];
-            out.slot[static_cast<std::size_t>(l) * E + e] = p * H + filled[static_cast<std::size_t>(p)]++;
+            const int e = logical[idx(l) * E + v];
+            const int p = label[idx(next.owner(v))];
+            out.slot[idx(l) * E + e] = p * H + filled[idx(p)]++;
         }
     }
     return keep_previous_slots(out, previous);
@@ -347,27 +344,27 @@ struct LayerChoices {
 LayerChoices layer_choices(const GroupLoads& loads, const Placement& prev, const Placement* target) {
     const int L = prev.layers, E = prev.experts, P = prev.ep_ranks, groups = loads.groups;
     LayerChoices c;
-    c.trajectories.resize(static_cast<std::size_t>(L));
-    c.stairs.resize(static_cast<std::size_t>(L));
+    c.trajectories.resize(idx(L));
+    c.stairs.resize(idx(L));
     tbb::parallel_for(tbb::blocked_range<int>(0, L, 1), [&](const tbb::blocked_range<int>& range) {
         for (int l = range.begin(); l < range.end(); ++l) {
-            std::vector<int> home(static_cast<std::size_t>(E));
+            std::vector<int> home(idx(E));
             for (int e = 0; e < E; ++e)
-                home[static_cast<std::size_t>(e)] = prev.rank_of(l, e);
-            const std::int64_t* we = loads.w.data() + static_cast<std::size_t>(l) * groups * E;
+                home[idx(e)] = prev.rank_of(l, e);
+            const std::int64_t* we = loads.w.data() + idx(l) * groups * E;
             Trajectory t = layer_trajectory(we, groups, home, P);
             std::vector<LayerOption> all = t.options;
             if (target) {
-                std::vector<int> rank(static_cast<std::size_t>(E));
+                std::vector<int> rank(idx(E));
                 std::int64_t moved = 0;
                 for (int e = 0; e < E; ++e) {
-                    rank[static_cast<std::size_t>(e)] = target->rank_of(l, e);
+                    rank[idx(e)] = target->rank_of(l, e);
                     moved += target->rank_of(l, e) != prev.rank_of(l, e) ? 1 : 0;
                 }
                 all.push_back(LayerOption{moved, layer_state(we, groups, E, P, rank).F, -1});
             }
-            c.stairs[static_cast<std::size_t>(l)] = staircase(std::move(all));
-            c.trajectories[static_cast<std::size_t>(l)] = std::move(t);
+            c.stairs[idx(l)] = staircase(std::move(all));
+            c.trajectories[idx(l)] = std::move(t);
         }
     });
     return c;
@@ -384,10 +381,10 @@ void layer_at(const LayerOption& o, const Trajectory& t, const Placement& prev, 
               std::vector<int>& rank) {
     const int E = prev.experts;
     for (int e = 0; e < E; ++e)
-        rank[static_cast<std::size_t>(e)] = o.steps < 0 ? target->rank_of(l, e) : prev.rank_of(l, e);
+        rank[idx(e)] = o.steps < 0 ? target->rank_of(l, e) : prev.rank_of(l, e);
     for (int k = 0; k < std::max(0, o.steps); ++k) {
-        const auto [e1, e2] = t.swaps[static_cast<std::size_t>(k)];
-        std::swap(rank[static_cast<std::size_t>(e1)], rank[static_cast<std::size_t>(e2)]);
+        const auto [e1, e2] = t.swaps[idx(k)];
+        std::swap(rank[idx(e1)], rank[idx(e2)]);
     }
 }
 
@@ -416,9 +413,9 @@ GroupLoads row_shard_group_loads(std::span<const std::uint32_t> counts, std::siz
                                         std::to_string(row_shards - 1));
         const std::uint32_t* a = counts.data() + i * stride;
         for (int l = 0; l < L; ++l) {
-            std::int64_t* dst = g.w.data() + (static_cast<std::size_t>(l) * row_shards + rs) * E;
+            std::int64_t* dst = g.w.data() + (idx(l) * row_shards + rs) * E;
             for (int e = 0; e < E; ++e)
-                dst[e] += a[static_cast<std::size_t>(l) * E + e];
+                dst[e] += a[idx(l) * E + e];
         }
     }
     return g;
@@ -440,10 +437,10 @@ MovePlan budgeted_placement(const GroupLoads& loads, const MoveRequest& rq) {
 
     std::vector<Segment> segments;
     for (int l = 0; l < L; ++l) {
-        const auto& s = ch.stairs[static_cast<std::size_t>(l)];
+        const auto& s = ch.stairs[idx(l)];
         const std::vector<int> h = hull(s);
         for (std::size_t k = 1; k < h.size(); ++k) {
-            const LayerOption &a = s[static_cast<std::size_t>(h[k - 1])], &b = s[static_cast<std::size_t>(h[k])];
+            const LayerOption &a = s[idx(h[k - 1])], &b = s[idx(h[k])];
             segments.push_back(Segment{l, h[k - 1], h[k], b.moves - a.moves, a.peak - b.peak});
         }
     }
@@ -452,15 +449,14 @@ MovePlan budgeted_placement(const GroupLoads& loads, const MoveRequest& rq) {
         return static_cast<double>(x.gain) * static_cast<double>(std::max<std::int64_t>(y.moves, 0)) >
                static_cast<double>(y.gain) * static_cast<double>(std::max<std::int64_t>(x.moves, 0));
     });
-    std::vector<int> at(static_cast<std::size_t>(L), 0); // chosen stair point per layer
-    std::vector<char> closed(static_cast<std::size_t>(L), 0);
+    std::vector<int> at(idx(L), 0); // chosen stair point per layer
+    std::vector<char> closed(idx(L), 0);
     std::int64_t used = 0;
     const bool limited = rq.max_moves >= 0;
-    std::vector<double> sec(static_cast<std::size_t>(P), 0);
-    std::vector<int> home(static_cast<std::size_t>(E)), before(static_cast<std::size_t>(E)),
-        after(static_cast<std::size_t>(E));
+    std::vector<double> sec(idx(P), 0);
+    std::vector<int> home(idx(E)), before(idx(E)), after(idx(E));
     for (const Segment& sg : segments) {
-        const auto l = static_cast<std::size_t>(sg.layer);
+        const auto l = idx(sg.layer);
         if (closed[l] || at[l] != sg.from) continue;
         if (limited && used + sg.moves > rq.max_moves) {
             closed[l] = 1;
@@ -468,10 +464,10 @@ MovePlan budgeted_placement(const GroupLoads& loads, const MoveRequest& rq) {
         }
         const auto& s = ch.stairs[l];
         if (rq.cost) {
-            layer_at(s[static_cast<std::size_t>(sg.from)], ch.trajectories[l], prev, target, sg.layer, before);
-            layer_at(s[static_cast<std::size_t>(sg.to)], ch.trajectories[l], prev, target, sg.layer, after);
+            layer_at(s[idx(sg.from)], ch.trajectories[l], prev, target, sg.layer, before);
+            layer_at(s[idx(sg.to)], ch.trajectories[l], prev, target, sg.layer, after);
             for (int e = 0; e < E; ++e)
-                home[static_cast<std::size_t>(e)] = prev.rank_of(sg.layer, e);
+                home[idx(e)] = prev.rank_of(sg.layer, e);
             std::vector<double> next_sec = sec;
             add_layer_seconds(home, before, *rq.cost, next_sec, -1.0);
             add_layer_seconds(home, after, *rq.cost, next_sec, 1.0);
@@ -490,21 +486,21 @@ MovePlan budgeted_placement(const GroupLoads& loads, const MoveRequest& rq) {
 
     MovePlan out;
     out.placement = prev;
-    out.layer_moves.assign(static_cast<std::size_t>(L), 0);
-    std::vector<int> rank(static_cast<std::size_t>(E));
+    out.layer_moves.assign(idx(L), 0);
+    std::vector<int> rank(idx(E));
     for (int l = 0; l < L; ++l) {
-        const auto& s = ch.stairs[static_cast<std::size_t>(l)];
-        const LayerOption& o = s[static_cast<std::size_t>(at[static_cast<std::size_t>(l)])];
-        out.peak_before += ch.trajectories[static_cast<std::size_t>(l)].options.front().peak;
+        const auto& s = ch.stairs[idx(l)];
+        const LayerOption& o = s[idx(at[idx(l)])];
+        out.peak_before += ch.trajectories[idx(l)].options.front().peak;
         out.peak_after += o.peak;
-        out.layer_moves[static_cast<std::size_t>(l)] = o.moves;
-        layer_at(o, ch.trajectories[static_cast<std::size_t>(l)], prev, target, l, rank);
+        out.layer_moves[idx(l)] = o.moves;
+        layer_at(o, ch.trajectories[idx(l)], prev, target, l, rank);
         // Ranks to slots: stayers keep their slot, arrivals take the freed slots (keep_previous_slots).
         const int H = prev.slots_per_rank();
-        std::vector<int> filled(static_cast<std::size_t>(P), 0);
+        std::vector<int> filled(idx(P), 0);
         for (int e = 0; e < E; ++e) {
-            const int p = rank[static_cast<std::size_t>(e)];
-            out.placement.slot[static_cast<std::size_t>(l) * E + e] = p * H + filled[static_cast<std::size_t>(p)]++;
+            const int p = rank[idx(e)];
+            out.placement.slot[idx(l) * E + e] = p * H + filled[idx(p)]++;
         }
     }
     out.placement = keep_previous_slots(out.placement, prev);
@@ -541,7 +537,7 @@ std::vector<std::int64_t> layer_move_allowance(const std::vector<std::int64_t>& 
     const std::int64_t left = std::max<std::int64_t>(0, max_moves - sum);
     const auto L = static_cast<std::int64_t>(out.size());
     for (std::int64_t l = 0; l < L; ++l)
-        out[static_cast<std::size_t>(l)] += left / L + (l < left % L ? 1 : 0);
+        out[idx(l)] += left / L + (l < left % L ? 1 : 0);
     return out;
 }
 

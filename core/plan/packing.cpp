@@ -1,6 +1,7 @@
 #include "core/plan/packing.h"
 
 #include "core/util/errors.h"
+#include "core/util/index.h"
 
 #include <tbb/parallel_for.h>
 
@@ -30,12 +31,12 @@ PackingProblem shape_of(const Trace& window, const Topology& topo, const Placeme
     p.shard_of_slot = topo.shard_of_slot();
     p.shards = topo.edp_shards;
     p.stages = topo.attention_stages;
-    p.length.resize(static_cast<std::size_t>(p.n));
+    p.length.resize(idx(p.n));
     for (int i = 0; i < p.n; ++i)
-        p.length[static_cast<std::size_t>(i)] = window.samples[static_cast<std::size_t>(i)].length;
+        p.length[idx(i)] = window.samples[idx(i)].length;
     p.C = effective_token_cap(topo, p.length);
     for (int i = 0; i < p.n; ++i) {
-        const auto& s = window.samples[static_cast<std::size_t>(i)];
+        const auto& s = window.samples[idx(i)];
         if (s.length < 1) throw InputError("sample '" + s.id + "' has length " + std::to_string(s.length));
         if (s.length > p.C && p.rules.oversize == Oversize::Alone && p.rules.samples_per_cell > 1)
             throw InputError("sample '" + s.id + "' has " + std::to_string(s.length) +
@@ -70,12 +71,11 @@ std::vector<int> experts_by_rank(const Placement& pi) {
         std::fill(filled.begin(), filled.end(), 0);
         for (int e = 0; e < E; ++e) {
             const int r = pi.rank_of(l, e);
-            if (r < 0 || r >= P || filled[static_cast<std::size_t>(r)] == H)
+            if (r < 0 || r >= P || filled[idx(r)] == H)
                 throw std::invalid_argument("make_packing_problem: the placement of MoE layer index " +
                                             std::to_string(l) + " gives EP rank " + std::to_string(r) +
                                             " more than its " + std::to_string(H) + " slots");
-            by_rank[static_cast<std::size_t>(l) * E + static_cast<std::size_t>(r) * H +
-                    static_cast<std::size_t>(filled[static_cast<std::size_t>(r)]++)] = e;
+            by_rank[idx(l) * E + idx(r) * H + idx(filled[idx(r)]++)] = e;
         }
     }
     return by_rank;
@@ -88,16 +88,16 @@ PackingProblem make_packing_problem(const Trace& window, const Topology& topo, c
     // q is one sum of H = E / P counts, written once (the first and only pass over the demand).
     const int H = E / p.P;
     const std::vector<int> by_rank = experts_by_rank(pi);
-    p.demand.resize(static_cast<std::size_t>(p.n) * p.L * p.P);
+    p.demand.resize(idx(p.n) * p.L * p.P);
     // A layer's routed total bounds every rank's share of it; totals below 2^31 keep q exact in int32.
     std::atomic<std::int64_t> bad{-1}; // (sample << 32) | layer of the first overflow
     tbb::parallel_for(0, p.n, [&](int i) {
-        const auto a = window.sample_counts(static_cast<std::size_t>(i));
-        std::int32_t* q = p.demand.data() + static_cast<std::size_t>(i) * p.L * p.P;
+        const auto a = window.sample_counts(idx(i));
+        std::int32_t* q = p.demand.data() + idx(i) * p.L * p.P;
         for (int l = 0; l < p.L; ++l) {
-            const std::uint32_t* al = a.data() + static_cast<std::size_t>(l) * E;
-            const int* rl = by_rank.data() + static_cast<std::size_t>(l) * E;
-            std::int32_t* ql = q + static_cast<std::size_t>(l) * p.P;
+            const std::uint32_t* al = a.data() + idx(l) * E;
+            const int* rl = by_rank.data() + idx(l) * E;
+            std::int32_t* ql = q + idx(l) * p.P;
             std::uint64_t total = 0;
             for (int r = 0; r < p.P; ++r) {
                 std::uint64_t sum = 0;
@@ -118,10 +118,9 @@ PackingProblem make_packing_problem(const Trace& window, const Topology& topo, c
     });
     if (bad.load() >= 0) {
         const int i = static_cast<int>(bad.load() >> 32), l = static_cast<int>(bad.load() & 0xffffffff);
-        throw InputError(
-            "sample '" + window.samples[static_cast<std::size_t>(i)].id + "': MoE layer " +
-            std::to_string(window.model.moe_layers.empty() ? l : window.model.moe_layers[static_cast<std::size_t>(l)]) +
-            " routes 2^31 or more tokens, beyond the int32 rank demand");
+        throw InputError("sample '" + window.samples[idx(i)].id + "': MoE layer " +
+                         std::to_string(window.model.moe_layers.empty() ? l : window.model.moe_layers[idx(l)]) +
+                         " routes 2^31 or more tokens, beyond the int32 rank demand");
     }
     return p;
 }
@@ -130,7 +129,7 @@ Layout Layout::from_cells(int rows, int dp_slots, const std::vector<std::vector<
     if (rows < 0 || dp_slots < 0)
         throw std::invalid_argument("Layout::from_cells: rows and dp_slots must be >= 0 (got " + std::to_string(rows) +
                                     ", " + std::to_string(dp_slots) + ")");
-    const std::size_t K = static_cast<std::size_t>(rows) * static_cast<std::size_t>(dp_slots);
+    const std::size_t K = idx(rows) * idx(dp_slots);
     if (cells.size() != K)
         throw std::invalid_argument("Layout::from_cells: " + std::to_string(cells.size()) +
                                     " cells, expected rows x dp_slots = " + std::to_string(K));
@@ -160,29 +159,29 @@ Layout Layout::from_assignment(int rows, int dp_slots, std::span<const int> orde
     Layout x;
     x.rows = rows;
     x.dp_slots = dp_slots;
-    x.offsets.assign(static_cast<std::size_t>(K) + 1, 0);
+    x.offsets.assign(idx(K) + 1, 0);
     for (int k : cell_of) {
         if (k < 0 || k >= K)
             throw std::invalid_argument("Layout::from_assignment: cell " + std::to_string(k) + " outside 0.." +
                                         std::to_string(K - 1));
-        ++x.offsets[static_cast<std::size_t>(k) + 1];
+        ++x.offsets[idx(k) + 1];
     }
     for (int k = 0; k < K; ++k)
-        x.offsets[static_cast<std::size_t>(k) + 1] += x.offsets[static_cast<std::size_t>(k)];
+        x.offsets[idx(k) + 1] += x.offsets[idx(k)];
     x.samples.resize(order.size());
     // offsets[k] serves as cell k's fill position, which ends at the start of cell k + 1; then the
     // offsets shift back by one cell.
     for (std::size_t j = 0; j < order.size(); ++j)
-        x.samples[static_cast<std::size_t>(x.offsets[static_cast<std::size_t>(cell_of[j])]++)] = order[j];
+        x.samples[idx(x.offsets[idx(cell_of[j])]++)] = order[j];
     for (int k = K; k > 0; --k)
-        x.offsets[static_cast<std::size_t>(k)] = x.offsets[static_cast<std::size_t>(k) - 1];
+        x.offsets[idx(k)] = x.offsets[idx(k) - 1];
     x.offsets[0] = 0;
     return x;
 }
 
 bool Layout::well_formed() const {
     if (rows < 0 || dp_slots < 0) return false;
-    if (offsets.size() != static_cast<std::size_t>(rows) * static_cast<std::size_t>(dp_slots) + 1) return false;
+    if (offsets.size() != idx(rows) * idx(dp_slots) + 1) return false;
     if (offsets.front() != 0 || offsets.back() != static_cast<std::int64_t>(samples.size())) return false;
     for (std::size_t k = 1; k < offsets.size(); ++k)
         if (offsets[k] < offsets[k - 1]) return false;
@@ -208,9 +207,9 @@ std::string validate_layout(const Layout& x, const PackingProblem& p) {
         for (int i : cell) {
             if (i < 0 || i >= p.n)
                 return where + " holds sample index " + std::to_string(i) + ", outside 0.." + std::to_string(p.n - 1);
-            if (seen[static_cast<std::size_t>(i)] >= 0) return "sample " + std::to_string(i) + " appears twice";
-            seen[static_cast<std::size_t>(i)] = k;
-            tokens += p.length[static_cast<std::size_t>(i)];
+            if (seen[idx(i)] >= 0) return "sample " + std::to_string(i) + " appears twice";
+            seen[idx(i)] = k;
+            tokens += p.length[idx(i)];
         }
         if (!p.cell_fits(static_cast<int>(cell.size()), tokens))
             return where + " holds " + std::to_string(tokens) + " tokens > cap " + std::to_string(p.C);
@@ -223,7 +222,7 @@ std::string validate_layout(const Layout& x, const PackingProblem& p) {
                    std::to_string(p.rules.max_samples_per_cell);
     }
     for (int i = 0; i < p.n; ++i)
-        if (seen[static_cast<std::size_t>(i)] < 0) return "sample " + std::to_string(i) + " is in no cell";
+        if (seen[idx(i)] < 0) return "sample " + std::to_string(i) + " is in no cell";
     if (p.rules.samples_per_dp_slot > 0)
         for (int d = 0; d < x.dp_slots; ++d) {
             int count = 0;
@@ -250,7 +249,7 @@ std::vector<int> oversize_cells(const Layout& x, const PackingProblem& p) {
     for (int k = 0; k < x.cell_count(); ++k) {
         std::int64_t tokens = 0;
         for (int i : x.cell(k))
-            tokens += p.length[static_cast<std::size_t>(i)];
+            tokens += p.length[idx(i)];
         if (tokens > p.C) out.push_back(k);
     }
     return out;

@@ -4,6 +4,7 @@
 #include "core/model/trace.h"
 #include "core/plan/placement.h"
 #include "core/util/huge_pages.h"
+#include "core/util/index.h"
 
 #include <cstdint>
 #include <span>
@@ -45,7 +46,7 @@ struct PackingProblem {
     std::vector<int> node_of_slot;       ///< [D] node of each DP slot (with comm_sent)
     std::vector<std::int64_t> comm_sent; ///< [n][N] copies sample i sends when its DP slot is on node m
 
-    const std::int32_t* q(int i) const { return demand.data() + static_cast<std::size_t>(i) * L * P; }
+    const std::int32_t* q(int i) const { return demand.data() + idx(i) * L * P; }
     bool has_comm_term() const { return comm_weight > 0 && !comm_sent.empty(); }
     /// Whether a cell of `size` samples and `tokens` tokens is within the cap: tokens <= C, or (oversize
     /// Alone) one sample whatever its length. Without oversize samples the same as tokens <= C.
@@ -63,8 +64,7 @@ struct PackingProblem {
     }
     /// Copies sample i sends to other nodes from DP slot d (requires comm_sent).
     std::int64_t sent_from(int i, int d) const {
-        return comm_sent[static_cast<std::size_t>(i) * static_cast<std::size_t>(comm_nodes) +
-                         static_cast<std::size_t>(node_of_slot[static_cast<std::size_t>(d)])];
+        return comm_sent[idx(i) * idx(comm_nodes) + idx(node_of_slot[idx(d)])];
     }
 };
 
@@ -125,13 +125,11 @@ struct Layout {
     int cell_count() const { return rows * dp_slots; }
     /// The samples of cell k (0 <= k < cell_count(), unchecked), valid until the layout changes.
     std::span<const int> cell(int k) const {
-        const int b = offsets[static_cast<std::size_t>(k)];
-        return {samples.data() + b, static_cast<std::size_t>(offsets[static_cast<std::size_t>(k) + 1] - b)};
+        const int b = offsets[idx(k)];
+        return {samples.data() + b, static_cast<std::size_t>(offsets[idx(k) + 1] - b)};
     }
     /// Number of samples in cell k (0 <= k < cell_count(), unchecked).
-    int cell_size(int k) const {
-        return offsets[static_cast<std::size_t>(k) + 1] - offsets[static_cast<std::size_t>(k)];
-    }
+    int cell_size(int k) const { return offsets[idx(k) + 1] - offsets[idx(k)]; }
     /// Whether the offsets describe rows x dp_slots cells over `samples` (see the struct). O(R*D).
     bool well_formed() const;
     /// Same shape and the same samples in the same cells in the same order.

@@ -1,6 +1,8 @@
 // Layer-wise expert placement (paper section 3.3, Algorithm 1, eqs. 10 and 22).
 #include "core/plan/placement.h"
 
+#include "core/util/index.h"
+
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 #include <tbb/parallel_reduce.h>
@@ -34,7 +36,7 @@ void check_shape(int L, int E, int P, const char* who) {
 /// std::invalid_argument when counts.size() != n*L*E.
 std::vector<std::uint64_t> aggregate_expert_loads(std::span<const std::uint32_t> counts, std::size_t n, int L, int E) {
     if (L < 0 || E < 0) throw std::invalid_argument("aggregate_expert_loads: negative L or E");
-    const std::size_t stride = static_cast<std::size_t>(L) * static_cast<std::size_t>(E);
+    const std::size_t stride = idx(L) * idx(E);
     if (counts.size() != n * stride)
         throw std::invalid_argument("aggregate_expert_loads: counts hold " + std::to_string(counts.size()) +
                                     " values, expected n*L*E = " + std::to_string(n * stride));
@@ -70,10 +72,10 @@ Placement identity_placement(int L, int E, int P) {
     pi.layers = L;
     pi.experts = E;
     pi.ep_ranks = P;
-    pi.slot.resize(static_cast<std::size_t>(L) * E);
+    pi.slot.resize(idx(L) * E);
     for (int l = 0; l < L; ++l)
         for (int e = 0; e < E; ++e)
-            pi.slot[static_cast<std::size_t>(l) * E + e] = e;
+            pi.slot[idx(l) * E + e] = e;
     return pi;
 }
 
@@ -85,15 +87,15 @@ Placement identity_placement(int L, int E, int P) {
 /// not depend on the worker count. std::invalid_argument when E % P != 0 or loads.size() != L*E.
 Placement lpt_placement(std::span<const std::uint64_t> loads, int L, int E, int P) {
     check_shape(L, E, P, "lpt_placement");
-    if (loads.size() != static_cast<std::size_t>(L) * E)
+    if (loads.size() != idx(L) * E)
         throw std::invalid_argument("lpt_placement: loads hold " + std::to_string(loads.size()) +
-                                    " values, expected L*E = " + std::to_string(static_cast<std::size_t>(L) * E));
+                                    " values, expected L*E = " + std::to_string(idx(L) * E));
     const int H = E / P;
     Placement pi;
     pi.layers = L;
     pi.experts = E;
     pi.ep_ranks = P;
-    pi.slot.assign(static_cast<std::size_t>(L) * E, -1);
+    pi.slot.assign(idx(L) * E, -1);
     tbb::parallel_for(tbb::blocked_range<int>(0, L), [&](const tbb::blocked_range<int>& range) {
         std::vector<int> order(E);
         std::vector<int> filled(P);
@@ -103,10 +105,10 @@ Placement lpt_placement(std::span<const std::uint64_t> loads, int L, int E, int 
             int p;
         };
         std::vector<Open> heap;
-        heap.reserve(static_cast<std::size_t>(P));
+        heap.reserve(idx(P));
         const auto after = [](const Open& a, const Open& b) { return a.g != b.g ? a.g > b.g : a.p > b.p; };
         for (int l = range.begin(); l != range.end(); ++l) {
-            const std::uint64_t* Ll = loads.data() + static_cast<std::size_t>(l) * E;
+            const std::uint64_t* Ll = loads.data() + idx(l) * E;
             std::iota(order.begin(), order.end(), 0);
             // argsort(-L, e): descending load, ties by ascending logical id (a strict total order).
             std::sort(order.begin(), order.end(), [Ll](int a, int b) {
@@ -117,7 +119,7 @@ Placement lpt_placement(std::span<const std::uint64_t> loads, int L, int E, int 
             heap.clear();
             for (int p = 0; p < P; ++p)
                 heap.push_back(Open{0, p}); // ascending p with equal G: already a valid heap
-            int* out = pi.slot.data() + static_cast<std::size_t>(l) * E;
+            int* out = pi.slot.data() + idx(l) * E;
             for (int e : order) {
                 std::pop_heap(heap.begin(), heap.end(), after);
                 Open& best = heap.back();
@@ -138,19 +140,19 @@ Placement lpt_placement(std::span<const std::uint64_t> loads, int L, int E, int 
 std::vector<std::uint64_t> rank_loads(std::span<const std::uint64_t> loads, const Placement& pi) {
     const int L = pi.layers, E = pi.experts, P = pi.ep_ranks;
     check_shape(L, E, P, "rank_loads");
-    const std::size_t LE = static_cast<std::size_t>(L) * E;
+    const std::size_t LE = idx(L) * E;
     if (loads.size() != LE || pi.slot.size() != LE)
         throw std::invalid_argument("rank_loads: loads (" + std::to_string(loads.size()) + ") and placement (" +
                                     std::to_string(pi.slot.size()) + ") must both hold L*E = " + std::to_string(LE) +
                                     " values");
-    std::vector<std::uint64_t> G(static_cast<std::size_t>(L) * P, 0);
+    std::vector<std::uint64_t> G(idx(L) * P, 0);
     for (int l = 0; l < L; ++l)
         for (int e = 0; e < E; ++e) {
             const int v = pi.at(l, e);
             if (v < 0 || v >= E)
                 throw std::invalid_argument("rank_loads: layer " + std::to_string(l) + " expert " + std::to_string(e) +
                                             " has slot " + std::to_string(v) + " outside 0.." + std::to_string(E - 1));
-            G[static_cast<std::size_t>(l) * P + pi.owner(v)] += loads[static_cast<std::size_t>(l) * E + e];
+            G[idx(l) * P + pi.owner(v)] += loads[idx(l) * E + e];
         }
     return G;
 }
@@ -161,13 +163,13 @@ std::vector<std::uint64_t> rank_loads(std::span<const std::uint64_t> loads, cons
 /// zero load contributes 0; L == 0 gives 0. `G` is [L][P]; std::invalid_argument on a size mismatch.
 double cv_global(std::span<const std::uint64_t> G, int L, int P) {
     if (L < 0 || P < 1) throw std::invalid_argument("cv_global: need L >= 0 and P >= 1");
-    if (G.size() != static_cast<std::size_t>(L) * P)
+    if (G.size() != idx(L) * P)
         throw std::invalid_argument("cv_global: G holds " + std::to_string(G.size()) +
-                                    " values, expected L*P = " + std::to_string(static_cast<std::size_t>(L) * P));
+                                    " values, expected L*P = " + std::to_string(idx(L) * P));
     if (L == 0) return 0.0;
     double total = 0.0;
     for (int l = 0; l < L; ++l) {
-        const std::uint64_t* g = G.data() + static_cast<std::size_t>(l) * P;
+        const std::uint64_t* g = G.data() + idx(l) * P;
         u128 sum = 0, sumsq = 0;
         bool exact = true;
         for (int p = 0; p < P; ++p) {
@@ -213,7 +215,7 @@ PlacementComparison compare_placements(std::span<const std::uint64_t> loads, int
 /// std::invalid_argument when some pi_l is not a permutation of 0..E-1.
 std::vector<int> physical_to_logical(const Placement& pi) {
     const int L = pi.layers, E = pi.experts;
-    if (L < 0 || E < 0 || pi.slot.size() != static_cast<std::size_t>(L) * E)
+    if (L < 0 || E < 0 || pi.slot.size() != idx(L) * E)
         throw std::invalid_argument("physical_to_logical: placement holds " + std::to_string(pi.slot.size()) +
                                     " slots, expected L*E");
     std::vector<int> logical(pi.slot.size(), -1);
@@ -224,7 +226,7 @@ std::vector<int> physical_to_logical(const Placement& pi) {
                 throw std::invalid_argument("physical_to_logical: layer " + std::to_string(l) + " expert " +
                                             std::to_string(e) + " has slot " + std::to_string(v) + " outside 0.." +
                                             std::to_string(E - 1));
-            int& dst = logical[static_cast<std::size_t>(l) * E + v];
+            int& dst = logical[idx(l) * E + v];
             if (dst >= 0)
                 throw std::invalid_argument("physical_to_logical: layer " + std::to_string(l) + " slot " +
                                             std::to_string(v) + " holds experts " + std::to_string(dst) + " and " +
@@ -237,12 +239,12 @@ std::vector<int> physical_to_logical(const Placement& pi) {
 /// max_p G[l][p] / ((1/P) sum_p G[l][p]) per layer; 1 for a layer with zero load.
 std::vector<double> rank_max_over_mean(std::span<const std::uint64_t> G, int L, int P) {
     if (L < 0 || P < 1) throw std::invalid_argument("rank_max_over_mean: need L >= 0 and P >= 1");
-    if (G.size() != static_cast<std::size_t>(L) * P)
+    if (G.size() != idx(L) * P)
         throw std::invalid_argument("rank_max_over_mean: G holds " + std::to_string(G.size()) +
-                                    " values, expected L*P = " + std::to_string(static_cast<std::size_t>(L) * P));
+                                    " values, expected L*P = " + std::to_string(idx(L) * P));
     std::vector<double> out(L, 1.0);
     for (int l = 0; l < L; ++l) {
-        const std::uint64_t* g = G.data() + static_cast<std::size_t>(l) * P;
+        const std::uint64_t* g = G.data() + idx(l) * P;
         std::uint64_t mx = 0;
         long double sum = 0;
         for (int p = 0; p < P; ++p) {
@@ -275,9 +277,9 @@ std::vector<std::vector<SlotMove>> placement_slot_changes(const Placement& next,
     const int L = next.layers, E = next.experts;
     const std::vector<int> now = physical_to_logical(next);
     const std::vector<int> before = physical_to_logical(previous);
-    std::vector<std::vector<SlotMove>> moves(static_cast<std::size_t>(L));
+    std::vector<std::vector<SlotMove>> moves(idx(L));
     for (int l = 0; l < L; ++l) {
-        const std::size_t row = static_cast<std::size_t>(l) * E;
+        const std::size_t row = idx(l) * E;
         for (int v = 0; v < E; ++v) {
             const int e = now[row + v];
             if (e == before[row + v]) continue;
@@ -293,7 +295,7 @@ std::vector<std::vector<ExpertMove>> placement_moves(const Placement& next, cons
     check_same_shape(next, previous, "placement_moves");
     physical_to_logical(next);
     physical_to_logical(previous);
-    std::vector<std::vector<ExpertMove>> moves(static_cast<std::size_t>(next.layers));
+    std::vector<std::vector<ExpertMove>> moves(idx(next.layers));
     for (int l = 0; l < next.layers; ++l)
         for (int e = 0; e < next.experts; ++e) {
             const int to = next.rank_of(l, e), from = previous.rank_of(l, e);
@@ -328,22 +330,21 @@ Placement keep_previous_slots(const Placement& next, const Placement& previous) 
         for (auto& f : freed)
             f.clear();
         std::fill(taken.begin(), taken.end(), 0);
-        std::vector<int> before_slot_order(static_cast<std::size_t>(E));
+        std::vector<int> before_slot_order(idx(E));
         for (int e = 0; e < E; ++e)
-            before_slot_order[static_cast<std::size_t>(previous.at(l, e))] = e;
+            before_slot_order[idx(previous.at(l, e))] = e;
         for (int v = 0; v < E; ++v) { // ascending previous slot
-            const int e = before_slot_order[static_cast<std::size_t>(v)];
-            if (next.rank_of(l, e) != previous.owner(v))
-                freed[static_cast<std::size_t>(previous.owner(v))].push_back(v);
+            const int e = before_slot_order[idx(v)];
+            if (next.rank_of(l, e) != previous.owner(v)) freed[idx(previous.owner(v))].push_back(v);
         }
         for (int v = 0; v < E; ++v) { // ascending next slot
-            const int e = now[static_cast<std::size_t>(l) * E + v];
+            const int e = now[idx(l) * E + v];
             const int p = next.owner(v);
-            int& dst = out.slot[static_cast<std::size_t>(l) * E + e];
+            int& dst = out.slot[idx(l) * E + e];
             if (previous.rank_of(l, e) == p)
                 dst = previous.at(l, e);
             else
-                dst = freed[static_cast<std::size_t>(p)][taken[static_cast<std::size_t>(p)]++];
+                dst = freed[idx(p)][taken[idx(p)]++];
         }
     }
     return out;

@@ -1,5 +1,8 @@
 #include "core/plan/placement_refine.h"
 
+#include "core/util/grid.h"
+#include "core/util/index.h"
+
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
@@ -43,90 +46,117 @@ std::int64_t max_except(const Top3& t, int a, int b) {
     return 0;
 }
 
-/// One layer's local search; returns (F before, F after, swaps, evaluations) through the refs.
-void refine_layer(const Trace& window, int l, std::vector<int>& slot, int H, int P, std::span<const int> row_shard,
-                  int RS, int max_passes, const StopToken& stop, const std::vector<int>* home, std::int64_t allowance,
-                  std::int64_t& before, std::int64_t& after, std::int64_t& swaps, std::int64_t& evaluations) {
+/// What refine_layer reads: refine_placement's checked arguments and one MoE layer's start.
+struct LayerInput {
+    const Trace& window;
+    int layer = 0;                          ///< l
+    std::span<const int> slot;              ///< [E] the start placement's physical slots of layer l
+    int slots_per_rank = 0;                 ///< H = E / P
+    int ep_ranks = 0;                       ///< P
+    std::span<const int> row_shard;         ///< [n] row-shard id of each window sample, 0..row_shards-1
+    int row_shards = 0;                     ///< RS
+    int max_passes = 0;                     ///< passes at most (refine_placement's max_passes)
+    const StopToken& stop;                  ///< polled before every pass
+    const std::vector<int>* home = nullptr; ///< [E] previous EP rank of each expert, or nullptr: no move limit
+    std::int64_t allowance = -1;            ///< moved experts against `home` at most (-1: no limit)
+};
+
+/// What refine_layer found for its layer. Token sums F_l = sum_rs max_p W[rs][l][p].
+struct LayerResult {
+    std::vector<int> slot;        ///< [E] the refined physical slots of layer l
+    std::int64_t before = 0;      ///< F_l at the start (tokens)
+    std::int64_t after = 0;       ///< F_l at the end (tokens), <= before
+    std::int64_t swaps = 0;       ///< expert swaps kept
+    std::int64_t evaluations = 0; ///< swaps evaluated
+};
+
+/// One layer's local search (refine_placement's contract, for layer in.layer).
+LayerResult refine_layer(const LayerInput& in) {
+    const Trace& window = in.window;
+    const int l = in.layer, H = in.slots_per_rank, P = in.ep_ranks, RS = in.row_shards;
+    const std::vector<int>* home = in.home;
     const int E = window.model.experts;
     const std::size_t n = window.size();
+    LayerResult res;
+    res.slot.assign(in.slot.begin(), in.slot.end());
+    std::vector<int>& slot = res.slot;
     // we[rs][e]: layer-l tokens of row-shard rs routed to logical expert e.
-    std::vector<std::int64_t> we(static_cast<std::size_t>(RS) * E, 0);
+    Grid<std::int64_t> we(RS, E, 0);
     for (std::size_t i = 0; i < n; ++i) {
-        const std::uint32_t* a = window.sample_counts(i).data() + static_cast<std::size_t>(l) * E;
-        std::int64_t* dst = we.data() + static_cast<std::size_t>(row_shard[i]) * E;
+        const std::uint32_t* a = window.sample_counts(i).data() + idx(l) * E;
+        const std::span<std::int64_t> dst = we.row(in.row_shard[i]);
         for (int e = 0; e < E; ++e)
             dst[e] += a[e];
     }
-    std::vector<int> rank(static_cast<std::size_t>(E));
+    std::vector<int> rank(idx(E));
     for (int e = 0; e < E; ++e)
-        rank[static_cast<std::size_t>(e)] = slot[static_cast<std::size_t>(e)] / H;
-    std::vector<std::int64_t> W(static_cast<std::size_t>(RS) * P, 0);
+        rank[idx(e)] = slot[idx(e)] / H;
+    // W[rs][p]: layer-l load of EP rank p in row-shard rs (eq. 13).
+    Grid<std::int64_t> W(RS, P, 0);
     for (int rs = 0; rs < RS; ++rs)
         for (int e = 0; e < E; ++e)
-            W[static_cast<std::size_t>(rs) * P + rank[static_cast<std::size_t>(e)]] +=
-                we[static_cast<std::size_t>(rs) * E + e];
-    std::vector<Top3> top(static_cast<std::size_t>(RS));
-    std::vector<char> peak(static_cast<std::size_t>(P), 0); // rank is the busiest of some row-shard
+            W(rs, rank[idx(e)]) += we(rs, e);
+    std::vector<Top3> top(idx(RS));
+    std::vector<char> peak(idx(P), 0); // rank is the busiest of some row-shard
     std::int64_t F = 0;
     auto refresh = [&] {
         std::fill(peak.begin(), peak.end(), 0);
         F = 0;
         for (int rs = 0; rs < RS; ++rs) {
-            top[static_cast<std::size_t>(rs)] = top3(W.data() + static_cast<std::size_t>(rs) * P, P);
-            peak[static_cast<std::size_t>(top[static_cast<std::size_t>(rs)].p[0])] = 1;
-            F += top[static_cast<std::size_t>(rs)].v[0];
+            Top3& t = top[idx(rs)];
+            t = top3(W.row(rs).data(), P);
+            peak[idx(t.p[0])] = 1;
+            F += t.v[0];
         }
     };
     refresh();
-    before = F;
+    res.before = F;
     // Moved experts of the layer against `home` (the previous placement's ranks) when limited.
     std::int64_t moved = 0;
     if (home)
         for (int e = 0; e < E; ++e)
-            moved += rank[static_cast<std::size_t>(e)] != (*home)[static_cast<std::size_t>(e)] ? 1 : 0;
-    for (int pass = 0; pass < max_passes && P > 1; ++pass) {
-        if (stop.stop_requested()) break;
+            moved += rank[idx(e)] != (*home)[idx(e)] ? 1 : 0;
+    for (int pass = 0; pass < in.max_passes && P > 1; ++pass) {
+        if (in.stop.stop_requested()) break;
         bool kept = false;
         for (int e1 = 0; e1 < E; ++e1) {
             for (int e2 = e1 + 1; e2 < E; ++e2) {
-                const int a = rank[static_cast<std::size_t>(e1)], b = rank[static_cast<std::size_t>(e2)];
-                if (a == b || (!peak[static_cast<std::size_t>(a)] && !peak[static_cast<std::size_t>(b)])) continue;
+                const int a = rank[idx(e1)], b = rank[idx(e2)];
+                if (a == b || (!peak[idx(a)] && !peak[idx(b)])) continue;
                 int dc = 0;
                 if (home) {
-                    const int h1 = (*home)[static_cast<std::size_t>(e1)], h2 = (*home)[static_cast<std::size_t>(e2)];
+                    const int h1 = (*home)[idx(e1)], h2 = (*home)[idx(e2)];
                     dc = (b != h1) - (a != h1) + (a != h2) - (b != h2);
-                    if (allowance >= 0 && moved + dc > allowance) continue;
+                    if (in.allowance >= 0 && moved + dc > in.allowance) continue;
                 }
-                ++evaluations;
+                ++res.evaluations;
                 // Moving e1 from a to b and e2 from b to a changes a by +d and b by -d per row-shard.
                 std::int64_t delta = 0;
                 for (int rs = 0; rs < RS; ++rs) {
-                    const std::int64_t* w = W.data() + static_cast<std::size_t>(rs) * P;
-                    const std::int64_t d =
-                        we[static_cast<std::size_t>(rs) * E + e2] - we[static_cast<std::size_t>(rs) * E + e1];
-                    const Top3& t = top[static_cast<std::size_t>(rs)];
+                    const std::span<const std::int64_t> w = W.row(rs);
+                    const std::int64_t d = we(rs, e2) - we(rs, e1);
+                    const Top3& t = top[idx(rs)];
                     const std::int64_t m = std::max({max_except(t, a, b), w[a] + d, w[b] - d});
                     delta += m - t.v[0];
                 }
                 if (delta >= 0) continue;
                 for (int rs = 0; rs < RS; ++rs) {
-                    std::int64_t* w = W.data() + static_cast<std::size_t>(rs) * P;
-                    const std::int64_t d =
-                        we[static_cast<std::size_t>(rs) * E + e2] - we[static_cast<std::size_t>(rs) * E + e1];
-                    w[a] += d;
-                    w[b] -= d;
+                    const std::int64_t d = we(rs, e2) - we(rs, e1);
+                    W(rs, a) += d;
+                    W(rs, b) -= d;
                 }
-                std::swap(rank[static_cast<std::size_t>(e1)], rank[static_cast<std::size_t>(e2)]);
-                std::swap(slot[static_cast<std::size_t>(e1)], slot[static_cast<std::size_t>(e2)]);
+                std::swap(rank[idx(e1)], rank[idx(e2)]);
+                std::swap(slot[idx(e1)], slot[idx(e2)]);
                 refresh();
                 moved += dc;
-                ++swaps;
+                ++res.swaps;
                 kept = true;
             }
         }
         if (!kept) break;
     }
-    after = F;
+    res.after = F;
+    return res;
 }
 
 } // namespace
@@ -157,30 +187,36 @@ PlacementRefinement refine_placement(const Trace& window, const Placement& start
     PlacementRefinement out;
     out.placement = start;
     const int P = start.ep_ranks, H = start.slots_per_rank();
-    std::vector<std::int64_t> before(static_cast<std::size_t>(L)), after(static_cast<std::size_t>(L)),
-        swaps(static_cast<std::size_t>(L)), evals(static_cast<std::size_t>(L));
+    std::vector<LayerResult> layers(idx(L));
     tbb::parallel_for(tbb::blocked_range<int>(0, L, 1), [&](const tbb::blocked_range<int>& range) {
         for (int l = range.begin(); l < range.end(); ++l) {
-            std::vector<int> slot(out.placement.slot.begin() + static_cast<std::ptrdiff_t>(l) * E,
-                                  out.placement.slot.begin() + static_cast<std::ptrdiff_t>(l + 1) * E);
-            const auto k = static_cast<std::size_t>(l);
+            const std::span<int> layer_slots = std::span<int>(out.placement.slot).subspan(idx(l) * E, idx(E));
             std::vector<int> home;
             if (limit) {
-                home.resize(static_cast<std::size_t>(E));
+                home.resize(idx(E));
                 for (int e = 0; e < E; ++e)
-                    home[static_cast<std::size_t>(e)] = limit->previous->rank_of(l, e);
+                    home[idx(e)] = limit->previous->rank_of(l, e);
             }
-            refine_layer(window, l, slot, H, P, row_shard, row_shards, max_passes, stop, limit ? &home : nullptr,
-                         limit ? limit->allowance[k] : -1, before[k], after[k], swaps[k], evals[k]);
-            std::copy(slot.begin(), slot.end(), out.placement.slot.begin() + static_cast<std::ptrdiff_t>(l) * E);
+            LayerResult& res = layers[idx(l)];
+            res = refine_layer(LayerInput{.window = window,
+                                          .layer = l,
+                                          .slot = layer_slots,
+                                          .slots_per_rank = H,
+                                          .ep_ranks = P,
+                                          .row_shard = row_shard,
+                                          .row_shards = row_shards,
+                                          .max_passes = max_passes,
+                                          .stop = stop,
+                                          .home = limit ? &home : nullptr,
+                                          .allowance = limit ? limit->allowance[idx(l)] : -1});
+            std::copy(res.slot.begin(), res.slot.end(), layer_slots.begin());
         }
     });
-    for (int l = 0; l < L; ++l) {
-        const auto k = static_cast<std::size_t>(l);
-        out.peak_sum_before += before[k];
-        out.peak_sum_after += after[k];
-        out.swaps += swaps[k];
-        out.evaluations += evals[k];
+    for (const LayerResult& res : layers) {
+        out.peak_sum_before += res.before;
+        out.peak_sum_after += res.after;
+        out.swaps += res.swaps;
+        out.evaluations += res.evaluations;
     }
     return out;
 }

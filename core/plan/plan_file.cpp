@@ -46,14 +46,6 @@ ojson score_json(const Score& s) {
     return ojson::array({s.max_u, s.sum_u, s.max_j});
 }
 
-ojson metrics_json(const MethodResult& m) {
-    ojson j;
-    j["placement"] = placement_key(m.placement);
-    j["score"] = score_json(m.metrics.score);
-    write_layout_metrics(m.metrics, j);
-    return j;
-}
-
 ojson placement_ojson(const Placement& pi) {
     ojson placement = ojson::array();
     for (int l = 0; l < pi.layers; ++l) {
@@ -65,14 +57,14 @@ ojson placement_ojson(const Placement& pi) {
     return placement;
 }
 
-ojson rows_ojson(const Layout& x, const std::vector<SampleInfo>& samples) {
+ojson rows_ojson(const Layout& x, const std::vector<std::string>& ids) {
     ojson rows = ojson::array();
     for (int rr = 0; rr < x.rows; ++rr) {
         ojson row = ojson::array();
         for (int d = 0; d < x.dp_slots; ++d) {
             ojson cell = ojson::array();
             for (int i : x.cell(x.cell_index(rr, d)))
-                cell.push_back(samples[static_cast<std::size_t>(i)].id);
+                cell.push_back(ids[static_cast<std::size_t>(i)]);
             row.push_back(std::move(cell));
         }
         rows.push_back(std::move(row));
@@ -80,46 +72,47 @@ ojson rows_ojson(const Layout& x, const std::vector<SampleInfo>& samples) {
     return rows;
 }
 
-ojson comm_figures_ojson(const CommCost& c) {
-    return {{"inter_node_copies", c.inter_total},
-            {"intra_node_copies", c.intra_total},
-            {"busiest_node_copies", c.busiest_total},
+ojson comm_figures_ojson(const CommFigures& c) {
+    return {{"inter_node_copies", c.inter},
+            {"intra_node_copies", c.intra},
+            {"busiest_node_copies", c.busiest},
             {"inter_node_per_layer", c.inter_per_layer}};
 }
 
 /// The "communication" section (version 5): null on one node; else the node map, the weight and
 /// tolerance, and when the window has routes every method's figures and the two communication
 /// methods' placements and rows.
-ojson communication_ojson(const PlanResult& r) {
-    if (r.comm.nodes <= 1) return nullptr;
+ojson communication_ojson(const PlanFile& f) {
+    const PlanFileComm& fc = f.comm;
+    if (fc.nodes <= 1) return nullptr;
     ojson c;
-    c["nodes"] = r.comm.nodes;
-    c["ep_rank_nodes"] = r.topology.node_of_rank();
-    c["dp_slot_nodes"] = r.topology.node_of_dp_slot();
-    c["weight"] = r.topology.comm_weight;
-    c["load_tolerance"] = r.topology.comm_load_tolerance;
-    c["available"] = r.comm.available && r.routepack.comm.has_value();
-    if (!c["available"].get<bool>()) {
-        c["note"] = r.comm.available ? "not computed (the plan was cancelled)" : kCommUnavailable;
+    c["nodes"] = fc.nodes;
+    c["ep_rank_nodes"] = f.topology.node_of_rank();
+    c["dp_slot_nodes"] = f.topology.node_of_dp_slot();
+    c["weight"] = fc.weight;
+    c["load_tolerance"] = fc.load_tolerance;
+    c["available"] = fc.available;
+    if (!fc.available) {
+        c["note"] = fc.note;
         return c;
     }
     ojson methods;
-    for (const MethodResult* m : r.methods())
-        if (m->comm) methods[m->key()] = comm_figures_ojson(*m->comm);
+    for (const MethodRow& m : kMethodTable)
+        if (const auto& figures = fc.figures[m.method]) methods[m.key] = comm_figures_ojson(*figures);
     c["methods"] = std::move(methods);
-    if (r.comm.grouter) {
+    if (fc.has_grouter) {
         ojson off = ojson::array();
-        for (int i : r.comm.grouter_off_node)
-            off.push_back(r.samples[static_cast<std::size_t>(i)].id);
-        c["grouter"] = {{"placement", placement_ojson(r.comm.grouter_placement)},
-                        {"rows", rows_ojson(r.comm.grouter->layout, r.samples)},
-                        {"node_packing_fitted", r.comm.grouter_fitted},
+        for (int i : fc.grouter_off_node)
+            off.push_back(f.sample_ids[static_cast<std::size_t>(i)]);
+        c["grouter"] = {{"placement", placement_ojson(fc.grouter_placement)},
+                        {"rows", rows_ojson(fc.grouter_layout, f.sample_ids)},
+                        {"node_packing_fitted", fc.grouter_fitted},
                         {"off_node", std::move(off)}};
     }
-    if (r.comm.routepack_comm)
-        c["routepack+comm"] = {{"placement", placement_ojson(r.comm.comm_placement)},
-                               {"rows", rows_ojson(r.comm.routepack_comm->layout, r.samples)},
-                               {"search_score", score_json(r.comm.routepack_comm->comm_score.value_or(Score{}))}};
+    if (fc.has_comm_method)
+        c["routepack+comm"] = {{"placement", placement_ojson(fc.comm_placement)},
+                               {"rows", rows_ojson(fc.comm_layout, f.sample_ids)},
+                               {"search_score", score_json(fc.comm_search_score)}};
     return c;
 }
 
@@ -134,51 +127,37 @@ std::vector<int> oversize_cells_of(const PlanResult& r) {
     return oversize_cells(r.routepack.layout, shape);
 }
 
-/// The [row, dp_slot] pairs of oversize_cells_of(r).
-ojson oversize_ojson(const PlanResult& r) {
-    ojson out = ojson::array();
-    const int D = r.routepack.layout.dp_slots;
-    for (int k : oversize_cells_of(r))
-        out.push_back({k / D, k % D});
-    return out;
-}
-
-/// The plan file's "migration" section (PlanMigration), null without a previous placement.
-ojson migration_ojson(const PlanResult& r) {
-    const PlanMigration& m = r.migration;
-    if (!m.has_previous) return nullptr;
-    const MigrationFigures& f = m.figures;
-    const bool sized = m.cost.expert_bytes > 0;
+/// The plan file's "migration" section (PlanFileMigration), null without a previous placement.
+ojson migration_ojson(const PlanFileMigration& m) {
+    if (!m.present) return nullptr;
     ojson j;
     j["previous_fingerprint"] = m.previous_fingerprint;
     j["max_moves"] = m.max_moves >= 0 ? ojson(m.max_moves) : ojson(nullptr);
     j["objective"] = m.costed ? "modelled time" : "score";
-    if (sized) {
-        const MigrationModel& mm = r.topology.migration;
-        j["cost_model"] = {
-            {"expert_parameters", static_cast<std::int64_t>(m.cost.expert_bytes / mm.state_bytes_per_param + 0.5)},
-            {"state_bytes_per_param", mm.state_bytes_per_param},
-            {"expert_bytes", m.cost.expert_bytes},
-            {"intra_node_GBps", m.cost.intra_node_GBps},
-            {"inter_node_GBps", m.cost.inter_node_GBps},
-            {"seconds_per_U", m.cost.seconds_per_U},
-            {"seconds_per_U_derived", m.seconds_per_U_derived},
-            {"from_topology", r.topology.has_migration}};
+    if (m.cost) {
+        const PlanFileCostModel& c = *m.cost;
+        j["cost_model"] = {{"expert_parameters", c.expert_parameters},
+                           {"state_bytes_per_param", c.state_bytes_per_param},
+                           {"expert_bytes", c.expert_bytes},
+                           {"intra_node_GBps", c.intra_node_GBps},
+                           {"inter_node_GBps", c.inter_node_GBps},
+                           {"seconds_per_U", c.seconds_per_U},
+                           {"seconds_per_U_derived", c.seconds_per_U_derived},
+                           {"from_topology", c.from_topology}};
     } else {
         j["cost_model"] = nullptr;
     }
-    j["moves"] = f.moved;
-    j["intra_node_moves"] = f.intra_moves;
-    j["inter_node_moves"] = f.inter_moves;
-    j["layer_moves"] = layer_moves(r.placement.routepack, m.previous);
-    j["bytes"] = f.bytes;
-    j["busiest_rank"] = f.busiest_rank;
-    j["busiest_intra_node_bytes"] = f.busiest_intra_bytes;
-    j["busiest_inter_node_bytes"] = f.busiest_inter_bytes;
-    const double compute = m.cost.seconds_per_U * r.routepack.metrics.score.max_u;
-    j["materialization_seconds"] = sized ? ojson(f.seconds) : ojson(nullptr);
-    j["compute_seconds"] = sized ? ojson(compute) : ojson(nullptr);
-    j["modelled_seconds"] = sized ? ojson(compute + f.seconds) : ojson(nullptr);
+    j["moves"] = m.moves;
+    j["intra_node_moves"] = m.intra_node_moves;
+    j["inter_node_moves"] = m.inter_node_moves;
+    j["layer_moves"] = m.layer_moves;
+    j["bytes"] = m.bytes;
+    j["busiest_rank"] = m.busiest_rank;
+    j["busiest_intra_node_bytes"] = m.busiest_intra_bytes;
+    j["busiest_inter_node_bytes"] = m.busiest_inter_bytes;
+    j["materialization_seconds"] = m.cost ? ojson(m.seconds) : ojson(nullptr);
+    j["compute_seconds"] = m.cost ? ojson(m.compute_seconds) : ojson(nullptr);
+    j["modelled_seconds"] = m.cost ? ojson(m.compute_seconds + m.seconds) : ojson(nullptr);
     j["peak_sum_previous"] = m.peak_sum_previous;
     j["peak_sum_start"] = m.peak_sum_start;
     return j;
@@ -188,88 +167,115 @@ ojson topology_ojson(const Topology& t) {
     return ojson::parse(topology_to_json(t));
 }
 
-} // namespace
-
-std::string plan_migration_json(const PlanResult& r) {
-    return migration_ojson(r).dump();
+/// The "planner" section: seed, workers, budgets, the search's record and placement refinement.
+ojson planner_ojson(const PlanFile& f) {
+    const PlanFileSearch& s = f.search;
+    ojson conv = ojson::array();
+    for (const LevelStats& l : s.convergence)
+        conv.push_back({{"level", l.level},
+                        {"temperature", l.temperature},
+                        {"best", score_json(l.best)},
+                        {"mean_energy", l.mean_energy},
+                        {"acceptance", l.acceptance},
+                        {"proposals", l.proposals}});
+    return {{"seed", f.seed},
+            {"workers", f.workers},
+            {"budgets", budgets_ojson(f.budgets)},
+            {"population", s.population},
+            {"proposals", s.proposals},
+            {"accepted", s.accepted},
+            {"polish",
+             {{"evaluations", s.polish_evaluations},
+              {"improvements", s.polish_improvements},
+              {"kicks", s.polish_kicks},
+              {"kicks_kept", s.polish_kicks_kept},
+              {"local_optimum", s.polish_local_optimum}}},
+            {"placement_refinement",
+             {{"refined", f.placement_refined},
+              {"rounds_kept", f.placement_rounds_kept},
+              {"swaps", f.placement_swaps},
+              {"skipped", f.placement_refinement_skipped}}},
+            {"cancelled", f.cancelled},
+            {"time_limit_hit", f.time_limit_hit},
+            {"convergence", std::move(conv)}};
 }
 
-std::string plan_to_json(const PlanResult& r) {
+} // namespace
+
+std::string plan_migration_json(const PlanFileMigration& m) {
+    return migration_ojson(m).dump();
+}
+
+std::string plan_file_to_json(const PlanFile& f) {
     ojson j;
     j["format"] = "routepack-plan";
     j["version"] = kPlanVersion;
-    j["inputs"] = {{"trace", r.trace_name},
-                   {"window", r.window_name},
-                   {"fingerprint", r.fingerprint},
-                   {"samples", r.samples.size()}};
-    j["model"] = {{"name", r.model.name},
-                  {"num_hidden_layers", r.model.num_hidden_layers},
-                  {"top_k", r.model.top_k},
-                  {"experts", r.model.experts}};
-    j["topology"] = topology_ojson(r.topology);
-    j["topology"]["row_multiple"] = r.topology.row_multiple; // version 4: always written
-    j["moe_layers"] = r.model.moe_layers;
-    j["placement"] = placement_ojson(r.placement.routepack);
+    j["inputs"] = {{"trace", f.trace_name},
+                   {"window", f.window_name},
+                   {"fingerprint", f.fingerprint},
+                   {"samples", f.sample_ids.size()}};
+    j["model"] = {{"name", f.model.name},
+                  {"num_hidden_layers", f.model.num_hidden_layers},
+                  {"top_k", f.model.top_k},
+                  {"experts", f.model.experts}};
+    j["topology"] = topology_ojson(f.topology);
+    j["topology"]["row_multiple"] = f.topology.row_multiple; // version 4: always written
+    j["moe_layers"] = f.model.moe_layers;
+    j["placement"] = placement_ojson(f.placement);
     ojson samples = ojson::array();
-    for (std::size_t i = 0; i < r.samples.size(); ++i)
-        samples.push_back({{"id", r.samples[i].id}, {"index", i}, {"length", r.samples[i].length}});
+    for (std::size_t i = 0; i < f.sample_ids.size(); ++i)
+        samples.push_back({{"id", f.sample_ids[i]}, {"index", i}, {"length", f.lengths[i]}});
     j["samples"] = std::move(samples);
-    j["row_count"] = r.rows.rows;
-    j["row_count_certified"] = r.rows.certified;
-    j["row_lower_bound"] = r.rows.lower_bound;
-    j["row_count_how"] = r.rows.how;
-    j["baseline_is_fixed_row_ffd"] = !r.baseline_not_ffd;
-    j["rows"] = rows_ojson(r.routepack.layout, r.samples);
-    if (const ojson over = oversize_ojson(r); !over.empty()) j["oversize_cells"] = over;
-    j["score"] = score_json(r.routepack.metrics.score);
-    j["max_u_lower_bound"] = {{"value", r.bound.value},
-                              {"mean", r.bound.mean},
-                              {"sample", r.bound.sample},
-                              {"gap", bound_gap(r.routepack.metrics.score.max_u, r.bound.value)}};
+    j["row_count"] = f.row_count;
+    j["row_count_certified"] = f.row_count_certified;
+    j["row_lower_bound"] = f.row_lower_bound;
+    j["row_count_how"] = f.row_count_how;
+    j["baseline_is_fixed_row_ffd"] = f.baseline_is_fixed_row_ffd;
+    j["rows"] = rows_ojson(f.layout, f.sample_ids);
+    if (!f.oversize_cells.empty()) {
+        ojson over = ojson::array();
+        const int D = f.layout.dp_slots;
+        for (int k : f.oversize_cells)
+            over.push_back({k / D, k % D});
+        j["oversize_cells"] = std::move(over);
+    }
+    j["score"] = score_json(f.score);
+    j["max_u_lower_bound"] = {{"value", f.bound.value},
+                              {"mean", f.bound.mean},
+                              {"sample", f.bound.sample},
+                              {"gap", bound_gap(f.score.max_u, f.bound.value)}};
     ojson metrics;
-    for (const MethodResult* m : r.methods())
-        metrics[m->key()] = metrics_json(*m);
+    for (const MethodRow& m : kMethodTable)
+        if (const auto& x = f.metrics[m.method]) {
+            ojson one;
+            one["placement"] = placement_key(x->placement);
+            one["score"] = score_json(x->metrics.score);
+            write_layout_metrics(x->metrics, one);
+            metrics[m.key] = std::move(one);
+        }
     j["metrics"] = std::move(metrics);
-    j["communication"] = communication_ojson(r);
-    if (r.migration.has_previous) j["migration"] = migration_ojson(r);
-    ojson conv = ojson::array();
-    for (const auto& s : r.search.convergence)
-        conv.push_back({{"level", s.level},
-                        {"temperature", s.temperature},
-                        {"best", score_json(s.best)},
-                        {"mean_energy", s.mean_energy},
-                        {"acceptance", s.acceptance},
-                        {"proposals", s.proposals}});
-    j["planner"] = {{"seed", r.budgets.seed},
-                    {"workers", r.budgets.workers},
-                    {"budgets", budgets_ojson(r.budgets)},
-                    {"population", r.search.origins},
-                    {"proposals", r.search.proposals},
-                    {"accepted", r.search.accepted},
-                    {"polish",
-                     {{"evaluations", r.search.polish_evaluations},
-                      {"improvements", r.search.polish_improvements},
-                      {"kicks", r.search.polish_kicks},
-                      {"kicks_kept", r.search.polish_kicks_kept},
-                      {"local_optimum", r.search.polish_local_optimum}}},
-                    {"placement_refinement",
-                     {{"refined", r.placement_refined()},
-                      {"rounds_kept", r.placement.rounds_kept},
-                      {"swaps", r.placement.swaps},
-                      {"skipped", r.placement.refinement_skipped}}},
-                    {"cancelled", r.cancelled},
-                    {"time_limit_hit", r.time_limit_hit},
-                    {"convergence", std::move(conv)}};
+    j["communication"] = communication_ojson(f);
+    if (f.migration.present) j["migration"] = migration_ojson(f.migration);
+    j["planner"] = planner_ojson(f);
     ojson timings;
-    for (const auto& [k, v] : r.timings)
+    for (const auto& [k, v] : f.timings)
         timings[k] = v;
     j["timings"] = std::move(timings);
     return j.dump(2);
 }
 
+std::string plan_to_json(const PlanResult& r) {
+    return plan_file_to_json(plan_file_of(r));
+}
+
+const LayoutMetrics& PlanFile::metrics_of(Method m) const {
+    if (!metrics[m]) throw InputError(std::string("plan: no metrics of method '") + method_key(m) + "'");
+    return metrics[m]->metrics;
+}
+
 namespace {
 
-/// The "communication" section of plan_file_of, as parse_communication reads communication_ojson(r).
+/// The "communication" section of plan_file_of, as parse_communication reads communication_ojson.
 PlanFileComm plan_file_comm(const PlanResult& r) {
     PlanFileComm c;
     if (r.comm.nodes <= 1) return c;
@@ -283,8 +289,8 @@ PlanFileComm plan_file_comm(const PlanResult& r) {
     }
     for (const MethodResult* m : r.methods())
         if (m->comm)
-            c.figures[m->key()] = CommFigures{m->comm->inter_total, m->comm->intra_total, m->comm->busiest_total,
-                                              m->comm->inter_per_layer};
+            c.figures[m->method] = CommFigures{m->comm->inter_total, m->comm->intra_total, m->comm->busiest_total,
+                                               m->comm->inter_per_layer};
     if (r.comm.grouter) {
         c.has_grouter = true;
         c.grouter_fitted = r.comm.grouter_fitted;
@@ -301,11 +307,71 @@ PlanFileComm plan_file_comm(const PlanResult& r) {
     return c;
 }
 
+/// The "migration" section of plan_file_of (PlanMigration); not present without a previous placement.
+PlanFileMigration plan_file_migration(const PlanResult& r) {
+    const PlanMigration& m = r.migration;
+    PlanFileMigration f;
+    if (!m.has_previous) return f;
+    const MigrationFigures& fig = m.figures;
+    f.present = true;
+    f.previous_fingerprint = m.previous_fingerprint;
+    f.max_moves = m.max_moves >= 0 ? m.max_moves : -1;
+    f.costed = m.costed;
+    if (m.cost.expert_bytes > 0) {
+        const MigrationModel& mm = r.topology.migration;
+        f.cost = PlanFileCostModel{static_cast<std::int64_t>(m.cost.expert_bytes / mm.state_bytes_per_param + 0.5),
+                                   mm.state_bytes_per_param,
+                                   m.cost.expert_bytes,
+                                   m.cost.intra_node_GBps,
+                                   m.cost.inter_node_GBps,
+                                   m.cost.seconds_per_U,
+                                   m.seconds_per_U_derived,
+                                   r.topology.has_migration};
+        f.seconds = fig.seconds;
+        f.compute_seconds = m.cost.seconds_per_U * r.routepack.metrics.score.max_u;
+    }
+    f.moves = fig.moved;
+    f.intra_node_moves = fig.intra_moves;
+    f.inter_node_moves = fig.inter_moves;
+    f.layer_moves = layer_moves(r.placement.routepack, m.previous);
+    f.bytes = fig.bytes;
+    f.busiest_rank = fig.busiest_rank;
+    f.busiest_intra_bytes = fig.busiest_intra_bytes;
+    f.busiest_inter_bytes = fig.busiest_inter_bytes;
+    f.peak_sum_previous = m.peak_sum_previous;
+    f.peak_sum_start = m.peak_sum_start;
+    return f;
+}
+
+/// The search record of plan_file_of (PlanSearch).
+PlanFileSearch plan_file_search(const PlanSearch& s) {
+    PlanFileSearch f;
+    f.population = s.origins;
+    f.proposals = s.proposals;
+    f.accepted = s.accepted;
+    f.polish_evaluations = s.polish_evaluations;
+    f.polish_improvements = s.polish_improvements;
+    f.polish_kicks = s.polish_kicks;
+    f.polish_kicks_kept = s.polish_kicks_kept;
+    f.polish_local_optimum = s.polish_local_optimum;
+    for (const LevelStats& l : s.convergence) {
+        LevelStats kept;
+        kept.level = l.level;
+        kept.temperature = l.temperature;
+        kept.best = l.best;
+        kept.mean_energy = l.mean_energy;
+        kept.acceptance = l.acceptance;
+        kept.proposals = l.proposals;
+        f.convergence.push_back(kept);
+    }
+    return f;
+}
+
 } // namespace
 
-namespace {
-PlanFileMigration parse_plan_migration(const util::JsonField& m);
-} // namespace
+std::string plan_migration_json(const PlanResult& r) {
+    return plan_migration_json(plan_file_migration(r));
+}
 
 PlanFile plan_file_of(const PlanResult& r) {
     PlanFile f;
@@ -319,6 +385,8 @@ PlanFile plan_file_of(const PlanResult& r) {
     f.model.moe_layers = r.model.moe_layers;
     f.topology = r.topology;
     f.placement = r.placement.routepack;
+    f.sample_ids.reserve(r.samples.size());
+    f.lengths.reserve(r.samples.size());
     for (const auto& s : r.samples) {
         f.sample_ids.push_back(s.id);
         f.lengths.push_back(s.length);
@@ -326,25 +394,28 @@ PlanFile plan_file_of(const PlanResult& r) {
     f.row_count = r.rows.rows;
     f.row_count_certified = r.rows.certified;
     f.row_lower_bound = r.rows.lower_bound;
+    f.row_count_how = r.rows.how;
+    f.baseline_is_fixed_row_ffd = !r.baseline_not_ffd;
     f.layout = r.routepack.layout;
     f.oversize_cells = oversize_cells_of(r);
     f.score = r.routepack.metrics.score;
     f.has_bound = true;
     f.bound = r.bound;
     for (const MethodResult* m : r.methods())
-        f.metrics[m->key()] = m->metrics;
+        f.metrics[m->method] = PlanFileMethod{m->placement, m->metrics};
     f.comm = plan_file_comm(r);
     f.seed = r.budgets.seed;
     f.workers = r.budgets.workers;
     f.budgets = r.budgets;
+    f.time_limit_hit = r.time_limit_hit;
     f.placement_refined = r.placement_refined();
     f.placement_rounds_kept = r.placement.rounds_kept;
     f.placement_swaps = r.placement.swaps;
     f.placement_refinement_skipped = r.placement.refinement_skipped;
-    if (r.migration.has_previous) {
-        const json m = json::parse(plan_migration_json(r));
-        f.migration = parse_plan_migration(util::JsonField(m, "plan"));
-    }
+    f.migration = plan_file_migration(r);
+    f.search = plan_file_search(r.search);
+    f.cancelled = r.cancelled;
+    f.timings = r.timings;
     return f;
 }
 
@@ -507,9 +578,11 @@ void parse_communication(const JsonField& c, PlanFile& f, const std::unordered_m
     const JsonField methods = c["methods"];
     methods.object();
     for (const auto& [name, v] : methods.json().items()) {
-        if (!f.metrics.count(name))
-            throw InputError(methods.where() + ": '" + name + "' is not a method of the plan's metrics");
-        f.comm.figures[name] = parse_figures(methods[name], L);
+        const std::optional<Method> m = method_from_key(name);
+        if (!m || !f.has(*m))
+            throw InputError(methods.where() + ": '" + util::printable(name) +
+                             "' is not a method of the plan's metrics");
+        f.comm.figures[*m] = parse_figures(methods[name], L);
     }
     const int R = f.row_count, D = f.topology.dp_slots;
     if (const JsonField g = c["grouter"]; g.exists()) {
@@ -598,17 +671,25 @@ std::unordered_map<std::string, int> parse_samples(const JsonField& samples, Pla
 void parse_metrics_and_bound(const JsonField& j, PlanFile& f) {
     const JsonField metrics = j["metrics"];
     metrics.object();
-    auto method = [&](const char* k) {
-        LayoutMetrics x = read_layout_metrics(metrics[k]);
-        x.score = parse_score(metrics[k]["score"]);
-        f.metrics[k] = x;
+    auto method = [&](const MethodRow& row) {
+        const JsonField one = metrics[row.key];
+        PlanFileMethod x;
+        x.metrics = read_layout_metrics(one);
+        x.metrics.score = parse_score(one["score"]);
+        x.placement = default_placement(row.method);
+        if (one["placement"].exists()) {
+            const std::string key = one["placement"].string();
+            const std::optional<PlacementKind> kind = placement_from_key(key);
+            if (!kind)
+                throw InputError(one["placement"].where() + " is '" + util::printable(key) +
+                                 "', not identity, lpt, refined, grouter or comm");
+            x.placement = *kind;
+        }
+        f.metrics[row.method] = x;
     };
-    for (const char* k : {"baseline", "reorder", "karmarkar_karp", "routepack"})
-        method(k);
-    if (f.version >= 5)
-        for (const char* k : {"grouter", "routepack+comm"})
-            if (metrics[k].exists()) method(k);
-    if (!(f.metrics["routepack"].score == f.score))
+    for (const MethodRow& row : kMethodTable)
+        if (!is_comm_method(row.method) || (f.version >= 5 && metrics[row.key].exists())) method(row);
+    if (!(f.metrics_of(Method::RoutePack).score == f.score))
         throw InputError(j.origin() + ": score differs from metrics.routepack.score");
     if (f.version < 2) return;
     const JsonField b = j["max_u_lower_bound"];
@@ -640,7 +721,71 @@ PlanFileMigration parse_plan_migration(const JsonField& m) {
     f.bytes = m["bytes"].number();
     f.seconds = m["materialization_seconds"].given() ? m["materialization_seconds"].number() : -1;
     f.compute_seconds = m["compute_seconds"].given() ? m["compute_seconds"].number() : -1;
+    if (const JsonField c = m["cost_model"]; c.given()) {
+        c.object();
+        f.cost = PlanFileCostModel{c["expert_parameters"].integer(0),    c["state_bytes_per_param"].number(),
+                                   c["expert_bytes"].number(),           c["intra_node_GBps"].number(),
+                                   c["inter_node_GBps"].number(),        c["seconds_per_U"].number(),
+                                   c["seconds_per_U_derived"].boolean(), c["from_topology"].boolean()};
+    }
+    auto count = [&m](const char* key) { return m[key].exists() ? m[key].integer(0) : std::int64_t{0}; };
+    auto bytes = [&m](const char* key) { return m[key].exists() ? m[key].number() : 0.0; };
+    f.intra_node_moves = count("intra_node_moves");
+    f.inter_node_moves = count("inter_node_moves");
+    f.busiest_rank = m["busiest_rank"].exists() ? static_cast<int>(m["busiest_rank"].integer(-1, kIntMax)) : -1;
+    f.busiest_intra_bytes = bytes("busiest_intra_node_bytes");
+    f.busiest_inter_bytes = bytes("busiest_inter_node_bytes");
+    f.peak_sum_previous = count("peak_sum_previous");
+    f.peak_sum_start = count("peak_sum_start");
     return f;
+}
+
+/// The search record of "planner" (population, proposals, accepted, polish, cancelled, convergence)
+/// into f; absent fields (older versions) keep their defaults.
+void parse_search(const JsonField& planner, PlanFile& f) {
+    PlanFileSearch& s = f.search;
+    auto count = [](const JsonField& v) { return v.exists() ? v.integer(0) : std::int64_t{0}; };
+    if (const JsonField pop = planner["population"]; pop.exists()) {
+        const std::size_t n = pop.list("a list of origins");
+        for (std::size_t i = 0; i < n; ++i)
+            s.population.push_back(pop[i].string());
+    }
+    s.proposals = count(planner["proposals"]);
+    s.accepted = count(planner["accepted"]);
+    if (const JsonField p = planner["polish"]; p.exists()) {
+        p.object();
+        s.polish_evaluations = count(p["evaluations"]);
+        s.polish_improvements = count(p["improvements"]);
+        s.polish_kicks = p["kicks"].exists() ? static_cast<int>(p["kicks"].integer(0, kIntMax)) : 0;
+        s.polish_kicks_kept = p["kicks_kept"].exists() ? static_cast<int>(p["kicks_kept"].integer(0, kIntMax)) : 0;
+        s.polish_local_optimum = p["local_optimum"].exists() && p["local_optimum"].boolean();
+    }
+    if (planner["cancelled"].exists()) f.cancelled = planner["cancelled"].boolean();
+    if (const JsonField conv = planner["convergence"]; conv.exists()) {
+        const std::size_t n = conv.list("a list of annealing levels");
+        for (std::size_t i = 0; i < n; ++i) {
+            const JsonField c = conv[i];
+            LevelStats l;
+            l.level = static_cast<int>(c["level"].integer(0, kIntMax));
+            l.temperature = c["temperature"].number();
+            l.best = parse_score(c["best"]);
+            l.mean_energy = c["mean_energy"].number();
+            l.acceptance = c["acceptance"].number();
+            l.proposals = c["proposals"].integer(0);
+            s.convergence.push_back(l);
+        }
+    }
+}
+
+/// "timings" (seconds per planner stage) into f.timings; absent in plans that never held them.
+void parse_timings(const JsonField& t, PlanFile& f) {
+    if (!t.given()) return;
+    t.object();
+    for (const auto& [name, v] : t.json().items()) {
+        const double s = t[name].number();
+        if (!(s >= 0)) throw InputError(t[name].where() + " is " + util::json_brief(v) + ", not seconds >= 0");
+        f.timings[name] = s;
+    }
 }
 
 /// planner: seed, workers, budgets and (version 6) placement_refinement into f.
@@ -662,6 +807,7 @@ void parse_planner(const JsonField& planner, PlanFile& f) {
         f.budgets.workers = f.workers;
     }
     if (planner["time_limit_hit"].exists()) f.time_limit_hit = planner["time_limit_hit"].boolean();
+    parse_search(planner, f);
     if (f.version < 6) return;
     const JsonField pr = planner["placement_refinement"];
     pr.only({"refined", "rounds_kept", "swaps", "skipped"});
@@ -753,6 +899,8 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
                          " is not a multiple of topology.row_multiple " + std::to_string(f.topology.row_multiple));
     f.row_count_certified = j["row_count_certified"].boolean();
     f.row_lower_bound = static_cast<int>(j["row_lower_bound"].integer(0, kIntMax));
+    f.row_count_how = string_or_empty(j["row_count_how"]);
+    if (j["baseline_is_fixed_row_ffd"].exists()) f.baseline_is_fixed_row_ffd = j["baseline_is_fixed_row_ffd"].boolean();
     if (f.row_lower_bound > f.row_count)
         throw InputError(origin + ": row_lower_bound " + std::to_string(f.row_lower_bound) +
                          " is more than row_count " + std::to_string(f.row_count) +
@@ -774,6 +922,10 @@ PlanFile parse_plan(const std::string& text, const std::string& origin) {
     if (f.version >= 5) parse_communication(j["communication"], f, index, shape);
     if (f.version >= 7 && j["migration"].given()) f.migration = parse_plan_migration(j["migration"]);
     parse_planner(j["planner"], f);
+    // Files from before metrics named their placement: routepack's is the refined one when refined.
+    if (!j["metrics"]["routepack"]["placement"].exists() && f.placement_refined)
+        f.metrics[Method::RoutePack]->placement = PlacementKind::Refined;
+    parse_timings(j["timings"], f);
     return f;
 }
 
@@ -861,7 +1013,7 @@ std::string rescore_plan_with(const PlanFile& plan, const Trace& window, PlanRes
     const PackingProblem p = make_packing_problem(window, plan.topology, plan.placement);
     std::string bad = validate_layout(plan.layout, p);
     if (!bad.empty()) return bad;
-    const auto& want = plan.metrics.at("routepack");
+    const LayoutMetrics& want = plan.metrics_of(Method::RoutePack);
     const double cv = cv_global(rank_loads(loads, plan.placement), plan.placement.layers, plan.placement.ep_ranks);
     if (cv != want.cv_global) return "rescored CV_global differs from the plan's";
     const LayoutMetrics got = layout_metrics(plan.layout, p, cv);
@@ -884,8 +1036,8 @@ std::string rescore_plan_with(const PlanFile& plan, const Trace& window, PlanRes
         return "the recomputed row count R* is " + std::to_string(r.rows.rows) + ", the plan's row_count " +
                std::to_string(plan.row_count);
     for (const MethodResult* m : {&r.baseline, &r.reorder, &r.karmarkar_karp})
-        if (const auto it = plan.metrics.find(m->key()); it != plan.metrics.end())
-            if (std::string d = metrics_difference(m->key(), it->second, m->metrics); !d.empty()) return d;
+        if (const auto& stored = plan.metrics[m->method])
+            if (std::string d = metrics_difference(m->key(), stored->metrics, m->metrics); !d.empty()) return d;
     if (baselines) *baselines = std::move(r);
     return {};
 }
@@ -960,10 +1112,10 @@ PlanResult restore_plan(const PlanFile& plan, const Trace& window, const std::st
                           slot_node);
     }
     for (MethodResult* m : {&r.baseline, &r.reorder, &r.karmarkar_karp, &r.routepack})
-        if (const auto it = plan.metrics.find(m->key()); it != plan.metrics.end()) m->metrics = it->second;
+        if (const auto& stored = plan.metrics[m->method]) m->metrics = stored->metrics;
     for (auto* m : {&r.comm.grouter, &r.comm.routepack_comm})
         if (*m)
-            if (const auto it = plan.metrics.find((*m)->key()); it != plan.metrics.end()) (*m)->metrics = it->second;
+            if (const auto& stored = plan.metrics[(*m)->method]) (*m)->metrics = stored->metrics;
     return r;
 }
 
@@ -1001,7 +1153,7 @@ PlanResult plan_of_file(const PlanFile& plan) {
     auto method = [&](MethodResult& m, Method name, PlacementKind kind) {
         m.method = name;
         m.placement = kind;
-        if (const auto it = plan.metrics.find(m.key()); it != plan.metrics.end()) m.metrics = it->second;
+        if (const auto& stored = plan.metrics[name]) m.metrics = stored->metrics;
     };
     method(r.baseline, Method::Baseline, PlacementKind::Identity);
     method(r.reorder, Method::Reorder, PlacementKind::Lpt);

@@ -1,7 +1,11 @@
 #pragma once
 // The plan file: the contract with training jobs (docs/topology-and-plan.md "Plan file",
 // resources/schema/plan.schema.json).
+#include "core/plan/method.h"
 #include "core/plan/planner.h"
+
+#include <map>
+#include <optional>
 
 #include <span>
 #include <string>
@@ -34,17 +38,37 @@ namespace routepack {
 /// read as 1) and rescore_plan checks each file's fingerprint with the function of its version.
 constexpr int kPlanVersion = 8;
 
-/// The plan file's "migration" section (version 8, plans with a previous placement).
+/// The plan file's "migration" cost model (PlanMigration::cost): present when the expert size is known.
+struct PlanFileCostModel {
+    std::int64_t expert_parameters = 0; ///< expert_bytes / state_bytes_per_param, rounded
+    double state_bytes_per_param = 0;   ///< bytes of weights and optimizer state per parameter
+    double expert_bytes = 0;            ///< bytes moved per expert
+    double intra_node_GBps = 0;         ///< 1e9 B/s between two ranks of one node
+    double inter_node_GBps = 0;         ///< 1e9 B/s between nodes
+    double seconds_per_U = 0;           ///< seconds of step compute per unit of max_g U
+    bool seconds_per_U_derived = false; ///< derived from the model (not the topology's number)
+    bool from_topology = false;         ///< the topology has a migration section
+};
+
+/// The plan file's "migration" section (version 8, plans with a previous placement; PlanMigration).
+/// Sections written before the move counts per node kind, the busiest rank's bytes and the peak sums
+/// existed read them as 0 (busiest_rank -1).
 struct PlanFileMigration {
     bool present = false;
     std::string previous_fingerprint;      ///< placement_fingerprint of the previous placement
     std::int64_t max_moves = -1;           ///< -1: unlimited
     bool costed = false;                   ///< the topology's migration section chose the moves (modelled time)
+    std::optional<PlanFileCostModel> cost; ///< absent when the expert size is unknown
     std::int64_t moves = 0;                ///< experts moved over all MoE layers
+    std::int64_t intra_node_moves = 0, inter_node_moves = 0;
     std::vector<std::int64_t> layer_moves; ///< [L]
     double bytes = 0;                      ///< moved state bytes (0 when the expert size is unknown)
-    double seconds = -1;                   ///< materialization seconds (-1: no cost model could be resolved)
-    double compute_seconds = -1;           ///< seconds_per_U x max_g U (-1: none)
+    int busiest_rank = -1;                 ///< the EP rank with the most bytes in and out (-1: none moved)
+    double busiest_intra_bytes = 0, busiest_inter_bytes = 0; ///< that rank's bytes inside / across nodes
+    double seconds = -1;                ///< materialization seconds (-1: no cost model could be resolved)
+    double compute_seconds = -1;        ///< seconds_per_U x max_g U (-1: none)
+    std::int64_t peak_sum_previous = 0; ///< sum_l max_p G[l][p] at the previous placement (tokens)
+    std::int64_t peak_sum_start = 0;    ///< the same at the placement the search started from
 };
 
 /// One method's inter-node figures as the plan file holds them (token copies, core/plan/comm.h).
@@ -59,7 +83,7 @@ struct PlanFileComm {
     bool available = false; ///< false: no routes (note says why)
     std::string note;
     double weight = 0, load_tolerance = 0.02;
-    std::map<std::string, CommFigures> figures; ///< per method name
+    PerMethod<std::optional<CommFigures>> figures; ///< per method, where computed
     bool has_grouter = false, grouter_fitted = true;
     Placement grouter_placement;
     Layout grouter_layout;
@@ -70,15 +94,31 @@ struct PlanFileComm {
     Score comm_search_score;
 };
 
+/// One method's entry of the plan file's "metrics": the placement it ran on and its Table 3-4 metrics.
+struct PlanFileMethod {
+    PlacementKind placement = PlacementKind::Identity;
+    LayoutMetrics metrics;
+};
+
+/// The plan file's "planner" record of the search (PlanSearch; versions before 3 lack the kicks):
+/// absent fields read as empty or 0.
+struct PlanFileSearch {
+    std::vector<std::string> population; ///< origin of each population member
+    std::int64_t proposals = 0, accepted = 0;
+    std::int64_t polish_evaluations = 0, polish_improvements = 0;
+    int polish_kicks = 0, polish_kicks_kept = 0;
+    bool polish_local_optimum = false;
+    /// Per annealing level: level, temperature, best, mean_energy, acceptance, proposals (the
+    /// infeasible and state_copies counts are not in the file: 0).
+    std::vector<LevelStats> convergence;
+};
+
 /// The top-level fields a plan file may hold (plan_to_json writes them; older versions a subset);
 /// parse_plan refuses any other before it builds the document.
 std::span<const std::string_view> plan_file_fields();
 
-/// Serializes a plan (format "routepack-plan", version kPlanVersion) to JSON text (2-space indent). Every
-/// field but "timings" is a function of inputs, seed, budgets and worker count.
-std::string plan_to_json(const PlanResult& r);
-
-/// A plan read back from its file.
+/// A plan as its file holds it: the one serialized form of a plan. plan_file_of builds it from a
+/// planner result, parse_plan from a file's text, plan_file_to_json writes it.
 struct PlanFile {
     std::string trace_name, window_name, fingerprint;
     ModelDescription model; ///< name, num_hidden_layers, experts, top_k, moe_layers
@@ -89,7 +129,9 @@ struct PlanFile {
     int row_count = 0;
     bool row_count_certified = false;
     int row_lower_bound = 0;
-    Layout layout; ///< rows as sample indices (window order)
+    std::string row_count_how;             ///< how R* was found, in words ("" in files without it)
+    bool baseline_is_fixed_row_ffd = true; ///< false: the length-only layouts are the row-count stage's
+    Layout layout;                         ///< rows as sample indices (window order)
     /// Cells k = r*D + d holding one sample longer than C (oversize Alone; version 7), ascending.
     std::vector<int> oversize_cells;
     Score score;
@@ -98,7 +140,7 @@ struct PlanFile {
     bool has_bound = false;
     MaxULowerBound bound;
     /// baseline, reorder, karmarkar_karp, routepack; grouter and routepack+comm when they ran (version 5)
-    std::map<std::string, LayoutMetrics> metrics;
+    PerMethod<std::optional<PlanFileMethod>> metrics;
     PlanFileComm comm; ///< version 5 on more than one node (nodes 1 otherwise)
     std::uint64_t seed = 0;
     int workers = 0;
@@ -112,8 +154,25 @@ struct PlanFile {
     int placement_rounds_kept = 0;
     std::int64_t placement_swaps = 0;
     bool placement_refinement_skipped = false;
-    PlanFileMigration migration; ///< version 8, with a previous placement
+    PlanFileMigration migration;           ///< version 8, with a previous placement
+    PlanFileSearch search;                 ///< planner.population, proposals, accepted, polish, convergence
+    bool cancelled = false;                ///< planner.cancelled: the plan is the best found before the stop
+    std::map<std::string, double> timings; ///< seconds per planner stage and "total" (not a function of the inputs)
+
+    /// The metrics of method m; InputError "plan: no metrics of method '<key>'" when the plan lacks it.
+    const LayoutMetrics& metrics_of(Method m) const;
+    /// Whether the plan has method m's metrics.
+    bool has(Method m) const { return metrics[m].has_value(); }
 };
+
+/// Serializes a plan file (format "routepack-plan", version kPlanVersion whatever `f.version` says) to
+/// JSON text (2-space indent, no final newline). Every field but "timings" is a function of inputs,
+/// seed, budgets and worker count. The one writer of plans: plan_to_json is
+/// plan_file_to_json(plan_file_of(r)).
+std::string plan_file_to_json(const PlanFile& f);
+
+/// Serializes a planner result: plan_file_to_json(plan_file_of(r)).
+std::string plan_to_json(const PlanResult& r);
 
 /// The "migration" section of a plan with a previous placement (PlanMigration), as JSON text:
 /// {"previous_fingerprint", "max_moves" (null: unlimited), "objective" ("score" or "modelled time"),
@@ -124,11 +183,11 @@ struct PlanFile {
 /// "compute_seconds", "modelled_seconds" (the last three null without a cost model),
 /// "peak_sum_previous", "peak_sum_start"}; "null" without a previous placement.
 std::string plan_migration_json(const PlanResult& r);
+/// The same section of a plan file ("null" when !m.present), the writer plan_file_to_json uses.
+std::string plan_migration_json(const PlanFileMigration& m);
 
-/// The plan file of a planner result without its text: the fields parse_plan(plan_to_json(r), origin)
-/// reads back (version kPlanVersion; the model's name, num_hidden_layers, experts, top_k and
-/// moe_layers; routepack's placement, layout and score; every method's metrics; the communication
-/// section on more than one node), so a caller that only reads the rows does not pay for the JSON.
+/// The plan file of a planner result without its text: exactly what parse_plan(plan_to_json(r), origin)
+/// reads back (version kPlanVersion), so a caller that only reads the rows does not pay for the JSON.
 PlanFile plan_file_of(const PlanResult& r);
 
 /// Parses and checks a plan's structure alone: format/version (1 to 8), every layer's placement a permutation

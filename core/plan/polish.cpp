@@ -6,6 +6,8 @@
 #include "core/plan/polish.h"
 
 #include "core/util/errors.h"
+#include "core/util/grid.h"
+#include "core/util/index.h"
 #include "core/util/rng.h"
 #include "core/util/seeds.h"
 
@@ -61,7 +63,7 @@ bool cyclic_descent(IncrementalScorer& sc, std::int64_t budget, Counts& c, int& 
         cursor = cursor + 1 == n ? 0 : cursor + 1;
         const int gs = sc.straggler_shard();
         const int from = sc.cell_of(i);
-        if (p.shard_of_slot[static_cast<std::size_t>(from % D)] != gs) {
+        if (p.shard_of_slot[idx(from % D)] != gs) {
             ++idle;
             continue;
         }
@@ -113,19 +115,19 @@ public:
     Guide(const IncrementalScorer& sc, std::int64_t table_bytes)
         : pp_(&sc.problem()), R_(sc.rows()), D_(p().D), G_(p().G), L_(p().L), P_(p().P), n_(p().n),
           K_(sc.cell_count()) {
-        const auto RS = static_cast<std::size_t>(R_) * static_cast<std::size_t>(G_);
-        const auto LP = static_cast<std::size_t>(L_) * static_cast<std::size_t>(P_);
+        const auto RS = idx(R_) * idx(G_);
+        const auto LP = idx(L_) * idx(P_);
         // At most table_bytes, and at most what the window's own demands q[n][L][P] take (1 MiB at
         // least): the table then never outgrows the problem, so memory stays linear in the window.
         const double q_bytes = static_cast<double>(n_) * static_cast<double>(LP) * sizeof(std::int32_t);
         const double limit = std::min(static_cast<double>(table_bytes), std::max(q_bytes, double(1 << 20)));
         dense_ = static_cast<double>(RS) * static_cast<double>(n_) * sizeof(std::int64_t) <= limit;
-        W_.assign(RS * LP, 0);
-        peak_.assign(RS * static_cast<std::size_t>(L_), 0);
-        if (dense_) S_.assign(RS * static_cast<std::size_t>(n_), 0);
-        moved_.reserve(static_cast<std::size_t>(L_));
-        tok_.assign(static_cast<std::size_t>(K_), 0);
-        sq_.assign(static_cast<std::size_t>(K_), 0);
+        W_.assign(RS, LP, 0);
+        peak_.assign(RS, L_, 0);
+        if (dense_) S_.assign(RS, n_, 0);
+        moved_.reserve(idx(L_));
+        tok_.assign(idx(K_), 0);
+        sq_.assign(idx(K_), 0);
         c_ = static_cast<double>(p().C);
         inv_c_ = 1.0 / c_;
         inv_cc_ = 1.0 / (c_ * c_);
@@ -134,9 +136,9 @@ public:
             ta_.push_back(st.alpha / c_);
             tb_.push_back(st.beta / (c_ * c_));
         }
-        rs_cell_.resize(static_cast<std::size_t>(K_));
+        rs_cell_.resize(idx(K_));
         for (int k = 0; k < K_; ++k)
-            rs_cell_[static_cast<std::size_t>(k)] = (k / D_) * G_ + p().shard_of_slot[static_cast<std::size_t>(k % D_)];
+            rs_cell_[idx(k)] = (k / D_) * G_ + p().shard_of_slot[idx(k % D_)];
         for (int k = 0; k < K_; ++k)
             for (int i : sc.cell(k)) {
                 add(i, k, +1);
@@ -145,26 +147,25 @@ public:
             refresh(rs, true);
         if (dense_) initial_peak_sums();
         changed_.assign(RS, 0);
-        stamp_.assign(static_cast<std::size_t>(n_), 0);
-        stamp_gs_.assign(static_cast<std::size_t>(n_), -1);
+        stamp_.assign(idx(n_), 0);
+        stamp_gs_.assign(idx(n_), -1);
     }
     /// Don't-look bit of sample i in row-shard rs: its last visit, with the same straggler shard gs,
     /// found nothing and rs has not changed since.
     bool dont_look(int i, int rs, int gs) const {
-        const auto x = static_cast<std::size_t>(i);
-        return stamp_gs_[x] == gs && stamp_[x] > changed_[static_cast<std::size_t>(rs)];
+        const auto x = idx(i);
+        return stamp_gs_[x] == gs && stamp_[x] > changed_[idx(rs)];
     }
     void looked(int i, int gs) {
-        stamp_[static_cast<std::size_t>(i)] = ++clock_;
-        stamp_gs_[static_cast<std::size_t>(i)] = gs;
+        stamp_[idx(i)] = ++clock_;
+        stamp_gs_[idx(i)] = gs;
     }
-    int rs_of_cell(int k) const { return rs_cell_[static_cast<std::size_t>(k)]; }
+    int rs_of_cell(int k) const { return rs_cell_[idx(k)]; }
     /// S[rs][j]: sample j's demand on the peak ranks of row-shard rs.
     std::int64_t peak_demand(int rs, int j) const {
-        if (dense_)
-            return S_[static_cast<std::size_t>(rs) * static_cast<std::size_t>(n_) + static_cast<std::size_t>(j)];
+        if (dense_) return S_(rs, j);
         const std::int32_t* q = p().q(j);
-        const int* pk = peak_.data() + static_cast<std::size_t>(rs) * static_cast<std::size_t>(L_);
+        const std::span<const int> pk = peak_.row(rs);
         std::int64_t v = 0;
         for (int l = 0; l < L_; ++l)
             v += q[pk[l]];
@@ -176,14 +177,14 @@ public:
     /// (tokens, squares) changed by the given deltas.
     double attention(int k0, std::int64_t dt0, std::int64_t dq0, int k1, std::int64_t dt1, std::int64_t dq1) const {
         const int r = k0 / D_;
-        const int g = p().shard_of_slot[static_cast<std::size_t>(k0 % D_)];
+        const int g = p().shard_of_slot[idx(k0 % D_)];
         double a = 0;
         for (const auto& st : p().stages) {
             double m = 0;
             bool first = true;
-            for (int d : p().shards[static_cast<std::size_t>(g)]) {
+            for (int d : p().shards[idx(g)]) {
                 const int k = r * D_ + d;
-                std::int64_t t = tok_[static_cast<std::size_t>(k)], q = sq_[static_cast<std::size_t>(k)];
+                std::int64_t t = tok_[idx(k)], q = sq_[idx(k)];
                 if (k == k0) {
                     t += dt0;
                     q += dq0;
@@ -212,28 +213,26 @@ public:
     double c() const { return c_; }
     /// For every cell k and stage s, the largest stage cost of the other cells of k's row-shard
     /// (-inf when k is alone), into `oth` ([K][S]).
-    void other_cells_max(std::vector<double>& oth) const {
+    void other_cells_max(Grid<double>& oth) const {
         const auto S = p().stages.size();
-        oth.assign(static_cast<std::size_t>(K_) * S, -std::numeric_limits<double>::infinity());
+        oth.assign(K_, S, -std::numeric_limits<double>::infinity());
         for (int k = 0; k < K_; ++k) {
             const int r = k / D_;
-            const int g = p().shard_of_slot[static_cast<std::size_t>(k % D_)];
-            for (int d : p().shards[static_cast<std::size_t>(g)]) {
+            const int g = p().shard_of_slot[idx(k % D_)];
+            for (int d : p().shards[idx(g)]) {
                 const int o = r * D_ + d;
                 if (o == k) continue;
                 for (std::size_t st = 0; st < S; ++st) {
-                    const double v =
-                        stage_cost(st, tok_[static_cast<std::size_t>(o)], sq_[static_cast<std::size_t>(o)]);
-                    double& m = oth[static_cast<std::size_t>(k) * S + st];
+                    const double v = stage_cost(st, tok_[idx(o)], sq_[idx(o)]);
+                    double& m = oth(k, st);
                     if (v > m) m = v;
                 }
             }
         }
     }
     /// Attention of cell k's row-shard when only cell k changes by (dt, dq), from other_cells_max.
-    double attention_one(const std::vector<double>& oth, int k, std::int64_t dt, std::int64_t dq) const {
-        return stage_sum(oth.data() + static_cast<std::size_t>(k) * ta_.size(), tok_[static_cast<std::size_t>(k)] + dt,
-                         sq_[static_cast<std::size_t>(k)] + dq);
+    double attention_one(const Grid<double>& oth, int k, std::int64_t dt, std::int64_t dq) const {
+        return stage_sum(oth.row(k).data(), tok_[idx(k)] + dt, sq_[idx(k)] + dq);
     }
     /// Attention of a row-shard whose other cells' stage maxima are o[0..S) and whose changing
     /// cell holds t tokens with squares q: sum_s max(o[s], alpha_s t / C + beta_s q / C^2).
@@ -247,18 +246,18 @@ public:
     }
     double stage_a(std::size_t st) const { return ta_[st]; }
     double stage_b(std::size_t st) const { return tb_[st]; }
-    std::int64_t cell_tok(int k) const { return tok_[static_cast<std::size_t>(k)]; }
-    std::int64_t cell_sq(int k) const { return sq_[static_cast<std::size_t>(k)]; }
+    std::int64_t cell_tok(int k) const { return tok_[idx(k)]; }
+    std::int64_t cell_sq(int k) const { return sq_[idx(k)]; }
     /// S[rs][0..n): every sample's demand on the peak ranks of row-shard rs (see peak_demand). Without
     /// the table the column is formed into one cached buffer (O(n L) when rs changed since), valid
     /// until the next call for another row-shard.
     const std::int64_t* peak_demands(int rs) {
-        if (dense_) return S_.data() + static_cast<std::size_t>(rs) * static_cast<std::size_t>(n_);
-        const std::uint64_t version = changed_.empty() ? 0 : changed_[static_cast<std::size_t>(rs)];
-        if (column_rs_ != rs || column_version_ != version || column_.size() != static_cast<std::size_t>(n_)) {
-            column_.resize(static_cast<std::size_t>(n_));
+        if (dense_) return S_.row(rs).data();
+        const std::uint64_t version = changed_.empty() ? 0 : changed_[idx(rs)];
+        if (column_rs_ != rs || column_version_ != version || column_.size() != idx(n_)) {
+            column_.resize(idx(n_));
             for (int j = 0; j < n_; ++j)
-                column_[static_cast<std::size_t>(j)] = peak_demand(rs, j);
+                column_[idx(j)] = peak_demand(rs, j);
             column_rs_ = rs;
             column_version_ = version;
         }
@@ -287,20 +286,19 @@ public:
 
 private:
     void add(int i, int k, int sign) {
-        const std::int64_t t = p().length[static_cast<std::size_t>(i)];
-        tok_[static_cast<std::size_t>(k)] += sign * t;
-        sq_[static_cast<std::size_t>(k)] += sign * t * t;
-        const auto LP = static_cast<std::size_t>(L_) * static_cast<std::size_t>(P_);
-        std::int64_t* w = W_.data() + static_cast<std::size_t>(rs_of_cell(k)) * LP;
+        const std::int64_t t = p().length[idx(i)];
+        tok_[idx(k)] += sign * t;
+        sq_[idx(k)] += sign * t * t;
+        const std::span<std::int64_t> w = W_.row(rs_of_cell(k)); // [L*P]
         const std::int32_t* q = p().q(i);
-        for (std::size_t x = 0; x < LP; ++x)
+        for (std::size_t x = 0; x < w.size(); ++x)
             w[x] += sign * static_cast<std::int64_t>(q[x]);
     }
     void refresh(int rs, bool full = false) {
-        if (!changed_.empty()) changed_[static_cast<std::size_t>(rs)] = ++clock_;
-        const auto LP = static_cast<std::size_t>(L_) * static_cast<std::size_t>(P_);
-        const std::int64_t* w = W_.data() + static_cast<std::size_t>(rs) * LP;
-        int* pk = peak_.data() + static_cast<std::size_t>(rs) * static_cast<std::size_t>(L_);
+        if (!changed_.empty()) changed_[idx(rs)] = ++clock_;
+        const std::size_t LP = W_.cols();                   // L*P
+        const std::span<const std::int64_t> w = W_.row(rs); // [L][P]
+        const std::span<int> pk = peak_.row(rs);
         moved_.clear();
         for (int l = 0; l < L_; ++l) {
             int best = 0;
@@ -311,7 +309,7 @@ private:
             pk[l] = now;
         }
         if (full || moved_.empty() || !dense_) return;
-        std::int64_t* s = S_.data() + static_cast<std::size_t>(rs) * static_cast<std::size_t>(n_);
+        const std::span<std::int64_t> s = S_.row(rs);
         // Only the layers whose peak rank moved change S (exact integer update), all of them in one
         // pass over the samples.
         const std::int32_t* q = p().demand.data();
@@ -331,11 +329,11 @@ private:
             for (int j = range.begin(); j != range.end(); ++j) {
                 const std::int32_t* q = p().q(j);
                 for (int rs = 0; rs < RS; ++rs) {
-                    const int* pk = peak_.data() + static_cast<std::size_t>(rs) * static_cast<std::size_t>(L_);
+                    const std::span<const int> pk = peak_.row(rs);
                     std::int64_t v = 0;
                     for (int l = 0; l < L_; ++l)
                         v += q[pk[l]];
-                    S_[static_cast<std::size_t>(rs) * static_cast<std::size_t>(n_) + static_cast<std::size_t>(j)] = v;
+                    S_(rs, j) = v;
                 }
             }
         });
@@ -345,11 +343,13 @@ private:
     const PackingProblem* pp_;
     int R_, D_, G_, L_, P_, n_, K_;
     double c_ = 1, inv_c_ = 1, inv_cc_ = 1;
-    bool pow2_ = false;           // C is a power of two: stage_value multiplies by the exact reciprocals
-    std::vector<double> ta_, tb_; // [S] alpha_s / C, beta_s / C^2
-    std::vector<int> rs_cell_;    // [K] row-shard of cell k
-    std::vector<std::int64_t> W_, S_, tok_, sq_;
-    std::vector<int> peak_;
+    bool pow2_ = false;                      // C is a power of two: stage_value multiplies by the exact reciprocals
+    std::vector<double> ta_, tb_;            // [S] alpha_s / C, beta_s / C^2
+    std::vector<int> rs_cell_;               // [K] row-shard of cell k
+    Grid<std::int64_t> W_;                   // [RS][L*P] rank loads W[rs][l][p] (eq. 13)
+    Grid<std::int64_t> S_;                   // [RS][n] peak demands S[rs][j] (dense_ only)
+    Grid<int> peak_;                         // [RS][L] flat index l*P + p of each layer's peak rank
+    std::vector<std::int64_t> tok_, sq_;     // [K] cell tokens and squares
     std::vector<std::pair<int, int>> moved_; // refresh's (old, new) peak index of each moved layer
     std::uint64_t clock_ = 0;
     std::vector<std::uint64_t> changed_, stamp_; // [RS] last change, [n] last fruitless visit
@@ -367,11 +367,10 @@ class GuidedDescent {
 public:
     GuidedDescent(IncrementalScorer& sc, Guide& gd, int verify)
         : sc_(sc), gd_(gd), p_(sc.problem()), n_(p_.n), K_(sc.cell_count()), D_(p_.D), G_(p_.G), verify_(verify),
-          top_(static_cast<std::size_t>(verify)), U_(static_cast<std::size_t>(G_)),
-          a_cell_(static_cast<std::size_t>(K_)), shard_of_cell_(static_cast<std::size_t>(K_)),
+          top_(idx(verify)), U_(idx(G_)), a_cell_(idx(K_)), shard_of_cell_(idx(K_)),
           visit_cost_(1 + (n_ - 1) / kCandidatesPerUnit) {
         for (std::size_t k = 0; k < shard_of_cell_.size(); ++k)
-            shard_of_cell_[k] = p_.shard_of_slot[k % static_cast<std::size_t>(D_)];
+            shard_of_cell_[k] = p_.shard_of_slot[k % idx(D_)];
     }
 
     /// The descent from `cursor` (guided_descent's contract).
@@ -387,8 +386,7 @@ public:
             cursor = cursor + 1 == n_ ? 0 : cursor + 1;
             const int gs = sc_.straggler_shard();
             const int from = sc_.cell_of(i);
-            if (p_.shard_of_slot[static_cast<std::size_t>(from % D_)] != gs ||
-                gd_.dont_look(i, gd_.rs_of_cell(from), gs)) {
+            if (p_.shard_of_slot[idx(from % D_)] != gs || gd_.dont_look(i, gd_.rs_of_cell(from), gs)) {
                 ++idle;
                 continue;
             }
@@ -426,13 +424,13 @@ private:
         before_ = sc_.score();
         for (std::size_t g = 0; g < U_.size(); ++g)
             U_[g] = sc_.shard_total(static_cast<int>(g));
-        ti_ = p_.length[static_cast<std::size_t>(i)];
+        ti_ = p_.length[idx(i)];
         Si_a_ = static_cast<double>(gd_.peak_demand(rsa_, i));
         found_ = 0;
         gd_.other_cells_max(oth_);
         for (int k = 0; k < K_; ++k)
-            a_cell_[static_cast<std::size_t>(k)] = gd_.attention_one(oth_, k, 0, 0);
-        Aa_ = a_cell_[static_cast<std::size_t>(from)];
+            a_cell_[idx(k)] = gd_.attention_one(oth_, k, 0, 0);
+        Aa_ = a_cell_[idx(from)];
         u_other_ = -1;
         for (std::size_t g = 0; g < U_.size(); ++g)
             if (static_cast<int>(g) != gs && U_[g] > u_other_) u_other_ = U_[g];
@@ -444,21 +442,21 @@ private:
     void insert(double s0, double s1, int j, int k, int seq) {
         int pos = found_ < verify_ ? found_ : verify_;
         while (pos > 0) {
-            const Cand& t = top_[static_cast<std::size_t>(pos - 1)];
+            const Cand& t = top_[idx(pos - 1)];
             if (!(s0 < t.s0 || (s0 == t.s0 && (s1 < t.s1 || (s1 == t.s1 && seq < t.seq))))) break;
-            if (pos < verify_) top_[static_cast<std::size_t>(pos)] = t;
+            if (pos < verify_) top_[idx(pos)] = t;
             --pos;
         }
-        if (pos < verify_) top_[static_cast<std::size_t>(pos)] = Cand{s0, s1, j, k, seq};
+        if (pos < verify_) top_[idx(pos)] = Cand{s0, s1, j, k, seq};
         if (found_ < verify_) ++found_;
     }
 
     /// The estimate of moving i to cell k (j < 0) or swapping it with j in cell k; inserted when it
     /// beats the current score.
     void consider(int j, int k, int seq) {
-        const int gb = shard_of_cell_[static_cast<std::size_t>(k)];
+        const int gb = shard_of_cell_[idx(k)];
         const int rsb = gd_.rs_of_cell(k);
-        const std::int64_t tj = j >= 0 ? p_.length[static_cast<std::size_t>(j)] : 0;
+        const std::int64_t tj = j >= 0 ? p_.length[idx(j)] : 0;
         const std::int64_t dt = tj - ti_, dq = tj * tj - ti_ * ti_;
         const double* U = U_.data();
         double dJa = 0, dJb = 0;
@@ -471,8 +469,7 @@ private:
             if (gb != gs_ && U[gs_] + dJa > before_.max_u) return;
             const double Si_b = static_cast<double>(gd_.peak_demand(rsb, i_));
             const double Sj_b = j >= 0 ? static_cast<double>(gd_.peak_demand(rsb, j)) : 0.0;
-            dJb = gd_.attention_one(oth_, k, -dt, -dq) - a_cell_[static_cast<std::size_t>(k)] +
-                  (Si_b - Sj_b) * gd_.inv_c();
+            dJb = gd_.attention_one(oth_, k, -dt, -dq) - a_cell_[idx(k)] + (Si_b - Sj_b) * gd_.inv_c();
         }
         double s0 = u_other_;
         if (gb == gs_) {
@@ -521,16 +518,16 @@ private:
         om_.resize(S);
         for (std::size_t st = 0; st < S; ++st) {
             double m = -std::numeric_limits<double>::infinity();
-            for (int d : p_.shards[static_cast<std::size_t>(gs_)]) {
+            for (int d : p_.shards[idx(gs_)]) {
                 const int o = r * D_ + d;
                 if (o != from_ && o != k)
                     m = std::max(m, gd_.stage_value(p_.stages[st], gd_.cell_tok(o), gd_.cell_sq(o)));
             }
             om_[st] = m;
         }
-        const double u_gs = U_[static_cast<std::size_t>(gs_)];
+        const double u_gs = U_[idx(gs_)];
         for (int j : sc_.cell(k)) {
-            const std::int64_t tj = p_.length[static_cast<std::size_t>(j)];
+            const std::int64_t tj = p_.length[idx(j)];
             if (tj > tj_max || tj < tj_min) continue;
             const std::int64_t dt = tj - ti_, dq = tj * tj - ti_ * ti_;
             double a = 0;
@@ -552,10 +549,10 @@ private:
     /// Guide::stage_sum with the stage coefficients in registers (one or two stages unrolled).
     void rank_swaps_across(int k, std::int64_t tj_min, std::int64_t tj_max) {
         const std::size_t S = p_.stages.size();
-        const double* oth_a = oth_.data() + static_cast<std::size_t>(from_) * S;
+        const double* oth_a = oth_.row(from_).data();
         const std::int64_t tok_a = gd_.cell_tok(from_), sq_a = gd_.cell_sq(from_);
         const double inv_c = gd_.inv_c();
-        const double u_gs = U_[static_cast<std::size_t>(gs_)], u_other = u_other_, Aa = Aa_, Si_a = Si_a_;
+        const double u_gs = U_[idx(gs_)], u_other = u_other_, Aa = Aa_, Si_a = Si_a_;
         const Score before = before_;
         const std::int64_t ti = ti_;
         const double ta0 = S > 0 ? gd_.stage_a(0) : 0.0, tb0 = S > 0 ? gd_.stage_b(0) : 0.0;
@@ -571,20 +568,20 @@ private:
         };
         const std::int64_t* S_a = S_a_;
         const int rsb = gd_.rs_of_cell(k);
-        const int gb = shard_of_cell_[static_cast<std::size_t>(k)];
+        const int gb = shard_of_cell_[idx(k)];
         const bool cross = gb != gs_;
-        const double u_gb = U_[static_cast<std::size_t>(gb)];
+        const double u_gb = U_[idx(gb)];
         // consider's s0 = max(max(base, U[gs] + dJa), U[gb] + dJb): base is u_other, or when gb holds
         // u_other the largest U of the shards other than gs and gb (-inf: none).
         double base = u_other;
         if (cross && u_gb == u_other) {
             base = -std::numeric_limits<double>::infinity();
             for (int g = 0; g < G_; ++g)
-                if (g != gs_ && g != gb) base = std::max(base, U_[static_cast<std::size_t>(g)]);
+                if (g != gs_ && g != gb) base = std::max(base, U_[idx(g)]);
         }
-        const double* oth_b = oth_.data() + static_cast<std::size_t>(k) * S;
+        const double* oth_b = oth_.row(k).data();
         const std::int64_t tok_b = gd_.cell_tok(k), sq_b = gd_.cell_sq(k);
-        const double a_b = a_cell_[static_cast<std::size_t>(k)];
+        const double a_b = a_cell_[idx(k)];
         const double Si_b = static_cast<double>(gd_.peak_demand(rsb, i_));
         const std::int64_t* S_b = gd_.dense() ? gd_.peak_demands(rsb) : nullptr; // else one value per partner
         const std::int64_t* length = p_.length.data();
@@ -608,7 +605,7 @@ private:
     /// Scores the ranked candidates exactly in estimate order; keeps the first strictly better one.
     bool try_best(Counts& c) {
         for (int x = 0; x < found_; ++x) {
-            const Cand& cd = top_[static_cast<std::size_t>(x)];
+            const Cand& cd = top_[idx(x)];
             ++c.evaluations;
             if (cd.j >= 0) {
                 const int kb = sc_.cell_of(cd.j);
@@ -632,7 +629,7 @@ private:
     std::vector<Cand> top_;
     std::vector<double> U_;
     std::vector<double> a_cell_;     // attention of each cell's row-shard
-    std::vector<double> oth_;        // Guide::other_cells_max
+    Grid<double> oth_;               // [K][S] Guide::other_cells_max
     std::vector<double> om_;         // [S] stage maxima of a row-shard's other cells
     std::vector<int> shard_of_cell_; // [K]
     const std::int64_t visit_cost_;
@@ -667,7 +664,7 @@ void kick(IncrementalScorer& sc, Guide* gd, Rng& rng, int moves, Counts& c, Stop
             const int gs = sc.straggler_shard();
             const int i = static_cast<int>(rng.below(static_cast<std::uint64_t>(n)));
             const int from = sc.cell_of(i);
-            if (p.shard_of_slot[static_cast<std::size_t>(from % D)] != gs) continue;
+            if (p.shard_of_slot[idx(from % D)] != gs) continue;
             int k = static_cast<int>(rng.below(static_cast<std::uint64_t>(K - 1)));
             if (k >= from) ++k;
             // Relocations only where they can keep the batch rules' counts: none with
@@ -722,12 +719,12 @@ PolishResult iterated_straggler_search(const PackingProblem& p, const Layout& x,
         Counts counts;
         bool local_optimum = false;
     };
-    std::vector<Replica> reps(static_cast<std::size_t>(s.replicas));
+    std::vector<Replica> reps(idx(s.replicas));
     tbb::parallel_for(
         tbb::blocked_range<int>(0, s.replicas, 1),
         [&](const tbb::blocked_range<int>& range) {
             for (int r = range.begin(); r != range.end(); ++r) {
-                Replica& rep = reps[static_cast<std::size_t>(r)];
+                Replica& rep = reps[idx(r)];
                 Rng rng(seeds::annealing_chain(seed, 0, static_cast<std::uint64_t>(r)));
                 IncrementalScorer sc = start;
                 Counts& c = rep.counts;
@@ -775,14 +772,14 @@ PolishResult iterated_straggler_search(const PackingProblem& p, const Layout& x,
     PolishResult res;
     int winner = 0;
     for (int r = 0; r < s.replicas; ++r) {
-        const Replica& rep = reps[static_cast<std::size_t>(r)];
+        const Replica& rep = reps[idx(r)];
         res.evaluations += rep.counts.evaluations;
         res.improvements += rep.counts.improvements;
         res.kicks += rep.counts.kicks;
         res.kicks_kept += rep.counts.kicks_kept;
-        if (rep.best->score() < reps[static_cast<std::size_t>(winner)].best->score()) winner = r;
+        if (rep.best->score() < reps[idx(winner)].best->score()) winner = r;
     }
-    const Replica& w = reps[static_cast<std::size_t>(winner)];
+    const Replica& w = reps[idx(winner)];
     res.layout = w.best->layout();
     res.score = w.best->score();
     res.local_optimum = w.local_optimum;
@@ -798,9 +795,9 @@ DescentResult straggler_descent(const PackingProblem& p, const Layout& x, std::i
     IncrementalScorer sc(p, x);
     DescentResult res;
     const int R = sc.rows(), K = sc.cell_count(), D = p.D;
-    std::vector<int> order(static_cast<std::size_t>(R));
+    std::vector<int> order(idx(R));
     std::vector<int> mine; // samples of the straggler's row-shard, scanned
-    mine.reserve(static_cast<std::size_t>(p.n));
+    mine.reserve(idx(p.n));
     auto stopped = [&] {
         if ((res.evaluations & kPollMask) != 0) return false;
         if (stop.stop_requested()) {
@@ -827,12 +824,12 @@ DescentResult straggler_descent(const PackingProblem& p, const Layout& x, std::i
         for (int g = 1; g < p.G; ++g)
             if (sc.shard_total(g) > sc.shard_total(gs)) gs = g;
         for (int r = 0; r < R; ++r)
-            order[static_cast<std::size_t>(r)] = r;
+            order[idx(r)] = r;
         std::stable_sort(order.begin(), order.end(),
                          [&](int a, int b) { return sc.row_shard_cost(a, gs) > sc.row_shard_cost(b, gs); });
         for (int r : order) {
             mine.clear();
-            for (int d : p.shards[static_cast<std::size_t>(gs)])
+            for (int d : p.shards[idx(gs)])
                 for (int i : sc.cell(r * D + d))
                     mine.push_back(i);
             for (int i : mine) {

@@ -61,9 +61,9 @@ void cell_stage_costs(i64 tokens, i64 squares, double c, const double* alpha, co
 inline double attention_cost(const double* row_cost, int S, const int* slots, int n_slots) {
     double a = 0.0;
     for (int s = 0; s < S; ++s) {
-        double m = row_cost[static_cast<std::size_t>(slots[0]) * S + s];
+        double m = row_cost[idx(slots[0]) * S + s];
         for (int x = 1; x < n_slots; ++x) {
-            const double v = row_cost[static_cast<std::size_t>(slots[x]) * S + s];
+            const double v = row_cost[idx(slots[x]) * S + s];
             if (v > m) m = v;
         }
         a += m;
@@ -175,10 +175,10 @@ const Kernels* kernels() {
 void check_shapes(const Layout& x, const PackingProblem& p, bool demand = true) {
     auto fail = [](const std::string& what) { throw std::invalid_argument("score: " + what); };
     if (p.n < 0 || p.L < 0 || p.P < 1 || p.D < 1 || p.G < 1 || p.C < 1) fail("problem dimensions out of range");
-    if (p.length.size() != static_cast<std::size_t>(p.n)) fail("length has the wrong size");
-    if (demand && p.demand.size() != static_cast<std::size_t>(p.n) * p.L * p.P) fail("demand is not [n][L][P]");
-    if (p.shard_of_slot.size() != static_cast<std::size_t>(p.D)) fail("shard_of_slot is not [D]");
-    if (p.shards.size() != static_cast<std::size_t>(p.G)) fail("shards is not [G]");
+    if (p.length.size() != idx(p.n)) fail("length has the wrong size");
+    if (demand && p.demand.size() != idx(p.n) * p.L * p.P) fail("demand is not [n][L][P]");
+    if (p.shard_of_slot.size() != idx(p.D)) fail("shard_of_slot is not [D]");
+    if (p.shards.size() != idx(p.G)) fail("shards is not [G]");
     std::size_t listed = 0;
     for (int g = 0; g < p.G; ++g) {
         listed += p.shards[g].size();
@@ -187,7 +187,7 @@ void check_shapes(const Layout& x, const PackingProblem& p, bool demand = true) 
             if (d < 0 || d >= p.D || p.shard_of_slot[d] != g)
                 fail("shards and shard_of_slot disagree at DP slot " + std::to_string(d));
     }
-    if (listed != static_cast<std::size_t>(p.D)) fail("EDP shards do not partition the DP slots");
+    if (listed != idx(p.D)) fail("EDP shards do not partition the DP slots");
     if (x.dp_slots != p.D)
         fail("layout has " + std::to_string(x.dp_slots) + " DP slots, problem " + std::to_string(p.D));
     if (!x.well_formed()) fail("layout is not rows x dp_slots cells");
@@ -209,8 +209,8 @@ Score evaluate_from_peaks(const Layout& x, const PackingProblem& p, CostBreakdow
         beta[s] = p.stages[s].beta;
     }
     // Per-cell integer sums (eq. 11) and stage costs.
-    const std::size_t K = static_cast<std::size_t>(x.cell_count());
-    std::vector<double> cost(K * S);
+    const std::size_t K = idx(x.cell_count());
+    Grid<double> cost(K, S); // [K][S] cell stage costs
     for (std::size_t kc = 0; kc < K; ++kc) {
         i64 tok = 0, sq = 0;
         for (int i : x.cell(static_cast<int>(kc))) {
@@ -218,17 +218,17 @@ Score evaluate_from_peaks(const Layout& x, const PackingProblem& p, CostBreakdow
             tok += t;
             sq += t * t;
         }
-        cell_stage_costs(tok, sq, c, alpha.data(), beta.data(), S, cost.data() + kc * S);
+        cell_stage_costs(tok, sq, c, alpha.data(), beta.data(), S, cost.row(kc).data());
     }
-    const std::size_t RG = static_cast<std::size_t>(R) * G;
-    std::vector<double> Jc(RG); // [G][R]: shard columns, as IncrementalScorer keeps them
+    const std::size_t RG = idx(R) * G;
+    Grid<double> Jc(G, R); // [G][R]: shard columns, as IncrementalScorer keeps them
     const bool comm = p.has_comm_term();
     std::vector<i64> sent(comm ? RG : 0); // [R][G] inter-node copies X
     if (comm)
         for (int r = 0; r < R; ++r)
             for (int d = 0; d < D; ++d)
                 for (int i : x.cell(r * D + d))
-                    sent[static_cast<std::size_t>(r) * G + p.shard_of_slot[d]] += p.sent_from(i, d);
+                    sent[idx(r) * G + p.shard_of_slot[d]] += p.sent_from(i, d);
     if (out) {
         out->rows = R;
         out->shards = G;
@@ -239,14 +239,14 @@ Score evaluate_from_peaks(const Layout& x, const PackingProblem& p, CostBreakdow
     }
     for (int r = 0; r < R; ++r) {
         for (int g = 0; g < G; ++g) {
-            const std::size_t rg = static_cast<std::size_t>(r) * G + g;
+            const std::size_t rg = idx(r) * G + g;
             const i64 ps = peak_sum(r, g);
-            const double a = attention_cost(cost.data() + static_cast<std::size_t>(r) * D * S, S, p.shards[g].data(),
-                                            static_cast<int>(p.shards[g].size()));
+            const double a =
+                attention_cost(cost.row(r * D).data(), S, p.shards[g].data(), static_cast<int>(p.shards[g].size()));
             const double e = expert_cost(ps, c);
             const double kc = comm ? comm_term(sent[rg], c, p.comm_weight) : 0.0;
             const double j = comm ? joint_cost(a, e) + kc : joint_cost(a, e);
-            Jc[static_cast<std::size_t>(g) * R + r] = j;
+            Jc(g, r) = j;
             if (out) {
                 out->A[rg] = a;
                 out->E[rg] = e;
@@ -257,7 +257,7 @@ Score evaluate_from_peaks(const Layout& x, const PackingProblem& p, CostBreakdow
     }
     std::vector<double> U(G, 0.0), mj(G, 0.0);
     for (int g = 0; g < G; ++g) {
-        const double* col = Jc.data() + static_cast<std::size_t>(g) * R;
+        const double* col = Jc.row(g).data();
         U[g] = fold_rows(col, 0, R, 0.0, nullptr);
         mj[g] = R > 0 ? column_max(col, R) : 0.0;
     }
@@ -274,8 +274,8 @@ Score full_evaluate(const Layout& x, const PackingProblem& p, CostBreakdown* out
     check_shapes(x, p);
     const Kernels* k = kernels();
     const int D = p.D, G = p.G, L = p.L, P = p.P;
-    const std::size_t LP = static_cast<std::size_t>(L) * P;
-    if (out) out->peak.assign(static_cast<std::size_t>(x.rows) * G * L, 0);
+    const std::size_t LP = idx(L) * P;
+    if (out) out->peak.assign(idx(x.rows) * G * L, 0);
     std::vector<i64> w(LP);
     return evaluate_from_peaks(x, p, out, [&](int r, int g) {
         // W[r][g] (eq. 13) accumulated sample by sample, then sum_l max_p (eq. 14).
@@ -283,7 +283,7 @@ Score full_evaluate(const Layout& x, const PackingProblem& p, CostBreakdown* out
         for (int d : p.shards[g])
             for (int i : x.cell(r * D + d))
                 k->add(w.data(), p.q(i), LP);
-        const std::size_t rg = static_cast<std::size_t>(r) * G + g;
+        const std::size_t rg = idx(r) * G + g;
         return k->peaks(w.data(), L, P, out ? out->peak.data() + rg * L : nullptr);
     });
 }
@@ -326,7 +326,7 @@ namespace {
 
 void check_peak_sums(const Layout& x, const PackingProblem& p, std::span<const std::int64_t> peak_sum) {
     check_shapes(x, p, false);
-    const std::size_t RG = static_cast<std::size_t>(x.rows) * p.G;
+    const std::size_t RG = idx(x.rows) * p.G;
     if (peak_sum.size() != RG)
         throw std::invalid_argument("score: peak sums hold " + std::to_string(peak_sum.size()) +
                                     " values, expected rows x G = " + std::to_string(RG));
@@ -336,15 +336,14 @@ void check_peak_sums(const Layout& x, const PackingProblem& p, std::span<const s
 
 Score score_from_peak_sums(const Layout& x, const PackingProblem& p, std::span<const std::int64_t> peak_sum) {
     check_peak_sums(x, p, peak_sum);
-    return evaluate_from_peaks(x, p, nullptr,
-                               [&](int r, int g) { return peak_sum[static_cast<std::size_t>(r) * p.G + g]; });
+    return evaluate_from_peaks(x, p, nullptr, [&](int r, int g) { return peak_sum[idx(r) * p.G + g]; });
 }
 
 CostBreakdown cost_breakdown_from_peak_sums(const Layout& x, const PackingProblem& p,
                                             std::span<const std::int64_t> peak_sum) {
     check_peak_sums(x, p, peak_sum);
     CostBreakdown b;
-    evaluate_from_peaks(x, p, &b, [&](int r, int g) { return peak_sum[static_cast<std::size_t>(r) * p.G + g]; });
+    evaluate_from_peaks(x, p, &b, [&](int r, int g) { return peak_sum[idx(r) * p.G + g]; });
     return b;
 }
 
@@ -358,23 +357,23 @@ Layout layout_from_placement(const SamplePlacement& x, int rows, int dp_slots) {
     Layout out;
     out.rows = rows;
     out.dp_slots = dp_slots;
-    const std::size_t K = static_cast<std::size_t>(rows) * dp_slots;
+    const std::size_t K = idx(rows) * dp_slots;
     out.offsets.assign(K + 1, 0);
     for (std::size_t i = 0; i < x.cell.size(); ++i) {
-        if (x.cell[i] < 0 || static_cast<std::size_t>(x.cell[i]) >= K)
+        if (x.cell[i] < 0 || idx(x.cell[i]) >= K)
             throw std::invalid_argument("layout_from_placement: sample " + std::to_string(i) + " has no valid cell");
-        ++out.offsets[static_cast<std::size_t>(x.cell[i]) + 1];
+        ++out.offsets[idx(x.cell[i]) + 1];
     }
     for (std::size_t k = 0; k < K; ++k)
         out.offsets[k + 1] += out.offsets[k];
     out.samples.assign(x.cell.size(), -1);
     for (std::size_t i = 0; i < x.cell.size(); ++i) {
-        const std::size_t k = static_cast<std::size_t>(x.cell[i]);
+        const std::size_t k = idx(x.cell[i]);
         const int pos = x.pos[i];
         if (pos < 0 || pos >= out.offsets[k + 1] - out.offsets[k])
             throw std::invalid_argument("layout_from_placement: sample " + std::to_string(i) +
                                         " has no valid position");
-        int& slot = out.samples[static_cast<std::size_t>(out.offsets[k]) + static_cast<std::size_t>(pos)];
+        int& slot = out.samples[idx(out.offsets[k]) + idx(pos)];
         if (slot != -1)
             throw std::invalid_argument("layout_from_placement: sample " + std::to_string(i) +
                                         " has no valid position");
@@ -392,14 +391,14 @@ Layout IncrementalScorer::layout() const {
 void IncrementalScorer::copy_layout_to(Layout& out) const {
     out.rows = R_;
     out.dp_slots = D_;
-    const std::size_t K = static_cast<std::size_t>(R_) * D_;
+    const std::size_t K = idx(R_) * D_;
     out.offsets.resize(K + 1);
     out.offsets[0] = 0;
     for (std::size_t k = 0; k < K; ++k)
         out.offsets[k + 1] = out.offsets[k] + cell_size_[k];
-    out.samples.resize(static_cast<std::size_t>(out.offsets[K]));
+    out.samples.resize(idx(out.offsets[K]));
     for (std::size_t k = 0; k < K; ++k) {
-        const int* c = cells_.data() + k * cap_;
+        const int* c = cells_.row(k).data();
         std::copy(c, c + cell_size_[k], out.samples.begin() + out.offsets[k]);
     }
 }
@@ -419,7 +418,7 @@ IncrementalScorer::IncrementalScorer(const PackingProblem& p, const Layout& x) :
     L_ = p.L;
     P_ = p.P;
     S_ = static_cast<int>(p.stages.size());
-    LP_ = static_cast<std::size_t>(L_) * P_;
+    LP_ = idx(L_) * P_;
     c_ = static_cast<double>(p.C);
     slot_shard_ = p.shard_of_slot;
     shard_begin_.assign(1, 0);
@@ -434,10 +433,10 @@ IncrementalScorer::IncrementalScorer(const PackingProblem& p, const Layout& x) :
         alpha_[s] = p.stages[s].alpha;
         beta_[s] = p.stages[s].beta;
     }
-    undo_cost_.assign(static_cast<std::size_t>(2) * S_, 0.0);
-    undo_prefix_.assign(static_cast<std::size_t>(2) * R_, 0.0);
+    undo_cost_.assign(2, S_, 0.0);
+    undo_prefix_.assign(2, R_, 0.0);
 
-    const std::size_t K = static_cast<std::size_t>(x.cell_count());
+    const std::size_t K = idx(x.cell_count());
     // Cell capacity: a cell within C holds at most m samples (the m shortest fit), and while every
     // move keeps the source non-empty a cell holds at most n - (non-empty cells) + 1.
     {
@@ -445,8 +444,8 @@ IncrementalScorer::IncrementalScorer(const PackingProblem& p, const Layout& x) :
         std::sort(sorted.begin(), sorted.end());
         int m = 0;
         i64 sum = 0;
-        while (m < p.n && sum + sorted[static_cast<std::size_t>(m)] <= p.C)
-            sum += sorted[static_cast<std::size_t>(m++)];
+        while (m < p.n && sum + sorted[idx(m)] <= p.C)
+            sum += sorted[idx(m++)];
         int nonempty = 0, largest = 0;
         for (int kc = 0; kc < x.cell_count(); ++kc) {
             nonempty += x.cell_size(kc) > 0;
@@ -454,16 +453,16 @@ IncrementalScorer::IncrementalScorer(const PackingProblem& p, const Layout& x) :
         }
         cap_ = std::max({1, largest, std::min(m, p.n - nonempty + 1)});
     }
-    cells_.assign(K * static_cast<std::size_t>(cap_), -1);
+    cells_.assign(K, cap_, -1);
     cell_size_.assign(K, 0);
     cell_of_.assign(p.n, -1);
     pos_in_cell_.assign(p.n, -1);
     tokens_.assign(K, 0);
     squares_.assign(K, 0);
-    cell_cost_.assign(K * S_, 0.0);
+    cell_cost_.assign(K, S_, 0.0);
     for (std::size_t kc = 0; kc < K; ++kc) {
         const std::span<const int> cell = x.cell(static_cast<int>(kc));
-        std::copy(cell.begin(), cell.end(), cells_.begin() + static_cast<std::ptrdiff_t>(kc * cap_));
+        std::copy(cell.begin(), cell.end(), cells_.row(kc).begin());
         cell_size_[kc] = static_cast<int>(cell.size());
         for (std::size_t pos = 0; pos < cell.size(); ++pos) {
             const int i = cell[pos];
@@ -477,28 +476,28 @@ IncrementalScorer::IncrementalScorer(const PackingProblem& p, const Layout& x) :
         }
         refresh_cell(static_cast<int>(kc));
     }
-    const std::size_t RG = static_cast<std::size_t>(R_) * G_;
-    W_.assign(RG * LP_, 0);
+    const std::size_t RG = idx(R_) * G_;
+    W_.assign(RG, LP_, 0);
     peak_sum_.assign(RG, 0);
     A_.assign(RG, 0.0);
     E_.assign(RG, 0.0);
     J_.assign(RG, 0.0);
-    prefix_.assign(RG, 0.0);
+    prefix_.assign(G_, R_, 0.0);
     comm_ = p.has_comm_term();
     sent_.assign(comm_ ? RG : 0, 0);
     for (int r = 0; r < R_; ++r) {
         for (int d = 0; d < D_; ++d) {
-            i64* w = W_.data() + static_cast<std::size_t>(row_shard(r, slot_shard_[d])) * LP_;
+            i64* w = W_.row(row_shard(r, slot_shard_[d])).data();
             for (int i : x.cell(r * D_ + d)) {
                 k->add(w, p.q(i), LP_);
-                if (comm_) sent_[static_cast<std::size_t>(row_shard(r, slot_shard_[d]))] += p.sent_from(i, d);
+                if (comm_) sent_[idx(row_shard(r, slot_shard_[d]))] += p.sent_from(i, d);
             }
         }
     }
     for (int g = 0; g < G_; ++g) {
         for (int r = 0; r < R_; ++r) {
             const int rs = row_shard(r, g);
-            peak_sum_[rs] = k->peaks(W_.data() + static_cast<std::size_t>(rs) * LP_, L_, P_, nullptr);
+            peak_sum_[rs] = k->peaks(W_.row(rs).data(), L_, P_, nullptr);
             E_[rs] = expert_cost(peak_sum_[rs], c_);
             refresh_attention(rs);
         }
@@ -512,17 +511,15 @@ IncrementalScorer::IncrementalScorer(const PackingProblem& p, const Layout& x) :
 
 /// Recomputes cell k's per-stage costs from its integer sums.
 void IncrementalScorer::refresh_cell(int k) {
-    cell_stage_costs(tokens_[k], squares_[k], c_, alpha_.data(), beta_.data(), S_,
-                     cell_cost_.data() + static_cast<std::size_t>(k) * S_);
+    cell_stage_costs(tokens_[k], squares_[k], c_, alpha_.data(), beta_.data(), S_, cell_cost_.row(k).data());
 }
 
 /// A and J of row-shard rs = g*R + r from the cached cell costs and E.
 void IncrementalScorer::refresh_attention(int rs) {
     const int g = rs / R_, r = rs - g * R_;
     const int b = shard_begin_[g];
-    A_[rs] = attention_cost(cell_cost_.data() + static_cast<std::size_t>(r) * D_ * S_, S_, shard_slots_.data() + b,
-                            shard_begin_[g + 1] - b);
-    J_[rs] = comm_ ? joint_cost(A_[rs], E_[rs]) + comm_term(sent_[static_cast<std::size_t>(rs)], c_, p_->comm_weight)
+    A_[rs] = attention_cost(cell_cost_.row(r * D_).data(), S_, shard_slots_.data() + b, shard_begin_[g + 1] - b);
+    J_[rs] = comm_ ? joint_cost(A_[rs], E_[rs]) + comm_term(sent_[idx(rs)], c_, p_->comm_weight)
                    : joint_cost(A_[rs], E_[rs]);
 }
 
@@ -530,9 +527,9 @@ void IncrementalScorer::refresh_attention(int rs) {
 /// and max_r J[r][g].
 void IncrementalScorer::refresh_shard(int g, int r0) {
     if (R_ == 0) return;
-    const std::size_t base = static_cast<std::size_t>(g) * R_;
-    const double start = r0 > 0 ? prefix_[base + r0 - 1] : 0.0;
-    U_[g] = fold_rows(J_.data() + base, r0, R_, start, prefix_.data() + base);
+    const std::size_t base = idx(g) * R_; // J[.][g]
+    const double start = r0 > 0 ? prefix_(g, r0 - 1) : 0.0;
+    U_[g] = fold_rows(J_.data() + base, r0, R_, start, prefix_.row(g).data());
     max_j_[g] = column_max(J_.data() + base, R_);
 }
 
@@ -540,7 +537,7 @@ void IncrementalScorer::save_cell(int slot, int k) {
     last_.cell[slot] = k;
     last_.tokens[slot] = tokens_[k];
     last_.squares[slot] = squares_[k];
-    std::copy_n(cell_cost_.data() + static_cast<std::size_t>(k) * S_, S_, undo_cost_.data() + slot * S_);
+    std::ranges::copy(cell_cost_.row(k), undo_cost_.row(slot).begin());
 }
 
 void IncrementalScorer::save_row_shard(int slot, int rs) {
@@ -549,7 +546,7 @@ void IncrementalScorer::save_row_shard(int slot, int rs) {
     last_.E[slot] = E_[rs];
     last_.J[slot] = J_[rs];
     last_.peak_sum[slot] = peak_sum_[rs];
-    if (comm_) last_.sent[slot] = sent_[static_cast<std::size_t>(rs)];
+    if (comm_) last_.sent[slot] = sent_[idx(rs)];
 }
 
 /// Saves shard g's U, max J and the prefix folds from row r0 on (the part refresh_shard rewrites).
@@ -558,9 +555,7 @@ void IncrementalScorer::save_shard(int slot, int g, int r0) {
     last_.r0[slot] = r0;
     last_.U[slot] = U_[g];
     last_.max_j[slot] = max_j_[g];
-    std::copy(prefix_.begin() + static_cast<std::ptrdiff_t>(g) * R_ + r0,
-              prefix_.begin() + static_cast<std::ptrdiff_t>(g + 1) * R_,
-              undo_prefix_.begin() + static_cast<std::ptrdiff_t>(slot) * R_ + r0);
+    std::ranges::copy(prefix_.row(g).subspan(idx(r0)), undo_prefix_.row(slot).begin() + r0);
 }
 
 /// Records the undo state of a move between cells ka and kb, and returns their row-shards.
@@ -595,8 +590,8 @@ void IncrementalScorer::finish_move() {
 void IncrementalScorer::commit_pending() {
     if (!last_.w_pending) return;
     const auto* k = static_cast<const Kernels*>(kernels_);
-    i64* wa = W_.data() + static_cast<std::size_t>(last_.rs[0]) * LP_;
-    i64* wb = W_.data() + static_cast<std::size_t>(last_.rs[1]) * LP_;
+    i64* wa = W_.row(last_.rs[0]).data();
+    i64* wb = W_.row(last_.rs[1]).data();
     if (last_.kind == Undo::Swap)
         k->commit_swap(wa, wb, p_->q(last_.i), p_->q(last_.j), LP_);
     else
@@ -613,7 +608,7 @@ bool IncrementalScorer::swap_feasible(int i, int j) const {
 
 bool IncrementalScorer::relocate_feasible(int i, int k) const {
     const int ka = cell_of_[i];
-    if (k < 0 || static_cast<std::size_t>(k) >= tokens_.size() || k == ka) return false;
+    if (k < 0 || idx(k) >= tokens_.size() || k == ka) return false;
     if (!p_->relocation_keeps_counts(ka % D_, cell_size_[ka], k % D_, cell_size_[k])) return false;
     return tokens_[k] + p_->length[i] <= p_->C;
 }
@@ -654,16 +649,16 @@ const Score& IncrementalScorer::apply_swap(int i, int j) {
     refresh_cell(kb);
     if (comm_) {
         const int da = ka % D_, db = kb % D_;
-        sent_[static_cast<std::size_t>(rsa)] += p_->sent_from(j, da) - p_->sent_from(i, da);
-        sent_[static_cast<std::size_t>(rsb)] += p_->sent_from(i, db) - p_->sent_from(j, db);
+        sent_[idx(rsa)] += p_->sent_from(j, da) - p_->sent_from(i, da);
+        sent_[idx(rsb)] += p_->sent_from(i, db) - p_->sent_from(j, db);
     }
 
     if (rsa != rsb) {
         // Expert term (eqs. 13-14): peaks of W_a + (q_j - q_i) and W_b - (q_j - q_i), read-only;
         // W itself is written by commit_pending() once the move is kept.
         const auto* k = static_cast<const Kernels*>(kernels_);
-        k->eval_swap(W_.data() + static_cast<std::size_t>(rsa) * LP_, W_.data() + static_cast<std::size_t>(rsb) * LP_,
-                     p_->q(i), p_->q(j), L_, P_, &peak_sum_[rsa], &peak_sum_[rsb]);
+        k->eval_swap(W_.row(rsa).data(), W_.row(rsb).data(), p_->q(i), p_->q(j), L_, P_, &peak_sum_[rsa],
+                     &peak_sum_[rsb]);
         last_.w_pending = true;
         E_[rsa] = expert_cost(peak_sum_[rsa], c_);
         E_[rsb] = expert_cost(peak_sum_[rsb], c_);
@@ -712,15 +707,13 @@ const Score& IncrementalScorer::apply_relocate(int i, int k) {
     refresh_cell(ka);
     refresh_cell(kb);
     if (comm_) {
-        sent_[static_cast<std::size_t>(rsa)] -= p_->sent_from(i, ka % D_);
-        sent_[static_cast<std::size_t>(rsb)] += p_->sent_from(i, kb % D_);
+        sent_[idx(rsa)] -= p_->sent_from(i, ka % D_);
+        sent_[idx(rsb)] += p_->sent_from(i, kb % D_);
     }
 
     if (rsa != rsb) {
         const auto* kt = static_cast<const Kernels*>(kernels_);
-        kt->eval_relocate(W_.data() + static_cast<std::size_t>(rsa) * LP_,
-                          W_.data() + static_cast<std::size_t>(rsb) * LP_, p_->q(i), L_, P_, &peak_sum_[rsa],
-                          &peak_sum_[rsb]);
+        kt->eval_relocate(W_.row(rsa).data(), W_.row(rsb).data(), p_->q(i), L_, P_, &peak_sum_[rsa], &peak_sum_[rsb]);
         last_.w_pending = true;
         E_[rsa] = expert_cost(peak_sum_[rsa], c_);
         E_[rsb] = expert_cost(peak_sum_[rsb], c_);
@@ -767,7 +760,7 @@ void IncrementalScorer::undo() {
         const int kc = last_.cell[x];
         tokens_[kc] = last_.tokens[x];
         squares_[kc] = last_.squares[x];
-        std::copy_n(undo_cost_.data() + x * S_, S_, cell_cost_.data() + static_cast<std::size_t>(kc) * S_);
+        std::ranges::copy(undo_cost_.row(x), cell_cost_.row(kc).begin());
     }
     for (int x = 0; x < last_.nrs; ++x) {
         const int rs = last_.rs[x];
@@ -775,15 +768,13 @@ void IncrementalScorer::undo() {
         E_[rs] = last_.E[x];
         J_[rs] = last_.J[x];
         peak_sum_[rs] = last_.peak_sum[x];
-        if (comm_) sent_[static_cast<std::size_t>(rs)] = last_.sent[x];
+        if (comm_) sent_[idx(rs)] = last_.sent[x];
     }
     for (int x = 0; x < last_.ng; ++x) {
         const int g = last_.g[x], r0 = last_.r0[x];
         U_[g] = last_.U[x];
         max_j_[g] = last_.max_j[x];
-        std::copy(undo_prefix_.begin() + static_cast<std::ptrdiff_t>(x) * R_ + r0,
-                  undo_prefix_.begin() + static_cast<std::ptrdiff_t>(x + 1) * R_,
-                  prefix_.begin() + static_cast<std::ptrdiff_t>(g) * R_ + r0);
+        std::ranges::copy(undo_prefix_.row(x).subspan(idx(r0)), prefix_.row(g).begin() + r0);
     }
     score_ = last_.score;
     last_.w_pending = false; // W was never written for this move

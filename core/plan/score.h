@@ -1,6 +1,8 @@
 #pragma once
 // The exact lexicographic score (paper eqs. 11-16) and its incremental form for swap/relocate moves.
 #include "core/plan/packing.h"
+#include "core/util/grid.h"
+#include "core/util/index.h"
 
 #include <compare>
 #include <cstdint>
@@ -105,15 +107,13 @@ public:
     int rows() const { return R_; }
     int cell_count() const { return R_ * D_; }
     /// Samples of cell k in their order (valid until the next move).
-    std::span<const int> cell(int k) const {
-        return {cells_.data() + static_cast<std::size_t>(k) * cap_, static_cast<std::size_t>(cell_size_[k])};
-    }
+    std::span<const int> cell(int k) const { return cells_.row(k).first(idx(cell_size_[k])); }
     int cell_size(int k) const { return cell_size_[k]; }
     const PackingProblem& problem() const { return *p_; }
     int cell_of(int i) const { return cell_of_[i]; }
     std::int64_t cell_tokens(int k) const { return tokens_[k]; }
     /// J[r][g] of the current layout.
-    double row_shard_cost(int r, int g) const { return J_[static_cast<std::size_t>(row_shard(r, g))]; }
+    double row_shard_cost(int r, int g) const { return J_[idx(row_shard(r, g))]; }
     double shard_total(int g) const { return U_[g]; }
     /// max_r J[r][g] of the current layout.
     double shard_max_j(int g) const { return max_j_[g]; }
@@ -157,11 +157,11 @@ private:
     void refresh_attention(int rs);
     void refresh_shard(int g, int r0);
 
-    int* cell_data(int k) { return cells_.data() + static_cast<std::size_t>(k) * cap_; }
+    int* cell_data(int k) { return cells_.row(k).data(); }
 
     const PackingProblem* p_;
-    int cap_ = 1;                // samples a cell can hold (stride of cells_)
-    std::vector<int> cells_;     // [R*D][cap_] sample indices, cell_size_[k] used
+    int cap_ = 1;                // samples a cell can hold (the columns of cells_)
+    Grid<int> cells_;            // [R*D][cap_] sample indices, cell_size_[k] used
     std::vector<int> cell_size_; // [R*D]
     int R_ = 0, G_ = 0, D_ = 0, L_ = 0, P_ = 0, S_ = 0;
     std::size_t LP_ = 0;                 // L*P, one row-shard's W block
@@ -175,13 +175,13 @@ private:
     std::vector<int> pos_in_cell_;       // [n]
     std::vector<std::int64_t> tokens_;   // [R*D] sum t_i (tokens)
     std::vector<std::int64_t> squares_;  // [R*D] sum t_i^2 (tokens^2)
-    std::vector<double> cell_cost_;      // [R*D][S] alpha_s T + beta_s Q
-    std::vector<std::int64_t> W_;        // [G][R][L][P] rank loads (tokens)
+    Grid<double> cell_cost_;             // [R*D][S] alpha_s T + beta_s Q
+    Grid<std::int64_t> W_;               // [G*R][L*P] rank loads (tokens), row rs = row_shard(r, g)
     std::vector<std::int64_t> peak_sum_; // [G][R] sum_l max_p W (tokens)
     std::vector<double> A_, E_, J_;      // [G][R]
     std::vector<std::int64_t> sent_;     // [G][R] inter-node copies X (only with the communication term)
     bool comm_ = false;                  // problem has the communication term
-    std::vector<double> prefix_;         // [G][R] left fold of J[0..r][g]; U_g = prefix[g][R-1]
+    Grid<double> prefix_;                // [G][R] left fold of J[0..r][g]; U_g = prefix(g, R-1)
     std::vector<double> U_;              // [G]
     std::vector<double> max_j_;          // [G] max_r J[r][g]
     Score score_;
@@ -203,8 +203,8 @@ private:
         double U[2] = {0, 0}, max_j[2] = {0, 0};
         Score score;
     } last_;
-    std::vector<double> undo_cost_;   // [2][S] previous cell_cost_ of the two cells
-    std::vector<double> undo_prefix_; // [2][R] previous prefix_ of the affected shards (from r0)
+    Grid<double> undo_cost_;   // [2][S] previous cell_cost_ of the two cells
+    Grid<double> undo_prefix_; // [2][R] previous prefix_ of the affected shards (from r0)
 };
 
 } // namespace routepack

@@ -14,6 +14,8 @@
 //   co-assignment distance (below) and d_sw the sliced-Wasserstein sketch distance normalized by
 //   d_ref = max_x d_sw(x, winner).
 #include "core/plan/seeding.h"
+#include "core/util/grid.h"
+#include "core/util/index.h"
 #include "core/util/seeds.h"
 
 #include <tbb/blocked_range.h>
@@ -65,7 +67,7 @@ int clamp_width(int w) {
 
 void check_problem(const PackingProblem& p, const char* who) {
     if (p.n < 0 || p.L < 0 || p.P < 1 || p.D < 1 || static_cast<int>(p.length.size()) != p.n ||
-        p.demand.size() != static_cast<std::size_t>(p.n) * p.L * p.P || static_cast<int>(p.shards.size()) != p.G ||
+        p.demand.size() != idx(p.n) * p.L * p.P || static_cast<int>(p.shards.size()) != p.G ||
         static_cast<int>(p.shard_of_slot.size()) != p.D)
         throw std::invalid_argument(std::string(who) +
                                     ": inconsistent packing problem (sizes of length, demand, shards)");
@@ -165,7 +167,7 @@ inline std::int64_t peak_of_sum(const std::int64_t* w, const std::int64_t* c, in
 
 /// Adds the rank demand of the samples of `cell` to `load` ([L][P], zeroed by the caller).
 void add_cell_load(std::span<const int> cell, const PackingProblem& p, std::int64_t* load) {
-    const std::size_t LP = static_cast<std::size_t>(p.L) * p.P;
+    const std::size_t LP = idx(p.L) * p.P;
     for (int i : cell)
         add_into(load, p.q(i), LP);
 }
@@ -277,7 +279,7 @@ inline std::int64_t peak_of_sum(const std::int32_t* w, const std::int32_t* c, in
 /// more cell) fits int32: sum_i max_{l,p} q[i][l][p] < 2^31. One pass over the demand; integer
 /// reduction, so exact whatever the split.
 bool narrow_loads_fit(const PackingProblem& p) {
-    const std::size_t LP = static_cast<std::size_t>(p.L) * p.P;
+    const std::size_t LP = idx(p.L) * p.P;
     if (LP == 0) return true;
     const std::int64_t bound = tbb::parallel_reduce(
         tbb::blocked_range<int>(0, p.n, 64), std::int64_t{0},
@@ -299,7 +301,7 @@ bool narrow_loads_fit(const PackingProblem& p) {
 
 std::vector<int> window_shuffle(const std::vector<int>& order, int w, Rng& rng) {
     if (w <= 1 || order.size() <= 1) return order;
-    const std::size_t width = static_cast<std::size_t>(w);
+    const std::size_t width = idx(w);
     std::vector<int> out;
     out.reserve(order.size());
     std::vector<int> window;
@@ -308,7 +310,7 @@ std::vector<int> window_shuffle(const std::vector<int>& order, int w, Rng& rng) 
     while (next < order.size() && window.size() < width)
         window.push_back(order[next++]);
     while (!window.empty()) {
-        const std::size_t j = static_cast<std::size_t>(rng.below(window.size()));
+        const std::size_t j = idx(rng.below(window.size()));
         out.push_back(window[j]);
         window.erase(window.begin() + static_cast<std::ptrdiff_t>(j));
         if (next < order.size()) window.push_back(order[next++]);
@@ -330,7 +332,7 @@ constexpr std::size_t kCellLoadCacheBytes = ROUTEPACK_SEEDING_CELL_CACHE_BYTES;
 
 /// What one EDPAwarePair run reports besides the layout (each filled when requested).
 struct PairOutputs {
-    std::vector<std::int64_t>* row_peak = nullptr; ///< sum_g max_p W[r][g][l][p], [R][L] (sketch input)
+    Grid<std::int64_t>* row_peak = nullptr;        ///< sum_g max_p W[r][g][l][p], [R][L] (sketch input)
     std::vector<std::int64_t>* peak_sum = nullptr; ///< sum_l max_p W[r][g][l][p], [R][G] (score input)
 };
 
@@ -342,23 +344,20 @@ public:
                 const PairOutputs& outputs, std::vector<V>* buffer)
         : cells_(cells), p_(p), rng_(rng), outputs_(outputs), D_(p.D), G_(p.G), L_(p.L), P_(p.P), rows_(cells.rows),
           K_(rows_ * D_), RS_(rows_ * G_), w_(clamp_width(w)), max_candidates_(std::max(1, max_candidates)),
-          LP_(static_cast<std::size_t>(L_) * static_cast<std::size_t>(P_)),
-          cache_(static_cast<std::size_t>(K_) * LP_ * sizeof(V) <= kCellLoadCacheBytes),
-          cached_(buffer ? *buffer : own_), scratch_(LP_), filled_(static_cast<std::size_t>(RS_), 0),
-          buffer_of_(static_cast<std::size_t>(RS_), -1), partial_pos_(static_cast<std::size_t>(RS_), -1),
-          cpeak_(static_cast<std::size_t>(L_)), carg_(static_cast<std::size_t>(L_)),
-          position_(static_cast<std::size_t>(K_), -1) {}
+          LP_(idx(L_) * idx(P_)), cache_(idx(K_) * LP_ * sizeof(V) <= kCellLoadCacheBytes),
+          cached_(buffer ? *buffer : own_), scratch_(LP_), filled_(idx(RS_), 0), buffer_of_(idx(RS_), -1),
+          partial_pos_(idx(RS_), -1), cpeak_(idx(L_)), carg_(idx(L_)), position_(idx(K_), -1) {}
 
     /// Pairs every cell in processing order, then lays the cells out by the slot each took.
     Layout run() {
         const std::vector<int> order = load_cells();
         for (int r = 0; r < rows_; ++r)
             for (int g = 0; g < G_; ++g)
-                empty_first_.insert(r * D_ + p_.shards[static_cast<std::size_t>(g)].front());
-        best_.reserve(static_cast<std::size_t>(w_) + 1);
-        ranked_.reserve(static_cast<std::size_t>(max_candidates_));
-        if (outputs_.row_peak) outputs_.row_peak->assign(static_cast<std::size_t>(rows_) * L_, 0);
-        if (outputs_.peak_sum) outputs_.peak_sum->assign(static_cast<std::size_t>(RS_), 0);
+                empty_first_.insert(r * D_ + p_.shards[idx(g)].front());
+        best_.reserve(idx(w_) + 1);
+        ranked_.reserve(idx(max_candidates_));
+        if (outputs_.row_peak) outputs_.row_peak->assign(rows_, L_, 0);
+        if (outputs_.peak_sum) outputs_.peak_sum->assign(idx(RS_), 0);
         for (int c : order) {
             const V* load = cell_load(c);
             i64 csum = 0, cmax = 0;
@@ -374,11 +373,11 @@ public:
             int taken = 0;
             for (auto it = empty_first_.begin(); it != empty_first_.end() && taken < w_; ++it, ++taken) {
                 const int k = *it;
-                offer(Cand{csum, cmax, k, (k / D_) * G_ + p_.shard_of_slot[static_cast<std::size_t>(k % D_)]});
+                offer(Cand{csum, cmax, k, (k / D_) * G_ + p_.shard_of_slot[idx(k % D_)]});
             }
             rank_partial(load, sample_partial());
             scan_partial(load);
-            place(best_[static_cast<std::size_t>(decaying_pick(static_cast<int>(best_.size()), rng_))], c, load);
+            place(best_[idx(decaying_pick(static_cast<int>(best_.size()), rng_))], c, load);
         }
         return assemble();
     }
@@ -415,25 +414,24 @@ private:
     /// runs: no allocation, page faults or zeroing of K*L*P values per trial); each cell's part is
     /// zeroed right before its loads are summed into it.
     std::vector<int> load_cells() {
-        std::vector<i64> cell_peak(static_cast<std::size_t>(K_), 0), cell_tokens(static_cast<std::size_t>(K_), 0);
-        if (cache_ && cached_.size() < static_cast<std::size_t>(K_) * LP_)
-            cached_.resize(static_cast<std::size_t>(K_) * LP_);
+        std::vector<i64> cell_peak(idx(K_), 0), cell_tokens(idx(K_), 0);
+        if (cache_ && cached_.size() < idx(K_) * LP_) cached_.resize(idx(K_) * LP_);
         for (int c = 0; c < K_; ++c) {
             for (int i : cells_.cell(c))
                 if (i < 0 || i >= p_.n)
                     throw std::invalid_argument("edp_aware_pair: sample index " + std::to_string(i) + " outside 0.." +
                                                 std::to_string(p_.n - 1));
-            V* load = cache_ ? cached_.data() + static_cast<std::size_t>(c) * LP_ : scratch_.data();
+            V* load = cache_ ? cached_.data() + idx(c) * LP_ : scratch_.data();
             std::fill(load, load + LP_, V{0});
             add_cell(load, c);
             i64 s = 0;
-            for (std::size_t l = 0; l < static_cast<std::size_t>(L_); ++l)
+            for (std::size_t l = 0; l < idx(L_); ++l)
                 s += arg_max(load + l * P_, P_).first;
-            cell_peak[static_cast<std::size_t>(c)] = s;
+            cell_peak[idx(c)] = s;
             for (int i : cells_.cell(c))
-                cell_tokens[static_cast<std::size_t>(c)] += p_.length[static_cast<std::size_t>(i)];
+                cell_tokens[idx(c)] += p_.length[idx(i)];
         }
-        std::vector<int> order(static_cast<std::size_t>(K_));
+        std::vector<int> order(idx(K_));
         std::iota(order.begin(), order.end(), 0);
         std::sort(order.begin(), order.end(), [&](int a, int b) {
             if (cell_peak[a] != cell_peak[b]) return cell_peak[a] > cell_peak[b];
@@ -450,7 +448,7 @@ private:
     }
     /// Cell c's load [L][P]: from the cache, else summed into the scratch buffer.
     const V* cell_load(int c) {
-        if (cache_) return cached_.data() + static_cast<std::size_t>(c) * LP_;
+        if (cache_) return cached_.data() + idx(c) * LP_;
         std::fill(scratch_.begin(), scratch_.end(), 0);
         add_cell(scratch_.data(), c);
         return scratch_.data();
@@ -474,26 +472,24 @@ private:
         if (count <= max_candidates_) return count;
         for (int j = 0; j < max_candidates_; ++j) {
             const int pick = j + static_cast<int>(rng_.below(static_cast<std::uint64_t>(count - j)));
-            std::swap(partial_[static_cast<std::size_t>(j)], partial_[static_cast<std::size_t>(pick)]);
-            partial_pos_[static_cast<std::size_t>(partial_[static_cast<std::size_t>(j)])] = j;
-            partial_pos_[static_cast<std::size_t>(partial_[static_cast<std::size_t>(pick)])] = pick;
+            std::swap(partial_[idx(j)], partial_[idx(pick)]);
+            partial_pos_[idx(partial_[idx(j)])] = j;
+            partial_pos_[idx(partial_[idx(pick)])] = pick;
         }
         return max_candidates_;
     }
 
     /// Per-layer lower bound on the increase of layer l's peak when the cell (`load`) joins open
     /// row-shard o: max_p (W + c) - max W >= c[argmax W] (it reads only the cell's own load, not W).
-    i64 layer_bound(const V* load, const Open& o, std::size_t l) const {
-        return load[l * P_ + static_cast<std::size_t>(o.arg[l])];
-    }
+    i64 layer_bound(const V* load, const Open& o, std::size_t l) const { return load[l * P_ + idx(o.arg[l])]; }
 
     /// ranked_: the first `examine` open row-shards by ascending lower bound sum_l layer_bound.
     void rank_partial(const V* load, int examine) {
         ranked_.clear();
         for (int j = 0; j < examine; ++j) {
-            const Open& o = open_of(partial_[static_cast<std::size_t>(j)]);
+            const Open& o = open_of(partial_[idx(j)]);
             i64 lb = 0;
-            for (std::size_t l = 0; l < static_cast<std::size_t>(L_); ++l)
+            for (std::size_t l = 0; l < idx(L_); ++l)
                 lb += layer_bound(load, o, l);
             ranked_.push_back(Ranked{lb, j});
         }
@@ -504,15 +500,13 @@ private:
     /// whose bound exceeds it ends the scan (every later one is strictly worse), and a layer scan
     /// stops once the running increase plus the bound of the layers left exceeds it.
     void scan_partial(const V* load) {
-        const auto L = static_cast<std::size_t>(L_);
+        const auto L = idx(L_);
         for (const Ranked& cand : ranked_) {
             const i64 bound = bound_now();
             if (cand.lb > bound) break;
-            const int rs = partial_[static_cast<std::size_t>(cand.j)];
+            const int rs = partial_[idx(cand.j)];
             const int r = rs / G_, g = rs % G_;
-            const int k =
-                r * D_ +
-                p_.shards[static_cast<std::size_t>(g)][static_cast<std::size_t>(filled_[static_cast<std::size_t>(rs)])];
+            const int k = r * D_ + p_.shards[idx(g)][idx(filled_[idx(rs)])];
             const Open& o = open_of(rs);
             i64 inc = 0, top = 0, rest = cand.lb; // rest: the bound of the layers not yet scanned
             bool pruned = false;
@@ -537,9 +531,9 @@ private:
     /// its shard has one slot), a later one adds its load; the last closes it.
     void place(const Cand& chosen, int c, const V* load) {
         const int rs = chosen.rs;
-        const int size_g = static_cast<int>(p_.shards[static_cast<std::size_t>(rs % G_)].size());
-        position_[static_cast<std::size_t>(chosen.k)] = c;
-        const int before = filled_[static_cast<std::size_t>(rs)]++;
+        const int size_g = static_cast<int>(p_.shards[idx(rs % G_)].size());
+        position_[idx(chosen.k)] = c;
+        const int before = filled_[idx(rs)]++;
         if (before == 0) {
             empty_first_.erase(chosen.k);
             if (size_g == 1)
@@ -549,17 +543,17 @@ private:
             return;
         }
         Open& o = open_of(rs);
-        for (std::size_t l = 0; l < static_cast<std::size_t>(L_); ++l) {
+        for (std::size_t l = 0; l < idx(L_); ++l) {
             V* Wl = o.W.data() + l * P_;
-            add_into(Wl, load + l * P_, static_cast<std::size_t>(P_));
+            add_into(Wl, load + l * P_, idx(P_));
             const auto [m, a] = arg_max(Wl, P_);
             o.arg[l] = a;
             o.peak[l] = std::max<i64>(0, m);
         }
         if (before + 1 == size_g) { // full: record its peaks, recycle the buffer
             close_row_shard(rs, o.peak);
-            free_pool_.push_back(buffer_of_[static_cast<std::size_t>(rs)]);
-            buffer_of_[static_cast<std::size_t>(rs)] = -1;
+            free_pool_.push_back(buffer_of_[idx(rs)]);
+            buffer_of_[idx(rs)] = -1;
             remove_partial(rs);
         }
     }
@@ -572,34 +566,33 @@ private:
             free_pool_.pop_back();
         } else {
             buf = static_cast<int>(pool_.size());
-            pool_.push_back(Open{std::vector<V>(LP_), std::vector<i64>(static_cast<std::size_t>(L_)),
-                                 std::vector<int>(static_cast<std::size_t>(L_))});
+            pool_.push_back(Open{std::vector<V>(LP_), std::vector<i64>(idx(L_)), std::vector<int>(idx(L_))});
         }
-        Open& o = pool_[static_cast<std::size_t>(buf)];
+        Open& o = pool_[idx(buf)];
         std::copy(load, load + LP_, o.W.begin());
         o.peak = cpeak_;
         o.arg = carg_;
-        buffer_of_[static_cast<std::size_t>(rs)] = buf;
-        partial_pos_[static_cast<std::size_t>(rs)] = static_cast<int>(partial_.size());
+        buffer_of_[idx(rs)] = buf;
+        partial_pos_[idx(rs)] = static_cast<int>(partial_.size());
         partial_.push_back(rs);
     }
 
-    Open& open_of(int rs) { return pool_[static_cast<std::size_t>(buffer_of_[static_cast<std::size_t>(rs)])]; }
+    Open& open_of(int rs) { return pool_[idx(buffer_of_[idx(rs)])]; }
 
     void remove_partial(int rs) {
-        const int pos = partial_pos_[static_cast<std::size_t>(rs)];
+        const int pos = partial_pos_[idx(rs)];
         const int last = partial_.back();
-        partial_[static_cast<std::size_t>(pos)] = last;
-        partial_pos_[static_cast<std::size_t>(last)] = pos;
+        partial_[idx(pos)] = last;
+        partial_pos_[idx(last)] = pos;
         partial_.pop_back();
-        partial_pos_[static_cast<std::size_t>(rs)] = -1;
+        partial_pos_[idx(rs)] = -1;
     }
 
     /// A full row-shard's peaks [L] into the requested outputs.
     void close_row_shard(int rs, const std::vector<i64>& peak) {
         const int r = rs / G_, g = rs % G_;
         if (outputs_.row_peak) {
-            i64* out = outputs_.row_peak->data() + static_cast<std::size_t>(r) * L_;
+            const std::span<i64> out = outputs_.row_peak->row(r);
             for (std::size_t l = 0; l < peak.size(); ++l)
                 out[l] += peak[l];
         }
@@ -607,7 +600,7 @@ private:
             i64 sum = 0;
             for (const i64 v : peak)
                 sum += v;
-            (*outputs_.peak_sum)[static_cast<std::size_t>(r) * G_ + g] = sum;
+            (*outputs_.peak_sum)[idx(r) * G_ + g] = sum;
         }
     }
 
@@ -617,7 +610,7 @@ private:
         x.rows = rows_;
         x.dp_slots = D_;
         x.samples.reserve(cells_.samples.size());
-        x.offsets.reserve(static_cast<std::size_t>(K_) + 1);
+        x.offsets.reserve(idx(K_) + 1);
         for (const int c : position_) {
             const std::span<const int> cell = cells_.cell(c);
             x.samples.insert(x.samples.end(), cell.begin(), cell.end());
@@ -696,16 +689,14 @@ std::vector<int> canonical_signature(const Layout& x, const PackingProblem& p) {
     const int D = x.dp_slots;
     std::vector<int> sorted(x.samples); // every cell's ids sorted in place
     for (int k = 0; k < x.cell_count(); ++k)
-        std::sort(sorted.begin() + x.offsets[static_cast<std::size_t>(k)],
-                  sorted.begin() + x.offsets[static_cast<std::size_t>(k) + 1]);
+        std::sort(sorted.begin() + x.offsets[idx(k)], sorted.begin() + x.offsets[idx(k) + 1]);
     auto sorted_cell = [&](int k) {
-        return std::span<const int>(sorted).subspan(static_cast<std::size_t>(x.offsets[static_cast<std::size_t>(k)]),
-                                                    static_cast<std::size_t>(x.cell_size(k)));
+        return std::span<const int>(sorted).subspan(idx(x.offsets[idx(k)]), idx(x.cell_size(k)));
     };
-    std::vector<std::vector<int>> row_code(static_cast<std::size_t>(x.rows));
+    std::vector<std::vector<int>> row_code(idx(x.rows));
     std::vector<std::span<const int>> group;
     for (int r = 0; r < x.rows; ++r) {
-        auto& code = row_code[static_cast<std::size_t>(r)];
+        auto& code = row_code[idx(r)];
         for (const auto& slots : p.shards) {
             group.clear();
             for (int d : slots)
@@ -738,7 +729,7 @@ namespace {
 /// Integer sums, so the parallel reduction is exact and independent of the split.
 std::vector<std::int64_t> layer_totals(const PackingProblem& p) {
     using Acc = std::vector<std::int64_t>;
-    const std::size_t LP = static_cast<std::size_t>(p.L) * p.P;
+    const std::size_t LP = idx(p.L) * p.P;
     Acc per_rank = tbb::parallel_reduce(
         tbb::blocked_range<int>(0, p.n, 64), Acc(LP, 0),
         [&](const tbb::blocked_range<int>& range, Acc acc) {
@@ -751,26 +742,25 @@ std::vector<std::int64_t> layer_totals(const PackingProblem& p) {
                 a[k] += b[k];
             return a;
         });
-    std::vector<std::int64_t> total(static_cast<std::size_t>(p.L), 0);
+    std::vector<std::int64_t> total(idx(p.L), 0);
     for (int l = 0; l < p.L; ++l)
         for (int e = 0; e < p.P; ++e)
-            total[static_cast<std::size_t>(l)] += per_rank[static_cast<std::size_t>(l) * p.P + e];
+            total[idx(l)] += per_rank[idx(l) * p.P + e];
     return total;
 }
 
 /// sum_g max_p W[r][g][l][p] per row and layer, [R][L] (tokens; one pass over the demand).
-std::vector<std::int64_t> row_peaks(const Layout& x, const PackingProblem& p) {
+Grid<std::int64_t> row_peaks(const Layout& x, const PackingProblem& p) {
     const int D = x.dp_slots, L = p.L, P = p.P;
-    std::vector<std::int64_t> out(static_cast<std::size_t>(x.rows) * L, 0);
-    std::vector<std::int64_t> W(static_cast<std::size_t>(L) * P);
+    Grid<std::int64_t> out(x.rows, L, 0);
+    Grid<std::int64_t> W(L, P); // one row-shard's rank loads [L][P]
     for (int r = 0; r < x.rows; ++r)
         for (const auto& slots : p.shards) {
-            std::fill(W.begin(), W.end(), 0);
+            W.fill(0);
             for (int d : slots)
                 add_cell_load(x.cell(r * D + d), p, W.data());
             for (int l = 0; l < L; ++l)
-                out[static_cast<std::size_t>(r) * L + l] += *std::max_element(
-                    W.begin() + static_cast<std::ptrdiff_t>(l) * P, W.begin() + static_cast<std::ptrdiff_t>(l + 1) * P);
+                out(r, l) += *std::max_element(W.row(l).begin(), W.row(l).end());
         }
     return out;
 }
@@ -782,8 +772,8 @@ std::vector<std::int64_t> row_peaks(const Layout& x, const PackingProblem& p) {
 ///   f_{3+l} = sum_g max_p W[r][g][l][p] / (sum_i sum_p q[i][l][p] / (R P)) / sqrt(L)   (layer-l EDP peak)
 /// The 1/sqrt(L) keeps the L expert columns from swamping the three token columns in a random
 /// projection. `row_peak` [R][L] and `layer_total` [L] as from row_peaks / layer_totals.
-std::vector<double> row_features(const Layout& x, const PackingProblem& p, const std::vector<std::int64_t>& row_peak,
-                                 const std::vector<std::int64_t>& layer_total) {
+Grid<double> row_features(const Layout& x, const PackingProblem& p, const Grid<std::int64_t>& row_peak,
+                          const std::vector<std::int64_t>& layer_total) {
     const int R = x.rows, D = x.dp_slots, G = p.G, L = p.L, P = p.P;
     const int F = 3 + L;
     double tsum = 0, t2sum = 0;
@@ -794,16 +784,16 @@ std::vector<double> row_features(const Layout& x, const PackingProblem& p, const
     const double rows = std::max(R, 1);
     const double t_ref = tsum / rows, t2_ref = t2sum / rows, a_ref = G * tsum / (rows * D);
     const double layer_scale = L > 0 ? 1.0 / std::sqrt(static_cast<double>(L)) : 0.0;
-    std::vector<double> H(static_cast<std::size_t>(R) * F, 0.0);
+    Grid<double> H(R, F, 0.0);
     for (int r = 0; r < R; ++r) {
-        double* h = H.data() + static_cast<std::size_t>(r) * F;
+        const std::span<double> h = H.row(r);
         std::int64_t row_t = 0, row_t2 = 0, amax_sum = 0;
         for (const auto& slots : p.shards) {
             std::int64_t amax = 0;
             for (int d : slots) {
                 std::int64_t ct = 0;
                 for (int i : x.cell(r * D + d)) {
-                    const std::int64_t t = p.length[static_cast<std::size_t>(i)];
+                    const std::int64_t t = p.length[idx(i)];
                     ct += t;
                     row_t2 += t * t;
                 }
@@ -816,9 +806,8 @@ std::vector<double> row_features(const Layout& x, const PackingProblem& p, const
         h[1] = t2_ref > 0 ? static_cast<double>(row_t2) / t2_ref : 0.0;
         h[2] = a_ref > 0 ? static_cast<double>(amax_sum) / a_ref : 0.0;
         for (int l = 0; l < L; ++l) {
-            const double ref = static_cast<double>(layer_total[static_cast<std::size_t>(l)]) / (rows * P);
-            h[3 + l] =
-                ref > 0 ? static_cast<double>(row_peak[static_cast<std::size_t>(r) * L + l]) / ref * layer_scale : 0.0;
+            const double ref = static_cast<double>(layer_total[idx(l)]) / (rows * P);
+            h[3 + l] = ref > 0 ? static_cast<double>(row_peak(r, l)) / ref * layer_scale : 0.0;
         }
     }
     return H;
@@ -826,12 +815,12 @@ std::vector<double> row_features(const Layout& x, const PackingProblem& p, const
 
 /// Fixed projections u_k in R^F: Gaussian components (Box-Muller) from a fixed-seed Rng, unit norm.
 /// Independent of the budget seed, so sketches of different runs are comparable. [q][F].
-std::vector<double> projections(int q, int F) {
+Grid<double> projections(int q, int F) {
     Rng rng(seeds::kSketchProjections);
-    std::vector<double> u(static_cast<std::size_t>(q) * F);
+    Grid<double> u(q, F);
     constexpr double two_pi = 6.283185307179586476925286766559;
     for (int k = 0; k < q; ++k) {
-        double* uk = u.data() + static_cast<std::size_t>(k) * F;
+        const std::span<double> uk = u.row(k);
         double norm2 = 0;
         for (int f = 0; f < F; ++f) {
             const double u1 = 1.0 - rng.uniform(), u2 = rng.uniform();
@@ -846,19 +835,19 @@ std::vector<double> projections(int q, int F) {
 }
 
 /// phi_k = sort(H u_k), [q][R].
-Sketch sketch_from(const Layout& x, const PackingProblem& p, const std::vector<std::int64_t>& row_peak,
+Sketch sketch_from(const Layout& x, const PackingProblem& p, const Grid<std::int64_t>& row_peak,
                    const std::vector<std::int64_t>& layer_total, int q) {
     q = std::max(q, 0);
     const int R = x.rows, F = 3 + p.L;
-    const std::vector<double> H = row_features(x, p, row_peak, layer_total);
-    const std::vector<double> u = projections(q, F);
+    const Grid<double> H = row_features(x, p, row_peak, layer_total);
+    const Grid<double> u = projections(q, F);
     Sketch s;
-    s.phi.resize(static_cast<std::size_t>(q) * R);
+    s.phi.resize(idx(q) * R);
     for (int k = 0; k < q; ++k) {
-        double* phi = s.phi.data() + static_cast<std::size_t>(k) * R;
-        const double* uk = u.data() + static_cast<std::size_t>(k) * F;
+        double* phi = s.phi.data() + idx(k) * R;
+        const std::span<const double> uk = u.row(k);
         for (int r = 0; r < R; ++r) {
-            const double* h = H.data() + static_cast<std::size_t>(r) * F;
+            const std::span<const double> h = H.row(r);
             double v = 0;
             for (int f = 0; f < F; ++f)
                 v += h[f] * uk[f];
@@ -879,9 +868,9 @@ Sketch sketch_layout(const Layout& x, const PackingProblem& p, int projections) 
 
 double sketch_distance(const Sketch& a, const Sketch& b, int projections) {
     const int q = projections;
-    if (q <= 0 || a.phi.size() != b.phi.size() || a.phi.size() % static_cast<std::size_t>(q) != 0)
+    if (q <= 0 || a.phi.size() != b.phi.size() || a.phi.size() % idx(q) != 0)
         return std::numeric_limits<double>::infinity();
-    const std::size_t R = a.phi.size() / static_cast<std::size_t>(q);
+    const std::size_t R = a.phi.size() / idx(q);
     if (R == 0) return 0.0;
     double s = 0;
     for (std::size_t j = 0; j < a.phi.size(); ++j)
@@ -900,7 +889,7 @@ struct Candidate {
     Score score;
     std::string origin;
     std::vector<int> signature;
-    std::vector<std::int64_t> row_peak; ///< sum_g max_p W[r][g][l][p], [R][L] (sketch input)
+    Grid<std::int64_t> row_peak; ///< sum_g max_p W[r][g][l][p], [R][L] (sketch input)
     Sketch sketch;
     /// Cyclic successor of each sample among its cell-mates / row-shard-mates in ascending id order
     /// (itself when alone), [n] each: the O(n) co-assignment profile.
@@ -910,13 +899,13 @@ struct Candidate {
 void cyclic_successors(std::vector<int>& ids, std::vector<int>& succ) {
     std::sort(ids.begin(), ids.end());
     for (std::size_t j = 0; j < ids.size(); ++j)
-        succ[static_cast<std::size_t>(ids[j])] = ids[(j + 1) % ids.size()];
+        succ[idx(ids[j])] = ids[(j + 1) % ids.size()];
 }
 
 void co_assignment_profile(Candidate& c, const PackingProblem& p) {
     const Layout& x = c.layout;
-    c.succ_cell.assign(static_cast<std::size_t>(p.n), -1);
-    c.succ_rowshard.assign(static_cast<std::size_t>(p.n), -1);
+    c.succ_cell.assign(idx(p.n), -1);
+    c.succ_rowshard.assign(idx(p.n), -1);
     std::vector<int> ids;
     for (int k = 0; k < x.cell_count(); ++k) {
         const std::span<const int> cell = x.cell(k);
@@ -967,25 +956,23 @@ std::optional<Layout> randomized_best_fit(const std::vector<int>& sigma, const P
         }
     };
     std::vector<int> cell_of(sigma.size()); // cell of sigma[h]
-    std::vector<std::int64_t> tokens(static_cast<std::size_t>(K));
+    std::vector<std::int64_t> tokens(idx(K));
     std::set<Key> ranked;
     for (int k = 0; k < K; ++k) {
-        const int i = sigma[static_cast<std::size_t>(k)];
-        cell_of[static_cast<std::size_t>(k)] = k;
-        tokens[static_cast<std::size_t>(k)] = p.length[static_cast<std::size_t>(i)];
-        ranked.insert(Key{tokens[static_cast<std::size_t>(k)], -1, -k});
+        const int i = sigma[idx(k)];
+        cell_of[idx(k)] = k;
+        tokens[idx(k)] = p.length[idx(i)];
+        ranked.insert(Key{tokens[idx(k)], -1, -k});
     }
     // The batch rules' counts: a cell at its limit, and every cell of a DP slot at its quota, leaves
     // the ranked set (with every count free nothing ever leaves it).
     const int limit = p.rules.cell_limit(), quota = p.rules.samples_per_dp_slot;
-    std::vector<int> slot_count(quota > 0 ? static_cast<std::size_t>(p.D) : 0, rows);
-    std::vector<int> card(static_cast<std::size_t>(K), 1);
-    auto key_of = [&](int k) {
-        return Key{tokens[static_cast<std::size_t>(k)], -card[static_cast<std::size_t>(k)], -k};
-    };
+    std::vector<int> slot_count(quota > 0 ? idx(p.D) : 0, rows);
+    std::vector<int> card(idx(K), 1);
+    auto key_of = [&](int k) { return Key{tokens[idx(k)], -card[idx(k)], -k}; };
     auto close_full = [&](int k) {
-        if (limit > 0 && card[static_cast<std::size_t>(k)] >= limit) ranked.erase(key_of(k));
-        if (quota > 0 && slot_count[static_cast<std::size_t>(k % p.D)] >= quota)
+        if (limit > 0 && card[idx(k)] >= limit) ranked.erase(key_of(k));
+        if (quota > 0 && slot_count[idx(k % p.D)] >= quota)
             for (int r = 0; r < rows; ++r)
                 ranked.erase(key_of(r * p.D + k % p.D));
     };
@@ -993,25 +980,25 @@ std::optional<Layout> randomized_best_fit(const std::vector<int>& sigma, const P
         for (int k = 0; k < K; ++k)
             close_full(k);
     std::vector<Key> lead;
-    lead.reserve(static_cast<std::size_t>(w));
-    for (std::size_t h = static_cast<std::size_t>(K); h < sigma.size(); ++h) {
+    lead.reserve(idx(w));
+    for (std::size_t h = idx(K); h < sigma.size(); ++h) {
         const int i = sigma[h];
-        const std::int64_t t = p.length[static_cast<std::size_t>(i)];
+        const std::int64_t t = p.length[idx(i)];
         auto it =
             ranked.lower_bound(Key{p.C - t + 1, std::numeric_limits<int>::min(), std::numeric_limits<int>::min()});
         lead.clear();
         while (it != ranked.begin() && static_cast<int>(lead.size()) < w)
             lead.push_back(*--it);
         if (lead.empty()) return std::nullopt;
-        const Key chosen = lead[static_cast<std::size_t>(decaying_pick(static_cast<int>(lead.size()), rng))];
+        const Key chosen = lead[idx(decaying_pick(static_cast<int>(lead.size()), rng))];
         const int k = -chosen.neg_index;
         ranked.erase(chosen);
         cell_of[h] = k;
-        tokens[static_cast<std::size_t>(k)] += t;
-        ranked.insert(Key{tokens[static_cast<std::size_t>(k)], chosen.neg_card - 1, chosen.neg_index});
+        tokens[idx(k)] += t;
+        ranked.insert(Key{tokens[idx(k)], chosen.neg_card - 1, chosen.neg_index});
         if (limit > 0 || quota > 0) {
-            ++card[static_cast<std::size_t>(k)];
-            if (quota > 0) ++slot_count[static_cast<std::size_t>(k % p.D)];
+            ++card[idx(k)];
+            if (quota > 0) ++slot_count[idx(k % p.D)];
             close_full(k);
         }
     }
@@ -1028,12 +1015,12 @@ bool keeps_counts(const Layout& x, const PackingProblem& p) {
 /// slot's count, the unpaired cells instead (their peak sums and row peaks cleared, to be formed
 /// again). False when neither is valid (the trial is aborted).
 bool keep_trial_layout(Layout& paired, const Layout& cells, const PackingProblem& p,
-                       std::vector<std::int64_t>& peak_sum, std::vector<std::int64_t>& row_peak) {
+                       std::vector<std::int64_t>& peak_sum, Grid<std::int64_t>& row_peak) {
     if (validate_layout(paired, p).empty()) return true;
     if (p.rules.samples_per_dp_slot == 0 || !validate_layout(cells, p).empty()) return false;
     paired = cells;
     peak_sum.clear();
-    row_peak.clear();
+    row_peak = {};
     return true;
 }
 
@@ -1053,14 +1040,12 @@ std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout
     // Tasks, run in parallel, each on its own RNG stream: 0 = the FFD seed itself, 1 = EDPAwarePair of
     // its cells (stream 0), 1 + t = trial t = 1..M-2 (stream t). Results land in task order, so nothing
     // below depends on scheduling.
-    std::vector<int> order(static_cast<std::size_t>(p.n));
+    std::vector<int> order(idx(p.n));
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int c) {
-        return p.length[static_cast<std::size_t>(a)] > p.length[static_cast<std::size_t>(c)];
-    });
+    std::stable_sort(order.begin(), order.end(), [&](int a, int c) { return p.length[idx(a)] > p.length[idx(c)]; });
     const int trials = std::max(0, b.candidates - 2);
     const int tasks = b.candidates >= 2 ? 2 + trials : 1;
-    std::vector<std::optional<Candidate>> raw(static_cast<std::size_t>(tasks));
+    std::vector<std::optional<Candidate>> raw(idx(tasks));
     const bool narrow = tasks > 1 && narrow_loads_fit(p);
     // Cell-load caches, one per worker thread (a trial runs on one thread from start to end: no
     // nested parallelism inside it), freed when seeding ends.
@@ -1092,7 +1077,7 @@ std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout
         }
         c.score = j == 0 || peak_sum.empty() ? score_layout(c.layout, p) : score_from_peak_sums(c.layout, p, peak_sum);
         c.signature = canonical_signature(c.layout, p);
-        raw[static_cast<std::size_t>(j)] = std::move(c);
+        raw[idx(j)] = std::move(c);
     });
     // x_paired = minScore{x_length, EDPAwarePair(cells(x_length))} (Algorithm 2 line 2).
     // The pairing may move cells between DP slots: kept only when it keeps the batch rules' counts.
@@ -1106,8 +1091,8 @@ std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout
         auto [it, inserted] = slot_of_signature.try_emplace(c->signature, static_cast<int>(cand.size()));
         if (inserted) {
             cand.push_back(std::move(*c));
-        } else if (c->score < cand[static_cast<std::size_t>(it->second)].score) {
-            cand[static_cast<std::size_t>(it->second)] = std::move(*c);
+        } else if (c->score < cand[idx(it->second)].score) {
+            cand[idx(it->second)] = std::move(*c);
         }
     }
     raw.clear();
@@ -1117,27 +1102,26 @@ std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout
     // QualityDiversitySelect.
     int winner = 0;
     for (int j = 1; j < M; ++j)
-        if (cand[static_cast<std::size_t>(j)].score < cand[static_cast<std::size_t>(winner)].score) winner = j;
+        if (cand[idx(j)].score < cand[idx(winner)].score) winner = j;
     std::vector<int> selected{winner};
     const int distinct = std::min(pop, M);
     if (distinct > 1) {
         const std::vector<std::int64_t> totals = layer_totals(p);
         tbb::parallel_for(0, M, [&](int j) {
-            Candidate& c = cand[static_cast<std::size_t>(j)];
-            if (c.row_peak.size() != static_cast<std::size_t>(c.layout.rows) * p.L) c.row_peak = row_peaks(c.layout, p);
+            Candidate& c = cand[idx(j)];
+            if (c.row_peak.size() != idx(c.layout.rows) * p.L) c.row_peak = row_peaks(c.layout, p);
             c.sketch = sketch_from(c.layout, p, c.row_peak, totals, q);
             co_assignment_profile(c, p);
         });
-        const double s0_best = cand[static_cast<std::size_t>(winner)].score.max_u;
+        const double s0_best = cand[idx(winner)].score.max_u;
         const double gap_norm = std::max(std::abs(s0_best), 1e-12);
-        std::vector<double> delta0(static_cast<std::size_t>(M)), sw_w(static_cast<std::size_t>(M)),
-            co_w(static_cast<std::size_t>(M));
-        const Candidate& cw = cand[static_cast<std::size_t>(winner)];
+        std::vector<double> delta0(idx(M)), sw_w(idx(M)), co_w(idx(M));
+        const Candidate& cw = cand[idx(winner)];
         tbb::parallel_for(0, M, [&](int j) {
-            const Candidate& c = cand[static_cast<std::size_t>(j)];
-            delta0[static_cast<std::size_t>(j)] = (c.score.max_u - s0_best) / gap_norm;
-            sw_w[static_cast<std::size_t>(j)] = sketch_distance(c.sketch, cw.sketch, q);
-            co_w[static_cast<std::size_t>(j)] = co_assignment_distance(c, cw);
+            const Candidate& c = cand[idx(j)];
+            delta0[idx(j)] = (c.score.max_u - s0_best) / gap_norm;
+            sw_w[idx(j)] = sketch_distance(c.sketch, cw.sketch, q);
+            co_w[idx(j)] = co_assignment_distance(c, cw);
         });
         double d_ref = 0;
         for (double v : sw_w)
@@ -1145,43 +1129,40 @@ std::vector<SeedMember> diverse_population(const PackingProblem& p, const Layout
         auto combine = [&](double co, double sw) {
             return 0.5 * co + (d_ref > 0 && std::isfinite(sw) ? 0.5 * sw / d_ref : 0.0);
         };
-        std::vector<double> min_d(static_cast<std::size_t>(M));
-        std::vector<char> taken(static_cast<std::size_t>(M), 0);
-        taken[static_cast<std::size_t>(winner)] = 1;
+        std::vector<double> min_d(idx(M));
+        std::vector<char> taken(idx(M), 0);
+        taken[idx(winner)] = 1;
         for (int j = 0; j < M; ++j)
-            min_d[static_cast<std::size_t>(j)] =
-                combine(co_w[static_cast<std::size_t>(j)], sw_w[static_cast<std::size_t>(j)]);
+            min_d[idx(j)] = combine(co_w[idx(j)], sw_w[idx(j)]);
         while (static_cast<int>(selected.size()) < distinct) {
             int pick = -1;
             double pick_value = 0;
             for (int j = 0; j < M; ++j) {
-                if (taken[static_cast<std::size_t>(j)]) continue;
-                const double v = min_d[static_cast<std::size_t>(j)] - b.eta * delta0[static_cast<std::size_t>(j)];
-                if (pick < 0 || v > pick_value ||
-                    (v == pick_value &&
-                     cand[static_cast<std::size_t>(j)].score < cand[static_cast<std::size_t>(pick)].score)) {
+                if (taken[idx(j)]) continue;
+                const double v = min_d[idx(j)] - b.eta * delta0[idx(j)];
+                if (pick < 0 || v > pick_value || (v == pick_value && cand[idx(j)].score < cand[idx(pick)].score)) {
                     pick = j;
                     pick_value = v;
                 }
             }
-            taken[static_cast<std::size_t>(pick)] = 1;
+            taken[idx(pick)] = 1;
             selected.push_back(pick);
             if (static_cast<int>(selected.size()) == distinct) break;
-            const Candidate& cp = cand[static_cast<std::size_t>(pick)];
+            const Candidate& cp = cand[idx(pick)];
             tbb::parallel_for(0, M, [&](int j) {
-                if (taken[static_cast<std::size_t>(j)]) return;
-                const Candidate& c = cand[static_cast<std::size_t>(j)];
+                if (taken[idx(j)]) return;
+                const Candidate& c = cand[idx(j)];
                 const double d = combine(co_assignment_distance(c, cp), sketch_distance(c.sketch, cp.sketch, q));
-                min_d[static_cast<std::size_t>(j)] = std::min(min_d[static_cast<std::size_t>(j)], d);
+                min_d[idx(j)] = std::min(min_d[idx(j)], d);
             });
         }
     }
 
     // Members; P_pop filled cyclically with the selected distinct seeds (Algorithm 2 line 14).
     std::vector<SeedMember> members;
-    members.reserve(static_cast<std::size_t>(pop));
+    members.reserve(idx(pop));
     for (int j = 0; j < pop; ++j) {
-        const Candidate& c = cand[static_cast<std::size_t>(selected[static_cast<std::size_t>(j) % selected.size()])];
+        const Candidate& c = cand[idx(selected[idx(j) % selected.size()])];
         members.push_back(SeedMember{c.layout, c.score, c.origin});
     }
     return members;

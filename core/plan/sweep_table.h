@@ -20,8 +20,11 @@ struct SweepLine {
     std::size_t samples = 0;
     int rows = 0; ///< R*
     bool certified = false;
-    /// max_g U (eq. 15, tokens) of each method, and routepack's gains against baseline and reorder (gain_pct).
-    double baseline = 0, reorder = 0, karmarkar_karp = 0, routepack = 0, vs_baseline_pct = 0, vs_reorder_pct = 0;
+    /// max_g U (eq. 15, tokens) of each method the plan has: the paper's four always, grouter and
+    /// routepack+comm on more than one node with routes.
+    PerMethod<std::optional<double>> max_u;
+    /// routepack's gains against baseline and reorder (gain_pct).
+    double vs_baseline_pct = 0, vs_reorder_pct = 0;
     double lower_bound = 0; ///< the bound on max_g U
     double planner_s = 0;   ///< the plan's "total" timing, seconds
     bool time_limit_hit = false;
@@ -37,23 +40,21 @@ struct SweepLine {
     std::int64_t moves_total = 0;           ///< moves summed over this and the earlier windows
     std::optional<double> modelled_s_total; ///< compute + materialization summed likewise
     std::vector<FrontierPoint> frontier;    ///< this step at every move budget (empty when not asked for)
-    /// More than one node: the communication methods' max_g U and each method's inter-node copies
-    /// (methods() order; nullopt where not computed); comm_unavailable when the window has no routes.
+    /// More than one node: each method's inter-node copies (nullopt where not computed or not run);
+    /// comm_unavailable when the window has no routes.
     bool multi_node = false;
-    std::optional<double> grouter, routepack_comm;
-    std::vector<std::pair<std::string, std::optional<std::int64_t>>> inter_copies;
+    PerMethod<std::optional<std::int64_t>> inter_copies;
     bool comm_unavailable = false;
 
-    /// The inter-node copies of method `name` (nullopt when not computed or not run).
-    std::optional<std::int64_t> copies_of(const std::string& name) const;
+    /// max_g U of method m (0 when the plan lacks it).
+    double cost(Method m) const { return max_u[m].value_or(0); }
 };
 
-/// The line of one planned window: its own figures (no gains against the run, no churn, no
-/// totals: sweep_link adds them), run 0, no plan file.
-SweepLine sweep_line(const PlanResult& plan);
-/// The line of a saved plan file: the same figures as sweep_line of the plan it was written from;
-/// `planner_s` the run's "total" timing (the file holds no timings).
+/// The line of a plan file: its own figures (no gains against the run, no churn, no totals:
+/// sweep_link adds them), run 0, no plan file; `planner_s` the run's "total" timing.
 SweepLine sweep_line(const PlanFile& plan, double planner_s);
+/// The line of one planned window: sweep_line(plan_file_of(plan), its "total" timing).
+SweepLine sweep_line(const PlanResult& plan);
 
 /// Completes the lines of a run, in run order: routepack's gain against the baseline and churn
 /// against the previous step (summarize_steps over `placements`, routepack's placement of each step,

@@ -161,24 +161,28 @@ double median3(std::vector<double> v) {
     return v[v.size() / 2];
 }
 
-} // namespace
-
-int main(int argc, char** argv) {
+/// What the command line asks for.
+struct Options {
     fs::path shared = ROUTEPACK_SHARED_DIR;
     bool real = true, grid = true, scale = true, anytime = true, x100 = false;
+};
+
+/// Reads the command line into `opt` and the budget globals; prints the usage and returns false on
+/// an unknown argument.
+bool parse_arguments(int argc, char** argv, Options& opt) {
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--shared") && i + 1 < argc)
-            shared = argv[++i];
+            opt.shared = argv[++i];
         else if (!std::strcmp(argv[i], "--skip-real"))
-            real = false;
+            opt.real = false;
         else if (!std::strcmp(argv[i], "--skip-grid"))
-            grid = false;
+            opt.grid = false;
         else if (!std::strcmp(argv[i], "--skip-scale"))
-            scale = false;
+            opt.scale = false;
         else if (!std::strcmp(argv[i], "--skip-anytime"))
-            anytime = false;
+            opt.anytime = false;
         else if (!std::strcmp(argv[i], "--x100"))
-            x100 = true;
+            opt.x100 = true;
         else if (!std::strcmp(argv[i], "--p-straggler") && i + 1 < argc)
             g_budgets.annealing.p_straggler = std::atof(argv[++i]);
         else if (!std::strcmp(argv[i], "--polish") && i + 1 < argc)
@@ -206,234 +210,274 @@ int main(int argc, char** argv) {
                 " [--p-straggler X] [--polish N] [--polish-kicks K] [--placement-rounds N] [--steps K] [--levels N] "
                 "[--t0 T] [--cooling F] "
                 "[--population P] [--seeds N]\n");
-            return 2;
+            return false;
         }
     }
+    return true;
+}
+
+/// A set of real windows: the first `n` samples of the trace in `dir`, planned on each of `topos`.
+struct RealSet {
+    const char* dir;
+    const char* model;
+    int n;
+    const char* topos[2];
+};
+const RealSet kRealSets[] = {
+    {"traces/deepseek-v2-lite", "deepseek-v2-lite", 512, {"deepseek-v2-lite-ep8-dp4", "deepseek-v2-lite-ep16-dp8"}},
+    {"traces/llama4-maverick", "llama4-maverick", 235, {"llama4-maverick-ep8-dp4", "llama4-maverick-ep16-dp8"}}};
+
+/// The window of set `s` on its shipped topology `t`, with the default budgets and 2 workers.
+PlanInput real_input(const Trace& all, const RealSet& s, const char* t, const fs::path& topo_dir) {
+    PlanInput in;
+    in.window = first_n(all, s.n);
+    in.topology = read_topology(topo_dir / (std::string(t) + ".json"));
+    in.budgets = g_budgets;
+    in.budgets.workers = 2;
+    return in;
+}
+
+/// (a): one quality row per real window and topology; returns the runs with their labels.
+std::vector<std::pair<std::string, PlanResult>> real_quality(const fs::path& shared, const fs::path& topo_dir) {
+    std::vector<std::pair<std::string, PlanResult>> real_runs;
+    std::printf("(a) quality, routepack vs reorder (c = R* certified), default budgets, 2 workers\n");
+    std::printf("| window / topology | R* | S_EP | T_EP | eta_EP | attention | joint | joint vs KK | KK cap "
+                "viol. | planner |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+    for (const auto& s : kRealSets) {
+        ImportOptions o;
+        o.model = known_model(s.model);
+        const Trace all = import_trace_to_memory({shared / s.dir}, o);
+        for (const char* t : s.topos) {
+            const PlanInput in = real_input(all, s, t, topo_dir);
+            const auto r = plan_window(in);
+            const std::string label = std::string(s.model) + " " + std::to_string(s.n) + " / " + t;
+            quality_row(label.c_str(), r);
+            real_runs.emplace_back(label, r);
+        }
+    }
+    return real_runs;
+}
+
+/// The runs of (a), seconds per stage.
+void real_speed(const std::vector<std::pair<std::string, PlanResult>>& real_runs) {
+    std::printf("\nthe same runs, seconds per stage\n%s", kSpeedHeader);
+    for (const auto& [label, r] : real_runs)
+        speed_row(label.c_str(), r, 2);
+}
+
+/// One row of (d) for the window of set `s` on topology `t`: the previous default and the current
+/// one (and 100x the steps with `x100`) over seeds 1..g_seeds.
+void seed_row(const RealSet& s, const char* t, PlanInput in, bool x100) {
+    std::vector<double> u, secs, u100, secs100, u_old, secs_old;
+    double lb = 0, reorder = 0, cpu_old = 0, cpu_now = 0;
+    for (std::uint64_t seed = 1; seed <= static_cast<std::uint64_t>(g_seeds); ++seed) {
+        in.budgets.seed = seed;
+        in.budgets.annealing.steps = g_budgets.annealing.steps;
+        {
+            // The previous default: 24 levels, then straggler_descent(100,000).
+            PlanInput old = in;
+            old.budgets.annealing.levels = 24;
+            old.budgets.polish_evaluations = 0;
+            old.budgets.placement_rounds = 0;
+            const double c0 = cpu_seconds();
+            const auto t0 = std::chrono::steady_clock::now();
+            const auto o = plan_window(old);
+            const PackingProblem p = make_packing_problem(old.window, old.topology, o.placement.lpt);
+            const DescentResult d = straggler_descent(p, o.routepack.layout, 100000);
+            secs_old.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+            cpu_old += cpu_seconds() - c0;
+            u_old.push_back(std::min(d.score, o.routepack.metrics.score).max_u);
+        }
+        const double c0 = cpu_seconds();
+        const auto t0 = std::chrono::steady_clock::now();
+        const auto r = plan_window(in);
+        secs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        cpu_now += cpu_seconds() - c0;
+        u.push_back(r.routepack.metrics.score.max_u);
+        lb = r.bound.value;
+        reorder = r.reorder.metrics.score.max_u;
+        if (x100) {
+            in.budgets.annealing.steps = 100 * g_budgets.annealing.steps;
+            const auto h = plan_window(in);
+            u100.push_back(h.routepack.metrics.score.max_u);
+            secs100.push_back(timing(h, "total"));
+        }
+    }
+    const double m = median3(u);
+    double ratio = 0;
+    for (std::size_t k = 0; k < secs.size(); ++k)
+        ratio += secs[k] / secs_old[k] / static_cast<double>(secs.size());
+    std::printf("| %s %d / %s | %.3f | %.3f | %.3f s | %.3f | %.3f s | x%.2f | %.2f -> %.2f | %.2f%% |", s.model, s.n,
+                t, reorder, median3(u_old), median3(secs_old), m, median3(secs), ratio, cpu_old, cpu_now,
+                100.0 * bound_gap(m, lb));
+    if (x100) std::printf(" %.3f | %.3f s |", median3(u100), median3(secs100));
+    std::printf(" %.3f |", lb);
+    if (g_seeds > 3) {
+        const std::vector<double> u3(u.begin(), u.begin() + 3);
+        std::printf(" median of seeds 1-3 %.3f, mean of %d %.3f (previous default %.3f) |", median3(u3), g_seeds,
+                    std::accumulate(u.begin(), u.end(), 0.0) / u.size(),
+                    std::accumulate(u_old.begin(), u_old.end(), 0.0) / u_old.size());
+    }
+    std::printf("\n");
+}
+
+/// (d): one seed_row per real window and topology. Returns the first of them (window and
+/// topology) for the anytime curve.
+std::pair<Trace, Topology> real_seeds(const fs::path& shared, const fs::path& topo_dir, bool x100) {
+    std::printf("\n(d) max_g U, median over seeds 1, 2, 3 (2 workers): default budgets%s; lower bound LB and gap\n",
+                x100 ? " and 100x steps per level" : "");
+    std::printf("| window / topology | reorder | previous default | time | default | time | time ratio | "
+                "CPU s (prev -> now) | gap to LB |%s LB |\n",
+                x100 ? " 100x steps | time |" : "");
+    std::printf("|---|---|---|---|---|---|---|---|---|%s---|\n", x100 ? "---|---|" : "");
+    Trace anytime_window;
+    Topology anytime_topology;
+    for (const auto& s : kRealSets) {
+        ImportOptions o;
+        o.model = known_model(s.model);
+        const Trace all = import_trace_to_memory({shared / s.dir}, o);
+        for (const char* t : s.topos) {
+            PlanInput in = real_input(all, s, t, topo_dir);
+            if (anytime_window.size() == 0) {
+                anytime_window = in.window;
+                anytime_topology = in.topology;
+            }
+            seed_row(s, t, std::move(in), x100);
+        }
+    }
+    return {std::move(anytime_window), std::move(anytime_topology)};
+}
+
+/// (e): one run with a 5 s time limit on `window`, the best max_g U found by each time.
+void anytime_curve(const Trace& window, const Topology& topology) {
+    std::printf("\n(e) anytime curve, %zu-sample DeepSeek window / first topology, seed 1, 2 workers: one run "
+                "with a 5 s time limit, best max_g U found by each time\n",
+                window.size());
+    PlanInput in;
+    in.window = window;
+    in.topology = topology;
+    in.budgets = g_budgets;
+    in.budgets.workers = 2;
+    in.budgets.time_limit_s = 5.0;
+    in.budgets.anytime = true;
+    std::vector<std::pair<double, double>> trace; // (seconds since start, best max_g U)
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto r = plan_window(in, [&](const PlanEvent& e) {
+        const double at = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (e.level) trace.emplace_back(at, e.level->best.max_u);
+        if (e.best) trace.emplace_back(at, e.best->max_u);
+    });
+    std::printf("| time | best max_g U | gap to LB |\n|---|---|---|\n");
+    for (double budget : {0.05, 0.1, 0.5, 1.0, 5.0}) {
+        double best = 0;
+        bool any = false;
+        for (const auto& [at, v] : trace)
+            if (at <= budget && (!any || v < best)) {
+                best = v;
+                any = true;
+            }
+        if (any)
+            std::printf("| %.2f s | %.3f | %.2f%% |\n", budget, best, 100.0 * bound_gap(best, r.bound.value));
+        else
+            std::printf("| %.2f s | (no level finished yet) | |\n", budget);
+    }
+    std::printf("final plan %.3f after %.3f s (%d kicks, %d kept)\n", r.routepack.metrics.score.max_u,
+                timing(r, "total"), r.search.polish_kicks, r.search.polish_kicks_kept);
+}
+
+/// (a), (d) and (e) on the real windows under `shared`/traces.
+void real_windows(const Options& opt, const fs::path& topo_dir) {
+    const auto real_runs = real_quality(opt.shared, topo_dir);
+    real_speed(real_runs);
+    const auto [anytime_window, anytime_topology] = real_seeds(opt.shared, topo_dir, opt.x100);
+    if (opt.anytime && anytime_window.size() > 0) anytime_curve(anytime_window, anytime_topology);
+}
+
+/// (b): seconds per stage for synthetic 512-sample windows across model and topology sizes, 1 and
+/// 2 workers.
+void grid_speed() {
+    std::printf("\n(b) speed, synthetic 512-sample windows (64 groups x 8), seconds per stage\n");
+    std::printf("%s", kSpeedHeader);
+    struct Point {
+        int layers, experts, top_k, P, D, G;
+    } points[] = {{26, 64, 6, 8, 4, 2}, {48, 128, 8, 16, 8, 2}, {64, 256, 8, 64, 16, 4}, {64, 256, 8, 64, 64, 8}};
+    for (const auto& pt : points) {
+        SynthConfig c;
+        c.groups = 64;
+        c.group_size = 8;
+        c.num_hidden_layers = pt.layers + 1;
+        c.experts = pt.experts;
+        c.top_k = pt.top_k;
+        c.prompt_mean = 256;
+        c.response_mean = 768;
+        c.max_length = 8192;
+        const Trace w = synth_trace(c);
+        for (int workers : {1, 2}) {
+            PlanInput in;
+            in.window = w;
+            in.topology = make_topology(pt.P, pt.D, pt.G, 8192);
+            in.budgets = g_budgets;
+            in.budgets.workers = workers;
+            const auto r = plan_window(in);
+            char label[128];
+            std::snprintf(label, sizeof label, "L%d E%d k%d P%d D%d G%d (R*=%d)", pt.layers, pt.experts, pt.top_k, pt.P,
+                          pt.D, pt.G, r.rows.rows);
+            speed_row(label, r, workers);
+        }
+    }
+}
+
+/// (c): the scale point with 1 and 2 workers, the peak RSS, then (f) the placement speed.
+void scale_point() {
+    std::printf("\n(c) scale point: 8192 samples x 64 MoE layers x 256 experts (top-8), 64 EP ranks, 64 DP "
+                "slots in 8 EDP shards\n");
+    SynthConfig c;
+    c.groups = 1024;
+    c.group_size = 8;
+    c.num_hidden_layers = 65;
+    c.experts = 256;
+    c.top_k = 8;
+    c.prompt_mean = 256;
+    c.response_mean = 512;
+    c.max_length = 8192;
+    const auto t0 = std::chrono::steady_clock::now();
+    PlanInput in; // one input for both runs: the window is held once, as a training job would
+    in.window = synth_trace(c);
+    in.topology = make_topology(64, 64, 8, 8192);
+    const Trace& w = in.window;
+    std::printf("synthetic trace generated in %.1f s\n",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    const double counts_mib = static_cast<double>(w.counts.size()) * sizeof(std::uint32_t) / (1 << 20);
+    std::printf("%s", kSpeedHeader);
+    double anneal[3] = {0, 0, 0};
+    for (int workers : {1, 2}) {
+        in.budgets = g_budgets;
+        in.budgets.workers = workers;
+        const auto r = plan_window(in);
+        anneal[workers] = timing(r, "annealing");
+        char label[128];
+        std::snprintf(label, sizeof label, "scale (R*=%d, joint %+.2f%% vs reorder)", r.rows.rows,
+                      pct(r.reorder.metrics.joint, r.routepack.metrics.joint));
+        speed_row(label, r, workers);
+    }
+    std::printf("annealing speed-up with 2 workers (same proposals): x%.2f\n",
+                anneal[2] > 0 ? anneal[1] / anneal[2] : 0.0);
+    std::printf("peak RSS %.0f MiB = x%.2f the uint32 [N][L][E] counts (%.0f MiB)\n", peak_rss_mib(),
+                peak_rss_mib() / counts_mib, counts_mib);
+    placement_speed();
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    Options opt;
+    if (!parse_arguments(argc, argv, opt)) return 2;
     const fs::path topo_dir = fs::path(ROUTEPACK_SOURCE_DIR) / "resources/topologies";
     try {
-        if (real && fs::exists(shared / "traces")) {
-            std::vector<std::pair<std::string, PlanResult>> real_runs;
-            std::printf("(a) quality, routepack vs reorder (c = R* certified), default budgets, 2 workers\n");
-            std::printf("| window / topology | R* | S_EP | T_EP | eta_EP | attention | joint | joint vs KK | KK cap "
-                        "viol. | planner |\n");
-            std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
-            struct Set {
-                const char* dir;
-                const char* model;
-                int n;
-                const char* topos[2];
-            } sets[] = {{"traces/deepseek-v2-lite",
-                         "deepseek-v2-lite",
-                         512,
-                         {"deepseek-v2-lite-ep8-dp4", "deepseek-v2-lite-ep16-dp8"}},
-                        {"traces/llama4-maverick",
-                         "llama4-maverick",
-                         235,
-                         {"llama4-maverick-ep8-dp4", "llama4-maverick-ep16-dp8"}}};
-            for (const auto& s : sets) {
-                ImportOptions o;
-                o.model = known_model(s.model);
-                const Trace all = import_trace_to_memory({shared / s.dir}, o);
-                for (const char* t : s.topos) {
-                    PlanInput in;
-                    in.window = first_n(all, s.n);
-                    in.topology = read_topology(topo_dir / (std::string(t) + ".json"));
-                    in.budgets = g_budgets;
-                    in.budgets.workers = 2;
-                    const auto r = plan_window(in);
-                    const std::string label = std::string(s.model) + " " + std::to_string(s.n) + " / " + t;
-                    quality_row(label.c_str(), r);
-                    real_runs.emplace_back(label, r);
-                }
-            }
-            std::printf("\nthe same runs, seconds per stage\n%s", kSpeedHeader);
-            for (const auto& [label, r] : real_runs)
-                speed_row(label.c_str(), r, 2);
-            std::printf(
-                "\n(d) max_g U, median over seeds 1, 2, 3 (2 workers): default budgets%s; lower bound LB and gap\n",
-                x100 ? " and 100x steps per level" : "");
-            std::printf("| window / topology | reorder | previous default | time | default | time | time ratio | "
-                        "CPU s (prev -> now) | gap to LB |%s LB |\n",
-                        x100 ? " 100x steps | time |" : "");
-            std::printf("|---|---|---|---|---|---|---|---|---|%s---|\n", x100 ? "---|---|" : "");
-            Trace anytime_window;
-            Topology anytime_topology;
-            for (const auto& s : sets) {
-                ImportOptions o;
-                o.model = known_model(s.model);
-                const Trace all = import_trace_to_memory({shared / s.dir}, o);
-                for (const char* t : s.topos) {
-                    PlanInput in;
-                    in.window = first_n(all, s.n);
-                    in.topology = read_topology(topo_dir / (std::string(t) + ".json"));
-                    in.budgets = g_budgets;
-                    in.budgets.workers = 2;
-                    if (anytime_window.size() == 0) {
-                        anytime_window = in.window;
-                        anytime_topology = in.topology;
-                    }
-                    std::vector<double> u, secs, u100, secs100, u_old, secs_old;
-                    double lb = 0, reorder = 0, cpu_old = 0, cpu_now = 0;
-                    for (std::uint64_t seed = 1; seed <= static_cast<std::uint64_t>(g_seeds); ++seed) {
-                        in.budgets.seed = seed;
-                        in.budgets.annealing.steps = g_budgets.annealing.steps;
-                        {
-                            // The previous default: 24 levels, then straggler_descent(100,000).
-                            PlanInput old = in;
-                            old.budgets.annealing.levels = 24;
-                            old.budgets.polish_evaluations = 0;
-                            old.budgets.placement_rounds = 0;
-                            const double c0 = cpu_seconds();
-                            const auto t0 = std::chrono::steady_clock::now();
-                            const auto o = plan_window(old);
-                            const PackingProblem p = make_packing_problem(old.window, old.topology, o.placement.lpt);
-                            const DescentResult d = straggler_descent(p, o.routepack.layout, 100000);
-                            secs_old.push_back(
-                                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-                            cpu_old += cpu_seconds() - c0;
-                            u_old.push_back(std::min(d.score, o.routepack.metrics.score).max_u);
-                        }
-                        const double c0 = cpu_seconds();
-                        const auto t0 = std::chrono::steady_clock::now();
-                        const auto r = plan_window(in);
-                        secs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-                        cpu_now += cpu_seconds() - c0;
-                        u.push_back(r.routepack.metrics.score.max_u);
-                        lb = r.bound.value;
-                        reorder = r.reorder.metrics.score.max_u;
-                        if (x100) {
-                            in.budgets.annealing.steps = 100 * g_budgets.annealing.steps;
-                            const auto h = plan_window(in);
-                            u100.push_back(h.routepack.metrics.score.max_u);
-                            secs100.push_back(timing(h, "total"));
-                        }
-                    }
-                    const double m = median3(u);
-                    double ratio = 0;
-                    for (std::size_t k = 0; k < secs.size(); ++k)
-                        ratio += secs[k] / secs_old[k] / static_cast<double>(secs.size());
-                    std::printf("| %s %d / %s | %.3f | %.3f | %.3f s | %.3f | %.3f s | x%.2f | %.2f -> %.2f | %.2f%% |",
-                                s.model, s.n, t, reorder, median3(u_old), median3(secs_old), m, median3(secs), ratio,
-                                cpu_old, cpu_now, 100.0 * bound_gap(m, lb));
-                    if (x100) std::printf(" %.3f | %.3f s |", median3(u100), median3(secs100));
-                    std::printf(" %.3f |", lb);
-                    if (g_seeds > 3) {
-                        const std::vector<double> u3(u.begin(), u.begin() + 3);
-                        std::printf(" median of seeds 1-3 %.3f, mean of %d %.3f (previous default %.3f) |", median3(u3),
-                                    g_seeds, std::accumulate(u.begin(), u.end(), 0.0) / u.size(),
-                                    std::accumulate(u_old.begin(), u_old.end(), 0.0) / u_old.size());
-                    }
-                    std::printf("\n");
-                }
-            }
-            if (anytime && anytime_window.size() > 0) {
-                std::printf(
-                    "\n(e) anytime curve, %zu-sample DeepSeek window / first topology, seed 1, 2 workers: one run "
-                    "with a 5 s time limit, best max_g U found by each time\n",
-                    anytime_window.size());
-                PlanInput in;
-                in.window = anytime_window;
-                in.topology = anytime_topology;
-                in.budgets = g_budgets;
-                in.budgets.workers = 2;
-                in.budgets.time_limit_s = 5.0;
-                in.budgets.anytime = true;
-                std::vector<std::pair<double, double>> trace; // (seconds since start, best max_g U)
-                const auto t0 = std::chrono::steady_clock::now();
-                const auto r = plan_window(in, [&](const PlanEvent& e) {
-                    const double at = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-                    if (e.level) trace.emplace_back(at, e.level->best.max_u);
-                    if (e.best) trace.emplace_back(at, e.best->max_u);
-                });
-                std::printf("| time | best max_g U | gap to LB |\n|---|---|---|\n");
-                for (double budget : {0.05, 0.1, 0.5, 1.0, 5.0}) {
-                    double best = 0;
-                    bool any = false;
-                    for (const auto& [at, v] : trace)
-                        if (at <= budget && (!any || v < best)) {
-                            best = v;
-                            any = true;
-                        }
-                    if (any)
-                        std::printf("| %.2f s | %.3f | %.2f%% |\n", budget, best,
-                                    100.0 * bound_gap(best, r.bound.value));
-                    else
-                        std::printf("| %.2f s | (no level finished yet) | |\n", budget);
-                }
-                std::printf("final plan %.3f after %.3f s (%d kicks, %d kept)\n", r.routepack.metrics.score.max_u,
-                            timing(r, "total"), r.search.polish_kicks, r.search.polish_kicks_kept);
-            }
-        }
-        if (grid) {
-            std::printf("\n(b) speed, synthetic 512-sample windows (64 groups x 8), seconds per stage\n");
-            std::printf("%s", kSpeedHeader);
-            struct Point {
-                int layers, experts, top_k, P, D, G;
-            } points[] = {
-                {26, 64, 6, 8, 4, 2}, {48, 128, 8, 16, 8, 2}, {64, 256, 8, 64, 16, 4}, {64, 256, 8, 64, 64, 8}};
-            for (const auto& pt : points) {
-                SynthConfig c;
-                c.groups = 64;
-                c.group_size = 8;
-                c.num_hidden_layers = pt.layers + 1;
-                c.experts = pt.experts;
-                c.top_k = pt.top_k;
-                c.prompt_mean = 256;
-                c.response_mean = 768;
-                c.max_length = 8192;
-                const Trace w = synth_trace(c);
-                for (int workers : {1, 2}) {
-                    PlanInput in;
-                    in.window = w;
-                    in.topology = make_topology(pt.P, pt.D, pt.G, 8192);
-                    in.budgets = g_budgets;
-                    in.budgets.workers = workers;
-                    const auto r = plan_window(in);
-                    char label[128];
-                    std::snprintf(label, sizeof label, "L%d E%d k%d P%d D%d G%d (R*=%d)", pt.layers, pt.experts,
-                                  pt.top_k, pt.P, pt.D, pt.G, r.rows.rows);
-                    speed_row(label, r, workers);
-                }
-            }
-        }
-        if (scale) {
-            std::printf("\n(c) scale point: 8192 samples x 64 MoE layers x 256 experts (top-8), 64 EP ranks, 64 DP "
-                        "slots in 8 EDP shards\n");
-            SynthConfig c;
-            c.groups = 1024;
-            c.group_size = 8;
-            c.num_hidden_layers = 65;
-            c.experts = 256;
-            c.top_k = 8;
-            c.prompt_mean = 256;
-            c.response_mean = 512;
-            c.max_length = 8192;
-            const auto t0 = std::chrono::steady_clock::now();
-            PlanInput in; // one input for both runs: the window is held once, as a training job would
-            in.window = synth_trace(c);
-            in.topology = make_topology(64, 64, 8, 8192);
-            const Trace& w = in.window;
-            std::printf("synthetic trace generated in %.1f s\n",
-                        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-            const double counts_mib = static_cast<double>(w.counts.size()) * sizeof(std::uint32_t) / (1 << 20);
-            std::printf("%s", kSpeedHeader);
-            double anneal[3] = {0, 0, 0};
-            for (int workers : {1, 2}) {
-                in.budgets = g_budgets;
-                in.budgets.workers = workers;
-                const auto r = plan_window(in);
-                anneal[workers] = timing(r, "annealing");
-                char label[128];
-                std::snprintf(label, sizeof label, "scale (R*=%d, joint %+.2f%% vs reorder)", r.rows.rows,
-                              pct(r.reorder.metrics.joint, r.routepack.metrics.joint));
-                speed_row(label, r, workers);
-            }
-            std::printf("annealing speed-up with 2 workers (same proposals): x%.2f\n",
-                        anneal[2] > 0 ? anneal[1] / anneal[2] : 0.0);
-            std::printf("peak RSS %.0f MiB = x%.2f the uint32 [N][L][E] counts (%.0f MiB)\n", peak_rss_mib(),
-                        peak_rss_mib() / counts_mib, counts_mib);
-            placement_speed();
-        }
+        if (opt.real && fs::exists(opt.shared / "traces")) real_windows(opt, topo_dir);
+        if (opt.grid) grid_speed();
+        if (opt.scale) scale_point();
     } catch (const std::exception& e) {
         std::fprintf(stderr, "bench_planner: %s\n", e.what());
         return 1;

@@ -305,6 +305,16 @@ def test_plan_with_previous(window, tmp_path):
     assert kept.migration["moves"] == 0
     again = routepack.plan_from_json(p1.to_json())
     assert again.migration["moves"] == m["moves"]
+    # One shape whether made or loaded: the plan file's section, key for key and value for value.
+    assert list(again.migration) == list(m) == [
+        "previous_fingerprint", "max_moves", "objective", "cost_model", "moves", "intra_node_moves",
+        "inter_node_moves", "layer_moves", "bytes", "busiest_rank", "busiest_intra_node_bytes",
+        "busiest_inter_node_bytes", "materialization_seconds", "compute_seconds", "modelled_seconds",
+        "peak_sum_previous", "peak_sum_start"]
+    assert again.migration == m
+    assert again.metrics == p1.metrics and list(again.metrics) == ["baseline", "reorder", "karmarkar_karp", "routepack"]
+    assert again.timings == p1.timings and "total" in again.timings
+    assert again.to_json() == p1.to_json()
     with pytest.raises(ValueError, match="previous placement has 1 MoE layers x 8 experts"):
         routepack.plan(lengths, shifted, topo(), moe_layers=[1, 3], previous=before[:1])
     # place(): from the previous placement within max_moves; without a budget, LPT relabeled.
@@ -990,6 +1000,13 @@ def test_budget_numbers(window):
     assert call_error(lambda: routepack.plan(lengths, counts, topo(), moe_layers=[1, 3],
                                              budgets={"cooling": 10**400})) == (
         f"budgets['cooling'] must be a number (got {10**400})")
+    # Out of range: the budget table's rule, in the same words as the integers' errors.
+    assert call_error(lambda: routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], budgets={"cooling": 1.5})) == (
+        "budgets['cooling'] = 1.5 must be in (0, 1]")
+    assert call_error(lambda: routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], budgets={"t0": 0})) == (
+        "budgets['t0'] = 0 must be a finite number > 0")
+    assert call_error(lambda: routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], budgets={"rho": -0.5})) == (
+        "budgets['rho'] = -0.5 must be in [0, 1]")
     for exc in (KeyboardInterrupt, SystemExit):
         with pytest.raises(exc):
             routepack.plan(lengths, counts, topo(), moe_layers=[1, 3], budgets={"rho": RaisingIndex(exc)})
