@@ -7,6 +7,7 @@
 #include "core/plan/budget_table.h"
 #include "core/plan/budgets_json.h"
 #include "core/plan/expert_map.h"
+#include "core/plan/plan_stage.h"
 #include "core/util/atomic_file.h"
 #include "core/util/errors.h"
 #include "core/util/input_file.h"
@@ -308,7 +309,7 @@ PlanResult run_planner(const PlanCmd& c) {
         [&](const PlanEvent& e) {
             if (!tty) return;
             std::fprintf(stderr, "\r%-10s %3.0f%%", e.stage.c_str(), 100 * e.fraction);
-            if (e.stage == "done") std::fputs("\n", stderr);
+            if (e.stage == kPlanDone) std::fputs("\n", stderr);
             std::fflush(stderr);
         },
         &g_cancel);

@@ -36,7 +36,7 @@ ModelDescription model1() {
     return m;
 }
 
-enum Parser { SGLang, VLLM, NpyFile, Npz, Nemo, Nested };
+enum Parser { SGLang, VLLM, NpyFile, Npz, Nemo, Nested, Megatron };
 
 SourceFile source(const std::string& name, std::string bytes) {
     return SourceFile{std::filesystem::path("in") / name, std::move(bytes)};
@@ -63,6 +63,9 @@ std::vector<SampleRecord> run(Parser p, const SourceFile& f, const ModelDescript
         break;
     case Nested:
         parse_nested_json(f, m, emit);
+        break;
+    case Megatron:
+        parse_megatron(f, m, emit);
         break;
     }
     return out;
@@ -263,7 +266,7 @@ void add_sglang_error_rows() {
                   sglang_record(kRoutesI32) + "\n{\"meta_info\": {\"id\": \"x\"}}\n",
                   "in/s.jsonl: sample s#1: meta_info.routed_experts is missing");
     add_error_row("sglang routes not a string", SGLang, "s.json", "{\"meta_info\": {\"routed_experts\": [1, 2]}}",
-                  "in/s.json: sample s#0: meta_info.routed_experts[0] is an integer, expected a list of layers");
+                  "in/s.json: sample s#0: meta_info.routed_experts[0] is 1, not a list of layers");
     add_error_row("sglang routes an object", SGLang, "s.json", "{\"meta_info\": {\"routed_experts\": {\"a\": 1}}}",
                   "in/s.json: sample s#0: meta_info.routed_experts is not a base64 string or a nested list");
     add_error_row("sglang nested layers", SGLang, "s.json", "{\"meta_info\": {\"routed_experts\": [[[1, 3], [0, 2]]]}}",
@@ -472,17 +475,17 @@ void add_deep_value_error_rows() {
         "in/s.json: sample s#0: meta_info.routed_experts_dtype \"in\\nt32\" is not one of int32, int16, uint16, "
         "uint8, int8");
     add_error_row("sglang deep meta id", SGLang, "s.json", sglang_record(kRoutesI32, "\"id\": " + deep_obj + ", "),
-                  "in/s.json: sample s#0: meta_info.id must be a string or integer, not an object");
+                  "in/s.json: sample s#0: meta_info.id is an object, not a string or an integer");
     add_error_row("sglang deep rid", SGLang, "s.json", sglang_record(kRoutesI32, "", "\"rid\": " + deep + ", "),
-                  "in/s.json: sample s#0: rid must be a string or integer, not a list");
+                  "in/s.json: sample s#0: rid is a list, not a string or an integer");
     add_error_row("sglang deep record id", SGLang, "s.json", sglang_record(kRoutesI32, "", "\"id\": " + deep + ", "),
-                  "in/s.json: sample s#0: id must be a string or integer, not a list");
+                  "in/s.json: sample s#0: id is a list, not a string or an integer");
     add_error_row("sglang deep group", SGLang, "s.json", sglang_record(kRoutesI32, "", "\"group\": " + deep_obj + ", "),
-                  "in/s.json: sample s#0: group must be a string or integer, not an object");
+                  "in/s.json: sample s#0: group is an object, not a string or an integer");
     add_error_row("sglang float group_id", SGLang, "s.json", sglang_record(kRoutesI32, "", "\"group_id\": 1.5, "),
-                  "in/s.json: sample s#0: group_id must be a string or integer, not a non-integer number");
+                  "in/s.json: sample s#0: group_id is 1.5, not a string or an integer");
     add_error_row("sglang boolean id", SGLang, "s.json", sglang_record(kRoutesI32, "\"id\": true, "),
-                  "in/s.json: sample s#0: meta_info.id must be a string or integer, not a boolean");
+                  "in/s.json: sample s#0: meta_info.id is true, not a string or an integer");
     add_error_row(
         "sglang deep map entry", SGLang, "s.json",
         sglang_record(kRoutesI32, "\"physical_to_logical_map\": [[0], [0, 1, " + deep + ", 3], [0, 1, 2, 3]], "),
@@ -498,7 +501,7 @@ void add_deep_value_error_rows() {
                   QString::fromStdString("in/s.json: sample s#0: physical_to_logical_map[1][2] is \"" +
                                          std::string(80, 'x') + "...\", not an integer in 0..3"));
     add_error_row("vllm deep id", VLLM, "v.json", "{\"id\": " + deep + ", \"choices\": [{" + re(kNpyI4) + "}]}",
-                  "in/v.json: response 0: id must be a string or integer, not a list");
+                  "in/v.json: response 0: id is a list, not a string or an integer");
 }
 
 /// Token counts and start lengths out of range.
@@ -543,7 +546,7 @@ void add_token_count_error_rows() {
                   vllm_response("r", {re(kNpyI4)}, "\"usage\": {\"prompt_tokens\": 1000000000000}, "),
                   "in/v.json: sample v#0: prompt length 1000000000000 exceeds the sample length t_i = 2");
     add_error_row("vllm usage not an object", VLLM, "v.json", vllm_response("r", {re(kNpyI4)}, "\"usage\": 5, "),
-                  "in/v.json: response 0: usage is an integer, not an object");
+                  "in/v.json: response 0: usage is 5, not an object");
 }
 
 /// Number overflows and repeated keys, in the parsers' words.
@@ -562,6 +565,65 @@ void add_json_library_error_rows() {
                   "in/v.json: malformed JSON: duplicate key 'id' in one object");
     add_error_row("nested number overflow", Nested, "j.json", "[[[1e400,1],[0,2]]]",
                   "in/j.json: malformed JSON at byte 8: number overflow parsing '1e400'");
+}
+
+/// Fields of the vLLM, Megatron-LM and NeMo-RL JSON readers that are missing, of the wrong type or
+/// out of range: JsonField's wording, naming the file, the response, record or sample, and the field.
+void add_json_field_error_rows() {
+    add_error_row("vllm response a list", VLLM, "v.json", "[[1]]", "in/v.json: response 0 is a list, not an object");
+    add_error_row("vllm choice a number", VLLM, "v.json", R"({"id": "r", "choices": [5]})",
+                  "in/v.json: sample v#0: choices[0] is 5, not an object");
+    add_error_row("vllm routes a number", VLLM, "v.json", R"({"choices": [{"routed_experts": 5}]})",
+                  "in/v.json: sample v#0: choices[0].routed_experts is 5, not a base64 string or a nested list");
+    add_error_row("vllm token_ids a number", VLLM, "v.json", vllm_response("r", {re(kNpyI4) + ", \"token_ids\": 3"}),
+                  "in/v.json: sample v#0: choices[0].token_ids is 3, not a list of token ids");
+    add_error_row("vllm prompt_token_ids a string", VLLM, "v.json",
+                  vllm_response("r", {re(kNpyI4)}, "\"prompt_token_ids\": \"ab\", "),
+                  "in/v.json: response 0: prompt_token_ids is \"ab\", not a list of token ids");
+    add_error_row("vllm completion_tokens a fraction", VLLM, "v.json",
+                  vllm_response("r", {re(kNpyI4)}, "\"usage\": {\"completion_tokens\": 2.5}, "),
+                  "in/v.json: response 0: usage.completion_tokens is 2.5, not an integer in 0..1099511627776");
+    add_error_row("vllm nested id a fraction", VLLM, "v.json",
+                  R"({"choices": [{"routed_experts": [[[0, 1.5], [2, 3]]]}]})",
+                  "in/v.json: sample v#0: choices[0].routed_experts[0][0][1] is 1.5, not an integer in "
+                  "-2147483648..2147483647");
+    add_error_row("vllm nested layer a number", VLLM, "v.json", R"({"choices": [{"routed_experts": [[[0, 1], 7]]}]})",
+                  "in/v.json: sample v#0: choices[0].routed_experts[0][1] is 7, not a list of expert ids");
+    add_error_row("megatron record a number", Megatron, "m.json", "[5]", "in/m.json: record 0 is 5, not an object");
+    add_error_row("megatron choices a number", Megatron, "m.json", R"({"choices": 5})",
+                  "in/m.json: record 0: choices is 5, not a list");
+    add_error_row("megatron id a fraction", Megatron, "m.json", R"({"id": 1.5, "choices": []})",
+                  "in/m.json: record 0: id is 1.5, not a string or an integer");
+    add_error_row("megatron ndarray body a list", Megatron, "m.json",
+                  R"({"choices": [{"moe_topk_indices": ["ndarray", [1]]}]})",
+                  "in/m.json: sample m#0: choices[0].moe_topk_indices[1] is a list, not the ndarray object {\"data\", "
+                  "\"dtype\"}");
+    add_error_row("megatron dtype a number", Megatron, "m.json",
+                  R"({"choices": [{"moe_topk_indices": {"data": [[[0, 1], [2, 3]]], "dtype": 16}}]})",
+                  "in/m.json: sample m#0: choices[0].moe_topk_indices.dtype is 16, not a string");
+    add_error_row(
+        "megatron generation ids a number", Megatron, "m.json",
+        R"({"choices": [{"prompt_token_ids": [1], "generation_token_ids": 2, "moe_topk_indices": [[[0, 1], [2, 3]]]}]})",
+        "in/m.json: sample m#0: choices[0].generation_token_ids is 2, not a list of token ids");
+    add_error_row("megatron script routes a string", Megatron, "m.json", R"({"17": {"routing_indices": "x"}})",
+                  "in/m.json: sample m#0: [\"17\"].routing_indices is \"x\", not a [rows][layers][top_k] list");
+    add_error_row("nemo record a number", Nemo, "n.json", "[5]", "in/n.json: record 0 is 5, not an object");
+    add_error_row("nemo choices an object", Nemo, "n.json", R"({"choices": {"a": 1}})",
+                  "in/n.json: record 0: choices is an object, not a list");
+    add_error_row("nemo routes a number", Nemo, "n.json", R"({"choices": [{"message": {"routed_experts": 5}}]})",
+                  "in/n.json: sample n#0: choices[0].message.routed_experts is 5, not an 'nrlre1:' string or a "
+                  "[rows][layers][top_k] list");
+    add_error_row("nemo prompt ids a string", Nemo, "n.json",
+                  R"({"choices": [{"message": {"routed_experts": [[[3, 1]], [[0, 1]]], "prompt_token_ids": "x"}}]})",
+                  "in/n.json: sample n#0: choices[0].message.prompt_token_ids is \"x\", not a list of token ids");
+    add_error_row("nemo output a number", Nemo, "n.json", R"({"response": {"output": 5}})",
+                  "in/n.json: record 0: response.output is 5, not a list");
+    add_error_row("nemo gym id a list", Nemo, "n.json", R"({"response": {"id": [1], "output": []}})",
+                  "in/n.json: record 0: response.id is a list, not a string or an integer");
+    add_error_row("nemo gym generation ids a number", Nemo, "n.json",
+                  R"({"response": {"output": [{"prompt_token_ids": [1], "generation_token_ids": 5, )"
+                  R"("routed_experts": [[[3, 1]], [[0, 1]]]}]}})",
+                  "in/n.json: sample n#0: response.output[0].generation_token_ids is 5, not a list of token ids");
 }
 
 /// Control characters and long values echoed from the input.
@@ -1237,6 +1299,7 @@ private Q_SLOTS:
         add_deep_value_error_rows();
         add_token_count_error_rows();
         add_json_library_error_rows();
+        add_json_field_error_rows();
         add_echoed_input_error_rows();
     }
     void formatErrors() {

@@ -8,6 +8,7 @@
 #include "core/plan/budgets_json.h"
 #include "core/plan/expert_map.h"
 #include "core/plan/plan_file.h"
+#include "core/plan/plan_stage.h"
 #include "core/plan/planner.h"
 #include "core/synth/synth.h"
 #include "core/util/errors.h"
@@ -891,6 +892,32 @@ private Q_SLOTS:
         QVERIFY(r.placement_refined());
         r.placement.routepack = r.placement.lpt;
         QVERIFY(!r.placement_refined());
+    }
+
+    void stagesFollowTheStageTable() {
+        // plan_window opens its stages in kPlanStages order with the table's names and fractions, times
+        // each under its name, and ends with kPlanDone at 1 (one node: no communication stage).
+        const PlanInput in = synth_input(2, 3);
+        std::vector<std::pair<std::string, double>> opened;
+        const PlanResult r = plan_window(in, [&](const PlanEvent& e) {
+            if (!e.level && !e.best && (opened.empty() || opened.back().first != e.stage))
+                opened.emplace_back(e.stage, e.fraction);
+        });
+        std::vector<std::pair<std::string, double>> expected;
+        for (const PlanStageRow& row : kPlanStages)
+            if (row.stage != PlanStage::Communication) {
+                expected.emplace_back(row.name, row.progress);
+                QVERIFY2(r.timings.count(row.name), row.name);
+            }
+        expected.emplace_back(kPlanDone, 1.0);
+        QCOMPARE(opened, expected);
+        QVERIFY(!r.timings.count("communication"));
+        for (int s = 0; s < kPlanStageCount; ++s) {
+            QCOMPARE(static_cast<int>(kPlanStages[static_cast<std::size_t>(s)].stage), s);
+            QCOMPARE(plan_stage_from_name(kPlanStages[static_cast<std::size_t>(s)].name),
+                     std::optional(kPlanStages[static_cast<std::size_t>(s)].stage));
+        }
+        QCOMPARE(plan_stage_from_name("bound"), std::optional<PlanStage>());
     }
 
     void planFileOfMatchesItsText() {

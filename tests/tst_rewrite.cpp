@@ -156,6 +156,8 @@ private Q_SLOTS:
     void missingExpertTensorRefused();
     void outputChecks();
     void sidecarGuards();
+    void jsonFieldErrors_data();
+    void jsonFieldErrors();
     void layerMapRewrite();
     void singleFileWithoutConfig();
     void fp8ScalesMoveWithExpert();
@@ -542,6 +544,72 @@ void TestRewrite::sidecarGuards() {
              qpath(fs::canonical(tmp / "back")) +
                  QStringLiteral(": already in logical order (routepack-rewrite.json); nothing to invert"));
     QVERIFY(!fs::exists(tmp / "twice") && !fs::exists(tmp / "bad") && !fs::exists(tmp / "again"));
+    fs::remove_all(tmp);
+}
+
+void TestRewrite::jsonFieldErrors_data() {
+    QTest::addColumn<QString>("file");    // written beside the checkpoint (over its config.json)
+    QTest::addColumn<QString>("content"); // the file's text
+    QTest::addColumn<QString>("error");   // after the file's canonical path
+    const QString config = QStringLiteral("config.json"), sidecar = QString::fromLatin1(kRewriteSidecar);
+    const auto with_n_group = [](const char* v) {
+        return QStringLiteral(R"({"num_hidden_layers": 1, "num_local_experts": 6, "num_experts_per_tok": 2, )") +
+               QStringLiteral(R"("n_group": )") + QLatin1String(v) + QStringLiteral("}");
+    };
+    QTest::newRow("n_group a string") << config << with_n_group(R"("4")")
+                                      << QStringLiteral(R"(: n_group is "4", not an integer in 1..1048576)");
+    QTest::newRow("n_group a float") << config << with_n_group("4.0")
+                                     << QStringLiteral(": n_group is 4.0, not an integer in 1..1048576");
+    QTest::newRow("n_group zero") << config << with_n_group("0")
+                                  << QStringLiteral(": n_group is 0, not an integer in 1..1048576");
+    QTest::newRow("n_group too large") << config << with_n_group("1048577")
+                                       << QStringLiteral(": n_group is 1048577, not an integer in 1..1048576");
+    QTest::newRow("sidecar a list") << sidecar << QStringLiteral("[1]") << QStringLiteral(" is a list, not an object");
+    QTest::newRow("sidecar without output_order")
+        << sidecar << QStringLiteral(R"({"plan": {"placement_fingerprint": "0"}, "permute_router": false})")
+        << QStringLiteral(": output_order is missing");
+    QTest::newRow("sidecar output_order unknown")
+        << sidecar
+        << QStringLiteral(
+               R"({"output_order": "sideways", "plan": {"placement_fingerprint": "0"}, "permute_router": false})")
+        << QStringLiteral(R"(: output_order is "sideways", not "physical" or "logical")");
+    QTest::newRow("sidecar output_order a number")
+        << sidecar << QStringLiteral(R"({"output_order": 1, "plan": {"placement_fingerprint": "0"}})")
+        << QStringLiteral(": output_order is 1, not a string");
+    QTest::newRow("sidecar plan a list") << sidecar << QStringLiteral(R"({"output_order": "physical", "plan": []})")
+                                         << QStringLiteral(": plan is [], not an object");
+    QTest::newRow("sidecar fingerprint a number")
+        << sidecar << QStringLiteral(R"({"output_order": "logical", "plan": {"placement_fingerprint": 7}})")
+        << QStringLiteral(": plan.placement_fingerprint is 7, not a string");
+    QTest::newRow("sidecar permute_router a number")
+        << sidecar
+        << QStringLiteral(
+               R"({"output_order": "physical", "plan": {"placement_fingerprint": "0"}, "permute_router": 1})")
+        << QStringLiteral(": permute_router is 1, not true or false");
+    QTest::newRow("sidecar origin null") << sidecar
+                                         << QStringLiteral(R"({"output_order": "physical", "permute_router": true, )"
+                                                           R"("plan": {"placement_fingerprint": "0", "origin": null}})")
+                                         << QStringLiteral(": plan.origin is null, not a string");
+}
+
+void TestRewrite::jsonFieldErrors() {
+    QFETCH(QString, file);
+    QFETCH(QString, content);
+    QFETCH(QString, error);
+    // One stacked MoE layer of 6 experts and a valid config.json; the row's file is the only fault.
+    const fs::path tmp = temp_dir(QStringLiteral("rwjf"));
+    fs::create_directories(tmp / "in");
+    std::string stacked(6 * 4 * 2, 'a');
+    const std::vector<TensorData> ts{
+        {"model.layers.0.mlp.experts.down_proj", Dtype::BF16, {6, 4}, std::as_bytes(std::span(stacked))}};
+    write_safetensors(tmp / "in" / "model.safetensors", ts, {});
+    write_file(tmp / "in" / "config.json",
+               R"({"num_hidden_layers": 1, "num_local_experts": 6, "num_experts_per_tok": 2})");
+    write_file(tmp / "in" / file.toStdString(), content.toStdString());
+    const ModelDescription pm = model_of(tmp / "in");
+    QCOMPARE(QString::fromStdString(error_of(rewrite_request(tmp / "in", tmp / "out", random_placement(1, 6, 5), pm))),
+             qpath(fs::canonical(tmp / "in") / file.toStdString()) + error);
+    QVERIFY(!fs::exists(tmp / "out"));
     fs::remove_all(tmp);
 }
 
@@ -1158,9 +1226,8 @@ void TestRewrite::breakItBody() {
             write_file(tmp / "ds" / "config.json", cfg.dump());
             QCOMPARE(QString::fromStdString(
                          error_of(rewrite_request(tmp / "ds", tmp / "ds-out", pi, model_of(dsv3 / "checkpoint")))),
-                     qpath(fs::canonical(tmp / "ds") / "config.json") +
-                         QStringLiteral(": n_group: expected a positive integer, got ") +
-                         QString::fromStdString(bad.dump()));
+                     qpath(fs::canonical(tmp / "ds") / "config.json") + QStringLiteral(": n_group is ") +
+                         QString::fromStdString(bad.dump()) + QStringLiteral(", not an integer in 1..1048576"));
         }
         QVERIFY(!fs::exists(tmp / "ds-out"));
     }

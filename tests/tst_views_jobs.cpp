@@ -146,11 +146,11 @@ private Q_SLOTS:
                                                        {"baselines", 0.2}, {"seeding", 0.4},  {"annealing", 6.0},
                                                        {"polish", 2.0},    {"validate", 0.1}, {"total", 9.1}};
         const StageWeights measured = stage_weights_from(timings, StageWeights{{1, 1, 1, 1, 1, 1, 1, 7}});
-        const std::array<double, kPlannerStageCount> expected = {0.3, 0.1, 0.2, 0.4, 6.0, 2.0, 0.1, 9.1};
-        for (int s = 0; s < kPlannerStageCount; ++s)
+        const std::array<double, kPlanStageCount> expected = {0.3, 0.1, 0.2, 0.4, 6.0, 2.0, 0.1, 9.1};
+        for (int s = 0; s < kPlanStageCount; ++s)
             QVERIFY2(std::abs(measured.share[static_cast<std::size_t>(s)] - expected[static_cast<std::size_t>(s)]) <
                          1e-12,
-                     kPlannerStages[static_cast<std::size_t>(s)]);
+                     kPlanStages[static_cast<std::size_t>(s)].name);
         // On one node the run's own shares: seeding starts at (0.3 + 0.1 + 0.2) / 9.1 of the time.
         StageProgress fromRun(measured, 4, false);
         QVERIFY(std::abs(fromRun.update(event("seeding")) - 0.6 / 9.1) < 1e-12);
@@ -159,7 +159,11 @@ private Q_SLOTS:
         const StageWeights none = stage_weights_from({{"total", 0.0}}, w);
         QCOMPARE(none.share, w.share);
         QCOMPARE(planner_stage_index("done"), -1);
+        QCOMPARE(planner_stage_index("bound"), -1);
         QCOMPARE(planner_stage_index("polish"), 5);
+        // The defaults are the stage table's weights, in its order.
+        QCOMPARE(StageWeights::defaults().share,
+                 (std::array<double, kPlanStageCount>{0.94, 0.04, 0.67, 2.30, 13.36, 81.60, 0.01, 631.0}));
     }
 
     void fifoIdsAndDeliveryOnTheTrackerThread() {

@@ -2,6 +2,7 @@
 
 #include "core/model/trace.h"
 #include "core/plan/plan_file.h"
+#include "core/plan/plan_stage.h"
 #include "core/util/errors.h"
 #include "storage/library.h"
 #include "views/gui_text.h"
@@ -118,7 +119,7 @@ RunPlanResult PlanJobQueue::runChain(const RunPlanRequest& request, const StageW
         const bool next = k != current;
         current = k;
         const double window = share->update(e);
-        if (!context.throttle().passStage(e.stage, next || e.stage == "done")) return;
+        if (!context.throttle().passStage(e.stage, next || e.stage == kPlanDone)) return;
         const double overall = (static_cast<double>(k) + window) / count;
         context.post([this, id, k, count, stage = QString::fromStdString(e.stage), window, overall] {
             Q_EMIT runProgress(id, static_cast<int>(k), count, stage, window, overall);
@@ -170,10 +171,10 @@ PlanJobResult PlanJobQueue::run(const PlanJobRequest& request, const StageWeight
     StageProgress timeShare(weights, request.budgets.annealing.levels, request.topology.nodes() > 1);
     auto on_event = [&](const PlanEvent& e) {
         // Routepack's convergence only: the communication stage's levels are routepack+comm's search.
-        if (e.level && e.stage == "annealing")
+        if (e.level && e.stage == plan_stage(PlanStage::Annealing).name)
             context.post([this, id, level = *e.level] { Q_EMIT levelFinished(id, level); });
         const double fraction = timeShare.update(e);
-        if (!context.throttle().passStage(e.stage, e.stage == "done")) return;
+        if (!context.throttle().passStage(e.stage, e.stage == kPlanDone)) return;
         context.post(
             [this, id, stage = QString::fromStdString(e.stage), fraction] { Q_EMIT progress(id, stage, fraction); });
     };

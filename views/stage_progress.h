@@ -3,6 +3,7 @@
 // that starts and, in annealing, the level that ended; each stage is weighted by its share of a
 // planner run's wall time (measured, PlanResult::timings), so that the percentage shown grows about
 // evenly with the seconds that pass. Plain C++ (no Qt); used on the planner job's worker thread.
+#include "core/plan/plan_stage.h"
 #include "core/plan/planner.h"
 
 #include <array>
@@ -11,28 +12,16 @@
 
 namespace routepack::views {
 
-/// The planner's stages in the order plan_window runs them, by the PlanEvent stage name that opens
-/// each: "placement", "row count", "baselines", "seeding", "annealing", "polish" (the final search),
-/// "validate", "communication" (more than one node only).
-inline constexpr std::array<const char*, 8> kPlannerStages = {"placement", "row count", "baselines", "seeding",
-                                                              "annealing", "polish",    "validate",  "communication"};
-inline constexpr int kPlannerStageCount = static_cast<int>(kPlannerStages.size());
-
-/// Index of a stage name in kPlannerStages; -1 for another name ("done" among them).
+/// Index of a stage name in core's kPlanStages (core/plan/plan_stage.h); -1 for another name
+/// (kPlanDone among them).
 int planner_stage_index(const std::string& stage);
 
-/// How much of a planner run's wall time each stage takes (kPlannerStages order). Any non-negative
+/// How much of a planner run's wall time each stage takes (kPlanStages order). Any non-negative
 /// scale (seconds, percent): StageProgress divides by the sum of the stages that run.
 struct StageWeights {
-    std::array<double, kPlannerStageCount> share{};
+    std::array<double, kPlanStageCount> share{};
 
-    /// The shares measured on the real DeepSeek-V2-Lite window (first 512 samples, default budgets,
-    /// 2 workers, the median of three runs): the stages of a one-node plan on
-    /// deepseek-v2-lite-ep16-dp8 in percent of its total time (0.16 s: placement and bound 0.94, row
-    /// count 0.04, baselines 0.67, seeding 2.30, annealing 13.36, final search 81.60, validate under
-    /// 0.01; the rest is scoring and metrics between the stages), and communication as on
-    /// deepseek-v2-lite-ep16-dp8-2nodes, where it took 86.32 % of the run (0.95 of 1.10 s), i.e.
-    /// 6.310 times the other stages: 631.0.
+    /// The stage table's measured shares (PlanStageRow::weight, percent; core/plan/plan_stage.h).
     static StageWeights defaults();
 };
 
@@ -60,14 +49,14 @@ public:
     double update(const PlanEvent& e);
     /// The fraction reached so far.
     double fraction() const { return fraction_; }
-    /// Where stage `stage` (kPlannerStages index) starts, in [0, 1] (1 for a stage that does not run).
+    /// Where stage `stage` (kPlanStages index) starts, in [0, 1] (1 for a stage that does not run).
     double stageStart(int stage) const;
     /// The stage's part of the whole, w_s / W (0 for a stage that does not run).
     double stageShare(int stage) const;
 
 private:
-    std::array<double, kPlannerStageCount> start_{};
-    std::array<double, kPlannerStageCount> part_{};
+    std::array<double, kPlanStageCount> start_{};
+    std::array<double, kPlanStageCount> part_{};
     int levels_ = 1;
     double fraction_ = 0;
 };

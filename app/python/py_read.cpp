@@ -20,8 +20,6 @@
 #include <string>
 #include <vector>
 
-namespace py = pybind11;
-
 namespace routepack::pyconv {
 
 namespace {
@@ -205,13 +203,6 @@ void bind_read_trace(py::module_& m) {
                 return PyWindow{w.trace, py_utf8(trace, "trace_name"), py_utf8(window, "window_name")};
             },
             py::arg("trace_name"), py::arg("window_name"))
-        .def("_without_routes",
-             [](const PyWindow& w) {
-                 if (w.trace->routes.empty()) return w;
-                 auto t = std::make_shared<Trace>(*w.trace);
-                 t->routes.clear();
-                 return PyWindow{std::move(t), w.trace_name, w.window_name};
-             })
         .def(py::pickle(&window_state, &window_from_state));
 }
 

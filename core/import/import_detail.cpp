@@ -6,7 +6,10 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
+#include <optional>
+#include <string_view>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -184,20 +187,35 @@ void for_each_json_value(const SourceFile& f, const std::function<void(nlohmann:
     });
 }
 
-std::optional<std::int64_t> token_id_count(const nlohmann::json& obj, const char* key, const std::string& where,
-                                           const std::string& field) {
-    const nlohmann::json* v = json_member(obj, key);
-    if (!v) return std::nullopt;
-    if (!v->is_array()) throw InputError(where + ": " + field + " is " + json_kind(*v) + ", not a list of token ids");
-    return static_cast<std::int64_t>(v->size());
+std::optional<std::int64_t> token_id_count(const util::JsonField& ids) {
+    if (!ids.given()) return std::nullopt;
+    return static_cast<std::int64_t>(ids.list("a list of token ids"));
+}
+
+namespace {
+
+/// The text of an id that is a string or an integer; nullopt for any other value.
+std::optional<std::string> id_text_of(const nlohmann::json& v) {
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_number_unsigned()) return std::to_string(v.get<std::uint64_t>());
+    if (v.is_number_integer()) return std::to_string(v.get<std::int64_t>());
+    return std::nullopt;
+}
+
+constexpr std::string_view kIdExpected = "a string or an integer";
+
+} // namespace
+
+std::string json_id_text(const util::JsonField& v) {
+    if (!v.given()) return {};
+    if (auto text = id_text_of(v.json())) return std::move(*text);
+    v.fail(kIdExpected);
 }
 
 std::string json_id_text(const nlohmann::json* v, const std::string& where, const std::string& field) {
     if (!v || v->is_null()) return {};
-    if (v->is_string()) return v->get<std::string>();
-    if (v->is_number_unsigned()) return std::to_string(v->get<std::uint64_t>());
-    if (v->is_number_integer()) return std::to_string(v->get<std::int64_t>());
-    throw InputError(where + ": " + field + " must be a string or integer, not " + json_kind(*v));
+    if (auto text = id_text_of(*v)) return std::move(*text);
+    util::JsonField(*v, where, field).fail(kIdExpected);
 }
 
 namespace {
@@ -215,54 +233,75 @@ void add_import_note(std::string note) {
     if (t_notes) t_notes->push_back(std::move(note));
 }
 
+namespace {
+
+/// "<field>[a]" / "<field>[a][b]" / "<field>[a][b][c]": the path of an element, for an error.
+std::string element_path(const std::string& field, std::initializer_list<std::size_t> index) {
+    std::string path = field;
+    for (const std::size_t i : index)
+        path += "[" + std::to_string(i) + "]";
+    return path;
+}
+
+} // namespace
+
 void routes_from_json(const nlohmann::json& v, const std::string& where, const std::string& field, RouteArray& out) {
-    const std::string at = where + ": " + field;
-    if (!v.is_array()) throw InputError(at + " is " + json_kind(v) + ", not a [rows][layers][top_k] list");
+    // The paths are built only for an error: a sample holds up to kMaxRouteValues values.
+    const auto fail = [&](const nlohmann::json& x, std::initializer_list<std::size_t> index,
+                          std::string_view expected) {
+        util::JsonField(x, where, element_path(field, index)).fail(expected);
+    };
+    const auto shape_error = [&](std::initializer_list<std::size_t> index, const std::string& what) {
+        return InputError(where + ": " + element_path(field, index) + what);
+    };
+    if (!v.is_array()) fail(v, {}, "a [rows][layers][top_k] list");
     out.ids.clear();
     out.rows = static_cast<std::int64_t>(v.size());
     out.axis_layers = -1;
     out.top_k = -1;
     for (std::size_t r = 0; r < v.size(); ++r) {
         const auto& row = v[r];
-        const std::string rat = at + "[" + std::to_string(r) + "]";
-        if (!row.is_array()) throw InputError(rat + " is " + json_kind(row) + ", expected a list of layers");
+        if (!row.is_array()) fail(row, {r}, "a list of layers");
         if (out.axis_layers < 0) {
-            if (row.size() > static_cast<std::size_t>(INT32_MAX)) throw InputError(rat + " has too many layers");
+            if (row.size() > static_cast<std::size_t>(INT32_MAX)) throw shape_error({r}, " has too many layers");
             out.axis_layers = static_cast<int>(row.size());
         } else if (row.size() != static_cast<std::size_t>(out.axis_layers)) {
-            throw InputError(rat + " has " + std::to_string(row.size()) + " layers, expected " +
-                             std::to_string(out.axis_layers) + " (as row 0)");
+            throw shape_error({r}, " has " + std::to_string(row.size()) + " layers, expected " +
+                                       std::to_string(out.axis_layers) + " (as row 0)");
         }
         for (std::size_t l = 0; l < row.size(); ++l) {
             const auto& slots = row[l];
-            const std::string lat = rat + "[" + std::to_string(l) + "]";
-            if (!slots.is_array())
-                throw InputError(lat + " is " + json_kind(slots) + ", expected a list of expert ids");
+            if (!slots.is_array()) fail(slots, {r, l}, "a list of expert ids");
             if (out.top_k < 0) {
-                if (slots.size() > static_cast<std::size_t>(INT32_MAX)) throw InputError(lat + " is too long");
+                if (slots.size() > static_cast<std::size_t>(INT32_MAX)) throw shape_error({r, l}, " is too long");
                 out.top_k = static_cast<int>(slots.size());
             } else if (slots.size() != static_cast<std::size_t>(out.top_k)) {
-                throw InputError(lat + " has " + std::to_string(slots.size()) + " expert ids, expected " +
-                                 std::to_string(out.top_k) + " (as row 0, layer 0)");
+                throw shape_error({r, l}, " has " + std::to_string(slots.size()) + " expert ids, expected " +
+                                              std::to_string(out.top_k) + " (as row 0, layer 0)");
             }
             if (out.ids.size() + slots.size() > kMaxRouteValues)
-                throw InputError(at + ": more than the per-sample limit of " + std::to_string(kMaxRouteValues) +
-                                 " route values");
+                throw shape_error({}, ": more than the per-sample limit of " + std::to_string(kMaxRouteValues) +
+                                          " route values");
             for (std::size_t s = 0; s < slots.size(); ++s) {
                 const auto& e = slots[s];
                 if (e.is_null()) {
                     out.ids.push_back(-1);
                     continue;
                 }
-                out.ids.push_back(static_cast<std::int32_t>(json_int_value(
-                    e, where,
-                    field + "[" + std::to_string(r) + "][" + std::to_string(l) + "][" + std::to_string(s) + "]",
-                    INT32_MIN, INT32_MAX)));
+                auto id = util::json_integer_of(e, INT32_MIN, INT32_MAX, util::IntegralFloats::Accept);
+                if (!id)
+                    id = util::JsonField(e, where, element_path(field, {r, l, s}))
+                             .integer(INT32_MIN, INT32_MAX, util::IntegralFloats::Accept); // throws
+                out.ids.push_back(static_cast<std::int32_t>(*id));
             }
         }
     }
     if (out.axis_layers < 0) out.axis_layers = 0;
     if (out.top_k < 0) out.top_k = 0;
+}
+
+void routes_from_json(const util::JsonField& v, RouteArray& out) {
+    routes_from_json(v.json(), v.origin(), v.path(), out);
 }
 
 } // namespace routepack::detail

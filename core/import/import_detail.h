@@ -5,6 +5,7 @@
 #include "core/import/import_common.h"
 #include "core/model/limits.h"
 #include "core/util/json.h"
+#include "core/util/json_field.h"
 #include "core/util/text.h"
 
 #include <cstdint>
@@ -102,15 +103,17 @@ nlohmann::json parse_json_text(const SourceFile& f, std::string_view text, std::
 /// non-blank line when the file is JSON lines. `single` tells which. A leading BOM is skipped.
 void for_each_json_value(const SourceFile& f, const std::function<void(nlohmann::json&&, bool single)>& fn);
 
-/// Length of the token-id list `obj[key]` (prompt_token_ids, generation_token_ids of NeMo-RL and
-/// Megatron-LM answers); nullopt when absent or null. InputError "<where>: <field> is <kind>, not a
-/// list of token ids" when it is not a list.
-std::optional<std::int64_t> token_id_count(const nlohmann::json& obj, const char* key, const std::string& where,
-                                           const std::string& field);
+/// Length of the token-id list `ids` (prompt_token_ids, generation_token_ids of NeMo-RL and
+/// Megatron-LM answers); nullopt when absent or null. InputError "<where> is 5, not a list of token
+/// ids" (JsonField's wording) when it is not a list.
+std::optional<std::int64_t> token_id_count(const util::JsonField& ids);
 
 /// A JSON id (string or integer) as text; empty for null/absent. Used for request ids and groups.
-/// InputError "<where>: <field> must be a string or integer" for any other type (never
-/// serialized: a container could be nested deeper than the stack allows).
+/// InputError "<where> is 1.5, not a string or an integer" (JsonField's wording: a list or an
+/// object is shown as "a list" / "an object", never serialized, as it could be nested deeper than
+/// the stack allows) for any other type.
+std::string json_id_text(const util::JsonField& v);
+/// json_id_text of the value `v` (nullptr: absent) at `field` of `where`.
 std::string json_id_text(const nlohmann::json* v, const std::string& where, const std::string& field);
 
 /// Notes an importer adds to the import summary ("skipped 2 batch rows ..."). import_trace opens a
@@ -130,8 +133,15 @@ void add_import_note(std::string note);
 
 /// A nested JSON list [rows][layers][top_k] of expert ids (a DOM) into `out`: null = -1 (missing),
 /// integral floats accepted as ids. Every row must have as many layers as row 0 and every layer
-/// as many ids as row 0 layer 0 (out.top_k); out.axis_layer_ids is left to the caller. InputError
-/// "<where>: <field>[r][l] has N expert ids, expected K (as row 0, layer 0)" and the like.
+/// as many ids as row 0 layer 0 (out.top_k); out.axis_layer_ids is left to the caller. Errors name
+/// "<where>: <field>...": JsonField's wording for a value of the wrong type ("<field> is 5, not a
+/// [rows][layers][top_k] list", "<field>[r] is 3, not a list of layers", "<field>[r][l] is 3, not a
+/// list of expert ids", "<field>[r][l][s] is 1.5, not an integer in -2147483648..2147483647"), and
+/// "<field>[r][l] has N expert ids, expected K (as row 0, layer 0)" and the like for the shape. The
+/// field paths are built only for an error.
 void routes_from_json(const nlohmann::json& v, const std::string& where, const std::string& field, RouteArray& out);
+/// routes_from_json of a field (its origin the `where`, its path the `field`); "<where> is missing"
+/// when absent.
+void routes_from_json(const util::JsonField& v, RouteArray& out);
 
 } // namespace routepack::detail

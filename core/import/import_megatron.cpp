@@ -23,38 +23,40 @@
 // (resolve_layer_axis also accepts all layers). t_i = prompt + generated token ids when both lists
 // are given (rows must then be t_i - 1), else rows + 1 (rule 1).
 #include "core/import/import_detail.h"
+#include "core/util/json_field.h"
+
+#include <optional>
+#include <string>
 
 namespace routepack::detail {
 
 namespace {
 
-/// The routes of a serialized ndarray (wrapper, {"data", "dtype"} or plain list).
-void megatron_routes(const nlohmann::json& v, const std::string& where, const std::string& field, RouteArray& routes) {
-    const nlohmann::json* data = &v;
-    std::string data_field = field;
-    const nlohmann::json* body = nullptr;
-    std::string body_field;
-    if (v.is_array() && v.size() == 2 && v[0].is_string() && v[0].get_ref<const std::string&>() == "ndarray") {
-        body = &v[1];
-        body_field = field + "[1]";
-        if (!body->is_object())
-            throw InputError(where + ": " + body_field + " is " + json_kind(*body) +
-                             ", not the ndarray object {\"data\", \"dtype\"}");
-    } else if (v.is_object()) {
-        body = &v;
-        body_field = field;
+/// The routes of a serialized ndarray (wrapper, {"data", "dtype"} or plain list) at field `v`.
+/// InputError "<where> is missing", JsonField's wording for a value of the wrong type ("<where>[1] is
+/// 5, not the ndarray object {"data", "dtype"}", "<where>.data is missing", "<where>.dtype is 4, not a
+/// string"), "<where>.dtype \"float32\" is not an integer type", or routes_from_json's errors.
+void megatron_routes(const util::JsonField& v, RouteArray& routes) {
+    const nlohmann::json& j = v.json();
+    std::optional<util::JsonField> body;
+    if (j.is_array() && j.size() == 2 && j[0].is_string() && j[0].get_ref<const std::string&>() == "ndarray") {
+        body = v[std::size_t{1}];
+        body->object("the ndarray object {\"data\", \"dtype\"}");
+    } else if (j.is_object()) {
+        body = v;
     }
-    if (body) {
-        data = json_member(*body, "data");
-        data_field = body_field + ".data";
-        if (!data) throw InputError(where + ": " + data_field + " is missing");
-        if (const nlohmann::json* dt = json_member(*body, "dtype")) {
-            WireInt t;
-            if (!dt->is_string() || !wire_int_from_name(dt->get_ref<const std::string&>(), t))
-                throw InputError(where + ": " + body_field + ".dtype " + json_brief(*dt) + " is not an integer type");
-        }
+    if (!body) {
+        routes_from_json(v, routes);
+        return;
     }
-    routes_from_json(*data, where, data_field, routes);
+    const util::JsonField data = (*body)["data"];
+    data.json(); // "is missing"
+    if (const util::JsonField dt = (*body)["dtype"]; dt.given()) {
+        WireInt t;
+        if (!wire_int_from_name(dt.string(), t))
+            throw InputError(dt.where() + " " + json_brief(dt.json()) + " is not an integer type");
+    }
+    routes_from_json(data, routes);
 }
 
 } // namespace
@@ -64,8 +66,11 @@ void parse_megatron(const SourceFile& f, const ModelDescription& m, const EmitFn
     std::size_t k = 0, record_no = 0;
     RouteArray routes;
 
-    auto sample = [&](const nlohmann::json& routes_json, const std::string& field, const nlohmann::json* tokens,
-                      const std::string& tokens_prefix, const std::string& request_id, const std::string& group) {
+    // One sample: the routes at `field` of `holder` (a choice or a script result, its origin the
+    // sample), the token ids in `tokens` (a choice or its message) when given.
+    auto sample = [&](const nlohmann::json& holder, const std::string& path, const std::string& field,
+                      const nlohmann::json* tokens, const std::string& tokens_path, const std::string& request_id,
+                      const std::string& group) {
         SampleMeta meta;
         meta.id = stem + "#" + std::to_string(k++);
         meta.source_file = f.path.string();
@@ -73,57 +78,54 @@ void parse_megatron(const SourceFile& f, const ModelDescription& m, const EmitFn
         meta.group = group;
         meta.rows_rule = LengthRule::RowsPlusOne;
         const std::string where = sample_where(f, meta.id);
-        megatron_routes(routes_json, where, field, routes);
+        const util::JsonField routes_field = util::JsonField(holder, where, path)[field];
+        megatron_routes(routes_field, routes);
         if (tokens) {
-            const auto p = token_id_count(*tokens, "prompt_token_ids", where, tokens_prefix + "prompt_token_ids");
-            const auto g =
-                token_id_count(*tokens, "generation_token_ids", where, tokens_prefix + "generation_token_ids");
+            const util::JsonField t(*tokens, where, tokens_path);
+            const auto p = token_id_count(t["prompt_token_ids"]);
+            const auto g = token_id_count(t["generation_token_ids"]);
             if (p && g) {
                 if (routes.rows != *p + *g - 1)
-                    throw InputError(where + ": " + field + " has " + std::to_string(routes.rows) + " rows, but " +
-                                     tokens_prefix + "prompt_token_ids + generation_token_ids = " + std::to_string(*p) +
+                    throw InputError(routes_field.where() + " has " + std::to_string(routes.rows) + " rows, but " +
+                                     tokens_path + ".prompt_token_ids + generation_token_ids = " + std::to_string(*p) +
                                      " + " + std::to_string(*g) +
                                      " tokens need total_tokens - 1 = " + std::to_string(*p + *g - 1));
                 meta.prompt_len = *p;
                 meta.explicit_length = *p + *g;
             }
         }
-        routes.axis_layer_ids = resolve_layer_axis(routes.axis_layers, m, where + ": " + field);
+        routes.axis_layer_ids = resolve_layer_axis(routes.axis_layers, m, routes_field.where());
         emit(make_sample_record(routes, m, meta));
     };
 
-    auto record = [&](const nlohmann::json& rec) {
-        const std::string rwhere = f.path.string() + ": record " + std::to_string(record_no++);
-        if (!rec.is_object()) throw InputError(rwhere + ": not a JSON object");
-        if (const nlohmann::json* choices = json_member(rec, "choices")) {
-            if (!choices->is_array()) throw InputError(rwhere + ": choices is " + json_kind(*choices) + ", not a list");
-            const std::string id = json_id_text(json_member(rec, "id"), rwhere, "id");
-            for (std::size_t c = 0; c < choices->size(); ++c) {
-                const auto& choice = (*choices)[c];
-                const std::string cf = "choices[" + std::to_string(c) + "]";
-                const nlohmann::json* r = json_member(choice, "moe_topk_indices");
-                if (!r) throw InputError(rwhere + ": " + cf + ".moe_topk_indices is missing");
-                const nlohmann::json* tokens = &choice;
-                std::string prefix = cf + ".";
-                if (!json_member(choice, "prompt_token_ids"))
-                    if (const nlohmann::json* msg = json_member(choice, "message"); msg && msg->is_object()) {
-                        tokens = msg;
-                        prefix = cf + ".message.";
-                    }
-                sample(*r, cf + ".moe_topk_indices", tokens, prefix, id, id);
+    auto record = [&](const nlohmann::json& rec_json) {
+        const util::JsonField rec(rec_json, f.path.string() + ": record " + std::to_string(record_no++));
+        rec.object();
+        if (const util::JsonField choices = rec["choices"]; choices.given()) {
+            const std::size_t C = choices.list();
+            const std::string id = json_id_text(rec["id"]);
+            for (std::size_t c = 0; c < C; ++c) {
+                const util::JsonField choice = choices[c];
+                choice.object();
+                choice["moe_topk_indices"].json(); // "is missing"
+                const util::JsonField message = choice["message"];
+                const bool in_message =
+                    !choice["prompt_token_ids"].given() && message.given() && message.json().is_object();
+                const util::JsonField& tokens = in_message ? message : choice;
+                sample(choice.json(), choice.path(), "moe_topk_indices", &tokens.json(), tokens.path(), id, id);
             }
             return;
         }
         std::size_t found = 0;
-        for (const auto& [key, value] : rec.items()) {
-            const nlohmann::json* r = json_member(value, "routing_indices");
-            if (!r) continue;
+        for (const auto& [key, value] : rec_json.items()) {
+            if (!json_member(value, "routing_indices")) continue;
             ++found;
-            sample(*r, "[\"" + printable(key) + "\"].routing_indices", nullptr, "", key, "");
+            sample(value, "[\"" + printable(key) + "\"]", "routing_indices", nullptr, "", key, "");
         }
         if (found == 0)
-            throw InputError(rwhere + ": neither choices[].moe_topk_indices (a Megatron server answer) nor "
-                                      "{request_id: {routing_indices}} (the Megatron inference script's results)");
+            throw InputError(rec.origin() +
+                             ": neither choices[].moe_topk_indices (a Megatron server answer) nor "
+                             "{request_id: {routing_indices}} (the Megatron inference script's results)");
     };
 
     for_each_json_value(f, [&](nlohmann::json&& v, bool) {

@@ -43,6 +43,7 @@
 //     a one-call sample with t_i = S, as before.
 //   JSON samples are "<stem>#<k>", k counting samples across the file.
 #include "core/import/import_detail.h"
+#include "core/util/json_field.h"
 
 #include <algorithm>
 #include <charconv>
@@ -134,16 +135,17 @@ std::int64_t drop_default_route(RouteArray& routes, const std::string& where) {
     return S;
 }
 
-/// Routes from a JSON carrier: an envelope string or a legacy nested list.
-void routes_from_value(const nlohmann::json& v, const std::string& where, const std::string& field,
-                       RouteArray& routes) {
-    if (v.is_string()) {
-        decode_envelope(v.get_ref<const std::string&>(), where + ": " + field, routes);
-    } else if (v.is_array()) {
-        routes_from_json(v, where, field, routes);
+/// Routes from a JSON carrier `v`: an envelope string or a legacy nested list. InputError "<where> is
+/// missing", "<where> is 5, not an 'nrlre1:' string or a [rows][layers][top_k] list" (JsonField's
+/// wording), or the envelope's or the list's errors.
+void routes_from_value(const util::JsonField& v, RouteArray& routes) {
+    const nlohmann::json& j = v.json();
+    if (j.is_string()) {
+        decode_envelope(j.get_ref<const std::string&>(), v.where(), routes);
+    } else if (j.is_array()) {
+        routes_from_json(v, routes);
     } else {
-        throw InputError(where + ": " + field + " is " + json_kind(v) +
-                         ", not an 'nrlre1:' string or a [rows][layers][top_k] list");
+        v.fail("an 'nrlre1:' string or a [rows][layers][top_k] list");
     }
 }
 
@@ -178,7 +180,9 @@ public:
         : f_(f), m_(m), emit_(emit), stem_(f.stem()) {}
 
     /// One top-level record: a chat answer (choices[]) or a NeMo Gym result (response.output[]).
-    void record(const nlohmann::json& rec);
+    /// InputError naming the record ("<path>: record 2 is 5, not an object", "<path>: record 0:
+    /// choices is 5, not a list": JsonField's wording) or the sample.
+    void record(const nlohmann::json& rec_json);
     /// Samples emitted so far.
     std::size_t samples() const { return k_; }
     /// Adds the notes on stitched results and skipped empty generations.
@@ -186,10 +190,10 @@ public:
 
 private:
     SampleMeta next_meta(const std::string& request_id);
-    void sample(const nlohmann::json& holder, const std::string& field_prefix, const std::string& request_id,
+    void sample(const nlohmann::json& holder, const std::string& path, const std::string& request_id,
                 const std::string& group);
     void stitch(const nlohmann::json& output, const std::vector<std::size_t>& calls, const std::string& request_id);
-    void gym_result(const nlohmann::json& resp, const nlohmann::json& output, const std::string& rwhere);
+    void gym_result(const util::JsonField& resp, const util::JsonField& output);
 
     const SourceFile& f_;
     const ModelDescription& m_;
@@ -209,22 +213,24 @@ SampleMeta NemoJsonReader::next_meta(const std::string& request_id) {
     return meta;
 }
 
-/// One sample from a carrier object `holder` (a chat message or a Gym output item).
-void NemoJsonReader::sample(const nlohmann::json& holder, const std::string& field_prefix,
-                            const std::string& request_id, const std::string& group) {
+/// One sample from a carrier object `holder` (a chat message or a Gym output item) at `path` of the
+/// record; its errors name the sample.
+void NemoJsonReader::sample(const nlohmann::json& holder, const std::string& path, const std::string& request_id,
+                            const std::string& group) {
     SampleMeta meta = next_meta(request_id);
     meta.group = group;
-    const std::string where = sample_where(f_, meta.id);
-    const std::string field = field_prefix + "routed_experts";
-    routes_from_value(holder["routed_experts"], where, field, routes_);
-    routes_.axis_layer_ids = resolve_layer_axis(routes_.axis_layers, m_, where + ": " + field);
-    const std::int64_t S = drop_default_route(routes_, where + ": " + field);
-    const auto prompt = token_id_count(holder, "prompt_token_ids", where, field_prefix + "prompt_token_ids");
-    const auto gen = token_id_count(holder, "generation_token_ids", where, field_prefix + "generation_token_ids");
+    const util::JsonField h(holder, sample_where(f_, meta.id), path);
+    const util::JsonField re = h["routed_experts"];
+    routes_from_value(re, routes_);
+    const std::string at = re.where();
+    routes_.axis_layer_ids = resolve_layer_axis(routes_.axis_layers, m_, at);
+    const std::int64_t S = drop_default_route(routes_, at);
+    const auto prompt = token_id_count(h["prompt_token_ids"]);
+    const auto gen = token_id_count(h["generation_token_ids"]);
     if (prompt && gen) {
         if (*prompt + *gen != S)
-            throw InputError(where + ": " + field + " has " + std::to_string(S) + " rows, but " + field_prefix +
-                             "prompt_token_ids + generation_token_ids = " + std::to_string(*prompt) + " + " +
+            throw InputError(at + " has " + std::to_string(S) + " rows, but " + path +
+                             ".prompt_token_ids + generation_token_ids = " + std::to_string(*prompt) + " + " +
                              std::to_string(*gen) + " tokens (NeMo-RL writes one row per token)");
         meta.prompt_len = *prompt;
         meta.explicit_length = S;
@@ -232,28 +238,27 @@ void NemoJsonReader::sample(const nlohmann::json& holder, const std::string& fie
     emit_(make_sample_record(routes_, m_, meta));
 }
 
-/// Checks model call `item` (call j of n, at `cwhere` = "<sample>: response.output[o].") before its
-/// routes are read: routed_experts present, prompt_token_ids and generation_token_ids lists, and
-/// the prompt beginning with the conversation `seen` so far (NeMo-RL's contiguity check).
-void check_model_call(const nlohmann::json& item, const std::string& cwhere, std::size_t j, std::size_t n,
+/// Checks model call `item` (call j of n, "<sample>: response.output[o]") before its routes are read:
+/// routed_experts present, prompt_token_ids and generation_token_ids lists (JsonField's wording: "...
+/// is 5, not a list of token ids"), and the prompt beginning with the conversation `seen` so far
+/// (NeMo-RL's contiguity check).
+void check_model_call(const util::JsonField& item, std::size_t j, std::size_t n,
                       const std::vector<const nlohmann::json*>& seen) {
-    if (!json_member(item, "routed_experts"))
-        throw InputError(cwhere + "routed_experts is missing: the model call's routes are unknown (call " +
+    if (const util::JsonField re = item["routed_experts"]; !re.given())
+        throw InputError(re.where() + " is missing: the model call's routes are unknown (call " +
                          std::to_string(j + 1) + " of " + std::to_string(n) + ")");
-    const nlohmann::json* prompt = json_member(item, "prompt_token_ids");
-    const nlohmann::json* gen = json_member(item, "generation_token_ids");
-    if (!prompt || !prompt->is_array())
-        throw InputError(cwhere + "prompt_token_ids is " + (prompt ? json_kind(*prompt) : "missing") +
-                         ": the model call cannot be placed in the conversation");
-    if (!gen->is_array())
-        throw InputError(cwhere + "generation_token_ids is " + json_kind(*gen) + ", not a list of token ids");
-    if (prompt->size() < seen.size())
-        throw InputError(cwhere + "prompt_token_ids holds " + std::to_string(prompt->size()) +
-                         " tokens, fewer than the " + std::to_string(seen.size()) +
+    const util::JsonField prompt = item["prompt_token_ids"];
+    if (!prompt.given())
+        throw InputError(prompt.where() + " is missing: the model call cannot be placed in the conversation");
+    const std::size_t P = prompt.list("a list of token ids");
+    item["generation_token_ids"].list("a list of token ids");
+    if (P < seen.size())
+        throw InputError(prompt.where() + " holds " + std::to_string(P) + " tokens, fewer than the " +
+                         std::to_string(seen.size()) +
                          " of the conversation before this call: the call cannot be placed");
     for (std::size_t t = 0; t < seen.size(); ++t)
-        if (!((*prompt)[t] == *seen[t]))
-            throw InputError(cwhere + "prompt_token_ids[" + std::to_string(t) + "] is " + json_brief((*prompt)[t]) +
+        if (!(prompt.json()[t] == *seen[t]))
+            throw InputError(prompt.where() + "[" + std::to_string(t) + "] is " + json_brief(prompt.json()[t]) +
                              " but token " + std::to_string(t) + " of the conversation before this call is " +
                              json_brief(*seen[t]) +
                              ": the call does not continue it (non-contiguous messages) and cannot be placed");
@@ -270,21 +275,20 @@ void NemoJsonReader::stitch(const nlohmann::json& output, const std::vector<std:
     std::size_t width = 0;
     for (std::size_t j = 0; j < calls.size(); ++j) {
         const std::size_t o = calls[j];
-        const auto& item = output[o];
-        const std::string prefix = "response.output[" + std::to_string(o) + "].";
-        const std::string cwhere = where + ": " + prefix;
-        check_model_call(item, cwhere, j, calls.size(), seen);
-        const nlohmann::json& prompt = *json_member(item, "prompt_token_ids");
-        const nlohmann::json& gen = *json_member(item, "generation_token_ids");
+        const util::JsonField item(output[o], where, "response.output[" + std::to_string(o) + "]");
+        check_model_call(item, j, calls.size(), seen);
+        const nlohmann::json& prompt = item["prompt_token_ids"].json();
+        const nlohmann::json& gen = item["generation_token_ids"].json();
         const std::int64_t P = static_cast<std::int64_t>(prompt.size());
         const std::int64_t G = static_cast<std::int64_t>(gen.size());
-        routes_from_value(*json_member(item, "routed_experts"), where, prefix + "routed_experts", call);
-        const std::string fwhere = cwhere + "routed_experts";
+        const util::JsonField re = item["routed_experts"];
+        routes_from_value(re, call);
+        const std::string fwhere = re.where();
         call.axis_layer_ids = resolve_layer_axis(call.axis_layers, m_, fwhere);
         check_default_route(call, fwhere);
         if (call.rows != P + G)
-            throw InputError(fwhere + " has " + std::to_string(call.rows) + " rows, but " + prefix +
-                             "prompt_token_ids + generation_token_ids = " + std::to_string(P) + " + " +
+            throw InputError(fwhere + " has " + std::to_string(call.rows) + " rows, but " + item.path() +
+                             ".prompt_token_ids + generation_token_ids = " + std::to_string(P) + " + " +
                              std::to_string(G) + " tokens (NeMo-RL writes one row per token)");
         if (j == 0) {
             routes_.axis_layers = call.axis_layers;
@@ -328,56 +332,55 @@ void NemoJsonReader::stitch(const nlohmann::json& output, const std::vector<std:
 /// A NeMo Gym result `resp` whose response.output is the list `output`: its model calls are the
 /// items with non-empty generation_token_ids (or, without token ids, a lone item carrying
 /// routed_experts).
-void NemoJsonReader::gym_result(const nlohmann::json& resp, const nlohmann::json& output, const std::string& rwhere) {
-    const std::string id = json_id_text(json_member(resp, "id"), rwhere, "response.id");
+void NemoJsonReader::gym_result(const util::JsonField& resp, const util::JsonField& output) {
+    const std::string id = json_id_text(resp["id"]);
+    const std::string& rwhere = resp.origin();
     std::vector<std::size_t> calls, routed;
     std::size_t empty_generations = 0;
-    for (std::size_t o = 0; o < output.size(); ++o) {
-        const auto& item = output[o];
-        const nlohmann::json* gen = json_member(item, "generation_token_ids");
-        if (json_member(item, "routed_experts")) routed.push_back(o);
-        if (gen && gen->is_array() && gen->empty()) {
+    for (std::size_t o = 0; o < output.json().size(); ++o) {
+        const util::JsonField item = output[o];
+        const util::JsonField gen = item["generation_token_ids"];
+        if (item["routed_experts"].given()) routed.push_back(o);
+        if (gen.given() && gen.json().is_array() && gen.json().empty()) {
             ++empty_generations;
             continue;
         }
-        if (gen && !gen->is_null()) calls.push_back(o);
+        if (gen.given()) calls.push_back(o);
     }
     if (routed.empty()) throw InputError(rwhere + ": no response.output item carries routed_experts");
     if (calls.empty() && routed.size() == 1) {
-        sample(output[routed[0]], "response.output[" + std::to_string(routed[0]) + "].", id, "");
+        sample(output.json()[routed[0]], output[routed[0]].path(), id, "");
     } else if (calls.empty()) {
         throw InputError(rwhere + ": response.output items " + std::to_string(routed[0]) + " and " +
                          std::to_string(routed[1]) +
                          " carry routed_experts without generation_token_ids: the model calls cannot be placed "
                          "in one conversation");
     } else {
-        stitch(output, calls, id);
+        stitch(output.json(), calls, id);
     }
     if (empty_generations > 0) ++results_with_empty_generations_;
 }
 
-void NemoJsonReader::record(const nlohmann::json& rec) {
-    const std::string rwhere = f_.path.string() + ": record " + std::to_string(record_no_++);
-    if (!rec.is_object()) throw InputError(rwhere + ": not a JSON object");
-    if (const nlohmann::json* choices = json_member(rec, "choices")) {
-        if (!choices->is_array()) throw InputError(rwhere + ": choices is " + json_kind(*choices) + ", not a list");
-        const std::string id = json_id_text(json_member(rec, "id"), rwhere, "id");
-        for (std::size_t c = 0; c < choices->size(); ++c) {
-            const std::string cf = "choices[" + std::to_string(c) + "]";
-            const nlohmann::json* msg = json_member((*choices)[c], "message");
-            if (!msg || !json_member(*msg, "routed_experts"))
-                throw InputError(rwhere + ": " + cf + ".message.routed_experts is missing");
-            sample(*msg, cf + ".message.", id, id);
+void NemoJsonReader::record(const nlohmann::json& rec_json) {
+    const util::JsonField rec(rec_json, f_.path.string() + ": record " + std::to_string(record_no_++));
+    rec.object();
+    if (const util::JsonField choices = rec["choices"]; choices.given()) {
+        const std::size_t C = choices.list();
+        const std::string id = json_id_text(rec["id"]);
+        for (std::size_t c = 0; c < C; ++c) {
+            const util::JsonField message = choices[c]["message"];
+            message["routed_experts"].json(); // "<record>: choices[c].message.routed_experts is missing"
+            sample(message.json(), message.path(), id, id);
         }
         return;
     }
-    const nlohmann::json* resp = json_member(rec, "response");
-    const nlohmann::json* output = resp ? json_member(*resp, "output") : nullptr;
-    if (!output)
-        throw InputError(rwhere + ": neither choices[].message.routed_experts (a NeMo-RL chat answer) nor "
-                                  "response.output[].routed_experts (a NeMo Gym result)");
-    if (!output->is_array()) throw InputError(rwhere + ": response.output is " + json_kind(*output) + ", not a list");
-    gym_result(*resp, *output, rwhere);
+    const util::JsonField resp = rec["response"];
+    const util::JsonField output = resp["output"];
+    if (!output.given())
+        throw InputError(rec.origin() + ": neither choices[].message.routed_experts (a NeMo-RL chat answer) nor "
+                                        "response.output[].routed_experts (a NeMo Gym result)");
+    output.list();
+    gym_result(resp, output);
 }
 
 void NemoJsonReader::add_notes() const {

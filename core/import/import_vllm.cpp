@@ -24,8 +24,12 @@
 // one prompt (usage_prompts below); a request over several prompts keeps its choices' prompt
 // lengths unknown (the response states only their sum) and groups them by prompt, with a note.
 #include "core/import/import_detail.h"
+#include "core/util/json_field.h"
 
 #include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace routepack::detail {
 
@@ -39,24 +43,35 @@ std::string shape_str(const std::vector<std::int64_t>& shape) {
     return s + ")";
 }
 
-NpyArray decode_npy_field(const nlohmann::json& v, const std::string& where, const std::string& field) {
-    if (v.is_array()) {
+/// A routes field: base64 of an .npy file [rows][layers][top_k], or (v0.21) the nested list. InputError
+/// "<where> is missing", "<where> is 5, not a base64 string or a nested list" (JsonField's wording),
+/// or naming the .npy's fault.
+NpyArray decode_npy_field(const util::JsonField& v) {
+    const nlohmann::json& j = v.json();
+    if (j.is_array()) {
         // v0.21 server: nested JSON lists [rows][layers][top_k] (int16 values).
         RouteArray r;
-        routes_from_json(v, where, field, r);
+        routes_from_json(v, r);
         NpyArray a;
         a.shape = {r.rows, r.axis_layers, r.top_k};
         a.descr = "json";
         a.values = std::move(r.ids);
         return a;
     }
-    if (!v.is_string()) throw InputError(where + ": " + field + " is not a base64 string or a nested list");
-    const std::string bytes = base64_decode(v.get_ref<const std::string&>(), where + ": " + field);
-    NpyArray a = parse_npy(bytes, where + ": " + field);
+    if (!j.is_string()) v.fail("a base64 string or a nested list");
+    const std::string at = v.where();
+    const std::string bytes = base64_decode(j.get_ref<const std::string&>(), at);
+    NpyArray a = parse_npy(bytes, at);
     if (a.shape.size() != 3)
-        throw InputError(where + ": " + field + " has shape " + shape_str(a.shape) +
-                         ", expected [rows][layers][top_k]");
+        throw InputError(at + " has shape " + shape_str(a.shape) + ", expected [rows][layers][top_k]");
     return a;
+}
+
+/// A token count of usage: nullopt when absent or null, else an integer in 0..kMaxTokens (an
+/// integral float accepted).
+std::optional<std::int64_t> usage_count(const util::JsonField& v) {
+    if (!v.given()) return std::nullopt;
+    return v.integer(0, kMaxTokens, util::IntegralFloats::Accept);
 }
 
 /// t_i = P + G and prompt_len = P of choice c from its prompt and generated token ids. One row per
@@ -148,78 +163,77 @@ void parse_vllm(const SourceFile& f, const ModelDescription& m, const EmitFn& em
     std::size_t k = 0, response_no = 0;
     RouteArray routes;
 
-    auto response = [&](const nlohmann::json& resp) {
-        const std::string rwhere = f.path.string() + ": response " + std::to_string(response_no++);
-        if (!resp.is_object()) throw InputError(rwhere + ": not a JSON object");
-        const nlohmann::json* choices = json_member(resp, "choices");
-        if (!choices) throw InputError(rwhere + ": choices is missing");
-        if (!choices->is_array()) throw InputError(rwhere + ": choices is " + json_kind(*choices) + ", not a list");
-        const std::string request_id = json_id_text(json_member(resp, "id"), rwhere, "id");
+    auto response = [&](const nlohmann::json& resp_json) {
+        const util::JsonField resp(resp_json, f.path.string() + ": response " + std::to_string(response_no++));
+        resp.object();
+        const util::JsonField choices = resp["choices"];
+        const std::size_t C = choices.list();
+        const std::string request_id = json_id_text(resp["id"]);
 
         NpyArray prompt;
-        bool have_prompt = false;
-        if (const nlohmann::json* p = json_member(resp, "prompt_routed_experts")) {
-            prompt = decode_npy_field(*p, rwhere, "prompt_routed_experts");
-            have_prompt = true;
-        }
-        const nlohmann::json* resp_prompt_ids = json_member(resp, "prompt_token_ids");
+        const util::JsonField prompt_routes = resp["prompt_routed_experts"];
+        const bool have_prompt = prompt_routes.given();
+        if (have_prompt) prompt = decode_npy_field(prompt_routes);
+        const std::optional<std::int64_t> resp_prompt_ids = token_id_count(resp["prompt_token_ids"]);
         std::optional<std::int64_t> usage_prompt, usage_completion;
-        if (const nlohmann::json* usage = json_member(resp, "usage")) {
-            if (!usage->is_object()) throw InputError(rwhere + ": usage is " + json_kind(*usage) + ", not an object");
-            usage_prompt = json_int(*usage, "prompt_tokens", rwhere, "usage.prompt_tokens", 0, kMaxTokens);
-            usage_completion = json_int(*usage, "completion_tokens", rwhere, "usage.completion_tokens", 0, kMaxTokens);
+        if (const util::JsonField usage = resp["usage"]; usage.given()) {
+            usage.object();
+            usage_prompt = usage_count(usage["prompt_tokens"]);
+            usage_completion = usage_count(usage["completion_tokens"]);
         }
 
+        // Every choice's routes first: the usage check needs all their row counts. A choice's
+        // errors name its sample.
+        std::vector<util::JsonField> choice;
+        std::vector<NpyArray> arrays(C);
+        std::vector<std::string> ids(C);
+        choice.reserve(C);
+        for (std::size_t c = 0; c < C; ++c) {
+            ids[c] = stem + "#" + std::to_string(k++);
+            choice.emplace_back(choices.json()[c], sample_where(f, ids[c]), "choices[" + std::to_string(c) + "]");
+            choice[c].object();
+            arrays[c] = decode_npy_field(choice[c]["routed_experts"]);
+        }
         // A request over several prompts answers choices of different prompts: they are different
         // GRPO groups. Choices carrying prompt_token_ids are grouped by them ("<id>/p<j>", j the
         // j-th distinct prompt) when more than one distinct prompt appears.
-        std::vector<std::size_t> prompt_no(choices->size(), 0);
+        std::vector<std::size_t> prompt_no(C, 0);
         std::size_t distinct = 0;
         {
             std::vector<const nlohmann::json*> seen;
-            for (std::size_t c = 0; c < choices->size(); ++c) {
-                const nlohmann::json* p = json_member((*choices)[c], "prompt_token_ids");
-                if (!p) continue;
+            for (std::size_t c = 0; c < C; ++c) {
+                const util::JsonField p = choice[c]["prompt_token_ids"];
+                if (!p.given()) continue;
                 std::size_t j = 0;
-                while (j < seen.size() && !(*seen[j] == *p))
+                while (j < seen.size() && !(*seen[j] == p.json()))
                     ++j;
-                if (j == seen.size()) seen.push_back(p);
+                if (j == seen.size()) seen.push_back(&p.json());
                 prompt_no[c] = j;
             }
             distinct = seen.size();
         }
-        // Every choice's routes first: the usage check needs all their row counts.
-        std::vector<NpyArray> arrays(choices->size());
-        std::vector<std::string> ids(choices->size());
-        for (std::size_t c = 0; c < choices->size(); ++c) {
-            ids[c] = stem + "#" + std::to_string(k++);
-            const std::string field = "choices[" + std::to_string(c) + "].routed_experts";
-            const nlohmann::json* re = json_member((*choices)[c], "routed_experts");
-            if (!re) throw InputError(sample_where(f, ids[c]) + ": " + field + " is missing");
-            arrays[c] = decode_npy_field(*re, sample_where(f, ids[c]), field);
-        }
         UsagePrompts usage_rule;
-        if (usage_prompt && !have_prompt && !resp_prompt_ids && distinct == 0 && !choices->empty()) {
+        if (usage_prompt && !have_prompt && !resp_prompt_ids && distinct == 0 && C > 0) {
             std::vector<std::int64_t> t;
             for (const NpyArray& a : arrays)
                 t.push_back(a.shape[0] + 1);
-            usage_rule = usage_prompts(*usage_prompt, usage_completion, t, rwhere + " (id '" + request_id + "')");
+            usage_rule =
+                usage_prompts(*usage_prompt, usage_completion, t, resp.origin() + " (id '" + request_id + "')");
             if (!usage_rule.each) add_import_note(usage_rule.note);
         }
-        for (std::size_t c = 0; c < choices->size(); ++c) {
-            const nlohmann::json& choice = (*choices)[c];
+        for (std::size_t c = 0; c < C; ++c) {
             SampleMeta meta;
             meta.id = ids[c];
             meta.source_file = f.path.string();
             meta.request_id = request_id;
             meta.group = distinct > 1 ? request_id + "/p" + std::to_string(prompt_no[c]) : request_id;
             if (usage_rule.groups > 1)
-                meta.group = request_id + "/p" +
-                             std::to_string(static_cast<std::int64_t>(c) /
-                                            (static_cast<std::int64_t>(choices->size()) / usage_rule.groups));
+                meta.group =
+                    request_id + "/p" +
+                    std::to_string(static_cast<std::int64_t>(c) / (static_cast<std::int64_t>(C) / usage_rule.groups));
             meta.rows_rule = LengthRule::RowsPlusOne;
-            const std::string where = sample_where(f, meta.id);
-            const std::string field = "choices[" + std::to_string(c) + "].routed_experts";
+            const std::string& where = choice[c].origin();
+            const std::string field = choice[c].path() + ".routed_experts";
             NpyArray a = std::move(arrays[c]);
             if (have_prompt && (prompt.shape[1] != a.shape[1] || prompt.shape[2] != a.shape[2]))
                 throw InputError(where + ": " + field + " has shape " + shape_str(a.shape) +
@@ -239,15 +253,14 @@ void parse_vllm(const SourceFile& f, const ModelDescription& m, const EmitFn& em
             }
             routes.axis_layer_ids = resolve_layer_axis(routes.axis_layers, m, where + ": " + field);
 
-            const nlohmann::json* token_ids = json_member(choice, "token_ids");
-            const nlohmann::json* prompt_ids = json_member(choice, "prompt_token_ids");
+            const std::optional<std::int64_t> token_ids = token_id_count(choice[c]["token_ids"]);
+            std::optional<std::int64_t> prompt_ids = token_id_count(choice[c]["prompt_token_ids"]);
             if (!prompt_ids) prompt_ids = resp_prompt_ids;
-            if (token_ids && prompt_ids && token_ids->is_array() && prompt_ids->is_array()) {
-                lengths_from_token_ids(static_cast<std::int64_t>(prompt_ids->size()),
-                                       static_cast<std::int64_t>(token_ids->size()), have_prompt ? &prompt : nullptr,
-                                       a.shape[0], c, where, field, meta, routes);
-            } else if (prompt_ids && prompt_ids->is_array()) {
-                meta.prompt_len = static_cast<std::int64_t>(prompt_ids->size());
+            if (token_ids && prompt_ids) {
+                lengths_from_token_ids(*prompt_ids, *token_ids, have_prompt ? &prompt : nullptr, a.shape[0], c, where,
+                                       field, meta, routes);
+            } else if (prompt_ids) {
+                meta.prompt_len = *prompt_ids;
             } else if (have_prompt) {
                 meta.prompt_len = prompt.shape[0]; // the prompt part covers every prompt token
             } else if (usage_prompt && usage_rule.each) {

@@ -6,6 +6,7 @@
 #include "core/plan/grouter.h"
 #include "core/plan/placement.h"
 #include "core/plan/placement_refine.h"
+#include "core/plan/plan_stage.h"
 #include "core/util/errors.h"
 
 #include <tbb/global_control.h>
@@ -138,11 +139,13 @@ struct Search {
     std::mutex progress_mutex;
 
     bool cancelled() const { return s.stop.cancelled(); }
-    void emit(const char* stage, double f) const {
-        if (s.hooks.progress) s.hooks.progress(PlanEvent{stage, f, std::nullopt, std::nullopt});
+    /// The event that stage `k` starts (its name and fraction from kPlanStages).
+    void emit(PlanStage k) const {
+        if (s.hooks.progress)
+            s.hooks.progress(PlanEvent{plan_stage(k).name, plan_stage(k).progress, std::nullopt, std::nullopt});
     }
-    void time(const char* stage, Clock::time_point t0) const {
-        if (s.hooks.timings) (*s.hooks.timings)[stage] = seconds_since(t0);
+    void time(PlanStage k, Clock::time_point t0) const {
+        if (s.hooks.timings) (*s.hooks.timings)[plan_stage(k).name] = seconds_since(t0);
     }
     std::uint64_t stage(seeds::Stage k) const { return seeds::planner_stage(s.budgets->seed, k); }
 };
@@ -150,7 +153,7 @@ struct Search {
 /// Seeding (Algorithm 2): the population, its origins, and its best member into `best`.
 std::vector<SeedMember> seed_population(Search& x) {
     const auto t0 = Clock::now();
-    x.emit("seeding", 0.3);
+    x.emit(PlanStage::Seeding);
     SeedingBudget sb;
     static_cast<SeedingSettings&>(sb) = x.s.budgets->seeding;
     sb.seed = x.stage(x.s.streams.seeding);
@@ -162,7 +165,7 @@ std::vector<SeedMember> seed_population(Search& x) {
     }
     for (const auto& m : population)
         x.st.counts.origins.push_back(m.origin);
-    x.time("seeding", t0);
+    x.time(PlanStage::Seeding, t0);
     const SeedMember* best_seed = &population.front();
     for (const auto& m : population)
         if (m.score < best_seed->score) best_seed = &m;
@@ -173,7 +176,7 @@ std::vector<SeedMember> seed_population(Search& x) {
 /// Population annealing (Algorithm 3) from the seeded population; its best into `best`.
 void anneal(Search& x, const std::vector<SeedMember>& population) {
     const auto t0 = Clock::now();
-    x.emit("annealing", 0.4);
+    x.emit(PlanStage::Annealing);
     AnnealingBudget ab;
     static_cast<AnnealingSettings&>(ab) = x.s.budgets->annealing;
     ab.seed = x.stage(x.s.streams.annealing);
@@ -184,7 +187,8 @@ void anneal(Search& x, const std::vector<SeedMember>& population) {
         [&](const LevelStats& s) {
             if (hooks.convergence) hooks.convergence->push_back(s);
             if (hooks.progress)
-                hooks.progress(PlanEvent{"annealing", 0.4 + 0.55 * (s.level + 1) / levels, s, std::nullopt});
+                hooks.progress(PlanEvent{plan_stage(PlanStage::Annealing).name, 0.4 + 0.55 * (s.level + 1) / levels, s,
+                                         std::nullopt});
         },
         x.s.stop);
     x.st.counts.proposals = res.proposals;
@@ -192,7 +196,7 @@ void anneal(Search& x, const std::vector<SeedMember>& population) {
     x.st.cancelled = res.cancelled && !res.time_limit_hit;
     x.st.time_limit_hit = res.time_limit_hit;
     x.best.keep(res.best, res.score);
-    x.time("annealing", t0);
+    x.time(PlanStage::Annealing, t0);
 }
 
 /// One segment of the final pass (iterated_straggler_search: guided descent and kicks, one replica)
@@ -286,11 +290,12 @@ bool refine_round(Search& x, double& seconds) {
 /// placement refinement; anytime: until the deadline (more rounds with refinement).
 void final_pass(Search& x) {
     const auto t0 = Clock::now();
-    x.emit("polish", 0.95);
+    x.emit(PlanStage::Polish);
     if (x.s.hooks.progress)
         x.on_improve = [&x](const Score& s) {
             const std::lock_guard<std::mutex> lock(x.progress_mutex);
-            x.s.hooks.progress(PlanEvent{"polish", 0.95, std::nullopt, s});
+            x.s.hooks.progress(
+                PlanEvent{plan_stage(PlanStage::Polish).name, plan_stage(PlanStage::Polish).progress, std::nullopt, s});
         };
     const PlannerBudgets& b = *x.s.budgets;
     PlacementContext* pc = x.s.placement;
@@ -336,7 +341,7 @@ void final_pass(Search& x) {
         }
     }
     if (rounds > 0 && x.s.hooks.timings) (*x.s.hooks.timings)["placement refinement"] = refine_s;
-    x.time("polish", t0);
+    x.time(PlanStage::Polish, t0);
 }
 
 /// RoutePack's packing search (SearchSettings): seeding (Algorithm 2), population annealing
@@ -434,7 +439,8 @@ void plan_communication(const Trace& w, const PlanInput& in, const std::vector<s
     // of this search, not of routepack's convergence) carry the stage's own progress.
     if (progress)
         ss.hooks.progress = [&progress](const PlanEvent& e) {
-            progress(PlanEvent{"communication", 0.98, e.level, std::nullopt});
+            progress(PlanEvent{plan_stage(PlanStage::Communication).name, plan_stage(PlanStage::Communication).progress,
+                               e.level, std::nullopt});
         };
     if (NodePacking hp =
             pack_on_home_nodes(fitting_lengths(length, p_c.C, p_c.rules), p_c.C, r.rows.rows, slot_node, home);
@@ -610,9 +616,12 @@ struct WindowRun {
     std::vector<std::uint64_t> loads; ///< L[l][e], [L][E]
     Layout ffd;                       ///< the length-only layout of baseline and reorder
 
-    void emit(const char* stage, double f) const {
-        if (progress) progress(PlanEvent{stage, f, std::nullopt, std::nullopt});
+    /// The event that stage `k` starts (its name and fraction from kPlanStages).
+    void emit(PlanStage k) const { emit(plan_stage(k).name, plan_stage(k).progress); }
+    void emit(const char* name, double f) const {
+        if (progress) progress(PlanEvent{name, f, std::nullopt, std::nullopt});
     }
+    void time(PlanStage k, Clock::time_point t0) const { r.timings[plan_stage(k).name] = seconds_since(t0); }
 };
 
 /// Stages 1-3 of plan_window: the placement comparison (Algorithm 1, layers in parallel) with the
@@ -625,7 +634,7 @@ PackingProblem place_and_baselines(WindowRun& run) {
 
     // 1. Placement comparison (identity vs LPT) and the lower bound at LPT.
     auto t0 = Clock::now();
-    run.emit("placement", 0.0);
+    run.emit(PlanStage::Placement);
     run.loads = aggregate_expert_loads(w.counts, w.size(), L, E);
     static_cast<PlacementComparison&>(r.placement) = compare_placements(run.loads, L, E, P);
     r.placement.routepack = r.placement.lpt;
@@ -635,7 +644,7 @@ PackingProblem place_and_baselines(WindowRun& run) {
     // formed from the counts directly, without an [n][L][P] demand array of its own.
     const PackingProblem p_id = make_packing_shape(w, run.in.topology, r.placement.identity);
     PackingProblem p_lpt = make_packing_problem(w, run.in.topology, r.placement.lpt);
-    r.timings["placement"] = seconds_since(t0);
+    run.time(PlanStage::Placement, t0);
     t0 = Clock::now();
     r.bound = max_u_lower_bound(p_lpt);
     r.bound_any_placement = max_u_lower_bound_any_placement(p_lpt, w.counts, E);
@@ -643,13 +652,13 @@ PackingProblem place_and_baselines(WindowRun& run) {
 
     // 2. Row count R*.
     t0 = Clock::now();
-    run.emit("row count", 0.1);
+    run.emit(PlanStage::RowCount);
     r.rows = minimum_rows_under_rules(p_lpt.length, p_lpt.C, run.in.topology, run.in.budgets.row_nodes, run.stop);
-    r.timings["row count"] = seconds_since(t0);
+    run.time(PlanStage::RowCount, t0);
 
     // 3. Baselines on the same window and R*.
     t0 = Clock::now();
-    run.emit("baselines", 0.2);
+    run.emit(PlanStage::Baselines);
     const std::vector<std::int64_t> fit = fitting_lengths(p_lpt.length, p_lpt.C, p_lpt.rules);
     if (!fixed_row_ffd_counts(fit, p_lpt.C, r.rows.rows, p_lpt.D, p_lpt.rules, &run.ffd)) {
         run.ffd = r.rows.layout;
@@ -668,7 +677,7 @@ PackingProblem place_and_baselines(WindowRun& run) {
     // when the search ends, instead of after every stage that improves it.
     r.routepack = r.reorder;
     r.routepack.method = Method::RoutePack;
-    r.timings["baselines"] = seconds_since(t0);
+    run.time(PlanStage::Baselines, t0);
     return p_lpt;
 }
 
@@ -785,14 +794,14 @@ bool search_routepack(WindowRun& run, const PackingProblem& p_lpt) {
 
     // 5. Validation and non-regression.
     const auto t0 = Clock::now();
-    run.emit("validate", 0.97);
+    run.emit(PlanStage::Validate);
     if (!(r.routepack.metrics.score == best.score))
         throw std::logic_error("planner: the search's score differs from the routepack layout's metrics");
     const std::string bad = validate_layout(r.routepack.layout, p_final);
     if (!bad.empty()) throw std::logic_error("planner produced an invalid layout: " + bad);
     if (!r.migration.costed && start_score < r.routepack.metrics.score)
         throw std::logic_error("planner regressed below its reorder seed");
-    r.timings["validate"] = seconds_since(t0);
+    run.time(PlanStage::Validate, t0);
     return true;
 }
 
@@ -841,13 +850,13 @@ PlanResult plan_window(const PlanInput& in, const PlanProgressFn& progress, cons
         // communication-aware methods on the same window and R*.
         if (r.comm.nodes > 1 && r.comm.available && !r.cancelled) {
             const auto t0 = Clock::now();
-            run.emit("communication", 0.98);
+            run.emit(PlanStage::Communication);
             plan_communication(w, in, run.loads, run.ffd, r, stop, progress);
-            r.timings["communication"] = seconds_since(t0);
+            run.time(PlanStage::Communication, t0);
         }
     });
     r.timings["total"] = seconds_since(t_start);
-    run.emit("done", 1.0);
+    run.emit(kPlanDone, 1.0);
     return r;
 }
 

@@ -6,6 +6,7 @@
 #include "core/util/errors.h"
 #include "core/util/input_file.h"
 #include "core/util/json.h"
+#include "core/util/json_field.h"
 #include "gpu/io/posix_io.h"
 #include "gpu/safetensors/checkpoint_scheme.h"
 #include "gpu/safetensors/safetensors.h"
@@ -72,29 +73,38 @@ struct InputSidecar {
     std::string plan_origin;
 };
 
+/// The input folder's routepack-rewrite.json, read through JsonField: InputError "<p>: not a file",
+/// "<p>: not a routepack rewrite sidecar: malformed JSON at byte B" (or ": malformed JSON:
+/// <description>"), or JsonField's "<p>: output_order is missing", "<p>: output_order is \"x\", not
+/// \"physical\" or \"logical\"", "<p>: plan.placement_fingerprint is 7, not a string", "<p>:
+/// permute_router is 1, not true or false", "<p>: plan.origin is null, not a string".
 std::optional<InputSidecar> read_input_sidecar(const fs::path& dir) {
     const fs::path p = dir / kRewriteSidecar;
     std::error_code ec;
     if (!fs::exists(fs::symlink_status(p, ec))) return std::nullopt;
     if (!fs::is_regular_file(p, ec)) throw InputError(p.string() + ": not a file");
+    json j;
     try {
-        const json j = util::parse_json_strict(read_text(p, input_files::kRewriteSidecar), p.string());
-        InputSidecar s;
-        s.order = j.at("output_order").get<std::string>();
-        if (s.order != "physical" && s.order != "logical")
-            throw InputError(p.string() + ": output_order must be \"physical\" or \"logical\", not " +
-                             j["output_order"].dump());
-        s.placement_fingerprint = j.at("plan").at("placement_fingerprint").get<std::string>();
-        s.permute_router = j.at("permute_router").get<bool>();
-        s.plan_origin = j.at("plan").value("origin", std::string());
-        return s;
+        j = util::parse_json_strict(read_text(p, input_files::kRewriteSidecar), p.string());
     } catch (const json::parse_error& e) {
         throw InputError(p.string() + ": not a routepack rewrite sidecar: malformed JSON at byte " +
                          std::to_string(e.byte));
-    } catch (const json::exception&) {
-        throw InputError(p.string() + ": not a routepack rewrite sidecar (needs output_order, permute_router, "
-                                      "plan.placement_fingerprint)");
+    } catch (const json::exception& e) {
+        throw InputError(p.string() +
+                         ": not a routepack rewrite sidecar: malformed JSON: " + util::json_error_description(e));
     }
+    const util::JsonField doc(j, p.string());
+    doc.object();
+    InputSidecar s;
+    const util::JsonField order = doc["output_order"];
+    s.order = order.string();
+    if (s.order != "physical" && s.order != "logical") order.fail("\"physical\" or \"logical\"");
+    const util::JsonField plan = doc["plan"];
+    plan.object();
+    s.placement_fingerprint = plan["placement_fingerprint"].string();
+    s.permute_router = doc["permute_router"].boolean();
+    if (const util::JsonField origin = plan["origin"]; origin.exists()) s.plan_origin = origin.string();
+    return s;
 }
 
 /// The state of one planning run: the request, the plan being built and what the steps pass on.
@@ -244,24 +254,17 @@ private:
     }
 
     /// config.json beside the checkpoint, when present: the model (model_from_hf_config) and n_group (> 1:
-    /// group-limited routing). --permute-router needs it.
+    /// group-limited routing; null or absent: 1). --permute-router needs it. InputError "<config.json>:
+    /// n_group is \"4\", not an integer in 1..1048576" (JsonField's wording).
     void read_model_config() {
         std::error_code ec;
         const fs::path config = input_dir / "config.json";
         if (fs::is_regular_file(config, ec)) {
             const std::string text = read_text(config, input_files::kModelConfig);
             model = model_from_hf_config(text, config.string());
-            try {
-                const json j = json::parse(text);
-                if (j.contains("n_group") && !j["n_group"].is_null()) {
-                    const json& g = j["n_group"];
-                    if (!g.is_number_integer() || g.get<std::int64_t>() < 1 || g.get<std::int64_t>() > (1 << 20))
-                        throw InputError(config.string() + ": n_group: expected a positive integer, got " + g.dump());
-                    n_group = g.get<int>();
-                }
-            } catch (const json::exception&) {
-                // model_from_hf_config already refused malformed JSON
-            }
+            const json j = util::parse_json_document(text, config.string()); // as model_from_hf_config read it
+            if (const util::JsonField g = util::JsonField(j, config.string())["n_group"]; g.given())
+                n_group = static_cast<int>(g.integer(1, 1 << 20));
             model_origin = config.string();
         } else if (req.permute_router) {
             throw InputError("", rewrite_setting("permute_router"),

@@ -56,6 +56,10 @@ struct RewritePlan {
 /// equal slabs, permute_router with group-limited routing (config `n_group` > 1) and a placement that
 /// splits a group, the output is the input, lies inside it, or exists and is not empty, or the input's
 /// sidecar says it is already in physical order of a plan (apply) or of another placement (inverse).
+/// A field of config.json (n_group) or of the input's routepack-rewrite.json (output_order,
+/// permute_router, plan.placement_fingerprint, plan.origin) that is missing, of the wrong type or out
+/// of range is named in JsonField's wording (core/util/json_field.h): "<folder>/config.json: n_group is
+/// \"4\", not an integer in 1..1048576", "<folder>/routepack-rewrite.json: permute_router is missing".
 RewritePlan plan_rewrite(const RewriteRequest& req);
 
 /// The output folder as the rewrite names it: absolute, lexically normalised, without a trailing separator
