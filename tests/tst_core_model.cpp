@@ -2,9 +2,11 @@
 // reader (util::JsonField) with every error wording.
 #include "core/model/model.h"
 #include "core/model/trace.h"
+#include "core/plan/budget_table.h"
 #include "core/util/atomic_file.h"
 #include "core/util/errors.h"
 #include "core/util/json_field.h"
+#include "core/util/settings.h"
 #include "tests/cli_error_of.h"
 #include "tests/testutil.h"
 
@@ -16,6 +18,8 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <set>
+#include <string_view>
 
 using namespace routepack;
 using routepack::test::error_of;
@@ -23,6 +27,28 @@ using routepack::test::error_of;
 class TestCoreModel : public QObject {
     Q_OBJECT
 private Q_SLOTS:
+    void settingTable() {
+        // Every setting outside the budgets once, requests whole phrases in every front end's words.
+        std::set<std::string> keys;
+        for (const SettingRow& row : setting_table()) {
+            QVERIFY2(keys.insert(row.key).second, row.key);
+            QVERIFY2(!find_budget(row.key), row.key);
+            QCOMPARE(find_setting(row.key), &row);
+            QCOMPARE(row.request, std::string_view(row.key).starts_with("ask_"));
+            if (row.request) QVERIFY2(row.flag && row.label && row.python, row.key);
+        }
+        QCOMPARE(keys.size(), std::size_t{33});
+        QCOMPARE(find_setting(""), nullptr);
+        QCOMPARE(find_setting("levels"), nullptr);
+        // The CLI's words: the flag with the value the message quotes after it, a request's phrase
+        // whole, the library's words where the CLI has no flag; a budget by its own table's flag.
+        QCOMPARE(cli::cli_setting_text(Setting{"split", "40", "split 40"}), std::string("--split 40"));
+        QCOMPARE(cli::cli_setting_text(Setting{"ask_format", "", "name the format"}), std::string("use --format"));
+        QCOMPARE(cli::cli_setting_text(Setting{"run_name", "'x'", "run name 'x'"}), std::string("run name 'x'"));
+        QCOMPARE(cli::cli_setting_text(Setting{"levels", "", "budget 'levels'"}), std::string("--levels"));
+        QCOMPARE(cli::cli_setting_text(Setting{"", "", "the window"}), std::string("the window"));
+    }
+
     void layerList_data() {
         QTest::addColumn<QString>("text");
         QTest::addColumn<QString>("expanded");

@@ -1,6 +1,7 @@
 #include "views/gui_text.h"
 
 #include "core/plan/budget_table.h"
+#include "core/util/settings.h"
 
 #include <QCoreApplication>
 
@@ -13,45 +14,6 @@ namespace routepack::views {
 
 namespace {
 
-/// Setting keys other than the planner budgets (core/util/errors.h) -> the studio field that sets
-/// them: the window dialog's choices, the import dialog's, window dialog's, topology editor's and
-/// Rename run dialog's name fields, the import dialog's model fields, the checkpoint rewrite
-/// dialog's fields.
-constexpr std::array<std::pair<std::string_view, const char*>, 20> kSettingLabels{{
-    {"first", QT_TRANSLATE_NOOP("Settings", "First N in numeric id order")},
-    {"random", QT_TRANSLATE_NOOP("Settings", "N random samples")},
-    {"split", QT_TRANSLATE_NOOP("Settings", "windows of N samples")},
-    {"split_groups", QT_TRANSLATE_NOOP("Settings", "windows of G whole GRPO groups")},
-    {"trace_name", QT_TRANSLATE_NOOP("Settings", "Trace name")},
-    {"window_name", QT_TRANSLATE_NOOP("Settings", "Window name")},
-    {"topology_name", QT_TRANSLATE_NOOP("Settings", "Topology name")},
-    {"run_name", QT_TRANSLATE_NOOP("Settings", "Run name")},
-    {"moe_layers", QT_TRANSLATE_NOOP("Settings", "MoE layers")},
-    {"num_hidden_layers", QT_TRANSLATE_NOOP("Settings", "Decoder layers")},
-    {"experts", QT_TRANSLATE_NOOP("Settings", "Experts E")},
-    {"top_k", QT_TRANSLATE_NOOP("Settings", "Top-k")},
-    {"rewrite_input", QT_TRANSLATE_NOOP("Settings", "Input checkpoint")},
-    {"rewrite_output", QT_TRANSLATE_NOOP("Settings", "Output folder")},
-    {"rewrite_device", QT_TRANSLATE_NOOP("Settings", "Device")},
-    {"rewrite_layer_map", QT_TRANSLATE_NOOP("Settings", "Layer map")},
-    {"rewrite_workers", QT_TRANSLATE_NOOP("Settings", "Workers")},
-    {"rewrite_permute_router", QT_TRANSLATE_NOOP("Settings", "Permute router rows")},
-    {"rewrite_verify", QT_TRANSLATE_NOOP("Settings", "Verify")},
-    {"rewrite_inverse", QT_TRANSLATE_NOOP("Settings", "Direction: Inverse")},
-}};
-
-/// Requests for one of several ways to give something ("ask_" keys of core/import) -> the whole
-/// phrase in the import dialog's terms, verb included.
-constexpr std::array<std::pair<std::string_view, const char*>, 4> kRequests{{
-    {"ask_model", QT_TRANSLATE_NOOP("Settings", "choose the Model: a shipped model, a Hugging Face config.json, or "
-                                                "Fields (Experts E, Top-k)")},
-    {"ask_expert_count", QT_TRANSLATE_NOOP("Settings", "choose the Model: a shipped model, a Hugging Face "
-                                                       "config.json, or Fields (Experts E)")},
-    {"ask_moe_layers",
-     QT_TRANSLATE_NOOP("Settings", "fill in the Model's Fields: \"MoE layers\" or \"Decoder layers\"")},
-    {"ask_format", QT_TRANSLATE_NOOP("Settings", "choose the \"Format\"")},
-}};
-
 QString quotedLabel(const QString& label) {
     return QLatin1Char('"') + label + QLatin1Char('"');
 }
@@ -62,11 +24,9 @@ QString guiSettingText(const Setting& setting) {
     QString label;
     if (const BudgetRow* row = find_budget(setting.key)) {
         label = QString::fromUtf8(row->label);
-    } else {
-        for (const auto& [key, text] : kSettingLabels)
-            if (setting.key == key) label = QCoreApplication::translate("Settings", text);
-        for (const auto& [key, text] : kRequests)
-            if (setting.key == key) return QCoreApplication::translate("Settings", text);
+    } else if (const SettingRow* s = find_setting(setting.key); s && s->label) {
+        if (s->request) return QCoreApplication::translate("Settings", s->label);
+        label = QCoreApplication::translate("Settings", s->label);
     }
     if (label.isEmpty()) return QString::fromStdString(setting.words);
     QString out = quotedLabel(label);

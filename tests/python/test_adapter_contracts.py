@@ -130,7 +130,7 @@ def test_expert_loads_router_layer_base(exe, tmp_path):
         routepack.expert_loads(g, num_experts=4, top_k=2, num_hidden_layers=4)
     assert str(e.value) == (f"{g}: the router trace's layer ids 1-2 fit the model read 0-based (decoder.layers index, "
                             "Megatron-LM's training hooks) and 1-based (layer_number, its inference record_indices) "
-                            "alike: give the base (router layer base 0 or 1)")
+                            "alike: give the base (router_layer_base=0 or 1)")
     zero = routepack.expert_loads(g, num_experts=4, top_k=2, num_hidden_layers=4, router_layer_base=0)
     assert zero["moe_layers"] == [1, 2] and (zero["loads"] == want[:2]).all()
     # The CLI's placement from the same file and base.

@@ -385,7 +385,7 @@ def test_plan_errors(window):
     assert plan_error(lengths, counts, budgets={"stepz": 3}).endswith(
         "row_nodes, polish_evaluations, polish_kick_moves, placement_rounds, max_moves, anytime)")
     assert plan_error(lengths, counts, budgets={"anytime": True}) == (
-        "planner: budget 'anytime' must be used with a time limit > 0 (got time limit 0)")
+        "planner: budgets['anytime'] must be used with a time limit > 0 (got time limit 0)")
     assert plan_error(lengths, counts, seed=-1) == "seed must be an integer in 0..2**64-1 (got -1)"
     assert plan_error(lengths, counts, seed=2**64) == (
         "seed must be an integer in 0..2**64-1 (got 18446744073709551616)")
