@@ -1301,6 +1301,15 @@ private:
              QStringLiteral("p.json: moe_layers[0] is \"1\", not an integer in 0..2147483647")},
             {[](nlohmann::json& x) { x["planner"]["seed"] = -1; },
              QStringLiteral("p.json: planner.seed is -1, not an integer in 0..18446744073709551615")},
+            {[](nlohmann::json& x) { x["planner"]["proposals"] = -3; },
+             QStringLiteral("p.json: planner.proposals is -3, not an integer in 0..9223372036854775807")},
+            {[](nlohmann::json& x) { x["planner"]["convergence"][0]["acceptance"] = "high"; },
+             QStringLiteral("p.json: planner.convergence[0].acceptance is \"high\", not a finite number")},
+            {[](nlohmann::json& x) { x["metrics"]["routepack"]["placement"] = "bogus"; },
+             QStringLiteral("p.json: metrics.routepack.placement is 'bogus', not identity, lpt, refined, grouter or "
+                            "comm")},
+            {[](nlohmann::json& x) { x["timings"]["total"] = -1; },
+             QStringLiteral("p.json: timings.total is -1, not seconds >= 0")},
         };
         for (const auto& [edit, want] : wraps) {
             auto w = j;

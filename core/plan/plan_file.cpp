@@ -354,15 +354,10 @@ PlanFileSearch plan_file_search(const PlanSearch& s) {
     f.polish_kicks = s.polish_kicks;
     f.polish_kicks_kept = s.polish_kicks_kept;
     f.polish_local_optimum = s.polish_local_optimum;
-    for (const LevelStats& l : s.convergence) {
-        LevelStats kept;
-        kept.level = l.level;
-        kept.temperature = l.temperature;
-        kept.best = l.best;
-        kept.mean_energy = l.mean_energy;
-        kept.acceptance = l.acceptance;
-        kept.proposals = l.proposals;
-        f.convergence.push_back(kept);
+    f.convergence = s.convergence;
+    for (LevelStats& l : f.convergence) { // not in the file
+        l.infeasible = 0;
+        l.state_copies = 0;
     }
     return f;
 }
