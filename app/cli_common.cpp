@@ -4,8 +4,7 @@
 
 #include "core/import/import.h"
 #include "core/model/topology.h"
-#include "core/plan/budget_table.h"
-#include "core/plan/budgets_json.h"
+#include "core/plan/budgets.h"
 #include "core/plan/expert_map.h"
 #include "core/plan/plan_stage.h"
 #include "core/util/atomic_file.h"
@@ -193,9 +192,7 @@ namespace {
 /// What an integer budget flag must be, in the budget's own range ("an integer in 1..64"): the
 /// message of a malformed value ("0x10"); a value out of range is refused by check_planner_budgets.
 std::string budget_int_expected(const BudgetRow& row) {
-    if (row.rule) return std::string("an integer ") + row.rule;
-    return "an integer in " + std::to_string(static_cast<std::int64_t>(row.lo)) + ".." +
-           std::to_string(static_cast<std::int64_t>(row.hi));
+    return "an integer " + budget_rule(row);
 }
 
 } // namespace
@@ -221,7 +218,7 @@ void add_budget_flags(CLI::App& app, PlanCmd& c) {
         ->each([&c](const std::string&) { c.oversize_given = true; }); // --oversize "" is refused, not the default
     app.add_option("--seed", c.seed_text, "random seed, 0..2^64-1 (same inputs + seed + threads => same plan)")
         ->each([&c](const std::string&) { c.seed_given = true; }); // --seed "" is refused, not the default
-    // Every budget with a flag, from the one table (core/plan/budget_table.h); integers through the
+    // Every budget with a flag, from the one table (core/plan/budgets.h); integers through the
     // decimal reader, ranges checked by check_planner_budgets in run_planner.
     app.add_option("--previous", c.previous,
                    "the previous step's placement: a plan file or an expert map file (as rewrite --map reads); "

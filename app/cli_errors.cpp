@@ -1,6 +1,6 @@
 #include "app/cli_errors.h"
 
-#include "core/plan/budget_table.h"
+#include "core/plan/budgets.h"
 #include "core/util/settings.h"
 
 namespace routepack::cli {

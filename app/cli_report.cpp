@@ -2,8 +2,8 @@
 
 #include "app/cli_common.h"
 #include "core/model/route_counts.h"
-#include "core/plan/bound.h"
 #include "core/plan/plan_file.h"
+#include "core/plan/score/bound.h"
 
 #include <nlohmann/json.hpp>
 

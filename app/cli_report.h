@@ -22,7 +22,7 @@ void print_trace_detail(const storage::Library& lib, const storage::TraceEntry& 
 
 /// The comparison of baseline / reorder / karmarkar_karp / routepack in `r` as text: window and
 /// topology, rows (R*, lower bound), CV_global identity -> LPT, one table line per method, the
-/// certified lower bound on max_g U (eqs. 11-15, core/plan/bound.h) and the relative changes
+/// certified lower bound on max_g U (eqs. 11-15, core/plan/score/bound.h) and the relative changes
 /// routepack makes, planner statistics.
 void print_comparison(const PlanResult& r);
 

@@ -7,11 +7,11 @@
 #include "app/cli_int.h"
 
 #include "core/model/window_select.h"
-#include "core/plan/budgets_json.h"
+#include "core/plan/budgets.h"
 #include "core/plan/expert_map.h"
-#include "core/plan/placement.h"
 #include "core/plan/plan_file.h"
 #include "core/plan/run_steps.h"
+#include "core/plan/score/placement.h"
 #include "core/plan/sweep_table.h"
 #include "core/util/errors.h"
 #include "core/util/output_folder.h"

@@ -6,8 +6,7 @@
 
 #include "core/model/model.h"
 #include "core/model/topology.h"
-#include "core/plan/budget_table.h"
-#include "core/plan/budgets_json.h"
+#include "core/plan/budgets.h"
 #include "core/util/errors.h"
 #include "core/util/input_file.h"
 #include "core/util/json.h"
@@ -64,7 +63,7 @@ bool plain_file_name(const std::string& name) {
 }
 
 /// run.json's budgets as the runner took them (the Python module's `budgets` dict): every key a
-/// budget of the table (core/plan/budget_table.h) but workers and time_limit_s (arguments of plan()),
+/// budget of the table (core/plan/budgets.h) but workers and time_limit_s (arguments of plan()),
 /// or one of the module's two old names ("seeds", "steps"), each value in its budget's range (parse_planner_budgets).
 /// InputError "<where>: unknown budget 'bogus' (known: seeds_M, ...)" or the reader's range error.
 void check_run_budgets(const JsonField& budgets) {

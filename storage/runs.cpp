@@ -2,10 +2,10 @@
 // save_run / save_failed_run, runs, run_plan_json.
 #include "storage/library.h"
 
-#include "core/plan/budgets_json.h"
+#include "core/plan/budgets.h"
 #include "core/plan/method.h"
-#include "core/plan/metrics_json.h"
 #include "core/plan/plan_file.h"
+#include "core/plan/score/metrics_json.h"
 #include "core/util/errors.h"
 #include "core/util/json_field.h"
 #include "core/util/text.h"

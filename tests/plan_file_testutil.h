@@ -1,6 +1,6 @@
 #pragma once
 // Field-by-field comparison of two PlanFile values (tests of plan_file_of against parse_plan).
-#include "core/plan/budgets_json.h"
+#include "core/plan/budgets.h"
 #include "core/plan/plan_file.h"
 
 #include <string>

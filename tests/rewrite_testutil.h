@@ -1,9 +1,9 @@
 #pragma once
 // Placements for rewrite tests (Qt-free: shared by the QtTest executables and tests/gpu/rewrite_gpu_check).
 #include "core/model/topology.h"
-#include "core/plan/placement.h"
 #include "core/plan/plan_file.h"
 #include "core/plan/planner.h"
+#include "core/plan/score/placement.h"
 #include "core/synth/synth.h"
 #include "core/util/rng.h"
 #include "gpu/rewrite.h"

@@ -1,7 +1,7 @@
 #pragma once
 // Helpers shared by the test executables.
 #include "core/model/trace.h"
-#include "core/plan/score.h"
+#include "core/plan/score/score.h"
 
 #include <QByteArray>
 #include <QString>

@@ -1,11 +1,11 @@
-// Fixed-row population annealing (core/plan/annealing.h; paper section 4.1.2-4.1.3, Algorithm 3):
+// Fixed-row population annealing (core/plan/search/annealing.h; paper section 4.1.2-4.1.3, Algorithm 3):
 // non-regression and validity on random windows, reaching a brute-forced optimum, determinism across
 // runs and worker counts, cancellation and deadline, systematic resampling (lines 15-18) on a
 // hand-computed case, acceptance at high and low temperature, budget and population checks; the
 // resampling's state reuse by hand; the straggler descent's local optimum checked by brute force.
 // Problems and seed populations are built here directly (no seeding or row-count stage involved).
-#include "core/plan/annealing.h"
-#include "core/plan/polish.h"
+#include "core/plan/search/annealing.h"
+#include "core/plan/search/polish.h"
 #include "core/util/errors.h"
 #include "tests/testutil.h"
 

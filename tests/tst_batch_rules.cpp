@@ -5,12 +5,12 @@
 // synthetic windows (every method keeps the counts, the same plan for any worker count, the
 // constrained optimum of tiny windows), and oversize samples alone in their cells.
 #include "core/import/import.h"
-#include "core/plan/metrics.h"
-#include "core/plan/packing.h"
 #include "core/plan/plan_file.h"
 #include "core/plan/planner.h"
-#include "core/plan/rowcount.h"
-#include "core/plan/score.h"
+#include "core/plan/score/metrics.h"
+#include "core/plan/score/packing.h"
+#include "core/plan/score/score.h"
+#include "core/plan/search/rowcount.h"
 #include "core/synth/synth.h"
 #include "core/util/errors.h"
 #include "core/util/rng.h"

@@ -1,8 +1,8 @@
 // The headless CLI as a user runs it: real processes, real library files, exact stdout/stderr lines
 // and exit codes.
-#include "core/plan/budget_table.h"
-#include "core/plan/placement.h"
+#include "core/plan/budgets.h"
 #include "core/plan/plan_file.h"
+#include "core/plan/score/placement.h"
 #include "storage/library.h"
 #include "tests/testutil.h"
 

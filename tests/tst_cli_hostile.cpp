@@ -3,7 +3,7 @@
 // asserts the exact message and that no file changed.
 #include "core/model/model.h"
 #include "core/model/topology.h"
-#include "core/plan/budgets_json.h"
+#include "core/plan/budgets.h"
 #include "core/plan/plan_file.h"
 #include "core/plan/planner.h"
 #include "core/util/errors.h"

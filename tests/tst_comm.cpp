@@ -1,22 +1,22 @@
 // Where things run and what crosses nodes: the topology's node map (core/model/topology.h: defaults,
 // gpus_per_node, explicit lists, exact errors), the per-token routes the importers keep
 // (core/model/trace.h SampleRoutes, narrowest id width), and the dispatch volume of a layout
-// (core/plan/comm.h): a hand-computed top-2 case where de-duplication per (token, destination node)
+// (core/plan/comm/comm.h): a hand-computed top-2 case where de-duplication per (token, destination node)
 // matters, and fixed-seed random cases against a brute-force recount straight from the routes; the
-// Grouter pipeline (core/plan/grouter.h): Hungarian matching against every permutation, and a planted
+// Grouter pipeline (core/plan/comm/grouter.h): Hungarian matching against every permutation, and a planted
 // window of two sample families on their own halves of the experts, whose grouping it must find.
 #include "core/import/import.h"
 #include "core/model/topology.h"
 #include "core/model/window_select.h"
-#include "core/plan/assignment.h"
-#include "core/plan/comm.h"
-#include "core/plan/comm_placement.h"
-#include "core/plan/grouter.h"
-#include "core/plan/packing.h"
-#include "core/plan/placement.h"
+#include "core/plan/comm/comm.h"
+#include "core/plan/comm/comm_placement.h"
+#include "core/plan/comm/grouter.h"
 #include "core/plan/plan_file.h"
 #include "core/plan/planner.h"
-#include "core/plan/score.h"
+#include "core/plan/score/assignment.h"
+#include "core/plan/score/packing.h"
+#include "core/plan/score/placement.h"
+#include "core/plan/score/score.h"
 #include "core/util/errors.h"
 #include "tests/comm_testutil.h"
 #include "tests/plan_file_testutil.h"

@@ -2,7 +2,7 @@
 // reader (util::JsonField) with every error wording.
 #include "core/model/model.h"
 #include "core/model/trace.h"
-#include "core/plan/budget_table.h"
+#include "core/plan/budgets.h"
 #include "core/util/atomic_file.h"
 #include "core/util/errors.h"
 #include "core/util/json_field.h"

@@ -1,12 +1,12 @@
-// Placement across the steps of a run (core/plan/migration.h and the planner's previous placement):
+// Placement across the steps of a run (core/plan/search/migration.h and the planner's previous placement):
 // the moves that pay on a hand case, the cost of moves against a brute-force recount, the four
 // cases of PlanMigration, budget 0, the chain of a run against planning the steps one by one, and
 // plans identical for a seed whatever the worker count.
 #include "core/model/topology.h"
-#include "core/plan/bound.h"
-#include "core/plan/migration.h"
 #include "core/plan/plan_file.h"
 #include "core/plan/planner.h"
+#include "core/plan/score/bound.h"
+#include "core/plan/search/migration.h"
 #include "core/synth/synth.h"
 #include "core/util/errors.h"
 #include "tests/plan_file_testutil.h"

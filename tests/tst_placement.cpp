@@ -2,12 +2,12 @@
 // metrics (eqs. 21-23, karmarkar-karp baseline): hand-worked cases with the arithmetic in comments,
 // invariants on random cases with fixed seeds, and a brute-force property test of R*.
 #include "core/model/route_counts.h"
-#include "core/plan/metrics.h"
-#include "core/plan/packing.h"
-#include "core/plan/placement.h"
-#include "core/plan/placement_refine.h"
-#include "core/plan/rowcount.h"
 #include "core/plan/run_steps.h"
+#include "core/plan/score/metrics.h"
+#include "core/plan/score/packing.h"
+#include "core/plan/score/placement.h"
+#include "core/plan/search/placement_refine.h"
+#include "core/plan/search/rowcount.h"
 #include "core/util/errors.h"
 #include "core/util/grid.h"
 #include "core/util/index.h"

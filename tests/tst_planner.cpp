@@ -3,13 +3,12 @@
 // on windows of the real traces in ../shared/traces.
 #include "app/cli_errors.h"
 #include "core/import/import.h"
-#include "core/plan/bound.h"
-#include "core/plan/budget_table.h"
-#include "core/plan/budgets_json.h"
+#include "core/plan/budgets.h"
 #include "core/plan/expert_map.h"
 #include "core/plan/plan_file.h"
 #include "core/plan/plan_stage.h"
 #include "core/plan/planner.h"
+#include "core/plan/score/bound.h"
 #include "core/synth/synth.h"
 #include "core/util/errors.h"
 #include "tests/plan_file_testutil.h"
@@ -524,7 +523,38 @@ private Q_SLOTS:
         }
     }
 
-    /// The budget table (core/plan/budget_table.h), row by row: every key round-trips through the
+    /// docs/budgets.md's table is the budget table's key, flag, default and range word for word, one
+    /// line per row in table order, and no other row: a budget added, a default or a range changed
+    /// without its page fails here. Hand-held values pin the default column's formatting.
+    void budgetsPageMatchesTable() {
+        using routepack::BudgetRow;
+        QCOMPARE(routepack::budget_value_text(*routepack::find_budget("t0"), PlannerBudgets{}), std::string("0.01"));
+        QCOMPARE(routepack::budget_value_text(*routepack::find_budget("anytime"), PlannerBudgets{}),
+                 std::string("false"));
+        QCOMPARE(routepack::budget_value_text(*routepack::find_budget("max_moves"), PlannerBudgets{}),
+                 std::string("-1"));
+        QCOMPARE(routepack::find_budget("levels")->default_value, 12.0);
+        QCOMPARE(routepack::budget_rule(*routepack::find_budget("levels")), std::string("in 0..1000"));
+        QFile page(QStringLiteral(ROUTEPACK_SOURCE_DIR "/docs/budgets.md"));
+        QVERIFY(page.open(QIODevice::ReadOnly));
+        std::vector<std::string> lines;
+        for (const QByteArray& l : page.readAll().split('\n'))
+            if (l.startsWith("| `")) lines.push_back(l.toStdString());
+        const auto table = routepack::budget_table();
+        QCOMPARE(lines.size(), table.size());
+        for (std::size_t i = 0; i < table.size(); ++i) {
+            const BudgetRow& row = table[i];
+            const std::string want = "| `" + std::string(row.key) + "` | " +
+                                     (row.flag ? "`" + std::string(row.flag) + "`" : std::string("(none)")) + " | `" +
+                                     routepack::budget_value_text(row, PlannerBudgets{}) + "` | " +
+                                     routepack::budget_rule(row) + " |";
+            QVERIFY2(lines[i].rfind(want, 0) == 0, ("docs/budgets.md line " + std::to_string(i + 1) +
+                                                    " of the table: " + lines[i] + "\nwant it to start with: " + want)
+                                                       .c_str());
+        }
+    }
+
+    /// The budget table (core/plan/budgets.h), row by row: every key round-trips through the
     /// budgets JSON at its upper bound, lo and hi are accepted, the values just outside are refused with
     /// the key (or the CLI flag) in the message, and the table covers every key the writer emits.
     void budgetTableWalk() {
@@ -969,7 +999,7 @@ private Q_SLOTS:
         QCOMPARE(j["planner"]["placement_refinement"]["rounds_kept"].get<int>(), r.placement.rounds_kept);
         QCOMPARE(j["topology"]["row_multiple"].get<int>(), 1);
         QCOMPARE(j["inputs"]["fingerprint"].get<std::string>(), window_fingerprint(in.window));
-        // The lower bound: recomputed from the window (core/plan/bound.h) and below the plan's max_g U.
+        // The lower bound: recomputed from the window (core/plan/score/bound.h) and below the plan's max_g U.
         const PackingProblem pl = make_packing_problem(in.window, in.topology, r.placement.routepack);
         const MaxULowerBound want = max_u_lower_bound(pl);
         QCOMPARE(j["max_u_lower_bound"]["value"].get<double>(), want.value);

@@ -1,12 +1,12 @@
-// The exact score (core/plan/score.h, paper eqs. 11-15, DESIGN.md "The cost model, written out") and its
+// The exact score (core/plan/score/score.h, paper eqs. 11-15, DESIGN.md "The cost model, written out") and its
 // incremental form: hand-computed tiny cases (stage order: max inside the shard per stage, then the
 // stage sum), 64-bit overflow safety, feasibility rules, undo bit-for-bit, and incremental == full
 // bitwise after 10^5 random feasible moves (swaps and relocations, same-row-shard moves, undos) on
-// randomized problems, for every kernel ISA this CPU has; the lower bound on max_g U (core/plan/bound.h)
+// randomized problems, for every kernel ISA this CPU has; the lower bound on max_g U (core/plan/score/bound.h)
 // by hand and against exhaustive search over every layout of tiny windows; the flat Layout
-// (core/plan/packing.h): its builders, cell spans, equality and validate_layout's messages.
-#include "core/plan/bound.h"
-#include "core/plan/score.h"
+// (core/plan/score/packing.h): its builders, cell spans, equality and validate_layout's messages.
+#include "core/plan/score/bound.h"
+#include "core/plan/score/score.h"
 #include "tests/testutil.h"
 
 #include <QtTest>
@@ -375,7 +375,7 @@ private Q_SLOTS:
     void init() { QVERIFY(set_score_kernel_isa("auto")); }
     void cleanupTestCase() { set_score_kernel_isa("auto"); }
 
-    /// The flat layout (core/plan/packing.h): from_cells and back, cell spans and sizes, empty cells,
+    /// The flat layout (core/plan/score/packing.h): from_cells and back, cell spans and sizes, empty cells,
     /// equality (shape, split and in-cell order all count), from_assignment's stable order, the
     /// builders' errors.
     void flatLayout() {

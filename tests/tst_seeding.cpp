@@ -1,14 +1,14 @@
-// Diverse fixed-row seeding (core/plan/seeding.h, paper section 4.1.1, Algorithm 2): the xoshiro256** Rng
+// Diverse fixed-row seeding (core/plan/search/seeding.h, paper section 4.1.1, Algorithm 2): the xoshiro256** Rng
 // (golden values, unbiased bounds), the seed derivations of core/util/seeds.h (every planner stage id
 // once, Grouter's layers, the window sampler without modulo bias), WindowShuffle, Canonicalize, the sliced-Wasserstein
 // sketch, EDPAwarePair on a hand case and as a cell permutation, and diverse_population's contract (validity on 100
 // random windows, winner first and never worse than the FFD seed, canonical-distinct members, cyclic fill, determinism
 // across runs and thread counts).
 #include "core/model/window_select.h"
-#include "core/plan/packing.h"
-#include "core/plan/rowcount.h"
-#include "core/plan/score.h"
-#include "core/plan/seeding.h"
+#include "core/plan/score/packing.h"
+#include "core/plan/score/score.h"
+#include "core/plan/search/rowcount.h"
+#include "core/plan/search/seeding.h"
 #include "core/util/seeds.h"
 #include "tests/testutil.h"
 

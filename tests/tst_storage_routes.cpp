@@ -5,7 +5,7 @@
 // size DeepSeek-V2-Lite's 599 samples add to a library file.
 #include "core/import/import.h"
 #include "core/model/model.h"
-#include "core/plan/comm.h"
+#include "core/plan/comm/comm.h"
 #include "core/util/errors.h"
 #include "storage/counts_codec.h"
 #include "storage/library.h"

@@ -1,7 +1,7 @@
 // Topologies and planner runs in a library (storage/library.h, schema migration 2) on a real SQLite
 // file in a temporary folder: round trips of every stored value, the topology naming rule, failed
 // and cancelled runs, read-only refusals, and the embedded demo (storage/demo.h).
-#include "core/plan/budgets_json.h"
+#include "core/plan/budgets.h"
 #include "core/plan/plan_file.h"
 #include "core/synth/synth.h"
 #include "core/util/errors.h"

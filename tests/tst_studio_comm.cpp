@@ -1,30 +1,30 @@
 // Communication in the studio: the two communication-aware methods (grouter, routepack+comm) in the
 // method boxes, the comparison table and chart and the costs view; the comparison's communication
 // columns; the "communication" tab (node-by-node dispatch matrix, expert co-activation ordered by
-// node) and its Qt-free helpers (views/comm_data.h) on hand-computed cases. Plans are real plans of
+// node) and its Qt-free helpers (views/plan/comm_data.h) on hand-computed cases. Plans are real plans of
 // planted windows with per-token routes: two families of samples that each use their own half of the
 // experts (the planted case of tst_comm), on one node, on two nodes, and on two nodes without routes.
 #include "core/import/import.h"
-#include "core/plan/placement.h"
 #include "core/plan/plan_file.h"
 #include "core/plan/planner.h"
+#include "core/plan/score/placement.h"
 #include "tests/comm_testutil.h"
 #include "tests/gui_testutil.h"
 #include "tests/testutil.h"
-#include "views/comm_data.h"
-#include "views/comm_panel.h"
-#include "views/convergence_panel.h"
-#include "views/costs_panel.h"
-#include "views/ep_heatmap_panel.h"
-#include "views/gain_explanation.h"
-#include "views/grid_panel.h"
-#include "views/heatmap_widget.h"
-#include "views/panel_util.h"
-#include "views/plan_data.h"
-#include "views/plan_models.h"
-#include "views/plan_views.h"
-#include "views/row_heatmap_panel.h"
-#include "views/topology_editor.h"
+#include "views/dialogs/topology_editor.h"
+#include "views/plan/comm_data.h"
+#include "views/plan/comm_panel.h"
+#include "views/plan/convergence_panel.h"
+#include "views/plan/costs_panel.h"
+#include "views/plan/ep_heatmap_panel.h"
+#include "views/plan/gain_explanation.h"
+#include "views/plan/grid_panel.h"
+#include "views/plan/heatmap_widget.h"
+#include "views/plan/panel_util.h"
+#include "views/plan/plan_data.h"
+#include "views/plan/plan_models.h"
+#include "views/plan/plan_views.h"
+#include "views/plan/row_heatmap_panel.h"
 
 #include <QAbstractItemModelTester>
 #include <QApplication>

@@ -9,12 +9,12 @@
 #include "storage/library.h"
 #include "tests/gui_testutil.h"
 #include "tests/testutil.h"
-#include "views/compare_data.h"
-#include "views/frozen_table.h"
-#include "views/plan_models.h"
-#include "views/plan_views.h"
-#include "views/roles.h"
+#include "views/plan/compare_data.h"
+#include "views/plan/plan_models.h"
+#include "views/plan/plan_views.h"
 #include "views/studio_window.h"
+#include "views/widgets/frozen_table.h"
+#include "views/widgets/roles.h"
 
 #include <QAbstractBarSeries>
 #include <QBarSet>

@@ -13,13 +13,13 @@
 #include "storage/library.h"
 #include "tests/gui_testutil.h"
 #include "tests/testutil.h"
-#include "views/import_dialog.h"
-#include "views/plan_jobs.h"
-#include "views/plan_views.h"
-#include "views/rewrite_dialog.h"
-#include "views/sample_table_model.h"
+#include "views/dialogs/import_dialog.h"
+#include "views/dialogs/rewrite_dialog.h"
+#include "views/dialogs/topology_editor.h"
+#include "views/jobs/plan_jobs.h"
+#include "views/library/sample_table_model.h"
+#include "views/plan/plan_views.h"
 #include "views/studio_window.h"
-#include "views/topology_editor.h"
 
 #include <QAbstractItemModel>
 #include <QSettings>

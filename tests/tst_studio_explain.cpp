@@ -1,6 +1,6 @@
-// What the plan views explain, offscreen: the Qt-free numbers behind them (views/plan_explain.h:
+// What the plan views explain, offscreen: the Qt-free numbers behind them (views/plan/plan_explain.h:
 // experts on a rank, layers one expert bounds, the samples that load a rank most, a row-shard's rank
-// loads, colour positions and round ticks, label strides, and views/plan_explain_gain.h: the split of
+// loads, colour positions and round ticks, label strides, and views/plan/plan_explain_gain.h: the split of
 // the gain into LPT, packing and refinement, attention and expert, with the moved shards, rows, layers
 // and EP ranks) on hand-computed cases, with its invariants on the demo and a real DeepSeek window;
 // the tooltips with exact values (EP cell with its experts and the bound, row peaks with the peak
@@ -10,34 +10,34 @@
 // cell's samples. Screenshots via QWidget::grab into $ROUTEPACK_SCREENSHOT_DIR or a temporary folder.
 #include "core/import/import.h"
 #include "core/model/model.h"
-#include "core/plan/packing.h"
-#include "core/plan/placement.h"
-#include "core/plan/score.h"
+#include "core/plan/score/packing.h"
+#include "core/plan/score/placement.h"
+#include "core/plan/score/score.h"
 #include "core/synth/synth.h"
 #include "storage/demo.h"
 #include "storage/library.h"
 #include "tests/gui_testutil.h"
 #include "tests/testutil.h"
-#include "views/convergence_panel.h"
-#include "views/costs_panel.h"
-#include "views/ep_heatmap_panel.h"
-#include "views/gain_explanation.h"
-#include "views/grid_panel.h"
-#include "views/heatmap_widget.h"
-#include "views/nice_scale.h"
-#include "views/panel_util.h"
-#include "views/plan_explain.h"
-#include "views/plan_explain_gain.h"
-#include "views/plan_models.h"
-#include "views/plan_views.h"
-#include "views/roles.h"
-#include "views/row_heatmap_panel.h"
-#include "views/run_series.h"
-#include "views/sample_data.h"
-#include "views/sample_pane.h"
-#include "views/sample_table_model.h"
+#include "views/dialogs/topology_editor.h"
+#include "views/library/sample_data.h"
+#include "views/library/sample_pane.h"
+#include "views/library/sample_table_model.h"
+#include "views/plan/convergence_panel.h"
+#include "views/plan/costs_panel.h"
+#include "views/plan/ep_heatmap_panel.h"
+#include "views/plan/gain_explanation.h"
+#include "views/plan/grid_panel.h"
+#include "views/plan/heatmap_widget.h"
+#include "views/plan/panel_util.h"
+#include "views/plan/plan_explain.h"
+#include "views/plan/plan_explain_gain.h"
+#include "views/plan/plan_models.h"
+#include "views/plan/plan_views.h"
+#include "views/plan/row_heatmap_panel.h"
+#include "views/run/run_series.h"
 #include "views/studio_window.h"
-#include "views/topology_editor.h"
+#include "views/widgets/nice_scale.h"
+#include "views/widgets/roles.h"
 
 #include <QApplication>
 #include <QBarSet>

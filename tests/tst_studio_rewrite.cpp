@@ -17,11 +17,11 @@
 #include "tests/gui_testutil.h"
 #include "tests/rewrite_testutil.h"
 #include "tests/testutil.h"
-#include "views/gui_text.h"
-#include "views/plan_views.h"
-#include "views/rewrite_dialog.h"
+#include "views/dialogs/rewrite_dialog.h"
+#include "views/dialogs/topology_editor.h"
+#include "views/plan/plan_views.h"
 #include "views/studio_window.h"
-#include "views/topology_editor.h"
+#include "views/widgets/gui_text.h"
 
 #include <QAction>
 #include <QApplication>

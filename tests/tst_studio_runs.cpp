@@ -7,18 +7,18 @@
 // temporary folder.
 #include "core/model/model.h"
 #include "core/model/window_select.h"
-#include "core/plan/placement.h"
 #include "core/plan/planner.h"
+#include "core/plan/score/placement.h"
 #include "core/synth/synth.h"
 #include "storage/library.h"
 #include "tests/gui_testutil.h"
 #include "tests/testutil.h"
-#include "views/library_tree_model.h"
-#include "views/plan_views.h"
-#include "views/run_view.h"
-#include "views/sample_table_model.h"
+#include "views/dialogs/window_dialog.h"
+#include "views/library/library_tree_model.h"
+#include "views/library/sample_table_model.h"
+#include "views/plan/plan_views.h"
+#include "views/run/run_view.h"
 #include "views/studio_window.h"
-#include "views/window_dialog.h"
 
 #include <QAction>
 #include <QApplication>

@@ -1,18 +1,18 @@
-// The studio's background-work tracker (views/job_tracker.h), the run replay cache
-// (views/run_replay.h) and the export writers (views/exports.h): ids, FIFO order, generations
+// The studio's background-work tracker (views/jobs/job_tracker.h), the run replay cache
+// (views/jobs/run_replay.h) and the export writers (views/dialogs/exports.h): ids, FIFO order, generations
 // (latest result wins, stale results dropped), cooperative cancel, delivery on the GUI thread, the
 // 50 ms progress throttle on explicit clock values, and the exact bytes and messages of the exports.
 #include "core/plan/expert_map.h"
-#include "core/plan/placement.h"
 #include "core/plan/plan_file.h"
+#include "core/plan/score/placement.h"
 #include "core/util/errors.h"
 #include "storage/library.h"
 #include "tests/testutil.h"
-#include "views/exports.h"
-#include "views/job_tracker.h"
-#include "views/plan_jobs.h"
-#include "views/run_replay.h"
-#include "views/stage_progress.h"
+#include "views/dialogs/exports.h"
+#include "views/jobs/job_tracker.h"
+#include "views/jobs/plan_jobs.h"
+#include "views/jobs/run_replay.h"
+#include "views/jobs/stage_progress.h"
 
 #include <QSignalSpy>
 #include <QTemporaryDir>

@@ -1,25 +1,26 @@
-// Plan-inspection and compare views (views/plan_views.h) on a real plan of a synthetic window:
+// Plan-inspection and compare views (views/plan/plan_views.h) on a real plan of a synthetic window:
 // every number a view shows is checked against an independent computation from the window's
 // counts, the placements and the layouts (or against the planner's own metrics), every model runs
 // under QAbstractItemModelTester, exports are read back, and every view is written as a screenshot
 // (light and dark palette, and 2x) to $ROUTEPACK_SCREENSHOT_DIR or a temporary folder.
-#include "core/plan/packing.h"
 #include "core/plan/planner.h"
-#include "core/plan/score.h"
+#include "core/plan/score/packing.h"
+#include "core/plan/score/score.h"
 #include "core/synth/synth.h"
 #include "tests/gui_testutil.h"
-#include "views/convergence_panel.h"
-#include "views/costs_panel.h"
-#include "views/ep_heatmap_panel.h"
-#include "views/gain_explanation.h"
-#include "views/grid_panel.h"
-#include "views/heatmap_view.h"
-#include "views/heatmap_widget.h"
-#include "views/panel_util.h"
-#include "views/plan_data.h"
-#include "views/plan_models.h"
-#include "views/plan_views.h"
-#include "views/row_heatmap_panel.h"
+#include "views/plan/convergence_panel.h"
+#include "views/plan/costs_panel.h"
+#include "views/plan/ep_heatmap_panel.h"
+#include "views/plan/gain_explanation.h"
+#include "views/plan/grid_panel.h"
+#include "views/plan/heatmap_view.h"
+#include "views/plan/heatmap_widget.h"
+#include "views/plan/panel_util.h"
+#include "views/plan/plan_data.h"
+#include "views/plan/plan_models.h"
+#include "views/plan/plan_views.h"
+#include "views/plan/row_heatmap_panel.h"
+#include "views/widgets/file_export.h"
 
 #include <QAbstractItemModelTester>
 #include <QApplication>

@@ -3,10 +3,10 @@
 #include "core/plan/plan_file.h"
 #include "core/util/errors.h"
 #include "storage/demo.h"
-#include "views/exports.h"
-#include "views/gui_text.h"
-#include "views/plan_views.h"
+#include "views/dialogs/exports.h"
+#include "views/plan/plan_views.h"
 #include "views/studio_window.h"
+#include "views/widgets/gui_text.h"
 
 #include <QApplication>
 #include <QDir>

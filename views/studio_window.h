@@ -4,15 +4,15 @@
 // the run comparison on the right, job progress with Cancel in the status bar. All long work runs
 // on worker threads (JobTracker users: ImportJob, PlanJobQueue, sample loading, demo building,
 // deleting traces, windows and runs);
-// results arrive as immutable values and stale ones are dropped. The exports are views/exports.h, the
-// session's plans and restores of saved runs views/run_replay.h.
+// results arrive as immutable values and stale ones are dropped. The exports are views/dialogs/exports.h, the
+// session's plans and restores of saved runs views/jobs/run_replay.h.
 #include "storage/library.h"
-#include "views/cluster_step.h"
-#include "views/exports.h"
-#include "views/job_tracker.h"
-#include "views/plan_jobs.h"
-#include "views/run_replay.h"
-#include "views/theme.h"
+#include "views/dialogs/exports.h"
+#include "views/jobs/job_tracker.h"
+#include "views/jobs/plan_jobs.h"
+#include "views/jobs/run_replay.h"
+#include "views/run/cluster_step.h"
+#include "views/widgets/theme.h"
 
 #include <QElapsedTimer>
 #include <QMainWindow>
@@ -137,7 +137,7 @@ public:
     /// Opens the import dialog (modeless) for the open library.
     ImportDialog* showImportDialog();
     /// Opens step `window` of the cluster run shown in the Run view in the plan views: its plan file
-    /// `planFile` (in the run's OUT) read on a worker thread (open_cluster_step, views/cluster_step.h),
+    /// `planFile` (in the run's OUT) read on a worker thread (open_cluster_step, views/run/cluster_step.h),
     /// with the step's counts when the library holds its samples; otherwise the views that need the
     /// counts say so and the plan views' "Import step…" button (importStepButton()) offers to import
     /// `stepPath`. Returns the job id; the status line says what is shown when it arrives.
@@ -246,7 +246,7 @@ public:
     /// F2 in the library tree: renames the current trace, window or saved run (asks for the name).
     void renameCurrentNode();
     /// The library tree's context menu entries for the node at `index` (its kind's Rename… and
-    /// Delete…), besides the Copy entries every table and tree has (views/item_actions.h).
+    /// Delete…), besides the Copy entries every table and tree has (views/widgets/item_actions.h).
     QList<QAction*> libraryActions(const QModelIndex& index, QObject* parent);
 
     // --- What an analysis tool's user expects (views/studio_window_basics.cpp) ---
@@ -256,7 +256,7 @@ public:
     /// settings as the list is read.
     QStringList recentLibraries() const;
     QMenu* recentMenu() const { return recentMenu_; }
-    /// View > Theme: Fusion with a light or dark palette (views/theme.h), on the whole application,
+    /// View > Theme: Fusion with a light or dark palette (views/widgets/theme.h), on the whole application,
     /// kept in the settings ("view/theme") and applied again when the next studio window starts.
     /// Without a kept theme the studio leaves the application's palette as it found it.
     void setTheme(Theme theme);

@@ -3,16 +3,16 @@
 #include "views/studio_window.h"
 
 #include "core/plan/plan_file.h"
-#include "views/gui_text.h"
-#include "views/heatmap_view.h"
-#include "views/import_dialog.h"
-#include "views/library_tree_model.h"
-#include "views/plan_views.h"
-#include "views/rewrite_dialog.h"
-#include "views/run_view.h"
-#include "views/sample_pane.h"
-#include "views/topology_editor.h"
-#include "views/window_dialog.h"
+#include "views/dialogs/import_dialog.h"
+#include "views/dialogs/rewrite_dialog.h"
+#include "views/dialogs/topology_editor.h"
+#include "views/dialogs/window_dialog.h"
+#include "views/library/library_tree_model.h"
+#include "views/library/sample_pane.h"
+#include "views/plan/heatmap_view.h"
+#include "views/plan/plan_views.h"
+#include "views/run/run_view.h"
+#include "views/widgets/gui_text.h"
 
 #include <QAction>
 #include <QDockWidget>

@@ -3,12 +3,12 @@
 // menu's guide to the views, and files dropped on the window.
 #include "views/studio_window.h"
 
-#include "views/grid_panel.h"
-#include "views/import_dialog.h"
-#include "views/item_actions.h"
-#include "views/library_tree_model.h"
-#include "views/plan_views.h"
-#include "views/sample_pane.h"
+#include "views/dialogs/import_dialog.h"
+#include "views/library/library_tree_model.h"
+#include "views/library/sample_pane.h"
+#include "views/plan/grid_panel.h"
+#include "views/plan/plan_views.h"
+#include "views/widgets/item_actions.h"
 
 #include <QAction>
 #include <QActionGroup>

@@ -4,10 +4,10 @@
 // on the GUI thread (one row) - and the views drop what they showed of it.
 #include "views/studio_window.h"
 
-#include "views/gui_text.h"
-#include "views/library_tree_model.h"
-#include "views/plan_views.h"
-#include "views/sample_pane.h"
+#include "views/library/library_tree_model.h"
+#include "views/library/sample_pane.h"
+#include "views/plan/plan_views.h"
+#include "views/widgets/gui_text.h"
 
 #include <QAction>
 #include <QFileInfo>

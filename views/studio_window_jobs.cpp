@@ -2,11 +2,11 @@
 // window, cancelling, and restoring saved runs; the rest of StudioWindow is views/studio_window.cpp.
 #include "views/studio_window.h"
 
-#include "core/plan/budgets_json.h"
-#include "views/gui_text.h"
-#include "views/library_tree_model.h"
-#include "views/plan_views.h"
-#include "views/topology_editor.h"
+#include "core/plan/budgets.h"
+#include "views/dialogs/topology_editor.h"
+#include "views/library/library_tree_model.h"
+#include "views/plan/plan_views.h"
+#include "views/widgets/gui_text.h"
 
 #include <QItemSelectionModel>
 #include <QProgressBar>

@@ -3,10 +3,10 @@
 // and the Run view following the steps as they are saved.
 #include "views/studio_window.h"
 
-#include "views/gui_text.h"
-#include "views/library_tree_model.h"
-#include "views/run_view.h"
-#include "views/topology_editor.h"
+#include "views/dialogs/topology_editor.h"
+#include "views/library/library_tree_model.h"
+#include "views/run/run_view.h"
+#include "views/widgets/gui_text.h"
 
 #include <QItemSelectionModel>
 #include <QProgressBar>

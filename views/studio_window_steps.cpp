@@ -1,11 +1,11 @@
 // StudioWindow: a cluster run's step opened in the plan views from its plan file, and the import of
 // the step's file when the library lacks its counts.
 #include "core/model/model.h"
-#include "views/gui_text.h"
-#include "views/import_dialog.h"
-#include "views/plan_views.h"
-#include "views/run_view.h"
+#include "views/dialogs/import_dialog.h"
+#include "views/plan/plan_views.h"
+#include "views/run/run_view.h"
 #include "views/studio_window.h"
+#include "views/widgets/gui_text.h"
 
 #include <QFileInfo>
 #include <QTabWidget>

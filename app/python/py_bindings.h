@@ -4,8 +4,8 @@
 // routepack_module.cpp calls, in registration order, to add each subject's classes and functions.
 #include "app/python/py_window.h"
 #include "core/model/model.h"
-#include "core/plan/placement.h"
 #include "core/plan/plan_file.h"
+#include "core/plan/score/placement.h"
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>

@@ -4,10 +4,10 @@
 #include "app/python/py_bindings.h"
 #include "app/python/py_convert.h"
 #include "core/model/model.h"
-#include "core/plan/budget_table.h"
+#include "core/plan/budgets.h"
 #include "core/plan/expert_map.h"
-#include "core/plan/migration.h"
-#include "core/plan/placement.h"
+#include "core/plan/score/placement.h"
+#include "core/plan/search/migration.h"
 #include "core/util/errors.h"
 #include "core/util/input_file.h"
 

@@ -7,13 +7,13 @@
 #include "core/model/model.h"
 #include "core/model/topology.h"
 #include "core/model/trace.h"
-#include "core/plan/budget_table.h"
+#include "core/plan/budgets.h"
 #include "core/plan/expert_map.h"
 #include "core/plan/method.h"
-#include "core/plan/metrics_json.h"
-#include "core/plan/placement.h"
 #include "core/plan/plan_file.h"
 #include "core/plan/planner.h"
+#include "core/plan/score/metrics_json.h"
+#include "core/plan/score/placement.h"
 #include "core/util/input_file.h"
 
 #include <nlohmann/json.hpp>
@@ -44,7 +44,7 @@ namespace routepack::pyconv {
 namespace {
 
 /// One method's LayoutMetrics as Plan.metrics gives it: "score" as the (max_u, sum_u, max_j) tuple,
-/// then the fields of write_layout_metrics (core/plan/metrics_json.h), integers as int, the rest float.
+/// then the fields of write_layout_metrics (core/plan/score/metrics_json.h), integers as int, the rest float.
 py::dict metrics_dict(const LayoutMetrics& x) {
     py::dict d;
     d["score"] = py::make_tuple(x.score.max_u, x.score.sum_u, x.score.max_j);
@@ -87,7 +87,7 @@ bool plan_argument(const BudgetRow& row) {
     return row.run_setting || std::string(row.key) == "time_limit_s";
 }
 
-/// plan()'s `budgets` dict: keys are the budgets JSON keys (core/plan/budget_table.h) but workers and
+/// plan()'s `budgets` dict: keys are the budgets JSON keys (core/plan/budgets.h) but workers and
 /// time_limit_s (arguments of plan()); "seeds" and "steps" are read as seeds_M and steps_per_level
 /// with a DeprecationWarning. Integers are range-checked here ("budgets['levels'] = 1001 is too large
 /// (at most 1000)", naming the key as given); numbers must be finite and in the table's range
@@ -421,7 +421,7 @@ void bind_plan(py::module_& m) {
                 d["gap"] = bound_gap(p.file.score.max_u, p.file.bound.value);
                 return d;
             },
-            "certified lower bound on max_g U at the plan's placement over every layout (core/plan/bound.h): "
+            "certified lower bound on max_g U at the plan's placement over every layout (core/plan/score/bound.h): "
             "{value, mean, sample, gap = max_g U / value - 1}; None for a version-1 plan file")
         .def_property_readonly("dp_slots", [](const PyPlan& p) { return p.file.layout.dp_slots; })
         .def_property_readonly(

@@ -1,7 +1,7 @@
 // The Python extension `routepack._core` (pybind11): the Qt-free core as library calls a trainer
 // makes every step. Only the public core API is used (core/plan/planner.h, core/plan/plan_file.h,
-// core/plan/placement.h, core/model/route_counts.h, core/plan/expert_map.h, core/model/topology.h, storage/library.h).
-// Errors: InputError becomes ValueError with the core's text, each setting it names in the module's
+// core/plan/score/placement.h, core/model/route_counts.h, core/plan/expert_map.h, core/model/topology.h,
+// storage/library.h). Errors: InputError becomes ValueError with the core's text, each setting it names in the module's
 // own words (python_setting_text); std::invalid_argument becomes ValueError with its text;
 // bad shapes, dtypes, negative counts and NaN are refused with ValueError naming the argument and index.
 // Every argument is converted by app/python/py_convert.h (one rule for integers, numbers, arrays of
@@ -12,7 +12,7 @@
 #include "app/python/py_bindings.h"
 #include "app/python/py_convert.h"
 #include "app/python/py_window.h"
-#include "core/plan/budget_table.h"
+#include "core/plan/budgets.h"
 #include "core/util/errors.h"
 #include "core/util/settings.h"
 

@@ -3,7 +3,7 @@
 // serving and training stacks load, and the one reader of those shapes (and of a plan file) as a
 // placement of a model's MoE layers.
 #include "core/model/model.h"
-#include "core/plan/placement.h"
+#include "core/plan/score/placement.h"
 
 #include <filesystem>
 #include <string>

@@ -63,8 +63,8 @@ template <class T> struct PerMethod {
 };
 
 /// The placement a method runs on: identity (pi_l(e) = e), LPT (Algorithm 1), LPT refined for
-/// routepack's layout (core/plan/placement_refine.h), Grouter's expert grouping, routepack+comm's
-/// communication-aware placement (core/plan/comm_placement.h).
+/// routepack's layout (core/plan/search/placement_refine.h), Grouter's expert grouping, routepack+comm's
+/// communication-aware placement (core/plan/comm/comm_placement.h).
 enum class PlacementKind { Identity, Lpt, Refined, Grouter, Comm };
 
 /// The plan file's "placement" of a method's metrics: "identity", "lpt", "refined", "grouter", "comm".

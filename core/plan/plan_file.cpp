@@ -2,11 +2,10 @@
 
 #include "core/model/limits.h"
 
-#include "core/plan/budget_table.h"
-#include "core/plan/budgets_json.h"
-#include "core/plan/metrics_json.h"
-#include "core/plan/packing.h"
-#include "core/plan/placement.h"
+#include "core/plan/budgets.h"
+#include "core/plan/score/metrics_json.h"
+#include "core/plan/score/packing.h"
+#include "core/plan/score/placement.h"
 #include "core/util/errors.h"
 #include "core/util/json.h"
 #include "core/util/json_field.h"
@@ -789,7 +788,7 @@ void parse_planner(const JsonField& planner, PlanFile& f) {
     f.seed = planner["seed"].unsigned_integer();
     f.workers = static_cast<int>(planner["workers"].integer(0, 4096));
     {
-        // The budget reader's own ranges (core/plan/budgets_json.h), the one definition of them.
+        // The budget reader's own ranges (core/plan/budgets.h), the one definition of them.
         const JsonField b = planner["budgets"];
         b.object();
         util::check_json_depth(b.json(), b.where()); // printed back to text for parse_planner_budgets

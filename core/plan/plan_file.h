@@ -71,7 +71,7 @@ struct PlanFileMigration {
     std::int64_t peak_sum_start = 0;    ///< the same at the placement the search started from
 };
 
-/// One method's inter-node figures as the plan file holds them (token copies, core/plan/comm.h).
+/// One method's inter-node figures as the plan file holds them (token copies, core/plan/comm/comm.h).
 struct CommFigures {
     std::int64_t inter = 0, intra = 0, busiest = 0;
     std::vector<std::int64_t> inter_per_layer; ///< [L]
@@ -144,7 +144,7 @@ struct PlanFile {
     PlanFileComm comm; ///< version 5 on more than one node (nodes 1 otherwise)
     std::uint64_t seed = 0;
     int workers = 0;
-    /// planner.budgets, read and range-checked by parse_planner_budgets (core/plan/budgets_json.h);
+    /// planner.budgets, read and range-checked by parse_planner_budgets (core/plan/budgets.h);
     /// absent keys (older versions) keep their defaults; seed and workers as above.
     PlannerBudgets budgets;
     /// planner.time_limit_hit: the search stopped at budgets.time_limit_s (false when absent).

@@ -1,7 +1,7 @@
 #pragma once
 // The planner's stages, each named once: the PlanEvent stage name and PlanResult::timings key that
 // plan_window emits (core/plan/planner.cpp), the fraction it reports when the stage starts, and the
-// default share of a run's wall time the studio's progress bar weights it by (views/stage_progress.h).
+// default share of a run's wall time the studio's progress bar weights it by (views/jobs/stage_progress.h).
 #include <array>
 #include <cstddef>
 #include <optional>

@@ -1,12 +1,12 @@
 #include "core/plan/planner.h"
 #include "core/util/seeds.h"
 
-#include "core/plan/budgets_json.h"
-#include "core/plan/comm_placement.h"
-#include "core/plan/grouter.h"
-#include "core/plan/placement.h"
-#include "core/plan/placement_refine.h"
+#include "core/plan/budgets.h"
+#include "core/plan/comm/comm_placement.h"
+#include "core/plan/comm/grouter.h"
 #include "core/plan/plan_stage.h"
+#include "core/plan/score/placement.h"
+#include "core/plan/search/placement_refine.h"
 #include "core/util/errors.h"
 
 #include <tbb/global_control.h>

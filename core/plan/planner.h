@@ -7,16 +7,17 @@
 // core that owns threads (a oneTBB arena of `workers`).
 #include "core/model/topology.h"
 #include "core/model/trace.h"
-#include "core/plan/annealing.h"
-#include "core/plan/bound.h"
-#include "core/plan/comm.h"
+#include "core/plan/budgets.h"
+#include "core/plan/comm/comm.h"
 #include "core/plan/method.h"
-#include "core/plan/metrics.h"
-#include "core/plan/migration.h"
-#include "core/plan/placement.h"
-#include "core/plan/polish.h"
-#include "core/plan/rowcount.h"
-#include "core/plan/seeding.h"
+#include "core/plan/score/bound.h"
+#include "core/plan/score/metrics.h"
+#include "core/plan/score/placement.h"
+#include "core/plan/search/annealing.h"
+#include "core/plan/search/migration.h"
+#include "core/plan/search/polish.h"
+#include "core/plan/search/rowcount.h"
+#include "core/plan/search/seeding.h"
 
 #include <atomic>
 #include <functional>
@@ -27,48 +28,10 @@
 
 namespace routepack {
 
-/// Largest node budget of the exact row-count search: on a window whose R* is hard to certify the
-/// search runs linearly in it (about 2e-8 s per node: 1e9 nodes are 20 s); it polls the cancel flag and
-/// the time limit every 4096 nodes.
-inline constexpr std::int64_t kMaxRowNodes = 1000000000;
-/// Largest work of the final pass (PlannerBudgets::polish_evaluations): 1e9 scored moves, polled for
-/// cancel and time limit every 256 (or every sample visit).
-inline constexpr std::int64_t kMaxPolishEvaluations = 1000000000;
-/// Most random moves per kick of the final pass (each move is one scored evaluation).
-inline constexpr int kMaxPolishKickMoves = 1000000;
 /// Most bytes the seeding's candidates may hold together, estimated before seeding as
 /// seeds_M x (24 n + 8 R (L + q) + 4 R D) bytes (layout, signature, co-assignment profile, sketch,
 /// row peaks); plan_window refuses a larger product with an InputError naming seeds_M and the numbers.
 inline constexpr double kMaxSeedingBytes = 8.0 * (1 << 30);
-
-/// Every search budget. All are counted in work (nodes, proposals, candidates), so the same inputs,
-/// seed and worker count give the same plan; `time_limit_s` > 0 adds a wall-clock stop whose firing is
-/// recorded (and then the plan may differ). With `anytime` the final pass keeps kicking and descending
-/// until the deadline instead of stopping after polish_evaluations: along one run more time never
-/// gives a worse plan, and the plan depends on timing.
-struct PlannerBudgets {
-    SeedingSettings seeding;
-    AnnealingSettings annealing;
-    std::int64_t row_nodes = 1000000; ///< node budget of the exact row-count search
-    /// Work of the final exact improvement pass (iterated_straggler_search, core/plan/polish.h: moves
-    /// scored exactly plus ranked sample visits) on the annealing's best; 0 = no pass.
-    std::int64_t polish_evaluations = 40000;
-    /// Random moves per kick of that pass (0 = one guided descent, no kicks).
-    int polish_kick_moves = 4;
-    /// Rounds of the final pass with a placement refinement after each (refine_placement,
-    /// core/plan/placement_refine.h: the LPT placement adapted to the layout by expert swaps between
-    /// EP ranks, kept when the exact score of eq. 15 drops); the pass's evaluations are split evenly
-    /// over the rounds. 0 = routepack keeps the LPT placement (Algorithm 1) and the pass runs once.
-    int placement_rounds = 2;
-    double time_limit_s = 0; ///< 0 = none
-    /// Anytime mode: the final pass runs until `time_limit_s` (which must then be > 0).
-    bool anytime = false;
-    /// Moved experts (placement_moves against PlanInput::previous) summed over MoE layers at most;
-    /// -1 = unlimited. Without a previous placement it is ignored (with a note).
-    std::int64_t max_moves = -1;
-    int workers = 0;        ///< worker threads (0 = all cores)
-    std::uint64_t seed = 1; ///< master seed; seeding and annealing streams derive from it
-};
 
 /// One compared method: its placement and layout, and the Table 3-4 metrics.
 struct MethodResult {
@@ -78,7 +41,7 @@ struct MethodResult {
     PlacementKind placement = PlacementKind::Identity;
     Layout layout;
     LayoutMetrics metrics; ///< the paper's score and metrics (without any communication term)
-    /// Inter-node traffic of the layout at its placement (core/plan/comm.h); set when the topology has
+    /// Inter-node traffic of the layout at its placement (core/plan/comm/comm.h); set when the topology has
     /// more than one node and the window has per-token routes.
     std::optional<CommCost> comm;
     /// routepack+comm: the score its search minimized (communication term of weight
@@ -108,7 +71,7 @@ struct PlanInput {
     std::string window_name;
     Topology topology;
     PlannerBudgets budgets;
-    /// The placement the previous step ran on (a run's chain: core/plan/migration.h); without it every
+    /// The placement the previous step ran on (a run's chain: core/plan/search/migration.h); without it every
     /// plan is the paper's. Its shape must be the window's L x E on the topology's P ranks.
     std::optional<Placement> previous;
 };
@@ -137,7 +100,7 @@ struct FinalRound {
 };
 
 /// What routepack's search did: annealing levels and counts, the seeding's population, and the
-/// final exact pass's counts (iterated_straggler_search, core/plan/polish.h).
+/// final exact pass's counts (iterated_straggler_search, core/plan/search/polish.h).
 struct PlanSearch {
     std::vector<LevelStats> convergence;
     /// The final pass round by round (one round without placement rounds), in order; recorded as the
@@ -199,7 +162,7 @@ struct PlanResult {
     RowCount rows;
     MethodResult baseline, reorder, karmarkar_karp, routepack;
     /// Certified lower bound on routepack's max_g U at its placement (placement.routepack), over every
-    /// layout (core/plan/bound.h); the plan's gap is routepack.metrics.score.max_u / bound.value - 1.
+    /// layout (core/plan/score/bound.h); the plan's gap is routepack.metrics.score.max_u / bound.value - 1.
     MaxULowerBound bound;
     /// Certified lower bound on max_g U over every layout and every placement of the window
     /// (max_u_lower_bound_any_placement): no plan of this window, at any placement, does better.
@@ -293,7 +256,7 @@ struct FrontierPoint {
 std::vector<std::vector<FrontierPoint>> move_frontier(const std::vector<PlanInput>& steps, int workers,
                                                       const std::atomic<bool>* cancel = nullptr);
 
-/// Plans the windows of a run in order as a chain (core/plan/migration.h): window k starts from the
+/// Plans the windows of a run in order as a chain (core/plan/search/migration.h): window k starts from the
 /// final placement of window k-1 (PlanResult::placement.routepack, after every refinement); window
 /// 0 from inputs[0].previous when set, else the identity placement (the checkpoint's order). The
 /// chain is sequential; each window runs plan_window with budgets.workers = `workers` (0 = all

@@ -2,8 +2,8 @@
 // The summary of a training run's steps (consecutive windows, each planned on one topology): every
 // step's gain of routepack against the baseline, and how the placement changes from one step to the
 // next. The one computation behind `routepack sweep` (app/cmd_sweep.cpp: sweep.csv, sweep.json) and
-// the studio's Run view (views/run_series.h).
-#include "core/plan/placement.h"
+// the studio's Run view (views/run/run_series.h).
+#include "core/plan/score/placement.h"
 
 #include <cstdint>
 #include <span>

@@ -6,7 +6,7 @@
 // A message about a setting the user gives (a planner budget, a window selector, a name) carries
 // that setting as a Setting: the library's own text (what()) names it in plain words or by its key,
 // never by a CLI flag, and each front end words it its own way from the key: the CLI by its flag
-// (app/cli_errors.h), the studio by the label of the field that sets it (views/gui_text.h).
+// (app/cli_errors.h), the studio by the label of the field that sets it (views/widgets/gui_text.h).
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -17,7 +17,7 @@ namespace routepack {
 
 /// The setting an InputError is about.
 struct Setting {
-    /// Its key: a planner budget's JSON key ("steps_per_level", core/plan/budget_table.h), a window
+    /// Its key: a planner budget's JSON key ("steps_per_level", core/plan/budgets.h), a window
     /// selector ("first", "random", "split", "split_groups"), a name ("trace_name", "window_name",
     /// "topology_name"), a model or synth field ("moe_layers", "top_k", "num_hidden_layers",
     /// core/synth/synth.h SynthConfig), the router trace's "router_layer_base", a rewrite option

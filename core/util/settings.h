@@ -1,8 +1,8 @@
 #pragma once
-// Every setting outside the planner budgets (core/plan/budget_table.h) as one row: the key an
+// Every setting outside the planner budgets (core/plan/budgets.h) as one row: the key an
 // InputError carries (core/util/errors.h Setting), the CLI flag that gives it, the studio field that
 // sets it and the Python argument that passes it. The CLI (app/cli_errors.cpp), the studio
-// (views/gui_text.cpp) and the Python module's errors word a setting from its row; the library's
+// (views/widgets/gui_text.cpp) and the Python module's errors word a setting from its row; the library's
 // own text (Setting::words) serves a front end whose column is empty.
 #include <span>
 #include <string_view>

@@ -4,8 +4,8 @@
 // the same request from the same plan file (see gpu/rewrite.h for the conventions).
 #include "core/model/model.h"
 #include "core/plan/expert_map.h"
-#include "core/plan/placement.h"
 #include "core/plan/plan_file.h"
+#include "core/plan/score/placement.h"
 
 #include <cstdint>
 #include <filesystem>

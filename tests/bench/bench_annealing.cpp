@@ -7,9 +7,9 @@
 // best seed itself (gains are relative, machine-independent); proposals/s is absolute.
 //
 //   bench_annealing [--windows N] [--samples N] [--grid | --no-schedules] [--workers W]
-#include "core/plan/annealing.h"
-#include "core/plan/placement.h"
-#include "core/plan/rowcount.h"
+#include "core/plan/score/placement.h"
+#include "core/plan/search/annealing.h"
+#include "core/plan/search/rowcount.h"
 #include "core/synth/synth.h"
 
 #include <tbb/task_arena.h>

@@ -18,9 +18,9 @@
 // stack layout with the window's lengths as one JSON line {label, D, C, length, rows, samples,
 // offsets}, to check the layouts against the stacks' own Python.
 #include "core/import/import.h"
-#include "core/plan/metrics.h"
 #include "core/plan/planner.h"
-#include "core/plan/score.h"
+#include "core/plan/score/metrics.h"
+#include "core/plan/score/score.h"
 #include "tests/bench/stack_balancers.h"
 
 #include <algorithm>

@@ -13,8 +13,8 @@
 //     reported by the progress events).
 // Ratios are against `reorder` (same window, same R*) or the 1-worker run, measured in the same process.
 #include "core/import/import.h"
-#include "core/plan/placement.h"
 #include "core/plan/planner.h"
+#include "core/plan/score/placement.h"
 #include "core/synth/synth.h"
 #include "core/util/rng.h"
 

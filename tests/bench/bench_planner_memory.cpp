@@ -10,10 +10,10 @@
 // the window's demands q[n][L][P] (1 MiB at least), so both stay linear; before that bound the
 // unlimited table made the planner quadratic (10k, 30k, 100k samples: 49, 272, 151 MiB of plan_window
 // under the 128 MiB default).
-#include "core/plan/placement.h"
 #include "core/plan/planner.h"
-#include "core/plan/polish.h"
-#include "core/plan/rowcount.h"
+#include "core/plan/score/placement.h"
+#include "core/plan/search/polish.h"
+#include "core/plan/search/rowcount.h"
 #include "core/util/rng.h"
 
 #include <sys/resource.h>

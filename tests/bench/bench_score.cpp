@@ -1,4 +1,4 @@
-// Incremental exact rescoring throughput (core/plan/score.h): proposals per second of random swap /
+// Incremental exact rescoring throughput (core/plan/score/score.h): proposals per second of random swap /
 // relocation moves on IncrementalScorer, against a full rescore (score_layout) of the same layout
 // measured in the same process, so that the ratio is machine-independent.
 //
@@ -17,7 +17,7 @@
 // Times are this thread's CPU time (the build machines are shared).
 //
 //   bench_score [--quick] [--case 0|1|2] [--isa auto|avx512|avx2|scalar]
-#include "core/plan/score.h"
+#include "core/plan/score/score.h"
 
 #include <cstdio>
 #include <cstdlib>

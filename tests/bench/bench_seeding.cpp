@@ -5,9 +5,9 @@
 //   bench_seeding [--samples N] [--dp D] [--shards G] [--layers L] [--ranks P] [--cap C]
 //                 [--mean-length T] [--candidates M] [--population P] [--width W]
 //                 [--pair-candidates K] [--threads T] [--seed S]
-#include "core/plan/rowcount.h"
-#include "core/plan/score.h"
-#include "core/plan/seeding.h"
+#include "core/plan/score/score.h"
+#include "core/plan/search/rowcount.h"
+#include "core/plan/search/seeding.h"
 
 #include <tbb/global_control.h>
 

@@ -11,7 +11,7 @@
 //    micro_batch_size consecutive samples, distributed over the DP ranks by equal-size Karmarkar-Karp of
 //    their forward FLOPs (balance_data) or round-robin.
 // Header-only; no stack code is used, only the algorithms as their sources describe them.
-#include "core/plan/packing.h"
+#include "core/plan/score/packing.h"
 
 #include <algorithm>
 #include <cstdint>

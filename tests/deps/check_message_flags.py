@@ -2,12 +2,12 @@
 """Checks that no string literal of core/, storage/ or gpu/ names a CLI flag ("--" and a letter).
 
 The libraries name a setting in their own words and carry its key (core/util/errors.h Setting);
-the CLI (app/cli_errors.cpp) and the studio (views/gui_text.cpp) word it from the key. A literal
+the CLI (app/cli_errors.cpp) and the studio (views/widgets/gui_text.cpp) word it from the key. A literal
 such as "--layer-map: empty" puts the CLI's words into every front end, so it is refused here.
 Comments are skipped; raw string literals are read like any other.
 
 Allowed (not messages; each (file, literal) pair is listed in ALLOWED with its reason):
-  core/plan/budget_table.cpp: the `flag` column of the budget table, the CLI flag of each budget
+  core/plan/budgets.cpp: the `flag` column of the budget table, the CLI flag of each budget
   (read by app/ to add the option and by app/cli_errors.cpp to name a budget; no message quotes it).
   core/util/settings.cpp: the `flag` column of the settings table, the CLI's words for each setting
   outside the budgets (a flag, or a request's whole phrase; read only by app/cli_errors.cpp).
@@ -29,7 +29,7 @@ SUFFIXES = {".h", ".cpp", ".cu", ".cuh"}
 FLAG = re.compile(r"(?<![\w-])--[a-z]")
 # The budget table's flag column: "--<name>" literals that are the whole string.
 ALLOWED = {
-    "core/plan/budget_table.cpp": re.compile(r"--[a-z0-9-]+"),
+    "core/plan/budgets.cpp": re.compile(r"--[a-z0-9-]+"),
     "core/util/settings.cpp": re.compile(r"--[a-z0-9-]+|(give|use) --.*|routepack export-map --format routepack"),
 }
 

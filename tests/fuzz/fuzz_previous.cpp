@@ -4,7 +4,7 @@
 // returned must be a permutation per layer of the window's shape.
 #include "core/model/model.h"
 #include "core/plan/expert_map.h"
-#include "core/plan/placement.h"
+#include "core/plan/score/placement.h"
 #include "core/util/errors.h"
 
 #include <cstddef>

@@ -1,0 +1,65 @@
+#pragma once
+// Grouter's communication optimization (Grouter paper, section "Decoupling Communication
+// Optimization" and appendix "Efficiency Experiment Detail"), per MoE layer: expert grouping by
+// routing-affinity clustering + Hungarian matching, then each sample to the node that keeps most of
+// its tokens local (the paper's Algorithm "Optimize Sample-to-Node Assignment").
+#include "core/plan/comm/comm.h"
+#include "core/util/stop.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace routepack {
+
+/// Parameters of the expert grouping.
+struct GrouterOptions {
+    /// Samples whose affinity entropy exceeds entropy_fraction * log(E) are left out of the clustering
+    /// (the paper's absolute 6.85 bits filters nothing at E = 64; a fraction of the maximum does).
+    double entropy_fraction = 0.95;
+    int initial_clusters = 100; ///< k-means++ clusters before the agglomerative merge (the paper's 100)
+    int kmeans_iterations = 25; ///< Lloyd iterations after the k-means++ seeding (stops early when stable)
+    std::uint64_t seed = 1;     ///< k-means++ seeding stream (core/util/rng.h)
+};
+
+/// The grouping of one window.
+struct GrouterGrouping {
+    Placement placement;           ///< pi_l: node m's experts on the slots of m's EP ranks (LPT inside the node)
+    std::vector<int> expert_node;  ///< [L][E] node of logical expert e at MoE layer l
+    std::vector<int> kept_samples; ///< [L] samples that passed the entropy filter (all when none did)
+    int layers_grouped = 0;        ///< MoE layers 0..layers_grouped-1 were grouped (L unless stopped)
+    bool stopped = false;          ///< the stop token ended the grouping before the last layer
+};
+
+/// Routing affinity of sample i at MoE layer l (Grouter eq. phi): phi[e] = a[i][l][e] / routed tokens,
+/// the share of its tokens that chose expert e (sums to top-k when no route is missing). [n][E] for
+/// layer l; a sample without routed tokens has phi = 0.
+std::vector<double> affinity_vectors(const Trace& window, int l);
+
+/// Expert grouping per MoE layer: affinity vectors, the entropy filter (entropy of phi / sum(phi),
+/// natural log), k-means++ (min(initial_clusters, kept samples) clusters, squared Euclidean
+/// distance) then Ward agglomerative merging of the cluster centroids down to N = topo.nodes(); the
+/// merged clusters' mean affinities weight a Hungarian matching of clusters to experts in which node
+/// m takes exactly (EP ranks on m) x E/P experts. Which cluster goes to which node: at the first MoE
+/// layer the largest cluster to the node with most EP ranks (ties by index); at later layers a
+/// Hungarian matching of clusters to nodes by votes of the kept samples (each votes for its nearest
+/// cluster and its home node, the node with most of its affinity over the layers before), so that a
+/// sample's experts stay on one node across layers. Inside a node the experts
+/// are placed by Algorithm 1 (LPT on the window's loads) over that node's EP ranks. Deterministic for
+/// a seed whatever the worker count (the k-means assignment runs on the caller's TBB arena); layer
+/// l's k-means++ draws from seeds::grouter_layer(opt.seed, l).
+/// `stop` is polled before each layer; once it fires, the layers not yet grouped keep Algorithm 1's
+/// LPT placement over all EP ranks (each expert on the node of its rank), stopped = true and
+/// layers_grouped says how far the grouping got: still a valid placement, but then depending on timing.
+/// std::invalid_argument when E % P != 0 or the window is empty.
+GrouterGrouping grouter_placement(const Trace& window, const Topology& topo, const GrouterOptions& opt = {},
+                                  const StopToken& stop = {});
+
+/// The paper's sample-to-node assignment: each sample to the node m maximizing sum_l c[i][l][m]
+/// (tokens with an expert on m, CommDemand), the lowest such m on ties. [n] node ids.
+std::vector<int> grouter_sample_nodes(const CommDemand& c);
+
+/// Maximum-weight perfect matching of rows to columns of a square matrix `weight` [n][n] (row-major),
+/// Hungarian algorithm (Kuhn-Munkres with potentials, O(n^3)). Returns [n]: the column of each row.
+std::vector<int> hungarian_max(const std::vector<double>& weight, int n);
+
+} // namespace routepack

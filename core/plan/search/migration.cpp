@@ -1,0 +1,580 @@
+// Placement across the steps of a run (core/plan/search/migration.h).
+#include "core/plan/search/migration.h"
+
+#include "core/plan/score/assignment.h"
+
+#include "core/model/trace.h"
+#include "core/util/errors.h"
+#include "core/util/grid.h"
+#include "core/util/index.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace routepack {
+
+namespace {
+
+/// Minimum-cost assignment of rows to columns of the square matrix `cost` [n][n];
+/// result[row] = column (min_cost_assignment).
+std::vector<int> assignment(const Grid<std::int64_t>& cost, int n) {
+    return min_cost_assignment<std::int64_t>(n, [&](int i, int j) { return cost(i, j); });
+}
+
+/// One option of a layer: `moves` moved experts with busiest-rank load `peak`; reached by replaying
+/// the first `steps` swaps of the layer's trajectory, or (steps -1) by taking the target's layer.
+struct LayerOption {
+    std::int64_t moves = 0;
+    std::int64_t peak = 0;
+    int steps = 0;
+};
+
+/// A layer's greedy trajectory from the previous placement: its swaps (expert pairs) and options.
+struct Trajectory {
+    std::vector<std::pair<int, int>> swaps;
+    std::vector<LayerOption> options; ///< options[k]: after the first k swaps
+};
+
+/// The four busiest ranks of one group (value, rank), v1 >= v2 >= v3 >= v4; rank -1 = none.
+struct Top4 {
+    std::int64_t v[4] = {0, 0, 0, 0};
+    int p[4] = {-1, -1, -1, -1};
+};
+
+Top4 top4(const std::int64_t* w, int P) {
+    Top4 t;
+    for (int p = 0; p < P; ++p) {
+        const std::int64_t x = w[p];
+        int k = 4;
+        while (k > 0 && (t.p[k - 1] < 0 || x > t.v[k - 1]))
+            --k;
+        for (int j = 3; j > k; --j)
+            t.v[j] = t.v[j - 1], t.p[j] = t.p[j - 1];
+        if (k < 4) t.v[k] = x, t.p[k] = p;
+    }
+    return t;
+}
+
+/// Largest load of a group over the ranks other than a, b and c (0 when there are none; c = -1 for
+/// two ranks).
+std::int64_t max_except(const Top4& t, int a, int b, int c = -1) {
+    for (int k = 0; k < 4; ++k)
+        if (t.p[k] >= 0 && t.p[k] != a && t.p[k] != b && t.p[k] != c) return t.v[k];
+    return 0;
+}
+
+/// One layer's measure state: per group the rank loads W[g][p] and their top three.
+struct LayerState {
+    int P = 0, E = 0, groups = 0;
+    const std::int64_t* we = nullptr; ///< [groups][E]
+    Grid<std::int64_t> W;             ///< [groups][P]
+    std::vector<Top4> top;            ///< [groups]
+    std::vector<char> peak;           ///< [P] rank is the busiest of some group
+    std::int64_t F = 0;               ///< sum over groups of the busiest rank's load
+
+    void refresh() {
+        std::fill(peak.begin(), peak.end(), 0);
+        F = 0;
+        for (int g = 0; g < groups; ++g) {
+            Top4& t = top[idx(g)];
+            t = top4(W.row(g).data(), P);
+            peak[idx(t.p[0])] = 1;
+            F += t.v[0];
+        }
+    }
+    /// Change of F when e1 (rank a) and e2 (rank b) trade ranks.
+    std::int64_t delta(int e1, int e2, int a, int b) const {
+        std::int64_t d = 0;
+        for (int g = 0; g < groups; ++g) {
+            const std::span<const std::int64_t> w = W.row(g);
+            const std::int64_t x = we[idx(g) * E + e2] - we[idx(g) * E + e1];
+            const Top4& t = top[idx(g)];
+            d += std::max({max_except(t, a, b), w[a] + x, w[b] - x}) - t.v[0];
+        }
+        return d;
+    }
+    /// Change of F when e1 (rank a) goes to rank b, e2 (rank b) to rank c and e3 (rank c) to rank a.
+    std::int64_t delta_cycle(int e1, int e2, int e3, int a, int b, int c) const {
+        std::int64_t d = 0;
+        for (int g = 0; g < groups; ++g) {
+            const std::span<const std::int64_t> w = W.row(g);
+            const std::int64_t* x = we + idx(g) * E;
+            const Top4& t = top[idx(g)];
+            d += std::max({max_except(t, a, b, c), w[a] - x[e1] + x[e3], w[b] - x[e2] + x[e1], w[c] - x[e3] + x[e2]}) -
+                 t.v[0];
+        }
+        return d;
+    }
+    void apply(int e1, int e2, int a, int b) {
+        for (int g = 0; g < groups; ++g) {
+            const std::span<std::int64_t> w = W.row(g);
+            const std::int64_t x = we[idx(g) * E + e2] - we[idx(g) * E + e1];
+            w[a] += x;
+            w[b] -= x;
+        }
+        refresh();
+    }
+};
+
+LayerState layer_state(const std::int64_t* we, int groups, int E, int P, const std::vector<int>& rank) {
+    LayerState st;
+    st.P = P, st.E = E, st.groups = groups, st.we = we;
+    st.W.assign(groups, P, 0);
+    st.top.resize(idx(groups));
+    st.peak.assign(idx(P), 0);
+    for (int g = 0; g < groups; ++g)
+        for (int e = 0; e < E; ++e)
+            st.W(g, rank[idx(e)]) += we[idx(g) * E + e];
+    st.refresh();
+    return st;
+}
+
+/// Largest search for a relocation chain, in (expert on a busiest rank, expert, expert, group) tuples.
+constexpr std::int64_t kChainSearchLimit = std::int64_t{1} << 25;
+
+/// The relocation chain that lowers the layer's measure when no swap does: e1 leaves a busiest rank a
+/// for rank b, e2 leaves b for c, e3 leaves c for a (three ranks, each keeping its expert count), the
+/// most gain per added move (ties: lower e1, e2, e3). Applied to `st` and `rank` and recorded in `t`
+/// as the two swaps (e1, e2), (e2, e3) with one option after both; false when no chain lowers it or
+/// the search would exceed kChainSearchLimit tuples.
+bool relocation_chain(LayerState& st, std::vector<int>& rank, const std::vector<int>& home, Trajectory& t,
+                      std::int64_t& moved) {
+    const int E = st.E;
+    const auto at = [](const std::vector<int>& v, int i) { return v[idx(i)]; };
+    std::int64_t on_peaks = 0;
+    for (int e = 0; e < E; ++e)
+        on_peaks += st.peak[idx(at(rank, e))] ? 1 : 0;
+    if (on_peaks * E * E * st.groups > kChainSearchLimit) return false;
+    double best = 0;
+    int b1 = -1, b2 = -1, b3 = -1, bdc = 0;
+    for (int e1 = 0; e1 < E; ++e1) {
+        const int a = at(rank, e1);
+        if (!st.peak[idx(a)]) continue;
+        for (int e2 = 0; e2 < E; ++e2) {
+            const int b = at(rank, e2);
+            if (b == a) continue;
+            for (int e3 = 0; e3 < E; ++e3) {
+                const int c = at(rank, e3);
+                if (c == a || c == b) continue;
+                const std::int64_t d = st.delta_cycle(e1, e2, e3, a, b, c);
+                if (d >= 0) continue;
+                const int dc = (b != at(home, e1)) - (a != at(home, e1)) + (c != at(home, e2)) - (b != at(home, e2)) +
+                               (a != at(home, e3)) - (c != at(home, e3));
+                const double value = static_cast<double>(-d) / std::max(0.25, static_cast<double>(dc));
+                if (value > best) best = value, b1 = e1, b2 = e2, b3 = e3, bdc = dc;
+            }
+        }
+    }
+    if (b1 < 0) return false;
+    const int a = at(rank, b1), b = at(rank, b2), c = at(rank, b3);
+    for (int g = 0; g < st.groups; ++g) {
+        const std::span<std::int64_t> w = st.W.row(g);
+        const std::int64_t* x = st.we + idx(g) * E;
+        w[a] += x[b3] - x[b1];
+        w[b] += x[b1] - x[b2];
+        w[c] += x[b2] - x[b3];
+    }
+    st.refresh();
+    rank[idx(b1)] = b;
+    rank[idx(b2)] = c;
+    rank[idx(b3)] = a;
+    moved += bdc;
+    t.swaps.emplace_back(b1, b2);
+    t.swaps.emplace_back(b2, b3);
+    t.options.push_back(LayerOption{moved, st.F, static_cast<int>(t.swaps.size())});
+    return true;
+}
+
+/// The greedy swaps of one layer (budgeted_placement). `home` [E] previous rank; `we` [groups][E].
+Trajectory layer_trajectory(const std::int64_t* we, int groups, const std::vector<int>& home, int P) {
+    const int E = static_cast<int>(home.size());
+    std::vector<int> rank = home;
+    LayerState st = layer_state(we, groups, E, P, rank);
+    Trajectory t;
+    std::int64_t moved = 0;
+    t.options.push_back(LayerOption{0, st.F, 0});
+    const auto at = [](const std::vector<int>& v, int i) { return v[idx(i)]; };
+    for (int step = 0; step < 2 * E + 4 && P > 1; ++step) {
+        double best = 0;
+        int b1 = -1, b2 = -1, bdc = 0;
+        for (int e1 = 0; e1 < E; ++e1) {
+            for (int e2 = e1 + 1; e2 < E; ++e2) {
+                const int a = at(rank, e1), b = at(rank, e2);
+                if (a == b || (!st.peak[idx(a)] && !st.peak[idx(b)])) continue;
+                const std::int64_t d = st.delta(e1, e2, a, b);
+                if (d >= 0) continue;
+                const int dc = (b != at(home, e1)) - (a != at(home, e1)) + (a != at(home, e2)) - (b != at(home, e2));
+                const double value = static_cast<double>(-d) / std::max(0.25, static_cast<double>(dc));
+                if (value > best) best = value, b1 = e1, b2 = e2, bdc = dc;
+            }
+        }
+        if (b1 < 0) {
+            if (!relocation_chain(st, rank, home, t, moved)) break;
+            ++step; // a chain is two swaps
+            continue;
+        }
+        const int a = at(rank, b1), b = at(rank, b2);
+        st.apply(b1, b2, a, b);
+        rank[idx(b1)] = b;
+        rank[idx(b2)] = a;
+        moved += bdc;
+        t.swaps.emplace_back(b1, b2);
+        t.options.push_back(LayerOption{moved, st.F, static_cast<int>(t.swaps.size())});
+    }
+    return t;
+}
+
+/// The options no other option beats: ascending moves, strictly descending peak (ties: fewer
+/// moves, then fewer steps).
+std::vector<LayerOption> staircase(std::vector<LayerOption> all) {
+    std::stable_sort(all.begin(), all.end(), [](const LayerOption& x, const LayerOption& y) {
+        if (x.moves != y.moves) return x.moves < y.moves;
+        return x.peak < y.peak;
+    });
+    std::vector<LayerOption> out;
+    for (const LayerOption& o : all)
+        if (out.empty() || o.peak < out.back().peak) out.push_back(o);
+    return out;
+}
+
+/// The upper convex hull of a staircase (gain per move non-increasing along it): indices into it.
+std::vector<int> hull(const std::vector<LayerOption>& s) {
+    std::vector<int> h;
+    for (int k = 0; k < static_cast<int>(s.size()); ++k) {
+        while (h.size() >= 2) {
+            const LayerOption& a = s[idx(h[h.size() - 2])];
+            const LayerOption& b = s[idx(h.back())];
+            const LayerOption& c = s[idx(k)];
+            // b is under the chord a-c when (gain a->b)/(moves a->b) <= (gain a->c)/(moves a->c).
+            const double ab = static_cast<double>(a.peak - b.peak) * static_cast<double>(c.moves - a.moves);
+            const double ac = static_cast<double>(a.peak - c.peak) * static_cast<double>(b.moves - a.moves);
+            if (ab <= ac)
+                h.pop_back();
+            else
+                break;
+        }
+        h.push_back(k);
+    }
+    return h;
+}
+
+/// Per-rank materialization seconds of one layer's moves (migration_figures without the max).
+void add_layer_seconds(const std::vector<int>& from, const std::vector<int>& to, const MigrationCost& c,
+                       std::vector<double>& sec, double sign) {
+    for (std::size_t e = 0; e < from.size(); ++e) {
+        const int a = from[e], b = to[e];
+        if (a == b) continue;
+        const bool intra = c.node_of_rank[idx(a)] == c.node_of_rank[idx(b)];
+        const double s = sign * c.expert_bytes / ((intra ? c.intra_node_GBps : c.inter_node_GBps) * 1e9);
+        sec[idx(a)] += s;
+        sec[idx(b)] += s;
+    }
+}
+
+} // namespace
+
+MigrationFigures migration_figures(const Placement& next, const Placement& previous, const MigrationCost& cost) {
+    const auto moves = placement_moves(next, previous);
+    const int P = next.ep_ranks;
+    const bool costed = cost.expert_bytes > 0;
+    if (costed && cost.node_of_rank.size() != static_cast<std::size_t>(P))
+        throw std::invalid_argument("migration_figures: node_of_rank holds " +
+                                    std::to_string(cost.node_of_rank.size()) + " ranks, expected " + std::to_string(P));
+    MigrationFigures f;
+    std::vector<double> intra(idx(P), 0), inter(idx(P), 0);
+    for (const auto& layer : moves)
+        for (const ExpertMove& m : layer) {
+            ++f.moved;
+            const bool same = !costed || cost.node_of_rank[idx(m.from_rank)] == cost.node_of_rank[idx(m.to_rank)];
+            (same ? f.intra_moves : f.inter_moves) += 1;
+            auto& side = same ? intra : inter;
+            side[idx(m.from_rank)] += cost.expert_bytes;
+            side[idx(m.to_rank)] += cost.expert_bytes;
+        }
+    f.bytes = static_cast<double>(f.moved) * cost.expert_bytes;
+    if (!costed || f.moved == 0) return f;
+    for (int p = 0; p < P; ++p) {
+        const auto k = idx(p);
+        const double s = intra[k] / (cost.intra_node_GBps * 1e9) + inter[k] / (cost.inter_node_GBps * 1e9);
+        if (f.busiest_rank < 0 || s > f.seconds) {
+            f.busiest_rank = p;
+            f.seconds = s;
+            f.busiest_intra_bytes = intra[k];
+            f.busiest_inter_bytes = inter[k];
+        }
+    }
+    return f;
+}
+
+Placement relabel_to_previous(const Placement& next, const Placement& previous) {
+    moved_experts(next, previous); // shape and permutation checks
+    const int L = next.layers, E = next.experts, P = next.ep_ranks, H = next.slots_per_rank();
+    Placement out = next;
+    Grid<std::int64_t> cost(P, P);
+    for (int l = 0; l < L; ++l) {
+        cost.fill(0);
+        for (int e = 0; e < E; ++e) // minimizing -(experts of next's group q that were on rank p)
+            cost(next.rank_of(l, e), previous.rank_of(l, e)) -= 1;
+        const std::vector<int> label = assignment(cost, P);
+        const std::vector<int> logical = physical_to_logical(next);
+        std::vector<int> filled(idx(P), 0);
+        for (int v = 0; v < E; ++v) {
+            const int e = logical[idx(l) * E + v];
+            const int p = label[idx(next.owner(v))];
+            out.slot[idx(l) * E + e] = p * H + filled[idx(p)]++;
+        }
+    }
+    return keep_previous_slots(out, previous);
+}
+
+namespace {
+
+/// The layers' options (trajectory points and the target's layer) as staircases, layers in parallel.
+struct LayerChoices {
+    std::vector<Trajectory> trajectories;
+    std::vector<std::vector<LayerOption>> stairs;
+};
+
+LayerChoices layer_choices(const GroupLoads& loads, const Placement& prev, const Placement* target) {
+    const int L = prev.layers, E = prev.experts, P = prev.ep_ranks, groups = loads.groups;
+    LayerChoices c;
+    c.trajectories.resize(idx(L));
+    c.stairs.resize(idx(L));
+    tbb::parallel_for(tbb::blocked_range<int>(0, L, 1), [&](const tbb::blocked_range<int>& range) {
+        for (int l = range.begin(); l < range.end(); ++l) {
+            std::vector<int> home(idx(E));
+            for (int e = 0; e < E; ++e)
+                home[idx(e)] = prev.rank_of(l, e);
+            const std::int64_t* we = loads.w.data() + idx(l) * groups * E;
+            Trajectory t = layer_trajectory(we, groups, home, P);
+            std::vector<LayerOption> all = t.options;
+            if (target) {
+                std::vector<int> rank(idx(E));
+                std::int64_t moved = 0;
+                for (int e = 0; e < E; ++e) {
+                    rank[idx(e)] = target->rank_of(l, e);
+                    moved += target->rank_of(l, e) != prev.rank_of(l, e) ? 1 : 0;
+                }
+                all.push_back(LayerOption{moved, layer_state(we, groups, E, P, rank).F, -1});
+            }
+            c.stairs[idx(l)] = staircase(std::move(all));
+            c.trajectories[idx(l)] = std::move(t);
+        }
+    });
+    return c;
+}
+
+/// One hull segment of a layer: from stair point `from` to `to`.
+struct Segment {
+    int layer = 0, from = 0, to = 0;
+    std::int64_t moves = 0, gain = 0;
+};
+
+/// The layer at stair point `o`: replayed swaps or the target's layer; its ranks into `rank`.
+void layer_at(const LayerOption& o, const Trajectory& t, const Placement& prev, const Placement* target, int l,
+              std::vector<int>& rank) {
+    const int E = prev.experts;
+    for (int e = 0; e < E; ++e)
+        rank[idx(e)] = o.steps < 0 ? target->rank_of(l, e) : prev.rank_of(l, e);
+    for (int k = 0; k < std::max(0, o.steps); ++k) {
+        const auto [e1, e2] = t.swaps[idx(k)];
+        std::swap(rank[idx(e1)], rank[idx(e2)]);
+    }
+}
+
+} // namespace
+
+GroupLoads aggregate_group_loads(std::span<const std::uint64_t> loads, int L, int E) {
+    if (loads.size() != static_cast<std::size_t>(L) * E)
+        throw std::invalid_argument("aggregate_group_loads: loads hold " + std::to_string(loads.size()) +
+                                    " values, expected L*E = " + std::to_string(static_cast<std::size_t>(L) * E));
+    GroupLoads g{L, E, 1, std::vector<std::int64_t>(loads.size())};
+    for (std::size_t k = 0; k < loads.size(); ++k)
+        g.w[k] = static_cast<std::int64_t>(loads[k]);
+    return g;
+}
+
+GroupLoads row_shard_group_loads(std::span<const std::uint32_t> counts, std::size_t n, int L, int E,
+                                 std::span<const int> row_shard, int row_shards) {
+    const std::size_t stride = static_cast<std::size_t>(L) * E;
+    if (counts.size() != n * stride || row_shard.size() != n || row_shards < 1)
+        throw std::invalid_argument("row_shard_group_loads: counts, row-shard ids and samples disagree");
+    GroupLoads g{L, E, row_shards, std::vector<std::int64_t>(stride * row_shards, 0)};
+    for (std::size_t i = 0; i < n; ++i) {
+        const int rs = row_shard[i];
+        if (rs < 0 || rs >= row_shards)
+            throw std::invalid_argument("row_shard_group_loads: row-shard id " + std::to_string(rs) + " is not in 0.." +
+                                        std::to_string(row_shards - 1));
+        const std::uint32_t* a = counts.data() + i * stride;
+        for (int l = 0; l < L; ++l) {
+            std::int64_t* dst = g.w.data() + (idx(l) * row_shards + rs) * E;
+            for (int e = 0; e < E; ++e)
+                dst[e] += a[idx(l) * E + e];
+        }
+    }
+    return g;
+}
+
+MovePlan budgeted_placement(const GroupLoads& loads, const MoveRequest& rq) {
+    if (!rq.previous) throw std::invalid_argument("budgeted_placement: no previous placement");
+    const Placement& prev = *rq.previous;
+    const int L = prev.layers, E = prev.experts, P = prev.ep_ranks;
+    if (loads.layers != L || loads.experts != E || loads.groups < 1 ||
+        loads.w.size() != static_cast<std::size_t>(L) * loads.groups * E)
+        throw std::invalid_argument("budgeted_placement: the loads are not " + std::to_string(L) + " MoE layers x " +
+                                    std::to_string(E) + " experts");
+    physical_to_logical(prev);
+    Placement relabeled;
+    if (rq.target) relabeled = relabel_to_previous(*rq.target, prev);
+    const Placement* target = rq.target ? &relabeled : nullptr;
+    const LayerChoices ch = layer_choices(loads, prev, target);
+
+    std::vector<Segment> segments;
+    for (int l = 0; l < L; ++l) {
+        const auto& s = ch.stairs[idx(l)];
+        const std::vector<int> h = hull(s);
+        for (std::size_t k = 1; k < h.size(); ++k) {
+            const LayerOption &a = s[idx(h[k - 1])], &b = s[idx(h[k])];
+            segments.push_back(Segment{l, h[k - 1], h[k], b.moves - a.moves, a.peak - b.peak});
+        }
+    }
+    // Descending gain per move (a segment of no moves first); stable: lower layer, then earlier.
+    std::stable_sort(segments.begin(), segments.end(), [](const Segment& x, const Segment& y) {
+        return static_cast<double>(x.gain) * static_cast<double>(std::max<std::int64_t>(y.moves, 0)) >
+               static_cast<double>(y.gain) * static_cast<double>(std::max<std::int64_t>(x.moves, 0));
+    });
+    std::vector<int> at(idx(L), 0); // chosen stair point per layer
+    std::vector<char> closed(idx(L), 0);
+    std::int64_t used = 0;
+    const bool limited = rq.max_moves >= 0;
+    std::vector<double> sec(idx(P), 0);
+    std::vector<int> home(idx(E)), before(idx(E)), after(idx(E));
+    for (const Segment& sg : segments) {
+        const auto l = idx(sg.layer);
+        if (closed[l] || at[l] != sg.from) continue;
+        if (limited && used + sg.moves > rq.max_moves) {
+            closed[l] = 1;
+            continue;
+        }
+        const auto& s = ch.stairs[l];
+        if (rq.cost) {
+            layer_at(s[idx(sg.from)], ch.trajectories[l], prev, target, sg.layer, before);
+            layer_at(s[idx(sg.to)], ch.trajectories[l], prev, target, sg.layer, after);
+            for (int e = 0; e < E; ++e)
+                home[idx(e)] = prev.rank_of(sg.layer, e);
+            std::vector<double> next_sec = sec;
+            add_layer_seconds(home, before, *rq.cost, next_sec, -1.0);
+            add_layer_seconds(home, after, *rq.cost, next_sec, 1.0);
+            const double growth =
+                *std::max_element(next_sec.begin(), next_sec.end()) - *std::max_element(sec.begin(), sec.end());
+            const double saving = rq.cost->seconds_per_U * static_cast<double>(sg.gain) / rq.tokens_per_U;
+            if (!(saving > growth)) {
+                closed[l] = 1;
+                continue;
+            }
+            sec = std::move(next_sec);
+        }
+        at[l] = sg.to;
+        used += sg.moves;
+    }
+
+    MovePlan out;
+    out.placement = prev;
+    out.layer_moves.assign(idx(L), 0);
+    std::vector<int> rank(idx(E));
+    for (int l = 0; l < L; ++l) {
+        const auto& s = ch.stairs[idx(l)];
+        const LayerOption& o = s[idx(at[idx(l)])];
+        out.peak_before += ch.trajectories[idx(l)].options.front().peak;
+        out.peak_after += o.peak;
+        out.layer_moves[idx(l)] = o.moves;
+        layer_at(o, ch.trajectories[idx(l)], prev, target, l, rank);
+        // Ranks to slots: stayers keep their slot, arrivals take the freed slots (keep_previous_slots).
+        const int H = prev.slots_per_rank();
+        std::vector<int> filled(idx(P), 0);
+        for (int e = 0; e < E; ++e) {
+            const int p = rank[idx(e)];
+            out.placement.slot[idx(l) * E + e] = p * H + filled[idx(p)]++;
+        }
+    }
+    out.placement = keep_previous_slots(out.placement, prev);
+    return out;
+}
+
+MovePlan place_from_previous(std::span<const std::uint64_t> loads, const Placement& lpt, const MoveRequest& rq) {
+    if (!rq.previous) throw std::invalid_argument("place_from_previous: no previous placement");
+    MoveRequest r = rq;
+    r.target = &lpt;
+    return budgeted_placement(aggregate_group_loads(loads, lpt.layers, lpt.experts), r);
+}
+
+std::vector<std::int64_t> layer_moves(const Placement& next, const Placement& previous) {
+    std::vector<std::int64_t> out;
+    for (const auto& layer : placement_moves(next, previous))
+        out.push_back(static_cast<std::int64_t>(layer.size()));
+    return out;
+}
+
+std::vector<std::int64_t> layer_move_allowance(const std::vector<std::int64_t>& layer_moves, std::int64_t max_moves,
+                                               int experts, bool no_extra) {
+    std::vector<std::int64_t> out = layer_moves;
+    // A budget of every expert of every layer cannot bind: it is unlimited.
+    if (max_moves >= static_cast<std::int64_t>(layer_moves.size()) * experts) max_moves = -1;
+    if (max_moves < 0) {
+        if (!no_extra) std::fill(out.begin(), out.end(), -1);
+        return out;
+    }
+    if (no_extra || out.empty()) return out;
+    std::int64_t sum = 0;
+    for (const std::int64_t m : layer_moves)
+        sum += m;
+    const std::int64_t left = std::max<std::int64_t>(0, max_moves - sum);
+    const auto L = static_cast<std::int64_t>(out.size());
+    for (std::int64_t l = 0; l < L; ++l)
+        out[idx(l)] += left / L + (l < left % L ? 1 : 0);
+    return out;
+}
+
+std::string placement_fingerprint(const Placement& pi) {
+    std::uint64_t h = 0xcbf29ce484222325ULL;
+    for (const std::int32_t x : {pi.layers, pi.experts, pi.ep_ranks})
+        h = fnv1a64(&x, sizeof x, h);
+    for (const int v : pi.slot) {
+        const std::int32_t x = v;
+        h = fnv1a64(&x, sizeof x, h);
+    }
+    return hex64(h);
+}
+
+MigrationCost resolve_migration_cost(const Topology& topology, const ModelDescription& model) {
+    const MigrationModel& m = topology.migration;
+    std::int64_t params = m.expert_parameters > 0 ? m.expert_parameters : model.expert_params;
+    if (params <= 0) {
+        for (const std::string& name : known_model_names())
+            if (name == model.name) params = known_model(name).expert_params;
+    }
+    if (params <= 0)
+        throw InputError("topology: migration: the expert parameters of model '" + model.name +
+                         "' are unknown; give migration.expert_parameters");
+    MigrationCost c;
+    c.expert_bytes = m.state_bytes_per_param * static_cast<double>(params);
+    c.intra_node_GBps = m.intra_node_GBps;
+    c.inter_node_GBps = m.inter_node_GBps;
+    c.seconds_per_U = m.seconds_per_U > 0 ? m.seconds_per_U
+                                          : 6.0 * static_cast<double>(topology.token_cap) *
+                                                static_cast<double>(params) / (m.achieved_TFLOPs * 1e12);
+    if (!std::isfinite(c.seconds_per_U) || !(c.seconds_per_U > 0) || !std::isfinite(c.expert_bytes))
+        throw InputError("topology: migration: seconds_per_U derived as 6 x token_cap " +
+                         std::to_string(topology.token_cap) + " x expert parameters " + std::to_string(params) +
+                         " / (achieved_TFLOPs x 1e12) is not a finite number > 0; give migration.seconds_per_U");
+    c.node_of_rank = topology.node_of_rank();
+    return c;
+}
+
+} // namespace routepack

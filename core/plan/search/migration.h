@@ -1,0 +1,141 @@
+#pragma once
+// Placement across the steps of a run: what moving experts from the previous step's placement costs
+// (the paper's state-consistent materialization, T_actor of eq. 19, section 4.2) and which moves pay
+// for themselves. A move is placement_moves' (an expert on another EP rank than before).
+#include "core/model/topology.h"
+#include "core/plan/score/placement.h"
+
+#include <string>
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace routepack {
+
+/// The cost of moves in seconds, resolved for one model and topology (Topology's migration section,
+/// docs/migration.md): each moved expert sends `expert_bytes` over the link between its two EP
+/// ranks' nodes, at intra_node_GBps inside a node and inter_node_GBps across nodes (GB/s = 1e9 B/s,
+/// per GPU); `seconds_per_U` converts the paper's max_g U (eq. 15) into seconds of step compute.
+struct MigrationCost {
+    double expert_bytes = 0;       ///< state bytes of one expert: state_bytes_per_param x expert parameters
+    double intra_node_GBps = 0;    ///< > 0
+    double inter_node_GBps = 0;    ///< > 0
+    double seconds_per_U = 0;      ///< > 0
+    std::vector<int> node_of_rank; ///< [P] node of each EP rank (Topology::node_of_rank)
+};
+
+/// The materialization of a set of moves (migration_figures).
+struct MigrationFigures {
+    std::int64_t moved = 0;         ///< experts moved, summed over MoE layers
+    std::int64_t intra_moves = 0;   ///< of those, moves between two ranks of one node
+    std::int64_t inter_moves = 0;   ///< moves across nodes
+    double bytes = 0;               ///< moved x expert_bytes (each byte leaves one rank and enters one)
+    int busiest_rank = -1;          ///< EP rank with the longest materialization (-1: no move)
+    double busiest_intra_bytes = 0; ///< that rank's bytes in + out inside its node
+    double busiest_inter_bytes = 0; ///< that rank's bytes in + out across nodes
+    double seconds = 0;             ///< materialization time: the busiest rank's seconds
+};
+
+/// Materialization of the moves from `previous` to `next`: per EP rank p, seconds_p = (bytes in +
+/// out over intra-node links) / intra_node_GBps + (bytes in + out across nodes) / inter_node_GBps,
+/// every move adding expert_bytes to the out-bytes of its old rank and the in-bytes of its new one
+/// on the link it takes; the step waits for the busiest rank, seconds = max_p seconds_p (ties: the
+/// lowest p). Without a cost (expert_bytes 0) only the counts are set. std::invalid_argument as
+/// placement_moves, or when node_of_rank is not [P] while expert_bytes > 0.
+MigrationFigures migration_figures(const Placement& next, const Placement& previous, const MigrationCost& cost);
+
+/// `next` with each layer's EP rank labels permuted to keep as many experts as possible on their
+/// previous rank (an assignment of next's rank groups to ranks maximizing the experts that stay,
+/// Hungarian algorithm, O(P^3) per layer; ties to the lowest labels), then keep_previous_slots. Every
+/// rank keeps the same set of experts up to its label, so the score (eqs. 10-15, a max over ranks) is
+/// unchanged and the moves are the fewest over those relabelings. Same errors as placement_moves.
+Placement relabel_to_previous(const Placement& next, const Placement& previous);
+
+/// Per MoE layer, the tokens each group of samples routes to each logical expert: w[(l * groups + g) * E
+/// + e]. One group (the window's aggregate L[l][e]) measures a layer by its busiest EP rank (eq. 10);
+/// a layout's row-shards as groups measure it by the sum of the row-shards' busiest-rank loads, as the
+/// placement refinement does (core/plan/search/placement_refine.h, eqs. 13-14 at a fixed layout).
+struct GroupLoads {
+    int layers = 0, experts = 0, groups = 0;
+    std::vector<std::int64_t> w; ///< [L][groups][E]
+};
+
+/// The window's aggregate loads ([L][E], aggregate_expert_loads) as one group.
+GroupLoads aggregate_group_loads(std::span<const std::uint64_t> loads, int L, int E);
+
+/// The loads of each row-shard: `row_shard` [n] names the row-shard (0..row_shards-1) of every
+/// sample of `window` (whose counts are [n][L][E]). std::invalid_argument on a size mismatch or an id
+/// out of range.
+GroupLoads row_shard_group_loads(std::span<const std::uint32_t> counts, std::size_t n, int L, int E,
+                                 std::span<const int> row_shard, int row_shards);
+
+/// What budgeted_placement is asked for.
+struct MoveRequest {
+    const Placement* previous = nullptr; ///< the previous step's placement (required)
+    /// A full re-placement (LPT, Algorithm 1) offered layer by layer as an alternative end point.
+    const Placement* target = nullptr;
+    std::int64_t max_moves = -1;         ///< moved experts over all layers at most; -1 = unlimited
+    const MigrationCost* cost = nullptr; ///< with a cost: take moves only while they pay in modelled seconds
+    /// Tokens of a layer's measure (sum over groups of the busiest-rank loads) per unit of max_g U:
+    /// C x G (a window's tokens spread over the G EDP shards; an estimate used only to weigh moves
+    /// against seconds).
+    double tokens_per_U = 1;
+};
+
+/// Outcome of budgeted_placement.
+struct MovePlan {
+    Placement placement;                   ///< from `previous`, previous slots kept where ranks are
+    std::vector<std::int64_t> layer_moves; ///< [L] moved experts per layer
+    std::int64_t peak_before = 0;          ///< sum_l sum_g max_p W[g][l][p] at previous (tokens)
+    std::int64_t peak_after = 0;           ///< the same at `placement`
+};
+
+/// The placement a step starts from when it pays for its moves. Per MoE layer (layers in parallel,
+/// deterministic), a greedy trajectory from previous: each step the swap of two experts on different
+/// EP ranks that lowers the layer's measure, sum over groups of max_p W[g][l][p], with the most gain
+/// per added move (moving an expert back home or onward costs nothing more; ties: lower e1, e2); when
+/// no swap lowers it, the relocation chain over three ranks that does (an expert leaves a busiest rank
+/// a for b, one leaves b for c, one leaves c for a; the most gain per added move), until neither
+/// lowers it or after 2E + 4 steps (a chain counts as two);
+/// the layer's options are the trajectory's points and the target's layer (relabel_to_previous of
+/// `target`), as (moved experts, busiest-rank load). The layers' options are combined by the upper
+/// convex hull of each layer's best load per move count, its segments taken in descending gain per
+/// move (ties: lower layer, then earlier) while the budget holds; with a cost, a segment is taken only
+/// when its estimated compute saving, seconds_per_U x gain / tokens_per_U, exceeds the growth of the
+/// materialization seconds (migration_figures). max_moves 0 returns previous. Cost per layer and swap
+/// O(E^2 x groups), per relocation chain O(E^3 x groups) at most (its first expert on a busiest rank;
+/// no chain is searched past 2^25 such tuples).
+/// std::invalid_argument on shapes that disagree or a missing previous.
+MovePlan budgeted_placement(const GroupLoads& loads, const MoveRequest& request);
+
+/// The placement of expert totals alone (no layout; `routepack place --previous`, Python place(...,
+/// previous=)) from request.previous: budgeted_placement on the aggregate loads with `lpt` offered per
+/// layer, also with no budget (max_moves -1, every move allowed: per layer the lowest busiest-rank
+/// load among the greedy moves and LPT's relabeled layer, with the fewest moves for it). `loads` is
+/// [L][E].
+MovePlan place_from_previous(std::span<const std::uint64_t> loads, const Placement& lpt, const MoveRequest& request);
+
+/// Moved experts per MoE layer index from `previous` to `next` ([L]); errors as placement_moves.
+std::vector<std::int64_t> layer_moves(const Placement& next, const Placement& previous);
+
+/// Per-layer allowance of moves for the refinement after budgeted_placement: layer_moves[l], plus
+/// the budget left over (max_moves - sum) shared evenly over the layers in order (the first
+/// (left % L) one more); unlimited (max_moves -1, or a budget of at least L x `experts`, which cannot
+/// bind): -1 everywhere. With `no_extra` (a cost model chooses the moves) the leftover is not shared.
+std::vector<std::int64_t> layer_move_allowance(const std::vector<std::int64_t>& layer_moves, std::int64_t max_moves,
+                                               int experts, bool no_extra);
+
+/// Fingerprint of a placement, 16 hex digits: FNV-1a 64 over L, E, P (int32 each) and the slots
+/// (int32, [L][E] order). The plan file's migration.previous_fingerprint.
+std::string placement_fingerprint(const Placement& pi);
+
+/// The cost model of `topology`'s migration section for `model` (MigrationModel): expert bytes =
+/// state_bytes_per_param x expert parameters (the section's, else the model description's
+/// expert_shape, else the shipped description of the model's name); seconds_per_U as given, else
+/// 6 x token_cap x expert parameters / (achieved_TFLOPs x 1e12) (docs/migration.md); node_of_rank
+/// from the topology's nodes. InputError "topology: migration: the expert parameters of model
+/// 'NAME' are unknown; give migration.expert_parameters" when neither gives them.
+MigrationCost resolve_migration_cost(const Topology& topology, const ModelDescription& model);
+
+} // namespace routepack

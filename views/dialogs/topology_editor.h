@@ -1,0 +1,189 @@
+#pragma once
+// Topology and planner-budget editor of the studio: P, D, EDP shards, cap C, min rows, row multiple,
+// where things run (GPUs per node, or the explicit node lists ep_rank_nodes / dp_slot_nodes), the
+// communication-aware method's comm_weight and comm_load_tolerance, attention stages (alpha, beta),
+// and every PlannerBudgets field. Presets: the shipped topologies (resources/topologies) and the
+// topologies saved in the open library.
+#include "core/model/topology.h"
+#include "core/plan/budgets.h"
+#include "core/plan/planner.h"
+#include "storage/library.h"
+
+#include <QString>
+#include <QVariantList>
+#include <QWidget>
+
+#include <optional>
+#include <vector>
+
+class QComboBox;
+class QFormLayout;
+class QGroupBox;
+class QCheckBox;
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QSpinBox;
+class QTableWidget;
+class QUndoStack;
+
+namespace routepack::views {
+
+/// Parses EDP shards written as "0,1 | 2,3" or "0-3 | 4-7" (groups separated by '|' or ';', slots
+/// by ',', ranges a-b). InputError naming the bad token; the partition itself is checked by
+/// parse_topology. Cheap enough for every keystroke: before a range is expanded its upper bound is
+/// checked against `dpSlots` (D; 0 = unknown: at most DP slot 65535), "EDP shards: range '0-9'
+/// names DP slot 9, outside 0..3 (D = 4)", and all ranges together may list at most 2^20 slots.
+std::vector<std::vector<int>> parseShardText(const QString& text, int dpSlots = 0);
+/// Inverse of parseShardText, with ranges for runs of 3 or more ("0-3 | 4-7", "0,1 | 2,3").
+QString shardText(const std::vector<std::vector<int>>& shards);
+
+/// Parses a node list ("0, 0, 1, 1" or "0 0 1 1": one node id per EP rank or DP slot, separated by
+/// commas and/or spaces; "" = not given). InputError "<what>: 'x' is not a node id (an integer in
+/// 0..65535)" naming the bad token; lengths and ids against P / D are checked by parse_topology.
+std::vector<int> parseNodeListText(const QString& text, const std::string& what);
+/// Inverse of parseNodeListText: "0, 0, 1, 1" ("" for an empty list).
+QString nodeListText(const std::vector<int>& nodes);
+
+/// The editor widget. Edits are local until saveRequested (the studio saves to the library).
+/// Every change of the form (an edit, a preset, a run's setup loaded) is a step of undoStack():
+/// Ctrl+Z / Ctrl+Shift+Z (QKeySequence::Undo / Redo) anywhere in the form undo and redo them, ahead
+/// of a text field's own undo; consecutive edits of one field are one step.
+class TopologyEditor : public QWidget {
+    Q_OBJECT
+public:
+    explicit TopologyEditor(QWidget* parent = nullptr);
+    ~TopologyEditor() override;
+
+    /// Fills the fields (name, topology, budgets).
+    void setTopology(const QString& name, const routepack::Topology& t);
+    void setBudgets(const routepack::PlannerBudgets& b);
+    /// The topologies saved in the open library, offered as presets beside the shipped ones.
+    void setLibraryTopologies(const std::vector<storage::TopologyEntry>& entries);
+    /// Selects a preset by name ("library: " entries first, then shipped names) and fills the form
+    /// from it; false when absent.
+    bool selectPreset(const QString& name);
+    /// Name of the preset the form shows ("" when the form matches no preset: then the combo shows
+    /// "edited: <name>"). The combo follows the form: after any edit, setTopology or a new preset
+    /// list it shows the preset whose name and topology equal the form's (library entries first),
+    /// or none. Budgets do not take part in the match.
+    QString currentPreset() const;
+    /// The preset box's text as painted at its current width: the full "library: X" / "shipped: X"
+    /// label, elided in the middle when it does not fit (both ends of a name such as
+    /// "shipped: llama4-maverick-ep16-dp8-2nodes" stay readable). Its tooltip is the full label.
+    QString presetDisplayText() const;
+    QComboBox* presetBox() const { return preset_; }
+
+    QString topologyName() const;
+    /// The edited topology, validated by the topology file rules (parse_topology); nullopt with
+    /// `error` set in words otherwise.
+    std::optional<routepack::Topology> topology(QString* error = nullptr) const;
+    /// The edited budgets (an invalid seed text keeps the seed last set by setBudgets).
+    routepack::PlannerBudgets budgets() const;
+    /// The edited budgets, or nullopt with `error` set in words when a field is invalid (the seed
+    /// text: "seed must be an integer in 0..18446744073709551615") or the budgets break a rule of
+    /// check_planner_budgets, in the fields' names (guiErrorText: "budgets: \"Workers\" must be ...",
+    /// "budgets: \"Anytime\" must be used with a time limit > 0 ...").
+    std::optional<routepack::PlannerBudgets> budgets(QString* error) const;
+
+    /// The form's undo stack. Its clean state is the form as last filled by setTopology /
+    /// setBudgets / a preset, or as marked by markClean (a run queued or a topology saved with it).
+    QUndoStack* undoStack() const { return undo_; }
+    /// True when the form differs from its clean state: edits the user made that no run and no
+    /// saved topology holds (an edit undone back to the clean state is none).
+    bool hasUnsavedEdits() const;
+    /// Marks the form as it is now as the clean state (no unsaved edits).
+    void markClean();
+    /// Fills the form with a run's setup (topology `name` = `t`, budgets `b`) as one undo step
+    /// "Load <label>", marked clean; Ctrl+Z brings the previous form back.
+    void loadSetup(const QString& name, const routepack::Topology& t, const routepack::PlannerBudgets& b,
+                   const QString& label);
+    /// True when the form holds exactly this topology name, topology and budgets.
+    bool showsSetup(const QString& name, const routepack::Topology& t, const routepack::PlannerBudgets& b) const;
+
+Q_SIGNALS:
+    /// The Save button: store name + topology + budgets in the library.
+    void saveRequested();
+    /// Any field changed.
+    void changed();
+
+private:
+    // The parts of the constructor, in the order their widgets are created (the tab order).
+    /// GPUs per node, the explicit node lists and the communication fields' rows.
+    void addNodeRows(QFormLayout* tf, QWidget* topoBox);
+    /// The attention stage table and its Add / Remove buttons.
+    void addStageRows(QFormLayout* tf, QWidget* topoBox);
+    /// The budget fields (budget_table order, run settings last) and the seed.
+    QGroupBox* buildBudgetBox();
+    /// Every field's change validates, syncs the preset and emits changed.
+    void connectFields();
+    void applyPreset(int index);
+    /// Fills the form from the preset with item data `key` ("library:<name>" / "shipped:<name>").
+    void applyPresetFields(const QString& key);
+    /// After a fill from outside (setTopology, setBudgets): one undo step, marked clean.
+    void recordFill();
+    /// Points the preset box at the preset matching the form, or at none ("edited: <name>").
+    void syncPreset();
+    /// True when preset `index` has this name and topology.
+    bool presetMatches(int index, const QString& name, const routepack::Topology& form) const;
+    /// The box's tooltip: the full label of the preset shown, or why none is.
+    void updatePresetToolTip();
+    void addStage(const QString& name, double alpha, double beta);
+    /// The batch-rule rows (samples per DP slot, per cell, at most per cell, oversize) into `form`.
+    void addBatchRows(QFormLayout* form, QWidget* parent);
+    void updateValidity();
+    /// Every field's value in a fixed order (the stage table as one list per row, then the
+    /// budgets kept from setBudgets as JSON): what an undo step restores.
+    QVariantList formState() const;
+    /// Sets every field from formState's list without recording a step, then validates, syncs the
+    /// preset and emits changed.
+    void restoreFormState(const QVariantList& state);
+    /// Records the change from the last recorded state to the form as an undo step (`text`; a
+    /// field's edits merge when `mergeable`). Nothing when the form did not change.
+    void recordStep(const QString& text, bool mergeable);
+    /// Ctrl+Z / Ctrl+Shift+Z on the form, ahead of the fields' own shortcuts.
+    void setupUndoShortcuts();
+    bool eventFilter(QObject* watched, QEvent* event) override;
+    friend class FormStep;
+
+    std::vector<storage::TopologyEntry> library_;
+    QComboBox* preset_ = nullptr;
+    QLineEdit* name_ = nullptr;
+    QSpinBox* ranks_ = nullptr;
+    QSpinBox* experts_ = nullptr;
+    QSpinBox* slots_ = nullptr;
+    QLineEdit* shards_ = nullptr;
+    QSpinBox* cap_ = nullptr;
+    QSpinBox* minRows_ = nullptr;
+    QSpinBox* rowMultiple_ = nullptr;
+    QSpinBox* gpusPerNode_ = nullptr;
+    // The stacks' batch rules (routepack::BatchRules): 0 = free.
+    QSpinBox* samplesPerDpSlot_ = nullptr;
+    QSpinBox* samplesPerCell_ = nullptr;
+    QSpinBox* maxSamplesPerCell_ = nullptr;
+    QComboBox* oversize_ = nullptr;    ///< "refuse" (index 0) or "alone" (index 1)
+    QLineEdit* epRankNodes_ = nullptr; ///< ep_rank_nodes, "0, 0, 1, 1" ("" = not given)
+    QLineEdit* dpSlotNodes_ = nullptr; ///< dp_slot_nodes
+    QDoubleSpinBox* commWeight_ = nullptr;
+    QDoubleSpinBox* commTolerance_ = nullptr;
+    QTableWidget* stages_ = nullptr;
+    QLabel* validity_ = nullptr;
+    // Budgets: one field per row of routepack::budget_table() (core/plan/budgets.h), with the
+    // row's range, so a loaded budget shows as it is.
+    struct BudgetField {
+        const routepack::BudgetRow* row = nullptr;
+        QSpinBox* spin = nullptr;         ///< Int / Int64 rows (every bound fits an int)
+        QDoubleSpinBox* number = nullptr; ///< Double rows
+        QCheckBox* check = nullptr;       ///< Bool rows
+    };
+    std::vector<BudgetField> budgetFields_;
+    QLineEdit* seed_ = nullptr;
+    routepack::PlannerBudgets hidden_; ///< the budgets last set (a field that cannot be read keeps its value)
+    bool filling_ = false;
+    QUndoStack* undo_ = nullptr;
+    QVariantList recorded_; ///< the form as of the last undo step (or the start)
+    QVariantList clean_;    ///< the form as of the last fill or markClean
+    int fillDepth_ = 0;     ///< nested programmatic fills (a step is recorded when the outermost ends)
+};
+
+} // namespace routepack::views
