@@ -36,7 +36,7 @@ ModelDescription model1() {
     return m;
 }
 
-enum Parser { SGLang, VLLM, NpyFile, Npz, Nemo, Nested, Megatron };
+enum Parser { SGLang, VLLM, NpyFile, Npz, Nemo, Nested, Megatron, RouterTrace };
 
 SourceFile source(const std::string& name, std::string bytes) {
     return SourceFile{std::filesystem::path("in") / name, std::move(bytes)};
@@ -66,6 +66,9 @@ std::vector<SampleRecord> run(Parser p, const SourceFile& f, const ModelDescript
         break;
     case Megatron:
         parse_megatron(f, m, emit);
+        break;
+    case RouterTrace:
+        (void)parse_aggregate(f, m, LayerBase::Auto);
         break;
     }
     return out;
@@ -254,10 +257,10 @@ void add_sglang_error_rows() {
         "sglang every route missing", SGLang, "s.json", sglang_record("////////////////////////////////"),
         "in/s.json: sample s#0: every route is missing (-1 in all 1 rows x top-2 slots at every MoE layer): the "
         "sample has no routing to count");
-    add_error_row(
-        "sglang bad dtype", SGLang, "s.json", sglang_record(kRoutesI32, "\"routed_experts_dtype\": \"float16\", "),
-        "in/s.json: sample s#0: meta_info.routed_experts_dtype \"float16\" is not one of int32, int16, uint16, "
-        "uint8, int8");
+    add_error_row("sglang bad dtype", SGLang, "s.json",
+                  sglang_record(kRoutesI32, "\"routed_experts_dtype\": \"float16\", "),
+                  "in/s.json: sample s#0: meta_info.routed_experts_dtype is \"float16\", not \"int32\", \"int16\", "
+                  "\"uint16\", \"uint8\" or \"int8\"");
     add_error_row("sglang no meta_info", SGLang, "s.json", "[{\"text\": \"a\"}]",
                   "in/s.json: sample s#0: meta_info is missing");
     add_error_row("sglang meta_info a list", SGLang, "s.json", "[{\"meta_info\": [1, 2]}]",
@@ -268,7 +271,8 @@ void add_sglang_error_rows() {
     add_error_row("sglang routes not a string", SGLang, "s.json", "{\"meta_info\": {\"routed_experts\": [1, 2]}}",
                   "in/s.json: sample s#0: meta_info.routed_experts[0] is 1, not a list of layers");
     add_error_row("sglang routes an object", SGLang, "s.json", "{\"meta_info\": {\"routed_experts\": {\"a\": 1}}}",
-                  "in/s.json: sample s#0: meta_info.routed_experts is not a base64 string or a nested list");
+                  "in/s.json: sample s#0: meta_info.routed_experts is an object, not a base64 string or a nested "
+                  "list");
     add_error_row("sglang nested layers", SGLang, "s.json", "{\"meta_info\": {\"routed_experts\": [[[1, 3], [0, 2]]]}}",
                   "in/s.json: sample s#0: meta_info.routed_experts rows have 2 layers, expected num_hidden_layers 3");
     add_error_row(
@@ -277,15 +281,17 @@ void add_sglang_error_rows() {
     add_error_row(
         "sglang map layers", SGLang, "s.json",
         sglang_record(kRoutesI32, "\"physical_to_logical_map\": [[0, 1], [0, 1]], "),
-        "in/s.json: sample s#0: physical_to_logical_map has 2 layers, expected 3 (the routed_experts layer axis)");
+        "in/s.json: sample s#0: meta_info.physical_to_logical_map has 2 layers, expected 3 (the routed_experts "
+        "layer axis)");
     add_error_row("sglang map value", SGLang, "s.json",
                   sglang_record(kRoutesI32, "\"physical_to_logical_map\": [[0], [0, 1, 2, 3], [0, 1, 7, 3]], "),
-                  "in/s.json: sample s#0: physical_to_logical_map[2][2] is 7, not an integer in 0..3");
+                  "in/s.json: sample s#0: meta_info.physical_to_logical_map[2][2] is 7, not an integer in 0..3");
     add_error_row(
         "sglang physical id outside map", SGLang, "s.json",
         sglang_record("AAAAAAAAAAAFAAAABAAAAAEAAAACAAAA",
                       "\"physical_to_logical_map\": [[0], [0, 1, 2, 3], [0, 1, 2, 3]], "),
-        "in/s.json: sample s#0: row 0, layer 1: physical expert id 5 is outside physical_to_logical_map (4 slots)");
+        "in/s.json: sample s#0: row 0, layer 1: physical expert id 5 is outside meta_info.physical_to_logical_map "
+        "(4 slots)");
     add_error_row("sglang empty file", SGLang, "s.json", " \n\t\n", "in/s.json: empty file");
     add_error_row("sglang empty array", SGLang, "s.json", "[]", "in/s.json: no SGLang responses in the file");
     add_error_row(
@@ -463,17 +469,15 @@ void add_deep_value_error_rows() {
     const std::string deep = deep_list(100000), deep_obj = deep_object(100000);
     add_error_row(
         "sglang deep dtype", SGLang, "s.json", sglang_record(kRoutesI32, "\"routed_experts_dtype\": " + deep + ", "),
-        "in/s.json: sample s#0: meta_info.routed_experts_dtype must be a string (one of int32, int16, uint16, "
-        "uint8, int8), not a list");
-    add_error_row(
-        "sglang dtype number", SGLang, "s.json", sglang_record(kRoutesI32, "\"routed_experts_dtype\": 4, "),
-        "in/s.json: sample s#0: meta_info.routed_experts_dtype must be a string (one of int32, int16, uint16, "
-        "uint8, int8), not an integer");
-    add_error_row(
-        "sglang dtype control chars", SGLang, "s.json",
-        sglang_record(kRoutesI32, "\"routed_experts_dtype\": \"in\\nt32\", "),
-        "in/s.json: sample s#0: meta_info.routed_experts_dtype \"in\\nt32\" is not one of int32, int16, uint16, "
-        "uint8, int8");
+        "in/s.json: sample s#0: meta_info.routed_experts_dtype is a list, not \"int32\", \"int16\", \"uint16\", "
+        "\"uint8\" or \"int8\"");
+    add_error_row("sglang dtype number", SGLang, "s.json", sglang_record(kRoutesI32, "\"routed_experts_dtype\": 4, "),
+                  "in/s.json: sample s#0: meta_info.routed_experts_dtype is 4, not \"int32\", \"int16\", \"uint16\", "
+                  "\"uint8\" or \"int8\"");
+    add_error_row("sglang dtype control chars", SGLang, "s.json",
+                  sglang_record(kRoutesI32, "\"routed_experts_dtype\": \"in\\nt32\", "),
+                  "in/s.json: sample s#0: meta_info.routed_experts_dtype is \"in\\nt32\", not \"int32\", \"int16\", "
+                  "\"uint16\", \"uint8\" or \"int8\"");
     add_error_row("sglang deep meta id", SGLang, "s.json", sglang_record(kRoutesI32, "\"id\": " + deep_obj + ", "),
                   "in/s.json: sample s#0: meta_info.id is an object, not a string or an integer");
     add_error_row("sglang deep rid", SGLang, "s.json", sglang_record(kRoutesI32, "", "\"rid\": " + deep + ", "),
@@ -489,16 +493,17 @@ void add_deep_value_error_rows() {
     add_error_row(
         "sglang deep map entry", SGLang, "s.json",
         sglang_record(kRoutesI32, "\"physical_to_logical_map\": [[0], [0, 1, " + deep + ", 3], [0, 1, 2, 3]], "),
-        "in/s.json: sample s#0: physical_to_logical_map[1][2] is a list, not an integer in 0..3");
+        "in/s.json: sample s#0: meta_info.physical_to_logical_map[1][2] is a list, not an integer in 0..3");
     add_error_row(
         "sglang huge map entry", SGLang, "s.json",
         sglang_record(kRoutesI32,
                       "\"physical_to_logical_map\": [[0], [0, 1, 18446744073709551615, 3], [0, 1, 2, 3]], "),
-        "in/s.json: sample s#0: physical_to_logical_map[1][2] is 18446744073709551615, not an integer in 0..3");
+        "in/s.json: sample s#0: meta_info.physical_to_logical_map[1][2] is 18446744073709551615, not an integer in "
+        "0..3");
     add_error_row("sglang string map entry", SGLang, "s.json",
                   sglang_record(kRoutesI32, "\"physical_to_logical_map\": [[0], [0, 1, \"" + std::string(200, 'x') +
                                                 "\", 3], [0, 1, 2, 3]], "),
-                  QString::fromStdString("in/s.json: sample s#0: physical_to_logical_map[1][2] is \"" +
+                  QString::fromStdString("in/s.json: sample s#0: meta_info.physical_to_logical_map[1][2] is \"" +
                                          std::string(80, 'x') + "...\", not an integer in 0..3"));
     add_error_row("vllm deep id", VLLM, "v.json", "{\"id\": " + deep + ", \"choices\": [{" + re(kNpyI4) + "}]}",
                   "in/v.json: response 0: id is a list, not a string or an integer");
@@ -567,9 +572,32 @@ void add_json_library_error_rows() {
                   "in/j.json: malformed JSON at byte 8: number overflow parsing '1e400'");
 }
 
-/// Fields of the vLLM, Megatron-LM and NeMo-RL JSON readers that are missing, of the wrong type or
-/// out of range: JsonField's wording, naming the file, the response, record or sample, and the field.
+/// Fields of the SGLang, vLLM, Megatron-LM and NeMo-RL JSON readers that are missing, of the wrong
+/// type or out of range: JsonField's wording, naming the file, the response, record or sample, and the
+/// field.
 void add_json_field_error_rows() {
+    add_error_row("sglang record a number", SGLang, "s.json", "[5]", "in/s.json: sample s#0 is 5, not an object");
+    add_error_row("sglang meta_info null", SGLang, "s.json", R"({"meta_info": null})",
+                  "in/s.json: sample s#0: meta_info is null, not an object");
+    add_error_row("sglang routes null", SGLang, "s.json", R"({"meta_info": {"routed_experts": null}})",
+                  "in/s.json: sample s#0: meta_info.routed_experts is null, not a base64 string or a nested list");
+    add_error_row("sglang map a number", SGLang, "s.json",
+                  sglang_record(kRoutesI32, "\"physical_to_logical_map\": 5, "),
+                  "in/s.json: sample s#0: meta_info.physical_to_logical_map is 5, not a [layers][physical slots] list");
+    add_error_row("sglang map row empty", SGLang, "s.json",
+                  sglang_record(kRoutesI32, "\"physical_to_logical_map\": [[0], [], [0, 1, 2, 3]], "),
+                  "in/s.json: sample s#0: meta_info.physical_to_logical_map[1] is [], not a non-empty list of expert "
+                  "ids");
+    add_error_row("sglang map row a number", SGLang, "s.json",
+                  sglang_record(kRoutesI32, "\"physical_to_logical_map\": [[0], 5, [0, 1, 2, 3]], "),
+                  "in/s.json: sample s#0: meta_info.physical_to_logical_map[1] is 5, not a non-empty list of expert "
+                  "ids");
+    add_error_row("sglang map entry a float", SGLang, "s.json",
+                  sglang_record(kRoutesI32, "\"physical_to_logical_map\": [[0], [0, 1.0, 2, 3], [0, 1, 2, 3]], "),
+                  "in/s.json: sample s#0: meta_info.physical_to_logical_map[1][1] is 1.0, not an integer in 0..3");
+    add_error_row("sglang record-level map value", SGLang, "s.json",
+                  sglang_record(kRoutesI32, "", "\"physical_to_logical_map\": [[0], [0, 1, 2, 3], [0, 1, 9, 3]], "),
+                  "in/s.json: sample s#0: physical_to_logical_map[2][2] is 9, not an integer in 0..3");
     add_error_row("vllm response a list", VLLM, "v.json", "[[1]]", "in/v.json: response 0 is a list, not an object");
     add_error_row("vllm choice a number", VLLM, "v.json", R"({"id": "r", "choices": [5]})",
                   "in/v.json: sample v#0: choices[0] is 5, not an object");
@@ -624,6 +652,48 @@ void add_json_field_error_rows() {
                   R"({"response": {"output": [{"prompt_token_ids": [1], "generation_token_ids": 5, )"
                   R"("routed_experts": [[[3, 1]], [[0, 1]]]}]}})",
                   "in/n.json: sample n#0: response.output[0].generation_token_ids is 5, not a list of token ids");
+}
+
+/// Fields of Megatron-LM's router trace (JSON lines) that are missing, of the wrong type or out of
+/// range: JsonField's wording, naming the file, the line and the field.
+void add_router_trace_error_rows() {
+    const char* const file = "r.jsonl";
+    add_error_row("router record a list", RouterTrace, file, R"([{"top_indices": []}])",
+                  "in/r.jsonl: line 1 is a list, not an object");
+    add_error_row("router layer missing", RouterTrace, file, R"({"step": 0, "top_indices": [[0, 1]]})",
+                  "in/r.jsonl: line 1: layer is missing");
+    add_error_row("router layer null", RouterTrace, file, R"({"layer": null, "top_indices": [[0, 1]]})",
+                  "in/r.jsonl: line 1: layer is null, not an integer in 0..100000");
+    add_error_row("router layer a fraction", RouterTrace, file, R"({"layer": 1.5, "top_indices": [[0, 1]]})",
+                  "in/r.jsonl: line 1: layer is 1.5, not an integer in 0..100000");
+    add_error_row("router layer too large", RouterTrace, file, R"({"layer": 100001, "top_indices": [[0, 1]]})",
+                  "in/r.jsonl: line 1: layer is 100001, not an integer in 0..100000");
+    add_error_row("router step negative", RouterTrace, file, R"({"layer": 1, "step": -1, "top_indices": [[0, 1]]})",
+                  "in/r.jsonl: line 1: step is -1, not an integer in 0..1099511627776");
+    add_error_row("router step a string", RouterTrace, file, R"({"layer": 1, "step": "3", "top_indices": [[0, 1]]})",
+                  "in/r.jsonl: line 1: step is \"3\", not an integer in 0..1099511627776");
+    add_error_row("router top_indices missing", RouterTrace, file,
+                  "{\"layer\": 1, \"top_indices\": [[0, 1]]}\n{\"layer\": 2}\n",
+                  "in/r.jsonl: line 2: top_indices is missing");
+    add_error_row("router top_indices null", RouterTrace, file, R"({"layer": 1, "top_indices": null})",
+                  "in/r.jsonl: line 1: top_indices is null, not a list");
+    add_error_row("router top_indices a number", RouterTrace, file, R"({"layer": 1, "top_indices": 5})",
+                  "in/r.jsonl: line 1: top_indices is 5, not a list");
+    add_error_row("router token a number", RouterTrace, file, R"({"layer": 1, "top_indices": [[0, 1], 3]})",
+                  "in/r.jsonl: line 1: top_indices[1] is 3, not a list of expert ids");
+    add_error_row("router token top-k", RouterTrace, file, R"({"layer": 1, "top_indices": [[0, 1, 2]]})",
+                  "in/r.jsonl: line 1: top_indices[0] has 3 expert ids, the model's top-k is 2");
+    add_error_row("router expert id a fraction", RouterTrace, file, R"({"layer": 1, "top_indices": [[0, 1.5]]})",
+                  "in/r.jsonl: line 1: top_indices[0][1] is 1.5, not an integer in 0..3");
+    add_error_row("router expert id a string", RouterTrace, file, R"({"layer": 1, "top_indices": [["0", 1]]})",
+                  "in/r.jsonl: line 1: top_indices[0][0] is \"0\", not an integer in 0..3");
+    add_error_row("router expert id beyond E", RouterTrace, file,
+                  "{\"layer\": 1, \"top_indices\": [[0, 1]]}\n{\"layer\": 2, \"top_indices\": [[0, 4]]}\n",
+                  "in/r.jsonl: line 2: top_indices[0][1] is 4, not an integer in 0..3");
+    add_error_row("router mtp records skipped", RouterTrace, file,
+                  "{\"block\": \"mtp\", \"layer\": \"x\", \"top_indices\": 5}\n"
+                  "{\"mtp_idx\": 0, \"layer\": null, \"top_indices\": 5}\n",
+                  "in/r.jsonl: no decoder records in the router trace");
 }
 
 /// Control characters and long values echoed from the input.
@@ -1300,6 +1370,7 @@ private Q_SLOTS:
         add_token_count_error_rows();
         add_json_library_error_rows();
         add_json_field_error_rows();
+        add_router_trace_error_rows();
         add_echoed_input_error_rows();
     }
     void formatErrors() {

@@ -158,6 +158,8 @@ private Q_SLOTS:
     void sidecarGuards();
     void jsonFieldErrors_data();
     void jsonFieldErrors();
+    void synthSidecarErrors_data();
+    void synthSidecarErrors();
     void layerMapRewrite();
     void singleFileWithoutConfig();
     void fp8ScalesMoveWithExpert();
@@ -610,6 +612,75 @@ void TestRewrite::jsonFieldErrors() {
     QCOMPARE(QString::fromStdString(error_of(rewrite_request(tmp / "in", tmp / "out", random_placement(1, 6, 5), pm))),
              qpath(fs::canonical(tmp / "in") / file.toStdString()) + error);
     QVERIFY(!fs::exists(tmp / "out"));
+    fs::remove_all(tmp);
+}
+
+void TestRewrite::synthSidecarErrors_data() {
+    QTest::addColumn<QString>("content"); // the sidecar's text, alone in an otherwise empty folder
+    QTest::addColumn<QString>("error");   // after the folder's path
+    const auto sidecar = [](const char* map, const char* order = R"("physical")") {
+        return QStringLiteral(R"({"output_order": )") + QLatin1String(order) +
+               QStringLiteral(R"(, "plan": {"placement_fingerprint": "0"}, "physical_to_logical_map": )") +
+               QLatin1String(map) + QStringLiteral("}");
+    };
+    const QString at = QStringLiteral("/routepack-rewrite.json");
+    QTest::newRow("valid, no expert tensors")
+        << sidecar(R"({"3": [1, 0], "12": [0, 1]})")
+        << QStringLiteral(": no routed-expert tensors (model.layers.{l}.mlp.experts.{e}.*)");
+    QTest::newRow("a list") << QStringLiteral("[1]") << at + QStringLiteral(" is a list, not an object");
+    QTest::newRow("output_order missing")
+        << QStringLiteral(R"({"plan": {"placement_fingerprint": "0"}, "physical_to_logical_map": {}})")
+        << at + QStringLiteral(": output_order is missing");
+    QTest::newRow("output_order unknown")
+        << sidecar("{}", R"("sideways")")
+        << at + QStringLiteral(R"(: output_order is "sideways", not "physical" or "logical")");
+    QTest::newRow("output_order a number")
+        << sidecar("{}", "1") << at + QStringLiteral(": output_order is 1, not a string");
+    QTest::newRow("plan missing") << QStringLiteral(R"({"output_order": "logical", "physical_to_logical_map": {}})")
+                                  << at + QStringLiteral(": plan is missing");
+    QTest::newRow("fingerprint a number")
+        << QStringLiteral(
+               R"({"output_order": "logical", "plan": {"placement_fingerprint": 7}, "physical_to_logical_map": {}})")
+        << at + QStringLiteral(": plan.placement_fingerprint is 7, not a string");
+    QTest::newRow("map missing") << QStringLiteral(
+                                        R"({"output_order": "logical", "plan": {"placement_fingerprint": "0"}})")
+                                 << at + QStringLiteral(": physical_to_logical_map is missing");
+    QTest::newRow("map a list") << sidecar("[[0, 1]]")
+                                << at + QStringLiteral(": physical_to_logical_map is a list, not an object");
+    const QString not_a_layer =
+        QStringLiteral("' is not a layer id (a decimal number 0..99999 without sign, spaces or leading zeros)");
+    QTest::newRow("map key a word") << sidecar(R"({"x": [0]})")
+                                    << at + QStringLiteral(": physical_to_logical_map: key 'x") + not_a_layer;
+    QTest::newRow("map key leading zero")
+        << sidecar(R"({"03": [0]})") << at + QStringLiteral(": physical_to_logical_map: key '03") + not_a_layer;
+    QTest::newRow("map key negative") << sidecar(R"({"-1": [0]})")
+                                      << at + QStringLiteral(": physical_to_logical_map: key '-1") + not_a_layer;
+    QTest::newRow("map key too large") << sidecar(R"({"100000": [0]})")
+                                       << at + QStringLiteral(": physical_to_logical_map: key '100000") + not_a_layer;
+    QTest::newRow("map row a number") << sidecar(R"({"3": 5})")
+                                      << at + QStringLiteral(
+                                                  ": physical_to_logical_map.3 is 5, not a list of logical expert ids");
+    QTest::newRow("map id beyond the row")
+        << sidecar(R"({"3": [0, 2]})")
+        << at + QStringLiteral(": physical_to_logical_map.3[1] is 2, not an integer in 0..1");
+    QTest::newRow("map id negative") << sidecar(R"({"3": [-1, 0]})")
+                                     << at + QStringLiteral(
+                                                 ": physical_to_logical_map.3[0] is -1, not an integer in 0..1");
+    QTest::newRow("map id a float") << sidecar(R"({"3": [0, 1.0]})")
+                                    << at + QStringLiteral(
+                                                ": physical_to_logical_map.3[1] is 1.0, not an integer in 0..1");
+    QTest::newRow("map id a string") << sidecar(R"({"3": ["0", 1]})")
+                                     << at + QStringLiteral(
+                                                 R"(: physical_to_logical_map.3[0] is "0", not an integer in 0..1)");
+}
+
+void TestRewrite::synthSidecarErrors() {
+    QFETCH(QString, content);
+    QFETCH(QString, error);
+    const fs::path tmp = temp_dir(QStringLiteral("rwsc"));
+    write_file(tmp / kRewriteSidecar, content.toStdString());
+    QCOMPARE(QString::fromStdString(routepack::test::error_of<InputError>([&] { check_synth_checkpoint(tmp); })),
+             qpath(tmp) + error);
     fs::remove_all(tmp);
 }
 

@@ -162,12 +162,18 @@ private Q_SLOTS:
             << st(obj(R"("x":{"dtype":"I32","shape":[2,2],"data_offsets":[0,16],"foo":1})"), 16) << "OK";
         QTest::newRow("metadata null") << st(obj(R"("__metadata__":null,)" + i32), 16) << "OK";
         QTest::newRow("metadata key dtype") << st(obj(R"("__metadata__":{"dtype":"x"},)" + i32), 16) << "OK";
-        QTest::newRow("metadata non-string value")
-            << st(obj(R"("__metadata__":{"a":1},)" + i32), 16)
-            << "InvalidHeaderDeserialization: __metadata__ 'a': expected a string, got number";
+        QTest::newRow("metadata non-string value") << st(obj(R"("__metadata__":{"a":1},)" + i32), 16)
+                                                   << "InvalidHeaderDeserialization: __metadata__.a is 1, not a string";
         QTest::newRow("metadata array")
             << st(obj(R"("__metadata__":["a"],)" + i32), 16)
-            << "InvalidHeaderDeserialization: __metadata__: expected a map of string to string, got array";
+            << "InvalidHeaderDeserialization: __metadata__ is a list, not a map of string to string";
+        QTest::newRow("metadata a string")
+            << st(obj(R"("__metadata__":"x",)" + i32), 16)
+            << "InvalidHeaderDeserialization: __metadata__ is \"x\", not a map of string to string";
+        QTest::newRow("metadata null value") << st(obj(R"("__metadata__":{"a":null},)" + i32), 16)
+                                             << "InvalidHeaderDeserialization: __metadata__.a is null, not a string";
+        QTest::newRow("metadata key escaped") << st(obj(R"("__metadata__":{"a\nb":1},)" + i32), 16)
+                                              << "InvalidHeaderDeserialization: __metadata__.a\\nb is 1, not a string";
         QTest::newRow("leading whitespace") << st("  \n" + obj(i32), 16) << "OK";
         QTest::newRow("BOM") << st("\xEF\xBB\xBF" + obj(i32), 16)
                              << "InvalidHeaderDeserialization: header: byte order mark before the JSON object";
@@ -365,8 +371,52 @@ private Q_SLOTS:
             read_index(dir);
             QFAIL("no error");
         } catch (const InputError& e) {
-            QCOMPARE(q(e.what()), q(file + ": InvalidIndex: weight_map: missing"));
+            QCOMPARE(q(e.what()), q(file + ": weight_map is missing"));
         }
+        fs::remove_all(dir);
+    }
+
+    void index_errors_data() {
+        QTest::addColumn<QString>("index");    // the text of model.safetensors.index.json
+        QTest::addColumn<QString>("expected"); // "OK" or the message after the file's path
+        const auto row = [](const char* name, const std::string& index, const std::string& expected) {
+            QTest::newRow(name) << q(index) << q(expected);
+        };
+        const std::string map = R"("weight_map": {"a": "s.safetensors"})";
+        const std::string total = ": metadata.total_size is ";
+        const std::string u64 = ", not an integer in 0..18446744073709551615";
+        row("valid", "{" + map + "}", "OK");
+        row("metadata null", R"({"metadata": null, )" + map + "}", "OK");
+        row("total_size 2^64 - 1", R"({"metadata": {"total_size": 18446744073709551615}, )" + map + "}", "OK");
+        row("top level a list", "[]", " is [], not an object");
+        row("metadata a list", R"({"metadata": [1], )" + map + "}", ": metadata is a list, not an object");
+        row("total_size negative", R"({"metadata": {"total_size": -1}, )" + map + "}", total + "-1" + u64);
+        row("total_size a float", R"({"metadata": {"total_size": 4.0}, )" + map + "}", total + "4.0" + u64);
+        row("total_size null", R"({"metadata": {"total_size": null}, )" + map + "}", total + "null" + u64);
+        row("total_size a string", R"({"metadata": {"total_size": "4"}, )" + map + "}", total + "\"4\"" + u64);
+        row("weight_map missing", R"({"metadata": {}})", ": weight_map is missing");
+        row("weight_map a list", R"({"weight_map": ["a"]})", ": weight_map is a list, not an object");
+        row("weight_map null", R"({"weight_map": null})", ": weight_map is null, not an object");
+        row("shard a number", R"({"weight_map": {"a": 5}})", ": weight_map.a is 5, not a shard file name");
+        row("shard a list, key escaped", R"({"weight_map": {"a\u001b": [1]}})",
+            ": weight_map.a\\x1b is a list, not a shard file name");
+        row("shard not a plain name", R"({"weight_map": {"a": "../s.safetensors"}})",
+            ": InvalidIndex: weight_map 'a': shard '../s.safetensors' is not a plain file name");
+    }
+
+    void index_errors() {
+        QFETCH(QString, index);
+        QFETCH(QString, expected);
+        const auto dir = routepack::test::temp_dir(QStringLiteral("st-index-errors"));
+        const auto file = (dir / "model.safetensors.index.json").string();
+        routepack::test::write_file(file, index.toStdString());
+        std::string got = "OK";
+        try {
+            (void)read_index(dir);
+        } catch (const InputError& e) {
+            got = e.what();
+        }
+        QCOMPARE(q(got), expected == QStringLiteral("OK") ? expected : q(file) + expected);
         fs::remove_all(dir);
     }
 };

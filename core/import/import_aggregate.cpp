@@ -102,35 +102,39 @@ AggregateCounts parse_router_trace(const SourceFile& f, const ModelDescription& 
     std::int64_t steps_lo = INT64_MAX, steps_hi = INT64_MIN;
     int topk_seen = 0;
     for_each_line(text_of(f), [&](std::string_view line, std::size_t offset, std::size_t line_no) {
-        const nlohmann::json rec = parse_json_text(f, line, offset + (f.bytes.size() - text_of(f).size()), line_no);
+        const nlohmann::json rec_json =
+            parse_json_text(f, line, offset + (f.bytes.size() - text_of(f).size()), line_no);
         const std::string where = file + ": line " + std::to_string(line_no);
-        if (!rec.is_object()) throw InputError(where + ": not a JSON object");
-        if (const nlohmann::json* block = json_member(rec, "block"))
-            if (!block->is_string() || block->get_ref<const std::string&>() != "decoder") return;
-        if (json_member(rec, "mtp_idx")) return;
-        const auto layer = json_int(rec, "layer", where, "layer", 0, kMaxLayerId + 1);
-        if (!layer) throw InputError(where + ": layer is missing");
-        if (const auto step = json_int(rec, "step", where, "step", 0, kMaxTokens)) {
-            steps_lo = std::min(steps_lo, *step);
-            steps_hi = std::max(steps_hi, *step);
+        const util::JsonField rec(rec_json, where);
+        rec.object();
+        if (const util::JsonField block = rec["block"]; block.given()) {
+            const nlohmann::json& b = block.json();
+            if (!b.is_string() || b.get_ref<const std::string&>() != "decoder") return;
         }
-        const nlohmann::json* top = json_member(rec, "top_indices");
-        if (!top) throw InputError(where + ": top_indices is missing");
-        if (!top->is_array()) throw InputError(where + ": top_indices is " + json_kind(*top) + ", not a list");
-        first_line.emplace(static_cast<int>(*layer), line_no);
-        auto& row = by_id[static_cast<int>(*layer)];
+        if (rec["mtp_idx"].given()) return;
+        const int layer = static_cast<int>(rec["layer"].integer(0, kMaxLayerId + 1, util::IntegralFloats::Accept));
+        if (const util::JsonField step = rec["step"]; step.given()) {
+            const std::int64_t s = step.integer(0, kMaxTokens, util::IntegralFloats::Accept);
+            steps_lo = std::min(steps_lo, s);
+            steps_hi = std::max(steps_hi, s);
+        }
+        const util::JsonField top = rec["top_indices"];
+        const std::size_t tokens = top.list();
+        first_line.emplace(layer, line_no);
+        auto& row = by_id[layer];
         row.resize(static_cast<std::size_t>(E), 0);
-        for (std::size_t t = 0; t < top->size(); ++t) {
-            const auto& slots = (*top)[t];
-            const std::string tf = "top_indices[" + std::to_string(t) + "]";
-            if (!slots.is_array()) throw InputError(where + ": " + tf + " is " + json_kind(slots) + ", not a list");
+        for (std::size_t t = 0; t < tokens; ++t) {
+            // One token's expert ids; the field paths are built only for an error.
+            const auto& slots = top.json()[t];
+            if (!slots.is_array()) top[t].fail("a list of expert ids");
             if (given.top_k > 0 && static_cast<int>(slots.size()) != given.top_k)
-                throw InputError(where + ": " + tf + " has " + std::to_string(slots.size()) +
+                throw InputError(top[t].where() + " has " + std::to_string(slots.size()) +
                                  " expert ids, the model's top-k is " + std::to_string(given.top_k));
             topk_seen = static_cast<int>(slots.size());
             for (std::size_t s = 0; s < slots.size(); ++s) {
-                const std::int64_t e = json_int_value(slots[s], where, tf + "[" + std::to_string(s) + "]", 0, E - 1);
-                ++row[static_cast<std::size_t>(e)];
+                auto e = util::json_integer_of(slots[s], 0, E - 1, util::IntegralFloats::Accept);
+                if (!e) e = top[t][s].integer(0, E - 1, util::IntegralFloats::Accept); // throws, naming the field
+                ++row[static_cast<std::size_t>(*e)];
             }
         }
     });

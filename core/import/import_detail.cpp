@@ -212,12 +212,6 @@ std::string json_id_text(const util::JsonField& v) {
     v.fail(kIdExpected);
 }
 
-std::string json_id_text(const nlohmann::json* v, const std::string& where, const std::string& field) {
-    if (!v || v->is_null()) return {};
-    if (auto text = id_text_of(*v)) return std::move(*text);
-    util::JsonField(*v, where, field).fail(kIdExpected);
-}
-
 namespace {
 thread_local std::vector<std::string>* t_notes = nullptr;
 } // namespace

@@ -22,10 +22,6 @@ using util::base64_encode;
 using util::bom_length;
 using util::json_brief;
 using util::json_error_description;
-using util::json_int;
-using util::json_int_value;
-using util::json_kind;
-using util::json_member;
 using util::printable;
 
 /// An integer element type as stored on the wire (npy descr, nrlre1 tag, routed_experts_dtype).
@@ -113,8 +109,6 @@ std::optional<std::int64_t> token_id_count(const util::JsonField& ids);
 /// object is shown as "a list" / "an object", never serialized, as it could be nested deeper than
 /// the stack allows) for any other type.
 std::string json_id_text(const util::JsonField& v);
-/// json_id_text of the value `v` (nullptr: absent) at `field` of `where`.
-std::string json_id_text(const nlohmann::json* v, const std::string& where, const std::string& field);
 
 /// Notes an importer adds to the import summary ("skipped 2 batch rows ..."). import_trace opens a
 /// NoteScope around each file's parse (on the parsing thread); add_import_note appends to the

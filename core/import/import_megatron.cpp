@@ -118,7 +118,7 @@ void parse_megatron(const SourceFile& f, const ModelDescription& m, const EmitFn
         }
         std::size_t found = 0;
         for (const auto& [key, value] : rec_json.items()) {
-            if (!json_member(value, "routing_indices")) continue;
+            if (!rec[key]["routing_indices"].given()) continue;
             ++found;
             sample(value, "[\"" + printable(key) + "\"]", "routing_indices", nullptr, "", key, "");
         }

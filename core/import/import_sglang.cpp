@@ -42,40 +42,41 @@ bool sglang_dtype(const std::string& name, WireInt& t) {
     return false;
 }
 
-void apply_physical_map(const nlohmann::json& map, RouteArray& r, const ModelDescription& m, const std::string& where) {
+/// Maps the physical expert ids of `r` to logical ids through `map` (physical_to_logical_map,
+/// [axis layers][physical slots]); only MoE positions of the layer axis are read. InputError naming
+/// the map's field path: JsonField's wording for a value of the wrong type or range ("<map>[2][2] is
+/// 7, not an integer in 0..3"), "<map> has N layers, expected A (the routed_experts layer axis)", or
+/// a physical id outside the map's row.
+void apply_physical_map(const util::JsonField& map, RouteArray& r, const ModelDescription& m) {
     const std::size_t axis = static_cast<std::size_t>(r.axis_layers);
-    if (!map.is_array() || map.size() != axis)
-        throw InputError(where + ": physical_to_logical_map has " + std::to_string(map.is_array() ? map.size() : 0) +
-                         " layers, expected " + std::to_string(axis) + " (the routed_experts layer axis)");
+    if (map.list("a [layers][physical slots] list") != axis)
+        throw InputError(map.where() + " has " + std::to_string(map.json().size()) + " layers, expected " +
+                         std::to_string(axis) + " (the routed_experts layer axis)");
     std::vector<std::int32_t> lut;
     const std::size_t k = static_cast<std::size_t>(r.top_k);
     for (std::size_t a = 0; a < axis; ++a) {
         const int layer = r.axis_layer_ids[a];
         if (m.moe_index(layer) < 0) continue; // dense axis position: routes there are ignored
-        const auto& row = map[a];
-        if (!row.is_array() || row.empty())
-            throw InputError(where + ": physical_to_logical_map[" + std::to_string(a) +
-                             "] is not a list of expert ids");
-        lut.resize(row.size());
-        for (std::size_t j = 0; j < row.size(); ++j) {
-            // A logical expert id: an integer in 0..E-1.
-            auto e = util::json_integer_of(row[j], 0, m.experts - 1, util::IntegralFloats::Refuse);
-            if (!e)
-                e = util::JsonField(row[j], where,
-                                    "physical_to_logical_map[" + std::to_string(a) + "][" + std::to_string(j) + "]")
-                        .integer(0, m.experts - 1); // throws, naming the field
+        const util::JsonField row = map[a];
+        if (row.list("a non-empty list of expert ids") == 0) row.fail("a non-empty list of expert ids");
+        const nlohmann::json& ids = row.json();
+        lut.resize(ids.size());
+        for (std::size_t j = 0; j < ids.size(); ++j) {
+            // A logical expert id: an integer in 0..E-1; the path is built only for an error.
+            auto e = util::json_integer_of(ids[j], 0, m.experts - 1, util::IntegralFloats::Refuse);
+            if (!e) e = row[j].integer(0, m.experts - 1); // throws, naming the field
             lut[j] = static_cast<std::int32_t>(*e);
         }
         for (std::int64_t row_i = 0; row_i < r.rows; ++row_i) {
-            std::int32_t* ids = r.ids.data() + (static_cast<std::size_t>(row_i) * axis + a) * k;
+            std::int32_t* out = r.ids.data() + (static_cast<std::size_t>(row_i) * axis + a) * k;
             for (std::size_t s = 0; s < k; ++s) {
-                const std::int32_t p = ids[s];
+                const std::int32_t p = out[s];
                 if (p == -1) continue;
                 if (p < 0 || static_cast<std::size_t>(p) >= lut.size())
-                    throw InputError(where + ": row " + std::to_string(row_i) + ", layer " + std::to_string(layer) +
-                                     ": physical expert id " + std::to_string(p) +
-                                     " is outside physical_to_logical_map (" + std::to_string(lut.size()) + " slots)");
-                ids[s] = lut[static_cast<std::size_t>(p)];
+                    throw InputError(map.origin() + ": row " + std::to_string(row_i) + ", layer " +
+                                     std::to_string(layer) + ": physical expert id " + std::to_string(p) +
+                                     " is outside " + map.path() + " (" + std::to_string(lut.size()) + " slots)");
+                out[s] = lut[static_cast<std::size_t>(p)];
             }
         }
     }
@@ -83,84 +84,81 @@ void apply_physical_map(const nlohmann::json& map, RouteArray& r, const ModelDes
 
 /// Reads meta_info.routed_experts (base64 with meta_info.routed_experts_dtype, or the nested list)
 /// of one record into `routes`, whose axis_layers and top_k are num_hidden_layers and top_k.
-/// InputError naming `where` for a missing, malformed or mis-shaped array.
-void read_sglang_routes(const nlohmann::json& info, const std::string& where, const ModelDescription& m,
-                        RouteArray& routes) {
-    const nlohmann::json* re = json_member(info, "routed_experts");
-    if (!re) throw InputError(where + ": meta_info.routed_experts is missing");
-    if (re->is_array()) {
+/// InputError naming the field: JsonField's wording for a missing field or a value of the wrong type
+/// ("<where> is 5, not a base64 string or a nested list", "<where> is \"float16\", not \"int32\",
+/// \"int16\", \"uint16\", \"uint8\" or \"int8\""), or the array's fault (malformed base64, shape).
+void read_sglang_routes(const util::JsonField& info, const ModelDescription& m, RouteArray& routes) {
+    const util::JsonField re = info["routed_experts"];
+    const nlohmann::json& rj = re.json(); // "is missing"
+    if (rj.is_array()) {
         // slime's patched SGLang 0.5.6 returns the nested list [rows][num_hidden_layers][top_k].
-        routes_from_json(*re, where, "meta_info.routed_experts", routes);
-        if (routes.rows == 0) throw InputError(where + ": meta_info.routed_experts is empty");
+        routes_from_json(re, routes);
+        if (routes.rows == 0) throw InputError(re.where() + " is empty");
         if (routes.axis_layers != m.num_hidden_layers)
-            throw InputError(where + ": meta_info.routed_experts rows have " + std::to_string(routes.axis_layers) +
+            throw InputError(re.where() + " rows have " + std::to_string(routes.axis_layers) +
                              " layers, expected num_hidden_layers " + std::to_string(m.num_hidden_layers));
         if (routes.top_k != m.top_k)
-            throw InputError(where + ": meta_info.routed_experts layers have " + std::to_string(routes.top_k) +
+            throw InputError(re.where() + " layers have " + std::to_string(routes.top_k) +
                              " expert ids, expected top_k " + std::to_string(m.top_k));
-    } else if (!re->is_string()) {
-        throw InputError(where + ": meta_info.routed_experts is not a base64 string or a nested list");
-    } else {
-        WireInt t{4, true, false};
-        if (const nlohmann::json* dt = json_member(info, "routed_experts_dtype")) {
-            if (!dt->is_string())
-                throw InputError(where +
-                                 ": meta_info.routed_experts_dtype must be a string (one of int32, int16, "
-                                 "uint16, uint8, int8), not " +
-                                 json_kind(*dt));
-            if (!sglang_dtype(dt->get_ref<const std::string&>(), t))
-                throw InputError(where + ": meta_info.routed_experts_dtype " + json_brief(*dt) +
-                                 " is not one of int32, int16, uint16, uint8, int8");
-        }
-        const std::string bytes =
-            base64_decode(re->get_ref<const std::string&>(), where + ": meta_info.routed_experts");
-        const std::size_t row_bytes =
-            static_cast<std::size_t>(m.num_hidden_layers) * static_cast<std::size_t>(m.top_k) * t.size;
-        if (bytes.empty()) throw InputError(where + ": meta_info.routed_experts is empty");
-        if (bytes.size() % row_bytes != 0)
-            throw InputError(where + ": meta_info.routed_experts holds " + std::to_string(bytes.size()) +
-                             " bytes, not a multiple of num_hidden_layers " + std::to_string(m.num_hidden_layers) +
-                             " x top_k " + std::to_string(m.top_k) + " x " + std::to_string(t.size) + " bytes (" +
-                             t.name() + ")");
-        const std::size_t count = bytes.size() / t.size;
-        if (count > kMaxRouteValues)
-            throw InputError(where + ": meta_info.routed_experts holds " + std::to_string(count) +
-                             " values, more than the per-sample limit of " + std::to_string(kMaxRouteValues));
-        routes.rows = static_cast<std::int64_t>(bytes.size() / row_bytes);
-        routes.ids.resize(count);
-        const std::size_t bad = convert_wire_ints(bytes.data(), count, t, routes.ids.data());
-        if (bad != count)
-            throw InputError(where + ": meta_info.routed_experts value " + wire_value_text(bytes.data(), bad, t) +
-                             " at element " + std::to_string(bad) + " does not fit int32");
+        return;
     }
+    if (!rj.is_string()) re.fail("a base64 string or a nested list");
+    WireInt t{4, true, false};
+    if (const util::JsonField dt = info["routed_experts_dtype"]; dt.given()) {
+        const nlohmann::json& dj = dt.json();
+        if (!dj.is_string() || !sglang_dtype(dj.get_ref<const std::string&>(), t))
+            dt.fail("\"int32\", \"int16\", \"uint16\", \"uint8\" or \"int8\"");
+    }
+    const std::string bytes = base64_decode(rj.get_ref<const std::string&>(), re.where());
+    const std::size_t row_bytes =
+        static_cast<std::size_t>(m.num_hidden_layers) * static_cast<std::size_t>(m.top_k) * t.size;
+    if (bytes.empty()) throw InputError(re.where() + " is empty");
+    if (bytes.size() % row_bytes != 0)
+        throw InputError(re.where() + " holds " + std::to_string(bytes.size()) +
+                         " bytes, not a multiple of num_hidden_layers " + std::to_string(m.num_hidden_layers) +
+                         " x top_k " + std::to_string(m.top_k) + " x " + std::to_string(t.size) + " bytes (" +
+                         t.name() + ")");
+    const std::size_t count = bytes.size() / t.size;
+    if (count > kMaxRouteValues)
+        throw InputError(re.where() + " holds " + std::to_string(count) +
+                         " values, more than the per-sample limit of " + std::to_string(kMaxRouteValues));
+    routes.rows = static_cast<std::int64_t>(bytes.size() / row_bytes);
+    routes.ids.resize(count);
+    const std::size_t bad = convert_wire_ints(bytes.data(), count, t, routes.ids.data());
+    if (bad != count)
+        throw InputError(re.where() + " value " + wire_value_text(bytes.data(), bad, t) + " at element " +
+                         std::to_string(bad) + " does not fit int32");
+}
+
+/// A token count or start length of meta_info: nullopt when absent or null, else an integer in
+/// 0..kMaxTokens (an integral float accepted); JsonField's InputError otherwise.
+std::optional<std::int64_t> token_count(const util::JsonField& v) {
+    if (!v.given()) return std::nullopt;
+    return v.integer(0, kMaxTokens, util::IntegralFloats::Accept);
 }
 
 /// Reads one record's token counts, start offset, request id and group into `meta` (see the file
-/// comment); InputError naming `where` for a value of the wrong type or range.
-void read_sglang_meta(const nlohmann::json& rec, const nlohmann::json& info, const std::string& where,
-                      SampleMeta& meta) {
-    const auto prompt = json_int(info, "prompt_tokens", where, "meta_info.prompt_tokens", 0, kMaxTokens);
-    const auto completion = json_int(info, "completion_tokens", where, "meta_info.completion_tokens", 0, kMaxTokens);
-    if (auto start =
-            json_int(info, "routed_experts_start_len", where, "meta_info.routed_experts_start_len", 0, kMaxTokens)) {
+/// comment); InputError naming the field for a value of the wrong type or range.
+void read_sglang_meta(const util::JsonField& rec, const util::JsonField& info, SampleMeta& meta) {
+    const auto prompt = token_count(info["prompt_tokens"]);
+    const auto completion = token_count(info["completion_tokens"]);
+    if (const auto start = token_count(info["routed_experts_start_len"])) {
         // The response covers [start_len, seqlen - 1): start_len never exceeds the prompt.
         if (prompt && *start > *prompt)
-            throw InputError(where + ": meta_info.routed_experts_start_len " + std::to_string(*start) +
+            throw InputError(rec.origin() + ": meta_info.routed_experts_start_len " + std::to_string(*start) +
                              " exceeds meta_info.prompt_tokens " + std::to_string(*prompt));
         meta.start_offset = *start;
     }
     if (prompt) meta.prompt_len = *prompt;
     if (prompt && completion) meta.explicit_length = *prompt + *completion; // each <= 2^40: no overflow
 
-    const char* rid_field = "meta_info.id";
-    const nlohmann::json* rid = json_member(info, "id");
-    if (!rid) rid = json_member(rec, rid_field = "rid");
-    if (!rid) rid = json_member(rec, rid_field = "id");
-    meta.request_id = json_id_text(rid, where, rid_field);
-    const char* group_field = "group";
-    const nlohmann::json* group = json_member(rec, group_field);
-    if (!group) group = json_member(rec, group_field = "group_id");
-    meta.group = json_id_text(group, where, group_field);
+    util::JsonField rid = info["id"];
+    if (!rid.given()) rid = rec["rid"];
+    if (!rid.given()) rid = rec["id"];
+    meta.request_id = json_id_text(rid);
+    util::JsonField group = rec["group"];
+    if (!group.given()) group = rec["group_id"];
+    meta.group = json_id_text(group);
 }
 
 } // namespace
@@ -186,22 +184,22 @@ void parse_sglang(const SourceFile& f, const ModelDescription& m, const EmitFn& 
     std::unordered_map<std::string, std::size_t> open_by_id;
     std::size_t stitched_records = 0, stitched_samples = 0;
 
-    auto record = [&](const nlohmann::json& rec) {
+    auto record = [&](const nlohmann::json& rec_json) {
         SampleMeta meta;
         meta.id = stem + "#" + std::to_string(k++);
         meta.source_file = f.path.string();
         meta.rows_rule = LengthRule::RowsPlusOne;
         const std::string where = sample_where(f, meta.id);
-        if (!rec.is_object()) throw InputError(where + ": record is not a JSON object");
-        const nlohmann::json* info = json_member(rec, "meta_info");
-        if (!info) throw InputError(where + ": meta_info is missing");
-        if (!info->is_object()) throw InputError(where + ": meta_info is " + json_kind(*info) + ", not an object");
-        read_sglang_routes(*info, where, m, routes);
-        const nlohmann::json* map = json_member(*info, "physical_to_logical_map");
-        if (!map) map = json_member(rec, "physical_to_logical_map");
-        if (map) apply_physical_map(*map, routes, m, where);
+        const util::JsonField rec(rec_json, where);
+        rec.object();
+        const util::JsonField info = rec["meta_info"];
+        info.object();
+        read_sglang_routes(info, m, routes);
+        util::JsonField map = info["physical_to_logical_map"];
+        if (!map.given()) map = rec["physical_to_logical_map"];
+        if (map.given()) apply_physical_map(map, routes, m);
 
-        read_sglang_meta(rec, *info, where, meta);
+        read_sglang_meta(rec, info, meta);
 
         if (!meta.request_id.empty() && meta.start_offset > 0) {
             if (const auto it = open_by_id.find(meta.request_id); it != open_by_id.end()) {

@@ -16,6 +16,24 @@
 
 namespace routepack {
 
+// Every budget's upper bound (the rows of budget_table() read them).
+
+/// Largest accepted SeedingSettings values (the budget table's ranges). Seeding
+/// keeps every candidate (layout, signature, sketch, co-assignment profile: about 20 bytes per sample)
+/// until the selection, so M is bounded with the window size in mind: 4096 candidates of an 8192-sample
+/// window hold about 0.7 GB; plan_window refuses M x n above kMaxSeedingBytes up front (core/plan/planner.h).
+inline constexpr int kMaxSeedCandidates = 4096;
+inline constexpr int kMaxPopulation = 256;      ///< P_pop: each annealing chain holds two scorers
+inline constexpr int kMaxChoiceWidth = 1024;    ///< w: O(n w) per WindowShuffle; a buffer of w entries
+inline constexpr int kMaxProjections = 256;     ///< q: the sketch holds q x R doubles per candidate
+inline constexpr int kMaxPairCandidates = 4096; ///< EDPAwarePair's ranked buffer of this many entries
+
+/// Largest accepted AnnealingSettings values (the budget table's ranges): at
+/// most kMaxLevels x kMaxStepsPerLevel = 1e11 proposals per chain; the time limit and the cancel flag
+/// stop it within 256 proposals of any chain (polled).
+inline constexpr int kMaxLevels = 1000;
+inline constexpr int kMaxStepsPerLevel = 100000000;
+
 /// Largest node budget of the exact row-count search: on a window whose R* is hard to certify the
 /// search runs linearly in it (about 2e-8 s per node: 1e9 nodes are 20 s); it polls the cancel flag and
 /// the time limit every 4096 nodes.

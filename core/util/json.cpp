@@ -168,24 +168,10 @@ void check_json_depth(const nlohmann::json& v, const std::string& origin) {
     }
 }
 
-const nlohmann::json* json_member(const nlohmann::json& obj, const char* key) {
-    if (!obj.is_object()) return nullptr;
-    const auto it = obj.find(key);
-    if (it == obj.end() || it->is_null()) return nullptr;
-    return &*it;
-}
-
 std::int64_t json_int_value(const nlohmann::json& v, const std::string& where, const std::string& field,
                             std::int64_t lo, std::int64_t hi) {
     if (const auto x = json_integer_of(v, lo, hi, IntegralFloats::Accept)) return *x;
     return JsonField(v, where, field).integer(lo, hi, IntegralFloats::Accept); // throws, naming the field
-}
-
-std::optional<std::int64_t> json_int(const nlohmann::json& obj, const char* key, const std::string& where,
-                                     const std::string& field, std::int64_t lo, std::int64_t hi) {
-    const nlohmann::json* v = json_member(obj, key);
-    if (!v) return std::nullopt;
-    return json_int_value(*v, where, field, lo, hi);
 }
 
 namespace {

@@ -41,20 +41,12 @@ constexpr std::size_t kMaxJsonPrintDepth = 512;
 /// InputError "<origin>: JSON nested deeper than 512 levels". Iterative: any depth is safe to check.
 void check_json_depth(const nlohmann::json& v, const std::string& origin);
 
-/// Member `key` of `obj` when present and not null; nullptr otherwise.
-const nlohmann::json* json_member(const nlohmann::json& obj, const char* key);
-
 /// The importers' shorthand for JsonField(v, where, field).integer(lo, hi, IntegralFloats::Accept)
 /// (core/util/json_field.h): an integer, or a float with an integral value (232795.0, as JSON dumps
 /// of float tensors write counts), in lo..hi; JsonField's errors ("<where>: <field> is 1.5, not an
 /// integer in 0..7").
 std::int64_t json_int_value(const nlohmann::json& v, const std::string& where, const std::string& field,
                             std::int64_t lo = INT64_MIN, std::int64_t hi = INT64_MAX);
-
-/// Member `key` of object `obj` as json_int_value reads it; nullopt when absent or null.
-std::optional<std::int64_t> json_int(const nlohmann::json& obj, const char* key, const std::string& where,
-                                     const std::string& field, std::int64_t lo = INT64_MIN,
-                                     std::int64_t hi = INT64_MAX);
 
 /// The top level of a JSON document, read without building it (a SAX pass; memory: the longest
 /// string, not the document): whether it is an object, its keys in order, and the value of each key

@@ -4,6 +4,7 @@
 #include "core/util/errors.h"
 #include "core/util/input_file.h"
 #include "core/util/json.h"
+#include "core/util/json_field.h"
 #include "core/util/text.h"
 
 #include <nlohmann/json.hpp>
@@ -368,15 +369,16 @@ ParsedHeader parse_header(const std::filesystem::path& path, std::string_view he
     return out;
 }
 
-/// The __metadata__ value (not null) into `out`: a map of string to string, or InputError.
+/// The __metadata__ value (not null) into `out`: a map of string to string. InputError in
+/// JsonField's wording after the reference's error kind: "<path>: InvalidHeaderDeserialization:
+/// __metadata__ is a list, not a map of string to string", "...: __metadata__.a is 1, not a string"
+/// (the key printable()).
 void read_metadata(const std::filesystem::path& path, const hjson& value, SafetensorsMetadata& out) {
-    if (!value.is_object())
-        fail(path, "InvalidHeaderDeserialization",
-             "__metadata__: expected a map of string to string, got " + describe_json_type(value));
+    const util::JsonField metadata(value, path.string() + ": InvalidHeaderDeserialization", "__metadata__");
+    metadata.object("a map of string to string");
     for (const auto& [mk, mv] : value.items()) {
         if (!mv.is_string())
-            fail(path, "InvalidHeaderDeserialization",
-                 "__metadata__ '" + mk + "': expected a string, got " + describe_json_type(mv));
+            util::JsonField(mv, metadata.origin(), "__metadata__." + util::printable(mk)).fail("a string");
         out[mk] = mv.get<std::string>();
     }
 }
@@ -668,27 +670,25 @@ CheckpointIndex read_index(const std::filesystem::path& dir) {
         // out_of_range.406: a number such as 1e400 that no double holds
         fail(file, "InvalidIndex", "not valid JSON (" + util::json_error_description(e) + ")");
     }
-    if (!doc.is_object()) fail(file, "InvalidIndex", "top level: expected a JSON object");
+    // Field types in JsonField's wording ("<file>: weight_map is missing"); a malformed document, an
+    // empty weight_map and a shard that is no plain file name keep the InvalidIndex kind.
+    const util::JsonField d(doc, file.string());
+    d.object();
     CheckpointIndex idx;
     idx.dir = dir;
-    if (const auto m = doc.find("metadata"); m != doc.end() && !m->is_null()) {
-        if (!m->is_object()) fail(file, "InvalidIndex", "metadata: expected an object");
-        for (const auto& [k, v] : m->items())
+    if (const util::JsonField m = d["metadata"]; m.given()) {
+        m.object();
+        for (const auto& [k, v] : m.json().items())
             idx.metadata[k] = v.is_string() ? v.get<std::string>() : v.dump();
-        if (const auto ts = m->find("total_size"); ts != m->end()) {
-            if (!ts->is_number_unsigned())
-                fail(file, "InvalidIndex", "metadata.total_size: expected a non-negative integer");
-            idx.total_size = ts->get<std::uint64_t>();
-        }
+        if (const util::JsonField ts = m["total_size"]; ts.exists()) idx.total_size = ts.unsigned_integer();
     }
-    const auto wm = doc.find("weight_map");
-    if (wm == doc.end()) fail(file, "InvalidIndex", "weight_map: missing");
-    if (!wm->is_object()) fail(file, "InvalidIndex", "weight_map: expected an object");
-    if (wm->empty()) fail(file, "InvalidIndex", "weight_map: empty (it must name the shard of every tensor)");
-    for (const auto& [name, shard] : wm->items()) {
+    const util::JsonField wm = d["weight_map"];
+    wm.object();
+    if (wm.json().empty()) fail(file, "InvalidIndex", "weight_map: empty (it must name the shard of every tensor)");
+    for (const auto& [name, shard] : wm.json().items()) {
         const std::string shown_name = util::printable(name);
         if (!shard.is_string())
-            fail(file, "InvalidIndex", "weight_map '" + shown_name + "': expected a shard file name");
+            util::JsonField(shard, file.string(), "weight_map." + shown_name).fail("a shard file name");
         const auto s = shard.get<std::string>();
         const bool control =
             std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });

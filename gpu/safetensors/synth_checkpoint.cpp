@@ -1,9 +1,12 @@
 #include "gpu/safetensors/synth_checkpoint.h"
 
+#include "core/model/limits.h"
 #include "core/util/atomic_file.h"
 #include "core/util/errors.h"
 #include "core/util/input_file.h"
 #include "core/util/json.h"
+#include "core/util/json_field.h"
+#include "core/util/text.h"
 
 #include <nlohmann/json.hpp>
 
@@ -11,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 #include <system_error>
 #include <unistd.h>
@@ -194,6 +198,65 @@ void check_config(const SynthCheckpointConfig& c) {
     (void)synth_expert_bits(*d, c.model.moe_layers.front(), 0);
 }
 
+/// A physical_to_logical_map key: a checkpoint layer id, decimal 0..kMaxLayerId without sign, spaces
+/// or leading zeros; nullopt otherwise.
+std::optional<int> layer_key(const std::string& key) {
+    if (key.empty() || key.size() > 5 || (key.size() > 1 && key[0] == '0')) return std::nullopt;
+    int v = 0;
+    for (const char c : key) {
+        if (c < '0' || c > '9') return std::nullopt;
+        v = v * 10 + (c - '0');
+    }
+    if (v > kMaxLayerId) return std::nullopt;
+    return v;
+}
+
+/// The output order, placement fingerprint and physical_to_logical_map rows of the sidecar `sc` into
+/// `out` and `p2l`. InputError "<sc>: not a routepack rewrite sidecar: malformed JSON at byte B" (or
+/// ": malformed JSON: <description>"), JsonField's wording for a field ("<sc>: output_order is
+/// missing", "<sc>: output_order is \"x\", not \"physical\" or \"logical\"",
+/// "<sc>: physical_to_logical_map.3[5] is 64, not an integer in 0..63": a row of E slots
+/// holds logical ids 0..E-1), or "<sc>: physical_to_logical_map: key 'x' is not a layer id ...".
+void read_sidecar_map(const fs::path& sc, SynthSlotCheck& out, std::map<int, std::vector<int>>& p2l) {
+    nlohmann::json j;
+    try {
+        j = util::parse_json_strict(read_input_file(sc, input_files::kRewriteSidecar), sc.string());
+    } catch (const nlohmann::json::parse_error& e) {
+        throw InputError(sc.string() + ": not a routepack rewrite sidecar: malformed JSON at byte " +
+                         std::to_string(e.byte));
+    } catch (const nlohmann::json::exception& e) {
+        throw InputError(sc.string() +
+                         ": not a routepack rewrite sidecar: malformed JSON: " + util::json_error_description(e));
+    }
+    const util::JsonField doc(j, sc.string());
+    doc.object();
+    out.order = doc["output_order"].string();
+    if (out.order != "physical" && out.order != "logical") doc["output_order"].fail("\"physical\" or \"logical\"");
+    const util::JsonField plan = doc["plan"];
+    plan.object();
+    out.placement = plan["placement_fingerprint"].string();
+    const util::JsonField map = doc["physical_to_logical_map"];
+    map.object();
+    for (const auto& [key, value] : map.json().items()) {
+        const std::optional<int> layer = layer_key(key);
+        if (!layer)
+            throw InputError(map.where() + ": key '" + util::printable(key) +
+                             "' is not a layer id (a decimal number 0.." + std::to_string(kMaxLayerId) +
+                             " without sign, spaces or leading zeros)");
+        const util::JsonField row = map[key];
+        const std::size_t n = row.list("a list of logical expert ids");
+        const auto hi = static_cast<std::int64_t>(n) - 1;
+        std::vector<int>& ids = p2l[*layer];
+        ids.resize(n);
+        for (std::size_t v = 0; v < n; ++v) {
+            // The path is built only for an error.
+            auto e = util::json_integer_of(value[v], 0, hi, util::IntegralFloats::Refuse);
+            if (!e) e = row[v].integer(0, hi); // throws, naming the field
+            ids[v] = static_cast<int>(*e);
+        }
+    }
+}
+
 } // namespace
 
 std::uint32_t synth_expert_bits(Dtype dtype, int layer, int expert) {
@@ -348,20 +411,7 @@ SynthSlotCheck check_synth_checkpoint(const fs::path& dir) {
     std::map<int, std::vector<int>> p2l;
     const fs::path sc = dir / "routepack-rewrite.json";
     std::error_code ec;
-    if (fs::is_regular_file(sc, ec)) {
-        const std::string text = read_input_file(sc, input_files::kRewriteSidecar);
-        try {
-            const nlohmann::json j = util::parse_json_strict(text, sc.string());
-            out.order = j.at("output_order").get<std::string>();
-            out.placement = j.at("plan").at("placement_fingerprint").get<std::string>();
-            for (const auto& [layer, row] : j.at("physical_to_logical_map").items())
-                p2l[std::stoi(layer)] = row.get<std::vector<int>>();
-        } catch (const InputError&) {
-            throw;
-        } catch (const std::exception& e) {
-            throw InputError(sc.string() + ": not a routepack rewrite sidecar: " + util::json_error_description(e));
-        }
-    }
+    if (fs::is_regular_file(sc, ec)) read_sidecar_map(sc, out, p2l);
     std::vector<fs::path> shards;
     for (const auto& de : fs::directory_iterator(dir))
         if (de.path().extension() == ".safetensors") shards.push_back(de.path());

@@ -225,7 +225,7 @@ QWidget* PlanView::viewWidget(const QString& name) const {
 bool PlanView::exportView(const QString& name, const QString& file, QString* error) const {
     QWidget* w = viewWidget(name);
     if (!w) {
-        setError(error, tr("Unknown view '%1'").arg(name));
+        if (error) *error = tr("Unknown view '%1'").arg(name);
         return false;
     }
     // A hidden tab has never been laid out: give it the size of the visible one first.

@@ -12,12 +12,6 @@
 
 namespace routepack {
 
-/// Largest accepted AnnealingSettings values (check_planner_budgets, core/plan/budgets.h): at
-/// most kMaxLevels x kMaxStepsPerLevel = 1e11 proposals per chain; the time limit and the cancel flag
-/// stop it within 256 proposals of any chain (polled).
-inline constexpr int kMaxLevels = 1000;
-inline constexpr int kMaxStepsPerLevel = 100000000;
-
 /// Budgets of Algorithm 3 (defaults justified by tests/bench/bench_planner and listed in docs/planner.md).
 struct AnnealingSettings {
     int levels = 12;      ///< N_T temperature levels

@@ -14,16 +14,6 @@
 
 namespace routepack {
 
-/// Largest accepted SeedingSettings values (check_planner_budgets, core/plan/budgets.h). Seeding
-/// keeps every candidate (layout, signature, sketch, co-assignment profile: about 20 bytes per sample)
-/// until the selection, so M is bounded with the window size in mind: 4096 candidates of an 8192-sample
-/// window hold about 0.7 GB; plan_window refuses M x n above kMaxSeedingBytes up front (planner.h).
-inline constexpr int kMaxSeedCandidates = 4096;
-inline constexpr int kMaxPopulation = 256;      ///< P_pop: each annealing chain holds two scorers
-inline constexpr int kMaxChoiceWidth = 1024;    ///< w: O(n w) per WindowShuffle; a buffer of w entries
-inline constexpr int kMaxProjections = 256;     ///< q: the sketch holds q x R doubles per candidate
-inline constexpr int kMaxPairCandidates = 4096; ///< EDPAwarePair's ranked buffer of this many entries
-
 /// Budgets of Algorithm 2.
 struct SeedingSettings {
     int candidates = 32;      ///< M: fixed-row candidates tried (including FixedRowFFD and its pairing)
