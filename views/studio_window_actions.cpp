@@ -7,10 +7,12 @@
 #include "views/dialogs/rewrite_dialog.h"
 #include "views/dialogs/topology_editor.h"
 #include "views/dialogs/window_dialog.h"
-#include "views/library/library_tree_model.h"
+#include "views/library/library_pane.h"
 #include "views/library/sample_pane.h"
 #include "views/plan/heatmap_view.h"
 #include "views/plan/plan_views.h"
+#include "views/planning_controller.h"
+#include "views/results_pane.h"
 #include "views/run/run_view.h"
 #include "views/widgets/gui_text.h"
 
@@ -27,9 +29,9 @@ namespace routepack::views {
 
 void StudioWindow::buildExportMenu(QMenu* file) {
     QMenu* exp = file->addMenu(tr("&Export"));
-    exportAction_ = exp->addAction(tr("Export what is shown…"));
-    exportAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
-    connect(exportAction_, &QAction::triggered, this, [this] { showExport(exports_->exportCurrent()); });
+    QAction* shown = exp->addAction(tr("Export what is shown…"));
+    shown->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
+    connect(shown, &QAction::triggered, this, [this] { showExport(exports_->exportCurrent()); });
     exp->addSeparator();
     QAction* planJson = exp->addAction(tr("Plan JSON…"));
     connect(planJson, &QAction::triggered, this, [this] { showExport(exports_->exportPlanJson()); });
@@ -38,7 +40,7 @@ void StudioWindow::buildExportMenu(QMenu* file) {
         QAction* a = maps->addAction(QString::fromLatin1(f));
         connect(a, &QAction::triggered, this,
                 [this, f] { showExport(exports_->exportExpertMap(QString::fromLatin1(f))); });
-        planActions_ << a;
+        actions_.plan << a;
     }
     QAction* viewImage = exp->addAction(tr("Current plan view (PNG/SVG)…"));
     connect(viewImage, &QAction::triggered, this, [this] { showExport(exports_->exportPlanViewImage()); });
@@ -54,8 +56,8 @@ void StudioWindow::buildExportMenu(QMenu* file) {
                 [this, name] { showExport(exports_->exportRunChart(name)); });
     QAction* sampleCsv = exp->addAction(tr("Sample table (CSV)…"));
     connect(sampleCsv, &QAction::triggered, this, [this] { showExport(exports_->exportSampleCsv()); });
-    planActions_ << planJson << viewImage << cmpCsv << cmpChart;
-    fullPlanActions_ << maps->actions() << planJson << cmpCsv << cmpChart;
+    actions_.plan << planJson << viewImage << cmpCsv << cmpChart;
+    actions_.fullPlan << maps->actions() << planJson << cmpCsv << cmpChart;
 }
 
 void StudioWindow::buildActions() {
@@ -68,7 +70,9 @@ void StudioWindow::buildActions() {
                                          tr("RoutePack libraries (*.routepack);;All files (*)"));
         if (!f.isEmpty()) openLibrary(f);
     });
-    buildRecentMenu(file);
+    QMenu* recent = file->addMenu(tr("Open &recent"));
+    recent->setObjectName(QStringLiteral("recentMenu"));
+    library_->setRecentMenu(recent);
     QAction* create = file->addAction(tr("&New library…"));
     create->setShortcut(QKeySequence::New);
     connect(create, &QAction::triggered, this, [this] {
@@ -81,12 +85,12 @@ void StudioWindow::buildActions() {
     QAction* demo = file->addAction(tr("Open the &demo library"));
     connect(demo, &QAction::triggered, this, &StudioWindow::openDemoLibrary);
     file->addSeparator();
-    importAction_ = file->addAction(tr("&Import trace…"));
-    importAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_I));
-    connect(importAction_, &QAction::triggered, this, [this] { showImportDialog(); });
-    file->addAction(windowAction_);
-    windowAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_D));
-    connect(windowAction_, &QAction::triggered, this, &StudioWindow::defineWindow);
+    actions_.import = file->addAction(tr("&Import trace…"));
+    actions_.import->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_I));
+    connect(actions_.import, &QAction::triggered, this, [this] { showImportDialog(); });
+    file->addAction(actions_.window);
+    actions_.window->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_D));
+    connect(actions_.window, &QAction::triggered, this, &StudioWindow::defineWindow);
     file->addSeparator();
     buildExportMenu(file);
     file->addSeparator();
@@ -102,34 +106,35 @@ void StudioWindow::buildActions() {
     connect(loadSetup, &QAction::triggered, this, [this] { loadShownRunSetup(); });
     QAction* find = edit->addAction(tr("&Find in the library"));
     find->setShortcut(QKeySequence::Find);
-    connect(find, &QAction::triggered, this, [this] {
-        libraryFilter_->setFocus(Qt::ShortcutFocusReason);
-        libraryFilter_->selectAll();
-    });
+    connect(find, &QAction::triggered, library_, &LibraryPane::focusFilter);
 
     QMenu* plan = menuBar()->addMenu(tr("&Plan"));
-    runAction_ = plan->addAction(tr("&Run planner"));
-    runAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
-    connect(runAction_, &QAction::triggered, this, [this] { runPlanner(); });
-    runPlanAction_ = plan->addAction(tr("Plan &run (selected windows, or every window of the trace)"));
-    runPlanAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R));
-    connect(runPlanAction_, &QAction::triggered, this, [this] { planSelectedRun(); });
-    cancelAction_ = plan->addAction(tr("&Cancel job"));
-    cancelAction_->setShortcuts({QKeySequence(Qt::Key_Escape), QKeySequence(Qt::CTRL | Qt::Key_Period)});
-    connect(cancelAction_, &QAction::triggered, this, &StudioWindow::cancelJob);
+    actions_.run = plan->addAction(tr("&Run planner"));
+    actions_.run->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
+    connect(actions_.run, &QAction::triggered, this, [this] { runPlanner(); });
+    actions_.runPlan = plan->addAction(tr("Plan &run (selected windows, or every window of the trace)"));
+    actions_.runPlan->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R));
+    connect(actions_.runPlan, &QAction::triggered, this, [this] { planSelectedRun(); });
+    actions_.cancel = plan->addAction(tr("&Cancel job"));
+    actions_.cancel->setShortcuts({QKeySequence(Qt::Key_Escape), QKeySequence(Qt::CTRL | Qt::Key_Period)});
+    connect(actions_.cancel, &QAction::triggered, this, &StudioWindow::cancelJob);
     QAction* compareAll = plan->addAction(tr("Compare all saved runs of this &window"));
     connect(compareAll, &QAction::triggered, this, [this] { compareSavedRuns(); });
-    planActions_ << compareAll;
-    fullPlanActions_ << compareAll;
+    actions_.plan << compareAll;
+    actions_.fullPlan << compareAll;
     QAction* cancelAll = plan->addAction(tr("Cancel all &queued jobs"));
-    connect(cancelAll, &QAction::triggered, jobs_, &PlanJobQueue::cancelAll);
+    connect(cancelAll, &QAction::triggered, planning_->queue(), &PlanJobQueue::cancelAll);
     plan->addSeparator();
-    rewriteAction_ = plan->addAction(tr("Rewrite check&point…"));
-    rewriteAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_W));
-    rewriteAction_->setToolTip(tr("Rewrite a checkpoint so that expert state follows the shown plan's placement"));
-    connect(rewriteAction_, &QAction::triggered, this, [this] { showRewriteDialog(); });
-    planActions_ << rewriteAction_;
+    QAction* rewrite = plan->addAction(tr("Rewrite check&point…"));
+    rewrite->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_W));
+    rewrite->setToolTip(tr("Rewrite a checkpoint so that expert state follows the shown plan's placement"));
+    connect(rewrite, &QAction::triggered, this, [this] { showRewriteDialog(); });
+    actions_.plan << rewrite;
+    buildViewMenu();
+    buildHelpMenu();
+}
 
+void StudioWindow::buildViewMenu() {
     QMenu* view = menuBar()->addMenu(tr("&View"));
     for (QDockWidget* d : findChildren<QDockWidget*>())
         view->addAction(d->toggleViewAction());
@@ -141,13 +146,14 @@ void StudioWindow::buildActions() {
         QAction* a = view->addAction(resultNames[t]);
         a->setShortcut(QKeySequence(Qt::ALT | static_cast<Qt::Key>(Qt::Key_1 + t)));
         connect(a, &QAction::triggered, this, [this, t] {
-            if (t < resultTabs_->count()) resultTabs_->setCurrentIndex(t);
+            if (t < results_->count()) results_->setCurrentIndex(t);
         });
     }
-    auto stepPlanTab = [this](int step) {
-        resultTabs_->setCurrentWidget(planView_);
-        const int n = planView_->count();
-        if (n > 0) planView_->setCurrentIndex((planView_->currentIndex() + step + n) % n);
+    PlanView* planView = results_->planView();
+    auto stepPlanTab = [this, planView](int step) {
+        results_->setCurrentWidget(planView);
+        const int n = planView->count();
+        if (n > 0) planView->setCurrentIndex((planView->currentIndex() + step + n) % n);
     };
     QAction* next = view->addAction(tr("&Next plan view"));
     next->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_PageDown));
@@ -157,11 +163,11 @@ void StudioWindow::buildActions() {
     connect(prev, &QAction::triggered, this, [stepPlanTab] { stepPlanTab(-1); });
     view->addSeparator();
     // Heatmap zoom: the maps of the shown plan view, their cells larger in a scroll area.
-    auto zoom = [this](int steps) {
-        resultTabs_->setCurrentWidget(planView_);
-        QWidget* tab = planView_->currentWidget();
+    auto zoom = [this, planView](int steps) {
+        results_->setCurrentWidget(planView);
+        QWidget* tab = planView->currentWidget();
         const QList<HeatmapView*> views = tab ? tab->findChildren<HeatmapView*>() : QList<HeatmapView*>();
-        if (planView_->zoomHeatmaps(steps) == 0 || views.isEmpty()) {
+        if (planView->zoomHeatmaps(steps) == 0 || views.isEmpty()) {
             setStatus(tr("The shown plan view has no heatmap to zoom."));
             return;
         }
@@ -179,8 +185,6 @@ void StudioWindow::buildActions() {
     connect(zoomReset, &QAction::triggered, this, [zoom] { zoom(0); });
     view->addAction(tr("Status &messages…"), this, [this] { showStatusLog(); })
         ->setObjectName(QStringLiteral("statusLog"));
-
-    buildHelpMenu();
 }
 
 QString StudioWindow::shortcutsText() const {
@@ -206,18 +210,18 @@ QString StudioWindow::shortcutsText() const {
 
 void StudioWindow::updateActions() {
     const bool has_lib = lib_ != nullptr;
-    const bool has_plan = planView_->plan() != nullptr;
-    importAction_->setEnabled(has_lib && !lib_->read_only());
-    windowAction_->setEnabled(has_lib && !lib_->read_only() && !samplePane_->trace().isEmpty());
-    runAction_->setEnabled(has_lib);
-    runPlanAction_->setEnabled(has_lib);
-    cancelAction_->setEnabled(jobs_->isBusy());
-    for (QAction* a : planActions_)
+    const bool has_plan = results_->planView()->plan() != nullptr;
+    actions_.import->setEnabled(has_lib && !lib_->read_only());
+    actions_.window->setEnabled(has_lib && !lib_->read_only() && !samplePane_->trace().isEmpty());
+    actions_.run->setEnabled(has_lib);
+    actions_.runPlan->setEnabled(has_lib);
+    actions_.cancel->setEnabled(planning_->queue()->isBusy());
+    for (QAction* a : actions_.plan)
         a->setEnabled(has_plan);
     // A plan read from its file without counts (a cluster step) has no baselines' layouts and no
     // rank loads: its file is what there is to export (the step's plan file in OUT).
-    if (!planView_->countsNote().isEmpty())
-        for (QAction* a : fullPlanActions_)
+    if (!results_->planView()->countsNote().isEmpty())
+        for (QAction* a : actions_.fullPlan)
             a->setEnabled(false);
 }
 
@@ -240,7 +244,7 @@ ImportDialog* StudioWindow::showImportDialog() {
             if (reopenStep_ && importDialog_->inputs().contains(reopenStep_->stepPath)) {
                 const ClusterStepRef step = *reopenStep_;
                 reopenStep_.reset();
-                openStep(step);
+                planning_->openClusterStep(step);
             }
         });
     }
@@ -252,7 +256,7 @@ ImportDialog* StudioWindow::showImportDialog() {
 }
 
 RewriteDialog* StudioWindow::showRewriteDialog() {
-    const auto plan = planView_->plan();
+    const auto plan = results_->planView()->plan();
     if (!plan) {
         setStatus(tr("Show a plan first: select a planned run in the library, or run the planner (Ctrl+R)."), true);
         return nullptr;
@@ -263,14 +267,15 @@ RewriteDialog* StudioWindow::showRewriteDialog() {
                 [this](const QString& output) { setStatus(tr("Checkpoint rewritten into %1.").arg(output)); });
     }
     if (!rewriteDialog_->job()->isRunning()) {
-        if (shownStep_) {
-            rewriteDialog_->loadPlanFile(shownStep_->planFile); // the cluster step's own plan file
+        const qint64 shownRun = results_->shownRun();
+        if (results_->shownStep()) {
+            rewriteDialog_->loadPlanFile(results_->shownStep()->planFile); // the cluster step's own plan file
         } else {
             QString json, origin;
-            if (shownRun_ > 0 && lib_) {
+            if (shownRun > 0 && lib_) {
                 try {
-                    json = QString::fromStdString(lib_->run_plan_json(shownRun_));
-                    origin = QStringLiteral("run %1 in %2").arg(shownRun_).arg(QFileInfo(libraryPath()).fileName());
+                    json = QString::fromStdString(lib_->run_plan_json(shownRun));
+                    origin = QStringLiteral("run %1 in %2").arg(shownRun).arg(QFileInfo(libraryPath()).fileName());
                 } catch (const std::exception&) {
                     json.clear(); // fall back to the plan shown
                 }
@@ -285,9 +290,9 @@ RewriteDialog* StudioWindow::showRewriteDialog() {
     }
     // The saved plans of the library, so that a checkpoint of another model names the runs that fit it.
     std::vector<KnownPlan> known;
-    for (const auto& r : tree_->snapshot().runs) {
+    for (const auto& r : library_->snapshot().runs) {
         if (r.plan_id == 0) continue;
-        for (const auto& t : tree_->snapshot().traces)
+        for (const auto& t : library_->snapshot().traces)
             if (t.name == r.trace)
                 known.push_back({r.id, QString::fromStdString(r.trace), QString::fromStdString(r.window), t.model});
     }
@@ -391,8 +396,8 @@ void StudioWindow::showExport(const std::optional<ExportResult>& result) {
 }
 
 bool StudioWindow::loadShownRunSetup() {
-    for (const auto& run : tree_->snapshot().runs) {
-        if (shownRun_ == 0 || run.id != shownRun_) continue;
+    for (const auto& run : library_->snapshot().runs) {
+        if (results_->shownRun() == 0 || run.id != results_->shownRun()) continue;
         loadRunSetup(run, true);
         keptEditsRun_ = 0;
         setStatus(tr("The form holds run %1's setup (Ctrl+Z in the form brings your edits back).").arg(run.id));
