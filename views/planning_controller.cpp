@@ -256,8 +256,8 @@ quint64 PlanningController::openClusterStep(const ClusterStepRef& step) {
             Q_EMIT stepOpened(step, *opened);
         },
         [this, step](quint64, const JobFailure& failure) {
-            Q_EMIT status(
-                tr("Step %1 of cluster run %2: %3").arg(step.window).arg(step.clusterRun).arg(failure.text), true);
+            Q_EMIT status(tr("Step %1 of cluster run %2: %3").arg(step.window).arg(step.clusterRun).arg(failure.text),
+                          true);
         });
 }
 

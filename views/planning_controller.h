@@ -115,9 +115,9 @@ private:
     JobTracker* stepOpen_; ///< reading a cluster run step's plan (openClusterStep)
     RunReplay replay_;     ///< plans of this session by run id, restores of saved runs on their way
     std::map<quint64, std::pair<QString, QString>> liveJobs_; ///< planner jobs queued here: trace, window
-    std::pair<QString, QString> pendingLive_;   ///< the planner job being queued (plan), until it has an id
-    std::map<quint64, std::string> liveSetups_; ///< planner jobs queued here: setupKey
-    std::string weightsSetup_;                  ///< setupKey of the run the stage shares were measured on
+    std::pair<QString, QString> pendingLive_;           ///< the planner job being queued (plan), until it has an id
+    std::map<quint64, std::string> liveSetups_;         ///< planner jobs queued here: setupKey
+    std::string weightsSetup_;                          ///< setupKey of the run the stage shares were measured on
     std::tuple<quint64, QString, double> lastProgress_; ///< the running job's last stage and fraction
     /// A run-planning job's place (runProgress): job, window index, window count, the window's
     /// fraction; lastProgress_ then holds the stage and the whole run's fraction.

@@ -4,11 +4,16 @@
 #include "views/library/library_pane.h"
 #include "views/plan/compare_data.h"
 #include "views/plan/grid_panel.h"
+#include "views/plan/heatmap_view.h"
 #include "views/plan/panel_util.h"
 #include "views/plan/plan_views.h"
 #include "views/run/run_view.h"
 
+#include <QAction>
+#include <QMenu>
 #include <QToolButton>
+
+#include <cmath>
 
 namespace routepack::views {
 
@@ -51,6 +56,52 @@ ResultsPane::ResultsPane(LibraryPane* library, PlanningController* planning, QWi
     connect(planning_->queue(), &PlanJobQueue::levelFinished, this,
             [this](quint64, const LevelStats& level) { plan_->addConvergenceLevel(level); });
     connect(planning_, &PlanningController::compareChanged, this, &ResultsPane::updateCompare);
+}
+
+void ResultsPane::addViewActions(QMenu* view) {
+    // The result tabs by number, and the plan view's tabs in turn (the plan view is shown first).
+    const QString resultNames[] = {tr("&Plan"), tr("&Compare runs"), tr("R&un")};
+    for (int t = 0; t < 3; ++t) {
+        QAction* a = view->addAction(resultNames[t]);
+        a->setShortcut(QKeySequence(Qt::ALT | static_cast<Qt::Key>(Qt::Key_1 + t)));
+        connect(a, &QAction::triggered, this, [this, t] {
+            if (t < count()) setCurrentIndex(t);
+        });
+    }
+    auto stepPlanTab = [this](int step) {
+        setCurrentWidget(plan_);
+        const int n = plan_->count();
+        if (n > 0) plan_->setCurrentIndex((plan_->currentIndex() + step + n) % n);
+    };
+    QAction* next = view->addAction(tr("&Next plan view"));
+    next->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_PageDown));
+    connect(next, &QAction::triggered, this, [stepPlanTab] { stepPlanTab(1); });
+    QAction* prev = view->addAction(tr("Pre&vious plan view"));
+    prev->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_PageUp));
+    connect(prev, &QAction::triggered, this, [stepPlanTab] { stepPlanTab(-1); });
+    view->addSeparator();
+    // Heatmap zoom: the maps of the shown plan view, their cells larger in a scroll area.
+    auto zoom = [this](int steps) {
+        setCurrentWidget(plan_);
+        QWidget* tab = plan_->currentWidget();
+        const QList<HeatmapView*> views = tab ? tab->findChildren<HeatmapView*>() : QList<HeatmapView*>();
+        if (plan_->zoomHeatmaps(steps) == 0 || views.isEmpty()) {
+            Q_EMIT status(tr("The shown plan view has no heatmap to zoom."), false);
+            return;
+        }
+        Q_EMIT status(tr("Heatmap zoom %1% (Ctrl+= / Ctrl+- / Ctrl+0, or Ctrl + mouse wheel)")
+                          .arg(static_cast<int>(std::lround(100 * views.front()->zoom()))),
+                      false);
+    };
+    QAction* zoomIn = view->addAction(tr("Zoom &in heatmaps"));
+    zoomIn->setShortcuts({QKeySequence(Qt::CTRL | Qt::Key_Equal), QKeySequence(Qt::CTRL | Qt::Key_Plus)});
+    connect(zoomIn, &QAction::triggered, this, [zoom] { zoom(1); });
+    QAction* zoomOut = view->addAction(tr("Zoom &out heatmaps"));
+    zoomOut->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Minus));
+    connect(zoomOut, &QAction::triggered, this, [zoom] { zoom(-1); });
+    QAction* zoomReset = view->addAction(tr("&Reset heatmap zoom"));
+    zoomReset->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
+    connect(zoomReset, &QAction::triggered, this, [zoom] { zoom(0); });
 }
 
 void ResultsPane::showPlan(std::shared_ptr<const PlanResult> plan, std::shared_ptr<const Trace> window, qint64 runId) {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+class QMenu;
 class QToolButton;
 
 namespace routepack::views {
@@ -40,6 +41,10 @@ public:
     /// The cluster step shown without counts (nullopt: none).
     const std::optional<ClusterStepRef>& shownStep() const { return shownStep_; }
 
+    /// Adds View's entries for the tabs to `view`: the result tabs by number (Alt+1..3), the next
+    /// and previous plan view (Ctrl+PgDown, Ctrl+PgUp), and the heatmap zoom of the shown plan view
+    /// (Ctrl+=, Ctrl+-, Ctrl+0; the status line says the zoom, or that the view has no heatmap).
+    void addViewActions(QMenu* view);
     /// Shows `plan` (and its window, for the cost views) in the plan views, as run `runId`, and the
     /// runs of its window in the comparison.
     void showPlan(std::shared_ptr<const routepack::PlanResult> plan, std::shared_ptr<const routepack::Trace> window,

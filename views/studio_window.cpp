@@ -1,9 +1,8 @@
 #include "views/studio_window.h"
 
-#include "storage/demo.h"
 #include "views/dialogs/import_dialog.h"
+#include "views/dialogs/setup_pane.h"
 #include "views/dialogs/topology_editor.h"
-#include "views/jobs/job_tracker.h"
 #include "views/library/library_pane.h"
 #include "views/library/sample_pane.h"
 #include "views/library/studio_data.h"
@@ -18,11 +17,8 @@
 #include <QCloseEvent>
 #include <QDockWidget>
 #include <QFileInfo>
-#include <QScrollArea>
-#include <QScrollBar>
 #include <QSettings>
 #include <QSplitter>
-#include <QStandardPaths>
 #include <QStatusBar>
 #include <QToolButton>
 
@@ -41,8 +37,7 @@ constexpr int kSamplePaneWidth = 380;
 StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
     : QMainWindow(parent), options_(options),
       library_(new LibraryPane(options.settingsOrganization, options.settingsApplication, this)),
-      planning_(new PlanningController(library_, this)),
-      demoBuild_(new JobTracker(JobTracker::Policy::EveryResult, 1, false, this)) {
+      planning_(new PlanningController(library_, this)) {
     setWindowTitle(tr("RoutePack Studio"));
     setAcceptDrops(true); // a library file opens, trace files go to the import dialog
     installWheelGuard();  // value fields take the wheel only with focus, in every form of the studio
@@ -53,7 +48,8 @@ StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
     auto s = settings();
     restoreGeometry(s->value(QStringLiteral("window/geometry")).toByteArray());
     restoreState(s->value(QStringLiteral("window/state")).toByteArray());
-    findChild<QSplitter*>(QStringLiteral("mainSplit"))->restoreState(s->value(QStringLiteral("window/split")).toByteArray());
+    findChild<QSplitter*>(QStringLiteral("mainSplit"))
+        ->restoreState(s->value(QStringLiteral("window/split")).toByteArray());
     // The tab and the export folder of the last session (the selected run comes back with its
     // library, in openLibrary).
     const int tab = s->value(QStringLiteral("studio/tab"), 0).toInt();
@@ -66,7 +62,6 @@ StudioWindow::StudioWindow(const StudioOptions& options, QWidget* parent)
 
 StudioWindow::~StudioWindow() {
     // The workers end before the widgets their results would go to (nothing is delivered after this).
-    demoBuild_->shutdown();
     planning_->shutdown();
 }
 
@@ -80,20 +75,11 @@ void StudioWindow::buildUi() {
     libraryDock->setObjectName(QStringLiteral("libraryDock"));
     libraryDock->setWidget(library_);
     addDockWidget(Qt::LeftDockWidgetArea, libraryDock);
-    editor_ = new TopologyEditor(this);
-    editor_->setObjectName(QStringLiteral("topologyEditor"));
-    auto* scroll = new QScrollArea(this);
-    scroll->setWidget(editor_);
-    scroll->setWidgetResizable(true);
-    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    // Without a horizontal scroll bar the dock must not get narrower than the editor's fields need
-    // (else spin boxes, the Name field and the stage table's columns are cut at the right edge).
-    scroll->setMinimumWidth(editor_->minimumSizeHint().width() + scroll->verticalScrollBar()->sizeHint().width() +
-                            2 * scroll->frameWidth());
-    const int leftDockWidth = std::max(300, scroll->minimumWidth());
+    setup_ = new SetupPane(this);
+    const int leftDockWidth = std::max(300, setup_->minimumWidth());
     auto* setupDock = new QDockWidget(tr("Topology and budgets"), this);
     setupDock->setObjectName(QStringLiteral("setupDock"));
-    setupDock->setWidget(scroll);
+    setupDock->setWidget(setup_);
     addDockWidget(Qt::LeftDockWidgetArea, setupDock);
     splitDockWidget(libraryDock, setupDock, Qt::Vertical);
 
@@ -125,15 +111,13 @@ void StudioWindow::buildUi() {
 
 void StudioWindow::connectPanes() {
     connect(samplePane_, &SamplePane::loaded, this, [this](const QString& trace, bool hasSamples) {
-        if (hasSamples) fitPresetToTrace(trace);
+        for (const auto& t : library_->snapshot().traces)
+            if (hasSamples && QString::fromStdString(t.name) == trace) setup_->fitToTrace(t);
         Q_EMIT samplesLoaded(trace);
     });
-    connect(editor_, &TopologyEditor::saveRequested, this, &StudioWindow::saveTopology);
+    connect(setup_, &SetupPane::status, this, &StudioWindow::setStatus);
     // A valid edit is an action that succeeded: an error about the old fields goes.
-    connect(editor_, &TopologyEditor::changed, this, [this] {
-        QString why;
-        if (editor_->topology(&why) && editor_->budgets(&why)) clearStaleError();
-    });
+    connect(setup_, &SetupPane::validEdit, this, &StudioWindow::clearStaleError);
     connect(library_, &LibraryPane::currentChanged, this, &StudioWindow::onTreeSelection);
     connect(library_, &LibraryPane::refreshed, results_, &ResultsPane::updateRunView);
     connect(library_, &LibraryPane::status, this, &StudioWindow::setStatus);
@@ -143,6 +127,11 @@ void StudioWindow::connectPanes() {
     connect(library_, &LibraryPane::edited, this, &StudioWindow::libraryEdited);
     connect(library_, &LibraryPane::runRenamed, results_, &ResultsPane::updateCompare);
     connect(library_, &LibraryPane::openRequested, this, [this](const QString& file) { openLibrary(file); });
+    connect(library_, &LibraryPane::demoReady, this, [this](const QString& file) {
+        if (!openLibrary(file)) return;
+        if (!library_->snapshot().runs.empty()) selectRun(library_->snapshot().runs.back().id);
+        Q_EMIT demoReady(file);
+    });
     library_->setEditGuard([this](const QString& what) { return planning_->mayEditLibrary(what); });
     connect(planning_, &PlanningController::status, this, &StudioWindow::setStatus);
     connect(planning_, &PlanningController::jobStarted, this, [this] {
@@ -157,7 +146,7 @@ void StudioWindow::connectPanes() {
     });
     connect(planning_, &PlanningController::planReady, this, &StudioWindow::showPlan);
     connect(planning_, &PlanningController::savedPlanShown, this, [this](qint64 id, const QString& note) {
-        setStatus(id == keptEditsRun_ ? note + QStringLiteral(". ") + keptEditsNote(id) : note);
+        setStatus(id == keptEditsRun_ ? note + QStringLiteral(". ") + SetupPane::keptEditsNote(id) : note);
     });
     connect(planning_, &PlanningController::runFinished, this,
             [this] { results_->setCurrentWidget(results_->runView()); });
@@ -222,11 +211,7 @@ bool StudioWindow::openLibrary(const QString& file, bool create, QString* error)
     status_->setLibrary(QFileInfo(file).fileName(), absolute, lib_->read_only());
     setWindowTitle(tr("%1 — RoutePack Studio").arg(QFileInfo(file).fileName()));
     refreshLibrary();
-    try {
-        editor_->setLibraryTopologies(lib_->topologies());
-    } catch (const std::exception& e) {
-        setStatus(guiErrorText(e), true);
-    }
+    setup_->setLibrary(lib_.get());
     samplePane_->setHeadingText(tr("Select a trace or a window in the library."));
     const auto& snap = library_->snapshot();
     // The run selected when the studio last closed on this library, else the first window.
@@ -255,44 +240,7 @@ bool StudioWindow::openLibrary(const QString& file, bool create, QString* error)
 }
 
 void StudioWindow::openDemoLibrary() {
-    if (demoBuild_->runningCount() > 0) return;
-    const QString dir = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/demo");
-    const QString file = dir + QLatin1Char('/') + QString::fromLatin1(storage::kDemoLibraryFile);
-    auto finish = [this, file] {
-        const auto& snap = library_->snapshot();
-        if (!snap.runs.empty()) selectRun(snap.runs.back().id);
-        Q_EMIT demoReady(file);
-    };
-    if (QFileInfo::exists(file)) {
-        try {
-            if (!storage::Library::open(file.toStdString(), storage::OpenMode::ReadOnly)
-                     ->runs(storage::kDemoTrace, storage::kDemoWindow)
-                     .empty()) {
-                if (openLibrary(file)) {
-                    finish();
-                    return;
-                }
-            }
-        } catch (const std::exception&) {
-            // Incomplete or damaged: build it again below.
-        }
-    }
-    setStatus(tr("Building the demo library in %1 (synthetic GRPO window: synth, import, window, plan)…").arg(dir));
-    status_->setBusy(true, false);
-    auto ended = [this] { status_->setBusy(false, planning_->queue()->isBusy()); };
-    demoBuild_->start<bool>(
-        [dir](JobContext&) {
-            storage::build_demo(dir.toStdString());
-            return true;
-        },
-        [this, file, finish, ended](quint64, const std::shared_ptr<const bool>&) {
-            ended();
-            if (openLibrary(file)) finish();
-        },
-        [this, ended](quint64, const JobFailure& failure) {
-            ended();
-            setStatus(tr("Could not build the demo library: %1").arg(failure.text), true);
-        });
+    library_->openDemo();
 }
 
 void StudioWindow::refreshLibrary() {
@@ -359,40 +307,19 @@ void StudioWindow::onTreeSelection() {
     const storage::RunEntry* run = library_->model()->runAt(cur.sibling(cur.row(), 0));
     if (!run) return;
     if (results_->shownRun() != run->id) clearPlan(); // until this run's plan arrives
-    keptEditsRun_ = loadRunSetup(*run, false) ? 0 : run->id;
+    keptEditsRun_ = setup_->loadRun(*run, false) ? 0 : run->id;
     if (const RunReplay::Entry* cached = planning_->replay().find(run->id)) {
         showPlan(cached->plan, cached->window, run->id);
-        setStatus(keptEditsRun_ ? keptEditsNote(run->id) : PlanningController::savedPlanNote(run->id, *cached->plan));
+        setStatus(keptEditsRun_ ? SetupPane::keptEditsNote(run->id)
+                                : PlanningController::savedPlanNote(run->id, *cached->plan));
         return;
     }
-    if (keptEditsRun_) setStatus(keptEditsNote(run->id));
+    if (keptEditsRun_) setStatus(SetupPane::keptEditsNote(run->id));
     if (run->status == "failed") {
         setStatus(tr("Run %1 failed: %2").arg(run->id).arg(QString::fromStdString(run->message)), true);
         return;
     }
     planning_->restoreRun(*run, true);
-}
-
-bool StudioWindow::loadRunSetup(const storage::RunEntry& run, bool force) {
-    // The editor shows what the run was planned with, so that planning again starts from it; edits
-    // of the form that no run or saved topology holds are kept unless `force` (they are one Ctrl+Z
-    // away after a forced load).
-    const QString name = QString::fromStdString(run.topology);
-    if (editor_->showsSetup(name, run.topology_value, run.budgets)) return true;
-    if (!force && editor_->hasUnsavedEdits()) return false;
-    try {
-        editor_->setLibraryTopologies(lib_->topologies()); // the run may have saved a new one
-    } catch (const std::exception&) {
-        // The presets stay as they were; the fields below are still the run's.
-    }
-    editor_->loadSetup(name, run.topology_value, run.budgets, tr("run %1's setup").arg(run.id));
-    return true;
-}
-
-QString StudioWindow::keptEditsNote(qint64 runId) const {
-    return tr("The Topology and budgets form keeps your unsaved edits, not run %1's setup (Edit > Load the shown "
-              "run's setup replaces them; Ctrl+Z in the form undoes that).")
-        .arg(runId);
 }
 
 void StudioWindow::loadSamples(const QString& trace, const QString& window) {
@@ -402,39 +329,8 @@ void StudioWindow::loadSamples(const QString& trace, const QString& window) {
     samplePane_->load(libraryPath(), trace, window, loadOnly);
 }
 
-void StudioWindow::fitPresetToTrace(const QString& trace) {
-    // The topology is the engineer's cluster and stays as set while it can plan the trace. One whose
-    // experts per layer differ from the trace's model cannot: then a preset of the model is offered
-    // (the same EP ranks and DP slots when one exists) and the status line says what was replaced.
-    for (const auto& t : library_->snapshot().traces) {
-        if (QString::fromStdString(t.name) != trace) continue;
-        const auto topo = editor_->topology();
-        if (!topo) return;
-        const std::optional<std::string> pick = preset_for_model(t.model, *topo);
-        if (!pick) return;
-        const QString before = editor_->topologyName();
-        if (pick->empty() || !editor_->selectPreset(QString::fromStdString(*pick))) {
-            setStatus(tr("Topology %1 has %2 experts per layer, trace %3 (%4) has %5: set \"Experts per layer E\" "
-                         "(or \"from the trace\") before planning it.")
-                          .arg(before)
-                          .arg(topo->experts_per_layer)
-                          .arg(trace, QString::fromStdString(t.model.name))
-                          .arg(t.model.experts),
-                      true);
-            return;
-        }
-        setStatus(tr("Preset switched to %1 for trace %2: topology %3 has %4 experts per layer, the trace's model %5 "
-                     "has %6 (pick %3 again in Preset to go back).")
-                      .arg(QString::fromStdString(*pick), trace, before)
-                      .arg(topo->experts_per_layer)
-                      .arg(QString::fromStdString(t.model.name))
-                      .arg(t.model.experts));
-        return;
-    }
-}
-
 void StudioWindow::showPlan(std::shared_ptr<const PlanResult> plan, std::shared_ptr<const Trace> window, qint64 runId) {
-    clearSampleFilter(); // it named a cell or a rank of the plan shown before
+    samplePane_->clearFilter(); // it named a cell or a rank of the plan shown before
     results_->showPlan(std::move(plan), std::move(window), runId);
     updateActions();
     Q_EMIT planShown(runId);
@@ -448,7 +344,7 @@ void StudioWindow::showPlacementIfLoadOnly(const QString& trace) {
     // An aggregate trace holds per-layer expert totals only: what it is for is the placement, identity
     // against LPT on the editor's topology (milliseconds for L x E totals, so on this thread).
     QString why;
-    const std::optional<Topology> topo = editor_->topology(&why);
+    const std::optional<Topology> topo = setup_->editor()->topology(&why);
     const ModelDescription& m = it->model;
     const int E = m.experts;
     if (!topo || topo->ep_ranks < 1 || E % topo->ep_ranks != 0) {
@@ -476,25 +372,9 @@ void StudioWindow::showPlacementIfLoadOnly(const QString& trace) {
 }
 
 void StudioWindow::clearPlan() {
-    clearSampleFilter(); // it named samples of the plan that goes
+    samplePane_->clearFilter(); // it named samples of the plan that goes
     results_->clearPlan();
     updateActions();
-}
-
-QString StudioWindow::sampleHeaderText() const {
-    return samplePane_->headingText();
-}
-
-QString StudioWindow::sampleFilterText() const {
-    return samplePane_->filterText();
-}
-
-void StudioWindow::filterSamples(const std::vector<std::string>& ids, const QString& label) {
-    samplePane_->filterSamples(ids, label);
-}
-
-void StudioWindow::clearSampleFilter() {
-    samplePane_->clearFilter();
 }
 
 void StudioWindow::closeEvent(QCloseEvent* event) {

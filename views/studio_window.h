@@ -29,14 +29,13 @@ class QSettings;
 namespace routepack::views {
 
 class ImportDialog;
-class JobTracker;
 class LibraryPane;
 class PlanningController;
 class ResultsPane;
 class RewriteDialog;
 class SamplePane;
+class SetupPane;
 class StudioStatus;
-class TopologyEditor;
 struct ClusterStepPlan;
 struct ClusterStepRef;
 
@@ -134,8 +133,6 @@ public:
     /// dialog keeps its plan. nullptr (with the reason in the status bar) when no plan is shown.
     RewriteDialog* showRewriteDialog();
 
-    /// The heading above the sample table (what it shows, or why it is empty).
-    QString sampleHeaderText() const;
     /// Text of the status line (job stage, errors): the whole message, also where the line shows it
     /// elided at its end (its tooltip holds it too).
     QString statusText() const;
@@ -158,31 +155,7 @@ public:
     bool statusIsError() const;
     /// Run id of the plan shown (0 when none or not saved).
     qint64 shownRunId() const;
-    /// The sample table's filter line: what a click in the plan views keeps in the table ("Top 20
-    /// samples by tokens on EP rank 3 of MoE layer 45 (LPT placement)", "Row 1, DP slot 2 of the
-    /// RoutePack layout: 4 samples"); "" while the table is not so filtered.
-    QString sampleFilterText() const;
-    /// Keeps only the samples with these ids in the sample table, under the filter line `label` with
-    /// a "Clear filter" button. Ids the table does not hold are ignored.
-    void filterSamples(const std::vector<std::string>& ids, const QString& label);
-    /// Shows every sample again (the "Clear filter" button).
-    void clearSampleFilter();
 
-    /// Deleting and renaming in the library tree (LibraryPane::deleteTrace, ...): each refuses, with
-    /// the reason in the status line, without a writable library, while a deletion runs, and (but
-    /// renameRun) while a planner job runs; the views then drop what they showed of it. A delete
-    /// runs in the background (the status line says when it ended) and returns its job id.
-    quint64 deleteTrace(const QString& trace, bool confirm = true);
-    quint64 deleteWindow(const QString& trace, const QString& window, bool confirm = true);
-    quint64 deleteRun(qint64 runId, bool confirm = true);
-    /// Renames (an empty `newName` asks for one); true when renamed.
-    bool renameTrace(const QString& trace, const QString& newName = {});
-    bool renameWindow(const QString& trace, const QString& window, const QString& newName = {});
-    bool renameRun(qint64 runId, const QString& newName = {});
-
-    /// File > Open Recent: the libraries opened last (newest first, at most 10, absolute paths),
-    /// kept in the settings ("library/recent").
-    QStringList recentLibraries() const;
     /// View > Theme: Fusion with a light or dark palette (views/widgets/theme.h), on the whole application,
     /// kept in the settings ("view/theme") and applied again when the next studio window starts.
     /// Without a kept theme the studio leaves the application's palette as it found it.
@@ -224,8 +197,6 @@ private:
     /// What the panes' and the controller's signals change in the others.
     void connectPanes();
     void buildActions();
-    /// File > Export: what is shown (Ctrl+E), the plan, maps, views, comparison, run and samples.
-    void buildExportMenu(QMenu* file);
     void buildViewMenu();
     void buildThemeMenu(QMenu* view);
     void buildHelpMenu();
@@ -235,12 +206,6 @@ private:
     /// selected when given, else the first window or trace, as if clicked.
     void libraryEdited(const QString& trace, const QString& window);
     void onTreeSelection();
-    /// Loads a saved run's topology and budgets into the editor as one undo step. When the form
-    /// holds unsaved edits (TopologyEditor::hasUnsavedEdits) and differs from the run's setup, they
-    /// are kept and false is returned, unless `force`.
-    bool loadRunSetup(const storage::RunEntry& run, bool force);
-    /// The status line's note that the form kept its edits instead of run `runId`'s setup.
-    QString keptEditsNote(qint64 runId) const;
     /// Empties the plan views and the comparison (nothing selected has a plan shown yet).
     void clearPlan();
     /// What the open plan-file job delivered (openClusterStep): shown with or without counts.
@@ -250,31 +215,22 @@ private:
     void showPlacementIfLoadOnly(const QString& trace);
     void loadSamples(const QString& trace, const QString& window);
     void defineWindow();
-    void saveTopology();
     /// Shows what an export did in the status line (nothing when it was cancelled).
     void showExport(const std::optional<ExportResult>& result);
     void updateActions();
-    /// The topology and planner budgets of the form, or nullopt after saying in the status line
-    /// which of them is not valid and why (the editor's own message).
-    std::optional<std::pair<routepack::Topology, routepack::PlannerBudgets>> formSetup();
     /// Clears the status line when it shows an error (an action succeeded since).
     void clearStaleError();
-    /// When the editor's topology has other experts per layer than trace `trace`'s model (it cannot
-    /// plan it), selects a shipped preset of that model (the one with the same EP ranks and DP slots
-    /// when there is one) and says so in the status line, naming both presets.
-    void fitPresetToTrace(const QString& trace);
 
     StudioOptions options_;
     std::unique_ptr<storage::Library> lib_;
-    LibraryPane* library_ = nullptr;           ///< the library dock
-    PlanningController* planning_ = nullptr;   ///< jobs, the session's plans, progress and cancel
-    ResultsPane* results_ = nullptr;           ///< the plan views, the comparison, the Run view
-    SamplePane* samplePane_ = nullptr;         ///< the sample table and length histogram
-    TopologyEditor* editor_ = nullptr;         ///< the topology and budgets form
-    StudioStatus* status_ = nullptr;           ///< the status bar and its log
-    std::unique_ptr<StudioExports> exports_;   ///< File > Export (its start folder kept across sessions)
+    LibraryPane* library_ = nullptr;         ///< the library dock
+    PlanningController* planning_ = nullptr; ///< jobs, the session's plans, progress and cancel
+    ResultsPane* results_ = nullptr;         ///< the plan views, the comparison, the Run view
+    SamplePane* samplePane_ = nullptr;       ///< the sample table and length histogram
+    SetupPane* setup_ = nullptr;             ///< the topology and budgets form
+    StudioStatus* status_ = nullptr;         ///< the status bar and its log
+    std::unique_ptr<StudioExports> exports_; ///< File > Export (its start folder kept across sessions)
     Actions actions_;
-    JobTracker* demoBuild_ = nullptr;          ///< building the demo library
     ImportDialog* importDialog_ = nullptr;
     RewriteDialog* rewriteDialog_ = nullptr;
     QDialog* helpDialog_ = nullptr;

@@ -5,60 +5,24 @@
 #include "core/plan/plan_file.h"
 #include "views/dialogs/import_dialog.h"
 #include "views/dialogs/rewrite_dialog.h"
-#include "views/dialogs/topology_editor.h"
+#include "views/dialogs/setup_pane.h"
 #include "views/dialogs/window_dialog.h"
 #include "views/library/library_pane.h"
 #include "views/library/sample_pane.h"
-#include "views/plan/heatmap_view.h"
 #include "views/plan/plan_views.h"
 #include "views/planning_controller.h"
 #include "views/results_pane.h"
-#include "views/run/run_view.h"
 #include "views/widgets/gui_text.h"
+#include "views/widgets/item_actions.h"
 
 #include <QAction>
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QLineEdit>
 #include <QMenuBar>
 #include <QMessageBox>
-#include <QTabWidget>
 
 namespace routepack::views {
-
-void StudioWindow::buildExportMenu(QMenu* file) {
-    QMenu* exp = file->addMenu(tr("&Export"));
-    QAction* shown = exp->addAction(tr("Export what is shown…"));
-    shown->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
-    connect(shown, &QAction::triggered, this, [this] { showExport(exports_->exportCurrent()); });
-    exp->addSeparator();
-    QAction* planJson = exp->addAction(tr("Plan JSON…"));
-    connect(planJson, &QAction::triggered, this, [this] { showExport(exports_->exportPlanJson()); });
-    QMenu* maps = exp->addMenu(tr("Expert map"));
-    for (const char* f : {"routepack", "sglang", "vllm"}) {
-        QAction* a = maps->addAction(QString::fromLatin1(f));
-        connect(a, &QAction::triggered, this,
-                [this, f] { showExport(exports_->exportExpertMap(QString::fromLatin1(f))); });
-        actions_.plan << a;
-    }
-    QAction* viewImage = exp->addAction(tr("Current plan view (PNG/SVG)…"));
-    connect(viewImage, &QAction::triggered, this, [this] { showExport(exports_->exportPlanViewImage()); });
-    QAction* cmpCsv = exp->addAction(tr("Comparison table (CSV)…"));
-    connect(cmpCsv, &QAction::triggered, this, [this] { showExport(exports_->exportComparisonCsv()); });
-    QAction* cmpChart = exp->addAction(tr("Comparison chart (PNG/SVG)…"));
-    connect(cmpChart, &QAction::triggered, this, [this] { showExport(exports_->exportComparisonChart()); });
-    QAction* runCsv = exp->addAction(tr("Run steps (CSV, as routepack sweep)…"));
-    connect(runCsv, &QAction::triggered, this, [this] { showExport(exports_->exportRunCsv()); });
-    QMenu* runCharts = exp->addMenu(tr("Run chart (PNG/SVG)"));
-    for (const QString& name : RunView::chartNames())
-        connect(runCharts->addAction(name), &QAction::triggered, this,
-                [this, name] { showExport(exports_->exportRunChart(name)); });
-    QAction* sampleCsv = exp->addAction(tr("Sample table (CSV)…"));
-    connect(sampleCsv, &QAction::triggered, this, [this] { showExport(exports_->exportSampleCsv()); });
-    actions_.plan << planJson << viewImage << cmpCsv << cmpChart;
-    actions_.fullPlan << maps->actions() << planJson << cmpCsv << cmpChart;
-}
 
 void StudioWindow::buildActions() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
@@ -92,7 +56,10 @@ void StudioWindow::buildActions() {
     actions_.window->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_D));
     connect(actions_.window, &QAction::triggered, this, &StudioWindow::defineWindow);
     file->addSeparator();
-    buildExportMenu(file);
+    const StudioExports::MenuActions exportActions = exports_->fillMenu(
+        file->addMenu(tr("&Export")), [this](const std::optional<ExportResult>& result) { showExport(result); });
+    actions_.plan << exportActions.plan;
+    actions_.fullPlan << exportActions.fullPlan;
     file->addSeparator();
     QAction* quit = file->addAction(tr("&Quit"));
     quit->setShortcut(QKeySequence::Quit);
@@ -140,72 +107,13 @@ void StudioWindow::buildViewMenu() {
         view->addAction(d->toggleViewAction());
     buildThemeMenu(view);
     view->addSeparator();
-    // The result tabs by number, and the plan view's tabs in turn (the plan view is shown first).
-    const QString resultNames[] = {tr("&Plan"), tr("&Compare runs"), tr("R&un")};
-    for (int t = 0; t < 3; ++t) {
-        QAction* a = view->addAction(resultNames[t]);
-        a->setShortcut(QKeySequence(Qt::ALT | static_cast<Qt::Key>(Qt::Key_1 + t)));
-        connect(a, &QAction::triggered, this, [this, t] {
-            if (t < results_->count()) results_->setCurrentIndex(t);
-        });
-    }
-    PlanView* planView = results_->planView();
-    auto stepPlanTab = [this, planView](int step) {
-        results_->setCurrentWidget(planView);
-        const int n = planView->count();
-        if (n > 0) planView->setCurrentIndex((planView->currentIndex() + step + n) % n);
-    };
-    QAction* next = view->addAction(tr("&Next plan view"));
-    next->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_PageDown));
-    connect(next, &QAction::triggered, this, [stepPlanTab] { stepPlanTab(1); });
-    QAction* prev = view->addAction(tr("Pre&vious plan view"));
-    prev->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_PageUp));
-    connect(prev, &QAction::triggered, this, [stepPlanTab] { stepPlanTab(-1); });
-    view->addSeparator();
-    // Heatmap zoom: the maps of the shown plan view, their cells larger in a scroll area.
-    auto zoom = [this, planView](int steps) {
-        results_->setCurrentWidget(planView);
-        QWidget* tab = planView->currentWidget();
-        const QList<HeatmapView*> views = tab ? tab->findChildren<HeatmapView*>() : QList<HeatmapView*>();
-        if (planView->zoomHeatmaps(steps) == 0 || views.isEmpty()) {
-            setStatus(tr("The shown plan view has no heatmap to zoom."));
-            return;
-        }
-        setStatus(tr("Heatmap zoom %1% (Ctrl+= / Ctrl+- / Ctrl+0, or Ctrl + mouse wheel)")
-                      .arg(static_cast<int>(std::lround(100 * views.front()->zoom()))));
-    };
-    QAction* zoomIn = view->addAction(tr("Zoom &in heatmaps"));
-    zoomIn->setShortcuts({QKeySequence(Qt::CTRL | Qt::Key_Equal), QKeySequence(Qt::CTRL | Qt::Key_Plus)});
-    connect(zoomIn, &QAction::triggered, this, [zoom] { zoom(1); });
-    QAction* zoomOut = view->addAction(tr("Zoom &out heatmaps"));
-    zoomOut->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Minus));
-    connect(zoomOut, &QAction::triggered, this, [zoom] { zoom(-1); });
-    QAction* zoomReset = view->addAction(tr("&Reset heatmap zoom"));
-    zoomReset->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
-    connect(zoomReset, &QAction::triggered, this, [zoom] { zoom(0); });
+    results_->addViewActions(view);
     view->addAction(tr("Status &messages…"), this, [this] { showStatusLog(); })
         ->setObjectName(QStringLiteral("statusLog"));
 }
 
 QString StudioWindow::shortcutsText() const {
-    QStringList lines;
-    const std::function<void(const QMenu*, const QString&)> walk = [&](const QMenu* menu, const QString& path) {
-        for (QAction* a : menu->actions()) {
-            const QString name = a->text().remove(QLatin1Char('&')).remove(QStringLiteral("…"));
-            if (a->menu()) {
-                walk(a->menu(), path + QStringLiteral(" > ") + name);
-                continue;
-            }
-            if (a->shortcuts().isEmpty()) continue;
-            QStringList keys;
-            for (const QKeySequence& k : a->shortcuts())
-                keys << k.toString(QKeySequence::NativeText);
-            lines << QStringLiteral("%1 > %2: %3").arg(path, name, keys.join(tr(" or ")));
-        }
-    };
-    for (QAction* a : menuBar()->actions())
-        if (a->menu()) walk(a->menu(), a->text().remove(QLatin1Char('&')));
-    return lines.join(QLatin1Char('\n'));
+    return menuShortcutsText(menuBar());
 }
 
 void StudioWindow::updateActions() {
@@ -305,90 +213,18 @@ RewriteDialog* StudioWindow::showRewriteDialog() {
 }
 
 void StudioWindow::defineWindow() {
-    const QString shownTrace = samplePane_->trace();
-    if (!lib_ || shownTrace.isEmpty()) {
+    const QString trace = samplePane_->trace();
+    if (!lib_ || trace.isEmpty()) {
         setStatus(tr("Select a trace first."), true);
         return;
     }
-    std::vector<SampleInfo> all;
-    try {
-        all = lib_->samples(shownTrace.toStdString());
-    } catch (const std::exception& e) {
-        setStatus(guiErrorText(e), true);
-        return;
-    }
-    WindowDialog dlg(shownTrace, std::move(all), samplePane_->selectedSampleIds(), this);
-    dlg.setWindowName(tr("step-%1").arg(lib_->windows(shownTrace.toStdString()).size()));
-    if (dlg.exec() != QDialog::Accepted) return;
-    if (dlg.isSplit()) {
-        // A whole run: every window in one transaction (all or none), as `routepack window --split`.
-        QString why;
-        const auto parts = dlg.splitWindows(&why);
-        if (!parts) {
-            setStatus(tr("Cannot split the trace: %1").arg(why), true);
-            return;
-        }
-        std::vector<storage::Library::WindowSpec> specs;
-        for (const auto& p : *parts)
-            specs.push_back({p.name.toStdString(), p.selection.ids, p.selection.definition});
-        try {
-            lib_->create_windows(shownTrace.toStdString(), specs);
-        } catch (const std::exception& e) {
-            setStatus(tr("Cannot create the windows (none was created): %1").arg(guiErrorText(e)), true);
-            return;
-        }
-        const QString trace = shownTrace;
+    const auto defined = defineWindows(*lib_, trace, samplePane_->selectedSampleIds(), this);
+    if (!defined) return;
+    if (!defined->select.isEmpty()) {
         refreshLibrary();
-        selectWindow(trace, parts->front().name);
-        setStatus(tr("Trace %1 split into %2 windows, %3 .. %4 (last: %5).")
-                      .arg(trace)
-                      .arg(parts->size())
-                      .arg(parts->front().name, parts->back().name)
-                      .arg(QString::fromStdString(parts->back().selection.definition)));
-        return;
+        selectWindow(trace, defined->select);
     }
-    const auto sel = dlg.selection();
-    if (!sel) return;
-    try {
-        lib_->create_window(shownTrace.toStdString(), dlg.windowName().toStdString(), sel->ids, sel->definition);
-    } catch (const std::exception& e) {
-        setStatus(tr("Cannot create the window: %1").arg(guiErrorText(e)), true);
-        return;
-    }
-    const QString trace = shownTrace;
-    refreshLibrary();
-    selectWindow(trace, dlg.windowName());
-    setStatus(tr("Window %1 defined: %2 samples (%3).")
-                  .arg(dlg.windowName())
-                  .arg(sel->ids.size())
-                  .arg(QString::fromStdString(sel->definition)));
-}
-
-void StudioWindow::saveTopology() {
-    if (!lib_) {
-        setStatus(tr("Open a library first."), true);
-        return;
-    }
-    QString why;
-    const auto t = editor_->topology(&why);
-    if (!t) {
-        setStatus(tr("The topology is not valid: %1").arg(why), true);
-        return;
-    }
-    const auto budgets = editor_->budgets(&why);
-    if (!budgets) {
-        setStatus(tr("The planner budgets are not valid: %1").arg(why), true);
-        return;
-    }
-    try {
-        lib_->save_topology(editor_->topologyName().toStdString(), *t, *budgets);
-        editor_->setLibraryTopologies(lib_->topologies());
-        editor_->selectPreset(editor_->topologyName());
-        editor_->markClean();
-        setStatus(tr("Topology %1 saved in the library.").arg(editor_->topologyName()));
-    } catch (const std::exception& e) {
-        setStatus(tr("Cannot save the topology: %1").arg(guiErrorText(e)), true);
-    }
+    setStatus(defined->status, defined->error);
 }
 
 void StudioWindow::showExport(const std::optional<ExportResult>& result) {
@@ -398,7 +234,7 @@ void StudioWindow::showExport(const std::optional<ExportResult>& result) {
 bool StudioWindow::loadShownRunSetup() {
     for (const auto& run : library_->snapshot().runs) {
         if (results_->shownRun() == 0 || run.id != results_->shownRun()) continue;
-        loadRunSetup(run, true);
+        setup_->loadRun(run, true);
         keptEditsRun_ = 0;
         setStatus(tr("The form holds run %1's setup (Ctrl+Z in the form brings your edits back).").arg(run.id));
         return true;

@@ -1,13 +1,14 @@
 // The studio window's planning entry points (the planner queue itself is views/planning_controller.h):
 // planning the selected window or a run of windows from the form's setup, cancelling, comparing saved
-// runs, a cluster run's step in the plan views and the import of its file; and the library tree's
-// deletes and renames (views/library/library_pane.h).
+// runs, a cluster run's step in the plan views and the import of its file.
 #include "views/studio_window.h"
 
 #include "core/model/model.h"
 #include "views/dialogs/import_dialog.h"
+#include "views/dialogs/setup_pane.h"
 #include "views/dialogs/topology_editor.h"
 #include "views/library/library_pane.h"
+#include "views/library/sample_pane.h"
 #include "views/plan/plan_views.h"
 #include "views/planning_controller.h"
 #include "views/results_pane.h"
@@ -16,21 +17,6 @@
 #include <set>
 
 namespace routepack::views {
-
-std::optional<std::pair<routepack::Topology, routepack::PlannerBudgets>> StudioWindow::formSetup() {
-    QString why;
-    auto topo = editor_->topology(&why);
-    if (!topo) {
-        setStatus(tr("The topology is not valid: %1").arg(why), true);
-        return std::nullopt;
-    }
-    auto budgets = editor_->budgets(&why);
-    if (!budgets) {
-        setStatus(tr("The planner budgets are not valid: %1").arg(why), true);
-        return std::nullopt;
-    }
-    return std::make_pair(std::move(*topo), std::move(*budgets));
-}
 
 quint64 StudioWindow::runPlanner() {
     if (!lib_) {
@@ -44,18 +30,18 @@ quint64 StudioWindow::runPlanner() {
         setStatus(tr("Select a window to plan (define one with Ctrl+D)."), true);
         return 0;
     }
-    const auto setup = formSetup();
+    const auto setup = setup_->setup();
     if (!setup) return 0;
     PlanJobRequest rq;
     rq.library = libraryPath();
     rq.trace = cur.data(TraceRole).toString();
     rq.window = cur.data(WindowRole).toString();
-    rq.topologyName = editor_->topologyName().isEmpty() ? QStringLiteral("topology") : editor_->topologyName();
+    rq.topologyName = setup_->topologyName();
     rq.topology = setup->first;
     rq.budgets = setup->second;
     rq.saveRun = !lib_->read_only();
     const quint64 id = planning_->plan(rq);
-    editor_->markClean(); // the form's edits are this run's setup now
+    setup_->editor()->markClean(); // the form's edits are this run's setup now
     updateActions();
     return id;
 }
@@ -69,13 +55,13 @@ quint64 StudioWindow::planRun(const QString& trace, const QStringList& windows) 
         setStatus(tr("Trace %1 has no window to plan (define windows with Ctrl+D).").arg(trace), true);
         return 0;
     }
-    const auto setup = formSetup();
+    const auto setup = setup_->setup();
     if (!setup) return 0;
     RunPlanRequest rq;
     rq.library = libraryPath();
     rq.trace = trace;
     rq.windows = windows;
-    rq.topologyName = editor_->topologyName().isEmpty() ? QStringLiteral("topology") : editor_->topologyName();
+    rq.topologyName = setup_->topologyName();
     rq.topology = setup->first;
     rq.budgets = setup->second;
     rq.saveRuns = !lib_->read_only();
@@ -144,7 +130,7 @@ void StudioWindow::showClusterStep(const ClusterStepRef& step, const ClusterStep
                       .arg(step.planFile, QString::fromStdString(opened.counts_trace)));
         return;
     }
-    clearSampleFilter();
+    samplePane_->clearFilter();
     results_->showStepWithoutCounts(step, opened);
     updateActions();
     const QString why = QString::fromStdString(opened.why_no_counts);
@@ -181,35 +167,6 @@ ImportDialog* StudioWindow::importShownStep() {
     }
     reopenStep_ = std::make_unique<ClusterStepRef>(*shown);
     return dlg;
-}
-
-
-quint64 StudioWindow::deleteTrace(const QString& trace, bool confirm) {
-    return library_->deleteTrace(trace, confirm);
-}
-
-quint64 StudioWindow::deleteWindow(const QString& trace, const QString& window, bool confirm) {
-    return library_->deleteWindow(trace, window, confirm);
-}
-
-quint64 StudioWindow::deleteRun(qint64 runId, bool confirm) {
-    return library_->deleteRun(runId, confirm);
-}
-
-bool StudioWindow::renameTrace(const QString& trace, const QString& newName) {
-    return library_->renameTrace(trace, newName);
-}
-
-bool StudioWindow::renameWindow(const QString& trace, const QString& window, const QString& newName) {
-    return library_->renameWindow(trace, window, newName);
-}
-
-bool StudioWindow::renameRun(qint64 runId, const QString& newName) {
-    return library_->renameRun(runId, newName);
-}
-
-QStringList StudioWindow::recentLibraries() const {
-    return library_->recentLibraries();
 }
 
 } // namespace routepack::views

@@ -3,6 +3,7 @@
 // background job on a connection of its own, a rename on the GUI thread), and the recent libraries.
 #include "views/library/library_pane.h"
 
+#include "storage/demo.h"
 #include "views/jobs/job_tracker.h"
 #include "views/widgets/gui_text.h"
 #include "views/widgets/item_actions.h"
@@ -18,6 +19,7 @@
 #include <QMessageBox>
 #include <QSettings>
 #include <QSignalBlocker>
+#include <QStandardPaths>
 #include <QTreeView>
 #include <QVBoxLayout>
 
@@ -65,7 +67,8 @@ QString removalText(const storage::Removal& r) {
 LibraryPane::LibraryPane(const QString& settingsOrganization, const QString& settingsApplication, QWidget* parent)
     : QWidget(parent), organization_(settingsOrganization), application_(settingsApplication),
       model_(new LibraryTreeModel(this)), view_(new QTreeView(this)), filter_(new QLineEdit(this)),
-      deletions_(new JobTracker(JobTracker::Policy::EveryResult, 1, false, this)) {
+      deletions_(new JobTracker(JobTracker::Policy::EveryResult, 1, false, this)),
+      demoBuild_(new JobTracker(JobTracker::Policy::EveryResult, 1, false, this)) {
     setObjectName(QStringLiteral("libraryPane"));
     model_->setObjectName(QStringLiteral("libraryModel"));
     deletions_->setObjectName(QStringLiteral("deletionJobs"));
@@ -99,6 +102,7 @@ LibraryPane::LibraryPane(const QString& settingsOrganization, const QString& set
 }
 
 LibraryPane::~LibraryPane() {
+    demoBuild_->shutdown();
     deletions_->shutdown();
 }
 
@@ -219,6 +223,40 @@ bool LibraryPane::selectAfterEdit(const QString& trace, const QString& window) {
 void LibraryPane::focusFilter() {
     filter_->setFocus(Qt::ShortcutFocusReason);
     filter_->selectAll();
+}
+
+void LibraryPane::openDemo() {
+    if (demoBuild_->runningCount() > 0) return;
+    const QString dir = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/demo");
+    const QString file = dir + QLatin1Char('/') + QString::fromLatin1(storage::kDemoLibraryFile);
+    if (QFileInfo::exists(file)) {
+        try {
+            if (!storage::Library::open(file.toStdString(), storage::OpenMode::ReadOnly)
+                     ->runs(storage::kDemoTrace, storage::kDemoWindow)
+                     .empty()) {
+                Q_EMIT demoReady(file);
+                return;
+            }
+        } catch (const std::exception&) {
+            // Incomplete or damaged: build it again below.
+        }
+    }
+    Q_EMIT status(tr("Building the demo library in %1 (synthetic GRPO window: synth, import, window, plan)…").arg(dir),
+                  false);
+    Q_EMIT busyChanged(true);
+    demoBuild_->start<bool>(
+        [dir](JobContext&) {
+            storage::build_demo(dir.toStdString());
+            return true;
+        },
+        [this, file](quint64, const std::shared_ptr<const bool>&) {
+            Q_EMIT busyChanged(false);
+            Q_EMIT demoReady(file);
+        },
+        [this](quint64, const JobFailure& failure) {
+            Q_EMIT busyChanged(false);
+            Q_EMIT status(tr("Could not build the demo library: %1").arg(failure.text), true);
+        });
 }
 
 // --- Deleting and renaming ---

@@ -74,6 +74,11 @@ public:
     bool selectAfterEdit(const QString& trace, const QString& window);
     /// Focuses the filter line with its text selected (Edit > Find, Ctrl+F).
     void focusFilter();
+    /// The embedded demo library under QStandardPaths::AppDataLocation/demo: demoReady at once when
+    /// it is there with its runs, else after building it on a worker thread (storage::build_demo;
+    /// busyChanged and the status line meanwhile, the reason in the status line when it fails).
+    /// Nothing while a build runs.
+    void openDemo();
 
     // Each delete and rename refuses, with the reason in the status line, without a library, on a
     // read-only one, while a deletion runs, and when the edit guard refuses. Afterwards
@@ -136,6 +141,8 @@ Q_SIGNALS:
     void runRenamed(qint64 runId);
     /// A recent library was chosen in File > Open Recent.
     void openRequested(const QString& file);
+    /// The demo library `file` is ready to open (openDemo).
+    void demoReady(const QString& file);
 
 private:
     std::unique_ptr<QSettings> settings() const;
@@ -156,6 +163,7 @@ private:
     QLineEdit* filter_ = nullptr;
     QMenu* recentMenu_ = nullptr;
     JobTracker* deletions_ = nullptr; ///< one deletion at a time, each on its own library connection
+    JobTracker* demoBuild_ = nullptr; ///< building the demo library
 };
 
 } // namespace routepack::views
