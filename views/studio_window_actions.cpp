@@ -171,6 +171,7 @@ RewriteDialog* StudioWindow::showRewriteDialog() {
     }
     if (!rewriteDialog_) {
         rewriteDialog_ = new RewriteDialog(this);
+        rewriteDialog_->setObjectName(QStringLiteral("rewriteDialog"));
         connect(rewriteDialog_, &RewriteDialog::rewritten, this,
                 [this](const QString& output) { setStatus(tr("Checkpoint rewritten into %1.").arg(output)); });
     }
