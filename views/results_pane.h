@@ -33,6 +33,7 @@ public:
     /// `library` and `planning` outlive the pane (not owned).
     ResultsPane(LibraryPane* library, PlanningController* planning, QWidget* parent = nullptr);
 
+    /// The pages: the plan views, the comparison and the Run view (owned by the pane).
     PlanView* planView() const { return plan_; }
     CompareView* compareView() const { return compare_; }
     RunView* runView() const { return run_; }

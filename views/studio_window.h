@@ -74,6 +74,7 @@ public:
     /// thread's connection has a short busy timeout (200 ms): a write while another process holds
     /// the library fails at once with "... library is in use by another process ...; try again".
     bool openLibrary(const QString& file, bool create = false, QString* error = nullptr);
+    /// The open library's file ("" when none).
     QString libraryPath() const;
     /// The library remembered in the settings ("" when none).
     QString lastLibrary() const;
