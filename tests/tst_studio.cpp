@@ -10,6 +10,7 @@
 #include "storage/demo.h"
 #include "storage/library.h"
 #include "tests/gui_testutil.h"
+#include "tests/studio_testaccess.h"
 #include "tests/testutil.h"
 #include "views/dialogs/import_dialog.h"
 #include "views/dialogs/topology_editor.h"
@@ -681,10 +682,10 @@ private Q_SLOTS:
         QSettings(options_.settingsOrganization, options_.settingsApplication).clear();
         {
             StudioWindow w(options_);
-            QAbstractItemModelTester t1(w.libraryModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
-            QAbstractItemModelTester t2(w.sampleModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
-            QAbstractItemModelTester t3(w.sampleProxy(), QAbstractItemModelTester::FailureReportingMode::QtTest);
-            QAbstractItemModelTester t4(w.compareView()->model(),
+            QAbstractItemModelTester t1(ui::libraryModel(w), QAbstractItemModelTester::FailureReportingMode::QtTest);
+            QAbstractItemModelTester t2(ui::sampleModel(w), QAbstractItemModelTester::FailureReportingMode::QtTest);
+            QAbstractItemModelTester t3(ui::sampleProxy(w), QAbstractItemModelTester::FailureReportingMode::QtTest);
+            QAbstractItemModelTester t4(ui::compareView(w)->model(),
                                         QAbstractItemModelTester::FailureReportingMode::QtTest);
             w.resize(1600, 1000);
             w.show();
@@ -695,26 +696,26 @@ private Q_SLOTS:
             QVERIFY2(w.openLibrary(q(lib), false, &err), qPrintable(err));
             QCOMPARE(w.lastLibrary(), QFileInfo(q(lib)).absoluteFilePath());
             QTRY_VERIFY_WITH_TIMEOUT(loaded.count() >= 1, 60000);
-            QTRY_COMPARE_WITH_TIMEOUT(w.sampleModel()->rowCount(), mavLib_.empty() ? 32 : 235, 60000);
+            QTRY_COMPARE_WITH_TIMEOUT(ui::sampleModel(w)->rowCount(), mavLib_.empty() ? 32 : 235, 60000);
             QVERIFY(w.selectWindow(trace, QStringLiteral("all")));
             if (!mavLib_.empty())
-                QVERIFY(w.topologyEditor()->selectPreset(QStringLiteral("llama4-maverick-ep8-dp4")));
+                QVERIFY(ui::topologyEditor(w)->selectPreset(QStringLiteral("llama4-maverick-ep8-dp4")));
             else
-                QVERIFY(w.topologyEditor()->selectPreset(QStringLiteral("synthetic-demo-ep8-dp4")));
+                QVERIFY(ui::topologyEditor(w)->selectPreset(QStringLiteral("synthetic-demo-ep8-dp4")));
             const quint64 job = w.runPlanner();
             QVERIFY2(job > 0, qPrintable(w.statusText()));
             QTRY_VERIFY_WITH_TIMEOUT(shown.count() >= 1, 300000);
-            QTRY_VERIFY_WITH_TIMEOUT(!w.jobs()->isBusy(), 60000);
-            QVERIFY(w.planView()->plan() != nullptr);
+            QTRY_VERIFY_WITH_TIMEOUT(!ui::jobs(w)->isBusy(), 60000);
+            QVERIFY(ui::planView(w)->plan() != nullptr);
             QVERIFY2(w.statusText().startsWith(QStringLiteral("Run ")), qPrintable(w.statusText()));
             QVERIFY(w.shownRunId() > 0);
-            QCOMPARE(w.compareView()->model()->rowCount(), 4); // one run x four methods
+            QCOMPARE(ui::compareView(w)->model()->rowCount(), 4); // one run x four methods
             // The new run is in the tree; selecting another window drops nothing.
-            QVERIFY(w.libraryModel()->runIndex(w.shownRunId()).isValid());
+            QVERIFY(ui::libraryModel(w)->runIndex(w.shownRunId()).isValid());
             QTest::qWait(200);
-            w.resultTabs()->setCurrentIndex(0);
-            for (const QString& name : w.planView()->viewNames()) {
-                w.planView()->setCurrentWidget(w.planView()->viewWidget(name));
+            ui::resultTabs(w)->setCurrentIndex(0);
+            for (const QString& name : ui::planView(w)->viewNames()) {
+                ui::planView(w)->setCurrentWidget(ui::planView(w)->viewWidget(name));
                 QTest::qWait(50);
                 shot(&w, QStringLiteral("studio-%1").arg(name));
             }
@@ -722,15 +723,15 @@ private Q_SLOTS:
             // comparison from their stored plans; each adds its four methods.
             const int replays = w.compareSavedRuns();
             QCOMPARE(replays, mavLib_.empty() ? 0 : 1);
-            QTRY_COMPARE_WITH_TIMEOUT(w.compareView()->model()->rowCount(), 4 * (1 + replays), 300000);
-            QTRY_VERIFY_WITH_TIMEOUT(!w.jobs()->isBusy(), 60000);
-            QCOMPARE(w.resultTabs()->currentWidget(), static_cast<QWidget*>(w.compareView()));
+            QTRY_COMPARE_WITH_TIMEOUT(ui::compareView(w)->model()->rowCount(), 4 * (1 + replays), 300000);
+            QTRY_VERIFY_WITH_TIMEOUT(!ui::jobs(w)->isBusy(), 60000);
+            QCOMPARE(ui::resultTabs(w)->currentWidget(), static_cast<QWidget*>(ui::compareView(w)));
             QTest::qWait(50);
             shot(&w, QStringLiteral("studio-compare"));
             // Filter the sample table and select a grid cell's samples.
-            w.sampleProxy()->setTextFilter(QStringLiteral("zzzz-no-such-sample"));
-            QCOMPARE(w.sampleProxy()->rowCount(), 0);
-            w.sampleProxy()->setTextFilter(QString());
+            ui::sampleProxy(w)->setTextFilter(QStringLiteral("zzzz-no-such-sample"));
+            QCOMPARE(ui::sampleProxy(w)->rowCount(), 0);
+            ui::sampleProxy(w)->setTextFilter(QString());
             w.close();
         }
         // Geometry and dock layout were saved and come back.
@@ -763,12 +764,12 @@ private Q_SLOTS:
         w.resize(1600, 1000);
         w.show();
         QSignalSpy shown(&w, &StudioWindow::planShown);
-        QSignalSpy started(w.jobs(), &PlanJobQueue::jobStarted);
+        QSignalSpy started(ui::jobs(w), &PlanJobQueue::jobStarted);
         QVERIFY(w.openLibrary(q(d.library)));
         QVERIFY(w.selectRun(d.run.id));
         QTRY_VERIFY_WITH_TIMEOUT(shown.count() >= 1, 300000);
         QCOMPARE(shown.last().at(0).toLongLong(), d.run.id);
-        const auto& got = *w.planView()->plan();
+        const auto& got = *ui::planView(w)->plan();
         QCOMPARE(got.routepack.layout, d.plan.routepack.layout);
         QCOMPARE(got.routepack.metrics.score, d.plan.routepack.metrics.score);
         QCOMPARE(got.baseline.metrics.score, d.plan.baseline.metrics.score);
@@ -787,18 +788,18 @@ private Q_SLOTS:
         QVERIFY(w.selectRun(otherRun));
         QTRY_VERIFY_WITH_TIMEOUT(shown.count() >= 2, 300000);
         QCOMPARE(shown.last().at(0).toLongLong(), otherRun);
-        QCOMPARE(w.planView()->plan()->routepack.layout, d.plan.routepack.layout);
-        QCOMPARE(w.planView()->plan()->budgets.seed, std::uint64_t(99));
+        QCOMPARE(ui::planView(w)->plan()->routepack.layout, d.plan.routepack.layout);
+        QCOMPARE(ui::planView(w)->plan()->budgets.seed, std::uint64_t(99));
         QCOMPARE(started.count(), 2);
         // Selecting the trace (no plan of its own) empties the plan views and the comparison instead
         // of leaving the run's views under the trace's heading; the run comes back from the cache.
-        QVERIFY(w.compareView()->model()->rowCount() > 0);
+        QVERIFY(ui::compareView(w)->model()->rowCount() > 0);
         QVERIFY(w.selectTrace(QStringLiteral("demo")));
-        QVERIFY(!w.planView()->plan());
-        QCOMPARE(w.compareView()->model()->rowCount(), 0);
+        QVERIFY(!ui::planView(w)->plan());
+        QCOMPARE(ui::compareView(w)->model()->rowCount(), 0);
         QVERIFY(w.selectRun(d.run.id));
-        QVERIFY(w.planView()->plan());
-        QCOMPARE(w.planView()->plan()->routepack.layout, d.plan.routepack.layout);
+        QVERIFY(ui::planView(w)->plan());
+        QCOMPARE(ui::planView(w)->plan()->routepack.layout, d.plan.routepack.layout);
         QCOMPARE(started.count(), 2);
         // The import dialog, as a user first sees it.
         ImportDialog* dlg = w.showImportDialog();
@@ -832,16 +833,16 @@ private Q_SLOTS:
         QVERIFY(w.selectRun(d.run.id));
         QTRY_VERIFY_WITH_TIMEOUT(shown.count() >= 1, 300000);
         QVERIFY(w.selectTrace(QStringLiteral("agg")));
-        QVERIFY(!w.planView()->plan());
-        QCOMPARE(w.planView()->currentWidget(), w.planView()->viewWidget(QStringLiteral("ep-heatmap")));
-        const EpHeatmapPanel* ep = w.planView()->epHeatmapPanel();
+        QVERIFY(!ui::planView(w)->plan());
+        QCOMPARE(ui::planView(w)->currentWidget(), ui::planView(w)->viewWidget(QStringLiteral("ep-heatmap")));
+        const EpHeatmapPanel* ep = ui::planView(w)->epHeatmapPanel();
         QCOMPARE(ep->layerCv(false).size(), std::size_t(2));
         QCOMPARE(ep->layerCv(false)[0], std::sqrt(84.0) / 17.0);
         QCOMPARE(ep->layerCv(true)[0], 0.0);
         QCOMPARE(ep->layerCv(false)[1], 0.0);
         QVERIFY2(w.statusText().startsWith(QStringLiteral("Trace agg is load-only: placement on 8 EP ranks")),
                  qPrintable(w.statusText()));
-        QTRY_COMPARE_WITH_TIMEOUT(w.sampleHeaderText(),
+        QTRY_COMPARE_WITH_TIMEOUT(ui::samplePane(w)->headingText(),
                                   QStringLiteral("Trace agg: load-only (per-layer expert totals of 2 MoE layers x 16 "
                                                  "experts), no samples"),
                                   60000);
@@ -849,8 +850,8 @@ private Q_SLOTS:
         shot(&w, QStringLiteral("studio-load-only-placement"));
         // Selecting the run again shows its plan, not the placement-only view.
         QVERIFY(w.selectRun(d.run.id));
-        QVERIFY(w.planView()->plan());
-        QCOMPARE(w.planView()->epHeatmapPanel()->layerCv(true).size(), std::size_t(d.plan.model.num_moe_layers()));
+        QVERIFY(ui::planView(w)->plan());
+        QCOMPARE(ui::planView(w)->epHeatmapPanel()->layerCv(true).size(), std::size_t(d.plan.model.num_moe_layers()));
     }
 
     void studioOpensDemoLibrary() {
@@ -868,21 +869,21 @@ private Q_SLOTS:
         QCOMPARE(ready.at(0).at(0).toString(), dir + QStringLiteral("/demo.routepack"));
         QCOMPARE(w.libraryPath(), dir + QStringLiteral("/demo.routepack"));
         QTRY_VERIFY_WITH_TIMEOUT(shown.count() >= 1, 300000);
-        QTRY_COMPARE_WITH_TIMEOUT(w.sampleModel()->rowCount(), 64, 60000);
+        QTRY_COMPARE_WITH_TIMEOUT(ui::sampleModel(w)->rowCount(), 64, 60000);
         QVERIFY2(w.statusText().contains(QStringLiteral(": the saved plan (max U ")), qPrintable(w.statusText()));
-        QCOMPARE(w.planView()->plan()->samples.size(), std::size_t(64));
+        QCOMPARE(ui::planView(w)->plan()->samples.size(), std::size_t(64));
         // Keyboard: Ctrl+R queues a run of the selected window, Esc cancels it (the best valid plan
         // so far is kept and shown).
         QVERIFY(w.selectWindow(QStringLiteral("demo"), QStringLiteral("step-0")));
         w.activateWindow();
         QVERIFY(QTest::qWaitForWindowActive(&w));
         const int before = static_cast<int>(shown.count());
-        QSignalSpy started(w.jobs(), &PlanJobQueue::jobStarted);
+        QSignalSpy started(ui::jobs(w), &PlanJobQueue::jobStarted);
         QTest::keyClick(&w, Qt::Key_R, Qt::ControlModifier);
         QCOMPARE(started.count(), 1);
         QTest::keyClick(&w, Qt::Key_Escape);
         QTRY_VERIFY_WITH_TIMEOUT(shown.count() > before, 300000);
-        QTRY_VERIFY_WITH_TIMEOUT(!w.jobs()->isBusy(), 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(!ui::jobs(w)->isBusy(), 60000);
         const auto runs = storage::Library::open(dir.toStdString() + "/demo.routepack", storage::OpenMode::ReadOnly)
                               ->runs("demo", "step-0");
         QCOMPARE(runs.size(), std::size_t(2));
@@ -896,7 +897,7 @@ private Q_SLOTS:
                      ->runs("demo", "step-0")
                      .size(),
                  std::size_t(2));
-        QTRY_VERIFY_WITH_TIMEOUT(!again.jobs()->isBusy(), 300000);
+        QTRY_VERIFY_WITH_TIMEOUT(!ui::jobs(again)->isBusy(), 300000);
     }
 
     void studioDarkPalette() {
@@ -916,7 +917,7 @@ private Q_SLOTS:
             QVERIFY(w.selectWindow(QStringLiteral("syn"), QStringLiteral("all")));
             QVERIFY(w.runPlanner() > 0);
             QTRY_VERIFY_WITH_TIMEOUT(shown.count() >= 1, 300000);
-            QTRY_COMPARE_WITH_TIMEOUT(w.sampleModel()->rowCount(), 32, 60000);
+            QTRY_COMPARE_WITH_TIMEOUT(ui::sampleModel(w)->rowCount(), 32, 60000);
             QTest::qWait(100);
             shot(&w, QStringLiteral("studio-dark"));
         }
@@ -967,7 +968,7 @@ private Q_SLOTS:
         StudioWindow w(options_);
         QVERIFY(w.openLibrary(q(lib)));
         QVERIFY(w.selectWindow(QStringLiteral("syn"), QStringLiteral("all")));
-        TopologyEditor* ed = w.topologyEditor();
+        TopologyEditor* ed = ui::topologyEditor(w);
         QVERIFY(ed->selectPreset(QStringLiteral("synthetic-demo-ep8-dp4")));
         ed->setBudgets(small_budgets());
         QString why;
@@ -978,13 +979,13 @@ private Q_SLOTS:
         QVERIFY(!ed->budgets(&why));
         QCOMPARE(why, QStringLiteral("seed must be an integer in 0..18446744073709551615"));
         QVERIFY(labelTexts(*ed).contains(why));
-        QSignalSpy started(w.jobs(), &PlanJobQueue::jobStarted);
+        QSignalSpy started(ui::jobs(w), &PlanJobQueue::jobStarted);
         QCOMPARE(w.runPlanner(), quint64(0));
         QCOMPARE(
             w.statusText(),
             QStringLiteral("The planner budgets are not valid: seed must be an integer in 0..18446744073709551615"));
         QCOMPARE(started.count(), 0);
-        QVERIFY(!w.jobs()->isBusy());
+        QVERIFY(!ui::jobs(w)->isBusy());
         QVERIFY(storage::Library::open(lib, storage::OpenMode::ReadOnly)->runs("syn", "all").empty());
     }
 
@@ -995,11 +996,11 @@ private Q_SLOTS:
         const auto lib = synthLibrary(QStringLiteral("busy"));
         StudioWindow w(options_);
         QVERIFY(w.openLibrary(q(lib)));
-        QVERIFY(w.topologyEditor()->selectPreset(QStringLiteral("synthetic-demo-ep8-dp4")));
+        QVERIFY(ui::topologyEditor(w)->selectPreset(QStringLiteral("synthetic-demo-ep8-dp4")));
         WriteLockHolder other(lib);
         QElapsedTimer timer;
         timer.start();
-        Q_EMIT w.topologyEditor()->saveRequested();
+        Q_EMIT ui::topologyEditor(w)->saveRequested();
         const qint64 ms = timer.elapsed();
         QVERIFY2(ms < 2000, qPrintable(QString::number(ms)));
         QCOMPARE(w.statusText(), QStringLiteral("Cannot save the topology: ") + q(lib) +
@@ -1007,10 +1008,10 @@ private Q_SLOTS:
                                                     "while starting a transaction; try again"));
         // The lock outlives the worker's busy timeout (1 s): the save is retried, not given up.
         QVERIFY(w.selectWindow(QStringLiteral("syn"), QStringLiteral("all")));
-        w.topologyEditor()->setBudgets(small_budgets());
-        QSignalSpy finished(w.jobs(), &PlanJobQueue::finished);
+        ui::topologyEditor(w)->setBudgets(small_budgets());
+        QSignalSpy finished(ui::jobs(w), &PlanJobQueue::finished);
         bool released = false, finishedAfterRelease = false;
-        const auto c = connect(w.jobs(), &PlanJobQueue::finished, this, [&] { finishedAfterRelease = released; });
+        const auto c = connect(ui::jobs(w), &PlanJobQueue::finished, this, [&] { finishedAfterRelease = released; });
         QTimer::singleShot(3000, this, [&] {
             other.release();
             released = true;
@@ -1023,7 +1024,7 @@ private Q_SLOTS:
         const auto r = finished.at(0).at(0).value<PlanJobResult>();
         QCOMPARE(r.saveError, QString());
         QVERIFY(r.runId > 0);
-        QVERIFY(w.libraryModel()->runIndex(r.runId).isValid());
+        QVERIFY(ui::libraryModel(w)->runIndex(r.runId).isValid());
         QVERIFY2(w.statusText().startsWith(QStringLiteral("Run %1 finished").arg(r.runId)), qPrintable(w.statusText()));
     }
 
@@ -1038,7 +1039,7 @@ private Q_SLOTS:
         QThreadPool::globalInstance()->waitForDone();
         QTest::qWait(100); // deliver the old load's result
         QCOMPARE(loaded.count(), 0);
-        QCOMPARE(w.sampleModel()->rowCount(), 0);
+        QCOMPARE(ui::sampleModel(w)->rowCount(), 0);
         QCOMPARE(w.libraryPath(), q(fresh));
     }
 
@@ -1121,21 +1122,21 @@ private Q_SLOTS:
         StudioWindow w(options_);
         QVERIFY(w.openLibrary(q(lib)));
         QVERIFY(w.selectWindow(QStringLiteral("syn"), QStringLiteral("all")));
-        QVERIFY(w.topologyEditor()->selectPreset(QStringLiteral("synthetic-demo-ep8-dp4")));
-        w.topologyEditor()->setBudgets(small_budgets());
-        QSignalSpy finished(w.jobs(), &PlanJobQueue::finished);
-        QSignalSpy stale(w.jobs(), &PlanJobQueue::staleDropped);
+        QVERIFY(ui::topologyEditor(w)->selectPreset(QStringLiteral("synthetic-demo-ep8-dp4")));
+        ui::topologyEditor(w)->setBudgets(small_budgets());
+        QSignalSpy finished(ui::jobs(w), &PlanJobQueue::finished);
+        QSignalSpy stale(ui::jobs(w), &PlanJobQueue::staleDropped);
         // The same library opened again: its jobs are delivered, their runs are in the tree.
         QVERIFY(w.runPlanner() > 0);
         QVERIFY(w.runPlanner() > 0);
         QVERIFY(w.openLibrary(sameLib));
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 60000);
-        QTRY_VERIFY_WITH_TIMEOUT(!w.jobs()->isBusy(), 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(!ui::jobs(w)->isBusy(), 60000);
         QCOMPARE(stale.count(), 0);
         for (int k = 0; k < 2; ++k) {
             const qint64 run = finished.at(k).at(0).value<PlanJobResult>().runId;
             QVERIFY(run > 0);
-            QVERIFY(w.libraryModel()->runIndex(run).isValid());
+            QVERIFY(ui::libraryModel(w)->runIndex(run).isValid());
         }
         // Another library and back: the jobs queued before are not shown, but the runs they
         // saved join the tree of the library open again.
@@ -1146,11 +1147,11 @@ private Q_SLOTS:
         QVERIFY(w.openLibrary(q(other)));
         QVERIFY(w.openLibrary(q(lib)));
         QTRY_COMPARE_WITH_TIMEOUT(stale.count(), 2, 60000);
-        QTRY_VERIFY_WITH_TIMEOUT(!w.jobs()->isBusy(), 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(!ui::jobs(w)->isBusy(), 60000);
         QCOMPARE(finished.count(), 2);
         QCOMPARE(stale.at(1).at(0).toULongLong(), last);
         QCOMPARE(QFileInfo(stale.at(1).at(1).toString()).canonicalFilePath(), QFileInfo(q(lib)).canonicalFilePath());
-        QCOMPARE(w.libraryModel()->snapshot().runs.size(), std::size_t(4));
+        QCOMPARE(ui::libraryModel(w)->snapshot().runs.size(), std::size_t(4));
         QCOMPARE(w.statusText(), QStringLiteral("Job %1 was queued before this library was opened again; its result "
                                                 "was not shown (a saved run is in the library tree).")
                                      .arg(last));

@@ -12,6 +12,7 @@
 #include "storage/library.h"
 #include "tests/gui_testutil.h"
 #include "tests/rewrite_testutil.h"
+#include "tests/studio_testaccess.h"
 #include "tests/testutil.h"
 #include "views/dialogs/import_dialog.h"
 #include "views/dialogs/rewrite_dialog.h"
@@ -162,7 +163,7 @@ class TestStudioBasics : public test::StudioTestBase {
     /// Runs the planner on the selected window; returns the saved run's id.
     qint64 plan(StudioWindow& w) {
         QSignalSpy shown(&w, &StudioWindow::planShown);
-        w.topologyEditor()->setBudgets(quickBudgets());
+        ui::topologyEditor(w)->setBudgets(quickBudgets());
         if (w.runPlanner() == 0) return 0;
         if (!QTest::qWaitFor([&] { return shown.count() >= 1; }, 60000)) return 0;
         return shown.back().front().toLongLong();
@@ -252,8 +253,8 @@ private Q_SLOTS:
         QVERIFY(w.selectWindow(QStringLiteral("syn"), QStringLiteral("all")));
         const qint64 run = plan(w);
         QVERIFY(run > 0);
-        QTreeView* tree = w.libraryView();
-        LibraryTreeModel* model = w.libraryModel();
+        QTreeView* tree = ui::libraryView(w);
+        LibraryTreeModel* model = ui::libraryModel(w);
 
         // The menu of each kind of node.
         QCOMPARE(actionTexts(rowMenu(tree, model->traceIndex(QStringLiteral("syn")))),
@@ -281,17 +282,17 @@ private Q_SLOTS:
         }
         QSignalSpy shown(&w, &StudioWindow::planShown);
         QVERIFY(w.selectRun(run));
-        QTRY_VERIFY_WITH_TIMEOUT(w.planView()->plan() != nullptr, 30000);
-        QCOMPARE(w.planView()->plan()->window_name, std::string("step-0"));
+        QTRY_VERIFY_WITH_TIMEOUT(ui::planView(w)->plan() != nullptr, 30000);
+        QCOMPARE(ui::planView(w)->plan()->window_name, std::string("step-0"));
 
         // While a job runs nothing may change.
-        w.topologyEditor()->setBudgets(quickBudgets());
+        ui::topologyEditor(w)->setBudgets(quickBudgets());
         QVERIFY(w.runPlanner() > 0);
-        QVERIFY(!w.deleteTrace(QStringLiteral("syn"), false));
+        QVERIFY(!ui::libraryPane(w)->deleteTrace(QStringLiteral("syn"), false));
         QCOMPARE(w.statusText(), QStringLiteral("A job is running: wait for it or cancel it (Esc) before you delete "
                                                 "trace syn."));
-        QTRY_VERIFY_WITH_TIMEOUT(!w.jobs()->isBusy(), 60000);
-        const auto runs = w.libraryModel()->snapshot().runs;
+        QTRY_VERIFY_WITH_TIMEOUT(!ui::jobs(w)->isBusy(), 60000);
+        const auto runs = ui::libraryModel(w)->snapshot().runs;
         QCOMPARE(runs.size(), std::size_t(2));
         const qint64 second = runs.back().id;
 
@@ -309,20 +310,20 @@ private Q_SLOTS:
         actionNamed(menu, QStringLiteral("Delete run…"))->trigger();
         // The deletion is a background job: when the call returns it is still active (its end is
         // delivered on this thread), the tree unchanged, the status bar busy; edits and planning wait.
-        const std::vector<quint64> deleting = w.deletionJobs()->runningJobs();
+        const std::vector<quint64> deleting = ui::deletionJobs(w)->runningJobs();
         QCOMPARE(deleting.size(), std::size_t(1));
-        QVERIFY(w.deletionJobs()->isActive(deleting.front()));
+        QVERIFY(ui::deletionJobs(w)->isActive(deleting.front()));
         QVERIFY(model->runIndex(run).isValid());
         QCOMPARE(w.statusText(), QStringLiteral("Deleting run %1…").arg(run));
         auto* busy = w.statusBar()->findChild<QProgressBar*>();
         QVERIFY(busy && busy->isVisible() && busy->maximum() == 0);
-        QCOMPARE(w.renameRun(second, QStringLiteral("x")), false);
+        QCOMPARE(ui::libraryPane(w)->renameRun(second, QStringLiteral("x")), false);
         QCOMPARE(w.statusText(),
                  QStringLiteral("A deletion is running: wait for it before you rename run %1.").arg(second));
-        QCOMPARE(w.deleteTrace(QStringLiteral("syn"), false), quint64(0));
+        QCOMPARE(ui::libraryPane(w)->deleteTrace(QStringLiteral("syn"), false), quint64(0));
         QCOMPARE(w.runPlanner(), quint64(0));
         QCOMPARE(w.statusText(), QStringLiteral("A deletion is running: wait for it before you plan."));
-        QTRY_VERIFY_WITH_TIMEOUT(!w.deletionJobs()->isActive(deleting.front()), 30000);
+        QTRY_VERIFY_WITH_TIMEOUT(!ui::deletionJobs(w)->isActive(deleting.front()), 30000);
         QVERIFY(!model->runIndex(run).isValid());
         QVERIFY(model->runIndex(second).isValid());
         QVERIFY(!busy->isVisible());
@@ -335,25 +336,25 @@ private Q_SLOTS:
                      QStringLiteral("no run %1 in %2").arg(run).arg(q(file)));
         }
         const auto deleted = [&](quint64 job) {
-            return job > 0 && QTest::qWaitFor([&] { return !w.deletionJobs()->isActive(job); }, 30000);
+            return job > 0 && QTest::qWaitFor([&] { return !ui::deletionJobs(w)->isActive(job); }, 30000);
         };
 
         // Delete the other window without a question; then the trace, whose question names what goes.
-        QVERIFY(deleted(w.deleteWindow(QStringLiteral("syn"), QStringLiteral("half"), false)));
+        QVERIFY(deleted(ui::libraryPane(w)->deleteWindow(QStringLiteral("syn"), QStringLiteral("half"), false)));
         QCOMPARE(w.statusText(), QStringLiteral("Deleted window half of trace syn with nothing else."));
-        QVERIFY(w.renameTrace(QStringLiteral("syn"), QStringLiteral("syn-b")));
+        QVERIFY(ui::libraryPane(w)->renameTrace(QStringLiteral("syn"), QStringLiteral("syn-b")));
         QCOMPARE(w.statusText(), QStringLiteral("Trace syn renamed to syn-b (its saved plans name it so too)."));
         menu = rowMenu(tree, model->traceIndex(QStringLiteral("syn-b")));
         answerNextDialog(QMessageBox::Yes, &question);
         actionNamed(menu, QStringLiteral("Delete trace…"))->trigger();
-        const std::vector<quint64> traceJob = w.deletionJobs()->runningJobs();
+        const std::vector<quint64> traceJob = ui::deletionJobs(w)->runningJobs();
         QCOMPARE(traceJob.size(), std::size_t(1));
         QVERIFY(deleted(traceJob.front()));
         QCOMPARE(question, QStringLiteral("Delete trace syn-b from edit.routepack with 1 window, 1 saved run, 8 "
                                           "samples? This cannot be undone."));
         QCOMPARE(w.statusText(), QStringLiteral("Deleted trace syn-b with 1 window, 1 saved run, 8 samples."));
         QCOMPARE(model->rowCount(), 0);
-        QVERIFY(w.planView()->plan() == nullptr);
+        QVERIFY(ui::planView(w)->plan() == nullptr);
         QVERIFY(storage::Library::open(file, storage::OpenMode::ReadOnly)->traces().empty());
         shot(&w, QStringLiteral("basics-after-delete"));
     }
@@ -366,8 +367,8 @@ private Q_SLOTS:
         QVERIFY(w.selectWindow(QStringLiteral("syn"), QStringLiteral("all")));
         const qint64 run = plan(w);
         QVERIFY(run > 0);
-        QTreeView* tree = w.libraryView();
-        LibraryTreeModel* model = w.libraryModel();
+        QTreeView* tree = ui::libraryView(w);
+        LibraryTreeModel* model = ui::libraryModel(w);
         QCOMPARE(model->runIndex(run).data().toString(), QStringLiteral("run %1").arg(run));
         {
             const QSignalBlocker block(tree->selectionModel()); // the plan shown stays as it is
@@ -381,9 +382,9 @@ private Q_SLOTS:
         const QString label = QStringLiteral("run %1 \u00b7 long anneal").arg(run);
         QCOMPARE(model->runIndex(run).data().toString(), label);
         QCOMPARE(tree->currentIndex(), model->runIndex(run)); // still selected
-        QVERIFY(w.planView()->plan() != nullptr);
+        QVERIFY(ui::planView(w)->plan() != nullptr);
         // The Compare tab's run column (its legend) carries the name after the id.
-        auto* compare = w.compareView()->findChild<QTableView*>();
+        auto* compare = ui::compareView(w)->findChild<QTableView*>();
         QVERIFY(compare && compare->model()->rowCount() >= 4);
         const QString compared = compare->model()->index(0, 0).data().toString();
         QVERIFY2(compared.startsWith(label + QStringLiteral(" \u00b7 EP")), qPrintable(compared));
@@ -412,11 +413,11 @@ private Q_SLOTS:
         StudioWindow w(options_);
         openStudio(w, file);
         QVERIFY(w.selectWindow(QStringLiteral("syn"), QStringLiteral("all")));
-        QTRY_COMPARE_WITH_TIMEOUT(w.sampleModel()->rowCount(), 8, 30000);
+        QTRY_COMPARE_WITH_TIMEOUT(ui::sampleModel(w)->rowCount(), 8, 30000);
         QVERIFY(plan(w) > 0);
 
         // Rows 0 and 2 of the sample table, Ctrl+C: the header line, then the two rows as shown.
-        QTableView* table = w.sampleView();
+        QTableView* table = ui::sampleView(w);
         table->selectionModel()->clearSelection();
         const QAbstractItemModel* m = table->model();
         for (int r : {0, 2})
@@ -449,15 +450,15 @@ private Q_SLOTS:
         QCOMPARE(QApplication::clipboard()->text().count(QLatin1Char('\n')), 9);
 
         // The comparison table has the same menu with its export.
-        auto* compare = w.compareView()->findChild<QTableView*>();
+        auto* compare = ui::compareView(w)->findChild<QTableView*>();
         QVERIFY(compare && compare->model()->rowCount() >= 4);
         QCOMPARE(actionTexts(rowMenu(compare, compare->model()->index(0, 0))),
                  (QStringList{QStringLiteral("Copy"), QStringLiteral("Copy all rows"),
                               QStringLiteral("Export the comparison (CSV)…")}));
 
         // A heatmap: the selected cell's tooltip, as plain text, by Ctrl+C and by its context menu.
-        w.planView()->setCurrentIndex(0);
-        auto* heat = w.planView()->widget(0)->findChildren<HeatmapWidget*>().value(1);
+        ui::planView(w)->setCurrentIndex(0);
+        auto* heat = ui::planView(w)->widget(0)->findChildren<HeatmapWidget*>().value(1);
         QVERIFY(heat && heat->rowCount() > 0);
         const int lastRow = heat->rowCount() - 1, lastCol = heat->columnCount() - 1;
         heat->setSelection(lastRow, lastCol);
@@ -480,8 +481,8 @@ private Q_SLOTS:
         QCOMPARE(QApplication::clipboard()->image().size(), heat->grab().size());
 
         // A chart (the convergence tab): Copy image puts the chart as painted on the clipboard.
-        w.planView()->setCurrentIndex(4);
-        auto* chart = w.planView()->widget(4)->findChild<QChartView*>();
+        ui::planView(w)->setCurrentIndex(4);
+        auto* chart = ui::planView(w)->widget(4)->findChild<QChartView*>();
         QVERIFY(chart);
         Q_EMIT chart->customContextMenuRequested(QPoint(10, 10));
         menu = lastContextMenu(chart);
@@ -492,9 +493,9 @@ private Q_SLOTS:
         saveImagesOf(chart, menu, heat);
 
         // The library tree: Ctrl+C copies the selected rows with the tree's header.
-        QTreeView* tree = w.libraryView();
+        QTreeView* tree = ui::libraryView(w);
         tree->selectionModel()->setCurrentIndex(
-            w.libraryModel()->windowIndex(QStringLiteral("syn"), QStringLiteral("half")),
+            ui::libraryModel(w)->windowIndex(QStringLiteral("syn"), QStringLiteral("half")),
             QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
         tree->setFocus();
         QTest::keyClick(tree, Qt::Key_C, Qt::ControlModifier);
@@ -504,32 +505,32 @@ private Q_SLOTS:
     void libraryFilter() {
         StudioWindow w(options_);
         openStudio(w, lib_);
-        QTreeView* tree = w.libraryView();
-        LibraryTreeModel* model = w.libraryModel();
+        QTreeView* tree = ui::libraryView(w);
+        LibraryTreeModel* model = ui::libraryModel(w);
         const QModelIndex trace = model->traceIndex(QStringLiteral("syn"));
         const QModelIndex all = model->windowIndex(QStringLiteral("syn"), QStringLiteral("all"));
         const QModelIndex half = model->windowIndex(QStringLiteral("syn"), QStringLiteral("half"));
         // Ctrl+F goes to the filter line.
         QTest::keyClick(&w, Qt::Key_F, Qt::ControlModifier);
-        QCOMPARE(QApplication::focusWidget(), w.libraryFilter());
-        QTest::keyClicks(w.libraryFilter(), QStringLiteral("HAL"));
+        QCOMPARE(QApplication::focusWidget(), ui::libraryFilter(w));
+        QTest::keyClicks(ui::libraryFilter(w), QStringLiteral("HAL"));
         QVERIFY(!tree->isRowHidden(trace.row(), {}));
         QVERIFY(tree->isRowHidden(all.row(), trace));
         QVERIFY(!tree->isRowHidden(half.row(), trace));
         // A trace that matches keeps its windows; a text nothing has hides everything.
-        w.libraryFilter()->setText(QStringLiteral("vllm"));
+        ui::libraryFilter(w)->setText(QStringLiteral("vllm"));
         QVERIFY(!tree->isRowHidden(all.row(), trace) && !tree->isRowHidden(half.row(), trace));
         QCOMPARE(applyTreeFilter(tree, QStringLiteral("4 samples")), 2); // the trace and "half"
-        w.libraryFilter()->setText(QStringLiteral("zzz"));
+        ui::libraryFilter(w)->setText(QStringLiteral("zzz"));
         QVERIFY(tree->isRowHidden(trace.row(), {}));
         // Esc in the filter line clears it: everything is back.
-        w.libraryFilter()->setFocus();
-        QTest::keyClick(w.libraryFilter(), Qt::Key_Escape);
-        QCOMPARE(w.libraryFilter()->text(), QString());
+        ui::libraryFilter(w)->setFocus();
+        QTest::keyClick(ui::libraryFilter(w), Qt::Key_Escape);
+        QCOMPARE(ui::libraryFilter(w)->text(), QString());
         QVERIFY(!tree->isRowHidden(trace.row(), {}) && !tree->isRowHidden(all.row(), trace) &&
                 !tree->isRowHidden(half.row(), trace));
         // The filter stays applied when the tree is read again.
-        w.libraryFilter()->setText(QStringLiteral("half"));
+        ui::libraryFilter(w)->setText(QStringLiteral("half"));
         w.refreshLibrary();
         QVERIFY(tree->isRowHidden(model->windowIndex(QStringLiteral("syn"), QStringLiteral("all")).row(),
                                   model->traceIndex(QStringLiteral("syn"))));
@@ -549,30 +550,30 @@ private Q_SLOTS:
             for (const QString& f : files)
                 QVERIFY(w.openLibrary(f));
             QVERIFY(w.openLibrary(files[1])); // again: to the top, once
-            QCOMPARE(w.recentLibraries(), (QStringList{files[1], files[2], files[0]}));
-            Q_EMIT w.recentMenu()->aboutToShow();
+            QCOMPARE(ui::libraryPane(w)->recentLibraries(), (QStringList{files[1], files[2], files[0]}));
+            Q_EMIT ui::recentMenu(w)->aboutToShow();
             const QString dir = QFileInfo(files[0]).absolutePath();
-            QCOMPARE(actionTexts(w.recentMenu()),
+            QCOMPARE(actionTexts(ui::recentMenu(w)),
                      (QStringList{QStringLiteral("&1 b.routepack — ") + dir, QStringLiteral("&2 c.routepack — ") + dir,
                                   QStringLiteral("&3 a.routepack — ") + dir, QStringLiteral("Clear the list")}));
             // A file that is gone drops off the list and out of the settings.
             fs::remove(files[2].toStdString());
-            Q_EMIT w.recentMenu()->aboutToShow();
-            QCOMPARE(actionTexts(w.recentMenu()).size(), 3);
+            Q_EMIT ui::recentMenu(w)->aboutToShow();
+            QCOMPARE(actionTexts(ui::recentMenu(w)).size(), 3);
             QCOMPARE(QSettings(options_.settingsOrganization, options_.settingsApplication)
                          .value(QStringLiteral("library/recent"))
                          .toStringList(),
                      (QStringList{files[1], files[0]}));
             // Choosing an entry opens that library.
-            actionNamed(w.recentMenu(), QStringLiteral("&2 a.routepack — ") + dir)->trigger();
+            actionNamed(ui::recentMenu(w), QStringLiteral("&2 a.routepack — ") + dir)->trigger();
             QCOMPARE(w.libraryPath(), files[0]);
         }
         // The next window remembers.
         StudioWindow again(options_);
-        QCOMPARE(again.recentLibraries(), (QStringList{files[0], files[1]}));
-        actionNamed(again.recentMenu(), QStringLiteral("Clear the list"))->trigger();
-        QVERIFY(again.recentLibraries().isEmpty());
-        QCOMPARE(actionTexts(again.recentMenu()),
+        QCOMPARE(ui::libraryPane(again)->recentLibraries(), (QStringList{files[0], files[1]}));
+        actionNamed(ui::recentMenu(again), QStringLiteral("Clear the list"))->trigger();
+        QVERIFY(ui::libraryPane(again)->recentLibraries().isEmpty());
+        QCOMPARE(actionTexts(ui::recentMenu(again)),
                  (QStringList{QStringLiteral("(no library opened yet)"), QStringLiteral("Clear the list")}));
     }
 
@@ -595,7 +596,7 @@ private Q_SLOTS:
             QCOMPARE(QApplication::style()->name().toLower(), QStringLiteral("fusion"));
             openStudio(w, lib_);
             // The window's widgets follow.
-            QTRY_COMPARE(w.libraryView()->palette().color(QPalette::Base), QColor(0x1e, 0x1e, 0x1e));
+            QTRY_COMPARE(ui::libraryView(w)->palette().color(QPalette::Base), QColor(0x1e, 0x1e, 0x1e));
             shot(&w, QStringLiteral("basics-dark"));
         }
         QCOMPARE(QSettings(options_.settingsOrganization, options_.settingsApplication)
@@ -628,10 +629,10 @@ private Q_SLOTS:
         const QString md = QString::fromUtf8(f.readAll());
         // Every tab and dock of the window has its heading, so a new view cannot go unexplained.
         QStringList titles;
-        for (int t = 0; t < w.resultTabs()->count(); ++t)
-            titles << QStringLiteral("## ") + w.resultTabs()->tabText(t).remove(QLatin1Char('&'));
-        for (int t = 0; t < w.planView()->count(); ++t)
-            titles << QStringLiteral("### ") + w.planView()->tabText(t).remove(QLatin1Char('&'));
+        for (int t = 0; t < ui::resultTabs(w)->count(); ++t)
+            titles << QStringLiteral("## ") + ui::resultTabs(w)->tabText(t).remove(QLatin1Char('&'));
+        for (int t = 0; t < ui::planView(w)->count(); ++t)
+            titles << QStringLiteral("### ") + ui::planView(w)->tabText(t).remove(QLatin1Char('&'));
         titles << QStringLiteral("## Library") << QStringLiteral("## Topology and budgets");
         QCOMPARE(titles.size(), 11);
         for (const QString& t : titles)

@@ -8,6 +8,7 @@
 #include "core/synth/synth.h"
 #include "storage/library.h"
 #include "tests/gui_testutil.h"
+#include "tests/studio_testaccess.h"
 #include "tests/testutil.h"
 #include "views/plan/compare_data.h"
 #include "views/plan/plan_models.h"
@@ -222,7 +223,7 @@ private Q_SLOTS:
         QString err;
         QVERIFY2(w.openLibrary(q(file), false, &err), qPrintable(err));
         QVERIFY(w.selectRun(ids[0]));
-        CompareView* cv = w.compareView();
+        CompareView* cv = ui::compareView(w);
         QTRY_COMPARE_WITH_TIMEOUT(cv->model()->rowCount(), 4, 30000);
         QMenu* menu = cv->runsMenu();
         QCOMPARE(menu->actions().size(), 3);
@@ -243,7 +244,7 @@ private Q_SLOTS:
         QCOMPARE(names.size(), 3);
         QVERIFY2(names.filter(QStringLiteral("cancelled")).size() == 1, qPrintable(names.join(QLatin1Char('|'))));
         QVERIFY2(names.filter(QStringLiteral("2 nodes")).size() == 1, qPrintable(names.join(QLatin1Char('|'))));
-        w.resultTabs()->setCurrentWidget(cv);
+        ui::resultTabs(w)->setCurrentWidget(cv);
         QTest::qWait(50);
         shot(&w, QStringLiteral("compare-runs-1600x1000"));
         w.resize(1366, 768);

@@ -12,6 +12,7 @@
 #include "gpu/safetensors/synth_checkpoint.h"
 #include "storage/library.h"
 #include "tests/gui_testutil.h"
+#include "tests/studio_testaccess.h"
 #include "tests/testutil.h"
 #include "views/dialogs/import_dialog.h"
 #include "views/dialogs/rewrite_dialog.h"
@@ -41,20 +42,20 @@ class TestStudioEndToEnd : public QObject {
     /// 1366x768 (the docs' screenshots of the real window).
     void shootPlanViews(StudioWindow& w) {
         w.selectRun(w.shownRunId());
-        w.resultTabs()->setCurrentWidget(w.planView());
-        for (const QString& name : w.planView()->viewNames()) {
-            w.planView()->setCurrentWidget(w.planView()->viewWidget(name));
+        ui::resultTabs(w)->setCurrentWidget(ui::planView(w));
+        for (const QString& name : ui::planView(w)->viewNames()) {
+            ui::planView(w)->setCurrentWidget(ui::planView(w)->viewWidget(name));
             QTest::qWait(50);
             shot(&w, QStringLiteral("real-ds-") + name);
         }
-        w.resultTabs()->setCurrentWidget(w.compareView());
+        ui::resultTabs(w)->setCurrentWidget(ui::compareView(w));
         QTest::qWait(50);
         shot(&w, QStringLiteral("real-ds-compare"));
         // The same window on a 1366x768 screen.
         w.resize(1366, 768);
-        w.resultTabs()->setCurrentWidget(w.planView());
+        ui::resultTabs(w)->setCurrentWidget(ui::planView(w));
         for (const QString& name : {QStringLiteral("ep-heatmap"), QStringLiteral("costs")}) {
-            w.planView()->setCurrentWidget(w.planView()->viewWidget(name));
+            ui::planView(w)->setCurrentWidget(ui::planView(w)->viewWidget(name));
             QTest::qWait(50);
             shot(&w, QStringLiteral("real-ds-%1-1366x768").arg(name));
         }
@@ -105,7 +106,7 @@ private Q_SLOTS:
         QVERIFY2(w.openLibrary(test::qpath(lib), false, &err), qPrintable(err));
         QSignalSpy loaded(&w, &StudioWindow::samplesLoaded);
         QVERIFY(w.selectWindow(QStringLiteral("ds"), QStringLiteral("step0")));
-        QTRY_COMPARE_WITH_TIMEOUT(w.sampleModel()->rowCount(), 512, 60000);
+        QTRY_COMPARE_WITH_TIMEOUT(ui::sampleModel(w)->rowCount(), 512, 60000);
         const Trace window = storage::Library::open(lib, storage::OpenMode::ReadOnly)->load_window("ds", "step0");
 
         struct Case {
@@ -114,15 +115,15 @@ private Q_SLOTS:
         } cases[] = {{"deepseek-v2-lite-ep16-dp8", 2}, {"deepseek-v2-lite-ep8-dp4", 4}};
         QSignalSpy shown(&w, &StudioWindow::planShown);
         for (const Case& c : cases) {
-            QVERIFY(w.topologyEditor()->selectPreset(QString::fromLatin1(c.preset)));
+            QVERIFY(ui::topologyEditor(w)->selectPreset(QString::fromLatin1(c.preset)));
             PlannerBudgets b; // the defaults of `routepack plan`, on 2 workers as in docs/cli.md's figures
             b.workers = 2;
-            w.topologyEditor()->setBudgets(b);
+            ui::topologyEditor(w)->setBudgets(b);
             const int before = static_cast<int>(shown.count());
             QVERIFY2(w.runPlanner() > 0, qPrintable(w.statusText()));
             QTRY_VERIFY_WITH_TIMEOUT(shown.count() > before, 600000);
-            QTRY_VERIFY_WITH_TIMEOUT(!w.jobs()->isBusy(), 60000);
-            const auto plan = w.planView()->plan();
+            QTRY_VERIFY_WITH_TIMEOUT(!ui::jobs(w)->isBusy(), 60000);
+            const auto plan = ui::planView(w)->plan();
             QVERIFY(plan);
             // The same inputs through the planner directly: the same plan (scores exact).
             PlanInput in;
@@ -145,15 +146,15 @@ private Q_SLOTS:
                   plan->karmarkar_karp.metrics.score.max_u);
         }
         // docs/cli.md's figures for EP 8 / DP 4 (the plan shown last): reorder 252.95 -> routepack 222.06.
-        const auto plan = w.planView()->plan();
+        const auto plan = ui::planView(w)->plan();
         QCOMPARE(QString::number(plan->reorder.metrics.score.max_u, 'f', 2), QStringLiteral("252.95"));
         QCOMPARE(QString::number(plan->routepack.metrics.score.max_u, 'f', 2), QStringLiteral("222.06"));
 
         // 4. The views show the planner's numbers: the compare table lists both runs' four methods.
-        QAbstractItemModel* cmp = w.compareView()->model();
+        QAbstractItemModel* cmp = ui::compareView(w)->model();
         w.compareSavedRuns();
         QTRY_COMPARE_WITH_TIMEOUT(cmp->rowCount(), 8, 600000);
-        QTRY_VERIFY_WITH_TIMEOUT(!w.jobs()->isBusy(), 600000);
+        QTRY_VERIFY_WITH_TIMEOUT(!ui::jobs(w)->isBusy(), 600000);
         int routepack_rows = 0;
         for (int r = 0; r < cmp->rowCount(); ++r) {
             const QString method = cmp->index(r, 1).data().toString();

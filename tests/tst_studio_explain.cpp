@@ -17,6 +17,7 @@
 #include "storage/demo.h"
 #include "storage/library.h"
 #include "tests/gui_testutil.h"
+#include "tests/studio_testaccess.h"
 #include "tests/testutil.h"
 #include "views/dialogs/topology_editor.h"
 #include "views/library/sample_data.h"
@@ -189,8 +190,8 @@ std::pair<std::shared_ptr<PlanResult>, std::shared_ptr<const Trace>> handGainPla
 /// The ids of the samples the sample table shows, sorted.
 QStringList shown_sample_ids(StudioWindow& w) {
     QStringList out;
-    for (int r = 0; r < w.sampleProxy()->rowCount(); ++r)
-        out << w.sampleProxy()->index(r, SampleTableModel::Id).data().toString();
+    for (int r = 0; r < ui::sampleProxy(w)->rowCount(); ++r)
+        out << ui::sampleProxy(w)->index(r, SampleTableModel::Id).data().toString();
     out.sort();
     return out;
 }
@@ -1027,26 +1028,26 @@ private Q_SLOTS:
         b.seeding.candidates = 2;
         b.seeding.population = 2;
         b.workers = 1;
-        w.topologyEditor()->setBudgets(b);
+        ui::topologyEditor(w)->setBudgets(b);
         QVERIFY(w.runPlanner() > 0);
         QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
         w.resize(1560, 960);
         w.show();
         QVERIFY(QTest::qWaitForWindowExposed(&w));
-        const auto plan = w.planView()->plan();
-        const auto window = w.planView()->window();
+        const auto plan = ui::planView(w)->plan();
+        const auto window = ui::planView(w)->window();
         QVERIFY(plan && window);
         QCOMPARE(static_cast<int>(plan->samples.size()), 32);
-        QCOMPARE(w.sampleProxy()->rowCount(), 32);
-        QCOMPARE(w.sampleFilterText(), QString());
+        QCOMPARE(ui::sampleProxy(w)->rowCount(), 32);
+        QCOMPARE(ui::samplePane(w)->filterText(), QString());
 
         auto shownIds = [&] { return shown_sample_ids(w); };
 
         // Click EP rank 1 of the third MoE layer on the LPT map.
-        w.planView()->setCurrentWidget(w.planView()->epHeatmapPanel());
+        ui::planView(w)->setCurrentWidget(ui::planView(w)->epHeatmapPanel());
         QTest::qWait(50);
         const int l = 2, p = 1;
-        HeatmapWidget* lpt = w.planView()->epHeatmapPanel()->map(true);
+        HeatmapWidget* lpt = ui::planView(w)->epHeatmapPanel()->map(true);
         QTest::mouseClick(lpt, Qt::LeftButton, {}, lpt->cellRect(l, p).center());
         // Independently: tokens of every sample on rank p at layer l under LPT, the 20 largest
         // (ties: lower index first).
@@ -1067,29 +1068,29 @@ private Q_SLOTS:
         QCOMPARE(shownIds(), expected);
         const QString layerId = QString::number(plan->model.moe_layers[static_cast<std::size_t>(l)]);
         // Their tokens on (l, p) in their own column, the table sorted by it, most first.
-        QVERIFY(!w.sampleView()->isColumnHidden(SampleTableModel::SelectedTokens));
-        QCOMPARE(w.sampleModel()->headerData(SampleTableModel::SelectedTokens, Qt::Horizontal).toString(),
+        QVERIFY(!ui::sampleView(w)->isColumnHidden(SampleTableModel::SelectedTokens));
+        QCOMPARE(ui::sampleModel(w)->headerData(SampleTableModel::SelectedTokens, Qt::Horizontal).toString(),
                  QStringLiteral("Tokens on L%1/EP1").arg(layerId));
         for (int k = 0; k < 20; ++k)
-            QCOMPARE(w.sampleProxy()->index(k, SampleTableModel::SelectedTokens).data(RawValueRole).toLongLong(),
+            QCOMPARE(ui::sampleProxy(w)->index(k, SampleTableModel::SelectedTokens).data(RawValueRole).toLongLong(),
                      static_cast<qint64>(tokens[static_cast<std::size_t>(k)].first));
-        QCOMPARE(w.sampleFilterText(),
+        QCOMPARE(ui::samplePane(w)->filterText(),
                  QStringLiteral("Top 20 samples by tokens on EP rank 1 of MoE layer %1 (refined LPT placement)")
                      .arg(layerId));
-        QVERIFY(w.clearFilterButton()->isVisible());
+        QVERIFY(ui::clearFilterButton(w)->isVisible());
         // The other views follow: both EP maps outline (l, p), the row-peak view layer l.
         for (bool planned : {false, true}) {
-            QCOMPARE(w.planView()->epHeatmapPanel()->map(planned)->selectedRow(), l);
-            QCOMPARE(w.planView()->epHeatmapPanel()->map(planned)->selectedColumn(), p);
+            QCOMPARE(ui::planView(w)->epHeatmapPanel()->map(planned)->selectedRow(), l);
+            QCOMPARE(ui::planView(w)->epHeatmapPanel()->map(planned)->selectedColumn(), p);
         }
-        QCOMPARE(w.planView()->rowHeatmapPanel()->map()->selectedColumn(), l);
-        w.planView()->setCurrentWidget(w.planView()->rowHeatmapPanel());
+        QCOMPARE(ui::planView(w)->rowHeatmapPanel()->map()->selectedColumn(), l);
+        ui::planView(w)->setCurrentWidget(ui::planView(w)->rowHeatmapPanel());
         QTest::qWait(50);
-        shot(w.planView(), QStringLiteral("explain-row-peaks-selected"));
-        w.planView()->setCurrentWidget(w.planView()->epHeatmapPanel());
+        shot(ui::planView(w), QStringLiteral("explain-row-peaks-selected"));
+        ui::planView(w)->setCurrentWidget(ui::planView(w)->epHeatmapPanel());
         QTest::qWait(50);
         // The experts of the rank, with their tokens, under the maps.
-        const QString list = w.planView()->epHeatmapPanel()->selectionText();
+        const QString list = ui::planView(w)->epHeatmapPanel()->selectionText();
         const int P = plan->topology.ep_ranks;
         QVERIFY2(list.startsWith(
                      QStringLiteral("<b>Layer %1, EP rank 1</b> (refined LPT placement): G = %2 tokens on %3 experts: ")
@@ -1098,14 +1099,14 @@ private Q_SLOTS:
                          .arg(plan->model.experts / P)),
                  qPrintable(list));
         shot(&w, QStringLiteral("explain-linked-ep"));
-        w.clearFilterButton()->click();
-        QCOMPARE(w.sampleProxy()->rowCount(), 32);
-        QCOMPARE(w.sampleFilterText(), QString());
-        QVERIFY(!w.clearFilterButton()->isVisible());
-        QVERIFY(w.sampleView()->isColumnHidden(SampleTableModel::SelectedTokens));
+        ui::clearFilterButton(w)->click();
+        QCOMPARE(ui::sampleProxy(w)->rowCount(), 32);
+        QCOMPARE(ui::samplePane(w)->filterText(), QString());
+        QVERIFY(!ui::clearFilterButton(w)->isVisible());
+        QVERIFY(ui::sampleView(w)->isColumnHidden(SampleTableModel::SelectedTokens));
 
         // The row-peak tooltip names the peak rank.
-        RowHeatmapPanel* rows = w.planView()->rowHeatmapPanel();
+        RowHeatmapPanel* rows = ui::planView(w)->rowHeatmapPanel();
         const MethodResult& rp = plan->routepack;
         const auto W = row_shard_rank_loads(*window, plan->topology, plan->placement.lpt, rp.layout, 0, 0, l);
         const auto top = std::max_element(W.begin(), W.end());
@@ -1114,7 +1115,7 @@ private Q_SLOTS:
                  qPrintable(rowTip));
         QVERIFY2(rowTip.contains(QStringLiteral("max_p W = %1 tokens").arg(*top)), qPrintable(rowTip));
 
-        CostsPanel* costs = w.planView()->costsPanel();
+        CostsPanel* costs = ui::planView(w)->costsPanel();
         check_cost_bars(costs, *plan);
         if (QTest::currentTestFailed()) return;
         // The "why it gains" paragraph, from this plan's numbers.
@@ -1127,14 +1128,14 @@ private Q_SLOTS:
                                    .arg(plan->baseline.metrics.score.max_u, 0, 'f', 4)
                                    .arg(plan->reorder.metrics.score.max_u, 0, 'f', 4)),
                  qPrintable(gain));
-        w.planView()->setCurrentWidget(costs);
+        ui::planView(w)->setCurrentWidget(costs);
         QTest::qWait(50);
         shot(&w, QStringLiteral("explain-costs-why"));
 
         // A grid cell: the table keeps exactly that cell's samples.
-        w.planView()->setCurrentWidget(w.planView()->gridPanel());
+        ui::planView(w)->setCurrentWidget(ui::planView(w)->gridPanel());
         QTest::qWait(50);
-        QTableView* grid = w.planView()->gridPanel()->view();
+        QTableView* grid = ui::planView(w)->gridPanel()->view();
         const QModelIndex cell = grid->model()->index(0, 1);
         QTest::mouseClick(grid->viewport(), Qt::LeftButton, {}, grid->visualRect(cell).center());
         QStringList cellIds;
@@ -1143,21 +1144,21 @@ private Q_SLOTS:
         cellIds.sort();
         QVERIFY(!cellIds.isEmpty());
         QCOMPARE(shownIds(), cellIds);
-        QCOMPARE(w.sampleFilterText(),
+        QCOMPARE(ui::samplePane(w)->filterText(),
                  QStringLiteral("Row 0, DP slot 1 of the RoutePack layout: %1 %2")
                      .arg(cellIds.size())
                      .arg(cellIds.size() == 1 ? QStringLiteral("sample") : QStringLiteral("samples")));
         shot(&w, QStringLiteral("explain-linked-grid"));
-        w.clearSampleFilter();
-        QCOMPARE(w.sampleProxy()->rowCount(), 32);
+        ui::samplePane(w)->clearFilter();
+        QCOMPARE(ui::sampleProxy(w)->rowCount(), 32);
         // A plan shown again (or another one): the filter goes with the plan it was made from.
-        w.filterSamples({plan->samples[0].id, plan->samples[5].id}, QStringLiteral("two"));
+        ui::samplePane(w)->filterSamples({plan->samples[0].id, plan->samples[5].id}, QStringLiteral("two"));
         QCOMPARE(shownIds(), (QStringList{QString::fromStdString(plan->samples[0].id),
                                           QString::fromStdString(plan->samples[5].id)}));
-        QCOMPARE(w.sampleFilterText(), QStringLiteral("two"));
+        QCOMPARE(ui::samplePane(w)->filterText(), QStringLiteral("two"));
         w.showPlan(plan, window, w.shownRunId());
-        QCOMPARE(w.sampleProxy()->rowCount(), 32);
-        QCOMPARE(w.sampleFilterText(), QString());
+        QCOMPARE(ui::sampleProxy(w)->rowCount(), 32);
+        QCOMPARE(ui::samplePane(w)->filterText(), QString());
     }
 };
 

@@ -17,6 +17,7 @@
 #include "gpu/rewrite/request.h"
 #include "storage/library.h"
 #include "tests/gui_testutil.h"
+#include "tests/studio_testaccess.h"
 #include "tests/testutil.h"
 #include "views/dialogs/import_dialog.h"
 #include "views/dialogs/topology_editor.h"
@@ -197,13 +198,13 @@ private Q_SLOTS:
         }
         StudioWindow w(options_);
         QVERIFY(w.openLibrary(q(a)));
-        QVERIFY(w.topologyEditor()->selectPreset(QStringLiteral("cluster-a")));
-        QCOMPARE(w.topologyEditor()->presetBox()->currentText(), QStringLiteral("library: cluster-a"));
+        QVERIFY(ui::topologyEditor(w)->selectPreset(QStringLiteral("cluster-a")));
+        QCOMPARE(ui::topologyEditor(w)->presetBox()->currentText(), QStringLiteral("library: cluster-a"));
         QVERIFY(w.openLibrary(q(tmp_ / "new.routepack"), true));
         // The form still holds cluster-a (what the engineer set); the box does not show another preset.
-        QCOMPARE(w.topologyEditor()->topologyName(), QStringLiteral("cluster-a"));
-        QCOMPARE(w.topologyEditor()->currentPreset(), QString());
-        QCOMPARE(w.topologyEditor()->presetDisplayText(), QStringLiteral("edited: cluster-a"));
+        QCOMPARE(ui::topologyEditor(w)->topologyName(), QStringLiteral("cluster-a"));
+        QCOMPARE(ui::topologyEditor(w)->currentPreset(), QString());
+        QCOMPARE(ui::topologyEditor(w)->presetDisplayText(), QStringLiteral("edited: cluster-a"));
     }
 
     void presetNamesReadableWhenNarrow() {
@@ -251,11 +252,11 @@ private Q_SLOTS:
         QVERIFY(w.openLibrary(q(lib)));
         QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 30000);
         // A topology that fits the trace (E = 32) stays as set.
-        QCOMPARE(w.topologyEditor()->currentPreset(), QStringLiteral("synthetic-demo-ep8-dp4"));
-        QVERIFY(w.topologyEditor()->selectPreset(QStringLiteral("deepseek-v2-lite-ep8-dp4"))); // E = 64
+        QCOMPARE(ui::topologyEditor(w)->currentPreset(), QStringLiteral("synthetic-demo-ep8-dp4"));
+        QVERIFY(ui::topologyEditor(w)->selectPreset(QStringLiteral("deepseek-v2-lite-ep8-dp4"))); // E = 64
         QVERIFY(w.selectTrace(QStringLiteral("syn")));
         QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 2, 30000);
-        QCOMPARE(w.topologyEditor()->currentPreset(), QStringLiteral("synthetic-demo-ep8-dp4"));
+        QCOMPARE(ui::topologyEditor(w)->currentPreset(), QStringLiteral("synthetic-demo-ep8-dp4"));
         QCOMPARE(w.statusText(), QStringLiteral("Preset switched to synthetic-demo-ep8-dp4 for trace syn: topology "
                                                 "deepseek-v2-lite-ep8-dp4 has 64 experts per layer, the trace's model "
                                                 "synthetic has 32 (pick deepseek-v2-lite-ep8-dp4 again in Preset to "
@@ -264,10 +265,10 @@ private Q_SLOTS:
         // E = 0 ("from the trace") plans any trace: kept.
         Topology any = known_topology("deepseek-v2-lite-ep8-dp4");
         any.experts_per_layer = 0;
-        w.topologyEditor()->setTopology(QStringLiteral("any-model"), any);
+        ui::topologyEditor(w)->setTopology(QStringLiteral("any-model"), any);
         QVERIFY(w.selectWindow(QStringLiteral("syn"), QStringLiteral("all")));
         QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 3, 30000);
-        QCOMPARE(w.topologyEditor()->topologyName(), QStringLiteral("any-model"));
+        QCOMPARE(ui::topologyEditor(w)->topologyName(), QStringLiteral("any-model"));
     }
 
     // --- The status line ---
@@ -287,7 +288,7 @@ private Q_SLOTS:
         QCOMPARE(w.statusText(), QString());
         // An invalid field is an error until a valid edit.
         QLineEdit* seed = nullptr;
-        for (QLineEdit* l : w.topologyEditor()->findChildren<QLineEdit*>())
+        for (QLineEdit* l : ui::topologyEditor(w)->findChildren<QLineEdit*>())
             if (l->text() == QString::number(PlannerBudgets{}.seed)) seed = l;
         QVERIFY(seed);
         seed->setText(QStringLiteral("x"));
@@ -582,8 +583,8 @@ private Q_SLOTS:
         rq.topology = known_topology("synthetic-demo-ep8-dp4");
         rq.budgets.placement_rounds = 1001;
         rq.saveRun = false;
-        QSignalSpy failed(w.jobs(), &PlanJobQueue::failed);
-        w.jobs()->enqueue(rq);
+        QSignalSpy failed(ui::jobs(w), &PlanJobQueue::failed);
+        ui::jobs(w)->enqueue(rq);
         QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 60000);
         const QString expected = QStringLiteral("planner: \"Placement rounds\" must be in 0..1000 (got 1001)");
         QCOMPARE(failed.front().at(1).toString(), expected);
@@ -754,11 +755,11 @@ private Q_SLOTS:
         b.seeding.candidates = 2;
         b.seeding.population = 2;
         b.workers = 1;
-        w.topologyEditor()->setBudgets(b);
+        ui::topologyEditor(w)->setBudgets(b);
         // The status line during the job: stage, percent and the time so far (connected after the
         // window's own handler, so it reads what that one wrote).
         QStringList progressLines;
-        connect(w.jobs(), &PlanJobQueue::progress, &w, [&] { progressLines << w.statusText(); });
+        connect(ui::jobs(w), &PlanJobQueue::progress, &w, [&] { progressLines << w.statusText(); });
         QVERIFY(w.runPlanner() > 0);
         QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
         QVERIFY(!progressLines.isEmpty());
@@ -781,8 +782,8 @@ private Q_SLOTS:
         qint64 run = 0;
         plannedStudio(w, lib, &run);
         // The longest preset name in the form's Name field.
-        QVERIFY(w.topologyEditor()->selectPreset(QStringLiteral("llama4-maverick-ep16-dp8-2nodes")));
-        TopologyEditor* editor = w.topologyEditor();
+        QVERIFY(ui::topologyEditor(w)->selectPreset(QStringLiteral("llama4-maverick-ep16-dp8-2nodes")));
+        TopologyEditor* editor = ui::topologyEditor(w);
         QLineEdit* name = nullptr;
         for (QLineEdit* l : editor->findChildren<QLineEdit*>())
             if (l->text() == QStringLiteral("llama4-maverick-ep16-dp8-2nodes")) name = l;
@@ -795,19 +796,19 @@ private Q_SLOTS:
             QTest::qWait(150);
             const QString tag = QStringLiteral("%1x%2").arg(size.width()).arg(size.height());
             shot(&w, QStringLiteral("layout-") + tag);
-            w.planView()->setCurrentWidget(w.planView()->costsPanel());
+            ui::planView(w)->setCurrentWidget(ui::planView(w)->costsPanel());
             QTest::qWait(50);
             shot(&w, QStringLiteral("layout-costs-") + tag);
             // The Costs charts' titles fit their charts line by line (nothing elided; the lines of
             // legend entries under a title are checked in realPlansShowEveryTextWhole).
             for (QChartView* v :
-                 {w.planView()->costsPanel()->rowChartView(), w.planView()->costsPanel()->shardChartView()})
+                 {ui::planView(w)->costsPanel()->rowChartView(), ui::planView(w)->costsPanel()->shardChartView()})
                 for (const QString& line : v->chart()->title().split(QStringLiteral("<br>")))
                     if (!line.contains(QLatin1Char('<')))
                         QVERIFY2(QFontMetrics(v->chart()->titleFont()).horizontalAdvance(line) <=
                                      v->chart()->plotArea().width() + 40,
                                  qPrintable(tag + QStringLiteral(": ") + line));
-            w.planView()->setCurrentIndex(0);
+            ui::planView(w)->setCurrentIndex(0);
             // The editor is not cut at the dock's right edge: it is as wide as its fields need, and
             // the scroll area shows all of that width.
             QVERIFY2(editor->width() >= editor->minimumSizeHint().width(), qPrintable(tag));
@@ -820,7 +821,7 @@ private Q_SLOTS:
             QVERIFY2(name->fontMetrics().horizontalAdvance(name->text()) + 8 <= name->width(),
                      qPrintable(tag + QStringLiteral(" name field %1 px").arg(name->width())));
             // The library tree's columns (name, details) fit its viewport: run details whole.
-            QTreeView* tree = w.libraryView();
+            QTreeView* tree = ui::libraryView(w);
             QVERIFY2(
                 tree->header()->length() <= tree->viewport()->width(),
                 qPrintable(
@@ -830,7 +831,7 @@ private Q_SLOTS:
             QVERIFY2(stages->horizontalHeader()->length() <= stages->viewport()->width(), qPrintable(tag));
             QVERIFY2(stages->mapTo(editor, QPoint(stages->width(), 0)).x() <= editor->width(), qPrintable(tag));
             // The histogram labels as many bin edges as fit whole (never "..."): the fewest skipped.
-            LengthHistogramView* h = w.histogramView();
+            LengthHistogramView* h = ui::histogramView(w);
             auto* x = qobject_cast<QCategoryAxis*>(h->chart()->axes(Qt::Horizontal).value(0));
             QVERIFY(x);
             QCOMPARE(x->categoriesLabels(), h->binLabels());
@@ -844,7 +845,7 @@ private Q_SLOTS:
             // The EP heatmaps' titles ("Planned LPT placement (CV_global 0.2428)") wrap onto a second
             // line where one is too narrow, instead of losing the CV value.
             for (bool planned : {false, true}) {
-                HeatmapWidget* m = w.planView()->epHeatmapPanel()->map(planned);
+                HeatmapWidget* m = ui::planView(w)->epHeatmapPanel()->map(planned);
                 QFont bold = m->font();
                 bold.setBold(true);
                 const int need = QFontMetrics(bold).horizontalAdvance(m->title());
@@ -852,20 +853,21 @@ private Q_SLOTS:
                 QVERIFY2(m->titleLines() == 1 || need <= 2 * (m->width() - 12) - 40, qPrintable(tag + m->title()));
             }
             if (size.width() == 1366) {
-                samplesAt1366 = w.sampleView()->width();
-                planAt1366 = w.resultTabs()->width();
+                samplesAt1366 = ui::sampleView(w)->width();
+                planAt1366 = ui::resultTabs(w)->width();
             }
         }
-        QVERIFY2(w.histogramView()->binLabelStride() > 1, "16 bins in the narrow sample pane: not every edge labelled");
+        QVERIFY2(ui::histogramView(w)->binLabelStride() > 1,
+                 "16 bins in the narrow sample pane: not every edge labelled");
         // A wider window (maximised on a 1920x1080 screen): the plan views take the width.
         w.resize(1920, 1080);
         QTest::qWait(150);
         shot(&w, QStringLiteral("layout-1920x1080"));
-        const int samplesGain = w.sampleView()->width() - samplesAt1366;
-        const int planGain = w.resultTabs()->width() - planAt1366;
+        const int samplesGain = ui::sampleView(w)->width() - samplesAt1366;
+        const int planGain = ui::resultTabs(w)->width() - planAt1366;
         QVERIFY2(planGain > samplesGain && planGain >= 500,
                  qPrintable(QStringLiteral("plan +%1 px, samples +%2 px").arg(planGain).arg(samplesGain)));
-        QVERIFY2(w.resultTabs()->width() > 2 * w.sampleView()->width(), qPrintable(QString::number(planGain)));
+        QVERIFY2(ui::resultTabs(w)->width() > 2 * ui::sampleView(w)->width(), qPrintable(QString::number(planGain)));
     }
 
     // --- Nothing elided on real plans at 1560x960 and 1366x768 ---
@@ -896,7 +898,7 @@ private Q_SLOTS:
 
     /// The length histogram of `w` labels its bin edges whole: as many as fit its plot area now.
     void checkHistogramWhole(StudioWindow& w, const QString& where) {
-        LengthHistogramView* h = w.histogramView();
+        LengthHistogramView* h = ui::histogramView(w);
         auto* x = qobject_cast<QCategoryAxis*>(h->chart()->axes(Qt::Horizontal).value(0));
         QVERIFY(x);
         QCOMPARE(x->categoriesLabels(), h->binLabels());
@@ -918,8 +920,8 @@ private Q_SLOTS:
     /// legends (a legend that would not fit one row is listed under the title) and bar category
     /// labels; combo boxes and push buttons at least as wide as their contents.
     void checkWholeTexts(StudioWindow& w, const QString& where) {
-        QWidget* tab = w.resultTabs()->currentWidget();
-        if (tab == w.planView()) tab = w.planView()->currentWidget();
+        QWidget* tab = ui::resultTabs(w)->currentWidget();
+        if (tab == ui::planView(w)) tab = ui::planView(w)->currentWidget();
         for (HeatmapWidget* m : tab->findChildren<HeatmapWidget*>()) {
             if (!m->isVisible() || m->rowCount() == 0) continue;
             for (const QString& line : m->titleLineTexts())
@@ -967,7 +969,7 @@ private Q_SLOTS:
                 }
         }
         for (QComboBox* box : w.findChildren<QComboBox*>())
-            if (box->isVisible() && box != w.topologyEditor()->presetBox())
+            if (box->isVisible() && box != ui::topologyEditor(w)->presetBox())
                 QVERIFY2(box->width() >= box->sizeHint().width(),
                          qPrintable(where + QStringLiteral(": box %1 is %2 px of %3")
                                                 .arg(box->currentText())
@@ -992,28 +994,28 @@ private Q_SLOTS:
         // The histogram's edge labels, fitted to the plot area each data set leaves (its value labels
         // differ in width): the whole trace, then the window.
         QVERIFY(w.selectTrace(QStringLiteral("ds")));
-        QTRY_COMPARE_WITH_TIMEOUT(w.sampleModel()->rowCount(), 599, 30000);
+        QTRY_COMPARE_WITH_TIMEOUT(ui::sampleModel(w)->rowCount(), 599, 30000);
         QTest::qWait(60);
         checkHistogramWhole(w, QStringLiteral("trace ds"));
         QVERIFY(w.selectWindow(QStringLiteral("ds"), QStringLiteral("first-64")));
-        QTRY_COMPARE_WITH_TIMEOUT(w.sampleModel()->rowCount(), 64, 30000);
+        QTRY_COMPARE_WITH_TIMEOUT(ui::sampleModel(w)->rowCount(), 64, 30000);
         QTest::qWait(60);
         checkHistogramWhole(w, QStringLiteral("window first-64"));
         QSignalSpy shown(&w, &StudioWindow::planShown);
         QList<qint64> runs;
         for (const char* preset : {"deepseek-v2-lite-ep16-dp8-2nodes", "deepseek-v2-lite-ep8-dp4"}) {
-            QVERIFY(w.topologyEditor()->selectPreset(QString::fromLatin1(preset)));
+            QVERIFY(ui::topologyEditor(w)->selectPreset(QString::fromLatin1(preset)));
             PlannerBudgets b;
             b.annealing.levels = 2;
             b.annealing.steps = 50;
             b.seeding.candidates = 2;
             b.seeding.population = 2;
             b.workers = 1;
-            w.topologyEditor()->setBudgets(b);
+            ui::topologyEditor(w)->setBudgets(b);
             const int before = static_cast<int>(shown.count());
             QVERIFY2(w.runPlanner() > 0, qPrintable(w.statusText()));
             QTRY_VERIFY_WITH_TIMEOUT(shown.count() > before, 120000);
-            QTRY_VERIFY_WITH_TIMEOUT(!w.jobs()->isBusy(), 60000);
+            QTRY_VERIFY_WITH_TIMEOUT(!ui::jobs(w)->isBusy(), 60000);
             runs << w.shownRunId();
         }
         for (const QSize size : {QSize(1560, 960), QSize(1366, 768)}) {
@@ -1021,33 +1023,35 @@ private Q_SLOTS:
             w.resize(size);
             QTest::qWait(60);
             // The longest shipped preset name, whole in the preset box.
-            QVERIFY(w.topologyEditor()->selectPreset(QStringLiteral("llama4-maverick-ep16-dp8-2nodes")));
-            QCOMPARE(w.topologyEditor()->presetDisplayText(),
+            QVERIFY(ui::topologyEditor(w)->selectPreset(QStringLiteral("llama4-maverick-ep16-dp8-2nodes")));
+            QCOMPARE(ui::topologyEditor(w)->presetDisplayText(),
                      QStringLiteral("shipped: llama4-maverick-ep16-dp8-2nodes"));
             checkHistogramWhole(w, tag);
             for (int k = 0; k < runs.size(); ++k) {
                 QVERIFY(w.selectRun(runs[k]));
                 QTRY_COMPARE(w.shownRunId(), runs[k]);
-                w.resultTabs()->setCurrentWidget(w.planView());
-                for (int t = 0; t < w.planView()->count(); ++t) {
-                    w.planView()->setCurrentIndex(t);
+                ui::resultTabs(w)->setCurrentWidget(ui::planView(w));
+                for (int t = 0; t < ui::planView(w)->count(); ++t) {
+                    ui::planView(w)->setCurrentIndex(t);
                     QTest::qWait(40);
-                    const QString where = QStringLiteral("%1 run %2 %3").arg(tag).arg(k).arg(w.planView()->tabText(t));
+                    const QString where =
+                        QStringLiteral("%1 run %2 %3").arg(tag).arg(k).arg(ui::planView(w)->tabText(t));
                     shot(&w, QStringLiteral("real-%1-run%2-plan-%3").arg(tag).arg(k).arg(t));
                     checkWholeTexts(w, where);
                     if (QTest::currentTestFailed()) return;
                 }
-                for (int t = 1; t < w.resultTabs()->count(); ++t) {
-                    w.resultTabs()->setCurrentIndex(t);
+                for (int t = 1; t < ui::resultTabs(w)->count(); ++t) {
+                    ui::resultTabs(w)->setCurrentIndex(t);
                     QTest::qWait(40);
                     shot(&w, QStringLiteral("real-%1-run%2-tab-%3").arg(tag).arg(k).arg(t));
-                    checkWholeTexts(w, QStringLiteral("%1 run %2 %3").arg(tag).arg(k).arg(w.resultTabs()->tabText(t)));
+                    checkWholeTexts(w,
+                                    QStringLiteral("%1 run %2 %3").arg(tag).arg(k).arg(ui::resultTabs(w)->tabText(t)));
                     if (QTest::currentTestFailed()) return;
                 }
                 QCOMPARE(w.size(), size);
                 QVERIFY(w.minimumSizeHint().width() <= size.width() && w.minimumSizeHint().height() <= size.height());
-                QVERIFY2(!w.topologyEditor()->presetDisplayText().contains(QChar(0x2026)),
-                         qPrintable(w.topologyEditor()->presetDisplayText()));
+                QVERIFY2(!ui::topologyEditor(w)->presetDisplayText().contains(QChar(0x2026)),
+                         qPrintable(ui::topologyEditor(w)->presetDisplayText()));
             }
         }
         realStatusLineAndZoom(w, runs.front());
@@ -1061,12 +1065,12 @@ private Q_SLOTS:
         QTRY_COMPARE(w.shownRunId(), twoNodeRun);
         const QString longest =
             QStringLiteral("Run %1: ").arg(twoNodeRun) + QString(QStringLiteral("a long message ")).repeated(30);
-        w.planView()->setCurrentWidget(w.planView()->epHeatmapPanel());
+        ui::planView(w)->setCurrentWidget(ui::planView(w)->epHeatmapPanel());
         w.activateWindow();
         QVERIFY(QTest::qWaitForWindowActive(&w));
         QTest::keyClick(&w, Qt::Key_0, Qt::ControlModifier);
         QTest::qWait(40);
-        HeatmapWidget* m = w.planView()->epHeatmapPanel()->map(true);
+        HeatmapWidget* m = ui::planView(w)->epHeatmapPanel()->map(true);
         QCOMPARE(m->columnCount(), 16);
         const int label = m->fontMetrics().horizontalAdvance(QStringLiteral("15"));
         auto cell = [m] { return m->cellRect(0, 1).left() - m->cellRect(0, 0).left(); };
@@ -1088,7 +1092,7 @@ private Q_SLOTS:
         QTest::keyClick(&w, Qt::Key_0, Qt::ControlModifier);
         // The status line: the run's name first, the end elided, the whole message kept.
         w.setStatus(longest);
-        QLabel* line = w.statusLine();
+        QLabel* line = ui::statusLine(w);
         QVERIFY(line->text().endsWith(QChar(0x2026)));
         QVERIFY(line->text().startsWith(QStringLiteral("Run %1: a long message").arg(twoNodeRun)));
         QVERIFY2(line->fontMetrics().horizontalAdvance(line->text()) <= line->contentsRect().width(),
@@ -1117,17 +1121,17 @@ private Q_SLOTS:
         // Alt+2 shows the comparison, Alt+1 the plan; Ctrl+PgDown / PgUp step through the plan views
         // (cyclically).
         QTest::keyClick(&w, Qt::Key_2, Qt::AltModifier);
-        QCOMPARE(w.resultTabs()->currentIndex(), 1);
+        QCOMPARE(ui::resultTabs(w)->currentIndex(), 1);
         QTest::keyClick(&w, Qt::Key_1, Qt::AltModifier);
-        QCOMPARE(w.resultTabs()->currentIndex(), 0);
-        const int n = w.planView()->count();
+        QCOMPARE(ui::resultTabs(w)->currentIndex(), 0);
+        const int n = ui::planView(w)->count();
         QVERIFY(n >= 2);
-        w.planView()->setCurrentIndex(0);
+        ui::planView(w)->setCurrentIndex(0);
         QTest::keyClick(&w, Qt::Key_PageDown, Qt::ControlModifier);
-        QCOMPARE(w.planView()->currentIndex(), 1);
+        QCOMPARE(ui::planView(w)->currentIndex(), 1);
         QTest::keyClick(&w, Qt::Key_PageUp, Qt::ControlModifier);
         QTest::keyClick(&w, Qt::Key_PageUp, Qt::ControlModifier);
-        QCOMPARE(w.planView()->currentIndex(), n - 1);
+        QCOMPARE(ui::planView(w)->currentIndex(), n - 1);
         // The Help text is built from the menus: every shortcut with its menu path.
         const QStringList lines = w.shortcutsText().split(QLatin1Char('\n'));
         const QString run = QKeySequence(Qt::CTRL | Qt::Key_R).toString(QKeySequence::NativeText);
@@ -1146,9 +1150,9 @@ private Q_SLOTS:
         w.show();
         w.activateWindow();
         QVERIFY(QTest::qWaitForWindowActive(&w));
-        w.resultTabs()->setCurrentIndex(1);
-        w.planView()->setCurrentWidget(w.planView()->epHeatmapPanel());
-        const QList<HeatmapView*> maps = w.planView()->epHeatmapPanel()->findChildren<HeatmapView*>();
+        ui::resultTabs(w)->setCurrentIndex(1);
+        ui::planView(w)->setCurrentWidget(ui::planView(w)->epHeatmapPanel());
+        const QList<HeatmapView*> maps = ui::planView(w)->epHeatmapPanel()->findChildren<HeatmapView*>();
         QCOMPARE(maps.size(), 2);
         auto levels = [&] {
             QList<int> out;
@@ -1158,7 +1162,7 @@ private Q_SLOTS:
         };
         // Ctrl+= zooms both EP-rank maps in one level (and shows the plan view), Ctrl+- out, Ctrl+0 resets.
         QTest::keyClick(&w, Qt::Key_Equal, Qt::ControlModifier);
-        QCOMPARE(w.resultTabs()->currentWidget(), static_cast<QWidget*>(w.planView()));
+        QCOMPARE(ui::resultTabs(w)->currentWidget(), static_cast<QWidget*>(ui::planView(w)));
         QCOMPARE(levels(), QList<int>({1, 1}));
         QCOMPARE(w.statusText(), QStringLiteral("Heatmap zoom 125% (Ctrl+= / Ctrl+- / Ctrl+0, or Ctrl + mouse wheel)"));
         QTest::keyClick(&w, Qt::Key_Equal, Qt::ControlModifier);
@@ -1171,7 +1175,7 @@ private Q_SLOTS:
         QCOMPARE(levels(), QList<int>({0, 0}));
         QVERIFY2(w.statusText().startsWith(QStringLiteral("Heatmap zoom 100%")), qPrintable(w.statusText()));
         // A view without heatmaps says so.
-        w.planView()->setCurrentWidget(w.planView()->costsPanel());
+        ui::planView(w)->setCurrentWidget(ui::planView(w)->costsPanel());
         QTest::keyClick(&w, Qt::Key_Equal, Qt::ControlModifier);
         QCOMPARE(w.statusText(), QStringLiteral("The shown plan view has no heatmap to zoom."));
         QCOMPARE(levels(), QList<int>({0, 0}));
@@ -1219,24 +1223,24 @@ private Q_SLOTS:
             QVERIFY(w.selectWindow(QStringLiteral("syn"), QStringLiteral("all")));
             QVERIFY(w.selectRun(run));
             QTRY_COMPARE_WITH_TIMEOUT(w.shownRunId(), run, 30000);
-            w.resultTabs()->setCurrentIndex(1);
-            w.planView()->setCurrentIndex(2);
-            w.exports()->setFolder(folder);
+            ui::resultTabs(w)->setCurrentIndex(1);
+            ui::planView(w)->setCurrentIndex(2);
+            ui::exports(w)->setFolder(folder);
             QVERIFY(w.close());
         }
         StudioWindow again(options_);
-        QCOMPARE(again.resultTabs()->currentIndex(), 1);
-        QCOMPARE(again.planView()->currentIndex(), 2);
-        QCOMPARE(again.exports()->folder(), folder);
-        QCOMPARE(again.exports()->suggestedPath(QStringLiteral("plan.json")), folder + QStringLiteral("/plan.json"));
+        QCOMPARE(ui::resultTabs(again)->currentIndex(), 1);
+        QCOMPARE(ui::planView(again)->currentIndex(), 2);
+        QCOMPARE(ui::exports(again)->folder(), folder);
+        QCOMPARE(ui::exports(again)->suggestedPath(QStringLiteral("plan.json")), folder + QStringLiteral("/plan.json"));
         QVERIFY(again.openLibrary(q(lib)));
-        const QModelIndex cur = again.libraryView()->currentIndex();
+        const QModelIndex cur = ui::libraryView(again)->currentIndex();
         QCOMPARE(cur.data(RunIdRole).toLongLong(), run);
         QTRY_COMPARE_WITH_TIMEOUT(again.shownRunId(), run, 30000);
         // Another library does not take this library's run id.
         const fs::path other = synthLibrary(QStringLiteral("polish-restart-other"));
         QVERIFY(again.openLibrary(q(other)));
-        QCOMPARE(again.libraryView()->currentIndex().data(KindRole).toInt(), int(LibraryTreeModel::WindowNode));
+        QCOMPARE(ui::libraryView(again)->currentIndex().data(KindRole).toInt(), int(LibraryTreeModel::WindowNode));
     }
 
     // --- Run and job numbers ---
@@ -1254,7 +1258,7 @@ private Q_SLOTS:
         b.seeding.candidates = 2;
         b.seeding.population = 2;
         b.workers = 1;
-        w.topologyEditor()->setBudgets(b);
+        ui::topologyEditor(w)->setBudgets(b);
         // Two jobs, so that job and run numbers need not agree: a restore-free library has run ids from 1.
         const quint64 j1 = w.runPlanner();
         QVERIFY2(j1 > 0, qPrintable(w.statusText()));
@@ -1265,7 +1269,7 @@ private Q_SLOTS:
         QVERIFY2(!w.statusText().contains(QStringLiteral("job")), qPrintable(w.statusText())); // one number: the run's
         // Every cost axis of the plan views and the comparison says its unit.
         int costAxes = 0;
-        for (QWidget* root : {static_cast<QWidget*>(w.planView()), static_cast<QWidget*>(w.compareView())})
+        for (QWidget* root : {static_cast<QWidget*>(ui::planView(w)), static_cast<QWidget*>(ui::compareView(w))})
             for (QChartView* v : root->findChildren<QChartView*>())
                 for (QAbstractAxis* a : v->chart()->axes(Qt::Vertical)) {
                     const QString t = a->titleText();
@@ -1282,9 +1286,9 @@ private Q_SLOTS:
         }
         // The EP heatmaps draw loads within 2% of the layer mean as even, and say so.
         for (bool planned : {false, true})
-            QCOMPARE(w.planView()->epHeatmapPanel()->map(planned)->neutralBand(), 0.02);
+            QCOMPARE(ui::planView(w)->epHeatmapPanel()->map(planned)->neutralBand(), 0.02);
         // The shard totals: the bars tied with the straggler are selected; all tied = one neutral colour.
-        CostsPanel* costs = w.planView()->costsPanel();
+        CostsPanel* costs = ui::planView(w)->costsPanel();
         for (int m = 0; m < kPaperMethodCount; ++m) {
             costs->setMethod(method_at(m));
             QBarSet* set = costs->shardTotalSet();

@@ -16,6 +16,7 @@
 #include "storage/demo.h"
 #include "tests/gui_testutil.h"
 #include "tests/rewrite_testutil.h"
+#include "tests/studio_testaccess.h"
 #include "tests/testutil.h"
 #include "views/dialogs/rewrite_dialog.h"
 #include "views/dialogs/topology_editor.h"
@@ -472,16 +473,16 @@ private Q_SLOTS:
         QVERIFY(!w.showRewriteDialog());
 
         // Another topology and other budgets in the editor; selecting the run brings back its own.
-        QVERIFY(w.topologyEditor()->selectPreset(QStringLiteral("llama4-maverick-ep8-dp4")));
-        QVERIFY(*w.topologyEditor()->topology() != demo.run.topology_value);
+        QVERIFY(ui::topologyEditor(w)->selectPreset(QStringLiteral("llama4-maverick-ep8-dp4")));
+        QVERIFY(*ui::topologyEditor(w)->topology() != demo.run.topology_value);
         QSignalSpy shown(&w, &StudioWindow::planShown);
         QVERIFY(w.selectRun(demo.run.id));
         QString why;
-        const auto topo = w.topologyEditor()->topology(&why);
+        const auto topo = ui::topologyEditor(w)->topology(&why);
         QVERIFY2(topo, qPrintable(why));
         QVERIFY(*topo == demo.run.topology_value);
-        QCOMPARE(w.topologyEditor()->topologyName(), QString::fromStdString(demo.run.topology));
-        const PlannerBudgets eb = w.topologyEditor()->budgets();
+        QCOMPARE(ui::topologyEditor(w)->topologyName(), QString::fromStdString(demo.run.topology));
+        const PlannerBudgets eb = ui::topologyEditor(w)->budgets();
         QCOMPARE(eb.seed, demo.run.budgets.seed);
         QCOMPARE(eb.workers, demo.run.budgets.workers);
         QCOMPARE(eb.annealing.levels, demo.run.budgets.annealing.levels);
@@ -493,7 +494,7 @@ private Q_SLOTS:
         QTRY_VERIFY_WITH_TIMEOUT(shown.count() >= 1, 300000);
         QVERIFY(rewrite->isEnabled());
         rewrite->trigger();
-        RewriteDialog* d = w.rewriteDialog();
+        RewriteDialog* d = ui::rewriteDialog(w);
         QVERIFY(d);
         QVERIFY(d->isVisible());
         QVERIFY(d->hasPlan());

@@ -10,6 +10,7 @@
 #include "core/synth/synth.h"
 #include "storage/library.h"
 #include "tests/gui_testutil.h"
+#include "tests/studio_testaccess.h"
 #include "tests/testutil.h"
 #include "views/dialogs/exports.h"
 #include "views/dialogs/import_dialog.h"
@@ -126,8 +127,8 @@ class TestStudioRunPlan : public test::StudioTestBase {
         if (!QTest::qWaitForWindowExposed(w.get())) return nullptr;
         QString err;
         if (!w->openLibrary(q(file), false, &err)) return nullptr;
-        w->topologyEditor()->setTopology(QString::fromLatin1(kTopology), known_topology(kTopology));
-        w->topologyEditor()->setBudgets(budgets);
+        ui::topologyEditor(*w)->setTopology(QString::fromLatin1(kTopology), known_topology(kTopology));
+        ui::topologyEditor(*w)->setBudgets(budgets);
         return w;
     }
 
@@ -295,24 +296,24 @@ private Q_SLOTS:
         // A window shown first: its samples stay shown through the run (never "Loading" again).
         QVERIFY(w->selectWindow(QStringLiteral("syn"), QStringLiteral("step-004")));
         const QString shown = QStringLiteral("Window step-004 of trace syn: 8 samples, ");
-        QTRY_VERIFY_WITH_TIMEOUT(w->sampleHeaderText().startsWith(shown), 30000);
+        QTRY_VERIFY_WITH_TIMEOUT(ui::samplePane(*w)->headingText().startsWith(shown), 30000);
         // The five windows selected in the tree, in reverse order (the run is in natural name order).
-        QTreeView* tv = w->libraryView();
+        QTreeView* tv = ui::libraryView(*w);
         auto* sel = tv->selectionModel();
         sel->clearSelection();
         for (int k = 4; k >= 0; --k)
-            sel->select(w->libraryModel()->windowIndex(QStringLiteral("syn"), QStringLiteral("step-00%1").arg(k)),
+            sel->select(ui::libraryModel(*w)->windowIndex(QStringLiteral("syn"), QStringLiteral("step-00%1").arg(k)),
                         QItemSelectionModel::Select | QItemSelectionModel::Rows);
         std::optional<RunPlanResult> result;
         std::vector<int> steps;
         std::vector<double> overall;
-        connect(w->jobs(), &PlanJobQueue::runFinished, this, [&](const RunPlanResult& r) { result = r; });
-        connect(w->jobs(), &PlanJobQueue::runStepFinished, this,
+        connect(ui::jobs(*w), &PlanJobQueue::runFinished, this, [&](const RunPlanResult& r) { result = r; });
+        connect(ui::jobs(*w), &PlanJobQueue::runStepFinished, this,
                 [&](quint64, int index, int count, const QString&, qint64, double) {
                     QCOMPARE(count, 5);
                     steps.push_back(index);
                 });
-        connect(w->jobs(), &PlanJobQueue::runProgress, this,
+        connect(ui::jobs(*w), &PlanJobQueue::runProgress, this,
                 [&](quint64, int, int, const QString&, double, double all) { overall.push_back(all); });
         const quint64 job = w->planSelectedRun();
         QVERIFY2(job > 0, qPrintable(w->statusText()));
@@ -326,10 +327,10 @@ private Q_SLOTS:
         QVERIFY(overall.back() <= 1.0);
         QCOMPARE(result->plans.size(), std::size_t(5));
         QVERIFY2(w->statusText().contains(QStringLiteral("5 of 5 windows planned")), qPrintable(w->statusText()));
-        QTRY_VERIFY_WITH_TIMEOUT(w->samplePane()->trace() == QStringLiteral("syn") &&
-                                     !w->sampleHeaderText().startsWith(QStringLiteral("Loading")),
+        QTRY_VERIFY_WITH_TIMEOUT(ui::samplePane(*w)->trace() == QStringLiteral("syn") &&
+                                     !ui::samplePane(*w)->headingText().startsWith(QStringLiteral("Loading")),
                                  30000);
-        QVERIFY2(w->sampleHeaderText().startsWith(shown), qPrintable(w->sampleHeaderText()));
+        QVERIFY2(ui::samplePane(*w)->headingText().startsWith(shown), qPrintable(ui::samplePane(*w)->headingText()));
 
         auto lib = storage::Library::open(file, storage::OpenMode::ReadOnly);
         auto cliRuns = storage::Library::open(cliLib, storage::OpenMode::ReadOnly);
@@ -355,8 +356,8 @@ private Q_SLOTS:
             QCOMPARE(parse_plan(lib->run_plan_json(run), "studio run").row_count, p.rows.rows);
         }
         // The Run view shows the five steps (it read them as they were saved).
-        RunView* rv = w->runView();
-        QCOMPARE(w->resultTabs()->currentWidget(), static_cast<QWidget*>(rv));
+        RunView* rv = ui::runView(*w);
+        QCOMPARE(ui::resultTabs(*w)->currentWidget(), static_cast<QWidget*>(rv));
         w->selectTrace(QStringLiteral("syn"));
         QTRY_VERIFY_WITH_TIMEOUT(!rv->isLoading() && rv->currentSeries() && rv->currentSeries()->steps.size() == 5,
                                  30000);
@@ -386,8 +387,8 @@ private Q_SLOTS:
         auto w = studio(file, run_budgets(3, 100));
         QVERIFY(w);
         QVERIFY(w->selectTrace(QStringLiteral("syn")));
-        RunView* rv = w->runView();
-        w->resultTabs()->setCurrentWidget(rv);
+        RunView* rv = ui::runView(*w);
+        ui::resultTabs(*w)->setCurrentWidget(rv);
         QTRY_VERIFY_WITH_TIMEOUT(!rv->isLoading() && rv->currentSeries(), 30000);
         QCOMPARE(rv->currentSeries()->table.size(), std::size_t(5));
         const QString csv = q(tmp_ / "studio-sweep.csv");
@@ -462,8 +463,8 @@ private Q_SLOTS:
         auto w = studio(file, run_budgets(3, 100));
         QVERIFY(w);
         QVERIFY(w->selectTrace(QStringLiteral("syn")));
-        RunView* rv = w->runView();
-        w->resultTabs()->setCurrentWidget(rv);
+        RunView* rv = ui::runView(*w);
+        ui::resultTabs(*w)->setCurrentWidget(rv);
         QTRY_VERIFY_WITH_TIMEOUT(!rv->isLoading() && rv->currentSeries(), 30000);
         QVERIFY(has_migration_costs(*rv->currentSeries()));
         QVERIFY(!rv->applyChartView()->isHidden());
@@ -542,14 +543,14 @@ private Q_SLOTS:
 
         auto w = studio(file, run_budgets(3, 100));
         QVERIFY(w);
-        const QModelIndex node = w->libraryModel()->clusterRunIndex(1);
+        const QModelIndex node = ui::libraryModel(*w)->clusterRunIndex(1);
         QVERIFY(node.isValid());
         QCOMPARE(node.data().toString(), QStringLiteral("cluster run 1: syn-run"));
         QCOMPARE(node.sibling(node.row(), 1).data().toString(),
                  QStringLiteral("5 steps x 1 chain(s), 4 planned, 1 failed"));
-        w->libraryView()->setCurrentIndex(node);
-        RunView* rv = w->runView();
-        QCOMPARE(w->resultTabs()->currentWidget(), static_cast<QWidget*>(rv));
+        ui::libraryView(*w)->setCurrentIndex(node);
+        RunView* rv = ui::runView(*w);
+        QCOMPARE(ui::resultTabs(*w)->currentWidget(), static_cast<QWidget*>(rv));
         QCOMPARE(rv->clusterRun(), qint64(1));
         QTRY_VERIFY_WITH_TIMEOUT(!rv->isLoading() && rv->currentSeries(), 30000);
         const RunSeries& s = *rv->currentSeries();
@@ -579,17 +580,17 @@ private Q_SLOTS:
         const QString planFile = q(fs::canonical(out) / "two-nodes" / "step-003.plan.json");
         QCOMPARE(opened.at(0).at(0).toString(), planFile);
         QCOMPARE(opened.at(0).at(1).toString(), QStringLiteral("/data/syn-run/step-003.jsonl"));
-        QTRY_VERIFY_WITH_TIMEOUT(w->planView()->plan() != nullptr, 30000);
-        QCOMPARE(w->resultTabs()->currentWidget(), static_cast<QWidget*>(w->planView()));
+        QTRY_VERIFY_WITH_TIMEOUT(ui::planView(*w)->plan() != nullptr, 30000);
+        QCOMPARE(ui::resultTabs(*w)->currentWidget(), static_cast<QWidget*>(ui::planView(*w)));
         QCOMPARE(
             w->statusText(),
             QStringLiteral("Step step-003 of cluster run 1: plan %1, with the counts of trace syn.").arg(planFile));
-        QVERIFY(w->planView()->window() != nullptr);
-        QVERIFY(w->planView()->countsNote().isEmpty());
-        QCOMPARE(w->planView()->plan()->routepack.metrics.score.max_u, sw[3]["routepack"].get<double>());
-        QCOMPARE(w->planView()->plan()->baseline.metrics.score.max_u, sw[3]["baseline"].get<double>());
-        QVERIFY(!w->importStepButton()->isVisible());
-        w->resultTabs()->setCurrentWidget(rv);
+        QVERIFY(ui::planView(*w)->window() != nullptr);
+        QVERIFY(ui::planView(*w)->countsNote().isEmpty());
+        QCOMPARE(ui::planView(*w)->plan()->routepack.metrics.score.max_u, sw[3]["routepack"].get<double>());
+        QCOMPARE(ui::planView(*w)->plan()->baseline.metrics.score.max_u, sw[3]["baseline"].get<double>());
+        QVERIFY(!ui::importStepButton(*w)->isVisible());
+        ui::resultTabs(*w)->setCurrentWidget(rv);
         // Its frontier would plan the step again: the counts are in the step's file.
         QSignalSpy arrived(rv, &RunView::frontierUpdated);
         QVERIFY(rv->computeFrontier(1));
@@ -625,12 +626,12 @@ private Q_SLOTS:
 
         auto w = studio(file, run_budgets(3, 100));
         QVERIFY(w);
-        w->libraryView()->setCurrentIndex(w->libraryModel()->clusterRunIndex(1));
-        RunView* rv = w->runView();
+        ui::libraryView(*w)->setCurrentIndex(ui::libraryModel(*w)->clusterRunIndex(1));
+        RunView* rv = ui::runView(*w);
         QTRY_VERIFY_WITH_TIMEOUT(!rv->isLoading() && rv->currentSeries(), 30000);
         QVERIFY(rv->activateStep(2));
-        QTRY_VERIFY_WITH_TIMEOUT(w->planView()->plan() != nullptr, 30000);
-        PlanView* pv = w->planView();
+        QTRY_VERIFY_WITH_TIMEOUT(ui::planView(*w)->plan() != nullptr, 30000);
+        PlanView* pv = ui::planView(*w);
         const auto plan = pv->plan();
         const QString planFile = q(fs::canonical(out) / "two-nodes" / "step-003.plan.json");
         QCOMPARE(w->statusText(),
@@ -673,11 +674,11 @@ private Q_SLOTS:
         QCOMPARE(pv->commPanel()->headingText(), note);
         QCOMPARE(pv->convergencePanel()->summaryText(),
                  QStringLiteral("The plan file holds no annealing levels (they are in a library's saved run only)."));
-        QVERIFY(w->importStepButton()->isVisible());
+        QVERIFY(ui::importStepButton(*w)->isVisible());
         shot(w.get(), QStringLiteral("studio-cluster-step-without-counts"));
 
         // Import step… with a real click: the dialog holds the step's entry, its model and a name.
-        QTest::mouseClick(w->importStepButton(), Qt::LeftButton);
+        QTest::mouseClick(ui::importStepButton(*w), Qt::LeftButton);
         ImportDialog* dlg = w->findChild<ImportDialog*>();
         QVERIFY(dlg && dlg->isVisible());
         QCOMPARE(dlg->inputs(), QStringList({q(tmp_ / "syn")}));
@@ -687,7 +688,7 @@ private Q_SLOTS:
         // Once imported, the step opens again with its counts: every view, the same plan.
         QTRY_VERIFY_WITH_TIMEOUT(pv->window() != nullptr, 60000);
         QVERIFY(pv->countsNote().isEmpty());
-        QVERIFY(!w->importStepButton()->isVisible());
+        QVERIFY(!ui::importStepButton(*w)->isVisible());
         QCOMPARE(pv->plan()->trace_name, std::string("syn-step-003"));
         QCOMPARE(pv->plan()->routepack.metrics.score.max_u, sw[3]["routepack"].get<double>());
         QCOMPARE(pv->plan()->routepack.layout, plan->routepack.layout);
@@ -696,13 +697,13 @@ private Q_SLOTS:
                      .arg(planFile));
         QVERIFY(pv->costsPanel()->headingText() != note);
         // The cluster run again: no plan goes with it; its step now opens with the imported counts.
-        w->libraryView()->setCurrentIndex(w->libraryModel()->clusterRunIndex(1));
+        ui::libraryView(*w)->setCurrentIndex(ui::libraryModel(*w)->clusterRunIndex(1));
         QVERIFY(pv->plan() == nullptr);
         QTRY_VERIFY_WITH_TIMEOUT(!rv->isLoading() && rv->currentSeries(), 30000);
         QVERIFY(rv->activateStep(2));
         QTRY_VERIFY_WITH_TIMEOUT(pv->plan() != nullptr, 30000);
         QVERIFY(pv->window() != nullptr);
-        QVERIFY(!w->importStepButton()->isVisible());
+        QVERIFY(!ui::importStepButton(*w)->isVisible());
     }
 
     void docCommandsRun() {
@@ -943,16 +944,16 @@ private Q_SLOTS:
         QVERIFY(w);
         QVERIFY(w->selectTrace(QStringLiteral("syn"))); // "Plan every window"
         std::optional<RunPlanResult> result;
-        connect(w->jobs(), &PlanJobQueue::runFinished, this, [&](const RunPlanResult& r) { result = r; });
+        connect(ui::jobs(*w), &PlanJobQueue::runFinished, this, [&](const RunPlanResult& r) { result = r; });
         // The cancel lands exactly after the second window was saved, before the third starts
         // (whatever the machine's speed): the job's own cancel flag, set by the stop hook.
         std::vector<int> asked;
-        w->jobs()->setRunStopForTesting([&asked](int finished) {
+        ui::jobs(*w)->setRunStopForTesting([&asked](int finished) {
             asked.push_back(finished);
             return finished == 2;
         });
         bool shotTaken = false;
-        connect(w->jobs(), &PlanJobQueue::runProgress, this,
+        connect(ui::jobs(*w), &PlanJobQueue::runProgress, this,
                 [&](quint64, int index, int, const QString&, double, double) {
                     if (index == 1 && !shotTaken) {
                         shotTaken = true;

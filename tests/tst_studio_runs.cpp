@@ -12,6 +12,7 @@
 #include "core/synth/synth.h"
 #include "storage/library.h"
 #include "tests/gui_testutil.h"
+#include "tests/studio_testaccess.h"
 #include "tests/testutil.h"
 #include "views/dialogs/window_dialog.h"
 #include "views/library/library_tree_model.h"
@@ -252,10 +253,10 @@ private Q_SLOTS:
         QVERIFY(QTest::qWaitForWindowExposed(&w));
         QString err;
         QVERIFY2(w.openLibrary(q(lib_), false, &err), qPrintable(err));
-        RunView* rv = w.runView();
+        RunView* rv = ui::runView(w);
         QVERIFY(rv);
         QVERIFY(w.selectTrace(QStringLiteral("syn")));
-        w.resultTabs()->setCurrentWidget(rv);
+        ui::resultTabs(w)->setCurrentWidget(rv);
         QTRY_VERIFY_WITH_TIMEOUT(!rv->isLoading() && rv->currentSeries(), 30000);
         QVERIFY(!rv->isEmptyState());
         const RunSeries* s = rv->currentSeries();
@@ -322,16 +323,16 @@ private Q_SLOTS:
         QCOMPARE(activated.count(), 1);
         QCOMPARE(activated.at(0).at(0).toLongLong(), runIds_[2]);
         QCOMPARE(activated.at(0).at(2).toString(), QStringLiteral("step-002"));
-        QCOMPARE(w.resultTabs()->currentWidget(), static_cast<QWidget*>(w.planView()));
-        const QModelIndex cur = w.libraryView()->currentIndex();
+        QCOMPARE(ui::resultTabs(w)->currentWidget(), static_cast<QWidget*>(ui::planView(w)));
+        const QModelIndex cur = ui::libraryView(w)->currentIndex();
         QCOMPARE(cur.data(RunIdRole).toLongLong(), runIds_[2]);
         QTRY_COMPARE_WITH_TIMEOUT(w.shownRunId(), qint64(runIds_[2]), 60000);
-        QVERIFY(w.planView()->plan());
-        QCOMPARE(w.planView()->plan()->window_name, std::string("step-002"));
-        QCOMPARE(w.planView()->plan()->routepack.metrics.score.max_u, plans_[2].routepack.metrics.score.max_u);
+        QVERIFY(ui::planView(w)->plan());
+        QCOMPARE(ui::planView(w)->plan()->window_name, std::string("step-002"));
+        QCOMPARE(ui::planView(w)->plan()->routepack.metrics.score.max_u, plans_[2].routepack.metrics.score.max_u);
         // A click on the churn chart's first bar selects step 0's run.
         QChartView* cv = rv->churnChartView();
-        w.resultTabs()->setCurrentWidget(rv);
+        ui::resultTabs(w)->setCurrentWidget(rv);
         QTest::qWait(50);
         const QRectF plot = cv->chart()->plotArea();
         const QPoint p0 =
@@ -344,7 +345,7 @@ private Q_SLOTS:
         // A named run: the Run view reads the series again and the step's tooltip names the run after
         // its id.
         QVERIFY(!rv->stepToolTip(1).contains(QStringLiteral("\u00b7")));
-        QVERIFY(w.renameRun(runIds_[1], QStringLiteral("second step")));
+        QVERIFY(ui::libraryPane(w)->renameRun(runIds_[1], QStringLiteral("second step")));
         QTRY_VERIFY_WITH_TIMEOUT(!rv->isLoading() && rv->stepToolTip(1).contains(
                                                          QStringLiteral("run %1 \u00b7 second step (").arg(runIds_[1])),
                                  30000);
@@ -487,8 +488,8 @@ private Q_SLOTS:
         QString err;
         QVERIFY2(w.openLibrary(q(file), false, &err), qPrintable(err));
         QVERIFY(w.selectTrace(QStringLiteral("ds")));
-        RunView* rv = w.runView();
-        w.resultTabs()->setCurrentWidget(rv);
+        RunView* rv = ui::runView(w);
+        ui::resultTabs(w)->setCurrentWidget(rv);
         QTRY_VERIFY_WITH_TIMEOUT(!rv->isLoading() && rv->currentSeries(), 60000);
         const RunSeries& s = *rv->currentSeries();
         QCOMPARE(s.steps.size(), std::size_t(5));
@@ -509,7 +510,7 @@ private Q_SLOTS:
             qInfo("%s: baseline %.4f routepack %.4f (%+.2f%%), churn %lld", st.window.c_str(),
                   st.cost[Method::Baseline], st.cost[Method::RoutePack], st.gain_pct, static_cast<long long>(st.churn));
         }
-        QTRY_COMPARE_WITH_TIMEOUT(w.sampleModel()->rowCount(), 599, 60000);
+        QTRY_COMPARE_WITH_TIMEOUT(ui::sampleModel(w)->rowCount(), 599, 60000);
         shotLightAndDark(&w, QStringLiteral("real-ds-run"));
 
         // The same windows swept on two nodes (seed 7, 4 levels x 200 steps): every step has six

@@ -8,6 +8,7 @@
 #include "core/plan/planner.h"
 #include "storage/library.h"
 #include "tests/gui_testutil.h"
+#include "tests/studio_testaccess.h"
 #include "tests/testutil.h"
 #include "views/dialogs/topology_editor.h"
 #include "views/jobs/plan_jobs.h"
@@ -83,7 +84,7 @@ class TestStudioTruth : public test::StudioTestBase {
         QSignalSpy shown(&w, &StudioWindow::planShown);
         QVERIFY(w.openLibrary(q(lib)));
         QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 30000);
-        w.topologyEditor()->setBudgets(quickBudgets());
+        ui::topologyEditor(w)->setBudgets(quickBudgets());
         QVERIFY(w.runPlanner() > 0);
         QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
         *run = shown.back().front().toLongLong();
@@ -105,9 +106,9 @@ private Q_SLOTS:
         w.show();
         w.activateWindow();
         QVERIFY(QTest::qWaitForWindowActive(&w));
-        auto* tolerance = w.topologyEditor()->findChild<QDoubleSpinBox*>(QStringLiteral("commLoadTolerance"));
-        auto* perCell = w.topologyEditor()->findChild<QSpinBox*>(QStringLiteral("samplesPerCell"));
-        auto* oversize = w.topologyEditor()->findChild<QComboBox*>(QStringLiteral("oversize"));
+        auto* tolerance = ui::topologyEditor(w)->findChild<QDoubleSpinBox*>(QStringLiteral("commLoadTolerance"));
+        auto* perCell = ui::topologyEditor(w)->findChild<QSpinBox*>(QStringLiteral("samplesPerCell"));
+        auto* oversize = ui::topologyEditor(w)->findChild<QComboBox*>(QStringLiteral("oversize"));
         QVERIFY(tolerance && perCell && oversize);
         // Every value field of the studio takes the focus by Tab or click, never by the wheel.
         for (QWidget* f : w.findChildren<QAbstractSpinBox*>())
@@ -115,19 +116,19 @@ private Q_SLOTS:
         for (QWidget* f : w.findChildren<QComboBox*>())
             QVERIFY2(f->focusPolicy() == Qt::StrongFocus, qPrintable(f->objectName()));
         // Without focus the wheel leaves the values alone and goes on to the scroll area.
-        w.libraryView()->setFocus();
+        ui::libraryView(w)->setFocus();
         QCOMPARE(tolerance->value(), 0.02);
         QVERIFY(!wheelUp(tolerance));
         QCOMPARE(tolerance->value(), 0.02);
         QVERIFY(!wheelUp(perCell));
         QCOMPARE(perCell->value(), 0);
         oversize->setCurrentIndex(1);
-        w.topologyEditor()->markClean();
-        const int steps = w.topologyEditor()->undoStack()->count();
+        ui::topologyEditor(w)->markClean();
+        const int steps = ui::topologyEditor(w)->undoStack()->count();
         QVERIFY(!wheelUp(oversize));
         QCOMPARE(oversize->currentIndex(), 1);
-        QVERIFY(!w.topologyEditor()->hasUnsavedEdits());
-        QCOMPARE(w.topologyEditor()->undoStack()->count(), steps);
+        QVERIFY(!ui::topologyEditor(w)->hasUnsavedEdits());
+        QCOMPARE(ui::topologyEditor(w)->undoStack()->count(), steps);
         // With focus one notch is one step (0.01 for the tolerance, 1 for a count, one item back).
         tolerance->setFocus();
         QVERIFY(tolerance->hasFocus());
@@ -139,7 +140,7 @@ private Q_SLOTS:
         oversize->setFocus();
         wheelUp(oversize);
         QCOMPARE(oversize->currentIndex(), 0);
-        QVERIFY(w.topologyEditor()->hasUnsavedEdits());
+        QVERIFY(ui::topologyEditor(w)->hasUnsavedEdits());
         shot(&w, QStringLiteral("wheel-focused-fields"));
     }
 
@@ -190,7 +191,7 @@ private Q_SLOTS:
         w.show();
         w.activateWindow();
         QVERIFY(QTest::qWaitForWindowActive(&w));
-        TopologyEditor* e = w.topologyEditor();
+        TopologyEditor* e = ui::topologyEditor(w);
         auto* tolerance = e->findChild<QDoubleSpinBox*>(QStringLiteral("commLoadTolerance"));
         QLineEdit* name = nullptr;
         for (QLineEdit* l : e->findChildren<QLineEdit*>())
@@ -260,7 +261,7 @@ private Q_SLOTS:
         StudioWindow w(options_);
         qint64 run = 0;
         plannedStudio(w, lib, &run);
-        TopologyEditor* e = w.topologyEditor();
+        TopologyEditor* e = ui::topologyEditor(w);
         QVERIFY(!e->hasUnsavedEdits()); // the form's setup is the run's
         auto* tolerance = e->findChild<QDoubleSpinBox*>(QStringLiteral("commLoadTolerance"));
         tolerance->setFocus();
@@ -307,13 +308,13 @@ private Q_SLOTS:
         // line names the window or the run, never a job number.
         QStringList lines;
         QList<int> kinds;
-        connect(w.jobs(), &PlanJobQueue::jobStarted, &w, [&] {
+        connect(ui::jobs(w), &PlanJobQueue::jobStarted, &w, [&] {
             lines << w.statusText();
-            kinds << w.libraryView()->currentIndex().data(KindRole).toInt();
+            kinds << ui::libraryView(w)->currentIndex().data(KindRole).toInt();
         });
-        connect(w.jobs(), &PlanJobQueue::progress, &w, [&] {
+        connect(ui::jobs(w), &PlanJobQueue::progress, &w, [&] {
             lines << w.statusText();
-            kinds << w.libraryView()->currentIndex().data(KindRole).toInt();
+            kinds << ui::libraryView(w)->currentIndex().data(KindRole).toInt();
         });
         QSignalSpy shown(&w, &StudioWindow::planShown);
         QVERIFY(w.runPlanner() > 0);
@@ -337,7 +338,7 @@ private Q_SLOTS:
                      .match(w.statusText())
                      .hasMatch(),
                  qPrintable(w.statusText()));
-        QCOMPARE(w.libraryView()->currentIndex().data(KindRole).toInt(), int(LibraryTreeModel::RunNode));
+        QCOMPARE(ui::libraryView(w)->currentIndex().data(KindRole).toInt(), int(LibraryTreeModel::RunNode));
         QCOMPARE(w.shownRunId(), second);
     }
 
@@ -354,12 +355,12 @@ private Q_SLOTS:
         PlannerBudgets b = quickBudgets();
         b.time_limit_s = 1.5;
         b.anytime = true;
-        w.topologyEditor()->setBudgets(b);
+        ui::topologyEditor(w)->setBudgets(b);
         QStringList seen;
         QTimer poll;
         poll.setInterval(40);
         connect(&poll, &QTimer::timeout, &w, [&] {
-            if (w.jobs()->isBusy()) seen << w.statusText();
+            if (ui::jobs(w)->isBusy()) seen << w.statusText();
         });
         poll.start();
         QVERIFY(w.runPlanner() > 0);
@@ -395,7 +396,7 @@ private Q_SLOTS:
         QVERIFY(w.selectRun(second));
         QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
         QCOMPARE(shown.back().front().toLongLong(), second);
-        w.jobs()->waitForIdle();
+        ui::jobs(w)->waitForIdle();
         QTest::qWait(100);
         QCOMPARE(w.shownRunId(), second);
         QVERIFY2(w.statusText().startsWith(QStringLiteral("Run %1: the saved plan").arg(second)),
@@ -416,7 +417,7 @@ private Q_SLOTS:
         QVERIFY(w2.selectRun(second));
         QTRY_COMPARE_WITH_TIMEOUT(shown2.count(), 1, 60000);
         QCOMPARE(w2.compareSavedRuns(), 1);
-        w2.jobs()->waitForIdle();
+        ui::jobs(w2)->waitForIdle();
         QTRY_VERIFY2(
             w2.statusText().startsWith(QStringLiteral("Added to the comparison: Run %1: the saved plan").arg(first)),
             qPrintable(w2.statusText()));
@@ -437,11 +438,11 @@ private Q_SLOTS:
         Topology t = known_topology("synthetic-demo-ep8-dp4");
         t.token_cap = 0;
         t.batch.samples_per_cell = 1;
-        w.topologyEditor()->setTopology(QStringLiteral("per-cell"), t);
-        w.topologyEditor()->setBudgets(quickBudgets());
+        ui::topologyEditor(w)->setTopology(QStringLiteral("per-cell"), t);
+        ui::topologyEditor(w)->setBudgets(quickBudgets());
         QVERIFY2(w.runPlanner() > 0, qPrintable(w.statusText()));
         QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
-        const auto plan = w.planView()->plan();
+        const auto plan = ui::planView(w)->plan();
         QVERIFY(plan);
         QCOMPARE(plan->topology.token_cap, std::int64_t(0));
         std::int64_t longest = 0;
@@ -449,15 +450,15 @@ private Q_SLOTS:
             longest = std::max(longest, s.length);
         QVERIFY(longest > 0);
         QCOMPARE(plan_token_cap(*plan), longest);
-        QCOMPARE(w.planView()->gridPanel()->model()->cap(), longest);
-        const QString summary = w.planView()->gridPanel()->summaryText();
+        QCOMPARE(ui::planView(w)->gridPanel()->model()->cap(), longest);
+        const QString summary = ui::planView(w)->gridPanel()->summaryText();
         QVERIFY2(summary.contains(QStringLiteral("cap C = %1 tokens").arg(longest)), qPrintable(summary));
         QVERIFY2(!summary.contains(QStringLiteral("inf")) && !summary.contains(QStringLiteral("nan")),
                  qPrintable(summary));
         QCOMPARE(capText(t), QStringLiteral("none (the 1 longest samples)"));
         QCOMPARE(capText(known_topology("synthetic-demo-ep8-dp4")), QStringLiteral("8192"));
         w.show();
-        w.planView()->setCurrentWidget(w.planView()->gridPanel());
+        ui::planView(w)->setCurrentWidget(ui::planView(w)->gridPanel());
         QTest::qWait(50);
         shot(&w, QStringLiteral("derived-cap-grid"));
     }
@@ -497,35 +498,35 @@ private Q_SLOTS:
                                         .arg(w.height())
                                         .arg(w.minimumSizeHint().width())
                                         .arg(w.minimumSizeHint().height())
-                                        .arg(w.mainSplitter()->widget(0)->minimumSizeHint().width())
-                                        .arg(w.resultTabs()->minimumSizeHint().width())
+                                        .arg(ui::mainSplitter(w)->widget(0)->minimumSizeHint().width())
+                                        .arg(ui::resultTabs(w)->minimumSizeHint().width())
                                         .arg(w.statusBar()->minimumSizeHint().width())));
             };
             QVERIFY(w.selectRun(run));
             QTRY_COMPARE(w.shownRunId(), run);
-            w.resultTabs()->setCurrentWidget(w.planView());
-            for (int t = 0; t < w.planView()->count(); ++t) {
-                w.planView()->setCurrentIndex(t);
-                fits(w.planView()->tabText(t));
+            ui::resultTabs(w)->setCurrentWidget(ui::planView(w));
+            for (int t = 0; t < ui::planView(w)->count(); ++t) {
+                ui::planView(w)->setCurrentIndex(t);
+                fits(ui::planView(w)->tabText(t));
                 shot(&w, QStringLiteral("size-%1-plan-%2").arg(tag).arg(t));
             }
-            w.planView()->setCurrentWidget(w.planView()->costsPanel());
-            w.planView()->costsPanel()->sideBySideBox()->setChecked(true);
+            ui::planView(w)->setCurrentWidget(ui::planView(w)->costsPanel());
+            ui::planView(w)->costsPanel()->sideBySideBox()->setChecked(true);
             fits(QStringLiteral("baseline side by side"));
             shot(&w, QStringLiteral("size-%1-side-by-side").arg(tag));
-            w.planView()->costsPanel()->sideBySideBox()->setChecked(false);
+            ui::planView(w)->costsPanel()->sideBySideBox()->setChecked(false);
             fits(QStringLiteral("side by side unticked"));
-            for (int t = 1; t < w.resultTabs()->count(); ++t) {
-                w.resultTabs()->setCurrentIndex(t);
-                fits(w.resultTabs()->tabText(t));
+            for (int t = 1; t < ui::resultTabs(w)->count(); ++t) {
+                ui::resultTabs(w)->setCurrentIndex(t);
+                fits(ui::resultTabs(w)->tabText(t));
                 shot(&w, QStringLiteral("size-%1-tab-%2").arg(tag).arg(t));
             }
-            w.resultTabs()->setCurrentWidget(w.planView());
+            ui::resultTabs(w)->setCurrentWidget(ui::planView(w));
             QVERIFY(w.selectTrace(QStringLiteral("agg")));
             QTRY_VERIFY(w.statusText().startsWith(QStringLiteral("Trace agg is load-only")));
             fits(QStringLiteral("aggregate trace"));
             shot(&w, QStringLiteral("size-%1-aggregate").arg(tag));
-            w.resultTabs()->setCurrentWidget(w.runView());
+            ui::resultTabs(w)->setCurrentWidget(ui::runView(w));
             fits(QStringLiteral("aggregate trace, Run tab"));
         }
     }

@@ -10,8 +10,10 @@
 #include "views/widgets/gui_text.h"
 #include "views/widgets/item_actions.h"
 
+#include <QAction>
 #include <QDir>
 #include <QFileInfo>
+#include <QMenu>
 #include <QSaveFile>
 #include <QTabWidget>
 
@@ -179,6 +181,41 @@ std::optional<ExportResult> StudioExports::exportRunChart(const QString& name) c
         askFile(tr("Export %1").arg(name), name + QStringLiteral(".png"), tr("PNG image (*.png);;SVG drawing (*.svg)"));
     if (f.isEmpty()) return std::nullopt;
     return writeRunChart(*run_, name, f);
+}
+
+StudioExports::MenuActions
+StudioExports::fillMenu(QMenu* exp, const std::function<void(const std::optional<ExportResult>&)>& report) {
+    MenuActions out;
+    QAction* shown = exp->addAction(QObject::tr("Export what is shown…"));
+    shown->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
+    QObject::connect(shown, &QAction::triggered, exp, [this, report] { report(exportCurrent()); });
+    exp->addSeparator();
+    QAction* planJson = exp->addAction(QObject::tr("Plan JSON…"));
+    QObject::connect(planJson, &QAction::triggered, exp, [this, report] { report(exportPlanJson()); });
+    QMenu* maps = exp->addMenu(QObject::tr("Expert map"));
+    for (const char* f : {"routepack", "sglang", "vllm"}) {
+        QAction* a = maps->addAction(QString::fromLatin1(f));
+        QObject::connect(a, &QAction::triggered, exp,
+                         [this, report, f] { report(exportExpertMap(QString::fromLatin1(f))); });
+        out.plan << a;
+    }
+    QAction* viewImage = exp->addAction(QObject::tr("Current plan view (PNG/SVG)…"));
+    QObject::connect(viewImage, &QAction::triggered, exp, [this, report] { report(exportPlanViewImage()); });
+    QAction* cmpCsv = exp->addAction(QObject::tr("Comparison table (CSV)…"));
+    QObject::connect(cmpCsv, &QAction::triggered, exp, [this, report] { report(exportComparisonCsv()); });
+    QAction* cmpChart = exp->addAction(QObject::tr("Comparison chart (PNG/SVG)…"));
+    QObject::connect(cmpChart, &QAction::triggered, exp, [this, report] { report(exportComparisonChart()); });
+    QAction* runCsv = exp->addAction(QObject::tr("Run steps (CSV, as routepack sweep)…"));
+    QObject::connect(runCsv, &QAction::triggered, exp, [this, report] { report(exportRunCsv()); });
+    QMenu* runCharts = exp->addMenu(QObject::tr("Run chart (PNG/SVG)"));
+    for (const QString& name : RunView::chartNames())
+        QObject::connect(runCharts->addAction(name), &QAction::triggered, exp,
+                         [this, report, name] { report(exportRunChart(name)); });
+    QAction* sampleCsv = exp->addAction(QObject::tr("Sample table (CSV)…"));
+    QObject::connect(sampleCsv, &QAction::triggered, exp, [this, report] { report(exportSampleCsv()); });
+    out.plan << planJson << viewImage << cmpCsv << cmpChart;
+    out.fullPlan << maps->actions() << planJson << cmpCsv << cmpChart;
+    return out;
 }
 
 } // namespace routepack::views

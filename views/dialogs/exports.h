@@ -6,13 +6,18 @@
 #include "core/plan/planner.h"
 
 #include <QCoreApplication>
+#include <QList>
 #include <QString>
 
+#include <functional>
 #include <optional>
 #include <string>
 
 class QTabWidget;
 class QWidget;
+
+class QAction;
+class QMenu;
 
 namespace routepack::views {
 
@@ -62,6 +67,16 @@ public:
     /// Every pointer must outlive this object (they are the window's own widgets and models).
     StudioExports(QWidget* parent, PlanView* plan, CompareView* compare, SampleTableModel* samples,
                   SampleFilterProxy* proxy, QTabWidget* tabs);
+
+    /// File > Export's actions that need a plan shown (`plan`) and, of those, a complete plan, not
+    /// one read from its file alone (`fullPlan`).
+    struct MenuActions {
+        QList<QAction*> plan, fullPlan;
+    };
+    /// Fills `menu` (File > Export): what is shown (Ctrl+E, exportCurrent), the plan JSON, the expert
+    /// maps, the plan view image, the comparison table and chart, the run's steps and charts, the
+    /// sample table. What each export did goes to `report` (nullopt when it was cancelled).
+    MenuActions fillMenu(QMenu* menu, const std::function<void(const std::optional<ExportResult>&)>& report);
 
     /// The Run view, for its exports (the window sets it once built).
     void setRunView(RunView* run) { run_ = run; }

@@ -243,4 +243,49 @@ void WindowDialog::accept() {
     QDialog::accept();
 }
 
+std::optional<WindowsDefined> defineWindows(storage::Library& lib, const QString& trace, const QStringList& selectedIds,
+                                            QWidget* parent) {
+    std::vector<SampleInfo> all;
+    try {
+        all = lib.samples(trace.toStdString());
+    } catch (const std::exception& e) {
+        return WindowsDefined{guiErrorText(e), true, {}};
+    }
+    WindowDialog dlg(trace, std::move(all), selectedIds, parent);
+    dlg.setWindowName(QObject::tr("step-%1").arg(lib.windows(trace.toStdString()).size()));
+    if (dlg.exec() != QDialog::Accepted) return std::nullopt;
+    if (dlg.isSplit()) {
+        QString why;
+        const auto parts = dlg.splitWindows(&why);
+        if (!parts) return WindowsDefined{QObject::tr("Cannot split the trace: %1").arg(why), true, {}};
+        std::vector<storage::Library::WindowSpec> specs;
+        for (const auto& p : *parts)
+            specs.push_back({p.name.toStdString(), p.selection.ids, p.selection.definition});
+        try {
+            lib.create_windows(trace.toStdString(), specs);
+        } catch (const std::exception& e) {
+            return WindowsDefined{
+                QObject::tr("Cannot create the windows (none was created): %1").arg(guiErrorText(e)), true, {}};
+        }
+        return WindowsDefined{QObject::tr("Trace %1 split into %2 windows, %3 .. %4 (last: %5).")
+                                  .arg(trace)
+                                  .arg(parts->size())
+                                  .arg(parts->front().name, parts->back().name)
+                                  .arg(QString::fromStdString(parts->back().selection.definition)),
+                              false, parts->front().name};
+    }
+    const auto sel = dlg.selection();
+    if (!sel) return std::nullopt;
+    try {
+        lib.create_window(trace.toStdString(), dlg.windowName().toStdString(), sel->ids, sel->definition);
+    } catch (const std::exception& e) {
+        return WindowsDefined{QObject::tr("Cannot create the window: %1").arg(guiErrorText(e)), true, {}};
+    }
+    return WindowsDefined{QObject::tr("Window %1 defined: %2 samples (%3).")
+                              .arg(dlg.windowName())
+                              .arg(sel->ids.size())
+                              .arg(QString::fromStdString(sel->definition)),
+                          false, dlg.windowName()};
+}
+
 } // namespace routepack::views

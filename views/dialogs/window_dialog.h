@@ -5,6 +5,7 @@
 // core/model/window_select.h, shared with `routepack window` (--split, --split-groups).
 #include "core/model/trace.h"
 #include "core/model/window_select.h"
+#include "storage/library.h"
 
 #include <QDialog>
 #include <QStringList>
@@ -79,5 +80,20 @@ private:
     QSpinBox* splitGroupCount_ = nullptr;
     QLabel* summary_ = nullptr;
 };
+
+/// What defineWindows did: the status line's text (`error`: nothing was created) and the window to
+/// select ("" when none was created).
+struct WindowsDefined {
+    QString status;
+    bool error = false;
+    QString select;
+};
+
+/// Define window (Ctrl+D): asks with a modal WindowDialog (parent `parent`) over trace `trace`'s
+/// samples in `lib`, the sample table's selection `selectedIds` offered, then creates the window, or
+/// in the split modes every window in one transaction (all or none), as `routepack window --split`.
+/// nullopt when the dialog was cancelled; library errors come back as an error status.
+std::optional<WindowsDefined> defineWindows(storage::Library& lib, const QString& trace, const QStringList& selectedIds,
+                                            QWidget* parent);
 
 } // namespace routepack::views

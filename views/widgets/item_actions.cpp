@@ -12,6 +12,7 @@
 #include <QHeaderView>
 #include <QKeyEvent>
 #include <QMenu>
+#include <QMenuBar>
 #include <QMessageBox>
 #include <QTableView>
 #include <QTextDocument>
@@ -221,6 +222,27 @@ QString saveWidgetImage(QWidget* widget, const QString& title) {
 
 QMenu* lastContextMenu(const QWidget* widget) {
     return widget ? widget->findChild<QMenu*>(QLatin1String(kMenuName), Qt::FindDirectChildrenOnly) : nullptr;
+}
+
+QString menuShortcutsText(const QMenuBar* bar) {
+    QStringList lines;
+    const std::function<void(const QMenu*, const QString&)> walk = [&](const QMenu* menu, const QString& path) {
+        for (QAction* a : menu->actions()) {
+            const QString name = a->text().remove(QLatin1Char('&')).remove(QStringLiteral("…"));
+            if (a->menu()) {
+                walk(a->menu(), path + QStringLiteral(" > ") + name);
+                continue;
+            }
+            if (a->shortcuts().isEmpty()) continue;
+            QStringList keys;
+            for (const QKeySequence& k : a->shortcuts())
+                keys << k.toString(QKeySequence::NativeText);
+            lines << QStringLiteral("%1 > %2: %3").arg(path, name, keys.join(QObject::tr(" or ")));
+        }
+    };
+    for (QAction* a : bar->actions())
+        if (a->menu()) walk(a->menu(), a->text().remove(QLatin1Char('&')));
+    return lines.join(QLatin1Char('\n'));
 }
 
 } // namespace routepack::views

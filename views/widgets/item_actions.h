@@ -10,6 +10,7 @@ class QAbstractItemView;
 class QAction;
 class QChartView;
 class QMenu;
+class QMenuBar;
 class QPoint;
 class QWidget;
 
@@ -59,5 +60,10 @@ QString saveWidgetImage(QWidget* widget, const QString& title);
 
 /// The context menu `widget` popped up last (nullptr before one).
 QMenu* lastContextMenu(const QWidget* widget);
+
+/// One line per action of `bar`'s menus with a shortcut, "<menu> > <action>: <shortcuts>" in menu
+/// order (submenus as "<menu> > <submenu> > <action>", native key names, several shortcuts joined by
+/// " or "): Help > Keyboard shortcuts, built from the actions so it never goes stale.
+QString menuShortcutsText(const QMenuBar* bar);
 
 } // namespace routepack::views
