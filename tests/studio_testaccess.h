@@ -2,6 +2,8 @@
 // How the studio's GUI tests reach the parts of a StudioWindow: its child widgets and objects by
 // their object names (findChild), and what is no child object (the exports) through
 // StudioWindowTestAccess, the window's one test-access friend. A part the window lacks is nullptr.
+// The parts of the views inside it: tests/views_testaccess.h.
+#include "tests/views_testaccess.h"
 #include "views/dialogs/exports.h"
 #include "views/dialogs/rewrite_dialog.h"
 #include "views/dialogs/topology_editor.h"
@@ -36,11 +38,6 @@ struct StudioWindowTestAccess {
 } // namespace routepack::views
 
 namespace routepack::test::ui {
-
-/// The child of `w` of type T named `name` (nullptr when none).
-template <class T> T* part(const QObject& w, const char* name) {
-    return w.findChild<T*>(QString::fromLatin1(name));
-}
 
 /// The plan views (tab "Plan" of the result tabs).
 inline views::PlanView* planView(const views::StudioWindow& w) {
@@ -106,10 +103,10 @@ inline QTableView* sampleView(const views::StudioWindow& w) {
     return samplePane(w)->view();
 }
 inline views::LengthHistogramView* histogramView(const views::StudioWindow& w) {
-    return samplePane(w)->histogram();
+    return part<views::LengthHistogramView>(*samplePane(w), "lengthHistogram");
 }
 inline QToolButton* clearFilterButton(const views::StudioWindow& w) {
-    return samplePane(w)->clearFilterButton();
+    return part<QToolButton>(*samplePane(w), "clearFilter");
 }
 /// The status line (what it shows at its width: statusText(), elided when too long).
 inline QLabel* statusLine(const views::StudioWindow& w) {

@@ -145,14 +145,14 @@ private Q_SLOTS:
         QSignalSpy detected(&dlg, &ImportDialog::formatDetected);
         dlg.setInputs({q(folder)});
         QTRY_COMPARE_WITH_TIMEOUT(detected.count(), 1, 30000);
-        QCOMPARE(dlg.detectedFormat(), QStringLiteral("npz"));
-        QCOMPARE(dlg.detectedStack(),
+        QCOMPARE(ui::detectedFormat(&dlg), QStringLiteral("npz"));
+        QCOMPARE(ui::detectedStack(&dlg),
                  QStringLiteral("AReaL padded batch (routed_experts, r3_routing_valid) in a folder of .npy files"));
         std::filesystem::remove(folder / "r3_routing_valid.npy");
         test::write_file(folder / "attention_mask.npy", "x");
         dlg.setInputs({q(folder)});
         QTRY_COMPARE_WITH_TIMEOUT(detected.count(), 2, 30000);
-        QCOMPARE(dlg.detectedStack(),
+        QCOMPARE(ui::detectedStack(&dlg),
                  QStringLiteral("verl padded batch (routed_experts, attention_mask) in a folder of .npy files"));
     }
 
@@ -163,8 +163,8 @@ private Q_SLOTS:
         QSignalSpy detected(&dlg, &ImportDialog::formatDetected);
         dlg.setInputs({q(mav)});
         QTRY_COMPARE_WITH_TIMEOUT(detected.count(), 1, 30000);
-        QCOMPARE(dlg.detectedFormat(), QStringLiteral("step-json"));
-        QCOMPARE(dlg.detectedStack(), QStringLiteral("per-request step JSON (llama4-maverick set)"));
+        QCOMPARE(ui::detectedFormat(&dlg), QStringLiteral("step-json"));
+        QCOMPARE(ui::detectedStack(&dlg), QStringLiteral("per-request step JSON (llama4-maverick set)"));
         {
             // The format box names the detected format and its stack; it offers every format.
             QComboBox* box = nullptr;
@@ -181,16 +181,16 @@ private Q_SLOTS:
         // Errors in words, before anything runs.
         dlg.setModelConfig(q(tmp_ / "missing-config.json"));
         QVERIFY(!dlg.startImport());
-        QCOMPARE(dlg.errorText(),
+        QCOMPARE(ui::errorText(&dlg),
                  q(tmp_ / "missing-config.json") + QStringLiteral(": no such model config (config.json)"));
         dlg.setKnownModel(QStringLiteral("llama4-maverick"));
-        QSignalSpy progress(dlg.job(), &ImportJob::progress);
-        QSignalSpy finished(dlg.job(), &ImportJob::finished);
+        QSignalSpy progress(ui::job(&dlg), &ImportJob::progress);
+        QSignalSpy finished(ui::job(&dlg), &ImportJob::finished);
         QSignalSpy imported(&dlg, &ImportDialog::imported);
         dlg.resize(640, 540);
         dlg.show();
         QVERIFY(dlg.startImport());
-        QVERIFY(dlg.job()->isRunning());
+        QVERIFY(ui::job(&dlg)->isRunning());
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
         QCOMPARE(imported.count(), 1);
         QVERIFY(progress.count() >= 1);
@@ -327,9 +327,9 @@ private Q_SLOTS:
         dlg.setInputs({q(mav)});
         dlg.setTraceName(QStringLiteral("maverick"));
         dlg.setKnownModel(QStringLiteral("llama4-maverick"));
-        dlg.job()->setCancelAfterSamplesForTesting(40); // cancel in the middle (after 40 of 235)
-        QSignalSpy cancelled(dlg.job(), &ImportJob::cancelled);
-        QSignalSpy finished(dlg.job(), &ImportJob::finished);
+        ui::job(&dlg)->setCancelAfterSamplesForTesting(40); // cancel in the middle (after 40 of 235)
+        QSignalSpy cancelled(ui::job(&dlg), &ImportJob::cancelled);
+        QSignalSpy finished(ui::job(&dlg), &ImportJob::finished);
         QVERIFY(dlg.startImport());
         QTRY_COMPARE_WITH_TIMEOUT(cancelled.count(), 1, 120000);
         QCOMPARE(finished.count(), 0);
@@ -337,15 +337,15 @@ private Q_SLOTS:
         QVERIFY(storage::Library::open(lib, storage::OpenMode::ReadOnly)->windows().size() == 1);
 
         // A failed import (wrong model: 64 experts for a 128-expert trace) says why, writes nothing.
-        dlg.job()->setCancelAfterSamplesForTesting(0);
+        ui::job(&dlg)->setCancelAfterSamplesForTesting(0);
         dlg.setKnownModel(QStringLiteral("deepseek-v2-lite"));
-        QSignalSpy failed(dlg.job(), &ImportJob::failed);
+        QSignalSpy failed(ui::job(&dlg), &ImportJob::failed);
         QVERIFY(dlg.startImport());
         QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 120000);
         const QString message = failed.at(0).at(0).toString();
         QVERIFY2(message.contains(QStringLiteral("llama4-mmlu-")), qPrintable(message)); // names the file
-        QVERIFY2(dlg.errorText().startsWith(QStringLiteral("Import failed; nothing was written. ")),
-                 qPrintable(dlg.errorText()));
+        QVERIFY2(ui::errorText(&dlg).startsWith(QStringLiteral("Import failed; nothing was written. ")),
+                 qPrintable(ui::errorText(&dlg)));
         QCOMPARE(count_samples(), base);
         shot(&dlg, QStringLiteral("import-dialog-failed"));
         qInfo("failed import says: %s", qPrintable(message));
@@ -835,7 +835,7 @@ private Q_SLOTS:
         QVERIFY(w.selectTrace(QStringLiteral("agg")));
         QVERIFY(!ui::planView(w)->plan());
         QCOMPARE(ui::planView(w)->currentWidget(), ui::planView(w)->viewWidget(QStringLiteral("ep-heatmap")));
-        const EpHeatmapPanel* ep = ui::planView(w)->epHeatmapPanel();
+        const EpHeatmapPanel* ep = ui::epHeatmapPanel(ui::planView(w));
         QCOMPARE(ep->layerCv(false).size(), std::size_t(2));
         QCOMPARE(ep->layerCv(false)[0], std::sqrt(84.0) / 17.0);
         QCOMPARE(ep->layerCv(true)[0], 0.0);
@@ -851,7 +851,7 @@ private Q_SLOTS:
         // Selecting the run again shows its plan, not the placement-only view.
         QVERIFY(w.selectRun(d.run.id));
         QVERIFY(ui::planView(w)->plan());
-        QCOMPARE(ui::planView(w)->epHeatmapPanel()->layerCv(true).size(), std::size_t(d.plan.model.num_moe_layers()));
+        QCOMPARE(ui::epHeatmapPanel(ui::planView(w))->layerCv(true).size(), std::size_t(d.plan.model.num_moe_layers()));
     }
 
     void studioOpensDemoLibrary() {
@@ -1061,17 +1061,17 @@ private Q_SLOTS:
         timer.start();
         QVERIFY(!dlg.startImport());
         QVERIFY2(timer.elapsed() < 1000, qPrintable(QString::number(timer.elapsed())));
-        QCOMPARE(dlg.errorText(), q(fifo) + QStringLiteral(": is a pipe (FIFO), not a model config (config.json)"));
+        QCOMPARE(ui::errorText(&dlg), q(fifo) + QStringLiteral(": is a pipe (FIFO), not a model config (config.json)"));
         dlg.setModelConfig(q(big));
         QVERIFY(!dlg.startImport());
-        QCOMPARE(dlg.errorText(),
+        QCOMPARE(ui::errorText(&dlg),
                  q(big) + QStringLiteral(": too large for a model config (config.json): 16777217 bytes, "
                                          "the limit is 16777216 bytes"));
-        QVERIFY(labelTexts(dlg).contains(dlg.errorText()));
+        QVERIFY(labelTexts(dlg).contains(ui::errorText(&dlg)));
         dlg.setModelConfig(q(dir));
         QVERIFY(!dlg.startImport());
-        QCOMPARE(dlg.errorText(), q(dir) + QStringLiteral(": is a folder, not a model config (config.json)"));
-        QVERIFY(!dlg.job()->isRunning());
+        QCOMPARE(ui::errorText(&dlg), q(dir) + QStringLiteral(": is a folder, not a model config (config.json)"));
+        QVERIFY(!ui::job(&dlg)->isRunning());
     }
 
     void secondImportIsRefusedVisibly() {
@@ -1086,14 +1086,14 @@ private Q_SLOTS:
         dlg.setTraceName(QStringLiteral("syn"));
         dlg.setModelFields(m.experts, m.top_k, m.num_hidden_layers,
                            QStringLiteral("%1-%2").arg(m.moe_layers.front()).arg(m.moe_layers.back()));
-        QSignalSpy finished(dlg.job(), &ImportJob::finished);
-        QSignalSpy failed(dlg.job(), &ImportJob::failed);
+        QSignalSpy finished(ui::job(&dlg), &ImportJob::finished);
+        QSignalSpy failed(ui::job(&dlg), &ImportJob::failed);
         QVERIFY(dlg.startImport());
         QVERIFY(!dlg.startImport()); // the first still runs (its end is delivered by the event loop)
-        QCOMPARE(dlg.errorText(), QStringLiteral("An import is already running."));
+        QCOMPARE(ui::errorText(&dlg), QStringLiteral("An import is already running."));
         QVERIFY(labelTexts(dlg).contains(QStringLiteral("An import is already running.")));
         QTRY_COMPARE_WITH_TIMEOUT(finished.count() + failed.count(), 1, 60000);
-        QVERIFY2(failed.isEmpty(), qPrintable(dlg.errorText()));
+        QVERIFY2(failed.isEmpty(), qPrintable(ui::errorText(&dlg)));
     }
 
     void selectionOfUnknownIdsIsRefused() {

@@ -696,8 +696,8 @@ private Q_SLOTS:
         QSignalSpy described(&d, &RewriteDialog::checkpointDescribed);
         d.setInput(q(src));
         QTRY_COMPARE_WITH_TIMEOUT(described.count(), 1, 30000);
-        QVERIFY(d.checkpointModel().has_value());
-        const gpu::CheckpointModel& ck = *d.checkpointModel();
+        QVERIFY(ui::checkpointModel(&d).has_value());
+        const gpu::CheckpointModel& ck = *ui::checkpointModel(&d);
         QCOMPARE(ck.name, std::string("qwen3_moe"));
         QCOMPARE(ck.experts, 16);
         QCOMPARE(ck.moe_layers, (std::vector<int>{1, 2}));
@@ -738,9 +738,9 @@ private Q_SLOTS:
         QCOMPARE(written.first().first().toString(), q(out));
         QCOMPARE(d.input(), q(out));
         QTRY_COMPARE_WITH_TIMEOUT(described.count(), 2, 30000);
-        QVERIFY(d.checkpointModel().has_value());
-        QCOMPARE(d.checkpointModel()->experts, 64);
-        QCOMPARE(d.checkpointModel()->moe_layers, ds.moe_layers);
+        QVERIFY(ui::checkpointModel(&d).has_value());
+        QCOMPARE(ui::checkpointModel(&d)->experts, 64);
+        QCOMPARE(ui::checkpointModel(&d)->moe_layers, ds.moe_layers);
         QVERIFY(!d.checkpointMismatch());
         QVERIFY(d.checkpointNote().endsWith(QStringLiteral(" It matches the plan's model.")));
         QVERIFY(!synth->isVisible());

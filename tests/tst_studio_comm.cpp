@@ -11,6 +11,7 @@
 #include "tests/comm_testutil.h"
 #include "tests/gui_testutil.h"
 #include "tests/testutil.h"
+#include "tests/views_testaccess.h"
 #include "views/dialogs/topology_editor.h"
 #include "views/plan/comm_data.h"
 #include "views/plan/comm_panel.h"
@@ -190,7 +191,7 @@ private Q_SLOTS:
         QCOMPARE(m.rowCount(), 4);
         QCOMPARE(m.columnCount(), int(CompareTableModel::ColumnCount));
         QCOMPARE(int(CompareTableModel::ColumnCount), 15);
-        QVERIFY(!m.hasCommColumns());
+        QVERIFY(!ui::hasCommColumns(&m));
         for (int r = 0; r < 4; ++r)
             QCOMPARE(m.rawValue(r, CompareTableModel::Method).toString(),
                      QString::fromLatin1(method_key(method_at(r))));
@@ -262,9 +263,9 @@ private Q_SLOTS:
                 QCOMPARE(b.data(b.index(r, c)).toString(), a.data(a.index(r, c)).toString());
         PlanView view;
         view.setPlan(back, window_);
-        view.commPanel()->setMethod(Method::RoutePackComm);
-        QCOMPARE(view.commPanel()->dispatchMap()->value(0, 1), 0.0);
-        QCOMPARE(view.commPanel()->dispatchMap()->value(1, 0), 0.0);
+        ui::commPanel(&view)->setMethod(Method::RoutePackComm);
+        QCOMPARE(ui::dispatchMap(ui::commPanel(&view))->value(0, 1), 0.0);
+        QCOMPARE(ui::dispatchMap(ui::commPanel(&view))->value(1, 0), 0.0);
     }
 
     void compareChartSixMethods() {
@@ -303,37 +304,37 @@ private Q_SLOTS:
         QCOMPARE(view.gridPanel()->method(), Method::RoutePack);
         view.gridPanel()->setMethod(Method::Grouter);
         QCOMPARE(view.gridPanel()->method(), Method::Grouter);
-        QCOMPARE(view.gridPanel()->model()->method(), Method::Grouter);
+        QCOMPARE(ui::method(ui::model(view.gridPanel())), Method::Grouter);
         const Layout& g = two_->comm.grouter->layout;
         for (int r = 0; r < g.rows; ++r)
             for (int d = 0; d < g.dp_slots; ++d) {
                 i64 tokens = 0;
                 for (int i : g.cell(g.cell_index(r, d)))
                     tokens += two_->samples[static_cast<std::size_t>(i)].length;
-                QCOMPARE(view.gridPanel()->model()->index(r, d).data(RawValueRole).toLongLong(), tokens);
+                QCOMPARE(ui::model(view.gridPanel())->index(r, d).data(RawValueRole).toLongLong(), tokens);
             }
         // Costs of routepack+comm at its own placement: max_g U is the method's joint cost.
-        view.costsPanel()->setMethod(Method::RoutePackComm);
-        QCOMPARE(view.costsPanel()->method(), Method::RoutePackComm);
-        QBarSet* totals = view.costsPanel()->shardTotalSet();
+        ui::costsPanel(&view)->setMethod(Method::RoutePackComm);
+        QCOMPARE(ui::costsPanel(&view)->method(), Method::RoutePackComm);
+        QBarSet* totals = ui::shardTotalSet(ui::costsPanel(&view));
         QVERIFY(totals);
         double maxU = 0;
         for (int k = 0; k < totals->count(); ++k)
             maxU = std::max(maxU, totals->at(k));
         QCOMPARE(maxU, two_->comm.routepack_comm->metrics.score.max_u);
-        QVERIFY(view.costsPanel()->headingText().contains(QStringLiteral("RoutePack+comm")) ||
-                view.costsPanel()->rowChartView()->chart()->title().contains(QStringLiteral("RoutePack+comm")));
-        view.costsPanel()->setMethod(Method::Grouter);
+        QVERIFY(ui::costsPanel(&view)->headingText().contains(QStringLiteral("RoutePack+comm")) ||
+                ui::rowChartView(ui::costsPanel(&view))->chart()->title().contains(QStringLiteral("RoutePack+comm")));
+        ui::costsPanel(&view)->setMethod(Method::Grouter);
         maxU = 0;
-        for (int k = 0; k < view.costsPanel()->shardTotalSet()->count(); ++k)
-            maxU = std::max(maxU, view.costsPanel()->shardTotalSet()->at(k));
+        for (int k = 0; k < ui::shardTotalSet(ui::costsPanel(&view))->count(); ++k)
+            maxU = std::max(maxU, ui::shardTotalSet(ui::costsPanel(&view))->at(k));
         QCOMPARE(maxU, two_->comm.grouter->metrics.score.max_u);
-        view.rowHeatmapPanel()->setMethod(Method::RoutePackComm);
-        QCOMPARE(view.rowHeatmapPanel()->method(), Method::RoutePackComm);
+        ui::rowHeatmapPanel(&view)->setMethod(Method::RoutePackComm);
+        QCOMPARE(ui::rowHeatmapPanel(&view)->method(), Method::RoutePackComm);
         // A one-node plan: back to the four methods, the shown method falls back to routepack.
         view.setPlan(one_, nullptr);
         QCOMPARE(view.gridPanel()->method(), Method::RoutePack);
-        QCOMPARE(view.costsPanel()->method(), Method::RoutePack);
+        QCOMPARE(ui::costsPanel(&view)->method(), Method::RoutePack);
         view.gridPanel()->setMethod(Method::Reorder);
         QCOMPARE(view.gridPanel()->method(), Method::Reorder);
         view.gridPanel()->setMethod(Method::Grouter); // not in the list: ignored
@@ -404,15 +405,15 @@ private Q_SLOTS:
         PlanView view;
         view.resize(1280, 760);
         view.setPlan(two_, window_);
-        CommPanel* p = view.commPanel();
+        CommPanel* p = ui::commPanel(&view);
         QVERIFY(p);
         QCOMPARE(view.viewWidget(QStringLiteral("communication")), p);
-        QCOMPARE(p->methodCombo()->count(), 6);
-        QCOMPARE(p->layerCombo()->count(), 3); // sum + 2 MoE layers
+        QCOMPARE(ui::methodCombo(p)->count(), 6);
+        QCOMPARE(ui::layerCombo(p)->count(), 3); // sum + 2 MoE layers
         QCOMPARE(p->method(), Method::RoutePack);
         QCOMPARE(p->layer(), -1);
-        HeatmapWidget* d = p->dispatchMap();
-        QVERIFY(d->diagonalMarked());
+        HeatmapWidget* d = ui::dispatchMap(p);
+        QVERIFY(ui::diagonalMarked(d));
         QCOMPARE(d->rowCount(), 2);
         QCOMPARE(d->columnCount(), 2);
         // routepack, summed over layers: off-diagonal = inter-node copies, diagonal = intra pairs.
@@ -427,7 +428,7 @@ private Q_SLOTS:
                                              QStringLiteral(" token copies")));
         QVERIFY(p->headingText().contains(
             QStringLiteral("<b>%1</b> inter-node copies").arg(QString::fromStdString(grouped_count(rp.inter_total)))));
-        QCOMPARE(p->affinityMap()->rowCount(), 0); // the sum: pick a layer
+        QCOMPARE(ui::affinityMap(p)->rowCount(), 0); // the sum: pick a layer
         // Layer 1 of grouter: nothing crosses nodes; the affinity map puts each family in one block.
         p->setMethod(Method::Grouter);
         p->setLayer(1);
@@ -437,12 +438,12 @@ private Q_SLOTS:
         QVERIFY(d->toolTipFor(1, 1).contains(QStringLiteral("intra-node")));
         // The co-activation is counted on a worker thread; until it arrives the map says so.
         QVERIFY(p->coactivationPending());
-        QCOMPARE(p->affinityMap()->rowCount(), 0);
+        QCOMPARE(ui::affinityMap(p)->rowCount(), 0);
         QTRY_VERIFY(!p->coactivationPending());
-        HeatmapWidget* a = p->affinityMap();
+        HeatmapWidget* a = ui::affinityMap(p);
         QCOMPARE(a->rowCount(), 8);
-        QCOMPARE(a->columnBoundaries(), std::vector<int>{4});
-        QCOMPARE(a->rowBoundaries(), std::vector<int>{4});
+        QCOMPARE(ui::columnBoundaries(a), std::vector<int>{4});
+        QCOMPARE(ui::rowBoundaries(a), std::vector<int>{4});
         const ExpertNodeOrder o = experts_by_node(two_->topology, two_->comm.grouter_placement, 1);
         const std::vector<i64> co = coactivation_matrix(*window_, 1);
         for (int i = 0; i < 8; ++i)
@@ -470,7 +471,7 @@ private Q_SLOTS:
         view.setPlan(one_, nullptr);
         QVERIFY(p->headingText().startsWith(QStringLiteral("The plan is on one node")));
         QCOMPARE(d->rowCount(), 0);
-        QVERIFY(!p->methodCombo()->isEnabled());
+        QVERIFY(!ui::methodCombo(p)->isEnabled());
         view.setPlan(noRoutes_, windowNoRoutes_);
         QVERIFY(p->headingText().startsWith(QStringLiteral("Communication figures: n/a (re-import the trace).")));
         QCOMPARE(d->rowCount(), 0);
@@ -554,14 +555,14 @@ private Q_SLOTS:
         view.setPlan(plan, std::make_shared<const Trace>(in.window));
         view.show();
         QVERIFY(QTest::qWaitForWindowExposed(&view));
-        view.setCurrentWidget(view.commPanel());
-        view.commPanel()->setMethod(Method::RoutePackComm);
-        view.commPanel()->setLayer(0);
-        QTRY_VERIFY(!view.commPanel()->coactivationPending());
+        view.setCurrentWidget(ui::commPanel(&view));
+        ui::commPanel(&view)->setMethod(Method::RoutePackComm);
+        ui::commPanel(&view)->setLayer(0);
+        QTRY_VERIFY(!ui::commPanel(&view)->coactivationPending());
         QCoreApplication::processEvents();
         shoot(&view, QStringLiteral("plan-communication"));
-        view.commPanel()->setMethod(Method::RoutePack);
-        view.commPanel()->setLayer(-1);
+        ui::commPanel(&view)->setMethod(Method::RoutePack);
+        ui::commPanel(&view)->setLayer(-1);
         QCoreApplication::processEvents();
         shoot(&view, QStringLiteral("plan-communication-sum"));
         CompareView cv;
@@ -611,21 +612,21 @@ private Q_SLOTS:
         view.setPlan(plan, window);
         view.show();
         QVERIFY(QTest::qWaitForWindowExposed(&view));
-        view.setCurrentWidget(view.commPanel());
-        CommPanel* p = view.commPanel();
+        view.setCurrentWidget(ui::commPanel(&view));
+        CommPanel* p = ui::commPanel(&view);
         p->setMethod(Method::RoutePackComm);
         p->setLayer(0);
         QTRY_VERIFY(!p->coactivationPending());
         QCoreApplication::processEvents();
         const CommCost& c = *plan->comm.routepack_comm->comm;
-        HeatmapWidget* d = p->dispatchMap();
+        HeatmapWidget* d = ui::dispatchMap(p);
         QCOMPARE(d->value(0, 1), static_cast<double>(c.matrix[1]));
         QCOMPARE(d->value(1, 0), static_cast<double>(c.matrix[2]));
         QCOMPARE(d->value(0, 0) + d->value(1, 1), static_cast<double>(c.intra_per_layer[0]));
         QCOMPARE(d->value(0, 1) + d->value(1, 0), static_cast<double>(c.inter_per_layer[0]));
-        HeatmapWidget* a = p->affinityMap();
+        HeatmapWidget* a = ui::affinityMap(p);
         QCOMPARE(a->rowCount(), 64);
-        QCOMPARE(a->columnBoundaries(), std::vector<int>{32}); // EP ranks 0-7 hold 32 of the 64 experts
+        QCOMPARE(ui::columnBoundaries(a), std::vector<int>{32}); // EP ranks 0-7 hold 32 of the 64 experts
         const auto loads = aggregate_expert_loads(window->counts, window->size(), window->model.num_moe_layers(),
                                                   window->model.experts);
         const ExpertNodeOrder o = experts_by_node(plan->topology, plan->comm.comm_placement, 0);

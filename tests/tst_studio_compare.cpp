@@ -166,7 +166,7 @@ private Q_SLOTS:
         QVERIFY(QTest::qWaitForWindowExposed(&cv));
         auto* table = qobject_cast<FrozenColumnTable*>(cv.tableView());
         QVERIFY(table);
-        QTableView* frozen = table->frozenView();
+        QTableView* frozen = ui::frozenView(table);
         QVERIFY(frozen->isVisible());
         QCOMPARE(frozen->model(), table->model());
         for (int c = 1; c < table->model()->columnCount(); ++c)

@@ -76,11 +76,11 @@ private Q_SLOTS:
             QSignalSpy detected(&dlg, &ImportDialog::formatDetected);
             dlg.setInputs({test::qpath(ds)});
             QTRY_COMPARE_WITH_TIMEOUT(detected.count(), 1, 60000);
-            QCOMPARE(dlg.detectedFormat(), QStringLiteral("prompt-csv"));
+            QCOMPARE(ui::detectedFormat(&dlg), QStringLiteral("prompt-csv"));
             dlg.setTraceName(QStringLiteral("ds"));
             dlg.setKnownModel(QStringLiteral("deepseek-v2-lite"));
-            QSignalSpy finished(dlg.job(), &ImportJob::finished);
-            QVERIFY2(dlg.startImport(), qPrintable(dlg.errorText()));
+            QSignalSpy finished(ui::job(&dlg), &ImportJob::finished);
+            QVERIFY2(dlg.startImport(), qPrintable(ui::errorText(&dlg)));
             QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 300000);
             QCOMPARE(finished.at(0).at(1).value<ImportSummary>().samples, std::size_t(599));
         }
@@ -184,9 +184,9 @@ private Q_SLOTS:
             dlg->setDevice(QStringLiteral("cpu"));
             dlg->setVerify(true);
             QSignalSpy done(dlg, &RewriteDialog::rewritten);
-            QVERIFY2(dlg->startRewrite(), qPrintable(dlg->errorText()));
+            QVERIFY2(dlg->startRewrite(), qPrintable(ui::errorText(dlg)));
             QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, 300000);
-            QVERIFY(dlg->lastOutcome().has_value());
+            QVERIFY(ui::lastOutcome(dlg).has_value());
         };
         run_dialog(tmp / "ckpt", tmp / "ckpt-physical", false);
         const gpu::SynthSlotCheck phys = gpu::check_synth_checkpoint(tmp / "ckpt-physical");

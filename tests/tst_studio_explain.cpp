@@ -202,19 +202,19 @@ void check_cost_bars(CostsPanel* costs, const PlanResult& p) {
     const PlanResult* plan = &p;
     const QString bar = costs->rowBarToolTip(0);
     QVERIFY2(bar.startsWith(QStringLiteral("<b>RoutePack: row 0, EDP shard g0</b>")), qPrintable(bar));
-    QVERIFY2(
-        bar.contains(
-            QStringLiteral("J = A + E = %1").arg(costs->attentionSet()->at(0) + costs->expertSet()->at(0), 0, 'f', 4)),
-        qPrintable(bar));
+    QVERIFY2(bar.contains(QStringLiteral("J = A + E = %1")
+                              .arg(ui::attentionSet(costs)->at(0) + ui::expertSet(costs)->at(0), 0, 'f', 4)),
+             qPrintable(bar));
     const int G = plan->topology.shards();
     for (int g = 0; g < G; ++g) {
         const QString s = costs->shardBarToolTip(g);
-        QVERIFY2(s.contains(QStringLiteral("U = sum_r J[r][g] = %1").arg(costs->shardTotalSet()->at(g), 0, 'f', 4)),
+        QVERIFY2(s.contains(QStringLiteral("U = sum_r J[r][g] = %1").arg(ui::shardTotalSet(costs)->at(g), 0, 'f', 4)),
                  qPrintable(s));
         QCOMPARE(s.contains(QStringLiteral("the straggler: U = max_g U, the joint cost")),
-                 g == costs->stragglerShard());
-        if (g != costs->stragglerShard())
-            QVERIFY2(s.contains(QStringLiteral("below the straggler g%1").arg(costs->stragglerShard())), qPrintable(s));
+                 g == ui::stragglerShard(costs));
+        if (g != ui::stragglerShard(costs))
+            QVERIFY2(s.contains(QStringLiteral("below the straggler g%1").arg(ui::stragglerShard(costs))),
+                     qPrintable(s));
     }
     QVERIFY(costs->shardBarToolTip(G).isEmpty());
     // One y-axis for every method: the largest J (and U) of any method fits in it.
@@ -222,7 +222,7 @@ void check_cost_bars(CostsPanel* costs, const PlanResult& p) {
         const auto axes = v->chart()->axes(Qt::Vertical);
         return axes.isEmpty() ? -1.0 : qobject_cast<QValueAxis*>(axes.front())->max();
     };
-    const double rowTop = axisMax(costs->rowChartView()), shardTop = axisMax(costs->shardChartView());
+    const double rowTop = axisMax(ui::rowChartView(costs)), shardTop = axisMax(ui::shardChartView(costs));
     double maxJ = 0, maxU = 0;
     for (const MethodResult* mr : {&plan->baseline, &plan->reorder, &plan->karmarkar_karp, &plan->routepack}) {
         maxJ = std::max(maxJ, mr->metrics.score.max_j);
@@ -232,8 +232,8 @@ void check_cost_bars(CostsPanel* costs, const PlanResult& p) {
              qPrintable(QStringLiteral("%1 %2 %3 %4").arg(rowTop).arg(maxJ).arg(shardTop).arg(maxU)));
     for (int m = 0; m < kPaperMethodCount; ++m) {
         costs->setMethod(method_at(m));
-        QCOMPARE(axisMax(costs->rowChartView()), rowTop);
-        QCOMPARE(axisMax(costs->shardChartView()), shardTop);
+        QCOMPARE(axisMax(ui::rowChartView(costs)), rowTop);
+        QCOMPARE(axisMax(ui::shardChartView(costs)), shardTop);
     }
     costs->setMethod(Method::RoutePack);
 }
@@ -444,7 +444,8 @@ private Q_SLOTS:
                 v[static_cast<std::size_t>(k)].best.max_u = 100.0 - k * 1e-3;
             }
             conv.setLevels(v);
-            return qobject_cast<QValueAxis*>(conv.chartView()->chart()->axes(Qt::Horizontal).value(0))->tickInterval();
+            return qobject_cast<QValueAxis*>(ui::chartView(&conv)->chart()->axes(Qt::Horizontal).value(0))
+                ->tickInterval();
         };
         QCOMPARE(interval(12), 1.0);
         QCOMPARE(interval(13), 2.0);
@@ -544,8 +545,8 @@ private Q_SLOTS:
         ConvergencePanel conv;
         conv.setLevels(plan->search.convergence);
         conv.setTail(tail);
-        QCOMPARE(conv.tailSeries()->count(), 3); // from the last level (x 1) through x 2 and 3
-        QCOMPARE(conv.tailSeries()->at(2), QPointF(3, 0.9));
+        QCOMPARE(ui::tailSeries(&conv)->count(), 3); // from the last level (x 1) through x 2 and 3
+        QCOMPARE(ui::tailSeries(&conv)->at(2), QPointF(3, 0.9));
         QVERIFY2(conv.summaryText().endsWith(
                      QStringLiteral("Then final search 0.9500, placement refined for the layout 0.9000 (the plan's "
                                     "cost).")),
@@ -574,13 +575,13 @@ private Q_SLOTS:
         PlanView view;
         view.resize(1366, 768);
         view.setPlan(plan, window);
-        QCOMPARE(view.costsPanel()->gainText(), text);
+        QCOMPARE(ui::costsPanel(&view)->gainText(), text);
         QVERIFY(view.openExplainLink(QStringLiteral("layer:0:1:routepack")));
-        QCOMPARE(view.currentWidget(), static_cast<QWidget*>(view.rowHeatmapPanel()));
-        QCOMPARE(view.rowHeatmapPanel()->shard(), 1);
+        QCOMPARE(view.currentWidget(), static_cast<QWidget*>(ui::rowHeatmapPanel(&view)));
+        QCOMPARE(ui::rowHeatmapPanel(&view)->shard(), 1);
         QSignalSpy ranks(&view, &PlanView::rankActivated);
         QVERIFY(view.openExplainLink(QStringLiteral("rank:0:1")));
-        QCOMPARE(view.currentWidget(), static_cast<QWidget*>(view.epHeatmapPanel()));
+        QCOMPARE(view.currentWidget(), static_cast<QWidget*>(ui::epHeatmapPanel(&view)));
         QCOMPARE(ranks.count(), 1);
         QCOMPARE(ranks.front().at(1).toInt(), 1);
         // Rank 1 of the refined placement holds e1, e2: s1 20 tokens, s3 20, s0 10, s2 5.
@@ -589,7 +590,7 @@ private Q_SLOTS:
         QVERIFY(view.openExplainLink(QStringLiteral("row:0:0:routepack")));
         QCOMPARE(view.currentWidget(), static_cast<QWidget*>(view.gridPanel()));
         QVERIFY(!view.openExplainLink(QStringLiteral("rank:0:2"))); // rank out of range
-        view.setCurrentWidget(view.costsPanel());
+        view.setCurrentWidget(ui::costsPanel(&view));
         view.show();
         QVERIFY(QTest::qWaitForWindowExposed(&view));
         shot(&view, QStringLiteral("explain-gain-hand"));
@@ -691,7 +692,7 @@ private Q_SLOTS:
         qInfo("%s", qPrintable(gainExplanationText(g, *plan)));
         PlanView view;
         view.setPlan(plan, window);
-        view.setCurrentWidget(view.costsPanel());
+        view.setCurrentWidget(ui::costsPanel(&view));
         view.show();
         QVERIFY(QTest::qWaitForWindowExposed(&view));
         for (const QSize size : {QSize(1600, 1000), QSize(1366, 768)}) {
@@ -699,7 +700,7 @@ private Q_SLOTS:
             QTest::qWait(30);
             shot(&view, QStringLiteral("explain-costs-demo-%1x%2").arg(size.width()).arg(size.height()));
         }
-        view.setCurrentWidget(view.convergencePanel());
+        view.setCurrentWidget(ui::convergencePanel(&view));
         QTest::qWait(30);
         // The final pass round by round (the demo's budgets: 2 rounds, each with a refinement); the best
         // only falls from the last level on and ends at the plan's cost.
@@ -714,9 +715,11 @@ private Q_SLOTS:
             points += 2;
         }
         QCOMPARE(best, plan->routepack.metrics.score.max_u);
-        qInfo("demo final pass: %s", qPrintable(view.convergencePanel()->summaryText()));
-        QCOMPARE(view.convergencePanel()->tailSeries()->count(), points);
-        QCOMPARE(view.convergencePanel()->tailSeries()->at(view.convergencePanel()->tailSeries()->count() - 1).y(),
+        qInfo("demo final pass: %s", qPrintable(ui::convergencePanel(&view)->summaryText()));
+        QCOMPARE(ui::tailSeries(ui::convergencePanel(&view))->count(), points);
+        QCOMPARE(ui::tailSeries(ui::convergencePanel(&view))
+                     ->at(ui::tailSeries(ui::convergencePanel(&view))->count() - 1)
+                     .y(),
                  plan->routepack.metrics.score.max_u);
         shot(&view, QStringLiteral("explain-convergence-demo"));
     }
@@ -754,8 +757,8 @@ private Q_SLOTS:
         h.resize(420, 240);
         h.setColourMap(HeatmapWidget::ColourMap::Sequential);
         h.setData(2, 3, {1, 2, 3, 10, 20, 30}, {}, {});
-        QCOMPARE(h.rangeLow(), 1.0);
-        QCOMPARE(h.rangeHigh(), 30.0);
+        QCOMPARE(ui::rangeLow(&h), 1.0);
+        QCOMPARE(ui::rangeHigh(&h), 30.0);
         // Linear: 3 and 10 differ; per layer: each row spans the whole bar.
         QVERIFY(h.cellColour(0, 2) != h.cellColour(1, 2));
         h.setColourScale(ColourScale::PerLayer);
@@ -783,12 +786,12 @@ private Q_SLOTS:
             QVERIFY2(t == 1 || t == 2 || t == 5 || t == 10 || t == 20, qPrintable(QString::number(t)));
         // Marks and selection.
         h.setRowMarks({false, true});
-        QCOMPARE(h.rowMarks(), (std::vector<bool>{false, true}));
+        QCOMPARE(ui::rowMarks(&h), (std::vector<bool>{false, true}));
         h.setSelection(-1, 2);
-        QCOMPARE(h.selectedRow(), -1);
-        QCOMPARE(h.selectedColumn(), 2);
+        QCOMPARE(ui::selectedRow(&h), -1);
+        QCOMPARE(ui::selectedColumn(&h), 2);
         h.setSelection(5, 5);
-        QCOMPARE(h.selectedColumn(), -1);
+        QCOMPARE(ui::selectedColumn(&h), -1);
         // Column labels: every one of 16 ranks; a power-of-two stride at 64 in the same width.
         HeatmapWidget r;
         r.resize(420, 240);
@@ -812,11 +815,11 @@ private Q_SLOTS:
         view.resize(1100, 600);
         view.setPlacement(plan, std::make_shared<const std::vector<std::uint64_t>>(
                                     std::vector<std::uint64_t>{10, 1, 1, 0, 3, 3, 3, 3}));
-        EpHeatmapPanel* ep = view.epHeatmapPanel();
-        QCOMPARE(ep->boundedLayers().size(), std::size_t{1});
-        QCOMPARE(ep->boundedLayers()[0].layer, 0);
+        EpHeatmapPanel* ep = ui::epHeatmapPanel(&view);
+        QCOMPARE(ui::boundedLayers(ep).size(), std::size_t{1});
+        QCOMPARE(ui::boundedLayers(ep)[0].layer, 0);
         for (bool planned : {false, true})
-            QCOMPARE(ep->map(planned)->rowMarks(), (std::vector<bool>{true, false}));
+            QCOMPARE(ui::rowMarks(ep->map(planned)), (std::vector<bool>{true, false}));
         // Identity rank 0 of layer 3: e0 10, e1 1 = 11 tokens; the mean is 6.
         const QString tip = ep->map(false)->toolTipFor(0, 0);
         QVERIFY2(tip.contains(QStringLiteral("G = 11 tokens")), qPrintable(tip));
@@ -841,8 +844,8 @@ private Q_SLOTS:
         QCOMPARE(spy.front().at(2).toBool(), true);
         QVERIFY(spy.front().at(3).value<QList<int>>().isEmpty());
         for (bool planned : {false, true}) {
-            QCOMPARE(ep->map(planned)->selectedRow(), 0);
-            QCOMPARE(ep->map(planned)->selectedColumn(), 1);
+            QCOMPARE(ui::selectedRow(ep->map(planned)), 0);
+            QCOMPARE(ui::selectedColumn(ep->map(planned)), 1);
         }
         QCOMPARE(ep->selectionText(),
                  QStringLiteral("<b>Layer 3, EP rank 1</b> (LPT placement): G = 2 tokens on 2 experts: e1 1, e2 1. "
@@ -850,12 +853,12 @@ private Q_SLOTS:
                                 "layer's peak below 10."));
         // The colour scale switch reaches both maps.
         ep->setColourScale(ColourScale::Log);
-        QCOMPARE(ep->map(false)->colourScale(), ColourScale::Log);
-        QCOMPARE(ep->map(true)->colourScale(), ColourScale::Log);
-        QCOMPARE(ep->scaleCombo()->currentText(), QStringLiteral("Log"));
+        QCOMPARE(ui::colourScale(ep->map(false)), ColourScale::Log);
+        QCOMPARE(ui::colourScale(ep->map(true)), ColourScale::Log);
+        QCOMPARE(ui::scaleCombo(ep)->currentText(), QStringLiteral("Log"));
         shot(&view, QStringLiteral("explain-ep-bounded-log"));
         ep->setColourScale(ColourScale::PerLayer);
-        QCOMPARE(ep->map(true)->colourScale(), ColourScale::PerLayer);
+        QCOMPARE(ui::colourScale(ep->map(true)), ColourScale::PerLayer);
     }
 
     // --- Many ranks stay readable ---
@@ -897,11 +900,11 @@ private Q_SLOTS:
             view.setPlacement(plan, std::make_shared<const std::vector<std::uint64_t>>(loads));
             view.show();
             QVERIFY(QTest::qWaitForWindowExposed(&view));
-            EpHeatmapPanel* ep = view.epHeatmapPanel();
+            EpHeatmapPanel* ep = ui::epHeatmapPanel(&view);
             ep->setColourScale(ColourScale::Log);
             QTest::qWait(20);
             bool found = false;
-            for (const ExpertBound& bd : ep->boundedLayers())
+            for (const ExpertBound& bd : ui::boundedLayers(ep))
                 if (bd.layer == 45) {
                     found = true;
                     QCOMPARE(bd.expert, 40);
@@ -909,9 +912,9 @@ private Q_SLOTS:
                     QCOMPARE(bd.total, std::uint64_t{34517});
                 }
             QVERIFY(found);
-            QCOMPARE(ep->boundedLayers().size(), std::size_t{1});
+            QCOMPARE(ui::boundedLayers(ep).size(), std::size_t{1});
             HeatmapWidget* m = ep->map(true);
-            QVERIFY(m->rowMarks()[45]);
+            QVERIFY(ui::rowMarks(m)[45]);
             const QString tip = m->toolTipFor(45, P - 1);
             QVERIFY2(tip.contains(QStringLiteral("<b>EP rank %1</b>").arg(P - 1)), qPrintable(tip));
             QVERIFY2(tip.contains(QStringLiteral("bounded by expert 40 (34485 of 34517 tokens): no placement can "
@@ -990,9 +993,9 @@ private Q_SLOTS:
         view.setPlacement(plan, std::make_shared<const std::vector<std::uint64_t>>(loads));
         view.show();
         QVERIFY(QTest::qWaitForWindowExposed(&view));
-        EpHeatmapPanel* ep = view.epHeatmapPanel();
-        QCOMPARE(ep->boundedLayers().size(), bounded.size());
-        QVERIFY(ep->map(true)->rowMarks()[static_cast<std::size_t>(l45)]);
+        EpHeatmapPanel* ep = ui::epHeatmapPanel(&view);
+        QCOMPARE(ui::boundedLayers(ep).size(), bounded.size());
+        QVERIFY(ui::rowMarks(ep->map(true))[static_cast<std::size_t>(l45)]);
         const int hotRank = plan->placement.lpt.rank_of(l45, 40);
         QVERIFY2(ep->map(true)
                      ->toolTipFor(l45, hotRank)
@@ -1044,10 +1047,10 @@ private Q_SLOTS:
         auto shownIds = [&] { return shown_sample_ids(w); };
 
         // Click EP rank 1 of the third MoE layer on the LPT map.
-        ui::planView(w)->setCurrentWidget(ui::planView(w)->epHeatmapPanel());
+        ui::planView(w)->setCurrentWidget(ui::epHeatmapPanel(ui::planView(w)));
         QTest::qWait(50);
         const int l = 2, p = 1;
-        HeatmapWidget* lpt = ui::planView(w)->epHeatmapPanel()->map(true);
+        HeatmapWidget* lpt = ui::epHeatmapPanel(ui::planView(w))->map(true);
         QTest::mouseClick(lpt, Qt::LeftButton, {}, lpt->cellRect(l, p).center());
         // Independently: tokens of every sample on rank p at layer l under LPT, the 20 largest
         // (ties: lower index first).
@@ -1080,17 +1083,17 @@ private Q_SLOTS:
         QVERIFY(ui::clearFilterButton(w)->isVisible());
         // The other views follow: both EP maps outline (l, p), the row-peak view layer l.
         for (bool planned : {false, true}) {
-            QCOMPARE(ui::planView(w)->epHeatmapPanel()->map(planned)->selectedRow(), l);
-            QCOMPARE(ui::planView(w)->epHeatmapPanel()->map(planned)->selectedColumn(), p);
+            QCOMPARE(ui::selectedRow(ui::epHeatmapPanel(ui::planView(w))->map(planned)), l);
+            QCOMPARE(ui::selectedColumn(ui::epHeatmapPanel(ui::planView(w))->map(planned)), p);
         }
-        QCOMPARE(ui::planView(w)->rowHeatmapPanel()->map()->selectedColumn(), l);
-        ui::planView(w)->setCurrentWidget(ui::planView(w)->rowHeatmapPanel());
+        QCOMPARE(ui::selectedColumn(ui::map(ui::rowHeatmapPanel(ui::planView(w)))), l);
+        ui::planView(w)->setCurrentWidget(ui::rowHeatmapPanel(ui::planView(w)));
         QTest::qWait(50);
         shot(ui::planView(w), QStringLiteral("explain-row-peaks-selected"));
-        ui::planView(w)->setCurrentWidget(ui::planView(w)->epHeatmapPanel());
+        ui::planView(w)->setCurrentWidget(ui::epHeatmapPanel(ui::planView(w)));
         QTest::qWait(50);
         // The experts of the rank, with their tokens, under the maps.
-        const QString list = ui::planView(w)->epHeatmapPanel()->selectionText();
+        const QString list = ui::epHeatmapPanel(ui::planView(w))->selectionText();
         const int P = plan->topology.ep_ranks;
         QVERIFY2(list.startsWith(
                      QStringLiteral("<b>Layer %1, EP rank 1</b> (refined LPT placement): G = %2 tokens on %3 experts: ")
@@ -1106,16 +1109,16 @@ private Q_SLOTS:
         QVERIFY(ui::sampleView(w)->isColumnHidden(SampleTableModel::SelectedTokens));
 
         // The row-peak tooltip names the peak rank.
-        RowHeatmapPanel* rows = ui::planView(w)->rowHeatmapPanel();
+        RowHeatmapPanel* rows = ui::rowHeatmapPanel(ui::planView(w));
         const MethodResult& rp = plan->routepack;
         const auto W = row_shard_rank_loads(*window, plan->topology, plan->placement.lpt, rp.layout, 0, 0, l);
         const auto top = std::max_element(W.begin(), W.end());
-        const QString rowTip = rows->map()->toolTipFor(0, l);
+        const QString rowTip = ui::map(rows)->toolTipFor(0, l);
         QVERIFY2(rowTip.contains(QStringLiteral("peak on EP rank %1 (%2 tokens;").arg(top - W.begin()).arg(*top)),
                  qPrintable(rowTip));
         QVERIFY2(rowTip.contains(QStringLiteral("max_p W = %1 tokens").arg(*top)), qPrintable(rowTip));
 
-        CostsPanel* costs = ui::planView(w)->costsPanel();
+        CostsPanel* costs = ui::costsPanel(ui::planView(w));
         check_cost_bars(costs, *plan);
         if (QTest::currentTestFailed()) return;
         // The "why it gains" paragraph, from this plan's numbers.

@@ -157,7 +157,7 @@ private Q_SLOTS:
         // A run's topology under its own name: no preset has it, and the box says so.
         e.setTopology(QStringLiteral("mine"), known_topology("deepseek-v2-lite-ep8-dp4"));
         QCOMPARE(e.currentPreset(), QString());
-        QCOMPARE(e.presetBox()->currentIndex(), -1);
+        QCOMPARE(ui::presetBox(&e)->currentIndex(), -1);
         QCOMPARE(e.presetDisplayText(), QStringLiteral("edited: mine"));
         // Saved in a library: the box shows that library preset.
         storage::TopologyEntry saved;
@@ -165,7 +165,7 @@ private Q_SLOTS:
         saved.topology = known_topology("deepseek-v2-lite-ep8-dp4");
         e.setLibraryTopologies({saved});
         QCOMPARE(e.currentPreset(), QStringLiteral("mine"));
-        QCOMPARE(e.presetBox()->currentText(), QStringLiteral("library: mine"));
+        QCOMPARE(ui::presetBox(&e)->currentText(), QStringLiteral("library: mine"));
         // New library (no saved topologies): the form keeps "mine", the box no longer claims a preset.
         e.setLibraryTopologies({});
         QCOMPARE(e.topologyName(), QStringLiteral("mine"));
@@ -185,9 +185,10 @@ private Q_SLOTS:
         shot(&e, QStringLiteral("preset-edited"));
         e.setPalette(test::dark_palette());
         shot(&e, QStringLiteral("preset-edited-dark"));
-        QVERIFY2(e.presetBox()->toolTip().startsWith(QStringLiteral("edited: synthetic-demo-ep8-dp4: the form below "
-                                                                    "matches no preset")),
-                 qPrintable(e.presetBox()->toolTip()));
+        QVERIFY2(
+            ui::presetBox(&e)->toolTip().startsWith(QStringLiteral("edited: synthetic-demo-ep8-dp4: the form below "
+                                                                   "matches no preset")),
+            qPrintable(ui::presetBox(&e)->toolTip()));
     }
 
     void studioNewLibraryKeepsBoxAndFormTogether() {
@@ -199,7 +200,7 @@ private Q_SLOTS:
         StudioWindow w(options_);
         QVERIFY(w.openLibrary(q(a)));
         QVERIFY(ui::topologyEditor(w)->selectPreset(QStringLiteral("cluster-a")));
-        QCOMPARE(ui::topologyEditor(w)->presetBox()->currentText(), QStringLiteral("library: cluster-a"));
+        QCOMPARE(ui::presetBox(ui::topologyEditor(w))->currentText(), QStringLiteral("library: cluster-a"));
         QVERIFY(w.openLibrary(q(tmp_ / "new.routepack"), true));
         // The form still holds cluster-a (what the engineer set); the box does not show another preset.
         QCOMPARE(ui::topologyEditor(w)->topologyName(), QStringLiteral("cluster-a"));
@@ -219,8 +220,9 @@ private Q_SLOTS:
         QCOMPARE(e.topology()->gpus_per_node, 8);
         QCOMPARE(e.topology()->nodes(), 2);
         // The box is never narrower than the longest shipped preset's label: whole in a narrow editor.
-        QVERIFY2(e.width() >= e.minimumSizeHint().width() || e.presetBox()->width() >= e.presetBox()->minimumWidth(),
-                 qPrintable(QString::number(e.presetBox()->width())));
+        QVERIFY2(e.width() >= e.minimumSizeHint().width() ||
+                     ui::presetBox(&e)->width() >= ui::presetBox(&e)->minimumWidth(),
+                 qPrintable(QString::number(ui::presetBox(&e)->width())));
         for (const auto& n : known_topology_names()) {
             QVERIFY(e.selectPreset(QString::fromStdString(n)));
             QCOMPARE(e.presetDisplayText(), QStringLiteral("shipped: ") + QString::fromStdString(n));
@@ -235,11 +237,12 @@ private Q_SLOTS:
         QVERIFY2(shown.startsWith(QStringLiteral("library: my-own")) && shown.endsWith(QStringLiteral("dp8-2nodes")) &&
                      shown.contains(QChar(0x2026)),
                  qPrintable(shown));
-        QVERIFY(e.fontMetrics().horizontalAdvance(shown) <= e.presetBox()->width());
+        QVERIFY(e.fontMetrics().horizontalAdvance(shown) <= ui::presetBox(&e)->width());
         // The full name is in the tooltips (the box's and the item's).
         const QString full = QStringLiteral("library: ") + QString::fromStdString(mine.name);
-        QVERIFY2(e.presetBox()->toolTip().startsWith(full + QLatin1Char('\n')), qPrintable(e.presetBox()->toolTip()));
-        QCOMPARE(e.presetBox()->itemData(e.presetBox()->currentIndex(), Qt::ToolTipRole).toString(), full);
+        QVERIFY2(ui::presetBox(&e)->toolTip().startsWith(full + QLatin1Char('\n')),
+                 qPrintable(ui::presetBox(&e)->toolTip()));
+        QCOMPARE(ui::presetBox(&e)->itemData(ui::presetBox(&e)->currentIndex(), Qt::ToolTipRole).toString(), full);
         // Wide enough: nothing is elided.
         e.resize(900, 900);
         QTRY_COMPARE(e.presetDisplayText(), full);
@@ -600,15 +603,15 @@ private Q_SLOTS:
         ImportDialog dlg(q(dir / "lib.routepack"));
         dlg.setInputs({q(dir / "syn")});
         dlg.setModelSource(ImportDialog::FromFiles); // vLLM files do not describe their model
-        QSignalSpy failed(dlg.job(), &ImportJob::failed);
+        QSignalSpy failed(ui::job(&dlg), &ImportJob::failed);
         QVERIFY(dlg.startImport());
         QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 30000);
         const QString raw = failed.front().front().toString(); // the failed job's text (JobFailure::text)
         QVERIFY2(!raw.contains(QStringLiteral("--")), qPrintable(raw));
-        QVERIFY2(dlg.errorText().endsWith(QStringLiteral(": choose the Model: a shipped model, a Hugging Face "
-                                                         "config.json, or Fields (Experts E, Top-k)")),
-                 qPrintable(dlg.errorText()));
-        QVERIFY2(!dlg.errorText().contains(QStringLiteral("--")), qPrintable(dlg.errorText()));
+        QVERIFY2(ui::errorText(&dlg).endsWith(QStringLiteral(": choose the Model: a shipped model, a Hugging Face "
+                                                             "config.json, or Fields (Experts E, Top-k)")),
+                 qPrintable(ui::errorText(&dlg)));
+        QVERIFY2(!ui::errorText(&dlg).contains(QStringLiteral("--")), qPrintable(ui::errorText(&dlg)));
     }
 
     // --- The import dialog's proposals ---
@@ -652,7 +655,7 @@ private Q_SLOTS:
         QSignalSpy detected(&dlg, &ImportDialog::formatDetected);
         dlg.setInputs({q(dir / "agg-counts.json")});
         QTRY_COMPARE_WITH_TIMEOUT(detected.count(), 1, 30000);
-        QCOMPARE(dlg.detectedFormat(), QStringLiteral("aggregate"));
+        QCOMPARE(ui::detectedFormat(&dlg), QStringLiteral("aggregate"));
         QCOMPARE(dlg.modelSource(), ImportDialog::FromFiles); // the file describes its own model
         QCOMPARE(dlg.traceName(), QStringLiteral("agg-counts"));
         QSignalSpy imported(&dlg, &ImportDialog::imported);
@@ -660,7 +663,7 @@ private Q_SLOTS:
         QStringList progressTexts;
         QProgressBar* bar = dlg.findChild<QProgressBar*>();
         QVERIFY(bar);
-        connect(dlg.job(), &ImportJob::progress, &dlg, [&] { progressTexts << bar->format(); });
+        connect(ui::job(&dlg), &ImportJob::progress, &dlg, [&] { progressTexts << bar->format(); });
         QVERIFY(dlg.startImport());
         QTRY_COMPARE_WITH_TIMEOUT(imported.count(), 1, 30000);
         QVERIFY(!progressTexts.isEmpty());
@@ -720,7 +723,7 @@ private Q_SLOTS:
         const QColor centre = h.colourFor(1.0);
         QVERIFY(h.colourFor(1.01) != centre); // no band: 1% already takes a colour
         h.setNeutralBand(0.02);
-        QCOMPARE(h.neutralBand(), 0.02);
+        QCOMPARE(ui::neutralBand(&h), 0.02);
         for (double v : {0.98, 0.99, 1.0, 1.01, 1.02})
             QCOMPARE(h.colourFor(v), centre);
         QVERIFY(h.colourFor(1.03) != centre);
@@ -796,13 +799,13 @@ private Q_SLOTS:
             QTest::qWait(150);
             const QString tag = QStringLiteral("%1x%2").arg(size.width()).arg(size.height());
             shot(&w, QStringLiteral("layout-") + tag);
-            ui::planView(w)->setCurrentWidget(ui::planView(w)->costsPanel());
+            ui::planView(w)->setCurrentWidget(ui::costsPanel(ui::planView(w)));
             QTest::qWait(50);
             shot(&w, QStringLiteral("layout-costs-") + tag);
             // The Costs charts' titles fit their charts line by line (nothing elided; the lines of
             // legend entries under a title are checked in realPlansShowEveryTextWhole).
-            for (QChartView* v :
-                 {ui::planView(w)->costsPanel()->rowChartView(), ui::planView(w)->costsPanel()->shardChartView()})
+            for (QChartView* v : {ui::rowChartView(ui::costsPanel(ui::planView(w))),
+                                  ui::shardChartView(ui::costsPanel(ui::planView(w)))})
                 for (const QString& line : v->chart()->title().split(QStringLiteral("<br>")))
                     if (!line.contains(QLatin1Char('<')))
                         QVERIFY2(QFontMetrics(v->chart()->titleFont()).horizontalAdvance(line) <=
@@ -835,29 +838,29 @@ private Q_SLOTS:
             auto* x = qobject_cast<QCategoryAxis*>(h->chart()->axes(Qt::Horizontal).value(0));
             QVERIFY(x);
             QCOMPARE(x->categoriesLabels(), h->binLabels());
-            const int edges = static_cast<int>(h->histogram().edges.size());
-            QCOMPARE(h->binLabels().size(), (edges + h->binLabelStride() - 1) / h->binLabelStride());
+            const int edges = static_cast<int>(ui::histogram(h).edges.size());
+            QCOMPARE(h->binLabels().size(), (edges + ui::binLabelStride(h) - 1) / ui::binLabelStride(h));
             int widest = 0;
             for (const QString& l : h->binLabels())
                 widest = std::max(widest, QFontMetrics(x->labelsFont()).horizontalAdvance(l));
             const qreal perBar = h->chart()->plotArea().width() / static_cast<qreal>(edges - 1);
-            QVERIFY2(widest + 8 <= h->binLabelStride() * perBar, qPrintable(tag));
+            QVERIFY2(widest + 8 <= ui::binLabelStride(h) * perBar, qPrintable(tag));
             // The EP heatmaps' titles ("Planned LPT placement (CV_global 0.2428)") wrap onto a second
             // line where one is too narrow, instead of losing the CV value.
             for (bool planned : {false, true}) {
-                HeatmapWidget* m = ui::planView(w)->epHeatmapPanel()->map(planned);
+                HeatmapWidget* m = ui::epHeatmapPanel(ui::planView(w))->map(planned);
                 QFont bold = m->font();
                 bold.setBold(true);
-                const int need = QFontMetrics(bold).horizontalAdvance(m->title());
+                const int need = QFontMetrics(bold).horizontalAdvance(ui::title(m));
                 QCOMPARE(m->titleLines(), need <= m->width() - 12 ? 1 : 2);
-                QVERIFY2(m->titleLines() == 1 || need <= 2 * (m->width() - 12) - 40, qPrintable(tag + m->title()));
+                QVERIFY2(m->titleLines() == 1 || need <= 2 * (m->width() - 12) - 40, qPrintable(tag + ui::title(m)));
             }
             if (size.width() == 1366) {
                 samplesAt1366 = ui::sampleView(w)->width();
                 planAt1366 = ui::resultTabs(w)->width();
             }
         }
-        QVERIFY2(ui::histogramView(w)->binLabelStride() > 1,
+        QVERIFY2(ui::binLabelStride(ui::histogramView(w)) > 1,
                  "16 bins in the narrow sample pane: not every edge labelled");
         // A wider window (maximised on a 1920x1080 screen): the plan views take the width.
         w.resize(1920, 1080);
@@ -905,12 +908,12 @@ private Q_SLOTS:
         int widest = 0;
         for (const QString& l : h->binLabels())
             widest = std::max(widest, QFontMetrics(x->labelsFont()).horizontalAdvance(l));
-        const qreal perBar = h->chart()->plotArea().width() / static_cast<qreal>(h->histogram().edges.size() - 1);
-        QVERIFY2(widest + 8 <= h->binLabelStride() * perBar,
+        const qreal perBar = h->chart()->plotArea().width() / static_cast<qreal>(ui::histogram(h).edges.size() - 1);
+        QVERIFY2(widest + 8 <= ui::binLabelStride(h) * perBar,
                  qPrintable(QStringLiteral("%1: labels %2 px, stride %3, %4 px per bar")
                                 .arg(where)
                                 .arg(widest)
-                                .arg(h->binLabelStride())
+                                .arg(ui::binLabelStride(h))
                                 .arg(perBar)));
     }
 
@@ -969,7 +972,7 @@ private Q_SLOTS:
                 }
         }
         for (QComboBox* box : w.findChildren<QComboBox*>())
-            if (box->isVisible() && box != ui::topologyEditor(w)->presetBox())
+            if (box->isVisible() && box != ui::presetBox(ui::topologyEditor(w)))
                 QVERIFY2(box->width() >= box->sizeHint().width(),
                          qPrintable(where + QStringLiteral(": box %1 is %2 px of %3")
                                                 .arg(box->currentText())
@@ -1065,12 +1068,12 @@ private Q_SLOTS:
         QTRY_COMPARE(w.shownRunId(), twoNodeRun);
         const QString longest =
             QStringLiteral("Run %1: ").arg(twoNodeRun) + QString(QStringLiteral("a long message ")).repeated(30);
-        ui::planView(w)->setCurrentWidget(ui::planView(w)->epHeatmapPanel());
+        ui::planView(w)->setCurrentWidget(ui::epHeatmapPanel(ui::planView(w)));
         w.activateWindow();
         QVERIFY(QTest::qWaitForWindowActive(&w));
         QTest::keyClick(&w, Qt::Key_0, Qt::ControlModifier);
         QTest::qWait(40);
-        HeatmapWidget* m = ui::planView(w)->epHeatmapPanel()->map(true);
+        HeatmapWidget* m = ui::epHeatmapPanel(ui::planView(w))->map(true);
         QCOMPARE(m->columnCount(), 16);
         const int label = m->fontMetrics().horizontalAdvance(QStringLiteral("15"));
         auto cell = [m] { return m->cellRect(0, 1).left() - m->cellRect(0, 0).left(); };
@@ -1151,8 +1154,8 @@ private Q_SLOTS:
         w.activateWindow();
         QVERIFY(QTest::qWaitForWindowActive(&w));
         ui::resultTabs(w)->setCurrentIndex(1);
-        ui::planView(w)->setCurrentWidget(ui::planView(w)->epHeatmapPanel());
-        const QList<HeatmapView*> maps = ui::planView(w)->epHeatmapPanel()->findChildren<HeatmapView*>();
+        ui::planView(w)->setCurrentWidget(ui::epHeatmapPanel(ui::planView(w)));
+        const QList<HeatmapView*> maps = ui::epHeatmapPanel(ui::planView(w))->findChildren<HeatmapView*>();
         QCOMPARE(maps.size(), 2);
         auto levels = [&] {
             QList<int> out;
@@ -1175,7 +1178,7 @@ private Q_SLOTS:
         QCOMPARE(levels(), QList<int>({0, 0}));
         QVERIFY2(w.statusText().startsWith(QStringLiteral("Heatmap zoom 100%")), qPrintable(w.statusText()));
         // A view without heatmaps says so.
-        ui::planView(w)->setCurrentWidget(ui::planView(w)->costsPanel());
+        ui::planView(w)->setCurrentWidget(ui::costsPanel(ui::planView(w)));
         QTest::keyClick(&w, Qt::Key_Equal, Qt::ControlModifier);
         QCOMPARE(w.statusText(), QStringLiteral("The shown plan view has no heatmap to zoom."));
         QCOMPARE(levels(), QList<int>({0, 0}));
@@ -1286,12 +1289,12 @@ private Q_SLOTS:
         }
         // The EP heatmaps draw loads within 2% of the layer mean as even, and say so.
         for (bool planned : {false, true})
-            QCOMPARE(ui::planView(w)->epHeatmapPanel()->map(planned)->neutralBand(), 0.02);
+            QCOMPARE(ui::neutralBand(ui::epHeatmapPanel(ui::planView(w))->map(planned)), 0.02);
         // The shard totals: the bars tied with the straggler are selected; all tied = one neutral colour.
-        CostsPanel* costs = ui::planView(w)->costsPanel();
+        CostsPanel* costs = ui::costsPanel(ui::planView(w));
         for (int m = 0; m < kPaperMethodCount; ++m) {
             costs->setMethod(method_at(m));
-            QBarSet* set = costs->shardTotalSet();
+            QBarSet* set = ui::shardTotalSet(costs);
             QVERIFY(set);
             std::vector<double> U;
             U.reserve(static_cast<std::size_t>(set->count()));

@@ -148,16 +148,16 @@ private Q_SLOTS:
         QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
         RewriteDialog d;
         QVERIFY(!d.loadPlanFile(qpath(dir / "plan.json")));
-        QCOMPARE(d.errorText(), qpath(dir / "plan.json") + QStringLiteral(": is a folder, not a plan file"));
-        QCOMPARE(d.statusText(), QStringLiteral("Cannot use the plan: ") + d.errorText());
+        QCOMPARE(ui::errorText(&d), qpath(dir / "plan.json") + QStringLiteral(": is a folder, not a plan file"));
+        QCOMPARE(d.statusText(), QStringLiteral("Cannot use the plan: ") + ui::errorText(&d));
         QElapsedTimer timer;
         timer.start();
         QVERIFY(!d.loadPlanFile(qpath(fifo)));
         QVERIFY2(timer.elapsed() < 1000, qPrintable(QString::number(timer.elapsed())));
-        QCOMPARE(d.errorText(), qpath(fifo) + QStringLiteral(": is a pipe (FIFO), not a plan file"));
+        QCOMPARE(ui::errorText(&d), qpath(fifo) + QStringLiteral(": is a pipe (FIFO), not a plan file"));
         QVERIFY(!d.hasPlan());
         QVERIFY(!d.loadPlanFile(qpath(dir / "missing.json")));
-        QCOMPARE(d.errorText(), qpath(dir / "missing.json") + QStringLiteral(": no such plan file"));
+        QCOMPARE(ui::errorText(&d), qpath(dir / "missing.json") + QStringLiteral(": no such plan file"));
     }
 
     void mapFileBuildsThePlansRequest() {
@@ -187,12 +187,13 @@ private Q_SLOTS:
         QVERIFY(!d.hasMap());
         routepack::test::write_file(dir / "rep.json", R"({"physical_to_logical_map": [[0, 1, 0]]})");
         QVERIFY(!d.loadMapFile(qpath(dir / "rep.json")));
-        QCOMPARE(d.errorText(), qpath(dir / "rep.json") +
-                                    QStringLiteral(": physical_to_logical_map[0] has 3 physical slots for 2 logical "
-                                                   "experts (expert 0 is in slots 0 and 2, and no row names expert "
-                                                   "2): either expert 2 is missing, or the map has replicas "
-                                                   "(redundant experts), which cannot rewrite a checkpoint that holds "
-                                                   "each expert once"));
+        QCOMPARE(ui::errorText(&d),
+                 qpath(dir / "rep.json") +
+                     QStringLiteral(": physical_to_logical_map[0] has 3 physical slots for 2 logical "
+                                    "experts (expert 0 is in slots 0 and 2, and no row names expert "
+                                    "2): either expert 2 is missing, or the map has replicas "
+                                    "(redundant experts), which cannot rewrite a checkpoint that holds "
+                                    "each expert once"));
         QVERIFY(!d.hasMap() && !d.hasPlan());
     }
 
@@ -220,8 +221,8 @@ private Q_SLOTS:
         QSignalSpy checked(d.job(), &RewriteJob::checked);
         QVERIFY(d.startCheck());
         QTRY_COMPARE_WITH_TIMEOUT(checked.count(), 1, 60000);
-        QVERIFY(d.lastCheck());
-        const RewriteCheck& c = *d.lastCheck();
+        QVERIFY(ui::lastCheck(&d));
+        const RewriteCheck& c = *ui::lastCheck(&d);
         QVERIFY2(c.ok, qPrintable(c.error));
         const gpu::RewritePlan p = gpu::plan_rewrite(direct);
         QCOMPARE(c.scheme, QStringLiteral("hf-per-expert"));
@@ -244,12 +245,12 @@ private Q_SLOTS:
                                    .arg(p.expert_tensors + p.router_tensors)),
                  qPrintable(text));
         QVERIFY2(d.statusText().startsWith(QStringLiteral("Check passed")), qPrintable(d.statusText()));
-        QVERIFY(d.errorText().isEmpty());
+        QVERIFY(ui::errorText(&d).isEmpty());
         QVERIFY(!fs::exists(dir / "out")); // Check writes nothing
         QCOMPARE(partial_folders(dir), 0);
         // Changing a field drops the check (it described other fields).
         d.setInverse(true);
-        QVERIFY(!d.lastCheck());
+        QVERIFY(!ui::lastCheck(&d));
     }
 
     void rewriteEqualsDirectAndInverseGivesSourceBack() {
@@ -270,9 +271,9 @@ private Q_SLOTS:
         QVERIFY(progressSignals >= 2); // the write and the verify stage, each to its end
         QCOMPARE(stage, QStringLiteral("verify"));
         QCOMPARE(fraction, 1.0);
-        QCOMPARE(d.progressBar()->value(), 1000);
-        QVERIFY(d.lastOutcome());
-        const RewriteOutcome& o = *d.lastOutcome();
+        QCOMPARE(ui::progressBar(&d)->value(), 1000);
+        QVERIFY(ui::lastOutcome(&d));
+        const RewriteOutcome& o = *ui::lastOutcome(&d);
         QCOMPARE(o.output, qpath(dir / "dialog"));
         QCOMPARE(QString::fromStdString(o.report.device), QStringLiteral("cpu"));
         QVERIFY(o.report.verified);
@@ -315,7 +316,7 @@ private Q_SLOTS:
         fill(inv, QString::fromStdString(plan), origin, dir / "dialog", dir / "back");
         inv.setInverse(true);
         QVERIFY(rewrite_to_end(inv));
-        QVERIFY(inv.lastOutcome()->report.verified);
+        QVERIFY(ui::lastOutcome(&inv)->report.verified);
         const auto back = files_of(dir / "back");
         const auto source = files_of(src);
         QCOMPARE(back.size(), source.size() + 1);
@@ -343,19 +344,19 @@ private Q_SLOTS:
             const QString expected = QStringLiteral("\"Layer map\": ") + lib.mid(11);
             QCOMPARE(error_of([&] { gpu::parse_layer_map(bad.toStdString(), {1, 2}); }, true), expected);
             d.setLayerMap(bad);
-            QCOMPARE(d.layerMapError(), expected); // shown inline as typed
+            QCOMPARE(ui::layerMapError(&d), expected); // shown inline as typed
             QVERIFY(!d.startCheck());
-            QCOMPARE(d.errorText(), expected);
+            QCOMPARE(ui::errorText(&d), expected);
             QCOMPARE(d.statusText(), expected);
             QVERIFY(!d.startRewrite());
-            QCOMPARE(d.errorText(), expected);
+            QCOMPARE(ui::errorText(&d), expected);
             QVERIFY(!d.job()->isRunning());
         }
         QTest::qWait(50);
         shot(&d, QStringLiteral("rewrite-dialog-bad-layer-map"));
         // A valid map clears the error; the identity map checks as before.
         d.setLayerMap(QStringLiteral("1-2:1"));
-        QCOMPARE(d.layerMapError(), QString());
+        QCOMPARE(ui::layerMapError(&d), QString());
         QString why;
         const auto rq = d.request(&why);
         QVERIFY2(rq, qPrintable(why));
@@ -386,8 +387,8 @@ private Q_SLOTS:
         const auto c = checked.first().at(0).value<RewriteCheck>();
         QVERIFY(!c.ok);
         QCOMPARE(c.error, expected);
-        QVERIFY(!d.lastCheck());
-        QCOMPARE(d.errorText(), expected);
+        QVERIFY(!ui::lastCheck(&d));
+        QCOMPARE(ui::errorText(&d), expected);
         QCOMPARE(d.statusText(), QStringLiteral("The rewrite would be refused: ") + expected);
         QVERIFY(d.summaryText().contains(expected));
         QTest::qWait(50);
@@ -399,7 +400,7 @@ private Q_SLOTS:
         QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 60000);
         QCOMPARE(failed.first().at(0).toString(), expected);
         QCOMPARE(finished.count(), 0);
-        QCOMPARE(d.errorText(), expected);
+        QCOMPARE(ui::errorText(&d), expected);
         QCOMPARE(d.statusText(), QStringLiteral("Rewrite failed; nothing was written: ") + expected);
         QVERIFY(!fs::exists(dir / "out"));
         QCOMPARE(partial_folders(dir), 0);
@@ -427,8 +428,8 @@ private Q_SLOTS:
         QVERIFY(!fs::exists(dir / "out"));
         QCOMPARE(partial_folders(dir), 0);
         QVERIFY2(d.statusText().contains(QStringLiteral("cancelled; nothing was written")), qPrintable(d.statusText()));
-        QVERIFY(d.errorText().isEmpty());
-        QVERIFY(!d.lastOutcome());
+        QVERIFY(ui::errorText(&d).isEmpty());
+        QVERIFY(!ui::lastOutcome(&d));
 
         // Cancelled at once from the GUI thread: either it was cancelled (nothing there) or it had
         // already finished (a complete, verified output) — never anything in between.
@@ -440,7 +441,7 @@ private Q_SLOTS:
         if (cancelled.count() == 2) {
             QVERIFY(!fs::exists(dir / "out"));
         } else {
-            QVERIFY(d.lastOutcome() && d.lastOutcome()->report.verified);
+            QVERIFY(ui::lastOutcome(&d) && ui::lastOutcome(&d)->report.verified);
             QVERIFY(fs::exists(dir / "out" / gpu::kRewriteSidecar));
         }
         QCOMPARE(partial_folders(dir), 0);
@@ -498,12 +499,12 @@ private Q_SLOTS:
         QVERIFY(d);
         QVERIFY(d->isVisible());
         QVERIFY(d->hasPlan());
-        QCOMPARE(d->planOrigin(),
+        QCOMPARE(ui::planOrigin(d),
                  QStringLiteral("run %1 in %2").arg(demo.run.id).arg(QString::fromLatin1(storage::kDemoLibraryFile)));
-        QCOMPARE(d->plan()->fingerprint, demo.plan.fingerprint);
-        QCOMPARE(d->plan()->placement.slot, demo.plan.placement.lpt.slot);
-        QCOMPARE(d->plan()->model.moe_layers, demo.plan.model.moe_layers);
-        QTRY_VERIFY_WITH_TIMEOUT(!d->deviceDescription().isEmpty(), 60000);
+        QCOMPARE(ui::plan(d)->fingerprint, demo.plan.fingerprint);
+        QCOMPARE(ui::plan(d)->placement.slot, demo.plan.placement.lpt.slot);
+        QCOMPARE(ui::plan(d)->model.moe_layers, demo.plan.model.moe_layers);
+        QTRY_VERIFY_WITH_TIMEOUT(!ui::deviceDescription(d).isEmpty(), 60000);
         QTest::qWait(50);
         shot(d, QStringLiteral("rewrite-dialog-from-studio"));
         d->close();

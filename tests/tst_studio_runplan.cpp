@@ -467,19 +467,19 @@ private Q_SLOTS:
         ui::resultTabs(*w)->setCurrentWidget(rv);
         QTRY_VERIFY_WITH_TIMEOUT(!rv->isLoading() && rv->currentSeries(), 30000);
         QVERIFY(has_migration_costs(*rv->currentSeries()));
-        QVERIFY(!rv->applyChartView()->isHidden());
-        rv->chartTabs()->setCurrentIndex(1);
-        QVERIFY(rv->applyChartView()->isVisible());
-        QCOMPARE(rv->computeSet()->count(), 5);
-        QCOMPARE(rv->materializationSet()->count(), 5);
+        QVERIFY(!ui::applyChartView(rv)->isHidden());
+        ui::chartTabs(rv)->setCurrentIndex(1);
+        QVERIFY(ui::applyChartView(rv)->isVisible());
+        QCOMPARE(ui::computeSet(rv)->count(), 5);
+        QCOMPARE(ui::materializationSet(rv)->count(), 5);
         double materialization = 0;
         for (int k = 0; k < 5; ++k) {
             const auto& line = sw[static_cast<std::size_t>(k)];
-            QCOMPARE(rv->computeSet()->at(k), line["compute_seconds"].get<double>());
-            QCOMPARE(rv->materializationSet()->at(k), line["materialization_seconds"].get<double>());
+            QCOMPARE(ui::computeSet(rv)->at(k), line["compute_seconds"].get<double>());
+            QCOMPARE(ui::materializationSet(rv)->at(k), line["materialization_seconds"].get<double>());
             // Compute is seconds_per_U x routepack's max_g U (1 ms per unit here).
-            QCOMPARE(rv->computeSet()->at(k), 0.001 * line["routepack"].get<double>());
-            materialization += rv->materializationSet()->at(k);
+            QCOMPARE(ui::computeSet(rv)->at(k), 0.001 * line["routepack"].get<double>());
+            materialization += ui::materializationSet(rv)->at(k);
         }
         QVERIFY2(materialization > 0, "no step moved an expert: the stacked chart shows compute alone");
         // The first step starts from the identity; the frontier box offers every step, the second first.
@@ -488,7 +488,7 @@ private Q_SLOTS:
         const int k = 2;
         QSignalSpy arrived(rv, &RunView::frontierUpdated);
         QVERIFY(rv->computeFrontier(k));
-        QVERIFY(rv->isFrontierLoading());
+        QVERIFY(ui::isFrontierLoading(rv));
         QVERIFY2(rv->frontierNote().startsWith(QStringLiteral("Planning the step")), qPrintable(rv->frontierNote()));
         QTRY_COMPARE_WITH_TIMEOUT(arrived.count(), 1, 120000);
         const StepFrontier* f = rv->frontier();
@@ -499,20 +499,20 @@ private Q_SLOTS:
         const nlohmann::json& theirs = sw[static_cast<std::size_t>(k)]["frontier"];
         QCOMPARE(f->points.size(), theirs.size());
         QCOMPARE(f->points.size(), std::size(kFrontierFractions));
-        QCOMPARE(rv->frontierLine()->count(), static_cast<int>(theirs.size()));
+        QCOMPARE(ui::frontierLine(rv)->count(), static_cast<int>(theirs.size()));
         for (std::size_t i = 0; i < theirs.size(); ++i) {
             QCOMPARE(f->points[i].max_moves, theirs[i]["max_moves"].get<std::int64_t>());
             QCOMPARE(f->points[i].moves, theirs[i]["moves"].get<std::int64_t>());
             QCOMPARE(f->points[i].max_u, theirs[i]["max_u"].get<double>());
             QCOMPARE(
-                rv->frontierLine()->at(static_cast<int>(i)),
+                ui::frontierLine(rv)->at(static_cast<int>(i)),
                 QPointF(static_cast<double>(theirs[i]["moves"].get<std::int64_t>()), theirs[i]["max_u"].get<double>()));
         }
         // Budget 0 keeps the previous placement: no move. The saved plan is the step's point.
         QCOMPARE(f->points.front().moves, std::int64_t(0));
         QCOMPARE(f->saved_max_u, sw[static_cast<std::size_t>(k)]["routepack"].get<double>());
         QCOMPARE(f->saved_moves, sw[static_cast<std::size_t>(k)]["experts_moved"].get<std::int64_t>());
-        QCOMPARE(rv->frontierSaved()->at(0), QPointF(static_cast<double>(f->saved_moves), f->saved_max_u));
+        QCOMPARE(ui::frontierSaved(rv)->at(0), QPointF(static_cast<double>(f->saved_moves), f->saved_max_u));
         QCOMPARE(f->experts, rv->currentSeries()->slots);
         QVERIFY2(rv->frontierNote().contains(QStringLiteral("full re-placement %1 (%2 moved)")
                                                  .arg(f->points.back().max_u, 0, 'f', 4)
@@ -565,8 +565,8 @@ private Q_SLOTS:
             QCOMPARE(s.steps[i].cost[Method::Baseline], l["baseline"].get<double>());
             QCOMPARE(s.steps[i].cost[Method::RoutePack], l["routepack"].get<double>());
             QCOMPARE(s.table[i].moves, l["experts_moved"].get<std::int64_t>());
-            QCOMPARE(rv->computeSet()->at(static_cast<int>(i)), l["compute_seconds"].get<double>());
-            QCOMPARE(rv->materializationSet()->at(static_cast<int>(i)), l["materialization_seconds"].get<double>());
+            QCOMPARE(ui::computeSet(rv)->at(static_cast<int>(i)), l["compute_seconds"].get<double>());
+            QCOMPARE(ui::materializationSet(rv)->at(static_cast<int>(i)), l["materialization_seconds"].get<double>());
         }
         QVERIFY2(rv->headingText().contains(QStringLiteral("<b>Cluster run 1</b> (syn-run, ")),
                  qPrintable(rv->headingText()));
@@ -666,13 +666,13 @@ private Q_SLOTS:
                      QStringLiteral("RoutePack: R = %1 rows").arg(sw[3]["rows"].get<int>())),
                  qPrintable(pv->gridPanel()->summaryText()));
         // Every view that needs the counts says so, word for word.
-        QCOMPARE(pv->epHeatmapPanel()->summaryText(), note);
-        for (HeatmapWidget* h : pv->epHeatmapPanel()->findChildren<HeatmapWidget*>())
-            QCOMPARE(h->emptyText(), QStringLiteral("No routing counts for this plan"));
-        QCOMPARE(pv->rowHeatmapPanel()->map()->emptyText(), note);
-        QCOMPARE(pv->costsPanel()->headingText(), note);
-        QCOMPARE(pv->commPanel()->headingText(), note);
-        QCOMPARE(pv->convergencePanel()->summaryText(),
+        QCOMPARE(ui::epHeatmapPanel(pv)->summaryText(), note);
+        for (HeatmapWidget* h : ui::epHeatmapPanel(pv)->findChildren<HeatmapWidget*>())
+            QCOMPARE(ui::emptyText(h), QStringLiteral("No routing counts for this plan"));
+        QCOMPARE(ui::emptyText(ui::map(ui::rowHeatmapPanel(pv))), note);
+        QCOMPARE(ui::costsPanel(pv)->headingText(), note);
+        QCOMPARE(ui::commPanel(pv)->headingText(), note);
+        QCOMPARE(ui::convergencePanel(pv)->summaryText(),
                  QStringLiteral("The plan file holds no annealing levels (they are in a library's saved run only)."));
         QVERIFY(ui::importStepButton(*w)->isVisible());
         shot(w.get(), QStringLiteral("studio-cluster-step-without-counts"));
@@ -695,7 +695,7 @@ private Q_SLOTS:
         QCOMPARE(w->statusText(),
                  QStringLiteral("Step step-003 of cluster run 1: plan %1, with the counts of trace syn-step-003.")
                      .arg(planFile));
-        QVERIFY(pv->costsPanel()->headingText() != note);
+        QVERIFY(ui::costsPanel(pv)->headingText() != note);
         // The cluster run again: no plan goes with it; its step now opens with the imported counts.
         ui::libraryView(*w)->setCurrentIndex(ui::libraryModel(*w)->clusterRunIndex(1));
         QVERIFY(pv->plan() == nullptr);
@@ -829,15 +829,15 @@ private Q_SLOTS:
         PlanView view;
         view.resize(1200, 800);
         view.setPlan(plans[0], windows[0]);
-        EpHeatmapPanel* ep = view.epHeatmapPanel();
+        EpHeatmapPanel* ep = ui::epHeatmapPanel(&view);
         ep->selectCell(1, 2, true);
-        QCOMPARE(ep->map(true)->selectedRow(), 1);
-        QCOMPARE(ep->map(false)->selectedColumn(), 2);
+        QCOMPARE(ui::selectedRow(ep->map(true)), 1);
+        QCOMPARE(ui::selectedColumn(ep->map(false)), 2);
         QVERIFY(!ep->selectionText().isEmpty());
         view.setPlan(plans[1], windows[1]);
         for (bool planned : {false, true}) {
-            QCOMPARE(ep->map(planned)->selectedRow(), -1);
-            QCOMPARE(ep->map(planned)->selectedColumn(), -1);
+            QCOMPARE(ui::selectedRow(ep->map(planned)), -1);
+            QCOMPARE(ui::selectedColumn(ep->map(planned)), -1);
         }
         QVERIFY(ep->selectionText().isEmpty());
     }

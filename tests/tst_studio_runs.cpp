@@ -276,12 +276,12 @@ private Q_SLOTS:
             for (std::size_t k = 0; k < 3; ++k)
                 QCOMPARE(line->at(static_cast<int>(k)).y(), s->steps[k].cost[method_at(i)]);
         }
-        QCOMPARE(rv->churnSet()->count(), 3);
-        QCOMPARE(rv->churnSet()->at(0), 0.0);
-        QCOMPARE(rv->churnSet()->at(2), static_cast<double>(s->steps[2].churn));
-        QCOMPARE(rv->movesSet()->count(), 3);
-        QCOMPARE(rv->movesSet()->at(2), static_cast<double>(s->steps[2].moves));
-        QCOMPARE(rv->gainSet()->count(), static_cast<int>(rv->gainBins().size()));
+        QCOMPARE(ui::churnSet(rv)->count(), 3);
+        QCOMPARE(ui::churnSet(rv)->at(0), 0.0);
+        QCOMPARE(ui::churnSet(rv)->at(2), static_cast<double>(s->steps[2].churn));
+        QCOMPARE(ui::movesSet(rv)->count(), 3);
+        QCOMPARE(ui::movesSet(rv)->at(2), static_cast<double>(s->steps[2].moves));
+        QCOMPARE(ui::gainSet(rv)->count(), static_cast<int>(ui::gainBins(rv).size()));
         // Tooltips give the exact values.
         const QString tip = rv->stepToolTip(1);
         QVERIFY2(tip.contains(QStringLiteral("step 1: step-001")), qPrintable(tip));
@@ -311,7 +311,7 @@ private Q_SLOTS:
         QTest::qWait(50);
 
         // A real click on step 2 of the cost chart selects step 2's run and shows its plan.
-        QChartView* view = rv->costChartView();
+        QChartView* view = ui::costChartView(rv);
         QChart* chart = view->chart();
         const QPointF at =
             chart->mapToPosition(QPointF(2, s->steps[2].cost[Method::RoutePack]), rv->costSeries(Method::RoutePack));
@@ -331,7 +331,7 @@ private Q_SLOTS:
         QCOMPARE(ui::planView(w)->plan()->window_name, std::string("step-002"));
         QCOMPARE(ui::planView(w)->plan()->routepack.metrics.score.max_u, plans_[2].routepack.metrics.score.max_u);
         // A click on the churn chart's first bar selects step 0's run.
-        QChartView* cv = rv->churnChartView();
+        QChartView* cv = ui::churnChartView(rv);
         ui::resultTabs(w)->setCurrentWidget(rv);
         QTest::qWait(50);
         const QRectF plot = cv->chart()->plotArea();

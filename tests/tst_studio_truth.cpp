@@ -124,11 +124,11 @@ private Q_SLOTS:
         QCOMPARE(perCell->value(), 0);
         oversize->setCurrentIndex(1);
         ui::topologyEditor(w)->markClean();
-        const int steps = ui::topologyEditor(w)->undoStack()->count();
+        const int steps = ui::undoStack(ui::topologyEditor(w))->count();
         QVERIFY(!wheelUp(oversize));
         QCOMPARE(oversize->currentIndex(), 1);
         QVERIFY(!ui::topologyEditor(w)->hasUnsavedEdits());
-        QCOMPARE(ui::topologyEditor(w)->undoStack()->count(), steps);
+        QCOMPARE(ui::undoStack(ui::topologyEditor(w))->count(), steps);
         // With focus one notch is one step (0.01 for the tolerance, 1 for a count, one item back).
         tolerance->setFocus();
         QVERIFY(tolerance->hasFocus());
@@ -246,11 +246,11 @@ private Q_SLOTS:
         auto* tolerance = e.findChild<QDoubleSpinBox*>(QStringLiteral("commLoadTolerance"));
         tolerance->setValue(0.05);
         QVERIFY(e.hasUnsavedEdits());
-        e.undoStack()->undo();
+        ui::undoStack(&e)->undo();
         QCOMPARE(tolerance->value(), 0.02);
         QVERIFY(e.budgets().anytime);
         QVERIFY(!e.hasUnsavedEdits());
-        e.undoStack()->redo();
+        ui::undoStack(&e)->redo();
         QCOMPARE(tolerance->value(), 0.05);
     }
 
@@ -450,7 +450,7 @@ private Q_SLOTS:
             longest = std::max(longest, s.length);
         QVERIFY(longest > 0);
         QCOMPARE(plan_token_cap(*plan), longest);
-        QCOMPARE(ui::planView(w)->gridPanel()->model()->cap(), longest);
+        QCOMPARE(ui::cap(ui::model(ui::planView(w)->gridPanel())), longest);
         const QString summary = ui::planView(w)->gridPanel()->summaryText();
         QVERIFY2(summary.contains(QStringLiteral("cap C = %1 tokens").arg(longest)), qPrintable(summary));
         QVERIFY2(!summary.contains(QStringLiteral("inf")) && !summary.contains(QStringLiteral("nan")),
@@ -510,11 +510,11 @@ private Q_SLOTS:
                 fits(ui::planView(w)->tabText(t));
                 shot(&w, QStringLiteral("size-%1-plan-%2").arg(tag).arg(t));
             }
-            ui::planView(w)->setCurrentWidget(ui::planView(w)->costsPanel());
-            ui::planView(w)->costsPanel()->sideBySideBox()->setChecked(true);
+            ui::planView(w)->setCurrentWidget(ui::costsPanel(ui::planView(w)));
+            ui::sideBySideBox(ui::costsPanel(ui::planView(w)))->setChecked(true);
             fits(QStringLiteral("baseline side by side"));
             shot(&w, QStringLiteral("size-%1-side-by-side").arg(tag));
-            ui::planView(w)->costsPanel()->sideBySideBox()->setChecked(false);
+            ui::sideBySideBox(ui::costsPanel(ui::planView(w)))->setChecked(false);
             fits(QStringLiteral("side by side unticked"));
             for (int t = 1; t < ui::resultTabs(w)->count(); ++t) {
                 ui::resultTabs(w)->setCurrentIndex(t);

@@ -8,6 +8,7 @@
 #include "core/plan/score/score.h"
 #include "core/synth/synth.h"
 #include "tests/gui_testutil.h"
+#include "tests/views_testaccess.h"
 #include "views/plan/convergence_panel.h"
 #include "views/plan/costs_panel.h"
 #include "views/plan/ep_heatmap_panel.h"
@@ -201,14 +202,14 @@ private Q_SLOTS:
         QCOMPARE(view.viewNames(),
                  (QStringList{QStringLiteral("ep-heatmap"), QStringLiteral("row-heatmap"), QStringLiteral("costs"),
                               QStringLiteral("grid"), QStringLiteral("convergence"), QStringLiteral("communication")}));
-        QCOMPARE(view.viewWidget(QStringLiteral("ep-heatmap")), static_cast<QWidget*>(view.epHeatmapPanel()));
+        QCOMPARE(view.viewWidget(QStringLiteral("ep-heatmap")), static_cast<QWidget*>(ui::epHeatmapPanel(&view)));
         QCOMPARE(view.viewWidget(QStringLiteral("nope")), nullptr);
         const int L = plan_->model.num_moe_layers(), P = plan_->topology.ep_ranks;
         for (bool planned : {false, true}) {
             const Placement& pi = planned ? plan_->placement.lpt : plan_->placement.identity;
             const auto G = independent_rank_loads(*window_, pi);
             QCOMPARE(G, planned ? plan_->placement.rank_loads_lpt : plan_->placement.rank_loads_identity);
-            HeatmapWidget* map = view.epHeatmapPanel()->map(planned);
+            HeatmapWidget* map = ui::epHeatmapPanel(&view)->map(planned);
             QCOMPARE(map->rowCount(), L);
             QCOMPARE(map->columnCount(), P);
             const QImage shot = map->grab().toImage();
@@ -234,21 +235,22 @@ private Q_SLOTS:
                     QCOMPARE(QColor(shot.pixel(cell.center())), map->colourFor(map->value(l, p)));
                 }
                 const double cv = std::sqrt(var / P) / mean;
-                QVERIFY(close(view.epHeatmapPanel()->layerCv(planned)[static_cast<std::size_t>(l)], cv, 1e-9));
-                QCOMPARE(map->sideColumn().at(l),
-                         QString::number(view.epHeatmapPanel()->layerCv(planned)[static_cast<std::size_t>(l)], 'f', 4));
+                QVERIFY(close(ui::epHeatmapPanel(&view)->layerCv(planned)[static_cast<std::size_t>(l)], cv, 1e-9));
+                QCOMPARE(
+                    ui::sideColumn(map).at(l),
+                    QString::number(ui::epHeatmapPanel(&view)->layerCv(planned)[static_cast<std::size_t>(l)], 'f', 4));
                 cvSum += cv;
             }
             // Mean of the per-layer CVs is the planner's CV_global (eq. 22).
             QVERIFY(close(cvSum / L, planned ? plan_->placement.cv_lpt : plan_->placement.cv_identity, 1e-9));
             // Both maps share one scale centred on the layer mean.
-            QCOMPARE(map->rangeLow(), view.epHeatmapPanel()->map(!planned)->rangeLow());
-            QCOMPARE(map->rangeHigh(), view.epHeatmapPanel()->map(!planned)->rangeHigh());
+            QCOMPARE(ui::rangeLow(map), ui::rangeLow(ui::epHeatmapPanel(&view)->map(!planned)));
+            QCOMPARE(ui::rangeHigh(map), ui::rangeHigh(ui::epHeatmapPanel(&view)->map(!planned)));
         }
         // LPT flattens the layers: its CV_global is below identity's.
         QVERIFY(plan_->placement.cv_lpt < plan_->placement.cv_identity);
         // Tooltip through the event path: the hovered cell's text.
-        HeatmapWidget* map = view.epHeatmapPanel()->map(false);
+        HeatmapWidget* map = ui::epHeatmapPanel(&view)->map(false);
         const QPoint pos = map->cellRect(2, 3).center();
         QCOMPARE(map->cellAt(pos), QPoint(3, 2));
         QHelpEvent help(QEvent::ToolTip, pos, map->mapToGlobal(pos));
@@ -263,10 +265,10 @@ private Q_SLOTS:
         view.setPlan(plan_, window_);
         const Topology& t = plan_->topology;
         const int L = plan_->model.num_moe_layers(), G = t.shards();
-        RowHeatmapPanel* rows = view.rowHeatmapPanel();
-        CostsPanel* costs = view.costsPanel();
+        RowHeatmapPanel* rows = ui::rowHeatmapPanel(&view);
+        CostsPanel* costs = ui::costsPanel(&view);
         QCOMPARE(rows->method(), Method::RoutePack);
-        QCOMPARE(rows->shardCombo()->count(), G);
+        QCOMPARE(ui::shardCombo(rows)->count(), G);
         for (int m = 0; m < kPaperMethodCount; ++m) {
             const MethodResult& mr = method_of(*plan_, method_at(m));
             const Placement& pi = plan_->placement_of(mr.placement);
@@ -278,19 +280,19 @@ private Q_SLOTS:
             rows->setMethod(method_at(m));
             for (int g = 0; g < G; ++g) {
                 rows->setShard(g);
-                QCOMPARE(rows->map()->rowCount(), R);
-                QCOMPARE(rows->map()->columnCount(), L);
+                QCOMPARE(ui::map(rows)->rowCount(), R);
+                QCOMPARE(ui::map(rows)->columnCount(), L);
                 for (int r = 0; r < R; ++r)
                     for (int l = 0; l < L; ++l)
-                        QCOMPARE(rows->map()->value(r, l),
+                        QCOMPARE(ui::map(rows)->value(r, l),
                                  static_cast<double>(ind.peak[(static_cast<std::size_t>(r) * G + g) * L + l]));
             }
             costs->setMethod(method_at(m));
-            QCOMPARE(costs->attentionSet()->count(), R * G);
-            QCOMPARE(costs->shardTotalSet()->count(), G);
+            QCOMPARE(ui::attentionSet(costs)->count(), R * G);
+            QCOMPARE(ui::shardTotalSet(costs)->count(), G);
             for (int k = 0; k < R * G; ++k) {
-                QCOMPARE(costs->attentionSet()->at(k), cb.A[static_cast<std::size_t>(k)]);
-                QCOMPARE(costs->expertSet()->at(k), cb.E[static_cast<std::size_t>(k)]);
+                QCOMPARE(ui::attentionSet(costs)->at(k), cb.A[static_cast<std::size_t>(k)]);
+                QCOMPARE(ui::expertSet(costs)->at(k), cb.E[static_cast<std::size_t>(k)]);
                 QVERIFY(close(cb.A[static_cast<std::size_t>(k)], ind.A[static_cast<std::size_t>(k)]));
                 QVERIFY(close(cb.E[static_cast<std::size_t>(k)], ind.E[static_cast<std::size_t>(k)]));
             }
@@ -300,17 +302,17 @@ private Q_SLOTS:
                 double u = 0;
                 for (int r = 0; r < R; ++r)
                     u += ind.A[static_cast<std::size_t>(r) * G + g] + ind.E[static_cast<std::size_t>(r) * G + g];
-                QVERIFY(close(costs->shardTotalSet()->at(g), u));
+                QVERIFY(close(ui::shardTotalSet(costs)->at(g), u));
                 if (u > maxU) maxU = u, straggler = g;
                 sumU += u;
             }
-            QCOMPARE(costs->stragglerShard(), straggler);
-            QVERIFY(costs->shardTotalSet()->isBarSelected(straggler));
+            QCOMPARE(ui::stragglerShard(costs), straggler);
+            QVERIFY(ui::shardTotalSet(costs)->isBarSelected(straggler));
             // The planner's metrics: joint = max_g U, sum U (bitwise: same integer sums, same fold).
-            QCOMPARE(costs->shardTotalSet()->at(straggler), mr.metrics.score.max_u);
+            QCOMPARE(ui::shardTotalSet(costs)->at(straggler), mr.metrics.score.max_u);
             QVERIFY(close(sumU, mr.metrics.score.sum_u));
-            QCOMPARE(costs->categories().size(), R * G);
-            QCOMPARE(costs->categories().first(), QStringLiteral("r0 g0"));
+            QCOMPARE(ui::categories(costs).size(), R * G);
+            QCOMPARE(ui::categories(costs).first(), QStringLiteral("r0 g0"));
             // The plan's lower bound (at the LPT placement) and this method's gap to it.
             const QString bound = QStringLiteral(" Lower bound on max_g U at this placement (any layout): %1, gap %2%.")
                                       .arg(plan_->bound.value, 0, 'f', 4)
@@ -321,9 +323,9 @@ private Q_SLOTS:
         // Without the window, the two views that need counts say so instead of guessing.
         view.setPlan(plan_);
         QVERIFY(!view.window());
-        QCOMPARE(costs->attentionSet(), nullptr);
-        QCOMPARE(rows->map()->rowCount(), 0);
-        QCOMPARE(view.epHeatmapPanel()->map(true)->rowCount(), plan_->model.num_moe_layers());
+        QCOMPARE(ui::attentionSet(costs), nullptr);
+        QCOMPARE(ui::map(rows)->rowCount(), 0);
+        QCOMPARE(ui::epHeatmapPanel(&view)->map(true)->rowCount(), plan_->model.num_moe_layers());
         // A window that is not the plan's is refused.
         auto other = std::make_shared<Trace>(*window_);
         other->samples.pop_back();
@@ -344,13 +346,13 @@ private Q_SLOTS:
         view.setPlan(plan_, window_);
         view.show();
         QVERIFY(QTest::qWaitForWindowExposed(&view));
-        view.setCurrentWidget(view.costsPanel());
-        CostsPanel* costs = view.costsPanel();
+        view.setCurrentWidget(ui::costsPanel(&view));
+        CostsPanel* costs = ui::costsPanel(&view);
         const Topology& t = plan_->topology;
         const int G = t.shards();
         QVERIFY(!costs->sideBySide());
-        QVERIFY(!costs->baselineChartView()->isVisible());
-        QCOMPARE(costs->baselineAttentionSet(), nullptr);
+        QVERIFY(!ui::baselineChartView(costs)->isVisible());
+        QCOMPARE(ui::baselineAttentionSet(costs), nullptr);
         for (int m = 0; m < kPaperMethodCount; ++m) {
             costs->setMethod(method_at(m));
             const MethodResult& mr = method_of(*plan_, method_at(m));
@@ -361,10 +363,10 @@ private Q_SLOTS:
                 if (ind.A[k] + ind.E[k] >
                     ind.A[static_cast<std::size_t>(tallest)] + ind.E[static_cast<std::size_t>(tallest)] + 1e-9)
                     tallest = static_cast<int>(k);
-            QCOMPARE(costs->tallestBar(), tallest);
-            const double J = costs->attentionSet()->at(tallest) + costs->expertSet()->at(tallest);
+            QCOMPARE(ui::tallestBar(costs), tallest);
+            const double J = ui::attentionSet(costs)->at(tallest) + ui::expertSet(costs)->at(tallest);
             QVERIFY(close(J, mr.metrics.score.max_j));
-            QScatterSeries* marker = costs->tallestMarker();
+            QScatterSeries* marker = ui::tallestMarker(costs);
             QVERIFY(marker);
             QCOMPARE(marker->count(), 1);
             QCOMPARE(marker->at(0).x(), static_cast<double>(tallest));
@@ -389,34 +391,34 @@ private Q_SLOTS:
         // totals chart holds both methods' U[g].
         costs->setMethod(Method::RoutePack);
         costs->setSideBySide(true);
-        QVERIFY(costs->sideBySideBox()->isChecked());
-        QVERIFY(costs->baselineChartView()->isVisible());
-        QTRY_VERIFY(costs->baselineChartView()->x() < costs->rowChartView()->x()); // after the splitter laid out
+        QVERIFY(ui::sideBySideBox(costs)->isChecked());
+        QVERIFY(ui::baselineChartView(costs)->isVisible());
+        QTRY_VERIFY(ui::baselineChartView(costs)->x() < ui::rowChartView(costs)->x()); // after the splitter laid out
         const CostBreakdown base =
             cost_breakdown(plan_->baseline.layout, make_packing_problem(*window_, t, plan_->placement.identity));
         const CostBreakdown rp =
             cost_breakdown(plan_->routepack.layout, make_packing_problem(*window_, t, plan_->placement.lpt));
-        QCOMPARE(costs->baselineAttentionSet()->count(), base.rows * G);
+        QCOMPARE(ui::baselineAttentionSet(costs)->count(), base.rows * G);
         for (int k = 0; k < base.rows * G; ++k) {
-            QCOMPARE(costs->baselineAttentionSet()->at(k), base.A[static_cast<std::size_t>(k)]);
-            QCOMPARE(costs->baselineExpertSet()->at(k), base.E[static_cast<std::size_t>(k)]);
+            QCOMPARE(ui::baselineAttentionSet(costs)->at(k), base.A[static_cast<std::size_t>(k)]);
+            QCOMPARE(ui::baselineExpertSet(costs)->at(k), base.E[static_cast<std::size_t>(k)]);
         }
         for (int k = 0; k < rp.rows * G; ++k)
-            QCOMPARE(costs->expertSet()->at(k), rp.E[static_cast<std::size_t>(k)]);
-        QCOMPARE(costs->baselineTallestMarker()->at(0).y(), plan_->baseline.metrics.score.max_j);
-        QVERIFY(costs->baselineChartView()->chart()->title().startsWith(QStringLiteral("Baseline: row")));
-        QVERIFY(costs->rowChartView()->chart()->title().startsWith(QStringLiteral("RoutePack: row")));
+            QCOMPARE(ui::expertSet(costs)->at(k), rp.E[static_cast<std::size_t>(k)]);
+        QCOMPARE(ui::baselineTallestMarker(costs)->at(0).y(), plan_->baseline.metrics.score.max_j);
+        QVERIFY(ui::baselineChartView(costs)->chart()->title().startsWith(QStringLiteral("Baseline: row")));
+        QVERIFY(ui::rowChartView(costs)->chart()->title().startsWith(QStringLiteral("RoutePack: row")));
         auto axisMax = [](QChartView* v) {
             const auto axes = v->chart()->axes(Qt::Vertical);
             return axes.isEmpty() ? -1.0 : qobject_cast<QValueAxis*>(axes.front())->max();
         };
-        QCOMPARE(axisMax(costs->baselineChartView()), axisMax(costs->rowChartView()));
-        QVERIFY(axisMax(costs->rowChartView()) >= plan_->baseline.metrics.score.max_j);
-        QCOMPARE(costs->baselineShardTotalSet()->label(), QStringLiteral("Baseline U[g]"));
-        QCOMPARE(costs->shardTotalSet()->label(), QStringLiteral("RoutePack U[g]"));
+        QCOMPARE(axisMax(ui::baselineChartView(costs)), axisMax(ui::rowChartView(costs)));
+        QVERIFY(axisMax(ui::rowChartView(costs)) >= plan_->baseline.metrics.score.max_j);
+        QCOMPARE(ui::baselineShardTotalSet(costs)->label(), QStringLiteral("Baseline U[g]"));
+        QCOMPARE(ui::shardTotalSet(costs)->label(), QStringLiteral("RoutePack U[g]"));
         for (int g = 0; g < G; ++g) {
-            QCOMPARE(costs->baselineShardTotalSet()->at(g), base.U[static_cast<std::size_t>(g)]);
-            QCOMPARE(costs->shardTotalSet()->at(g), rp.U[static_cast<std::size_t>(g)]);
+            QCOMPARE(ui::baselineShardTotalSet(costs)->at(g), base.U[static_cast<std::size_t>(g)]);
+            QCOMPARE(ui::shardTotalSet(costs)->at(g), rp.U[static_cast<std::size_t>(g)]);
         }
         QCOMPARE(costs->shardBarToolTip(0, Method::Baseline).left(22), QStringLiteral("<b>Baseline: EDP shard"));
         QCOMPARE(costs->rowBarToolTip(0, Method::Baseline).left(19), QStringLiteral("<b>Baseline: row 0,"));
@@ -428,14 +430,14 @@ private Q_SLOTS:
         view.setPalette(QPalette());
         // The baseline itself is shown alone; unticking goes back to one chart.
         costs->setMethod(Method::Baseline);
-        QVERIFY(!costs->baselineChartView()->isVisible());
-        QCOMPARE(costs->baselineAttentionSet(), nullptr);
+        QVERIFY(!ui::baselineChartView(costs)->isVisible());
+        QCOMPARE(ui::baselineAttentionSet(costs), nullptr);
         costs->setMethod(Method::RoutePack);
-        QVERIFY(costs->baselineChartView()->isVisible());
+        QVERIFY(ui::baselineChartView(costs)->isVisible());
         costs->setSideBySide(false);
-        QVERIFY(!costs->baselineChartView()->isVisible());
-        QCOMPARE(costs->baselineShardTotalSet(), nullptr);
-        QCOMPARE(costs->shardTotalSet()->label(), QStringLiteral("U[g] = sum_r J[r][g]"));
+        QVERIFY(!ui::baselineChartView(costs)->isVisible());
+        QCOMPARE(ui::baselineShardTotalSet(costs), nullptr);
+        QCOMPARE(ui::shardTotalSet(costs)->label(), QStringLiteral("U[g] = sum_r J[r][g]"));
     }
 
     void heatmapZoom() {
@@ -457,7 +459,7 @@ private Q_SLOTS:
         area.resize(640, 480);
         area.show();
         QVERIFY(QTest::qWaitForWindowExposed(&area));
-        QCOMPARE(area.map(), map);
+        QCOMPARE(ui::map(&area), map);
         QCOMPARE(area.zoomLevel(), 0);
         QCOMPARE(area.zoom(), 1.0);
         QCOMPARE(map->size(), QSize(640, 480)); // fit: exactly the viewport, no scroll bars
@@ -572,9 +574,9 @@ private Q_SLOTS:
         view.setPlan(plan_, window_);
         view.show();
         QVERIFY(QTest::qWaitForWindowExposed(&view));
-        view.setCurrentWidget(view.epHeatmapPanel());
+        view.setCurrentWidget(ui::epHeatmapPanel(&view));
         QCOMPARE(view.zoomHeatmaps(1), 2);
-        auto views = view.epHeatmapPanel()->findChildren<HeatmapView*>();
+        auto views = ui::epHeatmapPanel(&view)->findChildren<HeatmapView*>();
         QCOMPARE(views.size(), 2);
         for (HeatmapView* h : views)
             QCOMPARE(h->zoomLevel(), 1);
@@ -586,11 +588,11 @@ private Q_SLOTS:
         QCOMPARE(view.zoomHeatmaps(0), 2);
         for (HeatmapView* h : views)
             QCOMPARE(h->zoomLevel(), 0);
-        view.setCurrentWidget(view.costsPanel());
+        view.setCurrentWidget(ui::costsPanel(&view));
         QCOMPARE(view.zoomHeatmaps(1), 0);
-        view.setCurrentWidget(view.rowHeatmapPanel());
+        view.setCurrentWidget(ui::rowHeatmapPanel(&view));
         QCOMPARE(view.zoomHeatmaps(1), 1);
-        QCOMPARE(view.rowHeatmapPanel()->findChild<HeatmapView*>()->zoomLevel(), 1);
+        QCOMPARE(ui::rowHeatmapPanel(&view)->findChild<HeatmapView*>()->zoomLevel(), 1);
     }
 
     void executionGrid() {
@@ -600,7 +602,7 @@ private Q_SLOTS:
         view.setCurrentWidget(view.viewWidget(QStringLiteral("grid")));
         view.show();
         QVERIFY(QTest::qWaitForWindowExposed(&view));
-        ExecutionGridModel* model = view.gridPanel()->model();
+        ExecutionGridModel* model = ui::model(view.gridPanel());
         QAbstractItemModelTester tester(model, QAbstractItemModelTester::FailureReportingMode::QtTest);
         for (int m = 0; m < kPaperMethodCount; ++m) {
             view.gridPanel()->setMethod(method_at(m));
@@ -659,17 +661,17 @@ private Q_SLOTS:
     void convergence() {
         PlanView view;
         view.setPlan(plan_, window_);
-        ConvergencePanel* c = view.convergencePanel();
+        ConvergencePanel* c = ui::convergencePanel(&view);
         const auto& levels = plan_->search.convergence;
         auto check = [&](int n) {
-            QCOMPARE(c->bestSeries()->count(), n);
-            QCOMPARE(c->energySeries()->count(), n);
-            QCOMPARE(c->acceptanceSeries()->count(), n);
+            QCOMPARE(ui::bestSeries(c)->count(), n);
+            QCOMPARE(ui::energySeries(c)->count(), n);
+            QCOMPARE(ui::acceptanceSeries(c)->count(), n);
             for (int k = 0; k < n; ++k) {
                 const LevelStats& s = levels[static_cast<std::size_t>(k)];
-                QCOMPARE(c->bestSeries()->at(k), QPointF(s.level, s.best.max_u));
-                QCOMPARE(c->energySeries()->at(k), QPointF(s.level, s.mean_energy));
-                QCOMPARE(c->acceptanceSeries()->at(k), QPointF(s.level, s.acceptance));
+                QCOMPARE(ui::bestSeries(c)->at(k), QPointF(s.level, s.best.max_u));
+                QCOMPARE(ui::energySeries(c)->at(k), QPointF(s.level, s.mean_energy));
+                QCOMPARE(ui::acceptanceSeries(c)->at(k), QPointF(s.level, s.acceptance));
             }
         };
         check(static_cast<int>(levels.size()));
@@ -683,8 +685,8 @@ private Q_SLOTS:
         }
         view.setPlan(nullptr);
         check(0);
-        QCOMPARE(view.gridPanel()->model()->rowCount(), 0);
-        QCOMPARE(view.epHeatmapPanel()->map(false)->rowCount(), 0);
+        QCOMPARE(ui::model(view.gridPanel())->rowCount(), 0);
+        QCOMPARE(ui::epHeatmapPanel(&view)->map(false)->rowCount(), 0);
         QCOMPARE(view.plan(), nullptr);
     }
 
@@ -913,7 +915,7 @@ private Q_SLOTS:
         hi.fill(Qt::transparent);
         view.render(&hi);
         QVERIFY(hi.save(shots_ + QStringLiteral("/plan-ep-heatmap-2x.png")));
-        HeatmapWidget* map = view.epHeatmapPanel()->map(false);
+        HeatmapWidget* map = ui::epHeatmapPanel(&view)->map(false);
         const QPoint c = map->mapTo(&view, map->cellRect(1, 1).center());
         QCOMPARE(QColor(hi.pixel(c * 2)), map->colourFor(map->value(1, 1)));
 
@@ -960,11 +962,11 @@ private Q_SLOTS:
         QVERIFY(QTest::qWaitForWindowExposed(&view));
         const CostBreakdown cb =
             cost_breakdown(plan->routepack.layout, make_packing_problem(*window, plan->topology, plan->placement.lpt));
-        QCOMPARE(view.costsPanel()->categories().size(), cb.rows * cb.shards);
+        QCOMPARE(ui::categories(ui::costsPanel(&view)).size(), cb.rows * cb.shards);
         for (int k = 0; k < cb.rows * cb.shards; ++k)
-            QCOMPARE(view.costsPanel()->expertSet()->at(k), cb.E[static_cast<std::size_t>(k)]);
-        QCOMPARE(view.epHeatmapPanel()->map(true)->rowCount(), 27);
-        QCOMPARE(view.epHeatmapPanel()->map(true)->columnCount(), 16);
+            QCOMPARE(ui::expertSet(ui::costsPanel(&view))->at(k), cb.E[static_cast<std::size_t>(k)]);
+        QCOMPARE(ui::epHeatmapPanel(&view)->map(true)->rowCount(), 27);
+        QCOMPARE(ui::epHeatmapPanel(&view)->map(true)->columnCount(), 16);
         for (const QString& name : view.viewNames()) {
             view.setCurrentWidget(view.viewWidget(name));
             QCoreApplication::processEvents();

@@ -142,6 +142,7 @@ void ImportJob::cancel() {
 ImportDialog::ImportDialog(const QString& library, QWidget* parent)
     : QDialog(parent), library_(library), job_(new ImportJob(this)),
       detects_(new JobTracker(JobTracker::Policy::LatestResult, 2, false, this)) {
+    job_->setObjectName(QStringLiteral("importJob"));
     setWindowTitle(tr("Import trace"));
     setAcceptDrops(true); // trace files and folders from a file manager
     auto* layout = new QVBoxLayout(this);

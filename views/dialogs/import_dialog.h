@@ -84,6 +84,8 @@ private:
 /// dialog stays responsive. startImport() is what the Import button does.
 class ImportDialog : public QDialog {
     Q_OBJECT
+    friend struct ImportDialogTestAccess;
+
 public:
     /// How the model description is given.
     enum ModelSource { KnownModel, ConfigJson, Fields, FromFiles };
@@ -102,11 +104,6 @@ public:
     QString traceName() const;
     /// "auto" or a format name of trace_format_names().
     void setFormat(const QString& name);
-    /// The auto-detected format of the first input file ("" while unknown / detecting).
-    QString detectedFormat() const { return detected_; }
-    /// The stack that wrote the first input (detected_stack: the format's stack, verl or AReaL for
-    /// a padded batch), shown beside the format in the format box; empty when nothing was detected.
-    QString detectedStack() const { return detectedStack_; }
     /// Sets how the model is given (the user's choice: later inputs no longer propose a model).
     void setModelSource(ModelSource s);
     ModelSource modelSource() const;
@@ -124,10 +121,9 @@ public:
     /// larger than 16 MiB").
     std::optional<ImportRequest> request(QString* error) const;
     /// Validates and starts the import; false (with the reason shown in the dialog and in
-    /// errorText()) when the fields are wrong or an import runs ("An import is already running.").
+    /// the dialog's error text) when the fields are wrong or an import runs ("An import is already
+    /// running.").
     bool startImport();
-    QString errorText() const { return error_; }
-    ImportJob* job() const { return job_; }
 
 Q_SIGNALS:
     /// A trace was imported into the library.
@@ -164,6 +160,10 @@ private:
 
     QString library_;
     ImportJob* job_ = nullptr;
+    /// The last error in words; the auto-detected format of the first input file ("" while unknown /
+    /// detecting); the stack that wrote the first input (detected_stack: the format's stack, verl or
+    /// AReaL for a padded batch), shown beside the format in the format box; empty when nothing was
+    /// detected.
     QString error_, detected_, detectedStack_;
     JobTracker* detects_ = nullptr; ///< format detection: the latest inputs' answer wins
     QListWidget* inputs_ = nullptr;

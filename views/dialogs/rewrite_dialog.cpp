@@ -199,6 +199,7 @@ void RewriteDialog::buildResultArea(QVBoxLayout* layout) {
     layout->addWidget(summary_, 1);
 
     progress_ = new QProgressBar(this);
+    progress_->setObjectName(QStringLiteral("rewriteProgress"));
     progress_->setRange(0, 1000);
     progress_->setValue(0);
     progress_->setTextVisible(true);

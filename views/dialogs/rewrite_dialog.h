@@ -50,6 +50,8 @@ struct KnownPlan {
 /// modeless or modal; startCheck() / startRewrite() are what the buttons do.
 class RewriteDialog : public QDialog {
     Q_OBJECT
+    friend struct RewriteDialogTestAccess;
+
 public:
     explicit RewriteDialog(QWidget* parent = nullptr);
     ~RewriteDialog() override;
@@ -70,9 +72,6 @@ public:
     bool loadMapFile(const QString& path);
     bool hasPlan() const { return plan_ != nullptr; }
     bool hasMap() const { return map_ != nullptr; }
-    /// The plan in use (null when none).
-    std::shared_ptr<const routepack::PlanFile> plan() const { return plan_; }
-    QString planOrigin() const { return planOrigin_; }
 
     /// The input checkpoint: a folder (shards + index, config.json) or one .safetensors file.
     void setInput(const QString& path);
@@ -87,14 +86,10 @@ public:
     void setPermuteRouter(bool on);
     /// Layer map text, as `routepack rewrite --layer-map` ("" = the plan's layer ids); checked as set.
     void setLayerMap(const QString& text);
-    /// The layer map's error as gpu::parse_layer_map words it ("" when empty, valid, or no plan yet).
-    QString layerMapError() const { return layerMapError_; }
     /// "auto", "cpu" or "cuda".
     void setDevice(const QString& name);
     /// Re-read the output and compare every tensor with its source before the rename (default on).
     void setVerify(bool on);
-    /// gpu::query_devices().description once the (background) query answered, "" before.
-    QString deviceDescription() const { return deviceDescription_; }
 
     /// The request the dialog would run; nullopt with `error` set in words when a field is wrong (no
     /// plan, no input or output, the layer map's error, ...).
@@ -109,23 +104,13 @@ public:
     void cancelRewrite();
 
     RewriteJob* job() const { return job_; }
-    /// The last error in words, verbatim from the library that raised it ("" after a success).
-    QString errorText() const { return error_; }
     /// The status line as shown.
     QString statusText() const;
     /// The check / report panel as plain text.
     QString summaryText() const;
-    /// The answer of the last Check shown (nullopt before one, and after the fields changed).
-    const std::optional<RewriteCheck>& lastCheck() const { return lastCheck_; }
-    /// The last successful rewrite.
-    const std::optional<RewriteOutcome>& lastOutcome() const { return lastOutcome_; }
-    QProgressBar* progressBar() const { return progress_; }
 
     /// The saved plans of the open library (the studio passes every run with a plan).
     void setKnownPlans(std::vector<KnownPlan> plans);
-    /// What the chosen input checkpoint is (gpu::describe_checkpoint, read on a worker shortly after the
-    /// input changed; nullopt before it answered, or when it could not be read).
-    const std::optional<gpu::CheckpointModel>& checkpointModel() const { return checkpointModel_; }
     /// The note under the input, as plain text: which model the checkpoint is, and when the plan's
     /// model differs (experts, or the number of MoE layers), the saved runs planned for a model like
     /// the checkpoint's (or that there are none) and how to get a checkpoint of the plan's model
@@ -141,14 +126,14 @@ public:
     bool writePlanModelCheckpoint(const QString& folder);
 
 Q_SIGNALS:
-    /// The input checkpoint was read (checkpointModel(), checkpointNote() are up to date), or could
-    /// not be (checkpointModel() is nullopt).
+    /// The input checkpoint was read (its model and checkpointNote() are up to date), or could not be
+    /// (no model known).
     void checkpointDescribed();
     /// writePlanModelCheckpoint finished (`folder` is the input now), or failed (`folder` empty).
     void synthCheckpointWritten(const QString& folder);
     /// A rewrite finished; `output` holds the rewritten checkpoint.
     void rewritten(const QString& output);
-    /// The device query answered (deviceDescription()).
+    /// The device query answered (`description`: gpu::query_devices().description).
     void devicesQueried(const QString& description);
 
 protected:
@@ -192,18 +177,23 @@ private:
     void chooseSynthFolder();
 
     RewriteJob* job_ = nullptr;
-    JobTracker* devices_ = nullptr; ///< the device query (the CUDA runtime may take a while)
-    std::shared_ptr<const routepack::PlanFile> plan_;
-    std::shared_ptr<const gpu::ExpertMapFile> map_; ///< an expert map in place of plan_ (one of them at most)
-    QString planOrigin_;                            ///< the plan's or the map's origin
+    JobTracker* devices_ = nullptr;                   ///< the device query (the CUDA runtime may take a while)
+    std::shared_ptr<const routepack::PlanFile> plan_; ///< the plan in use (null when none)
+    std::shared_ptr<const gpu::ExpertMapFile> map_;   ///< an expert map in place of plan_ (one of them at most)
+    QString planOrigin_;                              ///< the plan's or the map's origin
+    /// The last error in words, verbatim from the library that raised it ("" after a success); the
+    /// layer map's error as gpu::parse_layer_map words it ("" when empty, valid, or no plan yet);
+    /// gpu::query_devices().description once the (background) query answered, "" before.
     QString error_, layerMapError_, deviceDescription_;
     quint64 pendingCheck_ = 0;
-    std::optional<RewriteCheck> lastCheck_;
-    std::optional<RewriteOutcome> lastOutcome_;
+    std::optional<RewriteCheck> lastCheck_;     ///< the last Check's answer (nullopt: none, or fields changed)
+    std::optional<RewriteOutcome> lastOutcome_; ///< the last successful rewrite
     bool filling_ = false;
     JobTracker* describe_ = nullptr;   ///< reading the input checkpoint's model (latest input wins)
     JobTracker* synthWrite_ = nullptr; ///< writing a synthetic checkpoint of the plan's model
     QTimer* describeTimer_ = nullptr;  ///< debounces describeInput while the input is typed
+    /// What the chosen input checkpoint is (gpu::describe_checkpoint, read on a worker shortly after the
+    /// input changed; nullopt before it answered, or when it could not be read).
     std::optional<gpu::CheckpointModel> checkpointModel_;
     QString describedInput_; ///< the input checkpointModel_ (or describeError_) belongs to
     QString describeError_;

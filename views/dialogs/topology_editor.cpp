@@ -80,6 +80,7 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     auto* presetRow = new QHBoxLayout();
     preset_ = new MiddleElidingComboBox(this);
+    preset_->setObjectName(QStringLiteral("presetBox"));
     preset_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     preset_->setMinimumContentsLength(12);
     preset_->view()->setTextElideMode(Qt::ElideMiddle);
@@ -167,6 +168,7 @@ TopologyEditor::TopologyEditor(QWidget* parent) : QWidget(parent) {
 
 void TopologyEditor::setupUndoShortcuts() {
     undo_ = new QUndoStack(this);
+    undo_->setObjectName(QStringLiteral("undoStack"));
     recorded_ = formState();
     markClean();
     QAction* undo = undo_->createUndoAction(this, tr("Undo form edit"));

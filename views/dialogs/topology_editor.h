@@ -31,7 +31,7 @@ class QUndoStack;
 namespace routepack::views {
 
 /// The editor widget. Edits are local until saveRequested (the studio saves to the library).
-/// Every change of the form (an edit, a preset, a run's setup loaded) is a step of undoStack():
+/// Every change of the form (an edit, a preset, a run's setup loaded) is a step of the form's undo stack:
 /// Ctrl+Z / Ctrl+Shift+Z (QKeySequence::Undo / Redo) anywhere in the form undo and redo them, ahead
 /// of a text field's own undo; consecutive edits of one field are one step.
 class TopologyEditor : public QWidget {
@@ -57,7 +57,6 @@ public:
     /// label, elided in the middle when it does not fit (both ends of a name such as
     /// "shipped: llama4-maverick-ep16-dp8-2nodes" stay readable). Its tooltip is the full label.
     QString presetDisplayText() const;
-    QComboBox* presetBox() const { return preset_; }
 
     QString topologyName() const;
     /// The edited topology, validated by the topology file rules (parse_topology); nullopt with
@@ -71,9 +70,6 @@ public:
     /// "budgets: \"Anytime\" must be used with a time limit > 0 ...").
     std::optional<routepack::PlannerBudgets> budgets(QString* error) const;
 
-    /// The form's undo stack. Its clean state is the form as last filled by setTopology /
-    /// setBudgets / a preset, or as marked by markClean (a run queued or a topology saved with it).
-    QUndoStack* undoStack() const { return undo_; }
     /// True when the form differs from its clean state: edits the user made that no run and no
     /// saved topology holds (an edit undone back to the clean state is none).
     bool hasUnsavedEdits() const;
@@ -165,6 +161,8 @@ private:
     QLineEdit* seed_ = nullptr;
     routepack::PlannerBudgets hidden_; ///< the budgets last set (a field that cannot be read keeps its value)
     bool filling_ = false;
+    /// The form's undo stack. Its clean state is the form as last filled by setTopology /
+    /// setBudgets / a preset, or as marked by markClean (a run queued or a topology saved with it).
     QUndoStack* undo_ = nullptr;
     QVariantList recorded_; ///< the form as of the last undo step (or the start)
     QVariantList clean_;    ///< the form as of the last fill or markClean

@@ -45,6 +45,7 @@ SamplePane::SamplePane(QWidget* parent)
     filterLabel_ = new QLabel(filterBar_);
     filterLabel_->setWordWrap(true);
     clearFilter_ = new QToolButton(filterBar_);
+    clearFilter_->setObjectName(QStringLiteral("clearFilter"));
     clearFilter_->setText(tr("Clear filter"));
     clearFilter_->setToolTip(tr("Show every sample again"));
     fb->addWidget(filterLabel_, 1);
@@ -77,6 +78,7 @@ SamplePane::SamplePane(QWidget* parent)
     view_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
     view_->setColumnWidth(SampleTableModel::Id, 230);
     histogram_ = new LengthHistogramView(this);
+    histogram_->setObjectName(QStringLiteral("lengthHistogram"));
     auto* split = new QSplitter(Qt::Vertical, this);
     split->addWidget(view_);
     split->addWidget(histogram_);

@@ -69,8 +69,6 @@ public:
     SampleTableModel* model() const { return samples_; }
     SampleFilterProxy* proxy() const { return proxy_; }
     QTableView* view() const { return view_; }
-    LengthHistogramView* histogram() const { return histogram_; }
-    QToolButton* clearFilterButton() const { return clearFilter_; }
     /// The tool button beside the id filter (the studio gives it its "Define window" action).
     QToolButton* defineButton() const { return define_; }
 

@@ -34,6 +34,8 @@ CommPanel::CommPanel(QWidget* parent)
     methodBox_ = views::methodCombo(this);
     methodBox_->setToolTip(tr("Method whose layout and placement are shown"));
     layerBox_ = new QComboBox(this);
+    methodBox_->setObjectName(QStringLiteral("commMethod"));
+    layerBox_->setObjectName(QStringLiteral("commLayer"));
     layerBox_->setToolTip(tr("MoE layer (absolute decoder layer id), or the sum over every MoE layer"));
     heading_ = headingLabel(this);
     dispatch_ = new HeatmapWidget(this);
@@ -43,6 +45,8 @@ CommPanel::CommPanel(QWidget* parent)
     dispatch_->setPrecision(6);
     dispatch_->setDiagonalMarked(true);
     affinity_ = new HeatmapWidget(this);
+    dispatch_->setObjectName(QStringLiteral("dispatchMap"));
+    affinity_->setObjectName(QStringLiteral("affinityMap"));
     affinity_->setColourMap(HeatmapWidget::ColourMap::Sequential);
     affinity_->setAxisTitles(tr("expert (by node)"), tr("expert (by node)"));
     affinity_->setLegendTitle(tr("tokens using both"));

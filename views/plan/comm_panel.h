@@ -53,10 +53,6 @@ public:
     /// MoE layer index shown (0..L-1), or -1 for the sum over every MoE layer.
     void setLayer(int l);
     int layer() const;
-    QComboBox* methodCombo() const { return methodBox_; }
-    QComboBox* layerCombo() const { return layerBox_; }
-    HeatmapWidget* dispatchMap() const { return dispatch_; }
-    HeatmapWidget* affinityMap() const { return affinity_; }
     /// The heading over the maps (method, layer, inter / intra copies), or the empty-state text.
     QString headingText() const;
     /// True while the co-activation of a layer is being counted on the worker thread.

@@ -30,6 +30,7 @@ const QColor kRateColour(0x54, 0xa2, 0x4b);
 ConvergencePanel::ConvergencePanel(QWidget* parent) : QWidget(parent) {
     summary_ = headingLabel(this);
     view_ = makeChartView(this);
+    view_->setObjectName(QStringLiteral("convergenceChart"));
     QChart* c = view_->chart();
     best_ = new QLineSeries;
     best_->setName(tr("best joint max_g U"));

@@ -21,6 +21,8 @@ namespace routepack::views {
 /// point labelled), so that the chart ends at the plan's cost.
 class ConvergencePanel : public QWidget {
     Q_OBJECT
+    friend struct ConvergencePanelTestAccess;
+
 public:
     explicit ConvergencePanel(QWidget* parent = nullptr);
     void clear();
@@ -28,13 +30,8 @@ public:
     void setLevels(const std::vector<routepack::LevelStats>& levels);
     /// The points after the levels (convergence_tail); empty removes them. Cleared by clear().
     void setTail(const std::vector<ConvergenceTailPoint>& tail);
-    QLineSeries* tailSeries() const { return tail_; }
     /// The line above the chart: levels, best joint first -> last, then the tail's points.
     QString summaryText() const;
-    QLineSeries* bestSeries() const { return best_; }
-    QLineSeries* energySeries() const { return energy_; }
-    QLineSeries* acceptanceSeries() const { return acceptance_; }
-    QChartView* chartView() const { return view_; }
     /// The line shown while the chart has no level; empty: "No annealing levels yet." (a plan being
     /// planned). A plan read from its file alone says the file holds none.
     void setEmptyText(const QString& text);

@@ -50,6 +50,10 @@ CostsPanel::CostsPanel(QWidget* parent) : QWidget(parent) {
     baseView_ = makeChartView(this);
     rowView_ = makeChartView(this);
     shardView_ = makeChartView(this);
+    sideBox_->setObjectName(QStringLiteral("sideBySide"));
+    baseView_->setObjectName(QStringLiteral("baselineRowChart"));
+    rowView_->setObjectName(QStringLiteral("rowChart"));
+    shardView_->setObjectName(QStringLiteral("shardChart"));
     baseView_->hide();
     split_ = new QSplitter(Qt::Horizontal, this);
     split_->addWidget(baseView_);

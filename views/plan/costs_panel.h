@@ -45,6 +45,8 @@ inline constexpr double kShardTieTolerance = 0.001;
 /// the shown method's, on the same y-axis, and the U[g] chart holds both methods' totals.
 class CostsPanel : public QWidget {
     Q_OBJECT
+    friend struct CostsPanelTestAccess;
+
 public:
     /// What to show in place of the views that need the window's routing counts when the plan comes
     /// without them (a cluster run's step read from its plan file); empty: the generic note. Takes
@@ -60,27 +62,6 @@ public:
     /// Shows the baseline's row-shard chart beside the shown method's (true), or the method alone.
     void setSideBySide(bool on);
     bool sideBySide() const;
-    QCheckBox* sideBySideBox() const { return sideBox_; }
-    /// Straggler shard of the shown method (-1 when nothing is shown).
-    int stragglerShard() const { return straggler_; }
-    /// Bar index (r * G + g) of the shown method's tallest row-shard (-1 when nothing is shown).
-    int tallestBar() const { return tallest_; }
-    QBarSet* attentionSet() const { return attention_; }
-    QBarSet* expertSet() const { return expert_; }
-    QBarSet* shardTotalSet() const { return total_; }
-    /// The marker on the shown method's tallest bar (one point: x = bar index, y = its J); null when
-    /// nothing is shown. Its name (the legend) is "tallest: r<r> g<g>, J = <J, 4 decimals>".
-    QScatterSeries* tallestMarker() const { return tallestMarker_; }
-    /// Side by side only (else null): the baseline's bar sets, its marker and its U[g] set.
-    QBarSet* baselineAttentionSet() const { return baseAttention_; }
-    QBarSet* baselineExpertSet() const { return baseExpert_; }
-    QScatterSeries* baselineTallestMarker() const { return baseTallestMarker_; }
-    QBarSet* baselineShardTotalSet() const { return baseTotal_; }
-    QStringList categories() const { return categories_; }
-    QChartView* rowChartView() const { return rowView_; }
-    /// The baseline's row-shard chart (hidden unless side by side).
-    QChartView* baselineChartView() const { return baseView_; }
-    QChartView* shardChartView() const { return shardView_; }
     /// The straggler heading: U, sum U, max J and its row-shard, and (LPT methods) the plan's lower
     /// bound and gap.
     QString headingText() const;
@@ -131,20 +112,23 @@ private:
     QLabel* heading_ = nullptr;
     QLabel* gain_ = nullptr;
     QSplitter* split_ = nullptr;
-    QChartView* baseView_ = nullptr;
+    QChartView* baseView_ = nullptr; ///< the baseline's row-shard chart (hidden unless side by side)
     QChartView* rowView_ = nullptr;
     QChartView* shardView_ = nullptr;
     QBarSet* attention_ = nullptr;
     QBarSet* expert_ = nullptr;
     QBarSet* total_ = nullptr;
+    /// The marker on the shown method's tallest bar (one point: x = bar index, y = its J); null when
+    /// nothing is shown. Its name (the legend) is "tallest: r<r> g<g>, J = <J, 4 decimals>".
     QScatterSeries* tallestMarker_ = nullptr;
+    /// Side by side only (else null): the baseline's bar sets, its marker and its U[g] set.
     QBarSet* baseAttention_ = nullptr;
     QBarSet* baseExpert_ = nullptr;
     QBarSet* baseTotal_ = nullptr;
     QScatterSeries* baseTallestMarker_ = nullptr;
     QStringList categories_;
-    int straggler_ = -1;
-    int tallest_ = -1;
+    int straggler_ = -1; ///< straggler shard of the shown method (-1 when nothing is shown)
+    int tallest_ = -1;   ///< bar index (r * G + g) of the shown method's tallest row-shard (-1: none)
 };
 
 /// The tallest row-shard of a cost breakdown: the bar index r * G + g of max_{r,g} J[r][g] (the

@@ -79,6 +79,7 @@ EpHeatmapPanel::EpHeatmapPanel(QWidget* parent) : QWidget(parent) {
     selection_ = headingLabel(this);
     selection_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     scaleBox_ = makeScaleCombo(this, true);
+    scaleBox_->setObjectName(QStringLiteral("epScale"));
     identity_ = new HeatmapWidget(this);
     lpt_ = new HeatmapWidget(this);
     for (HeatmapWidget* h : {identity_, lpt_}) {

@@ -26,7 +26,7 @@ inline constexpr int kTopRankSamples = 20;
 
 /// "ep-heatmap": per MoE layer x EP rank G[l][p] / mean_p G[l][p] (eq. 10), identity placement
 /// left and LPT placement right, one shared diverging colour scale centred on 1 (the layer mean;
-/// linear, log or per layer: scaleCombo), per-layer CV in a side column of each map. The tooltip
+/// linear, log or per layer: the colour scale box), per-layer CV in a side column of each map. The tooltip
 /// gives the exact G, the logical experts on the rank with their tokens, and for a layer bounded by
 /// one expert (expert_bounded_layers; marked on the layer axis of both maps, the four with the largest
 /// share on one expert named in the heading) "bounded by expert E (X of Y tokens): no placement can
@@ -34,6 +34,8 @@ inline constexpr int kTopRankSamples = 20;
 /// (selectCell).
 class EpHeatmapPanel : public QWidget {
     Q_OBJECT
+    friend struct EpHeatmapPanelTestAccess;
+
 public:
     /// What to show in place of the views that need the window's routing counts when the plan comes
     /// without them (a cluster run's step read from its plan file); empty: the generic note. Takes
@@ -51,11 +53,8 @@ public:
     HeatmapWidget* map(bool planned) const { return planned ? lpt_ : identity_; }
     /// Per-layer CV shown beside a map ([L]).
     const std::vector<double>& layerCv(bool planned) const { return planned ? cvLpt_ : cvIdentity_; }
-    /// The layers one expert bounds (marked on both maps; empty without expert loads).
-    const std::vector<ExpertBound>& boundedLayers() const { return bounded_; }
     /// Colour scale of both maps (the combo box's choice).
     void setColourScale(ColourScale scale);
-    QComboBox* scaleCombo() const { return scaleBox_; }
     /// Selects cell (MoE layer index `layer`, EP rank `rank`) on both maps, as a click on the identity
     /// (planned = false) or LPT map does: lists the rank's experts with their tokens under the maps
     /// and emits rankActivated with the kTopRankSamples samples that load it most. Out of range:
@@ -85,7 +84,7 @@ private:
     HeatmapWidget* identity_ = nullptr;
     HeatmapWidget* lpt_ = nullptr;
     std::vector<double> cvIdentity_, cvLpt_;
-    std::vector<ExpertBound> bounded_;
+    std::vector<ExpertBound> bounded_; ///< the layers one expert bounds (empty without expert loads)
 };
 
 /// The text of an EP-heatmap tooltip for MoE layer index `l` and rank `p` of rank loads `G` ([L][P])

@@ -60,6 +60,7 @@ GridPanel::GridPanel(QWidget* parent) : QWidget(parent) {
     methodBox_ = methodCombo(this);
     summary_ = headingLabel(this);
     model_ = new ExecutionGridModel(this);
+    model_->setObjectName(QStringLiteral("gridModel"));
     view_ = new QTableView(this);
     view_->setModel(model_);
     view_->setItemDelegate(new FillDelegate(view_));

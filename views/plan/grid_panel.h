@@ -25,7 +25,6 @@ public:
     void setPlan(const std::shared_ptr<const routepack::PlanResult>& plan);
     void setMethod(routepack::Method method);
     routepack::Method method() const;
-    ExecutionGridModel* model() const { return model_; }
     QTableView* view() const { return view_; }
     /// The line above the grid: method, R x D, the cap C (the plan's effective cap), fills.
     QString summaryText() const;

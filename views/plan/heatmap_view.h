@@ -23,7 +23,6 @@ public:
 
     /// Shows `map` (taken over: reparented into the viewport) without a frame.
     explicit HeatmapView(HeatmapWidget* map, QWidget* parent = nullptr);
-    HeatmapWidget* map() const { return map_; }
     /// Zoom level (0 = fit) and its factor 1.25^level.
     int zoomLevel() const { return level_; }
     double zoom() const;

@@ -26,6 +26,8 @@ namespace routepack::views {
 /// the tooltip provider (default: labels and value).
 class HeatmapWidget : public QWidget {
     Q_OBJECT
+    friend struct HeatmapWidgetTestAccess;
+
 public:
     enum class ColourMap {
         Sequential, ///< dark violet (low) -> teal -> yellow (high)
@@ -47,31 +49,23 @@ public:
     /// the centre's neutral colour, as equal to it; beyond, [lo, centre - tolerance] and [centre +
     /// tolerance, hi] map onto the two halves. 0 (the default) = no band.
     void setNeutralBand(double tolerance);
-    double neutralBand() const { return band_; }
     void setColourMap(ColourMap map);
     /// How values map onto the colour bar (views/plan/plan_explain.h colour_position): Linear (default),
     /// Log (equal ratios, equal steps; zero loads at log_floor), or PerLayer (each row linear over its
     /// own finite [min, max], widened to centre -/+ 2 x band for Diverging; the legend then reads
     /// "row min" .. "row max"). The legend's ticks are round_ticks of the scale.
     void setColourScale(ColourScale scale);
-    ColourScale colourScale() const { return scale_; }
     /// Marks rows on the row axis (a small bar in `colour` between the row labels and the cells);
     /// `marks` has one entry per row (shorter: the rest unmarked; empty: none).
     void setRowMarks(std::vector<bool> marks, const QColor& colour = QColor(0xd6, 0x27, 0x28));
-    const std::vector<bool>& rowMarks() const { return marks_; }
     /// Lines between groups: before each row index in `rowBounds` and each column index in
     /// `colBounds` (indices 1..rows-1 / 1..cols-1 drawn; others ignored), e.g. node boundaries.
     void setGroupBoundaries(std::vector<int> rowBounds, std::vector<int> colBounds);
-    const std::vector<int>& rowBoundaries() const { return rowBounds_; }
-    const std::vector<int>& columnBoundaries() const { return colBounds_; }
     /// Outlines the diagonal cells (row == col) with a dashed frame (e.g. intra-node traffic).
     void setDiagonalMarked(bool on);
-    bool diagonalMarked() const { return diagonal_; }
     /// Outlines the selection: a cell (row, col), a whole column (row -1, col), a whole row (row,
     /// col -1); (-1, -1) clears it.
     void setSelection(int row, int col);
-    int selectedRow() const { return selRow_; }
-    int selectedColumn() const { return selCol_; }
     void setTitle(const QString& title);
     /// The title's lines at the current width: 1 when it fits, else as many as its words need when
     /// wrapped at spaces, at most kMaxTitleLines (the last one elided when still too long).
@@ -79,7 +73,6 @@ public:
     /// The title as painted, line by line (titleLines() of them; empty without a title).
     QStringList titleLineTexts() const;
     static constexpr int kMaxTitleLines = 4;
-    QString title() const { return title_; }
     /// Axis titles drawn beside the row labels (rotated) and under the column labels.
     void setAxisTitles(const QString& rowTitle, const QString& columnTitle);
     /// A text column to the right of the cells, one entry per row, under `header` (e.g. "CV").
@@ -97,9 +90,6 @@ public:
     int columnCount() const { return cols_; }
     /// Value of a cell (NaN outside).
     double value(int row, int col) const;
-    QStringList sideColumn() const { return side_; }
-    double rangeLow() const { return lo_; }
-    double rangeHigh() const { return hi_; }
     /// Colour a value is painted with (under PerLayer: in row `row`'s range; row -1 = the whole range).
     QColor colourFor(double v, int row = -1) const;
     /// Colour of cell (row, col) as painted.
@@ -132,8 +122,6 @@ public:
     /// What Ctrl+C copies: the tooltip of the selected cell (setSelection with a row and a column),
     /// else of the cell the last tooltip or context menu was shown for, as plain text; "" when none.
     QString copiedText() const;
-    /// The placeholder painted while the map is empty (setEmptyText).
-    QString emptyText() const { return emptyText_; }
 
     QSize sizeHint() const override;
     QSize minimumSizeHint() const override;

@@ -21,14 +21,13 @@ namespace routepack::views {
 /// Headers: "row r" and "DP d (g)" with the EDP shard of the slot.
 class ExecutionGridModel : public QAbstractTableModel {
     Q_OBJECT
+    friend struct ExecutionGridModelTestAccess;
+
 public:
     explicit ExecutionGridModel(QObject* parent = nullptr);
 
     /// Shows method `method` (RoutePack when the plan lacks it) of `plan`; nullptr empties the model.
     void setPlan(std::shared_ptr<const routepack::PlanResult> plan, routepack::Method method);
-    routepack::Method method() const { return method_; }
-    /// Cap C of the shown plan (0 when empty).
-    qint64 cap() const { return cap_; }
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
@@ -39,7 +38,7 @@ private:
     std::shared_ptr<const routepack::PlanResult> plan_;
     routepack::Method method_ = routepack::Method::RoutePack;
     int rows_ = 0, cols_ = 0;
-    qint64 cap_ = 0;
+    qint64 cap_ = 0;                   ///< cap C of the shown plan (0 when empty)
     std::vector<std::int64_t> tokens_; // [R*D]
 };
 
@@ -58,6 +57,8 @@ private:
 /// qint64 for counts and tokens, double otherwise (an invalid QVariant where there is no value).
 class CompareTableModel : public QAbstractTableModel {
     Q_OBJECT
+    friend struct CompareTableModelTestAccess;
+
 public:
     enum Column {
         Run,
@@ -92,8 +93,6 @@ public:
     /// The run (index into the runs) and method of table row `row`.
     int rowRun(int row) const { return rows_.at(static_cast<std::size_t>(row)).first; }
     routepack::Method rowMethod(int row) const { return rows_.at(static_cast<std::size_t>(row)).second; }
-    /// Whether the communication columns are shown (a run is on more than one node).
-    bool hasCommColumns() const { return comm_; }
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
@@ -107,7 +106,7 @@ private:
     std::vector<std::shared_ptr<const routepack::PlanResult>> runs_;
     QStringList names_;
     std::vector<std::pair<int, routepack::Method>> rows_; // (run, method) per table row
-    bool comm_ = false;
+    bool comm_ = false; ///< whether the communication columns are shown (a run is on several nodes)
 };
 
 } // namespace routepack::views

@@ -116,13 +116,9 @@ public:
     /// (QSvgGenerator). False with `error` set on an unknown id, suffix or write failure.
     bool exportView(const QString& name, const QString& file, QString* error = nullptr) const;
 
-    // Typed access to the panels (tests, export code, the studio's status bar).
-    EpHeatmapPanel* epHeatmapPanel() const { return ep_; }
-    RowHeatmapPanel* rowHeatmapPanel() const { return rowHeat_; }
-    CostsPanel* costsPanel() const { return costs_; }
+    /// The execution grid (the studio's table actions and status bar). The other panels are the tab
+    /// pages named by their view ids (viewWidget).
     GridPanel* gridPanel() const { return grid_; }
-    ConvergencePanel* convergencePanel() const { return conv_; }
-    CommPanel* commPanel() const { return comm_; }
 
 Q_SIGNALS:
     /// A cell (row r, DP slot d) of the execution grid was clicked; `sampleIndices` are the cell's

@@ -21,9 +21,11 @@ namespace routepack::views {
 RowHeatmapPanel::RowHeatmapPanel(QWidget* parent) : QWidget(parent) {
     methodBox_ = methodCombo(this);
     shardBox_ = new QComboBox(this);
+    shardBox_->setObjectName(QStringLiteral("shardBox"));
     shardBox_->setToolTip(tr("EDP shard shown"));
     note_ = headingLabel(this);
     map_ = new HeatmapWidget(this);
+    map_->setObjectName(QStringLiteral("rowHeatmap"));
     map_->setColourMap(HeatmapWidget::ColourMap::Sequential);
     map_->setAxisTitles(tr("execution row"), tr("MoE layer"));
     map_->setLegendTitle(tr("tokens"));

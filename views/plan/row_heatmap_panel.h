@@ -31,8 +31,6 @@ public:
     void setMethod(routepack::Method method);
     int shard() const;
     routepack::Method method() const;
-    QComboBox* shardCombo() const { return shardBox_; }
-    HeatmapWidget* map() const { return map_; }
 
     /// What to show in place of the views that need the window's routing counts when the plan comes
     /// without them (a cluster run's step read from its plan file); empty: the generic note. Takes

@@ -83,6 +83,10 @@ RunView::RunView(QWidget* parent)
     gainView_ = chartView(this, 150);
     churnView_ = chartView(this, 150);
     applyView_ = chartView(this, 150);
+    costView_->setObjectName(QStringLiteral("costChart"));
+    gainView_->setObjectName(QStringLiteral("gainChart"));
+    churnView_->setObjectName(QStringLiteral("churnChart"));
+    applyView_->setObjectName(QStringLiteral("applyChart"));
     auto* bottom = new QSplitter(Qt::Horizontal, this);
     bottom->addWidget(gainView_);
     bottom->addWidget(churnView_);
@@ -94,6 +98,7 @@ RunView::RunView(QWidget* parent)
     apply->setStretchFactor(1, 1);
     // The lower charts share one row (two tabs): every chart keeps a readable height at 768 px.
     chartTabs_ = new QTabWidget(this);
+    chartTabs_->setObjectName(QStringLiteral("chartTabs"));
     chartTabs_->setDocumentMode(true);
     chartTabs_->addTab(bottom, tr("Gains and moves"));
     chartTabs_->addTab(apply, tr("Applying the run"));
@@ -139,6 +144,7 @@ QWidget* RunView::buildFrontierPane() {
     frontierNote_->setMinimumHeight(3 * frontierNote_->fontMetrics().lineSpacing() + 2);
     frontierNote_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
     frontierView_ = chartView(pane, 120);
+    frontierView_->setObjectName(QStringLiteral("frontierChart"));
     auto* row = new QHBoxLayout;
     row->addWidget(new QLabel(tr("Frontier of step:"), pane));
     row->addWidget(frontierBox_, 1);

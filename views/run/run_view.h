@@ -35,6 +35,8 @@ class JobTracker;
 /// windows with saved runs it shows an explicit empty state (emptyText).
 class RunView : public QWidget {
     Q_OBJECT
+    friend struct RunViewTestAccess;
+
 public:
     explicit RunView(QWidget* parent = nullptr);
     /// Stops the worker (its result is dropped).
@@ -53,8 +55,6 @@ public:
     qint64 clusterRun() const { return clusterRun_; }
     /// Reads the shown source again (after runs were saved elsewhere).
     void reload();
-    /// The trace shown (or being read).
-    QString trace() const { return trace_; }
     /// True while a read is on its way.
     bool isLoading() const;
 
@@ -97,24 +97,6 @@ public:
     /// shown ("no frontier is shown: pick a step and Compute") or a write failure.
     bool exportChart(const QString& name, const QString& file, QString* error = nullptr) const;
 
-    QChartView* costChartView() const { return costView_; }
-    QChartView* gainChartView() const { return gainView_; }
-    QChartView* churnChartView() const { return churnView_; }
-    /// What applying the run costs per step, stacked: compute (seconds_per_U x max_g U) and
-    /// materialization of the step's moves (migration_figures), seconds; hidden when the series has
-    /// no migration costs (has_migration_costs). Its bars: computeSet, materializationSet (0 for a step
-    /// without them).
-    QChartView* applyChartView() const { return applyView_; }
-    QBarSet* computeSet() const { return computeSet_; }
-    QBarSet* materializationSet() const { return materializationSet_; }
-    /// The frontier chart: x = experts moved, y = routepack's max_g U, one point per move budget of
-    /// kFrontierFractions (frontierLine), and the saved plan of the step (frontierSaved).
-    QChartView* frontierChartView() const { return frontierView_; }
-    /// The lower charts' tabs: 0 "Gains and moves" (gain histogram, churn), 1 "Applying the run"
-    /// (apply chart, frontier). computeFrontier and exportChart bring their chart's tab forward.
-    QTabWidget* chartTabs() const { return chartTabs_; }
-    QLineSeries* frontierLine() const { return frontierLine_; }
-    QScatterSeries* frontierSaved() const { return frontierSaved_; }
     /// The step the frontier is for (the box above the chart; a click on a step of the cost, churn or
     /// apply chart selects it), -1 in the empty state.
     int frontierStep() const;
@@ -123,7 +105,6 @@ public:
     /// the planner's default workers; the latest request wins); frontierUpdated follows. False for an
     /// invalid k.
     bool computeFrontier(int k);
-    bool isFrontierLoading() const { return frontierLoading_; }
     /// The frontier shown (nullptr before one arrived or after the series changed).
     const StepFrontier* frontier() const { return frontier_.get(); }
     /// The note under the frontier box: what to do, the job's state or why there is no frontier.
@@ -134,13 +115,6 @@ public:
     /// The cost line of method m (nullptr in the empty state and for a method no step of the series
     /// has). Its points are the steps that have it.
     QLineSeries* costSeries(routepack::Method m) const;
-    /// Bars of the churn chart (one per step; the first step's is 0) and of the gain histogram.
-    QBarSet* churnSet() const { return churnSet_; }
-    /// Bars of the experts moved (placement_moves) per step, beside the churn (the first step's is 0).
-    QBarSet* movesSet() const { return movesSet_; }
-    QBarSet* gainSet() const { return gainSet_; }
-    /// The gain histogram's bins (gain_histogram of the shown series).
-    const std::vector<GainBin>& gainBins() const { return bins_; }
 
 Q_SIGNALS:
     /// A new result is shown (or the empty state).
@@ -178,15 +152,23 @@ private:
 
     JobTracker* tracker_ = nullptr;
     JobTracker* frontierTracker_ = nullptr;
-    QString library_, trace_, revision_;
+    QString library_, trace_, revision_; ///< trace_: the trace shown (or being read)
     qint64 clusterRun_ = 0;
     bool frontierLoading_ = false;
     std::shared_ptr<const StepFrontier> frontier_;
     QComboBox* frontierBox_ = nullptr;
     QPushButton* frontierButton_ = nullptr;
     QLabel* frontierNote_ = nullptr;
+    /// What applying the run costs per step, stacked: compute (seconds_per_U x max_g U) and
+    /// materialization of the step's moves (migration_figures), seconds; hidden when the series has
+    /// no migration costs (has_migration_costs). Its bars: computeSet_, materializationSet_ (0 for a
+    /// step without them).
     QChartView* applyView_ = nullptr;
+    /// The frontier chart: x = experts moved, y = routepack's max_g U, one point per move budget of
+    /// kFrontierFractions (frontierLine_), and the saved plan of the step (frontierSaved_).
     QChartView* frontierView_ = nullptr;
+    /// The lower charts' tabs: 0 "Gains and moves" (gain histogram, churn), 1 "Applying the run"
+    /// (apply chart, frontier). computeFrontier and exportChart bring their chart's tab forward.
     QTabWidget* chartTabs_ = nullptr;
     QBarSet* computeSet_ = nullptr;
     QBarSet* materializationSet_ = nullptr;
@@ -195,7 +177,7 @@ private:
     bool loading_ = false;
     std::shared_ptr<const RunSeriesSet> data_;
     int series_ = -1;
-    std::vector<GainBin> bins_;
+    std::vector<GainBin> bins_; ///< the gain histogram's bins (gain_histogram of the shown series)
     QStackedWidget* stack_ = nullptr;
     QLabel* empty_ = nullptr;
     QLabel* heading_ = nullptr;
@@ -205,6 +187,8 @@ private:
     QChartView* gainView_ = nullptr;
     QChartView* churnView_ = nullptr;
     routepack::PerMethod<QLineSeries*> cost_;
+    /// Bars of the churn chart (one per step; the first step's is 0), of the experts moved
+    /// (placement_moves) per step beside it (the first step's is 0), and of the gain histogram.
     QBarSet* churnSet_ = nullptr;
     QBarSet* movesSet_ = nullptr;
     QBarSet* gainSet_ = nullptr;

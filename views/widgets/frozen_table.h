@@ -13,8 +13,6 @@ class FrozenColumnTable : public QTableView {
 public:
     explicit FrozenColumnTable(QWidget* parent = nullptr);
     void setModel(QAbstractItemModel* model) override;
-    /// The overlay showing the frozen column.
-    QTableView* frozenView() const { return frozen_; }
 
 protected:
     void resizeEvent(QResizeEvent* event) override;
@@ -23,7 +21,7 @@ protected:
 
 private:
     void updateFrozenGeometry();
-    QTableView* frozen_ = nullptr;
+    QTableView* frozen_ = nullptr; ///< the overlay showing the frozen column (object name "frozenColumn")
 };
 
 } // namespace routepack::views
