@@ -171,6 +171,8 @@ private Q_SLOTS:
     void cliRewriteAndInverse();
     void rewriteFromMap();
     void expertMapErrors();
+    void expertMapFieldErrors_data();
+    void expertMapFieldErrors();
     void breakItRegressions();
     void expertMapsAreStrict();
     void cliSigintCancels();
@@ -1159,9 +1161,7 @@ void TestRewrite::expertMapErrors() {
              QStringLiteral("m.json: moe_layers must be ascending (moe_layers[1] = 1 after 2)"));
     QCOMPARE(parse_error(R"({"moe_layers": [1], "placement": [[1, 0], [0, 1]]})"),
              QStringLiteral("m.json: moe_layers lists 1 layers for 2 rows"));
-    QCOMPARE(
-        parse_error(R"({"placement": [[1, 0]]})"),
-        QStringLiteral("m.json: missing field 'moe_layers' (the absolute decoder-layer id of each placement row)"));
+    QCOMPARE(parse_error(R"({"placement": [[1, 0]]})"), QStringLiteral("m.json: moe_layers is missing"));
     QCOMPARE(parse_error(R"({"logical_count": [[3, 4]]})"),
              QStringLiteral("m.json: not an expert map (no 'physical_to_logical_map' or 'placement'); expected "
                             "{\"physical_to_logical_map\": [[...]]} (SGLang / vLLM), {\"moe_layers\": [...], "
@@ -1170,7 +1170,7 @@ void TestRewrite::expertMapErrors() {
                              "placement": [[1, 0, 2]], "physical_to_logical_map": [[0, 1, 2]]})"),
              QStringLiteral("m.json: physical_to_logical_map[0] is not the inverse of placement[0]"));
     QCOMPARE(parse_error(R"({"format": "routepack-expert-map", "version": 2, "moe_layers": [1], "placement": [[0]]})"),
-             QStringLiteral("m.json: routepack expert map version 2 is not supported (expected 1)"));
+             QStringLiteral("m.json: version is 2, not 1 (the only routepack-expert-map version)"));
     // Rows without layer ids need the checkpoint's config.json.
     const ExpertMapFile vllm = parse_expert_map_text(R"({"physical_to_logical_map": [[1, 0], [0, 1]]})", "m.json");
     QVERIFY(vllm.moe_layers.empty());
@@ -1197,6 +1197,75 @@ void TestRewrite::expertMapErrors() {
     QCOMPARE(req.plan_model.experts, 3);
     QCOMPARE(req.plan_origin, std::string("m.json"));
     fs::remove_all(tmp);
+}
+
+void TestRewrite::expertMapFieldErrors_data() {
+    QTest::addColumn<QString>("text");  // the map file's text
+    QTest::addColumn<QString>("error"); // parse_expert_map_text(text, "m.json")'s message
+    const auto row = [](const char* name, const std::string& text, const char* error) {
+        QTest::newRow(name) << QString::fromStdString(text) << QString::fromUtf8(error);
+    };
+    const std::string rp = R"({"format": "routepack-expert-map", "version": 1, )";
+    row("document a number", "5",
+        R"(m.json is 5, not an expert map: {"physical_to_logical_map": [[...]]} (SGLang / vLLM), {"moe_layers": )"
+        R"([...], "placement": [[...]]} or a routepack export-map file)");
+    row("list empty", "[]", "m.json: physical_to_logical_map is [], not a non-empty list of rows");
+    row("rows a number", R"({"physical_to_logical_map": 3})",
+        "m.json: physical_to_logical_map is 3, not a non-empty list of rows");
+    row("placement empty", R"({"moe_layers": [1], "placement": []})",
+        "m.json: placement is [], not a non-empty list of rows");
+    row("row a number", R"({"physical_to_logical_map": [[1, 0], 5]})",
+        "m.json: physical_to_logical_map[1] is 5, not a non-empty list of integers");
+    row("row empty", "[[]]", "m.json: physical_to_logical_map[0] is [], not a non-empty list of integers");
+    row("entry a float", R"({"moe_layers": [1], "placement": [[0, 1.0]]})",
+        "m.json: placement[0][1] is 1.0, not an integer in 0..1");
+    row("entry a list", "[[0, [1]]]", "m.json: physical_to_logical_map[0][1] is a list, not an integer in 0..1");
+    row("entry above int64", "[[0, 18446744073709551615]]",
+        "m.json: physical_to_logical_map[0][1] is 18446744073709551615, not an integer in 0..1");
+    row("moe_layers a number", R"({"moe_layers": 3, "placement": [[1, 0]]})",
+        "m.json: moe_layers is 3, not a list of layer ids");
+    row("moe_layers null", R"({"physical_to_logical_map": [[1, 0]], "moe_layers": null})",
+        "m.json: moe_layers is null, not a list of layer ids");
+    row("moe_layers entry negative", R"({"moe_layers": [-1], "placement": [[1, 0]]})",
+        "m.json: moe_layers[0] is -1, not an integer in 0..999999999");
+    row("moe_layers entry a string", R"({"physical_to_logical_map": [[1, 0]], "moe_layers": ["1"]})",
+        R"(m.json: moe_layers[0] is "1", not an integer in 0..999999999)");
+    row("format a number", R"({"format": 1, "version": 1, "moe_layers": [1], "placement": [[0]]})",
+        "m.json: format is 1, not a string");
+    row("format of a plan", R"({"format": "routepack-plan", "version": 1, "moe_layers": [1], "placement": [[0]]})",
+        R"(m.json: format is "routepack-plan", not "routepack-expert-map")");
+    row("version missing", R"({"format": "routepack-expert-map", "moe_layers": [1], "placement": [[0]]})",
+        "m.json: version is missing");
+    row("version a string",
+        R"({"format": "routepack-expert-map", "version": "1", "moe_layers": [1], "placement": [[0]]})",
+        R"(m.json: version is "1", not an integer)");
+    row("layer_axis other", rp + R"("layer_axis": "layers", "moe_layers": [1], "placement": [[0]]})",
+        R"(m.json: layer_axis is "layers", not "moe_layers")");
+    row("experts a string", rp + R"("experts": "1", "moe_layers": [1], "placement": [[0]]})",
+        R"(m.json: experts is "1", not an integer)");
+    row("experts differs", rp + R"("experts": 2, "moe_layers": [1], "placement": [[0]]})",
+        "m.json: experts 2 differs from the 1 entries of each placement row");
+    row("ep_ranks zero", rp + R"("ep_ranks": 0, "moe_layers": [1], "placement": [[1, 0]]})",
+        "m.json: ep_ranks is 0, not an integer in 1..2");
+    row("ep_ranks not dividing", rp + R"("ep_ranks": 2, "moe_layers": [1], "placement": [[0, 1, 2]]})",
+        "m.json: ep_ranks 2 must divide the 3 experts");
+    row("num_hidden_layers zero", R"({"physical_to_logical_map": [[1, 0]], "num_hidden_layers": 0})",
+        "m.json: num_hidden_layers is 0, not an integer in 1..1000000000");
+    row("num_hidden_layers a float", R"({"physical_to_logical_map": [[1, 0]], "num_hidden_layers": 4.0})",
+        "m.json: num_hidden_layers is 4.0, not an integer in 1..1000000000");
+    row("num_hidden_layers at a MoE layer", R"({"moe_layers": [4], "placement": [[1, 0]], "num_hidden_layers": 4})",
+        "m.json: num_hidden_layers 4 must be a layer count above every MoE layer id");
+}
+
+void TestRewrite::expertMapFieldErrors() {
+    QFETCH(QString, text);
+    QFETCH(QString, error);
+    try {
+        parse_expert_map_text(text.toStdString(), "m.json");
+        QFAIL("no error");
+    } catch (const InputError& e) {
+        QCOMPARE(QString::fromStdString(e.what()), error);
+    }
 }
 
 void TestRewrite::breakItRegressions() {
@@ -1415,6 +1484,12 @@ void TestRewrite::expertMapsAreStrict() {
     const ExpertMapFile sglang = parse_expert_map_text(
         R"({"physical_to_logical_map": [[1, 0]], "logical_to_all_physical_map": [[[1, -1], [0, -1]]]})", "m.json");
     QCOMPARE(sglang.p2l, (std::vector<std::vector<int>>{{1, 0}}));
+    // A routepack file's version and experts are JSON numbers: 1.0 and 2.0 are read as 1 and 2.
+    const ExpertMapFile floats = parse_expert_map_text(R"({"format": "routepack-expert-map", "version": 1.0,
+        "experts": 2.0, "ep_ranks": 2, "moe_layers": [1], "placement": [[1, 0]]})",
+                                                       "m.json");
+    QCOMPARE(floats.p2l, (std::vector<std::vector<int>>{{1, 0}}));
+    QCOMPARE(floats.ep_ranks, 2);
 }
 
 QTEST_GUILESS_MAIN(TestRewrite)

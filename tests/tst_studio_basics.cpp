@@ -502,6 +502,19 @@ private Q_SLOTS:
         QCOMPARE(QApplication::clipboard()->text(), QStringLiteral("Library\tDetails\nhalf\t4 samples\n"));
     }
 
+    /// The window opens with the keyboard in the sample table's filter line (the centre's first
+    /// field), whatever pane was built first; Ctrl+F then moves it to the library's filter.
+    void keyboardStartsInTheSampleFilter() {
+        StudioWindow w(options_);
+        openStudio(w, lib_);
+        auto* sampleFilter = ui::samplePane(w)->findChild<QLineEdit*>();
+        QVERIFY(sampleFilter);
+        QCOMPARE(sampleFilter->placeholderText(), QStringLiteral("Filter samples by id or group"));
+        QCOMPARE(QApplication::focusWidget(), sampleFilter);
+        QTest::keyClick(&w, Qt::Key_F, Qt::ControlModifier);
+        QCOMPARE(QApplication::focusWidget(), ui::libraryFilter(w));
+    }
+
     void libraryFilter() {
         StudioWindow w(options_);
         openStudio(w, lib_);

@@ -97,6 +97,7 @@ void StudioWindow::buildUi() {
     split->setStretchFactor(1, 1);
     split->setSizes({kSamplePaneWidth, 1000});
     setCentralWidget(split);
+    samplePane_->setFocus(); // the sample filter holds the keyboard when the window opens
     resizeDocks({libraryDock}, {leftDockWidth}, Qt::Horizontal);
     resizeDocks({libraryDock, setupDock}, {260, 600}, Qt::Vertical);
 

@@ -5,6 +5,7 @@
 #include "core/util/errors.h"
 #include "core/util/input_file.h"
 #include "core/util/json.h"
+#include "core/util/json_field.h"
 #include "core/util/text.h"
 
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <iterator>
+#include <limits>
 #include <string_view>
 #include <vector>
 
@@ -80,40 +82,50 @@ std::string expert_map_json(const Placement& pi, const ModelDescription& model, 
 namespace {
 
 using nlohmann::json;
+using util::JsonField;
 
 /// Largest decoder-layer id a map may name (as --layer-map's checkpoint layers).
 constexpr std::int64_t kMaxLayerId = 999999999;
 
-/// [rows][cols] non-negative integers of `key`; InputError naming `origin`, key and index.
-std::vector<std::vector<int>> int_rows(const json& v, const std::string& key, const std::string& origin) {
-    if (!v.is_array() || v.empty())
-        throw InputError(origin + ": " + key + " must be a non-empty list of rows, not " + util::json_kind(v));
+/// The shapes an expert map takes, as its errors name them.
+constexpr std::string_view kMapShapes = "{\"physical_to_logical_map\": [[...]]} (SGLang / vLLM), {\"moe_layers\": "
+                                        "[...], \"placement\": [[...]]} or a routepack export-map file";
+
+/// [rows][cols] of the list `v`: rows of one length n, each entry an integer in 0..n-1. JsonField's
+/// errors with the field's path ("m.json: placement[1][2] is -1, not an integer in 0..15"); rows of
+/// different lengths, and an id >= n, in their own words after the row's path.
+std::vector<std::vector<int>> int_rows(const JsonField& v) {
+    constexpr std::string_view kRows = "a non-empty list of rows", kEntries = "a non-empty list of integers";
+    if (v.list(kRows) == 0) v.fail(kRows);
+    const json& rows = v.json();
     std::vector<std::vector<int>> out;
-    out.reserve(v.size());
-    for (std::size_t r = 0; r < v.size(); ++r) {
-        const json& row = v[r];
-        const std::string where = origin + ": " + key + "[" + std::to_string(r) + "]";
-        if (!row.is_array() || row.empty())
-            throw InputError(where + " must be a non-empty list of integers, not " + util::json_kind(row));
-        if (row.size() != v[0].size())
-            throw InputError(where + " has " + std::to_string(row.size()) + " entries, " + key + "[0] has " +
-                             std::to_string(v[0].size()));
+    out.reserve(rows.size());
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        const JsonField row = v[r];
+        const std::size_t n = row.list(kEntries);
+        if (n == 0) row.fail(kEntries);
+        if (n != rows[0].size())
+            throw InputError(row.where() + " has " + std::to_string(n) + " entries, " + v[0].path() + " has " +
+                             std::to_string(rows[0].size()));
+        const json& entries = row.json();
+        const auto top = static_cast<std::int64_t>(n) - 1;
         std::vector<int> ints;
-        ints.reserve(row.size());
-        for (std::size_t k = 0; k < row.size(); ++k) {
-            const json& x = row[k];
-            const std::int64_t n = row.size();
-            if (!x.is_number_integer() || (!x.is_number_unsigned() && x.get<std::int64_t>() < 0))
-                throw InputError(where + "[" + std::to_string(k) + "] is " + util::json_brief(x) +
-                                 ", not an integer in 0.." + std::to_string(n - 1));
-            if (x.get<std::uint64_t>() >= std::uint64_t(n))
-                // A row lists each of its n entries' partners 0..n-1 once: a larger id means the row
-                // is short (or the id is wrong), not that the entry alone is bad.
-                throw InputError(where + " has " + std::to_string(n) + " entries but " + key + "[" + std::to_string(r) +
-                                 "][" + std::to_string(k) + "] is " + util::json_brief(x) + " (a row of " +
-                                 std::to_string(n) + " entries holds each of 0.." + std::to_string(n - 1) +
-                                 " once; is an entry missing?)");
-            ints.push_back(x.get<int>());
+        ints.reserve(n);
+        for (std::size_t k = 0; k < n; ++k) {
+            const json& x = entries[k];
+            if (const auto id = util::json_integer_of(x, 0, top, util::IntegralFloats::Refuse)) {
+                ints.push_back(static_cast<int>(*id));
+                continue;
+            }
+            const JsonField at = row[k];
+            const auto id =
+                util::json_integer_of(x, 0, std::numeric_limits<std::int64_t>::max(), util::IntegralFloats::Refuse);
+            if (!id) at.fail("an integer in 0.." + std::to_string(top));
+            // A row lists each of its n entries' partners 0..n-1 once: a larger id means the row
+            // is short (or the id is wrong), not that the entry alone is bad.
+            throw InputError(row.where() + " has " + std::to_string(n) + " entries but " + at.path() + " is " +
+                             std::to_string(*id) + " (a row of " + std::to_string(n) + " entries holds each of 0.." +
+                             std::to_string(top) + " once; is an entry missing?)");
         }
         out.push_back(std::move(ints));
     }
@@ -123,8 +135,8 @@ std::vector<std::vector<int>> int_rows(const json& v, const std::string& key, co
 /// Refuses physical_to_logical_map rows that are no permutation. `logical` experts are those any
 /// row names (the largest id + 1): a row that lacks one of them is missing an expert; a row naming
 /// all of them in more slots holds replicas (redundant experts), unless the model has more experts
-/// that no row names, which the message says too.
-void check_p2l_rows(const std::vector<std::vector<int>>& rows, const std::string& key, const std::string& origin) {
+/// that no row names, which the message says too. `field` is the list the rows were read from.
+void check_p2l_rows(const std::vector<std::vector<int>>& rows, const JsonField& field) {
     int top = -1;
     for (const auto& row : rows)
         for (int x : row)
@@ -147,7 +159,7 @@ void check_p2l_rows(const std::vector<std::vector<int>>& rows, const std::string
             }
         }
         if (rep < 0) continue;
-        const std::string at = origin + ": " + key + "[" + std::to_string(r) + "]";
+        const std::string at = field[r].where();
         const std::string twice =
             "expert " + std::to_string(rep) + " is in slots " + std::to_string(rep_a) + " and " + std::to_string(rep_b);
         std::size_t missing = 0;
@@ -190,35 +202,99 @@ constexpr std::string_view kMapFields[] = {"format",
                                            "expert_count"};
 
 /// Any field not in kMapFields (a typo such as "moe_layer") is refused rather than ignored.
-void check_map_fields(const json& j, const std::string& origin) {
-    for (const auto& item : j.items()) {
+void check_map_fields(const JsonField& doc) {
+    for (const auto& item : doc.json().items()) {
         const std::string& key = item.key(); // a plain name: lambdas cannot capture structured bindings in C++20
         if (std::find(std::begin(kMapFields), std::end(kMapFields), key) != std::end(kMapFields)) continue;
-        throw InputError(origin + ": unknown field '" + util::printable(key) +
+        throw InputError(doc.where() + ": unknown field '" + util::printable(key) +
                          "' (an expert map holds moe_layers, placement and/or physical_to_logical_map, and "
                          "routepack export-map's format, version, layer_axis, num_hidden_layers, experts, ep_ranks, "
                          "slots_per_rank)");
     }
 }
 
-std::vector<int> layer_ids(const json& v, std::size_t rows, const std::string& origin) {
-    if (!v.is_array()) throw InputError(origin + ": moe_layers must be a list of layer ids, not " + util::json_kind(v));
-    if (v.size() != rows)
-        throw InputError(origin + ": moe_layers lists " + std::to_string(v.size()) + " layers for " +
-                         std::to_string(rows) + " rows");
+/// The ascending decoder-layer ids of `rows` rows: JsonField's errors ("m.json: moe_layers is 3, not a
+/// list of layer ids", "m.json: moe_layers[1] is -1, not an integer in 0..999999999"), "<where> lists
+/// 1 layers for 2 rows", "<where> must be ascending (moe_layers[1] = 1 after 2)".
+std::vector<int> layer_ids(const JsonField& ml, std::size_t rows) {
+    const std::size_t n = ml.list("a list of layer ids");
+    if (n != rows)
+        throw InputError(ml.where() + " lists " + std::to_string(n) + " layers for " + std::to_string(rows) + " rows");
+    const json& ids = ml.json();
     std::vector<int> out;
-    for (std::size_t i = 0; i < v.size(); ++i) {
-        const json& x = v[i];
-        if (!x.is_number_integer() || x.get<std::int64_t>() < 0 || x.get<std::int64_t>() > kMaxLayerId ||
-            (x.is_number_unsigned() && x.get<std::uint64_t>() > std::uint64_t(kMaxLayerId)))
-            throw InputError(origin + ": moe_layers[" + std::to_string(i) + "] is " + util::json_brief(x) +
-                             ", not a layer id in 0.." + std::to_string(kMaxLayerId));
-        if (!out.empty() && x.get<int>() <= out.back())
-            throw InputError(origin + ": moe_layers must be ascending (moe_layers[" + std::to_string(i) +
-                             "] = " + std::to_string(x.get<int>()) + " after " + std::to_string(out.back()) + ")");
-        out.push_back(x.get<int>());
+    out.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto read = util::json_integer_of(ids[i], 0, kMaxLayerId, util::IntegralFloats::Refuse);
+        const std::int64_t id = read ? *read : ml[i].integer(0, kMaxLayerId); // the latter throws
+        if (!out.empty() && id <= out.back())
+            throw InputError(ml.where() + " must be ascending (" + ml[i].path() + " = " + std::to_string(id) +
+                             " after " + std::to_string(out.back()) + ")");
+        out.push_back(static_cast<int>(id));
     }
     return out;
+}
+
+/// format, version and layer_axis of a routepack export-map file.
+void check_routepack_header(const JsonField& doc) {
+    const JsonField format = doc["format"];
+    if (format.string() != "routepack-expert-map") format.fail("\"routepack-expert-map\"");
+    // Read as a JSON number: 1.0 is version 1.
+    const JsonField version = doc["version"];
+    if (version.integer(std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max(),
+                        util::IntegralFloats::Accept) != 1)
+        version.fail("1 (the only routepack-expert-map version)");
+    if (const JsonField axis = doc["layer_axis"]; axis.exists() && axis.string() != "moe_layers")
+        axis.fail("\"moe_layers\"");
+}
+
+/// A {moe_layers, placement} map or a routepack export-map file into m.
+void read_placement_map(const JsonField& doc, ExpertMapFile& m) {
+    const bool ours = doc["format"].exists();
+    if (ours) check_routepack_header(doc);
+    m.kind = ours ? "routepack export-map" : "{moe_layers, placement}";
+    const JsonField placement_field = doc["placement"];
+    const auto placement = int_rows(placement_field);
+    m.moe_layers = layer_ids(doc["moe_layers"], placement.size());
+    const std::size_t E = placement[0].size();
+    for (std::size_t l = 0; l < placement.size(); ++l) {
+        std::vector<int> row(E, -1);
+        for (std::size_t e = 0; e < E; ++e) {
+            int& at = row[static_cast<std::size_t>(placement[l][e])];
+            if (at >= 0)
+                throw InputError(placement_field[l].where() + " puts experts " + std::to_string(at) + " and " +
+                                 std::to_string(e) + " in slot " + std::to_string(placement[l][e]) +
+                                 " (each logical expert needs its own slot)");
+            at = static_cast<int>(e);
+        }
+        m.p2l.push_back(std::move(row));
+    }
+    if (const JsonField p2l_field = doc["physical_to_logical_map"]; p2l_field.exists()) {
+        // Both shapes given: they must say the same, whoever wrote the file.
+        const auto p2l = int_rows(p2l_field);
+        if (p2l.size() != m.p2l.size())
+            throw InputError(p2l_field.where() + " has " + std::to_string(p2l.size()) + " rows, " +
+                             placement_field.path() + " " + std::to_string(m.p2l.size()));
+        for (std::size_t l = 0; l < m.p2l.size(); ++l)
+            if (p2l[l] != m.p2l[l])
+                throw InputError(p2l_field[l].where() + " is not the inverse of " + placement_field[l].path());
+    }
+    if (!ours) return;
+    // Read as a JSON number: 16.0 is 16 experts.
+    if (const JsonField experts = doc["experts"]; experts.exists()) {
+        const std::int64_t x = experts.integer(std::numeric_limits<std::int64_t>::min(),
+                                               std::numeric_limits<std::int64_t>::max(), util::IntegralFloats::Accept);
+        if (x != static_cast<std::int64_t>(E))
+            throw InputError(experts.where() + " " + util::json_value_text(experts.json()) + " differs from the " +
+                             std::to_string(E) + " entries of each placement row");
+    }
+    if (const JsonField ranks = doc["ep_ranks"]; ranks.exists()) {
+        const std::int64_t p = ranks.integer(1, static_cast<std::int64_t>(E));
+        if (E % static_cast<std::size_t>(p) != 0)
+            throw InputError(ranks.where() + " " + std::to_string(p) + " must divide the " + std::to_string(E) +
+                             " experts");
+        m.ep_ranks = static_cast<int>(p);
+        m.ep_ranks_given = true;
+    }
 }
 
 } // namespace
@@ -233,86 +309,34 @@ ExpertMapFile parse_expert_map_text(const std::string& text, const std::string& 
     } catch (const json::exception& e) {
         throw InputError(origin + ": malformed JSON: " + util::json_error_description(e));
     }
+    const JsonField doc(j, origin);
     ExpertMapFile m;
-    const std::string shapes = "expected {\"physical_to_logical_map\": [[...]]} (SGLang / vLLM), {\"moe_layers\": "
-                               "[...], \"placement\": [[...]]} or a routepack export-map file";
     if (j.is_array()) {
+        // The list alone: SGLang's / vLLM's physical_to_logical_map, named as that field.
+        const JsonField rows(j, origin, "physical_to_logical_map");
         m.kind = "physical_to_logical_map";
-        m.p2l = int_rows(j, "physical_to_logical_map", origin);
-    } else if (!j.is_object()) {
-        throw InputError(origin + ": not an expert map (" + util::json_kind(j) + "); " + shapes);
-    } else if (check_map_fields(j, origin); j.contains("placement")) {
-        const bool ours = j.contains("format");
-        if (ours) {
-            if (!j["format"].is_string() || j["format"].get<std::string>() != "routepack-expert-map")
-                throw InputError(origin + ": format " + util::json_brief(j["format"]) +
-                                 " is not \"routepack-expert-map\"");
-            if (!j.contains("version") || j["version"] != 1)
-                throw InputError(origin + ": routepack expert map version " +
-                                 (j.contains("version") ? util::json_brief(j["version"]) : std::string("(missing)")) +
-                                 " is not supported (expected 1)");
-            if (j.contains("layer_axis") && j["layer_axis"] != "moe_layers")
-                throw InputError(origin + ": layer_axis " + util::json_brief(j["layer_axis"]) +
-                                 " is not \"moe_layers\"");
-        }
-        m.kind = ours ? "routepack export-map" : "{moe_layers, placement}";
-        const auto placement = int_rows(j["placement"], "placement", origin);
-        if (!j.contains("moe_layers"))
-            throw InputError(origin + ": missing field 'moe_layers' (the absolute decoder-layer id of each placement "
-                                      "row)");
-        m.moe_layers = layer_ids(j["moe_layers"], placement.size(), origin);
-        const std::size_t E = placement[0].size();
-        for (std::size_t l = 0; l < placement.size(); ++l) {
-            std::vector<int> row(E, -1);
-            for (std::size_t e = 0; e < E; ++e) {
-                int& at = row[static_cast<std::size_t>(placement[l][e])];
-                if (at >= 0)
-                    throw InputError(origin + ": placement[" + std::to_string(l) + "] puts experts " +
-                                     std::to_string(at) + " and " + std::to_string(e) + " in slot " +
-                                     std::to_string(placement[l][e]) + " (each logical expert needs its own slot)");
-                at = static_cast<int>(e);
-            }
-            m.p2l.push_back(std::move(row));
-        }
-        if (j.contains("physical_to_logical_map")) {
-            // Both shapes given: they must say the same, whoever wrote the file.
-            const auto p2l = int_rows(j["physical_to_logical_map"], "physical_to_logical_map", origin);
-            if (p2l.size() != m.p2l.size())
-                throw InputError(origin + ": physical_to_logical_map has " + std::to_string(p2l.size()) +
-                                 " rows, placement " + std::to_string(m.p2l.size()));
-            for (std::size_t l = 0; l < m.p2l.size(); ++l)
-                if (p2l[l] != m.p2l[l])
-                    throw InputError(origin + ": physical_to_logical_map[" + std::to_string(l) +
-                                     "] is not the inverse of placement[" + std::to_string(l) + "]");
-        }
-        if (ours && j.contains("experts") && j["experts"] != E)
-            throw InputError(origin + ": experts " + util::json_brief(j["experts"]) + " differs from the " +
-                             std::to_string(E) + " entries of each placement row");
-        if (ours && j.contains("ep_ranks")) {
-            const json& p = j["ep_ranks"];
-            if (!p.is_number_integer() || p.get<std::int64_t>() < 1 || p.get<std::int64_t>() > std::int64_t(E) ||
-                E % p.get<std::size_t>() != 0)
-                throw InputError(origin + ": ep_ranks " + util::json_brief(p) + " must divide the " +
-                                 std::to_string(E) + " experts");
-            m.ep_ranks = p.get<int>();
-            m.ep_ranks_given = true;
-        }
-    } else if (j.contains("physical_to_logical_map")) {
-        m.kind = "physical_to_logical_map";
-        m.p2l = int_rows(j["physical_to_logical_map"], "physical_to_logical_map", origin);
-        check_p2l_rows(m.p2l, "physical_to_logical_map", origin);
-        if (j.contains("moe_layers")) m.moe_layers = layer_ids(j["moe_layers"], m.p2l.size(), origin);
-    } else {
-        throw InputError(origin + ": not an expert map (no 'physical_to_logical_map' or 'placement'); " + shapes);
+        m.p2l = int_rows(rows);
+        check_p2l_rows(m.p2l, rows);
+        return m;
     }
-    if (j.is_array()) check_p2l_rows(m.p2l, "physical_to_logical_map", origin);
-    if (j.is_object() && j.contains("num_hidden_layers")) {
-        const json& h = j["num_hidden_layers"];
-        if (!h.is_number_integer() || h.get<std::int64_t>() < 1 || h.get<std::int64_t>() > kMaxLayerId + 1 ||
-            (!m.moe_layers.empty() && h.get<std::int64_t>() <= m.moe_layers.back()))
-            throw InputError(origin + ": num_hidden_layers " + util::json_brief(h) +
-                             " must be a layer count above every MoE layer id");
-        m.num_hidden_layers = h.get<int>();
+    doc.object("an expert map: " + std::string(kMapShapes));
+    check_map_fields(doc);
+    if (doc["placement"].exists()) {
+        read_placement_map(doc, m);
+    } else if (const JsonField rows = doc["physical_to_logical_map"]; rows.exists()) {
+        m.kind = "physical_to_logical_map";
+        m.p2l = int_rows(rows);
+        check_p2l_rows(m.p2l, rows);
+        if (doc["moe_layers"].exists()) m.moe_layers = layer_ids(doc["moe_layers"], m.p2l.size());
+    } else {
+        throw InputError(doc.where() + ": not an expert map (no 'physical_to_logical_map' or 'placement'); expected " +
+                         std::string(kMapShapes));
+    }
+    if (const JsonField h = doc["num_hidden_layers"]; h.exists()) {
+        const std::int64_t n = h.integer(1, kMaxLayerId + 1);
+        if (!m.moe_layers.empty() && n <= m.moe_layers.back())
+            throw InputError(h.where() + " " + std::to_string(n) + " must be a layer count above every MoE layer id");
+        m.num_hidden_layers = static_cast<int>(n);
     }
     return m;
 }

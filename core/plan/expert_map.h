@@ -51,12 +51,34 @@ struct ExpertMapFile {
     std::vector<std::vector<int>> p2l; ///< [rows][E]: physical slot v -> logical expert at that row
 };
 
-/// Parses an expert map (shapes above). InputError "<origin>: ..." naming the field and index: not one of
-/// the shapes; a row with replicas ("<origin>: physical_to_logical_map[1] has 18 physical slots for 16
-/// logical experts (expert 0 is in slots 0 and 16): a map with replicas (redundant experts) cannot
-/// rewrite a checkpoint, which holds each expert once"); an entry outside 0..E-1 or not an integer; rows
-/// of different lengths; moe_layers not ascending, or not one per row; a routepack file whose
-/// physical_to_logical_map is not the inverse of its placement.
+/// Parses an expert map (shapes above); a list alone is read as its physical_to_logical_map. Every
+/// field is read by util::JsonField, so a field of the wrong type or range is an InputError
+/// "<origin>: <path> is missing" or "<origin>: <path> is <value>, not <expected>":
+/// "m.json is 5, not an expert map: ..." (neither a list nor an object), "m.json: placement is [], not a
+/// non-empty list of rows", "m.json: placement[1] is 5, not a non-empty list of integers",
+/// "m.json: physical_to_logical_map[2][5] is -1, not an integer in 0..15" (a row of 16 entries),
+/// "m.json: moe_layers is missing" (beside placement), "m.json: moe_layers is 3, not a list of layer
+/// ids", "m.json: moe_layers[0] is -1, not an integer in 0..999999999", "m.json: num_hidden_layers is
+/// 0, not an integer in 1..1000000000"; in a routepack export-map file "m.json: format is \"x\", not
+/// \"routepack-expert-map\"", "m.json: version is 2, not 1 (the only routepack-expert-map version)",
+/// "m.json: layer_axis is \"x\", not \"moe_layers\"", "m.json: experts is \"16\", not an integer",
+/// "m.json: ep_ranks is 0, not an integer in 1..16". The other errors start with the field's path:
+/// "m.json: not an expert map (no 'physical_to_logical_map' or 'placement'); expected ...";
+/// "m.json: unknown field 'moe_layer' (an expert map holds ...)"; rows of different lengths
+/// ("m.json: physical_to_logical_map[1] has 6 entries, physical_to_logical_map[0] has 4"); an id at or
+/// above its row's length ("m.json: physical_to_logical_map[0] has 3 entries but
+/// physical_to_logical_map[0][2] is 5 (a row of 3 entries holds each of 0..2 once; is an entry
+/// missing?)"); a row that is no permutation ("m.json: physical_to_logical_map[1] is not a permutation
+/// of 0..2: expert 0 is missing and expert 2 is in slots 0 and 1"; "m.json: placement[1] puts experts
+/// 0 and 1 in slot 1 (each logical expert needs its own slot)"); a row with replicas ("m.json:
+/// physical_to_logical_map[1] has 18 physical slots for 16 logical experts (expert 0 is in slots 0 and
+/// 16): a map with replicas (redundant experts) cannot rewrite a checkpoint, which holds each expert
+/// once"); "m.json: moe_layers lists 1 layers for 2 rows"; "m.json: moe_layers must be ascending
+/// (moe_layers[1] = 1 after 2)"; "m.json: num_hidden_layers 4 must be a layer count above every MoE
+/// layer id"; a routepack file's "m.json: physical_to_logical_map[0] is not the inverse of
+/// placement[0]", "m.json: physical_to_logical_map has 2 rows, placement 1", "m.json: experts 4
+/// differs from the 3 entries of each placement row", "m.json: ep_ranks 3 must divide the 16 experts".
+/// JSON syntax: "<origin>: malformed JSON at byte B: <description>".
 ExpertMapFile parse_expert_map_text(const std::string& json_text, const std::string& origin);
 
 /// Reads and parses an expert map file (read_input_file, kExpertMap; errors name the path).

@@ -34,6 +34,7 @@ SamplePane::SamplePane(QWidget* parent)
     filter_ = new QLineEdit(this);
     filter_->setPlaceholderText(tr("Filter samples by id or group"));
     filter_->setClearButtonEnabled(true);
+    setFocusProxy(filter_); // the pane takes the keyboard at its filter line
     define_ = new QToolButton(this);
     filterRow->addWidget(filter_, 1);
     filterRow->addWidget(define_);
