@@ -35,12 +35,15 @@ class SwiGLU(nn.Module):
 
 
 def combine(x, idx, weight, run_expert, slots):
-    """sum_k weight[t, k] * expert_{idx[t, k]}(x[t]), the k-sum in k order. idx: [T, K] slot ids."""
+    """sum_k weight[t, k] * expert_{idx[t, k]}(x[t]), the k-sum in k order. idx: [T, K] slot ids. The
+    experts read x through a [T, K, H] view, so each (token, k) gradient lands in its own place
+    whatever order the experts run in, and the backward's sum over k is in k order as well."""
+    xk = x.unsqueeze(1).expand(-1, idx.shape[1], -1)
     out = x.new_zeros(idx.shape[0], idx.shape[1], x.shape[1])
     for s in range(slots):
         t, k = torch.where(idx == s)
         if t.numel():
-            out[t, k] = run_expert(s, x[t]) * weight[t, k].unsqueeze(-1).to(x.dtype)
+            out[t, k] = run_expert(s, xk[t, k]) * weight[t, k].unsqueeze(-1).to(x.dtype)
     return out.sum(1)
 
 

@@ -119,8 +119,8 @@ def _local_checks(layers, target, current, previous, world, experts_total) -> Op
         return "MoE layers hold different expert counts: " + ", ".join(f"layer {x.layer}: {x.local_experts}"
                                                                        for x in layers)
     if p2l.shape[1] != experts_total:
-        where = f"{world} EP ranks x {locals_[0]} local experts" if world > 1 else "the model"
-        return f"the plan places {p2l.shape[1]} experts per MoE layer; {where} hold {experts_total}"
+        where = f"{world} EP ranks x {locals_[0]} local experts hold" if world > 1 else "the model holds"
+        return f"the plan places {p2l.shape[1]} experts per MoE layer; {where} {experts_total}"
     if moe != ids:
         return f"the plan's MoE layers are {moe}; the model's are {ids}"
     if world > 1 and ranks is not None and ranks != world:
@@ -135,23 +135,38 @@ def _local_checks(layers, target, current, previous, world, experts_total) -> Op
 
 
 def _partial_state(layers, sigs, current) -> Optional[str]:
-    """The first MoE layer whose optimizer holds state for some experts only."""
+    """The first MoE layer whose optimizer holds some of its experts only (its parameters in the
+    optimizer's param groups for some experts, not for others), or whose experts' state keys differ
+    (a state that would mean something else after the move). An expert without state because no
+    token reached it yet (Adam creates state lazily) is not an error: its state moves as absent."""
     for l, layer in enumerate(layers):
-        have = {}
+        owners, keys = {}, {}
         for v, sig in enumerate(sigs[l]):
-            names = {key[0] for key, _, _, present in sig if key[1] == "state" and present}
-            for name in {key[0] for key, _, _, _ in sig}:
-                have.setdefault(name, []).append((int(current[l][v]), name in names))
-        for name, marks in sorted(have.items()):
-            with_state = sorted(e for e, h in marks if h)
-            without = sorted(e for e, h in marks if not h)
-            if with_state and without:
-                return (f"MoE layer {layer.layer}: the optimizer holds state for experts {with_state[:8]}"
-                        f"{'...' if len(with_state) > 8 else ''} of experts.{name} but not for experts "
-                        f"{without[:8]}{'...' if len(without) > 8 else ''} (state for some experts only: "
-                        "moving it would mix trained and fresh moments; give every expert state, e.g. step "
-                        "once with every expert routed, or pass the optimizer that owns these parameters)")
+            e = int(current[l][v])
+            for key, _, _, present in sig:
+                if key[1] == "owned":
+                    owners.setdefault(key[0], []).append((e, present))
+                elif key[1] == "state":
+                    keys.setdefault(key[0], {}).setdefault(e, set()).add(key[2])
+        for name, marks in sorted(owners.items()):
+            held = sorted(e for e, h in marks if h)
+            free = sorted(e for e, h in marks if not h)
+            if held and free:
+                return (f"MoE layer {layer.layer}: the optimizer holds experts.{name} of experts {_few(held)} but not "
+                        f"of experts {_few(free)} (optimizer state for some experts only: pass the optimizer that "
+                        "holds every expert parameter of the layer)")
+        for name, by_expert in sorted(keys.items()):
+            sets = sorted({tuple(sorted(map(str, k))) for k in by_expert.values()})
+            if len(sets) > 1:
+                e0 = min(e for e, k in by_expert.items() if tuple(sorted(map(str, k))) == sets[0])
+                e1 = min(e for e, k in by_expert.items() if tuple(sorted(map(str, k))) == sets[1])
+                return (f"MoE layer {layer.layer}: optimizer state of experts.{name} differs between experts: "
+                        f"expert {e0} holds {list(sets[0])}, expert {e1} holds {list(sets[1])}")
     return None
+
+
+def _few(ids: List[int]) -> str:
+    return str(ids[:8])[:-1] + ", ...]" if len(ids) > 8 else str(ids)
 
 
 def _gather(obj, group, world: int) -> list:

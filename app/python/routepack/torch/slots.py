@@ -36,10 +36,17 @@ def _state_of(optimizer, p) -> dict:
     return optimizer.state.get(p, {}) if hasattr(optimizer.state, "get") else {}
 
 
+def owned(optimizer, p) -> bool:
+    """Whether ``p`` is one of the optimizer's parameters (in a param group)."""
+    return optimizer is not None and any(q is p for g in optimizer.param_groups for q in g["params"])
+
+
 def fields(layer: MoELayer, j: int, optimizer) -> List[Tuple[Key, Optional[torch.Tensor]]]:
     """Local slot j's fields in a fixed order: per expert tensor (sorted by name) its data, its
     gradient (None when absent; per-expert storage only lists it then) and its optimizer state
-    tensors (sorted by key). ValueError for optimizer state that is not a tensor."""
+    tensors (sorted by key; none for a parameter the optimizer has not stepped yet: Adam creates
+    state at a parameter's first gradient, so an expert no token reached has none). ValueError for
+    optimizer state that is not a tensor."""
     out: List[Tuple[Key, Optional[torch.Tensor]]] = []
     per_expert = layer.layout.storage == "per-expert"
     named = layer.tensors[j] if per_expert else layer.tensors[0]
@@ -65,16 +72,19 @@ def fields(layer: MoELayer, j: int, optimizer) -> List[Tuple[Key, Optional[torch
 
 def signature(layer: MoELayer, j: int, optimizer) -> tuple:
     """What slot j holds, as plain values (sent between ranks before anything moves): per field its
-    key, dtype name, shape and whether it is present."""
+    key, dtype name, shape and whether it is present; then per expert tensor a ``(name, "owned")``
+    entry whose flag says whether the optimizer holds that parameter (no bytes)."""
+    named = layer.tensors[j] if layer.layout.storage == "per-expert" else layer.tensors[0]
     return tuple((key, str(t.dtype) if t is not None else "", tuple(t.shape) if t is not None else (),
-                  t is not None) for key, t in fields(layer, j, optimizer))
+                  t is not None) for key, t in fields(layer, j, optimizer)) + tuple(
+        ((name, "owned"), "", (), owned(optimizer, named[name])) for name in sorted(named))
 
 
 def nbytes(sig: tuple) -> int:
     """Bytes of the present fields of a slot signature."""
     total = 0
-    for _, dtype, shape, present in sig:
-        if present:
+    for key, dtype, shape, present in sig:
+        if present and key[1] != "owned":
             n = 1
             for d in shape:
                 n *= d
@@ -90,9 +100,18 @@ def snapshot(layer: MoELayer, j: int, optimizer) -> Dict[Key, Optional[torch.Ten
 def write(layer: MoELayer, j: int, optimizer, values: Dict[Key, Optional[torch.Tensor]]) -> None:
     """Makes local slot j hold ``values`` (a snapshot or unpacked received fields) in place: data and
     state tensors are copied into (so the optimizer keeps its parameter objects); a per-expert
-    gradient is copied, created or set to None as the source's."""
+    gradient is copied, created or set to None as the source's, and a per-expert parameter's
+    optimizer state is created or dropped as the source has it or not."""
     per_expert = layer.layout.storage == "per-expert"
     current = dict(fields(layer, j, optimizer))
+    if per_expert and optimizer is not None:
+        for name, p in layer.tensors[j].items():
+            keys = {key[2] for key in values if key[0] == name and key[1] == "state"}
+            if not keys:
+                optimizer.state.pop(p, None)
+            elif not _state_of(optimizer, p):
+                optimizer.state[p] = {k: values[(name, "state", k)].detach().clone() for k in sorted(keys, key=str)}
+                current.update({(name, "state", k): v for k, v in optimizer.state[p].items()})
     for key, src in values.items():
         if per_expert and key[1] == "grad":
             p = layer.tensors[j][key[0]]
@@ -122,6 +141,8 @@ def unpack(buf: torch.Tensor, sig: tuple, offset: int) -> Tuple[Dict[Key, Option
     the offset after them."""
     values: Dict[Key, Optional[torch.Tensor]] = {}
     for key, dtype, shape, present in sig:
+        if key[1] == "owned":
+            continue
         if not present:
             values[key] = None
             continue
