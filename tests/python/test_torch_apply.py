@@ -137,3 +137,108 @@ def test_training_with_a_new_plan_every_step_equals_training_unmoved(plans, layo
                           logical_state(ref, opt_r, np.tile(np.arange(EXPERTS), (3, 1)), False), exact, TOL)
     assert not np.array_equal(applied, np.tile(np.arange(EXPERTS), (3, 1)))
     assert np.array_equal(rt.current_placement(moved)["physical_to_logical"], applied)
+
+
+def snapshot(model, optimizer):
+    return {k: (v.clone() if v is not None else None) for k, v in logical_state(
+        model, optimizer, np.tile(np.arange(EXPERTS), (3, 1)), False).items()}
+
+
+def trained(layout="deepseek", experts=EXPERTS, moe_layers=3, params=None):
+    """A model after one Adam step (every routed expert has state) and its optimizer."""
+    model = MoEModel(layout, experts=experts, moe_layers=moe_layers, top_k=6 if layout == "deepseek" else 2)
+    opt = torch.optim.Adam(params(model) if params else model.parameters(), lr=1e-2)
+    model(*batch(0)).backward()
+    opt.step()
+    return model, opt
+
+
+def test_bad_input_is_refused_before_anything_moves(plans):
+    identity = np.tile(np.arange(EXPERTS), (3, 1))
+    model, opt = trained()
+    before = snapshot(model, opt)
+    duplicate = identity.copy()
+    duplicate[1, 7] = 5  # logical -> slot: slot 5 holds experts 5 and 7
+    cases = [
+        (plans[0], dict(previous=duplicate), "previous: MoE layer 2: slot 5 has 2 experts: the placement is not a "
+                                             "permutation"),
+        (plans[0], dict(previous=identity[:, :32]), "previous must be an integer [L, E] logical -> slot array of the "
+                                                    "model's 3 MoE layers x 64 experts (got int64 (3, 32))"),
+        (plans[1], dict(previous=plans[0]), "previous placement is not the model's current one: MoE layer 1 runs "
+                                            "slots [0, 1, 2, 3, 4, 5, 6, 7]... (physical -> logical), previous says "
+                                            f"{list(plans[0].physical_to_logical[0][:8])}...; pass previous=None to "
+                                            "start from the model's current placement (the last apply_placement's, "
+                                            "else the checkpoint's order)"),
+        (plans[0], dict(layout="megatron-grouped"), "no MoE layer found: no module layers.{l}.mlp / block_sparse_moe "
+                                                    "holds expert tensors of layout megatron-grouped "
+                                                    "(routepack.torch.layouts.LAYOUTS)"),
+        (plans[0], dict(layout="vllm"), "layout 'vllm' is not one of auto, megatron-sequential, megatron-grouped, "
+                                        "hf-per-expert, hf-stacked"),
+    ]
+    for plan, kwargs, message in cases:
+        with pytest.raises(ValueError) as e:
+            rt.apply_placement(model, plan, optimizer=opt, **kwargs)
+        assert str(e.value) == message
+    assert_same_state(snapshot(model, opt), before, exact=True)
+    assert rt.current_placement(model) is None
+
+    small, _ = trained(experts=32)
+    with pytest.raises(ValueError, match=r"^the plan places 64 experts per MoE layer; the model holds 32$"):
+        rt.apply_placement(small, plans[0])
+    fewer, _ = trained(moe_layers=2)
+    with pytest.raises(ValueError, match=r"^the plan's MoE layers are \[1, 2, 3\]; the model's are \[1, 2\]$"):
+        rt.apply_placement(fewer, plans[0])
+
+
+def test_an_optimizer_holding_some_experts_only_is_refused(plans):
+    skip = "model.layers.2.mlp.experts.9."
+    model, opt = trained(params=lambda m: [p for n, p in m.named_parameters() if not n.startswith(skip)])
+    before = snapshot(model, opt)
+    with pytest.raises(ValueError) as e:
+        rt.apply_placement(model, plans[0], optimizer=opt)
+    assert str(e.value) == (
+        "MoE layer 2: the optimizer holds experts.down_proj.weight of experts [0, 1, 2, 3, 4, 5, 6, 7, ...] but not "
+        "of experts [9] (optimizer state for some experts only: pass the optimizer that holds every expert "
+        "parameter of the layer)")
+    assert_same_state(snapshot(model, opt), before, exact=True)
+    rt.apply_placement(model, plans[0])  # without the optimizer: parameters and gradients only
+    assert np.array_equal(rt.current_placement(model)["physical_to_logical"], plans[0].physical_to_logical)
+
+
+def test_group_limited_routing_needs_the_map_not_moved_router_rows(plans):
+    # DeepSeek-V3's gate picks topk_group of n_group contiguous groups of logical experts: moving the
+    # router rows with the experts across groups changes which experts a token may reach.
+    model, _ = trained()
+    tokens, targets = batch(7)
+    want = model(tokens, targets)
+    by_rows = copy.deepcopy(model)
+    rt.apply_placement(model, plans[0])
+    assert torch.equal(model(tokens, targets), want)
+    row = torch.as_tensor(plans[0].physical_to_logical)
+    for l, layer in enumerate(by_rows.model.layers[1:]):
+        moe = layer.mlp
+        with torch.no_grad():
+            moe.gate.weight.copy_(moe.gate.weight[row[l]])
+            moe.gate.e_score_correction_bias.copy_(moe.gate.e_score_correction_bias[row[l]])
+        experts = [moe.experts[int(e)] for e in row[l]]
+        moe.experts = torch.nn.ModuleList(experts)
+    assert abs(float(by_rows(tokens, targets)) - float(want)) > 1e-4
+
+
+def test_microbatches_and_cu_seqlens(plans):
+    p = plans[0]
+    seen = []
+    for d in range(p.dp_slots):
+        mbs = rt.microbatches(p, d)
+        assert mbs == p.micro_batches()[d] and len(mbs) == p.row_count and all(mbs)
+        seen += [i for mb in mbs for i in mb]
+        for mb in mbs:
+            cu = rt.cu_seqlens(p.lengths, mb)
+            assert cu.dtype == torch.int32 and cu.tolist() == [0] + list(np.cumsum([p.lengths[i] for i in mb]))
+    assert sorted(seen) == list(range(len(p.lengths)))
+    assert rt.cu_seqlens([3, 5, 2]).tolist() == [0, 3, 8, 10]
+    assert rt.cu_seqlens([3, 5, 2], [2, 0]).tolist() == [0, 2, 5]
+    with pytest.raises(ValueError, match=r"^dp_rank 2 is not a DP slot of the plan \(0\.\.1\)$"):
+        rt.microbatches(p, 2)
+    with pytest.raises(ValueError, match=r"^lengths hold a negative token count \(-1\)$"):
+        rt.cu_seqlens([3, -1])

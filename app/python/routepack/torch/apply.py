@@ -67,23 +67,27 @@ def _rows(p, what: str, layers: Optional[List[int]] = None, experts: Optional[in
                              f"{len(layers or [])} MoE layers x {experts} experts (got {l2p.dtype} {l2p.shape})")
         for l, row in enumerate(l2p):
             if not _is_perm(row):
-                raise ValueError(f"{what}: MoE layer {layers[l]}: {_not_perm(row)}")
+                raise ValueError(f"{what}: MoE layer {layers[l]}: {_not_perm(row, 'slot', 'experts')}")
         p2l = np.empty_like(l2p, dtype=np.int64)
         for l, row in enumerate(l2p):
             p2l[l, row] = np.arange(row.size)
         return list(layers), p2l, None
     for l, row in enumerate(p2l):
         if not _is_perm(row):
-            raise ValueError(f"{what}: MoE layer {moe[l]}: {_not_perm(row)}")
+            raise ValueError(f"{what}: MoE layer {moe[l]}: {_not_perm(row, 'expert', 'slots')}")
     return moe, p2l, ranks
 
 
-def _not_perm(row: np.ndarray) -> str:
+def _not_perm(row: np.ndarray, value: str, holds: str) -> str:
+    """Why ``row`` is not a permutation of 0..E-1 (value: what its entries are; holds: what a repeated
+    entry has several of)."""
     values, counts = np.unique(row, return_counts=True)
+    outside = row[(row < 0) | (row >= row.size)]
+    if outside.size:
+        return f"{value} {int(outside[0])} is outside 0..{row.size - 1}: the placement is not a permutation"
     twice = values[counts > 1]
-    if twice.size:
-        return f"expert {int(twice[0])} has {int(counts[counts > 1][0])} slots: the placement is not a permutation"
-    return f"the placement holds {row.tolist()[:8]}..., not a permutation of 0..{row.size - 1}"
+    return (f"{value} {int(twice[0])} has {int(counts[counts > 1][0])} {holds}: the placement is not a "
+            "permutation")
 
 
 def current_placement(model) -> Optional[dict]:
