@@ -73,11 +73,11 @@ class DeepSeekGate(nn.Module):
 class HFMoE(nn.Module):
     """``mlp`` / ``block_sparse_moe`` of transformers' DeepSeek-V3, Qwen-MoE, Mixtral and OLMoE."""
 
-    def __init__(self, style, experts, top_k):
+    def __init__(self, style, experts, top_k, local=None):
         super().__init__()
         self.style, self.top_k, self.slots = style, top_k, experts
         names = ("w1", "w3", "w2") if style == "mixtral" else ("gate_proj", "up_proj", "down_proj")
-        self.experts = nn.ModuleList(SwiGLU(names) for _ in range(experts))
+        self.experts = nn.ModuleList(SwiGLU(names) for _ in range(local or experts))
         if style == "deepseek":
             self.gate = DeepSeekGate(experts, top_k, n_group=8, topk_group=3)
             self.shared_experts = SwiGLU()
@@ -119,11 +119,11 @@ class StackedExperts(nn.Module):
 
 
 class StackedMoE(nn.Module):
-    def __init__(self, experts, top_k):
+    def __init__(self, experts, top_k, local=None):
         super().__init__()
         self.top_k, self.slots = top_k, experts
         self.router = nn.Linear(H, experts, bias=True)
-        self.experts = StackedExperts(experts)
+        self.experts = StackedExperts(local or experts)
 
     def forward(self, x):
         w, idx = torch.topk(F.softmax(self.router(x), dim=-1, dtype=x.dtype), self.top_k, dim=-1)
@@ -186,11 +186,11 @@ class GroupedMLP(nn.Module):
 
 
 class MegatronMoE(nn.Module):
-    def __init__(self, experts, top_k, grouped):
+    def __init__(self, experts, top_k, grouped, local=None):
         super().__init__()
         self.top_k, self.slots = top_k, experts
         self.router = MegatronRouter(experts, top_k)
-        self.experts = GroupedMLP(experts) if grouped else SequentialMLP(experts)
+        self.experts = GroupedMLP(local or experts) if grouped else SequentialMLP(local or experts)
 
     def forward(self, x):
         probs, routing_map = self.router(x)
@@ -232,9 +232,11 @@ class Decoder(nn.Module):
 
 
 class MoEModel(nn.Module):
-    """``model.layers.{l}`` (Hugging Face) or ``decoder.layers.{l}`` (Megatron-Core) of the layout."""
+    """``model.layers.{l}`` (Hugging Face) or ``decoder.layers.{l}`` (Megatron-Core) of the layout.
+    local: the experts this process holds of each MoE layer (an EP rank's E / P; the routers keep all
+    E rows); None: all of them."""
 
-    def __init__(self, layout, experts=64, moe_layers=3, top_k=6, seed=0, dtype=torch.float32):
+    def __init__(self, layout, experts=64, moe_layers=3, top_k=6, seed=0, dtype=torch.float32, local=None):
         super().__init__()
         torch.manual_seed(seed)
         megatron = layout.startswith("megatron")
@@ -242,11 +244,11 @@ class MoEModel(nn.Module):
         layers = [Layer("mlp", Dense())]
         for _ in range(moe_layers):
             if layout in ("deepseek", "mixtral", "qwen"):
-                block = HFMoE(layout, experts, top_k)
+                block = HFMoE(layout, experts, top_k, local)
             elif layout == "stacked":
-                block = StackedMoE(experts, top_k)
+                block = StackedMoE(experts, top_k, local)
             else:
-                block = MegatronMoE(experts, top_k, grouped=layout == "megatron-grouped")
+                block = MegatronMoE(experts, top_k, layout == "megatron-grouped", local)
             layers.append(Layer(block_name, block))
         self.embed = nn.Embedding(VOCAB, H)
         setattr(self, "decoder" if megatron else "model", Decoder(layers))
