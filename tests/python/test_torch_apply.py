@@ -242,3 +242,42 @@ def test_microbatches_and_cu_seqlens(plans):
         rt.microbatches(p, 2)
     with pytest.raises(ValueError, match=r"^lengths hold a negative token count \(-1\)$"):
         rt.cu_seqlens([3, -1])
+
+
+def test_an_optimizer_of_other_tensors_is_refused(plans):
+    # A mixed-precision optimizer steps fp32 copies: its state is not the model's to move.
+    model, _ = trained()
+    copies = [p.detach().clone().requires_grad_() for p in model.parameters()]
+    with pytest.raises(ValueError) as e:
+        rt.apply_placement(model, plans[0], optimizer=torch.optim.Adam(copies))
+    assert str(e.value) == (
+        "the optimizer (Adam) holds none of the model's expert parameters, so their state would not move: pass the "
+        "torch.optim optimizer that steps them (a mixed-precision optimizer's fp32 main copies are other tensors), "
+        "or optimizer=None for parameters and gradients only")
+    assert rt.current_placement(model) is None
+
+
+def test_slime_hook_applies_the_step_plan_to_megatron_chunks_and_adam(plans):
+    from types import SimpleNamespace
+
+    from routepack.adapters import slime
+
+    ref, ref_opt = trained("megatron-sequential")
+    model, opt = trained("megatron-sequential")
+    args = SimpleNamespace(num_layers=4, moe_layer_freq=[0, 1, 1, 1], num_experts=EXPERTS, expert_model_parallel_size=1)
+    slime.last_plans[:] = plans[:2]
+    try:
+        slime.before_train_step_hook(args, 0, 0, [model], opt, None)
+        assert slime.last_apply.experts_moved == sum(map(len, plans[0].placement.moves(
+            routepack.identity(3, EXPERTS, 4, moe_layers=MOE_LAYERS))))
+        # Megatron hands the hook its MegatronOptimizer, which wraps the torch optimizer.
+        slime.before_train_step_hook(args, 0, 1, [model], SimpleNamespace(optimizer=opt), None)
+    finally:
+        slime.last_plans.clear()
+    assert slime.last_apply.experts_moved == plans[1].migration["moves"] > 0
+    assert slime.last_apply.routing == {l: "map" for l in MOE_LAYERS}
+    p2l = np.asarray(plans[1].physical_to_logical)
+    assert np.array_equal(rt.current_placement([model])["physical_to_logical"], p2l)
+    assert torch.equal(model(*batch(3)), ref(*batch(3)))
+    assert_same_state(logical_state(model, opt, p2l, False), logical_state(ref, ref_opt, np.tile(
+        np.arange(EXPERTS), (3, 1)), False), exact=True)

@@ -274,8 +274,9 @@ def apply_placement(model, plan, previous=None, *, optimizer=None, group=None, l
     Returns an :class:`ApplyResult` (experts moved, bytes sent and received by this rank, the moved
     experts' bytes). Raises ValueError before anything moves (on every rank, naming the rank that
     found it) for: a plan of another model (expert count, MoE layers, EP size), a placement that is
-    not a permutation, a previous placement that is not the model's current one, optimizer state for
-    some experts of a layer only, or a model without a recognised MoE layer. RuntimeError when a
+    not a permutation, a previous placement that is not the model's current one, an optimizer holding
+    some experts of a layer only (or none of the model's experts), a layer whose experts hold
+    different optimizer state keys, or a model without a recognised MoE layer. RuntimeError when a
     rank fails during a layer's transfer (e.g. a process died): the layers before it are applied and
     recorded, that layer and the later ones keep the previous placement.
     """
@@ -303,6 +304,11 @@ def apply_placement(model, plan, previous=None, *, optimizer=None, group=None, l
         raise ValueError(e if world == 1 else f"rank {r}: {e}")
     all_sigs = [[s for _, rs in gathered for s in rs[l]] for l in range(len(layers))]
     error = _partial_state(layers, all_sigs, current)
+    if optimizer is not None and not any(key[1] == "owned" and held for layer_sigs in all_sigs for sig in layer_sigs
+                                         for key, _, _, held in sig):
+        error = (f"the optimizer ({type(optimizer).__name__}) holds none of the model's expert parameters, so their "
+                 "state would not move: pass the torch.optim optimizer that steps them (a mixed-precision "
+                 "optimizer's fp32 main copies are other tensors), or optimizer=None for parameters and gradients only")
     if error:
         raise ValueError(error)
     result = ApplyResult(rank=rank, ep_ranks=world if world > 1 else (target[2] or 1))
