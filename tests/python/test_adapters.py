@@ -390,6 +390,7 @@ def test_verl_balance_then_rearrange():
     trainer._balance_batch(batch, metrics)
     p = trainer.routepack_plan
     assert metrics["global_seqlen/routepack_rows"] == p.row_count == 2
+    assert batch.meta_info[verl.PLAN_KEY] == p.to_json()  # for verl.apply_in_actor on the workers
     # DP-slot-major, then by row: the equal chunks are exactly the plan's DP partitions.
     chunks = batch.chunk(4)
     for d, local in enumerate(chunks):

@@ -281,3 +281,23 @@ def test_slime_hook_applies_the_step_plan_to_megatron_chunks_and_adam(plans):
     assert torch.equal(model(*batch(3)), ref(*batch(3)))
     assert_same_state(logical_state(model, opt, p2l, False), logical_state(ref, ref_opt, np.tile(
         np.arange(EXPERTS), (3, 1)), False), exact=True)
+
+
+def test_verl_actor_applies_the_plan_its_batch_carries(plans):
+    from types import SimpleNamespace
+
+    from routepack.adapters import verl
+
+    ref, ref_opt = trained("qwen")
+    model, opt = trained("qwen")
+    assert verl.apply_in_actor(SimpleNamespace(meta_info={}), model, opt) is None
+    for plan in plans[:2]:
+        data = SimpleNamespace(meta_info={verl.PLAN_KEY: plan.to_json(), "temperature": 1.0})
+        result = verl.apply_in_actor(data, model, opt)
+    assert result.experts_moved == plans[1].migration["moves"] and result.routing == {l: "rows" for l in MOE_LAYERS}
+    p2l = np.asarray(plans[1].physical_to_logical)
+    assert np.array_equal(rt.current_placement(model)["physical_to_logical"], p2l)
+    # Router rows moved with the experts: float32 within the softmax's reassociation.
+    torch.testing.assert_close(model(*batch(3)), ref(*batch(3)), rtol=1e-6, atol=0)
+    assert_same_state(logical_state(model, opt, p2l, True), logical_state(ref, ref_opt, np.tile(
+        np.arange(EXPERTS), (3, 1)), False), exact=True)
