@@ -17,6 +17,9 @@ import traceback
 import numpy as np
 import pytest
 
+if os.environ.get("ROUTEPACK_TORCH_TESTS") == "off":
+    pytest.skip("torch tests run in the default pass only (Debian's torch under a preloaded sanitizer runtime is "
+                "not expected to work)", allow_module_level=True)
 torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")
 if not dist.is_available() or not dist.is_gloo_available():
