@@ -18,8 +18,9 @@ come from remote code), with the upstream source each follows:
     ``mlp.gate.weight`` [E, H] (``block_sparse_moe.gate.weight``). huggingface/transformers 00b676f8,
     ``src/transformers/models/deepseek_v3/modeling_deepseek_v3.py`` (``DeepseekV3MoE``:
     ``experts = nn.ModuleList``, ``gate = DeepseekV3TopkRouter`` with ``weight`` [E, H] and the
-    buffer ``e_score_correction_bias`` [E], ``n_group``, ``topk_group``), and
-    ``models/mixtral/modeling_mixtral.py`` (``block_sparse_moe.gate = nn.Linear(H, E)``).
+    buffer ``e_score_correction_bias`` [E], ``n_group``, ``topk_group``), and af3efdd7,
+    ``src/transformers/models/mixtral/modeling_mixtral.py`` (``block_sparse_moe = MixtralSparseMoeBlock``:
+    ``gate = nn.Linear(H, E)``, ``experts.{e}.w1/w2/w3``).
 
     Routing: with a plain linear gate (no ``n_group`` / ``topk_group`` / ``e_score_correction_bias``:
     Mixtral, Qwen-MoE, OLMoE) the **router rows move with the experts** (``gate.weight`` rows, a
@@ -38,9 +39,11 @@ come from remote code), with the upstream source each follows:
 ``hf-stacked``
     Hugging Face stacked experts ``layers.{l}.mlp.experts.<name>`` of shape ``[E, ...]`` (gpt-oss:
     ``gate_up_proj``, ``gate_up_proj_bias``, ``down_proj``, ``down_proj_bias``), router
-    ``mlp.router.weight`` [E, H] and ``mlp.router.bias`` [E]. huggingface/transformers 00b676f8,
-    ``src/transformers/models/gpt_oss/modeling_gpt_oss.py``. Expert e is ``tensor[e]``. Routing: as
-    hf-per-expert (router rows move for an ungrouped router, the index map otherwise).
+    ``mlp.router.weight`` [E, H] and ``mlp.router.bias`` [E]. huggingface/transformers 00d4b3d2,
+    ``src/transformers/models/gpt_oss/modeling_gpt_oss.py`` (``GptOssExperts``, ``GptOssTopKRouter``:
+    top-k over ``F.linear(x, weight, bias)``, returning dense ``router_scores`` [T, E] and
+    ``router_indices``). Expert e is ``tensor[e]``. Routing: as hf-per-expert (gpt-oss's ungrouped
+    router moves its rows and bias with the experts; a grouped one gets the index map).
 
 ``megatron-sequential``
     Megatron-Core SequentialMLP: ``decoder.layers.{l}.mlp.experts.local_experts.{e}.linear_fc1/linear_fc2``
