@@ -186,6 +186,14 @@ def test_bad_input_is_refused_before_anything_moves(plans):
     assert_same_state(snapshot(model, opt), before, exact=True)
     assert rt.current_placement(model) is None
 
+    del model.model.layers[2].mlp.gate  # layer 2 has no router: refused before layer 1 moves
+    with pytest.raises(ValueError, match=r"^model\.layers\.2\.mlp: no router module \(gate or router\): routed "
+                                         r"tokens could not follow the moved experts$"):
+        rt.apply_placement(model, plans[0], optimizer=opt)
+    assert_same_state(snapshot(model, opt), {k: v for k, v in before.items() if "layers.2.mlp.gate." not in k[0]},
+                      exact=True)
+    assert rt.current_placement(model) is None
+
     small, _ = trained(experts=32)
     with pytest.raises(ValueError, match=r"^the plan places 64 experts per MoE layer; the model holds 32$"):
         rt.apply_placement(small, plans[0])

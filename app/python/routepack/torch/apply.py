@@ -129,6 +129,10 @@ def _local_checks(layers, target, current, previous, world, experts_total) -> Op
         return f"the plan's MoE layers are {moe}; the model's are {ids}"
     if world > 1 and ranks is not None and ranks != world:
         return f"the plan is on {ranks} EP ranks; the process group has {world}"
+    for x in layers:
+        if x.router is None:
+            return (f"{x.block_name}: no router module ({' or '.join(x.layout.routers)}): routed tokens could not "
+                    "follow the moved experts")
     if previous is not None and not np.array_equal(previous[1], current):
         diff = next(l for l in range(len(ids)) if not np.array_equal(previous[1][l], current[l]))
         return (f"previous placement is not the model's current one: MoE layer {ids[diff]} runs slots "
