@@ -298,7 +298,8 @@ def apply_placement(model, plan, previous=None, *, optimizer=None, group=None, l
         prev = None if previous is None else _rows(previous, "previous", [x.layer for x in layers], experts)
         error = _local_checks(layers, target, current, prev, world, experts)
         if error is None:
-            sigs = [[slots.signature(x, j, optimizer) for j in range(x.local_experts)] for x in layers]
+            owned = slots.owned_ids(optimizer)
+            sigs = [[slots.signature(x, j, optimizer, owned) for j in range(x.local_experts)] for x in layers]
     except ValueError as e:
         error = str(e)
     gathered = _gather((error, sigs), group, world)

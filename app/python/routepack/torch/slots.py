@@ -36,9 +36,11 @@ def _state_of(optimizer, p) -> dict:
     return optimizer.state.get(p, {}) if hasattr(optimizer.state, "get") else {}
 
 
-def owned(optimizer, p) -> bool:
-    """Whether ``p`` is one of the optimizer's parameters (in a param group)."""
-    return optimizer is not None and any(q is p for g in optimizer.param_groups for q in g["params"])
+def owned_ids(optimizer) -> frozenset:
+    """The ``id`` of every parameter in the optimizer's param groups (empty for None)."""
+    if optimizer is None:
+        return frozenset()
+    return frozenset(id(q) for g in optimizer.param_groups for q in g["params"])
 
 
 def fields(layer: MoELayer, j: int, optimizer) -> List[Tuple[Key, Optional[torch.Tensor]]]:
@@ -70,14 +72,15 @@ def fields(layer: MoELayer, j: int, optimizer) -> List[Tuple[Key, Optional[torch
     return out
 
 
-def signature(layer: MoELayer, j: int, optimizer) -> tuple:
+def signature(layer: MoELayer, j: int, optimizer, owned: frozenset) -> tuple:
     """What slot j holds, as plain values (sent between ranks before anything moves): per field its
     key, dtype name, shape and whether it is present; then per expert tensor a ``(name, "owned")``
-    entry whose flag says whether the optimizer holds that parameter (no bytes)."""
+    entry whose flag says whether the optimizer holds that parameter (``owned``: :func:`owned_ids`;
+    no bytes)."""
     named = layer.tensors[j] if layer.layout.storage == "per-expert" else layer.tensors[0]
     return tuple((key, str(t.dtype) if t is not None else "", tuple(t.shape) if t is not None else (),
                   t is not None) for key, t in fields(layer, j, optimizer)) + tuple(
-        ((name, "owned"), "", (), owned(optimizer, named[name])) for name in sorted(named))
+        ((name, "owned"), "", (), id(named[name]) in owned) for name in sorted(named))
 
 
 def nbytes(sig: tuple) -> int:
