@@ -313,3 +313,64 @@ def test_verl_actor_applies_the_plan_its_batch_carries(plans):
     torch.testing.assert_close(model(*batch(3)), ref(*batch(3)), rtol=1e-6, atol=0)
     assert_same_state(logical_state(model, opt, p2l, True), logical_state(ref, ref_opt, np.tile(
         np.arange(EXPERTS), (3, 1)), False), exact=True)
+
+
+def read_tensors(path, names):
+    """Tensors of a safetensors file (header: 8-byte length + JSON; data: raw little-endian), as float32."""
+    import json
+
+    raw = open(path, "rb").read()
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n])
+    dtypes = {"BF16": torch.bfloat16, "F32": torch.float32, "F16": torch.float16}
+    out = {}
+    for name in names:
+        a, b = header[name]["data_offsets"]
+        t = torch.frombuffer(bytearray(raw[8 + n + a:8 + n + b]), dtype=dtypes[header[name]["dtype"]])
+        out[name] = t.reshape(header[name]["shape"]).float()
+    return out
+
+
+def test_deepseek_v3_checkpoint_router_keeps_its_routing_only_with_the_map():
+    # The real router of ../shared/checkpoints/deepseek_v3 (layer 1: 16 experts in 4 groups, 2 groups
+    # per token, top-4): moving its rows with the experts across groups changes which logical experts
+    # tokens reach; the index map routepack.torch installs keeps every token's experts and weights.
+    import json
+    import os
+
+    from torch_moe import DeepSeekGate
+
+    shared = shared_dir()
+    if not shared:
+        pytest.skip("no shared data folder (ROUTEPACK_SHARED_DIR)")
+    folder = os.path.join(shared, "checkpoints", "deepseek_v3", "checkpoint")
+    config = json.load(open(os.path.join(folder, "config.json")))
+    index = json.load(open(os.path.join(folder, "model.safetensors.index.json")))["weight_map"]
+    names = ["model.layers.1.mlp.gate.weight", "model.layers.1.mlp.gate.e_score_correction_bias"]
+    t = read_tensors(os.path.join(folder, index[names[0]]), names)
+    E, k = config["n_routed_experts"], config["num_experts_per_tok"]
+    gate = DeepSeekGate(E, k, config["n_group"], config["topk_group"])
+    with torch.no_grad():
+        gate.weight = torch.nn.Parameter(t[names[0]])
+        gate.e_score_correction_bias.copy_(t[names[1]])
+    x = torch.randn(512, config["hidden_size"], generator=torch.Generator().manual_seed(5))
+    idx, w = gate(x)
+    model = torch.nn.Module()
+    model.layers = torch.nn.ModuleList([torch.nn.Module(), torch.nn.Module()])
+    model.layers[1].mlp = torch.nn.Module()
+    model.layers[1].mlp.gate = gate
+    model.layers[1].mlp.experts = torch.nn.ModuleList(torch.nn.Linear(1, 1) for _ in range(E))
+    across = np.random.default_rng(2).permutation(E)  # logical -> slot, groups mixed
+    placement = routepack.place(np.ones((1, E)), 4, moe_layers=[1], previous=across[None, :], max_moves=0)
+    assert rt.apply_placement(model, placement).routing == {1: "map"}
+    p2l = torch.as_tensor(placement.physical_to_logical[0])
+    slot_idx, slot_w = gate(x)
+    assert torch.equal(p2l[slot_idx], idx) and torch.equal(slot_w, w)
+    # The same permutation with the router's rows (and correction bias) moved instead of the map.
+    moved = DeepSeekGate(E, k, config["n_group"], config["topk_group"])
+    with torch.no_grad():
+        moved.weight = torch.nn.Parameter(t[names[0]][p2l])
+        moved.e_score_correction_bias.copy_(t[names[1]][p2l])
+    row_idx, _ = moved(x)
+    changed = sum(set(p2l[row_idx[i]].tolist()) != set(idx[i].tolist()) for i in range(len(x)))
+    assert changed == 455, changed  # of 512 tokens (torch 1.13 CPU random inputs)

@@ -193,12 +193,14 @@ def _exchange(layer: MoELayer, send: list, recv: list, optimizer, all_sigs, rank
     the byte counts. Nothing of the layer is written here."""
     import torch.distributed as dist
 
+    named = layer.tensors[0]
+    device = next(iter(named.values())).device  # NCCL needs the buffers on the experts' GPU
     payload = [[dict(slots.fields(layer, j, optimizer)) for _, j in pairs] for pairs in send]
-    bufs = [slots.pack(p) for p in payload]
+    bufs = [slots.pack(p).to(device) for p in payload]
     in_splits = [int(b.numel()) for b in bufs]
     out_splits = [sum(slots.nbytes(all_sigs[s]) for _, s in pairs) for pairs in recv]
-    inp = torch.cat(bufs) if bufs else torch.empty(0, dtype=torch.uint8)
-    out = torch.empty(sum(out_splits), dtype=torch.uint8)
+    inp = torch.cat(bufs)
+    out = torch.empty(sum(out_splits), dtype=torch.uint8, device=device)
     dist.all_to_all_single(out, inp, out_splits, in_splits, group=group)
     dist.barrier(group=group)
     received, offset = {}, 0

@@ -33,8 +33,10 @@ come from remote code), with the upstream source each follows:
     map is installed** on the gate's output (its integer top-k indices are mapped, ``[T, E]``
     tensors have their columns gathered): group-limited routing picks ``topk_group`` of ``n_group``
     contiguous groups of logical experts, so moving router rows across groups changes the model
-    (measured on ``../shared/checkpoints/deepseek_v3``: 0.078 max logit difference; see
-    ``../shared/checkpoints/README.md``). The map is an integer gather: routing is bitwise the same.
+    (measured on ``../shared/checkpoints/deepseek_v3``: 0.078 max logit difference, see
+    ``../shared/checkpoints/README.md``; with its layer-1 router, 4 groups of 4, 2 groups per token,
+    top-4, rows permuted across groups change the logical experts of 455 of 512 random tokens,
+    ``tests/python/test_torch_apply.py``). The map is an integer gather: routing is bitwise the same.
 
 ``hf-stacked``
     Hugging Face stacked experts ``layers.{l}.mlp.experts.<name>`` of shape ``[E, ...]`` (gpt-oss:
