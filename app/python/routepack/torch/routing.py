@@ -41,15 +41,20 @@ def permute_router_rows(layer: MoELayer, num_experts: int, source: np.ndarray, o
                     v.copy_(v[index.to(v.device)])
 
 
-def _map(x, p2l: torch.Tensor, l2p: torch.Tensor, num_experts: int):
+_IDS = (torch.int64, torch.int32, torch.int16)
+
+
+def _map(x, p2l: torch.Tensor, l2p: torch.Tensor, num_experts: int, k_shapes=()):
     if torch.is_tensor(x):
-        if x.dtype in (torch.int64, torch.int32, torch.int16):
+        if x.dtype in _IDS:
             return l2p.to(x.device)[x.long()].to(x.dtype)
-        if x.dim() >= 1 and x.shape[-1] == num_experts:
+        if x.dim() >= 1 and x.shape[-1] == num_experts and tuple(x.shape) not in k_shapes:
             return x.index_select(x.dim() - 1, p2l.to(x.device))
         return x
     if isinstance(x, (tuple, list)):
-        return type(x)(_map(v, p2l, l2p, num_experts) for v in x)
+        # Top-k weights beside top-k ids ([T, K] both) are per choice, not per expert, even when K = E.
+        ids = tuple(tuple(v.shape) for v in x if torch.is_tensor(v) and v.dtype in _IDS)
+        return type(x)(_map(v, p2l, l2p, num_experts, ids) for v in x)
     return x
 
 
