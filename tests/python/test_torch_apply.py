@@ -374,3 +374,31 @@ def test_deepseek_v3_checkpoint_router_keeps_its_routing_only_with_the_map():
     row_idx, _ = moved(x)
     changed = sum(set(p2l[row_idx[i]].tolist()) != set(idx[i].tolist()) for i in range(len(x)))
     assert changed == 455, changed  # of 512 tokens (torch 1.13 CPU random inputs)
+
+
+def test_bf16_experts_move_their_real_bytes(plans):
+    # bf16 parameters with bf16 gradients and Adam moments (torch keeps state in the parameter's
+    # dtype) and a float32 step per tensor: the moved bytes are the tensors' own.
+    model = MoEModel("deepseek", experts=EXPERTS, moe_layers=3, top_k=6, dtype=torch.bfloat16)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    model(*batch(0)).backward()
+    opt.step()
+    ref = copy.deepcopy(model)
+    ref_opt = torch.optim.Adam(ref.parameters(), lr=1e-2)
+    for p, q in zip(model.parameters(), ref.parameters()):
+        q.grad = None if p.grad is None else p.grad.clone()  # deepcopy leaves gradients behind
+        if p in opt.state:
+            ref_opt.state[q] = {k: v.clone() for k, v in opt.state[p].items()}
+    identity = routepack.identity(3, EXPERTS, 4, moe_layers=MOE_LAYERS)
+    moves = plans[0].placement.moves(identity)
+    want = sum(expert_state_bytes(ref, ref_opt, MOE_LAYERS[l], e) for l, m in enumerate(moves) for e, *_ in m)
+    result = rt.apply_placement(model, plans[0], optimizer=opt)
+    assert result.moved_bytes == want
+    routed = [e for l, m in enumerate(moves) for e, *_ in m
+              if ref.model.layers[MOE_LAYERS[l]].mlp.experts[e].gate_proj.weight.grad is not None]
+    # A routed expert: bf16 data, grad and two moments (384 parameters each) and three float32 steps;
+    # one no token reached in the step: its bf16 data only.
+    total = sum(map(len, moves))
+    assert 0 < len(routed) and want == len(routed) * (384 * 2 * 4 + 3 * 4) + (total - len(routed)) * 384 * 2
+    assert_same_state(logical_state(model, opt, np.asarray(plans[0].physical_to_logical), False),
+                      logical_state(ref, ref_opt, np.tile(np.arange(EXPERTS), (3, 1)), False), exact=True)
