@@ -201,6 +201,13 @@ def ranks_apply(rank, layouts, plan_texts, budget0_text):
             rt.apply_placement(mine, plans[0], previous=identity if rank == 2 else None, optimizer=opt_m,
                                group=dist.group.WORLD)
         report[layout] = dict(diffs=diffs, results=results, refused=str(e.value))
+        if layout != "deepseek":  # shared expert tensors: a gradient on some ranks only is refused
+            if rank == 1:
+                for _, _, p, _ in _experts(mine):
+                    p.grad = None
+            with pytest.raises(ValueError) as e:
+                rt.apply_placement(mine, plans[0], optimizer=opt_m, group=dist.group.WORLD)
+            report[layout]["uneven"] = str(e.value)
     return report
 
 
@@ -247,6 +254,10 @@ def test_four_ep_ranks_move_experts_and_adam_state_bitwise(plans, tmp_path):
                 assert res["bytes_received"] == n_in * MOVED_BYTES[layout]
                 sent_total[s] += res["bytes_sent"]
             assert got["refused"].startswith("rank 2: previous placement is not the model's current one: MoE layer 1 ")
+            if layout != "deepseek":
+                storage = "stacked" if layout == "stacked" else "flat-chunks"
+                assert got["uneven"].startswith(f"MoE layer 1: its {storage} expert tensors hold different fields on "
+                                                "different EP ranks (")
             assert got["results"][-1]["experts_moved"] == 0 and got["results"][-1]["bytes_sent"] == 0
         moved = [r["moved_bytes"] for r in results[0][1][layout]["results"]]
         assert sent_total == moved  # every byte moved crossed the wire once

@@ -163,6 +163,13 @@ def _partial_state(layers, sigs, current) -> Optional[str]:
                 return (f"MoE layer {layer.layer}: the optimizer holds experts.{name} of experts {_few(held)} but not "
                         f"of experts {_few(free)} (optimizer state for some experts only: pass the optimizer that "
                         "holds every expert parameter of the layer)")
+        if layer.layout.storage != "per-expert":
+            shapes = {tuple(key for key, _, _, present in sig if present and key[1] != "owned") for sig in sigs[l]}
+            if len(shapes) > 1:
+                a, b = sorted(shapes)[:2]
+                return (f"MoE layer {layer.layer}: its {layer.layout.storage} expert tensors hold different fields on "
+                        f"different EP ranks ({sorted(set(a) ^ set(b))[:3]} on some only): give every rank the same "
+                        "gradients and optimizer state (zero or drop them everywhere) before applying")
         for name, by_expert in sorted(keys.items()):
             sets = sorted({tuple(sorted(map(str, k))) for k in by_expert.values()})
             if len(sets) > 1:
