@@ -402,3 +402,17 @@ def test_bf16_experts_move_their_real_bytes(plans):
     assert 0 < len(routed) and want == len(routed) * (384 * 2 * 4 + 3 * 4) + (total - len(routed)) * 384 * 2
     assert_same_state(logical_state(model, opt, np.asarray(plans[0].physical_to_logical), False),
                       logical_state(ref, ref_opt, np.tile(np.arange(EXPERTS), (3, 1)), False), exact=True)
+
+
+def test_megatron_layers_are_known_by_their_layer_number(plans):
+    # A Megatron-Core pipeline stage numbers its decoder.layers from 0; TransformerLayer.layer_number
+    # is the absolute, 1-based layer. Here the stage holds decoder layers 1-3 as decoder.layers.0-2.
+    model = MoEModel("megatron-grouped", experts=EXPERTS, moe_layers=3, top_k=2)
+    del model.decoder.layers[0]
+    assert [x.layer for x in rt.find_moe_layers(model)] == [0, 1, 2]
+    with pytest.raises(ValueError, match=r"^the plan's MoE layers are \[1, 2, 3\]; the model's are \[0, 1, 2\]$"):
+        rt.apply_placement(model, plans[0])
+    for i, layer in enumerate(model.decoder.layers):
+        layer.layer_number = i + 2
+    assert [x.layer for x in rt.find_moe_layers(model)] == MOE_LAYERS
+    assert rt.apply_placement(model, plans[0]).routing == {l: "map" for l in MOE_LAYERS}

@@ -290,9 +290,10 @@ def before_train_step_hook(args, rollout_id, step_id, model, optimizer, opt_para
     plan in ``last_moves``. A plan made without routes places nothing and applies nothing; so does
     ``args.routepack_apply = False`` (the maps are still handed out). Raises routepack.torch's
     ValueError for a model or optimizer the plan cannot be applied to (another expert count or MoE
-    layers, e.g. a pipeline stage whose ``decoder.layers`` are numbered from 0; Megatron's
-    mixed-precision or distributed optimizer, whose fp32 main copies and moments are not the model's
-    parameters' state).
+    layers; Megatron's mixed-precision or distributed optimizer, whose fp32 main copies and moments
+    are not the model's parameters' state; a pipeline stage, which holds some of the plan's MoE
+    layers only: its layers are known by their absolute ``layer_number``, and the plan is refused
+    naming both layer lists).
     """
     global _applied_plan, last_apply
     if step_id < len(last_plans):

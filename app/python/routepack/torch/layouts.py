@@ -118,7 +118,8 @@ GROUPED_ROUTER_MARKS = ("n_group", "topk_group", "e_score_correction_bias")
 
 @dataclass
 class MoELayer:
-    """One MoE layer of a live model. layer: absolute decoder-layer id; local_experts: H, the slots
+    """One MoE layer of a live model. layer: absolute decoder-layer id (see :func:`_layer_id`);
+    local_experts: H, the slots
     this process holds; tensors: per-expert storage: [H] dicts name -> Parameter; stacked /
     flat-chunks: one dict name -> Parameter; router: the router module (None when not found);
     routing: ``rows`` or ``map``."""
@@ -195,12 +196,24 @@ def _layer_of(block_name: str, block, layout: Layout) -> Optional[MoELayer]:
                                      f"{local} local experts")
         tensors = [tensors]
     router_name, router = _router(block, layout)
-    m = BLOCK.search(block_name)
     routing = layout.routing
     if routing == "auto":
         grouped = router is not None and any(hasattr(router, a) for a in GROUPED_ROUTER_MARKS)
         routing = "map" if grouped or router is None else "rows"
-    return MoELayer(int(m.group(1)), layout, block_name, block, local, tensors, router, router_name, routing)
+    return MoELayer(-1, layout, block_name, block, local, tensors, router, router_name, routing)
+
+
+def _layer_id(chunk, block_name: str) -> int:
+    """The absolute decoder-layer id of a MoE block: Megatron-Core's TransformerLayer carries
+    ``layer_number`` (1-based, ``layer_number + get_transformer_layer_offset(...)``: the pipeline
+    stage's offset included; NVIDIA/Megatron-LM dc137710, ``megatron/core/transformer/transformer_layer.py``), so a pipeline stage's ``decoder.layers.{i}``
+    (numbered from 0 on every stage) is layer ``layer_number - 1``; otherwise the index in the name."""
+    m = BLOCK.search(block_name)
+    parent = chunk.get_submodule(block_name[:m.start(2) - 1]) if hasattr(chunk, "get_submodule") else None
+    number = getattr(parent, "layer_number", None)
+    if isinstance(number, int) and not isinstance(number, bool) and number >= 1:
+        return number - 1
+    return int(m.group(1))
 
 
 def find_moe_layers(model, layout: str = "auto") -> List[MoELayer]:
@@ -229,6 +242,7 @@ def find_moe_layers(model, layout: str = "auto") -> List[MoELayer]:
                 found = _layer_of(block_name, block, row)
                 if found is None:
                     continue
+                found.layer = _layer_id(chunk, block_name)
                 if found.layer in layers:
                     raise ValueError(f"{block_name}: layer {found.layer} is also {layers[found.layer].block_name}")
                 layers[found.layer] = found
