@@ -5,6 +5,7 @@ built for the sanitizer runtimes.)"""
 
 import copy
 import os
+import re
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ from torch_common import (EXPERTS, MOE_LAYERS, assert_same_state, expert_state_b
 from torch_moe import MoEModel, VOCAB  # noqa: E402
 
 TOKENS = 512
+PER_EXPERT_NAME = re.compile(r"^(.*layers\.(\d+)\.mlp\.experts\.local_experts\.)(\d+)(\..+)$")
 
 
 @pytest.fixture(scope="module")
@@ -264,8 +266,8 @@ def test_an_optimizer_of_other_tensors_is_refused(plans):
         rt.apply_placement(model, plans[0], optimizer=torch.optim.Adam(copies))
     assert str(e.value) == (
         "the optimizer (Adam) holds none of the model's expert parameters, so their state would not move: pass the "
-        "torch.optim optimizer that steps them (a mixed-precision optimizer's fp32 main copies are other tensors), "
-        "or optimizer=None for parameters and gradients only")
+        "torch.optim optimizer that steps them, or a mixed-precision one that pairs them with its fp32 main copies "
+        "(float16_groups / fp32_from_float16_groups), or optimizer=None for parameters and gradients only")
     assert rt.current_placement(model) is None
 
 
@@ -416,3 +418,51 @@ def test_megatron_layers_are_known_by_their_layer_number(plans):
         layer.layer_number = i + 2
     assert [x.layer for x in rt.find_moe_layers(model)] == MOE_LAYERS
     assert rt.apply_placement(model, plans[0]).routing == {l: "map" for l in MOE_LAYERS}
+
+
+class Float16Optimizer:
+    """The shape of Megatron-Core's Float16OptimizerWithFloat16Params: bf16 model parameters, fp32 main
+    copies (``fp32_from_float16_groups``) stepped by the inner ``optimizer``, grads copied to the main
+    copies before the step and the main copies back to the model after it."""
+
+    def __init__(self, model):
+        self.float16_groups = [list(model.parameters())]
+        self.fp32_from_float16_groups = [[p.detach().float().requires_grad_() for p in self.float16_groups[0]]]
+        self.optimizer = torch.optim.Adam(self.fp32_from_float16_groups[0], lr=1e-2)
+
+    def step(self):
+        for p, m in zip(self.float16_groups[0], self.fp32_from_float16_groups[0]):
+            m.grad = None if p.grad is None else p.grad.float()
+        self.optimizer.step()
+        with torch.no_grad():
+            for p, m in zip(self.float16_groups[0], self.fp32_from_float16_groups[0]):
+                p.copy_(m)
+
+
+def test_fp32_main_copies_of_a_mixed_precision_optimizer_move_with_the_experts(plans):
+    ref = MoEModel("megatron-sequential", experts=EXPERTS, moe_layers=3, top_k=6, dtype=torch.bfloat16)
+    model = copy.deepcopy(ref)
+    opt, ref_opt = Float16Optimizer(model), Float16Optimizer(ref)
+    identity = np.tile(np.arange(EXPERTS), (3, 1))
+    for step, plan in enumerate(plans[:3]):
+        loss = model(*batch(step))
+        assert torch.equal(loss, ref(*batch(step)))
+        loss.backward()
+        ref(*batch(step)).backward()
+        rt.apply_placement(model, plan, optimizer=opt)
+        opt.step()
+        ref_opt.step()
+        p2l = np.asarray(plan.physical_to_logical)
+        assert_same_state(logical_state(model, None, p2l, False), logical_state(ref, None, identity, False), exact=True)
+        # The main copies and their Adam moments, read in logical order through the model's names.
+        names = [n for n, _ in model.named_parameters()]
+        got = dict(zip(names, opt.fp32_from_float16_groups[0]))
+        exp = dict(zip(names, ref_opt.fp32_from_float16_groups[0]))
+        for name in names:
+            m = PER_EXPERT_NAME.match(name)
+            if m:
+                layer = MOE_LAYERS.index(int(m.group(2)))
+                src = f"{m.group(1)}{int(np.argsort(p2l[layer])[int(m.group(3))])}{m.group(4)}"
+                assert torch.equal(got[src], exp[name]), name
+                have, need = opt.optimizer.state[got[src]], ref_opt.optimizer.state[exp[name]]
+                assert have.keys() == need.keys() and all(torch.equal(have[k], need[k]) for k in need), name

@@ -255,11 +255,13 @@ def _torch_model(model) -> bool:
 
 
 def _torch_optimizer(optimizer):
-    """The torch.optim optimizer inside what Megatron hands the hook: the optimizer itself when it has
-    ``state`` and ``param_groups``, else its ``.optimizer`` (Megatron's MegatronOptimizer wraps one);
-    None for None. routepack.torch refuses one that holds none of the model's expert parameters (a
-    mixed-precision optimizer stepping fp32 main copies)."""
-    if optimizer is None or (hasattr(optimizer, "state") and hasattr(optimizer, "param_groups")):
+    """What routepack.torch takes of the optimizer Megatron hands the hook: a mixed-precision one that
+    pairs the model's parameters with fp32 main copies (``float16_groups``) or a torch.optim
+    optimizer (``state`` and ``param_groups``) as it is, else its ``.optimizer`` (Megatron's
+    MegatronOptimizer wraps one); None for None. routepack.torch refuses one that holds none of the
+    model's expert parameters (Megatron's DistributedOptimizer, whose main copies are sharded)."""
+    if optimizer is None or hasattr(optimizer, "float16_groups") or (
+            hasattr(optimizer, "state") and hasattr(optimizer, "param_groups")):
         return optimizer
     inner = getattr(optimizer, "optimizer", None)
     return inner if inner is not None and hasattr(inner, "param_groups") else optimizer
@@ -282,16 +284,16 @@ def before_train_step_hook(args, rollout_id, step_id, model, optimizer, opt_para
     Takes step ``step_id``'s plan (this process's last build_dp_schedule, else
     ``<args.routepack_plan_dir>/step_<step_id>.json``) and applies it before the step:
     :func:`routepack.torch.apply_placement` on the model chunks (``decoder.layers.{l}.mlp.experts``:
-    SequentialMLP or GroupedMLP), with the torch optimizer of ``optimizer`` (its Adam moments move with
-    the experts) and Megatron's EP process group (``expert_model_parallel_size`` > 1); the router keeps
+    SequentialMLP or GroupedMLP), with ``optimizer`` (Adam moments, and the fp32 main copies of
+    Megatron's Float16OptimizerWithFloat16Params, move with the experts) and Megatron's EP process group (``expert_model_parallel_size`` > 1); the router keeps
     logical order and gets the logical -> physical map on its output. The result is kept in
     ``last_apply``; the rows of ``physical_to_logical`` per absolute MoE layer id of ``args``
     (:func:`moe_layers_of`) in ``current_physical_to_logical``, and the moved experts since the previous
     plan in ``last_moves``. A plan made without routes places nothing and applies nothing; so does
     ``args.routepack_apply = False`` (the maps are still handed out). Raises routepack.torch's
     ValueError for a model or optimizer the plan cannot be applied to (another expert count or MoE
-    layers; Megatron's mixed-precision or distributed optimizer, whose fp32 main copies and moments
-    are not the model's parameters' state; a pipeline stage, which holds some of the plan's MoE
+    layers; Megatron's distributed optimizer, whose fp32 main copies and moments are sharded over DP
+    ranks; a pipeline stage, which holds some of the plan's MoE
     layers only: its layers are known by their absolute ``layer_number``, and the plan is refused
     naming both layer lists).
     """

@@ -194,7 +194,7 @@ def _gather(obj, group, world: int) -> list:
     return out
 
 
-def _exchange(layer: MoELayer, send: list, recv: list, optimizer, all_sigs, rank: int, group):
+def _exchange(layer: MoELayer, send: list, recv: list, opt: slots.Optim, all_sigs, rank: int, group):
     """One layer's cross-rank transfer: send[d] = [(slot v on rank d, local source slot)], recv[q] =
     [(global slot v here, global source slot on rank q)]. Returns {local slot: fields} received and
     the byte counts. Nothing of the layer is written here."""
@@ -202,7 +202,7 @@ def _exchange(layer: MoELayer, send: list, recv: list, optimizer, all_sigs, rank
 
     named = layer.tensors[0]
     device = next(iter(named.values())).device  # NCCL needs the buffers on the experts' GPU
-    payload = [[dict(slots.fields(layer, j, optimizer)) for _, j in pairs] for pairs in send]
+    payload = [[dict(slots.fields(layer, j, opt)) for _, j in pairs] for pairs in send]
     bufs = [slots.pack(p).to(device) for p in payload]
     in_splits = [int(b.numel()) for b in bufs]
     out_splits = [sum(slots.nbytes(all_sigs[s]) for _, s in pairs) for pairs in recv]
@@ -218,8 +218,8 @@ def _exchange(layer: MoELayer, send: list, recv: list, optimizer, all_sigs, rank
     return received, sum(in_splits), sum(out_splits)
 
 
-def _move_layer(layer: MoELayer, cur: np.ndarray, new: np.ndarray, sigs: list, optimizer, rank: int, world: int,
-                group, result: ApplyResult, plan_ranks: int) -> None:
+def _move_layer(layer: MoELayer, cur: np.ndarray, new: np.ndarray, sigs: list, opt: slots.Optim, rank: int,
+                world: int, group, result: ApplyResult, plan_ranks: int) -> None:
     """Makes one MoE layer follow ``new`` (physical -> logical [E]) from ``cur``: the layer is written
     only after its transfer (and the group's barrier) succeeded, so it is never left half-moved."""
     E = cur.size
@@ -240,20 +240,20 @@ def _move_layer(layer: MoELayer, cur: np.ndarray, new: np.ndarray, sigs: list, o
                 if d != rank else [] for d in range(world)]
         recv = [[(v, int(source[v])) for v in mine if source[v] // H == q] if q != rank else []
                 for q in range(world)]
-        received, sent_b, recv_b = _exchange(layer, send, recv, optimizer, sigs, rank, group)
+        received, sent_b, recv_b = _exchange(layer, send, recv, opt, sigs, rank, group)
         result.bytes_sent += sent_b
         result.bytes_received += recv_b
         result.experts_sent += sum(len(s) for s in send)
         result.experts_received += sum(len(r) for r in recv)
-    local = {v - rank * H: slots.snapshot(layer, int(source[v]) - rank * H, optimizer)
+    local = {v - rank * H: slots.snapshot(layer, int(source[v]) - rank * H, opt)
              for v in mine if source[v] != v and source[v] // H == rank}
     for j, values in sorted({**local, **received}.items()):
-        slots.write(layer, j, optimizer, values)
+        slots.write(layer, j, opt, values)
         result.slots_rewritten += 1
     result.bytes_copied += sum(t.numel() * t.element_size() for vals in local.values() for t in vals.values()
                                if t is not None)
     if layer.routing == "rows":
-        permute_router_rows(layer, E, source, optimizer)
+        permute_router_rows(layer, E, source, opt)
     else:
         install_map(layer, new)
 
@@ -274,7 +274,9 @@ def apply_placement(model, plan, previous=None, *, optimizer=None, group=None, l
     on now; None means the one the last ``apply_placement`` recorded on the model, else the identity
     (the checkpoint's logical order). optimizer: the ``torch.optim`` optimizer of the model's
     parameters (Adam's ``exp_avg``, ``exp_avg_sq`` and ``step`` move with their expert; every state
-    tensor of a parameter's shape moves slot-wise for stacked and flat storage); None moves none.
+    tensor of a parameter's shape moves slot-wise for stacked and flat storage), or a mixed-precision
+    wrapper whose fp32 main copies move too (Megatron-Core's ``Float16OptimizerWithFloat16Params``
+    shape, see :class:`routepack.torch.slots.Optim`); None moves none.
 
     For each MoE layer the expert parameters, their ``.grad`` (per-expert: present or None as the
     source's) and their optimizer state move to their new slot: across ranks for an expert whose EP
@@ -294,6 +296,7 @@ def apply_placement(model, plan, previous=None, *, optimizer=None, group=None, l
     recorded, that layer and the later ones keep the previous placement.
     """
     target = _rows(plan, "plan")
+    opt = slots.Optim(optimizer)
     rank, world = 0, 1
     if group is not None:
         import torch.distributed as dist
@@ -307,8 +310,7 @@ def apply_placement(model, plan, previous=None, *, optimizer=None, group=None, l
         prev = None if previous is None else _rows(previous, "previous", [x.layer for x in layers], experts)
         error = _local_checks(layers, target, current, prev, world, experts)
         if error is None:
-            owned = slots.owned_ids(optimizer)
-            sigs = [[slots.signature(x, j, optimizer, owned) for j in range(x.local_experts)] for x in layers]
+            sigs = [[slots.signature(x, j, opt) for j in range(x.local_experts)] for x in layers]
     except ValueError as e:
         error = str(e)
     gathered = _gather((error, sigs), group, world)
@@ -321,8 +323,9 @@ def apply_placement(model, plan, previous=None, *, optimizer=None, group=None, l
     if optimizer is not None and not any(key[1] == "owned" and held for layer_sigs in all_sigs for sig in layer_sigs
                                          for key, _, _, held in sig):
         error = (f"the optimizer ({type(optimizer).__name__}) holds none of the model's expert parameters, so their "
-                 "state would not move: pass the torch.optim optimizer that steps them (a mixed-precision "
-                 "optimizer's fp32 main copies are other tensors), or optimizer=None for parameters and gradients only")
+                 "state would not move: pass the torch.optim optimizer that steps them, or a mixed-precision one "
+                 "that pairs them with its fp32 main copies (float16_groups / fp32_from_float16_groups), or "
+                 "optimizer=None for parameters and gradients only")
     if error:
         raise ValueError(error)
     result = ApplyResult(rank=rank, ep_ranks=world if world > 1 else (target[2] or 1))
@@ -331,7 +334,7 @@ def apply_placement(model, plan, previous=None, *, optimizer=None, group=None, l
     done = current.copy()
     for l, layer in enumerate(layers):
         try:
-            _move_layer(layer, current[l], target[1][l], all_sigs[l], optimizer, rank, world, group, result,
+            _move_layer(layer, current[l], target[1][l], all_sigs[l], opt, rank, world, group, result,
                         result.ep_ranks)
         except RuntimeError as e:
             applied = [x.layer for x in layers[:l]]

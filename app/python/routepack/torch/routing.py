@@ -26,19 +26,20 @@ def router_rows(layer: MoELayer, num_experts: int) -> List[tuple]:
     return out
 
 
-def permute_router_rows(layer: MoELayer, num_experts: int, source: np.ndarray, optimizer) -> None:
-    """Row v of every router tensor (its gradient and its optimizer state of the same shape) becomes
-    row ``source[v]``: the router's output column v then scores the expert now in slot v."""
+def permute_router_rows(layer: MoELayer, num_experts: int, source: np.ndarray, opt) -> None:
+    """Row v of every router tensor (its gradient, its main copy and the optimizer state of the same
+    shape; ``opt``: a :class:`routepack.torch.slots.Optim`) becomes row ``source[v]``: the router's
+    output column v then scores the expert now in slot v."""
     index = torch.as_tensor(source, dtype=torch.long)
     for _, t, is_param in router_rows(layer, num_experts):
+        tensors = [t.data]
+        if is_param:
+            tensors += [t.grad] + ([opt.main[id(t)].data] if id(t) in opt.main else [])
+            tensors += [v for v in opt.state(t).values() if torch.is_tensor(v) and v.shape == t.shape]
         with torch.no_grad():
-            t.data.copy_(t.data[index.to(t.device)])
-            if is_param and t.grad is not None:
-                t.grad.copy_(t.grad[index.to(t.grad.device)])
-            state = optimizer.state.get(t, {}) if optimizer is not None else {}
-            for v in state.values():
-                if torch.is_tensor(v) and v.shape == t.shape:
-                    v.copy_(v[index.to(v.device)])
+            for x in tensors:
+                if x is not None:
+                    x.copy_(x[index.to(x.device)])
 
 
 _IDS = (torch.int64, torch.int32, torch.int16)

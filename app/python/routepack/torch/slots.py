@@ -1,11 +1,11 @@
 """The state of one physical expert slot of a live model: its parameters, their gradients and every
 optimizer state tensor of those parameters, read and written as a list of fields.
 
-A field key is ``(tensor, "param")``, ``(tensor, "grad")`` or ``(tensor, "state", k)`` with ``tensor``
-the expert tensor's name inside the expert (``gate_proj.weight``, ``linear_fc1.weight``,
-``weight1``) and ``k`` an optimizer state key (Adam: ``exp_avg``, ``exp_avg_sq``, ``step``, and
-``max_exp_avg_sq`` with amsgrad; a fp32 master copy kept in the optimizer's state moves the same
-way). For stacked and flat-chunk storage a slot's field is a view into the shared tensor (expert j of
+A field key is ``(tensor, "param")``, ``(tensor, "grad")``, ``(tensor, "main")`` (the fp32 main copy
+a mixed-precision optimizer steps, see :class:`Optim`) or ``(tensor, "state", k)`` with ``tensor`` the
+expert tensor's name inside the expert (``gate_proj.weight``, ``linear_fc1.weight``, ``weight1``)
+and ``k`` an optimizer state key (Adam: ``exp_avg``, ``exp_avg_sq``, ``step``, and ``max_exp_avg_sq``
+with amsgrad; a master copy kept in the optimizer's state moves the same way). For stacked and flat-chunk storage a slot's field is a view into the shared tensor (expert j of
 ``[E_local, ...]``, or the j-th chunk of the flat storage); a state tensor of another shape than its
 parameter (Adam's scalar ``step`` of a stacked tensor) belongs to every slot and does not move.
 """
@@ -30,22 +30,46 @@ def slot_view(layer: MoELayer, whole: torch.Tensor, j: int) -> torch.Tensor:
     return flat[j * chunk:(j + 1) * chunk]
 
 
-def _state_of(optimizer, p) -> dict:
-    if optimizer is None:
-        return {}
-    return optimizer.state.get(p, {}) if hasattr(optimizer.state, "get") else {}
+class Optim:
+    """The optimizer side of the moves. ``optimizer``: None, a ``torch.optim`` optimizer over the
+    model's parameters, or a mixed-precision wrapper in the shape of Megatron-Core's
+    ``Float16OptimizerWithFloat16Params`` (NVIDIA/Megatron-LM ``megatron/core/optimizer/optimizer.py``:
+    ``float16_groups`` and ``fp32_from_float16_groups``, aligned lists pairing each bf16/fp16 model
+    parameter with the fp32 main copy that its inner ``optimizer`` steps; fp32 model parameters are
+    stepped directly). The main copy and its state move with the model parameter. Megatron's
+    DistributedOptimizer shards main copies and state over DP ranks in flat buffers: not supported
+    (its inner optimizer holds none of the model's parameters, which apply_placement refuses)."""
+
+    def __init__(self, optimizer):
+        self.given = optimizer is not None
+        self.torch = optimizer
+        self.main: Dict[int, torch.Tensor] = {}
+        inner = getattr(optimizer, "optimizer", None)
+        low, high = getattr(optimizer, "float16_groups", None), getattr(optimizer, "fp32_from_float16_groups", None)
+        if low is not None and high is not None and hasattr(inner, "param_groups"):
+            self.torch = inner
+            for g16, g32 in zip(low, high):
+                self.main.update((id(p), m) for p, m in zip(g16, g32))
+        groups = getattr(self.torch, "param_groups", []) if self.torch is not None else []
+        self.owned = frozenset(id(q) for g in groups for q in g["params"])
+
+    def stepped(self, p) -> torch.Tensor:
+        """The tensor the optimizer steps for model parameter ``p`` (its main copy, or ``p``)."""
+        return self.main.get(id(p), p)
+
+    def state(self, p) -> dict:
+        """The optimizer state of model parameter ``p`` (of its main copy), {} when none."""
+        st = getattr(self.torch, "state", None)
+        return st.get(self.stepped(p), {}) if hasattr(st, "get") else {}
+
+    def owns(self, p) -> bool:
+        return id(self.stepped(p)) in self.owned
 
 
-def owned_ids(optimizer) -> frozenset:
-    """The ``id`` of every parameter in the optimizer's param groups (empty for None)."""
-    if optimizer is None:
-        return frozenset()
-    return frozenset(id(q) for g in optimizer.param_groups for q in g["params"])
-
-
-def fields(layer: MoELayer, j: int, optimizer) -> List[Tuple[Key, Optional[torch.Tensor]]]:
+def fields(layer: MoELayer, j: int, opt: Optim) -> List[Tuple[Key, Optional[torch.Tensor]]]:
     """Local slot j's fields in a fixed order: per expert tensor (sorted by name) its data, its
-    gradient (None when absent; per-expert storage only lists it then) and its optimizer state
+    gradient (None when absent; per-expert storage only lists it then), its main copy (when the
+    optimizer keeps one) and its optimizer state
     tensors (sorted by key; none for a parameter the optimizer has not stepped yet: Adam creates
     state at a parameter's first gradient, so an expert no token reached has none). ValueError for
     optimizer state that is not a tensor."""
@@ -59,7 +83,10 @@ def fields(layer: MoELayer, j: int, optimizer) -> List[Tuple[Key, Optional[torch
             out.append(((name, "grad"), p.grad))
         elif p.grad is not None:
             out.append(((name, "grad"), slot_view(layer, p.grad, j)))
-        state = _state_of(optimizer, p)
+        main = opt.main.get(id(p))
+        if main is not None:
+            out.append(((name, "main"), main.data if per_expert else slot_view(layer, main.data, j)))
+        state = opt.state(p)
         for k in sorted(state, key=str):
             v = state[k]
             if not torch.is_tensor(v):
@@ -72,15 +99,14 @@ def fields(layer: MoELayer, j: int, optimizer) -> List[Tuple[Key, Optional[torch
     return out
 
 
-def signature(layer: MoELayer, j: int, optimizer, owned: frozenset) -> tuple:
+def signature(layer: MoELayer, j: int, opt: Optim) -> tuple:
     """What slot j holds, as plain values (sent between ranks before anything moves): per field its
     key, dtype name, shape and whether it is present; then per expert tensor a ``(name, "owned")``
-    entry whose flag says whether the optimizer holds that parameter (``owned``: :func:`owned_ids`;
-    no bytes)."""
+    entry whose flag says whether the optimizer holds that parameter (no bytes)."""
     named = layer.tensors[j] if layer.layout.storage == "per-expert" else layer.tensors[0]
     return tuple((key, str(t.dtype) if t is not None else "", tuple(t.shape) if t is not None else (),
-                  t is not None) for key, t in fields(layer, j, optimizer)) + tuple(
-        ((name, "owned"), "", (), id(named[name]) in owned) for name in sorted(named))
+                  t is not None) for key, t in fields(layer, j, opt)) + tuple(
+        ((name, "owned"), "", (), opt.owns(named[name])) for name in sorted(named))
 
 
 def nbytes(sig: tuple) -> int:
@@ -95,26 +121,27 @@ def nbytes(sig: tuple) -> int:
     return total
 
 
-def snapshot(layer: MoELayer, j: int, optimizer) -> Dict[Key, Optional[torch.Tensor]]:
+def snapshot(layer: MoELayer, j: int, opt: Optim) -> Dict[Key, Optional[torch.Tensor]]:
     """Copies of slot j's fields (the source of a local permutation)."""
-    return {key: (t.detach().clone() if t is not None else None) for key, t in fields(layer, j, optimizer)}
+    return {key: (t.detach().clone() if t is not None else None) for key, t in fields(layer, j, opt)}
 
 
-def write(layer: MoELayer, j: int, optimizer, values: Dict[Key, Optional[torch.Tensor]]) -> None:
+def write(layer: MoELayer, j: int, opt: Optim, values: Dict[Key, Optional[torch.Tensor]]) -> None:
     """Makes local slot j hold ``values`` (a snapshot or unpacked received fields) in place: data and
     state tensors are copied into (so the optimizer keeps its parameter objects); a per-expert
     gradient is copied, created or set to None as the source's, and a per-expert parameter's
     optimizer state is created or dropped as the source has it or not."""
     per_expert = layer.layout.storage == "per-expert"
-    current = dict(fields(layer, j, optimizer))
-    if per_expert and optimizer is not None:
+    current = dict(fields(layer, j, opt))
+    if per_expert and opt.torch is not None:
         for name, p in layer.tensors[j].items():
             keys = {key[2] for key in values if key[0] == name and key[1] == "state"}
             if not keys:
-                optimizer.state.pop(p, None)
-            elif not _state_of(optimizer, p):
-                optimizer.state[p] = {k: values[(name, "state", k)].detach().clone() for k in sorted(keys, key=str)}
-                current.update({(name, "state", k): v for k, v in optimizer.state[p].items()})
+                opt.torch.state.pop(opt.stepped(p), None)
+            elif not opt.state(p):
+                opt.torch.state[opt.stepped(p)] = {k: values[(name, "state", k)].detach().clone()
+                                                   for k in sorted(keys, key=str)}
+                current.update({(name, "state", k): v for k, v in opt.state(p).items()})
     for key, src in values.items():
         if per_expert and key[1] == "grad":
             p = layer.tensors[j][key[0]]
