@@ -33,7 +33,7 @@ def slot_view(layer: MoELayer, whole: torch.Tensor, j: int) -> torch.Tensor:
 class Optim:
     """The optimizer side of the moves. ``optimizer``: None, a ``torch.optim`` optimizer over the
     model's parameters, or a mixed-precision wrapper in the shape of Megatron-Core's
-    ``Float16OptimizerWithFloat16Params`` (NVIDIA/Megatron-LM ``megatron/core/optimizer/optimizer.py``:
+    ``Float16OptimizerWithFloat16Params`` (NVIDIA/Megatron-LM 71371b4e, ``megatron/core/optimizer/optimizer.py``:
     ``float16_groups`` and ``fp32_from_float16_groups``, aligned lists pairing each bf16/fp16 model
     parameter with the fp32 main copy that its inner ``optimizer`` steps; fp32 model parameters are
     stepped directly). The main copy and its state move with the model parameter. Megatron's
