@@ -206,7 +206,8 @@ def _layer_of(block_name: str, block, layout: Layout) -> Optional[MoELayer]:
 def _layer_id(chunk, block_name: str) -> int:
     """The absolute decoder-layer id of a MoE block: Megatron-Core's TransformerLayer carries
     ``layer_number`` (1-based, ``layer_number + get_transformer_layer_offset(...)``: the pipeline
-    stage's offset included; NVIDIA/Megatron-LM dc137710, ``megatron/core/transformer/transformer_layer.py``), so a pipeline stage's ``decoder.layers.{i}``
+    stage's offset included; NVIDIA/Megatron-LM dc137710,
+    ``megatron/core/transformer/transformer_layer.py``), so a pipeline stage's ``decoder.layers.{i}``
     (numbered from 0 on every stage) is layer ``layer_number - 1``; otherwise the index in the name."""
     m = BLOCK.search(block_name)
     parent = chunk.get_submodule(block_name[:m.start(2) - 1]) if hasattr(chunk, "get_submodule") else None

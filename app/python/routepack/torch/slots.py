@@ -5,9 +5,10 @@ A field key is ``(tensor, "param")``, ``(tensor, "grad")``, ``(tensor, "main")``
 a mixed-precision optimizer steps, see :class:`Optim`) or ``(tensor, "state", k)`` with ``tensor`` the
 expert tensor's name inside the expert (``gate_proj.weight``, ``linear_fc1.weight``, ``weight1``)
 and ``k`` an optimizer state key (Adam: ``exp_avg``, ``exp_avg_sq``, ``step``, and ``max_exp_avg_sq``
-with amsgrad; a master copy kept in the optimizer's state moves the same way). For stacked and flat-chunk storage a slot's field is a view into the shared tensor (expert j of
-``[E_local, ...]``, or the j-th chunk of the flat storage); a state tensor of another shape than its
-parameter (Adam's scalar ``step`` of a stacked tensor) belongs to every slot and does not move.
+with amsgrad; a master copy kept in the optimizer's state moves the same way). For stacked and
+flat-chunk storage a slot's field is a view into the shared tensor (expert j of ``[E_local, ...]``,
+or the j-th chunk of the flat storage); a state tensor of another shape than its parameter (Adam's
+scalar ``step`` of a stacked tensor) belongs to every slot and does not move.
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ class Optim:
     (its inner optimizer holds none of the model's parameters, which apply_placement refuses)."""
 
     def __init__(self, optimizer):
-        self.given = optimizer is not None
         self.torch = optimizer
         self.main: Dict[int, torch.Tensor] = {}
         inner = getattr(optimizer, "optimizer", None)
