@@ -313,7 +313,9 @@ def before_train_step_hook(args, rollout_id, step_id, model, optimizer, opt_para
     current_physical_to_logical.clear()
     current_physical_to_logical.update(rows)
     last_moves.clear()
-    if _applied_plan is not None and _applied_plan.placement.layers == p.placement.layers:
+    if _applied_plan is not None and (list(_applied_plan.moe_layers), _applied_plan.num_experts,
+                                      _applied_plan.placement.ep_ranks) == (list(p.moe_layers), p.num_experts,
+                                                                            p.placement.ep_ranks):
         last_moves.extend(p.placement.moves(_applied_plan))
     _applied_plan = p
     last_apply = None
