@@ -28,7 +28,7 @@ if not dist.is_available() or not dist.is_gloo_available():
 import routepack  # noqa: E402
 import routepack.torch as rt  # noqa: E402
 from conftest import shared_dir  # noqa: E402
-from torch_common import EXPERT_BYTES, EXPERTS, MOE_LAYERS, plan_chain, trace_windows  # noqa: E402
+from torch_common import EXPERT_BYTES, EXPERTS, MOE_LAYERS, plan_chain, topology, trace_windows  # noqa: E402
 from torch_moe import MoEModel  # noqa: E402
 
 P = 4
@@ -230,8 +230,6 @@ def plans(tmp_path_factory):
     chain = plan_chain(windows, ep_ranks=P, max_moves=24)
     lengths, counts = windows[0]
     cap = int(max(int(l.max()) for l, _ in windows)) * 2
-    from torch_common import topology
-
     budget0 = routepack.plan(lengths, counts, topology(P, cap), moe_layers=MOE_LAYERS, top_k=6, previous=chain[-1],
                              budgets={"max_moves": 0})
     return chain, budget0
