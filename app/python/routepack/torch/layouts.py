@@ -144,9 +144,9 @@ def _router(block, layout: Layout):
     return "", None
 
 
-def _per_expert(block_name: str, block, pattern) -> Optional[list]:
+def _per_expert(block_name: str, params: list, pattern) -> Optional[list]:
     found: Dict[int, Dict[str, object]] = {}
-    for name, p in block.named_parameters():
+    for name, p in params:
         m = pattern.fullmatch(name)
         if m:
             found.setdefault(int(m.group("e")), {})[m.group("name")] = p
@@ -161,21 +161,20 @@ def _per_expert(block_name: str, block, pattern) -> Optional[list]:
     return [found[e] for e in range(count)]
 
 
-def _whole(block, pattern) -> Optional[dict]:
-    found = {m.group("name"): p for name, p in block.named_parameters()
-             for m in [pattern.fullmatch(name)] if m}
+def _whole(params: list, pattern) -> Optional[dict]:
+    found = {m.group("name"): p for name, p in params for m in [pattern.fullmatch(name)] if m}
     return found or None
 
 
-def _layer_of(block_name: str, block, layout: Layout) -> Optional[MoELayer]:
+def _layer_of(block_name: str, block, params: list, layout: Layout) -> Optional[MoELayer]:
     pattern = re.compile(layout.experts)
     if layout.storage == "per-expert":
-        tensors = _per_expert(block_name, block, pattern)
+        tensors = _per_expert(block_name, params, pattern)
         if tensors is None:
             return None
         local = len(tensors)
     else:
-        tensors = _whole(block, pattern)
+        tensors = _whole(params, pattern)
         if tensors is None:
             return None
         if layout.storage == "stacked":
@@ -235,12 +234,13 @@ def find_moe_layers(model, layout: str = "auto") -> List[MoELayer]:
     for chunk in chunks:
         for block_name, block in chunk.named_modules():
             m = BLOCK.search(block_name)
-            if not m:
+            if not m or not hasattr(block, "experts"):
                 continue
+            params = list(block.named_parameters())
             for row in rows:
                 if m.group(2) not in row.blocks:
                     continue
-                found = _layer_of(block_name, block, row)
+                found = _layer_of(block_name, block, params, row)
                 if found is None:
                     continue
                 found.layer = _layer_id(chunk, block_name)
