@@ -164,20 +164,18 @@ def test_slime_moe_layer_freq_megatron_semantics():
     # Loads per expert: layer 0 {2: 12, 3: 12}, layer 2 {1: 12, 2: 6, 3: 6}; no dense row is expert 0.
     loads = np.array([[0, 0, 12, 12], [0, 12, 6, 6]])
     assert (routepack.counts_from_routes(routes, 4, moe_layers=[0, 2]).sum(axis=0) == loads).all()
-    # The hook hands maps to the MoE layers only (layer_number 1 and 3 are layers 0 and 2).
+    # The hook's maps cover the MoE layers only (0 and 2). Chunks that are not torch modules get
+    # nothing applied (tests/python/test_torch_apply.py applies the hook to a Megatron model).
     chunk = FakeChunk([FakeLayer(n) for n in (1, 2, 3, 4)])
     slime.before_train_step_hook(args, 0, 0, [chunk], None, None)
     assert sorted(slime.current_physical_to_logical) == [0, 2]
-    assert (chunk.layers[0].routepack_physical_to_logical == p.physical_to_logical[0]).all()
-    assert (chunk.layers[2].routepack_physical_to_logical == p.physical_to_logical[1]).all()
-    assert not hasattr(chunk.layers[1], "routepack_physical_to_logical")
-    assert not hasattr(chunk.layers[3], "routepack_physical_to_logical")
+    assert (slime.current_physical_to_logical[0] == p.physical_to_logical[0]).all()
+    assert (slime.current_physical_to_logical[2] == p.physical_to_logical[1]).all()
+    assert slime.last_apply is None
     # A plan without routes (lengths alone) places no expert: no layer gets a map.
     slime.build_dp_schedule(args, cfg, lengths, global_batch_size=4, rollout_indices=rids)
-    chunk = FakeChunk([FakeLayer(n) for n in (1, 2, 3, 4)])
     slime.before_train_step_hook(args, 0, 0, [chunk], None, None)
-    assert slime.current_physical_to_logical == {}
-    assert not any(hasattr(layer, "routepack_physical_to_logical") for layer in chunk.layers)
+    assert slime.current_physical_to_logical == {} and slime.last_apply is None
 
 
 class FakeLayer:
@@ -189,11 +187,8 @@ class FakeChunk:
     def __init__(self, layers):
         self.layers = layers
 
-    def modules(self):
-        return iter([self] + self.layers)
 
-
-def test_slime_hook_hands_out_physical_to_logical(tmp_path):
+def test_slime_hook_gives_the_step_its_physical_to_logical(tmp_path):
     lengths, rids, routes = slime_inputs()
     cfg = {"dp_size": 2, "cp_size": 1, "vpp_size": 1, "microbatch_group_size_per_vp_stage": 1}
     args = slime_args(routepack_plan_dir=str(tmp_path))
@@ -202,15 +197,15 @@ def test_slime_hook_hands_out_physical_to_logical(tmp_path):
     chunk = FakeChunk([FakeLayer(n) for n in (1, 2, 3, 4)])  # 1-based: layer 1 is the dense layer 0
     slime.before_train_step_hook(args, 0, 1, [chunk], None, None)
     p = slime.last_plans[1]
-    assert not hasattr(chunk.layers[0], "routepack_physical_to_logical")
+    assert sorted(slime.current_physical_to_logical) == [1, 2, 3]
     for l in range(3):
-        assert (chunk.layers[l + 1].routepack_physical_to_logical == p.physical_to_logical[l]).all()
+        assert (slime.current_physical_to_logical[l + 1] == p.physical_to_logical[l]).all()
     # From the plan files alone (a training rank in another process), the same rows.
     slime.last_plans.clear()
-    chunk2 = FakeChunk([FakeLayer(n) for n in (1, 2, 3, 4)])
-    slime.before_train_step_hook(args, 0, 1, [chunk2], None, None)
+    slime.current_physical_to_logical.clear()
+    slime.before_train_step_hook(args, 0, 1, [chunk], None, None)
     for l in range(3):
-        assert (chunk2.layers[l + 1].routepack_physical_to_logical == p.physical_to_logical[l]).all()
+        assert (slime.current_physical_to_logical[l + 1] == p.physical_to_logical[l]).all()
 
 
 def test_nemo_rl_packer_contract():
@@ -395,6 +390,7 @@ def test_verl_balance_then_rearrange():
     trainer._balance_batch(batch, metrics)
     p = trainer.routepack_plan
     assert metrics["global_seqlen/routepack_rows"] == p.row_count == 2
+    assert batch.meta_info[verl.PLAN_KEY] == p.to_json()  # for verl.apply_in_actor on the workers
     # DP-slot-major, then by row: the equal chunks are exactly the plan's DP partitions.
     chunks = batch.chunk(4)
     for d, local in enumerate(chunks):

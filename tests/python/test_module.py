@@ -1036,3 +1036,17 @@ def test_bools_inside_nested_lists(window):
     # Lists of plain integers are as good as arrays.
     assert plan_doc(routepack.plan(lengths.tolist(), counts.tolist(), topo(), moe_layers=[1, 3])) == \
         plan_doc(routepack.plan(lengths, counts, topo(), moe_layers=[1, 3]))
+
+
+def test_import_routepack_needs_no_torch():
+    # routepack.torch is the only part that imports torch: without it the rest imports and plans.
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "import routepack, routepack.adapters.slime, routepack.adapters.verl, routepack.adapters.megatron\n"
+            "print(routepack.identity(1, 4, 2).physical_to_logical.tolist())\n"
+            "try:\n    import routepack.torch\nexcept ImportError as e:\n    print('ImportError', e)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["[[0, 1, 2, 3]]", "ImportError import of torch halted; None in sys.modules"]

@@ -81,6 +81,8 @@ last_plans: list = []
 current_physical_to_logical: dict = {}
 #: The slot moves of the hook's last placement change (Placement.moves of the new vs the old plan).
 last_moves: list = []
+#: What the hook's last routepack.torch.apply_placement did (an ApplyResult), None when it applied nothing.
+last_apply = None
 _applied_plan = None
 
 
@@ -247,11 +249,31 @@ def build_dp_schedule(
     return partitions, micro_batch_indices, num_microbatches, global_batch_sizes
 
 
-def _modules(model):
+def _torch_model(model) -> bool:
     chunks = model if isinstance(model, (list, tuple)) else [model]
-    for chunk in chunks:
-        walk = getattr(chunk, "modules", None)
-        yield from (walk() if callable(walk) else [chunk])
+    return bool(chunks) and all(callable(getattr(c, "named_parameters", None)) for c in chunks)
+
+
+def _torch_optimizer(optimizer):
+    """What routepack.torch takes of the optimizer Megatron hands the hook: a mixed-precision one that
+    pairs the model's parameters with fp32 main copies (``float16_groups``) or a torch.optim
+    optimizer (``state`` and ``param_groups``) as it is, else its ``.optimizer`` (Megatron's
+    MegatronOptimizer wraps one); None for None. routepack.torch refuses one that holds none of the
+    model's expert parameters (Megatron's DistributedOptimizer, whose main copies are sharded)."""
+    if optimizer is None or hasattr(optimizer, "float16_groups") or (
+            hasattr(optimizer, "state") and hasattr(optimizer, "param_groups")):
+        return optimizer
+    inner = getattr(optimizer, "optimizer", None)
+    return inner if inner is not None and hasattr(inner, "param_groups") else optimizer
+
+
+def _ep_group(args):
+    """The EP process group of the job (Megatron's ``parallel_state``), None on one EP rank."""
+    if int(getattr(args, "expert_model_parallel_size", 1) or 1) == 1:
+        return None
+    from megatron.core import parallel_state  # the job's own Megatron-Core
+
+    return parallel_state.get_expert_model_parallel_group()
 
 
 def before_train_step_hook(args, rollout_id, step_id, model, optimizer, opt_param_scheduler) -> None:
@@ -260,15 +282,22 @@ def before_train_step_hook(args, rollout_id, step_id, model, optimizer, opt_para
     ``hook(args, rollout_id, step_id, model, optimizer, opt_param_scheduler)``).
 
     Takes step ``step_id``'s plan (this process's last build_dp_schedule, else
-    ``<args.routepack_plan_dir>/step_<step_id>.json``) and hands each MoE layer its row of
-    ``physical_to_logical``: every module of the model chunks with a 1-based ``layer_number``
-    (Megatron's TransformerLayer) whose layer is a MoE layer of ``args`` (:func:`moe_layers_of`)
-    gets ``routepack_physical_to_logical`` (int64 [E]); dense layers, and every layer when the
-    plan was made without routes, get nothing; the rows also land in ``current_physical_to_logical`` and the slots that changed
-    since the previous plan in ``last_moves`` (what the trainer must copy: weights, master weights,
-    both Adam moments, FP8 scales).
+    ``<args.routepack_plan_dir>/step_<step_id>.json``) and applies it before the step:
+    :func:`routepack.torch.apply_placement` on the model chunks (``decoder.layers.{l}.mlp.experts``:
+    SequentialMLP or GroupedMLP), with ``optimizer`` (Adam moments, and the fp32 main copies of
+    Megatron's Float16OptimizerWithFloat16Params, move with the experts) and Megatron's EP process group (``expert_model_parallel_size`` > 1); the router keeps
+    logical order and gets the logical -> physical map on its output. The result is kept in
+    ``last_apply``; the rows of ``physical_to_logical`` per absolute MoE layer id of ``args``
+    (:func:`moe_layers_of`) in ``current_physical_to_logical``, and the moved experts since the previous
+    plan in ``last_moves``. A plan made without routes places nothing and applies nothing; so does
+    ``args.routepack_apply = False`` (the maps are still handed out). Raises routepack.torch's
+    ValueError for a model or optimizer the plan cannot be applied to (another expert count or MoE
+    layers; Megatron's distributed optimizer, whose fp32 main copies and moments are sharded over DP
+    ranks; a pipeline stage, which holds some of the plan's MoE
+    layers only: its layers are known by their absolute ``layer_number``, and the plan is refused
+    naming both layer lists).
     """
-    global _applied_plan
+    global _applied_plan, last_apply
     if step_id < len(last_plans):
         p = last_plans[step_id]
     else:
@@ -284,10 +313,13 @@ def before_train_step_hook(args, rollout_id, step_id, model, optimizer, opt_para
     current_physical_to_logical.clear()
     current_physical_to_logical.update(rows)
     last_moves.clear()
-    if _applied_plan is not None and _applied_plan.placement.layers == p.placement.layers:
+    if _applied_plan is not None and (list(_applied_plan.moe_layers), _applied_plan.num_experts,
+                                      _applied_plan.placement.ep_ranks) == (list(p.moe_layers), p.num_experts,
+                                                                            p.placement.ep_ranks):
         last_moves.extend(p.placement.moves(_applied_plan))
     _applied_plan = p
-    for module in _modules(model):
-        number = getattr(module, "layer_number", None)
-        if isinstance(number, int) and (number - 1) in rows:
-            module.routepack_physical_to_logical = rows[number - 1]
+    last_apply = None
+    if rows and getattr(args, "routepack_apply", True) and _torch_model(model):
+        from routepack.torch import apply_placement
+
+        last_apply = apply_placement(model, p, optimizer=_torch_optimizer(optimizer), group=_ep_group(args))

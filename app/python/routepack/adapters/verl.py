@@ -43,7 +43,8 @@ per rank) is refused with a ValueError: the plan does not keep groups together.
 
 Steps are chained: a batch with routes starts its placement from ``trainer.routepack_plan`` (the
 previous step's plan) and moves at most ``max_moves`` experts (None: unlimited), as ``routepack plan
---previous FILE --max-moves N``.
+--previous FILE --max-moves N``. The actor applies the step's plan before its update with
+:func:`apply_in_actor` (the plan travels in the batch's ``meta_info``).
 
 verl's own ``tests/utils/test_seqlen_balancing.py`` needs torch and tensordict, which Debian 12
 does not package; this contract is tested in RoutePack's ``tests/python/test_adapters.py`` instead.
@@ -60,6 +61,9 @@ import routepack
 from ._common import plan_rows
 
 ROW_KEY = "routepack_row"
+#: The batch's ``meta_info`` key holding the step's plan file text (DataProto.chunk copies meta_info to
+#: every worker's chunk, so the actor reads the plan where it updates).
+PLAN_KEY = "routepack_plan"
 
 
 def _np(x):
@@ -145,7 +149,8 @@ def make_balance_batch(*, max_token_len: int, num_experts=None, moe_layers=None,
     """A replacement for ``RayPPOTrainer._balance_batch`` (bind it to the trainer:
     ``trainer._balance_batch = types.MethodType(make_balance_batch(...), trainer)``). The trainer's
     ``_get_dp_size(self.actor_rollout_wg, "actor")`` gives D. The last plan is kept as
-    ``trainer.routepack_plan``; the next call starts its placement there (at most max_moves experts
+    ``trainer.routepack_plan`` and its file text in ``batch.meta_info["routepack_plan"]`` (for
+    :func:`apply_in_actor`); the next call starts its placement there (at most max_moves experts
     move). Raises as :func:`plan_batch`, and ValueError for the PrefixGrouper branch."""
 
     def _balance_batch(self, batch, metrics, logging_prefix="global_seqlen", keep_minibatch=False):
@@ -163,6 +168,8 @@ def make_balance_batch(*, max_token_len: int, num_experts=None, moe_layers=None,
                                          budgets=budgets)
         batch.reorder(_like(global_idx, mask))
         batch.batch[ROW_KEY] = _like(rows, mask)
+        if isinstance(getattr(batch, "meta_info", None), dict):
+            batch.meta_info[PLAN_KEY] = p.to_json()
         self.routepack_plan = p
         metrics[f"{logging_prefix}/routepack_rows"] = p.row_count
         metrics[f"{logging_prefix}/routepack_score_max_u"] = p.score[0]
@@ -227,3 +234,27 @@ def rearrange_micro_batches(batch, max_token_len, dp_group=None, num_batches_div
     if min_num_micro_batch is not None and len(micro_bsz_idx) < min_num_micro_batch:
         raise ValueError(f"{len(micro_bsz_idx)} micro-batches < min_num_micro_batch = {min_num_micro_batch}")
     return [_select(batch, idx) for idx in micro_bsz_idx], micro_bsz_idx
+
+
+def apply_in_actor(data, actor_module, actor_optimizer=None, group=None):
+    """Applies the step's plan in the actor before the update: the first line of verl's
+    ``DataParallelPPOActor.update_policy(self, data)`` (verl-project/verl 1dda039b,
+    ``verl/workers/actor/dp_actor.py``) becomes
+    ``routepack.adapters.verl.apply_in_actor(data, self.actor_module, self.actor_optimizer, group=ep_group)``.
+
+    data: the worker's DataProto chunk (its ``meta_info["routepack_plan"]``, written by the
+    ``_balance_batch`` of :func:`make_balance_batch`); actor_module / actor_optimizer: the actor's model
+    and torch optimizer; group: the EP process group when the experts are sharded over ranks (None: this
+    process holds every expert). Calls :func:`routepack.torch.apply_placement` (experts, gradients, Adam
+    state and routing follow the plan from the placement applied last) and returns its result; None
+    when the batch carries no plan or the plan places no experts (made without routes). ValueError from
+    apply_placement for a model the plan does not fit."""
+    text = (getattr(data, "meta_info", None) or {}).get(PLAN_KEY)
+    if text is None:
+        return None
+    plan = routepack.plan_from_json(text)
+    if plan.num_experts <= 1:
+        return None
+    from routepack.torch import apply_placement
+
+    return apply_placement(actor_module, plan, optimizer=actor_optimizer, group=group)
