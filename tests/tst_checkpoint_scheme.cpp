@@ -1,7 +1,9 @@
-// Checkpoint scheme detection (gpu/checkpoint_scheme.h): the five shared HF checkpoints (expert tensors,
+// Checkpoint scheme detection (gpu/checkpoint_scheme.h) by the table of MoE names (core/model/moe_names.h,
+// name by name): the five shared HF checkpoints (expert tensors,
 // routers, router biases and MoE layers counted by hand from their file lists) and every InputError case
 // on hand-made name lists, with its exact message.
 #include "core/model/model.h"
+#include "core/model/moe_names.h"
 #include "core/util/errors.h"
 #include "gpu/safetensors/checkpoint_info.h"
 #include "gpu/safetensors/checkpoint_scheme.h"
@@ -245,6 +247,106 @@ private Q_SLOTS:
         NameShapes odd = toy_per_expert();
         odd.push_back({"model.layers.0.mlp.gate.weight", {8, 8}});
         QCOMPARE(find(classify_checkpoint(odd, toy()), "model.layers.0.mlp.gate.weight")->role, TensorRole::Other);
+    }
+
+    /// The one table of MoE names (core/model/moe_names.h), name by name.
+    void moeNameTable() {
+        using K = MoeTensorName::Kind;
+        struct Want {
+            const char* block;
+            const char* rest;
+            K kind;
+            const char* layout; // "" when none
+            long long expert;
+            const char* tensor;
+        };
+        const Want wants[] = {
+            {"mlp", "experts.3.up_proj.weight", K::Expert, "hf-per-expert", 3, "up_proj.weight"},
+            {"block_sparse_moe", "experts.7.w1.weight", K::Expert, "hf-per-expert", 7, "w1.weight"},
+            {"mlp", "experts.local_experts.5.linear_fc1.weight", K::Expert, "megatron-sequential", 5,
+             "linear_fc1.weight"},
+            {"mlp", "experts.weight1", K::Expert, "megatron-grouped", -1, "weight1"},
+            {"mlp", "experts.weight2", K::Expert, "megatron-grouped", -1, "weight2"},
+            {"mlp", "experts.experts.2.linear_fc2.weight", K::Expert, "megatron-per-expert", 2, "linear_fc2.weight"},
+            {"mlp", "experts.experts.linear_fc2.weight", K::Expert, "megatron-stacked", -1, "linear_fc2.weight"},
+            {"mlp", "experts.gate_up_proj", K::Expert, "hf-stacked", -1, "gate_up_proj"},
+            {"block_sparse_moe", "experts.gate_up_proj", K::Other, "", -1, ""},
+            {"mlp", "experts.1234567890.w", K::Expert, "hf-per-expert", -2, "1234567890.w"},
+            {"mlp", "gate.weight", K::RouterWeight, "", -1, "weight"},
+            {"mlp", "router.bias", K::RouterBias, "", -1, "bias"},
+            {"mlp", "gate.e_score_correction_bias", K::RouterBias, "", -1, "e_score_correction_bias"},
+            {"mlp", "router.expert_bias", K::RouterBias, "", -1, "expert_bias"},
+            {"mlp", "shared_experts.up_proj.weight", K::SharedExpert, "", -1, ""},
+            {"mlp", "shared_expert_gate.weight", K::SharedExpert, "", -1, ""},
+            {"mlp", "gate_proj.weight", K::Other, "", -1, ""},
+            {"mlp", "experts.", K::Other, "", -1, ""},
+        };
+        for (const Want& w : wants) {
+            const MoeTensorName got = match_moe_tensor(w.block, w.rest);
+            const QByteArray what = QByteArray(w.block) + "." + w.rest;
+            QVERIFY2(got.kind == w.kind, what.constData());
+            QCOMPARE(got.layout ? got.layout->name : std::string(), std::string(w.layout));
+            QCOMPARE(got.expert, w.expert);
+            QCOMPARE(got.tensor, std::string(w.tensor));
+        }
+        QCOMPARE(match_moe_tensor("mlp", "gate.weight").router, std::string("gate"));
+        int layer = -1;
+        std::string_view block, rest;
+        QVERIFY(find_moe_block("model.layers.12.mlp.experts.0.w", layer, block, rest));
+        QCOMPARE(layer, 12);
+        QCOMPARE(std::string(block), std::string("mlp"));
+        QCOMPARE(std::string(rest), std::string("experts.0.w"));
+        QVERIFY(find_moe_block("decoder.layers.3.self_attention.linear_qkv.weight", layer, block, rest));
+        QCOMPARE(layer, 3);
+        QVERIFY(block.empty());
+        QCOMPARE(std::string(rest), std::string("self_attention.linear_qkv.weight"));
+        QVERIFY(find_moe_block("layers.1234567890.mlp.x", layer, block, rest));
+        QCOMPARE(layer, -2);
+        QVERIFY(!find_moe_block("lm_head.weight", layer, block, rest));
+        QVERIFY(!find_moe_block("model.xlayers.1.mlp.experts.0.w", layer, block, rest));
+        std::vector<std::string> live;
+        for (const MoeLayout& row : moe_layouts())
+            if (row.live) live.push_back(row.name);
+        QCOMPARE(live,
+                 (std::vector<std::string>{"megatron-sequential", "megatron-grouped", "hf-per-expert", "hf-stacked"}));
+    }
+
+    /// Megatron-Core's live names: SequentialMLP's local_experts and GroupedMLP's flat weight1 / weight2.
+    void megatronLiveNames() {
+        NameShapes seq;
+        for (int l = 1; l <= 2; ++l) {
+            const std::string p = "decoder.layers." + std::to_string(l) + ".mlp.";
+            seq.push_back({p + "router.weight", {4, 8}});
+            seq.push_back({p + "router.expert_bias", {4}});
+            for (int e = 0; e < 4; ++e)
+                for (const char* k : {"linear_fc1.weight", "linear_fc2.weight"})
+                    seq.push_back({p + "experts.local_experts." + std::to_string(e) + "." + k, {8, 8}});
+        }
+        const SchemeReport r = classify_checkpoint(seq, toy());
+        QCOMPARE(r.scheme, std::string("megatron-sequential"));
+        QCOMPARE(count_role(r, TensorRole::ExpertPerTensor), 2 * 4 * 2);
+        QCOMPARE(count_role(r, TensorRole::Router), 2);
+        QCOMPARE(count_role(r, TensorRole::RouterBias), 2);
+        QCOMPARE(find(r, "decoder.layers.2.mlp.experts.local_experts.3.linear_fc2.weight")->expert, 3);
+
+        NameShapes grouped;
+        for (int l = 1; l <= 2; ++l) {
+            const std::string p = "decoder.layers." + std::to_string(l) + ".mlp.";
+            grouped.push_back({p + "router.weight", {4, 8}});
+            grouped.push_back({p + "experts.weight1", {8, 4 * 16}});
+            grouped.push_back({p + "experts.weight2", {4 * 8, 8}});
+        }
+        const SchemeReport g = classify_checkpoint(grouped, toy());
+        QCOMPARE(g.scheme, std::string("megatron-grouped"));
+        QCOMPARE(count_role(g, TensorRole::ExpertFlatChunks), 4);
+        QCOMPARE(count_role(g, TensorRole::ExpertStacked), 0);
+        QCOMPARE(g.moe_layers, (std::vector<int>{1, 2}));
+
+        grouped.push_back({"decoder.layers.2.mlp.experts.weight1", {5, 6}});
+        grouped.erase(grouped.begin() + 4);
+        QCOMPARE(error_of(grouped, toy()),
+                 std::string("decoder.layers.2.mlp.experts.weight1: 30 elements do not split into 4 contiguous "
+                             "expert chunks (Megatron GroupedMLP weight1)"));
     }
 
     void errors() {

@@ -164,6 +164,7 @@ private Q_SLOTS:
     void singleFileWithoutConfig();
     void fp8ScalesMoveWithExpert();
     void megatronStackedWithOptimizerState();
+    void megatronGroupedFlatChunks();
     void verifyFindsCorruption();
     void freeSpace();
     void cancelLeavesNothing();
@@ -871,6 +872,59 @@ void TestRewrite::megatronStackedWithOptimizerState() {
     const nlohmann::json sc = nlohmann::json::parse(read_file(tmp / "out" / kRewriteSidecar));
     QCOMPARE(sc.at("source").at("scheme").get<std::string>(), std::string("megatron-stacked"));
     QCOMPARE(sc.at("layer_map").at("12").get<int>(), 0);
+    fs::remove_all(tmp);
+}
+
+void TestRewrite::megatronGroupedFlatChunks() {
+    // Megatron-Core GroupedMLP: weight1 [H, E * F] and weight2 [E * F, H], read as weight1.view(E, H, -1)
+    // and weight2.view(E, -1, H), so expert e is the e-th contiguous quarter of each tensor's bytes
+    // (whatever the shape says); the router stays in logical order.
+    const fs::path tmp = temp_dir(QStringLiteral("rwgrouped"));
+    const int E = 4;
+    std::vector<std::string> store;
+    store.reserve(4);
+    std::vector<TensorData> ts;
+    auto chunked = [&](const std::string& name, std::vector<std::uint64_t> shape, char base) {
+        std::string b(2 * 2 * 8 * static_cast<std::size_t>(E), '\0'); // BF16, 2 x 8 per expert
+        const std::size_t chunk = b.size() / E;
+        for (int e = 0; e < E; ++e)
+            for (std::size_t k = 0; k < chunk; ++k)
+                b[static_cast<std::size_t>(e) * chunk + k] =
+                    static_cast<char>(base + 16 * e + static_cast<int>(k % 16));
+        store.push_back(std::move(b));
+        ts.push_back({name, Dtype::BF16, std::move(shape), std::as_bytes(std::span(store.back()))});
+    };
+    chunked("decoder.layers.0.mlp.experts.weight1", {2, std::uint64_t(E) * 8}, 0x00);
+    chunked("decoder.layers.0.mlp.experts.weight2", {std::uint64_t(E) * 8, 2}, 0x40);
+    store.emplace_back(E * 2 * 4, '\x7f');
+    ts.push_back({"decoder.layers.0.mlp.router.weight",
+                  Dtype::F32,
+                  {std::uint64_t(E), 2},
+                  std::as_bytes(std::span(store.back()))});
+    fs::create_directories(tmp / "in");
+    write_safetensors(tmp / "in" / "model.safetensors", ts, {});
+    ModelDescription pm;
+    pm.num_hidden_layers = 1;
+    pm.experts = E;
+    pm.top_k = 2;
+    pm.moe_layers = {0};
+    Placement pi = identity_placement(1, E);
+    pi.slot = {2, 3, 1, 0}; // p2l = {3, 2, 0, 1}
+    const RewriteReport rep =
+        rewrite_checkpoint(rewrite_request(tmp / "in" / "model.safetensors", tmp / "out", pi, pm));
+    QCOMPARE(rep.moved_tensors, 2);
+    const int p2l[] = {3, 2, 0, 1};
+    const char* names[] = {"decoder.layers.0.mlp.experts.weight1", "decoder.layers.0.mlp.experts.weight2"};
+    for (int k = 0; k < 2; ++k) {
+        const std::string out = tensor_bytes(tmp / "out", names[k]), in = store[static_cast<std::size_t>(k)];
+        const std::size_t chunk = in.size() / E;
+        for (int v = 0; v < E; ++v)
+            QCOMPARE(out.substr(static_cast<std::size_t>(v) * chunk, chunk),
+                     in.substr(static_cast<std::size_t>(p2l[v]) * chunk, chunk));
+    }
+    QCOMPARE(tensor_bytes(tmp / "out", "decoder.layers.0.mlp.router.weight"), store.back());
+    const nlohmann::json sc = nlohmann::json::parse(read_file(tmp / "out" / kRewriteSidecar));
+    QCOMPARE(sc.at("source").at("scheme").get<std::string>(), std::string("megatron-grouped"));
     fs::remove_all(tmp);
 }
 

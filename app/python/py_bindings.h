@@ -81,4 +81,7 @@ void bind_library(pybind11::module_& m);
 /// expert_loads(): per-layer expert loads read straight from trace files (`routepack place --input`).
 void bind_imports(pybind11::module_& m);
 
+/// _moe_layouts, _moe_names: the one table of MoE tensor names, for routepack.torch.layouts.
+void bind_moe_names(pybind11::module_& m);
+
 } // namespace routepack::pyconv

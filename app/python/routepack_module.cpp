@@ -73,4 +73,5 @@ PYBIND11_MODULE(_core, m) {
     pyconv::bind_library(m);
     pyconv::bind_read_trace(m);
     pyconv::bind_imports(m);
+    pyconv::bind_moe_names(m);
 }

@@ -513,6 +513,7 @@ private:
                 const bool moves =
                     ck_moe &&
                     (tc.role == TensorRole::ExpertPerTensor || tc.role == TensorRole::ExpertStacked ||
+                     tc.role == TensorRole::ExpertFlatChunks ||
                      (req.permute_router && (tc.role == TensorRole::Router || tc.role == TensorRole::RouterBias)));
                 if (!moves) {
                     push(dst, self, dst, t.nbytes());
@@ -533,12 +534,15 @@ private:
                     }
                     continue;
                 }
-                // Stacked expert tensor, router [E, H] or router bias [E]: gather slabs along axis 0.
-                (tc.role == TensorRole::ExpertStacked ? plan.expert_tensors : plan.router_tensors) += 1;
-                if (t.shape.empty() || t.shape[0] != static_cast<std::uint64_t>(E) ||
+                // Stacked expert tensor, router [E, H] or router bias [E]: gather slabs along axis 0; a
+                // GroupedMLP tensor: gather its E contiguous chunks (the same slabs of the flat storage).
+                const bool flat = tc.role == TensorRole::ExpertFlatChunks;
+                (tc.role == TensorRole::ExpertStacked || flat ? plan.expert_tensors : plan.router_tensors) += 1;
+                if ((!flat && (t.shape.empty() || t.shape[0] != static_cast<std::uint64_t>(E))) ||
                     t.nbytes() % static_cast<std::uint64_t>(E) != 0)
                     throw InputError(t.name + ": " + std::to_string(t.nbytes()) + " bytes do not split into " +
-                                     std::to_string(E) + " equal expert slabs along axis 0");
+                                     std::to_string(E) +
+                                     (flat ? " equal contiguous expert chunks" : " equal expert slabs along axis 0"));
                 const std::uint64_t slab = t.nbytes() / static_cast<std::uint64_t>(E);
                 bool moved = false;
                 for (int d = 0; d < E; ++d) {

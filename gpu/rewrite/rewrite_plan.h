@@ -33,7 +33,7 @@ struct RewritePlan {
     std::vector<std::filesystem::path> sources;     ///< source safetensors files (absolute)
     std::vector<OutputFile> outputs;                ///< one per source file, same order
     std::vector<std::filesystem::path> other_files; ///< non-safetensors files copied verbatim (config.json, index, ...)
-    std::string scheme;                             ///< hf-per-expert | hf-stacked | megatron-stacked
+    std::string scheme;                             ///< a layout of core/model/moe_names.h ("hf-per-expert", ...)
     int experts = 0;
     std::vector<int> checkpoint_layers;           ///< MoE layers of the checkpoint, ascending
     std::map<int, std::vector<int>> source_index; ///< checkpoint layer -> [E]: output index d takes source index [d]

@@ -1,6 +1,7 @@
 #include "gpu/safetensors/checkpoint_info.h"
 
 #include "core/model/model.h"
+#include "core/model/moe_names.h"
 #include "core/util/errors.h"
 #include "core/util/input_file.h"
 #include "gpu/safetensors/checkpoint_scheme.h"
@@ -8,7 +9,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <regex>
 #include <set>
 #include <utility>
 
@@ -40,21 +40,25 @@ std::vector<fs::path> shard_files(const fs::path& input) {
     return out;
 }
 
-/// MoE layers, E and the decoder-layer count from the tensor names alone.
+/// MoE layers, E and the decoder-layer count from the tensor names alone (core/model/moe_names.h):
+/// a per-expert tensor gives its layer and E >= index + 1, a stacked one E = its first dimension.
 void from_names(const NamesAndShapes& tensors, CheckpointModel& m) {
-    static const std::regex per_expert(R"((?:^|\.)layers\.(\d+)\.(?:mlp|block_sparse_moe)\.experts\.(\d+)\.)");
-    static const std::regex stacked(R"((?:^|\.)layers\.(\d+)\.mlp\.experts\.[A-Za-z_]+$)");
-    static const std::regex layer(R"((?:^|\.)layers\.(\d+)\.)");
     std::set<int> moe;
     int experts = 0, top_layer = -1;
     for (const auto& [name, shape] : tensors) {
-        std::smatch g;
-        if (std::regex_search(name, g, layer)) top_layer = std::max(top_layer, std::stoi(g[1].str()));
-        if (std::regex_search(name, g, per_expert)) {
-            moe.insert(std::stoi(g[1].str()));
-            experts = std::max(experts, std::stoi(g[2].str()) + 1);
-        } else if (std::regex_search(name, g, stacked) && !shape.empty()) {
-            moe.insert(std::stoi(g[1].str()));
+        int layer = -1;
+        std::string_view block, rest;
+        if (!find_moe_block(name, layer, block, rest) || layer < 0) continue;
+        top_layer = std::max(top_layer, layer);
+        if (block.empty()) continue;
+        const MoeTensorName match = match_moe_tensor(block, rest);
+        if (match.kind != MoeTensorName::Kind::Expert) continue;
+        if (match.layout->storage == ExpertStorage::PerExpert && match.expert >= 0) {
+            moe.insert(layer);
+            experts = std::max(experts, static_cast<int>(match.expert) + 1);
+        } else if (match.layout->storage == ExpertStorage::Stacked && !shape.empty() && shape.front() > 0 &&
+                   shape.front() <= INT32_MAX) {
+            moe.insert(layer);
             experts = std::max(experts, static_cast<int>(shape.front()));
         }
     }

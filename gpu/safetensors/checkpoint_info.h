@@ -22,9 +22,9 @@ struct CheckpointModel {
 /// .safetensors file in it) or one .safetensors file: the tensor names and shapes from the headers
 /// (no tensor data), and config.json beside it when present (model_from_hf_config, then
 /// classify_checkpoint for the MoE layers and experts the tensors hold). Without config.json, the
-/// names alone: `layers.{l}.(mlp|block_sparse_moe).experts.{e}.` tensors give the MoE layers and E
-/// = the largest e + 1; stacked `layers.{l}.mlp.experts.<name>` tensors give E from their first
-/// dimension. InputError for an unreadable input, a malformed shard or config, or "<input>: no
+/// names alone, by the table of core/model/moe_names.h: per-expert tensors (`layers.{l}.mlp.experts.{e}.`,
+/// ...) give the MoE layers and E = the largest e + 1; stacked ones (`layers.{l}.mlp.experts.<name>`)
+/// give E from their first dimension. InputError for an unreadable input, a malformed shard or config, or "<input>: no
 /// routed-expert tensors (not a MoE checkpoint)".
 CheckpointModel describe_checkpoint(const std::filesystem::path& input);
 

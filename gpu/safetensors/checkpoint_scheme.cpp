@@ -1,9 +1,11 @@
 #include "gpu/safetensors/checkpoint_scheme.h"
 
+#include "core/model/moe_names.h"
 #include "core/util/errors.h"
 
 #include <algorithm>
-#include <cctype>
+#include <climits>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string_view>
@@ -15,153 +17,102 @@ bool starts_with(std::string_view s, std::string_view p) {
     return s.substr(0, p.size()) == p;
 }
 
-/// Parses leading decimal digits followed by '.'; returns -1 when absent, -2 when there are more than 9
-/// digits (an index no real checkpoint has; refused by the caller). Advances `s` past the dot.
-long long take_index(std::string_view& s) {
-    std::size_t i = 0;
-    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])))
-        ++i;
-    if (i == 0 || i >= s.size() || s[i] != '.') return -1;
-    if (i > 9) return -2;
-    long long v = std::stoll(std::string(s.substr(0, i)));
-    s.remove_prefix(i + 1);
-    return v;
-}
-
-/// Finds `layers.{l}.` at the start or after a '.'; sets layer and the rest after it.
-bool find_layer(std::string_view name, int& layer, std::string_view& rest) {
-    std::size_t pos = 0;
-    while ((pos = name.find("layers.", pos)) != std::string_view::npos) {
-        if (pos == 0 || name[pos - 1] == '.') {
-            std::string_view r = name.substr(pos + 7);
-            long long l = take_index(r);
-            if (l == -2) throw InputError(std::string(name) + ": layer index has more than 9 digits");
-            if (l >= 0) {
-                layer = static_cast<int>(l);
-                rest = r;
-                return true;
-            }
-        }
-        pos += 7;
-    }
-    return false;
-}
-
 std::string strip_weight(std::string_view kind) {
     std::string k(kind);
     if (k.size() > 7 && k.compare(k.size() - 7, 7, ".weight") == 0) k.resize(k.size() - 7);
     return k;
 }
 
+std::string dim0_text(const std::vector<std::int64_t>& shape) {
+    return shape.empty() ? std::string("none (scalar)") : std::to_string(shape.front());
+}
+
 } // namespace
 
-SchemeReport classify_checkpoint(const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& names_and_shapes,
-                                 const ModelDescription& model) {
-    static const char* kOptPrefixes[] = {"optimizer.state.fp32_param.", "optimizer.state.exp_avg_sq.",
-                                         "optimizer.state.exp_avg."};
-    const int E = model.experts;
-    SchemeReport rep;
-    rep.experts = E;
+namespace {
+
+/// What classify_checkpoint gathers over the tensors before its checks of the whole checkpoint.
+struct Scan {
     bool megatron = false;
-    bool any_per_expert = false, any_stacked = false;
-    std::string first_per_expert, first_stacked;
-    // layer -> kind -> experts present (per-expert tensors)
-    std::map<int, std::map<std::string, std::set<int>>> kinds;
+    std::string first_per_expert, first_whole; ///< the first per-expert / stacked or flat-chunk tensor
+    const MoeLayout* per_expert_layout = nullptr;
+    const MoeLayout* whole_layout = nullptr;
+    std::map<int, std::map<std::string, std::set<int>>> kinds; ///< layer -> kind -> experts present
     std::set<int> expert_layers;
+};
 
-    for (const auto& [full, shape] : names_and_shapes) {
-        TensorClass tc;
-        tc.name = full;
-        std::string_view name = full;
-        std::string prefix;
-        for (const char* p : kOptPrefixes) {
-            if (starts_with(name, p)) {
-                prefix = p;
-                name.remove_prefix(prefix.size());
-                megatron = true;
-                break;
-            }
-        }
-        if (starts_with(name, "decoder.")) megatron = true;
-        int layer = -1;
-        std::string_view rest;
-        if (!find_layer(name, layer, rest)) {
-            rep.tensors.push_back(std::move(tc));
-            continue;
-        }
-        tc.layer = layer;
-        std::string_view mod;
-        if (starts_with(rest, "mlp."))
-            mod = rest.substr(4);
-        else if (starts_with(rest, "block_sparse_moe."))
-            mod = rest.substr(17);
-        else {
-            rep.tensors.push_back(std::move(tc));
-            continue;
-        }
-        const bool moe_layer = model.moe_index(layer) >= 0;
-        const std::int64_t dim0 = shape.empty() ? -1 : shape.front();
+std::int64_t elements(const std::vector<std::int64_t>& shape) {
+    std::int64_t n = 1;
+    for (std::int64_t d : shape)
+        n = d > 0 && n > INT64_MAX / d ? INT64_MAX : n * d;
+    return n;
+}
 
-        if (starts_with(mod, "shared_expert")) { // shared_experts.*, shared_expert.*, shared_expert_gate.*
-            rep.tensors.push_back(std::move(tc));
-            continue;
+/// An expert tensor of `layer` (moe_layers checked by the caller) by its table match.
+void classify_expert(TensorClass& tc, const MoeTensorName& match, const std::vector<std::int64_t>& shape,
+                     const std::string& prefix, int E, Scan& scan) {
+    const std::string& full = tc.name;
+    if (match.layout->storage == ExpertStorage::PerExpert) {
+        if (match.expert >= E)
+            throw InputError(full + ": expert index " + std::to_string(match.expert) + " >= experts " +
+                             std::to_string(E));
+        tc.role = TensorRole::ExpertPerTensor;
+        tc.expert = static_cast<int>(match.expert);
+        scan.kinds[tc.layer][prefix + strip_weight(match.tensor)].insert(tc.expert);
+        if (scan.first_per_expert.empty()) {
+            scan.first_per_expert = full;
+            scan.per_expert_layout = match.layout;
         }
-        if (starts_with(mod, "experts.")) {
-            std::string_view sub = mod.substr(8);
-            if (starts_with(sub, "experts.")) sub.remove_prefix(8); // Megatron dist-ckpt `experts.experts.`
-            std::string_view after = sub;
-            const long long e = take_index(after);
-            if (e == -2) throw InputError(full + ": expert index has more than 9 digits");
-            if (!moe_layer) throw InputError(full + ": expert tensor in dense layer " + std::to_string(layer));
-            if (e >= 0) {
-                if (e >= E)
-                    throw InputError(full + ": expert index " + std::to_string(e) + " >= experts " + std::to_string(E));
-                tc.role = TensorRole::ExpertPerTensor;
-                tc.expert = static_cast<int>(e);
-                kinds[layer][prefix + strip_weight(after)].insert(tc.expert);
-                if (!any_per_expert) first_per_expert = full;
-                any_per_expert = true;
-            } else {
-                if (dim0 != E)
-                    throw InputError(full + ": stacked expert tensor has first dimension " +
-                                     (shape.empty() ? std::string("none (scalar)") : std::to_string(dim0)) +
-                                     ", expected experts " + std::to_string(E));
-                tc.role = TensorRole::ExpertStacked;
-                tc.expert_axis = 0;
-                if (!any_stacked) first_stacked = full;
-                any_stacked = true;
-            }
-            expert_layers.insert(layer);
-            rep.tensors.push_back(std::move(tc));
-            continue;
-        }
-        const bool hf_gate = mod == "gate.weight";
-        const bool router = (hf_gate && starts_with(rest, "block_sparse_moe.")) || mod == "router.weight";
-        const bool bias = mod == "router.bias" || mod == "gate.e_score_correction_bias" || mod == "gate.expert_bias" ||
-                          mod == "router.expert_bias";
-        if (hf_gate && !router) {
-            // mlp.gate.weight: a router only in an MoE layer and with E output rows.
-            if (moe_layer && dim0 == E) tc.role = TensorRole::Router;
-        } else if (router || bias) {
-            if (!moe_layer) throw InputError(full + ": router tensor in dense layer " + std::to_string(layer));
-            if (dim0 != E)
-                throw InputError(full + ": router tensor has first dimension " +
-                                 (shape.empty() ? std::string("none (scalar)") : std::to_string(dim0)) +
+    } else {
+        if (match.layout->storage == ExpertStorage::Stacked) {
+            if (shape.empty() || shape.front() != E)
+                throw InputError(full + ": stacked expert tensor has first dimension " + dim0_text(shape) +
                                  ", expected experts " + std::to_string(E));
-            tc.role = router ? TensorRole::Router : TensorRole::RouterBias;
+            tc.role = TensorRole::ExpertStacked;
+            tc.expert_axis = 0;
+        } else {
+            const std::int64_t n = elements(shape);
+            if (shape.empty() || n % E != 0)
+                throw InputError(full + ": " + std::to_string(shape.empty() ? 1 : n) + " elements do not split into " +
+                                 std::to_string(E) + " contiguous expert chunks (Megatron GroupedMLP " + match.tensor +
+                                 ")");
+            tc.role = TensorRole::ExpertFlatChunks;
         }
-        rep.tensors.push_back(std::move(tc));
+        if (scan.first_whole.empty()) {
+            scan.first_whole = full;
+            scan.whole_layout = match.layout;
+        }
     }
+    scan.expert_layers.insert(tc.layer);
+}
 
-    if (any_per_expert && any_stacked)
-        throw InputError(first_stacked + ": stacked expert tensor in a checkpoint with per-expert tensors (" +
-                         first_per_expert + ")");
+/// A router weight or bias by its table match: refused in a dense layer and unless its first
+/// dimension is E, except an `mlp.gate.weight` (a router only in an MoE layer with E rows).
+void classify_router(TensorClass& tc, const MoeTensorName& match, std::string_view block,
+                     const std::vector<std::int64_t>& shape, bool moe_layer, int E) {
+    const bool lenient = block == "mlp" && match.router == "gate" && match.kind == MoeTensorName::Kind::RouterWeight;
+    const bool rows_e = !shape.empty() && shape.front() == E;
+    if (lenient) {
+        if (moe_layer && rows_e) tc.role = TensorRole::Router;
+        return;
+    }
+    if (!moe_layer) throw InputError(tc.name + ": router tensor in dense layer " + std::to_string(tc.layer));
+    if (!rows_e)
+        throw InputError(tc.name + ": router tensor has first dimension " + dim0_text(shape) + ", expected experts " +
+                         std::to_string(E));
+    tc.role = match.kind == MoeTensorName::Kind::RouterWeight ? TensorRole::Router : TensorRole::RouterBias;
+}
+
+void check_whole(const Scan& scan, const ModelDescription& model) {
+    if (!scan.first_per_expert.empty() && !scan.first_whole.empty())
+        throw InputError(scan.first_whole + ": stacked expert tensor in a checkpoint with per-expert tensors (" +
+                         scan.first_per_expert + ")");
     for (int l : model.moe_layers)
-        if (!expert_layers.count(l))
+        if (!scan.expert_layers.count(l))
             throw InputError("layer " + std::to_string(l) + ": MoE layer has no expert tensors");
-    for (const auto& [layer, by_kind] : kinds) {
+    for (const auto& [layer, by_kind] : scan.kinds) {
         for (const auto& [kind, present] : by_kind) {
-            if (static_cast<int>(present.size()) == E) continue;
+            if (static_cast<int>(present.size()) == model.experts) continue;
             int missing = 0;
             while (present.count(missing))
                 ++missing;
@@ -169,8 +120,55 @@ SchemeReport classify_checkpoint(const std::vector<std::pair<std::string, std::v
                              kind + " while others do");
         }
     }
-    rep.moe_layers.assign(expert_layers.begin(), expert_layers.end());
-    rep.scheme = any_stacked ? (megatron ? "megatron-stacked" : "hf-stacked") : "hf-per-expert";
+}
+
+} // namespace
+
+SchemeReport classify_checkpoint(const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& names_and_shapes,
+                                 const ModelDescription& model) {
+    const int E = model.experts;
+    SchemeReport rep;
+    rep.experts = E;
+    Scan scan;
+    for (const auto& [full, shape] : names_and_shapes) {
+        TensorClass tc;
+        tc.name = full;
+        std::string_view name = full;
+        std::string prefix;
+        for (const std::string& p : moe_optimizer_state_prefixes()) {
+            if (starts_with(name, p)) {
+                prefix = p;
+                name.remove_prefix(prefix.size());
+                scan.megatron = true;
+                break;
+            }
+        }
+        if (starts_with(name, "decoder.")) scan.megatron = true;
+        std::string_view block, rest;
+        if (!find_moe_block(name, tc.layer, block, rest)) {
+            rep.tensors.push_back(std::move(tc));
+            continue;
+        }
+        if (tc.layer == -2) throw InputError(full + ": layer index has more than 9 digits");
+        const MoeTensorName match = block.empty() ? MoeTensorName{} : match_moe_tensor(block, rest);
+        const bool moe_layer = model.moe_index(tc.layer) >= 0;
+        if (match.kind == MoeTensorName::Kind::Expert) {
+            if (match.expert == -2) throw InputError(full + ": expert index has more than 9 digits");
+            if (!moe_layer) throw InputError(full + ": expert tensor in dense layer " + std::to_string(tc.layer));
+            classify_expert(tc, match, shape, prefix, E, scan);
+        } else if (match.kind == MoeTensorName::Kind::RouterWeight || match.kind == MoeTensorName::Kind::RouterBias) {
+            classify_router(tc, match, block, shape, moe_layer, E);
+        }
+        rep.tensors.push_back(std::move(tc));
+    }
+    check_whole(scan, model);
+    rep.moe_layers.assign(scan.expert_layers.begin(), scan.expert_layers.end());
+    if (!scan.whole_layout)
+        rep.scheme = scan.per_expert_layout ? scan.per_expert_layout->name : "hf-per-expert";
+    else if (scan.whole_layout->storage == ExpertStorage::FlatChunks)
+        rep.scheme = scan.whole_layout->name;
+    else
+        rep.scheme = scan.megatron ? "megatron-stacked" : scan.whole_layout->name;
     return rep;
 }
 

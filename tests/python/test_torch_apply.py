@@ -466,3 +466,25 @@ def test_fp32_main_copies_of_a_mixed_precision_optimizer_move_with_the_experts(p
                 assert torch.equal(got[src], exp[name]), name
                 have, need = opt.optimizer.state[got[src]], ref_opt.optimizer.state[exp[name]]
                 assert have.keys() == need.keys() and all(torch.equal(have[k], need[k]) for k in need), name
+
+
+def test_layouts_are_the_rewriters_table():
+    """routepack.torch reads the checkpoint rewriter's table of MoE names (core/model/moe_names.h):
+    its live rows, in order, with the regular expressions built from the table's prefixes."""
+    from routepack import _core
+    from routepack.torch import layouts
+
+    table = _core._moe_layouts()
+    assert [r["name"] for r in table] == ["megatron-sequential", "megatron-grouped", "megatron-per-expert",
+                                          "megatron-stacked", "hf-per-expert", "hf-stacked"]
+    assert [(lay.name, lay.blocks, lay.experts, lay.storage, lay.routers, lay.routing) for lay in layouts.LAYOUTS] == [
+        ("megatron-sequential", ("mlp",), r"experts\.local_experts\.(?P<e>\d+)\.(?P<name>.+)", "per-expert",
+         ("router",), "map"),
+        ("megatron-grouped", ("mlp",), r"experts\.(?P<name>weight1|weight2)", "flat-chunks", ("router",), "map"),
+        ("hf-per-expert", ("mlp", "block_sparse_moe"), r"experts\.(?P<e>\d+)\.(?P<name>.+)", "per-expert",
+         ("gate", "router"), "auto"),
+        ("hf-stacked", ("mlp",), r"experts\.(?P<name>[^.]+)", "stacked", ("router", "gate"), "auto"),
+    ]
+    assert layouts.ROUTER_TENSORS == ("weight", "bias", "e_score_correction_bias", "expert_bias")
+    assert layouts.GROUPED_ROUTER_MARKS == ("n_group", "topk_group", "e_score_correction_bias")
+    assert layouts.BLOCK.pattern == r"(?:^|\.)layers\.(\d+)\.(mlp|block_sparse_moe)$"

@@ -19,7 +19,7 @@ struct RewriteCheck {
     quint64 id = 0;  ///< RewriteJob::check's id (0 for the facts of a rewrite)
     bool ok = false; ///< false: `error` says why (plan_rewrite's error as JobFailure::text words it)
     QString error;
-    QString scheme;                    ///< hf-per-expert | hf-stacked | megatron-stacked
+    QString scheme;                    ///< a layout of core/model/moe_names.h ("hf-per-expert", ...)
     int experts = 0;                   ///< experts per MoE layer of the checkpoint
     std::vector<int> checkpointLayers; ///< MoE layers of the checkpoint, ascending
     std::map<int, int> layerMap;       ///< plan layer -> checkpoint layer used

@@ -1,13 +1,10 @@
 """Where a live PyTorch model keeps its expert-indexed state: the one table of MoE layouts.
 
-The table below is read by :func:`find_moe_layers` and nothing else in the Python module spells these
-names. It must match the checkpoint rewriter's classification of tensor names
-(``gpu/safetensors/checkpoint_scheme.cpp``, ``classify_checkpoint``: per-expert
-``layers.{l}.(mlp|block_sparse_moe).experts.{e}.*``, stacked ``layers.{l}.mlp.experts.<name>`` with
-axis 0 = E, routers ``mlp.gate.weight`` / ``block_sparse_moe.gate.weight`` / ``mlp.router.weight``,
-router biases ``mlp.router.bias``, ``mlp.gate.e_score_correction_bias``, ``expert_bias``). The
-rewriter does not know two live-model layouts yet: Megatron-LM's ``experts.local_experts.{e}`` (its
-dist-checkpoint name is ``experts.experts.{e}``) and GroupedMLP's flat ``weight1`` / ``weight2``.
+The table is the checkpoint rewriter's (``core/model/moe_names.h``, read through
+``routepack._core._moe_layouts()``): :data:`LAYOUTS` holds its live-model rows, in its order, and
+:func:`find_moe_layers` reads nothing else; no name is spelled a second time here. The rewriter
+classifies the same names in checkpoints (``gpu/safetensors/checkpoint_scheme.cpp``), Megatron's
+``experts.local_experts.{e}`` and GroupedMLP's flat ``weight1`` / ``weight2`` included.
 
 Layouts (recognised from parameter names and module structure, never from class names, since models
 come from remote code), with the upstream source each follows:
@@ -75,8 +72,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-#: The MoE block of decoder layer l: ``layers.{l}.<block>`` with ``<block>`` one of these.
-BLOCK = re.compile(r"(?:^|\.)layers\.(\d+)\.(mlp|block_sparse_moe)$")
+from .. import _core
+
+def _blocks() -> List[str]:
+    out: List[str] = []
+    for row in _core._moe_layouts():
+        out += [b for b in row["blocks"] if b not in out]
+    return out
+
+
+#: The MoE block of decoder layer l: ``layers.{l}.<block>``, ``<block>`` a block name of the table.
+BLOCK = re.compile(r"(?:^|\.)layers\.(\d+)\.(" + "|".join(re.escape(b) for b in _blocks()) + ")$")
 
 
 @dataclass(frozen=True)
@@ -96,24 +102,28 @@ class Layout:
     routing: str
 
 
-#: The one table of layouts, tried in order (the Megatron rows first: ``weight1`` / ``weight2`` would
-#: also read as stacked tensors).
-LAYOUTS: Tuple[Layout, ...] = (
-    Layout("megatron-sequential", ("mlp",), r"experts\.local_experts\.(?P<e>\d+)\.(?P<name>.+)", "per-expert",
-           ("router",), "map"),
-    Layout("megatron-grouped", ("mlp",), r"experts\.(?P<name>weight1|weight2)", "flat-chunks", ("router",), "map"),
-    Layout("hf-per-expert", ("mlp", "block_sparse_moe"), r"experts\.(?P<e>\d+)\.(?P<name>.+)", "per-expert",
-           ("gate", "router"), "auto"),
-    Layout("hf-stacked", ("mlp",), r"experts\.(?P<name>[^.]+)", "stacked", ("router", "gate"), "auto"),
-)
+def _pattern(row: dict) -> str:
+    prefix = re.escape(row["experts"])
+    if row["storage"] == "per-expert":
+        return prefix + r"(?P<e>\d+)\.(?P<name>.+)"
+    if row["storage"] == "flat-chunks":
+        return prefix + "(?P<name>" + "|".join(re.escape(t) for t in row["tensors"]) + ")"
+    return prefix + r"(?P<name>[^.]+)"
+
+
+#: The live-model layouts of the one table (``core/model/moe_names.h``), tried in its order (the
+#: Megatron rows first: ``weight1`` / ``weight2`` would also read as stacked tensors).
+LAYOUTS: Tuple[Layout, ...] = tuple(
+    Layout(row["name"], tuple(row["blocks"]), _pattern(row), row["storage"], tuple(row["routers"]), row["routing"])
+    for row in _core._moe_layouts() if row["live"])
 
 #: Router tensors indexed by logical expert on axis 0 ([E, H] weight, [E] biases): the rows that move
 #: with the experts when routing is not kept logical.
-ROUTER_TENSORS = ("weight", "bias", "e_score_correction_bias", "expert_bias")
+ROUTER_TENSORS: Tuple[str, ...] = tuple(_core._moe_names()["router_tensors"])
 
 #: A router carrying any of these attributes routes group-limited (DeepSeek-V2/V3 ``n_group`` /
 #: ``topk_group``, the correction bias of V3): its routing stays logical.
-GROUPED_ROUTER_MARKS = ("n_group", "topk_group", "e_score_correction_bias")
+GROUPED_ROUTER_MARKS: Tuple[str, ...] = tuple(_core._moe_names()["grouped_router_marks"])
 
 
 @dataclass
