@@ -1,6 +1,6 @@
 // The `routepack` command table and dispatch: each command registers its subcommand (app/commands.h,
 // one file per command); run() parses, runs the chosen one and turns every error into one
-// "routepack: error: ..." line and an exit status.
+// "routepack: error: ..." line and an exit status (2 for a usage error, 1 for a failure of the work).
 #include "app/cli.h"
 
 #include "app/cli_errors.h"
@@ -12,7 +12,6 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <new>
@@ -42,7 +41,9 @@ std::string one_line(const std::string& msg) {
 int run(int argc, char** argv) {
     CLI::App app{"routepack: plan MoE RL training steps from routing-replay traces (RoutePack)", "routepack"};
     app.require_subcommand(1);
-    app.set_version_flag("--version", "routepack 0.1.0");
+    // Set before the subcommands are added: each takes its help flag from here.
+    app.set_help_flag("-h,--help", "print this help message and exit");
+    app.set_version_flag("--version", "routepack 0.1.0", "print the version and exit");
 
     // In the order --help lists them, one a line.
     // clang-format off
@@ -78,14 +79,12 @@ int run(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
-        std::string msg = e.what();
-        std::replace(msg.begin(), msg.end(), '\n', ' ');
-        std::cerr << "routepack: error: " << msg << " (see routepack --help)\n";
+        std::cerr << "routepack: error: " << one_line(parse_error_text(app, e)) << "\n";
         return 2;
     } catch (const InputError& e) {
-        // An integer flag's value refused by its reader (app/cli_int.h), while parsing.
-        std::cerr << "routepack: error: " << one_line(cli_error_text(e)) << "\n";
-        return 1;
+        // A flag's value refused by its reader (app/cli_int.h), while parsing.
+        std::cerr << "routepack: error: " << one_line(parse_error_text(app, e)) << "\n";
+        return 2;
     }
 
     std::string command = "routepack";
@@ -98,6 +97,9 @@ int run(int argc, char** argv) {
     } catch (const Cancelled&) {
         std::cerr << "routepack: cancelled; nothing was changed\n";
         return 130;
+    } catch (const UsageError& e) {
+        std::cerr << "routepack: error: " << one_line(cli_error_text(e)) << "\n";
+        return 2;
     } catch (const std::bad_alloc&) {
         std::cerr << "routepack: error: out of memory while running '" << command << "'\n";
         return 1;

@@ -1,5 +1,6 @@
 #include "app/cli_common.h"
 
+#include "app/cli_errors.h"
 #include "app/cli_int.h"
 
 #include "core/import/import.h"
@@ -77,7 +78,7 @@ std::string shown_path(const std::string& s) {
 
 void check_db_path(const std::string& db) {
     if (db.empty() || db == ":memory:")
-        throw InputError("--db must be a file path (got '" + util::printable(db) + "')");
+        throw UsageError("--db must be a file path (got '" + util::printable(db) + "')");
 }
 
 void check_output_file(const std::string& out, const char* flag) {
@@ -105,27 +106,35 @@ std::uint64_t parse_seed(const std::string& text, const std::string& command) {
 void ModelFlags::add(CLI::App& app) {
     app.add_option("--model", model, "shipped model description (" + joined(known_model_names()) + ")");
     app.add_option("--model-config", model_config, "Hugging Face config.json of the model");
-    add_int_option(app, "--experts", experts, "routed experts per MoE layer (E)");
-    add_int_option(app, "--top-k", top_k, "experts per token (k)");
-    add_int_option(app, "--layers", layers, "decoder layers (num_hidden_layers)");
+    // 0, the default, is "not given": the model's own value stays.
+    const auto count = [&app](const std::string& flag, int& target, const std::string& help, int hi) {
+        add_int_option(app, flag, target, help, 0, hi, nullptr, "an integer in 1.." + std::to_string(hi));
+    };
+    count("--experts", experts, "routed experts per MoE layer (E)", kMaxExperts);
+    count("--top-k", top_k, "experts per token (k)", kMaxTopK);
+    count("--layers", layers, "decoder layers (num_hidden_layers)", kMaxHiddenLayers);
     app.add_option("--moe-layers", moe_layers, "absolute MoE layer ids, e.g. 1-26 or 1-47:2 or 0,2,4");
 }
 
+void ModelFlags::check() const {
+    if (!model.empty() && !model_config.empty()) throw UsageError("give either --model or --model-config, not both");
+    if (!model.empty()) as_usage([&] { (void)known_model(model); });
+    if (!moe_layers.empty()) as_usage([&] { (void)parse_layer_list(moe_layers); });
+}
+
 ModelDescription ModelFlags::resolve() const {
-    const int given = (!model.empty()) + (!model_config.empty());
-    if (given > 1) throw InputError("give either --model or --model-config, not both");
+    check();
+    const bool given = !model.empty() || !model_config.empty();
     ModelDescription m;
     if (!model.empty()) m = known_model(model);
     if (!model_config.empty()) {
         m = model_from_hf_config(read_input_file(model_config, input_files::kModelConfig), model_config);
     }
-    for (const auto& [flag, v] : {std::pair{"--experts", experts}, {"--top-k", top_k}, {"--layers", layers}})
-        if (v < 0) throw InputError(std::string(flag) + " must be >= 1 (got " + std::to_string(v) + ")");
     if (experts) m.experts = experts;
     if (top_k) m.top_k = top_k;
     if (layers) m.num_hidden_layers = layers;
     if (!moe_layers.empty()) m.moe_layers = parse_layer_list(moe_layers);
-    if ((experts || top_k || layers || !moe_layers.empty()) && given == 0) m.source = "flags";
+    if ((experts || top_k || layers || !moe_layers.empty()) && !given) m.source = "flags";
     return m;
 }
 
@@ -145,11 +154,21 @@ void WindowSource::add(CLI::App& app, bool window_flag) {
     model.add(app);
 }
 
+void WindowSource::check(bool window_required) const {
+    if (!db.empty() && !inputs.empty()) throw UsageError("give either --db or --input, not both");
+    if (window_required && db.empty() && inputs.empty())
+        throw UsageError("give the window: --db DB --trace NAME [--window W], or --input PATH...");
+    if (window_required && !db.empty() && trace.empty()) throw UsageError("--db needs --trace NAME");
+    if (!db.empty()) check_db_path(db);
+    as_usage([&] { (void)parse_trace_format(format); });
+    as_usage([&] { (void)parse_layer_base(layer_base); });
+    model.check();
+}
+
 Trace WindowSource::load(std::string* trace_name, std::string* window_name, const std::vector<std::string>& ids,
                          bool routes) const {
-    if (!db.empty() && !inputs.empty()) throw InputError("give either --db or --input, not both");
+    check(true);
     if (!db.empty()) {
-        if (trace.empty()) throw InputError("--db needs --trace NAME");
         auto lib = storage::Library::open(db, storage::OpenMode::ReadOnly);
         *trace_name = trace;
         *window_name = window;
@@ -158,7 +177,6 @@ Trace WindowSource::load(std::string* trace_name, std::string* window_name, cons
         if (!window.empty()) return lib->load_window(trace, window, r);
         return lib->load_trace(trace, r);
     }
-    if (inputs.empty()) throw InputError("give the window: --db DB --trace NAME [--window W], or --input PATH...");
     ImportOptions opt;
     opt.format = parse_trace_format(format);
     opt.router_layer_base = parse_layer_base(layer_base);
@@ -195,7 +213,28 @@ std::string budget_int_expected(const BudgetRow& row) {
     return "an integer " + budget_rule(row);
 }
 
+/// The topology flags' own rules, before the topology is read: UsageError "<command>: --row-multiple
+/// must be in 1..1048576 (got 0)", "<command>: --samples-per-cell must be in 0..1073741824 (got -1)"
+/// (each batch-rule count), "<command>: --oversize must be refuse or alone (got x)".
+void check_topology_flags(const PlanCmd& c) {
+    if (c.row_multiple_given && (c.row_multiple < 1 || c.row_multiple > kMaxRowMultiple))
+        throw UsageError(c.command + ": --row-multiple must be in 1.." + std::to_string(kMaxRowMultiple) + " (got " +
+                         std::to_string(c.row_multiple) + ")");
+    for (std::size_t k = 0; k < batch_flags().size(); ++k) {
+        const std::int64_t v = c.batch_count[k];
+        if (c.batch_count_given[k] && (v < 0 || v > kMaxBatchCount))
+            throw UsageError(c.command + ": " + batch_flags()[k].flag + " must be in 0.." +
+                             std::to_string(kMaxBatchCount) + " (got " + std::to_string(v) + ")");
+    }
+    if (c.oversize_given && c.oversize != "refuse" && c.oversize != "alone")
+        throw UsageError(c.command + ": --oversize must be refuse or alone (got " + util::printable(c.oversize) + ")");
+}
+
 } // namespace
+
+std::string budget_flag_help(const BudgetRow& row) {
+    return std::string(row.help) + "; default " + budget_value_text(row, PlannerBudgets{}) + ", " + budget_rule(row);
+}
 
 void add_budget_flags(CLI::App& app, PlanCmd& c) {
     auto& b = c.budgets;
@@ -216,7 +255,11 @@ void add_budget_flags(CLI::App& app, PlanCmd& c) {
                    "a sample longer than the token cap: refuse (the window) or alone (a cell of its own); default: "
                    "the topology's oversize, else refuse")
         ->each([&c](const std::string&) { c.oversize_given = true; }); // --oversize "" is refused, not the default
-    app.add_option("--seed", c.seed_text, "random seed, 0..2^64-1 (same inputs + seed + threads => same plan)")
+    app.add_option("--seed", c.seed_text,
+                   "random seed (same inputs + seed + threads => same plan); default " +
+                       std::to_string(PlannerBudgets{}.seed) + ", in 0.." +
+                       std::to_string(std::numeric_limits<std::uint64_t>::max()))
+        ->type_name("UINT")
         ->each([&c](const std::string&) { c.seed_given = true; }); // --seed "" is refused, not the default
     // Every budget with a flag, from the one table (core/plan/budgets.h); integers through the
     // decimal reader, ranges checked by check_planner_budgets in run_planner.
@@ -228,12 +271,13 @@ void add_budget_flags(CLI::App& app, PlanCmd& c) {
         std::visit(
             [&](auto* p) {
                 using T = std::remove_pointer_t<decltype(p)>;
+                const std::string help = budget_flag_help(row);
                 if constexpr (std::is_same_v<T, bool>)
-                    app.add_flag(row.flag, *p, row.help);
+                    app.add_flag(row.flag, *p, help);
                 else if constexpr (std::is_same_v<T, double>)
-                    add_float_option(app, row.flag, *p, row.help);
+                    add_float_option(app, row.flag, *p, help);
                 else
-                    add_int_option(app, row.flag, *p, row.help, std::numeric_limits<T>::min(),
+                    add_int_option(app, row.flag, *p, help, std::numeric_limits<T>::min(),
                                    std::numeric_limits<T>::max(), nullptr, budget_int_expected(row));
             },
             row.field(b));
@@ -255,9 +299,7 @@ const std::array<BatchFlag, 3>& batch_flags() {
 }
 
 Topology load_plan_topology(const PlanCmd& c) {
-    if (c.row_multiple_given && (c.row_multiple < 1 || c.row_multiple > kMaxRowMultiple))
-        throw InputError(c.command + ": --row-multiple must be in 1.." + std::to_string(kMaxRowMultiple) + " (got " +
-                         std::to_string(c.row_multiple) + ")");
+    check_topology_flags(c);
     Topology t = load_topology(c.topology);
     if (c.row_multiple_given) {
         t.row_multiple = static_cast<int>(c.row_multiple);
@@ -266,27 +308,27 @@ Topology load_plan_topology(const PlanCmd& c) {
     std::string given;
     for (std::size_t k = 0; k < batch_flags().size(); ++k) {
         if (!c.batch_count_given[k]) continue;
-        const std::int64_t v = c.batch_count[k];
-        if (v < 0 || v > kMaxBatchCount)
-            throw InputError(c.command + ": " + batch_flags()[k].flag + " must be in 0.." +
-                             std::to_string(kMaxBatchCount) + " (got " + std::to_string(v) + ")");
-        t.batch.*(batch_flags()[k].field) = static_cast<int>(v);
+        t.batch.*(batch_flags()[k].field) = static_cast<int>(c.batch_count[k]);
         given += std::string(given.empty() ? "" : ", ") + batch_flags()[k].flag;
     }
     if (c.oversize_given) {
-        if (c.oversize != "refuse" && c.oversize != "alone")
-            throw InputError(c.command + ": --oversize must be refuse or alone (got " + util::printable(c.oversize) +
-                             ")");
         t.batch.oversize = c.oversize == "alone" ? Oversize::Alone : Oversize::Refuse;
     }
     if (!given.empty()) check_batch_fields(t, c.command + ": " + given);
     return t;
 }
 
-PlanResult run_planner(const PlanCmd& c) {
+PlannerBudgets check_plan_flags(const PlanCmd& c) {
     PlannerBudgets budgets = c.budgets;
     if (c.seed_given) budgets.seed = parse_seed(c.seed_text, c.command);
-    check_planner_budgets(budgets, c.command); // before anything is read
+    as_usage([&] { check_planner_budgets(budgets, c.command); });
+    check_topology_flags(c);
+    return budgets;
+}
+
+PlanResult run_planner(const PlanCmd& c) {
+    const PlannerBudgets budgets = check_plan_flags(c); // before anything is read
+    c.src.check(true);
     PlanInput in;
     // The topology first: a file or a shipped name (resources/topologies), small and quick to refuse.
     in.topology = load_plan_topology(c);

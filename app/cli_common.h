@@ -5,6 +5,7 @@
 // Error messages here are part of the CLI's contract (tests/tst_cli*.cpp assert them verbatim).
 #include "core/model/model.h"
 #include "core/model/trace.h"
+#include "core/plan/budgets.h"
 #include "core/plan/planner.h"
 
 #include <array>
@@ -23,8 +24,9 @@ namespace routepack::cli {
 
 /// One `routepack` command: the CLI11 subcommand its register function added (with its options)
 /// and the function that runs it after a successful parse. `run` returns the exit status (0
-/// success, 130 cancelled); errors are thrown (InputError, Cancelled, ...) and reported by
-/// cli::run() as one "routepack: error: ..." line.
+/// success, 130 cancelled); errors are thrown (UsageError for the command line's own faults,
+/// checked before anything is read; InputError, Cancelled, ...) and reported by cli::run() as one
+/// "routepack: error: ..." line, exit status 2 for a UsageError and 1 for any other error.
 struct Command {
     CLI::App* sub = nullptr;
     std::function<int()> run;
@@ -57,7 +59,7 @@ std::string shown(const std::string& s);
 /// A path as echoed: escapes as shown(), never cut.
 std::string shown_path(const std::string& s);
 
-/// --db values: a file path. InputError "--db must be a file path (got '<db>')" for "" and
+/// --db values: a file path. UsageError "--db must be a file path (got '<db>')" for "" and
 /// ":memory:" (which would open a library that vanishes at exit).
 void check_db_path(const std::string& db);
 
@@ -69,7 +71,7 @@ void check_output_file(const std::string& out, const char* flag);
 /// InputError "<out>: cannot write <what> (<step>: <reason>)" when that fails.
 void write_output(const std::string& out, const std::string& text, const char* what);
 
-/// --seed of `command` as an unsigned 64-bit integer; InputError "<command>: --seed must be an
+/// --seed of `command` as an unsigned 64-bit integer; UsageError "<command>: --seed must be an
 /// integer in 0..18446744073709551615 (got '<text>')" for anything else (a negative number, or one
 /// above 2^64-1, included: never wrapped).
 std::uint64_t parse_seed(const std::string& text, const std::string& command = "window");
@@ -84,10 +86,16 @@ struct ModelFlags {
     int layers = 0;           ///< num_hidden_layers override
     std::string moe_layers;   ///< layer list text (parse_layer_list), "" = not given
 
-    /// Adds the six options to `app`.
+    /// Adds the six options to `app`: --experts in 1..kMaxExperts, --top-k in 1..kMaxTopK, --layers
+    /// in 1..kMaxHiddenLayers (0 = not given), each refused while parsing otherwise (UsageError
+    /// "<command>: --experts must be an integer in 1..1048576 (got '-4')").
     void add(CLI::App& app);
-    /// The model the flags describe: the shipped model or config.json, then the overrides.
-    /// InputError for both --model and --model-config, a negative override or a bad layer list.
+    /// The flags' own checks, before anything is read: UsageError for both --model and
+    /// --model-config, an unknown --model (known_model's message) or a bad --moe-layers list
+    /// (parse_layer_list's).
+    void check() const;
+    /// The model the flags describe: the shipped model or config.json, then the overrides. check()'s
+    /// errors first, then InputError for a config.json that cannot be read.
     ModelDescription resolve() const;
 };
 
@@ -106,11 +114,17 @@ struct WindowSource {
     void add(CLI::App& app, bool window_flag = true);
     /// True when --db or --input was given.
     bool given() const { return !db.empty() || !inputs.empty(); }
+    /// The flags' own checks, before anything is read (UsageError): "give either --db or --input,
+    /// not both"; with `window_required`, "give the window: --db DB --trace NAME [--window W], or
+    /// --input PATH..." when neither is given and "--db needs --trace NAME"; check_db_path; an
+    /// unknown --format or --router-layer-base (parse_trace_format's, parse_layer_base's message);
+    /// ModelFlags::check.
+    void check(bool window_required) const;
 
-    /// Loads the window; `ids` (when non-empty) selects and orders samples by id. Sets the trace
-    /// and window names the plan records (the file name, or "inputs", for --input). With
-    /// `routes` false a library window is read without its per-token routes (they only serve
-    /// communication figures on more than one node).
+    /// Loads the window (check(true) first); `ids` (when non-empty) selects and orders samples by
+    /// id. Sets the trace and window names the plan records (the file name, or "inputs", for
+    /// --input). With `routes` false a library window is read without its per-token routes (they
+    /// only serve communication figures on more than one node).
     Trace load(std::string* trace_name, std::string* window_name, const std::vector<std::string>& ids = {},
                bool routes = true) const;
 };
@@ -148,20 +162,33 @@ struct BatchFlag {
 const std::array<BatchFlag, 3>& batch_flags();
 
 /// The topology of `c`: --topology loaded (a file or a shipped name), with --row-multiple and the
-/// batch-rule flags, when given, in place of its values (check_batch_fields' errors prefixed by
-/// "<command>: --samples-per-cell" and the like; "<command>: --oversize must be refuse or alone (got
-/// x)"). InputError "<command>: --row-multiple must be in 1..1048576
-/// (got 0)", and check_row_fields' "<command>: --row-multiple: min_rows ... rounded up ..." when
-/// the topology's min_rows has no multiple within the largest row count.
+/// batch-rule flags, when given, in place of its values. First the flags' own rules (UsageError
+/// "<command>: --row-multiple must be in 1..1048576 (got 0)", "<command>: --samples-per-cell must be
+/// in 0..1073741824 (got -1)", "<command>: --oversize must be refuse or alone (got x)"); then, with
+/// the topology, InputError for check_batch_fields' errors prefixed by "<command>:
+/// --samples-per-cell" and the like, and check_row_fields' "<command>: --row-multiple: min_rows ...
+/// rounded up ..." when the topology's min_rows has no multiple within the largest row count.
 Topology load_plan_topology(const PlanCmd& c);
 
-/// Adds --topology (required), --row-multiple, --seed, --threads, --time-limit and the seeding / annealing /
-/// row-count / polish budget flags to `app`, stored in `c`.
+/// The --help line of a budget flag: the row's help, then its default and range from the budget
+/// table ("M: fixed-row seed candidates; default 32, in 1..4096": row.help, "; default ",
+/// budget_value_text of PlannerBudgets{}, ", ", budget_rule).
+std::string budget_flag_help(const BudgetRow& row);
+
+/// Adds --topology (required), --row-multiple, --seed (UINT), --threads, --time-limit and the
+/// seeding / annealing / row-count / polish budget flags to `app`, stored in `c`; every budget flag's
+/// help is budget_flag_help.
 void add_budget_flags(CLI::App& app, PlanCmd& c);
 
-/// Plans `c`'s window: --seed parsed, budgets checked (before anything is read), the topology
-/// loaded, the window loaded, plan_window run with a one-line progress on a terminal's stderr
-/// (unless --quiet) and SIGINT as its cancel flag.
+/// The planner flags' own checks, before anything is read, each a UsageError: --seed parsed
+/// (parse_seed), the budgets checked (check_planner_budgets: "<command>: --seeds must be in 1..4096
+/// (got 0)"), the topology flags' rules (load_plan_topology's first). Returns the budgets with the
+/// seed.
+PlannerBudgets check_plan_flags(const PlanCmd& c);
+
+/// Plans `c`'s window: check_plan_flags and the window flags' checks (WindowSource::check) first,
+/// then the topology loaded, the window loaded, plan_window run with a one-line progress on a
+/// terminal's stderr (unless --quiet) and SIGINT as its cancel flag.
 PlanResult run_planner(const PlanCmd& c);
 
 } // namespace routepack::cli

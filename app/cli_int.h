@@ -4,7 +4,8 @@
 // exponent), range-checked without wrapping or saturating, and an empty value refused. CLI11's own
 // integer conversion reads "010" as 8, "0x10" as 16, saturates past int64 and takes "" as 0, so no
 // command registers an integer option through it.
-#include "core/util/errors.h"
+#include "app/cli_errors.h"
+
 #include "core/util/text.h"
 
 #include <CLI/CLI.hpp>
@@ -19,7 +20,7 @@
 namespace routepack::cli {
 
 /// Reads `text` as a decimal integer in lo..hi. `name` names the flag as the message shows it
-/// ("compare: --threads", "rewrite: --workers"). InputError "<name> must be an integer in lo..hi
+/// ("compare: --threads", "rewrite: --workers"). UsageError "<name> must be an integer in lo..hi
 /// (got '<text>')" (text passed through util::printable) for an empty text, any character other
 /// than an optional leading '-' and the digits 0-9, or a value outside lo..hi (values past the
 /// 64-bit range included: never saturated). `expected`, when given, replaces "an integer in lo..hi"
@@ -30,7 +31,7 @@ template <class T>
 T parse_int_flag(const std::string& text, const std::string& name, T lo, T hi, const std::string& expected = {}) {
     static_assert(std::is_integral_v<T>);
     const auto fail = [&]() -> T {
-        throw InputError(
+        throw UsageError(
             name + " must be " +
             (expected.empty() ? "an integer in " + std::to_string(lo) + ".." + std::to_string(hi) : expected) +
             " (got '" + util::printable(text) + "')");
@@ -40,7 +41,7 @@ T parse_int_flag(const std::string& text, const std::string& name, T lo, T hi, c
     const bool whole_type = lo == std::numeric_limits<T>::min() && hi == std::numeric_limits<T>::max();
     const auto malformed = [&]() -> T {
         if (!expected.empty() || !whole_type) return fail();
-        throw InputError(name + " must be a decimal integer (got '" + util::printable(text) + "')");
+        throw UsageError(name + " must be a decimal integer (got '" + util::printable(text) + "')");
     };
     const std::size_t first = (!text.empty() && text[0] == '-') ? 1 : 0;
     if (text.size() == first) return malformed();
@@ -61,10 +62,10 @@ T parse_int_flag(const std::string& text, const std::string& name, T lo, T hi, c
 
 /// Adds the integer option `flag` to `app`, read by parse_int_flag into `target` (lo..hi, default
 /// the target type's whole range; `expected` as parse_int_flag's) when it is parsed; `given`
-/// (optional) is set true then. The error
-/// of a bad value is thrown out of CLI::App::parse as an InputError naming "<app name>: <flag>"
-/// ("window: --first"); the
-/// callers of parse (cli::run, routepack-rewrite's main) print it as one error line, exit status 1.
+/// (optional) is set true then. --help shows its type as UINT for an unsigned target, INT otherwise.
+/// The error of a bad value is thrown out of CLI::App::parse as a UsageError naming "<app name>:
+/// <flag>" ("window: --first"); the callers of parse (cli::run, routepack-rewrite's main) print it
+/// as one error line, exit status 2.
 template <class T>
 CLI::Option* add_int_option(CLI::App& app, const std::string& flag, T& target, const std::string& help,
                             T lo = std::numeric_limits<T>::min(), T hi = std::numeric_limits<T>::max(),
@@ -78,16 +79,16 @@ CLI::Option* add_int_option(CLI::App& app, const std::string& flag, T& target, c
                 if (given) *given = true;
             },
             help)
-        ->type_name("INT");
+        ->type_name(std::is_unsigned_v<T> ? "UINT" : "INT");
 }
 
 /// Reads `text` as a finite decimal number: an optional '-', digits with at most one '.', and an
-/// optional exponent (e or E, an optional sign, digits). InputError "<name> must be a decimal
+/// optional exponent (e or E, an optional sign, digits). UsageError "<name> must be a decimal
 /// number (got '<text>')" for an empty text, spaces, hex ("0x1p3"), "inf"/"nan", any other
 /// character, or a value no double holds ("1e400").
 inline double parse_float_flag(const std::string& text, const std::string& name) {
     const auto fail = [&]() -> double {
-        throw InputError(name + " must be a decimal number (got '" + util::printable(text) + "')");
+        throw UsageError(name + " must be a decimal number (got '" + util::printable(text) + "')");
     };
     std::size_t i = (!text.empty() && text[0] == '-') ? 1 : 0;
     std::size_t digits = 0;

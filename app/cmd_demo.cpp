@@ -1,4 +1,5 @@
 // `routepack demo`: the main job on the embedded demo input (storage/demo.h, shared with the studio).
+#include "app/cli_errors.h"
 #include "app/cli_report.h"
 #include "app/commands.h"
 
@@ -21,8 +22,9 @@ struct DemoCmd {
 
 /// The main job on the embedded demo input (storage/demo.h, shared with the studio): synthesize a
 /// GRPO window, import it into a fresh library, define the window, plan it, save the run and write
-/// plan.json; then print what the library holds and the comparison.
+/// plan.json; then print what the library holds and the comparison. UsageError for an empty --out.
 int run_demo(const DemoCmd& c) {
+    if (c.out.empty()) throw UsageError("demo: --out must name a folder (got '')");
     const storage::DemoBuild d = storage::build_demo(c.out);
     std::cout << "demo: wrote " << d.trace_files.size() << " synthetic vLLM response files (" << d.config.groups
               << " GRPO groups x " << d.config.group_size << " rollouts) to " << d.traces.string() << "\n";

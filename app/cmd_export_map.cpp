@@ -1,4 +1,5 @@
 // `routepack export-map`: a plan's placement as physical_to_logical_map (routepack, SGLang or vLLM rows).
+#include "app/cli_errors.h"
 #include "app/commands.h"
 
 #include "core/plan/expert_map.h"
@@ -19,7 +20,7 @@ struct ExportMapCmd {
 };
 
 int run_export_map(const ExportMapCmd& c) {
-    const ExpertMapFormat f = parse_expert_map_format(c.format);
+    const ExpertMapFormat f = as_usage([&] { return parse_expert_map_format(c.format); });
     const PlanFile p = parse_plan(read_input_file(c.plan, input_files::kPlan), c.plan);
     check_output_file(c.out, "--out");
     write_output(c.out, expert_map_json(p.placement, p.model, f), "expert map");

@@ -1,4 +1,5 @@
 // `routepack import`: routing traces (files or folders, any supported format) into a library.
+#include "app/cli_errors.h"
 #include "app/commands.h"
 
 #include "core/import/import.h"
@@ -30,9 +31,9 @@ struct ImportCmd {
 int run_import(const ImportCmd& c) {
     check_db_path(c.db);
     ImportOptions opt;
-    opt.format = parse_trace_format(c.format);
-    opt.router_layer_base = parse_layer_base(c.layer_base);
-    opt.model = c.model.resolve();
+    opt.format = as_usage([&] { return parse_trace_format(c.format); });
+    opt.router_layer_base = as_usage([&] { return parse_layer_base(c.layer_base); });
+    opt.model = c.model.resolve(); // the model flags' own checks first (UsageError)
     // A library this import creates is removed again when the import fails (Library::open
     // removes it when it cannot make it a library at all).
     std::unique_ptr<storage::Library> lib = storage::Library::open(c.db);

@@ -1,6 +1,7 @@
 // `routepack place`: LPT placement (Algorithm 1) from expert totals alone, written as an expert map.
 #include "app/commands.h"
 
+#include "app/cli_errors.h"
 #include "app/cli_int.h"
 
 #include "core/import/import.h"
@@ -54,18 +55,32 @@ std::vector<std::uint64_t> read_loads_file(const std::string& path, const ModelF
     return import_expert_loads({std::filesystem::path(path)}, opt, model);
 }
 
+/// The flags' own checks, before anything is read (UsageError): the map format (returned), --ep-ranks
+/// or --topology (one of them), --loads or the trace (not both), and the window flags'
+/// (WindowSource::check: --db with --input, --db without --trace, no input at all, the model flags).
+ExpertMapFormat check_place_flags(const PlaceCmd& c) {
+    const ExpertMapFormat format = as_usage([&] { return parse_expert_map_format(c.format); });
+    if (c.ep_ranks_given && !c.topology.empty())
+        throw UsageError("place: give either --ep-ranks or --topology, not both");
+    if (!c.ep_ranks_given && c.topology.empty()) throw UsageError("place: give --ep-ranks P (or --topology)");
+    if (!c.loads.empty() && c.src.given())
+        throw UsageError("place: give either --loads FILE or the trace (--db/--input), not both");
+    c.src.check(c.loads.empty());
+    return format;
+}
+
 /// `routepack place`: the placement comparison (compare_placements, the planner's stage 1) from
-/// expert totals alone; writes LPT's expert map and prints identity vs LPT max/mean rank load per layer.
+/// expert totals alone; writes LPT's expert map (with --previous: the placement that starts from the
+/// previous one and pays for its moves) and prints identity vs that placement's max/mean rank load
+/// per layer and CV_global.
 int run_place(const PlaceCmd& c) {
-    const ExpertMapFormat format = parse_expert_map_format(c.format);
+    const ExpertMapFormat format = check_place_flags(c);
     int P = c.ep_ranks;
     std::optional<Topology> topology;
     if (!c.topology.empty()) {
-        if (c.ep_ranks_given) throw InputError("place: give either --ep-ranks or --topology, not both");
         topology = load_topology(c.topology);
         P = topology->ep_ranks;
     }
-    if (P < 1) throw InputError("place: give --ep-ranks P (or --topology)");
     check_output_file(c.out, "--out");
     {
         std::error_code ec;
@@ -76,11 +91,9 @@ int run_place(const PlaceCmd& c) {
     std::vector<std::uint64_t> loads;
     std::string what;
     if (!c.loads.empty()) {
-        if (c.src.given()) throw InputError("place: give either --loads FILE or the trace (--db/--input), not both");
         loads = read_loads_file(c.loads, c.src.model, &model);
         what = c.loads;
     } else if (!c.src.db.empty() && c.src.window.empty()) {
-        if (c.src.trace.empty()) throw InputError("--db needs --trace NAME");
         auto lib = storage::Library::open(c.src.db, storage::OpenMode::ReadOnly);
         model = lib->trace(c.src.trace).model;
         loads = lib->layer_totals(c.src.trace); // aggregate (load-only) traces included
@@ -111,6 +124,7 @@ int run_place(const PlaceCmd& c) {
     const PlacementComparison cmp = compare_placements(loads, L, E, P);
     const auto mi = rank_max_over_mean(cmp.rank_loads_identity, L, P);
     auto ml = rank_max_over_mean(cmp.rank_loads_lpt, L, P);
+    double cv_placed = cmp.cv_lpt;
     Placement placed = cmp.lpt;
     std::optional<Placement> previous;
     MigrationCost cost;
@@ -125,7 +139,9 @@ int run_place(const PlaceCmd& c) {
             rq.tokens_per_U = static_cast<double>(topology->token_cap) * topology->shards();
         }
         placed = place_from_previous(loads, cmp.lpt, rq).placement;
-        ml = rank_max_over_mean(rank_loads(loads, placed), L, P);
+        const std::vector<std::uint64_t> placed_loads = rank_loads(loads, placed);
+        ml = rank_max_over_mean(placed_loads, L, P);
+        cv_placed = cv_global(placed_loads, L, P);
     } else if (c.max_moves >= 0) {
         std::cout << "note: no previous placement: --max-moves is ignored (the placement is LPT's)\n";
     }
@@ -143,7 +159,9 @@ int run_place(const PlaceCmd& c) {
     }
     std::printf("%7s %17.4f %14.4f\n", "mean", L ? si / L : 1.0, L ? sl / L : 1.0);
     std::fflush(stdout);
-    std::cout << "CV_global: identity " << fmt("%.4f", cmp.cv_identity) << " -> LPT " << fmt("%.4f", cmp.cv_lpt)
+    std::cout << "CV_global: identity " << fmt("%.4f", cmp.cv_identity)
+              << (previous ? " -> placed " + fmt("%.4f", cv_placed) + " (LPT alone " + fmt("%.4f", cmp.cv_lpt) + ")"
+                           : " -> LPT " + fmt("%.4f", cmp.cv_lpt))
               << "\n";
     if (previous) {
         const MigrationFigures f = migration_figures(placed, *previous, cost);

@@ -1,5 +1,6 @@
 // `routepack plan`: plan a window (LPT placement, certified rows, RoutePack packing) and write
 // the plan JSON (core/plan/plan_file.h).
+#include "app/cli_errors.h"
 #include "app/cli_report.h"
 #include "app/commands.h"
 
@@ -16,7 +17,9 @@ namespace routepack::cli {
 namespace {
 
 int run_plan(const PlanCmd& c) {
-    if (c.out.empty()) throw InputError("plan: --out PLAN.json is required");
+    if (c.out.empty()) throw UsageError("plan: --out PLAN.json is required");
+    (void)check_plan_flags(c); // the command line's own faults before the output file's
+    c.src.check(true);
     check_output_file(c.out, "--out");
     const PlanResult r = run_planner(c);
     write_output(c.out, plan_to_json(r), "plan");

@@ -1,6 +1,7 @@
 // `routepack rewrite` and `routepack-rewrite`: the rewrite command's options and run (app/cmd_rewrite.h).
 #include "app/cmd_rewrite.h"
 
+#include "app/cli_errors.h"
 #include "app/cli_int.h"
 
 #include "core/plan/plan_file.h"
@@ -37,7 +38,7 @@ void add_rewrite_options(CLI::App& app, RewriteCliOptions& o) {
         ->each([&o](const std::string&) { o.layer_map_given = true; });
     app.add_option("--device", o.device, "auto (CUDA when a device exists), cpu or cuda");
     app.add_flag("--verify", o.verify, "re-read the output and compare every tensor with its source");
-    add_int_option(app, "--workers", o.workers, "CPU threads (default: all cores)");
+    add_int_option(app, "--workers", o.workers, "CPU threads (0 = all cores; default 0)", 0, kMaxRewriteWorkers);
     app.add_flag("--quiet", o.quiet, "no progress on stderr");
 }
 
@@ -73,8 +74,9 @@ struct SignalScope {
 
 int run_rewrite_cli(const RewriteCliOptions& o, std::ostream& out, std::ostream& err) {
     if (o.plan.empty() == o.map.empty())
-        throw InputError(o.plan.empty() ? "rewrite: give --plan PLAN.json or --map MAP.json (the placement to apply)"
+        throw UsageError(o.plan.empty() ? "rewrite: give --plan PLAN.json or --map MAP.json (the placement to apply)"
                                         : "rewrite: give either --plan or --map, not both");
+    const RewriteDevice device = as_usage([&] { return parse_rewrite_device(o.device); });
     RewriteRequest req = o.map.empty() ? request_from_plan(read_plan_file(o.plan), o.plan)
                                        : request_from_map(read_expert_map_file(o.map), o.map, o.input);
     req.input = o.input;
@@ -82,7 +84,7 @@ int run_rewrite_cli(const RewriteCliOptions& o, std::ostream& out, std::ostream&
     req.direction = o.inverse ? RewriteDirection::Inverse : RewriteDirection::Apply;
     req.permute_router = o.permute_router;
     if (o.layer_map_given || !o.layer_map.empty()) req.layer_map = parse_layer_map(o.layer_map, req.plan_layers);
-    req.device = parse_rewrite_device(o.device);
+    req.device = device;
     req.verify = o.verify;
     req.workers = o.workers;
 

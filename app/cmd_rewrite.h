@@ -20,13 +20,14 @@ struct RewriteCliOptions {
 };
 
 /// Adds --plan or --map, --input --output [--inverse] [--permute-router] [--layer-map] [--device] [--verify]
-/// [--workers] [--quiet] to `app`.
+/// [--workers] [--quiet] to `app`; --workers is read in 0..gpu::kMaxRewriteWorkers while parsing.
 void add_rewrite_options(CLI::App& app, RewriteCliOptions& o);
 
-/// Reads the plan (gpu::read_plan_file; or the expert map, gpu::read_expert_map_file) and builds the
-/// request (gpu::request_from_plan / request_from_map; exactly one of --plan and --map, InputError
-/// "rewrite: give --plan PLAN.json or --map MAP.json (the placement to apply)" or "rewrite: give either
-/// --plan or --map, not both"), rewrites, prints a
+/// Checks the flags (UsageError: exactly one of --plan and --map, "rewrite: give --plan PLAN.json or
+/// --map MAP.json (the placement to apply)" or "rewrite: give either --plan or --map, not both"; an
+/// unknown --device, parse_rewrite_device's message), reads the plan (gpu::read_plan_file; or the
+/// expert map, gpu::read_expert_map_file) and builds the request (gpu::request_from_plan /
+/// request_from_map), rewrites, prints a
 /// summary to `out` and progress to `err` (when err is a terminal and not quiet). Returns 0, or 130 when
 /// SIGINT/SIGTERM/SIGHUP cancelled it (handled while it runs; the temporary folder is removed); throws
 /// routepack::InputError on bad input or a failed rewrite (nothing is left at --output then).

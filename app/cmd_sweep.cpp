@@ -4,6 +4,7 @@
 // moves; the planner's workers run inside each window.
 #include "app/commands.h"
 
+#include "app/cli_errors.h"
 #include "app/cli_int.h"
 
 #include "core/model/window_select.h"
@@ -182,14 +183,14 @@ void print_sweep(const std::vector<SweepLine>& lines, const SweepCmd& c) {
                   << " windows (their searches stopped early): " << hit << "\n";
 }
 
-/// The flags' own checks, before anything is read.
+/// The flags' own checks (UsageError), then --out's place, before anything is read.
 void check_sweep_flags(const SweepCmd& c) {
     // One expert's state is far below 1 TiB; with at most 2^22 slots per placement the churn in bytes
     // then fits 64 bits.
     if (c.expert_bytes < 0 || c.expert_bytes > (std::int64_t(1) << 40))
-        throw InputError("sweep: --expert-bytes must be in 0..1099511627776 (1 TiB; got " +
+        throw UsageError("sweep: --expert-bytes must be in 0..1099511627776 (1 TiB; got " +
                          std::to_string(c.expert_bytes) + ")");
-    if (c.out_given && c.out.empty()) throw InputError("sweep: --out must name a folder (got '')");
+    if (c.out_given && c.out.empty()) throw UsageError("sweep: --out must name a folder (got '')");
     check_db_path(c.db);
     if (!c.out.empty()) {
         std::error_code ec;
@@ -267,9 +268,7 @@ void check_sweep_folder(const std::string& out, const std::vector<std::string>& 
 /// DIR/<window>.plan.json per window (plan_file_names, recorded as plan_file).
 int run_sweep(const SweepCmd& c) {
     catch_sigint(); // before anything is created: a signal from here on stops the sweep cleanly
-    PlannerBudgets budgets = c.plan.budgets;
-    if (c.plan.seed_given) budgets.seed = parse_seed(c.plan.seed_text, "sweep");
-    check_planner_budgets(budgets, "sweep");
+    const PlannerBudgets budgets = check_plan_flags(c.plan);
     check_sweep_flags(c);
     // What a killed sweep left beside --out goes first, so a sweep stopped or refused at any later
     // point never leaves an older partial folder behind.

@@ -1,6 +1,7 @@
 // `routepack synth`: a deterministic synthetic GRPO trace written in one of the importers' formats.
 #include "app/commands.h"
 
+#include "app/cli_errors.h"
 #include "app/cli_int.h"
 
 #include "core/import/import.h"
@@ -61,9 +62,10 @@ std::vector<std::filesystem::path> write_synth_whole(const SynthConfig& cfg, Tra
 }
 
 int run_synth(const SynthCmd& c) {
-    catch_sigint();            // a signal lets the writing finish into the staging folder, which is then removed
-    check_synth_config(c.cfg); // the CLI names each field by its flag (cli_error_text)
-    const TraceFormat f = parse_trace_format(c.format);
+    catch_sigint(); // a signal lets the writing finish into the staging folder, which is then removed
+    // The flags' own checks; the CLI names each field by its flag (cli_error_text).
+    as_usage([&] { check_synth_config(c.cfg); });
+    const TraceFormat f = as_usage([&] { return parse_trace_format(c.format); });
     const auto files = write_synth_whole(c.cfg, f, c.out);
     const auto m = synth_model(c.cfg);
     std::cout << "wrote synthetic trace (" << c.cfg.groups * c.cfg.group_size << " samples in " << c.cfg.groups

@@ -2,6 +2,7 @@
 // DeepSeek-V2 tensor names), or the check that a rewritten one holds the expected experts.
 #include "app/commands.h"
 
+#include "app/cli_errors.h"
 #include "app/cli_int.h"
 
 #include "core/util/errors.h"
@@ -9,7 +10,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <iostream>
+#include <limits>
 #include <memory>
 
 namespace routepack::cli {
@@ -23,7 +26,8 @@ struct SynthCheckpointCmd {
 
 int run_synth_checkpoint(SynthCheckpointCmd c) {
     if (c.out.empty() == c.check.empty())
-        throw InputError("synth-checkpoint: give exactly one of --out DIR and --check DIR");
+        throw UsageError("synth-checkpoint: give exactly one of --out DIR and --check DIR");
+    if (!c.model.empty()) c.cfg.model = as_usage([&] { return known_model(c.model); });
     if (!c.check.empty()) {
         const gpu::SynthSlotCheck r = gpu::check_synth_checkpoint(c.check);
         std::cout << c.check << ": " << r.tensors << " routed-expert tensors checked: every slot holds the expected "
@@ -31,7 +35,6 @@ int run_synth_checkpoint(SynthCheckpointCmd c) {
                   << (r.placement.empty() ? std::string() : ", placement " + r.placement) << ")\n";
         return 0;
     }
-    if (!c.model.empty()) c.cfg.model = known_model(c.model);
     gpu::write_synth_checkpoint(c.cfg, c.out);
     const auto index = gpu::read_index(c.out);
     std::cout << "wrote synthetic checkpoint (" << (c.cfg.model.name.empty() ? std::string("model") : c.cfg.model.name)
@@ -54,8 +57,12 @@ Command register_synth_checkpoint(CLI::App& app) {
         "--check", c->check,
         "check instead: every expert slot of a (rewritten) synthetic checkpoint holds the expected expert");
     synck->add_option("--model", c->model, "shipped model description (default deepseek-v2-lite)");
-    add_int_option(*synck, "--hidden", c->cfg.hidden, "hidden size (default 16)");
-    add_int_option(*synck, "--max-shard-bytes", c->cfg.max_shard_bytes, "largest shard data size (default 1048576)");
+    const gpu::SynthCheckpointConfig defaults;
+    add_int_option(*synck, "--hidden", c->cfg.hidden, "hidden size (default " + std::to_string(defaults.hidden) + ")",
+                   1, gpu::kMaxSynthDimension);
+    add_int_option(*synck, "--max-shard-bytes", c->cfg.max_shard_bytes,
+                   "largest shard data size (default " + std::to_string(defaults.max_shard_bytes) + ")",
+                   std::int64_t{1}, std::numeric_limits<std::int64_t>::max(), nullptr, "a positive integer");
     return {synck, [c] { return run_synth_checkpoint(*c); }};
 }
 

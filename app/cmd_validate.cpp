@@ -20,6 +20,7 @@ struct ValidateCmd {
 };
 
 int run_validate(const ValidateCmd& c) {
+    c.src.check(false); // --db without --trace takes the plan's trace
     const PlanFile f = parse_plan(read_input_file(c.plan, input_files::kPlan), c.plan);
     std::cout << shown_path(c.plan) << ": structure valid: " << f.sample_ids.size() << " samples in " << f.row_count
               << " x " << f.topology.dp_slots << " cells, " << f.placement.layers << " MoE layers x "

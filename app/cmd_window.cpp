@@ -2,6 +2,7 @@
 // run cut into consecutive windows (--split, --split-groups).
 #include "app/commands.h"
 
+#include "app/cli_errors.h"
 #include "app/cli_int.h"
 
 #include "core/model/window_select.h"
@@ -44,11 +45,11 @@ struct WindowCmd {
 /// least three digits, more when needed) in run order. Every name is checked before any window is
 /// created, so a clash changes nothing.
 int do_window_split(const WindowCmd& c) {
-    if (c.name.empty()) throw InputError("window: --name must not be empty (it prefixes the split windows' names)");
+    if (c.name.empty()) throw UsageError("window: --name must not be empty (it prefixes the split windows' names)");
     if (c.split_given && c.split < 1)
-        throw InputError("window: --split must be >= 1 (got " + std::to_string(c.split) + ")");
+        throw UsageError("window: --split must be >= 1 (got " + std::to_string(c.split) + ")");
     if (c.split_groups_given && c.split_groups < 1)
-        throw InputError("window: --split-groups must be >= 1 (got " + std::to_string(c.split_groups) + ")");
+        throw UsageError("window: --split-groups must be >= 1 (got " + std::to_string(c.split_groups) + ")");
     auto lib = storage::Library::open(c.db, storage::OpenMode::ReadWrite);
     if (lib->trace(c.trace).load_only)
         throw InputError("window: trace '" + util::printable(c.trace) +
@@ -81,15 +82,15 @@ int run_window(const WindowCmd& c) {
     const int modes =
         c.ids_given + c.first_given + c.random_given + c.groups_given + c.split_given + c.split_groups_given;
     if (modes != 1)
-        throw InputError("window: give exactly one of --ids FILE, --first N, --random N --seed S, --groups LIST, "
+        throw UsageError("window: give exactly one of --ids FILE, --first N, --random N --seed S, --groups LIST, "
                          "--split N, --split-groups G");
     if (c.split_given || c.split_groups_given) return do_window_split(c);
     if (c.first_given && c.first < 1)
-        throw InputError("window: --first must be >= 1 (got " + std::to_string(c.first) + ")");
+        throw UsageError("window: --first must be >= 1 (got " + std::to_string(c.first) + ")");
     if (c.random_given && c.random < 1)
-        throw InputError("window: --random must be >= 1 (got " + std::to_string(c.random) + ")");
+        throw UsageError("window: --random must be >= 1 (got " + std::to_string(c.random) + ")");
     if (c.random_given && !c.seed_given)
-        throw InputError("window: --random needs --seed S (plans must be reproducible)");
+        throw UsageError("window: --random needs --seed S (plans must be reproducible)");
     const std::uint64_t seed = c.seed_given ? parse_seed(c.seed_text) : 0;
     const std::size_t first = static_cast<std::size_t>(c.first), random = static_cast<std::size_t>(c.random);
     std::vector<std::string> ids;
@@ -149,9 +150,10 @@ Command register_window(CLI::App& app) {
                    std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max(), &c->first_given);
     add_int_option(*win, "--random", c->random, "N samples drawn with --seed", std::numeric_limits<std::int64_t>::min(),
                    std::numeric_limits<std::int64_t>::max(), &c->random_given);
-    win->add_option("--seed", c->seed_text, "seed for --random (0..2^64-1)")->each([c](const std::string&) {
-        c->seed_given = true;
-    });
+    win->add_option("--seed", c->seed_text,
+                    "seed for --random, in 0.." + std::to_string(std::numeric_limits<std::uint64_t>::max()))
+        ->type_name("UINT")
+        ->each([c](const std::string&) { c->seed_given = true; });
     add_int_option(*win, "--split", c->split,
                    "cut the trace into consecutive windows of N samples (import order), "
                    "named NAME-000, NAME-001, ...",

@@ -1,5 +1,6 @@
 // The headless CLI as a user runs it: real processes, real library files, exact stdout/stderr lines
 // and exit codes.
+#include "app/cli_errors.h"
 #include "core/plan/budgets.h"
 #include "core/plan/plan_file.h"
 #include "core/plan/score/placement.h"
@@ -10,7 +11,11 @@
 #include <QStandardPaths>
 #include <QtTest>
 
+#include <CLI/CLI.hpp>
+
 #include <fstream>
+#include <map>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -29,6 +34,197 @@ QString q(const fs::path& p) {
 }
 Run cli(const QStringList& args) {
     return routepack::test::run_cli(args);
+}
+
+/// One entry of a `--help` list: its names ("-h,--help", "--seeds", "import"), the type of its value
+/// ("INT", "TEXT"; empty for a flag or a subcommand) and its line as printed.
+struct HelpEntry {
+    QString names, type, line;
+};
+
+/// The entries of section `title` ("Options", "Subcommands") of `help`, in CLI11's layout: two
+/// spaces, the names and the value's type, then the description from column 30 (a line of its own
+/// when the names reach that column).
+QList<HelpEntry> help_section(const QString& help, const QString& title) {
+    QList<HelpEntry> out;
+    const QStringList lines = help.split(QLatin1Char('\n'));
+    const qsizetype at = lines.indexOf(title + QLatin1Char(':'));
+    for (qsizetype i = at + 1; at >= 0 && i < lines.size() && !lines[i].isEmpty(); ++i) {
+        if (lines[i].startsWith(QString(30, QLatin1Char(' ')))) continue; // a description's own line
+        const QStringList words = lines[i].left(30).split(QLatin1Char(' '), Qt::SkipEmptyParts);
+        HelpEntry e{words.value(0), QString(), lines[i]};
+        const QString second = words.value(1);
+        if (!second.isEmpty() && second == second.toUpper() && second.at(0).isLetter()) e.type = second;
+        out.push_back(e);
+    }
+    return out;
+}
+
+/// The commands `routepack --help` lists, in its order.
+QStringList cli_commands() {
+    QStringList out;
+    for (const HelpEntry& e : help_section(cli({QStringLiteral("--help")}).out, QStringLiteral("Subcommands")))
+        out.push_back(e.names);
+    return out;
+}
+
+/// The usage errors and one failure of the work of a `routepack` command, for the exit-status walk:
+/// a malformed value of a typed flag and a value out of its flag's range (each empty for a command
+/// without such a flag), and a failure of the work; each with its exact error line after
+/// "routepack: error: ".
+struct UsageCases {
+    QStringList malformed;
+    QString malformed_err;
+    QStringList out_of_range;
+    QString out_of_range_err;
+    QStringList failure;
+    QString failure_err;
+};
+
+/// UsageCases of every command, with files under `t` (none of which exists).
+std::map<QString, UsageCases> usage_cases(const fs::path& t) {
+    const QString lib = q(t / "none.routepack"), none = q(t / "none.json"), out = q(t / "m.json");
+    const QStringList import{QStringLiteral("import"), QStringLiteral("--db"), lib,
+                             QStringLiteral("--name"), QStringLiteral("t"),    q(t / "nowhere")};
+    const QStringList window{QStringLiteral("window"),  QStringLiteral("--db"), lib,
+                             QStringLiteral("--trace"), QStringLiteral("t"),    QStringLiteral("--name"),
+                             QStringLiteral("w")};
+    auto planner = [&](const QString& command) {
+        QStringList a{command,
+                      QStringLiteral("--db"),
+                      lib,
+                      QStringLiteral("--trace"),
+                      QStringLiteral("t"),
+                      QStringLiteral("--topology"),
+                      QStringLiteral("synthetic-demo-ep8-dp4")};
+        if (command == QStringLiteral("plan")) a += QStringList{QStringLiteral("--out"), q(t / "p.json")};
+        return a;
+    };
+    const QStringList place{QStringLiteral("place"), QStringLiteral("--loads"), none, QStringLiteral("--out"), out};
+    const QStringList rewrite{QStringLiteral("rewrite"),
+                              QStringLiteral("--map"),
+                              none,
+                              QStringLiteral("--input"),
+                              q(t / "ck"),
+                              QStringLiteral("--output"),
+                              q(t / "out")};
+    const QString no_library = lib + QStringLiteral(": no such library");
+    const QString no_plan = none + QStringLiteral(": no such plan file");
+    auto s = [](const char* text) { return QString::fromUtf8(text); };
+    std::map<QString, UsageCases> c;
+    c[s("import")] = {import + QStringList{s("--experts"), s("abc")},
+                      s("import: --experts must be an integer in 1..1048576 (got 'abc')"),
+                      import + QStringList{s("--experts"), s("-4")},
+                      s("import: --experts must be an integer in 1..1048576 (got '-4')"),
+                      import + QStringList{s("--experts"), s("4"), s("--top-k"), s("2")},
+                      q(t / "nowhere") + s(": no such file or folder")};
+    c[s("import-run")] = {
+        {s("import-run"), q(t / "nowhere"), s("--db"), QString()}, s("--db must be a file path (got '')"),  {}, {},
+        {s("import-run"), q(t / "nowhere"), s("--db"), lib},       q(t / "nowhere") + s(": no such folder")};
+    c[s("info")] = {{s("info"), s("--db"), lib, s("--json=bogus")},
+                    s("--json must be given alone, or as --json=true or --json=false (got 'bogus') (see routepack "
+                      "info --help)"),
+                    {},
+                    {},
+                    {s("info"), s("--db"), lib},
+                    no_library};
+    c[s("window")] = {
+        window + QStringList{s("--first"), s("0x10")}, s("window: --first must be a decimal integer (got '0x10')"),
+        window + QStringList{s("--first"), s("0")},    s("window: --first must be >= 1 (got 0)"),
+        window + QStringList{s("--first"), s("1")},    no_library};
+    c[s("synth")] = {{s("synth"), s("--out"), q(t / "s"), s("--skew"), s("abc")},
+                     s("synth: --skew must be a decimal number (got 'abc')"),
+                     {s("synth"), s("--out"), q(t / "s"), s("--groups"), s("0")},
+                     s("synth: --groups must be >= 1 (got 0)"),
+                     {s("synth"), s("--out"), q(t / "nodir" / "x")},
+                     q(t / "nodir" / "x") + s(": cannot create the folder (") + q(t / "nodir") +
+                         s(" is not a folder)")};
+    c[s("synth-checkpoint")] = {{s("synth-checkpoint"), s("--out"), q(t / "ck"), s("--hidden"), s("abc")},
+                                s("synth-checkpoint: --hidden must be an integer in 1..65536 (got 'abc')"),
+                                {s("synth-checkpoint"), s("--out"), q(t / "ck"), s("--hidden"), s("65537")},
+                                s("synth-checkpoint: --hidden must be an integer in 1..65536 (got '65537')"),
+                                {s("synth-checkpoint"), s("--check"), q(t / "ck")},
+                                q(t / "ck") + s(": No such file or directory")};
+    c[s("demo")] = {{s("demo"), s("--out"), QString()},
+                    s("demo: --out must name a folder (got '')"),
+                    {},
+                    {},
+                    {s("demo"), s("--out"), s("/dev/null/x")},
+                    s("/dev/null/x: Not a directory")};
+    c[s("plan")] = {planner(s("plan")) + QStringList{s("--seeds"), s("abc")},
+                    s("plan: --seeds must be an integer in 1..4096 (got 'abc')"),
+                    planner(s("plan")) + QStringList{s("--seeds"), s("99999")},
+                    s("plan: --seeds must be in 1..4096 (got 99999)"),
+                    planner(s("plan")),
+                    no_library};
+    c[s("compare")] = {planner(s("compare")) + QStringList{s("--seed"), s("abc")},
+                       s("compare: --seed must be an integer in 0..18446744073709551615 (got 'abc')"),
+                       planner(s("compare")) + QStringList{s("--cooling"), s("1.5")},
+                       s("compare: --cooling must be in (0, 1] (got 1.5)"),
+                       planner(s("compare")),
+                       no_library};
+    c[s("sweep")] = {planner(s("sweep")) + QStringList{s("--time-limit"), s("abc")},
+                     s("sweep: --time-limit must be a decimal number (got 'abc')"),
+                     planner(s("sweep")) + QStringList{s("--expert-bytes"), s("-1")},
+                     s("sweep: --expert-bytes must be in 0..1099511627776 (1 TiB; got -1)"),
+                     planner(s("sweep")),
+                     no_library};
+    c[s("validate")] = {{s("validate"), none, s("--input"), q(t / "in"), s("--experts"), s("abc")},
+                        s("validate: --experts must be an integer in 1..1048576 (got 'abc')"),
+                        {s("validate"), none, s("--input"), q(t / "in"), s("--top-k"), s("2000")},
+                        s("validate: --top-k must be an integer in 1..1024 (got '2000')"),
+                        {s("validate"), none},
+                        no_plan};
+    c[s("export-map")] = {{s("export-map"), s("--plan"), none, s("--out"), out, s("--format"), s("bogus")},
+                          s("unknown expert-map format 'bogus' (valid: routepack, sglang, vllm)"),
+                          {},
+                          {},
+                          {s("export-map"), s("--plan"), none, s("--out"), out},
+                          no_plan};
+    c[s("place")] = {place + QStringList{s("--ep-ranks"), s("abc")},
+                     s("place: --ep-ranks must be an integer in 1..1048576 (got 'abc')"),
+                     place + QStringList{s("--ep-ranks"), s("0")},
+                     s("place: --ep-ranks must be an integer in 1..1048576 (got '0')"),
+                     place + QStringList{s("--ep-ranks"), s("2")},
+                     none + s(": no such loads file")};
+    c[s("rewrite")] = {rewrite + QStringList{s("--workers"), s("abc")},
+                       s("rewrite: --workers must be an integer in 0..1024 (got 'abc')"),
+                       rewrite + QStringList{s("--workers"), s("1025")},
+                       s("rewrite: --workers must be an integer in 0..1024 (got '1025')"),
+                       rewrite,
+                       none + s(": no such expert map file")};
+    return c;
+}
+
+/// The flags of the commands that take text, not a number (paths, names, formats, lists); --help
+/// shows them as TEXT.
+const std::set<QString>& text_flags() {
+    static const std::set<QString> flags = {QStringLiteral("--db"),
+                                            QStringLiteral("--name"),
+                                            QStringLiteral("--format"),
+                                            QStringLiteral("--model"),
+                                            QStringLiteral("--model-config"),
+                                            QStringLiteral("--moe-layers"),
+                                            QStringLiteral("--trace"),
+                                            QStringLiteral("--ids"),
+                                            QStringLiteral("--groups"),
+                                            QStringLiteral("--out"),
+                                            QStringLiteral("--check"),
+                                            QStringLiteral("--window"),
+                                            QStringLiteral("--input"),
+                                            QStringLiteral("--topology"),
+                                            QStringLiteral("--oversize"),
+                                            QStringLiteral("--previous"),
+                                            QStringLiteral("--windows"),
+                                            QStringLiteral("--plan"),
+                                            QStringLiteral("--input-format"),
+                                            QStringLiteral("--loads"),
+                                            QStringLiteral("--map"),
+                                            QStringLiteral("--output"),
+                                            QStringLiteral("--layer-map"),
+                                            QStringLiteral("--device"),
+                                            QStringLiteral("--router-layer-base")};
+    return flags;
 }
 
 } // namespace
@@ -50,7 +246,7 @@ private Q_SLOTS:
 
     /// Every CLI flag of the budget table exists on plan, compare and sweep (listed by --help), and
     /// each integer or number flag just past its upper bound is refused naming the flag and the range,
-    /// before anything is read.
+    /// before anything is read: a usage error, exit status 2.
     void budgetTableFlags() {
         const QStringList commands[] = {
             {QStringLiteral("plan"), QStringLiteral("--out"), QStringLiteral("o.json")},
@@ -72,7 +268,7 @@ private Q_SLOTS:
                                               : QString::number(row.hi * 2 + 1, 'g', 17);
                 const Run r =
                     cli(command + QStringList{QStringLiteral("--topology"), QStringLiteral("x"), flag, above});
-                QCOMPARE(r.code, 1);
+                QCOMPARE(r.code, 2);
                 const QString want = QStringLiteral("routepack: error: ") + command[0] + QStringLiteral(": ") + flag +
                                      QStringLiteral(" must be ");
                 QVERIFY2(r.err.startsWith(want) && r.err.contains(above), qPrintable(r.err));
@@ -83,11 +279,208 @@ private Q_SLOTS:
     void commandLineErrors() {
         const Run none = cli({});
         QCOMPARE(none.code, 2);
-        QCOMPARE(none.err.count(QLatin1Char('\n')), 1);
-        QVERIFY(none.err.startsWith(QStringLiteral("routepack: error: ")));
+        QCOMPARE(none.err, QStringLiteral("routepack: error: a command is required (see routepack --help)\n"));
         const Run missing = cli({QStringLiteral("info")});
         QCOMPARE(missing.code, 2);
-        QCOMPARE(missing.err, QStringLiteral("routepack: error: --db is required (see routepack --help)\n"));
+        QCOMPARE(missing.err, QStringLiteral("routepack: error: --db is required (see routepack info --help)\n"));
+    }
+
+    /// Every command `routepack --help` lists (a new one cannot escape: without its row it fails
+    /// here) separates usage errors (2) from failures of the work (1): an unknown flag names itself
+    /// and the command's help; a malformed value of a typed flag and a value out of its range exit 2
+    /// (a command without a numeric flag, by its --help, has none to give); a missing input exits 1.
+    void everyCommandSeparatesUsageFromFailure_data() {
+        QTest::addColumn<QString>("command");
+        QTest::addColumn<bool>("known");
+        QTest::addColumn<QStringList>("malformed");
+        QTest::addColumn<QString>("malformedErr");
+        QTest::addColumn<QStringList>("outOfRange");
+        QTest::addColumn<QString>("outOfRangeErr");
+        QTest::addColumn<QStringList>("failure");
+        QTest::addColumn<QString>("failureErr");
+        const auto cases = usage_cases(temp_dir(QStringLiteral("cli-usage")));
+        QStringList commands = cli_commands();
+        if (commands.isEmpty()) commands.push_back(QStringLiteral("(routepack --help lists no command)"));
+        for (const QString& command : commands) {
+            const auto it = cases.find(command);
+            const UsageCases c = it == cases.end() ? UsageCases{} : it->second;
+            QTest::newRow(qPrintable(command)) << command << (it != cases.end()) << c.malformed << c.malformed_err
+                                               << c.out_of_range << c.out_of_range_err << c.failure << c.failure_err;
+        }
+    }
+
+    void everyCommandSeparatesUsageFromFailure() {
+        QFETCH(QString, command);
+        QFETCH(bool, known);
+        QFETCH(QStringList, malformed);
+        QFETCH(QString, malformedErr);
+        QFETCH(QStringList, outOfRange);
+        QFETCH(QString, outOfRangeErr);
+        QFETCH(QStringList, failure);
+        QFETCH(QString, failureErr);
+        QVERIFY2(known,
+                 qPrintable(QStringLiteral("routepack %1: no usage cases; add its row to usage_cases()").arg(command)));
+        const QString e = QStringLiteral("routepack: error: ");
+        Run r = cli({command, QStringLiteral("--bogus")});
+        QCOMPARE(r.code, 2);
+        QCOMPARE(r.err, e + QStringLiteral("the following argument was not expected: --bogus (see routepack ") +
+                            command + QStringLiteral(" --help)\n"));
+        const Run help = cli({command, QStringLiteral("--help")});
+        QCOMPARE(help.code, 0);
+        bool numeric = false;
+        for (const HelpEntry& o : help_section(help.out, QStringLiteral("Options")))
+            numeric = numeric || o.type == QStringLiteral("INT") || o.type == QStringLiteral("UINT") ||
+                      o.type == QStringLiteral("FLOAT");
+        QCOMPARE(!outOfRange.isEmpty(), numeric);
+        QVERIFY(!numeric || !malformed.isEmpty());
+        if (!malformed.isEmpty()) {
+            r = cli(malformed);
+            QCOMPARE(r.err, e + malformedErr + QStringLiteral("\n"));
+            QCOMPARE(r.code, 2);
+        }
+        if (!outOfRange.isEmpty()) {
+            r = cli(outOfRange);
+            QCOMPARE(r.err, e + outOfRangeErr + QStringLiteral("\n"));
+            QCOMPARE(r.code, 2);
+        }
+        r = cli(failure);
+        QCOMPARE(r.err, e + failureErr + QStringLiteral("\n"));
+        QCOMPARE(r.code, 1);
+    }
+
+    /// Every CLI11 error that reaches the user, in the house style: one lower-case line pointing at
+    /// the help of the command it is about; an argument the command does not take named first.
+    void parseErrorsInHouseStyle() {
+        const std::pair<QStringList, QString> cases[] = {
+            {{}, QStringLiteral("a command is required (see routepack --help)")},
+            {{QStringLiteral("frobnicate")}, QStringLiteral("unknown command 'frobnicate' (see routepack --help)")},
+            {{QStringLiteral("frobnicate"), QStringLiteral("--db"), QStringLiteral("x")},
+             QStringLiteral("unknown command 'frobnicate' (see routepack --help)")},
+            {{QStringLiteral("--bogus")},
+             QStringLiteral("the following argument was not expected: --bogus (see routepack --help)")},
+            {{QStringLiteral("info")}, QStringLiteral("--db is required (see routepack info --help)")},
+            {{QStringLiteral("import"), QStringLiteral("--db"), QStringLiteral("x"), QStringLiteral("--name"),
+              QStringLiteral("t")},
+             QStringLiteral("paths is required (see routepack import --help)")},
+            {{QStringLiteral("info"), QStringLiteral("extra"), QStringLiteral("--db"), QStringLiteral("x")},
+             QStringLiteral("the following argument was not expected: extra (see routepack info --help)")},
+            // A misspelt flag is named, not the required one it leaves missing.
+            {{QStringLiteral("plan"), QStringLiteral("--topolgy"), QStringLiteral("x")},
+             QStringLiteral("the following arguments were not expected: --topolgy x (see routepack plan --help)")},
+            {{QStringLiteral("plan"), QStringLiteral("--seeds"), QStringLiteral("abc"), QStringLiteral("--bogus")},
+             QStringLiteral("the following argument was not expected: --bogus (see routepack plan --help)")},
+            {{QStringLiteral("info"), QStringLiteral("--db")},
+             QStringLiteral("--db needs a value (TEXT) (see routepack info --help)")},
+            {{QStringLiteral("plan"), QStringLiteral("--topology"), QStringLiteral("x"), QStringLiteral("--seeds")},
+             QStringLiteral("--seeds needs a value (INT) (see routepack plan --help)")},
+            {{QStringLiteral("info"), QStringLiteral("--db"), QStringLiteral("a"), QStringLiteral("--db"),
+              QStringLiteral("b")},
+             QStringLiteral("--db may be given once (got 2) (see routepack info --help)")},
+            {{QStringLiteral("info"), QStringLiteral("--db"), QStringLiteral("x"), QStringLiteral("--json=bogus")},
+             QStringLiteral("--json must be given alone, or as --json=true or --json=false (got 'bogus') (see "
+                            "routepack info --help)")},
+        };
+        for (const auto& [args, err] : cases) {
+            const Run r = cli(args);
+            QCOMPARE(r.err, QStringLiteral("routepack: error: ") + err + QStringLiteral("\n"));
+            QCOMPARE(r.code, 2);
+        }
+        // The kinds no command line of routepack raises today (no validators, exclusions or
+        // requirements between options are declared to CLI11), worded all the same.
+        const auto text = [](const CLI::Error& e) {
+            return QString::fromStdString(routepack::cli::cli11_error_text(e));
+        };
+        QCOMPARE(text(CLI::RequiredError::Subcommand(1)), QStringLiteral("a command is required"));
+        QCOMPARE(text(CLI::RequiredError("--db")), QStringLiteral("--db is required"));
+        QCOMPARE(text(CLI::RequiredError::Option(1, 1, 0, "--a,--b")),
+                 QStringLiteral("exactly 1 option from [--a,--b] is required"));
+        QCOMPARE(text(CLI::ExtrasError(std::vector<std::string>{"--a"})),
+                 QStringLiteral("the following argument was not expected: --a"));
+        QCOMPARE(text(CLI::ConversionError("--json", std::vector<std::string>{"bo\ngus"})),
+                 QStringLiteral("--json must be given alone, or as --json=true or --json=false (got 'bo\\ngus')"));
+        QCOMPARE(text(CLI::ConversionError::TrueFalse("--json")),
+                 QStringLiteral("--json must be given alone, or as --json=true or --json=false"));
+        QCOMPARE(text(CLI::ConversionError::TooManyInputsFlag("--json")),
+                 QStringLiteral("--json must be given alone, or as --json=true or --json=false"));
+        QCOMPARE(text(CLI::ConversionError("x", "--y")), QStringLiteral("the value x is not an allowed value for --y"));
+        QCOMPARE(text(CLI::ArgumentMismatch::TypedAtLeast("--db", 1, "TEXT")),
+                 QStringLiteral("--db needs a value (TEXT)"));
+        QCOMPARE(text(CLI::ArgumentMismatch::TypedAtLeast("--pair", 2, "INT")),
+                 QStringLiteral("--pair needs 2 values (INT)"));
+        QCOMPARE(text(CLI::ArgumentMismatch::AtMost("--db", 1, 2)), QStringLiteral("--db may be given once (got 2)"));
+        QCOMPARE(text(CLI::ArgumentMismatch::AtMost("--x", 3, 4)),
+                 QStringLiteral("--x takes at most 3 values (got 4)"));
+        QCOMPARE(text(CLI::ArgumentMismatch::AtLeast("--x", 2, 1)),
+                 QStringLiteral("--x needs at least 2 values (got 1)"));
+        QCOMPARE(text(CLI::ArgumentMismatch("--x", 2, 1)), QStringLiteral("--x needs exactly 2 values (got 1)"));
+        QCOMPARE(text(CLI::ArgumentMismatch("--x", -2, 1)), QStringLiteral("--x needs at least 2 values (got 1)"));
+        QCOMPARE(text(CLI::ArgumentMismatch::FlagOverride("--json")), QStringLiteral("--json takes no value"));
+        QCOMPARE(text(CLI::ExcludesError("--ep-ranks", "--topology")),
+                 QStringLiteral("give either --ep-ranks or --topology, not both"));
+        QCOMPARE(text(CLI::RequiresError("--random", "--seed")), QStringLiteral("--random needs --seed"));
+        QCOMPARE(text(CLI::ValidationError("--threads", "Value 9 not in range 0 to 4")),
+                 QStringLiteral("--threads: value 9 not in range 0 to 4"));
+        QCOMPARE(text(CLI::ConfigError::Extras("x")), QStringLiteral("INI was not able to parse x"));
+        QCOMPARE(text(CLI::FileError::Missing("a.ini")), QStringLiteral("a.ini was not readable (missing?)"));
+    }
+
+    /// Every budget flag's --help line is the budget table's help, default and range (budget_rule,
+    /// budget_value_text of a default PlannerBudgets), with the type of its value; --seed's shows
+    /// its default and range as UINT.
+    void budgetHelpLinesAreTheTable() {
+        const auto line = [](const QString& names, const QString& description) {
+            return (QStringLiteral("  ") + names).leftJustified(30) + description;
+        };
+        for (const QString& command : {QStringLiteral("plan"), QStringLiteral("compare"), QStringLiteral("sweep")}) {
+            const Run help = cli({command, QStringLiteral("--help")});
+            QCOMPARE(help.code, 0);
+            std::map<QString, QString> lines;
+            for (const HelpEntry& o : help_section(help.out, QStringLiteral("Options")))
+                lines[o.names] = o.line;
+            for (const routepack::BudgetRow& row : routepack::budget_table()) {
+                if (!row.flag) continue;
+                const QString flag = QString::fromLatin1(row.flag);
+                const QString type = row.kind == routepack::BudgetKind::Bool     ? QString()
+                                     : row.kind == routepack::BudgetKind::Double ? QStringLiteral(" FLOAT")
+                                                                                 : QStringLiteral(" INT");
+                const QString want =
+                    line(flag + type,
+                         QString::fromUtf8(row.help) + QStringLiteral("; default ") +
+                             QString::fromStdString(routepack::budget_value_text(row, routepack::PlannerBudgets{})) +
+                             QStringLiteral(", ") + QString::fromStdString(routepack::budget_rule(row)));
+                QCOMPARE(lines[flag], want);
+            }
+            QCOMPARE(lines[QStringLiteral("--seed")],
+                     line(QStringLiteral("--seed UINT"),
+                          QStringLiteral("random seed (same inputs + seed + threads => same plan); default %1, in "
+                                         "0..18446744073709551615")
+                              .arg(routepack::PlannerBudgets{}.seed)));
+        }
+        // Two spot checks by hand: the default and the range as docs/budgets.md shows them.
+        const Run plan = cli({QStringLiteral("plan"), QStringLiteral("--help")});
+        QVERIFY(plan.out.contains(
+            QStringLiteral("  --seeds INT                 M: fixed-row seed candidates; default 32, in "
+                           "1..4096\n")));
+        QVERIFY(
+            plan.out.contains(QStringLiteral("  --cooling FLOAT             geometric cooling factor; default 0.5, in "
+                                             "(0, 1]\n")));
+    }
+
+    /// No command shows a number flag as TEXT: every TEXT option is one of the flags that take text
+    /// (paths, names, formats, lists), and every --seed is UINT.
+    void numberFlagsShowTheirType() {
+        for (const QString& command : cli_commands()) {
+            const Run help = cli({command, QStringLiteral("--help")});
+            QCOMPARE(help.code, 0);
+            for (const HelpEntry& o : help_section(help.out, QStringLiteral("Options"))) {
+                const QString where = QStringLiteral("routepack ") + command + QLatin1Char(' ') + o.names;
+                if (o.names == QStringLiteral("--seed")) QVERIFY2(o.type == QStringLiteral("UINT"), qPrintable(where));
+                if (o.type == QStringLiteral("TEXT"))
+                    QVERIFY2(text_flags().count(o.names),
+                             qPrintable(where + QStringLiteral(" shows TEXT: give a number flag its type (INT, UINT, "
+                                                               "FLOAT), or list a text flag in text_flags()")));
+            }
+        }
     }
 
     void realCsvSetEndToEnd() {
@@ -160,7 +553,7 @@ private Q_SLOTS:
         QCOMPARE(r.err, QStringLiteral("routepack: error: window: --first 600 but trace 'ds' has only 599 samples\n"));
         r = cli({QStringLiteral("window"), QStringLiteral("--db"), db, QStringLiteral("--trace"), QStringLiteral("ds"),
                  QStringLiteral("--name"), QStringLiteral("w")});
-        QCOMPARE(r.code, 1);
+        QCOMPARE(r.code, 2); // no selector: a usage error
         QCOMPARE(r.err,
                  QStringLiteral("routepack: error: window: give exactly one of --ids FILE, --first N, --random N "
                                 "--seed S, --groups LIST, --split N, --split-groups G\n"));
@@ -199,12 +592,12 @@ private Q_SLOTS:
                             QStringLiteral(": not a RoutePack library (file is not an SQLite database)\n"));
         r = cli({QStringLiteral("import"), QStringLiteral("--db"), q(tmp / "a.routepack"), QStringLiteral("--name"),
                  QStringLiteral("x"), QStringLiteral("--model"), QStringLiteral("nope"), q(tmp)});
-        QCOMPARE(r.code, 1);
+        QCOMPARE(r.code, 2); // a flag's value: a usage error
         QCOMPARE(r.err, QStringLiteral("routepack: error: unknown model 'nope' (known: deepseek-v2-lite, "
                                        "llama4-maverick, qwen2-57b-a14b, qwen3-30b-a3b)\n"));
         r = cli({QStringLiteral("import"), QStringLiteral("--db"), q(tmp / "a.routepack"), QStringLiteral("--name"),
                  QStringLiteral("x"), QStringLiteral("--format"), QStringLiteral("pt"), q(tmp)});
-        QCOMPARE(r.code, 1);
+        QCOMPARE(r.code, 2);
         QVERIFY(r.err.startsWith(QStringLiteral("routepack: error: unknown format 'pt' (valid: auto, sglang")));
         // A failed import leaves no trace behind.
         write_file(tmp / "in" / "p.csv", "Layer ID,Batch Number,Token,Activated Expert IDs\n1,0,a,\"[0, 99]\"\n");
@@ -266,15 +659,15 @@ private Q_SLOTS:
         Run r = cli({QStringLiteral("import"), QStringLiteral("--db"), QStringLiteral(":memory:"),
                      QStringLiteral("--name"), QStringLiteral("t"), QStringLiteral("--experts"), QStringLiteral("4"),
                      QStringLiteral("--top-k"), QStringLiteral("2"), q(tmp / "p.csv")});
-        QCOMPARE(r.code, 1);
+        QCOMPARE(r.code, 2);
         QCOMPARE(r.err, expected);
         r = cli({QStringLiteral("info"), QStringLiteral("--db"), QStringLiteral(":memory:")});
-        QCOMPARE(r.code, 1);
+        QCOMPARE(r.code, 2);
         QCOMPARE(r.err, expected);
         r = cli({QStringLiteral("window"), QStringLiteral("--db"), QStringLiteral(":memory:"),
                  QStringLiteral("--trace"), QStringLiteral("t"), QStringLiteral("--name"), QStringLiteral("w"),
                  QStringLiteral("--first"), QStringLiteral("1")});
-        QCOMPARE(r.code, 1);
+        QCOMPARE(r.code, 2);
         QCOMPARE(r.err, expected);
     }
 
@@ -292,18 +685,26 @@ private Q_SLOTS:
         const QStringList w = {QStringLiteral("window"),  QStringLiteral("--db"), db,
                                QStringLiteral("--trace"), QStringLiteral("t"),    QStringLiteral("--name"),
                                QStringLiteral("w")};
-        auto check = [&](const QStringList& extra, const QString& error) {
+        // A flag's value is a usage error (2), a bad id list a failure of the work (1).
+        auto check = [&](const QStringList& extra, const QString& error, int status = 1) {
             const Run x = cli(w + extra);
-            QCOMPARE(x.code, 1);
+            QCOMPARE(x.code, status);
             QCOMPARE(x.err, QStringLiteral("routepack: error: ") + error + QStringLiteral("\n"));
         };
-        check({QStringLiteral("--first"), QStringLiteral("0")}, QStringLiteral("window: --first must be >= 1 (got 0)"));
+        check({QStringLiteral("--first"), QStringLiteral("0")}, QStringLiteral("window: --first must be >= 1 (got 0)"),
+              2);
         check({QStringLiteral("--first"), QStringLiteral("-1")},
-              QStringLiteral("window: --first must be >= 1 (got -1)"));
+              QStringLiteral("window: --first must be >= 1 (got -1)"), 2);
         check({QStringLiteral("--random"), QStringLiteral("-3"), QStringLiteral("--seed"), QStringLiteral("1")},
-              QStringLiteral("window: --random must be >= 1 (got -3)"));
+              QStringLiteral("window: --random must be >= 1 (got -3)"), 2);
         check({QStringLiteral("--random"), QStringLiteral("1"), QStringLiteral("--seed"), QStringLiteral("-5")},
-              QStringLiteral("window: --seed must be an integer in 0..18446744073709551615 (got '-5')"));
+              QStringLiteral("window: --seed must be an integer in 0..18446744073709551615 (got '-5')"), 2);
+        check({QStringLiteral("--random"), QStringLiteral("1")},
+              QStringLiteral("window: --random needs --seed S (plans must be reproducible)"), 2);
+        check({QStringLiteral("--first"), QStringLiteral("1"), QStringLiteral("--split"), QStringLiteral("2")},
+              QStringLiteral("window: give exactly one of --ids FILE, --first N, --random N --seed S, --groups LIST, "
+                             "--split N, --split-groups G"),
+              2);
         check({QStringLiteral("--ids"), q(tmp / "in")},
               q(tmp / "in") + QStringLiteral(": is a folder, not an id list"));
         // Seeds use the whole unsigned 64-bit range.
@@ -334,25 +735,35 @@ private Q_SLOTS:
                                    QStringLiteral("t")} +
                        extra + QStringList{input});
         };
-        // Model sizes are checked before anything is allocated from them (bug 5).
+        // Model sizes are checked before anything is allocated from them: the model flags'
+        // ranges while the command line is parsed (usage errors, 2).
         Run r = import({QStringLiteral("--format"), QStringLiteral("nested-json"), QStringLiteral("--experts"),
                         QStringLiteral("4"), QStringLiteral("--top-k"), QStringLiteral("2"), QStringLiteral("--layers"),
                         QStringLiteral("1000000000")},
                        q(tmp / "n.json"));
-        QCOMPARE(r.code, 1);
-        QCOMPARE(r.err,
-                 QStringLiteral("routepack: error: model: num_hidden_layers must be in 1..100000 (got 1000000000)\n"));
+        QCOMPARE(r.code, 2);
+        QCOMPARE(r.err, QStringLiteral(
+                            "routepack: error: import: --layers must be an integer in 1..100000 (got '1000000000')\n"));
         r = import({QStringLiteral("--experts"), QStringLiteral("4"), QStringLiteral("--top-k"), QStringLiteral("2"),
                     QStringLiteral("--moe-layers"), QStringLiteral("0-2147483647")},
                    q(tmp / "n.json"));
-        QCOMPARE(r.code, 1);
+        QCOMPARE(r.code, 2);
         QCOMPARE(r.err,
                  QStringLiteral("routepack: error: --moe-layers: layer id 2147483647 in '0-2147483647' is larger "
                                 "than 1000000\n"));
         r = import({QStringLiteral("--experts"), QStringLiteral("-4"), QStringLiteral("--top-k"), QStringLiteral("2")},
                    q(tmp / "n.json"));
+        QCOMPARE(r.code, 2);
+        QCOMPARE(r.err, QStringLiteral("routepack: error: import: --experts must be an integer in 1..1048576 (got "
+                                       "'-4')\n"));
+        // 0, the default, leaves the model's own value; a top-k above the model's expert count is the
+        // model's check (with the trace), a failure of the work.
+        r = import({QStringLiteral("--format"), QStringLiteral("nested-json"), QStringLiteral("--experts"),
+                    QStringLiteral("4"), QStringLiteral("--top-k"), QStringLiteral("5"), QStringLiteral("--layers"),
+                    QStringLiteral("1")},
+                   q(tmp / "n.json"));
         QCOMPARE(r.code, 1);
-        QCOMPARE(r.err, QStringLiteral("routepack: error: --experts must be >= 1 (got -4)\n"));
+        QCOMPARE(r.err, QStringLiteral("routepack: error: model: top_k must be in 1..4 (got 5)\n"));
         write_file(tmp / "cfg.json",
                    R"({"num_hidden_layers": 4294967308, "num_experts": 8, "num_experts_per_tok": 2})");
         r = import({QStringLiteral("--model-config"), q(tmp / "cfg.json")}, q(tmp / "n.json"));
@@ -535,7 +946,7 @@ private Q_SLOTS:
                 r = cli(QStringList{QStringLiteral("plan")} + common +
                         QStringList{QStringLiteral("--row-multiple"), QString::fromLatin1(bad_m),
                                     QStringLiteral("--out"), q(tmp / "x.json")});
-                QCOMPARE(r.code, 1);
+                QCOMPARE(r.code, 2);
                 QCOMPARE(r.err,
                          QStringLiteral("routepack: error: plan: --row-multiple must be in 1..1048576 (got %1)\n")
                              .arg(QString::fromLatin1(bad_m)));

@@ -630,7 +630,7 @@ private Q_SLOTS:
         };
         for (const auto& [extra, err] : cases) {
             const Run r = cli(base + extra);
-            QCOMPARE(r.code, 1);
+            QCOMPARE(r.code, 2); // a usage error
             QCOMPARE(r.err, err_line(err));
         }
         // The same rules in the planner itself (the studio's path) and in stored budgets.
@@ -962,14 +962,14 @@ private Q_SLOTS:
              QStringLiteral("compare: --row-multiple must be an integer in 1..") + QString::number(kMaxRowMultiple) +
                  QStringLiteral(" (got ' 4')")},
             {{QStringLiteral("--experts"), QStringLiteral("0x8")},
-             QStringLiteral("compare: --experts must be a decimal integer (got '0x8')")},
+             QStringLiteral("compare: --experts must be an integer in 1..1048576 (got '0x8')")},
             {{QStringLiteral("--max-moves"), QStringLiteral("0x10")},
              QStringLiteral(
                  "compare: --max-moves must be an integer in 0..1000000000, or -1 (unlimited) (got '0x10')")},
         };
         for (const auto& [extra, err] : cases) {
             const Run r = cli(base + extra);
-            QCOMPARE(r.code, 1);
+            QCOMPARE(r.code, 2); // a usage error
             QCOMPARE(r.err, err_line(err));
         }
         // Every subcommand's integer flags go through the same reader.
@@ -991,7 +991,7 @@ private Q_SLOTS:
              QStringLiteral("synth: --groups must be a decimal integer (got '0x10')")},
             {{QStringLiteral("synth-checkpoint"), QStringLiteral("--out"), QStringLiteral("/nonexistent/x"),
               QStringLiteral("--max-shard-bytes"), QString()},
-             QStringLiteral("synth-checkpoint: --max-shard-bytes must be a decimal integer (got '')")},
+             QStringLiteral("synth-checkpoint: --max-shard-bytes must be a positive integer (got '')")},
             {{QStringLiteral("place"), QStringLiteral("--loads"), QStringLiteral("/nonexistent/l.json"),
               QStringLiteral("--ep-ranks"), QStringLiteral("0"), QStringLiteral("--out"),
               QStringLiteral("/nonexistent/m.json")},
@@ -999,11 +999,11 @@ private Q_SLOTS:
             {{QStringLiteral("rewrite"), QStringLiteral("--map"), QStringLiteral("/nonexistent/m.json"),
               QStringLiteral("--input"), QStringLiteral("/nonexistent/ck"), QStringLiteral("--output"),
               QStringLiteral("/nonexistent/out"), QStringLiteral("--workers"), QStringLiteral("010x")},
-             QStringLiteral("rewrite: --workers must be a decimal integer (got '010x')")},
+             QStringLiteral("rewrite: --workers must be an integer in 0..1024 (got '010x')")},
         };
         for (const auto& [args, err] : others) {
             const Run r = cli(args);
-            QCOMPARE(r.code, 1);
+            QCOMPARE(r.code, 2);
             QCOMPARE(r.err, err_line(err));
         }
         // Decimal, as --seed always was: "010" is ten, never octal eight.

@@ -1062,7 +1062,7 @@ void TestRewrite::cliRewriteAndInverse() {
     const auto c = routepack::test::run_cli({QStringLiteral("rewrite"), QStringLiteral("--plan"), qpath(plan),
                                              QStringLiteral("--input"), qpath(src), QStringLiteral("--output"),
                                              qpath(tmp / "x"), QStringLiteral("--device"), QStringLiteral("tpu")});
-    QCOMPARE(c.code, 1);
+    QCOMPARE(c.code, 2); // a usage error
     QCOMPARE(c.err, QStringLiteral("routepack: error: --device: unknown device 'tpu' (valid: auto, cpu, cuda)\n"));
     // A plan path that is a folder is named as such (not "no such plan file").
     const auto d =
@@ -1163,14 +1163,14 @@ void TestRewrite::rewriteFromMap() {
     // Exactly one of --plan and --map.
     r = routepack::test::run_cli({QStringLiteral("rewrite"), QStringLiteral("--input"), qpath(src),
                                   QStringLiteral("--output"), qpath(tmp / "x")});
-    QCOMPARE(r.code, 1);
+    QCOMPARE(r.code, 2); // a usage error
     QCOMPARE(r.err,
              QStringLiteral("routepack: error: rewrite: give --plan PLAN.json or --map MAP.json (the placement to "
                             "apply)\n"));
     r = routepack::test::run_cli({QStringLiteral("rewrite"), QStringLiteral("--plan"), qpath(plan),
                                   QStringLiteral("--map"), qpath(tmp / "vllm.json"), QStringLiteral("--input"),
                                   qpath(src), QStringLiteral("--output"), qpath(tmp / "x")});
-    QCOMPARE(r.code, 1);
+    QCOMPARE(r.code, 2);
     QCOMPARE(r.err, QStringLiteral("routepack: error: rewrite: give either --plan or --map, not both\n"));
     // Rows that match neither the decoder layers nor the MoE layers of config.json.
     write_file(tmp / "four.json", R"({"physical_to_logical_map": [[0, 1], [1, 0], [0, 1], [1, 0]]})");

@@ -21,10 +21,6 @@ int ModelDescription::moe_index(int layer) const {
 
 namespace {
 
-// Size bounds of a model description: every allocation sized by a model (per-sample counts
-// [L][E], layer axes, placement tables) is checked against them before it happens.
-constexpr int kMaxExperts = 1 << 20;
-constexpr int kMaxTopK = 1024;
 // L x E: 64 MiB of int32 counts per sample, over 1000 times DeepSeek-V3's 58 x 256 and enough for
 // 128 MoE layers x 131072 experts; a larger model description is almost surely a typo, and each
 // sample's dense counts (and its library blob) are sized by it.

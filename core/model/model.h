@@ -12,6 +12,11 @@ namespace routepack {
 /// Most decoder layers a model description may have (num_hidden_layers 1..kMaxHiddenLayers); every
 /// MoE layer id is therefore in 0..kMaxHiddenLayers - 1.
 inline constexpr int kMaxHiddenLayers = 100000;
+/// Size bounds of a model description's expert count (E in 1..kMaxExperts) and top-k (k in
+/// 1..kMaxTopK, and at most E): every allocation sized by a model (per-sample counts [L][E], layer
+/// axes, placement tables) is checked against them before it happens.
+inline constexpr int kMaxExperts = 1 << 20;
+inline constexpr int kMaxTopK = 1024;
 
 /// What a trace needs to know about the model that produced it.
 /// `moe_layers` are absolute decoder-layer indices (0-based, ascending, each < num_hidden_layers);

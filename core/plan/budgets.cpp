@@ -50,7 +50,7 @@ std::array<BudgetRow, 21> make_table() {
     using K = BudgetKind;
     BudgetRow workers = row(
         "workers", "--threads", "Workers", K::Int, [](PlannerBudgets& b) -> BudgetRef { return &b.workers; }, 0, 4096,
-        "worker threads (default: all cores)");
+        "worker threads (0 = all cores)");
     workers.run_setting = true;
     BudgetRow time_limit = real(
         "time_limit_s", "--time-limit", "Time limit (s)",
@@ -65,8 +65,8 @@ std::array<BudgetRow, 21> make_table() {
     BudgetRow max_moves = row(
         "max_moves", "--max-moves", "Max moves", K::Int64, [](PlannerBudgets& b) -> BudgetRef { return &b.max_moves; },
         -1, static_cast<double>(kMaxMoves),
-        "experts moved from the previous placement, summed over MoE layers, at most (default: unlimited; "
-        "used with a previous placement)");
+        "experts moved from the previous placement, summed over MoE layers, at most (-1 = unlimited; used "
+        "with a previous placement)");
     max_moves.rule = "in 0..1000000000, or -1 (unlimited)";
     max_moves.unset_below_zero = true;
     return {{

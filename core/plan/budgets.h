@@ -103,7 +103,9 @@ struct BudgetRow {
     /// The rule as check_planner_budgets words it after "must be " ("in 1..4096", "in (0, 1]");
     /// nullptr: "in lo..hi" for integers.
     const char* rule = nullptr;
-    const char* help = ""; ///< one line for --help and the studio's tool tip
+    /// One line for --help (where the CLI follows it with default_value and the range) and the
+    /// studio's tool tip; it spells neither the default nor the range.
+    const char* help = "";
     /// The value of a default PlannerBudgets (PlannerBudgets{}), filled by budget_table(): the
     /// default that --help, the studio and docs/budgets.md show.
     double default_value = 0;

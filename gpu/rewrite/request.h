@@ -29,6 +29,9 @@ Setting rewrite_setting(std::string_view name, const std::string& value = {});
 /// "auto" | "cpu" | "cuda"; InputError listing the valid names otherwise.
 RewriteDevice parse_rewrite_device(const std::string& name);
 
+/// Most CPU threads a rewrite may be given (RewriteRequest::workers in 0..kMaxRewriteWorkers).
+inline constexpr int kMaxRewriteWorkers = 1024;
+
 /// The sidecar's file name in a rewritten folder.
 inline constexpr const char* kRewriteSidecar = "routepack-rewrite.json";
 
@@ -53,7 +56,7 @@ struct RewriteRequest {
     std::map<int, int> layer_map; ///< plan layer -> checkpoint layer; empty = the same ids
     RewriteDevice device = RewriteDevice::Auto;
     bool verify = false; ///< re-read the output and compare every tensor with its source
-    int workers = 0;     ///< CPU threads (0 = all cores)
+    int workers = 0;     ///< CPU threads (0 = all cores; at most kMaxRewriteWorkers)
 };
 
 /// parse_plan, with JSON syntax errors also reported as InputError "<origin>: <what and where>".

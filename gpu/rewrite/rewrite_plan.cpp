@@ -148,9 +148,10 @@ private:
     /// and its parent exists. Sets output (output_path).
     void check_output_location() {
         std::error_code ec;
-        if (req.workers < 0 || req.workers > 1024)
+        if (req.workers < 0 || req.workers > kMaxRewriteWorkers)
             throw InputError("", rewrite_setting("workers"),
-                             ": expected 0 (all cores) to 1024, got " + std::to_string(req.workers));
+                             ": expected 0 (all cores) to " + std::to_string(kMaxRewriteWorkers) + ", got " +
+                                 std::to_string(req.workers));
         output = output_path(req.output);
         if (fs::is_symlink(output, ec))
             throw InputError(req.output.string() + ": output is a symbolic link; name a folder to create");

@@ -181,9 +181,9 @@ std::string shard_name(std::size_t k, std::size_t n) {
 void check_config(const SynthCheckpointConfig& c) {
     c.model.validate();
     auto pos = [](int v, const char* field) {
-        if (v < 1 || v > (1 << 16))
-            throw InputError(std::string("synth-checkpoint: ") + field + ": must be 1..65536, got " +
-                             std::to_string(v));
+        if (v < 1 || v > kMaxSynthDimension)
+            throw InputError(std::string("synth-checkpoint: ") + field + ": must be 1.." +
+                             std::to_string(kMaxSynthDimension) + ", got " + std::to_string(v));
     };
     pos(c.hidden, "hidden");
     pos(c.moe_intermediate, "moe_intermediate");

@@ -40,6 +40,10 @@
 
 namespace routepack::gpu {
 
+/// Largest hidden, moe_intermediate, intermediate and vocab size of a synthetic checkpoint (each in
+/// 1..kMaxSynthDimension).
+inline constexpr int kMaxSynthDimension = 1 << 16;
+
 struct SynthCheckpointConfig {
     ModelDescription model = known_model("deepseek-v2-lite");
     int hidden = 16;

@@ -127,6 +127,46 @@ def test_cli_place_from_loads(exe, tmp_path):
     assert json.load(open(out)) == want.sglang_map()
 
 
+def cv_global_of_map(loads, map_file):
+    """CV_global (eq. 22) of the placement a routepack-format expert map holds, over `loads` ([L][E]):
+    per MoE layer the population std / mean of the EP ranks' loads (0 for a layer without load),
+    averaged over the layers. Computed here from the map file alone, apart from the library."""
+    m = json.load(open(map_file))
+    cvs = []
+    for layer, row in zip(loads, m["placement"]):
+        ranks = np.zeros(m["ep_ranks"])
+        for expert, slot in enumerate(row):
+            ranks[slot // m["slots_per_rank"]] += layer[expert]
+        cvs.append(ranks.std() / ranks.mean() if ranks.sum() > 0 else 0.0)
+    return sum(cvs) / len(cvs)
+
+
+def test_cli_place_previous_prints_the_written_placement(exe, tmp_path):
+    # With --previous the map written is the placement that starts from the previous one; its
+    # CV_global is printed, LPT's beside it. Identity: ranks 18/17 on layer 2 (CV 0.0143 over both
+    # layers); LPT: 16/19 (0.0429); the previous map below: 23/12 (0.1571), kept whole at budget 0.
+    loads = [[8, 5, 5, 6, 10, 1], [1, 1, 1, 1, 1, 1]]
+    f = tmp_path / "loads.json"
+    f.write_text(json.dumps({"loads": loads, "moe_layers": [2, 4], "num_hidden_layers": 5}))
+    previous = tmp_path / "previous.json"
+    previous.write_text(json.dumps({"moe_layers": [2, 4], "placement": [[0, 3, 1, 4, 2, 5], [0, 1, 2, 3, 4, 5]]}))
+    for budget, written in (("0", "0.1571"), ("1", None), ("6", None)):
+        out = tmp_path / f"map-{budget}.json"
+        r = run(exe, "place", "--loads", str(f), "--ep-ranks", "2", "--previous", str(previous), "--max-moves",
+                budget, "--format", "routepack", "--out", str(out))
+        cv = [line for line in r.stdout.splitlines() if line.startswith("CV_global: ")]
+        expected = f"{cv_global_of_map(loads, out):.4f}"
+        assert written is None or expected == written
+        assert cv == [f"CV_global: identity 0.0143 -> placed {expected} (LPT alone 0.0429)"]
+    # Budget 0 keeps the previous placement slot for slot.
+    assert json.load(open(tmp_path / "map-0.json"))["placement"] == json.load(open(previous))["placement"]
+    # Without --previous the written map is LPT's, and so is the printed figure.
+    out = tmp_path / "lpt.json"
+    r = run(exe, "place", "--loads", str(f), "--ep-ranks", "2", "--format", "routepack", "--out", str(out))
+    assert f"{cv_global_of_map(loads, out):.4f}" == "0.0429"
+    assert "CV_global: identity 0.0143 -> LPT 0.0429" in r.stdout.splitlines()
+
+
 def test_cli_place_from_library(exe, library):
     db, _, d = library
     out = str(d / "place.json")
@@ -147,18 +187,19 @@ def test_cli_place_from_library(exe, library):
     assert "placement of trace 'syn'" in r.stdout
 
 
-@pytest.mark.parametrize("content, args, message", [
-    ("[[1, -2]]", ["--ep-ranks", "1"], "{f}: [0][1] is -2, not an integer in 0..18446744073709551615"),
-    ('{"loads": [[1, 2], [3]]}', ["--ep-ranks", "1"], "{f}: loads[1] must be a list of 2 loads (as row 0)"),
-    ("[[1, 2, 3]]", ["--ep-ranks", "2"], "topology: 3 experts are not divisible by 2 EP ranks"),
-    ("[[1, 2]]", [], "place: give --ep-ranks P (or --topology)"),
-    ("[[1, 2", ["--ep-ranks", "1"], "{f}: malformed JSON at byte 7"),
+@pytest.mark.parametrize("content, args, status, message", [
+    ("[[1, -2]]", ["--ep-ranks", "1"], 1, "{f}: [0][1] is -2, not an integer in 0..18446744073709551615"),
+    ('{"loads": [[1, 2], [3]]}', ["--ep-ranks", "1"], 1, "{f}: loads[1] must be a list of 2 loads (as row 0)"),
+    ("[[1, 2, 3]]", ["--ep-ranks", "2"], 1, "topology: 3 experts are not divisible by 2 EP ranks"),
+    ("[[1, 2]]", [], 2, "place: give --ep-ranks P (or --topology)"),
+    ("[[1, 2", ["--ep-ranks", "1"], 1, "{f}: malformed JSON at byte 7"),
 ])
-def test_cli_place_errors(exe, tmp_path, content, args, message):
+def test_cli_place_errors(exe, tmp_path, content, args, status, message):
+    # A bad loads file is a failure of the work (1); a command line missing --ep-ranks is a usage error (2).
     f = tmp_path / "loads.json"
     f.write_text(content)
     r = run(exe, "place", "--loads", str(f), *args, "--out", str(tmp_path / "m.json"), ok=False)
-    assert r.returncode == 1
+    assert r.returncode == status
     assert r.stderr.strip() == "routepack: error: " + message.format(f=f)
 
 

@@ -501,8 +501,7 @@ def test_lookahead_changes_no_plan(client, steps, tmp_path, capsys):
         run_mod.main(["sweep", str(steps / "run"), "--model", "x", "--topology", topo, "--out", str(tmp_path / "bad"),
                       "--lookahead", "0"])
     assert e.value.code == 2
-    assert capsys.readouterr().err.splitlines()[-1] == (
-        "python3 -m routepack.run sweep: error: argument --lookahead: must be at least 1, got 0")
+    assert capsys.readouterr().err == "routepack.run: error: sweep: --lookahead must be an integer >= 1 (got '0')\n"
 
 
 # --- the command line: usage errors, OUT that cannot be written, Ctrl-C, resume ---------------------
@@ -589,22 +588,35 @@ def test_usage_errors_start_nothing(steps, tmp_path, capsys):
         err = capsys.readouterr().err
         assert err.startswith(f"routepack.run: error: {message}") and err.count("\n") == 1, (argv, err)
         assert not os.path.exists(out), argv
+    # The command line's own errors, in the words of the routepack CLI: one line, exit status 2.
     for flag, value, message in (
-            ("--workers", "0", "must be at least 1, got 0"),
-            ("--seed", "-1", "must be an integer in 0..18446744073709551615, got '-1'"),
-            ("--max-moves", "-7", "must be an integer in 0..1000000000 or -1 (unlimited), got '-7'"),
-            ("--threads", "-1", "must be an integer in 0..4096, got '-1'"),
-            ("--moe-layers", "1-x", "not a list of layer ids and ranges such as 1-26: '1-x'"),
+            ("--workers", "0", "sweep: --workers must be an integer >= 1 (got '0')"),
+            ("--seed", "-1", "sweep: --seed must be an integer in 0..18446744073709551615 (got '-1')"),
+            ("--max-moves", "-7",
+             "sweep: --max-moves must be an integer in 0..1000000000, or -1 (unlimited) (got '-7')"),
+            ("--threads", "-1", "sweep: --threads must be an integer in 0..4096 (got '-1')"),
+            ("--moe-layers", "1-x",
+             "sweep: --moe-layers must be a list of layer ids and ranges such as 1-26 (got '1-x')"),
+            ("--experts", "8x", "sweep: --experts must be an integer (got '8x')"),
+            ("--seed", None, "--seed needs a value (see python3 -m routepack.run sweep --help)"),
+            ("--bogus", None, "the following argument was not expected: --bogus (see python3 -m routepack.run sweep "
+                              "--help)"),
             ("--scheduler", "tcp://127.0.0.1:9",
-             "not allowed with argument --scheduler (it is the local cluster's)")):
-        argv = base + [flag, value] + (["--dashboard"] if flag == "--scheduler" else [])
+             "give either --dashboard or --scheduler, not both (see python3 -m routepack.run sweep --help)")):
+        argv = base + [flag] + ([value] if value is not None else [])
+        argv += ["--dashboard"] if flag == "--scheduler" else []
         with pytest.raises(SystemExit) as e:
             run_mod.main(argv)
         assert e.value.code == 2
-        last = capsys.readouterr().err.splitlines()[-1]
-        name = "--dashboard" if flag == "--scheduler" else flag
-        assert last == f"python3 -m routepack.run sweep: error: argument {name}: {message}"
+        assert capsys.readouterr().err == f"routepack.run: error: {message}\n"
         assert not os.path.exists(out)
+    for argv, message in ((["sweep", run, *MODEL_FLAGS], "--topology and --out are required"),
+                          (["frob"], "unknown command 'frob'"), ([], "a command is required")):
+        with pytest.raises(SystemExit) as e:
+            run_mod.main(argv)
+        assert e.value.code == 2
+        hint = "python3 -m routepack.run sweep --help" if argv[:1] == ["sweep"] else "python3 -m routepack.run --help"
+        assert capsys.readouterr().err == f"routepack.run: error: {message} (see {hint})\n"
     # A scheduler address that is none (2), or where no scheduler answers (3): OUT is not touched either.
     assert run_mod.main(base + ["--scheduler", "nonsense"]) == 2
     assert capsys.readouterr().err == (
@@ -798,6 +810,60 @@ def test_replaced_step_is_planned_again(client, steps, tmp_path):
     run_mod.sweep(client, str(run), model=MODEL, topologies=[topo], out=out, seed=5,
                   progress=lambda c, w, st: planned.append(w))
     assert planned == [] and files_of(out) == after
+
+
+def test_help_and_usage_errors_as_the_cli(tmp_path):
+    """`python3 -m routepack.run [sweep] --help` in the layout of `routepack CMD --help`: the
+    description, the usage line, then Positionals, Options and Subcommands, one entry a line (names,
+    the value's type, `...` for a list, REQUIRED), the description from column 30 (on a line of its
+    own when the names reach it); usage errors as the CLI's, one line, exit status 2."""
+    r = run_command("--help")
+    assert (r.returncode, r.stderr) == (0, "")
+    assert r.stdout == ("whole-run sweeps on a Dask cluster (docs/cluster-runs.md)\n"
+                        "Usage: python3 -m routepack.run [OPTIONS] SUBCOMMAND\n\n"
+                        "Options:\n"
+                        "  -h,--help                   print this help message and exit\n\n"
+                        "Subcommands:\n"
+                        "  sweep                       plan every step of a run folder on every topology (one chain "
+                        "each)\n\n")
+    r = run_command("sweep", "--help")
+    assert (r.returncode, r.stderr) == (0, "")
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("plans every step of a run on every topology (one chain each) into the resumable")
+    assert lines[1:6] == ["Usage: python3 -m routepack.run sweep [OPTIONS] run...", "", "Positionals:",
+                          "  run TEXT ... REQUIRED       the run folder (its entries are the steps), or the step "
+                          "paths in order", ""]
+    options = lines[lines.index("Options:") + 1:lines.index("", lines.index("Options:"))]
+    assert options[0] == "  -h,--help                   print this help message and exit"
+    for want in ("  --seed UINT                 random seed; default 1, in 0..2^64-1",
+                 "  --max-moves INT             experts moved per step at most (all MoE layers)",
+                 "  --threads UINT              planner threads per step (default 1; 0: all cores)",
+                 "  --experts INT               routed experts per MoE layer (E)",
+                 "  --topology TEXT ... REQUIRED",
+                 "                              topology file or shipped name; repeat for independent chains",
+                 "  --out TEXT REQUIRED         output folder (resumable: a rerun plans only what is missing)",
+                 "  --dashboard                 the local cluster's scheduler serves its dashboard on 127.0.0.1 "
+                 "(the link on stderr)"):
+        assert want in options, want
+    # Every entry: its names and type in the first 30 columns, the description from column 30; names
+    # that reach column 30 have a line of their own, the description on the next.
+    for i, line in enumerate(options):
+        if line.startswith(" " * 30):
+            assert len(options[i - 1]) >= 30 and not options[i - 1].startswith(" " * 30), line
+        else:
+            assert line.startswith("  -") and (line[29] == " " or options[i + 1].startswith(" " * 30)), line
+    # The help flag's line is the CLI's own (when the CLI is built).
+    exe = cli()
+    if exe and os.path.exists(exe):
+        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+        own = subprocess.run([exe, "import-run", "--help"], capture_output=True, text=True, env=env).stdout
+        assert options[0] in own.splitlines()
+    # A usage error from the command line (a real process): one line, status 2, nothing on stdout.
+    r = run_command("sweep", str(tmp_path), "--topology", "t", "--out", str(tmp_path / "out"), "--seeed", "3")
+    assert (r.returncode, r.stdout, r.stderr) == (
+        2, "", "routepack.run: error: the following arguments were not expected: --seeed 3 (see python3 -m "
+               "routepack.run sweep --help)\n")
+    assert not os.path.exists(tmp_path / "out")
 
 
 def test_stale_failure_goes_with_the_plan(client, steps, tmp_path):

@@ -50,6 +50,7 @@ import io
 import json
 import operator
 import os
+import re
 import signal
 import socket
 import sys
@@ -769,6 +770,16 @@ def _model_arg(args):
     return spec or None
 
 
+def _typed(type_name: str):
+    """Marks an argparse type function with the type --help shows (INT, UINT, TEXT), as the CLI's."""
+    def mark(parse):
+        parse.type_name = type_name
+        return parse
+
+    return mark
+
+
+@_typed("TEXT")
 def _layer_list(text: str) -> list:
     """argparse type of --moe-layers: layer ids and ranges, e.g. ``1-26`` or ``0,2,4-7``."""
     out = []
@@ -780,42 +791,172 @@ def _layer_list(text: str) -> list:
             elif part:
                 out.append(int(part))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a list of layer ids and ranges such as 1-26: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"must be a list of layer ids and ranges such as 1-26 (got {text!r})") \
+            from None
     return out
 
 
+@_typed("INT")
+def _integer(text: str) -> int:
+    """argparse type of the model's counts (--experts, --top-k, --layers): a decimal integer."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer (got {text!r})") from None
+
+
+@_typed("INT")
 def _at_least_one(text: str) -> int:
     """argparse type of --lookahead and --workers: an integer of at least 1."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+        value = None
+    if value is None or value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1 (got {text!r})")
     return value
 
 
 def _int_in(low: int, high: int, also: Optional[int] = None, note: str = ""):
-    """argparse type: an integer in low..high (or `also`), the range in the error."""
+    """argparse type: an integer in low..high (or `also`), the range in the error; --help shows it as
+    UINT when no value below 0 is taken, INT otherwise."""
+    @_typed("UINT" if low >= 0 and (also is None or also >= 0) else "INT")
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             value = None
         if value is None or not (low <= value <= high or value == also):
-            raise argparse.ArgumentTypeError(f"must be an integer in {low}..{high}{note}, got {text!r}")
+            raise argparse.ArgumentTypeError(f"must be an integer in {low}..{high}{note} (got {text!r})")
         return value
 
     return parse
 
 
+_HELP_COLUMN = 30  # where a help line's description starts, as in `routepack --help` (CLI11's layout)
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse in the conventions of the `routepack` CLI: --help laid out as `routepack CMD --help`
+    is (the description, ``Usage: PROG [OPTIONS] ...``, then ``Positionals:``, ``Options:`` and
+    ``Subcommands:``, one entry a line: the names, the value's type (TEXT, INT, UINT), ``...`` for a
+    list and ``REQUIRED``, the description from column 30), and every command-line error as one line
+    ``routepack.run: error: <lower-case text>`` on stderr, exit status 2: a flag's value refused by
+    its reader as ``sweep: --seed must be an integer in 0..18446744073709551615 (got '-1')``, any
+    other error followed by `` (see PROG --help)`` (``the following argument was not expected:
+    --bogus``, ``unknown command 'frob'``, ``--out is required``, ``give either --workers or
+    --scheduler, not both``). A flag the command does not have is named before any other error, and
+    flags are given whole (no abbreviations), as in the CLI."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs["add_help"] = False
+        kwargs["allow_abbrev"] = False  # as the CLI: a flag is given whole
+        super().__init__(*args, **kwargs)
+        self.add_argument("-h", "--help", action="help", help="print this help message and exit")
+
+    @staticmethod
+    def _entry(names: str, description: str) -> str:
+        first = "  " + names
+        if len(first) >= _HELP_COLUMN:
+            return first + "\n" + " " * _HELP_COLUMN + description
+        return first.ljust(_HELP_COLUMN) + description
+
+    @staticmethod
+    def _names(action) -> str:
+        if isinstance(action, (argparse._HelpAction, argparse._StoreTrueAction)):
+            return ",".join(action.option_strings)
+        names = ",".join(action.option_strings) or action.dest
+        type_name = getattr(action.type, "type_name", "TEXT")
+        many = action.nargs in ("+", "*") or isinstance(action, argparse._AppendAction)
+        return names + " " + type_name + (" ..." if many else "") + (" REQUIRED" if action.required else "")
+
+    def format_help(self) -> str:
+        positionals, options, commands = [], [], []
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                commands += [self._entry(c.dest, c.help or "") for c in action._choices_actions]
+            elif action.option_strings:
+                options.append(self._entry(self._names(action), action.help or ""))
+            else:
+                positionals.append(self._entry(self._names(action), action.help or ""))
+        usage = "Usage: " + self.prog + " [OPTIONS]"
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                usage += " SUBCOMMAND"
+            elif not action.option_strings:
+                usage += " " + action.dest + ("..." if action.nargs in ("+", "*") else "")
+        text = (_lower_first(self.description) + "\n" if self.description else "") + usage + "\n"
+        for title, lines in (("Positionals", positionals), ("Options", options), ("Subcommands", commands)):
+            if lines:
+                text += "\n" + title + ":\n" + "\n".join(lines) + "\n"
+        return text + "\n"
+
+    def parse_known_args(self, args=None, namespace=None):
+        """argparse's parse_known_args, keeping the arguments given to this parser (a subcommand's
+        parser gets those after its name) for error()."""
+        self._given = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
+    def parse_args(self, args=None, namespace=None):
+        """argparse's parse_args; arguments left unused are reported by the command given (its help
+        in the hint)."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            owner = self
+            for action in self._actions:
+                if isinstance(action, argparse._SubParsersAction):
+                    owner = action.choices.get(getattr(parsed, action.dest, None), self)
+            owner.error("unrecognized arguments: " + " ".join(extras))
+        return parsed
+
+    def _unknown_flags(self) -> list:
+        """The arguments given to this parser that look like flags it does not have (not negative
+        numbers): a misspelt flag, named before any other error of the command line, as the CLI does."""
+        known = {name for action in self._actions for name in action.option_strings}
+        return [a for a in getattr(self, "_given", []) if a.startswith("-") and len(a) > 1
+                and not re.fullmatch(r"-[0-9.]+", a) and a.split("=", 1)[0] not in known]
+
+    def error(self, message: str):
+        """Prints the one error line of a command-line error and exits with status 2."""
+        command = self.prog.split()[-1]
+        hint = f" (see {self.prog} --help)"
+        unknown = self._unknown_flags()
+        if m := re.fullmatch(r"argument \S+: invalid choice: '(.*)' \(choose from .*\)", message):
+            line = f"unknown command '{m.group(1)}'" + hint
+        elif (m := re.fullmatch(r"unrecognized arguments: (.*)", message)) or unknown:
+            words = m.group(1).split() if m else unknown
+            line = ("the following arguments were not expected: " if len(words) > 1 else
+                    "the following argument was not expected: ") + " ".join(words) + hint
+        elif m := re.fullmatch(r"argument (\S+): (must be .*)", message):  # a value refused by its reader
+            line = f"{command}: {m.group(1)} {m.group(2)}"
+        elif m := re.fullmatch(r"the following arguments are required: (.*)", message):
+            names = m.group(1).split(", ")
+            if names == ["command"]:
+                line = "a command is required" + hint
+            else:
+                line = (names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]) + \
+                    (" is required" if len(names) == 1 else " are required") + hint
+        elif m := re.fullmatch(r"argument (\S+): not allowed with argument (\S+)", message):
+            line = f"give either {m.group(1)} or {m.group(2)}, not both" + hint
+        elif m := re.fullmatch(r"argument (\S+): expected one argument", message):
+            line = f"{m.group(1)} needs a value" + hint
+        else:
+            line = _lower_first(message) + hint
+        self.exit(EXIT_USAGE, f"routepack.run: error: {line}\n")
+
+
 def _parser():
-    """The command line's parser and its sweep subparser."""
-    p = argparse.ArgumentParser(prog="python3 -m routepack.run",
-                                description="whole-run sweeps on a Dask cluster (docs/cluster-runs.md)")
+    """The command line's parser and its sweep subparser (_Parser: the CLI's help layout and error
+    lines)."""
+    p = _Parser(prog="python3 -m routepack.run",
+                description="whole-run sweeps on a Dask cluster (docs/cluster-runs.md)")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("sweep", help="plan every step of a run folder on every topology (one chain each)",
-                       description="Plans every step of a run on every topology (one chain each) into the "
+                       description="plans every step of a run on every topology (one chain each) into the "
                        "resumable folder OUT. Exit status: 0 every step planned, 1 some steps failed (listed), "
                        "2 bad arguments or settings (nothing started, OUT untouched), 3 OUT could not be "
                        "written or the scheduler not reached, 130 interrupted; after 3 or 130, OUT keeps the "
@@ -823,17 +964,18 @@ def _parser():
     s.add_argument("run", nargs="+", help="the run folder (its entries are the steps), or the step paths in order")
     s.add_argument("--model", default="", help="shipped model description (as routepack import --model)")
     s.add_argument("--model-config", default="", help="Hugging Face config.json of the model")
-    s.add_argument("--experts", type=int, default=0)
-    s.add_argument("--top-k", type=int, default=0)
-    s.add_argument("--num-hidden-layers", "--layers", dest="num_hidden_layers", type=int, default=0)
+    s.add_argument("--experts", type=_integer, default=0, help="routed experts per MoE layer (E)")
+    s.add_argument("--top-k", type=_integer, default=0, help="experts per token (k)")
+    s.add_argument("--num-hidden-layers", "--layers", dest="num_hidden_layers", type=_integer, default=0,
+                   help="decoder layers (num_hidden_layers)")
     s.add_argument("--moe-layers", type=_layer_list, default=None, help="MoE layer ids, e.g. 1-26")
     s.add_argument("--format", default="auto", help="format of the step files (routepack import --format)")
     s.add_argument("--topology", action="append", required=True, help="topology file or shipped name; repeat "
                    "for independent chains")
     s.add_argument("--out", required=True, help="output folder (resumable: a rerun plans only what is missing)")
-    s.add_argument("--seed", type=_int_in(0, 2**64 - 1), default=1, help="random seed, 0..2^64-1 (default 1)")
+    s.add_argument("--seed", type=_int_in(0, 2**64 - 1), default=1, help="random seed; default 1, in 0..2^64-1")
     s.add_argument("--previous", default=None, help="placement of the step before the first (plan or map file)")
-    s.add_argument("--max-moves", type=_int_in(0, 10**9, -1, " or -1 (unlimited)"), default=None,
+    s.add_argument("--max-moves", type=_int_in(0, 10**9, -1, ", or -1 (unlimited)"), default=None,
                    help="experts moved per step at most (all MoE layers)")
     s.add_argument("--threads", type=_int_in(0, 4096), default=1,
                    help="planner threads per step (default 1; 0: all cores)")
@@ -923,7 +1065,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p, s = _parser()
     args = p.parse_args(argv)
     if args.dashboard and args.scheduler:
-        s.error("argument --dashboard: not allowed with argument --scheduler (it is the local cluster's)")
+        s.error("argument --dashboard: not allowed with argument --scheduler")
     run = args.run[0] if len(args.run) == 1 and os.path.isdir(args.run[0]) else args.run
     resume = f"{args.out} keeps the finished steps: rerun the same command to resume"
     client = cluster = None
