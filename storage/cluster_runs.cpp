@@ -265,7 +265,7 @@ std::vector<ClusterRunStep> read_summary(const std::filesystem::path& file, cons
 std::filesystem::path absolute_out(const std::filesystem::path& out) {
     std::error_code ec;
     const auto status = std::filesystem::status(out, ec);
-    if (!std::filesystem::exists(status)) throw InputError(out.string() + ": no such folder");
+    if (!std::filesystem::exists(status)) throw MissingFileError(out.string() + ": no such folder", out);
     if (!std::filesystem::is_directory(status)) throw InputError(out.string() + ": is not a folder");
     std::filesystem::path dir = std::filesystem::weakly_canonical(std::filesystem::absolute(out), ec);
     if (ec) dir = std::filesystem::absolute(out).lexically_normal();

@@ -526,7 +526,7 @@ std::unique_ptr<Library> Library::open(const std::filesystem::path& file, OpenMo
     }
     if (!in_memory) {
         if (!std::filesystem::exists(file, ec)) {
-            if (mode != OpenMode::Create) throw InputError(file.string() + ": no such library");
+            if (mode != OpenMode::Create) throw MissingFileError(file.string() + ": no such library", file);
         } else {
             check_sqlite_header(file);
             if (!std::filesystem::is_regular_file(file, ec))

@@ -199,7 +199,7 @@ public:
 /// How Library::open treats the file.
 enum class OpenMode {
     Create,    ///< read-write; an absent file becomes a new, empty library
-    ReadWrite, ///< read-write; InputError "<file>: no such library" when absent, and
+    ReadWrite, ///< read-write; MissingFileError "<file>: no such library" when absent, and
                ///< "<file>: not a RoutePack library (empty file)" for an existing 0-byte file
                ///< (only Create turns an empty file into a library)
     ReadOnly,  ///< reads only, through an SQLITE_OPEN_READONLY connection that never changes the

@@ -446,8 +446,22 @@ private Q_SLOTS:
                  QStringLiteral("/dev/zero: is a device, not a plan file"));
         QCOMPARE(qs(error_of<InputError>([&] { read_input_file(tmp, input_files::kIdList); })),
                  q(tmp) + QStringLiteral(": is a folder, not an id list"));
-        QCOMPARE(qs(error_of<InputError>([&] { read_input_file(tmp / "absent.json", input_files::kModelConfig); })),
-                 q(tmp / "absent.json") + QStringLiteral(": no such model config (config.json)"));
+        QCOMPARE(
+            qs(error_of<MissingFileError>([&] { read_input_file(tmp / "absent.json", input_files::kModelConfig); })),
+            q(tmp / "absent.json") + QStringLiteral(": no such model config (config.json)"));
+        // Only an absent file is a MissingFileError (the Python module's FileNotFoundError), naming its path.
+        try {
+            read_input_file(tmp / "absent.json", input_files::kPlan);
+            QFAIL("an absent file was read");
+        } catch (const MissingFileError& e) {
+            QVERIFY(e.path() == tmp / "absent.json");
+        }
+        QCOMPARE(qs(error_of<MissingFileError>([&] { read_input_file(fifo, input_files::kTopology); })),
+                 QStringLiteral("<other exception: ") + q(fifo) +
+                     QStringLiteral(": is a pipe (FIFO), not a topology file>"));
+        QCOMPARE(qs(error_of<MissingFileError>(
+                     [&] { storage::Library::open(tmp / "absent.routepack", storage::OpenMode::ReadOnly); })),
+                 q(tmp / "absent.routepack") + QStringLiteral(": no such library"));
         const fs::path big = tmp / "big.json";
         write_file(big, "{}");
         fs::resize_file(big, (1 << 20) + 1); // sparse: the cap is checked before a byte is read

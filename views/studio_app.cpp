@@ -2,6 +2,7 @@
 
 #include "core/plan/plan_file.h"
 #include "core/util/errors.h"
+#include "core/util/version.h"
 #include "storage/demo.h"
 #include "views/dialogs/exports.h"
 #include "views/plan/plan_views.h"
@@ -293,7 +294,7 @@ int runStudio(int argc, char** argv) {
     QApplication app(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("RoutePack"));
     QApplication::setApplicationName(QStringLiteral("RoutePack Studio"));
-    QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+    QApplication::setApplicationVersion(QString::fromLatin1(kVersion));
 
     if (args.runAsked) {
         HeadlessOutput result;

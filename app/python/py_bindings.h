@@ -4,6 +4,7 @@
 // routepack_module.cpp calls, in registration order, to add each subject's classes and functions.
 #include "app/python/py_window.h"
 #include "core/model/model.h"
+#include "core/model/trace.h"
 #include "core/plan/plan_file.h"
 #include "core/plan/score/placement.h"
 
@@ -17,18 +18,32 @@
 
 namespace routepack::pyconv {
 
+/// A placement's maps as int64 [L, E] values, made on the first use and then kept: the read-only
+/// numpy views of Placement and Plan (readonly_view) show them without a copy.
+struct PlacementMaps {
+    bool made = false;
+    std::vector<std::int64_t> logical_to_physical, physical_to_logical;
+};
+
+/// The maps of `pi`, made in `maps` on the first call (the values never change after it).
+const PlacementMaps& placement_maps(const Placement& pi, PlacementMaps& maps);
+
 /// A placement with the model facts its maps need (absolute MoE layer ids, decoder layer count).
 struct PyPlacement {
     Placement pi;
     ModelDescription model;
+    mutable PlacementMaps maps{};
 };
 
 /// A plan: its plan file (`file`, the one serialized form, whether the plan was made or loaded) and
 /// the file's text: a loaded plan's own, a made plan's written on the first to_json(), so a trainer
-/// that only reads the rows does not pay for the JSON.
+/// that only reads the rows does not pay for the JSON. `maps` and `cell_of` back the plan's
+/// read-only numpy views (made on the first use).
 struct PyPlan {
     PlanFile file;
-    mutable std::string json;
+    mutable std::string json{};
+    mutable PlacementMaps maps{};
+    mutable std::vector<std::int64_t> cell_of{};
 };
 
 /// Absolute MoE layer ids: ascending, unique, >= 0.
@@ -44,6 +59,29 @@ pybind11::array_t<std::int64_t> layer_matrix(const std::vector<int>& v, int L, i
 
 /// uint64 [L, E] from row-major totals (v.size() == L * E).
 pybind11::array_t<std::uint64_t> layer_totals_array(const std::vector<std::uint64_t>& v, int L, int E);
+
+/// A read-only numpy view of `values` as an int64 array of `shape` (no copy), whose base is `owner`,
+/// the Python object holding `values` (the view keeps it alive). Writing to it raises ValueError
+/// "assignment destination is read-only", and numpy refuses to make it writeable again.
+pybind11::array readonly_view(const std::vector<std::int64_t>& values, const std::vector<pybind11::ssize_t>& shape,
+                              const pybind11::handle& owner);
+
+/// `a` with numpy's WRITEABLE flag cleared: for arrays made anew on each access, so that writing to
+/// one raises instead of changing a copy nobody sees.
+pybind11::array readonly(pybind11::array a);
+
+/// `n` with its thousands grouped ("2,048"), for reprs.
+std::string grouped(std::int64_t n);
+
+/// "<n> <word>s" with the thousands grouped ("2,048 samples"; "1 sample"), for reprs.
+std::string counted(std::int64_t n, const std::string& word);
+
+/// The window plan() and Window() make from Python arrays: lengths [N], counts [N, L, E] with L =
+/// len(moe_layers), the model (make_model) and sample ids (default "0".."N-1", unique, valid text).
+/// InputError naming the argument and index otherwise.
+Trace make_window(const pybind11::object& lengths, const pybind11::object& counts, const std::vector<int>& moe_layers,
+                  std::optional<int> top_k, std::optional<int> num_hidden_layers, const pybind11::object& sample_ids,
+                  const std::string& model_name);
 
 /// The placement of a Placement or a Plan; ValueError naming the type of anything else.
 Placement placement_of(const pybind11::handle& obj);
@@ -72,10 +110,10 @@ void bind_plan(pybind11::module_& m);
 /// _plan, _plan_window (the planner on its own thread), _plan_from_json, _load_plan.
 void bind_plan_functions(pybind11::module_& m);
 
-/// counts_from_routes.
+/// _counts_from_routes (routepack.counts_from_routes).
 void bind_routes(pybind11::module_& m);
 
-/// The read-only Library and the Window it loads.
+/// The read-only Library and the Window it loads (or Window() makes from arrays).
 void bind_library(pybind11::module_& m);
 
 /// expert_loads(): per-layer expert loads read straight from trace files (`routepack place --input`).

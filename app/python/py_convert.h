@@ -18,7 +18,8 @@
 //   argument and the code point. Text to Python from the library: UTF-8 decoded with
 //   'surrogateescape', so bytes that are not UTF-8 (names stored by older imports) come back as
 //   U+DC80..U+DCFF and s.encode('utf-8', 'surrogateescape') gives the stored bytes back.
-// Every error is py::value_error (ValueError) with the argument's name, or the object's own error.
+// Every error is an ArgumentError (routepack.InputError, a ValueError) with the argument's name, or
+// the object's own error.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
@@ -36,8 +37,23 @@ namespace routepack::pyconv {
 
 namespace py = pybind11;
 
+/// The Python class bad arguments raise: routepack.InputError once routepack_module.cpp made it,
+/// ValueError until then (the fuzz harness of these conversions runs them without the module).
+inline PyObject*& argument_error_type() {
+    static PyObject* type = PyExc_ValueError;
+    return type;
+}
+
+/// A bad argument: raised in Python as argument_error_type() with the message (message_text). A
+/// py::value_error, so that C++ catching those (the fuzz harness) catches it too.
+class ArgumentError : public py::value_error {
+public:
+    explicit ArgumentError(const std::string& message) : py::value_error(message) {}
+    void set_error() const override;
+};
+
 [[noreturn]] inline void value_error(const std::string& msg) {
-    throw py::value_error(msg);
+    throw ArgumentError(msg);
 }
 
 /// ascii(v) for messages: ASCII whatever the object (no encoding error); an exception raised by its
@@ -421,6 +437,10 @@ inline py::str message_text(const char* msg) {
     PyObject* o = PyUnicode_DecodeUTF8(msg, static_cast<Py_ssize_t>(std::strlen(msg)), "backslashreplace");
     if (o == nullptr) throw py::error_already_set();
     return py::reinterpret_steal<py::str>(o);
+}
+
+inline void ArgumentError::set_error() const {
+    PyErr_SetObject(argument_error_type(), message_text(what()).ptr());
 }
 
 } // namespace routepack::pyconv

@@ -81,6 +81,8 @@ void bind_imports(py::module_& m) {
             d["notes"] = notes;
             return d;
         },
+        "_expert_loads(inputs, *, format='auto', model=None, num_experts=None, top_k=None, num_hidden_layers=None, "
+        "moe_layers=None, router_layer_base='auto')\n--\n\nroutepack.expert_loads.",
         py::arg("inputs"), py::kw_only(), py::arg("format") = "auto", py::arg("model") = py::none(),
         py::arg("num_experts") = py::none(), py::arg("top_k") = py::none(), py::arg("num_hidden_layers") = py::none(),
         py::arg("moe_layers") = py::none(), py::arg("router_layer_base") = "auto");

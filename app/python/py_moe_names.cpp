@@ -45,10 +45,12 @@ py::list layouts_list() {
 void bind_moe_names(py::module_& m) {
     m.def(
         "_moe_layouts", [] { return layouts_list(); },
-        "The table of MoE layouts (core/model/moe_names.h), in the order names are tried: a list of dicts\n"
-        "with name, blocks, experts (the prefix inside the block), storage ('per-expert', 'stacked',\n"
-        "'flat-chunks'), tensors (flat-chunks: the only names), routers, routing ('map': kept logical;\n"
-        "'auto': rows move unless the router is group-limited) and live (a live model's names).");
+        "_moe_layouts()\n--\n\n"
+        "The table of MoE layouts (core/model/moe_names.h), in the order names are tried: a list\n"
+        "of dicts with name, blocks, experts (the prefix inside the block), storage ('per-expert',\n"
+        "'stacked', 'flat-chunks'), tensors (flat-chunks: the only names), routers, routing ('map':\n"
+        "kept logical; 'auto': rows move unless the router is group-limited) and live (a live model's\n"
+        "names).");
     m.def(
         "_moe_names",
         [] {
@@ -58,7 +60,7 @@ void bind_moe_names(py::module_& m) {
             d["shared_expert_prefixes"] = py::tuple(py::cast(moe_shared_expert_prefixes()));
             return d;
         },
-        "The table's other names (core/model/moe_names.h): router_tensors (weight first, then the\n"
+        "_moe_names()\n--\n\nThe table's other names (core/model/moe_names.h): router_tensors (weight first, then the\n"
         "biases), grouped_router_marks, shared_expert_prefixes; each a tuple of str.");
 }
 

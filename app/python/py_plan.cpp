@@ -1,6 +1,7 @@
-// The Plan class of routepack._core and the functions that make one: _plan and _plan_window (the
-// planner on its own thread, the GIL released, cancellation from Python), _plan_from_json and
-// _load_plan (a plan file's text).
+// The Plan class of routepack._core (its arrays read-only views of the plan's values) and the
+// functions that make one: _plan and _plan_window (the planner on its own thread, the GIL released,
+// cancellation from Python), _plan_from_json and _load_plan (a plan file's text); and make_window,
+// the window plan() and Window() make from arrays.
 #include "app/python/py_bindings.h"
 #include "app/python/py_convert.h"
 #include "app/python/py_window.h"
@@ -26,6 +27,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <deque>
 #include <exception>
 #include <limits>
@@ -147,53 +149,6 @@ PlannerBudgets make_budgets(const py::object& budgets) {
         }
     }
     return b;
-}
-
-Trace make_window(const py::object& lengths_obj, const py::object& counts_obj, const std::vector<int>& moe_layers,
-                  std::optional<int> top_k, std::optional<int> num_hidden_layers, const py::object& sample_ids,
-                  const std::string& model_name) {
-    const py::array lengths = as_array(lengths_obj, "lengths");
-    const py::array counts = as_array(counts_obj, "counts");
-    if (lengths.ndim() != 1) value_error("lengths must be 1-dimensional [N] (got shape " + shape_text(lengths) + ")");
-    if (counts.ndim() != 3)
-        value_error("counts must be 3-dimensional [N, L, E] (got shape " + shape_text(counts) + ")");
-    const auto n = lengths.shape(0);
-    if (counts.shape(0) != n || counts.shape(1) != static_cast<py::ssize_t>(moe_layers.size()) || counts.shape(2) < 1)
-        value_error("counts has shape " + shape_text(counts) + "; expected (N, L, E) = (" + std::to_string(n) + ", " +
-                    std::to_string(moe_layers.size()) + ", E >= 1) for " + std::to_string(n) +
-                    " lengths and len(moe_layers) = " + std::to_string(moe_layers.size()));
-    if (counts.shape(2) > std::numeric_limits<int>::max()) value_error("counts: too many experts");
-    Trace w;
-    w.model = make_model(moe_layers, static_cast<int>(counts.shape(2)), top_k, num_hidden_layers, model_name);
-    w.format = "python";
-    const auto len = checked_values<std::int64_t>(
-        lengths, "lengths", 1, static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()), "must be >= 1");
-    w.counts =
-        checked_values<std::uint32_t>(counts, "counts", 0, std::numeric_limits<std::uint32_t>::max(), "is negative");
-    std::vector<std::string> ids;
-    if (!sample_ids.is_none()) {
-        const auto items = py_items(sample_ids, "sample_ids", "str");
-        for (std::size_t i = 0; i < items.size(); ++i)
-            ids.push_back(py_utf8(items[i], "sample_ids[" + std::to_string(i) + "]"));
-        if (static_cast<py::ssize_t>(ids.size()) != n)
-            value_error("sample_ids holds " + std::to_string(ids.size()) + " ids for " + std::to_string(n) +
-                        " samples");
-        // A plan names each sample once (its file is refused on reading otherwise).
-        std::unordered_map<std::string, std::size_t> first;
-        for (std::size_t i = 0; i < ids.size(); ++i)
-            if (const auto [at, fresh] = first.emplace(ids[i], i); !fresh)
-                value_error("sample_ids[" + std::to_string(i) + "]: duplicate sample id '" + ids[i] +
-                            "' (also sample_ids[" + std::to_string(at->second) + "])");
-    }
-    w.samples.resize(static_cast<std::size_t>(n));
-    for (py::ssize_t i = 0; i < n; ++i) {
-        SampleInfo& s = w.samples[static_cast<std::size_t>(i)];
-        s.id = ids.empty() ? std::to_string(i) : ids[static_cast<std::size_t>(i)];
-        s.length = len[static_cast<std::size_t>(i)];
-        s.routed_rows = s.length;
-        s.length_rule = LengthRule::ExplicitTokens;
-    }
-    return w;
 }
 
 /// The plan file text (written on first use). A plan file is UTF-8 JSON: a name or sample id stored
@@ -371,140 +326,356 @@ PyPlan run_plan_input(PlanInput in, const py::object& progress) {
 
 } // namespace
 
-/// The Plan class: the plan file's rows, metrics, placement and maps.
-void bind_plan(py::module_& m) {
-    py::class_<PyPlan>(m, "Plan", "A RoutePack plan (the plan file's content; see routepack.Plan in the package).")
+Trace make_window(const py::object& lengths_obj, const py::object& counts_obj, const std::vector<int>& moe_layers,
+                  std::optional<int> top_k, std::optional<int> num_hidden_layers, const py::object& sample_ids,
+                  const std::string& model_name) {
+    const py::array lengths = as_array(lengths_obj, "lengths");
+    const py::array counts = as_array(counts_obj, "counts");
+    if (lengths.ndim() != 1) value_error("lengths must be 1-dimensional [N] (got shape " + shape_text(lengths) + ")");
+    if (counts.ndim() != 3)
+        value_error("counts must be 3-dimensional [N, L, E] (got shape " + shape_text(counts) + ")");
+    const auto n = lengths.shape(0);
+    if (counts.shape(0) != n || counts.shape(1) != static_cast<py::ssize_t>(moe_layers.size()) || counts.shape(2) < 1)
+        value_error("counts has shape " + shape_text(counts) + "; expected (N, L, E) = (" + std::to_string(n) + ", " +
+                    std::to_string(moe_layers.size()) + ", E >= 1) for " + std::to_string(n) +
+                    " lengths and len(moe_layers) = " + std::to_string(moe_layers.size()));
+    if (counts.shape(2) > std::numeric_limits<int>::max()) value_error("counts: too many experts");
+    Trace w;
+    w.model = make_model(moe_layers, static_cast<int>(counts.shape(2)), top_k, num_hidden_layers, model_name);
+    w.format = "python";
+    const auto len = checked_values<std::int64_t>(
+        lengths, "lengths", 1, static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()), "must be >= 1");
+    w.counts =
+        checked_values<std::uint32_t>(counts, "counts", 0, std::numeric_limits<std::uint32_t>::max(), "is negative");
+    std::vector<std::string> ids;
+    if (!sample_ids.is_none()) {
+        const auto items = py_items(sample_ids, "sample_ids", "str");
+        for (std::size_t i = 0; i < items.size(); ++i)
+            ids.push_back(py_utf8(items[i], "sample_ids[" + std::to_string(i) + "]"));
+        if (static_cast<py::ssize_t>(ids.size()) != n)
+            value_error("sample_ids holds " + std::to_string(ids.size()) + " ids for " + std::to_string(n) +
+                        " samples");
+        // A plan names each sample once (its file is refused on reading otherwise).
+        std::unordered_map<std::string, std::size_t> first;
+        for (std::size_t i = 0; i < ids.size(); ++i)
+            if (const auto [at, fresh] = first.emplace(ids[i], i); !fresh)
+                value_error("sample_ids[" + std::to_string(i) + "]: duplicate sample id '" + ids[i] +
+                            "' (also sample_ids[" + std::to_string(at->second) + "])");
+    }
+    w.samples.resize(static_cast<std::size_t>(n));
+    for (py::ssize_t i = 0; i < n; ++i) {
+        SampleInfo& s = w.samples[static_cast<std::size_t>(i)];
+        s.id = ids.empty() ? std::to_string(i) : ids[static_cast<std::size_t>(i)];
+        s.length = len[static_cast<std::size_t>(i)];
+        s.routed_rows = s.length;
+        s.length_rule = LengthRule::ExplicitTokens;
+    }
+    return w;
+}
+
+namespace {
+
+/// "<routepack.Plan 2,048 samples, 40 rows x 4 DP slots, 26 MoE layers x 64 experts on 8 EP ranks,
+/// score 112.01>" (score: max_g U_g), ", cancelled" before the ">" for a cancelled plan.
+std::string plan_repr(const PyPlan& p) {
+    const PlanFile& f = p.file;
+    char score[64];
+    std::snprintf(score, sizeof score, "%.2f", f.score.max_u);
+    return "<routepack.Plan " + counted(static_cast<std::int64_t>(f.lengths.size()), "sample") + ", " +
+           counted(f.row_count, "row") + " x " + counted(f.layout.dp_slots, "DP slot") + ", " +
+           counted(f.placement.layers, "MoE layer") + " x " + counted(f.placement.experts, "expert") + " on " +
+           counted(f.placement.ep_ranks, "EP rank") + ", score " + score + (f.cancelled ? ", cancelled" : "") + ">";
+}
+
+/// The read-only view of one of the placement maps of the Plan `self` (placement_maps).
+template <class Pick> py::array plan_map_view(const py::object& self, Pick&& pick) {
+    const auto& p = self.cast<const PyPlan&>();
+    const Placement& pi = p.file.placement;
+    return readonly_view(pick(placement_maps(pi, p.maps)), {pi.layers, pi.experts}, self);
+}
+
+/// Plan.cell_of: (row, DP slot) of each sample, made on the first use.
+py::array cell_of_view(const py::object& self) {
+    const auto& p = self.cast<const PyPlan&>();
+    const Layout& x = p.file.layout;
+    const auto n = static_cast<py::ssize_t>(p.file.lengths.size());
+    if (p.cell_of.empty() && n > 0) {
+        std::vector<std::int64_t> rc(static_cast<std::size_t>(n) * 2);
+        for (int k = 0; k < x.cell_count(); ++k)
+            for (int i : x.cell(k)) {
+                rc[2 * static_cast<std::size_t>(i)] = k / x.dp_slots;
+                rc[2 * static_cast<std::size_t>(i) + 1] = k % x.dp_slots;
+            }
+        p.cell_of = std::move(rc);
+    }
+    return readonly_view(p.cell_of, {n, py::ssize_t{2}}, self);
+}
+
+/// Plan.rows: R x D lists of sample indices.
+py::list rows_of(const PyPlan& p) {
+    py::list rows;
+    const Layout& x = p.file.layout;
+    for (int r = 0; r < x.rows; ++r) {
+        py::list row;
+        for (int d = 0; d < x.dp_slots; ++d) {
+            const std::span<const int> cell = x.cell(x.cell_index(r, d));
+            row.append(py::cast(std::vector<int>(cell.begin(), cell.end())));
+        }
+        rows.append(std::move(row));
+    }
+    return rows;
+}
+
+/// Plan.lower_bound: the certified bound on max_g U, None for a version-1 plan file.
+py::object lower_bound_of(const PyPlan& p) {
+    if (!p.file.has_bound) return py::none();
+    py::dict d;
+    d["value"] = p.file.bound.value;
+    d["mean"] = p.file.bound.mean;
+    d["sample"] = p.file.bound.sample;
+    d["gap"] = bound_gap(p.file.score.max_u, p.file.bound.value);
+    return d;
+}
+
+/// Plan.metrics: per method that ran, its metrics_dict.
+py::dict metrics_of(const PyPlan& p) {
+    py::dict d;
+    for (const MethodRow& m : kMethodTable)
+        if (const auto& x = p.file.metrics[m.method]) d[py::str(m.key)] = metrics_dict(x->metrics);
+    return d;
+}
+
+namespace doc {
+
+constexpr const char* kPlan = R"doc(A RoutePack plan: R x D rows of whole samples and the placement of the experts.
+
+The content of a plan file (format routepack-plan). Cell (r, d) is micro-batch r of
+DP slot d: every DP slot runs R = row_count micro-batches of whole samples, at most
+token_cap tokens each. Made by routepack.plan and routepack.plan_window, read by
+routepack.load_plan, or parsed from plan file text as here.
+
+Parameters
+----------
+text : str
+    Plan file text, as Plan.to_json() and ``routepack plan --out`` write it.
+
+Raises
+------
+InputError
+    Text that is not a valid plan file, naming the field ("plan: field 'rows' ...").
+
+See Also
+--------
+routepack.plan : plans a window given as arrays.)doc";
+
+constexpr const char* kInit = R"doc(__init__(self, /, text)
+--
+
+Parses the plan file text; the parameters are described in help(routepack.Plan).)doc";
+
+constexpr const char* kCellOf =
+    R"doc(numpy.ndarray of int64, shape (N, 2), read-only: the (row, DP slot) of each sample.
+
+Made on the first use and kept: later reads are views of the same values.)doc";
+
+constexpr const char* kLengths =
+    R"doc(numpy.ndarray of int64, shape (N,), read-only: t_i, the tokens of each sample.
+
+In window order; a view of the plan's values (no copy).)doc";
+
+constexpr const char* kPhysicalToLogical =
+    R"doc(numpy.ndarray of int64, shape (L, E), read-only: the logical expert in each slot.
+
+Rows in moe_layers order: ``probs[:, plan.physical_to_logical[l]]`` puts the router's
+columns in slot order. A view of the plan's values (no copy).)doc";
+
+constexpr const char* kLogicalToPhysical =
+    R"doc(numpy.ndarray of int64, shape (L, E), read-only: the slot of each logical expert.
+
+Rows in moe_layers order; slot v is on EP rank v // (E / P). A view of the plan's
+values (no copy).)doc";
+
+constexpr const char* kLowerBound =
+    R"doc(dict or None: the certified lower bound on max_g U at the plan's placement.
+
+Keys value, mean, sample and gap = max_g U / value - 1 (core/plan/score/bound.h);
+None for a version-1 plan file.)doc";
+
+constexpr const char* kMetrics = R"doc(dict: per method, the metrics of Tables 3-4.
+
+Keys baseline, reorder, karmarkar_karp and routepack, and grouter and routepack+comm
+on more than one node; each a dict with "score" (max_g U, sum_g U, max J) and the
+plan file's metric fields.)doc";
+
+constexpr const char* kToJson = R"doc(to_json(self, /)
+--
+
+The plan file text (format routepack-plan), as ``routepack plan --out`` writes it.
+
+A made plan's text is written on the first call; a loaded plan gives its own text.
+
+Returns
+-------
+str
+    The JSON text, without a final newline (Plan.save adds one).
+
+Raises
+------
+InputError
+    A name or sample id that is not valid UTF-8 (from an older library), which no
+    plan file can hold.)doc";
+
+constexpr const char* kExportMap = R"doc(export_map(self, /, format)
+--
+
+The expert map of the plan's placement, as ``routepack export-map --format FORMAT``.
+
+Parameters
+----------
+format : {'routepack', 'sglang', 'vllm'}
+    The map's format (docs/checkpoints.md).
+
+Returns
+-------
+str
+    The JSON text; routepack_map(), sglang_map() and vllm_map() give it parsed.
+
+Raises
+------
+InputError
+    An unknown format.)doc";
+
+} // namespace doc
+
+/// The Plan's plain properties (values of its plan file).
+void bind_plan_values(py::class_<PyPlan>& c) {
+    c.def_property_readonly("rows", &rows_of,
+                            "list of list of list of int: R x D cells of sample indices (window order).\n\n"
+                            "rows[r][d] is cell (r, d): micro-batch r of DP slot d.")
         .def_property_readonly(
-            "_migration_json", [](const PyPlan& p) { return plan_migration_json(p.file.migration); },
-            "the plan's migration section as JSON text (null without a previous placement)")
+            "row_count", [](const PyPlan& p) { return p.file.row_count; },
+            "int: R, the rows: the micro-batches of every DP slot.")
         .def_property_readonly(
-            "rows",
-            [](const PyPlan& p) {
-                py::list rows;
-                const Layout& x = p.file.layout;
-                for (int r = 0; r < x.rows; ++r) {
-                    py::list row;
-                    for (int d = 0; d < x.dp_slots; ++d) {
-                        const std::span<const int> cell = x.cell(x.cell_index(r, d));
-                        row.append(py::cast(std::vector<int>(cell.begin(), cell.end())));
-                    }
-                    rows.append(std::move(row));
-                }
-                return rows;
-            },
-            "R x D lists of sample indices (window order): rows[r][d] is cell (r, d)")
+            "certified", [](const PyPlan& p) { return p.file.row_count_certified; },
+            "bool: whether R is the certified R* (paper eq. 9) of the topology's rules.")
         .def_property_readonly(
-            "cell_of",
-            [](const PyPlan& p) {
-                const Layout& x = p.file.layout;
-                py::array_t<std::int64_t> out({static_cast<py::ssize_t>(p.file.lengths.size()), py::ssize_t{2}});
-                auto* o = out.mutable_data();
-                for (int k = 0; k < x.cell_count(); ++k)
-                    for (int i : x.cell(k)) {
-                        o[2 * i] = k / x.dp_slots;
-                        o[2 * i + 1] = k % x.dp_slots;
-                    }
-                return out;
-            },
-            "int64 [N, 2]: (row, DP slot) of each sample")
-        .def_property_readonly("row_count", [](const PyPlan& p) { return p.file.row_count; })
-        .def_property_readonly("certified", [](const PyPlan& p) { return p.file.row_count_certified; })
-        .def_property_readonly("row_lower_bound", [](const PyPlan& p) { return p.file.row_lower_bound; })
+            "row_lower_bound", [](const PyPlan& p) { return p.file.row_lower_bound; },
+            "int: the lower bound on R the row-count search proved.")
+        .def_property_readonly("lower_bound", &lower_bound_of, doc::kLowerBound)
         .def_property_readonly(
-            "lower_bound",
-            [](const PyPlan& p) -> py::object {
-                if (!p.file.has_bound) return py::none();
-                py::dict d;
-                d["value"] = p.file.bound.value;
-                d["mean"] = p.file.bound.mean;
-                d["sample"] = p.file.bound.sample;
-                d["gap"] = bound_gap(p.file.score.max_u, p.file.bound.value);
-                return d;
-            },
-            "certified lower bound on max_g U at the plan's placement over every layout (core/plan/score/bound.h): "
-            "{value, mean, sample, gap = max_g U / value - 1}; None for a version-1 plan file")
-        .def_property_readonly("dp_slots", [](const PyPlan& p) { return p.file.layout.dp_slots; })
+            "dp_slots", [](const PyPlan& p) { return p.file.layout.dp_slots; }, "int: D, the DP slots.")
         .def_property_readonly(
             "score",
             [](const PyPlan& p) { return py::make_tuple(p.file.score.max_u, p.file.score.sum_u, p.file.score.max_j); },
-            "(max_g U_g, sum_g U_g, max J) (eq. 15)")
+            "tuple of float: (max_g U_g, sum_g U_g, max J), the score of eq. 15 (lower is better).")
+        .def_property_readonly("metrics", &metrics_of, doc::kMetrics)
         .def_property_readonly(
-            "metrics",
-            [](const PyPlan& p) {
-                py::dict d;
-                for (const MethodRow& m : kMethodTable)
-                    if (const auto& x = p.file.metrics[m.method]) d[py::str(m.key)] = metrics_dict(x->metrics);
-                return d;
-            },
-            "per method (baseline, reorder, karmarkar_karp, routepack; grouter and routepack+comm on more than one "
-            "node) the Table 3-4 metrics")
-        .def_property_readonly("moe_layers", [](const PyPlan& p) { return p.file.model.moe_layers; })
-        .def_property_readonly("num_hidden_layers", [](const PyPlan& p) { return p.file.model.num_hidden_layers; })
-        .def_property_readonly("num_experts", [](const PyPlan& p) { return p.file.model.experts; })
+            "moe_layers", [](const PyPlan& p) { return p.file.model.moe_layers; },
+            "list of int: the absolute decoder-layer ids of the L MoE layers.")
+        .def_property_readonly(
+            "num_hidden_layers", [](const PyPlan& p) { return p.file.model.num_hidden_layers; },
+            "int: the model's decoder layers.")
+        .def_property_readonly(
+            "num_experts", [](const PyPlan& p) { return p.file.model.experts; }, "int: E, the experts per layer.")
         .def_property_readonly(
             "sample_ids", [](const PyPlan& p) { return py_text_list(p.file.sample_ids); },
-            "[N] str: the window's sample ids (bytes that are not UTF-8 decoded with 'surrogateescape')")
-        .def_property_readonly("lengths",
-                               [](const PyPlan& p) {
-                                   py::array_t<std::int64_t> out(static_cast<py::ssize_t>(p.file.lengths.size()));
-                                   std::copy(p.file.lengths.begin(), p.file.lengths.end(), out.mutable_data());
-                                   return out;
-                               })
-        .def_property_readonly("topology", [](const PyPlan& p) { return p.file.topology; })
-        .def_property_readonly("seed", [](const PyPlan& p) { return p.file.seed; })
-        .def_property_readonly("fingerprint", [](const PyPlan& p) { return py_text(p.file.fingerprint); })
-        .def_property_readonly("cancelled", [](const PyPlan& p) { return p.file.cancelled; })
-        .def_property_readonly("time_limit_hit", [](const PyPlan& p) { return p.file.time_limit_hit; })
-        .def_property_readonly("timings", [](const PyPlan& p) { return p.file.timings; })
-        .def_property_readonly("placement",
-                               [](const PyPlan& p) {
-                                   return PyPlacement{p.file.placement, p.file.model};
-                               })
+            "list of str: the window's sample ids.\n\nBytes that are not UTF-8 (names of older imports) are decoded "
+            "with\n'surrogateescape'.")
+        .def_property_readonly(
+            "topology", [](const PyPlan& p) { return p.file.topology; }, "Topology: the topology planned for.")
+        .def_property_readonly(
+            "seed", [](const PyPlan& p) { return p.file.seed; }, "int: the master seed.")
+        .def_property_readonly(
+            "fingerprint", [](const PyPlan& p) { return py_text(p.file.fingerprint); },
+            "str: the fingerprint of the window's samples and counts.")
+        .def_property_readonly(
+            "cancelled", [](const PyPlan& p) { return p.file.cancelled; },
+            "bool: whether the planner was stopped (the best valid plan found by then).")
+        .def_property_readonly(
+            "time_limit_hit", [](const PyPlan& p) { return p.file.time_limit_hit; },
+            "bool: whether the search stopped at time_limit_s.")
+        .def_property_readonly(
+            "timings", [](const PyPlan& p) { return p.file.timings; },
+            "dict of str to float: seconds per planner stage and 'total'.")
+        .def_property_readonly(
+            "placement",
+            [](const PyPlan& p) {
+                return PyPlacement{p.file.placement, p.file.model};
+            },
+            "Placement: the plan's placement of the experts (a copy).");
+}
+
+} // namespace
+
+/// The Plan class: the plan file's rows, metrics, placement and maps.
+void bind_plan(py::module_& m) {
+    py::class_<PyPlan> c(m, "Plan", doc::kPlan);
+    c.def(py::init([](const py::object& text) { return plan_from_text(py_utf8(text, "text"), "plan"); }), doc::kInit,
+          py::arg("text"))
+        .def_property_readonly(
+            "_migration_json", [](const PyPlan& p) { return plan_migration_json(p.file.migration); },
+            "the plan's migration section as JSON text (null without a previous placement)")
+        .def_property_readonly("cell_of", &cell_of_view, doc::kCellOf)
+        .def_property_readonly(
+            "lengths",
+            [](const py::object& self) {
+                const auto& p = self.cast<const PyPlan&>();
+                return readonly_view(p.file.lengths, {static_cast<py::ssize_t>(p.file.lengths.size())}, self);
+            },
+            doc::kLengths)
         .def_property_readonly(
             "physical_to_logical",
-            [](const PyPlan& p) {
-                return layer_matrix(physical_to_logical(p.file.placement), p.file.placement.layers,
-                                    p.file.placement.experts);
+            [](const py::object& self) {
+                return plan_map_view(
+                    self, [](const PlacementMaps& x) -> const auto& { return x.physical_to_logical; });
             },
-            "int64 [L, E]: logical expert in each physical slot, rows = moe_layers")
+            doc::kPhysicalToLogical)
         .def_property_readonly(
             "logical_to_physical",
-            [](const PyPlan& p) {
-                return layer_matrix(p.file.placement.slot, p.file.placement.layers, p.file.placement.experts);
+            [](const py::object& self) {
+                return plan_map_view(
+                    self, [](const PlacementMaps& x) -> const auto& { return x.logical_to_physical; });
             },
-            "int64 [L, E]: physical slot of each logical expert, rows = moe_layers")
+            doc::kLogicalToPhysical)
         .def(
-            "to_json", [](const PyPlan& p) { return plan_json(p); },
-            "The plan file text (format routepack-plan; a made plan in the version plan_file_to_json writes, a loaded "
-            "plan its own text without the final newline).")
+            "to_json", [](const PyPlan& p) { return plan_json(p); }, doc::kToJson)
         .def(
             "export_map",
             [](const PyPlan& p, const py::object& format) {
                 return expert_map_json(p.file.placement, p.file.model,
                                        parse_expert_map_format(py_utf8(format, "format")));
             },
-            py::arg("format"));
+            doc::kExportMap, py::arg("format"))
+        .def("__repr__", &plan_repr);
+    bind_plan_values(c);
 }
 
 /// _plan, _plan_window (the planner on its own thread), _plan_from_json, _load_plan.
 void bind_plan_functions(py::module_& m) {
-    m.def("_plan", &run_plan, py::arg("lengths"), py::arg("counts"), py::arg("topology"), py::kw_only(),
-          py::arg("moe_layers"), py::arg("seed") = 1, py::arg("workers") = 1, py::arg("time_limit_s") = 0.0,
-          py::arg("budgets") = py::none(), py::arg("progress") = py::none(), py::arg("top_k") = py::none(),
-          py::arg("num_hidden_layers") = py::none(), py::arg("sample_ids") = py::none(),
-          py::arg("trace_name") = "python", py::arg("window_name") = "", py::arg("model_name") = "",
-          py::arg("previous") = py::none());
+    m.def("_plan", &run_plan,
+          "_plan(lengths, counts, topology, *, moe_layers, seed=1, workers=1, time_limit_s=0.0, budgets=None, "
+          "progress=None, top_k=None, num_hidden_layers=None, sample_ids=None, trace_name='python', window_name='', "
+          "model_name='', previous=None)\n--\n\nroutepack.plan.",
+          py::arg("lengths"), py::arg("counts"), py::arg("topology"), py::kw_only(), py::arg("moe_layers"),
+          py::arg("seed") = 1, py::arg("workers") = 1, py::arg("time_limit_s") = 0.0, py::arg("budgets") = py::none(),
+          py::arg("progress") = py::none(), py::arg("top_k") = py::none(), py::arg("num_hidden_layers") = py::none(),
+          py::arg("sample_ids") = py::none(), py::arg("trace_name") = "python", py::arg("window_name") = "",
+          py::arg("model_name") = "", py::arg("previous") = py::none());
 
-    m.def("_plan_window", &run_plan_window, py::arg("window"), py::arg("topology"), py::kw_only(), py::arg("seed") = 1,
-          py::arg("workers") = 1, py::arg("time_limit_s") = 0.0, py::arg("budgets") = py::none(),
-          py::arg("progress") = py::none(), py::arg("previous") = py::none());
+    m.def("_plan_window", &run_plan_window,
+          "_plan_window(window, topology, *, seed=1, workers=1, time_limit_s=0.0, budgets=None, progress=None, "
+          "previous=None)\n--\n\nroutepack.plan_window.",
+          py::arg("window"), py::arg("topology"), py::kw_only(), py::arg("seed") = 1, py::arg("workers") = 1,
+          py::arg("time_limit_s") = 0.0, py::arg("budgets") = py::none(), py::arg("progress") = py::none(),
+          py::arg("previous") = py::none());
 
     m.def(
         "_plan_from_json",
         [](const py::object& text, const py::object& origin) {
             return plan_from_text(py_utf8(text, "text"), py_utf8(origin, "origin"));
         },
-        py::arg("text"), py::arg("origin") = "plan");
+        "_plan_from_json(text, origin='plan')\n--\n\nroutepack.plan_from_json.", py::arg("text"),
+        py::arg("origin") = "plan");
     m.def(
         "_load_plan",
         [](const py::object& path_obj) {
@@ -518,7 +689,7 @@ void bind_plan_functions(py::module_& m) {
             }
             return plan_from_text(std::move(text), path);
         },
-        py::arg("path"));
+        "_load_plan(path)\n--\n\nroutepack.load_plan.", py::arg("path"));
 }
 
 } // namespace routepack::pyconv

@@ -1,6 +1,7 @@
 // routepack._core._read_trace: one step's files read with the importers (core/import/import.h) into a
 // Window held in memory, nothing written; and the Window's routes, its renaming for a plan, and its
 // pickling (a Window crosses processes as a Dask result or a Ray object).
+#include "app/python/py_bindings.h"
 #include "app/python/py_convert.h"
 #include "app/python/py_window.h"
 #include "core/import/import.h"
@@ -18,6 +19,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace routepack::pyconv {
@@ -85,7 +87,7 @@ PyWindow read_trace(const py::object& path_obj, const std::string& format, const
     return PyWindow{std::shared_ptr<const Trace>(sink, &sink->trace), "", ""};
 }
 
-/// Sample i's routes as int32 [T, L, K] (-1 = missing), or None when it has none.
+/// Sample i's routes as a read-only int32 [T, L, K] array (-1 = missing), or None when it has none.
 py::object sample_routes(const Trace& t, std::size_t i) {
     if (t.routes.empty() || t.routes[i].empty()) return py::none();
     const SampleRoutes& r = t.routes[i];
@@ -99,7 +101,7 @@ py::object sample_routes(const Trace& t, std::size_t i) {
             std::memcpy(out + (static_cast<std::size_t>(tok) * r.layers + l) * r.top_k,
                         ids.data() + static_cast<std::size_t>(tok) * r.top_k, sizeof(std::int32_t) * r.top_k);
     }
-    return a;
+    return readonly(std::move(a));
 }
 
 /// Pickle state of a Window: names, format, model, samples, counts and routes (bytes as stored).
@@ -170,20 +172,26 @@ PyWindow window_from_state(const py::tuple& st) {
 } // namespace
 
 void bind_read_trace(py::module_& m) {
-    m.def("_read_trace", &read_trace, py::arg("path"), py::kw_only(), py::arg("format") = "auto",
-          py::arg("model_name") = "", py::arg("model_config") = "", py::arg("experts") = 0, py::arg("top_k") = 0,
-          py::arg("num_hidden_layers") = 0, py::arg("moe_layers") = std::vector<int>{}, py::arg("name") = "",
-          py::arg("layer_base") = "auto", py::arg("routes") = true);
+    m.def("_read_trace", &read_trace,
+          "_read_trace(path, *, format='auto', model_name='', model_config='', experts=0, top_k=0, "
+          "num_hidden_layers=0, moe_layers=[], name='', layer_base='auto', routes=True)\n--\n\nroutepack.read_trace.",
+          py::arg("path"), py::kw_only(), py::arg("format") = "auto", py::arg("model_name") = "",
+          py::arg("model_config") = "", py::arg("experts") = 0, py::arg("top_k") = 0, py::arg("num_hidden_layers") = 0,
+          py::arg("moe_layers") = std::vector<int>{}, py::arg("name") = "", py::arg("layer_base") = "auto",
+          py::arg("routes") = true);
     m.def(
         "_natural_sorted",
         [](std::vector<std::string> names) {
             std::stable_sort(names.begin(), names.end(), natural_less);
             return names;
         },
-        py::arg("names"), "The names in natural order (digit runs compare as numbers: 'step-2' before 'step-10').");
+        "_natural_sorted(names)\n--\n\nThe names in natural order (digit runs compare as numbers: 'step-2' before "
+        "'step-10').",
+        py::arg("names"));
     py::reinterpret_borrow<py::class_<Topology>>(m.attr("Topology"))
         .def_property_readonly("nodes", &Topology::nodes,
-                               "N, the nodes of the topology (1 when it names none); more than one: plans use routes");
+                               "int: N, the nodes (1 when the topology names none).\n\nOn more than one, plans "
+                               "use the windows' per-token routes.");
     auto window = py::reinterpret_borrow<py::class_<PyWindow>>(m.attr("Window"));
     window
         .def_property_readonly(
@@ -195,14 +203,18 @@ void bind_read_trace(py::module_& m) {
                     out.append(sample_routes(*w.trace, i));
                 return out;
             },
-            "[N] int32 [T, L, K] arrays of per-token routes (-1 = missing), or None when the source has none")
-        .def_property_readonly("format", [](const PyWindow& w) { return w.trace->format; })
+            "list of numpy.ndarray or None: per sample, its int32 [T, L, K] routes.\n\n"
+            "-1 = missing; read-only arrays, made on each read. None when the source has none.")
+        .def_property_readonly(
+            "format", [](const PyWindow& w) { return w.trace->format; },
+            "str: the trace format read (a routepack import --format name; 'python' for arrays).")
         .def(
             "_named",
             [](const PyWindow& w, const py::object& trace, const py::object& window) {
                 return PyWindow{w.trace, py_utf8(trace, "trace_name"), py_utf8(window, "window_name")};
             },
-            py::arg("trace_name"), py::arg("window_name"))
+            "_named(self, /, trace_name, window_name)\n--\n\nThe window under other names.", py::arg("trace_name"),
+            py::arg("window_name"))
         .def(py::pickle(&window_state, &window_from_state));
 }
 

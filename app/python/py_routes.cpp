@@ -1,5 +1,6 @@
-// counts_from_routes of routepack._core: routing counts a[i][l][e] from per-token routes (a padded
-// [B, S, L, K] batch with its mask, or one [T, L, K] array per sample), counted with the GIL released.
+// _counts_from_routes of routepack._core (routepack.counts_from_routes): routing counts a[i][l][e]
+// from per-token routes (a padded [B, S, L, K] batch with its mask, or one [T, L, K] array per
+// sample), counted with the GIL released.
 #include "app/python/py_bindings.h"
 #include "app/python/py_convert.h"
 #include "core/model/route_counts.h"
@@ -155,19 +156,13 @@ py::array_t<std::int32_t> counts_from_routes(const py::object& routes, const py:
 
 } // namespace
 
-/// counts_from_routes.
+/// _counts_from_routes (routepack.counts_from_routes).
 void bind_routes(py::module_& m) {
-    m.def("counts_from_routes", &counts_from_routes, py::arg("routes"), py::arg("num_experts"), py::kw_only(),
-          py::arg("moe_layers"), py::arg("layer_axis") = "all", py::arg("valid") = py::none(), R"doc(
-Routing counts a[i][l][e] from per-token routes: int32 [N, len(moe_layers), E].
-
-routes: an int16/int32/uint8 (also int8/int64) array [B, S, L, K] with an optional `valid` mask
-[B, S] (nonzero = the token counts), or a list of [T, L, K] arrays (one per sample). L is every
-decoder layer (layer_axis='all'; rows of dense layers ignored) or only the MoE layers
-(layer_axis='moe'). moe_layers are absolute decoder-layer ids. A route of -1 never counts; any other
-value outside 0..num_experts-1 is a ValueError naming its index. Arrays of either byte order are
-read by value ('>i2' gives the counts of its native twin). num_experts and moe_layers are integers
-(numpy integers too, never bools). The GIL is released while counting.)doc");
+    m.def("_counts_from_routes", &counts_from_routes,
+          "_counts_from_routes(routes, num_experts, *, moe_layers, layer_axis='all', valid=None)\n--\n\n"
+          "routepack.counts_from_routes.",
+          py::arg("routes"), py::arg("num_experts"), py::kw_only(), py::arg("moe_layers"),
+          py::arg("layer_axis") = "all", py::arg("valid") = py::none());
 }
 
 } // namespace routepack::pyconv

@@ -102,76 +102,241 @@ Topology make_topology(const py::object& ep_ranks_obj, const py::object& dp_slot
     return parse_topology(j.dump(), "topology");
 }
 
+/// Topology.with_batch_rules: a copy of `t` with the batch rules given (parse_topology checks them).
+Topology with_batch_rules(const Topology& t, const py::object& per_slot, const py::object& per_cell,
+                          const py::object& max_per_cell, const py::object& oversize) {
+    nlohmann::json j = nlohmann::json::parse(topology_to_json(t));
+    put_batch_rules(j, per_slot, per_cell, max_per_cell, oversize);
+    return parse_topology(j.dump(), "topology");
+}
+
+/// "<routepack.Topology 8 EP ranks, 4 DP slots in 2 EDP shards, token cap 8,192>", then each setting
+/// that is not its default, in words.
+std::string topology_repr(const Topology& t) {
+    std::string s = "<routepack.Topology " + counted(t.ep_ranks, "EP rank") + ", " + counted(t.dp_slots, "DP slot");
+    if (t.shards() > 1) s += " in " + counted(t.shards(), "EDP shard");
+    s += t.token_cap > 0 ? ", token cap " + grouped(t.token_cap) : ", token cap from the window";
+    if (t.nodes() > 1) s += ", " + counted(t.nodes(), "node");
+    if (t.min_rows > 0) s += ", at least " + counted(t.min_rows, "row");
+    if (t.row_multiple != 1) s += ", rows a multiple of " + grouped(t.row_multiple);
+    if (t.batch.samples_per_dp_slot > 0) s += ", " + counted(t.batch.samples_per_dp_slot, "sample") + " per DP slot";
+    if (t.batch.samples_per_cell > 0) s += ", " + counted(t.batch.samples_per_cell, "sample") + " per cell";
+    if (t.batch.max_samples_per_cell > 0)
+        s += ", at most " + counted(t.batch.max_samples_per_cell, "sample") + " per cell";
+    if (t.batch.oversize == Oversize::Alone) s += ", oversize samples alone";
+    if (t.has_migration) s += ", migration model";
+    return s + ">";
+}
+
+namespace doc {
+
+constexpr const char* kTopology = R"doc(Execution topology of one training step, under the topology file's rules.
+
+P EP ranks, D DP slots grouped in EDP shards, the token cap C of a cell, the
+attention stages of the cost model (paper eq. 12) and the stacks' batch rules
+(docs/batch-rules.md). The arguments are checked with the rules of a topology file
+(``routepack plan --topology``): the same ranges and texts, prefixed "topology: ".
+
+Parameters
+----------
+ep_ranks : int
+    P, the expert-parallel ranks (1..2^20); P must divide a window's experts E.
+dp_slots : int
+    D, the data-parallel slots (1..2^20): each row has one cell per slot.
+edp_shards : None, int or list of list of int, optional
+    None: one shard of all DP slots; an int G: G shards of D / G consecutive
+    slots; a list of lists: shards that partition the slots 0..D-1.
+token_cap : int or None, optional
+    C, the most tokens of a cell (1..2^40). Required unless samples_per_cell is
+    given; None or 0 then derives it from the window.
+stages : list of (str, float, float), default [("attention", 1.0, 0.0)]
+    Keyword-only, as every parameter after it. The attention stages (name,
+    alpha_s, beta_s), alpha and beta in 0..1e12: a row-shard costs
+    sum_s max_d (alpha_s T + beta_s Q) (eq. 12), T a cell's tokens / C, Q the sum
+    of its squared sample lengths / C^2.
+min_rows : int, default 0
+    The least row count R (0..2^30; pipeline occupancy).
+experts_per_layer : int, default 0
+    E, checked against each window (0: the window's).
+row_multiple : int, default 1
+    R is the smallest multiple of it that is at least the certified R* and
+    min_rows (1..2^20; a virtual-pipeline stack's micro-batch group size).
+samples_per_dp_slot : int, default 0
+    Every DP slot gets exactly this many samples (verl: batch / DP ranks; 0: free).
+samples_per_cell : int, default 0
+    Every cell gets exactly this many samples (static micro-batches; 0: free).
+max_samples_per_cell : int, default 0
+    Every cell gets at most this many samples (Megatron's max_num_seqs; 0: free).
+oversize : {'refuse', 'alone'}, default 'refuse'
+    'alone': a sample longer than token_cap gets a cell of its own.
+
+Raises
+------
+InputError
+    A value out of its range or against a rule, with the topology file's text
+    ("topology: edp_shards = 3 must be >= 1 and divide dp_slots = 4").
+
+See Also
+--------
+Topology.load : a topology file, or a shipped topology by name.)doc";
+
+constexpr const char* kInit =
+    R"doc(__init__(self, /, ep_ranks, dp_slots, edp_shards=None, token_cap=None, *, stages=[('attention', 1.0, 0.0)], min_rows=0, experts_per_layer=0, row_multiple=1, samples_per_dp_slot=0, samples_per_cell=0, max_samples_per_cell=0, oversize='refuse')
+--
+
+Makes the topology; the parameters are described in help(routepack.Topology).)doc";
+
+constexpr const char* kFromJson = R"doc(from_json(text)
+--
+
+Parses topology JSON, the format of ``routepack plan --topology FILE``.
+
+Parameters
+----------
+text : str
+    The JSON text of a topology file (docs/topology-and-plan.md).
+
+Returns
+-------
+Topology
+    The topology it describes.
+
+Raises
+------
+InputError
+    Text that is not JSON or breaks a topology rule, with the CLI's text
+    ("topology: field 'ep_ranks' must be at most 1048576 (got 4294967304)").)doc";
+
+constexpr const char* kLoad = R"doc(load(spec)
+--
+
+Reads a topology file, or a shipped topology by name, as ``routepack plan --topology``.
+
+Parameters
+----------
+spec : str, bytes or os.PathLike
+    A path to a topology file (a regular file of at most 1 MiB), else the name of a
+    shipped topology (Topology.known_names()).
+
+Returns
+-------
+Topology
+    The topology the file or the name describes.
+
+Raises
+------
+MissingFileError
+    `spec` is neither an existing file nor a shipped name ("<spec>: no such
+    topology file or shipped topology (known: ...)").
+InputError
+    The file is not a valid topology (naming the file and the field).)doc";
+
+constexpr const char* kKnownNames = R"doc(known_names()
+--
+
+The names of the shipped topologies (resources/topologies), for Topology.load.
+
+Returns
+-------
+list of str
+    The names, sorted.)doc";
+
+constexpr const char* kToJson = R"doc(to_json(self, /)
+--
+
+The topology as topology file JSON (Topology.from_json reads it back).
+
+Returns
+-------
+str
+    One line of JSON; settings at their default are left out (row_multiple 1,
+    free batch rules).)doc";
+
+constexpr const char* kWithBatchRules =
+    R"doc(with_batch_rules(self, /, samples_per_dp_slot=0, samples_per_cell=0, max_samples_per_cell=0, oversize='refuse')
+--
+
+A copy of the topology with the stacks' batch rules (docs/batch-rules.md).
+
+Parameters
+----------
+samples_per_dp_slot : int, default 0
+    Every DP slot gets exactly this many samples (verl: batch / DP ranks; 0: free).
+samples_per_cell : int, default 0
+    Every cell gets exactly this many samples (static micro-batches; 0: free).
+max_samples_per_cell : int, default 0
+    Every cell gets at most this many samples (Megatron's max_num_seqs; 0: free).
+oversize : {'refuse', 'alone'}, default 'refuse'
+    'alone': a sample longer than token_cap gets a cell of its own.
+
+Returns
+-------
+Topology
+    The copy; the other settings are this topology's.
+
+Raises
+------
+InputError
+    A rule out of its range or against the topology, with the topology file's
+    text.)doc";
+
+} // namespace doc
+
 } // namespace
 
 /// The Topology class (topology file rules, shipped topologies).
 void bind_topology(py::module_& m) {
-    py::class_<Topology>(m, "Topology", R"doc(
-Execution topology of one training step: P EP ranks, D DP slots grouped in EDP shards, token cap C
-per cell, attention stages (alpha_s, beta_s) of the cost model (paper eq. 12).
-
-Topology(ep_ranks, dp_slots, edp_shards=None, token_cap=None, stages=[("attention", 1.0, 0.0)], min_rows=0,
-experts_per_layer=0, row_multiple=1, samples_per_dp_slot=0, samples_per_cell=0, max_samples_per_cell=0,
-oversize="refuse"). token_cap: C tokens per cell, required unless samples_per_cell is given (then None
-or 0 = derived from the window, docs/batch-rules.md). The batch rules (as with_batch_rules):
-samples_per_dp_slot (every DP slot exactly that many samples; verl: batch / DP ranks),
-samples_per_cell (every cell exactly that many: static micro-batches), max_samples_per_cell (at
-most that many per cell; Megatron's max_num_seqs), each 0 = free, and oversize ('refuse', or
-'alone': a sample longer than token_cap gets a cell of its own). row_multiple: the row count R must be a multiple of it (1..2^20;
-virtual-pipeline stacks need the micro-batch count per rank to be a multiple of the stage group
-size); the certified R* is then the smallest feasible multiple >= min_rows. edp_shards: None = one shard of all DP slots, an int G = G shards of
-consecutive slots, or a list of lists partitioning 0..D-1. Validated with the topology file's rules
-(ValueError with the same text as the CLI, prefixed "topology: ").)doc")
-        .def(py::init(&make_topology), py::arg("ep_ranks"), py::arg("dp_slots"), py::arg("edp_shards") = py::none(),
-             py::arg("token_cap") = py::none(),
+    py::class_<Topology>(m, "Topology", doc::kTopology)
+        .def(py::init(&make_topology), doc::kInit, py::arg("ep_ranks"), py::arg("dp_slots"),
+             py::arg("edp_shards") = py::none(), py::arg("token_cap") = py::none(), py::kw_only(),
              py::arg("stages") = std::vector<std::tuple<std::string, double, double>>{{"attention", 1.0, 0.0}},
              py::arg("min_rows") = 0, py::arg("experts_per_layer") = 0, py::arg("row_multiple") = 1,
              py::arg("samples_per_dp_slot") = 0, py::arg("samples_per_cell") = 0, py::arg("max_samples_per_cell") = 0,
              py::arg("oversize") = "refuse")
         .def_static(
             "from_json", [](const py::object& text) { return parse_topology(py_utf8(text, "text"), "topology"); },
-            py::arg("text"), "Parses topology JSON text (the CLI's --topology file format).")
+            doc::kFromJson, py::arg("text"))
         .def_static(
-            "load", [](const py::object& spec) { return load_topology(py_path(spec, "spec")); }, py::arg("spec"),
-            "A topology file path or the name of a shipped topology (as `routepack plan --topology`).")
-        .def_static("known_names", &known_topology_names)
-        .def("to_json", &topology_to_json)
-        .def_readonly("ep_ranks", &Topology::ep_ranks)
-        .def_readonly("dp_slots", &Topology::dp_slots)
-        .def_readonly("edp_shards", &Topology::edp_shards)
-        .def_readonly("token_cap", &Topology::token_cap)
-        .def_readonly("min_rows", &Topology::min_rows)
-        .def_readonly("row_multiple", &Topology::row_multiple)
-        .def_readonly("experts_per_layer", &Topology::experts_per_layer)
+            "load", [](const py::object& spec) { return load_topology(py_path(spec, "spec")); }, doc::kLoad,
+            py::arg("spec"))
+        .def_static("known_names", &known_topology_names, doc::kKnownNames)
+        .def("to_json", &topology_to_json, doc::kToJson)
+        .def_readonly("ep_ranks", &Topology::ep_ranks, "int: P, the EP ranks.")
+        .def_readonly("dp_slots", &Topology::dp_slots, "int: D, the DP slots (cells per row).")
+        .def_readonly("edp_shards", &Topology::edp_shards,
+                      "list of list of int: the EDP shards, each a list of DP slots.")
+        .def_readonly("token_cap", &Topology::token_cap,
+                      "int: C, the most tokens of a cell (0: derived from the window).")
+        .def_readonly("min_rows", &Topology::min_rows, "int: the least row count R (0: none).")
+        .def_readonly("row_multiple", &Topology::row_multiple, "int: R is a multiple of it (1: any R).")
+        .def_readonly("experts_per_layer", &Topology::experts_per_layer,
+                      "int: E when the topology pins it (0: the window's).")
         // The stacks' batch rules (docs/topology-and-plan.md "Batch rules"): read here, set with with_batch_rules.
-        .def_property_readonly("samples_per_dp_slot", [](const Topology& t) { return t.batch.samples_per_dp_slot; })
-        .def_property_readonly("samples_per_cell", [](const Topology& t) { return t.batch.samples_per_cell; })
-        .def_property_readonly("max_samples_per_cell", [](const Topology& t) { return t.batch.max_samples_per_cell; })
         .def_property_readonly(
-            "oversize", [](const Topology& t) { return t.batch.oversize == Oversize::Alone ? "alone" : "refuse"; })
-        .def(
-            "with_batch_rules",
-            [](const Topology& t, const py::object& per_slot, const py::object& per_cell,
-               const py::object& max_per_cell, const py::object& oversize) {
-                nlohmann::json j = nlohmann::json::parse(topology_to_json(t));
-                put_batch_rules(j, per_slot, per_cell, max_per_cell, oversize);
-                return parse_topology(j.dump(), "topology");
+            "samples_per_dp_slot", [](const Topology& t) { return t.batch.samples_per_dp_slot; },
+            "int: every DP slot gets exactly this many samples (0: free).")
+        .def_property_readonly(
+            "samples_per_cell", [](const Topology& t) { return t.batch.samples_per_cell; },
+            "int: every cell gets exactly this many samples (0: free).")
+        .def_property_readonly(
+            "max_samples_per_cell", [](const Topology& t) { return t.batch.max_samples_per_cell; },
+            "int: every cell gets at most this many samples (0: free).")
+        .def_property_readonly(
+            "oversize", [](const Topology& t) { return t.batch.oversize == Oversize::Alone ? "alone" : "refuse"; },
+            "str: 'refuse' or 'alone' (a sample longer than token_cap gets a cell of its own).")
+        .def("with_batch_rules", &with_batch_rules, doc::kWithBatchRules, py::arg("samples_per_dp_slot") = 0,
+             py::arg("samples_per_cell") = 0, py::arg("max_samples_per_cell") = 0, py::arg("oversize") = "refuse")
+        .def_property_readonly(
+            "stages",
+            [](const Topology& t) {
+                py::list l;
+                for (const auto& s : t.attention_stages)
+                    l.append(py::make_tuple(s.name, s.alpha, s.beta));
+                return l;
             },
-            py::arg("samples_per_dp_slot") = 0, py::arg("samples_per_cell") = 0, py::arg("max_samples_per_cell") = 0,
-            py::arg("oversize") = "refuse",
-            "A copy with the stacks' batch rules: samples_per_dp_slot (every DP slot exactly that many samples; "
-            "verl: batch / DP ranks), samples_per_cell (every cell exactly that many: static micro-batches), "
-            "max_samples_per_cell (at most that many per cell), each 0 = free, and oversize ('refuse' or 'alone': "
-            "a sample longer than token_cap gets a cell of its own). ValueError with the topology file's text.")
-        .def_property_readonly("stages",
-                               [](const Topology& t) {
-                                   py::list l;
-                                   for (const auto& s : t.attention_stages)
-                                       l.append(py::make_tuple(s.name, s.alpha, s.beta));
-                                   return l;
-                               })
+            "list of (str, float, float): the attention stages (name, alpha_s, beta_s).")
         .def("__eq__", [](const Topology& a, const Topology& b) { return a == b; })
-        .def("__repr__", [](const Topology& t) { return "routepack.Topology(" + topology_to_json(t) + ")"; });
+        .def("__repr__", &topology_repr);
 }
 
 } // namespace routepack::pyconv

@@ -305,7 +305,7 @@ std::vector<std::filesystem::path> collect_trace_files(const std::vector<std::fi
         } else if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory) {
             throw InputError(in.string() + ": cannot open (" + ec.message() + ")");
         } else {
-            throw InputError(in.string() + ": no such file or folder");
+            throw MissingFileError(in.string() + ": no such file or folder", in);
         }
     }
     if (files.empty()) throw InputError("no input files");

@@ -461,8 +461,9 @@ Topology load_topology(const std::string& spec) {
     }
     for (const auto& r : embedded_topologies())
         if (r.name == spec) return parse_topology(r.text, "resources/topologies/" + r.name + ".json");
-    throw InputError(util::printable(spec) +
-                     ": no such topology file or shipped topology (known: " + known_topology_list() + ")");
+    throw MissingFileError(util::printable(spec) +
+                               ": no such topology file or shipped topology (known: " + known_topology_list() + ")",
+                           p);
 }
 
 } // namespace routepack

@@ -208,7 +208,7 @@ std::vector<std::string> known_topology_names();
 /// A shipped topology by name; InputError listing the known names otherwise.
 Topology known_topology(const std::string& name);
 /// The topology named by `spec`: an existing file is read and parsed (errors name the file);
-/// otherwise a shipped topology name; InputError "<spec>: no such topology file or shipped
+/// otherwise a shipped topology name; MissingFileError "<spec>: no such topology file or shipped
 /// topology (known: ...)" when it is neither. Used by `routepack plan --topology` and the studio.
 Topology load_topology(const std::string& spec);
 

@@ -1,12 +1,14 @@
 #pragma once
 // Error types of the core library. Bad input is reported by throwing InputError whose message
-// names the file, sample or field; callers at the boundary (CLI, storage, views) turn it into
-// a value / one line on stderr. Anything else thrown is a broken contract.
+// names the file, sample or field (MissingFileError when a file it names does not exist); callers
+// at the boundary (CLI, storage, views) turn it into a value / one line on stderr. Anything else
+// thrown is a broken contract.
 //
 // A message about a setting the user gives (a planner budget, a window selector, a name) carries
 // that setting as a Setting: the library's own text (what()) names it in plain words or by its key,
 // never by a CLI flag, and each front end words it its own way from the key: the CLI by its flag
 // (app/cli_errors.h), the studio by the label of the field that sets it (views/widgets/gui_text.h).
+#include <filesystem>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -83,6 +85,21 @@ private:
         std::vector<Named> named;
     };
     std::shared_ptr<const Parts> parts_; ///< shared: copying an exception does not throw
+};
+
+/// Bad input because a file or folder the input names does not exist: the message names it
+/// ("<path>: no such plan file"), path() gives it. Front ends that tell a missing file apart (the
+/// Python module's MissingFileError, a FileNotFoundError) catch it before InputError; the others
+/// handle it as any InputError.
+class MissingFileError : public InputError {
+public:
+    MissingFileError(const std::string& message, std::filesystem::path path)
+        : InputError(message), path_(std::make_shared<const std::filesystem::path>(std::move(path))) {}
+    /// The path that does not exist, as the input gave it.
+    const std::filesystem::path& path() const { return *path_; }
+
+private:
+    std::shared_ptr<const std::filesystem::path> path_; ///< shared: copying an exception does not throw
 };
 
 /// Thrown by long operations when their cooperative cancel flag was set.

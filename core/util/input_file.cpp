@@ -33,7 +33,7 @@ void check_size(const std::filesystem::path& path, const InputFileKind& kind, st
 }
 
 [[noreturn]] void refuse_open(const std::filesystem::path& path, const InputFileKind& kind, int err) {
-    if (err == ENOENT) throw InputError(path.string() + ": no such " + kind.what);
+    if (err == ENOENT) throw MissingFileError(path.string() + ": no such " + kind.what, path);
     throw InputError(path.string() + ": cannot open " + kind.what + ": " + std::strerror(err));
 }
 

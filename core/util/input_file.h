@@ -37,7 +37,8 @@ inline constexpr InputFileKind kPreviousPlacement{"placement file (plan or exper
 /// Reads the whole file at `path` as bytes. The file is opened with O_NONBLOCK (so that a FIFO
 /// never blocks) and checked with fstat on the open descriptor before anything is read.
 /// InputError, naming the path and `kind.what`:
-///   "<path>: no such <what>"                                   absent (or a dangling link)
+///   "<path>: no such <what>"                                   absent (or a dangling link):
+///                                                              MissingFileError
 ///   "<path>: is a folder, not <article> <what>" (likewise "is a pipe (FIFO)", "is a device",
 ///                                              "is a socket", "is not a regular file")
 ///   "<path>: too large for <article> <what>: <n> bytes, the limit is <max> bytes"

@@ -36,7 +36,8 @@ differs from the chain's (a step before it failed then, and is planned now), or 
 since it was planned (their names, sizes, modification and change times: a digest in its record),
 is planned again.
 
-Every setting is checked before a cluster starts or OUT is touched (:func:`sweep` raises ValueError).
+Every setting is checked before a cluster starts or OUT is touched (:func:`sweep` raises
+routepack.InputError, a ValueError; MissingFileError for a missing run folder or step).
 OUT that cannot be written (a read-only or full file system) raises :class:`OutWriteError` naming the
 file; the files written before stay whole, and a rerun of the same sweep resumes.
 """
@@ -62,6 +63,9 @@ from typing import Optional, Sequence
 from . import _core
 from . import read_trace as _read_trace
 from . import plan_window as _plan_window
+from ._core import Error as _Error
+from ._core import InputError as _InputError
+from ._core import MissingFileError as _MissingFileError
 
 __all__ = ["OutWriteError", "local_cluster", "plan_step", "read_step", "run_steps", "sweep", "sweep_step",
            "window_name_of"]
@@ -89,22 +93,22 @@ def run_steps(run) -> list:
     if isinstance(run, (str, os.PathLike)):
         folder = os.fspath(run)
         if not os.path.isdir(folder):
-            raise ValueError(f"{folder}: is not a folder (a run is a folder whose entries are the steps)")
+            raise _InputError(f"{folder}: is not a folder (a run is a folder whose entries are the steps)")
         names = [n for n in os.listdir(folder) if not n.startswith(".") and n != "config.json"]
         paths = [os.path.join(folder, n) for n in _core._natural_sorted(names)]
     else:
         paths = [os.fspath(p) for p in run]
         for p in paths:
             if not os.path.exists(p):
-                raise ValueError(f"{p}: no such run folder or step (a run is a folder whose entries are the "
+                raise _MissingFileError(f"{p}: no such run folder or step (a run is a folder whose entries are the "
                                  "steps, or the steps' paths in order)")
     if not paths:
-        raise ValueError(f"{run}: the run has no steps")
+        raise _InputError(f"{run}: the run has no steps")
     steps, seen = [], {}
     for p in paths:
         w = window_name_of(p)
         if w in seen:
-            raise ValueError(f"{p}: step name '{w}' is also the name of {seen[w]}; step names must be unique")
+            raise _InputError(f"{p}: step name '{w}' is also the name of {seen[w]}; step names must be unique")
         seen[w] = p
         steps.append((w, p))
     return steps
@@ -222,10 +226,11 @@ def _summary_line(doc: dict) -> dict:
 # The output folder
 
 
-class OutWriteError(OSError):
-    """OUT could not be written (a read-only or full file system, a permission): ``filename`` is the
-    file or folder, ``strerror`` the reason. What was written before stays whole (every file appears
-    through a temporary file and a rename), so a rerun of the same sweep resumes."""
+class OutWriteError(_Error, OSError):
+    """OUT could not be written (a read-only or full file system, a permission): a routepack.Error and
+    an OSError; ``filename`` is the file or folder, ``strerror`` the reason. What was written before
+    stays whole (every file appears through a temporary file and a rename), so a rerun of the same
+    sweep resumes."""
 
     def __str__(self):
         return f"{self.filename}: {self.strerror}"
@@ -307,16 +312,16 @@ def _check_out(out: str, settings: dict) -> bool:
     for an OUT that is not a folder, whose run.json is not a run description, or that holds a run
     of other settings (naming the first setting that differs)."""
     if os.path.exists(out) and not os.path.isdir(out):
-        raise ValueError(f"{out}: is not a folder; give another --out")
+        raise _InputError(f"{out}: is not a folder; give another --out")
     path = os.path.join(out, "run.json")
     if not os.path.exists(path):
         return False
     old = _read_json(path)
     if not isinstance(old, dict) or old.get("format") != RUN_FORMAT:
-        raise ValueError(f"{path}: is not a run description; give another --out")
+        raise _InputError(f"{path}: is not a run description; give another --out")
     for key in settings:
         if old.get(key) != settings[key]:
-            raise ValueError(f"{out}: holds a run with another {key} ({json.dumps(old.get(key))} != "
+            raise _InputError(f"{out}: holds a run with another {key} ({json.dumps(old.get(key))} != "
                              f"{json.dumps(settings[key])}); give another --out or the same settings")
     return True
 
@@ -370,14 +375,14 @@ def _check_read_settings(model, format: str, layer_base: str) -> None:
             if not str(e).startswith(empty):
                 raise
         except OSError as e:
-            raise ValueError(f"{e.filename}: {e.strerror}" if e.filename else str(e)) from None
+            raise _InputError(f"{e.filename}: {e.strerror}" if e.filename else str(e)) from None
 
 
 def _check_planner_settings(seed, threads, budgets: dict) -> None:
     """seed, threads and budgets checked as plan_step passes them to the planner (ValueError with the
     planner's message), by planning a one-sample window on one EP rank and cancelling it at once."""
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 0:
-        raise ValueError(f"threads: must be an integer of at least 0 (0 = all cores), got {threads!r}")
+        raise _InputError(f"threads: must be an integer of at least 0 (0 = all cores), got {threads!r}")
     from . import plan as _plan
 
     import numpy as np
@@ -401,7 +406,7 @@ def _read_previous(path):
     try:
         return json.loads(data.decode("utf-8"))
     except ValueError as e:
-        raise ValueError(f"{path}: not a plan or expert map file ({e})") from None
+        raise _InputError(f"{path}: not a plan or expert map file ({e})") from None
 
 
 class _Job:
@@ -411,7 +416,7 @@ class _Job:
     def __init__(self, run, *, model, topologies, out, seed, previous, max_moves, threads, budgets, format,
                  trace_name, lookahead, layer_base):
         if lookahead is not None and (isinstance(lookahead, bool) or not isinstance(lookahead, int) or lookahead < 1):
-            raise ValueError(f"lookahead: must be an integer of at least 1, got {lookahead!r}")
+            raise _InputError(f"lookahead: must be an integer of at least 1, got {lookahead!r}")
         self.steps = run_steps(run)
         if isinstance(run, (str, os.PathLike)):
             trace_name = trace_name or os.path.basename(os.path.normpath(os.fspath(run)))
@@ -423,11 +428,11 @@ class _Job:
                     raise TypeError
                 self.budgets["max_moves"] = operator.index(max_moves)
             except TypeError:
-                raise ValueError(f"max_moves: must be an integer, got {max_moves!r}") from None
+                raise _InputError(f"max_moves: must be an integer, got {max_moves!r}") from None
         _check_planner_settings(seed, threads, self.budgets)
         self.topo_json = [_core.Topology.load(os.fspath(t)).to_json() for t in topologies]
         if not self.topo_json:
-            raise ValueError("give at least one topology")
+            raise _InputError("give at least one topology")
         _check_read_settings(model, format, layer_base)
         self.chain_names = _chain_names(topologies)
         self.files = plan_file_names([w for w, _ in self.steps])

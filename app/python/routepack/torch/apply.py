@@ -8,6 +8,7 @@ from typing import Dict, List, Optional
 import numpy as np
 import torch
 
+from .._core import InputError
 from . import slots
 from .layouts import MoELayer, find_moe_layers
 from .routing import install_map, permute_router_rows
@@ -50,31 +51,32 @@ def _is_perm(row: np.ndarray) -> bool:
 
 def _rows(p, what: str, layers: Optional[List[int]] = None, experts: Optional[int] = None):
     """(moe_layers, physical_to_logical int64 [L, E], ep_ranks or None) of a Plan, a Placement or (for
-    ``previous``) an [L, E] logical -> slot array. ValueError naming ``what`` for a row that is not a
+    ``previous``) an [L, E] logical -> slot array. InputError (a ValueError) naming ``what`` for a row that is not a
     permutation of 0..E-1 or an array of the wrong shape."""
     if hasattr(p, "physical_to_logical") and hasattr(p, "moe_layers"):
         ranks = p.placement.ep_ranks if hasattr(p, "placement") else getattr(p, "ep_ranks", None)
-        p2l = np.asarray(p.physical_to_logical, dtype=np.int64)
+        # A writeable copy: the plan's array is read-only, and torch.as_tensor warns on one.
+        p2l = np.array(p.physical_to_logical, dtype=np.int64)
         moe = list(p.moe_layers)
     else:
         try:
             l2p = np.asarray(p)
         except Exception as e:
-            raise ValueError(f"{what} must be a routepack.Plan, a routepack.Placement or an [L, E] logical -> slot "
+            raise InputError(f"{what} must be a routepack.Plan, a routepack.Placement or an [L, E] logical -> slot "
                              f"array (got {type(p).__name__})") from e
         if l2p.dtype.kind not in "iu" or l2p.ndim != 2 or (layers is not None and l2p.shape != (len(layers), experts)):
-            raise ValueError(f"{what} must be an integer [L, E] logical -> slot array of the model's "
+            raise InputError(f"{what} must be an integer [L, E] logical -> slot array of the model's "
                              f"{len(layers or [])} MoE layers x {experts} experts (got {l2p.dtype} {l2p.shape})")
         for l, row in enumerate(l2p):
             if not _is_perm(row):
-                raise ValueError(f"{what}: MoE layer {layers[l]}: {_not_perm(row, 'slot', 'experts')}")
+                raise InputError(f"{what}: MoE layer {layers[l]}: {_not_perm(row, 'slot', 'experts')}")
         p2l = np.empty_like(l2p, dtype=np.int64)
         for l, row in enumerate(l2p):
             p2l[l, row] = np.arange(row.size)
         return list(layers), p2l, None
     for l, row in enumerate(p2l):
         if not _is_perm(row):
-            raise ValueError(f"{what}: MoE layer {moe[l]}: {_not_perm(row, 'expert', 'slots')}")
+            raise InputError(f"{what}: MoE layer {moe[l]}: {_not_perm(row, 'expert', 'slots')}")
     return moe, p2l, ranks
 
 
@@ -287,7 +289,7 @@ def apply_placement(model, plan, previous=None, *, optimizer=None, group=None, l
     and no layer is left half-moved. The placement is recorded on the model layer by layer.
 
     Returns an :class:`ApplyResult` (experts moved, bytes sent and received by this rank, the moved
-    experts' bytes). Raises ValueError before anything moves (on every rank, naming the rank that
+    experts' bytes). Raises InputError (a ValueError) before anything moves (on every rank, naming the rank that
     found it) for: a plan of another model (expert count, MoE layers, EP size), a placement that is
     not a permutation, a previous placement that is not the model's current one, an optimizer holding
     some experts of a layer only (or none of the model's experts), a layer whose experts hold
@@ -317,7 +319,7 @@ def apply_placement(model, plan, previous=None, *, optimizer=None, group=None, l
     errors = [(r, e) for r, (e, _) in enumerate(gathered) if e]
     if errors:
         r, e = errors[0]
-        raise ValueError(e if world == 1 else f"rank {r}: {e}")
+        raise InputError(e if world == 1 else f"rank {r}: {e}")
     all_sigs = [[s for _, rs in gathered for s in rs[l]] for l in range(len(layers))]
     error = _partial_state(layers, all_sigs, current)
     if optimizer is not None and not any(key[1] == "owned" and held for layer_sigs in all_sigs for sig in layer_sigs
@@ -327,7 +329,7 @@ def apply_placement(model, plan, previous=None, *, optimizer=None, group=None, l
                  "that pairs them with its fp32 main copies (float16_groups / fp32_from_float16_groups), or "
                  "optimizer=None for parameters and gradients only")
     if error:
-        raise ValueError(error)
+        raise InputError(error)
     result = ApplyResult(rank=rank, ep_ranks=world if world > 1 else (target[2] or 1))
     result.routing = {x.layer: x.routing for x in layers}
     result.layouts = {x.layer: x.layout.name for x in layers}

@@ -73,6 +73,8 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from .. import _core
+from .._core import InputError
+
 
 def _blocks() -> List[str]:
     out: List[str] = []
@@ -167,7 +169,7 @@ def _per_expert(block_name: str, params: list, pattern) -> Optional[list]:
     for e in range(count):
         missing = sorted(kinds - set(found.get(e, {})))
         if missing:
-            raise ValueError(f"{block_name}: expert {e} has no {missing[0]} while others do")
+            raise InputError(f"{block_name}: expert {e} has no {missing[0]} while others do")
     return [found[e] for e in range(count)]
 
 
@@ -192,16 +194,16 @@ def _layer_of(block_name: str, block, params: list, layout: Layout) -> Optional[
             local = next(iter(dims.values()))
             bad = [n for n, d in dims.items() if d != local]
             if local is None or bad:
-                raise ValueError(f"{block_name}: stacked expert tensors disagree on the expert axis 0: "
+                raise InputError(f"{block_name}: stacked expert tensors disagree on the expert axis 0: "
                                  + ", ".join(f"experts.{n} {tuple(tensors[n].shape)}" for n in sorted(tensors)))
         else:
             local = getattr(getattr(block, "experts", None), "num_local_experts", None)
             if not isinstance(local, int) or local < 1:
-                raise ValueError(f"{block_name}.experts: GroupedMLP without num_local_experts (weight1 / weight2 "
+                raise InputError(f"{block_name}.experts: GroupedMLP without num_local_experts (weight1 / weight2 "
                                  "are split into that many contiguous chunks)")
             for n, t in tensors.items():
                 if t.numel() % local:
-                    raise ValueError(f"{block_name}.experts.{n}: {t.numel()} elements do not split into "
+                    raise InputError(f"{block_name}.experts.{n}: {t.numel()} elements do not split into "
                                      f"{local} local experts")
         tensors = [tensors]
     router_name, router = _router(block, layout)
@@ -232,12 +234,12 @@ def find_moe_layers(model, layout: str = "auto") -> List[MoELayer]:
     layout: ``auto`` (each MoE block is matched against :data:`LAYOUTS` in order) or one of the
     table's names (every MoE block must match it). A module ``layers.{l}.mlp`` (or
     ``block_sparse_moe``) without expert tensors (a dense layer's MLP) is not a MoE layer.
-    Raises ValueError naming the module for an unknown layout name, a block whose experts miss a
+    Raises InputError (a ValueError) naming the module for an unknown layout name, a block whose experts miss a
     tensor others have, stacked tensors whose axis 0 disagree, the same layer id twice, or no MoE
     layer at all."""
     names = [r.name for r in LAYOUTS]
     if layout != "auto" and layout not in names:
-        raise ValueError(f"layout {layout!r} is not one of auto, {', '.join(names)}")
+        raise InputError(f"layout {layout!r} is not one of auto, {', '.join(names)}")
     rows = LAYOUTS if layout == "auto" else tuple(r for r in LAYOUTS if r.name == layout)
     chunks = model if isinstance(model, (list, tuple)) else [model]
     layers: Dict[int, MoELayer] = {}
@@ -255,11 +257,11 @@ def find_moe_layers(model, layout: str = "auto") -> List[MoELayer]:
                     continue
                 found.layer = _layer_id(chunk, block_name)
                 if found.layer in layers:
-                    raise ValueError(f"{block_name}: layer {found.layer} is also {layers[found.layer].block_name}")
+                    raise InputError(f"{block_name}: layer {found.layer} is also {layers[found.layer].block_name}")
                 layers[found.layer] = found
                 break
     if not layers:
         wanted = "any layout of the table" if layout == "auto" else f"layout {layout}"
-        raise ValueError(f"no MoE layer found: no module layers.{{l}}.mlp / block_sparse_moe holds expert "
+        raise InputError(f"no MoE layer found: no module layers.{{l}}.mlp / block_sparse_moe holds expert "
                          f"tensors of {wanted} (routepack.torch.layouts.LAYOUTS)")
     return [layers[k] for k in sorted(layers)]

@@ -8,6 +8,7 @@ from typing import List
 import numpy as np
 import torch
 
+from .._core import InputError
 from .layouts import ROUTER_TENSORS, MoELayer
 
 _HOOK = "_routepack_map_hook"
@@ -72,9 +73,9 @@ def install_map(layer: MoELayer, physical_to_logical: np.ndarray) -> None:
     output's integer tensors (top-k expert ids, a replayed route) become slots ``l2p[id]``, and its
     ``[..., E]`` tensors (logits, probs, routing_map) have their columns gathered into slot order
     ``x[..., physical_to_logical]``. The identity removes the map's work (the hook returns None).
-    ValueError when the layer has no router module to hook."""
+    InputError (a ValueError) when the layer has no router module to hook."""
     if layer.router is None:
-        raise ValueError(f"{layer.block_name}: no router module ({' or '.join(layer.layout.routers)}) to install "
+        raise InputError(f"{layer.block_name}: no router module ({' or '.join(layer.layout.routers)}) to install "
                          "the logical -> physical expert map on")
     p2l = np.asarray(physical_to_logical, dtype=np.int64)
     if np.array_equal(p2l, np.arange(p2l.size)):

@@ -17,6 +17,7 @@ from typing import Dict, List, Optional, Tuple
 
 import torch
 
+from .._core import InputError
 from .layouts import MoELayer
 
 Key = Tuple
@@ -71,7 +72,7 @@ def fields(layer: MoELayer, j: int, opt: Optim) -> List[Tuple[Key, Optional[torc
     gradient (None when absent; per-expert storage only lists it then), its main copy (when the
     optimizer keeps one) and its optimizer state
     tensors (sorted by key; none for a parameter the optimizer has not stepped yet: Adam creates
-    state at a parameter's first gradient, so an expert no token reached has none). ValueError for
+    state at a parameter's first gradient, so an expert no token reached has none). InputError (a ValueError) for
     optimizer state that is not a tensor."""
     out: List[Tuple[Key, Optional[torch.Tensor]]] = []
     per_expert = layer.layout.storage == "per-expert"
@@ -90,7 +91,7 @@ def fields(layer: MoELayer, j: int, opt: Optim) -> List[Tuple[Key, Optional[torc
         for k in sorted(state, key=str):
             v = state[k]
             if not torch.is_tensor(v):
-                raise ValueError(f"{layer.block_name}: optimizer state {k!r} of experts.{name} is a "
+                raise InputError(f"{layer.block_name}: optimizer state {k!r} of experts.{name} is a "
                                  f"{type(v).__name__}, not a tensor: it cannot move with the expert")
             if per_expert:
                 out.append(((name, "state", k), v))
@@ -154,7 +155,7 @@ def write(layer: MoELayer, j: int, opt: Optim, values: Dict[Key, Optional[torch.
             continue
         dst = current.get(key)
         if dst is None or src is None:
-            raise ValueError(f"{layer.block_name}: slot {j} has no field {key} to receive")
+            raise InputError(f"{layer.block_name}: slot {j} has no field {key} to receive")
         with torch.no_grad():
             dst.copy_(src)
 
