@@ -60,7 +60,8 @@ void bind_moe_names(py::module_& m) {
             d["shared_expert_prefixes"] = py::tuple(py::cast(moe_shared_expert_prefixes()));
             return d;
         },
-        "_moe_names()\n--\n\nThe table's other names (core/model/moe_names.h): router_tensors (weight first, then the\n"
+        "_moe_names()\n--\n\n"
+        "The table's other names (core/model/moe_names.h): router_tensors (weight first, then the\n"
         "biases), grouped_router_marks, shared_expert_prefixes; each a tuple of str.");
 }
 
