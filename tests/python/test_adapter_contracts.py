@@ -310,17 +310,19 @@ def test_verl_equal_chunks_and_upstream_assertions():
                             "max_seq_len=12")
 
 
-def test_verl_prefix_grouper_refused():
+def test_verl_prefix_grouper_is_not_planned():
+    """The PrefixGrouper branch (whole uid groups per rank) is answered by verl's own balancing
+    (tests/python/test_adapter_fallback.py); strict, it is refused."""
     class Batch:
         batch = {"attention_mask": np.ones((4, 5))}
         non_tensor_batch = {"uid": np.array(["a", "a", "b", "b"])}
 
     trainer = SimpleNamespace(use_prefix_grouper=True, actor_rollout_wg=None, _get_dp_size=lambda wg, role: 2)
-    balance = verl.make_balance_batch(max_token_len=10)
+    balance = verl.make_balance_batch(max_token_len=10, strict=True)
     with pytest.raises(ValueError) as e:
         balance(trainer, Batch(), {})
-    assert str(e.value) == ("use_prefix_grouper keeps each uid group on one DP rank; the routepack adapter balances "
-                            "samples, not groups: turn off use_prefix_grouper or balance_batch")
+    assert str(e.value) == ("use_prefix_grouper keeps each uid group on one DP rank; the RoutePack plan balances "
+                            "samples, not groups")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -377,13 +379,21 @@ _UNDER_ASAN = "asan" in os.environ.get("LD_PRELOAD", "")
 _FIRST_512 = pytest.mark.skipif(_UNDER_ASAN, reason="the 512-sample windows are slow under the sanitizer pass")
 
 
+#: Per window and D: the plan's R and each rank's verl count (min(B / D, ceil(tokens / 4096)), no DP
+#: group: each rank its own). Rank 0 of the first 512 on 4 ranks needs 3 (a local plan); with
+#: same_micro_num_in_dp over the group every rank would run the maximum, 4 = R, the plan's rows.
+VERL_COUNTS = {("first", 4): (4, [3, 4, 4, 4]), ("first", 8): (2, [2] * 8), ("w-000", 4): (1, [1] * 4),
+               ("w-001", 8): (1, [1] * 8), ("w-002", 4): (1, [1] * 4), ("w-003", 8): (1, [1] * 8)}
+
+
 @pytest.mark.parametrize("window, dp", [pytest.param("first", 4, marks=_FIRST_512),
                                         pytest.param("first", 8, marks=_FIRST_512), ("w-000", 4), ("w-001", 8),
                                         ("w-002", 4), ("w-003", 8)])
 def test_verl_plans_real_deepseek_windows_with_routes(exe, deepseek, window, dp):
     """The first 512 samples and windows of 128 on 8 EP ranks and D = 4 or 8 DP ranks: every rank's
     equal chunk B / D (verl's dispatch), a plan from the routes (64 experts placed on 8 EP ranks),
-    and the CLI's `--samples-per-dp-slot B/D` plan."""
+    and the CLI's `--samples-per-dp-slot B/D` plan. Each rank's rearrange_micro_batches runs verl's
+    count of micro-batches: the plan's rows where the count is R, else a local plan of that count."""
     db, d = deepseek
     w = routepack.Library(str(db)).load("ds", window)
     batch = Proto(verl_batch(w))
@@ -396,12 +406,17 @@ def test_verl_plans_real_deepseek_windows_with_routes(exe, deepseek, window, dp)
     p = trainer.routepack_plan
     assert p.num_experts == 64 and p.placement.ep_ranks == 8 and p.moe_layers == list(range(1, 27))
     chunk = b // dp
+    counts = []
     for r in range(dp):
         local = {k: v[r * chunk:(r + 1) * chunk] for k, v in batch.batch.items()}
         assert local["index"].tolist() == p.dp_partitions()[r]
         mbs, idx = verl.rearrange_micro_batches(local, max_token_len=4096)
-        assert len(mbs) == p.row_count
-        assert [local["index"][i].tolist() for i in idx] == [list(c) for c in p.micro_batches()[r]]
+        counts.append(len(mbs))
+        assert len(mbs) == min(chunk, -(-int(local["attention_mask"].sum()) // 4096))
+        if len(mbs) == p.row_count:
+            assert [local["index"][i].tolist() for i in idx] == [list(c) for c in p.micro_batches()[r]]
+        assert sorted(local["index"][i] for m in idx for i in m) == sorted(p.dp_partitions()[r])
+    assert (p.row_count, counts) == VERL_COUNTS[window, dp]
     topo = topology_file(d / f"ep8-dp{dp}.json", 8, dp, 4096, DS_STAGES)
     out = d / f"{window}-dp{dp}.json"
     run(exe, "plan", "--db", db, "--trace", "ds", "--window", window, "--topology", topo, "--samples-per-dp-slot",

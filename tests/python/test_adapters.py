@@ -402,34 +402,72 @@ def test_verl_balance_then_rearrange():
     # The placement follows the masked routed_experts counts.
     counts = routepack.counts_from_routes(routes, E, moe_layers=[1, 2], valid=mask.astype(bool))
     assert (p.logical_to_physical == routepack.place(counts.sum(axis=0), 2, moe_layers=[1, 2]).logical_to_physical).all()
-    with pytest.raises(ValueError, match="2 micro-batches are not a multiple of num_batches_divided_by = 3"):
-        verl.rearrange_micro_batches(chunks[0], max_token_len=180, num_batches_divided_by=3)
-    with pytest.raises(ValueError, match="micro-batch 0 holds 180 tokens > max_token_len 100"):
-        verl.rearrange_micro_batches(chunks[0], max_token_len=100)
-    with pytest.raises(ValueError, match="has no 'routepack_row' field"):
-        verl.rearrange_micro_batches({"attention_mask": mask}, max_token_len=180)
+    # Another count than the plan's rows (num_batches_divided_by 3: 3 micro-batches): the chunk is
+    # planned locally; heaviest micro-batch in the middle (use_dynamic_bsz_balance).
+    mbs, idx = verl.rearrange_micro_batches(chunks[0], max_token_len=180, num_batches_divided_by=3)
+    assert [len(i) for i in idx] == [1, 2, 1] and sorted(i for m in idx for i in m) == [0, 1, 2, 3]
+    # max_token_len 100: min(4 samples, ceil(360 / 100)) = 4, one sample each; equal workloads rank by
+    # first index, so the order is 1, 3, 2, 0.
+    mbs, idx = verl.rearrange_micro_batches(chunks[0], max_token_len=100)
+    assert idx == [[1], [3], [2], [0]] and [mb["uid"].tolist() for mb in mbs] == [[chunks[0]["uid"][i]] for i in
+                                                                                    (1, 3, 2, 0)]
+    # A batch never planned: min(16, ceil(1440 / 180)) = 8 micro-batches of exactly 180 tokens.
+    mbs, idx = verl.rearrange_micro_batches({"attention_mask": mask}, max_token_len=180)
+    assert len(idx) == 8 and [int(mb["attention_mask"].sum()) for mb in mbs] == [180] * 8
+    assert sorted(i for m in idx for i in m) == list(range(16))
 
 
-def test_verl_rearrange_refuses_float_and_short_rows():
+def test_verl_rearrange_plans_a_batch_whose_rows_are_not_a_planned_chunk():
+    """Rows that are not integers running 0, 1, ... in order with exactly verl's count are not used:
+    the batch is planned locally (min(4, ceil(20 / 10)) = 2 micro-batches of two 5-token samples)."""
     from routepack.adapters import verl
 
     mask = np.zeros((4, 10), dtype=np.int64)
     mask[:, :5] = 1
-    local = {"attention_mask": mask, verl.ROW_KEY: np.array([0.0, 1.7, 1.0, 2.0])}
-    with pytest.raises(IndexError) as e:
-        verl.rearrange_micro_batches(local, max_token_len=10)
-    assert str(e.value) == "routepack_row must hold integer rows (an index tensor: long or int), not float64: " \
-                           "routepack_row[1] = 1.7"
-    # Integral floats are refused too: torch and numpy refuse float index tensors whatever their values.
-    local[verl.ROW_KEY] = np.array([0.0, 0.0, 1.0, 1.0])
-    with pytest.raises(IndexError) as e:
-        verl.rearrange_micro_batches(local, max_token_len=10)
-    assert str(e.value) == "routepack_row must hold integer rows (an index tensor: long or int), not float64"
-    local[verl.ROW_KEY] = np.array([0, 0, 1])
-    with pytest.raises(ValueError) as e:
-        verl.rearrange_micro_batches(local, max_token_len=10)
-    assert str(e.value) == ("routepack_row has shape (3,) but attention_mask has 4 samples: one row per sample, as "
-                            "make_balance_batch writes it")
-    local[verl.ROW_KEY] = np.array([0, 0, 1, 1], dtype=np.int32)
-    mbs, idx = verl.rearrange_micro_batches(local, max_token_len=10)
+    for rows in (np.array([0.0, 1.7, 1.0, 2.0]), np.array([0.0, 0.0, 1.0, 1.0]), np.array([2, 2, 0, 0]),
+                 np.array([1, 1, 0, 0]), np.array([0, 0, 0, 2])):
+        mbs, idx = verl.rearrange_micro_batches({"attention_mask": mask, verl.ROW_KEY: rows}, max_token_len=10)
+        assert len(idx) == 2 and sorted(i for m in idx for i in m) == [0, 1, 2, 3]
+        assert [int(mb["attention_mask"].sum()) for mb in mbs] == [10, 10]
+    # Integer rows 0, 0, 1, 1: a planned chunk with verl's count, cut at its rows.
+    mbs, idx = verl.rearrange_micro_batches({"attention_mask": mask, verl.ROW_KEY: np.array([0, 0, 1, 1], np.int32)},
+                                            max_token_len=10)
     assert idx == [[0, 1], [2, 3]] and [mb["attention_mask"].sum() for mb in mbs] == [10, 10]
+    # The same rows with 3 micro-batches asked (min_num_micro_batch): planned locally, 5 + 5, 5, 5.
+    mbs, idx = verl.rearrange_micro_batches({"attention_mask": mask, verl.ROW_KEY: np.array([0, 0, 1, 1])},
+                                            max_token_len=10, min_num_micro_batch=3)
+    assert [len(i) for i in idx] == [1, 2, 1]
+
+
+def test_verl_count_rule_and_groups():
+    """verl's count: min(groups, ceil(tokens / max_token_len)), raised to min_num_micro_batch, rounded up
+    to num_batches_divided_by; groups of force_group_size stay whole; upstream's AssertionErrors."""
+    from routepack.adapters import verl
+
+    lengths = [10, 20, 30, 40, 50, 60, 70, 80]
+    mask = np.zeros((8, 100), dtype=np.int64)
+    for i, t in enumerate(lengths):
+        mask[i, :t] = 1
+    batch = {"attention_mask": mask}
+    count = {}
+    for kw in ({}, {"min_num_micro_batch": 3}, {"num_batches_divided_by": 3}, {"min_num_micro_batch": 5,
+                                                                                 "num_batches_divided_by": 2}):
+        count[tuple(kw)] = len(verl.rearrange_micro_batches(batch, 200, **kw)[1])
+    assert count == {(): 2, ("min_num_micro_batch",): 3, ("num_batches_divided_by",): 3,
+                     ("min_num_micro_batch", "num_batches_divided_by"): 6}
+    # Pairs (force_group_size 2) of 30, 70, 110, 150 tokens into 2 micro-batches of 180 each; the
+    # heavier workload (24576 t + t^2: samples 0, 1, 6, 7) first, then 2..5.
+    mbs, idx = verl.rearrange_micro_batches(batch, 200, force_group_size=2)
+    assert idx == [[0, 1, 6, 7], [2, 3, 4, 5]]
+    mbs, idx = verl.rearrange_micro_batches(batch, 200, force_group_size=2, use_dynamic_bsz_balance=False)
+    assert sorted(idx) == [[0, 1, 6, 7], [2, 3, 4, 5]]
+    with pytest.raises(AssertionError) as e:
+        verl.rearrange_micro_batches(batch, 200, force_group_size=3)
+    assert str(e.value) == "Batch size 8 must be divisible by force_group_size 3"
+    with pytest.raises(AssertionError) as e:
+        verl.rearrange_micro_batches(batch, 200, min_num_micro_batch=5, force_group_size=2)
+    assert str(e.value) == "5 micro-batches for 4 groups of force_group_size 2"
+    with pytest.raises(AssertionError) as e:
+        verl.rearrange_micro_batches(batch, 99)
+    assert str(e.value) == "max_token_len must be greater than the sequence length. Got max_token_len=99 and " \
+                           "max_seq_len=100"

@@ -28,23 +28,41 @@ shim whose ``get_packer`` answers every algorithm with this class: 59 of 59 pass
 Consecutive calls are chained: a ``pack`` with routing starts its placement from the last plan
 (``last_plan``, kept across a failed call) and moves at most ``max_moves`` experts (None:
 unlimited), as ``routepack plan --previous FILE --max-moves N``.
+
+Fallback: when planning fails (any exception other than upstream's errors above) or runs past
+``time_limit_s`` seconds (None: no limit), ``pack`` logs one warning (logger
+``routepack.adapters.nemo_rl``) and returns the bins of NeMo-RL's own packer: ``fallback`` (the
+packer the configuration names, which :func:`install` builds with upstream's ``get_packer``),
+else the adapter's plain packing (first fit decreasing, bins split up to the count asked);
+``last_plan`` then stays the previous one. ``strict=True`` raises instead.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import List, Optional, Sequence
 
-from ._common import plan_rows, rows_multiple_for_bins, whole_tokens
+from ._common import (Deadline, first_fit_bins, plan_or_fallback, plan_rows, rows_multiple_for_bins, split_to,
+                      stack_error, whole_tokens)
+
+log = logging.getLogger(__name__)
 
 
 class RoutePackPacker:
-    """A ``SequencePacker`` whose bins are a RoutePack plan's cells (see the module docstring)."""
+    """A ``SequencePacker`` whose bins are a RoutePack plan's cells (see the module docstring).
+    Upstream's four arguments, then RoutePack's: dp_slots (D), ep_ranks, edp_shards, stages, seed,
+    workers, budgets, max_moves (as :func:`routepack.plan`), time_limit_s (seconds a ``pack`` may
+    plan; None: no limit), strict (raise where the fallback would answer), fallback (NeMo-RL's own
+    packer for the same arguments). ValueError for a negative min_bin_count, a bin_count_multiple
+    below 1 or a bad time_limit_s."""
 
     def __init__(self, bin_capacity: int, collect_metrics: bool = False, min_bin_count: Optional[int] = None,
                  bin_count_multiple: Optional[int] = None, *, dp_slots: Optional[int] = None, ep_ranks: int = 1,
                  edp_shards=None, stages=(("attention", 1.0, 0.0),), seed: int = 1, workers: int = 1,
-                 budgets: Optional[dict] = None, max_moves: Optional[int] = None):
+                 budgets: Optional[dict] = None, max_moves: Optional[int] = None, time_limit_s: Optional[float] = None,
+                 strict: bool = False, fallback=None):
+        Deadline(time_limit_s)
         if min_bin_count is not None and min_bin_count < 0:
             raise ValueError("min_bin_count must be nonnegative")
         if bin_count_multiple is not None and bin_count_multiple < 1:
@@ -62,6 +80,10 @@ class RoutePackPacker:
         self.workers = workers
         self.budgets = budgets
         self.max_moves = max_moves
+        self.time_limit_s = time_limit_s
+        self.strict = strict
+        #: NeMo-RL's own packer for the same arguments (an object with ``pack``): the fallback's answer.
+        self.fallback = fallback
         self._counts = None
         self._moe_layers = None
         #: The plan of the last pack() call that planned (the previous placement of the next one).
@@ -114,18 +136,45 @@ class RoutePackPacker:
         fewest_cells = D * (-(-max(min_rows, 1) // multiple) * multiple)
         if n < fewest_cells:
             raise self._cannot_create(fewest_cells, n)
-        try:
-            p = plan_rows(lengths, dp_slots=D, token_cap=self.bin_capacity, counts=counts, moe_layers=moe_layers,
-                          ep_ranks=self.ep_ranks, edp_shards=self.edp_shards, stages=self.stages,
-                          row_multiple=multiple, min_rows=min_rows, previous=self.last_plan,
-                          max_moves=self.max_moves, seed=self.seed, workers=self.workers, budgets=self.budgets)
-        except ValueError as e:
-            cells = re.search(r"= (\d+) non-empty cells", str(e))
-            if str(e).startswith("no rectangular layout exists: ") and cells:
-                raise self._cannot_create(int(cells.group(1)), n) from e
-            raise
+
+        def plan(deadline):
+            try:
+                return plan_rows(lengths, dp_slots=D, token_cap=self.bin_capacity, counts=counts,
+                                 moe_layers=moe_layers, ep_ranks=self.ep_ranks, edp_shards=self.edp_shards,
+                                 stages=self.stages, row_multiple=multiple, min_rows=min_rows,
+                                 previous=self.last_plan, max_moves=self.max_moves, seed=self.seed,
+                                 workers=self.workers, budgets=self.budgets, deadline=deadline)
+            except ValueError as e:
+                cells = re.search(r"= (\d+) non-empty cells", str(e))
+                if str(e).startswith("no rectangular layout exists: ") and cells:
+                    raise stack_error(self._cannot_create(int(cells.group(1)), n)) from e
+                raise
+
+        def fallback():
+            if self.fallback is not None:
+                return self.fallback.pack(sequence_lengths)
+            return self._plain_bins(lengths)
+
+        planned, p = plan_or_fallback(plan, fallback, logger=log, replaced="NeMo-RL SequencePacker.pack",
+                                      fallback_name="NeMo-RL's own packer" if self.fallback is not None else
+                                      "the adapter's plain packing", time_limit_s=self.time_limit_s,
+                                      strict=self.strict)
+        if not planned:
+            return p
         self.last_plan = p
         return [list(cell) for row in p.rows for cell in row]
+
+    def _plain_bins(self, lengths: List[int]) -> List[List[int]]:
+        """The adapter's own bins where NeMo-RL's packer is not at hand: first fit decreasing under
+        the capacity, then split (a bin's shortest sequence into a new bin) up to min_bin_count and
+        the next multiple of bin_count_multiple; indices ascending in each bin."""
+        bins = first_fit_bins(lengths, self.bin_capacity)
+        wanted = max(len(bins), self.min_bin_count or 0)
+        if self.bin_count_multiple:
+            wanted = -(-wanted // self.bin_count_multiple) * self.bin_count_multiple
+        if wanted > len(lengths):
+            raise self._cannot_create(wanted, len(lengths))
+        return [sorted(b) for b in split_to(bins, wanted, lengths)]
 
     def pack(self, sequence_lengths: List[int]) -> List[List[int]]:
         """The plan's bins; their count already meets min_bin_count and bin_count_multiple."""
@@ -135,3 +184,25 @@ class RoutePackPacker:
             self._take_routing()
             raise
         return self._pack_implementation(sequence_lengths)
+
+
+def install(*modules, **settings):
+    """Replaces ``get_packer`` in each of `modules` (``nemo_rl.data.packing.algorithms``,
+    ``nemo_rl.data.packing`` and modules that imported the name, e.g.
+    ``nemo_rl.distributed.batched_data_dict``) with one that answers every algorithm with a
+    :class:`RoutePackPacker` (``settings`` are its keywords) whose fallback is the packer the first
+    module's ``get_packer`` builds for the same arguments (so an unknown algorithm is upstream's
+    ValueError). Returns the new ``get_packer``. TypeError without a module."""
+    if not modules:
+        raise TypeError("install needs the module(s) whose get_packer to replace")
+    original = getattr(modules[0].get_packer, "_routepack_original", modules[0].get_packer)
+
+    def get_packer(algorithm, bin_capacity, collect_metrics=False, min_bin_count=None, bin_count_multiple=None):
+        own = original(algorithm, bin_capacity, collect_metrics, min_bin_count, bin_count_multiple)
+        return RoutePackPacker(bin_capacity, collect_metrics, min_bin_count, bin_count_multiple, fallback=own,
+                               **settings)
+
+    get_packer._routepack_original = original
+    for module in modules:
+        module.get_packer = get_packer
+    return get_packer

@@ -44,6 +44,16 @@ slime's own ``tests/test_dp_schedule.py`` at 624b824a, run unchanged through a s
 ``test_balance_data_distributes_by_flops``, pins slime's FLOPs-balanced partition of 8 samples
 (``[[1, 2, 5, 6], [0, 3, 4, 7]]``); the plan's partition is RoutePack's own.
 
+Fallback: when planning fails (any exception other than the upstream errors above) or the call
+runs past ``args.routepack_time_limit_s`` seconds (None: no limit), the adapter logs one warning
+(logger ``routepack.adapters.slime``) and returns the schedule of slime's own
+``build_dp_schedule``: the original kept by :func:`install`, else (a plain import, as a monkeypatch
+installs it) the adapter's plain schedule (first fit decreasing under the cap with oversize
+samples alone, split up to the micro-batch multiple, or slime's static chunks; micro-batches dealt
+round-robin to the ranks). The call then keeps no plans (``last_plans`` is empty, its
+``<dir>/step_<s>.json`` files are removed) and the train-step hook keeps the placement the model
+runs. ``args.routepack_strict = True`` raises instead.
+
 Steps are chained: the placement of step s starts from step s-1's plan (the first step of a call
 from the last step of this process's previous call) and moves at most ``args.routepack_max_moves``
 experts (None: unlimited), as ``routepack plan --previous FILE --max-moves N``.
@@ -59,12 +69,14 @@ layer % N == 0, or a 0/1 list; see :func:`moe_layers_of`), ``expert_model_parall
 ``routepack_edp_shards`` (None = one shard), ``routepack_attention_stages``
 (default ``[("attention", 1.0, 0.0)]``), ``routepack_seed`` (default 1), ``routepack_workers``
 (default 1), ``routepack_max_moves`` (default None: unlimited), ``routepack_plan_dir`` (when set, step s's plan is written to
-``<dir>/step_<s>.json`` for the train-step hook on the training ranks).
+``<dir>/step_<s>.json`` for the train-step hook on the training ranks), ``routepack_time_limit_s``
+(default None), ``routepack_strict`` (default False).
 """
 
 from __future__ import annotations
 
 import ast
+import logging
 import operator
 import os
 from typing import Any, Optional
@@ -73,7 +85,7 @@ import numpy as np
 
 import routepack
 
-from ._common import plan_rows, whole_tokens
+from ._common import Deadline, first_fit_bins, plan_or_fallback, plan_rows, split_to, stack_error, whole_tokens
 
 #: Plans of the last build_dp_schedule call in this process, one per step.
 last_plans: list = []
@@ -84,6 +96,10 @@ last_moves: list = []
 #: What the hook's last routepack.torch.apply_placement did (an ApplyResult), None when it applied nothing.
 last_apply = None
 _applied_plan = None
+#: slime's own build_dp_schedule, kept by :func:`install` as the fallback's answer (None: the plain schedule).
+original_build_dp_schedule = None
+
+log = logging.getLogger(__name__)
 
 
 def _freq_pattern(text: str):
@@ -154,6 +170,36 @@ def _static_rules(lengths: list, c: int, dp_size: int, align_to: int) -> dict:
     return dict(token_cap=sum(sorted(lengths)[-c:]), max_samples_per_cell=c, min_rows=k // dp_size)
 
 
+def _plain_schedule(dynamic: bool, cap: Optional[int], c: Optional[int], dp_size: int, align_to: int,
+                    steps: list) -> tuple:
+    """The adapter's own schedule in slime's shape where slime's is not at hand. steps: per step, its
+    global sample indices and lengths. Dynamic: first fit decreasing under `cap` (a longer sample
+    alone), split up to a multiple of `align_to` micro-batches (AssertionError, as slime, when the
+    step has too few samples); static: chunks of c consecutive samples. Micro-batch b goes to rank
+    b % dp_size."""
+    partitions = [[] for _ in range(dp_size)]
+    micro_batch_indices = [[] for _ in range(dp_size)]
+    num_microbatches = []
+    for step, (sample_indices, lengths) in enumerate(steps):
+        n = len(lengths)
+        if dynamic:
+            bins = first_fit_bins(lengths, cap)
+            k = max(-(-len(bins) // align_to) * align_to, align_to)
+            if k > n:
+                raise AssertionError(f"dynamic path: step {step}'s {n} samples cannot fill a multiple of dp_size * "
+                                     f"mb_group ({align_to}) micro-batches")
+            bins = [sorted(b) for b in split_to(bins, k, lengths)]
+        else:
+            bins = [list(range(i, min(i + c, n))) for i in range(0, n, c)]
+        for b, cell in enumerate(bins):
+            r = b % dp_size
+            start = len(partitions[r])
+            partitions[r].extend(sample_indices[i] for i in cell)
+            micro_batch_indices[r].append(list(range(start, start + len(cell))))
+        num_microbatches.append(len(bins) // dp_size)
+    return partitions, micro_batch_indices, num_microbatches
+
+
 def build_dp_schedule(
     args: Any,
     train_parallel_config: dict,
@@ -163,7 +209,8 @@ def build_dp_schedule(
     rollout_indices: list,
     rollout_routed_experts: Optional[list] = None,
 ) -> tuple:
-    """RoutePack's schedule in slime's shape (see the module docstring for the contract)."""
+    """RoutePack's schedule in slime's shape (see the module docstring for the contract and the
+    fallback)."""
     dp_size = int(train_parallel_config["dp_size"])
     cp_size = int(train_parallel_config["cp_size"])
     vpp_size = int(train_parallel_config["vpp_size"])
@@ -206,34 +253,69 @@ def build_dp_schedule(
                     seed=int(getattr(args, "routepack_seed", 1)), workers=int(getattr(args, "routepack_workers", 1)),
                     max_moves=getattr(args, "routepack_max_moves", None), row_multiple=row_multiple)
     plan_dir = getattr(args, "routepack_plan_dir", None)
+    time_limit_s = getattr(args, "routepack_time_limit_s", None)
+    strict = bool(getattr(args, "routepack_strict", False))
+    Deadline(time_limit_s)
 
-    partitions = [[] for _ in range(dp_size)]
-    micro_batch_indices = [[] for _ in range(dp_size)]
-    num_microbatches = []
-    global_batch_sizes = []
-    previous = last_plans[-1] if last_plans else None
-    last_plans.clear()
+    steps, step_rules = [], []
     for step in range(num_steps):
         step_rollouts = rollout_ids[step * global_batch_size:(step + 1) * global_batch_size]
         sample_indices = [pos for rid in step_rollouts for pos in by_rollout[rid]]
         lengths = [whole_tokens(total_lengths[i], f"total_lengths[{i}]") for i in sample_indices]
         assert len(sample_indices) >= dp_size, (f"step {step}: {len(sample_indices)} samples < dp_size {dp_size}; "
                                                 "each step needs at least one sample per rank.")
-        if not dynamic:
-            rules = _static_rules(lengths, c, dp_size, align_to)
-        counts = None
-        if rollout_routed_experts is not None:
-            counts = routepack.counts_from_routes([np.asarray(rollout_routed_experts[i]) for i in sample_indices],
-                                                  num_experts, moe_layers=moe_layers, layer_axis="all")
-        try:
-            p = plan_rows(lengths, dp_slots=dp_size, counts=counts, moe_layers=moe_layers, ep_ranks=ep_ranks or 1,
-                          previous=previous, **rules, **settings)
-        except ValueError as e:
-            if dynamic and str(e).startswith("no rectangular layout exists: "):
-                raise AssertionError(f"dynamic path: step {step}'s {len(sample_indices)} samples cannot fill a "
-                                     f"multiple of dp_size * mb_group ({align_to}) micro-batches: {e}") from e
-            raise
-        previous = p
+        steps.append((sample_indices, lengths))
+        step_rules.append(rules if dynamic else _static_rules(lengths, c, dp_size, align_to))
+    previous = last_plans[-1] if last_plans else None
+    last_plans.clear()
+
+    def plan(deadline):
+        plans, chained = [], previous
+        for step, (sample_indices, lengths) in enumerate(steps):
+            counts = None
+            if rollout_routed_experts is not None:
+                counts = routepack.counts_from_routes([np.asarray(rollout_routed_experts[i]) for i in sample_indices],
+                                                      num_experts, moe_layers=moe_layers, layer_axis="all")
+            try:
+                p = plan_rows(lengths, dp_slots=dp_size, counts=counts, moe_layers=moe_layers,
+                              ep_ranks=ep_ranks or 1, previous=chained, deadline=deadline, **step_rules[step],
+                              **settings)
+            except ValueError as e:
+                if dynamic and str(e).startswith("no rectangular layout exists: "):
+                    raise stack_error(AssertionError(
+                        f"dynamic path: step {step}'s {len(sample_indices)} samples cannot fill a multiple of "
+                        f"dp_size * mb_group ({align_to}) micro-batches: {e}")) from e
+                raise
+            chained = p
+            plans.append(p)
+        return plans
+
+    def fallback():
+        if plan_dir:
+            for step in range(num_steps):
+                stale = os.path.join(plan_dir, f"step_{step}.json")
+                if os.path.exists(stale):
+                    os.remove(stale)
+        if original_build_dp_schedule is not None:
+            return original_build_dp_schedule(args, train_parallel_config, total_lengths,
+                                              global_batch_size=global_batch_size, rollout_indices=rollout_indices)
+        cap = int(args.max_tokens_per_gpu) * cp_size if dynamic else None
+        return (*_plain_schedule(dynamic, cap, None if dynamic else c, dp_size, align_to, steps),
+                [global_batch_size] * num_steps)
+
+    planned, plans = plan_or_fallback(plan, fallback, logger=log, replaced="slime build_dp_schedule",
+                                      fallback_name="slime's own build_dp_schedule"
+                                      if original_build_dp_schedule is not None else "the adapter's plain schedule",
+                                      time_limit_s=time_limit_s, strict=strict)
+    if not planned:
+        return plans
+
+    partitions = [[] for _ in range(dp_size)]
+    micro_batch_indices = [[] for _ in range(dp_size)]
+    num_microbatches = []
+    global_batch_sizes = []
+    for step, p in enumerate(plans):
+        sample_indices = steps[step][0]
         last_plans.append(p)
         if plan_dir:
             os.makedirs(plan_dir, exist_ok=True)
@@ -247,6 +329,19 @@ def build_dp_schedule(
         num_microbatches.append(p.row_count)
         global_batch_sizes.append(global_batch_size)
     return partitions, micro_batch_indices, num_microbatches, global_batch_sizes
+
+
+def install(*modules):
+    """Replaces ``build_dp_schedule`` in each of `modules` (``slime.utils.dp_schedule`` and modules
+    that imported the name) with :func:`build_dp_schedule`, keeping the first module's function as
+    :data:`original_build_dp_schedule`, the fallback's answer. TypeError without a module."""
+    global original_build_dp_schedule
+    if not modules:
+        raise TypeError("install needs the module(s) whose build_dp_schedule to replace")
+    if modules[0].build_dp_schedule is not build_dp_schedule:
+        original_build_dp_schedule = modules[0].build_dp_schedule
+    for module in modules:
+        module.build_dp_schedule = build_dp_schedule
 
 
 def _torch_model(model) -> bool:
@@ -282,7 +377,9 @@ def before_train_step_hook(args, rollout_id, step_id, model, optimizer, opt_para
     ``hook(args, rollout_id, step_id, model, optimizer, opt_param_scheduler)``).
 
     Takes step ``step_id``'s plan (this process's last build_dp_schedule, else
-    ``<args.routepack_plan_dir>/step_<step_id>.json``) and applies it before the step:
+    ``<args.routepack_plan_dir>/step_<step_id>.json``; with neither, as after a schedule that fell
+    back to slime's own, one warning and nothing changes, or ValueError with
+    ``args.routepack_strict``) and applies it before the step:
     :func:`routepack.torch.apply_placement` on the model chunks (``decoder.layers.{l}.mlp.experts``:
     SequentialMLP or GroupedMLP), with ``optimizer`` (Adam moments, and the fp32 main copies of
     Megatron's Float16OptimizerWithFloat16Params, move with the experts) and Megatron's EP process group (``expert_model_parallel_size`` > 1); the router keeps
@@ -302,9 +399,18 @@ def before_train_step_hook(args, rollout_id, step_id, model, optimizer, opt_para
         p = last_plans[step_id]
     else:
         plan_dir = getattr(args, "routepack_plan_dir", None)
-        if not plan_dir:
-            raise ValueError(f"no RoutePack plan for step {step_id}: set args.routepack_plan_dir")
-        p = routepack.load_plan(os.path.join(plan_dir, f"step_{step_id}.json"))
+        path = os.path.join(plan_dir, f"step_{step_id}.json") if plan_dir else None
+        if path is None or not os.path.exists(path):
+            if getattr(args, "routepack_strict", False):
+                if not plan_dir:
+                    raise ValueError(f"no RoutePack plan for step {step_id}: set args.routepack_plan_dir")
+                raise ValueError(f"no RoutePack plan for step {step_id}: {path} does not exist")
+            log.warning("no RoutePack plan for step %d (build_dp_schedule answered with slime's own schedule, or "
+                        "args.routepack_plan_dir is unset): the model keeps its placement", step_id)
+            last_moves.clear()
+            last_apply = None
+            return
+        p = routepack.load_plan(path)
     p2l = p.physical_to_logical
     num_experts = getattr(args, "num_experts", None)
     moe = set(moe_layers_of(args)) if num_experts else set()
