@@ -8,6 +8,7 @@
 #include "app/commands.h"
 #include "core/util/errors.h"
 #include "core/util/json.h"
+#include "core/util/version.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -43,7 +44,7 @@ int run(int argc, char** argv) {
     app.require_subcommand(1);
     // Set before the subcommands are added: each takes its help flag from here.
     app.set_help_flag("-h,--help", "print this help message and exit");
-    app.set_version_flag("--version", "routepack 0.1.0", "print the version and exit");
+    app.set_version_flag("--version", std::string("routepack ") + kVersion, "print the version and exit");
 
     // In the order --help lists them, one a line.
     // clang-format off
