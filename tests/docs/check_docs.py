@@ -4,21 +4,47 @@
 Modes (one per CTest entry):
 
   check_docs.py commands --source DIR --build DIR [--shared DIR] [--doc FILE ...] [--work DIR]
+                         [--print-output]
       Reads every fenced block of README.md and docs/*.md (or of the --doc files) and
       - runs the ```sh blocks of a page in order, each with `bash -euo pipefail` (a block starts with
         the `NAME=value` lines of the page's earlier blocks, so `R=build/app/routepack` carries on),
         and each ```python block with the interpreter running this script, in a scratch folder of
         the page's own that holds the clone's top-level entries as links, `build/` the build folder,
         and `../shared` the shared data; `build/app` is first on PATH and `build/python` is PYTHONPATH;
+      - compares what such a block prints (stdout and stderr as one stream, as `2>&1` gives) with the
+        ```text block that follows it (only prose between them), by the output rules below;
       - for a block under a line `> Not run by the tests: REASON` checks that every `--flag` of each
         command is named by that command's help (`routepack CMD --help`, a benchmark's usage text,
-        `setup.sh`'s modes, `python3 -m routepack.run CMD --help`) and compiles a Python block;
+        `setup.sh`'s modes, `python3 -m routepack.run CMD --help`, `check_docs.py MODE --help`) and
+        compiles a Python block;
       - for a block under a line starting `> Run by `TEST``, the test that runs it, checks that the
         test exists (a file of the clone, or a CTest name of tests/) and the flags as above;
+      - refuses a ```text block that is neither the output of a block it runs nor marked by the line
+        above it: `> Not an output: REASON` (a file listing, a diagram, a formula) or
+        `> Measured on YYYY-MM-DD, load L: REASON` (figures a loaded machine cannot reproduce:
+        timings, benchmarks; the date and the load average they were measured at). A measured
+        block is not compared, but the block before it still runs. The same `Measured` line dates a
+        table of measured figures; it stands right above a ```text block or a table (one blank line
+        between them at most);
       - checks the flags of every ```usage block (command synopses) the same way, parses every
         ```json block, refuses an indented code block and a fence without a known language, and
         checks that every image a page shows exists.
       Prints `check_docs: FILE:LINE: ...` per failure and exits 1; `check_docs: OK (...)` otherwise.
+      --print-output prints what each block printed, to refresh a page's ```text blocks.
+
+      Output rules (a shown line and a printed line match when):
+      - trailing whitespace and trailing blank lines are ignored; a run of spaces inside a line
+        matches any run of spaces; indentation is compared;
+      - a shown line `...` stands for one or more printed lines;
+      - a number shown with k decimals matches a printed number with at least k decimals that
+        rounds to it (|printed - shown| <= 0.5 x 10^-k); a number shown without decimals matches
+        the same digits only; thousands separators (`1,286,231`) are ignored on both sides;
+      - masked, so any value matches any value of the same unit: durations (`0.42 s`, `12 ms`; not
+        on a line that says `modelled`, whose seconds the cost model computes), rates (`0.21 GB/s`,
+        `tokens/s`), dates and times (`2026-12-04`, `2026-12-04 09:41:22`), the numbers in a
+        column headed `time_s` (from its header to the first line without a number under it), and
+        the scratch folder's absolute path (shown as the path relative to the clone's root:
+        `ds-run`, `../shared/...`).
   check_docs.py readme-length --source DIR [--max N]
       The README holds at most N lines (300).
   check_docs.py architecture --source DIR [--pretend-header PATH ...]
@@ -28,6 +54,8 @@ Modes (one per CTest entry):
       test that proves a missing one is caught.
 """
 import argparse
+import datetime
+import functools
 import glob
 import json
 import os
@@ -38,10 +66,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from decimal import Decimal
 
 LANGS = {"sh", "python", "text", "usage", "json"}
 NOT_RUN = re.compile(r"^> Not run by the tests: (.+)$")
 RUN_BY = re.compile(r"^> Run by `([^`]+)`")
+NOT_OUTPUT = re.compile(r"^> Not an output: (.+)$")
+MEASURED = re.compile(r"^> Measured on ")
+MEASURED_FULL = re.compile(r"^> Measured on (\d{4}-\d{2}-\d{2}), load ([^:]+): (\S.*)$")
 FLAG = re.compile(r"(?<![\w-])(--[A-Za-z][\w-]*)")
 IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)\)")
 ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=\S*$")
@@ -53,6 +85,7 @@ REWRITE = {"routepack-rewrite", "build/app/routepack-rewrite", "./build/app/rout
 class Block:
     def __init__(self, path, line, lang, body, marker):
         self.path, self.line, self.lang, self.body, self.marker = path, line, lang, body, marker
+        self.output = None  # the ```text block showing what this block prints
 
     def where(self):
         return f"{self.path}:{self.line}"
@@ -76,10 +109,11 @@ def read_blocks(path, rel, errors):
                 errors.append(f"{rel}:{start}: a code block says what it is: ```{' | '.join(sorted(LANGS))} "
                               f"(got '```{lang}')")
             marker = None
-            for pattern, kind in ((NOT_RUN, "not-run"), (RUN_BY, "run-by")):
+            for pattern, kind in ((NOT_RUN, "not-run"), (RUN_BY, "run-by"), (NOT_OUTPUT, "not-output"),
+                                  (MEASURED, "measured")):
                 m = pattern.match(prev)
                 if m:
-                    marker = (kind, m.group(1))
+                    marker = (kind, m.group(1) if m.groups() else prev)
             blocks.append(Block(rel, start, lang, "\n".join(body), marker))
             prev = ""
         elif (line.startswith("    ") or line.startswith("\t")) and i > 0 and lines[i - 1].strip() == "" \
@@ -87,10 +121,152 @@ def read_blocks(path, rel, errors):
             errors.append(f"{rel}:{i + 1}: indented code block: fence it with its language (```sh, ```text, ...)")
             while i + 1 < len(lines) and (lines[i + 1].startswith("    ") or lines[i + 1].strip() == ""):
                 i += 1
+        elif MEASURED.match(line):
+            errors += measured_errors(lines, i, rel)
         if line.strip():
             prev = line
         i += 1
     return blocks
+
+
+def measured_errors(lines, i, rel):
+    """A `> Measured on DATE, load L: REASON` line names a real date and a load, and stands directly
+    above the ```text block or the table it dates."""
+    m = MEASURED_FULL.match(lines[i])
+    errs = []
+    if not m:
+        errs.append(f"{rel}:{i + 1}: write the marker as `> Measured on YYYY-MM-DD, load L: REASON` "
+                    f"(L the machine's load average then)")
+    else:
+        try:
+            datetime.date.fromisoformat(m.group(1))
+        except ValueError:
+            errs.append(f"{rel}:{i + 1}: {m.group(1)} is not a date")
+    j = i + 2 if i + 2 < len(lines) and not lines[i + 1].strip() else i + 1
+    if j >= len(lines) or not (lines[j].startswith("```text") or lines[j].startswith("|")):
+        errs.append(f"{rel}:{i + 1}: a `> Measured on` line stands right above the ```text block or the "
+                    f"table it dates")
+    return errs
+
+
+def pair_outputs(blocks, errors):
+    """Attaches each ```text block to the block it shows the output of: the fenced block right before
+    it, when that block runs here. Any other ```text block says what it is by its marker."""
+    for k, b in enumerate(blocks):
+        if b.lang != "text" or (b.marker and b.marker[0] in ("not-output", "measured")):
+            continue
+        before = blocks[k - 1] if k > 0 else None
+        if before is not None and before.lang in ("sh", "python") and not before.marker and before.output is None:
+            before.output = b
+            continue
+        errors.append(f"{b.where()}: a ```text block shows what the ```sh or ```python block right before "
+                      f"it prints, and none runs here: mark it `> Not an output: REASON` or "
+                      f"`> Measured on YYYY-MM-DD, load L: REASON`")
+
+
+NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+TOKEN = re.compile(r"(?P<mask>\x00(?P<unit>[^\x00]*)\x00)|(?P<num>" + NUMBER + r")|(?P<space>[ \t]+)|(?P<text>.)")
+DATE = re.compile(r"(?<!\d)\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?(?!\d)")
+DURATION = re.compile(r"(?<![\w.,])\d+(?:\.\d+)?( ?)(s|ms|us|min)(?![\w/])")
+RATE = re.compile(r"(?<![\w.,])\d+(?:\.\d+)?( ?)([A-Za-z-]*/s)(?!\w)")
+TIMING_COLUMN = re.compile(r"(?<!\S)time_s(?!\S)")
+ELLIPSIS = "..."
+
+
+def timing_field(line, column):
+    """The span of the whitespace-separated field of `line` under a `time_s` header spanning `column`,
+    when that field is a plain number; else None."""
+    for m in re.finditer(r"\S+", line):
+        if m.start() < column[1] and m.end() > column[0]:
+            return m.span() if re.fullmatch(r"\d+(?:\.\d+)?", m.group(0)) else None
+    return None
+
+
+def masked_lines(text):
+    """The lines of an output with what differs between runs replaced by a mask of its unit. The rows
+    of a table with a `time_s` column run from its header to the first line without a number there
+    (a shown `...` line stands for rows)."""
+    out, column = [], None
+    if not text.strip():
+        return out
+    for line in text.rstrip().split("\n"):
+        line = line.rstrip()
+        header = TIMING_COLUMN.search(line)
+        if header:
+            column = header.span()
+        elif column and line.strip() != ELLIPSIS:
+            field = timing_field(line, column)
+            if field:
+                line = line[:field[0]] + "\x00time_s\x00" + line[field[1]:]
+            else:
+                column = None
+        line = DATE.sub("\x00date\x00", line)
+        if "modelled" not in line:
+            line = DURATION.sub(lambda m: f"\x00{m.group(2)}\x00", line)
+        line = RATE.sub(lambda m: f"\x00{m.group(2)}\x00", line)
+        out.append(line)
+    return out
+
+
+def tokens(line):
+    toks = []
+    for k, m in enumerate(TOKEN.finditer(line)):
+        if m.group("mask") is not None:
+            toks.append(("mask", m.group("unit")))
+        elif m.group("num") is not None:
+            toks.append(("num", m.group("num").replace(",", "")))
+        elif m.group("space") is not None:
+            toks.append(("space", m.group("space") if k == 0 else " "))
+        elif toks and toks[-1][0] == "text":
+            toks[-1] = ("text", toks[-1][1] + m.group("text"))
+        else:
+            toks.append(("text", m.group("text")))
+    return toks
+
+
+def number_matches(shown, printed):
+    if "." not in shown:
+        return shown == printed
+    k = len(shown.split(".")[1])
+    if "." not in printed or len(printed.split(".")[1]) < k:
+        return False
+    return abs(Decimal(printed) - Decimal(shown)) <= Decimal(5) / (Decimal(10) ** (k + 1))
+
+
+def line_matches(shown, printed):
+    a, b = tokens(shown), tokens(printed)
+    return len(a) == len(b) and all(
+        x[0] == y[0] and (number_matches(x[1], y[1]) if x[0] == "num" else x[1] == y[1]) for x, y in zip(a, b))
+
+
+def output_difference(shown_text, printed_text, roots):
+    """None when the printed output matches the shown one; else (line of the shown block, shown line,
+    printed line) where the match stops (the furthest it gets)."""
+    for root, relative in roots:
+        printed_text = printed_text.replace(root, relative)
+    shown, printed = masked_lines(shown_text), masked_lines(printed_text)
+    shown_raw = shown_text.rstrip().split("\n") if shown else []
+    printed_raw = printed_text.rstrip().split("\n") if printed else []
+    furthest = [(-1, 0)]
+
+    @functools.lru_cache(maxsize=None)
+    def match(i, j):
+        if i == len(shown):
+            if j == len(printed):
+                return True
+        elif shown[i].strip() == ELLIPSIS:
+            return any(match(i + 1, j2) for j2 in range(j + 1, len(printed) + 1))
+        elif j < len(printed) and line_matches(shown[i], printed[j]):
+            return match(i + 1, j + 1)
+        if (i, -j) > (furthest[0][0], -furthest[0][1]):
+            furthest[0] = (i, j)
+        return False
+
+    if match(0, 0):
+        return None
+    i, j = furthest[0]
+    show = lambda lines, k, end: lines[k].rstrip() if k < len(lines) else end
+    return i, show(shown_raw, i, "(end of the block)"), show(printed_raw, j, "(end of the output)")
 
 
 def in_list(lines, i):
@@ -177,6 +353,15 @@ class Checker:
             text = open(src, encoding="utf-8").read()
             return [f"'{line}': {f} is not an option of {name} ({os.path.relpath(src, self.source)})"
                     for f in flags if f not in text]
+        if os.path.basename(prog).startswith("python3") and len(words) > 1 and \
+                words[1].endswith("tests/docs/check_docs.py"):
+            mode = words[2] if len(words) > 2 else ""
+            script = os.path.join(self.source, "tests", "docs", "check_docs.py")
+            rc, text = self.help_text([self.python, script, mode, "--help"])
+            if rc != 0:
+                return [f"'{line}': check_docs.py has no mode '{mode}'"]
+            return [f"'{line}': {f} is not an option of check_docs.py {mode}"
+                    for f in flags if not re.search(r"(?<![\w-])" + re.escape(f) + r"(?![\w-])", text)]
         if os.path.basename(prog).startswith("python3") and words[1:3] == ["-m", "routepack.run"]:
             sub = words[3] if len(words) > 3 else ""
             rc, text = self.help_text([self.python, "-m", "routepack.run", sub, "--help"], self.py_env())
@@ -222,13 +407,24 @@ def scratch_clone(source, build, shared, root):
     return clone
 
 
-def run_page(checker, blocks, clone, errors):
-    """Runs a page's blocks in order; returns the count run."""
+def scratch_roots(clone, source, build, shared):
+    """The scratch folder's absolute paths (and what they link to) as an output shows them: relative
+    to the clone's root. Longest first, so that a path inside another is replaced whole."""
+    roots = {os.path.join(clone, ""): "", clone: ".", build: "build", os.path.join(source, ""): ""}
+    if shared:
+        roots[os.path.join(os.path.dirname(clone), "shared")] = "../shared"
+        roots[shared] = "../shared"
+    return sorted(roots.items(), key=lambda kv: -len(kv[0]))
+
+
+def run_page(checker, blocks, clone, roots, errors, print_output=False):
+    """Runs a page's blocks in order, comparing each with the output it shows; returns the counts run
+    and compared."""
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
     env["PATH"] = os.path.join(clone, "build", "app") + os.pathsep + env.get("PATH", "")
     env["PYTHONPATH"] = os.path.join(clone, "build", "python")
     env["QT_QPA_PLATFORM"] = "offscreen"
-    assigns, ran = [], 0
+    assigns, ran, compared = [], 0, 0
     for b in blocks:
         if b.marker or b.lang not in ("sh", "python"):
             continue
@@ -239,16 +435,29 @@ def run_page(checker, blocks, clone, errors):
         else:
             argv = [checker.python, "-c", b.body]
         try:
-            r = subprocess.run(argv, cwd=clone, env=env, capture_output=True, text=True, timeout=600)
-            rc, out = r.returncode, r.stdout + r.stderr
+            r = subprocess.run(argv, cwd=clone, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, errors="replace", timeout=600)
+            rc, out = r.returncode, r.stdout
         except subprocess.TimeoutExpired:
             rc, out = -1, "timed out after 600 s"
         ran += 1
         print(f"check_docs: {b.where()}: {b.lang} block: exit {rc} in {time.monotonic() - t0:.1f} s", flush=True)
+        if print_output:
+            for root, shown in roots:
+                out = out.replace(root, shown)
+            print(f"check_docs: {b.where()}: {b.lang} block prints:\n{out.rstrip()}", flush=True)
         if rc != 0:
             tail = "\n".join(out.strip().split("\n")[-15:])
             errors.append(f"{b.where()}: the {b.lang} block exits {rc}:\n{tail}")
-    return ran
+        elif b.output is not None:
+            compared += 1
+            diff = output_difference(b.output.body, out, roots)
+            if diff is not None:
+                k, shown, printed = diff
+                errors.append(f"{b.output.path}:{b.output.line + 1 + k}: the output shown is not what the {b.lang} "
+                              f"block at line {b.line} prints (rules: tests/docs/check_docs.py):\n"
+                              f"  shown:   {shown}\n  printed: {printed}")
+    return ran, compared
 
 
 def pages(source, docs):
@@ -259,7 +468,7 @@ def pages(source, docs):
 
 def cmd_commands(a):
     checker = Checker(a.source, a.build, sys.executable)
-    errors, ran, checked = [], 0, 0
+    errors, ran, compared, checked = [], 0, 0, 0
     work = a.work or tempfile.mkdtemp(prefix="check_docs-")
     shared = a.shared if a.shared and os.path.isdir(a.shared) else None
     if not shared and os.environ.get("CI"):
@@ -267,6 +476,7 @@ def cmd_commands(a):
     for path in pages(a.source, a.doc):
         rel = os.path.relpath(path, a.source)
         blocks = read_blocks(path, rel, errors)
+        pair_outputs(blocks, errors)
         text = open(path, encoding="utf-8").read()
         for k, line in enumerate(text.split("\n"), 1):
             for img in IMAGE.findall(line):
@@ -294,8 +504,11 @@ def cmd_commands(a):
             root = os.path.join(work, re.sub(r"[^\w.-]", "_", rel))
             if os.path.exists(root):
                 shutil.rmtree(root)
-            clone = scratch_clone(a.source, os.path.abspath(a.build), os.path.abspath(shared), root)
-            ran += run_page(checker, blocks, clone, errors)
+            build = os.path.abspath(a.build)
+            clone = scratch_clone(a.source, build, os.path.abspath(shared), root)
+            roots = scratch_roots(clone, a.source, build, os.path.realpath(shared))
+            page_ran, page_compared = run_page(checker, blocks, clone, roots, errors, a.print_output)
+            ran, compared = ran + page_ran, compared + page_compared
     if not a.work:
         shutil.rmtree(work, ignore_errors=True)
     for e in errors:
@@ -303,7 +516,7 @@ def cmd_commands(a):
     if errors:
         print(f"check_docs: FAILED ({len(errors)} problems)")
         return 1
-    print(f"check_docs: OK ({ran} blocks run, {checked} checked against --help)")
+    print(f"check_docs: OK ({ran} blocks run, {compared} outputs compared, {checked} checked against --help)")
     return 0
 
 
@@ -355,6 +568,7 @@ def main():
     c.add_argument("--shared", default="")
     c.add_argument("--doc", action="append", default=[])
     c.add_argument("--work", default="")
+    c.add_argument("--print-output", action="store_true")
     r = sub.add_parser("readme-length")
     r.add_argument("--source", required=True)
     r.add_argument("--max", type=int, default=300)
