@@ -94,7 +94,7 @@ py::array_t<std::uint64_t> rank_loads_of(const PyPlacement& p, const py::object&
         for (int r = 0; r < p.pi.ep_ranks; ++r)
             check_sum_fits(by_rank[static_cast<std::size_t>(r)], [&](const std::string& total) {
                 return "rank_loads: the loads on EP rank " + std::to_string(r) + " at layer index " +
-                       std::to_string(l) + " sums to " + total;
+                       std::to_string(l) + " sum to " + total;
             });
     }
     const auto G = rank_loads(v, p.pi);

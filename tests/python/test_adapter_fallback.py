@@ -43,7 +43,7 @@ def verl_batch(bad_routes=False):
 # lightest): {20, 30, 50, 80} and {10, 40, 60, 70}, 180 tokens each; equal workloads, so the one
 # with the later first index leads.
 PLAIN_TWO = [[1, 2, 4, 7], [0, 3, 5, 6]]
-ROUTES_REFUSED = ("verl rearrange_micro_batches: RoutePack planning failed (ValueError: routes[0, 0, 0, 0] = 7 is "
+ROUTES_REFUSED = ("verl rearrange_micro_batches: RoutePack planning failed (InputError: routes[0, 0, 0, 0] = 7 is "
                   "outside 0..3 (-1 = no route)); answering with ")
 TIMED_OUT = "RoutePack planning failed (TimeoutError: planning ran past time_limit_s = 1e-09 s); answering with "
 
@@ -142,7 +142,7 @@ def test_verl_balance_batch_falls_back_to_verls_own(caplog):
     assert batch.batch["attention_mask"].sum(-1).tolist() == LENGTHS[::-1]
     assert verl.ROW_KEY not in batch.batch and batch.meta_info == {} and not hasattr(trainer, "routepack_plan")
     assert warnings_of(caplog, "routepack.adapters.verl") == [
-        "verl _balance_batch: RoutePack planning failed (ValueError: routes[0, 0, 0, 0] = 7 is outside 0..3 (-1 = no "
+        "verl _balance_batch: RoutePack planning failed (InputError: routes[0, 0, 0, 0] = 7 is outside 0..3 (-1 = no "
         "route)); answering with the trainer class's own _balance_batch"]
     # install_balance_batch keeps the instance's method as the original.
     recorded = []
@@ -268,7 +268,7 @@ def slime_args(**kw):
 
 CFG = {"dp_size": 2, "cp_size": 1, "vpp_size": 1, "microbatch_group_size_per_vp_stage": 1}
 SLIME_LENGTHS = [60, 50, 40, 30]
-SLIME_REFUSED = ("slime build_dp_schedule: RoutePack planning failed (ValueError: routes[0][0, 1, 0] = 9 is outside "
+SLIME_REFUSED = ("slime build_dp_schedule: RoutePack planning failed (InputError: routes[0][0, 1, 0] = 9 is outside "
                  "0..7 (-1 = no route)); answering with ")
 
 
@@ -339,7 +339,7 @@ def wrong_counts():
     return np.ones((4, 2, 4), dtype=np.int32)
 
 
-COUNTS_REFUSED = ("RoutePack planning failed (ValueError: counts has shape (4, 2, 4); expected (N, L, E) = (4, 1, "
+COUNTS_REFUSED = ("RoutePack planning failed (InputError: counts has shape (4, 2, 4); expected (N, L, E) = (4, 1, "
                   "E >= 1) for 4 lengths and len(moe_layers) = 1); answering with ")
 
 

@@ -131,7 +131,8 @@ def files(folder: str) -> None:
     """read_trace and expert_loads on a verl batch (routed_experts, attention_mask)."""
     rng = np.random.default_rng(1)
     B, S = 12, 64
-    routed = rng.integers(0, E, size=(B, S, 4, 2), dtype=np.int16)
+    first = rng.integers(0, E, size=(B, S, 4, 1))
+    routed = np.concatenate([first, (first + rng.integers(1, E, size=first.shape)) % E], axis=3).astype(np.int16)
     mask = (np.arange(S)[None, :] >= S - rng.integers(8, S, size=(B, 1))).astype(np.int64)
     step = os.path.join(folder, "step-1.npz")
     np.savez(step, routed_experts=routed, attention_mask=mask)
