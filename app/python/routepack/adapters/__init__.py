@@ -16,4 +16,6 @@ docs/adapters.md.
   (NVIDIA/Megatron-LM d48bd6be).
 - :mod:`routepack.adapters.verl`: ``_balance_batch`` / ``rearrange_micro_batches`` (a drop-in for
   any local batch; verl-project/verl 1dda039b).
+- :mod:`routepack.adapters.areal`: ``split_padded_tensor_dict_into_mb_list``, the actor update's
+  mini-batch and micro-batch split (areal-project/AReaL d3fbc53c), routes from the R3 side channel.
 """

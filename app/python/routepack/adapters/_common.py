@@ -10,7 +10,7 @@ import math
 import operator
 import time
 from math import gcd
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
 
@@ -93,6 +93,16 @@ def usable_previous(previous, moe_layers: Sequence[int], num_experts: int, ep_ra
     return previous
 
 
+def placement_in_use(applied, moe_layers: Sequence[int], num_experts: int, ep_ranks: int):
+    """The placement a model runs, at which a rank's local micro-batch plans are scored: `applied`
+    (the plan an adapter's ``apply_in_actor`` applied last in this process) when it places these MoE
+    layers, experts and EP ranks, else the identity."""
+    if applied is not None and (list(applied.moe_layers), applied.num_experts, applied.placement.ep_ranks) == (
+            list(moe_layers), num_experts, ep_ranks):
+        return applied
+    return routepack.identity(len(moe_layers), num_experts, ep_ranks, moe_layers=list(moe_layers))
+
+
 def rows_multiple_for_bins(bin_multiple: int, dp_slots: int) -> int:
     """Smallest m such that R * D is a multiple of `bin_multiple` whenever R is a multiple of m."""
     return bin_multiple // gcd(bin_multiple, dp_slots)
@@ -155,12 +165,13 @@ class Deadline:
 
 
 def plan_or_fallback(plan: Callable[[Deadline], object], fallback: Callable[[], object], *, logger: logging.Logger,
-                     replaced: str, fallback_name: str, time_limit_s: Optional[float] = None,
-                     strict: bool = False):
+                     replaced: str, fallback_name: Union[str, Callable[[], str]],
+                     time_limit_s: Optional[float] = None, strict: bool = False):
     """(True, ``plan(deadline)``), or, when it raises (any Exception; KeyboardInterrupt and SystemExit
     pass) or runs past `time_limit_s` seconds (the planner is cancelled then), one warning on `logger`
     with the reason and (False, ``fallback()``): the answer of the stack's own function that the
-    adapter replaced (`fallback_name` names it in the warning, `replaced` the adapter's function).
+    adapter replaced (`fallback_name` names it in the warning, or returns its name when called then;
+    `replaced` names the adapter's function).
     An exception marked with :func:`stack_error` is the stack's own answer and is raised as it is;
     with `strict` every exception is raised (a run past the limit as TimeoutError) and nothing falls
     back. ValueError for a `time_limit_s` that is not None or a positive number of seconds."""
@@ -171,7 +182,7 @@ def plan_or_fallback(plan: Callable[[Deadline], object], fallback: Callable[[], 
         if strict or getattr(e, _STACK_ERROR, False):
             raise
         logger.warning("%s: RoutePack planning failed (%s: %s); answering with %s", replaced, type(e).__name__, e,
-                       fallback_name)
+                       fallback_name() if callable(fallback_name) else fallback_name)
     return False, fallback()
 
 

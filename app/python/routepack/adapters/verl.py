@@ -95,7 +95,7 @@ import numpy as np
 
 import routepack
 
-from ._common import Deadline, lpt_parts, plan_or_fallback, plan_rows
+from ._common import Deadline, lpt_parts, placement_in_use, plan_or_fallback, plan_rows
 
 ROW_KEY = "routepack_row"
 #: The batch's ``meta_info`` key holding the step's plan file text (DataProto.chunk copies meta_info to
@@ -472,23 +472,13 @@ def _routes_counts(batch, n: int, num_experts, moe_layers, layer_axis):
                                         layer_axis=layer_axis, valid=valid)
 
 
-def _scoring_placement(moe_layers, num_experts: int, ep_ranks: int):
-    """The placement the model runs: the plan :func:`apply_in_actor` applied last in this process
-    when it places these MoE layers, experts and EP ranks, else the identity."""
-    p = applied_plan
-    if p is not None and (list(p.moe_layers), p.num_experts, p.placement.ep_ranks) == (
-            list(moe_layers), num_experts, ep_ranks):
-        return p
-    return routepack.identity(len(moe_layers), num_experts, ep_ranks, moe_layers=list(moe_layers))
-
-
 def plan_micro_batches(lengths, rows: int, max_token_len: int, *, counts=None, moe_layers=None, ep_ranks: int = 1,
                        stages=(("attention", 1.0, 0.0),), seed: int = 1, workers: int = 1,
                        budgets: Optional[dict] = None, deadline: Optional[Deadline] = None) -> list:
     """Exactly `rows` micro-batches of one rank's items (samples or groups; lengths int [n] tokens,
     counts [n, L, E] or None), as lists of item indices, ascending, in the plan's row order: a
     RoutePack plan on one DP slot with cap :func:`target_cap` and min_rows `rows`, scored at the
-    placement the model runs (see :func:`_scoring_placement`; none moves, so the placement rounds are
+    placement the model runs (:data:`applied_plan`, else the identity; none moves, so the placement rounds are
     skipped unless `budgets` asks for them). One row or one item per
     row are the only layouts and are returned without planning. RuntimeError if the plan's row count
     is not `rows`; the planner's exceptions as they come."""
@@ -500,7 +490,7 @@ def plan_micro_batches(lengths, rows: int, max_token_len: int, *, counts=None, m
     cap = target_cap(lengths, rows, max_token_len)
     previous = None
     if counts is not None:
-        previous = _scoring_placement(moe_layers, int(np.shape(counts)[2]), ep_ranks)
+        previous = placement_in_use(applied_plan, moe_layers, int(np.shape(counts)[2]), ep_ranks)
         budgets = {"placement_rounds": 0, **(budgets or {})}
     p = plan_rows(np.asarray(lengths, dtype=np.int64), dp_slots=1, token_cap=cap, counts=counts,
                   moe_layers=moe_layers, ep_ranks=ep_ranks, stages=stages, min_rows=rows, previous=previous,
