@@ -7,17 +7,14 @@ group answers with the count all ranks agreed on, without a second all-reduce (2
 
 import datetime
 import logging
-import multiprocessing
 import os
-import pickle
-import socket
-import traceback
 import types
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from gloo_ranks import run_ranks
 from routepack.adapters import megatron, nemo_rl, slime, verl
 
 LENGTHS = [10, 20, 30, 40, 50, 60, 70, 80]
@@ -190,34 +187,23 @@ def test_verl_balance_batch_plain_fallback(caplog):
                             "samples, not groups")
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
-
-def _rank(rank, port, out):
+def _rank(rank, port):
     """Rank 0 holds 8 samples (2 micro-batches at 200 tokens), rank 1 the first 4 (1 micro-batch) with
     routes the planner refuses: both run verl's count, the maximum (2), rank 1 through the fallback."""
-    try:
-        import torch
-        import torch.distributed as dist
+    import torch
+    import torch.distributed as dist
 
-        torch.set_num_threads(1)
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2,
-                                timeout=datetime.timedelta(seconds=30))
-        batch = verl_batch(bad_routes=rank == 1)
-        if rank == 1:
-            batch = {k: v[:4] for k, v in batch.items()}
-        rearrange = verl.make_rearrange_micro_batches(num_experts=4, moe_layers=[0])
-        first = rearrange({k: torch.as_tensor(v) for k, v in batch.items()}, 200, dp_group=dist.group.WORLD)[1]
-        second = rearrange(batch, 200, dp_group=dist.group.WORLD, same_micro_num_in_dp=False)[1]
-        status = ("ok", first, second)
-    except BaseException as e:
-        status = ("error", f"{type(e).__name__}: {e}", traceback.format_exc())
-    with open(os.path.join(out, f"rank{rank}.pkl"), "wb") as f:
-        pickle.dump(status, f)
-    os._exit(0)
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2,
+                            timeout=datetime.timedelta(seconds=30))
+    batch = verl_batch(bad_routes=rank == 1)
+    if rank == 1:
+        batch = {k: v[:4] for k, v in batch.items()}
+    rearrange = verl.make_rearrange_micro_batches(num_experts=4, moe_layers=[0])
+    first = rearrange({k: torch.as_tensor(v) for k, v in batch.items()}, 200, dp_group=dist.group.WORLD)[1]
+    second = rearrange(batch, 200, dp_group=dist.group.WORLD, same_micro_num_in_dp=False)[1]
+    return first, second
 
 
 def test_verl_fallback_keeps_the_dp_groups_count(tmp_path):
@@ -226,17 +212,7 @@ def test_verl_fallback_keeps_the_dp_groups_count(tmp_path):
     dist = pytest.importorskip("torch.distributed")
     if not dist.is_available() or not dist.is_gloo_available():
         pytest.skip("torch.distributed with gloo is not available")
-    ctx = multiprocessing.get_context("spawn")
-    port = _free_port()
-    procs = [ctx.Process(target=_rank, args=(r, port, str(tmp_path))) for r in range(2)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-        if p.is_alive():
-            p.kill()
-            p.join()
-    results = [pickle.loads((tmp_path / f"rank{r}.pkl").read_bytes()) for r in range(2)]
+    results = run_ranks(_rank, 2, tmp_path)
     assert [r[0] for r in results] == ["ok", "ok"], results
     assert len(results[0][1]) == 2 and sorted(i for m in results[0][1] for i in m) == list(range(8))
     # Rank 1: 100 tokens, its own count 1, the group's 2: the plain balancing of 10, 20, 30, 40 ({40, 10}

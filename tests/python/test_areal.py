@@ -8,11 +8,7 @@ micro-batch count (2 ranks, gloo)."""
 import dataclasses
 import datetime
 import logging
-import multiprocessing
 import os
-import pickle
-import socket
-import traceback
 import types
 from types import SimpleNamespace
 from typing import Optional
@@ -21,6 +17,7 @@ import numpy as np
 import pytest
 
 import routepack
+from gloo_ranks import run_ranks
 from conftest import shared_dir
 from routepack.adapters import areal
 
@@ -308,38 +305,27 @@ def test_torch_tensors():
         assert torch.is_tensor(a["position_ids"]) and np.array_equal(a["position_ids"].numpy(), b["position_ids"])
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
-
-def _rank(rank, port, out):
+def _rank(rank, port):
     """Rank 0 plans LENGTHS under 100 tokens (4 micro-batches); rank 1 holds the first 4 samples (100
     tokens: 1 micro-batch) with routes the planner refuses, so it answers through the fallback."""
-    try:
-        import torch
-        import torch.distributed as dist
+    import torch
+    import torch.distributed as dist
 
-        torch.set_num_threads(1)
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2,
-                                timeout=datetime.timedelta(seconds=30))
-        data = small_batch(bad_routes=rank == 1)
-        if rank == 1:
-            data = {k: v[:4] for k, v in data.items()}
-        warnings = []
-        handler = logging.Handler(logging.WARNING)
-        handler.emit = lambda record: warnings.append(record.getMessage())
-        logging.getLogger("routepack.adapters.areal").addHandler(handler)
-        split = areal.make_split_padded_tensor_dict_into_mb_list(num_experts=4, moe_layers=[0])
-        result = split({k: torch.as_tensor(v) for k, v in data.items()}, Spec(max_tokens_per_mb=100),
-                       group=dist.group.WORLD)
-        status = ("ok", parts(result), result.group_lens, warnings)
-    except BaseException as e:
-        status = ("error", f"{type(e).__name__}: {e}", traceback.format_exc())
-    with open(os.path.join(out, f"rank{rank}.pkl"), "wb") as f:
-        pickle.dump(status, f)
-    os._exit(0)
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2,
+                            timeout=datetime.timedelta(seconds=30))
+    data = small_batch(bad_routes=rank == 1)
+    if rank == 1:
+        data = {k: v[:4] for k, v in data.items()}
+    warnings = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: warnings.append(record.getMessage())
+    logging.getLogger("routepack.adapters.areal").addHandler(handler)
+    split = areal.make_split_padded_tensor_dict_into_mb_list(num_experts=4, moe_layers=[0])
+    result = split({k: torch.as_tensor(v) for k, v in data.items()}, Spec(max_tokens_per_mb=100),
+                   group=dist.group.WORLD)
+    return parts(result), result.group_lens, warnings
 
 
 def test_dp_group_agrees_on_the_count(tmp_path):
@@ -350,17 +336,7 @@ def test_dp_group_agrees_on_the_count(tmp_path):
     dist = pytest.importorskip("torch.distributed")
     if not dist.is_available() or not dist.is_gloo_available():
         pytest.skip("torch.distributed with gloo is not available")
-    ctx = multiprocessing.get_context("spawn")
-    port = _free_port()
-    procs = [ctx.Process(target=_rank, args=(r, port, str(tmp_path))) for r in range(2)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-        if p.is_alive():
-            p.kill()
-            p.join()
-    results = [pickle.loads((tmp_path / f"rank{r}.pkl").read_bytes()) for r in range(2)]
+    results = run_ranks(_rank, 2, tmp_path)
     assert [r[0] for r in results] == ["ok", "ok"], results
     assert results[0][1:] == ([[0, 7], [1, 5], [2, 6], [3, 4]], [90, 80, 100, 90], [])
     assert results[1][1:] == ([[0], [1], [2], [3]], [10, 20, 30, 40],
