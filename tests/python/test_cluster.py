@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -242,6 +243,52 @@ def test_resume_plans_only_missing_steps(client, steps, tmp_path):
     with pytest.raises(ValueError) as e:
         run_mod.sweep(client, str(steps / "run"), model=MODEL, topologies=[topo], out=out, seed=6)
     assert str(e.value) == f"{out}: holds a run with another seed (5 != 6); give another --out or the same settings"
+
+
+def test_sweep_waits_on_its_own_client(client, steps, tmp_path):
+    """Dask's default client is another one, on another event loop (here one still connecting to a
+    scheduler that never answers; a client that failed to connect can stay registered the same way):
+    the sweep waits on its own client's futures and plans every step, the plans those of the same
+    sweep without it."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+
+    def connect():
+        with contextlib.suppress(OSError):  # once the listener closes
+            distributed.Client(f"tcp://127.0.0.1:{listener.getsockname()[1]}", timeout=600)
+
+    connecting = threading.Thread(target=connect, daemon=True)
+    connecting.start()
+    while not distributed.client._global_clients or distributed.default_client() is client:
+        time.sleep(0.01)
+    other = distributed.default_client()
+    assert other.status == "connecting" and other.loop is not client.loop
+    del other
+    topo = str(steps / "two-shards.json")
+    done = {}
+
+    def sweep():
+        done["summary"] = run_mod.sweep(client, str(steps / "run"), model=MODEL, topologies=[topo],
+                                        out=str(tmp_path / "out"), seed=5)
+
+    try:
+        t = threading.Thread(target=sweep, daemon=True)
+        t.start()
+        t.join(timeout=120)
+        assert "summary" in done, "the sweep waited on the default client's event loop"
+    finally:
+        listener.close()  # the connecting client fails and leaves the registry
+        connecting.join(timeout=60)
+    assert distributed.default_client() is client
+    assert [x["status"] for x in done["summary"]["lines"]] == ["planned"] * 5
+    ref = run_mod.sweep(client, str(steps / "run"), model=MODEL, topologies=[topo], out=str(tmp_path / "ref"),
+                        seed=5)
+    assert ref["failed"] == []
+    for k in range(1, 6):
+        name = os.path.join("two-shards", f"step-{k}.plan.json")
+        assert without_timings(open(tmp_path / "out" / name).read()) == without_timings(
+            open(tmp_path / "ref" / name).read())
 
 
 def test_bad_step_fails_alone(client, steps, tmp_path):

@@ -629,7 +629,8 @@ def _run(client, job: _Job, progress=None) -> dict:
         for k in range(low, min(low + lookahead, len(steps))):
             if any(not c.done() and c.pos <= k and c.recorded(k) is None for c in chains):
                 read(k)
-        wait([c.busy[1] for c in active], return_when="FIRST_COMPLETED")
+        with client.as_current():  # distributed.wait runs on the default client's event loop
+            wait([c.busy[1] for c in active], return_when="FIRST_COMPLETED")
         for c in active:
             k, fut = c.busy
             if fut.status not in ("finished", "error", "cancelled"):
@@ -1050,7 +1051,7 @@ def _connect(address: str, resume: str):
     from distributed import Client
 
     try:
-        return None, None, Client(address)
+        return None, None, Client(address, set_as_default=False)
     except ValueError as e:
         return EXIT_USAGE, f"routepack.run: error: --scheduler {address}: {e}", None
     except (OSError, TimeoutError) as e:
@@ -1086,7 +1087,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     from distributed import Client
 
                     cluster = local_cluster(args.workers or 1, dashboard=args.dashboard)
-                    client = Client(cluster)
+                    client = Client(cluster, set_as_default=False)
                     if args.dashboard:
                         print(f"dashboard: {cluster.dashboard_link}", file=sys.stderr, flush=True)
                 report = None if args.quiet else (
