@@ -420,6 +420,75 @@ def test_megatron_layers_are_known_by_their_layer_number(plans):
     assert rt.apply_placement(model, plans[0]).routing == {l: "map" for l in MOE_LAYERS}
 
 
+def stage(model, first, last, optimizer=None):
+    """Megatron's pipeline stage of decoder layers first..last of ``model`` (a deep copy, numbered from 0
+    with their absolute 1-based ``layer_number``, gradients copied too), and an Adam of its parameters
+    holding the state ``optimizer`` holds for them."""
+    chunk = copy.deepcopy(model)
+    chunk.decoder.layers = torch.nn.ModuleList(list(chunk.decoder.layers)[first:last + 1])
+    for i, layer in enumerate(chunk.decoder.layers):
+        layer.layer_number = first + i + 1
+    names = dict(model.named_parameters())
+    opt = None if optimizer is None else torch.optim.Adam(chunk.parameters(), lr=1e-2)
+    for name, p in chunk.named_parameters():
+        w = names[re.sub(r"^decoder\.layers\.(\d+)\.", lambda m: f"decoder.layers.{int(m.group(1)) + first}.", name)]
+        p.grad = None if w.grad is None else w.grad.clone()
+        if opt is not None and w in optimizer.state:
+            opt.state[p] = {k: v.clone() for k, v in optimizer.state[w].items()}
+    return chunk, opt
+
+
+@pytest.mark.parametrize("layout", ["megatron-grouped", "megatron-sequential"])
+def test_pipeline_stages_apply_their_rows_of_the_plan(plans, layout):
+    """Each pipeline stage (one chunk, or virtual-pipeline chunks of non-adjacent layers) applies the
+    plan's rows of the MoE layers it holds: its parameters, gradients and Adam state equal those
+    layers of the whole model with the plan applied, bit for bit; previous (None: recorded on the
+    stage; or the whole plan) works alike; a stage whose layers are not all in the plan, or whose
+    layers carry no layer_number, is refused before anything moves."""
+    whole = MoEModel(layout, experts=EXPERTS, moe_layers=3, top_k=2)
+    opt = torch.optim.Adam(whole.parameters(), lr=1e-2)
+    tokens, targets = batch(0)
+    whole(tokens, targets).backward()
+    opt.step()
+    stages = [stage(whole, 0, 1, opt), stage(whole, 2, 3, opt)]
+    vpp_a, _ = stage(whole, 1, 1)
+    vpp_b, _ = stage(whole, 3, 3)
+    for plan, previous in ((plans[0], None), (plans[1], plans[0]), (plans[2], None)):
+        rt.apply_placement(whole, plan, optimizer=opt)
+        for (chunk, chunk_opt), ids in zip(stages, ([1], [2, 3])):
+            result = rt.apply_placement(chunk, plan, previous, optimizer=chunk_opt)
+            assert sorted(result.layouts) == ids
+        assert rt.apply_placement([vpp_a, vpp_b], plan, previous).routing == {1: "map", 3: "map"}
+    full = dict(whole.named_parameters())
+    for (chunk, chunk_opt), first in zip(stages, (0, 2)):
+        for name, p in chunk.named_parameters():
+            m = re.match(r"^decoder\.layers\.(\d+)\.(.*)$", name)
+            w = full[f"decoder.layers.{int(m.group(1)) + first}.{m.group(2)}" if m else name]
+            assert torch.equal(p, w) and (p.grad is None) == (w.grad is None), name
+            assert p.grad is None or torch.equal(p.grad, w.grad), name
+            assert sorted(chunk_opt.state[p]) == sorted(opt.state[w]), name
+            for k, v in chunk_opt.state[p].items():
+                assert torch.equal(v, opt.state[w][k]), (name, k)
+        assert np.array_equal(rt.current_placement(chunk)["physical_to_logical"],
+                              np.asarray(plans[2].physical_to_logical)[[l - 1 for l in rt.current_placement(
+                                  chunk)["moe_layers"]]])
+    for layers, row in ((vpp_a, 1), (vpp_b, 3)):
+        got = dict(layers.named_parameters())["decoder.layers.0.mlp.experts." + (
+            "weight1" if layout == "megatron-grouped" else "local_experts.0.linear_fc1.weight")]
+        want = full[f"decoder.layers.{row}.mlp.experts." + (
+            "weight1" if layout == "megatron-grouped" else "local_experts.0.linear_fc1.weight")]
+        assert torch.equal(got, want)
+    beyond, _ = stage(whole, 2, 3)
+    beyond.decoder.layers[1].layer_number = 5
+    with pytest.raises(ValueError, match=r"^the plan's MoE layers are \[1, 2, 3\]; the model's are \[2, 4\]$"):
+        rt.apply_placement(beyond, plans[0])
+    unnumbered, _ = stage(whole, 2, 3)
+    for layer in unnumbered.decoder.layers:
+        del layer.layer_number
+    with pytest.raises(ValueError, match=r"^the plan's MoE layers are \[1, 2, 3\]; the model's are \[0, 1\]$"):
+        rt.apply_placement(unnumbered, plans[0])
+
+
 class Float16Optimizer:
     """The shape of Megatron-Core's Float16OptimizerWithFloat16Params: bf16 model parameters, fp32 main
     copies (``fp32_from_float16_groups``) stepped by the inner ``optimizer``, grads copied to the main

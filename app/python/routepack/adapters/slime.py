@@ -390,9 +390,8 @@ def before_train_step_hook(args, rollout_id, step_id, model, optimizer, opt_para
     ``args.routepack_apply = False`` (the maps are still handed out). Raises routepack.torch's
     ValueError for a model or optimizer the plan cannot be applied to (another expert count or MoE
     layers; Megatron's distributed optimizer, whose fp32 main copies and moments are sharded over DP
-    ranks; a pipeline stage, which holds some of the plan's MoE
-    layers only: its layers are known by their absolute ``layer_number``, and the plan is refused
-    naming both layer lists).
+    ranks). A pipeline stage applies the plan's rows of the MoE layers its chunks hold (known by
+    their absolute ``layer_number``).
     """
     global _applied_plan, last_apply
     if step_id < len(last_plans):

@@ -80,6 +80,18 @@ def _rows(p, what: str, layers: Optional[List[int]] = None, experts: Optional[in
     return moe, p2l, ranks
 
 
+def _stage(rows, layers: List[MoELayer]):
+    """``rows`` (as :func:`_rows` returns them) narrowed to the MoE layers of a pipeline stage: when
+    every layer of the model is known by Megatron's absolute ``layer_number`` and they are some of the
+    plan's MoE layers, the plan's rows of those layers, in the model's order; else ``rows`` as they are
+    (:func:`_local_checks` then compares the two layer lists)."""
+    moe, p2l, ranks = rows
+    ids = [x.layer for x in layers]
+    if moe == ids or not all(x.numbered for x in layers) or not set(ids) < set(moe):
+        return rows
+    return ids, p2l[[moe.index(i) for i in ids]], ranks
+
+
 def _not_perm(row: np.ndarray, value: str, holds: str) -> str:
     """Why ``row`` is not a permutation of 0..E-1 (value: what its entries are; holds: what a repeated
     entry has several of)."""
@@ -268,7 +280,9 @@ def apply_placement(model, plan, previous=None, *, optimizer=None, group=None, l
     ``group`` the model holds all E slots of each MoE layer (``experts.{v}`` / ``[E, ...]`` = physical
     slot v). With ``group`` (a ``torch.distributed`` process group of the P EP ranks; gloo on CPU, NCCL
     on GPU) rank p holds slots p*H .. p*H+H-1 (H = E/P) as its local experts 0..H-1, as Megatron's EP
-    ranks do; every rank of the group calls this with the same arguments.
+    ranks do; every rank of the group calls this with the same arguments. A pipeline stage (Megatron
+    model chunks whose TransformerLayers carry the absolute ``layer_number``) may hold some of the
+    plan's MoE layers: it takes the plan's rows of those (every stage applies the same plan).
 
     plan: a ``routepack.Plan`` (or ``Placement``): its ``physical_to_logical`` int64 [L, E] is the
     target (slot v of MoE layer l holds logical expert ``physical_to_logical[l, v]``). previous: a
@@ -307,9 +321,11 @@ def apply_placement(model, plan, previous=None, *, optimizer=None, group=None, l
     error, layers, sigs, current = None, [], [], None
     try:
         layers = find_moe_layers(model, layout)
+        target = _stage(target, layers)
         experts = layers[0].local_experts * world
         current = _current(model, layers, experts)
-        prev = None if previous is None else _rows(previous, "previous", [x.layer for x in layers], experts)
+        prev = None if previous is None else _stage(_rows(previous, "previous", [x.layer for x in layers], experts),
+                                                    layers)
         error = _local_checks(layers, target, current, prev, world, experts)
         if error is None:
             sigs = [[slots.signature(x, j, opt) for j in range(x.local_experts)] for x in layers]

@@ -131,7 +131,8 @@ GROUPED_ROUTER_MARKS: Tuple[str, ...] = tuple(_core._moe_names()["grouped_router
 @dataclass
 class MoELayer:
     """One MoE layer of a live model. layer: absolute decoder-layer id (see :func:`_layer_id`);
-    local_experts: H, the slots
+    numbered: the id is Megatron's absolute ``layer_number`` (a pipeline stage's layers are known by
+    it), not the index in the module's name; local_experts: H, the slots
     this process holds; tensors: per-expert storage: [H] dicts name -> Parameter; stacked /
     flat-chunks: one dict name -> Parameter; router: the router module (None when not found);
     routing: ``rows`` or ``map``."""
@@ -146,6 +147,7 @@ class MoELayer:
     router_name: str = ""
     routing: str = "map"
     notes: List[str] = field(default_factory=list)
+    numbered: bool = False
 
 
 def _router(block, layout: Layout):
@@ -214,18 +216,19 @@ def _layer_of(block_name: str, block, params: list, layout: Layout) -> Optional[
     return MoELayer(-1, layout, block_name, block, local, tensors, router, router_name, routing)
 
 
-def _layer_id(chunk, block_name: str) -> int:
-    """The absolute decoder-layer id of a MoE block: Megatron-Core's TransformerLayer carries
-    ``layer_number`` (1-based, ``layer_number + get_transformer_layer_offset(...)``: the pipeline
-    stage's offset included; NVIDIA/Megatron-LM dc137710,
-    ``megatron/core/transformer/transformer_layer.py``), so a pipeline stage's ``decoder.layers.{i}``
-    (numbered from 0 on every stage) is layer ``layer_number - 1``; otherwise the index in the name."""
+def _layer_id(chunk, block_name: str) -> Tuple[int, bool]:
+    """(the absolute decoder-layer id of a MoE block, whether it is Megatron's ``layer_number``):
+    Megatron-Core's TransformerLayer carries ``layer_number`` (1-based, ``layer_number +
+    get_transformer_layer_offset(...)``: the pipeline stage's offset included; NVIDIA/Megatron-LM
+    dc137710, ``megatron/core/transformer/transformer_layer.py``), so a pipeline stage's
+    ``decoder.layers.{i}`` (numbered from 0 on every stage) is layer ``layer_number - 1``; otherwise
+    the index in the name."""
     m = BLOCK.search(block_name)
     parent = chunk.get_submodule(block_name[:m.start(2) - 1]) if hasattr(chunk, "get_submodule") else None
     number = getattr(parent, "layer_number", None)
     if isinstance(number, int) and not isinstance(number, bool) and number >= 1:
-        return number - 1
-    return int(m.group(1))
+        return number - 1, True
+    return int(m.group(1)), False
 
 
 def find_moe_layers(model, layout: str = "auto") -> List[MoELayer]:
@@ -255,7 +258,7 @@ def find_moe_layers(model, layout: str = "auto") -> List[MoELayer]:
                 found = _layer_of(block_name, block, params, row)
                 if found is None:
                     continue
-                found.layer = _layer_id(chunk, block_name)
+                found.layer, found.numbered = _layer_id(chunk, block_name)
                 if found.layer in layers:
                     raise InputError(f"{block_name}: layer {found.layer} is also {layers[found.layer].block_name}")
                 layers[found.layer] = found
