@@ -30,11 +30,34 @@ void put_batch_rules(nlohmann::json& j, const py::object& per_slot, const py::ob
     j["oversize"] = py_utf8(oversize, "topology: oversize");
 }
 
+/// Writes the migration cost model `migration` (None, or a mapping of its field names to numbers) into
+/// topology JSON `j`; parse_topology checks the names and the values (the "migration" object's rules).
+void put_migration(nlohmann::json& j, const py::object& migration) {
+    if (migration.is_none()) {
+        j.erase("migration");
+        return;
+    }
+    if (!py::isinstance<py::dict>(migration) && !py::hasattr(migration, "items"))
+        value_error("topology: migration must be a mapping of the cost model's fields to numbers (got " +
+                    py::str(py::type::of(migration).attr("__name__")).cast<std::string>() + ")");
+    nlohmann::json o = nlohmann::json::object();
+    for (const auto& kv : migration.attr("items")()) {
+        const auto pair = kv.cast<py::tuple>();
+        const std::string key = py_utf8(pair[0], "topology: migration key");
+        const std::string what = "topology: migration['" + key + "']";
+        if (py::isinstance<py::int_>(pair[1]) && !py::isinstance<py::bool_>(pair[1]))
+            o[key] = py_int_in(pair[1], what, INT64_MIN, INT64_MAX);
+        else
+            o[key] = py_float(pair[1], what);
+    }
+    j["migration"] = o;
+}
+
 Topology make_topology(const py::object& ep_ranks_obj, const py::object& dp_slots_obj, const py::object& edp_shards,
                        const py::object& token_cap_obj, const py::object& stages_obj, const py::object& min_rows_obj,
                        const py::object& experts_per_layer_obj, const py::object& row_multiple_obj,
                        const py::object& per_slot, const py::object& per_cell, const py::object& max_per_cell,
-                       const py::object& oversize) {
+                       const py::object& oversize, const py::object& migration) {
     // C++ ranges here; the topology file's rules (parse_topology) check the values.
     const int ep_ranks = py_int(ep_ranks_obj, "topology: ep_ranks");
     const int dp_slots = py_int(dp_slots_obj, "topology: dp_slots");
@@ -99,7 +122,29 @@ Topology make_topology(const py::object& ep_ranks_obj, const py::object& dp_slot
         st.push_back({{"name", name}, {"alpha", alpha}, {"beta", beta}});
     }
     j["attention_stages"] = st;
+    put_migration(j, migration);
     return parse_topology(j.dump(), "topology");
+}
+
+/// Topology.with_migration: a copy of `t` with the migration cost model given (None: without one).
+Topology with_migration(const Topology& t, const py::object& migration) {
+    nlohmann::json j = nlohmann::json::parse(topology_to_json(t));
+    put_migration(j, migration);
+    return parse_topology(j.dump(), "topology");
+}
+
+/// Topology.migration: the cost model as to_json writes it, or None.
+py::object migration_of(const Topology& t) {
+    if (!t.has_migration) return py::none();
+    const nlohmann::json j = nlohmann::json::parse(topology_to_json(t))["migration"];
+    py::dict d;
+    for (const auto& [key, v] : j.items()) {
+        if (v.is_number_integer())
+            d[py::str(key)] = v.get<std::int64_t>();
+        else
+            d[py::str(key)] = v.get<double>();
+    }
+    return d;
 }
 
 /// Topology.with_batch_rules: a copy of `t` with the batch rules given (parse_topology checks them).
@@ -169,6 +214,12 @@ max_samples_per_cell : int, default 0
     Every cell gets at most this many samples (Megatron's max_num_seqs; 0: free).
 oversize : {'refuse', 'alone'}, default 'refuse'
     'alone': a sample longer than token_cap gets a cell of its own.
+migration : dict of str to float, optional
+    The cost model of moving experts between steps, the topology file's
+    "migration" object (docs/migration.md): any of state_bytes_per_param,
+    expert_parameters, intra_node_GBps, inter_node_GBps, seconds_per_U,
+    achieved_TFLOPs. With a previous placement the planner then minimizes the
+    modelled step time, and Plan.migration reports bytes and seconds with it.
 
 Raises
 ------
@@ -181,7 +232,7 @@ See Also
 Topology.load : a topology file, or a shipped topology by name.)doc";
 
 constexpr const char* kInit =
-    R"doc(__init__(self, /, ep_ranks, dp_slots, edp_shards=None, token_cap=None, *, stages=[('attention', 1.0, 0.0)], min_rows=0, experts_per_layer=0, row_multiple=1, samples_per_dp_slot=0, samples_per_cell=0, max_samples_per_cell=0, oversize='refuse')
+    R"doc(__init__(self, /, ep_ranks, dp_slots, edp_shards=None, token_cap=None, *, stages=[('attention', 1.0, 0.0)], min_rows=0, experts_per_layer=0, row_multiple=1, samples_per_dp_slot=0, samples_per_cell=0, max_samples_per_cell=0, oversize='refuse', migration=None)
 --
 
 Makes the topology; the parameters are described in help(routepack.Topology).)doc";
@@ -280,6 +331,28 @@ InputError
     A rule out of its range or against the topology, with the topology file's
     text.)doc";
 
+constexpr const char* kWithMigration = R"doc(with_migration(self, /, migration)
+--
+
+A copy of the topology with the migration cost model (docs/migration.md).
+
+Parameters
+----------
+migration : dict of str to float or None
+    The "migration" object's fields (see help(routepack.Topology)); None: a copy
+    without a cost model.
+
+Returns
+-------
+Topology
+    The copy; the other settings are this topology's.
+
+Raises
+------
+InputError
+    An unknown field or a value out of its range, with the topology file's text
+    ("topology: migration.inter_node_GBps ...").)doc";
+
 } // namespace doc
 
 } // namespace
@@ -292,7 +365,7 @@ void bind_topology(py::module_& m) {
              py::arg("stages") = std::vector<std::tuple<std::string, double, double>>{{"attention", 1.0, 0.0}},
              py::arg("min_rows") = 0, py::arg("experts_per_layer") = 0, py::arg("row_multiple") = 1,
              py::arg("samples_per_dp_slot") = 0, py::arg("samples_per_cell") = 0, py::arg("max_samples_per_cell") = 0,
-             py::arg("oversize") = "refuse")
+             py::arg("oversize") = "refuse", py::arg("migration") = py::none())
         .def_static(
             "from_json", [](const py::object& text) { return parse_topology(py_utf8(text, "text"), "topology"); },
             doc::kFromJson, py::arg("text"))
@@ -326,6 +399,9 @@ void bind_topology(py::module_& m) {
             "str: 'refuse' or 'alone' (a sample longer than token_cap gets a cell of its own).")
         .def("with_batch_rules", &with_batch_rules, doc::kWithBatchRules, py::arg("samples_per_dp_slot") = 0,
              py::arg("samples_per_cell") = 0, py::arg("max_samples_per_cell") = 0, py::arg("oversize") = "refuse")
+        .def("with_migration", &with_migration, doc::kWithMigration, py::arg("migration"))
+        .def_property_readonly("migration", &migration_of,
+                               "dict or None: the migration cost model as to_json writes it (None: none).")
         .def_property_readonly(
             "stages",
             [](const Topology& t) {

@@ -281,7 +281,7 @@ def test_signatures_of_the_classes():
     assert str(inspect.signature(routepack.Topology)) == (
         "(ep_ranks, dp_slots, edp_shards=None, token_cap=None, *, stages=[('attention', 1.0, 0.0)], min_rows=0, "
         "experts_per_layer=0, row_multiple=1, samples_per_dp_slot=0, samples_per_cell=0, max_samples_per_cell=0, "
-        "oversize='refuse')")
+        "oversize='refuse', migration=None)")
     assert str(inspect.signature(routepack.Library)) == "(path)"
     assert str(inspect.signature(routepack.Plan)) == "(text)"
     assert str(inspect.signature(routepack.Placement)) == (
@@ -382,7 +382,7 @@ def test_docstrings_are_numpydoc():
         if not isinstance(obj, type):
             assert ("\nReturns\n-------\n" in doc) == returns, f"{qualname}: Returns"
         checked += 1
-    assert checked == 41
+    assert checked == 42
     for name in routepack.__all__:
         obj = getattr(routepack, name)
         if isinstance(obj, type):

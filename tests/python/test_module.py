@@ -97,6 +97,39 @@ def test_batch_rules(window):
     assert str(e.value) == "topology: samples_per_cell 4 exceeds max_samples_per_cell 2"
 
 
+def test_migration_model(window):
+    # The topology's migration cost model from Python: read back as to_json writes it, the same
+    # topology as the file's "migration" object, refused with the file's text. A plan from the
+    # identity: 2 moves inside node 0 (no node layout given) of 384 x 16.5 bytes each; the busiest
+    # rank's bytes over 400 GB/s are the materialization seconds.
+    lengths, counts = window
+    model = {"expert_parameters": 384, "state_bytes_per_param": 16.5, "inter_node_GBps": 25, "seconds_per_U": 1.0}
+    t = topo(migration=model)
+    assert t.migration == {"achieved_TFLOPs": 400.0, "expert_parameters": 384, "inter_node_GBps": 25.0,
+                           "intra_node_GBps": 400.0, "seconds_per_U": 1.0, "state_bytes_per_param": 16.5}
+    doc = json.loads(topo().to_json())
+    doc["migration"] = model
+    assert routepack.Topology.from_json(json.dumps(doc)) == t and routepack.Topology.from_json(t.to_json()) == t
+    assert topo().with_migration(model) == t and t.with_migration(None) == topo() and topo().migration is None
+    assert repr(t).endswith(", migration model>")
+    p = routepack.plan(lengths, counts, t, moe_layers=[1, 3], seed=7, previous=routepack.identity(2, 8, 4, moe_layers=[1, 3]))
+    m = p.migration
+    assert (m["objective"], m["moves"], m["layer_moves"], m["bytes"]) == ("modelled time", 2, [2, 0], 2 * 384 * 16.5)
+    assert m["cost_model"]["from_topology"] and m["materialization_seconds"] == pytest.approx(12672 / 400e9, rel=1e-12)
+    for bad, message in (
+            ({"bogus": 1}, "topology: migration: unknown field 'bogus' (known: state_bytes_per_param, "
+                           "expert_parameters, intra_node_GBps, inter_node_GBps, seconds_per_U, achieved_TFLOPs)"),
+            ({"inter_node_GBps": 0}, "topology: migration.inter_node_GBps is 0, not a number in [1e-06, 1e+15]"),
+            ({"expert_parameters": 1.5},
+             "topology: migration.expert_parameters is 1.5, not an integer in 1..1099511627776"),
+            ({"seconds_per_U": "1"}, "topology: migration['seconds_per_U'] must be a number (got '1')"),
+            ([("expert_parameters", 1)],
+             "topology: migration must be a mapping of the cost model's fields to numbers (got list)")):
+        with pytest.raises(routepack.InputError) as e:
+            topo(migration=bad)
+        assert str(e.value) == message
+
+
 def test_row_multiple(window):
     # R is the smallest multiple of row_multiple >= the plain certified R*, with exactly that many
     # rows of D non-empty cells; the plan file records it and loads back.

@@ -3,7 +3,6 @@ model's state read back in logical expert order (independently of routepack.torc
 
 from __future__ import annotations
 
-import json
 import os
 import re
 
@@ -38,10 +37,9 @@ def trace_windows(shared: str, tmp, windows: int = 5, size: int = 32):
 def topology(ep_ranks: int, cap: int) -> routepack.Topology:
     """P EP ranks, 2 DP slots, and a migration section that describes the test model's experts
     (parameters per expert, and bytes per parameter of the moved state at its real dtypes)."""
-    t = json.loads(routepack.Topology(ep_ranks, 2, None, cap).to_json())
-    t["migration"] = {"expert_parameters": EXPERT_PARAMETERS, "state_bytes_per_param": EXPERT_BYTES / EXPERT_PARAMETERS,
-                      "seconds_per_U": 1.0}
-    return routepack.Topology.from_json(json.dumps(t))
+    return routepack.Topology(ep_ranks, 2, None, cap, migration={
+        "expert_parameters": EXPERT_PARAMETERS, "state_bytes_per_param": EXPERT_BYTES / EXPERT_PARAMETERS,
+        "seconds_per_U": 1.0})
 
 
 def plan_chain(windows, ep_ranks: int, max_moves: int):
