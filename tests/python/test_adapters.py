@@ -271,6 +271,50 @@ def test_nemo_rl_packer_upstream_edges():
     assert packer.last_plan.num_experts == 4
 
 
+def test_nemo_rl_installed_packers_share_routing_and_chain():
+    """shard_by_batch_size builds its packer inside each call and packs its chunks in order: the
+    packers install() builds take the next rows of set_routing's counts per chunk, chain through
+    nemo_rl.last_plan across calls, and plan by length once the counts are used up."""
+    rng = np.random.default_rng(6)
+    lengths = [int(x) for x in rng.integers(50, 1000, size=48)]
+    counts = rng.integers(0, 50, size=(48, 2, 8)).astype(np.int32)
+    own = SimpleNamespace(pack=lambda sequence_lengths: [[9]])
+    module = SimpleNamespace(get_packer=lambda *a, **kw: own)
+    new = nemo_rl.install(module, ep_ranks=2, max_moves=3)
+    ref = nemo_rl.RoutePackPacker(1000, min_bin_count=4, bin_count_multiple=4, ep_ranks=2, max_moves=3)
+    nemo_rl.last_plan = None
+    nemo_rl.set_routing(counts[:32], [1, 3])
+    packer = new("modified_first_fit_decreasing", 1000, min_bin_count=4, bin_count_multiple=4)
+    for lo in (0, 16):  # one shard_by_batch_size call, two chunks of 16
+        ref.set_routing(counts[lo:lo + 16], [1, 3])
+        assert packer.pack(lengths[lo:lo + 16]) == ref.pack(lengths[lo:lo + 16])
+        assert (nemo_rl.last_plan.logical_to_physical == ref.last_plan.logical_to_physical).all()
+        assert packer.last_plan is nemo_rl.last_plan
+    assert nemo_rl._routing is None and 0 < nemo_rl.last_plan.migration["moves"] <= 3
+    # The next call's packer starts from the chain.
+    nemo_rl.set_routing(counts[32:], [1, 3])
+    ref.set_routing(counts[32:], [1, 3])
+    assert new("x", 1000, min_bin_count=4, bin_count_multiple=4).pack(lengths[32:]) == ref.pack(lengths[32:])
+    assert nemo_rl.last_plan.migration["moves"] == ref.last_plan.migration["moves"] <= 3
+    # Without counts left: lengths only; a chunk larger than what is left is refused, the rest dropped.
+    later = new("x", 1000, min_bin_count=4, bin_count_multiple=4)
+    assert later.pack(lengths[:16]) == nemo_rl.RoutePackPacker(1000, min_bin_count=4, bin_count_multiple=4,
+                                                              ep_ranks=2).pack(lengths[:16])
+    assert nemo_rl.last_plan.num_experts == 1
+    nemo_rl.set_routing(counts[:20], [1, 3])
+    later.pack(lengths[:16])
+    with pytest.raises(ValueError) as e:
+        later.pack(lengths[16:32])
+    assert str(e.value) == "set_routing gave counts for 4 more sequences; pack got 16"
+    assert nemo_rl._routing is None
+    # A hand-built packer keeps its own routing and chain.
+    nemo_rl.set_routing(counts[:16], [1, 3])
+    mine = nemo_rl.RoutePackPacker(1000, min_bin_count=4, bin_count_multiple=4, ep_ranks=2)
+    mine.pack(lengths[:16])
+    assert mine.last_plan.num_experts == 1 and nemo_rl._routing is not None
+    nemo_rl.last_plan, nemo_rl._routing = None, None
+
+
 def test_megatron_scheduler_upstream_edges():
     """Megatron-Core's answers (DpBalancedScheduler at d48bd6be): no samples give no micro-batches,
     too few samples is its AssertionError; routing consumed by a failed call; lengths whole."""

@@ -29,6 +29,11 @@ Consecutive calls are chained: a ``pack`` with routing starts its placement from
 (``last_plan``, kept across a failed call) and moves at most ``max_moves`` experts (None:
 unlimited), as ``routepack plan --previous FILE --max-moves N``.
 
+``shard_by_batch_size`` builds its packer inside each call and hands it lengths only, so the
+packers :func:`install` builds share what a hand-built packer keeps for itself: the routing of
+:func:`set_routing` (the whole batch's counts, in the data dict's order; each ``pack`` takes the next
+``len(sequence_lengths)`` rows, as the chunks come) and the chain (this module's ``last_plan``).
+
 Fallback: when planning fails (any exception other than upstream's errors above) or runs past
 ``time_limit_s`` seconds (None: no limit), ``pack`` logs one warning (logger
 ``routepack.adapters.nemo_rl``) and returns the bins of NeMo-RL's own packer: ``fallback`` (the
@@ -47,6 +52,36 @@ from ._common import (Deadline, first_fit_bins, plan_or_fallback, plan_rows, row
                       stack_error, whole_tokens)
 
 log = logging.getLogger(__name__)
+
+#: The plan of the last pack() that planned, of the packers install() builds (their chain).
+last_plan = None
+#: set_routing's counts for the packers install() builds: [counts, moe_layers, rows taken], or None.
+_routing: Optional[list] = None
+
+
+def set_routing(counts, moe_layers: Sequence[int]) -> None:
+    """Routing counts a[i][l][e] ([N, L, E], L = len(moe_layers), e.g. ``routepack.counts_from_routes``
+    of ``train_data["routed_experts"]``) of the batch the next ``shard_by_batch_size`` shards, in its
+    data dict's order, for the packers :func:`install` builds: each ``pack`` takes the next
+    ``len(sequence_lengths)`` rows (``shard_by_batch_size`` packs its chunks of ``batch_size``
+    sequences in order) and the last chunk's call drops them. A ``pack`` asking for more rows than
+    are left raises ValueError and drops them too. A later call replaces what is left."""
+    global _routing
+    _routing = [counts, list(moe_layers), 0]
+
+
+def _take_shared_routing(n: int):
+    """The next n rows of set_routing's counts (and the MoE layers), or (None, None) without any."""
+    global _routing
+    if _routing is None:
+        return None, None
+    counts, moe_layers, taken = _routing
+    left = len(counts) - taken
+    if n > left:
+        _routing = None
+        raise ValueError(f"set_routing gave counts for {left} more sequences; pack got {n}")
+    _routing = None if taken + n == len(counts) else [counts, moe_layers, taken + n]
+    return counts[taken:taken + n], moe_layers
 
 
 class RoutePackPacker:
@@ -86,8 +121,21 @@ class RoutePackPacker:
         self.fallback = fallback
         self._counts = None
         self._moe_layers = None
-        #: The plan of the last pack() call that planned (the previous placement of the next one).
-        self.last_plan = None
+        self._last_plan = None
+        self._shared = False  # built by install(): set_routing and last_plan of this module
+
+    @property
+    def last_plan(self):
+        """The plan of the last pack() call that planned (the previous placement of the next one); for
+        a packer :func:`install` built, this module's ``last_plan`` (shared by its packers)."""
+        return globals()["last_plan"] if self._shared else self._last_plan
+
+    @last_plan.setter
+    def last_plan(self, plan) -> None:
+        if self._shared:
+            globals()["last_plan"] = plan
+        else:
+            self._last_plan = plan
 
     def set_routing(self, counts, moe_layers: Sequence[int]) -> None:
         """Routing counts a[i][l][e] ([N, L, E], L = len(moe_layers)) of the sequences the next
@@ -96,9 +144,13 @@ class RoutePackPacker:
         self._counts = counts
         self._moe_layers = list(moe_layers)
 
-    def _take_routing(self):
+    def _take_routing(self, n: Optional[int] = None):
+        """set_routing's counts for this call (consumed), else, for a packer install() built and a
+        call of n sequences, the next n rows of the module's :func:`set_routing`."""
         counts, moe_layers = self._counts, self._moe_layers
         self._counts = self._moe_layers = None
+        if counts is None and self._shared and n is not None:
+            return _take_shared_routing(n)
         return counts, moe_layers
 
     def _validate_sequence_lengths(self, sequence_lengths: List[int]) -> None:
@@ -117,7 +169,7 @@ class RoutePackPacker:
         ``set_routing``; the placement starts from ``last_plan`` (within ``max_moves``). An empty list gives no bins (upstream's answer) unless min_bin_count /
         bin_count_multiple ask for some; lengths are whole token counts (integral floats accepted,
         ValueError "sequence_lengths[i] = 1.7 is not a whole number of tokens" otherwise)."""
-        counts, moe_layers = self._take_routing()
+        counts, moe_layers = self._take_routing(len(sequence_lengths))
         lengths = [whole_tokens(x, f"sequence_lengths[{i}]") for i, x in enumerate(sequence_lengths)]
         self._validate_sequence_lengths(lengths)
         n = len(lengths)
@@ -192,15 +244,18 @@ def install(*modules, **settings):
     ``nemo_rl.distributed.batched_data_dict``) with one that answers every algorithm with a
     :class:`RoutePackPacker` (``settings`` are its keywords) whose fallback is the packer the first
     module's ``get_packer`` builds for the same arguments (so an unknown algorithm is upstream's
-    ValueError). Returns the new ``get_packer``. TypeError without a module."""
+    ValueError). Its packers take the routing of :func:`set_routing` and chain through this
+    module's ``last_plan``. Returns the new ``get_packer``. TypeError without a module."""
     if not modules:
         raise TypeError("install needs the module(s) whose get_packer to replace")
     original = getattr(modules[0].get_packer, "_routepack_original", modules[0].get_packer)
 
     def get_packer(algorithm, bin_capacity, collect_metrics=False, min_bin_count=None, bin_count_multiple=None):
         own = original(algorithm, bin_capacity, collect_metrics, min_bin_count, bin_count_multiple)
-        return RoutePackPacker(bin_capacity, collect_metrics, min_bin_count, bin_count_multiple, fallback=own,
-                               **settings)
+        packer = RoutePackPacker(bin_capacity, collect_metrics, min_bin_count, bin_count_multiple, fallback=own,
+                                 **settings)
+        packer._shared = True
+        return packer
 
     get_packer._routepack_original = original
     for module in modules:
