@@ -40,10 +40,19 @@ struct PyPlacement {
 /// that only reads the rows does not pay for the JSON. `maps` and `cell_of` back the plan's
 /// read-only numpy views (made on the first use).
 struct PyPlan {
+    /// A compared method's layout and the placement it runs on (Plan.method_layout).
+    struct MethodLayout {
+        std::string key; ///< method_key: "baseline", "reorder", ...
+        Layout layout;
+        Placement placement;
+    };
     PlanFile file;
     mutable std::string json{};
     mutable PlacementMaps maps{};
     mutable std::vector<std::int64_t> cell_of{};
+    /// Every compared method of a plan made in this process, in report order; empty for a plan read
+    /// from text (the plan file keeps routepack's layout only).
+    std::vector<MethodLayout> methods{};
 };
 
 /// Absolute MoE layer ids: ascending, unique, >= 0.

@@ -5,6 +5,7 @@
 #include "app/python/py_convert.h"
 #include "app/python/py_window.h"
 #include "core/model/trace.h"
+#include "core/plan/planner.h"
 #include "core/util/errors.h"
 #include "storage/library.h"
 
@@ -315,6 +316,10 @@ void bind_library(py::module_& m) {
         .def_property_readonly(
             "window_name", [](const PyWindow& w) { return py_text(w.window_name); },
             "str: the window name plans of the window record.")
+        .def_property_readonly(
+            "fingerprint", [](const PyWindow& w) { return window_fingerprint(*w.trace); },
+            "str: the fingerprint of the window's lengths and counts (16 hex digits), the one a plan of\n"
+            "the window records (Plan.fingerprint).")
         .def("__len__", [](const PyWindow& w) { return w.trace->size(); })
         .def("__repr__", &window_repr);
 

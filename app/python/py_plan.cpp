@@ -321,6 +321,8 @@ PyPlan run_plan_input(PlanInput in, const py::object& progress) {
     if (st->error) std::rethrow_exception(st->error);
     PyPlan p;
     p.file = plan_file_of(*st->result);
+    for (const MethodResult* m : st->result->methods())
+        p.methods.push_back({m->key(), m->layout, st->result->placement_of(m->placement)});
     return p;
 }
 
@@ -424,6 +426,37 @@ py::list rows_of(const PyPlan& p) {
         rows.append(std::move(row));
     }
     return rows;
+}
+
+/// Plan.method_layout: (rows, physical_to_logical int64 [L, E]) of a compared method.
+py::tuple method_layout_of(const PyPlan& p, const py::object& method) {
+    const std::string key = py_utf8(method, "method");
+    if (p.methods.empty())
+        value_error("method_layout: a plan read from a file or text keeps routepack's layout only; plan the window in "
+                    "this process (routepack.plan or routepack.plan_window) for the other methods' layouts");
+    std::string known;
+    for (const auto& m : p.methods) {
+        if (m.key == key) {
+            py::list rows;
+            for (int r = 0; r < m.layout.rows; ++r) {
+                py::list row;
+                for (int d = 0; d < m.layout.dp_slots; ++d) {
+                    const std::span<const int> cell = m.layout.cell(m.layout.cell_index(r, d));
+                    row.append(py::cast(std::vector<int>(cell.begin(), cell.end())));
+                }
+                rows.append(std::move(row));
+            }
+            const Placement& pi = m.placement;
+            py::array_t<std::int64_t> p2l({static_cast<py::ssize_t>(pi.layers), static_cast<py::ssize_t>(pi.experts)});
+            auto v = p2l.mutable_unchecked<2>();
+            for (int l = 0; l < pi.layers; ++l)
+                for (int e = 0; e < pi.experts; ++e)
+                    v(l, pi.at(l, e)) = e;
+            return py::make_tuple(rows, p2l);
+        }
+        known += (known.empty() ? "" : ", ") + m.key;
+    }
+    value_error("method_layout: '" + key + "' is not a method of this plan (" + known + ")");
 }
 
 /// Plan.lower_bound: the certified bound on max_g U, None for a version-1 plan file.
@@ -545,6 +578,31 @@ Raises
 InputError
     An unknown format.)doc";
 
+constexpr const char* kMethodLayout = R"doc(method_layout(self, /, method)
+--
+
+A compared method's rows and the placement it runs on, for a plan made in this process.
+
+Parameters
+----------
+method : str
+    A key of Plan.metrics: 'baseline', 'reorder', 'karmarkar_karp', 'routepack'
+    (this plan's rows and placement), and on more than one node with per-token
+    routes 'grouter' and 'routepack+comm'.
+
+Returns
+-------
+tuple of (list of list of list of int, numpy.ndarray)
+    The method's R x D cells of sample indices (as Plan.rows) and its placement
+    as physical_to_logical, int64 [L, E] (identity for the baseline, LPT for
+    reorder and karmarkar_karp).
+
+Raises
+------
+InputError
+    A plan read from a file or text (the plan file keeps routepack's layout
+    only), or a method the plan does not have.)doc";
+
 } // namespace doc
 
 /// The Plan's plain properties (values of its plan file).
@@ -646,6 +704,7 @@ void bind_plan(py::module_& m) {
                                        parse_expert_map_format(py_utf8(format, "format")));
             },
             doc::kExportMap, py::arg("format"))
+        .def("method_layout", &method_layout_of, doc::kMethodLayout, py::arg("method"))
         .def("__repr__", &plan_repr);
     bind_plan_values(c);
 }

@@ -1,0 +1,235 @@
+"""routepack.torch.measure: a planned step executed with real PyTorch kernels, timed piece by piece,
+composed by the step's synchronization, written and read back; bad measured files refused naming
+the file and the field. (torch runs in the default pass only: Debian's torch is not built for the
+sanitizer runtimes.)"""
+
+import copy
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+if os.environ.get("ROUTEPACK_TORCH_TESTS") == "off":
+    pytest.skip("torch tests run in the default pass only (Debian's torch under a preloaded sanitizer runtime is "
+                "not expected to work)", allow_module_level=True)
+torch = pytest.importorskip("torch")
+
+import routepack  # noqa: E402
+import routepack.torch.measure as measure  # noqa: E402
+from conftest import cli  # noqa: E402
+
+MOE = [1, 2]
+C = 400
+
+
+def piece(kind, row, seconds, **kw):
+    return {"kind": kind, "row": row, "seconds": seconds, **kw}
+
+
+def test_compose_hand_computed():
+    # Two rows, DP slots 0 and 1 in EDP shards 0 and 1, one MoE layer (5) on two EP ranks:
+    # J[0] = (1 + max(0.5, 0.25), 2 + max(0.125, 1)) = (1.5, 3); J[1] = (3 + 2, 0.5 + 0.25) = (5, 0.75);
+    # U = (6.5, 3.75); the step waits for shard 0.
+    pieces = [piece("attention", 0, 1.0, dp_slot=0), piece("attention", 0, 2.0, dp_slot=1),
+              piece("attention", 1, 3.0, dp_slot=0), piece("attention", 1, 0.5, dp_slot=1)]
+    for r, g, times in ((0, 0, (0.5, 0.25)), (0, 1, (0.125, 1.0)), (1, 0, (0.75, 2.0)), (1, 1, (0.25, 0.25))):
+        pieces += [piece("experts", r, t, edp_shard=g, moe_layer=5, ep_rank=p) for p, t in enumerate(times)]
+    got = measure.compose(pieces, 2, [[0], [1]], [5])
+    assert got == {"step_seconds": 6.5, "shard_seconds": [6.5, 3.75], "row_shard_seconds": [[1.5, 3.0], [5.0, 0.75]]}
+    # One shard of both slots: a row waits for its slower cell and, per layer, its busiest rank of the
+    # shard's two expert pieces (here recorded per shard, so the shard's own ones).
+    one = [pc for pc in pieces if pc["kind"] == "attention"] + [
+        piece("experts", r, t, edp_shard=0, moe_layer=5, ep_rank=p) for r, times in ((0, (0.5, 1.0)), (1, (2.0, 0.25)))
+        for p, t in enumerate(times)]
+    assert measure.compose(one, 2, [[0, 1]], [5]) == {"step_seconds": 8.0, "shard_seconds": [8.0],
+                                                      "row_shard_seconds": [[3.0], [5.0]]}
+
+
+@pytest.fixture(scope="module")
+def small():
+    """A window of 14 samples (20-140 tokens), MoE layers 1-2 of 8 experts, its topology (2 EP ranks,
+    2 DP slots in 2 EDP shards, cap 400, one attention stage) and a plan made here."""
+    rng = np.random.default_rng(5)
+    lengths = rng.integers(20, 140, size=14)
+    counts = np.zeros((14, 2, 8), dtype=np.int64)
+    for i, t in enumerate(lengths):
+        for l in range(2):
+            counts[i, l] = rng.multinomial(2 * t, rng.dirichlet(np.full(8, 0.5)))
+    window = routepack.Window(lengths, counts, moe_layers=MOE, top_k=2)
+    topology = routepack.Topology(2, 2, 2, C, stages=[("attention", 1.5, 4.0)])
+    return window, topology, routepack.plan_window(window, topology, seed=3)
+
+
+@pytest.fixture(scope="module")
+def measured(small):
+    window, topology, plan = small
+    return measure.measure(window, topology, measure.method_layouts(plan), measure.Shapes(32, 16, 2), repeats=2)
+
+
+def test_pieces_are_the_plans_cells_and_rank_loads(small, measured):
+    window, topology, plan = small
+    lengths, counts = np.asarray(window.lengths), np.asarray(window.counts, dtype=np.int64)
+    assert [p["name"] for p in measured["plans"]] == list(measure.METHODS)
+    assert measured["window"] == {"trace": "python", "window": "", "fingerprint": plan.fingerprint, "samples": 14,
+                                  "moe_layers": MOE, "experts": 8}
+    assert measured["shapes"] == {"hidden": 32, "ffn": 16, "heads": 2, "head_dim": 16, "width": 1.0, "run_hidden": 32,
+                                  "run_ffn": 16, "run_head_dim": 16, "dtype": "float32"}
+    for p in measured["plans"]:
+        rows, p2l = plan.method_layout(p["name"])
+        assert p["rows"] == len(rows) and p["modelled_max_u"] == plan.metrics[p["name"]]["score"][0]
+        attention = {(pc["row"], pc["dp_slot"]): pc for pc in p["pieces"] if pc["kind"] == "attention"}
+        assert sorted(attention) == [(r, d) for r in range(len(rows)) for d in range(2)]
+        for (r, d), pc in attention.items():
+            ts = [int(lengths[i]) for i in rows[r][d]]
+            assert (pc["samples"], pc["tokens"], pc["sq_tokens"], pc["edp_shard"]) == (
+                len(ts), sum(ts), sum(t * t for t in ts), d)
+            assert pc["modelled"] == pytest.approx(1.5 * sum(ts) / C + 4.0 * sum(t * t for t in ts) / C ** 2,
+                                                   rel=1e-15)
+            assert pc["seconds"] > 0
+        # W[r][g][l][p]: the tokens of shard g's cells in row r routed to rank p's experts.
+        rank = np.empty((2, 8), dtype=np.int64)
+        for l in range(2):
+            rank[l, p2l[l]] = np.arange(8) // 4
+        experts = [pc for pc in p["pieces"] if pc["kind"] == "experts"]
+        assert len(experts) == len(rows) * 2 * 2 * 2
+        for pc in experts:
+            members = rows[pc["row"]][pc["edp_shard"]]
+            l = MOE.index(pc["moe_layer"])
+            loads = counts[members, l].sum(axis=0) if members else np.zeros(8, dtype=np.int64)
+            on_rank = loads[rank[l] == pc["ep_rank"]]
+            assert (pc["tokens"], pc["experts"]) == (int(on_rank.sum()), int((on_rank > 0).sum()))
+            assert pc["modelled"] == pc["tokens"] / C and (pc["seconds"] > 0) == (pc["tokens"] > 0)
+        # The pieces' modelled costs compose to the plan's max_g U (one stage: max_d sum_s = sum_s max_d).
+        modelled = [dict(pc, seconds=pc["modelled"]) for pc in p["pieces"]]
+        assert measure.compose(modelled, len(rows), [[0], [1]], MOE)["step_seconds"] == pytest.approx(
+            p["modelled_max_u"], rel=1e-12)
+        assert p["measured"] == measure.compose(p["pieces"], len(rows), [[0], [1]], MOE)
+        assert p["layout_digest"] == measure.StepLayout("x", rows, p2l).digest()
+
+
+def test_measured_file_round_trip_and_bad_files(small, measured, tmp_path):
+    window = small[0]
+    path = str(tmp_path / "m.json")
+    measure.write_measured(measured, path)
+    assert measure.read_measured(path, window.fingerprint) == measured
+    assert sorted(os.listdir(tmp_path)) == ["m.json"]
+
+    def refused(doc, fingerprint=None):
+        bad = str(tmp_path / "bad.json")
+        with open(bad, "w") as f:
+            f.write(doc if isinstance(doc, str) else json.dumps(doc))
+        with pytest.raises(routepack.InputError) as e:
+            measure.read_measured(bad, fingerprint)
+        return str(e.value).replace(bad, "bad.json")
+
+    def changed(edit):
+        doc = copy.deepcopy(measured)
+        edit(doc)
+        return doc
+
+    text = open(path).read()
+    assert refused(text[:len(text) // 2]).startswith("bad.json: not a measured file: not valid JSON (")
+    assert refused(text, "0123456789abcdef") == (
+        f"bad.json: window.fingerprint is {window.fingerprint}, the window's is 0123456789abcdef: a measurement of "
+        "another window")
+    assert refused(changed(lambda d: d["plans"][0]["pieces"][0].update(seconds=-1.0))) == (
+        "bad.json: plans[0].pieces[0].seconds is -1.0, not a finite number >= 0")
+    assert refused(changed(lambda d: d["plans"][1]["pieces"][2].update(seconds=float("nan")))) == (
+        "bad.json: plans[1].pieces[2].seconds is NaN, not a finite number >= 0")
+    assert refused(changed(lambda d: d["plans"][0]["pieces"][3].pop("tokens"))) == (
+        "bad.json: plans[0].pieces[3].tokens is missing")
+    last = measured["plans"][3]["pieces"][-1]
+    assert refused(changed(lambda d: d["plans"][3]["pieces"].pop())) == (
+        f"bad.json: plans[3] has no experts piece for row {last['row']}, EDP shard 1, MoE layer 2, EP rank 1")
+    assert refused(changed(lambda d: d["plans"][0]["pieces"].append(d["plans"][0]["pieces"][0]))) == (
+        f"bad.json: plans[0].pieces[{len(measured['plans'][0]['pieces'])}] repeats the attention piece of row 0")
+    assert refused(changed(lambda d: d["plans"][0]["pieces"][0].update(dp_slot=2))) == (
+        "bad.json: plans[0].pieces[0].dp_slot is 2, not an integer in 0..1")
+    assert refused(changed(lambda d: d["plans"][0]["pieces"][-1].update(moe_layer=7))) == (
+        "bad.json: plans[0].pieces[-1].moe_layer is 7, not one of the window's MoE layers".replace(
+            "[-1]", f"[{len(measured['plans'][0]['pieces']) - 1}]"))
+    step = measured["plans"][0]["measured"]["step_seconds"]
+    assert refused(changed(lambda d: d["plans"][0]["measured"].update(step_seconds=step * 2))) == (
+        f"bad.json: plans[0].measured.step_seconds is {step * 2!r}; its pieces compose to {step!r}")
+    assert refused(changed(lambda d: d.update(format="x"))) == 'bad.json: format is "x", not "routepack-measured"'
+    assert refused(changed(lambda d: d["topology"].update(ep_ranks=0))).startswith(
+        "bad.json: topology is not a valid topology (topology: ")
+    assert refused("[1, 2]") == "bad.json: the file must be a JSON object"
+    with pytest.raises(routepack.MissingFileError) as e:
+        measure.read_measured(str(tmp_path / "none.json"))
+    assert str(e.value) == f"{tmp_path / 'none.json'}: no such file"
+
+
+def test_shapes_and_layouts_are_checked(small):
+    window, topology, plan = small
+    assert measure.Shapes(2048, 1408, 16, width=1 / 32).run_widths() == (64, 44, 4)
+    for kw, message in ((dict(hidden=0, ffn=1, heads=1), "shapes: hidden must be an integer >= 1 (got 0)"),
+                        (dict(hidden=30, ffn=1, heads=4), "shapes: hidden 30 is not a multiple of heads 4: give "
+                                                          "head_dim"),
+                        (dict(hidden=32, ffn=1, heads=2, width=0), "shapes: width must be a number in (0, 1] (got 0)")):
+        with pytest.raises(routepack.InputError) as e:
+            measure.Shapes(**kw)
+        assert str(e.value) == message
+    rows, p2l = plan.method_layout("routepack")
+    shapes = measure.Shapes(32, 16, 2)
+    with pytest.raises(routepack.InputError) as e:
+        measure.measure(window, topology, [measure.StepLayout("cut", rows[:-1], p2l)], shapes)
+    assert str(e.value) == "layout 'cut': the cells must hold every sample of the window's 14 once"
+    with pytest.raises(routepack.InputError) as e:
+        measure.measure(window, topology, [measure.StepLayout("p", rows, p2l[:1])], shapes)
+    assert str(e.value) == "layout 'p': physical_to_logical must be [2, 8] (got [1, 8])"
+    with pytest.raises(routepack.InputError) as e:
+        measure.measure(window, topology, [measure.StepLayout("p", rows, p2l)], shapes, repeats=0)
+    assert str(e.value) == "repeats must be an integer >= 1 (got 0)"
+    threads = torch.get_num_threads()
+    measure.measure(window, topology, [measure.StepLayout("p", rows, p2l)], shapes, repeats=1)
+    assert torch.get_num_threads() == threads
+
+
+def test_command_line(tmp_path):
+    exe = cli()
+    if not exe:
+        pytest.skip("no routepack CLI (ROUTEPACK_CLI) to make the library")
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+
+    def run_cli(*args):
+        subprocess.run([exe, *map(str, args)], capture_output=True, text=True, env=env, check=True)
+
+    run_cli("synth", "--out", tmp_path / "synth", "--groups", "2", "--group-size", "6", "--layers", "3",
+            "--dense-layers", "1", "--experts", "8", "--top-k", "2", "--prompt-mean", "30", "--response-mean", "60",
+            "--max-length", "200", "--seed", "2")
+    db = str(tmp_path / "lib.routepack")
+    run_cli("import", "--db", db, "--name", "syn", "--quiet", "--experts", "8", "--top-k", "2", "--layers", "3",
+            "--moe-layers", "1-2", tmp_path / "synth")
+    topo = tmp_path / "t.json"
+    topo.write_text(routepack.Topology(2, 2, 2, 400).to_json())
+    out = str(tmp_path / "m.json")
+    args = [sys.executable, "-m", "routepack.torch.measure", "--db", db, "--trace", "syn", "--topology", str(topo),
+            "--hidden", "32", "--ffn", "16", "--heads", "2", "--repeats", "1", "--out", out, "--quiet"]
+    r = subprocess.run(args, capture_output=True, text=True, env=env)
+    assert (r.returncode, r.stderr) == (0, "")
+    lines = r.stdout.splitlines()
+    assert lines[0].split() == ["plan", "rows", "modelled", "max_g", "U", "measured", "s", "vs", "baseline",
+                                "modelled", "measured"]
+    assert [x.split()[0] for x in lines[1:5]] == list(measure.METHODS) and lines[-1] == f"written to {out}"
+    assert lines[5].startswith("attention pieces: ") and lines[6].startswith("experts pieces: ")
+    window = routepack.Library(db).load("syn")
+    doc = measure.read_measured(out, window.fingerprint)
+    assert [p["name"] for p in doc["plans"]] == list(measure.METHODS) and doc["timing"]["repeats"] == 1
+    # A saved plan of another window is refused; bad arguments are usage errors.
+    other = routepack.plan(np.array([50, 60]), np.ones((2, 2, 8), dtype=np.int32), routepack.Topology(2, 2, 2, 400),
+                           moe_layers=[1, 2])
+    other.save(str(tmp_path / "other.json"))
+    r = subprocess.run(args[:-3] + ["--methods", "none", "--plan", str(tmp_path / "other.json"), "--out",
+                                    str(tmp_path / "x.json")], capture_output=True, text=True, env=env)
+    assert (r.returncode, r.stdout) == (1, "")
+    assert r.stderr == (f"measure: error: {tmp_path / 'other.json'}: a plan of another window (fingerprint "
+                        f"{other.fingerprint}, the window's {window.fingerprint})\n")
+    assert not os.path.exists(tmp_path / "x.json")
+    r = subprocess.run(args[:3] + ["--topology", str(topo), "--hidden", "32", "--ffn", "16", "--heads", "2",
+                                   "--out", out], capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and r.stderr.endswith(
+        "error: give the window: --db LIB --trace T [--window W], or --input PATH --model M\n")
