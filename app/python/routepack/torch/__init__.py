@@ -4,7 +4,9 @@
   to the plan's physical slots (one process, or across EP ranks with ``torch.distributed``) and makes
   routed tokens reach them;
 - :func:`microbatches` and :func:`cu_seqlens`: a DP rank's micro-batches of the plan and the offsets
-  of a packed (varlen) micro-batch.
+  of a packed (varlen) micro-batch;
+- :mod:`routepack.torch.measure` (``python3 -m routepack.torch.measure``): a planned step executed
+  with real kernels and timed piece by piece, beside the cost model (docs/measure.md).
 
 Layouts and how routing follows the moves per layout: :mod:`routepack.torch.layouts`. Tested with
 Debian's ``python3-torch`` 1.13 on CPU (gloo between processes); the NCCL path is the same code and is
