@@ -132,7 +132,8 @@ def test_verl_balance_batch_falls_back_to_verls_own(caplog):
     settings = dict(max_token_len=200, num_experts=4, moe_layers=[0], ep_ranks=2)
     # The trainer class's own _balance_batch answers.
     trainer = OwnTrainer()
-    trainer._balance_batch = types.MethodType(verl.make_balance_batch(**settings), trainer)
+    trainer._balance_batch = types.MethodType(verl.make_balance_batch(ppo_mini_batch_size=len(LENGTHS), **settings),
+                                              trainer)
     batch, metrics = Proto(verl_batch(bad_routes=True)), {}
     trainer._balance_batch(batch, metrics, "seq", True)
     assert OwnTrainer.calls == [("seq", True)] and metrics == {"seq/routepack_fallback": 1}
@@ -151,10 +152,14 @@ def test_verl_balance_batch_falls_back_to_verls_own(caplog):
     verl.install_balance_batch(holder, **settings)  # installed again: the original stays the trainer's own
     holder._balance_batch(batch, metrics, "again")
     assert recorded[1:] == [(batch, metrics, "again", False)]
-    # Strict: the planner's error.
+    # Strict: the planner's error; keep_minibatch without a mini-batch size to read.
     strict = types.MethodType(verl.make_balance_batch(strict=True, **settings), trainer)
     with pytest.raises(ValueError, match="is outside 0..3"):
         strict(Proto(verl_batch(bad_routes=True)), {})
+    with pytest.raises(ValueError) as e:
+        strict(Proto(verl_batch()), {}, "seq", True)
+    assert str(e.value) == ("keep_minibatch needs the PPO mini-batch size: give ppo_mini_batch_size, or a trainer "
+                            "whose config.actor_rollout_ref.actor has ppo_mini_batch_size")
     # verl's own AssertionError for a batch D does not divide is raised, not answered.
     with pytest.raises(AssertionError) as e:
         trainer._balance_batch(Proto({k: v[:7] for k, v in verl_batch().items()}), {})

@@ -151,3 +151,42 @@ def test_balance_batch_plans_the_static_micro_batch_size(step):
     # differencing into cells of 4, the planner's karmarkar_karp baseline).
     kk = json.loads(p.to_json())["metrics"]["karmarkar_karp"]
     assert (round(p.score[0], 3), round(kk["score"][0], 3)) == (398.525, 428.071)
+
+
+def test_balance_batch_keeps_the_ppo_mini_batches(step):
+    """keep_minibatch=True (verl's _balance_batch): each global mini-batch of 128 (ppo_mini_batch_size,
+    read from the trainer's config) is planned on its own over the 4 ranks, and each rank's k-th block
+    of 32 is its share of mini-batch k in its plan's row order; every plan runs on the first one's
+    placement (one placement for the step); rearrange_micro_batches cuts each block at its rows."""
+    trainer = SimpleNamespace(actor_rollout_wg=None, _get_dp_size=lambda wg, role: D,
+                              config=SimpleNamespace(actor_rollout_ref=SimpleNamespace(actor={"ppo_mini_batch_size":
+                                                                                              128})))
+    balance = types.MethodType(verl.make_balance_batch(num_experts=64, moe_layers=MOE, layer_axis="moe", ep_ranks=EP,
+                                                       stages=DS_STAGES, strict=True, max_token_len=CAP), trainer)
+    proto = Proto({"attention_mask": step.mask, "routed_experts": step.routes, "index": np.arange(512)})
+    metrics = {}
+    balance(proto, metrics, keep_minibatch=True)
+    first = trainer.routepack_plan
+    rearrange = verl.make_rearrange_micro_batches(num_experts=64, moe_layers=MOE, layer_axis="moe", ep_ranks=EP,
+                                                  stages=DS_STAGES, strict=True)
+    for k in range(4):
+        lo = k * 128
+        plan = routepack.plan(step.lengths[lo:lo + 128], step.counts[lo:lo + 128],
+                              routepack.Topology(EP, D, None, CAP, stages=DS_STAGES, samples_per_dp_slot=32),
+                              moe_layers=MOE, previous=first if k else None, budgets={"max_moves": 0} if k else None)
+        assert (plan.logical_to_physical == first.logical_to_physical).all()
+        for d in range(D):
+            block = slice(d * 128 + k * 32, d * 128 + (k + 1) * 32)
+            assert proto.batch["index"][block].tolist() == [lo + i for cell in plan.micro_batches()[d] for i in cell]
+            rows = proto.batch[verl.ROW_KEY][block].tolist()
+            assert rows == sorted(rows) and rows[-1] == plan.row_count - 1
+            sub = {key: v[block] for key, v in proto.batch.items()}
+            mbs, idx = rearrange(sub, CAP)
+            # verl's count of each block is its plan's rows: the block is cut at them.
+            assert len(idx) == plan.row_count
+            assert [sub["index"][part].tolist() for part in idx] == [
+                [lo + i for i in cell] for cell in plan.micro_batches()[d]]
+    with pytest.raises(ValueError) as e:
+        types.MethodType(verl.make_balance_batch(strict=True, max_token_len=CAP, ppo_mini_batch_size=100),
+                         trainer)(Proto({"attention_mask": step.mask}), {}, keep_minibatch=True)
+    assert str(e.value) == "keep_minibatch: the batch of 512 samples is not whole mini-batches of 100"

@@ -60,9 +60,10 @@ The same mistakes raise upstream's exception types: a batch that D does not divi
 AssertionError of verl's equal-size partition (``"{B} % {D} != 0"``), fewer samples than DP ranks
 its ``"number of items:[B] < k_partitions:[D]"``; ``max_token_len`` below the padded sequence length,
 a batch ``force_group_size`` does not divide and a count above the number of groups are
-``rearrange_micro_batches``' AssertionErrors. ``keep_minibatch=True`` gets the same equal chunks
-(upstream sorts each rank's samples by workload afterwards, so mini-batch membership is not kept
-there either).
+``rearrange_micro_batches``' AssertionErrors. ``keep_minibatch=True`` balances each PPO mini-batch
+across the DP ranks on its own, as upstream does, and keeps each rank's share of mini-batch k as
+its k-th local mini-batch (upstream sorts each rank's samples by workload afterwards, which mixes
+them).
 
 Fallback: when planning fails (any exception, e.g. bad routes or the PrefixGrouper branch, whose
 uid groups the plan does not keep together) or runs past ``time_limit_s``, the adapter logs one
@@ -89,7 +90,7 @@ from __future__ import annotations
 
 import logging
 import types
-from typing import Optional, Sequence
+from typing import List, Optional, Sequence
 
 import numpy as np
 
@@ -229,12 +230,46 @@ def _plain_balance(self, batch, metrics, logging_prefix="global_seqlen", keep_mi
     batch.reorder(_like([i for part in parts for i in part], mask))
 
 
+def plan_minibatches(attention_mask, dp_size: int, mini_batch_size: int, *, routed_experts=None, previous=None,
+                     max_moves: Optional[int] = None, **settings):
+    """:func:`plan_batch` of each PPO mini-batch on its own, as verl's ``_balance_batch(...,
+    keep_minibatch=True)`` balances them: mini-batch k is the batch's samples k*M .. k*M+M-1 (M =
+    ``mini_batch_size``, verl's ``ppo_mini_batch_size``), each DP rank gets M / D of every one, and its
+    chunk is its shares of mini-batch 0, 1, ... in order, each in its plan's row order, so that the
+    rank's k-th local mini-batch is its share of mini-batch k. The first mini-batch's plan places the
+    experts (from ``previous``, within ``max_moves``); the others keep its placement (budget 0): one
+    placement for the step. Returns (the first plan, global_idx, rows) as plan_batch (rows: each
+    sample's row in its mini-batch's plan). ValueError for a batch that is not whole mini-batches;
+    ``settings``: plan_batch's other keywords."""
+    mask = _np(attention_mask)
+    batch_size = mask.shape[0]
+    if mini_batch_size < 1 or batch_size % mini_batch_size:
+        raise ValueError(f"keep_minibatch: the batch of {batch_size} samples is not whole mini-batches of "
+                         f"{mini_batch_size}")
+    routes = None if routed_experts is None else _np(routed_experts)
+    share = mini_batch_size // dp_size
+    parts: List[List[int]] = [[] for _ in range(dp_size)]
+    rows_of: List[List[int]] = [[] for _ in range(dp_size)]
+    first = None
+    for k in range(batch_size // mini_batch_size):
+        lo = k * mini_batch_size
+        p, idx, rows = plan_batch(mask[lo:lo + mini_batch_size], dp_size,
+                                  routed_experts=None if routes is None else routes[lo:lo + mini_batch_size],
+                                  previous=previous if first is None else first,
+                                  max_moves=max_moves if first is None else 0, **settings)
+        first = first or p
+        for d in range(dp_size):
+            parts[d] += [lo + i for i in idx[d * share:(d + 1) * share]]
+            rows_of[d] += rows[d * share:(d + 1) * share]
+    return first, [i for part in parts for i in part], [r for part in rows_of for r in part]
+
+
 def make_balance_batch(*, max_token_len: Optional[int] = None, micro_batch_size_per_gpu: Optional[int] = None,
                        num_experts=None, moe_layers=None, layer_axis: str = "all", ep_ranks: int = 1,
                        edp_shards=None, stages=(("attention", 1.0, 0.0),), row_multiple: int = 1,
                        max_moves: Optional[int] = None, model_name: str = "", seed: int = 1, workers: int = 1,
                        budgets: Optional[dict] = None, time_limit_s: Optional[float] = None, strict: bool = False,
-                       original=None):
+                       original=None, ppo_mini_batch_size: Optional[int] = None):
     """A replacement for ``RayPPOTrainer._balance_batch`` (bind it to the trainer:
     ``trainer._balance_batch = types.MethodType(make_balance_batch(...), trainer)``, or
     :func:`install_balance_batch`). The trainer's ``_get_dp_size(self.actor_rollout_wg, "actor")``
@@ -246,7 +281,10 @@ def make_balance_batch(*, max_token_len: Optional[int] = None, micro_batch_size_
     :func:`apply_in_actor`); the next call starts its placement there (at most max_moves experts
     move). Metrics: ``<prefix>/routepack_rows``, ``routepack_score_max_u``,
     ``routepack_experts_moved`` (with a previous plan), ``routepack_fallback`` (1 when verl's own
-    balancing answered, else 0).
+    balancing answered, else 0). ``keep_minibatch=True`` plans each PPO mini-batch on its own
+    (:func:`plan_minibatches`; its size: ppo_mini_batch_size, else the trainer's
+    ``config.actor_rollout_ref.actor.ppo_mini_batch_size``, as verl reads it), and the kept plan is the
+    first mini-batch's (the step's placement).
 
     Fallback: when planning fails or runs past time_limit_s seconds (None: no limit), one warning
     and the answer of ``original`` (called as ``original(batch, metrics, logging_prefix,
@@ -274,6 +312,23 @@ def make_balance_batch(*, max_token_len: Optional[int] = None, micro_batch_size_
                                  "balances samples, not groups")
             with_routes = num_experts is not None and "routed_experts" in batch.batch.keys()
             routes = batch.batch["routed_experts"] if with_routes else None
+            if keep_minibatch:
+                mini = ppo_mini_batch_size
+                if mini is None:
+                    try:
+                        mini = self.config.actor_rollout_ref.actor.get("ppo_mini_batch_size")
+                    except AttributeError:
+                        mini = None
+                if mini is None:
+                    raise ValueError("keep_minibatch needs the PPO mini-batch size: give ppo_mini_batch_size, or a "
+                                     "trainer whose config.actor_rollout_ref.actor has ppo_mini_batch_size")
+                return plan_minibatches(mask, dp_size, int(mini), max_token_len=max_token_len,
+                                        micro_batch_size_per_gpu=micro_batch_size_per_gpu, routed_experts=routes,
+                                        num_experts=num_experts, moe_layers=moe_layers, layer_axis=layer_axis,
+                                        ep_ranks=ep_ranks, edp_shards=edp_shards, stages=stages,
+                                        row_multiple=row_multiple, previous=getattr(self, "routepack_plan", None),
+                                        max_moves=max_moves, model_name=model_name, seed=seed, workers=workers,
+                                        budgets=budgets, deadline=deadline)
             return plan_batch(mask, dp_size, max_token_len=max_token_len,
                               micro_batch_size_per_gpu=micro_batch_size_per_gpu, routed_experts=routes,
                               num_experts=num_experts, moe_layers=moe_layers, layer_axis=layer_axis,
