@@ -184,6 +184,11 @@ def test_shapes_and_layouts_are_checked(small):
     with pytest.raises(routepack.InputError) as e:
         measure.measure(window, topology, [measure.StepLayout("p", rows, p2l)], shapes, repeats=0)
     assert str(e.value) == "repeats must be an integer >= 1 (got 0)"
+    with pytest.raises(routepack.InputError) as e:
+        measure.measure(window, routepack.Topology(2, 2, 2, None, samples_per_cell=1),
+                        [measure.StepLayout("p", rows, p2l)], shapes)
+    assert str(e.value) == ("the topology has no token cap C (a samples_per_cell topology derives it from the window; "
+                            "the modelled costs are in units of C): give a topology with token_cap")
     threads = torch.get_num_threads()
     measure.measure(window, topology, [measure.StepLayout("p", rows, p2l)], shapes, repeats=1)
     assert torch.get_num_threads() == threads

@@ -189,13 +189,16 @@ def measure(window, topology, layouts: Sequence[StepLayout], shapes: Shapes, *, 
     repeats: timed runs per piece (>= 1), median; seed: the inputs' and weights' seed; progress:
     called as progress(layout name, pieces done, pieces) after every piece. Uses one torch thread
     while it runs (the caller's setting is restored). InputError for a layout that does not fit the
-    window and topology, or repeats < 1."""
+    window and topology, a topology without a token cap, or repeats < 1."""
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise routepack.InputError(f"repeats must be an integer >= 1 (got {repeats!r})")
     lengths = np.asarray(window.lengths, dtype=np.int64)
     counts = np.asarray(window.counts, dtype=np.int64)
     n, L, E = counts.shape
     D, P, C = topology.dp_slots, topology.ep_ranks, topology.token_cap
+    if C < 1:
+        raise routepack.InputError("the topology has no token cap C (a samples_per_cell topology derives it from the "
+                                   "window; the modelled costs are in units of C): give a topology with token_cap")
     shards = [list(s) for s in topology.edp_shards]
     shard_of = {d: g for g, s in enumerate(shards) for d in s}
     stages = topology.stages
