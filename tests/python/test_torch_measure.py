@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -108,6 +109,30 @@ def test_pieces_are_the_plans_cells_and_rank_loads(small, measured):
             p["modelled_max_u"], rel=1e-12)
         assert p["measured"] == measure.compose(p["pieces"], len(rows), [[0], [1]], MOE)
         assert p["layout_digest"] == measure.StepLayout("x", rows, p2l).digest()
+
+
+def test_profiler_ranges_name_every_piece(small, tmp_path):
+    """Under torch.profiler every run of a piece (the warm-up and each repeat) is one range named for
+    it (measure.attention_name / experts_name); experts pieces without tokens run nothing."""
+    window, topology, plan = small
+    rows, p2l = plan.method_layout("routepack")
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        doc = measure.measure(window, topology, [measure.StepLayout("routepack", rows, p2l)],
+                              measure.Shapes(32, 16, 2), repeats=2)
+    path = str(tmp_path / "trace.json")
+    prof.export_chrome_trace(path)
+    with open(path) as f:
+        trace = json.load(f)
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace  # Debian's 1.13 writes the bare list
+    got = Counter(e["name"] for e in events if str(e.get("name", "")).startswith("routepack:"))
+    want = Counter()
+    for pc in doc["plans"][0]["pieces"]:
+        if pc["kind"] == "attention":
+            want[measure.attention_name(pc["row"], pc["dp_slot"])] = 3
+        elif pc["tokens"]:
+            want[measure.experts_name(pc["row"], pc["edp_shard"], pc["moe_layer"], pc["ep_rank"])] = 3
+    assert got == want and len(want) > len(rows) * 2
+    assert measure.experts_name(1, 0, 26, 7) == "routepack:experts:row=1:edp_shard=0:moe_layer=26:ep_rank=7"
 
 
 def test_measured_file_round_trip_and_bad_files(small, measured, tmp_path):

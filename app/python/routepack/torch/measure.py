@@ -154,14 +154,30 @@ class _Kernels:
         return run
 
 
-def _timed(run: Callable[[], None], repeats: int) -> float:
-    """Seconds of thread CPU time of ``run``: the median of ``repeats`` runs after one warm-up run."""
-    run()
+def attention_name(row: int, dp_slot: int) -> str:
+    """The ``torch.profiler`` range name of attention piece (row, DP slot): ``routepack:attention:
+    row=R:dp_slot=D`` (docs/measure.md "Profiler ranges")."""
+    return f"routepack:attention:row={row}:dp_slot={dp_slot}"
+
+
+def experts_name(row: int, edp_shard: int, moe_layer: int, ep_rank: int) -> str:
+    """The ``torch.profiler`` range name of experts piece (row, EDP shard, absolute MoE layer, EP
+    rank): ``routepack:experts:row=R:edp_shard=G:moe_layer=L:ep_rank=P``."""
+    return f"routepack:experts:row={row}:edp_shard={edp_shard}:moe_layer={moe_layer}:ep_rank={ep_rank}"
+
+
+def _timed(run: Callable[[], None], repeats: int, name: str) -> float:
+    """Seconds of thread CPU time of ``run``: the median of ``repeats`` runs after one warm-up run.
+    Every run is a ``torch.autograd.profiler.record_function(name)`` range, so a ``torch.profiler``
+    trace of the measurement names each piece."""
+    with torch.autograd.profiler.record_function(name):
+        run()
     times = []
     for _ in range(repeats):
-        t0 = time.thread_time_ns()
-        run()
-        times.append(time.thread_time_ns() - t0)
+        with torch.autograd.profiler.record_function(name):
+            t0 = time.thread_time_ns()
+            run()
+            times.append(time.thread_time_ns() - t0)
     return statistics.median(times) / 1e9
 
 
@@ -223,7 +239,7 @@ def measure(window, topology, layouts: Sequence[StepLayout], shapes: Shapes, *, 
             for r, row in enumerate(layout.rows):
                 for d, cell in enumerate(row):
                     ts = [int(lengths[i]) for i in cell]
-                    seconds = _timed(kernels.cell(ts), repeats)
+                    seconds = _timed(kernels.cell(ts), repeats, attention_name(r, d))
                     modelled = sum(a * sum(ts) / C + b * sum(t * t for t in ts) / (C * C) for _, a, b in stages)
                     pieces.append({"kind": "attention", "row": r, "dp_slot": d, "edp_shard": shard_of[d],
                                    "samples": len(ts), "tokens": sum(ts), "sq_tokens": sum(t * t for t in ts),
@@ -237,7 +253,8 @@ def measure(window, topology, layouts: Sequence[StepLayout], shapes: Shapes, *, 
                     for l in range(L):
                         for p in range(P):
                             tokens = [int(x) for x in per_expert[l][rank_of_expert[l] == p] if x > 0]
-                            seconds = _timed(kernels.rank(tokens), repeats) if tokens else 0.0
+                            seconds = _timed(kernels.rank(tokens), repeats,
+                                             experts_name(r, g, window.moe_layers[l], p)) if tokens else 0.0
                             pieces.append({"kind": "experts", "row": r, "edp_shard": g,
                                            "moe_layer": window.moe_layers[l], "ep_rank": p, "experts": len(tokens),
                                            "tokens": sum(tokens), "modelled": sum(tokens) / C, "seconds": seconds})
