@@ -260,10 +260,13 @@ def test_sweep_waits_on_its_own_client(client, steps, tmp_path):
 
     connecting = threading.Thread(target=connect, daemon=True)
     connecting.start()
-    while not distributed.client._global_clients or distributed.default_client() is client:
+    # Registered as the default on its start, then "connecting" once its loop runs the handshake.
+    deadline = time.monotonic() + 60
+    while (distributed.default_client() is client or distributed.default_client().status != "connecting") and \
+            time.monotonic() < deadline:
         time.sleep(0.01)
     other = distributed.default_client()
-    assert other.status == "connecting" and other.loop is not client.loop
+    assert other is not client and other.status == "connecting" and other.loop is not client.loop
     del other
     topo = str(steps / "two-shards.json")
     done = {}

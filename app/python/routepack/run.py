@@ -1006,9 +1006,10 @@ def _quiet_logs() -> None:
 
 
 def _close(client, cluster, quietly: bool) -> None:
-    """Closes the client and the local cluster; `quietly` (the run stopped): with Ctrl-C ignored and
-    without Dask's messages about the tasks it drops and the busy workers it stops (here and in the
-    local cluster's workers), both as they were here again afterwards."""
+    """Closes the client and the local cluster; `quietly` (the command always closes so, finished or
+    stopped): with Ctrl-C ignored and without Dask's messages about the tasks it drops, the busy
+    workers it stops and the heartbeats that race the shutdown (here and in the local cluster's
+    workers), both as they were here again afterwards."""
     import logging
 
     logger = logging.getLogger("distributed")
@@ -1097,7 +1098,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             status, message = EXIT_STOPPED, f"routepack.run: error: {e}; {resume}"
         except KeyboardInterrupt:
             status, message = EXIT_INTERRUPTED, f"routepack.run: interrupted; {resume}"
-        _close(client, cluster, quietly=status is not None)
+        _close(client, cluster, quietly=True)
     except KeyboardInterrupt:
         status, message = EXIT_INTERRUPTED, f"routepack.run: interrupted; {resume}"
     if status is not None:
