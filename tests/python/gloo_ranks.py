@@ -1,11 +1,23 @@
 """Running a test's ranks as real processes (spawned, so each starts a fresh interpreter) and
-collecting what each wrote; no torch import here, the ranks do their own."""
+collecting what each wrote; no torch import at module level, the ranks do their own."""
 
 import multiprocessing
 import os
 import pickle
 import socket
 import traceback
+
+
+def require_gloo() -> None:
+    """Skips the calling test unless torch runs here (the default pass only: Debian's torch under a
+    preloaded sanitizer runtime is not expected to work) with torch.distributed's gloo backend."""
+    import pytest
+
+    if os.environ.get("ROUTEPACK_TORCH_TESTS") == "off":
+        pytest.skip("torch tests run in the default pass only (as tests/python/test_torch_distributed.py)")
+    dist = pytest.importorskip("torch.distributed")
+    if not dist.is_available() or not dist.is_gloo_available():
+        pytest.skip("torch.distributed with gloo is not available")
 
 
 def free_port() -> int:

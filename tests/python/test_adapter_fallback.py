@@ -7,14 +7,13 @@ group answers with the count all ranks agreed on, without a second all-reduce (2
 
 import datetime
 import logging
-import os
 import types
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from gloo_ranks import run_ranks
+from gloo_ranks import require_gloo, run_ranks
 from routepack.adapters import megatron, nemo_rl, slime, verl
 
 LENGTHS = [10, 20, 30, 40, 50, 60, 70, 80]
@@ -212,11 +211,7 @@ def _rank(rank, port):
 
 
 def test_verl_fallback_keeps_the_dp_groups_count(tmp_path):
-    if os.environ.get("ROUTEPACK_TORCH_TESTS") == "off":
-        pytest.skip("torch tests run in the default pass only (as tests/python/test_torch_distributed.py)")
-    dist = pytest.importorskip("torch.distributed")
-    if not dist.is_available() or not dist.is_gloo_available():
-        pytest.skip("torch.distributed with gloo is not available")
+    require_gloo()
     results = run_ranks(_rank, 2, tmp_path)
     assert [r[0] for r in results] == ["ok", "ok"], results
     assert len(results[0][1]) == 2 and sorted(i for m in results[0][1] for i in m) == list(range(8))

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import routepack
-from gloo_ranks import run_ranks
+from gloo_ranks import require_gloo, run_ranks
 from conftest import shared_dir
 from routepack.adapters import areal
 
@@ -331,11 +331,7 @@ def _rank(rank, port):
 def test_dp_group_agrees_on_the_count(tmp_path):
     """The ranks of the group end with the same count, the largest (4), rank 1 through the fallback
     (its plain first fit decreasing split into 4), with one warning for its two allocations."""
-    if os.environ.get("ROUTEPACK_TORCH_TESTS") == "off":
-        pytest.skip("torch tests run in the default pass only (as tests/python/test_torch_distributed.py)")
-    dist = pytest.importorskip("torch.distributed")
-    if not dist.is_available() or not dist.is_gloo_available():
-        pytest.skip("torch.distributed with gloo is not available")
+    require_gloo()
     results = run_ranks(_rank, 2, tmp_path)
     assert [r[0] for r in results] == ["ok", "ok"], results
     assert results[0][1:] == ([[0, 7], [1, 5], [2, 6], [3, 4]], [90, 80, 100, 90], [])
