@@ -267,7 +267,8 @@ def test_an_optimizer_of_other_tensors_is_refused(plans):
     assert str(e.value) == (
         "the optimizer (Adam) holds none of the model's expert parameters, so their state would not move: pass the "
         "torch.optim optimizer that steps them, or a mixed-precision one that pairs them with its fp32 main copies "
-        "(float16_groups / fp32_from_float16_groups), or optimizer=None for parameters and gradients only")
+        "(float16_groups / fp32_from_float16_groups), or a distributed one that shards them (model_param_gbuf_map), or "
+        "optimizer=None for parameters and gradients only")
     assert rt.current_placement(model) is None
 
 

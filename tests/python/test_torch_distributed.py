@@ -28,7 +28,8 @@ if not dist.is_available() or not dist.is_gloo_available():
 import routepack  # noqa: E402
 import routepack.torch as rt  # noqa: E402
 from conftest import shared_dir  # noqa: E402
-from torch_common import EXPERT_BYTES, EXPERTS, MOE_LAYERS, plan_chain, topology, trace_windows  # noqa: E402
+from torch_common import (  # noqa: E402
+    expected_traffic, EXPERT_BYTES, EXPERTS, MOE_LAYERS, plan_chain, topology, trace_windows)
 from torch_moe import MoEModel  # noqa: E402
 
 P = 4
@@ -211,16 +212,6 @@ def ranks_apply(rank, layouts, plan_texts, budget0_text):
     return report
 
 
-def expected_traffic(plans, rank):
-    """Per plan, (experts this rank sends, experts it receives) from the plans' moves."""
-    out, prev = [], routepack.identity(len(MOE_LAYERS), EXPERTS, P, moe_layers=MOE_LAYERS)
-    for p in plans:
-        moves = [m for layer in p.placement.moves(prev) for m in layer]
-        out.append((sum(1 for m in moves if m[1] == rank), sum(1 for m in moves if m[2] == rank)))
-        prev = p
-    return out
-
-
 @pytest.fixture(scope="module")
 def plans(tmp_path_factory):
     shared = shared_dir()
@@ -246,7 +237,7 @@ def test_four_ep_ranks_move_experts_and_adam_state_bitwise(plans, tmp_path):
         for rank, (_, report) in enumerate(results):
             got = report[layout]
             assert got["diffs"] == [[]] * (2 * (len(chain) + 1))
-            for s, ((n_out, n_in), res) in enumerate(zip(expected_traffic(chain, rank) + [(0, 0)], got["results"])):
+            for s, ((n_out, n_in), res) in enumerate(zip(expected_traffic(chain, rank, P) + [(0, 0)], got["results"])):
                 assert (res["experts_sent"], res["experts_received"]) == (n_out, n_in)
                 assert res["bytes_sent"] == n_out * MOVED_BYTES[layout]
                 assert res["bytes_received"] == n_in * MOVED_BYTES[layout]

@@ -56,6 +56,17 @@ def plan_chain(windows, ep_ranks: int, max_moves: int):
     return plans
 
 
+def expected_traffic(plans, rank: int, ep_ranks: int):
+    """Per plan of a chain starting from the checkpoint's order, (experts EP rank ``rank`` sends,
+    experts it receives) from the plans' moves."""
+    out, prev = [], routepack.identity(len(MOE_LAYERS), EXPERTS, ep_ranks, moe_layers=MOE_LAYERS)
+    for p in plans:
+        moves = [m for layer in p.placement.moves(prev) for m in layer]
+        out.append((sum(1 for m in moves if m[1] == rank), sum(1 for m in moves if m[2] == rank)))
+        prev = p
+    return out
+
+
 LAYER = re.compile(r"layers\.(\d+)\.")
 PER_EXPERT = re.compile(r"^(.*\.experts\.(?:local_experts\.)?)(\d+)(\..+)$")
 

@@ -351,10 +351,10 @@ def _torch_model(model) -> bool:
 
 def _torch_optimizer(optimizer):
     """What routepack.torch takes of the optimizer Megatron hands the hook: a mixed-precision one that
-    pairs the model's parameters with fp32 main copies (``float16_groups``) or a torch.optim
-    optimizer (``state`` and ``param_groups``) as it is, else its ``.optimizer`` (Megatron's
-    MegatronOptimizer wraps one); None for None. routepack.torch refuses one that holds none of the
-    model's expert parameters (Megatron's DistributedOptimizer, whose main copies are sharded)."""
+    pairs the model's parameters with fp32 main copies (``float16_groups``), a MegatronOptimizer
+    (Megatron's ChainedOptimizer and DistributedOptimizer included) or a torch.optim optimizer
+    (``state`` and ``param_groups``) as it is, else its ``.optimizer``; None for None.
+    routepack.torch refuses one that holds none of the model's expert parameters."""
     if optimizer is None or hasattr(optimizer, "float16_groups") or (
             hasattr(optimizer, "state") and hasattr(optimizer, "param_groups")):
         return optimizer
@@ -381,16 +381,19 @@ def before_train_step_hook(args, rollout_id, step_id, model, optimizer, opt_para
     back to slime's own, one warning and nothing changes, or ValueError with
     ``args.routepack_strict``) and applies it before the step:
     :func:`routepack.torch.apply_placement` on the model chunks (``decoder.layers.{l}.mlp.experts``:
-    SequentialMLP or GroupedMLP), with ``optimizer`` (Adam moments, and the fp32 main copies of
-    Megatron's Float16OptimizerWithFloat16Params, move with the experts) and Megatron's EP process group (``expert_model_parallel_size`` > 1); the router keeps
+    SequentialMLP or GroupedMLP), with ``optimizer`` (Adam moments and fp32 main copies move with
+    the experts: Megatron's ChainedOptimizer of Float16OptimizerWithFloat16Params or
+    DistributedOptimizer parts) and Megatron's EP process group (``expert_model_parallel_size`` > 1); the router keeps
     logical order and gets the logical -> physical map on its output. The result is kept in
     ``last_apply``; the rows of ``physical_to_logical`` per absolute MoE layer id of ``args``
     (:func:`moe_layers_of`) in ``current_physical_to_logical``, and the moved experts since the previous
     plan in ``last_moves``. A plan made without routes places nothing and applies nothing; so does
     ``args.routepack_apply = False`` (the maps are still handed out). Raises routepack.torch's
     ValueError for a model or optimizer the plan cannot be applied to (another expert count or MoE
-    layers; Megatron's distributed optimizer, whose fp32 main copies and moments are sharded over DP
-    ranks). A pipeline stage applies the plan's rows of the MoE layers its chunks hold (known by
+    layers, an optimizer holding none of the expert parameters). With Megatron's distributed
+    optimizer (slime's default ``--use-distributed-optimizer``) the fp32 main copies and moments,
+    sharded over the expert-data-parallel ranks, are made whole per moved layer and sharded again
+    (:mod:`routepack.torch.sharded`). A pipeline stage applies the plan's rows of the MoE layers its chunks hold (known by
     their absolute ``layer_number``).
     """
     global _applied_plan, last_apply

@@ -41,6 +41,7 @@ class ApplyResult:
     moved_bytes: int = 0
     slots_rewritten: int = 0
     bytes_copied: int = 0
+    bytes_gathered: int = 0
     routing: Dict[int, str] = field(default_factory=dict)
     layouts: Dict[int, str] = field(default_factory=dict)
 
@@ -156,6 +157,15 @@ def _local_checks(layers, target, current, previous, world, experts_total) -> Op
     return None
 
 
+def _sharded_router(layers: List[MoELayer], opt: slots.Optim) -> Optional[str]:
+    for x in layers:
+        if x.routing == "rows" and any(opt.shards.holds(t) for t in x.router.parameters()):
+            return (f"{x.block_name}: the router's rows would move with the experts, but a sharded (distributed) "
+                    "optimizer holds the router: its state cannot follow them (use a layout whose routing keeps "
+                    "logical order, or a non-distributed optimizer)")
+    return None
+
+
 def _partial_state(layers, sigs, current) -> Optional[str]:
     """The first MoE layer whose optimizer holds some of its experts only (its parameters in the
     optimizer's param groups for some experts, not for others), or whose experts' state keys differ
@@ -196,6 +206,11 @@ def _partial_state(layers, sigs, current) -> Optional[str]:
 
 def _few(ids: List[int]) -> str:
     return str(ids[:8])[:-1] + ", ...]" if len(ids) > 8 else str(ids)
+
+
+def _expert_params(layer: MoELayer) -> list:
+    """The layer's expert tensors in a fixed order (per local slot, then by name)."""
+    return [t[name] for t in layer.tensors for name in sorted(t)]
 
 
 def _gather(obj, group, world: int) -> list:
@@ -249,6 +264,9 @@ def _move_layer(layer: MoELayer, cur: np.ndarray, new: np.ndarray, sigs: list, o
     owner = np.arange(E) // H
     mine = range(rank * H, (rank + 1) * H)
     received = {}
+    params = _expert_params(layer)
+    if any(source[v] != v for v in range(E) if v // H == rank or source[v] // H == rank):
+        result.bytes_gathered += opt.shards.unshard(params)
     if world > 1 and np.any(source // H != owner):
         send = [[(v, int(source[v]) - rank * H) for v in range(d * H, (d + 1) * H) if source[v] // H == rank]
                 if d != rank else [] for d in range(world)]
@@ -266,6 +284,7 @@ def _move_layer(layer: MoELayer, cur: np.ndarray, new: np.ndarray, sigs: list, o
         result.slots_rewritten += 1
     result.bytes_copied += sum(t.numel() * t.element_size() for vals in local.values() for t in vals.values()
                                if t is not None)
+    opt.shards.reshard(params)
     if layer.routing == "rows":
         permute_router_rows(layer, E, source, opt)
     else:
@@ -292,7 +311,10 @@ def apply_placement(model, plan, previous=None, *, optimizer=None, group=None, l
     parameters (Adam's ``exp_avg``, ``exp_avg_sq`` and ``step`` move with their expert; every state
     tensor of a parameter's shape moves slot-wise for stacked and flat storage), or a mixed-precision
     wrapper whose fp32 main copies move too (Megatron-Core's ``Float16OptimizerWithFloat16Params``
-    shape, see :class:`routepack.torch.slots.Optim`); None moves none.
+    shape, see :class:`routepack.torch.slots.Optim`), a Megatron-Core ``DistributedOptimizer`` whose
+    main copies and state are sharded over the (expert-)data-parallel ranks (each layer with moves
+    is made whole over the DP group and sharded again: :mod:`routepack.torch.sharded`; every DP rank
+    calls this too, with its own EP group), or a ``ChainedOptimizer`` of these; None moves none.
 
     For each MoE layer the expert parameters, their ``.grad`` (per-expert: present or None as the
     source's) and their optimizer state move to their new slot: across ranks for an expert whose EP
@@ -326,11 +348,15 @@ def apply_placement(model, plan, previous=None, *, optimizer=None, group=None, l
         current = _current(model, layers, experts)
         prev = None if previous is None else _stage(_rows(previous, "previous", [x.layer for x in layers], experts),
                                                     layers)
-        error = _local_checks(layers, target, current, prev, world, experts)
-        if error is None:
-            sigs = [[slots.signature(x, j, opt) for j in range(x.local_experts)] for x in layers]
+        error = _local_checks(layers, target, current, prev, world, experts) or _sharded_router(layers, opt)
     except ValueError as e:
         error = str(e)
+    error = opt.shards.agree(error, [p for x in layers for p in _expert_params(x)], _gather)
+    if error is None:
+        try:
+            sigs = [[slots.signature(x, j, opt) for j in range(x.local_experts)] for x in layers]
+        except ValueError as e:
+            error = str(e)
     gathered = _gather((error, sigs), group, world)
     errors = [(r, e) for r, (e, _) in enumerate(gathered) if e]
     if errors:
@@ -342,8 +368,9 @@ def apply_placement(model, plan, previous=None, *, optimizer=None, group=None, l
                                          for key, _, _, held in sig):
         error = (f"the optimizer ({type(optimizer).__name__}) holds none of the model's expert parameters, so their "
                  "state would not move: pass the torch.optim optimizer that steps them, or a mixed-precision one "
-                 "that pairs them with its fp32 main copies (float16_groups / fp32_from_float16_groups), or "
-                 "optimizer=None for parameters and gradients only")
+                 "that pairs them with its fp32 main copies (float16_groups / fp32_from_float16_groups), or a "
+                 "distributed one that shards them (model_param_gbuf_map), or optimizer=None for parameters and "
+                 "gradients only")
     if error:
         raise InputError(error)
     result = ApplyResult(rank=rank, ep_ranks=world if world > 1 else (target[2] or 1))

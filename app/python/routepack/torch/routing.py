@@ -35,7 +35,7 @@ def permute_router_rows(layer: MoELayer, num_experts: int, source: np.ndarray, o
     for _, t, is_param in router_rows(layer, num_experts):
         tensors = [t.data]
         if is_param:
-            tensors += [t.grad] + ([opt.main[id(t)].data] if id(t) in opt.main else [])
+            tensors += [t.grad] + ([opt.main_of(t).data] if opt.main_of(t) is not None else [])
             tensors += [v for v in opt.state(t).values() if torch.is_tensor(v) and v.shape == t.shape]
         with torch.no_grad():
             for x in tensors:

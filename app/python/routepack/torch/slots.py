@@ -18,6 +18,7 @@ from typing import Dict, List, Optional, Tuple
 import torch
 
 from .._core import InputError
+from . import sharded
 from .layouts import MoELayer
 
 Key = Tuple
@@ -34,37 +35,66 @@ def slot_view(layer: MoELayer, whole: torch.Tensor, j: int) -> torch.Tensor:
 
 class Optim:
     """The optimizer side of the moves. ``optimizer``: None, a ``torch.optim`` optimizer over the
-    model's parameters, or a mixed-precision wrapper in the shape of Megatron-Core's
+    model's parameters, a mixed-precision wrapper in the shape of Megatron-Core's
     ``Float16OptimizerWithFloat16Params`` (NVIDIA/Megatron-LM 71371b4e, ``megatron/core/optimizer/optimizer.py``:
     ``float16_groups`` and ``fp32_from_float16_groups``, aligned lists pairing each bf16/fp16 model
     parameter with the fp32 main copy that its inner ``optimizer`` steps; fp32 model parameters are
-    stepped directly). The main copy and its state move with the model parameter. Megatron's
-    DistributedOptimizer shards main copies and state over DP ranks in flat buffers: not supported
-    (its inner optimizer holds none of the model's parameters, which apply_placement refuses)."""
+    stepped directly), a ``DistributedOptimizer`` (``megatron/core/optimizer/distrib_optimizer.py``:
+    fp32 main copies and state sharded over the DP ranks, see :mod:`routepack.torch.sharded`), or a
+    ``ChainedOptimizer`` of these (``chained_optimizers``, as ``get_megatron_optimizer`` returns for
+    a model with experts). The main copy and its state move with the model parameter."""
 
     def __init__(self, optimizer):
-        self.torch = optimizer
+        self.given = optimizer
         self.main: Dict[int, torch.Tensor] = {}
-        inner = getattr(optimizer, "optimizer", None)
-        low, high = getattr(optimizer, "float16_groups", None), getattr(optimizer, "fp32_from_float16_groups", None)
-        if low is not None and high is not None and hasattr(inner, "param_groups"):
-            self.torch = inner
-            for g16, g32 in zip(low, high):
-                self.main.update((id(p), m) for p, m in zip(g16, g32))
-        groups = getattr(self.torch, "param_groups", []) if self.torch is not None else []
-        self.owned = frozenset(id(q) for g in groups for q in g["params"])
+        self.inner: Dict[int, object] = {}  # id(stepped tensor) -> the torch optimizer holding its state
+        self.shards = sharded.Shards()
+        parts = list(getattr(optimizer, "chained_optimizers", None) or ([optimizer] if optimizer is not None else []))
+        for part in parts:
+            if sharded.is_sharded(part):
+                self.shards.add(part)
+                continue
+            inner = getattr(part, "optimizer", None)
+            low, high = getattr(part, "float16_groups", None), getattr(part, "fp32_from_float16_groups", None)
+            if low is not None and high is not None and hasattr(inner, "param_groups"):
+                for g16, g32 in zip(low, high):
+                    self.main.update((id(p), m) for p, m in zip(g16, g32))
+                part = inner
+            for g in getattr(part, "param_groups", []):
+                self.inner.update((id(q), part) for q in g["params"])
 
     def stepped(self, p) -> torch.Tensor:
         """The tensor the optimizer steps for model parameter ``p`` (its main copy, or ``p``)."""
         return self.main.get(id(p), p)
 
+    def optimizer_of(self, p):
+        """The torch optimizer whose ``state`` holds model parameter ``p``'s state, None when none."""
+        return self.inner.get(id(self.stepped(p)))
+
     def state(self, p) -> dict:
-        """The optimizer state of model parameter ``p`` (of its main copy), {} when none."""
-        st = getattr(self.torch, "state", None)
+        """The optimizer state of model parameter ``p`` (of its main copy; of its whole main copy
+        gathered from the DP ranks while a sharded one is unsharded), {} when none."""
+        full = self.shards.full.get(id(p))
+        if full is not None:
+            return full
+        if id(p) in self.shards.meta:
+            return self.shards.describe(p)[1]
+        o = self.optimizer_of(p)
+        st = getattr(o, "state", None)
         return st.get(self.stepped(p), {}) if hasattr(st, "get") else {}
 
+    def main_of(self, p) -> Optional[torch.Tensor]:
+        """Model parameter ``p``'s fp32 main copy (whole: gathered while a sharded one is unsharded, a
+        meta tensor of its shape before), None when the optimizer steps ``p`` itself."""
+        whole = self.shards.mains.get(id(p))
+        if whole is not None:
+            return whole
+        if id(p) in self.shards.meta:
+            return self.shards.describe(p)[0]
+        return self.main.get(id(p))
+
     def owns(self, p) -> bool:
-        return id(self.stepped(p)) in self.owned
+        return id(self.stepped(p)) in self.inner or id(p) in self.shards.params
 
 
 def fields(layer: MoELayer, j: int, opt: Optim) -> List[Tuple[Key, Optional[torch.Tensor]]]:
@@ -84,7 +114,7 @@ def fields(layer: MoELayer, j: int, opt: Optim) -> List[Tuple[Key, Optional[torc
             out.append(((name, "grad"), p.grad))
         elif p.grad is not None:
             out.append(((name, "grad"), slot_view(layer, p.grad, j)))
-        main = opt.main.get(id(p))
+        main = opt.main_of(p)
         if main is not None:
             out.append(((name, "main"), main.data if per_expert else slot_view(layer, main.data, j)))
         state = opt.state(p)
@@ -134,14 +164,17 @@ def write(layer: MoELayer, j: int, opt: Optim, values: Dict[Key, Optional[torch.
     optimizer state is created or dropped as the source has it or not."""
     per_expert = layer.layout.storage == "per-expert"
     current = dict(fields(layer, j, opt))
-    if per_expert and opt.torch is not None:
+    if per_expert:
         for name, p in layer.tensors[j].items():
+            inner = opt.optimizer_of(p)
+            if inner is None or opt.shards.holds(p):
+                continue
             keys = {key[2] for key in values if key[0] == name and key[1] == "state"}
             if not keys:
-                opt.torch.state.pop(opt.stepped(p), None)
+                inner.state.pop(opt.stepped(p), None)
             elif not opt.state(p):
-                opt.torch.state[opt.stepped(p)] = {k: values[(name, "state", k)].detach().clone()
-                                                   for k in sorted(keys, key=str)}
+                inner.state[opt.stepped(p)] = {k: values[(name, "state", k)].detach().clone()
+                                               for k in sorted(keys, key=str)}
                 current.update({(name, "state", k): v for k, v in opt.state(p).items()})
     for key, src in values.items():
         if per_expert and key[1] == "grad":
