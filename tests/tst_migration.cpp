@@ -14,6 +14,8 @@
 
 #include <QtTest>
 
+#include <tbb/task_arena.h>
+
 #include <algorithm>
 #include <random>
 
@@ -38,6 +40,28 @@ Topology topo8() {
     t.edp_shards = {{0, 1}, {2, 3}};
     t.token_cap = 4096;
     t.attention_stages = {AttentionStage{"mla", 27.0, 27.0}};
+    return t;
+}
+
+/// An empty window of a one-MoE-layer model of 4 experts, top-1, and a topology of 2 EP ranks, one
+/// DP slot, C = 100 and no attention cost: the bound's hand cases.
+Trace tiny_window() {
+    Trace w;
+    w.model.name = "tiny";
+    w.model.num_hidden_layers = 1;
+    w.model.experts = 4;
+    w.model.top_k = 1;
+    w.model.moe_layers = {0};
+    return w;
+}
+
+Topology tiny_topology() {
+    Topology t;
+    t.ep_ranks = 2;
+    t.dp_slots = 1;
+    t.edp_shards = {{0}};
+    t.token_cap = 100;
+    t.attention_stages = {AttentionStage{"none", 0.0, 0.0}};
     return t;
 }
 
@@ -86,6 +110,7 @@ private Q_SLOTS:
     void chainEqualsStepByStep();
     void sameForEveryWorkerCount();
     void boundOverEveryPlacement();
+    void anyPlacementBoundEqualsAFullScan();
     void frontierIsBestOfSmallerBudgets();
 };
 
@@ -445,25 +470,14 @@ void TestMigration::sameForEveryWorkerCount() {
 void TestMigration::boundOverEveryPlacement() {
     // One sample of 12 tokens, one MoE layer, E = 4 on P = 2 (H = 2), counts (6, 3, 2, 1), C = 100,
     // no attention cost: any placement's busiest rank holds at least max(ceil(12 / 2), 6 + 1) = 7.
-    Trace w;
-    w.model.name = "tiny";
-    w.model.num_hidden_layers = 1;
-    w.model.experts = 4;
-    w.model.top_k = 1;
-    w.model.moe_layers = {0};
+    Trace w = tiny_window();
     SampleInfo s;
     s.id = "s0";
     s.length = 12;
     s.routed_rows = 12;
     w.samples.push_back(s);
     w.counts = {6, 3, 2, 1};
-    Topology t;
-    t.ep_ranks = 2;
-    t.dp_slots = 1;
-    t.edp_shards = {{0}};
-    t.token_cap = 100;
-    t.attention_stages = {AttentionStage{"none", 0.0, 0.0}};
-    const PackingProblem p = make_packing_problem(w, t, identity_placement(1, 4, 2));
+    const PackingProblem p = make_packing_problem(w, tiny_topology(), identity_placement(1, 4, 2));
     const MaxULowerBound any = max_u_lower_bound_any_placement(p, w.counts, 4);
     QCOMPARE(any.mean, 0.07);
     QCOMPARE(any.sample, 0.07);
@@ -474,6 +488,85 @@ void TestMigration::boundOverEveryPlacement() {
     QVERIFY(r.bound_any_placement.value > 0);
     QVERIFY(r.bound_any_placement.value <= r.bound.value);
     QVERIFY(r.bound_any_placement.value <= r.routepack.metrics.score.max_u);
+}
+
+void TestMigration::anyPlacementBoundEqualsAFullScan() {
+    // The bound over every placement against a plain scan (every sample and layer sorted), on a
+    // synthetic window of 512 samples (8 blocks of the evaluation order) x 11 MoE layers x 32 experts
+    // at H - 1 = 15 (P = 2, past the sorted run), 3 (P = 8) and 0 (P = 32): the same doubles, with and
+    // without the problem's demand (the samples' order by their bound at LPT), on 1 and 2 workers.
+    const PlanInput in = synth_input(64, 5);
+    const Trace& w = in.window;
+    const int L = w.model.num_moe_layers(), E = w.model.experts;
+    for (const int P : {2, 8, 32}) {
+        Topology t = topo8();
+        t.ep_ranks = P;
+        const Placement lpt = lpt_placement(aggregate_expert_loads(w.counts, w.size(), L, E), L, E, P);
+        const PackingProblem p = make_packing_problem(w, t, lpt);
+        const double c = static_cast<double>(p.C);
+        auto attention = [&](std::int64_t tokens, std::int64_t squares) {
+            double a = 0;
+            for (const auto& st : p.stages)
+                a += st.alpha * static_cast<double>(tokens) / c + st.beta * static_cast<double>(squares) / (c * c);
+            return a;
+        };
+        auto peak = [&](std::vector<std::uint64_t> x) {
+            std::sort(x.begin(), x.end());
+            std::uint64_t sum = 0, light = 0;
+            for (std::size_t k = 0; k < x.size(); ++k) {
+                sum += x[k];
+                if (static_cast<int>(k) < E / P - 1) light += x[k];
+            }
+            return static_cast<std::int64_t>(std::max((sum + P - 1) / P, x.back() + light));
+        };
+        double sample = 0;
+        std::int64_t tokens = 0, squares = 0, mean_peaks = 0;
+        std::vector<std::uint64_t> loads(static_cast<std::size_t>(L) * E, 0);
+        for (std::size_t i = 0; i < w.size(); ++i) {
+            std::int64_t peaks = 0;
+            for (int l = 0; l < L; ++l) {
+                const std::uint32_t* a = w.counts.data() + (i * L + l) * E;
+                peaks += peak(std::vector<std::uint64_t>(a, a + E));
+                for (int e = 0; e < E; ++e)
+                    loads[static_cast<std::size_t>(l) * E + e] += a[e];
+            }
+            const std::int64_t len = p.length[i];
+            tokens += len;
+            squares += len * len;
+            sample = std::max(sample, static_cast<double>(peaks) / c + attention(len, len * len));
+        }
+        for (int l = 0; l < L; ++l)
+            mean_peaks += peak(std::vector<std::uint64_t>(loads.begin() + l * E, loads.begin() + (l + 1) * E));
+        const double mean = (static_cast<double>(mean_peaks) / c + attention(tokens, squares) / 2.0) / 2.0;
+        const PackingProblem shape = make_packing_shape(w, t, lpt);
+        for (const int workers : {1, 2}) {
+            tbb::task_arena arena(workers);
+            for (const PackingProblem* q : {&p, &shape}) {
+                const MaxULowerBound b =
+                    arena.execute([&] { return max_u_lower_bound_any_placement(*q, w.counts, E); });
+                QCOMPARE(b.sample, sample);
+                QCOMPARE(b.mean, mean);
+                QCOMPARE(b.value, std::max(mean, sample) * (1.0 - 1e-12));
+            }
+        }
+    }
+    // Ordered by the bound at the problem's placement, evaluated until none left can win: 100 samples
+    // of 15 tokens (8 to expert 0, 7 to expert 1: 15 on rank 0 at the identity placement, E = 4 on
+    // P = 2, but max(ceil(15 / 2), 8 + 0) = 8 at any placement) come before one of 10 tokens all to
+    // expert 0 (10 at any placement), which decides the sample bound from past the first block.
+    Trace h = tiny_window();
+    for (int i = 0; i <= 100; ++i) {
+        SampleInfo s;
+        s.id = "s" + std::to_string(i);
+        s.length = s.routed_rows = i < 100 ? 15 : 10;
+        h.samples.push_back(s);
+        const std::vector<std::uint32_t> row =
+            i < 100 ? std::vector<std::uint32_t>{8, 7, 0, 0} : std::vector<std::uint32_t>{10, 0, 0, 0};
+        h.counts.insert(h.counts.end(), row.begin(), row.end());
+    }
+    const PackingProblem hp = make_packing_problem(h, tiny_topology(), identity_placement(1, 4, 2));
+    QCOMPARE(max_u_lower_bound(hp).sample, 0.15);
+    QCOMPARE(max_u_lower_bound_any_placement(hp, h.counts, 4).sample, 0.1);
 }
 
 void TestMigration::frontierIsBestOfSmallerBudgets() {

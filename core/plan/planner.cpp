@@ -646,8 +646,9 @@ PackingProblem place_and_baselines(WindowRun& run) {
     PackingProblem p_lpt = make_packing_problem(w, run.in.topology, r.placement.lpt);
     run.time(PlanStage::Placement, t0);
     t0 = Clock::now();
-    r.bound = max_u_lower_bound(p_lpt);
-    r.bound_any_placement = max_u_lower_bound_any_placement(p_lpt, w.counts, E);
+    std::vector<double> at_lpt;
+    r.bound = max_u_lower_bound(p_lpt, &at_lpt);
+    r.bound_any_placement = max_u_lower_bound_any_placement(p_lpt, w.counts, E, run.loads, at_lpt);
     r.timings["bound"] = seconds_since(t0);
 
     // 2. Row count R*.

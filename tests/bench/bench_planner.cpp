@@ -3,7 +3,8 @@
 // (a) Table-4 columns of reorder vs routepack (and baseline, karmarkar-karp) on the real windows with
 //     the shipped topologies; (b) time per stage, proposals/s per worker and total for 512-sample
 //     synthetic windows across model/topology sizes, 1 and 2 workers; (c) the scale point 8192 samples
-//     x 64 MoE layers x 256 experts x 64 EP ranks x 64 DP slots in 8 EDP shards, 1 and 2 workers.
+//     x 64 MoE layers x 256 experts x 64 EP ranks x 64 DP slots in 8 EDP shards, 1 and 2 workers,
+//     each stage against the figures docs/performance.md states (which grew).
 // (d) on the real windows: median over seeds 1, 2, 3 of max_g U with default budgets (and with 100x
 //     the proposals when --x100; with --seeds N, seeds 1..N and the means over them), against the
 //     previous default (24 levels, then a first-improvement straggler_descent of 100,000
@@ -28,8 +29,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <numeric>
 #include <sstream>
+#include <string>
+#include <vector>
 
 namespace fs = std::filesystem;
 using namespace routepack;
@@ -428,7 +432,96 @@ void grid_speed() {
     }
 }
 
-/// (c): the scale point with 1 and 2 workers, the peak RSS, then (f) the placement speed.
+/// A figure of docs/performance.md's scale table: "0.34-0.58" or "0.19" seconds (lo, hi).
+struct DocRange {
+    double lo = 0, hi = 0;
+};
+
+/// The scale table of docs/performance.md (the one whose header begins "| workers | placement |
+/// bound |"): per worker count, stage name -> its stated range. Empty when the page or table is
+/// missing.
+std::map<int, std::map<std::string, DocRange>> doc_scale_table(const fs::path& page) {
+    std::map<int, std::map<std::string, DocRange>> out;
+    std::ifstream f(page);
+    std::string line;
+    std::vector<std::string> header;
+    auto cells = [](const std::string& row) {
+        std::vector<std::string> v;
+        std::stringstream ss(row);
+        std::string c;
+        std::getline(ss, c, '|');
+        while (std::getline(ss, c, '|')) {
+            const auto a = c.find_first_not_of(' '), b = c.find_last_not_of(' ');
+            v.push_back(a == std::string::npos ? "" : c.substr(a, b - a + 1));
+        }
+        return v;
+    };
+    while (std::getline(f, line)) {
+        if (line.rfind("| workers | placement | bound |", 0) == 0) {
+            header = cells(line);
+            continue;
+        }
+        if (header.empty() || line.rfind("| ---", 0) == 0) continue;
+        if (line.rfind("| ", 0) != 0) {
+            if (!out.empty()) break;
+            continue;
+        }
+        const auto v = cells(line);
+        const int workers = std::atoi(v[0].c_str());
+        for (std::size_t k = 1; k < v.size() && k < header.size(); ++k) {
+            std::string text = v[k];
+            text.erase(std::remove(text.begin(), text.end(), ','), text.end()); // 304,206 -> 304206
+            DocRange r;
+            char* end = nullptr;
+            r.lo = std::strtod(text.c_str(), &end);
+            if (end == text.c_str() || (*end != '\0' && *end != '-')) continue; // not a number or a range
+            r.hi = *end == '-' ? std::strtod(end + 1, nullptr) : r.lo;
+            out[workers][header[k]] = r;
+        }
+    }
+    return out;
+}
+
+/// Each stage of the scale point's runs against the figures docs/performance.md states: the
+/// measured seconds, the stated range, the ratio to its upper end, and which stages grew. A slower
+/// machine lifts every stage, so the docs' figures are first scaled by this machine's speed against
+/// the docs' one: the docs' lower annealing proposals/s/worker over the measured (at least 1). A
+/// stage grew when it is above 1.25x the scaled upper figure and by more than 0.01 s.
+void compare_with_docs(const std::map<int, PlanResult>& runs) {
+    const auto doc = doc_scale_table(fs::path(ROUTEPACK_SOURCE_DIR) / "docs/performance.md");
+    if (doc.empty()) {
+        std::printf("docs/performance.md: no scale table found to compare with\n");
+        return;
+    }
+    std::printf("\nstages against docs/performance.md's scale table (grew: above 1.25x its upper figure x the "
+                "machine factor, and by more than 0.01 s)\n| stage | workers | docs | measured | x docs' upper | "
+                "machine factor | |\n|---|---|---|---|---|---|---|\n");
+    std::vector<std::string> grew;
+    for (const auto& [workers, r] : runs) {
+        const auto d = doc.find(workers);
+        if (d == doc.end()) continue;
+        const double t_anneal = timing(r, "annealing");
+        const double rate = t_anneal > 0 ? r.search.proposals / t_anneal / workers : 0.0;
+        const auto props = d->second.find("proposals/s/worker");
+        const double factor = props != d->second.end() && rate > 0 ? std::max(1.0, props->second.lo / rate) : 1.0;
+        for (const char* stage : {"placement", "bound", "baselines", "seeding", "annealing", "polish", "total"}) {
+            const auto it = d->second.find(stage);
+            if (it == d->second.end()) continue;
+            const double m = timing(r, stage), hi = it->second.hi;
+            const bool up = m > 1.25 * hi * factor && m - hi > 0.01;
+            std::printf("| %s | %d | %.2f-%.2f | %.3f | x%.2f | x%.2f | %s |\n", stage, workers, it->second.lo, hi, m,
+                        hi > 0 ? m / hi : 0.0, factor, up ? "grew" : "");
+            if (up) grew.push_back(std::string(stage) + " (" + std::to_string(workers) + " workers)");
+        }
+    }
+    std::string list;
+    for (const auto& g : grew)
+        list += (list.empty() ? "" : ", ") + g;
+    std::printf("stages that grew: %s\n", grew.empty() ? "none" : list.c_str());
+}
+
+/// (c): the scale point with 1 and 2 workers, the peak RSS, the stages against the docs' figures,
+/// then (f) the placement speed.
 void scale_point() {
     std::printf("\n(c) scale point: 8192 samples x 64 MoE layers x 256 experts (top-8), 64 EP ranks, 64 DP "
                 "slots in 8 EDP shards\n");
@@ -451,10 +544,11 @@ void scale_point() {
     const double counts_mib = static_cast<double>(w.counts.size()) * sizeof(std::uint32_t) / (1 << 20);
     std::printf("%s", kSpeedHeader);
     double anneal[3] = {0, 0, 0};
+    std::map<int, PlanResult> runs;
     for (int workers : {1, 2}) {
         in.budgets = g_budgets;
         in.budgets.workers = workers;
-        const auto r = plan_window(in);
+        const auto& r = runs[workers] = plan_window(in);
         anneal[workers] = timing(r, "annealing");
         char label[128];
         std::snprintf(label, sizeof label, "scale (R*=%d, joint %+.2f%% vs reorder)", r.rows.rows,
@@ -465,6 +559,7 @@ void scale_point() {
                 anneal[2] > 0 ? anneal[1] / anneal[2] : 0.0);
     std::printf("peak RSS %.0f MiB = x%.2f the uint32 [N][L][E] counts (%.0f MiB)\n", peak_rss_mib(),
                 peak_rss_mib() / counts_mib, counts_mib);
+    compare_with_docs(runs);
     placement_speed();
 }
 

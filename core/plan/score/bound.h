@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace routepack {
 
@@ -33,17 +34,32 @@ struct MaxULowerBound {
 ///    alpha_s sum_i t_i / C + beta_s sum_i t_i^2 / C^2 (eq. 11 is linear in the cell's sums);
 ///  - every row-shard's J bounds its shard's U from below, and W[r][g] >= q[i] for the i it holds.
 /// Integer sums (int64) are formed first, doubles only from them. Cost O(n*L*P + n*S).
+/// Samples in parallel on the calling oneTBB arena (the same value for any worker count).
+/// `per_sample` (optional) receives each sample's own bound (the LB_sample term of sample i), [n].
 /// std::invalid_argument when the problem has no shards, samples or a negative alpha/beta.
-MaxULowerBound max_u_lower_bound(const PackingProblem& p);
+MaxULowerBound max_u_lower_bound(const PackingProblem& p, std::vector<double>* per_sample = nullptr);
 
 /// Lower bound on max_g U_g over every layout *and every placement* of the window (the bound above
 /// holds at one placement only): the same two parts with the rank loads bounded for any placement.
 /// Per MoE layer the busiest of P ranks of H = E / P slots carries at least the mean rank load,
 /// ceil(sum_e x[e] / P), and at least the heaviest expert plus the H - 1 lightest (the rank holding
 /// the heaviest expert holds H - 1 others); x is the window's loads L[l][e] for the mean part and a
-/// sample's counts a[i][l][e] for the sample part. `p` supplies the lengths, C, stages and shards
-/// (its demand is not read); `counts` is the window's [n][L][E]. O(n L E log E).
+/// sample's counts a[i][l][e] for the sample part. `p` supplies the lengths, C, stages and shards;
+/// `counts` is the window's [n][L][E]. A sample's bound at p's placement (max_u_lower_bound's
+/// per-sample term, from p's demand when it has one) is at least its bound at any placement, so
+/// samples are evaluated in decreasing order of the former until none left can exceed the largest
+/// found (without a demand, all are). O(n L E) at most for H - 1 <= 8 (one pass per sample and
+/// layer, the lightest summed only when fewer than H - 1 counts are zero), in parallel on the
+/// calling oneTBB arena; the same value for any worker count and either way.
 /// std::invalid_argument as max_u_lower_bound, or when counts is not n x L x E with E % P == 0.
 MaxULowerBound max_u_lower_bound_any_placement(const PackingProblem& p, std::span<const std::uint32_t> counts, int E);
+
+/// The same with the window's loads L[l][e] = sum_i a[i][l][e] given ([L][E],
+/// aggregate_expert_loads) and the samples' bounds at p's placement (max_u_lower_bound's
+/// `per_sample`, [n]; empty: every sample is evaluated), as the planner has them;
+/// std::invalid_argument also when the loads are not L x E.
+MaxULowerBound max_u_lower_bound_any_placement(const PackingProblem& p, std::span<const std::uint32_t> counts, int E,
+                                               std::span<const std::uint64_t> loads,
+                                               std::span<const double> at_placement);
 
 } // namespace routepack
