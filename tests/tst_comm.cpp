@@ -367,6 +367,69 @@ private Q_SLOTS:
         QVERIFY(!w.has_routes());
     }
 
+    void demandsOfManyPlacementsInOnePass() {
+        // make_comm_demands on three random placements equals a recount per placement (each token's set
+        // of nodes), on 1 and 2 workers, for the three ways it counts: at most 8 nodes (per-mask bins),
+        // 9-64 (bit masks) and more (de-duplication stamps), with one-byte (E <= 255) and two-byte ids.
+        struct Case {
+            int N, P, E;
+        };
+        for (const Case cs : {Case{4, 8, 16}, Case{20, 20, 300}, Case{70, 70, 280}}) {
+            std::mt19937 rng(static_cast<unsigned>(cs.N));
+            auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+            const int L = 2, K = 6, n = 5;
+            const ModelDescription m = tiny_model(L, cs.E, K);
+            Trace w;
+            w.model = m;
+            for (int i = 0; i < n; ++i) {
+                const int T = pick(1, 40);
+                std::vector<std::vector<std::vector<int>>> routes(L, std::vector<std::vector<int>>(T));
+                for (int l = 0; l < L; ++l)
+                    for (int t = 0; t < T; ++t)
+                        for (int s = 0; s < K; ++s)
+                            routes[l][t].push_back(pick(0, 9) == 0 ? -1 : pick(0, cs.E - 1));
+                w.append(sample_of("s" + std::to_string(i), m, routes));
+            }
+            QCOMPARE(w.routes[0].width, cs.E <= 255 ? 1 : 2);
+            Topology topo;
+            topo.ep_ranks = cs.P;
+            topo.dp_slots = 1;
+            topo.token_cap = 1000;
+            topo.edp_shards = {{0}};
+            topo.ep_rank_nodes.resize(static_cast<std::size_t>(cs.P));
+            for (int p = 0; p < cs.P; ++p)
+                topo.ep_rank_nodes[static_cast<std::size_t>(p)] = p % cs.N;
+            topo.dp_slot_nodes = {0};
+            QCOMPARE(topo.nodes(), cs.N);
+            std::vector<Placement> pis(3, identity_placement(L, cs.E, cs.P));
+            for (Placement& pi : pis)
+                for (int l = 0; l < L; ++l)
+                    std::shuffle(pi.slot.begin() + l * cs.E, pi.slot.begin() + (l + 1) * cs.E, rng);
+            const std::vector<int> rank_node = topo.node_of_rank();
+            const std::vector<const Placement*> placed = {&pis[0], &pis[1], &pis[2]};
+            for (const int workers : {1, 2}) {
+                tbb::task_arena arena(workers);
+                const std::vector<CommDemand> got = arena.execute([&] { return make_comm_demands(w, topo, placed); });
+                QCOMPARE(got.size(), std::size_t{3});
+                for (std::size_t k = 0; k < 3; ++k) {
+                    V want(static_cast<std::size_t>(n) * L * cs.N, 0);
+                    for (int i = 0; i < n; ++i)
+                        for (int l = 0; l < L; ++l)
+                            for (std::int64_t t = 0; t < w.routes[i].tokens; ++t) {
+                                std::set<int> nodes;
+                                for (int s = 0; s < K; ++s)
+                                    if (const int e = w.routes[i].at(l, t, s); e >= 0)
+                                        nodes.insert(rank_node[pis[k].owner(pis[k].at(l, e))]);
+                                for (const int node : nodes)
+                                    ++want[(static_cast<std::size_t>(i) * L + l) * cs.N + node];
+                            }
+                    QCOMPARE(got[k].tokens, want);
+                    QCOMPARE(got[k].N, cs.N);
+                }
+            }
+        }
+    }
+
     void randomAgainstBruteForce() {
         for (const unsigned seed : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u}) {
             std::mt19937 rng(seed);

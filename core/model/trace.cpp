@@ -72,9 +72,19 @@ void SampleRoutes::layer_ids(int l, std::vector<std::int32_t>& out) const {
             out[k] = p[k] == 0xff ? -1 : p[k];
         return;
     }
-    for (std::size_t k = 0; k < n; ++k)
-        out[k] = at(l, static_cast<std::int64_t>(k / static_cast<std::size_t>(top_k)),
-                    static_cast<int>(k % static_cast<std::size_t>(top_k)));
+    if (width == 2) {
+        for (std::size_t k = 0; k < n; ++k) {
+            const std::uint32_t v = p[2 * k] | (std::uint32_t(p[2 * k + 1]) << 8);
+            out[k] = v == 0xffff ? -1 : static_cast<std::int32_t>(v);
+        }
+        return;
+    }
+    for (std::size_t k = 0; k < n; ++k) {
+        const std::uint8_t* q = p + 4 * k;
+        const std::uint32_t v =
+            q[0] | (std::uint32_t(q[1]) << 8) | (std::uint32_t(q[2]) << 16) | (std::uint32_t(q[3]) << 24);
+        out[k] = v == 0xffffffffu ? -1 : static_cast<std::int32_t>(v);
+    }
 }
 
 bool Trace::has_routes() const {

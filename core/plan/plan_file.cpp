@@ -1090,20 +1090,20 @@ PlanResult restore_plan(const PlanFile& plan, const Trace& window, const std::st
     // window without routes keeps them unset (shown as n/a).
     if (r.comm.nodes > 1 && r.comm.available) {
         const std::vector<int> slot_node = plan.topology.node_of_dp_slot();
-        const CommDemand d_id = make_comm_demand(window, plan.topology, r.placement.identity);
-        const CommDemand d_lpt = make_comm_demand(window, plan.topology, r.placement.lpt);
-        r.baseline.comm = comm_cost(r.baseline.layout, d_id, slot_node);
+        // Every method's placement in one pass over the routes: identity, LPT, routepack's, then
+        // grouter's and routepack+comm's when the plan has them.
+        std::vector<const Placement*> placed = {&r.placement.identity, &r.placement.lpt, &r.placement.routepack};
+        if (r.comm.grouter) placed.push_back(&r.comm.grouter_placement);
+        if (r.comm.routepack_comm) placed.push_back(&r.comm.comm_placement);
+        const std::vector<CommDemand> d = make_comm_demands(window, plan.topology, placed);
+        r.baseline.comm = comm_cost(r.baseline.layout, d[0], slot_node);
         for (MethodResult* m : {&r.reorder, &r.karmarkar_karp})
-            m->comm = comm_cost(m->layout, d_lpt, slot_node);
-        r.routepack.comm =
-            comm_cost(r.routepack.layout, make_comm_demand(window, plan.topology, r.placement.routepack), slot_node);
-        if (r.comm.grouter)
-            r.comm.grouter->comm = comm_cost(
-                r.comm.grouter->layout, make_comm_demand(window, plan.topology, r.comm.grouter_placement), slot_node);
+            m->comm = comm_cost(m->layout, d[1], slot_node);
+        r.routepack.comm = comm_cost(r.routepack.layout, d[2], slot_node);
+        std::size_t next = 3;
+        if (r.comm.grouter) r.comm.grouter->comm = comm_cost(r.comm.grouter->layout, d[next++], slot_node);
         if (r.comm.routepack_comm)
-            r.comm.routepack_comm->comm =
-                comm_cost(r.comm.routepack_comm->layout, make_comm_demand(window, plan.topology, r.comm.comm_placement),
-                          slot_node);
+            r.comm.routepack_comm->comm = comm_cost(r.comm.routepack_comm->layout, d[next++], slot_node);
     }
     for (MethodResult* m : {&r.baseline, &r.reorder, &r.karmarkar_karp, &r.routepack})
         if (const auto& stored = plan.metrics[m->method]) m->metrics = stored->metrics;

@@ -371,22 +371,24 @@ void plan_communication(const Trace& w, const PlanInput& in, const std::vector<s
     std::vector<std::int64_t> length(w.size());
     for (std::size_t i = 0; i < w.size(); ++i)
         length[i] = w.samples[i].length;
-    const CommDemand d_id = make_comm_demand(w, topo, r.placement.identity);
-    const CommDemand d_lpt = make_comm_demand(w, topo, r.placement.lpt);
-    r.baseline.comm = comm_cost(r.baseline.layout, d_id, slot_node);
-    for (MethodResult* m : {&r.reorder, &r.karmarkar_karp})
-        m->comm = comm_cost(m->layout, d_lpt, slot_node);
-    r.routepack.comm = r.placement_refined()
-                           ? comm_cost(r.routepack.layout, make_comm_demand(w, topo, r.placement.routepack), slot_node)
-                           : comm_cost(r.routepack.layout, d_lpt, slot_node);
     PlanComm& c = r.comm;
-
     // grouter: the paper's expert grouping, each sample to the node with most local tokens, packed
     // into that node's DP slots at R* rows (cap and rectangle kept; the rest go elsewhere).
     GrouterOptions go;
     go.seed = seeds::planner_stage(in.budgets.seed, seeds::Stage::Grouter);
     GrouterGrouping gg = grouter_placement(w, topo, go, stop);
-    const CommDemand d_g = make_comm_demand(w, topo, gg.placement);
+
+    // The placements known by now in one pass over the routes: identity, LPT, grouter's, routepack's.
+    const Placement* placed[] = {&r.placement.identity, &r.placement.lpt, &gg.placement, &r.placement.routepack};
+    const std::vector<CommDemand> d =
+        make_comm_demands(w, topo, std::span<const Placement* const>(placed, r.placement_refined() ? 4 : 3));
+    const CommDemand& d_id = d[0];
+    const CommDemand& d_lpt = d[1];
+    const CommDemand& d_g = d[2];
+    r.baseline.comm = comm_cost(r.baseline.layout, d_id, slot_node);
+    for (MethodResult* m : {&r.reorder, &r.karmarkar_karp})
+        m->comm = comm_cost(m->layout, d_lpt, slot_node);
+    r.routepack.comm = comm_cost(r.routepack.layout, r.placement_refined() ? d[3] : d_lpt, slot_node);
     c.grouter_home = grouter_sample_nodes(d_g);
     const PackingProblem p_g = make_packing_shape(w, topo, gg.placement); // one layout: figures from the counts
     NodePacking gp =

@@ -7,6 +7,7 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <bit>
 #include <stdexcept>
 #include <string>
 
@@ -16,30 +17,101 @@ bool comm_available(const Trace& window) {
     return window.has_routes();
 }
 
+namespace {
+
+/// Logical expert of route slot k of a layer's ids stored `width` bytes each (little-endian), -1
+/// for the missing marker (the width's all-ones value).
+inline std::int32_t route_id(const std::uint8_t* p, std::size_t k, int width) {
+    if (width == 1) return p[k] == 0xff ? -1 : p[k];
+    if (width == 2) {
+        const std::uint32_t v = p[2 * k] | (std::uint32_t(p[2 * k + 1]) << 8);
+        return v == 0xffff ? -1 : static_cast<std::int32_t>(v);
+    }
+    const std::uint8_t* q = p + 4 * k;
+    const std::uint32_t v =
+        q[0] | (std::uint32_t(q[1]) << 8) | (std::uint32_t(q[2]) << 16) | (std::uint32_t(q[3]) << 24);
+    return v == 0xffffffffu ? -1 : static_cast<std::int32_t>(v);
+}
+
+/// One layer of one sample under one placement: out[m] += tokens whose routes reach node m
+/// (node_of[e] the node of logical expert e), each token once per node. A token's nodes form a bit
+/// mask: with at most 8 nodes the tokens are counted per mask (256 bins) and the bins added to their
+/// nodes afterwards; with at most 64 each token adds to its nodes; else `stamp` de-duplicates
+/// (stamp[m] == stamp_no when node m already counted the token).
+template <int Width>
+void count_layer(const std::uint8_t* p, std::int64_t tokens, int K, const int* node_of, std::int64_t* out, int N,
+                 std::vector<std::int64_t>& stamp, std::int64_t& stamp_no, std::vector<std::uint32_t>& bins) {
+    auto token_mask = [&](std::int64_t t) {
+        std::uint64_t mask = 0;
+        const std::size_t base = static_cast<std::size_t>(t) * static_cast<std::size_t>(K);
+        for (int s = 0; s < K; ++s) {
+            const std::int32_t id = route_id(p, base + static_cast<std::size_t>(s), Width);
+            if (id >= 0) mask |= std::uint64_t{1} << node_of[id];
+        }
+        return mask;
+    };
+    if (N <= 8) {
+        bins.assign(256, 0);
+        for (std::int64_t t = 0; t < tokens; ++t)
+            ++bins[token_mask(t)];
+        for (unsigned mask = 1; mask < 256; ++mask)
+            if (const std::uint32_t c = bins[mask])
+                for (unsigned bits = mask; bits; bits &= bits - 1)
+                    out[std::countr_zero(bits)] += c;
+        return;
+    }
+    if (N <= 64) {
+        for (std::int64_t t = 0; t < tokens; ++t)
+            for (std::uint64_t mask = token_mask(t); mask; mask &= mask - 1)
+                ++out[std::countr_zero(mask)];
+        return;
+    }
+    for (std::int64_t t = 0; t < tokens; ++t, ++stamp_no) {
+        const std::size_t base = static_cast<std::size_t>(t) * static_cast<std::size_t>(K);
+        for (int s = 0; s < K; ++s) {
+            const std::int32_t id = route_id(p, base + static_cast<std::size_t>(s), Width);
+            if (id < 0) continue;
+            const int m = node_of[id];
+            if (stamp[idx(m)] == stamp_no) continue;
+            stamp[idx(m)] = stamp_no;
+            ++out[m];
+        }
+    }
+}
+
+} // namespace
+
 CommDemand make_comm_demand(const Trace& window, const Topology& topo, const Placement& pi) {
+    const Placement* one[] = {&pi};
+    return std::move(make_comm_demands(window, topo, one).front());
+}
+
+std::vector<CommDemand> make_comm_demands(const Trace& window, const Topology& topo,
+                                          std::span<const Placement* const> placements) {
     if (!comm_available(window))
         throw InputError("the window's samples carry no per-token routes; re-import the trace");
     const int L = window.model.num_moe_layers(), E = window.model.experts, K = window.model.top_k;
-    if (pi.layers != L || pi.experts != E || pi.ep_ranks != topo.ep_ranks ||
-        pi.slot.size() != static_cast<std::size_t>(L) * static_cast<std::size_t>(E))
-        throw std::invalid_argument("make_comm_demand: placement is " + std::to_string(pi.layers) + " x " +
-                                    std::to_string(pi.experts) + " on " + std::to_string(pi.ep_ranks) +
-                                    " EP ranks, the window and topology say " + std::to_string(L) + " x " +
-                                    std::to_string(E) + " on " + std::to_string(topo.ep_ranks));
     const std::vector<int> rank_node = topo.node_of_rank();
-    CommDemand c;
-    c.n = static_cast<int>(window.size());
-    c.L = L;
-    c.N = topo.nodes();
-    // node_of_expert[l*E + e]: the node of the EP rank holding logical expert e at layer l.
-    std::vector<int> node_of_expert(idx(L) * idx(E));
-    for (int l = 0; l < L; ++l)
-        for (int e = 0; e < E; ++e) {
-            const int v = pi.at(l, e);
-            if (v < 0 || v >= E)
-                throw std::invalid_argument("make_comm_demand: slot out of range at layer " + std::to_string(l));
-            node_of_expert[idx(l) * E + e] = rank_node[idx(pi.owner(v))];
-        }
+    const std::size_t P = placements.size();
+    // node_of_expert[k][l*E + e]: the node of the EP rank holding logical expert e at layer l under
+    // placement k.
+    std::vector<std::vector<int>> node_of_expert(P, std::vector<int>(idx(L) * idx(E)));
+    for (std::size_t k = 0; k < P; ++k) {
+        const Placement& pi = *placements[k];
+        if (pi.layers != L || pi.experts != E || pi.ep_ranks != topo.ep_ranks ||
+            pi.slot.size() != static_cast<std::size_t>(L) * static_cast<std::size_t>(E))
+            throw std::invalid_argument("make_comm_demand: placement is " + std::to_string(pi.layers) + " x " +
+                                        std::to_string(pi.experts) + " on " + std::to_string(pi.ep_ranks) +
+                                        " EP ranks, the window and topology say " + std::to_string(L) + " x " +
+                                        std::to_string(E) + " on " + std::to_string(topo.ep_ranks));
+        for (int l = 0; l < L; ++l)
+            for (int e = 0; e < E; ++e) {
+                const int v = pi.at(l, e);
+                if (v < 0 || v >= E)
+                    throw std::invalid_argument("make_comm_demand: slot out of range at layer " + std::to_string(l));
+                node_of_expert[k][idx(l) * E + e] = rank_node[idx(pi.owner(v))];
+            }
+    }
     for (std::size_t i = 0; i < window.size(); ++i) {
         const SampleRoutes& r = window.routes[i];
         if (r.layers != L || r.top_k != K || r.tokens != window.samples[i].routed_rows)
@@ -49,32 +121,38 @@ CommDemand make_comm_demand(const Trace& window, const Topology& topo, const Pla
                                         std::to_string(window.samples[i].routed_rows) + " x " + std::to_string(L) +
                                         " x top-" + std::to_string(K));
     }
-    c.tokens.assign(idx(c.n) * idx(L) * idx(c.N), 0);
-    tbb::parallel_for(tbb::blocked_range<int>(0, c.n), [&](const tbb::blocked_range<int>& range) {
-        std::vector<std::int32_t> ids;
-        // stamp[m] == token number when node m already counted this token (de-duplication).
-        std::vector<std::int64_t> stamp(idx(c.N), -1);
-        std::int64_t token_no = 0;
-        for (int i = range.begin(); i != range.end(); ++i) {
-            const SampleRoutes& r = window.routes[idx(i)];
-            for (int l = 0; l < L; ++l) {
-                r.layer_ids(l, ids);
-                const int* ne = node_of_expert.data() + idx(l) * E;
-                std::int64_t* out = c.tokens.data() + (idx(i) * L + l) * idx(c.N);
-                for (std::int64_t t = 0; t < r.tokens; ++t, ++token_no) {
-                    const std::int32_t* p = ids.data() + idx(t) * K;
-                    for (int s = 0; s < K; ++s) {
-                        if (p[s] < 0) continue;
-                        const int m = ne[p[s]];
-                        if (stamp[idx(m)] == token_no) continue;
-                        stamp[idx(m)] = token_no;
-                        ++out[m];
+    std::vector<CommDemand> out(P);
+    for (CommDemand& c : out) {
+        c.n = static_cast<int>(window.size());
+        c.L = L;
+        c.N = topo.nodes();
+        c.tokens.assign(idx(c.n) * idx(L) * idx(c.N), 0);
+    }
+    const int N = topo.nodes();
+    // One pass over the routes: each token's ids are read once for every placement.
+    tbb::parallel_for(
+        tbb::blocked_range<int>(0, static_cast<int>(window.size())), [&](const tbb::blocked_range<int>& range) {
+            std::vector<std::int64_t> stamp(idx(N), -1);
+            std::vector<std::uint32_t> bins;
+            std::int64_t stamp_no = 0;
+            for (int i = range.begin(); i != range.end(); ++i) {
+                const SampleRoutes& r = window.routes[idx(i)];
+                for (int l = 0; l < L; ++l) {
+                    const std::uint8_t* p = r.bytes.data() + r.index(l, 0, 0) * static_cast<std::size_t>(r.width);
+                    for (std::size_t k = 0; k < P; ++k) {
+                        const int* node_of = node_of_expert[k].data() + idx(l) * E;
+                        std::int64_t* counts = out[k].tokens.data() + (idx(i) * L + l) * idx(N);
+                        if (r.width == 1)
+                            count_layer<1>(p, r.tokens, K, node_of, counts, N, stamp, stamp_no, bins);
+                        else if (r.width == 2)
+                            count_layer<2>(p, r.tokens, K, node_of, counts, N, stamp, stamp_no, bins);
+                        else
+                            count_layer<4>(p, r.tokens, K, node_of, counts, N, stamp, stamp_no, bins);
                     }
                 }
             }
-        }
-    });
-    return c;
+        });
+    return out;
 }
 
 CommCost comm_cost(const Layout& x, const CommDemand& c, const std::vector<int>& node_of_dp_slot) {

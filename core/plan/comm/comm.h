@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace routepack {
@@ -39,6 +40,14 @@ bool comm_available(const Trace& window);
 /// L / E / P differ from the trace's model or the topology, or a sample's routes do not have its
 /// routed_rows tokens. Cost O(sum_i routed_rows_i * L * K).
 CommDemand make_comm_demand(const Trace& window, const Topology& topo, const Placement& pi);
+
+/// make_comm_demand for several placements of the same window in one pass over its routes (each
+/// sample's layer read once for all of them; a token's nodes as a bit mask, counted per mask when
+/// there are at most 8 nodes): result k is make_comm_demand(window, topo, *placements[k]), the same
+/// int64 figures.
+/// Samples in parallel on the calling oneTBB arena. Same errors.
+std::vector<CommDemand> make_comm_demands(const Trace& window, const Topology& topo,
+                                          std::span<const Placement* const> placements);
 
 /// The dispatch volume of a layout, in token copies (the combine step sends the same copies back).
 /// A token of a sample in cell (r, d) starts on node src = Topology::node_of_dp_slot()[d]; at MoE

@@ -28,6 +28,21 @@ double sq_dist(const double* a, const double* b, int E) {
     return s;
 }
 
+/// sq_dist when it is at most `bound`, else some partial sum above it: the terms are added in the
+/// same order as sq_dist and are >= 0, so the sum stops once it exceeds the bound (checked every 16
+/// terms). A nearest-center search comparing with `<` (or `<=`) picks what it picks with sq_dist.
+double sq_dist_below(const double* a, const double* b, int E, double bound) {
+    double s = 0;
+    int e = 0;
+    while (e < E) {
+        const int end = std::min(E, e + 16);
+        for (; e < end; ++e)
+            s += (a[e] - b[e]) * (a[e] - b[e]);
+        if (s > bound) return s;
+    }
+    return s;
+}
+
 /// A cluster of affinity vectors: its size and mean.
 struct Cluster {
     double size = 0;
@@ -48,7 +63,7 @@ std::vector<Cluster> kmeans(const std::vector<double>& phi, int E, const std::ve
     while (static_cast<int>(centers.size()) < k) {
         double total = 0;
         for (int j = 0; j < n; ++j) {
-            d2[idx(j)] = std::min(d2[idx(j)], sq_dist(row(j), centers.back().data(), E));
+            d2[idx(j)] = std::min(d2[idx(j)], sq_dist_below(row(j), centers.back().data(), E, d2[idx(j)]));
             total += d2[idx(j)];
         }
         if (!(total > 0)) break; // every point sits on a center: fewer clusters
@@ -72,11 +87,14 @@ std::vector<Cluster> kmeans(const std::vector<double>& phi, int E, const std::ve
         tbb::parallel_for(tbb::blocked_range<int>(0, n, 16), [&](const tbb::blocked_range<int>& range) {
             bool moved = false;
             for (int j = range.begin(); j != range.end(); ++j) {
-                int best = 0;
-                double bd = std::numeric_limits<double>::infinity();
+                // The nearest center, the lowest index among equals: the previous one's distance
+                // first, so that the others' sums stop early.
+                int best = of[idx(j)] >= 0 ? of[idx(j)] : 0;
+                double bd = sq_dist(row(j), centers[idx(best)].data(), E);
                 for (int c = 0; c < K; ++c) {
-                    const double d = sq_dist(row(j), centers[idx(c)].data(), E);
-                    if (d < bd) {
+                    if (c == best) continue;
+                    const double d = sq_dist_below(row(j), centers[idx(c)].data(), E, bd);
+                    if (d < bd || (d == bd && c < best)) {
                         bd = d;
                         best = c;
                     }
@@ -113,21 +131,31 @@ std::vector<Cluster> kmeans(const std::vector<double>& phi, int E, const std::ve
     return out;
 }
 
-/// Ward agglomerative merging of clusters down to `target` (padded with empty clusters below it).
+/// Ward agglomerative merging of clusters down to `target` (padded with empty clusters below it). Each
+/// step merges the pair (a < b, first in a-then-b order among equals) of least Ward distance
+/// size_a size_b / (size_a + size_b) x |mean_a - mean_b|^2. The pair distances are kept in a
+/// matrix and only the merged cluster's are formed again (by the same arithmetic, so the same
+/// doubles and the same merges as forming every pair at every step).
 void ward_merge(std::vector<Cluster>& cl, int target, int E) {
+    auto ward = [&](std::size_t a, std::size_t b) {
+        const double w = cl[a].size * cl[b].size / (cl[a].size + cl[b].size);
+        return w * sq_dist(cl[a].mean.data(), cl[b].mean.data(), E);
+    };
+    std::vector<std::vector<double>> dist(cl.size(), std::vector<double>(cl.size(), 0.0));
+    if (static_cast<int>(cl.size()) > target)
+        for (std::size_t a = 0; a < cl.size(); ++a)
+            for (std::size_t b = a + 1; b < cl.size(); ++b)
+                dist[a][b] = dist[b][a] = ward(a, b);
     while (static_cast<int>(cl.size()) > target) {
         std::size_t ba = 0, bb = 1;
         double bd = std::numeric_limits<double>::infinity();
         for (std::size_t a = 0; a < cl.size(); ++a)
-            for (std::size_t b = a + 1; b < cl.size(); ++b) {
-                const double w = cl[a].size * cl[b].size / (cl[a].size + cl[b].size);
-                const double d = w * sq_dist(cl[a].mean.data(), cl[b].mean.data(), E);
-                if (d < bd) {
+            for (std::size_t b = a + 1; b < cl.size(); ++b)
+                if (const double d = dist[a][b]; d < bd) {
                     bd = d;
                     ba = a;
                     bb = b;
                 }
-            }
         Cluster& a = cl[ba];
         const Cluster& b = cl[bb];
         const double s = a.size + b.size;
@@ -135,6 +163,11 @@ void ward_merge(std::vector<Cluster>& cl, int target, int E) {
             a.mean[idx(e)] = (a.mean[idx(e)] * a.size + b.mean[idx(e)] * b.size) / s;
         a.size = s;
         cl.erase(cl.begin() + static_cast<std::ptrdiff_t>(bb));
+        dist.erase(dist.begin() + static_cast<std::ptrdiff_t>(bb));
+        for (auto& row : dist)
+            row.erase(row.begin() + static_cast<std::ptrdiff_t>(bb));
+        for (std::size_t x = 0; x < cl.size(); ++x)
+            if (x != ba) dist[ba][x] = dist[x][ba] = ward(std::min(ba, x), std::max(ba, x));
     }
     while (static_cast<int>(cl.size()) < target)
         cl.push_back(Cluster{0, std::vector<double>(idx(E), 0.0)});
@@ -242,7 +275,7 @@ std::vector<int> clusters_of_nodes(const NodeFrame& f, int l, const std::vector<
         int near = 0;
         double bd = std::numeric_limits<double>::infinity();
         for (int c = 0; c < N; ++c)
-            if (const double d = sq_dist(x, cl[idx(c)].mean.data(), E); d < bd) {
+            if (const double d = sq_dist_below(x, cl[idx(c)].mean.data(), E, bd); d < bd) {
                 bd = d;
                 near = c;
             }
