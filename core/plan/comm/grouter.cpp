@@ -8,6 +8,7 @@
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <atomic>
@@ -313,21 +314,37 @@ void place_inside_nodes(const NodeFrame& f, int l, std::vector<std::vector<int>>
     }
 }
 
-/// Grouter's grouping of MoE layer l (grouter.h): entropy filter, k-means++ on the layer's own
-/// stream, Ward merge to N clusters, clusters to nodes, the expert matching, Algorithm 1 inside the
-/// nodes; adds the layer's affinities to each sample's `home` [n][N].
-void group_layer(const Trace& window, const NodeFrame& f, const GrouterOptions& opt, int l, Grid<double>& home,
+/// The clustering of MoE layer l (grouter.h): entropy filter, k-means++ on the layer's own stream,
+/// Ward merge to N clusters. It depends on the layer alone (and its own seed), so layers cluster in
+/// parallel.
+struct LayerClusters {
+    std::vector<int> kept;   ///< the samples clustered
+    std::vector<Cluster> cl; ///< [N] merged clusters
+};
+
+LayerClusters cluster_layer(const Trace& window, const NodeFrame& f, const GrouterOptions& opt, int l) {
+    const int E = f.E;
+    const std::vector<double> phi = affinity_vectors(window, l);
+    LayerClusters out;
+    out.kept = entropy_filter(phi, window.size(), E, opt.entropy_fraction * std::log(static_cast<double>(E)));
+    Rng rng(seeds::grouter_layer(opt.seed, static_cast<std::uint64_t>(l)));
+    const int k0 = std::max(1, std::min(opt.initial_clusters, static_cast<int>(out.kept.size())));
+    out.cl = kmeans(phi, E, out.kept, k0, opt.kmeans_iterations, rng);
+    ward_merge(out.cl, f.N, E);
+    return out;
+}
+
+/// The rest of layer l's grouping, in layer order (it follows the samples' homes over the layers
+/// before): clusters to nodes, the expert matching, Algorithm 1 inside the nodes; adds the layer's
+/// affinities to each sample's `home` [n][N].
+void group_layer(const Trace& window, const NodeFrame& f, int l, const LayerClusters& lc, Grid<double>& home,
                  GrouterGrouping& g) {
     const int E = f.E, N = f.N;
     const std::size_t n = window.size();
     const std::vector<double> phi = affinity_vectors(window, l);
-    const std::vector<int> kept = entropy_filter(phi, n, E, opt.entropy_fraction * std::log(static_cast<double>(E)));
-    g.kept_samples[idx(l)] = static_cast<int>(kept.size());
-    Rng rng(seeds::grouter_layer(opt.seed, static_cast<std::uint64_t>(l)));
-    const int k0 = std::max(1, std::min(opt.initial_clusters, static_cast<int>(kept.size())));
-    std::vector<Cluster> cl = kmeans(phi, E, kept, k0, opt.kmeans_iterations, rng);
-    ward_merge(cl, N, E);
-    const std::vector<int> cluster_of_node = clusters_of_nodes(f, l, cl, phi, kept, home);
+    g.kept_samples[idx(l)] = static_cast<int>(lc.kept.size());
+    const std::vector<Cluster>& cl = lc.cl;
+    const std::vector<int> cluster_of_node = clusters_of_nodes(f, l, cl, phi, lc.kept, home);
     // w[e][j]: the mean affinity to expert e of the cluster on column j's node.
     std::vector<double> w(idx(E) * E);
     for (std::size_t e = 0; e < idx(E); ++e)
@@ -362,9 +379,15 @@ GrouterGrouping grouter_placement(const Trace& window, const Topology& topo, con
     g.kept_samples.assign(idx(L), 0);
     // home[i][m]: sample i's affinity to the experts node m holds, summed over the layers done.
     Grid<double> home(window.size(), f.N, 0.0);
-    for (; g.layers_grouped < L; ++g.layers_grouped) {
-        if (stop.stop_requested()) break;
-        group_layer(window, f, opt, g.layers_grouped, home, g);
+    // Blocks of layers: their clusterings in parallel, then the rest of each in layer order; a stop
+    // is seen between blocks.
+    const int block = std::max(2, tbb::this_task_arena::max_concurrency());
+    while (g.layers_grouped < L && !stop.stop_requested()) {
+        const int first = g.layers_grouped, end = std::min(L, first + block);
+        std::vector<LayerClusters> lc(idx(end - first));
+        tbb::parallel_for(first, end, [&](int l) { lc[idx(l - first)] = cluster_layer(window, f, opt, l); });
+        for (int l = first; l < end; ++l, ++g.layers_grouped)
+            group_layer(window, f, l, lc[idx(l - first)], home, g);
     }
     if (g.layers_grouped == L) return g;
     // Stopped: the layers not grouped keep Algorithm 1 over all EP ranks (LPT), each expert on the

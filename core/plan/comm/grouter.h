@@ -45,9 +45,13 @@ std::vector<double> affinity_vectors(const Trace& window, int l);
 /// cluster and its home node, the node with most of its affinity over the layers before), so that a
 /// sample's experts stay on one node across layers. Inside a node the experts
 /// are placed by Algorithm 1 (LPT on the window's loads) over that node's EP ranks. Deterministic for
-/// a seed whatever the worker count (the k-means assignment runs on the caller's TBB arena); layer
-/// l's k-means++ draws from seeds::grouter_layer(opt.seed, l).
-/// `stop` is polled before each layer; once it fires, the layers not yet grouped keep Algorithm 1's
+/// a seed whatever the worker count: each layer's clustering depends on that layer alone (layer l's
+/// k-means++ draws from seeds::grouter_layer(opt.seed, l)), so blocks of layers (as many as the
+/// caller's TBB arena has threads, at least 2) cluster in parallel, each with its k-means assignment
+/// in parallel, and the matching that follows the samples' homes runs in layer order. k-means'
+/// nearest-center search stops a distance sum once it passes the best so far, and the Ward merge keeps
+/// its pair distances (the same doubles, so the same clusters).
+/// `stop` is polled before each block of layers; once it fires, the layers not yet grouped keep Algorithm 1's
 /// LPT placement over all EP ranks (each expert on the node of its rank), stopped = true and
 /// layers_grouped says how far the grouping got: still a valid placement, but then depending on timing.
 /// std::invalid_argument when E % P != 0 or the window is empty.
