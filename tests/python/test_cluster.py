@@ -201,8 +201,16 @@ def test_cluster_sweep_equals_routepack_sweep(exe, client, steps, tmp_path):
         assert [x["previous_from"] for x in lines] == ["identity", "step-1", "step-2", "step-3", "step-4"]
     workers = set(client.scheduler_info()["workers"])
     assert {x["worker"] for x in summary["lines"]} <= workers
+    # Each step is read once for both chains: the read's seconds are on both lines, and on its record.
+    reads = {x["window"]: x["read_seconds"] for x in summary["lines"] if x["topology"] == "two-shards"}
+    assert all(isinstance(v, float) and v > 0 for v in reads.values()) and len(reads) == 5
+    assert all(x["read_seconds"] == reads[x["window"]] for x in summary["lines"])
+    assert json.loads(open(os.path.join(out, "wide", "step-3.step.json")).read())["read_seconds"] == reads["step-3"]
     csv_lines = open(os.path.join(out, "summary.csv"), newline="").read().split("\r\n")
     assert csv_lines[0].startswith("topology,window,status,samples,rows,certified,baseline,reorder,")
+    header = csv_lines[0].split(",")
+    assert header[header.index("task_seconds") + 1] == "read_seconds"
+    assert float(csv_lines[1].split(",")[header.index("read_seconds")]) == reads["step-1"]
     assert csv_lines[1].startswith("two-shards,step-1,planned,24,") and len(csv_lines) == 12 and csv_lines[-1] == ""
 
 

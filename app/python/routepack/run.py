@@ -23,7 +23,7 @@ What runs where:
 
 OUT (resumable): ``run.json`` (the settings; a rerun with other settings is refused),
 ``<chain>/<window>.plan.json`` (the plan file), ``<chain>/<window>.step.json`` (its summary line:
-worker, seconds, the step its placement started from), ``<chain>/<window>.failed.json`` (a failed
+worker, the plan task's seconds, the step read's seconds, the step its placement started from), ``<chain>/<window>.failed.json`` (a failed
 step's message), and ``summary.json`` / ``summary.csv`` (every chain's steps; written last, each
 through a temporary file and a rename). Every file appears whole (temporary file + rename), with
 the mode a plain ``open`` gives (0666 less the umask), as ``routepack sweep --out`` writes.
@@ -183,6 +183,22 @@ def sweep_step(path, topology_json: str, *, trace_name: str, window_name: str, m
     out = plan_step(window, topology_json, trace_name=trace_name, window_name=window_name, previous=previous,
                     seed=seed, threads=threads, budgets=budgets)
     out["read_seconds"] = read_s
+    return out
+
+
+def _read_timed(path, **kwargs):
+    """The cluster runner's read task: read_step's Window and the read's wall seconds."""
+    t0 = time.perf_counter()
+    window = read_step(path, **kwargs)
+    return window, time.perf_counter() - t0
+
+
+def _plan_read(read, topology_json: str, **kwargs) -> dict:
+    """The cluster runner's plan task: plan_step on a :func:`_read_timed` result, with the read's
+    seconds added as "read_seconds" (the step's read task, run once for all its chains)."""
+    window, read_seconds = read
+    out = plan_step(window, topology_json, **kwargs)
+    out["read_seconds"] = read_seconds
     return out
 
 
@@ -531,7 +547,8 @@ def _finish(chain, k, name, result, read_future) -> None:
         _write_atomic(plan, result["plan"] + "\n")
         rec = dict(result["line"])
         rec.update({"window": name, "plan_file": os.path.basename(plan), "worker": result["worker"],
-                    "task_seconds": result["seconds"], "previous_from": chain.previous_from,
+                    "task_seconds": result["seconds"], "read_seconds": result.get("read_seconds"),
+                    "previous_from": chain.previous_from,
                     "previous_key": _placement_key(chain.previous), "input_key": chain.input_key(k)})
         _write_atomic(step, json.dumps(rec, indent=2) + "\n")
         _remove(failed)
@@ -604,7 +621,7 @@ def _run(client, job: _Job, progress=None) -> dict:
     def read(k):
         if k not in reads:
             input_key(k)  # the files' state before they are read
-            reads[k] = client.submit(read_step, steps[k][1], model=job.model, format=job.format, routes=any_routes,
+            reads[k] = client.submit(_read_timed, steps[k][1], model=job.model, format=job.format, routes=any_routes,
                                      layer_base=job.layer_base, pure=False, key=f"read-{k}-{os.urandom(4).hex()}")
         return reads[k]
 
@@ -614,7 +631,7 @@ def _run(client, job: _Job, progress=None) -> dict:
                 _advance(c, steps)
                 if not c.done():
                     k = c.pos
-                    fut = client.submit(plan_step, read(k), c.topology_json, trace_name=job.trace_name,
+                    fut = client.submit(_plan_read, read(k), c.topology_json, trace_name=job.trace_name,
                                         window_name=steps[k][0], previous=c.previous, seed=job.seed,
                                         threads=job.threads, budgets=budgets or None, pure=False,
                                         key=f"plan-{c.name}-{k}-{os.urandom(4).hex()}")
@@ -675,8 +692,8 @@ def write_summary(out: str, chains, steps) -> dict:
 
 CSV_COLUMNS = ("topology", "window", "status", "samples", "rows", "certified") + _METHODS + (
     "routepack_vs_baseline_pct", "routepack_vs_reorder_pct", "lower_bound", "experts_moved", "migration_bytes",
-    "materialization_seconds", "compute_seconds", "modelled_seconds", "planner_s", "task_seconds", "worker",
-    "previous_from", "plan_file", "error")
+    "materialization_seconds", "compute_seconds", "modelled_seconds", "planner_s", "task_seconds", "read_seconds",
+    "worker", "previous_from", "plan_file", "error")
 
 
 def summary_csv(lines) -> str:
