@@ -322,7 +322,7 @@ def test_bad_step_fails_alone(client, steps, tmp_path):
     assert lines[2]["error"] == msg and lines[2]["stage"] == "read"
     assert [x.get("previous_from") for x in lines] == ["identity", "step-1", None, "step-2", "step-4"]
     csv_text = open(os.path.join(out, "summary.csv"), newline="").read()
-    assert f'two-shards,step-3,failed,{"," * 22}{msg}\r\n' in csv_text
+    assert f'two-shards,step-3,failed,{"," * 23}{msg}\r\n' in csv_text
     (run / "step-3.npz").write_bytes((steps / "run" / "step-3.npz").read_bytes())
     planned = []
     summary = run_mod.sweep(client, str(run), model=MODEL, topologies=[topo], out=out, seed=5,
