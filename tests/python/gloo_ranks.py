@@ -8,16 +8,18 @@ import socket
 import traceback
 
 
-def require_gloo() -> None:
-    """Skips the calling test unless torch runs here (the default pass only: Debian's torch under a
-    preloaded sanitizer runtime is not expected to work) with torch.distributed's gloo backend."""
+def require_gloo(module: bool = False) -> None:
+    """Skips the calling test (``module``: the calling test module, called at its top level) unless
+    torch runs here (the default pass only: Debian's torch under a preloaded sanitizer runtime is not
+    expected to work) with torch.distributed's gloo backend."""
     import pytest
 
     if os.environ.get("ROUTEPACK_TORCH_TESTS") == "off":
-        pytest.skip("torch tests run in the default pass only (as tests/python/test_torch_distributed.py)")
+        pytest.skip("torch tests run in the default pass only (as tests/python/test_torch_distributed.py)",
+                    allow_module_level=module)
     dist = pytest.importorskip("torch.distributed")
     if not dist.is_available() or not dist.is_gloo_available():
-        pytest.skip("torch.distributed with gloo is not available")
+        pytest.skip("torch.distributed with gloo is not available", allow_module_level=module)
 
 
 def free_port() -> int:

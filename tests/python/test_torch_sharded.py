@@ -17,7 +17,7 @@ import pytest
 
 from gloo_ranks import require_gloo, run_ranks
 
-require_gloo()
+require_gloo(module=True)
 torch = pytest.importorskip("torch")
 
 import routepack  # noqa: E402
