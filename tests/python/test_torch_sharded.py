@@ -265,3 +265,10 @@ def test_distributed_optimizer_shards_move_with_their_experts(tmp_path_factory, 
             assert got["refused"].startswith(f"rank 0: {via}previous placement is not the model's current one: MoE "
                                              "layer 1 "), got["refused"]
         assert all(p.migration["moves"] > 0 for p in chain[1:])
+        # Each EP group (one per EDP rank) sends every moved expert once: the plan's moves at the
+        # experts' real bytes (the plans' migration section describes fp32 experts with gradients, so
+        # its bytes figure is for those; the moves are the plan's).
+        for s, p in enumerate(chain[1:], 1):
+            for d in range(EDP):
+                sent = sum(results[d * EP + e][1][layout]["results"][s]["bytes_sent"] for e in range(EP))
+                assert sent == p.migration["moves"] * MOVED_BYTES

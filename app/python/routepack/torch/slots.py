@@ -45,7 +45,6 @@ class Optim:
     a model with experts). The main copy and its state move with the model parameter."""
 
     def __init__(self, optimizer):
-        self.given = optimizer
         self.main: Dict[int, torch.Tensor] = {}
         self.inner: Dict[int, object] = {}  # id(stepped tensor) -> the torch optimizer holding its state
         self.shards = sharded.Shards()
